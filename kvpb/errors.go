@@ -1,0 +1,218 @@
+package kvpb
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cairn-db/cairn/hlc"
+)
+
+// The errors a tablet returns, grouped by who handles them. All are pointer
+// types; match them with errors.As (invariant 3).
+//
+// Routing (the kv client's router evicts its cache and retries):
+//   TabletKeyMismatchError, TabletNotFoundError
+// Conflicts the transaction coordinator retries by moving its timestamp or
+// restarting (IsRetryable):
+//   WriteTooOldError, ReadWithinUncertaintyIntervalError,
+//   TransactionRetryError, TransactionAbortedError
+// Conflicts with another transaction's lock (the tablet waits and pushes;
+// they surface only with WaitError or when the push fails):
+//   WriteIntentError, TransactionPushError
+// Final answers to the caller:
+//   ConditionFailedError, TransactionStatusError, InvalidArgumentError,
+//   AmbiguousResultError
+
+// TabletKeyMismatchError: the batch's keys are not (all) in the tablet it
+// was sent to. Tablet is the tablet's current descriptor, if it exists.
+type TabletKeyMismatchError struct {
+	Key    []byte
+	Tablet *TabletDescriptor
+}
+
+func (e *TabletKeyMismatchError) Error() string {
+	return fmt.Sprintf("key %q is outside tablet %s", e.Key, e.Tablet)
+}
+
+// TabletNotFoundError: the addressed tablet does not exist here.
+type TabletNotFoundError struct{ TabletID TabletID }
+
+func (e *TabletNotFoundError) Error() string {
+	return fmt.Sprintf("tablet %d not found", e.TabletID)
+}
+
+// WriteTooOldError: a write met a committed version at or above its
+// timestamp. The write was not done; ActualTimestamp is the lowest timestamp
+// at which it could be.
+type WriteTooOldError struct {
+	Key             []byte
+	Timestamp       hlc.Timestamp
+	ActualTimestamp hlc.Timestamp
+}
+
+func (e *WriteTooOldError) Error() string {
+	return fmt.Sprintf("write at %s too old for key %q; existing version requires %s", e.Timestamp, e.Key, e.ActualTimestamp)
+}
+
+// ReadWithinUncertaintyIntervalError: a read at ReadTimestamp met a value at
+// ExistingTimestamp within the uncertainty window; the reader must move its
+// read timestamp above ExistingTimestamp.
+type ReadWithinUncertaintyIntervalError struct {
+	Key               []byte
+	ReadTimestamp     hlc.Timestamp
+	ExistingTimestamp hlc.Timestamp
+	UncertaintyLimit  hlc.Timestamp
+}
+
+func (e *ReadWithinUncertaintyIntervalError) Error() string {
+	return fmt.Sprintf("read at %s met value of %q at %s within uncertainty limit %s", e.ReadTimestamp, e.Key, e.ExistingTimestamp, e.UncertaintyLimit)
+}
+
+// RetryReason says why a transaction must retry.
+type RetryReason int8
+
+const (
+	// RetrySerializable: the write timestamp moved and reads cannot be
+	// refreshed to it.
+	RetrySerializable RetryReason = iota
+	// RetryWriteTooOld: a write was pushed above a committed version.
+	RetryWriteTooOld
+	// RetryAsyncWriteFailure: an intent the transaction relied on is gone.
+	RetryAsyncWriteFailure
+)
+
+func (r RetryReason) String() string {
+	switch r {
+	case RetrySerializable:
+		return "RETRY_SERIALIZABLE"
+	case RetryWriteTooOld:
+		return "RETRY_WRITE_TOO_OLD"
+	case RetryAsyncWriteFailure:
+		return "RETRY_ASYNC_WRITE_FAILURE"
+	}
+	return "RETRY_UNKNOWN"
+}
+
+// TransactionRetryError: the transaction must restart at a new epoch.
+type TransactionRetryError struct {
+	Reason RetryReason
+	Detail string
+}
+
+func (e *TransactionRetryError) Error() string {
+	return fmt.Sprintf("restart transaction: %s: %s", e.Reason, e.Detail)
+}
+
+// AbortReason says why a transaction was aborted.
+type AbortReason int8
+
+const (
+	// AbortPushed: another transaction aborted it (priority or abandonment).
+	AbortPushed AbortReason = iota
+	// AbortDeadlock: it was chosen as the victim of a deadlock.
+	AbortDeadlock
+	// AbortExpired: its record expired without heartbeats.
+	AbortExpired
+	// AbortClient: the client rolled it back.
+	AbortClient
+	// AbortTimestampCache: its record was created after the timestamp
+	// cache shows it was already finalised (a replay).
+	AbortTimestampCache
+)
+
+func (r AbortReason) String() string {
+	switch r {
+	case AbortPushed:
+		return "ABORT_REASON_PUSHED"
+	case AbortDeadlock:
+		return "ABORT_REASON_DEADLOCK"
+	case AbortExpired:
+		return "ABORT_REASON_EXPIRED"
+	case AbortClient:
+		return "ABORT_REASON_CLIENT"
+	case AbortTimestampCache:
+		return "ABORT_REASON_TIMESTAMP_CACHE"
+	}
+	return "ABORT_REASON_UNKNOWN"
+}
+
+// TransactionAbortedError: the transaction is aborted; a new one may retry
+// the work.
+type TransactionAbortedError struct{ Reason AbortReason }
+
+func (e *TransactionAbortedError) Error() string {
+	return fmt.Sprintf("transaction aborted: %s", e.Reason)
+}
+
+// WriteIntentError: the request met other transactions' intents and did not
+// wait (WaitError) or could not push them.
+type WriteIntentError struct{ Intents []Intent }
+
+func (e *WriteIntentError) Error() string {
+	if len(e.Intents) == 1 {
+		return fmt.Sprintf("conflicting intent on %q of txn %s", e.Intents[0].Key, e.Intents[0].Txn.Short())
+	}
+	return fmt.Sprintf("conflicting intents on %d keys", len(e.Intents))
+}
+
+// TransactionPushError: a push did not succeed; the pushee is alive and
+// wins on priority.
+type TransactionPushError struct{ Pushee Transaction }
+
+func (e *TransactionPushError) Error() string {
+	return fmt.Sprintf("failed to push %s", e.Pushee.String())
+}
+
+// ConditionFailedError: a ConditionalPut's expectation did not hold.
+type ConditionFailedError struct {
+	Key         []byte
+	ActualValue []byte // nil if the key has no visible value
+}
+
+func (e *ConditionFailedError) Error() string {
+	if e.ActualValue == nil {
+		return fmt.Sprintf("condition failed on %q: no value", e.Key)
+	}
+	return fmt.Sprintf("condition failed on %q: found %q", e.Key, e.ActualValue)
+}
+
+// TransactionStatusError: the request is invalid for the transaction's
+// state (e.g. committing an already committed transaction).
+type TransactionStatusError struct {
+	Txn    TxnMeta
+	Status TxnStatus
+	Msg    string
+}
+
+func (e *TransactionStatusError) Error() string {
+	return fmt.Sprintf("txn %s is %s: %s", e.Txn.Short(), e.Status, e.Msg)
+}
+
+// InvalidArgumentError: the request is malformed (empty key, value over the
+// size limit, timestamp beyond the clock offset, key outside the keyspace).
+// Nothing was written.
+type InvalidArgumentError struct{ Msg string }
+
+func (e *InvalidArgumentError) Error() string { return "invalid argument: " + e.Msg }
+
+// AmbiguousResultError: the outcome of a commit cannot be known (the
+// connection to its tablet was lost after the request was sent).
+type AmbiguousResultError struct{ Cause error }
+
+func (e *AmbiguousResultError) Error() string {
+	return fmt.Sprintf("result is ambiguous: %v", e.Cause)
+}
+
+func (e *AmbiguousResultError) Unwrap() error { return e.Cause }
+
+// IsRetryable reports whether err asks the transaction to retry (at a
+// higher timestamp or as a new attempt), as opposed to a final answer.
+func IsRetryable(err error) bool {
+	var (
+		wto *WriteTooOldError
+		unc *ReadWithinUncertaintyIntervalError
+		rty *TransactionRetryError
+		abt *TransactionAbortedError
+	)
+	return errors.As(err, &wto) || errors.As(err, &unc) || errors.As(err, &rty) || errors.As(err, &abt)
+}

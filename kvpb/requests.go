@@ -1,0 +1,285 @@
+package kvpb
+
+import "github.com/cairn-db/cairn/hlc"
+
+// Method names a request type.
+type Method int8
+
+// The request methods. Their order is not persisted.
+const (
+	MethodGet Method = iota
+	MethodScan
+	MethodPut
+	MethodConditionalPut
+	MethodDelete
+	MethodDeleteRange
+	MethodEndTxn
+	MethodHeartbeatTxn
+	MethodPushTxn
+	MethodQueryTxn
+	MethodResolveIntent
+	MethodResolveIntentRange
+	MethodGC
+	MethodSplit
+	MethodRefresh
+	numMethods
+)
+
+var methodNames = [numMethods]string{
+	"Get", "Scan", "Put", "ConditionalPut", "Delete", "DeleteRange", "EndTxn",
+	"HeartbeatTxn", "PushTxn", "QueryTxn", "ResolveIntent", "ResolveIntentRange",
+	"GC", "Split", "Refresh",
+}
+
+func (m Method) String() string {
+	if m >= 0 && m < numMethods {
+		return methodNames[m]
+	}
+	return "Method(?)"
+}
+
+// IsWrite reports whether requests of this method write (and so take write
+// latches and are proposed to the tablet's log).
+func (m Method) IsWrite() bool {
+	switch m {
+	case MethodGet, MethodScan, MethodQueryTxn, MethodRefresh:
+		return false
+	}
+	return true
+}
+
+// IsTxnWrite reports whether the method writes user data that, in a
+// transaction, becomes an intent.
+func (m Method) IsTxnWrite() bool {
+	switch m {
+	case MethodPut, MethodConditionalPut, MethodDelete, MethodDeleteRange:
+		return true
+	}
+	return false
+}
+
+// Request is one operation of a batch.
+type Request interface {
+	Method() Method
+	// Span is the keys the request touches (EndKey empty for one key).
+	Span() Span
+}
+
+// Response answers one Request.
+type Response interface{ Method() Method }
+
+// KeyValue is one row of a read.
+type KeyValue struct {
+	Key       []byte
+	Value     []byte
+	Timestamp hlc.Timestamp
+}
+
+type (
+	// GetRequest reads the newest visible value of Key.
+	GetRequest struct{ Key []byte }
+	// GetResponse holds it; Value is nil when the key has no visible value.
+	GetResponse struct {
+		Value     []byte
+		Timestamp hlc.Timestamp
+	}
+
+	// ScanRequest reads the visible values in [Key, EndKey), forward or
+	// reverse, stopping after MaxKeys rows or MaxBytes of keys and values
+	// (zero means no limit; at least one row is returned when any exists).
+	ScanRequest struct {
+		Key, EndKey []byte
+		Reverse     bool
+		MaxKeys     int64
+		MaxBytes    int64
+	}
+	// ScanResponse holds the rows in scan order; ResumeSpan is the part of
+	// the span not yet read when a limit stopped the scan (nil otherwise).
+	ScanResponse struct {
+		Rows       []KeyValue
+		ResumeSpan *Span
+	}
+
+	// PutRequest writes Value at Key.
+	PutRequest struct{ Key, Value []byte }
+	// PutResponse is empty.
+	PutResponse struct{}
+
+	// ConditionalPutRequest writes Value at Key if the current visible value
+	// equals Expected (ExpectExists) or there is none (!ExpectExists);
+	// otherwise it fails with *ConditionFailedError.
+	ConditionalPutRequest struct {
+		Key, Value   []byte
+		Expected     []byte
+		ExpectExists bool
+	}
+	// ConditionalPutResponse is empty.
+	ConditionalPutResponse struct{}
+
+	// DeleteRequest writes a tombstone at Key.
+	DeleteRequest struct{ Key []byte }
+	// DeleteResponse reports whether a visible value was deleted.
+	DeleteResponse struct{ Found bool }
+
+	// DeleteRangeRequest writes tombstones over every visible key in
+	// [Key, EndKey).
+	DeleteRangeRequest struct{ Key, EndKey []byte }
+	// DeleteRangeResponse lists the deleted keys.
+	DeleteRangeResponse struct{ Keys [][]byte }
+
+	// EndTxnRequest commits or aborts the header's transaction. Key is the
+	// transaction's anchor (its record's key). LockSpans are the spans it
+	// wrote; they are stored in the final record and their intents resolved.
+	// A batch holding all of a transaction's writes followed by EndTxn on
+	// one tablet commits in one phase (no intents, no record).
+	EndTxnRequest struct {
+		Key       []byte
+		Commit    bool
+		LockSpans []Span
+	}
+	// EndTxnResponse is empty; the final transaction is in BatchResponse.Txn.
+	EndTxnResponse struct{}
+
+	// HeartbeatTxnRequest proves the coordinator of the header's transaction
+	// is alive; it creates the pending record if there is none yet.
+	HeartbeatTxnRequest struct {
+		Key []byte
+		Now hlc.Timestamp
+	}
+	// HeartbeatTxnResponse returns the record (which may be aborted).
+	HeartbeatTxnResponse struct{ Txn Transaction }
+
+	// PushTxnRequest asks the tablet holding Pushee's record to move Pushee
+	// out of Pusher's way: abort it (PushAbort), or move its write timestamp
+	// above PushTo (PushTimestamp). It succeeds if the pushee is finished,
+	// abandoned, or loses on priority; otherwise it fails with
+	// *TransactionPushError and the caller waits in the tablet's wait queue.
+	PushTxnRequest struct {
+		Key      []byte // Pushee.Key: where the record lives
+		Pusher   Transaction
+		Pushee   TxnMeta
+		PushTo   hlc.Timestamp
+		PushType PushType
+	}
+	// PushTxnResponse returns the pushee as it now is.
+	PushTxnResponse struct{ Pushee Transaction }
+
+	// QueryTxnRequest reads a transaction record and the IDs of the
+	// transactions waiting on it (for deadlock detection).
+	QueryTxnRequest struct {
+		Key []byte
+		Txn TxnMeta
+	}
+	// QueryTxnResponse answers it. Found is false when no record exists.
+	QueryTxnResponse struct {
+		Txn         Transaction
+		Found       bool
+		WaitingTxns []TxnMeta
+	}
+
+	// ResolveIntentRequest settles Txn's intent on Key: committed intents
+	// become values at Txn.WriteTimestamp, aborted ones disappear, a pending
+	// status moves the intent up to Txn.WriteTimestamp.
+	ResolveIntentRequest struct {
+		Key    []byte
+		Txn    TxnMeta
+		Status TxnStatus
+	}
+	// ResolveIntentResponse is empty.
+	ResolveIntentResponse struct{}
+
+	// ResolveIntentRangeRequest does the same for every intent of Txn in
+	// [Key, EndKey).
+	ResolveIntentRangeRequest struct {
+		Key, EndKey []byte
+		Txn         TxnMeta
+		Status      TxnStatus
+	}
+	// ResolveIntentRangeResponse reports how many intents were resolved.
+	ResolveIntentRangeResponse struct{ Resolved int }
+
+	// GCRequest removes, in [Key, EndKey), every version hidden by a newer
+	// version at or below Threshold, and tombstones at or below it.
+	GCRequest struct {
+		Key, EndKey []byte
+		Threshold   hlc.Timestamp
+	}
+	// GCResponse reports how many versions were removed.
+	GCResponse struct{ Removed int }
+
+	// SplitRequest splits the tablet holding SplitKey at SplitKey.
+	SplitRequest struct{ SplitKey []byte }
+	// SplitResponse holds the two tablets that result.
+	SplitResponse struct{ Left, Right TabletDescriptor }
+
+	// RefreshRequest checks that nothing was committed, and no other
+	// transaction holds an intent, in [Key, EndKey) (EndKey empty: the key
+	// alone) in (From, header Txn.ReadTimestamp]; if so the header
+	// transaction's reads at From are still valid at ReadTimestamp, and the
+	// timestamp cache records the span as read there. Otherwise it fails
+	// with *TransactionRetryError{RetrySerializable}.
+	RefreshRequest struct {
+		Key, EndKey []byte
+		From        hlc.Timestamp
+	}
+	// RefreshResponse is empty.
+	RefreshResponse struct{}
+)
+
+// PushType says what a push wants.
+type PushType int8
+
+const (
+	// PushAbort wants the pushee aborted (a writer meeting an intent).
+	PushAbort PushType = iota
+	// PushTimestamp wants the pushee's writes above PushTo (a reader
+	// meeting an intent below its read timestamp).
+	PushTimestamp
+	// PushTouch only succeeds if the pushee is finished or abandoned.
+	PushTouch
+)
+
+func (*GetRequest) Method() Method                 { return MethodGet }
+func (*ScanRequest) Method() Method                { return MethodScan }
+func (*PutRequest) Method() Method                 { return MethodPut }
+func (*ConditionalPutRequest) Method() Method      { return MethodConditionalPut }
+func (*DeleteRequest) Method() Method              { return MethodDelete }
+func (*DeleteRangeRequest) Method() Method         { return MethodDeleteRange }
+func (*EndTxnRequest) Method() Method              { return MethodEndTxn }
+func (*HeartbeatTxnRequest) Method() Method        { return MethodHeartbeatTxn }
+func (*PushTxnRequest) Method() Method             { return MethodPushTxn }
+func (*QueryTxnRequest) Method() Method            { return MethodQueryTxn }
+func (*ResolveIntentRequest) Method() Method       { return MethodResolveIntent }
+func (*ResolveIntentRangeRequest) Method() Method  { return MethodResolveIntentRange }
+func (*GCRequest) Method() Method                  { return MethodGC }
+func (*SplitRequest) Method() Method               { return MethodSplit }
+func (*GetResponse) Method() Method                { return MethodGet }
+func (*ScanResponse) Method() Method               { return MethodScan }
+func (*PutResponse) Method() Method                { return MethodPut }
+func (*ConditionalPutResponse) Method() Method     { return MethodConditionalPut }
+func (*DeleteResponse) Method() Method             { return MethodDelete }
+func (*DeleteRangeResponse) Method() Method        { return MethodDeleteRange }
+func (*EndTxnResponse) Method() Method             { return MethodEndTxn }
+func (*HeartbeatTxnResponse) Method() Method       { return MethodHeartbeatTxn }
+func (*PushTxnResponse) Method() Method            { return MethodPushTxn }
+func (*QueryTxnResponse) Method() Method           { return MethodQueryTxn }
+func (*ResolveIntentResponse) Method() Method      { return MethodResolveIntent }
+func (*ResolveIntentRangeResponse) Method() Method { return MethodResolveIntentRange }
+func (*GCResponse) Method() Method                 { return MethodGC }
+func (*SplitResponse) Method() Method              { return MethodSplit }
+
+func (r *GetRequest) Span() Span                { return Span{Key: r.Key} }
+func (r *ScanRequest) Span() Span               { return Span{Key: r.Key, EndKey: r.EndKey} }
+func (r *PutRequest) Span() Span                { return Span{Key: r.Key} }
+func (r *ConditionalPutRequest) Span() Span     { return Span{Key: r.Key} }
+func (r *DeleteRequest) Span() Span             { return Span{Key: r.Key} }
+func (r *DeleteRangeRequest) Span() Span        { return Span{Key: r.Key, EndKey: r.EndKey} }
+func (r *EndTxnRequest) Span() Span             { return Span{Key: r.Key} }
+func (r *HeartbeatTxnRequest) Span() Span       { return Span{Key: r.Key} }
+func (r *PushTxnRequest) Span() Span            { return Span{Key: r.Key} }
+func (r *QueryTxnRequest) Span() Span           { return Span{Key: r.Key} }
+func (r *ResolveIntentRequest) Span() Span      { return Span{Key: r.Key} }
+func (r *ResolveIntentRangeRequest) Span() Span { return Span{Key: r.Key, EndKey: r.EndKey} }
+func (r *GCRequest) Span() Span                 { return Span{Key: r.Key, EndKey: r.EndKey} }
+func (r *SplitRequest) Span() Span              { return Span{Key: r.SplitKey} }
+func (r *RefreshRequest) Span() Span            { return Span{Key: r.Key, EndKey: r.EndKey} }

@@ -1,0 +1,31 @@
+// Package storage owns the node's single Pebble instance and the encoding of
+// MVCC keys inside it. Every replica on a node reads and writes through it.
+//
+// It knows nothing of transactions, intents, tablets or SQL: it stores
+// versioned keys and plain (unversioned) keys, in batches that commit
+// atomically and durably. mvcc builds versions and intents on top of it;
+// tablet and raftnode decide what to write.
+//
+// Engine keys. A user key k with timestamp t is stored as
+//
+//	k 0x00 wall(8, big-endian) logical(4, big-endian) 0x0d
+//
+// and an unversioned key as k 0x00. The trailing byte is the suffix length
+// (13 for a version, absent for a bare key) and the 0x00 sentinel belongs to
+// the prefix, so Comparer.Split returns len(k)+1 and the prefix is what bloom
+// filters and prefix iteration key on.
+//
+// Invariants:
+//
+//  1. Engine keys order by user key (bytewise), then the bare key, then
+//     versions newest first. Iterating forward over one user key therefore
+//     meets its unversioned entry (if any) and then its versions from newest
+//     to oldest.
+//  2. A Batch commits atomically; with Options.Sync (the default) it is
+//     durable before Commit returns. Concurrent synced commits share fsyncs
+//     (Pebble's commit pipeline groups them); TestGroupCommit measures it.
+//  3. Iterator bounds are user keys: LowerBound is inclusive of all of its
+//     versions, UpperBound excludes all of its versions.
+//  4. Memory returned by UnsafeKey and UnsafeValue is valid only until the
+//     iterator moves; callers copy what they keep.
+package storage

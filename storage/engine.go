@@ -1,0 +1,290 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// Options configure an Engine.
+type Options struct {
+	// FS is the filesystem Pebble runs on. Nil means the OS filesystem; tests
+	// pass vfs.NewMem() or vfs.NewCrashableMem(), and fault and latency
+	// injection wrap one of those.
+	FS vfs.FS
+	// CacheSize is the block cache size in bytes (default 64 MiB).
+	CacheSize int64
+	// NoSync makes commits skip fsync. Only benchmarks of the raw CPU path and
+	// throwaway in-memory stores set it: a synced commit is what makes an
+	// acknowledged write durable (invariant 2).
+	NoSync bool
+	// Logger receives Pebble's informational logs; nil silences them.
+	Logger pebble.Logger
+}
+
+// Engine is one node's Pebble instance. It is safe for concurrent use.
+type Engine struct {
+	db    *pebble.DB
+	fs    vfs.FS
+	dir   string
+	cache *pebble.Cache
+	wo    *pebble.WriteOptions
+}
+
+// Open opens (creating if needed) the engine in dir.
+func Open(dir string, opts Options) (*Engine, error) {
+	fs := opts.FS
+	if fs == nil {
+		fs = vfs.Default
+	}
+	size := opts.CacheSize
+	if size == 0 {
+		size = 64 << 20
+	}
+	cache := pebble.NewCache(size)
+	po := &pebble.Options{
+		Comparer:           Comparer,
+		FS:                 fs,
+		Cache:              cache,
+		FormatMajorVersion: pebble.FormatNewest,
+		Logger:             opts.Logger,
+	}
+	if po.Logger == nil {
+		po.Logger = quietLogger{}
+	}
+	po.EnsureDefaults()
+	db, err := pebble.Open(dir, po)
+	if err != nil {
+		cache.Unref()
+		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
+	}
+	wo := pebble.Sync
+	if opts.NoSync {
+		wo = pebble.NoSync
+	}
+	return &Engine{db: db, fs: fs, dir: dir, cache: cache, wo: wo}, nil
+}
+
+// Close closes the engine. Iterators, snapshots and batches must be closed
+// first.
+func (e *Engine) Close() error {
+	err := e.db.Close()
+	e.cache.Unref()
+	return err
+}
+
+// FS returns the filesystem the engine runs on (for SST staging files).
+func (e *Engine) FS() vfs.FS { return e.fs }
+
+// Dir returns the engine's directory.
+func (e *Engine) Dir() string { return e.dir }
+
+// DB exposes the underlying Pebble instance to the benchmarks that compare
+// against raw Pebble and to metrics; layers above storage must not use it.
+func (e *Engine) DB() *pebble.DB { return e.db }
+
+// Reader reads engine keys. Implemented by Engine, Batch and Snapshot.
+type Reader interface {
+	// Get returns a copy of the value stored at exactly key, or nil, false.
+	Get(key MVCCKey) (value []byte, ok bool, err error)
+	// NewIter returns an iterator; the caller closes it.
+	NewIter(opts IterOptions) (*Iterator, error)
+}
+
+// Writer writes engine keys. Implemented by Batch.
+type Writer interface {
+	Put(key MVCCKey, value []byte) error
+	// Delete removes the entry at exactly key (one version or a bare key).
+	Delete(key MVCCKey) error
+	// ClearRange removes every entry, versioned or not, with a user key in
+	// [start, end). It is a range tombstone: O(1) to write.
+	ClearRange(start, end []byte) error
+}
+
+// ReadWriter is both.
+type ReadWriter interface {
+	Reader
+	Writer
+}
+
+// IterOptions bound an iterator by user key (invariant 3).
+type IterOptions struct {
+	LowerBound []byte
+	UpperBound []byte
+	// Prefix restricts the iterator to one user key per seek and lets Pebble
+	// use bloom filters. Only SeekGE, Next and Valid may be used.
+	Prefix bool
+}
+
+func (o IterOptions) pebble() *pebble.IterOptions {
+	po := &pebble.IterOptions{}
+	if o.LowerBound != nil {
+		po.LowerBound = MVCCKey{Key: o.LowerBound}.Encode(nil)
+	}
+	if o.UpperBound != nil {
+		po.UpperBound = MVCCKey{Key: o.UpperBound}.Encode(nil)
+	}
+	return po
+}
+
+type pebbleReader interface {
+	Get(key []byte) ([]byte, io.Closer, error)
+	NewIter(o *pebble.IterOptions) (*pebble.Iterator, error)
+}
+
+func get(r pebbleReader, key MVCCKey) ([]byte, bool, error) {
+	v, closer, err := r.Get(key.Encode(nil))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("storage: get %s: %w", key, err)
+	}
+	out := append([]byte(nil), v...)
+	return out, true, closer.Close()
+}
+
+func newIter(r pebbleReader, opts IterOptions) (*Iterator, error) {
+	it, err := r.NewIter(opts.pebble())
+	if err != nil {
+		return nil, fmt.Errorf("storage: new iterator: %w", err)
+	}
+	return &Iterator{it: it, prefix: opts.Prefix}, nil
+}
+
+// Get implements Reader.
+func (e *Engine) Get(key MVCCKey) ([]byte, bool, error) { return get(e.db, key) }
+
+// NewIter implements Reader.
+func (e *Engine) NewIter(opts IterOptions) (*Iterator, error) { return newIter(e.db, opts) }
+
+// NewBatch returns an indexed batch: reads through it see its own writes on
+// top of the engine's committed state.
+func (e *Engine) NewBatch() *Batch { return &Batch{b: e.db.NewIndexedBatch(), e: e} }
+
+// NewWriteOnlyBatch returns a batch that cannot be read from (cheaper).
+func (e *Engine) NewWriteOnlyBatch() *Batch { return &Batch{b: e.db.NewBatch(), e: e, writeOnly: true} }
+
+// NewSnapshot returns a consistent point-in-time view of the engine.
+func (e *Engine) NewSnapshot() *Snapshot { return &Snapshot{s: e.db.NewSnapshot()} }
+
+// ApplyBatchRepr commits a batch encoded by Batch.Repr (how a replicated
+// write arrives from the log).
+func (e *Engine) ApplyBatchRepr(repr []byte) error {
+	b := e.db.NewBatch()
+	defer b.Close()
+	if err := b.SetRepr(append([]byte(nil), repr...)); err != nil {
+		return fmt.Errorf("storage: bad batch repr: %w", err)
+	}
+	if err := b.Commit(e.wo); err != nil {
+		return fmt.Errorf("storage: apply batch: %w", err)
+	}
+	return nil
+}
+
+// Ingest links externally built SSTs (see SSTWriter) into the engine. The
+// files are moved, not copied, when they are on the engine's filesystem.
+func (e *Engine) Ingest(ctx context.Context, paths []string) error {
+	if err := e.db.Ingest(ctx, paths); err != nil {
+		return fmt.Errorf("storage: ingest: %w", err)
+	}
+	return nil
+}
+
+// Flush flushes memtables to SSTs (tests and size measurements).
+func (e *Engine) Flush() error { return e.db.Flush() }
+
+// Compact compacts the user-key span [start, end).
+func (e *Engine) Compact(ctx context.Context, start, end []byte) error {
+	return e.db.Compact(ctx, MVCCKey{Key: start}.Encode(nil), MVCCKey{Key: end}.Encode(nil), true)
+}
+
+// Batch is an atomic group of writes. Not safe for concurrent use.
+type Batch struct {
+	b         *pebble.Batch
+	e         *Engine
+	writeOnly bool
+}
+
+// Put implements Writer.
+func (b *Batch) Put(key MVCCKey, value []byte) error {
+	if len(key.Key) == 0 {
+		return fmt.Errorf("storage: put: %w", ErrEmptyKey)
+	}
+	return b.b.Set(key.Encode(nil), value, nil)
+}
+
+// Delete implements Writer.
+func (b *Batch) Delete(key MVCCKey) error { return b.b.Delete(key.Encode(nil), nil) }
+
+// ClearRange implements Writer.
+func (b *Batch) ClearRange(start, end []byte) error {
+	return b.b.DeleteRange(MVCCKey{Key: start}.Encode(nil), MVCCKey{Key: end}.Encode(nil), nil)
+}
+
+// Get implements Reader. It panics on a write-only batch.
+func (b *Batch) Get(key MVCCKey) ([]byte, bool, error) {
+	b.mustRead()
+	return get(b.b, key)
+}
+
+// NewIter implements Reader. It panics on a write-only batch.
+func (b *Batch) NewIter(opts IterOptions) (*Iterator, error) {
+	b.mustRead()
+	return newIter(b.b, opts)
+}
+
+func (b *Batch) mustRead() {
+	if b.writeOnly {
+		panic("storage: read from a write-only batch")
+	}
+}
+
+// Empty reports whether the batch holds no writes.
+func (b *Batch) Empty() bool { return b.b.Empty() }
+
+// Count is the number of writes in the batch.
+func (b *Batch) Count() uint32 { return b.b.Count() }
+
+// Len is the size of the batch's encoding in bytes.
+func (b *Batch) Len() int { return b.b.Len() }
+
+// Repr is the batch's encoding, for replication (see Engine.ApplyBatchRepr).
+// It aliases the batch's memory.
+func (b *Batch) Repr() []byte { return b.b.Repr() }
+
+// Commit makes the batch's writes visible and, unless the engine was opened
+// with NoSync, durable (invariant 2).
+func (b *Batch) Commit() error {
+	if err := b.b.Commit(b.e.wo); err != nil {
+		return fmt.Errorf("storage: commit: %w", err)
+	}
+	return nil
+}
+
+// Close releases the batch; uncommitted writes are dropped.
+func (b *Batch) Close() { _ = b.b.Close() }
+
+// Snapshot is a consistent read-only view.
+type Snapshot struct{ s *pebble.Snapshot }
+
+// Get implements Reader.
+func (s *Snapshot) Get(key MVCCKey) ([]byte, bool, error) { return get(s.s, key) }
+
+// NewIter implements Reader.
+func (s *Snapshot) NewIter(opts IterOptions) (*Iterator, error) { return newIter(s.s, opts) }
+
+// Close releases the snapshot.
+func (s *Snapshot) Close() { _ = s.s.Close() }
+
+type quietLogger struct{}
+
+func (quietLogger) Infof(string, ...any)  {}
+func (quietLogger) Errorf(string, ...any) {}
+func (quietLogger) Fatalf(format string, args ...any) {
+	panic(fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,97 @@
+package storage
+
+import (
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// Iterator walks engine keys in the order of invariant 1. Positioning
+// methods return whether the iterator is valid; Err reports an error that
+// made it invalid.
+type Iterator struct {
+	it     *pebble.Iterator
+	prefix bool
+	buf    []byte
+	key    MVCCKey
+	err    error
+}
+
+func (i *Iterator) decode(valid bool) bool {
+	if !valid {
+		return false
+	}
+	k, err := DecodeMVCCKey(i.it.Key())
+	if err != nil {
+		i.err = err
+		return false
+	}
+	i.key = k
+	return true
+}
+
+// SeekGE positions at the first entry >= key. With a zero timestamp that is
+// the key's bare entry or, failing that, its newest version.
+func (i *Iterator) SeekGE(key MVCCKey) bool {
+	i.buf = key.Encode(i.buf[:0])
+	if i.prefix {
+		return i.decode(i.it.SeekPrefixGE(i.buf))
+	}
+	return i.decode(i.it.SeekGE(i.buf))
+}
+
+// SeekLT positions at the last entry < key.
+func (i *Iterator) SeekLT(key MVCCKey) bool {
+	i.buf = key.Encode(i.buf[:0])
+	return i.decode(i.it.SeekLT(i.buf))
+}
+
+// First positions at the first entry within the bounds.
+func (i *Iterator) First() bool { return i.decode(i.it.First()) }
+
+// Last positions at the last entry within the bounds.
+func (i *Iterator) Last() bool { return i.decode(i.it.Last()) }
+
+// Next moves to the next entry.
+func (i *Iterator) Next() bool { return i.decode(i.it.Next()) }
+
+// Prev moves to the previous entry.
+func (i *Iterator) Prev() bool { return i.decode(i.it.Prev()) }
+
+// NextKey moves to the first entry of the next user key, skipping the
+// remaining versions of the current one.
+func (i *Iterator) NextKey() bool {
+	if i.prefix {
+		return false
+	}
+	return i.decode(i.it.NextPrefix())
+}
+
+// Valid reports whether the iterator is positioned at an entry.
+func (i *Iterator) Valid() bool { return i.err == nil && i.it.Valid() }
+
+// Err returns the error that invalidated the iterator, if any.
+func (i *Iterator) Err() error {
+	if i.err != nil {
+		return i.err
+	}
+	if err := i.it.Error(); err != nil {
+		return fmt.Errorf("storage: iterate: %w", err)
+	}
+	return nil
+}
+
+// UnsafeKey returns the current key; it aliases iterator memory (invariant 4).
+func (i *Iterator) UnsafeKey() MVCCKey { return i.key }
+
+// UnsafeValue returns the current value; it aliases iterator memory.
+func (i *Iterator) UnsafeValue() ([]byte, error) {
+	v, err := i.it.ValueAndErr()
+	if err != nil {
+		return nil, fmt.Errorf("storage: read value of %s: %w", i.key, err)
+	}
+	return v, nil
+}
+
+// Close releases the iterator.
+func (i *Iterator) Close() error { return i.it.Close() }
