@@ -1,0 +1,29 @@
+// Package hlc owns Cairn's notion of time: the hybrid logical Timestamp that
+// orders every version and transaction, and the Clock each node uses to
+// produce them.
+//
+// Callers: every layer that stamps or compares versions — the kv client's
+// transaction coordinator takes Now() for a transaction's read timestamp,
+// tablet replicas Update() their clock from every request's timestamp, mvcc
+// compares Timestamps. The node wiring implements UpperBoundStore on a
+// store-local key. hlc imports nothing from Cairn: it must not touch storage,
+// the network or the filesystem directly (persistence goes through the small
+// UpperBoundStore interface, and the physical clock is an injected function so
+// tests step it by hand).
+//
+// Invariants:
+//
+//  1. Clock.Now is strictly increasing across all calls on one Clock,
+//     whatever the physical clock does (it may stall or run backwards).
+//  2. After Update(r) succeeds, every later Now() is strictly greater than r.
+//  3. Update rejects a remote timestamp whose wall time is more than the
+//     maximum offset ahead of the local physical clock with a
+//     *ClockOffsetError and leaves the clock unchanged.
+//  4. With an UpperBoundStore attached (EnsureUpperBound), no Now() hands out
+//     a wall time above the persisted bound, and after a restart every Now()
+//     is strictly greater than every timestamp handed out before it, even if
+//     the physical clock went backwards in between.
+//  5. The wall time the clock holds never exceeds the persisted bound while a
+//     store is attached; if the store fails, the clock keeps ticking the
+//     logical counter at the bound rather than break invariant 4.
+package hlc
