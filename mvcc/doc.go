@@ -1,0 +1,64 @@
+// Package mvcc owns the multi-version layout of user data in the storage
+// engine: committed versions, intents (one provisional write per key, kept
+// in the lock keyspace), transaction records, intent resolution, read
+// refresh checks and garbage collection of old versions.
+//
+// Callers: the tablet package evaluates every data request of a batch with
+// these functions against a storage.Batch (writes) or a storage.Reader
+// (reads), then proposes the batch. mvcc calls only storage, keys, hlc and
+// kvpb. It must not touch tablet-local or store-local keys, know about
+// leases, raft or the timestamp cache, or wait: a conflict is returned as a
+// typed kvpb error and the tablet decides whether to wait, push or fail.
+//
+// Every operation is a plain function over storage.Reader or
+// storage.ReadWriter; there is no engine type and no state between calls.
+//
+// # Layout
+//
+//	userKey @ ts            committed version: encoded value (see below)
+//	keys.Lock(userKey)      bare key: lock record {TxnMeta, provisional value or tombstone}
+//	keys.TxnRecord(a, id)   bare key: transaction record (kvpb.Transaction)
+//
+// The provisional value of an intent lives in its lock record, not among the
+// versions. Committing an intent writes it as a version at the commit
+// timestamp and deletes the lock; aborting deletes the lock. A consistent
+// read therefore merges two sorted streams: versions (skipping old ones with
+// NextKey) and locks, both in key order.
+//
+// # Value encodings
+//
+// A committed version's engine value is one tag byte followed by the user
+// bytes:
+//
+//	0x00            tombstone (a deletion); nothing follows
+//	0x01 <bytes>    a value; <bytes> may be empty, so an empty value and a
+//	                deletion are different things
+//
+// Lock and transaction records are compact binary records whose first byte
+// is a format version (encoding.go). Values handed to callers are the user
+// bytes only, always copied out of iterator memory.
+//
+// # Invariants
+//
+//  1. At most one lock per user key, and it belongs to one transaction at
+//     one epoch. A write by anyone else meets it as a *kvpb.WriteIntentError.
+//  2. No committed version of a key is written while a lock on that key
+//     exists, except by resolving that lock; so every committed version of a
+//     locked key is older than the lock's transaction's read timestamp.
+//  3. A write never lands at or below an existing committed version of its
+//     key: it fails with *kvpb.WriteTooOldError and writes nothing.
+//  4. A transactional write also fails with *kvpb.WriteTooOldError when a
+//     version newer than the transaction's ReadTimestamp exists (snapshot
+//     isolation: first committer wins).
+//  5. A read at ts returns, per key, the newest committed version at or
+//     below ts unless it is a tombstone; the reader's own intent (same epoch)
+//     wins over committed versions; another transaction's intent at or below
+//     the reader's uncertainty limit (or ts for non-transactional reads) is a
+//     conflict, reported with every other conflict met in the span.
+//  6. Resolution is idempotent: resolving a lock that is gone, or owned by
+//     another transaction, changes nothing.
+//  7. GC never changes the result of a read at or above its threshold.
+//  8. Every function either returns an error or leaves the writer in a state
+//     satisfying 1-7; on error the caller discards the batch (a failed
+//     request may have written part of its effect).
+package mvcc

@@ -1,0 +1,278 @@
+package mvcc
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/cairn-db/cairn/hlc"
+	"github.com/cairn-db/cairn/kvpb"
+	"github.com/google/uuid"
+)
+
+// Versioned value tags (doc.go, "Value encodings").
+const (
+	tagTombstone byte = 0x00
+	tagValue     byte = 0x01
+)
+
+// encodeValue returns the engine value of a committed version.
+func encodeValue(value []byte, tombstone bool) []byte {
+	if tombstone {
+		return []byte{tagTombstone}
+	}
+	out := make([]byte, 0, 1+len(value))
+	return append(append(out, tagValue), value...)
+}
+
+// decodeValue splits an engine value into its user bytes (aliasing enc) and
+// whether it is a tombstone.
+func decodeValue(enc []byte) (value []byte, tombstone bool, err error) {
+	if len(enc) == 0 {
+		return nil, false, fmt.Errorf("%w: empty version value", ErrCorrupt)
+	}
+	switch enc[0] {
+	case tagTombstone:
+		if len(enc) != 1 {
+			return nil, false, fmt.Errorf("%w: tombstone with %d trailing bytes", ErrCorrupt, len(enc)-1)
+		}
+		return nil, true, nil
+	case tagValue:
+		return enc[1:], false, nil
+	}
+	return nil, false, fmt.Errorf("%w: unknown value tag %#x", ErrCorrupt, enc[0])
+}
+
+// Record format versions: the first byte of every lock and transaction
+// record. A decoder refuses versions it does not know rather than guess.
+const (
+	lockRecordV1 byte = 1
+	txnRecordV1  byte = 1
+)
+
+// lockRecord is what the lock keyspace stores for an intent.
+type lockRecord struct {
+	Txn       kvpb.TxnMeta // Txn.WriteTimestamp is the intent's timestamp
+	Value     []byte       // provisional value; nil when Tombstone
+	Tombstone bool
+}
+
+const lockFlagTombstone byte = 1 << 0
+
+// encodeLockRecord: version, flags, TxnMeta, value (the rest of the bytes).
+func encodeLockRecord(dst []byte, r *lockRecord) []byte {
+	dst = append(dst, lockRecordV1)
+	var flags byte
+	if r.Tombstone {
+		flags |= lockFlagTombstone
+	}
+	dst = append(dst, flags)
+	dst = appendTxnMeta(dst, &r.Txn)
+	if !r.Tombstone {
+		dst = append(dst, r.Value...)
+	}
+	return dst
+}
+
+// decodeLockRecord decodes a lock record. The result does not alias enc.
+func decodeLockRecord(enc []byte) (lockRecord, error) {
+	d := decoder{buf: enc}
+	var r lockRecord
+	if v := d.byte(); d.err == nil && v != lockRecordV1 {
+		return r, fmt.Errorf("%w: lock record version %d", ErrCorrupt, v)
+	}
+	flags := d.byte()
+	if d.err == nil && flags&^lockFlagTombstone != 0 {
+		return r, fmt.Errorf("%w: lock record flags %#x", ErrCorrupt, flags)
+	}
+	r.Tombstone = flags&lockFlagTombstone != 0
+	d.txnMeta(&r.Txn)
+	if d.err != nil {
+		return lockRecord{}, fmt.Errorf("%w: lock record: %v", ErrCorrupt, d.err)
+	}
+	rest := d.buf[d.off:]
+	if r.Tombstone {
+		if len(rest) != 0 {
+			return lockRecord{}, fmt.Errorf("%w: tombstone lock record with %d value bytes", ErrCorrupt, len(rest))
+		}
+	} else {
+		r.Value = append([]byte{}, rest...)
+	}
+	return r, nil
+}
+
+// encodeTxnRecord: version, TxnMeta, name, status, read ts, uncertainty
+// limit, last heartbeat, lock spans.
+func encodeTxnRecord(dst []byte, t *kvpb.Transaction) []byte {
+	dst = append(dst, txnRecordV1)
+	dst = appendTxnMeta(dst, &t.TxnMeta)
+	dst = appendBytes(dst, []byte(t.Name))
+	dst = append(dst, byte(t.Status))
+	dst = appendTimestamp(dst, t.ReadTimestamp)
+	dst = appendTimestamp(dst, t.GlobalUncertaintyLimit)
+	dst = appendTimestamp(dst, t.LastHeartbeat)
+	dst = binary.AppendUvarint(dst, uint64(len(t.LockSpans)))
+	for _, s := range t.LockSpans {
+		dst = appendBytes(dst, s.Key)
+		dst = appendBytes(dst, s.EndKey)
+	}
+	return dst
+}
+
+// decodeTxnRecord decodes a transaction record. The result does not alias
+// enc.
+func decodeTxnRecord(enc []byte) (kvpb.Transaction, error) {
+	d := decoder{buf: enc}
+	var t kvpb.Transaction
+	if v := d.byte(); d.err == nil && v != txnRecordV1 {
+		return t, fmt.Errorf("%w: txn record version %d", ErrCorrupt, v)
+	}
+	d.txnMeta(&t.TxnMeta)
+	t.Name = string(d.bytes())
+	status := kvpb.TxnStatus(d.byte())
+	if d.err == nil && status != kvpb.Pending && !status.IsFinal() {
+		return kvpb.Transaction{}, fmt.Errorf("%w: txn record status %d", ErrCorrupt, status)
+	}
+	t.Status = status
+	t.ReadTimestamp = d.timestamp()
+	t.GlobalUncertaintyLimit = d.timestamp()
+	t.LastHeartbeat = d.timestamp()
+	n := d.uvarint()
+	// Each span takes at least two bytes, which bounds n by the input
+	// before anything is allocated.
+	if d.err == nil && n > uint64(len(d.buf)-d.off)/2 {
+		return kvpb.Transaction{}, fmt.Errorf("%w: txn record claims %d lock spans", ErrCorrupt, n)
+	}
+	if n > 0 {
+		t.LockSpans = make([]kvpb.Span, n)
+		for i := range t.LockSpans {
+			t.LockSpans[i].Key = d.bytes()
+			t.LockSpans[i].EndKey = d.bytes()
+		}
+	}
+	if d.err == nil && d.off != len(d.buf) {
+		d.err = fmt.Errorf("%d trailing bytes", len(d.buf)-d.off)
+	}
+	if d.err != nil {
+		return kvpb.Transaction{}, fmt.Errorf("%w: txn record: %v", ErrCorrupt, d.err)
+	}
+	return t, nil
+}
+
+func appendTxnMeta(dst []byte, m *kvpb.TxnMeta) []byte {
+	dst = append(dst, m.ID[:]...)
+	dst = appendBytes(dst, m.Key)
+	dst = binary.AppendVarint(dst, int64(m.Epoch))
+	dst = appendTimestamp(dst, m.WriteTimestamp)
+	dst = appendTimestamp(dst, m.MinTimestamp)
+	dst = binary.AppendVarint(dst, int64(m.Priority))
+	return binary.AppendVarint(dst, int64(m.Sequence))
+}
+
+func appendTimestamp(dst []byte, ts hlc.Timestamp) []byte {
+	dst = binary.AppendVarint(dst, ts.WallTime)
+	return binary.AppendVarint(dst, int64(ts.Logical))
+}
+
+func appendBytes(dst, b []byte) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(b)))
+	return append(dst, b...)
+}
+
+// decoder reads fields in order and remembers the first error, so record
+// decoders read straight through and check once.
+type decoder struct {
+	buf []byte
+	off int
+	err error
+}
+
+func (d *decoder) fail(what string) {
+	if d.err == nil {
+		d.err = fmt.Errorf("truncated or malformed %s at offset %d", what, d.off)
+	}
+}
+
+func (d *decoder) byte() byte {
+	if d.err != nil || d.off >= len(d.buf) {
+		d.fail("byte")
+		return 0
+	}
+	b := d.buf[d.off]
+	d.off++
+	return b
+}
+
+func (d *decoder) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.buf[d.off:])
+	if n <= 0 {
+		d.fail("uvarint")
+		return 0
+	}
+	d.off += n
+	return v
+}
+
+func (d *decoder) varint() int64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(d.buf[d.off:])
+	if n <= 0 {
+		d.fail("varint")
+		return 0
+	}
+	d.off += n
+	return v
+}
+
+func (d *decoder) int32() int32 {
+	v := d.varint()
+	if v != int64(int32(v)) {
+		d.fail("int32")
+		return 0
+	}
+	return int32(v)
+}
+
+// bytes returns a copy of a length-prefixed field; nil when empty, so
+// decoding is canonical.
+func (d *decoder) bytes() []byte {
+	n := d.uvarint()
+	if d.err != nil {
+		return nil
+	}
+	if n > uint64(len(d.buf)-d.off) {
+		d.fail("bytes")
+		return nil
+	}
+	if n == 0 {
+		return nil
+	}
+	b := append([]byte(nil), d.buf[d.off:d.off+int(n)]...)
+	d.off += int(n)
+	return b
+}
+
+func (d *decoder) timestamp() hlc.Timestamp {
+	w := d.varint()
+	l := d.int32()
+	return hlc.Timestamp{WallTime: w, Logical: l}
+}
+
+func (d *decoder) txnMeta(m *kvpb.TxnMeta) {
+	if d.err != nil || len(d.buf)-d.off < len(uuid.UUID{}) {
+		d.fail("txn id")
+		return
+	}
+	copy(m.ID[:], d.buf[d.off:])
+	d.off += len(m.ID)
+	m.Key = d.bytes()
+	m.Epoch = d.int32()
+	m.WriteTimestamp = d.timestamp()
+	m.MinTimestamp = d.timestamp()
+	m.Priority = d.int32()
+	m.Sequence = d.int32()
+}

@@ -1,0 +1,281 @@
+package mvcc
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/cairn-db/cairn/hlc"
+	"github.com/cairn-db/cairn/keys"
+	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/storage"
+)
+
+// ReadOptions qualify a read.
+type ReadOptions struct {
+	// Txn is the reading transaction, or nil. A transaction reads its own
+	// intents of its current epoch (whatever their sequence) and uses its
+	// GlobalUncertaintyLimit.
+	Txn *kvpb.Transaction
+	// Inconsistent ignores other transactions' intents (the committed value
+	// below them is returned) and reports those that would have conflicted
+	// in the result's Intents.
+	Inconsistent bool
+}
+
+// GetResult is the answer of Get.
+type GetResult struct {
+	// Value is the visible value (a copy), or nil when there is none. An
+	// empty value is non-nil.
+	Value []byte
+	// Timestamp is the version's timestamp (the intent's, for an own write).
+	Timestamp hlc.Timestamp
+	// Intents are the intents an Inconsistent read ignored.
+	Intents []kvpb.Intent
+}
+
+// ScanOptions qualify a Scan.
+type ScanOptions struct {
+	ReadOptions
+	// Reverse returns rows from the end of the span backwards.
+	Reverse bool
+	// MaxKeys stops the scan after that many rows; 0 is unlimited.
+	MaxKeys int64
+	// MaxBytes bounds the sum of len(key)+len(value) of the rows: a row that
+	// would exceed it is left for the resume span, except that the first
+	// row is always returned. 0 is unlimited.
+	MaxBytes int64
+}
+
+// ScanResult is the answer of Scan.
+type ScanResult struct {
+	// Rows in scan order; keys and values are copies.
+	Rows []kvpb.KeyValue
+	// ResumeSpan is the part of the span not read because a limit stopped
+	// the scan while keys remained; nil otherwise.
+	ResumeSpan *kvpb.Span
+	// Intents are the intents an Inconsistent scan ignored.
+	Intents []kvpb.Intent
+}
+
+// Get reads the value of key visible at ts (invariant 5).
+//
+// Errors: *kvpb.WriteIntentError when another transaction's intent is in
+// the way; *kvpb.ReadWithinUncertaintyIntervalError when a committed value
+// is in (ts, Txn.GlobalUncertaintyLimit]; *kvpb.InvalidArgumentError for an
+// empty key or timestamp.
+func Get(r storage.Reader, key []byte, ts hlc.Timestamp, opts ReadOptions) (GetResult, error) {
+	if len(key) == 0 {
+		return GetResult{}, invalidArg("get: empty key")
+	}
+	if ts.IsEmpty() {
+		return GetResult{}, invalidArg("get %q: empty timestamp", key)
+	}
+	rd := newReadState(ts, opts)
+	lk, err := getLock(r, key)
+	if err != nil {
+		return GetResult{}, err
+	}
+	var res GetResult
+	var kv kvpb.KeyValue
+	var found bool
+	readVersions := true
+	if lk != nil {
+		kv, found, readVersions, err = rd.checkLock(key, lk)
+		if err != nil {
+			return GetResult{}, err
+		}
+	}
+	if readVersions {
+		it, err := r.NewIter(storage.IterOptions{Prefix: true})
+		if err != nil {
+			return GetResult{}, fmt.Errorf("mvcc: get %q: %w", key, err)
+		}
+		defer it.Close()
+		// Versions above the uncertainty limit can neither be read nor make
+		// the read uncertain: seek past them.
+		it.SeekGE(storage.MVCCKey{Key: key, Timestamp: rd.limit})
+		kv, found, err = rd.readVersions(it, key, false)
+		if err != nil {
+			return GetResult{}, err
+		}
+	}
+	if err := rd.conflictErr(); err != nil {
+		return GetResult{}, err
+	}
+	if found {
+		res.Value, res.Timestamp = kv.Value, kv.Timestamp
+	}
+	res.Intents = rd.ignored
+	return res, nil
+}
+
+// Scan reads the values visible at ts of the keys in [start, end), in key
+// order (or reverse), within the options' limits. It walks versions and
+// locks as two ordered streams merged by key; NextKey skips old versions, so
+// an in-order scan never seeks per row.
+//
+// Errors as for Get; a WriteIntentError lists every conflicting intent met
+// before the scan stopped. An uncertain value fails the scan at once.
+func Scan(r storage.Reader, start, end []byte, ts hlc.Timestamp, opts ScanOptions) (ScanResult, error) {
+	if len(end) == 0 || bytes.Compare(start, end) >= 0 {
+		return ScanResult{}, invalidArg("scan: empty span [%q, %q)", start, end)
+	}
+	if ts.IsEmpty() {
+		return ScanResult{}, invalidArg("scan [%q, %q): empty timestamp", start, end)
+	}
+	if opts.MaxKeys < 0 || opts.MaxBytes < 0 {
+		return ScanResult{}, invalidArg("scan: negative limit")
+	}
+	s := scanner{
+		readState: newReadState(ts, opts.ReadOptions),
+		opts:      opts,
+		start:     start,
+		end:       end,
+	}
+	if err := s.run(r); err != nil {
+		return ScanResult{}, err
+	}
+	if err := s.conflictErr(); err != nil {
+		return ScanResult{}, err
+	}
+	return ScanResult{Rows: s.rows, ResumeSpan: s.resume, Intents: s.ignored}, nil
+}
+
+// readState holds what a read decides per key: the timestamps and what it
+// met along the way.
+type readState struct {
+	ts, limit    hlc.Timestamp // limit >= ts: end of the uncertainty window
+	txn          *kvpb.Transaction
+	inconsistent bool
+	conflicts    []kvpb.Intent
+	ignored      []kvpb.Intent
+}
+
+func newReadState(ts hlc.Timestamp, opts ReadOptions) readState {
+	rd := readState{ts: ts, limit: ts, txn: opts.Txn, inconsistent: opts.Inconsistent}
+	if opts.Txn != nil {
+		rd.limit = ts.Forward(opts.Txn.GlobalUncertaintyLimit)
+	}
+	return rd
+}
+
+func (rd *readState) conflictErr() error {
+	if len(rd.conflicts) == 0 {
+		return nil
+	}
+	return &kvpb.WriteIntentError{Intents: rd.conflicts}
+}
+
+// checkLock decides what the lock on key means for this read: either the
+// reader's own provisional value (found reports whether it is a value
+// rather than a deletion), or whether to go on to the committed versions.
+func (rd *readState) checkLock(key []byte, lk *lockRecord) (kv kvpb.KeyValue, found, readVersions bool, err error) {
+	if rd.txn != nil && lk.Txn.ID == rd.txn.ID {
+		switch {
+		case lk.Txn.Epoch == rd.txn.Epoch:
+			if lk.Tombstone {
+				return kvpb.KeyValue{}, false, false, nil
+			}
+			return kvpb.KeyValue{Key: key, Value: lk.Value, Timestamp: lk.Txn.WriteTimestamp}, true, false, nil
+		case lk.Txn.Epoch < rd.txn.Epoch:
+			// Written by an earlier attempt: not part of this one.
+			return kvpb.KeyValue{}, false, true, nil
+		default:
+			return kvpb.KeyValue{}, false, false, staleEpoch(key, lk.Txn.Epoch, rd.txn.Epoch)
+		}
+	}
+	if rd.limit.Less(lk.Txn.WriteTimestamp) {
+		// Written after anything this reader must observe.
+		return kvpb.KeyValue{}, false, true, nil
+	}
+	in := kvpb.Intent{Key: key, Txn: lk.Txn}
+	if rd.inconsistent {
+		rd.ignored = append(rd.ignored, in)
+		return kvpb.KeyValue{}, false, true, nil
+	}
+	rd.conflicts = append(rd.conflicts, in)
+	return kvpb.KeyValue{}, false, false, nil
+}
+
+// uncertain returns the error for a committed version at vts, or nil when
+// vts is outside (ts, limit].
+func (rd *readState) uncertain(key []byte, vts hlc.Timestamp) error {
+	if rd.ts.Less(vts) && vts.LessEq(rd.limit) {
+		return &kvpb.ReadWithinUncertaintyIntervalError{
+			Key:               append([]byte(nil), key...),
+			ReadTimestamp:     rd.ts,
+			ExistingTimestamp: vts,
+			UncertaintyLimit:  rd.limit,
+		}
+	}
+	return nil
+}
+
+// seekAfterNexts is how many newer-than-read versions a forward walk steps
+// over with Next before it seeks instead: Next is much cheaper than a seek
+// when there are only a few.
+const seekAfterNexts = 4
+
+// readVersions walks forward over key's versions from the iterator's
+// position and returns the visible one. It leaves the iterator somewhere
+// within or after key's versions. When skipLimit is true versions above the
+// uncertainty limit may still be ahead; they are stepped over (and, past a
+// few, sought over).
+func (rd *readState) readVersions(it *storage.Iterator, key []byte, skipLimit bool) (kvpb.KeyValue, bool, error) {
+	nexts := 0
+	for it.Valid() {
+		k := it.UnsafeKey()
+		if !bytes.Equal(k.Key, key) {
+			break
+		}
+		if k.Timestamp.IsEmpty() { // not an MVCC entry; not ours to read
+			it.Next()
+			continue
+		}
+		if rd.ts.Less(k.Timestamp) {
+			if err := rd.uncertain(key, k.Timestamp); err != nil {
+				return kvpb.KeyValue{}, false, err
+			}
+			if skipLimit && rd.limit.Less(k.Timestamp) && nexts >= seekAfterNexts {
+				it.SeekGE(storage.MVCCKey{Key: key, Timestamp: rd.limit})
+				skipLimit = false
+				continue
+			}
+			nexts++
+			it.Next()
+			continue
+		}
+		raw, err := it.UnsafeValue()
+		if err != nil {
+			return kvpb.KeyValue{}, false, err
+		}
+		v, tomb, err := decodeValue(raw)
+		if err != nil {
+			return kvpb.KeyValue{}, false, fmt.Errorf("mvcc: version %s: %w", k, err)
+		}
+		if tomb {
+			return kvpb.KeyValue{}, false, nil
+		}
+		return kvpb.KeyValue{Key: key, Value: append([]byte{}, v...), Timestamp: k.Timestamp}, true, nil
+	}
+	if err := it.Err(); err != nil {
+		return kvpb.KeyValue{}, false, fmt.Errorf("mvcc: read %q: %w", key, err)
+	}
+	return kvpb.KeyValue{}, false, nil
+}
+
+// getLock returns the lock record on key, or nil.
+func getLock(r storage.Reader, key []byte) (*lockRecord, error) {
+	raw, ok, err := r.Get(storage.MVCCKey{Key: keys.Lock(key)})
+	if err != nil {
+		return nil, fmt.Errorf("mvcc: read lock of %q: %w", key, err)
+	}
+	if !ok {
+		return nil, nil
+	}
+	lk, err := decodeLockRecord(raw)
+	if err != nil {
+		return nil, fmt.Errorf("mvcc: lock of %q: %w", key, err)
+	}
+	return &lk, nil
+}

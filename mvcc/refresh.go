@@ -1,0 +1,72 @@
+package mvcc
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/cairn-db/cairn/hlc"
+	"github.com/cairn-db/cairn/keys"
+	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/storage"
+	"github.com/google/uuid"
+)
+
+// CheckRefresh verifies that reads of [start, end) (end empty: the single
+// key start) made at from would return the same at to: no committed version
+// in (from, to] and no other transaction's intent at or below to. Intents
+// of txnID are the reader's own and ignored. It fails with
+// *kvpb.TransactionRetryError{RetrySerializable} naming the first key that
+// changed.
+func CheckRefresh(r storage.Reader, start, end []byte, from, to hlc.Timestamp, txnID uuid.UUID) error {
+	if len(end) == 0 {
+		end = keys.Next(start)
+	}
+	if bytes.Compare(start, end) >= 0 || to.Less(from) {
+		return invalidArg("refresh [%q, %q) from %s to %s", start, end, from, to)
+	}
+	retry := func(format string, args ...any) error {
+		return &kvpb.TransactionRetryError{Reason: kvpb.RetrySerializable, Detail: fmt.Sprintf(format, args...)}
+	}
+	var failure error
+	err := walkLocks(r, start, end, func(key []byte, lk *lockRecord) (bool, error) {
+		if lk.Txn.ID != txnID && lk.Txn.WriteTimestamp.LessEq(to) {
+			failure = retry("intent of txn %s on %q at %s", lk.Txn.Short(), key, lk.Txn.WriteTimestamp)
+			return false, nil
+		}
+		return true, nil
+	})
+	if err != nil || failure != nil {
+		return firstErr(err, failure)
+	}
+	it, err := r.NewIter(storage.IterOptions{LowerBound: start, UpperBound: end})
+	if err != nil {
+		return fmt.Errorf("mvcc: refresh: %w", err)
+	}
+	defer it.Close()
+	// Per key, versions come newest first: step over those above to; the
+	// next one decides; then skip the rest of the key's history.
+	for ok := it.First(); ok; {
+		k := it.UnsafeKey()
+		if k.Timestamp.IsEmpty() || to.Less(k.Timestamp) {
+			ok = it.Next()
+			continue
+		}
+		if from.Less(k.Timestamp) {
+			return retry("committed value on %q at %s", k.Key, k.Timestamp)
+		}
+		ok = it.NextKey()
+	}
+	if err := it.Err(); err != nil {
+		return fmt.Errorf("mvcc: refresh: %w", err)
+	}
+	return nil
+}
+
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,217 @@
+package mvcc
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/cairn-db/cairn/keys"
+	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/storage"
+)
+
+// scanner merges the version stream and the lock stream of a span by user
+// key. Each stream has its own iterator, moved only in the scan's
+// direction: versions by NextKey (forward) or Prev (reverse), locks by
+// Next/Prev. Neither seeks per row.
+type scanner struct {
+	readState
+	opts       ScanOptions
+	start, end []byte
+
+	vit, lit *storage.Iterator
+	vOK, lOK bool
+
+	rows   []kvpb.KeyValue
+	nbytes int64
+	resume *kvpb.Span
+	valBuf []byte
+}
+
+func (s *scanner) run(r storage.Reader) (err error) {
+	if s.vit, err = r.NewIter(storage.IterOptions{LowerBound: s.start, UpperBound: s.end}); err != nil {
+		return fmt.Errorf("mvcc: scan: %w", err)
+	}
+	defer s.vit.Close()
+	lo, hi := keys.LockSpan(s.start, s.end)
+	if s.lit, err = r.NewIter(storage.IterOptions{LowerBound: lo, UpperBound: hi}); err != nil {
+		return fmt.Errorf("mvcc: scan: %w", err)
+	}
+	defer s.lit.Close()
+	if s.opts.Reverse {
+		s.vOK, s.lOK = s.vit.Last(), s.lit.Last()
+	} else {
+		s.vOK, s.lOK = s.vit.First(), s.lit.First()
+	}
+	for {
+		cur, lockHere, ok, err := s.current()
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		if s.limitReached() {
+			s.setResume(cur)
+			break
+		}
+		var kv kvpb.KeyValue
+		found, readVersions := false, true
+		if lockHere {
+			raw, err := s.lit.UnsafeValue()
+			if err != nil {
+				return err
+			}
+			lk, err := decodeLockRecord(raw)
+			if err != nil {
+				return fmt.Errorf("mvcc: lock of %q: %w", cur, err)
+			}
+			if kv, found, readVersions, err = s.checkLock(cur, &lk); err != nil {
+				return err
+			}
+			s.lOK = s.step(s.lit)
+		}
+		if s.vOK && bytes.Equal(s.vit.UnsafeKey().Key, cur) {
+			var vkv kvpb.KeyValue
+			var vfound bool
+			if vkv, vfound, err = s.versions(cur, readVersions); err != nil {
+				return err
+			}
+			if readVersions {
+				kv, found = vkv, vfound
+			}
+		}
+		if err := s.vit.Err(); err != nil {
+			return fmt.Errorf("mvcc: scan: %w", err)
+		}
+		if err := s.lit.Err(); err != nil {
+			return fmt.Errorf("mvcc: scan locks: %w", err)
+		}
+		if found {
+			size := int64(len(kv.Key) + len(kv.Value))
+			if s.opts.MaxBytes > 0 && len(s.rows) > 0 && s.nbytes+size > s.opts.MaxBytes {
+				s.setResume(cur)
+				break
+			}
+			s.rows = append(s.rows, kv)
+			s.nbytes += size
+		}
+	}
+	return nil
+}
+
+// current returns the next user key in scan order present in either stream
+// (a copy), and whether the lock stream is at it.
+func (s *scanner) current() (cur []byte, lockHere, ok bool, err error) {
+	var vk, lk []byte
+	if s.vOK {
+		vk = s.vit.UnsafeKey().Key
+	}
+	if s.lOK {
+		k := s.lit.UnsafeKey()
+		if !k.Timestamp.IsEmpty() {
+			return nil, false, false, fmt.Errorf("%w: versioned entry %s in the lock keyspace", ErrCorrupt, k)
+		}
+		if lk, err = keys.DecodeLock(k.Key); err != nil {
+			return nil, false, false, fmt.Errorf("%w: %v", ErrCorrupt, err)
+		}
+	}
+	switch {
+	case !s.vOK && !s.lOK:
+		return nil, false, false, nil
+	case !s.vOK:
+		return append([]byte(nil), lk...), true, true, nil
+	case !s.lOK:
+		return append([]byte(nil), vk...), false, true, nil
+	}
+	c := bytes.Compare(vk, lk)
+	if s.opts.Reverse {
+		c = -c
+	}
+	switch {
+	case c < 0:
+		return append([]byte(nil), vk...), false, true, nil
+	default:
+		return append([]byte(nil), lk...), true, true, nil
+	}
+}
+
+func (s *scanner) step(it *storage.Iterator) bool {
+	if s.opts.Reverse {
+		return it.Prev()
+	}
+	return it.Next()
+}
+
+func (s *scanner) limitReached() bool {
+	return (s.opts.MaxKeys > 0 && int64(len(s.rows)) >= s.opts.MaxKeys) ||
+		(s.opts.MaxBytes > 0 && s.nbytes >= s.opts.MaxBytes)
+}
+
+// setResume records that cur and everything after it in scan order is
+// unread.
+func (s *scanner) setResume(cur []byte) {
+	if s.opts.Reverse {
+		s.resume = &kvpb.Span{Key: append([]byte(nil), s.start...), EndKey: keys.Next(cur)}
+		return
+	}
+	s.resume = &kvpb.Span{Key: cur, EndKey: append([]byte(nil), s.end...)}
+}
+
+// versions consumes the version stream's entries of cur (the stream is at
+// cur's first entry in scan order) and, when read is true, returns the
+// visible version.
+func (s *scanner) versions(cur []byte, read bool) (kvpb.KeyValue, bool, error) {
+	if !s.opts.Reverse {
+		var kv kvpb.KeyValue
+		var found bool
+		if read {
+			var err error
+			if kv, found, err = s.readVersions(s.vit, cur, true); err != nil {
+				return kvpb.KeyValue{}, false, err
+			}
+		}
+		if s.vit.Valid() && bytes.Equal(s.vit.UnsafeKey().Key, cur) {
+			s.vit.NextKey()
+		}
+		s.vOK = s.vit.Valid()
+		return kv, found, nil
+	}
+	// Reverse: versions of cur come oldest first. The visible one is the
+	// last seen at or below ts; stepping on to the previous user key costs
+	// no seek.
+	var bestTS = s.ts
+	have := false
+	for ; s.vit.Valid(); s.vit.Prev() {
+		k := s.vit.UnsafeKey()
+		if !bytes.Equal(k.Key, cur) {
+			break
+		}
+		if !read || k.Timestamp.IsEmpty() {
+			continue
+		}
+		if s.ts.Less(k.Timestamp) {
+			if err := s.uncertain(cur, k.Timestamp); err != nil {
+				return kvpb.KeyValue{}, false, err
+			}
+			continue
+		}
+		raw, err := s.vit.UnsafeValue()
+		if err != nil {
+			return kvpb.KeyValue{}, false, err
+		}
+		s.valBuf = append(s.valBuf[:0], raw...)
+		bestTS, have = k.Timestamp, true
+	}
+	s.vOK = s.vit.Valid()
+	if !have {
+		return kvpb.KeyValue{}, false, nil
+	}
+	v, tomb, err := decodeValue(s.valBuf)
+	if err != nil {
+		return kvpb.KeyValue{}, false, fmt.Errorf("mvcc: version %q@%s: %w", cur, bestTS, err)
+	}
+	if tomb {
+		return kvpb.KeyValue{}, false, nil
+	}
+	return kvpb.KeyValue{Key: cur, Value: append([]byte{}, v...), Timestamp: bestTS}, true, nil
+}
