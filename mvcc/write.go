@@ -13,6 +13,10 @@ import (
 // Put writes value at key: a committed version at ts, or for a transaction
 // an intent at txn.WriteTimestamp (ts is then ignored).
 //
+// A transactional write whose Sequence is below that of the transaction's
+// intent on key is a replay of a write already done: it changes nothing and
+// succeeds. The same sequence rewrites the intent (idempotent).
+//
 // Errors: *kvpb.WriteIntentError (another transaction's intent on key),
 // *kvpb.WriteTooOldError (invariants 3 and 4; nothing is written),
 // *kvpb.TransactionRetryError (the key holds this transaction's intent from
@@ -47,7 +51,8 @@ func ConditionalPut(rw storage.ReadWriter, key []byte, ts hlc.Timestamp, value, 
 
 // Delete writes a tombstone at key (as Put writes a value) and reports
 // whether the writer saw a value there. The tombstone is written even when
-// there was none, so the deletion is ordered like any other write.
+// there was none, so the deletion is ordered like any other write. A
+// replayed transactional delete (see Put) changes nothing and reports false.
 func Delete(rw storage.ReadWriter, key []byte, ts hlc.Timestamp, txn *kvpb.Transaction) (found bool, err error) {
 	w, err := prepareWrite(rw, key, ts, txn)
 	if err != nil || w.replay {
