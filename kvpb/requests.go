@@ -253,6 +253,7 @@ func (*ResolveIntentRequest) Method() Method       { return MethodResolveIntent 
 func (*ResolveIntentRangeRequest) Method() Method  { return MethodResolveIntentRange }
 func (*GCRequest) Method() Method                  { return MethodGC }
 func (*SplitRequest) Method() Method               { return MethodSplit }
+func (*RefreshRequest) Method() Method             { return MethodRefresh }
 func (*GetResponse) Method() Method                { return MethodGet }
 func (*ScanResponse) Method() Method               { return MethodScan }
 func (*PutResponse) Method() Method                { return MethodPut }
@@ -267,6 +268,7 @@ func (*ResolveIntentResponse) Method() Method      { return MethodResolveIntent 
 func (*ResolveIntentRangeResponse) Method() Method { return MethodResolveIntentRange }
 func (*GCResponse) Method() Method                 { return MethodGC }
 func (*SplitResponse) Method() Method              { return MethodSplit }
+func (*RefreshResponse) Method() Method            { return MethodRefresh }
 
 func (r *GetRequest) Span() Span                { return Span{Key: r.Key} }
 func (r *ScanRequest) Span() Span               { return Span{Key: r.Key, EndKey: r.EndKey} }
