@@ -1,0 +1,92 @@
+package kv
+
+import (
+	"fmt"
+
+	"github.com/cairn-db/cairn/kvpb"
+)
+
+// Batch collects operations to send in one round: every tablet involved
+// gets its part in parallel. Add operations, pass it to Txn.Run or DB.Run,
+// then read Results (one per operation, in the order added). A Batch is not
+// safe for concurrent use and must not be reused after Run.
+type Batch struct {
+	reqs    []kvpb.Request
+	Results []Result
+}
+
+// Result is the answer to one operation of a Batch.
+type Result struct {
+	// Rows holds the row read by Get (when Found) or the rows of a scan.
+	Rows []kvpb.KeyValue
+	// Found: Get found a value; Del deleted one.
+	Found bool
+	// Keys lists the keys DelRange deleted.
+	Keys [][]byte
+	// ResumeSpan is what a limited scan left unread, or nil.
+	ResumeSpan *kvpb.Span
+}
+
+// Get reads key.
+func (b *Batch) Get(key []byte) { b.reqs = append(b.reqs, &kvpb.GetRequest{Key: key}) }
+
+// Put writes value at key.
+func (b *Batch) Put(key, value []byte) {
+	b.reqs = append(b.reqs, &kvpb.PutRequest{Key: key, Value: value})
+}
+
+// CPut writes value at key if its current value equals expected
+// (expectExists) or it has none (!expectExists).
+func (b *Batch) CPut(key, value, expected []byte, expectExists bool) {
+	b.reqs = append(b.reqs, &kvpb.ConditionalPutRequest{Key: key, Value: value, Expected: expected, ExpectExists: expectExists})
+}
+
+// Del deletes key.
+func (b *Batch) Del(key []byte) { b.reqs = append(b.reqs, &kvpb.DeleteRequest{Key: key}) }
+
+// DelRange deletes every key in [start, end).
+func (b *Batch) DelRange(start, end []byte) {
+	b.reqs = append(b.reqs, &kvpb.DeleteRangeRequest{Key: start, EndKey: end})
+}
+
+// Scan reads up to maxRows (0: all) rows of [start, end) in key order.
+func (b *Batch) Scan(start, end []byte, maxRows int64) {
+	b.reqs = append(b.reqs, &kvpb.ScanRequest{Key: start, EndKey: end, MaxKeys: maxRows})
+}
+
+// ReverseScan reads up to maxRows (0: all) rows of [start, end) in reverse
+// key order.
+func (b *Batch) ReverseScan(start, end []byte, maxRows int64) {
+	b.reqs = append(b.reqs, &kvpb.ScanRequest{Key: start, EndKey: end, MaxKeys: maxRows, Reverse: true})
+}
+
+// Len returns the number of operations added.
+func (b *Batch) Len() int { return len(b.reqs) }
+
+// fill sets Results from the batch's response.
+func (b *Batch) fill(br *kvpb.BatchResponse) error {
+	if len(br.Responses) < len(b.reqs) {
+		return fmt.Errorf("kv: %d responses for %d operations", len(br.Responses), len(b.reqs))
+	}
+	b.Results = make([]Result, len(b.reqs))
+	for i, req := range b.reqs {
+		r := &b.Results[i]
+		switch resp := br.Responses[i].(type) {
+		case *kvpb.GetResponse:
+			if resp.Value != nil {
+				r.Found = true
+				r.Rows = []kvpb.KeyValue{{Key: req.(*kvpb.GetRequest).Key, Value: resp.Value, Timestamp: resp.Timestamp}}
+			}
+		case *kvpb.ScanResponse:
+			r.Rows, r.ResumeSpan = resp.Rows, resp.ResumeSpan
+		case *kvpb.DeleteResponse:
+			r.Found = resp.Found
+		case *kvpb.DeleteRangeResponse:
+			r.Keys = resp.Keys
+		case *kvpb.PutResponse, *kvpb.ConditionalPutResponse:
+		default:
+			return fmt.Errorf("kv: unexpected %s response to %s", br.Responses[i].Method(), req.Method())
+		}
+	}
+	return nil
+}

@@ -1,0 +1,191 @@
+package kv
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/cairn-db/cairn/hlc"
+	"github.com/cairn-db/cairn/kvpb"
+)
+
+const (
+	defaultHeartbeatInterval  = time.Second
+	defaultMaxRetries         = 30
+	defaultMaxRoutingRetries  = 10
+	defaultMaxLockSpans       = 1024
+	defaultMaxReadSpans       = 1024
+	defaultResolveConcurrency = 8
+	defaultRetryBackoff       = time.Millisecond
+	defaultMaxRetryBackoff    = 100 * time.Millisecond
+)
+
+// Options tune a DB. Zero values take the defaults.
+type Options struct {
+	// HeartbeatInterval is how often a writing transaction proves its
+	// coordinator alive. It must be well under the tablets' liveness
+	// threshold. Default 1s.
+	HeartbeatInterval time.Duration
+	// MaxRetries bounds how many times DB.Txn reruns its closure on
+	// retryable errors. Default 30.
+	MaxRetries int
+	// MaxRoutingRetries bounds re-routing after stale cache entries.
+	// Default 10.
+	MaxRoutingRetries int
+	// MaxLockSpans and MaxReadSpans bound a transaction's tracked spans;
+	// beyond them spans are condensed into wider ones. Default 1024 each.
+	MaxLockSpans int
+	MaxReadSpans int
+	// ResolveConcurrency bounds the asynchronous intent-resolution batches
+	// in flight across the DB. Default 8.
+	ResolveConcurrency int
+	// RetryBackoff and MaxRetryBackoff shape DB.Txn's jittered exponential
+	// backoff between attempts. Defaults 1ms and 100ms.
+	RetryBackoff    time.Duration
+	MaxRetryBackoff time.Duration
+}
+
+func (o *Options) setDefaults() {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	defDur := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	defDur(&o.HeartbeatInterval, defaultHeartbeatInterval)
+	def(&o.MaxRetries, defaultMaxRetries)
+	def(&o.MaxRoutingRetries, defaultMaxRoutingRetries)
+	def(&o.MaxLockSpans, defaultMaxLockSpans)
+	def(&o.MaxReadSpans, defaultMaxReadSpans)
+	def(&o.ResolveConcurrency, defaultResolveConcurrency)
+	defDur(&o.RetryBackoff, defaultRetryBackoff)
+	defDur(&o.MaxRetryBackoff, defaultMaxRetryBackoff)
+}
+
+// DB is the entry point of the kv client: non-transactional operations,
+// transactions, and the router they share. Safe for concurrent use.
+type DB struct {
+	ds    *DistSender
+	cache *TabletCache
+	clock *hlc.Clock
+	opts  Options
+
+	// stopCtx ends heartbeats and background resolution on Close.
+	stopCtx context.Context
+	stop    context.CancelFunc
+	// bg tracks background goroutines (heartbeats, intent resolution);
+	// bgMu orders their start against Close.
+	bgMu       sync.Mutex
+	closed     bool
+	bg         sync.WaitGroup
+	resolveSem chan struct{}
+}
+
+// goBackground runs fn on a tracked goroutine, unless the DB is closed.
+func (db *DB) goBackground(fn func()) {
+	db.bgMu.Lock()
+	defer db.bgMu.Unlock()
+	if db.closed {
+		return
+	}
+	db.bg.Go(fn)
+}
+
+// NewDB returns a client sending through sender (a store, or an RPC
+// transport) and routing with lookup (the tablet directory).
+func NewDB(sender kvpb.Sender, lookup TabletLookup, clock *hlc.Clock, opts Options) *DB {
+	opts.setDefaults()
+	cache := NewTabletCache(lookup)
+	ctx, cancel := context.WithCancel(context.Background())
+	return &DB{
+		ds:         NewDistSender(sender, cache, clock, opts.MaxRoutingRetries),
+		cache:      cache,
+		clock:      clock,
+		opts:       opts,
+		stopCtx:    ctx,
+		stop:       cancel,
+		resolveSem: make(chan struct{}, opts.ResolveConcurrency),
+	}
+}
+
+// Close stops heartbeats and waits for background intent resolution to end.
+// Open transactions are abandoned (their tablets will abort them once their
+// records expire). The sender is not closed.
+func (db *DB) Close() {
+	db.bgMu.Lock()
+	db.closed = true
+	db.bgMu.Unlock()
+	db.stop()
+	db.bg.Wait()
+}
+
+// Clock returns the DB's clock.
+func (db *DB) Clock() *hlc.Clock { return db.clock }
+
+// TabletCache returns the DB's routing cache.
+func (db *DB) TabletCache() *TabletCache { return db.cache }
+
+// Send sends a batch through the router (DistSender): it splits the batch by
+// tablet, fans the parts out in parallel and merges the answers. Use it for
+// requests the typed methods do not cover; it adds no transaction logic.
+func (db *DB) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchResponse, error) {
+	return db.ds.Send(ctx, ba)
+}
+
+// Get reads key's newest committed value, outside any transaction.
+func (db *DB) Get(ctx context.Context, key []byte) ([]byte, bool, error) {
+	b := &Batch{}
+	b.Get(key)
+	if err := db.Run(ctx, b); err != nil {
+		return nil, false, err
+	}
+	r := b.Results[0]
+	if !r.Found {
+		return nil, false, nil
+	}
+	return r.Rows[0].Value, true, nil
+}
+
+// Put writes key outside any transaction.
+func (db *DB) Put(ctx context.Context, key, value []byte) error {
+	b := &Batch{}
+	b.Put(key, value)
+	return db.Run(ctx, b)
+}
+
+// Delete deletes key outside any transaction.
+func (db *DB) Delete(ctx context.Context, key []byte) error {
+	b := &Batch{}
+	b.Del(key)
+	return db.Run(ctx, b)
+}
+
+// Scan reads up to maxRows (0: all) rows of [start, end) at one timestamp,
+// outside any transaction.
+func (db *DB) Scan(ctx context.Context, start, end []byte, maxRows int64) ([]kvpb.KeyValue, error) {
+	b := &Batch{}
+	b.Scan(start, end, maxRows)
+	if err := db.Run(ctx, b); err != nil {
+		return nil, err
+	}
+	return b.Results[0].Rows, nil
+}
+
+// Run sends a batch outside any transaction. A read-only batch reads every
+// tablet at one timestamp (a consistent snapshot); a batch with writes is
+// atomic per tablet only.
+func (db *DB) Run(ctx context.Context, b *Batch) error {
+	ba := &kvpb.BatchRequest{Requests: b.reqs}
+	if ba.IsReadOnly() {
+		ba.Timestamp = db.clock.Now()
+	}
+	br, err := db.ds.Send(ctx, ba)
+	if err != nil {
+		return err
+	}
+	return b.fill(br)
+}

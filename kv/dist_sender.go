@@ -1,0 +1,447 @@
+package kv
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/cairn-db/cairn/hlc"
+	"github.com/cairn-db/cairn/keys"
+	"github.com/cairn-db/cairn/kvpb"
+)
+
+// DistSender is the router: it sends a BatchRequest whose keys may lie on
+// many tablets by cutting it into one sub-batch per tablet, sending those in
+// parallel, and merging the answers back into one response per request, in
+// request order (invariant 1). It is itself a kvpb.Sender. Safe for
+// concurrent use.
+//
+// Three shapes of batch get special treatment:
+//
+//   - A scan with a limit (MaxKeys or MaxBytes) that crosses tablets cannot
+//     be answered in parallel without reading too much, so such a batch is
+//     walked tablet by tablet in scan order until every limit is met; the
+//     scans that stop early get a resume span over the rest.
+//   - A batch ending in EndTxn whose requests all land on one tablet is sent
+//     whole, so the tablet can commit it in one phase. If it spans tablets,
+//     the other requests go first (in parallel) and EndTxn is sent after they
+//     all succeed, carrying the transaction as they left it.
+//   - A sub-batch refused for stale routing (TabletKeyMismatchError,
+//     TabletNotFoundError) evicts the cache entry it was routed by and is
+//     divided again from scratch (bounded by maxRoutingRetries; invariant 2).
+type DistSender struct {
+	sender            kvpb.Sender
+	cache             *TabletCache
+	clock             *hlc.Clock
+	maxRoutingRetries int
+}
+
+// NewDistSender returns a router sending through sender, resolving tablets
+// through cache and stamping batches with clock.
+func NewDistSender(sender kvpb.Sender, cache *TabletCache, clock *hlc.Clock, maxRoutingRetries int) *DistSender {
+	if maxRoutingRetries <= 0 {
+		maxRoutingRetries = defaultMaxRoutingRetries
+	}
+	return &DistSender{sender: sender, cache: cache, clock: clock, maxRoutingRetries: maxRoutingRetries}
+}
+
+// Send implements kvpb.Sender. The caller's batch is not modified; the
+// responses hold rows owned by the caller.
+func (ds *DistSender) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchResponse, error) {
+	if len(ba.Requests) == 0 {
+		return &kvpb.BatchResponse{Txn: ba.Txn.Clone()}, nil
+	}
+	b := *ba
+	b.Now = ds.clock.Now()
+	br, err := ds.divideAndSend(ctx, &b, 0)
+	if err != nil {
+		return nil, err
+	}
+	// The tablet already checked our clock against its own; an offset error
+	// here could only come from a remote clock far ahead of ours, and
+	// refusing a response whose writes are already done would help nobody.
+	_ = ds.clock.Update(br.Now)
+	return br, nil
+}
+
+// piece is the part of request reqIdx that lies on one tablet.
+type piece struct {
+	reqIdx int
+	// seq orders the pieces of one request by key.
+	seq int
+	req kvpb.Request
+}
+
+// tabletGroup is the sub-batch bound for one tablet.
+type tabletGroup struct {
+	desc   kvpb.TabletDescriptor
+	pieces []piece
+}
+
+func (ds *DistSender) divideAndSend(ctx context.Context, ba *kvpb.BatchRequest, attempt int) (*kvpb.BatchResponse, error) {
+	if attempt > ds.maxRoutingRetries {
+		return nil, fmt.Errorf("%w after %d attempts", ErrRoutingRetriesExhausted, attempt)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	endTxnIdx := -1
+	for i, r := range ba.Requests {
+		if r.Method() == kvpb.MethodEndTxn {
+			if i != len(ba.Requests)-1 {
+				return nil, &kvpb.InvalidArgumentError{Msg: "EndTxn must be the last request of a batch"}
+			}
+			endTxnIdx = i
+		}
+	}
+	groups, err := ds.divide(ctx, ba.Requests)
+	if err != nil {
+		return nil, err
+	}
+	if endTxnIdx > 0 && len(groups) > 1 {
+		return ds.sendWritesThenEndTxn(ctx, ba, attempt)
+	}
+	if needsSequential(ba.Requests, groups) {
+		return ds.sendSequential(ctx, ba, attempt)
+	}
+	return ds.sendParallel(ctx, ba, groups, attempt)
+}
+
+// divide resolves every request to the tablets it touches and groups the
+// pieces by tablet, groups in the order their tablets are first met.
+func (ds *DistSender) divide(ctx context.Context, reqs []kvpb.Request) ([]tabletGroup, error) {
+	var groups []tabletGroup
+	index := map[kvpb.TabletID]int{}
+	for i, r := range reqs {
+		seq := 0
+		err := ds.forEachTablet(ctx, r.Span(), func(d kvpb.TabletDescriptor, s kvpb.Span) {
+			g, ok := index[d.TabletID]
+			if !ok {
+				g = len(groups)
+				index[d.TabletID] = g
+				groups = append(groups, tabletGroup{desc: d})
+			}
+			groups[g].pieces = append(groups[g].pieces, piece{reqIdx: i, seq: seq, req: truncate(r, s)})
+			seq++
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return groups, nil
+}
+
+// forEachTablet calls fn for every tablet the span touches, in key order,
+// with the part of the span inside it.
+func (ds *DistSender) forEachTablet(ctx context.Context, s kvpb.Span, fn func(kvpb.TabletDescriptor, kvpb.Span)) error {
+	if len(s.EndKey) == 0 {
+		d, err := ds.cache.Lookup(ctx, s.Key, false)
+		if err != nil {
+			return err
+		}
+		fn(d, s)
+		return nil
+	}
+	for key := s.Key; bytes.Compare(key, s.EndKey) < 0; {
+		d, err := ds.cache.Lookup(ctx, key, false)
+		if err != nil {
+			return err
+		}
+		fn(d, intersect(s, d))
+		key = d.EndKey
+	}
+	return nil
+}
+
+// needsSequential reports whether a limited scan crosses tablets.
+func needsSequential(reqs []kvpb.Request, groups []tabletGroup) bool {
+	counts := make([]int, len(reqs))
+	for _, g := range groups {
+		for _, p := range g.pieces {
+			counts[p.reqIdx]++
+		}
+	}
+	for i, r := range reqs {
+		if s, ok := r.(*kvpb.ScanRequest); ok && isLimited(s) && counts[i] > 1 {
+			return true
+		}
+	}
+	return false
+}
+
+func isLimited(s *kvpb.ScanRequest) bool { return s.MaxKeys > 0 || s.MaxBytes > 0 }
+
+// SingleTablet reports whether every request lies on one tablet (per the
+// cache), which is when a batch ending in EndTxn can commit in one phase.
+func (ds *DistSender) SingleTablet(ctx context.Context, reqs []kvpb.Request) (bool, error) {
+	groups, err := ds.divide(ctx, reqs)
+	if err != nil {
+		return false, err
+	}
+	return len(groups) <= 1 && (len(groups) == 0 || len(groups[0].pieces) == len(reqs)), nil
+}
+
+// sendParallel sends one sub-batch per group concurrently and merges.
+func (ds *DistSender) sendParallel(ctx context.Context, ba *kvpb.BatchRequest, groups []tabletGroup, attempt int) (*kvpb.BatchResponse, error) {
+	type result struct {
+		br  *kvpb.BatchResponse
+		err error
+	}
+	results := make([]result, len(groups))
+	send := func(i int) {
+		g := groups[i]
+		reqs := make([]kvpb.Request, len(g.pieces))
+		for j, p := range g.pieces {
+			reqs[j] = p.req
+		}
+		br, err := ds.sendToTablet(ctx, ba.Header, g.desc, reqs, attempt)
+		results[i] = result{br, err}
+	}
+	if len(groups) == 1 {
+		send(0)
+	} else {
+		var wg sync.WaitGroup
+		for i := range groups {
+			wg.Go(func() { send(i) })
+		}
+		wg.Wait()
+	}
+	var errs []error
+	for _, r := range results {
+		if r.err != nil {
+			errs = append(errs, r.err)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, pickError(errs)
+	}
+	perReq := make([][]kvpb.Response, len(ba.Requests))
+	for _, g := range groups {
+		for _, p := range g.pieces {
+			perReq[p.reqIdx] = append(perReq[p.reqIdx], nil)
+		}
+	}
+	out := &kvpb.BatchResponse{Responses: make([]kvpb.Response, len(ba.Requests))}
+	for i, g := range groups {
+		br := results[i].br
+		if len(br.Responses) != len(g.pieces) {
+			return nil, fmt.Errorf("kv: tablet %d answered %d responses to %d requests", g.desc.TabletID, len(br.Responses), len(g.pieces))
+		}
+		for j, p := range g.pieces {
+			perReq[p.reqIdx][p.seq] = br.Responses[j]
+		}
+		mergeHeader(out, br, ba.Txn)
+	}
+	for i, r := range ba.Requests {
+		resp, err := combine(r, perReq[i])
+		if err != nil {
+			return nil, err
+		}
+		out.Responses[i] = resp
+	}
+	return out, nil
+}
+
+// sendToTablet sends reqs to desc's tablet; on stale routing it evicts desc
+// and divides the sub-batch again.
+func (ds *DistSender) sendToTablet(ctx context.Context, h kvpb.Header, desc kvpb.TabletDescriptor, reqs []kvpb.Request, attempt int) (*kvpb.BatchResponse, error) {
+	sub := &kvpb.BatchRequest{Header: h, Requests: reqs}
+	sub.Txn = h.Txn.Clone()
+	sub.TabletID = desc.TabletID
+	br, err := ds.sender.Send(ctx, sub)
+	if err == nil {
+		return br, nil
+	}
+	if !ds.handleRoutingError(desc, err) {
+		return nil, err
+	}
+	sub.TabletID = 0
+	return ds.divideAndSend(ctx, sub, attempt+1)
+}
+
+// handleRoutingError evicts desc if err says it is stale, caching the
+// tablet's own descriptor when the error carries one.
+func (ds *DistSender) handleRoutingError(desc kvpb.TabletDescriptor, err error) bool {
+	var mismatch *kvpb.TabletKeyMismatchError
+	var notFound *kvpb.TabletNotFoundError
+	switch {
+	case errors.As(err, &mismatch):
+		ds.cache.Evict(desc)
+		if mismatch.Tablet != nil {
+			ds.cache.Insert(*mismatch.Tablet)
+		}
+		return true
+	case errors.As(err, &notFound):
+		ds.cache.Evict(desc)
+		return true
+	}
+	return false
+}
+
+// sendWritesThenEndTxn sends everything but the final EndTxn (which may fan
+// out), then EndTxn with the transaction as those requests left it. No one
+// phase commit is possible across tablets.
+func (ds *DistSender) sendWritesThenEndTxn(ctx context.Context, ba *kvpb.BatchRequest, attempt int) (*kvpb.BatchResponse, error) {
+	n := len(ba.Requests) - 1
+	first := &kvpb.BatchRequest{Header: ba.Header, Requests: ba.Requests[:n]}
+	br1, err := ds.divideAndSend(ctx, first, attempt)
+	if err != nil {
+		return nil, err
+	}
+	second := &kvpb.BatchRequest{Header: ba.Header, Requests: ba.Requests[n:]}
+	if ba.Txn != nil {
+		second.Txn = ba.Txn.Clone()
+		if br1.Txn != nil {
+			second.Txn.WriteTimestamp = second.Txn.WriteTimestamp.Forward(br1.Txn.WriteTimestamp)
+		}
+	}
+	br2, err := ds.divideAndSend(ctx, second, attempt)
+	if err != nil {
+		return nil, err
+	}
+	out := &kvpb.BatchResponse{Responses: append(br1.Responses[:n:n], br2.Responses...)}
+	mergeHeader(out, br1, ba.Txn)
+	mergeHeader(out, br2, ba.Txn)
+	return out, nil
+}
+
+// mergeHeader folds a sub-batch's transaction and clock into out: the
+// highest write timestamp wins, and a final status (from EndTxn or a
+// discovered abort) beats a pending one.
+func mergeHeader(out, br *kvpb.BatchResponse, sent *kvpb.Transaction) {
+	out.Now = out.Now.Forward(br.Now)
+	out.OnePhaseCommit = out.OnePhaseCommit || br.OnePhaseCommit
+	if br.Txn == nil {
+		if out.Txn == nil && sent != nil {
+			out.Txn = sent.Clone()
+		}
+		return
+	}
+	if out.Txn == nil {
+		out.Txn = br.Txn.Clone()
+		return
+	}
+	out.Txn.WriteTimestamp = out.Txn.WriteTimestamp.Forward(br.Txn.WriteTimestamp)
+	if br.Txn.Status.IsFinal() {
+		out.Txn.Status = br.Txn.Status
+		out.Txn.LockSpans = br.Txn.LockSpans
+	}
+}
+
+// pickError chooses which of several sub-batch errors to return: an abort
+// of the transaction beats everything (no retry at a higher timestamp can
+// save it), then a retryable error (so the coordinator retries rather than
+// giving up), then the first.
+func pickError(errs []error) error {
+	var aborted *kvpb.TransactionAbortedError
+	for _, err := range errs {
+		if errors.As(err, &aborted) {
+			return err
+		}
+	}
+	for _, err := range errs {
+		if kvpb.IsRetryable(err) {
+			return err
+		}
+	}
+	return errs[0]
+}
+
+// intersect returns the part of s inside d (s is a range).
+func intersect(s kvpb.Span, d kvpb.TabletDescriptor) kvpb.Span {
+	out := s
+	if bytes.Compare(out.Key, d.StartKey) < 0 {
+		out.Key = d.StartKey
+	}
+	if bytes.Compare(d.EndKey, out.EndKey) < 0 {
+		out.EndKey = d.EndKey
+	}
+	return out
+}
+
+// spanEnd returns the exclusive end of s (a point's end is its successor).
+func spanEnd(s kvpb.Span) []byte {
+	if len(s.EndKey) == 0 {
+		return keys.Next(s.Key)
+	}
+	return s.EndKey
+}
+
+// truncate returns r restricted to s, copying r only when s differs from its
+// span. Point requests are returned as they are.
+func truncate(r kvpb.Request, s kvpb.Span) kvpb.Request {
+	rs := r.Span()
+	if len(rs.EndKey) == 0 || (bytes.Equal(rs.Key, s.Key) && bytes.Equal(rs.EndKey, s.EndKey)) {
+		return r
+	}
+	switch t := r.(type) {
+	case *kvpb.ScanRequest:
+		c := *t
+		c.Key, c.EndKey = s.Key, s.EndKey
+		return &c
+	case *kvpb.DeleteRangeRequest:
+		c := *t
+		c.Key, c.EndKey = s.Key, s.EndKey
+		return &c
+	case *kvpb.ResolveIntentRangeRequest:
+		c := *t
+		c.Key, c.EndKey = s.Key, s.EndKey
+		return &c
+	case *kvpb.GCRequest:
+		c := *t
+		c.Key, c.EndKey = s.Key, s.EndKey
+		return &c
+	case *kvpb.RefreshRequest:
+		c := *t
+		c.Key, c.EndKey = s.Key, s.EndKey
+		return &c
+	}
+	panic(fmt.Sprintf("kv: truncate of unexpected ranged request %s", r.Method()))
+}
+
+// combine merges the per-tablet responses of one request, given in key
+// order.
+func combine(r kvpb.Request, resps []kvpb.Response) (kvpb.Response, error) {
+	if len(resps) == 1 {
+		return resps[0], nil
+	}
+	if len(resps) == 0 {
+		return nil, fmt.Errorf("kv: no response for %s", r.Method())
+	}
+	switch t := r.(type) {
+	case *kvpb.ScanRequest:
+		out := &kvpb.ScanResponse{}
+		for i := range resps {
+			j := i
+			if t.Reverse {
+				j = len(resps) - 1 - i
+			}
+			sr := resps[j].(*kvpb.ScanResponse)
+			out.Rows = append(out.Rows, sr.Rows...)
+		}
+		return out, nil
+	case *kvpb.DeleteRangeRequest:
+		out := &kvpb.DeleteRangeResponse{}
+		for _, resp := range resps {
+			out.Keys = append(out.Keys, resp.(*kvpb.DeleteRangeResponse).Keys...)
+		}
+		return out, nil
+	case *kvpb.ResolveIntentRangeRequest:
+		out := &kvpb.ResolveIntentRangeResponse{}
+		for _, resp := range resps {
+			out.Resolved += resp.(*kvpb.ResolveIntentRangeResponse).Resolved
+		}
+		return out, nil
+	case *kvpb.GCRequest:
+		out := &kvpb.GCResponse{}
+		for _, resp := range resps {
+			out.Removed += resp.(*kvpb.GCResponse).Removed
+		}
+		return out, nil
+	case *kvpb.RefreshRequest:
+		return resps[0], nil
+	}
+	return nil, fmt.Errorf("kv: %s answered by %d tablets", r.Method(), len(resps))
+}

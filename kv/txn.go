@@ -1,0 +1,429 @@
+package kv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+
+	"github.com/cairn-db/cairn/hlc"
+	"github.com/cairn-db/cairn/kvpb"
+	"github.com/google/uuid"
+)
+
+// IsolationLevel is what a transaction guarantees about what it reads.
+type IsolationLevel int8
+
+const (
+	// ReadCommitted (the PostgreSQL default): every statement reads a fresh
+	// snapshot, taken when Step is called. Writes never lose updates: a
+	// write that meets a newer committed version moves the transaction
+	// forward only if the statement's reads still hold there, and restarts
+	// it otherwise.
+	ReadCommitted IsolationLevel = iota
+	// Snapshot (REPEATABLE READ): all reads see one snapshot taken at the
+	// start; of two concurrent transactions writing the same key, the first
+	// to commit wins and the other restarts. The commit timestamp may be
+	// above the snapshot (see txn_refresh.go for why that is still SI).
+	Snapshot
+	// Serializable: Snapshot plus the rule that the transaction commits at
+	// the timestamp it read at; if its write timestamp was pushed, every
+	// span it read is refreshed (proven unchanged) up to the new timestamp,
+	// or it restarts.
+	Serializable
+)
+
+func (l IsolationLevel) String() string {
+	switch l {
+	case ReadCommitted:
+		return "READ COMMITTED"
+	case Snapshot:
+		return "REPEATABLE READ"
+	case Serializable:
+		return "SERIALIZABLE"
+	}
+	return fmt.Sprintf("IsolationLevel(%d)", int8(l))
+}
+
+// txnState is where a Txn is in its life.
+type txnState int8
+
+const (
+	txnPending txnState = iota
+	txnCommitted
+	txnRolledBack
+)
+
+// Txn is a transaction's coordinator. Its methods must be called from one
+// goroutine at a time; the coordinator's own heartbeat runs alongside.
+//
+// A retryable error (kvpb.IsRetryable) leaves the Txn refusing every
+// operation with that error (invariant 6) until PrepareForRetry moves it to
+// a new epoch, or, when the error is a TransactionAbortedError, until the
+// caller gives up on it and starts a new Txn. DB.Txn does all of this.
+type Txn struct {
+	db  *DB
+	iso IsolationLevel
+	// ctx is the context the Txn was created with; its heartbeat stops when
+	// it ends, so an abandoned coordinator lets its record expire
+	// (invariant 5).
+	ctx context.Context
+
+	mu struct {
+		sync.Mutex
+		proto kvpb.Transaction
+		state txnState
+		// retryErr is the retryable error operations are refused with.
+		retryErr error
+		// aborted: the transaction is known aborted; only a new Txn helps.
+		aborted bool
+		// wrote: some write was (or may have been) sent, so intents or a
+		// record may exist.
+		wrote     bool
+		lockSpans spanSet
+		readSpans spanSet
+		onePC     bool
+		commitTS  hlc.Timestamp
+		hb        *heartbeat
+	}
+}
+
+// NewTxn starts a transaction. ctx bounds its heartbeat: cancelling it
+// abandons the transaction (see invariant 5).
+func (db *DB) NewTxn(ctx context.Context, name string, iso IsolationLevel) *Txn {
+	return db.newTxn(ctx, name, iso, 0)
+}
+
+// newTxn starts a transaction whose priority is at least minPriority, so a
+// retry after an abort does not keep losing the same contests.
+func (db *DB) newTxn(ctx context.Context, name string, iso IsolationLevel, minPriority int32) *Txn {
+	now := db.clock.Now()
+	t := &Txn{db: db, iso: iso, ctx: ctx}
+	prio := max(rand.Int32N(1<<31-2)+1, minPriority)
+	t.mu.proto = kvpb.Transaction{
+		TxnMeta: kvpb.TxnMeta{
+			ID:             uuid.New(),
+			WriteTimestamp: now,
+			MinTimestamp:   now,
+			Priority:       prio,
+		},
+		Name:                   name,
+		Status:                 kvpb.Pending,
+		ReadTimestamp:          now,
+		GlobalUncertaintyLimit: db.uncertaintyLimit(now),
+	}
+	t.mu.lockSpans.max = db.opts.MaxLockSpans
+	t.mu.readSpans.max = db.opts.MaxReadSpans
+	return t
+}
+
+// uncertaintyLimit is the end of the uncertainty window of a read starting
+// at ts: a value above ts but below this may have been written before the
+// read began in real time, by a node whose clock is behind ours.
+func (db *DB) uncertaintyLimit(ts hlc.Timestamp) hlc.Timestamp {
+	off := db.clock.MaxOffset().Nanoseconds()
+	if off == 0 {
+		return ts
+	}
+	return hlc.Timestamp{WallTime: ts.WallTime + off, Logical: ts.Logical}
+}
+
+// ID returns the transaction's ID (stable across epochs).
+func (t *Txn) ID() uuid.UUID {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.mu.proto.ID
+}
+
+// Isolation returns the transaction's isolation level.
+func (t *Txn) Isolation() IsolationLevel { return t.iso }
+
+// ReadTimestamp returns where the transaction currently reads.
+func (t *Txn) ReadTimestamp() hlc.Timestamp {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.mu.proto.ReadTimestamp
+}
+
+// CommitTimestamp returns the timestamp the transaction committed at; zero
+// before a successful Commit.
+func (t *Txn) CommitTimestamp() hlc.Timestamp {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.mu.commitTS
+}
+
+// OnePhaseCommitted reports whether Commit committed in one phase (all
+// writes in the committing batch, on one tablet: no intents, no record).
+func (t *Txn) OnePhaseCommitted() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.mu.onePC
+}
+
+// Epoch returns the transaction's epoch (bumped by each PrepareForRetry).
+func (t *Txn) Epoch() int32 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.mu.proto.Epoch
+}
+
+// Get reads key.
+func (t *Txn) Get(ctx context.Context, key []byte) ([]byte, bool, error) {
+	b := &Batch{}
+	b.Get(key)
+	if err := t.Run(ctx, b); err != nil {
+		return nil, false, err
+	}
+	r := b.Results[0]
+	if !r.Found {
+		return nil, false, nil
+	}
+	return r.Rows[0].Value, true, nil
+}
+
+// Put writes value at key.
+func (t *Txn) Put(ctx context.Context, key, value []byte) error {
+	b := &Batch{}
+	b.Put(key, value)
+	return t.Run(ctx, b)
+}
+
+// CPut writes value at key if the key's current value equals expected
+// (expectExists) or it has none (!expectExists); otherwise it returns a
+// *kvpb.ConditionFailedError.
+func (t *Txn) CPut(ctx context.Context, key, value, expected []byte, expectExists bool) error {
+	b := &Batch{}
+	b.CPut(key, value, expected, expectExists)
+	return t.Run(ctx, b)
+}
+
+// Delete deletes key.
+func (t *Txn) Delete(ctx context.Context, key []byte) error {
+	b := &Batch{}
+	b.Del(key)
+	return t.Run(ctx, b)
+}
+
+// DelRange deletes every key in [start, end) and returns the keys deleted.
+func (t *Txn) DelRange(ctx context.Context, start, end []byte) ([][]byte, error) {
+	b := &Batch{}
+	b.DelRange(start, end)
+	if err := t.Run(ctx, b); err != nil {
+		return nil, err
+	}
+	return b.Results[0].Keys, nil
+}
+
+// Scan reads up to maxRows (0: all) rows of [start, end) in key order.
+func (t *Txn) Scan(ctx context.Context, start, end []byte, maxRows int64) ([]kvpb.KeyValue, error) {
+	b := &Batch{}
+	b.Scan(start, end, maxRows)
+	if err := t.Run(ctx, b); err != nil {
+		return nil, err
+	}
+	return b.Results[0].Rows, nil
+}
+
+// ReverseScan reads up to maxRows (0: all) rows of [start, end) in reverse
+// key order.
+func (t *Txn) ReverseScan(ctx context.Context, start, end []byte, maxRows int64) ([]kvpb.KeyValue, error) {
+	b := &Batch{}
+	b.ReverseScan(start, end, maxRows)
+	if err := t.Run(ctx, b); err != nil {
+		return nil, err
+	}
+	return b.Results[0].Rows, nil
+}
+
+// Run sends every operation of b in one round (each tablet involved gets its
+// part in parallel) and fills b.Results.
+func (t *Txn) Run(ctx context.Context, b *Batch) error {
+	if len(b.reqs) == 0 {
+		b.Results = nil
+		return nil
+	}
+	br, err := t.send(ctx, b.reqs, sendOpts{})
+	if err != nil {
+		return err
+	}
+	return b.fill(br)
+}
+
+// Step marks a statement boundary. Under READ COMMITTED the next statement
+// reads a fresh snapshot (now); the spans read by the previous statement are
+// forgotten (invariant 4). Under the other levels it does nothing.
+func (t *Txn) Step(ctx context.Context) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err := t.usableLocked(); err != nil {
+		return err
+	}
+	if t.iso != ReadCommitted {
+		return nil
+	}
+	ts := t.db.clock.Now().Forward(t.mu.proto.WriteTimestamp)
+	t.mu.proto.ReadTimestamp = ts
+	t.mu.proto.WriteTimestamp = ts
+	t.mu.proto.GlobalUncertaintyLimit = t.db.uncertaintyLimit(ts)
+	t.mu.readSpans.reset()
+	return nil
+}
+
+// usableLocked returns why the Txn refuses operations, if it does.
+func (t *Txn) usableLocked() error {
+	switch {
+	case t.mu.state != txnPending:
+		return ErrTxnFinished
+	case t.mu.retryErr != nil:
+		return t.mu.retryErr
+	}
+	if hb := t.mu.hb; hb != nil {
+		if err := hb.abortedErr(); err != nil {
+			t.mu.aborted = true
+			t.mu.retryErr = err
+			return err
+		}
+	}
+	return nil
+}
+
+// sendOpts adjust one send.
+type sendOpts struct {
+	// noHeartbeat: the batch commits in one phase, so no record will exist
+	// to heartbeat.
+	noHeartbeat bool
+}
+
+// maxInPlaceRetries bounds how often one send retries after moving the
+// transaction's timestamps (WriteTooOld, uncertainty) before restarting.
+const maxInPlaceRetries = 5
+
+// send runs reqs in the transaction. Write-too-old and uncertainty errors
+// are handled in place when the transaction's reads can be refreshed to the
+// new timestamp; other retryable errors put the Txn into the refusing state
+// (invariant 6) and are returned.
+func (t *Txn) send(ctx context.Context, reqs []kvpb.Request, opts sendOpts) (*kvpb.BatchResponse, error) {
+	t.mu.Lock()
+	if err := t.usableLocked(); err != nil {
+		t.mu.Unlock()
+		return nil, err
+	}
+	if hasTxnWrites(reqs) {
+		t.prepareWritesLocked(reqs, opts)
+	}
+	t.mu.Unlock()
+
+	for attempt := 0; ; attempt++ {
+		t.mu.Lock()
+		ba := &kvpb.BatchRequest{Requests: reqs}
+		ba.Txn = t.mu.proto.Clone()
+		t.mu.Unlock()
+
+		br, err := t.db.ds.Send(ctx, ba)
+		if err == nil {
+			t.mu.Lock()
+			t.absorbLocked(br, reqs)
+			t.mu.Unlock()
+			return br, nil
+		}
+		if !kvpb.IsRetryable(err) {
+			return nil, err
+		}
+		target, ok := inPlaceTarget(err)
+		if ok && attempt < maxInPlaceRetries {
+			if rerr := t.refresh(ctx, target); rerr == nil {
+				continue
+			} else if !kvpb.IsRetryable(rerr) {
+				return nil, rerr
+			} else {
+				err = fmt.Errorf("%w (refresh failed: %v)", err, rerr)
+			}
+		}
+		return nil, t.setRetryable(err)
+	}
+}
+
+// inPlaceTarget returns the timestamp a transaction can move to in order to
+// retry a request that failed with err, if err allows that.
+func inPlaceTarget(err error) (hlc.Timestamp, bool) {
+	var wto *kvpb.WriteTooOldError
+	var unc *kvpb.ReadWithinUncertaintyIntervalError
+	switch {
+	case errors.As(err, &wto):
+		return wto.ActualTimestamp, true
+	case errors.As(err, &unc):
+		return unc.ExistingTimestamp.Next(), true
+	}
+	return hlc.Timestamp{}, false
+}
+
+// setRetryable records a retryable error the Txn must refuse operations
+// with until it is prepared for a retry.
+func (t *Txn) setRetryable(err error) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var aborted *kvpb.TransactionAbortedError
+	if errors.As(err, &aborted) {
+		t.mu.aborted = true
+	}
+	t.mu.retryErr = err
+	return err
+}
+
+func hasTxnWrites(reqs []kvpb.Request) bool {
+	for _, r := range reqs {
+		if r.Method().IsTxnWrite() {
+			return true
+		}
+	}
+	return false
+}
+
+// prepareWritesLocked fixes the anchor and records the lock spans before the
+// writes are sent (invariant 3), and starts the heartbeat.
+func (t *Txn) prepareWritesLocked(reqs []kvpb.Request, opts sendOpts) {
+	for _, r := range reqs {
+		if !r.Method().IsTxnWrite() {
+			continue
+		}
+		s := r.Span()
+		if t.mu.proto.Key == nil {
+			t.mu.proto.Key = append([]byte(nil), s.Key...)
+		}
+		t.mu.lockSpans.add(s)
+	}
+	t.mu.proto.Sequence++
+	t.mu.wrote = true
+	if !opts.noHeartbeat && t.mu.hb == nil {
+		t.mu.hb = t.startHeartbeat()
+	}
+}
+
+// absorbLocked folds a successful response into the transaction: its write
+// timestamp may have been pushed, and what it read joins the read spans.
+func (t *Txn) absorbLocked(br *kvpb.BatchResponse, reqs []kvpb.Request) {
+	if br.Txn != nil {
+		t.mu.proto.WriteTimestamp = t.mu.proto.WriteTimestamp.Forward(br.Txn.WriteTimestamp)
+	}
+	for i, r := range reqs {
+		switch req := r.(type) {
+		case *kvpb.GetRequest, *kvpb.ConditionalPutRequest, *kvpb.DeleteRangeRequest:
+			t.mu.readSpans.add(r.Span())
+		case *kvpb.ScanRequest:
+			s := kvpb.Span{Key: req.Key, EndKey: req.EndKey}
+			// Only what was read needs refreshing: trim off the resume span.
+			if sr, ok := br.Responses[i].(*kvpb.ScanResponse); ok && sr.ResumeSpan != nil {
+				if req.Reverse {
+					s.Key = sr.ResumeSpan.EndKey
+				} else {
+					s.EndKey = sr.ResumeSpan.Key
+				}
+			}
+			if len(s.EndKey) > 0 && string(s.Key) < string(s.EndKey) {
+				t.mu.readSpans.add(s)
+			}
+		}
+	}
+}

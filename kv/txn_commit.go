@@ -1,0 +1,286 @@
+package kv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cairn-db/cairn/kvpb"
+)
+
+// The commit protocol.
+//
+//  1. Read-only: nothing to send. The transaction committed at its read
+//     timestamp.
+//  2. One phase: when every write of the transaction is in the committing
+//     batch and all of it lies on one tablet, [writes..., EndTxn] goes as
+//     one batch and the tablet writes committed values directly: no intents,
+//     no record (BatchResponse.OnePhaseCommit). If the tablet refuses
+//     because the write timestamp would move, the writes are sent as
+//     intents and the commit goes on as below.
+//  3. Two phases: the intents are already written (they were sent as the
+//     transaction went). EndTxn{Commit} goes to the anchor's tablet, which
+//     flips the record to COMMITTED (creating it if no heartbeat did) and
+//     resolves the intents it holds. The commit is durable at that point;
+//     the coordinator answers the caller and resolves the remaining intents
+//     in the background (ResolveIntentRange per lock span, bounded
+//     concurrency). A failed resolution is harmless: a reader meeting the
+//     intent finds the record committed and resolves it itself.
+//
+// Rollback is the same with EndTxn{Commit: false} and aborted resolution.
+
+// committing EndTxn timeouts: a Rollback must finish even when the caller's
+// context is already done.
+const rollbackTimeout = 10 * time.Second
+
+// Commit commits the transaction. A retryable error means it did not commit
+// and may be retried (DB.Txn does); any other error after EndTxn was sent
+// (notably *kvpb.AmbiguousResultError) means the outcome is unknown.
+func (t *Txn) Commit(ctx context.Context) error { return t.commit(ctx, nil) }
+
+// CommitInBatch sends b's operations and commits in the same round. When b
+// holds every write of the transaction and lies on one tablet, the commit
+// takes one phase. b must hold only writes.
+func (t *Txn) CommitInBatch(ctx context.Context, b *Batch) error {
+	for _, r := range b.reqs {
+		if !r.Method().IsTxnWrite() || r.Method() == kvpb.MethodDeleteRange {
+			return fmt.Errorf("kv: CommitInBatch takes puts and deletes only, not %s", r.Method())
+		}
+	}
+	if err := t.commit(ctx, b.reqs); err != nil {
+		return err
+	}
+	// Writes committed in one phase answer with empty responses.
+	b.Results = make([]Result, len(b.reqs))
+	return nil
+}
+
+func (t *Txn) commit(ctx context.Context, writes []kvpb.Request) error {
+	t.mu.Lock()
+	if err := t.usableLocked(); err != nil {
+		t.mu.Unlock()
+		return err
+	}
+	if len(writes) == 0 && !t.mu.wrote {
+		t.finishLocked(txnCommitted)
+		t.mu.commitTS = t.mu.proto.ReadTimestamp
+		t.mu.Unlock()
+		return nil
+	}
+	firstWrites := !t.mu.wrote
+	t.mu.Unlock()
+
+	if len(writes) > 0 {
+		if firstWrites {
+			done, err := t.tryOnePhase(ctx, writes)
+			if done || err != nil {
+				return err
+			}
+		} else if _, err := t.send(ctx, writes, sendOpts{}); err != nil {
+			return err
+		}
+	}
+	return t.commitTwoPhase(ctx)
+}
+
+// tryOnePhase attempts a one-phase commit of writes, the transaction's only
+// writes. done reports the transaction committed; !done with a nil error
+// means the writes are now intents and the two-phase commit must follow.
+func (t *Txn) tryOnePhase(ctx context.Context, writes []kvpb.Request) (done bool, err error) {
+	anchor := writes[0].Span().Key
+	endTxn := &kvpb.EndTxnRequest{Key: anchor, Commit: true}
+	for _, w := range writes {
+		endTxn.LockSpans = append(endTxn.LockSpans, w.Span())
+	}
+	reqs := append(append([]kvpb.Request(nil), writes...), endTxn)
+	single, err := t.db.ds.SingleTablet(ctx, reqs)
+	if err != nil {
+		return false, err
+	}
+	if !single {
+		_, err := t.send(ctx, writes, sendOpts{})
+		return false, err
+	}
+	if err := t.serializableCheck(ctx); err != nil {
+		return false, err
+	}
+	br, err := t.send(ctx, reqs, sendOpts{noHeartbeat: true})
+	var retry *kvpb.TransactionRetryError
+	if errors.As(err, &retry) && !t.isAborted() {
+		// The tablet would have had to move the commit timestamp, which
+		// one phase cannot do: write intents instead and let the two-phase
+		// path decide whether the move is allowed.
+		t.clearRetryable()
+		_, err = t.send(ctx, writes, sendOpts{})
+		return false, err
+	}
+	if err != nil {
+		return false, err
+	}
+	return true, t.finishCommitted(br)
+}
+
+// commitTwoPhase sends EndTxn{Commit} to the anchor and, once the record is
+// committed, resolves the other intents in the background.
+func (t *Txn) commitTwoPhase(ctx context.Context) error {
+	if err := t.serializableCheck(ctx); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	endTxn := &kvpb.EndTxnRequest{Key: t.mu.proto.Key, Commit: true, LockSpans: append([]kvpb.Span(nil), t.mu.lockSpans.list()...)}
+	t.mu.Unlock()
+	br, err := t.send(ctx, []kvpb.Request{endTxn}, sendOpts{})
+	if err != nil {
+		return err
+	}
+	return t.finishCommitted(br)
+}
+
+// serializableCheck refreshes a Serializable transaction's reads up to its
+// write timestamp if that was pushed; a failed refresh restarts it.
+func (t *Txn) serializableCheck(ctx context.Context) error {
+	if t.iso != Serializable {
+		return nil
+	}
+	t.mu.Lock()
+	read, write := t.mu.proto.ReadTimestamp, t.mu.proto.WriteTimestamp
+	t.mu.Unlock()
+	if write.LessEq(read) {
+		return nil
+	}
+	if err := t.refresh(ctx, write); err != nil {
+		if !kvpb.IsRetryable(err) {
+			return err
+		}
+		return t.setRetryable(err)
+	}
+	return nil
+}
+
+// finishCommitted records a successful commit and starts resolving intents.
+func (t *Txn) finishCommitted(br *kvpb.BatchResponse) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	final := t.mu.proto.Clone()
+	if br.Txn != nil {
+		final.WriteTimestamp = final.WriteTimestamp.Forward(br.Txn.WriteTimestamp)
+		if br.Txn.Status == kvpb.Aborted {
+			t.mu.aborted = true
+			t.mu.retryErr = &kvpb.TransactionAbortedError{Reason: kvpb.AbortPushed}
+			return t.mu.retryErr
+		}
+	}
+	if t.iso == Serializable && t.mu.proto.ReadTimestamp.Less(final.WriteTimestamp) {
+		// The tablet committed above the timestamp we read at (a push of
+		// the record we could not see). Reads were refreshed up to the
+		// timestamp we sent, so this is a broken contract below us.
+		return fmt.Errorf("kv: serializable txn %s committed at %s above its read timestamp %s", final.Short(), final.WriteTimestamp, t.mu.proto.ReadTimestamp)
+	}
+	final.Status = kvpb.Committed
+	t.mu.proto = *final
+	t.mu.commitTS = final.WriteTimestamp
+	t.mu.onePC = br.OnePhaseCommit
+	t.finishLocked(txnCommitted)
+	if !br.OnePhaseCommit {
+		t.db.resolveAsync(final.TxnMeta, kvpb.Committed, t.mu.lockSpans.list(), true)
+	}
+	return nil
+}
+
+// Rollback aborts the transaction and removes its intents. Rolling back a
+// finished transaction is a no-op for a rolled back one and ErrTxnFinished
+// for a committed one. It works even when ctx is done, so callers can roll
+// back on cancellation.
+func (t *Txn) Rollback(ctx context.Context) error {
+	t.mu.Lock()
+	switch t.mu.state {
+	case txnRolledBack:
+		t.mu.Unlock()
+		return nil
+	case txnCommitted:
+		t.mu.Unlock()
+		return ErrTxnFinished
+	}
+	wrote := t.mu.wrote
+	txn := t.mu.proto.Clone()
+	spans := append([]kvpb.Span(nil), t.mu.lockSpans.list()...)
+	t.finishLocked(txnRolledBack)
+	t.mu.Unlock()
+	if !wrote {
+		return nil
+	}
+
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+	defer cancel()
+	ba := &kvpb.BatchRequest{}
+	ba.Txn = txn
+	ba.Add(&kvpb.EndTxnRequest{Key: txn.Key, Commit: false, LockSpans: spans})
+	_, err := t.db.ds.Send(ctx, ba)
+	var aborted *kvpb.TransactionAbortedError
+	endTxnDone := err == nil
+	if err != nil && !errors.As(err, &aborted) {
+		err = fmt.Errorf("kv: rolling back txn %s: %w", txn.Short(), err)
+	} else {
+		err = nil
+	}
+	// Even if EndTxn failed, this coordinator knows the transaction never
+	// committed, so removing its intents is safe.
+	t.db.resolveAsync(txn.TxnMeta, kvpb.Aborted, spans, endTxnDone)
+	return err
+}
+
+// finishLocked ends the transaction's life: no more operations, no more
+// heartbeats.
+func (t *Txn) finishLocked(s txnState) {
+	t.mu.state = s
+	if t.mu.hb != nil {
+		t.mu.hb.stop()
+	}
+}
+
+func (t *Txn) isAborted() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.mu.aborted
+}
+
+func (t *Txn) clearRetryable() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.mu.retryErr = nil
+}
+
+// resolveAsync resolves meta's intents in spans in the background, except
+// (skipAnchor) on the anchor's tablet, whose EndTxn resolved them already.
+// Failures are dropped: readers that meet a leftover intent resolve it
+// themselves.
+func (db *DB) resolveAsync(meta kvpb.TxnMeta, status kvpb.TxnStatus, spans []kvpb.Span, skipAnchor bool) {
+	if len(spans) == 0 {
+		return
+	}
+	ba := &kvpb.BatchRequest{}
+	anchorDesc, anchorKnown := db.cache.cached(meta.Key, false)
+	for _, s := range spans {
+		if skipAnchor && anchorKnown && anchorDesc.ContainsSpan(s) {
+			continue
+		}
+		if len(s.EndKey) == 0 {
+			ba.Add(&kvpb.ResolveIntentRequest{Key: s.Key, Txn: meta, Status: status})
+		} else {
+			ba.Add(&kvpb.ResolveIntentRangeRequest{Key: s.Key, EndKey: s.EndKey, Txn: meta, Status: status})
+		}
+	}
+	if len(ba.Requests) == 0 {
+		return
+	}
+	db.goBackground(func() {
+		select {
+		case db.resolveSem <- struct{}{}:
+		case <-db.stopCtx.Done():
+			return
+		}
+		defer func() { <-db.resolveSem }()
+		_, _ = db.ds.Send(db.stopCtx, ba)
+	})
+}
