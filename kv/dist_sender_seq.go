@@ -15,10 +15,10 @@ type seqReq struct {
 	rest kvpb.Span // the part not yet sent (ranged requests)
 	done bool
 	// Accumulated answers.
-	resps    []kvpb.Response // per piece, in walk order
-	keysLeft int64           // limited scans: rows still wanted (0: no limit)
-	bytesLeft int64          // limited scans: bytes still wanted (0: no limit)
-	resume   *kvpb.Span
+	resps     []kvpb.Response // per piece, in walk order
+	keysLeft  int64           // limited scans: rows still wanted (0: no limit)
+	bytesLeft int64           // limited scans: bytes still wanted (0: no limit)
+	resume    *kvpb.Span
 }
 
 // sendSequential walks the batch's tablets in scan order (forward, or
