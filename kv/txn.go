@@ -324,8 +324,11 @@ func (t *Txn) send(ctx context.Context, reqs []kvpb.Request, opts sendOpts) (*kv
 		br, err := t.db.ds.Send(ctx, ba)
 		if err == nil {
 			t.mu.Lock()
-			t.absorbLocked(br, reqs)
+			err = t.absorbLocked(br, reqs)
 			t.mu.Unlock()
+			if err != nil {
+				return nil, err
+			}
 			return br, nil
 		}
 		if !kvpb.IsRetryable(err) {
@@ -403,8 +406,14 @@ func (t *Txn) prepareWritesLocked(reqs []kvpb.Request, opts sendOpts) {
 
 // absorbLocked folds a successful response into the transaction: its write
 // timestamp may have been pushed, and what it read joins the read spans.
-func (t *Txn) absorbLocked(br *kvpb.BatchResponse, reqs []kvpb.Request) {
+func (t *Txn) absorbLocked(br *kvpb.BatchResponse, reqs []kvpb.Request) error {
 	if br.Txn != nil {
+		if br.Txn.Status == kvpb.Aborted {
+			// A heartbeat or query found the record aborted.
+			t.mu.aborted = true
+			t.mu.retryErr = &kvpb.TransactionAbortedError{Reason: kvpb.AbortPushed}
+			return t.mu.retryErr
+		}
 		t.mu.proto.WriteTimestamp = t.mu.proto.WriteTimestamp.Forward(br.Txn.WriteTimestamp)
 	}
 	for i, r := range reqs {
@@ -426,4 +435,5 @@ func (t *Txn) absorbLocked(br *kvpb.BatchResponse, reqs []kvpb.Request) {
 			}
 		}
 	}
+	return nil
 }

@@ -123,18 +123,39 @@ func (t *Txn) tryOnePhase(ctx context.Context, writes []kvpb.Request) (done bool
 
 // commitTwoPhase sends EndTxn{Commit} to the anchor and, once the record is
 // committed, resolves the other intents in the background.
+//
+// The tablet commits only at the write timestamp we send. If a reader pushed
+// the record higher, EndTxn fails with a TransactionRetryError; rather than
+// restart, the coordinator reads the pushed timestamp back with a heartbeat
+// and tries again, refreshing first under Serializable.
 func (t *Txn) commitTwoPhase(ctx context.Context) error {
-	if err := t.serializableCheck(ctx); err != nil {
-		return err
+	for attempt := 0; ; attempt++ {
+		if err := t.serializableCheck(ctx); err != nil {
+			return err
+		}
+		t.mu.Lock()
+		endTxn := &kvpb.EndTxnRequest{Key: t.mu.proto.Key, Commit: true, LockSpans: append([]kvpb.Span(nil), t.mu.lockSpans.list()...)}
+		t.mu.Unlock()
+		br, err := t.send(ctx, []kvpb.Request{endTxn}, sendOpts{})
+		if err == nil {
+			return t.finishCommitted(br)
+		}
+		var retry *kvpb.TransactionRetryError
+		if !errors.As(err, &retry) || t.isAborted() || attempt >= maxInPlaceRetries {
+			return err
+		}
+		t.clearRetryable()
+		if err := t.learnRecordTimestamp(ctx, endTxn.Key); err != nil {
+			return err
+		}
 	}
-	t.mu.Lock()
-	endTxn := &kvpb.EndTxnRequest{Key: t.mu.proto.Key, Commit: true, LockSpans: append([]kvpb.Span(nil), t.mu.lockSpans.list()...)}
-	t.mu.Unlock()
-	br, err := t.send(ctx, []kvpb.Request{endTxn}, sendOpts{})
-	if err != nil {
-		return err
-	}
-	return t.finishCommitted(br)
+}
+
+// learnRecordTimestamp heartbeats the record, which answers with the
+// transaction's write timestamp as pushers left it.
+func (t *Txn) learnRecordTimestamp(ctx context.Context, anchor []byte) error {
+	_, err := t.send(ctx, []kvpb.Request{&kvpb.HeartbeatTxnRequest{Key: anchor, Now: t.db.clock.Now()}}, sendOpts{})
+	return err
 }
 
 // serializableCheck refreshes a Serializable transaction's reads up to its
