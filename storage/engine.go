@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
@@ -29,6 +30,7 @@ type Options struct {
 // Engine is one node's Pebble instance. It is safe for concurrent use.
 type Engine struct {
 	db    *pebble.DB
+	opts  *pebble.Options
 	fs    vfs.FS
 	dir   string
 	cache *pebble.Cache
@@ -56,6 +58,12 @@ func Open(dir string, opts Options) (*Engine, error) {
 	if po.Logger == nil {
 		po.Logger = quietLogger{}
 	}
+	// Bloom filters on every level let point reads of a user key (prefix
+	// iteration, Get) skip SSTs that do not hold it; they key on the prefix
+	// Comparer.Split returns, i.e. the user key, whatever its versions.
+	for i := range po.Levels {
+		po.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+	}
 	po.EnsureDefaults()
 	db, err := pebble.Open(dir, po)
 	if err != nil {
@@ -66,7 +74,7 @@ func Open(dir string, opts Options) (*Engine, error) {
 	if opts.NoSync {
 		wo = pebble.NoSync
 	}
-	return &Engine{db: db, fs: fs, dir: dir, cache: cache, wo: wo}, nil
+	return &Engine{db: db, opts: po, fs: fs, dir: dir, cache: cache, wo: wo}, nil
 }
 
 // Close closes the engine. Iterators, snapshots and batches must be closed
@@ -195,6 +203,22 @@ func (e *Engine) Ingest(ctx context.Context, paths []string) error {
 	return nil
 }
 
+// EstimateDiskUsage estimates the bytes on disk that hold user keys in
+// [start, end), all versions included (tablet sizes for splits and the admin
+// UI). Data still in memtables is not counted; files that straddle a bound
+// count in proportion.
+func (e *Engine) EstimateDiskUsage(start, end []byte) (uint64, error) {
+	n, err := e.db.EstimateDiskUsage(MVCCKey{Key: start}.Encode(nil), MVCCKey{Key: end}.Encode(nil))
+	if err != nil {
+		return 0, fmt.Errorf("storage: estimate disk usage of [%q, %q): %w", start, end, err)
+	}
+	return n, nil
+}
+
+// Metrics returns Pebble's metrics (levels, compactions, WAL, caches) for
+// the node's /metrics endpoint and debug pages.
+func (e *Engine) Metrics() *pebble.Metrics { return e.db.Metrics() }
+
 // Flush flushes memtables to SSTs (tests and size measurements).
 func (e *Engine) Flush() error { return e.db.Flush() }
 
@@ -202,84 +226,6 @@ func (e *Engine) Flush() error { return e.db.Flush() }
 func (e *Engine) Compact(ctx context.Context, start, end []byte) error {
 	return e.db.Compact(ctx, MVCCKey{Key: start}.Encode(nil), MVCCKey{Key: end}.Encode(nil), true)
 }
-
-// Batch is an atomic group of writes. Not safe for concurrent use.
-type Batch struct {
-	b         *pebble.Batch
-	e         *Engine
-	writeOnly bool
-}
-
-// Put implements Writer.
-func (b *Batch) Put(key MVCCKey, value []byte) error {
-	if len(key.Key) == 0 {
-		return fmt.Errorf("storage: put: %w", ErrEmptyKey)
-	}
-	return b.b.Set(key.Encode(nil), value, nil)
-}
-
-// Delete implements Writer.
-func (b *Batch) Delete(key MVCCKey) error { return b.b.Delete(key.Encode(nil), nil) }
-
-// ClearRange implements Writer.
-func (b *Batch) ClearRange(start, end []byte) error {
-	return b.b.DeleteRange(MVCCKey{Key: start}.Encode(nil), MVCCKey{Key: end}.Encode(nil), nil)
-}
-
-// Get implements Reader. It panics on a write-only batch.
-func (b *Batch) Get(key MVCCKey) ([]byte, bool, error) {
-	b.mustRead()
-	return get(b.b, key)
-}
-
-// NewIter implements Reader. It panics on a write-only batch.
-func (b *Batch) NewIter(opts IterOptions) (*Iterator, error) {
-	b.mustRead()
-	return newIter(b.b, opts)
-}
-
-func (b *Batch) mustRead() {
-	if b.writeOnly {
-		panic("storage: read from a write-only batch")
-	}
-}
-
-// Empty reports whether the batch holds no writes.
-func (b *Batch) Empty() bool { return b.b.Empty() }
-
-// Count is the number of writes in the batch.
-func (b *Batch) Count() uint32 { return b.b.Count() }
-
-// Len is the size of the batch's encoding in bytes.
-func (b *Batch) Len() int { return b.b.Len() }
-
-// Repr is the batch's encoding, for replication (see Engine.ApplyBatchRepr).
-// It aliases the batch's memory.
-func (b *Batch) Repr() []byte { return b.b.Repr() }
-
-// Commit makes the batch's writes visible and, unless the engine was opened
-// with NoSync, durable (invariant 2).
-func (b *Batch) Commit() error {
-	if err := b.b.Commit(b.e.wo); err != nil {
-		return fmt.Errorf("storage: commit: %w", err)
-	}
-	return nil
-}
-
-// Close releases the batch; uncommitted writes are dropped.
-func (b *Batch) Close() { _ = b.b.Close() }
-
-// Snapshot is a consistent read-only view.
-type Snapshot struct{ s *pebble.Snapshot }
-
-// Get implements Reader.
-func (s *Snapshot) Get(key MVCCKey) ([]byte, bool, error) { return get(s.s, key) }
-
-// NewIter implements Reader.
-func (s *Snapshot) NewIter(opts IterOptions) (*Iterator, error) { return newIter(s.s, opts) }
-
-// Close releases the snapshot.
-func (s *Snapshot) Close() { _ = s.s.Close() }
 
 type quietLogger struct{}
 

@@ -1,0 +1,85 @@
+package storage
+
+import (
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// Batch is an atomic group of writes. Not safe for concurrent use.
+type Batch struct {
+	b         *pebble.Batch
+	e         *Engine
+	writeOnly bool
+}
+
+// Put implements Writer.
+func (b *Batch) Put(key MVCCKey, value []byte) error {
+	if err := checkWriteKey(key); err != nil {
+		return fmt.Errorf("storage: put: %w", err)
+	}
+	return b.b.Set(key.Encode(nil), value, nil)
+}
+
+// Delete implements Writer.
+func (b *Batch) Delete(key MVCCKey) error { return b.b.Delete(key.Encode(nil), nil) }
+
+// ClearRange implements Writer.
+func (b *Batch) ClearRange(start, end []byte) error {
+	return b.b.DeleteRange(MVCCKey{Key: start}.Encode(nil), MVCCKey{Key: end}.Encode(nil), nil)
+}
+
+// Get implements Reader. It panics on a write-only batch.
+func (b *Batch) Get(key MVCCKey) ([]byte, bool, error) {
+	b.mustRead()
+	return get(b.b, key)
+}
+
+// NewIter implements Reader. It panics on a write-only batch.
+func (b *Batch) NewIter(opts IterOptions) (*Iterator, error) {
+	b.mustRead()
+	return newIter(b.b, opts)
+}
+
+func (b *Batch) mustRead() {
+	if b.writeOnly {
+		panic("storage: read from a write-only batch")
+	}
+}
+
+// Empty reports whether the batch holds no writes.
+func (b *Batch) Empty() bool { return b.b.Empty() }
+
+// Count is the number of writes in the batch.
+func (b *Batch) Count() uint32 { return b.b.Count() }
+
+// Len is the size of the batch's encoding in bytes.
+func (b *Batch) Len() int { return b.b.Len() }
+
+// Repr is the batch's encoding, for replication (see Engine.ApplyBatchRepr).
+// It aliases the batch's memory.
+func (b *Batch) Repr() []byte { return b.b.Repr() }
+
+// Commit makes the batch's writes visible and, unless the engine was opened
+// with NoSync, durable (invariant 2).
+func (b *Batch) Commit() error {
+	if err := b.b.Commit(b.e.wo); err != nil {
+		return fmt.Errorf("storage: commit: %w", err)
+	}
+	return nil
+}
+
+// Close releases the batch; uncommitted writes are dropped.
+func (b *Batch) Close() { _ = b.b.Close() }
+
+// Snapshot is a consistent read-only view.
+type Snapshot struct{ s *pebble.Snapshot }
+
+// Get implements Reader.
+func (s *Snapshot) Get(key MVCCKey) ([]byte, bool, error) { return get(s.s, key) }
+
+// NewIter implements Reader.
+func (s *Snapshot) NewIter(opts IterOptions) (*Iterator, error) { return newIter(s.s, opts) }
+
+// Close releases the snapshot.
+func (s *Snapshot) Close() { _ = s.s.Close() }
