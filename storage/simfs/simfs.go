@@ -1,0 +1,279 @@
+// Package simfs simulates the disk under a storage engine: a vfs.FS wrapper
+// that adds a storage profile's latency to reads and syncs, fails writes and
+// syncs on demand (a full or broken disk), and counts what it sees.
+//
+// Callers: storage tests (group commit is measured by counting WAL syncs;
+// durability is tested by failing them), the slow-disk demo and the read
+// planner's benchmarks, which open a storage.Engine with
+// storage.Options{FS: simfs.New(...)}. It wraps any vfs.FS (vfs.Default for a
+// real disk, vfs.NewMem for memory) and must not import storage, so storage's
+// tests can use it.
+//
+// Invariants:
+//
+//  1. Every read (Read, ReadAt) and sync (Sync, SyncData, SyncTo) on a file
+//     opened through FS is counted and delayed by the current profile's
+//     latency before it reaches the wrapped file.
+//  2. While a write error is injected, every Create, ReuseForWrite, Write,
+//     WriteAt, Preallocate and sync returns it and changes nothing underneath,
+//     so nothing written through FS becomes durable.
+//  3. Profiles, injected errors and counters may change while files are in
+//     use; each operation reads them once, atomically.
+package simfs
+
+import (
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// Profile is the latency of one kind of storage. The read planner's cost
+// model reads the same figures, so a profile names what it simulates.
+type Profile struct {
+	Name string
+	// ReadLatency is added to every read call that reaches the filesystem
+	// (block cache misses; a seek on a disk, a GET on an object store).
+	ReadLatency time.Duration
+	// SyncLatency is added to every sync.
+	SyncLatency time.Duration
+}
+
+// Storage profiles. The figures are typical, not measured on this machine:
+// what matters to the planner is their ratio to a network round trip.
+var (
+	// Memory adds nothing: the wrapped filesystem's own speed.
+	Memory = Profile{Name: "memory"}
+	// SSD is a local NVMe/SATA SSD: ~0.1 ms per random read or flush.
+	SSD = Profile{Name: "ssd", ReadLatency: 100 * time.Microsecond, SyncLatency: 100 * time.Microsecond}
+	// HDD is a spinning disk: a ~10 ms seek per random read and per sync.
+	HDD = Profile{Name: "hdd", ReadLatency: 10 * time.Millisecond, SyncLatency: 10 * time.Millisecond}
+	// ObjectStore is remote object storage: ~20 ms per request.
+	ObjectStore = Profile{Name: "object-store", ReadLatency: 20 * time.Millisecond, SyncLatency: 20 * time.Millisecond}
+)
+
+// Options configure an FS.
+type Options struct {
+	// Profile is the initial profile; the zero Profile adds no latency.
+	Profile Profile
+	// Sleep waits out injected latency; nil means time.Sleep. Tests pass a
+	// function that records the durations, so they can check latency was
+	// applied without timing anything.
+	Sleep func(time.Duration)
+}
+
+// Stats counts operations on files opened through an FS.
+type Stats struct {
+	Reads int64
+	// Syncs counts every sync, WALSyncs those on write-ahead log files (a
+	// Pebble WAL is named *.log), which is what group commit saves.
+	Syncs    int64
+	WALSyncs int64
+	// Writes counts write calls (not bytes).
+	Writes int64
+	// FailedOps counts operations refused by an injected error.
+	FailedOps int64
+}
+
+// FS wraps a vfs.FS; see the package comment. It is safe for concurrent use.
+type FS struct {
+	vfs.FS
+	sleep    func(time.Duration)
+	profile  atomic.Pointer[Profile]
+	writeErr atomic.Pointer[error]
+
+	reads, syncs, walSyncs, writes, failed atomic.Int64
+}
+
+var _ vfs.FS = (*FS)(nil)
+
+// New wraps inner.
+func New(inner vfs.FS, opts Options) *FS {
+	fs := &FS{FS: inner, sleep: opts.Sleep}
+	if fs.sleep == nil {
+		fs.sleep = time.Sleep
+	}
+	fs.SetProfile(opts.Profile)
+	return fs
+}
+
+// SetProfile switches the latency profile (a disk that turns slow).
+func (fs *FS) SetProfile(p Profile) { fs.profile.Store(&p) }
+
+// Profile returns the current profile.
+func (fs *FS) Profile() Profile { return *fs.profile.Load() }
+
+// InjectWriteError makes every write and sync fail with err from now on
+// (invariant 2); nil heals the disk.
+func (fs *FS) InjectWriteError(err error) {
+	if err == nil {
+		fs.writeErr.Store(nil)
+		return
+	}
+	fs.writeErr.Store(&err)
+}
+
+// Stats returns the counters so far.
+func (fs *FS) Stats() Stats {
+	return Stats{
+		Reads:     fs.reads.Load(),
+		Syncs:     fs.syncs.Load(),
+		WALSyncs:  fs.walSyncs.Load(),
+		Writes:    fs.writes.Load(),
+		FailedOps: fs.failed.Load(),
+	}
+}
+
+// Unwrap returns the wrapped filesystem.
+func (fs *FS) Unwrap() vfs.FS { return fs.FS }
+
+func (fs *FS) injected() error {
+	if p := fs.writeErr.Load(); p != nil {
+		fs.failed.Add(1)
+		return *p
+	}
+	return nil
+}
+
+func (fs *FS) wrap(f vfs.File, name string) vfs.File {
+	return &file{File: f, fs: fs, wal: strings.HasSuffix(name, ".log")}
+}
+
+// Create implements vfs.FS.
+func (fs *FS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
+	if err := fs.injected(); err != nil {
+		return nil, err
+	}
+	f, err := fs.FS.Create(name, category)
+	if err != nil {
+		return nil, err
+	}
+	return fs.wrap(f, name), nil
+}
+
+// ReuseForWrite implements vfs.FS (Pebble recycles old WAL files with it).
+func (fs *FS) ReuseForWrite(oldname, newname string, category vfs.DiskWriteCategory) (vfs.File, error) {
+	if err := fs.injected(); err != nil {
+		return nil, err
+	}
+	f, err := fs.FS.ReuseForWrite(oldname, newname, category)
+	if err != nil {
+		return nil, err
+	}
+	return fs.wrap(f, newname), nil
+}
+
+// Open implements vfs.FS.
+func (fs *FS) Open(name string, opts ...vfs.OpenOption) (vfs.File, error) {
+	f, err := fs.FS.Open(name, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return fs.wrap(f, name), nil
+}
+
+// OpenReadWrite implements vfs.FS.
+func (fs *FS) OpenReadWrite(name string, category vfs.DiskWriteCategory, opts ...vfs.OpenOption) (vfs.File, error) {
+	f, err := fs.FS.OpenReadWrite(name, category, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return fs.wrap(f, name), nil
+}
+
+// OpenDir implements vfs.FS; directory syncs count and fail like file syncs.
+func (fs *FS) OpenDir(name string) (vfs.File, error) {
+	f, err := fs.FS.OpenDir(name)
+	if err != nil {
+		return nil, err
+	}
+	return fs.wrap(f, name), nil
+}
+
+type file struct {
+	vfs.File
+	fs  *FS
+	wal bool
+}
+
+func (f *file) read() {
+	f.fs.reads.Add(1)
+	if d := f.fs.profile.Load().ReadLatency; d > 0 {
+		f.fs.sleep(d)
+	}
+}
+
+func (f *file) write() error {
+	if err := f.fs.injected(); err != nil {
+		return err
+	}
+	f.fs.writes.Add(1)
+	return nil
+}
+
+func (f *file) sync() error {
+	if err := f.fs.injected(); err != nil {
+		return err
+	}
+	f.fs.syncs.Add(1)
+	if f.wal {
+		f.fs.walSyncs.Add(1)
+	}
+	if d := f.fs.profile.Load().SyncLatency; d > 0 {
+		f.fs.sleep(d)
+	}
+	return nil
+}
+
+func (f *file) Read(p []byte) (int, error) {
+	f.read()
+	return f.File.Read(p)
+}
+
+func (f *file) ReadAt(p []byte, off int64) (int, error) {
+	f.read()
+	return f.File.ReadAt(p, off)
+}
+
+func (f *file) Write(p []byte) (int, error) {
+	if err := f.write(); err != nil {
+		return 0, err
+	}
+	return f.File.Write(p)
+}
+
+func (f *file) WriteAt(p []byte, off int64) (int, error) {
+	if err := f.write(); err != nil {
+		return 0, err
+	}
+	return f.File.WriteAt(p, off)
+}
+
+func (f *file) Preallocate(off, n int64) error {
+	if err := f.fs.injected(); err != nil {
+		return err
+	}
+	return f.File.Preallocate(off, n)
+}
+
+func (f *file) Sync() error {
+	if err := f.sync(); err != nil {
+		return err
+	}
+	return f.File.Sync()
+}
+
+func (f *file) SyncData() error {
+	if err := f.sync(); err != nil {
+		return err
+	}
+	return f.File.SyncData()
+}
+
+func (f *file) SyncTo(length int64) (bool, error) {
+	if err := f.sync(); err != nil {
+		return false, err
+	}
+	return f.File.SyncTo(length)
+}
