@@ -38,13 +38,44 @@
 // is a format version (encoding.go). Values handed to callers are the user
 // bytes only, always copied out of iterator memory.
 //
+// # Reads
+//
+// Get looks up the lock by key and seeks a prefix iterator (bloom filters
+// apply) to the newest version at or below the reader's uncertainty limit.
+// Scan keeps two iterators, one over versions and one over the lock span,
+// and merges them by user key: forward it skips old versions with NextKey,
+// stepping over a few too-new versions with Next before it seeks; reverse
+// it walks each key's versions with Prev (oldest first, keeping the newest
+// visible one), which costs no seek per row but reads every version of the
+// key, so GC bounds its cost.
+//
+// Outcomes, in order of precedence: a committed value in the uncertainty
+// window fails the read at once with ReadWithinUncertaintyIntervalError (the
+// reader must restart higher anyway); otherwise every conflicting intent
+// met is collected and returned together as one WriteIntentError. A limit
+// stops the scan with a resume span starting at the next key in scan order
+// present in either stream, which may turn out to hold no visible value.
+//
+// Spans are user keys. Local keys (keys.IsLocal) hold only bare entries and
+// are never returned as rows; writes refuse them.
+//
+// # Writes
+//
+// A write checks, in order: the lock on its key (another transaction's is a
+// WriteIntentError; its own from a newer epoch is a stale request; its own
+// at a higher sequence makes this write a replay that does nothing), then
+// the newest committed version (invariants 3 and 4). Only then does it
+// write: a version for a non-transactional write, a lock record for a
+// transactional one, at the transaction's WriteTimestamp or the pushed
+// timestamp of its existing intent, whichever is higher.
+//
 // # Invariants
 //
 //  1. At most one lock per user key, and it belongs to one transaction at
 //     one epoch. A write by anyone else meets it as a *kvpb.WriteIntentError.
 //  2. No committed version of a key is written while a lock on that key
 //     exists, except by resolving that lock; so every committed version of a
-//     locked key is older than the lock's transaction's read timestamp.
+//     locked key is at or below the lock's transaction's read timestamp.
 //  3. A write never lands at or below an existing committed version of its
 //     key: it fails with *kvpb.WriteTooOldError and writes nothing.
 //  4. A transactional write also fails with *kvpb.WriteTooOldError when a
