@@ -32,13 +32,13 @@ func (b *Batch) ClearRange(start, end []byte) error {
 // Get implements Reader. It panics on a write-only batch.
 func (b *Batch) Get(key MVCCKey) ([]byte, bool, error) {
 	b.mustRead()
-	return get(b.b, key)
+	return get(b.e, b.b, key)
 }
 
 // NewIter implements Reader. It panics on a write-only batch.
 func (b *Batch) NewIter(opts IterOptions) (*Iterator, error) {
 	b.mustRead()
-	return newIter(b.b, opts)
+	return newIter(b.e, b.b, opts)
 }
 
 func (b *Batch) mustRead() {
@@ -62,7 +62,15 @@ func (b *Batch) Repr() []byte { return b.b.Repr() }
 
 // Commit makes the batch's writes visible and, unless the engine was opened
 // with NoSync, durable (invariant 2).
-func (b *Batch) Commit() error {
+//
+// If the disk fails under the commit (the WAL cannot be written or synced),
+// Commit returns an error wrapping ErrEngineFailed and the disk's error: the
+// write is not acknowledged, and the engine refuses all later writes.
+func (b *Batch) Commit() (err error) {
+	if err := b.e.failure(); err != nil {
+		return fmt.Errorf("storage: commit: %w", err)
+	}
+	defer b.e.catchFatal(&err, "commit")
 	if err := b.b.Commit(b.e.wo); err != nil {
 		return fmt.Errorf("storage: commit: %w", err)
 	}
@@ -73,13 +81,16 @@ func (b *Batch) Commit() error {
 func (b *Batch) Close() { _ = b.b.Close() }
 
 // Snapshot is a consistent read-only view.
-type Snapshot struct{ s *pebble.Snapshot }
+type Snapshot struct {
+	s *pebble.Snapshot
+	e *Engine
+}
 
 // Get implements Reader.
-func (s *Snapshot) Get(key MVCCKey) ([]byte, bool, error) { return get(s.s, key) }
+func (s *Snapshot) Get(key MVCCKey) ([]byte, bool, error) { return get(s.e, s.s, key) }
 
 // NewIter implements Reader.
-func (s *Snapshot) NewIter(opts IterOptions) (*Iterator, error) { return newIter(s.s, opts) }
+func (s *Snapshot) NewIter(opts IterOptions) (*Iterator, error) { return newIter(s.e, s.s, opts) }
 
 // Close releases the snapshot.
 func (s *Snapshot) Close() { _ = s.s.Close() }

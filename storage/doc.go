@@ -21,11 +21,18 @@
 //     versions newest first. Iterating forward over one user key therefore
 //     meets its unversioned entry (if any) and then its versions from newest
 //     to oldest.
-//  2. A Batch commits atomically; with Options.Sync (the default) it is
+//  2. A Batch commits atomically; unless the engine was opened with Options.NoSync it is
 //     durable before Commit returns. Concurrent synced commits share fsyncs
 //     (Pebble's commit pipeline groups them); TestGroupCommit measures it.
 //  3. Iterator bounds are user keys: LowerBound is inclusive of all of its
 //     versions, UpperBound excludes all of its versions.
 //  4. Memory returned by UnsafeKey and UnsafeValue is valid only until the
 //     iterator moves; callers copy what they keep.
+//  5. A write is acknowledged only when durable: if the disk fails under a
+//     commit, Commit returns an error wrapping ErrEngineFailed, and from then
+//     on the engine refuses every write and every new read (the failed write
+//     may sit unacknowledged in a memtable) until it is reopened.
+//  6. An SST built by SSTWriter is ingested atomically and shadows what the
+//     engine held for the same keys, memtable included; its range deletions
+//     remove older data in their spans but not the SST's own entries.
 package storage

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -23,7 +24,9 @@ type Options struct {
 	// throwaway in-memory stores set it: a synced commit is what makes an
 	// acknowledged write durable (invariant 2).
 	NoSync bool
-	// Logger receives Pebble's informational logs; nil silences them.
+	// Logger receives Pebble's informational and error logs; nil silences
+	// them. Pebble's fatal errors never reach its Fatalf: they fail the
+	// engine instead (see ErrEngineFailed).
 	Logger pebble.Logger
 }
 
@@ -35,6 +38,9 @@ type Engine struct {
 	dir   string
 	cache *pebble.Cache
 	wo    *pebble.WriteOptions
+	// failed is set once Pebble reports a fatal error (see fatal.go); every
+	// later write returns it.
+	failed atomic.Pointer[error]
 }
 
 // Open opens (creating if needed) the engine in dir.
@@ -53,10 +59,7 @@ func Open(dir string, opts Options) (*Engine, error) {
 		FS:                 fs,
 		Cache:              cache,
 		FormatMajorVersion: pebble.FormatNewest,
-		Logger:             opts.Logger,
-	}
-	if po.Logger == nil {
-		po.Logger = quietLogger{}
+		Logger:             fatalLogger{inner: opts.Logger},
 	}
 	// Bloom filters on every level let point reads of a user key (prefix
 	// iteration, Get) skip SSTs that do not hold it; they key on the prefix
@@ -144,7 +147,13 @@ type pebbleReader interface {
 	NewIter(o *pebble.IterOptions) (*pebble.Iterator, error)
 }
 
-func get(r pebbleReader, key MVCCKey) ([]byte, bool, error) {
+// get and newIter serve every Reader. They refuse to read from a failed
+// engine: the write that failed it may be visible in Pebble's memtable
+// although it was never acknowledged or made durable (invariant 5).
+func get(e *Engine, r pebbleReader, key MVCCKey) ([]byte, bool, error) {
+	if err := e.failure(); err != nil {
+		return nil, false, fmt.Errorf("storage: get %s: %w", key, err)
+	}
 	v, closer, err := r.Get(key.Encode(nil))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, false, nil
@@ -156,7 +165,10 @@ func get(r pebbleReader, key MVCCKey) ([]byte, bool, error) {
 	return out, true, closer.Close()
 }
 
-func newIter(r pebbleReader, opts IterOptions) (*Iterator, error) {
+func newIter(e *Engine, r pebbleReader, opts IterOptions) (*Iterator, error) {
+	if err := e.failure(); err != nil {
+		return nil, fmt.Errorf("storage: new iterator: %w", err)
+	}
 	it, err := r.NewIter(opts.pebble())
 	if err != nil {
 		return nil, fmt.Errorf("storage: new iterator: %w", err)
@@ -165,10 +177,10 @@ func newIter(r pebbleReader, opts IterOptions) (*Iterator, error) {
 }
 
 // Get implements Reader.
-func (e *Engine) Get(key MVCCKey) ([]byte, bool, error) { return get(e.db, key) }
+func (e *Engine) Get(key MVCCKey) ([]byte, bool, error) { return get(e, e.db, key) }
 
 // NewIter implements Reader.
-func (e *Engine) NewIter(opts IterOptions) (*Iterator, error) { return newIter(e.db, opts) }
+func (e *Engine) NewIter(opts IterOptions) (*Iterator, error) { return newIter(e, e.db, opts) }
 
 // NewBatch returns an indexed batch: reads through it see its own writes on
 // top of the engine's committed state.
@@ -178,11 +190,15 @@ func (e *Engine) NewBatch() *Batch { return &Batch{b: e.db.NewIndexedBatch(), e:
 func (e *Engine) NewWriteOnlyBatch() *Batch { return &Batch{b: e.db.NewBatch(), e: e, writeOnly: true} }
 
 // NewSnapshot returns a consistent point-in-time view of the engine.
-func (e *Engine) NewSnapshot() *Snapshot { return &Snapshot{s: e.db.NewSnapshot()} }
+func (e *Engine) NewSnapshot() *Snapshot { return &Snapshot{s: e.db.NewSnapshot(), e: e} }
 
 // ApplyBatchRepr commits a batch encoded by Batch.Repr (how a replicated
 // write arrives from the log).
-func (e *Engine) ApplyBatchRepr(repr []byte) error {
+func (e *Engine) ApplyBatchRepr(repr []byte) (err error) {
+	if err := e.failure(); err != nil {
+		return fmt.Errorf("storage: apply batch: %w", err)
+	}
+	defer e.catchFatal(&err, "apply batch")
 	b := e.db.NewBatch()
 	defer b.Close()
 	if err := b.SetRepr(append([]byte(nil), repr...)); err != nil {
@@ -196,7 +212,11 @@ func (e *Engine) ApplyBatchRepr(repr []byte) error {
 
 // Ingest links externally built SSTs (see SSTWriter) into the engine. The
 // files are moved, not copied, when they are on the engine's filesystem.
-func (e *Engine) Ingest(ctx context.Context, paths []string) error {
+func (e *Engine) Ingest(ctx context.Context, paths []string) (err error) {
+	if err := e.failure(); err != nil {
+		return fmt.Errorf("storage: ingest: %w", err)
+	}
+	defer e.catchFatal(&err, "ingest")
 	if err := e.db.Ingest(ctx, paths); err != nil {
 		return fmt.Errorf("storage: ingest: %w", err)
 	}
@@ -225,12 +245,4 @@ func (e *Engine) Flush() error { return e.db.Flush() }
 // Compact compacts the user-key span [start, end).
 func (e *Engine) Compact(ctx context.Context, start, end []byte) error {
 	return e.db.Compact(ctx, MVCCKey{Key: start}.Encode(nil), MVCCKey{Key: end}.Encode(nil), true)
-}
-
-type quietLogger struct{}
-
-func (quietLogger) Infof(string, ...any)  {}
-func (quietLogger) Errorf(string, ...any) {}
-func (quietLogger) Fatalf(format string, args ...any) {
-	panic(fmt.Sprintf(format, args...))
 }

@@ -21,3 +21,12 @@ var (
 	// ErrSSTFinished is returned by SSTWriter after Finish or Abort.
 	ErrSSTFinished = errors.New("storage: sst writer already finished")
 )
+
+// Errors from a failed engine.
+var (
+	// ErrEngineFailed is returned by every write once Pebble has reported a
+	// fatal error, typically a WAL write or sync failing on a full or broken
+	// disk. The write that hit it was not acknowledged; the engine must be
+	// closed and the node restarted on a healthy disk.
+	ErrEngineFailed = errors.New("storage: engine failed")
+)
