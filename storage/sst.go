@@ -1,0 +1,123 @@
+package storage
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
+	"github.com/cockroachdb/pebble/v2/sstable"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// SSTWriter builds an SST outside the engine, for Engine.Ingest: replica
+// snapshots (the whole span of a tablet) and index backfills (sorted runs)
+// are written this way instead of through batches, so they skip the WAL and
+// the memtable. It is not safe for concurrent use.
+//
+// Entries must arrive in engine-key order (invariant 1): puts in strictly
+// increasing MVCCKey order, and range deletions in increasing,
+// non-overlapping spans. A range deletion in an SST removes what the engine
+// held in its span before the ingest but not the SST's own puts, so
+// ClearRange(span) followed by the span's puts replaces the span atomically.
+type SSTWriter struct {
+	fs   vfs.FS
+	path string
+	w    *sstable.Writer
+	// lastKey is the encoding of the last key put; lastClearEnd the end of
+	// the last range deletion. Both check ordering before Pebble sees it, so
+	// a caller's mistake is a clear error rather than a corrupt table.
+	lastKey      []byte
+	lastClearEnd []byte
+	count        int
+	done         bool
+}
+
+// NewSSTWriter creates an SST at path on the engine's filesystem, in the
+// engine's table format and with its comparer, block and filter settings, so
+// Ingest can link it in without rewriting it.
+func (e *Engine) NewSSTWriter(path string) (*SSTWriter, error) {
+	f, err := e.fs.Create(path, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return nil, fmt.Errorf("storage: create sst %s: %w", path, err)
+	}
+	opts := e.opts.MakeWriterOptions(0, e.db.TableFormat())
+	w := sstable.NewWriter(objstorageprovider.NewFileWritable(f), opts)
+	return &SSTWriter{fs: e.fs, path: path, w: w}, nil
+}
+
+// Path returns the file being written.
+func (w *SSTWriter) Path() string { return w.path }
+
+// Put adds key. It must sort after every key put before (ErrOutOfOrder).
+func (w *SSTWriter) Put(key MVCCKey, value []byte) error {
+	if w.done {
+		return ErrSSTFinished
+	}
+	if err := checkWriteKey(key); err != nil {
+		return fmt.Errorf("storage: sst put: %w", err)
+	}
+	enc := key.Encode(nil)
+	if w.lastKey != nil && Comparer.Compare(enc, w.lastKey) <= 0 {
+		return fmt.Errorf("%w: put %s after %s", ErrOutOfOrder, key, Comparer.FormatKey(w.lastKey))
+	}
+	if err := w.w.Set(enc, value); err != nil {
+		return fmt.Errorf("storage: sst put %s: %w", key, err)
+	}
+	w.lastKey = enc
+	w.count++
+	return nil
+}
+
+// ClearRange adds a deletion of every entry with a user key in [start, end)
+// already in the engine when the SST is ingested. Spans must not overlap and
+// must come in increasing order (ErrOutOfOrder).
+func (w *SSTWriter) ClearRange(start, end []byte) error {
+	if w.done {
+		return ErrSSTFinished
+	}
+	if bytes.Compare(start, end) >= 0 {
+		return fmt.Errorf("storage: sst clear range: empty span [%q, %q)", start, end)
+	}
+	if w.lastClearEnd != nil && bytes.Compare(start, w.lastClearEnd) < 0 {
+		return fmt.Errorf("%w: clear range [%q, %q) starts before the previous one ends at %q",
+			ErrOutOfOrder, start, end, w.lastClearEnd)
+	}
+	if err := w.w.DeleteRange(MVCCKey{Key: start}.Encode(nil), MVCCKey{Key: end}.Encode(nil)); err != nil {
+		return fmt.Errorf("storage: sst clear range [%q, %q): %w", start, end, err)
+	}
+	w.lastClearEnd = append([]byte(nil), end...)
+	w.count++
+	return nil
+}
+
+// Count is the number of entries (puts and range deletions) added so far.
+func (w *SSTWriter) Count() int { return w.count }
+
+// EstimatedSize is roughly how large the finished file will be; index
+// builds cut their output into SSTs of a target size with it.
+func (w *SSTWriter) EstimatedSize() uint64 { return w.w.Raw().EstimatedSize() }
+
+// Finish writes the table's index and footer and syncs and closes the file;
+// it is then ready for Engine.Ingest. On error the file is removed.
+func (w *SSTWriter) Finish() error {
+	if w.done {
+		return ErrSSTFinished
+	}
+	w.done = true
+	if err := w.w.Close(); err != nil {
+		_ = w.fs.Remove(w.path)
+		return fmt.Errorf("storage: finish sst %s: %w", w.path, err)
+	}
+	return nil
+}
+
+// Abort abandons the table and removes its file. It is a no-op after Finish
+// or Abort, so callers may defer it.
+func (w *SSTWriter) Abort() {
+	if w.done {
+		return
+	}
+	w.done = true
+	_ = w.w.Close()
+	_ = w.fs.Remove(w.path)
+}
