@@ -1,0 +1,100 @@
+package parser
+
+import (
+	"sort"
+	"strings"
+
+	pg_query "github.com/pganalyze/pg_query_go/v6"
+)
+
+// Statement is one statement of a query string, parsed.
+type Statement struct {
+	// AST is the Postgres parse tree. Its Location fields (and
+	// StmtLocation) are byte offsets into the whole rewritten query text,
+	// not into SQL or Original; use Position to report them to a client.
+	AST *pg_query.RawStmt
+	// SQL is the PostgreSQL text of this statement alone, after the
+	// dialect rewrite, without the terminating semicolon.
+	SQL string
+	// Original is the statement as the user typed it, without the
+	// terminating semicolon. Statements derived from one typed statement
+	// share its Original.
+	Original string
+	// Derived is set on statements the rewriter added after the one the
+	// user typed (an inline INDEX of CREATE TABLE becomes a CREATE INDEX
+	// that follows it). The session runs them as part of that statement:
+	// one command tag, one transaction.
+	Derived bool
+	// Annotations lists the dialect constructs rewritten into this
+	// statement, in the order they appear in Original.
+	Annotations []Annotation
+
+	rw *rewritten
+}
+
+// Parse rewrites the dialect constructs of sql and parses the result with
+// the PostgreSQL 17 grammar. It returns one Statement per statement, in
+// order (none for an empty or comment-only string). Statement boundaries
+// come from the grammar, so semicolons in strings, dollar quotes, quoted
+// identifiers, comments and BEGIN ATOMIC bodies never split. Errors are
+// *SyntaxError with positions in sql.
+func Parse(sql string) ([]Statement, error) {
+	rw, err := rewrite(sql)
+	if err != nil {
+		return nil, err
+	}
+	tree, err := pg_query.Parse(rw.text)
+	if err != nil {
+		return nil, fromPgError(err, rw.toOriginalPos)
+	}
+	stmts := make([]Statement, 0, len(tree.Stmts))
+	seen := make([]int, len(rw.pieces)) // statements already taken from each piece
+	for _, raw := range tree.Stmts {
+		loc := int(raw.StmtLocation)
+		end := len(rw.text)
+		if raw.StmtLen > 0 {
+			end = loc + int(raw.StmtLen)
+		}
+		k := sort.Search(len(rw.pieces), func(k int) bool { return rw.pieces[k].rwFrom > loc }) - 1
+		st := Statement{
+			AST: raw,
+			SQL: strings.TrimSpace(rw.text[loc:end]),
+			rw:  rw,
+		}
+		if k >= 0 {
+			p := &rw.pieces[k]
+			st.Original = p.originalText(rw.src)
+			n := seen[k]
+			seen[k]++
+			st.Derived = n > 0
+			if n < len(p.notes) {
+				st.Annotations = p.notes[n]
+			}
+		}
+		stmts = append(stmts, st)
+	}
+	return stmts, nil
+}
+
+// Position maps a Location from the statement's AST (a byte offset into
+// the rewritten text) to a Postgres cursor position in the original query
+// string: a 1-based character offset. It returns 0 for an unknown location
+// (negative, as Postgres marks them).
+func (s *Statement) Position(location int32) int {
+	if location < 0 || s.rw == nil {
+		return 0
+	}
+	return charPos(s.rw.src, s.rw.m.toOriginal(int(location)))
+}
+
+// Fingerprint identifies the statement's shape, ignoring constants and
+// formatting (pg_query's fingerprint of SQL): the plan cache key.
+func (s *Statement) Fingerprint() (uint64, error) {
+	return pg_query.FingerprintToUInt64(s.SQL)
+}
+
+// IsTransactionControl reports whether the statement is BEGIN, COMMIT,
+// ROLLBACK, SAVEPOINT and the like, which the session handles itself.
+func (s *Statement) IsTransactionControl() bool {
+	return s.AST.GetStmt().GetTransactionStmt() != nil
+}
