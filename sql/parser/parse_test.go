@@ -1,0 +1,181 @@
+package parser
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/cairn-db/cairn/sql/pgerror"
+	"github.com/cockroachdb/datadriven"
+)
+
+// TestParse runs testdata/parse: statement splitting and error positions
+// through the whole pipeline. Mini-language, one directive:
+//
+//	parse
+//	<a query string, as one simple-protocol Query message>
+//	----
+//	<for each statement:>
+//	stmt <n>[ derived]: <its SQL after the rewrite>
+//	  original: <the statement as typed>          (when it differs from SQL)
+//	  -- <rule> @<position>: <construct>          (its annotations)
+//	<or, when parsing fails, the error as in testdata/rewrite>
+//
+// Whitespace runs in SQL and original are collapsed to one space.
+func TestParse(t *testing.T) {
+	datadriven.RunTest(t, "testdata/parse", func(t *testing.T, d *datadriven.TestData) string {
+		if d.Cmd != "parse" {
+			d.Fatalf(t, "unknown directive %q", d.Cmd)
+		}
+		stmts, err := Parse(d.Input)
+		if err != nil {
+			return formatError(t, d.Input, err)
+		}
+		var b strings.Builder
+		for n, s := range stmts {
+			derived := ""
+			if s.Derived {
+				derived = " derived"
+			}
+			sql, orig := collapse(s.SQL), collapse(s.Original)
+			fmt.Fprintf(&b, "stmt %d%s: %s\n", n+1, derived, sql)
+			if orig != sql {
+				fmt.Fprintf(&b, "  original: %s\n", orig)
+			}
+			for _, a := range s.Annotations {
+				fmt.Fprintf(&b, "  -- %s @%d: %s\n", a.Rule, a.Position, collapse(a.Text))
+			}
+		}
+		if len(stmts) == 0 {
+			b.WriteString("no statements\n")
+		}
+		return b.String()
+	})
+}
+
+func collapse(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// TestPosition checks that AST locations map back into the typed text
+// across rewrites that change lengths before them and multibyte text.
+func TestPosition(t *testing.T) {
+	for _, tc := range []struct {
+		query string
+		want  string // text at the Position of the last target of the last statement
+	}{
+		{"SELECT a, bar FROM t", "bar FROM"},
+		{"SELECT 'ééé', bar", "bar"},
+		{"SELECT x::STRING, y::BYTES, bar FROM t", "bar FROM"},
+		{"CREATE TABLE t (a STRING, INDEX (a)); SELECT 'é'::STRING, CAST(b AS bytes), bar", "bar"},
+		{"SELECT 1; /* ü */ SELECT cast(x AS string), 'ß', bar", "bar"},
+	} {
+		stmts, err := Parse(tc.query)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.query, err)
+		}
+		s := stmts[len(stmts)-1]
+		targets := s.AST.GetStmt().GetSelectStmt().GetTargetList()
+		if len(targets) == 0 {
+			t.Fatalf("%q: last statement is not a SELECT with targets", tc.query)
+		}
+		loc := targets[len(targets)-1].GetResTarget().GetLocation()
+		pos := s.Position(loc)
+		runes := []rune(tc.query)
+		if pos < 1 || pos > len(runes) || !strings.HasPrefix(string(runes[pos-1:]), tc.want) {
+			t.Errorf("%q: location %d maps to position %d, want the position of %q", tc.query, loc, pos, tc.want)
+		}
+	}
+	var s Statement
+	if got := s.Position(5); got != 0 {
+		t.Errorf("Position on a zero Statement = %d, want 0", got)
+	}
+	stmts, err := Parse("SELECT 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := stmts[0].Position(-1); got != 0 {
+		t.Errorf("Position(-1) = %d, want 0", got)
+	}
+}
+
+// TestEncodingErrors: bytes Postgres refuses before parsing.
+func TestEncodingErrors(t *testing.T) {
+	for _, tc := range []struct {
+		query   string
+		wantPos int
+	}{
+		{"SELECT 'a\x00b'", 10},
+		{"SELECT 'é\xff'", 10},
+		{"\x80", 1},
+	} {
+		_, err := Parse(tc.query)
+		var se *SyntaxError
+		if !errors.As(err, &se) {
+			t.Fatalf("%q: got %v, want a *SyntaxError", tc.query, err)
+		}
+		if se.Code != CodeCharacterNotInRepertoire || se.Position != tc.wantPos {
+			t.Errorf("%q: got code %s position %d, want %s at %d", tc.query, se.Code, se.Position, CodeCharacterNotInRepertoire, tc.wantPos)
+		}
+	}
+}
+
+// TestSyntaxErrorClassifies checks that pgerror, which pgwire uses to pick
+// the SQLSTATE, sees a SyntaxError's code through wrapping.
+func TestSyntaxErrorClassifies(t *testing.T) {
+	_, err := Parse("SELEC 1")
+	wrapped := fmt.Errorf("session: %w", err)
+	if got := pgerror.Code(wrapped); got != CodeSyntaxError {
+		t.Errorf("pgerror.Code = %q, want %q", got, CodeSyntaxError)
+	}
+	var se *SyntaxError
+	if !errors.As(wrapped, &se) || se.Position != 1 || se.SQLState() != CodeSyntaxError {
+		t.Errorf("got %#v, want a SyntaxError at position 1", se)
+	}
+	if se.Error() != `syntax error at or near "SELEC"` {
+		t.Errorf("Error() = %q", se.Error())
+	}
+}
+
+func TestFingerprint(t *testing.T) {
+	fp := func(q string) uint64 {
+		t.Helper()
+		stmts, err := Parse(q)
+		if err != nil || len(stmts) != 1 {
+			t.Fatalf("%q: %v (%d statements)", q, err, len(stmts))
+		}
+		f, err := stmts[0].Fingerprint()
+		if err != nil {
+			t.Fatalf("%q: %v", q, err)
+		}
+		return f
+	}
+	same := [][2]string{
+		{"SELECT a FROM t WHERE b = 1", "select  a from t where b = 42;"},
+		{"SELECT x::STRING FROM t", "SELECT x::text FROM t"},
+		{"CREATE INDEX ON t (a) USING HASH WITH BUCKET_COUNT = 8", "CREATE INDEX ON t (a) WITH (cairn_hash_buckets = 8)"},
+	}
+	for _, p := range same {
+		if fp(p[0]) != fp(p[1]) {
+			t.Errorf("fingerprints of %q and %q differ", p[0], p[1])
+		}
+	}
+	if fp("SELECT a FROM t") == fp("SELECT b FROM t") {
+		t.Errorf("different statements share a fingerprint")
+	}
+}
+
+func TestIsTransactionControl(t *testing.T) {
+	stmts, err := Parse("BEGIN; SELECT 1; SAVEPOINT s; ROLLBACK TO s; COMMIT; END; START TRANSACTION ISOLATION LEVEL SERIALIZABLE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []bool{true, false, true, true, true, true, true}
+	if len(stmts) != len(want) {
+		t.Fatalf("got %d statements, want %d", len(stmts), len(want))
+	}
+	for i, s := range stmts {
+		if got := s.IsTransactionControl(); got != want[i] {
+			t.Errorf("%q: IsTransactionControl = %v, want %v", s.SQL, got, want[i])
+		}
+	}
+}
