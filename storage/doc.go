@@ -4,7 +4,18 @@
 // It knows nothing of transactions, intents, tablets or SQL: it stores
 // versioned keys and plain (unversioned) keys, in batches that commit
 // atomically and durably. mvcc builds versions and intents on top of it;
-// tablet and raftnode decide what to write.
+// tablet and raftnode decide what to write. It imports hlc (for Timestamp)
+// and Pebble, nothing else of Cairn.
+//
+// Files, one concern each:
+//
+//	mvcckey.go   MVCCKey, its encoding, and the Pebble Comparer
+//	engine.go    Open, Engine, the Reader/Writer interfaces, Ingest, sizes
+//	batch.go     Batch (atomic, synced writes) and Snapshot
+//	iterator.go  Iterator over engine keys within user-key bounds
+//	sst.go       SSTWriter: SSTs built outside the engine, for Ingest
+//	fatal.go     how a failing disk fails the engine instead of the process
+//	simfs/       a vfs.FS that simulates disk latency, faults and counts I/O
 //
 // Engine keys. A user key k with timestamp t is stored as
 //
