@@ -71,6 +71,7 @@ func TestBank(t *testing.T) {
 		onePC    atomic.Int64
 		attempts atomic.Int64
 		audits   atomic.Int64
+		slowest  atomic.Int64 // nanoseconds, for the log only
 		stop     = make(chan struct{})
 		errs     = make(chan error, workers+auditors)
 	)
@@ -81,6 +82,12 @@ func TestBank(t *testing.T) {
 		want := 1 + rng.IntN(50)
 		var tr transfer
 		var txnUsed *Txn
+		begin := time.Now()
+		defer func() {
+			d := int64(time.Since(begin))
+			for old := slowest.Load(); d > old && !slowest.CompareAndSwap(old, d); old = slowest.Load() {
+			}
+		}()
 		err := e.db.Txn(ctx, levels[rng.IntN(len(levels))], func(ctx context.Context, txn *Txn) error {
 			attempts.Add(1)
 			txnUsed = txn
@@ -232,8 +239,8 @@ func TestBank(t *testing.T) {
 			t.Errorf("account %d: balance %d, want %d from the acknowledged transfers", i, got, want[i])
 		}
 	}
-	t.Logf("%d transfers acknowledged (%d one-phase), %d gave up after retries, %d closure attempts, %d audits",
-		len(log), onePC.Load(), failed.Load(), attempts.Load(), audits.Load())
+	t.Logf("%d transfers acknowledged (%d one-phase), %d gave up after retries, %d closure attempts, %d audits; slowest transfer %s",
+		len(log), onePC.Load(), failed.Load(), attempts.Load(), audits.Load(), time.Duration(slowest.Load()))
 	if len(log) == 0 || audits.Load() == 0 {
 		t.Fatalf("no progress: %d transfers, %d audits", len(log), audits.Load())
 	}

@@ -567,3 +567,56 @@ func TestAbandonedTxnRecovery(t *testing.T) {
 		t.Fatalf("commit of the abandoned txn: got %v, want TransactionAbortedError", err)
 	}
 }
+
+// TestReadCommittedWritesAcrossStatements: a READ COMMITTED transaction
+// writes in one statement, steps, reads a concurrent commit in the next and
+// writes again; both statements' writes commit, at one timestamp.
+func TestReadCommittedWritesAcrossStatements(t *testing.T) {
+	e := newTestEnv(t, envOptions{splits: []string{"m"}})
+	ctx := context.Background()
+	txn := e.db.NewTxn(ctx, "rc", ReadCommitted)
+	if err := txn.Put(ctx, []byte("a"), []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	e.mustPut("x", "other")
+	if err := txn.Step(ctx); err != nil {
+		t.Fatal(err)
+	}
+	v, _, err := txn.Get(ctx, []byte("x"))
+	if err != nil || string(v) != "other" {
+		t.Fatalf("second statement read x = %q, %v", v, err)
+	}
+	if err := txn.Put(ctx, []byte("y"), append(v, '+')); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.mustGet("a") + " " + e.mustGet("y"); got != "1 other+" {
+		t.Fatalf("got %q", got)
+	}
+	// Both intents resolve to the commit timestamp: a snapshot just below
+	// it sees neither, one at it sees both.
+	ts := txn.CommitTimestamp()
+	for _, c := range []struct {
+		at   hlc.Timestamp
+		want string
+	}{{ts.Prev(), ""}, {ts, "a=1 y=other+"}} {
+		ba := &kvpb.BatchRequest{}
+		ba.Timestamp = c.at
+		ba.Add(&kvpb.ScanRequest{Key: []byte("a"), EndKey: []byte("z")})
+		br, err := e.db.Send(ctx, ba)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rows []kvpb.KeyValue
+		for _, r := range br.Responses[0].(*kvpb.ScanResponse).Rows {
+			if string(r.Key) != "x" {
+				rows = append(rows, r)
+			}
+		}
+		if got := rowsString(rows); got != c.want {
+			t.Fatalf("scan at %s: %q, want %q", c.at, got, c.want)
+		}
+	}
+}
