@@ -381,14 +381,14 @@ func applyPrimaryKeyOrder(w *stmtRewriter, i int) (int, error) {
 				return i, w.errorAt(g+1, "HASH columns must come first in the primary key")
 			}
 			for k := a + 1; k < g; k += 2 {
-				if !w.toks[k].isName() || (k+1 < g && w.word(k+1) != ",") {
+				if !w.tok(k).isName() || (k+1 < g && w.word(k+1) != ",") {
 					return i, nil
 				}
 				names = append(names, k)
 				orders = append(orders, "hash")
 			}
 			modified = true
-		case !w.toks[a].isName():
+		case !w.tok(a).isName():
 			return i, nil
 		case b == a+1:
 			names = append(names, a)
@@ -444,13 +444,10 @@ func applyInlineIndex(w *stmtRewriter, s int) (int, error) {
 	if w.word(i) != "(" {
 		name = i
 		i++
-		if !w.toks[name].isName() || w.word(i) != "(" {
+		if !w.tok(name).isName() || w.word(i) != "(" {
 			return s, nil
 		}
-		if i+1 >= len(w.toks) {
-			return s, nil
-		}
-		if next := w.toks[i+1]; next.isNumber() || next.word == "" && !next.isName() {
+		if next := w.tok(i + 1); next.isNumber() || next.word == "" && !next.isName() {
 			// `index foo(10)`: a column named index with a type modifier.
 			return s, nil
 		}

@@ -44,6 +44,15 @@ type stmtRewriter struct {
 	derived      []derived
 }
 
+// tok returns toks[i], or a zero token (no word, not a name) past either
+// end, so rules can look ahead without bounds checks.
+func (w *stmtRewriter) tok(i int) token {
+	if i < 0 || i >= len(w.toks) {
+		return token{}
+	}
+	return w.toks[i]
+}
+
 func (w *stmtRewriter) word(i int) string {
 	if i < 0 || i >= len(w.toks) {
 		return ""
