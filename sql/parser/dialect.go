@@ -358,7 +358,7 @@ func applyPrimaryKeyOrder(w *stmtRewriter, i int) (int, error) {
 	if close < 0 {
 		return i, nil
 	}
-	var names []int    // token index of each key column
+	var names []int     // token index of each key column
 	var orders []string // one entry per key column
 	modified := false
 	for a := open + 1; a < close; {
