@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"time"
 
 	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/kvpb"
@@ -310,10 +311,16 @@ func (t *Txn) send(ctx context.Context, reqs []kvpb.Request, opts sendOpts) (*kv
 		t.mu.Unlock()
 		return nil, err
 	}
+	needRecord := false
 	if hasTxnWrites(reqs) {
-		t.prepareWritesLocked(reqs, opts)
+		needRecord = t.prepareWritesLocked(reqs, opts)
 	}
 	t.mu.Unlock()
+	if needRecord {
+		if err := t.beatNow(ctx); err != nil {
+			return nil, err
+		}
+	}
 
 	for attempt := 0; ; attempt++ {
 		t.mu.Lock()
@@ -385,8 +392,12 @@ func hasTxnWrites(reqs []kvpb.Request) bool {
 }
 
 // prepareWritesLocked fixes the anchor and records the lock spans before the
-// writes are sent (invariant 3), and starts the heartbeat.
-func (t *Txn) prepareWritesLocked(reqs []kvpb.Request, opts sendOpts) {
+// writes are sent (invariant 3), and starts the heartbeat. It reports
+// whether the record must be created before the writes go out: a pusher
+// that meets an intent without a record judges the transaction by its
+// start, so a transaction that first writes long after starting would look
+// abandoned until its first scheduled heartbeat.
+func (t *Txn) prepareWritesLocked(reqs []kvpb.Request, opts sendOpts) (needRecord bool) {
 	for _, r := range reqs {
 		if !r.Method().IsTxnWrite() {
 			continue
@@ -401,7 +412,10 @@ func (t *Txn) prepareWritesLocked(reqs []kvpb.Request, opts sendOpts) {
 	t.mu.wrote = true
 	if !opts.noHeartbeat && t.mu.hb == nil {
 		t.mu.hb = t.startHeartbeat()
+		age := time.Duration(t.db.clock.Now().WallTime - t.mu.proto.MinTimestamp.WallTime)
+		needRecord = age >= t.db.opts.HeartbeatInterval
 	}
+	return needRecord
 }
 
 // absorbLocked folds a successful response into the transaction: its write

@@ -52,6 +52,16 @@ func (t *Txn) startHeartbeat() *heartbeat {
 	return hb
 }
 
+// beatNow creates (or refreshes) the record at once, for a transaction whose
+// first write comes late (see prepareWritesLocked).
+func (t *Txn) beatNow(ctx context.Context) error {
+	t.mu.Lock()
+	anchor := t.mu.proto.Key
+	t.mu.Unlock()
+	_, err := t.send(ctx, []kvpb.Request{&kvpb.HeartbeatTxnRequest{Key: anchor, Now: t.db.clock.Now()}}, sendOpts{})
+	return err
+}
+
 // beat sends one heartbeat; it reports whether to keep beating.
 func (t *Txn) beat(hb *heartbeat) bool {
 	t.mu.Lock()

@@ -620,3 +620,35 @@ func TestReadCommittedWritesAcrossStatements(t *testing.T) {
 		}
 	}
 }
+
+// TestLateFirstWriteIsNotAbandoned: a transaction that first writes long
+// after it started (longer than the liveness threshold) creates its record
+// with the write, so a pusher finds it alive instead of aborting it as
+// abandoned.
+func TestLateFirstWriteIsNotAbandoned(t *testing.T) {
+	const liveness = 5 * time.Second
+	e := newTestEnv(t, envOptions{manualClock: true, liveness: liveness})
+	ctx := context.Background()
+	a := e.db.NewTxn(ctx, "slow", Snapshot)
+	e.manual.Advance(liveness + time.Second)
+	if err := a.Put(ctx, []byte("k"), []byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	a.mu.Lock()
+	pushee := a.mu.proto.TxnMeta
+	a.mu.Unlock()
+	// A push that only succeeds against a finished or abandoned
+	// transaction, told not to wait.
+	ba := &kvpb.BatchRequest{}
+	ba.WaitPolicy = kvpb.WaitError
+	ba.Add(&kvpb.PushTxnRequest{Key: pushee.Key, Pushee: pushee, PushType: kvpb.PushTouch, PushTo: e.clock.Now(),
+		Pusher: kvpb.Transaction{TxnMeta: kvpb.TxnMeta{Priority: 1, WriteTimestamp: e.clock.Now()}}})
+	_, err := e.db.Send(ctx, ba)
+	var pushErr *kvpb.TransactionPushError
+	if !errors.As(err, &pushErr) {
+		t.Fatalf("push of a live transaction: got %v, want TransactionPushError", err)
+	}
+	if err := a.Commit(ctx); err != nil {
+		t.Fatalf("the slow transaction was treated as abandoned: %v", err)
+	}
+}
