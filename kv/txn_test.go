@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -650,5 +651,49 @@ func TestLateFirstWriteIsNotAbandoned(t *testing.T) {
 	}
 	if err := a.Commit(ctx); err != nil {
 		t.Fatalf("the slow transaction was treated as abandoned: %v", err)
+	}
+}
+
+// TestCPutAndDelRange: conditional puts succeed or fail with
+// ConditionFailedError (a final answer that leaves the transaction usable),
+// and DelRange deletes across tablets and lists what it deleted.
+func TestCPutAndDelRange(t *testing.T) {
+	e := newTestEnv(t, envOptions{splits: []string{"m"}})
+	ctx := context.Background()
+	for _, k := range []string{"a", "b", "n", "o"} {
+		e.mustPut(k, "v"+k)
+	}
+	txn := e.db.NewTxn(ctx, "cput", Serializable)
+	if err := txn.CPut(ctx, []byte("c"), []byte("new"), nil, false); err != nil {
+		t.Fatalf("cput of an absent key: %v", err)
+	}
+	if err := txn.CPut(ctx, []byte("a"), []byte("x"), []byte("va"), true); err != nil {
+		t.Fatalf("cput with the right expectation: %v", err)
+	}
+	err := txn.CPut(ctx, []byte("b"), []byte("x"), []byte("wrong"), true)
+	var cf *kvpb.ConditionFailedError
+	if !errors.As(err, &cf) || string(cf.ActualValue) != "vb" {
+		t.Fatalf("cput with a wrong expectation: %v", err)
+	}
+	deleted, err := txn.DelRange(ctx, []byte("b"), []byte("z"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, k := range deleted {
+		got = append(got, string(k))
+	}
+	if strings.Join(got, " ") != "b c n o" {
+		t.Fatalf("deleted %v, want b c n o", got)
+	}
+	if err := txn.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := e.db.Scan(ctx, []byte("a"), []byte("z"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := rowsString(rows); s != "a=x" {
+		t.Fatalf("after commit: %q", s)
 	}
 }
