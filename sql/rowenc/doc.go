@@ -1,0 +1,76 @@
+// Package rowenc owns how SQL rows become bytes in the ordered keyspace:
+// the order-preserving encoding of index keys and the packed/unpacked
+// encoding of row values (DESIGN §5, seeds/packed-rows.txt).
+//
+// Who calls it: the executor and the catalog's index writers (EncodeKey,
+// PackRow, EncodeColumnValue, ColumnKey), scans (DecodeKey, RowMerger) and
+// MVCC GC (RowMerger.Repack). It imports sql/types and hlc; it knows
+// nothing of tablets, transactions or the catalog, which hands it a Schema.
+//
+// # Keys
+//
+// An index entry's key is
+//
+//	group/bucket prefix (catalog) | table | index | key columns... [| column ID]
+//
+// Each key column is one marker byte — 0x00 NULL (NULLS FIRST), 0x01 value,
+// 0x02 NULL (NULLS LAST) — and, for values, a self-delimiting body whose
+// bytes are complemented for DESC columns. Order's zero value is Postgres's
+// default, ASC NULLS LAST, and Desc is DESC NULLS FIRST: DESIGN §5 said
+// "NULLs first", but a Postgres user's ORDER BY without NULLS FIRST/LAST
+// expects these defaults, and an index that matches them lets the planner
+// skip sorts. Both placements are supported per column. Bodies: ordered
+// varints for ints and oids; sign-flipped IEEE bits for floats (NaN last,
+// -0 = 0); class, exponent and base-100 digits for numerics; 0x00-escaped,
+// 0x00 0x01-terminated bytes for text and bytea; sign-flipped fixed ints
+// for dates and times; (days, time) for intervals; raw uuids; and
+// element-by-element encodings for arrays. jsonb has no key encoding.
+//
+// Keys preserve Compare-equality, not representation: 1.0 and 1.00,
+// '1 mon' and '30 days', -0 and 0 share a key (a unique index must see them
+// as duplicates), so a decoded key may print differently from what was
+// written. Callers that must return the exact value (index-only scans of
+// numeric or interval) store it in the value too.
+//
+// # Row values
+//
+// A row's primary-index key holds one of:
+//
+//	packed    0x01 | schema version | n | null bitmap (n bits) | values
+//	liveness  0x02 | schema version               (an unpacked row exists)
+//
+// and each column entry, at ColumnKey(rowKey, id) = rowKey followed by the
+// column ID as an ordered varint, holds 0x03 | value, or 0x04 for "set to
+// NULL". Column keys sort right after their row key, in ID order, and
+// before the next row (no row key is a prefix of another: key columns are
+// self-delimiting), so one span [rowKey, PrefixEnd(rowKey)) reads a row.
+//
+// Values carry no type tags: the Schema says each column's type, and a
+// packed row's schema version says which columns it holds, so a row
+// written before ADD COLUMN reads the column's default and one written
+// before DROP COLUMN skips the dropped bytes. NULLs cost a bitmap bit, and
+// trailing NULLs nothing (n stops at the last non-NULL column).
+//
+// Writers choose: PackRow for an insert or an update of every non-key
+// column; EncodeColumnValue entries for a partial update; when PackRow
+// reports ErrRowTooLarge or packing is off, EncodeUnpackedRow. Readers
+// always accept both (RowMerger).
+//
+// Invariants:
+//
+//  1. For values a, b of one type and any Order, bytes.Compare of their
+//     key encodings equals types.Compare(a, b) (negated for Descending;
+//     NULL placed by NullsFirst), also for composite keys, and DecodeKey
+//     returns a Compare-equal value (TestKeyOrderProperty).
+//  2. PackRow/DecodeRow and EncodeColumnValue round-trip every storable
+//     type exactly (TestPackRoundTripEveryType).
+//  3. A read merges the newest row-key value with the column entries at
+//     or above its timestamp; older entries are ignored. Any history of
+//     full writes, partial updates, deletes, repacks and schema changes
+//     reads like a plain map (TestMergeModel).
+//  4. Decoders never panic on arbitrary bytes; they return ErrCorrupt
+//     (FuzzDecodeKey, FuzzDecodeRow).
+//  5. A Schema keeps a dropped column until no packed row written while it
+//     existed survives; a row written under a newer version than the
+//     reader's schema is ErrSchemaTooOld, never misread.
+package rowenc
