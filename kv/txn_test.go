@@ -697,3 +697,38 @@ func TestCPutAndDelRange(t *testing.T) {
 		t.Fatalf("after commit: %q", s)
 	}
 }
+
+// TestHeartbeatFindsAbort: once a heartbeat finds the record aborted, the
+// next operation fails with TransactionAbortedError (even a read, which the
+// tablet alone would have served), and PrepareForRetry refuses.
+func TestHeartbeatFindsAbort(t *testing.T) {
+	e := newTestEnv(t, envOptions{db: Options{HeartbeatInterval: time.Hour}})
+	ctx := context.Background()
+	a := e.db.NewTxn(ctx, "a", Snapshot)
+	if err := a.Put(ctx, []byte("k"), []byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	a.mu.Lock()
+	pushee, hb := a.mu.proto.TxnMeta, a.mu.hb
+	a.mu.Unlock()
+	ba := &kvpb.BatchRequest{}
+	ba.Add(&kvpb.PushTxnRequest{Key: pushee.Key, Pushee: pushee, PushType: kvpb.PushAbort, PushTo: e.clock.Now(),
+		Pusher: kvpb.Transaction{TxnMeta: kvpb.TxnMeta{Priority: math.MaxInt32, WriteTimestamp: e.clock.Now()}}})
+	if _, err := e.db.Send(ctx, ba); err != nil {
+		t.Fatal(err)
+	}
+	// The scheduled beat is an hour away; beat by hand.
+	if keepGoing := a.beat(hb); keepGoing {
+		t.Fatal("heartbeat of an aborted record wants to keep beating")
+	}
+	_, _, err := a.Get(ctx, []byte("other"))
+	if !isAborted(err, kvpb.AbortPushed) {
+		t.Fatalf("read after the heartbeat saw the abort: got %v", err)
+	}
+	if err := a.PrepareForRetry(ctx); !errors.Is(err, ErrTxnAborted) {
+		t.Fatalf("PrepareForRetry: %v", err)
+	}
+	if err := a.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
