@@ -1,0 +1,24 @@
+// Package store holds one node's tablets over one storage engine: it opens
+// (or bootstraps) them from the tablet directory, routes each batch to its
+// tablet, answers directory lookups for the kv router, and splits tablets.
+//
+// Callers: the node (server) opens a Store and serves it as a kvpb.Sender;
+// the kv client's router calls LookupTablet and Send. The store calls the
+// tablet package for everything that happens inside a tablet and storage
+// for the directory; it never evaluates a request itself.
+//
+// Invariants:
+//
+//  1. The directory (keys.Directory(EndKey) → descriptor, bare keys) is the
+//     persisted truth about which tablets exist: Open loads exactly the
+//     tablets it lists, and LookupTablet reads it through the engine.
+//  2. The directory tiles [keys.Min, keys.Max): descriptors do not overlap
+//     and leave no gap. Bootstrap writes one tablet over all of it; a split
+//     replaces one entry by two in one synced batch.
+//  3. Tablet IDs are never reused: the next ID is a store-local counter
+//     persisted before a split uses it.
+//  4. Send never evaluates a batch on a tablet that does not hold all its
+//     keys: the replica re-checks under latches and answers
+//     *kvpb.TabletKeyMismatchError, which the store retries only when it
+//     routed by key (TabletID zero) and a split changed the tablet.
+package store

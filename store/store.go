@@ -1,0 +1,318 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/cairn-db/cairn/hlc"
+	"github.com/cairn-db/cairn/keys"
+	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/storage"
+	"github.com/cairn-db/cairn/tablet"
+)
+
+// Config configures a store and the replicas it opens. Zero fields take
+// the tablet package's defaults.
+type Config struct {
+	// TxnLivenessThreshold: see tablet.Config.
+	TxnLivenessThreshold time.Duration
+	// MaxValueSize: see tablet.Config.
+	MaxValueSize int
+	// PushPollInterval: see tablet.Config.
+	PushPollInterval time.Duration
+	// TSCacheMaxEntries: see tablet.Config.
+	TSCacheMaxEntries int
+	// Sender carries pushes, queries and intent resolution between tablets.
+	// Nil means the store itself, which is right for a single node.
+	Sender kvpb.Sender
+}
+
+// Store is one node's set of tablets over one engine. It implements
+// kvpb.Sender and is safe for concurrent use.
+type Store struct {
+	eng   *storage.Engine
+	clock *hlc.Clock
+	cfg   Config
+
+	// splitMu serializes splits, and with them tablet ID allocation.
+	splitMu sync.Mutex
+
+	mu struct {
+		sync.RWMutex
+		closed   bool
+		replicas map[kvpb.TabletID]*tablet.Replica
+	}
+}
+
+var _ kvpb.Sender = (*Store)(nil)
+
+// nextTabletIDKey is the store-local counter of tablet IDs (invariant 3).
+var nextTabletIDKey = keys.StoreLocal("next-tablet-id")
+
+// firstTabletID is the ID of the tablet a bootstrap creates.
+const firstTabletID kvpb.TabletID = 1
+
+// Open opens the store over eng: on an empty engine it bootstraps one
+// tablet over [keys.Min, keys.Max); otherwise it opens every tablet the
+// directory lists. The caller keeps ownership of eng and closes it after
+// Close.
+func Open(ctx context.Context, eng *storage.Engine, clock *hlc.Clock, cfg Config) (*Store, error) {
+	s := &Store{eng: eng, clock: clock, cfg: cfg}
+	s.mu.replicas = make(map[kvpb.TabletID]*tablet.Replica)
+	descs, err := tablet.ReadDirectory(eng)
+	if err != nil {
+		return nil, fmt.Errorf("store: open: %w", err)
+	}
+	if len(descs) == 0 {
+		d, err := s.bootstrap()
+		if err != nil {
+			return nil, err
+		}
+		descs = []kvpb.TabletDescriptor{d}
+	}
+	if err := checkTiling(descs); err != nil {
+		return nil, err
+	}
+	for _, d := range descs {
+		r, err := tablet.New(eng, clock, d, s.tabletConfig())
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("store: open tablet %s: %w", &d, err)
+		}
+		s.mu.replicas[d.TabletID] = r
+	}
+	return s, nil
+}
+
+// bootstrap writes the first tablet's descriptor and the ID counter in one
+// synced batch.
+func (s *Store) bootstrap() (kvpb.TabletDescriptor, error) {
+	d := kvpb.TabletDescriptor{TabletID: firstTabletID, StartKey: keys.Min, EndKey: keys.Max}
+	b := s.eng.NewWriteOnlyBatch()
+	defer b.Close()
+	if err := tablet.WriteDescriptor(b, d); err != nil {
+		return d, fmt.Errorf("store: bootstrap: %w", err)
+	}
+	if err := b.Put(storage.MVCCKey{Key: nextTabletIDKey}, binary.BigEndian.AppendUint64(nil, uint64(firstTabletID)+1)); err != nil {
+		return d, fmt.Errorf("store: bootstrap: %w", err)
+	}
+	if err := b.Commit(); err != nil {
+		return d, fmt.Errorf("store: bootstrap: %w", err)
+	}
+	return d, nil
+}
+
+// checkTiling verifies invariant 2 over descriptors in key order.
+func checkTiling(descs []kvpb.TabletDescriptor) error {
+	prev := keys.Min
+	for _, d := range descs {
+		if !bytes.Equal(d.StartKey, prev) {
+			return fmt.Errorf("%w: %s starts at %q, want %q", ErrBadDirectory, &d, d.StartKey, prev)
+		}
+		prev = d.EndKey
+	}
+	if !bytes.Equal(prev, keys.Max) {
+		return fmt.Errorf("%w: last tablet ends at %q", ErrBadDirectory, prev)
+	}
+	return nil
+}
+
+func (s *Store) tabletConfig() tablet.Config {
+	sender := s.cfg.Sender
+	if sender == nil {
+		sender = s
+	}
+	return tablet.Config{
+		TxnLivenessThreshold: s.cfg.TxnLivenessThreshold,
+		MaxValueSize:         s.cfg.MaxValueSize,
+		PushPollInterval:     s.cfg.PushPollInterval,
+		TSCacheMaxEntries:    s.cfg.TSCacheMaxEntries,
+		Sender:               sender,
+		Lookup:               s.LookupTablet,
+	}
+}
+
+// Close closes every replica (stopping background resolution). It does not
+// close the engine.
+func (s *Store) Close() {
+	s.mu.Lock()
+	s.mu.closed = true
+	reps := make([]*tablet.Replica, 0, len(s.mu.replicas))
+	for _, r := range s.mu.replicas {
+		reps = append(reps, r)
+	}
+	s.mu.Unlock()
+	for _, r := range reps {
+		r.Close()
+	}
+}
+
+// Tablets returns the descriptors of the store's tablets in key order.
+func (s *Store) Tablets() []kvpb.TabletDescriptor {
+	s.mu.RLock()
+	out := make([]kvpb.TabletDescriptor, 0, len(s.mu.replicas))
+	for _, r := range s.mu.replicas {
+		out = append(out, r.Desc())
+	}
+	s.mu.RUnlock()
+	slices.SortFunc(out, func(a, b kvpb.TabletDescriptor) int { return bytes.Compare(a.StartKey, b.StartKey) })
+	return out
+}
+
+// Replica returns the replica of tablet id, or nil.
+func (s *Store) Replica(id kvpb.TabletID) *tablet.Replica {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.mu.replicas[id]
+}
+
+// replicaForKey returns the replica whose current span holds key, or nil.
+// A linear scan: a store holds few enough tablets for now that an ordered
+// index is not worth its upkeep on splits.
+func (s *Store) replicaForKey(key []byte) *tablet.Replica {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for _, r := range s.mu.replicas {
+		if d := r.Desc(); d.ContainsKey(key) {
+			return r
+		}
+	}
+	return nil
+}
+
+func (s *Store) register(r *tablet.Replica) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mu.replicas[r.Desc().TabletID] = r
+}
+
+// LookupTablet returns the descriptor of the tablet holding key, or with
+// reverse the tablet holding the keys just before key (StartKey < key <=
+// EndKey). It reads the directory through the engine (invariant 1).
+func (s *Store) LookupTablet(ctx context.Context, key []byte, reverse bool) (kvpb.TabletDescriptor, error) {
+	inRange := keys.IsAddressable(key)
+	if reverse {
+		inRange = bytes.Compare(key, keys.Min) > 0 && bytes.Compare(key, keys.Max) <= 0
+	}
+	if !inRange {
+		return kvpb.TabletDescriptor{}, &kvpb.InvalidArgumentError{Msg: fmt.Sprintf("key %q is outside the addressable keyspace", key)}
+	}
+	d, found, err := tablet.LookupDirectory(s.eng, key, reverse)
+	if err != nil {
+		return d, fmt.Errorf("store: look up %q: %w", key, err)
+	}
+	if !found {
+		return d, fmt.Errorf("store: look up %q: %w", key, ErrNoTablet)
+	}
+	return d, nil
+}
+
+// routeTries bounds re-routing of a key-routed batch that raced a split.
+const routeTries = 4
+
+// Send routes ba to its tablet: the one named by ba.TabletID, or with a
+// zero TabletID the one holding the first request's key. A SplitRequest
+// must be alone in its batch and is handled by Split.
+func (s *Store) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchResponse, error) {
+	s.mu.RLock()
+	closed := s.mu.closed
+	s.mu.RUnlock()
+	if closed {
+		return nil, ErrClosed
+	}
+	if len(ba.Requests) == 0 {
+		return nil, &kvpb.InvalidArgumentError{Msg: "empty batch"}
+	}
+	for _, req := range ba.Requests {
+		if sp, ok := req.(*kvpb.SplitRequest); ok {
+			if len(ba.Requests) != 1 {
+				return nil, &kvpb.InvalidArgumentError{Msg: "a Split must be alone in its batch"}
+			}
+			left, right, err := s.Split(ctx, sp.SplitKey)
+			if err != nil {
+				return nil, err
+			}
+			return &kvpb.BatchResponse{Responses: []kvpb.Response{&kvpb.SplitResponse{Left: left, Right: right}}, Now: s.clock.Now()}, nil
+		}
+	}
+	if ba.TabletID != 0 {
+		r := s.Replica(ba.TabletID)
+		if r == nil {
+			return nil, &kvpb.TabletNotFoundError{TabletID: ba.TabletID}
+		}
+		return r.Send(ctx, ba)
+	}
+	key := ba.Requests[0].Span().Key
+	if !keys.IsAddressable(key) {
+		return nil, &kvpb.InvalidArgumentError{Msg: fmt.Sprintf("key %q is outside the addressable keyspace", key)}
+	}
+	var err error
+	for range routeTries {
+		r := s.replicaForKey(key)
+		if r == nil {
+			// Between a split's registration and the left side shrinking
+			// two replicas claim the key, never none; none means the
+			// directory is broken.
+			return nil, fmt.Errorf("store: route %q: %w", key, ErrNoTablet)
+		}
+		routed := r.Desc()
+		var br *kvpb.BatchResponse
+		br, err = r.Send(ctx, ba)
+		var mismatch *kvpb.TabletKeyMismatchError
+		if err == nil || !errors.As(err, &mismatch) || r.Desc().Generation == routed.Generation {
+			return br, err
+		}
+		// The tablet split under us: route again.
+	}
+	return nil, err
+}
+
+// Split splits the tablet holding splitKey at splitKey (see tablet.Split).
+// splitKey must be strictly inside that tablet.
+func (s *Store) Split(ctx context.Context, splitKey []byte) (left, right kvpb.TabletDescriptor, err error) {
+	if !keys.IsAddressable(splitKey) {
+		return left, right, &kvpb.InvalidArgumentError{Msg: fmt.Sprintf("split key %q is outside the addressable keyspace", splitKey)}
+	}
+	s.splitMu.Lock()
+	defer s.splitMu.Unlock()
+	r := s.replicaForKey(splitKey)
+	if r == nil {
+		return left, right, fmt.Errorf("store: split at %q: %w", splitKey, ErrNoTablet)
+	}
+	if d := r.Desc(); bytes.Equal(d.StartKey, splitKey) {
+		return left, right, &kvpb.InvalidArgumentError{Msg: fmt.Sprintf("split key %q is not strictly inside %s", splitKey, &d)}
+	}
+	id, err := s.allocateTabletID()
+	if err != nil {
+		return left, right, err
+	}
+	return r.Split(ctx, splitKey, id, s.register)
+}
+
+// allocateTabletID persists the counter past the ID it returns, so a crash
+// after this never reuses it (invariant 3).
+func (s *Store) allocateTabletID() (kvpb.TabletID, error) {
+	v, ok, err := s.eng.Get(storage.MVCCKey{Key: nextTabletIDKey})
+	if err != nil {
+		return 0, fmt.Errorf("store: read tablet id counter: %w", err)
+	}
+	if !ok || len(v) != 8 {
+		return 0, fmt.Errorf("store: tablet id counter missing or malformed (%d bytes)", len(v))
+	}
+	id := binary.BigEndian.Uint64(v)
+	b := s.eng.NewWriteOnlyBatch()
+	defer b.Close()
+	if err := b.Put(storage.MVCCKey{Key: nextTabletIDKey}, binary.BigEndian.AppendUint64(nil, id+1)); err != nil {
+		return 0, fmt.Errorf("store: advance tablet id counter: %w", err)
+	}
+	if err := b.Commit(); err != nil {
+		return 0, fmt.Errorf("store: advance tablet id counter: %w", err)
+	}
+	return kvpb.TabletID(id), nil
+}

@@ -1,0 +1,109 @@
+package tablet
+
+import (
+	"fmt"
+
+	"github.com/cairn-db/cairn/kvpb"
+	"github.com/google/uuid"
+)
+
+// Proposal is the result of evaluating a write batch: the engine batch to
+// commit plus the in-memory effects that committing it implies. It is a
+// plain value (no pointers into the replica, no closures) so that a Raft
+// log can carry it between Evaluate and Apply (invariant 5).
+type Proposal struct {
+	// Repr is the storage batch (storage.Batch.Repr); empty for a batch
+	// that writes nothing.
+	Repr []byte
+	// LocksAcquired are the intents the batch wrote.
+	LocksAcquired []kvpb.Intent
+	// LocksReleased are the intents the batch resolved.
+	LocksReleased []LockRelease
+	// LocksUpdated are intents that stay but moved (resolved as pending at
+	// a pushed timestamp); their waiters re-evaluate.
+	LocksUpdated []LockRelease
+	// TxnUpdates are transaction records the batch finalised or changed,
+	// whose waiters must re-check them.
+	TxnUpdates []TxnUpdate
+	// OnePhaseCommit is set when the batch committed a transaction in one
+	// phase.
+	OnePhaseCommit bool
+	// Split, when set, splits the tablet (see split.go).
+	Split *SplitTrigger
+	// ResolveAsync lists intents outside this tablet that a finished
+	// transaction left; the leaseholder resolves them after applying.
+	ResolveAsync []AsyncResolve
+}
+
+// LockRelease names txn's intents in Span.
+type LockRelease struct {
+	Span kvpb.Span
+	Txn  uuid.UUID
+}
+
+// TxnUpdate says a transaction record changed, and if it was aborted, why.
+type TxnUpdate struct {
+	ID          uuid.UUID
+	Status      kvpb.TxnStatus
+	AbortReason kvpb.AbortReason
+}
+
+// AsyncResolve asks for Txn's intents in Spans to be resolved to Status.
+type AsyncResolve struct {
+	Txn    kvpb.TxnMeta
+	Status kvpb.TxnStatus
+	Spans  []kvpb.Span
+}
+
+// SplitTrigger carries the two descriptors a split produces.
+type SplitTrigger struct {
+	Left, Right kvpb.TabletDescriptor
+}
+
+// Apply commits p's batch (synced) and then applies its in-memory effects.
+// The caller holds the latches p was evaluated under. A split trigger is
+// applied by Split, not here.
+func (r *Replica) Apply(p *Proposal) error {
+	if len(p.Repr) > 0 {
+		if err := r.eng.ApplyBatchRepr(p.Repr); err != nil {
+			return fmt.Errorf("tablet: apply proposal to %s: %w", r.descPtr(), err)
+		}
+	}
+	for _, in := range p.LocksAcquired {
+		r.locks.acquire(in.Key, in.Txn)
+	}
+	for _, rel := range p.LocksReleased {
+		r.locks.releaseRange(rel.Span.Key, spanEnd(rel.Span), rel.Txn)
+	}
+	for _, u := range p.LocksUpdated {
+		r.locks.wakeRange(u.Span.Key, spanEnd(u.Span), u.Txn)
+	}
+	r.metrics.IntentsWritten.Add(int64(len(p.LocksAcquired)))
+	if p.OnePhaseCommit {
+		r.metrics.OnePhaseCommits.Add(1)
+	}
+	if len(p.TxnUpdates) > 0 {
+		r.mu.Lock()
+		for _, u := range p.TxnUpdates {
+			if u.Status == kvpb.Aborted {
+				if len(r.mu.abortReasons) >= maxAbortReasons {
+					clear(r.mu.abortReasons)
+				}
+				r.mu.abortReasons[u.ID] = u.AbortReason
+			}
+		}
+		r.mu.Unlock()
+		for _, u := range p.TxnUpdates {
+			r.txnWait.notify(u.ID)
+		}
+	}
+	for _, a := range p.ResolveAsync {
+		r.resolveAsync(a)
+	}
+	return nil
+}
+
+func (r *Replica) descPtr() *kvpb.TabletDescriptor {
+	d := r.Desc()
+	return &d
+}

@@ -1,0 +1,74 @@
+// Package tablet implements a tablet replica (tablet.Replica): a key span
+// [StartKey, EndKey) of the one keyspace, with the in-memory concurrency
+// state that lets many batches run against it at once, and the evaluation
+// of every kvpb request against the store's engine.
+//
+// Callers: the store routes a kvpb.BatchRequest to a replica's Send and
+// creates, splits and closes replicas. The replica calls mvcc (every data
+// and record operation), storage (batches), hlc (the clock) and, through an
+// injected kvpb.Sender, other tablets: pushes go to the tablet holding the
+// pushee's record, resolutions to the tablets holding the intents. It must
+// not know about SQL, routing caches or the network; it never imports the
+// store or kv packages.
+//
+// # The path of a request
+//
+//	Send(ba)
+//	  │ validate: keys in span, non-empty, value size, clock offset, txn shape
+//	  ▼
+//	┌─► latches.acquire(spans of ba)           latch.go
+//	│     │ checkKeys again (a split may have shrunk the span)
+//	│     ▼
+//	│   Evaluate(ba) ──► Proposal + BatchResponse   evaluate*.go (reads the
+//	│     │   engine through an indexed batch; consults the timestamp cache)
+//	│     ├─ ok: Apply(Proposal)                 apply.go (commit, then lock
+//	│     │      record reads in tscache         table, txn wait queue, metrics)
+//	│     │      release latches, return         tscache.go
+//	│     ├─ WriteIntentError: enqueue on each lock (under latches),
+//	│     │      release latches, wait + push holder   locktable.go, lockwait.go
+//	│     ├─ TransactionPushError (a PushTxn): enqueue in the txn wait
+//	│     │      queue, release latches, wait; query own record for the
+//	│     │      wait-for graph                  txnwait.go, pushwait.go
+//	│     └─ other error: release latches, return it (nothing written)
+//	└────────── retry after waiting
+//
+// Evaluate and Apply are separate steps so that a Raft log can go between
+// them: Evaluate reads only, and everything that committing implies is in
+// the Proposal, a plain value. A one-phase commit (evaluate_onepc.go) is the
+// same path with a different evaluation. Split (split.go) takes latches over
+// the whole tablet and hands the store a new right-hand replica.
+//
+// # Invariants
+//
+//  1. Batches whose latch spans conflict (overlap, one writes) run one after
+//     the other, in arrival order; others run in parallel. No global lock
+//     is held while waiting.
+//  2. Bad input (keys outside the span, empty keys, values over the limit,
+//     timestamps beyond the clock's maximum offset, transactional requests
+//     without a transaction) is refused with a typed kvpb error before any
+//     latch or write: nothing changes.
+//  3. A batch is atomic: its writes are one engine batch, committed whole by
+//     Apply or dropped.
+//  4. No write lands at or below a read already served on its key (the
+//     timestamp cache), except over the writer's own reads. A
+//     non-transactional write moves up; a transaction's write timestamp is
+//     pushed and the response says so.
+//  5. Evaluate changes no shared state; Apply performs exactly what the
+//     Proposal lists.
+//  6. A lock that blocks a request is in the lock table, with the request
+//     registered as its waiter, before the request releases its latches, so
+//     a release cannot be missed. Waiting respects ctx.
+//  7. Deadlocks are found through the wait-for graph that waiting pushes
+//     build with QueryTxn (never a timeout), and broken by aborting the
+//     lowest-priority transaction of the pusher/pushee pair (ties: larger
+//     ID). Every waiter applies the same rule, so for a cycle of two exactly
+//     one transaction is aborted; a longer cycle aborts at least one.
+//  8. A final transaction record (committed or aborted) is never rewritten
+//     or deleted here, so a late HeartbeatTxn or EndTxn finds it and cannot
+//     revive the transaction.
+//  9. A one-phase commit writes committed values and nothing else (no
+//     intents, no record), at exactly the transaction's write timestamp; if
+//     that would have to move, the batch fails with a retryable error.
+//     Likewise a two-phase commit happens only at the write timestamp the
+//     coordinator sent.
+package tablet

@@ -1,0 +1,142 @@
+package tablet
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cairn-db/cairn/hlc"
+	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/storage"
+)
+
+// evalOptions are evaluation inputs that do not come from the batch.
+type evalOptions struct {
+	// forceAbort makes a PushTxn abort its pending pushee regardless of
+	// priority: the waiter chose it as a deadlock victim.
+	forceAbort bool
+}
+
+// evalCtx is the state of one batch's evaluation. txn is the batch's
+// transaction as evaluation moves it (its WriteTimestamp may be pushed);
+// prop collects the side effects Apply will perform.
+type evalCtx struct {
+	r    *Replica
+	b    *storage.Batch
+	ba   *kvpb.BatchRequest
+	desc kvpb.TabletDescriptor
+	txn  *kvpb.Transaction
+	prop *Proposal
+	opts evalOptions
+	// fixedTS makes writes land exactly at ba.Timestamp (one-phase commit,
+	// which has checked the timestamp cache itself).
+	fixedTS bool
+}
+
+// Evaluate evaluates ba against the engine without changing anything: it
+// returns the Proposal that Apply will commit and the response the batch
+// gets once it has. The caller must hold latches covering ba (Send does)
+// and, for a non-transactional batch, set ba.Timestamp.
+func (r *Replica) Evaluate(ba *kvpb.BatchRequest) (*Proposal, *kvpb.BatchResponse, error) {
+	return r.evaluate(ba, r.Desc(), evalOptions{})
+}
+
+func (r *Replica) evaluate(ba *kvpb.BatchRequest, desc kvpb.TabletDescriptor, opts evalOptions) (*Proposal, *kvpb.BatchResponse, error) {
+	if isOnePC(ba, desc) {
+		prop, br, err := r.evaluateOnePC(ba, desc)
+		if !errors.Is(err, errNot1PC) {
+			return prop, br, err
+		}
+	}
+	b := r.eng.NewBatch()
+	defer b.Close()
+	ec := &evalCtx{r: r, b: b, ba: ba, desc: desc, txn: ba.Txn.Clone(), prop: &Proposal{}, opts: opts}
+	br := &kvpb.BatchResponse{Responses: make([]kvpb.Response, 0, len(ba.Requests))}
+	for _, req := range ba.Requests {
+		resp, err := ec.evalRequest(req)
+		if err != nil {
+			return nil, nil, err
+		}
+		br.Responses = append(br.Responses, resp)
+	}
+	br.Txn = ec.txn
+	if !b.Empty() {
+		ec.prop.Repr = append([]byte(nil), b.Repr()...)
+	}
+	return ec.prop, br, nil
+}
+
+func (ec *evalCtx) evalRequest(req kvpb.Request) (kvpb.Response, error) {
+	switch req := req.(type) {
+	case *kvpb.GetRequest:
+		return ec.get(req)
+	case *kvpb.ScanRequest:
+		return ec.scan(req)
+	case *kvpb.PutRequest:
+		return ec.put(req)
+	case *kvpb.ConditionalPutRequest:
+		return ec.conditionalPut(req)
+	case *kvpb.DeleteRequest:
+		return ec.delete(req)
+	case *kvpb.DeleteRangeRequest:
+		return ec.deleteRange(req)
+	case *kvpb.EndTxnRequest:
+		return ec.endTxn(req)
+	case *kvpb.HeartbeatTxnRequest:
+		return ec.heartbeatTxn(req)
+	case *kvpb.PushTxnRequest:
+		return ec.pushTxn(req)
+	case *kvpb.QueryTxnRequest:
+		return ec.queryTxn(req)
+	case *kvpb.ResolveIntentRequest:
+		return ec.resolveIntent(req)
+	case *kvpb.ResolveIntentRangeRequest:
+		return ec.resolveIntentRange(req)
+	case *kvpb.GCRequest:
+		return ec.gc(req)
+	case *kvpb.RefreshRequest:
+		return ec.refresh(req)
+	}
+	return nil, invalidArg("tablet cannot evaluate %s", req.Method())
+}
+
+// readTS is where the batch reads.
+func (ec *evalCtx) readTS() hlc.Timestamp {
+	if ec.txn != nil {
+		return ec.txn.ReadTimestamp
+	}
+	return ec.ba.Timestamp
+}
+
+// writeTS is where a write to span lands: the batch timestamp or the
+// transaction's write timestamp, moved above any read of span the
+// timestamp cache remembers (invariant 4). A transaction's own reads do
+// not push it. For a transaction the push sticks: ec.txn carries it into
+// the response, and every later write of the batch lands there too.
+func (ec *evalCtx) writeTS(span kvpb.Span) hlc.Timestamp {
+	if ec.fixedTS {
+		return ec.ba.Timestamp
+	}
+	rts, rtxn := ec.r.tscache.getMax(span)
+	if ec.txn == nil {
+		ts := ec.ba.Timestamp
+		if ts.LessEq(rts) {
+			ts = rts.Next()
+		}
+		return ts
+	}
+	if ec.txn.WriteTimestamp.LessEq(rts) && rtxn != ec.txn.ID {
+		ec.txn.WriteTimestamp = rts.Next()
+	}
+	return ec.txn.WriteTimestamp
+}
+
+// wrote records an intent the batch laid down.
+func (ec *evalCtx) wrote(key []byte) {
+	if ec.txn != nil {
+		ec.prop.LocksAcquired = append(ec.prop.LocksAcquired, kvpb.Intent{Key: append([]byte(nil), key...), Txn: ec.txn.TxnMeta})
+	}
+}
+
+func wrapEval(req kvpb.Request, err error) error {
+	return fmt.Errorf("%s %s: %w", req.Method(), req.Span(), err)
+}

@@ -1,0 +1,47 @@
+package tablet
+
+import (
+	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/mvcc"
+)
+
+// Cleanup: ResolveIntent, ResolveIntentRange and GC. They run outside any
+// transaction and change no user-visible value except as the transaction
+// they settle already decided.
+
+func (ec *evalCtx) resolveIntent(req *kvpb.ResolveIntentRequest) (kvpb.Response, error) {
+	if _, err := mvcc.ResolveIntent(ec.b, kvpb.Intent{Key: req.Key, Txn: req.Txn}, req.Status); err != nil {
+		return nil, wrapEval(req, err)
+	}
+	ec.released(req.Span(), req.Txn, req.Status)
+	return &kvpb.ResolveIntentResponse{}, nil
+}
+
+func (ec *evalCtx) resolveIntentRange(req *kvpb.ResolveIntentRangeRequest) (kvpb.Response, error) {
+	n, _, err := mvcc.ResolveIntentRange(ec.b, req.Key, req.EndKey, req.Txn, req.Status, 0)
+	if err != nil {
+		return nil, wrapEval(req, err)
+	}
+	ec.released(req.Span(), req.Txn, req.Status)
+	return &kvpb.ResolveIntentRangeResponse{Resolved: n}, nil
+}
+
+// released notes the lock-table effect of a resolution: a final status
+// removes the locks; a pending one (a pushed timestamp) keeps them, moved
+// up, but still wakes their waiters so readers re-evaluate and pass.
+func (ec *evalCtx) released(span kvpb.Span, txn kvpb.TxnMeta, status kvpb.TxnStatus) {
+	rel := LockRelease{Span: span, Txn: txn.ID}
+	if status == kvpb.Pending {
+		ec.prop.LocksUpdated = append(ec.prop.LocksUpdated, rel)
+		return
+	}
+	ec.prop.LocksReleased = append(ec.prop.LocksReleased, rel)
+}
+
+func (ec *evalCtx) gc(req *kvpb.GCRequest) (kvpb.Response, error) {
+	n, err := mvcc.GC(ec.b, req.Key, req.EndKey, req.Threshold)
+	if err != nil {
+		return nil, wrapEval(req, err)
+	}
+	return &kvpb.GCResponse{Removed: n}, nil
+}

@@ -1,0 +1,111 @@
+package tablet
+
+import (
+	"errors"
+
+	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/mvcc"
+)
+
+// One-phase commit: a transaction whose every write is in one batch on one
+// tablet, ending with EndTxn{Commit: true}, commits by writing its values
+// as committed versions at its write timestamp: no intents, no record
+// (DESIGN §6; this is what colocation buys).
+//
+// The conflict checks are those of transactional writes. Since there is no
+// record or intent for a coordinator to fix up afterwards, any movement of
+// the write timestamp (by the timestamp cache) fails the whole batch with a
+// retryable *kvpb.TransactionRetryError and nothing is written; and the
+// fast path is only taken when the write timestamp equals the read
+// timestamp, so "no committed version above the read timestamp" and "no
+// committed version at or above the write timestamp" are the same check.
+
+// isOnePC reports whether ba has the shape of a one-phase commit on desc.
+func isOnePC(ba *kvpb.BatchRequest, desc kvpb.TabletDescriptor) bool {
+	n := len(ba.Requests)
+	if ba.Txn == nil || n < 2 || ba.Txn.WriteTimestamp != ba.Txn.ReadTimestamp || ba.Txn.Status != kvpb.Pending {
+		return false
+	}
+	et, ok := ba.Requests[n-1].(*kvpb.EndTxnRequest)
+	if !ok || !et.Commit {
+		return false
+	}
+	writes := ba.Requests[:n-1]
+	for _, req := range writes {
+		if !req.Method().IsTxnWrite() {
+			return false
+		}
+	}
+	for _, ls := range et.LockSpans {
+		if !desc.ContainsSpan(ls) || !coveredByWrites(ls, writes) {
+			return false
+		}
+	}
+	return true
+}
+
+// coveredByWrites reports whether one of the batch's writes spans all of s.
+func coveredByWrites(s kvpb.Span, writes []kvpb.Request) bool {
+	for _, w := range writes {
+		ws := w.Span()
+		if string(ws.Key) <= string(s.Key) && string(spanEnd(s)) <= string(spanEnd(ws)) {
+			return true
+		}
+	}
+	return false
+}
+
+// evaluateOnePC evaluates a one-phase commit, or returns errNot1PC when the
+// transaction already has a record or meets its own intent (an earlier
+// batch wrote), in which case the caller evaluates the batch normally.
+func (r *Replica) evaluateOnePC(ba *kvpb.BatchRequest, desc kvpb.TabletDescriptor) (*Proposal, *kvpb.BatchResponse, error) {
+	n := len(ba.Requests)
+	et := ba.Requests[n-1].(*kvpb.EndTxnRequest)
+	if _, found, err := mvcc.GetTxnRecord(r.eng, et.Key, ba.Txn.ID); err != nil {
+		return nil, nil, wrapEval(et, err)
+	} else if found {
+		return nil, nil, errNot1PC
+	}
+	b := r.eng.NewBatch()
+	defer b.Close()
+	// The writes run as non-transactional writes at the transaction's
+	// timestamp: a committed version at or above it is WriteTooOld and any
+	// intent is a conflict.
+	nonTxn := *ba
+	nonTxn.Txn = nil
+	nonTxn.Timestamp = ba.Txn.WriteTimestamp
+	ec := &evalCtx{r: r, b: b, ba: &nonTxn, desc: desc, prop: &Proposal{}, fixedTS: true}
+	br := &kvpb.BatchResponse{Responses: make([]kvpb.Response, 0, n)}
+	for _, req := range ba.Requests[:n-1] {
+		if rts, rtxn := r.tscache.getMax(req.Span()); ba.Txn.WriteTimestamp.LessEq(rts) && rtxn != ba.Txn.ID {
+			return nil, nil, &kvpb.TransactionRetryError{
+				Reason: kvpb.RetrySerializable,
+				Detail: "one-phase commit of " + ba.Txn.Short() + " would be pushed above " + rts.String() + " by a read of " + req.Span().String(),
+			}
+		}
+		resp, err := ec.evalRequest(req)
+		if err != nil {
+			var wie *kvpb.WriteIntentError
+			if errors.As(err, &wie) {
+				for _, in := range wie.Intents {
+					if in.Txn.ID == ba.Txn.ID {
+						return nil, nil, errNot1PC
+					}
+				}
+			}
+			return nil, nil, err
+		}
+		br.Responses = append(br.Responses, resp)
+	}
+	br.Responses = append(br.Responses, &kvpb.EndTxnResponse{})
+	committed := ba.Txn.Clone()
+	committed.Status = kvpb.Committed
+	committed.LockSpans = append([]kvpb.Span(nil), et.LockSpans...)
+	br.Txn = committed
+	br.OnePhaseCommit = true
+	ec.prop.OnePhaseCommit = true
+	if !b.Empty() {
+		ec.prop.Repr = append([]byte(nil), b.Repr()...)
+	}
+	return ec.prop, br, nil
+}

@@ -1,0 +1,44 @@
+package tablet
+
+import (
+	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/mvcc"
+)
+
+// Reads: Get, Scan and Refresh. They write nothing; the timestamp cache
+// learns about them after evaluation (Replica.recordReads).
+
+func (ec *evalCtx) get(req *kvpb.GetRequest) (kvpb.Response, error) {
+	res, err := mvcc.Get(ec.b, req.Key, ec.readTS(), mvcc.ReadOptions{Txn: ec.txn})
+	if err != nil {
+		return nil, wrapEval(req, err)
+	}
+	return &kvpb.GetResponse{Value: res.Value, Timestamp: res.Timestamp}, nil
+}
+
+func (ec *evalCtx) scan(req *kvpb.ScanRequest) (kvpb.Response, error) {
+	res, err := mvcc.Scan(ec.b, req.Key, req.EndKey, ec.readTS(), mvcc.ScanOptions{
+		ReadOptions: mvcc.ReadOptions{Txn: ec.txn},
+		Reverse:     req.Reverse,
+		MaxKeys:     req.MaxKeys,
+		MaxBytes:    req.MaxBytes,
+	})
+	if err != nil {
+		return nil, wrapEval(req, err)
+	}
+	return &kvpb.ScanResponse{Rows: res.Rows, ResumeSpan: res.ResumeSpan}, nil
+}
+
+// refresh checks that the transaction's earlier reads of the span are still
+// valid at its current read timestamp; recordReads then protects the span
+// at that timestamp.
+func (ec *evalCtx) refresh(req *kvpb.RefreshRequest) (kvpb.Response, error) {
+	end := req.EndKey
+	if len(end) == 0 {
+		end = spanEnd(req.Span())
+	}
+	if err := mvcc.CheckRefresh(ec.b, req.Key, end, req.From, ec.txn.ReadTimestamp, ec.txn.ID); err != nil {
+		return nil, wrapEval(req, err)
+	}
+	return &kvpb.RefreshResponse{}, nil
+}

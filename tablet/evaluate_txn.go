@@ -1,0 +1,211 @@
+package tablet
+
+import (
+	"fmt"
+
+	"github.com/cairn-db/cairn/hlc"
+	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/mvcc"
+)
+
+// Transaction records: EndTxn, HeartbeatTxn, PushTxn, QueryTxn. A record
+// lives on the tablet holding its anchor key. Final records (committed or
+// aborted) are kept, not deleted, so a late or replayed HeartbeatTxn or
+// EndTxn finds them and cannot resurrect the transaction (invariant 8);
+// removing them is left to a future record GC that knows no coordinator
+// can still be running.
+
+func (ec *evalCtx) endTxn(req *kvpb.EndTxnRequest) (kvpb.Response, error) {
+	txn := ec.txn
+	rec, found, err := mvcc.GetTxnRecord(ec.b, req.Key, txn.ID)
+	if err != nil {
+		return nil, wrapEval(req, err)
+	}
+	if found {
+		switch rec.Status {
+		case kvpb.Aborted:
+			if req.Commit {
+				return nil, &kvpb.TransactionAbortedError{Reason: ec.r.abortReason(txn.ID)}
+			}
+			// Rolling back an aborted transaction is idempotent; it still
+			// cleans up the intents the client names.
+			final := rec.Clone()
+			if len(req.LockSpans) > 0 {
+				final.LockSpans = append([]kvpb.Span(nil), req.LockSpans...)
+			}
+			if err := ec.finish(final, kvpb.AbortClient); err != nil {
+				return nil, wrapEval(req, err)
+			}
+			return &kvpb.EndTxnResponse{}, nil
+		case kvpb.Committed:
+			return nil, &kvpb.TransactionStatusError{Txn: txn.TxnMeta, Status: kvpb.Committed, Msg: "already committed"}
+		}
+		if txn.Epoch < rec.Epoch {
+			return nil, &kvpb.TransactionStatusError{Txn: txn.TxnMeta, Status: rec.Status,
+				Msg: fmt.Sprintf("EndTxn at epoch %d but the record is at epoch %d", txn.Epoch, rec.Epoch)}
+		}
+		txn.WriteTimestamp = txn.WriteTimestamp.Forward(rec.WriteTimestamp)
+	}
+	final := txn.Clone()
+	final.LockSpans = append([]kvpb.Span(nil), req.LockSpans...)
+	if req.Commit {
+		// Commit only at the timestamp the coordinator asked for: if this
+		// batch or a pusher moved it, the coordinator must decide (refresh
+		// or restart) before committing higher.
+		if asked := ec.ba.Txn.WriteTimestamp; asked.Less(final.WriteTimestamp) {
+			return nil, &kvpb.TransactionRetryError{
+				Reason: kvpb.RetrySerializable,
+				Detail: fmt.Sprintf("commit of %s asked at %s but its write timestamp was pushed to %s", txn.Short(), asked, final.WriteTimestamp),
+			}
+		}
+		final.Status = kvpb.Committed
+	} else {
+		final.Status = kvpb.Aborted
+	}
+	if err := ec.finish(final, kvpb.AbortClient); err != nil {
+		return nil, wrapEval(req, err)
+	}
+	return &kvpb.EndTxnResponse{}, nil
+}
+
+// finish writes the final record and resolves the transaction's intents:
+// those on this tablet in the same batch, the others after Apply.
+func (ec *evalCtx) finish(final *kvpb.Transaction, reason kvpb.AbortReason) error {
+	if err := mvcc.PutTxnRecord(ec.b, final); err != nil {
+		return err
+	}
+	var foreign []kvpb.Span
+	for _, s := range final.LockSpans {
+		if local, ok := clipSpan(s, ec.desc); ok {
+			if _, _, err := mvcc.ResolveIntentRange(ec.b, local.Key, local.EndKey, final.TxnMeta, final.Status, 0); err != nil {
+				return err
+			}
+			ec.prop.LocksReleased = append(ec.prop.LocksReleased, LockRelease{Span: local, Txn: final.ID})
+		}
+		foreign = append(foreign, subtractSpan(s, ec.desc)...)
+	}
+	if len(foreign) > 0 {
+		ec.prop.ResolveAsync = append(ec.prop.ResolveAsync, AsyncResolve{Txn: final.TxnMeta, Status: final.Status, Spans: foreign})
+	}
+	ec.prop.TxnUpdates = append(ec.prop.TxnUpdates, TxnUpdate{ID: final.ID, Status: final.Status, AbortReason: reason})
+	ec.txn = final
+	return nil
+}
+
+// subtractSpan returns the parts of s outside the tablet.
+func subtractSpan(s kvpb.Span, desc kvpb.TabletDescriptor) []kvpb.Span {
+	if len(s.EndKey) == 0 {
+		if desc.ContainsKey(s.Key) {
+			return nil
+		}
+		return []kvpb.Span{s}
+	}
+	var out []kvpb.Span
+	if string(s.Key) < string(desc.StartKey) {
+		out = append(out, kvpb.Span{Key: s.Key, EndKey: minKey(s.EndKey, desc.StartKey)})
+	}
+	if string(desc.EndKey) < string(s.EndKey) {
+		out = append(out, kvpb.Span{Key: maxKey(s.Key, desc.EndKey), EndKey: s.EndKey})
+	}
+	return out
+}
+
+func (ec *evalCtx) heartbeatTxn(req *kvpb.HeartbeatTxnRequest) (kvpb.Response, error) {
+	now := req.Now
+	if now.IsEmpty() {
+		now = ec.r.clock.Now()
+	}
+	rec, found, err := mvcc.GetTxnRecord(ec.b, req.Key, ec.txn.ID)
+	if err != nil {
+		return nil, wrapEval(req, err)
+	}
+	if !found {
+		rec = *ec.txn.Clone()
+		rec.Status = kvpb.Pending
+	}
+	if rec.Status == kvpb.Pending {
+		rec.LastHeartbeat = rec.LastHeartbeat.Forward(now)
+		if err := mvcc.PutTxnRecord(ec.b, &rec); err != nil {
+			return nil, wrapEval(req, err)
+		}
+	}
+	// The coordinator learns of pushes and of a final status here.
+	ec.txn.Status = rec.Status
+	ec.txn.WriteTimestamp = ec.txn.WriteTimestamp.Forward(rec.WriteTimestamp)
+	return &kvpb.HeartbeatTxnResponse{Txn: rec}, nil
+}
+
+// pushTxn decides a push (see kvpb.PushTxnRequest): it succeeds against a
+// finished pushee, aborts an abandoned (expired) one or a deadlock victim,
+// moves a pending one's write timestamp for PushTimestamp, and otherwise
+// fails with *kvpb.TransactionPushError so the pusher waits.
+func (ec *evalCtx) pushTxn(req *kvpb.PushTxnRequest) (kvpb.Response, error) {
+	rec, found, err := mvcc.GetTxnRecord(ec.b, req.Key, req.Pushee.ID)
+	if err != nil {
+		return nil, wrapEval(req, err)
+	}
+	if !found {
+		// No record yet: the transaction is alive as long as it started
+		// recently (its intents carry its MinTimestamp).
+		rec = kvpb.Transaction{
+			TxnMeta:       req.Pushee,
+			Status:        kvpb.Pending,
+			ReadTimestamp: req.Pushee.MinTimestamp,
+			LastHeartbeat: req.Pushee.MinTimestamp,
+		}
+	}
+	if rec.Status.IsFinal() {
+		return &kvpb.PushTxnResponse{Pushee: rec}, nil
+	}
+	now := ec.r.clock.Now()
+	var (
+		abort  bool
+		reason kvpb.AbortReason
+	)
+	prioWins := (req.Pusher.Priority == MaxPriority || rec.Priority == MinPriority) && req.Pusher.Priority > rec.Priority
+	switch {
+	case mvcc.IsExpired(rec, now, ec.r.cfg.TxnLivenessThreshold):
+		abort, reason = true, kvpb.AbortExpired
+	case ec.opts.forceAbort:
+		abort, reason = true, kvpb.AbortDeadlock
+	case prioWins && req.PushType == kvpb.PushAbort:
+		abort, reason = true, kvpb.AbortPushed
+	}
+	if abort {
+		rec.Status = kvpb.Aborted
+		if err := mvcc.PutTxnRecord(ec.b, &rec); err != nil {
+			return nil, wrapEval(req, err)
+		}
+		ec.prop.TxnUpdates = append(ec.prop.TxnUpdates, TxnUpdate{ID: rec.ID, Status: kvpb.Aborted, AbortReason: reason})
+		return &kvpb.PushTxnResponse{Pushee: rec}, nil
+	}
+	if req.PushType != kvpb.PushTimestamp {
+		return nil, &kvpb.TransactionPushError{Pushee: rec}
+	}
+	if req.PushTo.Less(rec.WriteTimestamp) {
+		return &kvpb.PushTxnResponse{Pushee: rec}, nil
+	}
+	rec.WriteTimestamp = req.PushTo.Next()
+	if err := mvcc.PutTxnRecord(ec.b, &rec); err != nil {
+		return nil, wrapEval(req, err)
+	}
+	ec.prop.TxnUpdates = append(ec.prop.TxnUpdates, TxnUpdate{ID: rec.ID, Status: kvpb.Pending})
+	return &kvpb.PushTxnResponse{Pushee: rec}, nil
+}
+
+func (ec *evalCtx) queryTxn(req *kvpb.QueryTxnRequest) (kvpb.Response, error) {
+	rec, found, err := mvcc.GetTxnRecord(ec.b, req.Key, req.Txn.ID)
+	if err != nil {
+		return nil, wrapEval(req, err)
+	}
+	return &kvpb.QueryTxnResponse{Txn: rec, Found: found, WaitingTxns: ec.r.txnWait.waitingOn(req.Txn.ID)}, nil
+}
+
+// pushTo is the timestamp a reader needs a conflicting writer pushed above:
+// its read timestamp, or its uncertainty limit when it has one.
+func pushTo(ba *kvpb.BatchRequest) hlc.Timestamp {
+	if ba.Txn == nil {
+		return ba.Timestamp
+	}
+	return ba.Txn.ReadTimestamp.Forward(ba.Txn.GlobalUncertaintyLimit)
+}

@@ -1,0 +1,175 @@
+package tablet
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/cairn-db/cairn/kvpb"
+	"github.com/google/uuid"
+)
+
+// lockTable is the in-memory view of the intents on a tablet's keys, and the
+// queue of requests waiting for each of them to go away.
+//
+// It is a cache of what mvcc stores in the lock keyspace: it is rebuilt from
+// mvcc.ScanIntents when the replica opens, updated by Apply as proposals
+// write and resolve intents, and completed by evaluation, which adds an
+// intent it met but the table did not know (invariant 6: a lock that exists
+// in storage and blocks a request is in the table before that request
+// waits). A lock the table holds that storage no longer has is harmless: a
+// waiter on it pushes the holder, and once the holder is finished the
+// resolution removes it.
+//
+// Waiters do not poll: each lock has a channel that is closed when the lock
+// is released or changes hands, and every waiter selects on it.
+type lockTable struct {
+	mu    sync.Mutex
+	locks map[string]*lockState
+}
+
+type lockState struct {
+	holder kvpb.TxnMeta
+	// released is closed when the lock is released; the state is then
+	// removed from the map and a new acquisition creates a fresh state.
+	released chan struct{}
+	// waiters are the transactions (uuid.Nil for non-transactional
+	// requests) queued on the lock, in arrival order, for introspection.
+	waiters []uuid.UUID
+}
+
+func newLockTable() *lockTable {
+	return &lockTable{locks: make(map[string]*lockState)}
+}
+
+// acquire records that txn holds the intent on key. If another transaction
+// held it (which evaluation never allows; it only happens when the table
+// missed a release), the old waiters are woken so they re-evaluate.
+func (t *lockTable) acquire(key []byte, txn kvpb.TxnMeta) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.acquireLocked(key, txn)
+}
+
+func (t *lockTable) acquireLocked(key []byte, txn kvpb.TxnMeta) *lockState {
+	if l, ok := t.locks[string(key)]; ok {
+		if l.holder.ID == txn.ID {
+			l.holder = txn
+			return l
+		}
+		close(l.released)
+	}
+	l := &lockState{holder: txn, released: make(chan struct{})}
+	t.locks[string(key)] = l
+	return l
+}
+
+// release drops the lock on key if txn holds it, waking its waiters.
+func (t *lockTable) release(key []byte, txn uuid.UUID) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.releaseLocked(string(key), txn)
+}
+
+func (t *lockTable) releaseLocked(key string, txn uuid.UUID) {
+	if l, ok := t.locks[key]; ok && l.holder.ID == txn {
+		close(l.released)
+		delete(t.locks, key)
+	}
+}
+
+// releaseRange drops every lock txn holds in [start, end).
+func (t *lockTable) releaseRange(start, end []byte, txn uuid.UUID) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for k, l := range t.locks {
+		if l.holder.ID == txn && bytes.Compare([]byte(k), start) >= 0 && bytes.Compare([]byte(k), end) < 0 {
+			t.releaseLocked(k, txn)
+		}
+	}
+}
+
+// wakeRange wakes the waiters of every lock txn holds in [start, end)
+// without releasing the locks (they moved to a higher timestamp).
+func (t *lockTable) wakeRange(start, end []byte, txn uuid.UUID) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for k, l := range t.locks {
+		if l.holder.ID == txn && bytes.Compare([]byte(k), start) >= 0 && bytes.Compare([]byte(k), end) < 0 {
+			close(l.released)
+			l.released = make(chan struct{})
+			l.waiters = nil
+		}
+	}
+}
+
+// enqueue registers a waiter (waiterTxn, uuid.Nil if none) on the intent
+// and returns the channel closed when that lock is released. If the table
+// did not know the intent it adds it first. The caller must hold latches
+// covering the key, so the lock cannot be released between the evaluation
+// that met it and this call.
+func (t *lockTable) enqueue(in kvpb.Intent, waiterTxn uuid.UUID) <-chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	l, ok := t.locks[string(in.Key)]
+	if !ok || l.holder.ID != in.Txn.ID {
+		l = t.acquireLocked(in.Key, in.Txn)
+	}
+	l.waiters = append(l.waiters, waiterTxn)
+	return l.released
+}
+
+// dequeue removes one waiter entry of waiterTxn from the lock on key, if
+// the lock is still there.
+func (t *lockTable) dequeue(key []byte, waiterTxn uuid.UUID) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if l, ok := t.locks[string(key)]; ok {
+		if i := slices.Index(l.waiters, waiterTxn); i >= 0 {
+			l.waiters = slices.Delete(l.waiters, i, i+1)
+		}
+	}
+}
+
+// splitOff moves the locks at or after key into a new table, waking their
+// waiters so they re-evaluate (and find the key now belongs to another
+// tablet).
+func (t *lockTable) splitOff(key []byte) *lockTable {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	r := newLockTable()
+	for k, l := range t.locks {
+		if bytes.Compare([]byte(k), key) >= 0 {
+			close(l.released)
+			delete(t.locks, k)
+			r.locks[k] = &lockState{holder: l.holder, released: make(chan struct{})}
+		}
+	}
+	return r
+}
+
+// String lists the locks in key order with their holders and waiters, for
+// tests.
+func (t *lockTable) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	keys := make([]string, 0, len(t.locks))
+	for k := range t.locks {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		l := t.locks[k]
+		fmt.Fprintf(&b, "%q holder=%s waiters=%d\n", k, l.holder.Short(), len(l.waiters))
+	}
+	return b.String()
+}
+
+func (t *lockTable) len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.locks)
+}

@@ -1,0 +1,151 @@
+package tablet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/cairn-db/cairn/kvpb"
+	"github.com/google/uuid"
+)
+
+// lockWait is a batch's registration on the locks its evaluation met.
+type lockWait struct {
+	intents  []kvpb.Intent
+	released []<-chan struct{}
+	waiter   uuid.UUID
+}
+
+// waitForLocks waits, lock by lock, until each conflicting lock is released
+// or its holder has been pushed out of the way (and the intent cleaned up),
+// then returns so the batch re-evaluates. The batch holds no latches here.
+func (r *Replica) waitForLocks(ctx context.Context, ba *kvpb.BatchRequest, w *lockWait) error {
+	defer func() {
+		for _, in := range w.intents {
+			r.locks.dequeue(in.Key, w.waiter)
+		}
+	}()
+	done := make(map[uuid.UUID]bool)
+	for i, in := range w.intents {
+		if done[in.Txn.ID] {
+			continue
+		}
+		pushee, err := r.waitForLock(ctx, ba, in, w.released[i])
+		if err != nil {
+			return err
+		}
+		if pushee == nil {
+			continue
+		}
+		// One push settles every intent of that holder the batch met:
+		// resolve them together, in one batch per tablet.
+		done[in.Txn.ID] = true
+		var met [][]byte
+		for _, o := range w.intents[i:] {
+			if o.Txn.ID == in.Txn.ID {
+				met = append(met, o.Key)
+			}
+		}
+		if err := r.resolveMet(ctx, in.Txn, *pushee, met); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type pushResult struct {
+	pushee kvpb.Transaction
+	err    error
+}
+
+// waitForLock waits for one lock. It returns the holder's record when a
+// push got it out of the way (the caller must then resolve the intent), or
+// nil when the lock was released.
+func (r *Replica) waitForLock(ctx context.Context, ba *kvpb.BatchRequest, in kvpb.Intent, released <-chan struct{}) (*kvpb.Transaction, error) {
+	select {
+	case <-released:
+		return nil, nil
+	default:
+	}
+	// Push the holder while waiting: the push returns when the holder is
+	// finished, abandoned, pushed (for a reader), or a deadlock victim, or
+	// fails when we are the victim.
+	pushCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan pushResult, 1)
+	go func() {
+		pushee, err := r.push(pushCtx, ba, in)
+		done <- pushResult{pushee: pushee, err: err}
+	}()
+	select {
+	case <-released:
+		cancel()
+		<-done
+		return nil, nil
+	case <-ctx.Done():
+		cancel()
+		<-done
+		return nil, fmt.Errorf("tablet: waiting for lock on %q: %w", in.Key, ctx.Err())
+	case res := <-done:
+		if res.err != nil {
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("tablet: waiting for lock on %q: %w", in.Key, ctx.Err())
+			}
+			return nil, res.err
+		}
+		return &res.pushee, nil
+	}
+}
+
+// push sends a PushTxn for the intent's holder to the tablet holding its
+// record. Writers want the holder aborted; readers only want it above
+// their read timestamp.
+func (r *Replica) push(ctx context.Context, ba *kvpb.BatchRequest, in kvpb.Intent) (kvpb.Transaction, error) {
+	var pusher kvpb.Transaction
+	if ba.Txn != nil {
+		pusher = *ba.Txn.Clone()
+	}
+	req := &kvpb.PushTxnRequest{
+		Key:      in.Txn.Key,
+		Pusher:   pusher,
+		Pushee:   in.Txn,
+		PushTo:   pushTo(ba),
+		PushType: kvpb.PushAbort,
+	}
+	if ba.IsReadOnly() {
+		req.PushType = kvpb.PushTimestamp
+	}
+	pba := &kvpb.BatchRequest{Header: kvpb.Header{Now: r.clock.Now()}}
+	pba.Add(req)
+	br, err := r.cfg.Sender.Send(ctx, pba)
+	if err != nil {
+		return kvpb.Transaction{}, fmt.Errorf("tablet: push %s: %w", in.Txn.Short(), err)
+	}
+	resp, ok := br.Responses[0].(*kvpb.PushTxnResponse)
+	if !ok {
+		return kvpb.Transaction{}, fmt.Errorf("tablet: push %s: unexpected response %T", in.Txn.Short(), br.Responses[0])
+	}
+	return resp.Pushee, nil
+}
+
+// resolveMet cleans up the intents met after a successful push: removed if
+// the holder is aborted, committed if it committed, moved to the holder's
+// new write timestamp if it was only pushed.
+func (r *Replica) resolveMet(ctx context.Context, holder kvpb.TxnMeta, pushee kvpb.Transaction, met [][]byte) error {
+	meta := holder
+	meta.WriteTimestamp = meta.WriteTimestamp.Forward(pushee.WriteTimestamp)
+	// The holder may have restarted (and rewritten its intents at a newer
+	// epoch) since we met its intent: resolve at the record's epoch.
+	if pushee.ID == holder.ID && pushee.Epoch > meta.Epoch {
+		meta.Epoch = pushee.Epoch
+	}
+	if err := r.resolver().ResolveIntents(ctx, meta, pushee.Status, met); err != nil {
+		var mismatch *kvpb.TabletKeyMismatchError
+		if errors.As(err, &mismatch) {
+			// The key moved away in a split; the re-evaluation will say so.
+			return nil
+		}
+		return fmt.Errorf("tablet: resolve intents of %s after push: %w", holder.Short(), err)
+	}
+	return nil
+}

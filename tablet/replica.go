@@ -1,0 +1,370 @@
+package tablet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cairn-db/cairn/hlc"
+	"github.com/cairn-db/cairn/keys"
+	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/mvcc"
+	"github.com/cairn-db/cairn/storage"
+	"github.com/google/uuid"
+)
+
+// Defaults for Config's zero fields.
+const (
+	DefaultTxnLivenessThreshold = 5 * time.Second
+	DefaultMaxValueSize         = 64 << 20
+	DefaultPushPollInterval     = 20 * time.Millisecond
+	DefaultTSCacheMaxEntries    = 1 << 16
+)
+
+// Priority bounds. A push by a transaction at MaxPriority, or of one at
+// MinPriority, wins at once; between the bounds pushers wait, so ordinary
+// contention queues fairly and only the deadlock detector aborts.
+const (
+	MinPriority int32 = -1 << 31
+	MaxPriority int32 = 1<<31 - 1
+)
+
+// LookupFunc finds the tablet holding key (the store's LookupTablet). The
+// intent resolver uses it to batch resolution per tablet.
+type LookupFunc func(ctx context.Context, key []byte, reverse bool) (kvpb.TabletDescriptor, error)
+
+// Config is what a replica needs from its store. Zero fields take the
+// defaults above; Sender is required for pushes and intent resolution.
+type Config struct {
+	// TxnLivenessThreshold is how long a pending transaction may go without
+	// a heartbeat (or, without a record, since it started) before a pusher
+	// may abort it as abandoned.
+	TxnLivenessThreshold time.Duration
+	// MaxValueSize bounds the value of a Put or ConditionalPut.
+	MaxValueSize int
+	// PushPollInterval is how often a waiting push re-checks its pushee and
+	// asks for its own pusher's dependents (deadlock detection).
+	PushPollInterval time.Duration
+	// TSCacheMaxEntries bounds the timestamp cache.
+	TSCacheMaxEntries int
+	// Sender carries pushes, queries and resolutions to whichever tablet
+	// holds the keys or records involved (the store, or later the kv
+	// client). Batches it is given have TabletID zero unless stated.
+	Sender kvpb.Sender
+	// Lookup finds tablet boundaries for batched intent resolution.
+	Lookup LookupFunc
+}
+
+func (c Config) withDefaults() Config {
+	if c.TxnLivenessThreshold <= 0 {
+		c.TxnLivenessThreshold = DefaultTxnLivenessThreshold
+	}
+	if c.MaxValueSize <= 0 {
+		c.MaxValueSize = DefaultMaxValueSize
+	}
+	if c.PushPollInterval <= 0 {
+		c.PushPollInterval = DefaultPushPollInterval
+	}
+	if c.TSCacheMaxEntries <= 0 {
+		c.TSCacheMaxEntries = DefaultTSCacheMaxEntries
+	}
+	return c
+}
+
+// Metrics are a replica's exported counters. They are safe to read at any
+// time.
+type Metrics struct {
+	// OnePhaseCommits counts transactions committed without intents.
+	OnePhaseCommits atomic.Int64
+	// IntentsWritten counts intents laid down by applied proposals.
+	IntentsWritten atomic.Int64
+	// PushesWaited counts pushes that had to wait in the txn wait queue.
+	PushesWaited atomic.Int64
+	// DeadlocksBroken counts deadlock victims this replica's waiters chose.
+	DeadlocksBroken atomic.Int64
+}
+
+// Replica is one tablet's replica: its span, its in-memory concurrency
+// state and the evaluation of batches against the store's engine. All
+// methods are safe for concurrent use.
+type Replica struct {
+	eng     *storage.Engine
+	clock   *hlc.Clock
+	cfg     Config
+	latches *latchManager
+	tscache *tsCache
+	locks   *lockTable
+	txnWait *txnWaitQueue
+	metrics Metrics
+
+	// async tracks background intent resolution so Close can wait for it.
+	asyncMu     sync.Mutex
+	asyncClosed bool
+	async       sync.WaitGroup
+	ctx         context.Context
+	cancel      context.CancelFunc
+
+	mu struct {
+		sync.RWMutex
+		desc kvpb.TabletDescriptor
+		// abortReasons remembers why transactions whose records live here
+		// were aborted, so a later EndTxn or waiter can say. It is a cache:
+		// after a restart the reason falls back to AbortPushed.
+		abortReasons map[uuid.UUID]kvpb.AbortReason
+	}
+}
+
+// maxAbortReasons bounds the abort-reason cache.
+const maxAbortReasons = 1 << 14
+
+// New opens the replica of desc over eng, rebuilding its lock table from the
+// intents stored in its span.
+func New(eng *storage.Engine, clock *hlc.Clock, desc kvpb.TabletDescriptor, cfg Config) (*Replica, error) {
+	cfg = cfg.withDefaults()
+	if cfg.Sender == nil {
+		return nil, errors.New("tablet: Config.Sender is required")
+	}
+	r := newReplica(eng, clock, desc, cfg, newTSCache(clock.Now(), cfg.TSCacheMaxEntries), newLockTable())
+	intents, err := mvcc.ScanIntents(eng, desc.StartKey, desc.EndKey, 0)
+	if err != nil {
+		return nil, fmt.Errorf("tablet: rebuild lock table of %s: %w", &desc, err)
+	}
+	for _, in := range intents {
+		r.locks.acquire(in.Key, in.Txn)
+	}
+	return r, nil
+}
+
+func newReplica(eng *storage.Engine, clock *hlc.Clock, desc kvpb.TabletDescriptor, cfg Config, tc *tsCache, lt *lockTable) *Replica {
+	r := &Replica{
+		eng:     eng,
+		clock:   clock,
+		cfg:     cfg,
+		latches: newLatchManager(),
+		tscache: tc,
+		locks:   lt,
+		txnWait: newTxnWaitQueue(),
+	}
+	r.ctx, r.cancel = context.WithCancel(context.Background())
+	r.mu.desc = desc
+	r.mu.abortReasons = make(map[uuid.UUID]kvpb.AbortReason)
+	return r
+}
+
+// Desc returns the replica's current descriptor.
+func (r *Replica) Desc() kvpb.TabletDescriptor {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.mu.desc
+}
+
+// Metrics returns the replica's counters.
+func (r *Replica) Metrics() *Metrics { return &r.metrics }
+
+// Close stops background intent resolution and waits for it.
+func (r *Replica) Close() {
+	r.asyncMu.Lock()
+	r.asyncClosed = true
+	r.asyncMu.Unlock()
+	r.cancel()
+	r.async.Wait()
+}
+
+func (r *Replica) abortReason(id uuid.UUID) kvpb.AbortReason {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if reason, ok := r.mu.abortReasons[id]; ok {
+		return reason
+	}
+	return kvpb.AbortPushed
+}
+
+// Send evaluates and applies ba, waiting on locks and pushing their holders
+// as needed (see the package doc for the path of a request).
+func (r *Replica) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchResponse, error) {
+	if r.ctx.Err() != nil {
+		return nil, ErrClosed
+	}
+	if err := r.validate(ba); err != nil {
+		return nil, err
+	}
+	for {
+		br, w, err := r.executeOnce(ctx, ba, evalOptions{})
+		if err != nil {
+			return nil, err
+		}
+		if w == nil {
+			br.Now = r.clock.Now()
+			return br, nil
+		}
+		var pr *kvpb.PushTxnResponse
+		switch {
+		case w.locks != nil:
+			err = r.waitForLocks(ctx, ba, w.locks)
+		case w.push != nil:
+			pr, err = r.waitForPush(ctx, ba, w.push)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if pr != nil {
+			return &kvpb.BatchResponse{Responses: []kvpb.Response{pr}, Now: r.clock.Now()}, nil
+		}
+	}
+}
+
+// waitFor says what executeOnce registered to wait on before releasing its
+// latches.
+type waitFor struct {
+	locks *lockWait
+	push  *pushWaiter
+}
+
+// executeOnce runs one pass of ba under latches: evaluate, then apply. A
+// conflict it may wait on is registered (under the latches, so no release
+// can be missed) and returned instead of an error.
+func (r *Replica) executeOnce(ctx context.Context, ba *kvpb.BatchRequest, opts evalOptions) (*kvpb.BatchResponse, *waitFor, error) {
+	desc := r.Desc()
+	g, err := r.latches.acquire(ctx, latchSpans(ba, desc))
+	if err != nil {
+		return nil, nil, err
+	}
+	defer r.latches.release(g)
+	// The span may have shrunk (split) while we waited.
+	desc = r.Desc()
+	if err := checkKeys(ba, desc); err != nil {
+		return nil, nil, err
+	}
+	exec := *ba
+	if exec.Txn == nil && exec.Timestamp.IsEmpty() {
+		exec.Timestamp = r.clock.Now()
+	}
+	prop, br, err := r.evaluate(&exec, desc, opts)
+	if err != nil {
+		if w := r.registerWait(&exec, err); w != nil {
+			return nil, w, nil
+		}
+		return nil, nil, err
+	}
+	if err := r.Apply(prop); err != nil {
+		return nil, nil, err
+	}
+	r.recordReads(&exec, br)
+	return br, nil, nil
+}
+
+// registerWait decides whether err is a conflict to wait on and, if so,
+// registers the wait.
+func (r *Replica) registerWait(ba *kvpb.BatchRequest, err error) *waitFor {
+	if ba.WaitPolicy == kvpb.WaitError {
+		return nil
+	}
+	var wie *kvpb.WriteIntentError
+	if errors.As(err, &wie) && len(wie.Intents) > 0 {
+		waiter := uuid.Nil
+		if ba.Txn != nil {
+			waiter = ba.Txn.ID
+			for _, in := range wie.Intents {
+				if in.Txn.ID == ba.Txn.ID {
+					// Meeting our own intent at another epoch or similar
+					// is not something waiting can fix.
+					return nil
+				}
+			}
+		}
+		lw := &lockWait{intents: wie.Intents, waiter: waiter}
+		for _, in := range wie.Intents {
+			lw.released = append(lw.released, r.locks.enqueue(in, waiter))
+		}
+		return &waitFor{locks: lw}
+	}
+	var pe *kvpb.TransactionPushError
+	if errors.As(err, &pe) && len(ba.Requests) == 1 {
+		if req, ok := ba.Requests[0].(*kvpb.PushTxnRequest); ok {
+			r.metrics.PushesWaited.Add(1)
+			return &waitFor{push: r.txnWait.enqueue(req.Pusher.TxnMeta, req.Pushee.ID)}
+		}
+	}
+	return nil
+}
+
+// recordReads adds the spans ba read to the timestamp cache (invariant 4).
+// It runs after the reads were evaluated and before the latches are
+// released, so no conflicting write can evaluate in between.
+func (r *Replica) recordReads(ba *kvpb.BatchRequest, br *kvpb.BatchResponse) {
+	ts, txnID := ba.Timestamp, uuid.Nil
+	if ba.Txn != nil {
+		ts, txnID = ba.Txn.ReadTimestamp, ba.Txn.ID
+	}
+	for i, req := range ba.Requests {
+		switch req := req.(type) {
+		case *kvpb.GetRequest:
+			r.tscache.add(req.Span(), ts, txnID)
+		case *kvpb.ScanRequest:
+			span := req.Span()
+			if resp, ok := br.Responses[i].(*kvpb.ScanResponse); ok && resp.ResumeSpan != nil {
+				// Only the part actually read is protected.
+				if req.Reverse {
+					span.Key = resp.ResumeSpan.EndKey
+				} else {
+					span.EndKey = resp.ResumeSpan.Key
+				}
+			}
+			if len(span.EndKey) > 0 && string(span.Key) < string(span.EndKey) {
+				r.tscache.add(span, ts, txnID)
+			}
+		case *kvpb.RefreshRequest:
+			r.tscache.add(req.Span(), ts, txnID)
+		}
+	}
+}
+
+// latchSpans lists the latches ba needs: user-key spans for data, record
+// keys for transaction records, and for EndTxn the part of its lock spans
+// on this tablet, which it resolves.
+func latchSpans(ba *kvpb.BatchRequest, desc kvpb.TabletDescriptor) []latchSpan {
+	var out []latchSpan
+	add := func(s kvpb.Span, write bool) { out = append(out, latchSpan{span: s, write: write}) }
+	record := func(anchor []byte, id uuid.UUID) kvpb.Span {
+		return kvpb.Span{Key: keys.TxnRecord(anchor, id)}
+	}
+	for _, req := range ba.Requests {
+		switch req := req.(type) {
+		case *kvpb.EndTxnRequest:
+			if ba.Txn != nil {
+				add(record(req.Key, ba.Txn.ID), true)
+			}
+			for _, s := range req.LockSpans {
+				if c, ok := clipSpan(s, desc); ok {
+					add(c, true)
+				}
+			}
+		case *kvpb.HeartbeatTxnRequest:
+			if ba.Txn != nil {
+				add(record(req.Key, ba.Txn.ID), true)
+			}
+		case *kvpb.PushTxnRequest:
+			add(record(req.Key, req.Pushee.ID), true)
+		case *kvpb.QueryTxnRequest:
+			add(record(req.Key, req.Txn.ID), false)
+		default:
+			add(req.Span(), req.Method().IsWrite())
+		}
+	}
+	return out
+}
+
+// clipSpan intersects s with the tablet's span.
+func clipSpan(s kvpb.Span, desc kvpb.TabletDescriptor) (kvpb.Span, bool) {
+	if len(s.EndKey) == 0 {
+		return s, desc.ContainsKey(s.Key)
+	}
+	start, end := maxKey(s.Key, desc.StartKey), minKey(s.EndKey, desc.EndKey)
+	if string(start) >= string(end) {
+		return kvpb.Span{}, false
+	}
+	return kvpb.Span{Key: start, EndKey: end}, true
+}

@@ -1,0 +1,109 @@
+package tablet
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	"github.com/cairn-db/cairn/keys"
+	"github.com/cairn-db/cairn/kvpb"
+)
+
+// Split divides the replica at splitKey. Under write latches over the whole
+// tablet (its keys and its transaction records) one synced batch writes the
+// two new directory entries: the left keeps its ID with [StartKey,
+// splitKey) and generation+1, the right gets rightID with [splitKey,
+// EndKey) and generation+1. No data moves (keys invariant 2: locks and
+// records follow their keys). Then the in-memory state is divided: locks at
+// or after splitKey, and a copy of the timestamp cache, go to the new right
+// replica, which register receives before any latch is released, so no
+// request can find the new descriptor in the directory but no replica.
+//
+// Requests that raced with the split re-check their keys after acquiring
+// latches and get *kvpb.TabletKeyMismatchError; waiters on moved locks and
+// records are woken to do the same.
+func (r *Replica) Split(ctx context.Context, splitKey []byte, rightID kvpb.TabletID, register func(*Replica)) (left, right kvpb.TabletDescriptor, err error) {
+	desc := r.Desc()
+	if bytes.Compare(splitKey, desc.StartKey) <= 0 || bytes.Compare(splitKey, desc.EndKey) >= 0 {
+		if !desc.ContainsKey(splitKey) {
+			return left, right, keyMismatch(splitKey, desc)
+		}
+		return left, right, invalidArg("split key %q is not strictly inside %s", splitKey, &desc)
+	}
+	recLo, recHi := keys.TxnRecordSpan(desc.StartKey, desc.EndKey)
+	g, err := r.latches.acquire(ctx, []latchSpan{
+		{span: kvpb.Span{Key: desc.StartKey, EndKey: desc.EndKey}, write: true},
+		{span: kvpb.Span{Key: recLo, EndKey: recHi}, write: true},
+	})
+	if err != nil {
+		return left, right, err
+	}
+	defer r.latches.release(g)
+	if cur := r.Desc(); cur.Generation != desc.Generation {
+		// Split again while we waited; the caller looks up afresh.
+		return left, right, keyMismatch(splitKey, cur)
+	}
+	prop, err := r.evaluateSplit(desc, splitKey, rightID)
+	if err != nil {
+		return left, right, err
+	}
+	if err := r.Apply(prop); err != nil {
+		return left, right, err
+	}
+	r.applySplit(prop.Split, register)
+	return prop.Split.Left, prop.Split.Right, nil
+}
+
+// evaluateSplit builds the split's proposal: the two directory entries.
+func (r *Replica) evaluateSplit(desc kvpb.TabletDescriptor, splitKey []byte, rightID kvpb.TabletID) (*Proposal, error) {
+	left := kvpb.TabletDescriptor{
+		TabletID:   desc.TabletID,
+		StartKey:   desc.StartKey,
+		EndKey:     append([]byte(nil), splitKey...),
+		Generation: desc.Generation + 1,
+	}
+	right := kvpb.TabletDescriptor{
+		TabletID:   rightID,
+		StartKey:   append([]byte(nil), splitKey...),
+		EndKey:     desc.EndKey,
+		Generation: desc.Generation + 1,
+	}
+	if rightID == 0 || rightID == desc.TabletID {
+		return nil, invalidArg("split of %s: bad right tablet id %d", &desc, rightID)
+	}
+	b := r.eng.NewWriteOnlyBatch()
+	defer b.Close()
+	for _, d := range []kvpb.TabletDescriptor{left, right} {
+		if err := WriteDescriptor(b, d); err != nil {
+			return nil, fmt.Errorf("tablet: split %s: %w", &desc, err)
+		}
+	}
+	return &Proposal{
+		Repr:  append([]byte(nil), b.Repr()...),
+		Split: &SplitTrigger{Left: left, Right: right},
+	}, nil
+}
+
+// applySplit divides the in-memory state after the split batch committed.
+// The caller holds latches over the whole pre-split tablet.
+func (r *Replica) applySplit(t *SplitTrigger, register func(*Replica)) {
+	key := t.Right.StartKey
+	right := newReplica(r.eng, r.clock, t.Right, r.cfg, r.tscache.splitOff(key), r.locks.splitOff(key))
+	r.mu.RLock()
+	for id, reason := range r.mu.abortReasons {
+		right.mu.abortReasons[id] = reason
+	}
+	r.mu.RUnlock()
+	// Register the right replica before shrinking the left one, so a
+	// router always finds some replica claiming every key; one that picks
+	// the left in between fails its key check under latches and retries.
+	if register != nil {
+		register(right)
+	}
+	r.mu.Lock()
+	r.mu.desc = t.Left
+	r.mu.Unlock()
+	// Pushes waiting on records that moved right re-evaluate and are told
+	// to go there.
+	r.txnWait.notifyAll()
+}

@@ -1,0 +1,116 @@
+package tablet
+
+import (
+	"testing"
+
+	"github.com/cairn-db/cairn/hlc"
+	"github.com/cairn-db/cairn/kvpb"
+	"github.com/google/uuid"
+	"pgregory.net/rapid"
+)
+
+func TestTSCacheBasics(t *testing.T) {
+	c := newTSCache(hlc.Timestamp{WallTime: 5}, 100)
+	a, b := uuid.New(), uuid.New()
+	c.add(sp("b", "d"), hlc.Timestamp{WallTime: 10}, a)
+	c.add(sp("c", ""), hlc.Timestamp{WallTime: 20}, b)
+	c.add(sp("a", "z"), hlc.Timestamp{WallTime: 7}, uuid.Nil)
+	for _, tc := range []struct {
+		span kvpb.Span
+		ts   int64
+		txn  uuid.UUID
+	}{
+		{sp("a", ""), 7, uuid.Nil},
+		{sp("b", ""), 10, a},
+		{sp("c", ""), 20, b},
+		{sp("c\x00", ""), 10, a},
+		{sp("a", "c"), 10, a},
+		{sp("a", "z"), 20, b},
+		{sp("d", ""), 7, uuid.Nil},
+		{sp("z", ""), 5, uuid.Nil}, // the low-water mark
+	} {
+		ts, txn := c.getMax(tc.span)
+		if ts.WallTime != tc.ts || txn != tc.txn {
+			t.Errorf("getMax(%s) = %s %s, want %d %s", tc.span, ts, txn, tc.ts, tc.txn)
+		}
+	}
+	// Two transactions at the same timestamp: nobody owns it.
+	c.add(sp("b", ""), hlc.Timestamp{WallTime: 10}, b)
+	if _, txn := c.getMax(sp("b", "")); txn != uuid.Nil {
+		t.Errorf("shared timestamp attributed to %s", txn)
+	}
+}
+
+// TestTSCacheModel checks the cache against a list of every read: it must
+// never answer lower than the highest read over a span (the safety
+// property), and while it has not shrunk it answers exactly that.
+func TestTSCacheModel(t *testing.T) {
+	keyGen := rapid.SampledFrom([]string{"a", "b", "c", "d", "e", "f"})
+	rapid.Check(t, func(t *rapid.T) {
+		maxEntries := rapid.IntRange(2, 12).Draw(t, "max")
+		c := newTSCache(hlc.Timestamp{}, maxEntries)
+		type read struct {
+			span kvpb.Span
+			ts   hlc.Timestamp
+		}
+		var reads []read
+		shrunk := false
+		genSpan := func(label string) kvpb.Span {
+			k := keyGen.Draw(t, label+"k")
+			if rapid.Bool().Draw(t, label+"point") {
+				return sp(k, "")
+			}
+			e := keyGen.Draw(t, label+"e")
+			if e <= k {
+				return sp(k, "")
+			}
+			return sp(k, e)
+		}
+		for i := range rapid.IntRange(1, 40).Draw(t, "n") {
+			_ = i
+			if rapid.Bool().Draw(t, "isAdd") {
+				s := genSpan("add")
+				ts := hlc.Timestamp{WallTime: rapid.Int64Range(1, 50).Draw(t, "ts")}
+				c.add(s, ts, uuid.Nil)
+				reads = append(reads, read{s, ts})
+				if !c.lowWater.IsEmpty() {
+					shrunk = true
+				}
+				continue
+			}
+			q := genSpan("get")
+			var want hlc.Timestamp
+			for _, r := range reads {
+				if spansOverlap(r.span, q) {
+					want = want.Forward(r.ts)
+				}
+			}
+			got, _ := c.getMax(q)
+			if got.Less(want) {
+				t.Fatalf("getMax(%s) = %s, below a served read at %s", q, got, want)
+			}
+			if !shrunk && got != want {
+				t.Fatalf("getMax(%s) = %s, want %s", q, got, want)
+			}
+		}
+		if n := c.len(); n > maxEntries {
+			t.Fatalf("%d entries, limit %d", n, maxEntries)
+		}
+	})
+}
+
+func TestTSCacheSplitOff(t *testing.T) {
+	c := newTSCache(hlc.Timestamp{WallTime: 1}, 100)
+	c.add(sp("a", "m"), hlc.Timestamp{WallTime: 10}, uuid.Nil)
+	c.add(sp("n", ""), hlc.Timestamp{WallTime: 30}, uuid.Nil)
+	r := c.splitOff([]byte("c"))
+	if ts, _ := r.getMax(sp("c", "")); ts.WallTime != 10 {
+		t.Fatalf("right side lost a read: %s", ts)
+	}
+	if ts, _ := r.getMax(sp("n", "")); ts.WallTime != 30 {
+		t.Fatalf("right side lost a read: %s", ts)
+	}
+	if ts, _ := r.getMax(sp("a", "")); ts.WallTime != 1 {
+		t.Fatalf("right side kept a left read: %s", ts)
+	}
+}

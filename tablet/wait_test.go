@@ -1,0 +1,176 @@
+package tablet
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/cairn-db/cairn/hlc"
+	"github.com/cairn-db/cairn/kvpb"
+)
+
+func ts(w int64) hlc.Timestamp { return hlc.Timestamp{WallTime: w} }
+
+func putBatch(k, v string) *kvpb.BatchRequest {
+	ba := &kvpb.BatchRequest{}
+	return ba.Add(&kvpb.PutRequest{Key: []byte(k), Value: []byte(v)})
+}
+
+// waitForWaiters polls the lock table until key has n waiters.
+func (h *harness) waitForWaiters(key string, n int) {
+	for {
+		h.r.locks.mu.Lock()
+		l, ok := h.r.locks.locks[key]
+		got := 0
+		if ok {
+			got = len(l.waiters)
+		}
+		h.r.locks.mu.Unlock()
+		if got == n {
+			return
+		}
+		waitABit()
+	}
+}
+
+// A writer meeting an intent waits in the lock's queue and proceeds once
+// the holder commits and its intent is resolved.
+func TestLockWaitWakesOnResolve(t *testing.T) {
+	h := newHarness(t, Config{})
+	ctx := context.Background()
+	h.newTxn("A", ts(10), 0)
+	h.newTxn("B", ts(20), 0)
+	if _, err := h.send(ctx, putBatch("k", "a"), "A"); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.send(ctx, putBatch("k", "b"), "B")
+		done <- err
+	}()
+	h.waitForWaiters("k", 1)
+	select {
+	case err := <-done:
+		t.Fatalf("writer finished while the lock was held: %v", err)
+	default:
+	}
+	commit := &kvpb.BatchRequest{}
+	commit.Add(&kvpb.EndTxnRequest{Key: []byte("k"), Commit: true, LockSpans: []kvpb.Span{{Key: []byte("k")}}})
+	if _, err := h.send(ctx, commit, "A"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("waiter failed: %v", err)
+	}
+	in := h.r.locks.String()
+	if want := `"k" holder=` + h.txn("B").Short() + " waiters=0\n"; in != want {
+		t.Fatalf("lock table = %q, want %q", in, want)
+	}
+}
+
+// WaitError fails at once with the WriteIntentError; nothing is queued.
+func TestLockWaitPolicyError(t *testing.T) {
+	h := newHarness(t, Config{})
+	ctx := context.Background()
+	h.newTxn("A", ts(10), 0)
+	h.newTxn("B", ts(20), 0)
+	if _, err := h.send(ctx, putBatch("k", "a"), "A"); err != nil {
+		t.Fatal(err)
+	}
+	ba := putBatch("k", "b")
+	ba.WaitPolicy = kvpb.WaitError
+	_, err := h.send(ctx, ba, "B")
+	var wie *kvpb.WriteIntentError
+	if !errors.As(err, &wie) || len(wie.Intents) != 1 || string(wie.Intents[0].Key) != "k" {
+		t.Fatalf("err = %v, want a WriteIntentError on k", err)
+	}
+	h.waitForWaiters("k", 0)
+}
+
+// A waiting request gives up when its context is cancelled.
+func TestLockWaitCancel(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.newTxn("A", ts(10), 0)
+	h.newTxn("B", ts(20), 0)
+	if _, err := h.send(context.Background(), putBatch("k", "a"), "A"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.send(ctx, putBatch("k", "b"), "B")
+		done <- err
+	}()
+	h.waitForWaiters("k", 1)
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	h.waitForWaiters("k", 0)
+}
+
+// A reader above an intent does not wait for the writer to finish: it
+// pushes the writer's timestamp above its read and reads past the moved
+// intent. The writer learns of the push and cannot commit at its old
+// timestamp.
+func TestReaderPushesWriter(t *testing.T) {
+	h := newHarness(t, Config{})
+	ctx := context.Background()
+	h.newTxn("A", ts(10), 0)
+	if _, err := h.send(ctx, putBatch("k", "a"), "A"); err != nil {
+		t.Fatal(err)
+	}
+	get := &kvpb.BatchRequest{Header: kvpb.Header{Timestamp: ts(30)}}
+	get.Add(&kvpb.GetRequest{Key: []byte("k")})
+	br, err := h.send(ctx, get, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := br.Responses[0].(*kvpb.GetResponse).Value; v != nil {
+		t.Fatalf("read saw %q through a pending intent", v)
+	}
+	in, err := getIntent(h, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ts(30).Less(in.Txn.WriteTimestamp) {
+		t.Fatalf("intent at %s, want above the read at 30", in.Txn.WriteTimestamp)
+	}
+	commit := &kvpb.BatchRequest{}
+	commit.Add(&kvpb.EndTxnRequest{Key: []byte("k"), Commit: true, LockSpans: []kvpb.Span{{Key: []byte("k")}}})
+	_, err = h.send(ctx, commit, "A")
+	var rty *kvpb.TransactionRetryError
+	if !errors.As(err, &rty) {
+		t.Fatalf("commit at the old timestamp: err = %v, want TransactionRetryError", err)
+	}
+}
+
+// A writer meeting the intent of an abandoned transaction (no heartbeat
+// for longer than the liveness threshold) aborts it through the push,
+// cleans up the intent and writes.
+func TestWriterRecoversAbandonedIntent(t *testing.T) {
+	h := newHarness(t, Config{})
+	ctx := context.Background()
+	h.newTxn("A", ts(10), 0)
+	if _, err := h.send(ctx, putBatch("k", "a"), "A"); err != nil {
+		t.Fatal(err)
+	}
+	h.manual.Advance(DefaultTxnLivenessThreshold + time.Second)
+	now := h.clock.Now()
+	h.newTxn("B", now, 0)
+	if _, err := h.send(ctx, putBatch("k", "b"), "B"); err != nil {
+		t.Fatalf("writer over an abandoned intent: %v", err)
+	}
+	in, err := getIntent(h, "k")
+	if err != nil || in == nil || in.Txn.ID != h.txn("B").ID {
+		t.Fatalf("intent on k = %+v, %v; want B's", in, err)
+	}
+	commit := &kvpb.BatchRequest{}
+	commit.Add(&kvpb.EndTxnRequest{Key: []byte("k"), Commit: true, LockSpans: []kvpb.Span{{Key: []byte("k")}}})
+	_, err = h.send(ctx, commit, "A")
+	var abt *kvpb.TransactionAbortedError
+	if !errors.As(err, &abt) || abt.Reason != kvpb.AbortExpired {
+		t.Fatalf("late commit of the abandoned txn: err = %v, want TransactionAbortedError(EXPIRED)", err)
+	}
+}
