@@ -29,6 +29,15 @@
 //	                     v
 //	                 kvpb.Sender (store / RPC) ──> tablet
 //
+// The public vocabulary: DB (NewDB, Get/Put/Delete/Scan/Run outside
+// transactions, Send for raw batches, Txn for a retried closure), Txn (one
+// transaction's coordinator: Get/Put/CPut/Delete/DelRange/Scan/ReverseScan,
+// Run of a Batch, Step at statement boundaries, Commit, CommitInBatch,
+// Rollback, PrepareForRetry), Batch and its Results, and IsolationLevel.
+// One concern per file: dist_sender*.go route, tablet_cache.go caches,
+// txn.go sends, txn_refresh.go moves timestamps, txn_heartbeat.go keeps the
+// record alive, txn_commit.go commits, txn_retry.go restarts and retries.
+//
 // Invariants:
 //
 //  1. DistSender returns one response per request, in request order, exactly
@@ -53,4 +62,11 @@
 //  6. Once a retryable error is returned, a Txn refuses further operations
 //     with that error until PrepareForRetry is called, so a caller cannot
 //     mix reads of two epochs.
+//
+// Where they are tested: 1 and 2 in testdata/dist_sender,
+// TestDistSenderMatchesOneTablet and TestRoutingRecoversFromSplitBehindCache;
+// 3 and 5 in TestAbandonedTxnRecovery and TestLateFirstWriteIsNotAbandoned;
+// 4 in TestSerializableRefresh, TestWriteWriteConflict and
+// TestReadCommittedStep; 6 in TestWriteWriteConflict; all of them together
+// in TestBank.
 package kv
