@@ -121,7 +121,7 @@ func runLine(t *testing.T, d *datadriven.TestData, ctx *Context, line string) st
 		return [...]string{"none", "explicit", "assignment", "implicit"}[CastKindOf(mustType(t, f[0]), mustType(t, f[1]))]
 	case "name":
 		typ := mustType(t, line)
-		return fmt.Sprintf("%s oid=%d typmod=%d pgname=%s", typ.Name(), typ.Oid, typ.Typmod(), typ.PGName())
+		return fmt.Sprintf("%s oid=%d typmod=%d pgname=%s size=%d", typ.Name(), typ.Oid, typ.Typmod(), typ.PGName(), typ.Size())
 	case "jsonb":
 		return runJSON(t, line)
 	}

@@ -102,6 +102,10 @@ func jsonKeyCompare(a, b string) int {
 // ParseJSON parses JSON text as jsonb input does: invalid text is 22P02,
 // a \u0000 escape is 22P05, numbers keep their exact decimal value.
 func ParseJSON(s string) (JSON, error) {
+	if !utf8.ValidString(s) {
+		// encoding/json would silently substitute U+FFFD; Postgres rejects.
+		return JSON{}, errInvalidUTF8(s)
+	}
 	dec := json.NewDecoder(strings.NewReader(s))
 	dec.UseNumber()
 	v, err := parseJSONValue(dec, 0)

@@ -174,6 +174,28 @@ func MakeTimestamp(base *T, p int32) (*T, error) {
 	return &c, nil
 }
 
+// Size returns pg_type.typlen, which RowDescription carries: the width of
+// fixed-size types, -1 for variable-length ones.
+func (t *T) Size() int16 {
+	switch t.Family {
+	case BoolFamily:
+		return 1
+	case IntFamily:
+		return int16(t.Width / 8)
+	case FloatFamily:
+		return int16(t.Width / 8)
+	case DateFamily, OidFamily:
+		return 4
+	case TimeFamily, TimestampFamily, TimestampTZFamily:
+		return 8
+	case IntervalFamily, UUIDFamily:
+		return 16
+	case UnknownFamily:
+		return -2 // a C string, as Postgres reports unknown
+	}
+	return -1
+}
+
 // Typmod returns the Postgres type modifier (pg_attribute.atttypmod): -1
 // when there is none.
 func (t *T) Typmod() int32 {

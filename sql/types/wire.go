@@ -214,17 +214,28 @@ func fromPG(m *pgtype.Map, t *T, src []byte) (Datum, error) {
 			case pgtype.NegativeInfinity:
 				return DateNegInfinity, nil
 			}
-			return DDate(floorDiv(v.Time.Unix(), 86400)), nil
+			days := floorDiv(v.Time.Unix(), 86400)
+			if days < minDateDays || days >= maxDateDays {
+				return nil, errDatetimeRange(Date)
+			}
+			return DDate(days), nil
 		})
 	case TimeFamily:
-		return scanAs(m, t, src, func(v pgtype.Time) (Datum, error) { return DTime(v.Microseconds), nil })
+		return scanAs(m, t, src, func(v pgtype.Time) (Datum, error) {
+			if v.Microseconds < 0 || v.Microseconds > microsPerDay {
+				return nil, errDatetimeRange(Time)
+			}
+			return DTime(v.Microseconds), nil
+		})
 	case TimestampFamily:
 		return scanAs(m, t, src, func(v pgtype.Timestamp) (Datum, error) {
-			return DTimestamp(fromInfinity(v.InfinityModifier, v.Time)), nil
+			us, err := fromInfinity(v.InfinityModifier, v.Time)
+			return DTimestamp(us), err
 		})
 	case TimestampTZFamily:
 		return scanAs(m, t, src, func(v pgtype.Timestamptz) (Datum, error) {
-			return DTimestampTZ(fromInfinity(v.InfinityModifier, v.Time)), nil
+			us, err := fromInfinity(v.InfinityModifier, v.Time)
+			return DTimestampTZ(us), err
 		})
 	case IntervalFamily:
 		return scanAs(m, t, src, func(v pgtype.Interval) (Datum, error) {
@@ -294,14 +305,18 @@ func scanAs[E any](m *pgtype.Map, t *T, src []byte, conv func(E) (Datum, error))
 	return out, nil
 }
 
-func fromInfinity(mod pgtype.InfinityModifier, t time.Time) int64 {
+func fromInfinity(mod pgtype.InfinityModifier, t time.Time) (int64, error) {
 	switch mod {
 	case pgtype.Infinity:
-		return TimestampPosInfinity
+		return TimestampPosInfinity, nil
 	case pgtype.NegativeInfinity:
-		return TimestampNegInfinity
+		return TimestampNegInfinity, nil
 	}
-	return int64(TimestampTZFromTime(t))
+	// Check the range on seconds first: microseconds could overflow.
+	if sec := t.Unix(); sec < minTimestamp/microsPerSec || sec >= maxTimestamp/microsPerSec {
+		return 0, errDatetimeRange(Timestamp)
+	}
+	return int64(TimestampTZFromTime(t)), nil
 }
 
 // rawJSON receives a jsonb value's text undecoded (nil for SQL NULL).
