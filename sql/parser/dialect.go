@@ -12,7 +12,7 @@ import (
 // This file is the dialect rewriter (DESIGN §8): CockroachDB and YugabyteDB
 // syntax the seeds use, turned into PostgreSQL 17 syntax on the token stream
 // before the real grammar sees it. The rules table below is the whole
-// dialect; statement_walk.go decides where in a statement each site is.
+// dialect; walk.go decides where in a statement each site is.
 
 // Annotation records one dialect construct the rewriter replaced, so later
 // layers can tell what the user typed (SHOW CREATE TABLE, error hints).
@@ -54,7 +54,7 @@ const (
 type rule struct {
 	name  string
 	sites []site
-	// before and after document the rewrite; rules_test.go checks every
+	// before and after document the rewrite; TestRulesHaveCases checks every
 	// rule has test cases under its name.
 	before, after string
 	apply         func(w *stmtRewriter, i int) (next int, err error)

@@ -29,6 +29,9 @@ type edit struct {
 	start, end int
 	with       []chunk
 	seq        int
+	// tag, when nonzero, asks render where the edit's text landed (a
+	// derived statement, so Parse can recognise it).
+	tag int
 }
 
 // segment says where a run of the rewritten text came from.
@@ -64,8 +67,8 @@ func (m *offsetMap) toOriginal(rw int) int {
 
 // render applies edits to src. marks are original offsets lying outside
 // every edit (piece boundaries); render returns where each one lands in the
-// rewritten text.
-func render(src string, edits []edit, marks []int) (string, *offsetMap, []int, error) {
+// rewritten text, and where the text of each tagged edit starts.
+func render(src string, edits []edit, marks []int) (string, *offsetMap, []int, map[int]int, error) {
 	sort.SliceStable(edits, func(i, j int) bool {
 		a, b := edits[i], edits[j]
 		if a.start != b.start {
@@ -86,6 +89,7 @@ func render(src string, edits []edit, marks []int) (string, *offsetMap, []int, e
 		out.WriteString(c.text)
 	}
 	rwMarks := make([]int, len(marks))
+	tagged := make(map[int]int)
 	mi := 0
 	placeMarks := func(upTo int) { // marks in [pos, upTo) of a copied run
 		for mi < len(marks) && marks[mi] <= upTo {
@@ -96,10 +100,13 @@ func render(src string, edits []edit, marks []int) (string, *offsetMap, []int, e
 	pos := 0
 	for _, e := range edits {
 		if e.start < pos || e.end < e.start || e.end > len(src) {
-			return "", nil, nil, fmt.Errorf("overlapping dialect rewrites at byte %d", e.start)
+			return "", nil, nil, nil, fmt.Errorf("overlapping dialect rewrites at byte %d", e.start)
 		}
 		emit(copyOf(src, pos, e.start))
 		placeMarks(e.start)
+		if e.tag != 0 {
+			tagged[e.tag] = out.Len()
+		}
 		for _, c := range e.with {
 			emit(c)
 		}
@@ -108,7 +115,7 @@ func render(src string, edits []edit, marks []int) (string, *offsetMap, []int, e
 	emit(copyOf(src, pos, len(src)))
 	placeMarks(len(src))
 	m.rwLen = out.Len()
-	return out.String(), m, rwMarks, nil
+	return out.String(), m, rwMarks, tagged, nil
 }
 
 // charPos converts a byte offset of s into a Postgres cursor position: the

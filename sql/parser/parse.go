@@ -14,7 +14,8 @@ type Statement struct {
 	// not into SQL or Original; use Position to report them to a client.
 	AST *pg_query.RawStmt
 	// SQL is the PostgreSQL text of this statement alone, after the
-	// dialect rewrite, without the terminating semicolon.
+	// dialect rewrite, without the terminating semicolon. Comments that
+	// preceded the statement are kept at its start.
 	SQL string
 	// Original is the statement as the user typed it, without the
 	// terminating semicolon. Statements derived from one typed statement
@@ -37,7 +38,7 @@ type Statement struct {
 // order (none for an empty or comment-only string). Statement boundaries
 // come from the grammar, so semicolons in strings, dollar quotes, quoted
 // identifiers, comments and BEGIN ATOMIC bodies never split. Errors are
-// *SyntaxError with positions in sql.
+// *SyntaxError with positions in sql. Parse is safe for concurrent use.
 func Parse(sql string) ([]Statement, error) {
 	rw, err := rewrite(sql)
 	if err != nil {
@@ -48,7 +49,7 @@ func Parse(sql string) ([]Statement, error) {
 		return nil, fromPgError(err, rw.toOriginalPos)
 	}
 	stmts := make([]Statement, 0, len(tree.Stmts))
-	seen := make([]int, len(rw.pieces)) // statements already taken from each piece
+	mainSeen := make([]bool, len(rw.pieces))
 	for _, raw := range tree.Stmts {
 		loc := int(raw.StmtLocation)
 		end := len(rw.text)
@@ -64,11 +65,17 @@ func Parse(sql string) ([]Statement, error) {
 		if k >= 0 {
 			p := &rw.pieces[k]
 			st.Original = p.originalText(rw.src)
-			n := seen[k]
-			seen[k]++
-			st.Derived = n > 0
-			if n < len(p.notes) {
-				st.Annotations = p.notes[n]
+			for d, sp := range p.derived {
+				if loc >= sp.from && loc < sp.to {
+					st.Derived, st.Annotations = true, p.notes[d+1]
+				}
+			}
+			// The piece's own statement is its first non-derived one; a
+			// second could only come from a split that disagrees with the
+			// grammar's, and gets no annotations rather than wrong ones.
+			if !st.Derived && !mainSeen[k] {
+				mainSeen[k] = true
+				st.Annotations = p.notes[0]
 			}
 		}
 		stmts = append(stmts, st)

@@ -19,9 +19,13 @@ type rewritten struct {
 // its k-th derived statement.
 type rewrittenPiece struct {
 	piece
-	rwFrom int // where the piece starts in the rewritten text
-	notes  [][]Annotation
+	rwFrom  int // where the piece starts in the rewritten text
+	notes   [][]Annotation
+	derived []span // where each derived statement's text lies in the rewritten text
 }
+
+// span is a byte range [from, to).
+type span struct{ from, to int }
 
 // Rewrite turns the dialect constructs of sql into PostgreSQL syntax and
 // returns the rewritten text with what was rewritten. Text with no dialect
@@ -50,11 +54,13 @@ func rewrite(sql string) (*rewritten, error) {
 		return nil, err
 	}
 	var edits []edit
+	nextTag := 0
 	pieces := splitPieces(sql, toks)
 	rw := &rewritten{src: sql, pieces: make([]rewrittenPiece, len(pieces))}
 	marks := make([]int, len(pieces))
+	derivedOf := make([][]derived, len(pieces))
 	for k, p := range pieces {
-		w := &stmtRewriter{src: sql, toks: p.toks, claimed: make([]bool, len(p.toks)), edits: &edits}
+		w := &stmtRewriter{src: sql, toks: p.toks, claimed: make([]bool, len(p.toks)), edits: &edits, nextTag: &nextTag}
 		if err := w.walk(); err != nil {
 			return nil, err
 		}
@@ -65,13 +71,18 @@ func rewrite(sql string) (*rewritten, error) {
 		}
 		rw.pieces[k] = rewrittenPiece{piece: p, notes: notes}
 		marks[k] = p.from
+		derivedOf[k] = w.derived
 	}
-	text, m, rwMarks, err := render(sql, edits, marks)
+	text, m, rwMarks, tagged, err := render(sql, edits, marks)
 	if err != nil {
 		return nil, &SyntaxError{Code: CodeSyntaxError, Message: "internal error: " + err.Error()}
 	}
 	for k := range rw.pieces {
 		rw.pieces[k].rwFrom = rwMarks[k]
+		for _, d := range derivedOf[k] {
+			start := tagged[d.tag]
+			rw.pieces[k].derived = append(rw.pieces[k].derived, span{start, start + d.len})
+		}
 	}
 	rw.text, rw.m = text, m
 	return rw, nil

@@ -112,12 +112,16 @@ func splitPieces(sql string, toks []token) []piece {
 			if parens > 0 {
 				parens--
 			}
-		case "begin", "case":
-			if routine {
+		case "begin":
+			if routine && blocks == 0 && wordAt(toks, i+1, "atomic") {
+				blocks++
+			}
+		case "case":
+			if blocks > 0 {
 				blocks++
 			}
 		case "end":
-			if routine && blocks > 0 {
+			if blocks > 0 {
 				blocks--
 			}
 		case ";":

@@ -22,6 +22,8 @@ const (
 type derived struct {
 	with  []chunk
 	notes []Annotation
+	tag   int // of the edit inserting it
+	len   int // bytes of its text
 }
 
 // stmtRewriter rewrites one piece (statement) of the input.
@@ -30,6 +32,7 @@ type stmtRewriter struct {
 	toks    []token
 	claimed []bool // tokens an edit already covers (invariant 3)
 	edits   *[]edit
+	nextTag *int // last edit tag handed out, shared by all pieces
 	kind    stmtKind
 
 	// For CREATE TABLE: the table name's tokens, for derived indexes.
@@ -521,12 +524,15 @@ func (w *stmtRewriter) finish(tail int, stops map[string]bool) error {
 			return err
 		}
 	}
-	if len(w.derived) > 0 {
-		var with []chunk
-		for _, d := range w.derived {
-			with = append(with, d.with...)
+	at := w.toks[len(w.toks)-1].end
+	for k := range w.derived {
+		d := &w.derived[k]
+		*w.nextTag++
+		d.tag = *w.nextTag
+		for _, c := range d.with {
+			d.len += len(c.text)
 		}
-		return w.insertAfter(len(w.toks)-1, with...)
+		*w.edits = append(*w.edits, edit{start: at, end: at, with: d.with, seq: len(*w.edits), tag: d.tag})
 	}
 	return nil
 }
