@@ -135,12 +135,20 @@ func TestBinary(t *testing.T) {
 	if _, err = r.Read(); err != io.EOF {
 		t.Fatalf("after trailer: %v", err)
 	}
+	// Without a trailer, the end of input at a tuple boundary ends the data.
+	r = NewReader(bytes.NewReader(AppendBinaryTuple(AppendBinaryHeader(nil), [][]byte{nil})), Options{Format: Binary})
+	if row, err = r.Read(); err != nil || len(row) != 1 || row[0] != nil {
+		t.Fatalf("tuple without trailer: %v, %v", row, err)
+	}
+	if _, err = r.Read(); err != io.EOF {
+		t.Fatalf("end without trailer: %v", err)
+	}
 
 	for name, in := range map[string][]byte{
 		"bad signature": []byte("PGCOPX\n\xff\r\n\x00\x00\x00\x00\x00\x00\x00\x00\x00"),
 		"oids":          append([]byte(BinarySignature), 0, 1, 0, 0, 0, 0, 0, 0),
 		"truncated":     AppendBinaryTuple(AppendBinaryHeader(nil), [][]byte{[]byte("abc")})[:len(BinarySignature)+8+7],
-		"no trailer":    AppendBinaryTuple(AppendBinaryHeader(nil), [][]byte{[]byte("abc")}),
+		"half a count":  append(AppendBinaryHeader(nil), 0),
 		"bad length":    append(AppendBinaryHeader(nil), 0, 1, 0xff, 0xff, 0xff, 0xfe),
 	} {
 		r := NewReader(bytes.NewReader(in), Options{Format: Binary})

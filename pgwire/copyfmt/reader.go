@@ -325,8 +325,9 @@ func (r *Reader) readBinary() error {
 	var b [4]byte
 	if _, err := io.ReadFull(r.br, b[:2]); err != nil {
 		if err == io.EOF {
-			// PostgreSQL insists on the trailer; so do we.
-			return badFormat("unexpected EOF in COPY data")
+			// The end of the stream at a tuple boundary ends the data even
+			// without a trailer, as in PostgreSQL (pgx sends none).
+			return io.EOF
 		}
 		return badFormat("unexpected EOF in COPY data")
 	}

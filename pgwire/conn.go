@@ -1,0 +1,418 @@
+package pgwire
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/cairn-db/cairn/sql/pgerror"
+	"github.com/jackc/pgerrcode"
+	"github.com/jackc/pgx/v5/pgproto3"
+)
+
+// flushThreshold is how much output a statement may buffer before pgwire
+// writes it out mid-statement; it keeps memory per connection bounded for
+// large results without a write per row.
+const flushThreshold = 32 << 10
+
+// ioError marks an error returned by the network (as opposed to a
+// malformed message), so a dropped client ends its connection quietly.
+type ioError struct{ err error }
+
+func (e *ioError) Error() string { return e.err.Error() }
+func (e *ioError) Unwrap() error { return e.err }
+
+// netReader tags every read error as an ioError.
+type netReader struct{ r io.Reader }
+
+func (r *netReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if err != nil {
+		err = &ioError{err: err}
+	}
+	return n, err
+}
+
+// conn is one client connection. Everything but the fields under mu is
+// owned by the connection's goroutine.
+type conn struct {
+	srv       *Server
+	raw       net.Conn // for deadlines; nc may be a TLS conn over it
+	nc        net.Conn
+	in        netReader
+	br        *bufio.Reader
+	be        *pgproto3.Backend
+	log       *slog.Logger
+	overLimit bool // accepted past MaxConnections
+
+	pid    uint32 // set by Server.register, then immutable
+	secret [4]byte
+
+	sess           Session
+	stmts          map[string]Statement
+	portals        map[string]Portal
+	ignoreTillSync bool
+	pending        int   // bytes sent to be since the last flush (approximate)
+	readErr        error // a failed Receive poisons the stream; see receive
+
+	mu          sync.Mutex
+	queryCancel context.CancelCauseFunc // non-nil while a statement runs
+	interrupted error                   // errShutdown once Close began
+}
+
+func newConn(s *Server, nc net.Conn, overLimit bool) *conn {
+	c := &conn{srv: s, raw: nc, nc: nc, overLimit: overLimit,
+		log: s.log.With("remote", nc.RemoteAddr().String())}
+	c.in.r = nc
+	c.br = bufio.NewReader(&c.in)
+	return c
+}
+
+// interrupt is called by Server.Close from another goroutine: it cancels
+// the running statement and unblocks any read or write so the connection
+// goroutine notices and says goodbye with 57P01.
+func (c *conn) interrupt(cause error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.interrupted = cause
+	if c.queryCancel != nil {
+		c.queryCancel(cause)
+	}
+	c.raw.SetReadDeadline(time.Now())
+	// Leave a moment to write the goodbye, but never hang on a client
+	// that stopped reading.
+	c.raw.SetWriteDeadline(time.Now().Add(time.Second))
+}
+
+func (c *conn) isInterrupted() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.interrupted != nil
+}
+
+// cancelQuery handles a matching CancelRequest. A connection that is idle
+// ignores it, as PostgreSQL does.
+func (c *conn) cancelQuery() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.queryCancel != nil {
+		c.queryCancel(errQueryCanceled)
+	}
+}
+
+// statementContext returns the context for one statement-level call into
+// the session, cancelable by CancelRequest and Close.
+func (c *conn) statementContext(ctx context.Context) (context.Context, func()) {
+	sctx, cancel := context.WithCancelCause(ctx)
+	c.mu.Lock()
+	if c.interrupted != nil {
+		cancel(c.interrupted)
+	}
+	c.queryCancel = cancel
+	c.mu.Unlock()
+	return sctx, func() {
+		c.mu.Lock()
+		c.queryCancel = nil
+		c.mu.Unlock()
+		cancel(nil)
+	}
+}
+
+// serve runs the connection to its end. It never panics: a panic in a
+// session is reported as XX000 and closes only this connection
+// (invariant 6).
+func (c *conn) serve(ctx context.Context) {
+	defer c.nc.Close()
+	defer func() {
+		if r := recover(); r != nil {
+			c.log.Error("pgwire: panic in connection", "panic", r, "stack", string(debug.Stack()))
+			c.sendFatal(pgerror.New(pgerrcode.InternalError, "internal error: %v", r))
+		}
+		if c.sess != nil {
+			c.closeSession()
+		}
+	}()
+	if err := c.run(ctx); err != nil {
+		c.finish(err)
+	}
+}
+
+// closeSession releases portals, statements and the session, shielding the
+// rest of teardown from a panicking Close.
+func (c *conn) closeSession() {
+	defer func() {
+		if r := recover(); r != nil {
+			c.log.Error("pgwire: panic closing session", "panic", r)
+		}
+	}()
+	sess := c.sess
+	c.sess = nil
+	for name, p := range c.portals {
+		delete(c.portals, name)
+		p.Close()
+	}
+	for name, s := range c.stmts {
+		delete(c.stmts, name)
+		s.Close()
+	}
+	sess.Close()
+}
+
+// finish reports the error that ended the connection, if the client can
+// still hear it and it is worth telling.
+func (c *conn) finish(err error) {
+	switch {
+	case c.isInterrupted():
+		c.sendFatal(pgerror.New(pgerrcode.AdminShutdown, "terminating connection due to administrator command"))
+	case isIOError(err):
+		c.log.Debug("pgwire: connection closed", "err", err)
+	default:
+		c.log.Info("pgwire: closing connection", "err", err)
+		c.sendFatal(err)
+	}
+}
+
+func (c *conn) sendFatal(err error) {
+	msg, merr := errorResponse(err, true).Encode(nil)
+	if merr != nil {
+		return
+	}
+	c.raw.SetWriteDeadline(time.Now().Add(time.Second))
+	if c.be != nil {
+		// Anything already buffered goes first, in order.
+		c.be.Flush()
+	}
+	c.nc.Write(msg)
+}
+
+// run performs startup, authentication and the message loop. An error it
+// returns ends the connection (see finish).
+func (c *conn) run(ctx context.Context) error {
+	cfg := &c.srv.cfg
+	c.raw.SetDeadline(time.Now().Add(cfg.AuthTimeout))
+	st, err := c.readStartup()
+	if err != nil {
+		return err
+	}
+	if st.cancel != nil {
+		c.srv.cancel(st.cancel.ProcessID, st.cancel.SecretKey)
+		return nil
+	}
+	if c.overLimit {
+		return pgerror.New(pgerrcode.TooManyConnections, "sorry, too many clients already")
+	}
+	c.be = pgproto3.NewBackend(c.br, c.nc)
+	c.be.SetMaxBodyLen(cfg.MaxMessageSize)
+	if st.minor > 0 || len(st.unrecognized) > 0 {
+		c.be.Send(&pgproto3.NegotiateProtocolVersion{NewestMinorProtocol: 0, UnrecognizedOptions: st.unrecognized})
+	}
+	user, database := st.params["user"], st.params["database"]
+	c.log = c.log.With("user", user, "database", database)
+	if err := c.authenticate(ctx, user); err != nil {
+		return err
+	}
+	if !c.srv.register(c) {
+		return errShutdown
+	}
+	info := StartupInfo{User: user, Database: database, Params: st.params, ProcessID: c.pid}
+	delete(info.Params, "user")
+	delete(info.Params, "database")
+	sess, err := cfg.Backend.NewSession(ctx, info)
+	if err != nil {
+		return err
+	}
+	c.sess = sess
+	status := cfg.defaultParameterStatus(user, info.Params)
+	for k, v := range sess.ParameterStatus() {
+		status[k] = v
+	}
+	for _, k := range sortedKeys(status) {
+		c.be.Send(&pgproto3.ParameterStatus{Name: k, Value: status[k]})
+	}
+	c.be.Send(&pgproto3.BackendKeyData{ProcessID: c.pid, SecretKey: c.secret[:]})
+	c.raw.SetDeadline(time.Time{})
+	c.log.Debug("pgwire: session started", "pid", c.pid)
+	c.stmts = make(map[string]Statement)
+	c.portals = make(map[string]Portal)
+	if err := c.readyForQuery(); err != nil {
+		return err
+	}
+	return c.loop(ctx)
+}
+
+// receive reads the next message. After a read error the stream position
+// is unknown, so every later receive fails with the same error.
+func (c *conn) receive() (pgproto3.FrontendMessage, error) {
+	if c.readErr != nil {
+		return nil, c.readErr
+	}
+	msg, err := c.be.Receive()
+	if err != nil {
+		if tooBig, ok := errors.AsType[*pgproto3.ExceededMaxBodyLenErr](err); ok {
+			err = protocolErrorf("message of %d bytes exceeds the maximum of %d", tooBig.ActualBodyLen, tooBig.MaxExpectedBodyLen)
+		} else if !isIOError(err) {
+			err = protocolErrorf("invalid message: %v", err)
+		}
+		c.readErr = err
+		return nil, err
+	}
+	return msg, nil
+}
+
+// send buffers msg, accounting size so long results flush regularly.
+func (c *conn) send(msg pgproto3.BackendMessage, size int) error {
+	c.be.Send(msg)
+	c.pending += size
+	if c.pending >= flushThreshold {
+		return c.flush()
+	}
+	return nil
+}
+
+func (c *conn) flush() error {
+	c.pending = 0
+	if err := c.be.Flush(); err != nil {
+		return &ioError{err: fmt.Errorf("writing to client: %w", err)}
+	}
+	return nil
+}
+
+// readyForQuery closes every portal once no transaction block is open
+// (portals live until their transaction ends, so they survive Sync inside
+// BEGIN ... COMMIT: invariant 2), then reports the status and flushes.
+func (c *conn) readyForQuery() error {
+	status := c.sess.TxnStatus()
+	if status == TxnIdle {
+		for name, p := range c.portals {
+			delete(c.portals, name)
+			p.Close()
+		}
+	}
+	c.be.Send(&pgproto3.ReadyForQuery{TxStatus: byte(status)})
+	return c.flush()
+}
+
+// loop serves messages until Terminate or a connection-ending error.
+func (c *conn) loop(ctx context.Context) error {
+	for {
+		msg, err := c.receive()
+		if err != nil {
+			return err
+		}
+		if _, ok := msg.(*pgproto3.Terminate); ok {
+			return nil
+		}
+		if c.ignoreTillSync {
+			if _, ok := msg.(*pgproto3.Sync); !ok {
+				continue
+			}
+		}
+		var stmtErr error
+		switch m := msg.(type) {
+		case *pgproto3.Query:
+			stmtErr = c.simpleQuery(ctx, m.String)
+		case *pgproto3.Parse:
+			stmtErr = c.parse(ctx, m)
+		case *pgproto3.Bind:
+			stmtErr = c.bind(ctx, m)
+		case *pgproto3.Describe:
+			stmtErr = c.describe(m)
+		case *pgproto3.Execute:
+			stmtErr = c.execute(ctx, m)
+		case *pgproto3.Close:
+			stmtErr = c.closeMsg(m)
+		case *pgproto3.Sync:
+			c.ignoreTillSync = false
+			stmtErr = c.sync(ctx)
+		case *pgproto3.Flush:
+			stmtErr = c.flush()
+		case *pgproto3.CopyData, *pgproto3.CopyDone, *pgproto3.CopyFail:
+			// A COPY that failed early leaves the client still sending;
+			// PostgreSQL accepts and drops these, and so do we.
+		case *pgproto3.FunctionCall:
+			stmtErr = pgerror.New(pgerrcode.FeatureNotSupported, "fastpath function calls are not supported")
+		default:
+			return protocolErrorf("unexpected message type %T", msg)
+		}
+		if stmtErr == nil {
+			continue
+		}
+		if err := c.connectionError(stmtErr); err != nil {
+			return err
+		}
+		if err := c.send(errorResponse(stmtErr, false), 0); err != nil {
+			return err
+		}
+		switch msg.(type) {
+		case *pgproto3.Query, *pgproto3.Sync:
+			if err := c.readyForQuery(); err != nil {
+				return err
+			}
+		default:
+			c.ignoreTillSync = true
+		}
+	}
+}
+
+// connectionError returns err if it must end the connection rather than
+// just the statement: broken network, protocol violation, shutdown.
+func (c *conn) connectionError(err error) error {
+	if c.readErr != nil {
+		return c.readErr
+	}
+	if c.isInterrupted() {
+		return errShutdown
+	}
+	if isIOError(err) {
+		return err
+	}
+	if _, ok := errors.AsType[*protocolError](err); ok {
+		return err
+	}
+	return nil
+}
+
+// statementError turns what the session returned into what the client
+// hears: a statement stopped by CancelRequest is 57014 unless the session
+// classified it itself.
+func statementError(sctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	if context.Cause(sctx) == errQueryCanceled && pgerror.Code(err) == pgerrcode.InternalError {
+		return pgerror.Wrapf(nil, pgerrcode.QueryCanceled, "canceling statement due to user request")
+	}
+	return err
+}
+
+func (c *conn) simpleQuery(ctx context.Context, sql string) error {
+	// A simple query ends any unnamed portal, as in PostgreSQL.
+	if p, ok := c.portals[""]; ok {
+		delete(c.portals, "")
+		p.Close()
+	}
+	sctx, done := c.statementContext(ctx)
+	err := statementError(sctx, c.sess.SimpleQuery(sctx, sql, &resultWriter{c: c}))
+	done()
+	if err != nil {
+		return err
+	}
+	return c.readyForQuery()
+}
+
+func (c *conn) sync(ctx context.Context) error {
+	sctx, done := c.statementContext(ctx)
+	err := statementError(sctx, c.sess.Sync(sctx))
+	done()
+	if err != nil {
+		return err
+	}
+	return c.readyForQuery()
+}

@@ -1,0 +1,47 @@
+// Package pgwire is Cairn's PostgreSQL wire-protocol server (protocol 3.0):
+// startup and TLS negotiation, trust and SCRAM-SHA-256 authentication, the
+// simple and extended query protocols, COPY in both directions, cancel
+// requests and error reporting with SQLSTATEs.
+//
+// The node (server/) creates a Server with a Backend, the SQL layer's seam:
+// Backend looks up roles and opens a Session per connection; a Session runs
+// statements and reports results through a ResultWriter that pgwire
+// implements. pgwire parses no SQL and encodes no values: it moves
+// messages, keeps prepared statements and portals per connection, and maps
+// errors to ErrorResponses (sql/pgerror supplies the SQLSTATE). It uses
+// pgproto3 for message encoding, xdg-go/scram for SCRAM, and must not
+// import the SQL layer's packages beyond sql/pgerror.
+//
+//	client ──TCP/TLS──► conn goroutine ──► Session (SimpleQuery, Prepare,
+//	   ▲                 │   ▲                Statement.Bind, Portal.Execute,
+//	   │                 │   └─ ResultWriter  Sync, TxnStatus)
+//	   └── CancelRequest (new connection) ──► Server.cancel ──► ctx of the
+//	                                           running statement
+//
+// Sub-packages: pgauth derives and parses SCRAM verifiers in PostgreSQL's
+// format; copyfmt frames COPY text, CSV and binary data.
+//
+// Invariants:
+//
+//  1. One goroutine per connection owns the socket's reads and writes and
+//     every call into its Session; other goroutines (cancel, Close) only
+//     cancel contexts and set deadlines.
+//  2. Portals live until closed or until the transaction that created them
+//     ends: they survive Sync inside a transaction block (pgjdbc fetchSize,
+//     asyncpg cursors) and are all closed at the first ReadyForQuery with
+//     status Idle. Prepared statements live until closed or disconnect.
+//  3. A protocol violation (bad length, unknown message, oversized message,
+//     garbage) gets a FATAL 08P01 and closes that connection only; an error
+//     from the session gets an ERROR and the connection goes on, skipping
+//     extended-protocol messages until Sync.
+//  4. Before authentication a client can make the server hold at most one
+//     startup packet (MaxStartupPacketSize) for at most AuthTimeout; after
+//     it, one message of at most MaxMessageSize plus the output buffered
+//     since the last flush (about flushThreshold). Bytes that arrive before
+//     the answer to SSLRequest or GSSENCRequest end the connection.
+//  5. Only a CancelRequest with the connection's process id and secret
+//     cancels, and only the statement running at that moment; the
+//     requester learns nothing either way.
+//  6. A panic in a session is recovered, reported as XX000 and closes that
+//     connection; the server keeps serving the others.
+package pgwire

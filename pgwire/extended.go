@@ -1,0 +1,181 @@
+package pgwire
+
+import (
+	"context"
+
+	"github.com/cairn-db/cairn/sql/pgerror"
+	"github.com/jackc/pgerrcode"
+	"github.com/jackc/pgx/v5/pgproto3"
+)
+
+// The extended query protocol. Statements are per connection and live
+// until closed; portals live until closed or until their transaction ends
+// (readyForQuery). The unnamed statement and portal are replaced silently;
+// named ones must be closed before reuse, as in PostgreSQL.
+
+func (c *conn) parse(ctx context.Context, m *pgproto3.Parse) error {
+	if m.Name != "" {
+		if _, ok := c.stmts[m.Name]; ok {
+			return pgerror.New(pgerrcode.DuplicatePreparedStatement, "prepared statement %q already exists", m.Name)
+		}
+	}
+	sctx, done := c.statementContext(ctx)
+	stmt, err := c.sess.Prepare(sctx, m.Query, append([]uint32(nil), m.ParameterOIDs...))
+	err = statementError(sctx, err)
+	done()
+	if err != nil {
+		return err
+	}
+	if old, ok := c.stmts[m.Name]; ok {
+		old.Close()
+	}
+	c.stmts[m.Name] = stmt
+	return c.send(&pgproto3.ParseComplete{}, 5)
+}
+
+func (c *conn) bind(ctx context.Context, m *pgproto3.Bind) error {
+	stmt, ok := c.stmts[m.PreparedStatement]
+	if !ok {
+		return pgerror.New(pgerrcode.InvalidSQLStatementName, "prepared statement %q does not exist", m.PreparedStatement)
+	}
+	if m.DestinationPortal != "" {
+		if _, ok := c.portals[m.DestinationPortal]; ok {
+			return pgerror.New(pgerrcode.DuplicateCursor, "portal %q already exists", m.DestinationPortal)
+		}
+	}
+	nParams := len(stmt.ParamOIDs())
+	if len(m.Parameters) != nParams {
+		return pgerror.New(pgerrcode.ProtocolViolation, "bind message supplies %d parameters, but prepared statement %q requires %d",
+			len(m.Parameters), m.PreparedStatement, nParams)
+	}
+	formats, err := expandFormats(m.ParameterFormatCodes, nParams, "parameter")
+	if err != nil {
+		return err
+	}
+	resultFormats, err := expandFormats(m.ResultFormatCodes, len(stmt.Columns()), "result")
+	if err != nil {
+		return err
+	}
+	sctx, done := c.statementContext(ctx)
+	portal, err := stmt.Bind(sctx, BindParams{Values: m.Parameters, Formats: formats, ResultFormats: resultFormats})
+	err = statementError(sctx, err)
+	done()
+	if err != nil {
+		return err
+	}
+	if old, ok := c.portals[m.DestinationPortal]; ok {
+		old.Close()
+	}
+	c.portals[m.DestinationPortal] = portal
+	return c.send(&pgproto3.BindComplete{}, 5)
+}
+
+// expandFormats applies the Bind message's format-code rule: none means all
+// text, one applies to all, otherwise exactly one per item.
+func expandFormats(codes []int16, n int, what string) ([]int16, error) {
+	out := make([]int16, n)
+	switch {
+	case len(codes) == 0:
+	case len(codes) == 1:
+		for i := range out {
+			out[i] = codes[0]
+		}
+	case len(codes) == n:
+		copy(out, codes)
+	default:
+		return nil, pgerror.New(pgerrcode.ProtocolViolation, "bind message has %d %s formats but %d %ss", len(codes), what, n, what)
+	}
+	for _, f := range out {
+		if f != 0 && f != 1 {
+			return nil, pgerror.New(pgerrcode.InvalidParameterValue, "unsupported format code: %d", f)
+		}
+	}
+	return out, nil
+}
+
+func (c *conn) describe(m *pgproto3.Describe) error {
+	switch m.ObjectType {
+	case 'S':
+		stmt, ok := c.stmts[m.Name]
+		if !ok {
+			return pgerror.New(pgerrcode.InvalidSQLStatementName, "prepared statement %q does not exist", m.Name)
+		}
+		oids := stmt.ParamOIDs()
+		if err := c.send(&pgproto3.ParameterDescription{ParameterOIDs: oids}, 7+4*len(oids)); err != nil {
+			return err
+		}
+		return c.sendRowDescription(stmt.Columns(), true)
+	case 'P':
+		p, ok := c.portals[m.Name]
+		if !ok {
+			return pgerror.New(pgerrcode.InvalidCursorName, "portal %q does not exist", m.Name)
+		}
+		return c.sendRowDescription(p.Columns(), false)
+	default:
+		return pgerror.New(pgerrcode.ProtocolViolation, "invalid DESCRIBE message subtype %d", m.ObjectType)
+	}
+}
+
+// sendRowDescription sends RowDescription, or NoData for no columns. A
+// statement's description reports text formats: formats are only known
+// once bound.
+func (c *conn) sendRowDescription(cols []Column, forStatement bool) error {
+	if len(cols) == 0 {
+		return c.send(&pgproto3.NoData{}, 5)
+	}
+	rd := &pgproto3.RowDescription{Fields: make([]pgproto3.FieldDescription, len(cols))}
+	size := 7
+	for i, col := range cols {
+		f := col.Format
+		if forStatement {
+			f = 0
+		}
+		rd.Fields[i] = pgproto3.FieldDescription{
+			Name: []byte(col.Name), TableOID: col.TableOID, TableAttributeNumber: col.ColumnNumber,
+			DataTypeOID: col.TypeOID, DataTypeSize: col.TypeSize, TypeModifier: col.TypeModifier, Format: f,
+		}
+		size += len(col.Name) + 19
+	}
+	return c.send(rd, size)
+}
+
+func (c *conn) execute(ctx context.Context, m *pgproto3.Execute) error {
+	p, ok := c.portals[m.Portal]
+	if !ok {
+		return pgerror.New(pgerrcode.InvalidCursorName, "portal %q does not exist", m.Portal)
+	}
+	maxRows := int(m.MaxRows)
+	if maxRows < 0 {
+		maxRows = 0
+	}
+	sctx, done := c.statementContext(ctx)
+	suspended, err := p.Execute(sctx, &resultWriter{c: c, extended: true}, maxRows)
+	err = statementError(sctx, err)
+	done()
+	if err != nil {
+		return err
+	}
+	if suspended {
+		return c.send(&pgproto3.PortalSuspended{}, 5)
+	}
+	return nil
+}
+
+func (c *conn) closeMsg(m *pgproto3.Close) error {
+	switch m.ObjectType {
+	case 'S':
+		if s, ok := c.stmts[m.Name]; ok {
+			delete(c.stmts, m.Name)
+			s.Close()
+		}
+	case 'P':
+		if p, ok := c.portals[m.Name]; ok {
+			delete(c.portals, m.Name)
+			p.Close()
+		}
+	default:
+		return pgerror.New(pgerrcode.ProtocolViolation, "invalid CLOSE message subtype %d", m.ObjectType)
+	}
+	// Closing something that does not exist is not an error.
+	return c.send(&pgproto3.CloseComplete{}, 5)
+}
