@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,6 +31,9 @@ type harness struct {
 	manual *hlc.ManualClock
 	clock  *hlc.Clock
 	r      *Replica
+	// mu guards txns, names and writes: Go tests send from several
+	// goroutines.
+	mu     sync.Mutex
 	txns   map[string]*kvpb.Transaction
 	names  map[uuid.UUID]string
 	// writes are the spans each transaction wrote, for EndTxn's default
@@ -89,6 +93,8 @@ func (h *harness) open(cfg Config) {
 // newTxn creates a pending transaction whose timestamps are all ts. Its ID
 // is derived from its name so output and tie-breaks are deterministic.
 func (h *harness) newTxn(name string, ts hlc.Timestamp, pri int32) *kvpb.Transaction {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	var id uuid.UUID
 	copy(id[:], name)
 	id[15] = byte(len(h.txns) + 1)
@@ -103,6 +109,8 @@ func (h *harness) newTxn(name string, ts hlc.Timestamp, pri int32) *kvpb.Transac
 }
 
 func (h *harness) txn(name string) *kvpb.Transaction {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	txn, ok := h.txns[name]
 	if !ok {
 		h.t.Fatalf("unknown txn %q", name)
@@ -115,6 +123,7 @@ func (h *harness) txn(name string) *kvpb.Transaction {
 func (h *harness) send(ctx context.Context, ba *kvpb.BatchRequest, txnName string) (*kvpb.BatchResponse, error) {
 	if txnName != "" {
 		txn := h.txn(txnName)
+		h.mu.Lock()
 		for _, req := range ba.Requests {
 			if req.Method().IsTxnWrite() {
 				if len(txn.Key) == 0 {
@@ -124,15 +133,20 @@ func (h *harness) send(ctx context.Context, ba *kvpb.BatchRequest, txnName strin
 			}
 		}
 		ba.Txn = txn.Clone()
+		h.mu.Unlock()
 	}
 	br, err := h.r.Send(ctx, ba)
 	if err == nil && txnName != "" && br.Txn != nil {
+		h.mu.Lock()
 		h.txns[txnName] = br.Txn.Clone()
+		h.mu.Unlock()
 	}
 	return br, err
 }
 
 func (h *harness) name(id uuid.UUID) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	if n, ok := h.names[id]; ok {
 		return n
 	}

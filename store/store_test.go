@@ -1,0 +1,369 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cairn-db/cairn/hlc"
+	"github.com/cairn-db/cairn/keys"
+	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/storage"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/google/uuid"
+)
+
+type env struct {
+	t      *testing.T
+	fs     vfs.FS
+	eng    *storage.Engine
+	manual *hlc.ManualClock
+	clock  *hlc.Clock
+	s      *Store
+	cfg    Config
+}
+
+func newEnv(t *testing.T, cfg Config) *env {
+	e := &env{t: t, fs: vfs.NewMem(), manual: hlc.NewManualClock(1), cfg: cfg}
+	e.clock = hlc.NewClock(e.manual.UnixNano, 500*time.Millisecond)
+	e.open()
+	t.Cleanup(e.close)
+	return e
+}
+
+func (e *env) open() {
+	eng, err := storage.Open("db", storage.Options{FS: e.fs})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	s, err := Open(context.Background(), eng, e.clock, e.cfg)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.eng, e.s = eng, s
+}
+
+func (e *env) close() {
+	if e.s != nil {
+		e.s.Close()
+		e.s = nil
+	}
+	if e.eng != nil {
+		_ = e.eng.Close()
+		e.eng = nil
+	}
+}
+
+func (e *env) reopen() {
+	e.close()
+	e.open()
+}
+
+func (e *env) send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchResponse, error) {
+	return e.s.Send(ctx, ba)
+}
+
+// dump lists every engine key and value, to compare before and after.
+func (e *env) dump() string {
+	it, err := e.eng.NewIter(storage.IterOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer it.Close()
+	var b strings.Builder
+	for ok := it.First(); ok; ok = it.Next() {
+		v, err := it.UnsafeValue()
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "%s=%x\n", it.UnsafeKey(), v)
+	}
+	if err := it.Err(); err != nil {
+		e.t.Fatal(err)
+	}
+	return b.String()
+}
+
+func newTxn(name string, id byte, now hlc.Timestamp, pri int32) *kvpb.Transaction {
+	var u uuid.UUID
+	u[0] = id
+	return &kvpb.Transaction{
+		TxnMeta:       kvpb.TxnMeta{ID: u, WriteTimestamp: now, MinTimestamp: now, Priority: pri},
+		Name:          name,
+		ReadTimestamp: now,
+	}
+}
+
+func put(txn *kvpb.Transaction, k, v string) *kvpb.BatchRequest {
+	ba := &kvpb.BatchRequest{Header: kvpb.Header{Txn: txn.Clone()}}
+	return ba.Add(&kvpb.PutRequest{Key: []byte(k), Value: []byte(v)})
+}
+
+func endTxn(txn *kvpb.Transaction, commit bool, spans ...string) *kvpb.BatchRequest {
+	ba := &kvpb.BatchRequest{Header: kvpb.Header{Txn: txn.Clone()}}
+	req := &kvpb.EndTxnRequest{Key: txn.Key, Commit: commit}
+	for _, s := range spans {
+		req.LockSpans = append(req.LockSpans, kvpb.Span{Key: []byte(s)})
+	}
+	return ba.Add(req)
+}
+
+func (e *env) get(k string) []byte {
+	ba := &kvpb.BatchRequest{}
+	ba.Add(&kvpb.GetRequest{Key: []byte(k)})
+	br, err := e.send(context.Background(), ba)
+	if err != nil {
+		e.t.Fatalf("get %s: %v", k, err)
+	}
+	return br.Responses[0].(*kvpb.GetResponse).Value
+}
+
+func TestBootstrapAndReopen(t *testing.T) {
+	e := newEnv(t, Config{})
+	got := e.s.Tablets()
+	if len(got) != 1 || got[0].TabletID != 1 || !bytes.Equal(got[0].StartKey, keys.Min) || !bytes.Equal(got[0].EndKey, keys.Max) {
+		t.Fatalf("bootstrap tablets = %v", got)
+	}
+	ba := &kvpb.BatchRequest{}
+	ba.Add(&kvpb.PutRequest{Key: []byte("k"), Value: []byte("v")})
+	if _, err := e.send(context.Background(), ba); err != nil {
+		t.Fatal(err)
+	}
+	e.reopen()
+	if got := e.s.Tablets(); len(got) != 1 || got[0].TabletID != 1 {
+		t.Fatalf("tablets after reopen = %v", got)
+	}
+	if v := e.get("k"); string(v) != "v" {
+		t.Fatalf("k = %q after reopen", v)
+	}
+}
+
+// A split writes both descriptors in one batch; after a reopen the
+// directory gives back the same tablets, lookups find them, and the data
+// (which never moved) is read through the right tablet.
+func TestSplitAndReloadDirectory(t *testing.T) {
+	e := newEnv(t, Config{})
+	ctx := context.Background()
+	for _, k := range []string{"b", "m", "x"} {
+		ba := &kvpb.BatchRequest{}
+		ba.Add(&kvpb.PutRequest{Key: []byte(k), Value: []byte(k + "1")})
+		if _, err := e.send(ctx, ba); err != nil {
+			t.Fatal(err)
+		}
+	}
+	left, right, err := e.s.Split(ctx, []byte("m"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if left.TabletID != 1 || left.Generation != 1 || string(left.EndKey) != "m" ||
+		right.TabletID != 2 || right.Generation != 1 || string(right.StartKey) != "m" || !bytes.Equal(right.EndKey, keys.Max) {
+		t.Fatalf("split gave %s and %s", &left, &right)
+	}
+	// The same through Send.
+	sba := &kvpb.BatchRequest{}
+	sba.Add(&kvpb.SplitRequest{SplitKey: []byte("t")})
+	br, err := e.send(ctx, sba)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sr := br.Responses[0].(*kvpb.SplitResponse)
+	if sr.Left.TabletID != 2 || sr.Right.TabletID != 3 || string(sr.Left.EndKey) != "t" {
+		t.Fatalf("split via Send gave %s and %s", &sr.Left, &sr.Right)
+	}
+	before := e.s.Tablets()
+	e.reopen()
+	after := e.s.Tablets()
+	if fmt.Sprint(before) != fmt.Sprint(after) {
+		t.Fatalf("tablets before reopen %v, after %v", before, after)
+	}
+	for _, tc := range []struct {
+		key     string
+		reverse bool
+		want    kvpb.TabletID
+	}{
+		{"b", false, 1},
+		{"m", false, 2},
+		{"m", true, 1},
+		{"m\x00", true, 2},
+		{"s", false, 2},
+		{"t", false, 3},
+		{"t", true, 2},
+		{"x", false, 3},
+		{"\xff\xff", true, 3},
+	} {
+		d, err := e.s.LookupTablet(ctx, []byte(tc.key), tc.reverse)
+		if err != nil {
+			t.Fatalf("lookup %q reverse=%v: %v", tc.key, tc.reverse, err)
+		}
+		if d.TabletID != tc.want {
+			t.Errorf("lookup %q reverse=%v = %s, want tablet %d", tc.key, tc.reverse, &d, tc.want)
+		}
+	}
+	for _, k := range []string{"b", "m", "x"} {
+		if v := e.get(k); string(v) != k+"1" {
+			t.Fatalf("%s = %q after split and reopen", k, v)
+		}
+	}
+	// A batch sent to a tablet that does not hold its key is refused.
+	ba := &kvpb.BatchRequest{Header: kvpb.Header{TabletID: 1}}
+	ba.Add(&kvpb.GetRequest{Key: []byte("x")})
+	_, err = e.send(ctx, ba)
+	var mismatch *kvpb.TabletKeyMismatchError
+	if !errors.As(err, &mismatch) || mismatch.Tablet == nil || mismatch.Tablet.TabletID != 1 {
+		t.Fatalf("misrouted batch: err = %v, want TabletKeyMismatchError from tablet 1", err)
+	}
+	ba.TabletID = 9
+	var notFound *kvpb.TabletNotFoundError
+	if _, err := e.send(ctx, ba); !errors.As(err, &notFound) {
+		t.Fatalf("unknown tablet: err = %v, want TabletNotFoundError", err)
+	}
+	// A new split after reopen does not reuse an ID.
+	_, r4, err := e.s.Split(ctx, []byte("c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r4.TabletID != 4 {
+		t.Fatalf("split after reopen got tablet %d, want 4", r4.TabletID)
+	}
+}
+
+func TestSplitBadKeys(t *testing.T) {
+	e := newEnv(t, Config{})
+	ctx := context.Background()
+	if _, _, err := e.s.Split(ctx, []byte("m")); err != nil {
+		t.Fatal(err)
+	}
+	before := e.dump()
+	for _, key := range []string{"m", "\x02", "\x01x", "\xff\xff", ""} {
+		_, _, err := e.s.Split(ctx, []byte(key))
+		var inv *kvpb.InvalidArgumentError
+		if !errors.As(err, &inv) {
+			t.Errorf("split at %q: err = %v, want InvalidArgumentError", key, err)
+		}
+	}
+	if after := e.dump(); after != before {
+		t.Fatalf("refused splits changed the engine:\n%s\nvs\n%s", before, after)
+	}
+}
+
+// A transaction whose writes are on two tablets commits in two phases: the
+// record and the local intent settle at once, the other tablet's intent is
+// resolved asynchronously (or by the next reader that meets it).
+func TestTwoTabletCommit(t *testing.T) {
+	e := newEnv(t, Config{})
+	ctx := context.Background()
+	if _, _, err := e.s.Split(ctx, []byte("m")); err != nil {
+		t.Fatal(err)
+	}
+	txn := newTxn("A", 1, e.clock.Now(), 0)
+	txn.Key = []byte("c")
+	for _, k := range []string{"c", "p"} {
+		br, err := e.send(ctx, put(txn, k, k+"A"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		txn = br.Txn
+	}
+	br, err := e.send(ctx, endTxn(txn, true, "c", "p"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if br.OnePhaseCommit || br.Txn.Status != kvpb.Committed {
+		t.Fatalf("commit: 1pc=%v status=%s", br.OnePhaseCommit, br.Txn.Status)
+	}
+	for _, k := range []string{"c", "p"} {
+		if v := e.get(k); string(v) != k+"A" {
+			t.Fatalf("%s = %q after commit", k, v)
+		}
+	}
+}
+
+// Two transactions on two tablets each wait for the other: X holds c
+// (tablet 1) and wants p, Y holds p (tablet 2) and wants c. The wait-for
+// graph finds the cycle; exactly one is aborted with AbortDeadlock (the
+// lower priority, or on a tie the larger ID) and the other commits.
+func TestDeadlockAcrossTablets(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		priX, priY int32
+		xIsVictim  bool
+	}{
+		{"tie: larger ID loses", 0, 0, false},
+		{"lower priority loses", 5, 1, false},
+		{"lower priority loses even with the smaller ID", 1, 5, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			testDeadlock(t, tc.priX, tc.priY, tc.xIsVictim)
+		})
+	}
+}
+
+func testDeadlock(t *testing.T, priX, priY int32, xIsVictim bool) {
+	e := newEnv(t, Config{PushPollInterval: 5 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, _, err := e.s.Split(ctx, []byte("m")); err != nil {
+		t.Fatal(err)
+	}
+	now := e.clock.Now()
+	x := newTxn("X", 1, now, priX)
+	x.Key = []byte("c")
+	y := newTxn("Y", 2, now, priY)
+	y.Key = []byte("p")
+	if _, err := e.send(ctx, put(x, "c", "cX")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.send(ctx, put(y, "p", "pY")); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		br  *kvpb.BatchResponse
+		err error
+	}
+	resX, resY := make(chan result, 1), make(chan result, 1)
+	go func() {
+		br, err := e.send(ctx, put(x, "p", "pX"))
+		resX <- result{br, err}
+	}()
+	go func() {
+		br, err := e.send(ctx, put(y, "c", "cY"))
+		resY <- result{br, err}
+	}()
+	rx, ry := <-resX, <-resY
+	winner, loser, rw, rl := x, y, rx, ry
+	want := map[string]string{"c": "cX", "p": "pX"}
+	winnerSpans := []string{"c", "p"}
+	loserSpans := []string{"p"}
+	if xIsVictim {
+		winner, loser, rw, rl = y, x, ry, rx
+		want = map[string]string{"c": "cY", "p": "pY"}
+		loserSpans = []string{"c"}
+	}
+	if rw.err != nil {
+		t.Fatalf("%s (the survivor) failed: %v", winner.Name, rw.err)
+	}
+	var abt *kvpb.TransactionAbortedError
+	if !errors.As(rl.err, &abt) || abt.Reason != kvpb.AbortDeadlock {
+		t.Fatalf("%s (the victim): err = %v, want TransactionAbortedError(DEADLOCK)", loser.Name, rl.err)
+	}
+	// The victim rolls back (its record may already say so); the survivor
+	// commits; the victim can no longer commit.
+	if _, err := e.send(ctx, endTxn(loser, false, loserSpans...)); err != nil {
+		t.Fatalf("rollback of %s: %v", loser.Name, err)
+	}
+	if _, err := e.send(ctx, endTxn(rw.br.Txn, true, winnerSpans...)); err != nil {
+		t.Fatalf("commit of %s: %v", winner.Name, err)
+	}
+	if _, err := e.send(ctx, endTxn(loser, true, loserSpans...)); !errors.As(err, &abt) {
+		t.Fatalf("commit of the victim: err = %v, want TransactionAbortedError", err)
+	}
+	for k, v := range want {
+		if got := e.get(k); string(got) != v {
+			t.Fatalf("%s = %q, want %q", k, got, v)
+		}
+	}
+}
