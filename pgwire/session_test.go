@@ -81,7 +81,7 @@ func (s *testSession) ParameterStatus() map[string]string {
 	return map[string]string{"is_superuser": "on"}
 }
 
-func (s *testSession) TxnStatus() TxnStatus          { return s.txn }
+func (s *testSession) TxnStatus() TxnStatus           { return s.txn }
 func (s *testSession) Sync(ctx context.Context) error { return nil }
 
 func (s *testSession) Close() {
