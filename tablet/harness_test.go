@@ -33,9 +33,9 @@ type harness struct {
 	r      *Replica
 	// mu guards txns, names and writes: Go tests send from several
 	// goroutines.
-	mu     sync.Mutex
-	txns   map[string]*kvpb.Transaction
-	names  map[uuid.UUID]string
+	mu    sync.Mutex
+	txns  map[string]*kvpb.Transaction
+	names map[uuid.UUID]string
 	// writes are the spans each transaction wrote, for EndTxn's default
 	// lock spans (what a coordinator would track).
 	writes map[string][]kvpb.Span
