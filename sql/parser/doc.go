@@ -34,6 +34,9 @@
 //	cairn_split_tablets = n
 //	    CREATE TABLE or CREATE INDEX: YugabyteDB SPLIT INTO n TABLETS.
 //
+// A user who writes these parameters directly means the same thing, which
+// is what lets SHOW CREATE TABLE print plain Postgres that round-trips.
+//
 // Constructs that need no parameter: CockroachDB's AS (expr) STORED
 // becomes GENERATED ALWAYS AS (expr) STORED; STRING, STRING(n) and BYTES as
 // type names become text, varchar(n) and bytea; an inline [UNIQUE] INDEX

@@ -60,7 +60,7 @@ func rewrite(sql string) (*rewritten, error) {
 	marks := make([]int, len(pieces))
 	derivedOf := make([][]derived, len(pieces))
 	for k, p := range pieces {
-		w := &stmtRewriter{src: sql, toks: p.toks, claimed: make([]bool, len(p.toks)), edits: &edits, nextTag: &nextTag}
+		w := &stmtRewriter{src: sql, toks: p.toks, semi: p.semi, claimed: make([]bool, len(p.toks)), edits: &edits, nextTag: &nextTag}
 		if err := w.walk(); err != nil {
 			return nil, err
 		}

@@ -87,6 +87,7 @@ func fromPgError(err error, toOriginal func(pos int) int) error {
 type piece struct {
 	toks     []token
 	from, to int
+	semi     int // byte offset of the terminating semicolon, or -1
 }
 
 // splitPieces cuts the token stream at semicolons that end a statement.
@@ -126,13 +127,13 @@ func splitPieces(sql string, toks []token) []piece {
 			}
 		case ";":
 			if parens == 0 && blocks == 0 {
-				pieces = append(pieces, piece{toks: toks[first:i], from: from, to: t.end})
+				pieces = append(pieces, piece{toks: toks[first:i], from: from, to: t.end, semi: t.start})
 				from, first = t.end, i+1
 			}
 		}
 	}
 	if first < len(toks) || from < len(sql) {
-		pieces = append(pieces, piece{toks: toks[first:], from: from, to: len(sql)})
+		pieces = append(pieces, piece{toks: toks[first:], from: from, to: len(sql), semi: -1})
 	}
 	return pieces
 }

@@ -30,6 +30,7 @@ type derived struct {
 type stmtRewriter struct {
 	src     string
 	toks    []token
+	semi    int    // byte offset of the statement's semicolon, or -1
 	claimed []bool // tokens an edit already covers (invariant 3)
 	edits   *[]edit
 	nextTag *int // last edit tag handed out, shared by all pieces
@@ -66,17 +67,19 @@ func (w *stmtRewriter) word(i int) string {
 // errorAt reports a malformed dialect construct at toks[i], or at the end
 // of the statement when i is past its last token.
 func (w *stmtRewriter) errorAt(i int, format string, args ...any) error {
-	off := len(w.src)
-	if i < len(w.toks) {
-		off = w.toks[i].start
-	} else if len(w.toks) > 0 {
-		off = w.toks[len(w.toks)-1].end
-	}
 	msg := fmt.Sprintf(format, args...)
-	if i >= len(w.toks) {
-		msg += " at end of input"
-	} else {
+	var off int
+	switch {
+	case i < len(w.toks):
+		off = w.toks[i].start
 		msg += fmt.Sprintf(" at or near %q", w.src[w.toks[i].start:w.toks[i].end])
+	case w.semi >= 0:
+		off = w.semi
+		msg += ` at or near ";"`
+	default:
+		// Like Postgres, point just past the last character.
+		off = len(w.src)
+		msg += " at end of input"
 	}
 	return &SyntaxError{Code: CodeSyntaxError, Message: msg, Position: charPos(w.src, off)}
 }
