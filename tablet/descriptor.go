@@ -1,6 +1,7 @@
 package tablet
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -37,6 +38,7 @@ func EncodeDescriptor(dst []byte, d kvpb.TabletDescriptor) []byte {
 // DecodeDescriptor decodes an entry written by EncodeDescriptor. The keys
 // of the result are copies.
 func DecodeDescriptor(b []byte) (kvpb.TabletDescriptor, error) {
+	orig := b
 	var d kvpb.TabletDescriptor
 	if len(b) == 0 || b[0] != descriptorVersion {
 		return d, fmt.Errorf("%w: unknown version", ErrBadDescriptor)
@@ -73,6 +75,11 @@ func DecodeDescriptor(b []byte) (kvpb.TabletDescriptor, error) {
 		return d, fmt.Errorf("%w: %d trailing bytes", ErrBadDescriptor, len(b))
 	}
 	d = kvpb.TabletDescriptor{TabletID: kvpb.TabletID(id), StartKey: start, EndKey: end, Generation: gen}
+	// Varints have overlong forms; accepting only the canonical one keeps
+	// one descriptor, one encoding.
+	if !bytes.Equal(EncodeDescriptor(nil, d), orig) {
+		return d, fmt.Errorf("%w: non-canonical encoding", ErrBadDescriptor)
+	}
 	if err := ValidateDescriptor(d); err != nil {
 		return d, err
 	}

@@ -115,8 +115,13 @@ func (r *Replica) validateRequest(ba *kvpb.BatchRequest, i int, req kvpb.Request
 			return invalidArg("%s cannot run in a transaction", m)
 		}
 	}
-	if ba.Txn != nil && m.IsTxnWrite() && len(ba.Txn.Key) == 0 {
-		return invalidArg("transaction %s writes without an anchor key", ba.Txn.Short())
+	if ba.Txn != nil && m.IsTxnWrite() {
+		if len(ba.Txn.Key) == 0 {
+			return invalidArg("transaction %s writes without an anchor key", ba.Txn.Short())
+		}
+		if ba.Txn.Status != kvpb.Pending {
+			return &kvpb.TransactionStatusError{Txn: ba.Txn.TxnMeta, Status: ba.Txn.Status, Msg: "cannot write in a finished transaction"}
+		}
 	}
 	return nil
 }
