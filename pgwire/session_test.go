@@ -417,9 +417,15 @@ func (p *testPortal) Execute(ctx context.Context, w ResultWriter, maxRows int) (
 	if p.plan.exec != nil {
 		return false, p.s.failed(p.plan.exec(ctx, w))
 	}
-	for n := 0; p.pos < len(p.rows); n++ {
+	// Like PostgreSQL: no look-ahead, so a portal whose last row was just
+	// sent still suspends, and the tag counts this Execute's rows.
+	n := 0
+	for ; ; n++ {
 		if maxRows > 0 && n == maxRows {
 			return true, nil
+		}
+		if p.pos == len(p.rows) {
+			break
 		}
 		vals := make([][]byte, len(p.cols))
 		for i, c := range p.cols {
@@ -430,7 +436,7 @@ func (p *testPortal) Execute(ctx context.Context, w ResultWriter, maxRows int) (
 		}
 		p.pos++
 	}
-	return false, w.Complete(fmt.Sprintf("SELECT %d", len(p.rows)))
+	return false, w.Complete(fmt.Sprintf("SELECT %d", n))
 }
 
 func encode(v int64, c Column) []byte {

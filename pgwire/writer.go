@@ -104,7 +104,7 @@ func (r *copyIn) Next() ([]byte, error) {
 			// The protocol says to ignore these during COPY IN (a client
 			// in the extended protocol may send them after Execute).
 		default:
-			r.err = pgerror.New(pgerrcode.ProtocolViolation, "unexpected message type %T during COPY from stdin", msg)
+			r.err = pgerror.New(pgerrcode.ProtocolViolation, "unexpected message type 0x%02X during COPY from stdin", messageType(msg))
 		}
 	}
 	return nil, r.err
@@ -149,4 +149,13 @@ func (w *copyOut) Done() error {
 	}
 	w.done = true
 	return w.c.send(&pgproto3.CopyDone{}, 5)
+}
+
+// messageType returns the type byte of a frontend message.
+func messageType(msg pgproto3.FrontendMessage) byte {
+	b, err := msg.Encode(nil)
+	if err != nil || len(b) == 0 {
+		return 0
+	}
+	return b[0]
 }
