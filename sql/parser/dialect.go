@@ -157,21 +157,8 @@ func hasSite(sites []site, s site) bool {
 }
 
 func applyTypeAlias(w *stmtRewriter, i int) (int, error) {
-	var repl string
-	switch w.word(i) {
-	case "string":
-		repl = "text"
-		if w.word(i+1) == "(" {
-			// STRING(n) is CockroachDB's bounded string; text takes no
-			// length in Postgres.
-			repl = "varchar"
-		}
-	case "bytes":
-		repl = "bytea"
-	default:
-		return i, nil
-	}
-	if w.word(i+1) == "." { // a schema-qualified name, not the alias
+	repl := w.typeAlias(i)
+	if repl == "" {
 		return i, nil
 	}
 	w.note(&w.notes, "type-alias", i, i)
@@ -179,6 +166,26 @@ func applyTypeAlias(w *stmtRewriter, i int) (int, error) {
 		return i, err
 	}
 	return i + 1, nil
+}
+
+// typeAlias returns the Postgres name for the type alias at toks[i], which
+// must be in a type position, or "" if there is none.
+func (w *stmtRewriter) typeAlias(i int) string {
+	if w.word(i+1) == "." { // a schema-qualified name, not the alias
+		return ""
+	}
+	switch w.word(i) {
+	case "string":
+		if w.word(i+1) == "(" {
+			// STRING(n) is CockroachDB's bounded string; text takes no
+			// length in Postgres.
+			return "varchar"
+		}
+		return "text"
+	case "bytes":
+		return "bytea"
+	}
+	return ""
 }
 
 func applyHashPrimaryKey(w *stmtRewriter, i int) (int, error) {
@@ -496,17 +503,18 @@ func applyInlineIndex(w *stmtRewriter, s int) (int, error) {
 		}
 		d.with = append(d.with, w.copyToks(name, name), synth(anchor, " "))
 	}
-	d.with = append(d.with, synth(anchor, "ON "), w.copyToks(w.tableFrom, w.tableTo), synth(anchor, " "), w.copyToks(open, close))
+	d.with = append(d.with, synth(anchor, "ON "), w.copyToks(w.tableFrom, w.tableTo), synth(anchor, " "))
+	d.with = append(d.with, w.copyAliased(&d.notes, open, close)...)
 	tailEnd := w.elemEnd
 	if where >= 0 {
 		tailEnd = where
 	}
-	d.with = append(d.with, w.copyRuns(close+1, tailEnd, hashFrom, hashTo)...)
+	d.with = append(d.with, w.copyRuns(&d.notes, close+1, tailEnd, hashFrom, hashTo)...)
 	if hashFrom >= 0 {
 		d.with = append(d.with, synth(w.toks[hashFrom].start, fmt.Sprintf(" WITH (%s = %s)", optHashBuckets, buckets)))
 	}
 	if where >= 0 {
-		d.with = append(d.with, w.copyRuns(where, w.elemEnd, hashFrom, hashTo)...)
+		d.with = append(d.with, w.copyRuns(&d.notes, where, w.elemEnd, hashFrom, hashTo)...)
 	}
 	w.note(&d.notes, "inline-index", s, w.elemEnd-1)
 	if hashFrom >= 0 {
@@ -517,13 +525,14 @@ func applyInlineIndex(w *stmtRewriter, s int) (int, error) {
 }
 
 // copyRuns copies the tokens [from, to) except [skipFrom, skipTo] as runs
-// of original text, each preceded by a space.
-func (w *stmtRewriter) copyRuns(from, to, skipFrom, skipTo int) []chunk {
+// of original text, each preceded by a space, through copyAliased.
+func (w *stmtRewriter) copyRuns(notes *[]Annotation, from, to, skipFrom, skipTo int) []chunk {
 	var out []chunk
 	runStart := -1
 	flush := func(end int) {
 		if runStart >= 0 {
-			out = append(out, synth(w.toks[runStart].start, " "), w.copyToks(runStart, end-1))
+			out = append(out, synth(w.toks[runStart].start, " "))
+			out = append(out, w.copyAliased(notes, runStart, end-1)...)
 			runStart = -1
 		}
 	}
@@ -538,6 +547,27 @@ func (w *stmtRewriter) copyRuns(from, to, skipFrom, skipTo int) []chunk {
 	}
 	flush(to)
 	return out
+}
+
+// copyAliased copies tokens [from, to] into a derived statement, with the
+// type aliases of casts inside (expr::STRING, CAST(expr AS BYTES)) renamed:
+// the element they sit in is removed whole, so no edit can reach them.
+func (w *stmtRewriter) copyAliased(notes *[]Annotation, from, to int) []chunk {
+	var out []chunk
+	pos := w.toks[from].start
+	for i := from; i <= to; i++ {
+		if prev := w.word(i - 1); i == from || (prev != "::" && prev != "as") {
+			continue
+		}
+		repl := w.typeAlias(i)
+		if repl == "" {
+			continue
+		}
+		w.note(notes, "type-alias", i, i)
+		out = append(out, copyOf(w.src, pos, w.toks[i].start), synth(w.toks[i].start, repl))
+		pos = w.toks[i].end
+	}
+	return append(out, copyOf(w.src, pos, w.toks[to].end))
 }
 
 // sortNotes orders annotations by where they appear in the original text.

@@ -24,7 +24,10 @@ type Statement struct {
 	// Derived is set on statements the rewriter added after the one the
 	// user typed (an inline INDEX of CREATE TABLE becomes a CREATE INDEX
 	// that follows it). The session runs them as part of that statement:
-	// one command tag, one transaction.
+	// one command tag, one transaction. When CREATE TABLE IF NOT EXISTS
+	// finds the table already there, the session skips its derived
+	// statements: an unnamed index cannot carry IF NOT EXISTS in Postgres
+	// (named ones do).
 	Derived bool
 	// Annotations lists the dialect constructs rewritten into this
 	// statement, in the order they appear in Original.

@@ -67,6 +67,7 @@ func rewrite(sql string) (*rewritten, error) {
 		sortNotes(w.notes)
 		notes := [][]Annotation{w.notes}
 		for _, d := range w.derived {
+			sortNotes(d.notes)
 			notes = append(notes, d.notes)
 		}
 		rw.pieces[k] = rewrittenPiece{piece: p, notes: notes}
