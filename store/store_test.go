@@ -367,3 +367,91 @@ func testDeadlock(t *testing.T, priX, priY int32, xIsVictim bool) {
 		}
 	}
 }
+
+// A request waiting on a lock when the tablet splits under it is woken,
+// finds its key gone to the new tablet, is routed there by the store, waits
+// on the same lock in the new tablet's table, and proceeds when the holder
+// commits.
+func TestSplitMovesLockWaiters(t *testing.T) {
+	e := newEnv(t, Config{PushPollInterval: 5 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	now := e.clock.Now()
+	a := newTxn("A", 1, now, 0)
+	a.Key = []byte("p")
+	br, err := e.send(ctx, put(a, "p", "pA"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a = br.Txn
+	// The waiter is a non-transactional write: it lands above A's commit.
+	done := make(chan error, 1)
+	go func() {
+		ba := &kvpb.BatchRequest{}
+		ba.Add(&kvpb.PutRequest{Key: []byte("p"), Value: []byte("pB")})
+		_, err := e.send(ctx, ba)
+		done <- err
+	}()
+	for e.s.Replica(1).LockWaiters() != 1 {
+		time.Sleep(time.Millisecond)
+	}
+	if _, _, err := e.s.Split(ctx, []byte("m")); err != nil {
+		t.Fatal(err)
+	}
+	for e.s.Replica(2).LockWaiters() != 1 {
+		time.Sleep(time.Millisecond)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("waiter finished before the holder did: %v", err)
+	default:
+	}
+	if _, err := e.send(ctx, endTxn(a, true, "p")); err != nil {
+		t.Fatalf("commit of A: %v", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("B after the split: %v", err)
+	}
+	if n := e.s.Replica(1).LockWaiters(); n != 0 {
+		t.Fatalf("left tablet still has %d waiters", n)
+	}
+	if v := e.get("p"); string(v) != "pB" {
+		t.Fatalf("p = %q, want the waiter's write", v)
+	}
+}
+
+// Key-routed batches racing a split all succeed: those that reach the old
+// tablet after it shrank are re-routed by the store.
+func TestRoutingRacesSplit(t *testing.T) {
+	e := newEnv(t, Config{})
+	ctx := context.Background()
+	const n = 50
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			ba := &kvpb.BatchRequest{}
+			ba.Add(&kvpb.PutRequest{Key: []byte(fmt.Sprintf("k%02d", i)), Value: []byte("v")})
+			_, err := e.send(ctx, ba)
+			errs <- err
+		}()
+	}
+	for _, k := range []string{"k10", "k20", "k30", "k40"} {
+		if _, _, err := e.s.Split(ctx, []byte(k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	ba := &kvpb.BatchRequest{}
+	ba.Add(&kvpb.ScanRequest{Key: []byte("k20"), EndKey: []byte("k30")})
+	br, err := e.send(ctx, ba)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows := br.Responses[0].(*kvpb.ScanResponse).Rows; len(rows) != 10 {
+		t.Fatalf("scan of one tablet found %d rows, want 10", len(rows))
+	}
+}

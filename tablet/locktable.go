@@ -168,6 +168,16 @@ func (t *lockTable) String() string {
 	return b.String()
 }
 
+func (t *lockTable) numWaiters() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for _, l := range t.locks {
+		n += len(l.waiters)
+	}
+	return n
+}
+
 func (t *lockTable) len() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -164,6 +164,10 @@ func (r *Replica) Desc() kvpb.TabletDescriptor {
 // Metrics returns the replica's counters.
 func (r *Replica) Metrics() *Metrics { return &r.metrics }
 
+// LockWaiters reports how many requests are queued on the replica's locks
+// right now (a gauge for contention views, and for tests to wait on).
+func (r *Replica) LockWaiters() int { return r.locks.numWaiters() }
+
 // Close stops background intent resolution and waits for it.
 func (r *Replica) Close() {
 	r.asyncMu.Lock()
@@ -191,8 +195,24 @@ func (r *Replica) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchR
 	if err := r.validate(ba); err != nil {
 		return nil, err
 	}
-	for {
-		br, w, err := r.executeOnce(ctx, ba, evalOptions{})
+	// A non-transactional batch without a timestamp gets one here, once,
+	// so every retry after waiting reads and writes at the same time (and
+	// a reader's push asks for the timestamp it will read at).
+	exec := *ba
+	serverTS := ba.Txn == nil && ba.Timestamp.IsEmpty()
+	if serverTS {
+		exec.Timestamp = r.clock.Now()
+	}
+	for wtoRetries := 0; ; {
+		br, w, err := r.executeOnce(ctx, &exec, evalOptions{})
+		var wto *kvpb.WriteTooOldError
+		if serverTS && errors.As(err, &wto) && wtoRetries < maxWriteTooOldRetries {
+			// The tablet chose the timestamp, so it may choose a later
+			// one: nobody has observed the earlier.
+			wtoRetries++
+			exec.Timestamp = r.clock.Now().Forward(wto.ActualTimestamp)
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -203,9 +223,9 @@ func (r *Replica) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchR
 		var pr *kvpb.PushTxnResponse
 		switch {
 		case w.locks != nil:
-			err = r.waitForLocks(ctx, ba, w.locks)
+			err = r.waitForLocks(ctx, &exec, w.locks)
 		case w.push != nil:
-			pr, err = r.waitForPush(ctx, ba, w.push)
+			pr, err = r.waitForPush(ctx, &exec, w.push)
 		}
 		if err != nil {
 			return nil, err
@@ -216,6 +236,10 @@ func (r *Replica) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchR
 	}
 }
 
+// maxWriteTooOldRetries bounds how often a batch whose timestamp the tablet
+// chose is retried higher after meeting a newer committed version.
+const maxWriteTooOldRetries = 3
+
 // waitFor says what executeOnce registered to wait on before releasing its
 // latches.
 type waitFor struct {
@@ -224,6 +248,7 @@ type waitFor struct {
 }
 
 // executeOnce runs one pass of ba under latches: evaluate, then apply. A
+// non-transactional ba must carry its timestamp. A
 // conflict it may wait on is registered (under the latches, so no release
 // can be missed) and returned instead of an error.
 func (r *Replica) executeOnce(ctx context.Context, ba *kvpb.BatchRequest, opts evalOptions) (*kvpb.BatchResponse, *waitFor, error) {
@@ -238,13 +263,9 @@ func (r *Replica) executeOnce(ctx context.Context, ba *kvpb.BatchRequest, opts e
 	if err := checkKeys(ba, desc); err != nil {
 		return nil, nil, err
 	}
-	exec := *ba
-	if exec.Txn == nil && exec.Timestamp.IsEmpty() {
-		exec.Timestamp = r.clock.Now()
-	}
-	prop, br, err := r.evaluate(&exec, desc, opts)
+	prop, br, err := r.evaluate(ba, desc, opts)
 	if err != nil {
-		if w := r.registerWait(&exec, err); w != nil {
+		if w := r.registerWait(ba, err); w != nil {
 			return nil, w, nil
 		}
 		return nil, nil, err
@@ -252,7 +273,7 @@ func (r *Replica) executeOnce(ctx context.Context, ba *kvpb.BatchRequest, opts e
 	if err := r.Apply(prop); err != nil {
 		return nil, nil, err
 	}
-	r.recordReads(&exec, br)
+	r.recordReads(ba, br)
 	return br, nil, nil
 }
 

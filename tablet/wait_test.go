@@ -8,6 +8,7 @@ import (
 
 	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/mvcc"
 )
 
 func ts(w int64) hlc.Timestamp { return hlc.Timestamp{WallTime: w} }
@@ -172,5 +173,60 @@ func TestWriterRecoversAbandonedIntent(t *testing.T) {
 	var abt *kvpb.TransactionAbortedError
 	if !errors.As(err, &abt) || abt.Reason != kvpb.AbortExpired {
 		t.Fatalf("late commit of the abandoned txn: err = %v, want TransactionAbortedError(EXPIRED)", err)
+	}
+}
+
+// A non-transactional read without a timestamp gets one from the tablet
+// once; meeting an older intent it pushes the writer above that timestamp
+// and reads past it instead of waiting or spinning.
+func TestNonTxnReadPushesWithItsTimestamp(t *testing.T) {
+	h := newHarness(t, Config{})
+	ctx := context.Background()
+	h.newTxn("A", h.clock.Now(), 0)
+	if _, err := h.send(ctx, putBatch("k", "a"), "A"); err != nil {
+		t.Fatal(err)
+	}
+	get := &kvpb.BatchRequest{}
+	get.Add(&kvpb.GetRequest{Key: []byte("k")})
+	br, err := h.send(ctx, get, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := br.Responses[0].(*kvpb.GetResponse).Value; v != nil {
+		t.Fatalf("read saw %q through a pending intent", v)
+	}
+	in, err := getIntent(h, "k")
+	if err != nil || in == nil || !h.txn("A").WriteTimestamp.Less(in.Txn.WriteTimestamp) {
+		t.Fatalf("intent = %+v, %v; want it pushed above A's original timestamp", in, err)
+	}
+}
+
+// A non-transactional write without a timestamp that meets a newer
+// committed version (here: one written straight into the engine above the
+// clock, as a node with a faster clock could have) is retried above it by
+// the tablet rather than failing.
+func TestNonTxnWriteRetriesWriteTooOld(t *testing.T) {
+	h := newHarness(t, Config{})
+	ctx := context.Background()
+	future := hlc.Timestamp{WallTime: h.clock.Now().WallTime + int64(100*time.Millisecond)}
+	b := h.eng.NewBatch()
+	if err := mvcc.Put(b, []byte("k"), future, []byte("1"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	if _, err := h.send(ctx, putBatch("k", "2"), ""); err != nil {
+		t.Fatalf("server-timestamped write under a newer version: %v", err)
+	}
+	get := &kvpb.BatchRequest{Header: kvpb.Header{Timestamp: hlc.Timestamp{WallTime: future.WallTime + 1}}}
+	get.Add(&kvpb.GetRequest{Key: []byte("k")})
+	br, err := h.send(ctx, get, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := br.Responses[0].(*kvpb.GetResponse).Value; string(v) != "2" {
+		t.Fatalf("k = %q, want the later write", v)
 	}
 }
