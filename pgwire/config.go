@@ -32,6 +32,9 @@ const (
 type Config struct {
 	// Backend provides roles and sessions. Required.
 	Backend Backend
+	// ListenAddr is the TCP address ListenAndServe listens on, e.g.
+	// ":26257"; Serve takes a listener instead.
+	ListenAddr string
 	// Insecure lets any existing role that can log in connect without a
 	// password (trust authentication). Otherwise SCRAM-SHA-256 is required.
 	Insecure bool

@@ -339,7 +339,7 @@ func (c *conn) loop(ctx context.Context) error {
 		case *pgproto3.FunctionCall:
 			stmtErr = pgerror.New(pgerrcode.FeatureNotSupported, "fastpath function calls are not supported")
 		default:
-			return protocolErrorf("unexpected message type %T", msg)
+			return protocolErrorf("invalid frontend message type 0x%02X", messageType(msg))
 		}
 		if stmtErr == nil {
 			continue

@@ -94,6 +94,18 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 }
 
+// ListenAndServe listens on Config.ListenAddr and serves until Close or
+// ctx is done. Callers that need the bound port before serving (":0")
+// should create the listener themselves and call Serve.
+func (s *Server) ListenAndServe(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.cfg.ListenAddr)
+	if err != nil {
+		return fmt.Errorf("pgwire: listen on %q: %w", s.cfg.ListenAddr, err)
+	}
+	s.log.Info("pgwire: listening", "addr", ln.Addr().String())
+	return s.Serve(ctx, ln)
+}
+
 // Addr returns the listener's address, or nil before Serve.
 func (s *Server) Addr() net.Addr {
 	s.mu.Lock()

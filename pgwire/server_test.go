@@ -286,8 +286,8 @@ func TestCopy(t *testing.T) {
 	if err != nil || n != 100 {
 		t.Fatalf("CopyFrom: %d, %v", n, err)
 	}
-	if ts.b.copySum != 5050 {
-		t.Fatalf("server saw sum %d, want 5050", ts.b.copySum)
+	if ts.b.copiedSum() != 5050 {
+		t.Fatalf("server saw sum %d, want 5050", ts.b.copiedSum())
 	}
 
 	for _, tc := range []struct{ sql, data, tag string }{
@@ -300,8 +300,8 @@ func TestCopy(t *testing.T) {
 			t.Fatalf("%s: %q, %v", tc.sql, tag, err)
 		}
 	}
-	if ts.b.copySum != 5050+3+30+5 {
-		t.Fatalf("server saw sum %d", ts.b.copySum)
+	if ts.b.copiedSum() != 5050+3+30+5 {
+		t.Fatalf("server saw sum %d", ts.b.copiedSum())
 	}
 
 	// Bad data: the session's error comes back, and the connection is fine.

@@ -55,6 +55,12 @@ func newTestBackend() *testBackend {
 	return &testBackend{roles: map[string]Role{"postgres": {Name: "postgres", CanLogin: true}}}
 }
 
+func (b *testBackend) copiedSum() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.copySum
+}
+
 func (b *testBackend) LookupRole(_ context.Context, name string) (Role, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()

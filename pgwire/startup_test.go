@@ -2,7 +2,6 @@ package pgwire
 
 import (
 	"bytes"
-	"fmt"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -10,6 +9,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"math/big"
 	"net"
