@@ -14,7 +14,8 @@ type Backend interface {
 	// error aborts the connection attempt with that error's SQLSTATE.
 	LookupRole(ctx context.Context, name string) (Role, error)
 
-	// NewSession opens the SQL session of one authenticated connection. An
+	// NewSession opens the SQL session of one authenticated connection; ctx
+	// bounds the setup only (it ends when NewSession returns). An
 	// error (3D000 for an unknown database, for instance) is sent to the
 	// client as a FATAL ErrorResponse and the connection is closed.
 	NewSession(ctx context.Context, info StartupInfo) (Session, error)

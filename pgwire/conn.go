@@ -215,7 +215,11 @@ func (c *conn) run(ctx context.Context) error {
 	}
 	user, database := st.params["user"], st.params["database"]
 	c.log = c.log.With("user", user, "database", database)
-	if err := c.authenticate(ctx, user); err != nil {
+	// The socket deadline bounds the client; this bounds the backend's
+	// role lookup and session setup by the same AuthTimeout.
+	authCtx, cancelAuth := context.WithTimeout(ctx, cfg.AuthTimeout)
+	defer cancelAuth()
+	if err := c.authenticate(authCtx, user); err != nil {
 		return err
 	}
 	if !c.srv.register(c) {
@@ -224,7 +228,7 @@ func (c *conn) run(ctx context.Context) error {
 	info := StartupInfo{User: user, Database: database, Params: st.params, ProcessID: c.pid}
 	delete(info.Params, "user")
 	delete(info.Params, "database")
-	sess, err := cfg.Backend.NewSession(ctx, info)
+	sess, err := cfg.Backend.NewSession(authCtx, info)
 	if err != nil {
 		return err
 	}

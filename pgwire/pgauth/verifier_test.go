@@ -140,3 +140,20 @@ func TestParseVerifierRejects(t *testing.T) {
 		t.Fatalf("ParseVerifier(%q): %v", good, err)
 	}
 }
+
+// TestPostgreSQLVector checks against a verifier PostgreSQL 15.18 stored
+// for CREATE ROLE alice LOGIN PASSWORD 's3cret' (pg_authid.rolpassword).
+func TestPostgreSQLVector(t *testing.T) {
+	const fromPostgres = "SCRAM-SHA-256$4096:gn4HOwJb09LK6KX0tDxm8Q==$d4p52DcUMEwQ6Pb53A8S+JO+chdUmOLBH336msbJX+A=:1HQz2vtOnlK1vRj8mYZ1qVSUF5D1KbS6BdLlno5PSrI="
+	salt, err := base64.StdEncoding.DecodeString("gn4HOwJb09LK6KX0tDxm8Q==")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := VerifierWithSalt("s3cret", salt, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != fromPostgres {
+		t.Fatalf("got %s\nwant %s", got, fromPostgres)
+	}
+}
