@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/keys"
@@ -15,77 +13,6 @@ import (
 	"github.com/cairn-db/cairn/storage"
 	"github.com/google/uuid"
 )
-
-// Defaults for Config's zero fields.
-const (
-	DefaultTxnLivenessThreshold = 5 * time.Second
-	DefaultMaxValueSize         = 64 << 20
-	DefaultPushPollInterval     = 20 * time.Millisecond
-	DefaultTSCacheMaxEntries    = 1 << 16
-)
-
-// Priority bounds. A push by a transaction at MaxPriority, or of one at
-// MinPriority, wins at once; between the bounds pushers wait, so ordinary
-// contention queues fairly and only the deadlock detector aborts.
-const (
-	MinPriority int32 = -1 << 31
-	MaxPriority int32 = 1<<31 - 1
-)
-
-// LookupFunc finds the tablet holding key (the store's LookupTablet). The
-// intent resolver uses it to batch resolution per tablet.
-type LookupFunc func(ctx context.Context, key []byte, reverse bool) (kvpb.TabletDescriptor, error)
-
-// Config is what a replica needs from its store. Zero fields take the
-// defaults above; Sender is required for pushes and intent resolution.
-type Config struct {
-	// TxnLivenessThreshold is how long a pending transaction may go without
-	// a heartbeat (or, without a record, since it started) before a pusher
-	// may abort it as abandoned.
-	TxnLivenessThreshold time.Duration
-	// MaxValueSize bounds the value of a Put or ConditionalPut.
-	MaxValueSize int
-	// PushPollInterval is how often a waiting push re-checks its pushee and
-	// asks for its own pusher's dependents (deadlock detection).
-	PushPollInterval time.Duration
-	// TSCacheMaxEntries bounds the timestamp cache.
-	TSCacheMaxEntries int
-	// Sender carries pushes, queries and resolutions to whichever tablet
-	// holds the keys or records involved (the store, or later the kv
-	// client). Batches it is given have TabletID zero unless stated.
-	Sender kvpb.Sender
-	// Lookup finds tablet boundaries for batched intent resolution.
-	Lookup LookupFunc
-}
-
-func (c Config) withDefaults() Config {
-	if c.TxnLivenessThreshold <= 0 {
-		c.TxnLivenessThreshold = DefaultTxnLivenessThreshold
-	}
-	if c.MaxValueSize <= 0 {
-		c.MaxValueSize = DefaultMaxValueSize
-	}
-	if c.PushPollInterval <= 0 {
-		c.PushPollInterval = DefaultPushPollInterval
-	}
-	if c.TSCacheMaxEntries <= 0 {
-		c.TSCacheMaxEntries = DefaultTSCacheMaxEntries
-	}
-	return c
-}
-
-// Metrics are a replica's exported counters. They are safe to read at any
-// time.
-type Metrics struct {
-	// OnePhaseCommits counts transactions committed without intents.
-	OnePhaseCommits atomic.Int64
-	// IntentsWritten counts intents laid down by applied proposals.
-	IntentsWritten atomic.Int64
-	// PushesWaited counts pushes that had to wait in the txn wait queue.
-	PushesWaited atomic.Int64
-	// DeadlocksBroken counts deadlock victims this replica's waiters chose.
-	DeadlocksBroken atomic.Int64
-}
 
 // Replica is one tablet's replica: its span, its in-memory concurrency
 // state and the evaluation of batches against the store's engine. All
@@ -248,9 +175,9 @@ type waitFor struct {
 }
 
 // executeOnce runs one pass of ba under latches: evaluate, then apply. A
-// non-transactional ba must carry its timestamp. A
-// conflict it may wait on is registered (under the latches, so no release
-// can be missed) and returned instead of an error.
+// non-transactional ba must carry its timestamp. A conflict it may wait on
+// is registered (under the latches, so no release can be missed) and
+// returned instead of an error.
 func (r *Replica) executeOnce(ctx context.Context, ba *kvpb.BatchRequest, opts evalOptions) (*kvpb.BatchResponse, *waitFor, error) {
 	desc := r.Desc()
 	g, err := r.latches.acquire(ctx, latchSpans(ba, desc))
