@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/cairn-db/cairn/pgwire/pgauth"
 	"github.com/cairn-db/cairn/sql/pgerror"
@@ -14,7 +15,10 @@ import (
 	"github.com/xdg-go/scram"
 )
 
-const scramMechanism = "SCRAM-SHA-256"
+const (
+	scramMechanism     = "SCRAM-SHA-256"
+	scramPlusMechanism = "SCRAM-SHA-256-PLUS" // with TLS channel binding
+)
 
 // authenticate runs trust (Insecure) or SCRAM-SHA-256 authentication for
 // user and sends AuthenticationOk on success.
@@ -78,16 +82,27 @@ func mockCredentials() scram.StoredCredentials {
 
 // scramExchange runs SASL with SCRAM-SHA-256 against creds: AuthenticationSASL,
 // SASLInitialResponse, AuthenticationSASLContinue, SASLResponse,
-// AuthenticationSASLFinal. The client's SCRAM user name is ignored; the
-// startup packet's user is authoritative (PostgreSQL does the same, and
-// libpq sends an empty name).
+// AuthenticationSASLFinal. Over TLS it also offers SCRAM-SHA-256-PLUS with
+// tls-server-end-point channel binding, as PostgreSQL does, so a client can
+// tell that no one terminated TLS in between. The client's SCRAM user name
+// is ignored; the startup packet's user is authoritative (PostgreSQL does
+// the same, and libpq sends an empty name).
 func (c *conn) scramExchange(user string, creds scram.StoredCredentials) error {
 	srv, err := scram.SHA256.NewServer(func(string) (scram.StoredCredentials, error) { return creds, nil })
 	if err != nil {
 		return fmt.Errorf("starting SCRAM: %w", err)
 	}
-	conv := srv.NewConversation()
-	c.be.Send(&pgproto3.AuthenticationSASL{AuthMechanisms: []string{scramMechanism}})
+	mechanisms := []string{scramMechanism}
+	var binding scram.ChannelBinding
+	if c.tlsCert != nil {
+		if b, err := endpointBinding(c.tlsCert); err == nil {
+			binding = b
+			mechanisms = []string{scramPlusMechanism, scramMechanism}
+		} else {
+			c.log.Warn("pgwire: not offering SCRAM-SHA-256-PLUS", "err", err)
+		}
+	}
+	c.be.Send(&pgproto3.AuthenticationSASL{AuthMechanisms: mechanisms})
 	if err := c.be.SetAuthType(pgproto3.AuthTypeSASL); err != nil {
 		return err
 	}
@@ -102,8 +117,17 @@ func (c *conn) scramExchange(user string, creds scram.StoredCredentials) error {
 	if !ok {
 		return protocolErrorf("expected SASL response, got %T", msg)
 	}
-	if first.AuthMechanism != scramMechanism {
+	if !slices.Contains(mechanisms, first.AuthMechanism) {
 		return protocolErrorf("client selected an invalid SASL authentication mechanism")
+	}
+	// The mechanism and the GS2 flag must agree; otherwise a client could
+	// pick PLUS and then skip the binding.
+	if usesBinding := strings.HasPrefix(string(first.Data), "p="); usesBinding != (first.AuthMechanism == scramPlusMechanism) {
+		return protocolErrorf("SCRAM channel binding does not match the selected mechanism %s", first.AuthMechanism)
+	}
+	conv := srv.NewConversation()
+	if binding.IsSupported() {
+		conv = srv.NewConversationWithChannelBinding(binding)
 	}
 	challenge, err := conv.Step(string(first.Data))
 	if err != nil {

@@ -3,6 +3,7 @@ package pgwire
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -50,7 +51,8 @@ type conn struct {
 	br        *bufio.Reader
 	be        *pgproto3.Backend
 	log       *slog.Logger
-	overLimit bool // accepted past MaxConnections
+	overLimit bool             // accepted past MaxConnections
+	tlsCert   *tls.Certificate // what the TLS handshake presented, if any
 
 	pid    uint32 // set by Server.register, then immutable
 	secret [4]byte

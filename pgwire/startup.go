@@ -73,7 +73,7 @@ func (c *conn) readStartup() (*startupResult, error) {
 				return nil, fmt.Errorf("answering %s request: %w", negotiationName(code), err)
 			}
 			if accept {
-				tc := tls.Server(c.nc, c.srv.cfg.TLS)
+				tc := tls.Server(c.nc, serverTLS(c.srv.cfg.TLS, &c.tlsCert))
 				if err := tc.Handshake(); err != nil {
 					return nil, fmt.Errorf("TLS handshake: %w", err)
 				}

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairn-db/cairn/pgwire/pgauth"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgproto3"
 )
@@ -210,5 +211,80 @@ func TestAuthTimeout(t *testing.T) {
 				t.Fatalf("got %q, want the SASL request first", got)
 			}
 		})
+	}
+}
+
+// TestTLSSCRAM authenticates over TLS with and without channel binding
+// (SCRAM-SHA-256-PLUS is offered only over TLS).
+func TestTLSSCRAM(t *testing.T) {
+	ts := startServer(t, func(c *Config) {
+		c.TLS = selfSignedTLS(t)
+		c.Insecure = false
+	})
+	v, err := pgauth.Verifier("pw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.b.roles["alice"] = Role{Name: "alice", CanLogin: true, SCRAMVerifier: v}
+	ctx := context.Background()
+	for _, tc := range []struct{ sslmode, binding, password, code string }{
+		{"require", "require", "pw", ""},
+		{"require", "disable", "pw", ""},
+		{"require", "prefer", "wrong", "28P01"},
+		{"disable", "prefer", "pw", ""},
+		{"disable", "require", "pw", "no PLUS"}, // pgx refuses: no PLUS without TLS
+	} {
+		cs := strings.Replace(ts.connString("alice", tc.password), "sslmode=disable", "sslmode="+tc.sslmode, 1) + " channel_binding=" + tc.binding
+		conn, err := pgx.Connect(ctx, cs)
+		switch {
+		case tc.code == "" && err != nil:
+			t.Fatalf("%+v: %v", tc, err)
+		case tc.code == "":
+			conn.Close(ctx)
+		case tc.code == "no PLUS" && err == nil, tc.code != "no PLUS" && pgCode(err) != tc.code:
+			t.Fatalf("%+v: got %v, want %s", tc, err, tc.code)
+		}
+	}
+}
+
+// TestSCRAMMechanismMismatch checks that a client cannot select
+// SCRAM-SHA-256-PLUS and then skip channel binding, or the reverse.
+func TestSCRAMMechanismMismatch(t *testing.T) {
+	ts := startServer(t, func(c *Config) {
+		c.TLS = selfSignedTLS(t)
+		c.Insecure = false
+	})
+	for _, tc := range []struct{ mechanism, first string }{
+		{"SCRAM-SHA-256-PLUS", "n,,n=,r=abcdef"},
+		{"SCRAM-SHA-256", "p=tls-server-end-point,,n=,r=abcdef"},
+		{"SCRAM-SHA-1", "n,,n=,r=abcdef"},
+	} {
+		nc, err := net.Dial("tcp", ts.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nc.SetDeadline(time.Now().Add(10 * time.Second))
+		nc.Write(sslRequest)
+		var answer [1]byte
+		if _, err := io.ReadFull(nc, answer[:]); err != nil || answer[0] != 'S' {
+			t.Fatalf("SSLRequest answer %q, %v", answer, err)
+		}
+		tc2 := tls.Client(nc, &tls.Config{InsecureSkipVerify: true})
+		fe := pgproto3.NewFrontend(tc2, tc2)
+		fe.Send(&pgproto3.StartupMessage{ProtocolVersion: pgproto3.ProtocolVersionNumber,
+			Parameters: map[string]string{"user": "postgres"}})
+		fe.Flush()
+		msg, err := fe.Receive()
+		sasl, ok := msg.(*pgproto3.AuthenticationSASL)
+		if err != nil || !ok || strings.Join(sasl.AuthMechanisms, ",") != "SCRAM-SHA-256-PLUS,SCRAM-SHA-256" {
+			t.Fatalf("got %#v, %v; want SASL offering PLUS first", msg, err)
+		}
+		fe.Send(&pgproto3.SASLInitialResponse{AuthMechanism: tc.mechanism, Data: []byte(tc.first)})
+		fe.Flush()
+		msg, err = fe.Receive()
+		if er, ok := msg.(*pgproto3.ErrorResponse); err != nil || !ok || er.Code != "08P01" || er.Severity != "FATAL" {
+			t.Fatalf("%s with %q: got %#v, %v", tc.mechanism, tc.first, msg, err)
+		}
+		nc.Close()
 	}
 }
