@@ -454,8 +454,11 @@ func applyInlineIndex(w *stmtRewriter, s int) (int, error) {
 		if !w.tok(name).isName() || w.word(i) != "(" {
 			return s, nil
 		}
-		if next := w.tok(i + 1); next.isNumber() || next.word == "" && !next.isName() {
+		if next := w.tok(i + 1); !next.isName() && next.word != "(" {
 			// `index foo(10)`: a column named index with a type modifier.
+			// Index columns start with a name or a parenthesised
+			// expression; `index foo(a)` is read as an index, the only
+			// reading anyone means.
 			return s, nil
 		}
 	}
