@@ -1,7 +1,8 @@
 // Package pgwire is Cairn's PostgreSQL wire-protocol server (protocol 3.0):
 // startup and TLS negotiation, trust and SCRAM-SHA-256 authentication, the
 // simple and extended query protocols, COPY in both directions, cancel
-// requests and error reporting with SQLSTATEs.
+// requests and error reporting with SQLSTATEs. Over TLS it also offers
+// SCRAM-SHA-256-PLUS (tls-server-end-point channel binding).
 //
 // The node (server/) creates a Server with a Backend, the SQL layer's seam:
 // Backend looks up roles and opens a Session per connection; a Session runs
