@@ -455,3 +455,28 @@ func TestRoutingRacesSplit(t *testing.T) {
 		t.Fatalf("scan of one tablet found %d rows, want 10", len(rows))
 	}
 }
+
+// The GC threshold is replicated tablet state: it survives a restart and a
+// split gives it to both sides.
+func TestGCThresholdSurvivesSplitAndReopen(t *testing.T) {
+	e := newEnv(t, Config{})
+	ctx := context.Background()
+	th := e.clock.Now()
+	gc := &kvpb.BatchRequest{}
+	gc.Add(&kvpb.GCRequest{Key: []byte("a"), EndKey: []byte("b"), Threshold: th})
+	if _, err := e.send(ctx, gc); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.s.Split(ctx, []byte("m")); err != nil {
+		t.Fatal(err)
+	}
+	e.reopen()
+	for _, k := range []string{"c", "x"} {
+		ba := &kvpb.BatchRequest{Header: kvpb.Header{Timestamp: th.Prev()}}
+		ba.Add(&kvpb.GetRequest{Key: []byte(k)})
+		var inv *kvpb.InvalidArgumentError
+		if _, err := e.send(ctx, ba); !errors.As(err, &inv) {
+			t.Fatalf("read of %s below the GC threshold: err = %v, want InvalidArgumentError", k, err)
+		}
+	}
+}

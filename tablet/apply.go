@@ -3,6 +3,7 @@ package tablet
 import (
 	"fmt"
 
+	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/kvpb"
 	"github.com/google/uuid"
 )
@@ -28,6 +29,8 @@ type Proposal struct {
 	// OnePhaseCommit is set when the batch committed a transaction in one
 	// phase.
 	OnePhaseCommit bool
+	// GCThreshold, when set, raises the tablet's GC threshold.
+	GCThreshold hlc.Timestamp
 	// Split, when set, splits the tablet (see split.go).
 	Split *SplitTrigger
 	// ResolveAsync lists intents outside this tablet that a finished
@@ -96,6 +99,14 @@ func (r *Replica) Apply(p *Proposal) error {
 		for _, u := range p.TxnUpdates {
 			r.txnWait.notify(u.ID)
 		}
+	}
+	if !p.GCThreshold.IsEmpty() {
+		r.mu.Lock()
+		r.mu.gcThreshold = r.mu.gcThreshold.Forward(p.GCThreshold)
+		desc := r.mu.desc
+		r.mu.Unlock()
+		// No write may land at or below the threshold either.
+		r.tscache.add(kvpb.Span{Key: desc.StartKey, EndKey: desc.EndKey}, p.GCThreshold, uuid.Nil)
 	}
 	for _, a := range p.ResolveAsync {
 		r.resolveAsync(a)

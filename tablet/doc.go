@@ -71,4 +71,6 @@
 //     that would have to move, the batch fails with a retryable error.
 //     Likewise a two-phase commit happens only at the write timestamp the
 //     coordinator sent.
+//  10. No read is served below the tablet's GC threshold, and no write
+//     lands at or below it (gcthreshold.go).
 package tablet

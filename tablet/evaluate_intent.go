@@ -43,5 +43,11 @@ func (ec *evalCtx) gc(req *kvpb.GCRequest) (kvpb.Response, error) {
 	if err != nil {
 		return nil, wrapEval(req, err)
 	}
+	if ec.r.gcThreshold().Less(req.Threshold) {
+		if err := writeGCThreshold(ec.b, ec.desc.TabletID, req.Threshold); err != nil {
+			return nil, wrapEval(req, err)
+		}
+		ec.prop.GCThreshold = req.Threshold
+	}
 	return &kvpb.GCResponse{Removed: n}, nil
 }

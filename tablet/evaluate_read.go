@@ -9,6 +9,9 @@ import (
 // learns about them after evaluation (Replica.recordReads).
 
 func (ec *evalCtx) get(req *kvpb.GetRequest) (kvpb.Response, error) {
+	if err := ec.checkReadAboveGC(req, ec.readTS()); err != nil {
+		return nil, err
+	}
 	res, err := mvcc.Get(ec.b, req.Key, ec.readTS(), mvcc.ReadOptions{Txn: ec.txn})
 	if err != nil {
 		return nil, wrapEval(req, err)
@@ -17,6 +20,9 @@ func (ec *evalCtx) get(req *kvpb.GetRequest) (kvpb.Response, error) {
 }
 
 func (ec *evalCtx) scan(req *kvpb.ScanRequest) (kvpb.Response, error) {
+	if err := ec.checkReadAboveGC(req, ec.readTS()); err != nil {
+		return nil, err
+	}
 	res, err := mvcc.Scan(ec.b, req.Key, req.EndKey, ec.readTS(), mvcc.ScanOptions{
 		ReadOptions: mvcc.ReadOptions{Txn: ec.txn},
 		Reverse:     req.Reverse,
@@ -33,6 +39,12 @@ func (ec *evalCtx) scan(req *kvpb.ScanRequest) (kvpb.Response, error) {
 // valid at its current read timestamp; recordReads then protects the span
 // at that timestamp.
 func (ec *evalCtx) refresh(req *kvpb.RefreshRequest) (kvpb.Response, error) {
+	// The refresh checks (From, ReadTimestamp]: versions at or below From
+	// that GC removed are not in question, but a From below the threshold
+	// means the original reads may have seen versions now gone.
+	if err := ec.checkReadAboveGC(req, req.From); err != nil {
+		return nil, err
+	}
 	end := req.EndKey
 	if len(end) == 0 {
 		end = spanEnd(req.Span())

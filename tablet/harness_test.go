@@ -190,6 +190,13 @@ func (h *harness) dump() string {
 				h.t.Fatal(err)
 			}
 			fmt.Fprintf(&out, "record: %q txn=%s %s write=%s\n", anchor, h.name(rec.ID), rec.Status, rec.WriteTimestamp)
+		case bytes.HasSuffix(key.Key, []byte("gc-threshold")):
+			v, _ := it.UnsafeValue()
+			th, err := decodeTS(v)
+			if err != nil {
+				h.t.Fatal(err)
+			}
+			fmt.Fprintf(&out, "gc-threshold: %q -> %s\n", key.Key, th)
 		case keys.IsLocal(key.Key):
 			fmt.Fprintf(&out, "local: %q\n", key.Key)
 		default:

@@ -41,6 +41,8 @@ type Replica struct {
 		// were aborted, so a later EndTxn or waiter can say. It is a cache:
 		// after a restart the reason falls back to AbortPushed.
 		abortReasons map[uuid.UUID]kvpb.AbortReason
+		// gcThreshold mirrors the persisted GC threshold (gcthreshold.go).
+		gcThreshold hlc.Timestamp
 	}
 }
 
@@ -54,7 +56,15 @@ func New(eng *storage.Engine, clock *hlc.Clock, desc kvpb.TabletDescriptor, cfg 
 	if cfg.Sender == nil {
 		return nil, errors.New("tablet: Config.Sender is required")
 	}
-	r := newReplica(eng, clock, desc, cfg, newTSCache(clock.Now(), cfg.TSCacheMaxEntries), newLockTable())
+	th, err := loadGCThreshold(eng, desc.TabletID)
+	if err != nil {
+		return nil, fmt.Errorf("tablet: load GC threshold of %s: %w", &desc, err)
+	}
+	// Writes must land above both every read served before a restart
+	// (which the clock, never going backwards, bounds) and the GC
+	// threshold.
+	r := newReplica(eng, clock, desc, cfg, newTSCache(clock.Now().Forward(th), cfg.TSCacheMaxEntries), newLockTable())
+	r.mu.gcThreshold = th
 	intents, err := mvcc.ScanIntents(eng, desc.StartKey, desc.EndKey, 0)
 	if err != nil {
 		return nil, fmt.Errorf("tablet: rebuild lock table of %s: %w", &desc, err)

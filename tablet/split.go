@@ -78,6 +78,13 @@ func (r *Replica) evaluateSplit(desc kvpb.TabletDescriptor, splitKey []byte, rig
 			return nil, fmt.Errorf("tablet: split %s: %w", &desc, err)
 		}
 	}
+	// The right side inherits the replicated state it shares with the
+	// left: the GC threshold.
+	if th := r.gcThreshold(); !th.IsEmpty() {
+		if err := writeGCThreshold(b, rightID, th); err != nil {
+			return nil, fmt.Errorf("tablet: split %s: %w", &desc, err)
+		}
+	}
 	return &Proposal{
 		Repr:  append([]byte(nil), b.Repr()...),
 		Split: &SplitTrigger{Left: left, Right: right},
@@ -93,6 +100,7 @@ func (r *Replica) applySplit(t *SplitTrigger, register func(*Replica)) {
 	for id, reason := range r.mu.abortReasons {
 		right.mu.abortReasons[id] = reason
 	}
+	right.mu.gcThreshold = r.mu.gcThreshold
 	r.mu.RUnlock()
 	// Register the right replica before shrinking the left one, so a
 	// router always finds some replica claiming every key; one that picks

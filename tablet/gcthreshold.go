@@ -1,0 +1,61 @@
+package tablet
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/cairn-db/cairn/hlc"
+	"github.com/cairn-db/cairn/keys"
+	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/storage"
+)
+
+// The GC threshold: mvcc.GC removes versions that reads at or above the
+// threshold cannot see, so the tablet must refuse reads below it and keep
+// writes from landing at or below it (invariant 10). It is replicated
+// tablet state, persisted with the GC batch that raises it, and one value
+// per tablet: a GC of part of the span raises it for all of it, which
+// refuses more reads than strictly needed but never too few.
+
+func gcThresholdKey(id kvpb.TabletID) []byte {
+	return keys.TabletReplicated(uint64(id), "gc-threshold")
+}
+
+func encodeTS(ts hlc.Timestamp) []byte {
+	b := binary.BigEndian.AppendUint64(nil, uint64(ts.WallTime))
+	return binary.BigEndian.AppendUint32(b, uint32(ts.Logical))
+}
+
+func decodeTS(b []byte) (hlc.Timestamp, error) {
+	if len(b) != 12 {
+		return hlc.Timestamp{}, fmt.Errorf("tablet: GC threshold of %d bytes", len(b))
+	}
+	return hlc.Timestamp{WallTime: int64(binary.BigEndian.Uint64(b)), Logical: int32(binary.BigEndian.Uint32(b[8:]))}, nil
+}
+
+// loadGCThreshold reads the persisted threshold of tablet id (zero if none).
+func loadGCThreshold(r storage.Reader, id kvpb.TabletID) (hlc.Timestamp, error) {
+	v, ok, err := r.Get(storage.MVCCKey{Key: gcThresholdKey(id)})
+	if err != nil || !ok {
+		return hlc.Timestamp{}, err
+	}
+	return decodeTS(v)
+}
+
+func writeGCThreshold(w storage.Writer, id kvpb.TabletID, ts hlc.Timestamp) error {
+	return w.Put(storage.MVCCKey{Key: gcThresholdKey(id)}, encodeTS(ts))
+}
+
+func (r *Replica) gcThreshold() hlc.Timestamp {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.mu.gcThreshold
+}
+
+// checkReadAboveGC refuses a read at ts below the GC threshold.
+func (ec *evalCtx) checkReadAboveGC(req kvpb.Request, ts hlc.Timestamp) error {
+	if th := ec.r.gcThreshold(); ts.Less(th) {
+		return invalidArg("%s %s at %s is below the GC threshold %s of %s", req.Method(), req.Span(), ts, th, &ec.desc)
+	}
+	return nil
+}
