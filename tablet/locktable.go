@@ -32,8 +32,9 @@ type lockTable struct {
 
 type lockState struct {
 	holder kvpb.TxnMeta
-	// released is closed when the lock is released; the state is then
-	// removed from the map and a new acquisition creates a fresh state.
+	// released is closed when the lock is released (the state is then
+	// removed from the map) or moves up to a pushed timestamp (a fresh
+	// channel replaces it); either way its waiters re-evaluate.
 	released chan struct{}
 	// waiters are the transactions (uuid.Nil for non-transactional
 	// requests) queued on the lock, in arrival order, for introspection.
