@@ -38,6 +38,7 @@ var (
 	flagValue   = flag.Int("value", 64, "value size in bytes")
 	flagProfile = flag.String("cpuprofile", "", "write a CPU profile of the Cairn side to this file")
 	flagDir     = flag.String("dir", "", "directory for the stores (default: a temporary directory)")
+	flagOnly    = flag.String("only", "", "measure only operations whose name starts with this (e.g. get, put, txn, scan)")
 )
 
 // result is ops/s of one operation in one run.
