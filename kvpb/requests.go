@@ -175,6 +175,10 @@ type (
 		Txn         Transaction
 		Found       bool
 		WaitingTxns []TxnMeta
+		// AbortReason is why Txn was aborted, when it is and the record's
+		// tablet still knows (a waiter aborted as a deadlock victim learns
+		// it this way); AbortPushed otherwise.
+		AbortReason AbortReason
 	}
 
 	// ResolveIntentRequest settles Txn's intent on Key: committed intents

@@ -43,6 +43,12 @@ type Store struct {
 	// splitMu serializes splits, and with them tablet ID allocation.
 	splitMu sync.Mutex
 
+	// stop is cancelled by Close, cancelling every request in flight;
+	// inflight counts them so Close can wait before replicas close.
+	stop     context.Context
+	cancel   context.CancelFunc
+	inflight sync.WaitGroup
+
 	mu struct {
 		sync.RWMutex
 		closed   bool
@@ -64,6 +70,7 @@ const firstTabletID kvpb.TabletID = 1
 // Close.
 func Open(ctx context.Context, eng *storage.Engine, clock *hlc.Clock, cfg Config) (*Store, error) {
 	s := &Store{eng: eng, clock: clock, cfg: cfg}
+	s.stop, s.cancel = context.WithCancel(context.Background())
 	s.mu.replicas = make(map[kvpb.TabletID]*tablet.Replica)
 	descs, err := tablet.ReadDirectory(eng)
 	if err != nil {
@@ -138,8 +145,10 @@ func (s *Store) tabletConfig() tablet.Config {
 	}
 }
 
-// Close closes every replica (stopping background resolution). It does not
-// close the engine.
+// Close refuses new requests, cancels those in flight (waiting ones return
+// their context's error) and waits for them, then closes every replica
+// (stopping background resolution). It does not close the engine, which is
+// safe to close once Close returns.
 func (s *Store) Close() {
 	s.mu.Lock()
 	s.mu.closed = true
@@ -148,6 +157,8 @@ func (s *Store) Close() {
 		reps = append(reps, r)
 	}
 	s.mu.Unlock()
+	s.cancel()
+	s.inflight.Wait()
 	for _, r := range reps {
 		r.Close()
 	}
@@ -213,19 +224,43 @@ func (s *Store) LookupTablet(ctx context.Context, key []byte, reverse bool) (kvp
 	return d, nil
 }
 
-// routeTries bounds re-routing of a key-routed batch that raced a split.
-const routeTries = 4
+// routeTries bounds re-routing of a key-routed batch that raced splits:
+// each retry follows a split that really happened, so this only guards
+// against a key moved by one split after another.
+const routeTries = 16
 
 // Send routes ba to its tablet: the one named by ba.TabletID, or with a
 // zero TabletID the one holding the first request's key. A SplitRequest
 // must be alone in its batch and is handled by Split.
 func (s *Store) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchResponse, error) {
-	s.mu.RLock()
-	closed := s.mu.closed
-	s.mu.RUnlock()
-	if closed {
-		return nil, ErrClosed
+	ctx, done, err := s.begin(ctx)
+	if err != nil {
+		return nil, err
 	}
+	defer done()
+	return s.send(ctx, ba)
+}
+
+// begin registers an operation in flight: its context is cancelled by
+// Close, which waits for done.
+func (s *Store) begin(ctx context.Context) (context.Context, func(), error) {
+	s.mu.RLock()
+	if s.mu.closed {
+		s.mu.RUnlock()
+		return nil, nil, ErrClosed
+	}
+	s.inflight.Add(1)
+	s.mu.RUnlock()
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(s.stop, cancel)
+	return ctx, func() {
+		stop()
+		cancel()
+		s.inflight.Done()
+	}, nil
+}
+
+func (s *Store) send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchResponse, error) {
 	if len(ba.Requests) == 0 {
 		return nil, &kvpb.InvalidArgumentError{Msg: "empty batch"}
 	}
@@ -234,7 +269,7 @@ func (s *Store) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchRes
 			if len(ba.Requests) != 1 {
 				return nil, &kvpb.InvalidArgumentError{Msg: "a Split must be alone in its batch"}
 			}
-			left, right, err := s.Split(ctx, sp.SplitKey)
+			left, right, err := s.split(ctx, sp.SplitKey)
 			if err != nil {
 				return nil, err
 			}
@@ -276,6 +311,15 @@ func (s *Store) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchRes
 // Split splits the tablet holding splitKey at splitKey (see tablet.Split).
 // splitKey must be strictly inside that tablet.
 func (s *Store) Split(ctx context.Context, splitKey []byte) (left, right kvpb.TabletDescriptor, err error) {
+	ctx, done, err := s.begin(ctx)
+	if err != nil {
+		return left, right, err
+	}
+	defer done()
+	return s.split(ctx, splitKey)
+}
+
+func (s *Store) split(ctx context.Context, splitKey []byte) (left, right kvpb.TabletDescriptor, err error) {
 	if !keys.IsAddressable(splitKey) {
 		return left, right, &kvpb.InvalidArgumentError{Msg: fmt.Sprintf("split key %q is outside the addressable keyspace", splitKey)}
 	}

@@ -198,7 +198,11 @@ func (ec *evalCtx) queryTxn(req *kvpb.QueryTxnRequest) (kvpb.Response, error) {
 	if err != nil {
 		return nil, wrapEval(req, err)
 	}
-	return &kvpb.QueryTxnResponse{Txn: rec, Found: found, WaitingTxns: ec.r.txnWait.waitingOn(req.Txn.ID)}, nil
+	resp := &kvpb.QueryTxnResponse{Txn: rec, Found: found, WaitingTxns: ec.r.txnWait.waitingOn(req.Txn.ID)}
+	if found && rec.Status == kvpb.Aborted {
+		resp.AbortReason = ec.r.abortReason(rec.ID)
+	}
+	return resp, nil
 }
 
 // pushTo is the timestamp a reader needs a conflicting writer pushed above:

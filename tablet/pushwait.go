@@ -83,7 +83,7 @@ func (r *Replica) checkDeadlock(ctx context.Context, req *kvpb.PushTxnRequest, w
 	}
 	resp := br.Responses[0].(*kvpb.QueryTxnResponse)
 	if resp.Found && resp.Txn.Status == kvpb.Aborted {
-		reason := kvpb.AbortPushed
+		reason := resp.AbortReason
 		if ds.sawCycle {
 			reason = kvpb.AbortDeadlock
 		}

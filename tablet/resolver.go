@@ -31,7 +31,7 @@ func (r *Replica) resolver() *IntentResolver {
 }
 
 // resolveTries bounds retries when a split races with resolution.
-const resolveTries = 3
+const resolveTries = 8
 
 // ResolveIntents resolves txn's intents on keys to status.
 func (ir *IntentResolver) ResolveIntents(ctx context.Context, txn kvpb.TxnMeta, status kvpb.TxnStatus, keyList [][]byte) error {
