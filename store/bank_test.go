@@ -81,8 +81,13 @@ func TestBankTransfers(t *testing.T) {
 // it on retryable errors. It reports how the committing attempt went.
 func transfer(ctx context.Context, e *env, from, to string, amount int) (string, error) {
 	for attempt := 0; ; attempt++ {
-		if attempt > 200 {
+		if attempt > 1000 {
 			return "", errors.New("too many restarts")
+		}
+		if attempt > 0 {
+			// Back off a little so restarting transactions do not keep
+			// pushing each other in lockstep.
+			time.Sleep(time.Duration(attempt%5) * time.Millisecond)
 		}
 		if ctx.Err() != nil {
 			return "", ctx.Err()
@@ -168,10 +173,18 @@ func tryTransfer(ctx context.Context, e *env, txn *kvpb.Transaction, from, to st
 		return "", err
 	}
 	if txn.ReadTimestamp.Less(txn.WriteTimestamp) {
-		// Pushed: a serializable coordinator would refresh; restarting is
-		// the simple correct choice.
-		rollback()
-		return "", &kvpb.TransactionRetryError{Reason: kvpb.RetrySerializable}
+		// Pushed: refresh the two reads up to the write timestamp, as a
+		// serializable coordinator does; restart if that fails.
+		for _, k := range []string{from, to} { // on two tablets: one batch each
+			ba := &kvpb.BatchRequest{Header: kvpb.Header{Txn: txn.Clone()}}
+			ba.Txn.ReadTimestamp = txn.WriteTimestamp
+			ba.Add(&kvpb.RefreshRequest{Key: []byte(k), From: txn.ReadTimestamp})
+			if _, err := e.send(ctx, ba); err != nil {
+				rollback()
+				return "", err
+			}
+		}
+		txn.ReadTimestamp = txn.WriteTimestamp
 	}
 	ba := &kvpb.BatchRequest{Header: kvpb.Header{Txn: txn.Clone()}}
 	ba.Add(&kvpb.EndTxnRequest{Key: txn.Key, Commit: true, LockSpans: []kvpb.Span{{Key: []byte(from)}, {Key: []byte(to)}}})

@@ -80,7 +80,13 @@ func (r *Replica) waitForLock(ctx context.Context, ba *kvpb.BatchRequest, in kvp
 	select {
 	case <-released:
 		cancel()
-		<-done
+		// The push may have finished meanwhile with our own abort (we were
+		// a deadlock victim and rolled our record back): that outcome
+		// stands even though the lock is free now.
+		var abt *kvpb.TransactionAbortedError
+		if res := <-done; errors.As(res.err, &abt) {
+			return nil, res.err
+		}
 		return nil, nil
 	case <-ctx.Done():
 		cancel()
