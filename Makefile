@@ -40,3 +40,17 @@ bench: bench-kv
 
 bench-kv:
 	$(GO) run ./bench/kv
+
+# SQL logic tests (test/logic/) against a throwaway PostgreSQL 15: this is how
+# every expected result in test/logic/testdata is validated. LOGICFLAGS passes
+# runner flags, e.g. LOGICFLAGS='-file=joins -rewrite'.
+LOGIC_PG_DIR  ?= /tmp/cairn-logic-pg
+LOGIC_PG_PORT ?= 54315
+LOGICFLAGS    ?=
+.PHONY: logic-pg
+logic-pg:
+	./scripts/pg15.sh start $(LOGIC_PG_DIR) $(LOGIC_PG_PORT) >/dev/null
+	CAIRN_LOGIC_ENGINE=postgres \
+	CAIRN_LOGIC_URL='postgres://postgres@127.0.0.1:$(LOGIC_PG_PORT)/postgres?sslmode=disable' \
+	$(GO) test -tags logic -count=1 -run 'TestLogic' ./test/logic/ $(LOGICFLAGS); \
+	rc=$$?; ./scripts/pg15.sh stop $(LOGIC_PG_DIR) $(LOGIC_PG_PORT); exit $$rc

@@ -1,0 +1,91 @@
+//go:build logic
+
+package logic
+
+import (
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+)
+
+// TestLogic runs every file in testdata/ against a server, each in its own
+// database. It is behind the "logic" build tag because it needs a server:
+//
+//	make logic-pg     against a throwaway PostgreSQL 15 (validates the files)
+//	CAIRN_LOGIC_URL=postgres://... go test -tags logic -run TestLogic ./test/logic/
+//
+// CAIRN_LOGIC_URL names the server; CAIRN_LOGIC_ENGINE (postgres or cairn,
+// default cairn) selects onlyif/skipif records. Without a URL the test
+// starts a Cairn server through newServer; until the SQL layer provides one
+// (by assigning newServer in a file of this package), it fails rather than
+// pass without running anything.
+//
+// -rewrite replaces each file's expected results with the server's answers
+// (author against PostgreSQL, then read the diff); -file limits the run to
+// files whose names match a regexp.
+var (
+	rewrite    = flag.Bool("rewrite", false, "rewrite expected results from the server's answers")
+	fileFilter = flag.String("file", "", "run only files whose names match this regexp")
+)
+
+// newServer starts a Cairn server for TestLogic when CAIRN_LOGIC_URL is unset.
+var newServer ServerFactory
+
+func TestLogic(t *testing.T) {
+	url := os.Getenv("CAIRN_LOGIC_URL")
+	engine := os.Getenv("CAIRN_LOGIC_ENGINE")
+	if engine == "" {
+		engine = EngineCairn
+	}
+	if engine != EngineCairn && engine != EnginePostgres {
+		t.Fatalf("CAIRN_LOGIC_ENGINE=%q: want %s or %s", engine, EngineCairn, EnginePostgres)
+	}
+	if url == "" {
+		if newServer == nil {
+			t.Fatalf("no server: set CAIRN_LOGIC_URL, or assign newServer once Cairn's SQL server exists")
+		}
+		url = newServer(t)
+	}
+	filter, err := regexp.Compile(*fileFilter)
+	if err != nil {
+		t.Fatalf("-file: %v", err)
+	}
+	paths, err := filepath.Glob(filepath.Join("testdata", "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := 0
+	for _, path := range paths {
+		name := filepath.Base(path)
+		if !filter.MatchString(name) {
+			continue
+		}
+		ran++
+		t.Run(name, func(t *testing.T) {
+			cfg := Config{URL: url, Engine: engine, Rewrite: *rewrite}
+			rep, err := RunFile(context.Background(), cfg, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range rep.Failures {
+				if *rewrite {
+					t.Log("rewritten: ", f)
+				} else {
+					t.Error(f)
+				}
+			}
+			if *rewrite {
+				if err := os.WriteFile(path, []byte(rep.Rewritten), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			t.Logf("%s: %d records run, %d skipped, %d failed", name, rep.Ran, rep.Skipped, len(rep.Failures))
+		})
+	}
+	if ran == 0 {
+		t.Fatalf("no logic file matches -file=%q", *fileFilter)
+	}
+}
