@@ -1,0 +1,90 @@
+package catalog
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/cairn-db/cairn/sql/rowenc"
+	"github.com/cairn-db/cairn/sql/types"
+)
+
+// RowSchema returns the value layout of the table's primary index for
+// packed rows: every column that is not a primary-key column, live or
+// dropped-but-remembered, at RowFormat.SchemaVersion.
+func (t *Table) RowSchema() (*rowenc.Schema, error) {
+	var cols []rowenc.Column
+	for _, c := range t.Columns {
+		if t.PrimaryIndex.isKeyColumn(c.ID) {
+			continue
+		}
+		rc := rowenc.Column{ID: c.ID, Type: c.Type, Added: c.AddedIn}
+		if c.MissingValue != nil {
+			d, err := types.ParseDatum(nil, c.Type, *c.MissingValue)
+			if err != nil {
+				return nil, fmt.Errorf("table %q column %q missing value: %w", t.Name, c.Name, err)
+			}
+			rc.Default = d
+		}
+		cols = append(cols, rc)
+	}
+	for _, c := range t.DroppedColumns {
+		cols = append(cols, rowenc.Column{ID: c.ID, Type: c.Type, Added: c.AddedIn, Dropped: c.DroppedIn})
+	}
+	sort.Slice(cols, func(i, j int) bool { return cols[i].ID < cols[j].ID })
+	s, err := rowenc.NewSchema(t.RowFormat.SchemaVersion, cols)
+	if err != nil {
+		return nil, fmt.Errorf("table %q: %w", t.Name, err)
+	}
+	return s, nil
+}
+
+// Layout returns what rowenc's table encoders need, with rows laid out in
+// Columns order. Every index but the primary one is included, whatever its
+// state (writers maintain indexes from delete-only on); GIN indexes are
+// refused because rowenc has no inverted-entry encoding yet, and writing a
+// table without maintaining its index would corrupt it.
+func (t *Table) Layout() (*rowenc.TableLayout, error) {
+	s, err := t.RowSchema()
+	if err != nil {
+		return nil, err
+	}
+	l := &rowenc.TableLayout{
+		ID:      uint32(t.ID),
+		Name:    t.Name,
+		GroupID: t.GroupID,
+		Schema:  s,
+		Primary: indexLayout(&t.PrimaryIndex),
+	}
+	if t.Partitioning.Kind == PartitionHash {
+		l.HashColumns = t.Partitioning.HashColumns
+	}
+	for _, c := range t.Columns {
+		l.Columns = append(l.Columns, rowenc.TableColumn{ID: c.ID, Name: c.Name, Type: c.Type})
+	}
+	for i := range t.Indexes {
+		idx := &t.Indexes[i]
+		if idx.Kind == IndexGIN {
+			return nil, fmt.Errorf("table %q index %q: %w", t.Name, idx.Name, ErrGINUnsupported)
+		}
+		l.Secondary = append(l.Secondary, indexLayout(idx))
+	}
+	if err := l.Init(); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+func indexLayout(idx *Index) rowenc.IndexLayout {
+	return rowenc.IndexLayout{
+		ID:           uint32(idx.ID),
+		Name:         idx.Name,
+		Unique:       idx.Unique,
+		KeyColumns:   idx.KeyColumnIDs,
+		KeyOrders:    idx.KeyDirections,
+		StoreColumns: idx.StoreColumnIDs,
+		Local:        idx.Placement != IndexGlobal,
+		GroupID:      idx.GroupID,
+		Partial:      idx.Predicate != "",
+		DeleteOnly:   idx.State == IndexDeleteOnly,
+	}
+}

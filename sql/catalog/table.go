@@ -1,0 +1,290 @@
+package catalog
+
+import (
+	"github.com/cairn-db/cairn/sql/rowenc"
+	"github.com/cairn-db/cairn/sql/types"
+)
+
+// Table is a table's descriptor: its columns, indexes, constraints, and
+// where and how its rows are stored.
+type Table struct {
+	ID         ID     `json:"id"`
+	DatabaseID ID     `json:"database_id"`
+	SchemaID   ID     `json:"schema_id"`
+	Name       string `json:"name"`
+	Version    uint64 `json:"version"`
+	Owner      string `json:"owner,omitempty"`
+
+	Columns []Column `json:"columns"`
+	// DroppedColumns are kept until no packed row written while they
+	// existed survives, so readers can skip their bytes (rowenc
+	// invariant 5).
+	DroppedColumns []DroppedColumn    `json:"dropped_columns,omitempty"`
+	NextColumnID   rowenc.ColumnID    `json:"next_column_id"`
+	PrimaryIndex   Index              `json:"primary_index"`
+	Indexes        []Index            `json:"indexes,omitempty"`
+	NextIndexID    IndexID            `json:"next_index_id"`
+	Checks         []Check            `json:"checks,omitempty"`
+	ForeignKeys    []ForeignKey       `json:"foreign_keys,omitempty"`
+	Uniques        []UniqueConstraint `json:"uniques,omitempty"`
+
+	Partitioning Partitioning `json:"partitioning"`
+	// Colocated: the table lives in its database's colocation group
+	// (GroupID is then the database's ColocationGroupID).
+	Colocated bool `json:"colocated,omitempty"`
+	// GroupID is the table group holding the primary index and the local
+	// secondary indexes: the table's own ID for an ordinary table.
+	GroupID   uint64    `json:"group_id"`
+	RowFormat RowFormat `json:"row_format"`
+	Comment   string    `json:"comment,omitempty"`
+}
+
+// Column is one column of a table.
+type Column struct {
+	ID       rowenc.ColumnID `json:"id"`
+	Name     string          `json:"name"`
+	Type     *types.T        `json:"-"` // stored as OID and typmod (coltype.go)
+	Nullable bool            `json:"nullable,omitempty"`
+	// DefaultExpr is the DEFAULT expression as SQL text.
+	DefaultExpr string `json:"default_expr,omitempty"`
+	// ComputedExpr is a generated column's expression as SQL text; Stored
+	// says whether its value is stored (GENERATED ... STORED) or computed
+	// on read.
+	ComputedExpr string `json:"computed_expr,omitempty"`
+	Stored       bool   `json:"stored,omitempty"`
+	// Hidden columns (rowid, a hash-sharded index's shard column) are left
+	// out of SELECT * and SHOW CREATE TABLE's column list.
+	Hidden   bool     `json:"hidden,omitempty"`
+	Identity Identity `json:"identity,omitempty"`
+	// SequenceID is the sequence behind a serial or identity column.
+	SequenceID ID `json:"sequence_id,omitempty"`
+	// AddedIn is the row schema version (RowFormat.SchemaVersion) that
+	// added the column.
+	AddedIn uint32 `json:"added_in,omitempty"`
+	// MissingValue is what rows written before the column existed read as
+	// (ADD COLUMN ... DEFAULT const), in the type's text form; nil: NULL.
+	MissingValue *string `json:"missing_value,omitempty"`
+}
+
+// DroppedColumn is a dropped column that packed rows may still hold.
+type DroppedColumn struct {
+	ID        rowenc.ColumnID `json:"id"`
+	Type      *types.T        `json:"-"`
+	AddedIn   uint32          `json:"added_in"`
+	DroppedIn uint32          `json:"dropped_in"`
+}
+
+// Identity is a column's GENERATED ... AS IDENTITY kind.
+type Identity string
+
+// Identity kinds; "" is not an identity column.
+const (
+	IdentityAlways    Identity = "always"
+	IdentityByDefault Identity = "by_default"
+)
+
+// IndexID names an index within its table. The primary index is 1.
+type IndexID uint32
+
+// PrimaryIndexID is the ID of every table's primary index.
+const PrimaryIndexID IndexID = 1
+
+// Index is the primary index or a secondary index.
+type Index struct {
+	ID     IndexID `json:"id"`
+	Name   string  `json:"name"`
+	Unique bool    `json:"unique,omitempty"`
+	// KeyColumnIDs are the key columns in order; KeyDirections their orders
+	// (one per key column).
+	KeyColumnIDs  []rowenc.ColumnID `json:"key_column_ids"`
+	KeyDirections []rowenc.Order    `json:"key_directions"`
+	// StoreColumnIDs are the non-key columns a secondary index stores
+	// (INCLUDE, STORING).
+	StoreColumnIDs []rowenc.ColumnID `json:"store_column_ids,omitempty"`
+	// Predicate makes a partial index: the WHERE clause as SQL text.
+	Predicate string `json:"predicate,omitempty"`
+	// HashSharding makes a hash-sharded index (a hidden shard column leads
+	// the key); nil otherwise.
+	HashSharding *HashSharding `json:"hash_sharding,omitempty"`
+	Kind         IndexKind     `json:"kind"`
+	State        IndexState    `json:"state"`
+	// Placement: a global index is partitioned by its own key in its own
+	// group (GroupID); a local one lives in the table's group and buckets.
+	Placement IndexPlacement `json:"placement,omitempty"`
+	GroupID   uint64         `json:"group_id,omitempty"`
+}
+
+// HashSharding describes a hash-sharded index (CockroachDB's USING HASH).
+type HashSharding struct {
+	Buckets       int32           `json:"buckets"`
+	ShardColumnID rowenc.ColumnID `json:"shard_column_id"`
+}
+
+// IndexKind is the index access method.
+type IndexKind string
+
+// Index kinds.
+const (
+	IndexBTree IndexKind = "btree"
+	IndexGIN   IndexKind = "gin"
+)
+
+// IndexState is where an index is in an online schema change (DESIGN §8):
+// writers maintain it from delete-only on, readers use it only once public.
+type IndexState string
+
+// Index states, in the order an index being added passes through them (and
+// in reverse when it is dropped).
+const (
+	// IndexDeleteOnly: writers delete entries of rows they delete or
+	// update, but add none.
+	IndexDeleteOnly IndexState = "delete_only"
+	// IndexWriteOnly: writers maintain every entry; readers ignore it.
+	IndexWriteOnly IndexState = "write_only"
+	// IndexBackfilling: as write-only while a job fills in the entries of
+	// rows that existed before.
+	IndexBackfilling IndexState = "backfilling"
+	// IndexPublic: complete; the planner may read it.
+	IndexPublic IndexState = "public"
+)
+
+// IndexPlacement says how a secondary index is partitioned (DESIGN §5).
+type IndexPlacement string
+
+// Index placements; "" is resolved by Writer.Create (indexDefaults).
+const (
+	IndexGlobal IndexPlacement = "global"
+	IndexLocal  IndexPlacement = "local"
+)
+
+// Check is a CHECK constraint.
+type Check struct {
+	Name string `json:"name"`
+	Expr string `json:"expr"`
+}
+
+// ForeignKey is a FOREIGN KEY constraint from this table's columns to
+// another table's.
+type ForeignKey struct {
+	Name                string            `json:"name"`
+	ColumnIDs           []rowenc.ColumnID `json:"column_ids"`
+	ReferencedTableID   ID                `json:"referenced_table_id"`
+	ReferencedColumnIDs []rowenc.ColumnID `json:"referenced_column_ids"`
+	OnDelete            RefAction         `json:"on_delete,omitempty"`
+	OnUpdate            RefAction         `json:"on_update,omitempty"`
+}
+
+// RefAction is a foreign key's ON DELETE / ON UPDATE action; "" is NO
+// ACTION.
+type RefAction string
+
+// Referential actions.
+const (
+	NoAction   RefAction = ""
+	Restrict   RefAction = "restrict"
+	Cascade    RefAction = "cascade"
+	SetNull    RefAction = "set_null"
+	SetDefault RefAction = "set_default"
+)
+
+// UniqueConstraint is a UNIQUE constraint; IndexID is the unique index
+// that enforces it.
+type UniqueConstraint struct {
+	Name    string  `json:"name"`
+	IndexID IndexID `json:"index_id"`
+}
+
+// Partitioning is how a table's rows are spread over the keyspace.
+type Partitioning struct {
+	Kind PartitionKind `json:"kind"`
+	// HashColumns is how many leading primary-key columns the bucket is
+	// hashed from (hash partitioning only).
+	HashColumns int `json:"hash_columns,omitempty"`
+	// InitialTablets is how many tablets the bucket space is pre-split
+	// into when the table is created.
+	InitialTablets int `json:"initial_tablets,omitempty"`
+	// Distributed marks a Citus-style distributed table: its secondary
+	// indexes default to local so that index writes and builds stay on the
+	// row's tablet.
+	Distributed bool `json:"distributed,omitempty"`
+}
+
+// PartitionKind is a table's partitioning scheme.
+type PartitionKind string
+
+// Partition kinds.
+const (
+	// PartitionSingle: one bucket (colocated tables).
+	PartitionSingle PartitionKind = "single"
+	// PartitionHash: rows go to one of 65536 buckets by a hash of the
+	// leading HashColumns primary-key columns.
+	PartitionHash PartitionKind = "hash"
+	// PartitionRange: ordered by primary key, split by size and load.
+	PartitionRange PartitionKind = "range"
+)
+
+// RowFormat is how primary-index rows are written.
+type RowFormat struct {
+	// Packed asks writers to pack rows (rowenc.PackRow); readers accept
+	// both forms whatever it says.
+	Packed bool `json:"packed"`
+	// SchemaVersion is the row schema version: it increments on every ADD
+	// or DROP of a stored column, and packed rows record it.
+	SchemaVersion uint32 `json:"schema_version"`
+}
+
+// ColumnByID returns the live column with id, or nil.
+func (t *Table) ColumnByID(id rowenc.ColumnID) *Column {
+	for i := range t.Columns {
+		if t.Columns[i].ID == id {
+			return &t.Columns[i]
+		}
+	}
+	return nil
+}
+
+// ColumnByName returns the live column named name, or nil.
+func (t *Table) ColumnByName(name string) *Column {
+	for i := range t.Columns {
+		if t.Columns[i].Name == name {
+			return &t.Columns[i]
+		}
+	}
+	return nil
+}
+
+// IndexByID returns the primary or secondary index with id, or nil.
+func (t *Table) IndexByID(id IndexID) *Index {
+	if t.PrimaryIndex.ID == id {
+		return &t.PrimaryIndex
+	}
+	for i := range t.Indexes {
+		if t.Indexes[i].ID == id {
+			return &t.Indexes[i]
+		}
+	}
+	return nil
+}
+
+// IndexByName returns the primary or secondary index named name, or nil.
+func (t *Table) IndexByName(name string) *Index {
+	if t.PrimaryIndex.Name == name {
+		return &t.PrimaryIndex
+	}
+	for i := range t.Indexes {
+		if t.Indexes[i].Name == name {
+			return &t.Indexes[i]
+		}
+	}
+	return nil
+}
+
+// isKeyColumn reports whether id is a key column of idx.
+func (idx *Index) isKeyColumn(id rowenc.ColumnID) bool {
+	for _, k := range idx.KeyColumnIDs {
+		if k == id {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,351 @@
+package catalog
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgerrcode"
+
+	"github.com/cairn-db/cairn/kv"
+	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/sql/pgerror"
+)
+
+// Writer changes the catalog inside the DDL's own transaction, so a
+// rolled-back CREATE TABLE leaves nothing, not even a used ID (invariant
+// 4). Names are claimed with a ConditionalPut on the namespace key, so two
+// transactions creating one name conflict in the KV layer and one of them
+// gets the duplicate error.
+//
+// ID allocation: AllocateID increments a counter key inside the DDL
+// transaction. The alternative, a separate short transaction per ID, would
+// let concurrent DDL proceed without contending on the counter but would
+// leak IDs on rollback; DDL is rare and IDs are cheap, but DDL that
+// serializes on one key is simpler to reason about and makes a rolled-back
+// schema change leave the catalog exactly as it was. If DDL throughput
+// ever matters, ID blocks allocated out of band are the fix.
+type Writer struct {
+	Reader
+}
+
+// NewWriter returns a Writer over txn; cache may be nil.
+func NewWriter(txn *kv.Txn, cache *Cache) *Writer {
+	return &Writer{Reader: Reader{txn: txn, cache: cache}}
+}
+
+// AllocateID returns a fresh descriptor ID (also used for table groups).
+func (w *Writer) AllocateID(ctx context.Context) (ID, error) {
+	b, ok, err := w.txn.Get(ctx, idCounterKey())
+	if err != nil {
+		return 0, fmt.Errorf("reading the ID counter: %w", err)
+	}
+	if !ok {
+		return 0, ErrNotBootstrapped
+	}
+	next, n := binary.Uvarint(b)
+	if n <= 0 || n != len(b) || next >= uint64(^uint32(0)) {
+		return 0, fmt.Errorf("%w: ID counter %x", ErrBadDescriptor, b)
+	}
+	if err := w.txn.Put(ctx, idCounterKey(), binary.AppendUvarint(nil, next+1)); err != nil {
+		return 0, fmt.Errorf("advancing the ID counter: %w", err)
+	}
+	return ID(next), nil
+}
+
+// Create stores a new descriptor at version 1, assigning its ID if it has
+// none and filling in table defaults (fillTableDefaults). d becomes owned
+// by the catalog's transaction: the caller must not change it afterwards.
+// A database is created with its public schema, as Postgres's template
+// database has one.
+func (w *Writer) Create(ctx context.Context, d Descriptor) error {
+	if err := w.checkName(d, d.DescName()); err != nil {
+		return err
+	}
+	if err := w.checkParents(ctx, d); err != nil {
+		return err
+	}
+	if d.DescID() == InvalidID {
+		id, err := w.AllocateID(ctx)
+		if err != nil {
+			return err
+		}
+		d.setID(id)
+	}
+	d.setVersion(1)
+	switch v := d.(type) {
+	case *Database:
+		if v.Colocated && v.ColocationGroupID == 0 {
+			v.ColocationGroupID = uint64(v.ID)
+		}
+	case *Table:
+		if err := w.fillTableDefaults(ctx, v); err != nil {
+			return err
+		}
+	}
+	if err := w.claimName(ctx, d, d.DescName()); err != nil {
+		return err
+	}
+	if err := w.put(ctx, d); err != nil {
+		return err
+	}
+	if db, ok := d.(*Database); ok {
+		return w.Create(ctx, &Schema{DatabaseID: db.ID, Name: "public", Owner: db.Owner})
+	}
+	return nil
+}
+
+// checkName refuses names Postgres reserves.
+func (w *Writer) checkName(d Descriptor, name string) error {
+	if d.DescKind() != KindSchema {
+		return nil
+	}
+	if _, ok := virtualSchemas[name]; ok {
+		return duplicate(d, name)
+	}
+	if strings.HasPrefix(name, "pg_") {
+		return reservedSchema(name)
+	}
+	return nil
+}
+
+// checkParents makes sure a schema's database and a relation's database
+// and schema exist as this transaction sees them.
+func (w *Writer) checkParents(ctx context.Context, d Descriptor) error {
+	dbID, schemaID := d.Parent()
+	if dbID != InvalidID {
+		p, ok, err := w.lookupID(ctx, dbID)
+		if err != nil {
+			return err
+		}
+		if _, isDB := p.(*Database); !ok || !isDB {
+			return undefinedObject(fmt.Sprintf("database %d", dbID))
+		}
+	}
+	if schemaID != InvalidID {
+		p, ok, err := w.lookupID(ctx, schemaID)
+		if err != nil {
+			return err
+		}
+		s, isSchema := p.(*Schema)
+		if !ok || !isSchema || s.Virtual || s.DatabaseID != dbID {
+			return undefinedObject(fmt.Sprintf("schema %d of database %d", schemaID, dbID))
+		}
+	}
+	return nil
+}
+
+// fillTableDefaults completes what CREATE TABLE leaves unsaid: the table
+// group (its own ID, or its colocated database's group), the partitioning
+// (single when colocated, else range: the binder asks for hash partitioning
+// explicitly, following the cluster setting), index kinds and states, and
+// index placement: local when the table is colocated or distributed, else
+// global in a group of the index's own, so it is partitioned by its key.
+func (w *Writer) fillTableDefaults(ctx context.Context, t *Table) error {
+	if t.Partitioning.Kind == "" {
+		t.Partitioning.Kind = PartitionRange
+		if t.Colocated {
+			t.Partitioning.Kind = PartitionSingle
+		}
+	}
+	if t.GroupID == 0 {
+		t.GroupID = uint64(t.ID)
+		if t.Colocated {
+			d, _, err := w.lookupID(ctx, t.DatabaseID)
+			if err != nil {
+				return err
+			}
+			db := d.(*Database) // checkParents made sure
+			if !db.Colocated {
+				return pgerror.New(pgerrcode.InvalidTableDefinition, "cannot colocate table %q: database %q is not colocated", t.Name, db.Name)
+			}
+			t.GroupID = db.ColocationGroupID
+		}
+	}
+	for _, idx := range append([]*Index{&t.PrimaryIndex}, indexPtrs(t.Indexes)...) {
+		if idx.Kind == "" {
+			idx.Kind = IndexBTree
+		}
+		if idx.State == "" {
+			idx.State = IndexPublic
+		}
+		if idx.ID == 0 {
+			idx.ID = t.NextIndexID
+		}
+		t.NextIndexID = max(t.NextIndexID, idx.ID+1)
+		if idx.ID == PrimaryIndexID || idx.Placement != "" {
+			continue
+		}
+		idx.Placement = IndexGlobal
+		if t.Colocated || t.Partitioning.Distributed {
+			idx.Placement = IndexLocal
+		}
+	}
+	for i := range t.Indexes {
+		if idx := &t.Indexes[i]; idx.Placement == IndexGlobal && idx.GroupID == 0 {
+			g, err := w.AllocateID(ctx)
+			if err != nil {
+				return err
+			}
+			idx.GroupID = uint64(g)
+		}
+	}
+	for _, c := range t.Columns {
+		t.NextColumnID = max(t.NextColumnID, c.ID+1)
+	}
+	return nil
+}
+
+func indexPtrs(idxs []Index) []*Index {
+	out := make([]*Index, len(idxs))
+	for i := range idxs {
+		out[i] = &idxs[i]
+	}
+	return out
+}
+
+// claimName writes d's namespace entry under name, failing with the
+// kind's duplicate error if the name is taken.
+func (w *Writer) claimName(ctx context.Context, d Descriptor, name string) error {
+	dbID, schemaID := d.Parent()
+	err := w.txn.CPut(ctx, nsKey(dbID, schemaID, name), encodeID(d.DescID()), nil, false)
+	if _, ok := errors.AsType[*kvpb.ConditionFailedError](err); ok {
+		return duplicate(d, name)
+	}
+	if err != nil {
+		return fmt.Errorf("claiming name %q: %w", name, err)
+	}
+	return nil
+}
+
+// put writes d and a fresh stamp for its version.
+func (w *Writer) put(ctx context.Context, d Descriptor) error {
+	b, err := Encode(d)
+	if err != nil {
+		return pgerror.Wrapf(err, pgerrcode.InvalidObjectDefinition, "invalid %s", d.DescKind())
+	}
+	var batch kv.Batch
+	batch.Put(descKey(d.DescID()), b)
+	batch.Put(stampKey(d.DescID()), newStamp(d.DescVersion()))
+	if err := w.txn.Run(ctx, &batch); err != nil {
+		return fmt.Errorf("writing %s: %w", describe(d), err)
+	}
+	return nil
+}
+
+// stored returns the stored copy of d, read without the cache.
+func (w *Writer) stored(ctx context.Context, d Descriptor) (Descriptor, error) {
+	cur, ok, err := readDescriptor(ctx, w.txn, d.DescID())
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, undefinedObject(describe(d))
+	}
+	if cur.DescKind() != d.DescKind() {
+		return nil, fmt.Errorf("%w: %s is stored as a %s", ErrBadDescriptor, describe(d), cur.DescKind())
+	}
+	if cur.DescVersion() != d.DescVersion() {
+		return nil, fmt.Errorf("%w: %s is at version %d, the change was made to version %d", ErrVersionMismatch, describe(d), cur.DescVersion(), d.DescVersion())
+	}
+	return cur, nil
+}
+
+// Update stores a changed copy of a descriptor (see Clone) as the next
+// version. d.DescVersion() must be the stored version (the one the copy
+// was made from); Update increments it. Renames go through Rename.
+func (w *Writer) Update(ctx context.Context, d Descriptor) error {
+	cur, err := w.stored(ctx, d)
+	if err != nil {
+		return err
+	}
+	if cur.DescName() != d.DescName() {
+		return fmt.Errorf("catalog: Update of %s changes its name; use Rename", describe(cur))
+	}
+	cd, cs := cur.Parent()
+	if dd, ds := d.Parent(); cd != dd || cs != ds {
+		return fmt.Errorf("catalog: Update of %s moves it to another namespace", describe(cur))
+	}
+	d.setVersion(d.DescVersion() + 1)
+	return w.put(ctx, d)
+}
+
+// Rename renames d (a changed copy, or a fresh Clone) to newName in its
+// namespace, as the next version.
+func (w *Writer) Rename(ctx context.Context, d Descriptor, newName string) error {
+	cur, err := w.stored(ctx, d)
+	if err != nil {
+		return err
+	}
+	if err := w.checkName(d, newName); err != nil {
+		return err
+	}
+	if err := w.claimName(ctx, d, newName); err != nil {
+		return err
+	}
+	dbID, schemaID := cur.Parent()
+	if err := w.txn.Delete(ctx, nsKey(dbID, schemaID, cur.DescName())); err != nil {
+		return fmt.Errorf("releasing name %q: %w", cur.DescName(), err)
+	}
+	d.setName(newName)
+	d.setVersion(d.DescVersion() + 1)
+	return w.put(ctx, d)
+}
+
+// Drop removes d's descriptor and name. A schema must be empty (2BP01
+// otherwise); a database must hold no relations, and its schemas go with
+// it. Table data is not touched here: the caller clears the table's spans
+// (rowenc.TableLayout.TableSpans), now or in a GC job.
+func (w *Writer) Drop(ctx context.Context, d Descriptor) error {
+	if _, err := w.stored(ctx, d); err != nil {
+		return err
+	}
+	switch v := d.(type) {
+	case *Schema:
+		if err := w.mustBeEmpty(ctx, v); err != nil {
+			return err
+		}
+	case *Database:
+		schemas, err := w.Schemas(ctx, v.ID)
+		if err != nil {
+			return err
+		}
+		for _, s := range schemas {
+			if err := w.mustBeEmpty(ctx, s); err != nil {
+				return err
+			}
+		}
+		for _, s := range schemas {
+			if err := w.remove(ctx, s); err != nil {
+				return err
+			}
+		}
+	}
+	return w.remove(ctx, d)
+}
+
+func (w *Writer) mustBeEmpty(ctx context.Context, s *Schema) error {
+	rels, err := w.Relations(ctx, s.DatabaseID, s.ID)
+	if err != nil {
+		return err
+	}
+	if len(rels) > 0 {
+		return pgerror.New(pgerrcode.DependentObjectsStillExist, "cannot drop schema %s because other objects depend on it", s.Name).
+			WithDetail("%s %s depends on schema %s", rels[0].DescKind(), rels[0].DescName(), s.Name)
+	}
+	return nil
+}
+
+func (w *Writer) remove(ctx context.Context, d Descriptor) error {
+	dbID, schemaID := d.Parent()
+	var b kv.Batch
+	b.Del(nsKey(dbID, schemaID, d.DescName()))
+	b.Del(descKey(d.DescID()))
+	b.Del(stampKey(d.DescID()))
+	if err := w.txn.Run(ctx, &b); err != nil {
+		return fmt.Errorf("dropping %s: %w", describe(d), err)
+	}
+	return nil
+}

@@ -1,0 +1,157 @@
+package rowenc
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/sql/types"
+)
+
+// RowFetcher decodes the KVs of a forward scan of one index into rows.
+//
+// For the primary index it groups each row's row key and column keys and
+// merges them with a RowMerger, so packed rows, unpacked rows and packed
+// rows with newer column entries all read the same (rowenc invariant 3).
+// For a secondary index each entry is one row holding the index's key,
+// primary-key and stored columns.
+//
+// Keys of other tables or indexes (a scan of a whole group, see
+// TableLayout.IndexSpan) are skipped. Feed pages in key order with Add,
+// then call Finish; a row split across pages is emitted once complete.
+// The fetcher keeps references to values of the pending row until it is
+// emitted. Not safe for concurrent use.
+type RowFetcher struct {
+	t      *TableLayout
+	idx    *IndexLayout
+	needed []int // row positions to keep; nil keeps all
+
+	merger  *RowMerger
+	pending []byte // row key of the row being merged; nil when none
+	keyRow  []types.Datum
+	vals    []types.Datum
+}
+
+// NewRowFetcher returns a fetcher of idx's rows keeping the columns in
+// needed (nil: every column the index has). Emitted rows are full width
+// (len(t.Columns)); columns not kept, or not in the index, are nil.
+func NewRowFetcher(t *TableLayout, idx *IndexLayout, needed []ColumnID) (*RowFetcher, error) {
+	f := &RowFetcher{t: t, idx: idx}
+	if needed != nil {
+		f.needed = []int{}
+		for _, id := range needed {
+			p := t.ColumnPos(id)
+			if p < 0 {
+				return nil, fmt.Errorf("rowenc: table %q has no column %d", t.Name, id)
+			}
+			f.needed = append(f.needed, p)
+		}
+	}
+	if idx.primary {
+		f.merger = NewRowMerger(t.Schema)
+	}
+	return f, nil
+}
+
+// Add decodes kvs and calls emit for every row they complete. emit owns
+// the row it is given.
+func (f *RowFetcher) Add(kvs []kvpb.KeyValue, emit func(row []types.Datum) error) error {
+	for i := range kvs {
+		kv := &kvs[i]
+		p, rest, err := DecodeKeyPrefix(kv.Key)
+		if err != nil {
+			return fmt.Errorf("key %q: %w", kv.Key, err)
+		}
+		if p.Table != f.t.ID || p.Index != f.idx.ID {
+			continue
+		}
+		if !f.idx.primary {
+			row := make([]types.Datum, len(f.t.Columns))
+			if err := f.t.decodeIndexEntry(f.idx, rest, kv.Value, row); err != nil {
+				return fmt.Errorf("index %q key %q: %w", f.idx.Name, kv.Key, err)
+			}
+			if err := emit(f.project(row)); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := f.addPrimary(kv, rest, emit); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (f *RowFetcher) addPrimary(kv *kvpb.KeyValue, rest []byte, emit func([]types.Datum) error) error {
+	keyRow := make([]types.Datum, len(f.t.Columns))
+	suffix, err := decodeColumns(rest, f.t, keyRow, f.idx.keyPos, f.idx.KeyOrders)
+	if err != nil {
+		return fmt.Errorf("key %q: %w", kv.Key, err)
+	}
+	rowKey := kv.Key[:len(kv.Key)-len(suffix)]
+	if f.pending == nil || !bytes.Equal(rowKey, f.pending) {
+		if err := f.Finish(emit); err != nil {
+			return err
+		}
+		f.pending, f.keyRow = rowKey, keyRow
+	}
+	if len(suffix) == 0 {
+		f.merger.SetBase(kv.Value, kv.Timestamp)
+		return nil
+	}
+	id, err := DecodeColumnSuffix(suffix)
+	if err != nil {
+		return fmt.Errorf("key %q: %w", kv.Key, err)
+	}
+	f.merger.AddColumn(id, kv.Value, kv.Timestamp)
+	return nil
+}
+
+// Finish emits the pending row, if it exists (column entries without a
+// row-key value are leftovers of a deleted row and read as nothing).
+func (f *RowFetcher) Finish(emit func(row []types.Datum) error) error {
+	if f.pending == nil {
+		return nil
+	}
+	defer func() {
+		f.pending, f.keyRow = nil, nil
+		f.merger.Reset()
+	}()
+	vals, ok, err := f.merger.Row(f.vals)
+	if err != nil {
+		return fmt.Errorf("row %q: %w", f.pending, err)
+	}
+	f.vals = vals
+	if !ok {
+		return nil
+	}
+	row := f.keyRow
+	for i, p := range f.t.valuePos {
+		row[p] = vals[i]
+	}
+	return emit(f.project(row))
+}
+
+func (f *RowFetcher) project(row []types.Datum) []types.Datum {
+	if f.needed == nil {
+		return row
+	}
+	out := make([]types.Datum, len(row))
+	for _, p := range f.needed {
+		out[p] = row[p]
+	}
+	return out
+}
+
+// DecodeRows decodes one complete scan's KVs into rows.
+func (f *RowFetcher) DecodeRows(kvs []kvpb.KeyValue) ([][]types.Datum, error) {
+	var rows [][]types.Datum
+	emit := func(r []types.Datum) error { rows = append(rows, r); return nil }
+	if err := f.Add(kvs, emit); err != nil {
+		return nil, err
+	}
+	if err := f.Finish(emit); err != nil {
+		return nil, err
+	}
+	return rows, nil
+}

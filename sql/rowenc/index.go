@@ -1,0 +1,188 @@
+package rowenc
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+
+	"github.com/cairn-db/cairn/keys"
+	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/sql/types"
+)
+
+// Table data keys (DESIGN §5):
+//
+//	0x03 | group (ordered int) | bucket (2 bytes, big-endian) | table (ordered int) | index (ordered int) | key columns [| column ID]
+//
+// The group and bucket come first so that a table group is one span and
+// each bucket range of it a sub-span a tablet can hold: all tables of a
+// colocated database share their database's group and bucket 0, and a
+// hash-partitioned table's rows spread over the 65536 buckets of its own
+// group. Local indexes sit next to their rows (same group and bucket);
+// global indexes use their own group and bucket 0.
+
+// NumBuckets is the size of the hash space a hash-partitioned table's rows
+// are spread over; tablets split it into ranges.
+const NumBuckets = 1 << 16
+
+// Bucket returns the bucket of row in t's group: 0 unless t is hash
+// partitioned, else a 16-bit hash of the key encodings of its leading
+// HashColumns primary-key columns. The hash is CRC-32 (IEEE) folded to 16
+// bits: stable across releases and platforms, which placement depends on,
+// and cheap.
+func (t *TableLayout) Bucket(row []types.Datum) (uint16, error) {
+	if t.HashColumns == 0 {
+		return 0, nil
+	}
+	var buf [64]byte
+	b := buf[:0]
+	for i := range t.HashColumns {
+		var err error
+		if b, err = EncodeKey(b, row[t.Primary.keyPos[i]], Asc); err != nil {
+			return 0, fmt.Errorf("hash column %q: %w", t.Columns[t.Primary.keyPos[i]].Name, err)
+		}
+	}
+	return HashBucket(b), nil
+}
+
+// HashBucket folds the CRC-32 of the hash columns' key encodings to the
+// 16-bit bucket space. The planner uses it to derive the bucket of an
+// equality predicate.
+func HashBucket(encodedHashColumns []byte) uint16 {
+	h := crc32.ChecksumIEEE(encodedHashColumns)
+	return uint16(h>>16) ^ uint16(h)
+}
+
+// GroupPrefix appends the key prefix of table group g.
+func GroupPrefix(dst []byte, g uint64) []byte {
+	return appendOrderedInt(append(dst, keys.TableDataMin...), int64(g))
+}
+
+// IndexPrefix appends the prefix of idx's entries in bucket b (ignored
+// for global indexes, which have only bucket 0).
+func (t *TableLayout) IndexPrefix(dst []byte, idx *IndexLayout, b uint16) []byte {
+	g := t.GroupID
+	if !idx.Local {
+		g, b = idx.GroupID, 0
+	}
+	dst = binary.BigEndian.AppendUint16(GroupPrefix(dst, g), b)
+	return EncodeTableIndexPrefix(dst, t.ID, idx.ID)
+}
+
+// bucketed reports whether idx's entries spread over buckets.
+func (t *TableLayout) bucketed(idx *IndexLayout) bool { return idx.Local && t.HashColumns > 0 }
+
+// PrimaryKey appends the primary-index key of row.
+func (t *TableLayout) PrimaryKey(dst []byte, row []types.Datum) ([]byte, error) {
+	if err := t.checkRow(row); err != nil {
+		return nil, err
+	}
+	b, err := t.Bucket(row)
+	if err != nil {
+		return nil, err
+	}
+	dst = t.IndexPrefix(dst, &t.Primary, b)
+	return encodeColumns(dst, t, row, t.Primary.keyPos, t.Primary.KeyOrders)
+}
+
+func encodeColumns(dst []byte, t *TableLayout, row []types.Datum, pos []int, orders []Order) ([]byte, error) {
+	for i, p := range pos {
+		var err error
+		if dst, err = EncodeKey(dst, row[p], orders[i]); err != nil {
+			return nil, fmt.Errorf("column %q: %w", t.Columns[p].Name, err)
+		}
+	}
+	return dst, nil
+}
+
+// GroupSpan is the span of table group g: every bucket of every table in
+// it.
+func GroupSpan(g uint64) kvpb.Span {
+	p := GroupPrefix(nil, g)
+	return kvpb.Span{Key: p, EndKey: keys.PrefixEnd(p)}
+}
+
+// BucketSpan is the span of buckets [lo, hi] of group g, for every table
+// in the group: what a tablet of a hash-partitioned group holds.
+func BucketSpan(g uint64, lo, hi uint16) kvpb.Span {
+	p := GroupPrefix(nil, g)
+	start := binary.BigEndian.AppendUint16(bytes.Clone(p), lo)
+	end := keys.PrefixEnd(binary.BigEndian.AppendUint16(bytes.Clone(p), hi))
+	return kvpb.Span{Key: start, EndKey: end}
+}
+
+// IndexBucketSpan is the exact span of idx's entries in bucket b.
+func (t *TableLayout) IndexBucketSpan(idx *IndexLayout, b uint16) kvpb.Span {
+	p := t.IndexPrefix(nil, idx, b)
+	return kvpb.Span{Key: p, EndKey: keys.PrefixEnd(p)}
+}
+
+// IndexSpan is one span holding every entry of idx. It is exact unless
+// idx spreads over buckets (a local index of a hash-partitioned table):
+// then it is the whole group, which also holds the table's other local
+// indexes (and, in a shared group, other tables), and a RowFetcher skips
+// their keys. A reader that wants exact spans scans IndexBucketSpan per
+// bucket range.
+func (t *TableLayout) IndexSpan(idx *IndexLayout) kvpb.Span {
+	if t.bucketed(idx) {
+		return GroupSpan(t.GroupID)
+	}
+	return t.IndexBucketSpan(idx, 0)
+}
+
+// TableSpans lists spans holding all of t's data: its primary and local
+// indexes (one span, exact unless bucketed, see IndexSpan), then each
+// global index. DROP TABLE clears them.
+func (t *TableLayout) TableSpans() []kvpb.Span {
+	var out []kvpb.Span
+	if t.HashColumns > 0 {
+		out = append(out, GroupSpan(t.GroupID))
+	} else {
+		p := EncodeTableIndexPrefix(binary.BigEndian.AppendUint16(GroupPrefix(nil, t.GroupID), 0), t.ID, 0)
+		p = p[:len(p)-1] // the table prefix, without the index
+		out = append(out, kvpb.Span{Key: p, EndKey: keys.PrefixEnd(p)})
+	}
+	for i := range t.Secondary {
+		if idx := &t.Secondary[i]; !idx.Local {
+			out = append(out, t.IndexBucketSpan(idx, 0))
+		}
+	}
+	return out
+}
+
+// KeyPrefix is the decoded prefix of a table data key.
+type KeyPrefix struct {
+	Group  uint64
+	Bucket uint16
+	Table  uint32
+	Index  uint32
+}
+
+// DecodeKeyPrefix splits a table data key into its prefix and the rest
+// (key columns and any column suffix).
+func DecodeKeyPrefix(key []byte) (KeyPrefix, []byte, error) {
+	var p KeyPrefix
+	if !bytes.HasPrefix(key, keys.TableDataMin) {
+		return p, nil, corrupt("not a table data key")
+	}
+	r := keyReader{b: key[len(keys.TableDataMin):]}
+	g, err := r.orderedInt()
+	if err != nil || g < 0 {
+		return p, nil, corrupt("group")
+	}
+	bb, err := r.fixed(2)
+	if err != nil {
+		return p, nil, err
+	}
+	tbl, err := r.orderedInt()
+	if err != nil || tbl < 0 || tbl > int64(^uint32(0)) {
+		return p, nil, corrupt("table")
+	}
+	idx, err := r.orderedInt()
+	if err != nil || idx < 0 || idx > int64(^uint32(0)) {
+		return p, nil, corrupt("index")
+	}
+	p = KeyPrefix{Group: uint64(g), Bucket: binary.BigEndian.Uint16(bb), Table: uint32(tbl), Index: uint32(idx)}
+	return p, r.b, nil
+}

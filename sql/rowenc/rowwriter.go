@@ -1,0 +1,271 @@
+package rowenc
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+
+	"github.com/cairn-db/cairn/keys"
+	"github.com/cairn-db/cairn/kv"
+	"github.com/cairn-db/cairn/sql/types"
+)
+
+// PrimaryEntry is what the primary index holds for a row: the row key's
+// value (a packed row, or a liveness entry when unpacked) and, unpacked,
+// one column entry per non-NULL value column.
+type PrimaryEntry struct {
+	Key, Value []byte
+	Columns    []KV
+}
+
+// KV is one key and its value.
+type KV struct{ Key, Value []byte }
+
+// EncodePrimaryRow encodes row for t's primary index: packed when packed
+// is set and the packed row fits sizeLimit (0: no limit), else unpacked.
+func (t *TableLayout) EncodePrimaryRow(row []types.Datum, packed bool, sizeLimit int) (PrimaryEntry, error) {
+	key, err := t.PrimaryKey(nil, row)
+	if err != nil {
+		return PrimaryEntry{}, err
+	}
+	vals := t.values(row)
+	if packed {
+		v, err := PackRow(nil, t.Schema, vals, sizeLimit)
+		if err == nil {
+			return PrimaryEntry{Key: key, Value: v}, nil
+		}
+		if !errors.Is(err, ErrRowTooLarge) {
+			return PrimaryEntry{}, fmt.Errorf("table %q: %w", t.Name, err)
+		}
+	}
+	live, cols, err := EncodeUnpackedRow(t.Schema, vals)
+	if err != nil {
+		return PrimaryEntry{}, fmt.Errorf("table %q: %w", t.Name, err)
+	}
+	e := PrimaryEntry{Key: key, Value: live}
+	for _, c := range cols {
+		e.Columns = append(e.Columns, KV{Key: ColumnKey(nil, key, c.ID), Value: c.Value})
+	}
+	return e, nil
+}
+
+// values picks row's value columns in Schema.Live() order.
+func (t *TableLayout) values(row []types.Datum) []types.Datum {
+	out := make([]types.Datum, len(t.valuePos))
+	for i, p := range t.valuePos {
+		out[i] = row[p]
+	}
+	return out
+}
+
+// RowWriter turns one row change into the KV operations that make it,
+// on the primary index and every secondary index, and adds them to a
+// kv.Batch. The caller runs the batch in its transaction and passes any
+// error through TableLayout.ConvertWriteError, which turns a failed
+// uniqueness condition into SQLSTATE 23505.
+//
+// What it writes:
+//
+//   - insert: a ConditionalPut (expecting no value) of the row key, so a
+//     duplicate primary key fails; unique index entries likewise; other
+//     entries are Puts.
+//   - update, same primary key: nothing for the primary index if no value
+//     column changed; column entries for the changed ones if some did (a
+//     partial update, or any update while packing is off); a new packed
+//     row if every value column changed and packing is on, after deleting
+//     the row's column entries (ones this transaction wrote would share
+//     the new row's timestamp and override it, rowenc invariant 3). Index
+//     entries change only for indexes whose entry (key or value) changed.
+//   - update of the primary key: a delete then an insert.
+//   - delete: the row's whole span (row key and column entries) and its
+//     index entries.
+//
+// Delete-only indexes get deletions only.
+type RowWriter struct {
+	Table *TableLayout
+	// PackedRows and PackedSizeLimit are the storage.packed_rows.enabled
+	// and storage.packed_rows.size_limit settings (0: no limit).
+	PackedRows      bool
+	PackedSizeLimit int
+	// InPartialIndex decides whether a row belongs to a partial index
+	// (evaluates its predicate). Required when the table has one.
+	InPartialIndex func(idx *IndexLayout, row []types.Datum) (bool, error)
+}
+
+// Insert adds the writes of inserting row to b.
+func (w *RowWriter) Insert(b *kv.Batch, row []types.Datum) error { return w.Write(b, nil, row) }
+
+// Delete adds the writes of deleting row to b.
+func (w *RowWriter) Delete(b *kv.Batch, row []types.Datum) error { return w.Write(b, row, nil) }
+
+// Update adds the writes of changing old into new to b.
+func (w *RowWriter) Update(b *kv.Batch, old, new []types.Datum) error { return w.Write(b, old, new) }
+
+// Write adds the writes of changing old into new to b: old nil inserts
+// new, new nil deletes old. Rows are full rows in Table.Columns order.
+func (w *RowWriter) Write(b *kv.Batch, old, new []types.Datum) error {
+	t := w.Table
+	switch {
+	case old == nil && new == nil:
+		return nil
+	case old == nil:
+		return w.insert(b, new)
+	case new == nil:
+		return w.delete(b, old)
+	}
+	oldKey, err := t.PrimaryKey(nil, old)
+	if err != nil {
+		return err
+	}
+	newKey, err := t.PrimaryKey(nil, new)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(oldKey, newKey) {
+		if err := w.delete(b, old); err != nil {
+			return err
+		}
+		return w.insert(b, new)
+	}
+	if err := w.updatePrimary(b, newKey, old, new); err != nil {
+		return err
+	}
+	for i := range t.Secondary {
+		if err := w.updateIndex(b, &t.Secondary[i], old, new); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *RowWriter) insert(b *kv.Batch, row []types.Datum) error {
+	t := w.Table
+	e, err := t.EncodePrimaryRow(row, w.PackedRows, w.PackedSizeLimit)
+	if err != nil {
+		return err
+	}
+	b.CPut(e.Key, e.Value, nil, false)
+	for _, c := range e.Columns {
+		b.Put(c.Key, c.Value)
+	}
+	for i := range t.Secondary {
+		idx := &t.Secondary[i]
+		if idx.DeleteOnly {
+			continue
+		}
+		ie, ok, err := w.entry(idx, row)
+		if err != nil {
+			return err
+		}
+		if ok {
+			putEntry(b, ie)
+		}
+	}
+	return nil
+}
+
+func (w *RowWriter) delete(b *kv.Batch, row []types.Datum) error {
+	t := w.Table
+	key, err := t.PrimaryKey(nil, row)
+	if err != nil {
+		return err
+	}
+	b.DelRange(key, keys.PrefixEnd(key))
+	for i := range t.Secondary {
+		ie, ok, err := w.entry(&t.Secondary[i], row)
+		if err != nil {
+			return err
+		}
+		if ok {
+			b.Del(ie.Key)
+		}
+	}
+	return nil
+}
+
+func (w *RowWriter) updatePrimary(b *kv.Batch, key []byte, old, new []types.Datum) error {
+	t := w.Table
+	live := t.Schema.Live()
+	var changed []ColumnValue
+	for i, p := range t.valuePos {
+		ov, err := EncodeColumnValue(nil, live[i].Type, old[p])
+		if err != nil {
+			return fmt.Errorf("column %q: %w", t.Columns[p].Name, err)
+		}
+		nv, err := EncodeColumnValue(nil, live[i].Type, new[p])
+		if err != nil {
+			return fmt.Errorf("column %q: %w", t.Columns[p].Name, err)
+		}
+		if !bytes.Equal(ov, nv) {
+			changed = append(changed, ColumnValue{ID: live[i].ID, Value: nv})
+		}
+	}
+	if len(changed) == 0 {
+		return nil
+	}
+	if w.PackedRows && len(changed) == len(live) {
+		e, err := t.EncodePrimaryRow(new, true, w.PackedSizeLimit)
+		if err != nil {
+			return err
+		}
+		b.DelRange(keys.Next(key), keys.PrefixEnd(key))
+		b.Put(e.Key, e.Value)
+		for _, c := range e.Columns {
+			b.Put(c.Key, c.Value)
+		}
+		return nil
+	}
+	for _, c := range changed {
+		b.Put(ColumnKey(nil, key, c.ID), c.Value)
+	}
+	return nil
+}
+
+func (w *RowWriter) updateIndex(b *kv.Batch, idx *IndexLayout, old, new []types.Datum) error {
+	oe, oldIn, err := w.entry(idx, old)
+	if err != nil {
+		return err
+	}
+	ne, newIn, err := w.entry(idx, new)
+	if err != nil {
+		return err
+	}
+	newIn = newIn && !idx.DeleteOnly
+	sameKey := oldIn && newIn && bytes.Equal(oe.Key, ne.Key)
+	if sameKey {
+		if !bytes.Equal(oe.Value, ne.Value) {
+			b.Put(ne.Key, ne.Value)
+		}
+		return nil
+	}
+	if oldIn {
+		b.Del(oe.Key)
+	}
+	if newIn {
+		putEntry(b, ne)
+	}
+	return nil
+}
+
+// entry returns idx's entry for row and whether row belongs in idx.
+func (w *RowWriter) entry(idx *IndexLayout, row []types.Datum) (IndexEntry, bool, error) {
+	if idx.Partial {
+		if w.InPartialIndex == nil {
+			return IndexEntry{}, false, fmt.Errorf("rowenc: partial index %q needs RowWriter.InPartialIndex", idx.Name)
+		}
+		in, err := w.InPartialIndex(idx, row)
+		if err != nil || !in {
+			return IndexEntry{}, false, err
+		}
+	}
+	e, err := w.Table.EncodeIndexEntry(idx, row)
+	return e, err == nil, err
+}
+
+func putEntry(b *kv.Batch, e IndexEntry) {
+	if e.Unique {
+		b.CPut(e.Key, e.Value, nil, false)
+		return
+	}
+	b.Put(e.Key, e.Value)
+}
