@@ -3,6 +3,7 @@ package rowenc_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -106,10 +107,18 @@ func TestRowWriterRoundTrip(t *testing.T) {
 	}
 }
 
-// checkIndexes compares every secondary index's stored entries with a
-// recomputation from rows (the table's contents).
+// checkIndexes fails the test if indexMismatch finds a difference.
 func checkIndexes(t *testing.T, db *kv.DB, l *rowenc.TableLayout, rows [][]types.Datum) {
 	t.Helper()
+	if msg := indexMismatch(t, db, l, rows); msg != "" {
+		t.Error(msg)
+	}
+}
+
+// indexMismatch compares every secondary index's stored entries with a
+// recomputation from rows (the table's contents) and describes the first
+// difference, or returns "".
+func indexMismatch(t *testing.T, db *kv.DB, l *rowenc.TableLayout, rows [][]types.Datum) string {
 	for i := range l.Secondary {
 		idx := &l.Secondary[i]
 		var want []string
@@ -131,9 +140,10 @@ func checkIndexes(t *testing.T, db *kv.DB, l *rowenc.TableLayout, rows [][]types
 		}
 		sortStrings(want)
 		if strings.Join(got, "\n") != strings.Join(want, "\n") {
-			t.Errorf("index %s holds %d entries %q, want %d %q", idx.Name, len(got), got, len(want), want)
+			return fmt.Sprintf("index %s holds %d entries %q, want %d %q", idx.Name, len(got), got, len(want), want)
 		}
 	}
+	return ""
 }
 
 func TestMixedFormatsAndSizeLimit(t *testing.T) {
