@@ -57,7 +57,7 @@ func newTestEnv(t testing.TB, o envOptions) *testEnv {
 		t.Fatal(err)
 	}
 	e.eng = eng
-	st, err := store.Open(context.Background(), eng, e.clock, store.Config{TxnLivenessThreshold: o.liveness})
+	st, err := store.Open(context.Background(), eng, e.clock, store.Config{TxnLivenessThreshold: o.liveness, VerifyLockTable: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,6 +49,11 @@
 // visible one), which costs no seek per row but reads every version of the
 // key, so GC bounds its cost.
 //
+// A caller that knows no lock exists in the read's span (the tablet's
+// exact in-memory lock table) says so with ReadOptions.NoLocksInSpan, and
+// the read skips the lock keyspace: one engine lookup per Get instead of
+// two, one iterator per Scan instead of two.
+//
 // Outcomes, in order of precedence: a committed value in the uncertainty
 // window fails the read at once with ReadWithinUncertaintyIntervalError (the
 // reader must restart higher anyway); otherwise every conflicting intent

@@ -76,8 +76,11 @@ func TestModel(t *testing.T) {
 				m.add(k, version{ts: now, tomb: true})
 			case 5:
 				ts := readTS()
+				// Non-transactional writes leave no locks, so skipping the
+				// lock keyspace must not change a read.
+				noLocks := rapid.Bool().Draw(t, "noLocksInSpan")
 				for _, k := range m.keys() {
-					res, err := Get(eng, []byte(k), ts, ReadOptions{})
+					res, err := Get(eng, []byte(k), ts, ReadOptions{NoLocksInSpan: noLocks})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -121,9 +124,10 @@ func checkScan(t *rapid.T, eng *storage.Engine, m model, ts hlc.Timestamp) {
 	start, end := []byte(bounds[i]), []byte(bounds[j])
 	reverse := rapid.Bool().Draw(t, "reverse")
 	opts := ScanOptions{
-		Reverse:  reverse,
-		MaxKeys:  int64(rapid.IntRange(0, 3).Draw(t, "max-keys")),
-		MaxBytes: int64(rapid.IntRange(0, 8).Draw(t, "max-bytes")),
+		ReadOptions: ReadOptions{NoLocksInSpan: rapid.Bool().Draw(t, "noLocksInSpan")},
+		Reverse:     reverse,
+		MaxKeys:     int64(rapid.IntRange(0, 3).Draw(t, "max-keys")),
+		MaxBytes:    int64(rapid.IntRange(0, 8).Draw(t, "max-bytes")),
 	}
 	var got []kvpb.KeyValue
 	lo, hi := start, end

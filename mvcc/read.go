@@ -20,6 +20,13 @@ type ReadOptions struct {
 	// below them is returned) and reports those that would have conflicted
 	// in the result's Intents.
 	Inconsistent bool
+	// NoLocksInSpan is the caller's promise that the reader holds no lock
+	// record anywhere in the read's span, so the read skips the lock
+	// keyspace (one engine lookup per Get, one iterator per Scan). mvcc
+	// cannot check the promise without paying for the lookup it saves: the
+	// caller must know it exactly (the tablet's lock table does, see its
+	// invariant 11). A false promise makes the read miss intents.
+	NoLocksInSpan bool
 }
 
 // GetResult is the answer of Get.
@@ -71,13 +78,17 @@ func Get(r storage.Reader, key []byte, ts hlc.Timestamp, opts ReadOptions) (GetR
 		return GetResult{}, invalidArg("get %q: empty timestamp", key)
 	}
 	rd := newReadState(ts, opts)
-	lk, err := getLock(r, key)
-	if err != nil {
-		return GetResult{}, err
+	var lk *lockRecord
+	if !opts.NoLocksInSpan {
+		var err error
+		if lk, err = getLock(r, key); err != nil {
+			return GetResult{}, err
+		}
 	}
 	var res GetResult
 	var kv kvpb.KeyValue
 	var found bool
+	var err error
 	readVersions := true
 	if lk != nil {
 		kv, found, readVersions, err = rd.checkLock(key, lk)

@@ -32,15 +32,20 @@ func (s *scanner) run(r storage.Reader) (err error) {
 		return fmt.Errorf("mvcc: scan: %w", err)
 	}
 	defer s.vit.Close()
-	lo, hi := keys.LockSpan(s.start, s.end)
-	if s.lit, err = r.NewIter(storage.IterOptions{LowerBound: lo, UpperBound: hi}); err != nil {
-		return fmt.Errorf("mvcc: scan: %w", err)
+	// Without locks in the span the lock stream is empty: no iterator.
+	if !s.opts.NoLocksInSpan {
+		lo, hi := keys.LockSpan(s.start, s.end)
+		if s.lit, err = r.NewIter(storage.IterOptions{LowerBound: lo, UpperBound: hi}); err != nil {
+			return fmt.Errorf("mvcc: scan: %w", err)
+		}
+		defer s.lit.Close()
 	}
-	defer s.lit.Close()
 	if s.opts.Reverse {
-		s.vOK, s.lOK = s.vit.Last(), s.lit.Last()
+		s.vOK = s.vit.Last()
+		s.lOK = s.lit != nil && s.lit.Last()
 	} else {
-		s.vOK, s.lOK = s.vit.First(), s.lit.First()
+		s.vOK = s.vit.First()
+		s.lOK = s.lit != nil && s.lit.First()
 	}
 	for {
 		cur, lockHere, ok, err := s.current()
@@ -83,8 +88,10 @@ func (s *scanner) run(r storage.Reader) (err error) {
 		if err := s.vit.Err(); err != nil {
 			return fmt.Errorf("mvcc: scan: %w", err)
 		}
-		if err := s.lit.Err(); err != nil {
-			return fmt.Errorf("mvcc: scan locks: %w", err)
+		if s.lit != nil {
+			if err := s.lit.Err(); err != nil {
+				return fmt.Errorf("mvcc: scan locks: %w", err)
+			}
 		}
 		if found {
 			size := int64(len(kv.Key) + len(kv.Value))

@@ -220,6 +220,11 @@ func (s *txnModel) finish(tx *modelTxn, commit bool) {
 // tx (or without a transaction when tx is nil).
 func (s *txnModel) read(tx *modelTxn, ts hlc.Timestamp) {
 	var opts ReadOptions
+	// With no intents anywhere, promising so must change nothing: every
+	// check below holds either way.
+	if !s.anyIntents() {
+		opts.NoLocksInSpan = rapid.Bool().Draw(s.t, "noLocksInSpan")
+	}
 	if tx != nil {
 		opts.Txn = tx.txn
 	}
@@ -307,4 +312,14 @@ func (s *txnModel) expectIntents(err error, holder *modelTxn, k string) {
 func isIntentErr(err error, k string) bool {
 	var wie *kvpb.WriteIntentError
 	return errors.As(err, &wie) && len(wie.Intents) == 1 && string(wie.Intents[0].Key) == k
+}
+
+// anyIntents reports whether any open transaction has written.
+func (s *txnModel) anyIntents() bool {
+	for _, o := range s.open {
+		if len(o.writes) > 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -31,6 +31,8 @@ type Config struct {
 	// Sender carries pushes, queries and intent resolution between tablets.
 	// Nil means the store itself, which is right for a single node.
 	Sender kvpb.Sender
+	// VerifyLockTable: see tablet.Config (tests set it).
+	VerifyLockTable bool
 }
 
 // Store is one node's set of tablets over one engine. It implements
@@ -142,6 +144,7 @@ func (s *Store) tabletConfig() tablet.Config {
 		TSCacheMaxEntries:    s.cfg.TSCacheMaxEntries,
 		Sender:               sender,
 		Lookup:               s.LookupTablet,
+		VerifyLockTable:      s.cfg.VerifyLockTable,
 	}
 }
 

@@ -28,6 +28,7 @@ type env struct {
 }
 
 func newEnv(t *testing.T, cfg Config) *env {
+	cfg.VerifyLockTable = true
 	e := &env{t: t, fs: vfs.NewMem(), manual: hlc.NewManualClock(1), cfg: cfg}
 	e.clock = hlc.NewClock(e.manual.UnixNano, 500*time.Millisecond)
 	e.open()

@@ -48,6 +48,11 @@ type Config struct {
 	Sender kvpb.Sender
 	// Lookup finds tablet boundaries for batched intent resolution.
 	Lookup LookupFunc
+	// VerifyLockTable makes every read that skips the lock keyspace because
+	// the lock table shows no lock in its span (invariant 11) look in the
+	// engine anyway and fail with ErrLockTableInexact if it finds one. Tests
+	// set it; it costs the lookup the skip saves.
+	VerifyLockTable bool
 }
 
 func (c Config) withDefaults() Config {

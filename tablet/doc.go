@@ -73,4 +73,13 @@
 //     coordinator sent.
 //  10. No read is served below the tablet's GC threshold, and no write
 //     lands at or below it (gcthreshold.go).
+//  11. The lock table is authoritative for absence: whenever a request holds
+//     a latch on a key of the replica's span, an intent on that key in the
+//     engine is in the lock table. It holds at open (rebuilt with
+//     mvcc.ScanIntents), after every Apply (intents are only written by
+//     proposals, whose LocksAcquired Apply adds right after the commit,
+//     before the writer's latches go) and across a split (locks move with
+//     their keys, under latches over the whole tablet). Reads use it to skip
+//     the lock keyspace when the table shows no lock in their span;
+//     Config.VerifyLockTable checks every such skip against the engine.
 package tablet

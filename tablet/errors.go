@@ -18,6 +18,11 @@ var ErrClosed = errors.New("tablet: replica closed")
 // take the ordinary path (e.g. it meets its own earlier intent).
 var errNot1PC = errors.New("tablet: not a one-phase commit")
 
+// ErrLockTableInexact is returned by a read when Config.VerifyLockTable is
+// set and the lock table claimed no lock in a span where the engine holds
+// one: invariant 11 is broken (a bug, never a user error).
+var ErrLockTableInexact = errors.New("tablet: lock table missed an intent")
+
 func invalidArg(format string, args ...any) error {
 	return &kvpb.InvalidArgumentError{Msg: fmt.Sprintf(format, args...)}
 }

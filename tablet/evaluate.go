@@ -20,8 +20,14 @@ type evalOptions struct {
 // transaction as evaluation moves it (its WriteTimestamp may be pushed);
 // prop collects the side effects Apply will perform.
 type evalCtx struct {
-	r    *Replica
-	b    *storage.Batch
+	r *Replica
+	// b collects the batch's writes; nil for a read-only batch.
+	b *storage.Batch
+	// rd is what reads go through: b, so a request sees the writes of the
+	// requests before it, or for a read-only batch the engine itself, which
+	// saves building an indexed batch (reads are under latches either way,
+	// and an indexed batch reads the live engine too, not a snapshot).
+	rd   storage.Reader
 	ba   *kvpb.BatchRequest
 	desc kvpb.TabletDescriptor
 	txn  *kvpb.Transaction
@@ -47,9 +53,14 @@ func (r *Replica) evaluate(ba *kvpb.BatchRequest, desc kvpb.TabletDescriptor, op
 			return prop, br, err
 		}
 	}
-	b := r.eng.NewBatch()
-	defer b.Close()
-	ec := &evalCtx{r: r, b: b, ba: ba, desc: desc, txn: ba.Txn.Clone(), prop: &Proposal{}, opts: opts}
+	ec := &evalCtx{r: r, ba: ba, desc: desc, txn: ba.Txn.Clone(), prop: &Proposal{}, opts: opts}
+	if readOnly(ba) {
+		ec.rd = r.eng
+	} else {
+		ec.b = r.eng.NewBatch()
+		defer ec.b.Close()
+		ec.rd = ec.b
+	}
 	br := &kvpb.BatchResponse{Responses: make([]kvpb.Response, 0, len(ba.Requests))}
 	for _, req := range ba.Requests {
 		resp, err := ec.evalRequest(req)
@@ -59,10 +70,22 @@ func (r *Replica) evaluate(ba *kvpb.BatchRequest, desc kvpb.TabletDescriptor, op
 		br.Responses = append(br.Responses, resp)
 	}
 	br.Txn = ec.txn
-	if !b.Empty() {
-		ec.prop.Repr = append([]byte(nil), b.Repr()...)
+	if ec.b != nil && !ec.b.Empty() {
+		ec.prop.Repr = append([]byte(nil), ec.b.Repr()...)
 	}
 	return ec.prop, br, nil
+}
+
+// readOnly reports whether every request of ba only reads user data.
+func readOnly(ba *kvpb.BatchRequest) bool {
+	for _, req := range ba.Requests {
+		switch req.(type) {
+		case *kvpb.GetRequest, *kvpb.ScanRequest, *kvpb.RefreshRequest:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 func (ec *evalCtx) evalRequest(req kvpb.Request) (kvpb.Response, error) {

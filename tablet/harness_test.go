@@ -82,6 +82,7 @@ func newHarness(t testing.TB, cfg Config) *harness {
 func (h *harness) open(cfg Config) {
 	ss := &selfSender{}
 	cfg.Sender = ss
+	cfg.VerifyLockTable = true
 	r, err := New(h.eng, h.clock, kvpb.TabletDescriptor{TabletID: 1, StartKey: keys.Min, EndKey: keys.Max}, cfg)
 	if err != nil {
 		h.t.Fatal(err)

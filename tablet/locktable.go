@@ -14,14 +14,20 @@ import (
 // lockTable is the in-memory view of the intents on a tablet's keys, and the
 // queue of requests waiting for each of them to go away.
 //
-// It is a cache of what mvcc stores in the lock keyspace: it is rebuilt from
+// It is a view of what mvcc stores in the lock keyspace: it is rebuilt from
 // mvcc.ScanIntents when the replica opens, updated by Apply as proposals
-// write and resolve intents, and completed by evaluation, which adds an
-// intent it met but the table did not know (invariant 6: a lock that exists
-// in storage and blocks a request is in the table before that request
-// waits). A lock the table holds that storage no longer has is harmless: a
-// waiter on it pushes the holder, and once the holder is finished the
-// resolution removes it.
+// write and resolve intents, and divided by Split along with the keys. It is
+// exact in one direction (invariant 11): every intent the engine holds in
+// the replica's span is in the table, as seen by anyone holding a latch on
+// its key, because every intent is written by a proposal whose LocksAcquired
+// lists it and Apply adds those right after committing, under the writer's
+// latches. Reads rely on that to skip the lock keyspace (noneIn). The table
+// may briefly hold more than the engine: a resolution commits before Apply
+// releases the lock, and a lock the table holds that storage no longer has
+// is harmless: a waiter on it pushes the holder, and once the holder is
+// finished the resolution removes it. Evaluation still adds an intent it
+// met but the table did not know (invariant 6), which only matters if
+// invariant 11 were broken.
 //
 // Waiters do not poll: each lock has a channel that is closed when the lock
 // is released or changes hands, and every waiter selects on it.
@@ -149,6 +155,48 @@ func (t *lockTable) splitOff(key []byte) *lockTable {
 		}
 	}
 	return r
+}
+
+// maxLocksScanned bounds how many locks noneIn compares against a span
+// before it gives up and answers false (the read then looks in the engine).
+const maxLocksScanned = 64
+
+// noneIn reports whether the table proves that the engine holds no intent in
+// the span [start, end) (end nil: the key start). It relies on invariant 11:
+// every intent in the engine within the replica's span is in the table, for
+// any key the caller holds a latch on. A false answer proves nothing.
+func (t *lockTable) noneIn(start, end []byte) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.locks) == 0 {
+		return true
+	}
+	if end == nil {
+		_, ok := t.locks[string(start)]
+		return !ok
+	}
+	if len(t.locks) > maxLocksScanned {
+		return false
+	}
+	for k := range t.locks {
+		if k >= string(start) && k < string(end) {
+			return false
+		}
+	}
+	return true
+}
+
+// keys returns the keys of the locks in the table, sorted (for tests that
+// compare the table with the engine).
+func (t *lockTable) keys() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]string, 0, len(t.locks))
+	for k := range t.locks {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // String lists the locks in key order with their holders and waiters, for
