@@ -93,7 +93,9 @@ func (c *FixedContext) Rand() *rand.Rand {
 	return c.rng
 }
 
-func (c *FixedContext) SetSeed(seed uint64) { c.rng = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)) }
+func (c *FixedContext) SetSeed(seed uint64) {
+	c.rng = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+}
 
 // location returns the session zone (UTC when unset).
 func location(ctx EvalContext) *time.Location {

@@ -75,7 +75,7 @@ func errIntRange(width int32) error {
 	return pgerror.New(pgerrcode.NumericValueOutOfRange, "%s out of range", name)
 }
 
-func errInvalidParam(format string, args ...any) error {
+func errInvalidParam(format string, args ...any) *pgerror.Error {
 	return pgerror.New(pgerrcode.InvalidParameterValue, format, args...)
 }
 
@@ -128,4 +128,12 @@ func errInvalidArgWindow(msg string) error {
 		code = pgerrcode.InvalidArgumentForNthValueFunction
 	}
 	return pgerror.New(code, "%s", msg)
+}
+
+func pgerrorWidthBucket(msg string) error {
+	return pgerror.New(pgerrcode.InvalidArgumentForWidthBucketFunction, "%s", msg)
+}
+
+func errDatetimeFieldRange(y, m, d int64) error {
+	return pgerror.New(pgerrcode.DatetimeFieldOverflow, "date field value out of range: %d-%02d-%02d", y, m, d)
 }

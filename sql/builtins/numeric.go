@@ -258,17 +258,15 @@ func numPow(r, a, b *apd.Decimal) error {
 	// power_var's result scale: 16 significant digits, at least the
 	// inputs' scales.
 	scale := int64(minSigDigits)
-	if !r.IsZero() {
-		scale = int64(minSigDigits) - (r.NumDigits() + int64(r.Exponent) - 1) - 1
+	if bi.Cmp(b) == 0 {
+		// Integer exponents: power_var_int at 16 digits after the point.
+		if e, err := b.Int64(); err == nil && e >= 0 && e < 10000 {
+			_, _ = exactCtx.Pow(r, a, b)
+		}
+	} else if !r.IsZero() {
+		scale = int64(minSigDigits) - (r.NumDigits() + int64(r.Exponent) - 1)
 	}
 	scale = max(scale, int64(dscale(a)), int64(dscale(b)), 0)
-	if bi.Cmp(b) == 0 && !b.Negative {
-		if e, err := b.Int64(); err == nil && e < 10000 {
-			// An exact integer power: Postgres's scale is dscale(a)*e.
-			_, _ = exactCtx.Pow(r, a, b)
-			scale = min(int64(dscale(a))*e, maxDisplay)
-		}
-	}
 	roundTo(r, int32(min(scale, maxDisplay)))
 	return checkNumeric(r)
 }

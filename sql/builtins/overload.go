@@ -50,9 +50,13 @@ var (
 	// Any is Postgres's "any": each argument independently any type, an
 	// unknown literal becoming text.
 	Any = &types.T{Family: types.UnknownFamily, Oid: 2276}
+	// AnyNonArray is like Any but rejects arrays (text || anynonarray).
+	AnyNonArray = &types.T{Family: types.UnknownFamily, Oid: 2776}
 )
 
-func isPseudo(t *types.T) bool { return t == AnyElement || t == AnyArray || t == Any }
+func isPseudo(t *types.T) bool {
+	return t == AnyElement || t == AnyArray || t == Any || t == AnyNonArray
+}
 
 // typeName prints a type, pseudo-types included, as Postgres's error
 // messages do.
@@ -64,6 +68,8 @@ func typeName(t *types.T) string {
 		return "anyarray"
 	case Any:
 		return `"any"`
+	case AnyNonArray:
+		return "anynonarray"
 	}
 	return t.Name()
 }
@@ -198,9 +204,9 @@ func register(m map[string][]*Overload, kind, name string, ovs ...Overload) {
 	}
 }
 
-func registerFn(name string, ovs ...Overload)    { register(functions, "f", name, ovs...) }
-func registerBinary(op string, ovs ...Overload)  { register(binaryOps, "b", op, ovs...) }
-func registerUnary(op string, ovs ...Overload)   { register(unaryOps, "u", op, ovs...) }
+func registerFn(name string, ovs ...Overload)   { register(functions, "f", name, ovs...) }
+func registerBinary(op string, ovs ...Overload) { register(binaryOps, "b", op, ovs...) }
+func registerUnary(op string, ovs ...Overload)  { register(unaryOps, "u", op, ovs...) }
 
 // signatureOID hashes the kind, name and argument type OIDs into
 // [1<<24, 1<<31): above every OID Postgres or a user object will have for

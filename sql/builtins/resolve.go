@@ -307,6 +307,9 @@ func coercible(params, args []*types.T) bool {
 	}
 	for i, a := range args {
 		p := params[i]
+		if p == AnyNonArray && a.Family == types.ArrayFamily {
+			return false
+		}
 		if isPseudo(p) || isUnknown(a) {
 			continue
 		}
@@ -353,7 +356,7 @@ func finish(c *candidate, args []*types.T) (*Resolved, error) {
 	at := make([]*types.T, len(args))
 	for i, p := range c.params {
 		switch p {
-		case Any:
+		case Any, AnyNonArray:
 			at[i] = args[i]
 			if isUnknown(args[i]) {
 				at[i] = types.Text
