@@ -4,8 +4,10 @@
 //
 // Who calls it: the executor and the catalog's index writers (EncodeKey,
 // PackRow, EncodeColumnValue, ColumnKey), scans (DecodeKey, RowMerger) and
-// MVCC GC (RowMerger.Repack). It imports sql/types and hlc; it knows
-// nothing of tablets, transactions or the catalog, which hands it a Schema.
+// MVCC GC (RowMerger.Repack); for whole tables, the executor (RowWriter,
+// RowFetcher, spans). It imports sql/types, hlc, keys, kvpb and kv (the
+// RowWriter fills a kv.Batch); it knows nothing of tablets or the catalog,
+// which hands it a Schema and a TableLayout.
 //
 // # Keys
 //
@@ -56,6 +58,35 @@
 // reports ErrRowTooLarge or packing is off, EncodeUnpackedRow. Readers
 // always accept both (RowMerger).
 //
+// # Tables
+//
+// The catalog turns a table descriptor into a TableLayout (table.go): the
+// row's columns, the primary and secondary indexes, the table group, how
+// many primary-key columns the bucket is hashed from, and the primary
+// index's Schema. Keys (index.go) are
+//
+//	0x03 | group | bucket (2 bytes BE) | table | index | key columns [| column ID]
+//
+// with group, table and index as ordered varints. An ordinary table is a
+// group of one (group = table ID); a colocated database's tables share its
+// group, so they are one span; a hash-partitioned table's bucket is CRC-32
+// of its hash columns' key encodings folded to 16 bits (HashBucket), else
+// 0. Local secondary indexes share the row's group and bucket; global ones
+// have a group of their own and bucket 0. Group IDs come from the
+// catalog's descriptor ID counter, so they never collide. A hash-sharded
+// index needs nothing here: its shard column is a real (hidden, computed)
+// column that leads its key.
+//
+// Secondary entries (indexentry.go): key = index columns plus the
+// primary-key columns not among them, except for a unique index whose key
+// has no NULL, which keeps only its columns (so a duplicate collides) and
+// carries the primary key in the value; the value ends with the stored
+// columns as a packed row. RowWriter (rowwriter.go) emits an insert,
+// update or delete as KV operations on every index, ConditionalPuts where
+// uniqueness must hold, and TableLayout.ConvertWriteError maps a failed
+// condition to Postgres's 23505. RowFetcher (fetcher.go) decodes a scan
+// back into rows through a RowMerger.
+//
 // Invariants:
 //
 //  1. For values a, b of one type and any Order, bytes.Compare of their
@@ -73,4 +104,15 @@
 //  5. A Schema keeps a dropped column until no packed row written while it
 //     existed survives; a row written under a newer version than the
 //     reader's schema is ErrSchemaTooOld, never misread.
+//  6. Within one table and bucket, primary keys sort in primary-key order;
+//     all keys of a group lie in GroupSpan and a table's in its TableSpans
+//     (TestPrimaryKeyOrderProperty, TestColocatedGroupIsContiguous,
+//     TestHashPartitionedBuckets).
+//  7. After any sequence of RowWriter changes, a RowFetcher scan of the
+//     primary index reads the rows written, whatever mix of packed and
+//     unpacked writes made them, and every secondary index holds exactly
+//     the entries EncodeIndexEntry computes from those rows
+//     (TestIndexModel, TestRowWriterRoundTrip).
+//  8. A write that would duplicate a primary key or a unique index key
+//     (NULLs distinct) fails as a whole with 23505 (TestUniqueViolation).
 package rowenc
