@@ -99,12 +99,12 @@ func extractField(t time.Time, field string, epochUs int64) (*apd.Decimal, error
 		if y > 0 {
 			return apd.New(int64((y+99)/100), 0), nil
 		}
-		return apd.New(int64(-((99-(y-1))/100)), 0), nil
+		return apd.New(int64(-((99 - (y - 1)) / 100)), 0), nil
 	case "millennium":
 		if y > 0 {
 			return apd.New(int64((y+999)/1000), 0), nil
 		}
-		return apd.New(int64(-((999-(y-1))/1000)), 0), nil
+		return apd.New(int64(-((999 - (y - 1)) / 1000)), 0), nil
 	case "dow":
 		return apd.New(int64(t.Weekday()), 0), nil
 	case "isodow":

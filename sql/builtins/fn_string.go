@@ -160,7 +160,7 @@ var reservedWords = func() map[string]bool {
 }()
 
 // QuoteLiteral quotes a string as quote_literal does: doubled quotes, and
-// an E'' string with doubled backslashes when it holds a backslash.
+// an E” string with doubled backslashes when it holds a backslash.
 func QuoteLiteral(s string) string {
 	q := "'" + strings.ReplaceAll(s, "'", "''") + "'"
 	if strings.Contains(s, `\`) {
@@ -458,7 +458,9 @@ func init() {
 
 	// concat and concat_ws skip NULLs and print other values as text.
 	registerFn("concat", Overload{Args: []*types.T{Any}, Variadic: true, Return: Fixed(text), Volatility: Stable,
-		Fn: func(ctx EvalContext, a []types.Datum) (types.Datum, error) { return types.DString(joinText(ctx, a, "")), nil }})
+		Fn: func(ctx EvalContext, a []types.Datum) (types.Datum, error) {
+			return types.DString(joinText(ctx, a, "")), nil
+		}})
 	registerFn("concat_ws", Overload{Args: []*types.T{text, Any}, Variadic: true, Return: Fixed(text), Volatility: Stable,
 		Fn: func(ctx EvalContext, a []types.Datum) (types.Datum, error) {
 			if types.IsNull(a[0]) {
