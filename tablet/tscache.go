@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/RaduBerinde/btreemap"
 	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/kvpb"
 	"github.com/google/uuid"
@@ -15,10 +16,13 @@ import (
 // package). It is leaseholder state: it is not replicated, and a new
 // leaseholder starts with a low-water mark at its lease start.
 //
-// Entries are non-overlapping intervals kept sorted by start key. Memory is
-// bounded: past maxEntries the oldest half of the entries (by timestamp) are
-// folded into the low-water mark, which only ever makes the cache answer
-// higher, never lower, so forgetting is safe.
+// Point reads, by far the most common, go to a B-tree keyed by the key:
+// O(log n) to record and to look up, with no splicing. Span reads go to a
+// slice of non-overlapping intervals kept sorted by start key, as before.
+// A key's answer is the maximum of the two and the low-water mark. Memory is
+// bounded: past maxEntries (both kinds together) the oldest half of the
+// entries (by timestamp) are folded into the low-water mark, which only
+// ever makes the cache answer higher, never lower, so forgetting is safe.
 //
 // Each entry also remembers the transaction that read at its timestamp (or
 // uuid.Nil when several did or the read was not transactional), so a
@@ -26,8 +30,27 @@ import (
 type tsCache struct {
 	mu         sync.Mutex
 	lowWater   hlc.Timestamp
+	points     *btreemap.BTreeMap[[]byte, tsRead]
 	entries    []tsEntry
 	maxEntries int
+}
+
+// tsRead is the highest read of a key or interval and who made it.
+type tsRead struct {
+	ts  hlc.Timestamp
+	txn uuid.UUID
+}
+
+// merge folds a read at ts by txn into r: the higher timestamp wins, and a
+// timestamp shared by two transactions belongs to neither.
+func (r tsRead) merge(ts hlc.Timestamp, txn uuid.UUID) tsRead {
+	switch {
+	case r.ts.Less(ts):
+		return tsRead{ts: ts, txn: txn}
+	case r.ts == ts && r.txn != txn:
+		return tsRead{ts: ts, txn: uuid.Nil}
+	}
+	return r
 }
 
 type tsEntry struct {
@@ -36,11 +59,18 @@ type tsEntry struct {
 	txn        uuid.UUID
 }
 
+// tsCacheDegree is the B-tree's degree: wide nodes keep lookups shallow.
+const tsCacheDegree = 16
+
 func newTSCache(lowWater hlc.Timestamp, maxEntries int) *tsCache {
 	if maxEntries < 2 {
 		maxEntries = 2
 	}
-	return &tsCache{lowWater: lowWater, maxEntries: maxEntries}
+	return &tsCache{lowWater: lowWater, maxEntries: maxEntries, points: newPointTree()}
+}
+
+func newPointTree() *btreemap.BTreeMap[[]byte, tsRead] {
+	return btreemap.New[[]byte, tsRead](tsCacheDegree, bytes.Compare)
 }
 
 // add records that span was read at ts by txn (uuid.Nil for none).
@@ -48,6 +78,19 @@ func (c *tsCache) add(span kvpb.Span, ts hlc.Timestamp, txn uuid.UUID) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if ts.LessEq(c.lowWater) {
+		return
+	}
+	if len(span.EndKey) == 0 {
+		// A new entry gets its own copy of the key: the tree outlives the
+		// request whose buffer the key is.
+		if _, r, ok := c.points.Get(span.Key); ok {
+			c.points.ReplaceOrInsert(span.Key, r.merge(ts, txn))
+		} else {
+			c.points.ReplaceOrInsert(bytes.Clone(span.Key), tsRead{ts: ts, txn: txn})
+		}
+		if c.lenLocked() > c.maxEntries {
+			c.shrinkLocked()
+		}
 		return
 	}
 	start, end := span.Key, spanEnd(span)
@@ -93,7 +136,7 @@ func (c *tsCache) add(span kvpb.Span, ts hlc.Timestamp, txn uuid.UUID) {
 		out = append(out, tsEntry{start: cur, end: end, ts: ts, txn: txn})
 	}
 	c.entries = slices.Replace(c.entries, i, j, out...)
-	if len(c.entries) > c.maxEntries {
+	if c.lenLocked() > c.maxEntries {
 		c.shrinkLocked()
 	}
 }
@@ -101,37 +144,65 @@ func (c *tsCache) add(span kvpb.Span, ts hlc.Timestamp, txn uuid.UUID) {
 // shrinkLocked raises the low-water mark to the median entry timestamp and
 // drops every entry at or below it.
 func (c *tsCache) shrinkLocked() {
-	tss := make([]hlc.Timestamp, len(c.entries))
-	for i, e := range c.entries {
-		tss[i] = e.ts
+	tss := make([]hlc.Timestamp, 0, c.lenLocked())
+	for _, e := range c.entries {
+		tss = append(tss, e.ts)
+	}
+	for _, r := range c.points.Ascend(btreemap.Min[[]byte](), btreemap.Max[[]byte]()) {
+		tss = append(tss, r.ts)
 	}
 	slices.SortFunc(tss, hlc.Timestamp.Compare)
 	c.lowWater = c.lowWater.Forward(tss[len(tss)/2])
 	c.entries = slices.DeleteFunc(c.entries, func(e tsEntry) bool { return e.ts.LessEq(c.lowWater) })
+	// Rebuilding is O(n log n), like the sort above, and happens once per
+	// maxEntries/2 additions.
+	kept := newPointTree()
+	for k, r := range c.points.Ascend(btreemap.Min[[]byte](), btreemap.Max[[]byte]()) {
+		if c.lowWater.Less(r.ts) {
+			kept.ReplaceOrInsert(k, r)
+		}
+	}
+	c.points = kept
 }
+
+func (c *tsCache) lenLocked() int { return len(c.entries) + c.points.Len() }
 
 // getMax returns the highest read timestamp over span and the transaction
 // that read there (uuid.Nil if unknown, several, or the low-water mark).
 func (c *tsCache) getMax(span kvpb.Span) (hlc.Timestamp, uuid.UUID) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	ts, txn := c.lowWater, uuid.Nil
-	end := spanEnd(span)
+	best := tsRead{ts: c.lowWater}
+	point := len(span.EndKey) == 0
+	if point {
+		if _, r, ok := c.points.Get(span.Key); ok {
+			best = best.merge(r.ts, r.txn)
+		}
+	} else {
+		for _, r := range c.points.Ascend(btreemap.GE(span.Key), btreemap.LT(span.EndKey)) {
+			best = best.merge(r.ts, r.txn)
+		}
+	}
 	i, _ := slices.BinarySearchFunc(c.entries, span.Key, func(e tsEntry, k []byte) int {
 		return bytes.Compare(e.end, k)
 	})
-	for ; i < len(c.entries) && bytes.Compare(c.entries[i].start, end) < 0; i++ {
-		e := c.entries[i]
+	for ; i < len(c.entries); i++ {
+		e := &c.entries[i]
+		// Stop at the first interval starting at or after the span's end
+		// (for a point span, after its key: no successor key is built).
+		if point {
+			if bytes.Compare(e.start, span.Key) > 0 {
+				break
+			}
+		} else if bytes.Compare(e.start, span.EndKey) >= 0 {
+			break
+		}
 		if bytes.Compare(e.end, span.Key) <= 0 {
 			continue
 		}
-		switch {
-		case ts.Less(e.ts):
-			ts, txn = e.ts, e.txn
-		case ts == e.ts && txn != e.txn:
-			txn = uuid.Nil
-		}
+		best = best.merge(e.ts, e.txn)
 	}
+	ts, txn := best.ts, best.txn
 	return ts, txn
 }
 
@@ -143,6 +214,9 @@ func (c *tsCache) splitOff(key []byte) *tsCache {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r := newTSCache(c.lowWater, c.maxEntries)
+	for k, v := range c.points.Ascend(btreemap.GE(key), btreemap.Max[[]byte]()) {
+		r.points.ReplaceOrInsert(k, v)
+	}
 	for _, e := range c.entries {
 		if bytes.Compare(e.end, key) <= 0 {
 			continue
@@ -156,7 +230,7 @@ func (c *tsCache) splitOff(key []byte) *tsCache {
 func (c *tsCache) len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.entries)
+	return c.lenLocked()
 }
 
 func maxKey(a, b []byte) []byte {

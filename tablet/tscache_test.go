@@ -43,15 +43,20 @@ func TestTSCacheBasics(t *testing.T) {
 
 // TestTSCacheModel checks the cache against a list of every read: it must
 // never answer lower than the highest read over a span (the safety
-// property), and while it has not shrunk it answers exactly that.
+// property), and while it has not shrunk it answers exactly that, owned by
+// the one transaction that made every read at that timestamp over the span
+// (uuid.Nil if several did, or a non-transactional read). Point and span
+// reads, which the cache keeps in different structures, overlap freely.
 func TestTSCacheModel(t *testing.T) {
 	keyGen := rapid.SampledFrom([]string{"a", "b", "c", "d", "e", "f"})
+	txnGen := rapid.SampledFrom([]uuid.UUID{uuid.Nil, uuid.New(), uuid.New()})
 	rapid.Check(t, func(t *rapid.T) {
 		maxEntries := rapid.IntRange(2, 12).Draw(t, "max")
 		c := newTSCache(hlc.Timestamp{}, maxEntries)
 		type read struct {
 			span kvpb.Span
 			ts   hlc.Timestamp
+			txn  uuid.UUID
 		}
 		var reads []read
 		shrunk := false
@@ -70,9 +75,11 @@ func TestTSCacheModel(t *testing.T) {
 			_ = i
 			if rapid.Bool().Draw(t, "isAdd") {
 				s := genSpan("add")
-				ts := hlc.Timestamp{WallTime: rapid.Int64Range(1, 50).Draw(t, "ts")}
-				c.add(s, ts, uuid.Nil)
-				reads = append(reads, read{s, ts})
+				// Few timestamps, so reads often tie and ownership is tested.
+				ts := hlc.Timestamp{WallTime: rapid.Int64Range(1, 8).Draw(t, "ts")}
+				txn := txnGen.Draw(t, "txn")
+				c.add(s, ts, txn)
+				reads = append(reads, read{s, ts, txn})
 				if !c.lowWater.IsEmpty() {
 					shrunk = true
 				}
@@ -80,17 +87,29 @@ func TestTSCacheModel(t *testing.T) {
 			}
 			q := genSpan("get")
 			var want hlc.Timestamp
+			wantTxn := uuid.Nil
 			for _, r := range reads {
-				if spansOverlap(r.span, q) {
-					want = want.Forward(r.ts)
+				if !spansOverlap(r.span, q) {
+					continue
+				}
+				switch {
+				case want.Less(r.ts):
+					want, wantTxn = r.ts, r.txn
+				case want == r.ts && wantTxn != r.txn:
+					wantTxn = uuid.Nil
 				}
 			}
-			got, _ := c.getMax(q)
+			got, gotTxn := c.getMax(q)
 			if got.Less(want) {
 				t.Fatalf("getMax(%s) = %s, below a served read at %s", q, got, want)
 			}
-			if !shrunk && got != want {
-				t.Fatalf("getMax(%s) = %s, want %s", q, got, want)
+			if !shrunk && (got != want || gotTxn != wantTxn) {
+				t.Fatalf("getMax(%s) = %s by %s, want %s by %s", q, got, gotTxn, want, wantTxn)
+			}
+			if shrunk && got == want && want.LessEq(c.lowWater) && gotTxn != uuid.Nil {
+				// Forgotten reads fall back to the low-water mark, which
+				// belongs to nobody.
+				t.Fatalf("getMax(%s) = %s at the low-water mark owned by %s", q, got, gotTxn)
 			}
 		}
 		if n := c.len(); n > maxEntries {
