@@ -1,7 +1,9 @@
 package builtins
 
 import (
+	"errors"
 	"fmt"
+	"regexp/syntax"
 	"strings"
 
 	"github.com/jackc/pgerrcode"
@@ -102,7 +104,26 @@ func errInvalidEscapeString() error {
 		WithHint("Escape string must be empty or one character.")
 }
 
+// errRegex words Go's regexp errors as Postgres's regex library does where
+// they correspond; other RE2 complaints keep Go's wording.
 func errRegex(err error) error {
+	var se *syntax.Error
+	if errors.As(err, &se) {
+		msg := map[syntax.ErrorCode]string{
+			syntax.ErrMissingParen:          "parentheses () not balanced",
+			syntax.ErrUnexpectedParen:       "parentheses () not balanced",
+			syntax.ErrMissingBracket:        "brackets [] not balanced",
+			syntax.ErrMissingRepeatArgument: "quantifier operand invalid",
+			syntax.ErrInvalidRepeatOp:       "quantifier operand invalid",
+			syntax.ErrInvalidEscape:         "invalid escape \\ sequence",
+			syntax.ErrTrailingBackslash:     "invalid escape \\ sequence",
+			syntax.ErrInvalidCharRange:      "invalid character range",
+			syntax.ErrInvalidRepeatSize:     "invalid repetition count(s)",
+		}[se.Code]
+		if msg != "" {
+			return pgerror.New(pgerrcode.InvalidRegularExpression, "invalid regular expression: %s", msg)
+		}
+	}
 	return pgerror.Wrapf(err, pgerrcode.InvalidRegularExpression, "invalid regular expression")
 }
 

@@ -43,6 +43,7 @@ outer:
 
 func init() {
 	aa, ae, i4, text := AnyArray, AnyElement, types.Int4, types.Text
+	ca, ce := AnyCompatibleArray, AnyCompatible
 	fn := func(name string, args []*types.T, ret ReturnFunc, strict bool, f Fn) {
 		registerFn(name, Overload{Args: args, Return: ret, Strict: strict, Fn: f})
 	}
@@ -74,7 +75,7 @@ func init() {
 		x := arr(a[0])
 		return types.NewArray(x.Elem, append(append([]types.Datum{}, x.Elems...), a[1])...), nil
 	}
-	fn("array_append", []*types.T{aa, ae}, SameAsArg(0), false, appendFn)
+	fn("array_append", []*types.T{ca, ce}, SameAsArg(0), false, appendFn)
 	prependFn := func(_ EvalContext, a []types.Datum) (types.Datum, error) {
 		if types.IsNull(a[1]) {
 			return types.NewArray(datumType(a[0]), a[0]), nil
@@ -82,7 +83,7 @@ func init() {
 		x := arr(a[1])
 		return types.NewArray(x.Elem, append([]types.Datum{a[0]}, x.Elems...)...), nil
 	}
-	fn("array_prepend", []*types.T{ae, aa}, SameAsArg(1), false, prependFn)
+	fn("array_prepend", []*types.T{ce, ca}, SameAsArg(1), false, prependFn)
 	catFn := func(_ EvalContext, a []types.Datum) (types.Datum, error) {
 		switch {
 		case types.IsNull(a[0]):
@@ -93,13 +94,13 @@ func init() {
 		x, y := arr(a[0]), arr(a[1])
 		return types.NewArray(x.Elem, append(append([]types.Datum{}, x.Elems...), y.Elems...)...), nil
 	}
-	fn("array_cat", []*types.T{aa, aa}, SameAsArg(0), false, catFn)
+	fn("array_cat", []*types.T{ca, ca}, SameAsArg(0), false, catFn)
 	registerBinary("||",
-		Overload{Args: []*types.T{aa, aa}, Return: SameAsArg(0), Fn: catFn},
-		Overload{Args: []*types.T{aa, ae}, Return: SameAsArg(0), Fn: appendFn},
-		Overload{Args: []*types.T{ae, aa}, Return: SameAsArg(1), Fn: prependFn},
+		Overload{Args: []*types.T{ca, ca}, Return: SameAsArg(0), Fn: catFn},
+		Overload{Args: []*types.T{ca, ce}, Return: SameAsArg(0), Fn: appendFn},
+		Overload{Args: []*types.T{ce, ca}, Return: SameAsArg(1), Fn: prependFn},
 	)
-	fn("array_position", []*types.T{aa, ae}, Fixed(i4), false, func(_ EvalContext, a []types.Datum) (types.Datum, error) {
+	fn("array_position", []*types.T{ca, ce}, Fixed(i4), false, func(_ EvalContext, a []types.Datum) (types.Datum, error) {
 		if types.IsNull(a[0]) {
 			return types.DNull, nil
 		}
@@ -110,7 +111,7 @@ func init() {
 		}
 		return types.DNull, nil
 	})
-	fn("array_positions", []*types.T{aa, ae}, Fixed(types.MustArray(i4)), false, func(_ EvalContext, a []types.Datum) (types.Datum, error) {
+	fn("array_positions", []*types.T{ca, ce}, Fixed(types.MustArray(i4)), false, func(_ EvalContext, a []types.Datum) (types.Datum, error) {
 		if types.IsNull(a[0]) {
 			return types.DNull, nil
 		}

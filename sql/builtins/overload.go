@@ -52,10 +52,20 @@ var (
 	Any = &types.T{Family: types.UnknownFamily, Oid: 2276}
 	// AnyNonArray is like Any but rejects arrays (text || anynonarray).
 	AnyNonArray = &types.T{Family: types.UnknownFamily, Oid: 2776}
+	// AnyCompatible and AnyCompatibleArray are Postgres 13's looser
+	// polymorphism: the arguments' types (elements, for arrays) are
+	// unified with types.CommonType and coerced implicitly, so
+	// array_append(int[], numeric) yields numeric[]; all-unknown means text.
+	AnyCompatible      = &types.T{Family: types.UnknownFamily, Oid: 5077}
+	AnyCompatibleArray = &types.T{Family: types.UnknownFamily, Oid: 5078}
 )
 
 func isPseudo(t *types.T) bool {
-	return t == AnyElement || t == AnyArray || t == Any || t == AnyNonArray
+	switch t {
+	case AnyElement, AnyArray, Any, AnyNonArray, AnyCompatible, AnyCompatibleArray:
+		return true
+	}
+	return false
 }
 
 // typeName prints a type, pseudo-types included, as Postgres's error
@@ -70,6 +80,10 @@ func typeName(t *types.T) string {
 		return `"any"`
 	case AnyNonArray:
 		return "anynonarray"
+	case AnyCompatible:
+		return "anycompatible"
+	case AnyCompatibleArray:
+		return "anycompatiblearray"
 	}
 	return t.Name()
 }

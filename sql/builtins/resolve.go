@@ -305,6 +305,9 @@ func coercible(params, args []*types.T) bool {
 	if _, ok := bindPolymorphic(params, args); !ok {
 		return false
 	}
+	if _, ok := bindCompatible(params, args); !ok {
+		return false
+	}
 	for i, a := range args {
 		p := params[i]
 		if p == AnyNonArray && a.Family == types.ArrayFamily {
@@ -351,8 +354,50 @@ func bindPolymorphic(params, args []*types.T) (*types.T, bool) {
 	return elem, true
 }
 
+// bindCompatible unifies the AnyCompatible arguments and AnyCompatibleArray
+// elements with types.CommonType; nil when there are none.
+func bindCompatible(params, args []*types.T) (*types.T, bool) {
+	var ts []*types.T
+	has := false
+	for i, a := range args {
+		switch params[i] {
+		case AnyCompatible:
+			has = true
+			if a.Family == types.ArrayFamily {
+				// An array is a fine anycompatible value, but not when
+				// an array parameter sits beside it (array || array is
+				// array_cat's job).
+				for _, p := range params {
+					if p == AnyCompatibleArray {
+						return nil, false
+					}
+				}
+			}
+			ts = append(ts, a)
+		case AnyCompatibleArray:
+			has = true
+			if isUnknown(a) {
+				continue
+			}
+			if a.Family != types.ArrayFamily {
+				return nil, false
+			}
+			ts = append(ts, a.Elem)
+		}
+	}
+	if !has {
+		return nil, true
+	}
+	t, err := types.CommonType("", ts...)
+	if err != nil {
+		return nil, false
+	}
+	return t, true
+}
+
 func finish(c *candidate, args []*types.T) (*Resolved, error) {
 	elem, _ := bindPolymorphic(c.params, args)
+	compat, _ := bindCompatible(c.params, args)
 	at := make([]*types.T, len(args))
 	for i, p := range c.params {
 		switch p {
@@ -361,6 +406,14 @@ func finish(c *candidate, args []*types.T) (*Resolved, error) {
 			if isUnknown(args[i]) {
 				at[i] = types.Text
 			}
+		case AnyCompatible:
+			at[i] = compat
+		case AnyCompatibleArray:
+			arr, err := types.MakeArray(compat)
+			if err != nil {
+				return nil, err
+			}
+			at[i] = arr
 		case AnyElement:
 			if elem == nil {
 				return nil, errPolymorphicUnknown()
