@@ -158,3 +158,7 @@ func pgerrorWidthBucket(msg string) error {
 func errDatetimeFieldRange(y, m, d int64) error {
 	return pgerror.New(pgerrcode.DatetimeFieldOverflow, "date field value out of range: %d-%02d-%02d", y, m, d)
 }
+
+func errNullFrameOffset(which string) error {
+	return pgerror.New(pgerrcode.NullValueNotAllowedDataException, "frame %s offset must not be null", which)
+}

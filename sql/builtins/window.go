@@ -121,7 +121,7 @@ func boundRow(ctx EvalContext, p *Partition, f Frame, b Bound, i int, isStart bo
 		return j + 1, nil
 	}
 	if f.Mode == Rows {
-		off, err := rowsOffset(b.Offset)
+		off, err := rowsOffset(b.Offset, isStart)
 		if err != nil {
 			return 0, err
 		}
@@ -139,10 +139,17 @@ func boundRow(ctx EvalContext, p *Partition, f Frame, b Bound, i int, isStart bo
 	return rangeOffsetRow(ctx, p, b, i, isStart)
 }
 
-func rowsOffset(d types.Datum) (int64, error) {
+func rowsOffset(d types.Datum, isStart bool) (int64, error) {
+	which := "ending"
+	if isStart {
+		which = "starting"
+	}
+	if types.IsNull(d) {
+		return 0, errNullFrameOffset(which)
+	}
 	v, ok := d.(types.DInt)
 	if !ok || v < 0 {
-		return 0, errInvalidPrecedingFollowing("frame starting or ending offset must not be negative")
+		return 0, errInvalidPrecedingFollowing("frame " + which + " offset must not be negative")
 	}
 	return int64(v), nil
 }
@@ -199,7 +206,7 @@ func rangeOffsetRow(ctx EvalContext, p *Partition, b Bound, i int, isStart bool)
 
 func offsetKey(ctx EvalContext, key, off types.Datum, subtract bool) (types.Datum, error) {
 	if types.IsNull(off) {
-		return nil, errInvalidPrecedingFollowing("frame starting or ending offset must not be null")
+		return nil, errNullFrameOffset("starting or ending")
 	}
 	op := "+"
 	if subtract {
