@@ -96,6 +96,11 @@ func (ds *DistSender) divideAndSend(ctx context.Context, ba *kvpb.BatchRequest, 
 			endTxnIdx = i
 		}
 	}
+	if d, ok, err := ds.oneTablet(ctx, ba.Requests); err != nil {
+		return nil, err
+	} else if ok {
+		return ds.sendWhole(ctx, ba, d, attempt)
+	}
 	groups, err := ds.divide(ctx, ba.Requests)
 	if err != nil {
 		return nil, err
@@ -107,6 +112,44 @@ func (ds *DistSender) divideAndSend(ctx context.Context, ba *kvpb.BatchRequest, 
 		return ds.sendSequential(ctx, ba, attempt)
 	}
 	return ds.sendParallel(ctx, ba, groups, attempt)
+}
+
+// oneTablet reports whether every request of reqs lies wholly inside one
+// cached tablet, and which: the common case of a point read or write, sent
+// with no grouping, truncation or merging (the answer is what
+// sendParallel would build from a single group).
+func (ds *DistSender) oneTablet(ctx context.Context, reqs []kvpb.Request) (kvpb.TabletDescriptor, bool, error) {
+	var d kvpb.TabletDescriptor
+	for i, r := range reqs {
+		s := r.Span()
+		if i == 0 {
+			var err error
+			if d, err = ds.cache.Lookup(ctx, s.Key, false); err != nil {
+				return d, false, err
+			}
+		} else if !d.ContainsKey(s.Key) {
+			return d, false, nil
+		}
+		if len(s.EndKey) > 0 && bytes.Compare(d.EndKey, s.EndKey) < 0 {
+			return d, false, nil
+		}
+	}
+	return d, true, nil
+}
+
+// sendWhole sends ba unchanged to desc's tablet, the single-tablet case of
+// sendParallel.
+func (ds *DistSender) sendWhole(ctx context.Context, ba *kvpb.BatchRequest, desc kvpb.TabletDescriptor, attempt int) (*kvpb.BatchResponse, error) {
+	br, err := ds.sendToTablet(ctx, ba.Header, desc, ba.Requests, attempt)
+	if err != nil {
+		return nil, err
+	}
+	if len(br.Responses) != len(ba.Requests) {
+		return nil, fmt.Errorf("kv: tablet %d answered %d responses to %d requests", desc.TabletID, len(br.Responses), len(ba.Requests))
+	}
+	out := &kvpb.BatchResponse{Responses: br.Responses}
+	mergeHeader(out, br, ba.Txn)
+	return out, nil
 }
 
 // divide resolves every request to the tablets it touches and groups the

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"slices"
 	"sync"
+	"unsafe"
 
 	"github.com/RaduBerinde/btreemap"
 	"github.com/cairn-db/cairn/hlc"
@@ -16,8 +17,10 @@ import (
 // package). It is leaseholder state: it is not replicated, and a new
 // leaseholder starts with a low-water mark at its lease start.
 //
-// Point reads, by far the most common, go to a B-tree keyed by the key:
-// O(log n) to record and to look up, with no splicing. Span reads go to a
+// Point reads, by far the most common, go to a hash map (O(1) to record a
+// read of a key already there and to look one up) mirrored by a B-tree
+// keyed by the key (O(log n) to add a key, and what finds the point entries
+// inside a span); neither splices. Span reads go to a
 // slice of non-overlapping intervals kept sorted by start key, as before.
 // A key's answer is the maximum of the two and the low-water mark. Memory is
 // bounded: past maxEntries (both kinds together) the oldest half of the
@@ -28,9 +31,13 @@ import (
 // uuid.Nil when several did or the read was not transactional), so a
 // transaction is not pushed by its own reads.
 type tsCache struct {
-	mu         sync.Mutex
-	lowWater   hlc.Timestamp
-	points     *btreemap.BTreeMap[[]byte, tsRead]
+	mu       sync.Mutex
+	lowWater hlc.Timestamp
+	// byKey and points hold the same point entries: byKey answers a point
+	// lookup or update in O(1), points (ordered) the point entries inside
+	// a span. The shared *tsRead is updated in place.
+	byKey      map[string]*tsRead
+	points     *btreemap.BTreeMap[[]byte, *tsRead]
 	entries    []tsEntry
 	maxEntries int
 }
@@ -66,11 +73,19 @@ func newTSCache(lowWater hlc.Timestamp, maxEntries int) *tsCache {
 	if maxEntries < 2 {
 		maxEntries = 2
 	}
-	return &tsCache{lowWater: lowWater, maxEntries: maxEntries, points: newPointTree()}
+	return &tsCache{lowWater: lowWater, maxEntries: maxEntries, byKey: make(map[string]*tsRead), points: newPointTree()}
 }
 
-func newPointTree() *btreemap.BTreeMap[[]byte, tsRead] {
-	return btreemap.New[[]byte, tsRead](tsCacheDegree, bytes.Compare)
+func newPointTree() *btreemap.BTreeMap[[]byte, *tsRead] {
+	return btreemap.New[[]byte, *tsRead](tsCacheDegree, bytes.Compare)
+}
+
+// addPointLocked inserts a point entry the cache does not have yet.
+func (c *tsCache) addPointLocked(key []byte, r tsRead) {
+	k := string(key)
+	p := &r
+	c.byKey[k] = p
+	c.points.ReplaceOrInsert(unsafeBytes(k), p)
 }
 
 // add records that span was read at ts by txn (uuid.Nil for none).
@@ -81,12 +96,10 @@ func (c *tsCache) add(span kvpb.Span, ts hlc.Timestamp, txn uuid.UUID) {
 		return
 	}
 	if len(span.EndKey) == 0 {
-		// A new entry gets its own copy of the key: the tree outlives the
-		// request whose buffer the key is.
-		if _, r, ok := c.points.Get(span.Key); ok {
-			c.points.ReplaceOrInsert(span.Key, r.merge(ts, txn))
+		if r, ok := c.byKey[string(span.Key)]; ok {
+			*r = r.merge(ts, txn)
 		} else {
-			c.points.ReplaceOrInsert(bytes.Clone(span.Key), tsRead{ts: ts, txn: txn})
+			c.addPointLocked(span.Key, tsRead{ts: ts, txn: txn})
 		}
 		if c.lenLocked() > c.maxEntries {
 			c.shrinkLocked()
@@ -148,7 +161,7 @@ func (c *tsCache) shrinkLocked() {
 	for _, e := range c.entries {
 		tss = append(tss, e.ts)
 	}
-	for _, r := range c.points.Ascend(btreemap.Min[[]byte](), btreemap.Max[[]byte]()) {
+	for _, r := range c.byKey {
 		tss = append(tss, r.ts)
 	}
 	slices.SortFunc(tss, hlc.Timestamp.Compare)
@@ -156,16 +169,21 @@ func (c *tsCache) shrinkLocked() {
 	c.entries = slices.DeleteFunc(c.entries, func(e tsEntry) bool { return e.ts.LessEq(c.lowWater) })
 	// Rebuilding is O(n log n), like the sort above, and happens once per
 	// maxEntries/2 additions.
-	kept := newPointTree()
-	for k, r := range c.points.Ascend(btreemap.Min[[]byte](), btreemap.Max[[]byte]()) {
+	old := c.byKey
+	c.byKey, c.points = make(map[string]*tsRead, len(old)/2), newPointTree()
+	for k, r := range old {
 		if c.lowWater.Less(r.ts) {
-			kept.ReplaceOrInsert(k, r)
+			c.byKey[k] = r
+			c.points.ReplaceOrInsert(unsafeBytes(k), r)
 		}
 	}
-	c.points = kept
 }
 
-func (c *tsCache) lenLocked() int { return len(c.entries) + c.points.Len() }
+func (c *tsCache) lenLocked() int { return len(c.entries) + len(c.byKey) }
+
+// unsafeBytes views an immutable string as a key for the tree, so the tree
+// and the map share one copy of each key. Nothing writes through it.
+func unsafeBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
 // getMax returns the highest read timestamp over span and the transaction
 // that read there (uuid.Nil if unknown, several, or the low-water mark).
@@ -175,7 +193,7 @@ func (c *tsCache) getMax(span kvpb.Span) (hlc.Timestamp, uuid.UUID) {
 	best := tsRead{ts: c.lowWater}
 	point := len(span.EndKey) == 0
 	if point {
-		if _, r, ok := c.points.Get(span.Key); ok {
+		if r, ok := c.byKey[string(span.Key)]; ok {
 			best = best.merge(r.ts, r.txn)
 		}
 	} else {
@@ -215,7 +233,7 @@ func (c *tsCache) splitOff(key []byte) *tsCache {
 	defer c.mu.Unlock()
 	r := newTSCache(c.lowWater, c.maxEntries)
 	for k, v := range c.points.Ascend(btreemap.GE(key), btreemap.Max[[]byte]()) {
-		r.points.ReplaceOrInsert(k, v)
+		r.addPointLocked(k, *v)
 	}
 	for _, e := range c.entries {
 		if bytes.Compare(e.end, key) <= 0 {
