@@ -303,3 +303,62 @@ func TestColocatedDatabase(t *testing.T) {
 		return nil
 	})
 }
+
+// TestConcurrentCreate: two transactions create the same table name; the
+// namespace's ConditionalPut lets exactly one of them commit, and the
+// other fails with 42P07 (or, if it aborted the first, the first fails).
+func TestConcurrentCreate(t *testing.T) {
+	db := newTestDB(t)
+	ctx := context.Background()
+	first := db.NewTxn(ctx, "first", kv.Serializable)
+	if err := NewWriter(first, nil).Create(ctx, simpleTable("t")); err != nil {
+		t.Fatal(err)
+	}
+	second := make(chan error, 1)
+	go func() {
+		second <- db.Txn(ctx, kv.Serializable, func(ctx context.Context, txn *kv.Txn) error {
+			return NewWriter(txn, nil).Create(ctx, simpleTable("t"))
+		})
+	}()
+	firstErr := first.Commit(ctx)
+	secondErr := <-second
+	if (firstErr == nil) == (secondErr == nil) {
+		t.Fatalf("first: %v, second: %v; want exactly one to succeed", firstErr, secondErr)
+	}
+	if firstErr == nil && pgerror.Code(secondErr) != pgerrcode.DuplicateTable {
+		t.Errorf("losing transaction: %v, want 42P07", secondErr)
+	}
+	run(t, db, func(ctx context.Context, txn *kv.Txn) error {
+		rels, err := NewReader(txn, nil).Relations(ctx, PostgresDatabaseID, PublicSchemaID)
+		if err != nil || len(rels) != 1 {
+			t.Errorf("relations = %v, %v; want exactly one", rels, err)
+		}
+		return nil
+	})
+}
+
+func TestAlterColumns(t *testing.T) {
+	tbl := validTable()
+	id, err := tbl.AddColumn(Column{Name: "e", Type: types.Int8, Nullable: true})
+	if err != nil || id != 4 || tbl.NextColumnID != 5 || tbl.RowFormat.SchemaVersion != 2 || tbl.Columns[3].AddedIn != 2 {
+		t.Fatalf("AddColumn: id %d err %v table %+v", id, err, tbl)
+	}
+	if _, err := tbl.AddColumn(Column{Name: "e", Type: types.Int8}); pgerror.Code(err) != pgerrcode.DuplicateColumn {
+		t.Errorf("duplicate column: %v", err)
+	}
+	if err := tbl.DropColumn("b"); pgerror.Code(err) != pgerrcode.DependentObjectsStillExist {
+		t.Errorf("dropping an indexed column: %v", err)
+	}
+	if err := tbl.DropColumn("nope"); pgerror.Code(err) != pgerrcode.UndefinedColumn {
+		t.Errorf("dropping a missing column: %v", err)
+	}
+	if err := tbl.DropColumn("c"); err != nil {
+		t.Fatal(err)
+	}
+	if err := tbl.Validate(); err != nil {
+		t.Fatalf("after DROP COLUMN: %v", err)
+	}
+	if d := tbl.DroppedColumns; len(d) != 1 || d[0].ID != 3 || d[0].DroppedIn != 3 {
+		t.Errorf("dropped columns %+v", d)
+	}
+}
