@@ -53,7 +53,7 @@ func TestLogic(t *testing.T) {
 	if err != nil {
 		t.Fatalf("-file: %v", err)
 	}
-	paths, err := filepath.Glob(filepath.Join("testdata", "*"))
+	paths, err := Files("testdata")
 	if err != nil {
 		t.Fatal(err)
 	}

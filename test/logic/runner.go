@@ -78,6 +78,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
@@ -418,4 +420,20 @@ func query(ctx context.Context, conn *pgx.Conn, sql string) ([]string, []uint32,
 		return nil, nil, nil, err
 	}
 	return cols, oids, out, nil
+}
+
+// Files lists the logic files in dir: every regular file, sorted by name.
+// Subdirectories (such as the fuzzer's testdata/fuzz) are not logic files.
+func Files(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("listing logic files: %w", err)
+	}
+	var paths []string
+	for _, e := range entries {
+		if e.Type().IsRegular() {
+			paths = append(paths, filepath.Join(dir, e.Name()))
+		}
+	}
+	return paths, nil
 }
