@@ -164,6 +164,9 @@ func (w *Writer) fillTableDefaults(ctx context.Context, t *Table) error {
 			t.GroupID = db.ColocationGroupID
 		}
 	}
+	if t.PrimaryIndex.ID == 0 {
+		t.PrimaryIndex.ID = PrimaryIndexID
+	}
 	for _, idx := range append([]*Index{&t.PrimaryIndex}, indexPtrs(t.Indexes)...) {
 		if idx.Kind == "" {
 			idx.Kind = IndexBTree

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgerrcode"
 
 	"github.com/cairn-db/cairn/kv"
+	"github.com/cairn-db/cairn/sql/catalog"
 	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/cairn-db/cairn/sql/rowenc"
 	"github.com/cairn-db/cairn/sql/types"
@@ -233,5 +234,21 @@ func sortStrings(s []string) {
 		for j := i; j > 0 && bytes.Compare([]byte(s[j]), []byte(s[j-1])) < 0; j-- {
 			s[j], s[j-1] = s[j-1], s[j]
 		}
+	}
+}
+
+// The detail of a composite key lists every key column, in index order,
+// whatever the columns' directions.
+func TestUniqueViolationCompositeKey(t *testing.T) {
+	db := newKVDB(t)
+	l := mustLayout(t, pairTable(800, 800, rowenc.Desc, rowenc.Asc, catalog.Partitioning{Kind: catalog.PartitionRange}, false))
+	w := &rowenc.RowWriter{Table: l, PackedRows: true}
+	if err := write(t, db, w, ins(pairRow(-3, "it's", 1))); err != nil {
+		t.Fatal(err)
+	}
+	err := write(t, db, w, ins(pairRow(-3, "it's", 2)))
+	var pe *pgerror.Error
+	if !errors.As(err, &pe) || pe.Message != `duplicate key value violates unique constraint "p_pkey"` || pe.Detail != "Key (k, s)=(-3, it's) already exists." {
+		t.Errorf("got %v (%+v)", err, pe)
 	}
 }
