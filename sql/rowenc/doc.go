@@ -5,9 +5,10 @@
 // Who calls it: the executor and the catalog's index writers (EncodeKey,
 // PackRow, EncodeColumnValue, ColumnKey), scans (DecodeKey, RowMerger) and
 // MVCC GC (RowMerger.Repack); for whole tables, the executor (RowWriter,
-// RowFetcher, spans). It imports sql/types, hlc, keys, kvpb and kv (the
-// RowWriter fills a kv.Batch); it knows nothing of tablets or the catalog,
-// which hands it a Schema and a TableLayout.
+// RowFetcher, spans). It imports sql/types, hlc, keys and kvpb; the
+// RowWriter fills anything shaped like a kv.Batch (Writes), so it stays
+// below the KV client. It knows nothing of tablets or the catalog, which
+// hands it a Schema and a TableLayout.
 //
 // # Keys
 //

@@ -6,9 +6,18 @@ import (
 	"fmt"
 
 	"github.com/cairn-db/cairn/keys"
-	"github.com/cairn-db/cairn/kv"
 	"github.com/cairn-db/cairn/sql/types"
 )
+
+// Writes receives a RowWriter's KV operations; *kv.Batch implements it.
+// An interface rather than kv.Batch itself so that this package, which
+// MVCC GC also uses to repack rows, stays below the KV client.
+type Writes interface {
+	Put(key, value []byte)
+	CPut(key, value, expected []byte, expectExists bool)
+	Del(key []byte)
+	DelRange(start, end []byte)
+}
 
 // PrimaryEntry is what the primary index holds for a row: the row key's
 // value (a packed row, or a liveness entry when unpacked) and, unpacked,
@@ -60,9 +69,9 @@ func (t *TableLayout) values(row []types.Datum) []types.Datum {
 
 // RowWriter turns one row change into the KV operations that make it,
 // on the primary index and every secondary index, and adds them to a
-// kv.Batch. The caller runs the batch in its transaction and passes any
-// error through TableLayout.ConvertWriteError, which turns a failed
-// uniqueness condition into SQLSTATE 23505.
+// Writes (a kv.Batch). The caller runs the batch in its transaction and
+// passes any error through TableLayout.ConvertWriteError, which turns a
+// failed uniqueness condition into SQLSTATE 23505.
 //
 // What it writes:
 //
@@ -93,17 +102,17 @@ type RowWriter struct {
 }
 
 // Insert adds the writes of inserting row to b.
-func (w *RowWriter) Insert(b *kv.Batch, row []types.Datum) error { return w.Write(b, nil, row) }
+func (w *RowWriter) Insert(b Writes, row []types.Datum) error { return w.Write(b, nil, row) }
 
 // Delete adds the writes of deleting row to b.
-func (w *RowWriter) Delete(b *kv.Batch, row []types.Datum) error { return w.Write(b, row, nil) }
+func (w *RowWriter) Delete(b Writes, row []types.Datum) error { return w.Write(b, row, nil) }
 
 // Update adds the writes of changing old into new to b.
-func (w *RowWriter) Update(b *kv.Batch, old, new []types.Datum) error { return w.Write(b, old, new) }
+func (w *RowWriter) Update(b Writes, old, new []types.Datum) error { return w.Write(b, old, new) }
 
 // Write adds the writes of changing old into new to b: old nil inserts
 // new, new nil deletes old. Rows are full rows in Table.Columns order.
-func (w *RowWriter) Write(b *kv.Batch, old, new []types.Datum) error {
+func (w *RowWriter) Write(b Writes, old, new []types.Datum) error {
 	t := w.Table
 	switch {
 	case old == nil && new == nil:
@@ -138,7 +147,7 @@ func (w *RowWriter) Write(b *kv.Batch, old, new []types.Datum) error {
 	return nil
 }
 
-func (w *RowWriter) insert(b *kv.Batch, row []types.Datum) error {
+func (w *RowWriter) insert(b Writes, row []types.Datum) error {
 	t := w.Table
 	e, err := t.EncodePrimaryRow(row, w.PackedRows, w.PackedSizeLimit)
 	if err != nil {
@@ -164,7 +173,7 @@ func (w *RowWriter) insert(b *kv.Batch, row []types.Datum) error {
 	return nil
 }
 
-func (w *RowWriter) delete(b *kv.Batch, row []types.Datum) error {
+func (w *RowWriter) delete(b Writes, row []types.Datum) error {
 	t := w.Table
 	key, err := t.PrimaryKey(nil, row)
 	if err != nil {
@@ -183,7 +192,7 @@ func (w *RowWriter) delete(b *kv.Batch, row []types.Datum) error {
 	return nil
 }
 
-func (w *RowWriter) updatePrimary(b *kv.Batch, key []byte, old, new []types.Datum) error {
+func (w *RowWriter) updatePrimary(b Writes, key []byte, old, new []types.Datum) error {
 	t := w.Table
 	live := t.Schema.Live()
 	var changed []ColumnValue
@@ -221,7 +230,7 @@ func (w *RowWriter) updatePrimary(b *kv.Batch, key []byte, old, new []types.Datu
 	return nil
 }
 
-func (w *RowWriter) updateIndex(b *kv.Batch, idx *IndexLayout, old, new []types.Datum) error {
+func (w *RowWriter) updateIndex(b Writes, idx *IndexLayout, old, new []types.Datum) error {
 	oe, oldIn, err := w.entry(idx, old)
 	if err != nil {
 		return err
@@ -262,7 +271,7 @@ func (w *RowWriter) entry(idx *IndexLayout, row []types.Datum) (IndexEntry, bool
 	return e, err == nil, err
 }
 
-func putEntry(b *kv.Batch, e IndexEntry) {
+func putEntry(b Writes, e IndexEntry) {
 	if e.Unique {
 		b.CPut(e.Key, e.Value, nil, false)
 		return
