@@ -46,7 +46,8 @@
 //     and name errors, and a Go regexp that must match the message.
 //   - connection NAME switches to the named session (created on first use;
 //     the first is "default"), for interleaving transactions.
-//   - user NAME switches to a session logged in as NAME (the role must exist).
+//   - user NAME switches to a session logged in as NAME (the role must
+//     exist); the URL's own user means the default session.
 //   - let $VAR, then a query returning one value; later SQL has $VAR
 //     replaced by that value.
 //   - halt stops the file; hash-threshold N is accepted and ignored.
@@ -234,7 +235,12 @@ func (r *fileRun) run(ctx context.Context) error {
 			r.cur, r.user = rec.Name, r.base.User
 			continue
 		case KindUser:
+			// The URL's own user has the default session, so "user postgres"
+			// returns to it with its state intact.
 			r.cur, r.user = "user:"+rec.Name, rec.Name
+			if rec.Name == r.base.User {
+				r.cur = "default"
+			}
 			continue
 		}
 		conn, err := r.session(ctx)
