@@ -56,10 +56,12 @@
 //     Cairn intentionally differs from PostgreSQL and should stay rare.
 //
 // Result rows are values joined by single spaces, NULL for SQL NULL and "·"
-// for the empty string, exactly as PostgreSQL prints them in text format
-// (t/f booleans, ISO dates, the session's time zone, which the runner sets to
-// UTC). A value containing newlines continues on the next lines. rowsort
-// sorts rendered rows; valuesort sorts all values and puts one per line.
+// for the empty string, exactly as PostgreSQL prints them in text format (t/f
+// booleans, ISO dates, the session's time zone; the runner starts each
+// session with TimeZone UTC, DateStyle "ISO, MDY" and IntervalStyle
+// postgres). A value containing newlines continues on the next lines.
+// rowsort sorts rendered rows; valuesort sorts all values and puts one per
+// line.
 // Trailing whitespace is not significant.
 //
 // # Invariants
@@ -200,9 +202,11 @@ func connect(ctx context.Context, base *pgx.ConnConfig, db, user string) (*pgx.C
 	if c.RuntimeParams == nil {
 		c.RuntimeParams = map[string]string{}
 	}
-	// Files print timestamptz values; fix the zone rather than inherit the
-	// server's.
+	// Files print dates, times and intervals; fix how rather than inherit
+	// the server's configuration (these are initdb's defaults, except UTC).
 	c.RuntimeParams["TimeZone"] = "UTC"
+	c.RuntimeParams["DateStyle"] = "ISO, MDY"
+	c.RuntimeParams["IntervalStyle"] = "postgres"
 	return pgx.ConnectConfig(ctx, c)
 }
 
