@@ -254,6 +254,9 @@ func (s *Store) begin(ctx context.Context) (context.Context, func(), error) {
 	}
 	s.inflight.Add(1)
 	s.mu.RUnlock()
+	if ctx.Done() == nil {
+		return stopCtx{Context: ctx, stop: s.stop}, s.inflight.Done, nil
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(s.stop, cancel)
 	return ctx, func() {

@@ -567,3 +567,26 @@ func TestCloseCancelsWaiters(t *testing.T) {
 		t.Fatalf("send after Close: err = %v, want ErrClosed", err)
 	}
 }
+
+// A request whose caller's context can never end runs on the store's stop
+// context: Close cancels it, contexts derived from it follow, and the
+// caller's values stay visible.
+func TestStopCtx(t *testing.T) {
+	stop, cancel := context.WithCancel(context.Background())
+	type key struct{}
+	ctx := stopCtx{Context: context.WithValue(context.Background(), key{}, "v"), stop: stop}
+	derived, cancelDerived := context.WithCancel(ctx)
+	defer cancelDerived()
+	if ctx.Err() != nil || derived.Err() != nil {
+		t.Fatal("cancelled before Close")
+	}
+	if ctx.Value(key{}) != "v" {
+		t.Fatal("lost the caller's value")
+	}
+	cancel()
+	<-ctx.Done()
+	<-derived.Done()
+	if !errors.Is(ctx.Err(), context.Canceled) || !errors.Is(derived.Err(), context.Canceled) {
+		t.Fatalf("errors after stop: %v, %v", ctx.Err(), derived.Err())
+	}
+}

@@ -14,7 +14,8 @@
 // and at -conc (where Pebble's group commit shares fsyncs). The whole
 // comparison repeats -runs times and the median ratio is reported.
 //
-// Usage: go run ./bench/kv [-keys 100000] [-ops 20000] [-runs 3] [-conc 16] [-cpuprofile f]
+// Usage: go run ./bench/kv [-keys 100000] [-ops 20000] [-runs 3] [-conc 16] [-only op]
+// [-cpuprofile f] [-blockprofile f] [-mutexprofile f]
 package main
 
 import (
@@ -23,6 +24,7 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"sort"
 	"text/tabwriter"
@@ -39,6 +41,8 @@ var (
 	flagProfile = flag.String("cpuprofile", "", "write a CPU profile of the Cairn side to this file")
 	flagDir     = flag.String("dir", "", "directory for the stores (default: a temporary directory)")
 	flagOnly    = flag.String("only", "", "measure only operations whose name starts with this (e.g. get, put, txn, scan)")
+	flagBlock   = flag.String("blockprofile", "", "write a goroutine blocking profile (both sides) to this file")
+	flagMutex   = flag.String("mutexprofile", "", "write a mutex contention profile (both sides) to this file")
 )
 
 // result is ops/s of one operation in one run.
@@ -62,6 +66,14 @@ func main() {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	if *flagBlock != "" {
+		runtime.SetBlockProfileRate(1)
+		defer writeProfile("block", *flagBlock)
+	}
+	if *flagMutex != "" {
+		runtime.SetMutexProfileFraction(1)
+		defer writeProfile("mutex", *flagMutex)
+	}
 	var runs [][]result
 	for i := 0; i < *flagRuns; i++ {
 		rs, err := runOnce(ctx, i)
@@ -72,6 +84,18 @@ func main() {
 		fmt.Fprintf(os.Stderr, "run %d/%d done\n", i+1, *flagRuns)
 	}
 	report(runs)
+}
+
+// writeProfile writes the named runtime profile (block, mutex) to path.
+func writeProfile(name, path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup(name).WriteTo(f, 0); err != nil {
+		log.Fatal(err)
+	}
 }
 
 func report(runs [][]result) {
