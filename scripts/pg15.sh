@@ -14,7 +14,7 @@
 # version 15. If none is found and we run as root (as CI does), Debian's
 # postgresql-15 is installed. initdb refuses to run as root, so as root the
 # cluster is owned by, and the server runs as, the `postgres` OS user (created
-# if missing).
+# if missing); DIR must then be reachable by that user (e.g. under /tmp).
 set -euo pipefail
 
 usage() { echo "usage: $0 start|stop DIR PORT" >&2; exit 2; }
