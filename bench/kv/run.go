@@ -44,6 +44,18 @@ func runOnce(ctx context.Context, run int) ([]result, error) {
 	if err := c.load(ctx, keys, value); err != nil {
 		return nil, err
 	}
+	// Flush both, so reads meet the same LSM shape on both sides rather
+	// than whichever load happened to cross its memtable threshold (Cairn's
+	// keys are longer by their timestamp, so its memtable fills at a
+	// different point, and a full memtable makes every seek costlier).
+	if *flagFlush {
+		if err := raw.db.Flush(); err != nil {
+			return nil, err
+		}
+		if err := c.eng.Flush(); err != nil {
+			return nil, err
+		}
+	}
 
 	// Warm both write paths up so neither pays for the load's unsynced
 	// data or a fresh WAL inside the measurement.
