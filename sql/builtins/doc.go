@@ -12,12 +12,12 @@
 // advisory locks) comes through the small EvalContext interface, so the
 // package never imports session, catalog or KV code.
 //
-//	           binder                          executor
-//	             │ ResolveFunc / Lookup*Op        │ Eval, SRF, Aggregate, WindowFunc
-//	             ▼                                ▼
-//	   registry (name → []*Overload) ──► Fn(ctx EvalContext, args)
-//	             │                                │
-//	             └──────────── sql/types ◄────────┘
+//	        binder                          executor
+//	          │ ResolveFunc / Lookup*Op        │ Eval, SRF, Aggregate, WindowFunc
+//	          ▼                                ▼
+//	registry (name → []*Overload) ──► Fn(ctx EvalContext, args)
+//	          │                                │
+//	          └──────────── sql/types ◄────────┘
 //
 // Files: overload.go (Overload, the registry), resolve.go (overload
 // resolution), ops_*.go (operators), fn_*.go (functions by family),

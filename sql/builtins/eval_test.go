@@ -8,12 +8,13 @@ package builtins
 //
 // The mini-language:
 //
-//	eval
+//	eval [tz=<IANA zone>]
 //	<expr>
 //	----
 //	<Postgres text output, NULL for null, or ERROR: <sqlstate>: <message>>
 //
-// where <expr> is one of
+// tz sets the session TimeZone (default UTC), which the expression's
+// literals are read in too. <expr> is one of
 //
 //	name(arg, ...)      a function call
 //	arg OP arg          a binary operator
@@ -50,6 +51,7 @@ type lit struct {
 type exprParser struct {
 	s   string
 	pos int
+	tc  *types.Context
 }
 
 func (p *exprParser) skip() {
@@ -126,7 +128,7 @@ func (p *exprParser) literal() (lit, error) {
 		if typ == types.Unknown {
 			if types.IsNull(val) {
 				val = types.DNull
-			} else if val, err = types.ParseDatum(testCtx().Types(), t, string(val.(types.DString))); err != nil {
+			} else if val, err = types.ParseDatum(p.tc, t, string(val.(types.DString))); err != nil {
 				return lit{}, err
 			}
 		} else if val, err = types.Cast(nil, val, typ, t); err != nil {
@@ -138,7 +140,7 @@ func (p *exprParser) literal() (lit, error) {
 }
 
 func evalExpr(ctx EvalContext, expr string) (string, error) {
-	p := &exprParser{s: strings.TrimSpace(expr)}
+	p := &exprParser{s: strings.TrimSpace(expr), tc: ctx.Types()}
 	var lits []lit
 	var res *Resolved
 	var err error
@@ -271,7 +273,18 @@ func TestEval(t *testing.T) {
 			if d.Cmd != "eval" {
 				t.Fatalf("unknown command %s", d.Cmd)
 			}
-			out, err := evalExpr(testCtx(), d.Input)
+			ctx := testCtx()
+			for _, a := range d.CmdArgs {
+				if a.Key != "tz" || len(a.Vals) != 1 {
+					t.Fatalf("unknown argument %s", a)
+				}
+				loc, err := time.LoadLocation(a.Vals[0])
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx.TypesCtx = &types.Context{Location: loc}
+			}
+			out, err := evalExpr(ctx, d.Input)
 			if err != nil {
 				return fmt.Sprintf("ERROR: %s: %s\n", pgerror.Code(err), err.Error())
 			}

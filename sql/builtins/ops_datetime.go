@@ -108,13 +108,13 @@ func timestampTZAddInterval(ctx EvalContext, ts types.DTimestampTZ, iv types.DIn
 	}
 	t := ts.Time()
 	if iv.Months != 0 || iv.Days != 0 {
-		// Calendar steps on the local wall clock; time.Date normalizes a
-		// wall time in a DST gap forward, as Postgres does.
+		// Calendar steps on the local wall clock, converted back to an
+		// instant as Postgres does around DST changes.
 		loc := location(ctx)
-		l := t.In(loc)
-		l = addMonths(l, iv.Months)
+		l := addMonths(t.In(loc), iv.Months)
 		y, m, d := l.Date()
-		t = time.Date(y, m, d+int(iv.Days), l.Hour(), l.Minute(), l.Second(), l.Nanosecond(), loc)
+		wall := time.Date(y, m, d+int(iv.Days), l.Hour(), l.Minute(), l.Second(), l.Nanosecond(), time.UTC)
+		t = wallToInstant(wall, loc)
 	}
 	r := types.TimestampTZFromTime(t)
 	us, of, _ := intArith('+', int64(r), iv.Micros)
