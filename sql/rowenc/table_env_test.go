@@ -4,16 +4,12 @@ import (
 	"context"
 	"testing"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
-
-	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/kv"
 	"github.com/cairn-db/cairn/kvpb"
 	"github.com/cairn-db/cairn/sql/catalog"
 	"github.com/cairn-db/cairn/sql/rowenc"
 	"github.com/cairn-db/cairn/sql/types"
-	"github.com/cairn-db/cairn/storage"
-	"github.com/cairn-db/cairn/store"
+	"github.com/cairn-db/cairn/testcluster"
 )
 
 // The table-level tests (rowwriter_test.go, tablekey_test.go) run against
@@ -23,25 +19,7 @@ import (
 
 func newKVDB(t testing.TB) *kv.DB {
 	t.Helper()
-	ctx := context.Background()
-	clock := hlc.NewClock(hlc.UnixNano, 0)
-	eng, err := storage.Open("", storage.Options{FS: vfs.NewMem()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.Open(ctx, eng, clock, store.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := kv.NewDB(st, st, clock, kv.Options{})
-	t.Cleanup(func() {
-		db.Close()
-		st.Close()
-		if err := eng.Close(); err != nil {
-			t.Errorf("closing engine: %v", err)
-		}
-	})
-	return db
+	return testcluster.StartNode(t, testcluster.Options{}).DB
 }
 
 // testTable is t(a int8, b text, c int4, d text) with primary key a and

@@ -32,10 +32,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/kv"
-	"github.com/cairn-db/cairn/storage"
 	"github.com/cairn-db/cairn/store"
+	"github.com/cairn-db/cairn/testcluster"
 )
 
 const (
@@ -70,35 +69,24 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-type node struct {
-	eng *storage.Engine
-	st  *store.Store
-	db  *kv.DB
-}
-
-func open(ctx context.Context, dir string) (*node, error) {
-	eng, err := storage.Open(dir, storage.Options{})
+// open starts a node on the on-disk store in dir, split in two tablets
+// (only when fresh: a restarted store keeps its tablets).
+func open(ctx context.Context, dir string) (*testcluster.Node, error) {
+	n, err := testcluster.Start(ctx, testcluster.Options{
+		Dir:       dir,
+		MaxOffset: 500 * time.Millisecond,
+		Store:     store.Config{TxnLivenessThreshold: liveness},
+		DB:        kv.Options{HeartbeatInterval: liveness / 4},
+	})
 	if err != nil {
 		return nil, err
 	}
-	clock := hlc.NewClock(hlc.UnixNano, 500*time.Millisecond)
-	st, err := store.Open(ctx, eng, clock, store.Config{TxnLivenessThreshold: liveness})
-	if err != nil {
-		return nil, err
-	}
-	if len(st.Tablets()) == 1 {
-		if _, _, err := st.Split(ctx, []byte("\x03c/b")); err != nil {
+	if len(n.Store.Tablets()) == 1 {
+		if _, _, err := n.Store.Split(ctx, []byte("\x03c/b")); err != nil {
 			return nil, err
 		}
 	}
-	db := kv.NewDB(st, st, clock, kv.Options{HeartbeatInterval: liveness / 4})
-	return &node{eng: eng, st: st, db: db}, nil
-}
-
-func (n *node) close() {
-	n.db.Close()
-	n.st.Close()
-	_ = n.eng.Close()
+	return n, nil
 }
 
 // runChild writes transactions until it is killed (or runs for 30 s).
@@ -120,7 +108,7 @@ func runChild(dir string, start int) error {
 			defer wg.Done()
 			for time.Now().Before(deadline) {
 				i := int(next.Add(1) - 1)
-				err := n.db.Txn(ctx, kv.Serializable, func(ctx context.Context, txn *kv.Txn) error {
+				err := n.DB.Txn(ctx, kv.Serializable, func(ctx context.Context, txn *kv.Txn) error {
 					c, _, err := txn.Get(ctx, counterKey)
 					if err != nil {
 						return err
@@ -224,10 +212,10 @@ func verify(t *testing.T, dir string, acked map[int]bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer n.close()
+	defer n.Stop()
 	present := map[int]bool{}
 	var counter int
-	err = n.db.Txn(ctx, kv.Snapshot, func(ctx context.Context, txn *kv.Txn) error {
+	err = n.DB.Txn(ctx, kv.Snapshot, func(ctx context.Context, txn *kv.Txn) error {
 		clear(present)
 		rows, err := txn.Scan(ctx, []byte("\x03c/"), []byte("\x03c0"), 0)
 		if err != nil {
