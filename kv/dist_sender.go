@@ -455,7 +455,11 @@ func combine(r kvpb.Request, resps []kvpb.Response) (kvpb.Response, error) {
 	}
 	switch t := r.(type) {
 	case *kvpb.ScanRequest:
-		out := &kvpb.ScanResponse{}
+		n := 0
+		for _, resp := range resps {
+			n += len(resp.(*kvpb.ScanResponse).Rows)
+		}
+		out := &kvpb.ScanResponse{Rows: make([]kvpb.KeyValue, 0, n)}
 		for i := range resps {
 			j := i
 			if t.Reverse {

@@ -105,7 +105,7 @@ func Get(r storage.Reader, key []byte, ts hlc.Timestamp, opts ReadOptions) (GetR
 		// Versions above the uncertainty limit can neither be read nor make
 		// the read uncertain: seek past them.
 		it.SeekGE(storage.MVCCKey{Key: key, Timestamp: rd.limit})
-		kv, found, err = rd.readVersions(it, key, false)
+		kv, found, err = rd.readVersions(it, key, false, cloneValue)
 		if err != nil {
 			return GetResult{}, err
 		}
@@ -227,12 +227,16 @@ func (rd *readState) uncertain(key []byte, vts hlc.Timestamp) error {
 // when there are only a few.
 const seekAfterNexts = 4
 
+// cloneValue copies a value out of iterator memory; an empty value stays
+// non-nil (it is not a deletion).
+func cloneValue(v []byte) []byte { return append([]byte{}, v...) }
+
 // readVersions walks forward over key's versions from the iterator's
-// position and returns the visible one. It leaves the iterator somewhere
+// position and returns the visible one, its value copied by copyOut. It leaves the iterator somewhere
 // within or after key's versions. When skipLimit is true versions above the
 // uncertainty limit may still be ahead; they are stepped over (and, past a
 // few, sought over).
-func (rd *readState) readVersions(it *storage.Iterator, key []byte, skipLimit bool) (kvpb.KeyValue, bool, error) {
+func (rd *readState) readVersions(it *storage.Iterator, key []byte, skipLimit bool, copyOut func([]byte) []byte) (kvpb.KeyValue, bool, error) {
 	nexts := 0
 	for it.Valid() {
 		k := it.UnsafeKey()
@@ -267,7 +271,7 @@ func (rd *readState) readVersions(it *storage.Iterator, key []byte, skipLimit bo
 		if tomb {
 			return kvpb.KeyValue{}, false, nil
 		}
-		return kvpb.KeyValue{Key: key, Value: append([]byte{}, v...), Timestamp: k.Timestamp}, true, nil
+		return kvpb.KeyValue{Key: key, Value: copyOut(v), Timestamp: k.Timestamp}, true, nil
 	}
 	if err := it.Err(); err != nil {
 		return kvpb.KeyValue{}, false, fmt.Errorf("mvcc: read %q: %w", key, err)

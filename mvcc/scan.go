@@ -25,6 +25,25 @@ type scanner struct {
 	nbytes int64
 	resume *kvpb.Span
 	valBuf []byte
+	// arena holds the copies of the keys and values the scan returns, so
+	// rows share a few large allocations instead of two small ones each.
+	arena []byte
+}
+
+// arenaChunk is the size of the scan arena's allocations: large enough to
+// amortise, small enough not to pin much memory for a short scan's rows.
+const arenaChunk = 32 << 10
+
+// copyOut copies b out of iterator memory into the arena. The copy's
+// capacity ends with it, so appending to one row cannot overwrite the next;
+// an empty b gives an empty, non-nil slice.
+func (s *scanner) copyOut(b []byte) []byte {
+	if s.arena == nil || cap(s.arena)-len(s.arena) < len(b) {
+		s.arena = make([]byte, 0, max(arenaChunk, len(b)))
+	}
+	off := len(s.arena)
+	s.arena = append(s.arena, b...)
+	return s.arena[off:len(s.arena):len(s.arena)]
 }
 
 func (s *scanner) run(r storage.Reader) (err error) {
@@ -126,9 +145,9 @@ func (s *scanner) current() (cur []byte, lockHere, ok bool, err error) {
 	case !s.vOK && !s.lOK:
 		return nil, false, false, nil
 	case !s.vOK:
-		return append([]byte(nil), lk...), true, true, nil
+		return s.copyOut(lk), true, true, nil
 	case !s.lOK:
-		return append([]byte(nil), vk...), false, true, nil
+		return s.copyOut(vk), false, true, nil
 	}
 	c := bytes.Compare(vk, lk)
 	if s.opts.Reverse {
@@ -136,9 +155,9 @@ func (s *scanner) current() (cur []byte, lockHere, ok bool, err error) {
 	}
 	switch {
 	case c < 0:
-		return append([]byte(nil), vk...), false, true, nil
+		return s.copyOut(vk), false, true, nil
 	default:
-		return append([]byte(nil), lk...), true, true, nil
+		return s.copyOut(lk), true, true, nil
 	}
 }
 
@@ -173,7 +192,7 @@ func (s *scanner) versions(cur []byte, read bool) (kvpb.KeyValue, bool, error) {
 		var found bool
 		if read {
 			var err error
-			if kv, found, err = s.readVersions(s.vit, cur, true); err != nil {
+			if kv, found, err = s.readVersions(s.vit, cur, true, s.copyOut); err != nil {
 				return kvpb.KeyValue{}, false, err
 			}
 		}
@@ -220,5 +239,5 @@ func (s *scanner) versions(cur []byte, read bool) (kvpb.KeyValue, bool, error) {
 	if tomb {
 		return kvpb.KeyValue{}, false, nil
 	}
-	return kvpb.KeyValue{Key: cur, Value: append([]byte{}, v...), Timestamp: bestTS}, true, nil
+	return kvpb.KeyValue{Key: cur, Value: s.copyOut(v), Timestamp: bestTS}, true, nil
 }

@@ -41,6 +41,7 @@ var (
 	flagProfile = flag.String("cpuprofile", "", "write a CPU profile of the Cairn side to this file")
 	flagDir     = flag.String("dir", "", "directory for the stores (default: a temporary directory)")
 	flagOnly    = flag.String("only", "", "measure only operations whose name starts with this (e.g. get, put, txn, scan)")
+	flagScans   = flag.Int("scans", 5, "full scans per scan measurement")
 	flagFlush   = flag.Bool("flush", true, "flush both engines' memtables after loading")
 	flagBlock   = flag.String("blockprofile", "", "write a goroutine blocking profile (both sides) to this file")
 	flagMutex   = flag.String("mutexprofile", "", "write a mutex contention profile (both sides) to this file")
