@@ -8,6 +8,7 @@ import (
 	"hash"
 	"hash/crc32"
 	"hash/fnv"
+	"strconv"
 
 	"github.com/cairn-db/cairn/sql/types"
 )
@@ -96,6 +97,22 @@ func init() {
 				}})
 		}
 	}
+	// hex is CockroachDB's: an int in hexadecimal (two's complement for
+	// negatives, as to_hex), text or bytea as the hex of its bytes.
+	registerFn("hex",
+		Overload{Args: []*types.T{types.Int8}, Return: Fixed(types.Text), Strict: true,
+			Fn: func(_ EvalContext, a []types.Datum) (types.Datum, error) {
+				return types.DString(strconv.FormatUint(uint64(a[0].(types.DInt)), 16)), nil
+			}},
+		Overload{Args: []*types.T{types.Text}, Return: Fixed(types.Text), Strict: true,
+			Fn: func(_ EvalContext, a []types.Datum) (types.Datum, error) {
+				return types.DString(hex.EncodeToString([]byte(rawString(a[0])))), nil
+			}},
+		Overload{Args: []*types.T{types.Bytea}, Return: Fixed(types.Text), Strict: true,
+			Fn: func(_ EvalContext, a []types.Datum) (types.Datum, error) {
+				return types.DString(hex.EncodeToString([]byte(rawString(a[0])))), nil
+			}},
+	)
 	digest("md5", func(b []byte) []byte { s := md5.Sum(b); return s[:] })
 	digest("sha256", func(b []byte) []byte { s := sha256.Sum256(b); return s[:] })
 }
