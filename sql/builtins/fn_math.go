@@ -2,6 +2,7 @@ package builtins
 
 import (
 	"math"
+	"math/big"
 
 	"github.com/cockroachdb/apd/v3"
 
@@ -112,6 +113,7 @@ func init() {
 		}
 		return math.Sqrt(x), nil
 	})
+	numFn("sqrt", []*types.T{n}, numSqrt)
 	fl("cbrt", pure(math.Cbrt))
 	fl("exp", func(x float64) (float64, error) {
 		r := math.Exp(x)
@@ -252,4 +254,38 @@ func gcd(a, b int64, w int32) (int64, error) {
 		a = -a
 	}
 	return a, nil
+}
+
+// numSqrt is sqrt(numeric), correctly rounded at Postgres's result scale:
+// about 16 significant digits, at least the input's scale.
+func numSqrt(a []*apd.Decimal) (*apd.Decimal, error) {
+	x := a[0]
+	if isNaN(x) {
+		return new(apd.Decimal).Set(decNaN), nil
+	}
+	if x.Sign() < 0 {
+		return nil, errInvalidArg("cannot take square root of a negative number")
+	}
+	if x.Form == apd.Infinite {
+		return new(apd.Decimal).Set(x), nil
+	}
+	var weight int64
+	if !x.IsZero() {
+		weight, _ = nbaseWeight(x)
+	}
+	sweight := (weight+1)*4/2 - 1
+	rscale := min(max(int64(minSigDigits)-sweight, int64(dscale(x)), 0), maxDisplay)
+	// sqrt(c * 10^e) * 10^rscale = sqrt(c * 10^(e + 2*rscale)); the
+	// exponent is non-negative because rscale >= dscale(x).
+	n := new(big.Int).Set(x.Coeff.MathBigInt())
+	n.Mul(n, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(x.Exponent)+2*rscale), nil))
+	r := new(big.Int).Sqrt(n)
+	// Round half up: sqrt(n) >= r + 1/2 iff n > r^2 + r.
+	if new(big.Int).Sub(n, new(big.Int).Mul(r, r)).Cmp(r) > 0 {
+		r.Add(r, big.NewInt(1))
+	}
+	res := new(apd.Decimal)
+	res.Coeff.SetMathBigInt(r)
+	res.Exponent = -int32(rscale)
+	return res, nil
 }

@@ -83,12 +83,41 @@ func CompileLike(pattern, escape string, fold bool) (*regexp.Regexp, error) {
 
 // Like reports whether s matches pattern under LIKE (fold: ILIKE) with the
 // default backslash escape.
+//
+// A pattern ending in the escape character is an error only when matching
+// reaches that character, as in Postgres's matcher: 'a' LIKE 'a\' is
+// false, 'ab' LIKE 'a\' is 22025. Here "reaches" means the text matches
+// the pattern before the escape with characters left over.
 func Like(s, pattern string, fold bool) (bool, error) {
 	re, err := CompileLike(pattern, `\`, fold)
-	if err != nil {
+	if err == nil {
+		return re.MatchString(s), nil
+	}
+	prefix, ok := trailingEscape(pattern)
+	if !ok {
 		return false, err
 	}
-	return re.MatchString(s), nil
+	pre, perr := CompileLike(prefix+"_%", `\`, fold)
+	if perr != nil {
+		return false, err
+	}
+	if pre.MatchString(s) {
+		return false, err
+	}
+	return false, nil
+}
+
+// trailingEscape reports whether pattern ends in an unescaped backslash,
+// returning the pattern without it.
+func trailingEscape(pattern string) (string, bool) {
+	n := 0
+	for i := len(pattern) - 1; i >= 0 && pattern[i] == '\\'; i-- {
+		n++
+	}
+	if n%2 == 1 {
+		return pattern[:len(pattern)-1], true
+	}
+	return "", false
 }
 
 // Regular expressions (~, ~*, regexp_*) use Go's RE2 syntax, which is
