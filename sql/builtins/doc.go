@@ -52,8 +52,8 @@
 // Known differences from Postgres: regular expressions are Go's RE2 (no
 // backreferences or lookaround; see like.go); to_char supports the
 // patterns listed in tochar.go and rejects others with 0A000; functions
-// over rows (row_to_json) wait for the executor's row type; numeric
-// transcendental functions (power with a fractional exponent) agree with
-// Postgres to the 16 significant digits its result scale shows but are
-// computed by apd, not Postgres's algorithms.
+// over rows (row_to_json) wait for the executor's row type; numeric ln,
+// log, exp and fractional powers are computed by apd with guard digits
+// and rounded once to Postgres's result scale, so the last digit could in
+// principle differ where Postgres's own algorithm rounds differently.
 package builtins

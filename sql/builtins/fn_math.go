@@ -289,3 +289,108 @@ func numSqrt(a []*apd.Decimal) (*apd.Decimal, error) {
 	res.Exponent = -int32(rscale)
 	return res, nil
 }
+
+// estimateLnDweight is Postgres's estimate_ln_dweight: the decimal weight
+// of ln(x), which fixes the result scale of ln, log and log10.
+func estimateLnDweight(x *apd.Decimal) int64 {
+	if x.Sign() <= 0 || x.Form != apd.Finite {
+		return 0
+	}
+	if x.Cmp(apd.New(9, -1)) >= 0 && x.Cmp(apd.New(11, -1)) <= 0 {
+		var d apd.Decimal
+		_, _ = exactCtx.Sub(&d, x, apd.New(1, 0))
+		if d.IsZero() {
+			return 0
+		}
+		return d.NumDigits() + int64(d.Exponent) - 1
+	}
+	f, _ := x.Float64()
+	lnv := math.Log(f)
+	if math.IsInf(f, 1) || f == 0 {
+		// Beyond float range: ln from the exponent alone.
+		lnv = float64(x.NumDigits()+int64(x.Exponent)-1) * math.Ln10
+	}
+	return int64(math.Log10(math.Abs(lnv)))
+}
+
+// lnDecimal computes ln(x) rounded to scale digits after the point.
+func lnDecimal(x *apd.Decimal, scale int64) (*apd.Decimal, error) {
+	switch {
+	case x.IsZero():
+		return nil, errLog("cannot take logarithm of zero")
+	case x.Sign() < 0:
+		return nil, errLog("cannot take logarithm of a negative number")
+	}
+	c := apd.BaseContext.WithPrecision(uint32(scale) + 40)
+	c.Rounding = apd.RoundHalfUp
+	r := new(apd.Decimal)
+	if _, err := c.Ln(r, x); err != nil {
+		return nil, errNumericFormat
+	}
+	roundTo(r, int32(scale))
+	return r, nil
+}
+
+func numLog(base, x *apd.Decimal) (*apd.Decimal, error) {
+	for _, v := range []*apd.Decimal{base, x} {
+		if v.IsZero() {
+			return nil, errLog("cannot take logarithm of zero")
+		}
+		if v.Sign() < 0 {
+			return nil, errLog("cannot take logarithm of a negative number")
+		}
+	}
+	if isNaN(base) || isNaN(x) {
+		return new(apd.Decimal).Set(decNaN), nil
+	}
+	dw := estimateLnDweight(x) - estimateLnDweight(base)
+	rscale := min(max(int64(minSigDigits)-dw, int64(dscale(base)), int64(dscale(x)), 0), maxDisplay)
+	c := apd.BaseContext.WithPrecision(uint32(rscale) + 40)
+	c.Rounding = apd.RoundHalfUp
+	var lb, lx apd.Decimal
+	_, _ = c.Ln(&lb, base)
+	_, _ = c.Ln(&lx, x)
+	if lb.IsZero() {
+		return nil, errDivByZero
+	}
+	r := new(apd.Decimal)
+	_, _ = c.Quo(r, &lx, &lb)
+	roundTo(r, int32(rscale))
+	return r, nil
+}
+
+func init() {
+	n := types.Numeric
+	numFn("ln", []*types.T{n}, func(a []*apd.Decimal) (*apd.Decimal, error) {
+		if isNaN(a[0]) {
+			return new(apd.Decimal).Set(decNaN), nil
+		}
+		rscale := min(max(int64(minSigDigits)-estimateLnDweight(a[0]), int64(dscale(a[0])), 0), maxDisplay)
+		return lnDecimal(a[0], rscale)
+	})
+	for _, name := range []string{"log", "log10"} {
+		numFn(name, []*types.T{n}, func(a []*apd.Decimal) (*apd.Decimal, error) { return numLog(apd.New(10, 0), a[0]) })
+	}
+	numFn("log", []*types.T{n, n}, func(a []*apd.Decimal) (*apd.Decimal, error) { return numLog(a[0], a[1]) })
+	numFn("exp", []*types.T{n}, func(a []*apd.Decimal) (*apd.Decimal, error) {
+		x := a[0]
+		if isNaN(x) {
+			return new(apd.Decimal).Set(decNaN), nil
+		}
+		f, _ := x.Float64()
+		w := min(max(f*0.434294481903252, -maxResultScale), maxResultScale)
+		rscale := min(max(int64(minSigDigits)-int64(w), int64(dscale(x)), 0), maxDisplay)
+		if w > 131072 {
+			return nil, errNumericFormat
+		}
+		c := apd.BaseContext.WithPrecision(uint32(max(w, 0)) + uint32(rscale) + 40)
+		c.Rounding = apd.RoundHalfUp
+		c.MaxExponent, c.MinExponent = 147455, -147455
+		r := new(apd.Decimal)
+		if _, err := c.Exp(r, x); err != nil {
+			return nil, errNumericFormat
+		}
+		roundTo(r, int32(rscale))
+		return r, nil
+	})
+}
