@@ -50,6 +50,11 @@ type Store struct {
 	stop     context.Context
 	cancel   context.CancelFunc
 	inflight sync.WaitGroup
+	// bgCtx is the context of every request sent with
+	// context.Background() (see stopCtx), and inflightDone ends one; both
+	// are built once so that routing a request allocates neither.
+	bgCtx        context.Context
+	inflightDone func()
 
 	mu struct {
 		sync.RWMutex
@@ -73,6 +78,7 @@ const firstTabletID kvpb.TabletID = 1
 func Open(ctx context.Context, eng *storage.Engine, clock *hlc.Clock, cfg Config) (*Store, error) {
 	s := &Store{eng: eng, clock: clock, cfg: cfg}
 	s.stop, s.cancel = context.WithCancel(context.Background())
+	s.bgCtx, s.inflightDone = stopCtx{Context: context.Background(), stop: s.stop}, s.inflight.Done
 	s.mu.replicas = make(map[kvpb.TabletID]*tablet.Replica)
 	descs, err := tablet.ReadDirectory(eng)
 	if err != nil {
@@ -254,8 +260,11 @@ func (s *Store) begin(ctx context.Context) (context.Context, func(), error) {
 	}
 	s.inflight.Add(1)
 	s.mu.RUnlock()
+	if ctx == context.Background() {
+		return s.bgCtx, s.inflightDone, nil
+	}
 	if ctx.Done() == nil {
-		return stopCtx{Context: ctx, stop: s.stop}, s.inflight.Done, nil
+		return stopCtx{Context: ctx, stop: s.stop}, s.inflightDone, nil
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(s.stop, cancel)

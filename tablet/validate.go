@@ -15,17 +15,22 @@ func (r *Replica) validate(ba *kvpb.BatchRequest) error {
 	if len(ba.Requests) == 0 {
 		return invalidArg("empty batch")
 	}
+	// The clock moves up to what it is told, unless that is further ahead
+	// than the maximum offset: then the request is refused. Only the
+	// highest of the header's timestamps matters for either (and each
+	// Update reads the physical clock, which is not free).
+	what, highest := "", hlc.Timestamp{}
 	for _, ts := range []struct {
 		what string
 		ts   hlc.Timestamp
 	}{{"header now", ba.Now}, {"header timestamp", ba.Timestamp}, {"txn write timestamp", txnWriteTS(ba.Txn)}} {
-		if ts.ts.IsEmpty() {
-			continue
+		if highest.Less(ts.ts) {
+			what, highest = ts.what, ts.ts
 		}
-		// The clock moves up to what it is told, unless that is further
-		// ahead than the maximum offset: then the request is refused.
-		if err := r.clock.Update(ts.ts); err != nil {
-			return fmt.Errorf("%w: %w", invalidArg("%s %s is beyond the maximum clock offset", ts.what, ts.ts), err)
+	}
+	if !highest.IsEmpty() {
+		if err := r.clock.Update(highest); err != nil {
+			return fmt.Errorf("%w: %w", invalidArg("%s %s is beyond the maximum clock offset", what, highest), err)
 		}
 	}
 	if ba.Txn != nil {
