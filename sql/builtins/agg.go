@@ -314,10 +314,9 @@ func (a *decVarAgg) Result() (types.Datum, error) {
 }
 
 type intervalSumAgg struct {
-	avg  bool
-	sum  types.DInterval
-	n    int64
-	frac float64 // avg's division needs the sum exactly; see Result
+	avg bool
+	sum types.DInterval
+	n   int64
 }
 
 func (a *intervalSumAgg) Add(_ EvalContext, args []types.Datum) error {

@@ -89,10 +89,6 @@ func errLog(format string, args ...any) error {
 	return pgerror.New(pgerrcode.InvalidArgumentForLogarithm, format, args...)
 }
 
-func errArrayDims(format string, args ...any) error {
-	return pgerror.New(pgerrcode.ArraySubscriptError, format, args...)
-}
-
 // Pattern errors.
 
 func errInvalidEscape() error {

@@ -139,8 +139,9 @@ type Overload struct {
 	NewAggregate func(args []*types.T) Aggregate
 	// NewWindow returns a fresh window function for WindowClass.
 	NewWindow func(args []*types.T) WindowFunc
-	// Strict: a NULL argument makes the result NULL without calling Fn
-	// (for aggregates: NULL inputs are skipped).
+	// Strict: a NULL argument makes the result NULL without calling Fn or
+	// SRF (a generator then yields no rows). Aggregates leave it false:
+	// their accumulators skip NULLs themselves (invariant 5).
 	Strict     bool
 	Volatility Volatility
 	// OID is a stable pg_proc-like identifier derived from the name and

@@ -20,6 +20,9 @@ type Resolved struct {
 // Eval applies the overload to args, which must already have ArgTypes;
 // for Strict overloads a NULL argument yields NULL without calling Fn.
 func (r *Resolved) Eval(ctx EvalContext, args []types.Datum) (types.Datum, error) {
+	if r.Overload.Class != Normal {
+		return nil, errInternal("%s is not a scalar function; the executor drives it", r.Overload.Signature())
+	}
 	if r.Overload.Strict {
 		for _, a := range args {
 			if types.IsNull(a) {
