@@ -438,32 +438,11 @@ func finish(c *candidate, args []*types.T) (*Resolved, error) {
 	return &Resolved{Overload: c.o, ArgTypes: at, Return: c.o.Return(at)}, nil
 }
 
-// category is pg_type.typcategory and typispreferred for Cairn's types.
+// category is pg_type.typcategory and typispreferred, with the
+// pseudo-types of polymorphic signatures in their own category.
 func category(t *types.T) (cat byte, preferred bool) {
 	if isPseudo(t) {
 		return 'P', false
 	}
-	switch t.Family {
-	case types.BoolFamily:
-		return 'B', true
-	case types.IntFamily, types.NumericFamily:
-		return 'N', false
-	case types.FloatFamily:
-		return 'N', t.Width == 64
-	case types.OidFamily:
-		return 'N', true
-	case types.StringFamily:
-		return 'S', t.Oid == types.Text.Oid
-	case types.DateFamily, types.TimeFamily, types.TimestampFamily:
-		return 'D', false
-	case types.TimestampTZFamily:
-		return 'D', true
-	case types.IntervalFamily:
-		return 'T', true
-	case types.ArrayFamily:
-		return 'A', false
-	case types.UnknownFamily:
-		return 'X', false
-	}
-	return 'U', false
+	return t.Category()
 }

@@ -507,8 +507,9 @@ func castJSON(v *DJSON, to *T) (Datum, error) {
 	return nil, pgerror.New(pgerrcode.InvalidParameterValue, "cannot cast jsonb %s to type %s", j.Kind, to.Name())
 }
 
-// category is pg_type.typcategory, which drives common-type resolution.
-func category(t *T) (cat byte, preferred bool) {
+// Category is pg_type.typcategory and typispreferred: the category drives
+// common-type resolution here and overload resolution in sql/builtins.
+func (t *T) Category() (cat byte, preferred bool) {
 	switch t.Family {
 	case BoolFamily:
 		return 'B', true
@@ -558,8 +559,8 @@ func CommonType(what string, ts ...*T) (*T, error) {
 		if t.Family == res.Family && t.Oid == res.Oid {
 			continue
 		}
-		rc, rp := category(res)
-		tc, _ := category(t)
+		rc, rp := res.Category()
+		tc, _ := t.Category()
 		if rc != tc {
 			return nil, errDatatypeMismatch("%stypes %s and %s cannot be matched", prefix(what), res.Name(), t.Name())
 		}
