@@ -203,9 +203,11 @@ func (t *Txn) finishCommitted(br *kvpb.BatchResponse) error {
 	t.mu.commitTS = final.WriteTimestamp
 	t.mu.onePC = br.OnePhaseCommit
 	t.finishLocked(txnCommitted)
-	if !br.OnePhaseCommit {
-		t.db.resolveAsync(final.TxnMeta, kvpb.Committed, t.mu.lockSpans.list(), true)
-	}
+	// No resolution here: a committed EndTxn resolves every lock span
+	// itself (kvpb's contract), the anchor's at once and the others in the
+	// background. Resolving them from here too made every intent on another
+	// tablet resolve twice, the second attempt queuing on the first's
+	// latches.
 	return nil
 }
 
