@@ -131,15 +131,14 @@ type IterOptions struct {
 	Prefix bool
 }
 
-func (o IterOptions) pebble() *pebble.IterOptions {
-	po := &pebble.IterOptions{}
+// fill sets po's bounds from o.
+func (o IterOptions) fill(po *pebble.IterOptions) {
 	if o.LowerBound != nil {
 		po.LowerBound = MVCCKey{Key: o.LowerBound}.Encode(nil)
 	}
 	if o.UpperBound != nil {
 		po.UpperBound = MVCCKey{Key: o.UpperBound}.Encode(nil)
 	}
-	return po
 }
 
 type pebbleReader interface {
@@ -169,11 +168,14 @@ func newIter(e *Engine, r pebbleReader, opts IterOptions) (*Iterator, error) {
 	if err := e.failure(); err != nil {
 		return nil, fmt.Errorf("storage: new iterator: %w", err)
 	}
-	it, err := r.NewIter(opts.pebble())
+	i := &Iterator{prefix: opts.Prefix}
+	opts.fill(&i.popts)
+	it, err := r.NewIter(&i.popts)
 	if err != nil {
 		return nil, fmt.Errorf("storage: new iterator: %w", err)
 	}
-	return &Iterator{it: it, prefix: opts.Prefix}, nil
+	i.it, i.buf = it, i.bufArr[:0]
+	return i, nil
 }
 
 // Get implements Reader.

@@ -15,6 +15,11 @@ type Iterator struct {
 	buf    []byte
 	key    MVCCKey
 	err    error
+	// popts and bufArr come with the Iterator's one allocation: Pebble
+	// copies its options, and most seek keys fit the array, so opening and
+	// seeking an iterator for a point read allocates nothing else here.
+	popts  pebble.IterOptions
+	bufArr [64]byte
 }
 
 func (i *Iterator) decode(valid bool) bool {
