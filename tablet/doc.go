@@ -20,7 +20,9 @@
 //	│     │ checkKeys again (a split may have shrunk the span)
 //	│     ▼
 //	│   Evaluate(ba) ──► Proposal + BatchResponse   evaluate*.go (reads the
-//	│     │   engine through an indexed batch; consults the timestamp cache)
+//	│     │   engine through an indexed batch, or directly when ba only
+//	│     │   reads; skips the lock keyspace where the lock table shows no
+//	│     │   lock (invariant 11); consults the timestamp cache)
 //	│     ├─ ok: Apply(Proposal)                 apply.go (commit, then lock
 //	│     │      record reads in tscache         table, txn wait queue, metrics)
 //	│     │      release latches, return         tscache.go
