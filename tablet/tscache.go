@@ -17,10 +17,10 @@ import (
 // package). It is leaseholder state: it is not replicated, and a new
 // leaseholder starts with a low-water mark at its lease start.
 //
-// Point reads, by far the most common, go to a hash map (O(1) to record a
-// read of a key already there and to look one up) mirrored by a B-tree
-// keyed by the key (O(log n) to add a key, and what finds the point entries
-// inside a span); neither splices. Span reads go to a
+// Point reads, by far the most common, go to a hash map (O(1) to record and
+// to look up), indexed on demand by a B-tree keyed by the key (O(log n) per
+// key, paid when a span lookup or a split first needs the order); neither
+// splices. Span reads go to a
 // slice of non-overlapping intervals kept sorted by start key, as before.
 // A key's answer is the maximum of the two and the low-water mark. Memory is
 // bounded: past maxEntries (both kinds together) the oldest half of the
@@ -33,11 +33,14 @@ import (
 type tsCache struct {
 	mu       sync.Mutex
 	lowWater hlc.Timestamp
-	// byKey and points hold the same point entries: byKey answers a point
-	// lookup or update in O(1), points (ordered) the point entries inside
-	// a span. The shared *tsRead is updated in place.
+	// byKey holds every point entry and answers a point lookup or update
+	// in O(1). points orders them for span lookups and splits; keys added
+	// since the last such use wait in unindexed, so a stream of point
+	// reads never pays for the ordering unless something asks for it. The
+	// shared *tsRead is updated in place.
 	byKey      map[string]*tsRead
 	points     *btreemap.BTreeMap[[]byte, *tsRead]
+	unindexed  []string
 	entries    []tsEntry
 	maxEntries int
 }
@@ -85,7 +88,15 @@ func (c *tsCache) addPointLocked(key []byte, r tsRead) {
 	k := string(key)
 	p := &r
 	c.byKey[k] = p
-	c.points.ReplaceOrInsert(unsafeBytes(k), p)
+	c.unindexed = append(c.unindexed, k)
+}
+
+// indexLocked brings points up to date with byKey.
+func (c *tsCache) indexLocked() {
+	for _, k := range c.unindexed {
+		c.points.ReplaceOrInsert(unsafeBytes(k), c.byKey[k])
+	}
+	c.unindexed = c.unindexed[:0]
 }
 
 // add records that span was read at ts by txn (uuid.Nil for none).
@@ -170,11 +181,11 @@ func (c *tsCache) shrinkLocked() {
 	// Rebuilding is O(n log n), like the sort above, and happens once per
 	// maxEntries/2 additions.
 	old := c.byKey
-	c.byKey, c.points = make(map[string]*tsRead, len(old)/2), newPointTree()
+	c.byKey, c.points, c.unindexed = make(map[string]*tsRead, len(old)/2), newPointTree(), c.unindexed[:0]
 	for k, r := range old {
 		if c.lowWater.Less(r.ts) {
 			c.byKey[k] = r
-			c.points.ReplaceOrInsert(unsafeBytes(k), r)
+			c.unindexed = append(c.unindexed, k)
 		}
 	}
 }
@@ -197,6 +208,7 @@ func (c *tsCache) getMax(span kvpb.Span) (hlc.Timestamp, uuid.UUID) {
 			best = best.merge(r.ts, r.txn)
 		}
 	} else {
+		c.indexLocked()
 		for _, r := range c.points.Ascend(btreemap.GE(span.Key), btreemap.LT(span.EndKey)) {
 			best = best.merge(r.ts, r.txn)
 		}
@@ -232,6 +244,7 @@ func (c *tsCache) splitOff(key []byte) *tsCache {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r := newTSCache(c.lowWater, c.maxEntries)
+	c.indexLocked()
 	for k, v := range c.points.Ascend(btreemap.GE(key), btreemap.Max[[]byte]()) {
 		r.addPointLocked(k, *v)
 	}
