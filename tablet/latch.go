@@ -109,5 +109,16 @@ func spanEnd(s kvpb.Span) []byte {
 }
 
 func spansOverlap(a, b kvpb.Span) bool {
-	return bytes.Compare(a.Key, spanEnd(b)) < 0 && bytes.Compare(b.Key, spanEnd(a)) < 0
+	return beforeEnd(a.Key, b) && beforeEnd(b.Key, a)
+}
+
+// beforeEnd reports whether k < spanEnd(s) without building a point span's
+// successor: no key lies strictly between a key and its successor, so for
+// a point span it is k <= s.Key. Every latch acquisition compares against
+// every held guard, so this must not allocate.
+func beforeEnd(k []byte, s kvpb.Span) bool {
+	if len(s.EndKey) == 0 {
+		return bytes.Compare(k, s.Key) <= 0
+	}
+	return bytes.Compare(k, s.EndKey) < 0
 }
