@@ -173,7 +173,7 @@ func (b *builder) buildColumnRef(c *pg_query.ColumnRef) (Expr, error) {
 		fields = append(fields, s.String_.Sval)
 	}
 	if b.ctx.Scope == nil {
-		return nil, b.pos(c.Location, ErrUndefinedColumn(strings.Join(fields, ".")))
+		return nil, b.pos(c.Location, ErrUndefinedColumn(fields...))
 	}
 	id, t, name, err := b.ctx.Scope.Resolve(fields)
 	if err != nil {

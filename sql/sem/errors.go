@@ -2,6 +2,7 @@ package sem
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/jackc/pgerrcode"
 
@@ -14,9 +15,19 @@ import (
 // withPos; evaluation errors come mostly from builtins and types.
 
 // ErrUndefinedColumn is what a Scope returns for a name it does not know:
-// 42703 `column "x" does not exist`.
-func ErrUndefinedColumn(name string) error {
-	return pgerror.New(pgerrcode.UndefinedColumn, "column %q does not exist", name)
+// 42703 `column "x" does not exist`, or `column t.x does not exist` for a
+// qualified name (Postgres quotes only the bare form).
+func ErrUndefinedColumn(fields ...string) error {
+	if len(fields) == 1 {
+		return pgerror.New(pgerrcode.UndefinedColumn, "column %q does not exist", fields[0])
+	}
+	return pgerror.New(pgerrcode.UndefinedColumn, "column %s does not exist", strings.Join(fields, "."))
+}
+
+// ErrMissingFrom is what a Scope returns for a qualifier that names no
+// relation in scope: 42P01 `missing FROM-clause entry for table "q"`.
+func ErrMissingFrom(table string) error {
+	return pgerror.New(pgerrcode.UndefinedTable, "missing FROM-clause entry for table %q", table)
 }
 
 // ErrAmbiguousColumn is what a Scope returns for a name several of its

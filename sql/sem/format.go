@@ -38,7 +38,7 @@ func (e *Const) String() string {
 	return quote(text) + "::" + e.T.Name()
 }
 
-// quote is Postgres's simple_quote_literal: doubled quotes, and an E''
+// quote is Postgres's simple_quote_literal: doubled quotes, and an E”
 // string when a backslash appears.
 func quote(s string) string {
 	q := "'" + strings.ReplaceAll(s, "'", "''") + "'"

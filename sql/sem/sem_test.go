@@ -100,7 +100,7 @@ type testScope struct{}
 func (testScope) Resolve(fields []string) (sem.ColumnID, *types.T, string, error) {
 	name := fields[len(fields)-1]
 	if len(fields) == 2 && fields[0] != "r" || len(fields) > 2 {
-		return 0, nil, "", sem.ErrUndefinedColumn(strings.Join(fields, "."))
+		return 0, nil, "", sem.ErrMissingFrom(fields[len(fields)-2])
 	}
 	for i, c := range columns {
 		if c.name == name {
@@ -110,7 +110,7 @@ func (testScope) Resolve(fields []string) (sem.ColumnID, *types.T, string, error
 	if name == "dup" {
 		return 0, nil, "", sem.ErrAmbiguousColumn(name)
 	}
-	return 0, nil, "", sem.ErrUndefinedColumn(strings.Join(fields, "."))
+	return 0, nil, "", sem.ErrUndefinedColumn(fields...)
 }
 
 func testRow(t testing.TB) []types.Datum {
