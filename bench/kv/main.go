@@ -14,8 +14,11 @@
 // and at -conc (where Pebble's group commit shares fsyncs). The whole
 // comparison repeats -runs times and the median ratio is reported.
 //
+// Both engines are flushed after loading (-flush), so reads meet the same
+// LSM shape on both sides, and scans are timed over -scans full scans.
+//
 // Usage: go run ./bench/kv [-keys 100000] [-ops 20000] [-runs 3] [-conc 16] [-only op]
-// [-cpuprofile f] [-blockprofile f] [-mutexprofile f]
+// [-scans 5] [-flush=true] [-cpuprofile f] [-blockprofile f] [-mutexprofile f]
 package main
 
 import (
