@@ -142,15 +142,17 @@ func (r *Replica) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchR
 	}
 	for wtoRetries := 0; ; {
 		br, w, err := r.executeOnce(ctx, &exec, evalOptions{})
-		var wto *kvpb.WriteTooOldError
-		if serverTS && errors.As(err, &wto) && wtoRetries < maxWriteTooOldRetries {
-			// The tablet chose the timestamp, so it may choose a later
-			// one: nobody has observed the earlier.
-			wtoRetries++
-			exec.Timestamp = r.clock.Now().Forward(wto.ActualTimestamp)
-			continue
-		}
 		if err != nil {
+			// Declared here, not above: errors.As needs its address, which
+			// moves it to the heap, and the success path should not pay.
+			var wto *kvpb.WriteTooOldError
+			if serverTS && errors.As(err, &wto) && wtoRetries < maxWriteTooOldRetries {
+				// The tablet chose the timestamp, so it may choose a later
+				// one: nobody has observed the earlier.
+				wtoRetries++
+				exec.Timestamp = r.clock.Now().Forward(wto.ActualTimestamp)
+				continue
+			}
 			return nil, err
 		}
 		if w == nil {
