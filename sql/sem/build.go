@@ -293,17 +293,6 @@ func (b *builder) build2(l, r *pg_query.Node) (Expr, Expr, error) {
 }
 
 func (b *builder) unary(op string, arg Expr, loc int32) (Expr, error) {
-	if op == "-" {
-		// A negated numeric literal is a literal, as in Postgres's grammar.
-		if c, ok := arg.(*Const); ok && !types.IsNull(c.Datum) {
-			switch d := c.Datum.(type) {
-			case types.DInt:
-				if d == 1<<31 && c.T == types.Int8 {
-					return &Const{Datum: -d, T: types.Int4}, nil
-				}
-			}
-		}
-	}
 	r, err := builtins.LookupUnaryOp(op, arg.Type())
 	if err != nil {
 		return nil, b.pos(loc, err)
@@ -401,54 +390,86 @@ func (b *builder) rowCompare(op CmpOp, ln, rn []*pg_query.Node, loc int32) (Expr
 	return &RowCmp{Op: op, Fns: fns, Left: ls, Right: rs}, nil
 }
 
+// buildIn follows Postgres's transformAExprIn: the list elements that
+// reference no column, when there are at least two and they share a type
+// with the left side, become one `= ANY (array)` test (an In node); every
+// other element is compared on its own, and the arms are ORed (ANDed, with
+// <>, for NOT IN).
 func (b *builder) buildIn(a *pg_query.A_Expr, negated bool) (Expr, error) {
 	left, err := b.build(a.Lexpr)
 	if err != nil {
 		return nil, err
 	}
 	items := a.Rexpr.GetList().GetItems()
-	list := make([]Expr, len(items))
-	all := []*types.T{left.Type()}
-	for i, it := range items {
-		if list[i], err = b.build(it); err != nil {
+	var all, consts, vars []Expr
+	var constNodes []*pg_query.Node
+	for _, it := range items {
+		e, err := b.build(it)
+		if err != nil {
 			return nil, err
 		}
-		all = append(all, list[i].Type())
+		all = append(all, e)
+		if hasColumn(e) {
+			vars = append(vars, e)
+		} else {
+			consts = append(consts, e)
+			constNodes = append(constNodes, it)
+		}
 	}
-	if common, err := types.CommonType("IN", all...); err == nil {
-		// Postgres's fast path: one = operator over a common type.
-		if left, err = b.coerce(left, common, a.Location); err != nil {
-			return nil, err
+	var arms []Expr
+	if len(consts) > 1 {
+		ts := []*types.T{left.Type()}
+		for _, e := range consts {
+			ts = append(ts, e.Type())
 		}
-		for i := range list {
-			if list[i], err = b.coerce(list[i], common, location(items[i])); err != nil {
+		if common, err := types.CommonType("IN", ts...); err == nil {
+			l, err := b.coerce(left, common, a.Location)
+			if err != nil {
 				return nil, err
 			}
+			for i := range consts {
+				if consts[i], err = b.coerce(consts[i], common, location(constNodes[i])); err != nil {
+					return nil, err
+				}
+			}
+			res, err := builtins.LookupBinaryOp("=", common, common)
+			if err != nil {
+				return nil, b.pos(a.Location, err)
+			}
+			arms = append(arms, &In{Left: l, List: consts, Eq: res, Negated: negated})
+			all = vars
 		}
-		res, err := builtins.LookupBinaryOp("=", common, common)
-		if err != nil {
-			return nil, b.pos(a.Location, err)
-		}
-		return &In{Left: left, List: list, Eq: res, Negated: negated}, nil
 	}
-	// No common type: Postgres compares element by element with whatever
-	// operators resolve, which is an OR of = (an AND of <> for NOT IN).
 	op := EQ
 	if negated {
 		op = NE
 	}
-	var arms []Expr
-	for _, r := range list {
+	for _, r := range all {
 		c, err := b.compare(op, left, r, a.Location)
 		if err != nil {
 			return nil, err
 		}
 		arms = append(arms, c)
 	}
-	if negated {
+	switch {
+	case len(arms) == 1:
+		return arms[0], nil
+	case negated:
 		return &And{Args: arms}, nil
 	}
 	return &Or{Args: arms}, nil
+}
+
+// hasColumn reports whether e reads a column of the row.
+func hasColumn(e Expr) bool {
+	found := false
+	Walk(e, func(x Expr) bool {
+		if _, ok := x.(*ColRef); ok {
+			found = true
+		}
+		return !found
+	})
+	return found
 }
 
 func (b *builder) anyAll(op string, l, arr Expr, all bool, loc int32) (Expr, error) {

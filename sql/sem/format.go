@@ -62,6 +62,11 @@ func (e *BinOp) String() string {
 func (e *UnaryOp) String() string { return "(" + e.Op + " " + e.Arg.String() + ")" }
 
 func (e *Cmp) String() string {
+	if e.Op == IsNotDistinctFrom {
+		// Postgres has no IS NOT DISTINCT FROM node: it is NOT over IS
+		// DISTINCT FROM, and EXPLAIN prints it so.
+		return "(NOT (" + e.Left.String() + " IS DISTINCT FROM " + e.Right.String() + "))"
+	}
 	return "(" + e.Left.String() + " " + string(e.Op) + " " + e.Right.String() + ")"
 }
 
