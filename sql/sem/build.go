@@ -34,7 +34,26 @@ func Build(ctx BuildContext, node *pg_query.Node, want *types.T) (Expr, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := b.checkParams(e); err != nil {
+		return nil, err
+	}
 	return Fold(ctx.Types, e), nil
+}
+
+// checkParams finds parameters left untyped where they were used (IS NULL
+// gives no type) but typed by a later use: Postgres rejects that with
+// 42P08, and so do we. A parameter no use typed stays unknown for
+// ParamTypes.Types to report (42P18).
+func (b *builder) checkParams(e Expr) error {
+	var err error
+	Walk(e, func(x Expr) bool {
+		if p, ok := x.(*Param); ok && p.T.Family == types.UnknownFamily && b.ctx.Params != nil &&
+			b.ctx.Params.Type(p.Index).Family != types.UnknownFamily && err == nil {
+			err = b.pos(b.paramLoc[p], errAmbiguousParam(p.Index))
+		}
+		return err == nil
+	})
+	return err
 }
 
 // builder carries one Build call's state.
@@ -43,6 +62,8 @@ type builder struct {
 	// litLoc remembers where each literal was, so a literal that does not
 	// parse as the type it meets is reported at itself.
 	litLoc map[*Const]int32
+	// paramLoc remembers where each parameter reference was.
+	paramLoc map[*Param]int32
 	// inAgg is set while building an aggregate's arguments.
 	inAgg bool
 }
@@ -190,7 +211,12 @@ func (b *builder) buildParam(p *pg_query.ParamRef) (Expr, error) {
 	if err != nil {
 		return nil, b.pos(p.Location, err)
 	}
-	return &Param{Index: int(p.Number), T: t}, nil
+	e := &Param{Index: int(p.Number), T: t}
+	if b.paramLoc == nil {
+		b.paramLoc = map[*Param]int32{}
+	}
+	b.paramLoc[e] = p.Location
+	return e, nil
 }
 
 // opName returns an operator's name without its schema.
@@ -603,7 +629,8 @@ func (b *builder) buildNullTest(nt *pg_query.NullTest) (Expr, error) {
 // settle gives an untyped literal its default type, text, where the
 // context demands none (IS NULL, COALESCE of unknowns).
 func (b *builder) settle(e Expr) Expr {
-	if e.Type().Family != types.UnknownFamily {
+	if _, ok := e.(*Param); ok || e.Type().Family != types.UnknownFamily {
+		// A parameter is not settled: a later use may still type it.
 		return e
 	}
 	out, err := b.coerce(e, types.Text, -1)

@@ -29,8 +29,10 @@
 //     share unchanged subtrees, so trees can be cached with a plan.
 //  2. After Build every node's Type is concrete (never unknown): literals
 //     took the type of their context (text when none), parameters the type
-//     of their first use, and every implicit coercion is an explicit Cast
-//     node whose conversion pg_cast allows in that context.
+//     of their first typing use, and every implicit coercion is an explicit
+//     Cast node whose conversion pg_cast allows in that context. The one
+//     exception is a parameter no use typed ($1 IS NULL), which
+//     ParamTypes.Types reports as 42P18, as Postgres's Prepare does.
 //  3. Fold and NormalizeBool never change a result: the folded or
 //     normalized tree evaluates to the same value (or the same error) on
 //     every row (TestFoldPreservesResults).

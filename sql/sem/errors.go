@@ -98,6 +98,10 @@ func errUnknownParamType(i int) error {
 	return pgerror.New(pgerrcode.IndeterminateDatatype, "could not determine data type of parameter $%d", i)
 }
 
+func errAmbiguousParam(i int) error {
+	return pgerror.New(pgerrcode.AmbiguousParameter, "could not determine data type of parameter $%d", i)
+}
+
 func errNoParam(i int) error {
 	return pgerror.New(pgerrcode.UndefinedParameter, "there is no parameter $%d", i)
 }

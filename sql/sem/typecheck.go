@@ -115,6 +115,9 @@ func BuildAssign(ctx BuildContext, node *pg_query.Node, colType *types.T, colNam
 	if e, err = b.assign(e, colType, colName, location(node)); err != nil {
 		return nil, err
 	}
+	if err := b.checkParams(e); err != nil {
+		return nil, err
+	}
 	return Fold(ctx.Types, e), nil
 }
 
