@@ -33,14 +33,14 @@ import (
 // assign=<col> builds an INSERT value for column <col> of the test table
 // (BuildAssign).
 //
-//	eval [params=<value>,...]
+//	eval [args=(<value>,...)]
 //	<expr>
 //	----
 //	<value as Postgres prints it, NULL for NULL>
 //	error <SQLSTATE>: <message>
 //
-// eval builds (with want unset) and evaluates the expression, with the
-// parameters given as text for the types their uses infer; `norm` is like
+// eval builds (with want unset) and evaluates the expression, with args
+// the parameter values, as text for the types their uses inferred; `norm` is like
 // build but prints NormalizeBool of the tree.
 //
 // Both see the columns of the test table, whose one row eval reads:
@@ -259,14 +259,18 @@ func runEval(t *testing.T, d *datadriven.TestData) string {
 		return formatErr(err)
 	}
 	ectx := evalContext()
-	if d.HasArg("params") {
+	if d.HasArg("args") {
 		pts, err := ctx.Params.Types()
 		if err != nil {
 			return formatErr(err)
 		}
 		var vals []string
-		d.ScanArgs(t, "params", &vals)
+		d.ScanArgs(t, "args", &vals)
 		for i, v := range vals {
+			if v == "NULL" {
+				ectx.Params = append(ectx.Params, types.DNull)
+				continue
+			}
 			pd, err := types.ParseDatum(nil, pts[i], v)
 			if err != nil {
 				t.Fatal(err)
@@ -278,9 +282,7 @@ func runEval(t *testing.T, d *datadriven.TestData) string {
 	if err != nil {
 		return formatErr(err)
 	}
-	// The unfolded tree must agree with the folded one (invariant 3):
-	// evaluate again without folding by rebuilding... folding happened in
-	// Build, so compare with NormalizeBool too.
+	// NormalizeBool must not change the result (invariant 3).
 	v2, err2 := sem.Eval(ectx, sem.NormalizeBool(e), testRow(t))
 	if err2 != nil || types.Format(nil, e.Type(), v2) != types.Format(nil, e.Type(), v) || types.IsNull(v) != types.IsNull(v2) {
 		t.Errorf("NormalizeBool changed %s: %v vs %v (%v)", d.Input, v, v2, err2)
