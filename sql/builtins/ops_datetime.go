@@ -210,6 +210,14 @@ func init() {
 	bin("+", date, tm, ts, func(_ EvalContext, a []types.Datum) (types.Datum, error) {
 		return checkTimestamp(dateToTimestamp(a[0].(types.DDate)) + types.DTimestamp(a[1].(types.DTime)))
 	})
+	// The commuted forms Postgres registers too; without them the operands
+	// would resolve to interval + timestamptz and change the result type.
+	bin("+", iv, date, ts, func(_ EvalContext, a []types.Datum) (types.Datum, error) {
+		return timestampAddInterval(dateToTimestamp(a[1].(types.DDate)), a[0].(types.DInterval))
+	})
+	bin("+", tm, date, ts, func(_ EvalContext, a []types.Datum) (types.Datum, error) {
+		return checkTimestamp(dateToTimestamp(a[1].(types.DDate)) + types.DTimestamp(a[0].(types.DTime)))
+	})
 	bin("+", ts, iv, ts, func(_ EvalContext, a []types.Datum) (types.Datum, error) {
 		return timestampAddInterval(a[0].(types.DTimestamp), a[1].(types.DInterval))
 	})
