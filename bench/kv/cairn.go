@@ -5,19 +5,17 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/kv"
 	"github.com/cairn-db/cairn/kvpb"
-	"github.com/cairn-db/cairn/storage"
-	"github.com/cairn-db/cairn/store"
+	"github.com/cairn-db/cairn/testcluster"
 )
 
-// cairnKV is the system under test: engine, store (tablets) and kv client,
-// wired as a node wires them, on a real directory with synced commits.
+// cairnKV is the system under test: a node (engine, store with its
+// tablets, kv client) wired as a real node is, on a real directory with
+// synced commits.
 type cairnKV struct {
-	eng *storage.Engine
-	st  *store.Store
-	db  *kv.DB
+	n  *testcluster.Node
+	db *kv.DB
 }
 
 // splitKeys cut the keyspace so the loaded keys span several tablets and the
@@ -25,21 +23,15 @@ type cairnKV struct {
 var splitKeys = []string{"\x03k/25", "\x03k/50", "\x03k/75", "\x03w/t2b"}
 
 func openCairn(ctx context.Context, dir string) (*cairnKV, error) {
-	eng, err := storage.Open(dir, storage.Options{})
-	if err != nil {
-		return nil, err
-	}
-	clock := hlc.NewClock(hlc.UnixNano, 500*time.Millisecond)
-	st, err := store.Open(ctx, eng, clock, store.Config{})
-	if err != nil {
-		return nil, fmt.Errorf("open store: %w", err)
-	}
+	o := testcluster.Options{Dir: dir, MaxOffset: 500 * time.Millisecond}
 	for _, k := range splitKeys {
-		if _, _, err := st.Split(ctx, []byte(k)); err != nil {
-			return nil, fmt.Errorf("split at %q: %w", k, err)
-		}
+		o.Splits = append(o.Splits, []byte(k))
 	}
-	return &cairnKV{eng: eng, st: st, db: kv.NewDB(st, st, clock, kv.Options{})}, nil
+	n, err := testcluster.Start(ctx, o)
+	if err != nil {
+		return nil, fmt.Errorf("start node: %w", err)
+	}
+	return &cairnKV{n: n, db: n.DB}, nil
 }
 
 func (c *cairnKV) load(ctx context.Context, keys [][]byte, value []byte) error {
@@ -113,8 +105,4 @@ func (c *cairnKV) scan(ctx context.Context, lo, hi []byte) (int, time.Duration, 
 	return len(rows), time.Since(start), nil
 }
 
-func (c *cairnKV) close() error {
-	c.db.Close()
-	c.st.Close()
-	return c.eng.Close()
-}
+func (c *cairnKV) close() error { return c.n.Stop() }

@@ -52,7 +52,7 @@ func runOnce(ctx context.Context, run int) ([]result, error) {
 		if err := raw.db.Flush(); err != nil {
 			return nil, err
 		}
-		if err := c.eng.Flush(); err != nil {
+		if err := c.n.Engine.Flush(); err != nil {
 			return nil, err
 		}
 	}
