@@ -1,0 +1,39 @@
+package exec
+
+import (
+	"context"
+
+	"github.com/cairn-db/cairn/kv"
+	"github.com/cairn-db/cairn/sql/catalog"
+	"github.com/cairn-db/cairn/sql/plan"
+	"github.com/cairn-db/cairn/sql/sem"
+	"github.com/cairn-db/cairn/sql/types"
+)
+
+// Context is what running a plan needs of the session.
+type Context struct {
+	Txn *kv.Txn
+	// Eval is the evaluation context: the session as builtins see it and
+	// the statement's parameter values.
+	Eval *sem.EvalContext
+	// Catalog reads descriptors in Txn (foreign-key targets).
+	Catalog *catalog.Reader
+	// Virtual is what virtual tables read.
+	Virtual *plan.VirtualEnv
+	// PackedRows and PackedSizeLimit are the storage.packed_rows settings.
+	PackedRows      bool
+	PackedSizeLimit int
+	// Stats, when non-nil, collects EXPLAIN ANALYZE figures per node.
+	Stats *Stats
+}
+
+// Rows is a running plan. Next returns the next row (owned by the caller
+// until the next call) or nil at the end. Close releases the plan; it may
+// be called before the end (a portal closed early).
+type Rows interface {
+	Next(ctx context.Context) ([]types.Datum, error)
+	Close()
+	// RowsAffected is the count for the command tag (rows inserted,
+	// updated, deleted or returned so far).
+	RowsAffected() int64
+}
