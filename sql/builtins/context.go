@@ -29,6 +29,22 @@ type EvalContext interface {
 	Session() SessionInfo
 	// AdvisoryLocks is the session's advisory lock manager.
 	AdvisoryLocks() AdvisoryLocker
+	// Sequences is the session's access to sequences (nextval and
+	// friends); nil when there is none.
+	Sequences() SequenceOps
+}
+
+// SequenceOps is what the sequence functions need. A sequence is named by
+// its relation OID (a regclass value). Errors carry SQLSTATEs (55000 for
+// currval before nextval, 2200H when a sequence is exhausted).
+type SequenceOps interface {
+	NextVal(oid uint32) (int64, error)
+	CurrVal(oid uint32) (int64, error)
+	// SetVal sets the value; isCalled false makes the next nextval return
+	// v itself. It returns v.
+	SetVal(oid uint32, v int64, isCalled bool) (int64, error)
+	// LastVal is the value the session's latest nextval returned.
+	LastVal() (int64, error)
 }
 
 // SessionInfo is the session's identity, as the information functions
@@ -80,6 +96,8 @@ func (c *FixedContext) Types() *types.Context    { return c.TypesCtx }
 func (c *FixedContext) TxnTimestamp() time.Time  { return c.Txn }
 func (c *FixedContext) StmtTimestamp() time.Time { return c.Stmt }
 func (c *FixedContext) Session() SessionInfo     { return c.Info }
+func (c *FixedContext) Sequences() SequenceOps { return nil }
+
 func (c *FixedContext) AdvisoryLocks() AdvisoryLocker {
 	return c.Locks
 }
