@@ -54,3 +54,13 @@ logic-pg:
 	CAIRN_LOGIC_URL='postgres://postgres@127.0.0.1:$(LOGIC_PG_PORT)/postgres?sslmode=disable' \
 	$(GO) test -tags logic -count=1 -run 'TestLogic' ./test/logic/ $(LOGICFLAGS); \
 	rc=$$?; ./scripts/pg15.sh stop $(LOGIC_PG_DIR) $(LOGIC_PG_PORT); exit $$rc
+
+# Real PostgreSQL clients (psql, pgbench, psycopg2) against a `cairn start`
+# process; installs the clients it needs. See test/compat/run.sh.
+.PHONY: compat bench-pgbench
+compat:
+	./test/compat/run.sh
+
+# pgbench against Cairn and PostgreSQL 15 in one run (ratios; median of 3).
+bench-pgbench:
+	./bench/pgbench/run.sh
