@@ -27,6 +27,11 @@ type Table struct {
 	Checks         []Check            `json:"checks,omitempty"`
 	ForeignKeys    []ForeignKey       `json:"foreign_keys,omitempty"`
 	Uniques        []UniqueConstraint `json:"uniques,omitempty"`
+	// ReferencedBy lists the other tables whose foreign keys reference
+	// this one (the executor applies ON DELETE / ON UPDATE actions to
+	// them). The Writer maintains it from those tables' ForeignKeys on
+	// Create, Update and Drop (references.go); nobody sets it by hand.
+	ReferencedBy []ID `json:"referenced_by,omitempty"`
 
 	Partitioning Partitioning `json:"partitioning"`
 	// Colocated: the table lives in its database's colocation group

@@ -91,6 +91,11 @@ func (w *Writer) Create(ctx context.Context, d Descriptor) error {
 	if err := w.put(ctx, d); err != nil {
 		return err
 	}
+	if t, ok := d.(*Table); ok {
+		if err := w.syncReferencedBy(ctx, t, nil, referencedTables(t)); err != nil {
+			return err
+		}
+	}
 	if db, ok := d.(*Database); ok {
 		return w.Create(ctx, &Schema{DatabaseID: db.ID, Name: "public", Owner: db.Owner})
 	}
@@ -272,7 +277,13 @@ func (w *Writer) Update(ctx context.Context, d Descriptor) error {
 		return fmt.Errorf("catalog: Update of %s moves it to another namespace", describe(cur))
 	}
 	d.setVersion(d.DescVersion() + 1)
-	return w.put(ctx, d)
+	if err := w.put(ctx, d); err != nil {
+		return err
+	}
+	if t, ok := d.(*Table); ok {
+		return w.syncReferencedBy(ctx, t, referencedTables(cur.(*Table)), referencedTables(t))
+	}
+	return nil
 }
 
 // Rename renames d (a changed copy, or a fresh Clone) to newName in its
@@ -324,6 +335,11 @@ func (w *Writer) Drop(ctx context.Context, d Descriptor) error {
 			if err := w.remove(ctx, s); err != nil {
 				return err
 			}
+		}
+	}
+	if t, ok := d.(*Table); ok {
+		if err := w.syncReferencedBy(ctx, t, referencedTables(t), nil); err != nil {
+			return err
 		}
 	}
 	return w.remove(ctx, d)
