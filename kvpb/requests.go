@@ -183,11 +183,14 @@ type (
 
 	// ResolveIntentRequest settles Txn's intent on Key: committed intents
 	// become values at Txn.WriteTimestamp, aborted ones disappear, a pending
-	// status moves the intent up to Txn.WriteTimestamp.
+	// status moves the intent up to Txn.WriteTimestamp. A committed intent
+	// resolves to its newest value not written at IgnoredSeqNums (the
+	// transaction's, from its record), or disappears if every one was.
 	ResolveIntentRequest struct {
-		Key    []byte
-		Txn    TxnMeta
-		Status TxnStatus
+		Key            []byte
+		Txn            TxnMeta
+		Status         TxnStatus
+		IgnoredSeqNums []SeqRange
 	}
 	// ResolveIntentResponse is empty.
 	ResolveIntentResponse struct{}
@@ -195,9 +198,10 @@ type (
 	// ResolveIntentRangeRequest does the same for every intent of Txn in
 	// [Key, EndKey).
 	ResolveIntentRangeRequest struct {
-		Key, EndKey []byte
-		Txn         TxnMeta
-		Status      TxnStatus
+		Key, EndKey    []byte
+		Txn            TxnMeta
+		Status         TxnStatus
+		IgnoredSeqNums []SeqRange
 	}
 	// ResolveIntentRangeResponse reports how many intents were resolved.
 	ResolveIntentRangeResponse struct{ Resolved int }

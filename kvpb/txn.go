@@ -51,7 +51,9 @@ type TxnMeta struct {
 	// Priority breaks deadlocks and push contests: higher wins.
 	Priority int32
 	// Sequence numbers the transaction's writes so a replayed write is
-	// recognised.
+	// recognised and a savepoint can name the writes made after it
+	// (Transaction.IgnoredSeqNums). The coordinator gives every batch that
+	// writes a higher sequence than the one before.
 	Sequence int32
 }
 
@@ -78,6 +80,12 @@ type Transaction struct {
 	// LockSpans are the keys the transaction may hold intents on; the
 	// committed or aborted record keeps them so anyone can clean up.
 	LockSpans []Span
+	// IgnoredSeqNums are the sequence numbers (of the current epoch) whose
+	// writes were rolled back to a savepoint: sorted, disjoint, inclusive
+	// ranges. The transaction's own reads skip values written at them,
+	// and resolving its intents at commit discards them (seqrange.go).
+	// Empty for a transaction that never rolled back to a savepoint.
+	IgnoredSeqNums []SeqRange
 }
 
 // Clone returns a deep-enough copy: slices are copied, keys are shared
@@ -88,6 +96,7 @@ func (t *Transaction) Clone() *Transaction {
 	}
 	c := *t
 	c.LockSpans = append([]Span(nil), t.LockSpans...)
+	c.IgnoredSeqNums = append([]SeqRange(nil), t.IgnoredSeqNums...)
 	return &c
 }
 

@@ -47,6 +47,8 @@ func decodeValue(enc []byte) (value []byte, tombstone bool, err error) {
 const (
 	lockRecordV1 byte = 1
 	txnRecordV1  byte = 1
+	// txnRecordV2 is V1 followed by Transaction.IgnoredSeqNums.
+	txnRecordV2 byte = 2
 )
 
 // lockRecord is what the lock keyspace stores for an intent.
@@ -54,19 +56,71 @@ type lockRecord struct {
 	Txn       kvpb.TxnMeta // Txn.WriteTimestamp is the intent's timestamp
 	Value     []byte       // provisional value; nil when Tombstone
 	Tombstone bool
+	// History holds the transaction's earlier values of the key in the
+	// lock's epoch, oldest first, at sequence numbers strictly increasing
+	// and below Txn.Sequence (the current value's), so a rollback to a
+	// savepoint can fall back to them (doc.go, "Savepoints").
+	History []seqValue
 }
 
-const lockFlagTombstone byte = 1 << 0
+// seqValue is a value (or deletion) a transaction wrote at a sequence
+// number.
+type seqValue struct {
+	Seq       int32
+	Value     []byte // nil when Tombstone
+	Tombstone bool
+}
 
-// encodeLockRecord: version, flags, TxnMeta, value (the rest of the bytes).
+// visible returns the newest of the lock's values whose sequence number is
+// not ignored; ok is false when every value was rolled back.
+func (r *lockRecord) visible(ignored []kvpb.SeqRange) (v seqValue, ok bool) {
+	if !kvpb.SeqIgnored(ignored, r.Txn.Sequence) {
+		return seqValue{Seq: r.Txn.Sequence, Value: r.Value, Tombstone: r.Tombstone}, true
+	}
+	for i := len(r.History) - 1; i >= 0; i-- {
+		if h := r.History[i]; !kvpb.SeqIgnored(ignored, h.Seq) {
+			return h, true
+		}
+	}
+	return seqValue{}, false
+}
+
+const (
+	lockFlagTombstone byte = 1 << 0
+	// lockFlagHistory: a count and that many history entries follow the
+	// TxnMeta. Records without history (the common case) keep the V1
+	// layout byte for byte.
+	lockFlagHistory byte = 1 << 1
+
+	lockFlagsKnown = lockFlagTombstone | lockFlagHistory
+)
+
+// encodeLockRecord: version, flags, TxnMeta, [history], value (the rest of
+// the bytes). A history entry is its seq, then 1 for a deletion or 0 and
+// the length-prefixed value.
 func encodeLockRecord(dst []byte, r *lockRecord) []byte {
 	dst = append(dst, lockRecordV1)
 	var flags byte
 	if r.Tombstone {
 		flags |= lockFlagTombstone
 	}
+	if len(r.History) > 0 {
+		flags |= lockFlagHistory
+	}
 	dst = append(dst, flags)
 	dst = appendTxnMeta(dst, &r.Txn)
+	if len(r.History) > 0 {
+		dst = binary.AppendUvarint(dst, uint64(len(r.History)))
+		for _, h := range r.History {
+			dst = binary.AppendVarint(dst, int64(h.Seq))
+			if h.Tombstone {
+				dst = append(dst, 1)
+			} else {
+				dst = append(dst, 0)
+				dst = appendBytes(dst, h.Value)
+			}
+		}
+	}
 	if !r.Tombstone {
 		dst = append(dst, r.Value...)
 	}
@@ -81,11 +135,14 @@ func decodeLockRecord(enc []byte) (lockRecord, error) {
 		return r, fmt.Errorf("%w: lock record version %d", ErrCorrupt, v)
 	}
 	flags := d.byte()
-	if d.err == nil && flags&^lockFlagTombstone != 0 {
+	if d.err == nil && flags&^lockFlagsKnown != 0 {
 		return r, fmt.Errorf("%w: lock record flags %#x", ErrCorrupt, flags)
 	}
 	r.Tombstone = flags&lockFlagTombstone != 0
 	d.txnMeta(&r.Txn)
+	if flags&lockFlagHistory != 0 {
+		d.history(&r)
+	}
 	if d.err != nil {
 		return lockRecord{}, fmt.Errorf("%w: lock record: %v", ErrCorrupt, d.err)
 	}
@@ -100,10 +157,46 @@ func decodeLockRecord(enc []byte) (lockRecord, error) {
 	return r, nil
 }
 
+// history decodes a lock record's history entries into r, checking that
+// their sequence numbers increase and stay below the current value's.
+func (d *decoder) history(r *lockRecord) {
+	n := d.uvarint()
+	// Each entry takes at least two bytes: bound n before allocating.
+	if d.err != nil || n == 0 || n > uint64(len(d.buf)-d.off)/2 {
+		d.fail("history count")
+		return
+	}
+	r.History = make([]seqValue, n)
+	for i := range r.History {
+		h := &r.History[i]
+		h.Seq = d.int32()
+		switch d.byte() {
+		case 0:
+			h.Value = d.bytes()
+			if h.Value == nil {
+				h.Value = []byte{} // an empty value, not a deletion
+			}
+		case 1:
+			h.Tombstone = true
+		default:
+			d.fail("history entry kind")
+		}
+		if d.err == nil && ((i > 0 && h.Seq <= r.History[i-1].Seq) || h.Seq >= r.Txn.Sequence) {
+			d.err = fmt.Errorf("history sequence %d out of order (current %d)", h.Seq, r.Txn.Sequence)
+		}
+	}
+}
+
 // encodeTxnRecord: version, TxnMeta, name, status, read ts, uncertainty
-// limit, last heartbeat, lock spans.
+// limit, last heartbeat, lock spans; in V2 also the ignored sequence
+// ranges. A record without ignored ranges is written as V1, so only
+// transactions that rolled back to a savepoint pay for the field.
 func encodeTxnRecord(dst []byte, t *kvpb.Transaction) []byte {
-	dst = append(dst, txnRecordV1)
+	version := txnRecordV1
+	if len(t.IgnoredSeqNums) > 0 {
+		version = txnRecordV2
+	}
+	dst = append(dst, version)
 	dst = appendTxnMeta(dst, &t.TxnMeta)
 	dst = appendBytes(dst, []byte(t.Name))
 	dst = append(dst, byte(t.Status))
@@ -115,6 +208,13 @@ func encodeTxnRecord(dst []byte, t *kvpb.Transaction) []byte {
 		dst = appendBytes(dst, s.Key)
 		dst = appendBytes(dst, s.EndKey)
 	}
+	if version == txnRecordV2 {
+		dst = binary.AppendUvarint(dst, uint64(len(t.IgnoredSeqNums)))
+		for _, r := range t.IgnoredSeqNums {
+			dst = binary.AppendVarint(dst, int64(r.Start))
+			dst = binary.AppendVarint(dst, int64(r.End))
+		}
+	}
 	return dst
 }
 
@@ -123,8 +223,9 @@ func encodeTxnRecord(dst []byte, t *kvpb.Transaction) []byte {
 func decodeTxnRecord(enc []byte) (kvpb.Transaction, error) {
 	d := decoder{buf: enc}
 	var t kvpb.Transaction
-	if v := d.byte(); d.err == nil && v != txnRecordV1 {
-		return t, fmt.Errorf("%w: txn record version %d", ErrCorrupt, v)
+	version := d.byte()
+	if d.err == nil && version != txnRecordV1 && version != txnRecordV2 {
+		return t, fmt.Errorf("%w: txn record version %d", ErrCorrupt, version)
 	}
 	d.txnMeta(&t.TxnMeta)
 	t.Name = string(d.bytes())
@@ -149,6 +250,9 @@ func decodeTxnRecord(enc []byte) (kvpb.Transaction, error) {
 			t.LockSpans[i].EndKey = d.bytes()
 		}
 	}
+	if version == txnRecordV2 {
+		d.seqRanges(&t)
+	}
 	if d.err == nil && d.off != len(d.buf) {
 		d.err = fmt.Errorf("%d trailing bytes", len(d.buf)-d.off)
 	}
@@ -156,6 +260,24 @@ func decodeTxnRecord(enc []byte) (kvpb.Transaction, error) {
 		return kvpb.Transaction{}, fmt.Errorf("%w: txn record: %v", ErrCorrupt, d.err)
 	}
 	return t, nil
+}
+
+// seqRanges decodes a V2 record's ignored sequence ranges, which must be
+// non-empty, sorted and disjoint.
+func (d *decoder) seqRanges(t *kvpb.Transaction) {
+	n := d.uvarint()
+	if d.err != nil || n == 0 || n > uint64(len(d.buf)-d.off)/2 {
+		d.fail("ignored sequence count")
+		return
+	}
+	t.IgnoredSeqNums = make([]kvpb.SeqRange, n)
+	for i := range t.IgnoredSeqNums {
+		r := &t.IgnoredSeqNums[i]
+		r.Start, r.End = d.int32(), d.int32()
+		if d.err == nil && (r.End < r.Start || (i > 0 && r.Start <= t.IgnoredSeqNums[i-1].End)) {
+			d.err = fmt.Errorf("ignored sequence ranges %s unsorted or overlapping", kvpb.FormatSeqRanges(t.IgnoredSeqNums[:i+1]))
+		}
+	}
 }
 
 func appendTxnMeta(dst []byte, m *kvpb.TxnMeta) []byte {

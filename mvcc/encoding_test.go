@@ -45,6 +45,19 @@ func genLockRecord(t *rapid.T) lockRecord {
 	if !r.Tombstone {
 		r.Value = rapid.SliceOfN(rapid.Byte(), 0, 12).Draw(t, "value")
 	}
+	// History: increasing sequence numbers below the current one.
+	seq := int64(r.Txn.Sequence)
+	n := rapid.IntRange(0, 3).Draw(t, "history")
+	var hist []seqValue
+	for i := 0; i < n && seq > -1<<31; i++ {
+		seq = rapid.Int64Range(-1<<31, seq-1).Draw(t, "history-seq")
+		h := seqValue{Seq: int32(seq), Tombstone: rapid.Bool().Draw(t, "history-tombstone")}
+		if !h.Tombstone {
+			h.Value = rapid.SliceOfN(rapid.Byte(), 0, 12).Draw(t, "history-value")
+		}
+		hist = append([]seqValue{h}, hist...)
+	}
+	r.History = hist
 	return r
 }
 
@@ -60,6 +73,12 @@ func genTxnRecord(t *rapid.T) kvpb.Transaction {
 	n := rapid.IntRange(0, 3).Draw(t, "spans")
 	for i := 0; i < n; i++ {
 		txn.LockSpans = append(txn.LockSpans, kvpb.Span{Key: genBytes(t, "span-key"), EndKey: genBytes(t, "span-end")})
+	}
+	n = rapid.IntRange(0, 3).Draw(t, "ignored")
+	for i := 0; i < n; i++ {
+		start := rapid.Int32Range(-100, 100).Draw(t, "ignored-start")
+		end := rapid.Int32Range(start, 100).Draw(t, "ignored-end")
+		txn.IgnoredSeqNums = kvpb.AddIgnoredSeqRange(txn.IgnoredSeqNums, kvpb.SeqRange{Start: start, End: end})
 	}
 	return txn
 }
@@ -129,6 +148,8 @@ func TestDecodeRejects(t *testing.T) {
 	tenc := encodeLockRecord(nil, &tomb)
 	txn := kvpb.Transaction{TxnMeta: lk.Txn, Name: "n", LockSpans: []kvpb.Span{{Key: []byte("a")}}}
 	xenc := encodeTxnRecord(nil, &txn)
+	hist := lockRecord{Txn: kvpb.TxnMeta{Sequence: 5}, Value: []byte("v"), History: []seqValue{{Seq: 1, Value: []byte("a")}, {Seq: 3, Tombstone: true}}}
+	ign := kvpb.Transaction{TxnMeta: lk.Txn, IgnoredSeqNums: []kvpb.SeqRange{{Start: 2, End: 3}, {Start: 6, End: 6}}}
 	for _, tc := range []struct {
 		name string
 		enc  []byte
@@ -139,12 +160,20 @@ func TestDecodeRejects(t *testing.T) {
 		{"lock: unknown flag", append([]byte{lenc[0], 0x80}, lenc[2:]...), decLock},
 		{"lock: truncated meta", lenc[:10], decLock},
 		{"lock: tombstone with a value", append(tenc, 'x'), decLock},
+		{"lock: history out of order", reencodeLock(hist, func(r *lockRecord) { r.History[0].Seq = 4 }), decLock},
+		{"lock: history at the current sequence", reencodeLock(hist, func(r *lockRecord) { r.History[1].Seq = 5 }), decLock},
+		{"lock: history flag without entries", reencodeLock(hist, func(r *lockRecord) { r.History = []seqValue{} }), decLock},
+		{"lock: history count beyond input", historyCount(hist), decLock},
+		{"lock: unknown history entry kind", historyKind(hist), decLock},
 		{"txn: empty", nil, decTxn},
 		{"txn: unknown version", append([]byte{9}, xenc[1:]...), decTxn},
 		{"txn: truncated", xenc[:len(xenc)-1], decTxn},
 		{"txn: trailing bytes", append(xenc, 0), decTxn},
 		{"txn: bad status", badStatus(&txn), decTxn},
 		{"txn: span count beyond input", spanCount(&txn), decTxn},
+		{"txn: ignored ranges overlapping", reencodeTxn(ign, func(t *kvpb.Transaction) { t.IgnoredSeqNums[1].Start = 3 }), decTxn},
+		{"txn: ignored range empty", reencodeTxn(ign, func(t *kvpb.Transaction) { t.IgnoredSeqNums[0].End = 1 }), decTxn},
+		{"txn: v2 without ignored ranges", append([]byte{txnRecordV2}, xenc[1:]...), decTxn},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := tc.dec(tc.enc); err == nil || !isCorrupt(err) {
@@ -173,6 +202,48 @@ func spanCount(txn *kvpb.Transaction) []byte {
 	return append(enc[:len(enc)-1], 0xff, 0xff, 0xff, 0x0f)
 }
 
+// reencodeLock encodes r after damaging it with f; the encoder writes
+// whatever it is given (a zero-length non-nil History still sets the flag
+// only when non-empty, so that case is forced by hand).
+func reencodeLock(r lockRecord, f func(*lockRecord)) []byte {
+	r.History = append([]seqValue(nil), r.History...)
+	f(&r)
+	if r.History != nil && len(r.History) == 0 {
+		enc := encodeLockRecord(nil, &r)
+		enc[1] |= lockFlagHistory
+		// The count goes right after the TxnMeta, before the value.
+		meta := appendTxnMeta(nil, &r.Txn)
+		at := 2 + len(meta)
+		return append(append(append([]byte(nil), enc[:at]...), 0), enc[at:]...)
+	}
+	return encodeLockRecord(nil, &r)
+}
+
+// historyCount encodes r with a history count claiming far more entries
+// than the bytes that follow could hold.
+func historyCount(r lockRecord) []byte {
+	enc := encodeLockRecord(nil, &r)
+	at := 2 + len(appendTxnMeta(nil, &r.Txn))
+	return append(append(append([]byte(nil), enc[:at]...), 0xff, 0xff, 0xff, 0x0f), enc[at+1:]...)
+}
+
+// historyKind encodes r with its first history entry's kind byte set to 7.
+func historyKind(r lockRecord) []byte {
+	enc := encodeLockRecord(nil, &r)
+	// version, flags, meta, count (one byte), seq (one byte), kind.
+	at := 2 + len(appendTxnMeta(nil, &r.Txn)) + 2
+	enc[at] = 7
+	return enc
+}
+
+// reencodeTxn encodes t after damaging it with f (the encoder writes the
+// ranges as given).
+func reencodeTxn(t kvpb.Transaction, f func(*kvpb.Transaction)) []byte {
+	t.IgnoredSeqNums = append([]kvpb.SeqRange(nil), t.IgnoredSeqNums...)
+	f(&t)
+	return encodeTxnRecord(nil, &t)
+}
+
 func isCorrupt(err error) bool { return errors.Is(err, ErrCorrupt) }
 
 // FuzzDecodeLockRecord: decoding arbitrary bytes never panics, and whatever
@@ -181,6 +252,7 @@ func FuzzDecodeLockRecord(f *testing.F) {
 	f.Add([]byte{})
 	f.Add(encodeLockRecord(nil, &lockRecord{Value: []byte("v")}))
 	f.Add(encodeLockRecord(nil, &lockRecord{Txn: kvpb.TxnMeta{Key: []byte("anchor"), Epoch: 3, WriteTimestamp: hlc.Timestamp{WallTime: 1e18, Logical: 5}}, Tombstone: true}))
+	f.Add(encodeLockRecord(nil, &lockRecord{Txn: kvpb.TxnMeta{Sequence: 4}, Value: []byte("v"), History: []seqValue{{Seq: 1, Value: []byte{}}, {Seq: 2, Tombstone: true}}}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, err := decodeLockRecord(b)
 		if err != nil {
@@ -201,6 +273,7 @@ func FuzzDecodeTxnRecord(f *testing.F) {
 		TxnMeta: kvpb.TxnMeta{Key: []byte("a"), Sequence: 9}, Name: "x", Status: kvpb.Committed,
 		LockSpans: []kvpb.Span{{Key: []byte("a"), EndKey: []byte("b")}, {Key: []byte("c")}},
 	}))
+	f.Add(encodeTxnRecord(nil, &kvpb.Transaction{Status: kvpb.Committed, IgnoredSeqNums: []kvpb.SeqRange{{Start: 2, End: 4}, {Start: 9, End: 9}}}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, err := decodeTxnRecord(b)
 		if err != nil {

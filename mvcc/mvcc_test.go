@@ -10,9 +10,11 @@ package mvcc
 //	    A pending transaction whose read, write and min timestamps are ts
 //	    and whose uncertainty limit is limit (default: none). Its anchor is
 //	    the first key it writes, or k=<key> if given.
-//	txn_update t=<name> [read=<ts>] [write=<ts>] [epoch=<n>] [seq=<n>] [limit=<ts>] [status=<s>]
+//	txn_update t=<name> [read=<ts>] [write=<ts>] [epoch=<n>] [seq=<n>] [limit=<ts>] [status=<s>] [ignore=<a>-<b>|none]
 //	    Changes the coordinator's copy of the transaction (refresh, push,
-//	    restart, the next write's sequence number).
+//	    restart, the next write's sequence number). ignore adds the
+//	    inclusive range [a, b] to its ignored sequence numbers (a rollback
+//	    to a savepoint); none clears them (a restart).
 //
 //	put k=<key> v=<value> [ts=<ts>] [t=<name>]
 //	cput k=<key> v=<value> [exp=<value>] [ts=<ts>] [t=<name>]
@@ -30,7 +32,8 @@ package mvcc
 //
 //	resolve t=<name> k=<key> [end=<key>] [max=<n>] status=<pending|committed|aborted>
 //	    Resolves with the coordinator's current copy of the transaction
-//	    (its WriteTimestamp and Epoch). With end, ResolveIntentRange.
+//	    (its WriteTimestamp, Epoch and ignored sequence numbers). With end,
+//	    ResolveIntentRange.
 //	intents k=<key> [end=<key>] [max=<n>]
 //	    ScanIntents.
 //	gc k=<key> end=<key> threshold=<ts>
@@ -47,7 +50,8 @@ package mvcc
 //	    engine order.
 //
 // Transactions print by name; intents print as "txn=<name> epo=<e>
-// ts=<intent ts> seq=<n>".
+// ts=<intent ts> seq=<n>". A lock record with a history prints it after
+// its value, oldest first: history=[<seq>:<value> ...].
 
 import (
 	"errors"
@@ -235,6 +239,17 @@ func (h *harness) run(t *testing.T, td *datadriven.TestData) string {
 		if _, ok := a.str("status"); ok {
 			txn.Status = a.status("status")
 		}
+		if r, ok := a.str("ignore"); ok {
+			if r == "none" {
+				txn.IgnoredSeqNums = nil
+			} else {
+				var lo, hi int32
+				if _, err := fmt.Sscanf(r, "%d-%d", &lo, &hi); err != nil {
+					td.Fatalf(t, "ignore=%s: %v", r, err)
+				}
+				txn.IgnoredSeqNums = kvpb.AddIgnoredSeqRange(txn.IgnoredSeqNums, kvpb.SeqRange{Start: lo, End: hi})
+			}
+		}
 		return h.fmtTxn(txn)
 
 	case "put", "cput", "del", "del_range":
@@ -302,14 +317,14 @@ func (h *harness) run(t *testing.T, td *datadriven.TestData) string {
 		status := a.status("status")
 		h.write(&out, func(b *storage.Batch) (string, error) {
 			if _, ok := a.str("end"); ok {
-				n, resume, err := ResolveIntentRange(b, a.bytes("k"), a.bytes("end"), txn.TxnMeta, status, a.int("max"))
+				n, resume, err := ResolveIntentRange(b, a.bytes("k"), a.bytes("end"), txn.TxnMeta, status, a.int("max"), txn.IgnoredSeqNums...)
 				s := fmt.Sprintf("resolved: %d\n", n)
 				if resume != nil {
 					s += fmt.Sprintf("resume: %s\n", resume)
 				}
 				return s, err
 			}
-			ok, err := ResolveIntent(b, kvpb.Intent{Key: a.bytes("k"), Txn: txn.TxnMeta}, status)
+			ok, err := ResolveIntent(b, kvpb.Intent{Key: a.bytes("k"), Txn: txn.TxnMeta}, status, txn.IgnoredSeqNums...)
 			return fmt.Sprintf("resolved: %v\n", ok), err
 		})
 	case "intents":
@@ -419,11 +434,18 @@ func (h *harness) dump(out *strings.Builder) {
 			if err != nil {
 				h.t.Fatal(err)
 			}
-			v := fmt.Sprintf("%q", lk.Value)
-			if lk.Tombstone {
-				v = "<tombstone>"
+			fmt.Fprintf(out, "lock: %q -> %s %s", user, h.fmtMeta(lk.Txn), fmtLockValue(lk.Value, lk.Tombstone))
+			if len(lk.History) > 0 {
+				out.WriteString(" history=[")
+				for i, hv := range lk.History {
+					if i > 0 {
+						out.WriteString(" ")
+					}
+					fmt.Fprintf(out, "%d:%s", hv.Seq, fmtLockValue(hv.Value, hv.Tombstone))
+				}
+				out.WriteString("]")
 			}
-			fmt.Fprintf(out, "lock: %q -> %s %s\n", user, h.fmtMeta(lk.Txn), v)
+			out.WriteString("\n")
 			continue
 		}
 		if anchor, _, err := keys.DecodeTxnRecord(k.Key); err == nil && keys.IsLocal(k.Key) {
@@ -463,12 +485,27 @@ func (h *harness) fmtMeta(m kvpb.TxnMeta) string {
 	return fmt.Sprintf("txn=%s epo=%d ts=%s seq=%d", h.name(m.ID), m.Epoch, m.WriteTimestamp, m.Sequence)
 }
 
+func fmtLockValue(v []byte, tombstone bool) string {
+	if tombstone {
+		return "<tombstone>"
+	}
+	return fmt.Sprintf("%q", v)
+}
+
+// fmtIgnored prints a transaction's ignored sequence numbers, if any.
+func fmtIgnored(t *kvpb.Transaction) string {
+	if len(t.IgnoredSeqNums) == 0 {
+		return ""
+	}
+	return " ignored=" + kvpb.FormatSeqRanges(t.IgnoredSeqNums)
+}
+
 func (h *harness) fmtTxn(t *kvpb.Transaction) string {
-	return fmt.Sprintf("txn %s %s epo=%d seq=%d read=%s write=%s limit=%s\n", t.Name, t.Status, t.Epoch, t.Sequence, t.ReadTimestamp, t.WriteTimestamp, t.GlobalUncertaintyLimit)
+	return fmt.Sprintf("txn %s %s epo=%d seq=%d read=%s write=%s limit=%s%s\n", t.Name, t.Status, t.Epoch, t.Sequence, t.ReadTimestamp, t.WriteTimestamp, t.GlobalUncertaintyLimit, fmtIgnored(t))
 }
 
 func (h *harness) fmtRecord(t *kvpb.Transaction) string {
-	return fmt.Sprintf("txn=%s %s epo=%d write=%s min=%s hb=%s", h.name(t.ID), t.Status, t.Epoch, t.WriteTimestamp, t.MinTimestamp, t.LastHeartbeat)
+	return fmt.Sprintf("txn=%s %s epo=%d write=%s min=%s hb=%s%s", h.name(t.ID), t.Status, t.Epoch, t.WriteTimestamp, t.MinTimestamp, t.LastHeartbeat, fmtIgnored(t))
 }
 
 func (h *harness) fmtIntents(out *strings.Builder, label string, ins []kvpb.Intent) {

@@ -13,7 +13,8 @@ import (
 // ReadOptions qualify a read.
 type ReadOptions struct {
 	// Txn is the reading transaction, or nil. A transaction reads its own
-	// intents of its current epoch (whatever their sequence) and uses its
+	// intents of its current epoch (the newest value whose sequence is not
+	// in Txn.IgnoredSeqNums, else what is below them) and uses its
 	// GlobalUncertaintyLimit.
 	Txn *kvpb.Transaction
 	// Inconsistent ignores other transactions' intents (the committed value
@@ -184,10 +185,16 @@ func (rd *readState) checkLock(key []byte, lk *lockRecord) (kv kvpb.KeyValue, fo
 	if rd.txn != nil && lk.Txn.ID == rd.txn.ID {
 		switch {
 		case lk.Txn.Epoch == rd.txn.Epoch:
-			if lk.Tombstone {
+			v, ok := lk.visible(rd.txn.IgnoredSeqNums)
+			if !ok {
+				// Every value was rolled back to a savepoint: the key
+				// reads as if the transaction had not written it.
+				return kvpb.KeyValue{}, false, true, nil
+			}
+			if v.Tombstone {
 				return kvpb.KeyValue{}, false, false, nil
 			}
-			return kvpb.KeyValue{Key: key, Value: lk.Value, Timestamp: lk.Txn.WriteTimestamp}, true, false, nil
+			return kvpb.KeyValue{Key: key, Value: v.Value, Timestamp: lk.Txn.WriteTimestamp}, true, false, nil
 		case lk.Txn.Epoch < rd.txn.Epoch:
 			// Written by an earlier attempt: not part of this one.
 			return kvpb.KeyValue{}, false, true, nil

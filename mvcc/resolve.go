@@ -14,15 +14,18 @@ import (
 // WriteTimestamp and its Epoch:
 //
 //   - Committed: an intent of that epoch becomes a committed version at
-//     intent.Txn.WriteTimestamp; an intent of an older epoch was not part
-//     of the committed attempt and is discarded.
+//     intent.Txn.WriteTimestamp, holding its newest value whose sequence
+//     number is not in ignored (the transaction's IgnoredSeqNums); if
+//     every value was rolled back to a savepoint it is discarded, as is an
+//     intent of an older epoch (not part of the committed attempt).
 //   - Aborted: the intent is discarded.
 //   - Pending: the intent moves up to intent.Txn.WriteTimestamp if that is
 //     higher (a pushed transaction); nothing else changes.
 //
 // resolved reports whether the lock changed. No lock, or a lock of another
-// transaction, is not an error (invariant 6).
-func ResolveIntent(rw storage.ReadWriter, intent kvpb.Intent, status kvpb.TxnStatus) (resolved bool, err error) {
+// transaction, is not an error (invariant 6). ignored matters only for
+// Committed.
+func ResolveIntent(rw storage.ReadWriter, intent kvpb.Intent, status kvpb.TxnStatus, ignored ...kvpb.SeqRange) (resolved bool, err error) {
 	if len(intent.Key) == 0 {
 		return false, invalidArg("resolve intent: empty key")
 	}
@@ -30,10 +33,10 @@ func ResolveIntent(rw storage.ReadWriter, intent kvpb.Intent, status kvpb.TxnSta
 	if err != nil || lk == nil || lk.Txn.ID != intent.Txn.ID {
 		return false, err
 	}
-	return resolveLock(rw, intent.Key, lk, intent.Txn, status)
+	return resolveLock(rw, intent.Key, lk, intent.Txn, status, ignored)
 }
 
-func resolveLock(rw storage.ReadWriter, key []byte, lk *lockRecord, txn kvpb.TxnMeta, status kvpb.TxnStatus) (bool, error) {
+func resolveLock(rw storage.ReadWriter, key []byte, lk *lockRecord, txn kvpb.TxnMeta, status kvpb.TxnStatus, ignored []kvpb.SeqRange) (bool, error) {
 	lockKey := storage.MVCCKey{Key: keys.Lock(key)}
 	switch status {
 	case kvpb.Pending:
@@ -53,9 +56,11 @@ func resolveLock(rw storage.ReadWriter, key []byte, lk *lockRecord, txn kvpb.Txn
 			if txn.WriteTimestamp.Less(lk.Txn.WriteTimestamp) {
 				return false, fmt.Errorf("%w: commit of %q at %s below its intent at %s", ErrInvariant, key, txn.WriteTimestamp, lk.Txn.WriteTimestamp)
 			}
-			v := storage.MVCCKey{Key: key, Timestamp: txn.WriteTimestamp}
-			if err := rw.Put(v, encodeValue(lk.Value, lk.Tombstone)); err != nil {
-				return false, fmt.Errorf("mvcc: commit intent on %q: %w", key, err)
+			if val, ok := lk.visible(ignored); ok {
+				v := storage.MVCCKey{Key: key, Timestamp: txn.WriteTimestamp}
+				if err := rw.Put(v, encodeValue(val.Value, val.Tombstone)); err != nil {
+					return false, fmt.Errorf("mvcc: commit intent on %q: %w", key, err)
+				}
 			}
 		}
 	case kvpb.Aborted:
@@ -72,9 +77,9 @@ func resolveLock(rw storage.ReadWriter, key []byte, lk *lockRecord, txn kvpb.Txn
 // [start, end) (end empty: the single key start), at most max of them
 // (0: all). When max stopped it with more of txn's intents left in the
 // span, resume is the rest of the span, starting at the first of them.
-func ResolveIntentRange(rw storage.ReadWriter, start, end []byte, txn kvpb.TxnMeta, status kvpb.TxnStatus, max int64) (n int, resume *kvpb.Span, err error) {
+func ResolveIntentRange(rw storage.ReadWriter, start, end []byte, txn kvpb.TxnMeta, status kvpb.TxnStatus, max int64, ignored ...kvpb.SeqRange) (n int, resume *kvpb.Span, err error) {
 	if len(end) == 0 {
-		ok, err := ResolveIntent(rw, kvpb.Intent{Key: start, Txn: txn}, status)
+		ok, err := ResolveIntent(rw, kvpb.Intent{Key: start, Txn: txn}, status, ignored...)
 		if ok {
 			n = 1
 		}
@@ -102,7 +107,7 @@ func ResolveIntentRange(rw storage.ReadWriter, start, end []byte, txn kvpb.TxnMe
 		return 0, nil, err
 	}
 	for i, in := range todo {
-		ok, err := resolveLock(rw, in.Key, &recs[i], txn, status)
+		ok, err := resolveLock(rw, in.Key, &recs[i], txn, status, ignored)
 		if err != nil {
 			return n, nil, err
 		}

@@ -15,7 +15,9 @@ import (
 //
 // A transactional write whose Sequence is below that of the transaction's
 // intent on key is a replay of a write already done: it changes nothing and
-// succeeds. The same sequence rewrites the intent (idempotent).
+// succeeds. The same sequence rewrites the intent (idempotent). A higher
+// one keeps the intent's value in the lock's history (doc.go,
+// "Savepoints").
 //
 // Errors: *kvpb.WriteIntentError (another transaction's intent on key),
 // *kvpb.WriteTooOldError (invariants 3 and 4; nothing is written),
@@ -177,15 +179,17 @@ func prepareWrite(r storage.Reader, key []byte, ts hlc.Timestamp, txn *kvpb.Tran
 	return w, nil
 }
 
-// current returns the value the writer reads at key now: its own intent of
-// the current epoch, else the newest committed version (which
-// prepareWrite has shown to be below the write).
+// current returns the value the writer reads at key now: its own intent's
+// newest value not rolled back (current epoch), else the newest committed
+// version (which prepareWrite has shown to be below the write).
 func (w *pendingWrite) current(r storage.Reader) (value []byte, exists bool, err error) {
 	if w.own != nil && w.own.Txn.Epoch == w.txn.Epoch {
-		if w.own.Tombstone {
-			return nil, false, nil
+		if v, ok := w.own.visible(w.txn.IgnoredSeqNums); ok {
+			if v.Tombstone {
+				return nil, false, nil
+			}
+			return v.Value, true, nil
 		}
-		return w.own.Value, true, nil
 	}
 	if w.latest.IsEmpty() {
 		return nil, false, nil
@@ -219,10 +223,32 @@ func (w *pendingWrite) write(wr storage.Writer, value []byte, tombstone bool) er
 	if !tombstone {
 		rec.Value = value
 	}
+	if w.own != nil && w.own.Txn.Epoch == w.txn.Epoch {
+		rec.History = w.history()
+	}
 	if err := wr.Put(storage.MVCCKey{Key: keys.Lock(w.key)}, encodeLockRecord(nil, &rec)); err != nil {
 		return fmt.Errorf("mvcc: write intent on %q: %w", w.key, err)
 	}
 	return nil
+}
+
+// history is the lock history a write over the writer's own intent of the
+// same epoch keeps: the old history and the old current value (unless the
+// write has the same sequence number, which rewrites it in place), minus
+// every value whose sequence number is ignored, since no later read or
+// resolution of this epoch can see those (ignored ranges only grow).
+func (w *pendingWrite) history() []seqValue {
+	ignored := w.txn.IgnoredSeqNums
+	var out []seqValue
+	for _, h := range w.own.History {
+		if !kvpb.SeqIgnored(ignored, h.Seq) {
+			out = append(out, h)
+		}
+	}
+	if cur := w.own.Txn.Sequence; cur < w.txn.Sequence && !kvpb.SeqIgnored(ignored, cur) {
+		out = append(out, seqValue{Seq: cur, Value: w.own.Value, Tombstone: w.own.Tombstone})
+	}
+	return out
 }
 
 // latestVersion returns the timestamp of key's newest committed version, or
