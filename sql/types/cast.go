@@ -47,6 +47,9 @@ func CastKindOf(from, to *T) CastKind {
 		}
 		return CastAssignment
 	case ff == StringFamily:
+		if to.Oid == RegClass.Oid && from.Oid == Text.Oid {
+			return CastImplicit // pg_cast's text → regclass, for nextval('s'::text)
+		}
 		return CastExplicit
 	}
 	switch ff {
@@ -92,6 +95,11 @@ func CastKindOf(from, to *T) CastKind {
 	case OidFamily:
 		if tf == IntFamily && to.Width >= 32 {
 			return CastAssignment
+		}
+		// oid and each reg* alias type coerce implicitly into one another;
+		// two different alias types do not (pg_cast has no such entry).
+		if tf == OidFamily && (!IsReg(from) || !IsReg(to)) {
+			return CastImplicit
 		}
 	case DateFamily:
 		if tf == TimestampFamily || tf == TimestampTZFamily {
@@ -518,7 +526,7 @@ func (t *T) Category() (cat byte, preferred bool) {
 	case FloatFamily:
 		return 'N', t.Width == 64
 	case OidFamily:
-		return 'N', true
+		return 'N', !IsReg(t)
 	case StringFamily:
 		return 'S', t.Oid == Text.Oid
 	case DateFamily, TimeFamily, TimestampFamily:

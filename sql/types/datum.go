@@ -204,6 +204,10 @@ type Context struct {
 	// Location is the session TimeZone, used for timestamptz text and for
 	// casts between timestamptz and timestamp/date.
 	Location *time.Location
+	// Reg resolves catalog names for the reg* types (regclass, regproc,
+	// regnamespace); nil: names cannot be resolved and OIDs print as
+	// numbers.
+	Reg RegResolver
 }
 
 func (c *Context) location() *time.Location {

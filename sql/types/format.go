@@ -65,6 +65,9 @@ func AppendFormat(dst []byte, ctx *Context, t *T, d Datum) []byte {
 	case *DJSON:
 		return v.JSON.appendText(dst)
 	case DOid:
+		if t != nil && IsReg(t) {
+			return appendReg(dst, ctx, t, v)
+		}
 		return strconv.AppendUint(dst, uint64(v), 10)
 	case *DArray:
 		return appendArray(dst, ctx, v)

@@ -61,6 +61,9 @@ func ParseDatum(ctx *Context, t *T, s string) (Datum, error) {
 		}
 		return NewJSON(j), nil
 	case OidFamily:
+		if IsReg(t) {
+			return parseReg(ctx, t, s)
+		}
 		v, err := strconv.ParseUint(strings.TrimSpace(s), 10, 32)
 		if err != nil {
 			if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {

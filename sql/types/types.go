@@ -107,6 +107,8 @@ var arrayOids = map[uint32]uint32{
 	pgtype.TimestamptzOID: pgtype.TimestamptzArrayOID, pgtype.IntervalOID: pgtype.IntervalArrayOID,
 	pgtype.UUIDOID: pgtype.UUIDArrayOID, pgtype.JSONBOID: pgtype.JSONBArrayOID,
 	pgtype.OIDOID: pgtype.OIDArrayOID,
+	// The reg* alias types (reg.go).
+	2205: 2210, 2206: 2211, 24: 1008, 2202: 2207, 4089: 4090,
 }
 
 // MakeArray returns the one-dimensional array type of elem, or an error if
@@ -306,6 +308,9 @@ func (t *T) Name() string {
 		return "jsonb"
 	case pgtype.OIDOID:
 		return "oid"
+	case RegClass.Oid, RegType.Oid, RegProc.Oid, RegProcedure.Oid, RegNamespace.Oid:
+		n, _ := regName(t.Oid)
+		return n
 	case pgtype.UnknownOID:
 		return "unknown"
 	}
@@ -331,7 +336,8 @@ func (t *T) PGName() string {
 func isCanonicalName(name string) bool {
 	switch name {
 	case "bool", "int2", "int4", "int8", "float4", "float8", "numeric", "text", "varchar", "bpchar",
-		"bytea", "date", "time", "timestamp", "timestamptz", "interval", "uuid", "jsonb", "oid", "unknown":
+		"bytea", "date", "time", "timestamp", "timestamptz", "interval", "uuid", "jsonb", "oid", "unknown",
+		"regclass", "regtype", "regproc", "regprocedure", "regnamespace":
 		return true
 	}
 	return false
@@ -360,7 +366,9 @@ var typeNames = map[string]*T{
 	"uuid":     UUID,
 	"jsonb":    JSONB,
 	"oid":      Oid,
-	"unknown":  Unknown,
+	"regclass": RegClass, "regtype": RegType, "regproc": RegProc,
+	"regprocedure": RegProcedure, "regnamespace": RegNamespace,
+	"unknown": Unknown,
 }
 
 // LookupName resolves a type name (case-insensitive; "pg_catalog." prefix
@@ -393,6 +401,11 @@ func LookupName(name string) (*T, error) {
 // OidToType returns the unmodified type with the given OID.
 func OidToType(oid uint32) (*T, bool) {
 	for _, t := range Scalars {
+		if t.Oid == oid {
+			return t, true
+		}
+	}
+	for _, t := range RegTypes {
 		if t.Oid == oid {
 			return t, true
 		}

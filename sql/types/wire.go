@@ -32,7 +32,7 @@ func EncodeBinary(dst []byte, t *T, d Datum) ([]byte, error) {
 	}
 	m := typeMaps.Get().(*pgtype.Map)
 	defer typeMaps.Put(m)
-	out, err := m.Encode(t.Oid, pgtype.BinaryFormatCode, v, dst)
+	out, err := m.Encode(wireOID(t), pgtype.BinaryFormatCode, v, dst)
 	if err != nil {
 		return nil, fmt.Errorf("encoding %s: %w", t.Name(), err)
 	}
@@ -265,7 +265,7 @@ func fromPG(m *pgtype.Map, t *T, src []byte) (Datum, error) {
 func scanAs[E any](m *pgtype.Map, t *T, src []byte, conv func(E) (Datum, error)) (Datum, error) {
 	if t.Family != ArrayFamily {
 		var v E
-		if err := m.Scan(t.Oid, pgtype.BinaryFormatCode, src, &v); err != nil {
+		if err := m.Scan(wireOID(t), pgtype.BinaryFormatCode, src, &v); err != nil {
 			return nil, err
 		}
 		return conv(v)
@@ -273,7 +273,7 @@ func scanAs[E any](m *pgtype.Map, t *T, src []byte, conv func(E) (Datum, error))
 	if _, raw := any(new(E)).(pgtype.BytesScanner); raw {
 		// E sees NULL itself (as nil bytes); no pointer wrapping needed.
 		var arr pgtype.FlatArray[E]
-		if err := m.Scan(t.Oid, pgtype.BinaryFormatCode, src, &arr); err != nil {
+		if err := m.Scan(wireOID(t), pgtype.BinaryFormatCode, src, &arr); err != nil {
 			return nil, err
 		}
 		out := &DArray{Elem: t.Elem, Elems: make([]Datum, len(arr))}
@@ -287,7 +287,7 @@ func scanAs[E any](m *pgtype.Map, t *T, src []byte, conv func(E) (Datum, error))
 		return out, nil
 	}
 	var arr pgtype.FlatArray[*E]
-	if err := m.Scan(t.Oid, pgtype.BinaryFormatCode, src, &arr); err != nil {
+	if err := m.Scan(wireOID(t), pgtype.BinaryFormatCode, src, &arr); err != nil {
 		return nil, err
 	}
 	out := &DArray{Elem: t.Elem, Elems: make([]Datum, len(arr))}
