@@ -2,9 +2,14 @@ package exec
 
 import (
 	"context"
+	"fmt"
 
+	"github.com/cairn-db/cairn/sql/builtins"
+	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/cairn-db/cairn/sql/plan"
+	"github.com/cairn-db/cairn/sql/sem"
 	"github.com/cairn-db/cairn/sql/types"
+	"github.com/jackc/pgerrcode"
 )
 
 // op is one running operator of a plan (pull-based: Next returns the next
@@ -17,7 +22,246 @@ type op interface {
 // runner builds and runs the operators of one statement. The query
 // operators extend it; the DML operators (dml.go) build their inputs
 // through it.
+//
+// Everything runs on the caller's goroutine: evaluators are not safe for
+// concurrent use (sem invariant 5) and kv.Txn wants one caller at a time.
+// Parallelism comes from kv: a kv.Batch touching several tablets is sent
+// to them in parallel by the DistSender.
 type runner struct {
 	x *Context
 	p *plan.Plan
+
+	// ev is the EvalContext every compiled expression runs with: the
+	// session's, with Subqueries answered by this runner.
+	ev sem.EvalContext
+	// ctx is the statement's context, kept for subqueries, which sem asks
+	// for through an interface that carries none.
+	ctx context.Context
+	// outer holds the values of columns of enclosing scopes, by ID: the
+	// current outer row of a correlated subquery or a LATERAL join. IDs
+	// are unique per plan, so nested scopes never overwrite each other.
+	outer map[sem.ColumnID]types.Datum
+
+	subs map[int]*subqueryState
+	// ctes are the materialized CTEs, run once on first use.
+	ctes map[int][][]types.Datum
+	// work are the current iteration's rows of each recursive CTE.
+	work map[int][][]types.Datum
 }
+
+func newRunner(ctx context.Context, x *Context, p *plan.Plan) *runner {
+	r := &runner{
+		x:     x,
+		p:     p,
+		ctx:   ctx,
+		outer: map[sem.ColumnID]types.Datum{},
+		subs:  map[int]*subqueryState{},
+		ctes:  map[int][][]types.Datum{},
+		work:  map[int][][]types.Datum{},
+	}
+	if x.Eval != nil {
+		r.ev = *x.Eval
+	}
+	r.ev.Subqueries = r
+	return r
+}
+
+// evalCtx is the EvalContext expressions of this statement evaluate
+// with (parameters, session, subquery values). The DML operators use it
+// for defaults and checks they evaluate outside compile.
+func (r *runner) evalCtx() *sem.EvalContext { return &r.ev }
+
+// fn is the session as builtins (aggregates, windows, SRFs) see it.
+func (r *runner) fn() builtins.EvalContext {
+	if r.ev.Fn == nil {
+		return &builtins.FixedContext{}
+	}
+	return r.ev.Fn
+}
+
+// rowFn evaluates a compiled expression over one input row.
+type rowFn func(row []types.Datum) (types.Datum, error)
+
+// compile compiles e over rows laid out as cols. A ColRef whose ID is not
+// among cols is an outer reference: it reads the enclosing binding
+// (r.outer) at evaluation time. When e holds correlated subqueries whose
+// outer columns come from this row, the evaluator binds them before
+// evaluating, so the subquery sees this row. A nil e compiles to nil.
+func (r *runner) compile(e sem.Expr, cols []plan.Column) (rowFn, error) {
+	if e == nil {
+		return nil, nil
+	}
+	pos := make(map[sem.ColumnID]int, len(cols))
+	for i, c := range cols {
+		if _, dup := pos[c.ID]; !dup {
+			pos[c.ID] = i
+		}
+	}
+	var outerIDs []sem.ColumnID
+	seenOuter := map[sem.ColumnID]bool{}
+	type binding struct {
+		id  sem.ColumnID
+		pos int
+	}
+	var binds []binding
+	seenBind := map[sem.ColumnID]bool{}
+	var werr error
+	sem.Walk(e, func(e sem.Expr) bool {
+		switch v := e.(type) {
+		case *sem.ColRef:
+			if _, ok := pos[v.ID]; !ok && !seenOuter[v.ID] {
+				seenOuter[v.ID] = true
+				outerIDs = append(outerIDs, v.ID)
+			}
+		case *sem.SubqueryRef:
+			s := r.subquery(v.ID)
+			if s == nil {
+				werr = pgerror.New(pgerrcode.InternalError, "exec: subquery %d is not in the plan", v.ID)
+				return false
+			}
+			for _, id := range s.Outer {
+				if p, ok := pos[id]; ok && !seenBind[id] {
+					seenBind[id] = true
+					binds = append(binds, binding{id, p})
+				}
+			}
+		}
+		return true
+	})
+	if werr != nil {
+		return nil, werr
+	}
+	for i, id := range outerIDs {
+		pos[id] = len(cols) + i
+	}
+	ev, err := sem.Compile(e, pos)
+	if err != nil {
+		return nil, fmt.Errorf("exec: compiling %s: %w", e, err)
+	}
+	ectx := &r.ev
+	if len(outerIDs) == 0 && len(binds) == 0 {
+		return func(row []types.Datum) (types.Datum, error) { return ev(ectx, row) }, nil
+	}
+	var buf []types.Datum
+	return func(row []types.Datum) (types.Datum, error) {
+		for _, b := range binds {
+			r.outer[b.id] = row[b.pos]
+		}
+		if len(outerIDs) == 0 {
+			return ev(ectx, row)
+		}
+		buf = append(buf[:0], row...)
+		for _, id := range outerIDs {
+			d, ok := r.outer[id]
+			if !ok {
+				return nil, pgerror.New(pgerrcode.InternalError, "exec: outer column %d has no binding", id)
+			}
+			buf = append(buf, d)
+		}
+		return ev(ectx, buf)
+	}, nil
+}
+
+// compilePred compiles a boolean expression; the result is true only
+// for a true (not NULL) value. A nil e is always true.
+func (r *runner) compilePred(e sem.Expr, cols []plan.Column) (func(row []types.Datum) (bool, error), error) {
+	if e == nil {
+		return func([]types.Datum) (bool, error) { return true, nil }, nil
+	}
+	f, err := r.compile(e, cols)
+	if err != nil {
+		return nil, err
+	}
+	return func(row []types.Datum) (bool, error) {
+		d, err := f(row)
+		if err != nil {
+			return false, err
+		}
+		b, ok := d.(types.DBool)
+		return ok && bool(b), nil
+	}, nil
+}
+
+// build builds the operator of any node (and, through it, its inputs).
+// With Stats set, every operator is wrapped to count its rows and time.
+func (r *runner) build(n plan.Node) (op, error) {
+	o, err := r.buildNode(n)
+	if err != nil {
+		return nil, err
+	}
+	if r.x.Stats != nil {
+		return r.x.Stats.wrap(n, o), nil
+	}
+	return o, nil
+}
+
+func (r *runner) buildNode(n plan.Node) (op, error) {
+	switch n := n.(type) {
+	case *plan.Insert:
+		return r.buildInsert(n)
+	case *plan.Update:
+		return r.buildUpdate(n)
+	case *plan.Delete:
+		return r.buildDelete(n)
+	case *plan.Scan:
+		return r.buildScan(n)
+	case *plan.IndexJoin:
+		return r.buildIndexJoin(n)
+	case *plan.LookupJoin:
+		return r.buildLookupJoin(n)
+	case *plan.VirtualScan:
+		return r.buildVirtualScan(n)
+	case *plan.Values:
+		return r.buildValues(n)
+	case *plan.Filter:
+		return r.buildFilter(n)
+	case *plan.Project:
+		return r.buildProject(n)
+	case *plan.Join:
+		return r.buildJoin(n)
+	case *plan.GroupBy:
+		return r.buildGroupBy(n)
+	case *plan.Window:
+		return r.buildWindow(n)
+	case *plan.Sort:
+		return r.buildSort(n)
+	case *plan.Limit:
+		return r.buildLimit(n)
+	case *plan.Distinct:
+		return r.buildDistinct(n)
+	case *plan.SetOp:
+		return r.buildSetOp(n)
+	case *plan.RecursiveCTE:
+		return r.buildRecursiveCTE(n)
+	case *plan.WorkTable:
+		return r.buildWorkTable(n)
+	case *plan.CTEScan:
+		return r.buildCTEScan(n)
+	case *plan.ProjectSet:
+		return r.buildProjectSet(n)
+	case *plan.Max1Row:
+		return r.buildMax1Row(n)
+	case nil:
+		return nil, pgerror.New(pgerrcode.InternalError, "exec: nil plan node")
+	}
+	return nil, pgerror.New(pgerrcode.FeatureNotSupported, "exec: plan node %T is not supported", n)
+}
+
+// drain runs o to the end and returns its rows.
+func drain(ctx context.Context, o op) ([][]types.Datum, error) {
+	var rows [][]types.Datum
+	for {
+		row, err := o.Next(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if row == nil {
+			return rows, nil
+		}
+		rows = append(rows, row)
+	}
+}
+
+// checkEvery is how many rows a tight loop processes between checks of
+// the context.
+const checkEvery = 1024

@@ -1,0 +1,132 @@
+package exec
+
+import (
+	"github.com/cairn-db/cairn/sql/pgerror"
+	"github.com/cairn-db/cairn/sql/plan"
+	"github.com/cairn-db/cairn/sql/rowenc"
+	"github.com/cairn-db/cairn/sql/sem"
+	"github.com/cairn-db/cairn/sql/types"
+	"github.com/jackc/pgerrcode"
+)
+
+// subqueryState caches a subquery's results: one for an uncorrelated
+// subquery (run at most once per statement), one per distinct outer
+// binding for a correlated one.
+type subqueryState struct {
+	sub     *plan.Subquery
+	results map[string][]types.Datum
+}
+
+// maxCorrelatedCache bounds the results a correlated subquery keeps;
+// beyond it the cache is dropped and refilled, so memory stays bounded
+// when every outer row is distinct.
+const maxCorrelatedCache = 10000
+
+func (r *runner) subquery(id int) *plan.Subquery {
+	for _, s := range r.p.Subqueries {
+		if s != nil && s.ID == id {
+			return s
+		}
+	}
+	return nil
+}
+
+// Value implements sem.SubqueryValues.
+func (r *runner) Value(id int) (types.Datum, error) {
+	s, vals, err := r.subqueryRows(id)
+	if err != nil {
+		return nil, err
+	}
+	switch s.Kind {
+	case sem.ExistsSubquery:
+		return types.DBool(len(vals) > 0), nil
+	case sem.ScalarSubquery:
+		if len(vals) == 0 {
+			return types.DNull, nil
+		}
+		return vals[0], nil
+	case sem.ArraySubquery:
+		elem := types.Unknown
+		if cols := s.Root.Columns(); len(cols) > 0 {
+			elem = cols[0].T
+		}
+		return types.NewArray(elem, vals...), nil
+	}
+	return nil, pgerror.New(pgerrcode.InternalError, "exec: subquery %d of kind %d has no single value", id, s.Kind)
+}
+
+// Column implements sem.SubqueryValues.
+func (r *runner) Column(id int) ([]types.Datum, error) {
+	_, vals, err := r.subqueryRows(id)
+	return vals, err
+}
+
+// subqueryRows returns the first column of the subquery's rows under the
+// current outer binding (for EXISTS, at most one row; for a scalar
+// subquery, at most one or a 21000 error).
+func (r *runner) subqueryRows(id int) (*plan.Subquery, []types.Datum, error) {
+	st := r.subs[id]
+	if st == nil {
+		s := r.subquery(id)
+		if s == nil {
+			return nil, nil, pgerror.New(pgerrcode.InternalError, "exec: subquery %d is not in the plan", id)
+		}
+		st = &subqueryState{sub: s, results: map[string][]types.Datum{}}
+		r.subs[id] = st
+	}
+	s := st.sub
+	var key []byte
+	for _, oid := range s.Outer {
+		d, ok := r.outer[oid]
+		if !ok {
+			return nil, nil, pgerror.New(pgerrcode.InternalError, "exec: subquery %d: outer column %d has no binding", id, oid)
+		}
+		var err error
+		if key, err = rowenc.EncodeKey(key, d, rowenc.Asc); err != nil {
+			return nil, nil, err
+		}
+	}
+	if vals, ok := st.results[string(key)]; ok {
+		return s, vals, nil
+	}
+	vals, err := r.runSubquery(s)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(st.results) >= maxCorrelatedCache {
+		st.results = map[string][]types.Datum{}
+	}
+	st.results[string(key)] = vals
+	return s, vals, nil
+}
+
+func (r *runner) runSubquery(s *plan.Subquery) ([]types.Datum, error) {
+	o, err := r.build(s.Root)
+	if err != nil {
+		return nil, err
+	}
+	defer o.Close()
+	vals := []types.Datum{}
+	for {
+		row, err := o.Next(r.ctx)
+		if err != nil {
+			return nil, err
+		}
+		if row == nil {
+			return vals, nil
+		}
+		var d types.Datum = types.DNull
+		if len(row) > 0 {
+			d = row[0]
+		}
+		switch s.Kind {
+		case sem.ExistsSubquery:
+			return append(vals, types.DBool(true)), nil
+		case sem.ScalarSubquery:
+			if len(vals) == 1 {
+				return nil, sem.ErrScalarSubqueryRows()
+			}
+		}
+		vals = append(vals, d)
+	}
+}
