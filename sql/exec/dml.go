@@ -1,19 +1,613 @@
 package exec
 
 import (
-	"errors"
+	"context"
 
+	"github.com/jackc/pgerrcode"
+
+	"github.com/cairn-db/cairn/sql/catalog"
+	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/cairn-db/cairn/sql/plan"
+	"github.com/cairn-db/cairn/sql/sem"
+	"github.com/cairn-db/cairn/sql/types"
 )
 
-// PLACEHOLDER bodies: replaced by the DML executor.
+// The DML operators (INSERT, UPDATE, DELETE). Each runs its whole
+// statement on the first Next, as PostgreSQL runs a ModifyTable to
+// completion before a portal returns any RETURNING row, then streams the
+// RETURNING rows it buffered. Writes go through rowenc.RowWriter into
+// kv.Batches of batchSize rows (dml_table.go); constraint checks are NOT
+// NULL and CHECK per row, uniqueness by the RowWriter's conditional puts,
+// and foreign keys at the end of the statement (dml_fk.go).
+//
+// The operator reports its count through RowsAffected (Start's affecter).
+
+// dmlOp runs a DML statement once and streams its RETURNING rows.
+type dmlOp struct {
+	run   func(ctx context.Context) error
+	input op
+	out   [][]types.Datum
+	next  int
+	ran   bool
+	err   error
+	count int64
+}
+
+func (o *dmlOp) Next(ctx context.Context) ([]types.Datum, error) {
+	if !o.ran {
+		o.ran = true
+		o.err = o.run(ctx)
+		if o.input != nil {
+			o.input.Close()
+			o.input = nil
+		}
+	}
+	if o.err != nil {
+		return nil, o.err
+	}
+	if o.next >= len(o.out) {
+		return nil, nil
+	}
+	row := o.out[o.next]
+	o.out[o.next] = nil
+	o.next++
+	return row, nil
+}
+
+func (o *dmlOp) Close() {
+	if o.input != nil {
+		o.input.Close()
+		o.input = nil
+	}
+}
+
+func (o *dmlOp) RowsAffected() int64 { return o.count }
+
+// colsOf is a row layout of the given IDs, for compile.
+func colsOf(ids []sem.ColumnID) []plan.Column {
+	cols := make([]plan.Column, len(ids))
+	for i, id := range ids {
+		cols[i] = plan.Column{ID: id}
+	}
+	return cols
+}
+
+// compileAll compiles exprs (nil entries stay nil) over cols.
+func (r *runner) compileAll(exprs []sem.Expr, cols []plan.Column) ([]rowFn, error) {
+	out := make([]rowFn, len(exprs))
+	for i, e := range exprs {
+		f, err := r.compile(e, cols)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = f
+	}
+	return out, nil
+}
+
+type planCheck struct {
+	name string
+	eval rowFn
+}
+
+func (r *runner) compileChecks(checks []plan.Check, cols []plan.Column) ([]planCheck, error) {
+	out := make([]planCheck, len(checks))
+	for i, c := range checks {
+		f, err := r.compile(c.Expr, cols)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = planCheck{name: c.Name, eval: f}
+	}
+	return out, nil
+}
+
+// rowWriterSpec is what the binder compiled for new rows of a table:
+// generated columns and CHECKs over the new row (Table.Columns order).
+type rowWriterSpec struct {
+	ti       *tableInfo
+	computed []rowFn
+	checks   []planCheck
+}
+
+// finish computes generated columns and checks NOT NULL and CHECK on a
+// new row, in PostgreSQL's order (ExecConstraints).
+func (w *rowWriterSpec) finish(s *dmlState, row []types.Datum) error {
+	for i, f := range w.computed {
+		if f == nil {
+			continue
+		}
+		d, err := f(row)
+		if err != nil {
+			return err
+		}
+		row[i] = d
+	}
+	if err := w.ti.checkNotNull(s.x, row); err != nil {
+		return err
+	}
+	for _, c := range w.checks {
+		d, err := c.eval(row)
+		if err != nil {
+			return err
+		}
+		if !checkPasses(d) {
+			return w.ti.checkFailed(s.x, c.name, row)
+		}
+	}
+	return nil
+}
+
+// readsTable reports whether any node of the plan reads table id: an
+// INSERT ... SELECT from its own target must not see its own rows.
+func readsTable(p *plan.Plan, root plan.Node, id catalog.ID) bool {
+	found := false
+	var walk func(n plan.Node)
+	walk = func(n plan.Node) {
+		if n == nil || found {
+			return
+		}
+		switch n := n.(type) {
+		case *plan.Scan:
+			found = n.Table != nil && n.Table.ID == id
+		case *plan.IndexJoin:
+			found = n.Table != nil && n.Table.ID == id
+			walk(n.Input)
+		case *plan.LookupJoin:
+			found = n.Table != nil && n.Table.ID == id
+			walk(n.Input)
+		case *plan.Filter:
+			walk(n.Input)
+		case *plan.Project:
+			walk(n.Input)
+		case *plan.Join:
+			walk(n.Left)
+			walk(n.Right)
+		case *plan.GroupBy:
+			walk(n.Input)
+		case *plan.Window:
+			walk(n.Input)
+		case *plan.Sort:
+			walk(n.Input)
+		case *plan.Limit:
+			walk(n.Input)
+		case *plan.Distinct:
+			walk(n.Input)
+		case *plan.SetOp:
+			walk(n.Left)
+			walk(n.Right)
+		case *plan.RecursiveCTE:
+			walk(n.Init)
+			walk(n.Recursive)
+		case *plan.ProjectSet:
+			walk(n.Input)
+		case *plan.Max1Row:
+			walk(n.Input)
+		case *plan.Insert:
+			walk(n.Input)
+		case *plan.Update:
+			walk(n.Input)
+		case *plan.Delete:
+			walk(n.Input)
+		case *plan.Values, *plan.VirtualScan, *plan.WorkTable, *plan.CTEScan:
+		default:
+			// Unknown node: assume it may read the table.
+			found = true
+		}
+	}
+	walk(root)
+	if p != nil {
+		for _, sq := range p.Subqueries {
+			if sq != nil {
+				walk(sq.Root)
+			}
+		}
+		for _, c := range p.CTEs {
+			walk(c)
+		}
+	}
+	return found
+}
+
+// --- INSERT ---
+
+// inserter inserts full rows into one table: the plan's INSERT and COPY
+// FROM share it.
+type inserter struct {
+	s    *dmlState
+	spec rowWriterSpec
+	oc   *conflictSpec
+	// returning, when set, is evaluated over each new row.
+	returning []rowFn
+	out       *[][]types.Datum
+	count     *int64
+}
+
+// insert finishes row (generated columns, constraints), handles ON
+// CONFLICT and writes it.
+func (in *inserter) insert(ctx context.Context, row []types.Datum) error {
+	s := in.s
+	if err := in.spec.finish(s, row); err != nil {
+		return err
+	}
+	if in.oc != nil {
+		done, err := in.oc.handle(ctx, in, row)
+		if err != nil || done {
+			return err
+		}
+	}
+	if err := s.write(ctx, in.spec.ti, nil, row); err != nil {
+		return err
+	}
+	if in.oc != nil && in.oc.update {
+		if err := in.oc.markWritten(row); err != nil {
+			return err
+		}
+	}
+	if err := s.noteWrite(ctx, in.spec.ti, nil, row); err != nil {
+		return err
+	}
+	return in.emit(row)
+}
+
+// emit counts a written row and evaluates RETURNING over it.
+func (in *inserter) emit(row []types.Datum) error {
+	*in.count++
+	if in.returning == nil {
+		return nil
+	}
+	out, err := evalRow(in.returning, row)
+	if err != nil {
+		return err
+	}
+	*in.out = append(*in.out, out)
+	return nil
+}
+
+func evalRow(fns []rowFn, row []types.Datum) ([]types.Datum, error) {
+	out := make([]types.Datum, len(fns))
+	for i, f := range fns {
+		d, err := f(row)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = d
+	}
+	return out, nil
+}
 
 func (r *runner) buildInsert(n *plan.Insert) (op, error) {
-	return nil, errors.New("exec: INSERT not built yet")
+	if n.Table == nil || n.Input == nil {
+		return nil, pgerror.New(pgerrcode.InternalError, "exec: INSERT without a table or input")
+	}
+	s := newDMLState(r.x, r.evalCtx())
+	ti, err := s.table(n.Table)
+	if err != nil {
+		return nil, err
+	}
+	ncols := len(n.Table.Columns)
+	if len(n.TableCols) != ncols {
+		return nil, pgerror.New(pgerrcode.InternalError, "exec: INSERT into %q has %d table column IDs for %d columns", n.Table.Name, len(n.TableCols), ncols)
+	}
+	rowCols := colsOf(n.TableCols)
+	// inPos[j] is the table position input column j fills.
+	inPos := make([]int, len(n.InsertCols))
+	given := make([]bool, ncols)
+	for j, id := range n.InsertCols {
+		p, ok := ti.pos[id]
+		if !ok {
+			return nil, pgerror.New(pgerrcode.InternalError, "exec: INSERT column %d is not in table %q", id, n.Table.Name)
+		}
+		inPos[j], given[p] = p, true
+	}
+	defaults := make([]rowFn, ncols)
+	for i := 0; i < ncols; i++ {
+		if given[i] || i >= len(n.Defaults) || n.Defaults[i] == nil {
+			continue
+		}
+		if defaults[i], err = r.compile(n.Defaults[i], nil); err != nil {
+			return nil, err
+		}
+	}
+	o := &dmlOp{}
+	in := &inserter{s: s, out: &o.out, count: &o.count}
+	in.spec.ti = ti
+	if in.spec.computed, err = r.compileAll(padExprs(n.Computed, ncols), rowCols); err != nil {
+		return nil, err
+	}
+	if in.spec.checks, err = r.compileChecks(n.Checks, rowCols); err != nil {
+		return nil, err
+	}
+	if n.Returning != nil {
+		if in.returning, err = r.compileAll(n.Returning.Exprs, rowCols); err != nil {
+			return nil, err
+		}
+	}
+	if n.OnConflict != nil {
+		if in.oc, err = r.buildConflict(s, ti, n); err != nil {
+			return nil, err
+		}
+	}
+	input, err := r.build(n.Input)
+	if err != nil {
+		return nil, err
+	}
+	o.input = input
+	materialize := readsTable(r.p, n.Input, n.Table.ID)
+	o.run = func(ctx context.Context) error {
+		next := input.Next
+		if materialize {
+			rows, err := drain(ctx, input)
+			if err != nil {
+				return err
+			}
+			i := 0
+			next = func(context.Context) ([]types.Datum, error) {
+				if i >= len(rows) {
+					return nil, nil
+				}
+				i++
+				return rows[i-1], nil
+			}
+		}
+		for k := 0; ; k++ {
+			if k%checkEvery == 0 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+			src, err := next(ctx)
+			if err != nil {
+				return err
+			}
+			if src == nil {
+				break
+			}
+			if len(src) < len(inPos) {
+				return pgerror.New(pgerrcode.InternalError, "exec: INSERT input row has %d columns for %d target columns", len(src), len(inPos))
+			}
+			row := make([]types.Datum, ncols)
+			for i := range row {
+				row[i] = types.DNull
+			}
+			for j, p := range inPos {
+				row[p] = src[j]
+			}
+			for i, f := range defaults {
+				if f == nil {
+					continue
+				}
+				if row[i], err = f(nil); err != nil {
+					return err
+				}
+			}
+			if err := in.insert(ctx, row); err != nil {
+				return err
+			}
+		}
+		if err := s.flush(ctx); err != nil {
+			return err
+		}
+		return s.finishFKs(ctx)
+	}
+	return o, nil
 }
+
+func padExprs(es []sem.Expr, n int) []sem.Expr {
+	if len(es) >= n {
+		return es[:n]
+	}
+	out := make([]sem.Expr, n)
+	copy(out, es)
+	return out
+}
+
+// --- UPDATE and DELETE ---
+
+// inputPositions maps IDs to their position among the input's columns.
+func inputPositions(what string, cols []plan.Column, ids []sem.ColumnID) ([]int, error) {
+	pos := make(map[sem.ColumnID]int, len(cols))
+	for i, c := range cols {
+		if _, dup := pos[c.ID]; !dup {
+			pos[c.ID] = i
+		}
+	}
+	out := make([]int, len(ids))
+	for i, id := range ids {
+		p, ok := pos[id]
+		if !ok {
+			return nil, pgerror.New(pgerrcode.InternalError, "exec: %s column %d is not among the input's columns", what, id)
+		}
+		out[i] = p
+	}
+	return out, nil
+}
+
 func (r *runner) buildUpdate(n *plan.Update) (op, error) {
-	return nil, errors.New("exec: UPDATE not built yet")
+	if n.Table == nil || n.Input == nil {
+		return nil, pgerror.New(pgerrcode.InternalError, "exec: UPDATE without a table or input")
+	}
+	s := newDMLState(r.x, r.evalCtx())
+	ti, err := s.table(n.Table)
+	if err != nil {
+		return nil, err
+	}
+	ncols := len(n.Table.Columns)
+	inCols := n.Input.Columns()
+	if len(n.FetchCols) != ncols || len(n.TableCols) != ncols || len(n.SetCols) != len(n.NewCols) {
+		return nil, pgerror.New(pgerrcode.InternalError, "exec: UPDATE of %q has mismatched column lists", n.Table.Name)
+	}
+	fetchPos, err := inputPositions("UPDATE fetch", inCols, n.FetchCols)
+	if err != nil {
+		return nil, err
+	}
+	newPos, err := inputPositions("UPDATE new value", inCols, n.NewCols)
+	if err != nil {
+		return nil, err
+	}
+	setPos := make([]int, len(n.SetCols))
+	for i, id := range n.SetCols {
+		p, ok := ti.pos[id]
+		if !ok {
+			return nil, pgerror.New(pgerrcode.InternalError, "exec: UPDATE column %d is not in table %q", id, n.Table.Name)
+		}
+		setPos[i] = p
+	}
+	rowCols := colsOf(n.TableCols)
+	spec := rowWriterSpec{ti: ti}
+	if spec.computed, err = r.compileAll(padExprs(n.Computed, ncols), rowCols); err != nil {
+		return nil, err
+	}
+	if spec.checks, err = r.compileChecks(n.Checks, rowCols); err != nil {
+		return nil, err
+	}
+	// RETURNING sees the new row first, then the input row (UPDATE ...
+	// FROM's other tables).
+	var returning []rowFn
+	if n.Returning != nil {
+		if returning, err = r.compileAll(n.Returning.Exprs, append(colsOf(n.TableCols), inCols...)); err != nil {
+			return nil, err
+		}
+	}
+	input, err := r.build(n.Input)
+	if err != nil {
+		return nil, err
+	}
+	o := &dmlOp{input: input}
+	o.run = func(ctx context.Context) error {
+		// Materialize first: the transaction's reads see its own writes,
+		// so updating while scanning could meet updated rows again.
+		rows, err := drain(ctx, input)
+		if err != nil {
+			return err
+		}
+		input.Close()
+		o.input = nil
+		seen := map[string]bool{}
+		for k, src := range rows {
+			if k%checkEvery == 0 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+			old := make([]types.Datum, ncols)
+			for i, p := range fetchPos {
+				old[i] = src[p]
+			}
+			key, err := ti.primaryKey(old)
+			if err != nil {
+				return err
+			}
+			// A join may produce a target row more than once; Postgres
+			// updates it once.
+			if seen[string(key)] {
+				continue
+			}
+			seen[string(key)] = true
+			nr := append([]types.Datum(nil), old...)
+			for i, p := range setPos {
+				nr[p] = src[newPos[i]]
+			}
+			if err := spec.finish(s, nr); err != nil {
+				return err
+			}
+			if err := s.write(ctx, ti, old, nr); err != nil {
+				return err
+			}
+			if err := s.noteWrite(ctx, ti, old, nr); err != nil {
+				return err
+			}
+			o.count++
+			if returning != nil {
+				out, err := evalRow(returning, append(nr, src...))
+				if err != nil {
+					return err
+				}
+				o.out = append(o.out, out)
+			}
+		}
+		if err := s.flush(ctx); err != nil {
+			return err
+		}
+		return s.finishFKs(ctx)
+	}
+	return o, nil
 }
+
 func (r *runner) buildDelete(n *plan.Delete) (op, error) {
-	return nil, errors.New("exec: DELETE not built yet")
+	if n.Table == nil || n.Input == nil {
+		return nil, pgerror.New(pgerrcode.InternalError, "exec: DELETE without a table or input")
+	}
+	s := newDMLState(r.x, r.evalCtx())
+	ti, err := s.table(n.Table)
+	if err != nil {
+		return nil, err
+	}
+	ncols := len(n.Table.Columns)
+	inCols := n.Input.Columns()
+	if len(n.FetchCols) != ncols {
+		return nil, pgerror.New(pgerrcode.InternalError, "exec: DELETE from %q fetches %d of %d columns", n.Table.Name, len(n.FetchCols), ncols)
+	}
+	fetchPos, err := inputPositions("DELETE fetch", inCols, n.FetchCols)
+	if err != nil {
+		return nil, err
+	}
+	var returning []rowFn
+	if n.Returning != nil {
+		if returning, err = r.compileAll(n.Returning.Exprs, inCols); err != nil {
+			return nil, err
+		}
+	}
+	input, err := r.build(n.Input)
+	if err != nil {
+		return nil, err
+	}
+	o := &dmlOp{input: input}
+	o.run = func(ctx context.Context) error {
+		rows, err := drain(ctx, input)
+		if err != nil {
+			return err
+		}
+		input.Close()
+		o.input = nil
+		seen := map[string]bool{}
+		for k, src := range rows {
+			if k%checkEvery == 0 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+			old := make([]types.Datum, ncols)
+			for i, p := range fetchPos {
+				old[i] = src[p]
+			}
+			key, err := ti.primaryKey(old)
+			if err != nil {
+				return err
+			}
+			if seen[string(key)] {
+				continue
+			}
+			seen[string(key)] = true
+			if err := s.write(ctx, ti, old, nil); err != nil {
+				return err
+			}
+			if err := s.noteWrite(ctx, ti, old, nil); err != nil {
+				return err
+			}
+			o.count++
+			if returning != nil {
+				out, err := evalRow(returning, src)
+				if err != nil {
+					return err
+				}
+				o.out = append(o.out, out)
+			}
+		}
+		if err := s.flush(ctx); err != nil {
+			return err
+		}
+		return s.finishFKs(ctx)
+	}
+	return o, nil
 }

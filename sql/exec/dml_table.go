@@ -1,0 +1,565 @@
+package exec
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgerrcode"
+
+	"github.com/cairn-db/cairn/keys"
+	"github.com/cairn-db/cairn/kv"
+	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/sql/catalog"
+	"github.com/cairn-db/cairn/sql/parser"
+	"github.com/cairn-db/cairn/sql/pgerror"
+	"github.com/cairn-db/cairn/sql/rowenc"
+	"github.com/cairn-db/cairn/sql/sem"
+	"github.com/cairn-db/cairn/sql/types"
+)
+
+// This file holds what every row-writing path (INSERT, UPDATE, DELETE,
+// ON CONFLICT, COPY FROM and the foreign-key actions) knows about one
+// table: its layout and RowWriter, the expressions its descriptor keeps as
+// SQL text (defaults, generated columns, CHECKs, partial-index predicates)
+// compiled over the table's row, and the point and prefix reads the
+// constraint checks need. Rows are always full rows in Table.Columns order.
+
+// tableInfo is one table as the DML of one statement writes it.
+type tableInfo struct {
+	desc   *catalog.Table
+	layout *rowenc.TableLayout
+	writer rowenc.RowWriter
+	pos    map[rowenc.ColumnID]int
+	// partial holds the compiled predicate of each partial index, by ID.
+	partial map[uint32]sem.Evaluator
+
+	// Built on demand from the descriptor's SQL text (COPY and the
+	// foreign-key actions, which have no binder-built expressions).
+	textBuilt bool
+	defaults  []sem.Evaluator // nil entry: NULL
+	computed  []sem.Evaluator // nil entry: not generated
+	checks    []compiledCheck
+
+	// out are the foreign keys of this table (it is the child); in are
+	// the foreign keys of other tables referencing it (loaded on demand).
+	out    []*fkInfo
+	in     []*fkInfo
+	inDone bool
+}
+
+type compiledCheck struct {
+	name string
+	eval sem.Evaluator
+}
+
+// tableScope resolves column names of one table to their row positions,
+// for the expressions a descriptor keeps as text.
+type tableScope struct{ t *catalog.Table }
+
+func (s tableScope) Resolve(fields []string) (sem.ColumnID, *types.T, string, error) {
+	name := fields[len(fields)-1]
+	if len(fields) > 2 || (len(fields) == 2 && fields[0] != s.t.Name) {
+		return 0, nil, "", sem.ErrUndefinedColumn(fields...)
+	}
+	for i, c := range s.t.Columns {
+		if c.Name == name {
+			return sem.ColumnID(i), c.Type, name, nil
+		}
+	}
+	return 0, nil, "", sem.ErrUndefinedColumn(fields...)
+}
+
+// buildTextExpr builds a descriptor's SQL expression text over t's row
+// (ColumnIDs are row positions). want nil builds as is; assignCol >= 0
+// coerces to that column's type as an assignment would.
+func buildTextExpr(t *catalog.Table, text string, want *types.T, assignCol int) (sem.Expr, error) {
+	stmts, err := parser.Parse("SELECT " + text)
+	if err != nil || len(stmts) != 1 {
+		return nil, fmt.Errorf("table %q: parsing expression %q: %w", t.Name, text, err)
+	}
+	sel := stmts[0].AST.GetStmt().GetSelectStmt()
+	if sel == nil || len(sel.TargetList) != 1 {
+		return nil, fmt.Errorf("table %q: expression %q is not one expression", t.Name, text)
+	}
+	node := sel.TargetList[0].GetResTarget().GetVal()
+	bc := sem.BuildContext{Scope: tableScope{t}}
+	if assignCol >= 0 {
+		c := t.Columns[assignCol]
+		return sem.BuildAssign(bc, node, c.Type, c.Name)
+	}
+	return sem.Build(bc, node, want)
+}
+
+// dmlState is the per-statement state shared by every table a statement
+// writes (the target and the tables foreign-key actions reach).
+type dmlState struct {
+	x *Context
+	// ev is what expressions evaluate with (the runner's, which answers
+	// subqueries, or the session's for COPY).
+	ev     *sem.EvalContext
+	tables map[catalog.ID]*tableInfo
+
+	batch      *kv.Batch
+	batchTable *tableInfo
+	batchRows  int
+
+	// Deferred foreign-key work, run at the end of the statement as
+	// PostgreSQL's RI triggers are (after every row is written, so rows of
+	// one statement may reference each other).
+	childChecks  []childCheck
+	parentEvents []parentEvent
+}
+
+// batchSize is how many row changes go in one KV batch.
+const batchSize = 1000
+
+func newDMLState(x *Context, ev *sem.EvalContext) *dmlState {
+	if ev == nil {
+		ev = x.Eval
+	}
+	if ev == nil {
+		ev = &sem.EvalContext{}
+	}
+	return &dmlState{x: x, ev: ev, tables: map[catalog.ID]*tableInfo{}}
+}
+
+// table returns the statement's tableInfo for desc.
+func (s *dmlState) table(desc *catalog.Table) (*tableInfo, error) {
+	if ti, ok := s.tables[desc.ID]; ok {
+		return ti, nil
+	}
+	layout, err := desc.Layout()
+	if err != nil {
+		return nil, fmt.Errorf("table %q: %w", desc.Name, err)
+	}
+	ti := &tableInfo{desc: desc, layout: layout, pos: map[rowenc.ColumnID]int{}}
+	for i, c := range desc.Columns {
+		ti.pos[c.ID] = i
+	}
+	ti.writer = rowenc.RowWriter{
+		Table:           layout,
+		PackedRows:      s.x.PackedRows && desc.RowFormat.Packed,
+		PackedSizeLimit: s.x.PackedSizeLimit,
+	}
+	for i := range desc.Indexes {
+		idx := &desc.Indexes[i]
+		if idx.Predicate == "" {
+			continue
+		}
+		e, err := buildTextExpr(desc, idx.Predicate, types.Bool, -1)
+		if err != nil {
+			return nil, fmt.Errorf("index %q predicate: %w", idx.Name, err)
+		}
+		ev, err := sem.Compile(e, nil)
+		if err != nil {
+			return nil, fmt.Errorf("index %q predicate: %w", idx.Name, err)
+		}
+		if ti.partial == nil {
+			ti.partial = map[uint32]sem.Evaluator{}
+		}
+		ti.partial[uint32(idx.ID)] = ev
+	}
+	if ti.partial != nil {
+		ti.writer.InPartialIndex = func(idx *rowenc.IndexLayout, row []types.Datum) (bool, error) {
+			ev := ti.partial[idx.ID]
+			if ev == nil {
+				return true, nil
+			}
+			d, err := ev(s.ev, row)
+			if err != nil {
+				return false, err
+			}
+			b, ok := d.(types.DBool)
+			return ok && bool(b), nil
+		}
+	}
+	s.tables[desc.ID] = ti
+	for i := range desc.ForeignKeys {
+		fk, err := s.newFK(ti, &desc.ForeignKeys[i])
+		if err != nil {
+			return nil, err
+		}
+		ti.out = append(ti.out, fk)
+	}
+	return ti, nil
+}
+
+// tableByID reads a table descriptor in the statement's transaction.
+func (s *dmlState) tableByID(ctx context.Context, id catalog.ID) (*tableInfo, error) {
+	if ti, ok := s.tables[id]; ok {
+		return ti, nil
+	}
+	if s.x.Catalog == nil {
+		return nil, fmt.Errorf("exec: no catalog to read table %d", id)
+	}
+	desc, err := s.x.Catalog.TableByID(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return s.table(desc)
+}
+
+// buildText compiles the table's defaults, generated columns and CHECKs
+// from the descriptor's SQL text (the binder does this for INSERT and
+// UPDATE; COPY and the foreign-key actions need it here).
+func (ti *tableInfo) buildText() error {
+	if ti.textBuilt {
+		return nil
+	}
+	t := ti.desc
+	ti.defaults = make([]sem.Evaluator, len(t.Columns))
+	ti.computed = make([]sem.Evaluator, len(t.Columns))
+	for i, c := range t.Columns {
+		if c.DefaultExpr != "" {
+			e, err := buildTextExpr(t, c.DefaultExpr, nil, i)
+			if err != nil {
+				return fmt.Errorf("column %q default: %w", c.Name, err)
+			}
+			if ti.defaults[i], err = sem.Compile(e, nil); err != nil {
+				return fmt.Errorf("column %q default: %w", c.Name, err)
+			}
+		}
+		if c.ComputedExpr != "" && c.Stored {
+			e, err := buildTextExpr(t, c.ComputedExpr, nil, i)
+			if err != nil {
+				return fmt.Errorf("column %q generation expression: %w", c.Name, err)
+			}
+			if ti.computed[i], err = sem.Compile(e, nil); err != nil {
+				return fmt.Errorf("column %q generation expression: %w", c.Name, err)
+			}
+		}
+	}
+	for _, ck := range t.Checks {
+		e, err := buildTextExpr(t, ck.Expr, types.Bool, -1)
+		if err != nil {
+			return fmt.Errorf("check constraint %q: %w", ck.Name, err)
+		}
+		ev, err := sem.Compile(e, nil)
+		if err != nil {
+			return fmt.Errorf("check constraint %q: %w", ck.Name, err)
+		}
+		ti.checks = append(ti.checks, compiledCheck{name: ck.Name, eval: ev})
+	}
+	ti.textBuilt = true
+	return nil
+}
+
+// failingRow formats a row as PostgreSQL's "Failing row contains (...)"
+// detail does: every column's output text, null for NULL, each value
+// clipped to 64 bytes.
+func (ti *tableInfo) failingRow(x *Context, row []types.Datum) string {
+	var b strings.Builder
+	b.WriteString("Failing row contains (")
+	first := true
+	for i, c := range ti.desc.Columns {
+		if c.Hidden {
+			continue
+		}
+		if !first {
+			b.WriteString(", ")
+		}
+		first = false
+		if types.IsNull(row[i]) {
+			b.WriteString("null")
+			continue
+		}
+		b.WriteString(clip(types.Format(typesCtx(x), c.Type, row[i]), 64))
+	}
+	b.WriteString(").")
+	return b.String()
+}
+
+// clip cuts s to at most n bytes at a character boundary, as
+// pg_mbcliplen does.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := n
+	for i > 0 && !isRuneStart(s[i]) {
+		i--
+	}
+	return s[:i]
+}
+
+func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+func typesCtx(x *Context) *types.Context {
+	if x.Eval != nil && x.Eval.Fn != nil {
+		return x.Eval.Fn.Types()
+	}
+	return nil
+}
+
+// checkNotNull fails with 23502 for the first NOT NULL column holding NULL.
+func (ti *tableInfo) checkNotNull(x *Context, row []types.Datum) error {
+	for i, c := range ti.desc.Columns {
+		if !c.Nullable && types.IsNull(row[i]) {
+			return pgerror.New(pgerrcode.NotNullViolation,
+				"null value in column %q of relation %q violates not-null constraint", c.Name, ti.desc.Name).
+				WithDetail("%s", ti.failingRow(x, row))
+		}
+	}
+	return nil
+}
+
+// checkFailed is the 23514 error of CHECK constraint name.
+func (ti *tableInfo) checkFailed(x *Context, name string, row []types.Datum) error {
+	return pgerror.New(pgerrcode.CheckViolation,
+		"new row for relation %q violates check constraint %q", ti.desc.Name, name).
+		WithDetail("%s", ti.failingRow(x, row))
+}
+
+// checkPasses is a CHECK's verdict: only false fails (NULL passes).
+func checkPasses(d types.Datum) bool {
+	b, ok := d.(types.DBool)
+	return !ok || bool(b)
+}
+
+// applyText fills generated columns and checks NOT NULL and CHECK
+// constraints of row with the descriptor's own expressions.
+func (ti *tableInfo) applyText(s *dmlState, row []types.Datum) error {
+	x := s.x
+	if err := ti.buildText(); err != nil {
+		return err
+	}
+	for i, ev := range ti.computed {
+		if ev == nil {
+			continue
+		}
+		d, err := ev(s.ev, row)
+		if err != nil {
+			return err
+		}
+		row[i] = d
+	}
+	if err := ti.checkNotNull(x, row); err != nil {
+		return err
+	}
+	for _, ck := range ti.checks {
+		d, err := ck.eval(s.ev, row)
+		if err != nil {
+			return err
+		}
+		if !checkPasses(d) {
+			return ti.checkFailed(x, ck.name, row)
+		}
+	}
+	return nil
+}
+
+// --- writing ---
+
+// write adds one row change to the statement's batch (old nil inserts,
+// new nil deletes), flushing first when the batch is full or belongs to
+// another table (a batch holds one table's writes so that a failed
+// uniqueness condition is reported against the right table).
+func (s *dmlState) write(ctx context.Context, ti *tableInfo, old, new []types.Datum) error {
+	if s.batch != nil && (s.batchTable != ti || s.batchRows >= batchSize) {
+		if err := s.flush(ctx); err != nil {
+			return err
+		}
+	}
+	if s.batch == nil {
+		s.batch, s.batchTable, s.batchRows = &kv.Batch{}, ti, 0
+	}
+	s.batchRows++
+	return ti.writer.Write(s.batch, old, new)
+}
+
+// flush runs the pending batch in the transaction.
+func (s *dmlState) flush(ctx context.Context) error {
+	b, ti := s.batch, s.batchTable
+	s.batch, s.batchTable, s.batchRows = nil, nil, 0
+	if b == nil || b.Len() == 0 {
+		return nil
+	}
+	if err := s.x.Txn.Run(ctx, b); err != nil {
+		return ti.layout.ConvertWriteError(err)
+	}
+	return nil
+}
+
+// --- reading ---
+
+// primaryKey is the primary-index row key of row.
+func (ti *tableInfo) primaryKey(row []types.Datum) ([]byte, error) {
+	return ti.layout.PrimaryKey(nil, row)
+}
+
+// fetchByPrimaryKeys reads the rows at the given row keys (nil entries for
+// rows that do not exist), one scan per row in one batch.
+func (s *dmlState) fetchByPrimaryKeys(ctx context.Context, ti *tableInfo, rowKeys [][]byte) ([][]types.Datum, error) {
+	out := make([][]types.Datum, len(rowKeys))
+	if len(rowKeys) == 0 {
+		return out, nil
+	}
+	b := &kv.Batch{}
+	for _, k := range rowKeys {
+		b.Scan(k, keys.PrefixEnd(k), 0)
+	}
+	if err := s.x.Txn.Run(ctx, b); err != nil {
+		return nil, err
+	}
+	for i := range rowKeys {
+		rows, err := s.decodePrimary(ti, b.Results[i].Rows)
+		if err != nil {
+			return nil, err
+		}
+		if len(rows) > 0 {
+			out[i] = rows[0]
+		}
+	}
+	return out, nil
+}
+
+func (s *dmlState) decodePrimary(ti *tableInfo, kvs []kvpb.KeyValue) ([][]types.Datum, error) {
+	f, err := rowenc.NewRowFetcher(ti.layout, &ti.layout.Primary, nil)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := f.DecodeRows(kvs)
+	if err != nil {
+		return nil, fmt.Errorf("table %q: %w", ti.desc.Name, err)
+	}
+	return rows, nil
+}
+
+// scanAll reads every row of the table (in pages) and calls emit for each.
+func (s *dmlState) scanAll(ctx context.Context, ti *tableInfo, emit func(row []types.Datum) error) error {
+	f, err := rowenc.NewRowFetcher(ti.layout, &ti.layout.Primary, nil)
+	if err != nil {
+		return err
+	}
+	span := ti.layout.IndexSpan(&ti.layout.Primary)
+	return scanPages(ctx, s.x.Txn, span.Key, span.EndKey, f, emit)
+}
+
+// scanPageSize is how many KVs one read of a long scan returns.
+const scanPageSize = 10000
+
+// scanPages feeds [start, end) to f page by page.
+func scanPages(ctx context.Context, txn *kv.Txn, start, end []byte, f *rowenc.RowFetcher, emit func(row []types.Datum) error) error {
+	for {
+		kvs, err := txn.Scan(ctx, start, end, scanPageSize)
+		if err != nil {
+			return err
+		}
+		if err := f.Add(kvs, emit); err != nil {
+			return err
+		}
+		if len(kvs) < scanPageSize {
+			return f.Finish(emit)
+		}
+		start = keys.Next(kvs[len(kvs)-1].Key)
+	}
+}
+
+// findRows returns the rows of ti whose columns at positions pos equal
+// vals (every val non-NULL), through an index whose leading key columns
+// are exactly those columns when one exists, else by a filtered scan.
+func (s *dmlState) findRows(ctx context.Context, ti *tableInfo, pos []int, vals []types.Datum) ([][]types.Datum, error) {
+	if idx, order := ti.prefixIndex(pos); idx != nil {
+		prefix := ti.layout.IndexPrefix(nil, idx, 0)
+		var err error
+		for i, p := range order {
+			if prefix, err = rowenc.EncodeKey(prefix, vals[p], idx.KeyOrders[i]); err != nil {
+				return nil, err
+			}
+		}
+		kvs, err := s.x.Txn.Scan(ctx, prefix, keys.PrefixEnd(prefix), 0)
+		if err != nil {
+			return nil, err
+		}
+		if idx == &ti.layout.Primary {
+			return s.decodePrimary(ti, kvs)
+		}
+		f, err := rowenc.NewRowFetcher(ti.layout, idx, nil)
+		if err != nil {
+			return nil, err
+		}
+		entries, err := f.DecodeRows(kvs)
+		if err != nil {
+			return nil, err
+		}
+		rowKeys := make([][]byte, len(entries))
+		for i, e := range entries {
+			if rowKeys[i], err = ti.primaryKey(e); err != nil {
+				return nil, err
+			}
+		}
+		rows, err := s.fetchByPrimaryKeys(ctx, ti, rowKeys)
+		if err != nil {
+			return nil, err
+		}
+		out := rows[:0]
+		for _, r := range rows {
+			if r != nil {
+				out = append(out, r)
+			}
+		}
+		return out, nil
+	}
+	var out [][]types.Datum
+	err := s.scanAll(ctx, ti, func(row []types.Datum) error {
+		for i, p := range pos {
+			if types.IsNull(row[p]) || types.Compare(row[p], vals[i]) != 0 {
+				return nil
+			}
+		}
+		out = append(out, row)
+		return nil
+	})
+	return out, err
+}
+
+// prefixIndex finds a complete index (public, not partial) whose leading
+// key columns are the columns at pos in some order, and whose entries for
+// such a prefix are contiguous (one bucket). order[i] is the index in pos
+// of the index's i-th key column.
+func (ti *tableInfo) prefixIndex(pos []int) (*rowenc.IndexLayout, []int) {
+	try := func(idx *rowenc.IndexLayout) []int {
+		if len(idx.KeyColumns) < len(pos) {
+			return nil
+		}
+		order := make([]int, len(pos))
+		for i := range pos {
+			cp := ti.layout.ColumnPos(idx.KeyColumns[i])
+			j := indexOf(pos, cp)
+			if j < 0 {
+				return nil
+			}
+			order[i] = j
+		}
+		return order
+	}
+	if ti.layout.HashColumns == 0 {
+		if order := try(&ti.layout.Primary); order != nil {
+			return &ti.layout.Primary, order
+		}
+	}
+	for i := range ti.layout.Secondary {
+		idx := &ti.layout.Secondary[i]
+		d := ti.desc.IndexByID(catalog.IndexID(idx.ID))
+		if d == nil || d.State != catalog.IndexPublic || d.Predicate != "" {
+			continue
+		}
+		if idx.Local && ti.layout.HashColumns > 0 {
+			continue
+		}
+		if order := try(idx); order != nil {
+			return idx, order
+		}
+	}
+	return nil, nil
+}
+
+func indexOf(xs []int, v int) int {
+	for i, x := range xs {
+		if x == v {
+			return i
+		}
+	}
+	return -1
+}
