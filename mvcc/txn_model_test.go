@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"testing"
 
@@ -21,7 +22,10 @@ import (
 // outcome, including the kind of error and the intents a conflict names,
 // against a model: committed versions per key plus each open transaction's
 // provisional writes. Transactions read at their start timestamp; pushes
-// move their write timestamp up; they commit at a later one still.
+// move their write timestamp up; they commit at a later one still. They
+// also take savepoints and roll back to them (ignoring the sequence numbers
+// written since), which in the model restores the provisional writes as
+// they were at the savepoint while the locks stay.
 func TestTxnModel(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		eng, err := storage.Open("", storage.Options{FS: vfs.NewMem(), NoSync: true})
@@ -33,7 +37,7 @@ func TestTxnModel(t *testing.T) {
 		keyGen := rapid.SampledFrom([]string{"a", "b", "c", "d"})
 		steps := rapid.IntRange(1, 50).Draw(t, "steps")
 		for i := 0; i < steps; i++ {
-			switch rapid.IntRange(0, 8).Draw(t, "op") {
+			switch rapid.IntRange(0, 10).Draw(t, "op") {
 			case 0:
 				if len(s.open) < 3 {
 					s.now = s.now.Next()
@@ -64,14 +68,36 @@ func TestTxnModel(t *testing.T) {
 				}
 			case 6, 7:
 				s.read(nil, hlc.Timestamp{WallTime: rapid.Int64Range(1, s.now.WallTime+1).Draw(t, "read-ts")})
+			case 9:
+				if tx := s.pick(); tx != nil {
+					tx.savepoints = append(tx.savepoints, modelSavepoint{seq: tx.txn.Sequence, writes: maps.Clone(tx.writes)})
+				}
+			case 10:
+				if tx := s.pick(); tx != nil && len(tx.savepoints) > 0 {
+					i := rapid.IntRange(0, len(tx.savepoints)-1).Draw(t, "savepoint")
+					s.rollbackTo(tx, i)
+				}
 			}
 		}
 	})
 }
 
 type modelTxn struct {
-	txn    *kvpb.Transaction
-	writes map[string]*version // provisional value (tomb for a deletion)
+	txn *kvpb.Transaction
+	// writes are the provisional values the transaction reads (tomb for a
+	// deletion); its intents' timestamps are in locks.
+	writes map[string]*version
+	// locks are the keys it holds intents on, with their timestamps: a
+	// superset of writes once it rolled back to a savepoint.
+	locks      map[string]hlc.Timestamp
+	savepoints []modelSavepoint
+}
+
+// modelSavepoint is the transaction's sequence number and provisional
+// writes when the savepoint was taken.
+type modelSavepoint struct {
+	seq    int32
+	writes map[string]*version
 }
 
 type txnModel struct {
@@ -93,7 +119,18 @@ func (s *txnModel) begin() {
 			ReadTimestamp: s.now,
 		},
 		writes: map[string]*version{},
+		locks:  map[string]hlc.Timestamp{},
 	})
+}
+
+// rollbackTo rolls tx back to its i-th savepoint (which survives, as in
+// PostgreSQL; later ones are gone) and checks what tx reads.
+func (s *txnModel) rollbackTo(tx *modelTxn, i int) {
+	sp := tx.savepoints[i]
+	tx.txn.IgnoredSeqNums = kvpb.AddIgnoredSeqRange(tx.txn.IgnoredSeqNums, kvpb.SeqRange{Start: sp.seq + 1, End: tx.txn.Sequence})
+	tx.writes = maps.Clone(sp.writes)
+	tx.savepoints = tx.savepoints[:i+1]
+	s.read(tx, tx.txn.ReadTimestamp)
 }
 
 func (s *txnModel) pick() *modelTxn {
@@ -106,7 +143,7 @@ func (s *txnModel) pick() *modelTxn {
 // holder returns the open transaction other than tx with an intent on k.
 func (s *txnModel) holder(k string, tx *modelTxn) *modelTxn {
 	for _, o := range s.open {
-		if o != tx && o.writes[k] != nil {
+		if _, ok := o.locks[k]; ok && o != tx {
 			return o
 		}
 	}
@@ -148,8 +185,8 @@ func (s *txnModel) txnWrite(tx *modelTxn, k string, v []byte, tomb bool) {
 		return
 	}
 	ts := tx.txn.WriteTimestamp
-	if w := tx.writes[k]; w != nil {
-		ts = ts.Forward(w.ts)
+	if lts, ok := tx.locks[k]; ok {
+		ts = ts.Forward(lts)
 	}
 	if latest := s.latest(k); !latest.IsEmpty() && (tx.txn.ReadTimestamp.Less(latest) || ts.LessEq(latest)) {
 		var wto *kvpb.WriteTooOldError
@@ -173,6 +210,7 @@ func (s *txnModel) txnWrite(tx *modelTxn, k string, v []byte, tomb bool) {
 		}
 	}
 	tx.writes[k] = &version{ts: ts, value: append([]byte{}, v...), tomb: tomb}
+	tx.locks[k] = ts
 }
 
 func (s *txnModel) plainWrite(k string, v []byte) {
@@ -195,13 +233,13 @@ func (s *txnModel) finish(tx *modelTxn, commit bool) {
 	}
 	var n int
 	if err := s.commit(func(b *storage.Batch) (err error) {
-		n, _, err = ResolveIntentRange(b, []byte("a"), []byte("z"), tx.txn.TxnMeta, status, 0)
+		n, _, err = ResolveIntentRange(b, []byte("a"), []byte("z"), tx.txn.TxnMeta, status, 0, tx.txn.IgnoredSeqNums...)
 		return err
 	}); err != nil {
 		s.t.Fatalf("resolve: %v", err)
 	}
-	if n != len(tx.writes) {
-		s.t.Fatalf("resolved %d intents, model has %d", n, len(tx.writes))
+	if n != len(tx.locks) {
+		s.t.Fatalf("resolved %d intents, model has %d", n, len(tx.locks))
 	}
 	if commit {
 		for k, w := range tx.writes {
@@ -238,9 +276,9 @@ func (s *txnModel) read(tx *modelTxn, ts hlc.Timestamp) {
 		switch o := s.holder(k, tx); {
 		case w != nil:
 			if !w.tomb {
-				wantRows = append(wantRows, fmt.Sprintf("%s=%x@%s", k, w.value, w.ts))
+				wantRows = append(wantRows, fmt.Sprintf("%s=%x@%s", k, w.value, tx.locks[k]))
 			}
-		case o != nil && o.writes[k].ts.LessEq(ts):
+		case o != nil && o.locks[k].LessEq(ts):
 			conflicts = append(conflicts, k)
 		default:
 			if v, vts, ok := s.committed.get(k, ts); ok {
@@ -317,7 +355,7 @@ func isIntentErr(err error, k string) bool {
 // anyIntents reports whether any open transaction has written.
 func (s *txnModel) anyIntents() bool {
 	for _, o := range s.open {
-		if len(o.writes) > 0 {
+		if len(o.locks) > 0 {
 			return true
 		}
 	}
