@@ -1,12 +1,151 @@
+// Package opt is Cairn's optimizer: it rewrites the logical plans the
+// binder (sql/plan) produces into cheaper plans that give the same
+// results, before the executor (sql/exec) runs them.
+//
+// It owns only the rewrites; it must not touch the plan contract beyond
+// filling the fields plan.go reserves for it (spans, buckets, ordering
+// flags, limits, LookupJoin and IndexJoin nodes), and it never reads KV:
+// everything it knows comes from the descriptors in the plan and the
+// explicit heuristics of cost.go (there are no statistics yet).
+//
+// The rewrites run in this order on every tree of a plan (the root, each
+// subquery, each materialized CTE):
+//
+//  1. pushdown.go: filters are split into conjuncts and moved as close to
+//     the data as their columns allow, into Scan/IndexJoin/VirtualScan
+//     filters and join conditions; equality conjuncts of inner join
+//     conditions become LeftEq/RightEq.
+//  2. scan.go, spans.go: each Scan's filter is turned into index spans
+//     (and the hash bucket, when equalities fix it) for every usable
+//     index; the cheapest index wins (index.go), with an IndexJoin when
+//     it does not cover the columns the query reads.
+//  3. lookup.go: joins whose right side is a bare table scan with an
+//     index on the join keys become batched LookupJoins when the left side
+//     is small enough that lookups beat reading the whole right table.
+//  4. order.go: sorts an index already provides are dropped, an
+//     ORDER BY ... LIMIT may pick an index for its order, limits reach
+//     the reader (HardLimit), and GroupBy streams when its input is
+//     ordered by the group columns.
+//
+// Invariants:
+//
+//  1. Results never change: a conjunct leaves a filter only when a span,
+//     a bucket, a partial index predicate or a join key enforces exactly
+//     it; anything the optimizer cannot prove stays in a Filter.
+//  2. Column IDs keep their meaning: rewritten nodes output the same IDs;
+//     columns the optimizer adds (primary-key columns an IndexJoin needs)
+//     get IDs above every ID the plan uses.
+//  3. Predicates with volatile functions, subqueries or aggregate
+//     references are never moved (pinned in conj.go).
+//  4. $n parameters are not constants: they never make spans or buckets,
+//     so one plan serves every parameter value.
 package opt
 
 import (
 	"context"
 
 	"github.com/cairn-db/cairn/sql/plan"
+	"github.com/cairn-db/cairn/sql/sem"
 )
 
-// PLACEHOLDER body: replaced by the optimizer.
-
 // Optimize rewrites p in place into a cheaper equivalent plan.
-func Optimize(ctx context.Context, p *plan.Plan) error { return nil }
+func Optimize(ctx context.Context, p *plan.Plan) error {
+	return OptimizeWith(ctx, p, DefaultCosts)
+}
+
+// OptimizeWith is Optimize under an explicit cost model (a storage
+// profile: local SSD, HDD, object store).
+func OptimizeWith(ctx context.Context, p *plan.Plan, costs Costs) error {
+	o := &optimizer{costs: costs, orig: map[plan.Node]*plan.Scan{}}
+	o.nextID = maxColumnID(p) + 1
+	var err error
+	if p.Root, err = o.optimize(p.Root); err != nil {
+		return err
+	}
+	for _, sq := range p.Subqueries {
+		if sq.Root, err = o.optimize(sq.Root); err != nil {
+			return err
+		}
+	}
+	for i := range p.CTEs {
+		if p.CTEs[i], err = o.optimize(p.CTEs[i]); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
+// optimizer holds the state of one Optimize call.
+type optimizer struct {
+	costs Costs
+	// nextID is the next free column ID (invariant 2).
+	nextID sem.ColumnID
+	// produced holds every column the tree being optimized produces, to
+	// tell outer references from local columns.
+	produced colSet
+	// orig remembers, for each node scan planning produced, the Scan it
+	// came from (with its whole filter and no index chosen), so later
+	// rules can plan it again for another purpose (a lookup join's right
+	// side, an index chosen for its order).
+	orig map[plan.Node]*plan.Scan
+}
+
+func (o *optimizer) optimize(n plan.Node) (plan.Node, error) {
+	if n == nil {
+		return nil, nil
+	}
+	o.produced = colSet{}
+	walk(n, func(m plan.Node) {
+		for _, c := range m.Columns() {
+			o.produced[c.ID] = struct{}{}
+		}
+	})
+	n = o.pushdown(n, nil)
+	var err error
+	if n, err = o.planScans(n); err != nil {
+		return nil, err
+	}
+	n = o.lookupJoins(n)
+	n = o.orderings(n)
+	return n, nil
+}
+
+func (o *optimizer) newID() sem.ColumnID {
+	id := o.nextID
+	o.nextID++
+	return id
+}
+
+// maxColumnID is the largest column ID any node or expression of p uses.
+func maxColumnID(p *plan.Plan) sem.ColumnID {
+	var m sem.ColumnID
+	see := func(n plan.Node) {
+		walk(n, func(x plan.Node) {
+			for _, c := range x.Columns() {
+				m = max(m, c.ID)
+			}
+			for _, e := range exprsOf(x) {
+				sem.Walk(e, func(y sem.Expr) bool {
+					if c, ok := y.(*sem.ColRef); ok {
+						m = max(m, c.ID)
+					}
+					return true
+				})
+			}
+			for _, id := range colIDsOf(x) {
+				m = max(m, id)
+			}
+		})
+	}
+	see(p.Root)
+	for _, sq := range p.Subqueries {
+		see(sq.Root)
+		for _, id := range sq.Outer {
+			m = max(m, id)
+		}
+	}
+	for _, c := range p.CTEs {
+		see(c)
+	}
+	return m
+}

@@ -1,0 +1,62 @@
+package opt
+
+// Costs is the cost model: explicit heuristics standing in for the
+// statistics Cairn does not collect yet, and the storage profile that
+// prices sequential reads, random reads and round trips (DESIGN §8: the
+// planner knows whether storage is a local SSD, an HDD or an object
+// store, and chooses lookups or full reads accordingly). Costs are in
+// abstract units; only their ratios matter.
+type Costs struct {
+	Name string
+	// TableRows is the size assumed of every table.
+	TableRows float64
+	// EqRows is how many rows one value of a non-unique key prefix
+	// matches; a unique index's full key matches one row.
+	EqRows float64
+	// RangeFraction is the part of its input a range predicate keeps.
+	RangeFraction float64
+	// SeqRow is reading one row of a scan (rows arrive in key order).
+	SeqRow float64
+	// LookupRow is reading one row by key in a batched lookup (index join,
+	// lookup join): keys are sorted before they are read, but each is a
+	// separate seek.
+	LookupRow float64
+	// RoundTrip is one request/response between the SQL layer and the
+	// tablets; LookupBatch keys share one.
+	RoundTrip   float64
+	LookupBatch float64
+	// SortRow is sorting one row (a Sort the index order would avoid).
+	SortRow float64
+}
+
+// DefaultCosts is a local SSD: random reads cost about two sequential
+// ones.
+var DefaultCosts = Costs{
+	Name: "ssd", TableRows: 1000, EqRows: 10, RangeFraction: 1.0 / 3,
+	SeqRow: 1, LookupRow: 2, RoundTrip: 20, LookupBatch: 100, SortRow: 0.5,
+}
+
+// HDDCosts is a spinning disk: every lookup may pay a seek (~10 ms
+// against ~0.2 ms for a sequential read, read-planning.txt).
+var HDDCosts = Costs{
+	Name: "hdd", TableRows: 1000, EqRows: 10, RangeFraction: 1.0 / 3,
+	SeqRow: 1, LookupRow: 50, RoundTrip: 20, LookupBatch: 100, SortRow: 0.5,
+}
+
+// ObjectStoreCosts is a cloud object store: a round trip costs tens of
+// milliseconds and blocks are large, so a few lookups cost more than
+// reading the table.
+var ObjectStoreCosts = Costs{
+	Name: "object-store", TableRows: 1000, EqRows: 10, RangeFraction: 1.0 / 3,
+	SeqRow: 1, LookupRow: 20, RoundTrip: 2000, LookupBatch: 100, SortRow: 0.5,
+}
+
+// scanCost prices reading rows through nspans spans (one round trip per
+// request; the reader sends many spans in one request).
+func (c Costs) scanCost(rows float64) float64 { return rows*c.SeqRow + c.RoundTrip }
+
+// lookupCost prices looking up keys rows by key, in batches.
+func (c Costs) lookupCost(keys float64) float64 {
+	batches := float64(int((keys + c.LookupBatch - 1) / c.LookupBatch))
+	return keys*c.LookupRow + max(batches, 1)*c.RoundTrip
+}

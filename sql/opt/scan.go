@@ -1,0 +1,388 @@
+package opt
+
+import (
+	"sort"
+
+	"github.com/cairn-db/cairn/sql/builtins"
+	"github.com/cairn-db/cairn/sql/catalog"
+	"github.com/cairn-db/cairn/sql/plan"
+	"github.com/cairn-db/cairn/sql/rowenc"
+	"github.com/cairn-db/cairn/sql/sem"
+	"github.com/cairn-db/cairn/sql/types"
+)
+
+// planScans plans every Scan of the tree (bottom-up): spans, buckets and
+// the index to read.
+func (o *optimizer) planScans(n plan.Node) (plan.Node, error) {
+	for _, c := range children(n) {
+		var err error
+		if *c, err = o.planScans(*c); err != nil {
+			return nil, err
+		}
+	}
+	s, ok := n.(*plan.Scan)
+	if !ok || s.Table == nil {
+		return n, nil
+	}
+	best := o.bestAccess(s, nil)
+	o.orig[best.node] = best.orig
+	return best.node, nil
+}
+
+// access is one way to read a Scan: the node replacing it, its estimated
+// rows and cost, and the order it yields rows in.
+type access struct {
+	node plan.Node
+	scan *plan.Scan // the index scan inside node
+	orig *plan.Scan
+	rows float64
+	cost float64
+	idx  *catalog.Index
+	sr   spanResult
+}
+
+// bestAccess returns the cheapest access to s; with only non-nil, only
+// that index is considered.
+func (o *optimizer) bestAccess(s *plan.Scan, only *catalog.Index) access {
+	orig := *s
+	var best access
+	for _, a := range o.accesses(&orig) {
+		if only != nil && a.idx.ID != only.ID {
+			continue
+		}
+		if best.node == nil || a.cost < best.cost {
+			best = a
+		}
+	}
+	if best.node == nil { // only was not usable
+		return access{node: s, scan: s, orig: &orig, rows: o.costs.TableRows, cost: o.costs.scanCost(o.costs.TableRows)}
+	}
+	return best
+}
+
+// scanInfo maps a Scan's column IDs to table columns and their types.
+func scanInfo(s *plan.Scan) map[sem.ColumnID]colInfo {
+	m := make(map[sem.ColumnID]colInfo, len(s.Cols))
+	for i, c := range s.Cols {
+		t := c.T
+		if tc := s.Table.ColumnByID(s.TableCols[i]); tc != nil && tc.Type != nil {
+			t = tc.Type
+		}
+		m[c.ID] = colInfo{tableCol: s.TableCols[i], t: t}
+	}
+	return m
+}
+
+// accesses lists every way to read s: its own index (the primary index
+// unless the binder chose one) and each public secondary btree index.
+func (o *optimizer) accesses(s *plan.Scan) []access {
+	conj := conjuncts(s.Filter)
+	fc := readConstraints(conj, scanInfo(s))
+	primary := &s.Table.PrimaryIndex
+	chosen := s.Index
+	if chosen == nil {
+		chosen = primary
+	}
+	out := []access{o.accessVia(s, chosen, fc, nil)}
+	if chosen.ID != primary.ID {
+		return out
+	}
+	for i := range s.Table.Indexes {
+		idx := &s.Table.Indexes[i]
+		if idx.State != catalog.IndexPublic || (idx.Kind != "" && idx.Kind != catalog.IndexBTree) {
+			continue
+		}
+		implied := map[int]bool{}
+		if idx.Predicate != "" {
+			var ok bool
+			if implied, ok = partialImplied(s, idx, conj); !ok {
+				continue
+			}
+		}
+		out = append(out, o.accessVia(s, idx, fc, implied))
+	}
+	return out
+}
+
+// partialImplied reports whether the query's conjuncts include every
+// conjunct of idx's predicate (compared as printed expressions over the
+// same columns), and which conjuncts those are: the index holds only rows
+// satisfying them, so they leave the filter.
+func partialImplied(s *plan.Scan, idx *catalog.Index, conj []sem.Expr) (map[int]bool, bool) {
+	byTableCol := map[rowenc.ColumnID]sem.ColumnID{}
+	for i, c := range s.Cols {
+		byTableCol[s.TableCols[i]] = c.ID
+	}
+	pred, err := buildTableExpr(s.Table, idx.Predicate, types.Bool, func(c *catalog.Column) (sem.ColumnID, bool) {
+		id, ok := byTableCol[c.ID]
+		return id, ok
+	})
+	if err != nil {
+		return nil, false
+	}
+	have := map[string]int{}
+	for i, c := range conj {
+		have[canon(c)] = i
+	}
+	implied := map[int]bool{}
+	for _, c := range conjuncts(sem.NormalizeBool(pred)) {
+		i, ok := have[canon(c)]
+		if !ok {
+			return nil, false
+		}
+		implied[i] = true
+	}
+	return implied, true
+}
+
+// accessVia plans reading s through idx.
+func (o *optimizer) accessVia(s *plan.Scan, idx *catalog.Index, fc *filterConstraints, implied map[int]bool) access {
+	orig := *s
+	cons := fc.cons
+	if idx.HashSharding != nil {
+		cons = shardConstraint(s.Table, idx, cons)
+	}
+	keys, orders := idx.KeyColumnIDs, idx.KeyDirections
+	sr := buildSpans(keys, orders, cons)
+	if sr.empty {
+		v := &plan.Values{Cols: s.Cols}
+		return access{node: v, orig: &orig, idx: idx, sr: sr}
+	}
+	enforced := map[rowenc.ColumnID]bool{}
+	for _, k := range keys[:sr.used] {
+		enforced[k] = true
+	}
+	var residual []sem.Expr
+	for i, e := range fc.conj {
+		if implied[i] || (fc.col[i] != 0 && enforced[fc.col[i]]) {
+			continue
+		}
+		residual = append(residual, e)
+	}
+	rows := o.estimateRows(idx, sr)
+	scan := &plan.Scan{
+		Table: s.Table, Index: s.Index, Cols: s.Cols, TableCols: s.TableCols,
+		Spans: sr.spans, Buckets: buckets(s.Table, idx, cons), Lock: s.Lock,
+	}
+	a := access{node: scan, scan: scan, orig: &orig, rows: rows, idx: idx, sr: sr}
+	a.cost = o.costs.scanCost(rows)
+	if idx.ID == s.Table.PrimaryIndex.ID {
+		scan.Filter = and(residual)
+		return a
+	}
+	scan.Index = idx
+	avail := map[rowenc.ColumnID]bool{}
+	for _, l := range [][]rowenc.ColumnID{idx.KeyColumnIDs, idx.StoreColumnIDs, s.Table.PrimaryIndex.KeyColumnIDs} {
+		for _, c := range l {
+			avail[c] = true
+		}
+	}
+	covering := true
+	for _, tc := range s.TableCols {
+		if !avail[tc] {
+			covering = false
+		}
+	}
+	if covering {
+		scan.Filter = and(residual)
+		return a
+	}
+	// The index lacks columns the query reads: scan it for the columns it
+	// has plus the primary key, then look the rows up.
+	scan.Cols, scan.TableCols, scan.Lock = nil, nil, plan.LockNone
+	have := map[rowenc.ColumnID]sem.ColumnID{}
+	for i, c := range s.Cols {
+		if avail[s.TableCols[i]] {
+			scan.Cols = append(scan.Cols, c)
+			scan.TableCols = append(scan.TableCols, s.TableCols[i])
+			have[s.TableCols[i]] = c.ID
+		}
+	}
+	var keyCols []sem.ColumnID
+	for _, pk := range s.Table.PrimaryIndex.KeyColumnIDs {
+		id, ok := have[pk]
+		if !ok {
+			col := s.Table.ColumnByID(pk)
+			id = o.newID()
+			scan.Cols = append(scan.Cols, plan.Column{ID: id, Name: col.Name, T: col.Type, Hidden: true, Table: s.Table.ID, TableCol: pk})
+			scan.TableCols = append(scan.TableCols, pk)
+			have[pk] = id
+		}
+		keyCols = append(keyCols, id)
+	}
+	inIndex := colsOf(scan.Cols)
+	var early, late []sem.Expr
+	for _, e := range residual {
+		if o.within(e, inIndex) {
+			early = append(early, e)
+		} else {
+			late = append(late, e)
+		}
+	}
+	scan.Filter = and(early)
+	a.node = &plan.IndexJoin{
+		Input: scan, Table: s.Table, KeyCols: keyCols,
+		Cols: s.Cols, TableCols: s.TableCols, Filter: and(late), Lock: s.Lock,
+	}
+	a.cost += o.costs.lookupCost(rows)
+	return a
+}
+
+// estimateRows guesses how many index entries the spans read (cost.go's
+// heuristics: one row for a unique index's full key, EqRows per value of
+// a shorter prefix, RangeFraction of what a range bounds).
+func (o *optimizer) estimateRows(idx *catalog.Index, sr spanResult) float64 {
+	c := o.costs
+	if sr.used == 0 {
+		return c.TableRows
+	}
+	per := c.TableRows
+	if sr.eq > 0 {
+		per = c.EqRows
+		if idx.Unique && sr.eq == len(idx.KeyColumnIDs) {
+			per = 1
+		}
+	}
+	if sr.rangeCol {
+		per *= c.RangeFraction
+	}
+	rows := per * float64(max(len(sr.spans), 1))
+	return min(rows, c.TableRows)
+}
+
+// buckets returns the buckets of a hash-partitioned table a scan of idx
+// needs when equalities fix the primary key's hash columns (nil: all).
+// Global secondary indexes are not bucketed.
+func buckets(t *catalog.Table, idx *catalog.Index, cons map[rowenc.ColumnID]constraint) []uint16 {
+	h := t.Partitioning.HashColumns
+	if t.Partitioning.Kind != catalog.PartitionHash || h == 0 || h > len(t.PrimaryIndex.KeyColumnIDs) {
+		return nil
+	}
+	if idx.ID != t.PrimaryIndex.ID && idx.Placement == catalog.IndexGlobal {
+		return nil
+	}
+	hashCols := t.PrimaryIndex.KeyColumnIDs[:h]
+	combos, ok := pointValues(hashCols, cons, maxBuckets)
+	if !ok {
+		return nil
+	}
+	layout, err := t.Layout()
+	if err != nil {
+		return nil
+	}
+	seen := map[uint16]bool{}
+	var out []uint16
+	for _, vals := range combos {
+		row := make([]types.Datum, len(layout.Columns))
+		for i := range row {
+			row[i] = types.DNull
+		}
+		for i, id := range hashCols {
+			row[layout.ColumnPos(id)] = vals[i]
+		}
+		b, err := layout.Bucket(row)
+		if err != nil {
+			return nil
+		}
+		if !seen[b] {
+			seen[b] = true
+			out = append(out, b)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// shardConstraint adds to cons the values of a hash-sharded index's
+// shard column when equalities fix every column its computed expression
+// reads: the expression is evaluated on each combination, so the shard
+// is whatever the DDL that made the column defined.
+func shardConstraint(t *catalog.Table, idx *catalog.Index, cons map[rowenc.ColumnID]constraint) map[rowenc.ColumnID]constraint {
+	col := t.ColumnByID(idx.HashSharding.ShardColumnID)
+	if col == nil || col.ComputedExpr == "" {
+		return cons
+	}
+	var reads []rowenc.ColumnID
+	e, err := buildTableExpr(t, col.ComputedExpr, col.Type, func(c *catalog.Column) (sem.ColumnID, bool) {
+		reads = append(reads, c.ID)
+		return sem.ColumnID(c.ID), true
+	})
+	if err != nil || pinned(e) || volatileOrStable(e) {
+		return cons
+	}
+	reads = uniq(reads)
+	combos, ok := pointValues(reads, cons, maxSpans)
+	if !ok {
+		return cons
+	}
+	pos := map[sem.ColumnID]int{}
+	for i, id := range reads {
+		pos[sem.ColumnID(id)] = i
+	}
+	eval, err := sem.Compile(e, pos)
+	if err != nil {
+		return cons
+	}
+	var ivs []interval
+	for _, vals := range combos {
+		d, err := eval(&sem.EvalContext{}, vals)
+		if err != nil || types.IsNull(d) {
+			return cons
+		}
+		ivs = append(ivs, interval{lo: d, hi: d, loIncl: true, hiIncl: true})
+	}
+	sort.Slice(ivs, func(i, j int) bool { return types.Compare(ivs[i].lo, ivs[j].lo) < 0 })
+	dedup := ivs[:0]
+	for i, iv := range ivs {
+		if i == 0 || types.Compare(ivs[i-1].lo, iv.lo) != 0 {
+			dedup = append(dedup, iv)
+		}
+	}
+	out := make(map[rowenc.ColumnID]constraint, len(cons)+1)
+	for k, v := range cons {
+		out[k] = v
+	}
+	c := constraint{ivs: dedup}
+	if prev, ok := out[col.ID]; ok {
+		c = prev.intersect(c)
+	}
+	out[col.ID] = c
+	return out
+}
+
+// volatileOrStable reports whether e calls anything but immutable
+// functions (a stable one, such as a time-zone dependent cast, could
+// differ between planning and the write that stored the shard).
+func volatileOrStable(e sem.Expr) bool {
+	found := false
+	sem.Walk(e, func(x sem.Expr) bool {
+		var fn *builtins.Resolved
+		switch v := x.(type) {
+		case *sem.FuncCall:
+			fn = v.Fn
+		case *sem.BinOp:
+			fn = v.Fn
+		case *sem.UnaryOp:
+			fn = v.Fn
+		case *sem.Cmp:
+			fn = v.Fn
+		}
+		if fn != nil && fn.Overload != nil && fn.Overload.Volatility != builtins.Immutable {
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
+func uniq(ids []rowenc.ColumnID) []rowenc.ColumnID {
+	seen := map[rowenc.ColumnID]bool{}
+	var out []rowenc.ColumnID
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	return out
+}
