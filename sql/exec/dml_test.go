@@ -1,0 +1,500 @@
+package exec
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgerrcode"
+
+	"github.com/cairn-db/cairn/kv"
+	"github.com/cairn-db/cairn/sql/catalog"
+	"github.com/cairn-db/cairn/sql/parser"
+	"github.com/cairn-db/cairn/sql/pgerror"
+	"github.com/cairn-db/cairn/sql/plan"
+	"github.com/cairn-db/cairn/sql/rowenc"
+	"github.com/cairn-db/cairn/sql/sem"
+	"github.com/cairn-db/cairn/sql/types"
+	"github.com/cairn-db/cairn/testcluster"
+)
+
+// The DML tests run plans built by hand (the binder's shape, per
+// plan.go) against a real node with a bootstrapped catalog, and read the
+// results back from KV with a RowFetcher-based scan. Expected errors are
+// PostgreSQL 15's messages, details and SQLSTATEs.
+
+type dmlEnv struct {
+	t  *testing.T
+	db *kv.DB
+}
+
+func newDMLEnv(t *testing.T) *dmlEnv {
+	t.Helper()
+	db := testcluster.StartNode(t, testcluster.Options{}).DB
+	if err := db.Txn(context.Background(), kv.Serializable, func(ctx context.Context, txn *kv.Txn) error {
+		return catalog.Bootstrap(ctx, txn, "")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return &dmlEnv{t: t, db: db}
+}
+
+// create stores tables (in order, so later ones may reference earlier
+// ones' IDs, which create assigns) and returns their IDs.
+func (e *dmlEnv) create(tables ...*catalog.Table) {
+	e.t.Helper()
+	if err := e.db.Txn(context.Background(), kv.Serializable, func(ctx context.Context, txn *kv.Txn) error {
+		w := catalog.NewWriter(txn, nil)
+		for _, tb := range tables {
+			if err := w.Create(ctx, tb); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// table reads a table's current descriptor.
+func (e *dmlEnv) table(id catalog.ID) *catalog.Table {
+	e.t.Helper()
+	var tb *catalog.Table
+	if err := e.db.Txn(context.Background(), kv.Serializable, func(ctx context.Context, txn *kv.Txn) (err error) {
+		tb, err = catalog.NewReader(txn, nil).TableByID(ctx, id)
+		return err
+	}); err != nil {
+		e.t.Fatal(err)
+	}
+	return tb
+}
+
+func (e *dmlEnv) context(txn *kv.Txn) *Context {
+	return &Context{Txn: txn, Eval: &sem.EvalContext{}, Catalog: catalog.NewReader(txn, nil), PackedRows: true}
+}
+
+// exec runs p in its own transaction and returns its rows and count.
+func (e *dmlEnv) exec(p *plan.Plan) ([][]types.Datum, int64, error) {
+	var out [][]types.Datum
+	var n int64
+	err := e.db.Txn(context.Background(), kv.Serializable, func(ctx context.Context, txn *kv.Txn) error {
+		out, n = nil, 0
+		rs, err := Start(ctx, e.context(txn), p)
+		if err != nil {
+			return err
+		}
+		defer rs.Close()
+		for {
+			row, err := rs.Next(ctx)
+			if err != nil {
+				return err
+			}
+			if row == nil {
+				break
+			}
+			out = append(out, append([]types.Datum(nil), row...))
+		}
+		n = rs.RowsAffected()
+		return nil
+	})
+	return out, n, err
+}
+
+func (e *dmlEnv) mustExec(p *plan.Plan) ([][]types.Datum, int64) {
+	e.t.Helper()
+	rows, n, err := e.exec(p)
+	if err != nil {
+		e.t.Fatalf("%s: %v", p.Tag, describeErr(err))
+	}
+	return rows, n
+}
+
+// rows reads every row of table id, formatted one string per row.
+func (e *dmlEnv) rows(id catalog.ID) string {
+	e.t.Helper()
+	var out []string
+	if err := e.db.Txn(context.Background(), kv.Serializable, func(ctx context.Context, txn *kv.Txn) error {
+		out = nil
+		s := newDMLState(e.context(txn), nil)
+		ti, err := s.tableByID(ctx, id)
+		if err != nil {
+			return err
+		}
+		return s.scanAll(ctx, ti, func(row []types.Datum) error {
+			out = append(out, fmtRow(row))
+			return nil
+		})
+	}); err != nil {
+		e.t.Fatal(err)
+	}
+	return strings.Join(out, " ")
+}
+
+// indexEntries counts the entries of index name of table id.
+func (e *dmlEnv) indexEntries(id catalog.ID, name string) int {
+	e.t.Helper()
+	tb := e.table(id)
+	l, err := tb.Layout()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var idx *rowenc.IndexLayout
+	for i := range l.Secondary {
+		if l.Secondary[i].Name == name {
+			idx = &l.Secondary[i]
+		}
+	}
+	if idx == nil {
+		e.t.Fatalf("no index %q", name)
+	}
+	span := l.IndexSpan(idx)
+	n := 0
+	if err := e.db.Txn(context.Background(), kv.Serializable, func(ctx context.Context, txn *kv.Txn) error {
+		kvs, err := txn.Scan(ctx, span.Key, span.EndKey, 0)
+		n = len(kvs)
+		return err
+	}); err != nil {
+		e.t.Fatal(err)
+	}
+	return n
+}
+
+func fmtRow(row []types.Datum) string {
+	parts := make([]string, len(row))
+	for i, d := range row {
+		if types.IsNull(d) {
+			parts[i] = "NULL"
+		} else {
+			parts[i] = d.String()
+		}
+	}
+	return "(" + strings.Join(parts, ",") + ")"
+}
+
+func fmtRows(rows [][]types.Datum) string {
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = fmtRow(r)
+	}
+	return strings.Join(out, " ")
+}
+
+func describeErr(err error) string {
+	if err == nil {
+		return "<nil>"
+	}
+	pe := pgerror.Flatten(err)
+	s := pe.Code + " " + pe.Message
+	if pe.Detail != "" {
+		s += " | " + pe.Detail
+	}
+	return s
+}
+
+// expectErr fails unless err has code, message and (when given) detail.
+func expectErr(t *testing.T, err error, code, msg, detail string) {
+	t.Helper()
+	want := code + " " + msg
+	if detail != "" {
+		want += " | " + detail
+	}
+	if got := describeErr(err); got != want {
+		t.Errorf("error:\n got %s\nwant %s", got, want)
+	}
+}
+
+// --- building plans by hand ---
+
+// planCols gives the columns of a table names' IDs starting at base.
+type planScope struct {
+	names []string
+	ids   []sem.ColumnID
+	typs  []*types.T
+}
+
+func (s planScope) Resolve(fields []string) (sem.ColumnID, *types.T, string, error) {
+	name := fields[len(fields)-1]
+	qual := ""
+	if len(fields) == 2 {
+		qual = fields[0]
+	}
+	for i, n := range s.names {
+		if n == name || n == qual+"."+name {
+			return s.ids[i], s.typs[i], name, nil
+		}
+	}
+	return 0, nil, "", sem.ErrUndefinedColumn(fields...)
+}
+
+// tableScope returns a scope over tb's columns with IDs base+i, and
+// those IDs.
+func scopeOf(tb *catalog.Table, base sem.ColumnID, prefix string) (planScope, []sem.ColumnID) {
+	var s planScope
+	for i, c := range tb.Columns {
+		s.names = append(s.names, prefix+c.Name)
+		s.ids = append(s.ids, base+sem.ColumnID(i))
+		s.typs = append(s.typs, c.Type)
+	}
+	return s, s.ids
+}
+
+func mustExpr(t *testing.T, scope sem.Scope, sql string, want *types.T) sem.Expr {
+	t.Helper()
+	stmts, err := parser.Parse("SELECT " + sql)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := stmts[0].AST.GetStmt().GetSelectStmt().TargetList[0].GetResTarget().GetVal()
+	e, err := sem.Build(sem.BuildContext{Scope: scope}, node, want)
+	if err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return e
+}
+
+func c(d types.Datum, t *types.T) sem.Expr { return &sem.Const{Datum: d, T: t} }
+
+func i8(v int64) sem.Expr   { return c(types.DInt(v), types.Int8) }
+func i4(v int64) sem.Expr   { return c(types.DInt(v), types.Int4) }
+func txt(v string) sem.Expr { return c(types.DString(v), types.Text) }
+func null(t *types.T) sem.Expr {
+	return c(types.DNull, t)
+}
+
+// values is a Values node of rows over the table columns named, with
+// IDs from base.
+func values(tb *catalog.Table, names []string, base sem.ColumnID, rows ...[]sem.Expr) *plan.Values {
+	v := &plan.Values{Rows: rows}
+	for i, n := range names {
+		col := tb.ColumnByName(n)
+		v.Cols = append(v.Cols, plan.Column{ID: base + sem.ColumnID(i), Name: n, T: col.Type})
+	}
+	return v
+}
+
+// insertPlan is INSERT INTO tb (names) VALUES rows with the table's
+// defaults, generated columns and checks built from its descriptor text
+// as the binder would (new-row IDs from 100).
+func insertPlan(t *testing.T, tb *catalog.Table, names []string, rows ...[]sem.Expr) (*plan.Insert, *plan.Plan) {
+	scope, ids := scopeOf(tb, 100, "")
+	ins := &plan.Insert{Table: tb, Input: values(tb, names, 1, rows...), TableCols: ids,
+		Defaults: make([]sem.Expr, len(tb.Columns)), Computed: make([]sem.Expr, len(tb.Columns))}
+	for _, n := range names {
+		ins.InsertCols = append(ins.InsertCols, tb.ColumnByName(n).ID)
+	}
+	for i, col := range tb.Columns {
+		if col.DefaultExpr != "" {
+			ins.Defaults[i] = mustExpr(t, nil, col.DefaultExpr, col.Type)
+		}
+		if col.ComputedExpr != "" {
+			ins.Computed[i] = mustExpr(t, scope, col.ComputedExpr, col.Type)
+		}
+	}
+	for _, ck := range tb.Checks {
+		ins.Checks = append(ins.Checks, plan.Check{Name: ck.Name, Expr: mustExpr(t, scope, ck.Expr, types.Bool)})
+	}
+	return ins, &plan.Plan{Root: ins, Tag: "INSERT"}
+}
+
+// returning adds RETURNING exprs (SQL over the new row's names) to p.
+func returning(t *testing.T, tb *catalog.Table, ids []sem.ColumnID, sqls ...string) *plan.Returning {
+	scope := planScope{}
+	for i, col := range tb.Columns {
+		scope.names = append(scope.names, col.Name)
+		scope.ids = append(scope.ids, ids[i])
+		scope.typs = append(scope.typs, col.Type)
+	}
+	r := &plan.Returning{}
+	for i, s := range sqls {
+		e := mustExpr(t, scope, s, nil)
+		r.Exprs = append(r.Exprs, e)
+		r.Cols = append(r.Cols, plan.Column{ID: sem.ColumnID(900 + i), Name: s, T: e.Type()})
+	}
+	return r
+}
+
+// updatePlan is UPDATE tb SET setNames = ... over the given old rows
+// (full rows as Values) and new values.
+func updatePlan(t *testing.T, tb *catalog.Table, setNames []string, rows ...[]sem.Expr) (*plan.Update, *plan.Plan) {
+	var names []string
+	for _, col := range tb.Columns {
+		names = append(names, col.Name)
+	}
+	in := values(tb, names, 1, rows...)
+	up := &plan.Update{Table: tb, Input: in}
+	for i := range tb.Columns {
+		up.FetchCols = append(up.FetchCols, sem.ColumnID(1+i))
+	}
+	for i, n := range setNames {
+		col := tb.ColumnByName(n)
+		id := sem.ColumnID(50 + i)
+		in.Cols = append(in.Cols, plan.Column{ID: id, Name: n, T: col.Type})
+		up.SetCols = append(up.SetCols, col.ID)
+		up.NewCols = append(up.NewCols, id)
+	}
+	scope, ids := scopeOf(tb, 100, "")
+	up.TableCols = ids
+	up.Computed = make([]sem.Expr, len(tb.Columns))
+	for i, col := range tb.Columns {
+		if col.ComputedExpr != "" {
+			up.Computed[i] = mustExpr(t, scope, col.ComputedExpr, col.Type)
+		}
+	}
+	for _, ck := range tb.Checks {
+		up.Checks = append(up.Checks, plan.Check{Name: ck.Name, Expr: mustExpr(t, scope, ck.Expr, types.Bool)})
+	}
+	return up, &plan.Plan{Root: up, Tag: "UPDATE"}
+}
+
+// deletePlan is DELETE of the given full rows.
+func deletePlan(tb *catalog.Table, rows ...[]sem.Expr) (*plan.Delete, *plan.Plan) {
+	var names []string
+	for _, col := range tb.Columns {
+		names = append(names, col.Name)
+	}
+	del := &plan.Delete{Table: tb, Input: values(tb, names, 1, rows...)}
+	for i := range tb.Columns {
+		del.FetchCols = append(del.FetchCols, sem.ColumnID(1+i))
+	}
+	return del, &plan.Plan{Root: del, Tag: "DELETE"}
+}
+
+func pk(name string, cols ...rowenc.ColumnID) catalog.Index {
+	dirs := make([]rowenc.Order, len(cols))
+	return catalog.Index{ID: catalog.PrimaryIndexID, Name: name, Unique: true, KeyColumnIDs: cols, KeyDirections: dirs}
+}
+
+func secondary(id catalog.IndexID, name string, unique bool, pred string, cols ...rowenc.ColumnID) catalog.Index {
+	dirs := make([]rowenc.Order, len(cols))
+	return catalog.Index{ID: id, Name: name, Unique: unique, KeyColumnIDs: cols, KeyDirections: dirs, Predicate: pred}
+}
+
+func newTable(name string, cols ...catalog.Column) *catalog.Table {
+	for i := range cols {
+		cols[i].ID = rowenc.ColumnID(i + 1)
+	}
+	return &catalog.Table{DatabaseID: catalog.PostgresDatabaseID, SchemaID: catalog.PublicSchemaID, Name: name,
+		Columns: cols, RowFormat: catalog.RowFormat{Packed: true, SchemaVersion: 1}}
+}
+
+// tTable is
+//
+//	t(a int8 PRIMARY KEY, b text NOT NULL DEFAULT 'dflt', c int4 CHECK (c > 0),
+//	  d int8 GENERATED ALWAYS AS (c * 2) STORED)
+//	t_b_key UNIQUE (b); t_c_part (c) WHERE c > 10
+func tTable() *catalog.Table {
+	tb := newTable("t",
+		catalog.Column{Name: "a", Type: types.Int8},
+		catalog.Column{Name: "b", Type: types.Text, DefaultExpr: "'dflt'"},
+		catalog.Column{Name: "c", Type: types.Int4, Nullable: true},
+		catalog.Column{Name: "d", Type: types.Int8, Nullable: true, ComputedExpr: "c * 2", Stored: true},
+	)
+	tb.PrimaryIndex = pk("t_pkey", 1)
+	tb.Indexes = []catalog.Index{secondary(2, "t_b_key", true, "", 2), secondary(3, "t_c_part", false, "c > 10", 3)}
+	tb.Checks = []catalog.Check{{Name: "t_c_check", Expr: "c > 0"}}
+	return tb
+}
+
+func TestInsert(t *testing.T) {
+	e := newDMLEnv(t)
+	tb := tTable()
+	e.create(tb)
+
+	ins, p := insertPlan(t, tb, []string{"a", "c"}, []sem.Expr{i8(1), i4(5)})
+	ins.Returning = returning(t, tb, ins.TableCols, "a", "b", "d", "d + a")
+	p.Columns = ins.Returning.Cols
+	rows, n := e.mustExec(p)
+	if got, want := fmtRows(rows), "(1,dflt,10,11)"; got != want || n != 1 {
+		t.Errorf("RETURNING = %s (%d rows), want %s (1)", got, n, want)
+	}
+	// A second row with b's default collides with the first on t_b_key.
+	_, p = insertPlan(t, tb, []string{"a", "c"}, []sem.Expr{i8(2), i4(20)})
+	_, _, err := e.exec(p)
+	expectErr(t, err, pgerrcode.UniqueViolation, `duplicate key value violates unique constraint "t_b_key"`, "Key (b)=(dflt) already exists.")
+	_, p = insertPlan(t, tb, []string{"a", "b", "c"}, []sem.Expr{i8(3), txt("x"), i4(30)}, []sem.Expr{i8(4), txt("y"), null(types.Int4)})
+	if rows, n := e.mustExec(p); n != 2 || rows != nil {
+		t.Errorf("INSERT without RETURNING: count %d, rows %v", n, rows)
+	}
+	if got, want := e.rows(tb.ID), "(1,dflt,5,10) (3,x,30,60) (4,y,NULL,NULL)"; got != want {
+		t.Errorf("table holds %s, want %s", got, want)
+	}
+}
+
+// TestInsertDefaultsAndBatches inserts more rows than one batch holds and
+// checks every row, the generated column and the partial index.
+func TestInsertBatchesAndPartialIndex(t *testing.T) {
+	e := newDMLEnv(t)
+	tb := tTable()
+	e.create(tb)
+	var rows [][]sem.Expr
+	const n = 2500
+	for i := 1; i <= n; i++ {
+		rows = append(rows, []sem.Expr{i8(int64(i)), txt(fmt.Sprintf("b%d", i)), i4(int64(i%20 + 1))})
+	}
+	_, p := insertPlan(t, tb, []string{"a", "b", "c"}, rows...)
+	if _, cnt := e.mustExec(p); cnt != n {
+		t.Fatalf("count = %d, want %d", cnt, n)
+	}
+	got := strings.Split(e.rows(tb.ID), " ")
+	if len(got) != n {
+		t.Fatalf("read %d rows, want %d", len(got), n)
+	}
+	for i, r := range got {
+		a := i + 1
+		c := a%20 + 1
+		if want := fmt.Sprintf("(%d,b%d,%d,%d)", a, a, c, 2*c); r != want {
+			t.Fatalf("row %d = %s, want %s", i, r, want)
+		}
+	}
+	// c > 10 holds for c in 11..20: half of every 20 rows.
+	if got := e.indexEntries(tb.ID, "t_c_part"); got != n/2 {
+		t.Errorf("partial index entries = %d, want %d", got, n/2)
+	}
+	if got := e.indexEntries(tb.ID, "t_b_key"); got != n {
+		t.Errorf("unique index entries = %d, want %d", got, n)
+	}
+}
+
+func TestInsertErrors(t *testing.T) {
+	e := newDMLEnv(t)
+	tb := tTable()
+	e.create(tb)
+	_, p := insertPlan(t, tb, []string{"a", "b", "c"}, []sem.Expr{i8(1), txt("x"), i4(5)})
+	e.mustExec(p)
+
+	for _, tc := range []struct {
+		name              string
+		cols              []string
+		rows              [][]sem.Expr
+		code, msg, detail string
+	}{
+		{"not null", []string{"a", "b", "c"}, [][]sem.Expr{{i8(5), null(types.Text), i4(3)}},
+			pgerrcode.NotNullViolation, `null value in column "b" of relation "t" violates not-null constraint`,
+			"Failing row contains (5, null, 3, 6)."},
+		{"not null pk", []string{"b"}, [][]sem.Expr{{txt("q")}},
+			pgerrcode.NotNullViolation, `null value in column "a" of relation "t" violates not-null constraint`,
+			"Failing row contains (null, q, null, null)."},
+		{"check", []string{"a", "b", "c"}, [][]sem.Expr{{i8(5), txt("z"), i4(-1)}},
+			pgerrcode.CheckViolation, `new row for relation "t" violates check constraint "t_c_check"`,
+			"Failing row contains (5, z, -1, -2)."},
+		{"duplicate pk", []string{"a", "b"}, [][]sem.Expr{{i8(1), txt("other")}},
+			pgerrcode.UniqueViolation, `duplicate key value violates unique constraint "t_pkey"`,
+			"Key (a)=(1) already exists."},
+		{"duplicate unique", []string{"a", "b"}, [][]sem.Expr{{i8(7), txt("x")}},
+			pgerrcode.UniqueViolation, `duplicate key value violates unique constraint "t_b_key"`,
+			"Key (b)=(x) already exists."},
+		{"duplicate within statement", []string{"a", "b"}, [][]sem.Expr{{i8(8), txt("p")}, {i8(8), txt("q")}},
+			pgerrcode.UniqueViolation, `duplicate key value violates unique constraint "t_pkey"`,
+			"Key (a)=(8) already exists."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, p := insertPlan(t, tb, tc.cols, tc.rows...)
+			_, _, err := e.exec(p)
+			expectErr(t, err, tc.code, tc.msg, tc.detail)
+		})
+	}
+	if got, want := e.rows(tb.ID), "(1,x,5,10)"; got != want {
+		t.Errorf("after failed statements: %s, want %s", got, want)
+	}
+}
