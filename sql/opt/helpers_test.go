@@ -18,7 +18,7 @@ import (
 //
 //	t (a int8 PRIMARY KEY, b int8, c text, d int4)
 //	  t_b (b); t_c UNIQUE (c); t_bd (b DESC, d) STORING (c);
-//	  t_d_part (d) WHERE c = 'x'; t_wo (d) write-only
+//	  t_d_part (d) WHERE b > 0; t_wo (d) write-only
 //	u (x int8 PRIMARY KEY, y int8, z text)  u_y (y)
 //	h (k int8, j int8, v int8, PRIMARY KEY ((k) HASH, j))
 //	s (id int8 PRIMARY KEY, ts int8, shard int4 hidden = mod(ts, 8))
@@ -47,7 +47,7 @@ func fixtures() map[string]*catalog.Table {
 	}
 	tb.Indexes[1].Unique = true
 	tb.Indexes[2].StoreColumnIDs = []rowenc.ColumnID{3}
-	tb.Indexes[3].Predicate = "c = 'x'"
+	tb.Indexes[3].Predicate = "b > 0"
 	tb.Indexes[4].State = catalog.IndexWriteOnly
 
 	u := &catalog.Table{ID: 101, Name: "u", Columns: []catalog.Column{
@@ -323,7 +323,7 @@ func describe(n plan.Node) string {
 			add("buckets=%v", v.Buckets)
 		}
 		if v.Filter != nil {
-			add("filter=(%s)", v.Filter)
+			add("filter=%s", v.Filter)
 		}
 		if v.Ordered {
 			add("ordered")
@@ -340,7 +340,7 @@ func describe(n plan.Node) string {
 	case *plan.IndexJoin:
 		add("index-join %s keys=%s cols=%s", v.Table.Name, ids(v.KeyCols), colNames(v.Cols))
 		if v.Filter != nil {
-			add("filter=(%s)", v.Filter)
+			add("filter=%s", v.Filter)
 		}
 		if v.Lock != plan.LockNone {
 			add("lock=%d", v.Lock)
@@ -352,17 +352,17 @@ func describe(n plan.Node) string {
 		}
 		add("lookup-join %s %s@%s keys=%s cols=%s", kindName(v.Kind), v.Table.Name, idx, ids(v.KeyCols), colNames(v.Cols))
 		if v.On != nil {
-			add("on=(%s)", v.On)
+			add("on=%s", v.On)
 		}
 	case *plan.VirtualScan:
 		add("virtual-scan %s", colNames(v.Cols))
 		if v.Filter != nil {
-			add("filter=(%s)", v.Filter)
+			add("filter=%s", v.Filter)
 		}
 	case *plan.Values:
 		add("values %s rows=%d", colNames(v.Cols), len(v.Rows))
 	case *plan.Filter:
-		add("filter (%s)", v.Pred)
+		add("filter %s", v.Pred)
 	case *plan.Project:
 		var es []string
 		for _, e := range v.Exprs {
@@ -372,7 +372,7 @@ func describe(n plan.Node) string {
 	case *plan.Join:
 		add("join %s", kindName(v.Kind))
 		if v.On != nil {
-			add("on=(%s)", v.On)
+			add("on=%s", v.On)
 		}
 		if len(v.LeftEq) > 0 {
 			add("eq=%s=%s", ids(v.LeftEq), ids(v.RightEq))

@@ -16,8 +16,8 @@ import (
 // tableScope resolves a table's column names to the IDs ids gives (a
 // column ids does not map is unknown).
 type tableScope struct {
-	t   *catalog.Table
-	id  func(c *catalog.Column) (sem.ColumnID, bool)
+	t  *catalog.Table
+	id func(c *catalog.Column) (sem.ColumnID, bool)
 }
 
 func (s tableScope) Resolve(fields []string) (sem.ColumnID, *types.T, string, error) {

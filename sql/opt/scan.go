@@ -239,7 +239,7 @@ func (o *optimizer) estimateRows(idx *catalog.Index, sr spanResult) float64 {
 	per := c.TableRows
 	if sr.eq > 0 {
 		per = c.EqRows
-		if idx.Unique && sr.eq == len(idx.KeyColumnIDs) {
+		if idx.Unique && sr.eq == len(idx.KeyColumnIDs) && !sr.nullPoint {
 			per = 1
 		}
 	}

@@ -308,6 +308,9 @@ type spanResult struct {
 	rangeCol bool
 	// empty: the conjuncts contradict each other; no row qualifies.
 	empty bool
+	// nullPoint: some point span holds a NULL key value (which a unique
+	// index does not keep unique).
+	nullPoint bool
 }
 
 // buildSpans derives the spans of an index with key columns keys and
@@ -332,6 +335,8 @@ func buildSpans(keys []rowenc.ColumnID, orders []rowenc.Order, cons map[rowenc.C
 					d := types.DNull
 					if iv != nil {
 						d = iv.lo
+					} else {
+						r.nullPoint = true
 					}
 					next = append(next, appendCopy(p, d))
 				}

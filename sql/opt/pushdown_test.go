@@ -1,0 +1,140 @@
+package opt
+
+import (
+	"testing"
+
+	"github.com/cairn-db/cairn/sql/plan"
+)
+
+// Predicate pushdown (pushdown.go). Scans read columns the tables have no
+// index on (u.z, t.c with LIKE) where the test is about where a
+// predicate lands rather than spans.
+func TestPushdown(t *testing.T) {
+	runCases(t, []optCase{{
+		name: "through project and sort into the scan",
+		build: func(b *builder) plan.Node {
+			s := b.scan("u")
+			return b.filter(b.sort(b.project(s, "x", "z"), "z"), "z LIKE 'a%'")
+		},
+		want: `
+		sort (#3)
+		  project x, z
+		    scan u@u_pkey cols=(x#1,y#2,z#3) filter=(z ~~ 'a%'::text)`,
+	}, {
+		name: "not through a computed project column",
+		build: func(b *builder) plan.Node {
+			p := b.computed(b.project(b.scan("u"), "x"), "w", "y + 1")
+			return b.filter(p, "w > 3 AND x <> 2")
+		},
+		want: `
+		filter (w > 3)
+		  project x, (y + 1)
+		    scan u@u_pkey cols=(x#1,y#2,z#3) filter=(x <> 2)`,
+	}, {
+		name: "cross join: WHERE equalities become join keys, one-sided conjuncts go down",
+		build: func(b *builder) plan.Node {
+			j := b.join(plan.InnerJoin, b.scan("u"), b.scan("t", "a", "c"), "")
+			return b.filter(j, "u.x = t.a AND u.z = 'q' AND t.c LIKE 'p%' AND u.y < length(t.c)")
+		},
+		want: `
+		join inner on=((u.x = t.a) AND (u.y < length(t.c))) eq=(#1)=(#4)
+		  scan u@u_pkey cols=(x#1,y#2,z#3) filter=(u.z = 'q'::text)
+		  scan t@t_pkey cols=(a#4,c#5) filter=(t.c ~~ 'p%'::text)`,
+	}, {
+		name: "inner join ON conjuncts move into the sides; equalities stay in On as keys",
+		build: func(b *builder) plan.Node {
+			return b.join(plan.InnerJoin, b.scan("u"), b.scan("t", "a", "c"), "t.a = u.x AND t.c LIKE 'p%' AND u.z LIKE 'z%'")
+		},
+		want: `
+		join inner on=(t.a = u.x) eq=(#1)=(#4)
+		  scan u@u_pkey cols=(x#1,y#2,z#3) filter=(u.z ~~ 'z%'::text)
+		  scan t@t_pkey cols=(a#4,c#5) filter=(t.c ~~ 'p%'::text)`,
+	}, {
+		name: "left join: WHERE on the left goes down, on the right stays; ON right-only goes right, ON left-only stays",
+		build: func(b *builder) plan.Node {
+			j := b.join(plan.LeftJoin, b.scan("u"), b.scan("t", "a", "c"), "u.x = t.a AND u.z LIKE 'l%' AND t.c LIKE 'r%'")
+			return b.filter(j, "u.y > 1 AND t.c IS NULL")
+		},
+		want: `
+		filter (t.c IS NULL)
+		  join left on=((u.x = t.a) AND (u.z ~~ 'l%'::text)) eq=(#1)=(#4)
+		    scan u@u_pkey cols=(x#1,y#2,z#3) filter=(u.y > 1)
+		    scan t@t_pkey cols=(a#4,c#5) filter=(t.c ~~ 'r%'::text)`,
+	}, {
+		name: "right join mirrors left",
+		build: func(b *builder) plan.Node {
+			j := b.join(plan.RightJoin, b.scan("u"), b.scan("t", "a", "c"), "u.x = t.a AND u.z LIKE 'l%' AND t.c LIKE 'r%'")
+			return b.filter(j, "u.y > 1 AND t.c LIKE 'w%'")
+		},
+		want: `
+		filter (u.y > 1)
+		  join right on=((u.x = t.a) AND (t.c ~~ 'r%'::text)) eq=(#1)=(#4)
+		    scan u@u_pkey cols=(x#1,y#2,z#3) filter=(u.z ~~ 'l%'::text)
+		    scan t@t_pkey cols=(a#4,c#5) filter=(t.c ~~ 'w%'::text)`,
+	}, {
+		name: "full join: nothing moves",
+		build: func(b *builder) plan.Node {
+			j := b.join(plan.FullJoin, b.scan("u"), b.scan("t", "a", "c"), "u.x = t.a AND u.z LIKE 'l%' AND t.c LIKE 'r%'")
+			return b.filter(j, "u.y > 1")
+		},
+		want: `
+		filter (u.y > 1)
+		  join full on=((u.x = t.a) AND (u.z ~~ 'l%'::text) AND (t.c ~~ 'r%'::text)) eq=(#1)=(#4)
+		    scan u@u_pkey cols=(x#1,y#2,z#3)
+		    scan t@t_pkey cols=(a#4,c#5)`,
+	}, {
+		name: "anti join: only right-only ON conjuncts move",
+		build: func(b *builder) plan.Node {
+			return b.join(plan.AntiJoin, b.scan("u"), b.scan("t", "a", "c"), "u.x = t.a AND u.z LIKE 'l%' AND t.c LIKE 'r%'")
+		},
+		want: `
+		join anti on=((u.x = t.a) AND (u.z ~~ 'l%'::text)) eq=(#1)=(#4)
+		  scan u@u_pkey cols=(x#1,y#2,z#3)
+		  scan t@t_pkey cols=(a#4,c#5) filter=(t.c ~~ 'r%'::text)`,
+	}, {
+		name: "semi join: left-only ON conjuncts filter the left side",
+		build: func(b *builder) plan.Node {
+			return b.join(plan.SemiJoin, b.scan("u"), b.scan("t", "a", "c"), "u.x = t.a AND u.z LIKE 'l%'")
+		},
+		want: `
+		join semi on=(u.x = t.a) eq=(#1)=(#4)
+		  scan u@u_pkey cols=(x#1,y#2,z#3) filter=(u.z ~~ 'l%'::text)
+		  scan t@t_pkey cols=(a#4,c#5)`,
+	}, {
+		name: "volatile predicates stay put",
+		build: func(b *builder) plan.Node {
+			return b.filter(b.sort(b.scan("u"), "x"), "random() < 0.5 AND z LIKE 'v%'")
+		},
+		want: `
+		filter (random() < '0.5'::double precision)
+		  sort (#1)
+		    scan u@u_pkey cols=(x#1,y#2,z#3) filter=(z ~~ 'v%'::text)`,
+	}, {
+		name: "join keys need columns of one type family",
+		build: func(b *builder) plan.Node {
+			return b.join(plan.InnerJoin, b.scan("u", "x", "z"), b.scan("t", "a", "d"), "u.x = t.d AND u.z = t.d::text AND u.x::numeric = t.a::numeric")
+		},
+		want: `
+		join inner on=((u.x = t.d) AND (u.z = (t.d)::text) AND ((u.x)::numeric = (t.a)::numeric)) eq=(#1)=(#4)
+		  scan u@u_pkey cols=(x#1,z#2)
+		  scan t@t_pkey cols=(a#3,d#4)`,
+	}, {
+		name: "group by: only group-column predicates go below",
+		build: func(b *builder) plan.Node {
+			g := b.groupBy(b.scan("u"), "z")
+			return b.filter(g, "z LIKE 'g%'")
+		},
+		want: `
+		group-by (#3)
+		  scan u@u_pkey cols=(x#1,y#2,z#3) filter=(z ~~ 'g%'::text)`,
+	}, {
+		name: "limit: nothing goes below",
+		build: func(b *builder) plan.Node {
+			return b.filter(b.limit(b.scan("u"), "5", ""), "z LIKE 'g%'")
+		},
+		want: `
+		filter (z ~~ 'g%'::text)
+		  limit 5
+		    scan u@u_pkey cols=(x#1,y#2,z#3) limit=5`,
+	}})
+}
