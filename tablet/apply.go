@@ -52,10 +52,13 @@ type TxnUpdate struct {
 }
 
 // AsyncResolve asks for Txn's intents in Spans to be resolved to Status.
+// IgnoredSeqNums are the transaction's rolled back sequence numbers, whose
+// values a commit discards.
 type AsyncResolve struct {
-	Txn    kvpb.TxnMeta
-	Status kvpb.TxnStatus
-	Spans  []kvpb.Span
+	Txn            kvpb.TxnMeta
+	Status         kvpb.TxnStatus
+	Spans          []kvpb.Span
+	IgnoredSeqNums []kvpb.SeqRange
 }
 
 // SplitTrigger carries the two descriptors a split produces.

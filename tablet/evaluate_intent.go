@@ -10,7 +10,7 @@ import (
 // they settle already decided.
 
 func (ec *evalCtx) resolveIntent(req *kvpb.ResolveIntentRequest) (kvpb.Response, error) {
-	if _, err := mvcc.ResolveIntent(ec.b, kvpb.Intent{Key: req.Key, Txn: req.Txn}, req.Status); err != nil {
+	if _, err := mvcc.ResolveIntent(ec.b, kvpb.Intent{Key: req.Key, Txn: req.Txn}, req.Status, req.IgnoredSeqNums...); err != nil {
 		return nil, wrapEval(req, err)
 	}
 	ec.released(req.Span(), req.Txn, req.Status)
@@ -18,7 +18,7 @@ func (ec *evalCtx) resolveIntent(req *kvpb.ResolveIntentRequest) (kvpb.Response,
 }
 
 func (ec *evalCtx) resolveIntentRange(req *kvpb.ResolveIntentRangeRequest) (kvpb.Response, error) {
-	n, _, err := mvcc.ResolveIntentRange(ec.b, req.Key, req.EndKey, req.Txn, req.Status, 0)
+	n, _, err := mvcc.ResolveIntentRange(ec.b, req.Key, req.EndKey, req.Txn, req.Status, 0, req.IgnoredSeqNums...)
 	if err != nil {
 		return nil, wrapEval(req, err)
 	}

@@ -77,7 +77,7 @@ func (ec *evalCtx) finish(final *kvpb.Transaction, reason kvpb.AbortReason) erro
 	var foreign []kvpb.Span
 	for _, s := range final.LockSpans {
 		if local, ok := clipSpan(s, ec.desc); ok {
-			if _, _, err := mvcc.ResolveIntentRange(ec.b, local.Key, local.EndKey, final.TxnMeta, final.Status, 0); err != nil {
+			if _, _, err := mvcc.ResolveIntentRange(ec.b, local.Key, local.EndKey, final.TxnMeta, final.Status, 0, final.IgnoredSeqNums...); err != nil {
 				return err
 			}
 			ec.prop.LocksReleased = append(ec.prop.LocksReleased, LockRelease{Span: local, Txn: final.ID})
@@ -85,7 +85,7 @@ func (ec *evalCtx) finish(final *kvpb.Transaction, reason kvpb.AbortReason) erro
 		foreign = append(foreign, subtractSpan(s, ec.desc)...)
 	}
 	if len(foreign) > 0 {
-		ec.prop.ResolveAsync = append(ec.prop.ResolveAsync, AsyncResolve{Txn: final.TxnMeta, Status: final.Status, Spans: foreign})
+		ec.prop.ResolveAsync = append(ec.prop.ResolveAsync, AsyncResolve{Txn: final.TxnMeta, Status: final.Status, Spans: foreign, IgnoredSeqNums: final.IgnoredSeqNums})
 	}
 	ec.prop.TxnUpdates = append(ec.prop.TxnUpdates, TxnUpdate{ID: final.ID, Status: final.Status, AbortReason: reason})
 	ec.txn = final

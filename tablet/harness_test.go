@@ -190,7 +190,11 @@ func (h *harness) dump() string {
 			if err != nil {
 				h.t.Fatal(err)
 			}
-			fmt.Fprintf(&out, "record: %q txn=%s %s write=%s\n", anchor, h.name(rec.ID), rec.Status, rec.WriteTimestamp)
+			fmt.Fprintf(&out, "record: %q txn=%s %s write=%s", anchor, h.name(rec.ID), rec.Status, rec.WriteTimestamp)
+			if len(rec.IgnoredSeqNums) > 0 {
+				fmt.Fprintf(&out, " ignored=%s", kvpb.FormatSeqRanges(rec.IgnoredSeqNums))
+			}
+			out.WriteString("\n")
 		case bytes.HasSuffix(key.Key, []byte("gc-threshold")):
 			v, _ := it.UnsafeValue()
 			th, err := decodeTS(v)
@@ -222,7 +226,11 @@ func (h *harness) dump() string {
 }
 
 func (h *harness) fmtTxn(t *kvpb.Transaction) string {
-	return fmt.Sprintf("txn: %s %s read=%s write=%s", h.name(t.ID), t.Status, t.ReadTimestamp, t.WriteTimestamp)
+	s := fmt.Sprintf("txn: %s %s read=%s write=%s", h.name(t.ID), t.Status, t.ReadTimestamp, t.WriteTimestamp)
+	if len(t.IgnoredSeqNums) > 0 {
+		s += fmt.Sprintf(" seq=%d ignored=%s", t.Sequence, kvpb.FormatSeqRanges(t.IgnoredSeqNums))
+	}
+	return s
 }
 
 func (h *harness) fmtResponse(resp kvpb.Response) string {

@@ -145,7 +145,9 @@ func (r *Replica) resolveMet(ctx context.Context, holder kvpb.TxnMeta, pushee kv
 	if pushee.ID == holder.ID && pushee.Epoch > meta.Epoch {
 		meta.Epoch = pushee.Epoch
 	}
-	if err := r.resolver().ResolveIntents(ctx, meta, pushee.Status, met); err != nil {
+	// A committed holder's record names the sequence numbers it rolled
+	// back to savepoints: their values must not be committed.
+	if err := r.resolver().ResolveIntents(ctx, meta, pushee.Status, met, pushee.IgnoredSeqNums...); err != nil {
 		var mismatch *kvpb.TabletKeyMismatchError
 		if errors.As(err, &mismatch) {
 			// The key moved away in a split; the re-evaluation will say so.

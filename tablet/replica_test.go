@@ -11,8 +11,10 @@ package tablet
 //	txn name=<n> ts=<ts> [pri=<p>]
 //	    A pending transaction whose read, write and min timestamps are ts.
 //	    Its anchor becomes the first key it writes.
-//	txn-update name=<n> [read=<ts>] [write=<ts>]
-//	    Changes the coordinator's copy (as a refresh or push would).
+//	txn-update name=<n> [read=<ts>] [write=<ts>] [seq=<n>] [ignore=<a>-<b>]
+//	    Changes the coordinator's copy (as a refresh or push would; seq is
+//	    the next writes' sequence number, ignore adds [a, b] to the ignored
+//	    sequence numbers, as a rollback to a savepoint does).
 //	batch [txn=<n>] [ts=<ts>] [now=<ts>] [wait=error] [tablet=<id>]
 //	<request>
 //	...
@@ -28,6 +30,7 @@ package tablet
 //	      push pushee=<n> [pusher=<n>] [type=abort|timestamp|touch] [to=<ts>]
 //	      query txn=<n>
 //	      resolve k=<key> [end=<key>] txn=<n> status=pending|committed|aborted
+//	          (with the coordinator's copy's ignored sequence numbers)
 //	      gc k=<key> end=<key> threshold=<ts>
 //	      refresh k=<key> [end=<key>] from=<ts>
 //	    Output: one line per response, then the transaction as the tablet
@@ -95,6 +98,13 @@ func (h *harness) run(t *testing.T, td *datadriven.TestData) string {
 		}
 		if s, ok := args["write"]; ok {
 			txn.WriteTimestamp = mustTS(t, s)
+		}
+		if s, ok := args["seq"]; ok {
+			txn.Sequence = int32(mustInt(t, s))
+		}
+		if s, ok := args["ignore"]; ok {
+			lo, hi, _ := strings.Cut(s, "-")
+			txn.IgnoredSeqNums = kvpb.AddIgnoredSeqRange(txn.IgnoredSeqNums, kvpb.SeqRange{Start: int32(mustInt(t, lo)), End: int32(mustInt(t, hi))})
 		}
 		return h.fmtTxn(txn)
 	case "batch":
@@ -280,9 +290,9 @@ func (h *harness) parseRequest(t *testing.T, line, txnName string) kvpb.Request 
 			st = kvpb.Aborted
 		}
 		if end != nil {
-			return &kvpb.ResolveIntentRangeRequest{Key: key, EndKey: end, Txn: txn.TxnMeta, Status: st}
+			return &kvpb.ResolveIntentRangeRequest{Key: key, EndKey: end, Txn: txn.TxnMeta, Status: st, IgnoredSeqNums: txn.IgnoredSeqNums}
 		}
-		return &kvpb.ResolveIntentRequest{Key: key, Txn: txn.TxnMeta, Status: st}
+		return &kvpb.ResolveIntentRequest{Key: key, Txn: txn.TxnMeta, Status: st, IgnoredSeqNums: txn.IgnoredSeqNums}
 	case "gc":
 		return &kvpb.GCRequest{Key: key, EndKey: end, Threshold: mustTS(t, a["threshold"])}
 	case "refresh":

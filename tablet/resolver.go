@@ -33,24 +33,27 @@ func (r *Replica) resolver() *IntentResolver {
 // resolveTries bounds retries when a split races with resolution.
 const resolveTries = 8
 
-// ResolveIntents resolves txn's intents on keys to status.
-func (ir *IntentResolver) ResolveIntents(ctx context.Context, txn kvpb.TxnMeta, status kvpb.TxnStatus, keyList [][]byte) error {
+// ResolveIntents resolves txn's intents on keys to status. ignored are
+// the transaction's rolled back sequence numbers (its record's
+// IgnoredSeqNums), whose values a commit discards.
+func (ir *IntentResolver) ResolveIntents(ctx context.Context, txn kvpb.TxnMeta, status kvpb.TxnStatus, keyList [][]byte, ignored ...kvpb.SeqRange) error {
 	reqs := make([]kvpb.Request, len(keyList))
 	for i, k := range keyList {
-		reqs[i] = &kvpb.ResolveIntentRequest{Key: k, Txn: txn, Status: status}
+		reqs[i] = &kvpb.ResolveIntentRequest{Key: k, Txn: txn, Status: status, IgnoredSeqNums: ignored}
 	}
 	return ir.sendGrouped(ctx, reqs)
 }
 
-// ResolveSpans resolves txn's intents in spans to status.
-func (ir *IntentResolver) ResolveSpans(ctx context.Context, txn kvpb.TxnMeta, status kvpb.TxnStatus, spans []kvpb.Span) error {
+// ResolveSpans resolves txn's intents in spans to status; ignored as for
+// ResolveIntents.
+func (ir *IntentResolver) ResolveSpans(ctx context.Context, txn kvpb.TxnMeta, status kvpb.TxnStatus, spans []kvpb.Span, ignored ...kvpb.SeqRange) error {
 	var reqs []kvpb.Request
 	for _, s := range spans {
 		if len(s.EndKey) == 0 {
-			reqs = append(reqs, &kvpb.ResolveIntentRequest{Key: s.Key, Txn: txn, Status: status})
+			reqs = append(reqs, &kvpb.ResolveIntentRequest{Key: s.Key, Txn: txn, Status: status, IgnoredSeqNums: ignored})
 			continue
 		}
-		reqs = append(reqs, &kvpb.ResolveIntentRangeRequest{Key: s.Key, EndKey: s.EndKey, Txn: txn, Status: status})
+		reqs = append(reqs, &kvpb.ResolveIntentRangeRequest{Key: s.Key, EndKey: s.EndKey, Txn: txn, Status: status, IgnoredSeqNums: ignored})
 	}
 	return ir.sendGrouped(ctx, reqs)
 }
@@ -150,6 +153,6 @@ func (r *Replica) resolveAsync(a AsyncResolve) {
 	r.async.Add(1)
 	go func() {
 		defer r.async.Done()
-		_ = r.resolver().ResolveSpans(r.ctx, a.Txn, a.Status, a.Spans)
+		_ = r.resolver().ResolveSpans(r.ctx, a.Txn, a.Status, a.Spans, a.IgnoredSeqNums...)
 	}()
 }
