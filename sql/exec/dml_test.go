@@ -498,3 +498,210 @@ func TestInsertErrors(t *testing.T) {
 		t.Errorf("after failed statements: %s, want %s", got, want)
 	}
 }
+
+// fkTables are
+//
+//	p(id int8 PRIMARY KEY, u int8 UNIQUE)
+//	c(a int8 PRIMARY KEY, pid int8 DEFAULT 0 REFERENCES p(id) ON DELETE del ON UPDATE upd)
+//	  with c_pid_idx (pid)
+//	c2(a int8 PRIMARY KEY, pu int8 REFERENCES p(u))   (no index on pu)
+//
+// holding p (0,0) (1,10) (2,20), c (1,1) (2,1) (3,2) (4,NULL) and c2 (1,10).
+func fkTables(t *testing.T, e *dmlEnv, del, upd catalog.RefAction) (p, c, c2 *catalog.Table) {
+	p = newTable("p", catalog.Column{Name: "id", Type: types.Int8}, catalog.Column{Name: "u", Type: types.Int8, Nullable: true})
+	p.PrimaryIndex = pk("p_pkey", 1)
+	p.Indexes = []catalog.Index{secondary(2, "p_u_key", true, "", 2)}
+	e.create(p)
+	c = newTable("c", catalog.Column{Name: "a", Type: types.Int8}, catalog.Column{Name: "pid", Type: types.Int8, Nullable: true, DefaultExpr: "0"})
+	c.PrimaryIndex = pk("c_pkey", 1)
+	c.Indexes = []catalog.Index{secondary(2, "c_pid_idx", false, "", 2)}
+	c.ForeignKeys = []catalog.ForeignKey{{Name: "c_pid_fkey", ColumnIDs: []rowenc.ColumnID{2}, ReferencedTableID: p.ID,
+		ReferencedColumnIDs: []rowenc.ColumnID{1}, OnDelete: del, OnUpdate: upd}}
+	c2 = newTable("c2", catalog.Column{Name: "a", Type: types.Int8}, catalog.Column{Name: "pu", Type: types.Int8, Nullable: true})
+	c2.PrimaryIndex = pk("c2_pkey", 1)
+	c2.ForeignKeys = []catalog.ForeignKey{{Name: "c2_pu_fkey", ColumnIDs: []rowenc.ColumnID{2}, ReferencedTableID: p.ID,
+		ReferencedColumnIDs: []rowenc.ColumnID{2}}}
+	e.create(c, c2)
+	p = e.table(p.ID)
+	_, ip := insertPlan(t, p, []string{"id", "u"}, []sem.Expr{i8(0), i8(0)}, []sem.Expr{i8(1), i8(10)}, []sem.Expr{i8(2), i8(20)})
+	e.mustExec(ip)
+	_, ip = insertPlan(t, c, []string{"a", "pid"}, []sem.Expr{i8(1), i8(1)}, []sem.Expr{i8(2), i8(1)}, []sem.Expr{i8(3), i8(2)}, []sem.Expr{i8(4), null(types.Int8)})
+	e.mustExec(ip)
+	_, ip = insertPlan(t, c2, []string{"a", "pu"}, []sem.Expr{i8(1), i8(10)})
+	e.mustExec(ip)
+	return p, c, c2
+}
+
+func TestForeignKeyChild(t *testing.T) {
+	e := newDMLEnv(t)
+	p, c, c2 := fkTables(t, e, catalog.NoAction, catalog.NoAction)
+	if len(p.ReferencedBy) != 2 {
+		t.Fatalf("p.ReferencedBy = %v", p.ReferencedBy)
+	}
+	_, ip := insertPlan(t, c, []string{"a", "pid"}, []sem.Expr{i8(9), i8(99)})
+	_, _, err := e.exec(ip)
+	expectErr(t, err, pgerrcode.ForeignKeyViolation, `insert or update on table "c" violates foreign key constraint "c_pid_fkey"`,
+		`Key (pid)=(99) is not present in table "p".`)
+	// Through the referenced unique (non-primary) index.
+	_, ip = insertPlan(t, c2, []string{"a", "pu"}, []sem.Expr{i8(9), i8(30)})
+	_, _, err = e.exec(ip)
+	expectErr(t, err, pgerrcode.ForeignKeyViolation, `insert or update on table "c2" violates foreign key constraint "c2_pu_fkey"`,
+		`Key (pu)=(30) is not present in table "p".`)
+	_, ip = insertPlan(t, c2, []string{"a", "pu"}, []sem.Expr{i8(9), i8(20)}, []sem.Expr{i8(10), null(types.Int8)})
+	e.mustExec(ip)
+	// An update that changes the key is checked; one that does not is not.
+	_, up := updatePlan(t, c, []string{"pid"}, []sem.Expr{i8(3), i8(2), i8(42)})
+	_, _, err = e.exec(up)
+	expectErr(t, err, pgerrcode.ForeignKeyViolation, `insert or update on table "c" violates foreign key constraint "c_pid_fkey"`,
+		`Key (pid)=(42) is not present in table "p".`)
+	_, up = updatePlan(t, c, []string{"pid"}, []sem.Expr{i8(3), i8(2), i8(1)})
+	e.mustExec(up)
+	if got, want := e.rows(c.ID), "(1,1) (2,1) (3,1) (4,NULL)"; got != want {
+		t.Errorf("c = %s, want %s", got, want)
+	}
+	// A parent row referenced through its unique column.
+	_, dp := deletePlan(c, []sem.Expr{i8(1), i8(1)}, []sem.Expr{i8(2), i8(1)}, []sem.Expr{i8(3), i8(1)})
+	e.mustExec(dp)
+	_, dp = deletePlan(p, []sem.Expr{i8(1), i8(10)})
+	_, _, err = e.exec(dp)
+	expectErr(t, err, pgerrcode.ForeignKeyViolation, `update or delete on table "p" violates foreign key constraint "c2_pu_fkey" on table "c2"`,
+		`Key (u)=(10) is still referenced from table "c2".`)
+}
+
+func TestForeignKeySelfReference(t *testing.T) {
+	e := newDMLEnv(t)
+	emp := newTable("emp", catalog.Column{Name: "id", Type: types.Int8}, catalog.Column{Name: "boss", Type: types.Int8, Nullable: true})
+	emp.PrimaryIndex = pk("emp_pkey", 1)
+	e.create(emp)
+	emp = e.table(emp.ID)
+	c := *emp
+	c.ForeignKeys = []catalog.ForeignKey{{Name: "emp_boss_fkey", ColumnIDs: []rowenc.ColumnID{2}, ReferencedTableID: emp.ID,
+		ReferencedColumnIDs: []rowenc.ColumnID{1}, OnDelete: catalog.Cascade}}
+	if err := e.db.Txn(context.Background(), kv.Serializable, func(ctx context.Context, txn *kv.Txn) error {
+		return catalog.NewWriter(txn, nil).Update(ctx, &c)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	emp = e.table(emp.ID)
+	// Rows of one statement may reference each other: the check runs at
+	// the end of the statement.
+	_, ip := insertPlan(t, emp, []string{"id", "boss"}, []sem.Expr{i8(1), i8(2)}, []sem.Expr{i8(2), null(types.Int8)}, []sem.Expr{i8(3), i8(1)})
+	e.mustExec(ip)
+	_, ip = insertPlan(t, emp, []string{"id", "boss"}, []sem.Expr{i8(4), i8(9)})
+	_, _, err := e.exec(ip)
+	expectErr(t, err, pgerrcode.ForeignKeyViolation, `insert or update on table "emp" violates foreign key constraint "emp_boss_fkey"`,
+		`Key (boss)=(9) is not present in table "emp".`)
+	_, ip = insertPlan(t, emp, []string{"id", "boss"}, []sem.Expr{i8(5), null(types.Int8)})
+	e.mustExec(ip)
+	// Deleting 2 cascades to 1, whose deletion cascades to 3.
+	del, dp := deletePlan(emp, []sem.Expr{i8(2), null(types.Int8)})
+	del.Returning = returning(t, emp, del.FetchCols, "id")
+	rows, n := e.mustExec(dp)
+	if fmtRows(rows) != "(2)" || n != 1 {
+		t.Errorf("DELETE RETURNING = %s, count %d; want (2), 1", fmtRows(rows), n)
+	}
+	if got, want := e.rows(emp.ID), "(5,NULL)"; got != want {
+		t.Errorf("emp = %s, want %s", got, want)
+	}
+}
+
+func TestForeignKeyActions(t *testing.T) {
+	for _, tc := range []struct {
+		action         catalog.RefAction
+		afterDelete    string // c after DELETE FROM p WHERE id = 1 ("" : error)
+		afterUpdate    string // c after UPDATE p SET id = 5 WHERE id = 2
+		deleteErrOnKey string
+	}{
+		{catalog.NoAction, "", "", "1"},
+		{catalog.Restrict, "", "", "1"},
+		{catalog.Cascade, "(3,2) (4,NULL)", "(1,1) (2,1) (3,5) (4,NULL)", ""},
+		{catalog.SetNull, "(1,NULL) (2,NULL) (3,2) (4,NULL)", "(1,1) (2,1) (3,NULL) (4,NULL)", ""},
+		{catalog.SetDefault, "(1,0) (2,0) (3,2) (4,NULL)", "(1,1) (2,1) (3,0) (4,NULL)", ""},
+	} {
+		t.Run(string(tc.action)+"_delete", func(t *testing.T) {
+			e := newDMLEnv(t)
+			p, c, _ := fkTables(t, e, tc.action, tc.action)
+			// c2 references p.u = 10 with NO ACTION: drop that row first.
+			c2 := e.table(p.ReferencedBy[1])
+			if c2.Name != "c2" {
+				c2 = e.table(p.ReferencedBy[0])
+			}
+			_, d2 := deletePlan(c2, []sem.Expr{i8(1), i8(10)})
+			e.mustExec(d2)
+			_, dp := deletePlan(p, []sem.Expr{i8(1), i8(10)})
+			_, _, err := e.exec(dp)
+			if tc.afterDelete == "" {
+				expectErr(t, err, pgerrcode.ForeignKeyViolation, `update or delete on table "p" violates foreign key constraint "c_pid_fkey" on table "c"`,
+					`Key (id)=(1) is still referenced from table "c".`)
+				return
+			}
+			if err != nil {
+				t.Fatal(describeErr(err))
+			}
+			if got := e.rows(c.ID); got != tc.afterDelete {
+				t.Errorf("c = %s, want %s", got, tc.afterDelete)
+			}
+		})
+		t.Run(string(tc.action)+"_update", func(t *testing.T) {
+			e := newDMLEnv(t)
+			p, c, _ := fkTables(t, e, tc.action, tc.action)
+			_, up := updatePlan(t, p, []string{"id"}, []sem.Expr{i8(2), i8(20), i8(5)})
+			_, _, err := e.exec(up)
+			if tc.afterUpdate == "" {
+				expectErr(t, err, pgerrcode.ForeignKeyViolation, `update or delete on table "p" violates foreign key constraint "c_pid_fkey" on table "c"`,
+					`Key (id)=(2) is still referenced from table "c".`)
+				return
+			}
+			if err != nil {
+				t.Fatal(describeErr(err))
+			}
+			if got := e.rows(c.ID); got != tc.afterUpdate {
+				t.Errorf("c = %s, want %s", got, tc.afterUpdate)
+			}
+		})
+	}
+}
+
+// TestForeignKeySetDefaultMissing: SET DEFAULT to a key the parent does
+// not hold fails as the child's own check.
+func TestForeignKeySetDefaultMissing(t *testing.T) {
+	e := newDMLEnv(t)
+	p, _, _ := fkTables(t, e, catalog.SetDefault, catalog.SetDefault)
+	_, dp := deletePlan(p, []sem.Expr{i8(0), i8(0)})
+	e.mustExec(dp)
+	_, dp = deletePlan(p, []sem.Expr{i8(2), i8(20)})
+	_, _, err := e.exec(dp)
+	expectErr(t, err, pgerrcode.ForeignKeyViolation, `insert or update on table "c" violates foreign key constraint "c_pid_fkey"`,
+		`Key (pid)=(0) is not present in table "p".`)
+}
+
+// TestForeignKeyNoActionMovedKey: NO ACTION passes when the statement
+// leaves a row holding the old key; RESTRICT does not.
+func TestForeignKeyNoActionMovedKey(t *testing.T) {
+	for _, tc := range []struct {
+		action catalog.RefAction
+		ok     bool
+	}{{catalog.NoAction, true}, {catalog.Restrict, false}} {
+		t.Run(string(tc.action), func(t *testing.T) {
+			e := newDMLEnv(t)
+			p, c, _ := fkTables(t, e, tc.action, tc.action)
+			// c (3,2) must go so that only key 1 is referenced.
+			_, dp := deletePlan(c, []sem.Expr{i8(3), i8(2)})
+			e.mustExec(dp)
+			// UPDATE p SET id = CASE id WHEN 1 THEN 7 ELSE 1 END WHERE id IN (1, 2)
+			_, up := updatePlan(t, p, []string{"id"}, []sem.Expr{i8(1), i8(10), i8(7)}, []sem.Expr{i8(2), i8(20), i8(1)})
+			_, _, err := e.exec(up)
+			if tc.ok {
+				if err != nil {
+					t.Fatal(describeErr(err))
+				}
+				if got, want := e.rows(p.ID), "(0,0) (1,20) (7,10)"; got != want {
+					t.Errorf("p = %s, want %s", got, want)
+				}
+				return
+			}
+			expectErr(t, err, pgerrcode.ForeignKeyViolation, `update or delete on table "p" violates foreign key constraint "c_pid_fkey" on table "c"`,
+				`Key (id)=(1) is still referenced from table "c".`)
+		})
+	}
+}
