@@ -11,11 +11,6 @@ import (
 func notYet(what string) error {
 	return pgerror.New(pgerrcode.FeatureNotSupported, "exec: %s is not supported yet", what)
 }
-func (r *runner) buildScan(n *plan.Scan) (op, error)           { return nil, notYet("Scan") }
-func (r *runner) buildIndexJoin(n *plan.IndexJoin) (op, error) { return nil, notYet("IndexJoin") }
-func (r *runner) buildLookupJoin(n *plan.LookupJoin) (op, error) {
-	return nil, notYet("LookupJoin")
-}
 func (r *runner) buildVirtualScan(n *plan.VirtualScan) (op, error) {
 	return nil, notYet("VirtualScan")
 }

@@ -5,8 +5,10 @@ import (
 	"fmt"
 
 	"github.com/cairn-db/cairn/sql/builtins"
+	"github.com/cairn-db/cairn/sql/catalog"
 	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/cairn-db/cairn/sql/plan"
+	"github.com/cairn-db/cairn/sql/rowenc"
 	"github.com/cairn-db/cairn/sql/sem"
 	"github.com/cairn-db/cairn/sql/types"
 	"github.com/jackc/pgerrcode"
@@ -47,6 +49,8 @@ type runner struct {
 	ctes map[int][][]types.Datum
 	// work are the current iteration's rows of each recursive CTE.
 	work map[int][][]types.Datum
+	// layouts caches table layouts by descriptor.
+	layouts map[*catalog.Table]*rowenc.TableLayout
 }
 
 func newRunner(ctx context.Context, x *Context, p *plan.Plan) *runner {

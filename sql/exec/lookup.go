@@ -1,0 +1,285 @@
+package exec
+
+import (
+	"context"
+
+	"github.com/cairn-db/cairn/keys"
+	"github.com/cairn-db/cairn/kv"
+	"github.com/cairn-db/cairn/sql/catalog"
+	"github.com/cairn-db/cairn/sql/pgerror"
+	"github.com/cairn-db/cairn/sql/plan"
+	"github.com/cairn-db/cairn/sql/rowenc"
+	"github.com/cairn-db/cairn/sql/sem"
+	"github.com/cairn-db/cairn/sql/types"
+	"github.com/jackc/pgerrcode"
+)
+
+// lookuper turns batches of input rows into one kv.Batch of prefix scans
+// of an index (a primary row's span, or the entries of a non-unique
+// prefix) and decodes each scan's rows separately, so the results stay
+// paired with the input rows and in their order.
+type lookuper struct {
+	r      *runner
+	node   plan.Node
+	l      *rowenc.TableLayout
+	idx    *rowenc.IndexLayout
+	keyPos []int // input row positions of the lookup key columns
+	// hashFrom: the index is spread over buckets and the bucket is the
+	// hash of the leading primary-key columns, which keyPos covers.
+	bucketed bool
+	f        *rowenc.RowFetcher
+	scratch  []types.Datum
+}
+
+func (r *runner) newLookuper(node plan.Node, t *catalog.Table, index *catalog.Index, inCols []plan.Column, keyCols []sem.ColumnID, needed []rowenc.ColumnID) (*lookuper, error) {
+	l, err := r.tableLayout(t)
+	if err != nil {
+		return nil, err
+	}
+	idx, err := indexLayout(l, t, index)
+	if err != nil {
+		return nil, err
+	}
+	if len(keyCols) == 0 || len(keyCols) > len(idx.KeyColumns) {
+		return nil, pgerror.New(pgerrcode.InternalError, "exec: lookup of %d key columns into index %q", len(keyCols), idx.Name)
+	}
+	lk := &lookuper{r: r, node: node, l: l, idx: idx, bucketed: bucketed(l, idx)}
+	if lk.keyPos, err = colPositions(inCols, keyCols); err != nil {
+		return nil, err
+	}
+	if lk.bucketed {
+		// The bucket hashes the leading primary-key columns: a lookup
+		// must supply them, which only a primary-index lookup can.
+		if !idx.IsPrimary() || len(keyCols) < l.HashColumns {
+			return nil, pgerror.New(pgerrcode.FeatureNotSupported,
+				"lookup into index %q of hash-partitioned table %q without its hash columns is not supported", idx.Name, t.Name)
+		}
+	}
+	if lk.f, err = rowenc.NewRowFetcher(l, idx, needed); err != nil {
+		return nil, err
+	}
+	lk.scratch = make([]types.Datum, len(l.Columns))
+	return lk, nil
+}
+
+// key returns the key prefix input row looks up; ok is false when a key
+// value is NULL (it matches nothing).
+func (lk *lookuper) key(row []types.Datum) (key []byte, ok bool, err error) {
+	var bucket uint16
+	if lk.bucketed {
+		for i := range lk.scratch {
+			lk.scratch[i] = types.DNull
+		}
+		for i, p := range lk.keyPos {
+			lk.scratch[lk.l.ColumnPos(lk.idx.KeyColumns[i])] = row[p]
+		}
+		if bucket, err = lk.l.Bucket(lk.scratch); err != nil {
+			return nil, false, err
+		}
+	}
+	key = lk.l.IndexPrefix(nil, lk.idx, bucket)
+	for i, p := range lk.keyPos {
+		d := row[p]
+		if types.IsNull(d) {
+			return nil, false, nil
+		}
+		if key, err = rowenc.EncodeKey(key, d, lk.idx.KeyOrders[i]); err != nil {
+			return nil, false, err
+		}
+	}
+	return key, true, nil
+}
+
+// lookup returns, per input row, the full-width rows its key found.
+func (lk *lookuper) lookup(ctx context.Context, in [][]types.Datum) ([][][]types.Datum, error) {
+	out := make([][][]types.Datum, len(in))
+	b := &kv.Batch{}
+	which := make([]int, 0, len(in))
+	for i, row := range in {
+		k, ok, err := lk.key(row)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue
+		}
+		b.Scan(k, keys.PrefixEnd(k), 0)
+		which = append(which, i)
+	}
+	if len(which) == 0 {
+		return out, nil
+	}
+	if err := lk.r.x.Txn.Run(ctx, b); err != nil {
+		return nil, err
+	}
+	lk.r.x.Stats.addKV(lk.node, len(which))
+	for j, i := range which {
+		var rows [][]types.Datum
+		emit := func(row []types.Datum) error { rows = append(rows, row); return nil }
+		if err := lk.f.Add(b.Results[j].Rows, emit); err != nil {
+			return nil, err
+		}
+		if err := lk.f.Finish(emit); err != nil {
+			return nil, err
+		}
+		out[i] = rows
+	}
+	return out, nil
+}
+
+// batchJoinOp reads input rows in batches, looks them up and emits the
+// joined rows in input order.
+type batchJoinOp struct {
+	in    op
+	lk    *lookuper
+	join  func(in []types.Datum, found [][]types.Datum, emit func([]types.Datum)) error
+	out   [][]types.Datum
+	oi    int
+	done  bool
+	batch [][]types.Datum
+}
+
+func (o *batchJoinOp) Next(ctx context.Context) ([]types.Datum, error) {
+	for o.oi >= len(o.out) {
+		if o.done {
+			return nil, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		o.out, o.oi = o.out[:0], 0
+		o.batch = o.batch[:0]
+		for len(o.batch) < lookupBatch {
+			row, err := o.in.Next(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if row == nil {
+				o.done = true
+				break
+			}
+			o.batch = append(o.batch, row)
+		}
+		found, err := o.lk.lookup(ctx, o.batch)
+		if err != nil {
+			return nil, err
+		}
+		emit := func(row []types.Datum) { o.out = append(o.out, row) }
+		for i, row := range o.batch {
+			if err := o.join(row, found[i], emit); err != nil {
+				return nil, err
+			}
+		}
+	}
+	row := o.out[o.oi]
+	o.out[o.oi] = nil
+	o.oi++
+	return row, nil
+}
+
+func (o *batchJoinOp) Close() { o.in.Close() }
+
+func (r *runner) buildIndexJoin(n *plan.IndexJoin) (op, error) {
+	in, err := r.build(n.Input)
+	if err != nil {
+		return nil, err
+	}
+	lk, err := r.newLookuper(n, n.Table, nil, n.Input.Columns(), n.KeyCols, n.TableCols)
+	if err != nil {
+		in.Close()
+		return nil, err
+	}
+	outPos, err := tableRowPositions(lk.l, n.TableCols)
+	if err != nil {
+		in.Close()
+		return nil, err
+	}
+	filter, err := r.compilePred(n.Filter, n.Cols)
+	if err != nil {
+		in.Close()
+		return nil, err
+	}
+	return &batchJoinOp{in: in, lk: lk, join: func(_ []types.Datum, found [][]types.Datum, emit func([]types.Datum)) error {
+		for _, full := range found {
+			row := project(full, outPos)
+			ok, err := filter(row)
+			if err != nil {
+				return err
+			}
+			if ok {
+				emit(row)
+			}
+		}
+		return nil
+	}}, nil
+}
+
+func (r *runner) buildLookupJoin(n *plan.LookupJoin) (op, error) {
+	switch n.Kind {
+	case plan.InnerJoin, plan.LeftJoin, plan.SemiJoin, plan.AntiJoin:
+	default:
+		return nil, pgerror.New(pgerrcode.InternalError, "exec: lookup join of kind %d", n.Kind)
+	}
+	inCols := n.Input.Columns()
+	in, err := r.build(n.Input)
+	if err != nil {
+		return nil, err
+	}
+	lk, err := r.newLookuper(n, n.Table, n.Index, inCols, n.KeyCols, n.TableCols)
+	if err != nil {
+		in.Close()
+		return nil, err
+	}
+	outPos, err := tableRowPositions(lk.l, n.TableCols)
+	if err != nil {
+		in.Close()
+		return nil, err
+	}
+	both := append(append([]plan.Column{}, inCols...), n.Cols...)
+	on, err := r.compilePred(n.On, both)
+	if err != nil {
+		in.Close()
+		return nil, err
+	}
+	var combined []types.Datum
+	return &batchJoinOp{in: in, lk: lk, join: func(left []types.Datum, found [][]types.Datum, emit func([]types.Datum)) error {
+		matched := false
+		for _, full := range found {
+			combined = append(append(combined[:0], left...), project(full, outPos)...)
+			ok, err := on(combined)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				continue
+			}
+			matched = true
+			switch n.Kind {
+			case plan.InnerJoin, plan.LeftJoin:
+				emit(append([]types.Datum(nil), combined...))
+			case plan.SemiJoin:
+				emit(left)
+				return nil
+			case plan.AntiJoin:
+				return nil
+			}
+		}
+		if !matched {
+			switch n.Kind {
+			case plan.LeftJoin:
+				emit(append(append([]types.Datum(nil), left...), nulls(len(n.Cols))...))
+			case plan.AntiJoin:
+				emit(left)
+			}
+		}
+		return nil
+	}}, nil
+}
+
+func nulls(n int) []types.Datum {
+	out := make([]types.Datum, n)
+	for i := range out {
+		out[i] = types.DNull
+	}
+	return out
+}

@@ -1,0 +1,490 @@
+package exec
+
+import (
+	"container/heap"
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/cairn-db/cairn/keys"
+	"github.com/cairn-db/cairn/kv"
+	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/sql/catalog"
+	"github.com/cairn-db/cairn/sql/pgerror"
+	"github.com/cairn-db/cairn/sql/plan"
+	"github.com/cairn-db/cairn/sql/rowenc"
+	"github.com/cairn-db/cairn/sql/types"
+	"github.com/jackc/pgerrcode"
+)
+
+// Paging: a scan asks KV for firstPage keys, then doubles up to maxPage,
+// so LIMIT 1 reads little and a full scan needs few round trips.
+const (
+	firstPage = 256
+	maxPage   = 8192
+	// spansPerBatch is how many spans of a many-span scan (an IN list)
+	// share one round trip.
+	spansPerBatch = 64
+	// lookupBatch is how many input rows an index or lookup join
+	// collects before sending one kv.Batch for all of them.
+	lookupBatch = 1000
+)
+
+// Row locking: KV has no locking read, so FOR UPDATE / FOR SHARE are
+// accepted and do not lock anything; conflicting writers are caught by the
+// transaction's isolation (a serializable transaction that read a row
+// another one then wrote fails to commit), never by waiting. See
+// plan.Scan.Lock.
+
+// tableLayout returns t's layout, built once per statement.
+func (r *runner) tableLayout(t *catalog.Table) (*rowenc.TableLayout, error) {
+	if r.layouts == nil {
+		r.layouts = map[*catalog.Table]*rowenc.TableLayout{}
+	}
+	if l := r.layouts[t]; l != nil {
+		return l, nil
+	}
+	l, err := t.Layout()
+	if err != nil {
+		return nil, fmt.Errorf("exec: table %q: %w", t.Name, err)
+	}
+	r.layouts[t] = l
+	return l, nil
+}
+
+func indexLayout(l *rowenc.TableLayout, t *catalog.Table, idx *catalog.Index) (*rowenc.IndexLayout, error) {
+	if idx == nil || idx.ID == t.PrimaryIndex.ID {
+		return &l.Primary, nil
+	}
+	il := l.Index(uint32(idx.ID))
+	if il == nil {
+		return nil, pgerror.New(pgerrcode.InternalError, "exec: table %q has no index %d", t.Name, idx.ID)
+	}
+	return il, nil
+}
+
+func bucketed(l *rowenc.TableLayout, idx *rowenc.IndexLayout) bool {
+	return l.HashColumns > 0 && idx.Local
+}
+
+// tableRowPositions maps table columns to positions in the fetcher's
+// full-width rows.
+func tableRowPositions(l *rowenc.TableLayout, ids []rowenc.ColumnID) ([]int, error) {
+	out := make([]int, len(ids))
+	for i, id := range ids {
+		out[i] = l.ColumnPos(id)
+		if out[i] < 0 {
+			return nil, pgerror.New(pgerrcode.InternalError, "exec: table %q has no column %d", l.Name, id)
+		}
+	}
+	return out, nil
+}
+
+// project picks the output columns of a full-width fetched row; columns
+// the index does not hold read as NULL.
+func project(full []types.Datum, pos []int) []types.Datum {
+	out := make([]types.Datum, len(pos))
+	for i, p := range pos {
+		if d := full[p]; d != nil {
+			out[i] = d
+		} else {
+			out[i] = types.DNull
+		}
+	}
+	return out
+}
+
+// kvStream reads the rows of a list of kv spans of one index, in order
+// (reverse order when reverse), page by page.
+type kvStream struct {
+	r       *runner
+	node    plan.Node
+	spans   []kvpb.Span // still to read, in reading order
+	reverse bool
+	limit   int64
+	f       *rowenc.RowFetcher
+	buf     [][]types.Datum
+	bi      int
+	done    bool
+}
+
+func (s *kvStream) next(ctx context.Context) ([]types.Datum, error) {
+	for s.bi >= len(s.buf) {
+		if s.done {
+			return nil, nil
+		}
+		s.buf, s.bi = s.buf[:0], 0
+		if err := s.fill(ctx); err != nil {
+			return nil, err
+		}
+	}
+	row := s.buf[s.bi]
+	s.buf[s.bi] = nil
+	s.bi++
+	return row, nil
+}
+
+func (s *kvStream) emit(row []types.Datum) error {
+	s.buf = append(s.buf, row)
+	return nil
+}
+
+// fill reads one page: up to spansPerBatch spans in one round trip, each
+// limited to the current page size. Results after the first span KV cut
+// short are dropped and read again later, so rows stay in order.
+func (s *kvStream) fill(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if len(s.spans) == 0 {
+		s.done = true
+		return s.f.Finish(s.emit)
+	}
+	n := min(len(s.spans), spansPerBatch)
+	b := &kv.Batch{}
+	for _, sp := range s.spans[:n] {
+		if s.reverse {
+			b.ReverseScan(sp.Key, sp.EndKey, s.limit)
+		} else {
+			b.Scan(sp.Key, sp.EndKey, s.limit)
+		}
+	}
+	if err := s.r.x.Txn.Run(ctx, b); err != nil {
+		return err
+	}
+	s.r.x.Stats.addKV(s.node, n)
+	consumed := 0
+	for i := range n {
+		res := &b.Results[i]
+		if err := s.f.Add(res.Rows, s.emit); err != nil {
+			return err
+		}
+		if res.ResumeSpan != nil {
+			s.spans[i] = *res.ResumeSpan
+			break
+		}
+		consumed++
+	}
+	s.spans = s.spans[consumed:]
+	s.limit = min(s.limit*2, maxPage)
+	return nil
+}
+
+// scanOp is a Scan: one stream, or one per bucket merged in index order.
+type scanOp struct {
+	r       *runner
+	n       *plan.Scan
+	streams []*kvStream
+	// merge: the streams are merged by keys (ordered bucketed scan).
+	merge   bool
+	keys    []sortKey
+	h       *mergeHeap
+	started bool
+	// sortAll: read everything then sort by keys (ordered scan of every
+	// bucket of a bucketed index: 65536 streams would be absurd).
+	sortAll bool
+	sorted  *sliceOp
+
+	spanCheck func(full []types.Datum) bool
+	outPos    []int
+	filter    func([]types.Datum) (bool, error)
+	returned  int64
+	checked   int
+}
+
+func (r *runner) buildScan(n *plan.Scan) (op, error) {
+	l, err := r.tableLayout(n.Table)
+	if err != nil {
+		return nil, err
+	}
+	idx, err := indexLayout(l, n.Table, n.Index)
+	if err != nil {
+		return nil, err
+	}
+	o := &scanOp{r: r, n: n}
+	if o.outPos, err = tableRowPositions(l, n.TableCols); err != nil {
+		return nil, err
+	}
+	if o.filter, err = r.compilePred(n.Filter, n.Cols); err != nil {
+		return nil, err
+	}
+	keyPos, err := tableRowPositions(l, idx.KeyColumns)
+	if err != nil {
+		return nil, err
+	}
+	for i, p := range keyPos {
+		ord := idx.KeyOrders[i]
+		o.keys = append(o.keys, sortKey{pos: p, desc: (ord&rowenc.Descending != 0) != n.Reverse, nullsFirst: (ord&rowenc.NullsFirst != 0) != n.Reverse})
+	}
+	needed := slices.Clone(n.TableCols)
+	limit := int64(firstPage)
+	if n.HardLimit > 0 && n.Filter == nil {
+		// A primary row is at most one KV per column (unpacked), and
+		// the fetcher emits it once the next row's first key arrives.
+		perRow := int64(1)
+		if idx.IsPrimary() {
+			perRow = int64(len(l.Columns) + 1)
+		}
+		limit = min(limit, (n.HardLimit+1)*perRow)
+	}
+	newStream := func(spans []kvpb.Span) (*kvStream, error) {
+		f, err := rowenc.NewRowFetcher(l, idx, needed)
+		if err != nil {
+			return nil, err
+		}
+		if n.Reverse {
+			slices.Reverse(spans)
+		}
+		return &kvStream{r: r, node: n, spans: spans, reverse: n.Reverse, limit: limit, f: f}, nil
+	}
+	if !bucketed(l, idx) {
+		sp, err := indexSpans(l, idx, 0, n.Spans)
+		if err != nil {
+			return nil, err
+		}
+		s, err := newStream(sp)
+		if err != nil {
+			return nil, err
+		}
+		o.streams = []*kvStream{s}
+		return o, nil
+	}
+	if n.Ordered {
+		// Merging needs the key columns even when nothing reads them.
+		needed = append(needed, idx.KeyColumns...)
+	}
+	if n.Buckets == nil {
+		// Every bucket: read the index's whole group span once (the
+		// fetcher skips other indexes' keys) and check spans per row.
+		if len(n.Spans) > 0 {
+			o.spanCheck = spanChecker(keyPos, idx.KeyOrders, n.Spans)
+		}
+		whole := l.IndexSpan(idx)
+		s, err := newStream([]kvpb.Span{whole})
+		if err != nil {
+			return nil, err
+		}
+		o.streams = []*kvStream{s}
+		o.sortAll = n.Ordered
+		return o, nil
+	}
+	for _, b := range n.Buckets {
+		sp, err := indexSpans(l, idx, b, n.Spans)
+		if err != nil {
+			return nil, err
+		}
+		s, err := newStream(sp)
+		if err != nil {
+			return nil, err
+		}
+		o.streams = append(o.streams, s)
+	}
+	o.merge = n.Ordered && len(o.streams) > 1
+	return o, nil
+}
+
+// indexSpans encodes plan spans as kv spans of one bucket of idx.
+func indexSpans(l *rowenc.TableLayout, idx *rowenc.IndexLayout, bucket uint16, spans []plan.Span) ([]kvpb.Span, error) {
+	prefix := l.IndexPrefix(nil, idx, bucket)
+	if len(spans) == 0 {
+		return []kvpb.Span{{Key: prefix, EndKey: keys.PrefixEnd(prefix)}}, nil
+	}
+	out := make([]kvpb.Span, 0, len(spans))
+	for _, sp := range spans {
+		start, err := encodePrefix(prefix, idx, sp.Start)
+		if err != nil {
+			return nil, err
+		}
+		if sp.StartExclusive && len(sp.Start) > 0 {
+			start = keys.PrefixEnd(start)
+		}
+		var end []byte
+		if sp.End == nil {
+			end = keys.PrefixEnd(prefix)
+		} else {
+			if end, err = encodePrefix(prefix, idx, sp.End); err != nil {
+				return nil, err
+			}
+			if sp.EndInclusive {
+				end = keys.PrefixEnd(end)
+			}
+		}
+		if string(start) >= string(end) {
+			continue
+		}
+		out = append(out, kvpb.Span{Key: start, EndKey: end})
+	}
+	return out, nil
+}
+
+func encodePrefix(prefix []byte, idx *rowenc.IndexLayout, vals []types.Datum) ([]byte, error) {
+	if len(vals) > len(idx.KeyColumns) {
+		return nil, pgerror.New(pgerrcode.InternalError, "exec: span of %d values on index %q of %d key columns", len(vals), idx.Name, len(idx.KeyColumns))
+	}
+	key := slices.Clip(prefix)
+	for i, d := range vals {
+		var err error
+		if key, err = rowenc.EncodeKey(key, d, idx.KeyOrders[i]); err != nil {
+			return nil, fmt.Errorf("exec: span of index %q: %w", idx.Name, err)
+		}
+	}
+	return key, nil
+}
+
+// spanChecker tests a decoded row against the spans, comparing key
+// values as the index orders them (for scans that cannot encode spans per
+// bucket).
+func spanChecker(keyPos []int, orders []rowenc.Order, spans []plan.Span) func([]types.Datum) bool {
+	cmp := func(row []types.Datum, bound []types.Datum) int {
+		for i, d := range bound {
+			o := orders[i]
+			v := row[keyPos[i]]
+			if v == nil {
+				v = types.DNull
+			}
+			if c := compareDatums(v, d, o&rowenc.Descending != 0, o&rowenc.NullsFirst != 0); c != 0 {
+				return c
+			}
+		}
+		return 0
+	}
+	return func(row []types.Datum) bool {
+		for _, sp := range spans {
+			if sp.Start != nil {
+				c := cmp(row, sp.Start)
+				if c < 0 || (c == 0 && sp.StartExclusive) {
+					continue
+				}
+			}
+			if sp.End != nil {
+				c := cmp(row, sp.End)
+				if c > 0 || (c == 0 && !sp.EndInclusive) {
+					continue
+				}
+			}
+			return true
+		}
+		return false
+	}
+}
+
+// nextFull returns the next full-width row in the scan's order.
+func (o *scanOp) nextFull(ctx context.Context) ([]types.Datum, error) {
+	switch {
+	case o.sortAll:
+		if o.sorted == nil {
+			var all [][]types.Datum
+			for {
+				row, err := o.streams[0].next(ctx)
+				if err != nil {
+					return nil, err
+				}
+				if row == nil {
+					break
+				}
+				if o.spanCheck == nil || o.spanCheck(row) {
+					all = append(all, row)
+				}
+			}
+			slices.SortStableFunc(all, func(a, b []types.Datum) int { return compareRows(o.keys, a, b) })
+			o.sorted = &sliceOp{rows: all}
+		}
+		return o.sorted.Next(ctx)
+	case o.merge:
+		if !o.started {
+			o.started = true
+			o.h = &mergeHeap{keys: o.keys}
+			for _, s := range o.streams {
+				row, err := s.next(ctx)
+				if err != nil {
+					return nil, err
+				}
+				if row != nil {
+					o.h.items = append(o.h.items, mergeItem{row, s})
+				}
+			}
+			heap.Init(o.h)
+		}
+		if o.h.Len() == 0 {
+			return nil, nil
+		}
+		top := o.h.items[0]
+		row, err := top.s.next(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if row == nil {
+			heap.Pop(o.h)
+		} else {
+			o.h.items[0].row = row
+			heap.Fix(o.h, 0)
+		}
+		return top.row, nil
+	}
+	for len(o.streams) > 0 {
+		row, err := o.streams[0].next(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if row == nil {
+			o.streams = o.streams[1:]
+			continue
+		}
+		if o.spanCheck != nil && !o.spanCheck(row) {
+			continue
+		}
+		return row, nil
+	}
+	return nil, nil
+}
+
+func (o *scanOp) Next(ctx context.Context) ([]types.Datum, error) {
+	for {
+		if o.n.HardLimit > 0 && o.returned >= o.n.HardLimit {
+			return nil, nil
+		}
+		if o.checked++; o.checked%checkEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		full, err := o.nextFull(ctx)
+		if err != nil || full == nil {
+			return nil, err
+		}
+		row := project(full, o.outPos)
+		ok, err := o.filter(row)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			o.returned++
+			return row, nil
+		}
+	}
+}
+
+func (o *scanOp) Close() { o.streams = nil; o.sorted = nil }
+
+type mergeItem struct {
+	row []types.Datum
+	s   *kvStream
+}
+
+// mergeHeap is a k-way merge of bucket streams by index key.
+type mergeHeap struct {
+	items []mergeItem
+	keys  []sortKey
+}
+
+func (h *mergeHeap) Len() int { return len(h.items) }
+func (h *mergeHeap) Less(i, j int) bool {
+	return compareRows(h.keys, h.items[i].row, h.items[j].row) < 0
+}
+func (h *mergeHeap) Swap(i, j int) { h.items[i], h.items[j] = h.items[j], h.items[i] }
+func (h *mergeHeap) Push(x any)    { h.items = append(h.items, x.(mergeItem)) }
+func (h *mergeHeap) Pop() any {
+	it := h.items[len(h.items)-1]
+	h.items = h.items[:len(h.items)-1]
+	return it
+}

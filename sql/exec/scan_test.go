@@ -1,0 +1,262 @@
+package exec
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cairn-db/cairn/sql/plan"
+	"github.com/cairn-db/cairn/sql/sem"
+	"github.com/cairn-db/cairn/sql/types"
+)
+
+func seq(lo, hi int, f func(i int) string) string {
+	var rows []string
+	for i := lo; i <= hi; i++ {
+		rows = append(rows, f(i))
+	}
+	return lines(rows...)
+}
+
+func TestScan(t *testing.T) {
+	e := newEnv(t)
+	var rows [][]types.Datum
+	for i := int64(1); i <= 10; i++ {
+		rows = append(rows, []types.Datum{types.DInt(i), types.DInt(100 - i%3), types.DString(fmt.Sprint("s", i))})
+	}
+	for _, packed := range []bool{true, false} {
+		name := fmt.Sprintf("t%v", packed)
+		tbl := e.createTable(tableSpec{name: name, cols: []string{"k int8", "v int8", "s text"}, pk: []string{"k"}, indexes: [][]string{{"v", "+s"}}, packed: packed}, rows...)
+		all := func(lo, hi int) string { return seq(lo, hi, func(i int) string { return fmt.Sprintf("%d s%d", i, i) }) }
+		rev := func(hi, lo int) string {
+			var out []string
+			for i := hi; i >= lo; i-- {
+				out = append(out, fmt.Sprintf("%d s%d", i, i))
+			}
+			return lines(out...)
+		}
+		sc := func(mod func(s *plan.Scan)) string {
+			s := e.scan(tbl, nil, "k", "s")
+			mod(s)
+			return e.mustRun(s)
+		}
+		for _, tc := range []struct {
+			name string
+			mod  func(s *plan.Scan)
+			want string
+		}{
+			{"full", func(s *plan.Scan) {}, all(1, 10)},
+			{"closed", func(s *plan.Scan) { s.Spans = []plan.Span{{Start: ints(3), End: ints(5), EndInclusive: true}} }, all(3, 5)},
+			{"open", func(s *plan.Scan) {
+				s.Spans = []plan.Span{{Start: ints(3), End: ints(5), StartExclusive: true}}
+			}, all(4, 4)},
+			{"unbounded", func(s *plan.Scan) { s.Spans = []plan.Span{{Start: ints(8)}, {}}[:1] }, all(8, 10)},
+			{"points", func(s *plan.Scan) {
+				s.Spans = []plan.Span{{Start: ints(2), End: ints(2), EndInclusive: true}, {Start: ints(7), End: ints(7), EndInclusive: true}, {Start: ints(70), End: ints(70), EndInclusive: true}}
+			}, lines("2 s2", "7 s7")},
+			{"reverse", func(s *plan.Scan) { s.Reverse, s.Ordered = true, true }, rev(10, 1)},
+			{"reverse span", func(s *plan.Scan) {
+				s.Reverse = true
+				s.Spans = []plan.Span{{Start: ints(2), End: ints(3), EndInclusive: true}, {Start: ints(6), End: ints(8)}}
+			}, lines("7 s7", "6 s6", "3 s3", "2 s2")},
+			{"limit", func(s *plan.Scan) { s.HardLimit = 2 }, all(1, 2)},
+			{"reverse limit", func(s *plan.Scan) { s.HardLimit = 1; s.Reverse = true }, all(10, 10)},
+			{"filter limit", func(s *plan.Scan) {
+				s.Filter = e.expr("k % 3 = 0", s.Cols...)
+				s.HardLimit = 2
+			}, lines("3 s3", "6 s6")},
+		} {
+			t.Run(name+"/"+tc.name, func(t *testing.T) {
+				if got := sc(tc.mod); got != tc.want {
+					t.Errorf("got\n%swant\n%s", got, tc.want)
+				}
+			})
+		}
+		t.Run(name+"/secondary", func(t *testing.T) {
+			s := e.scan(tbl, &tbl.Indexes[0], "v", "k", "s")
+			s.Spans = []plan.Span{{Start: ints(99), End: ints(100), EndInclusive: true}}
+			want := lines("99 1 s1", "99 4 s4", "99 7 s7", "99 10 s10", "100 3 s3", "100 6 s6", "100 9 s9")
+			if got := e.mustRun(s); got != want {
+				t.Errorf("got\n%swant\n%s", got, want)
+			}
+		})
+	}
+}
+
+func TestScanPagingAndIndexJoin(t *testing.T) {
+	e := newEnv(t)
+	const n = 3000
+	var rows [][]types.Datum
+	for i := int64(0); i < n; i++ {
+		rows = append(rows, []types.Datum{types.DInt(i), types.DInt(i % 7), types.DString(fmt.Sprint("x", i))})
+	}
+	tbl := e.createTable(tableSpec{name: "big", cols: []string{"k int8", "v int8", "s text"}, pk: []string{"k"}, indexes: [][]string{{"v"}}}, rows...)
+
+	t.Run("paging", func(t *testing.T) {
+		st := &Stats{}
+		s := e.scan(tbl, nil, "k")
+		s.Reverse = true
+		out, err := e.run(&plan.Plan{Root: s}, st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := strings.Fields(out)
+		if len(got) != n || got[0] != "2999" || got[n-1] != "0" {
+			t.Fatalf("got %d rows, first %s", len(got), got[0])
+		}
+		// Unpacked rows are 3 KVs each: pages of 256, 512, ... 8192 keys.
+		ns := st.Node(s)
+		if ns.KVBatches < 3 || ns.KVBatches > 8 {
+			t.Errorf("kv batches = %d, want a few growing pages", ns.KVBatches)
+		}
+		if !strings.Contains(st.Annotate(s), "actual rows=3000") {
+			t.Errorf("annotate: %s", st.Annotate(s))
+		}
+	})
+	t.Run("limit reads one page", func(t *testing.T) {
+		st := &Stats{}
+		s := e.scan(tbl, nil, "k")
+		s.HardLimit = 1
+		if out, err := e.run(&plan.Plan{Root: s}, st); err != nil || out != "0\n" {
+			t.Fatalf("%q %v", out, err)
+		}
+		if b := st.Node(s).KVBatches; b != 1 {
+			t.Errorf("batches = %d", b)
+		}
+	})
+	t.Run("index join", func(t *testing.T) {
+		st := &Stats{}
+		ix := e.scan(tbl, &tbl.Indexes[0], "v", "k")
+		ix.Spans = []plan.Span{{Start: ints(3), End: ints(3), EndInclusive: true}}
+		pk := e.scan(tbl, nil, "k", "s")
+		j := &plan.IndexJoin{Input: ix, Table: tbl, KeyCols: []sem.ColumnID{ix.Cols[1].ID}, Cols: pk.Cols, TableCols: pk.TableCols}
+		j.Filter = e.expr("k < 1000", pk.Cols...)
+		out, err := e.run(&plan.Plan{Root: j}, st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		for i := 3; i < 1000; i += 7 {
+			want = append(want, fmt.Sprintf("%d x%d", i, i))
+		}
+		if out != lines(want...) {
+			t.Errorf("got %s", out)
+		}
+		ns := st.Node(j)
+		// 429 input rows: one batch of 429 lookups.
+		if ns.KVBatches != 1 || ns.KVRequests != n/7+1 {
+			t.Errorf("index join kv: %s", st.Annotate(j))
+		}
+	})
+}
+
+func TestScanBucketed(t *testing.T) {
+	e := newEnv(t)
+	var rows [][]types.Datum
+	for i := int64(1); i <= 40; i++ {
+		rows = append(rows, []types.Datum{types.DInt(i), types.DInt(i * 10)})
+	}
+	tbl := e.createTable(tableSpec{name: "h", cols: []string{"k int8", "v int8"}, pk: []string{"k"}, indexes: [][]string{{"v"}}, hash: 1, packed: true}, rows...)
+	l, err := tbl.Layout()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bucketOf := map[int64]uint16{}
+	var buckets []uint16
+	for _, r := range rows {
+		b, err := l.Bucket(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bucketOf[int64(r[0].(types.DInt))] = b
+		if !slices.Contains(buckets, b) {
+			buckets = append(buckets, b)
+		}
+	}
+	if len(buckets) < 10 {
+		t.Fatalf("only %d buckets", len(buckets))
+	}
+	inOrder := seq(1, 40, func(i int) string { return fmt.Sprint(i) })
+	t.Run("unordered has every row", func(t *testing.T) {
+		got := strings.Fields(e.mustRun(e.scan(tbl, nil, "k")))
+		slices.SortFunc(got, func(a, b string) int { return cmp.Or(len(a)-len(b), strings.Compare(a, b)) })
+		if strings.Join(got, "\n")+"\n" != inOrder {
+			t.Fatalf("got %v", got)
+		}
+	})
+	t.Run("ordered all buckets", func(t *testing.T) {
+		s := e.scan(tbl, nil, "k")
+		s.Ordered = true
+		if got := e.mustRun(s); got != inOrder {
+			t.Errorf("got %s", got)
+		}
+	})
+	t.Run("ordered spans all buckets", func(t *testing.T) {
+		s := e.scan(tbl, nil, "k")
+		s.Ordered, s.Reverse = true, true
+		s.Spans = []plan.Span{{Start: ints(5), End: ints(8), EndInclusive: true}, {Start: ints(30), End: ints(32)}}
+		if got, want := e.mustRun(s), lines("31", "30", "8", "7", "6", "5"); got != want {
+			t.Errorf("got %s", got)
+		}
+	})
+	t.Run("merge of listed buckets", func(t *testing.T) {
+		s := e.scan(tbl, nil, "k")
+		s.Ordered, s.Buckets = true, buckets
+		if got := e.mustRun(s); got != inOrder {
+			t.Errorf("got %s", got)
+		}
+		s = e.scan(tbl, nil, "k")
+		s.Ordered, s.Reverse, s.Buckets = true, true, buckets
+		got := strings.Fields(e.mustRun(s))
+		if len(got) != 40 || got[0] != "40" || got[39] != "1" || !slices.IsSortedFunc(got, func(a, b string) int { return len(b) - len(a) }) {
+			t.Errorf("reverse merge got %v", got)
+		}
+	})
+	t.Run("one bucket point", func(t *testing.T) {
+		s := e.scan(tbl, nil, "k", "v")
+		s.Buckets = []uint16{bucketOf[17]}
+		s.Spans = []plan.Span{{Start: ints(17), End: ints(17), EndInclusive: true}}
+		if got := e.mustRun(s); got != "17 170\n" {
+			t.Errorf("got %q", got)
+		}
+	})
+	t.Run("local secondary ordered", func(t *testing.T) {
+		s := e.scan(tbl, &tbl.Indexes[0], "v", "k")
+		s.Ordered = true
+		s.Spans = []plan.Span{{Start: ints(95), End: ints(150)}}
+		if got, want := e.mustRun(s), lines("100 10", "110 11", "120 12", "130 13", "140 14"); got != want {
+			t.Errorf("got %s", got)
+		}
+	})
+	t.Run("lookup join into bucketed primary", func(t *testing.T) {
+		v := &plan.Values{Cols: []plan.Column{e.col("x", types.Int8)}}
+		for _, x := range []int64{3, 99, 3, 40} {
+			v.Rows = append(v.Rows, []sem.Expr{cint(x)})
+		}
+		pk := e.scan(tbl, nil, "k", "v")
+		for _, kind := range []struct {
+			k    plan.JoinKind
+			want string
+		}{
+			{plan.InnerJoin, lines("3 3 30", "3 3 30", "40 40 400")},
+			{plan.LeftJoin, lines("3 3 30", "99 NULL NULL", "3 3 30", "40 40 400")},
+			{plan.SemiJoin, lines("3", "3", "40")},
+			{plan.AntiJoin, lines("99")},
+		} {
+			st := &Stats{}
+			j := &plan.LookupJoin{Kind: kind.k, Input: v, Table: tbl, KeyCols: []sem.ColumnID{v.Cols[0].ID}, Cols: pk.Cols, TableCols: pk.TableCols}
+			got, err := e.run(&plan.Plan{Root: j}, st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != kind.want {
+				t.Errorf("kind %d: got\n%s", kind.k, got)
+			}
+			if st.Node(j).KVBatches != 1 {
+				t.Errorf("%s", st.Annotate(j))
+			}
+		}
+	})
+}
