@@ -705,3 +705,141 @@ func TestForeignKeyNoActionMovedKey(t *testing.T) {
 		})
 	}
 }
+
+// onConflict builds ON CONFLICT DO UPDATE SET names = sqls WHERE where
+// (SQL over t.<col> and excluded.<col>), arbiter the named index.
+func onConflict(t *testing.T, tb *catalog.Table, arbiter string, names, sqls []string, where string) *plan.OnConflict {
+	ex, exIDs := scopeOf(tb, 200, tb.Name+".")
+	in, inIDs := scopeOf(tb, 300, "excluded.")
+	both := planScope{names: append(ex.names, in.names...), ids: append(ex.ids, in.ids...), typs: append(ex.typs, in.typs...)}
+	oc := &plan.OnConflict{Arbiter: tb.IndexByName(arbiter), ExistingCols: exIDs, ExcludedCols: inIDs}
+	for i, n := range names {
+		col := tb.ColumnByName(n)
+		oc.SetCols = append(oc.SetCols, col.ID)
+		oc.Set = append(oc.Set, mustExpr(t, both, sqls[i], col.Type))
+	}
+	if where != "" {
+		oc.Where = mustExpr(t, both, where, types.Bool)
+	}
+	return oc
+}
+
+func TestOnConflict(t *testing.T) {
+	e := newDMLEnv(t)
+	tb := tTable()
+	e.create(tb)
+	_, p := insertPlan(t, tb, []string{"a", "b", "c"}, []sem.Expr{i8(1), txt("x"), i4(5)}, []sem.Expr{i8(2), txt("y"), i4(6)})
+	e.mustExec(p)
+
+	// DO NOTHING without an arbiter: a conflict on any unique index skips
+	// the row, and so does a duplicate within the statement.
+	ins, p := insertPlan(t, tb, []string{"a", "b", "c"},
+		[]sem.Expr{i8(1), txt("new"), i4(7)}, // pk conflict
+		[]sem.Expr{i8(3), txt("x"), i4(7)},   // t_b_key conflict
+		[]sem.Expr{i8(4), txt("z"), i4(8)},   // inserted
+		[]sem.Expr{i8(4), txt("w"), i4(9)})   // conflicts with the row before
+	ins.OnConflict = &plan.OnConflict{DoNothing: true}
+	ins.Returning = returning(t, tb, ins.TableCols, "a")
+	rows, n := e.mustExec(p)
+	if fmtRows(rows) != "(4)" || n != 1 {
+		t.Errorf("DO NOTHING: returned %s, count %d; want (4), 1", fmtRows(rows), n)
+	}
+	// DO NOTHING with an arbiter: other unique indexes still fail.
+	ins, p = insertPlan(t, tb, []string{"a", "b", "c"}, []sem.Expr{i8(9), txt("x"), i4(7)})
+	ins.OnConflict = &plan.OnConflict{DoNothing: true, Arbiter: tb.IndexByName("t_pkey")}
+	_, _, err := e.exec(p)
+	expectErr(t, err, pgerrcode.UniqueViolation, `duplicate key value violates unique constraint "t_b_key"`, "Key (b)=(x) already exists.")
+
+	// DO UPDATE on the primary key: the update sees both rows, recomputes
+	// the generated column and returns the new row; WHERE false skips.
+	ins, p = insertPlan(t, tb, []string{"a", "b", "c"},
+		[]sem.Expr{i8(1), txt("ignored"), i4(100)},
+		[]sem.Expr{i8(2), txt("ignored2"), i4(100)},
+		[]sem.Expr{i8(5), txt("v"), i4(11)})
+	ins.OnConflict = onConflict(t, tb, "t_pkey", []string{"c"}, []string{"t.c + excluded.c"}, "t.b <> 'y'")
+	ins.Returning = returning(t, tb, ins.TableCols, "a", "b", "c", "d")
+	rows, n = e.mustExec(p)
+	if got, want := fmtRows(rows), "(1,x,105,210) (5,v,11,22)"; got != want || n != 2 {
+		t.Errorf("DO UPDATE returned %s, count %d; want %s, 2", got, n, want)
+	}
+	// DO UPDATE through a unique secondary index.
+	ins, p = insertPlan(t, tb, []string{"a", "b", "c"}, []sem.Expr{i8(50), txt("v"), i4(1)})
+	ins.OnConflict = onConflict(t, tb, "t_b_key", []string{"b"}, []string{"excluded.b || '!'"}, "")
+	e.mustExec(p)
+	if got, want := e.rows(tb.ID), "(1,x,105,210) (2,y,6,12) (4,z,8,16) (5,v!,11,22)"; got != want {
+		t.Errorf("table = %s, want %s", got, want)
+	}
+	// The update is checked like any other.
+	ins, p = insertPlan(t, tb, []string{"a", "b", "c"}, []sem.Expr{i8(2), txt("q"), i4(1)})
+	ins.OnConflict = onConflict(t, tb, "t_pkey", []string{"c"}, []string{"t.c - 100"}, "")
+	_, _, err = e.exec(p)
+	expectErr(t, err, pgerrcode.CheckViolation, `new row for relation "t" violates check constraint "t_c_check"`, "Failing row contains (2, y, -94, -188).")
+	// A row proposed twice in one command.
+	ins, p = insertPlan(t, tb, []string{"a", "b", "c"}, []sem.Expr{i8(7), txt("s"), i4(1)}, []sem.Expr{i8(7), txt("s2"), i4(2)})
+	ins.OnConflict = onConflict(t, tb, "t_pkey", []string{"c"}, []string{"excluded.c"}, "")
+	_, _, err = e.exec(p)
+	expectErr(t, err, pgerrcode.CardinalityViolation, "ON CONFLICT DO UPDATE command cannot affect row a second time", "")
+	ins, p = insertPlan(t, tb, []string{"a", "b", "c"}, []sem.Expr{i8(1), txt("s"), i4(1)}, []sem.Expr{i8(1), txt("s2"), i4(2)})
+	ins.OnConflict = onConflict(t, tb, "t_pkey", []string{"c"}, []string{"excluded.c"}, "")
+	_, _, err = e.exec(p)
+	expectErr(t, err, pgerrcode.CardinalityViolation, "ON CONFLICT DO UPDATE command cannot affect row a second time", "")
+}
+
+func TestUpdateDelete(t *testing.T) {
+	e := newDMLEnv(t)
+	tb := tTable()
+	e.create(tb)
+	_, p := insertPlan(t, tb, []string{"a", "b", "c"}, []sem.Expr{i8(1), txt("x"), i4(5)}, []sem.Expr{i8(2), txt("y"), i4(15)}, []sem.Expr{i8(3), txt("z"), i4(25)})
+	e.mustExec(p)
+	if got := e.indexEntries(tb.ID, "t_c_part"); got != 2 {
+		t.Fatalf("partial index entries = %d, want 2", got)
+	}
+	// UPDATE t SET b = 'x2', c = 12 WHERE a = 1 RETURNING *; the row enters
+	// the partial index, the generated column follows c, and the old
+	// unique key is free again. The same target row twice counts once.
+	old1 := []sem.Expr{i8(1), txt("x"), i4(5), i8(10)}
+	up, p := updatePlan(t, tb, []string{"b", "c"}, append(old1, txt("x2"), i4(12)), append(old1, txt("x3"), i4(13)))
+	up.Returning = returning(t, tb, up.TableCols, "a", "b", "c", "d")
+	rows, n := e.mustExec(p)
+	if got, want := fmtRows(rows), "(1,x2,12,24)"; got != want || n != 1 {
+		t.Errorf("UPDATE returned %s, count %d; want %s, 1", got, n, want)
+	}
+	if got := e.indexEntries(tb.ID, "t_c_part"); got != 3 {
+		t.Errorf("partial index entries after update = %d, want 3", got)
+	}
+	_, p = insertPlan(t, tb, []string{"a", "b", "c"}, []sem.Expr{i8(4), txt("x"), i4(1)})
+	e.mustExec(p)
+
+	// Errors.
+	_, p = updatePlan(t, tb, []string{"c"}, []sem.Expr{i8(2), txt("y"), i4(15), i8(30), i4(0)})
+	_, _, err := e.exec(p)
+	expectErr(t, err, pgerrcode.CheckViolation, `new row for relation "t" violates check constraint "t_c_check"`, "Failing row contains (2, y, 0, 0).")
+	_, p = updatePlan(t, tb, []string{"b"}, []sem.Expr{i8(2), txt("y"), i4(15), i8(30), null(types.Text)})
+	_, _, err = e.exec(p)
+	expectErr(t, err, pgerrcode.NotNullViolation, `null value in column "b" of relation "t" violates not-null constraint`, "Failing row contains (2, null, 15, 30).")
+	_, p = updatePlan(t, tb, []string{"b"}, []sem.Expr{i8(2), txt("y"), i4(15), i8(30), txt("z")})
+	_, _, err = e.exec(p)
+	expectErr(t, err, pgerrcode.UniqueViolation, `duplicate key value violates unique constraint "t_b_key"`, "Key (b)=(z) already exists.")
+	// Moving the primary key.
+	_, p = updatePlan(t, tb, []string{"a"}, []sem.Expr{i8(3), txt("z"), i4(25), i8(50), i8(30)})
+	e.mustExec(p)
+	if got, want := e.rows(tb.ID), "(1,x2,12,24) (2,y,15,30) (4,x,1,2) (30,z,25,50)"; got != want {
+		t.Errorf("after updates: %s, want %s", got, want)
+	}
+
+	del, p := deletePlan(tb, []sem.Expr{i8(2), txt("y"), i4(15), i8(30)}, []sem.Expr{i8(30), txt("z"), i4(25), i8(50)})
+	del.Returning = returning(t, tb, del.FetchCols, "b", "d")
+	rows, n = e.mustExec(p)
+	if got, want := fmtRows(rows), "(y,30) (z,50)"; got != want || n != 2 {
+		t.Errorf("DELETE returned %s, count %d; want %s, 2", got, n, want)
+	}
+	if got, want := e.rows(tb.ID), "(1,x2,12,24) (4,x,1,2)"; got != want {
+		t.Errorf("after delete: %s, want %s", got, want)
+	}
+	if got := e.indexEntries(tb.ID, "t_c_part"); got != 1 {
+		t.Errorf("partial index entries after delete = %d, want 1", got)
+	}
+	if got := e.indexEntries(tb.ID, "t_b_key"); got != 2 {
+		t.Errorf("unique index entries after delete = %d, want 2", got)
+	}
+}
