@@ -314,6 +314,8 @@ type RecursiveCTE struct {
 type WorkTable struct {
 	ID   int
 	Cols []Column
+	// Name is the CTE's name, for EXPLAIN ("" when unknown).
+	Name string
 }
 
 // CTEScan reads a materialized CTE (one used more than once, or marked
@@ -321,6 +323,8 @@ type WorkTable struct {
 type CTEScan struct {
 	ID   int
 	Cols []Column
+	// Name is the CTE's name, for EXPLAIN ("" when unknown).
+	Name string
 }
 
 // SetFunc is one set-returning function call of a ProjectSet.
@@ -474,6 +478,9 @@ type VirtualEnv struct {
 	// Settings lists the session's settings (name, value, description)
 	// for pg_settings; nil when not available.
 	Settings func() [][3]string
+	// Session is the session's identity (pg_stat_activity's pid, the
+	// search path); the zero value when not known.
+	Session builtins.SessionInfo
 }
 
 func (n *Scan) Columns() []Column         { return n.Cols }

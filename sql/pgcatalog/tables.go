@@ -1,0 +1,827 @@
+package pgcatalog
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/cairn-db/cairn/sql/builtins"
+	"github.com/cairn-db/cairn/sql/catalog"
+	"github.com/cairn-db/cairn/sql/rowenc"
+	"github.com/cairn-db/cairn/sql/types"
+)
+
+type genFn = func(ctx context.Context, s *snapshot, t *vtable) ([][]types.Datum, error)
+
+// pgGens generate the pg_catalog relations; a relation of pgSpecs without
+// one is always empty in Cairn (no inheritance, triggers, enums, ...).
+var pgGens = map[string]genFn{
+	"pg_namespace":   genNamespace,
+	"pg_class":       genClass,
+	"pg_attribute":   genAttribute,
+	"pg_type":        genType,
+	"pg_index":       genIndex,
+	"pg_constraint":  genConstraint,
+	"pg_attrdef":     genAttrdef,
+	"pg_sequence":    genSequence,
+	"pg_sequences":   genSequences,
+	"pg_database":    genDatabase,
+	"pg_roles":       genRoles,
+	"pg_authid":      genRoles,
+	"pg_user":        genUser,
+	"pg_settings":    genSettings,
+	"pg_description": genDescription,
+	"pg_am":          genAm,
+	"pg_tables":      genTables,
+	"pg_views":       genViews,
+	"pg_indexes":     genIndexes,
+	"pg_proc":        genProc,
+	"pg_depend":      genDepend,
+	"pg_collation":   genCollation,
+	"pg_tablespace":  genTablespace,
+	"pg_language":    genLanguage,
+	"pg_stat_activity": func(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
+		sess := s.env.Session
+		var pid any
+		if sess.BackendPID != 0 {
+			pid = sess.BackendPID
+		}
+		return [][]types.Datum{t.row("datid", s.db.ID, "datname", s.db.Name, "pid", pid,
+			"usesysid", roleOID(s.user()), "usename", s.user(), "application_name", "",
+			"state", "active", "backend_type", "client backend")}, nil
+	},
+	"pg_stat_user_tables": func(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
+		var out [][]types.Datum
+		for _, r := range s.tables() {
+			out = append(out, t.row("relid", r.oid(), "schemaname", r.schema.Name, "relname", r.desc.DescName()))
+		}
+		return out, nil
+	},
+}
+
+func init() {
+	for name, sp := range pgSpecs {
+		define("pg_catalog", name, sp.oid, sp.oid >= 12000, sp.cols, pgGens[name])
+	}
+}
+
+func genNamespace(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
+	var out [][]types.Datum
+	for _, sc := range s.schemas {
+		out = append(out, t.row("oid", nspOID(sc.ID), "nspname", sc.Name, "nspowner", roleOID(owner(sc.Owner))))
+	}
+	return out, nil
+}
+
+// classRow is the pg_class row shared by every kind of relation.
+func classRow(t *vtable, oid uint32, name string, nsp uint32, relOwner string, kind string, natts int, kv ...any) []types.Datum {
+	base := []any{"oid", oid, "relname", name, "relnamespace", nsp, "relowner", roleOID(owner(relOwner)),
+		"relfilenode", oid, "relpersistence", "p", "relkind", kind, "relnatts", natts, "relreplident", "d",
+		"relispopulated", true, "reltuples", -1, "relam", 0}
+	if kind == "r" || kind == "m" {
+		base = append(base, "relam", oidHeap)
+	}
+	if kind == "v" || kind == "S" {
+		base = append(base, "relreplident", "n")
+	}
+	return t.row(append(base, kv...)...)
+}
+
+func genClass(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
+	var out [][]types.Datum
+	for _, r := range s.rels {
+		nsp := nspOID(r.schema.ID)
+		switch d := r.desc.(type) {
+		case *catalog.Table:
+			ixs := indexes(d)
+			out = append(out, classRow(t, r.oid(), d.Name, nsp, d.Owner, "r", len(visibleColumns(d)),
+				"relhasindex", len(ixs) > 0, "relchecks", len(d.Checks)))
+			for _, ix := range ixs {
+				keys, _, stored := keyColumns(d, ix)
+				am := oidBtree
+				if ix.Kind == catalog.IndexGIN {
+					am = oidGin
+				}
+				out = append(out, classRow(t, indexOID(d.ID, ix.ID), ix.Name, nsp, d.Owner, "i", len(keys)+len(stored), "relam", am))
+			}
+		case *catalog.View:
+			out = append(out, classRow(t, r.oid(), d.Name, nsp, d.Owner, "v", len(d.Columns)))
+		case *catalog.Sequence:
+			out = append(out, classRow(t, r.oid(), d.Name, nsp, d.Owner, "S", 3))
+		}
+	}
+	for _, v := range ordered {
+		kind := "r"
+		if v.view {
+			kind = "v"
+		}
+		out = append(out, classRow(t, v.oid, v.name, nspOID(schemaIDOf(v.schema)), "", kind, len(v.cols)))
+	}
+	return out, nil
+}
+
+func schemaIDOf(name string) catalog.ID {
+	if name == "information_schema" {
+		return catalog.InformationSchemaID
+	}
+	return catalog.PgCatalogSchemaID
+}
+
+// typeAttrs are the pg_type/pg_attribute storage properties of a type.
+func typeAttrs(typ *types.T) (length int, byval bool, align, storage string) {
+	length = int(typ.Size())
+	byval = length > 0 && length <= 8
+	switch {
+	case length == 1 || length == -2:
+		align = "c"
+	case length == 2:
+		align = "s"
+	case length == 8 || typ.Family == types.TimestampFamily || typ.Family == types.TimestampTZFamily ||
+		typ.Family == types.IntervalFamily || typ.Family == types.ArrayFamily && typ.Elem.Size() == 8:
+		align = "d"
+	case length == 16:
+		align, byval = "c", false
+		if typ.Family == types.IntervalFamily {
+			align = "d"
+		}
+	default:
+		align = "i"
+	}
+	storage = "p"
+	if length == -1 {
+		storage = "x"
+		if typ.Family == types.NumericFamily {
+			storage = "m"
+		}
+	}
+	return
+}
+
+func collationOf(typ *types.T) uint32 {
+	if typ.Family == types.StringFamily || typ.Family == types.ArrayFamily && typ.Elem.Family == types.StringFamily {
+		return oidCollDefault
+	}
+	return 0
+}
+
+func attrRow(t *vtable, rel uint32, name string, typ *types.T, num int, kv ...any) []types.Datum {
+	length, byval, align, storage := typeAttrs(typ)
+	ndims := 0
+	if typ.Family == types.ArrayFamily {
+		ndims = 1
+	}
+	base := []any{"attrelid", rel, "attname", name, "atttypid", typ.Oid, "attstattarget", -1, "attlen", length,
+		"attnum", num, "attndims", ndims, "attcacheoff", -1, "atttypmod", typ.Typmod(), "attbyval", byval,
+		"attalign", align, "attstorage", storage, "attcompression", "", "attidentity", "", "attgenerated", "",
+		"attislocal", true, "attcollation", collationOf(typ)}
+	return t.row(append(base, kv...)...)
+}
+
+func genAttribute(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
+	var out [][]types.Datum
+	for _, r := range s.rels {
+		switch d := r.desc.(type) {
+		case *catalog.Table:
+			for _, c := range visibleColumns(d) {
+				out = append(out, attrRow(t, r.oid(), c.Name, c.Type, int(c.ID),
+					"attnotnull", !c.Nullable, "atthasdef", c.DefaultExpr != "" || c.ComputedExpr != "",
+					"atthasmissing", c.MissingValue != nil, "attidentity", identityCode(c.Identity),
+					"attgenerated", generatedCode(c)))
+			}
+			for _, ix := range indexes(d) {
+				keys, _, stored := keyColumns(d, ix)
+				for i, id := range append(keys, stored...) {
+					c := d.ColumnByID(id)
+					out = append(out, attrRow(t, indexOID(d.ID, ix.ID), c.Name, c.Type, i+1))
+				}
+			}
+		case *catalog.View:
+			for i, c := range d.Columns {
+				out = append(out, attrRow(t, r.oid(), c.Name, c.Type, i+1))
+			}
+		case *catalog.Sequence:
+			for i, n := range []string{"last_value", "log_cnt"} {
+				out = append(out, attrRow(t, r.oid(), n, types.Int8, i+1, "attnotnull", true))
+			}
+			out = append(out, attrRow(t, r.oid(), "is_called", types.Bool, 3, "attnotnull", true))
+		}
+	}
+	for _, v := range ordered {
+		for i, c := range v.cols {
+			out = append(out, attrRow(t, v.oid, c.Name, c.T, i+1, "attnotnull", !v.view))
+		}
+	}
+	return out, nil
+}
+
+func identityCode(id catalog.Identity) string {
+	switch id {
+	case catalog.IdentityAlways:
+		return "a"
+	case catalog.IdentityByDefault:
+		return "d"
+	}
+	return ""
+}
+
+// generatedCode is attgenerated: 's' for every generated column, virtual
+// ones included (PostgreSQL 15 has stored ones only; to a client a
+// virtual generated column reads the same).
+func generatedCode(c *catalog.Column) string {
+	if c.ComputedExpr != "" {
+		return "s"
+	}
+	return ""
+}
+
+// builtinTypes are the types pg_type lists: the scalars, the reg* aliases,
+// unknown, and their arrays.
+func builtinTypes() []*types.T {
+	var out []*types.T
+	for _, base := range [][]*types.T{types.Scalars, types.RegTypes} {
+		for _, t := range base {
+			out = append(out, t)
+			if a, err := types.MakeArray(t); err == nil {
+				out = append(out, a)
+			}
+		}
+	}
+	return append(out, types.Unknown)
+}
+
+func genType(_ context.Context, _ *snapshot, t *vtable) ([][]types.Datum, error) {
+	var out [][]types.Datum
+	for _, typ := range builtinTypes() {
+		length, byval, align, storage := typeAttrs(typ)
+		cat, pref := typ.Category()
+		var elem, arr uint32
+		var subscript any = types.DOid(0)
+		if typ.Family == types.ArrayFamily {
+			elem = typ.Elem.Oid
+		} else if a, err := types.MakeArray(typ); err == nil {
+			arr = a.Oid
+		}
+		kind, name := "b", typ.PGName()
+		if typ.Family == types.UnknownFamily {
+			kind, name = "p", "unknown"
+		}
+		out = append(out, t.row("oid", typ.Oid, "typname", name, "typnamespace", oidPgCatalog,
+			"typowner", oidSuperuser, "typlen", length, "typbyval", byval, "typtype", kind,
+			"typcategory", string(cat), "typispreferred", pref, "typisdefined", true, "typdelim", ",",
+			"typsubscript", subscript, "typelem", elem, "typarray", arr, "typalign", align,
+			"typstorage", storage, "typtypmod", -1, "typcollation", collationOf(typ)))
+	}
+	return out, nil
+}
+
+func genIndex(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
+	var out [][]types.Datum
+	for _, r := range s.tables() {
+		d := r.desc.(*catalog.Table)
+		for _, ix := range indexes(d) {
+			keys, desc, stored := keyColumns(d, ix)
+			var indkey, coll, class, opt []int64
+			for i, id := range append(keys, stored...) {
+				indkey = append(indkey, int64(id))
+				coll = append(coll, int64(collationOf(d.ColumnByID(id).Type)))
+				if i < len(keys) {
+					class = append(class, 0)
+					o := int64(0)
+					if desc[i] {
+						o = 3 // INDOPTION_DESC | INDOPTION_NULLS_FIRST
+					}
+					opt = append(opt, o)
+				}
+			}
+			var pred any
+			if ix.Predicate != "" {
+				pred = ix.Predicate
+			}
+			public := ix.State == catalog.IndexPublic || ix.State == ""
+			out = append(out, t.row("indexrelid", indexOID(d.ID, ix.ID), "indrelid", d.ID,
+				"indnatts", len(indkey), "indnkeyatts", len(keys), "indisunique", ix.Unique || ix.ID == catalog.PrimaryIndexID,
+				"indisprimary", ix.ID == catalog.PrimaryIndexID, "indimmediate", true, "indisvalid", public,
+				"indisready", public || ix.State == catalog.IndexWriteOnly || ix.State == catalog.IndexBackfilling,
+				"indislive", true, "indkey", indkey, "indcollation", coll, "indclass", class, "indoption", opt,
+				"indpred", pred))
+		}
+	}
+	return out, nil
+}
+
+// constraint is one pg_constraint row's content, shared with
+// information_schema and pg_get_constraintdef.
+type constraint struct {
+	oid      uint32
+	name     string
+	kind     byte // p, u, c, f
+	table    *catalog.Table
+	schema   *catalog.Schema
+	index    *catalog.Index // p and u; for f the referenced unique index, if found
+	cols     []int64
+	fk       *catalog.ForeignKey
+	refTable *catalog.Table
+	check    string
+}
+
+func (s *snapshot) constraints(ctx context.Context) []constraint {
+	var out []constraint
+	for _, r := range s.tables() {
+		out = append(out, tableConstraints(r.desc.(*catalog.Table), r.schema, func(id catalog.ID) *catalog.Table {
+			if rr, ok := s.byID[id]; ok {
+				t, _ := rr.desc.(*catalog.Table)
+				return t
+			}
+			return nil
+		})...)
+	}
+	return out
+}
+
+func tableConstraints(d *catalog.Table, sc *catalog.Schema, byID func(catalog.ID) *catalog.Table) []constraint {
+	var out []constraint
+	if hasPrimaryKey(d) {
+		keys, _, _ := keyColumns(d, &d.PrimaryIndex)
+		out = append(out, constraint{oid: derivedOID(kindConstr, d.ID, uint32(catalog.PrimaryIndexID)),
+			name: d.PrimaryIndex.Name, kind: 'p', table: d, schema: sc, index: &d.PrimaryIndex, cols: ids(keys)})
+	}
+	for _, u := range d.Uniques {
+		ix := d.IndexByID(u.IndexID)
+		if ix == nil {
+			continue
+		}
+		keys, _, _ := keyColumns(d, ix)
+		out = append(out, constraint{oid: derivedOID(kindConstr, d.ID, uint32(u.IndexID)), name: u.Name,
+			kind: 'u', table: d, schema: sc, index: ix, cols: ids(keys)})
+	}
+	for i, c := range d.Checks {
+		out = append(out, constraint{oid: derivedOID(kindConstr, d.ID, uint32(subCheck+i)), name: c.Name,
+			kind: 'c', table: d, schema: sc, check: c.Expr, cols: checkColumns(d, c.Expr)})
+	}
+	for i := range d.ForeignKeys {
+		fk := &d.ForeignKeys[i]
+		c := constraint{oid: derivedOID(kindConstr, d.ID, uint32(subFK+i)), name: fk.Name, kind: 'f',
+			table: d, schema: sc, fk: fk, cols: ids(fk.ColumnIDs)}
+		if fk.ReferencedTableID == d.ID {
+			c.refTable = d
+		} else {
+			c.refTable = byID(fk.ReferencedTableID)
+		}
+		if c.refTable != nil {
+			c.index = uniqueIndexOn(c.refTable, fk.ReferencedColumnIDs)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func ids[E ~uint32 | ~uint16 | ~int](xs []E) []int64 {
+	out := make([]int64, len(xs))
+	for i, x := range xs {
+		out[i] = int64(x)
+	}
+	return out
+}
+
+// checkColumns are the columns a CHECK expression mentions (conkey), found
+// by matching identifiers outside string literals.
+func checkColumns(d *catalog.Table, expr string) []int64 {
+	var out []int64
+	words := map[string]bool{}
+	inStr := false
+	start := -1
+	flush := func(i int) {
+		if start >= 0 {
+			words[strings.ToLower(strings.Trim(expr[start:i], `"`))] = true
+			start = -1
+		}
+	}
+	for i, r := range expr {
+		switch {
+		case r == '\'':
+			flush(i)
+			inStr = !inStr
+		case inStr:
+		case r == '_' || r == '"' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' && start >= 0:
+			if start < 0 {
+				start = i
+			}
+		default:
+			flush(i)
+		}
+	}
+	flush(len(expr))
+	for _, c := range visibleColumns(d) {
+		if words[c.Name] {
+			out = append(out, int64(c.ID))
+		}
+	}
+	return out
+}
+
+// uniqueIndexOn finds the unique index whose key is exactly cols (in any
+// order), the one a foreign key depends on (conindid).
+func uniqueIndexOn(t *catalog.Table, cols []rowenc.ColumnID) *catalog.Index {
+	for _, ix := range indexes(t) {
+		if !ix.Unique && ix.ID != catalog.PrimaryIndexID {
+			continue
+		}
+		keys, _, _ := keyColumns(t, ix)
+		if len(keys) != len(cols) {
+			continue
+		}
+		match := true
+		for _, c := range cols {
+			found := false
+			for _, k := range keys {
+				if uint32(k) == uint32(c) {
+					found = true
+				}
+			}
+			match = match && found
+		}
+		if match {
+			return ix
+		}
+	}
+	return nil
+}
+
+func refAction(a catalog.RefAction) string {
+	switch a {
+	case catalog.Restrict:
+		return "r"
+	case catalog.Cascade:
+		return "c"
+	case catalog.SetNull:
+		return "n"
+	case catalog.SetDefault:
+		return "d"
+	}
+	return "a"
+}
+
+func genConstraint(ctx context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
+	var out [][]types.Datum
+	for _, c := range s.constraints(ctx) {
+		kv := []any{"oid", c.oid, "conname", c.name, "connamespace", nspOID(c.schema.ID), "contype", string(c.kind),
+			"convalidated", true, "conrelid", c.table.ID, "conislocal", true, "conkey", c.cols,
+			"confupdtype", " ", "confdeltype", " ", "confmatchtype", " "}
+		if c.index != nil {
+			tid := c.table.ID
+			if c.kind == 'f' {
+				tid = c.refTable.ID
+			}
+			kv = append(kv, "conindid", indexOID(tid, c.index.ID))
+		}
+		switch c.kind {
+		case 'c':
+			kv = append(kv, "conbin", c.check, "connoinherit", false)
+		case 'f':
+			kv = append(kv, "confrelid", c.fk.ReferencedTableID, "confkey", ids(c.fk.ReferencedColumnIDs),
+				"confupdtype", refAction(c.fk.OnUpdate), "confdeltype", refAction(c.fk.OnDelete), "confmatchtype", "s")
+		}
+		out = append(out, t.row(kv...))
+	}
+	return out, nil
+}
+
+func genAttrdef(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
+	var out [][]types.Datum
+	for _, r := range s.tables() {
+		d := r.desc.(*catalog.Table)
+		for _, c := range visibleColumns(d) {
+			expr := c.DefaultExpr
+			if c.ComputedExpr != "" {
+				expr = c.ComputedExpr
+			}
+			if expr == "" {
+				continue
+			}
+			out = append(out, t.row("oid", attrdefOID(d.ID, c.ID), "adrelid", d.ID, "adnum", c.ID, "adbin", expr))
+		}
+	}
+	return out, nil
+}
+
+func (s *snapshot) sequences() []rel {
+	var out []rel
+	for _, r := range s.rels {
+		if _, ok := r.desc.(*catalog.Sequence); ok {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func genSequence(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
+	var out [][]types.Datum
+	for _, r := range s.sequences() {
+		q := r.desc.(*catalog.Sequence)
+		out = append(out, t.row("seqrelid", q.ID, "seqtypid", types.Int8.Oid, "seqstart", q.Start,
+			"seqincrement", q.Increment, "seqmax", q.Max, "seqmin", q.Min, "seqcache", 1, "seqcycle", q.Cycle))
+	}
+	return out, nil
+}
+
+// genSequences leaves last_value NULL: a sequence's value lives outside
+// its descriptor and reading it here would cost a KV read per sequence;
+// PostgreSQL also shows NULL for a sequence not yet used.
+func genSequences(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
+	var out [][]types.Datum
+	for _, r := range s.sequences() {
+		q := r.desc.(*catalog.Sequence)
+		out = append(out, t.row("schemaname", r.schema.Name, "sequencename", q.Name, "sequenceowner", owner(q.Owner),
+			"data_type", types.DOid(types.Int8.Oid), "start_value", q.Start, "min_value", q.Min, "max_value", q.Max,
+			"increment_by", q.Increment, "cycle", q.Cycle, "cache_size", 1))
+	}
+	return out, nil
+}
+
+func genDatabase(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
+	var out [][]types.Datum
+	for _, d := range s.dbs {
+		out = append(out, t.row("oid", d.ID, "datname", d.Name, "datdba", roleOID(owner(d.Owner)),
+			"encoding", oidEncodingUTF8, "datlocprovider", "c", "datallowconn", true, "datconnlimit", -1,
+			"dattablespace", oidTablespaceDefault, "datcollate", "C", "datctype", "C"))
+	}
+	return out, nil
+}
+
+// genRoles serves pg_roles and pg_authid (which share their columns but
+// for rolconfig and oid order); passwords are never shown.
+func genRoles(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
+	var out [][]types.Datum
+	for _, r := range s.roles {
+		kv := []any{"oid", roleOID(r.Name), "rolname", r.Name, "rolsuper", r.Superuser, "rolinherit", true,
+			"rolcreaterole", r.Superuser, "rolcreatedb", r.Superuser, "rolcanlogin", r.Login,
+			"rolreplication", r.Superuser, "rolbypassrls", r.Superuser, "rolconnlimit", -1}
+		if t.has("rolconfig") && r.Verifier != "" {
+			kv = append(kv, "rolpassword", "********")
+		}
+		out = append(out, t.row(kv...))
+	}
+	return out, nil
+}
+
+func genUser(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
+	var out [][]types.Datum
+	for _, r := range s.roles {
+		if !r.Login {
+			continue
+		}
+		out = append(out, t.row("usename", r.Name, "usesysid", roleOID(r.Name), "usecreatedb", r.Superuser,
+			"usesuper", r.Superuser, "userepl", r.Superuser, "usebypassrls", r.Superuser, "passwd", "********"))
+	}
+	return out, nil
+}
+
+func genSettings(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
+	if s.env.Settings == nil {
+		return nil, nil
+	}
+	var out [][]types.Datum
+	for _, st := range s.env.Settings() {
+		out = append(out, t.row("name", st[0], "setting", st[1], "category", "Ungrouped", "short_desc", st[2],
+			"context", "user", "vartype", "string", "source", "default", "boot_val", st[1], "reset_val", st[1],
+			"pending_restart", false))
+	}
+	return out, nil
+}
+
+func genDescription(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
+	var out [][]types.Datum
+	for _, r := range s.tables() {
+		if d := r.desc.(*catalog.Table); d.Comment != "" {
+			out = append(out, t.row("objoid", d.ID, "classoid", oidPgClass, "objsubid", 0, "description", d.Comment))
+		}
+	}
+	return out, nil
+}
+
+func genAm(_ context.Context, _ *snapshot, t *vtable) ([][]types.Datum, error) {
+	return [][]types.Datum{
+		t.row("oid", oidHeap, "amname", "heap", "amtype", "t"),
+		t.row("oid", oidBtree, "amname", "btree", "amtype", "i"),
+		t.row("oid", oidHash, "amname", "hash", "amtype", "i"),
+		t.row("oid", oidGin, "amname", "gin", "amtype", "i"),
+	}, nil
+}
+
+func genTables(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
+	var out [][]types.Datum
+	for _, r := range s.tables() {
+		d := r.desc.(*catalog.Table)
+		out = append(out, t.row("schemaname", r.schema.Name, "tablename", d.Name, "tableowner", owner(d.Owner),
+			"hasindexes", len(indexes(d)) > 0))
+	}
+	for _, v := range ordered {
+		if !v.view {
+			out = append(out, t.row("schemaname", v.schema, "tablename", v.name, "tableowner", catalog.SuperuserName))
+		}
+	}
+	return out, nil
+}
+
+func genViews(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
+	var out [][]types.Datum
+	for _, r := range s.rels {
+		if v, ok := r.desc.(*catalog.View); ok {
+			out = append(out, t.row("schemaname", r.schema.Name, "viewname", v.Name, "viewowner", owner(v.Owner),
+				"definition", v.Query))
+		}
+	}
+	return out, nil
+}
+
+func genIndexes(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
+	var out [][]types.Datum
+	for _, r := range s.tables() {
+		d := r.desc.(*catalog.Table)
+		for _, ix := range indexes(d) {
+			out = append(out, t.row("schemaname", r.schema.Name, "tablename", d.Name, "indexname", ix.Name,
+				"indexdef", indexDef(r.schema, d, ix, 0)))
+		}
+	}
+	return out, nil
+}
+
+// indexDef is pg_get_indexdef: the whole CREATE INDEX statement (col 0)
+// or one key column's name.
+func indexDef(sc *catalog.Schema, d *catalog.Table, ix *catalog.Index, col int) string {
+	keys, desc, stored := keyColumns(d, ix)
+	if col > 0 {
+		all := append(keys, stored...)
+		if col > len(all) {
+			return ""
+		}
+		return quoteIdent(colName(d, all[col-1]))
+	}
+	var b strings.Builder
+	b.WriteString("CREATE ")
+	if ix.Unique || ix.ID == catalog.PrimaryIndexID {
+		b.WriteString("UNIQUE ")
+	}
+	am := "btree"
+	if ix.Kind == catalog.IndexGIN {
+		am = "gin"
+	}
+	fmt.Fprintf(&b, "INDEX %s ON %s.%s USING %s (", quoteIdent(ix.Name), quoteIdent(sc.Name), quoteIdent(d.Name), am)
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(quoteIdent(colName(d, k)))
+		if desc[i] {
+			b.WriteString(" DESC")
+		}
+	}
+	b.WriteString(")")
+	if len(stored) > 0 && ix.ID != catalog.PrimaryIndexID {
+		b.WriteString(" INCLUDE (")
+		for i, k := range stored {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(quoteIdent(colName(d, k)))
+		}
+		b.WriteString(")")
+	}
+	if ix.Predicate != "" {
+		fmt.Fprintf(&b, " WHERE (%s)", ix.Predicate)
+	}
+	return b.String()
+}
+
+// constraintDef is pg_get_constraintdef.
+func constraintDef(c constraint) string {
+	names := func(t *catalog.Table, cols []int64) string {
+		var parts []string
+		for _, id := range cols {
+			parts = append(parts, quoteIdent(colName(t, rowenc.ColumnID(id))))
+		}
+		return strings.Join(parts, ", ")
+	}
+	switch c.kind {
+	case 'p':
+		return "PRIMARY KEY (" + names(c.table, c.cols) + ")"
+	case 'u':
+		return "UNIQUE (" + names(c.table, c.cols) + ")"
+	case 'c':
+		e := strings.TrimSpace(c.check)
+		if !(strings.HasPrefix(e, "(") && strings.HasSuffix(e, ")")) {
+			e = "(" + e + ")"
+		}
+		return "CHECK (" + e + ")"
+	}
+	ref := "?"
+	var refCols string
+	if c.refTable != nil {
+		ref = quoteIdent(c.refTable.Name)
+		refCols = names(c.refTable, ids(c.fk.ReferencedColumnIDs))
+	}
+	def := fmt.Sprintf("FOREIGN KEY (%s) REFERENCES %s(%s)", names(c.table, c.cols), ref, refCols)
+	for _, a := range []struct {
+		what string
+		act  catalog.RefAction
+	}{{"UPDATE", c.fk.OnUpdate}, {"DELETE", c.fk.OnDelete}} {
+		if a.act != catalog.NoAction {
+			def += " ON " + a.what + " " + strings.ToUpper(strings.ReplaceAll(string(a.act), "_", " "))
+		}
+	}
+	return def
+}
+
+func genProc(_ context.Context, _ *snapshot, t *vtable) ([][]types.Datum, error) {
+	var out [][]types.Datum
+	seen := map[uint32]bool{}
+	for _, name := range builtins.Names() {
+		for _, o := range builtins.Lookup(name) {
+			if seen[o.OID] {
+				continue
+			}
+			seen[o.OID] = true
+			var argTypes []int64
+			for _, a := range o.Args {
+				argTypes = append(argTypes, int64(a.Oid))
+			}
+			var ret uint32
+			if o.Return != nil {
+				if rt := o.Return(o.Args); rt != nil {
+					ret = rt.Oid
+				}
+			}
+			kind := "f"
+			switch o.Class {
+			case builtins.AggregateClass:
+				kind = "a"
+			case builtins.WindowClass:
+				kind = "w"
+			}
+			vol := "v"
+			switch o.Volatility {
+			case builtins.Immutable:
+				vol = "i"
+			case builtins.Stable:
+				vol = "s"
+			}
+			var variadic uint32
+			if o.Variadic && len(o.Args) > 0 {
+				variadic = o.Args[len(o.Args)-1].Oid
+			}
+			out = append(out, t.row("oid", o.OID, "proname", name, "pronamespace", oidPgCatalog,
+				"proowner", oidSuperuser, "prolang", oidLangInternal, "procost", 1, "provariadic", variadic,
+				"prokind", kind, "proisstrict", o.Strict, "proretset", o.Class == builtins.Generator,
+				"provolatile", vol, "proparallel", "s", "pronargs", len(o.Args), "prorettype", ret,
+				"proargtypes", argTypes, "prosrc", name))
+		}
+	}
+	return out, nil
+}
+
+// genDepend lists what PostgreSQL's clients look up in pg_depend: the
+// column a sequence belongs to (serial: 'a', identity: 'i').
+func genDepend(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
+	var out [][]types.Datum
+	for _, r := range s.sequences() {
+		q := r.desc.(*catalog.Sequence)
+		if q.OwnedBy == nil {
+			continue
+		}
+		dep := "a"
+		if tr, ok := s.byID[q.OwnedBy.TableID]; ok {
+			if tb, ok := tr.desc.(*catalog.Table); ok {
+				if c := tb.ColumnByID(q.OwnedBy.ColumnID); c != nil && c.Identity != "" {
+					dep = "i"
+				}
+			}
+		}
+		out = append(out, t.row("classid", oidPgClass, "objid", q.ID, "objsubid", 0, "refclassid", oidPgClass,
+			"refobjid", q.OwnedBy.TableID, "refobjsubid", q.OwnedBy.ColumnID, "deptype", dep))
+	}
+	return out, nil
+}
+
+func genCollation(_ context.Context, _ *snapshot, t *vtable) ([][]types.Datum, error) {
+	return [][]types.Datum{
+		t.row("oid", oidCollDefault, "collname", "default", "collnamespace", oidPgCatalog, "collowner", oidSuperuser,
+			"collprovider", "d", "collisdeterministic", true, "collencoding", -1),
+		t.row("oid", oidCollC, "collname", "C", "collnamespace", oidPgCatalog, "collowner", oidSuperuser,
+			"collprovider", "c", "collisdeterministic", true, "collencoding", -1, "collcollate", "C", "collctype", "C"),
+	}, nil
+}
+
+func genTablespace(_ context.Context, _ *snapshot, t *vtable) ([][]types.Datum, error) {
+	return [][]types.Datum{
+		t.row("oid", oidTablespaceDefault, "spcname", "pg_default", "spcowner", oidSuperuser),
+		t.row("oid", oidTablespaceGlobal, "spcname", "pg_global", "spcowner", oidSuperuser),
+	}, nil
+}
+
+func genLanguage(_ context.Context, _ *snapshot, t *vtable) ([][]types.Datum, error) {
+	return [][]types.Datum{
+		t.row("oid", oidLangInternal, "lanname", "internal", "lanowner", oidSuperuser),
+		t.row("oid", 13, "lanname", "c", "lanowner", oidSuperuser),
+		t.row("oid", 14, "lanname", "sql", "lanowner", oidSuperuser, "lanpltrusted", true),
+	}, nil
+}
