@@ -1,5 +1,388 @@
 package opt
 
-import "github.com/cairn-db/cairn/sql/plan"
+import (
+	"math"
 
-func (o *optimizer) orderings(n plan.Node) plan.Node { return n }
+	"github.com/cairn-db/cairn/sql/catalog"
+	"github.com/cairn-db/cairn/sql/plan"
+	"github.com/cairn-db/cairn/sql/rowenc"
+	"github.com/cairn-db/cairn/sql/sem"
+	"github.com/cairn-db/cairn/sql/types"
+)
+
+// orderings removes sorts an index order provides, lets limits reach the
+// reader, picks an index for ORDER BY ... LIMIT when that avoids reading
+// and sorting everything, and marks streaming aggregations (bottom-up).
+//
+// Order-preserving nodes: Filter and Project keep their input's order; an
+// IndexJoin or LookupJoin is not assumed to (its lookups run in
+// parallel), so an order never passes through one.
+func (o *optimizer) orderings(n plan.Node) plan.Node {
+	for _, c := range children(n) {
+		*c = o.orderings(*c)
+	}
+	switch v := n.(type) {
+	case *plan.Sort:
+		if o.provide(v.Input, v.Order) {
+			return v.Input
+		}
+	case *plan.Limit:
+		o.limitOrder(v)
+		o.hardLimit(v)
+	case *plan.GroupBy:
+		o.groupOrder(v)
+	}
+	return n
+}
+
+// orderedScan finds the Scan whose order n passes through unchanged.
+func orderedScan(n plan.Node, cols colSet) *plan.Scan {
+	for {
+		switch v := n.(type) {
+		case *plan.Scan:
+			return v
+		case *plan.Filter:
+			n = v.Input
+		case *plan.Project:
+			in := colsOf(v.Input.Columns())
+			for id := range cols {
+				if !in.has(id) {
+					return nil
+				}
+			}
+			n = v.Input
+		default:
+			return nil
+		}
+	}
+}
+
+// provide reports whether n can yield rows in order by reading its scan
+// in (or against) index order, and if so asks the scan to.
+func (o *optimizer) provide(n plan.Node, order []plan.Ordering) bool {
+	cols := colSet{}
+	for _, k := range order {
+		cols[k.Col] = struct{}{}
+	}
+	s := orderedScan(n, cols)
+	if s == nil || s.Table == nil {
+		return false
+	}
+	rev, ok := scanProvides(s, order)
+	if !ok {
+		return false
+	}
+	s.Ordered, s.Reverse = true, rev
+	return true
+}
+
+// scanProvides reports whether reading s in index order (or in reverse,
+// rev) yields rows ordered by order. Key columns every span fixes to one
+// value may be skipped; past the whole primary key every row is distinct,
+// so any further keys are satisfied.
+func scanProvides(s *plan.Scan, order []plan.Ordering) (rev, ok bool) {
+	idx := s.Index
+	if idx == nil {
+		idx = &s.Table.PrimaryIndex
+	}
+	primary := idx.ID == s.Table.PrimaryIndex.ID
+	keys, orders := idx.KeyColumnIDs, idx.KeyDirections
+	tableCol := map[sem.ColumnID]rowenc.ColumnID{}
+	for i, c := range s.Cols {
+		tableCol[c.ID] = s.TableCols[i]
+	}
+	fixed := fixedKeyCols(s.Spans, len(keys))
+	isFixed := func(tc rowenc.ColumnID) bool {
+		for i, k := range keys {
+			if k == tc && fixed[i] {
+				return true
+			}
+		}
+		return false
+	}
+	dirSet := false
+	i := 0
+	for _, ok := range order {
+		tc, found := tableCol[ok.Col]
+		if !found {
+			return false, false
+		}
+		for i < len(keys) && keys[i] != tc && fixed[i] {
+			i++
+		}
+		if i == len(keys) && primary {
+			return rev, true
+		}
+		if i >= len(keys) || keys[i] != tc {
+			if isFixed(tc) {
+				continue
+			}
+			return false, false
+		}
+		desc := orders[i]&rowenc.Descending != 0
+		nullsFirst := orders[i]&rowenc.NullsFirst != 0
+		nullable := true
+		if c := s.Table.ColumnByID(tc); c != nil && !c.Nullable {
+			nullable = false
+		}
+		fwd := ok.Desc == desc && (!nullable || ok.NullsFirst == nullsFirst)
+		bwd := ok.Desc != desc && (!nullable || ok.NullsFirst != nullsFirst)
+		switch {
+		case !dirSet && fwd:
+			dirSet, rev = true, false
+		case !dirSet && bwd:
+			dirSet, rev = true, true
+		case dirSet && !(rev && bwd || !rev && fwd):
+			return false, false
+		case !fwd && !bwd:
+			return false, false
+		}
+		i++
+	}
+	return rev, true
+}
+
+// fixedKeyCols reports, per key position, whether every span holds one
+// and the same value there (a single point prefix).
+func fixedKeyCols(spans []plan.Span, n int) []bool {
+	out := make([]bool, n)
+	if len(spans) == 0 {
+		return out
+	}
+	for i := range n {
+		var v types.Datum
+		for _, sp := range spans {
+			if len(sp.Start) <= i || len(sp.End) <= i || types.Compare(sp.Start[i], sp.End[i]) != 0 ||
+				// The last value of an exclusive bound is not held.
+				(len(sp.Start) == i+1 && sp.StartExclusive) || (len(sp.End) == i+1 && !sp.EndInclusive) {
+				return out
+			}
+			if v == nil {
+				v = sp.Start[i]
+			} else if types.Compare(v, sp.Start[i]) != 0 {
+				return out
+			}
+		}
+		out[i] = true
+	}
+	return out
+}
+
+// constInt returns a constant non-negative int8 limit/offset expression's
+// value.
+func constInt(e sem.Expr) (int64, bool) {
+	if e == nil {
+		return 0, true
+	}
+	k, ok := e.(*sem.Const)
+	if !ok {
+		return 0, false
+	}
+	i, ok := k.Datum.(types.DInt)
+	if !ok || i < 0 {
+		return 0, false
+	}
+	return int64(i), true
+}
+
+// hardLimit lets the reader of a Limit's scan stop after limit+offset
+// rows: only Projects may separate them (a Filter or a Sort between would
+// need more rows than the limit).
+func (o *optimizer) hardLimit(l *plan.Limit) {
+	if l.Limit == nil || l.WithTies {
+		return
+	}
+	lim, ok1 := constInt(l.Limit)
+	off, ok2 := constInt(l.Offset)
+	if !ok1 || !ok2 || lim > math.MaxInt64-off {
+		return
+	}
+	n := l.Input
+	for {
+		p, ok := n.(*plan.Project)
+		if !ok {
+			break
+		}
+		n = p.Input
+	}
+	if s, ok := n.(*plan.Scan); ok && lim+off > 0 {
+		s.HardLimit = lim + off
+	}
+}
+
+// limitOrder handles Limit over a Sort no index order provided yet: when
+// another index of the scan below gives the order, reading the first
+// limit+offset rows of it may cost less than reading everything the
+// current access reads and sorting it.
+func (o *optimizer) limitOrder(l *plan.Limit) {
+	sort, ok := l.Input.(*plan.Sort)
+	if !ok || l.Limit == nil || l.WithTies {
+		return
+	}
+	lim, ok1 := constInt(l.Limit)
+	off, ok2 := constInt(l.Offset)
+	if !ok1 || !ok2 || lim > math.MaxInt64-off {
+		return
+	}
+	want := float64(lim + off)
+	// Find the access node under Projects.
+	n := &sort.Input
+	cols := colSet{}
+	for _, k := range sort.Order {
+		cols[k.Col] = struct{}{}
+	}
+	for {
+		switch v := (*n).(type) {
+		case *plan.Filter:
+			return // the limit could not reach the reader past it
+		case *plan.Project:
+			in := colsOf(v.Input.Columns())
+			for id := range cols {
+				if !in.has(id) {
+					return
+				}
+			}
+			n = &v.Input
+			continue
+		}
+		break
+	}
+	orig, ok := o.orig[*n]
+	if !ok {
+		return
+	}
+	cur := o.bestAccess(orig, nil)
+	curCost := cur.cost + cur.rows*o.costs.SortRow
+	var best *access
+	bestCost := curCost
+	for _, a := range o.accesses(orig) {
+		if a.scan == nil {
+			continue
+		}
+		rev, ok := scanProvides(a.scan, sort.Order)
+		if !ok {
+			continue
+		}
+		ij, isJoin := a.node.(*plan.IndexJoin)
+		if isJoin && ij.Filter != nil {
+			continue // rows dropped after the lookup would break the limit
+		}
+		rows := min(a.rows, want)
+		if a.scan.Filter != nil {
+			rows = min(a.rows, want/o.costs.RangeFraction)
+		}
+		cost := o.costs.scanCost(rows)
+		if isJoin {
+			cost += o.costs.lookupCost(want) + want*o.costs.SortRow
+		}
+		if cost < bestCost {
+			a := a
+			a.scan.Ordered, a.scan.Reverse = true, rev
+			best, bestCost = &a, cost
+		}
+	}
+	if best == nil {
+		return
+	}
+	o.orig[best.node] = orig
+	best.scan.HardLimit = int64(want)
+	*n = best.node
+	if _, isJoin := best.node.(*plan.IndexJoin); !isJoin {
+		// The scan yields the order itself: the sort goes.
+		l.Input = sort.Input
+	}
+}
+
+// groupOrder marks a GroupBy streaming when its input arrives ordered by
+// the group columns, asking an unbucketed scan for its (free) index order
+// when that gives it.
+func (o *optimizer) groupOrder(g *plan.GroupBy) {
+	if len(g.GroupCols) == 0 {
+		return
+	}
+	want := idSet(g.GroupCols)
+	if prefixIs(providedOrder(g.Input), want) {
+		g.Ordered = true
+		return
+	}
+	s := orderedScan(g.Input, want)
+	if s == nil || s.Table == nil || s.Ordered || bucketed(s) {
+		return
+	}
+	s.Ordered = true
+	if prefixIs(providedOrder(g.Input), want) {
+		g.Ordered = true
+	} else {
+		s.Ordered = false
+	}
+}
+
+// bucketed reports whether s reads several buckets, which an ordered read
+// would have to merge.
+func bucketed(s *plan.Scan) bool {
+	t := s.Table
+	if t.Partitioning.Kind != catalog.PartitionHash || t.Partitioning.HashColumns == 0 || len(s.Buckets) == 1 {
+		return false
+	}
+	return s.Index == nil || s.Index.ID == t.PrimaryIndex.ID || s.Index.Placement != catalog.IndexGlobal
+}
+
+func prefixIs(cols []sem.ColumnID, want colSet) bool {
+	if len(cols) < len(want) {
+		return false
+	}
+	for _, id := range cols[:len(want)] {
+		if !want.has(id) {
+			return false
+		}
+	}
+	return true
+}
+
+// providedOrder returns the columns n's rows are sorted by, major first
+// (directions aside: grouping only needs equal values adjacent).
+func providedOrder(n plan.Node) []sem.ColumnID {
+	switch v := n.(type) {
+	case *plan.Scan:
+		if !v.Ordered || v.Table == nil {
+			return nil
+		}
+		idx := v.Index
+		if idx == nil {
+			idx = &v.Table.PrimaryIndex
+		}
+		byTable := map[rowenc.ColumnID]sem.ColumnID{}
+		for i, c := range v.Cols {
+			byTable[v.TableCols[i]] = c.ID
+		}
+		var out []sem.ColumnID
+		for _, k := range idx.KeyColumnIDs {
+			id, ok := byTable[k]
+			if !ok {
+				break
+			}
+			out = append(out, id)
+		}
+		return out
+	case *plan.Sort:
+		var out []sem.ColumnID
+		for _, k := range v.Order {
+			out = append(out, k.Col)
+		}
+		return out
+	case *plan.Filter:
+		return providedOrder(v.Input)
+	case *plan.Limit:
+		return providedOrder(v.Input)
+	case *plan.Project:
+		out := providedOrder(v.Input)
+		have := colsOf(v.Cols)
+		for i, id := range out {
+			if !have.has(id) {
+				return out[:i]
+			}
+		}
+		return out
+	}
+	return nil
+}
