@@ -1,0 +1,310 @@
+// Package server runs one Cairn node: it opens the storage engine, the
+// store and the KV client, bootstraps the SQL catalog on an empty store,
+// and serves PostgreSQL clients (pgwire over sql/session) and HTTP
+// (/health, /metrics, /debug/pprof).
+//
+// It owns the wiring of a node's parts and their start and stop order; it
+// must not hold SQL or KV logic of its own. cmd/cairn calls Start; tests
+// do too (an in-memory node on 127.0.0.1:0).
+//
+// Today a node is a whole cluster of one: RPCAddr and Locality are
+// recorded for the cluster issue (#4), which adds the transport between
+// nodes; nothing listens on RPCAddr yet.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	// The TimeZone setting needs the IANA database even on hosts without
+	// one (minimal containers).
+	_ "time/tzdata"
+
+	"github.com/cairn-db/cairn/hlc"
+	"github.com/cairn-db/cairn/kv"
+	"github.com/cairn-db/cairn/pgwire"
+	"github.com/cairn-db/cairn/pgwire/pgauth"
+	"github.com/cairn-db/cairn/sql/catalog"
+	"github.com/cairn-db/cairn/sql/session"
+	"github.com/cairn-db/cairn/storage"
+	"github.com/cairn-db/cairn/store"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// Config configures a node.
+type Config struct {
+	// StoreDir holds the engine; "" runs in memory (nothing survives Stop).
+	StoreDir string
+	// SQLAddr and HTTPAddr are listen addresses; "" means 127.0.0.1:0 (a
+	// free port, see Addr and HTTPAddr).
+	SQLAddr  string
+	HTTPAddr string
+	// RPCAddr is where other nodes will reach this one (cluster issue #4);
+	// it is validated and recorded, not listened on.
+	RPCAddr string
+	// Insecure lets any existing role with LOGIN connect without a
+	// password. Otherwise clients authenticate with SCRAM-SHA-256.
+	Insecure bool
+	// Locality is key=value[,key=value...] (region=us-east1), recorded for
+	// placement decisions of the cluster issue.
+	Locality string
+	// InitialPassword is the password of the superuser postgres, set when
+	// the node bootstraps an empty store (ignored afterwards). A secure
+	// node cannot bootstrap without one: nobody could log in.
+	InitialPassword string
+	// Logger receives the node's logs; nil means slog.Default().
+	Logger *slog.Logger
+	// DB tunes the KV client (zero: defaults).
+	DB kv.Options
+}
+
+// Server is a running node.
+type Server struct {
+	cfg     Config
+	log     *slog.Logger
+	started time.Time
+
+	eng     *storage.Engine
+	store   *store.Store
+	db      *kv.DB
+	backend *session.Backend
+	pg      *pgwire.Server
+	sqlLn   net.Listener
+	httpLn  net.Listener
+	http    *http.Server
+
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// Start opens the node's storage, bootstraps the catalog if the store is
+// empty, and starts serving SQL and HTTP. It logs "cairn node ready:
+// sql=HOST:PORT http=HOST:PORT" once clients can connect.
+func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	if err := validate(cfg); err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, log: log, started: time.Now()}
+	defer func() {
+		if err != nil {
+			s.closeStorage()
+		}
+	}()
+
+	// A single node has no clock offset to bound; the cluster issue sets
+	// the maximum offset when nodes exchange timestamps.
+	clock := hlc.NewClock(hlc.UnixNano, 0)
+	var fs vfs.FS
+	if cfg.StoreDir == "" {
+		fs = vfs.NewMem()
+	}
+	if s.eng, err = storage.Open(cfg.StoreDir, storage.Options{FS: fs}); err != nil {
+		return nil, fmt.Errorf("opening the store in %q: %w", cfg.StoreDir, err)
+	}
+	if s.store, err = store.Open(ctx, s.eng, clock, store.Config{}); err != nil {
+		return nil, fmt.Errorf("opening tablets: %w", err)
+	}
+	s.db = kv.NewDB(s.store, s.store, clock, cfg.DB)
+	if err := s.bootstrap(ctx); err != nil {
+		return nil, err
+	}
+
+	sqlAddr := orLoopback(cfg.SQLAddr)
+	if s.sqlLn, err = net.Listen("tcp", sqlAddr); err != nil {
+		return nil, fmt.Errorf("listening for SQL on %s: %w", sqlAddr, err)
+	}
+	httpAddr := orLoopback(cfg.HTTPAddr)
+	if s.httpLn, err = net.Listen("tcp", httpAddr); err != nil {
+		s.sqlLn.Close()
+		return nil, fmt.Errorf("listening for HTTP on %s: %w", httpAddr, err)
+	}
+	port := int32(0)
+	if a, ok := s.sqlLn.Addr().(*net.TCPAddr); ok {
+		port = int32(a.Port)
+	}
+	s.backend = session.NewBackend(s.db, session.Config{ServerPort: port, Logger: log})
+	if s.pg, err = pgwire.NewServer(pgwire.Config{Backend: s.backend, Insecure: cfg.Insecure, Logger: log}); err != nil {
+		s.sqlLn.Close()
+		s.httpLn.Close()
+		return nil, err
+	}
+	s.http = &http.Server{Handler: s.httpHandler(), ReadHeaderTimeout: 10 * time.Second}
+
+	runCtx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	s.wg.Add(2)
+	go func() {
+		defer s.wg.Done()
+		if err := s.pg.Serve(runCtx, s.sqlLn); err != nil && !errors.Is(err, pgwire.ErrServerClosed) {
+			log.Error("cairn: SQL server stopped", "err", err)
+		}
+	}()
+	go func() {
+		defer s.wg.Done()
+		if err := s.http.Serve(s.httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("cairn: HTTP server stopped", "err", err)
+		}
+	}()
+	log.Info(fmt.Sprintf("cairn node ready: sql=%s http=%s", s.sqlLn.Addr(), s.httpLn.Addr()),
+		"store", storeName(cfg.StoreDir), "insecure", cfg.Insecure, "locality", cfg.Locality)
+	return s, nil
+}
+
+func orLoopback(addr string) string {
+	if addr == "" {
+		return "127.0.0.1:0"
+	}
+	return addr
+}
+
+func storeName(dir string) string {
+	if dir == "" {
+		return "(in memory)"
+	}
+	return dir
+}
+
+func validate(cfg Config) error {
+	if cfg.RPCAddr != "" {
+		if _, _, err := net.SplitHostPort(cfg.RPCAddr); err != nil {
+			return fmt.Errorf("rpc address %q: %w", cfg.RPCAddr, err)
+		}
+	}
+	if cfg.Locality != "" {
+		for _, kv := range strings.Split(cfg.Locality, ",") {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok || k == "" || v == "" {
+				return fmt.Errorf("locality %q: want key=value[,key=value...]", cfg.Locality)
+			}
+		}
+	}
+	return nil
+}
+
+// bootstrap writes a fresh cluster's catalog when the store has none.
+func (s *Server) bootstrap(ctx context.Context) error {
+	verifier := ""
+	if s.cfg.InitialPassword != "" {
+		v, err := pgauth.Verifier(s.cfg.InitialPassword)
+		if err != nil {
+			return fmt.Errorf("initial password: %w", err)
+		}
+		verifier = v
+	}
+	fresh := false
+	err := s.db.Txn(ctx, kv.Serializable, func(ctx context.Context, txn *kv.Txn) error {
+		err := catalog.Bootstrap(ctx, txn, verifier)
+		if errors.Is(err, catalog.ErrAlreadyBootstrapped) {
+			fresh = false
+			return nil
+		}
+		if err == nil && verifier == "" && !s.cfg.Insecure {
+			// Refuse before committing: a secure cluster whose superuser
+			// has no password could never be logged into.
+			return errNoPassword
+		}
+		fresh = err == nil
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("bootstrapping the catalog: %w", err)
+	}
+	if fresh {
+		s.log.Info("cairn: bootstrapped a new cluster", "superuser", catalog.SuperuserName)
+	}
+	return nil
+}
+
+var errNoPassword = errors.New("a secure node needs an initial password for the superuser postgres (--initial-password or CAIRN_INITIAL_PASSWORD), or --insecure")
+
+// Addr is the SQL listener's address.
+func (s *Server) Addr() net.Addr { return s.sqlLn.Addr() }
+
+// HTTPAddr is the HTTP listener's address.
+func (s *Server) HTTPAddr() net.Addr { return s.httpLn.Addr() }
+
+// DB is the node's KV client (for tests and tools in the same process).
+func (s *Server) DB() *kv.DB { return s.db }
+
+// Stop ends client connections (57P01 to each), stops HTTP, then closes
+// the KV client, the store and the engine, in that order.
+func (s *Server) Stop(ctx context.Context) error {
+	s.stopOnce.Do(func() {
+		err := s.pg.Close()
+		if herr := s.http.Shutdown(ctx); herr != nil && err == nil {
+			err = herr
+		}
+		s.cancel()
+		s.wg.Wait()
+		if cerr := s.closeStorage(); cerr != nil && err == nil {
+			err = cerr
+		}
+		s.stopErr = err
+		s.log.Info("cairn: node stopped")
+	})
+	return s.stopErr
+}
+
+func (s *Server) closeStorage() error {
+	if s.db != nil {
+		s.db.Close()
+	}
+	if s.store != nil {
+		s.store.Close()
+	}
+	if s.eng != nil {
+		return s.eng.Close()
+	}
+	return nil
+}
+
+func (s *Server) httpHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/health", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("/metrics", s.metrics)
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
+}
+
+// metrics writes a minimal Prometheus text exposition.
+func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	hits, misses := s.backend.CacheStats()
+	for _, m := range []struct {
+		name, typ, help string
+		v               float64
+	}{
+		{"cairn_up", "gauge", "Whether the node is serving.", 1},
+		{"cairn_uptime_seconds", "gauge", "Seconds since the node started.", time.Since(s.started).Seconds()},
+		{"cairn_sql_catalog_cache_hits_total", "counter", "Descriptor cache hits.", float64(hits)},
+		{"cairn_sql_catalog_cache_misses_total", "counter", "Descriptor cache misses.", float64(misses)},
+		{"go_goroutines", "gauge", "Number of goroutines.", float64(runtime.NumGoroutine())},
+		{"go_memstats_heap_alloc_bytes", "gauge", "Heap bytes allocated and in use.", float64(ms.HeapAlloc)},
+	} {
+		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s %g\n", m.name, m.help, m.name, m.typ, m.name, m.v)
+	}
+}

@@ -1,0 +1,200 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/cairn-db/cairn/kv"
+	"github.com/cairn-db/cairn/pgwire"
+	"github.com/cairn-db/cairn/sql/catalog"
+	"github.com/cairn-db/cairn/sql/pgerror"
+	"github.com/jackc/pgerrcode"
+)
+
+// Config configures a Backend.
+type Config struct {
+	// ServerVersion is server_version ("" = pgwire.DefaultServerVersion).
+	ServerVersion string
+	// ServerPort is reported by inet_server_port() (0: NULL).
+	ServerPort int32
+	// Logger receives session logs; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Backend implements pgwire.Backend over a kv.DB. One Backend serves a
+// node: its catalog cache and advisory lock table are shared by every
+// session.
+type Backend struct {
+	db    *kv.DB
+	cfg   Config
+	cache *catalog.Cache
+	locks *AdvisoryLocks
+	log   *slog.Logger
+}
+
+var _ pgwire.Backend = (*Backend)(nil)
+
+// NewBackend returns a Backend reading the catalog through db.
+func NewBackend(db *kv.DB, cfg Config) *Backend {
+	if cfg.ServerVersion == "" {
+		cfg.ServerVersion = pgwire.DefaultServerVersion
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Backend{db: db, cfg: cfg, cache: catalog.NewCache(), locks: NewAdvisoryLocks(), log: log}
+}
+
+// readCatalog runs f in a short read transaction of its own.
+func (b *Backend) readCatalog(ctx context.Context, f func(r *catalog.Reader) error) error {
+	return b.db.Txn(ctx, kv.Serializable, func(ctx context.Context, txn *kv.Txn) error {
+		return f(catalog.NewReader(txn, b.cache))
+	})
+}
+
+// LookupRole implements pgwire.Backend.
+func (b *Backend) LookupRole(ctx context.Context, name string) (pgwire.Role, error) {
+	var role *catalog.Role
+	err := b.readCatalog(ctx, func(r *catalog.Reader) error {
+		var err error
+		role, err = r.Role(ctx, name)
+		return err
+	})
+	if err != nil {
+		if pgerror.Code(err) == pgerrcode.UndefinedObject {
+			return pgwire.Role{}, fmt.Errorf("%w: %q", pgwire.ErrRoleNotFound, name)
+		}
+		return pgwire.Role{}, err
+	}
+	return pgwire.Role{Name: role.Name, CanLogin: role.Login, SCRAMVerifier: role.Verifier}, nil
+}
+
+// NewSession implements pgwire.Backend.
+func (b *Backend) NewSession(ctx context.Context, info pgwire.StartupInfo) (pgwire.Session, error) {
+	dbName := info.Database
+	if dbName == "" {
+		dbName = info.User // libpq's default, which PostgreSQL applies too
+	}
+	var role *catalog.Role
+	var db *catalog.Database
+	err := b.readCatalog(ctx, func(r *catalog.Reader) error {
+		var err error
+		if role, err = r.Role(ctx, info.User); err != nil {
+			return err
+		}
+		db, err = r.Database(ctx, dbName)
+		return err
+	})
+	if err != nil {
+		if pgerror.Code(err) == pgerrcode.UndefinedObject {
+			return nil, pgerror.New(pgerrcode.InvalidAuthorizationSpecification, "role %q does not exist", info.User)
+		}
+		return nil, err
+	}
+	if !role.Login {
+		return nil, pgerror.New(pgerrcode.InvalidAuthorizationSpecification, "role %q is not permitted to log in", info.User)
+	}
+	s := &Session{
+		b:        b,
+		user:     role.Name,
+		super:    role.Superuser,
+		db:       db,
+		pid:      info.ProcessID,
+		vars:     make(map[string]string, len(settingsList)),
+		loc:      time.UTC,
+		rng:      rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
+		locks:    b.locks.holder(),
+		prepared: make(map[string]*sqlPrepared),
+		log:      b.log.With("pid", info.ProcessID, "user", role.Name),
+	}
+	for _, st := range settingsList {
+		s.vars[strings.ToLower(st.name)] = st.def
+	}
+	s.vars["server_version"] = b.cfg.ServerVersion
+	s.vars["session_authorization"] = role.Name
+	if role.Superuser {
+		s.vars["is_superuser"] = "on"
+	}
+	if err := s.applyStartup(info.Params); err != nil {
+		return nil, err
+	}
+	s.defaults = cloneVars(s.vars)
+	s.reported = make(map[string]string)
+	return s, nil
+}
+
+// applyStartup applies the settings a client sent in its startup packet,
+// including "options" (-c name=value or --name=value, as libpq sends
+// PGOPTIONS).
+func (s *Session) applyStartup(params map[string]string) error {
+	for k, v := range params {
+		switch strings.ToLower(k) {
+		case "options":
+			if err := s.applyOptions(v); err != nil {
+				return err
+			}
+			continue
+		case "replication":
+			return pgerror.New(pgerrcode.FeatureNotSupported, "replication connections are not supported")
+		}
+		st, err := lookupSetting(k)
+		if err != nil {
+			// PostgreSQL refuses unknown startup parameters too.
+			return err
+		}
+		if err := s.setVar(st, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Session) applyOptions(opts string) error {
+	fields := strings.Fields(opts)
+	for i := 0; i < len(fields); i++ {
+		f := fields[i]
+		var kv string
+		switch {
+		case f == "-c" && i+1 < len(fields):
+			i++
+			kv = fields[i]
+		case strings.HasPrefix(f, "-c"):
+			kv = f[2:]
+		case strings.HasPrefix(f, "--"):
+			kv = f[2:]
+		default:
+			return pgerror.New(pgerrcode.ProtocolViolation, "invalid command-line argument for server process: %s", f)
+		}
+		name, val, ok := strings.Cut(kv, "=")
+		if !ok {
+			return pgerror.New(pgerrcode.SyntaxError, "-c %s requires a value", name)
+		}
+		st, err := lookupSetting(strings.ReplaceAll(name, "-", "_"))
+		if err != nil {
+			return err
+		}
+		if err := s.setVar(st, val); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func cloneVars(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// CacheStats reports the catalog cache's hits and misses (for /metrics).
+func (b *Backend) CacheStats() (hits, misses uint64) {
+	st := b.cache.Stats()
+	return st.Hits, st.Misses
+}

@@ -1,0 +1,156 @@
+package session
+
+import (
+	"context"
+
+	"github.com/cairn-db/cairn/pgwire"
+	"github.com/cairn-db/cairn/sql/exec"
+	"github.com/cairn-db/cairn/sql/plan"
+	"github.com/cairn-db/cairn/sql/types"
+)
+
+// cursor is a running plan whose rows go to the client, possibly across
+// several Executes of a portal (max_rows suspension).
+type cursor struct {
+	s    *Session
+	p    *plan.Plan
+	rows exec.Rows
+	cols []plan.Column
+	// proj maps a visible column to its position in the executor's rows
+	// when those carry hidden columns too; nil when they are the same.
+	proj []int
+	// formats are the result formats (nil: all text).
+	formats []int16
+	sent    int64
+	closed  bool
+	buf     []byte
+	vals    [][]byte
+}
+
+func newCursor(s *Session, p *plan.Plan, rows exec.Rows) *cursor {
+	c := &cursor{s: s, p: p, rows: rows, cols: p.Columns}
+	if p.Root != nil {
+		all := p.Root.Columns()
+		if len(all) != len(p.Columns) {
+			for i, col := range all {
+				if !col.Hidden {
+					c.proj = append(c.proj, i)
+				}
+			}
+		}
+	}
+	if s.cursors == nil {
+		s.cursors = make(map[*cursor]struct{})
+	}
+	s.cursors[c] = struct{}{}
+	return c
+}
+
+// columns describes the result for RowDescription in formats.
+func (c *cursor) columns(formats []int16) []pgwire.Column {
+	return describeColumns(c.cols, formats)
+}
+
+func describeColumns(cols []plan.Column, formats []int16) []pgwire.Column {
+	if len(cols) == 0 {
+		return nil
+	}
+	out := make([]pgwire.Column, len(cols))
+	for i, col := range cols {
+		out[i] = pgwire.Column{
+			Name:         col.Name,
+			TableOID:     uint32(col.Table),
+			ColumnNumber: uint16(col.TableCol),
+			TypeOID:      col.T.Oid,
+			TypeSize:     col.T.Size(),
+			TypeModifier: col.T.Typmod(),
+		}
+		if i < len(formats) {
+			out[i].Format = formats[i]
+		}
+	}
+	return out
+}
+
+// drain sends up to maxRows rows (0: all) to w. When it stops at the
+// limit it reports suspended without completing; otherwise it completes
+// the statement with its tag.
+func (c *cursor) drain(ctx context.Context, w pgwire.ResultWriter, maxRows int) (suspended bool, err error) {
+	n := 0
+	for {
+		if maxRows > 0 && n >= maxRows {
+			return true, nil
+		}
+		row, err := c.rows.Next(ctx)
+		if err != nil {
+			return false, err
+		}
+		if row == nil {
+			break
+		}
+		if len(c.cols) > 0 {
+			if err := c.writeRow(w, row); err != nil {
+				return false, err
+			}
+			n++
+			c.sent++
+		}
+	}
+	count := c.rows.RowsAffected()
+	if len(c.cols) > 0 && c.p.Tag == "SELECT" {
+		count = c.sent
+	}
+	c.close()
+	return false, w.Complete(rowsTag(c.p.Tag, count))
+}
+
+func (c *cursor) writeRow(w pgwire.ResultWriter, row []types.Datum) error {
+	tc := c.s.typesCtx()
+	if c.buf == nil {
+		c.buf = make([]byte, 0, 256) // non-nil: an empty value is not NULL
+	}
+	c.buf = c.buf[:0]
+	if cap(c.vals) < len(c.cols) {
+		c.vals = make([][]byte, len(c.cols))
+	}
+	vals := c.vals[:len(c.cols)]
+	ends := make([]int, len(c.cols))
+	for i, col := range c.cols {
+		d := row[i]
+		if c.proj != nil {
+			d = row[c.proj[i]]
+		}
+		if d == nil || types.IsNull(d) {
+			ends[i] = -1
+			continue
+		}
+		if i < len(c.formats) && c.formats[i] == 1 {
+			var err error
+			if c.buf, err = types.EncodeBinary(c.buf, col.T, d); err != nil {
+				return err
+			}
+		} else {
+			c.buf = types.AppendFormat(c.buf, tc, col.T, d)
+		}
+		ends[i] = len(c.buf)
+	}
+	start := 0
+	for i, e := range ends {
+		if e < 0 {
+			vals[i] = nil
+			continue
+		}
+		vals[i] = c.buf[start:e:e]
+		start = e
+	}
+	return w.WriteRow(vals)
+}
+
+func (c *cursor) close() {
+	if c.closed {
+		return
+	}
+	c.closed = true
+	c.rows.Close()
+	delete(c.s.cursors, c)
+}

@@ -1,0 +1,314 @@
+package session
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cairn-db/cairn/kv"
+	"github.com/cairn-db/cairn/pgwire"
+	"github.com/cairn-db/cairn/sql/catalog"
+	"github.com/cairn-db/cairn/sql/ddl"
+	"github.com/cairn-db/cairn/sql/exec"
+	"github.com/cairn-db/cairn/sql/opt"
+	"github.com/cairn-db/cairn/sql/parser"
+	"github.com/cairn-db/cairn/sql/pgerror"
+	"github.com/cairn-db/cairn/sql/plan"
+	"github.com/cairn-db/cairn/sql/sem"
+	"github.com/cairn-db/cairn/sql/types"
+	"github.com/jackc/pgerrcode"
+	pg_query "github.com/pganalyze/pg_query_go/v6"
+)
+
+// stmtState is what one statement (a group) runs with.
+type stmtState struct {
+	s     *Session
+	ctx   context.Context
+	start time.Time
+	// stepped: the READ COMMITTED snapshot was taken for this statement.
+	stepped bool
+}
+
+// txn returns the KV transaction for the statement, taking a fresh
+// snapshot first under READ COMMITTED (once per statement).
+func (x *stmtState) txn() (*kv.Txn, error) {
+	s := x.s
+	t := s.kvTxn()
+	if !x.stepped {
+		x.stepped = true
+		s.txnStmts++
+		if s.txnIso == kv.ReadCommitted {
+			if err := t.Step(x.ctx); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return t, nil
+}
+
+func (s *Session) newStmt(ctx context.Context) *stmtState {
+	return &stmtState{s: s, ctx: ctx, start: time.Now()}
+}
+
+// isPlannable reports whether st goes through the binder.
+func isPlannable(st *parser.Statement) bool {
+	switch node(st).(type) {
+	case *pg_query.Node_SelectStmt, *pg_query.Node_InsertStmt, *pg_query.Node_UpdateStmt, *pg_query.Node_DeleteStmt:
+		return true
+	}
+	return false
+}
+
+// execGroup runs one statement group to completion in the current
+// transaction state, reporting to w. The caller handles the transaction
+// outcome of an error (failStatement).
+func (s *Session) execGroup(ctx context.Context, g stmtGroup, w pgwire.ResultWriter) error {
+	ctx, cancel := s.stmtContext(ctx)
+	defer cancel()
+	x := s.newStmt(ctx)
+	err := s.dispatch(x, g, w)
+	return sqlError(ctx, err)
+}
+
+func (s *Session) dispatch(x *stmtState, g stmtGroup, w pgwire.ResultWriter) error {
+	st := g.main
+	switch n := node(st).(type) {
+	case *pg_query.Node_SelectStmt, *pg_query.Node_InsertStmt, *pg_query.Node_UpdateStmt, *pg_query.Node_DeleteStmt:
+		c, err := s.startPlan(x, st, nil, nil, nil)
+		if err != nil {
+			return err
+		}
+		defer c.close()
+		if len(c.cols) > 0 {
+			if err := w.BeginRows(c.columns(nil)); err != nil {
+				return err
+			}
+		}
+		_, err = c.drain(x.ctx, w, 0)
+		return err
+	case *pg_query.Node_TransactionStmt:
+		return s.txnControl(x, n.TransactionStmt, w)
+	case *pg_query.Node_VariableSetStmt:
+		return s.set(x, n.VariableSetStmt, w)
+	case *pg_query.Node_VariableShowStmt:
+		return s.show(n.VariableShowStmt.Name, w, false)
+	case *pg_query.Node_ExplainStmt:
+		return s.explain(x, st, n.ExplainStmt, w, nil)
+	case *pg_query.Node_CopyStmt:
+		return s.copy(x, st, n.CopyStmt, w)
+	case *pg_query.Node_PrepareStmt:
+		return s.sqlPrepare(x, st, n.PrepareStmt, w)
+	case *pg_query.Node_ExecuteStmt:
+		return s.sqlExecute(x, n.ExecuteStmt, w)
+	case *pg_query.Node_DeallocateStmt:
+		return s.sqlDeallocate(n.DeallocateStmt, w)
+	case *pg_query.Node_DiscardStmt:
+		return s.discard(n.DiscardStmt, w)
+	case *pg_query.Node_ListenStmt:
+		// Accepted so that clients which LISTEN at startup work; nothing
+		// in Cairn sends notifications yet, so there is nothing to hear.
+		return w.Complete("LISTEN")
+	case *pg_query.Node_UnlistenStmt:
+		return w.Complete("UNLISTEN")
+	case *pg_query.Node_NotifyStmt:
+		return pgerror.New(pgerrcode.FeatureNotSupported, "NOTIFY is not supported")
+	case nil:
+		return w.EmptyQuery()
+	}
+	return s.execDDL(x, g, w)
+}
+
+// execDDL runs a DDL statement and its derived statements in the
+// statement's transaction, with the tag of the one the user typed.
+func (s *Session) execDDL(x *stmtState, g stmtGroup, w pgwire.ResultWriter) error {
+	if s.txnReadOnly {
+		return readOnlyError(commandName(g.main))
+	}
+	txn, err := x.txn()
+	if err != nil {
+		return err
+	}
+	skipped := false
+	dc := s.ddlContext(x, txn, w, &skipped)
+	tag, err := ddl.Exec(x.ctx, dc, g.main)
+	if err != nil {
+		return err
+	}
+	// CREATE TABLE IF NOT EXISTS that found the table skips its derived
+	// statements (parser.Statement.Derived explains why).
+	if !skipped {
+		for _, d := range g.derived {
+			if _, err := ddl.Exec(x.ctx, dc, d); err != nil {
+				return err
+			}
+		}
+	}
+	return w.Complete(tag)
+}
+
+func (s *Session) ddlContext(x *stmtState, txn *kv.Txn, w pgwire.ResultWriter, skipped *bool) *ddl.Context {
+	packed, limit := s.packedRows()
+	return &ddl.Context{
+		Txn:        txn,
+		Writer:     catalog.NewWriter(txn, s.b.cache),
+		Database:   s.db,
+		User:       s.user,
+		SearchPath: s.searchPath(),
+		Types:      s.typesCtx(),
+		Catalog:    s.resolver(txn),
+		Describe: func(ctx context.Context, sql string) ([]plan.Column, error) {
+			stmts, err := parser.Parse(sql)
+			if err != nil {
+				return nil, err
+			}
+			if len(stmts) != 1 {
+				return nil, pgerror.New(pgerrcode.SyntaxError, "expected one query, got %d statements", len(stmts))
+			}
+			p, err := plan.Build(ctx, s.planEnv(txn, sem.NewParamTypes()), &stmts[0])
+			if err != nil {
+				return nil, err
+			}
+			return p.Columns, nil
+		},
+		Notice: func(code, msg string) {
+			if code == pgerrcode.DuplicateTable || code == pgerrcode.DuplicateObject {
+				*skipped = true
+			}
+			s.notice(w, "NOTICE", code, msg)
+		},
+		PackedRows:      packed,
+		PackedSizeLimit: limit,
+	}
+}
+
+func (s *Session) packedRows() (bool, int) {
+	limit, _ := strconv.Atoi(s.vars["storage.packed_rows.size_limit"])
+	return s.vars["storage.packed_rows.enabled"] == "on", limit
+}
+
+func (s *Session) resolver(txn *kv.Txn) plan.Catalog {
+	return &nameResolver{r: catalog.NewReader(txn, s.b.cache), db: s.db, searchPath: s.searchPath()}
+}
+
+func (s *Session) planEnv(txn *kv.Txn, params *sem.ParamTypes) *plan.Env {
+	return &plan.Env{Catalog: s.resolver(txn), Types: s.typesCtx(), Params: params}
+}
+
+func (s *Session) execContext(x *stmtState, txn *kv.Txn, params []types.Datum) *exec.Context {
+	packed, limit := s.packedRows()
+	r := catalog.NewReader(txn, s.b.cache)
+	return &exec.Context{
+		Txn:     txn,
+		Eval:    &sem.EvalContext{Fn: &evalCtx{s: s, ctx: x.ctx, stmt: x.start}, Params: params},
+		Catalog: r,
+		Virtual: &plan.VirtualEnv{
+			Txn: txn, Catalog: r, Database: s.db, User: s.user, Settings: s.settingRows,
+		},
+		PackedRows:      packed,
+		PackedSizeLimit: limit,
+	}
+}
+
+func readOnlyError(what string) error {
+	return pgerror.New(pgerrcode.ReadOnlySQLTransaction, "cannot execute %s in a read-only transaction", what)
+}
+
+// commandName names a statement for messages, as Postgres's
+// CreateCommandName does for the common cases.
+func commandName(st *parser.Statement) string {
+	words := strings.Fields(strings.ToUpper(st.SQL))
+	for len(words) > 0 && strings.HasPrefix(words[0], "--") {
+		words = words[1:]
+	}
+	switch {
+	case len(words) >= 3 && (words[1] == "UNIQUE" || words[1] == "OR"):
+		return strings.Join(words[:3], " ")
+	case len(words) >= 2:
+		return words[0] + " " + words[1]
+	case len(words) == 1:
+		return words[0]
+	}
+	return "statement"
+}
+
+// startPlan binds, optimizes and starts a plannable statement. paramTypes
+// are the settled parameter types of a prepared statement (nil: none).
+func (s *Session) startPlan(x *stmtState, st *parser.Statement, paramTypes []*types.T, params []types.Datum, stats *exec.Stats) (*cursor, error) {
+	txn, err := x.txn()
+	if err != nil {
+		return nil, err
+	}
+	pt := sem.NewParamTypes(paramTypes...)
+	pt.Fixed = paramTypes != nil
+	p, err := plan.Build(x.ctx, s.planEnv(txn, pt), st)
+	if err != nil {
+		return nil, err
+	}
+	if err := opt.Optimize(x.ctx, p); err != nil {
+		return nil, err
+	}
+	if !p.ReadOnly && s.txnReadOnly {
+		return nil, readOnlyError(p.Tag)
+	}
+	ec := s.execContext(x, txn, params)
+	ec.Stats = stats
+	rows, err := exec.Start(x.ctx, ec, p)
+	if err != nil {
+		return nil, err
+	}
+	return newCursor(s, p, rows), nil
+}
+
+// rowsTag is the command tag of a statement that affected or returned n
+// rows.
+func rowsTag(verb string, n int64) string {
+	switch verb {
+	case "INSERT":
+		return "INSERT 0 " + strconv.FormatInt(n, 10)
+	case "SELECT", "UPDATE", "DELETE", "MERGE", "FETCH", "MOVE", "COPY":
+		return verb + " " + strconv.FormatInt(n, 10)
+	}
+	return verb
+}
+
+// constText returns the text of a constant argument of a utility
+// statement (SET, EXPLAIN options).
+func constText(n *pg_query.Node) (string, bool) {
+	switch v := n.GetNode().(type) {
+	case *pg_query.Node_AConst:
+		c := v.AConst
+		switch cv := c.Val.(type) {
+		case *pg_query.A_Const_Sval:
+			return cv.Sval.Sval, true
+		case *pg_query.A_Const_Ival:
+			return strconv.FormatInt(int64(cv.Ival.Ival), 10), true
+		case *pg_query.A_Const_Fval:
+			return cv.Fval.Fval, true
+		case *pg_query.A_Const_Boolval:
+			if cv.Boolval.Boolval {
+				return "on", true
+			}
+			return "off", true
+		}
+	case *pg_query.Node_String_:
+		return v.String_.Sval, true
+	case *pg_query.Node_Integer:
+		return strconv.FormatInt(int64(v.Integer.Ival), 10), true
+	case *pg_query.Node_Float:
+		return v.Float.Fval, true
+	case *pg_query.Node_Boolean:
+		if v.Boolean.Boolval {
+			return "on", true
+		}
+		return "off", true
+	case *pg_query.Node_TypeCast:
+		// SET TIME ZONE INTERVAL '+02:00' HOUR TO MINUTE and friends.
+		return constText(v.TypeCast.Arg)
+	}
+	return "", false
+}
+
+func notSupported(format string, args ...any) error {
+	return pgerror.New(pgerrcode.FeatureNotSupported, format, args...)
+}

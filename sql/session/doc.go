@@ -1,0 +1,48 @@
+// Package session is Cairn's SQL session: it implements pgwire.Backend
+// and pgwire.Session. It owns the session state machine (idle, open
+// transaction block, failed block), session settings (SET/SHOW/RESET and
+// the ParameterStatus reports), implicit transactions and their automatic
+// retry, statement dispatch (queries and DML through plan.Build,
+// opt.Optimize and exec.Start; DDL through ddl.Exec; transaction control,
+// EXPLAIN, COPY, PREPARE/EXECUTE and the utility statements here), the
+// encoding of results in text and binary formats, and the node's advisory
+// lock table.
+//
+// It must not touch KV keys directly: descriptors go through sql/catalog,
+// rows through sql/exec and sql/ddl; the session only begins, steps,
+// commits and rolls back kv.Txns.
+//
+// # Transactions
+//
+//	idle ──BEGIN──► open ──error──► aborted ──COMMIT/ROLLBACK──► idle
+//	  │              └──COMMIT/ROLLBACK──► idle
+//	  └─ statement outside a block: implicit transaction, committed at the
+//	     end of the Query message (simple protocol) or at Sync (extended)
+//
+// Several statements in one Query message run in one implicit transaction,
+// unless one of them is transaction control, in which case each statement
+// outside a block commits on its own (PostgreSQL's rule, simplified).
+// A retryable KV error (kvpb.IsRetryable) in an implicit transaction that
+// has sent the client nothing yet reruns the statements in a fresh attempt;
+// otherwise it is 40001 "restart transaction: ...", and inside a block it
+// leaves the block aborted (25P02 until ROLLBACK), as a serialization
+// failure does in PostgreSQL.
+//
+// The default isolation level is READ COMMITTED, PostgreSQL's default
+// (default_transaction_isolation). Clients and the logic tests are written
+// against PostgreSQL's behaviour, and kv.ReadCommitted gives each statement a
+// fresh snapshot without lost updates, exactly what they expect; REPEATABLE
+// READ maps to kv.Snapshot and SERIALIZABLE to kv.Serializable, which is
+// true serializability (stronger than PostgreSQL's SSI only in that it may
+// restart more often).
+//
+// Settings are transactional as in PostgreSQL: ROLLBACK undoes a SET made
+// inside the block, and SET LOCAL lasts until the block ends.
+//
+// # Not done here
+//
+// SAVEPOINT needs kv.Txn savepoints (0A000 until they exist); COPY needs
+// exec.CopyFrom/CopyTo; current_setting/set_config need a builtins hook;
+// LISTEN/UNLISTEN are accepted and do nothing (no NOTIFY delivery: nothing
+// in Cairn sends notifications yet, so a listener would never hear one).
+package session

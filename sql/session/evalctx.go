@@ -1,0 +1,48 @@
+package session
+
+import (
+	"context"
+	"math/rand/v2"
+	"time"
+
+	"github.com/cairn-db/cairn/sql/builtins"
+	"github.com/cairn-db/cairn/sql/types"
+)
+
+// evalCtx is the session as builtins see it during one statement.
+type evalCtx struct {
+	s    *Session
+	ctx  context.Context
+	stmt time.Time
+}
+
+var _ builtins.EvalContext = (*evalCtx)(nil)
+
+func (e *evalCtx) Ctx() context.Context     { return e.ctx }
+func (e *evalCtx) Types() *types.Context    { return e.s.typesCtx() }
+func (e *evalCtx) TxnTimestamp() time.Time  { return e.s.txnStart }
+func (e *evalCtx) StmtTimestamp() time.Time { return e.stmt }
+func (e *evalCtx) Rand() *rand.Rand         { return e.s.rng }
+
+// SetSeed reseeds the session's generator (setseed), so later random()
+// calls of the session repeat, as in Postgres.
+func (e *evalCtx) SetSeed(seed uint64) {
+	e.s.rng = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+}
+
+func (e *evalCtx) Session() builtins.SessionInfo {
+	s := e.s
+	return builtins.SessionInfo{
+		Database:    s.db.Name,
+		User:        s.user,
+		SessionUser: s.user,
+		SearchPath:  s.searchPath(),
+		BackendPID:  int32(s.pid),
+		ServerPort:  s.b.cfg.ServerPort,
+	}
+}
+
+func (e *evalCtx) AdvisoryLocks() builtins.AdvisoryLocker { return e.s.locks }
+
+// Sequences is nil until sql/sequence provides sequence access.
+func (e *evalCtx) Sequences() builtins.SequenceOps { return nil }

@@ -1,0 +1,296 @@
+package session
+
+import (
+	"context"
+
+	"github.com/cairn-db/cairn/kv"
+	"github.com/cairn-db/cairn/pgwire"
+	"github.com/cairn-db/cairn/sql/parser"
+	"github.com/cairn-db/cairn/sql/pgerror"
+	"github.com/cairn-db/cairn/sql/plan"
+	"github.com/cairn-db/cairn/sql/sem"
+	"github.com/cairn-db/cairn/sql/types"
+	"github.com/jackc/pgerrcode"
+	pg_query "github.com/pganalyze/pg_query_go/v6"
+)
+
+// preparedStatement is a statement of the extended protocol.
+type preparedStatement struct {
+	s          *Session
+	g          stmtGroup // g.main nil: the empty statement
+	paramTypes []*types.T
+	cols       []plan.Column
+}
+
+var _ pgwire.Statement = (*preparedStatement)(nil)
+
+// Prepare implements pgwire.Session.
+func (s *Session) Prepare(ctx context.Context, sql string, paramOIDs []uint32) (pgwire.Statement, error) {
+	stmts, err := parser.Parse(sql)
+	if err != nil {
+		return nil, err
+	}
+	groups := groupStatements(stmts)
+	if len(groups) > 1 {
+		return nil, pgerror.New(pgerrcode.SyntaxError, "cannot insert multiple commands into a prepared statement")
+	}
+	ps := &preparedStatement{s: s}
+	if len(groups) == 0 {
+		return ps, nil
+	}
+	ps.g = groups[0]
+	if s.aborted && !endsTxn(ps.g.main) {
+		return nil, errInFailedTxn
+	}
+	declared := make([]*types.T, len(paramOIDs))
+	for i, oid := range paramOIDs {
+		if oid == 0 {
+			continue
+		}
+		t, ok := types.OidToType(oid)
+		if !ok {
+			return nil, pgerror.New(pgerrcode.UndefinedObject, "type with OID %d does not exist", oid)
+		}
+		declared[i] = t
+	}
+	switch n := node(ps.g.main).(type) {
+	case *pg_query.Node_SelectStmt, *pg_query.Node_InsertStmt, *pg_query.Node_UpdateStmt, *pg_query.Node_DeleteStmt:
+		p, pts, err := s.describe(ctx, ps.g.main, declared)
+		if err != nil {
+			return nil, err
+		}
+		ps.paramTypes, ps.cols = pts, p.Columns
+		return ps, nil
+	case *pg_query.Node_ExplainStmt:
+		inner := *ps.g.main
+		inner.AST = &pg_query.RawStmt{Stmt: n.ExplainStmt.Query}
+		if isPlannable(&inner) {
+			_, pts, err := s.describe(ctx, &inner, declared)
+			if err != nil {
+				return nil, err
+			}
+			ps.paramTypes = pts
+		}
+		ps.cols = explainColumns
+		return ps, nil
+	case *pg_query.Node_VariableShowStmt:
+		ps.cols = showColumns(n.VariableShowStmt.Name)
+	}
+	for i, t := range declared {
+		if t == nil {
+			declared[i] = types.Text
+		}
+	}
+	ps.paramTypes = declared
+	return ps, nil
+}
+
+// describe binds st to learn its parameter types and result columns, in
+// the open transaction or a short one of its own.
+func (s *Session) describe(ctx context.Context, st *parser.Statement, declared []*types.T) (*plan.Plan, []*types.T, error) {
+	var p *plan.Plan
+	var pts []*types.T
+	build := func(ctx context.Context, txn *kv.Txn) error {
+		pt := sem.NewParamTypes(declared...)
+		var err error
+		if p, err = plan.Build(ctx, s.planEnv(txn, pt), st); err != nil {
+			return err
+		}
+		pts, err = pt.Types()
+		return err
+	}
+	var err error
+	if s.inTxn && !s.aborted {
+		err = build(ctx, s.kvTxn())
+	} else {
+		err = s.b.db.Txn(ctx, kv.Serializable, build)
+	}
+	if err != nil {
+		return nil, nil, sqlError(ctx, err)
+	}
+	return p, pts, nil
+}
+
+// ParamOIDs implements pgwire.Statement.
+func (ps *preparedStatement) ParamOIDs() []uint32 {
+	out := make([]uint32, len(ps.paramTypes))
+	for i, t := range ps.paramTypes {
+		out[i] = t.Oid
+	}
+	return out
+}
+
+// Columns implements pgwire.Statement.
+func (ps *preparedStatement) Columns() []pgwire.Column { return describeColumns(ps.cols, nil) }
+
+// Close implements pgwire.Statement.
+func (ps *preparedStatement) Close() {}
+
+// Bind implements pgwire.Statement: it decodes the parameter values.
+func (ps *preparedStatement) Bind(ctx context.Context, p pgwire.BindParams) (pgwire.Portal, error) {
+	params, err := decodeParams(ps.s.typesCtx(), ps.paramTypes, p.Values, p.Formats)
+	if err != nil {
+		return nil, err
+	}
+	return &portal{ps: ps, params: params, formats: p.ResultFormats}, nil
+}
+
+// decodeParams turns Bind's values into datums of the parameters' types.
+func decodeParams(tc *types.Context, pts []*types.T, vals [][]byte, formats []int16) ([]types.Datum, error) {
+	out := make([]types.Datum, len(vals))
+	for i, v := range vals {
+		if v == nil {
+			out[i] = types.DNull
+			continue
+		}
+		t := types.Text
+		if i < len(pts) && pts[i] != nil && pts[i].Family != types.UnknownFamily {
+			t = pts[i]
+		}
+		var d types.Datum
+		var err error
+		if i < len(formats) && formats[i] == 1 {
+			if d, err = types.DecodeBinary(t, v); err != nil {
+				return nil, pgerror.Wrapf(err, pgerrcode.InvalidBinaryRepresentation, "incorrect binary data format in bind parameter %d", i+1)
+			}
+		} else if d, err = types.ParseDatum(tc, t, string(v)); err != nil {
+			return nil, err
+		}
+		out[i] = d
+	}
+	return out, nil
+}
+
+// portal is a bound prepared statement.
+type portal struct {
+	ps      *preparedStatement
+	params  []types.Datum
+	formats []int16
+	cur     *cursor
+	done    string // the tag of a portal that ran to completion
+}
+
+var _ pgwire.Portal = (*portal)(nil)
+
+// Columns implements pgwire.Portal.
+func (pt *portal) Columns() []pgwire.Column { return describeColumns(pt.ps.cols, pt.formats) }
+
+// Close implements pgwire.Portal.
+func (pt *portal) Close() {
+	if pt.cur != nil {
+		pt.cur.close()
+	}
+}
+
+// Execute implements pgwire.Portal.
+func (pt *portal) Execute(ctx context.Context, w pgwire.ResultWriter, maxRows int) (bool, error) {
+	ps, s := pt.ps, pt.ps.s
+	if pt.cur != nil {
+		return pt.resume(ctx, w, maxRows)
+	}
+	if err := s.flushReports(w); err != nil {
+		return false, err
+	}
+	if ps.g.main == nil {
+		return false, w.EmptyQuery()
+	}
+	if s.aborted && !endsTxn(ps.g.main) {
+		return false, errInFailedTxn
+	}
+	started := false
+	if !s.inTxn && !isTxnControl(ps.g.main) {
+		s.beginTxn(false)
+		s.extImplicit, started = true, true
+	}
+	if !isPlannable(ps.g.main) {
+		err := pt.execOther(ctx, w)
+		if err != nil {
+			s.failStatement(ctx)
+		}
+		return false, err
+	}
+	for attempt := 0; ; attempt++ {
+		tw := &trackingWriter{ResultWriter: w}
+		suspended, err := pt.run(ctx, tw, maxRows)
+		if err == nil {
+			return suspended, nil
+		}
+		if started && isRetryable(err) && !tw.sent && attempt < maxAutoRetries && ctx.Err() == nil {
+			_ = s.endTxn(ctx, false)
+			s.beginTxn(false)
+			s.extImplicit = true
+			continue
+		}
+		s.failStatement(ctx)
+		return false, err
+	}
+}
+
+func (pt *portal) run(ctx context.Context, w pgwire.ResultWriter, maxRows int) (bool, error) {
+	s := pt.ps.s
+	sctx, cancel := s.stmtContext(ctx)
+	defer cancel()
+	x := s.newStmt(sctx)
+	c, err := s.startPlan(x, pt.ps.g.main, pt.ps.paramTypes, pt.params, nil)
+	if err != nil {
+		return false, sqlError(sctx, err)
+	}
+	c.formats = pt.formats
+	suspended, err := c.drain(sctx, w, maxRows)
+	if err != nil {
+		c.close()
+		return false, sqlError(sctx, err)
+	}
+	if suspended {
+		pt.cur = c
+	}
+	return suspended, nil
+}
+
+// resume continues a suspended portal.
+func (pt *portal) resume(ctx context.Context, w pgwire.ResultWriter, maxRows int) (bool, error) {
+	s := pt.ps.s
+	if pt.cur.closed {
+		// Finished earlier, or closed with its transaction.
+		if s.aborted {
+			return false, errInFailedTxn
+		}
+		return false, w.Complete(rowsTag(pt.cur.p.Tag, 0))
+	}
+	sctx, cancel := s.stmtContext(ctx)
+	defer cancel()
+	suspended, err := pt.cur.drain(sctx, w, maxRows)
+	if err != nil {
+		pt.cur.close()
+		s.failStatement(ctx)
+		return false, sqlError(sctx, err)
+	}
+	return suspended, nil
+}
+
+// execOther runs a non-plannable statement of a portal.
+func (pt *portal) execOther(ctx context.Context, w pgwire.ResultWriter) error {
+	s, ps := pt.ps.s, pt.ps
+	if n, ok := node(ps.g.main).(*pg_query.Node_ExplainStmt); ok {
+		sctx, cancel := s.stmtContext(ctx)
+		defer cancel()
+		err := s.explain(s.newStmt(sctx), ps.g.main, n.ExplainStmt, w, &bound{paramTypes: ps.paramTypes, params: pt.params})
+		return sqlError(sctx, err)
+	}
+	return s.execGroup(ctx, ps.g, w)
+}
+
+// bound are the parameters of an EXPLAIN run from a portal.
+type bound struct {
+	paramTypes []*types.T
+	params     []types.Datum
+}
+
+// Sync implements pgwire.Session: it commits the implicit transaction of
+// the preceding Executes.
+func (s *Session) Sync(ctx context.Context) error {
+	if s.inTxn && !s.block {
+		return sqlError(ctx, s.endTxn(ctx, true))
+	}
+	return nil
+}

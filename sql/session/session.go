@@ -1,0 +1,468 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/cairn-db/cairn/kv"
+	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/pgwire"
+	"github.com/cairn-db/cairn/sql/catalog"
+	"github.com/cairn-db/cairn/sql/parser"
+	"github.com/cairn-db/cairn/sql/pgerror"
+	"github.com/cairn-db/cairn/sql/types"
+	"github.com/jackc/pgerrcode"
+	pg_query "github.com/pganalyze/pg_query_go/v6"
+)
+
+// maxAutoRetries bounds the automatic reruns of an implicit transaction.
+const maxAutoRetries = 20
+
+// Session is the SQL session of one connection (pgwire.Session). pgwire
+// calls it from the connection's goroutine only.
+type Session struct {
+	b     *Backend
+	user  string
+	super bool
+	db    *catalog.Database
+	pid   uint32
+	log   *slog.Logger
+
+	// vars holds every setting's canonical value by lower-case name;
+	// defaults are the values after startup (RESET's target); reported
+	// are the reportable values last sent to the client.
+	vars, defaults, reported map[string]string
+	loc                      *time.Location
+	rng                      *rand.Rand
+	locks                    *advisoryHolder
+	prepared                 map[string]*sqlPrepared
+
+	// Transaction state (see the package doc). txn is created lazily by
+	// the first statement that reads or writes.
+	inTxn, block, aborted bool
+	// extImplicit: an implicit transaction opened by an extended-protocol
+	// Execute, committed at Sync.
+	extImplicit bool
+	txn         *kv.Txn
+	txnIso      kv.IsolationLevel
+	txnIsoName  string
+	txnReadOnly bool
+	txnStart    time.Time
+	txnStmts    int
+	// savedVars are the settings at the start of the transaction (ROLLBACK
+	// restores them); localVars the values SET LOCAL overrode, restored at
+	// the end either way.
+	savedVars, localVars map[string]string
+	// cursors are the open portals' running plans, closed at transaction
+	// end.
+	cursors map[*cursor]struct{}
+}
+
+var _ pgwire.Session = (*Session)(nil)
+
+// ParameterStatus implements pgwire.Session.
+func (s *Session) ParameterStatus() map[string]string {
+	out := make(map[string]string)
+	for _, st := range settingsList {
+		if st.report {
+			v := s.vars[strings.ToLower(st.name)]
+			out[st.name] = v
+			s.reported[st.name] = v
+		}
+	}
+	return out
+}
+
+// flushReports sends ParameterStatus for reportable settings that changed
+// since they were last reported.
+func (s *Session) flushReports(w pgwire.ResultWriter) error {
+	for _, st := range settingsList {
+		if !st.report {
+			continue
+		}
+		v := s.vars[strings.ToLower(st.name)]
+		if s.reported[st.name] != v {
+			if err := w.ParameterStatus(st.name, v); err != nil {
+				return err
+			}
+			s.reported[st.name] = v
+		}
+	}
+	return nil
+}
+
+// TxnStatus implements pgwire.Session.
+func (s *Session) TxnStatus() pgwire.TxnStatus {
+	switch {
+	case s.aborted:
+		return pgwire.TxnFailed
+	case s.block:
+		return pgwire.TxnActive
+	}
+	return pgwire.TxnIdle
+}
+
+// Close implements pgwire.Session.
+func (s *Session) Close() {
+	if s.inTxn {
+		s.endTxn(context.Background(), false)
+	}
+	s.locks.close()
+}
+
+func (s *Session) typesCtx() *types.Context { return &types.Context{Location: s.loc} }
+
+// searchPath is search_path with $user resolved to the session user.
+func (s *Session) searchPath() []string {
+	raw := parseSearchPath(s.vars["search_path"])
+	out := make([]string, 0, len(raw))
+	for _, p := range raw {
+		if p == "$user" {
+			p = s.user
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// isolationOf maps an isolation level name to the KV level.
+func isolationOf(name string) kv.IsolationLevel {
+	switch name {
+	case "serializable":
+		return kv.Serializable
+	case "repeatable read":
+		return kv.Snapshot
+	}
+	return kv.ReadCommitted // read committed, and read uncommitted as in Postgres
+}
+
+// beginTxn opens a transaction (a block when explicit) with the session's
+// default characteristics.
+func (s *Session) beginTxn(explicit bool) {
+	s.inTxn, s.block, s.aborted = true, explicit, false
+	s.txnIsoName = s.vars["default_transaction_isolation"]
+	s.txnIso = isolationOf(s.txnIsoName)
+	s.txnReadOnly = s.vars["default_transaction_read_only"] == "on"
+	s.txnStart = time.Now()
+	s.txnStmts = 0
+	s.savedVars = cloneVars(s.vars)
+	s.localVars = nil
+}
+
+// kvTxn returns the transaction's KV transaction, creating it on first
+// use. Its heartbeat lives as long as the session's transaction, not the
+// statement, so it gets a context of its own.
+func (s *Session) kvTxn() *kv.Txn {
+	if s.txn == nil {
+		s.txn = s.b.db.NewTxn(context.Background(), "sql txn", s.txnIso)
+	}
+	return s.txn
+}
+
+// endTxn commits or rolls back the open transaction and returns the
+// session to idle. A failed commit rolls back. Settings revert on
+// rollback; SET LOCAL values revert either way.
+func (s *Session) endTxn(ctx context.Context, commit bool) error {
+	for c := range s.cursors {
+		c.close()
+	}
+	s.cursors = nil
+	var err error
+	if s.txn != nil {
+		if commit {
+			if err = s.txn.Commit(ctx); err != nil {
+				_ = s.txn.Rollback(context.WithoutCancel(ctx))
+				commit = false
+			}
+		} else {
+			err = s.txn.Rollback(context.WithoutCancel(ctx))
+			if err != nil {
+				s.log.Debug("session: rollback failed", "err", err)
+				err = nil // the transaction is gone either way; its intents expire
+			}
+		}
+	}
+	if !commit && s.savedVars != nil {
+		s.vars = s.savedVars
+	} else {
+		for k, v := range s.localVars {
+			s.vars[k] = v
+		}
+	}
+	s.applyDerived()
+	s.txn, s.inTxn, s.block, s.aborted, s.extImplicit = nil, false, false, false, false
+	s.savedVars, s.localVars = nil, nil
+	s.locks.endTxn()
+	return err
+}
+
+// abortBlock moves an open block to the aborted state after an error:
+// the KV transaction is rolled back at once, releasing its locks; only
+// COMMIT or ROLLBACK (which end the block) are accepted from now on.
+func (s *Session) abortBlock(ctx context.Context) {
+	for c := range s.cursors {
+		c.close()
+	}
+	s.cursors = nil
+	if s.txn != nil {
+		_ = s.txn.Rollback(context.WithoutCancel(ctx))
+		s.txn = nil
+	}
+	s.aborted = true
+}
+
+// failStatement reacts to a statement's error: a block becomes aborted,
+// an implicit transaction rolls back.
+func (s *Session) failStatement(ctx context.Context) {
+	switch {
+	case s.block:
+		s.abortBlock(ctx)
+	case s.inTxn:
+		_ = s.endTxn(ctx, false)
+	}
+}
+
+// applyDerived recomputes what depends on settings (the time zone).
+func (s *Session) applyDerived() {
+	if loc, _, err := loadZone(s.vars["timezone"]); err == nil {
+		s.loc = loc
+	}
+}
+
+// errStatementTimeout is the cause of a statement's context when
+// statement_timeout fires.
+var errStatementTimeout = pgerror.New(pgerrcode.QueryCanceled, "canceling statement due to statement timeout")
+
+// stmtContext bounds one statement by statement_timeout.
+func (s *Session) stmtContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	d, err := parseDuration(s.vars["statement_timeout"])
+	if err != nil || d <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeoutCause(ctx, d, errStatementTimeout)
+}
+
+// sqlError turns an error from below into what the client should see:
+// the statement timeout, 40001 for retryable KV errors.
+func sqlError(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() != nil && context.Cause(ctx) == errStatementTimeout {
+		return errStatementTimeout
+	}
+	var exhausted *kv.RetriesExhaustedError
+	if kvpb.IsRetryable(err) || errors.As(err, &exhausted) || errors.Is(err, kv.ErrTxnAborted) {
+		if pgerror.Code(err) == pgerrcode.SerializationFailure {
+			return err
+		}
+		return pgerror.Wrapf(err, pgerrcode.SerializationFailure, "restart transaction")
+	}
+	return err
+}
+
+func isRetryable(err error) bool {
+	return kvpb.IsRetryable(err) && pgerror.Code(err) != pgerrcode.QueryCanceled
+}
+
+// stmtGroup is one statement as the user typed it with the statements the
+// dialect rewriter derived from it (run as one, with one tag).
+type stmtGroup struct {
+	main    *parser.Statement
+	derived []*parser.Statement
+}
+
+func groupStatements(stmts []parser.Statement) []stmtGroup {
+	var out []stmtGroup
+	for i := range stmts {
+		if stmts[i].Derived && len(out) > 0 {
+			g := &out[len(out)-1]
+			g.derived = append(g.derived, &stmts[i])
+			continue
+		}
+		out = append(out, stmtGroup{main: &stmts[i]})
+	}
+	return out
+}
+
+// node returns the statement's AST node.
+func node(st *parser.Statement) any {
+	if st.AST == nil || st.AST.Stmt == nil {
+		return nil
+	}
+	return st.AST.Stmt.Node
+}
+
+// endsTxn reports whether st may run in an aborted block: COMMIT,
+// ROLLBACK, ROLLBACK TO SAVEPOINT.
+func endsTxn(st *parser.Statement) bool {
+	n, ok := node(st).(*pg_query.Node_TransactionStmt)
+	if !ok {
+		return false
+	}
+	switch n.TransactionStmt.Kind {
+	case pg_query.TransactionStmtKind_TRANS_STMT_COMMIT, pg_query.TransactionStmtKind_TRANS_STMT_ROLLBACK,
+		pg_query.TransactionStmtKind_TRANS_STMT_ROLLBACK_TO, pg_query.TransactionStmtKind_TRANS_STMT_PREPARE,
+		pg_query.TransactionStmtKind_TRANS_STMT_COMMIT_PREPARED, pg_query.TransactionStmtKind_TRANS_STMT_ROLLBACK_PREPARED:
+		return true
+	}
+	return false
+}
+
+var errInFailedTxn = pgerror.New(pgerrcode.InFailedSQLTransaction, "current transaction is aborted, commands ignored until end of transaction block")
+
+// SimpleQuery implements pgwire.Session.
+func (s *Session) SimpleQuery(ctx context.Context, sql string, w pgwire.ResultWriter) error {
+	if err := s.flushReports(w); err != nil {
+		return err
+	}
+	stmts, err := parser.Parse(sql)
+	if err != nil {
+		if s.block {
+			s.abortBlock(ctx)
+		}
+		return err
+	}
+	if len(stmts) == 0 {
+		return w.EmptyQuery()
+	}
+	groups := groupStatements(stmts)
+	txnControl := false
+	for i := range stmts {
+		if stmts[i].IsTransactionControl() {
+			txnControl = true
+		}
+	}
+	if len(groups) > 1 && !txnControl && !s.inTxn {
+		return s.autocommit(ctx, groups, w)
+	}
+	for _, g := range groups {
+		if s.inTxn || isTxnControl(g.main) {
+			if err := s.inBlock(ctx, g, w); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := s.autocommit(ctx, []stmtGroup{g}, w); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func isTxnControl(st *parser.Statement) bool {
+	_, ok := node(st).(*pg_query.Node_TransactionStmt)
+	return ok
+}
+
+// inBlock runs one statement in the open transaction (or a transaction
+// control statement in any state).
+func (s *Session) inBlock(ctx context.Context, g stmtGroup, w pgwire.ResultWriter) error {
+	if s.aborted && !endsTxn(g.main) {
+		return errInFailedTxn
+	}
+	if err := s.execGroup(ctx, g, w); err != nil {
+		s.failStatement(ctx)
+		return err
+	}
+	return s.flushReports(w)
+}
+
+// autocommit runs groups in one implicit transaction and commits it,
+// retrying the whole transaction on a retryable error while nothing has
+// been sent to the client.
+func (s *Session) autocommit(ctx context.Context, groups []stmtGroup, w pgwire.ResultWriter) error {
+	for attempt := 0; ; attempt++ {
+		tw := &trackingWriter{ResultWriter: w, hold: true}
+		err := s.autocommitOnce(ctx, groups, tw)
+		if err == nil {
+			if tw.held != "" {
+				if err := w.Complete(tw.held); err != nil {
+					return err
+				}
+			}
+			return s.flushReports(w)
+		}
+		if !isRetryable(err) || tw.sent || attempt >= maxAutoRetries || ctx.Err() != nil {
+			return sqlError(ctx, err)
+		}
+		s.log.Debug("session: retrying implicit transaction", "attempt", attempt+1, "err", err)
+	}
+}
+
+func (s *Session) autocommitOnce(ctx context.Context, groups []stmtGroup, tw *trackingWriter) error {
+	s.beginTxn(false)
+	for i, g := range groups {
+		// Only the last statement's tag waits for the commit; the others
+		// go out in order between their rows.
+		if i < len(groups)-1 {
+			tw.hold = false
+		} else {
+			tw.hold = true
+		}
+		if err := s.execGroup(ctx, g, tw); err != nil {
+			s.failStatement(ctx)
+			return err
+		}
+		if !s.inTxn || s.block {
+			// The statement ended or converted the implicit transaction
+			// (only transaction control does; SimpleQuery keeps those
+			// out of implicit groups, Execute does not).
+			return nil
+		}
+	}
+	return s.endTxn(ctx, true)
+}
+
+// trackingWriter records whether anything reached the client (which
+// forbids an automatic retry) and can hold back the final command tag
+// until the transaction commits.
+type trackingWriter struct {
+	pgwire.ResultWriter
+	sent bool
+	hold bool
+	held string
+}
+
+func (t *trackingWriter) BeginRows(cols []pgwire.Column) error {
+	t.sent = true
+	return t.ResultWriter.BeginRows(cols)
+}
+
+func (t *trackingWriter) WriteRow(vals [][]byte) error {
+	t.sent = true
+	return t.ResultWriter.WriteRow(vals)
+}
+
+func (t *trackingWriter) Complete(tag string) error {
+	if t.hold {
+		t.held = tag
+		return nil
+	}
+	t.sent = true
+	return t.ResultWriter.Complete(tag)
+}
+
+func (t *trackingWriter) CopyIn(f pgwire.CopyFormat) (pgwire.CopyInReader, error) {
+	t.sent = true
+	return t.ResultWriter.CopyIn(f)
+}
+
+func (t *trackingWriter) CopyOut(f pgwire.CopyFormat) (pgwire.CopyOutWriter, error) {
+	t.sent = true
+	return t.ResultWriter.CopyOut(f)
+}
+
+// notice sends a notice if client_min_messages lets it through.
+func (s *Session) notice(w pgwire.ResultWriter, severity, code, msg string) {
+	levels := map[string]int{"debug5": 0, "debug4": 0, "debug3": 0, "debug2": 0, "debug1": 0, "log": 1, "notice": 2, "warning": 3, "error": 4}
+	sev := map[string]int{"NOTICE": 2, "WARNING": 3, "INFO": 5}[severity]
+	if sev < levels[s.vars["client_min_messages"]] {
+		return
+	}
+	_ = w.Notice(pgwire.Notice{Severity: severity, Code: code, Message: msg})
+}

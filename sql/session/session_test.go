@@ -1,0 +1,294 @@
+package session_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cairn-db/cairn/server"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// startServer starts an in-memory insecure node and returns its URL.
+func startServer(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	s, err := server.Start(ctx, server.Config{Insecure: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.Stop(context.Background()); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	})
+	return fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", s.Addr())
+}
+
+func connect(t *testing.T, url string, notices *[]string) *pgx.Conn {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if notices != nil {
+		cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+			*notices = append(*notices, n.Severity+" "+n.Code+" "+n.Message)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	return c
+}
+
+func sqlState(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code
+	}
+	return ""
+}
+
+// show runs SHOW through the simple protocol and returns its value.
+func show(t *testing.T, c *pgx.Conn, name string) string {
+	t.Helper()
+	rr := c.PgConn().Exec(context.Background(), "SHOW "+name)
+	res, err := rr.ReadAll()
+	if err != nil {
+		t.Fatalf("SHOW %s: %v", name, err)
+	}
+	if len(res) != 1 || len(res[0].Rows) != 1 {
+		t.Fatalf("SHOW %s: %d results", name, len(res))
+	}
+	return string(res[0].Rows[0][0])
+}
+
+// simple runs sql through the simple protocol and returns the command
+// tags, or the first error.
+func simple(c *pgx.Conn, sql string) ([]string, error) {
+	res, err := c.PgConn().Exec(context.Background(), sql).ReadAll()
+	var tags []string
+	for _, r := range res {
+		tags = append(tags, r.CommandTag.String())
+	}
+	return tags, err
+}
+
+func TestSetShow(t *testing.T) {
+	url := startServer(t)
+	c := connect(t, url, nil)
+	for _, tc := range []struct {
+		set, name, want string
+		code            string
+	}{
+		{set: "SET application_name = 'x1'", name: "application_name", want: "x1"},
+		{set: "SET TIME ZONE 'Europe/Paris'", name: "timezone", want: "Europe/Paris"},
+		{set: "SET TimeZone = 'nowhere/nothing'", code: "22023"},
+		{set: "SET statement_timeout = 5000", name: "statement_timeout", want: "5s"},
+		{set: "SET statement_timeout = '150ms'", name: "statement_timeout", want: "150ms"},
+		{set: "SET statement_timeout TO DEFAULT", name: "statement_timeout", want: "0"},
+		{set: "SET search_path = myschema, public", name: "search_path", want: "myschema, public"},
+		{set: "SET search_path = \"MySchema\"", name: "search_path", want: `"MySchema"`},
+		{set: "SET default_transaction_isolation = 'serializable'", name: "default_transaction_isolation", want: "serializable"},
+		{set: "SET extra_float_digits = 3", name: "extra_float_digits", want: "3"},
+		{set: "SET extra_float_digits = 4", code: "22023"},
+		{set: "SET datestyle = 'iso, dmy'", name: "DateStyle", want: "ISO, DMY"},
+		{set: "SET datestyle = 'sql'", code: "0A000"},
+		{set: "SET client_encoding = 'latin1'", code: "0A000"},
+		{set: "SET no_such_thing = 1", code: "42704"},
+		{set: "SET server_version = '1'", code: "55P02"},
+		{set: "SET storage.packed_rows.enabled = off", name: "storage.packed_rows.enabled", want: "off"},
+		{set: "RESET application_name", name: "application_name", want: ""},
+	} {
+		_, err := simple(c, tc.set)
+		if tc.code != "" {
+			if sqlState(err) != tc.code {
+				t.Errorf("%s: got %v, want SQLSTATE %s", tc.set, err, tc.code)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", tc.set, err)
+			continue
+		}
+		if got := show(t, c, tc.name); got != tc.want {
+			t.Errorf("%s: SHOW %s = %q, want %q", tc.set, tc.name, got, tc.want)
+		}
+	}
+	if _, err := simple(c, "SHOW no_such_thing"); sqlState(err) != "42704" || !strings.Contains(err.Error(), `unrecognized configuration parameter "no_such_thing"`) {
+		t.Errorf("SHOW unknown: %v", err)
+	}
+	// RESET ALL goes back to the startup values.
+	if _, err := simple(c, "RESET ALL"); err != nil {
+		t.Fatal(err)
+	}
+	if got := show(t, c, "TimeZone"); got != "Etc/UTC" {
+		t.Errorf("after RESET ALL TimeZone = %q", got)
+	}
+	// SHOW ALL lists every setting with three columns.
+	res, err := c.PgConn().Exec(context.Background(), "SHOW ALL").ReadAll()
+	if err != nil || len(res[0].FieldDescriptions) != 3 || len(res[0].Rows) < 20 {
+		t.Errorf("SHOW ALL: %v", err)
+	}
+	// The column of SHOW is the parameter's canonical name.
+	if res, err := c.PgConn().Exec(context.Background(), "SHOW timezone").ReadAll(); err != nil || res[0].FieldDescriptions[0].Name != "TimeZone" {
+		t.Errorf("SHOW timezone column: %v %v", err, res)
+	}
+}
+
+func TestParameterStatus(t *testing.T) {
+	url := startServer(t)
+	c := connect(t, url+"&application_name=tester&timezone=America/New_York", nil)
+	if got := c.PgConn().ParameterStatus("TimeZone"); got != "America/New_York" {
+		t.Errorf("TimeZone at startup = %q", got)
+	}
+	if got := c.PgConn().ParameterStatus("application_name"); got != "tester" {
+		t.Errorf("application_name at startup = %q", got)
+	}
+	if _, err := simple(c, "SET TIME ZONE 'Asia/Tokyo'"); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.PgConn().ParameterStatus("TimeZone"); got != "Asia/Tokyo" {
+		t.Errorf("TimeZone after SET = %q", got)
+	}
+	// A SET rolled back is undone, and reported again.
+	if _, err := simple(c, "BEGIN; SET TIME ZONE 'UTC'; ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	if got := show(t, c, "TimeZone"); got != "Asia/Tokyo" {
+		t.Errorf("TimeZone after ROLLBACK = %q", got)
+	}
+	if _, err := simple(c, "SELECT 1"); err != nil && sqlState(err) == "" {
+		t.Fatal(err)
+	}
+	if got := c.PgConn().ParameterStatus("TimeZone"); got != "Asia/Tokyo" {
+		t.Errorf("TimeZone status after ROLLBACK = %q", got)
+	}
+	// Startup options (-c) apply too; unknown ones refuse the connection.
+	c2 := connect(t, url+"&options=-c%20statement_timeout%3D3s", nil)
+	if got := show(t, c2, "statement_timeout"); got != "3s" {
+		t.Errorf("statement_timeout from options = %q", got)
+	}
+	if _, err := pgx.Connect(context.Background(), url+"&nosuchparam=1"); sqlState(err) != "42704" {
+		t.Errorf("unknown startup parameter: %v", err)
+	}
+	if _, err := pgx.Connect(context.Background(), strings.Replace(url, "/postgres?", "/nodb?", 1)); sqlState(err) != "3D000" || !strings.Contains(err.Error(), `database "nodb" does not exist`) {
+		t.Errorf("unknown database: %v", err)
+	}
+}
+
+func TestTransactionStates(t *testing.T) {
+	url := startServer(t)
+	var notices []string
+	c := connect(t, url, &notices)
+	txStatus := func() byte { return c.PgConn().TxStatus() }
+
+	if _, err := simple(c, "COMMIT"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := simple(c, "BEGIN"); err != nil || txStatus() != 'T' {
+		t.Fatalf("BEGIN: %v %c", err, txStatus())
+	}
+	if _, err := simple(c, "BEGIN"); err != nil {
+		t.Fatal(err)
+	}
+	if got := show(t, c, "transaction_isolation"); got != "read committed" {
+		t.Errorf("default isolation %q", got)
+	}
+	if _, err := simple(c, "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE"); err != nil {
+		t.Fatal(err)
+	}
+	if got := show(t, c, "transaction_isolation"); got != "serializable" {
+		t.Errorf("isolation after SET TRANSACTION %q", got)
+	}
+	// An error aborts the block; everything but COMMIT/ROLLBACK is 25P02.
+	if _, err := simple(c, "SHOW nonexistent"); sqlState(err) != "42704" {
+		t.Fatalf("error in block: %v", err)
+	}
+	if txStatus() != 'E' {
+		t.Fatalf("status after error %c", txStatus())
+	}
+	_, err := simple(c, "SHOW TimeZone")
+	if sqlState(err) != "25P02" || !strings.Contains(err.Error(), "current transaction is aborted, commands ignored until end of transaction block") {
+		t.Fatalf("in aborted block: %v", err)
+	}
+	tags, err := simple(c, "COMMIT")
+	if err != nil || len(tags) != 1 || tags[0] != "ROLLBACK" || txStatus() != 'I' {
+		t.Fatalf("COMMIT of aborted block: %v %v %c", tags, err, txStatus())
+	}
+	if _, err := simple(c, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"WARNING 25P01 there is no transaction in progress",
+		"WARNING 25001 there is already a transaction in progress",
+		"WARNING 25P01 there is no transaction in progress",
+	}
+	if strings.Join(notices, "\n") != strings.Join(want, "\n") {
+		t.Errorf("notices:\n%s\nwant:\n%s", strings.Join(notices, "\n"), strings.Join(want, "\n"))
+	}
+	// BEGIN's options and START TRANSACTION's tag.
+	tags, err = simple(c, "START TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+	if err != nil || tags[0] != "START TRANSACTION" {
+		t.Fatalf("START TRANSACTION: %v %v", tags, err)
+	}
+	if got := show(t, c, "transaction_isolation"); got != "repeatable read" {
+		t.Errorf("isolation %q", got)
+	}
+	if got := show(t, c, "transaction_read_only"); got != "on" {
+		t.Errorf("read only %q", got)
+	}
+	if _, err := simple(c, "END"); err != nil || txStatus() != 'I' {
+		t.Fatalf("END: %v", err)
+	}
+	// SET LOCAL lasts until the block ends; outside a block it warns.
+	notices = nil
+	if _, err := simple(c, "BEGIN; SET LOCAL application_name = 'inner'"); err != nil {
+		t.Fatal(err)
+	}
+	if got := show(t, c, "application_name"); got != "inner" {
+		t.Errorf("SET LOCAL in block: %q", got)
+	}
+	if _, err := simple(c, "COMMIT"); err != nil {
+		t.Fatal(err)
+	}
+	if got := show(t, c, "application_name"); got != "" {
+		t.Errorf("SET LOCAL after COMMIT: %q", got)
+	}
+	if _, err := simple(c, "SET LOCAL application_name = 'x'"); err != nil {
+		t.Fatal(err)
+	}
+	if len(notices) != 1 || !strings.Contains(notices[0], "SET LOCAL can only be used in transaction blocks") {
+		t.Errorf("SET LOCAL outside block notices: %v", notices)
+	}
+	// Savepoints outside a block are an error.
+	if _, err := simple(c, "SAVEPOINT a"); sqlState(err) != "25P01" {
+		t.Errorf("SAVEPOINT outside block: %v", err)
+	}
+	// A parse error inside a block aborts it too.
+	if _, err := simple(c, "BEGIN"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := simple(c, "SELEC 1"); sqlState(err) != "42601" || txStatus() != 'E' {
+		t.Errorf("syntax error in block: %v %c", err, txStatus())
+	}
+	if _, err := simple(c, "ROLLBACK"); err != nil || txStatus() != 'I' {
+		t.Errorf("ROLLBACK: %v", err)
+	}
+	// The empty query.
+	res, err := c.PgConn().Exec(context.Background(), " ; ").ReadAll()
+	if err != nil || len(res) != 0 && res[0].CommandTag.String() != "" {
+		t.Errorf("empty query: %v %v", res, err)
+	}
+}

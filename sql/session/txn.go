@@ -1,0 +1,164 @@
+package session
+
+import (
+	"strings"
+
+	"github.com/cairn-db/cairn/pgwire"
+	"github.com/cairn-db/cairn/sql/pgerror"
+	"github.com/jackc/pgerrcode"
+	pg_query "github.com/pganalyze/pg_query_go/v6"
+)
+
+// txnControl runs BEGIN, COMMIT, ROLLBACK and the savepoint statements.
+func (s *Session) txnControl(x *stmtState, n *pg_query.TransactionStmt, w pgwire.ResultWriter) error {
+	ctx := x.ctx
+	switch n.Kind {
+	case pg_query.TransactionStmtKind_TRANS_STMT_BEGIN, pg_query.TransactionStmtKind_TRANS_STMT_START:
+		tag := "BEGIN"
+		if n.Kind == pg_query.TransactionStmtKind_TRANS_STMT_START {
+			tag = "START TRANSACTION"
+		}
+		if s.block {
+			s.notice(w, "WARNING", pgerrcode.ActiveSQLTransaction, "there is already a transaction in progress")
+			return w.Complete(tag)
+		}
+		if s.inTxn {
+			// BEGIN inside an extended-protocol implicit transaction turns
+			// it into a block, as in Postgres.
+			s.block = true
+		} else {
+			s.beginTxn(true)
+		}
+		if err := s.setTxnOptions(n.Options, true); err != nil {
+			return err
+		}
+		return w.Complete(tag)
+
+	case pg_query.TransactionStmtKind_TRANS_STMT_COMMIT:
+		if !s.block {
+			s.notice(w, "WARNING", pgerrcode.NoActiveSQLTransaction, "there is no transaction in progress")
+			if s.inTxn {
+				if err := s.endTxn(ctx, true); err != nil {
+					return err
+				}
+			}
+			return w.Complete("COMMIT")
+		}
+		if s.aborted {
+			_ = s.endTxn(ctx, false)
+			return w.Complete("ROLLBACK")
+		}
+		iso, ro := s.txnIsoName, s.txnReadOnly
+		if err := s.endTxn(ctx, true); err != nil {
+			return err
+		}
+		if n.Chain {
+			s.beginTxn(true)
+			s.txnIsoName, s.txnIso, s.txnReadOnly = iso, isolationOf(iso), ro
+		}
+		return w.Complete("COMMIT")
+
+	case pg_query.TransactionStmtKind_TRANS_STMT_ROLLBACK:
+		if !s.block {
+			s.notice(w, "WARNING", pgerrcode.NoActiveSQLTransaction, "there is no transaction in progress")
+			if s.inTxn {
+				_ = s.endTxn(ctx, false)
+			}
+			return w.Complete("ROLLBACK")
+		}
+		iso, ro := s.txnIsoName, s.txnReadOnly
+		_ = s.endTxn(ctx, false)
+		if n.Chain {
+			s.beginTxn(true)
+			s.txnIsoName, s.txnIso, s.txnReadOnly = iso, isolationOf(iso), ro
+		}
+		return w.Complete("ROLLBACK")
+
+	case pg_query.TransactionStmtKind_TRANS_STMT_SAVEPOINT, pg_query.TransactionStmtKind_TRANS_STMT_RELEASE,
+		pg_query.TransactionStmtKind_TRANS_STMT_ROLLBACK_TO:
+		what := map[pg_query.TransactionStmtKind]string{
+			pg_query.TransactionStmtKind_TRANS_STMT_SAVEPOINT:   "SAVEPOINT",
+			pg_query.TransactionStmtKind_TRANS_STMT_RELEASE:     "RELEASE SAVEPOINT",
+			pg_query.TransactionStmtKind_TRANS_STMT_ROLLBACK_TO: "ROLLBACK TO SAVEPOINT",
+		}[n.Kind]
+		if !s.block {
+			return pgerror.New(pgerrcode.NoActiveSQLTransaction, "%s can only be used in transaction blocks", what)
+		}
+		// kv.Txn has no savepoints yet; refusing keeps the block's
+		// meaning intact instead of pretending a partial rollback.
+		return notSupported("%s is not supported yet", what)
+
+	default:
+		return notSupported("two-phase commit is not supported")
+	}
+}
+
+// setTxnOptions applies the characteristics of BEGIN / SET TRANSACTION
+// (isolation level, read only, deferrable). first: nothing has run in the
+// transaction yet.
+func (s *Session) setTxnOptions(opts []*pg_query.Node, first bool) error {
+	for _, o := range opts {
+		de := o.GetDefElem()
+		if de == nil {
+			continue
+		}
+		v, _ := constText(de.Arg)
+		switch de.Defname {
+		case "transaction_isolation":
+			if err := s.setTxnIsolation(v); err != nil {
+				return err
+			}
+		case "transaction_read_only":
+			if err := s.setTxnReadOnly(v == "on" || v == "1" || v == "true"); err != nil {
+				return err
+			}
+		case "transaction_deferrable":
+			// DEFERRABLE only matters for SERIALIZABLE READ ONLY in
+			// Postgres (waiting for a safe snapshot); Cairn's serializable
+			// reads never need to wait for that.
+		}
+	}
+	return nil
+}
+
+func (s *Session) setTxnIsolation(v string) error {
+	name, err := checkIsolation(s, v)
+	if err != nil {
+		return invalidValue("transaction_isolation", v)
+	}
+	if s.txnStmts > 0 && name != s.txnIsoName {
+		return pgerror.New(pgerrcode.ActiveSQLTransaction, "SET TRANSACTION ISOLATION LEVEL must be called before any query")
+	}
+	s.txnIsoName, s.txnIso = name, isolationOf(name)
+	return nil
+}
+
+func (s *Session) setTxnReadOnly(ro bool) error {
+	if !ro && s.txnReadOnly && s.txnStmts > 0 {
+		return pgerror.New(pgerrcode.ActiveSQLTransaction, "transaction read-write mode must be set before any query")
+	}
+	s.txnReadOnly = ro
+	return nil
+}
+
+// txnSetting answers SHOW transaction_isolation / transaction_read_only:
+// the open transaction's value, or the default for the next one.
+func (s *Session) txnSetting(name string) (string, bool) {
+	switch strings.ToLower(name) {
+	case "transaction_isolation":
+		if s.inTxn {
+			return s.txnIsoName, true
+		}
+		return s.vars["default_transaction_isolation"], true
+	case "transaction_read_only":
+		ro := s.vars["default_transaction_read_only"] == "on"
+		if s.inTxn {
+			ro = s.txnReadOnly
+		}
+		if ro {
+			return "on", true
+		}
+		return "off", true
+	}
+	return "", false
+}

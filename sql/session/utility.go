@@ -1,0 +1,202 @@
+package session
+
+import (
+	"strings"
+
+	"github.com/cairn-db/cairn/pgwire"
+	"github.com/cairn-db/cairn/sql/exec"
+	"github.com/cairn-db/cairn/sql/opt"
+	"github.com/cairn-db/cairn/sql/parser"
+	"github.com/cairn-db/cairn/sql/pgerror"
+	"github.com/cairn-db/cairn/sql/plan"
+	"github.com/cairn-db/cairn/sql/sem"
+	"github.com/cairn-db/cairn/sql/types"
+	"github.com/jackc/pgerrcode"
+	pg_query "github.com/pganalyze/pg_query_go/v6"
+)
+
+var explainColumns = []plan.Column{{Name: "QUERY PLAN", T: types.Text}}
+
+// explain runs EXPLAIN [ANALYZE] [(options)] over a plannable statement.
+func (s *Session) explain(x *stmtState, st *parser.Statement, n *pg_query.ExplainStmt, w pgwire.ResultWriter, b *bound) error {
+	analyze := false
+	for _, o := range n.Options {
+		de := o.GetDefElem()
+		if de == nil {
+			continue
+		}
+		v := "on"
+		if de.Arg != nil {
+			v, _ = constText(de.Arg)
+		}
+		switch de.Defname {
+		case "analyze":
+			on, err := checkBool(s, v)
+			if err != nil {
+				return pgerror.New(pgerrcode.SyntaxError, "analyze requires a Boolean value")
+			}
+			analyze = on == "on"
+		case "format":
+			if !strings.EqualFold(v, "text") {
+				return notSupported("EXPLAIN (FORMAT %s) is not supported", strings.ToUpper(v))
+			}
+		case "verbose", "costs", "settings", "buffers", "wal", "timing", "summary", "generic_plan":
+			// Accepted; the text format prints what plan.Explain prints.
+		default:
+			return pgerror.New(pgerrcode.SyntaxError, "unrecognized EXPLAIN option %q", de.Defname)
+		}
+	}
+	inner := *st
+	inner.AST = &pg_query.RawStmt{Stmt: n.Query}
+	if !isPlannable(&inner) {
+		return notSupported("EXPLAIN of this statement is not supported")
+	}
+	if b == nil {
+		b = &bound{}
+	}
+	var lines []string
+	if analyze {
+		stats := &exec.Stats{}
+		c, err := s.startPlan(x, &inner, b.paramTypes, b.params, stats)
+		if err != nil {
+			return err
+		}
+		defer c.close()
+		if _, err := c.drain(x.ctx, discardWriter{}, 0); err != nil {
+			return err
+		}
+		var annotate func(plan.Node) string
+		// The executor's Stats grows an Annotate method with EXPLAIN
+		// ANALYZE; until then the plan prints without figures.
+		if a, ok := any(stats).(interface{ Annotate(plan.Node) string }); ok {
+			annotate = a.Annotate
+		}
+		lines = plan.Explain(c.p, annotate)
+	} else {
+		txn, err := x.txn()
+		if err != nil {
+			return err
+		}
+		pt := sem.NewParamTypes(b.paramTypes...)
+		p, err := plan.Build(x.ctx, s.planEnv(txn, pt), &inner)
+		if err != nil {
+			return err
+		}
+		if err := opt.Optimize(x.ctx, p); err != nil {
+			return err
+		}
+		lines = plan.Explain(p, nil)
+	}
+	if err := w.BeginRows(describeColumns(explainColumns, nil)); err != nil {
+		return err
+	}
+	for _, l := range lines {
+		if err := w.WriteRow([][]byte{[]byte(l)}); err != nil {
+			return err
+		}
+	}
+	return w.Complete("EXPLAIN")
+}
+
+// discardWriter swallows the rows of EXPLAIN ANALYZE.
+type discardWriter struct{ pgwire.ResultWriter }
+
+func (discardWriter) BeginRows([]pgwire.Column) error { return nil }
+func (discardWriter) WriteRow([][]byte) error         { return nil }
+func (discardWriter) Complete(string) error           { return nil }
+
+// copy runs COPY ... FROM STDIN / TO STDOUT.
+func (s *Session) copy(x *stmtState, st *parser.Statement, n *pg_query.CopyStmt, w pgwire.ResultWriter) error {
+	if n.Filename != "" || n.IsProgram {
+		return pgerror.New(pgerrcode.InsufficientPrivilege, "COPY to or from a file or program is not supported; use COPY ... FROM STDIN or TO STDOUT (psql's \\copy)")
+	}
+	return notSupported("COPY is not supported yet")
+}
+
+// sqlPrepared is a statement of SQL-level PREPARE.
+type sqlPrepared struct {
+	stmt       parser.Statement
+	paramTypes []*types.T
+}
+
+// sqlPrepare runs PREPARE name [(types)] AS statement.
+func (s *Session) sqlPrepare(x *stmtState, st *parser.Statement, n *pg_query.PrepareStmt, w pgwire.ResultWriter) error {
+	if _, ok := s.prepared[n.Name]; ok {
+		return pgerror.New(pgerrcode.DuplicatePreparedStatement, "prepared statement %q already exists", n.Name)
+	}
+	declared := make([]*types.T, len(n.Argtypes))
+	for i, a := range n.Argtypes {
+		t, err := sem.TypeFromAST(a.GetTypeName())
+		if err != nil {
+			return err
+		}
+		declared[i] = t
+	}
+	inner := *st
+	inner.AST = &pg_query.RawStmt{Stmt: n.Query}
+	if !isPlannable(&inner) {
+		return pgerror.New(pgerrcode.SyntaxError, "syntax error: PREPARE takes SELECT, VALUES, INSERT, UPDATE or DELETE")
+	}
+	txn, err := x.txn()
+	if err != nil {
+		return err
+	}
+	pt := sem.NewParamTypes(declared...)
+	if _, err := plan.Build(x.ctx, s.planEnv(txn, pt), &inner); err != nil {
+		return err
+	}
+	pts, err := pt.Types()
+	if err != nil {
+		return err
+	}
+	s.prepared[n.Name] = &sqlPrepared{stmt: inner, paramTypes: pts}
+	return w.Complete("PREPARE")
+}
+
+// sqlExecute runs EXECUTE name [(args)].
+func (s *Session) sqlExecute(x *stmtState, n *pg_query.ExecuteStmt, w pgwire.ResultWriter) error {
+	p, ok := s.prepared[n.Name]
+	if !ok {
+		return pgerror.New(pgerrcode.InvalidSQLStatementName, "prepared statement %q does not exist", n.Name)
+	}
+	if len(n.Params) != len(p.paramTypes) {
+		return pgerror.New(pgerrcode.SyntaxError, "wrong number of parameters for prepared statement %q", n.Name).
+			WithDetail("Expected %d parameters but got %d.", len(p.paramTypes), len(n.Params))
+	}
+	ev := &sem.EvalContext{Fn: &evalCtx{s: s, ctx: x.ctx, stmt: x.start}}
+	params := make([]types.Datum, len(n.Params))
+	for i, a := range n.Params {
+		e, err := sem.BuildAssign(sem.BuildContext{Types: s.typesCtx(), Clause: "EXECUTE parameter"}, a, p.paramTypes[i], "")
+		if err != nil {
+			return err
+		}
+		if params[i], err = sem.Eval(ev, e, nil); err != nil {
+			return err
+		}
+	}
+	c, err := s.startPlan(x, &p.stmt, p.paramTypes, params, nil)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	if len(c.cols) > 0 {
+		if err := w.BeginRows(c.columns(nil)); err != nil {
+			return err
+		}
+	}
+	_, err = c.drain(x.ctx, w, 0)
+	return err
+}
+
+// sqlDeallocate runs DEALLOCATE [PREPARE] name | ALL.
+func (s *Session) sqlDeallocate(n *pg_query.DeallocateStmt, w pgwire.ResultWriter) error {
+	if n.Isall || n.Name == "" {
+		s.prepared = make(map[string]*sqlPrepared)
+		return w.Complete("DEALLOCATE ALL")
+	}
+	if _, ok := s.prepared[n.Name]; !ok {
+		return pgerror.New(pgerrcode.InvalidSQLStatementName, "prepared statement %q does not exist", n.Name)
+	}
+	delete(s.prepared, n.Name)
+	return w.Complete("DEALLOCATE")
+}
