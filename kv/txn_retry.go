@@ -12,10 +12,11 @@ import (
 
 // PrepareForRetry moves a transaction that failed with a retryable error to
 // a new epoch: same ID, record and anchor; a fresh read timestamp (now);
-// read spans forgotten. Intents of the old epoch stay covered by the lock
-// spans and are overwritten or discarded when the transaction finishes. It
-// returns ErrTxnAborted if the transaction was aborted: the caller must roll
-// it back and start a new one.
+// read spans, ignored sequence numbers and savepoints forgotten. Intents
+// of the old epoch stay covered by the lock spans and are overwritten or
+// discarded when the transaction finishes. It returns ErrTxnAborted if the
+// transaction was aborted: the caller must roll it back and start a new
+// one.
 func (t *Txn) PrepareForRetry(ctx context.Context) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -38,6 +39,9 @@ func (t *Txn) PrepareForRetry(ctx context.Context) error {
 	// The uncertainty limit stays: it is about values written before the
 	// transaction started in real time, which a restart does not change.
 	t.mu.proto.GlobalUncertaintyLimit = t.mu.proto.GlobalUncertaintyLimit.Forward(ts)
+	// Every write of the old epoch is discarded at commit anyway, and the
+	// savepoints taken in it are void (ErrSavepointInvalid).
+	t.mu.proto.IgnoredSeqNums = nil
 	t.mu.readSpans.reset()
 	t.mu.retryErr = nil
 	return nil
