@@ -30,6 +30,13 @@ type Result struct {
 // Get reads key.
 func (b *Batch) Get(key []byte) { b.reqs = append(b.reqs, &kvpb.GetRequest{Key: key}) }
 
+// Inc adds by to the int64 counter at key (missing: 0) outside any
+// transaction (kvpb.IncrementRequest); Results[i].Rows[0].Value holds the
+// new value (kvpb.DecodeIncrementValue). Only DB.Run accepts it.
+func (b *Batch) Inc(key []byte, by int64) {
+	b.reqs = append(b.reqs, &kvpb.IncrementRequest{Key: key, Increment: by})
+}
+
 // Put writes value at key.
 func (b *Batch) Put(key, value []byte) {
 	b.reqs = append(b.reqs, &kvpb.PutRequest{Key: key, Value: value})
@@ -83,6 +90,9 @@ func (b *Batch) fill(br *kvpb.BatchResponse) error {
 			r.Found = resp.Found
 		case *kvpb.DeleteRangeResponse:
 			r.Keys = resp.Keys
+		case *kvpb.IncrementResponse:
+			r.Found = true
+			r.Rows = []kvpb.KeyValue{{Key: req.(*kvpb.IncrementRequest).Key, Value: kvpb.EncodeIncrementValue(resp.NewValue)}}
 		case *kvpb.PutResponse, *kvpb.ConditionalPutResponse:
 		default:
 			return fmt.Errorf("kv: unexpected %s response to %s", br.Responses[i].Method(), req.Method())

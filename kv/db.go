@@ -157,6 +157,18 @@ func (db *DB) Put(ctx context.Context, key, value []byte) error {
 	return db.Run(ctx, b)
 }
 
+// Inc atomically adds by to the int64 counter at key (a missing key is 0)
+// and returns the new value. It commits at once and is never undone,
+// whatever transaction the caller is in: sequences rely on that.
+func (db *DB) Inc(ctx context.Context, key []byte, by int64) (int64, error) {
+	b := &Batch{}
+	b.Inc(key, by)
+	if err := db.Run(ctx, b); err != nil {
+		return 0, err
+	}
+	return kvpb.DecodeIncrementValue(b.Results[0].Rows[0].Value)
+}
+
 // Delete deletes key outside any transaction.
 func (db *DB) Delete(ctx context.Context, key []byte) error {
 	b := &Batch{}

@@ -22,13 +22,14 @@ const (
 	MethodGC
 	MethodSplit
 	MethodRefresh
+	MethodIncrement
 	numMethods
 )
 
 var methodNames = [numMethods]string{
 	"Get", "Scan", "Put", "ConditionalPut", "Delete", "DeleteRange", "EndTxn",
 	"HeartbeatTxn", "PushTxn", "QueryTxn", "ResolveIntent", "ResolveIntentRange",
-	"GC", "Split", "Refresh",
+	"GC", "Split", "Refresh", "Increment",
 }
 
 func (m Method) String() string {

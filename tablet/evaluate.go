@@ -118,6 +118,8 @@ func (ec *evalCtx) evalRequest(req kvpb.Request) (kvpb.Response, error) {
 		return ec.gc(req)
 	case *kvpb.RefreshRequest:
 		return ec.refresh(req)
+	case *kvpb.IncrementRequest:
+		return ec.increment(req)
 	}
 	return nil, invalidArg("tablet cannot evaluate %s", req.Method())
 }
