@@ -1,5 +1,179 @@
 package opt
 
-import "github.com/cairn-db/cairn/sql/plan"
+import (
+	"github.com/cairn-db/cairn/sql/catalog"
+	"github.com/cairn-db/cairn/sql/plan"
+	"github.com/cairn-db/cairn/sql/rowenc"
+	"github.com/cairn-db/cairn/sql/sem"
+)
 
-func (o *optimizer) lookupJoins(n plan.Node) plan.Node { return n }
+// lookupJoins turns a Join whose right side is a table scan (filtered or
+// not) into a LookupJoin when the join keys cover a prefix of one of the
+// table's indexes and batched lookups for the left side's rows cost less
+// than reading the right side whole for a hash join. That is the storage-
+// aware choice of read-planning.txt: with cheap seeks (SSD) a few hundred
+// lookups win; with HDD seeks or object-store round trips a sequential
+// read of the table wins much sooner (Costs).
+func (o *optimizer) lookupJoins(n plan.Node) plan.Node {
+	for _, c := range children(n) {
+		*c = o.lookupJoins(*c)
+	}
+	j, ok := n.(*plan.Join)
+	if !ok || j.Lateral || len(j.LeftEq) == 0 {
+		return n
+	}
+	switch j.Kind {
+	case plan.InnerJoin, plan.LeftJoin, plan.SemiJoin, plan.AntiJoin:
+	default:
+		return n
+	}
+	right, ok := o.orig[j.Right]
+	if !ok {
+		return n
+	}
+	if _, empty := j.Right.(*plan.Values); empty {
+		return n
+	}
+	leftRows := o.estimate(j.Left)
+	if leftRows >= o.costs.TableRows {
+		return n
+	}
+	hashCost := o.bestAccess(right, nil).cost
+	var best *plan.LookupJoin
+	bestCost, bestRows := hashCost, 0.0
+	for _, idx := range lookupIndexes(right.Table) {
+		keyCols, full := lookupKeys(j, right, idx)
+		if len(keyCols) == 0 || !covers(right, idx) {
+			continue
+		}
+		perKey := o.costs.EqRows
+		if full && idx.Unique {
+			perKey = 1
+		}
+		cost := o.costs.lookupCost(leftRows) + leftRows*perKey*o.costs.SeqRow
+		if cost >= bestCost {
+			continue
+		}
+		lj := &plan.LookupJoin{
+			Kind: j.Kind, Input: j.Left, Table: right.Table, KeyCols: keyCols,
+			Cols: right.Cols, TableCols: right.TableCols,
+			On:   and(append(conjuncts(j.On), conjuncts(right.Filter)...)),
+			Lock: right.Lock,
+		}
+		if idx.ID != right.Table.PrimaryIndex.ID {
+			lj.Index = idx
+		}
+		best, bestCost, bestRows = lj, cost, leftRows*perKey
+	}
+	if best == nil {
+		return n
+	}
+	o.rows[best] = bestRows
+	return best
+}
+
+// lookupIndexes lists the indexes a lookup join may read: the primary
+// index and the public, complete, non-partial btree secondary indexes
+// (a hash-sharded one leads with its shard column, which no join key
+// supplies).
+func lookupIndexes(t *catalog.Table) []*catalog.Index {
+	out := []*catalog.Index{&t.PrimaryIndex}
+	for i := range t.Indexes {
+		idx := &t.Indexes[i]
+		if idx.State == catalog.IndexPublic && (idx.Kind == "" || idx.Kind == catalog.IndexBTree) &&
+			idx.Predicate == "" && idx.HashSharding == nil {
+			out = append(out, idx)
+		}
+	}
+	return out
+}
+
+// lookupKeys returns the left columns supplying the longest prefix of
+// idx's key columns through the join's equalities, and whether they
+// supply all of them.
+func lookupKeys(j *plan.Join, right *plan.Scan, idx *catalog.Index) ([]sem.ColumnID, bool) {
+	tableCol := map[sem.ColumnID]rowenc.ColumnID{}
+	for i, c := range right.Cols {
+		tableCol[c.ID] = right.TableCols[i]
+	}
+	leftType := map[sem.ColumnID]plan.Column{}
+	for _, c := range j.Left.Columns() {
+		leftType[c.ID] = c
+	}
+	var keys []sem.ColumnID
+	for _, kc := range idx.KeyColumnIDs {
+		found := false
+		for i, r := range j.RightEq {
+			tc, ok := tableCol[r]
+			col := right.Table.ColumnByID(kc)
+			if ok && tc == kc && col != nil && keyTypesMatch(leftType[j.LeftEq[i]].T, col.Type) {
+				keys, found = append(keys, j.LeftEq[i]), true
+				break
+			}
+		}
+		if !found {
+			return keys, false
+		}
+	}
+	return keys, true
+}
+
+// covers reports whether idx holds every column s reads.
+func covers(s *plan.Scan, idx *catalog.Index) bool {
+	if idx.ID == s.Table.PrimaryIndex.ID {
+		return true
+	}
+	avail := map[rowenc.ColumnID]bool{}
+	for _, l := range [][]rowenc.ColumnID{idx.KeyColumnIDs, idx.StoreColumnIDs, s.Table.PrimaryIndex.KeyColumnIDs} {
+		for _, c := range l {
+			avail[c] = true
+		}
+	}
+	for _, tc := range s.TableCols {
+		if !avail[tc] {
+			return false
+		}
+	}
+	return true
+}
+
+// estimate guesses how many rows n yields (cost.go's heuristics; scans
+// and lookups remember what planning them estimated).
+func (o *optimizer) estimate(n plan.Node) float64 {
+	if r, ok := o.rows[n]; ok {
+		return r
+	}
+	c := o.costs
+	switch v := n.(type) {
+	case *plan.Values:
+		return float64(len(v.Rows))
+	case *plan.Filter:
+		return o.estimate(v.Input) * c.RangeFraction
+	case *plan.Project:
+		return o.estimate(v.Input)
+	case *plan.Sort:
+		return o.estimate(v.Input)
+	case *plan.Distinct:
+		return o.estimate(v.Input)
+	case *plan.Max1Row:
+		return 1
+	case *plan.Limit:
+		in := o.estimate(v.Input)
+		if lim, ok := constInt(v.Limit); ok && v.Limit != nil {
+			return min(in, float64(lim))
+		}
+		return in
+	case *plan.GroupBy:
+		if len(v.GroupCols) == 0 {
+			return 1
+		}
+		return o.estimate(v.Input) / c.EqRows
+	case *plan.Join:
+		l := o.estimate(v.Left)
+		if v.Kind == plan.SemiJoin || v.Kind == plan.AntiJoin {
+			return l
+		}
+		return max(l, o.estimate(v.Right))
+	}
+	return c.TableRows
+}

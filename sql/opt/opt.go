@@ -56,7 +56,7 @@ func Optimize(ctx context.Context, p *plan.Plan) error {
 // OptimizeWith is Optimize under an explicit cost model (a storage
 // profile: local SSD, HDD, object store).
 func OptimizeWith(ctx context.Context, p *plan.Plan, costs Costs) error {
-	o := &optimizer{costs: costs, orig: map[plan.Node]*plan.Scan{}}
+	o := &optimizer{costs: costs, orig: map[plan.Node]*plan.Scan{}, rows: map[plan.Node]float64{}}
 	o.nextID = maxColumnID(p) + 1
 	var err error
 	if p.Root, err = o.optimize(p.Root); err != nil {
@@ -88,6 +88,9 @@ type optimizer struct {
 	// rules can plan it again for another purpose (a lookup join's right
 	// side, an index chosen for its order).
 	orig map[plan.Node]*plan.Scan
+	// rows holds the row estimates of the nodes scan planning and lookup
+	// joins made.
+	rows map[plan.Node]float64
 }
 
 func (o *optimizer) optimize(n plan.Node) (plan.Node, error) {

@@ -285,6 +285,7 @@ func (o *optimizer) limitOrder(l *plan.Limit) {
 		return
 	}
 	o.orig[best.node] = orig
+	o.rows[best.node] = want
 	best.scan.HardLimit = int64(want)
 	*n = best.node
 	if _, isJoin := best.node.(*plan.IndexJoin); !isJoin {

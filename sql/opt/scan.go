@@ -26,6 +26,7 @@ func (o *optimizer) planScans(n plan.Node) (plan.Node, error) {
 	}
 	best := o.bestAccess(s, nil)
 	o.orig[best.node] = best.orig
+	o.rows[best.node] = best.rows
 	return best.node, nil
 }
 

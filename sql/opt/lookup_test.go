@@ -1,0 +1,115 @@
+package opt
+
+import (
+	"testing"
+
+	"github.com/cairn-db/cairn/sql/plan"
+)
+
+// Lookup joins (lookup.go): the choice depends on the left side's size
+// and on the storage profile.
+func TestLookupJoins(t *testing.T) {
+	hdd, obj := HDDCosts, ObjectStoreCosts
+	// tenLeft: about 10 rows of t (b = 5 on a non-unique index) joined to
+	// u on its primary key.
+	tenLeft := func(kind plan.JoinKind) func(b *builder) plan.Node {
+		return func(b *builder) plan.Node {
+			l := b.filter(b.scan("t", "a", "b"), "b = 5")
+			return b.join(kind, l, b.scan("u"), "t.a = u.x")
+		}
+	}
+	// rangeLeft: about 100 rows of t (ten values of a non-unique index).
+	rangeLeft := func(b *builder) plan.Node {
+		l := b.filter(b.scan("t", "a", "b"), "b IN (1, 2, 3, 4, 5, 6, 7, 8, 9, 10)")
+		return b.join(plan.InnerJoin, l, b.scan("u"), "t.b = u.x")
+	}
+	runCases(t, []optCase{{
+		name:  "small left side: lookups into the primary key",
+		build: tenLeft(plan.InnerJoin),
+		want: `
+		lookup-join inner u@u_pkey keys=(#1) cols=(x#3,y#4,z#5) on=(t.a = u.x)
+		  scan t@t_b cols=(a#1,b#2) spans=[/5 - /5]`,
+	}, {
+		name:  "left, semi and anti joins too",
+		build: tenLeft(plan.AntiJoin),
+		want: `
+		lookup-join anti u@u_pkey keys=(#1) cols=(x#3,y#4,z#5) on=(t.a = u.x)
+		  scan t@t_b cols=(a#1,b#2) spans=[/5 - /5]`,
+	}, {
+		name: "the right side's filter joins the residual condition",
+		build: func(b *builder) plan.Node {
+			l := b.filter(b.scan("t", "a", "b"), "b = 5")
+			return b.join(plan.LeftJoin, l, b.scan("u"), "t.a = u.x AND u.z LIKE 'q%'")
+		},
+		want: `
+		lookup-join left u@u_pkey keys=(#1) cols=(x#3,y#4,z#5) on=((t.a = u.x) AND (u.z ~~ 'q%'::text))
+		  scan t@t_b cols=(a#1,b#2) spans=[/5 - /5]`,
+	}, {
+		name: "a covering secondary index",
+		build: func(b *builder) plan.Node {
+			l := b.filter(b.scan("t", "a", "b"), "b = 5")
+			return b.join(plan.InnerJoin, l, b.scan("u", "x", "y"), "t.a = u.y")
+		},
+		want: `
+		lookup-join inner u@u_y keys=(#1) cols=(x#3,y#4) on=(t.a = u.y)
+		  scan t@t_b cols=(a#1,b#2) spans=[/5 - /5]`,
+	}, {
+		name: "a non-covering secondary index is not used",
+		build: func(b *builder) plan.Node {
+			l := b.filter(b.scan("t", "a", "b"), "b = 5")
+			return b.join(plan.InnerJoin, l, b.scan("u"), "t.a = u.y")
+		},
+		want: `
+		join inner on=(t.a = u.y) eq=(#1)=(#4)
+		  scan t@t_b cols=(a#1,b#2) spans=[/5 - /5]
+		  scan u@u_pkey cols=(x#3,y#4,z#5)`,
+	}, {
+		name: "unfiltered left side: hash join",
+		build: func(b *builder) plan.Node {
+			return b.join(plan.InnerJoin, b.scan("t", "a", "b"), b.scan("u"), "t.a = u.x")
+		},
+		want: `
+		join inner on=(t.a = u.x) eq=(#1)=(#3)
+		  scan t@t_pkey cols=(a#1,b#2)
+		  scan u@u_pkey cols=(x#3,y#4,z#5)`,
+	}, {
+		name: "full joins never",
+		build: func(b *builder) plan.Node {
+			l := b.filter(b.scan("t", "a", "b"), "b = 5")
+			return b.join(plan.FullJoin, l, b.scan("u"), "t.a = u.x")
+		},
+		want: `
+		join full on=(t.a = u.x) eq=(#1)=(#3)
+		  scan t@t_b cols=(a#1,b#2) spans=[/5 - /5]
+		  scan u@u_pkey cols=(x#3,y#4,z#5)`,
+	}, {
+		name:  "SSD: a hundred lookups beat a full read",
+		build: rangeLeft,
+		want: `
+		lookup-join inner u@u_pkey keys=(#2) cols=(x#3,y#4,z#5) on=(t.b = u.x)
+		  scan t@t_b cols=(a#1,b#2) spans=[/1 - /1] [/2 - /2] [/3 - /3] [/4 - /4] [/5 - /5] [/6 - /6] [/7 - /7] [/8 - /8] [/9 - /9] [/10 - /10]`,
+	}, {
+		name:  "HDD: the same lookups cost a seek each, so hash join",
+		costs: &hdd,
+		build: rangeLeft,
+		want: `
+		join inner on=(t.b = u.x) eq=(#2)=(#3)
+		  scan t@t_b cols=(a#1,b#2) spans=[/1 - /1] [/2 - /2] [/3 - /3] [/4 - /4] [/5 - /5] [/6 - /6] [/7 - /7] [/8 - /8] [/9 - /9] [/10 - /10]
+		  scan u@u_pkey cols=(x#3,y#4,z#5)`,
+	}, {
+		name:  "object store: round trips dominate, hash join",
+		costs: &obj,
+		build: rangeLeft,
+		want: `
+		join inner on=(t.b = u.x) eq=(#2)=(#3)
+		  scan t@t_b cols=(a#1,b#2) spans=[/1 - /1] [/2 - /2] [/3 - /3] [/4 - /4] [/5 - /5] [/6 - /6] [/7 - /7] [/8 - /8] [/9 - /9] [/10 - /10]
+		  scan u@u_pkey cols=(x#3,y#4,z#5)`,
+	}, {
+		name:  "object store: ten lookups still win",
+		costs: &obj,
+		build: tenLeft(plan.InnerJoin),
+		want: `
+		lookup-join inner u@u_pkey keys=(#1) cols=(x#3,y#4,z#5) on=(t.a = u.x)
+		  scan t@t_b cols=(a#1,b#2) spans=[/5 - /5]`,
+	}})
+}
