@@ -32,11 +32,13 @@
 // The public vocabulary: DB (NewDB, Get/Put/Delete/Scan/Run outside
 // transactions, Send for raw batches, Txn for a retried closure), Txn (one
 // transaction's coordinator: Get/Put/CPut/Delete/DelRange/Scan/ReverseScan,
-// Run of a Batch, Step at statement boundaries, Commit, CommitInBatch,
+// Run of a Batch, Step at statement boundaries, Savepoint,
+// RollbackToSavepoint and ReleaseSavepoint, Commit, CommitInBatch,
 // Rollback, PrepareForRetry), Batch and its Results, and IsolationLevel.
 // One concern per file: dist_sender*.go route, tablet_cache.go caches,
 // txn.go sends, txn_refresh.go moves timestamps, txn_heartbeat.go keeps the
-// record alive, txn_commit.go commits, txn_retry.go restarts and retries.
+// record alive, txn_commit.go commits, txn_retry.go restarts and retries,
+// txn_savepoint.go rolls back to savepoints.
 //
 // Invariants:
 //
@@ -61,12 +63,22 @@
 //     finishing.
 //  6. Once a retryable error is returned, a Txn refuses further operations
 //     with that error until PrepareForRetry is called, so a caller cannot
-//     mix reads of two epochs.
+//     mix reads of two epochs. This includes RollbackToSavepoint: only a
+//     non-retryable error (a condition failure, a NOWAIT conflict) can be
+//     undone by rolling back to a savepoint.
+//  7. Every batch that writes carries a sequence number higher than any
+//     before it in the epoch, and every batch carries the transaction's
+//     IgnoredSeqNums; after RollbackToSavepoint(sp) no read of the
+//     transaction sees, and its commit does not write, a value written
+//     after sp was taken (at the tablets it is the writes' sequence
+//     numbers that are ignored, see mvcc's "Savepoints"). Locks taken
+//     after sp are kept until the transaction ends, as in CockroachDB.
 //
 // Where they are tested: 1 and 2 in testdata/dist_sender,
 // TestDistSenderMatchesOneTablet and TestRoutingRecoversFromSplitBehindCache;
 // 3 and 5 in TestAbandonedTxnRecovery and TestLateFirstWriteIsNotAbandoned;
 // 4 in TestSerializableRefresh, TestWriteWriteConflict and
-// TestReadCommittedStep; 6 in TestWriteWriteConflict; all of them together
-// in TestBank.
+// TestReadCommittedStep; 6 in TestWriteWriteConflict and
+// TestSavepointRollbackRefusedAfterRetryableError; 7 in the TestSavepoint*
+// tests (txn_savepoint_test.go); all but 7 together in TestBank.
 package kv

@@ -16,7 +16,7 @@
 // # Layout
 //
 //	userKey @ ts            committed version: encoded value (see below)
-//	keys.Lock(userKey)      bare key: lock record {TxnMeta, provisional value or tombstone}
+//	keys.Lock(userKey)      bare key: lock record {TxnMeta, provisional value or tombstone, history}
 //	keys.TxnRecord(a, id)   bare key: transaction record (kvpb.Transaction)
 //
 // The provisional value of an intent lives in its lock record, not among the
@@ -74,6 +74,37 @@
 // transactional one, at the transaction's WriteTimestamp or the pushed
 // timestamp of its existing intent, whichever is higher.
 //
+// # Savepoints
+//
+// A transaction numbers its writes (TxnMeta.Sequence, increasing within an
+// epoch) and may roll back to a savepoint, which adds the sequence numbers
+// written since to Transaction.IgnoredSeqNums (inclusive ranges, only ever
+// growing within an epoch). mvcc keeps what that needs, as CockroachDB's
+// intent history does:
+//
+//   - A lock record holds its current value at Txn.Sequence and a history:
+//     the transaction's earlier values of the key in the lock's epoch,
+//     oldest first, at increasing sequence numbers below Txn.Sequence. A
+//     write over its own intent at a higher sequence pushes the old value
+//     onto the history; at the same sequence it rewrites the value in
+//     place; in either case it drops the history entries its transaction
+//     ignores (no read or resolution of the epoch can see them again). A
+//     write over an intent of an older epoch starts with no history.
+//   - The value of an intent for its own transaction is the newest of these
+//     values whose sequence is not ignored; when every one is, the key
+//     reads, and conditional writes compare, as if the transaction had not
+//     written it (the committed versions below).
+//   - Resolving a committed intent writes that value as the version, or
+//     writes no version when every value is ignored; the ignored ranges
+//     come with the resolution (the committed record stores them, so a
+//     later resolver has them). Pending and aborted resolutions need none.
+//   - The lock itself stays however its values are ignored: to other
+//     transactions it is the same intent, and it is released only when
+//     the transaction ends.
+//
+// Records without history (or, for transaction records, without ignored
+// ranges) keep their earlier encoding byte for byte (encoding.go).
+//
 // # Invariants
 //
 //  1. At most one lock per user key, and it belongs to one transaction at
@@ -88,13 +119,19 @@
 //     isolation: first committer wins).
 //  5. A read at ts returns, per key, the newest committed version at or
 //     below ts unless it is a tombstone; the reader's own intent (same epoch)
-//     wins over committed versions; another transaction's intent at or below
-//     the reader's uncertainty limit (or ts for non-transactional reads) is a
+//     wins over committed versions unless all its values are at ignored
+//     sequence numbers; another transaction's intent at or below the
+//     reader's uncertainty limit (or ts for non-transactional reads) is a
 //     conflict, reported with every other conflict met in the span.
 //  6. Resolution is idempotent: resolving a lock that is gone, or owned by
 //     another transaction, changes nothing.
 //  7. GC never changes the result of a read at or above its threshold.
 //  8. Every function either returns an error or leaves the writer in a state
-//     satisfying 1-7; on error the caller discards the batch (a failed
+//     satisfying 1-7 and 9; on error the caller discards the batch (a failed
 //     request may have written part of its effect).
+//  9. A lock record's history holds only values of the lock's epoch, at
+//     strictly increasing sequence numbers all below the lock's own; a
+//     value at a sequence number its transaction ignores is never read by
+//     that transaction nor committed (decoding checks the first part;
+//     testdata/savepoints and TestTxnModel the second).
 package mvcc
