@@ -408,6 +408,8 @@ func (t *Txn) prepareWritesLocked(reqs []kvpb.Request, opts sendOpts) (needRecor
 		}
 		t.mu.lockSpans.add(s)
 	}
+	// One sequence number per writing batch: replays are recognised by it,
+	// and savepoints name writes by it (txn_savepoint.go).
 	t.mu.proto.Sequence++
 	t.mu.wrote = true
 	if !opts.noHeartbeat && t.mu.hb == nil {
