@@ -21,14 +21,15 @@ var (
 	RegProc      = &T{Family: OidFamily, Oid: 24}
 	RegProcedure = &T{Family: OidFamily, Oid: 2202}
 	RegNamespace = &T{Family: OidFamily, Oid: 4089}
+	RegRole      = &T{Family: OidFamily, Oid: 4096}
 )
 
 // RegTypes lists the alias types, for catalog generation and OidToType.
-var RegTypes = []*T{RegClass, RegType, RegProc, RegProcedure, RegNamespace}
+var RegTypes = []*T{RegClass, RegType, RegProc, RegProcedure, RegNamespace, RegRole}
 
 // RegResolver resolves the names of catalog objects for the reg* types'
 // input and output functions. kind is one of RegClass, RegProc,
-// RegProcedure or RegNamespace (RegType is resolved here).
+// RegProcedure, RegNamespace or RegRole (RegType is resolved here).
 type RegResolver interface {
 	// ResolveReg returns the OID name stands for, or an error with
 	// Postgres's SQLSTATE and wording (42P01 relation "x" does not exist,
@@ -54,6 +55,8 @@ func regName(oid uint32) (string, bool) {
 		return "regprocedure", true
 	case RegNamespace.Oid:
 		return "regnamespace", true
+	case RegRole.Oid:
+		return "regrole", true
 	}
 	return "", false
 }
@@ -117,6 +120,8 @@ func regNotFound(t *T, name string) error {
 		return pgerror.New(pgerrcode.UndefinedTable, "relation \"%s\" does not exist", name)
 	case RegNamespace.Oid:
 		return pgerror.New(pgerrcode.InvalidSchemaName, "schema \"%s\" does not exist", name)
+	case RegRole.Oid:
+		return pgerror.New(pgerrcode.UndefinedObject, "role \"%s\" does not exist", name)
 	case RegType.Oid:
 		return pgerror.New(pgerrcode.UndefinedObject, "type \"%s\" does not exist", name)
 	}

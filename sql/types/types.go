@@ -108,7 +108,7 @@ var arrayOids = map[uint32]uint32{
 	pgtype.UUIDOID: pgtype.UUIDArrayOID, pgtype.JSONBOID: pgtype.JSONBArrayOID,
 	pgtype.OIDOID: pgtype.OIDArrayOID,
 	// The reg* alias types (reg.go).
-	2205: 2210, 2206: 2211, 24: 1008, 2202: 2207, 4089: 4090,
+	2205: 2210, 2206: 2211, 24: 1008, 2202: 2207, 4089: 4090, 4096: 4097,
 }
 
 // MakeArray returns the one-dimensional array type of elem, or an error if
@@ -308,7 +308,7 @@ func (t *T) Name() string {
 		return "jsonb"
 	case pgtype.OIDOID:
 		return "oid"
-	case RegClass.Oid, RegType.Oid, RegProc.Oid, RegProcedure.Oid, RegNamespace.Oid:
+	case RegClass.Oid, RegType.Oid, RegProc.Oid, RegProcedure.Oid, RegNamespace.Oid, RegRole.Oid:
 		n, _ := regName(t.Oid)
 		return n
 	case pgtype.UnknownOID:
@@ -337,7 +337,7 @@ func isCanonicalName(name string) bool {
 	switch name {
 	case "bool", "int2", "int4", "int8", "float4", "float8", "numeric", "text", "varchar", "bpchar",
 		"bytea", "date", "time", "timestamp", "timestamptz", "interval", "uuid", "jsonb", "oid", "unknown",
-		"regclass", "regtype", "regproc", "regprocedure", "regnamespace":
+		"regclass", "regtype", "regproc", "regprocedure", "regnamespace", "regrole":
 		return true
 	}
 	return false
@@ -367,7 +367,7 @@ var typeNames = map[string]*T{
 	"jsonb":    JSONB,
 	"oid":      Oid,
 	"regclass": RegClass, "regtype": RegType, "regproc": RegProc,
-	"regprocedure": RegProcedure, "regnamespace": RegNamespace,
+	"regprocedure": RegProcedure, "regnamespace": RegNamespace, "regrole": RegRole,
 	"unknown": Unknown,
 }
 

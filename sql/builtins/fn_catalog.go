@@ -1,0 +1,269 @@
+package builtins
+
+import (
+	"github.com/cairn-db/cairn/sql/types"
+)
+
+// The system information functions drivers and ORMs call on the system
+// catalogs (format_type, pg_get_indexdef, obj_description, to_regclass,
+// ...). Those that need the catalog read it through the session's
+// types.Context.Reg, when that resolver also implements CatalogInfo
+// (sql/pgcatalog's does); without one they answer as PostgreSQL does for
+// an object that does not exist: NULL.
+
+// CatalogInfo is what the catalog functions read of the catalog, as of
+// the statement's transaction. OIDs are those the pg_catalog relations
+// show.
+type CatalogInfo interface {
+	types.RegResolver
+	// IndexDef is pg_get_indexdef: the CREATE INDEX statement (col 0) or
+	// the name of key column col.
+	IndexDef(indexOID uint32, col int) (string, bool)
+	// ConstraintDef is pg_get_constraintdef.
+	ConstraintDef(conOID uint32) (string, bool)
+	// Description is obj_description/col_description: the comment on
+	// object objOID of catalog catalogName ("pg_class", ...), on its column
+	// subID when > 0.
+	Description(objOID uint32, catalogName string, subID int32) (string, bool)
+	// TableIsVisible is pg_table_is_visible: the relation is found by its
+	// bare name on the search path. ok is false for an unknown OID.
+	TableIsVisible(relOID uint32) (visible, ok bool)
+	// SerialSequence is pg_get_serial_sequence: the qualified name of the
+	// sequence owned by table.column ("" when none); errors carry
+	// SQLSTATEs (42P01, 42703).
+	SerialSequence(table, column string) (string, error)
+	// ViewDef is pg_get_viewdef: a view's query.
+	ViewDef(relOID uint32) (string, bool)
+}
+
+func catalogInfo(ctx EvalContext) CatalogInfo {
+	if tc := ctx.Types(); tc != nil && tc.Reg != nil {
+		if ci, ok := tc.Reg.(CatalogInfo); ok {
+			return ci
+		}
+	}
+	return nil
+}
+
+func oidArg(d types.Datum) uint32 { return uint32(d.(types.DOid)) }
+
+// FormatType is format_type(oid, typmod): the type's SQL name with its
+// modifier; hasTypmod false is a NULL typmod.
+func FormatType(oid uint32, typmod int32, hasTypmod bool) string {
+	if oid == 0 {
+		return "-"
+	}
+	t, ok := types.OidToType(oid)
+	if !ok {
+		return "???"
+	}
+	elem := t
+	if t.Family == types.ArrayFamily {
+		elem = t.Elem
+	}
+	if !hasTypmod {
+		if elem.Oid == types.BPChar.Oid {
+			return arraySuffix(t, "character")
+		}
+		return t.Name()
+	}
+	c := *elem
+	switch {
+	case typmod < 0:
+	case c.Family == types.StringFamily && typmod >= 4:
+		c.Width = typmod - 4
+	case c.Family == types.NumericFamily && typmod >= 4:
+		c.Precision, c.Scale = (typmod-4)>>16, int32(int16((typmod-4)&0xffff))
+	case c.Family == types.TimeFamily || c.Family == types.TimestampFamily || c.Family == types.TimestampTZFamily:
+		c.Precision = typmod
+	}
+	return arraySuffix(t, c.Name())
+}
+
+func arraySuffix(t *types.T, name string) string {
+	if t.Family == types.ArrayFamily {
+		return name + "[]"
+	}
+	return name
+}
+
+var encodingNames = map[int64]string{0: "SQL_ASCII", 6: "UTF8"}
+
+func init() {
+	oid, text, b, i4 := types.Oid, types.Text, types.Bool, types.Int4
+	registerFn("format_type", Overload{Args: []*types.T{oid, i4}, Return: Fixed(text), Volatility: Stable,
+		Fn: func(_ EvalContext, a []types.Datum) (types.Datum, error) {
+			if types.IsNull(a[0]) {
+				return types.DNull, nil
+			}
+			if types.IsNull(a[1]) {
+				return types.DString(FormatType(oidArg(a[0]), 0, false)), nil
+			}
+			return types.DString(FormatType(oidArg(a[0]), int32(i64(a[1])), true)), nil
+		}})
+	// pg_node_tree columns are the expression's SQL text in Cairn, so
+	// pg_get_expr has nothing left to decompile.
+	getExpr := func(_ EvalContext, a []types.Datum) (types.Datum, error) { return a[0], nil }
+	registerFn("pg_get_expr",
+		Overload{Args: []*types.T{text, oid}, Return: Fixed(text), Strict: true, Volatility: Stable, Fn: getExpr},
+		Overload{Args: []*types.T{text, oid, b}, Return: Fixed(text), Strict: true, Volatility: Stable, Fn: getExpr})
+	registerFn("pg_encoding_to_char", Overload{Args: []*types.T{i4}, Return: Fixed(text), Strict: true, Volatility: Stable,
+		Fn: func(_ EvalContext, a []types.Datum) (types.Datum, error) {
+			return types.DString(encodingNames[i64(a[0])]), nil
+		}})
+	registerFn("pg_char_to_encoding", Overload{Args: []*types.T{text}, Return: Fixed(i4), Strict: true, Volatility: Stable,
+		Fn: func(_ EvalContext, a []types.Datum) (types.Datum, error) {
+			for n, s := range encodingNames {
+				if equalFoldASCII(s, str(a[0])) {
+					return types.DInt(n), nil
+				}
+			}
+			return types.DInt(-1), nil
+		}})
+	registerFn("pg_is_in_recovery", Overload{Return: Fixed(b), Volatility: Volatile,
+		Fn: func(EvalContext, []types.Datum) (types.Datum, error) { return types.DBool(false), nil }})
+
+	registerFn("pg_table_is_visible", Overload{Args: []*types.T{oid}, Return: Fixed(b), Strict: true, Volatility: Stable,
+		Fn: func(ctx EvalContext, a []types.Datum) (types.Datum, error) {
+			ci := catalogInfo(ctx)
+			if ci == nil {
+				return types.DNull, nil
+			}
+			v, ok := ci.TableIsVisible(oidArg(a[0]))
+			if !ok {
+				return types.DNull, nil
+			}
+			return types.DBool(v), nil
+		}})
+	// Types and functions all live in pg_catalog, which is always searched.
+	for _, name := range []string{"pg_type_is_visible", "pg_function_is_visible"} {
+		registerFn(name, Overload{Args: []*types.T{oid}, Return: Fixed(b), Strict: true, Volatility: Stable,
+			Fn: func(EvalContext, []types.Datum) (types.Datum, error) { return types.DBool(true), nil }})
+	}
+	registerFn("pg_get_userbyid", Overload{Args: []*types.T{oid}, Return: Fixed(text), Strict: true, Volatility: Stable,
+		Fn: func(ctx EvalContext, a []types.Datum) (types.Datum, error) {
+			if tc := ctx.Types(); tc != nil && tc.Reg != nil {
+				if n, ok := tc.Reg.RegName(types.RegRole, oidArg(a[0])); ok {
+					return types.DString(n), nil
+				}
+			}
+			return types.DString("unknown (OID=" + types.Format(nil, types.Oid, a[0]) + ")"), nil
+		}})
+	catalogText := func(f func(ci CatalogInfo, a []types.Datum) (string, bool)) Fn {
+		return func(ctx EvalContext, a []types.Datum) (types.Datum, error) {
+			ci := catalogInfo(ctx)
+			if ci == nil {
+				return types.DNull, nil
+			}
+			s, ok := f(ci, a)
+			if !ok {
+				return types.DNull, nil
+			}
+			return types.DString(s), nil
+		}
+	}
+	indexDef := catalogText(func(ci CatalogInfo, a []types.Datum) (string, bool) {
+		col := 0
+		if len(a) > 1 {
+			col = int(i64(a[1]))
+		}
+		return ci.IndexDef(oidArg(a[0]), col)
+	})
+	registerFn("pg_get_indexdef",
+		Overload{Args: []*types.T{oid}, Return: Fixed(text), Strict: true, Volatility: Stable, Fn: indexDef},
+		Overload{Args: []*types.T{oid, i4, b}, Return: Fixed(text), Strict: true, Volatility: Stable, Fn: indexDef})
+	conDef := catalogText(func(ci CatalogInfo, a []types.Datum) (string, bool) { return ci.ConstraintDef(oidArg(a[0])) })
+	registerFn("pg_get_constraintdef",
+		Overload{Args: []*types.T{oid}, Return: Fixed(text), Strict: true, Volatility: Stable, Fn: conDef},
+		Overload{Args: []*types.T{oid, b}, Return: Fixed(text), Strict: true, Volatility: Stable, Fn: conDef})
+	viewDef := catalogText(func(ci CatalogInfo, a []types.Datum) (string, bool) { return ci.ViewDef(oidArg(a[0])) })
+	registerFn("pg_get_viewdef",
+		Overload{Args: []*types.T{oid}, Return: Fixed(text), Strict: true, Volatility: Stable, Fn: viewDef},
+		Overload{Args: []*types.T{oid, b}, Return: Fixed(text), Strict: true, Volatility: Stable, Fn: viewDef})
+	registerFn("obj_description",
+		Overload{Args: []*types.T{oid, text}, Return: Fixed(text), Strict: true, Volatility: Stable,
+			Fn: catalogText(func(ci CatalogInfo, a []types.Datum) (string, bool) {
+				return ci.Description(oidArg(a[0]), str(a[1]), 0)
+			})},
+		Overload{Args: []*types.T{oid}, Return: Fixed(text), Strict: true, Volatility: Stable,
+			Fn: catalogText(func(ci CatalogInfo, a []types.Datum) (string, bool) {
+				return ci.Description(oidArg(a[0]), "", 0)
+			})})
+	registerFn("col_description", Overload{Args: []*types.T{oid, i4}, Return: Fixed(text), Strict: true, Volatility: Stable,
+		Fn: catalogText(func(ci CatalogInfo, a []types.Datum) (string, bool) {
+			return ci.Description(oidArg(a[0]), "pg_class", int32(i64(a[1])))
+		})})
+	registerFn("shobj_description", Overload{Args: []*types.T{oid, text}, Return: Fixed(text), Strict: true, Volatility: Stable,
+		Fn: catalogText(func(ci CatalogInfo, a []types.Datum) (string, bool) {
+			return ci.Description(oidArg(a[0]), str(a[1]), 0)
+		})})
+	registerFn("pg_get_serial_sequence", Overload{Args: []*types.T{text, text}, Return: Fixed(text), Strict: true, Volatility: Stable,
+		Fn: func(ctx EvalContext, a []types.Datum) (types.Datum, error) {
+			ci := catalogInfo(ctx)
+			if ci == nil {
+				return types.DNull, nil
+			}
+			s, err := ci.SerialSequence(str(a[0]), str(a[1]))
+			if err != nil || s == "" {
+				return types.DNull, err
+			}
+			return types.DString(s), nil
+		}})
+	// No partitioned tables, statistics objects or rules: PostgreSQL's
+	// NULL for a relation that has none.
+	for _, name := range []string{"pg_get_partkeydef", "pg_get_statisticsobjdef", "pg_get_triggerdef", "pg_get_ruledef"} {
+		registerFn(name, Overload{Args: []*types.T{oid}, Return: Fixed(text), Strict: true, Volatility: Stable,
+			Fn: func(EvalContext, []types.Datum) (types.Datum, error) { return types.DNull, nil }})
+	}
+
+	// to_regclass and friends: the OID of a name, NULL instead of an error
+	// when it names nothing.
+	for name, kind := range map[string]*types.T{"to_regclass": types.RegClass, "to_regtype": types.RegType,
+		"to_regproc": types.RegProc, "to_regprocedure": types.RegProcedure, "to_regnamespace": types.RegNamespace,
+		"to_regrole": types.RegRole} {
+		registerFn(name, Overload{Args: []*types.T{text}, Return: Fixed(kind), Strict: true, Volatility: Stable,
+			Fn: func(ctx EvalContext, a []types.Datum) (types.Datum, error) {
+				d, err := types.ParseDatum(ctx.Types(), kind, str(a[0]))
+				if err != nil {
+					return types.DNull, nil
+				}
+				return d, nil
+			}})
+	}
+
+	// Privileges are not enforced yet: every privilege check passes, as
+	// for a superuser.
+	yes := func(EvalContext, []types.Datum) (types.Datum, error) { return types.DBool(true), nil }
+	for _, name := range []string{"has_table_privilege", "has_schema_privilege", "has_database_privilege",
+		"has_sequence_privilege", "has_function_privilege", "has_any_column_privilege"} {
+		registerFn(name,
+			Overload{Args: []*types.T{text, text}, Return: Fixed(b), Strict: true, Volatility: Stable, Fn: yes},
+			Overload{Args: []*types.T{oid, text}, Return: Fixed(b), Strict: true, Volatility: Stable, Fn: yes},
+			Overload{Args: []*types.T{text, text, text}, Return: Fixed(b), Strict: true, Volatility: Stable, Fn: yes},
+			Overload{Args: []*types.T{text, oid, text}, Return: Fixed(b), Strict: true, Volatility: Stable, Fn: yes},
+			Overload{Args: []*types.T{oid, oid, text}, Return: Fixed(b), Strict: true, Volatility: Stable, Fn: yes})
+	}
+	registerFn("has_column_privilege",
+		Overload{Args: []*types.T{text, text, text}, Return: Fixed(b), Strict: true, Volatility: Stable, Fn: yes},
+		Overload{Args: []*types.T{oid, text, text}, Return: Fixed(b), Strict: true, Volatility: Stable, Fn: yes},
+		Overload{Args: []*types.T{oid, types.Int2, text}, Return: Fixed(b), Strict: true, Volatility: Stable, Fn: yes})
+}
+
+func equalFoldASCII(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'a' <= x && x <= 'z' {
+			x -= 'a' - 'A'
+		}
+		if 'a' <= y && y <= 'z' {
+			y -= 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
