@@ -1,0 +1,577 @@
+package plan
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/cairn-db/cairn/sql/builtins"
+	"github.com/cairn-db/cairn/sql/catalog"
+	"github.com/cairn-db/cairn/sql/sem"
+	"github.com/cairn-db/cairn/sql/types"
+)
+
+// Explain renders p as PostgreSQL's EXPLAIN (COSTS OFF) prints a plan: one
+// line per node ("->  " before every node but the root) and its details
+// indented under it; annotate, when non-nil, returns extra text for a node
+// (EXPLAIN ANALYZE figures), printed as detail lines after the node's.
+// Nodes with no Postgres counterpart use Cairn's own names (Index Join,
+// Lookup Join); projections are not shown, as in Postgres.
+func Explain(p *Plan, annotate func(Node) string) []string {
+	if p == nil || p.Root == nil {
+		return nil
+	}
+	e := &explainer{annotate: annotate, names: map[sem.ColumnID]string{}}
+	e.collectNames(p.Root)
+	for _, sq := range p.Subqueries {
+		e.collectNames(sq.Root)
+	}
+	for _, c := range p.CTEs {
+		e.collectNames(c)
+	}
+	e.node(p.Root, 0, true)
+	for i, c := range p.CTEs {
+		e.line(2, fmt.Sprintf("CTE %s", e.cteName(i)))
+		e.node(c, 4, false)
+	}
+	for _, sq := range p.Subqueries {
+		if len(sq.Outer) > 0 {
+			e.line(2, fmt.Sprintf("SubPlan %d", sq.ID))
+		} else {
+			e.line(2, fmt.Sprintf("InitPlan %d (returns $%d)", sq.ID, sq.ID-1))
+		}
+		e.node(sq.Root, 4, false)
+	}
+	return e.out
+}
+
+type explainer struct {
+	out      []string
+	annotate func(Node) string
+	names    map[sem.ColumnID]string
+	cteNames map[int]string
+}
+
+func (e *explainer) cteName(id int) string {
+	if n, ok := e.cteNames[id]; ok && n != "" {
+		return n
+	}
+	return fmt.Sprintf("cte%d", id+1)
+}
+
+// collectNames remembers how each column prints (for sort and group keys,
+// which hold IDs) and the CTEs' names.
+func (e *explainer) collectNames(n Node) {
+	if e.cteNames == nil {
+		e.cteNames = map[int]string{}
+	}
+	walkPlan(n, func(x Node) {
+		switch v := x.(type) {
+		case *Project:
+			for i, c := range v.Cols {
+				if _, ok := e.names[c.ID]; !ok {
+					if cr, ok := v.Exprs[i].(*sem.ColRef); ok && cr.ID == c.ID {
+						e.names[c.ID] = cr.Name
+					} else {
+						e.names[c.ID] = v.Exprs[i].String()
+					}
+				}
+			}
+		case *CTEScan:
+			e.cteNames[v.ID] = v.Name
+		}
+		for _, c := range x.Columns() {
+			if _, ok := e.names[c.ID]; !ok {
+				e.names[c.ID] = quoteIdentIfNeeded(c.Name)
+			}
+		}
+	})
+}
+
+func (e *explainer) colName(id sem.ColumnID) string {
+	if n, ok := e.names[id]; ok {
+		return n
+	}
+	return fmt.Sprintf("@%d", id)
+}
+
+func (e *explainer) line(indent int, s string) {
+	e.out = append(e.out, strings.Repeat(" ", indent)+s)
+}
+
+// node prints n at indent: root nodes start at column indent, others with
+// "->  "; details go 2 (root) or 6 columns in.
+func (e *explainer) node(n Node, indent int, root bool) {
+	// Projections, Max1Row and one-row inputs are invisible in Postgres's
+	// EXPLAIN: print what they wrap.
+	switch v := n.(type) {
+	case *Project:
+		if vv, ok := v.Input.(*Values); ok && isOneRow(vv) {
+			break
+		}
+		e.node(v.Input, indent, root)
+		return
+	case *Max1Row:
+		e.node(v.Input, indent, root)
+		return
+	}
+	title, details, children := e.describe(n)
+	detailIndent := indent + 2
+	if !root {
+		e.line(indent, "->  "+title)
+		detailIndent = indent + 6
+	} else {
+		e.line(indent, title)
+	}
+	for _, d := range details {
+		e.line(detailIndent, d)
+	}
+	if e.annotate != nil {
+		if a := e.annotate(n); a != "" {
+			for _, l := range strings.Split(strings.TrimRight(a, "\n"), "\n") {
+				e.line(detailIndent, l)
+			}
+		}
+	}
+	childIndent := detailIndent
+	for _, c := range children {
+		e.node(c, childIndent, false)
+	}
+}
+
+func isOneRow(v *Values) bool { return len(v.Rows) == 1 && len(v.Cols) == 0 }
+
+func exprText(x sem.Expr) string {
+	s := x.String()
+	if strings.HasPrefix(s, "(") && strings.HasSuffix(s, ")") {
+		return s
+	}
+	return "(" + s + ")"
+}
+
+func (e *explainer) describe(n Node) (title string, details []string, children []Node) {
+	switch v := n.(type) {
+	case *Scan:
+		title = "Seq Scan on " + quoteIdentIfNeeded(v.Table.Name)
+		if v.Index != nil && v.Index.ID != catalog.PrimaryIndexID || len(v.Spans) > 0 {
+			idx := &v.Table.PrimaryIndex
+			if v.Index != nil {
+				idx = v.Index
+			}
+			kind := "Index Scan"
+			if v.Reverse {
+				kind += " Backward"
+			}
+			title = fmt.Sprintf("%s using %s on %s", kind, quoteIdentIfNeeded(idx.Name), quoteIdentIfNeeded(v.Table.Name))
+			if c := spanCond(v.Table, idx, v.Spans); c != "" {
+				details = append(details, "Index Cond: "+c)
+			}
+		}
+		if v.Filter != nil {
+			details = append(details, "Filter: "+exprText(v.Filter))
+		}
+		if v.HardLimit > 0 {
+			details = append(details, fmt.Sprintf("Limit: %d", v.HardLimit))
+		}
+		if v.Lock != LockNone {
+			details = append(details, "Lock: "+lockName(v.Lock))
+		}
+	case *IndexJoin:
+		title = "Index Join on " + quoteIdentIfNeeded(v.Table.Name) + " (batched)"
+		if v.Filter != nil {
+			details = append(details, "Filter: "+exprText(v.Filter))
+		}
+		children = []Node{v.Input}
+	case *LookupJoin:
+		idx := &v.Table.PrimaryIndex
+		if v.Index != nil {
+			idx = v.Index
+		}
+		title = fmt.Sprintf("Lookup Join%s on %s using %s (batched)", joinKindWord(v.Kind), quoteIdentIfNeeded(v.Table.Name), quoteIdentIfNeeded(idx.Name))
+		var conds []string
+		for i, k := range v.KeyCols {
+			if i < len(idx.KeyColumnIDs) {
+				if c := v.Table.ColumnByID(idx.KeyColumnIDs[i]); c != nil {
+					conds = append(conds, fmt.Sprintf("%s = %s", quoteIdentIfNeeded(c.Name), e.colName(k)))
+				}
+			}
+		}
+		if len(conds) > 0 {
+			details = append(details, "Lookup Cond: ("+strings.Join(conds, " AND ")+")")
+		}
+		if v.On != nil {
+			details = append(details, "Join Filter: "+exprText(v.On))
+		}
+		children = []Node{v.Input}
+	case *VirtualScan:
+		title = "Virtual Scan on " + quoteIdentIfNeeded(v.Table.Name())
+		if v.Filter != nil {
+			details = append(details, "Filter: "+exprText(v.Filter))
+		}
+	case *Values:
+		if isOneRow(v) {
+			title = "Result"
+		} else {
+			title = `Values Scan on "*VALUES*"`
+		}
+	case *Project:
+		title = "Result"
+	case *Filter:
+		// Postgres shows a filter on the node below it.
+		t, d, c := e.describe(v.Input)
+		if _, ok := v.Input.(*Project); ok {
+			return "Result", []string{"Filter: " + exprText(v.Pred)}, []Node{v.Input}
+		}
+		if isSubPlanInput(v.Input) {
+			return "Result", []string{"Filter: " + exprText(v.Pred)}, []Node{v.Input}
+		}
+		return t, append(d, "Filter: "+exprText(v.Pred)), c
+	case *Join:
+		hash := len(v.LeftEq) > 0
+		if hash {
+			title = "Hash" + joinKindWord(v.Kind) + " Join"
+			if v.Kind == InnerJoin {
+				title = "Hash Join"
+			}
+			details = append(details, "Hash Cond: "+e.hashCond(v))
+			if rest := residual(v.On, v.LeftEq, v.RightEq); rest != nil {
+				details = append(details, "Join Filter: "+exprText(rest))
+			}
+			children = []Node{v.Left, &hashNode{v.Right}}
+		} else {
+			title = "Nested Loop" + joinKindWord(v.Kind)
+			if v.Kind != InnerJoin {
+				title += " Join"
+			}
+			if v.On != nil {
+				details = append(details, "Join Filter: "+exprText(v.On))
+			}
+			children = []Node{v.Left, v.Right}
+		}
+	case *hashNode:
+		title = "Hash"
+		children = []Node{v.input}
+	case *GroupBy:
+		switch {
+		case len(v.GroupCols) == 0:
+			title = "Aggregate"
+		case v.Ordered:
+			title = "GroupAggregate"
+		default:
+			title = "HashAggregate"
+		}
+		if len(v.GroupCols) > 0 {
+			var keys []string
+			for _, id := range v.GroupCols {
+				keys = append(keys, e.colName(id))
+			}
+			details = append(details, "Group Key: "+strings.Join(keys, ", "))
+		}
+		children = []Node{v.Input}
+	case *Window:
+		title = "WindowAgg"
+		children = []Node{v.Input}
+	case *Sort:
+		title = "Sort"
+		details = append(details, "Sort Key: "+e.orderText(v.Order))
+		children = []Node{v.Input}
+	case *Limit:
+		title = "Limit"
+		children = []Node{v.Input}
+	case *Distinct:
+		title = "Unique"
+		children = []Node{v.Input}
+	case *SetOp:
+		switch {
+		case v.Kind == Union && v.All:
+			title = "Append"
+			children = []Node{v.Left, v.Right}
+		case v.Kind == Union:
+			title = "HashAggregate"
+			var keys []string
+			for _, c := range v.Cols {
+				keys = append(keys, quoteIdentIfNeeded(c.Name))
+			}
+			details = append(details, "Group Key: "+strings.Join(keys, ", "))
+			children = []Node{&appendNode{[]Node{v.Left, v.Right}}}
+		default:
+			word := "Intersect"
+			if v.Kind == Except {
+				word = "Except"
+			}
+			if v.All {
+				word += " All"
+			}
+			title = "HashSetOp " + word
+			children = []Node{&appendNode{[]Node{v.Left, v.Right}}}
+		}
+	case *appendNode:
+		title = "Append"
+		children = v.inputs
+	case *RecursiveCTE:
+		title = "Recursive Union"
+		children = []Node{v.Init, v.Recursive}
+	case *WorkTable:
+		name := v.Name
+		if name == "" {
+			name = fmt.Sprintf("wt%d", v.ID)
+		}
+		title = "WorkTable Scan on " + quoteIdentIfNeeded(name)
+	case *CTEScan:
+		title = "CTE Scan on " + quoteIdentIfNeeded(e.cteName(v.ID))
+	case *ProjectSet:
+		if vv, ok := v.Input.(*Values); ok && isOneRow(vv) && len(v.Funcs) > 0 {
+			var names []string
+			for _, f := range v.Funcs {
+				names = append(names, f.Call.Fn.Overload.Name())
+			}
+			title = "Function Scan on " + strings.Join(names, ", ")
+			return title, nil, nil
+		}
+		title = "ProjectSet"
+		children = []Node{v.Input}
+	case *Max1Row:
+		return e.describe(v.Input)
+	case *Insert:
+		title = "Insert on " + quoteIdentIfNeeded(v.Table.Name)
+		if oc := v.OnConflict; oc != nil {
+			if oc.DoNothing {
+				details = append(details, "Conflict Resolution: NOTHING")
+			} else {
+				details = append(details, "Conflict Resolution: UPDATE")
+			}
+			if oc.Arbiter != nil {
+				details = append(details, "Conflict Arbiter Indexes: "+quoteIdentIfNeeded(oc.Arbiter.Name))
+			}
+			if oc.Where != nil {
+				details = append(details, "Conflict Filter: "+exprText(oc.Where))
+			}
+		}
+		children = []Node{v.Input}
+	case *Update:
+		title = "Update on " + quoteIdentIfNeeded(v.Table.Name)
+		children = []Node{v.Input}
+	case *Delete:
+		title = "Delete on " + quoteIdentIfNeeded(v.Table.Name)
+		children = []Node{v.Input}
+	default:
+		title = fmt.Sprintf("%T", n)
+	}
+	return title, details, children
+}
+
+func isSubPlanInput(n Node) bool {
+	switch n.(type) {
+	case *GroupBy, *Window, *Limit, *Distinct, *SetOp, *Sort:
+		return true
+	}
+	return false
+}
+
+// hashNode and appendNode are the Hash and Append steps Postgres prints
+// below a hash join and a set operation.
+type hashNode struct{ input Node }
+type appendNode struct{ inputs []Node }
+
+func (h *hashNode) Columns() []Column   { return h.input.Columns() }
+func (*hashNode) planNode()             {}
+func (a *appendNode) Columns() []Column { return a.inputs[0].Columns() }
+func (*appendNode) planNode()           {}
+
+func joinKindWord(k JoinKind) string {
+	switch k {
+	case LeftJoin:
+		return " Left"
+	case RightJoin:
+		return " Right"
+	case FullJoin:
+		return " Full"
+	case SemiJoin:
+		return " Semi"
+	case AntiJoin:
+		return " Anti"
+	}
+	return ""
+}
+
+func lockName(l LockStrength) string {
+	return [...]string{"", "FOR KEY SHARE", "FOR SHARE", "FOR NO KEY UPDATE", "FOR UPDATE"}[l]
+}
+
+func (e *explainer) hashCond(j *Join) string {
+	var parts []string
+	for i := range j.LeftEq {
+		parts = append(parts, fmt.Sprintf("%s = %s", e.colName(j.LeftEq[i]), e.colName(j.RightEq[i])))
+	}
+	if len(parts) == 1 {
+		return "(" + parts[0] + ")"
+	}
+	for i := range parts {
+		parts[i] = "(" + parts[i] + ")"
+	}
+	return "(" + strings.Join(parts, " AND ") + ")"
+}
+
+// residual is On without the conjuncts LeftEq/RightEq already show.
+func residual(on sem.Expr, l, r []sem.ColumnID) sem.Expr {
+	conj := []sem.Expr{on}
+	if a, ok := on.(*sem.And); ok {
+		conj = a.Args
+	}
+	var rest []sem.Expr
+	for _, c := range conj {
+		if cmp, ok := c.(*sem.Cmp); ok && cmp.Op == sem.EQ {
+			lc, ok1 := cmp.Left.(*sem.ColRef)
+			rc, ok2 := cmp.Right.(*sem.ColRef)
+			if ok1 && ok2 && isKeyPair(lc.ID, rc.ID, l, r) {
+				continue
+			}
+		}
+		rest = append(rest, c)
+	}
+	switch len(rest) {
+	case 0:
+		return nil
+	case 1:
+		return rest[0]
+	}
+	return &sem.And{Args: rest}
+}
+
+func isKeyPair(a, b sem.ColumnID, l, r []sem.ColumnID) bool {
+	for i := range l {
+		if l[i] == a && r[i] == b || l[i] == b && r[i] == a {
+			return true
+		}
+	}
+	return false
+}
+
+func (e *explainer) orderText(order []Ordering) string {
+	var keys []string
+	for _, o := range order {
+		k := e.colName(o.Col)
+		if o.Desc {
+			k += " DESC"
+			if !o.NullsFirst {
+				k += " NULLS LAST"
+			}
+		} else if o.NullsFirst {
+			k += " NULLS FIRST"
+		}
+		keys = append(keys, k)
+	}
+	return strings.Join(keys, ", ")
+}
+
+// spanCond prints index spans as Postgres prints an Index Cond.
+func spanCond(t0 *catalog.Table, idx *catalog.Index, spans []Span) string {
+	if len(spans) == 0 {
+		return ""
+	}
+	var alts []string
+	for _, sp := range spans {
+		var conds []string
+		name := func(i int) string {
+			if i < len(idx.KeyColumnIDs) {
+				if c := t0.ColumnByID(idx.KeyColumnIDs[i]); c != nil {
+					return quoteIdentIfNeeded(c.Name)
+				}
+			}
+			return fmt.Sprintf("key%d", i+1)
+		}
+		lit := func(i int, d types.Datum) string {
+			t := types.Text
+			if i < len(idx.KeyColumnIDs) {
+				if c := t0.ColumnByID(idx.KeyColumnIDs[i]); c != nil {
+					t = c.Type
+				}
+			}
+			return (&sem.Const{Datum: d, T: t}).String()
+		}
+		eq := 0
+		for eq < len(sp.Start) && eq < len(sp.End) && types.Compare(sp.Start[eq], sp.End[eq]) == 0 &&
+			(eq < len(sp.Start)-1 || sp.EndInclusive && !sp.StartExclusive) {
+			conds = append(conds, fmt.Sprintf("%s = %s", name(eq), lit(eq, sp.Start[eq])))
+			eq++
+		}
+		if eq < len(sp.Start) {
+			op := ">="
+			if sp.StartExclusive {
+				op = ">"
+			}
+			conds = append(conds, fmt.Sprintf("%s %s %s", name(eq), op, lit(eq, sp.Start[eq])))
+		}
+		if eq < len(sp.End) {
+			op := "<"
+			if sp.EndInclusive {
+				op = "<="
+			}
+			conds = append(conds, fmt.Sprintf("%s %s %s", name(eq), op, lit(eq, sp.End[eq])))
+		}
+		if len(conds) == 1 {
+			alts = append(alts, "("+conds[0]+")")
+		} else {
+			for i := range conds {
+				conds[i] = "(" + conds[i] + ")"
+			}
+			alts = append(alts, "("+strings.Join(conds, " AND ")+")")
+		}
+	}
+	if len(alts) == 1 {
+		return alts[0]
+	}
+	return "(" + strings.Join(alts, " OR ") + ")"
+}
+
+// walkPlan visits n and every node below it (not subqueries').
+func walkPlan(n Node, f func(Node)) {
+	if n == nil {
+		return
+	}
+	f(n)
+	for _, c := range planChildren(n) {
+		walkPlan(c, f)
+	}
+}
+
+func planChildren(n Node) []Node {
+	switch v := n.(type) {
+	case *IndexJoin:
+		return []Node{v.Input}
+	case *LookupJoin:
+		return []Node{v.Input}
+	case *Filter:
+		return []Node{v.Input}
+	case *Project:
+		return []Node{v.Input}
+	case *Join:
+		return []Node{v.Left, v.Right}
+	case *GroupBy:
+		return []Node{v.Input}
+	case *Window:
+		return []Node{v.Input}
+	case *Sort:
+		return []Node{v.Input}
+	case *Limit:
+		return []Node{v.Input}
+	case *Distinct:
+		return []Node{v.Input}
+	case *SetOp:
+		return []Node{v.Left, v.Right}
+	case *RecursiveCTE:
+		return []Node{v.Init, v.Recursive}
+	case *ProjectSet:
+		return []Node{v.Input}
+	case *Max1Row:
+		return []Node{v.Input}
+	case *Insert:
+		return []Node{v.Input}
+	case *Update:
+		return []Node{v.Input}
+	case *Delete:
+		return []Node{v.Input}
+	}
+	return nil
+}
+
+var _ = builtins.Generator
