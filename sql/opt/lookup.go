@@ -38,7 +38,7 @@ func (o *optimizer) lookupJoins(n plan.Node) plan.Node {
 	if leftRows >= o.costs.TableRows {
 		return n
 	}
-	hashCost := o.bestAccess(right, nil).cost
+	hashCost := o.bestAccess(right).cost
 	var best *plan.LookupJoin
 	bestCost, bestRows := hashCost, 0.0
 	for _, idx := range lookupIndexes(right.Table) {

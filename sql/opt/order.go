@@ -251,7 +251,7 @@ func (o *optimizer) limitOrder(l *plan.Limit) {
 	if !ok {
 		return
 	}
-	cur := o.bestAccess(orig, nil)
+	cur := o.bestAccess(orig)
 	curCost := cur.cost + cur.rows*o.costs.SortRow
 	var best *access
 	bestCost := curCost

@@ -24,7 +24,7 @@ func (o *optimizer) planScans(n plan.Node) (plan.Node, error) {
 	if !ok || s.Table == nil {
 		return n, nil
 	}
-	best := o.bestAccess(s, nil)
+	best := o.bestAccess(s)
 	o.orig[best.node] = best.orig
 	o.rows[best.node] = best.rows
 	return best.node, nil
@@ -42,21 +42,15 @@ type access struct {
 	sr   spanResult
 }
 
-// bestAccess returns the cheapest access to s; with only non-nil, only
-// that index is considered.
-func (o *optimizer) bestAccess(s *plan.Scan, only *catalog.Index) access {
+// bestAccess returns the cheapest access to s (ties go to the primary
+// index, then to the first secondary index).
+func (o *optimizer) bestAccess(s *plan.Scan) access {
 	orig := *s
 	var best access
 	for _, a := range o.accesses(&orig) {
-		if only != nil && a.idx.ID != only.ID {
-			continue
-		}
 		if best.node == nil || a.cost < best.cost {
 			best = a
 		}
-	}
-	if best.node == nil { // only was not usable
-		return access{node: s, scan: s, orig: &orig, rows: o.costs.TableRows, cost: o.costs.scanCost(o.costs.TableRows)}
 	}
 	return best
 }
