@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"time"
 
@@ -116,6 +117,7 @@ func (b *Backend) NewSession(ctx context.Context, info pgwire.StartupInfo) (pgwi
 		s.vars[strings.ToLower(st.name)] = st.def
 	}
 	s.vars["server_version"] = b.cfg.ServerVersion
+	s.vars["server_version_num"] = versionNum(b.cfg.ServerVersion)
 	s.vars["session_authorization"] = role.Name
 	if role.Superuser {
 		s.vars["is_superuser"] = "on"
@@ -197,4 +199,16 @@ func cloneVars(m map[string]string) map[string]string {
 func (b *Backend) CacheStats() (hits, misses uint64) {
 	st := b.cache.Stats()
 	return st.Hits, st.Misses
+}
+
+// versionNum is server_version_num for a version "major.minor"
+// (15.18 → 150018), as Postgres computes it since version 10.
+func versionNum(v string) string {
+	major, minor, _ := strings.Cut(v, ".")
+	ma, err1 := strconv.Atoi(major)
+	mi, err2 := strconv.Atoi(strings.TrimFunc(minor, func(r rune) bool { return r < '0' || r > '9' }))
+	if err1 != nil || err2 != nil {
+		return "150018"
+	}
+	return strconv.Itoa(ma*10000 + mi)
 }

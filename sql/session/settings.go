@@ -343,7 +343,11 @@ func (st *setting) canonicalize(s *Session, v string) (string, error) {
 func (s *Session) settingRows() [][3]string {
 	out := make([][3]string, 0, len(settingsList))
 	for _, st := range settingsList {
-		out = append(out, [3]string{st.name, s.vars[strings.ToLower(st.name)], st.desc})
+		v := s.vars[strings.ToLower(st.name)]
+		if tv, ok := s.txnSetting(st.name); ok {
+			v = tv
+		}
+		out = append(out, [3]string{st.name, v, st.desc})
 	}
 	sort.Slice(out, func(i, j int) bool { return strings.ToLower(out[i][0]) < strings.ToLower(out[j][0]) })
 	return out

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/cairn-db/cairn/server"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// demoSchema is the sample data cairn demo loads.
+const demoSchema = `
+CREATE TABLE customers (id INT PRIMARY KEY, name TEXT NOT NULL, city TEXT);
+CREATE TABLE products (id INT PRIMARY KEY, name TEXT NOT NULL, price NUMERIC(10,2) NOT NULL);
+CREATE TABLE orders (
+  id INT PRIMARY KEY,
+  customer_id INT NOT NULL REFERENCES customers (id),
+  product_id INT NOT NULL REFERENCES products (id),
+  quantity INT NOT NULL CHECK (quantity > 0),
+  ordered_at TIMESTAMPTZ NOT NULL DEFAULT now()
+);
+INSERT INTO customers VALUES (1, 'Ada', 'London'), (2, 'Grace', 'New York'), (3, 'Edsger', 'Eindhoven');
+INSERT INTO products VALUES (1, 'granite', 12.50), (2, 'slate', 8.00), (3, 'basalt', 21.75);
+INSERT INTO orders (id, customer_id, product_id, quantity) VALUES (1, 1, 2, 3), (2, 2, 1, 1), (3, 3, 3, 2), (4, 1, 3, 5);
+`
+
+func cmdDemo(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	noShell := fs.Bool("no-shell", false, "serve until interrupted instead of opening the SQL shell")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected arguments: %v", fs.Args())
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	srv, err := server.Start(ctx, server.Config{Insecure: true, Logger: log})
+	if err != nil {
+		return err
+	}
+	defer srv.Stop(context.Background())
+	url := fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", srv.Addr())
+	if err := loadDemo(ctx, url); err != nil {
+		return fmt.Errorf("loading the sample data: %w", err)
+	}
+	fmt.Fprintf(stdout, "cairn demo: an in-memory node with tables customers, products and orders\n%s\n", url)
+	if *noShell {
+		<-ctx.Done()
+		return nil
+	}
+	return shell(ctx, url, "", stdin, stdout, stderr)
+}
+
+func loadDemo(ctx context.Context, url string) error {
+	conn, err := pgconn.Connect(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	_, err = conn.Exec(ctx, demoSchema).ReadAll()
+	return err
+}
+
+// isTerminal reports whether in is an interactive terminal (prompts are
+// printed only then).
+func isTerminal(in io.Reader) bool {
+	f, ok := in.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+func TestFlagValidation(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string // in stderr
+	}{
+		{args: nil, code: 2, want: "usage:"},
+		{args: []string{"frobnicate"}, code: 2, want: `unknown command "frobnicate"`},
+		{args: []string{"start"}, code: 2, want: "--store is required"},
+		{args: []string{"start", "--store", "x", "--join", "10.0.0.1:26357"}, code: 2, want: "issue #4"},
+		{args: []string{"start", "--store", "x", "--bogus"}, code: 2, want: "flag provided but not defined: -bogus"},
+		{args: []string{"start", "--store", "x", "extra"}, code: 2, want: "unexpected arguments: extra"},
+		{args: []string{"start", "--store", t.TempDir(), "--locality", "nokey", "--insecure", "--sql-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"}, code: 1, want: "locality"},
+		{args: []string{"start", "--store", t.TempDir(), "--sql-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"}, code: 1, want: "initial password"},
+		{args: []string{"sql"}, code: 2, want: "--url is required"},
+		{args: []string{"demo", "extra"}, code: 2, want: "unexpected arguments"},
+	} {
+		t.Setenv("CAIRN_INITIAL_PASSWORD", "")
+		var out, errOut bytes.Buffer
+		code := run(tc.args, strings.NewReader(""), &out, &errOut)
+		if code != tc.code || !strings.Contains(errOut.String(), tc.want) {
+			t.Errorf("cairn %s: exit %d, stderr %q; want exit %d and %q", strings.Join(tc.args, " "), code, errOut.String(), tc.code, tc.want)
+		}
+	}
+}
+
+func TestStatementComplete(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want bool
+	}{
+		{"SELECT 1;", true},
+		{"SELECT 1", false},
+		{"SELECT ';'", false},
+		{"SELECT ';';  \n", true},
+		{"SELECT 1; -- done", true}, // psql sends it at the semicolon
+		{"SELECT 1 -- ;", false},
+		{"SELECT $$;$$", false},
+		{"SELECT $x$;$x$;", true},
+		{`SELECT ";"`, false},
+	} {
+		if got := statementComplete(tc.in); got != tc.want {
+			t.Errorf("statementComplete(%q) = %v", tc.in, got)
+		}
+	}
+}
+
+// TestStartProcess builds cairn, starts a secure node on a fresh store,
+// logs in with the initial password, and stops it with SIGTERM.
+func TestStartProcess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "cairn")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "start", "--store", filepath.Join(dir, "store"),
+		"--sql-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--rpc-addr", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), "CAIRN_INITIAL_PASSWORD=s3cret")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	ready := regexp.MustCompile(`cairn node ready: sql=(\S+) http=(\S+?)"`)
+	lines := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	var sqlAddr string
+	deadline := time.After(30 * time.Second)
+	for sqlAddr == "" {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatal("cairn exited before it was ready")
+			}
+			if m := ready.FindStringSubmatch(l); m != nil {
+				sqlAddr = m[1]
+			}
+		case <-deadline:
+			t.Fatal("no ready line within 30s")
+		}
+	}
+	ctx := context.Background()
+	if _, err := pgx.Connect(ctx, "postgres://postgres:wrong@"+sqlAddr+"/postgres?sslmode=disable"); err == nil {
+		t.Error("a wrong password logged in")
+	}
+	conn, err := pgx.Connect(ctx, "postgres://postgres:s3cret@"+sqlAddr+"/postgres?sslmode=disable")
+	if err != nil {
+		t.Fatalf("connect with the initial password: %v", err)
+	}
+	var v string
+	if err := conn.QueryRow(ctx, "SHOW server_version", pgx.QueryExecModeSimpleProtocol).Scan(&v); err != nil || v != "15.18" {
+		t.Errorf("SHOW server_version = %q, %v", v, err)
+	}
+	conn.Close(ctx)
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		for range lines {
+		}
+		done <- cmd.Wait()
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("cairn exited with %v after SIGTERM", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("cairn did not stop within 30s of SIGTERM")
+	}
+}
