@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/cairn-db/cairn/kv"
+	"github.com/cairn-db/cairn/sql/builtins"
 	"github.com/cairn-db/cairn/sql/catalog"
 	"github.com/cairn-db/cairn/sql/parser"
 	"github.com/cairn-db/cairn/sql/plan"
@@ -244,3 +245,33 @@ func (e *env) agg(sql string, cols ...plan.Column) plan.Aggregate {
 	a := sem.Aggregates(e.expr(sql, cols...))[0]
 	return plan.Aggregate{Fn: a.Fn, Name: a.Name, Args: a.Args, Star: a.Star, Distinct: a.Distinct, Filter: a.Filter}
 }
+
+// vals builds a Values node: names are the columns, each row is a
+// comma-separated list of SQL expressions ("1, 'x', NULL::int8").
+func (e *env) vals(names string, rows ...string) *plan.Values {
+	e.t.Helper()
+	v := &plan.Values{}
+	for ri, row := range rows {
+		stmts, err := parser.Parse("SELECT " + row)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		var exprs []sem.Expr
+		for _, tgt := range stmts[0].AST.Stmt.GetSelectStmt().TargetList {
+			x, err := sem.Build(sem.BuildContext{}, tgt.GetResTarget().Val, nil)
+			if err != nil {
+				e.t.Fatalf("%s: %v", row, err)
+			}
+			exprs = append(exprs, x)
+		}
+		if ri == 0 {
+			for i, n := range strings.Split(names, ",") {
+				v.Cols = append(v.Cols, e.col(strings.TrimSpace(n), exprs[i].Type()))
+			}
+		}
+		v.Rows = append(v.Rows, exprs)
+	}
+	return v
+}
+
+func builtinsDefaultFrame() builtins.Frame { return builtins.DefaultFrame }
