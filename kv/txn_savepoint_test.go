@@ -3,6 +3,7 @@ package kv
 import (
 	"context"
 	"errors"
+	"math"
 	"testing"
 	"time"
 
@@ -420,5 +421,37 @@ func TestSavepointInRetriedClosure(t *testing.T) {
 	e.waitNoIntents()
 	if got := e.engineGet("kept") + e.engineGet("undone") + e.engineGet("k"); got != "yes<none>x" {
 		t.Fatalf("after the commit: %q, want yes<none>x", got)
+	}
+}
+
+// TestSavepointRollbackRefusedAfterAbort: once the coordinator knows its
+// transaction was aborted (here a heartbeat found the record aborted by a
+// pusher), a rollback to a savepoint is refused with the abort.
+func TestSavepointRollbackRefusedAfterAbort(t *testing.T) {
+	e := newTestEnv(t, envOptions{db: Options{HeartbeatInterval: time.Hour}})
+	ctx := context.Background()
+	a := e.db.NewTxn(ctx, "a", Snapshot)
+	sp := mustSavepoint(t, a)
+	if err := a.Put(ctx, []byte("k"), []byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	a.mu.Lock()
+	pushee, hb := a.mu.proto.TxnMeta, a.mu.hb
+	a.mu.Unlock()
+	ba := &kvpb.BatchRequest{}
+	ba.Add(&kvpb.PushTxnRequest{Key: pushee.Key, Pushee: pushee, PushType: kvpb.PushAbort, PushTo: e.clock.Now(),
+		Pusher: kvpb.Transaction{TxnMeta: kvpb.TxnMeta{Priority: math.MaxInt32, WriteTimestamp: e.clock.Now()}}})
+	if _, err := e.db.Send(ctx, ba); err != nil {
+		t.Fatal(err)
+	}
+	if keepGoing := a.beat(hb); keepGoing {
+		t.Fatal("heartbeat of an aborted record wants to keep beating")
+	}
+	err := a.RollbackToSavepoint(ctx, sp)
+	if !errors.Is(err, ErrSavepointAfterRetryableError) || !isAborted(err, kvpb.AbortPushed) {
+		t.Fatalf("rollback to savepoint of an aborted txn: got %v", err)
+	}
+	if err := a.Rollback(ctx); err != nil {
+		t.Fatal(err)
 	}
 }
