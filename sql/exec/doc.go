@@ -1,0 +1,41 @@
+// Package exec runs plans: it turns a plan.Plan (bound by sql/plan,
+// rewritten by sql/opt) into pull-based operators and hands the rows to
+// the session (Start, Rows), collecting EXPLAIN ANALYZE figures on request
+// (Stats).
+//
+// What it owns: every query operator (scan.go: index scans with spans,
+// hash buckets and ordered k-way merges; lookup.go: batched index and
+// lookup joins; join.go, agg.go, window.go, setop.go, basic.go), subquery
+// evaluation (subquery.go: sem.SubqueryValues with per-binding caching),
+// outer references (op.go: runner.compile) and the statement's runner
+// seam. The DML operators (dml*.go, copy*.go) belong to the DML executor
+// and build their inputs through runner.build, runner.compile and
+// runner.evalCtx.
+//
+// What it must not touch: plans are read-only (the optimizer's output is
+// cached with prepared statements); descriptors come in the plan, never
+// from the catalog; KV is reached only through the statement's kv.Txn.
+//
+// Execution model: one goroutine per statement. Operators return fresh row
+// slices that later operators may keep (sorts, hash tables). Parallelism
+// comes from KV: one kv.Batch of many lookups is split per tablet and the
+// parts are sent in parallel, so index and lookup joins batch up to
+// lookupBatch input rows per round trip. Scans page with a growing limit
+// (firstPage to maxPage keys) so LIMIT 1 reads one small page. Context
+// cancellation is checked between KV pages and every checkEvery rows of
+// CPU-only loops.
+//
+// Outer references: an expression may name a column that is not in its
+// input: a column of the row a correlated subquery or a LATERAL join runs
+// for. runner.outer holds those values by ColumnID (unique per plan, so
+// nesting never clashes); compile reads them at evaluation time and binds
+// the columns a correlated subquery needs from the current row before
+// evaluating it.
+//
+// Known limits: FOR UPDATE/SHARE lock nothing (KV has no locking read;
+// see scan.go); an ordered scan of every bucket of a hash-partitioned
+// index reads the whole index and sorts it, since merging 65536 bucket
+// streams would cost a request each (a scan restricted to Scan.Buckets
+// merges the buckets' streams); a lookup join into a hash-partitioned
+// index must supply the hash columns (0A000 otherwise).
+package exec
