@@ -745,12 +745,7 @@ func genProc(_ context.Context, _ *snapshot, t *vtable) ([][]types.Datum, error)
 			for _, a := range o.Args {
 				argTypes = append(argTypes, int64(a.Oid))
 			}
-			var ret uint32
-			if o.Return != nil {
-				if rt := o.Return(o.Args); rt != nil {
-					ret = rt.Oid
-				}
-			}
+			ret := returnOID(o)
 			kind := "f"
 			switch o.Class {
 			case builtins.AggregateClass:
@@ -777,6 +772,25 @@ func genProc(_ context.Context, _ *snapshot, t *vtable) ([][]types.Datum, error)
 		}
 	}
 	return out, nil
+}
+
+// returnOID is prorettype. A polymorphic overload's return type is only
+// known for concrete arguments, and its ReturnFunc may refuse the
+// pseudo-types themselves: that is anyelement, as PostgreSQL declares most
+// of them.
+func returnOID(o *builtins.Overload) (oid uint32) {
+	if o.Return == nil {
+		return 0
+	}
+	defer func() {
+		if recover() != nil {
+			oid = 2283 // anyelement
+		}
+	}()
+	if rt := o.Return(o.Args); rt != nil {
+		return rt.Oid
+	}
+	return 0
 }
 
 // genDepend lists what PostgreSQL's clients look up in pg_depend: the
