@@ -39,6 +39,8 @@ type cteDef struct {
 	workID      int
 	workCols    []Column
 	inRecursion bool
+	recursive   bool
+	building    bool
 	env         *cteEnv // the WITH level it was declared at (what it may see)
 	parentScope *scope
 }
@@ -206,44 +208,48 @@ func ordinal(n *pg_query.Node) (int, bool) {
 // WITH.
 
 func (b *builder) bindWith(w *pg_query.WithClause, s *scope, body *pg_query.SelectStmt) error {
-	env := &cteEnv{parent: s.ctes, defs: map[string]*cteDef{}}
+	// Each CTE of a plain WITH sees only the ones before it; in WITH
+	// RECURSIVE every one sees all of them, itself included.
+	env := s.ctes
+	all := map[string]*cteDef{}
+	var defs []*cteDef
 	for _, n := range w.Ctes {
 		c := n.GetCommonTableExpr()
 		if c == nil {
 			continue
 		}
-		if _, dup := env.defs[c.Ctename]; dup {
+		if _, dup := all[c.Ctename]; dup {
 			return b.errAt(pgerror.New(pgerrcode.DuplicateAlias, "WITH query name %q specified more than once", c.Ctename), c.Location)
 		}
 		if c.Ctequery.GetSelectStmt() == nil {
 			return b.errAt(notSupported("data-modifying statements in WITH are not supported"), c.Location)
 		}
-		d := &cteDef{name: c.Ctename, ast: c, id: -1,
+		d := &cteDef{name: c.Ctename, ast: c, id: -1, env: env, parentScope: s,
 			materialized: c.Ctematerialized == pg_query.CTEMaterialize_CTEMaterializeAlways}
-		env.defs[c.Ctename] = d
+		all[c.Ctename] = d
+		defs = append(defs, d)
+		env = &cteEnv{parent: env, defs: map[string]*cteDef{c.Ctename: d}}
 	}
 	// Count references to decide which CTEs to inline (one reference, not
-	// MATERIALIZED) and which to materialize once.
-	count := func(root *pg_query.Node) {
-		walkAST(root, func(x *pg_query.Node) bool {
-			if rv := x.GetRangeVar(); rv != nil && rv.Schemaname == "" {
-				if d, ok := env.defs[rv.Relname]; ok {
-					d.refs++
-				}
+	// MATERIALIZED) and which to materialize once. The body's WITH clause
+	// is walked too, which counts references from one CTE to another.
+	walkAST(&pg_query.Node{Node: &pg_query.Node_SelectStmt{SelectStmt: body}}, func(x *pg_query.Node) bool {
+		if rv := x.GetRangeVar(); rv != nil && rv.Schemaname == "" {
+			if d, ok := all[rv.Relname]; ok {
+				d.refs++
 			}
-			return true
-		})
-	}
-	// The body's WITH clause is walked too, which counts references from
-	// one CTE to another.
-	count(&pg_query.Node{Node: &pg_query.Node_SelectStmt{SelectStmt: body}})
-	for _, d := range env.defs {
-		d.env = env
-		d.parentScope = s
-		if w.Recursive && d.isRecursive() {
-			// Rebuilt at each reference (each gets its own work table).
-			d.materialized = false
-			d.refs = 1
+		}
+		return true
+	})
+	for _, d := range defs {
+		if w.Recursive {
+			d.env = env
+			if d.isRecursive() {
+				d.recursive = true
+				// Rebuilt at each reference (each gets its own work table).
+				d.materialized = false
+				d.refs = 1
+			}
 		}
 	}
 	s.ctes = env
@@ -263,6 +269,10 @@ func (d *cteDef) isRecursive() bool {
 
 // cteRef binds a reference to CTE d in FROM.
 func (b *builder) cteRef(d *cteDef, s *scope) (Node, []Column, error) {
+	if d.building && !d.inRecursion {
+		return nil, nil, pgerror.New(pgerrcode.InvalidRecursion,
+			"recursive reference to query %q must not appear within its non-recursive term", d.name)
+	}
 	if d.inRecursion {
 		cols := freshCols(b, d.workCols)
 		return &WorkTable{ID: d.workID, Name: d.name, Cols: cols}, cols, nil
@@ -301,9 +311,11 @@ func freshCols(b *builder, cols []Column) []Column {
 }
 
 func (b *builder) buildCTEBody(d *cteDef, cs *scope) (Node, error) {
+	d.building = true
+	defer func() { d.building = false }()
 	ss := d.ast.Ctequery.GetSelectStmt()
 	var n Node
-	if d.isRecursive() {
+	if d.recursive {
 		if ss.Op != pg_query.SetOperation_SETOP_UNION || ss.Larg == nil {
 			return nil, b.errAt(pgerror.New(pgerrcode.InvalidRecursion,
 				"recursive query %q does not have the form non-recursive-term UNION [ALL] recursive-term", d.name), d.ast.Location)
