@@ -269,7 +269,7 @@ func (s *dmlState) runChildChecks(ctx context.Context, checks []childCheck) erro
 		c   childCheck
 		row []types.Datum
 	}
-	var point []pending
+	var point, scanned []pending
 	b := &kv.Batch{}
 	seen := map[string]bool{}
 	for _, c := range checks {
@@ -282,13 +282,7 @@ func (s *dmlState) runChildChecks(ctx context.Context, checks []childCheck) erro
 		}
 		idx := c.fk.parentIndex()
 		if idx == nil {
-			rows, err := s.findRows(ctx, c.fk.parent, c.fk.parentPos, parentKey(row, c.fk.parentPos))
-			if err != nil {
-				return err
-			}
-			if len(rows) == 0 {
-				return c.fk.childViolation(s.x, c.key)
-			}
+			scanned = append(scanned, pending{c: c, row: row})
 			continue
 		}
 		var key []byte
@@ -308,6 +302,31 @@ func (s *dmlState) runChildChecks(ctx context.Context, checks []childCheck) erro
 		seen[string(key)] = true
 		b.Get(key)
 		point = append(point, pending{c: c, row: row})
+	}
+	// Parents without a usable unique index (none should lack one: a
+	// foreign key needs it) are matched by a scan per foreign key.
+	for len(scanned) > 0 {
+		f := scanned[0].c.fk
+		var keys [][]types.Datum
+		var rest, these []pending
+		for _, p := range scanned {
+			if p.c.fk == f {
+				these = append(these, p)
+				keys = append(keys, parentKey(p.row, f.parentPos))
+			} else {
+				rest = append(rest, p)
+			}
+		}
+		found, err := s.findRowsMulti(ctx, f.parent, f.parentPos, keys)
+		if err != nil {
+			return err
+		}
+		for i := range found {
+			if len(found[i]) == 0 {
+				return f.childViolation(s.x, these[i].c.key)
+			}
+		}
+		scanned = rest
 	}
 	if len(point) == 0 {
 		return nil
@@ -381,43 +400,106 @@ func (f *fkInfo) childKey(x *Context, parentRow []types.Datum) ([]types.Datum, e
 }
 
 // runParentEvents applies each event's referential action to the child
-// rows referencing the old key.
+// rows referencing the old key. Events are handled per foreign key and
+// kind (delete or update), in the order they first occur, with the
+// lookups of a group batched.
 func (s *dmlState) runParentEvents(ctx context.Context, events []parentEvent) error {
+	type group struct {
+		fk     *fkInfo
+		update bool
+		events []parentEvent
+	}
+	var groups []*group
 	for _, ev := range events {
-		f := ev.fk
-		action := f.fk.OnDelete
-		if ev.new != nil {
-			action = f.fk.OnUpdate
+		var g *group
+		for _, h := range groups {
+			if h.fk == ev.fk && h.update == (ev.new != nil) {
+				g = h
+				break
+			}
 		}
-		oldKey := parentKey(ev.old, f.parentPos)
-		if action == catalog.NoAction {
-			// NO ACTION passes if a row holds the old key again (an
-			// UPDATE that moved keys around).
-			rows, err := s.findRows(ctx, f.parent, f.parentPos, oldKey)
-			if err != nil {
-				return err
-			}
-			if len(rows) > 0 {
-				continue
-			}
+		if g == nil {
+			g = &group{fk: ev.fk, update: ev.new != nil}
+			groups = append(groups, g)
+		}
+		g.events = append(g.events, ev)
+	}
+	for _, g := range groups {
+		if err := s.runParentGroup(ctx, g.fk, g.update, g.events); err != nil {
+			return err
+		}
+		// The next group may read what this one wrote.
+		if err := s.flush(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *dmlState) runParentGroup(ctx context.Context, f *fkInfo, update bool, events []parentEvent) error {
+	action := f.fk.OnDelete
+	if update {
+		action = f.fk.OnUpdate
+	}
+	oldKeys := make([][]types.Datum, len(events))
+	for i, ev := range events {
+		oldKeys[i] = parentKey(ev.old, f.parentPos)
+	}
+	live := make([]bool, len(events))
+	for i := range live {
+		live[i] = true
+	}
+	if action == catalog.NoAction {
+		// NO ACTION passes if a row holds the old key again by the end of
+		// the statement (an UPDATE that moved keys around).
+		still, err := s.findRowsMulti(ctx, f.parent, f.parentPos, oldKeys)
+		if err != nil {
+			return err
+		}
+		for i := range still {
+			live[i] = len(still[i]) == 0
+		}
+	}
+	var idx []int
+	var childKeys [][]types.Datum
+	for i, ev := range events {
+		if !live[i] {
+			continue
 		}
 		ck, err := f.childKey(s.x, ev.old)
 		if err != nil {
 			return err
 		}
-		children, err := s.findRows(ctx, f.child, f.childPos, ck)
-		if err != nil {
-			return err
-		}
+		idx = append(idx, i)
+		childKeys = append(childKeys, ck)
+	}
+	found, err := s.findRowsMulti(ctx, f.child, f.childPos, childKeys)
+	if err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for j, children := range found {
 		if len(children) == 0 {
 			continue
 		}
+		ev := events[idx[j]]
 		switch action {
 		case catalog.NoAction, catalog.Restrict:
-			return f.parentViolation(s.x, oldKey)
+			return f.parentViolation(s.x, oldKeys[idx[j]])
+		}
+		var set func(row []types.Datum) error
+		switch action {
 		case catalog.Cascade:
 			if ev.new == nil {
 				for _, c := range children {
+					k, err := f.child.primaryKey(c)
+					if err != nil {
+						return err
+					}
+					if seen[string(k)] {
+						continue
+					}
+					seen[string(k)] = true
 					if err := s.write(ctx, f.child, c, nil); err != nil {
 						return err
 					}
@@ -425,34 +507,30 @@ func (s *dmlState) runParentEvents(ctx context.Context, events []parentEvent) er
 						return err
 					}
 				}
-				break
+				continue
 			}
 			nk, err := f.childKey(s.x, ev.new)
 			if err != nil {
 				return err
 			}
-			if err := s.updateChildren(ctx, f, children, func(row []types.Datum) error {
+			set = func(row []types.Datum) error {
 				for i, p := range f.childPos {
 					row[p] = nk[i]
 				}
 				return nil
-			}); err != nil {
-				return err
 			}
 		case catalog.SetNull:
-			if err := s.updateChildren(ctx, f, children, func(row []types.Datum) error {
+			set = func(row []types.Datum) error {
 				for _, p := range f.childPos {
 					row[p] = types.DNull
 				}
 				return nil
-			}); err != nil {
-				return err
 			}
 		case catalog.SetDefault:
 			if err := f.child.buildText(); err != nil {
 				return err
 			}
-			if err := s.updateChildren(ctx, f, children, func(row []types.Datum) error {
+			set = func(row []types.Datum) error {
 				for _, p := range f.childPos {
 					row[p] = types.DNull
 					if ev := f.child.defaults[p]; ev != nil {
@@ -464,14 +542,11 @@ func (s *dmlState) runParentEvents(ctx context.Context, events []parentEvent) er
 					}
 				}
 				return nil
-			}); err != nil {
-				return err
 			}
 		default:
 			return pgerror.New(pgerrcode.FeatureNotSupported, "referential action %q is not supported", action)
 		}
-		// The next event may read what this one wrote.
-		if err := s.flush(ctx); err != nil {
+		if err := s.updateChildren(ctx, f, children, seen, set); err != nil {
 			return err
 		}
 	}
@@ -480,8 +555,16 @@ func (s *dmlState) runParentEvents(ctx context.Context, events []parentEvent) er
 
 // updateChildren rewrites child rows with set applied, checking the
 // child's constraints and noting further foreign-key work.
-func (s *dmlState) updateChildren(ctx context.Context, f *fkInfo, children [][]types.Datum, set func(row []types.Datum) error) error {
+func (s *dmlState) updateChildren(ctx context.Context, f *fkInfo, children [][]types.Datum, seen map[string]bool, set func(row []types.Datum) error) error {
 	for _, old := range children {
+		k, err := f.child.primaryKey(old)
+		if err != nil {
+			return err
+		}
+		if seen[string(k)] {
+			continue
+		}
+		seen[string(k)] = true
 		nr := append([]types.Datum(nil), old...)
 		if err := set(nr); err != nil {
 			return err

@@ -7,7 +7,7 @@ import (
 
 	"github.com/jackc/pgerrcode"
 
-	"github.com/cairn-db/cairn/keys"
+	keyspkg "github.com/cairn-db/cairn/keys"
 	"github.com/cairn-db/cairn/kv"
 	"github.com/cairn-db/cairn/kvpb"
 	"github.com/cairn-db/cairn/sql/catalog"
@@ -397,7 +397,7 @@ func (s *dmlState) fetchByPrimaryKeys(ctx context.Context, ti *tableInfo, rowKey
 	}
 	b := &kv.Batch{}
 	for _, k := range rowKeys {
-		b.Scan(k, keys.PrefixEnd(k), 0)
+		b.Scan(k, keyspkg.PrefixEnd(k), 0)
 	}
 	if err := s.x.Txn.Run(ctx, b); err != nil {
 		return nil, err
@@ -452,66 +452,126 @@ func scanPages(ctx context.Context, txn *kv.Txn, start, end []byte, f *rowenc.Ro
 		if len(kvs) < scanPageSize {
 			return f.Finish(emit)
 		}
-		start = keys.Next(kvs[len(kvs)-1].Key)
+		start = keyspkg.Next(kvs[len(kvs)-1].Key)
 	}
 }
 
 // findRows returns the rows of ti whose columns at positions pos equal
-// vals (every val non-NULL), through an index whose leading key columns
-// are exactly those columns when one exists, else by a filtered scan.
+// vals (every val non-NULL).
 func (s *dmlState) findRows(ctx context.Context, ti *tableInfo, pos []int, vals []types.Datum) ([][]types.Datum, error) {
-	if idx, order := ti.prefixIndex(pos); idx != nil {
+	out, err := s.findRowsMulti(ctx, ti, pos, [][]types.Datum{vals})
+	if err != nil {
+		return nil, err
+	}
+	return out[0], nil
+}
+
+// findRowsMulti is findRows for many keys at once: out[i] holds the rows
+// matching keys[i]. It reads through an index whose leading key columns
+// are exactly the columns at pos when one exists (one prefix scan per key,
+// all in one batch, then one batch of primary-row reads for a secondary
+// index), else by one scan of the table matched against every key.
+func (s *dmlState) findRowsMulti(ctx context.Context, ti *tableInfo, pos []int, keys [][]types.Datum) ([][][]types.Datum, error) {
+	out := make([][][]types.Datum, len(keys))
+	if len(keys) == 0 {
+		return out, nil
+	}
+	idx, order := ti.prefixIndex(pos)
+	if idx == nil {
+		want := map[string][]int{}
+		for i, k := range keys {
+			ek, err := encodeDatums(k)
+			if err != nil {
+				return nil, err
+			}
+			want[string(ek)] = append(want[string(ek)], i)
+		}
+		vals := make([]types.Datum, len(pos))
+		err := s.scanAll(ctx, ti, func(row []types.Datum) error {
+			for i, p := range pos {
+				if types.IsNull(row[p]) {
+					return nil
+				}
+				vals[i] = row[p]
+			}
+			ek, err := encodeDatums(vals)
+			if err != nil {
+				return err
+			}
+			for _, i := range want[string(ek)] {
+				out[i] = append(out[i], row)
+			}
+			return nil
+		})
+		return out, err
+	}
+	b := &kv.Batch{}
+	for _, k := range keys {
 		prefix := ti.layout.IndexPrefix(nil, idx, 0)
 		var err error
 		for i, p := range order {
-			if prefix, err = rowenc.EncodeKey(prefix, vals[p], idx.KeyOrders[i]); err != nil {
+			if prefix, err = rowenc.EncodeKey(prefix, k[p], idx.KeyOrders[i]); err != nil {
 				return nil, err
 			}
 		}
-		kvs, err := s.x.Txn.Scan(ctx, prefix, keys.PrefixEnd(prefix), 0)
-		if err != nil {
-			return nil, err
-		}
-		if idx == &ti.layout.Primary {
-			return s.decodePrimary(ti, kvs)
-		}
-		f, err := rowenc.NewRowFetcher(ti.layout, idx, nil)
-		if err != nil {
-			return nil, err
-		}
-		entries, err := f.DecodeRows(kvs)
-		if err != nil {
-			return nil, err
-		}
-		rowKeys := make([][]byte, len(entries))
-		for i, e := range entries {
-			if rowKeys[i], err = ti.primaryKey(e); err != nil {
+		b.Scan(prefix, keyspkg.PrefixEnd(prefix), 0)
+	}
+	if err := s.x.Txn.Run(ctx, b); err != nil {
+		return nil, err
+	}
+	if idx == &ti.layout.Primary {
+		for i := range keys {
+			rows, err := s.decodePrimary(ti, b.Results[i].Rows)
+			if err != nil {
 				return nil, err
 			}
-		}
-		rows, err := s.fetchByPrimaryKeys(ctx, ti, rowKeys)
-		if err != nil {
-			return nil, err
-		}
-		out := rows[:0]
-		for _, r := range rows {
-			if r != nil {
-				out = append(out, r)
-			}
+			out[i] = rows
 		}
 		return out, nil
 	}
-	var out [][]types.Datum
-	err := s.scanAll(ctx, ti, func(row []types.Datum) error {
-		for i, p := range pos {
-			if types.IsNull(row[p]) || types.Compare(row[p], vals[i]) != 0 {
-				return nil
-			}
+	f, err := rowenc.NewRowFetcher(ti.layout, idx, nil)
+	if err != nil {
+		return nil, err
+	}
+	var rowKeys [][]byte
+	var owner []int
+	for i := range keys {
+		entries, err := f.DecodeRows(b.Results[i].Rows)
+		if err != nil {
+			return nil, err
 		}
-		out = append(out, row)
-		return nil
-	})
-	return out, err
+		for _, e := range entries {
+			k, err := ti.primaryKey(e)
+			if err != nil {
+				return nil, err
+			}
+			rowKeys = append(rowKeys, k)
+			owner = append(owner, i)
+		}
+	}
+	rows, err := s.fetchByPrimaryKeys(ctx, ti, rowKeys)
+	if err != nil {
+		return nil, err
+	}
+	for j, r := range rows {
+		if r != nil {
+			out[owner[j]] = append(out[owner[j]], r)
+		}
+	}
+	return out, nil
+}
+
+// encodeDatums is a map key for a tuple of values: their key encodings,
+// which are equal exactly when the values Compare equal.
+func encodeDatums(vals []types.Datum) ([]byte, error) {
+	var k []byte
+	var err error
+	for _, v := range vals {
+		if k, err = rowenc.EncodeKey(k, v, rowenc.Asc); err != nil {
+			return nil, err
+		}
+	}
+	return k, nil
 }
 
 // prefixIndex finds a complete index (public, not partial) whose leading

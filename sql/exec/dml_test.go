@@ -843,3 +843,45 @@ func TestUpdateDelete(t *testing.T) {
 		t.Errorf("unique index entries after delete = %d, want 2", got)
 	}
 }
+
+// TestForeignKeyBulk deletes many parents at once: the lookups of one
+// statement's events are batched, and every child is reached once.
+func TestForeignKeyBulk(t *testing.T) {
+	e := newDMLEnv(t)
+	p, c, c2 := fkTables(t, e, catalog.Cascade, catalog.SetNull)
+	_, d2 := deletePlan(c2, []sem.Expr{i8(1), i8(10)})
+	e.mustExec(d2)
+	const n = 300
+	var prows, crows, dels, ups [][]sem.Expr
+	for i := int64(100); i < 100+n; i++ {
+		prows = append(prows, []sem.Expr{i8(i), i8(i * 10)})
+		crows = append(crows, []sem.Expr{i8(i), i8(i)}, []sem.Expr{i8(i + 1000), i8(i)})
+		if i%2 == 0 {
+			dels = append(dels, []sem.Expr{i8(i), i8(i * 10)})
+		} else {
+			ups = append(ups, []sem.Expr{i8(i), i8(i * 10), i8(i + 5000)})
+		}
+	}
+	_, ip := insertPlan(t, p, []string{"id", "u"}, prows...)
+	e.mustExec(ip)
+	_, ip = insertPlan(t, c, []string{"a", "pid"}, crows...)
+	e.mustExec(ip)
+	_, dp := deletePlan(p, dels...)
+	if _, cnt := e.mustExec(dp); cnt != n/2 {
+		t.Errorf("deleted %d parents, want %d", cnt, n/2)
+	}
+	_, up := updatePlan(t, p, []string{"id"}, ups...)
+	e.mustExec(up)
+	got := strings.Split(e.rows(c.ID), " ")
+	// c keeps its four original rows, and the children of updated
+	// parents with a NULL key; the children of deleted parents are gone.
+	nulls := 0
+	for _, r := range got {
+		if strings.HasSuffix(r, ",NULL)") {
+			nulls++
+		}
+	}
+	if len(got) != 4+n || nulls != 1+n {
+		t.Errorf("c has %d rows, %d with NULL keys; want %d and %d", len(got), nulls, 4+n, 1+n)
+	}
+}
