@@ -331,6 +331,9 @@ func (r *runner) buildLimit(n *plan.Limit) (op, error) {
 			if limit, err = r.evalCount(n.Limit, "LIMIT", pgerrcode.InvalidRowCountInLimitClause); err != nil {
 				return nil, err
 			}
+			if n.WithTies && n.Limit != nil && limit < 0 {
+				return nil, pgerror.New(pgerrcode.InvalidRowCountInLimitClause, "row count cannot be null in FETCH FIRST ... WITH TIES clause")
+			}
 			if offset, err = r.evalCount(n.Offset, "OFFSET", pgerrcode.InvalidRowCountInResultOffsetClause); err != nil {
 				return nil, err
 			}

@@ -157,6 +157,7 @@ func TestSortLimitDistinct(t *testing.T) {
 	if out, err := e.run(&plan.Plan{Root: &plan.Limit{Input: srt, Limit: &sem.Param{Index: 1, T: types.Int8}}}, nil, types.DInt(1)); err != nil || out != "1 z\n" {
 		t.Errorf("limit $1: %q %v", out, err)
 	}
+	e.checkErr("ties null", &plan.Limit{Input: srt, Limit: &sem.Const{Datum: types.DNull, T: types.Int8}, WithTies: true, Order: srt.Order}, pgerrcode.InvalidRowCountInLimitClause)
 	e.checkErr("limit negative", &plan.Limit{Input: srt, Limit: cint(-1)}, pgerrcode.InvalidRowCountInLimitClause)
 	e.checkErr("offset negative", &plan.Limit{Input: srt, Offset: cint(-1)}, pgerrcode.InvalidRowCountInResultOffsetClause)
 	e.check("offset past end", &plan.Limit{Input: srt, Offset: cint(9)}, "")
