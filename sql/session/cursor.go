@@ -88,7 +88,7 @@ func (c *cursor) drain(ctx context.Context, w pgwire.ResultWriter, maxRows int) 
 		if row == nil {
 			break
 		}
-		if len(c.cols) > 0 {
+		if c.returnsRows() {
 			if err := c.writeRow(w, row); err != nil {
 				return false, err
 			}
@@ -97,12 +97,18 @@ func (c *cursor) drain(ctx context.Context, w pgwire.ResultWriter, maxRows int) 
 		}
 	}
 	count := c.rows.RowsAffected()
-	if len(c.cols) > 0 && c.p.Tag == "SELECT" {
-		count = c.sent
+	if c.p.Tag == "SELECT" {
+		// Postgres tags each Execute of a portal with the rows that
+		// Execute fetched (PortalRunSelect's nprocessed), not the total.
+		count = int64(n)
 	}
 	c.close()
 	return false, w.Complete(rowsTag(c.p.Tag, count))
 }
+
+// returnsRows: the client gets rows (a query, or DML with RETURNING),
+// possibly of zero columns (SELECT FROM t).
+func (c *cursor) returnsRows() bool { return len(c.cols) > 0 || c.p.Tag == "SELECT" }
 
 func (c *cursor) writeRow(w pgwire.ResultWriter, row []types.Datum) error {
 	tc := c.s.typesCtx()

@@ -13,6 +13,7 @@ import (
 	"github.com/cairn-db/cairn/sql/exec"
 	"github.com/cairn-db/cairn/sql/opt"
 	"github.com/cairn-db/cairn/sql/parser"
+	"github.com/cairn-db/cairn/sql/pgcatalog"
 	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/cairn-db/cairn/sql/plan"
 	"github.com/cairn-db/cairn/sql/sem"
@@ -80,7 +81,7 @@ func (s *Session) dispatch(x *stmtState, g stmtGroup, w pgwire.ResultWriter) err
 			return err
 		}
 		defer c.close()
-		if len(c.cols) > 0 {
+		if c.returnsRows() {
 			if err := w.BeginRows(c.columns(nil)); err != nil {
 				return err
 			}
@@ -187,8 +188,10 @@ func (s *Session) packedRows() (bool, int) {
 	return s.vars["storage.packed_rows.enabled"] == "on", limit
 }
 
+// resolver is how the binder and DDL resolve names: the session's
+// database and search path as of txn, with the virtual schemas.
 func (s *Session) resolver(txn *kv.Txn) plan.Catalog {
-	return &nameResolver{r: catalog.NewReader(txn, s.b.cache), db: s.db, searchPath: s.searchPath()}
+	return plan.NewCatalog(catalog.NewReader(txn, s.b.cache), s.db, s.searchPath(), pgcatalog.Lookup)
 }
 
 func (s *Session) planEnv(txn *kv.Txn, params *sem.ParamTypes) *plan.Env {

@@ -179,7 +179,7 @@ func (s *Session) sqlExecute(x *stmtState, n *pg_query.ExecuteStmt, w pgwire.Res
 		return err
 	}
 	defer c.close()
-	if len(c.cols) > 0 {
+	if c.returnsRows() {
 		if err := w.BeginRows(c.columns(nil)); err != nil {
 			return err
 		}
