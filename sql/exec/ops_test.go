@@ -103,6 +103,14 @@ func TestGroupBy(t *testing.T) {
 	g.Cols = append([]plan.Column{v.Cols[0]}, e.col("c", types.Int8), e.col("cv", types.Int8), e.col("s", types.Numeric), e.col("cd", types.Int8), e.col("sf", types.Numeric), e.col("sa", types.Text))
 	e.check("hash", g, lines("1 3 2 40 2 30 e,c,a", "2 2 2 10 1 10 d,b"))
 
+	// DISTINCT with an ORDER BY inside the call.
+	v = in()
+	sa := e.agg("string_agg(DISTINCT s, ',')", v.Cols...)
+	sa.Args = []sem.Expr{e.expr("CASE WHEN v IS NULL THEN 'n' ELSE 'x' END", v.Cols...), sa.Args[1]}
+	sa.OrderBy = []plan.SortExpr{{Expr: sa.Args[0], Desc: true}}
+	g = &plan.GroupBy{Input: v, GroupCols: ids(v.Cols[0]), Aggs: []plan.Aggregate{sa}, Cols: []plan.Column{v.Cols[0], e.col("sa", types.Text)}}
+	e.check("distinct ordered", g, lines("1 x,n", "2 x"))
+
 	// Streaming over sorted input.
 	v = in()
 	srt := &plan.Sort{Input: v, Order: []plan.Ordering{{Col: v.Cols[0].ID, Desc: true}}}
@@ -137,6 +145,16 @@ func TestWindow(t *testing.T) {
 		{Fn: call(sum).Fn, Name: "sum", Args: call(sum).Args, Frame: builtinsDefaultFrame(), Filter: e.expr("p = 2", v.Cols...)},
 	}}
 	w.Cols = append(append([]plan.Column{}, v.Cols...), e.col("rn", types.Int8), e.col("rk", types.Int8), e.col("s", types.Numeric), e.col("t", types.Numeric))
+	// ROWS BETWEEN $1 PRECEDING AND CURRENT ROW, $1 = 1.
+	v2 := e.vals("o", "1", "2", "3", "4")
+	rows := builtins.Frame{Mode: builtins.Rows, Start: builtins.Bound{Kind: builtins.OffsetPreceding}, End: builtins.Bound{Kind: builtins.CurrentRow}}
+	sum2 := e.expr("sum(o) OVER ()", v2.Cols...)
+	w2 := &plan.Window{Input: v2, Funcs: []plan.WindowFunc{{Fn: call(sum2).Fn, Name: "sum", Args: call(sum2).Args,
+		OrderBy: []plan.SortExpr{{Expr: ref(v2.Cols[0]), Desc: true}}, Frame: rows, FrameStartOffset: &sem.Param{Index: 1, T: types.Int8}}}}
+	w2.Cols = append(append([]plan.Column{}, v2.Cols...), e.col("s", types.Numeric))
+	if out, err := e.run(&plan.Plan{Root: w2}, nil, types.DInt(1)); err != nil || out != lines("4 4", "3 7", "2 5", "1 3") {
+		t.Errorf("rows frame: %q %v", out, err)
+	}
 	// Running sums with peers (RANGE default frame), ranks with ties; the
 	// last function has no ORDER BY: the whole input, filtered.
 	e.check("partitions", w, lines(

@@ -95,3 +95,22 @@ func TestSubqueries(t *testing.T) {
 		e.check("nested", f, lines("2", "2"), subs...)
 	})
 }
+
+func TestCorrelatedInScanFilter(t *testing.T) {
+	e := newEnv(t)
+	tbl := e.createTable(tableSpec{name: "t", cols: []string{"k int8", "v int8"}, pk: []string{"k"}, packed: true},
+		ints(1, 10), ints(2, 20), ints(3, 30), ints(4, 40))
+	s := e.scan(tbl, nil, "k", "v")
+	in := e.vals("b", "2", "4", "5")
+	// SELECT k, v FROM t WHERE EXISTS (SELECT 1 FROM (VALUES ...) WHERE b = k)
+	// with the predicate pushed into the scan.
+	sub := &plan.Filter{Input: in, Pred: e.expr("b = k", append(in.Cols, s.Cols...)...)}
+	s.Filter = &sem.SubqueryRef{ID: 1, Kind: sem.ExistsSubquery, T: types.Bool}
+	e.check("exists in scan filter", s, lines("2 20", "4 40"), &plan.Subquery{ID: 1, Kind: sem.ExistsSubquery, Root: sub, Outer: ids(s.Cols[0])})
+
+	// LATERAL over a table: for each x, the rows of t with k <= x, at most 2.
+	xs := e.vals("x", "1", "3")
+	s = e.scan(tbl, nil, "k")
+	right := &plan.Limit{Input: &plan.Filter{Input: s, Pred: e.expr("k <= x", append(s.Cols, xs.Cols...)...)}, Limit: cint(2)}
+	e.check("lateral scan", &plan.Join{Kind: plan.InnerJoin, Left: xs, Right: right, Lateral: true}, lines("1 1", "3 1", "3 2"))
+}
