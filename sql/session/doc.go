@@ -39,10 +39,14 @@
 // Settings are transactional as in PostgreSQL: ROLLBACK undoes a SET made
 // inside the block, and SET LOCAL lasts until the block ends.
 //
+// SAVEPOINT, RELEASE and ROLLBACK TO use kv.Txn savepoints: ROLLBACK TO
+// leaves an aborted block usable again, except after a retryable error,
+// which invalidates every read of the transaction (40001; only ROLLBACK
+// helps). Locks taken after a savepoint are kept until the end, as in
+// CockroachDB.
+//
 // # Not done here
 //
-// SAVEPOINT needs kv.Txn savepoints (0A000 until they exist); COPY needs
-// exec.CopyFrom/CopyTo; current_setting/set_config need a builtins hook;
 // LISTEN/UNLISTEN are accepted and do nothing (no NOTIFY delivery: nothing
 // in Cairn sends notifications yet, so a listener would never hear one).
 package session

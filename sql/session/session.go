@@ -60,6 +60,8 @@ type Session struct {
 	// cursors are the open portals' running plans, closed at transaction
 	// end.
 	cursors map[*cursor]struct{}
+	// savepoints of the open block, oldest first.
+	savepoints []savepoint
 }
 
 var _ pgwire.Session = (*Session)(nil)
@@ -195,20 +197,22 @@ func (s *Session) endTxn(ctx context.Context, commit bool) error {
 	}
 	s.applyDerived()
 	s.txn, s.inTxn, s.block, s.aborted, s.extImplicit = nil, false, false, false, false
-	s.savedVars, s.localVars = nil, nil
+	s.savedVars, s.localVars, s.savepoints = nil, nil, nil
 	s.locks.endTxn()
 	return err
 }
 
 // abortBlock moves an open block to the aborted state after an error:
-// the KV transaction is rolled back at once, releasing its locks; only
-// COMMIT or ROLLBACK (which end the block) are accepted from now on.
+// only COMMIT, ROLLBACK (which end the block) and ROLLBACK TO SAVEPOINT
+// are accepted from now on.
 func (s *Session) abortBlock(ctx context.Context) {
 	for c := range s.cursors {
 		c.close()
 	}
 	s.cursors = nil
-	if s.txn != nil {
+	// Without savepoints nothing can resume the transaction: roll it back
+	// now to release its locks early. With them, ROLLBACK TO needs it.
+	if s.txn != nil && len(s.savepoints) == 0 {
 		_ = s.txn.Rollback(context.WithoutCancel(ctx))
 		s.txn = nil
 	}

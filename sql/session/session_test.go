@@ -292,3 +292,49 @@ func TestTransactionStates(t *testing.T) {
 		t.Errorf("empty query: %v %v", res, err)
 	}
 }
+
+func TestSavepoints(t *testing.T) {
+	url := startServer(t)
+	c := connect(t, url, nil)
+	mustTags := func(sql string, want ...string) {
+		t.Helper()
+		tags, err := simple(c, sql)
+		if err != nil || strings.Join(tags, ",") != strings.Join(want, ",") {
+			t.Fatalf("%s: %v %v, want %v", sql, tags, err, want)
+		}
+	}
+	mustTags("BEGIN; SET application_name = 'a'; SAVEPOINT s1; SET application_name = 'b'", "BEGIN", "SET", "SAVEPOINT", "SET")
+	// An error after the savepoint aborts the block; ROLLBACK TO revives
+	// it and restores the settings of the savepoint.
+	if _, err := simple(c, "SHOW nonexistent"); sqlState(err) != "42704" {
+		t.Fatal(err)
+	}
+	if _, err := simple(c, "SHOW application_name"); sqlState(err) != "25P02" {
+		t.Fatalf("aborted: %v", err)
+	}
+	if _, err := simple(c, "RELEASE s1"); sqlState(err) != "25P02" {
+		t.Fatalf("RELEASE in aborted block: %v", err)
+	}
+	if _, err := simple(c, "ROLLBACK TO nosuch"); sqlState(err) != "3B001" || !strings.Contains(err.Error(), `savepoint "nosuch" does not exist`) {
+		t.Fatalf("ROLLBACK TO unknown: %v", err)
+	}
+	mustTags("ROLLBACK TO SAVEPOINT s1", "ROLLBACK")
+	if c.PgConn().TxStatus() != 'T' {
+		t.Fatalf("status after ROLLBACK TO: %c", c.PgConn().TxStatus())
+	}
+	if got := show(t, c, "application_name"); got != "a" {
+		t.Errorf("application_name after ROLLBACK TO = %q", got)
+	}
+	// The savepoint survives ROLLBACK TO and RELEASE removes it.
+	mustTags("SAVEPOINT s2; RELEASE SAVEPOINT s1", "SAVEPOINT", "RELEASE")
+	if _, err := simple(c, "RELEASE s2"); sqlState(err) != "3B001" {
+		t.Fatalf("RELEASE of a savepoint released with an older one: %v", err)
+	}
+	mustTags("ROLLBACK", "ROLLBACK")
+	if got := show(t, c, "application_name"); got != "" {
+		t.Errorf("application_name after ROLLBACK = %q", got)
+	}
+	if _, err := simple(c, "SAVEPOINT a"); sqlState(err) != "25P01" {
+		t.Errorf("SAVEPOINT outside block: %v", err)
+	}
+}

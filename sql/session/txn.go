@@ -3,6 +3,8 @@ package session
 import (
 	"strings"
 
+	"github.com/cairn-db/cairn/kv"
+
 	"github.com/cairn-db/cairn/pgwire"
 	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/jackc/pgerrcode"
@@ -74,19 +76,53 @@ func (s *Session) txnControl(x *stmtState, n *pg_query.TransactionStmt, w pgwire
 		}
 		return w.Complete("ROLLBACK")
 
-	case pg_query.TransactionStmtKind_TRANS_STMT_SAVEPOINT, pg_query.TransactionStmtKind_TRANS_STMT_RELEASE,
-		pg_query.TransactionStmtKind_TRANS_STMT_ROLLBACK_TO:
-		what := map[pg_query.TransactionStmtKind]string{
-			pg_query.TransactionStmtKind_TRANS_STMT_SAVEPOINT:   "SAVEPOINT",
-			pg_query.TransactionStmtKind_TRANS_STMT_RELEASE:     "RELEASE SAVEPOINT",
-			pg_query.TransactionStmtKind_TRANS_STMT_ROLLBACK_TO: "ROLLBACK TO SAVEPOINT",
-		}[n.Kind]
+	case pg_query.TransactionStmtKind_TRANS_STMT_SAVEPOINT:
 		if !s.block {
-			return pgerror.New(pgerrcode.NoActiveSQLTransaction, "%s can only be used in transaction blocks", what)
+			return pgerror.New(pgerrcode.NoActiveSQLTransaction, "SAVEPOINT can only be used in transaction blocks")
 		}
-		// kv.Txn has no savepoints yet; refusing keeps the block's
-		// meaning intact instead of pretending a partial rollback.
-		return notSupported("%s is not supported yet", what)
+		tok, err := s.kvTxn().Savepoint(ctx)
+		if err != nil {
+			return err
+		}
+		s.savepoints = append(s.savepoints, savepoint{name: n.SavepointName, token: tok, vars: cloneVars(s.vars)})
+		return w.Complete("SAVEPOINT")
+
+	case pg_query.TransactionStmtKind_TRANS_STMT_RELEASE:
+		if !s.block {
+			return pgerror.New(pgerrcode.NoActiveSQLTransaction, "RELEASE SAVEPOINT can only be used in transaction blocks")
+		}
+		i, err := s.findSavepoint(n.SavepointName)
+		if err != nil {
+			return err
+		}
+		if err := s.kvTxn().ReleaseSavepoint(ctx, s.savepoints[i].token); err != nil {
+			return err
+		}
+		s.savepoints = s.savepoints[:i]
+		return w.Complete("RELEASE")
+
+	case pg_query.TransactionStmtKind_TRANS_STMT_ROLLBACK_TO:
+		if !s.block {
+			return pgerror.New(pgerrcode.NoActiveSQLTransaction, "ROLLBACK TO SAVEPOINT can only be used in transaction blocks")
+		}
+		i, err := s.findSavepoint(n.SavepointName)
+		if err != nil {
+			return err
+		}
+		sp := s.savepoints[i]
+		if err := s.kvTxn().RollbackToSavepoint(ctx, sp.token); err != nil {
+			// After a retryable error nothing the transaction read holds
+			// any more: it stays aborted and must restart (40001).
+			s.aborted = true
+			return err
+		}
+		// The savepoint itself stays; the ones after it go, and settings
+		// return to what they were when it was taken, as in Postgres.
+		s.savepoints = s.savepoints[:i+1]
+		s.vars = cloneVars(sp.vars)
+		s.applyDerived()
+		s.aborted = false
+		return w.Complete("ROLLBACK")
 
 	default:
 		return notSupported("two-phase commit is not supported")
@@ -161,4 +197,22 @@ func (s *Session) txnSetting(name string) (string, bool) {
 		return "off", true
 	}
 	return "", false
+}
+
+// savepoint is one SAVEPOINT of the open block.
+type savepoint struct {
+	name  string
+	token kv.SavepointToken
+	// vars are the settings when it was taken (ROLLBACK TO restores them).
+	vars map[string]string
+}
+
+// findSavepoint returns the index of the latest savepoint named name.
+func (s *Session) findSavepoint(name string) (int, error) {
+	for i := len(s.savepoints) - 1; i >= 0; i-- {
+		if s.savepoints[i].name == name {
+			return i, nil
+		}
+	}
+	return 0, pgerror.New(pgerrcode.InvalidSavepointSpecification, "savepoint %q does not exist", name)
 }
