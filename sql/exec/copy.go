@@ -13,6 +13,7 @@ import (
 
 	"github.com/cairn-db/cairn/pgwire/copyfmt"
 	"github.com/cairn-db/cairn/sql/catalog"
+	"github.com/cairn-db/cairn/sql/opt"
 	"github.com/cairn-db/cairn/sql/parser"
 	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/cairn-db/cairn/sql/plan"
@@ -306,7 +307,13 @@ func resolveCopy(ctx context.Context, env *plan.Env, stmt *pg_query.CopyStmt) (*
 		if stmt.IsFrom {
 			return nil, syntaxErr("COPY FROM does not accept a query")
 		}
-		sql, err := pg_query.Deparse(&pg_query.ParseResult{Stmts: []*pg_query.RawStmt{{Stmt: stmt.Query}}})
+		// The binder takes a parsed statement: print the query back to SQL
+		// (in the parse tree format of this pg_query build) and parse it.
+		ver, err := pg_query.Parse("SELECT")
+		if err != nil {
+			return nil, pgerror.Wrapf(err, pgerrcode.InternalError, "COPY query")
+		}
+		sql, err := pg_query.Deparse(&pg_query.ParseResult{Version: ver.Version, Stmts: []*pg_query.RawStmt{{Stmt: stmt.Query}}})
 		if err != nil {
 			return nil, pgerror.Wrapf(err, pgerrcode.InternalError, "COPY query")
 		}
@@ -319,6 +326,9 @@ func resolveCopy(ctx context.Context, env *plan.Env, stmt *pg_query.CopyStmt) (*
 		}
 		p, err := plan.Build(ctx, env, &stmts[0])
 		if err != nil {
+			return nil, err
+		}
+		if err := opt.Optimize(ctx, p); err != nil {
 			return nil, err
 		}
 		if p.Columns == nil {

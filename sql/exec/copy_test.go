@@ -252,3 +252,27 @@ func TestCopyTo(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestCopyQueryTo(t *testing.T) {
+	e := newDMLEnv(t)
+	tb := tTable()
+	e.create(tb)
+	if _, err := e.copyIn("COPY t FROM STDIN", []byte("1\tx\t5\n2\ty\t15\n3\tz\t25\n")); err != nil {
+		t.Fatal(describeErr(err))
+	}
+	msgs, n, err := e.copyOut("COPY (SELECT a, b || '!' AS b, d FROM t WHERE c > 5 ORDER BY a DESC) TO STDOUT (FORMAT csv, HEADER)")
+	if err != nil {
+		t.Fatal(describeErr(err))
+	}
+	if got, want := string(bytes.Join(msgs, nil)), "a,b,d\n3,z!,50\n2,y!,30\n"; got != want || n != 2 {
+		t.Errorf("got %q (%d rows), want %q (2)", got, n, want)
+	}
+	// DML with RETURNING may be copied out; its writes happen.
+	msgs, n, err = e.copyOut("COPY (DELETE FROM t WHERE a = 1 RETURNING a, c) TO STDOUT")
+	if err != nil || string(bytes.Join(msgs, nil)) != "1\t5\n" || n != 1 {
+		t.Errorf("COPY (DELETE ... RETURNING) = %q, %d, %s", bytes.Join(msgs, nil), n, describeErr(err))
+	}
+	if got, want := e.rows(tb.ID), "(2,y,15,30) (3,z,25,50)"; got != want {
+		t.Errorf("t = %s, want %s", got, want)
+	}
+}
