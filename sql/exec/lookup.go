@@ -91,6 +91,9 @@ func (lk *lookuper) key(row []types.Datum) (key []byte, ok bool, err error) {
 }
 
 // lookup returns, per input row, the full-width rows its key found.
+// Even a full primary key is read with a prefix Scan, not a Get: a row
+// may be stored as a row key plus column keys (unpacked, or packed with
+// newer column entries), and the scan reads all of them in one request.
 func (lk *lookuper) lookup(ctx context.Context, in [][]types.Datum) ([][][]types.Datum, error) {
 	out := make([][][]types.Datum, len(in))
 	b := &kv.Batch{}

@@ -3,6 +3,7 @@ package exec
 import (
 	"cmp"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -316,4 +317,28 @@ func TestScanDescKey(t *testing.T) {
 	s.Spans = []plan.Span{{Start: ints(1, 2), End: ints(2), StartExclusive: true}}
 	s.Reverse = true
 	e.check("desc reverse", s, lines("1 1"))
+}
+
+func TestAnnotate(t *testing.T) {
+	e := newEnv(t)
+	tbl := e.createTable(tableSpec{name: "a", cols: []string{"k int8"}, pk: []string{"k"}, packed: true}, ints(1), ints(2), ints(3))
+	s := e.scan(tbl, nil, "k")
+	f := &plan.Filter{Input: s, Pred: e.expr("k > 1", s.Cols...)}
+	never := e.vals("x", "1")
+	st := &Stats{}
+	if _, err := e.run(&plan.Plan{Root: f}, st); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		n    plan.Node
+		want string
+	}{
+		{s, `^actual rows=3 time=\d+\.\d{3}ms, kv requests=1, batches=1$`},
+		{f, `^actual rows=2 time=\d+\.\d{3}ms$`},
+		{never, `^never executed$`},
+	} {
+		if got := st.Annotate(tc.n); !regexp.MustCompile(tc.want).MatchString(got) {
+			t.Errorf("got %q, want %s", got, tc.want)
+		}
+	}
 }
