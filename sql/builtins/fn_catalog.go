@@ -34,7 +34,13 @@ type CatalogInfo interface {
 	SerialSequence(table, column string) (string, error)
 	// ViewDef is pg_get_viewdef: a view's query.
 	ViewDef(relOID uint32) (string, bool)
+	// RelKind is the relation's pg_class.relkind ("r", "i", "S", "v").
+	RelKind(relOID uint32) (string, bool)
 }
+
+// firstNormalOID is PostgreSQL's FirstNormalObjectId: OIDs below it are
+// the system's own (Cairn's user descriptor IDs start there too).
+const firstNormalOID = 16384
 
 func catalogInfo(ctx EvalContext) CatalogInfo {
 	if tc := ctx.Types(); tc != nil && tc.Reg != nil {
@@ -209,12 +215,80 @@ func init() {
 			}
 			return types.DString(s), nil
 		}})
-	// No partitioned tables, statistics objects or rules: PostgreSQL's
-	// NULL for a relation that has none.
-	for _, name := range []string{"pg_get_partkeydef", "pg_get_statisticsobjdef", "pg_get_triggerdef", "pg_get_ruledef"} {
-		registerFn(name, Overload{Args: []*types.T{oid}, Return: Fixed(text), Strict: true, Volatility: Stable,
-			Fn: func(EvalContext, []types.Datum) (types.Datum, error) { return types.DNull, nil }})
+	// Cairn has no partitioned tables, statistics objects, triggers or
+	// rules, so no OID names one: PostgreSQL's NULL for an OID that names
+	// none.
+	null := func(EvalContext, []types.Datum) (types.Datum, error) { return types.DNull, nil }
+	for _, name := range []string{"pg_get_partkeydef", "pg_get_statisticsobjdef", "pg_get_statisticsobjdef_columns",
+		"pg_get_triggerdef", "pg_get_ruledef"} {
+		registerFn(name, Overload{Args: []*types.T{oid}, Return: Fixed(text), Strict: true, Volatility: Stable, Fn: null})
 	}
+	for _, name := range []string{"pg_get_triggerdef", "pg_get_ruledef"} {
+		registerFn(name, Overload{Args: []*types.T{oid, b}, Return: Fixed(text), Strict: true, Volatility: Stable, Fn: null})
+	}
+	// pg_partition_ancestors lists nothing for a relation that is not a
+	// partition or partitioned table, which in Cairn is every relation.
+	registerFn("pg_partition_ancestors", Overload{Args: []*types.T{types.RegClass}, Class: Generator, Strict: true,
+		Return: Fixed(types.RegClass), Volatility: Stable,
+		Columns: func([]*types.T) []Column { return []Column{{"relid", types.RegClass}} },
+		SRF:     func(EvalContext, []types.Datum) (RowIter, error) { return &sliceIter{}, nil }})
+	registerFn("pg_relation_is_publishable", Overload{Args: []*types.T{types.RegClass}, Return: Fixed(b), Strict: true,
+		Volatility: Stable, Fn: func(ctx EvalContext, a []types.Datum) (types.Datum, error) {
+			ci := catalogInfo(ctx)
+			if ci == nil {
+				return types.DNull, nil
+			}
+			kind, ok := ci.RelKind(oidArg(a[0]))
+			if !ok {
+				return types.DNull, nil
+			}
+			return types.DBool(kind == "r" && oidArg(a[0]) >= firstNormalOID), nil
+		}})
+	// Operator classes, collations, statistics objects and the like all
+	// live in pg_catalog, which is always searched.
+	for _, name := range []string{"pg_opclass_is_visible", "pg_opfamily_is_visible", "pg_collation_is_visible",
+		"pg_conversion_is_visible", "pg_statistics_obj_is_visible", "pg_operator_is_visible"} {
+		registerFn(name, Overload{Args: []*types.T{oid}, Return: Fixed(b), Strict: true, Volatility: Stable,
+			Fn: func(EvalContext, []types.Datum) (types.Datum, error) { return types.DBool(true), nil }})
+	}
+	// The function-introspection functions read the built-in registry
+	// (every function is built in).
+	procText := func(f func(o *Overload) string) Fn {
+		return func(_ EvalContext, a []types.Datum) (types.Datum, error) {
+			o, ok := ByOID(oidArg(a[0]))
+			if !ok || o.Name() == "" {
+				return types.DNull, nil
+			}
+			return types.DString(f(o)), nil
+		}
+	}
+	args := func(o *Overload) string {
+		var s string
+		for i, a := range o.Args {
+			if i > 0 {
+				s += ", "
+			}
+			if o.Variadic && i == len(o.Args)-1 {
+				s += "VARIADIC "
+			}
+			s += typeName(a)
+		}
+		return s
+	}
+	registerFn("pg_get_function_arguments", Overload{Args: []*types.T{oid}, Return: Fixed(text), Strict: true,
+		Volatility: Stable, Fn: procText(args)})
+	registerFn("pg_get_function_identity_arguments", Overload{Args: []*types.T{oid}, Return: Fixed(text), Strict: true,
+		Volatility: Stable, Fn: procText(args)})
+	registerFn("pg_get_function_result", Overload{Args: []*types.T{oid}, Return: Fixed(text), Strict: true,
+		Volatility: Stable, Fn: procText(func(o *Overload) string {
+			if o.Class == Generator && o.Columns != nil {
+				if cols := o.Columns(o.Args); len(cols) == 1 {
+					return "SETOF " + typeName(cols[0].Type)
+				}
+				return "SETOF record"
+			}
+			return typeName(returnType(o))
+		})})
 
 	// to_regclass and friends: the OID of a name, NULL instead of an error
 	// when it names nothing.
@@ -247,6 +321,18 @@ func init() {
 		Overload{Args: []*types.T{text, text, text}, Return: Fixed(b), Strict: true, Volatility: Stable, Fn: yes},
 		Overload{Args: []*types.T{oid, text, text}, Return: Fixed(b), Strict: true, Volatility: Stable, Fn: yes},
 		Overload{Args: []*types.T{oid, types.Int2, text}, Return: Fixed(b), Strict: true, Volatility: Stable, Fn: yes})
+}
+
+// returnType is an overload's declared result type; a polymorphic one's
+// ReturnFunc may refuse the pseudo-types themselves, and anyelement is
+// what PostgreSQL declares for most of those.
+func returnType(o *Overload) (t *types.T) {
+	defer func() {
+		if recover() != nil || t == nil {
+			t = AnyElement
+		}
+	}()
+	return o.Return(o.Args)
 }
 
 func equalFoldASCII(a, b string) bool {

@@ -503,3 +503,40 @@ func (res *Resolver) SerialSequence(table, column string) (string, error) {
 	}
 	return "", nil
 }
+
+// RelKind implements builtins.CatalogInfo.
+func (res *Resolver) RelKind(oid uint32) (string, bool) {
+	if v := virtualByOID(oid); v != nil {
+		if v.view {
+			return "v", true
+		}
+		return "r", true
+	}
+	s, err := res.load()
+	if err != nil {
+		return "", false
+	}
+	kind, tid, sub := splitOID(oid)
+	r, ok := s.byID[tid]
+	if !ok {
+		return "", false
+	}
+	switch d := r.desc.(type) {
+	case *catalog.Table:
+		switch kind {
+		case 0:
+			return "r", true
+		case kindIndex:
+			for _, ix := range indexes(d) {
+				if uint32(ix.ID) == sub {
+					return "i", true
+				}
+			}
+		}
+	case *catalog.View:
+		return "v", kind == 0
+	case *catalog.Sequence:
+		return "S", kind == 0
+	}
+	return "", false
+}

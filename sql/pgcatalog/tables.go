@@ -50,6 +50,19 @@ var pgGens = map[string]genFn{
 			"usesysid", roleOID(s.user()), "usename", s.user(), "application_name", "",
 			"state", "active", "backend_type", "client backend")}, nil
 	},
+	"pg_stat_user_indexes": func(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
+		var out [][]types.Datum
+		for _, r := range s.tables() {
+			d := r.desc.(*catalog.Table)
+			for _, ix := range indexes(d) {
+				out = append(out, t.row("relid", r.oid(), "indexrelid", indexOID(d.ID, ix.ID), "schemaname", r.schema.Name,
+					"relname", d.Name, "indexrelname", ix.Name))
+			}
+		}
+		return out, nil
+	},
+	// Statistics are not collected: the counters of the pg_stat views
+	// read 0.
 	"pg_stat_user_tables": func(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
 		var out [][]types.Datum
 		for _, r := range s.tables() {

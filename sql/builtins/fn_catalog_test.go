@@ -1,0 +1,130 @@
+package builtins
+
+import (
+	"testing"
+
+	"github.com/cairn-db/cairn/sql/types"
+)
+
+func TestFormatType(t *testing.T) {
+	// Expected values are PostgreSQL 15's format_type output.
+	for _, tc := range []struct {
+		oid       uint32
+		typmod    int32
+		hasTypmod bool
+		want      string
+	}{
+		{0, 0, false, "-"},
+		{99999, 0, false, "???"},
+		{1043, 14, true, "character varying(10)"},
+		{1043, 0, false, "character varying"},
+		{1043, -1, true, "character varying"},
+		{1700, 10<<16 | 2 + 4, true, "numeric(10,2)"},
+		{1700, -1, true, "numeric"},
+		{1114, 3, true, "timestamp(3) without time zone"},
+		{1184, -1, true, "timestamp with time zone"},
+		{1042, -1, true, "bpchar"},
+		{1042, 5, true, "character(1)"},
+		{1042, 0, false, "character"},
+		{1015, 14, true, "character varying(10)[]"},
+		{23, -1, true, "integer"},
+		{1007, -1, true, "integer[]"},
+		{2205, -1, true, "regclass"},
+	} {
+		if got := FormatType(tc.oid, tc.typmod, tc.hasTypmod); got != tc.want {
+			t.Errorf("format_type(%d, %d) = %q, want %q", tc.oid, tc.typmod, got, tc.want)
+		}
+	}
+}
+
+// fakeCatalog resolves one relation, t (OID 16400), and one role.
+type fakeCatalog struct{}
+
+func (fakeCatalog) ResolveReg(kind *types.T, name string) (uint32, error) {
+	if kind == types.RegClass && name == "t" {
+		return 16400, nil
+	}
+	return 0, types.RegNotFound(kind, name)
+}
+
+func (fakeCatalog) RegName(kind *types.T, oid uint32) (string, bool) {
+	switch {
+	case kind == types.RegClass && oid == 16400:
+		return "t", true
+	case kind == types.RegRole && oid == 10:
+		return "postgres", true
+	}
+	return "", false
+}
+
+func (fakeCatalog) IndexDef(uint32, int) (string, bool)              { return "", false }
+func (fakeCatalog) ConstraintDef(uint32) (string, bool)              { return "", false }
+func (fakeCatalog) Description(uint32, string, int32) (string, bool) { return "", false }
+func (fakeCatalog) TableIsVisible(oid uint32) (bool, bool)           { return true, oid == 16400 }
+func (fakeCatalog) SerialSequence(string, string) (string, error)    { return "", nil }
+func (fakeCatalog) ViewDef(uint32) (string, bool)                    { return "", false }
+func (fakeCatalog) RelKind(oid uint32) (string, bool)                { return "r", oid == 16400 }
+
+func TestCatalogFunctions(t *testing.T) {
+	with := testCtx()
+	with.TypesCtx = &types.Context{Reg: fakeCatalog{}}
+	without := testCtx()
+	text, oid := types.Text, types.Oid
+	for _, tc := range []struct {
+		ctx  EvalContext
+		fn   string
+		args []*types.T
+		vals []types.Datum
+		want string
+	}{
+		{with, "to_regclass", []*types.T{text}, []types.Datum{types.DString("t")}, "t"},
+		{with, "to_regclass", []*types.T{text}, []types.Datum{types.DString("nosuch")}, "NULL"},
+		{without, "to_regclass", []*types.T{text}, []types.Datum{types.DString("t")}, "NULL"},
+		{with, "to_regtype", []*types.T{text}, []types.Datum{types.DString("int4")}, "integer"},
+		{with, "pg_get_userbyid", []*types.T{oid}, []types.Datum{types.DOid(10)}, "postgres"},
+		{with, "pg_get_userbyid", []*types.T{oid}, []types.Datum{types.DOid(7)}, "unknown (OID=7)"},
+		{with, "pg_table_is_visible", []*types.T{oid}, []types.Datum{types.DOid(16400)}, "t"},
+		{with, "pg_table_is_visible", []*types.T{oid}, []types.Datum{types.DOid(1)}, "NULL"},
+		{without, "pg_table_is_visible", []*types.T{oid}, []types.Datum{types.DOid(16400)}, "NULL"},
+		{with, "pg_relation_is_publishable", []*types.T{types.RegClass}, []types.Datum{types.DOid(16400)}, "t"},
+		{with, "pg_encoding_to_char", []*types.T{types.Int4}, []types.Datum{types.DInt(6)}, "UTF8"},
+		{with, "pg_char_to_encoding", []*types.T{text}, []types.Datum{types.DString("utf8")}, "6"},
+		{with, "pg_get_expr", []*types.T{text, oid}, []types.Datum{types.DString("a + 1"), types.DOid(16400)}, "a + 1"},
+		{with, "format_type", []*types.T{oid, types.Int4}, []types.Datum{types.DOid(1043), types.DNull}, "character varying"},
+		{with, "format_type", []*types.T{oid, types.Int4}, []types.Datum{types.DNull, types.DInt(1)}, "NULL"},
+		{with, "has_table_privilege", []*types.T{types.Unknown, types.Unknown}, []types.Datum{types.DString("t"), types.DString("select")}, "t"},
+		{with, "pg_get_indexdef", []*types.T{oid}, []types.Datum{types.DOid(16400)}, "NULL"},
+	} {
+		r, err := ResolveFunc(tc.fn, tc.args)
+		if err != nil {
+			t.Errorf("%s: %v", tc.fn, err)
+			continue
+		}
+		vals := make([]types.Datum, len(tc.vals))
+		for i, v := range tc.vals {
+			if vals[i], err = types.Cast(nil, v, nil, r.ArgTypes[i]); err != nil {
+				t.Fatalf("%s arg %d: %v", tc.fn, i, err)
+			}
+		}
+		d, err := r.Eval(tc.ctx, vals)
+		if err != nil {
+			t.Errorf("%s: %v", tc.fn, err)
+			continue
+		}
+		got := "NULL"
+		if !types.IsNull(d) {
+			got = types.Format(tc.ctx.Types(), r.Return, d)
+		}
+		if got != tc.want {
+			t.Errorf("%s%v = %s, want %s", tc.fn, tc.vals, got, tc.want)
+		}
+	}
+	// The function-introspection functions read the registry.
+	lower := Lookup("lower")[0]
+	if got := call(t, with, "pg_get_function_arguments", []*types.T{oid}, types.DOid(lower.OID)); got.String() != "text" {
+		t.Errorf("pg_get_function_arguments(lower) = %s", got)
+	}
+	if got := call(t, with, "pg_get_function_result", []*types.T{oid}, types.DOid(lower.OID)); got.String() != "text" {
+		t.Errorf("pg_get_function_result(lower) = %s", got)
+	}
+}
