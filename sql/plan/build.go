@@ -162,10 +162,21 @@ func (s *scope) addRel(alias string, idx []int) {
 }
 
 func (s *scope) printName(c *scopeCol) string {
-	if s.qualify && c.rel != "" {
+	if (s.qualify || s.nested()) && c.rel != "" {
 		return quoteIdentIfNeeded(c.rel) + "." + quoteIdentIfNeeded(c.name)
 	}
 	return quoteIdentIfNeeded(c.name)
+}
+
+// nested says whether an enclosing level has relations: Postgres's
+// EXPLAIN then qualifies every column (the statement has several).
+func (s *scope) nested() bool {
+	for p := s.parent; p != nil; p = p.parent {
+		if len(p.rels) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // lookup finds fields in this level only; found=false when no column
@@ -244,6 +255,9 @@ func (s *scope) Resolve(fields []string) (sem.ColumnID, *types.T, string, error)
 				if x.outer != nil {
 					addOuter(x.outer, c.id)
 				}
+			}
+			if len(crossed) > 0 && c.rel != "" {
+				return c.id, c.t, quoteIdentIfNeeded(c.rel) + "." + quoteIdentIfNeeded(c.name), nil
 			}
 			return c.id, c.t, cur.printName(c), nil
 		}

@@ -28,7 +28,19 @@ func Explain(p *Plan, annotate func(Node) string) []string {
 	for _, c := range p.CTEs {
 		e.collectNames(c)
 	}
-	e.node(p.Root, 0, true)
+	locked := false
+	walkPlan(p.Root, func(n Node) {
+		if sc, ok := n.(*Scan); ok && sc.Lock != LockNone {
+			locked = true
+		}
+	})
+	if locked {
+		// Postgres locks the rows in a LockRows node above the plan.
+		e.line(0, "LockRows")
+		e.node(p.Root, 2, false)
+	} else {
+		e.node(p.Root, 0, true)
+	}
 	for i, c := range p.CTEs {
 		e.line(2, fmt.Sprintf("CTE %s", e.cteName(i)))
 		e.node(c, 4, false)
@@ -64,17 +76,31 @@ func (e *explainer) collectNames(n Node) {
 	if e.cteNames == nil {
 		e.cteNames = map[int]string{}
 	}
-	walkPlan(n, func(x Node) {
+	walkPlanPost(n, func(x Node) {
 		switch v := x.(type) {
 		case *Project:
 			for i, c := range v.Cols {
-				if _, ok := e.names[c.ID]; !ok {
-					if cr, ok := v.Exprs[i].(*sem.ColRef); ok && cr.ID == c.ID {
-						e.names[c.ID] = cr.Name
-					} else {
-						e.names[c.ID] = v.Exprs[i].String()
-					}
+				if _, ok := e.names[c.ID]; ok {
+					continue
 				}
+				if cr, ok := v.Exprs[i].(*sem.ColRef); ok {
+					if n, ok := e.names[cr.ID]; ok {
+						e.names[c.ID] = n
+					} else {
+						e.names[c.ID] = cr.Name
+					}
+				} else {
+					// Postgres parenthesizes a computed sort or group key.
+					e.names[c.ID] = "(" + v.Exprs[i].String() + ")"
+				}
+			}
+		case *GroupBy:
+			for _, c := range v.Cols[len(v.GroupCols):] {
+				e.names[c.ID] = "(" + c.Name + ")"
+			}
+		case *Window:
+			for _, c := range v.Cols[len(v.Input.Columns()):] {
+				e.names[c.ID] = "(" + c.Name + ")"
 			}
 		case *CTEScan:
 			e.cteNames[v.ID] = v.Name
@@ -172,9 +198,6 @@ func (e *explainer) describe(n Node) (title string, details []string, children [
 		if v.HardLimit > 0 {
 			details = append(details, fmt.Sprintf("Limit: %d", v.HardLimit))
 		}
-		if v.Lock != LockNone {
-			details = append(details, "Lock: "+lockName(v.Lock))
-		}
 	case *IndexJoin:
 		title = "Index Join on " + quoteIdentIfNeeded(v.Table.Name) + " (batched)"
 		if v.Filter != nil {
@@ -208,7 +231,7 @@ func (e *explainer) describe(n Node) (title string, details []string, children [
 			details = append(details, "Filter: "+exprText(v.Filter))
 		}
 	case *Values:
-		if isOneRow(v) {
+		if len(v.Rows) == 1 {
 			title = "Result"
 		} else {
 			title = `Values Scan on "*VALUES*"`
@@ -219,9 +242,6 @@ func (e *explainer) describe(n Node) (title string, details []string, children [
 		// Postgres shows a filter on the node below it.
 		t, d, c := e.describe(v.Input)
 		if _, ok := v.Input.(*Project); ok {
-			return "Result", []string{"Filter: " + exprText(v.Pred)}, []Node{v.Input}
-		}
-		if isSubPlanInput(v.Input) {
 			return "Result", []string{"Filter: " + exprText(v.Pred)}, []Node{v.Input}
 		}
 		return t, append(d, "Filter: "+exprText(v.Pred)), c
@@ -279,6 +299,16 @@ func (e *explainer) describe(n Node) (title string, details []string, children [
 		children = []Node{v.Input}
 	case *Distinct:
 		title = "Unique"
+		if len(v.On) == 0 {
+			title = "HashAggregate"
+			var keys []string
+			for _, c := range v.Input.Columns() {
+				if !c.Hidden {
+					keys = append(keys, e.colName(c.ID))
+				}
+			}
+			details = append(details, "Group Key: "+strings.Join(keys, ", "))
+		}
 		children = []Node{v.Input}
 	case *SetOp:
 		switch {
@@ -359,13 +389,6 @@ func (e *explainer) describe(n Node) (title string, details []string, children [
 	return title, details, children
 }
 
-func isSubPlanInput(n Node) bool {
-	switch n.(type) {
-	case *GroupBy, *Window, *Limit, *Distinct, *SetOp, *Sort:
-		return true
-	}
-	return false
-}
 
 // hashNode and appendNode are the Hash and Append steps Postgres prints
 // below a hash join and a set operation.
@@ -393,20 +416,29 @@ func joinKindWord(k JoinKind) string {
 	return ""
 }
 
-func lockName(l LockStrength) string {
-	return [...]string{"", "FOR KEY SHARE", "FOR SHARE", "FOR NO KEY UPDATE", "FOR UPDATE"}[l]
-}
 
 func (e *explainer) hashCond(j *Join) string {
 	var parts []string
-	for i := range j.LeftEq {
-		parts = append(parts, fmt.Sprintf("%s = %s", e.colName(j.LeftEq[i]), e.colName(j.RightEq[i])))
+	conj := []sem.Expr{j.On}
+	if a, ok := j.On.(*sem.And); ok {
+		conj = a.Args
+	}
+	for _, c := range conj {
+		if cmp, ok := c.(*sem.Cmp); ok && cmp.Op == sem.EQ {
+			lc, ok1 := cmp.Left.(*sem.ColRef)
+			rc, ok2 := cmp.Right.(*sem.ColRef)
+			if ok1 && ok2 && isKeyPair(lc.ID, rc.ID, j.LeftEq, j.RightEq) {
+				parts = append(parts, exprText(cmp))
+			}
+		}
+	}
+	if len(parts) == 0 {
+		for i := range j.LeftEq {
+			parts = append(parts, fmt.Sprintf("(%s = %s)", e.colName(j.LeftEq[i]), e.colName(j.RightEq[i])))
+		}
 	}
 	if len(parts) == 1 {
-		return "(" + parts[0] + ")"
-	}
-	for i := range parts {
-		parts[i] = "(" + parts[i] + ")"
+		return parts[0]
 	}
 	return "(" + strings.Join(parts, " AND ") + ")"
 }
@@ -521,6 +553,17 @@ func spanCond(t0 *catalog.Table, idx *catalog.Index, spans []Span) string {
 		return alts[0]
 	}
 	return "(" + strings.Join(alts, " OR ") + ")"
+}
+
+// walkPlanPost visits every node below n, then n.
+func walkPlanPost(n Node, f func(Node)) {
+	if n == nil {
+		return
+	}
+	for _, c := range planChildren(n) {
+		walkPlanPost(c, f)
+	}
+	f(n)
 }
 
 // walkPlan visits n and every node below it (not subqueries').

@@ -251,9 +251,6 @@ func freshColsLike(b *builder, cols []Column) []Column {
 // rangeFunction binds functions in FROM: set-returning ones become a
 // ProjectSet over one row, others a one-row Project.
 func (b *builder) rangeFunction(rf *pg_query.RangeFunction, s *scope) (Node, bool, error) {
-	if rf.Ordinality {
-		return nil, false, notSupported("WITH ORDINALITY is not supported")
-	}
 	if len(rf.Coldeflist) > 0 {
 		return nil, false, notSupported("a column definition list is not supported")
 	}
@@ -297,6 +294,22 @@ func (b *builder) rangeFunction(rf *pg_query.RangeFunction, s *scope) (Node, boo
 	if proj != nil {
 		n, cols = proj, proj.Cols
 	}
+	var ordCol *Column
+	if rf.Ordinality {
+		// WITH ORDINALITY numbers the function's rows: row_number() over
+		// the rows in the order the function produced them (a Window
+		// without ORDER BY keeps its input order), restarting for each
+		// outer row of a LATERAL call as the whole node is re-run.
+		rn, err := builtins.ResolveFunc("row_number", nil)
+		if err != nil {
+			return nil, false, err
+		}
+		c := Column{ID: b.newCol(), Name: "ordinality", T: rn.Return}
+		ordCol = &c
+		n = &Window{Input: n, Funcs: []WindowFunc{{Fn: rn, Name: "row_number", Frame: builtins.DefaultFrame}},
+			Cols: append(append([]Column(nil), cols...), c)}
+		cols = n.Columns()
+	}
 	if alias == "" && len(cols) > 0 {
 		alias = cols[0].Name
 		if len(rf.Functions) > 0 {
@@ -307,22 +320,31 @@ func (b *builder) rangeFunction(rf *pg_query.RangeFunction, s *scope) (Node, boo
 	}
 	// A single-column function aliased t without column aliases names its
 	// column t, as Postgres does.
-	if len(cols) == 1 && len(colAliases) == 0 && rf.Alias != nil {
+	if len(cols) == 1 && ordCol == nil && len(colAliases) == 0 && rf.Alias != nil {
 		colAliases = []string{alias}
 	}
 	cols, err := renameCols(cols, colAliases, alias)
 	if err != nil {
 		return nil, false, err
 	}
+	if ordCol != nil {
+		n.(*Window).Cols = cols
+		cols := cols[:len(cols)-1]
+		if proj != nil {
+			proj.Cols = cols
+		} else {
+			ps.Cols = cols
+		}
+	}
 	if proj != nil {
-		proj.Cols = cols
+		proj.Cols = cols[:len(proj.Cols)]
 	} else {
-		ps.Cols = cols
 		k := 0
 		for i := range ps.Funcs {
 			ps.Funcs[i].Cols = cols[k : k+len(ps.Funcs[i].Cols)]
 			k += len(ps.Funcs[i].Cols)
 		}
+		ps.Cols = cols[:k]
 	}
 	b.addRelCols(s, alias, cols, nil)
 	return n, referencesLevel(s, lat), nil

@@ -139,7 +139,7 @@ func (g *grouper) mapExpr(e sem.Expr, aggASTs []*pg_query.FuncCall) (sem.Expr, e
 				g.aggKeys[key] = i
 				g.aggs = append(g.aggs, Aggregate{Fn: v.Fn, Name: v.Name, Args: v.Args, Star: v.Star,
 					Distinct: v.Distinct, Filter: v.Filter, OrderBy: order})
-				g.aggCols = append(g.aggCols, Column{ID: g.b.newCol(), Name: v.Name, T: v.Type()})
+				g.aggCols = append(g.aggCols, Column{ID: g.b.newCol(), Name: v.String(), T: v.Type()})
 			}
 			c := g.aggCols[i]
 			return &sem.ColRef{ID: c.ID, T: c.T, Name: v.String()}
@@ -157,23 +157,32 @@ func (g *grouper) mapExpr(e sem.Expr, aggASTs []*pg_query.FuncCall) (sem.Expr, e
 	if ferr != nil {
 		return nil, ferr
 	}
-	var bad sem.ColumnID
+	var bad, badSub sem.ColumnID
 	sem.Walk(out, func(x sem.Expr) bool {
-		if cr, ok := x.(*sem.ColRef); ok && bad == 0 && g.inputIDs[cr.ID] && !g.allowed[cr.ID] {
-			bad = cr.ID
-		}
-		return bad == 0
-	})
-	if bad != 0 {
-		name := ""
-		if c, ok, _ := findByID(g.s, bad); ok {
-			name = c.name
-			if c.rel != "" {
-				name = c.rel + "." + c.name
+		switch v := x.(type) {
+		case *sem.ColRef:
+			if g.inputIDs[v.ID] && !g.allowed[v.ID] {
+				bad = v.ID
+			}
+		case *sem.SubqueryRef:
+			// A correlated subquery may only see the group's columns.
+			if v.ID >= 1 && v.ID <= len(g.b.subqueries) {
+				for _, o := range g.b.subqueries[v.ID-1].Outer {
+					if g.inputIDs[o] && !g.allowed[o] {
+						badSub = o
+					}
+				}
 			}
 		}
+		return bad == 0 && badSub == 0
+	})
+	if badSub != 0 {
 		return nil, pgerror.New(pgerrcode.GroupingError,
-			"column %q must appear in the GROUP BY clause or be used in an aggregate function", name)
+			"subquery uses ungrouped column %q from outer query", g.qualifiedName(badSub))
+	}
+	if bad != 0 {
+		return nil, pgerror.New(pgerrcode.GroupingError,
+			"column %q must appear in the GROUP BY clause or be used in an aggregate function", g.qualifiedName(bad))
 	}
 	return out, nil
 }
@@ -191,4 +200,16 @@ func (g *grouper) finish() *GroupBy {
 	gb.Aggs = g.aggs
 	gb.Cols = append(gb.Cols, g.aggCols...)
 	return gb
+}
+
+// qualifiedName is how Postgres names a column in grouping errors:
+// always with its relation.
+func (g *grouper) qualifiedName(id sem.ColumnID) string {
+	if c, ok, _ := findByID(g.s, id); ok {
+		if c.rel != "" {
+			return c.rel + "." + c.name
+		}
+		return c.name
+	}
+	return "?"
 }

@@ -761,7 +761,7 @@ func (b *builder) buildSimple(ss *pg_query.SelectStmt, s *scope) (*selResult, er
 				PartitionBy: sp.partition, OrderBy: sp.order, Frame: sp.frame,
 				FrameStartOffset: sp.startOff, FrameEndOffset: sp.endOff}
 			win.Funcs = append(win.Funcs, wf)
-			c := Column{ID: b.newCol(), Name: ac.Name, T: ac.Type()}
+			c := Column{ID: b.newCol(), Name: ac.String(), T: ac.Type()}
 			win.Cols = append(win.Cols, c)
 			return &sem.ColRef{ID: c.ID, T: c.T, Name: ac.String()}
 		})
