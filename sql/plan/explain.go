@@ -389,7 +389,6 @@ func (e *explainer) describe(n Node) (title string, details []string, children [
 	return title, details, children
 }
 
-
 // hashNode and appendNode are the Hash and Append steps Postgres prints
 // below a hash join and a set operation.
 type hashNode struct{ input Node }
@@ -415,7 +414,6 @@ func joinKindWord(k JoinKind) string {
 	}
 	return ""
 }
-
 
 func (e *explainer) hashCond(j *Join) string {
 	var parts []string
