@@ -2,6 +2,7 @@ package exec
 
 import (
 	"context"
+	"sort"
 
 	"github.com/jackc/pgerrcode"
 
@@ -99,6 +100,9 @@ func (r *runner) compileChecks(checks []plan.Check, cols []plan.Column) ([]planC
 		}
 		out[i] = planCheck{name: c.Name, eval: f}
 	}
+	// PostgreSQL evaluates a table's CHECKs in name order, so the first
+	// failing one by name is the one reported.
+	sort.SliceStable(out, func(i, j int) bool { return out[i].name < out[j].name })
 	return out, nil
 }
 

@@ -3,6 +3,7 @@ package exec
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/jackc/pgerrcode"
@@ -241,6 +242,7 @@ func (ti *tableInfo) buildText() error {
 		}
 		ti.checks = append(ti.checks, compiledCheck{name: ck.Name, eval: ev})
 	}
+	sort.SliceStable(ti.checks, func(i, j int) bool { return ti.checks[i].name < ti.checks[j].name })
 	ti.textBuilt = true
 	return nil
 }

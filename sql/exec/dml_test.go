@@ -885,3 +885,19 @@ func TestForeignKeyBulk(t *testing.T) {
 		t.Errorf("c has %d rows, %d with NULL keys; want %d and %d", len(got), nulls, 4+n, 1+n)
 	}
 }
+
+// TestCheckOrder: with several CHECKs failing, PostgreSQL reports the
+// first by name, whatever the order they were declared in.
+func TestCheckOrder(t *testing.T) {
+	e := newDMLEnv(t)
+	tb := newTable("ck", catalog.Column{Name: "a", Type: types.Int8}, catalog.Column{Name: "c", Type: types.Int4, Nullable: true})
+	tb.PrimaryIndex = pk("ck_pkey", 1)
+	tb.Checks = []catalog.Check{{Name: "zz", Expr: "c > 0"}, {Name: "aa", Expr: "c > 1"}}
+	e.create(tb)
+	_, p := insertPlan(t, tb, []string{"a", "c"}, []sem.Expr{i8(1), i4(0)})
+	_, _, err := e.exec(p)
+	expectErr(t, err, pgerrcode.CheckViolation, `new row for relation "ck" violates check constraint "aa"`, "Failing row contains (1, 0).")
+	// The same through the descriptor's own text (COPY).
+	_, err = e.copyIn("COPY ck FROM STDIN", []byte("1\t0\n"))
+	expectErr(t, err, pgerrcode.CheckViolation, `new row for relation "ck" violates check constraint "aa"`, "Failing row contains (1, 0).\nCOPY ck, line 1")
+}
