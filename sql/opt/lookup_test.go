@@ -33,7 +33,7 @@ func TestLookupJoins(t *testing.T) {
 		name:  "left, semi and anti joins too",
 		build: tenLeft(plan.AntiJoin),
 		want: `
-		lookup-join anti u@u_pkey keys=(#1) cols=(x#3,y#4,z#5) on=(t.a = u.x)
+		lookup-join anti u@u_pkey keys=(#1) cols=(x#3) on=(t.a = u.x)
 		  scan t@t_b cols=(a#1,b#2) spans=[/5 - /5]`,
 	}, {
 		name: "the right side's filter joins the residual condition",

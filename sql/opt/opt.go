@@ -9,7 +9,8 @@
 // explicit heuristics of cost.go (there are no statistics yet).
 //
 // The rewrites run in this order on every tree of a plan (the root, each
-// subquery, each materialized CTE):
+// subquery, each materialized CTE), after prune.go has dropped the
+// columns nothing reads from every Scan:
 //
 //  1. pushdown.go: filters are split into conjuncts and moved as close to
 //     the data as their columns allow, into Scan/IndexJoin/VirtualScan
@@ -58,6 +59,14 @@ func Optimize(ctx context.Context, p *plan.Plan) error {
 func OptimizeWith(ctx context.Context, p *plan.Plan, costs Costs) error {
 	o := &optimizer{costs: costs, orig: map[plan.Node]*plan.Scan{}, rows: map[plan.Node]float64{}}
 	o.nextID = maxColumnID(p) + 1
+	need := neededColumns(p)
+	pruneScans(p.Root, need)
+	for _, sq := range p.Subqueries {
+		pruneScans(sq.Root, need)
+	}
+	for _, c := range p.CTEs {
+		pruneScans(c, need)
+	}
 	var err error
 	if p.Root, err = o.optimize(p.Root); err != nil {
 		return err

@@ -20,7 +20,11 @@ func TestOptimizePlan(t *testing.T) {
 	root := &plan.Filter{Input: u, Pred: &sem.And{Args: []sem.Expr{exists, b.expr("u.y = 2")}}}
 	sub := b.filter(b.scan("t", "a", "b"), "t.a = u.x AND t.b = 3")
 	cte := b.filter(b.scan("h"), "k = 7")
-	del := &plan.Delete{Table: b.tables["t"], Input: b.filter(b.scan("t", "a", "b", "c", "d"), "t.c = 'q'")}
+	ds := b.scan("t", "a", "b", "c", "d")
+	del := &plan.Delete{Table: b.tables["t"], Input: b.filter(ds, "t.c = 'q'")}
+	for _, c := range ds.Cols {
+		del.FetchCols = append(del.FetchCols, c.ID)
+	}
 	p := &plan.Plan{
 		Root:       root,
 		Subqueries: []*plan.Subquery{{ID: 1, Kind: sem.ExistsSubquery, Root: sub, Outer: []sem.ColumnID{b.col("u.x").ID}}},
