@@ -53,9 +53,40 @@ func (res *Resolver) load() (*snapshot, error) {
 	return res.snap, nil
 }
 
+// The resolver answers with point lookups (a name in a schema, a
+// descriptor by ID) rather than the whole-database listing the virtual
+// tables read, since one statement typically resolves a name or two; the
+// listing is read only to find an index by name.
+
+// schemaNamed returns schema name of the database, nil if there is none.
+func (res *Resolver) schemaNamed(name string) (*catalog.Schema, error) {
+	sc, err := res.r.Schema(res.ctx, res.db.ID, name)
+	if pgerror.Code(err) == pgerrcode.InvalidSchemaName {
+		return nil, nil
+	}
+	return sc, err
+}
+
+// schemaByID returns a schema of the database by ID, nil if there is none.
+func (res *Resolver) schemaByID(id catalog.ID) *catalog.Schema {
+	for _, v := range virtualSchemas {
+		if v.ID == id {
+			return v
+		}
+	}
+	d, err := res.r.ByID(res.ctx, id)
+	if err != nil {
+		return nil
+	}
+	if sc, ok := d.(*catalog.Schema); ok && sc.DatabaseID == res.db.ID {
+		return sc
+	}
+	return nil
+}
+
 // searchPath is the effective search path: pg_catalog first unless listed,
 // then the session's schemas that exist.
-func (res *Resolver) searchPath(s *snapshot) []*catalog.Schema {
+func (res *Resolver) searchPath() ([]*catalog.Schema, error) {
 	var out []*catalog.Schema
 	names := res.path
 	if !containsName(names, "pg_catalog") {
@@ -65,11 +96,15 @@ func (res *Resolver) searchPath(s *snapshot) []*catalog.Schema {
 		if n == "$user" {
 			n = res.user
 		}
-		if sc := s.schemaByName(n); sc != nil {
+		sc, err := res.schemaNamed(n)
+		if err != nil {
+			return nil, err
+		}
+		if sc != nil {
 			out = append(out, sc)
 		}
 	}
-	return out
+	return out, nil
 }
 
 func containsName(xs []string, x string) bool {
@@ -88,6 +123,82 @@ func (s *snapshot) schemaByName(name string) *catalog.Schema {
 		}
 	}
 	return nil
+}
+
+// relInSchema finds a relation (table, view, sequence, index or virtual
+// relation) named name in schema sc: its OID and whether it exists.
+func (res *Resolver) relInSchema(sc *catalog.Schema, name string) (uint32, bool, error) {
+	if sc.Virtual {
+		if t := registry[[2]string{sc.Name, name}]; t != nil {
+			return t.oid, true, nil
+		}
+		return 0, false, nil
+	}
+	id, ok, err := res.r.LookupID(res.ctx, res.db.ID, sc.ID, name)
+	if err != nil || ok {
+		return uint32(id), ok, err
+	}
+	// Index names live inside their tables' descriptors.
+	s, err := res.load()
+	if err != nil {
+		return 0, false, err
+	}
+	oid, ok := s.relByName(sc, name)
+	return oid, ok, nil
+}
+
+// relByOID returns a relation's schema and name.
+func (res *Resolver) relByOID(oid uint32) (*catalog.Schema, string, bool) {
+	if v := virtualByOID(oid); v != nil {
+		return res.schemaByID(schemaIDOf(v.schema)), v.name, true
+	}
+	kind, tid, sub := splitOID(oid)
+	d, err := res.r.ByID(res.ctx, tid)
+	if err != nil {
+		return nil, "", false
+	}
+	db, schemaID := d.Parent()
+	if db != res.db.ID {
+		return nil, "", false
+	}
+	sc := res.schemaByID(schemaID)
+	if sc == nil {
+		return nil, "", false
+	}
+	switch d := d.(type) {
+	case *catalog.Table:
+		if kind == 0 {
+			return sc, d.Name, true
+		}
+		if kind == kindIndex {
+			for _, ix := range indexes(d) {
+				if uint32(ix.ID) == sub {
+					return sc, ix.Name, true
+				}
+			}
+		}
+	case *catalog.View, *catalog.Sequence:
+		if kind == 0 {
+			return sc, d.DescName(), true
+		}
+	}
+	return nil, "", false
+}
+
+// table returns table id of the database and its schema.
+func (res *Resolver) table(id catalog.ID) (*catalog.Table, *catalog.Schema) {
+	d, err := res.r.ByID(res.ctx, id)
+	if err != nil {
+		return nil, nil
+	}
+	t, ok := d.(*catalog.Table)
+	if !ok || t.DatabaseID != res.db.ID {
+		return nil, nil
+	}
+	if sc := res.schemaByID(t.SchemaID); sc != nil {
+		return t, sc
+	}
+	return nil, nil
 }
 
 // splitName parses a possibly qualified, possibly quoted name as
@@ -172,30 +283,7 @@ func (s *snapshot) relByName(sc *catalog.Schema, name string) (uint32, bool) {
 	return 0, false
 }
 
-// relByOID returns a relation's schema and name.
-func (s *snapshot) relByOID(oid uint32) (*catalog.Schema, string, bool) {
-	if v := virtualByOID(oid); v != nil {
-		return s.schemaByName(v.schema), v.name, true
-	}
-	kind, tid, sub := splitOID(oid)
-	r, ok := s.byID[tid]
-	if !ok {
-		return nil, "", false
-	}
-	switch kind {
-	case 0:
-		return r.schema, r.desc.DescName(), true
-	case kindIndex:
-		if t, ok := r.desc.(*catalog.Table); ok {
-			if ix := t.IndexByID(catalog.IndexID(sub)); ix != nil {
-				return r.schema, ix.Name, true
-			}
-		}
-	}
-	return nil, "", false
-}
-
-func (res *Resolver) resolveClass(s *snapshot, name string) (uint32, error) {
+func (res *Resolver) resolveClass(name string) (uint32, error) {
 	parts, err := splitName(name)
 	if err != nil {
 		return 0, err
@@ -207,18 +295,27 @@ func (res *Resolver) resolveClass(s *snapshot, name string) (uint32, error) {
 		parts = parts[1:]
 	}
 	if len(parts) == 2 {
-		sc := s.schemaByName(parts[0])
+		sc, err := res.schemaNamed(parts[0])
+		if err != nil {
+			return 0, err
+		}
 		if sc == nil {
 			return 0, pgerror.New(pgerrcode.InvalidSchemaName, "schema \"%s\" does not exist", parts[0])
 		}
-		if oid, ok := s.relByName(sc, parts[1]); ok {
-			return oid, nil
+		oid, ok, err := res.relInSchema(sc, parts[1])
+		if err != nil || ok {
+			return oid, err
 		}
 		return 0, types.RegNotFound(types.RegClass, parts[0]+"."+parts[1])
 	}
-	for _, sc := range res.searchPath(s) {
-		if oid, ok := s.relByName(sc, parts[0]); ok {
-			return oid, nil
+	path, err := res.searchPath()
+	if err != nil {
+		return 0, err
+	}
+	for _, sc := range path {
+		oid, ok, err := res.relInSchema(sc, parts[0])
+		if err != nil || ok {
+			return oid, err
 		}
 	}
 	return 0, types.RegNotFound(types.RegClass, parts[0])
@@ -226,13 +323,9 @@ func (res *Resolver) resolveClass(s *snapshot, name string) (uint32, error) {
 
 // ResolveReg implements types.RegResolver.
 func (res *Resolver) ResolveReg(kind *types.T, name string) (uint32, error) {
-	s, err := res.load()
-	if err != nil {
-		return 0, err
-	}
 	switch kind.Oid {
 	case types.RegClass.Oid:
-		return res.resolveClass(s, name)
+		return res.resolveClass(name)
 	case types.RegNamespace.Oid:
 		parts, err := splitName(name)
 		if err != nil {
@@ -241,18 +334,22 @@ func (res *Resolver) ResolveReg(kind *types.T, name string) (uint32, error) {
 		if len(parts) != 1 {
 			return 0, pgerror.New(pgerrcode.InvalidName, "invalid name syntax")
 		}
-		if sc := s.schemaByName(parts[0]); sc != nil {
-			return nspOID(sc.ID), nil
+		sc, err := res.schemaNamed(parts[0])
+		if err != nil {
+			return 0, err
 		}
-		return 0, types.RegNotFound(kind, parts[0])
+		if sc == nil {
+			return 0, types.RegNotFound(kind, parts[0])
+		}
+		return nspOID(sc.ID), nil
 	case types.RegRole.Oid:
 		parts, err := splitName(name)
 		if err != nil {
 			return 0, err
 		}
-		for _, r := range s.roles {
-			if len(parts) == 1 && r.Name == parts[0] {
-				return roleOID(r.Name), nil
+		if len(parts) == 1 {
+			if _, err := res.r.Role(res.ctx, parts[0]); err == nil {
+				return roleOID(parts[0]), nil
 			}
 		}
 		return 0, types.RegNotFound(kind, name)
@@ -331,29 +428,34 @@ func (res *Resolver) RegName(kind *types.T, oid uint32) (string, bool) {
 			args = append(args, a.Name())
 		}
 		return o.Name() + "(" + strings.Join(args, ",") + ")", true
-	}
-	s, err := res.load()
-	if err != nil {
-		return "", false
-	}
-	switch kind.Oid {
 	case types.RegClass.Oid:
-		sc, name, ok := s.relByOID(oid)
+		sc, name, ok := res.relByOID(oid)
 		if !ok {
 			return "", false
 		}
-		if vis, _ := res.visible(s, oid); vis {
+		if vis, _ := res.visible(oid); vis {
 			return quoteIdent(name), true
 		}
 		return quoteIdent(sc.Name) + "." + quoteIdent(name), true
 	case types.RegNamespace.Oid:
-		for _, sc := range s.schemas {
-			if nspOID(sc.ID) == oid {
-				return quoteIdent(sc.Name), true
+		for _, v := range virtualSchemas {
+			if nspOID(v.ID) == oid {
+				return v.Name, true
 			}
 		}
+		id := catalog.ID(oid)
+		if oid == oidPublic {
+			id = catalog.PublicSchemaID
+		}
+		if sc := res.schemaByID(id); sc != nil && nspOID(sc.ID) == oid {
+			return quoteIdent(sc.Name), true
+		}
 	case types.RegRole.Oid:
-		for _, r := range s.roles {
+		roles, err := res.r.Roles(res.ctx)
+		if err != nil {
+			return "", false
+		}
+		for _, r := range roles {
 			if roleOID(r.Name) == oid {
 				return r.Name, true
 			}
@@ -363,14 +465,22 @@ func (res *Resolver) RegName(kind *types.T, oid uint32) (string, bool) {
 }
 
 // visible reports whether relation oid is the one its bare name finds on
-// the search path (pg_table_is_visible).
-func (res *Resolver) visible(s *snapshot, oid uint32) (bool, bool) {
-	_, name, ok := s.relByOID(oid)
+// the search path (pg_table_is_visible); ok is false for an unknown OID.
+func (res *Resolver) visible(oid uint32) (visible, ok bool) {
+	_, name, ok := res.relByOID(oid)
 	if !ok {
 		return false, false
 	}
-	for _, sc := range res.searchPath(s) {
-		if found, ok := s.relByName(sc, name); ok {
+	path, err := res.searchPath()
+	if err != nil {
+		return false, false
+	}
+	for _, sc := range path {
+		found, ok, err := res.relInSchema(sc, name)
+		if err != nil {
+			return false, false
+		}
+		if ok {
 			return found == oid, true
 		}
 	}
@@ -378,34 +488,15 @@ func (res *Resolver) visible(s *snapshot, oid uint32) (bool, bool) {
 }
 
 // TableIsVisible implements builtins.CatalogInfo.
-func (res *Resolver) TableIsVisible(oid uint32) (bool, bool) {
-	s, err := res.load()
-	if err != nil {
-		return false, false
-	}
-	return res.visible(s, oid)
-}
-
-func (s *snapshot) table(id catalog.ID) (*catalog.Table, *catalog.Schema) {
-	if r, ok := s.byID[id]; ok {
-		if t, ok := r.desc.(*catalog.Table); ok {
-			return t, r.schema
-		}
-	}
-	return nil, nil
-}
+func (res *Resolver) TableIsVisible(oid uint32) (bool, bool) { return res.visible(oid) }
 
 // IndexDef implements builtins.CatalogInfo.
 func (res *Resolver) IndexDef(oid uint32, col int) (string, bool) {
-	s, err := res.load()
-	if err != nil {
-		return "", false
-	}
 	kind, tid, sub := splitOID(oid)
 	if kind != kindIndex {
 		return "", false
 	}
-	t, sc := s.table(tid)
+	t, sc := res.table(tid)
 	if t == nil {
 		return "", false
 	}
@@ -419,19 +510,16 @@ func (res *Resolver) IndexDef(oid uint32, col int) (string, bool) {
 
 // ConstraintDef implements builtins.CatalogInfo.
 func (res *Resolver) ConstraintDef(oid uint32) (string, bool) {
-	s, err := res.load()
-	if err != nil {
-		return "", false
-	}
 	kind, tid, _ := splitOID(oid)
 	if kind != kindConstr {
 		return "", false
 	}
-	t, sc := s.table(tid)
+	t, sc := res.table(tid)
 	if t == nil {
 		return "", false
 	}
-	for _, c := range tableConstraints(t, sc, func(id catalog.ID) *catalog.Table { tb, _ := s.table(id); return tb }) {
+	byID := func(id catalog.ID) *catalog.Table { tb, _ := res.table(id); return tb }
+	for _, c := range tableConstraints(t, sc, byID) {
 		if c.oid == oid {
 			return constraintDef(c), true
 		}
@@ -445,12 +533,8 @@ func (res *Resolver) Description(oid uint32, catalogName string, sub int32) (str
 	if sub != 0 || catalogName != "" && catalogName != "pg_class" {
 		return "", false
 	}
-	s, err := res.load()
-	if err != nil {
-		return "", false
-	}
 	if kind, tid, _ := splitOID(oid); kind == 0 {
-		if t, _ := s.table(tid); t != nil && t.Comment != "" {
+		if t, _ := res.table(tid); t != nil && t.Comment != "" {
 			return t.Comment, true
 		}
 	}
@@ -459,30 +543,27 @@ func (res *Resolver) Description(oid uint32, catalogName string, sub int32) (str
 
 // ViewDef implements builtins.CatalogInfo.
 func (res *Resolver) ViewDef(oid uint32) (string, bool) {
-	s, err := res.load()
+	if kind, _, _ := splitOID(oid); kind != 0 {
+		return "", false
+	}
+	d, err := res.r.ByID(res.ctx, catalog.ID(oid))
 	if err != nil {
 		return "", false
 	}
-	if r, ok := s.byID[catalog.ID(oid)]; ok {
-		if v, ok := r.desc.(*catalog.View); ok {
-			return v.Query, true
-		}
+	if v, ok := d.(*catalog.View); ok && v.DatabaseID == res.db.ID {
+		return v.Query, true
 	}
 	return "", false
 }
 
 // SerialSequence implements builtins.CatalogInfo.
 func (res *Resolver) SerialSequence(table, column string) (string, error) {
-	s, err := res.load()
-	if err != nil {
-		return "", err
-	}
-	oid, err := res.resolveClass(s, table)
+	oid, err := res.resolveClass(table)
 	if err != nil {
 		return "", err
 	}
 	kind, tid, _ := splitOID(oid)
-	t, _ := s.table(tid)
+	t, _ := res.table(tid)
 	if kind != 0 || t == nil {
 		return "", pgerror.New(pgerrcode.WrongObjectType, "\"%s\" is not a table", table)
 	}
@@ -492,16 +573,26 @@ func (res *Resolver) SerialSequence(table, column string) (string, error) {
 	}
 	seq := c.SequenceID
 	if seq == 0 {
+		// A sequence made the column's by OWNED BY without being its
+		// default's.
+		s, err := res.load()
+		if err != nil {
+			return "", err
+		}
 		for _, r := range s.sequences() {
 			if q := r.desc.(*catalog.Sequence); q.OwnedBy != nil && q.OwnedBy.TableID == t.ID && q.OwnedBy.ColumnID == c.ID {
 				seq = q.ID
 			}
 		}
 	}
-	if r, ok := s.byID[seq]; ok && seq != 0 {
-		return quoteIdent(r.schema.Name) + "." + quoteIdent(r.desc.DescName()), nil
+	if seq == 0 {
+		return "", nil
 	}
-	return "", nil
+	sc, name, ok := res.relByOID(uint32(seq))
+	if !ok {
+		return "", nil
+	}
+	return quoteIdent(sc.Name) + "." + quoteIdent(name), nil
 }
 
 // RelKind implements builtins.CatalogInfo.
@@ -512,31 +603,22 @@ func (res *Resolver) RelKind(oid uint32) (string, bool) {
 		}
 		return "r", true
 	}
-	s, err := res.load()
+	if _, _, ok := res.relByOID(oid); !ok {
+		return "", false
+	}
+	kind, tid, _ := splitOID(oid)
+	if kind == kindIndex {
+		return "i", true
+	}
+	d, err := res.r.ByID(res.ctx, tid)
 	if err != nil {
 		return "", false
 	}
-	kind, tid, sub := splitOID(oid)
-	r, ok := s.byID[tid]
-	if !ok {
-		return "", false
-	}
-	switch d := r.desc.(type) {
-	case *catalog.Table:
-		switch kind {
-		case 0:
-			return "r", true
-		case kindIndex:
-			for _, ix := range indexes(d) {
-				if uint32(ix.ID) == sub {
-					return "i", true
-				}
-			}
-		}
+	switch d.(type) {
 	case *catalog.View:
-		return "v", kind == 0
+		return "v", true
 	case *catalog.Sequence:
-		return "S", kind == 0
+		return "S", true
 	}
-	return "", false
+	return "r", true
 }
