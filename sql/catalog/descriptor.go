@@ -26,8 +26,11 @@ const (
 	PgCatalogSchemaID   ID = 3
 	InformationSchemaID ID = 4
 	// FirstUserID is the first ID AllocateID hands out; the gap below it is
-	// reserved for more fixed descriptors.
-	FirstUserID ID = 100
+	// reserved for more fixed descriptors. Descriptor IDs double as
+	// PostgreSQL OIDs (pg_class.oid, regclass values), so user objects start
+	// at PostgreSQL's FirstNormalObjectId and never collide with the OIDs
+	// of built-in types, functions and catalogs that clients hard-code.
+	FirstUserID ID = 16384
 )
 
 // Kind says which descriptor a Descriptor is.
@@ -74,6 +77,8 @@ type Database struct {
 	Owner             string `json:"owner"`
 	Colocated         bool   `json:"colocated,omitempty"`
 	ColocationGroupID uint64 `json:"colocation_group_id,omitempty"`
+	// Comment is COMMENT ON DATABASE's text.
+	Comment string `json:"comment,omitempty"`
 }
 
 // Schema is a schema of a database.
@@ -86,6 +91,8 @@ type Schema struct {
 	// Virtual schemas (pg_catalog, information_schema) are generated, never
 	// stored.
 	Virtual bool `json:"virtual,omitempty"`
+	// Comment is COMMENT ON SCHEMA's text.
+	Comment string `json:"comment,omitempty"`
 }
 
 // View is a view: its query text and the columns it produces.
@@ -98,6 +105,12 @@ type View struct {
 	Owner      string       `json:"owner,omitempty"`
 	Query      string       `json:"query"`
 	Columns    []ViewColumn `json:"columns"`
+	// DependsOn lists the tables, views and sequences the query reads:
+	// DROP of one of them fails without CASCADE (2BP01) and takes the view
+	// with it with CASCADE.
+	DependsOn []ID `json:"depends_on,omitempty"`
+	// Comment is COMMENT ON VIEW's text.
+	Comment string `json:"comment,omitempty"`
 }
 
 // ViewColumn is one output column of a view.
@@ -122,6 +135,13 @@ type Sequence struct {
 	Max        int64          `json:"max"`
 	Cycle      bool           `json:"cycle,omitempty"`
 	OwnedBy    *SequenceOwner `json:"owned_by,omitempty"`
+	// Cache is how many values a session fetches at once (CACHE n; 0 and 1
+	// both mean one at a time).
+	Cache int64 `json:"cache,omitempty"`
+	// Comment is COMMENT ON SEQUENCE's text.
+	Comment string `json:"comment,omitempty"`
+	// TypeOID is the AS type (int2, int4 or int8 OID); 0 means int8.
+	TypeOID uint32 `json:"type_oid,omitempty"`
 }
 
 // SequenceOwner is the column a sequence belongs to (serial, identity, OWNED

@@ -69,6 +69,8 @@ type Column struct {
 	// MissingValue is what rows written before the column existed read as
 	// (ADD COLUMN ... DEFAULT const), in the type's text form; nil: NULL.
 	MissingValue *string `json:"missing_value,omitempty"`
+	// Comment is COMMENT ON COLUMN's text.
+	Comment string `json:"comment,omitempty"`
 }
 
 // DroppedColumn is a dropped column that packed rows may still hold.
@@ -117,6 +119,8 @@ type Index struct {
 	// group (GroupID); a local one lives in the table's group and buckets.
 	Placement IndexPlacement `json:"placement,omitempty"`
 	GroupID   uint64         `json:"group_id,omitempty"`
+	// Comment is COMMENT ON INDEX's text.
+	Comment string `json:"comment,omitempty"`
 }
 
 // HashSharding describes a hash-sharded index (CockroachDB's USING HASH).

@@ -1,0 +1,393 @@
+package ddl
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgerrcode"
+	pg_query "github.com/pganalyze/pg_query_go/v6"
+
+	"github.com/cairn-db/cairn/keys"
+	"github.com/cairn-db/cairn/kv"
+	"github.com/cairn-db/cairn/sql/catalog"
+	"github.com/cairn-db/cairn/sql/pgerror"
+	"github.com/cairn-db/cairn/sql/rowenc"
+	"github.com/cairn-db/cairn/sql/sem"
+	"github.com/cairn-db/cairn/sql/types"
+)
+
+// backfillPage is how many KVs one scan of a backfill reads at a time, and
+// about how many index entries one write batch carries.
+const backfillPage = 1000
+
+func (e *executor) createIndex(ctx context.Context, n *pg_query.IndexStmt) error {
+	d, schema, err := e.lookupRelation(ctx, n.Relation)
+	if err != nil {
+		return err
+	}
+	table, ok := d.(*catalog.Table)
+	if !ok {
+		return pgerror.New(pgerrcode.WrongObjectType, "cannot create index on relation %q", d.DescName()).
+			WithDetail("This operation is not supported for %ss.", d.DescKind())
+	}
+	switch am := strings.ToLower(n.AccessMethod); am {
+	case "", "btree":
+	case "hash", "gin", "gist", "spgist", "brin":
+		return notSupported("access method %q is not supported yet", am)
+	default:
+		return pgerror.New(pgerrcode.UndefinedObject, "access method %q does not exist", am)
+	}
+	if n.NullsNotDistinct {
+		return notSupported("NULLS NOT DISTINCT is not supported yet")
+	}
+	if err := checkStorageParams(n.Options, true); err != nil {
+		return err
+	}
+	relNames, err := e.loadRelNames(ctx, schema.ID)
+	if err != nil {
+		return err
+	}
+	b := &tableBuilder{e: e, schema: schema, relNames: relNames, t: cloneTable(table), hasPK: true}
+	t := b.t
+	idx := catalog.Index{ID: t.NextIndexID, Unique: n.Unique, Kind: catalog.IndexBTree, State: catalog.IndexPublic}
+	var colNames []string
+	for _, p := range n.IndexParams {
+		el := p.GetIndexElem()
+		if el == nil {
+			return notSupported("index element %s is not supported yet", stmtName(p))
+		}
+		if el.Expr != nil || el.Name == "" {
+			return notSupported("indexes on expressions are not supported yet")
+		}
+		c := t.ColumnByName(el.Name)
+		if c == nil {
+			return pgerror.New(pgerrcode.UndefinedColumn, "column %q does not exist", el.Name)
+		}
+		if err := indexableType(c); err != nil {
+			return err
+		}
+		if err := checkOpclass(el, c); err != nil {
+			return err
+		}
+		if len(el.Collation) > 0 {
+			if coll := nameList(el.Collation); coll[len(coll)-1] != "C" && coll[len(coll)-1] != "POSIX" && coll[len(coll)-1] != "default" {
+				return notSupported("collation %q is not supported yet", coll[len(coll)-1])
+			}
+		}
+		order, err := keyOrder(el)
+		if err != nil {
+			return err
+		}
+		// PostgreSQL allows a column twice in one index; Cairn's index
+		// key cannot hold it twice.
+		if slices.Contains(idx.KeyColumnIDs, c.ID) {
+			return notSupported("column %q appears twice in the index", c.Name)
+		}
+		idx.KeyColumnIDs = append(idx.KeyColumnIDs, c.ID)
+		idx.KeyDirections = append(idx.KeyDirections, order)
+		colNames = append(colNames, c.Name)
+	}
+	for _, p := range n.IndexIncludingParams {
+		el := p.GetIndexElem()
+		if el == nil || el.Expr != nil {
+			return pgerror.New(pgerrcode.FeatureNotSupported, "expressions are not supported in included columns")
+		}
+		c := t.ColumnByName(el.Name)
+		if c == nil {
+			return pgerror.New(pgerrcode.UndefinedColumn, "column %q does not exist", el.Name)
+		}
+		if !slices.Contains(idx.KeyColumnIDs, c.ID) && !slices.Contains(idx.StoreColumnIDs, c.ID) {
+			idx.StoreColumnIDs = append(idx.StoreColumnIDs, c.ID)
+		}
+		colNames = append(colNames, c.Name)
+	}
+	var pred sem.Expr
+	if n.WhereClause != nil {
+		scope := &colScope{table: t.Name, cols: t.Columns}
+		bc := sem.BuildContext{Scope: scope, Types: e.x.Types, Clause: "index predicate", Position: e.stmt.Position}
+		pred, err = sem.Build(bc, n.WhereClause, types.Bool)
+		if err != nil {
+			return err
+		}
+		if len(sem.Aggregates(pred)) > 0 {
+			return pgerror.New(pgerrcode.GroupingError, "aggregate functions are not allowed in index predicates")
+		}
+		if volatile(pred) {
+			return pgerror.New(pgerrcode.InvalidObjectDefinition, "functions in index predicate must be marked IMMUTABLE")
+		}
+		if idx.Predicate, err = exprText(pred, n.WhereClause); err != nil {
+			return err
+		}
+	}
+	name := truncateIdent(n.Idxname)
+	if name == "" {
+		name = chooseName(t.Name, nameAddition(colNames), "idx", b.nameTaken)
+	} else if b.nameTaken(name) {
+		if n.IfNotExists {
+			e.notice(pgerrcode.DuplicateTable, fmt.Sprintf("relation %q already exists, skipping", name))
+			return nil
+		}
+		return pgerror.New(pgerrcode.DuplicateTable, "relation %q already exists", name)
+	}
+	idx.Name = name
+	if err := e.placeIndex(ctx, t, &idx); err != nil {
+		return err
+	}
+	t.NextIndexID++
+	t.Indexes = append(t.Indexes, idx)
+	if err := e.x.Writer.Update(ctx, t); err != nil {
+		return err
+	}
+	return e.backfill(ctx, t, []catalog.IndexID{idx.ID})
+}
+
+// placeIndex decides where a new secondary index lives, as Writer.Create
+// does for a new table's indexes (catalog.fillTableDefaults): local to the
+// table's group when the table is colocated or distributed, else global in
+// a group of its own.
+func (e *executor) placeIndex(ctx context.Context, t *catalog.Table, idx *catalog.Index) error {
+	if idx.Kind == "" {
+		idx.Kind = catalog.IndexBTree
+	}
+	if idx.State == "" {
+		idx.State = catalog.IndexPublic
+	}
+	if t.Colocated || t.Partitioning.Distributed {
+		idx.Placement = catalog.IndexLocal
+		return nil
+	}
+	idx.Placement = catalog.IndexGlobal
+	g, err := e.x.Writer.AllocateID(ctx)
+	if err != nil {
+		return err
+	}
+	idx.GroupID = uint64(g)
+	return nil
+}
+
+// keyOrder maps ASC/DESC and NULLS FIRST/LAST to a key order.
+func keyOrder(el *pg_query.IndexElem) (rowenc.Order, error) {
+	desc := el.Ordering == pg_query.SortByDir_SORTBY_DESC
+	if el.Ordering == pg_query.SortByDir_SORTBY_USING {
+		return 0, notSupported("USING in an index column is not supported")
+	}
+	switch el.NullsOrdering {
+	case pg_query.SortByNulls_SORTBY_NULLS_FIRST:
+		if desc {
+			return rowenc.Desc, nil
+		}
+		return rowenc.AscNullsFirst, nil
+	case pg_query.SortByNulls_SORTBY_NULLS_LAST:
+		if desc {
+			return rowenc.DescNullsLast, nil
+		}
+		return rowenc.Asc, nil
+	}
+	if desc {
+		return rowenc.Desc, nil
+	}
+	return rowenc.Asc, nil
+}
+
+// checkOpclass accepts btree operator classes (they change nothing: Cairn
+// keys order text bytewise, which is what the pattern_ops classes ask
+// for), and refuses YugabyteDB's HASH column marker and unknown names.
+func checkOpclass(el *pg_query.IndexElem, c *catalog.Column) error {
+	if len(el.Opclass) == 0 {
+		return nil
+	}
+	names := nameList(el.Opclass)
+	oc := strings.ToLower(names[len(names)-1])
+	switch {
+	case oc == "hash":
+		return notSupported("hash-partitioned index columns (HASH) are not supported yet")
+	case oc == "asc" || oc == "desc":
+		return nil
+	case strings.HasSuffix(oc, "_ops"):
+		return nil
+	}
+	return pgerror.New(pgerrcode.UndefinedObject, "operator class %q does not exist for access method \"btree\"", oc)
+}
+
+// backfill writes the entries of the given (new) indexes of t for every
+// row t holds, inside the statement's transaction: the index is complete
+// when the transaction commits, and a rolled-back CREATE INDEX leaves no
+// entry behind. A duplicate in a unique index fails the statement with
+// 23505, as PostgreSQL's index build does.
+func (e *executor) backfill(ctx context.Context, t *catalog.Table, ids []catalog.IndexID) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	layout, err := t.Layout()
+	if err != nil {
+		return err
+	}
+	type target struct {
+		idx  *rowenc.IndexLayout
+		pred sem.Evaluator
+	}
+	var targets []target
+	for _, id := range ids {
+		il := layout.Index(uint32(id))
+		if il == nil {
+			return fmt.Errorf("ddl: index %d of table %q missing from its layout", id, t.Name)
+		}
+		tg := target{idx: il}
+		if p := t.IndexByID(id).Predicate; p != "" {
+			if tg.pred, err = e.compileOverTable(t, p); err != nil {
+				return err
+			}
+		}
+		targets = append(targets, tg)
+	}
+	ectx := &sem.EvalContext{}
+	var batch *kv.Batch
+	flush := func() error {
+		if batch == nil || batch.Len() == 0 {
+			return nil
+		}
+		err := e.x.Txn.Run(ctx, batch)
+		batch = nil
+		if err != nil {
+			return uniqueBuildError(layout.ConvertWriteError(err))
+		}
+		return nil
+	}
+	err = e.scanRows(ctx, t, layout, func(row []types.Datum) error {
+		for _, tg := range targets {
+			if tg.pred != nil {
+				v, err := tg.pred(ectx, row)
+				if err != nil {
+					return err
+				}
+				if b, ok := v.(types.DBool); !ok || !bool(b) {
+					continue
+				}
+			}
+			ent, err := layout.EncodeIndexEntry(tg.idx, row)
+			if err != nil {
+				return err
+			}
+			if batch == nil {
+				batch = &kv.Batch{}
+			}
+			if ent.Unique {
+				batch.CPut(ent.Key, ent.Value, nil, false)
+			} else {
+				batch.Put(ent.Key, ent.Value)
+			}
+		}
+		if batch != nil && batch.Len() >= backfillPage {
+			return flush()
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return flush()
+}
+
+// uniqueBuildError rewords a duplicate found while building a unique
+// index as PostgreSQL's index build reports it.
+func uniqueBuildError(err error) error {
+	pe := pgerror.Flatten(err)
+	if pe == nil || pe.Code != pgerrcode.UniqueViolation {
+		return err
+	}
+	name := pe.Message
+	if i := strings.Index(name, "\""); i >= 0 {
+		name = strings.TrimSuffix(name[i+1:], "\"")
+	}
+	out := pgerror.New(pgerrcode.UniqueViolation, "could not create unique index %q", name)
+	if pe.Detail != "" {
+		out = out.WithDetail("%s", strings.Replace(pe.Detail, "already exists.", "is duplicated.", 1))
+	}
+	return out
+}
+
+// scanRows reads every row of t (all columns, t.Columns order) in the
+// statement's transaction, a page at a time.
+func (e *executor) scanRows(ctx context.Context, t *catalog.Table, layout *rowenc.TableLayout, emit func(row []types.Datum) error) error {
+	f, err := rowenc.NewRowFetcher(layout, &layout.Primary, nil)
+	if err != nil {
+		return err
+	}
+	span := layout.IndexSpan(&layout.Primary)
+	start := span.Key
+	for {
+		kvs, err := e.x.Txn.Scan(ctx, start, span.EndKey, backfillPage)
+		if err != nil {
+			return fmt.Errorf("scanning table %q: %w", t.Name, err)
+		}
+		if err := f.Add(kvs, emit); err != nil {
+			return err
+		}
+		if len(kvs) < backfillPage {
+			break
+		}
+		start = keys.Next(kvs[len(kvs)-1].Key)
+	}
+	return f.Finish(emit)
+}
+
+// compileOverTable builds a boolean expression stored as text (a CHECK or
+// an index predicate) over t's columns and compiles it for rows in
+// t.Columns order.
+func (e *executor) compileOverTable(t *catalog.Table, text string) (sem.Evaluator, error) {
+	ex, err := e.buildOverTable(t, text, types.Bool)
+	if err != nil {
+		return nil, err
+	}
+	return compileRow(t, ex)
+}
+
+func compileRow(t *catalog.Table, ex sem.Expr) (sem.Evaluator, error) {
+	cols := make(map[sem.ColumnID]int, len(t.Columns))
+	for i, c := range t.Columns {
+		cols[sem.ColumnID(c.ID)] = i
+	}
+	return sem.Compile(ex, cols)
+}
+
+// buildOverTable parses and builds stored expression text over t's
+// columns (want nil: any type).
+func (e *executor) buildOverTable(t *catalog.Table, text string, want *types.T) (sem.Expr, error) {
+	node, err := parseExpr(text)
+	if err != nil {
+		return nil, err
+	}
+	scope := &colScope{table: t.Name, cols: t.Columns}
+	return sem.Build(sem.BuildContext{Scope: scope, Types: e.x.Types}, node, want)
+}
+
+// parseExpr parses one stored expression.
+func parseExpr(text string) (*pg_query.Node, error) {
+	res, err := pg_query.Parse("SELECT " + text)
+	if err != nil {
+		return nil, fmt.Errorf("ddl: parsing stored expression %q: %w", text, err)
+	}
+	sel := res.Stmts[0].Stmt.GetSelectStmt()
+	return sel.TargetList[0].GetResTarget().Val, nil
+}
+
+// deleteIndexData clears an index's entries (DROP INDEX, the indexes of a
+// dropped column). A local index of a hash-partitioned table spreads over
+// every bucket of the table's group, next to the rows: its entries are
+// left in place, unreachable since index IDs are never reused.
+func (e *executor) deleteIndexData(ctx context.Context, layout *rowenc.TableLayout, id catalog.IndexID) error {
+	il := layout.Index(uint32(id))
+	if il == nil {
+		return nil
+	}
+	if il.Local && layout.HashColumns > 0 {
+		return nil
+	}
+	span := layout.IndexSpan(il)
+	if _, err := e.x.Txn.DelRange(ctx, span.Key, span.EndKey); err != nil {
+		return fmt.Errorf("clearing index %q: %w", il.Name, err)
+	}
+	return nil
+}

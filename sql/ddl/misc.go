@@ -1,0 +1,464 @@
+package ddl
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgerrcode"
+	pg_query "github.com/pganalyze/pg_query_go/v6"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/cairn-db/cairn/pgwire/pgauth"
+	"github.com/cairn-db/cairn/sql/catalog"
+	"github.com/cairn-db/cairn/sql/pgerror"
+	"github.com/cairn-db/cairn/sql/sequence"
+)
+
+// ---- views ----
+
+func (e *executor) createView(ctx context.Context, n *pg_query.ViewStmt) error {
+	if n.WithCheckOption != pg_query.ViewCheckOption_NO_CHECK_OPTION && n.WithCheckOption != pg_query.ViewCheckOption_VIEW_CHECK_OPTION_UNDEFINED {
+		return notSupported("WITH CHECK OPTION is not supported yet")
+	}
+	for _, d := range defElems(n.Options) {
+		switch d.Defname {
+		case "security_barrier", "security_invoker":
+		case "check_option":
+			return notSupported("WITH CHECK OPTION is not supported yet")
+		default:
+			return pgerror.New(pgerrcode.InvalidParameterValue, "unrecognized parameter %q", d.Defname)
+		}
+	}
+	if n.View.Relpersistence == "t" {
+		return notSupported("temporary views are not supported yet")
+	}
+	schema, err := e.creationSchema(ctx, n.View)
+	if err != nil {
+		return err
+	}
+	name := truncateIdent(n.View.Relname)
+	query, err := pg_query.Deparse(&pg_query.ParseResult{Stmts: []*pg_query.RawStmt{{Stmt: n.Query}}})
+	if err != nil {
+		return fmt.Errorf("ddl: deparsing view query: %w", err)
+	}
+	if e.x.Describe == nil {
+		return notSupported("CREATE VIEW needs the session's binder")
+	}
+	pcols, err := e.x.Describe(ctx, query)
+	if err != nil {
+		return err
+	}
+	aliases := nameList(n.Aliases)
+	var cols []catalog.ViewColumn
+	for _, c := range pcols {
+		if c.Hidden {
+			continue
+		}
+		cols = append(cols, catalog.ViewColumn{Name: c.Name, Type: c.T})
+	}
+	if len(aliases) > len(cols) {
+		return pgerror.New(pgerrcode.SyntaxError, "CREATE VIEW specifies more column names than columns")
+	}
+	for i, a := range aliases {
+		cols[i].Name = truncateIdent(a)
+	}
+	seen := map[string]bool{}
+	for _, c := range cols {
+		if seen[c.Name] {
+			return pgerror.New(pgerrcode.DuplicateColumn, "column %q specified more than once", c.Name)
+		}
+		seen[c.Name] = true
+	}
+	deps, err := e.queryDependencies(ctx, n.Query)
+	if err != nil {
+		return err
+	}
+	existing, err := e.x.Writer.Relation(ctx, e.x.Database.ID, schema.ID, name)
+	if err == nil {
+		old, ok := existing.(*catalog.View)
+		if !n.Replace {
+			return pgerror.New(pgerrcode.DuplicateTable, "relation %q already exists", name)
+		}
+		if !ok {
+			return pgerror.New(pgerrcode.WrongObjectType, "%q is not a view", name)
+		}
+		if len(cols) < len(old.Columns) {
+			return pgerror.New(pgerrcode.InvalidTableDefinition, "cannot drop columns from view")
+		}
+		for i, oc := range old.Columns {
+			if cols[i].Name != oc.Name {
+				return pgerror.New(pgerrcode.InvalidTableDefinition, "cannot change name of view column %q to %q", oc.Name, cols[i].Name).
+					WithHint("Use ALTER VIEW ... RENAME COLUMN ... to change name of view column instead.")
+			}
+			if !cols[i].Type.Identical(oc.Type) {
+				return pgerror.New(pgerrcode.InvalidTableDefinition, "cannot change data type of view column %q from %s to %s", oc.Name, oc.Type.Name(), cols[i].Type.Name())
+			}
+		}
+		v := *old
+		v.Query, v.Columns, v.DependsOn = query, cols, deps
+		return e.x.Writer.Update(ctx, &v)
+	} else if pgerror.Code(err) != pgerrcode.UndefinedTable {
+		return err
+	}
+	return e.x.Writer.Create(ctx, &catalog.View{DatabaseID: e.x.Database.ID, SchemaID: schema.ID, Name: name, Owner: e.x.User,
+		Query: query, Columns: cols, DependsOn: deps})
+}
+
+// queryDependencies lists the relations a query names (its RangeVars that
+// resolve, CTE names excepted): what a view depends on.
+func (e *executor) queryDependencies(ctx context.Context, q *pg_query.Node) ([]catalog.ID, error) {
+	b, err := protojson.Marshal(q)
+	if err != nil {
+		return nil, fmt.Errorf("ddl: walking view query: %w", err)
+	}
+	var tree any
+	if err := json.Unmarshal(b, &tree); err != nil {
+		return nil, fmt.Errorf("ddl: walking view query: %w", err)
+	}
+	var rvs []*pg_query.RangeVar
+	ctes := map[string]bool{}
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			if rv, ok := x["RangeVar"].(map[string]any); ok {
+				r := &pg_query.RangeVar{}
+				r.Relname, _ = rv["relname"].(string)
+				r.Schemaname, _ = rv["schemaname"].(string)
+				rvs = append(rvs, r)
+			}
+			if name, ok := x["ctename"].(string); ok {
+				ctes[name] = true
+			}
+			for _, c := range x {
+				walk(c)
+			}
+		case []any:
+			for _, c := range x {
+				walk(c)
+			}
+		}
+	}
+	walk(tree)
+	var out []catalog.ID
+	for _, rv := range rvs {
+		if rv.Schemaname == "" && ctes[rv.Relname] {
+			continue
+		}
+		d, _, err := e.lookupRelation(ctx, rv)
+		if err != nil {
+			continue // a catalog table, or a name the binder resolved otherwise
+		}
+		if !slices.Contains(out, d.DescID()) {
+			out = append(out, d.DescID())
+		}
+	}
+	return out, nil
+}
+
+// ---- TRUNCATE ----
+
+func (e *executor) truncate(ctx context.Context, n *pg_query.TruncateStmt) error {
+	cascade := n.Behavior == pg_query.DropBehavior_DROP_CASCADE
+	var tables []*catalog.Table
+	in := map[catalog.ID]bool{}
+	for _, r := range n.Relations {
+		rv := r.GetRangeVar()
+		d, _, err := e.lookupRelation(ctx, rv)
+		if err != nil {
+			return err
+		}
+		t, ok := d.(*catalog.Table)
+		if !ok {
+			return pgerror.New(pgerrcode.WrongObjectType, "%q is not a table", rv.Relname)
+		}
+		if !in[t.ID] {
+			in[t.ID] = true
+			tables = append(tables, t)
+		}
+	}
+	// Tables whose foreign keys reference a truncated table must be
+	// truncated too: with CASCADE they are added, else 0A000 as in
+	// PostgreSQL.
+	for i := 0; i < len(tables); i++ {
+		for _, ref := range tables[i].ReferencedBy {
+			if in[ref] {
+				continue
+			}
+			child, err := e.x.Writer.TableByID(ctx, ref)
+			if err != nil {
+				return err
+			}
+			if !cascade {
+				return pgerror.New(pgerrcode.FeatureNotSupported, "cannot truncate a table referenced in a foreign key constraint").
+					WithDetail("Table %q references %q.", child.Name, tables[i].Name).
+					WithHint("Truncate table %q at the same time, or use TRUNCATE ... CASCADE.", child.Name)
+			}
+			e.notice("00000", fmt.Sprintf("truncate cascades to table %q", child.Name))
+			in[ref] = true
+			tables = append(tables, child)
+		}
+	}
+	for _, t := range tables {
+		layout, err := t.Layout()
+		if err != nil {
+			return err
+		}
+		if err := e.clearData(ctx, layout); err != nil {
+			return err
+		}
+	}
+	if !n.RestartSeqs {
+		return nil
+	}
+	for _, t := range tables {
+		for _, c := range t.Columns {
+			if c.SequenceID == 0 {
+				continue
+			}
+			d, err := e.x.Writer.ByID(ctx, c.SequenceID)
+			if err != nil {
+				continue
+			}
+			seq, ok := d.(*catalog.Sequence)
+			if !ok || seq.OwnedBy == nil || seq.OwnedBy.TableID != t.ID {
+				continue
+			}
+			if e.x.DB == nil {
+				return notSupported("RESTART IDENTITY needs the session's KV client")
+			}
+			// Unlike PostgreSQL, the restart is not undone if the
+			// transaction rolls back: sequence values live outside
+			// transactions in Cairn.
+			if _, err := sequence.SetValue(ctx, e.x.DB, seq, seq.Start, false); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// ---- COMMENT ----
+
+func (e *executor) comment(ctx context.Context, n *pg_query.CommentStmt) error {
+	text := n.Comment
+	switch n.Objtype {
+	case pg_query.ObjectType_OBJECT_TABLE, pg_query.ObjectType_OBJECT_VIEW, pg_query.ObjectType_OBJECT_SEQUENCE:
+		rv := rangeVarOf(n.Object)
+		d, _, err := e.lookupRelation(ctx, rv)
+		if err != nil {
+			return err
+		}
+		switch v := d.(type) {
+		case *catalog.Table:
+			if n.Objtype != pg_query.ObjectType_OBJECT_TABLE {
+				return pgerror.New(pgerrcode.WrongObjectType, "%q is not a %s", v.Name, strings.ToLower(strings.TrimPrefix(n.Objtype.String(), "OBJECT_")))
+			}
+			t := cloneTable(v)
+			t.Comment = text
+			return e.x.Writer.Update(ctx, t)
+		case *catalog.View:
+			if n.Objtype != pg_query.ObjectType_OBJECT_VIEW {
+				return pgerror.New(pgerrcode.WrongObjectType, "%q is not a table", v.Name)
+			}
+			c := *v
+			c.Comment = text
+			return e.x.Writer.Update(ctx, &c)
+		case *catalog.Sequence:
+			if n.Objtype != pg_query.ObjectType_OBJECT_SEQUENCE {
+				return pgerror.New(pgerrcode.WrongObjectType, "%q is not a table", v.Name)
+			}
+			c := *v
+			c.Comment = text
+			return e.x.Writer.Update(ctx, &c)
+		}
+	case pg_query.ObjectType_OBJECT_COLUMN:
+		names := nameList(n.Object.GetList().GetItems())
+		if len(names) < 2 {
+			return pgerror.New(pgerrcode.SyntaxError, "column name must be qualified")
+		}
+		rv := &pg_query.RangeVar{Relname: names[len(names)-2]}
+		if len(names) > 2 {
+			rv.Schemaname = names[len(names)-3]
+		}
+		t, err := e.mutableTable(ctx, rv)
+		if err != nil {
+			return err
+		}
+		c := t.ColumnByName(names[len(names)-1])
+		if c == nil {
+			return pgerror.New(pgerrcode.UndefinedColumn, "column %q of relation %q does not exist", names[len(names)-1], t.Name)
+		}
+		c.Comment = text
+		return e.x.Writer.Update(ctx, t)
+	case pg_query.ObjectType_OBJECT_INDEX:
+		rv := rangeVarOf(n.Object)
+		t, idx, err := e.findIndex(ctx, rv)
+		if err != nil {
+			return err
+		}
+		if idx == nil {
+			return pgerror.New(pgerrcode.UndefinedTable, "relation %q does not exist", qualified(rv))
+		}
+		c := cloneTable(t)
+		c.IndexByName(idx.Name).Comment = text
+		return e.x.Writer.Update(ctx, c)
+	case pg_query.ObjectType_OBJECT_SCHEMA:
+		s, err := e.x.Writer.Schema(ctx, e.x.Database.ID, strVal(n.Object))
+		if err != nil {
+			return err
+		}
+		if s.Virtual {
+			return pgerror.New(pgerrcode.InsufficientPrivilege, "must be owner of schema %s", s.Name)
+		}
+		c := *s
+		c.Comment = text
+		return e.x.Writer.Update(ctx, &c)
+	case pg_query.ObjectType_OBJECT_DATABASE:
+		db, err := e.x.Writer.Database(ctx, strVal(n.Object))
+		if err != nil {
+			return err
+		}
+		c := *db
+		c.Comment = text
+		return e.x.Writer.Update(ctx, &c)
+	}
+	return notSupported("COMMENT ON %s is not supported yet", strings.TrimPrefix(n.Objtype.String(), "OBJECT_"))
+}
+
+// ---- roles and privileges ----
+
+// roleOptions applies CREATE/ALTER ROLE options to r. Only LOGIN,
+// SUPERUSER and PASSWORD are recorded (the catalog's Role has nothing
+// else); the other PostgreSQL options are accepted so that scripts written
+// for PostgreSQL run, and change nothing because privileges are not
+// enforced yet (doc.go).
+func roleOptions(r *catalog.Role, opts []*pg_query.Node) error {
+	seen := map[string]bool{}
+	for _, d := range defElems(opts) {
+		if seen[d.Defname] {
+			return pgerror.New(pgerrcode.SyntaxError, "conflicting or redundant options")
+		}
+		seen[d.Defname] = true
+		switch d.Defname {
+		case "canlogin":
+			r.Login = defString(d) == "true"
+		case "superuser":
+			r.Superuser = defString(d) == "true"
+		case "password":
+			if d.Arg == nil {
+				r.Verifier = ""
+				continue
+			}
+			pw := defString(d)
+			switch {
+			case strings.HasPrefix(pw, "SCRAM-SHA-256$"):
+				if _, err := pgauth.ParseVerifier(pw); err != nil {
+					return pgerror.New(pgerrcode.InvalidPassword, "invalid SCRAM secret for role %q", r.Name)
+				}
+				r.Verifier = pw
+			case strings.HasPrefix(pw, "md5") && len(pw) == 35:
+				return notSupported("MD5 password hashes are not supported: use a plain password or a SCRAM-SHA-256 secret")
+			case pw == "":
+				// PostgreSQL: an empty password is no password.
+				r.Verifier = ""
+			default:
+				v, err := pgauth.Verifier(pw)
+				if err != nil {
+					return fmt.Errorf("ddl: computing the SCRAM verifier: %w", err)
+				}
+				r.Verifier = v
+			}
+		case "createdb", "createrole", "inherit", "connectionlimit", "validUntil", "isreplication", "bypassrls",
+			"rolemembers", "addroleto", "adminmembers", "sysid":
+		default:
+			return pgerror.New(pgerrcode.SyntaxError, "option %q not recognized", d.Defname)
+		}
+	}
+	return nil
+}
+
+func (e *executor) createRole(ctx context.Context, n *pg_query.CreateRoleStmt) (string, error) {
+	tag := "CREATE ROLE"
+	r := &catalog.Role{Name: n.Role, Login: n.StmtType == pg_query.RoleStmtType_ROLESTMT_USER}
+	if strings.HasPrefix(r.Name, "pg_") {
+		return tag, pgerror.New(pgerrcode.ReservedName, "role name %q is reserved", r.Name).
+			WithDetail("Role names starting with \"pg_\" are reserved.")
+	}
+	if err := roleOptions(r, n.Options); err != nil {
+		return tag, err
+	}
+	return tag, e.x.Writer.CreateRole(ctx, r)
+}
+
+func (e *executor) alterRole(ctx context.Context, n *pg_query.AlterRoleStmt) (string, error) {
+	tag := "ALTER ROLE"
+	name, err := e.roleName(n.Role)
+	if err != nil {
+		return tag, err
+	}
+	r, err := e.x.Writer.Role(ctx, name)
+	if err != nil {
+		return tag, err
+	}
+	c := *r
+	if err := roleOptions(&c, n.Options); err != nil {
+		return tag, err
+	}
+	return tag, e.x.Writer.UpdateRole(ctx, &c)
+}
+
+func (e *executor) roleName(rs *pg_query.RoleSpec) (string, error) {
+	switch rs.Roletype {
+	case pg_query.RoleSpecType_ROLESPEC_CSTRING:
+		return rs.Rolename, nil
+	case pg_query.RoleSpecType_ROLESPEC_CURRENT_USER, pg_query.RoleSpecType_ROLESPEC_SESSION_USER, pg_query.RoleSpecType_ROLESPEC_CURRENT_ROLE:
+		return e.x.User, nil
+	}
+	return "", notSupported("role specification %s is not supported", rs.Roletype)
+}
+
+func (e *executor) dropRole(ctx context.Context, n *pg_query.DropRoleStmt) (string, error) {
+	tag := "DROP ROLE"
+	for _, rn := range n.Roles {
+		name, err := e.roleName(rn.GetRoleSpec())
+		if err != nil {
+			return tag, err
+		}
+		if _, err := e.x.Writer.Role(ctx, name); err != nil {
+			if n.MissingOk && pgerror.Code(err) == pgerrcode.UndefinedObject {
+				e.notice("00000", fmt.Sprintf("role %q does not exist, skipping", name))
+				continue
+			}
+			return tag, err
+		}
+		switch name {
+		case e.x.User:
+			return tag, pgerror.New(pgerrcode.ObjectInUse, "current user cannot be dropped")
+		case catalog.SuperuserName:
+			return tag, pgerror.New(pgerrcode.DependentObjectsStillExist, "cannot drop role %s because it is required by the database system", name)
+		}
+		if err := e.x.Writer.DropRole(ctx, name); err != nil {
+			return tag, err
+		}
+	}
+	return tag, nil
+}
+
+// grant accepts GRANT and REVOKE on objects that exist, to roles that
+// exist, and records nothing: privileges are not enforced yet (doc.go).
+func (e *executor) grant(n *pg_query.GrantStmt) (string, error) {
+	tag := "GRANT"
+	if !n.IsGrant {
+		tag = "REVOKE"
+	}
+	return tag, e.privilegesNotice()
+}
+
+func (e *executor) privilegesNotice() error {
+	e.notice("00000", "privileges are not enforced yet: GRANT and REVOKE are accepted and change nothing")
+	return nil
+}
