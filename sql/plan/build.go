@@ -150,6 +150,9 @@ type scope struct {
 	// grouped is set once the level has GROUP BY or aggregates: outer
 	// references from subqueries are then not checked (see groupCheck).
 	qualify bool // print column names qualified (more than one relation)
+	// invisible is the FROM clause a non-LATERAL item may not see: only
+	// for the better error Postgres gives when it names one of its tables.
+	invisible *scope
 }
 
 func (s *scope) add(c scopeCol) int {
@@ -264,7 +267,15 @@ func (s *scope) Resolve(fields []string) (sem.ColumnID, *types.T, string, error)
 		crossed = append(crossed, cur)
 	}
 	if len(fields) > 1 && !relSeen {
-		return 0, nil, "", sem.ErrMissingFrom(fields[len(fields)-2])
+		q := fields[len(fields)-2]
+		for cur := s; cur != nil; cur = cur.parent {
+			if cur.invisible != nil && cur.invisible.hasRel(q) {
+				return 0, nil, "", pgerror.New(pgerrcode.UndefinedTable,
+					"invalid reference to FROM-clause entry for table %q", q).
+					WithHint("There is an entry for table %q, but it cannot be referenced from this part of the query.", q)
+			}
+		}
+		return 0, nil, "", sem.ErrMissingFrom(q)
 	}
 	return 0, nil, "", sem.ErrUndefinedColumn(fields...)
 }

@@ -145,12 +145,28 @@ func identityAlwaysErr(c *catalog.Column, update bool) error {
 		WithHint("Use OVERRIDING SYSTEM VALUE to override.")
 }
 
+// returningScope is the FROM scope of an UPDATE or DELETE with the target
+// table's columns (from) known by the IDs RETURNING reads them as (to).
+func returningScope(s *scope, from, to []sem.ColumnID) *scope {
+	m := map[sem.ColumnID]sem.ColumnID{}
+	for i := range from {
+		m[from[i]] = to[i]
+	}
+	rs := &scope{b: s.b, rels: s.rels, ctes: s.ctes, qualify: s.qualify}
+	for _, c := range s.cols {
+		if id, ok := m[c.id]; ok {
+			c.id = id
+		}
+		rs.cols = append(rs.cols, c)
+	}
+	return rs
+}
+
 // returning binds a RETURNING list over s.
 func (b *builder) returning(list []*pg_query.Node, s *scope) (*Returning, error) {
 	if len(list) == 0 {
 		return nil, nil
 	}
-	s.qualify = false
 	r := &Returning{}
 	for _, n := range list {
 		rt := n.GetResTarget()
@@ -632,11 +648,25 @@ func (b *builder) buildUpdate(up *pg_query.UpdateStmt) (Node, error) {
 		p.Exprs = append(p.Exprs, e)
 		p.Cols = append(p.Cols, c)
 	}
+	// The FROM tables' columns follow, for RETURNING (the executor
+	// evaluates it over the new row, then the input row).
+	isFetch := map[sem.ColumnID]bool{}
+	for _, id := range fetch {
+		isFetch[id] = true
+	}
+	if len(up.ReturningList) > 0 {
+		for _, c := range node.Columns() {
+			if !isFetch[c.ID] {
+				p.Exprs = append(p.Exprs, colRef(c))
+				p.Cols = append(p.Cols, c)
+			}
+		}
+	}
 	u.Input = p
 	if u.Computed, u.Checks, err = b.rowExprs(t, u.TableCols); err != nil {
 		return nil, err
 	}
-	if u.Returning, err = b.returning(up.ReturningList, b.tableScope(t, u.TableCols, alias, nil)); err != nil {
+	if u.Returning, err = b.returning(up.ReturningList, returningScope(s, fetch, u.TableCols)); err != nil {
 		return nil, err
 	}
 	return u, nil
@@ -653,12 +683,12 @@ func (b *builder) buildDelete(del *pg_query.DeleteStmt) (Node, error) {
 	}
 	countCTERefs(top.ctes, &pg_query.Node{Node: &pg_query.Node_DeleteStmt{DeleteStmt: &pg_query.DeleteStmt{
 		UsingClause: del.UsingClause, WhereClause: del.WhereClause}}})
-	node, _, fetch, err := b.dmlSource(t, alias, top, del.UsingClause, del.WhereClause)
+	node, s, fetch, err := b.dmlSource(t, alias, top, del.UsingClause, del.WhereClause)
 	if err != nil {
 		return nil, err
 	}
 	d := &Delete{Table: t, Input: node, FetchCols: fetch}
-	if d.Returning, err = b.returning(del.ReturningList, b.tableScope(t, fetch, alias, nil)); err != nil {
+	if d.Returning, err = b.returning(del.ReturningList, returningScope(s, fetch, fetch)); err != nil {
 		return nil, err
 	}
 	return d, nil

@@ -83,7 +83,7 @@ func (b *builder) fromItem(it *pg_query.Node, s *scope) (Node, bool, error) {
 		if rs.Lateral {
 			r, err = b.buildSelect(ss, s, &lat)
 		} else {
-			r, err = b.buildSelect(ss, &scope{b: b, parent: s.parent, outer: s.outer, ctes: s.ctes}, nil)
+			r, err = b.buildSelect(ss, &scope{b: b, parent: s.parent, outer: s.outer, ctes: s.ctes, invisible: s}, nil)
 		}
 		if err != nil {
 			return nil, false, err
