@@ -14,9 +14,10 @@ import (
 // reader, picks an index for ORDER BY ... LIMIT when that avoids reading
 // and sorting everything, and marks streaming aggregations (bottom-up).
 //
-// Order-preserving nodes: Filter and Project keep their input's order; an
-// IndexJoin or LookupJoin is not assumed to (its lookups run in
-// parallel), so an order never passes through one.
+// Order-preserving nodes: Filter and Project keep their input's order, an
+// IndexJoin or LookupJoin emits its rows in input order (the executor
+// pairs each batch's lookups with the input rows), and a streaming
+// GroupBy emits its groups in input order.
 func (o *optimizer) orderings(n plan.Node) plan.Node {
 	for _, c := range children(n) {
 		*c = o.orderings(*c)
@@ -35,8 +36,18 @@ func (o *optimizer) orderings(n plan.Node) plan.Node {
 	return n
 }
 
-// orderedScan finds the Scan whose order n passes through unchanged.
+// orderedScan finds the Scan whose order n passes through unchanged to
+// its columns cols.
 func orderedScan(n plan.Node, cols colSet) *plan.Scan {
+	below := func(in plan.Node) bool {
+		have := colsOf(in.Columns())
+		for id := range cols {
+			if !have.has(id) {
+				return false
+			}
+		}
+		return true
+	}
 	for {
 		switch v := n.(type) {
 		case *plan.Scan:
@@ -44,9 +55,26 @@ func orderedScan(n plan.Node, cols colSet) *plan.Scan {
 		case *plan.Filter:
 			n = v.Input
 		case *plan.Project:
-			in := colsOf(v.Input.Columns())
+			if !below(v.Input) {
+				return nil
+			}
+			n = v.Input
+		case *plan.IndexJoin:
+			if !below(v.Input) {
+				return nil
+			}
+			n = v.Input
+		case *plan.LookupJoin:
+			if !below(v.Input) {
+				return nil
+			}
+			n = v.Input
+		case *plan.GroupBy:
+			if !v.Ordered {
+				return nil
+			}
 			for id := range cols {
-				if !in.has(id) {
+				if !idSet(v.GroupCols).has(id) {
 					return nil
 				}
 			}
@@ -186,8 +214,9 @@ func constInt(e sem.Expr) (int64, bool) {
 }
 
 // hardLimit lets the reader of a Limit's scan stop after limit+offset
-// rows: only Projects may separate them (a Filter or a Sort between would
-// need more rows than the limit).
+// rows: only Projects and unfiltered IndexJoins (one row out per row in)
+// may separate them (a Filter or a Sort between would need more rows than
+// the limit).
 func (o *optimizer) hardLimit(l *plan.Limit) {
 	if l.Limit == nil || l.WithTies {
 		return
@@ -198,12 +227,18 @@ func (o *optimizer) hardLimit(l *plan.Limit) {
 		return
 	}
 	n := l.Input
-	for {
-		p, ok := n.(*plan.Project)
-		if !ok {
-			break
+	for done := false; !done; {
+		switch v := n.(type) {
+		case *plan.Project:
+			n = v.Input
+		case *plan.IndexJoin:
+			if v.Filter != nil {
+				return
+			}
+			n = v.Input
+		default:
+			done = true
 		}
-		n = p.Input
 	}
 	if s, ok := n.(*plan.Scan); ok && lim+off > 0 {
 		s.HardLimit = lim + off
@@ -273,7 +308,7 @@ func (o *optimizer) limitOrder(l *plan.Limit) {
 		}
 		cost := o.costs.scanCost(rows)
 		if isJoin {
-			cost += o.costs.lookupCost(want) + want*o.costs.SortRow
+			cost += o.costs.lookupCost(want)
 		}
 		if cost < bestCost {
 			a := a
@@ -288,10 +323,8 @@ func (o *optimizer) limitOrder(l *plan.Limit) {
 	o.rows[best.node] = want
 	best.scan.HardLimit = int64(want)
 	*n = best.node
-	if _, isJoin := best.node.(*plan.IndexJoin); !isJoin {
-		// The scan yields the order itself: the sort goes.
-		l.Input = sort.Input
-	}
+	// The scan yields the order (an index join keeps it): the sort goes.
+	l.Input = sort.Input
 }
 
 // groupOrder marks a GroupBy streaming when its input arrives ordered by
@@ -360,9 +393,19 @@ func providedOrder(n plan.Node) []sem.ColumnID {
 		for _, k := range idx.KeyColumnIDs {
 			id, ok := byTable[k]
 			if !ok {
-				break
+				return out
 			}
 			out = append(out, id)
+		}
+		if idx.ID == v.Table.PrimaryIndex.ID {
+			// Rows differ in their primary key: sorted by it, they are
+			// sorted by it followed by any other columns.
+			have := idSet(out)
+			for _, c := range v.Cols {
+				if !have.has(c.ID) {
+					out = append(out, c.ID)
+				}
+			}
 		}
 		return out
 	case *plan.Sort:
@@ -372,6 +415,10 @@ func providedOrder(n plan.Node) []sem.ColumnID {
 		}
 		return out
 	case *plan.Filter:
+		return providedOrder(v.Input)
+	case *plan.IndexJoin:
+		return providedOrder(v.Input)
+	case *plan.LookupJoin:
 		return providedOrder(v.Input)
 	case *plan.Limit:
 		return providedOrder(v.Input)

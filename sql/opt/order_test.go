@@ -98,15 +98,39 @@ func TestOrderings(t *testing.T) {
 		limit 10
 		  scan t@t_b cols=(a#1,b#2) ordered limit=10`,
 	}, {
-		name: "ORDER BY LIMIT through an index join: the sort stays over the few rows",
+		name: "ORDER BY LIMIT through an index join, which keeps its input's order",
 		build: func(b *builder) plan.Node {
 			return b.limit(b.sort(b.scan("t", "a", "c", "d"), "c"), "10", "")
 		},
 		want: `
 		limit 10
+		  index-join t keys=(#1) cols=(a#1,c#2,d#3)
+		    scan t@t_c cols=(a#1,c#2) ordered limit=10`,
+	}, {
+		name: "a filtered index join keeps the sort",
+		build: func(b *builder) plan.Node {
+			return b.limit(b.sort(b.filter(b.scan("t", "a", "c", "d"), "d > 2"), "c"), "10", "")
+		},
+		want: `
+		limit 10
 		  sort (#2)
-		    index-join t keys=(#1) cols=(a#1,c#2,d#3)
-		      scan t@t_c cols=(a#1,c#2) ordered limit=10`,
+		    scan t@t_pkey cols=(a#1,c#2,d#3) filter=(d > 2)`,
+	}, {
+		name: "the index order reaches the sort through an index join",
+		build: func(b *builder) plan.Node {
+			return b.sort(b.filter(b.scan("t", "a", "c", "d"), "c IN ('a', 'b') AND d > 2"), "c desc")
+		},
+		want: `
+		index-join t keys=(#1) cols=(a#1,c#2,d#3) filter=(d > 2)
+		  scan t@t_c cols=(a#1,c#2) spans=[/a - /a] [/b - /b] ordered reverse`,
+	}, {
+		name: "sort over a streaming group by of the primary key and its other columns",
+		build: func(b *builder) plan.Node {
+			return b.sort(b.groupBy(b.scan("u"), "x", "y", "z"), "x desc")
+		},
+		want: `
+		group-by (#1,#2,#3) ordered
+		  scan u@u_pkey cols=(x#1,y#2,z#3) ordered reverse`,
 	}, {
 		name: "ORDER BY LIMIT keeps a selective access",
 		build: func(b *builder) plan.Node {

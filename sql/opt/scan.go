@@ -138,7 +138,13 @@ func (o *optimizer) accessVia(s *plan.Scan, idx *catalog.Index, fc *filterConstr
 		cons = shardConstraint(s.Table, idx, cons)
 	}
 	keys, orders := idx.KeyColumnIDs, idx.KeyDirections
-	sr := buildSpans(keys, orders, cons)
+	notNull := make([]bool, len(keys))
+	for i, k := range keys {
+		if c := s.Table.ColumnByID(k); c != nil && !c.Nullable {
+			notNull[i] = true
+		}
+	}
+	sr := buildSpans(keys, orders, notNull, cons)
 	if sr.empty {
 		v := &plan.Values{Cols: s.Cols}
 		return access{node: v, orig: &orig, idx: idx, sr: sr}

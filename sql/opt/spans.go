@@ -314,8 +314,9 @@ type spanResult struct {
 }
 
 // buildSpans derives the spans of an index with key columns keys and
-// orders from the constraints.
-func buildSpans(keys []rowenc.ColumnID, orders []rowenc.Order, cons map[rowenc.ColumnID]constraint) spanResult {
+// orders from the constraints; notNull says which key columns cannot hold
+// NULL (their open ranges need no bound to skip the NULLs).
+func buildSpans(keys []rowenc.ColumnID, orders []rowenc.Order, notNull []bool, cons map[rowenc.ColumnID]constraint) spanResult {
 	var r spanResult
 	prefixes := [][]types.Datum{nil}
 	for i, id := range keys {
@@ -357,7 +358,7 @@ func buildSpans(keys []rowenc.ColumnID, orders []rowenc.Order, cons map[rowenc.C
 					pt := appendCopy(p, types.DNull)
 					r.spans = append(r.spans, plan.Span{Start: pt, End: pt, EndInclusive: true})
 				} else {
-					r.spans = append(r.spans, rangeSpan(p, *iv, o))
+					r.spans = append(r.spans, rangeSpan(p, *iv, o, notNull[i]))
 				}
 			}
 		}
@@ -374,9 +375,11 @@ func buildSpans(keys []rowenc.ColumnID, orders []rowenc.Order, cons map[rowenc.C
 
 // rangeSpan is the span of the rows with key prefix p followed by a value
 // of iv, for a column of order o. An unbounded end of iv stops short of
-// the NULLs when o stores them on that side.
-func rangeSpan(p []types.Datum, iv interval, o rowenc.Order) plan.Span {
+// the NULLs when o stores them on that side (and the column has any).
+func rangeSpan(p []types.Datum, iv interval, o rowenc.Order, notNull bool) plan.Span {
 	desc, nullsFirst := o&rowenc.Descending != 0, o&rowenc.NullsFirst != 0
+	nullsLast := !nullsFirst && !notNull
+	nullsFirst = nullsFirst && !notNull
 	sv, si, ev, ei := iv.lo, iv.loIncl, iv.hi, iv.hiIncl
 	if desc {
 		sv, si, ev, ei = iv.hi, iv.hiIncl, iv.lo, iv.loIncl
@@ -393,7 +396,7 @@ func rangeSpan(p []types.Datum, iv interval, o rowenc.Order) plan.Span {
 	switch {
 	case ev != nil:
 		sp.End, sp.EndInclusive = appendCopy(p, ev), ei
-	case !nullsFirst:
+	case nullsLast:
 		sp.End = appendCopy(p, types.DNull)
 	case len(p) > 0:
 		sp.End, sp.EndInclusive = appendCopy(p), true
