@@ -320,6 +320,14 @@ func (b *builder) buildInsert(ins *pg_query.InsertStmt) (Node, error) {
 		if err != nil {
 			return nil, err
 		}
+		// Untyped literals take their target column's type.
+		for i, lit := range untypedTargets(ss) {
+			if lit != nil && i < len(cols) {
+				if err := b.retypeLiteralAs(r.node, i, lit, cols[i].Type, cols[i].Name); err != nil {
+					return nil, err
+				}
+			}
+		}
 		n := stripHidden(b, r.node)
 		in := n.Columns()
 		if len(in) > len(cols) {

@@ -420,44 +420,132 @@ func renameCols(cols []Column, aliases []string, rel string) ([]Column, error) {
 
 func (b *builder) buildValues(ss *pg_query.SelectStmt, s *scope) (*selResult, error) {
 	rows := make([][]sem.Expr, len(ss.ValuesLists))
+	asts := make([][]*pg_query.Node, len(ss.ValuesLists))
 	width := -1
+	// VALUES in FROM may reference the outer query (LATERAL), so the
+	// enclosing levels are visible.
+	vs := &scope{b: b, parent: s.parent, outer: s.outer, ctes: s.ctes}
 	for i, l := range ss.ValuesLists {
 		items := l.GetList().GetItems()
 		if width >= 0 && len(items) != width {
 			return nil, b.errAt(pgerror.New(pgerrcode.SyntaxError, "VALUES lists must all be the same length"), nodeLoc(items[0]))
 		}
 		width = len(items)
-		for _, it := range items {
+		asts[i] = items
+		rows[i] = make([]sem.Expr, width)
+		for j, it := range items {
 			if it.GetSetToDefault() != nil {
 				return nil, b.errAt(pgerror.New(pgerrcode.FeatureNotSupported, "DEFAULT is not allowed in this context"), nodeLoc(it))
 			}
-			// VALUES in FROM may reference the outer query (LATERAL), so
-			// the enclosing levels are visible.
-			e, err := b.expr(&scope{b: b, parent: s.parent, outer: s.outer, ctes: s.ctes}, "VALUES", it, nil)
+			if isUntypedLiteral(it) {
+				continue // typed below, as the column's other rows are
+			}
+			e, err := b.expr(vs, "VALUES", it, nil)
 			if err != nil {
 				return nil, err
 			}
-			rows[i] = append(rows[i], e)
+			rows[i][j] = e
 		}
 	}
 	v := &Values{Rows: rows}
 	for j := 0; j < width; j++ {
-		ts := make([]*types.T, len(rows))
+		var ts []*types.T
 		for i := range rows {
-			ts[i] = rows[i][j].Type()
+			if rows[i][j] != nil {
+				ts = append(ts, rows[i][j].Type())
+			}
 		}
-		t, err := types.CommonType("VALUES", ts...)
-		if err != nil {
-			return nil, err
+		t := types.Text
+		if len(ts) > 0 {
+			var err error
+			if t, err = types.CommonType("VALUES", ts...); err != nil {
+				return nil, err
+			}
 		}
 		for i := range rows {
-			if rows[i][j], err = implicitCast(rows[i][j], t); err != nil {
+			var err error
+			if rows[i][j] == nil {
+				rows[i][j], err = b.expr(vs, "VALUES", asts[i][j], t)
+			} else {
+				rows[i][j], err = implicitCast(rows[i][j], t)
+			}
+			if err != nil {
 				return nil, err
 			}
 		}
 		v.Cols = append(v.Cols, Column{ID: b.newCol(), Name: "column" + strconv.Itoa(j+1), T: t})
 	}
 	return &selResult{node: v}, nil
+}
+
+// untypedTargets returns, per output column of a plain SELECT, the AST of
+// an untyped literal ('x' or NULL) there, nil for other columns; nil when
+// the query is not a plain SELECT. Postgres leaves such literals unknown
+// until a set operation or an INSERT gives them a type.
+func untypedTargets(ss *pg_query.SelectStmt) []*pg_query.Node {
+	if ss == nil || ss.Op != pg_query.SetOperation_SETOP_NONE && ss.Op != pg_query.SetOperation_SET_OPERATION_UNDEFINED ||
+		len(ss.ValuesLists) > 0 || len(ss.DistinctClause) > 0 {
+		return nil
+	}
+	out := make([]*pg_query.Node, 0, len(ss.TargetList))
+	any := false
+	for _, tn := range ss.TargetList {
+		rt := tn.GetResTarget()
+		if rt == nil {
+			return nil
+		}
+		if cr := rt.Val.GetColumnRef(); cr != nil && cr.Fields[len(cr.Fields)-1].GetAStar() != nil {
+			return nil
+		}
+		if isUntypedLiteral(rt.Val) {
+			out = append(out, rt.Val)
+			any = true
+		} else {
+			out = append(out, nil)
+		}
+	}
+	if !any {
+		return nil
+	}
+	return out
+}
+
+// retypeLiteral rebuilds output column i of a bound plain SELECT, an
+// untyped literal, as type t.
+func (b *builder) retypeLiteral(n Node, i int, ast *pg_query.Node, t *types.T) error {
+	return b.retypeLiteralAs(n, i, ast, t, "")
+}
+
+// retypeLiteralAs is retypeLiteral for a value stored in column colName
+// (an INSERT's SELECT), with assignment rules, when colName is set.
+func (b *builder) retypeLiteralAs(n Node, i int, ast *pg_query.Node, t *types.T, colName string) error {
+	for {
+		switch v := n.(type) {
+		case *Sort:
+			n = v.Input
+		case *Limit:
+			n = v.Input
+		case *Project:
+			if i >= len(v.Exprs) {
+				return nil
+			}
+			var e sem.Expr
+			var err error
+			if colName != "" {
+				e, err = sem.BuildAssign(b.semCtx(nil, "SELECT"), ast, t, colName)
+			} else {
+				e, err = b.expr(nil, "SELECT", ast, t)
+			}
+			if err != nil {
+				return err
+			}
+			v.Exprs[i] = e
+			v.Cols[i].T = e.Type()
+			return nil
+		default:
+			return nil
+		}
+	}
 }
 
 // implicitCast coerces e to t (a type the common-type rules chose, so an
@@ -491,11 +579,28 @@ func (b *builder) buildSetOp(ss *pg_query.SelectStmt, s *scope) (*selResult, err
 	if err != nil {
 		return nil, err
 	}
-	ln, rn := stripHidden(b, l.node), stripHidden(b, r.node)
-	lc, rc := ln.Columns(), rn.Columns()
-	if len(lc) != len(rc) {
+	if len(visibleCols(l.node)) != len(visibleCols(r.node)) {
 		return nil, pgerror.New(pgerrcode.SyntaxError, "each %s query must have the same number of columns", what)
 	}
+	// An untyped literal on one side takes the other side's type.
+	lu, ru := untypedTargets(ss.Larg), untypedTargets(ss.Rarg)
+	lvis, rvis := visibleCols(l.node), visibleCols(r.node)
+	for i := range lvis {
+		lUn := i < len(lu) && lu[i] != nil
+		rUn := i < len(ru) && ru[i] != nil
+		switch {
+		case lUn && !rUn:
+			if err := b.retypeLiteral(l.node, i, lu[i], rvis[i].T); err != nil {
+				return nil, err
+			}
+		case rUn && !lUn:
+			if err := b.retypeLiteral(r.node, i, ru[i], lvis[i].T); err != nil {
+				return nil, err
+			}
+		}
+	}
+	ln, rn := stripHidden(b, l.node), stripHidden(b, r.node)
+	lc, rc := ln.Columns(), rn.Columns()
 	out := make([]Column, len(lc))
 	lcast, rcast := false, false
 	le, re := passThrough(lc), passThrough(rc)
@@ -520,6 +625,16 @@ func (b *builder) buildSetOp(ss *pg_query.SelectStmt, s *scope) (*selResult, err
 	}
 	return &selResult{node: &SetOp{Kind: kind, All: ss.All, Left: ln, Right: rn, Cols: out},
 		locks: l.locks || r.locks}, nil
+}
+
+func visibleCols(n Node) []Column {
+	var out []Column
+	for _, c := range n.Columns() {
+		if !c.Hidden {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 func castCols(b *builder, in, out []Column) []Column {
