@@ -230,12 +230,45 @@ type inserter struct {
 // insert finishes row (generated columns, constraints), handles ON
 // CONFLICT and writes it.
 func (in *inserter) insert(ctx context.Context, row []types.Datum) error {
-	s := in.s
-	if err := in.spec.finish(s, row); err != nil {
+	if err := in.spec.finish(in.s, row); err != nil {
 		return err
 	}
+	return in.insertFinished(ctx, row, nil)
+}
+
+// conflictChunk is how many proposed rows ON CONFLICT probes at once.
+const conflictChunk = 256
+
+// insertChunk inserts rows with ON CONFLICT, probing the arbiters for the
+// whole chunk in one batch. Rows are finished first, up to the first that
+// fails, whose error is returned after the rows before it are handled
+// (the order PostgreSQL meets them in).
+func (in *inserter) insertChunk(ctx context.Context, rows [][]types.Datum) error {
+	n, ferr := len(rows), error(nil)
+	for i, row := range rows {
+		if err := in.spec.finish(in.s, row); err != nil {
+			n, ferr = i, err
+			break
+		}
+	}
+	probes, err := in.oc.prefetch(ctx, rows[:n])
+	if err != nil {
+		return err
+	}
+	for i := 0; i < n; i++ {
+		if err := in.insertFinished(ctx, rows[i], probes[i]); err != nil {
+			return err
+		}
+	}
+	return ferr
+}
+
+// insertFinished inserts a finished row, handling ON CONFLICT with its
+// probe (nil: probe now).
+func (in *inserter) insertFinished(ctx context.Context, row []types.Datum, p *probe) error {
+	s := in.s
 	if in.oc != nil {
-		done, err := in.oc.handle(ctx, in, row)
+		done, err := in.oc.handle(ctx, in, row, p)
 		if err != nil || done {
 			return err
 		}
@@ -354,6 +387,7 @@ func (r *runner) buildInsert(n *plan.Insert) (op, error) {
 				return rows[i-1], nil
 			}
 		}
+		var chunk [][]types.Datum
 		for k := 0; ; k++ {
 			if k%checkEvery == 0 {
 				if err := ctx.Err(); err != nil {
@@ -382,10 +416,29 @@ func (r *runner) buildInsert(n *plan.Insert) (op, error) {
 					continue
 				}
 				if row[i], err = f(nil); err != nil {
+					if in.oc != nil {
+						if cerr := in.insertChunk(ctx, chunk); cerr != nil {
+							return cerr
+						}
+					}
 					return err
 				}
 			}
-			if err := in.insert(ctx, row); err != nil {
+			if in.oc == nil {
+				if err := in.insert(ctx, row); err != nil {
+					return err
+				}
+				continue
+			}
+			if chunk = append(chunk, row); len(chunk) >= conflictChunk {
+				if err := in.insertChunk(ctx, chunk); err != nil {
+					return err
+				}
+				chunk = chunk[:0]
+			}
+		}
+		if len(chunk) > 0 {
+			if err := in.insertChunk(ctx, chunk); err != nil {
 				return err
 			}
 		}

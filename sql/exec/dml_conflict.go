@@ -2,6 +2,7 @@ package exec
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/jackc/pgerrcode"
 
@@ -37,6 +38,8 @@ type conflictSpec struct {
 	// written holds the primary keys of rows this statement inserted or
 	// updated (DO UPDATE only).
 	written map[string]bool
+	// touched holds the arbiter keys written since the last prefetch.
+	touched map[string]bool
 }
 
 func (r *runner) buildConflict(s *dmlState, ti *tableInfo, n *plan.Insert) (*conflictSpec, error) {
@@ -114,51 +117,183 @@ func (c *conflictSpec) arbiterKey(idx *rowenc.IndexLayout, row []types.Datum) ([
 	return e.Key, nil
 }
 
-// handle probes the arbiters for row. done reports that the row was dealt
-// with (skipped, or the conflicting row updated); otherwise the caller
-// inserts it.
-func (c *conflictSpec) handle(ctx context.Context, in *inserter, row []types.Datum) (done bool, err error) {
-	s := c.s
-	if err := s.flush(ctx); err != nil {
-		return false, err
-	}
-	b := &kv.Batch{}
-	var probed []*rowenc.IndexLayout
-	for _, idx := range c.arbiters {
+// probe is what the arbiters hold for one proposed row: the keys probed
+// (one per arbiter, nil where the row cannot conflict), the first arbiter
+// that had an entry (-1: none) and, for DO UPDATE, the conflicting row.
+type probe struct {
+	keys     [][]byte
+	hit      int
+	existing []types.Datum
+}
+
+func (c *conflictSpec) arbiterKeys(row []types.Datum) ([][]byte, error) {
+	keys := make([][]byte, len(c.arbiters))
+	for i, idx := range c.arbiters {
 		k, err := c.arbiterKey(idx, row)
 		if err != nil {
-			return false, err
+			return nil, err
 		}
-		if k == nil {
-			continue
-		}
-		b.Get(k)
-		probed = append(probed, idx)
+		keys[i] = k
 	}
-	if len(probed) == 0 {
-		return false, nil
+	return keys, nil
+}
+
+// prefetch probes the arbiters for many rows at once: one batch of point
+// reads, then one batch reading the conflicting rows (DO UPDATE). The
+// results stay valid for a row as long as no write since touched its
+// keys (handle checks c.touched).
+func (c *conflictSpec) prefetch(ctx context.Context, rows [][]types.Datum) ([]*probe, error) {
+	s := c.s
+	if err := s.flush(ctx); err != nil {
+		return nil, err
+	}
+	c.touched = map[string]bool{}
+	probes := make([]*probe, len(rows))
+	b := &kv.Batch{}
+	type at struct{ row, arb int }
+	var gets []at
+	for i, row := range rows {
+		keys, err := c.arbiterKeys(row)
+		if err != nil {
+			return nil, err
+		}
+		probes[i] = &probe{keys: keys, hit: -1}
+		for j, k := range keys {
+			if k != nil {
+				b.Get(k)
+				gets = append(gets, at{i, j})
+			}
+		}
+	}
+	if len(gets) == 0 {
+		return probes, nil
 	}
 	if err := s.x.Txn.Run(ctx, b); err != nil {
-		return false, err
+		return nil, err
 	}
-	hit := -1
-	for i := range probed {
-		if b.Results[i].Found {
-			hit = i
+	entries := make([]kvpb.KeyValue, len(rows))
+	for g, a := range gets {
+		p := probes[a.row]
+		if b.Results[g].Found && p.hit < 0 {
+			p.hit = a.arb
+			entries[a.row] = b.Results[g].Rows[0]
+		}
+	}
+	if !c.update {
+		return probes, nil
+	}
+	var rowKeys [][]byte
+	var owners []int
+	for i, p := range probes {
+		if p.hit < 0 {
+			continue
+		}
+		k, err := c.rowKeyOf(c.arbiters[p.hit], entries[i])
+		if err != nil {
+			return nil, err
+		}
+		rowKeys = append(rowKeys, k)
+		owners = append(owners, i)
+	}
+	existing, err := s.fetchByPrimaryKeys(ctx, c.ti, rowKeys)
+	if err != nil {
+		return nil, err
+	}
+	for j, i := range owners {
+		probes[i].existing = existing[j]
+	}
+	return probes, nil
+}
+
+// freshProbe probes the arbiters for one row after flushing the
+// statement's pending writes, so that it sees every earlier row.
+func (c *conflictSpec) freshProbe(ctx context.Context, row []types.Datum) (*probe, error) {
+	s := c.s
+	if err := s.flush(ctx); err != nil {
+		return nil, err
+	}
+	keys, err := c.arbiterKeys(row)
+	if err != nil {
+		return nil, err
+	}
+	p := &probe{keys: keys, hit: -1}
+	b := &kv.Batch{}
+	var probed []int
+	for j, k := range keys {
+		if k != nil {
+			b.Get(k)
+			probed = append(probed, j)
+		}
+	}
+	if len(probed) == 0 {
+		return p, nil
+	}
+	if err := s.x.Txn.Run(ctx, b); err != nil {
+		return nil, err
+	}
+	for g, j := range probed {
+		if b.Results[g].Found {
+			p.hit = j
+			if c.update {
+				k, err := c.rowKeyOf(c.arbiters[j], b.Results[g].Rows[0])
+				if err != nil {
+					return nil, err
+				}
+				rows, err := s.fetchByPrimaryKeys(ctx, c.ti, [][]byte{k})
+				if err != nil {
+					return nil, err
+				}
+				p.existing = rows[0]
+			}
 			break
 		}
 	}
-	if hit < 0 {
+	return p, nil
+}
+
+// touch records keys written since the last prefetch.
+func (c *conflictSpec) touch(keys [][]byte) {
+	if c.touched == nil {
+		return
+	}
+	for _, k := range keys {
+		if k != nil {
+			c.touched[string(k)] = true
+		}
+	}
+}
+
+func (c *conflictSpec) stale(p *probe) bool {
+	for _, k := range p.keys {
+		if k != nil && c.touched[string(k)] {
+			return true
+		}
+	}
+	return false
+}
+
+// handle decides row's fate from its probe (nil, or stale because an
+// earlier row of the statement wrote one of its keys: probe again). done
+// reports that the row was dealt with (skipped, or the conflicting row
+// updated); otherwise the caller inserts it.
+func (c *conflictSpec) handle(ctx context.Context, in *inserter, row []types.Datum, p *probe) (done bool, err error) {
+	s := c.s
+	if p == nil || c.stale(p) {
+		if p, err = c.freshProbe(ctx, row); err != nil {
+			return false, err
+		}
+	}
+	if p.hit < 0 {
+		c.touch(p.keys)
 		return false, nil
 	}
 	if !c.update {
 		return true, nil
 	}
-	existing, err := c.conflictingRow(ctx, probed[hit], b.Results[hit].Rows[0])
-	if err != nil {
-		return false, err
-	}
+	existing := p.existing
 	if existing == nil {
+		// An entry without its row: let the insert's conditional put
+		// report the duplicate.
 		return false, nil
 	}
 	ek, err := c.ti.primaryKey(existing)
@@ -183,6 +318,16 @@ func (c *conflictSpec) handle(ctx context.Context, in *inserter, row []types.Dat
 	if err := in.spec.finish(s, nr); err != nil {
 		return false, err
 	}
+	newKeys, err := c.arbiterKeys(nr)
+	if err != nil {
+		return false, err
+	}
+	oldKeys, err := c.arbiterKeys(existing)
+	if err != nil {
+		return false, err
+	}
+	c.touch(newKeys)
+	c.touch(oldKeys)
 	if err := s.write(ctx, c.ti, existing, nr); err != nil {
 		return false, err
 	}
@@ -195,25 +340,21 @@ func (c *conflictSpec) handle(ctx context.Context, in *inserter, row []types.Dat
 	return true, in.emit(nr)
 }
 
-// conflictingRow reads the row an arbiter entry belongs to.
-func (c *conflictSpec) conflictingRow(ctx context.Context, idx *rowenc.IndexLayout, entry kvpb.KeyValue) ([]types.Datum, error) {
-	rowKey := entry.Key
-	if !idx.IsPrimary() {
-		f, err := rowenc.NewRowFetcher(c.ti.layout, idx, nil)
-		if err != nil {
-			return nil, err
-		}
-		rows, err := f.DecodeRows([]kvpb.KeyValue{entry})
-		if err != nil || len(rows) != 1 {
-			return nil, err
-		}
-		if rowKey, err = c.ti.primaryKey(rows[0]); err != nil {
-			return nil, err
-		}
+// rowKeyOf is the primary key of the row an arbiter entry belongs to.
+func (c *conflictSpec) rowKeyOf(idx *rowenc.IndexLayout, entry kvpb.KeyValue) ([]byte, error) {
+	if idx.IsPrimary() {
+		return entry.Key, nil
 	}
-	rows, err := c.s.fetchByPrimaryKeys(ctx, c.ti, [][]byte{rowKey})
+	f, err := rowenc.NewRowFetcher(c.ti.layout, idx, nil)
 	if err != nil {
 		return nil, err
 	}
-	return rows[0], nil
+	rows, err := f.DecodeRows([]kvpb.KeyValue{entry})
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) != 1 {
+		return nil, fmt.Errorf("exec: index %q entry decodes to %d rows", idx.Name, len(rows))
+	}
+	return c.ti.primaryKey(rows[0])
 }

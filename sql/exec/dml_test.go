@@ -901,3 +901,56 @@ func TestCheckOrder(t *testing.T) {
 	_, err = e.copyIn("COPY ck FROM STDIN", []byte("1\t0\n"))
 	expectErr(t, err, pgerrcode.CheckViolation, `new row for relation "ck" violates check constraint "aa"`, "Failing row contains (1, 0).\nCOPY ck, line 1")
 }
+
+// TestOnConflictChunks upserts more rows than one probe batch holds, with
+// duplicates of earlier rows of the same statement far apart.
+func TestOnConflictChunks(t *testing.T) {
+	e := newDMLEnv(t)
+	tb := tTable()
+	e.create(tb)
+	var pre [][]sem.Expr
+	for a := int64(0); a < 400; a += 4 {
+		pre = append(pre, []sem.Expr{i8(a), txt(fmt.Sprint("b", a)), i4(1)})
+	}
+	_, p := insertPlan(t, tb, []string{"a", "b", "c"}, pre...)
+	e.mustExec(p)
+	var rows [][]sem.Expr
+	for i := int64(0); i < 600; i++ {
+		a := i % 400
+		rows = append(rows, []sem.Expr{i8(a), txt(fmt.Sprint("b", a)), i4(2)})
+	}
+	ins, p := insertPlan(t, tb, []string{"a", "b", "c"}, rows...)
+	ins.OnConflict = &plan.OnConflict{DoNothing: true}
+	if _, n := e.mustExec(p); n != 300 {
+		t.Errorf("DO NOTHING inserted %d rows, want 300", n)
+	}
+	// Every key once: DO UPDATE touches all 400 rows.
+	ins, p = insertPlan(t, tb, []string{"a", "b", "c"}, rows[:400]...)
+	ins.OnConflict = onConflict(t, tb, "t_pkey", []string{"c"}, []string{"t.c + 10"}, "")
+	if _, n := e.mustExec(p); n != 400 {
+		t.Errorf("DO UPDATE affected %d rows, want 400", n)
+	}
+	got := strings.Split(e.rows(tb.ID), " ")
+	if len(got) != 400 {
+		t.Fatalf("%d rows, want 400", len(got))
+	}
+	for _, r := range got {
+		var a, c, d int
+		var b string
+		if _, err := fmt.Sscanf(strings.NewReplacer("(", "", ")", "", ",", " ").Replace(r), "%d %s %d %d", &a, &b, &c, &d); err != nil {
+			t.Fatal(err)
+		}
+		want := 12
+		if a%4 == 0 {
+			want = 11
+		}
+		if c != want {
+			t.Fatalf("row %s: c = %d, want %d", r, c, want)
+		}
+	}
+	// A duplicate 300 rows later is still the same row twice.
+	ins, p = insertPlan(t, tb, []string{"a", "b", "c"}, rows...)
+	ins.OnConflict = onConflict(t, tb, "t_pkey", []string{"c"}, []string{"t.c + 10"}, "")
+	_, _, err := e.exec(p)
+	expectErr(t, err, pgerrcode.CardinalityViolation, "ON CONFLICT DO UPDATE command cannot affect row a second time", "")
+}
