@@ -1,11 +1,13 @@
 package plan
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/jackc/pgerrcode"
 	pg_query "github.com/pganalyze/pg_query_go/v6"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/cairn-db/cairn/sql/builtins"
 	"github.com/cairn-db/cairn/sql/catalog"
@@ -657,7 +659,7 @@ type target struct {
 	hidden bool
 	tbl    catalog.ID
 	tcol   rowenc.ColumnID
-	srf    *SetFunc // a set-returning function: e reads its column
+	srfs   []*SetFunc // set-returning calls: e reads their columns
 	// aggs and windows are the AST calls of e, for pairing (callsIn).
 	aggs, windows []*pg_query.FuncCall
 }
@@ -807,7 +809,7 @@ func (b *builder) buildSimple(ss *pg_query.SelectStmt, s *scope) (*selResult, er
 	// Aggregation.
 	hasAgg := having != nil || len(groupExprs) > 0
 	for _, t := range targets {
-		if aggCount(t.e) > 0 || (t.srf != nil && anyAgg(t.srf.Call.Args)) {
+		if aggCount(t.e) > 0 || srfAgg(t.srfs) {
 			hasAgg = true
 		}
 	}
@@ -825,9 +827,9 @@ func (b *builder) buildSimple(ss *pg_query.SelectStmt, s *scope) (*selResult, er
 			if t.e, err = g.mapExpr(t.e, t.aggs); err != nil {
 				return nil, err
 			}
-			if t.srf != nil {
-				for i, a := range t.srf.Call.Args {
-					if t.srf.Call.Args[i], err = g.mapExpr(a, nil); err != nil {
+			for _, f := range t.srfs {
+				for i, a := range f.Call.Args {
+					if f.Call.Args[i], err = g.mapExpr(a, nil); err != nil {
 						return nil, err
 					}
 				}
@@ -891,14 +893,13 @@ func (b *builder) buildSimple(ss *pg_query.SelectStmt, s *scope) (*selResult, er
 	// Set-returning functions of the select list.
 	var ps *ProjectSet
 	for _, t := range targets {
-		if t.srf == nil {
-			continue
+		for _, f := range t.srfs {
+			if ps == nil {
+				ps = &ProjectSet{Input: node, Cols: append([]Column(nil), node.Columns()...)}
+			}
+			ps.Funcs = append(ps.Funcs, *f)
+			ps.Cols = append(ps.Cols, f.Cols...)
 		}
-		if ps == nil {
-			ps = &ProjectSet{Input: node, Cols: append([]Column(nil), node.Columns()...)}
-		}
-		ps.Funcs = append(ps.Funcs, *t.srf)
-		ps.Cols = append(ps.Cols, t.srf.Cols...)
 	}
 	if ps != nil {
 		node = ps
@@ -976,6 +977,48 @@ func (b *builder) buildSimple(ss *pg_query.SelectStmt, s *scope) (*selResult, er
 	return &selResult{node: node, locks: locks}, nil
 }
 
+func srfAgg(fs []*SetFunc) bool {
+	for _, f := range fs {
+		if anyAgg(f.Call.Args) {
+			return true
+		}
+	}
+	return false
+}
+
+// hasSRF says whether n calls a set-returning function outside subqueries.
+func hasSRF(n *pg_query.Node) bool {
+	found := false
+	walkAST(n, func(x *pg_query.Node) bool {
+		switch v := x.Node.(type) {
+		case *pg_query.Node_SubLink:
+			return false
+		case *pg_query.Node_FuncCall:
+			if v.FuncCall.Over == nil && isGeneratorName(funcName(v.FuncCall)) {
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
+}
+
+// srfScope resolves the placeholders bindTarget put where set-returning
+// calls were, and everything else through the FROM scope.
+type srfScope struct {
+	sem.Scope
+	cols map[string]Column
+}
+
+func (s *srfScope) Resolve(fields []string) (sem.ColumnID, *types.T, string, error) {
+	if len(fields) == 1 {
+		if c, ok := s.cols[fields[0]]; ok {
+			return c.ID, c.T, c.Name, nil
+		}
+	}
+	return s.Scope.Resolve(fields)
+}
+
 func anyAgg(es []sem.Expr) bool {
 	for _, e := range es {
 		if aggCount(e) > 0 {
@@ -1012,27 +1055,65 @@ func (b *builder) bindTarget(s *scope, rt *pg_query.ResTarget) ([]*target, error
 	if t.name == "" {
 		t.name = figureColname(rt.Val)
 	}
-	if fc := rt.Val.GetFuncCall(); fc != nil && fc.Over == nil && isGeneratorName(funcName(fc)) {
-		call, cols, err := b.bindSRF(s, fc, "SELECT")
-		if err != nil {
-			return nil, err
+	val := rt.Val
+	var scope sem.Scope = s
+	if hasSRF(val) {
+		// Set-returning calls become columns of a ProjectSet below the
+		// projection: bind each, and the rest of the expression over a
+		// copy of the AST where each call is a reference to its column.
+		val = proto.Clone(val).(*pg_query.Node)
+		ss := &srfScope{Scope: s, cols: map[string]Column{}}
+		var ferr error
+		walkAST(val, func(x *pg_query.Node) bool {
+			if ferr != nil {
+				return false
+			}
+			switch v := x.Node.(type) {
+			case *pg_query.Node_SubLink:
+				return false
+			case *pg_query.Node_FuncCall:
+				fc := v.FuncCall
+				if fc.Over != nil || !isGeneratorName(funcName(fc)) {
+					return true
+				}
+				for _, a := range fc.Args {
+					if hasSRF(a) {
+						ferr = b.errAt(notSupported("nested set-returning functions are not supported"), fc.Location)
+						return false
+					}
+				}
+				call, cols, err := b.bindSRF(s, fc, "SELECT")
+				if err != nil {
+					ferr = err
+					return false
+				}
+				if len(cols) != 1 {
+					ferr = b.errAt(notSupported("set-returning function %s returning several columns is not supported in the select list", funcName(fc)), fc.Location)
+					return false
+				}
+				name := fmt.Sprintf("\x00srf%d", len(ss.cols))
+				ss.cols[name] = cols[0]
+				t.srfs = append(t.srfs, &SetFunc{Call: call, Cols: cols})
+				x.Node = &pg_query.Node_ColumnRef{ColumnRef: &pg_query.ColumnRef{
+					Fields: []*pg_query.Node{pg_query.MakeStrNode(name)}, Location: fc.Location}}
+				return false
+			}
+			return true
+		})
+		if ferr != nil {
+			return nil, ferr
 		}
-		if len(cols) != 1 {
-			return nil, b.errAt(notSupported("set-returning function %s returning several columns is not supported in the select list", funcName(fc)), fc.Location)
-		}
-		cols[0].Name = t.name
-		t.srf = &SetFunc{Call: call, Cols: cols}
-		t.e = colRef(cols[0])
-		return []*target{t}, nil
+		scope = ss
 	}
 	bc := b.semCtx(s, "SELECT")
+	bc.Scope = scope
 	bc.AllowAggregates, bc.AllowWindows = true, true
-	e, err := sem.Build(bc, rt.Val, nil)
+	e, err := sem.Build(bc, val, nil)
 	if err != nil {
 		return nil, err
 	}
 	t.e = e
-	t.aggs, t.windows = callsIn(rt.Val)
+	t.aggs, t.windows = callsIn(val)
 	if cr, ok := e.(*sem.ColRef); ok {
 		if c, found, _ := findByID(s, cr.ID); found {
 			t.tbl, t.tcol = c.tbl, c.tcol
@@ -1141,7 +1222,7 @@ func (b *builder) orderTarget(s *scope, n *pg_query.Node, targets *[]*target, nV
 		return 0, err
 	}
 	for i, t := range *targets {
-		if t.srf == nil && sameExpr(t.e, e) {
+		if len(t.srfs) == 0 && sameExpr(t.e, e) {
 			return i, nil
 		}
 	}
@@ -1179,6 +1260,13 @@ func hasVolatile(e sem.Expr) bool {
 // the arguments are built here and the overload resolved with untyped
 // string literals left unknown, as Postgres resolves them.
 func (b *builder) bindSRF(s *scope, fc *pg_query.FuncCall, clause string) (*sem.FuncCall, []Column, error) {
+	// In the select list the arguments may aggregate (generate_series(1,
+	// count(*))); in FROM they may not.
+	build := func(a *pg_query.Node, want *types.T) (sem.Expr, error) {
+		bc := b.semCtx(s, clause)
+		bc.AllowAggregates = clause == "SELECT"
+		return sem.Build(bc, a, want)
+	}
 	if fc.AggDistinct || fc.AggFilter != nil || len(fc.AggOrder) > 0 || fc.AggStar {
 		return nil, nil, b.errAt(pgerror.New(pgerrcode.WrongObjectType, "%s is not an aggregate function", funcName(fc)), fc.Location)
 	}
@@ -1195,7 +1283,7 @@ func (b *builder) bindSRF(s *scope, fc *pg_query.FuncCall, clause string) (*sem.
 		if a.GetNamedArgExpr() != nil {
 			return nil, nil, b.errAt(notSupported("named arguments are not supported"), fc.Location)
 		}
-		e, err := b.expr(s, clause, a, nil)
+		e, err := build(a, nil)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -1207,7 +1295,7 @@ func (b *builder) bindSRF(s *scope, fc *pg_query.FuncCall, clause string) (*sem.
 	}
 	args := make([]sem.Expr, len(fc.Args))
 	for i, a := range fc.Args {
-		if args[i], err = b.expr(s, clause, a, res.ArgTypes[i]); err != nil {
+		if args[i], err = build(a, res.ArgTypes[i]); err != nil {
 			return nil, nil, err
 		}
 	}
