@@ -113,6 +113,7 @@ func (b *Backend) NewSession(ctx context.Context, info pgwire.StartupInfo) (pgwi
 		prepared: make(map[string]*sqlPrepared),
 		log:      b.log.With("pid", info.ProcessID, "user", role.Name),
 	}
+	s.seqs = s.newSequences()
 	for _, st := range settingsList {
 		s.vars[strings.ToLower(st.name)] = st.def
 	}

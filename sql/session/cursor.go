@@ -21,10 +21,12 @@ type cursor struct {
 	proj []int
 	// formats are the result formats (nil: all text).
 	formats []int16
-	sent    int64
-	closed  bool
-	buf     []byte
-	vals    [][]byte
+	// tc prints values (the time zone, reg* names) as of the statement.
+	tc     *types.Context
+	sent   int64
+	closed bool
+	buf    []byte
+	vals   [][]byte
 }
 
 func newCursor(s *Session, p *plan.Plan, rows exec.Rows) *cursor {
@@ -111,7 +113,7 @@ func (c *cursor) drain(ctx context.Context, w pgwire.ResultWriter, maxRows int) 
 func (c *cursor) returnsRows() bool { return len(c.cols) > 0 || c.p.Tag == "SELECT" }
 
 func (c *cursor) writeRow(w pgwire.ResultWriter, row []types.Datum) error {
-	tc := c.s.typesCtx()
+	tc := c.tc
 	if c.buf == nil {
 		c.buf = make([]byte, 0, 256) // non-nil: an empty value is not NULL
 	}

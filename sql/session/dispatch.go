@@ -29,6 +29,15 @@ type stmtState struct {
 	start time.Time
 	// stepped: the READ COMMITTED snapshot was taken for this statement.
 	stepped bool
+	tc      *types.Context
+}
+
+// types is the statement's type context (see Session.regTypes).
+func (x *stmtState) types() *types.Context {
+	if x.tc == nil {
+		x.tc = x.s.regTypes(x.ctx, x.s.kvTxn())
+	}
+	return x.tc
 }
 
 // txn returns the KV transaction for the statement, taking a fresh
@@ -49,7 +58,9 @@ func (x *stmtState) txn() (*kv.Txn, error) {
 }
 
 func (s *Session) newStmt(ctx context.Context) *stmtState {
-	return &stmtState{s: s, ctx: ctx, start: time.Now()}
+	x := &stmtState{s: s, ctx: ctx, start: time.Now()}
+	s.cur = x
+	return x
 }
 
 // isPlannable reports whether st goes through the binder.
@@ -97,7 +108,7 @@ func (s *Session) dispatch(x *stmtState, g stmtGroup, w pgwire.ResultWriter) err
 	case *pg_query.Node_ExplainStmt:
 		return s.explain(x, st, n.ExplainStmt, w, nil)
 	case *pg_query.Node_CopyStmt:
-		return s.copy(x, st, n.CopyStmt, w)
+		return s.copy(x, n.CopyStmt, w)
 	case *pg_query.Node_PrepareStmt:
 		return s.sqlPrepare(x, st, n.PrepareStmt, w)
 	case *pg_query.Node_ExecuteStmt:
@@ -156,7 +167,7 @@ func (s *Session) ddlContext(x *stmtState, txn *kv.Txn, w pgwire.ResultWriter, s
 		Database:   s.db,
 		User:       s.user,
 		SearchPath: s.searchPath(),
-		Types:      s.typesCtx(),
+		Types:      x.types(),
 		Catalog:    s.resolver(txn),
 		Describe: func(ctx context.Context, sql string) ([]plan.Column, error) {
 			stmts, err := parser.Parse(sql)
@@ -166,7 +177,7 @@ func (s *Session) ddlContext(x *stmtState, txn *kv.Txn, w pgwire.ResultWriter, s
 			if len(stmts) != 1 {
 				return nil, pgerror.New(pgerrcode.SyntaxError, "expected one query, got %d statements", len(stmts))
 			}
-			p, err := plan.Build(ctx, s.planEnv(txn, sem.NewParamTypes()), &stmts[0])
+			p, err := plan.Build(ctx, s.planEnv(txn, sem.NewParamTypes(), x.types()), &stmts[0])
 			if err != nil {
 				return nil, err
 			}
@@ -194,8 +205,8 @@ func (s *Session) resolver(txn *kv.Txn) plan.Catalog {
 	return plan.NewCatalog(catalog.NewReader(txn, s.b.cache), s.db, s.searchPath(), pgcatalog.Lookup)
 }
 
-func (s *Session) planEnv(txn *kv.Txn, params *sem.ParamTypes) *plan.Env {
-	return &plan.Env{Catalog: s.resolver(txn), Types: s.typesCtx(), Params: params}
+func (s *Session) planEnv(txn *kv.Txn, params *sem.ParamTypes, tc *types.Context) *plan.Env {
+	return &plan.Env{Catalog: s.resolver(txn), Types: tc, Params: params}
 }
 
 func (s *Session) execContext(x *stmtState, txn *kv.Txn, params []types.Datum) *exec.Context {
@@ -203,7 +214,7 @@ func (s *Session) execContext(x *stmtState, txn *kv.Txn, params []types.Datum) *
 	r := catalog.NewReader(txn, s.b.cache)
 	return &exec.Context{
 		Txn:     txn,
-		Eval:    &sem.EvalContext{Fn: &evalCtx{s: s, ctx: x.ctx, stmt: x.start}, Params: params},
+		Eval:    &sem.EvalContext{Fn: &evalCtx{x: x}, Params: params},
 		Catalog: r,
 		Virtual: &plan.VirtualEnv{
 			Txn: txn, Catalog: r, Database: s.db, User: s.user, Settings: s.settingRows,
@@ -244,7 +255,7 @@ func (s *Session) startPlan(x *stmtState, st *parser.Statement, paramTypes []*ty
 	}
 	pt := sem.NewParamTypes(paramTypes...)
 	pt.Fixed = paramTypes != nil
-	p, err := plan.Build(x.ctx, s.planEnv(txn, pt), st)
+	p, err := plan.Build(x.ctx, s.planEnv(txn, pt, x.types()), st)
 	if err != nil {
 		return nil, err
 	}
@@ -260,7 +271,9 @@ func (s *Session) startPlan(x *stmtState, st *parser.Statement, paramTypes []*ty
 	if err != nil {
 		return nil, err
 	}
-	return newCursor(s, p, rows), nil
+	c := newCursor(s, p, rows)
+	c.tc = x.types()
+	return c, nil
 }
 
 // rowsTag is the command tag of a statement that affected or returned n

@@ -10,28 +10,24 @@ import (
 )
 
 // evalCtx is the session as builtins see it during one statement.
-type evalCtx struct {
-	s    *Session
-	ctx  context.Context
-	stmt time.Time
-}
+type evalCtx struct{ x *stmtState }
 
 var _ builtins.EvalContext = (*evalCtx)(nil)
 
-func (e *evalCtx) Ctx() context.Context     { return e.ctx }
-func (e *evalCtx) Types() *types.Context    { return e.s.typesCtx() }
-func (e *evalCtx) TxnTimestamp() time.Time  { return e.s.txnStart }
-func (e *evalCtx) StmtTimestamp() time.Time { return e.stmt }
-func (e *evalCtx) Rand() *rand.Rand         { return e.s.rng }
+func (e *evalCtx) Ctx() context.Context     { return e.x.ctx }
+func (e *evalCtx) Types() *types.Context    { return e.x.types() }
+func (e *evalCtx) TxnTimestamp() time.Time  { return e.x.s.txnStart }
+func (e *evalCtx) StmtTimestamp() time.Time { return e.x.start }
+func (e *evalCtx) Rand() *rand.Rand         { return e.x.s.rng }
 
 // SetSeed reseeds the session's generator (setseed), so later random()
 // calls of the session repeat, as in Postgres.
 func (e *evalCtx) SetSeed(seed uint64) {
-	e.s.rng = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	e.x.s.rng = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 }
 
 func (e *evalCtx) Session() builtins.SessionInfo {
-	s := e.s
+	s := e.x.s
 	return builtins.SessionInfo{
 		Database:    s.db.Name,
 		User:        s.user,
@@ -42,7 +38,6 @@ func (e *evalCtx) Session() builtins.SessionInfo {
 	}
 }
 
-func (e *evalCtx) AdvisoryLocks() builtins.AdvisoryLocker { return e.s.locks }
+func (e *evalCtx) AdvisoryLocks() builtins.AdvisoryLocker { return e.x.s.locks }
 
-// Sequences is nil until sql/sequence provides sequence access.
-func (e *evalCtx) Sequences() builtins.SequenceOps { return nil }
+func (e *evalCtx) Sequences() builtins.SequenceOps { return e.x.s.seqs }

@@ -93,7 +93,7 @@ func (s *Session) describe(ctx context.Context, st *parser.Statement, declared [
 	build := func(ctx context.Context, txn *kv.Txn) error {
 		pt := sem.NewParamTypes(declared...)
 		var err error
-		if p, err = plan.Build(ctx, s.planEnv(txn, pt), st); err != nil {
+		if p, err = plan.Build(ctx, s.planEnv(txn, pt, s.regTypes(ctx, txn)), st); err != nil {
 			return err
 		}
 		pts, err = pt.Types()

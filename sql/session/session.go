@@ -13,7 +13,9 @@ import (
 	"github.com/cairn-db/cairn/pgwire"
 	"github.com/cairn-db/cairn/sql/catalog"
 	"github.com/cairn-db/cairn/sql/parser"
+	"github.com/cairn-db/cairn/sql/pgcatalog"
 	"github.com/cairn-db/cairn/sql/pgerror"
+	"github.com/cairn-db/cairn/sql/sequence"
 	"github.com/cairn-db/cairn/sql/types"
 	"github.com/jackc/pgerrcode"
 	pg_query "github.com/pganalyze/pg_query_go/v6"
@@ -62,6 +64,10 @@ type Session struct {
 	cursors map[*cursor]struct{}
 	// savepoints of the open block, oldest first.
 	savepoints []savepoint
+	// seqs is the session's sequence access (nextval and friends); cur is
+	// the statement running, whose context and transaction it uses.
+	seqs *sequence.Session
+	cur  *stmtState
 }
 
 var _ pgwire.Session = (*Session)(nil)
@@ -116,7 +122,20 @@ func (s *Session) Close() {
 	s.locks.close()
 }
 
+// typesCtx is the type context without catalog access (Bind's parameter
+// input, utility statements).
 func (s *Session) typesCtx() *types.Context { return &types.Context{Location: s.loc} }
+
+// regTypes is the type context of a statement running in txn: the time
+// zone, and the reg* resolver over the catalog as of txn. A resolver keeps
+// its catalog snapshot, so each statement gets its own.
+func (s *Session) regTypes(ctx context.Context, txn *kv.Txn) *types.Context {
+	// The resolver may be used after the statement's context ends (a
+	// portal resumed by a later Execute): it must not inherit its
+	// cancellation.
+	res := pgcatalog.NewRegResolver(context.WithoutCancel(ctx), catalog.NewReader(txn, s.b.cache), s.db, s.user, s.searchPath())
+	return &types.Context{Location: s.loc, Reg: res}
+}
 
 // searchPath is search_path with $user resolved to the session user.
 func (s *Session) searchPath() []string {
@@ -469,4 +488,37 @@ func (s *Session) notice(w pgwire.ResultWriter, severity, code, msg string) {
 		return
 	}
 	_ = w.Notice(pgwire.Notice{Severity: severity, Code: code, Message: msg})
+}
+
+// newSequences builds the session's sequence access: descriptors are read
+// in the running statement's transaction (a sequence created earlier in the
+// same transaction is visible), names resolve as regclass input does.
+func (s *Session) newSequences() *sequence.Session {
+	seqs := sequence.NewSession(s.b.db, func(ctx context.Context, oid uint32) (*catalog.Sequence, error) {
+		d, err := catalog.NewReader(s.kvTxn(), s.b.cache).ByID(ctx, catalog.ID(oid))
+		if err != nil {
+			if pgerror.Code(err) == pgerrcode.UndefinedObject {
+				return nil, pgerror.New(pgerrcode.UndefinedTable, "could not open relation with OID %d", oid)
+			}
+			return nil, err
+		}
+		seq, ok := d.(*catalog.Sequence)
+		if !ok {
+			return nil, pgerror.New(pgerrcode.WrongObjectType, "%q is not a sequence", d.DescName())
+		}
+		return seq, nil
+	})
+	seqs.Ctx = func() context.Context {
+		if s.cur != nil {
+			return s.cur.ctx
+		}
+		return nil
+	}
+	seqs.Resolve = func(ctx context.Context, name string) (uint32, error) {
+		if s.cur == nil {
+			return 0, pgerror.New(pgerrcode.UndefinedTable, "relation %q does not exist", name)
+		}
+		return s.cur.types().Reg.ResolveReg(types.RegClass, name)
+	}
+	return seqs
 }

@@ -78,7 +78,7 @@ func (s *Session) explain(x *stmtState, st *parser.Statement, n *pg_query.Explai
 			return err
 		}
 		pt := sem.NewParamTypes(b.paramTypes...)
-		p, err := plan.Build(x.ctx, s.planEnv(txn, pt), &inner)
+		p, err := plan.Build(x.ctx, s.planEnv(txn, pt, x.types()), &inner)
 		if err != nil {
 			return err
 		}
@@ -105,12 +105,58 @@ func (discardWriter) BeginRows([]pgwire.Column) error { return nil }
 func (discardWriter) WriteRow([][]byte) error         { return nil }
 func (discardWriter) Complete(string) error           { return nil }
 
-// copy runs COPY ... FROM STDIN / TO STDOUT.
-func (s *Session) copy(x *stmtState, st *parser.Statement, n *pg_query.CopyStmt, w pgwire.ResultWriter) error {
+// copy runs COPY ... FROM STDIN / TO STDOUT through the executor's COPY
+// support: the format is announced first (CopyInResponse /
+// CopyOutResponse), then the rows stream in the statement's transaction.
+func (s *Session) copy(x *stmtState, n *pg_query.CopyStmt, w pgwire.ResultWriter) error {
 	if n.Filename != "" || n.IsProgram {
-		return pgerror.New(pgerrcode.InsufficientPrivilege, "COPY to or from a file or program is not supported; use COPY ... FROM STDIN or TO STDOUT (psql's \\copy)")
+		return notSupported("COPY to or from a file or program is not supported; use COPY ... FROM STDIN or TO STDOUT (psql's \\copy)")
 	}
-	return notSupported("COPY is not supported yet")
+	if n.IsFrom && s.txnReadOnly {
+		return readOnlyError("COPY FROM")
+	}
+	txn, err := x.txn()
+	if err != nil {
+		return err
+	}
+	env := s.planEnv(txn, sem.NewParamTypes(), x.types())
+	binary, ncols, err := exec.CopyFormat(x.ctx, env, n)
+	if err != nil {
+		return err
+	}
+	f := pgwire.CopyFormat{Binary: binary, Columns: make([]int16, ncols)}
+	if binary {
+		for i := range f.Columns {
+			f.Columns[i] = 1
+		}
+	}
+	ec := s.execContext(x, txn, nil)
+	var count int64
+	if n.IsFrom {
+		in, err := w.CopyIn(f)
+		if err != nil {
+			return err
+		}
+		if count, err = exec.CopyFrom(x.ctx, ec, env, n, in.Reader()); err != nil {
+			return err
+		}
+	} else {
+		out, err := w.CopyOut(f)
+		if err != nil {
+			return err
+		}
+		count, err = exec.CopyTo(x.ctx, ec, env, n, func(row []byte) error {
+			_, err := out.Write(row)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if err := out.Done(); err != nil {
+			return err
+		}
+	}
+	return w.Complete(rowsTag("COPY", count))
 }
 
 // sqlPrepared is a statement of SQL-level PREPARE.
@@ -142,7 +188,7 @@ func (s *Session) sqlPrepare(x *stmtState, st *parser.Statement, n *pg_query.Pre
 		return err
 	}
 	pt := sem.NewParamTypes(declared...)
-	if _, err := plan.Build(x.ctx, s.planEnv(txn, pt), &inner); err != nil {
+	if _, err := plan.Build(x.ctx, s.planEnv(txn, pt, x.types()), &inner); err != nil {
 		return err
 	}
 	pts, err := pt.Types()
@@ -163,10 +209,10 @@ func (s *Session) sqlExecute(x *stmtState, n *pg_query.ExecuteStmt, w pgwire.Res
 		return pgerror.New(pgerrcode.SyntaxError, "wrong number of parameters for prepared statement %q", n.Name).
 			WithDetail("Expected %d parameters but got %d.", len(p.paramTypes), len(n.Params))
 	}
-	ev := &sem.EvalContext{Fn: &evalCtx{s: s, ctx: x.ctx, stmt: x.start}}
+	ev := &sem.EvalContext{Fn: &evalCtx{x: x}}
 	params := make([]types.Datum, len(n.Params))
 	for i, a := range n.Params {
-		e, err := sem.BuildAssign(sem.BuildContext{Types: s.typesCtx(), Clause: "EXECUTE parameter"}, a, p.paramTypes[i], "")
+		e, err := sem.BuildAssign(sem.BuildContext{Types: x.types(), Clause: "EXECUTE parameter"}, a, p.paramTypes[i], "")
 		if err != nil {
 			return err
 		}
