@@ -374,7 +374,7 @@ func (r *runner) buildInsert(n *plan.Insert) (op, error) {
 	o.run = func(ctx context.Context) error {
 		next := input.Next
 		if materialize {
-			rows, err := drain(ctx, input)
+			rows, err := drainCopy(ctx, input)
 			if err != nil {
 				return err
 			}
@@ -534,7 +534,7 @@ func (r *runner) buildUpdate(n *plan.Update) (op, error) {
 	o.run = func(ctx context.Context) error {
 		// Materialize first: the transaction's reads see its own writes,
 		// so updating while scanning could meet updated rows again.
-		rows, err := drain(ctx, input)
+		rows, err := drainCopy(ctx, input)
 		if err != nil {
 			return err
 		}
@@ -621,7 +621,7 @@ func (r *runner) buildDelete(n *plan.Delete) (op, error) {
 	}
 	o := &dmlOp{input: input}
 	o.run = func(ctx context.Context) error {
-		rows, err := drain(ctx, input)
+		rows, err := drainCopy(ctx, input)
 		if err != nil {
 			return err
 		}
@@ -667,4 +667,25 @@ func (r *runner) buildDelete(n *plan.Delete) (op, error) {
 		return s.finishFKs(ctx)
 	}
 	return o, nil
+}
+
+// drainCopy runs o to the end and returns copies of its rows: an operator
+// may reuse a row's storage once Next is called again.
+func drainCopy(ctx context.Context, o op) ([][]types.Datum, error) {
+	var rows [][]types.Datum
+	for {
+		if len(rows)%checkEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		row, err := o.Next(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if row == nil {
+			return rows, nil
+		}
+		rows = append(rows, append([]types.Datum(nil), row...))
+	}
 }
