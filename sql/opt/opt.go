@@ -23,10 +23,12 @@
 //  3. lookup.go: joins whose right side is a bare table scan with an
 //     index on the join keys become batched LookupJoins when the left side
 //     is small enough that lookups beat reading the whole right table.
-//  4. order.go: sorts an index already provides are dropped, an
-//     ORDER BY ... LIMIT may pick an index for its order, limits reach
-//     the reader (HardLimit), and GroupBy streams when its input is
-//     ordered by the group columns.
+//  4. order.go: sorts an index already provides are dropped (orders pass
+//     through Filter, Project, IndexJoin, LookupJoin and streaming
+//     GroupBy, which the executor runs order-preserving), an ORDER BY ...
+//     LIMIT may pick an index for its order, limits reach the reader
+//     (HardLimit), and GroupBy streams when its input is ordered by the
+//     group columns.
 //
 // Invariants:
 //

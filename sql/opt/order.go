@@ -104,17 +104,39 @@ func (o *optimizer) provide(n plan.Node, order []plan.Ordering) bool {
 	return true
 }
 
+// entryKey returns the columns idx's entries are ordered by: its key
+// columns, then for a secondary index the primary-key columns it lacks
+// (rowenc appends them to every entry's key, or to a unique entry's
+// value when its key is unique anyway), which makes entries distinct.
+func entryKey(t *catalog.Table, idx *catalog.Index) ([]rowenc.ColumnID, []rowenc.Order) {
+	keys := append([]rowenc.ColumnID(nil), idx.KeyColumnIDs...)
+	orders := append([]rowenc.Order(nil), idx.KeyDirections...)
+	if idx.ID == t.PrimaryIndex.ID {
+		return keys, orders
+	}
+	have := map[rowenc.ColumnID]bool{}
+	for _, k := range keys {
+		have[k] = true
+	}
+	for i, k := range t.PrimaryIndex.KeyColumnIDs {
+		if !have[k] {
+			keys = append(keys, k)
+			orders = append(orders, t.PrimaryIndex.KeyDirections[i])
+		}
+	}
+	return keys, orders
+}
+
 // scanProvides reports whether reading s in index order (or in reverse,
 // rev) yields rows ordered by order. Key columns every span fixes to one
-// value may be skipped; past the whole primary key every row is distinct,
-// so any further keys are satisfied.
+// value may be skipped; past the whole entry key (entryKey) every row is
+// distinct, so any further keys are satisfied.
 func scanProvides(s *plan.Scan, order []plan.Ordering) (rev, ok bool) {
 	idx := s.Index
 	if idx == nil {
 		idx = &s.Table.PrimaryIndex
 	}
-	primary := idx.ID == s.Table.PrimaryIndex.ID
-	keys, orders := idx.KeyColumnIDs, idx.KeyDirections
+	keys, orders := entryKey(s.Table, idx)
 	tableCol := map[sem.ColumnID]rowenc.ColumnID{}
 	for i, c := range s.Cols {
 		tableCol[c.ID] = s.TableCols[i]
@@ -138,7 +160,7 @@ func scanProvides(s *plan.Scan, order []plan.Ordering) (rev, ok bool) {
 		for i < len(keys) && keys[i] != tc && fixed[i] {
 			i++
 		}
-		if i == len(keys) && primary {
+		if i == len(keys) {
 			return rev, true
 		}
 		if i >= len(keys) || keys[i] != tc {
@@ -390,21 +412,20 @@ func providedOrder(n plan.Node) []sem.ColumnID {
 			byTable[v.TableCols[i]] = c.ID
 		}
 		var out []sem.ColumnID
-		for _, k := range idx.KeyColumnIDs {
+		keys, _ := entryKey(v.Table, idx)
+		for _, k := range keys {
 			id, ok := byTable[k]
 			if !ok {
 				return out
 			}
 			out = append(out, id)
 		}
-		if idx.ID == v.Table.PrimaryIndex.ID {
-			// Rows differ in their primary key: sorted by it, they are
-			// sorted by it followed by any other columns.
-			have := idSet(out)
-			for _, c := range v.Cols {
-				if !have.has(c.ID) {
-					out = append(out, c.ID)
-				}
+		// Rows differ in their entry key: sorted by it, they are sorted by
+		// it followed by any other columns.
+		have := idSet(out)
+		for _, c := range v.Cols {
+			if !have.has(c.ID) {
+				out = append(out, c.ID)
 			}
 		}
 		return out

@@ -45,6 +45,21 @@ func TestOrderings(t *testing.T) {
 		want: `
 		scan t@t_bd cols=(a#1,b#2,c#3,d#4) spans=(/NULL - /1) ordered reverse`,
 	}, {
+		name: "a secondary index's order continues with the primary key",
+		build: func(b *builder) plan.Node {
+			return b.sort(b.filter(b.scan("t"), "b > 1"), "b desc", "d", "a", "c")
+		},
+		want: `
+		scan t@t_bd cols=(a#1,b#2,c#3,d#4) spans=(/NULL - /1) ordered`,
+	}, {
+		name: "but not with another column",
+		build: func(b *builder) plan.Node {
+			return b.sort(b.filter(b.scan("t"), "b > 1"), "b desc", "d", "c")
+		},
+		want: `
+		sort (#2 desc,#4,#3)
+		  scan t@t_bd cols=(a#1,b#2,c#3,d#4) spans=(/NULL - /1)`,
+	}, {
 		name: "a column fixed by the spans is skipped",
 		build: func(b *builder) plan.Node {
 			return b.sort(b.filter(b.scan("t"), "b = 1"), "d")

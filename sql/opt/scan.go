@@ -72,6 +72,12 @@ func scanInfo(s *plan.Scan) map[sem.ColumnID]colInfo {
 // unless the binder chose one) and each public secondary btree index.
 func (o *optimizer) accesses(s *plan.Scan) []access {
 	conj := conjuncts(s.Filter)
+	for _, c := range conj {
+		if k, ok := c.(*sem.Const); ok && (k.Datum == types.DBool(false) || types.IsNull(k.Datum)) {
+			// WHERE false (or NULL): no row qualifies.
+			return []access{{node: &plan.Values{Cols: s.Cols}, orig: s, idx: &s.Table.PrimaryIndex}}
+		}
+	}
 	fc := readConstraints(conj, scanInfo(s))
 	primary := &s.Table.PrimaryIndex
 	chosen := s.Index

@@ -26,6 +26,8 @@ func TestSpansAndIndexes(t *testing.T) {
 		scan t@t_pkey cols=(a#1,b#2,c#3,d#4) spans=[/5 - /5] [/9 - /9]`},
 		{name: "contradiction reads nothing", build: f("t", "a > 5 AND a < 3"), want: `
 		values (a#1,b#2,c#3,d#4) rows=0`},
+		{name: "WHERE false", build: f("t", "false"), want: `
+		values (a#1,b#2,c#3,d#4) rows=0`},
 		{name: "comparison with NULL is never true", build: f("t", "a = NULL::int8"), want: `
 		values (a#1,b#2,c#3,d#4) rows=0`},
 		{name: "constant on the left", build: f("t", "10 > a"), want: `
