@@ -132,7 +132,7 @@ func genColumns(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, err
 			"character_maximum_length", charMax, "character_octet_length", octetMax,
 			"numeric_precision", numPrec, "numeric_precision_radix", numRadix, "numeric_scale", numScale,
 			"datetime_precision", dtPrec, "udt_catalog", s.db.Name, "udt_schema", "pg_catalog", "udt_name", udt,
-			"dtd_identifier", strconv.Itoa(pos), "is_self_referencing", "NO", "is_identity", "NO",
+			"dtd_identifier", strconv.Itoa(pos), "is_self_referencing", "NO", "is_identity", "NO", "identity_cycle", "NO",
 			"is_generated", "NEVER", "is_updatable", "YES"}
 		out = append(out, t.row(append(base, kv...)...))
 	}
@@ -183,7 +183,7 @@ func genTableConstraints(ctx context.Context, s *snapshot, t *vtable) ([][]types
 	var out [][]types.Datum
 	for _, c := range s.constraints(ctx) {
 		var nullsDistinct any
-		if c.kind == 'p' || c.kind == 'u' {
+		if c.kind == 'u' {
 			nullsDistinct = "YES"
 		}
 		out = append(out, t.row("constraint_catalog", s.db.Name, "constraint_schema", c.schema.Name,
@@ -191,7 +191,37 @@ func genTableConstraints(ctx context.Context, s *snapshot, t *vtable) ([][]types
 			"table_name", c.table.Name, "constraint_type", constraintTypes[c.kind], "is_deferrable", "NO",
 			"initially_deferred", "NO", "enforced", "YES", "nulls_distinct", nullsDistinct))
 	}
+	for _, nn := range s.notNulls() {
+		out = append(out, t.row("constraint_catalog", s.db.Name, "constraint_schema", nn.schema.Name,
+			"constraint_name", nn.name, "table_catalog", s.db.Name, "table_schema", nn.schema.Name,
+			"table_name", nn.table.Name, "constraint_type", "CHECK", "is_deferrable", "NO",
+			"initially_deferred", "NO", "enforced", "YES"))
+	}
 	return out, nil
+}
+
+// notNull is a NOT NULL column, which the SQL standard's views show as a
+// CHECK constraint named as PostgreSQL names it (nspoid_reloid_attnum_not_null).
+type notNull struct {
+	schema *catalog.Schema
+	table  *catalog.Table
+	col    *catalog.Column
+	name   string
+}
+
+func (s *snapshot) notNulls() []notNull {
+	var out []notNull
+	for _, r := range s.tables() {
+		d := r.desc.(*catalog.Table)
+		for _, c := range visibleColumns(d) {
+			if !c.Nullable {
+				out = append(out, notNull{r.schema, d, c,
+					strconv.FormatUint(uint64(nspOID(r.schema.ID)), 10) + "_" + strconv.FormatUint(uint64(d.ID), 10) +
+						"_" + strconv.FormatUint(uint64(c.ID), 10) + "_not_null"})
+			}
+		}
+	}
+	return out
 }
 
 func genKeyColumnUsage(ctx context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
@@ -274,6 +304,10 @@ func genCheckConstraints(ctx context.Context, s *snapshot, t *vtable) ([][]types
 			out = append(out, t.row("constraint_catalog", s.db.Name, "constraint_schema", c.schema.Name,
 				"constraint_name", c.name, "check_clause", c.check))
 		}
+	}
+	for _, nn := range s.notNulls() {
+		out = append(out, t.row("constraint_catalog", s.db.Name, "constraint_schema", nn.schema.Name,
+			"constraint_name", nn.name, "check_clause", quoteIdent(nn.col.Name)+" IS NOT NULL"))
 	}
 	return out, nil
 }

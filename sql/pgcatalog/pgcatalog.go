@@ -72,12 +72,17 @@ func (t *vtable) Rows(ctx context.Context, env *plan.VirtualEnv) ([][]types.Datu
 	return t.gen(ctx, s, t)
 }
 
-// row builds one row from name/value pairs; unnamed columns get the zero
-// of their type (0, false) or NULL (text, arrays, timestamps), which is
-// what the corresponding PostgreSQL catalog column holds in the common case.
+// row builds one row from name/value pairs. Unnamed columns are NULL in
+// information_schema; in pg_catalog they get the zero of their type (0,
+// false) or NULL (text, arrays, timestamps), which is what the
+// corresponding PostgreSQL catalog column holds in the common case.
 func (t *vtable) row(kv ...any) []types.Datum {
 	r := make([]types.Datum, len(t.cols))
 	for i, c := range t.cols {
+		if t.schema != "pg_catalog" {
+			r[i] = types.DNull
+			continue
+		}
 		switch c.T.Family {
 		case types.BoolFamily:
 			r[i] = types.DBool(false)

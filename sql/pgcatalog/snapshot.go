@@ -30,13 +30,6 @@ const (
 	oidCollC             = 950
 	oidLangInternal      = 12
 	oidPgClass           = 1259
-	oidPgConstraint      = 2606
-	oidPgType            = 1247
-	oidPgProc            = 1255
-	oidPgNamespace       = 2615
-	oidPgAttrdef         = 2604
-	oidPgIndex           = 2610 // the catalog's own OID, not a relation named by pg_class rows
-	oidPgDatabase        = 1262
 	oidEncodingUTF8      = 6
 )
 

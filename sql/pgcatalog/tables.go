@@ -94,7 +94,7 @@ func classRow(t *vtable, oid uint32, name string, nsp uint32, relOwner string, k
 	if kind == "r" || kind == "m" {
 		base = append(base, "relam", oidHeap)
 	}
-	if kind == "v" || kind == "S" {
+	if kind != "r" {
 		base = append(base, "relreplident", "n")
 	}
 	return t.row(append(base, kv...)...)
@@ -107,8 +107,10 @@ func genClass(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error
 		switch d := r.desc.(type) {
 		case *catalog.Table:
 			ixs := indexes(d)
+			// Foreign keys are triggers in PostgreSQL, on both tables.
 			out = append(out, classRow(t, r.oid(), d.Name, nsp, d.Owner, "r", len(visibleColumns(d)),
-				"relhasindex", len(ixs) > 0, "relchecks", len(d.Checks)))
+				"relhasindex", len(ixs) > 0, "relchecks", len(d.Checks),
+				"relhastriggers", len(d.ForeignKeys) > 0 || len(d.ReferencedBy) > 0))
 			for _, ix := range ixs {
 				keys, _, stored := keyColumns(d, ix)
 				am := oidBtree
@@ -149,8 +151,13 @@ func typeAttrs(typ *types.T) (length int, byval bool, align, storage string) {
 		align = "c"
 	case length == 2:
 		align = "s"
-	case length == 8 || typ.Family == types.TimestampFamily || typ.Family == types.TimestampTZFamily ||
-		typ.Family == types.IntervalFamily || typ.Family == types.ArrayFamily && typ.Elem.Size() == 8:
+	case typ.Family == types.ArrayFamily:
+		// An array is aligned as its elements, at least to int.
+		align = "i"
+		if _, _, ea, _ := typeAttrs(typ.Elem); ea == "d" {
+			align = "d"
+		}
+	case length == 8 || typ.Family == types.IntervalFamily:
 		align = "d"
 	case length == 16:
 		align, byval = "c", false
@@ -205,7 +212,11 @@ func genAttribute(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, e
 				keys, _, stored := keyColumns(d, ix)
 				for i, id := range append(keys, stored...) {
 					c := d.ColumnByID(id)
-					out = append(out, attrRow(t, indexOID(d.ID, ix.ID), c.Name, c.Type, i+1))
+					var kv []any
+					if i >= len(keys) {
+						kv = []any{"attcollation", 0} // INCLUDE columns are not compared
+					}
+					out = append(out, attrRow(t, indexOID(d.ID, ix.ID), c.Name, c.Type, i+1, kv...))
 				}
 			}
 		case *catalog.View:
@@ -262,6 +273,17 @@ func builtinTypes() []*types.T {
 	return append(out, types.Unknown)
 }
 
+// pseudoTypes are the pseudo-types built-in functions are declared with
+// (pg_proc.proargtypes and prorettype name them).
+var pseudoTypes = []struct {
+	oid    uint32
+	name   string
+	varlen bool // stored like an array: typlen -1, aligned on double
+}{
+	{2276, "any", false}, {2277, "anyarray", true}, {2283, "anyelement", false}, {2776, "anynonarray", false},
+	{5077, "anycompatible", false}, {5078, "anycompatiblearray", true}, {2249, "record", true}, {2278, "void", false},
+}
+
 func genType(_ context.Context, _ *snapshot, t *vtable) ([][]types.Datum, error) {
 	var out [][]types.Datum
 	for _, typ := range builtinTypes() {
@@ -284,6 +306,15 @@ func genType(_ context.Context, _ *snapshot, t *vtable) ([][]types.Datum, error)
 			"typsubscript", subscript, "typelem", elem, "typarray", arr, "typalign", align,
 			"typstorage", storage, "typtypmod", -1, "typcollation", collationOf(typ)))
 	}
+	for _, p := range pseudoTypes {
+		length, byval, align, storage := 4, true, "i", "p"
+		if p.varlen {
+			length, byval, align, storage = -1, false, "d", "x"
+		}
+		out = append(out, t.row("oid", p.oid, "typname", p.name, "typnamespace", oidPgCatalog,
+			"typowner", oidSuperuser, "typlen", length, "typbyval", byval, "typtype", "p", "typcategory", "P",
+			"typisdefined", true, "typdelim", ",", "typalign", align, "typstorage", storage, "typtypmod", -1))
+	}
 	return out, nil
 }
 
@@ -296,8 +327,8 @@ func genIndex(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error
 			var indkey, coll, class, opt []int64
 			for i, id := range append(keys, stored...) {
 				indkey = append(indkey, int64(id))
-				coll = append(coll, int64(collationOf(d.ColumnByID(id).Type)))
 				if i < len(keys) {
+					coll = append(coll, int64(collationOf(d.ColumnByID(id).Type)))
 					class = append(class, 0)
 					o := int64(0)
 					if desc[i] {
@@ -405,7 +436,13 @@ func checkColumns(d *catalog.Table, expr string) []int64 {
 	start := -1
 	flush := func(i int) {
 		if start >= 0 {
-			words[strings.ToLower(strings.Trim(expr[start:i], `"`))] = true
+			w := expr[start:i]
+			if strings.HasPrefix(w, `"`) {
+				w = strings.Trim(w, `"`) // a quoted identifier keeps its case
+			} else {
+				w = strings.ToLower(w)
+			}
+			words[w] = true
 			start = -1
 		}
 	}
@@ -479,7 +516,7 @@ func genConstraint(ctx context.Context, s *snapshot, t *vtable) ([][]types.Datum
 	for _, c := range s.constraints(ctx) {
 		kv := []any{"oid", c.oid, "conname", c.name, "connamespace", nspOID(c.schema.ID), "contype", string(c.kind),
 			"convalidated", true, "conrelid", c.table.ID, "conislocal", true, "conkey", c.cols,
-			"confupdtype", " ", "confdeltype", " ", "confmatchtype", " "}
+			"confupdtype", " ", "confdeltype", " ", "confmatchtype", " ", "connoinherit", c.kind != 'c'}
 		if c.index != nil {
 			tid := c.table.ID
 			if c.kind == 'f' {
@@ -489,7 +526,7 @@ func genConstraint(ctx context.Context, s *snapshot, t *vtable) ([][]types.Datum
 		}
 		switch c.kind {
 		case 'c':
-			kv = append(kv, "conbin", c.check, "connoinherit", false)
+			kv = append(kv, "conbin", c.check)
 		case 'f':
 			kv = append(kv, "confrelid", c.fk.ReferencedTableID, "confkey", ids(c.fk.ReferencedColumnIDs),
 				"confupdtype", refAction(c.fk.OnUpdate), "confdeltype", refAction(c.fk.OnDelete), "confmatchtype", "s")
