@@ -476,6 +476,7 @@ func CopyFrom(ctx context.Context, x *Context, env *plan.Env, stmt *pg_query.Cop
 	}
 	tb := t.table
 	s := newDMLState(x, nil)
+	s.copyLines = true
 	ti, err := s.table(tb)
 	if err != nil {
 		return 0, err
@@ -608,8 +609,15 @@ func CopyFrom(ctx context.Context, x *Context, env *plan.Env, stmt *pg_query.Cop
 				continue
 			}
 		}
-		if err := in.insert(ctx, row); err != nil {
+		// The row's own constraint errors name its line; a failed
+		// uniqueness condition is found when the batch runs and names the
+		// line of the row that failed (dmlState.flush).
+		if err := in.spec.finish(s, row); err != nil {
 			return 0, copyLineError(err, tb.Name, line, "", "")
+		}
+		s.curLine = line
+		if err := in.insertFinished(ctx, row, nil); err != nil {
+			return 0, err
 		}
 	}
 	if err := s.flush(ctx); err != nil {

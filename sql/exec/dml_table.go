@@ -2,6 +2,7 @@ package exec
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -104,6 +105,13 @@ type dmlState struct {
 	batch      *kv.Batch
 	batchTable *tableInfo
 	batchRows  int
+
+	// copyLines (COPY FROM) records the input line of every row in the
+	// pending batch, so a failed uniqueness condition names the line of
+	// the row that failed (curLine is the line being written).
+	copyLines  bool
+	curLine    int
+	batchLines []lineRow
 
 	// Deferred foreign-key work, run at the end of the statement as
 	// PostgreSQL's RI triggers are (after every row is written, so rows of
@@ -367,18 +375,58 @@ func (s *dmlState) write(ctx context.Context, ti *tableInfo, old, new []types.Da
 		s.batch, s.batchTable, s.batchRows = &kv.Batch{}, ti, 0
 	}
 	s.batchRows++
+	if s.copyLines && new != nil {
+		s.batchLines = append(s.batchLines, lineRow{line: s.curLine, row: new})
+	}
 	return ti.writer.Write(s.batch, old, new)
+}
+
+// lineRow is a row of the pending batch and the COPY input line it came
+// from.
+type lineRow struct {
+	line int
+	row  []types.Datum
+}
+
+// lineOf finds the COPY line of the pending row whose primary key or
+// unique index entry is key.
+func (s *dmlState) lineOf(ti *tableInfo, key []byte) (int, bool) {
+	for _, lr := range s.batchLines {
+		if k, err := ti.primaryKey(lr.row); err == nil && string(k) == string(key) {
+			return lr.line, true
+		}
+		for i := range ti.layout.Secondary {
+			idx := &ti.layout.Secondary[i]
+			if !idx.Unique {
+				continue
+			}
+			if e, err := ti.layout.EncodeIndexEntry(idx, lr.row); err == nil && string(e.Key) == string(key) {
+				return lr.line, true
+			}
+		}
+	}
+	return 0, false
 }
 
 // flush runs the pending batch in the transaction.
 func (s *dmlState) flush(ctx context.Context) error {
 	b, ti := s.batch, s.batchTable
 	s.batch, s.batchTable, s.batchRows = nil, nil, 0
+	lines := s.batchLines
+	s.batchLines = s.batchLines[:0]
 	if b == nil || b.Len() == 0 {
 		return nil
 	}
 	if err := s.x.Txn.Run(ctx, b); err != nil {
-		return ti.layout.ConvertWriteError(err)
+		conv := ti.layout.ConvertWriteError(err)
+		if cf, ok := errors.AsType[*kvpb.ConditionFailedError](err); ok && s.copyLines {
+			s.batchLines = lines
+			if line, ok := s.lineOf(ti, cf.Key); ok {
+				conv = copyLineError(conv, ti.desc.Name, line, "", "")
+			}
+			s.batchLines = s.batchLines[:0]
+		}
+		return conv
 	}
 	return nil
 }
