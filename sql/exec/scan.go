@@ -212,8 +212,24 @@ func (r *runner) buildScan(n *plan.Scan) (op, error) {
 	if err != nil {
 		return nil, err
 	}
-	for i, p := range keyPos {
-		ord := idx.KeyOrders[i]
+	// Index order is the key columns, then (in a secondary index) the
+	// primary-key columns the key lacks: they follow the key in the
+	// entries of a non-unique index and break no ties in a unique one.
+	orderCols, orders := slices.Clone(idx.KeyColumns), slices.Clone(idx.KeyOrders)
+	if !idx.IsPrimary() {
+		for i, id := range l.Primary.KeyColumns {
+			if !slices.Contains(idx.KeyColumns, id) {
+				orderCols = append(orderCols, id)
+				orders = append(orders, l.Primary.KeyOrders[i])
+			}
+		}
+	}
+	orderPos, err := tableRowPositions(l, orderCols)
+	if err != nil {
+		return nil, err
+	}
+	for i, p := range orderPos {
+		ord := orders[i]
 		o.keys = append(o.keys, sortKey{pos: p, desc: (ord&rowenc.Descending != 0) != n.Reverse, nullsFirst: (ord&rowenc.NullsFirst != 0) != n.Reverse})
 	}
 	needed := slices.Clone(n.TableCols)
@@ -251,7 +267,7 @@ func (r *runner) buildScan(n *plan.Scan) (op, error) {
 	}
 	if n.Ordered {
 		// Merging needs the key columns even when nothing reads them.
-		needed = append(needed, idx.KeyColumns...)
+		needed = append(needed, orderCols...)
 	}
 	if n.Buckets == nil {
 		// Every bucket: read the index's whole group span once (the
