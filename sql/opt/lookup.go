@@ -14,6 +14,11 @@ import (
 // aware choice of read-planning.txt: with cheap seeks (SSD) a few hundred
 // lookups win; with HDD seeks or object-store round trips a sequential
 // read of the table wins much sooner (Costs).
+//
+// An inner join is commutative: when the left side is the small, filtered
+// one and the right side a table with an index on the keys, the sides are
+// swapped for the lookup and a Project puts the columns back in the
+// join's order.
 func (o *optimizer) lookupJoins(n plan.Node) plan.Node {
 	for _, c := range children(n) {
 		*c = o.lookupJoins(*c)
@@ -22,21 +27,43 @@ func (o *optimizer) lookupJoins(n plan.Node) plan.Node {
 	if !ok || j.Lateral || len(j.LeftEq) == 0 {
 		return n
 	}
+	if lj := o.lookupJoin(j); lj != nil {
+		return lj
+	}
+	if j.Kind != plan.InnerJoin {
+		return n
+	}
+	swapped := &plan.Join{Kind: plan.InnerJoin, Left: j.Right, Right: j.Left, On: j.On, LeftEq: j.RightEq, RightEq: j.LeftEq}
+	lj := o.lookupJoin(swapped)
+	if lj == nil {
+		return n
+	}
+	p := &plan.Project{Input: lj, Cols: j.Columns()}
+	for _, c := range p.Cols {
+		p.Exprs = append(p.Exprs, &sem.ColRef{ID: c.ID, T: c.T, Name: c.Name})
+	}
+	o.rows[p] = o.rows[lj]
+	return p
+}
+
+// lookupJoin returns the cheapest LookupJoin equivalent to j, or nil when
+// a hash join is cheaper or none applies.
+func (o *optimizer) lookupJoin(j *plan.Join) *plan.LookupJoin {
 	switch j.Kind {
 	case plan.InnerJoin, plan.LeftJoin, plan.SemiJoin, plan.AntiJoin:
 	default:
-		return n
+		return nil
 	}
 	right, ok := o.orig[j.Right]
 	if !ok {
-		return n
+		return nil
 	}
 	if _, empty := j.Right.(*plan.Values); empty {
-		return n
+		return nil
 	}
 	leftRows := o.estimate(j.Left)
 	if leftRows >= o.costs.TableRows {
-		return n
+		return nil
 	}
 	hashCost := o.bestAccess(right).cost
 	var best *plan.LookupJoin
@@ -66,7 +93,7 @@ func (o *optimizer) lookupJoins(n plan.Node) plan.Node {
 		best, bestCost, bestRows = lj, cost, leftRows*perKey
 	}
 	if best == nil {
-		return n
+		return nil
 	}
 	o.rows[best] = bestRows
 	return best

@@ -64,6 +64,26 @@ func TestLookupJoins(t *testing.T) {
 		  scan t@t_b cols=(a#1,b#2) spans=[/5 - /5]
 		  scan u@u_pkey cols=(x#3,y#4,z#5)`,
 	}, {
+		name: "inner join with the small side on the right: swapped, columns put back in order",
+		build: func(b *builder) plan.Node {
+			r := b.filter(b.scan("t", "a", "b"), "b = 5")
+			return b.join(plan.InnerJoin, b.scan("u"), r, "t.a = u.x")
+		},
+		want: `
+		project x, y, z, a, b
+		  lookup-join inner u@u_pkey keys=(#1) cols=(x#3,y#4,z#5) on=(t.a = u.x)
+		    scan t@t_b cols=(a#1,b#2) spans=[/5 - /5]`,
+	}, {
+		name: "left join: never swapped",
+		build: func(b *builder) plan.Node {
+			r := b.filter(b.scan("t", "a", "b"), "b = 5")
+			return b.join(plan.LeftJoin, b.scan("u"), r, "t.a = u.x")
+		},
+		want: `
+		join left on=(t.a = u.x) eq=(#3)=(#1)
+		  scan u@u_pkey cols=(x#3,y#4,z#5)
+		  scan t@t_b cols=(a#1,b#2) spans=[/5 - /5]`,
+	}, {
 		name: "unfiltered left side: hash join",
 		build: func(b *builder) plan.Node {
 			return b.join(plan.InnerJoin, b.scan("t", "a", "b"), b.scan("u"), "t.a = u.x")
