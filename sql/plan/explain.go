@@ -6,6 +6,7 @@ import (
 
 	"github.com/cairn-db/cairn/sql/builtins"
 	"github.com/cairn-db/cairn/sql/catalog"
+	"github.com/cairn-db/cairn/sql/rowenc"
 	"github.com/cairn-db/cairn/sql/sem"
 	"github.com/cairn-db/cairn/sql/types"
 )
@@ -61,6 +62,10 @@ type explainer struct {
 	annotate func(Node) string
 	names    map[sem.ColumnID]string
 	cteNames map[int]string
+	// computed are the names of computed columns ("(k + 1)"); refNames
+	// how the statement's expressions print plain columns ("t.a").
+	computed map[sem.ColumnID]string
+	refNames map[sem.ColumnID]string
 }
 
 func (e *explainer) cteName(id int) string {
@@ -75,7 +80,21 @@ func (e *explainer) cteName(id int) string {
 func (e *explainer) collectNames(n Node) {
 	if e.cteNames == nil {
 		e.cteNames = map[int]string{}
+		e.computed = map[sem.ColumnID]string{}
+		e.refNames = map[sem.ColumnID]string{}
 	}
+	walkPlan(n, func(x Node) {
+		for _, ex := range nodeExprs(x) {
+			sem.Walk(ex, func(y sem.Expr) bool {
+				if cr, ok := y.(*sem.ColRef); ok {
+					if _, seen := e.refNames[cr.ID]; !seen {
+						e.refNames[cr.ID] = cr.Name
+					}
+				}
+				return true
+			})
+		}
+	})
 	walkPlanPost(n, func(x Node) {
 		switch v := x.(type) {
 		case *Project:
@@ -84,6 +103,9 @@ func (e *explainer) collectNames(n Node) {
 					continue
 				}
 				if cr, ok := v.Exprs[i].(*sem.ColRef); ok {
+					if n, ok := e.computed[cr.ID]; ok {
+						e.computed[c.ID] = n
+					}
 					if n, ok := e.names[cr.ID]; ok {
 						e.names[c.ID] = n
 					} else {
@@ -92,15 +114,18 @@ func (e *explainer) collectNames(n Node) {
 				} else {
 					// Postgres parenthesizes a computed sort or group key.
 					e.names[c.ID] = "(" + v.Exprs[i].String() + ")"
+					e.computed[c.ID] = e.names[c.ID]
 				}
 			}
 		case *GroupBy:
 			for _, c := range v.Cols[len(v.GroupCols):] {
 				e.names[c.ID] = "(" + c.Name + ")"
+				e.computed[c.ID] = e.names[c.ID]
 			}
 		case *Window:
 			for _, c := range v.Cols[len(v.Input.Columns()):] {
 				e.names[c.ID] = "(" + c.Name + ")"
+				e.computed[c.ID] = e.names[c.ID]
 			}
 		case *CTEScan:
 			e.cteNames[v.ID] = v.Name
@@ -114,6 +139,12 @@ func (e *explainer) collectNames(n Node) {
 }
 
 func (e *explainer) colName(id sem.ColumnID) string {
+	if n, ok := e.computed[id]; ok {
+		return n
+	}
+	if n, ok := e.refNames[id]; ok {
+		return n
+	}
 	if n, ok := e.names[id]; ok {
 		return n
 	}
@@ -178,7 +209,7 @@ func (e *explainer) describe(n Node) (title string, details []string, children [
 	switch v := n.(type) {
 	case *Scan:
 		title = "Seq Scan on " + quoteIdentIfNeeded(v.Table.Name)
-		if v.Index != nil && v.Index.ID != catalog.PrimaryIndexID || len(v.Spans) > 0 {
+		if v.Index != nil && v.Index.ID != catalog.PrimaryIndexID || len(v.Spans) > 0 || v.Ordered || v.Reverse {
 			idx := &v.Table.PrimaryIndex
 			if v.Index != nil {
 				idx = v.Index
@@ -221,8 +252,8 @@ func (e *explainer) describe(n Node) (title string, details []string, children [
 		if len(conds) > 0 {
 			details = append(details, "Lookup Cond: ("+strings.Join(conds, " AND ")+")")
 		}
-		if v.On != nil {
-			details = append(details, "Join Filter: "+exprText(v.On))
+		if rest := lookupResidual(v, idx); rest != nil {
+			details = append(details, "Join Filter: "+exprText(rest))
 		}
 		children = []Node{v.Input}
 	case *VirtualScan:
@@ -399,6 +430,83 @@ func (*hashNode) planNode()             {}
 func (a *appendNode) Columns() []Column { return a.inputs[0].Columns() }
 func (*appendNode) planNode()           {}
 
+// lookupResidual is a lookup join's On without the key equalities the
+// Lookup Cond line already shows.
+func lookupResidual(v *LookupJoin, idx *catalog.Index) sem.Expr {
+	if v.On == nil {
+		return nil
+	}
+	keyOf := map[sem.ColumnID]rowenc.ColumnID{} // looked-up column -> table column
+	for i, c := range v.Cols {
+		if i < len(v.TableCols) {
+			keyOf[c.ID] = v.TableCols[i]
+		}
+	}
+	isKey := func(in, looked sem.ColumnID) bool {
+		tc, ok := keyOf[looked]
+		if !ok {
+			return false
+		}
+		for i, k := range v.KeyCols {
+			if k == in && i < len(idx.KeyColumnIDs) && idx.KeyColumnIDs[i] == tc {
+				return true
+			}
+		}
+		return false
+	}
+	conj := []sem.Expr{v.On}
+	if a, ok := v.On.(*sem.And); ok {
+		conj = a.Args
+	}
+	var rest []sem.Expr
+	for _, c := range conj {
+		if cmp, ok := c.(*sem.Cmp); ok && cmp.Op == sem.EQ {
+			l, ok1 := cmp.Left.(*sem.ColRef)
+			r, ok2 := cmp.Right.(*sem.ColRef)
+			if ok1 && ok2 && (isKey(l.ID, r.ID) || isKey(r.ID, l.ID)) {
+				continue
+			}
+		}
+		rest = append(rest, c)
+	}
+	switch len(rest) {
+	case 0:
+		return nil
+	case 1:
+		return rest[0]
+	}
+	return &sem.And{Args: rest}
+}
+
+// nodeExprs are the scalar expressions a node holds.
+func nodeExprs(n Node) []sem.Expr {
+	var out []sem.Expr
+	add := func(es ...sem.Expr) {
+		for _, e := range es {
+			if e != nil {
+				out = append(out, e)
+			}
+		}
+	}
+	switch v := n.(type) {
+	case *Scan:
+		add(v.Filter)
+	case *IndexJoin:
+		add(v.Filter)
+	case *LookupJoin:
+		add(v.On)
+	case *VirtualScan:
+		add(v.Filter)
+	case *Filter:
+		add(v.Pred)
+	case *Project:
+		add(v.Exprs...)
+	case *Join:
+		add(v.On)
+	}
+	return out
+}
+
 func joinKindWord(k JoinKind) string {
 	switch k {
 	case LeftJoin:
@@ -515,6 +623,12 @@ func spanCond(t0 *catalog.Table, idx *catalog.Index, spans []Span) string {
 				if c := t0.ColumnByID(idx.KeyColumnIDs[i]); c != nil {
 					t = c.Type
 				}
+			}
+			switch d.Family() {
+			case types.IntFamily, types.FloatFamily, types.NumericFamily:
+				// Postgres shows a number as its literal (the constant
+				// is int4 or numeric, compared cross-type).
+				return d.String()
 			}
 			return (&sem.Const{Datum: d, T: t}).String()
 		}

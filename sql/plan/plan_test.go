@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgerrcode"
 
 	"github.com/cairn-db/cairn/sql/catalog"
+	"github.com/cairn-db/cairn/sql/opt"
 	"github.com/cairn-db/cairn/sql/parser"
 	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/cairn-db/cairn/sql/plan"
@@ -167,6 +168,14 @@ func TestDataDriven(t *testing.T) {
 				return formatErr(err)
 			}
 			var sb strings.Builder
+			if d.Cmd == "opt" {
+				// What EXPLAIN shows once the optimizer has chosen access
+				// paths and join methods (Index Scan, Lookup Join, ...).
+				if err := opt.Optimize(context.Background(), p); err != nil {
+					return formatErr(err)
+				}
+				d.Cmd = "build"
+			}
 			switch d.Cmd {
 			case "build":
 				for _, l := range plan.Explain(p, nil) {
