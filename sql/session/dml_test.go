@@ -179,7 +179,7 @@ func TestConflicts(t *testing.T) {
 		}
 		mustExec(t, a, "ROLLBACK")
 	}
-	if sqlState(err) != "40001" || !strings.Contains(err.Error(), "restart transaction") {
+	if sqlState(err) != "40001" || !strings.Contains(err.Error(), "restart transaction: could not serialize access due to") {
 		t.Fatalf("conflicting serializable transaction: %v", err)
 	}
 	if n := count(t, a, "SELECT bal FROM acct WHERE id = 1"); n != 101 {

@@ -280,13 +280,45 @@ func sqlError(ctx context.Context, err error) error {
 	}
 	var exhausted *kv.RetriesExhaustedError
 	if kvpb.IsRetryable(err) || errors.As(err, &exhausted) || errors.Is(err, kv.ErrTxnAborted) {
-		if pgerror.Code(err) == pgerrcode.SerializationFailure {
+		if c := pgerror.Code(err); c == pgerrcode.SerializationFailure || c == pgerrcode.DeadlockDetected {
 			return err
 		}
-		return pgerror.Wrapf(err, pgerrcode.SerializationFailure, "restart transaction")
+		return retryError(err)
 	}
 	return err
 }
+
+// retryError is the 40001 a client sees for a transaction that must
+// restart. The message starts with "restart transaction:" (clients that
+// know CockroachDB look for it) and goes on with PostgreSQL's wording for
+// the same situation; the KV error, keys and timestamps, is the detail.
+// A deadlock victim gets PostgreSQL's 40P01.
+func retryError(err error) error {
+	var abt *kvpb.TransactionAbortedError
+	if errors.As(err, &abt) && abt.Reason == kvpb.AbortDeadlock {
+		return &causeError{pgerror.New(pgerrcode.DeadlockDetected, "deadlock detected").WithDetail("%s", err.Error()), err}
+	}
+	var wto *kvpb.WriteTooOldError
+	what := "read/write dependencies among transactions"
+	if errors.As(err, &wto) {
+		what = "concurrent update"
+	}
+	pe := pgerror.New(pgerrcode.SerializationFailure, "restart transaction: could not serialize access due to %s", what).
+		WithDetail("%s", err.Error()).
+		WithHint("The transaction might succeed if retried.")
+	return &causeError{pe, err}
+}
+
+// causeError is a client-facing error that keeps the error it stands for
+// reachable (kvpb.IsRetryable still sees a KV retry through it) without
+// printing it.
+type causeError struct {
+	pg    *pgerror.Error
+	cause error
+}
+
+func (e *causeError) Error() string   { return e.pg.Error() }
+func (e *causeError) Unwrap() []error { return []error{e.pg, e.cause} }
 
 func isRetryable(err error) bool {
 	return kvpb.IsRetryable(err) && pgerror.Code(err) != pgerrcode.QueryCanceled
