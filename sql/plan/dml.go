@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"sync"
+
 	"github.com/jackc/pgerrcode"
 	pg_query "github.com/pganalyze/pg_query_go/v6"
 
@@ -57,7 +59,7 @@ func (b *builder) freshIDs(n int) []sem.ColumnID {
 // parseStoredExpr parses a catalog expression (DEFAULT, generated
 // column, CHECK) stored as SQL text.
 func parseStoredExpr(text, what string) (*pg_query.Node, error) {
-	stmts, err := parser.Parse("SELECT " + text)
+	stmts, err := parseCached("SELECT " + text)
 	if err == nil && len(stmts) == 1 {
 		if ss := stmts[0].AST.Stmt.GetSelectStmt(); ss != nil && len(ss.TargetList) == 1 {
 			return ss.TargetList[0].GetResTarget().Val, nil
@@ -700,4 +702,35 @@ func (b *builder) buildDelete(del *pg_query.DeleteStmt) (Node, error) {
 		return nil, err
 	}
 	return d, nil
+}
+
+// parsedCache keeps the parse trees of catalog text (defaults, checks,
+// generated columns, views), which every statement touching the table
+// would otherwise parse again. Trees are never modified after parsing
+// (the binder and sem only read them), so sharing them is safe.
+var parsedCache struct {
+	sync.Mutex
+	m map[string][]parser.Statement
+}
+
+const parsedCacheMax = 4096
+
+func parseCached(sql string) ([]parser.Statement, error) {
+	parsedCache.Lock()
+	stmts, ok := parsedCache.m[sql]
+	parsedCache.Unlock()
+	if ok {
+		return stmts, nil
+	}
+	stmts, err := parser.Parse(sql)
+	if err != nil {
+		return nil, err
+	}
+	parsedCache.Lock()
+	if parsedCache.m == nil || len(parsedCache.m) >= parsedCacheMax {
+		parsedCache.m = map[string][]parser.Statement{}
+	}
+	parsedCache.m[sql] = stmts
+	parsedCache.Unlock()
+	return stmts, nil
 }

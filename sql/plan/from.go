@@ -6,7 +6,6 @@ import (
 
 	"github.com/cairn-db/cairn/sql/builtins"
 	"github.com/cairn-db/cairn/sql/catalog"
-	"github.com/cairn-db/cairn/sql/parser"
 	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/cairn-db/cairn/sql/rowenc"
 	"github.com/cairn-db/cairn/sql/sem"
@@ -212,7 +211,7 @@ func (b *builder) bindView(v *catalog.View) (Node, error) {
 	if b.viewDepth > 32 {
 		return nil, pgerror.New(pgerrcode.InvalidObjectDefinition, "infinite recursion detected in rules for relation %q", v.Name)
 	}
-	stmts, err := parser.Parse(v.Query)
+	stmts, err := parseCached(v.Query)
 	if err != nil || len(stmts) != 1 || stmts[0].AST.Stmt.GetSelectStmt() == nil {
 		return nil, pgerror.New(pgerrcode.InternalError, "plan: view %q has an invalid stored query", v.Name)
 	}

@@ -1057,7 +1057,13 @@ func (b *builder) bindTarget(s *scope, rt *pg_query.ResTarget) ([]*target, error
 	}
 	val := rt.Val
 	var scope sem.Scope = s
-	if hasSRF(val) {
+	simple := false
+	switch val.Node.(type) {
+	case *pg_query.Node_ColumnRef, *pg_query.Node_AConst, *pg_query.Node_ParamRef:
+		// Nothing to walk for (the common case of simple statements).
+		simple = true
+	}
+	if !simple && hasSRF(val) {
 		// Set-returning calls become columns of a ProjectSet below the
 		// projection: bind each, and the rest of the expression over a
 		// copy of the AST where each call is a reference to its column.
@@ -1113,7 +1119,9 @@ func (b *builder) bindTarget(s *scope, rt *pg_query.ResTarget) ([]*target, error
 		return nil, err
 	}
 	t.e = e
-	t.aggs, t.windows = callsIn(val)
+	if !simple {
+		t.aggs, t.windows = callsIn(val)
+	}
 	if cr, ok := e.(*sem.ColRef); ok {
 		if c, found, _ := findByID(s, cr.ID); found {
 			t.tbl, t.tcol = c.tbl, c.tcol
