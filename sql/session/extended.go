@@ -26,7 +26,7 @@ var _ pgwire.Statement = (*preparedStatement)(nil)
 
 // Prepare implements pgwire.Session.
 func (s *Session) Prepare(ctx context.Context, sql string, paramOIDs []uint32) (pgwire.Statement, error) {
-	stmts, err := parser.Parse(sql)
+	stmts, err := parse(sql)
 	if err != nil {
 		return nil, err
 	}

@@ -375,7 +375,7 @@ func (s *Session) SimpleQuery(ctx context.Context, sql string, w pgwire.ResultWr
 	if err := s.flushReports(w); err != nil {
 		return err
 	}
-	stmts, err := parser.Parse(sql)
+	stmts, err := parse(sql)
 	if err != nil {
 		if s.block {
 			s.abortBlock(ctx)
@@ -553,4 +553,18 @@ func (s *Session) newSequences() *sequence.Session {
 		return s.cur.types().Reg.ResolveReg(types.RegClass, name)
 	}
 	return seqs
+}
+
+// parse parses a query string; a syntax error carries its position to
+// the client (psql draws its caret from it).
+func parse(sql string) ([]parser.Statement, error) {
+	stmts, err := parser.Parse(sql)
+	if err != nil {
+		var se *parser.SyntaxError
+		if errors.As(err, &se) && se.Position > 0 {
+			return nil, pgwire.WithPosition(err, se.Position)
+		}
+		return nil, err
+	}
+	return stmts, nil
 }

@@ -338,3 +338,27 @@ func TestSavepoints(t *testing.T) {
 		t.Errorf("SAVEPOINT outside block: %v", err)
 	}
 }
+
+func TestErrorPositions(t *testing.T) {
+	url := startServer(t)
+	c := connect(t, url, nil)
+	for _, tc := range []struct {
+		sql string
+		pos int32
+	}{
+		{"SELECT * FORM t", 10},
+		{"SELEKT 1", 1},
+		{"SELECT * FROM nosuchtable", 15},
+	} {
+		_, err := simple(c, tc.sql)
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || pe.Position != tc.pos {
+			t.Errorf("%s: %v, want position %d", tc.sql, err, tc.pos)
+		}
+		// The extended protocol reports the same position at Parse.
+		_, err = c.PgConn().Prepare(context.Background(), "", tc.sql, nil)
+		if !errors.As(err, &pe) || pe.Position != tc.pos {
+			t.Errorf("prepare %s: %v, want position %d", tc.sql, err, tc.pos)
+		}
+	}
+}
