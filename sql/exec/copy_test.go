@@ -10,10 +10,12 @@ import (
 	pg_query "github.com/pganalyze/pg_query_go/v6"
 
 	"github.com/cairn-db/cairn/kv"
+	"github.com/cairn-db/cairn/sql/builtins"
 	"github.com/cairn-db/cairn/sql/catalog"
 	"github.com/cairn-db/cairn/sql/parser"
 	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/cairn-db/cairn/sql/plan"
+	"github.com/cairn-db/cairn/sql/types"
 )
 
 // COPY tests: the statements are parsed from SQL, the table is resolved
@@ -276,5 +278,51 @@ func TestCopyQueryTo(t *testing.T) {
 	}
 	if got, want := e.rows(tb.ID), "(2,y,15,30) (3,z,25,50)"; got != want {
 		t.Errorf("t = %s, want %s", got, want)
+	}
+}
+
+// counterSeqs is a session's sequences for tests: each sequence counts
+// from 1.
+type counterSeqs struct {
+	builtins.FixedContext
+	vals map[uint32]int64
+}
+
+func (c *counterSeqs) Sequences() builtins.SequenceOps { return c }
+func (c *counterSeqs) NextVal(oid uint32) (int64, error) {
+	c.vals[oid]++
+	return c.vals[oid], nil
+}
+func (c *counterSeqs) CurrVal(oid uint32) (int64, error) { return c.vals[oid], nil }
+func (c *counterSeqs) SetVal(oid uint32, v int64, _ bool) (int64, error) {
+	c.vals[oid] = v
+	return v, nil
+}
+func (c *counterSeqs) LastVal() (int64, error) { return 0, nil }
+
+// TestCopyIdentity: COPY fills an identity column left out from its
+// sequence.
+func TestCopyIdentity(t *testing.T) {
+	e := newDMLEnv(t)
+	tb := newTable("ids", catalog.Column{Name: "a", Type: types.Int8, Identity: catalog.IdentityAlways, SequenceID: 777},
+		catalog.Column{Name: "v", Type: types.Text, Nullable: true})
+	tb.PrimaryIndex = pk("ids_pkey", 1)
+	e.create(tb)
+	seqs := &counterSeqs{vals: map[uint32]int64{777: 10}}
+	err := e.db.Txn(context.Background(), kv.Serializable, func(ctx context.Context, txn *kv.Txn) error {
+		x := e.context(txn)
+		x.Eval.Fn = seqs
+		env := &plan.Env{Catalog: readerCatalog{x.Catalog}}
+		n, err := CopyFrom(ctx, x, env, copyStmt(t, "COPY ids (v) FROM STDIN"), strings.NewReader("x\ny\n"))
+		if err == nil && n != 2 {
+			t.Errorf("COPY = %d rows, want 2", n)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(describeErr(err))
+	}
+	if got, want := e.rows(tb.ID), "(11,x) (12,y)"; got != want {
+		t.Errorf("ids = %s, want %s", got, want)
 	}
 }

@@ -220,8 +220,14 @@ func (ti *tableInfo) buildText() error {
 	ti.defaults = make([]sem.Evaluator, len(t.Columns))
 	ti.computed = make([]sem.Evaluator, len(t.Columns))
 	for i, c := range t.Columns {
-		if c.DefaultExpr != "" {
-			e, err := buildTextExpr(t, c.DefaultExpr, nil, i)
+		def := c.DefaultExpr
+		if def == "" && c.Identity != "" && c.SequenceID != 0 {
+			// An identity column's default is its sequence (descriptor IDs
+			// are the OIDs regclass names).
+			def = fmt.Sprintf("nextval(%d::regclass)", c.SequenceID)
+		}
+		if def != "" {
+			e, err := buildTextExpr(t, def, nil, i)
 			if err != nil {
 				return fmt.Errorf("column %q default: %w", c.Name, err)
 			}
