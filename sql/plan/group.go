@@ -181,8 +181,8 @@ func (g *grouper) mapExpr(e sem.Expr, aggASTs []*pg_query.FuncCall) (sem.Expr, e
 			"subquery uses ungrouped column %q from outer query", g.qualifiedName(badSub))
 	}
 	if bad != 0 {
-		return nil, pgerror.New(pgerrcode.GroupingError,
-			"column %q must appear in the GROUP BY clause or be used in an aggregate function", g.qualifiedName(bad))
+		return nil, &groupingError{err: pgerror.New(pgerrcode.GroupingError,
+			"column %q must appear in the GROUP BY clause or be used in an aggregate function", g.qualifiedName(bad)), col: bad}
 	}
 	return out, nil
 }
@@ -212,4 +212,48 @@ func (g *grouper) qualifiedName(id sem.ColumnID) string {
 		return c.name
 	}
 	return "?"
+}
+
+// groupingError is a 42803 about column col, positioned by the caller,
+// which has the expression's AST.
+type groupingError struct {
+	err error
+	col sem.ColumnID
+}
+
+func (e *groupingError) Error() string { return e.err.Error() }
+func (e *groupingError) Unwrap() error { return e.err }
+
+// position gives a grouping error the position of the first reference to
+// its column outside aggregate calls in ast, as Postgres reports it.
+func (g *grouper) position(err error, ast *pg_query.Node) error {
+	ge, ok := err.(*groupingError)
+	if !ok {
+		return err
+	}
+	c, found, _ := findByID(g.s, ge.col)
+	if !found || ast == nil {
+		return ge.err
+	}
+	loc := int32(-1)
+	walkAST(ast, func(x *pg_query.Node) bool {
+		if loc >= 0 {
+			return false
+		}
+		switch v := x.Node.(type) {
+		case *pg_query.Node_SubLink:
+			return false
+		case *pg_query.Node_FuncCall:
+			if v.FuncCall.Over == nil && isAggName(funcName(v.FuncCall)) {
+				return false
+			}
+		case *pg_query.Node_ColumnRef:
+			f := v.ColumnRef.Fields
+			if strVal(f[len(f)-1]) == c.name && (len(f) == 1 || strVal(f[len(f)-2]) == c.rel) {
+				loc = v.ColumnRef.Location
+			}
+		}
+		return true
+	})
+	return g.b.errAt(ge.err, loc)
 }

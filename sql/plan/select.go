@@ -825,7 +825,7 @@ func (b *builder) buildSimple(ss *pg_query.SelectStmt, s *scope) (*selResult, er
 		}
 		for _, t := range targets {
 			if t.e, err = g.mapExpr(t.e, t.aggs); err != nil {
-				return nil, err
+				return nil, g.position(err, t.ast)
 			}
 			for _, f := range t.srfs {
 				for i, a := range f.Call.Args {
@@ -842,7 +842,7 @@ func (b *builder) buildSimple(ss *pg_query.SelectStmt, s *scope) (*selResult, er
 		}
 		if having != nil {
 			if having, err = g.mapExpr(having, havingAggs); err != nil {
-				return nil, err
+				return nil, g.position(err, ss.HavingClause)
 			}
 		}
 		gb := g.finish()
