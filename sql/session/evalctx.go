@@ -41,3 +41,5 @@ func (e *evalCtx) Session() builtins.SessionInfo {
 func (e *evalCtx) AdvisoryLocks() builtins.AdvisoryLocker { return e.x.s.locks }
 
 func (e *evalCtx) Sequences() builtins.SequenceOps { return e.x.s.seqs }
+
+var _ builtins.SettingsAccess = (*evalCtx)(nil)

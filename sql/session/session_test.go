@@ -362,3 +362,53 @@ func TestErrorPositions(t *testing.T) {
 		}
 	}
 }
+
+func TestSettingFunctions(t *testing.T) {
+	url := startServer(t)
+	c := connect(t, url, nil)
+	ctx := context.Background()
+	str := func(sql string) (string, error) {
+		var v *string
+		err := c.QueryRow(ctx, sql).Scan(&v)
+		if v == nil {
+			return "NULL", err
+		}
+		return *v, err
+	}
+	for _, tc := range []struct{ sql, want, code string }{
+		{sql: "SELECT current_setting('TimeZone')", want: "Etc/UTC"},
+		{sql: "SELECT current_setting('nosuch')", code: "42704"},
+		{sql: "SELECT current_setting('nosuch', true)", want: "NULL"},
+		{sql: "SELECT set_config('statement_timeout', '2000', false)", want: "2s"},
+		{sql: "SELECT current_setting('statement_timeout')", want: "2s"},
+		{sql: "SELECT set_config('statement_timeout', NULL, false)", want: "0"},
+		{sql: "SELECT set_config('server_version', '1', false)", code: "55P02"},
+		{sql: "SELECT current_setting('transaction_isolation')", want: "read committed"},
+		// A local value lasts only for the statement's transaction.
+		{sql: "SELECT set_config('application_name', 'tmp', true)", want: "tmp"},
+		{sql: "SELECT current_setting('application_name')", want: ""},
+	} {
+		got, err := str(tc.sql)
+		if tc.code != "" {
+			if sqlState(err) != tc.code {
+				t.Errorf("%s: %v, want SQLSTATE %s", tc.sql, err, tc.code)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("%s = %q, %v; want %q", tc.sql, got, err, tc.want)
+		}
+	}
+	// In a block, set_config(..., true) lasts until the block ends.
+	mustExec(t, c, "BEGIN")
+	if _, err := str("SELECT set_config('application_name', 'blk', true)"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := str("SELECT current_setting('application_name')"); got != "blk" {
+		t.Errorf("local value inside block: %q", got)
+	}
+	mustExec(t, c, "COMMIT")
+	if got := show(t, c, "application_name"); got != "" {
+		t.Errorf("local value after COMMIT: %q", got)
+	}
+}

@@ -134,30 +134,98 @@ func (s *Session) set(x *stmtState, n *pg_query.VariableSetStmt, w pgwire.Result
 	default: // DEFAULT, RESET
 		v = s.defaults[key]
 	}
-	if n.IsLocal {
-		if !s.block {
-			s.notice(w, "WARNING", pgerrcode.NoActiveSQLTransaction, "SET LOCAL can only be used in transaction blocks")
-			return w.Complete(tag)
-		}
-		old := s.vars[key]
-		if err := s.setVar(st, v); err != nil {
-			return err
-		}
-		if s.localVars == nil {
-			s.localVars = make(map[string]string)
-		}
-		if _, ok := s.localVars[key]; !ok {
-			s.localVars[key] = old
-		}
+	if n.IsLocal && !s.block {
+		s.notice(w, "WARNING", pgerrcode.NoActiveSQLTransaction, "SET LOCAL can only be used in transaction blocks")
 		return w.Complete(tag)
 	}
+	if err := s.assign(st, v, n.IsLocal); err != nil {
+		return err
+	}
+	return w.Complete(tag)
+}
+
+// assign sets st to v for the session, or for the open transaction only
+// when local.
+func (s *Session) assign(st *setting, v string, local bool) error {
+	key := strings.ToLower(st.name)
+	old := s.vars[key]
 	if err := s.setVar(st, v); err != nil {
 		return err
 	}
-	// A session-level SET after SET LOCAL in the same transaction is what
-	// stays at commit.
-	delete(s.localVars, key)
-	return w.Complete(tag)
+	if !local {
+		// A session-level SET after SET LOCAL in the same transaction is
+		// what stays at commit.
+		delete(s.localVars, key)
+		return nil
+	}
+	if s.localVars == nil {
+		s.localVars = make(map[string]string)
+	}
+	if _, ok := s.localVars[key]; !ok {
+		s.localVars[key] = old
+	}
+	return nil
+}
+
+// Setting implements builtins.SettingsAccess (current_setting).
+func (e *evalCtx) Setting(name string, missingOK bool) (string, bool, error) {
+	s := e.x.s
+	if v, ok := s.txnSetting(name); ok {
+		return v, true, nil
+	}
+	st, err := lookupSetting(name)
+	if err != nil {
+		if missingOK {
+			return "", false, nil
+		}
+		return "", false, err
+	}
+	return s.vars[strings.ToLower(st.name)], true, nil
+}
+
+// SetSetting implements builtins.SettingsAccess (set_config). Outside a
+// block, a local value lasts until the statement's implicit transaction
+// ends, as in Postgres.
+func (e *evalCtx) SetSetting(name, value string, reset, local bool) (string, error) {
+	s := e.x.s
+	switch strings.ToLower(name) {
+	case "transaction_isolation":
+		if !reset {
+			if err := s.setTxnIsolation(value); err != nil {
+				return "", err
+			}
+		}
+		v, _ := s.txnSetting(name)
+		return v, nil
+	case "transaction_read_only":
+		if !reset {
+			st, _ := lookupSetting("default_transaction_read_only")
+			canon, err := st.canonicalize(s, value)
+			if err != nil {
+				return "", err
+			}
+			if err := s.setTxnReadOnly(canon == "on"); err != nil {
+				return "", err
+			}
+		}
+		v, _ := s.txnSetting(name)
+		return v, nil
+	}
+	st, err := lookupSetting(name)
+	if err != nil {
+		return "", err
+	}
+	if st.readOnly {
+		return "", pgerror.New(pgerrcode.CantChangeRuntimeParam, "parameter %q cannot be changed", st.name)
+	}
+	key := strings.ToLower(st.name)
+	if reset {
+		value = s.defaults[key]
+	}
+	if err := s.assign(st, value, local); err != nil {
+		return "", err
+	}
+	return s.vars[key], nil
 }
 
 // quoteSchema quotes one search_path element when it needs it (a
