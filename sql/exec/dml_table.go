@@ -563,7 +563,14 @@ func (s *dmlState) findRowsMulti(ctx context.Context, ti *tableInfo, pos []int, 
 	}
 	b := &kv.Batch{}
 	for _, k := range keys {
-		prefix := ti.layout.IndexPrefix(nil, idx, 0)
+		var bucket uint16
+		if idx.Local {
+			var err error
+			if bucket, err = ti.bucketOf(pos, k); err != nil {
+				return nil, err
+			}
+		}
+		prefix := ti.layout.IndexPrefix(nil, idx, bucket)
 		var err error
 		for i, p := range order {
 			if prefix, err = rowenc.EncodeKey(prefix, k[p], idx.KeyOrders[i]); err != nil {
@@ -650,7 +657,10 @@ func (ti *tableInfo) prefixIndex(pos []int) (*rowenc.IndexLayout, []int) {
 		}
 		return order
 	}
-	if ti.layout.HashColumns == 0 {
+	// A local index of a hash-partitioned table spreads a key prefix over
+	// every bucket unless the prefix fixes the hash columns.
+	oneBucket := ti.hashColumnsIn(pos)
+	if oneBucket {
 		if order := try(&ti.layout.Primary); order != nil {
 			return &ti.layout.Primary, order
 		}
@@ -661,7 +671,7 @@ func (ti *tableInfo) prefixIndex(pos []int) (*rowenc.IndexLayout, []int) {
 		if d == nil || d.State != catalog.IndexPublic || d.Predicate != "" {
 			continue
 		}
-		if idx.Local && ti.layout.HashColumns > 0 {
+		if idx.Local && !oneBucket {
 			continue
 		}
 		if order := try(idx); order != nil {
@@ -669,6 +679,33 @@ func (ti *tableInfo) prefixIndex(pos []int) (*rowenc.IndexLayout, []int) {
 		}
 	}
 	return nil, nil
+}
+
+// hashColumnsIn reports whether the columns at pos include every column
+// the table's bucket is hashed from (trivially, when it has none).
+func (ti *tableInfo) hashColumnsIn(pos []int) bool {
+	for i := 0; i < ti.layout.HashColumns; i++ {
+		if indexOf(pos, ti.layout.ColumnPos(ti.layout.Primary.KeyColumns[i])) < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// bucketOf is the bucket of rows whose columns at pos hold key, for a
+// local index (hashColumnsIn(pos) must hold).
+func (ti *tableInfo) bucketOf(pos []int, key []types.Datum) (uint16, error) {
+	if ti.layout.HashColumns == 0 {
+		return 0, nil
+	}
+	row := make([]types.Datum, len(ti.desc.Columns))
+	for i := range row {
+		row[i] = types.DNull
+	}
+	for i, p := range pos {
+		row[p] = key[i]
+	}
+	return ti.layout.Bucket(row)
 }
 
 func indexOf(xs []int, v int) int {

@@ -954,3 +954,58 @@ func TestOnConflictChunks(t *testing.T) {
 	_, _, err := e.exec(p)
 	expectErr(t, err, pgerrcode.CardinalityViolation, "ON CONFLICT DO UPDATE command cannot affect row a second time", "")
 }
+
+// TestForeignKeyHashPartitioned: keys are found in hash-partitioned
+// tables through the bucket the key fixes, or by a scan when it does not.
+func TestForeignKeyHashPartitioned(t *testing.T) {
+	e := newDMLEnv(t)
+	hash := catalog.Partitioning{Kind: catalog.PartitionHash, HashColumns: 1}
+	p := newTable("hp", catalog.Column{Name: "id", Type: types.Int8})
+	p.PrimaryIndex = pk("hp_pkey", 1)
+	p.Partitioning = hash
+	e.create(p)
+	// hc's primary key (pid, a) is hashed on pid, the foreign key; hc2's on
+	// a, so its children of a key lie in any bucket.
+	hc := newTable("hc", catalog.Column{Name: "pid", Type: types.Int8}, catalog.Column{Name: "a", Type: types.Int8})
+	hc.PrimaryIndex = pk("hc_pkey", 1, 2)
+	hc.Partitioning = hash
+	hc.ForeignKeys = []catalog.ForeignKey{{Name: "hc_pid_fkey", ColumnIDs: []rowenc.ColumnID{1}, ReferencedTableID: p.ID,
+		ReferencedColumnIDs: []rowenc.ColumnID{1}, OnDelete: catalog.Cascade}}
+	hc2 := newTable("hc2", catalog.Column{Name: "a", Type: types.Int8}, catalog.Column{Name: "pid", Type: types.Int8, Nullable: true})
+	hc2.PrimaryIndex = pk("hc2_pkey", 1)
+	hc2.Partitioning = hash
+	hc2.ForeignKeys = []catalog.ForeignKey{{Name: "hc2_pid_fkey", ColumnIDs: []rowenc.ColumnID{2}, ReferencedTableID: p.ID,
+		ReferencedColumnIDs: []rowenc.ColumnID{1}, OnDelete: catalog.SetNull}}
+	e.create(hc, hc2)
+	p = e.table(p.ID)
+	var prows, crows, c2rows [][]sem.Expr
+	for i := int64(1); i <= 20; i++ {
+		prows = append(prows, []sem.Expr{i8(i)})
+		crows = append(crows, []sem.Expr{i8(i), i8(1)}, []sem.Expr{i8(i), i8(2)})
+		c2rows = append(c2rows, []sem.Expr{i8(i), i8(i%2 + 1)})
+	}
+	_, ip := insertPlan(t, p, []string{"id"}, prows...)
+	e.mustExec(ip)
+	_, ip = insertPlan(t, hc, []string{"pid", "a"}, crows...)
+	e.mustExec(ip)
+	_, ip = insertPlan(t, hc2, []string{"a", "pid"}, c2rows...)
+	e.mustExec(ip)
+	_, ip = insertPlan(t, hc, []string{"pid", "a"}, []sem.Expr{i8(21), i8(1)})
+	_, _, err := e.exec(ip)
+	expectErr(t, err, pgerrcode.ForeignKeyViolation, `insert or update on table "hc" violates foreign key constraint "hc_pid_fkey"`,
+		`Key (pid)=(21) is not present in table "hp".`)
+	_, dp := deletePlan(p, []sem.Expr{i8(1)}, []sem.Expr{i8(7)})
+	e.mustExec(dp)
+	for _, r := range strings.Split(e.rows(hc.ID), " ") {
+		if strings.HasPrefix(r, "(1,") || strings.HasPrefix(r, "(7,") {
+			t.Errorf("hc still holds %s", r)
+		}
+	}
+	if got := len(strings.Split(e.rows(hc.ID), " ")); got != 36 {
+		t.Errorf("hc has %d rows, want 36", got)
+	}
+	nulls := strings.Count(e.rows(hc2.ID), "NULL")
+	if nulls != 10 {
+		t.Errorf("hc2 has %d NULL keys, want 10 (the children of 1)", nulls)
+	}
+}
