@@ -14,21 +14,26 @@
 //
 //  1. pushdown.go: filters are split into conjuncts and moved as close to
 //     the data as their columns allow, into Scan/IndexJoin/VirtualScan
-//     filters and join conditions; equality conjuncts of inner join
-//     conditions become LeftEq/RightEq.
+//     filters and join conditions; column equalities of join conditions
+//     become LeftEq/RightEq.
 //  2. scan.go, spans.go: each Scan's filter is turned into index spans
-//     (and the hash bucket, when equalities fix it) for every usable
-//     index; the cheapest index wins (index.go), with an IndexJoin when
-//     it does not cover the columns the query reads.
-//  3. lookup.go: joins whose right side is a bare table scan with an
-//     index on the join keys become batched LookupJoins when the left side
-//     is small enough that lookups beat reading the whole right table.
+//     (and the hash bucket or shard, when equalities fix them) for every
+//     usable index; the cheapest access wins, with an IndexJoin when the
+//     index does not cover the columns the query reads.
+//  3. lookup.go: joins whose right side is a table scan with an index on
+//     the join keys become batched LookupJoins when the left side is small
+//     enough that lookups beat reading the whole right table under the
+//     storage profile (inner joins may swap sides for it).
 //  4. order.go: sorts an index already provides are dropped (orders pass
 //     through Filter, Project, IndexJoin, LookupJoin and streaming
 //     GroupBy, which the executor runs order-preserving), an ORDER BY ...
 //     LIMIT may pick an index for its order, limits reach the reader
 //     (HardLimit), and GroupBy streams when its input is ordered by the
 //     group columns.
+//
+// Tests: *_test.go build plans by hand over catalog fixtures
+// (helpers_test.go) and print them compactly; property_test.go and
+// joinprop_test.go check invariant 1 on random filters and joins.
 //
 // Invariants:
 //
