@@ -60,13 +60,13 @@ func init() {
 		if i64(a[1]) != 1 || len(arr(a[0]).Elems) == 0 {
 			return types.DNull, nil
 		}
-		return types.DInt(1), nil
+		return types.DInt(arr(a[0]).Lower()), nil
 	})
 	fn("array_upper", []*types.T{aa, i4}, Fixed(i4), true, func(_ EvalContext, a []types.Datum) (types.Datum, error) {
 		if i64(a[1]) != 1 || len(arr(a[0]).Elems) == 0 {
 			return types.DNull, nil
 		}
-		return types.DInt(len(arr(a[0]).Elems)), nil
+		return types.DInt(arr(a[0]).Lower() + len(arr(a[0]).Elems) - 1), nil
 	})
 	appendFn := func(_ EvalContext, a []types.Datum) (types.Datum, error) {
 		if types.IsNull(a[0]) {
@@ -106,7 +106,7 @@ func init() {
 		}
 		for i, e := range arr(a[0]).Elems {
 			if notDistinct(e, a[1]) {
-				return types.DInt(i + 1), nil
+				return types.DInt(i + arr(a[0]).Lower()), nil
 			}
 		}
 		return types.DNull, nil
@@ -118,7 +118,7 @@ func init() {
 		out := types.NewArray(types.Int4)
 		for i, e := range arr(a[0]).Elems {
 			if notDistinct(e, a[1]) {
-				out.Elems = append(out.Elems, types.DInt(i+1))
+				out.Elems = append(out.Elems, types.DInt(i+arr(a[0]).Lower()))
 			}
 		}
 		return out, nil
@@ -233,9 +233,9 @@ func init() {
 		rev := len(a) > 2 && !types.IsNull(a[2]) && bool(a[2].(types.DBool))
 		rows := make([][]types.Datum, len(x.Elems))
 		for i := range rows {
-			v := i + 1
+			v := i + x.Lower()
 			if rev {
-				v = len(rows) - i
+				v = len(rows) - 1 - i + x.Lower()
 			}
 			rows[i] = []types.Datum{types.DInt(v)}
 		}

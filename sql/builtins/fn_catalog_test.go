@@ -128,3 +128,45 @@ func TestCatalogFunctions(t *testing.T) {
 		t.Errorf("pg_get_function_result(lower) = %s", got)
 	}
 }
+
+// The catalogs' int2vector columns count from 0, as PostgreSQL's do, and
+// the array functions ORMs apply to them (generate_subscripts over indkey
+// in SQLAlchemy, array_position in others) must agree.
+func TestVectorSubscripts(t *testing.T) {
+	ctx := testCtx()
+	v := types.NewVector(types.Int2Vector, types.DInt(4), types.DInt(7))
+	iv := types.Int2Vector
+	if got := call(t, ctx, "array_lower", []*types.T{iv, types.Int4}, v, types.DInt(1)); got != types.DInt(0) {
+		t.Errorf("array_lower = %v", got)
+	}
+	if got := call(t, ctx, "array_upper", []*types.T{iv, types.Int4}, v, types.DInt(1)); got != types.DInt(1) {
+		t.Errorf("array_upper = %v", got)
+	}
+	if got := call(t, ctx, "array_position", []*types.T{iv, types.Int2}, v, types.DInt(7)); got != types.DInt(1) {
+		t.Errorf("array_position = %v", got)
+	}
+	r, err := ResolveFunc("generate_subscripts", []*types.T{iv, types.Int4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	it, err := r.Overload.SRF(ctx, []types.Datum{v, types.DInt(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var subs []types.Datum
+	for {
+		row, ok, err := it.Next()
+		if err != nil || !ok {
+			break
+		}
+		subs = append(subs, row[0])
+	}
+	if len(subs) != 2 || subs[0] != types.DInt(0) || subs[1] != types.DInt(1) {
+		t.Errorf("generate_subscripts(int2vector) = %v", subs)
+	}
+	// An ordinary array still counts from 1.
+	a := types.NewArray(types.Int2, types.DInt(4))
+	if got := call(t, ctx, "array_lower", []*types.T{types.MustArray(types.Int2), types.Int4}, a, types.DInt(1)); got != types.DInt(1) {
+		t.Errorf("array_lower of int2[] = %v", got)
+	}
+}

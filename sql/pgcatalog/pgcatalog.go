@@ -122,6 +122,9 @@ func datum(typ *types.T, v any) types.Datum {
 		return a
 	case []int64:
 		a := types.NewArray(typ.Elem)
+		if types.IsVector(typ) {
+			a = types.NewVector(typ)
+		}
 		for _, n := range x {
 			a.Elems = append(a.Elems, datum(typ.Elem, n))
 		}
@@ -166,9 +169,7 @@ func toInt64(v any) int64 {
 }
 
 // The column types of the catalogs. PostgreSQL's name and "char" are text
-// here (Cairn has neither), int2vector and oidvector are one-based arrays
-// (indkey[0] is not the first key column as it is in PostgreSQL; ORMs use
-// unnest or array_position, which agree), pg_node_tree is text (the
+// here (Cairn has neither), pg_node_tree is text (the
 // expression's SQL, which pg_get_expr returns as is), aclitem[] is text[]
 // (always NULL: no privileges yet), xid is int8.
 var colTypes = map[string]*types.T{
@@ -178,7 +179,7 @@ var colTypes = map[string]*types.T{
 	"pg_node_tree": types.Text, "aclitem[]": types.MustArray(types.Text),
 	"text[]": types.MustArray(types.Text), `"char"[]`: types.MustArray(types.Text),
 	"smallint[]": types.MustArray(types.Int2), "oid[]": types.MustArray(types.Oid),
-	"int2vector": types.MustArray(types.Int2), "oidvector": types.MustArray(types.Oid),
+	"int2vector": types.Int2Vector, "oidvector": types.OidVector,
 	"xid": types.Int8, "anyarray": types.Text, "inet": types.Text, "bytea": types.Bytea,
 	"timestamptz": types.TimestampTZ,
 	// information_schema's domains.

@@ -329,12 +329,12 @@ func TestIndexesAndConstraints(t *testing.T) {
 	f.read(t, func(ctx context.Context, env *plan.VirtualEnv, tc *types.Context) {
 		ix := rows(t, ctx, env, tc, "pg_catalog", "pg_index")
 		check(t, "pg_index", ix, "indexrelid", oidStr(indexOID(f.users.ID, 1)), map[string]string{
-			"indrelid": oidStr(f.users.ID), "indisprimary": "t", "indisunique": "t", "indkey": "{1}",
-			"indnatts": "1", "indnkeyatts": "1", "indisvalid": "t", "indoption": "{0}"})
+			"indrelid": oidStr(f.users.ID), "indisprimary": "t", "indisunique": "t", "indkey": "1",
+			"indnatts": "1", "indnkeyatts": "1", "indisvalid": "t", "indoption": "0"})
 		check(t, "pg_index", ix, "indexrelid", oidStr(indexOID(f.users.ID, 2)), map[string]string{
-			"indisprimary": "f", "indisunique": "t", "indkey": "{2}", "indcollation": "{100}"})
+			"indisprimary": "f", "indisunique": "t", "indkey": "2", "indcollation": "100"})
 		check(t, "pg_index", ix, "indexrelid", oidStr(indexOID(f.orders.ID, 2)), map[string]string{
-			"indisunique": "f", "indkey": "{2,3}", "indnatts": "2", "indnkeyatts": "1", "indoption": "{3}",
+			"indisunique": "f", "indkey": "2 3", "indnatts": "2", "indnkeyatts": "1", "indoption": "3",
 			"indpred": "note IS NOT NULL"})
 		if n := len(where(ix, "indrelid", oidStr(f.nopk.ID))); n != 0 {
 			t.Errorf("nopk has %d pg_index rows, want 0", n)
@@ -571,7 +571,7 @@ func TestSessionTables(t *testing.T) {
 		check(t, "pg_type", types_, "typname", "regclass", map[string]string{"oid": "2205", "typarray": "2210"})
 		check(t, "pg_type", types_, "typname", "varchar", map[string]string{"typlen": "-1", "typcollation": "100"})
 		procs := rows(t, ctx, env, tc, "pg_catalog", "pg_proc")
-		if lower := where(procs, "proname", "lower"); len(lower) == 0 || lower[0]["proargtypes"] != "{25}" ||
+		if lower := where(procs, "proname", "lower"); len(lower) == 0 || lower[0]["proargtypes"] != "25" ||
 			lower[0]["prorettype"] != "25" || lower[0]["provolatile"] != "i" {
 			t.Errorf("pg_proc lower: %v", lower)
 		}

@@ -270,7 +270,7 @@ func builtinTypes() []*types.T {
 			}
 		}
 	}
-	return append(out, types.Unknown)
+	return append(out, types.Unknown, types.Int2Vector, types.OidVector)
 }
 
 // pseudoTypes are the pseudo-types built-in functions are declared with
@@ -295,6 +295,9 @@ func genType(_ context.Context, _ *snapshot, t *vtable) ([][]types.Datum, error)
 			elem = typ.Elem.Oid
 		} else if a, err := types.MakeArray(typ); err == nil {
 			arr = a.Oid
+		}
+		if types.IsVector(typ) {
+			elem, arr = typ.Elem.Oid, 0
 		}
 		kind, name := "b", typ.PGName()
 		if typ.Family == types.UnknownFamily {

@@ -679,12 +679,13 @@ func (c *compiler) subscript(v *Subscript) (evalFn, error) {
 		if err != nil || types.IsNull(i) {
 			return types.DNull, err
 		}
-		elems := a.(*types.DArray).Elems
-		n := int64(i.(types.DInt))
-		if n < 1 || n > int64(len(elems)) {
+		da := a.(*types.DArray)
+		elems := da.Elems
+		n := int64(i.(types.DInt)) - int64(da.Lower()) // int2vector counts from 0
+		if n < 0 || n >= int64(len(elems)) {
 			return types.DNull, nil
 		}
-		return elems[n-1], nil
+		return elems[n], nil
 	}, nil
 }
 

@@ -241,7 +241,7 @@ func castDatum(ctx *Context, d Datum, from, to *T, explicit bool) (Datum, error)
 		return castJSON(v, to)
 	case *DArray:
 		if to.Family == ArrayFamily {
-			out := &DArray{Elem: to.Elem, Elems: make([]Datum, len(v.Elems))}
+			out := &DArray{Elem: to.Elem, Elems: make([]Datum, len(v.Elems)), ZeroBased: v.ZeroBased || IsVector(to)}
 			for i, e := range v.Elems {
 				c, err := castDatum(ctx, e, from.Elem, to.Elem, explicit)
 				if err != nil {

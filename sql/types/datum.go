@@ -96,6 +96,9 @@ type DOid uint32
 type DArray struct {
 	Elem  *T
 	Elems []Datum
+	// ZeroBased arrays are subscripted from 0 (int2vector, oidvector and
+	// what is cast from them); the others from 1. See vector.go.
+	ZeroBased bool
 }
 
 func (DBool) Family() Family        { return BoolFamily }

@@ -70,7 +70,10 @@ func AppendFormat(dst []byte, ctx *Context, t *T, d Datum) []byte {
 		}
 		return strconv.AppendUint(dst, uint64(v), 10)
 	case *DArray:
-		return appendArray(dst, ctx, v)
+		if t != nil && IsVector(t) {
+			return appendVector(dst, v)
+		}
+		return appendArray(appendBounds(dst, v), ctx, v)
 	}
 	panic("types.Format: unknown datum " + d.Family().String())
 }

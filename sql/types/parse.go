@@ -73,6 +73,9 @@ func ParseDatum(ctx *Context, t *T, s string) (Datum, error) {
 		}
 		return DOid(v), nil
 	case ArrayFamily:
+		if IsVector(t) {
+			return parseVector(t, s)
+		}
 		return parseArray(ctx, t, s)
 	case UnknownFamily:
 		return DString(s), nil

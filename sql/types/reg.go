@@ -155,6 +155,8 @@ func appendReg(dst []byte, ctx *Context, t *T, v DOid) []byte {
 // oids on the wire.
 func wireOID(t *T) uint32 {
 	switch {
+	case IsVector(t):
+		return vectorWireOID(t)
 	case IsReg(t):
 		return pgtype.OIDOID
 	case t.Family == ArrayFamily && IsReg(t.Elem):

@@ -252,6 +252,9 @@ func (t *T) Equivalent(u *T) bool {
 func (t *T) Name() string {
 	switch t.Family {
 	case ArrayFamily:
+		if IsVector(t) {
+			return vectorName(t)
+		}
 		return t.Elem.Name() + "[]"
 	case StringFamily:
 		switch t.Oid {
@@ -322,6 +325,9 @@ func (t *T) String() string { return t.Name() }
 
 // PGName returns the pg_type.typname of t ("int4", "_int4", "varchar").
 func (t *T) PGName() string {
+	if IsVector(t) {
+		return vectorName(t)
+	}
 	if t.Family == ArrayFamily {
 		return "_" + t.Elem.PGName()
 	}
@@ -368,7 +374,8 @@ var typeNames = map[string]*T{
 	"oid":      Oid,
 	"regclass": RegClass, "regtype": RegType, "regproc": RegProc,
 	"regprocedure": RegProcedure, "regnamespace": RegNamespace, "regrole": RegRole,
-	"unknown": Unknown,
+	"unknown":    Unknown,
+	"int2vector": Int2Vector, "oidvector": OidVector,
 }
 
 // LookupName resolves a type name (case-insensitive; "pg_catalog." prefix
@@ -406,6 +413,11 @@ func OidToType(oid uint32) (*T, bool) {
 		}
 	}
 	for _, t := range RegTypes {
+		if t.Oid == oid {
+			return t, true
+		}
+	}
+	for _, t := range []*T{Int2Vector, OidVector} {
 		if t.Oid == oid {
 			return t, true
 		}
