@@ -34,7 +34,7 @@ func Build(ctx context.Context, env *Env, stmt *parser.Statement) (p *Plan, err 
 		if err != nil {
 			return nil, err
 		}
-		p.Root, p.Tag, p.ReadOnly = root.node, "SELECT", !root.locks
+		p.Root, p.Tag, p.ReadOnly = root.node, "SELECT", !root.locks && !b.writes
 		for _, c := range root.node.Columns() {
 			if !c.Hidden {
 				p.Columns = append(p.Columns, c)
@@ -64,6 +64,11 @@ func Build(ctx context.Context, env *Env, stmt *parser.Statement) (p *Plan, err 
 	if p.Tag != "SELECT" {
 		p.Columns = p.Root.Columns()
 	}
+	for _, d := range b.dmlCTEs {
+		if d.id < 0 {
+			return nil, b.errAt(notSupported("a data-modifying WITH query the statement does not read (%q) is not supported", d.name), d.ast.Location)
+		}
+	}
 	p.Subqueries, p.CTEs = b.subqueries, b.ctes
 	if p.Params, err = env.Params.Types(); err != nil {
 		return nil, err
@@ -83,6 +88,15 @@ type builder struct {
 	lastWT     int
 	// viewDepth guards against a view whose definition reaches itself.
 	viewDepth int
+	// selectDepth is how many query expressions enclose the one being
+	// bound (data-modifying CTEs are only allowed at the top).
+	selectDepth int
+	// dmlCTEs are the data-modifying CTEs declared; writes is set once
+	// one is bound (the statement is then not read-only).
+	dmlCTEs []*cteDef
+	writes  bool
+	// outerCTEs are the CTEs a data-modifying CTE's statement sees.
+	outerCTEs *cteEnv
 }
 
 func (b *builder) newCol() sem.ColumnID {

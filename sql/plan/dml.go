@@ -204,7 +204,7 @@ func (b *builder) returning(list []*pg_query.Node, s *scope) (*Returning, error)
 
 // withScope binds a DML statement's WITH clause into a fresh top scope.
 func (b *builder) withScope(w *pg_query.WithClause) (*scope, error) {
-	s := &scope{b: b}
+	s := &scope{b: b, ctes: b.outerCTEs}
 	if w != nil {
 		if err := b.bindWith(w, s, &pg_query.SelectStmt{WithClause: w}); err != nil {
 			return nil, err

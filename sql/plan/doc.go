@@ -44,8 +44,9 @@
 //  4. Errors carry PostgreSQL 15's SQLSTATE and wording, and a position
 //     when PostgreSQL reports one.
 //
-// Known differences from PostgreSQL (0A000 unless noted): data-modifying
-// statements in WITH; GROUPING SETS, ROLLUP and CUBE; GROUPS frames and
+// Known differences from PostgreSQL (0A000 unless noted): a data-modifying
+// statement in WITH that the query never reads (the executor runs one
+// when the query first reads it); GROUPING SETS, ROLLUP and CUBE; GROUPS frames and
 // frame exclusion; FOR UPDATE NOWAIT and SKIP LOCKED; column definition
 // lists on functions in FROM; nested set-returning calls; set-returning
 // functions of several columns in the select list; ON CONFLICT on an

@@ -42,6 +42,7 @@ type cteDef struct {
 	workCols    []Column
 	inRecursion bool
 	recursive   bool
+	dml         bool // INSERT, UPDATE or DELETE ... RETURNING
 	building    bool
 	env         *cteEnv // the WITH level it was declared at (what it may see)
 	parentScope *scope
@@ -59,6 +60,8 @@ func (e *cteEnv) lookup(name string) *cteDef {
 // buildSelect binds a query expression at a new query level below parent;
 // outer collects its references to enclosing levels.
 func (b *builder) buildSelect(ss *pg_query.SelectStmt, parent *scope, outer *[]sem.ColumnID) (*selResult, error) {
+	b.selectDepth++
+	defer func() { b.selectDepth-- }()
 	s := &scope{b: b, parent: parent, outer: outer}
 	if parent != nil {
 		s.ctes = parent.ctes
@@ -223,11 +226,22 @@ func (b *builder) bindWith(w *pg_query.WithClause, s *scope, body *pg_query.Sele
 		if _, dup := all[c.Ctename]; dup {
 			return b.errAt(pgerror.New(pgerrcode.DuplicateAlias, "WITH query name %q specified more than once", c.Ctename), c.Location)
 		}
-		if c.Ctequery.GetSelectStmt() == nil {
-			return b.errAt(notSupported("data-modifying statements in WITH are not supported"), c.Location)
-		}
 		d := &cteDef{name: c.Ctename, ast: c, id: -1, env: env, parentScope: s,
 			materialized: c.Ctematerialized == pg_query.CTEMaterialize_CTEMaterializeAlways}
+		switch c.Ctequery.Node.(type) {
+		case *pg_query.Node_SelectStmt:
+		case *pg_query.Node_InsertStmt, *pg_query.Node_UpdateStmt, *pg_query.Node_DeleteStmt:
+			// A data-modifying CTE runs once, materialized; the executor
+			// runs it when the query first reads it, so one the query
+			// never reads is rejected below (Build) rather than skipped.
+			if b.selectDepth > 1 || b.viewDepth > 0 {
+				return b.errAt(notSupported("WITH clause containing a data-modifying statement must be at the top level"), c.Location)
+			}
+			d.dml, d.materialized = true, true
+			b.dmlCTEs = append(b.dmlCTEs, d)
+		default:
+			return b.errAt(notSupported("WITH query %q is not a SELECT or a data-modifying statement", c.Ctename), c.Location)
+		}
 		all[c.Ctename] = d
 		defs = append(defs, d)
 		env = &cteEnv{parent: env, defs: map[string]*cteDef{c.Ctename: d}}
@@ -315,6 +329,9 @@ func freshCols(b *builder, cols []Column) []Column {
 func (b *builder) buildCTEBody(d *cteDef, cs *scope) (Node, error) {
 	d.building = true
 	defer func() { d.building = false }()
+	if d.dml {
+		return b.buildDMLCTE(d)
+	}
 	ss := d.ast.Ctequery.GetSelectStmt()
 	var n Node
 	if d.recursive {
@@ -384,6 +401,43 @@ func (b *builder) buildCTEBody(d *cteDef, cs *scope) (Node, error) {
 			return nil, err
 		}
 		n = &Project{Input: n, Exprs: passThrough(n.Columns()), Cols: withIDs(cols, n.Columns())}
+	}
+	return n, nil
+}
+
+// buildDMLCTE binds WITH x AS (INSERT/UPDATE/DELETE ... RETURNING ...):
+// its rows are what RETURNING returns.
+func (b *builder) buildDMLCTE(d *cteDef) (Node, error) {
+	saved := b.outerCTEs
+	b.outerCTEs = d.env
+	defer func() { b.outerCTEs = saved }()
+	var n Node
+	var err error
+	var returning bool
+	switch x := d.ast.Ctequery.Node.(type) {
+	case *pg_query.Node_InsertStmt:
+		returning = len(x.InsertStmt.ReturningList) > 0
+		n, err = b.buildInsert(x.InsertStmt)
+	case *pg_query.Node_UpdateStmt:
+		returning = len(x.UpdateStmt.ReturningList) > 0
+		n, err = b.buildUpdate(x.UpdateStmt)
+	case *pg_query.Node_DeleteStmt:
+		returning = len(x.DeleteStmt.ReturningList) > 0
+		n, err = b.buildDelete(x.DeleteStmt)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !returning {
+		return nil, b.errAt(notSupported("WITH query %q does not have a RETURNING clause", d.name), d.ast.Location)
+	}
+	b.writes = true
+	if len(d.ast.Aliascolnames) > 0 {
+		cols, err := renameCols(n.Columns(), strList(d.ast.Aliascolnames), d.name)
+		if err != nil {
+			return nil, err
+		}
+		n = &Project{Input: n, Exprs: passThrough(n.Columns()), Cols: freshColsLike(b, cols)}
 	}
 	return n, nil
 }
