@@ -141,3 +141,29 @@ func TestStartProcess(t *testing.T) {
 		t.Fatal("cairn did not stop within 30s of SIGTERM")
 	}
 }
+
+// TestDemo runs cairn demo with a scripted shell session.
+func TestDemo(t *testing.T) {
+	in := strings.NewReader("SELECT name, city\n  FROM customers\n  WHERE id <= 2 ORDER BY id;\nSELECT 1/0;\nINSERT INTO products VALUES (4, 'marble', 30);\n\\q\nSELECT 'not run';\n")
+	var out, errOut bytes.Buffer
+	if code := run([]string{"demo"}, in, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	want := ` name  |   city
+-------+----------
+ Ada   | London
+ Grace | New York
+(2 rows)
+
+INSERT 0 1
+`
+	// The first lines announce the node and its URL.
+	got := out.String()
+	_, got, _ = strings.Cut(got, "sslmode=disable\n")
+	if got != want {
+		t.Errorf("stdout:\n%s\nwant:\n%s", got, want)
+	}
+	if !strings.Contains(errOut.String(), "ERROR:  division by zero") {
+		t.Errorf("stderr: %q", errOut.String())
+	}
+}
