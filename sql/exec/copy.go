@@ -461,8 +461,20 @@ func badCopyData(format string, args ...any) error {
 }
 
 // CopyFrom runs COPY table [(cols)] FROM STDIN [WHERE ...] over src (the
-// client's data) and returns the number of rows inserted.
+// client's data) and returns the number of rows inserted. It reads src to
+// its end whatever happens (data after the end marker, or after a row
+// that failed, is discarded as PostgreSQL discards it), so the protocol
+// is back at CopyDone when it returns; an error reading src (CopyFail) is
+// returned as is.
 func CopyFrom(ctx context.Context, x *Context, env *plan.Env, stmt *pg_query.CopyStmt, src io.Reader) (int64, error) {
+	n, err := copyFrom(ctx, x, env, stmt, src)
+	if _, derr := io.Copy(io.Discard, src); derr != nil && err == nil {
+		err = derr
+	}
+	return n, err
+}
+
+func copyFrom(ctx context.Context, x *Context, env *plan.Env, stmt *pg_query.CopyStmt, src io.Reader) (int64, error) {
 	if !stmt.IsFrom {
 		return 0, pgerror.New(pgerrcode.InternalError, "exec: CopyFrom of COPY TO")
 	}

@@ -326,3 +326,34 @@ func TestCopyIdentity(t *testing.T) {
 		t.Errorf("ids = %s, want %s", got, want)
 	}
 }
+
+// TestCopyFromDrains: COPY FROM reads the client's stream to its end,
+// after the end marker and after a failed row alike.
+func TestCopyFromDrains(t *testing.T) {
+	e := newDMLEnv(t)
+	tb := tTable()
+	e.create(tb)
+	for _, tc := range []struct {
+		data string
+		code string
+	}{
+		{"1\tx\t5\n\\.\nignored after the end marker\n", ""},
+		{"2\ty\t-5\n3\tz\t5\n4\tw\t5\n", pgerrcode.CheckViolation},
+	} {
+		src := strings.NewReader(tc.data)
+		err := e.db.Txn(context.Background(), kv.Serializable, func(ctx context.Context, txn *kv.Txn) error {
+			x := e.context(txn)
+			_, err := CopyFrom(ctx, x, &plan.Env{Catalog: readerCatalog{x.Catalog}}, copyStmt(t, "COPY t (a, b, c) FROM STDIN"), src)
+			return err
+		})
+		if pgerror.Code(err) != tc.code && !(tc.code == "" && err == nil) {
+			t.Errorf("%q: %s", tc.data, describeErr(err))
+		}
+		if src.Len() != 0 {
+			t.Errorf("%q: %d bytes left unread", tc.data, src.Len())
+		}
+	}
+	if got, want := e.rows(tb.ID), "(1,x,5,10)"; got != want {
+		t.Errorf("t = %s, want %s", got, want)
+	}
+}
