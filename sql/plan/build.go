@@ -2,7 +2,6 @@ package plan
 
 import (
 	"context"
-	"fmt"
 	"strings"
 
 	"github.com/jackc/pgerrcode"
@@ -524,5 +523,3 @@ func aliasOf(a *pg_query.Alias) (string, []string) {
 func internalf(format string, args ...any) error {
 	return pgerror.New(pgerrcode.InternalError, "plan: "+format, args...)
 }
-
-var _ = fmt.Sprintf

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/cairn-db/cairn/sql/builtins"
 	"github.com/cairn-db/cairn/sql/catalog"
 	"github.com/cairn-db/cairn/sql/rowenc"
 	"github.com/cairn-db/cairn/sql/sem"
@@ -728,5 +727,3 @@ func planChildren(n Node) []Node {
 	}
 	return nil
 }
-
-var _ = builtins.Generator

@@ -356,12 +356,12 @@ func (b *builder) joinExpr(j *pg_query.JoinExpr, s *scope) (Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	l1, lr1 := len(s.cols), len(s.rels)
+	l1 := len(s.cols)
 	right, lateral, err := b.fromItem(j.Rarg, s)
 	if err != nil {
 		return nil, err
 	}
-	r1, rr1 := len(s.cols), len(s.rels)
+	r1 := len(s.cols)
 	var kind JoinKind
 	switch j.Jointype {
 	case pg_query.JoinType_JOIN_INNER:
@@ -479,7 +479,6 @@ func (b *builder) joinExpr(j *pg_query.JoinExpr, s *scope) (Node, error) {
 		}
 		s.rels = append(s.rels[:lr0], &rel{alias: alias, cols: idx})
 	}
-	_, _, _ = lr1, rr1, r1
 	return node, nil
 }
 
@@ -590,5 +589,3 @@ func equiKeys(on sem.Expr, left, right map[sem.ColumnID]bool) (l, r []sem.Column
 	}
 	return l, r
 }
-
-var _ = builtins.Generator

@@ -2,7 +2,6 @@ package plan_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -142,5 +141,3 @@ func tableFromAST(cs *pg_query.CreateStmt, id catalog.ID) *catalog.Table {
 	tb.PrimaryIndex = pk
 	return tb
 }
-
-var _ = fmt.Sprint

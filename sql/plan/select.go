@@ -3,7 +3,6 @@ package plan
 import (
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/jackc/pgerrcode"
 	pg_query "github.com/pganalyze/pg_query_go/v6"
@@ -842,7 +841,6 @@ func (b *builder) buildSimple(ss *pg_query.SelectStmt, s *scope) (*selResult, er
 	// Window definitions of every window call, bound over the FROM row.
 	specs := map[*pg_query.FuncCall]*windowSpec{}
 	var specExprs []*sem.Expr // partition/order exprs, for the aggregate mapping
-	var specAggs [][]*pg_query.FuncCall
 	for _, t := range targets {
 		for _, fc := range t.windows {
 			sp, err := b.bindWindow(s, fc.Over, named)
@@ -858,7 +856,6 @@ func (b *builder) buildSimple(ss *pg_query.SelectStmt, s *scope) (*selResult, er
 			}
 		}
 	}
-	_ = specAggs
 
 	// Aggregation.
 	hasAgg := having != nil || len(groupExprs) > 0
@@ -1700,8 +1697,6 @@ func figureColnameStrength(n *pg_query.Node) (string, int) {
 	}
 	return "", 0
 }
-
-var _ = strings.TrimSpace
 
 func strList(ns []*pg_query.Node) []string {
 	out := make([]string, len(ns))
