@@ -80,6 +80,21 @@ func (o *optimizer) pushdown(n plan.Node, preds []sem.Expr) plan.Node {
 	case *plan.Join:
 		return wrap(o.pushJoin(v, movable), stay)
 
+	case *plan.SetOp:
+		// Only UNION ALL: a filter commutes with every set operation on
+		// bags, but the deduplicating ones keep one of several equal rows
+		// whose values a predicate might still tell apart (1.0 and 1.00).
+		if v.Kind != plan.Union || !v.All || !sameTypes(v.Cols, v.Left.Columns()) || !sameTypes(v.Cols, v.Right.Columns()) {
+			for _, c := range children(n) {
+				*c = o.pushdown(*c, nil)
+			}
+			return wrap(v, append(stay, movable...))
+		}
+		down, up := o.split(movable, colsOf(v.Cols))
+		v.Left = o.pushdown(v.Left, renameCols(down, v.Cols, v.Left.Columns()))
+		v.Right = o.pushdown(v.Right, renameCols(down, v.Cols, v.Right.Columns()))
+		return wrap(v, append(stay, up...))
+
 	case *plan.Scan:
 		v.Filter = and(append(conjuncts(v.Filter), movable...))
 		return wrap(v, stay)
@@ -203,6 +218,41 @@ func (o *optimizer) joinKeys(j *plan.Join) {
 			j.RightEq = append(j.RightEq, b.ID)
 		}
 	}
+}
+
+// renameCols rewrites preds over the columns from into the columns at
+// the same positions of to (a set operation's output into one of its inputs).
+func renameCols(preds []sem.Expr, from, to []plan.Column) []sem.Expr {
+	m := map[sem.ColumnID]plan.Column{}
+	for i, c := range from {
+		m[c.ID] = to[i]
+	}
+	var out []sem.Expr
+	for _, p := range preds {
+		out = append(out, sem.Map(p, func(e sem.Expr) sem.Expr {
+			if c, ok := e.(*sem.ColRef); ok {
+				if t, ok := m[c.ID]; ok {
+					return &sem.ColRef{ID: t.ID, T: c.T, Name: t.Name}
+				}
+			}
+			return e
+		}))
+	}
+	return out
+}
+
+// sameTypes reports whether two column lists have identical types
+// position by position.
+func sameTypes(a, b []plan.Column) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].T == nil || b[i].T == nil || !a[i].T.Identical(b[i].T) {
+			return false
+		}
+	}
+	return true
 }
 
 // split divides preds into those reading only cols (and outer columns)

@@ -128,6 +128,36 @@ func TestPushdown(t *testing.T) {
 		group-by (#3)
 		  scan u@u_pkey cols=(z#3) filter=(z ~~ 'g%'::text)`,
 	}, {
+		name: "UNION ALL: into both sides, renamed",
+		build: func(b *builder) plan.Node {
+			l, r := b.scan("u", "x", "z"), b.scan("t", "a", "c")
+			so := &plan.SetOp{Kind: plan.Union, All: true, Left: l, Right: r,
+				Cols: []plan.Column{{ID: 5, Name: "k", T: l.Cols[0].T}, {ID: 6, Name: "s", T: l.Cols[1].T}}}
+			b.next = 7
+			b.names["k"], b.names["s"] = so.Cols[0], so.Cols[1]
+			return b.filter(so, "k = 3 AND s LIKE 'p%' AND random() < 0.5")
+		},
+		want: `
+		filter (random() < '0.5'::double precision)
+		  *plan.SetOp
+		    scan u@u_pkey cols=(x#1,z#2) spans=[/3 - /3] filter=(z ~~ 'p%'::text)
+		    scan t@t_pkey cols=(a#3,c#4) spans=[/3 - /3] filter=(c ~~ 'p%'::text)`,
+	}, {
+		name: "UNION (distinct): nothing goes below",
+		build: func(b *builder) plan.Node {
+			l, r := b.scan("u", "x", "z"), b.scan("t", "a", "c")
+			so := &plan.SetOp{Kind: plan.Union, Left: l, Right: r,
+				Cols: []plan.Column{{ID: 5, Name: "k", T: l.Cols[0].T}, {ID: 6, Name: "s", T: l.Cols[1].T}}}
+			b.next = 7
+			b.names["k"], b.names["s"] = so.Cols[0], so.Cols[1]
+			return b.filter(so, "k = 3")
+		},
+		want: `
+		filter (k = 3)
+		  *plan.SetOp
+		    scan u@u_pkey cols=(x#1,z#2)
+		    scan t@t_pkey cols=(a#3,c#4)`,
+	}, {
 		name: "limit: nothing goes below",
 		build: func(b *builder) plan.Node {
 			return b.filter(b.limit(b.scan("u"), "5", ""), "z LIKE 'g%'")
