@@ -25,8 +25,10 @@ type cursor struct {
 	tc     *types.Context
 	sent   int64
 	closed bool
-	buf    []byte
-	vals   [][]byte
+	// exhausted: Next returned the end (a SQL cursor fetched to the end).
+	exhausted bool
+	buf       []byte
+	vals      [][]byte
 }
 
 func newCursor(s *Session, p *plan.Plan, rows exec.Rows) *cursor {

@@ -117,6 +117,12 @@ func (s *Session) dispatch(x *stmtState, g stmtGroup, w pgwire.ResultWriter) err
 		return s.sqlDeallocate(n.DeallocateStmt, w)
 	case *pg_query.Node_DiscardStmt:
 		return s.discard(n.DiscardStmt, w)
+	case *pg_query.Node_DeclareCursorStmt:
+		return s.declareCursor(x, st, n.DeclareCursorStmt, w)
+	case *pg_query.Node_FetchStmt:
+		return s.fetch(x, n.FetchStmt, w)
+	case *pg_query.Node_ClosePortalStmt:
+		return s.closeCursor(n.ClosePortalStmt, w)
 	case *pg_query.Node_ListenStmt:
 		// Accepted so that clients which LISTEN at startup work; nothing
 		// in Cairn sends notifications yet, so there is nothing to hear.

@@ -213,3 +213,63 @@ func TestConflicts(t *testing.T) {
 		t.Errorf("bal %d, want %d", n, 100+workers*each)
 	}
 }
+
+func TestSQLCursors(t *testing.T) {
+	url := startServer(t)
+	c := connect(t, url, nil)
+	ctx := context.Background()
+	if _, err := simple(c, "DECLARE c CURSOR FOR SELECT 1"); sqlState(err) != "25P01" {
+		t.Errorf("DECLARE outside a block: %v", err)
+	}
+	mustExec(t, c, "BEGIN")
+	tags, err := simple(c, "DECLARE c CURSOR FOR SELECT g FROM generate_series(1, 10) AS g")
+	if err != nil || tags[0] != "DECLARE CURSOR" {
+		t.Fatalf("DECLARE: %v %v", tags, err)
+	}
+	fetch := func(sql string) (string, string) {
+		t.Helper()
+		res, err := c.PgConn().Exec(ctx, sql).ReadAll()
+		if err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+		var vals []string
+		for _, r := range res[0].Rows {
+			vals = append(vals, string(r[0]))
+		}
+		return strings.Join(vals, ","), res[0].CommandTag.String()
+	}
+	for _, tc := range []struct{ sql, rows, tag string }{
+		{"FETCH 3 FROM c", "1,2,3", "FETCH 3"},
+		{"FETCH c", "4", "FETCH 1"},
+		{"MOVE 2 IN c", "", "MOVE 2"},
+		{"FETCH RELATIVE 2 FROM c", "8", "FETCH 1"},
+		{"FETCH ALL FROM c", "9,10", "FETCH 2"},
+		{"FETCH NEXT FROM c", "", "FETCH 0"},
+	} {
+		rows, tag := fetch(tc.sql)
+		if rows != tc.rows || tag != tc.tag {
+			t.Errorf("%s: rows %q tag %q, want %q %q", tc.sql, rows, tag, tc.rows, tc.tag)
+		}
+	}
+	if _, err := simple(c, "FETCH PRIOR FROM c"); sqlState(err) != "0A000" {
+		t.Errorf("FETCH PRIOR: %v", err)
+	}
+	mustExec(t, c, "ROLLBACK; BEGIN; DECLARE c CURSOR FOR SELECT 1; DECLARE d CURSOR FOR SELECT 2")
+	if _, err := simple(c, "DECLARE c CURSOR FOR SELECT 3"); sqlState(err) != "42P03" {
+		t.Errorf("duplicate cursor: %v", err)
+	}
+	mustExec(t, c, "ROLLBACK; BEGIN; DECLARE c CURSOR FOR SELECT 1")
+	if tags, err := simple(c, "CLOSE c"); err != nil || tags[0] != "CLOSE CURSOR" {
+		t.Errorf("CLOSE: %v %v", tags, err)
+	}
+	if _, err := simple(c, "FETCH c"); sqlState(err) != "34000" {
+		t.Errorf("FETCH after CLOSE: %v", err)
+	}
+	mustExec(t, c, "ROLLBACK")
+	// Cursors end with their transaction.
+	mustExec(t, c, "BEGIN; DECLARE e CURSOR FOR SELECT 1; COMMIT; BEGIN")
+	if _, err := simple(c, "FETCH e"); sqlState(err) != "34000" {
+		t.Errorf("cursor survived COMMIT: %v", err)
+	}
+	mustExec(t, c, "ROLLBACK")
+}

@@ -75,6 +75,11 @@ func (s *Session) Prepare(ctx context.Context, sql string, paramOIDs []uint32) (
 		return ps, nil
 	case *pg_query.Node_VariableShowStmt:
 		ps.cols = showColumns(n.VariableShowStmt.Name)
+	case *pg_query.Node_FetchStmt:
+		// The rows are the cursor's, known once it is declared.
+		if c, ok := s.sqlCursors[n.FetchStmt.Portalname]; ok && !n.FetchStmt.Ismove {
+			ps.cols = c.cols
+		}
 	}
 	for i, t := range declared {
 		if t == nil {

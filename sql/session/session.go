@@ -68,6 +68,8 @@ type Session struct {
 	// the statement running, whose context and transaction it uses.
 	seqs *sequence.Session
 	cur  *stmtState
+	// sqlCursors are the open DECLAREd cursors of the transaction.
+	sqlCursors map[string]*cursor
 }
 
 var _ pgwire.Session = (*Session)(nil)
@@ -191,7 +193,7 @@ func (s *Session) endTxn(ctx context.Context, commit bool) error {
 	for c := range s.cursors {
 		c.close()
 	}
-	s.cursors = nil
+	s.cursors, s.sqlCursors = nil, nil
 	var err error
 	if s.txn != nil {
 		if commit {
@@ -228,7 +230,7 @@ func (s *Session) abortBlock(ctx context.Context) {
 	for c := range s.cursors {
 		c.close()
 	}
-	s.cursors = nil
+	s.cursors, s.sqlCursors = nil, nil
 	// Without savepoints nothing can resume the transaction: roll it back
 	// now to release its locks early. With them, ROLLBACK TO needs it.
 	if s.txn != nil && len(s.savepoints) == 0 {
