@@ -445,7 +445,7 @@ func (b *builder) onConflict(t *catalog.Table, alias string, oc *pg_query.OnConf
 	}
 	s.addRel("excluded", idx)
 	s.qualify = true
-	sets, exprs, err := b.assignments(t, s, oc.TargetList)
+	sets, exprs, err := b.assignments(t, s, oc.TargetList, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -521,10 +521,15 @@ func (b *builder) inferArbiter(t *catalog.Table, inf *pg_query.InferClause) (*ca
 }
 
 // assignments binds SET a = x, (b, c) = (y, z), d = DEFAULT.
-func (b *builder) assignments(t *catalog.Table, s *scope, list []*pg_query.Node) ([]rowenc.ColumnID, []sem.Expr, error) {
+//
+// node, when not nil, is the UPDATE's input: (a, b) = (SELECT ...) joins
+// it with the subquery (LATERAL, at most one row, NULLs when none, as
+// Postgres assigns them) and assigns the subquery's columns.
+func (b *builder) assignments(t *catalog.Table, s *scope, list []*pg_query.Node, node *Node) ([]rowenc.ColumnID, []sem.Expr, error) {
 	var cols []rowenc.ColumnID
 	var exprs []sem.Expr
 	seen := map[string]bool{}
+	multi := map[int32][]Column{} // bound (a, b) = (SELECT ...) sources, by location
 	for _, n := range list {
 		rt := n.GetResTarget()
 		if len(rt.Indirection) > 0 {
@@ -547,8 +552,35 @@ func (b *builder) assignments(t *catalog.Table, s *scope, list []*pg_query.Node)
 						return nil, nil, b.errAt(pgerror.New(pgerrcode.SyntaxError, "number of columns does not match number of values"), rt.Location)
 					}
 					val = l.Items[ma.Colno-1]
+				} else if sl := ma.Source.GetSubLink(); sl != nil && node != nil {
+					sc, ok := multi[sl.Location]
+					if !ok {
+						var lat []sem.ColumnID
+						r, err := b.buildSelect(sl.Subselect.GetSelectStmt(), s, &lat)
+						if err != nil {
+							return nil, nil, err
+						}
+						sub := stripHidden(b, r.node)
+						sc = sub.Columns()
+						if len(sc) != int(ma.Ncolumns) {
+							return nil, nil, b.errAt(pgerror.New(pgerrcode.SyntaxError, "number of columns does not match number of values"), rt.Location)
+						}
+						*node = &Join{Kind: LeftJoin, Left: *node, Right: &Max1Row{Input: sub}, Lateral: referencesLevel(s, lat)}
+						multi[sl.Location] = sc
+					}
+					c2 := t.ColumnByName(rt.Name)
+					e, err := sem.CoerceToAssign(colRef(sc[ma.Colno-1]), c2.Type, c2.Name)
+					if err != nil {
+						return nil, nil, b.errAt(err, rt.Location)
+					}
+					if c2.ComputedExpr != "" {
+						return nil, nil, b.errAt(generatedColumnErr(c2, true), rt.Location)
+					}
+					cols = append(cols, c2.ID)
+					exprs = append(exprs, e)
+					continue
 				} else {
-					return nil, nil, b.errAt(notSupported("multiple-column UPDATE from a subquery is not supported"), rt.Location)
+					return nil, nil, b.errAt(notSupported("multiple-column assignment from a subquery is not supported here"), rt.Location)
 				}
 			} else {
 				if int(ma.Ncolumns) != len(row.Args) {
@@ -637,7 +669,7 @@ func (b *builder) buildUpdate(up *pg_query.UpdateStmt) (Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	setCols, setExprs, err := b.assignments(t, s, up.TargetList)
+	setCols, setExprs, err := b.assignments(t, s, up.TargetList, &node)
 	if err != nil {
 		return nil, err
 	}
