@@ -95,7 +95,7 @@ func newFixture(t *testing.T) *fixture {
 			PrimaryIndex: catalog.Index{ID: catalog.PrimaryIndexID, Name: "orders_pkey", Unique: true,
 				KeyColumnIDs: []rowenc.ColumnID{1}, KeyDirections: asc(1)},
 			Indexes: []catalog.Index{{ID: 2, Name: "orders_user_idx", KeyColumnIDs: []rowenc.ColumnID{2},
-				KeyDirections: []rowenc.Order{rowenc.Descending}, StoreColumnIDs: []rowenc.ColumnID{3},
+				KeyDirections: []rowenc.Order{rowenc.Desc}, StoreColumnIDs: []rowenc.ColumnID{3},
 				Predicate: "note IS NOT NULL"}},
 			ForeignKeys: []catalog.ForeignKey{{Name: "orders_user_id_fkey", ColumnIDs: []rowenc.ColumnID{2},
 				ReferencedTableID: ids[0], ReferencedColumnIDs: []rowenc.ColumnID{1}, OnDelete: catalog.Cascade}},
@@ -332,9 +332,9 @@ func TestIndexesAndConstraints(t *testing.T) {
 			"indrelid": oidStr(f.users.ID), "indisprimary": "t", "indisunique": "t", "indkey": "1",
 			"indnatts": "1", "indnkeyatts": "1", "indisvalid": "t", "indoption": "0"})
 		check(t, "pg_index", ix, "indexrelid", oidStr(indexOID(f.users.ID, 2)), map[string]string{
-			"indisprimary": "f", "indisunique": "t", "indkey": "2", "indcollation": "100"})
+			"indisprimary": "f", "indisunique": "t", "indkey": "2", "indcollation": "100", "indclass": "3126"})
 		check(t, "pg_index", ix, "indexrelid", oidStr(indexOID(f.orders.ID, 2)), map[string]string{
-			"indisunique": "f", "indkey": "2 3", "indnatts": "2", "indnkeyatts": "1", "indoption": "3",
+			"indisunique": "f", "indkey": "2 3", "indnatts": "2", "indnkeyatts": "1", "indoption": "3", "indclass": "3124",
 			"indpred": "note IS NOT NULL"})
 		if n := len(where(ix, "indrelid", oidStr(f.nopk.ID))); n != 0 {
 			t.Errorf("nopk has %d pg_index rows, want 0", n)
@@ -579,4 +579,26 @@ func TestSessionTables(t *testing.T) {
 			t.Errorf("pg_proc count: %v", c)
 		}
 	})
+}
+
+func TestParenthesize(t *testing.T) {
+	for in, want := range map[string]string{
+		"a > 0":          "(a > 0)",
+		"(a > 0)":        "(a > 0)",
+		" (a > 0) ":      "(a > 0)",
+		"(a) AND (b)":    "((a) AND (b))",
+		"(a = ')') OR b": "((a = ')') OR b)",
+		"(a = '(')":      "(a = '(')",
+		"((a > 0))":      "((a > 0))",
+		"f(x) > (1)":     "(f(x) > (1))",
+	} {
+		if got := parenthesize(in); got != want {
+			t.Errorf("parenthesize(%q) = %q, want %q", in, got, want)
+		}
+	}
+	for o, want := range map[rowenc.Order]int64{rowenc.Asc: 0, rowenc.Desc: 3, rowenc.DescNullsLast: 1, rowenc.AscNullsFirst: 2} {
+		if got := indoption(o); got != want {
+			t.Errorf("indoption(%v) = %d, want %d", o, got, want)
+		}
+	}
 }

@@ -228,21 +228,25 @@ func hasPrimaryKey(t *catalog.Table) bool {
 }
 
 // keyColumns are an index's visible key columns (the shard column of a
-// hash-sharded index is left out) and its stored ones.
-func keyColumns(t *catalog.Table, ix *catalog.Index) (keys []rowenc.ColumnID, desc []bool, stored []rowenc.ColumnID) {
+// hash-sharded index is left out) with their orders, and its stored ones.
+func keyColumns(t *catalog.Table, ix *catalog.Index) (keys []rowenc.ColumnID, orders []rowenc.Order, stored []rowenc.ColumnID) {
 	for i, id := range ix.KeyColumnIDs {
 		if c := t.ColumnByID(id); c != nil && c.Hidden {
 			continue
 		}
 		keys = append(keys, id)
-		desc = append(desc, i < len(ix.KeyDirections) && ix.KeyDirections[i] == rowenc.Descending)
+		var o rowenc.Order
+		if i < len(ix.KeyDirections) {
+			o = ix.KeyDirections[i]
+		}
+		orders = append(orders, o)
 	}
 	for _, id := range ix.StoreColumnIDs {
 		if c := t.ColumnByID(id); c == nil || !c.Hidden {
 			stored = append(stored, id)
 		}
 	}
-	return keys, desc, stored
+	return keys, orders, stored
 }
 
 func colName(t *catalog.Table, id rowenc.ColumnID) string {

@@ -40,6 +40,7 @@ var pgGens = map[string]genFn{
 	"pg_collation":   genCollation,
 	"pg_tablespace":  genTablespace,
 	"pg_language":    genLanguage,
+	"pg_opclass":     genOpclass,
 	"pg_stat_activity": func(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
 		sess := s.env.Session
 		var pid any
@@ -326,18 +327,15 @@ func genIndex(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error
 	for _, r := range s.tables() {
 		d := r.desc.(*catalog.Table)
 		for _, ix := range indexes(d) {
-			keys, desc, stored := keyColumns(d, ix)
+			keys, orders, stored := keyColumns(d, ix)
 			var indkey, coll, class, opt []int64
 			for i, id := range append(keys, stored...) {
 				indkey = append(indkey, int64(id))
 				if i < len(keys) {
-					coll = append(coll, int64(collationOf(d.ColumnByID(id).Type)))
-					class = append(class, 0)
-					o := int64(0)
-					if desc[i] {
-						o = 3 // INDOPTION_DESC | INDOPTION_NULLS_FIRST
-					}
-					opt = append(opt, o)
+					typ := d.ColumnByID(id).Type
+					coll = append(coll, int64(collationOf(typ)))
+					class = append(class, int64(defaultOpclass(ix.Kind, typ)))
+					opt = append(opt, indoption(orders[i]))
 				}
 			}
 			var pred any
@@ -702,7 +700,7 @@ func genIndexes(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, err
 // indexDef is pg_get_indexdef: the whole CREATE INDEX statement (col 0)
 // or one key column's name.
 func indexDef(sc *catalog.Schema, d *catalog.Table, ix *catalog.Index, col int) string {
-	keys, desc, stored := keyColumns(d, ix)
+	keys, orders, stored := keyColumns(d, ix)
 	if col > 0 {
 		all := append(keys, stored...)
 		if col > len(all) {
@@ -725,8 +723,13 @@ func indexDef(sc *catalog.Schema, d *catalog.Table, ix *catalog.Index, col int) 
 			b.WriteString(", ")
 		}
 		b.WriteString(quoteIdent(colName(d, k)))
-		if desc[i] {
+		switch o := orders[i]; {
+		case o&rowenc.Descending != 0 && o&rowenc.NullsFirst == 0:
+			b.WriteString(" DESC NULLS LAST")
+		case o&rowenc.Descending != 0:
 			b.WriteString(" DESC")
+		case o&rowenc.NullsFirst != 0:
+			b.WriteString(" NULLS FIRST")
 		}
 	}
 	b.WriteString(")")
@@ -741,9 +744,108 @@ func indexDef(sc *catalog.Schema, d *catalog.Table, ix *catalog.Index, col int) 
 		b.WriteString(")")
 	}
 	if ix.Predicate != "" {
-		fmt.Fprintf(&b, " WHERE (%s)", ix.Predicate)
+		fmt.Fprintf(&b, " WHERE %s", parenthesize(ix.Predicate))
 	}
 	return b.String()
+}
+
+// parenthesize wraps an expression in parentheses unless one pair already
+// encloses all of it, as PostgreSQL's deparser prints a WHERE clause or a
+// CHECK expression.
+func parenthesize(e string) string {
+	e = strings.TrimSpace(e)
+	if strings.HasPrefix(e, "(") {
+		depth, inStr := 0, false
+		for i, r := range e {
+			switch {
+			case r == '\'':
+				inStr = !inStr
+			case inStr:
+			case r == '(':
+				depth++
+			case r == ')':
+				depth--
+				if depth == 0 {
+					if i == len(e)-1 {
+						return e
+					}
+					return "(" + e + ")"
+				}
+			}
+		}
+	}
+	return "(" + e + ")"
+}
+
+// indoption is pg_index.indoption for a key column: rowenc's order bits
+// are PostgreSQL's INDOPTION_DESC (1) and INDOPTION_NULLS_FIRST (2).
+func indoption(o rowenc.Order) int64 {
+	var v int64
+	if o&rowenc.Descending != 0 {
+		v |= 1
+	}
+	if o&rowenc.NullsFirst != 0 {
+		v |= 2
+	}
+	return v
+}
+
+// opclass is a default operator class (pg_opclass), with PostgreSQL 15's
+// OIDs: the one an index on a column of the type uses.
+type opclass struct {
+	oid, method    uint32
+	name           string
+	inType, family uint32
+	keyType        uint32
+}
+
+var opclasses = []opclass{
+	{10003, oidBtree, "bool_ops", 16, 424, 0}, {10006, oidBtree, "bytea_ops", 17, 428, 0},
+	{3124, oidBtree, "int8_ops", 20, 1976, 0}, {1979, oidBtree, "int2_ops", 21, 1976, 0},
+	{1978, oidBtree, "int4_ops", 23, 1976, 0}, {3126, oidBtree, "text_ops", 25, 1994, 0},
+	{1981, oidBtree, "oid_ops", 26, 1989, 0}, {10012, oidBtree, "float4_ops", 700, 1970, 0},
+	{3123, oidBtree, "float8_ops", 701, 1970, 0}, {10004, oidBtree, "bpchar_ops", 1042, 426, 0},
+	{3122, oidBtree, "date_ops", 1082, 434, 0}, {10038, oidBtree, "time_ops", 1083, 1996, 0},
+	{3128, oidBtree, "timestamp_ops", 1114, 434, 0}, {3127, oidBtree, "timestamptz_ops", 1184, 434, 0},
+	{10022, oidBtree, "interval_ops", 1186, 1982, 0}, {3125, oidBtree, "numeric_ops", 1700, 1988, 0},
+	{10000, oidBtree, "array_ops", 2277, 397, 0}, {10065, oidBtree, "uuid_ops", 2950, 2968, 0},
+	{10088, oidBtree, "jsonb_ops", 3802, 4033, 0},
+	{10064, oidGin, "array_ops", 2277, 2745, 2283}, {10090, oidGin, "jsonb_ops", 3802, 4036, 25},
+}
+
+// defaultOpclass is the operator class an index of kind on a column of
+// type t uses (pg_index.indclass): varchar shares text's, the reg* types
+// oid's, every array the polymorphic array_ops.
+func defaultOpclass(kind catalog.IndexKind, t *types.T) uint32 {
+	am := uint32(oidBtree)
+	if kind == catalog.IndexGIN {
+		am = oidGin
+	}
+	in := t.Oid
+	switch {
+	case t.Family == types.ArrayFamily:
+		in = 2277
+	case t.Family == types.OidFamily:
+		in = types.Oid.Oid
+	case t.Oid == types.VarChar.Oid:
+		in = types.Text.Oid
+	}
+	for _, c := range opclasses {
+		if c.method == am && c.inType == in {
+			return c.oid
+		}
+	}
+	return 0
+}
+
+func genOpclass(_ context.Context, _ *snapshot, t *vtable) ([][]types.Datum, error) {
+	var out [][]types.Datum
+	for _, c := range opclasses {
+		out = append(out, t.row("oid", c.oid, "opcmethod", c.method, "opcname", c.name, "opcnamespace", oidPgCatalog,
+			"opcowner", oidSuperuser, "opcfamily", c.family, "opcintype", c.inType, "opcdefault", true,
+			"opckeytype", c.keyType))
+	}
+	return out, nil
 }
 
 // constraintDef is pg_get_constraintdef.
@@ -761,11 +863,7 @@ func constraintDef(c constraint) string {
 	case 'u':
 		return "UNIQUE (" + names(c.table, c.cols) + ")"
 	case 'c':
-		e := strings.TrimSpace(c.check)
-		if !(strings.HasPrefix(e, "(") && strings.HasSuffix(e, ")")) {
-			e = "(" + e + ")"
-		}
-		return "CHECK (" + e + ")"
+		return "CHECK (" + parenthesize(c.check) + ")"
 	}
 	ref := "?"
 	var refCols string
