@@ -183,7 +183,8 @@ func (s *dmlState) noteWrite(ctx context.Context, ti *tableInfo, old, new []type
 	return nil
 }
 
-// hasTableFKs reports whether writes to ti can imply foreign-key work.
+// finishFKs runs the statement's deferred foreign-key work until none is
+// left (actions may cause more).
 func (s *dmlState) finishFKs(ctx context.Context) error {
 	for len(s.childChecks) > 0 || len(s.parentEvents) > 0 {
 		if err := s.flush(ctx); err != nil {
@@ -199,8 +200,10 @@ func (s *dmlState) finishFKs(ctx context.Context) error {
 		}
 		checks := s.childChecks
 		s.childChecks = nil
-		if err := s.runChildChecks(ctx, checks); err != nil {
-			return err
+		for i := 0; i < len(checks); i += lookupChunk {
+			if err := s.runChildChecks(ctx, checks[i:min(i+lookupChunk, len(checks))]); err != nil {
+				return err
+			}
 		}
 	}
 	return s.flush(ctx)

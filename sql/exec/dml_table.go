@@ -492,6 +492,9 @@ func (s *dmlState) scanAll(ctx context.Context, ti *tableInfo, emit func(row []t
 	return scanPages(ctx, s.x.Txn, span.Key, span.EndKey, f, emit)
 }
 
+// lookupChunk is how many keys one batch of foreign-key lookups holds.
+const lookupChunk = 2000
+
 // scanPageSize is how many KVs one read of a long scan returns.
 const scanPageSize = 10000
 
@@ -533,6 +536,17 @@ func (s *dmlState) findRowsMulti(ctx context.Context, ti *tableInfo, pos []int, 
 		return out, nil
 	}
 	idx, order := ti.prefixIndex(pos)
+	if idx != nil && len(keys) > lookupChunk {
+		// Bound one batch; each chunk is one round of reads.
+		for i := 0; i < len(keys); i += lookupChunk {
+			part, err := s.findRowsMulti(ctx, ti, pos, keys[i:min(i+lookupChunk, len(keys))])
+			if err != nil {
+				return nil, err
+			}
+			copy(out[i:], part)
+		}
+		return out, nil
+	}
 	if idx == nil {
 		want := map[string][]int{}
 		for i, k := range keys {

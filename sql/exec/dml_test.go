@@ -851,11 +851,12 @@ func TestForeignKeyBulk(t *testing.T) {
 	p, c, c2 := fkTables(t, e, catalog.Cascade, catalog.SetNull)
 	_, d2 := deletePlan(c2, []sem.Expr{i8(1), i8(10)})
 	e.mustExec(d2)
-	const n = 300
+	// More keys than one lookup batch holds (lookupChunk).
+	const n = 2*lookupChunk + 100
 	var prows, crows, dels, ups [][]sem.Expr
 	for i := int64(100); i < 100+n; i++ {
 		prows = append(prows, []sem.Expr{i8(i), i8(i * 10)})
-		crows = append(crows, []sem.Expr{i8(i), i8(i)}, []sem.Expr{i8(i + 1000), i8(i)})
+		crows = append(crows, []sem.Expr{i8(i), i8(i)}, []sem.Expr{i8(i + 100000), i8(i)})
 		if i%2 == 0 {
 			dels = append(dels, []sem.Expr{i8(i), i8(i * 10)})
 		} else {
