@@ -1024,6 +1024,7 @@ func (b *builder) buildSimple(ss *pg_query.SelectStmt, s *scope) (*selResult, er
 			return nil, err
 		}
 		locks = true
+		b.writes = true // row locks are writes (intents), wherever they are
 	}
 	return &selResult{node: node, locks: locks}, nil
 }
