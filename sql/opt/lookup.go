@@ -15,10 +15,10 @@ import (
 // lookups win; with HDD seeks or object-store round trips a sequential
 // read of the table wins much sooner (Costs).
 //
-// An inner join is commutative: when the left side is the small, filtered
-// one and the right side a table with an index on the keys, the sides are
-// swapped for the lookup and a Project puts the columns back in the
-// join's order.
+// An inner join is commutative and a right join is a left join with the
+// sides swapped: when the left side is the big table with an index on the
+// keys and the right side the small one, the sides are swapped for the
+// lookup and a Project puts the columns back in the join's order.
 func (o *optimizer) lookupJoins(n plan.Node) plan.Node {
 	for _, c := range children(n) {
 		*c = o.lookupJoins(*c)
@@ -30,10 +30,15 @@ func (o *optimizer) lookupJoins(n plan.Node) plan.Node {
 	if lj := o.lookupJoin(j); lj != nil {
 		return lj
 	}
-	if j.Kind != plan.InnerJoin {
+	kind := plan.InnerJoin
+	switch j.Kind {
+	case plan.InnerJoin:
+	case plan.RightJoin:
+		kind = plan.LeftJoin
+	default:
 		return n
 	}
-	swapped := &plan.Join{Kind: plan.InnerJoin, Left: j.Right, Right: j.Left, On: j.On, LeftEq: j.RightEq, RightEq: j.LeftEq}
+	swapped := &plan.Join{Kind: kind, Left: j.Right, Right: j.Left, On: j.On, LeftEq: j.RightEq, RightEq: j.LeftEq}
 	lj := o.lookupJoin(swapped)
 	if lj == nil {
 		return n

@@ -74,6 +74,16 @@ func TestLookupJoins(t *testing.T) {
 		  lookup-join inner u@u_pkey keys=(#1) cols=(x#3,y#4,z#5) on=(t.a = u.x)
 		    scan t@t_b cols=(a#1,b#2) spans=[/5 - /5]`,
 	}, {
+		name: "right join: swapped into a left lookup join",
+		build: func(b *builder) plan.Node {
+			r := b.filter(b.scan("t", "a", "b"), "b = 5")
+			return b.join(plan.RightJoin, b.scan("u"), r, "t.a = u.x AND u.z = 'k'")
+		},
+		want: `
+		project x, y, z, a, b
+		  lookup-join left u@u_pkey keys=(#1) cols=(x#3,y#4,z#5) on=((t.a = u.x) AND (u.z = 'k'::text))
+		    scan t@t_b cols=(a#1,b#2) spans=[/5 - /5]`,
+	}, {
 		name: "left join: never swapped",
 		build: func(b *builder) plan.Node {
 			r := b.filter(b.scan("t", "a", "b"), "b = 5")
