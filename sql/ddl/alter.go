@@ -639,7 +639,10 @@ func (e *executor) dropColumn(ctx context.Context, cur *catalog.Table, cmd *pg_q
 	t.ForeignKeys = slices.DeleteFunc(t.ForeignKeys, func(fk catalog.ForeignKey) bool {
 		return slices.Contains(fk.ColumnIDs, c.ID) || (fk.ReferencedTableID == t.ID && slices.Contains(fk.ReferencedColumnIDs, c.ID))
 	})
-	seqID := c.SequenceID
+	droppedCols := []rowenc.ColumnID{c.ID}
+	for _, name := range genDeps {
+		droppedCols = append(droppedCols, t.ColumnByName(name).ID)
+	}
 	for _, name := range append(genDeps, c.Name) {
 		if err := t.DropColumn(name); err != nil {
 			return err
@@ -653,13 +656,19 @@ func (e *executor) dropColumn(ctx context.Context, cur *catalog.Table, cmd *pg_q
 			return err
 		}
 	}
-	if seqID != 0 {
-		if d, err := e.x.Writer.ByID(ctx, seqID); err == nil {
-			if s, ok := d.(*catalog.Sequence); ok && s.OwnedBy != nil && s.OwnedBy.TableID == t.ID {
-				if err := e.x.Writer.Drop(ctx, s); err != nil {
-					return err
-				}
-				return sequence.Clear(ctx, e.x.Txn, s.ID)
+	// Sequences owned by a dropped column (serial, identity, OWNED BY) go
+	// with it.
+	rels, err = e.x.Writer.Relations(ctx, t.DatabaseID, t.SchemaID)
+	if err != nil {
+		return err
+	}
+	for _, r := range rels {
+		if s, ok := r.(*catalog.Sequence); ok && s.OwnedBy != nil && s.OwnedBy.TableID == t.ID && slices.Contains(droppedCols, s.OwnedBy.ColumnID) {
+			if err := e.x.Writer.Drop(ctx, s); err != nil {
+				return err
+			}
+			if err := sequence.Clear(ctx, e.x.Txn, s.ID); err != nil {
+				return err
 			}
 		}
 	}

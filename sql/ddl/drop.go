@@ -168,7 +168,7 @@ func (e *executor) dependents(ctx context.Context, d catalog.Descriptor, ds *dro
 			}
 			if seq, ok := d.(*catalog.Sequence); ok {
 				for _, c := range v.Columns {
-					if c.SequenceID == seq.ID && (seq.OwnedBy == nil || seq.OwnedBy.TableID != v.ID || seq.OwnedBy.ColumnID != c.ID) {
+					if c.SequenceID == seq.ID && c.Identity == "" {
 						out = append(out, dependent{what: fmt.Sprintf("default value for column %s of table %s", c.Name, v.Name), desc: v, col: c.Name})
 					}
 				}

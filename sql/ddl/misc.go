@@ -40,7 +40,7 @@ func (e *executor) createView(ctx context.Context, n *pg_query.ViewStmt) error {
 		return err
 	}
 	name := truncateIdent(n.View.Relname)
-	query, err := pg_query.Deparse(&pg_query.ParseResult{Stmts: []*pg_query.RawStmt{{Stmt: n.Query}}})
+	query, err := deparse(n.Query)
 	if err != nil {
 		return fmt.Errorf("ddl: deparsing view query: %w", err)
 	}

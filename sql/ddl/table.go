@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/jackc/pgerrcode"
 	pg_query "github.com/pganalyze/pg_query_go/v6"
@@ -865,12 +866,28 @@ func storedForm(ex sem.Expr) sem.Expr {
 // deparseExpr prints a raw expression as libpg_query deparses it.
 func deparseExpr(raw *pg_query.Node) (string, error) {
 	sel := &pg_query.SelectStmt{TargetList: []*pg_query.Node{pg_query.MakeResTargetNodeWithVal(raw, 0)}}
-	out, err := pg_query.Deparse(&pg_query.ParseResult{Stmts: []*pg_query.RawStmt{{Stmt: &pg_query.Node{Node: &pg_query.Node_SelectStmt{SelectStmt: sel}}}}})
+	out, err := deparse(&pg_query.Node{Node: &pg_query.Node_SelectStmt{SelectStmt: sel}})
 	if err != nil {
 		return "", fmt.Errorf("ddl: deparsing expression: %w", err)
 	}
 	return strings.TrimPrefix(out, "SELECT "), nil
 }
+
+// deparse prints one statement tree as libpg_query deparses it. The parse
+// result must carry the parser's version, taken from a parse of our own.
+func deparse(stmt *pg_query.Node) (string, error) {
+	treeVersionOnce.Do(func() {
+		if res, err := pg_query.Parse("SELECT 1"); err == nil {
+			treeVersion = res.Version
+		}
+	})
+	return pg_query.Deparse(&pg_query.ParseResult{Version: treeVersion, Stmts: []*pg_query.RawStmt{{Stmt: stmt}}})
+}
+
+var (
+	treeVersionOnce sync.Once
+	treeVersion     int32
+)
 
 // quoteIdentIfNeeded quotes an identifier when PostgreSQL's quote_ident
 // would.
