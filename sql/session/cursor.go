@@ -16,8 +16,9 @@ type cursor struct {
 	p    *plan.Plan
 	rows exec.Rows
 	cols []plan.Column
-	// proj maps a visible column to its position in the executor's rows
-	// when those carry hidden columns too; nil when they are the same.
+	// proj maps a visible column to its position in Root's rows, used
+	// only if the executor's rows carry the hidden columns (exec.Start
+	// strips them today).
 	proj []int
 	// formats are the result formats (nil: all text).
 	formats []int16
@@ -127,7 +128,7 @@ func (c *cursor) writeRow(w pgwire.ResultWriter, row []types.Datum) error {
 	ends := make([]int, len(c.cols))
 	for i, col := range c.cols {
 		d := row[i]
-		if c.proj != nil {
+		if c.proj != nil && len(row) != len(c.cols) {
 			d = row[c.proj[i]]
 		}
 		if d == nil || types.IsNull(d) {

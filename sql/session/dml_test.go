@@ -38,6 +38,11 @@ func TestStatementsAndTransactions(t *testing.T) {
 	if err != nil || strings.Join(tags, ",") != "CREATE TABLE,INSERT 0 2,UPDATE 1,DELETE 0,SELECT 2" {
 		t.Fatalf("tags %v, %v", tags, err)
 	}
+	// A column used only by ORDER BY is hidden from the client.
+	res, err := c.PgConn().Exec(ctx, "SELECT v FROM kv ORDER BY k DESC").ReadAll()
+	if err != nil || len(res[0].FieldDescriptions) != 1 || len(res[0].Rows) != 2 || string(res[0].Rows[0][0]) != "c" || len(res[0].Rows[0]) != 1 {
+		t.Fatalf("ORDER BY a hidden column: %+v %v", res, err)
+	}
 	// IF NOT EXISTS on an existing table skips the derived index too.
 	notices = nil
 	if tags, err := simple(c, "CREATE TABLE IF NOT EXISTS kv (k INT PRIMARY KEY, v TEXT, INDEX (v))"); err != nil || tags[0] != "CREATE TABLE" {

@@ -278,3 +278,29 @@ func TestAdvisoryLocks(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+func TestExplainAnalyze(t *testing.T) {
+	url := startServer(t)
+	c := connect(t, url, nil)
+	mustExec(t, c, "CREATE TABLE e (a INT PRIMARY KEY, b INT); INSERT INTO e SELECT g, g % 3 FROM generate_series(1, 30) AS g")
+	res, err := c.PgConn().Exec(context.Background(), "EXPLAIN ANALYZE SELECT * FROM e WHERE b = 1").ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, r := range res[0].Rows {
+		lines = append(lines, string(r[0]))
+	}
+	text := strings.Join(lines, "\n")
+	if res[0].FieldDescriptions[0].Name != "QUERY PLAN" || !strings.Contains(text, "actual rows=10") {
+		t.Errorf("EXPLAIN ANALYZE:\n%s", text)
+	}
+	// ANALYZE runs DML for real, as in Postgres.
+	mustExec(t, c, "EXPLAIN ANALYZE DELETE FROM e WHERE a > 20")
+	if n := count(t, c, "SELECT count(*) FROM e"); n != 20 {
+		t.Errorf("after EXPLAIN ANALYZE DELETE: %d rows", n)
+	}
+	if _, err := simple(c, "EXPLAIN (FORMAT JSON) SELECT 1"); sqlState(err) != "0A000" {
+		t.Errorf("FORMAT JSON: %v", err)
+	}
+}

@@ -65,13 +65,7 @@ func (s *Session) explain(x *stmtState, st *parser.Statement, n *pg_query.Explai
 		if _, err := c.drain(x.ctx, discardWriter{}, 0); err != nil {
 			return err
 		}
-		var annotate func(plan.Node) string
-		// The executor's Stats grows an Annotate method with EXPLAIN
-		// ANALYZE; until then the plan prints without figures.
-		if a, ok := any(stats).(interface{ Annotate(plan.Node) string }); ok {
-			annotate = a.Annotate
-		}
-		lines = plan.Explain(c.p, annotate)
+		lines = plan.Explain(c.p, stats.Annotate)
 	} else {
 		txn, err := x.txn()
 		if err != nil {
