@@ -128,6 +128,12 @@ func (e *explainer) collectNames(n Node) {
 			}
 		case *CTEScan:
 			e.cteNames[v.ID] = v.Name
+		case *ProjectSet:
+			for _, f := range v.Funcs {
+				if len(f.Cols) == 1 {
+					e.computed[f.Cols[0].ID] = "(" + f.Call.String() + ")"
+				}
+			}
 		}
 		for _, c := range x.Columns() {
 			if _, ok := e.names[c.ID]; !ok {
