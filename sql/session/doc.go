@@ -45,8 +45,24 @@
 // helps). Locks taken after a savepoint are kept until the end, as in
 // CockroachDB.
 //
+// # Statements the session runs itself
+//
+// BEGIN/START TRANSACTION, COMMIT/END, ROLLBACK/ABORT (AND CHAIN), SET
+// TRANSACTION, SAVEPOINT/RELEASE/ROLLBACK TO, SET/SET LOCAL/RESET/SHOW
+// (and current_setting/set_config through builtins.SettingsAccess), EXPLAIN
+// [ANALYZE], COPY FROM STDIN/TO STDOUT, PREPARE/EXECUTE/DEALLOCATE,
+// DECLARE/FETCH/MOVE/CLOSE (forward-only cursors, closed with their
+// transaction), DISCARD, LISTEN/UNLISTEN. Everything else that is not a
+// query or DML goes to ddl.Exec.
+//
 // # Not done here
 //
-// LISTEN/UNLISTEN are accepted and do nothing (no NOTIFY delivery: nothing
-// in Cairn sends notifications yet, so a listener would never hear one).
+//   - LISTEN/UNLISTEN are accepted and do nothing: nothing in Cairn sends
+//     notifications yet, so a listener would never hear one. NOTIFY is 0A000.
+//   - lock_timeout, idle_in_transaction_session_timeout and
+//     idle_session_timeout are accepted and shown but not enforced;
+//     statement_timeout is (57014).
+//   - Advisory locks are node-local (see AdvisoryLocks).
+//   - Cursors WITH HOLD or SCROLL, and FETCH backward, are 0A000.
+//   - There is no plan cache: every Execute binds its statement again.
 package session
