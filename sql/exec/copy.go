@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -362,8 +363,10 @@ func resolveCopy(ctx context.Context, env *plan.Env, stmt *pg_query.CopyStmt) (*
 	case rel.Sequence != nil:
 		return nil, pgerror.New(pgerrcode.WrongObjectType, "cannot copy %s sequence %q", dir, rel.Sequence.Name)
 	case rel.Virtual != nil:
-		return nil, pgerror.New(pgerrcode.FeatureNotSupported, "cannot copy %s system catalog %q", dir, rel.Virtual.Name()).
-			WithHint("Try the COPY (SELECT ...) TO variant.")
+		if stmt.IsFrom {
+			return nil, pgerror.New(pgerrcode.InsufficientPrivilege, "permission denied: %q is a system catalog", rel.Virtual.Name())
+		}
+		return virtualCopy(rel.Virtual, stmt)
 	case rel.Table == nil:
 		return nil, pgerror.New(pgerrcode.UndefinedTable, "relation %q does not exist", stmt.Relation.Relname)
 	}
@@ -410,6 +413,44 @@ func resolveCopy(ctx context.Context, env *plan.Env, stmt *pg_query.CopyStmt) (*
 		seen[i] = true
 		add(i)
 	}
+	return t, nil
+}
+
+// virtualCopy is COPY of a system catalog TO STDOUT: a plan reading the
+// virtual table's rows.
+func virtualCopy(vt plan.VirtualTable, stmt *pg_query.CopyStmt) (*copyTarget, error) {
+	vcols := vt.Columns()
+	var idx []int
+	if len(stmt.Attlist) == 0 {
+		for i := range vcols {
+			idx = append(idx, i)
+		}
+	} else {
+		seen := map[int]bool{}
+		for _, n := range stmt.Attlist {
+			name := n.GetString_().GetSval()
+			if rt := n.GetResTarget(); rt != nil {
+				name = rt.Name
+			}
+			i := slices.IndexFunc(vcols, func(c plan.VirtualColumn) bool { return c.Name == name })
+			if i < 0 {
+				return nil, pgerror.New(pgerrcode.UndefinedColumn, "column %q of relation %q does not exist", name, vt.Name())
+			}
+			if seen[i] {
+				return nil, pgerror.New(pgerrcode.DuplicateColumn, "column %q specified more than once", name)
+			}
+			seen[i] = true
+			idx = append(idx, i)
+		}
+	}
+	scan := &plan.VirtualScan{Table: vt, ColIdx: idx}
+	t := &copyTarget{}
+	for j, i := range idx {
+		scan.Cols = append(scan.Cols, plan.Column{ID: sem.ColumnID(j + 1), Name: vcols[i].Name, T: vcols[i].T})
+		t.names = append(t.names, vcols[i].Name)
+		t.typs = append(t.typs, vcols[i].T)
+	}
+	t.query = &plan.Plan{Root: scan, Columns: scan.Cols, Tag: "SELECT", ReadOnly: true}
 	return t, nil
 }
 

@@ -27,6 +27,9 @@ import (
 type readerCatalog struct{ r *catalog.Reader }
 
 func (c readerCatalog) LookupRelation(ctx context.Context, schema, name string) (plan.Relation, error) {
+	if name == "vt" {
+		return plan.Relation{Virtual: testVirtual{}}, nil
+	}
 	d, err := c.r.Relation(ctx, catalog.PostgresDatabaseID, catalog.PublicSchemaID, name)
 	if err != nil {
 		return plan.Relation{}, err
@@ -356,4 +359,27 @@ func TestCopyFromDrains(t *testing.T) {
 	if got, want := e.rows(tb.ID), "(1,x,5,10)"; got != want {
 		t.Errorf("t = %s, want %s", got, want)
 	}
+}
+
+// testVirtual is a system catalog of two rows.
+type testVirtual struct{}
+
+func (testVirtual) Schema() string { return "pg_catalog" }
+func (testVirtual) Name() string   { return "vt" }
+func (testVirtual) OID() uint32    { return 9999 }
+func (testVirtual) Columns() []plan.VirtualColumn {
+	return []plan.VirtualColumn{{Name: "oid", T: types.Oid}, {Name: "name", T: types.Text}}
+}
+func (testVirtual) Rows(context.Context, *plan.VirtualEnv) ([][]types.Datum, error) {
+	return [][]types.Datum{{types.DOid(1), types.DString("one")}, {types.DOid(2), types.DNull}}, nil
+}
+
+func TestCopyVirtual(t *testing.T) {
+	e := newDMLEnv(t)
+	msgs, n, err := e.copyOut("COPY vt (name, oid) TO STDOUT (FORMAT csv)")
+	if got, want := string(bytes.Join(msgs, nil)), "one,1\n,2\n"; err != nil || got != want || n != 2 {
+		t.Errorf("COPY vt = %q, %d, %s; want %q, 2", got, n, describeErr(err), want)
+	}
+	_, err = e.copyIn("COPY vt FROM STDIN", nil)
+	expectErr(t, err, pgerrcode.InsufficientPrivilege, `permission denied: "vt" is a system catalog`, "")
 }

@@ -71,7 +71,9 @@ func (e *dmlEnv) table(id catalog.ID) *catalog.Table {
 }
 
 func (e *dmlEnv) context(txn *kv.Txn) *Context {
-	return &Context{Txn: txn, Eval: &sem.EvalContext{}, Catalog: catalog.NewReader(txn, nil), PackedRows: true}
+	r := catalog.NewReader(txn, nil)
+	return &Context{Txn: txn, Eval: &sem.EvalContext{}, Catalog: r, PackedRows: true,
+		Virtual: &plan.VirtualEnv{Txn: txn, Catalog: r}}
 }
 
 // exec runs p in its own transaction and returns its rows and count.
