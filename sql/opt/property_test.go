@@ -78,6 +78,10 @@ func genFilter(rt *rapid.T) string {
 		case 4:
 			return fmt.Sprintf("%s BETWEEN %s AND %s", col(), val(), val())
 		case 5:
+			if rapid.Bool().Draw(rt, "any") {
+				return fmt.Sprintf("%s %s ('{%s, %s}'::int8[])", col(), rapid.SampledFrom([]string{"= ANY", "= ALL", "< ANY"}).Draw(rt, "anyop"),
+					rapid.SampledFrom([]string{"1", "3", "NULL"}).Draw(rt, "e1"), rapid.SampledFrom([]string{"0", "2", "NULL"}).Draw(rt, "e2"))
+			}
 			return fmt.Sprintf("%s IS NOT DISTINCT FROM %s", col(), val())
 		case 6:
 			if depth > 0 {

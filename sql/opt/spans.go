@@ -195,20 +195,34 @@ func termConstraint(e sem.Expr, cols map[sem.ColumnID]colInfo) (rowenc.ColumnID,
 			if !ok || !constUsable(ci.t, k) {
 				return 0, constraint{}, false
 			}
-			// x IN (.., NULL) is NULL, never true, where x is not listed.
-			if !types.IsNull(k.Datum) {
-				ds = append(ds, k.Datum)
+			ds = append(ds, k.Datum)
+		}
+		return ci.tableCol, pointSet(ds), true
+
+	case *sem.AnyAll:
+		// col = ANY (constant array): an IN list.
+		ref, ok := v.Left.(*sem.ColRef)
+		k, kok := v.Array.(*sem.Const)
+		if !ok || !kok || v.All || v.Op != sem.EQ {
+			return 0, constraint{}, false
+		}
+		ci, ok := cols[ref.ID]
+		if !ok {
+			return 0, constraint{}, false
+		}
+		if types.IsNull(k.Datum) {
+			return ci.tableCol, constraint{}, true // = ANY (NULL) is never true
+		}
+		arr, ok := k.Datum.(*types.DArray)
+		if !ok || k.T.Elem == nil {
+			return 0, constraint{}, false
+		}
+		for _, d := range arr.Elems {
+			if !constUsable(ci.t, &sem.Const{Datum: d, T: k.T.Elem}) {
+				return 0, constraint{}, false
 			}
 		}
-		sort.Slice(ds, func(i, j int) bool { return types.Compare(ds[i], ds[j]) < 0 })
-		var ivs []interval
-		for i, d := range ds {
-			if i > 0 && types.Compare(ds[i-1], d) == 0 {
-				continue
-			}
-			ivs = append(ivs, interval{lo: d, hi: d, loIncl: true, hiIncl: true})
-		}
-		return ci.tableCol, constraint{ivs: ivs}, true
+		return ci.tableCol, pointSet(arr.Elems), true
 
 	case *sem.IsNull:
 		ref, ok := v.Arg.(*sem.ColRef)
@@ -225,6 +239,27 @@ func termConstraint(e sem.Expr, cols map[sem.ColumnID]colInfo) (rowenc.ColumnID,
 		return ci.tableCol, constraint{null: true}, true
 	}
 	return 0, constraint{}, false
+}
+
+// pointSet is the constraint "one of ds": sorted, without duplicates, and
+// without NULLs (x IN (.., NULL) is NULL, never true, where x is not
+// listed).
+func pointSet(in []types.Datum) constraint {
+	var ds []types.Datum
+	for _, d := range in {
+		if !types.IsNull(d) {
+			ds = append(ds, d)
+		}
+	}
+	sort.Slice(ds, func(i, j int) bool { return types.Compare(ds[i], ds[j]) < 0 })
+	var ivs []interval
+	for i, d := range ds {
+		if i > 0 && types.Compare(ds[i-1], d) == 0 {
+			continue
+		}
+		ivs = append(ivs, interval{lo: d, hi: d, loIncl: true, hiIncl: true})
+	}
+	return constraint{ivs: ivs}
 }
 
 // flip mirrors a comparison (c < x is x > c).

@@ -36,6 +36,10 @@ func TestSpansAndIndexes(t *testing.T) {
 		scan t@t_pkey cols=(a#1,b#2,c#3,d#4) filter=(a = $1)`},
 		{name: "OR is not a span", build: f("t", "a = 1 OR a = 2"), want: `
 		scan t@t_pkey cols=(a#1,b#2,c#3,d#4) filter=((a = 1) OR (a = 2))`},
+		{name: "= ANY (constant array) is an IN list", build: f("t", "a = ANY ('{4, 2, NULL}'::int8[])"), want: `
+		scan t@t_pkey cols=(a#1,b#2,c#3,d#4) spans=[/2 - /2] [/4 - /4]`},
+		{name: "= ALL is not", build: f("t", "a = ALL ('{4}'::int8[])"), want: `
+		scan t@t_pkey cols=(a#1,b#2,c#3,d#4) filter=(a = ALL ('{4}'::bigint[]))`},
 		{name: "NOT IN is not a span", build: f("t", "a NOT IN (1, 2)"), want: `
 		scan t@t_pkey cols=(a#1,b#2,c#3,d#4) filter=(a <> ALL ('{1,2}'::bigint[]))`},
 		{name: "cast column is not a span", build: f("t", "a = 1.5"), want: `
