@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	pg_query "github.com/pganalyze/pg_query_go/v6"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/cairn-db/cairn/sql/catalog"
 	"github.com/cairn-db/cairn/sql/parser"
@@ -72,7 +73,13 @@ func TestNoPanicOnLogicTests(t *testing.T) {
 						}
 					}()
 					env := &plan.Env{Catalog: cat, Types: &types.Context{}, Params: sem.NewParamTypes()}
+					before := proto.Clone(st.AST)
 					p, err := plan.Build(context.Background(), env, st)
+					// Invariant 3: prepared statements bind the same tree
+					// again, so Build must leave it as it was.
+					if !proto.Equal(before, st.AST) {
+						t.Errorf("%s:%d: Build modified the parse tree of %q", filepath.Base(path), rec.Line, st.SQL)
+					}
 					if err != nil {
 						failed++
 						if os.Getenv("PLAN_LOG_ERRORS") != "" {
