@@ -22,6 +22,20 @@ import (
 // and foreign keys at the end of the statement (dml_fk.go).
 //
 // The operator reports its count through RowsAffected (Start's affecter).
+//
+// Reads: UPDATE and DELETE materialize their input before writing, and an
+// INSERT whose input reads its own target does too, because a
+// transaction's reads see its own writes (no statement snapshot in KV).
+// Foreign keys need the tables that reference the target: they come from
+// the target's catalog.Table.ReferencedBy, read through Context.Catalog in
+// the statement's transaction (the one place the DML executor reads
+// descriptors the plan does not carry).
+//
+// Known limits: constraints are never deferrable and foreign keys are
+// MATCH SIMPLE; RESTRICT is checked at the end of the statement like NO
+// ACTION (without NO ACTION's "the key exists again" exemption), where
+// PostgreSQL checks it per row; the CONTEXT PostgreSQL gives COPY errors
+// goes in the detail, without the input line's text.
 
 // dmlOp runs a DML statement once and streams its RETURNING rows.
 type dmlOp struct {
