@@ -31,11 +31,10 @@ import (
 // the statement's transaction (the one place the DML executor reads
 // descriptors the plan does not carry).
 //
-// Known limits: constraints are never deferrable and foreign keys are
-// MATCH SIMPLE; RESTRICT is checked at the end of the statement like NO
-// ACTION (without NO ACTION's "the key exists again" exemption), where
-// PostgreSQL checks it per row; the CONTEXT PostgreSQL gives COPY errors
-// goes in the detail, without the input line's text.
+// Known limits: constraints are never deferrable (there is no
+// DEFERRABLE in the catalog) and foreign keys are MATCH SIMPLE; the
+// CONTEXT PostgreSQL gives COPY errors goes in the detail, without the
+// input line's text.
 
 // dmlOp runs a DML statement once and streams its RETURNING rows.
 type dmlOp struct {
