@@ -78,6 +78,9 @@ func (o *optimizer) lookupJoin(j *plan.Join) *plan.LookupJoin {
 		if len(keyCols) == 0 || !covers(right, idx) {
 			continue
 		}
+		if right.Lock != plan.LockNone && idx.ID != right.Table.PrimaryIndex.ID {
+			continue // the locks belong on the rows, in the primary index
+		}
 		perKey := o.costs.EqRows
 		if full && idx.Unique {
 			perKey = 1

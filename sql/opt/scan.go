@@ -30,16 +30,15 @@ func (o *optimizer) planScans(n plan.Node) (plan.Node, error) {
 	return best.node, nil
 }
 
-// access is one way to read a Scan: the node replacing it, its estimated
-// rows and cost, and the order it yields rows in.
+// access is one way to read a Scan: the node replacing it (a Scan, an
+// IndexJoin over a Scan, or an empty Values), with its estimated rows and
+// cost.
 type access struct {
 	node plan.Node
-	scan *plan.Scan // the index scan inside node
-	orig *plan.Scan
+	scan *plan.Scan // the index scan inside node; nil for Values
+	orig *plan.Scan // the Scan planned
 	rows float64
 	cost float64
-	idx  *catalog.Index
-	sr   spanResult
 }
 
 // bestAccess returns the cheapest access to s (ties go to the primary
@@ -75,7 +74,7 @@ func (o *optimizer) accesses(s *plan.Scan) []access {
 	for _, c := range conj {
 		if k, ok := c.(*sem.Const); ok && (k.Datum == types.DBool(false) || types.IsNull(k.Datum)) {
 			// WHERE false (or NULL): no row qualifies.
-			return []access{{node: &plan.Values{Cols: s.Cols}, orig: s, idx: &s.Table.PrimaryIndex}}
+			return []access{{node: &plan.Values{Cols: s.Cols}, orig: s}}
 		}
 	}
 	fc := readConstraints(conj, scanInfo(s))
@@ -153,7 +152,7 @@ func (o *optimizer) accessVia(s *plan.Scan, idx *catalog.Index, fc *filterConstr
 	sr := buildSpans(keys, orders, notNull, cons)
 	if sr.empty {
 		v := &plan.Values{Cols: s.Cols}
-		return access{node: v, orig: &orig, idx: idx, sr: sr}
+		return access{node: v, orig: &orig}
 	}
 	enforced := map[rowenc.ColumnID]bool{}
 	for _, k := range keys[:sr.used] {
@@ -171,7 +170,7 @@ func (o *optimizer) accessVia(s *plan.Scan, idx *catalog.Index, fc *filterConstr
 		Table: s.Table, Index: s.Index, Cols: s.Cols, TableCols: s.TableCols,
 		Spans: sr.spans, Buckets: buckets(s.Table, idx, cons), Lock: s.Lock,
 	}
-	a := access{node: scan, scan: scan, orig: &orig, rows: rows, idx: idx, sr: sr}
+	a := access{node: scan, scan: scan, orig: &orig, rows: rows}
 	a.cost = o.costs.scanCost(rows)
 	if idx.ID == s.Table.PrimaryIndex.ID {
 		scan.Filter = and(residual)
@@ -184,7 +183,9 @@ func (o *optimizer) accessVia(s *plan.Scan, idx *catalog.Index, fc *filterConstr
 			avail[c] = true
 		}
 	}
-	covering := true
+	// A locking read (FOR UPDATE) must lock the rows, which live in the
+	// primary index: it always looks them up.
+	covering := s.Lock == plan.LockNone
 	for _, tc := range s.TableCols {
 		if !avail[tc] {
 			covering = false

@@ -48,6 +48,13 @@ func TestSpansAndIndexes(t *testing.T) {
 		scan t@t_pkey cols=(a#1,b#2,c#3,d#4) filter=(d = '5000000000'::bigint)`},
 		{name: "covering secondary index", build: f("t", "b = 7", "a", "b"), want: `
 		scan t@t_b cols=(a#1,b#2) spans=[/7 - /7]`},
+		{name: "a locking read looks the rows up even through a covering index", build: func(b *builder) plan.Node {
+			s := b.scan("t", "a", "b")
+			s.Lock = plan.LockForUpdate
+			return b.filter(s, "b = 7")
+		}, want: `
+		index-join t keys=(#1) cols=(a#1,b#2) lock=4
+		  scan t@t_b cols=(a#1,b#2) spans=[/7 - /7]`},
 		{name: "storing index covers all columns", build: f("t", "b = 7"), want: `
 		scan t@t_bd cols=(a#1,b#2,c#3,d#4) spans=[/7 - /7]`},
 		{name: "unique index with an index join", build: f("t", "c = 'z' AND d > 1 AND a < 100"), want: `
