@@ -178,6 +178,17 @@ func (e *executor) dependents(ctx context.Context, d catalog.Descriptor, ds *dro
 	return out, nil
 }
 
+// displayName is a relation's name as PostgreSQL's messages print it:
+// qualified unless its schema is on the search path.
+func (e *executor) displayName(ctx context.Context, d catalog.Descriptor) string {
+	_, schemaID := d.Parent()
+	sn := e.schemaName(ctx, schemaID)
+	if sn == "" || slices.Contains(e.searchPath(), sn) {
+		return d.DescName()
+	}
+	return sn + "." + d.DescName()
+}
+
 // dropRelation drops a table, view or sequence, and with cascade what
 // depends on it. top is false for objects dropped by a cascade.
 func (e *executor) dropRelation(ctx context.Context, d catalog.Descriptor, cascade bool, ds *dropSet, top bool) error {
@@ -195,7 +206,7 @@ func (e *executor) dropRelation(ctx context.Context, d catalog.Descriptor, casca
 	}
 	ds.dropped[d.DescID()] = true
 	if !top {
-		ds.cascaded = append(ds.cascaded, kindWord(d.DescKind())+" "+d.DescName())
+		ds.cascaded = append(ds.cascaded, kindWord(d.DescKind())+" "+e.displayName(ctx, d))
 	}
 	for _, dep := range deps {
 		switch {

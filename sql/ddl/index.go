@@ -123,7 +123,7 @@ func (e *executor) createIndex(ctx context.Context, n *pg_query.IndexStmt) error
 	}
 	name := truncateIdent(n.Idxname)
 	if name == "" {
-		name = chooseName(t.Name, nameAddition(colNames), "idx", b.nameTaken)
+		name = chooseName(t.Name, nameAddition(indexColumnNames(colNames)), "idx", b.nameTaken)
 	} else if b.nameTaken(name) {
 		if n.IfNotExists {
 			e.notice(pgerrcode.DuplicateTable, fmt.Sprintf("relation %q already exists, skipping", name))

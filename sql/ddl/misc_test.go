@@ -156,7 +156,7 @@ func TestSchemasDatabasesComments(t *testing.T) {
 		t.Fatalf("notices %q", e.notices)
 	}
 	e.mustExec(`DROP SCHEMA app CASCADE`)
-	if !strings.HasPrefix(e.notices[0], "drop cascades to 2 other objects") {
+	if e.notices[0] != "drop cascades to 2 other objects\ndrop cascades to sequence app.s\ndrop cascades to table app.t" {
 		t.Fatalf("notices %q", e.notices)
 	}
 

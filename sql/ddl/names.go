@@ -1,6 +1,7 @@
 package ddl
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -86,6 +87,22 @@ func nameAddition(cols []string) string {
 		}
 	}
 	return b.String()
+}
+
+// indexColumnNames makes an index's column names distinct as
+// ChooseIndexColumnNames does: a repeated name gets the first free
+// numeric suffix (b, b1, b2, ...).
+func indexColumnNames(names []string) []string {
+	out := make([]string, 0, len(names))
+	for _, orig := range names {
+		cur := orig
+		for i := 1; slices.Contains(out, cur); i++ {
+			suffix := strconv.Itoa(i)
+			cur = clip(orig, maxIdentLen-len(suffix)) + suffix
+		}
+		out = append(out, cur)
+	}
+	return out
 }
 
 // truncateIdent truncates a user-written identifier to 63 bytes, as the
