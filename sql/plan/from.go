@@ -421,27 +421,42 @@ func (b *builder) joinExpr(j *pg_query.JoinExpr, s *scope) (Node, error) {
 				return nil, err
 			}
 			conds = append(conds, cmp)
+			t, err := types.CommonType("JOIN/USING", lc.t, rc.t)
+			if err != nil {
+				return nil, err
+			}
+			le, _ := implicitCast(&sem.ColRef{ID: lc.id, T: lc.t, Name: s.printName(&lc)}, t)
+			re, _ := implicitCast(&sem.ColRef{ID: rc.id, T: rc.t, Name: s.printName(&rc)}, t)
+			// The merged column is the left one (INNER, LEFT) or the right
+			// one (RIGHT) when it already has the common type; otherwise,
+			// and always for FULL (COALESCE), a computed column.
+			var merge sem.Expr
 			switch kind {
 			case InnerJoin, LeftJoin:
 				s.cols[ri].noUnqual, s.cols[ri].noStar = true, true
-				merged = append(merged, li)
+				if lc.t.Identical(t) {
+					merged = append(merged, li)
+					continue
+				}
+				s.cols[li].noUnqual, s.cols[li].noStar = true, true
+				merge = le
 			case RightJoin:
 				s.cols[li].noUnqual, s.cols[li].noStar = true, true
-				merged = append(merged, ri)
+				if rc.t.Identical(t) {
+					merged = append(merged, ri)
+					continue
+				}
+				s.cols[ri].noUnqual, s.cols[ri].noStar = true, true
+				merge = re
 			case FullJoin:
 				s.cols[li].noUnqual, s.cols[li].noStar = true, true
 				s.cols[ri].noUnqual, s.cols[ri].noStar = true, true
-				t, err := types.CommonType("JOIN/USING", lc.t, rc.t)
-				if err != nil {
-					return nil, err
-				}
-				le, _ := implicitCast(&sem.ColRef{ID: lc.id, T: lc.t, Name: s.printName(&lc)}, t)
-				re, _ := implicitCast(&sem.ColRef{ID: rc.id, T: rc.t, Name: s.printName(&rc)}, t)
-				c := Column{ID: b.newCol(), Name: name, T: t}
-				coalesce = append(coalesce, &sem.Coalesce{Args: []sem.Expr{le, re}, T: t})
-				coalesceCols = append(coalesceCols, c)
-				merged = append(merged, s.add(scopeCol{id: c.ID, name: name, t: t}))
+				merge = &sem.Coalesce{Args: []sem.Expr{le, re}, T: t}
 			}
+			c := Column{ID: b.newCol(), Name: name, T: t}
+			coalesce = append(coalesce, merge)
+			coalesceCols = append(coalesceCols, c)
+			merged = append(merged, s.add(scopeCol{id: c.ID, name: name, t: t}))
 		}
 		if len(conds) == 1 {
 			join.On = conds[0]
