@@ -200,6 +200,11 @@ func (b *builder) scanTable(t *catalog.Table) (*Scan, []sem.ColumnID) {
 	}
 	var pk []sem.ColumnID
 	for _, k := range t.PrimaryIndex.KeyColumnIDs {
+		if c := t.ColumnByID(k); c != nil && c.Hidden && c.ComputedExpr != "" {
+			// A hash-sharded key's shard column is computed from the
+			// others: grouping by them determines it.
+			continue
+		}
 		pk = append(pk, byTC[k])
 	}
 	return sc, pk
