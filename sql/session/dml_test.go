@@ -278,3 +278,79 @@ func TestSQLCursors(t *testing.T) {
 	}
 	mustExec(t, c, "ROLLBACK")
 }
+
+func TestPrepareExecute(t *testing.T) {
+	url := startServer(t)
+	c := connect(t, url, nil)
+	ctx := context.Background()
+	mustExec(t, c, "CREATE TABLE pe (a INT PRIMARY KEY, b TEXT)")
+	tags, err := simple(c, "PREPARE ins (int, text) AS INSERT INTO pe VALUES ($1, $2); EXECUTE ins(1, 'one'); EXECUTE ins(2 + 1, 'three')")
+	if err != nil || strings.Join(tags, ",") != "PREPARE,INSERT 0 1,INSERT 0 1" {
+		t.Fatalf("PREPARE/EXECUTE: %v %v", tags, err)
+	}
+	mustExec(t, c, "PREPARE sel AS SELECT b FROM pe WHERE a = $1")
+	res, err := c.PgConn().Exec(ctx, "EXECUTE sel(3)").ReadAll()
+	if err != nil || len(res[0].Rows) != 1 || string(res[0].Rows[0][0]) != "three" || res[0].CommandTag.String() != "SELECT 1" {
+		t.Fatalf("EXECUTE sel: %+v %v", res, err)
+	}
+	for _, tc := range []struct{ sql, code string }{
+		{"PREPARE sel AS SELECT 1", "42P05"},
+		{"EXECUTE nosuch", "26000"},
+		{"EXECUTE sel", "42601"},
+		{"EXECUTE ins('x', 'y')", "22P02"},
+		{"DEALLOCATE nosuch", "26000"},
+	} {
+		if _, err := simple(c, tc.sql); sqlState(err) != tc.code {
+			t.Errorf("%s: %v, want %s", tc.sql, err, tc.code)
+		}
+	}
+	if tags, err := simple(c, "DEALLOCATE sel; DEALLOCATE ALL"); err != nil || strings.Join(tags, ",") != "DEALLOCATE,DEALLOCATE ALL" {
+		t.Errorf("DEALLOCATE: %v %v", tags, err)
+	}
+	if _, err := simple(c, "EXECUTE ins(9, 'x')"); sqlState(err) != "26000" {
+		t.Errorf("EXECUTE after DEALLOCATE ALL: %v", err)
+	}
+	// DISCARD ALL drops prepared statements and settings, not in a block.
+	mustExec(t, c, "PREPARE p AS SELECT 1; SET application_name = 'gone'")
+	if tags, err := simple(c, "DISCARD ALL"); err != nil || tags[0] != "DISCARD ALL" {
+		t.Fatalf("DISCARD ALL: %v %v", tags, err)
+	}
+	if _, err := simple(c, "EXECUTE p"); sqlState(err) != "26000" {
+		t.Errorf("prepared statement survived DISCARD ALL: %v", err)
+	}
+	if got := show(t, c, "application_name"); got != "" {
+		t.Errorf("application_name after DISCARD ALL: %q", got)
+	}
+	mustExec(t, c, "BEGIN")
+	if _, err := simple(c, "DISCARD ALL"); sqlState(err) != "25001" {
+		t.Errorf("DISCARD ALL in a block: %v", err)
+	}
+	mustExec(t, c, "ROLLBACK")
+	if tags, err := simple(c, "LISTEN chan; UNLISTEN *"); err != nil || strings.Join(tags, ",") != "LISTEN,UNLISTEN" {
+		t.Errorf("LISTEN: %v %v", tags, err)
+	}
+
+	// Row descriptions name the table and column a value comes from.
+	sd, err := c.PgConn().Prepare(ctx, "", "SELECT b, a, a + 1 AS c FROM pe", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oid := count(t, c, "SELECT 'pe'::regclass::oid::int8")
+	if f := sd.Fields; uint32(oid) != f[0].TableOID || f[0].TableAttributeNumber != 2 || f[1].TableAttributeNumber != 1 || f[2].TableOID != 0 || f[2].TableAttributeNumber != 0 {
+		t.Errorf("fields %+v, table OID %d", sd.Fields, oid)
+	}
+}
+
+func TestLoginChecks(t *testing.T) {
+	url := startServer(t)
+	c := connect(t, url, nil)
+	mustExec(t, c, "CREATE ROLE nologin")
+	_, err := pgx.Connect(context.Background(), strings.Replace(url, "postgres@", "nologin@", 1))
+	if sqlState(err) != "28000" || !strings.Contains(err.Error(), `role "nologin" is not permitted to log in`) {
+		t.Errorf("role without LOGIN: %v", err)
+	}
+	_, err = pgx.Connect(context.Background(), strings.Replace(url, "postgres@", "nobody@", 1))
+	if sqlState(err) != "28000" {
+		t.Errorf("unknown role: %v", err)
+	}
+}
