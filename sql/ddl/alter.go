@@ -170,7 +170,7 @@ func (c *evalCtx) Sequences() builtins.SequenceOps { return c.seqs }
 
 func (e *executor) newEvalContext() *sem.EvalContext {
 	now := time.Now()
-	ec := &evalCtx{FixedContext: builtins.FixedContext{TypesCtx: e.x.Types, Txn: now, Stmt: now}}
+	ec := &evalCtx{FixedContext: builtins.FixedContext{TypesCtx: e.types(), Txn: now, Stmt: now}}
 	if e.x.DB != nil {
 		ec.seqs = sequence.NewSession(e.x.DB, func(ctx context.Context, oid uint32) (*catalog.Sequence, error) {
 			d, err := e.x.Writer.ByID(ctx, catalog.ID(oid))
@@ -432,16 +432,7 @@ func (e *executor) buildDefault(ctx context.Context, text string, c *catalog.Col
 	if err != nil {
 		return nil, err
 	}
-	tc := e.x.Types
-	if tc == nil || tc.Reg == nil {
-		// nextval('name'::regclass) needs a name resolver: DDL resolves
-		// the sequences of the current database.
-		tc = &types.Context{Reg: &regResolver{e: e, ctx: ctx}}
-		if e.x.Types != nil {
-			tc.Location = e.x.Types.Location
-		}
-	}
-	return sem.BuildAssign(sem.BuildContext{Types: tc}, node, c.Type, c.Name)
+	return sem.BuildAssign(sem.BuildContext{Types: e.types()}, node, c.Type, c.Name)
 }
 
 // reread returns a fresh copy of table id as stored now.
@@ -783,7 +774,7 @@ func (e *executor) alterColumnType(ctx context.Context, cur *catalog.Table, cmd 
 	// The conversion: USING expr over the old row, else the column
 	// assigned to the new type (42804 when no assignment cast exists).
 	scope := &colScope{table: t.Name, cols: cur.Columns}
-	bc := sem.BuildContext{Scope: scope, Types: e.x.Types, Clause: "transform expression", Position: e.stmt.Position}
+	bc := sem.BuildContext{Scope: scope, Types: e.types(), Clause: "transform expression", Position: e.stmt.Position}
 	var conv sem.Expr
 	if cd.RawDefault != nil {
 		if conv, err = sem.BuildAssign(bc, cd.RawDefault, typ, c.Name); err != nil {
@@ -1338,7 +1329,7 @@ func (e *executor) renameColumn(ctx context.Context, n *pg_query.RenameStmt, new
 		if err != nil {
 			return "", err
 		}
-		ex, err := sem.Build(sem.BuildContext{Scope: rescope, Types: e.x.Types}, node, nil)
+		ex, err := sem.Build(sem.BuildContext{Scope: rescope, Types: e.types()}, node, nil)
 		if err != nil {
 			return "", err
 		}

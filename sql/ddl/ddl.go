@@ -46,7 +46,7 @@ func Exec(ctx context.Context, x *Context, stmt *parser.Statement) (string, erro
 	if stmt == nil || stmt.AST == nil || stmt.AST.Stmt == nil {
 		return "", fmt.Errorf("ddl: empty statement")
 	}
-	e := &executor{x: x, stmt: stmt}
+	e := &executor{x: x, stmt: stmt, ctx: ctx}
 	switch n := stmt.AST.Stmt.Node.(type) {
 	case *pg_query.Node_CreateStmt:
 		return "CREATE TABLE", e.createTable(ctx, n.CreateStmt)
@@ -114,6 +114,24 @@ func stmtName(n *pg_query.Node) string {
 type executor struct {
 	x    *Context
 	stmt *parser.Statement
+	// ctx is the statement's context, for the regclass resolver of the
+	// expressions DDL builds.
+	ctx context.Context
+}
+
+// types returns the type context expressions are built with: the
+// session's, with a regclass resolver over this transaction's catalog
+// when the session gave none (nextval('s'::regclass) defaults must
+// resolve, including sequences created earlier in the transaction).
+func (e *executor) types() *types.Context {
+	if e.x.Types != nil && e.x.Types.Reg != nil {
+		return e.x.Types
+	}
+	tc := &types.Context{Reg: &regResolver{e: e, ctx: e.ctx}}
+	if e.x.Types != nil {
+		tc.Location = e.x.Types.Location
+	}
+	return tc
 }
 
 func (e *executor) notice(code, msg string) {

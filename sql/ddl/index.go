@@ -106,7 +106,7 @@ func (e *executor) createIndex(ctx context.Context, n *pg_query.IndexStmt) error
 	var pred sem.Expr
 	if n.WhereClause != nil {
 		scope := &colScope{table: t.Name, cols: t.Columns}
-		bc := sem.BuildContext{Scope: scope, Types: e.x.Types, Clause: "index predicate", Position: e.stmt.Position}
+		bc := sem.BuildContext{Scope: scope, Types: e.types(), Clause: "index predicate", Position: e.stmt.Position}
 		pred, err = sem.Build(bc, n.WhereClause, types.Bool)
 		if err != nil {
 			return err
@@ -360,7 +360,7 @@ func (e *executor) buildOverTable(t *catalog.Table, text string, want *types.T) 
 		return nil, err
 	}
 	scope := &colScope{table: t.Name, cols: t.Columns}
-	return sem.Build(sem.BuildContext{Scope: scope, Types: e.x.Types}, node, want)
+	return sem.Build(sem.BuildContext{Scope: scope, Types: e.types()}, node, want)
 }
 
 // parseExpr parses one stored expression.

@@ -408,7 +408,7 @@ func (b *tableBuilder) setDefault(col *catalog.Column, raw *pg_query.Node) error
 
 // defaultText builds a default expression and returns its stored text.
 func (e *executor) defaultText(raw *pg_query.Node, typ *types.T, colName string) (string, error) {
-	bc := sem.BuildContext{Types: e.x.Types, Clause: "DEFAULT", Position: e.stmt.Position}
+	bc := sem.BuildContext{Types: e.types(), Clause: "DEFAULT", Position: e.stmt.Position}
 	ex, err := sem.BuildAssign(bc, raw, typ, colName)
 	if err != nil {
 		return "", err
@@ -467,7 +467,7 @@ func (b *tableBuilder) checkGenerated() error {
 	for _, p := range b.pendingGenerated {
 		col := b.t.ColumnByID(p.col)
 		scope := &colScope{table: b.t.Name, cols: b.t.Columns}
-		bc := sem.BuildContext{Scope: scope, Types: b.e.x.Types, Clause: "column generation expression", Position: b.e.stmt.Position}
+		bc := sem.BuildContext{Scope: scope, Types: b.e.types(), Clause: "column generation expression", Position: b.e.stmt.Position}
 		ex, err := sem.BuildAssign(bc, p.expr, col.Type, col.Name)
 		if err != nil {
 			return err
@@ -641,7 +641,7 @@ func (b *tableBuilder) addCheck(con *pg_query.Constraint) error {
 		// No inheritance in Cairn: NO INHERIT changes nothing.
 	}
 	scope := &colScope{table: b.t.Name, cols: b.t.Columns}
-	bc := sem.BuildContext{Scope: scope, Types: b.e.x.Types, Clause: "check constraint", Position: b.e.stmt.Position}
+	bc := sem.BuildContext{Scope: scope, Types: b.e.types(), Clause: "check constraint", Position: b.e.stmt.Position}
 	ex, err := sem.Build(bc, con.RawExpr, types.Bool)
 	if err != nil {
 		return err
@@ -836,6 +836,18 @@ func volatile(e sem.Expr) bool {
 // ruleutils form (what pg_get_expr and \d print), as sem prints it, when
 // that text parses back; otherwise the deparsed original.
 func exprText(ex sem.Expr, raw *pg_query.Node) (string, error) {
+	hasReg := false
+	sem.Walk(ex, func(x sem.Expr) bool {
+		if c, ok := x.(*sem.Const); ok && types.IsReg(c.T) {
+			hasReg = true
+		}
+		return !hasReg
+	})
+	if hasReg {
+		// A folded regclass constant would print as its OID: keep the
+		// name as written.
+		return deparseExpr(raw)
+	}
 	s := storedForm(ex).String()
 	if _, err := pg_query.Parse("SELECT " + s); err == nil {
 		return s, nil
