@@ -112,6 +112,7 @@ func (g *grouper) mapExpr(e sem.Expr, aggASTs []*pg_query.FuncCall) (sem.Expr, e
 				return x
 			}
 			var order []SortExpr
+			k = pairCall(aggASTs, k, v.Name)
 			if k < len(aggASTs) {
 				fc := aggASTs[k]
 				for _, o := range fc.AggOrder {

@@ -919,6 +919,9 @@ func (b *builder) buildSimple(ss *pg_query.SelectStmt, s *scope) (*selResult, er
 			if !ok || !ac.Window || ferr != nil {
 				return x
 			}
+			// Pair with the next OVER clause of this function's name (a
+			// call folded away leaves its clause unpaired).
+			k = pairCall(t.windows, k, ac.Name)
 			if k >= len(t.windows) {
 				ferr = notSupported("window function call could not be matched to its OVER clause")
 				return x
@@ -1705,4 +1708,15 @@ func strList(ns []*pg_query.Node) []string {
 		out[i] = strVal(n)
 	}
 	return out
+}
+
+// pairCall returns the index, from k on, of the first call named name in
+// calls, or k when none is (an alias resolving to another name).
+func pairCall(calls []*pg_query.FuncCall, k int, name string) int {
+	for j := k; j < len(calls); j++ {
+		if funcName(calls[j]) == name {
+			return j
+		}
+	}
+	return k
 }
