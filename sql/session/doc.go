@@ -59,9 +59,10 @@
 //
 //   - LISTEN/UNLISTEN are accepted and do nothing: nothing in Cairn sends
 //     notifications yet, so a listener would never hear one. NOTIFY is 0A000.
-//   - lock_timeout, idle_in_transaction_session_timeout and
-//     idle_session_timeout are accepted and shown but not enforced;
-//     statement_timeout is (57014).
+//   - idle_in_transaction_session_timeout and idle_session_timeout are
+//     accepted and shown but not enforced; statement_timeout is (57014),
+//     and lock_timeout bounds advisory lock waits (55P03) but not waits on
+//     row locks, which KV does not bound yet.
 //   - Advisory locks are node-local (see AdvisoryLocks).
 //   - Cursors WITH HOLD or SCROLL, and FETCH backward, are 0A000.
 //   - There is no plan cache: every Execute binds its statement again.

@@ -5,7 +5,10 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/jackc/pgerrcode"
+
 	"github.com/cairn-db/cairn/sql/builtins"
+	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/cairn-db/cairn/sql/types"
 )
 
@@ -38,7 +41,31 @@ func (e *evalCtx) Session() builtins.SessionInfo {
 	}
 }
 
-func (e *evalCtx) AdvisoryLocks() builtins.AdvisoryLocker { return e.x.s.locks }
+// AdvisoryLocks is the session's holder, with lock_timeout bounding
+// waits.
+func (e *evalCtx) AdvisoryLocks() builtins.AdvisoryLocker {
+	s := e.x.s
+	d, err := parseDuration(s.vars["lock_timeout"])
+	if err != nil || d <= 0 {
+		return s.locks
+	}
+	return lockTimeout{s.locks, d}
+}
+
+// errLockTimeout ends a lock wait longer than lock_timeout.
+var errLockTimeout = pgerror.New(pgerrcode.LockNotAvailable, "canceling statement due to lock timeout")
+
+// lockTimeout bounds advisory lock waits by lock_timeout.
+type lockTimeout struct {
+	*advisoryHolder
+	d time.Duration
+}
+
+func (l lockTimeout) Lock(ctx context.Context, key builtins.AdvisoryKey, shared, xact, wait bool) (bool, error) {
+	ctx, cancel := context.WithTimeoutCause(ctx, l.d, errLockTimeout)
+	defer cancel()
+	return l.advisoryHolder.Lock(ctx, key, shared, xact, wait)
+}
 
 func (e *evalCtx) Sequences() builtins.SequenceOps { return e.x.s.seqs }
 

@@ -217,7 +217,12 @@ func TestAdvisoryLocks(t *testing.T) {
 	if sqlState(err) != "57014" || !strings.Contains(err.Error(), "canceling statement due to statement timeout") {
 		t.Fatalf("wait with statement_timeout: %v", err)
 	}
-	exec(b, "SET statement_timeout = 0")
+	exec(b, "SET statement_timeout = 0; SET lock_timeout = '100ms'")
+	_, err = b.Exec(ctx, "SELECT pg_advisory_lock(7)")
+	if sqlState(err) != "55P03" || !strings.Contains(err.Error(), "canceling statement due to lock timeout") {
+		t.Fatalf("wait with lock_timeout: %v", err)
+	}
+	exec(b, "SET lock_timeout = 0")
 	// A waiter wakes when the last hold goes.
 	done := make(chan error, 1)
 	go func() {

@@ -162,7 +162,9 @@ func (s *Session) setTxnIsolation(v string) error {
 	if err != nil {
 		return invalidValue("transaction_isolation", v)
 	}
-	if s.txnStmts > 0 && name != s.txnIsoName {
+	// The KV transaction's level is fixed when it is created (by the first
+	// statement that reads or writes).
+	if (s.txnStmts > 0 || s.txn != nil) && name != s.txnIsoName {
 		return pgerror.New(pgerrcode.ActiveSQLTransaction, "SET TRANSACTION ISOLATION LEVEL must be called before any query")
 	}
 	s.txnIsoName, s.txnIso = name, isolationOf(name)
