@@ -420,11 +420,22 @@ func runCases(t *testing.T, cases []optCase) {
 			if tc.costs != nil {
 				costs = *tc.costs
 			}
-			got := optimize(t, tc.build(b), costs)
+			p := &plan.Plan{Root: tc.build(b)}
+			if err := OptimizeWith(context.Background(), p, costs); err != nil {
+				t.Fatal(err)
+			}
+			got := format(p.Root)
 			want := strings.TrimLeft(tc.want, "\n")
 			want = dedent(want)
 			if got != want {
 				t.Errorf("got:\n%s\nwant:\n%s", got, want)
+			}
+			// Optimize is idempotent: its output optimizes to itself.
+			if err := OptimizeWith(context.Background(), p, costs); err != nil {
+				t.Fatal(err)
+			}
+			if again := format(p.Root); again != got {
+				t.Errorf("optimized again:\n%s\nfirst:\n%s", again, got)
 			}
 		})
 	}

@@ -66,14 +66,7 @@ func Optimize(ctx context.Context, p *plan.Plan) error {
 func OptimizeWith(ctx context.Context, p *plan.Plan, costs Costs) error {
 	o := &optimizer{costs: costs, orig: map[plan.Node]*plan.Scan{}, rows: map[plan.Node]float64{}}
 	o.nextID = maxColumnID(p) + 1
-	need := neededColumns(p)
-	pruneScans(p.Root, need)
-	for _, sq := range p.Subqueries {
-		pruneScans(sq.Root, need)
-	}
-	for _, c := range p.CTEs {
-		pruneScans(c, need)
-	}
+	prune(p)
 	var err error
 	if p.Root, err = o.optimize(p.Root); err != nil {
 		return err
@@ -88,7 +81,21 @@ func OptimizeWith(ctx context.Context, p *plan.Plan, costs Costs) error {
 			return err
 		}
 	}
+	// Columns only a filter read are not needed once spans enforce it.
+	prune(p)
 	return ctx.Err()
+}
+
+// prune drops unneeded columns from every Scan of p (prune.go).
+func prune(p *plan.Plan) {
+	need := neededColumns(p)
+	pruneScans(p.Root, need)
+	for _, sq := range p.Subqueries {
+		pruneScans(sq.Root, need)
+	}
+	for _, c := range p.CTEs {
+		pruneScans(c, need)
+	}
 }
 
 // optimizer holds the state of one Optimize call.

@@ -35,6 +35,6 @@ func TestPruneScans(t *testing.T) {
 		},
 		want: `
 		project a
-		  scan t@t_c cols=(a#1,c#3) spans=[/k - /k]`,
+		  scan t@t_c cols=(a#1) spans=[/k - /k]`,
 	}})
 }

@@ -21,13 +21,21 @@ func (o *optimizer) planScans(n plan.Node) (plan.Node, error) {
 		}
 	}
 	s, ok := n.(*plan.Scan)
-	if !ok || s.Table == nil {
+	if !ok || s.Table == nil || planned(s) {
 		return n, nil
 	}
 	best := o.bestAccess(s)
 	o.orig[best.node] = best.orig
 	o.rows[best.node] = best.rows
 	return best.node, nil
+}
+
+// planned reports whether s carries an earlier Optimize's decisions
+// (spans, buckets, an order or a limit the plan above relies on): planning
+// it again from its residual filter would lose them, so it is kept.
+func planned(s *plan.Scan) bool {
+	return s.Spans != nil || s.Buckets != nil || s.Ordered || s.Reverse || s.HardLimit > 0 ||
+		(s.Index != nil && s.Index.ID != s.Table.PrimaryIndex.ID)
 }
 
 // access is one way to read a Scan: the node replacing it (a Scan, an
