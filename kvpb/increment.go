@@ -11,7 +11,9 @@ type (
 	// read-modify-write on the tablet. It is never transactional: the new
 	// value is a committed version at once, which is what a sequence's
 	// nextval needs (PostgreSQL never rolls a sequence back). The stored
-	// value is EncodeIncrementValue's: 8 bytes, big-endian.
+	// value is EncodeIncrementValue's: 8 bytes, big-endian. Like any
+	// non-transactional write, a batch may touch the key once: a second
+	// increment of it at the batch's timestamp is a WriteTooOldError.
 	IncrementRequest struct {
 		Key       []byte
 		Increment int64
