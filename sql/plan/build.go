@@ -302,16 +302,7 @@ func addOuter(list *[]sem.ColumnID, id sem.ColumnID) {
 	*list = append(*list, id)
 }
 
-// child starts a new query level below s (a subquery).
-func (s *scope) child(outer *[]sem.ColumnID) *scope {
-	ns := &scope{b: s.b, parent: s, outer: outer}
-	if s != nil {
-		ns.ctes = s.ctes
-	}
-	return ns
-}
-
-// visibleCols are the columns * expands to, in order.
+// starCols are the columns * expands to, in order.
 func (s *scope) starCols() []scopeCol {
 	var out []scopeCol
 	for _, c := range s.cols {
@@ -339,7 +330,8 @@ func (m mapScope) Resolve(fields []string) (sem.ColumnID, *types.T, string, erro
 // ---------------------------------------------------------------------------
 // Expressions.
 
-// exprCtx binds scalar expressions of one query level.
+// semCtx is the sem.BuildContext for expressions of query level s (nil:
+// no columns visible, subqueries still allowed).
 func (b *builder) semCtx(s *scope, clause string) sem.BuildContext {
 	bc := sem.BuildContext{
 		Params:   b.env.Params,
@@ -347,11 +339,9 @@ func (b *builder) semCtx(s *scope, clause string) sem.BuildContext {
 		Clause:   clause,
 		Position: b.stmt.Position,
 	}
+	bc.Subqueries = &subqueryPlanner{b: b, s: s}
 	if s != nil {
 		bc.Scope = s
-		bc.Subqueries = &subqueryPlanner{b: b, s: s}
-	} else {
-		bc.Subqueries = &subqueryPlanner{b: b, s: nil}
 	}
 	return bc
 }
@@ -373,11 +363,7 @@ func (p *subqueryPlanner) Plan(sel *pg_query.Node, kind sem.SubqueryKind) (int, 
 		return 0, nil, notSupported("subquery of type %T is not supported", sel.Node)
 	}
 	var outer []sem.ColumnID
-	var parent *scope
-	if p.s != nil {
-		parent = p.s
-	}
-	r, err := b.buildSelect(ss, parent, &outer)
+	r, err := b.buildSelect(ss, p.s, &outer)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -518,8 +504,4 @@ func aliasOf(a *pg_query.Alias) (string, []string) {
 		cols = append(cols, strVal(c))
 	}
 	return a.Aliasname, cols
-}
-
-func internalf(format string, args ...any) error {
-	return pgerror.New(pgerrcode.InternalError, "plan: "+format, args...)
 }
