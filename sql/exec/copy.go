@@ -530,6 +530,9 @@ func copyFrom(ctx context.Context, x *Context, env *plan.Env, stmt *pg_query.Cop
 	tb := t.table
 	s := newDMLState(x, nil)
 	s.copyLines = true
+	if env != nil && env.Types != nil {
+		s.tctx = env.Types
+	}
 	ti, err := s.table(tb)
 	if err != nil {
 		return 0, err
@@ -647,7 +650,11 @@ func copyFrom(ctx context.Context, x *Context, env *plan.Env, stmt *pg_query.Cop
 				continue
 			}
 			row[i] = types.DNull
-			if ev := ti.defaults[i]; ev != nil {
+			ev, err := ti.defaultEval(i)
+			if err != nil {
+				return 0, err
+			}
+			if ev != nil {
 				if row[i], err = ev(s.ev, nil); err != nil {
 					return 0, copyLineError(err, tb.Name, line, "", "")
 				}

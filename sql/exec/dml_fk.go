@@ -530,13 +530,14 @@ func (s *dmlState) runParentGroup(ctx context.Context, f *fkInfo, update bool, e
 				return nil
 			}
 		case catalog.SetDefault:
-			if err := f.child.buildText(); err != nil {
-				return err
-			}
 			set = func(row []types.Datum) error {
 				for _, p := range f.childPos {
 					row[p] = types.DNull
-					if ev := f.child.defaults[p]; ev != nil {
+					ev, err := f.child.defaultEval(p)
+					if err != nil {
+						return err
+					}
+					if ev != nil {
 						d, err := ev(s.ev, nil)
 						if err != nil {
 							return err

@@ -38,10 +38,12 @@ type tableInfo struct {
 
 	// Built on demand from the descriptor's SQL text (COPY and the
 	// foreign-key actions, which have no binder-built expressions).
-	textBuilt bool
-	defaults  []sem.Evaluator // nil entry: NULL
-	computed  []sem.Evaluator // nil entry: not generated
-	checks    []compiledCheck
+	tctx          *types.Context
+	textBuilt     bool
+	defaults      []sem.Evaluator // nil entry: NULL
+	defaultsBuilt []bool
+	computed      []sem.Evaluator // nil entry: not generated
+	checks        []compiledCheck
 
 	// out are the foreign keys of this table (it is the child); in are
 	// the foreign keys of other tables referencing it (loaded on demand).
@@ -75,7 +77,7 @@ func (s tableScope) Resolve(fields []string) (sem.ColumnID, *types.T, string, er
 // buildTextExpr builds a descriptor's SQL expression text over t's row
 // (ColumnIDs are row positions). want nil builds as is; assignCol >= 0
 // coerces to that column's type as an assignment would.
-func buildTextExpr(t *catalog.Table, text string, want *types.T, assignCol int) (sem.Expr, error) {
+func buildTextExpr(t *catalog.Table, text string, want *types.T, assignCol int, tctx *types.Context) (sem.Expr, error) {
 	stmts, err := parser.Parse("SELECT " + text)
 	if err != nil || len(stmts) != 1 {
 		return nil, fmt.Errorf("table %q: parsing expression %q: %w", t.Name, text, err)
@@ -85,7 +87,9 @@ func buildTextExpr(t *catalog.Table, text string, want *types.T, assignCol int) 
 		return nil, fmt.Errorf("table %q: expression %q is not one expression", t.Name, text)
 	}
 	node := sel.TargetList[0].GetResTarget().GetVal()
-	bc := sem.BuildContext{Scope: tableScope{t}}
+	// The session's type context resolves reg* literals
+	// ('t_id_seq'::regclass) as the binder's would.
+	bc := sem.BuildContext{Scope: tableScope{t}, Types: tctx}
 	if assignCol >= 0 {
 		c := t.Columns[assignCol]
 		return sem.BuildAssign(bc, node, c.Type, c.Name)
@@ -99,7 +103,10 @@ type dmlState struct {
 	x *Context
 	// ev is what expressions evaluate with (the runner's, which answers
 	// subqueries, or the session's for COPY).
-	ev     *sem.EvalContext
+	ev *sem.EvalContext
+	// tctx is the session's type context (time zone, reg* names), for
+	// expressions built here from descriptor text.
+	tctx   *types.Context
 	tables map[catalog.ID]*tableInfo
 
 	batch      *kv.Batch
@@ -130,7 +137,7 @@ func newDMLState(x *Context, ev *sem.EvalContext) *dmlState {
 	if ev == nil {
 		ev = &sem.EvalContext{}
 	}
-	return &dmlState{x: x, ev: ev, tables: map[catalog.ID]*tableInfo{}}
+	return &dmlState{x: x, ev: ev, tctx: typesCtx(x), tables: map[catalog.ID]*tableInfo{}}
 }
 
 // table returns the statement's tableInfo for desc.
@@ -142,7 +149,7 @@ func (s *dmlState) table(desc *catalog.Table) (*tableInfo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("table %q: %w", desc.Name, err)
 	}
-	ti := &tableInfo{desc: desc, layout: layout, pos: map[rowenc.ColumnID]int{}}
+	ti := &tableInfo{desc: desc, layout: layout, pos: map[rowenc.ColumnID]int{}, tctx: s.tctx}
 	for i, c := range desc.Columns {
 		ti.pos[c.ID] = i
 	}
@@ -156,7 +163,7 @@ func (s *dmlState) table(desc *catalog.Table) (*tableInfo, error) {
 		if idx.Predicate == "" {
 			continue
 		}
-		e, err := buildTextExpr(desc, idx.Predicate, types.Bool, -1)
+		e, err := buildTextExpr(desc, idx.Predicate, types.Bool, -1, s.tctx)
 		if err != nil {
 			return nil, fmt.Errorf("index %q predicate: %w", idx.Name, err)
 		}
@@ -209,44 +216,29 @@ func (s *dmlState) tableByID(ctx context.Context, id catalog.ID) (*tableInfo, er
 	return s.table(desc)
 }
 
-// buildText compiles the table's defaults, generated columns and CHECKs
-// from the descriptor's SQL text (the binder does this for INSERT and
-// UPDATE; COPY and the foreign-key actions need it here).
+// buildText compiles the table's generated columns and CHECKs from the
+// descriptor's SQL text (the binder does this for INSERT and UPDATE; COPY
+// and the foreign-key actions need it here).
 func (ti *tableInfo) buildText() error {
 	if ti.textBuilt {
 		return nil
 	}
 	t := ti.desc
-	ti.defaults = make([]sem.Evaluator, len(t.Columns))
 	ti.computed = make([]sem.Evaluator, len(t.Columns))
 	for i, c := range t.Columns {
-		def := c.DefaultExpr
-		if def == "" && c.Identity != "" && c.SequenceID != 0 {
-			// An identity column's default is its sequence (descriptor IDs
-			// are the OIDs regclass names).
-			def = fmt.Sprintf("nextval(%d::regclass)", c.SequenceID)
+		if c.ComputedExpr == "" {
+			continue
 		}
-		if def != "" {
-			e, err := buildTextExpr(t, def, nil, i)
-			if err != nil {
-				return fmt.Errorf("column %q default: %w", c.Name, err)
-			}
-			if ti.defaults[i], err = sem.Compile(e, nil); err != nil {
-				return fmt.Errorf("column %q default: %w", c.Name, err)
-			}
+		e, err := buildTextExpr(t, c.ComputedExpr, nil, i, ti.tctx)
+		if err != nil {
+			return fmt.Errorf("column %q generation expression: %w", c.Name, err)
 		}
-		if c.ComputedExpr != "" && c.Stored {
-			e, err := buildTextExpr(t, c.ComputedExpr, nil, i)
-			if err != nil {
-				return fmt.Errorf("column %q generation expression: %w", c.Name, err)
-			}
-			if ti.computed[i], err = sem.Compile(e, nil); err != nil {
-				return fmt.Errorf("column %q generation expression: %w", c.Name, err)
-			}
+		if ti.computed[i], err = sem.Compile(e, nil); err != nil {
+			return fmt.Errorf("column %q generation expression: %w", c.Name, err)
 		}
 	}
 	for _, ck := range t.Checks {
-		e, err := buildTextExpr(t, ck.Expr, types.Bool, -1)
+		e, err := buildTextExpr(t, ck.Expr, types.Bool, -1, ti.tctx)
 		if err != nil {
 			return fmt.Errorf("check constraint %q: %w", ck.Name, err)
 		}
@@ -259,6 +251,37 @@ func (ti *tableInfo) buildText() error {
 	sort.SliceStable(ti.checks, func(i, j int) bool { return ti.checks[i].name < ti.checks[j].name })
 	ti.textBuilt = true
 	return nil
+}
+
+// defaultEval compiles column i's default from the descriptor's text on
+// first use (nil: the default is NULL). Only the defaults a statement uses
+// are built: one may name an object the statement never needs.
+func (ti *tableInfo) defaultEval(i int) (sem.Evaluator, error) {
+	if ti.defaults == nil {
+		ti.defaults = make([]sem.Evaluator, len(ti.desc.Columns))
+		ti.defaultsBuilt = make([]bool, len(ti.desc.Columns))
+	}
+	if ti.defaultsBuilt[i] {
+		return ti.defaults[i], nil
+	}
+	c := ti.desc.Columns[i]
+	def := c.DefaultExpr
+	if def == "" && c.Identity != "" && c.SequenceID != 0 {
+		// An identity column's default is its sequence (descriptor IDs are
+		// the OIDs regclass names).
+		def = fmt.Sprintf("nextval(%d::regclass)", c.SequenceID)
+	}
+	if def != "" && c.ComputedExpr == "" {
+		e, err := buildTextExpr(ti.desc, def, nil, i, ti.tctx)
+		if err != nil {
+			return nil, fmt.Errorf("column %q default: %w", c.Name, err)
+		}
+		if ti.defaults[i], err = sem.Compile(e, nil); err != nil {
+			return nil, fmt.Errorf("column %q default: %w", c.Name, err)
+		}
+	}
+	ti.defaultsBuilt[i] = true
+	return ti.defaults[i], nil
 }
 
 // failingRow formats a row as PostgreSQL's "Failing row contains (...)"
