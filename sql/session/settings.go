@@ -116,36 +116,23 @@ func checkEnum(vals ...string) func(*Session, string) (string, error) {
 	}
 }
 
-// checkDateStyle accepts any spelling whose output style is ISO (the only
-// one sql/types prints) and keeps the field order for input.
-func checkDateStyle(s *Session, v string) (string, error) {
-	cur := "ISO, MDY"
-	if s != nil {
-		cur = s.vars["datestyle"]
-	}
-	style, order := "ISO", "MDY"
-	if i := strings.Index(cur, ", "); i > 0 {
-		order = cur[i+2:]
-	}
+// checkDateStyle accepts the spellings of ISO, MDY: the only output style
+// sql/types prints and the only input order it reads.
+func checkDateStyle(_ *Session, v string) (string, error) {
 	for _, part := range strings.Split(v, ",") {
 		switch p := strings.ToUpper(strings.TrimSpace(part)); p {
-		case "ISO":
-			style = "ISO"
-		case "MDY", "US", "NONEURO", "NONEUROPEAN":
-			order = "MDY"
-		case "DMY", "EURO", "EUROPEAN":
-			order = "DMY"
-		case "YMD":
-			order = "YMD"
+		case "ISO", "MDY", "US", "NONEURO", "NONEUROPEAN", "DEFAULT":
+		case "DMY", "EURO", "EUROPEAN", "YMD":
+			// sql/types reads ambiguous numeric dates in MDY order only;
+			// accepting another order would silently misread them.
+			return "", pgerror.New(pgerrcode.FeatureNotSupported, "DateStyle %q is not supported: Cairn reads dates in MDY order only", strings.TrimSpace(part))
 		case "SQL", "POSTGRES", "GERMAN":
 			return "", pgerror.New(pgerrcode.FeatureNotSupported, "DateStyle %q is not supported: Cairn prints dates in ISO style only", strings.TrimSpace(part))
-		case "DEFAULT":
-			style, order = "ISO", "MDY"
 		default:
 			return "", pgerror.New(pgerrcode.InvalidParameterValue, "invalid value for parameter \"DateStyle\": %q", v).WithDetail("Unrecognized key word: %q.", strings.TrimSpace(part))
 		}
 	}
-	return style + ", " + order, nil
+	return "ISO, MDY", nil
 }
 
 func checkTimeZone(_ *Session, v string) (string, error) {
