@@ -181,6 +181,12 @@ type ForeignKey struct {
 	ReferencedColumnIDs []rowenc.ColumnID `json:"referenced_column_ids"`
 	OnDelete            RefAction         `json:"on_delete,omitempty"`
 	OnUpdate            RefAction         `json:"on_update,omitempty"`
+	// Deferrable and InitiallyDeferred record DEFERRABLE [INITIALLY
+	// DEFERRED] as declared (pg_constraint shows them). The executor checks
+	// every foreign key at the end of each statement until deferred
+	// checking is built.
+	Deferrable        bool `json:"deferrable,omitempty"`
+	InitiallyDeferred bool `json:"initially_deferred,omitempty"`
 }
 
 // RefAction is a foreign key's ON DELETE / ON UPDATE action; "" is NO

@@ -160,3 +160,27 @@ func TestAlterForeignKey(t *testing.T) {
 	_, err = e.exec(`ALTER TABLE p DROP COLUMN id`)
 	wantErr(t, err, "0A000", `dropping a primary key column is not supported yet`)
 }
+
+// TestDeferrableForeignKeys: Django declares every foreign key DEFERRABLE
+// INITIALLY DEFERRED; the flags are recorded, with a NOTICE that checking
+// is per statement. Deferrable unique constraints are 0A000.
+func TestDeferrableForeignKeys(t *testing.T) {
+	e := newTestEnv(t)
+	e.mustExec(`CREATE TABLE p (id int PRIMARY KEY)`)
+	e.mustExec(`CREATE TABLE c (id int PRIMARY KEY, a int REFERENCES p DEFERRABLE INITIALLY DEFERRED, b int)`)
+	if fk := e.table("c").ForeignKeys[0]; !fk.Deferrable || !fk.InitiallyDeferred {
+		t.Fatalf("fk %+v", fk)
+	}
+	if len(e.notices) != 1 {
+		t.Fatalf("notices %q", e.notices)
+	}
+	e.mustExec(`ALTER TABLE c ADD CONSTRAINT c_b_fk FOREIGN KEY (b) REFERENCES p (id) DEFERRABLE`)
+	if fk := e.table("c").ForeignKeys[1]; !fk.Deferrable || fk.InitiallyDeferred {
+		t.Fatalf("fk %+v", fk)
+	}
+	_, err := e.exec(`CREATE TABLE x (a int UNIQUE DEFERRABLE)`)
+	wantErr(t, err, "0A000", "deferrable unique and primary key constraints are not supported yet")
+	_, err = e.exec(`CREATE TABLE x (a int NOT NULL DEFERRABLE)`)
+	wantErr(t, err, "42601", "misplaced DEFERRABLE clause")
+	e.mustExec(`ALTER TABLE c ALTER COLUMN a SET STATISTICS 100`)
+}

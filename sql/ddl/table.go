@@ -43,6 +43,7 @@ type tableBuilder struct {
 	// once every column is known.
 	pendingGenerated []pendingGen
 	hasPK            bool
+	deferNoticed     bool
 }
 
 func (b *tableBuilder) nameTaken(n string) bool {
@@ -322,6 +323,7 @@ func (b *tableBuilder) columnConstraints(ctx context.Context, cd *pg_query.Colum
 		}
 	}
 	sawNull, sawNotNull := false, cd.IsNotNull
+	lastKind := pg_query.ConstrType_CONSTR_TYPE_UNDEFINED
 	for _, cn := range cd.Constraints {
 		con := cn.GetConstraint()
 		if con == nil {
@@ -363,11 +365,20 @@ func (b *tableBuilder) columnConstraints(ctx context.Context, cd *pg_query.Colum
 			col.ComputedExpr = "\x00pending" // built in checkGenerated, once every column is typed
 			col.Stored = true
 			b.pendingGenerated = append(b.pendingGenerated, pendingGen{col: col.ID, expr: con.RawExpr})
+		case pg_query.ConstrType_CONSTR_ATTR_DEFERRABLE, pg_query.ConstrType_CONSTR_ATTR_DEFERRED,
+			pg_query.ConstrType_CONSTR_ATTR_NOT_DEFERRABLE, pg_query.ConstrType_CONSTR_ATTR_IMMEDIATE:
+			// The raw grammar gives a column constraint's DEFERRABLE and
+			// INITIALLY clauses as nodes after it.
+			if err := b.applyConstraintAttr(con, lastKind); err != nil {
+				return err
+			}
+			continue
 		default:
 			if err := b.addConstraint(ctx, con, col); err != nil {
 				return err
 			}
 		}
+		lastKind = con.Contype
 		// col may have moved if addConstraint appended columns (it
 		// never does, but be safe).
 		col = b.t.ColumnByName(truncateIdent(cd.Colname))
@@ -494,10 +505,8 @@ func (b *tableBuilder) checkGenerated() error {
 // addConstraint adds a table constraint, or a column constraint when col
 // is set (its column list is then col).
 func (b *tableBuilder) addConstraint(ctx context.Context, con *pg_query.Constraint, col *catalog.Column) error {
-	if con.Deferrable || con.Initdeferred {
-		if con.Contype != pg_query.ConstrType_CONSTR_FOREIGN {
-			return notSupported("deferrable constraints are not supported yet")
-		}
+	if (con.Deferrable || con.Initdeferred) && con.Contype != pg_query.ConstrType_CONSTR_FOREIGN {
+		return notSupported("deferrable unique and primary key constraints are not supported yet")
 	}
 	keys := nameList(con.Keys)
 	if col != nil && len(keys) == 0 {
@@ -680,9 +689,6 @@ func (b *tableBuilder) addForeignKey(ctx context.Context, con *pg_query.Constrai
 	if con.FkMatchtype == "f" && len(fkCols) > 1 {
 		return notSupported("MATCH FULL is not supported yet")
 	}
-	if con.Deferrable || con.Initdeferred {
-		return notSupported("deferrable foreign keys are not supported yet")
-	}
 	if len(con.FkDelSetCols) > 0 {
 		return notSupported("ON DELETE SET NULL/DEFAULT with a column list is not supported yet")
 	}
@@ -748,7 +754,59 @@ func (b *tableBuilder) addForeignKey(ctx context.Context, con *pg_query.Constrai
 	}
 	b.t.ForeignKeys = append(b.t.ForeignKeys, catalog.ForeignKey{Name: name, ColumnIDs: ids, ReferencedTableID: ref.ID,
 		ReferencedColumnIDs: refIDs, OnDelete: onDel, OnUpdate: onUpd})
+	if con.Deferrable || con.Initdeferred {
+		if err := b.deferFK(con.Initdeferred); err != nil {
+			return err
+		}
+	}
 	b.newFKs = append(b.newFKs, name)
+	return nil
+}
+
+// applyConstraintAttr applies a column constraint's DEFERRABLE / NOT
+// DEFERRABLE / INITIALLY DEFERRED / INITIALLY IMMEDIATE to the constraint
+// before it (PostgreSQL: 42601 "misplaced ... clause" when that is not a
+// constraint taking them).
+func (b *tableBuilder) applyConstraintAttr(attr *pg_query.Constraint, last pg_query.ConstrType) error {
+	switch last {
+	case pg_query.ConstrType_CONSTR_FOREIGN:
+		switch attr.Contype {
+		case pg_query.ConstrType_CONSTR_ATTR_DEFERRABLE:
+			return b.deferFK(false)
+		case pg_query.ConstrType_CONSTR_ATTR_DEFERRED:
+			return b.deferFK(true)
+		}
+		return nil
+	case pg_query.ConstrType_CONSTR_PRIMARY, pg_query.ConstrType_CONSTR_UNIQUE:
+		if attr.Contype == pg_query.ConstrType_CONSTR_ATTR_DEFERRABLE || attr.Contype == pg_query.ConstrType_CONSTR_ATTR_DEFERRED {
+			return notSupported("deferrable unique and primary key constraints are not supported yet")
+		}
+		return nil
+	}
+	what := map[pg_query.ConstrType]string{
+		pg_query.ConstrType_CONSTR_ATTR_DEFERRABLE:     "DEFERRABLE",
+		pg_query.ConstrType_CONSTR_ATTR_NOT_DEFERRABLE: "NOT DEFERRABLE",
+		pg_query.ConstrType_CONSTR_ATTR_DEFERRED:       "INITIALLY DEFERRED",
+		pg_query.ConstrType_CONSTR_ATTR_IMMEDIATE:      "INITIALLY IMMEDIATE",
+	}[attr.Contype]
+	return pgerror.New(pgerrcode.SyntaxError, "misplaced %s clause", what)
+}
+
+// deferFK marks the foreign key added last DEFERRABLE (and INITIALLY
+// DEFERRED). Deferred checking is not built: the executor checks it at
+// the end of each statement, which a NOTICE says, since an application
+// relying on the deferral (inserting children before their parent in one
+// transaction) would otherwise fail without explanation.
+func (b *tableBuilder) deferFK(initiallyDeferred bool) error {
+	fk := &b.t.ForeignKeys[len(b.t.ForeignKeys)-1]
+	fk.Deferrable = true
+	if initiallyDeferred {
+		fk.InitiallyDeferred = true
+	}
+	if !b.deferNoticed {
+		b.deferNoticed = true
+		b.e.notice("00000", fmt.Sprintf("foreign key %q is DEFERRABLE, but Cairn checks it at the end of each statement", fk.Name))
+	}
 	return nil
 }
 
