@@ -208,11 +208,12 @@ func (pt *portal) Execute(ctx context.Context, w pgwire.ResultWriter, maxRows in
 		s.extImplicit, started = true, true
 	}
 	if !isPlannable(ps.g.main) {
-		err := pt.execOther(ctx, w)
-		if err != nil {
+		if err := pt.execOther(ctx, w); err != nil {
 			s.failStatement(ctx)
+			return false, err
 		}
-		return false, err
+		// A SET reports its new value right away, as in Postgres.
+		return false, s.flushReports(w)
 	}
 	for attempt := 0; ; attempt++ {
 		tw := &trackingWriter{ResultWriter: w}

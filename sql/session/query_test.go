@@ -309,3 +309,14 @@ func TestExplainAnalyze(t *testing.T) {
 		t.Errorf("FORMAT JSON: %v", err)
 	}
 }
+
+func TestParameterStatusExtended(t *testing.T) {
+	url := startServer(t)
+	c := connect(t, url, nil)
+	if _, err := c.Exec(context.Background(), "SET application_name = 'ext'", pgx.QueryExecModeExec); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.PgConn().ParameterStatus("application_name"); got != "ext" {
+		t.Errorf("application_name status after an extended-protocol SET: %q", got)
+	}
+}
