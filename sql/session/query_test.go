@@ -313,8 +313,9 @@ func TestExplainAnalyze(t *testing.T) {
 func TestParameterStatusExtended(t *testing.T) {
 	url := startServer(t)
 	c := connect(t, url, nil)
-	if _, err := c.Exec(context.Background(), "SET application_name = 'ext'", pgx.QueryExecModeExec); err != nil {
-		t.Fatal(err)
+	// ExecParams is always the extended protocol (Parse, Bind, Execute).
+	if res := c.PgConn().ExecParams(context.Background(), "SET application_name = 'ext'", nil, nil, nil, nil).Read(); res.Err != nil {
+		t.Fatal(res.Err)
 	}
 	if got := c.PgConn().ParameterStatus("application_name"); got != "ext" {
 		t.Errorf("application_name status after an extended-protocol SET: %q", got)
