@@ -71,7 +71,17 @@ func (e *executor) alterTable(ctx context.Context, n *pg_query.AlterTableStmt) (
 		return tag, err
 	}
 	if _, ok := d.(*catalog.Table); !ok {
-		return tag, pgerror.New(pgerrcode.WrongObjectType, "%q is not a table", d.DescName())
+		// PostgreSQL lets ALTER TABLE change the owner (and options) of
+		// any relation: pg_dump writes ALTER TABLE s OWNER TO for
+		// sequences and views.
+		for _, cn := range n.Cmds {
+			switch cn.GetAlterTableCmd().GetSubtype() {
+			case pg_query.AlterTableType_AT_ChangeOwner, pg_query.AlterTableType_AT_SetRelOptions, pg_query.AlterTableType_AT_ResetRelOptions:
+			default:
+				return tag, pgerror.New(pgerrcode.WrongObjectType, "%q is not a table", d.DescName())
+			}
+		}
+		return tag, nil
 	}
 	for _, cn := range n.Cmds {
 		cmd := cn.GetAlterTableCmd()
