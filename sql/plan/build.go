@@ -6,6 +6,7 @@ import (
 
 	"github.com/jackc/pgerrcode"
 	pg_query "github.com/pganalyze/pg_query_go/v6"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/cairn-db/cairn/sql/catalog"
 	"github.com/cairn-db/cairn/sql/parser"
@@ -25,7 +26,8 @@ func Build(ctx context.Context, env *Env, stmt *parser.Statement) (p *Plan, err 
 	if env.Params == nil {
 		env.Params = sem.NewParamTypes()
 	}
-	b := &builder{ctx: ctx, env: env, stmt: stmt}
+	b := &builder{ctx: ctx, env: env, stmt: stmt,
+		hasCollate: strings.Contains(strings.ToUpper(stmt.SQL), "COLLATE")}
 	p = &Plan{}
 	switch n := stmt.AST.Stmt.Node.(type) {
 	case *pg_query.Node_SelectStmt:
@@ -96,6 +98,9 @@ type builder struct {
 	writes  bool
 	// outerCTEs are the CTEs a data-modifying CTE's statement sees.
 	outerCTEs *cteEnv
+	// hasCollate: the statement's text mentions COLLATE (stripCollate
+	// has work to do only then).
+	hasCollate bool
 }
 
 func (b *builder) newCol() sem.ColumnID {
@@ -347,7 +352,56 @@ func (b *builder) semCtx(s *scope, clause string) sem.BuildContext {
 }
 
 func (b *builder) expr(s *scope, clause string, n *pg_query.Node, want *types.T) (sem.Expr, error) {
-	return sem.Build(b.semCtx(s, clause), n, want)
+	return b.semBuild(b.semCtx(s, clause), n, want)
+}
+
+// semBuild is sem.Build over an expression with COLLATE clauses that
+// change nothing removed (see noopCollations).
+func (b *builder) semBuild(bc sem.BuildContext, n *pg_query.Node, want *types.T) (sem.Expr, error) {
+	return sem.Build(bc, b.stripCollate(n), want)
+}
+
+// semBuildAssign is sem.BuildAssign after stripCollate.
+func (b *builder) semBuildAssign(bc sem.BuildContext, n *pg_query.Node, t *types.T, col string) (sem.Expr, error) {
+	return sem.BuildAssign(bc, b.stripCollate(n), t, col)
+}
+
+// noopCollations are the collations that are Cairn's only one (bytewise,
+// C): COLLATE with them is a no-op, which psql's \d queries rely on
+// (COLLATE pg_catalog.default). Other collations are left for sem to
+// reject.
+var noopCollations = map[string]bool{"default": true, "C": true, "POSIX": true, "ucs_basic": true}
+
+// stripCollate returns n without its no-op COLLATE clauses: n itself when
+// it has none, else a copy (the parse tree is never modified).
+func (b *builder) stripCollate(n *pg_query.Node) *pg_query.Node {
+	if n == nil || !b.hasCollate {
+		return n
+	}
+	isNoop := func(c *pg_query.CollateClause) bool {
+		return len(c.Collname) > 0 && noopCollations[strVal(c.Collname[len(c.Collname)-1])]
+	}
+	found := false
+	walkAST(n, func(x *pg_query.Node) bool {
+		if c := x.GetCollateClause(); c != nil && isNoop(c) {
+			found = true
+		}
+		return !found
+	})
+	if !found {
+		return n
+	}
+	n = proto.Clone(n).(*pg_query.Node)
+	walkAST(n, func(x *pg_query.Node) bool {
+		for {
+			c := x.GetCollateClause()
+			if c == nil || !isNoop(c) || c.Arg == nil {
+				return true
+			}
+			x.Node = c.Arg.Node
+		}
+	})
+	return n
 }
 
 // subqueryPlanner implements sem.Subqueries for one query level.

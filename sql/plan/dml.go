@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"strings"
 	"sync"
 
 	"github.com/jackc/pgerrcode"
@@ -76,11 +77,14 @@ func (b *builder) storedBuild(text, what string, s sem.Scope, colType *types.T, 
 		return nil, err
 	}
 	bc := sem.BuildContext{Scope: s, Types: b.env.Types, Clause: what}
+	saved := b.hasCollate
+	b.hasCollate = strings.Contains(strings.ToUpper(text), "COLLATE")
+	defer func() { b.hasCollate = saved }()
 	var e sem.Expr
 	if colType != nil {
-		e, err = sem.BuildAssign(bc, n, colType, colName)
+		e, err = b.semBuildAssign(bc, n, colType, colName)
 	} else {
-		e, err = sem.Build(bc, n, types.Bool)
+		e, err = b.semBuild(bc, n, types.Bool)
 	}
 	if pe, ok := err.(*sem.PositionError); ok {
 		err = pe.Err
@@ -308,7 +312,7 @@ func (b *builder) buildInsert(ins *pg_query.InsertStmt) (Node, error) {
 				}
 				bc := b.semCtx(top, "VALUES")
 				bc.Scope = nil
-				e, err := sem.BuildAssign(bc, it, c.Type, c.Name)
+				e, err := b.semBuildAssign(bc, it, c.Type, c.Name)
 				if err != nil {
 					return nil, err
 				}
@@ -607,7 +611,7 @@ func (b *builder) assignments(t *catalog.Table, s *scope, list []*pg_query.Node,
 				return nil, nil, b.errAt(identityAlwaysErr(c, true), rt.Location)
 			}
 			bc := b.semCtx(s, "UPDATE")
-			if e, err = sem.BuildAssign(bc, val, c.Type, c.Name); err != nil {
+			if e, err = b.semBuildAssign(bc, val, c.Type, c.Name); err != nil {
 				return nil, nil, err
 			}
 		}

@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"strings"
+
 	"github.com/jackc/pgerrcode"
 	pg_query "github.com/pganalyze/pg_query_go/v6"
 
@@ -220,12 +222,13 @@ func (b *builder) bindView(v *catalog.View) (Node, error) {
 	if err != nil || len(stmts) != 1 || stmts[0].AST.Stmt.GetSelectStmt() == nil {
 		return nil, pgerror.New(pgerrcode.InternalError, "plan: view %q has an invalid stored query", v.Name)
 	}
-	saved := b.stmt
+	saved, savedCollate := b.stmt, b.hasCollate
 	b.stmt = &stmts[0]
+	b.hasCollate = strings.Contains(strings.ToUpper(v.Query), "COLLATE")
 	b.viewDepth++
 	r, err := b.buildSelect(stmts[0].AST.Stmt.GetSelectStmt(), nil, nil)
 	b.viewDepth--
-	b.stmt = saved
+	b.stmt, b.hasCollate = saved, savedCollate
 	if err != nil {
 		// The error's position is in the view's text, not the query's.
 		if pe, ok := err.(*sem.PositionError); ok {

@@ -190,7 +190,7 @@ func (b *builder) limitExpr(s *scope, clause string, n *pg_query.Node) (sem.Expr
 	// correlated subquery's LIMIT may use outer columns; keep it simple:
 	// no columns at all.
 	bc := b.semCtx(nil, clause)
-	e, err := sem.Build(bc, n, types.Int8)
+	e, err := b.semBuild(bc, n, types.Int8)
 	if err != nil {
 		return nil, err
 	}
@@ -587,7 +587,7 @@ func (b *builder) retypeLiteralAs(n Node, i int, ast *pg_query.Node, t *types.T,
 			var e sem.Expr
 			var err error
 			if colName != "" {
-				e, err = sem.BuildAssign(b.semCtx(nil, "SELECT"), ast, t, colName)
+				e, err = b.semBuildAssign(b.semCtx(nil, "SELECT"), ast, t, colName)
 			} else {
 				e, err = b.expr(nil, "SELECT", ast, t)
 			}
@@ -780,7 +780,7 @@ func (b *builder) buildSimple(ss *pg_query.SelectStmt, s *scope) (*selResult, er
 	if ss.HavingClause != nil {
 		bc := b.semCtx(s, "HAVING")
 		bc.AllowAggregates = true
-		if having, err = sem.Build(bc, ss.HavingClause, types.Bool); err != nil {
+		if having, err = b.semBuild(bc, ss.HavingClause, types.Bool); err != nil {
 			return nil, err
 		}
 		havingAggs, _ = callsIn(ss.HavingClause)
@@ -1169,7 +1169,7 @@ func (b *builder) bindTarget(s *scope, rt *pg_query.ResTarget) ([]*target, error
 	bc := b.semCtx(s, "SELECT")
 	bc.Scope = scope
 	bc.AllowAggregates, bc.AllowWindows = true, true
-	e, err := sem.Build(bc, val, nil)
+	e, err := b.semBuild(bc, val, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -1280,7 +1280,7 @@ func (b *builder) orderTarget(s *scope, n *pg_query.Node, targets *[]*target, nV
 	}
 	bc := b.semCtx(s, clause)
 	bc.AllowAggregates, bc.AllowWindows = true, isOrder
-	e, err := sem.Build(bc, n, nil)
+	e, err := b.semBuild(bc, n, nil)
 	if err != nil {
 		return 0, err
 	}
@@ -1328,7 +1328,7 @@ func (b *builder) bindSRF(s *scope, fc *pg_query.FuncCall, clause string) (*sem.
 	build := func(a *pg_query.Node, want *types.T) (sem.Expr, error) {
 		bc := b.semCtx(s, clause)
 		bc.AllowAggregates = clause == "SELECT"
-		return sem.Build(bc, a, want)
+		return b.semBuild(bc, a, want)
 	}
 	if fc.AggDistinct || fc.AggFilter != nil || len(fc.AggOrder) > 0 || fc.AggStar {
 		return nil, nil, b.errAt(pgerror.New(pgerrcode.WrongObjectType, "%s is not an aggregate function", funcName(fc)), fc.Location)
@@ -1414,7 +1414,7 @@ func (b *builder) bindWindow(s *scope, wd *pg_query.WindowDef, named map[string]
 	bc := b.semCtx(s, "window definition")
 	bc.AllowAggregates = true
 	for _, p := range partition {
-		e, err := sem.Build(bc, p, nil)
+		e, err := b.semBuild(bc, p, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -1422,7 +1422,7 @@ func (b *builder) bindWindow(s *scope, wd *pg_query.WindowDef, named map[string]
 	}
 	for _, o := range orderBy {
 		sb := o.GetSortBy()
-		e, err := sem.Build(bc, sb.Node, nil)
+		e, err := b.semBuild(bc, sb.Node, nil)
 		if err != nil {
 			return nil, err
 		}
