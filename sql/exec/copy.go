@@ -558,9 +558,21 @@ func copyFrom(ctx context.Context, x *Context, env *plan.Env, stmt *pg_query.Cop
 	}
 	var where sem.Evaluator
 	if stmt.WhereClause != nil {
-		e, err := sem.Build(sem.BuildContext{Scope: tableScope{tb}, Types: env.Types, Clause: "COPY FROM WHERE"}, stmt.WhereClause, types.Bool)
+		e, err := sem.Build(sem.BuildContext{Scope: tableScope{tb}, Types: s.tctx, Clause: "COPY FROM WHERE"}, stmt.WhereClause, types.Bool)
 		if err != nil {
 			return 0, err
+		}
+		// The WHERE sees the row before its generated columns are computed.
+		generated := ""
+		sem.Walk(e, func(x sem.Expr) bool {
+			if c, ok := x.(*sem.ColRef); ok && generated == "" && tb.Columns[c.ID].ComputedExpr != "" {
+				generated = tb.Columns[c.ID].Name
+			}
+			return generated == ""
+		})
+		if generated != "" {
+			return 0, pgerror.New(pgerrcode.FeatureNotSupported, "generated columns are not supported in COPY FROM WHERE conditions").
+				WithDetail("Column %q is a generated column.", generated)
 		}
 		if where, err = sem.Compile(e, nil); err != nil {
 			return 0, err

@@ -176,6 +176,8 @@ func TestCopyErrors(t *testing.T) {
 		{"COPY t FROM STDIN (HEADER 2)", "", pgerrcode.SyntaxError, `header requires a Boolean value or "match"`, ""},
 		{"COPY t FROM '/etc/passwd'", "", pgerrcode.FeatureNotSupported, "COPY to or from a file or program is not supported", ""},
 		{"COPY nope FROM STDIN", "", pgerrcode.UndefinedTable, `relation "nope" does not exist`, ""},
+		{"COPY t FROM STDIN WHERE d > 1", "", pgerrcode.FeatureNotSupported,
+			"generated columns are not supported in COPY FROM WHERE conditions", `Column "d" is a generated column.`},
 	} {
 		t.Run(tc.sql, func(t *testing.T) {
 			_, err := e.copyIn(tc.sql, []byte(tc.data))
