@@ -148,7 +148,7 @@ func formatErr(err error) string {
 }
 
 func TestDataDriven(t *testing.T) {
-	cat := testCatalog(t)
+	cat := withVirtual{testCatalog(t)}
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			var params []*types.T
