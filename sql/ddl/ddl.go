@@ -89,6 +89,14 @@ func Exec(ctx context.Context, x *Context, stmt *parser.Statement) (string, erro
 		return "REVOKE ROLE", e.privilegesNotice()
 	case *pg_query.Node_AlterDefaultPrivilegesStmt:
 		return "ALTER DEFAULT PRIVILEGES", e.privilegesNotice()
+	case *pg_query.Node_ConstraintsSetStmt:
+		// Every constraint is checked at the end of its statement (see
+		// Context and doc.go): IMMEDIATE is what already happens, and
+		// DEFERRED cannot be honoured, which the NOTICE says.
+		if n.ConstraintsSetStmt.Deferred {
+			e.notice("00000", "SET CONSTRAINTS ... DEFERRED has no effect: Cairn checks constraints at the end of each statement")
+		}
+		return "SET CONSTRAINTS", nil
 	case *pg_query.Node_LockStmt:
 		// Every Cairn transaction is checked for conflicts by the KV
 		// layer (first committer wins, serializable refresh), so a table
