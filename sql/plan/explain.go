@@ -187,7 +187,7 @@ func (e *explainer) node(n Node, indent int, root bool) {
 	for _, d := range details {
 		e.line(detailIndent, d)
 	}
-	if e.annotate != nil {
+	if e.annotate != nil && !isSynthetic(n) {
 		if a := e.annotate(n); a != "" {
 			for _, l := range strings.Split(strings.TrimRight(a, "\n"), "\n") {
 				e.line(detailIndent, l)
@@ -429,6 +429,16 @@ func (e *explainer) describe(n Node) (title string, details []string, children [
 // below a hash join and a set operation.
 type hashNode struct{ input Node }
 type appendNode struct{ inputs []Node }
+
+// isSynthetic: a step only EXPLAIN shows; the executor has no figures
+// for it.
+func isSynthetic(n Node) bool {
+	switch n.(type) {
+	case *hashNode, *appendNode:
+		return true
+	}
+	return false
+}
 
 func (h *hashNode) Columns() []Column   { return h.input.Columns() }
 func (*hashNode) planNode()             {}
