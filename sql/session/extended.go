@@ -26,6 +26,16 @@ var _ pgwire.Statement = (*preparedStatement)(nil)
 
 // Prepare implements pgwire.Session.
 func (s *Session) Prepare(ctx context.Context, sql string, paramOIDs []uint32) (pgwire.Statement, error) {
+	ps, err := s.prepare(ctx, sql, paramOIDs)
+	if err != nil && s.block {
+		// Any error inside a block aborts it, Parse's included, as in
+		// Postgres.
+		s.abortBlock(ctx)
+	}
+	return ps, err
+}
+
+func (s *Session) prepare(ctx context.Context, sql string, paramOIDs []uint32) (pgwire.Statement, error) {
 	stmts, err := parse(sql)
 	if err != nil {
 		return nil, err
@@ -135,6 +145,9 @@ func (ps *preparedStatement) Close() {}
 func (ps *preparedStatement) Bind(ctx context.Context, p pgwire.BindParams) (pgwire.Portal, error) {
 	params, err := decodeParams(ps.s.typesCtx(), ps.paramTypes, p.Values, p.Formats)
 	if err != nil {
+		if ps.s.block {
+			ps.s.abortBlock(ctx)
+		}
 		return nil, err
 	}
 	return &portal{ps: ps, params: params, formats: p.ResultFormats}, nil

@@ -321,3 +321,26 @@ func TestParameterStatusExtended(t *testing.T) {
 		t.Errorf("application_name status after an extended-protocol SET: %q", got)
 	}
 }
+
+// TestExtendedErrorsAbortBlock: Parse and Bind errors inside a block
+// abort it, as any error does.
+func TestExtendedErrorsAbortBlock(t *testing.T) {
+	url := startServer(t)
+	c := connect(t, url, nil)
+	ctx := context.Background()
+	for _, bad := range []func() error{
+		func() error { _, err := c.PgConn().Prepare(ctx, "", "SELEC 1", nil); return err },
+		func() error {
+			return c.PgConn().ExecParams(ctx, "SELECT $1::int", [][]byte{[]byte("x")}, nil, nil, nil).Read().Err
+		},
+	} {
+		mustExec(t, c, "BEGIN")
+		if err := bad(); err == nil {
+			t.Fatal("no error")
+		}
+		if _, err := simple(c, "SELECT 1"); sqlState(err) != "25P02" {
+			t.Errorf("after an extended-protocol error in a block: %v", err)
+		}
+		mustExec(t, c, "ROLLBACK")
+	}
+}
