@@ -101,6 +101,8 @@ func TestSetShow(t *testing.T) {
 		{set: "SET search_path = myschema, public", name: "search_path", want: "myschema, public"},
 		{set: "SET search_path = \"MySchema\"", name: "search_path", want: `"MySchema"`},
 		{set: "SET default_transaction_isolation = 'serializable'", name: "default_transaction_isolation", want: "serializable"},
+		{set: "SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL REPEATABLE READ", name: "default_transaction_isolation", want: "repeatable read"},
+		{set: "SET default_transaction_isolation = 'bogus'", code: "22023"},
 		{set: "SET extra_float_digits = 3", name: "extra_float_digits", want: "3"},
 		{set: "SET extra_float_digits = 4", code: "22023"},
 		{set: "SET extra_float_digits = 0", code: "0A000"},
