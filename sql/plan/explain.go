@@ -188,7 +188,13 @@ func (e *explainer) node(n Node, indent int, root bool) {
 		e.line(detailIndent, d)
 	}
 	if e.annotate != nil && !isSynthetic(n) {
-		if a := e.annotate(n); a != "" {
+		a := e.annotate(n)
+		if f, ok := n.(*Filter); ok && a == "" {
+			// The filter is printed as part of the node below it: that
+			// node's figures, when the filter has none of its own.
+			a = e.annotate(f.Input)
+		}
+		if a != "" {
 			for _, l := range strings.Split(strings.TrimRight(a, "\n"), "\n") {
 				e.line(detailIndent, l)
 			}
