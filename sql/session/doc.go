@@ -64,6 +64,9 @@
 //     and lock_timeout bounds advisory lock waits (55P03) but not waits on
 //     row locks, which KV does not bound yet.
 //   - Advisory locks are node-local (see AdvisoryLocks).
+//   - extra_float_digits is accepted (-15..3, as in Postgres) but floats
+//     always print in the shortest exact form, which is what 1..3 mean in
+//     PostgreSQL 12+; values of 0 and below do not round the output.
 //   - Cursors WITH HOLD or SCROLL, and FETCH backward, are 0A000.
 //   - There is no plan cache: every Execute binds its statement again.
 package session

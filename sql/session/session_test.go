@@ -105,7 +105,6 @@ func TestSetShow(t *testing.T) {
 		{set: "SET default_transaction_isolation = 'bogus'", code: "22023"},
 		{set: "SET extra_float_digits = 3", name: "extra_float_digits", want: "3"},
 		{set: "SET extra_float_digits = 4", code: "22023"},
-		{set: "SET extra_float_digits = 0", code: "0A000"},
 		{set: "SET datestyle = 'iso'", name: "DateStyle", want: "ISO, MDY"},
 		{set: "SET datestyle = 'iso, dmy'", code: "0A000"},
 		{set: "SET datestyle = 'sql'", code: "0A000"},
