@@ -110,6 +110,9 @@ func Exec(ctx context.Context, x *Context, stmt *parser.Statement) (string, erro
 		}
 		return "LOCK TABLE", nil
 	}
+	if _, ok := stmt.AST.Stmt.Node.(*pg_query.Node_CreateTableAsStmt); ok {
+		return "", notSupported("CREATE TABLE AS and SELECT INTO are not supported yet")
+	}
 	return "", pgerror.New(pgerrcode.FeatureNotSupported, "statement %s is not supported yet", stmtName(stmt.AST.Stmt))
 }
 
