@@ -238,19 +238,62 @@ func readOnlyError(what string) error {
 // commandName names a statement for messages, as Postgres's
 // CreateCommandName does for the common cases.
 func commandName(st *parser.Statement) string {
-	words := strings.Fields(strings.ToUpper(st.SQL))
-	for len(words) > 0 && strings.HasPrefix(words[0], "--") {
-		words = words[1:]
+	switch n := node(st).(type) {
+	case *pg_query.Node_CreateStmt:
+		return "CREATE TABLE"
+	case *pg_query.Node_IndexStmt:
+		return "CREATE INDEX"
+	case *pg_query.Node_ViewStmt:
+		return "CREATE VIEW"
+	case *pg_query.Node_CreateSeqStmt:
+		return "CREATE SEQUENCE"
+	case *pg_query.Node_CreateSchemaStmt:
+		return "CREATE SCHEMA"
+	case *pg_query.Node_AlterTableStmt:
+		return "ALTER TABLE"
+	case *pg_query.Node_TruncateStmt:
+		return "TRUNCATE TABLE"
+	case *pg_query.Node_DropStmt:
+		switch n.DropStmt.RemoveType {
+		case pg_query.ObjectType_OBJECT_TABLE:
+			return "DROP TABLE"
+		case pg_query.ObjectType_OBJECT_INDEX:
+			return "DROP INDEX"
+		case pg_query.ObjectType_OBJECT_VIEW:
+			return "DROP VIEW"
+		case pg_query.ObjectType_OBJECT_SEQUENCE:
+			return "DROP SEQUENCE"
+		case pg_query.ObjectType_OBJECT_SCHEMA:
+			return "DROP SCHEMA"
+		}
 	}
-	switch {
-	case len(words) >= 3 && (words[1] == "UNIQUE" || words[1] == "OR"):
-		return strings.Join(words[:3], " ")
-	case len(words) >= 2:
-		return words[0] + " " + words[1]
-	case len(words) == 1:
-		return words[0]
+	// Otherwise the statement's first two words, after any comments.
+	sql := st.SQL
+	for {
+		sql = strings.TrimSpace(sql)
+		if strings.HasPrefix(sql, "--") {
+			if k := strings.IndexByte(sql, '\n'); k >= 0 {
+				sql = sql[k+1:]
+				continue
+			}
+			sql = ""
+		} else if strings.HasPrefix(sql, "/*") {
+			if k := strings.Index(sql, "*/"); k >= 0 {
+				sql = sql[k+2:]
+				continue
+			}
+			sql = ""
+		}
+		break
 	}
-	return "statement"
+	words := strings.Fields(strings.ToUpper(sql))
+	if len(words) > 2 {
+		words = words[:2]
+	}
+	if len(words) == 0 {
+		return "statement"
+	}
+	return strings.Join(words, " ")
 }
 
 // startPlan binds, optimizes and starts a plannable statement. paramTypes

@@ -96,8 +96,15 @@ func TestStatementsAndTransactions(t *testing.T) {
 		t.Errorf("write in read-only: %v", err)
 	}
 	mustExec(t, c, "ROLLBACK; SET default_transaction_read_only = on")
-	if _, err := simple(c, "CREATE TABLE nope (a INT)"); sqlState(err) != "25006" {
-		t.Errorf("DDL in read-only: %v", err)
+	for sql, want := range map[string]string{
+		"CREATE TABLE nope (a INT)":             "cannot execute CREATE TABLE in a read-only transaction",
+		"-- why\nCREATE UNIQUE INDEX ON kv (v)": "cannot execute CREATE INDEX in a read-only transaction",
+		"DROP TABLE kv":                         "cannot execute DROP TABLE in a read-only transaction",
+		"/* x */ COMMENT ON TABLE kv IS 'k'":    "cannot execute COMMENT ON in a read-only transaction",
+	} {
+		if _, err := simple(c, sql); sqlState(err) != "25006" || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s in read-only: %v, want %q", sql, err, want)
+		}
 	}
 	if n := count(t, c, "SELECT count(*) FROM kv"); n < 3 {
 		t.Errorf("reads in read-only: %d", n)
