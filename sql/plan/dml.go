@@ -645,7 +645,7 @@ func (b *builder) dmlSource(t *catalog.Table, alias string, top *scope, from []*
 	}
 	s.qualify = len(s.rels) > 1
 	if where != nil {
-		w, err := b.expr(s, "WHERE", where, types.Bool)
+		w, err := b.expr(s, "WHERE", rewriteRowIn(where), types.Bool)
 		if err != nil {
 			return nil, nil, nil, err
 		}

@@ -51,7 +51,8 @@
 // lists on functions in FROM; nested set-returning calls; set-returning
 // functions of several columns in the select list; ON CONFLICT on an
 // expression index; UPDATE of a subfield or array element; selecting
-// from a sequence. A recursive CTE is inlined at each reference, and a
+// from a sequence; (a, b) IN (SELECT ...) other than as a conjunct of
+// WHERE, HAVING or ON (where it becomes an EXISTS, see rowin.go). A recursive CTE is inlined at each reference, and a
 // GROUP BY of a table's primary key groups by the table's other columns
 // too (they are functionally dependent, so the groups are the same).
 package plan

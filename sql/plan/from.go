@@ -479,7 +479,7 @@ func (b *builder) joinExpr(j *pg_query.JoinExpr, s *scope) (Node, error) {
 		// Star order: the merged columns, then the left's, then the right's.
 		reorderScope(s, l0, merged)
 	} else if j.Quals != nil {
-		on, err := b.expr(s, "JOIN/ON", j.Quals, types.Bool)
+		on, err := b.expr(s, "JOIN/ON", rewriteRowIn(j.Quals), types.Bool)
 		if err != nil {
 			return nil, err
 		}

@@ -733,7 +733,7 @@ func (b *builder) buildSimple(ss *pg_query.SelectStmt, s *scope) (*selResult, er
 	}
 	s.qualify = len(s.rels) > 1
 	if ss.WhereClause != nil {
-		w, err := b.expr(s, "WHERE", ss.WhereClause, types.Bool)
+		w, err := b.expr(s, "WHERE", rewriteRowIn(ss.WhereClause), types.Bool)
 		if err != nil {
 			return nil, err
 		}
@@ -780,7 +780,7 @@ func (b *builder) buildSimple(ss *pg_query.SelectStmt, s *scope) (*selResult, er
 	if ss.HavingClause != nil {
 		bc := b.semCtx(s, "HAVING")
 		bc.AllowAggregates = true
-		if having, err = b.semBuild(bc, ss.HavingClause, types.Bool); err != nil {
+		if having, err = b.semBuild(bc, rewriteRowIn(ss.HavingClause), types.Bool); err != nil {
 			return nil, err
 		}
 		havingAggs, _ = callsIn(ss.HavingClause)
