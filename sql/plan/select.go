@@ -356,34 +356,29 @@ func (b *builder) buildCTEBody(d *cteDef, cs *scope) (Node, error) {
 		if err != nil {
 			return nil, err
 		}
+		// An untyped literal of the recursive term takes the type of the
+		// non-recursive term's column.
+		for i, lit := range untypedTargets(ss.Rarg) {
+			if lit != nil && i < len(initCols) {
+				if err := b.retypeLiteral(rec.node, i, lit, initCols[i].T); err != nil {
+					return nil, err
+				}
+			}
+		}
 		recN := stripHidden(b, rec.node)
 		rc := recN.Columns()
 		if len(rc) != len(initCols) {
 			return nil, pgerror.New(pgerrcode.SyntaxError, "each UNION query must have the same number of columns")
 		}
-		var casts []sem.Expr
-		need := false
 		for i, c := range rc {
-			var e sem.Expr = colRef(c)
-			if !c.T.Identical(initCols[i].T) {
-				if !c.T.Equivalent(initCols[i].T) {
-					ce, err := sem.CoerceToAssign(e, initCols[i].T, initCols[i].Name)
-					if err != nil {
-						return nil, pgerror.New(pgerrcode.DatatypeMismatch,
-							"recursive query %q column %d has type %s in non-recursive term but type %s overall",
-							d.name, i+1, initCols[i].T.Name(), c.T.Name())
-					}
-					e, need = ce, true
-				}
+			if !c.T.Equivalent(initCols[i].T) {
+				// Postgres does not coerce the recursive term: the types
+				// must already agree (typmods may differ).
+				return nil, pgerror.New(pgerrcode.DatatypeMismatch,
+					"recursive query %q column %d has type %s in non-recursive term but type %s overall",
+					d.name, i+1, initCols[i].T.Name(), c.T.Name()).
+					WithHint("Cast the output of the non-recursive term to the correct type.")
 			}
-			casts = append(casts, e)
-		}
-		if need {
-			p := &Project{Input: recN, Exprs: casts}
-			for i := range casts {
-				p.Cols = append(p.Cols, Column{ID: b.newCol(), Name: initCols[i].Name, T: initCols[i].T})
-			}
-			recN = p
 		}
 		n = &RecursiveCTE{ID: d.workID, Init: initN, Recursive: recN, UnionAll: ss.All,
 			Cols: freshCols(b, initCols)}
