@@ -123,6 +123,8 @@ func (s *Session) dispatch(x *stmtState, g stmtGroup, w pgwire.ResultWriter) err
 		return s.fetch(x, n.FetchStmt, w)
 	case *pg_query.Node_ClosePortalStmt:
 		return s.closeCursor(n.ClosePortalStmt, w)
+	case *pg_query.Node_VacuumStmt:
+		return s.vacuum(x, n.VacuumStmt, w)
 	case *pg_query.Node_ListenStmt:
 		// Accepted so that clients which LISTEN at startup work; nothing
 		// in Cairn sends notifications yet, so there is nothing to hear.

@@ -361,3 +361,26 @@ func TestLoginChecks(t *testing.T) {
 		t.Errorf("unknown role: %v", err)
 	}
 }
+
+func TestVacuum(t *testing.T) {
+	url := startServer(t)
+	c := connect(t, url, nil)
+	mustExec(t, c, "CREATE TABLE vt (a INT PRIMARY KEY)")
+	for sql, tag := range map[string]string{"VACUUM ANALYZE vt": "VACUUM", "ANALYZE vt": "ANALYZE", "VACUUM": "VACUUM"} {
+		if tags, err := simple(c, sql); err != nil || tags[0] != tag {
+			t.Errorf("%s: %v %v", sql, tags, err)
+		}
+	}
+	// Several statements of one Query are an implicit block too.
+	if _, err := simple(c, "SELECT 1; VACUUM vt"); sqlState(err) != "25001" {
+		t.Errorf("VACUUM in a multi-statement query: %v", err)
+	}
+	if _, err := simple(c, "VACUUM nosuch"); sqlState(err) != "42P01" {
+		t.Errorf("VACUUM of a missing table: %v", err)
+	}
+	mustExec(t, c, "BEGIN")
+	if _, err := simple(c, "VACUUM vt"); sqlState(err) != "25001" {
+		t.Errorf("VACUUM in a block: %v", err)
+	}
+	mustExec(t, c, "ROLLBACK")
+}

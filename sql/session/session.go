@@ -70,6 +70,9 @@ type Session struct {
 	cur  *stmtState
 	// sqlCursors are the open DECLAREd cursors of the transaction.
 	sqlCursors map[string]*cursor
+	// multiImplicit: the implicit transaction holds several statements of
+	// one Query message (an implicit block, for VACUUM's check).
+	multiImplicit bool
 }
 
 var _ pgwire.Session = (*Session)(nil)
@@ -453,6 +456,8 @@ func (s *Session) autocommit(ctx context.Context, groups []stmtGroup, w pgwire.R
 
 func (s *Session) autocommitOnce(ctx context.Context, groups []stmtGroup, tw *trackingWriter) error {
 	s.beginTxn(false)
+	s.multiImplicit = len(groups) > 1
+	defer func() { s.multiImplicit = false }()
 	for i, g := range groups {
 		// Only the last statement's tag waits for the commit; the others
 		// go out in order between their rows.
