@@ -311,6 +311,7 @@ func (s *Session) startPlan(x *stmtState, st *parser.Statement, paramTypes []*ty
 	if err != nil {
 		return nil, err
 	}
+	substituteParams(p, params, x.types())
 	if err := opt.Optimize(x.ctx, p); err != nil {
 		return nil, err
 	}

@@ -344,3 +344,52 @@ func TestExtendedErrorsAbortBlock(t *testing.T) {
 		mustExec(t, c, "ROLLBACK")
 	}
 }
+
+// TestCustomPlans: parameter values reach the optimizer, so a
+// parameterized point query is a point lookup, as with a literal.
+func TestCustomPlans(t *testing.T) {
+	url := startServer(t)
+	c := connect(t, url, nil)
+	ctx := context.Background()
+	mustExec(t, c, "CREATE TABLE cp (k INT PRIMARY KEY, v TEXT); INSERT INTO cp SELECT g, 'v' || g FROM generate_series(1, 100) AS g")
+	rows, err := c.Query(ctx, "EXPLAIN SELECT v FROM cp WHERE k = $1", 42)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := strings.Join(lines, "\n")
+	if !strings.Contains(plan, "Index Scan using cp_pkey") || !strings.Contains(plan, "42") {
+		t.Errorf("parameterized point query plan:\n%s", plan)
+	}
+	for _, tc := range []struct {
+		arg  any
+		want []string
+	}{{42, []string{"v42"}}, {nil, nil}, {1000, nil}} {
+		rows, err := c.Query(ctx, "SELECT v FROM cp WHERE k = $1", tc.arg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil || strings.Join(got, ",") != strings.Join(tc.want, ",") {
+			t.Errorf("k = %v: %v %v, want %v", tc.arg, got, err, tc.want)
+		}
+	}
+	// Parameters elsewhere: LIMIT, INSERT values, a range.
+	rows, err = c.Query(ctx, "SELECT k FROM cp WHERE k > $1 ORDER BY k LIMIT $2", 97, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil || len(ks) != 2 || ks[0] != 98 || ks[1] != 99 {
+		t.Errorf("range with LIMIT $2: %v %v", ks, err)
+	}
+	if _, err := c.Exec(ctx, "INSERT INTO cp VALUES ($1, $2)", 101, "new"); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(t, c, "SELECT count(*) FROM cp WHERE v = 'new'"); n != 1 {
+		t.Errorf("INSERT with parameters: %d", n)
+	}
+}

@@ -76,6 +76,7 @@ func (s *Session) explain(x *stmtState, st *parser.Statement, n *pg_query.Explai
 		if err != nil {
 			return err
 		}
+		substituteParams(p, b.params, x.types())
 		if err := opt.Optimize(x.ctx, p); err != nil {
 			return err
 		}

@@ -1,0 +1,86 @@
+package session
+
+import (
+	"reflect"
+
+	"github.com/cairn-db/cairn/sql/plan"
+	"github.com/cairn-db/cairn/sql/sem"
+	"github.com/cairn-db/cairn/sql/types"
+)
+
+// Custom plans. The session binds a prepared statement again at every
+// Execute (there is no plan cache), so it can do what PostgreSQL does for
+// its custom plans: put the parameter values into the plan as constants
+// before optimizing. The optimizer then derives index spans from them
+// (WHERE id = $1 becomes a point lookup instead of a scan with a filter),
+// and constant subexpressions fold. The executor still gets the values,
+// for any placeholder left (none should be).
+
+var (
+	exprType    = reflect.TypeFor[sem.Expr]()
+	planPkgPath = reflect.TypeFor[plan.Plan]().PkgPath()
+)
+
+// substituteParams replaces $n by its value in every expression of p.
+func substituteParams(p *plan.Plan, params []types.Datum, tc *types.Context) {
+	if len(params) == 0 {
+		return
+	}
+	bind := func(e sem.Expr) sem.Expr {
+		e = sem.Map(e, func(e sem.Expr) sem.Expr {
+			if pr, ok := e.(*sem.Param); ok && pr.Index >= 1 && pr.Index <= len(params) {
+				return &sem.Const{Datum: params[pr.Index-1], T: pr.T}
+			}
+			return e
+		})
+		return sem.Fold(tc, e)
+	}
+	walkExprs(reflect.ValueOf(p), bind, make(map[uintptr]bool))
+}
+
+// walkExprs visits every settable sem.Expr reachable from v through the
+// plan package's nodes (not into catalog descriptors or types) and
+// replaces it with f's result when that fits the field.
+func walkExprs(v reflect.Value, f func(sem.Expr) sem.Expr, seen map[uintptr]bool) {
+	switch v.Kind() {
+	case reflect.Interface:
+		if v.IsNil() {
+			return
+		}
+		if v.Type() == exprType {
+			if v.CanSet() {
+				v.Set(reflect.ValueOf(f(v.Interface().(sem.Expr))))
+			}
+			return
+		}
+		walkExprs(v.Elem(), f, seen) // a plan.Node holding a *plan.X
+	case reflect.Pointer:
+		if v.IsNil() {
+			return
+		}
+		if v.Type().Implements(exprType) {
+			// A concrete expression field (SetFunc.Call *sem.FuncCall).
+			if v.CanSet() {
+				if out := reflect.ValueOf(f(v.Interface().(sem.Expr))); out.Type().AssignableTo(v.Type()) {
+					v.Set(out)
+				}
+			}
+			return
+		}
+		if v.Type().Elem().PkgPath() != planPkgPath || seen[v.Pointer()] {
+			return
+		}
+		seen[v.Pointer()] = true
+		walkExprs(v.Elem(), f, seen)
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				walkExprs(v.Field(i), f, seen)
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		for i := range v.Len() {
+			walkExprs(v.Index(i), f, seen)
+		}
+	}
+}
