@@ -96,7 +96,7 @@ func (c *FixedContext) Types() *types.Context    { return c.TypesCtx }
 func (c *FixedContext) TxnTimestamp() time.Time  { return c.Txn }
 func (c *FixedContext) StmtTimestamp() time.Time { return c.Stmt }
 func (c *FixedContext) Session() SessionInfo     { return c.Info }
-func (c *FixedContext) Sequences() SequenceOps { return nil }
+func (c *FixedContext) Sequences() SequenceOps   { return nil }
 
 func (c *FixedContext) AdvisoryLocks() AdvisoryLocker {
 	return c.Locks
