@@ -274,6 +274,9 @@ func (r *runner) buildScan(n *plan.Scan) (op, error) {
 		// fetcher skips other indexes' keys) and check spans per row.
 		if len(n.Spans) > 0 {
 			o.spanCheck = spanChecker(keyPos, idx.KeyOrders, n.Spans)
+			// The check reads the key columns even when nothing above
+			// does (the optimizer prunes columns its spans enforce).
+			needed = append(needed, idx.KeyColumns...)
 		}
 		whole := l.IndexSpan(idx)
 		s, err := newStream([]kvpb.Span{whole})
