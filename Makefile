@@ -52,7 +52,7 @@ logic-pg:
 	./scripts/pg15.sh start $(LOGIC_PG_DIR) $(LOGIC_PG_PORT) >/dev/null
 	CAIRN_LOGIC_ENGINE=postgres \
 	CAIRN_LOGIC_URL='postgres://postgres@127.0.0.1:$(LOGIC_PG_PORT)/postgres?sslmode=disable' \
-	$(GO) test -tags logic -count=1 -run 'TestLogic' ./test/logic/ $(LOGICFLAGS); \
+	$(GO) test -count=1 -run 'TestLogic' ./test/logic/ $(LOGICFLAGS); \
 	rc=$$?; ./scripts/pg15.sh stop $(LOGIC_PG_DIR) $(LOGIC_PG_PORT); exit $$rc
 
 # Real PostgreSQL clients (psql, pgbench, psycopg2) against a `cairn start`

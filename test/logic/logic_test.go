@@ -1,5 +1,3 @@
-//go:build logic
-
 package logic
 
 import (
@@ -12,16 +10,14 @@ import (
 )
 
 // TestLogic runs every file in testdata/ against a server, each in its own
-// database. It is behind the "logic" build tag because it needs a server:
+// database. By default the server is an in-memory Cairn node this test
+// starts (server_test.go); it is part of the default test command.
 //
 //	make logic-pg     against a throwaway PostgreSQL 15 (validates the files)
-//	CAIRN_LOGIC_URL=postgres://... go test -tags logic -run TestLogic ./test/logic/
+//	CAIRN_LOGIC_URL=postgres://... go test -run TestLogic ./test/logic/
 //
 // CAIRN_LOGIC_URL names the server; CAIRN_LOGIC_ENGINE (postgres or cairn,
-// default cairn) selects onlyif/skipif records. Without a URL the test
-// starts a Cairn server through newServer; until the SQL layer provides one
-// (by assigning newServer in a file of this package), it fails rather than
-// pass without running anything.
+// default cairn) selects onlyif/skipif records.
 //
 // -rewrite replaces each file's expected results with the server's answers
 // (author against PostgreSQL, then read the diff); -file limits the run to

@@ -1,5 +1,3 @@
-//go:build logic
-
 package logic
 
 import (
