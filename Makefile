@@ -3,7 +3,7 @@ GO       ?= go
 PKGS     ?= ./...
 TIMEOUT  ?= 20m
 
-.PHONY: all build test testrace lint fmt vet fuzz bench bench-kv deps
+.PHONY: all build demo test testrace lint fmt vet fuzz bench bench-kv deps
 
 all: build
 
@@ -12,6 +12,11 @@ deps:
 
 build: deps
 	$(GO) build $(PKGS)
+
+# The README's "run it": an in-memory node with sample tables and a SQL
+# shell on it (psql works too: the URL is printed first).
+demo: deps
+	$(GO) run ./cmd/cairn demo
 
 # The README's test command. Lint first: it is cheap and fails fast.
 test: deps lint
