@@ -282,6 +282,9 @@ func castToString(ctx *Context, d Datum, from, to *T, explicit bool) (Datum, err
 		if from.Oid == BPChar.Oid && to.Oid != BPChar.Oid {
 			s = string(BPCharTrim(v))
 		}
+	} else if v, ok := d.(DBool); ok {
+		// booltext spells the words out; only boolout abbreviates.
+		s = strconv.FormatBool(bool(v))
 	} else {
 		s = Format(ctx, from, d)
 	}

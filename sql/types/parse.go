@@ -8,7 +8,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/cockroachdb/apd/v3"
-	"github.com/google/uuid"
 	"github.com/jackc/pgerrcode"
 
 	"github.com/cairn-db/cairn/sql/pgerror"
@@ -49,11 +48,11 @@ func ParseDatum(ctx *Context, t *T, s string) (Datum, error) {
 	case IntervalFamily:
 		return parseInterval(t, s)
 	case UUIDFamily:
-		u, err := uuid.Parse(strings.TrimSpace(s))
-		if err != nil {
+		u, ok := parseUUID(s)
+		if !ok {
 			return nil, errInvalidSyntax(t, s)
 		}
-		return DUUID(u), nil
+		return u, nil
 	case JSONBFamily:
 		j, err := ParseJSON(s)
 		if err != nil {
@@ -81,6 +80,53 @@ func ParseDatum(ctx *Context, t *T, s string) (Datum, error) {
 		return DString(s), nil
 	}
 	return nil, pgerror.New(pgerrcode.FeatureNotSupported, "cannot parse type %s", t.Name())
+}
+
+// parseUUID accepts what uuid_in accepts: 32 hex digits, optionally in
+// braces, with an optional hyphen after any group of four digits (so the
+// canonical 8-4-4-4-12 form, no hyphens at all, and Postgres's other
+// spellings), surrounded by nothing else.
+func parseUUID(s string) (DUUID, bool) {
+	var u DUUID
+	src := s
+	braces := strings.HasPrefix(src, "{")
+	if braces {
+		src = src[1:]
+	}
+	for i := 0; i < 16; i++ {
+		if len(src) < 2 {
+			return u, false
+		}
+		hi, ok1 := unhex(src[0])
+		lo, ok2 := unhex(src[1])
+		if !ok1 || !ok2 {
+			return u, false
+		}
+		u[i] = hi<<4 | lo
+		src = src[2:]
+		if i%2 == 1 && i < 15 && strings.HasPrefix(src, "-") {
+			src = src[1:]
+		}
+	}
+	if braces {
+		if !strings.HasPrefix(src, "}") {
+			return u, false
+		}
+		src = src[1:]
+	}
+	return u, src == ""
+}
+
+func unhex(c byte) (byte, bool) {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0', true
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10, true
+	case c >= 'A' && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
 }
 
 // parseBool accepts what boolin accepts: any case, surrounding spaces, and
