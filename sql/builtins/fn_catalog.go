@@ -1,6 +1,8 @@
 package builtins
 
 import (
+	"strings"
+
 	"github.com/cairn-db/cairn/sql/types"
 )
 
@@ -173,12 +175,22 @@ func init() {
 		if len(a) > 1 {
 			col = int(i64(a[1]))
 		}
-		return ci.IndexDef(oidArg(a[0]), col)
+		s, ok := ci.IndexDef(oidArg(a[0]), col)
+		if ok && col == 0 && len(a) > 2 && bool(a[2].(types.DBool)) {
+			s = prettyIndexDef(s)
+		}
+		return s, ok
 	})
 	registerFn("pg_get_indexdef",
 		Overload{Args: []*types.T{oid}, Return: Fixed(text), Strict: true, Volatility: Stable, Fn: indexDef},
 		Overload{Args: []*types.T{oid, i4, b}, Return: Fixed(text), Strict: true, Volatility: Stable, Fn: indexDef})
-	conDef := catalogText(func(ci CatalogInfo, a []types.Datum) (string, bool) { return ci.ConstraintDef(oidArg(a[0])) })
+	conDef := catalogText(func(ci CatalogInfo, a []types.Datum) (string, bool) {
+		s, ok := ci.ConstraintDef(oidArg(a[0]))
+		if ok && len(a) > 1 && bool(a[1].(types.DBool)) {
+			s = prettyConstraintDef(s)
+		}
+		return s, ok
+	})
 	registerFn("pg_get_constraintdef",
 		Overload{Args: []*types.T{oid}, Return: Fixed(text), Strict: true, Volatility: Stable, Fn: conDef},
 		Overload{Args: []*types.T{oid, b}, Return: Fixed(text), Strict: true, Volatility: Stable, Fn: conDef})
@@ -368,4 +380,68 @@ func equalFoldASCII(a, b string) bool {
 		}
 	}
 	return true
+}
+
+// The pretty forms of pg_get_indexdef and pg_get_constraintdef (what psql's
+// \d asks for) print a CHECK expression or an index predicate without the
+// pair of parentheses the plain forms wrap it in: CHECK (a > 0) and
+// WHERE a IS NOT NULL against CHECK ((a > 0)) and WHERE (a IS NOT NULL).
+
+// prettyConstraintDef drops the parentheses around a CHECK expression.
+func prettyConstraintDef(s string) string {
+	const pre = "CHECK ("
+	if strings.HasPrefix(s, pre) && strings.HasSuffix(s, ")") {
+		return pre + unwrapParens(s[len(pre):len(s)-1]) + ")"
+	}
+	return s
+}
+
+// prettyIndexDef drops the parentheses around the predicate of a partial
+// index: the WHERE outside any parentheses or quotes.
+func prettyIndexDef(s string) string {
+	const where = " WHERE "
+	depth, quote := 0, rune(0)
+	for i, r := range s {
+		switch {
+		case quote != 0:
+			if r == quote {
+				quote = 0
+			}
+		case r == '\'' || r == '"':
+			quote = r
+		case r == '(':
+			depth++
+		case r == ')':
+			depth--
+		case depth == 0 && strings.HasPrefix(s[i:], where):
+			return s[:i+len(where)] + unwrapParens(s[i+len(where):])
+		}
+	}
+	return s
+}
+
+// unwrapParens removes one pair of parentheses that encloses all of e.
+func unwrapParens(e string) string {
+	if !strings.HasPrefix(e, "(") || !strings.HasSuffix(e, ")") {
+		return e
+	}
+	depth, quote := 0, rune(0)
+	for i, r := range e {
+		switch {
+		case quote != 0:
+			if r == quote {
+				quote = 0
+			}
+		case r == '\'' || r == '"':
+			quote = r
+		case r == '(':
+			depth++
+		case r == ')':
+			depth--
+			if depth == 0 && i != len(e)-1 {
+				return e
+			}
+		}
+	}
+	return e[1 : len(e)-1]
 }

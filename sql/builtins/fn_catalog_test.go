@@ -172,3 +172,32 @@ func TestVectorSubscripts(t *testing.T) {
 		t.Errorf("array_lower of int2[] = %v", got)
 	}
 }
+
+// The pretty forms drop the pair of parentheses the plain forms add, as
+// PostgreSQL 15's pg_get_constraintdef(oid, true) and pg_get_indexdef(oid,
+// 0, true) do (the first and fourth cases are its output); parentheses the
+// user wrote inside stay (PostgreSQL's deparser would drop those too).
+func TestPrettyDefs(t *testing.T) {
+	for _, tc := range []struct{ plain, want string }{
+		{"CHECK ((age >= 0))", "CHECK (age >= 0)"},
+		{"CHECK ((a > 0) AND (b > 0))", "CHECK ((a > 0) AND (b > 0))"},
+		{"CHECK (((a > 0) AND (b > 0)))", "CHECK ((a > 0) AND (b > 0))"},
+		{"CHECK ((s <> ')'))", "CHECK (s <> ')')"},
+		{"UNIQUE (a, b)", "UNIQUE (a, b)"},
+	} {
+		if got := prettyConstraintDef(tc.plain); got != tc.want {
+			t.Errorf("prettyConstraintDef(%q) = %q, want %q", tc.plain, got, tc.want)
+		}
+	}
+	for _, tc := range []struct{ plain, want string }{
+		{"CREATE INDEX i ON public.t USING btree (age DESC) WHERE (age IS NOT NULL)",
+			"CREATE INDEX i ON public.t USING btree (age DESC) WHERE age IS NOT NULL"},
+		{`CREATE INDEX " WHERE (" ON public.t USING btree (a)`, `CREATE INDEX " WHERE (" ON public.t USING btree (a)`},
+		{"CREATE INDEX i ON public.t USING btree (a) WHERE ((a > 0) OR (b > 0))",
+			"CREATE INDEX i ON public.t USING btree (a) WHERE (a > 0) OR (b > 0)"},
+	} {
+		if got := prettyIndexDef(tc.plain); got != tc.want {
+			t.Errorf("prettyIndexDef(%q) = %q, want %q", tc.plain, got, tc.want)
+		}
+	}
+}
