@@ -78,9 +78,7 @@ func (r *Replica) Apply(p *Proposal) error {
 	for _, in := range p.LocksAcquired {
 		r.locks.acquire(in.Key, in.Txn)
 	}
-	for _, rel := range p.LocksReleased {
-		r.locks.releaseRange(rel.Span.Key, spanEnd(rel.Span), rel.Txn)
-	}
+	r.locks.releaseAll(p.LocksReleased)
 	for _, u := range p.LocksUpdated {
 		r.locks.wakeRange(u.Span.Key, spanEnd(u.Span), u.Txn)
 	}

@@ -87,15 +87,73 @@ func (t *lockTable) releaseLocked(key string, txn uuid.UUID) {
 	}
 }
 
-// releaseRange drops every lock txn holds in [start, end).
-func (t *lockTable) releaseRange(start, end []byte, txn uuid.UUID) {
+// releaseAll drops every lock each release's transaction holds in its span,
+// in O(locks·log spans) rather than a pass over the table per span: a
+// transaction that wrote many keys (CREATE INDEX, COPY) ends with up to
+// MaxLockSpans spans, points and condensed ranges, and a table holding as
+// many locks, so a pass over the table per span was quadratic (most of the
+// CPU time of a 100k-row CREATE INDEX). Points are looked up directly; the
+// ranges of each transaction are sorted and merged, and one pass over the
+// table finds the locks inside them by binary search.
+func (t *lockTable) releaseAll(rels []LockRelease) {
+	if len(rels) == 0 {
+		return
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	var ranges map[uuid.UUID][]kvpb.Span
+	for _, rel := range rels {
+		if len(rel.Span.EndKey) == 0 {
+			t.releaseLocked(string(rel.Span.Key), rel.Txn)
+			continue
+		}
+		if ranges == nil {
+			ranges = make(map[uuid.UUID][]kvpb.Span)
+		}
+		ranges[rel.Txn] = append(ranges[rel.Txn], rel.Span)
+	}
+	if len(ranges) == 0 || len(t.locks) == 0 {
+		return
+	}
+	for txn, spans := range ranges {
+		ranges[txn] = mergeRanges(spans)
+	}
 	for k, l := range t.locks {
-		if l.holder.ID == txn && bytes.Compare([]byte(k), start) >= 0 && bytes.Compare([]byte(k), end) < 0 {
-			t.releaseLocked(k, txn)
+		spans, ok := ranges[l.holder.ID]
+		if !ok {
+			continue
+		}
+		// The last span starting at or before k is the only one that can
+		// contain it: the spans are merged, so disjoint and sorted.
+		i, _ := slices.BinarySearchFunc(spans, k, func(s kvpb.Span, k string) int {
+			if string(s.Key) <= k {
+				return -1
+			}
+			return 1
+		})
+		if i > 0 && k < string(spans[i-1].EndKey) {
+			close(l.released)
+			delete(t.locks, k)
 		}
 	}
+}
+
+// mergeRanges sorts range spans (all with an EndKey) by start key and merges
+// the overlapping or touching ones.
+func mergeRanges(spans []kvpb.Span) []kvpb.Span {
+	slices.SortFunc(spans, func(a, b kvpb.Span) int { return bytes.Compare(a.Key, b.Key) })
+	out := spans[:1]
+	for _, s := range spans[1:] {
+		last := &out[len(out)-1]
+		if bytes.Compare(s.Key, last.EndKey) <= 0 {
+			if bytes.Compare(s.EndKey, last.EndKey) > 0 {
+				last.EndKey = s.EndKey
+			}
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 // wakeRange wakes the waiters of every lock txn holds in [start, end)

@@ -1,0 +1,68 @@
+package tablet
+
+import (
+	"fmt"
+	"math/rand"
+	"slices"
+	"testing"
+
+	"github.com/cairn-db/cairn/kvpb"
+	"github.com/google/uuid"
+)
+
+// TestLockTableReleaseAll checks releaseAll against the definition it
+// optimizes: a lock goes iff one of the releases names its holder and its
+// span (a point, or a range, possibly overlapping others) contains its key.
+func TestLockTableReleaseAll(t *testing.T) {
+	txns := []uuid.UUID{uuid.New(), uuid.New(), uuid.New()}
+	key := func(i int) []byte { return []byte(fmt.Sprintf("k%03d", i)) }
+	rng := rand.New(rand.NewSource(1))
+	for iter := 0; iter < 300; iter++ {
+		lt := newLockTable()
+		held := map[string]uuid.UUID{}
+		chans := map[string]<-chan struct{}{}
+		for i := 0; i < 60; i++ {
+			k := key(rng.Intn(100))
+			h := txns[rng.Intn(len(txns))]
+			lt.acquire(k, kvpb.TxnMeta{ID: h})
+			held[string(k)] = h
+		}
+		for k := range held {
+			chans[k] = lt.locks[k].released
+		}
+		var rels []LockRelease
+		for i := rng.Intn(8); i > 0; i-- {
+			a := rng.Intn(100)
+			sp := kvpb.Span{Key: key(a)}
+			if rng.Intn(2) == 0 {
+				sp.EndKey = key(a + 1 + rng.Intn(30))
+			}
+			rels = append(rels, LockRelease{Span: sp, Txn: txns[rng.Intn(len(txns))]})
+		}
+		want := map[string]bool{}
+		for k, h := range held {
+			for _, r := range rels {
+				if r.Txn == h && k >= string(r.Span.Key) && k < string(spanEnd(r.Span)) {
+					want[k] = true
+				}
+			}
+		}
+		lt.releaseAll(slices.Clone(rels))
+		for k := range held {
+			_, still := lt.locks[k]
+			if still == want[k] {
+				t.Fatalf("iter %d: lock %s held=%v, want released=%v; releases %v", iter, k, still, want[k], rels)
+			}
+			select {
+			case <-chans[k]:
+				if !want[k] {
+					t.Fatalf("iter %d: waiters of %s woken but the lock stays", iter, k)
+				}
+			default:
+				if want[k] {
+					t.Fatalf("iter %d: waiters of released %s not woken", iter, k)
+				}
+			}
+		}
+	}
+}
