@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"fmt"
 	"strings"
 	"sync"
 
@@ -93,10 +94,25 @@ func (b *builder) storedBuild(text, what string, s sem.Scope, colType *types.T, 
 }
 
 func (b *builder) defaultExpr(c *catalog.Column) (sem.Expr, error) {
-	if c.DefaultExpr == "" || c.ComputedExpr != "" {
+	text := defaultText(c)
+	if text == "" {
 		return &sem.Const{Datum: types.DNull, T: c.Type}, nil
 	}
-	return b.storedBuild(c.DefaultExpr, "DEFAULT", nil, c.Type, c.Name)
+	return b.storedBuild(text, "DEFAULT", nil, c.Type, c.Name)
+}
+
+// defaultText is column c's default as SQL text ("" when it is NULL). An
+// identity column stores no default text: its default is its sequence's
+// nextval (descriptor IDs are the OIDs regclass names), as the executor's
+// COPY path computes it too.
+func defaultText(c *catalog.Column) string {
+	if c.ComputedExpr != "" {
+		return ""
+	}
+	if c.DefaultExpr == "" && c.Identity != "" && c.SequenceID != 0 {
+		return fmt.Sprintf("nextval(%d::regclass)", c.SequenceID)
+	}
+	return c.DefaultExpr
 }
 
 // rowExprs binds what the executor computes over a written row known by
@@ -235,6 +251,9 @@ func (b *builder) buildInsert(ins *pg_query.InsertStmt) (Node, error) {
 		return nil, err
 	}
 	overrideSystem := ins.Override == pg_query.OverridingKind_OVERRIDING_SYSTEM_VALUE
+	// OVERRIDING USER VALUE: the values given for identity columns are
+	// ignored and the columns take their sequences' values.
+	overrideUser := ins.Override == pg_query.OverridingKind_OVERRIDING_USER_VALUE
 	ins2 := &Insert{Table: t, TableCols: b.freshIDs(len(t.Columns))}
 	// Target columns.
 	var cols []*catalog.Column
@@ -299,7 +318,7 @@ func (b *builder) buildInsert(ins *pg_query.InsertStmt) (Node, error) {
 					continue
 				}
 				it := items[i]
-				if it.GetSetToDefault() != nil {
+				if it.GetSetToDefault() != nil || (overrideUser && c.Identity != "") {
 					e, err := b.defaultExpr(c)
 					if err != nil {
 						return nil, err
@@ -348,6 +367,16 @@ func (b *builder) buildInsert(ins *pg_query.InsertStmt) (Node, error) {
 		p := &Project{Input: n}
 		cast := false
 		for i, c := range cols {
+			if overrideUser && c.Identity != "" {
+				e, err := b.defaultExpr(c)
+				if err != nil {
+					return nil, err
+				}
+				p.Exprs = append(p.Exprs, e)
+				p.Cols = append(p.Cols, Column{ID: b.newCol(), Name: c.Name, T: c.Type})
+				cast = true
+				continue
+			}
 			if err := checkInsertable(c, overrideSystem); err != nil {
 				return nil, err
 			}
@@ -373,7 +402,7 @@ func (b *builder) buildInsert(ins *pg_query.InsertStmt) (Node, error) {
 	ins2.Defaults = make([]sem.Expr, len(t.Columns))
 	for i := range t.Columns {
 		c := &t.Columns[i]
-		if c.DefaultExpr == "" || c.ComputedExpr != "" {
+		if defaultText(c) == "" {
 			continue
 		}
 		if ins2.Defaults[i], err = b.defaultExpr(c); err != nil {

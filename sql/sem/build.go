@@ -66,6 +66,10 @@ type builder struct {
 	paramLoc map[*Param]int32
 	// inAgg is set while building an aggregate's arguments.
 	inAgg bool
+	// inWindow is set while building a window call's arguments (an
+	// aggregate used with OVER included): PostgreSQL refuses a window call
+	// there as nested (42P20) but allows a plain aggregate.
+	inWindow bool
 }
 
 func (b *builder) pos(loc int32, err error) error {
@@ -700,19 +704,21 @@ func (b *builder) buildCase(c *pg_query.CaseExpr) (Expr, error) {
 		if err != nil {
 			return nil, err
 		}
-		results = append(results, res)
-		resultNodes = append(resultNodes, c.Defresult)
+		// transformCaseExpr puts ELSE first in the list it unifies, so a
+		// mismatch names the ELSE type first and points at a WHEN branch.
+		results = append([]Expr{res}, results...)
+		resultNodes = append([]*pg_query.Node{c.Defresult}, resultNodes...)
 	}
 	t, err := b.unify("CASE", results, resultNodes, c.Location)
 	if err != nil {
 		return nil, err
 	}
 	out.T = t
+	if c.Defresult != nil {
+		out.Else, results = results[0], results[1:]
+	}
 	for i := range out.Whens {
 		out.Whens[i].Result = results[i]
-	}
-	if c.Defresult != nil {
-		out.Else = results[len(results)-1]
 	}
 	return out, nil
 }
@@ -811,12 +817,17 @@ func (b *builder) buildTypeCast(tc *pg_query.TypeCast) (Expr, error) {
 func (b *builder) buildFuncCall(fc *pg_query.FuncCall) (Expr, error) {
 	name := opName(fc.Funcname)
 	argb := b
-	if isAggregateName(name) {
+	switch {
+	case fc.Over != nil:
+		inner := *b
+		inner.inAgg, inner.inWindow = false, true
+		argb = &inner
+	case isAggregateName(name):
 		if b.inAgg {
 			return nil, b.pos(fc.Location, pgerror.New(pgerrcode.GroupingError, "aggregate function calls cannot be nested"))
 		}
 		inner := *b
-		inner.inAgg = true
+		inner.inAgg, inner.inWindow = true, false
 		argb = &inner
 	}
 	args, err := argb.buildList(fc.Args)
@@ -842,6 +853,9 @@ func (b *builder) buildFuncCall(fc *pg_query.FuncCall) (Expr, error) {
 	case class == builtins.Generator:
 		return nil, b.pos(fc.Location, errSRFNotAllowed(b.clause()))
 	case fc.Over != nil:
+		if b.inWindow {
+			return nil, b.pos(fc.Location, pgerror.New(pgerrcode.WindowingError, "window function calls cannot be nested"))
+		}
 		if b.inAgg {
 			return nil, b.pos(fc.Location, pgerror.New(pgerrcode.GroupingError, "aggregate function calls cannot contain window function calls"))
 		}
