@@ -65,8 +65,10 @@ func (s *Session) newStmt(ctx context.Context) *stmtState {
 
 // isPlannable reports whether st goes through the binder.
 func isPlannable(st *parser.Statement) bool {
-	switch node(st).(type) {
-	case *pg_query.Node_SelectStmt, *pg_query.Node_InsertStmt, *pg_query.Node_UpdateStmt, *pg_query.Node_DeleteStmt:
+	switch n := node(st).(type) {
+	case *pg_query.Node_SelectStmt:
+		return n.SelectStmt.IntoClause == nil // SELECT INTO is CREATE TABLE AS
+	case *pg_query.Node_InsertStmt, *pg_query.Node_UpdateStmt, *pg_query.Node_DeleteStmt:
 		return true
 	}
 	return false
@@ -86,7 +88,12 @@ func (s *Session) execGroup(ctx context.Context, g stmtGroup, w pgwire.ResultWri
 func (s *Session) dispatch(x *stmtState, g stmtGroup, w pgwire.ResultWriter) error {
 	st := g.main
 	switch n := node(st).(type) {
+	case *pg_query.Node_CreateTableAsStmt:
+		return s.createTableAs(x, st, n.CreateTableAsStmt, w)
 	case *pg_query.Node_SelectStmt, *pg_query.Node_InsertStmt, *pg_query.Node_UpdateStmt, *pg_query.Node_DeleteStmt:
+		if sel, ok := n.(*pg_query.Node_SelectStmt); ok && sel.SelectStmt.IntoClause != nil {
+			return s.createTableAs(x, st, selectIntoAsCTAS(sel.SelectStmt), w)
+		}
 		c, err := s.startPlan(x, st, nil, nil, nil)
 		if err != nil {
 			return err
