@@ -43,6 +43,13 @@ func AdvisoryKeyOf(args []types.Datum) AdvisoryKey {
 }
 
 func init() {
+	// pg_typeof names its argument's type: the body is bound to the
+	// resolved type, and a NULL argument still has one (not Strict).
+	registerFn("pg_typeof", Overload{Args: []*types.T{Any}, Return: Fixed(types.RegType), Volatility: Stable,
+		Bind: func(at []*types.T) Fn {
+			oid := types.DOid(at[0].Oid)
+			return func(EvalContext, []types.Datum) (types.Datum, error) { return oid, nil }
+		}})
 	registerFn("version", Overload{Return: Fixed(types.Text), Volatility: Stable, Fn: func(EvalContext, []types.Datum) (types.Datum, error) {
 		return types.DString(VersionString()), nil
 	}})

@@ -131,6 +131,18 @@ type Overload struct {
 	Class  Class
 	// Fn evaluates Normal overloads.
 	Fn Fn
+	// Bind, when set, makes a Normal overload's body from the call's
+	// resolved argument types, for the few functions whose result depends
+	// on them rather than on the values (pg_typeof); Fn is then unused
+	// and Resolved.Func returns Bind's result.
+	Bind func(argTypes []*types.T) Fn
+	// ArgNames are the parameters' names (pg_proc.proargnames), which
+	// calls may use (make_interval(days => 3)); nil when the function
+	// takes no named arguments. Defaults are the values of the trailing
+	// len(Defaults) parameters when a named call omits them
+	// (pg_proc.proargdefaults).
+	ArgNames []string
+	Defaults []types.Datum
 	// SRF and Columns describe Generator overloads. A single column is
 	// named after the function, as Postgres names it.
 	SRF     SRF

@@ -32,7 +32,7 @@ func TestRegistryWellFormed(t *testing.T) {
 				var ok bool
 				switch o.Class {
 				case Normal:
-					ok = o.Fn != nil
+					ok = (o.Fn != nil) != (o.Bind != nil)
 				case Generator:
 					ok = o.SRF != nil && o.Columns != nil
 				case AggregateClass:

@@ -15,6 +15,22 @@ type Resolved struct {
 	ArgTypes []*types.T
 	// Return is the call's result type.
 	Return *types.T
+	// Order, for a call with named arguments (ResolveFuncNamed), gives
+	// for each parameter the index of the call argument that supplies
+	// it, or -1 when the parameter takes Overload.Defaults' value; nil
+	// means the arguments are already positional.
+	Order []int
+
+	fn Fn // Overload.Bind(ArgTypes), when the overload has Bind
+}
+
+// Func is the body to call for this call site: Overload.Fn, or what
+// Overload.Bind made for its argument types.
+func (r *Resolved) Func() Fn {
+	if r.fn != nil {
+		return r.fn
+	}
+	return r.Overload.Fn
 }
 
 // Eval applies the overload to args, which must already have ArgTypes;
@@ -30,7 +46,7 @@ func (r *Resolved) Eval(ctx EvalContext, args []types.Datum) (types.Datum, error
 			}
 		}
 	}
-	return r.Overload.Fn(ctx, args)
+	return r.Func()(ctx, args)
 }
 
 // ResolveFunc picks the overload of function name for arguments of the
@@ -435,7 +451,11 @@ func finish(c *candidate, args []*types.T) (*Resolved, error) {
 			at[i] = p
 		}
 	}
-	return &Resolved{Overload: c.o, ArgTypes: at, Return: c.o.Return(at)}, nil
+	r := &Resolved{Overload: c.o, ArgTypes: at, Return: c.o.Return(at)}
+	if c.o.Bind != nil {
+		r.fn = c.o.Bind(at)
+	}
+	return r, nil
 }
 
 // category is pg_type.typcategory and typispreferred, with the

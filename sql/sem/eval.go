@@ -236,10 +236,10 @@ func (c *compiler) call(r *builtins.Resolved, argExprs []Expr) (evalFn, error) {
 	if err != nil {
 		return nil, err
 	}
-	if r.Overload.Class != builtins.Normal || r.Overload.Fn == nil {
+	if r.Overload.Class != builtins.Normal || r.Func() == nil {
 		return nil, pgerror.New(pgerrcode.InternalError, "sem: %s is not a scalar function", r.Overload.Signature())
 	}
-	fn, strict := r.Overload.Fn, r.Overload.Strict
+	fn, strict := r.Func(), r.Overload.Strict
 	buf := make([]types.Datum, len(args))
 	return func(ctx *EvalContext, row []types.Datum) (types.Datum, error) {
 		for i, a := range args {
@@ -259,7 +259,7 @@ func (c *compiler) call(r *builtins.Resolved, argExprs []Expr) (evalFn, error) {
 // apply2 applies a resolved binary operator to two non-NULL values.
 func apply2(ctx *EvalContext, r *builtins.Resolved, buf []types.Datum, l, rv types.Datum) (types.Datum, error) {
 	buf[0], buf[1] = l, rv
-	return r.Overload.Fn(ctx.fn(), buf)
+	return r.Func()(ctx.fn(), buf)
 }
 
 func (c *compiler) cmp(v *Cmp) (evalFn, error) {
