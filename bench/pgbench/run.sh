@@ -1,23 +1,34 @@
 #!/usr/bin/env bash
 # pgbench against Cairn and against PostgreSQL 15 on the same machine, in
-# the same run: prints TPS for each workload and Cairn's ratio to Postgres.
+# the same run: prints TPS for each workload and Cairn's ratio to Postgres,
+# then the time of bulk operations on a generated table and Cairn's ratio.
 #
 #   bench/pgbench/run.sh [-runs N] [-T SECONDS] [-c CLIENTS] [-s SCALE]
+#                        [-rows ROWS] [-skip-tps] [-skip-bulk]
 #
 # Each workload runs N times (default 3) on each system, alternating, and the
-# median TPS is reported. Both run on loopback with synced commits (Postgres
+# median is reported. Both run on loopback with synced commits (Postgres
 # with fsync=on, synchronous_commit=on; Cairn always syncs).
+#
+# The bulk section loads the same generated CSV file of ROWS rows (default
+# 1,000,000) into (id int8 primary key, a int8, b text, c float8) on both
+# systems with psql's \copy (COPY FROM STDIN), then times CREATE INDEX on a
+# and SELECT count(*). Each run uses a fresh table. Times are wall-clock
+# seconds of the psql command, client included.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . test/compat/lib.sh
 
-runs=3 secs=15 clients=4 scale=1
+runs=3 secs=15 clients=4 scale=1 rows=1000000 do_tps=1 do_bulk=1
 while [ $# -gt 0 ]; do
   case $1 in
   -runs) runs=$2; shift 2 ;;
   -T) secs=$2; shift 2 ;;
   -c) clients=$2; shift 2 ;;
   -s) scale=$2; shift 2 ;;
+  -rows) rows=$2; shift 2 ;;
+  -skip-tps) do_tps=; shift ;;
+  -skip-bulk) do_bulk=; shift ;;
   *) echo "unknown flag $1" >&2; exit 2 ;;
   esac
 done
@@ -25,7 +36,7 @@ done
 work=$(mktemp -d /tmp/cairn-pgbench.XXXXXX)
 chmod 755 "$work"
 pgport=54411 cport=54421
-trap 'cairn_stop; ./scripts/pg15.sh stop "$work/pg" $pgport >/dev/null 2>&1 || true' EXIT
+trap 'cairn_stop; ./scripts/pg15.sh stop "$work/pg" $pgport >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 
 cairn_build "$work/cairn"
 ./scripts/pg15.sh start "$work/pg" $pgport >/dev/null
@@ -40,31 +51,84 @@ cairn_start "$work/cairn" "$work/cairn-node" $cport
 pg_url="postgres://postgres@127.0.0.1:$pgport/postgres?sslmode=disable"
 cairn_url="postgres://postgres@127.0.0.1:$cport/postgres?sslmode=disable"
 
-for url in "$pg_url" "$cairn_url"; do
-  pgbench -q -i -s "$scale" "$url" >"$work/init.log" 2>&1 || { cat "$work/init.log" >&2; exit 1; }
-done
-
-# tps URL ARGS... prints the TPS of one pgbench run.
-tps() {
-  local url=$1; shift
-  local out
-  out=$(pgbench -n -T "$secs" -c "$clients" -j "$clients" "$@" "$url" 2>&1) || { echo "$out" >&2; exit 1; }
-  if echo "$out" | grep -q 'number of failed transactions: [1-9]'; then echo "$out" >&2; fi
-  echo "$out" | sed -n 's/^tps = \([0-9.]*\) .*/\1/p'
-}
-
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
-printf '%-24s %12s %12s %8s\n' workload cairn_tps pg15_tps ratio
-for w in "select-only:-S" "select-only-prepared:-S -M prepared" "simple-update:-N" "tpcb-like:"; do
-  name=${w%%:*} args=${w#*:}
-  c=() p=()
-  for _ in $(seq 1 "$runs"); do
-    # shellcheck disable=SC2086
-    c+=("$(tps "$cairn_url" $args)")
-    # shellcheck disable=SC2086
-    p+=("$(tps "$pg_url" $args)")
+if [ -n "$do_tps" ]; then
+  for url in "$pg_url" "$cairn_url"; do
+    pgbench -q -i -s "$scale" "$url" >"$work/init.log" 2>&1 || { cat "$work/init.log" >&2; exit 1; }
   done
-  cm=$(printf '%s\n' "${c[@]}" | median) pm=$(printf '%s\n' "${p[@]}" | median)
-  awk -v n="$name" -v c="$cm" -v p="$pm" 'BEGIN { printf "%-24s %12.0f %12.0f %7.2fx\n", n, c, p, (p > 0 ? c / p : 0) }'
-done
+
+  # tps URL ARGS... prints the TPS of one pgbench run.
+  tps() {
+    local url=$1; shift
+    local out
+    out=$(pgbench -n -T "$secs" -c "$clients" -j "$clients" "$@" "$url" 2>&1) || { echo "$out" >&2; exit 1; }
+    if echo "$out" | grep -q 'number of failed transactions: [1-9]'; then echo "$out" >&2; fi
+    echo "$out" | sed -n 's/^tps = \([0-9.]*\) .*/\1/p'
+  }
+
+  printf '%-24s %12s %12s %8s\n' workload cairn_tps pg15_tps ratio
+  for w in "select-only:-S" "select-only-prepared:-S -M prepared" "simple-update:-N" "tpcb-like:"; do
+    name=${w%%:*} args=${w#*:}
+    c=() p=()
+    for _ in $(seq 1 "$runs"); do
+      # shellcheck disable=SC2086
+      c+=("$(tps "$cairn_url" $args)")
+      # shellcheck disable=SC2086
+      p+=("$(tps "$pg_url" $args)")
+    done
+    cm=$(printf '%s\n' "${c[@]}" | median) pm=$(printf '%s\n' "${p[@]}" | median)
+    awk -v n="$name" -v c="$cm" -v p="$pm" 'BEGIN { printf "%-24s %12.0f %12.0f %7.2fx\n", n, c, p, (p > 0 ? c / p : 0) }'
+  done
+fi
+
+# timed URL SQL prints the wall-clock seconds psql takes to run SQL (one
+# statement or psql meta-command) and fails the script if it fails.
+timed() {
+  local url=$1 sql=$2 t0 t1 out
+  t0=$(date +%s%N)
+  out=$(psql -X -q -v ON_ERROR_STOP=1 -c "$sql" "$url" 2>&1) || { echo "$sql: $out" >&2; exit 1; }
+  t1=$(date +%s%N)
+  awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f\n", (b - a) / 1e9 }'
+}
+
+if [ -n "$do_bulk" ]; then
+  # The same deterministic rows for both systems; b is a 24-byte string and
+  # a is scattered so that the index on it is not built in key order.
+  csv=$work/rows.csv
+  awk -v n="$rows" 'BEGIN {
+    for (i = 1; i <= n; i++)
+      printf "%d,%d,row-%019d,%.4f\n", i, (i * 7919) % 1000003, (i * 104729) % 1000000007, i * 0.37
+  }' >"$csv"
+  chmod 644 "$csv"
+  declare -A bt
+  for r in $(seq 1 "$runs"); do
+    # Alternate which system goes first, so neither always meets the
+    # other's leftover background work (compactions, checkpoints).
+    order="cairn pg15"
+    if [ $((r % 2)) = 0 ]; then order="pg15 cairn"; fi
+    for sys in $order; do
+      if [ $sys = cairn ]; then url=$cairn_url; else url=$pg_url; fi
+      tbl=bulk_$r
+      psql -X -q -v ON_ERROR_STOP=1 -c "CREATE TABLE $tbl (id int8 PRIMARY KEY, a int8, b text, c float8)" "$url" >/dev/null
+      bt[$sys,copy]+="$(timed "$url" "\\copy $tbl FROM '$csv' WITH (FORMAT csv)") "
+      bt[$sys,index]+="$(timed "$url" "CREATE INDEX ${tbl}_a ON $tbl (a)") "
+      bt[$sys,count]+="$(timed "$url" "SELECT count(*) FROM $tbl") "
+      # Check the load, so that a short COPY cannot pass for a fast one.
+      got=$(psql -X -qtA -c "SELECT count(*), sum(a) FROM $tbl" "$url")
+      want="$rows|$(awk -v n="$rows" 'BEGIN { s = 0; for (i = 1; i <= n; i++) s += (i * 7919) % 1000003; printf "%.0f", s }')"
+      [ "$got" = "$want" ] || { echo "$sys: $tbl holds $got, want $want" >&2; exit 1; }
+    done
+  done
+  echo
+  printf '%-24s %12s %12s %8s\n' "bulk ($rows rows)" cairn_s pg15_s ratio
+  for op in copy index count; do
+    cm=$(printf '%s\n' ${bt[cairn,$op]} | median) pm=$(printf '%s\n' ${bt[pg15,$op]} | median)
+    case $op in
+    copy) name="COPY FROM STDIN" ;;
+    index) name="CREATE INDEX (a)" ;;
+    count) name="SELECT count(*)" ;;
+    esac
+    awk -v n="$name" -v c="$cm" -v p="$pm" 'BEGIN { printf "%-24s %12.2f %12.2f %7.2fx\n", n, c, p, (p > 0 ? c / p : 0) }'
+  done
+fi
