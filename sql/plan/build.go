@@ -542,6 +542,26 @@ func nodeLoc(n *pg_query.Node) int32 {
 	return -1
 }
 
+// leftLoc is the position PostgreSQL's exprLocation reports for an
+// expression: an operator or a cast counts from its leftmost operand.
+func leftLoc(n *pg_query.Node) int32 {
+	loc := nodeLoc(n)
+	var left *pg_query.Node
+	switch x := n.GetNode().(type) {
+	case *pg_query.Node_AExpr:
+		left = x.AExpr.Lexpr
+	case *pg_query.Node_TypeCast:
+		left = x.TypeCast.Arg
+	}
+	if left == nil {
+		return loc
+	}
+	if l := leftLoc(left); l >= 0 && (loc < 0 || l < loc) {
+		return l
+	}
+	return loc
+}
+
 func strVal(n *pg_query.Node) string {
 	if s := n.GetString_(); s != nil {
 		return s.Sval

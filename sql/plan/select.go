@@ -123,7 +123,7 @@ func (b *builder) finishQuery(ss *pg_query.SelectStmt, s *scope, r *selResult) (
 			cr, ok := e.(*sem.ColRef)
 			if !ok {
 				return nil, b.errAt(pgerror.New(pgerrcode.FeatureNotSupported,
-					"invalid UNION/INTERSECT/EXCEPT ORDER BY clause").WithDetail("Only result column names can be used, not expressions or functions."), nodeLoc(sb.Node))
+					"invalid UNION/INTERSECT/EXCEPT ORDER BY clause").WithDetail("Only result column names can be used, not expressions or functions."), leftLoc(sb.Node))
 			}
 			id = cr.ID
 		}

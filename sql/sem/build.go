@@ -197,6 +197,11 @@ func (b *builder) buildColumnRef(c *pg_query.ColumnRef) (Expr, error) {
 		}
 		fields = append(fields, s.String_.Sval)
 	}
+	if b.ctx.Scope == nil && b.ctx.Clause == "DEFAULT" {
+		// transformColumnRef refuses any column reference in a column
+		// default before looking the name up.
+		return nil, b.pos(c.Location, pgerror.New(pgerrcode.FeatureNotSupported, "cannot use column reference in DEFAULT expression"))
+	}
 	if b.ctx.Scope == nil {
 		return nil, b.pos(c.Location, ErrUndefinedColumn(fields...))
 	}
@@ -951,35 +956,6 @@ func (b *builder) buildArray(a *pg_query.A_ArrayExpr, elem *types.T) (Expr, erro
 		return nil, b.pos(a.Location, err)
 	}
 	return &ArrayExpr{Elems: elems, T: t}, nil
-}
-
-func (b *builder) buildIndirection(ind *pg_query.A_Indirection) (Expr, error) {
-	e, err := b.build(ind.Arg)
-	if err != nil {
-		return nil, err
-	}
-	loc := location(ind.Arg)
-	for _, n := range ind.Indirection {
-		idx, ok := n.Node.(*pg_query.Node_AIndices)
-		if !ok {
-			return nil, b.pos(loc, errUnsupported("field selection is not supported"))
-		}
-		if idx.AIndices.IsSlice {
-			return nil, b.pos(loc, errUnsupported("array slices are not supported"))
-		}
-		if e.Type().Family != types.ArrayFamily {
-			return nil, b.pos(loc, errNotSubscriptable(e.Type()))
-		}
-		i, err := b.build(idx.AIndices.Uidx)
-		if err != nil {
-			return nil, err
-		}
-		if i, err = b.coerceArg(i, types.Int4, "array subscript", location(idx.AIndices.Uidx)); err != nil {
-			return nil, err
-		}
-		e = &Subscript{Array: e, Index: i}
-	}
-	return e, nil
 }
 
 func (b *builder) buildSubLink(s *pg_query.SubLink) (Expr, error) {
