@@ -1,6 +1,8 @@
 package opt
 
 import (
+	"math"
+
 	"github.com/cairn-db/cairn/sql/catalog"
 	"github.com/cairn-db/cairn/sql/plan"
 	"github.com/cairn-db/cairn/sql/rowenc"
@@ -67,7 +69,11 @@ func (o *optimizer) lookupJoin(j *plan.Join) *plan.LookupJoin {
 		return nil
 	}
 	leftRows := o.estimate(j.Left)
-	if leftRows >= o.costs.TableRows {
+	limit := o.costs.TableRows
+	if ts := o.tableStats(right.Table); ts != nil {
+		limit = math.Max(ts.RowCount, 1)
+	}
+	if leftRows >= limit {
 		return nil
 	}
 	hashCost := o.bestAccess(right).cost
@@ -84,6 +90,9 @@ func (o *optimizer) lookupJoin(j *plan.Join) *plan.LookupJoin {
 		perKey := o.costs.EqRows
 		if full && idx.Unique {
 			perKey = 1
+		}
+		if r, ok := o.lookupRowsPerKey(right, idx, len(keyCols), full); ok {
+			perKey = r
 		}
 		cost := o.costs.lookupCost(leftRows) + leftRows*perKey*o.costs.SeqRow
 		if cost >= bestCost {
@@ -104,6 +113,9 @@ func (o *optimizer) lookupJoin(j *plan.Join) *plan.LookupJoin {
 		return nil
 	}
 	o.rows[best] = bestRows
+	if r, ok := o.joinRows(j, leftRows, o.estimate(j.Right)); ok {
+		o.rows[best] = r
+	}
 	return best
 }
 
@@ -183,6 +195,9 @@ func (o *optimizer) estimate(n plan.Node) float64 {
 	case *plan.Values:
 		return float64(len(v.Rows))
 	case *plan.Filter:
+		if sel, ok := o.filterSel(v.Pred); ok {
+			return math.Max(1, o.estimate(v.Input)*sel)
+		}
 		return o.estimate(v.Input) * c.RangeFraction
 	case *plan.Project:
 		return o.estimate(v.Input)
@@ -202,9 +217,25 @@ func (o *optimizer) estimate(n plan.Node) float64 {
 		if len(v.GroupCols) == 0 {
 			return 1
 		}
-		return o.estimate(v.Input) / c.EqRows
+		in := o.estimate(v.Input)
+		groups, known := 1.0, true
+		for _, id := range v.GroupCols {
+			d := o.distinct(id, in)
+			if d == 0 {
+				known = false
+				break
+			}
+			groups *= d
+		}
+		if known {
+			return math.Max(1, math.Min(in, groups))
+		}
+		return in / c.EqRows
 	case *plan.Join:
 		l := o.estimate(v.Left)
+		if r, ok := o.joinRows(v, l, o.estimate(v.Right)); ok {
+			return r
+		}
 		if v.Kind == plan.SemiJoin || v.Kind == plan.AntiJoin {
 			return l
 		}

@@ -5,8 +5,9 @@
 // It owns only the rewrites; it must not touch the plan contract beyond
 // filling the fields plan.go reserves for it (spans, buckets, ordering
 // flags, limits, LookupJoin and IndexJoin nodes), and it never reads KV:
-// everything it knows comes from the descriptors in the plan and the
-// explicit heuristics of cost.go (there are no statistics yet).
+// everything it knows comes from the descriptors in the plan, the table
+// statistics its caller supplies (OptimizeStats; sql/stats collects them)
+// and, for tables without statistics, the explicit heuristics of cost.go.
 //
 // The rewrites run in this order on every tree of a plan (the root, each
 // subquery, each materialized CTE), after prune.go has dropped the
@@ -64,7 +65,12 @@ func Optimize(ctx context.Context, p *plan.Plan) error {
 // OptimizeWith is Optimize under an explicit cost model (a storage
 // profile: local SSD, HDD, object store).
 func OptimizeWith(ctx context.Context, p *plan.Plan, costs Costs) error {
-	o := &optimizer{costs: costs, orig: map[plan.Node]*plan.Scan{}, rows: map[plan.Node]float64{}}
+	return optimizePlan(ctx, p, costs, nil)
+}
+
+func optimizePlan(ctx context.Context, p *plan.Plan, costs Costs, st Statistics) error {
+	o := &optimizer{costs: costs, orig: map[plan.Node]*plan.Scan{}, rows: map[plan.Node]float64{},
+		stats: st, colStats: map[sem.ColumnID]colStat{}}
 	o.nextID = maxColumnID(p) + 1
 	prune(p)
 	var err error
@@ -114,6 +120,10 @@ type optimizer struct {
 	// rows holds the row estimates of the nodes scan planning and lookup
 	// joins made.
 	rows map[plan.Node]float64
+	// stats supplies table statistics (nil: none, stats.go); colStats
+	// holds those of the columns the scans planned so far produce.
+	stats    Statistics
+	colStats map[sem.ColumnID]colStat
 }
 
 func (o *optimizer) optimize(n plan.Node) (plan.Node, error) {

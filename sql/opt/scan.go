@@ -27,6 +27,10 @@ func (o *optimizer) planScans(n plan.Node) (plan.Node, error) {
 	best := o.bestAccess(s)
 	o.orig[best.node] = best.orig
 	o.rows[best.node] = best.rows
+	if best.out > 0 {
+		o.rows[best.node] = best.out
+	}
+	o.noteScanStats(s)
 	return best.node, nil
 }
 
@@ -47,6 +51,9 @@ type access struct {
 	orig *plan.Scan // the Scan planned
 	rows float64
 	cost float64
+	// out, when statistics exist, is how many rows remain after the
+	// filter (rows counts the index entries read).
+	out float64
 }
 
 // bestAccess returns the cheapest access to s (ties go to the primary
@@ -173,12 +180,15 @@ func (o *optimizer) accessVia(s *plan.Scan, idx *catalog.Index, fc *filterConstr
 		}
 		residual = append(residual, e)
 	}
-	rows := o.estimateRows(idx, sr)
+	rows, out := o.estimateRows(idx, sr), 0.0
+	if ts := o.tableStats(s.Table); ts != nil {
+		rows, out = o.statsRows(ts, s, idx, fc, cons, sr, implied)
+	}
 	scan := &plan.Scan{
 		Table: s.Table, Index: s.Index, Cols: s.Cols, TableCols: s.TableCols,
 		Spans: sr.spans, Buckets: buckets(s.Table, idx, cons), Lock: s.Lock,
 	}
-	a := access{node: scan, scan: scan, orig: &orig, rows: rows}
+	a := access{node: scan, scan: scan, orig: &orig, rows: rows, out: out}
 	a.cost = o.costs.scanCost(rows)
 	if idx.ID == s.Table.PrimaryIndex.ID {
 		scan.Filter = and(residual)

@@ -1,0 +1,30 @@
+// Package stats owns Cairn's table statistics: what ANALYZE (and the
+// automatic refresher) collects per table and column, how it is stored in
+// KV, the node's cache of it, and the selectivity estimates the optimizer
+// derives from it. It must not touch table data beyond reading it, the
+// catalog's descriptors, or the plan contract: sql/opt asks it for numbers,
+// sql/session runs ANALYZE through Collect/Save, sql/pgcatalog shows what
+// Load returns (pg_stats, pg_class.reltuples).
+//
+//	ANALYZE / Refresher ──Collect──► *Table ──Save──► /sys: st/<table id>
+//	Optimizer ──Cache.Get──► *Table ──Column.Selectivity, EqSel──► row estimates
+//
+// What is collected (collect.go), in PostgreSQL's pg_stats shape: the row
+// count and table bytes exactly (the whole table is read); per column the
+// null fraction and average width exactly, the distinct count from a
+// HyperLogLog sketch over every row, and, from a reservoir sample of
+// SampleSize rows (PostgreSQL's 300 × default_statistics_target), the most
+// common values with their frequencies and an equi-depth histogram of the
+// other values.
+//
+// Invariants:
+//
+//  1. Statistics only ever change estimates, never results: everything
+//     here is a number the optimizer may be wrong about.
+//  2. A stored entry names the column types it was collected under; an
+//     entry whose column changed type since is ignored (Load), never
+//     misdecoded.
+//  3. Collection reads in the transaction it is given and writes nothing
+//     but the st/<id> key (Save); the refresher uses transactions of its
+//     own, never a user's.
+package stats
