@@ -114,7 +114,6 @@ func init() {
 		return math.Sqrt(x), nil
 	})
 	numFn("sqrt", []*types.T{n}, numSqrt)
-	fl("cbrt", pure(math.Cbrt))
 	fl("exp", func(x float64) (float64, error) {
 		r := math.Exp(x)
 		if math.IsInf(r, 0) && !math.IsInf(x, 0) {
