@@ -563,16 +563,23 @@ func (b *builder) assignments(t *catalog.Table, s *scope, list []*pg_query.Node,
 	var exprs []sem.Expr
 	seen := map[string]bool{}
 	multi := map[int32][]Column{} // bound (a, b) = (SELECT ...) sources, by location
+	elemSet := map[string]int{}   // SET a[i] = x: the index in exprs of a's new value
 	for _, n := range list {
 		rt := n.GetResTarget()
-		if len(rt.Indirection) > 0 {
-			return nil, nil, b.errAt(notSupported("assignment to a subfield or array element is not supported"), rt.Location)
-		}
 		c := t.ColumnByName(rt.Name)
 		if c == nil {
 			return nil, nil, b.errAt(undefinedTargetColumn(rt.Name, t.Name), rt.Location)
 		}
-		if seen[rt.Name] {
+		if len(rt.Indirection) > 0 {
+			if seen[rt.Name] {
+				return nil, nil, b.errAt(pgerror.New(pgerrcode.SyntaxError, "multiple assignments to same column %q", rt.Name), rt.Location)
+			}
+			if err := b.elementAssignment(t, c, s, rt, elemSet, &cols, &exprs); err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
+		if _, ok := elemSet[rt.Name]; ok || seen[rt.Name] {
 			return nil, nil, b.errAt(pgerror.New(pgerrcode.SyntaxError, "multiple assignments to same column %q", rt.Name), rt.Location)
 		}
 		seen[rt.Name] = true
@@ -798,4 +805,48 @@ func parseCached(sql string) ([]parser.Statement, error) {
 	parsedCache.m[sql] = stmts
 	parsedCache.Unlock()
 	return stmts, nil
+}
+
+// elementAssignment binds SET a[i] = x and SET a[i:j] = y: the column's
+// new value is its old one (the target row's, or what an earlier
+// assignment to another element of it made) with those elements replaced,
+// which Postgres allows for several elements of one column in one SET.
+func (b *builder) elementAssignment(t *catalog.Table, c *catalog.Column, s *scope, rt *pg_query.ResTarget,
+	elemSet map[string]int, cols *[]rowenc.ColumnID, exprs *[]sem.Expr) error {
+	if rt.Val.GetMultiAssignRef() != nil {
+		return b.errAt(notSupported("assignment to an array element in a multiple-column assignment is not supported"), rt.Location)
+	}
+	if c.ComputedExpr != "" {
+		return b.errAt(generatedColumnErr(c, true), rt.Location)
+	}
+	if c.Identity == catalog.IdentityAlways {
+		return b.errAt(identityAlwaysErr(c, true), rt.Location)
+	}
+	var old sem.Expr
+	i, again := elemSet[rt.Name]
+	if again {
+		old = (*exprs)[i]
+	} else {
+		// The target table's columns are the first relation of the scope.
+		for _, ci := range s.rels[0].cols {
+			if sc := s.cols[ci]; sc.tcol == c.ID {
+				old = &sem.ColRef{ID: sc.id, T: sc.t, Name: quoteIdentIfNeeded(sc.name)}
+			}
+		}
+		if old == nil {
+			return b.errAt(undefinedTargetColumn(rt.Name, t.Name), rt.Location)
+		}
+	}
+	e, err := sem.BuildArrayAssign(b.semCtx(s, "UPDATE"), old, rt.Indirection, b.stripCollate(rt.Val), c.Name)
+	if err != nil {
+		return b.errAt(err, rt.Location)
+	}
+	if again {
+		(*exprs)[i] = e
+		return nil
+	}
+	elemSet[rt.Name] = len(*exprs)
+	*cols = append(*cols, c.ID)
+	*exprs = append(*exprs, e)
+	return nil
 }

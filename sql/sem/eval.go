@@ -94,6 +94,9 @@ func (c *compiler) compileAll(es []Expr) ([]evalFn, error) {
 }
 
 func (c *compiler) compile(e Expr) (evalFn, error) {
+	if f, ok, err := c.compileArray(e); ok {
+		return f, err
+	}
 	switch v := e.(type) {
 	case *Const:
 		d := v.Datum

@@ -52,6 +52,9 @@ func Map(e Expr, f func(Expr) Expr) Expr {
 // children lists a node's subexpressions in evaluation order; withChildren
 // is its inverse.
 func children(e Expr) []Expr {
+	if k, ok := arrayChildren(e); ok {
+		return k
+	}
 	switch v := e.(type) {
 	case *FuncCall:
 		return v.Args
@@ -115,6 +118,9 @@ func children(e Expr) []Expr {
 }
 
 func withChildren(e Expr, k []Expr) Expr {
+	if x, ok := arrayWithChildren(e, k); ok {
+		return x
+	}
 	switch v := e.(type) {
 	case *FuncCall:
 		return &FuncCall{Fn: v.Fn, Args: k}
