@@ -6,7 +6,9 @@ import (
 	"fmt"
 
 	"github.com/cairn-db/cairn/keys"
+	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/cairn-db/cairn/sql/types"
+	"github.com/jackc/pgerrcode"
 )
 
 // Writes receives a RowWriter's KV operations; *kv.Batch implements it.
@@ -110,9 +112,55 @@ func (w *RowWriter) Delete(b Writes, row []types.Datum) error { return w.Write(b
 // Update adds the writes of changing old into new to b.
 func (w *RowWriter) Update(b Writes, old, new []types.Datum) error { return w.Write(b, old, new) }
 
+// MaxValueSize is the largest value a row change may write: the tablets'
+// limit (tablet.DefaultMaxValueSize). A row whose packed value, column
+// entry or index entry is larger is refused here with 54000, before
+// anything reaches KV, rather than failing there as an internal error.
+const MaxValueSize = 64 << 20
+
+// sizeChecked passes writes through to Writes and remembers the first
+// value over MaxValueSize.
+type sizeChecked struct {
+	Writes
+	tooBig int
+}
+
+func (c *sizeChecked) Put(key, value []byte) {
+	c.check(value)
+	c.Writes.Put(key, value)
+}
+
+func (c *sizeChecked) CPut(key, value, expected []byte, expectExists bool) {
+	c.check(value)
+	c.Writes.CPut(key, value, expected, expectExists)
+}
+
+func (c *sizeChecked) check(v []byte) {
+	if len(v) > MaxValueSize && c.tooBig == 0 {
+		c.tooBig = len(v)
+	}
+}
+
 // Write adds the writes of changing old into new to b: old nil inserts
 // new, new nil deletes old. Rows are full rows in Table.Columns order.
+// A row too large to store is 54000 (program_limit_exceeded), as
+// PostgreSQL reports a row over its limit; b then holds writes the caller
+// must not send (it fails the statement).
 func (w *RowWriter) Write(b Writes, old, new []types.Datum) error {
+	if new == nil {
+		return w.write(b, old, nil)
+	}
+	c := sizeChecked{Writes: b}
+	if err := w.write(&c, old, new); err != nil {
+		return err
+	}
+	if c.tooBig > 0 {
+		return pgerror.New(pgerrcode.ProgramLimitExceeded, "row is too big: size %d, maximum size %d", c.tooBig, MaxValueSize)
+	}
+	return nil
+}
+
+func (w *RowWriter) write(b Writes, old, new []types.Datum) error {
 	t := w.Table
 	switch {
 	case old == nil && new == nil:

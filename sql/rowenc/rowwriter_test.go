@@ -252,3 +252,26 @@ func TestUniqueViolationCompositeKey(t *testing.T) {
 		t.Errorf("got %v (%+v)", err, pe)
 	}
 }
+
+// A row too large for a KV value is refused with 54000, whether it arrives
+// by insert or by update.
+func TestRowTooBig(t *testing.T) {
+	db := newKVDB(t)
+	tbl := pairTable(810, 810, rowenc.Asc, rowenc.Asc, catalog.Partitioning{Kind: catalog.PartitionRange}, false)
+	// v holds text here and no index covers it: only the row's value grows.
+	tbl.Columns[2].Type = types.Text
+	tbl.Indexes = nil
+	l := mustLayout(t, tbl)
+	w := &rowenc.RowWriter{Table: l, PackedRows: true}
+	row := func(k int64, v string) []types.Datum { return []types.Datum{types.DInt(k), types.DString("s"), types.DString(v)} }
+	huge := strings.Repeat("x", rowenc.MaxValueSize+1)
+	if err := write(t, db, w, ins(row(1, "small"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := write(t, db, w, ins(row(2, huge))); pgerror.Code(err) != pgerrcode.ProgramLimitExceeded {
+		t.Fatalf("insert of a huge row: got %v, want 54000", err)
+	}
+	if err := write(t, db, w, upd(row(1, "small"), row(1, huge))); pgerror.Code(err) != pgerrcode.ProgramLimitExceeded {
+		t.Fatalf("update to a huge row: got %v, want 54000", err)
+	}
+}
