@@ -263,7 +263,9 @@ func TestRowTooBig(t *testing.T) {
 	tbl.Indexes = nil
 	l := mustLayout(t, tbl)
 	w := &rowenc.RowWriter{Table: l, PackedRows: true}
-	row := func(k int64, v string) []types.Datum { return []types.Datum{types.DInt(k), types.DString("s"), types.DString(v)} }
+	row := func(k int64, v string) []types.Datum {
+		return []types.Datum{types.DInt(k), types.DString("s"), types.DString(v)}
+	}
 	huge := strings.Repeat("x", rowenc.MaxValueSize+1)
 	if err := write(t, db, w, ins(row(1, "small"))); err != nil {
 		t.Fatal(err)
