@@ -261,6 +261,7 @@ func (b *builder) rangeFunction(rf *pg_query.RangeFunction, s *scope) (Node, boo
 	if len(rf.Coldeflist) > 0 {
 		return nil, false, notSupported("a column definition list is not supported")
 	}
+	rf = expandMultiUnnest(rf)
 	alias, colAliases := aliasOf(rf.Alias)
 	var lat []sem.ColumnID
 	// Functions in FROM may always reference earlier FROM items (they are
