@@ -112,7 +112,7 @@ func TestScanPagingAndIndexJoin(t *testing.T) {
 		if ns.KVBatches < 3 || ns.KVBatches > 8 {
 			t.Errorf("kv batches = %d, want a few growing pages", ns.KVBatches)
 		}
-		if !strings.Contains(st.Annotate(s), "actual rows=3000") {
+		if !strings.Contains(st.Annotate(s), " rows=3000 ") {
 			t.Errorf("annotate: %s", st.Annotate(s))
 		}
 	})
@@ -333,9 +333,9 @@ func TestAnnotate(t *testing.T) {
 		n    plan.Node
 		want string
 	}{
-		{s, `^actual rows=3 time=\d+\.\d{3}ms, kv requests=1, batches=1$`},
-		{f, `^actual rows=2 time=\d+\.\d{3}ms$`},
-		{never, `^never executed$`},
+		{s, `^\(actual time=\d+\.\d{3}\.\.\d+\.\d{3} rows=3 loops=1\)\nKV: 1 request in 1 round trip$`},
+		{f, `^\(actual time=\d+\.\d{3}\.\.\d+\.\d{3} rows=2 loops=1\)$`},
+		{never, `^\(never executed\)$`},
 	} {
 		if got := st.Annotate(tc.n); !regexp.MustCompile(tc.want).MatchString(got) {
 			t.Errorf("got %q, want %s", got, tc.want)

@@ -24,6 +24,9 @@ type Stats struct {
 type NodeStats struct {
 	Rows int64
 	Time time.Duration
+	// FirstRow is the time until each run's first row, summed over runs
+	// (PostgreSQL's startup time).
+	FirstRow time.Duration
 	// Loops is how many times the node was started.
 	Loops int64
 	// KVRequests counts KV operations (a Get, a Scan page) the node sent;
@@ -64,22 +67,33 @@ func (s *Stats) addKV(n plan.Node, requests int) {
 	ns.KVBatches++
 }
 
-// Annotate returns the EXPLAIN ANALYZE line for n, e.g.
-// "actual rows=3 time=0.2ms, kv requests=1, batches=1"; "never executed"
-// for a node that never ran.
+// Annotate returns n's EXPLAIN ANALYZE figures as PostgreSQL prints them
+// on the node's line, "(actual time=0.012..0.020 rows=3 loops=1)" (per
+// run averages, as PostgreSQL reports a node run several times), then on a
+// line of its own what Cairn adds: "KV: 1 request in 1 round trip" for a
+// node that read or wrote KV itself. "(never executed)" for a node that
+// never ran. plan.Explain appends a first line that starts with "(" to
+// the node's title and prints the rest as detail lines.
 func (s *Stats) Annotate(n plan.Node) string {
 	ns := s.Node(n)
-	if ns == nil {
-		return "never executed"
+	if ns == nil || ns.Loops == 0 {
+		return "(never executed)"
 	}
-	out := fmt.Sprintf("actual rows=%d time=%.3fms", ns.Rows, float64(ns.Time.Microseconds())/1000)
-	if ns.Loops > 1 {
-		out += fmt.Sprintf(" loops=%d", ns.Loops)
-	}
+	loops := float64(ns.Loops)
+	ms := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 / loops }
+	out := fmt.Sprintf("(actual time=%.3f..%.3f rows=%.0f loops=%d)", ms(ns.FirstRow), ms(ns.Time), float64(ns.Rows)/loops, ns.Loops)
 	if ns.KVBatches > 0 {
-		out += fmt.Sprintf(", kv requests=%d, batches=%d", ns.KVRequests, ns.KVBatches)
+		out += fmt.Sprintf("\nKV: %d %s in %d round %s", ns.KVRequests, plural(ns.KVRequests, "request", "requests"),
+			ns.KVBatches, plural(ns.KVBatches, "trip", "trips"))
 	}
 	return out
+}
+
+func plural(n int64, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 func (s *Stats) wrap(n plan.Node, o op) op {
@@ -91,12 +105,24 @@ func (s *Stats) wrap(n plan.Node, o op) op {
 type statsOp struct {
 	in op
 	ns *NodeStats
+	// sinceStart is the time this run has spent so far, until its first
+	// row (then FirstRow has it).
+	sinceStart time.Duration
+	started    bool
 }
 
 func (o *statsOp) Next(ctx context.Context) ([]types.Datum, error) {
 	t := time.Now()
 	row, err := o.in.Next(ctx)
-	o.ns.Time += time.Since(t)
+	d := time.Since(t)
+	o.ns.Time += d
+	if !o.started {
+		o.sinceStart += d
+		if row != nil || err != nil {
+			o.started = true
+			o.ns.FirstRow += o.sinceStart
+		}
+	}
 	if row != nil {
 		o.ns.Rows++
 	}

@@ -13,7 +13,9 @@ import (
 // Explain renders p as PostgreSQL's EXPLAIN (COSTS OFF) prints a plan: one
 // line per node ("->  " before every node but the root) and its details
 // indented under it; annotate, when non-nil, returns extra text for a node
-// (EXPLAIN ANALYZE figures), printed as detail lines after the node's.
+// (EXPLAIN ANALYZE figures): a first line that starts with "(" goes on
+// the node's own line, as PostgreSQL prints "(actual time=...)", and the
+// other lines are printed as detail lines after the node's.
 // Nodes with no Postgres counterpart use Cairn's own names (Index Join,
 // Lookup Join); projections are not shown, as in Postgres.
 func Explain(p *Plan, annotate func(Node) string) []string {
@@ -177,6 +179,23 @@ func (e *explainer) node(n Node, indent int, root bool) {
 		return
 	}
 	title, details, children := e.describe(n)
+	var notes []string
+	if e.annotate != nil && !isSynthetic(n) {
+		a := e.annotate(n)
+		if f, ok := n.(*Filter); ok && a == "" {
+			// The filter is printed as part of the node below it: that
+			// node's figures, when the filter has none of its own.
+			a = e.annotate(f.Input)
+		}
+		if a != "" {
+			notes = strings.Split(strings.TrimRight(a, "\n"), "\n")
+			if strings.HasPrefix(notes[0], "(") {
+				// PostgreSQL prints the actual figures on the node's line.
+				title += " " + notes[0]
+				notes = notes[1:]
+			}
+		}
+	}
 	detailIndent := indent + 2
 	if !root {
 		e.line(indent, "->  "+title)
@@ -187,18 +206,8 @@ func (e *explainer) node(n Node, indent int, root bool) {
 	for _, d := range details {
 		e.line(detailIndent, d)
 	}
-	if e.annotate != nil && !isSynthetic(n) {
-		a := e.annotate(n)
-		if f, ok := n.(*Filter); ok && a == "" {
-			// The filter is printed as part of the node below it: that
-			// node's figures, when the filter has none of its own.
-			a = e.annotate(f.Input)
-		}
-		if a != "" {
-			for _, l := range strings.Split(strings.TrimRight(a, "\n"), "\n") {
-				e.line(detailIndent, l)
-			}
-		}
+	for _, l := range notes {
+		e.line(detailIndent, l)
 	}
 	childIndent := detailIndent
 	for _, c := range children {

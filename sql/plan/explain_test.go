@@ -48,3 +48,27 @@ func TestExplainAnnotate(t *testing.T) {
 		t.Errorf("annotated %v", seen)
 	}
 }
+
+// TestExplainAnnotateOnNodeLine: an annotation whose first line starts
+// with "(" is PostgreSQL's "(actual ...)" and goes on the node's own line;
+// its other lines stay detail lines.
+func TestExplainAnnotateOnNodeLine(t *testing.T) {
+	p, err := build(t, withVirtual{testCatalog(t)}, "SELECT * FROM kv WHERE kv.k > 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := plan.Explain(p, func(n plan.Node) string {
+		if _, ok := n.(*plan.Scan); ok {
+			return "(actual rows=2 loops=1)\nKV: 1 request in 1 round trip"
+		}
+		return ""
+	})
+	want := []string{
+		"Seq Scan on kv (actual rows=2 loops=1)",
+		"  Filter: (k > 1)",
+		"  KV: 1 request in 1 round trip",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
