@@ -181,8 +181,19 @@ func (b *builder) rangeVar(rv *pg_query.RangeVar, s *scope) (Node, error) {
 			return nil, err
 		}
 		vs.Cols = cols
+		if b.stmt == nil || !strings.Contains(strings.ToLower(b.stmt.SQL), "tableoid") {
+			b.addRelCols(s, alias, cols, nil)
+			return vs, nil
+		}
+		// tableoid, the one system column catalog queries read (pg_dump
+		// selects it from every catalog it lists), is the catalog's own
+		// pg_class OID: a hidden constant column, so * leaves it out. Only
+		// statements that mention it get the projection adding it.
+		tableoid := Column{ID: b.newCol(), Name: "tableoid", T: types.Oid, Hidden: true}
+		cols = append(cols[:len(cols):len(cols)], tableoid)
+		exprs := append(passThrough(vs.Cols), &sem.Const{Datum: types.DOid(r.Virtual.OID()), T: types.Oid})
 		b.addRelCols(s, alias, cols, nil)
-		return vs, nil
+		return &Project{Input: vs, Exprs: exprs, Cols: cols}, nil
 	case r.Sequence != nil:
 		return nil, b.errAt(notSupported("selecting from sequence %q is not supported", rv.Relname), rv.Location)
 	}
