@@ -18,6 +18,7 @@ type genFn = func(ctx context.Context, s *snapshot, t *vtable) ([][]types.Datum,
 var pgGens = map[string]genFn{
 	"pg_namespace":   genNamespace,
 	"pg_class":       genClass,
+	"pg_stats":       genStats,
 	"pg_attribute":   genAttribute,
 	"pg_type":        genType,
 	"pg_index":       genIndex,
@@ -62,12 +63,14 @@ var pgGens = map[string]genFn{
 		}
 		return out, nil
 	},
-	// Statistics are not collected: the counters of the pg_stat views
-	// read 0.
-	"pg_stat_user_tables": func(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
+	// Access counters are not kept: they read 0. n_live_tup and
+	// last_analyze come from the table statistics (stats.go).
+	"pg_stat_user_tables": func(ctx context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
 		var out [][]types.Datum
+		all := tableStats(ctx, s)
 		for _, r := range s.tables() {
-			out = append(out, t.row("relid", r.oid(), "schemaname", r.schema.Name, "relname", r.desc.DescName()))
+			out = append(out, t.row(append([]any{"relid", r.oid(), "schemaname", r.schema.Name, "relname", r.desc.DescName()},
+				userTableStats(all[r.desc.DescID()])...)...))
 		}
 		return out, nil
 	},
@@ -101,8 +104,9 @@ func classRow(t *vtable, oid uint32, name string, nsp uint32, relOwner string, k
 	return t.row(append(base, kv...)...)
 }
 
-func genClass(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
+func genClass(ctx context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
 	var out [][]types.Datum
+	all := tableStats(ctx, s)
 	for _, r := range s.rels {
 		nsp := nspOID(r.schema.ID)
 		switch d := r.desc.(type) {
@@ -110,8 +114,8 @@ func genClass(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error
 			ixs := indexes(d)
 			// Foreign keys are triggers in PostgreSQL, on both tables.
 			out = append(out, classRow(t, r.oid(), d.Name, nsp, d.Owner, "r", len(visibleColumns(d)),
-				"relhasindex", len(ixs) > 0, "relchecks", len(d.Checks),
-				"relhastriggers", len(d.ForeignKeys) > 0 || len(d.ReferencedBy) > 0))
+				append([]any{"relhasindex", len(ixs) > 0, "relchecks", len(d.Checks),
+					"relhastriggers", len(d.ForeignKeys) > 0 || len(d.ReferencedBy) > 0}, classStats(all[d.ID])...)...))
 			for _, ix := range ixs {
 				keys, _, stored := keyColumns(d, ix)
 				am := oidBtree

@@ -13,6 +13,7 @@ import (
 	"github.com/cairn-db/cairn/pgwire"
 	"github.com/cairn-db/cairn/sql/catalog"
 	"github.com/cairn-db/cairn/sql/pgerror"
+	"github.com/cairn-db/cairn/sql/stats"
 	"github.com/jackc/pgerrcode"
 )
 
@@ -35,6 +36,10 @@ type Backend struct {
 	cache *catalog.Cache
 	locks *AdvisoryLocks
 	log   *slog.Logger
+	// stats caches table statistics for the optimizer; refresher
+	// collects them in the background when tables go stale (analyze.go).
+	stats     *stats.Cache
+	refresher *stats.Refresher
 }
 
 var _ pgwire.Backend = (*Backend)(nil)
@@ -48,7 +53,9 @@ func NewBackend(db *kv.DB, cfg Config) *Backend {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Backend{db: db, cfg: cfg, cache: catalog.NewCache(), locks: NewAdvisoryLocks(), log: log}
+	b := &Backend{db: db, cfg: cfg, cache: catalog.NewCache(), locks: NewAdvisoryLocks(), log: log, stats: stats.NewCache(db)}
+	b.refresher = stats.NewRefresher(db, b.stats, b.cache, log)
+	return b
 }
 
 // readCatalog runs f in a short read transaction of its own.

@@ -107,6 +107,7 @@ func (c *cursor) drain(ctx context.Context, w pgwire.ResultWriter, maxRows int) 
 		// Execute fetched (PortalRunSelect's nprocessed), not the total.
 		count = int64(n)
 	}
+	c.s.noteMutations(c.p, count)
 	c.close()
 	return false, w.Complete(rowsTag(c.p.Tag, count))
 }

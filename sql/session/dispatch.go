@@ -11,7 +11,6 @@ import (
 	"github.com/cairn-db/cairn/sql/catalog"
 	"github.com/cairn-db/cairn/sql/ddl"
 	"github.com/cairn-db/cairn/sql/exec"
-	"github.com/cairn-db/cairn/sql/opt"
 	"github.com/cairn-db/cairn/sql/parser"
 	"github.com/cairn-db/cairn/sql/pgcatalog"
 	"github.com/cairn-db/cairn/sql/pgerror"
@@ -319,7 +318,7 @@ func (s *Session) startPlan(x *stmtState, st *parser.Statement, paramTypes []*ty
 		return nil, err
 	}
 	substituteParams(p, params, x.types())
-	if err := opt.Optimize(x.ctx, p); err != nil {
+	if err := s.optimize(x.ctx, p); err != nil {
 		return nil, err
 	}
 	if !p.ReadOnly && s.txnReadOnly {

@@ -73,6 +73,10 @@ type Session struct {
 	// multiImplicit: the implicit transaction holds several statements of
 	// one Query message (an implicit block, for VACUUM's check).
 	multiImplicit bool
+	// statsWritten are the tables ANALYZE collected in the transaction;
+	// mutations the rows its DML changed per table (analyze.go).
+	statsWritten []catalog.ID
+	mutations    map[*catalog.Table]int64
 }
 
 var _ pgwire.Session = (*Session)(nil)
@@ -220,6 +224,7 @@ func (s *Session) endTxn(ctx context.Context, commit bool) error {
 		}
 	}
 	s.applyDerived()
+	s.endTxnStats(commit)
 	s.txn, s.inTxn, s.block, s.aborted, s.extImplicit = nil, false, false, false, false
 	s.savedVars, s.localVars, s.savepoints = nil, nil, nil
 	s.locks.endTxn()

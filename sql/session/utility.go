@@ -5,7 +5,6 @@ import (
 
 	"github.com/cairn-db/cairn/pgwire"
 	"github.com/cairn-db/cairn/sql/exec"
-	"github.com/cairn-db/cairn/sql/opt"
 	"github.com/cairn-db/cairn/sql/parser"
 	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/cairn-db/cairn/sql/plan"
@@ -77,7 +76,7 @@ func (s *Session) explain(x *stmtState, st *parser.Statement, n *pg_query.Explai
 			return err
 		}
 		substituteParams(p, b.params, x.types())
-		if err := opt.Optimize(x.ctx, p); err != nil {
+		if err := s.optimize(x.ctx, p); err != nil {
 			return err
 		}
 		lines = plan.Explain(p, nil)
@@ -242,11 +241,11 @@ func (s *Session) sqlDeallocate(n *pg_query.DeallocateStmt, w pgwire.ResultWrite
 	return w.Complete("DEALLOCATE")
 }
 
-// vacuum runs VACUUM and ANALYZE. Neither has work to do in Cairn today:
-// old MVCC versions are removed by KV garbage collection, not by VACUUM,
-// and the optimizer keeps no table statistics yet. They still check what
+// vacuum runs VACUUM and ANALYZE. VACUUM has no work to do in Cairn: old
+// MVCC versions are removed by KV garbage collection. It still checks what
 // Postgres checks (the relations exist; VACUUM is not in a block), so
-// scripts that run them (pgbench -i) work and typos are reported.
+// scripts that run it (pgbench -i) work and typos are reported. ANALYZE
+// (and VACUUM (ANALYZE)) collects table statistics (analyze.go).
 func (s *Session) vacuum(x *stmtState, n *pg_query.VacuumStmt, w pgwire.ResultWriter) error {
 	tag := "ANALYZE"
 	if n.IsVacuumcmd {
@@ -269,6 +268,11 @@ func (s *Session) vacuum(x *stmtState, n *pg_query.VacuumStmt, w pgwire.ResultWr
 			if _, err := cat.LookupRelation(x.ctx, rv.Schemaname, rv.Relname); err != nil {
 				return err
 			}
+		}
+	}
+	if !n.IsVacuumcmd || vacuumAnalyzes(n) {
+		if err := s.analyze(x, n, w); err != nil {
+			return err
 		}
 	}
 	return w.Complete(tag)

@@ -238,3 +238,23 @@ func (c *Cache) Invalidate(id catalog.ID) {
 	delete(c.m, id)
 	c.mu.Unlock()
 }
+
+// LoadAll reads the stored statistics of every table in txn, undecoded
+// (Decode them with each table's descriptor): one scan for catalog views
+// that show many tables.
+func LoadAll(ctx context.Context, txn *kv.Txn) (map[catalog.ID][]byte, error) {
+	start := keys.System(statsPrefix)
+	kvs, err := txn.Scan(ctx, start, keys.PrefixEnd(start), 0)
+	if err != nil {
+		return nil, fmt.Errorf("stats: listing statistics: %w", err)
+	}
+	out := make(map[catalog.ID][]byte, len(kvs))
+	for _, kvp := range kvs {
+		suffix := kvp.Key[len(start):]
+		if len(suffix) != 4 {
+			continue
+		}
+		out[catalog.ID(binary.BigEndian.Uint32(suffix))] = kvp.Value
+	}
+	return out, nil
+}

@@ -1,0 +1,173 @@
+package session
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgerrcode"
+	pg_query "github.com/pganalyze/pg_query_go/v6"
+
+	"github.com/cairn-db/cairn/pgwire"
+	"github.com/cairn-db/cairn/sql/catalog"
+	"github.com/cairn-db/cairn/sql/opt"
+	"github.com/cairn-db/cairn/sql/pgerror"
+	"github.com/cairn-db/cairn/sql/plan"
+	"github.com/cairn-db/cairn/sql/rowenc"
+	"github.com/cairn-db/cairn/sql/stats"
+)
+
+// This file connects the session to table statistics (sql/stats): ANALYZE
+// collects them, the optimizer reads them through the node's cache, and
+// committed DML feeds the automatic refresher.
+
+// autoStatsSetting turns automatic statistics off for the mutations of a
+// session (CockroachDB's cluster setting of that name).
+const autoStatsSetting = "sql.stats.automatic_collection.enabled"
+
+// optimize runs the optimizer over p with the node's table statistics.
+func (s *Session) optimize(ctx context.Context, p *plan.Plan) error {
+	return opt.OptimizeStats(ctx, p, opt.DefaultCosts, func(t *catalog.Table) *stats.Table {
+		return s.b.stats.Get(ctx, t)
+	})
+}
+
+// analyze runs ANALYZE [table [(columns)], ...]: every table named (bare
+// ANALYZE: every table of the database) is read in the statement's
+// transaction and its statistics stored there, so they commit or roll
+// back with it as in PostgreSQL. Views and other non-tables are skipped
+// with PostgreSQL's warning.
+func (s *Session) analyze(x *stmtState, n *pg_query.VacuumStmt, w pgwire.ResultWriter) error {
+	txn, err := x.txn()
+	if err != nil {
+		return err
+	}
+	type target struct {
+		t    *catalog.Table
+		cols []rowenc.ColumnID
+	}
+	var targets []target
+	if len(n.Rels) == 0 {
+		r := catalog.NewReader(txn, s.b.cache)
+		schemas, err := r.Schemas(x.ctx, s.db.ID)
+		if err != nil {
+			return err
+		}
+		for _, sc := range schemas {
+			rels, err := r.Relations(x.ctx, s.db.ID, sc.ID)
+			if err != nil {
+				return err
+			}
+			for _, d := range rels {
+				if t, ok := d.(*catalog.Table); ok {
+					targets = append(targets, target{t: t})
+				}
+			}
+		}
+	}
+	cat := s.resolver(txn)
+	for _, r := range n.Rels {
+		vr := r.GetVacuumRelation()
+		rv := vr.GetRelation()
+		if rv == nil {
+			continue
+		}
+		rel, err := cat.LookupRelation(x.ctx, rv.Schemaname, rv.Relname)
+		if err != nil {
+			return err
+		}
+		if rel.Table == nil {
+			s.notice(w, "WARNING", "01000", fmt.Sprintf("skipping %q --- cannot analyze non-tables or special system tables", rv.Relname))
+			continue
+		}
+		tg := target{t: rel.Table}
+		seen := map[rowenc.ColumnID]bool{}
+		for _, cn := range vr.GetVaCols() {
+			name := cn.GetString_().GetSval()
+			c := rel.Table.ColumnByName(name)
+			if c == nil {
+				return pgerror.New(pgerrcode.UndefinedColumn, "column %q of relation %q does not exist", name, rel.Table.Name)
+			}
+			if seen[c.ID] {
+				return pgerror.New(pgerrcode.DuplicateColumn, "column %q of relation %q appears more than once", name, rel.Table.Name)
+			}
+			seen[c.ID] = true
+			tg.cols = append(tg.cols, c.ID)
+		}
+		targets = append(targets, tg)
+	}
+	for _, tg := range targets {
+		ts, err := stats.Collect(x.ctx, txn, tg.t, tg.cols, stats.Options{})
+		if err != nil {
+			return err
+		}
+		if tg.cols != nil {
+			// ANALYZE t (cols) replaces those columns' statistics and
+			// keeps the others', as PostgreSQL's pg_statistic rows do.
+			if old, err := stats.Load(x.ctx, txn, tg.t); err == nil && old != nil {
+				for _, c := range old.Columns {
+					if ts.Column(c.ID) == nil {
+						ts.Columns = append(ts.Columns, c)
+					}
+				}
+			}
+		}
+		if err := stats.Save(x.ctx, txn, ts); err != nil {
+			return err
+		}
+		s.statsWritten = append(s.statsWritten, tg.t.ID)
+	}
+	return nil
+}
+
+// noteMutations remembers the rows a DML statement changed, for the
+// refresher once the transaction commits.
+func (s *Session) noteMutations(p *plan.Plan, rows int64) {
+	if p == nil || rows <= 0 || s.vars[autoStatsSetting] == "off" {
+		return
+	}
+	var t *catalog.Table
+	switch v := p.Root.(type) {
+	case *plan.Insert:
+		t = v.Table
+	case *plan.Update:
+		t = v.Table
+	case *plan.Delete:
+		t = v.Table
+	default:
+		return
+	}
+	if s.mutations == nil {
+		s.mutations = map[*catalog.Table]int64{}
+	}
+	s.mutations[t] += rows
+}
+
+// endTxnStats runs when a transaction ends: the cache forgets the
+// statistics the transaction wrote (other sessions then read what
+// committed), and a commit reports its mutations to the refresher, which
+// collects stale tables in transactions of its own.
+func (s *Session) endTxnStats(committed bool) {
+	for _, id := range s.statsWritten {
+		s.b.stats.Invalidate(id)
+	}
+	if committed {
+		for t, n := range s.mutations {
+			s.b.refresher.NotifyMutations(t, n)
+		}
+	}
+	s.statsWritten, s.mutations = nil, nil
+}
+
+// vacuumAnalyzes reports whether VACUUM's options include ANALYZE.
+func vacuumAnalyzes(n *pg_query.VacuumStmt) bool {
+	for _, o := range n.Options {
+		if de := o.GetDefElem(); de != nil && de.Defname == "analyze" {
+			if de.Arg == nil {
+				return true
+			}
+			v, _ := constText(de.Arg)
+			return v != "false" && v != "off" && v != "0"
+		}
+	}
+	return false
+}

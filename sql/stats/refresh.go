@@ -1,0 +1,130 @@
+package stats
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/cairn-db/cairn/kv"
+	"github.com/cairn-db/cairn/sql/catalog"
+)
+
+// Automatic statistics, as CockroachDB collects them: sessions report how
+// many rows their committed statements inserted, updated or deleted per
+// table, and once a table has changed by more than StaleFraction of its
+// rows plus StaleRows since its last collection, the node collects its
+// statistics again in the background, in a transaction of its own
+// (invariant 3), never in the user's.
+const (
+	StaleFraction = 0.2
+	StaleRows     = 500
+)
+
+// Refresher collects statistics in the background when tables go stale.
+// Safe for concurrent use.
+type Refresher struct {
+	db    *kv.DB
+	cache *Cache
+	descs *catalog.Cache
+	log   *slog.Logger
+	// ctx bounds the background collections (Stop cancels it).
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu      sync.Mutex
+	changed map[catalog.ID]int64
+	running map[catalog.ID]bool
+	wg      sync.WaitGroup
+	// collected counts finished background collections (tests).
+	collected int
+}
+
+// NewRefresher returns a refresher collecting through db, updating cache;
+// descs caches the descriptors it reads (may be nil).
+func NewRefresher(db *kv.DB, cache *Cache, descs *catalog.Cache, log *slog.Logger) *Refresher {
+	if log == nil {
+		log = slog.Default()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Refresher{db: db, cache: cache, descs: descs, log: log, ctx: ctx, cancel: cancel,
+		changed: map[catalog.ID]int64{}, running: map[catalog.ID]bool{}}
+}
+
+// NotifyMutations records that a committed transaction changed rows rows
+// of table t, and starts a collection when t is stale.
+func (r *Refresher) NotifyMutations(t *catalog.Table, rows int64) {
+	if r == nil || t == nil || rows <= 0 {
+		return
+	}
+	count := 0.0
+	if ts := r.cache.Get(r.ctx, t); ts != nil {
+		count = ts.RowCount
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.changed[t.ID] += rows
+	if float64(r.changed[t.ID]) <= StaleFraction*count+StaleRows || r.running[t.ID] || r.ctx.Err() != nil {
+		return
+	}
+	r.changed[t.ID] = 0
+	r.running[t.ID] = true
+	r.wg.Add(1)
+	go r.refresh(t.ID)
+}
+
+// refresh collects and saves table id's statistics in a transaction of
+// its own.
+func (r *Refresher) refresh(id catalog.ID) {
+	defer r.wg.Done()
+	defer func() {
+		r.mu.Lock()
+		delete(r.running, id)
+		r.collected++
+		r.mu.Unlock()
+	}()
+	start := time.Now()
+	var rows float64
+	err := r.db.Txn(r.ctx, kv.Serializable, func(ctx context.Context, txn *kv.Txn) error {
+		t, err := catalog.NewReader(txn, r.descs).TableByID(ctx, id)
+		if err != nil {
+			return err
+		}
+		ts, err := Collect(ctx, txn, t, nil, Options{})
+		if err != nil {
+			return err
+		}
+		rows = ts.RowCount
+		return Save(ctx, txn, ts)
+	})
+	r.cache.Invalidate(id)
+	if err != nil {
+		// A dropped table, a shutdown or a conflict: the next mutations
+		// try again.
+		r.log.Debug("stats: automatic collection failed", "table", id, "err", err)
+		return
+	}
+	r.log.Debug("stats: automatic collection", "table", id, "rows", rows, "took", time.Since(start))
+}
+
+// Wait blocks until the collections started so far have finished.
+func (r *Refresher) Wait() {
+	if r != nil {
+		r.wg.Wait()
+	}
+}
+
+// Collected is how many background collections have finished.
+func (r *Refresher) Collected() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.collected
+}
+
+// Stop cancels the running collections and waits for them.
+func (r *Refresher) Stop() {
+	if r != nil {
+		r.cancel()
+		r.wg.Wait()
+	}
+}
