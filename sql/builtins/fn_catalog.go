@@ -40,6 +40,15 @@ type CatalogInfo interface {
 	RelKind(relOID uint32) (string, bool)
 }
 
+// PrettyCatalogInfo is implemented by a CatalogInfo that honours the
+// pretty flag of pg_get_indexdef(oid, col, pretty) and
+// pg_get_constraintdef(oid, pretty): fewer parentheses, and the table
+// unqualified when visible.
+type PrettyCatalogInfo interface {
+	IndexDefPretty(indexOID uint32, col int, pretty bool) (string, bool)
+	ConstraintDefPretty(conOID uint32, pretty bool) (string, bool)
+}
+
 // firstNormalOID is PostgreSQL's FirstNormalObjectId: OIDs below it are
 // the system's own (Cairn's user descriptor IDs start there too).
 const firstNormalOID = 16384
@@ -177,7 +186,7 @@ func init() {
 		}
 		s, ok := ci.IndexDef(oidArg(a[0]), col)
 		if ok && col == 0 && len(a) > 2 && bool(a[2].(types.DBool)) {
-			s = prettyIndexDef(s)
+			s = prettyIndexDef(ci, s)
 		}
 		return s, ok
 	})
@@ -396,9 +405,12 @@ func prettyConstraintDef(s string) string {
 	return s
 }
 
-// prettyIndexDef drops the parentheses around the predicate of a partial
-// index: the WHERE outside any parentheses or quotes.
-func prettyIndexDef(s string) string {
+// prettyIndexDef names the table as regclass prints it (unqualified when
+// the search path finds it, as PostgreSQL's pretty form does) and drops the
+// parentheses around the predicate of a partial index: the WHERE outside
+// any parentheses or quotes.
+func prettyIndexDef(reg types.RegResolver, s string) string {
+	s = unqualifyIndexTable(reg, s)
 	const where = " WHERE "
 	depth, quote := 0, rune(0)
 	for i, r := range s {
@@ -444,4 +456,59 @@ func unwrapParens(e string) string {
 		}
 	}
 	return e[1 : len(e)-1]
+}
+
+// unqualifyIndexTable replaces the schema-qualified table name of a CREATE
+// INDEX statement ("... INDEX name ON schema.table USING ...") with the
+// name regclass prints for that table.
+func unqualifyIndexTable(reg types.RegResolver, s string) string {
+	i := strings.Index(s, "INDEX ")
+	if i < 0 {
+		return s
+	}
+	i += len("INDEX ")
+	// Skip the index name: a quoted identifier may hold spaces.
+	i += identEnd(s[i:])
+	const on = " ON "
+	if !strings.HasPrefix(s[i:], on) {
+		return s
+	}
+	start := i + len(on)
+	end := start
+	for end < len(s) && s[end] != ' ' {
+		end += identEnd(s[end:])
+		if end < len(s) && s[end] == '.' {
+			end++
+		}
+	}
+	oid, err := reg.ResolveReg(types.RegClass, s[start:end])
+	if err != nil {
+		return s
+	}
+	name, ok := reg.RegName(types.RegClass, oid)
+	if !ok {
+		return s
+	}
+	return s[:start] + name + s[end:]
+}
+
+// identEnd is the length of the (possibly double-quoted) identifier s
+// starts with: up to a space or a dot outside quotes.
+func identEnd(s string) int {
+	if strings.HasPrefix(s, `"`) {
+		for j := 1; j < len(s); j++ {
+			if s[j] == '"' {
+				if j+1 < len(s) && s[j+1] == '"' {
+					j++
+					continue
+				}
+				return j + 1
+			}
+		}
+		return len(s)
+	}
+	if j := strings.IndexAny(s, " ."); j >= 0 {
+		return j
+	}
+	return len(s)
 }

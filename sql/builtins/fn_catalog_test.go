@@ -41,7 +41,7 @@ func TestFormatType(t *testing.T) {
 type fakeCatalog struct{}
 
 func (fakeCatalog) ResolveReg(kind *types.T, name string) (uint32, error) {
-	if kind == types.RegClass && name == "t" {
+	if kind == types.RegClass && (name == "t" || name == "public.t") {
 		return 16400, nil
 	}
 	return 0, types.RegNotFound(kind, name)
@@ -191,12 +191,14 @@ func TestPrettyDefs(t *testing.T) {
 	}
 	for _, tc := range []struct{ plain, want string }{
 		{"CREATE INDEX i ON public.t USING btree (age DESC) WHERE (age IS NOT NULL)",
-			"CREATE INDEX i ON public.t USING btree (age DESC) WHERE age IS NOT NULL"},
-		{`CREATE INDEX " WHERE (" ON public.t USING btree (a)`, `CREATE INDEX " WHERE (" ON public.t USING btree (a)`},
+			"CREATE INDEX i ON t USING btree (age DESC) WHERE age IS NOT NULL"},
+		// The fake catalog finds no other table: it stays qualified.
+		{`CREATE UNIQUE INDEX "a ON b" ON s."u.v" USING btree (a)`, `CREATE UNIQUE INDEX "a ON b" ON s."u.v" USING btree (a)`},
+		{`CREATE INDEX " WHERE (" ON public.t USING btree (a)`, `CREATE INDEX " WHERE (" ON t USING btree (a)`},
 		{"CREATE INDEX i ON public.t USING btree (a) WHERE ((a > 0) OR (b > 0))",
-			"CREATE INDEX i ON public.t USING btree (a) WHERE (a > 0) OR (b > 0)"},
+			"CREATE INDEX i ON t USING btree (a) WHERE (a > 0) OR (b > 0)"},
 	} {
-		if got := prettyIndexDef(tc.plain); got != tc.want {
+		if got := prettyIndexDef(fakeCatalog{}, tc.plain); got != tc.want {
 			t.Errorf("prettyIndexDef(%q) = %q, want %q", tc.plain, got, tc.want)
 		}
 	}
