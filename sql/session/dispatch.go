@@ -79,8 +79,9 @@ func isPlannable(st *parser.Statement) bool {
 func (s *Session) execGroup(ctx context.Context, g stmtGroup, w pgwire.ResultWriter) error {
 	ctx, cancel := s.stmtContext(ctx)
 	defer cancel()
-	x := s.newStmt(ctx)
-	err := s.dispatch(x, g, w)
+	err := s.retryStatement(ctx, g.main, w, func(w pgwire.ResultWriter) error {
+		return s.dispatch(s.newStmt(ctx), g, w)
+	})
 	return sqlError(ctx, err)
 }
 

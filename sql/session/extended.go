@@ -249,21 +249,24 @@ func (pt *portal) run(ctx context.Context, w pgwire.ResultWriter, maxRows int) (
 	s := pt.ps.s
 	sctx, cancel := s.stmtContext(ctx)
 	defer cancel()
-	x := s.newStmt(sctx)
-	c, err := s.startPlan(x, pt.ps.g.main, pt.ps.paramTypes, pt.params, nil)
-	if err != nil {
-		return false, sqlError(sctx, err)
-	}
-	c.formats = pt.formats
-	suspended, err := c.drain(sctx, w, maxRows)
-	if err != nil {
-		c.close()
-		return false, sqlError(sctx, err)
-	}
-	if suspended {
-		pt.cur = c
-	}
-	return suspended, nil
+	suspended := false
+	err := s.retryStatement(sctx, pt.ps.g.main, w, func(w pgwire.ResultWriter) error {
+		x := s.newStmt(sctx)
+		c, err := s.startPlan(x, pt.ps.g.main, pt.ps.paramTypes, pt.params, nil)
+		if err != nil {
+			return err
+		}
+		c.formats = pt.formats
+		if suspended, err = c.drain(sctx, w, maxRows); err != nil {
+			c.close()
+			return err
+		}
+		if suspended {
+			pt.cur = c
+		}
+		return nil
+	})
+	return suspended, sqlError(sctx, err)
 }
 
 // resume continues a suspended portal.

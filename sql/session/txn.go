@@ -1,11 +1,15 @@
 package session
 
 import (
+	"context"
+	"math/rand/v2"
 	"strings"
+	"time"
 
 	"github.com/cairn-db/cairn/kv"
 
 	"github.com/cairn-db/cairn/pgwire"
+	"github.com/cairn-db/cairn/sql/parser"
 	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/jackc/pgerrcode"
 	pg_query "github.com/pganalyze/pg_query_go/v6"
@@ -217,4 +221,137 @@ func (s *Session) findSavepoint(name string) (int, error) {
 		}
 	}
 	return 0, pgerror.New(pgerrcode.InvalidSavepointSpecification, "savepoint %q does not exist", name)
+}
+
+// maxStatementRetries bounds how often one READ COMMITTED statement is
+// rerun after conflicts before the client gets 40001.
+const maxStatementRetries = 100
+
+// statementRetries reports whether st, about to run, may be rerun by
+// retryStatement: the transaction is READ COMMITTED (each statement is on
+// its own snapshot, so rerunning one at a newer snapshot is what
+// PostgreSQL's re-evaluation of a concurrently updated row amounts to) and
+// st is a query or DML statement, whose only effects are its KV writes
+// (undone by the statement savepoint) and the rows it sends.
+func (s *Session) statementRetries(st *parser.Statement) bool {
+	if !s.inTxn || s.aborted || s.txnIso != kv.ReadCommitted || st == nil {
+		return false
+	}
+	switch node(st).(type) {
+	case *pg_query.Node_SelectStmt, *pg_query.Node_InsertStmt, *pg_query.Node_UpdateStmt,
+		*pg_query.Node_DeleteStmt, *pg_query.Node_ExecuteStmt:
+		return true
+	}
+	return false
+}
+
+// retryStatement runs one statement (run) and, under READ COMMITTED, reruns
+// it when it fails with a retryable KV error before anything of its result
+// reached the client: the statement's writes are rolled back to a
+// savepoint taken before it and it runs again at a fresh snapshot
+// (kv.Txn.RetryStatement), up to maxStatementRetries times. Write-write
+// conflicts wait on the lock holder in the tablets, so each rerun starts
+// after the transaction it lost to has finished. A transaction that was
+// aborted (deadlock victim) cannot be saved this way and fails as before;
+// REPEATABLE READ and SERIALIZABLE never rerun a statement (their clients
+// retry the transaction on 40001).
+func (s *Session) retryStatement(ctx context.Context, st *parser.Statement, w pgwire.ResultWriter, run func(w pgwire.ResultWriter) error) error {
+	if !s.statementRetries(st) {
+		return run(w)
+	}
+	txn := s.kvTxn()
+	sp, err := txn.Savepoint(ctx)
+	if err != nil {
+		return run(w) // the transaction is unusable: let the statement say so
+	}
+	for attempt := 1; ; attempt++ {
+		sw := &stmtWriter{ResultWriter: w}
+		err := run(sw)
+		if err == nil || sw.sent || !isRetryable(err) || attempt > maxStatementRetries || ctx.Err() != nil {
+			// A row description held back by a statement that failed is
+			// dropped: clients take the error in its place.
+			return err
+		}
+		if txn != s.txn {
+			return err // the statement ended the transaction
+		}
+		if rerr := txn.RetryStatement(ctx, sp); rerr != nil {
+			s.log.Debug("session: statement cannot be retried", "err", rerr)
+			return err
+		}
+		s.log.Debug("session: retrying READ COMMITTED statement", "attempt", attempt, "err", err)
+		if attempt > 3 {
+			// Contention that waiting on locks did not settle: spread the
+			// contenders out a little.
+			d := time.Duration(rand.Int64N(int64(min(attempt, 20)) * int64(time.Millisecond)))
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return err
+			}
+		}
+	}
+}
+
+// stmtWriter passes a statement's output through, noting whether any of
+// it reached the client (after which the statement must not be rerun). The
+// row description is held back until the first row or the completion, so
+// that a SELECT failing before its first row can still be rerun.
+type stmtWriter struct {
+	pgwire.ResultWriter
+	sent bool
+	cols []pgwire.Column
+	// described: BeginRows was called (cols may be empty).
+	described bool
+}
+
+func (w *stmtWriter) flush() error {
+	w.sent = true
+	if w.described {
+		w.described = false
+		cols := w.cols
+		w.cols = nil
+		return w.ResultWriter.BeginRows(cols)
+	}
+	return nil
+}
+
+func (w *stmtWriter) BeginRows(cols []pgwire.Column) error {
+	w.cols, w.described = cols, true
+	return nil
+}
+
+func (w *stmtWriter) WriteRow(vals [][]byte) error {
+	if err := w.flush(); err != nil {
+		return err
+	}
+	return w.ResultWriter.WriteRow(vals)
+}
+
+func (w *stmtWriter) Complete(tag string) error {
+	if err := w.flush(); err != nil {
+		return err
+	}
+	return w.ResultWriter.Complete(tag)
+}
+
+func (w *stmtWriter) EmptyQuery() error {
+	w.sent = true
+	return w.ResultWriter.EmptyQuery()
+}
+
+func (w *stmtWriter) CopyIn(f pgwire.CopyFormat) (pgwire.CopyInReader, error) {
+	if err := w.flush(); err != nil {
+		return nil, err
+	}
+	return w.ResultWriter.CopyIn(f)
+}
+
+func (w *stmtWriter) CopyOut(f pgwire.CopyFormat) (pgwire.CopyOutWriter, error) {
+	if err := w.flush(); err != nil {
+		return nil, err
+	}
+	return w.ResultWriter.CopyOut(f)
 }
