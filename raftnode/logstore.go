@@ -1,0 +1,340 @@
+package raftnode
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sync"
+
+	"github.com/cairn-db/cairn/keys"
+	"github.com/cairn-db/cairn/storage"
+	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+)
+
+const (
+	hardStateSuffix = "rfth"
+	snapMetaSuffix  = "rfts"
+	entrySuffix     = "rftl"
+)
+
+// LogStore is one replica's raft log and state in the node's engine; it
+// implements raft.Storage. Safe for concurrent use: raft reads it on the
+// scheduler's goroutine while the snapshot sender may read it on another.
+type LogStore struct {
+	eng      *storage.Engine
+	tabletID uint64
+
+	mu sync.Mutex
+	// hs is the last hard state written (nil: none yet).
+	hs *pb.HardState
+	// snap is the metadata of the point the log starts after: entry
+	// snap.Index (term snap.Term) is the last one folded into the state
+	// machine image; the log holds (snap.Index, last].
+	snap *pb.SnapshotMetadata
+	last uint64
+}
+
+var _ raft.Storage = (*LogStore)(nil)
+
+// OpenLogStore loads the raft state of tabletID's replica from eng (empty
+// for a replica that has none yet).
+func OpenLogStore(eng *storage.Engine, tabletID uint64) (*LogStore, error) {
+	s := &LogStore{eng: eng, tabletID: tabletID, snap: pb.EnsureSnapshotMetadata(nil)}
+	if v, ok, err := eng.Get(s.key(hardStateSuffix)); err != nil {
+		return nil, fmt.Errorf("raft log of tablet %d: reading hard state: %w", tabletID, err)
+	} else if ok {
+		s.hs = &pb.HardState{}
+		if err := proto.Unmarshal(v, s.hs); err != nil {
+			return nil, fmt.Errorf("raft log of tablet %d: decoding hard state: %w", tabletID, err)
+		}
+	}
+	if v, ok, err := eng.Get(s.key(snapMetaSuffix)); err != nil {
+		return nil, fmt.Errorf("raft log of tablet %d: reading snapshot metadata: %w", tabletID, err)
+	} else if ok {
+		s.snap = &pb.SnapshotMetadata{}
+		if err := proto.Unmarshal(v, s.snap); err != nil {
+			return nil, fmt.Errorf("raft log of tablet %d: decoding snapshot metadata: %w", tabletID, err)
+		}
+		s.snap = pb.EnsureSnapshotMetadata(s.snap)
+	}
+	s.last = s.snap.GetIndex()
+	it, err := eng.NewIter(storage.IterOptions{LowerBound: s.entryKey(0).Key, UpperBound: s.entryKey(1<<64 - 1).Key})
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	if it.Last() {
+		k := it.UnsafeKey().Key
+		s.last = binary.BigEndian.Uint64(k[len(k)-8:])
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("raft log of tablet %d: finding the last entry: %w", tabletID, err)
+	}
+	if s.last < s.snap.GetIndex() {
+		return nil, fmt.Errorf("raft log of tablet %d: last entry %d before the snapshot at %d", tabletID, s.last, s.snap.GetIndex())
+	}
+	return s, nil
+}
+
+func (s *LogStore) key(suffix string) storage.MVCCKey {
+	return storage.MVCCKey{Key: keys.TabletLocal(s.tabletID, suffix)}
+}
+
+func (s *LogStore) entryKey(index uint64) storage.MVCCKey {
+	k := keys.TabletLocal(s.tabletID, entrySuffix)
+	return storage.MVCCKey{Key: binary.BigEndian.AppendUint64(k, index)}
+}
+
+// InitialState implements raft.Storage.
+func (s *LogStore) InitialState() (*pb.HardState, *pb.ConfState, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var hs *pb.HardState
+	if s.hs != nil {
+		hs = proto.Clone(s.hs).(*pb.HardState)
+	}
+	return hs, proto.Clone(pb.EnsureConfState(s.snap.GetConfState())).(*pb.ConfState), nil
+}
+
+// Entries implements raft.Storage: the entries [lo, hi), at most maxSize
+// bytes of them but at least one.
+func (s *LogStore) Entries(lo, hi, maxSize uint64) ([]*pb.Entry, error) {
+	s.mu.Lock()
+	first, last := s.snap.GetIndex()+1, s.last
+	s.mu.Unlock()
+	if lo < first {
+		return nil, raft.ErrCompacted
+	}
+	if hi > last+1 {
+		return nil, fmt.Errorf("raft log of tablet %d: entries up to %d asked, last is %d", s.tabletID, hi-1, last)
+	}
+	if lo >= hi {
+		return nil, nil
+	}
+	it, err := s.eng.NewIter(storage.IterOptions{LowerBound: s.entryKey(lo).Key, UpperBound: s.entryKey(hi).Key})
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	var out []*pb.Entry
+	var size uint64
+	want := lo
+	for ok := it.First(); ok; ok = it.Next() {
+		v, err := it.UnsafeValue()
+		if err != nil {
+			return nil, err
+		}
+		e := &pb.Entry{}
+		if err := proto.Unmarshal(v, e); err != nil {
+			return nil, fmt.Errorf("raft log of tablet %d: decoding entry %d: %w", s.tabletID, want, err)
+		}
+		if e.GetIndex() != want {
+			return nil, fmt.Errorf("raft log of tablet %d: entry %d missing (found %d)", s.tabletID, want, e.GetIndex())
+		}
+		size += uint64(proto.Size(e))
+		if len(out) > 0 && size > maxSize {
+			break
+		}
+		out = append(out, e)
+		want++
+	}
+	if err := it.Err(); err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, raft.ErrUnavailable
+	}
+	return out, nil
+}
+
+// Term implements raft.Storage: the term of entry i, for i in
+// [FirstIndex()-1, LastIndex()].
+func (s *LogStore) Term(i uint64) (uint64, error) {
+	s.mu.Lock()
+	snapIndex, snapTerm, last := s.snap.GetIndex(), s.snap.GetTerm(), s.last
+	s.mu.Unlock()
+	switch {
+	case i == snapIndex:
+		return snapTerm, nil
+	case i < snapIndex:
+		return 0, raft.ErrCompacted
+	case i > last:
+		return 0, raft.ErrUnavailable
+	}
+	v, ok, err := s.eng.Get(s.entryKey(i))
+	if err != nil {
+		return 0, err
+	}
+	if !ok {
+		return 0, fmt.Errorf("raft log of tablet %d: entry %d missing", s.tabletID, i)
+	}
+	e := &pb.Entry{}
+	if err := proto.Unmarshal(v, e); err != nil {
+		return 0, fmt.Errorf("raft log of tablet %d: decoding entry %d: %w", s.tabletID, i, err)
+	}
+	return e.GetTerm(), nil
+}
+
+// LastIndex implements raft.Storage.
+func (s *LogStore) LastIndex() (uint64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.last, nil
+}
+
+// FirstIndex implements raft.Storage.
+func (s *LogStore) FirstIndex() (uint64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.snap.GetIndex() + 1, nil
+}
+
+// Snapshot implements raft.Storage. It returns the metadata of the point
+// the log starts after; the state machine image itself (an SST of the
+// tablet's span) is produced and streamed by the snapshot sender, not
+// carried in the raft message.
+func (s *LogStore) Snapshot() (*pb.Snapshot, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return &pb.Snapshot{Metadata: proto.Clone(s.snap).(*pb.SnapshotMetadata)}, nil
+}
+
+// SetHardState writes hs into b.
+func (s *LogStore) SetHardState(b *storage.Batch, hs *pb.HardState) error {
+	v, err := proto.Marshal(hs)
+	if err != nil {
+		return err
+	}
+	if err := b.Put(s.key(hardStateSuffix), v); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.hs = proto.Clone(hs).(*pb.HardState)
+	s.mu.Unlock()
+	return nil
+}
+
+// Append writes ents (consecutive) into b. Entries already in the log at
+// their indexes and after them are replaced: a new leader's entries win
+// over an old term's uncommitted tail. Entries at or before the snapshot
+// are skipped.
+func (s *LogStore) Append(b *storage.Batch, ents []*pb.Entry) error {
+	if len(ents) == 0 {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	first := s.snap.GetIndex() + 1
+	if ents[len(ents)-1].GetIndex() < first {
+		return nil
+	}
+	if ents[0].GetIndex() < first {
+		ents = ents[first-ents[0].GetIndex():]
+	}
+	if ents[0].GetIndex() > s.last+1 {
+		return fmt.Errorf("raft log of tablet %d: appending at %d leaves a gap after %d", s.tabletID, ents[0].GetIndex(), s.last)
+	}
+	for i, e := range ents {
+		if e.GetIndex() != ents[0].GetIndex()+uint64(i) {
+			return fmt.Errorf("raft log of tablet %d: appended entries not consecutive at %d", s.tabletID, e.GetIndex())
+		}
+		v, err := proto.Marshal(e)
+		if err != nil {
+			return err
+		}
+		if err := b.Put(s.entryKey(e.GetIndex()), v); err != nil {
+			return err
+		}
+	}
+	newLast := ents[len(ents)-1].GetIndex()
+	if newLast < s.last {
+		// The replaced tail's remainder goes too.
+		if err := b.ClearRange(s.entryKey(newLast+1).Key, s.entryKey(s.last+1).Key); err != nil {
+			return err
+		}
+	}
+	s.last = newLast
+	return nil
+}
+
+// ErrSnapOutOfDate is ApplySnapshot's refusal of a snapshot no newer than
+// the store's.
+var ErrSnapOutOfDate = raft.ErrSnapOutOfDate
+
+// ApplySnapshot makes the log start after snap's index: every entry goes,
+// and snap's metadata (index, term, ConfState) is recorded. The state
+// machine image is ingested by the caller.
+func (s *LogStore) ApplySnapshot(b *storage.Batch, snap *pb.Snapshot) error {
+	meta := pb.EnsureSnapshot(snap).GetMetadata()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.snap.GetIndex() != 0 && s.snap.GetIndex() >= meta.GetIndex() {
+		return ErrSnapOutOfDate
+	}
+	if err := b.ClearRange(s.entryKey(0).Key, s.entryKey(s.last+1).Key); err != nil {
+		return err
+	}
+	if err := s.putSnapMeta(b, meta); err != nil {
+		return err
+	}
+	s.last = meta.GetIndex()
+	return nil
+}
+
+// Compact discards the entries before compactIndex; entry compactIndex
+// becomes the point the log starts after (its term is kept for matching),
+// as with raft.MemoryStorage. cs is the configuration as of compactIndex
+// (nil: unchanged). The caller must have applied compactIndex.
+func (s *LogStore) Compact(b *storage.Batch, compactIndex uint64, cs *pb.ConfState) error {
+	s.mu.Lock()
+	snapIndex, last := s.snap.GetIndex(), s.last
+	s.mu.Unlock()
+	if compactIndex <= snapIndex {
+		return raft.ErrCompacted
+	}
+	if compactIndex > last {
+		return fmt.Errorf("raft log of tablet %d: compacting to %d past the last entry %d", s.tabletID, compactIndex, last)
+	}
+	term, err := s.Term(compactIndex)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	meta := proto.Clone(s.snap).(*pb.SnapshotMetadata)
+	meta.Index, meta.Term = &compactIndex, &term
+	if cs != nil {
+		meta.ConfState = proto.Clone(cs).(*pb.ConfState)
+	}
+	if err := b.ClearRange(s.entryKey(0).Key, s.entryKey(compactIndex+1).Key); err != nil {
+		return err
+	}
+	return s.putSnapMeta(b, meta)
+}
+
+// putSnapMeta records meta; s.mu is held.
+func (s *LogStore) putSnapMeta(b *storage.Batch, meta *pb.SnapshotMetadata) error {
+	v, err := proto.Marshal(meta)
+	if err != nil {
+		return err
+	}
+	if err := b.Put(s.key(snapMetaSuffix), v); err != nil {
+		return err
+	}
+	s.snap = pb.EnsureSnapshotMetadata(proto.Clone(meta).(*pb.SnapshotMetadata))
+	return nil
+}
+
+// Destroy removes every key of the replica's raft state (the replica was
+// removed from the group or replaced by a snapshot of another replica ID).
+func (s *LogStore) Destroy(b *storage.Batch) error {
+	p := keys.TabletLocalPrefix(s.tabletID)
+	if err := b.ClearRange(append(p[:len(p):len(p)], "rft"...), append(p[:len(p):len(p)], "rfu"...)); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.hs, s.snap, s.last = nil, pb.EnsureSnapshotMetadata(nil), 0
+	s.mu.Unlock()
+	return nil
+}

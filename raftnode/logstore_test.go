@@ -1,0 +1,167 @@
+package raftnode
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/cairn-db/cairn/storage"
+	"github.com/cockroachdb/datadriven"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+)
+
+// TestLogStore runs testdata/logstore: the log store's operations, its
+// bounds and contents after each, and what survives a reopen and a crash
+// (a crash keeps only what was synced: every commit here is synced).
+//
+//	append            lines "index term"; one batch
+//	hard-state term=T vote=V commit=C
+//	compact index=I [voters=(...)]
+//	apply-snapshot index=I term=T voters=(...)
+//	entries lo=L hi=H [max-size=S]
+//	term i=I
+//	print             bounds, hard state, snapshot metadata, log
+//	reopen            a new LogStore over the same engine
+//	crash             the engine's filesystem as a crash leaves it, reopened
+func TestLogStore(t *testing.T) {
+	datadriven.Walk(t, "testdata/logstore", func(t *testing.T, path string) {
+		fs := vfs.NewCrashableMem()
+		open := func() (*storage.Engine, *LogStore) {
+			eng, err := storage.Open("", storage.Options{FS: fs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := OpenLogStore(eng, 7)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return eng, s
+		}
+		eng, s := open()
+		defer func() { eng.Close() }()
+		commit := func(f func(b *storage.Batch) error) error {
+			b := eng.NewBatch()
+			defer b.Close()
+			if err := f(b); err != nil {
+				return err
+			}
+			return b.Commit()
+		}
+		u64 := func(d *datadriven.TestData, key string) uint64 {
+			var v uint64
+			d.ScanArgs(t, key, &v)
+			return v
+		}
+		confState := func(d *datadriven.TestData) *pb.ConfState {
+			if !d.HasArg("voters") {
+				return nil
+			}
+			var voters []uint64
+			d.ScanArgs(t, "voters", &voters)
+			return &pb.ConfState{Voters: voters}
+		}
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			var err error
+			switch d.Cmd {
+			case "append":
+				var ents []*pb.Entry
+				for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
+					f := strings.Fields(line)
+					i, _ := strconv.ParseUint(f[0], 10, 64)
+					term, _ := strconv.ParseUint(f[1], 10, 64)
+					ents = append(ents, &pb.Entry{Index: &i, Term: &term, Data: []byte(fmt.Sprintf("e%d.%d", i, term))})
+				}
+				err = commit(func(b *storage.Batch) error { return s.Append(b, ents) })
+			case "hard-state":
+				term, vote, c := u64(d, "term"), u64(d, "vote"), u64(d, "commit")
+				err = commit(func(b *storage.Batch) error {
+					return s.SetHardState(b, &pb.HardState{Term: &term, Vote: &vote, Commit: &c})
+				})
+			case "compact":
+				err = commit(func(b *storage.Batch) error { return s.Compact(b, u64(d, "index"), confState(d)) })
+			case "apply-snapshot":
+				i, term := u64(d, "index"), u64(d, "term")
+				err = commit(func(b *storage.Batch) error {
+					return s.ApplySnapshot(b, &pb.Snapshot{Metadata: &pb.SnapshotMetadata{Index: &i, Term: &term, ConfState: confState(d)}})
+				})
+			case "entries":
+				max := uint64(1 << 62)
+				if d.HasArg("max-size") {
+					max = u64(d, "max-size")
+				}
+				ents, err := s.Entries(u64(d, "lo"), u64(d, "hi"), max)
+				if err != nil {
+					return "error: " + err.Error() + "\n"
+				}
+				var sb strings.Builder
+				for _, e := range ents {
+					fmt.Fprintf(&sb, "%d/%d %s\n", e.GetIndex(), e.GetTerm(), e.GetData())
+				}
+				return sb.String()
+			case "term":
+				term, err := s.Term(u64(d, "i"))
+				if err != nil {
+					return "error: " + err.Error() + "\n"
+				}
+				return fmt.Sprintf("%d\n", term)
+			case "print":
+				return dump(t, s)
+			case "reopen":
+				if s, err = OpenLogStore(eng, 7); err != nil {
+					t.Fatal(err)
+				}
+				return dump(t, s)
+			case "crash":
+				crashed := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 50, RNG: rand.New(rand.NewPCG(1, 2))})
+				eng.Close()
+				fs = crashed
+				eng, s = open()
+				return dump(t, s)
+			default:
+				t.Fatalf("unknown command %s", d.Cmd)
+			}
+			if err != nil {
+				return "error: " + err.Error() + "\n"
+			}
+			return dump(t, s)
+		})
+	})
+}
+
+// dump prints what raft can read from s.
+func dump(t *testing.T, s *LogStore) string {
+	t.Helper()
+	var sb strings.Builder
+	first, _ := s.FirstIndex()
+	last, _ := s.LastIndex()
+	hs, cs, err := s.InitialState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, _ := s.Snapshot()
+	fmt.Fprintf(&sb, "first=%d last=%d", first, last)
+	if hs != nil {
+		fmt.Fprintf(&sb, " hs=(term %d vote %d commit %d)", hs.GetTerm(), hs.GetVote(), hs.GetCommit())
+	}
+	fmt.Fprintf(&sb, " snap=(index %d term %d voters %v)\n", snap.GetMetadata().GetIndex(), snap.GetMetadata().GetTerm(), cs.GetVoters())
+	if last >= first {
+		ents, err := s.Entries(first, last+1, 1<<62)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var parts []string
+		for _, e := range ents {
+			parts = append(parts, fmt.Sprintf("%d/%d", e.GetIndex(), e.GetTerm()))
+		}
+		fmt.Fprintf(&sb, "log: %s\n", strings.Join(parts, " "))
+	}
+	if _, err := s.Entries(first-1, first, 1); first > 1 && !errors.Is(err, raft.ErrCompacted) {
+		t.Errorf("entry before first: %v, want ErrCompacted", err)
+	}
+	return sb.String()
+}
