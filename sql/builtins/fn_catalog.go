@@ -184,6 +184,9 @@ func init() {
 		if len(a) > 1 {
 			col = int(i64(a[1]))
 		}
+		if p, ok := ci.(PrettyCatalogInfo); ok && len(a) > 2 {
+			return p.IndexDefPretty(oidArg(a[0]), col, bool(a[2].(types.DBool)))
+		}
 		s, ok := ci.IndexDef(oidArg(a[0]), col)
 		if ok && col == 0 && len(a) > 2 && bool(a[2].(types.DBool)) {
 			s = prettyIndexDef(ci, s)
@@ -194,6 +197,9 @@ func init() {
 		Overload{Args: []*types.T{oid}, Return: Fixed(text), Strict: true, Volatility: Stable, Fn: indexDef},
 		Overload{Args: []*types.T{oid, i4, b}, Return: Fixed(text), Strict: true, Volatility: Stable, Fn: indexDef})
 	conDef := catalogText(func(ci CatalogInfo, a []types.Datum) (string, bool) {
+		if p, ok := ci.(PrettyCatalogInfo); ok && len(a) > 1 {
+			return p.ConstraintDefPretty(oidArg(a[0]), bool(a[1].(types.DBool)))
+		}
 		s, ok := ci.ConstraintDef(oidArg(a[0]))
 		if ok && len(a) > 1 && bool(a[1].(types.DBool)) {
 			s = prettyConstraintDef(s)

@@ -3,6 +3,7 @@ package ddl
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -168,7 +169,7 @@ func (e *executor) dependents(ctx context.Context, d catalog.Descriptor, ds *dro
 			}
 			if seq, ok := d.(*catalog.Sequence); ok {
 				for _, c := range v.Columns {
-					if c.SequenceID == seq.ID && c.Identity == "" {
+					if c.SequenceID == seq.ID && c.Identity == "" || c.SequenceID == 0 && e.defaultUses(ctx, c.DefaultExpr, seq) {
 						out = append(out, dependent{what: fmt.Sprintf("default value for column %s of table %s", c.Name, v.Name), desc: v, col: c.Name})
 					}
 				}
@@ -604,4 +605,61 @@ func (e *executor) createSchema(ctx context.Context, n *pg_query.CreateSchemaStm
 		return pgerror.New(pgerrcode.DuplicateSchema, "schema %q already exists", name)
 	}
 	return e.x.Writer.Create(ctx, &catalog.Schema{DatabaseID: e.x.Database.ID, Name: name, Owner: owner})
+}
+
+// seqRefRE finds the sequences a stored default names
+// ("nextval('s')", "nextval('s'::regclass)").
+var seqRefRE = regexp.MustCompile(`(?:nextval|currval|setval)\('((?:[^']|'')+)'(?:::regclass)?`)
+
+// defaultUses reports whether a column default written by the user (not
+// a serial's) names seq, so that DROP SEQUENCE refuses (2BP01) as
+// PostgreSQL's dependency on the default does. The name is resolved as
+// the default resolved it: qualified, or by the search path.
+func (e *executor) defaultUses(ctx context.Context, def string, seq *catalog.Sequence) bool {
+	if def == "" {
+		return false
+	}
+	for _, m := range seqRefRE.FindAllStringSubmatch(def, -1) {
+		names := splitQualified(strings.ReplaceAll(m[1], "''", "'"))
+		if len(names) == 0 || names[len(names)-1] != seq.Name {
+			continue
+		}
+		if len(names) > 1 {
+			if e.schemaName(ctx, seq.SchemaID) == names[len(names)-2] {
+				return true
+			}
+			continue
+		}
+		rv := &pg_query.RangeVar{Relname: seq.Name}
+		if d, _, err := e.lookupRelation(ctx, rv); err == nil && d.DescID() == seq.ID {
+			return true
+		}
+	}
+	return false
+}
+
+// splitQualified splits a possibly qualified, possibly quoted name as
+// regclass input does: unquoted parts fold to lower case.
+func splitQualified(s string) []string {
+	var out []string
+	var cur strings.Builder
+	quoted := false
+	for i := 0; i < len(s); i++ {
+		ch := s[i]
+		switch {
+		case ch == '"' && quoted && i+1 < len(s) && s[i+1] == '"':
+			cur.WriteByte('"')
+			i++
+		case ch == '"':
+			quoted = !quoted
+		case ch == '.' && !quoted:
+			out = append(out, cur.String())
+			cur.Reset()
+		case !quoted:
+			cur.WriteString(strings.ToLower(string(ch)))
+		default:
+			cur.WriteByte(ch)
+		}
+	}
+	return append(out, cur.String())
 }

@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/jackc/pgerrcode"
 	pg_query "github.com/pganalyze/pg_query_go/v6"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/cairn-db/cairn/sql/builtins"
 	"github.com/cairn-db/cairn/sql/catalog"
@@ -593,6 +595,14 @@ func indexableType(c *catalog.Column) error {
 	if c.Type.Family == types.JSONBFamily {
 		return notSupported("index and primary key columns of type jsonb are not supported yet")
 	}
+	if c.Type.Family == types.ArrayFamily && c.Type.Elem.Family == types.JSONTextFamily {
+		return notSupported("index and primary key columns of type json[] are not supported")
+	}
+	if c.Type.Family == types.JSONTextFamily {
+		// json has no equality or ordering, in PostgreSQL too.
+		return pgerror.New(pgerrcode.UndefinedObject, "data type %s has no default operator class for access method \"btree\"", c.Type.Name()).
+			WithHint("You must specify an operator class for the index or define a default operator class for the data type.")
+	}
 	return nil
 }
 
@@ -906,7 +916,7 @@ func exprText(ex sem.Expr, raw *pg_query.Node) (string, error) {
 		// name as written.
 		return deparseExpr(raw)
 	}
-	s := storedForm(ex).String()
+	s := literalCasts(storedForm(ex), raw).String()
 	if _, err := pg_query.Parse("SELECT " + s); err == nil {
 		return s, nil
 	}
@@ -931,6 +941,65 @@ func storedForm(ex sem.Expr) sem.Expr {
 		return &sem.Const{Datum: c.Datum, T: &t}
 	}
 	return ex
+}
+
+// literalCasts restores, below the root, how PostgreSQL keeps an integer
+// literal an operator needed at another type: the binder folded the
+// coercion into a constant ('0'::numeric), while PostgreSQL keeps the int4
+// constant under a cast, printed (0)::numeric, or, for the integer types
+// its cross-type operators take directly (int8 > int4), the bare literal.
+// Only constants whose value is an integer literal of raw are touched.
+func literalCasts(ex sem.Expr, raw *pg_query.Node) sem.Expr {
+	lits := map[string]bool{}
+	collectIntLiterals(raw.ProtoReflect(), lits)
+	if len(lits) == 0 {
+		return ex
+	}
+	root := ex
+	return sem.Map(ex, func(x sem.Expr) sem.Expr {
+		c, ok := x.(*sem.Const)
+		if !ok || x == root || types.IsNull(c.Datum) {
+			return x
+		}
+		text := types.Format(nil, c.T, c.Datum)
+		n, err := strconv.ParseInt(text, 10, 32)
+		if err != nil || !lits[text] {
+			return x
+		}
+		lit := &sem.Const{Datum: types.DInt(n), T: types.Int4}
+		switch c.T.Family {
+		case types.IntFamily:
+			if n < 0 {
+				return x
+			}
+			return lit
+		case types.NumericFamily, types.FloatFamily:
+			return &sem.Cast{Expr: lit, To: c.T, Context: types.CastImplicit}
+		}
+		return x
+	})
+}
+
+// collectIntLiterals records the integer constants of a raw parse tree.
+func collectIntLiterals(m protoreflect.Message, out map[string]bool) {
+	if c, ok := m.Interface().(*pg_query.A_Const); ok {
+		if iv := c.GetIval(); iv != nil {
+			out[strconv.FormatInt(int64(iv.Ival), 10)] = true
+		}
+		return
+	}
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		switch {
+		case fd.IsList() && fd.Message() != nil:
+			l := v.List()
+			for i := 0; i < l.Len(); i++ {
+				collectIntLiterals(l.Get(i).Message(), out)
+			}
+		case fd.Message() != nil && !fd.IsMap():
+			collectIntLiterals(v.Message(), out)
+		}
+		return true
+	})
 }
 
 // deparseExpr prints a raw expression as libpg_query deparses it.

@@ -81,7 +81,7 @@ func newFixture(t *testing.T) *fixture {
 			Indexes: []catalog.Index{{ID: 2, Name: "users_email_key", Unique: true,
 				KeyColumnIDs: []rowenc.ColumnID{2}, KeyDirections: asc(1)}},
 			Uniques:   []catalog.UniqueConstraint{{Name: "users_email_key", IndexID: 2}},
-			Checks:    []catalog.Check{{Name: "users_score_check", Expr: "score >= 0"}},
+			Checks:    []catalog.Check{{Name: "users_score_check", Expr: "(score >= (0)::numeric)"}},
 			RowFormat: catalog.RowFormat{Packed: true, SchemaVersion: 1},
 			Comment:   "people",
 		}
@@ -96,7 +96,7 @@ func newFixture(t *testing.T) *fixture {
 				KeyColumnIDs: []rowenc.ColumnID{1}, KeyDirections: asc(1)},
 			Indexes: []catalog.Index{{ID: 2, Name: "orders_user_idx", KeyColumnIDs: []rowenc.ColumnID{2},
 				KeyDirections: []rowenc.Order{rowenc.Desc}, StoreColumnIDs: []rowenc.ColumnID{3},
-				Predicate: "note IS NOT NULL"}},
+				Predicate: "(note IS NOT NULL)"}},
 			ForeignKeys: []catalog.ForeignKey{{Name: "orders_user_id_fkey", ColumnIDs: []rowenc.ColumnID{2},
 				ReferencedTableID: ids[0], ReferencedColumnIDs: []rowenc.ColumnID{1}, OnDelete: catalog.Cascade}},
 			RowFormat: catalog.RowFormat{Packed: true, SchemaVersion: 1},
@@ -335,7 +335,7 @@ func TestIndexesAndConstraints(t *testing.T) {
 			"indisprimary": "f", "indisunique": "t", "indkey": "2", "indcollation": "100", "indclass": "3126"})
 		check(t, "pg_index", ix, "indexrelid", oidStr(indexOID(f.orders.ID, 2)), map[string]string{
 			"indisunique": "f", "indkey": "2 3", "indnatts": "2", "indnkeyatts": "1", "indoption": "3", "indclass": "3124",
-			"indpred": "note IS NOT NULL"})
+			"indpred": "(note IS NOT NULL)"})
 		if n := len(where(ix, "indrelid", oidStr(f.nopk.ID))); n != 0 {
 			t.Errorf("nopk has %d pg_index rows, want 0", n)
 		}
@@ -347,7 +347,7 @@ func TestIndexesAndConstraints(t *testing.T) {
 		check(t, "pg_constraint", con, "conname", "users_email_key", map[string]string{"contype": "u", "conkey": "{2}",
 			"conindid": oidStr(indexOID(f.users.ID, 2))})
 		check(t, "pg_constraint", con, "conname", "users_score_check", map[string]string{"contype": "c",
-			"conkey": "{4}", "conbin": "score >= 0"})
+			"conkey": "{4}", "conbin": "(score >= (0)::numeric)"})
 		check(t, "pg_constraint", con, "conname", "orders_user_id_fkey", map[string]string{"contype": "f",
 			"conkey": "{2}", "confkey": "{1}", "confrelid": oidStr(f.users.ID), "confdeltype": "c",
 			"confupdtype": "a", "confmatchtype": "s", "conindid": oidStr(indexOID(f.users.ID, 1))})
@@ -370,7 +370,7 @@ func TestIndexesAndConstraints(t *testing.T) {
 		}
 		for name, want := range map[string]string{
 			"users_pkey": "PRIMARY KEY (id)", "users_email_key": "UNIQUE (email)",
-			"users_score_check":   "CHECK ((score >= 0))",
+			"users_score_check":   "CHECK ((score >= (0)::numeric))",
 			"orders_user_id_fkey": "FOREIGN KEY (user_id) REFERENCES users(id) ON DELETE CASCADE",
 		} {
 			if defs[name] != want {
@@ -388,6 +388,18 @@ func TestIndexesAndConstraints(t *testing.T) {
 		} {
 			if got, ok := res.IndexDef(tc.oid, tc.col); !ok || got != tc.want {
 				t.Errorf("pg_get_indexdef(%d, %d) = %q, want %q", tc.oid, tc.col, got, tc.want)
+			}
+		}
+		// The pretty forms, as psql's \d asks for them.
+		if got, _ := res.IndexDefPretty(indexOID(f.orders.ID, 2), 0, true); got != "CREATE INDEX orders_user_idx ON orders USING btree (user_id DESC) INCLUDE (note) WHERE note IS NOT NULL" {
+			t.Errorf("pretty pg_get_indexdef = %q", got)
+		}
+		for _, c := range con {
+			if c["conname"] == "users_score_check" {
+				oid, _ := types.ParseDatum(nil, types.Oid, c["oid"])
+				if got, _ := res.ConstraintDefPretty(uint32(oid.(types.DOid)), true); got != "CHECK (score >= 0::numeric)" {
+					t.Errorf("pretty pg_get_constraintdef = %q", got)
+				}
 			}
 		}
 		if _, ok := res.IndexDef(uint32(f.users.ID), 0); ok {
@@ -581,21 +593,7 @@ func TestSessionTables(t *testing.T) {
 	})
 }
 
-func TestParenthesize(t *testing.T) {
-	for in, want := range map[string]string{
-		"a > 0":          "(a > 0)",
-		"(a > 0)":        "(a > 0)",
-		" (a > 0) ":      "(a > 0)",
-		"(a) AND (b)":    "((a) AND (b))",
-		"(a = ')') OR b": "((a = ')') OR b)",
-		"(a = '(')":      "(a = '(')",
-		"((a > 0))":      "((a > 0))",
-		"f(x) > (1)":     "(f(x) > (1))",
-	} {
-		if got := parenthesize(in); got != want {
-			t.Errorf("parenthesize(%q) = %q, want %q", in, got, want)
-		}
-	}
+func TestIndoption(t *testing.T) {
 	for o, want := range map[rowenc.Order]int64{rowenc.Asc: 0, rowenc.Desc: 3, rowenc.DescNullsLast: 1, rowenc.AscNullsFirst: 2} {
 		if got := indoption(o); got != want {
 			t.Errorf("indoption(%v) = %d, want %d", o, got, want)

@@ -9,6 +9,7 @@ import (
 	"github.com/cairn-db/cairn/sql/builtins"
 	"github.com/cairn-db/cairn/sql/catalog"
 	"github.com/cairn-db/cairn/sql/pgerror"
+	"github.com/cairn-db/cairn/sql/rowenc"
 	"github.com/cairn-db/cairn/sql/types"
 )
 
@@ -492,6 +493,11 @@ func (res *Resolver) TableIsVisible(oid uint32) (bool, bool) { return res.visibl
 
 // IndexDef implements builtins.CatalogInfo.
 func (res *Resolver) IndexDef(oid uint32, col int) (string, bool) {
+	return res.IndexDefPretty(oid, col, false)
+}
+
+// IndexDefPretty implements builtins.PrettyCatalogInfo.
+func (res *Resolver) IndexDefPretty(oid uint32, col int, pretty bool) (string, bool) {
 	kind, tid, sub := splitOID(oid)
 	if kind != kindIndex {
 		return "", false
@@ -502,7 +508,11 @@ func (res *Resolver) IndexDef(oid uint32, col int) (string, bool) {
 	}
 	for _, ix := range indexes(t) {
 		if uint32(ix.ID) == sub {
-			return indexDef(sc, t, ix, col), true
+			visible := false
+			if pretty {
+				visible, _ = res.visible(uint32(t.ID))
+			}
+			return indexDef(sc, t, ix, col, pretty, visible), true
 		}
 	}
 	return "", false
@@ -510,6 +520,11 @@ func (res *Resolver) IndexDef(oid uint32, col int) (string, bool) {
 
 // ConstraintDef implements builtins.CatalogInfo.
 func (res *Resolver) ConstraintDef(oid uint32) (string, bool) {
+	return res.ConstraintDefPretty(oid, false)
+}
+
+// ConstraintDefPretty implements builtins.PrettyCatalogInfo.
+func (res *Resolver) ConstraintDefPretty(oid uint32, pretty bool) (string, bool) {
 	kind, tid, _ := splitOID(oid)
 	if kind != kindConstr {
 		return "", false
@@ -521,21 +536,66 @@ func (res *Resolver) ConstraintDef(oid uint32) (string, bool) {
 	byID := func(id catalog.ID) *catalog.Table { tb, _ := res.table(id); return tb }
 	for _, c := range tableConstraints(t, sc, byID) {
 		if c.oid == oid {
-			return constraintDef(c), true
+			return constraintDef(c, pretty), true
 		}
 	}
 	return "", false
 }
 
-// Description implements builtins.CatalogInfo: tables carry a comment;
-// nothing else does yet.
+// Description implements builtins.CatalogInfo: COMMENT ON's text for a
+// relation (pg_class) or one of its columns (subID > 0), a schema
+// (pg_namespace) or a database (pg_database).
 func (res *Resolver) Description(oid uint32, catalogName string, sub int32) (string, bool) {
-	if sub != 0 || catalogName != "" && catalogName != "pg_class" {
-		return "", false
-	}
-	if kind, tid, _ := splitOID(oid); kind == 0 {
-		if t, _ := res.table(tid); t != nil && t.Comment != "" {
-			return t.Comment, true
+	nonEmpty := func(s string) (string, bool) { return s, s != "" }
+	switch catalogName {
+	case "", "pg_class":
+		kind, tid, ixID := splitOID(oid)
+		switch kind {
+		case 0:
+		case kindIndex:
+			if t, _ := res.table(tid); t != nil && sub == 0 {
+				for _, ix := range indexes(t) {
+					if uint32(ix.ID) == ixID {
+						return nonEmpty(ix.Comment)
+					}
+				}
+			}
+			return "", false
+		default:
+			return "", false
+		}
+		d, err := res.r.ByID(res.ctx, catalog.ID(oid))
+		if err != nil {
+			return "", false
+		}
+		switch v := d.(type) {
+		case *catalog.Table:
+			if sub == 0 {
+				return nonEmpty(v.Comment)
+			}
+			if c := v.ColumnByID(rowenc.ColumnID(sub)); c != nil && !c.Hidden {
+				return nonEmpty(c.Comment)
+			}
+		case *catalog.View:
+			if sub == 0 {
+				return nonEmpty(v.Comment)
+			}
+		case *catalog.Sequence:
+			if sub == 0 {
+				return nonEmpty(v.Comment)
+			}
+		}
+	case "pg_namespace":
+		id := catalog.ID(oid)
+		if oid == oidPublic {
+			id = catalog.PublicSchemaID
+		}
+		if sc := res.schemaByID(id); sc != nil && sub == 0 && nspOID(sc.ID) == oid {
+			return nonEmpty(sc.Comment)
+		}
+	case "pg_database":
+		if res.db != nil && uint32(res.db.ID) == oid && sub == 0 {
+			return nonEmpty(res.db.Comment)
 		}
 	}
 	return "", false

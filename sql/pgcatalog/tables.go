@@ -646,9 +646,27 @@ func genSettings(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, er
 
 func genDescription(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
 	var out [][]types.Datum
-	for _, r := range s.tables() {
-		if d := r.desc.(*catalog.Table); d.Comment != "" {
-			out = append(out, t.row("objoid", d.ID, "classoid", oidPgClass, "objsubid", 0, "description", d.Comment))
+	add := func(oid any, sub int, text string) {
+		if text != "" {
+			out = append(out, t.row("objoid", oid, "classoid", oidPgClass, "objsubid", sub, "description", text))
+		}
+	}
+	for _, r := range s.rels {
+		switch d := r.desc.(type) {
+		case *catalog.Table:
+			add(d.ID, 0, d.Comment)
+			for _, c := range d.Columns {
+				if !c.Hidden {
+					add(d.ID, int(c.ID), c.Comment)
+				}
+			}
+			for _, ix := range indexes(d) {
+				add(indexOID(d.ID, ix.ID), 0, ix.Comment)
+			}
+		case *catalog.View:
+			add(d.ID, 0, d.Comment)
+		case *catalog.Sequence:
+			add(d.ID, 0, d.Comment)
 		}
 	}
 	return out, nil
@@ -695,15 +713,17 @@ func genIndexes(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, err
 		d := r.desc.(*catalog.Table)
 		for _, ix := range indexes(d) {
 			out = append(out, t.row("schemaname", r.schema.Name, "tablename", d.Name, "indexname", ix.Name,
-				"indexdef", indexDef(r.schema, d, ix, 0)))
+				"indexdef", indexDef(r.schema, d, ix, 0, false, false)))
 		}
 	}
 	return out, nil
 }
 
 // indexDef is pg_get_indexdef: the whole CREATE INDEX statement (col 0)
-// or one key column's name.
-func indexDef(sc *catalog.Schema, d *catalog.Table, ix *catalog.Index, col int) string {
+// or one key column's name. pretty is the function's pretty flag: as in
+// PostgreSQL it prints the predicate without redundant parentheses and
+// the table unqualified when visible (the search path finds it).
+func indexDef(sc *catalog.Schema, d *catalog.Table, ix *catalog.Index, col int, pretty, visible bool) string {
 	keys, orders, stored := keyColumns(d, ix)
 	if col > 0 {
 		all := append(keys, stored...)
@@ -721,7 +741,11 @@ func indexDef(sc *catalog.Schema, d *catalog.Table, ix *catalog.Index, col int) 
 	if ix.Kind == catalog.IndexGIN {
 		am = "gin"
 	}
-	fmt.Fprintf(&b, "INDEX %s ON %s.%s USING %s (", quoteIdent(ix.Name), quoteIdent(sc.Name), quoteIdent(d.Name), am)
+	table := quoteIdent(sc.Name) + "." + quoteIdent(d.Name)
+	if pretty && visible {
+		table = quoteIdent(d.Name)
+	}
+	fmt.Fprintf(&b, "INDEX %s ON %s USING %s (", quoteIdent(ix.Name), table, am)
 	for i, k := range keys {
 		if i > 0 {
 			b.WriteString(", ")
@@ -748,37 +772,16 @@ func indexDef(sc *catalog.Schema, d *catalog.Table, ix *catalog.Index, col int) 
 		b.WriteString(")")
 	}
 	if ix.Predicate != "" {
-		fmt.Fprintf(&b, " WHERE %s", parenthesize(ix.Predicate))
+		// The stored predicate is the non-pretty form, with its own
+		// parentheses where PostgreSQL prints them (none around a bare
+		// boolean column).
+		pred := ix.Predicate
+		if pretty {
+			pred = prettyExpr(pred)
+		}
+		fmt.Fprintf(&b, " WHERE %s", pred)
 	}
 	return b.String()
-}
-
-// parenthesize wraps an expression in parentheses unless one pair already
-// encloses all of it, as PostgreSQL's deparser prints a WHERE clause or a
-// CHECK expression.
-func parenthesize(e string) string {
-	e = strings.TrimSpace(e)
-	if strings.HasPrefix(e, "(") {
-		depth, inStr := 0, false
-		for i, r := range e {
-			switch {
-			case r == '\'':
-				inStr = !inStr
-			case inStr:
-			case r == '(':
-				depth++
-			case r == ')':
-				depth--
-				if depth == 0 {
-					if i == len(e)-1 {
-						return e
-					}
-					return "(" + e + ")"
-				}
-			}
-		}
-	}
-	return "(" + e + ")"
 }
 
 // indoption is pg_index.indoption for a key column: rowenc's order bits
@@ -852,8 +855,8 @@ func genOpclass(_ context.Context, _ *snapshot, t *vtable) ([][]types.Datum, err
 	return out, nil
 }
 
-// constraintDef is pg_get_constraintdef.
-func constraintDef(c constraint) string {
+// constraintDef is pg_get_constraintdef; pretty is its pretty flag.
+func constraintDef(c constraint, pretty bool) string {
 	names := func(t *catalog.Table, cols []int64) string {
 		var parts []string
 		for _, id := range cols {
@@ -867,7 +870,10 @@ func constraintDef(c constraint) string {
 	case 'u':
 		return "UNIQUE (" + names(c.table, c.cols) + ")"
 	case 'c':
-		return "CHECK (" + parenthesize(c.check) + ")"
+		if pretty {
+			return "CHECK (" + prettyExpr(c.check) + ")"
+		}
+		return "CHECK (" + c.check + ")"
 	}
 	ref := "?"
 	var refCols string

@@ -56,9 +56,18 @@ func (c *kvCatalog) LookupRelation(ctx context.Context, schema, name string) (Re
 		}
 		sc, err := c.r.Schema(ctx, c.db.ID, schema)
 		if err != nil {
+			// Postgres's parserOpenTable looks the schema up with
+			// missing_ok: a missing schema is a missing relation.
+			if pgerror.Code(err) == pgerrcode.InvalidSchemaName {
+				return Relation{}, undefinedRelation(schema + "." + name)
+			}
 			return Relation{}, err
 		}
-		return c.inSchema(ctx, sc, name)
+		rel, err := c.inSchema(ctx, sc, name)
+		if err != nil && pgerror.Code(err) == pgerrcode.UndefinedTable {
+			return Relation{}, undefinedRelation(schema + "." + name)
+		}
+		return rel, err
 	}
 	if vt := c.lookupVirtual("pg_catalog", name); vt != nil {
 		return Relation{Virtual: vt}, nil
