@@ -293,6 +293,7 @@ func (ds *DistSender) sendToTablet(ctx context.Context, h kvpb.Header, desc kvpb
 	sub := &kvpb.BatchRequest{Header: h, Requests: reqs}
 	sub.Txn = h.Txn.Clone()
 	sub.TabletID = desc.TabletID
+	traceTablet(ctx, desc.TabletID)
 	br, err := ds.sender.Send(ctx, sub)
 	if err == nil {
 		return br, nil

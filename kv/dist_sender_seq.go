@@ -75,6 +75,7 @@ func (ds *DistSender) sendSequential(ctx context.Context, ba *kvpb.BatchRequest,
 			sub := &kvpb.BatchRequest{Header: ba.Header, Requests: reqs}
 			sub.Txn = ba.Txn.Clone()
 			sub.TabletID = desc.TabletID
+			traceTablet(ctx, desc.TabletID)
 			br, err := ds.sender.Send(ctx, sub)
 			if err != nil {
 				if !ds.handleRoutingError(desc, err) {

@@ -112,10 +112,12 @@ func (lk *lookuper) lookup(ctx context.Context, in [][]types.Datum) ([][][]types
 	if len(which) == 0 {
 		return out, nil
 	}
-	if err := lk.r.x.Txn.Run(ctx, b); err != nil {
+	tctx, tr := lk.r.x.Stats.trace(ctx)
+	if err := lk.r.x.Txn.Run(tctx, b); err != nil {
 		return nil, err
 	}
 	lk.r.x.Stats.addKV(lk.node, len(which))
+	lk.r.x.Stats.addRead(lk.node, tr, b.Results)
 	for j, i := range which {
 		var rows [][]types.Datum
 		emit := func(row []types.Datum) error { rows = append(rows, row); return nil }

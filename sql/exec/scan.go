@@ -149,10 +149,12 @@ func (s *kvStream) fill(ctx context.Context) error {
 			b.Scan(sp.Key, sp.EndKey, s.limit)
 		}
 	}
-	if err := s.r.x.Txn.Run(ctx, b); err != nil {
+	tctx, tr := s.r.x.Stats.trace(ctx)
+	if err := s.r.x.Txn.Run(tctx, b); err != nil {
 		return err
 	}
 	s.r.x.Stats.addKV(s.node, n)
+	s.r.x.Stats.addRead(s.node, tr, b.Results)
 	consumed := 0
 	for i := range n {
 		res := &b.Results[i]

@@ -299,7 +299,7 @@ func TestLookupJoinSecondary(t *testing.T) {
 			if len(got) != 2500 || got[0] != "2500 -2500" || got[1] != "2495 -2495" {
 				t.Fatalf("got %d rows: %v", len(got), got[:2])
 			}
-			if ns := st.Node(j); ns.KVBatches != 3 || ns.KVRequests != 2500 {
+			if ns := st.Node(j); ns.KVBatches != 3 || ns.KVRequests != 2500 || ns.KVKeys < 2500 || ns.Tablets < 1 {
 				t.Errorf("%s", st.Annotate(j))
 			}
 		})
@@ -333,7 +333,7 @@ func TestAnnotate(t *testing.T) {
 		n    plan.Node
 		want string
 	}{
-		{s, `^\(actual time=\d+\.\d{3}\.\.\d+\.\d{3} rows=3 loops=1\)\nKV: 1 request in 1 round trip$`},
+		{s, `^\(actual time=\d+\.\d{3}\.\.\d+\.\d{3} rows=3 loops=1\)\nKV: 1 request in 1 round trip to 1 tablet, read 3 keys \(\d+ bytes\)$`},
 		{f, `^\(actual time=\d+\.\d{3}\.\.\d+\.\d{3} rows=2 loops=1\)$`},
 		{never, `^\(never executed\)$`},
 	} {

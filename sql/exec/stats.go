@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cairn-db/cairn/kv"
+	"github.com/cairn-db/cairn/kvpb"
 	"github.com/cairn-db/cairn/sql/plan"
 	"github.com/cairn-db/cairn/sql/types"
 )
@@ -34,6 +36,12 @@ type NodeStats struct {
 	// fanned out to the tablets it touches in parallel.
 	KVRequests int64
 	KVBatches  int64
+	// KVKeys and KVBytes are the keys and bytes (keys and values) the
+	// node's reads returned; Tablets how many distinct tablets its
+	// requests reached.
+	KVKeys, KVBytes int64
+	Tablets         int
+	tablets         map[kvpb.TabletID]struct{}
 }
 
 // Node returns n's figures (nil if n never ran).
@@ -67,6 +75,41 @@ func (s *Stats) addKV(n plan.Node, requests int) {
 	ns.KVBatches++
 }
 
+// trace returns ctx recording the tablets the node's next requests reach
+// (ctx and nil when statistics are off).
+func (s *Stats) trace(ctx context.Context) (context.Context, *kv.TabletTrace) {
+	if s == nil {
+		return ctx, nil
+	}
+	tr := &kv.TabletTrace{}
+	return kv.WithTabletTrace(ctx, tr), tr
+}
+
+// addRead records what one round trip of reads returned to n: its keys,
+// their bytes and the tablets tr saw. Safe on a nil Stats.
+func (s *Stats) addRead(n plan.Node, tr *kv.TabletTrace, results []kv.Result) {
+	if s == nil || n == nil {
+		return
+	}
+	ns := s.node(n)
+	for i := range results {
+		for _, kvp := range results[i].Rows {
+			ns.KVKeys++
+			ns.KVBytes += int64(len(kvp.Key) + len(kvp.Value))
+		}
+	}
+	if tr == nil {
+		return
+	}
+	if ns.tablets == nil {
+		ns.tablets = map[kvpb.TabletID]struct{}{}
+	}
+	for _, id := range tr.Tablets() {
+		ns.tablets[id] = struct{}{}
+	}
+	ns.Tablets = len(ns.tablets)
+}
+
 // Annotate returns n's EXPLAIN ANALYZE figures as PostgreSQL prints them
 // on the node's line, "(actual time=0.012..0.020 rows=3 loops=1)" (per
 // run averages, as PostgreSQL reports a node run several times), then on a
@@ -85,8 +128,23 @@ func (s *Stats) Annotate(n plan.Node) string {
 	if ns.KVBatches > 0 {
 		out += fmt.Sprintf("\nKV: %d %s in %d round %s", ns.KVRequests, plural(ns.KVRequests, "request", "requests"),
 			ns.KVBatches, plural(ns.KVBatches, "trip", "trips"))
+		if ns.Tablets > 0 {
+			out += fmt.Sprintf(" to %d %s", ns.Tablets, plural(int64(ns.Tablets), "tablet", "tablets"))
+		}
+		if ns.KVKeys > 0 || ns.tablets != nil {
+			out += fmt.Sprintf(", read %d %s (%s)", ns.KVKeys, plural(ns.KVKeys, "key", "keys"), byteSize(ns.KVBytes))
+		}
 	}
 	return out
+}
+
+// byteSize prints n bytes as PostgreSQL's EXPLAIN prints memory: bytes
+// below 1 kB, else whole kB.
+func byteSize(n int64) string {
+	if n < 1024 {
+		return fmt.Sprintf("%d bytes", n)
+	}
+	return fmt.Sprintf("%dkB", (n+1023)/1024)
 }
 
 func plural(n int64, one, many string) string {
