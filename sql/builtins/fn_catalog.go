@@ -120,7 +120,15 @@ func init() {
 		}})
 	// pg_node_tree columns are the expression's SQL text in Cairn, so
 	// pg_get_expr has nothing left to decompile.
-	getExpr := func(_ EvalContext, a []types.Datum) (types.Datum, error) { return a[0], nil }
+	// Its pretty form drops a pair of parentheses around the whole
+	// expression, as PostgreSQL's does for an index predicate
+	// (pg_index.indpred, which psql's \d shows as "predicate (...)").
+	getExpr := func(_ EvalContext, a []types.Datum) (types.Datum, error) {
+		if len(a) > 2 && bool(a[2].(types.DBool)) {
+			return types.DString(unwrapParens(str(a[0]))), nil
+		}
+		return a[0], nil
+	}
 	registerFn("pg_get_expr",
 		Overload{Args: []*types.T{text, oid}, Return: Fixed(text), Strict: true, Volatility: Stable, Fn: getExpr},
 		Overload{Args: []*types.T{text, oid, b}, Return: Fixed(text), Strict: true, Volatility: Stable, Fn: getExpr})
@@ -332,21 +340,8 @@ func init() {
 			}})
 	}
 
-	// json_build_object and json_build_array, which SQLAlchemy's column
-	// reflection calls on the catalogs: Cairn has no json type, so they
-	// build jsonb, which drivers decode the same way (only the text form's
-	// key order and spacing differ from PostgreSQL's json).
-	for name, f := range map[string]Fn{"json_build_object": buildObject, "json_build_array": buildArray} {
-		empty := types.JSONObjectValue()
-		if name == "json_build_array" {
-			empty = types.JSONArrayValue()
-		}
-		registerFn(name,
-			Overload{Return: Fixed(types.JSONB), Volatility: Stable, Fn: func(EvalContext, []types.Datum) (types.Datum, error) {
-				return types.NewJSON(empty), nil
-			}},
-			Overload{Args: []*types.T{Any}, Variadic: true, Return: Fixed(types.JSONB), Volatility: Stable, Fn: f})
-	}
+	// json_build_object and json_build_array (which SQLAlchemy's column
+	// reflection calls on the catalogs) are in json_text.go.
 
 	// Privileges are not enforced yet: every privilege check passes, as
 	// for a superuser.

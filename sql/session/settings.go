@@ -64,6 +64,9 @@ var settingsList = []*setting{
 	{name: "lc_time", def: "C", desc: "Sets the locale for formatting date and time values."},
 	{name: "synchronous_commit", def: "on", check: checkEnum("local", "remote_write", "remote_apply", "on", "off"), desc: "Sets the current transaction's synchronization level."},
 	{name: "row_security", def: "on", check: checkBool, desc: "Enable row security."},
+	// Cairn's scans always start at the first key, which is what off asks
+	// for (pg_dump sets it); on only allows PostgreSQL to start elsewhere.
+	{name: "synchronize_seqscans", def: "on", check: checkBool, desc: "Enable synchronized sequential scans."},
 	{name: "storage.packed_rows.enabled", def: "on", check: checkBool, desc: "Stores each row's columns packed in one value."},
 	{name: "sql.stats.automatic_collection.enabled", def: "on", check: checkBool, desc: "Collects table statistics in the background when this session's changes make them stale."},
 	{name: "storage.packed_rows.size_limit", def: "0", check: checkIntRange(0, 1<<30), desc: "Largest packed row in bytes (0: no limit); larger rows are stored one column per key."},
