@@ -14,20 +14,29 @@ import (
 	"github.com/cairn-db/cairn/pgwire/pgauth"
 	"github.com/cairn-db/cairn/sql/catalog"
 	"github.com/cairn-db/cairn/sql/pgerror"
+	"github.com/cairn-db/cairn/sql/plan"
 	"github.com/cairn-db/cairn/sql/sequence"
 )
 
 // ---- views ----
 
 func (e *executor) createView(ctx context.Context, n *pg_query.ViewStmt) error {
-	if n.WithCheckOption != pg_query.ViewCheckOption_NO_CHECK_OPTION && n.WithCheckOption != pg_query.ViewCheckOption_VIEW_CHECK_OPTION_UNDEFINED {
-		return notSupported("WITH CHECK OPTION is not supported yet")
+	checkOption := ""
+	switch n.WithCheckOption {
+	case pg_query.ViewCheckOption_LOCAL_CHECK_OPTION:
+		checkOption = "local"
+	case pg_query.ViewCheckOption_CASCADED_CHECK_OPTION:
+		checkOption = "cascaded"
 	}
 	for _, d := range defElems(n.Options) {
 		switch d.Defname {
 		case "security_barrier", "security_invoker":
 		case "check_option":
-			return notSupported("WITH CHECK OPTION is not supported yet")
+			checkOption = strings.ToLower(defString(d))
+			if checkOption != "local" && checkOption != "cascaded" {
+				return pgerror.New(pgerrcode.InvalidParameterValue, "invalid value for \"check_option\" option").
+					WithDetail("Valid values are \"local\" and \"cascaded\".")
+			}
 		default:
 			return pgerror.New(pgerrcode.InvalidParameterValue, "unrecognized parameter %q", d.Defname)
 		}
@@ -43,6 +52,12 @@ func (e *executor) createView(ctx context.Context, n *pg_query.ViewStmt) error {
 	query, err := deparse(n.Query)
 	if err != nil {
 		return fmt.Errorf("ddl: deparsing view query: %w", err)
+	}
+	if checkOption != "" {
+		if why := plan.ViewNotUpdatableReason(query); why != "" {
+			return pgerror.New(pgerrcode.FeatureNotSupported, "WITH CHECK OPTION is supported only on automatically updatable views").
+				WithHint("%s", why)
+		}
 	}
 	if e.x.Describe == nil {
 		return notSupported("CREATE VIEW needs the session's binder")
@@ -98,13 +113,13 @@ func (e *executor) createView(ctx context.Context, n *pg_query.ViewStmt) error {
 			}
 		}
 		v := *old
-		v.Query, v.Columns, v.DependsOn = query, cols, deps
+		v.Query, v.Columns, v.DependsOn, v.CheckOption = query, cols, deps, checkOption
 		return e.x.Writer.Update(ctx, &v)
 	} else if pgerror.Code(err) != pgerrcode.UndefinedTable {
 		return err
 	}
 	return e.x.Writer.Create(ctx, &catalog.View{DatabaseID: e.x.Database.ID, SchemaID: schema.ID, Name: name, Owner: e.x.User,
-		Query: query, Columns: cols, DependsOn: deps})
+		Query: query, Columns: cols, DependsOn: deps, CheckOption: checkOption})
 }
 
 // queryDependencies lists the relations a query names (its RangeVars that

@@ -101,6 +101,9 @@ func (r *runner) compileAll(exprs []sem.Expr, cols []plan.Column) ([]rowFn, erro
 
 type planCheck struct {
 	name string
+	// view names the view of a WITH CHECK OPTION condition ("" for a
+	// table CHECK).
+	view string
 	eval rowFn
 }
 
@@ -111,11 +114,18 @@ func (r *runner) compileChecks(checks []plan.Check, cols []plan.Column) ([]planC
 		if err != nil {
 			return nil, err
 		}
-		out[i] = planCheck{name: c.Name, eval: f}
+		out[i] = planCheck{name: c.Name, view: c.View, eval: f}
 	}
 	// PostgreSQL evaluates a table's CHECKs in name order, so the first
-	// failing one by name is the one reported.
-	sort.SliceStable(out, func(i, j int) bool { return out[i].name < out[j].name })
+	// failing one by name is the one reported; views' check options come
+	// after them (ExecWithCheckOptions runs after ExecConstraints), in the
+	// binder's order.
+	sort.SliceStable(out, func(i, j int) bool {
+		if (out[i].view == "") != (out[j].view == "") {
+			return out[i].view == ""
+		}
+		return out[i].view == "" && out[i].name < out[j].name
+	})
 	return out, nil
 }
 
@@ -149,6 +159,11 @@ func (w *rowWriterSpec) finish(s *dmlState, row []types.Datum) error {
 			return err
 		}
 		if !checkPasses(d) {
+			if c.view != "" {
+				return pgerror.New(pgerrcode.WithCheckOptionViolation,
+					"new row violates check option for view %q", c.view).
+					WithDetail("%s", w.ti.failingRow(s.x, row))
+			}
 			return w.ti.checkFailed(s.x, c.name, row)
 		}
 	}

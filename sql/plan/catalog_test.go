@@ -86,7 +86,7 @@ func TestNewCatalog(t *testing.T) {
 			{"pg_catalog", "pg_class", "virtual"},
 			{"information_schema", "tables", "virtual"},
 			{"information_schema", "nope", pgerrcode.UndefinedTable},
-			{"nope", "both", pgerrcode.InvalidSchemaName},
+			{"nope", "both", pgerrcode.UndefinedTable}, // a missing schema is a missing relation, as in PostgreSQL
 		}},
 		{[]string{"app", "public"}, []want{
 			{"", "both", "app"},

@@ -246,9 +246,12 @@ func (b *builder) buildInsert(ins *pg_query.InsertStmt) (Node, error) {
 		// statement body: materialize none of them twice by counting.
 		countCTERefs(top.ctes, ins.SelectStmt)
 	}
-	t, alias, err := b.targetTable(ins.Relation, "insert into")
+	t, alias, vt, err := b.dmlTarget(ins.Relation, "insert into")
 	if err != nil {
 		return nil, err
+	}
+	if vt != nil && ins.OnConflictClause != nil {
+		return nil, b.errAt(notSupported("INSERT with ON CONFLICT into a view is not supported"), ins.OnConflictClause.Location)
 	}
 	overrideSystem := ins.Override == pg_query.OverridingKind_OVERRIDING_SYSTEM_VALUE
 	// OVERRIDING USER VALUE: the values given for identity columns are
@@ -265,6 +268,11 @@ func (b *builder) buildInsert(ins *pg_query.InsertStmt) (Node, error) {
 				return nil, b.errAt(notSupported("INSERT into a subfield or array element is not supported"), rt.Location)
 			}
 			c := t.ColumnByName(rt.Name)
+			if vt != nil {
+				if c, err = vt.column(rt.Name, "insert into"); err != nil {
+					return nil, vt.columnErrAt(b, err, rt.Location)
+				}
+			}
 			if c == nil {
 				return nil, b.errAt(undefinedTargetColumn(rt.Name, t.Name), rt.Location)
 			}
@@ -273,6 +281,15 @@ func (b *builder) buildInsert(ins *pg_query.InsertStmt) (Node, error) {
 			}
 			seen[rt.Name] = true
 			cols = append(cols, c)
+		}
+	} else if vt != nil {
+		// The view's columns, as many as there are values when known.
+		width := -1
+		if ss := ins.SelectStmt.GetSelectStmt(); ss != nil && isPlainValues(ss) {
+			width = len(ss.ValuesLists[0].GetList().GetItems())
+		}
+		if cols, err = vt.insertColumns(width); err != nil {
+			return nil, err
 		}
 	} else {
 		for i := range t.Columns {
@@ -416,6 +433,15 @@ func (b *builder) buildInsert(ins *pg_query.InsertStmt) (Node, error) {
 		if ins2.OnConflict, err = b.onConflict(t, alias, ins.OnConflictClause); err != nil {
 			return nil, err
 		}
+	}
+	if vt != nil {
+		ins2.Checks = append(ins2.Checks, vt.checks(ins2.TableCols)...)
+		s, _ := vt.rowScope(b, ins2.TableCols, nil)
+		if ins2.Returning, err = b.returning(ins.ReturningList, s); err != nil {
+			return nil, err
+		}
+		vt.fixReturning(ins2.Returning, ins2.TableCols)
+		return ins2, nil
 	}
 	if ins2.Returning, err = b.returning(ins.ReturningList, b.tableScope(t, ins2.TableCols, alias, nil)); err != nil {
 		return nil, err
@@ -699,17 +725,28 @@ func (b *builder) buildUpdate(up *pg_query.UpdateStmt) (Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, alias, err := b.targetTable(up.Relation, "update")
+	t, alias, vt, err := b.dmlTarget(up.Relation, "update")
 	if err != nil {
 		return nil, err
 	}
 	countCTERefs(top.ctes, &pg_query.Node{Node: &pg_query.Node_UpdateStmt{UpdateStmt: &pg_query.UpdateStmt{
 		FromClause: up.FromClause, WhereClause: up.WhereClause, TargetList: up.TargetList}}})
-	node, s, fetch, err := b.dmlSource(t, alias, top, up.FromClause, up.WhereClause)
+	var node Node
+	var s *scope
+	var fetch []sem.ColumnID
+	targetList := up.TargetList
+	if vt != nil {
+		if targetList, err = vt.setTargets(b, targetList); err != nil {
+			return nil, err
+		}
+		node, s, fetch, err = vt.source(b, top, up.FromClause, up.WhereClause)
+	} else {
+		node, s, fetch, err = b.dmlSource(t, alias, top, up.FromClause, up.WhereClause)
+	}
 	if err != nil {
 		return nil, err
 	}
-	setCols, setExprs, err := b.assignments(t, s, up.TargetList, &node)
+	setCols, setExprs, err := b.assignments(t, s, targetList, &node)
 	if err != nil {
 		return nil, err
 	}
@@ -748,8 +785,14 @@ func (b *builder) buildUpdate(up *pg_query.UpdateStmt) (Node, error) {
 	if u.Computed, u.Checks, err = b.rowExprs(t, u.TableCols); err != nil {
 		return nil, err
 	}
+	if vt != nil {
+		u.Checks = append(u.Checks, vt.checks(u.TableCols)...)
+	}
 	if u.Returning, err = b.returning(up.ReturningList, returningScope(s, fetch, u.TableCols)); err != nil {
 		return nil, err
+	}
+	if vt != nil {
+		vt.fixReturning(u.Returning, u.TableCols)
 	}
 	return u, nil
 }
@@ -759,19 +802,29 @@ func (b *builder) buildDelete(del *pg_query.DeleteStmt) (Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, alias, err := b.targetTable(del.Relation, "delete from")
+	t, alias, vt, err := b.dmlTarget(del.Relation, "delete from")
 	if err != nil {
 		return nil, err
 	}
 	countCTERefs(top.ctes, &pg_query.Node{Node: &pg_query.Node_DeleteStmt{DeleteStmt: &pg_query.DeleteStmt{
 		UsingClause: del.UsingClause, WhereClause: del.WhereClause}}})
-	node, s, fetch, err := b.dmlSource(t, alias, top, del.UsingClause, del.WhereClause)
+	var node Node
+	var s *scope
+	var fetch []sem.ColumnID
+	if vt != nil {
+		node, s, fetch, err = vt.source(b, top, del.UsingClause, del.WhereClause)
+	} else {
+		node, s, fetch, err = b.dmlSource(t, alias, top, del.UsingClause, del.WhereClause)
+	}
 	if err != nil {
 		return nil, err
 	}
 	d := &Delete{Table: t, Input: node, FetchCols: fetch}
 	if d.Returning, err = b.returning(del.ReturningList, returningScope(s, fetch, fetch)); err != nil {
 		return nil, err
+	}
+	if vt != nil {
+		vt.fixReturning(d.Returning, fetch)
 	}
 	return d, nil
 }

@@ -378,6 +378,10 @@ type Insert struct {
 type Check struct {
 	Name string
 	Expr sem.Expr
+	// View, when set, makes this the WITH CHECK OPTION condition of the
+	// view named (a write through an updatable view): it is checked after
+	// the table's own constraints and fails with 44000.
+	View string
 }
 
 // OnConflict is INSERT ... ON CONFLICT.

@@ -121,6 +121,15 @@ func testCatalog(t *testing.T) *fakeCatalog {
 	c.rels["public.kvpos"] = plan.Relation{View: &catalog.View{ID: 200, Name: "kvpos",
 		Query:   "SELECT k, v FROM kv WHERE n > 0",
 		Columns: []catalog.ViewColumn{{Name: "k", Type: types.Int8}, {Name: "v", Type: types.Text}}}}
+	c.rels["public.kvagg"] = plan.Relation{View: &catalog.View{ID: 201, Name: "kvagg",
+		Query:   "SELECT v, count(*) FROM kv GROUP BY v",
+		Columns: []catalog.ViewColumn{{Name: "v", Type: types.Text}, {Name: "count", Type: types.Int8}}}}
+	c.rels["public.kvexpr"] = plan.Relation{View: &catalog.View{ID: 202, Name: "kvexpr",
+		Query:   "SELECT k AS key, v || 'x' AS vx FROM kv",
+		Columns: []catalog.ViewColumn{{Name: "key", Type: types.Int8}, {Name: "vx", Type: types.Text}}}}
+	c.rels["public.kvchk"] = plan.Relation{View: &catalog.View{ID: 203, Name: "kvchk",
+		Query: "SELECT * FROM kvpos WHERE k < 10", CheckOption: "cascaded",
+		Columns: []catalog.ViewColumn{{Name: "k", Type: types.Int8}, {Name: "v", Type: types.Text}}}}
 	c.rels["pg_catalog.pg_class"] = plan.Relation{Virtual: &vtable{name: "pg_class", cols: []plan.VirtualColumn{
 		{Name: "oid", T: types.Oid}, {Name: "relname", T: types.Text}}}}
 	return c
@@ -333,6 +342,10 @@ func dumpTree(p *plan.Plan) string {
 				}
 			}
 			for _, c := range v.Checks {
+				if c.View != "" {
+					fmt.Fprintf(&sb, "%s  check option of view %s: %s\n", ind, c.View, c.Expr)
+					continue
+				}
 				fmt.Fprintf(&sb, "%s  check %s: %s\n", ind, c.Name, c.Expr)
 			}
 			if oc := v.OnConflict; oc != nil {
@@ -358,6 +371,10 @@ func dumpTree(p *plan.Plan) string {
 				}
 			}
 			for _, c := range v.Checks {
+				if c.View != "" {
+					fmt.Fprintf(&sb, "%s  check option of view %s: %s\n", ind, c.View, c.Expr)
+					continue
+				}
 				fmt.Fprintf(&sb, "%s  check %s: %s\n", ind, c.Name, c.Expr)
 			}
 			returning(&sb, ind, v.Returning)

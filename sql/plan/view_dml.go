@@ -1,0 +1,435 @@
+package plan
+
+import (
+	"github.com/jackc/pgerrcode"
+	pg_query "github.com/pganalyze/pg_query_go/v6"
+
+	"github.com/cairn-db/cairn/sql/catalog"
+	"github.com/cairn-db/cairn/sql/pgerror"
+	"github.com/cairn-db/cairn/sql/sem"
+	"github.com/cairn-db/cairn/sql/types"
+)
+
+// Automatically updatable views (PostgreSQL's rewriteTargetView): an
+// INSERT, UPDATE or DELETE naming a view over exactly one table or
+// updatable view, without aggregates, DISTINCT, GROUP BY, set operations,
+// WITH, LIMIT, window or set-returning functions, writes the base table.
+// The view is flattened down to its base table once per statement: each
+// view column becomes an expression over the base table's columns (a
+// plain column when the view column is updatable), each level's WHERE a
+// condition over them. UPDATE and DELETE scan the base table filtered by
+// those conditions; WITH CHECK OPTION adds them as Checks (View set) on the
+// new row.
+
+// viewTarget is a view flattened onto its base table.
+type viewTarget struct {
+	view  *catalog.View
+	alias string
+	table *catalog.Table
+	// ids are placeholder IDs of the base table's columns (Table.Columns
+	// order) that cols and conds are expressed over; substitute replaces
+	// them by the IDs a statement knows the row by.
+	ids   []sem.ColumnID
+	cols  []viewCol
+	conds []viewCond // innermost view first
+	// computed are the computed view columns' expressions by the IDs
+	// rowScope gave them.
+	computed map[sem.ColumnID]sem.Expr
+}
+
+type viewCol struct {
+	name string
+	expr sem.Expr
+	// base is the table column index of an updatable column, -1 for a
+	// computed one.
+	base int
+}
+
+type viewCond struct {
+	view  string
+	expr  sem.Expr
+	check bool // under a WITH CHECK OPTION (own or cascaded from above)
+}
+
+// ViewNotUpdatableReason says why a view's query is not automatically
+// updatable, in PostgreSQL's words (the DETAIL of its 55000 error), or ""
+// when it is. It looks at the query alone: a single relation in FROM is
+// assumed to be a table or a view.
+func ViewNotUpdatableReason(query string) string {
+	stmts, err := parseCached(query)
+	if err != nil || len(stmts) != 1 || stmts[0].AST.Stmt.GetSelectStmt() == nil {
+		return "Views that do not select from a single table or view are not automatically updatable."
+	}
+	return notUpdatableReason(stmts[0].AST.Stmt.GetSelectStmt())
+}
+
+// notUpdatableReason is view_query_is_auto_updatable, in its order.
+func notUpdatableReason(ss *pg_query.SelectStmt) string {
+	switch {
+	case len(ss.DistinctClause) > 0:
+		return "Views containing DISTINCT are not automatically updatable."
+	case len(ss.GroupClause) > 0:
+		return "Views containing GROUP BY are not automatically updatable."
+	case ss.HavingClause != nil:
+		return "Views containing HAVING are not automatically updatable."
+	case ss.Op != pg_query.SetOperation_SETOP_NONE || len(ss.ValuesLists) > 0:
+		if len(ss.ValuesLists) > 0 {
+			return "Views that do not select from a single table or view are not automatically updatable."
+		}
+		return "Views containing UNION, INTERSECT, or EXCEPT are not automatically updatable."
+	case ss.WithClause != nil:
+		return "Views containing WITH are not automatically updatable."
+	case ss.LimitCount != nil || ss.LimitOffset != nil:
+		return "Views containing LIMIT or OFFSET are not automatically updatable."
+	}
+	var hasAgg, hasWin, hasSRFs bool
+	for _, t := range ss.TargetList {
+		aggs, wins := callsIn(t)
+		hasAgg = hasAgg || len(aggs) > 0
+		hasWin = hasWin || len(wins) > 0
+		hasSRFs = hasSRFs || hasSRF(t)
+	}
+	switch {
+	case hasAgg:
+		return "Views that return aggregate functions are not automatically updatable."
+	case hasWin:
+		return "Views that return window functions are not automatically updatable."
+	case hasSRFs:
+		return "Views that return set-returning functions are not automatically updatable."
+	case len(ss.FromClause) != 1 || ss.FromClause[0].GetRangeVar() == nil:
+		return "Views that do not select from a single table or view are not automatically updatable."
+	}
+	return ""
+}
+
+// viewNotUpdatable is the 55000 error of a DML statement on a view that
+// is not automatically updatable.
+func viewNotUpdatable(verb, name, detail string) error {
+	kind := map[string]string{"insert into": "INSERT", "update": "UPDATE", "delete from": "DELETE"}[verb]
+	ing := map[string]string{"insert into": "inserting into", "update": "updating", "delete from": "deleting from"}[verb]
+	return pgerror.New(pgerrcode.ObjectNotInPrerequisiteState, "cannot %s view %q", verb, name).
+		WithDetail("%s", detail).
+		WithHint("To enable %s the view, provide an INSTEAD OF %s trigger or an unconditional ON %s DO INSTEAD rule.", ing, kind, kind)
+}
+
+// dmlTarget resolves the relation a DML statement writes: a table, or an
+// automatically updatable view flattened onto its base table (vt set,
+// t its base table, alias the name the statement knows the view by).
+func (b *builder) dmlTarget(rv *pg_query.RangeVar, verb string) (t *catalog.Table, alias string, vt *viewTarget, err error) {
+	r, err := b.env.Catalog.LookupRelation(b.ctx, rv.Schemaname, rv.Relname)
+	if err != nil {
+		return nil, "", nil, b.errAt(err, rv.Location)
+	}
+	if r.View == nil {
+		t, alias, err = b.targetTable(rv, verb)
+		return t, alias, nil, err
+	}
+	alias = rv.Relname
+	if rv.Alias != nil {
+		alias = rv.Alias.Aliasname
+	}
+	// The rewriter's errors (PostgreSQL's rewriteTargetView) carry no
+	// position.
+	vt, err = b.flattenView(r.View, verb, 0)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	vt.alias = alias
+	return vt.table, alias, vt, nil
+}
+
+// flattenView binds view v's query over its base relation, recursively.
+// Errors carry no position: it would be in the view's text.
+func (b *builder) flattenView(v *catalog.View, verb string, depth int) (*viewTarget, error) {
+	if depth > 32 {
+		return nil, pgerror.New(pgerrcode.InvalidObjectDefinition, "infinite recursion detected in rules for relation %q", v.Name)
+	}
+	stmts, err := parseCached(v.Query)
+	if err != nil || len(stmts) != 1 || stmts[0].AST.Stmt.GetSelectStmt() == nil {
+		return nil, pgerror.New(pgerrcode.InternalError, "plan: view %q has an invalid stored query", v.Name)
+	}
+	ss := stmts[0].AST.Stmt.GetSelectStmt()
+	if why := notUpdatableReason(ss); why != "" {
+		return nil, viewNotUpdatable(verb, v.Name, why)
+	}
+	for _, n := range append([]*pg_query.Node{ss.WhereClause}, ss.TargetList...) {
+		sub := false
+		walkAST(n, func(x *pg_query.Node) bool {
+			sub = sub || x.GetSubLink() != nil
+			return !sub
+		})
+		if sub {
+			return nil, notSupported("%s view %q, whose query has a subquery, is not supported", verb, v.Name)
+		}
+	}
+	brv := ss.FromClause[0].GetRangeVar()
+	r, err := b.env.Catalog.LookupRelation(b.ctx, brv.Schemaname, brv.Relname)
+	if err != nil {
+		return nil, err
+	}
+	// The lower level: the base table itself, or the view below.
+	var lower *viewTarget
+	switch {
+	case r.Table != nil:
+		lower = &viewTarget{table: r.Table, ids: b.freshIDs(len(r.Table.Columns))}
+		for i, c := range r.Table.Columns {
+			lower.cols = append(lower.cols, viewCol{name: c.Name, base: i,
+				expr: &sem.ColRef{ID: lower.ids[i], T: c.Type, Name: quoteIdentIfNeeded(c.Name)}})
+		}
+	case r.View != nil:
+		if lower, err = b.flattenView(r.View, verb, depth+1); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, viewNotUpdatable(verb, v.Name, "Views that do not select from a single table or view are not automatically updatable.")
+	}
+	// This level's scope: the lower level's columns under the FROM alias,
+	// known by placeholder IDs standing for their expressions.
+	alias := brv.Relname
+	if brv.Alias != nil {
+		alias = brv.Alias.Aliasname
+	}
+	s := &scope{b: b}
+	sub := map[sem.ColumnID]sem.Expr{}
+	var idx []int
+	for i, c := range lower.cols {
+		id := b.newCol()
+		sub[id] = c.expr
+		hidden := r.Table != nil && r.Table.Columns[i].Hidden
+		idx = append(idx, s.add(scopeCol{id: id, name: c.name, t: c.expr.Type(), rel: alias, hidden: hidden}))
+	}
+	s.addRel(alias, idx)
+	saved, savedCollate := b.stmt, b.hasCollate
+	b.stmt = &stmts[0]
+	defer func() { b.stmt, b.hasCollate = saved, savedCollate }()
+	out := &viewTarget{view: v, table: lower.table, ids: lower.ids, conds: lower.conds}
+	var targets []*target
+	for _, tn := range ss.TargetList {
+		ts, err := b.bindTarget(s, tn.GetResTarget())
+		if err != nil {
+			return nil, stripPos(err)
+		}
+		targets = append(targets, ts...)
+	}
+	for i, t := range targets {
+		if i >= len(v.Columns) {
+			break
+		}
+		e := substitute(t.e, sub)
+		base := -1
+		if cr, ok := e.(*sem.ColRef); ok {
+			for j, id := range out.ids {
+				if id == cr.ID {
+					base = j
+				}
+			}
+		}
+		out.cols = append(out.cols, viewCol{name: v.Columns[i].Name, expr: e, base: base})
+	}
+	if ss.WhereClause != nil {
+		w, err := b.expr(s, "WHERE", ss.WhereClause, types.Bool)
+		if err != nil {
+			return nil, stripPos(err)
+		}
+		out.conds = append(out.conds, viewCond{view: v.Name, expr: substitute(w, sub)})
+	}
+	// WITH CHECK OPTION: LOCAL checks this view's own condition (views
+	// below check theirs if they have the option); CASCADED checks every
+	// condition down to the table.
+	switch v.CheckOption {
+	case "cascaded":
+		for i := range out.conds {
+			out.conds[i].check = true
+		}
+	case "local":
+		if ss.WhereClause != nil {
+			out.conds[len(out.conds)-1].check = true
+		}
+	}
+	return out, nil
+}
+
+func stripPos(err error) error {
+	if pe, ok := err.(*sem.PositionError); ok {
+		return pe.Err
+	}
+	return err
+}
+
+// substitute replaces the column references of e that m maps.
+func substitute(e sem.Expr, m map[sem.ColumnID]sem.Expr) sem.Expr {
+	return sem.Map(e, func(x sem.Expr) sem.Expr {
+		if cr, ok := x.(*sem.ColRef); ok {
+			if r, ok := m[cr.ID]; ok {
+				return r
+			}
+		}
+		return x
+	})
+}
+
+// onRow maps the placeholder base-column IDs to ids (a statement's row).
+func (vt *viewTarget) onRow(ids []sem.ColumnID) map[sem.ColumnID]sem.Expr {
+	m := map[sem.ColumnID]sem.Expr{}
+	for i, id := range vt.ids {
+		c := vt.table.Columns[i]
+		m[id] = &sem.ColRef{ID: ids[i], T: c.Type, Name: quoteIdentIfNeeded(c.Name)}
+	}
+	return m
+}
+
+// column is the base table column view column name writes; a computed
+// view column is 0A000 as in PostgreSQL.
+func (vt *viewTarget) column(name, verb string) (*catalog.Column, error) {
+	for _, c := range vt.cols {
+		if c.name != name {
+			continue
+		}
+		if c.base < 0 {
+			return nil, pgerror.New(pgerrcode.FeatureNotSupported, "cannot %s column %q of view %q", verb, name, vt.view.Name).
+				WithDetail("View columns that are not columns of their base relation are not updatable.")
+		}
+		return &vt.table.Columns[c.base], nil
+	}
+	return nil, undefinedTargetColumn(name, vt.view.Name)
+}
+
+// columnErrAt positions an unknown column as the parser does; the
+// rewriter's refusal of a computed column has no position.
+func (vt *viewTarget) columnErrAt(b *builder, err error, loc int32) error {
+	if pgerror.Code(err) == pgerrcode.UndefinedColumn {
+		return b.errAt(err, loc)
+	}
+	return err
+}
+
+// checks are the WITH CHECK OPTION conditions over the new row ids.
+func (vt *viewTarget) checks(ids []sem.ColumnID) []Check {
+	m := vt.onRow(ids)
+	var out []Check
+	for _, c := range vt.conds {
+		if c.check {
+			out = append(out, Check{Name: c.view, Expr: substitute(c.expr, m), View: c.view})
+		}
+	}
+	return out
+}
+
+// scope is the view's columns under its alias, over the row ids; the
+// computed ones are added by the Project that source puts above node.
+func (vt *viewTarget) rowScope(b *builder, ids []sem.ColumnID, parent *scope) (*scope, *Project) {
+	m := vt.onRow(ids)
+	s := &scope{b: b, parent: parent}
+	if parent != nil {
+		s.ctes = parent.ctes
+	}
+	p := &Project{}
+	var idx []int
+	for _, c := range vt.cols {
+		var id sem.ColumnID
+		sc := scopeCol{name: c.name, t: c.expr.Type(), rel: vt.alias}
+		if c.base >= 0 {
+			id = ids[c.base]
+			sc.tbl, sc.tcol = vt.table.ID, vt.table.Columns[c.base].ID
+		} else {
+			id = b.newCol()
+			if vt.computed == nil {
+				vt.computed = map[sem.ColumnID]sem.Expr{}
+			}
+			vt.computed[id] = c.expr
+			p.Exprs = append(p.Exprs, substitute(c.expr, m))
+			p.Cols = append(p.Cols, Column{ID: id, Name: c.name, T: c.expr.Type()})
+		}
+		sc.id = id
+		idx = append(idx, s.add(sc))
+	}
+	s.addRel(vt.alias, idx)
+	return s, p
+}
+
+// source is dmlSource for a view: the base table's rows that satisfy
+// every level's condition, with the view's computed columns, joined with
+// FROM/USING and filtered by WHERE.
+func (vt *viewTarget) source(b *builder, top *scope, from []*pg_query.Node, where *pg_query.Node) (Node, *scope, []sem.ColumnID, error) {
+	sc, _ := b.scanTable(vt.table)
+	ids := make([]sem.ColumnID, len(sc.Cols))
+	for i, c := range sc.Cols {
+		ids[i] = c.ID
+	}
+	var node Node = sc
+	m := vt.onRow(ids)
+	for _, c := range vt.conds {
+		node = &Filter{Input: node, Pred: substitute(c.expr, m)}
+	}
+	s, p := vt.rowScope(b, ids, nil)
+	s.ctes = top.ctes
+	if len(p.Exprs) > 0 {
+		p.Input = node
+		p.Exprs = append(passThrough(node.Columns()), p.Exprs...)
+		p.Cols = append(append([]Column(nil), node.Columns()...), p.Cols...)
+		node = p
+	}
+	for _, it := range from {
+		n, lateral, err := b.fromItem(it, s)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		node = &Join{Kind: InnerJoin, Left: node, Right: n, Lateral: lateral}
+	}
+	if err := checkDupAliases(s); err != nil {
+		return nil, nil, nil, err
+	}
+	s.qualify = len(s.rels) > 1
+	if where != nil {
+		w, err := b.expr(s, "WHERE", rewriteRowIn(where), types.Bool)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		node = &Filter{Input: node, Pred: w}
+	}
+	return node, s, ids, nil
+}
+
+// setTargets renames SET targets from view columns to the base table's.
+func (vt *viewTarget) setTargets(b *builder, list []*pg_query.Node) ([]*pg_query.Node, error) {
+	out := make([]*pg_query.Node, len(list))
+	for i, n := range list {
+		rt := n.GetResTarget()
+		c, err := vt.column(rt.Name, "update")
+		if err != nil {
+			return nil, vt.columnErrAt(b, err, rt.Location)
+		}
+		out[i] = &pg_query.Node{Node: &pg_query.Node_ResTarget{ResTarget: &pg_query.ResTarget{
+			Name: c.Name, Indirection: rt.Indirection, Val: rt.Val, Location: rt.Location}}}
+	}
+	return out, nil
+}
+
+// insertColumns are the base table columns an INSERT into the view
+// without a column list fills: the view's, in its order.
+func (vt *viewTarget) insertColumns(width int) ([]*catalog.Column, error) {
+	var out []*catalog.Column
+	for i, c := range vt.cols {
+		if width >= 0 && i >= width {
+			break
+		}
+		bc, err := vt.column(c.name, "insert into")
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, bc)
+	}
+	return out, nil
+}
+
+// fixReturning rewrites r, bound over a scope rowScope made, onto the row
+// ids: the view's computed columns become their expressions.
+func (vt *viewTarget) fixReturning(r *Returning, ids []sem.ColumnID) {
+	if r == nil || len(vt.computed) == 0 {
+		return
+	}
+	m := vt.onRow(ids)
+	for i := range r.Exprs {
+		r.Exprs[i] = substitute(substitute(r.Exprs[i], vt.computed), m)
+	}
+}
