@@ -60,16 +60,19 @@ func init() {
 	info("current_role", name, func(s SessionInfo) types.Datum { return types.DString(s.User) })
 	info("user", name, func(s SessionInfo) types.Datum { return types.DString(s.User) })
 	info("session_user", name, func(s SessionInfo) types.Datum { return types.DString(s.SessionUser) })
-	info("current_schema", name, func(s SessionInfo) types.Datum {
-		if len(s.SearchPath) == 0 {
-			return types.DNull
-		}
-		return types.DString(s.SearchPath[0])
-	})
+	// current_schema and current_schemas show only the search path's
+	// schemas that exist, as PostgreSQL's do ("$user" names none usually).
+	registerFn("current_schema", Overload{Return: Fixed(name), Volatility: Stable,
+		Fn: func(ctx EvalContext, _ []types.Datum) (types.Datum, error) {
+			for _, sc := range existingSchemas(ctx, ctx.Session().SearchPath) {
+				return types.DString(sc), nil
+			}
+			return types.DNull, nil
+		}})
 	registerFn("current_schemas", Overload{Args: []*types.T{types.Bool}, Return: Fixed(types.MustArray(name)), Volatility: Stable, Strict: true,
 		Fn: func(ctx EvalContext, a []types.Datum) (types.Datum, error) {
 			out := types.NewArray(types.Text)
-			path := ctx.Session().SearchPath
+			path := existingSchemas(ctx, ctx.Session().SearchPath)
 			if bool(a[0].(types.DBool)) && !containsString(path, "pg_catalog") {
 				out.Elems = append(out.Elems, types.DString("pg_catalog"))
 			}
@@ -172,4 +175,20 @@ func containsString(ss []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// existingSchemas filters a search path to the schemas that exist, when
+// the catalog can be asked (else the path as it is).
+func existingSchemas(ctx EvalContext, path []string) []string {
+	ci := catalogInfo(ctx)
+	if ci == nil {
+		return path
+	}
+	out := make([]string, 0, len(path))
+	for _, sc := range path {
+		if _, err := ci.ResolveReg(types.RegNamespace, QuoteIdent(sc)); err == nil {
+			out = append(out, sc)
+		}
+	}
+	return out
 }

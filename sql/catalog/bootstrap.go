@@ -37,8 +37,19 @@ func Bootstrap(ctx context.Context, txn *kv.Txn, verifier string) error {
 	if err := w.put(ctx, db); err != nil {
 		return err
 	}
-	if err := w.Create(ctx, &Schema{ID: PublicSchemaID, DatabaseID: PostgresDatabaseID, Name: "public", Owner: SuperuserName}); err != nil {
+	if err := w.Create(ctx, publicSchema(PostgresDatabaseID)); err != nil {
 		return fmt.Errorf("bootstrap: %w", err)
 	}
 	return w.CreateRole(ctx, &Role{Name: SuperuserName, Login: true, Superuser: true, Verifier: verifier})
+}
+
+// publicSchema is a database's public schema as PostgreSQL 15 creates it:
+// owned by pg_database_owner, which may use and create in it, and usable
+// (not creatable in) by everyone.
+func publicSchema(db ID) *Schema {
+	return &Schema{ID: PublicSchemaID, DatabaseID: db, Name: "public", Owner: DatabaseOwnerRole,
+		ACL: []ACLItem{
+			{Grantee: DatabaseOwnerRole, Grantor: DatabaseOwnerRole, Privs: PrivUsage | PrivCreate},
+			{Grantor: DatabaseOwnerRole, Privs: PrivUsage},
+		}}
 }

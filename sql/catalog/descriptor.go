@@ -79,6 +79,8 @@ type Database struct {
 	ColocationGroupID uint64 `json:"colocation_group_id,omitempty"`
 	// Comment is COMMENT ON DATABASE's text.
 	Comment string `json:"comment,omitempty"`
+	// ACL is the object's privileges (privilege.go); nil is the default.
+	ACL []ACLItem `json:"acl,omitempty"`
 }
 
 // Schema is a schema of a database.
@@ -93,6 +95,8 @@ type Schema struct {
 	Virtual bool `json:"virtual,omitempty"`
 	// Comment is COMMENT ON SCHEMA's text.
 	Comment string `json:"comment,omitempty"`
+	// ACL is the object's privileges (privilege.go); nil is the default.
+	ACL []ACLItem `json:"acl,omitempty"`
 }
 
 // View is a view: its query text and the columns it produces.
@@ -111,6 +115,8 @@ type View struct {
 	DependsOn []ID `json:"depends_on,omitempty"`
 	// Comment is COMMENT ON VIEW's text.
 	Comment string `json:"comment,omitempty"`
+	// ACL is the object's privileges (privilege.go); nil is the default.
+	ACL []ACLItem `json:"acl,omitempty"`
 	// CheckOption is WITH [LOCAL | CASCADED] CHECK OPTION: "local" or
 	// "cascaded" ("" when the view has none). Rows written through the
 	// view must satisfy its condition (and, cascaded, those of the views
@@ -147,6 +153,8 @@ type Sequence struct {
 	Comment string `json:"comment,omitempty"`
 	// TypeOID is the AS type (int2, int4 or int8 OID); 0 means int8.
 	TypeOID uint32 `json:"type_oid,omitempty"`
+	// ACL is the object's privileges (privilege.go); nil is the default.
+	ACL []ACLItem `json:"acl,omitempty"`
 }
 
 // SequenceOwner is the column a sequence belongs to (serial, identity, OWNED

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/cairn-db/cairn/keys"
 	"github.com/cairn-db/cairn/kvpb"
@@ -19,6 +21,23 @@ type Role struct {
 	Login     bool   `json:"login,omitempty"`
 	Superuser bool   `json:"superuser,omitempty"`
 	Verifier  string `json:"verifier,omitempty"`
+	// MemberOf are the roles this one was granted (GRANT role TO this):
+	// it has their privileges.
+	MemberOf []string `json:"member_of,omitempty"`
+}
+
+// predefinedRoles are PostgreSQL's built-in roles Cairn knows: never
+// stored, listed by Roles, and not droppable or creatable.
+var predefinedRoles = []*Role{{Name: DatabaseOwnerRole}}
+
+// IsPredefinedRole reports whether name is a built-in role.
+func IsPredefinedRole(name string) bool {
+	for _, r := range predefinedRoles {
+		if r.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 type roleEnvelope struct {
@@ -46,6 +65,12 @@ func decodeRole(b []byte) (*Role, error) {
 
 // Role returns the role named name (42704 if none).
 func (r *Reader) Role(ctx context.Context, name string) (*Role, error) {
+	for _, p := range predefinedRoles {
+		if p.Name == name {
+			c := *p
+			return &c, nil
+		}
+	}
 	b, ok, err := r.txn.Get(ctx, roleKey(name))
 	if err != nil {
 		return nil, fmt.Errorf("reading role %q: %w", name, err)
@@ -63,7 +88,7 @@ func (r *Reader) Roles(ctx context.Context) ([]*Role, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing roles: %w", err)
 	}
-	out := make([]*Role, 0, len(kvs))
+	out := make([]*Role, 0, len(kvs)+len(predefinedRoles))
 	for _, e := range kvs {
 		role, err := decodeRole(e.Value)
 		if err != nil {
@@ -71,6 +96,11 @@ func (r *Reader) Roles(ctx context.Context) ([]*Role, error) {
 		}
 		out = append(out, role)
 	}
+	for _, p := range predefinedRoles {
+		c := *p
+		out = append(out, &c)
+	}
+	slices.SortFunc(out, func(a, b *Role) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
 

@@ -42,6 +42,8 @@ type Table struct {
 	GroupID   uint64    `json:"group_id"`
 	RowFormat RowFormat `json:"row_format"`
 	Comment   string    `json:"comment,omitempty"`
+	// ACL is the object's privileges (privilege.go); nil is the default.
+	ACL []ACLItem `json:"acl,omitempty"`
 }
 
 // Column is one column of a table.

@@ -97,7 +97,9 @@ func (w *Writer) Create(ctx context.Context, d Descriptor) error {
 		}
 	}
 	if db, ok := d.(*Database); ok {
-		return w.Create(ctx, &Schema{DatabaseID: db.ID, Name: "public", Owner: db.Owner})
+		sc := publicSchema(db.ID)
+		sc.ID = 0
+		return w.Create(ctx, sc)
 	}
 	return nil
 }

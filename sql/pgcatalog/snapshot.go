@@ -90,6 +90,9 @@ func roleOID(name string) uint32 {
 	if name == catalog.SuperuserName {
 		return oidSuperuser
 	}
+	if name == catalog.DatabaseOwnerRole {
+		return 6171 // PostgreSQL's OID for it
+	}
 	h := fnv.New32a()
 	h.Write([]byte(name))
 	v := h.Sum32() &^ (3 << kindShift)

@@ -85,9 +85,23 @@ func init() {
 func genNamespace(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
 	var out [][]types.Datum
 	for _, sc := range s.schemas {
-		out = append(out, t.row("oid", nspOID(sc.ID), "nspname", sc.Name, "nspowner", roleOID(owner(sc.Owner))))
+		out = append(out, t.row("oid", nspOID(sc.ID), "nspname", sc.Name, "nspowner", roleOID(owner(sc.Owner)),
+			"nspacl", aclText(sc.ACL)))
 	}
 	return out, nil
+}
+
+// aclText is an ACL column's value: NULL for the default ACL (nil), as
+// PostgreSQL leaves relacl NULL until the first GRANT or REVOKE.
+func aclText(acl []catalog.ACLItem) any {
+	if acl == nil {
+		return nil
+	}
+	out := make([]string, len(acl))
+	for i, it := range acl {
+		out[i] = it.String()
+	}
+	return out
 }
 
 // classRow is the pg_class row shared by every kind of relation.
@@ -114,7 +128,7 @@ func genClass(ctx context.Context, s *snapshot, t *vtable) ([][]types.Datum, err
 			ixs := indexes(d)
 			// Foreign keys are triggers in PostgreSQL, on both tables.
 			out = append(out, classRow(t, r.oid(), d.Name, nsp, d.Owner, "r", len(visibleColumns(d)),
-				append([]any{"relhasindex", len(ixs) > 0, "relchecks", len(d.Checks),
+				append([]any{"relacl", aclText(d.ACL), "relhasindex", len(ixs) > 0, "relchecks", len(d.Checks),
 					"relhastriggers", len(d.ForeignKeys) > 0 || len(d.ReferencedBy) > 0}, classStats(all[d.ID])...)...))
 			for _, ix := range ixs {
 				keys, _, stored := keyColumns(d, ix)
@@ -125,9 +139,9 @@ func genClass(ctx context.Context, s *snapshot, t *vtable) ([][]types.Datum, err
 				out = append(out, classRow(t, indexOID(d.ID, ix.ID), ix.Name, nsp, d.Owner, "i", len(keys)+len(stored), "relam", am))
 			}
 		case *catalog.View:
-			out = append(out, classRow(t, r.oid(), d.Name, nsp, d.Owner, "v", len(d.Columns)))
+			out = append(out, classRow(t, r.oid(), d.Name, nsp, d.Owner, "v", len(d.Columns), "relacl", aclText(d.ACL)))
 		case *catalog.Sequence:
-			out = append(out, classRow(t, r.oid(), d.Name, nsp, d.Owner, "S", 3))
+			out = append(out, classRow(t, r.oid(), d.Name, nsp, d.Owner, "S", 3, "relacl", aclText(d.ACL)))
 		}
 	}
 	for _, v := range ordered {
@@ -596,7 +610,7 @@ func genSequences(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, e
 func genDatabase(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
 	var out [][]types.Datum
 	for _, d := range s.dbs {
-		out = append(out, t.row("oid", d.ID, "datname", d.Name, "datdba", roleOID(owner(d.Owner)),
+		out = append(out, t.row("oid", d.ID, "datname", d.Name, "datdba", roleOID(owner(d.Owner)), "datacl", aclText(d.ACL),
 			"encoding", oidEncodingUTF8, "datlocprovider", "c", "datallowconn", true, "datconnlimit", -1,
 			"dattablespace", oidTablespaceDefault, "datcollate", "C", "datctype", "C"))
 	}
