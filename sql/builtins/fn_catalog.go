@@ -340,21 +340,8 @@ func init() {
 			}})
 	}
 
-	// json_build_object and json_build_array, which SQLAlchemy's column
-	// reflection calls on the catalogs: Cairn has no json type, so they
-	// build jsonb, which drivers decode the same way (only the text form's
-	// key order and spacing differ from PostgreSQL's json).
-	for name, f := range map[string]Fn{"json_build_object": buildObject, "json_build_array": buildArray} {
-		empty := types.JSONObjectValue()
-		if name == "json_build_array" {
-			empty = types.JSONArrayValue()
-		}
-		registerFn(name,
-			Overload{Return: Fixed(types.JSONB), Volatility: Stable, Fn: func(EvalContext, []types.Datum) (types.Datum, error) {
-				return types.NewJSON(empty), nil
-			}},
-			Overload{Args: []*types.T{Any}, Variadic: true, Return: Fixed(types.JSONB), Volatility: Stable, Fn: f})
-	}
+	// json_build_object and json_build_array (which SQLAlchemy's column
+	// reflection calls on the catalogs) are in json_text.go.
 
 	// Privileges are not enforced yet: every privilege check passes, as
 	// for a superuser.

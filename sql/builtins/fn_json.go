@@ -45,6 +45,8 @@ func toJSON(ctx EvalContext, d types.Datum, t *types.T) (types.JSON, error) {
 		return types.JSONNumberValue(&v.Decimal), nil
 	case *types.DJSON:
 		return v.JSON, nil
+	case types.DJSONText:
+		return types.ParseJSON(string(v))
 	case *types.DArray:
 		elems := make([]types.JSON, len(v.Elems))
 		for i, e := range v.Elems {

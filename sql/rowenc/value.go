@@ -90,6 +90,11 @@ func appendValue(dst []byte, t *types.T, d types.Datum) ([]byte, error) {
 		if v, ok := d.(*types.DJSON); ok {
 			return appendLenPrefixed(dst, v.JSON.String()), nil
 		}
+	case types.JSONTextFamily:
+		// json keeps its text as written.
+		if v, ok := d.(types.DJSONText); ok {
+			return appendLenPrefixed(dst, string(v)), nil
+		}
 	case types.ArrayFamily:
 		if v, ok := d.(*types.DArray); ok {
 			return appendArrayValue(dst, t, v)
@@ -283,6 +288,9 @@ func (r *valueReader) value(t *types.T) (types.Datum, error) {
 			return nil, fmt.Errorf("%w: jsonb: %v", ErrCorrupt, err)
 		}
 		return types.NewJSON(j), nil
+	case types.JSONTextFamily:
+		s, err := r.lenPrefixed()
+		return types.DJSONText(s), err
 	case types.ArrayFamily:
 		n, err := r.uvarint()
 		if err != nil {

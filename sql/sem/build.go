@@ -820,6 +820,7 @@ func (b *builder) buildTypeCast(tc *pg_query.TypeCast) (Expr, error) {
 }
 
 func (b *builder) buildFuncCall(fc *pg_query.FuncCall) (Expr, error) {
+	fc = rowToJSONCall(fc)
 	name := opName(fc.Funcname)
 	argb := b
 	switch {

@@ -129,6 +129,12 @@ func CastKindOf(from, to *T) CastKind {
 		switch tf {
 		case BoolFamily, IntFamily, FloatFamily, NumericFamily:
 			return CastExplicit
+		case JSONTextFamily:
+			return CastAssignment
+		}
+	case JSONTextFamily:
+		if tf == JSONBFamily {
+			return CastAssignment
 		}
 	}
 	return CastNone
@@ -239,6 +245,13 @@ func castDatum(ctx *Context, d Datum, from, to *T, explicit bool) (Datum, error)
 		}
 	case *DJSON:
 		return castJSON(v, to)
+	case DJSONText:
+		switch to.Family {
+		case JSONTextFamily:
+			return v, nil
+		case JSONBFamily:
+			return ParseDatum(ctx, to, string(v))
+		}
 	case *DArray:
 		if to.Family == ArrayFamily {
 			out := &DArray{Elem: to.Elem, Elems: make([]Datum, len(v.Elems)), ZeroBased: v.ZeroBased || IsVector(to)}
@@ -504,6 +517,8 @@ func castJSON(v *DJSON, to *T) (Datum, error) {
 	switch to.Family {
 	case JSONBFamily:
 		return v, nil
+	case JSONTextFamily:
+		return DJSONText(j.String()), nil
 	case BoolFamily:
 		if j.Kind == JSONBool {
 			return DBool(j.Bool), nil

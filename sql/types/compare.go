@@ -115,6 +115,12 @@ func Compare(a, b Datum) int {
 		if y, ok := b.(*DJSON); ok {
 			return x.JSON.Compare(y.JSON)
 		}
+	case DJSONText:
+		// json has no comparison operators in SQL; the executor's own
+		// sorting and hashing (DISTINCT, GROUP BY) compare the text.
+		if y, ok := b.(DJSONText); ok {
+			return strings.Compare(string(x), string(y))
+		}
 	case DOid:
 		if y, ok := b.(DOid); ok {
 			return cmp.Compare(x, y)
@@ -233,6 +239,8 @@ func hashKey(dst []byte, d Datum) []byte {
 		return binaryAppendString(append(dst, byte(StringFamily)), string(v))
 	case DBytes:
 		return binaryAppendString(append(dst, byte(BytesFamily)), string(v))
+	case DJSONText:
+		return binaryAppendString(append(dst, byte(JSONTextFamily)), string(v))
 	case DBool:
 		if v {
 			return append(dst, byte(BoolFamily), 1)

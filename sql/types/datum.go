@@ -89,6 +89,10 @@ type DUUID [16]byte
 // DJSON is a jsonb value.
 type DJSON struct{ JSON }
 
+// DJSONText is a json value: its input text exactly as written (checked
+// to be valid JSON), as PostgreSQL's json type keeps it.
+type DJSONText string
+
 // DOid is an oid.
 type DOid uint32
 
@@ -114,6 +118,7 @@ func (DTimestampTZ) Family() Family { return TimestampTZFamily }
 func (DInterval) Family() Family    { return IntervalFamily }
 func (DUUID) Family() Family        { return UUIDFamily }
 func (*DJSON) Family() Family       { return JSONBFamily }
+func (DJSONText) Family() Family    { return JSONTextFamily }
 func (DOid) Family() Family         { return OidFamily }
 func (*DArray) Family() Family      { return ArrayFamily }
 
@@ -130,6 +135,7 @@ func (d DTimestampTZ) String() string { return Format(nil, TimestampTZ, d) }
 func (d DInterval) String() string    { return Format(nil, Interval, d) }
 func (d DUUID) String() string        { return Format(nil, UUID, d) }
 func (d *DJSON) String() string       { return d.JSON.String() }
+func (d DJSONText) String() string    { return string(d) }
 func (d DOid) String() string         { return Format(nil, Oid, d) }
 func (d *DArray) String() string      { return Format(nil, MustArray(d.Elem), d) }
 

@@ -64,6 +64,8 @@ func AppendFormat(dst []byte, ctx *Context, t *T, d Datum) []byte {
 		return append(dst, uuid.UUID(v).String()...)
 	case *DJSON:
 		return v.JSON.appendText(dst)
+	case DJSONText:
+		return append(dst, v...)
 	case DOid:
 		if t != nil && IsReg(t) {
 			return appendReg(dst, ctx, t, v)

@@ -59,6 +59,13 @@ func ParseDatum(ctx *Context, t *T, s string) (Datum, error) {
 			return nil, err
 		}
 		return NewJSON(j), nil
+	case JSONTextFamily:
+		// json only checks the syntax: a \u0000 escape, which jsonb cannot
+		// hold as text, is valid json.
+		if _, err := ParseJSON(s); err != nil && pgerror.Code(err) != pgerrcode.UntranslatableCharacter {
+			return nil, err
+		}
+		return DJSONText(s), nil
 	case OidFamily:
 		if IsReg(t) {
 			return parseReg(ctx, t, s)

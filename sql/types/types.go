@@ -33,6 +33,9 @@ const (
 	JSONBFamily
 	OidFamily
 	ArrayFamily
+	// JSONTextFamily is the json type: the text as written, validated.
+	// (Appended last: family numbers must not move.)
+	JSONTextFamily
 )
 
 var familyNames = [...]string{
@@ -40,7 +43,7 @@ var familyNames = [...]string{
 	NumericFamily: "numeric", StringFamily: "string", BytesFamily: "bytes", DateFamily: "date",
 	TimeFamily: "time", TimestampFamily: "timestamp", TimestampTZFamily: "timestamptz",
 	IntervalFamily: "interval", UUIDFamily: "uuid", JSONBFamily: "jsonb", OidFamily: "oid",
-	ArrayFamily: "array",
+	ArrayFamily: "array", JSONTextFamily: "json",
 }
 
 func (f Family) String() string {
@@ -87,13 +90,16 @@ var (
 	Interval    = &T{Family: IntervalFamily, Oid: pgtype.IntervalOID}
 	UUID        = &T{Family: UUIDFamily, Oid: pgtype.UUIDOID}
 	JSONB       = &T{Family: JSONBFamily, Oid: pgtype.JSONBOID}
-	Oid         = &T{Family: OidFamily, Oid: pgtype.OIDOID}
+	// JSONText is the json type (OID 114), which keeps its input text as
+	// written: whitespace, key order and duplicate keys.
+	JSONText = &T{Family: JSONTextFamily, Oid: pgtype.JSONOID}
+	Oid      = &T{Family: OidFamily, Oid: pgtype.OIDOID}
 )
 
 // Scalars lists every built-in scalar type (no modifiers), for tests and
 // catalog generation.
 var Scalars = []*T{Bool, Int2, Int4, Int8, Float4, Float8, Numeric, Text, VarChar, BPChar,
-	Bytea, Date, Time, Timestamp, TimestampTZ, Interval, UUID, JSONB, Oid}
+	Bytea, Date, Time, Timestamp, TimestampTZ, Interval, UUID, JSONB, Oid, JSONText}
 
 // arrayOids maps an element OID to its array type's OID (pg_type.typarray).
 var arrayOids = map[uint32]uint32{
@@ -106,7 +112,7 @@ var arrayOids = map[uint32]uint32{
 	pgtype.TimeOID: pgtype.TimeArrayOID, pgtype.TimestampOID: pgtype.TimestampArrayOID,
 	pgtype.TimestamptzOID: pgtype.TimestamptzArrayOID, pgtype.IntervalOID: pgtype.IntervalArrayOID,
 	pgtype.UUIDOID: pgtype.UUIDArrayOID, pgtype.JSONBOID: pgtype.JSONBArrayOID,
-	pgtype.OIDOID: pgtype.OIDArrayOID,
+	pgtype.OIDOID: pgtype.OIDArrayOID, pgtype.JSONOID: pgtype.JSONArrayOID,
 	// The reg* alias types (reg.go).
 	2205: 2210, 2206: 2211, 24: 1008, 2202: 2207, 4089: 4090, 4096: 4097,
 }
@@ -309,6 +315,8 @@ func (t *T) Name() string {
 		return "uuid"
 	case pgtype.JSONBOID:
 		return "jsonb"
+	case pgtype.JSONOID:
+		return "json"
 	case pgtype.OIDOID:
 		return "oid"
 	case RegClass.Oid, RegType.Oid, RegProc.Oid, RegProcedure.Oid, RegNamespace.Oid, RegRole.Oid:
@@ -342,7 +350,7 @@ func (t *T) PGName() string {
 func isCanonicalName(name string) bool {
 	switch name {
 	case "bool", "int2", "int4", "int8", "float4", "float8", "numeric", "text", "varchar", "bpchar",
-		"bytea", "date", "time", "timestamp", "timestamptz", "interval", "uuid", "jsonb", "oid", "unknown",
+		"bytea", "date", "time", "timestamp", "timestamptz", "interval", "uuid", "jsonb", "json", "oid", "unknown",
 		"regclass", "regtype", "regproc", "regprocedure", "regnamespace", "regrole":
 		return true
 	}
@@ -371,6 +379,7 @@ var typeNames = map[string]*T{
 	"interval": Interval,
 	"uuid":     UUID,
 	"jsonb":    JSONB,
+	"json":     JSONText,
 	"oid":      Oid,
 	"regclass": RegClass, "regtype": RegType, "regproc": RegProc,
 	"regprocedure": RegProcedure, "regnamespace": RegNamespace, "regrole": RegRole,

@@ -110,6 +110,8 @@ func toPGValue(t *T, d Datum) (any, error) {
 		return pgtype.UUID{Bytes: d.(DUUID), Valid: true}, nil
 	case JSONBFamily:
 		return json.RawMessage(d.(*DJSON).JSON.String()), nil
+	case JSONTextFamily:
+		return json.RawMessage(d.(DJSONText)), nil
 	case OidFamily:
 		return uint32(d.(DOid)), nil
 	case ArrayFamily:
@@ -255,6 +257,13 @@ func fromPG(m *pgtype.Map, t *T, src []byte) (Datum, error) {
 				return nil, err
 			}
 			return NewJSON(j), nil
+		})
+	case JSONTextFamily:
+		return scanAs(m, t, src, func(v rawJSON) (Datum, error) {
+			if v.b == nil {
+				return DNull, nil
+			}
+			return ParseDatum(nil, JSONText, string(v.b))
 		})
 	case OidFamily:
 		return scanAs(m, t, src, func(v uint32) (Datum, error) { return DOid(v), nil })

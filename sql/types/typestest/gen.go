@@ -18,7 +18,7 @@ func ScalarType() *rapid.Generator[*types.T] {
 	return rapid.SampledFrom([]*types.T{types.Bool, types.Int2, types.Int4, types.Int8,
 		types.Float4, types.Float8, types.Numeric, types.Text, types.VarChar, types.Bytea,
 		types.Date, types.Time, types.Timestamp, types.TimestampTZ, types.Interval,
-		types.UUID, types.JSONB, types.Oid})
+		types.UUID, types.JSONB, types.Oid, types.JSONText})
 }
 
 // Type draws a scalar type or, one time in five, an array of one.
@@ -94,6 +94,13 @@ func draw(t *rapid.T, typ *types.T) types.Datum {
 		return u
 	case types.JSONBFamily:
 		return types.NewJSON(drawJSON(t, 0))
+	case types.JSONTextFamily:
+		// json keeps its text: vary the spacing around a jsonb value's.
+		s := drawJSON(t, 0).String()
+		if rapid.Bool().Draw(t, "spaced") {
+			s = " " + strings.ReplaceAll(s, ", ", " ,  ") + "\n"
+		}
+		return types.DJSONText(s)
 	case types.OidFamily:
 		return types.DOid(rapid.Uint32().Draw(t, "oid"))
 	case types.ArrayFamily:
