@@ -25,5 +25,7 @@
 //	rfts              the SnapshotMetadata the log starts after: index and
 //	                  term of the last entry folded into the state machine
 //	                  image, and its ConfState
+//	rftc              the ConfState as of the applied index, once a change
+//	                  was applied after the snapshot
 //	rftl <index BE8>  the entry at index
 package raftnode

@@ -15,6 +15,7 @@ import (
 const (
 	hardStateSuffix = "rfth"
 	snapMetaSuffix  = "rfts"
+	confStateSuffix = "rftc"
 	entrySuffix     = "rftl"
 )
 
@@ -32,6 +33,9 @@ type LogStore struct {
 	// snap.Index (term snap.Term) is the last one folded into the state
 	// machine image; the log holds (snap.Index, last].
 	snap *pb.SnapshotMetadata
+	// conf is the configuration as of the applied index when the state
+	// machine applied a change after the snapshot (nil: snap's).
+	conf *pb.ConfState
 	last uint64
 }
 
@@ -57,6 +61,14 @@ func OpenLogStore(eng *storage.Engine, tabletID uint64) (*LogStore, error) {
 			return nil, fmt.Errorf("raft log of tablet %d: decoding snapshot metadata: %w", tabletID, err)
 		}
 		s.snap = pb.EnsureSnapshotMetadata(s.snap)
+	}
+	if v, ok, err := eng.Get(s.key(confStateSuffix)); err != nil {
+		return nil, fmt.Errorf("raft log of tablet %d: reading conf state: %w", tabletID, err)
+	} else if ok {
+		s.conf = &pb.ConfState{}
+		if err := proto.Unmarshal(v, s.conf); err != nil {
+			return nil, fmt.Errorf("raft log of tablet %d: decoding conf state: %w", tabletID, err)
+		}
 	}
 	s.last = s.snap.GetIndex()
 	it, err := eng.NewIter(storage.IterOptions{LowerBound: s.entryKey(0).Key, UpperBound: s.entryKey(1<<64 - 1).Key})
@@ -94,7 +106,28 @@ func (s *LogStore) InitialState() (*pb.HardState, *pb.ConfState, error) {
 	if s.hs != nil {
 		hs = proto.Clone(s.hs).(*pb.HardState)
 	}
-	return hs, proto.Clone(pb.EnsureConfState(s.snap.GetConfState())).(*pb.ConfState), nil
+	cs := s.snap.GetConfState()
+	if s.conf != nil {
+		cs = s.conf
+	}
+	return hs, proto.Clone(pb.EnsureConfState(cs)).(*pb.ConfState), nil
+}
+
+// SetConfState records the configuration as of the applied index, in b
+// (the batch that records the applied index): after a restart raft starts
+// from it, since it does not re-deliver entries already applied.
+func (s *LogStore) SetConfState(b *storage.Batch, cs *pb.ConfState) error {
+	v, err := proto.Marshal(cs)
+	if err != nil {
+		return err
+	}
+	if err := b.Put(s.key(confStateSuffix), v); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.conf = proto.Clone(cs).(*pb.ConfState)
+	s.mu.Unlock()
+	return nil
 }
 
 // Entries implements raft.Storage: the entries [lo, hi), at most maxSize
@@ -278,6 +311,10 @@ func (s *LogStore) ApplySnapshot(b *storage.Batch, snap *pb.Snapshot) error {
 	if err := s.putSnapMeta(b, meta); err != nil {
 		return err
 	}
+	if err := b.Delete(s.key(confStateSuffix)); err != nil {
+		return err
+	}
+	s.conf = nil
 	s.last = meta.GetIndex()
 	return nil
 }
@@ -334,7 +371,7 @@ func (s *LogStore) Destroy(b *storage.Batch) error {
 		return err
 	}
 	s.mu.Lock()
-	s.hs, s.snap, s.last = nil, pb.EnsureSnapshotMetadata(nil), 0
+	s.hs, s.snap, s.conf, s.last = nil, pb.EnsureSnapshotMetadata(nil), nil, 0
 	s.mu.Unlock()
 	return nil
 }

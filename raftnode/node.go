@@ -1,0 +1,435 @@
+package raftnode
+
+import (
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/cairn-db/cairn/keys"
+	"github.com/cairn-db/cairn/storage"
+	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+)
+
+// Envelope is a raft message of one group, addressed node to node. Raft
+// replica IDs are node IDs: a tablet has at most one replica per node.
+type Envelope struct {
+	TabletID uint64
+	Msg      *pb.Message
+}
+
+// Transport carries envelopes to other nodes. Send must not block on the
+// receiver (a slow or dead node must not stall the scheduler): a
+// transport queues or drops, and raft retransmits.
+type Transport interface {
+	Send([]Envelope)
+}
+
+// StateMachine is what a replica's committed entries are applied to (the
+// tablet). Apply adds an entry's effects to b, the batch that also records
+// the applied index, so that a restart never applies an entry twice or
+// loses one. Snapshot returns an image of the state as of the last applied
+// entry (for a replica that fell behind the log); ApplySnapshot replaces
+// the state with one, in b.
+type StateMachine interface {
+	Apply(b *storage.Batch, e *pb.Entry) error
+	Snapshot() ([]byte, error)
+	ApplySnapshot(b *storage.Batch, snap *pb.Snapshot) error
+}
+
+// appliedSuffix keys a replica's applied index among the tablet's
+// replicated state: it moves with the state machine (a snapshot carries
+// it), unlike the log.
+const appliedSuffix = "rfta"
+
+// Replica is one tablet's raft group member on this node.
+type Replica struct {
+	TabletID uint64
+	rn       *raft.RawNode
+	log      *LogStore
+	sm       StateMachine
+	applied  uint64
+	// conf is the configuration as of applied.
+	conf *pb.ConfState
+}
+
+// Status is the replica's raft status.
+func (r *Replica) Status() raft.BasicStatus { return r.rn.BasicStatus() }
+
+// Applied is the index of the last entry applied to the state machine.
+func (r *Replica) Applied() uint64 { return r.applied }
+
+// Config are a node's raft settings, shared by its groups.
+type Config struct {
+	NodeID uint64
+	// ElectionTicks and HeartbeatTicks are in units of Tick calls.
+	ElectionTicks, HeartbeatTicks int
+	// MaxSizePerMsg bounds the entries of one append message.
+	MaxSizePerMsg uint64
+	// LogKeep is how many applied entries a replica keeps in its log for
+	// followers that lag; older ones are compacted away, and a follower
+	// that needs them gets a snapshot. 0: 1,000.
+	LogKeep uint64
+	// Logger receives raft's logs (nil: raft's default, discarded here).
+	Logger raft.Logger
+}
+
+// Node drives every raft group of one node: it steps messages into them,
+// ticks them, and persists, sends and applies their Readies in rounds, one
+// engine sync per round for all groups. Its methods are safe for
+// concurrent use; a production node calls ProcessReady from one scheduler
+// goroutine whenever there is work, and tests call it directly.
+type Node struct {
+	cfg       Config
+	eng       *storage.Engine
+	transport Transport
+
+	mu       sync.Mutex
+	replicas map[uint64]*Replica
+}
+
+// NewNode makes the multi-raft of a node over eng.
+func NewNode(cfg Config, eng *storage.Engine, t Transport) *Node {
+	if cfg.ElectionTicks == 0 {
+		cfg.ElectionTicks = 10
+	}
+	if cfg.HeartbeatTicks == 0 {
+		cfg.HeartbeatTicks = 1
+	}
+	if cfg.MaxSizePerMsg == 0 {
+		cfg.MaxSizePerMsg = 1 << 20
+	}
+	if cfg.LogKeep == 0 {
+		cfg.LogKeep = 1000
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = discardLogger{}
+	}
+	return &Node{cfg: cfg, eng: eng, transport: t, replicas: map[uint64]*Replica{}}
+}
+
+// AddReplica opens (or creates) this node's replica of tabletID. A
+// replica with no raft state yet starts with peers as the group's voters
+// when peers is non-empty (bootstrapping a new group), or empty, waiting
+// for the leader to send it a snapshot (a replica being added).
+func (n *Node) AddReplica(tabletID uint64, peers []uint64, sm StateMachine) (*Replica, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if _, ok := n.replicas[tabletID]; ok {
+		return nil, fmt.Errorf("raftnode: node %d already has a replica of tablet %d", n.cfg.NodeID, tabletID)
+	}
+	ls, err := OpenLogStore(n.eng, tabletID)
+	if err != nil {
+		return nil, err
+	}
+	applied, err := n.readApplied(tabletID)
+	if err != nil {
+		return nil, err
+	}
+	hs, cs, _ := ls.InitialState()
+	last, _ := ls.LastIndex()
+	if len(peers) > 0 && raft.IsEmptyHardState(hs) && len(cs.GetVoters()) == 0 && last == 0 {
+		// A new group: its initial configuration is the snapshot the log
+		// starts after (index 1, term 1), as every member starts alike.
+		b := n.eng.NewBatch()
+		defer b.Close()
+		one := uint64(1)
+		snap := &pb.Snapshot{Metadata: &pb.SnapshotMetadata{Index: &one, Term: &one, ConfState: &pb.ConfState{Voters: slices.Clone(peers)}}}
+		if err := ls.ApplySnapshot(b, snap); err != nil {
+			return nil, err
+		}
+		if err := n.putApplied(b, tabletID, 1); err != nil {
+			return nil, err
+		}
+		if err := b.Commit(); err != nil {
+			return nil, fmt.Errorf("raftnode: bootstrapping tablet %d: %w", tabletID, err)
+		}
+		applied = 1
+	}
+	rn, err := raft.NewRawNode(&raft.Config{
+		ID:                        n.cfg.NodeID,
+		ElectionTick:              n.cfg.ElectionTicks,
+		HeartbeatTick:             n.cfg.HeartbeatTicks,
+		Storage:                   ls,
+		Applied:                   applied,
+		MaxSizePerMsg:             n.cfg.MaxSizePerMsg,
+		MaxInflightMsgs:           256,
+		MaxUncommittedEntriesSize: 64 << 20,
+		CheckQuorum:               true,
+		PreVote:                   true,
+		Logger:                    n.cfg.Logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("raftnode: tablet %d: %w", tabletID, err)
+	}
+	_, conf, _ := ls.InitialState()
+	r := &Replica{TabletID: tabletID, rn: rn, log: ls, sm: sm, applied: applied, conf: conf}
+	n.replicas[tabletID] = r
+	return r, nil
+}
+
+// Replica returns this node's replica of tabletID, or nil.
+func (n *Node) Replica(tabletID uint64) *Replica {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.replicas[tabletID]
+}
+
+// Step delivers a message from another node. Messages for tablets this
+// node has no replica of are dropped (the placement layer creates the
+// replica first).
+func (n *Node) Step(env Envelope) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	r := n.replicas[env.TabletID]
+	if r == nil {
+		return nil
+	}
+	return r.rn.Step(env.Msg)
+}
+
+// Tick advances every group's logical clock by one tick.
+func (n *Node) Tick() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, r := range n.replicas {
+		r.rn.Tick()
+	}
+}
+
+// Propose proposes data to tabletID's group (raft forwards a follower's
+// proposal to the leader; it is dropped while there is none).
+func (n *Node) Propose(tabletID uint64, data []byte) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	r := n.replicas[tabletID]
+	if r == nil {
+		return fmt.Errorf("raftnode: node %d has no replica of tablet %d", n.cfg.NodeID, tabletID)
+	}
+	return r.rn.Propose(data)
+}
+
+// Campaign makes this node's replica of tabletID stand for election.
+func (n *Node) Campaign(tabletID uint64) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	r := n.replicas[tabletID]
+	if r == nil {
+		return fmt.Errorf("raftnode: node %d has no replica of tablet %d", n.cfg.NodeID, tabletID)
+	}
+	return r.rn.Campaign()
+}
+
+// ProcessReady handles every group that has work, in one round: their new
+// entries, hard states and snapshots go into one batch and one synced
+// commit; then their messages are sent and their committed entries
+// applied (one more batch, for all groups). It reports whether any group
+// had work.
+func (n *Node) ProcessReady() (bool, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	type ready struct {
+		r  *Replica
+		rd raft.Ready
+	}
+	var rds []ready
+	ids := make([]uint64, 0, len(n.replicas))
+	for id, r := range n.replicas {
+		if r.rn.HasReady() {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return false, nil
+	}
+	slices.Sort(ids) // a deterministic order for simulations
+	persist := n.eng.NewBatch()
+	defer persist.Close()
+	apply := n.eng.NewBatch()
+	defer apply.Close()
+	for _, id := range ids {
+		r := n.replicas[id]
+		rd := r.rn.Ready()
+		if !raft.IsEmptySnap(rd.Snapshot) {
+			if err := r.log.ApplySnapshot(persist, rd.Snapshot); err != nil {
+				return true, fmt.Errorf("raftnode: tablet %d: %w", id, err)
+			}
+			if err := r.sm.ApplySnapshot(persist, rd.Snapshot); err != nil {
+				return true, fmt.Errorf("raftnode: tablet %d: applying a snapshot: %w", id, err)
+			}
+			r.applied = rd.Snapshot.GetMetadata().GetIndex()
+			r.conf = pb.EnsureConfState(rd.Snapshot.GetMetadata().GetConfState())
+			if err := n.putApplied(persist, id, r.applied); err != nil {
+				return true, err
+			}
+		}
+		if err := r.log.Append(persist, rd.Entries); err != nil {
+			return true, fmt.Errorf("raftnode: tablet %d: %w", id, err)
+		}
+		if !raft.IsEmptyHardState(rd.HardState) {
+			if err := r.log.SetHardState(persist, rd.HardState); err != nil {
+				return true, err
+			}
+		}
+		rds = append(rds, ready{r, rd})
+	}
+	if !persist.Empty() {
+		if err := persist.Commit(); err != nil {
+			// Nothing of this round is acknowledged: the engine fails
+			// closed (storage.ErrEngineFailed) and raft must not advance.
+			return true, fmt.Errorf("raftnode: persisting a round: %w", err)
+		}
+	}
+	var out []Envelope
+	var snapsTo []struct {
+		r  *Replica
+		to uint64
+	}
+	for _, x := range rds {
+		for _, m := range x.rd.Messages {
+			if m.GetType() == pb.MessageType_MsgSnap {
+				// Raft asked for the log's truncation point; send the
+				// state as of the last applied entry instead, which is
+				// newer and is what the image holds.
+				snap, err := x.r.snapshot()
+				if err != nil {
+					return true, fmt.Errorf("raftnode: tablet %d: making a snapshot: %w", x.r.TabletID, err)
+				}
+				m.Snapshot = snap
+				snapsTo = append(snapsTo, struct {
+					r  *Replica
+					to uint64
+				}{x.r, m.GetTo()})
+			}
+			out = append(out, Envelope{TabletID: x.r.TabletID, Msg: m})
+		}
+	}
+	if len(out) > 0 && n.transport != nil {
+		n.transport.Send(out)
+	}
+	for _, s := range snapsTo {
+		// The transport took the snapshot; whether it arrives shows in the
+		// follower's response, as after any append.
+		s.r.rn.ReportSnapshot(s.to, raft.SnapshotFinish)
+	}
+	for _, x := range rds {
+		r := x.r
+		for _, e := range x.rd.CommittedEntries {
+			if e.GetIndex() <= r.applied {
+				continue
+			}
+			switch e.GetType() {
+			case pb.EntryType_EntryNormal:
+				if len(e.GetData()) > 0 {
+					if err := r.sm.Apply(apply, e); err != nil {
+						return true, fmt.Errorf("raftnode: tablet %d: applying entry %d: %w", r.TabletID, e.GetIndex(), err)
+					}
+				}
+			case pb.EntryType_EntryConfChange:
+				var cc pb.ConfChange
+				if err := proto.Unmarshal(e.GetData(), &cc); err != nil {
+					return true, fmt.Errorf("raftnode: tablet %d: entry %d: %w", r.TabletID, e.GetIndex(), err)
+				}
+				r.conf = r.rn.ApplyConfChange(&cc)
+				if err := r.log.SetConfState(apply, r.conf); err != nil {
+					return true, err
+				}
+			case pb.EntryType_EntryConfChangeV2:
+				var cc pb.ConfChangeV2
+				if err := proto.Unmarshal(e.GetData(), &cc); err != nil {
+					return true, fmt.Errorf("raftnode: tablet %d: entry %d: %w", r.TabletID, e.GetIndex(), err)
+				}
+				r.conf = r.rn.ApplyConfChange(&cc)
+				if err := r.log.SetConfState(apply, r.conf); err != nil {
+					return true, err
+				}
+			}
+			r.applied = e.GetIndex()
+			if err := n.putApplied(apply, r.TabletID, r.applied); err != nil {
+				return true, err
+			}
+		}
+	}
+	if !apply.Empty() {
+		// Not synced: the applied index commits atomically with the
+		// effects, and a crash that loses both re-applies from the log.
+		if err := apply.Commit(); err != nil {
+			return true, fmt.Errorf("raftnode: applying a round: %w", err)
+		}
+	}
+	for _, x := range rds {
+		x.r.rn.Advance(x.rd)
+	}
+	// Truncate logs that grew past LogKeep applied entries. The entries
+	// stay readable until the commit, and nothing reads them before.
+	compact := n.eng.NewBatch()
+	defer compact.Close()
+	for _, x := range rds {
+		r := x.r
+		first, _ := r.log.FirstIndex()
+		if r.applied >= first+2*n.cfg.LogKeep {
+			if err := r.log.Compact(compact, r.applied-n.cfg.LogKeep, r.conf); err != nil {
+				return true, fmt.Errorf("raftnode: tablet %d: compacting: %w", r.TabletID, err)
+			}
+		}
+	}
+	if !compact.Empty() {
+		if err := compact.Commit(); err != nil {
+			return true, fmt.Errorf("raftnode: compacting logs: %w", err)
+		}
+	}
+	return true, nil
+}
+
+// snapshot is the replica's state as of its last applied entry.
+func (r *Replica) snapshot() (*pb.Snapshot, error) {
+	term, err := r.log.Term(r.applied)
+	if err != nil {
+		return nil, err
+	}
+	data, err := r.sm.Snapshot()
+	if err != nil {
+		return nil, err
+	}
+	index := r.applied
+	return &pb.Snapshot{Data: data, Metadata: &pb.SnapshotMetadata{
+		Index: &index, Term: &term, ConfState: proto.Clone(r.conf).(*pb.ConfState),
+	}}, nil
+}
+
+func (n *Node) appliedKey(tabletID uint64) storage.MVCCKey {
+	return storage.MVCCKey{Key: keys.TabletReplicated(tabletID, appliedSuffix)}
+}
+
+func (n *Node) readApplied(tabletID uint64) (uint64, error) {
+	v, ok, err := n.eng.Get(n.appliedKey(tabletID))
+	if err != nil || !ok {
+		return 0, err
+	}
+	if len(v) != 8 {
+		return 0, fmt.Errorf("raftnode: tablet %d: applied index of %d bytes", tabletID, len(v))
+	}
+	return binary.BigEndian.Uint64(v), nil
+}
+
+func (n *Node) putApplied(b *storage.Batch, tabletID, index uint64) error {
+	return b.Put(n.appliedKey(tabletID), binary.BigEndian.AppendUint64(nil, index))
+}
+
+// discardLogger drops raft's logs (the node logs what matters itself).
+type discardLogger struct{}
+
+func (discardLogger) Debug(...any)                   {}
+func (discardLogger) Debugf(string, ...any)          {}
+func (discardLogger) Error(...any)                   {}
+func (discardLogger) Errorf(string, ...any)          {}
+func (discardLogger) Info(...any)                    {}
+func (discardLogger) Infof(string, ...any)           {}
+func (discardLogger) Warning(...any)                 {}
+func (discardLogger) Warningf(string, ...any)        {}
+func (discardLogger) Fatal(v ...any)                 { panic(fmt.Sprint(v...)) }
+func (discardLogger) Fatalf(format string, v ...any) { panic(fmt.Sprintf(format, v...)) }
+func (discardLogger) Panic(v ...any)                 { panic(fmt.Sprint(v...)) }
+func (discardLogger) Panicf(format string, v ...any) { panic(fmt.Sprintf(format, v...)) }

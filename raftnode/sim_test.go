@@ -1,0 +1,387 @@
+package raftnode
+
+import (
+	"bytes"
+	"encoding/binary"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/cairn-db/cairn/keys"
+	"github.com/cairn-db/cairn/storage"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+)
+
+var (
+	simSeeds = flag.Int("sim-seeds", 8, "how many seeds TestSimulation runs")
+	simSteps = flag.Int("sim-steps", 1500, "steps per seed in TestSimulation")
+)
+
+// TestSimulation runs several nodes' multi-raft in one goroutine over a
+// simulated network that drops, duplicates, delays and reorders messages,
+// and crashes nodes (their filesystem keeps what was synced and a random
+// part of the rest) and restarts them. Throughout it checks that each
+// group has at most one leader per term and that no two replicas ever
+// apply different entries at the same index, including after a restart
+// (what a replica's state holds must match what was applied). At the end
+// the network heals and every replica must converge on the same state, with
+// progress made. The choices are seeded; raft's own randomized election
+// timeouts are not, so a seed explores slightly different paths per run.
+//
+// Longer runs: go test ./raftnode -run TestSimulation -sim-seeds=50 -sim-steps=20000
+func TestSimulation(t *testing.T) {
+	crashes, snapshots := 0, 0
+	for seed := 1; seed <= *simSeeds; seed++ {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			c, s := runSim(t, uint64(seed), 3+2*(seed%2), *simSteps)
+			crashes += c
+			snapshots += s
+		})
+	}
+	// The run must have exercised what it claims to check.
+	if crashes == 0 || snapshots == 0 {
+		t.Errorf("%d crashes and %d snapshots over all seeds: the simulation exercised too little", crashes, snapshots)
+	}
+}
+
+const simTablets = 3
+
+type simMsg struct {
+	at  int
+	to  uint64
+	env Envelope
+}
+
+type simNode struct {
+	id   uint64
+	fs   *vfs.MemFS
+	eng  *storage.Engine
+	node *Node
+	sms  map[uint64]*simSM
+	up   bool
+	// downUntil is the step a crashed node restarts at.
+	downUntil int
+}
+
+type sim struct {
+	t     *testing.T
+	rng   *rand.Rand
+	now   int
+	nodes []*simNode
+	net   []simMsg
+	// lossy: the network drops, duplicates and delays; off once healed.
+	lossy bool
+	// applied[tablet][index] is the entry data first applied at index.
+	applied map[uint64]map[uint64][]byte
+	// cut is a node the network isolates until step cutUntil (0: none).
+	cut      uint64
+	cutUntil int
+	// crashes and snapshots count what the run exercised.
+	crashes, snapshots int
+	// leaders[tablet][term] is the leader first seen in term.
+	leaders map[uint64]map[uint64]uint64
+	next    int
+}
+
+// simTransport queues a node's outgoing messages on the simulated network.
+type simTransport struct {
+	s    *sim
+	from uint64
+}
+
+func (tr simTransport) Send(envs []Envelope) {
+	s := tr.s
+	for _, e := range envs {
+		// Raft may reuse nothing it sent, but the receiver must not share
+		// memory with the sender: clone, as a real transport serializes.
+		e.Msg = proto.Clone(e.Msg).(*pb.Message)
+		copies := 1
+		delay := 1
+		if s.lossy {
+			if s.rng.IntN(100) < 10 {
+				continue
+			}
+			if s.rng.IntN(100) < 3 {
+				copies = 2
+			}
+			delay = 1 + s.rng.IntN(6)
+		}
+		for range copies {
+			s.net = append(s.net, simMsg{at: s.now + delay, to: e.Msg.GetTo(), env: e})
+			delay += s.rng.IntN(3)
+		}
+	}
+}
+
+// simSM is a replica's state machine: each applied entry's data at its
+// index, under the tablet's replicated keys.
+type simSM struct {
+	s        *sim
+	node     *simNode
+	tabletID uint64
+}
+
+func (m *simSM) key(index uint64) storage.MVCCKey {
+	return storage.MVCCKey{Key: binary.BigEndian.AppendUint64(keys.TabletReplicated(m.tabletID, "sim"), index)}
+}
+
+func (m *simSM) Apply(b *storage.Batch, e *pb.Entry) error {
+	m.s.record(m.node.id, m.tabletID, e.GetIndex(), e.GetData())
+	return b.Put(m.key(e.GetIndex()), e.GetData())
+}
+
+// contents reads the state: index → data.
+func (m *simSM) contents() map[uint64][]byte {
+	m.s.t.Helper()
+	it, err := m.node.eng.NewIter(storage.IterOptions{LowerBound: m.key(0).Key, UpperBound: m.key(1<<64 - 1).Key})
+	if err != nil {
+		m.s.t.Fatal(err)
+	}
+	defer it.Close()
+	out := map[uint64][]byte{}
+	for ok := it.First(); ok; ok = it.Next() {
+		k := it.UnsafeKey().Key
+		v, _ := it.UnsafeValue()
+		out[binary.BigEndian.Uint64(k[len(k)-8:])] = slices.Clone(v)
+	}
+	return out
+}
+
+func (m *simSM) Snapshot() ([]byte, error) {
+	c := m.contents()
+	var out []byte
+	for i, v := range c {
+		out = binary.BigEndian.AppendUint64(out, i)
+		out = binary.BigEndian.AppendUint32(out, uint32(len(v)))
+		out = append(out, v...)
+	}
+	return out, nil
+}
+
+func (m *simSM) ApplySnapshot(b *storage.Batch, snap *pb.Snapshot) error {
+	if err := b.ClearRange(m.key(0).Key, m.key(1<<64-1).Key); err != nil {
+		return err
+	}
+	m.s.snapshots++
+	d := snap.GetData()
+	for len(d) > 0 {
+		i := binary.BigEndian.Uint64(d)
+		n := binary.BigEndian.Uint32(d[8:])
+		v := d[12 : 12+n]
+		d = d[12+n:]
+		m.s.record(m.node.id, m.tabletID, i, v)
+		if err := b.Put(m.key(i), v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// record checks that index of tablet gets the same data everywhere.
+func (s *sim) record(node, tablet, index uint64, data []byte) {
+	s.t.Helper()
+	m := s.applied[tablet]
+	if prev, ok := m[index]; ok {
+		if !bytes.Equal(prev, data) {
+			s.t.Fatalf("step %d: node %d applied %q at tablet %d index %d, another replica %q", s.now, node, data, tablet, index, prev)
+		}
+		return
+	}
+	m[index] = slices.Clone(data)
+}
+
+func (s *sim) start(n *simNode) {
+	s.t.Helper()
+	eng, err := storage.Open("", storage.Options{FS: n.fs})
+	if err != nil {
+		s.t.Fatalf("node %d: opening its engine: %v", n.id, err)
+	}
+	n.eng = eng
+	n.node = NewNode(Config{NodeID: n.id, ElectionTicks: 10, HeartbeatTicks: 2, LogKeep: 20, MaxSizePerMsg: 4 << 10}, eng, simTransport{s, n.id})
+	n.sms = map[uint64]*simSM{}
+	var peers []uint64
+	for _, o := range s.nodes {
+		peers = append(peers, o.id)
+	}
+	for tid := uint64(1); tid <= simTablets; tid++ {
+		sm := &simSM{s: s, node: n, tabletID: tid}
+		n.sms[tid] = sm
+		if _, err := n.node.AddReplica(tid, peers, sm); err != nil {
+			s.t.Fatalf("node %d: tablet %d: %v", n.id, tid, err)
+		}
+		// What survived must be what was applied everywhere.
+		for i, v := range sm.contents() {
+			s.record(n.id, tid, i, v)
+		}
+	}
+	n.up = true
+}
+
+func (s *sim) crash(n *simNode) {
+	cfg := vfs.CrashCloneCfg{UnsyncedDataPercent: s.rng.IntN(101), RNG: rand.New(rand.NewPCG(s.rng.Uint64(), 0))}
+	crashed := n.fs.CrashClone(cfg)
+	s.crashes++
+	_ = n.eng.Close()
+	n.fs, n.eng, n.node, n.up = crashed, nil, nil, false
+	n.downUntil = s.now + 20 + s.rng.IntN(200)
+}
+
+// step advances the simulation by one tick's worth of work.
+func (s *sim) step(propose bool, crashes bool) {
+	s.now++
+	if s.now%3 == 0 {
+		for _, n := range s.nodes {
+			if n.up {
+				n.node.Tick()
+			}
+		}
+	}
+	if propose && s.rng.IntN(2) == 0 {
+		n := s.nodes[s.rng.IntN(len(s.nodes))]
+		if n.up {
+			s.next++
+			_ = n.node.Propose(uint64(1+s.rng.IntN(simTablets)), fmt.Appendf(nil, "v%d", s.next))
+		}
+	}
+	// Deliver what is due, in a shuffled order.
+	var due, later []simMsg
+	for _, m := range s.net {
+		if m.at <= s.now {
+			due = append(due, m)
+		} else {
+			later = append(later, m)
+		}
+	}
+	s.net = later
+	s.rng.Shuffle(len(due), func(i, j int) { due[i], due[j] = due[j], due[i] })
+	for _, m := range due {
+		n := s.nodes[m.to-1]
+		if n.up {
+			if s.isolated(m.to) || s.isolated(m.env.Msg.GetFrom()) {
+				continue
+			}
+			if err := n.node.Step(m.env); err != nil && err != raft.ErrStepPeerNotFound && err != raft.ErrProposalDropped {
+				s.t.Fatalf("step %d: node %d: %v", s.now, n.id, err)
+			}
+		}
+	}
+	for _, n := range s.nodes {
+		if !n.up {
+			if s.now >= n.downUntil {
+				s.start(n)
+			}
+			continue
+		}
+		for range 10 {
+			more, err := n.node.ProcessReady()
+			if err != nil {
+				s.t.Fatalf("step %d: node %d: %v", s.now, n.id, err)
+			}
+			if !more {
+				break
+			}
+		}
+	}
+	if crashes && s.rng.IntN(300) == 0 {
+		// Cut one node off the others for a while.
+		s.cut = uint64(1 + s.rng.IntN(len(s.nodes)))
+		s.cutUntil = s.now + 30 + s.rng.IntN(300)
+	}
+	if crashes && s.rng.IntN(150) == 0 {
+		up := 0
+		for _, n := range s.nodes {
+			if n.up {
+				up++
+			}
+		}
+		// Keep a quorum up most of the time, but not always.
+		if up > len(s.nodes)/2+1 || s.rng.IntN(4) == 0 {
+			if n := s.nodes[s.rng.IntN(len(s.nodes))]; n.up {
+				s.crash(n)
+			}
+		}
+	}
+	s.checkLeaders()
+}
+
+func (s *sim) isolated(node uint64) bool {
+	return s.lossy && node == s.cut && s.now < s.cutUntil
+}
+
+func (s *sim) checkLeaders() {
+	for _, n := range s.nodes {
+		if !n.up {
+			continue
+		}
+		for tid := uint64(1); tid <= simTablets; tid++ {
+			st := n.node.Replica(tid).Status()
+			if st.RaftState != raft.StateLeader {
+				continue
+			}
+			if prev, ok := s.leaders[tid][st.GetTerm()]; ok && prev != n.id {
+				s.t.Fatalf("step %d: tablet %d has two leaders in term %d: %d and %d", s.now, tid, st.GetTerm(), prev, n.id)
+			}
+			s.leaders[tid][st.GetTerm()] = n.id
+		}
+	}
+}
+
+func runSim(t *testing.T, seed uint64, nodes, steps int) (crashes, snapshots int) {
+	s := &sim{t: t, rng: rand.New(rand.NewPCG(seed, seed*7919)), lossy: true,
+		applied: map[uint64]map[uint64][]byte{}, leaders: map[uint64]map[uint64]uint64{}}
+	for tid := uint64(1); tid <= simTablets; tid++ {
+		s.applied[tid] = map[uint64][]byte{}
+		s.leaders[tid] = map[uint64]uint64{}
+	}
+	for i := range nodes {
+		s.nodes = append(s.nodes, &simNode{id: uint64(i + 1), fs: vfs.NewCrashableMem()})
+	}
+	for _, n := range s.nodes {
+		s.start(n)
+	}
+	for range steps {
+		s.step(true, true)
+	}
+	// Heal: every node up, no loss; proposals stop and the groups settle.
+	s.lossy = false
+	for _, n := range s.nodes {
+		if !n.up {
+			s.start(n)
+		}
+	}
+	for range 2000 {
+		s.step(false, false)
+	}
+	for tid := uint64(1); tid <= simTablets; tid++ {
+		var want map[uint64][]byte
+		for _, n := range s.nodes {
+			got := n.sms[tid].contents()
+			if want == nil {
+				want = got
+				continue
+			}
+			if len(got) != len(want) {
+				t.Fatalf("tablet %d: node %d holds %d entries, node 1 %d", tid, n.id, len(got), len(want))
+			}
+			for i, v := range want {
+				if !bytes.Equal(got[i], v) {
+					t.Fatalf("tablet %d: index %d differs on node %d", tid, i, n.id)
+				}
+			}
+		}
+		if len(want) == 0 {
+			t.Fatalf("tablet %d: nothing was ever applied", tid)
+		}
+		t.Logf("tablet %d: %d entries applied everywhere, %d terms with a leader", tid, len(want), len(s.leaders[tid]))
+	}
+	for _, n := range s.nodes {
+		_ = n.eng.Close()
+	}
+	t.Logf("%d nodes, %d crashes, %d snapshots applied", nodes, s.crashes, s.snapshots)
+	return s.crashes, s.snapshots
+}
