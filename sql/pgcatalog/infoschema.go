@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/cairn-db/cairn/sql/catalog"
+	"github.com/cairn-db/cairn/sql/plan"
 	"github.com/cairn-db/cairn/sql/rowenc"
 	"github.com/cairn-db/cairn/sql/types"
 )
@@ -49,24 +50,25 @@ func genSchemata(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, er
 
 func genISTables(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
 	var out [][]types.Datum
-	add := func(schema, name string, view bool) {
+	add := func(schema, name string, view, insertable bool) {
 		kind := "BASE TABLE"
 		if view {
 			kind = "VIEW"
 		}
 		out = append(out, t.row("table_catalog", s.db.Name, "table_schema", schema, "table_name", name,
-			"table_type", kind, "is_insertable_into", yesNo(!view), "is_typed", "NO"))
+			"table_type", kind, "is_insertable_into", yesNo(insertable), "is_typed", "NO"))
 	}
 	for _, r := range s.rels {
-		switch r.desc.(type) {
+		switch d := r.desc.(type) {
 		case *catalog.Table:
-			add(r.schema.Name, r.desc.DescName(), false)
+			add(r.schema.Name, r.desc.DescName(), false, true)
 		case *catalog.View:
-			add(r.schema.Name, r.desc.DescName(), true)
+			_, ins := plan.ViewIsUpdatable(d.Query)
+			add(r.schema.Name, r.desc.DescName(), true, ins)
 		}
 	}
 	for _, v := range ordered {
-		add(v.schema, v.name, v.view)
+		add(v.schema, v.name, v.view, !v.view)
 	}
 	return out, nil
 }
@@ -316,8 +318,16 @@ func genISViews(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, err
 	var out [][]types.Datum
 	for _, r := range s.rels {
 		if v, ok := r.desc.(*catalog.View); ok {
+			upd, ins := plan.ViewIsUpdatable(v.Query)
+			check := "NONE"
+			switch v.CheckOption {
+			case "local":
+				check = "LOCAL"
+			case "cascaded":
+				check = "CASCADED"
+			}
 			out = append(out, t.row("table_catalog", s.db.Name, "table_schema", r.schema.Name, "table_name", v.Name,
-				"view_definition", v.Query, "check_option", "NONE", "is_updatable", "NO", "is_insertable_into", "NO",
+				"view_definition", v.Query, "check_option", check, "is_updatable", yesNo(upd), "is_insertable_into", yesNo(ins),
 				"is_trigger_updatable", "NO", "is_trigger_deletable", "NO", "is_trigger_insertable_into", "NO"))
 		}
 	}

@@ -433,3 +433,25 @@ func (vt *viewTarget) fixReturning(r *Returning, ids []sem.ColumnID) {
 		r.Exprs[i] = substitute(substitute(r.Exprs[i], vt.computed), m)
 	}
 }
+
+// ViewIsUpdatable is what information_schema reports of a view from its
+// query alone (pg_relation_is_updatable without triggers or rules): a view
+// that is automatically updatable accepts DELETE, and INSERT and UPDATE
+// too when one of its columns is a column of its base relation. The
+// relation in FROM is assumed to be a table or an updatable view.
+func ViewIsUpdatable(query string) (updatable, insertable bool) {
+	stmts, err := parseCached(query)
+	if err != nil || len(stmts) != 1 || stmts[0].AST.Stmt.GetSelectStmt() == nil {
+		return false, false
+	}
+	ss := stmts[0].AST.Stmt.GetSelectStmt()
+	if notUpdatableReason(ss) != "" {
+		return false, false
+	}
+	for _, t := range ss.TargetList {
+		if t.GetResTarget().GetVal().GetColumnRef() != nil {
+			return true, true
+		}
+	}
+	return false, false
+}
