@@ -196,17 +196,19 @@ func (a *colAcc) finish(rows int64, sample [][]types.Datum, i int) *Column {
 	var vals []*sampleValue
 	var nonNull []*sampleValue // one entry per sampled row, for the histogram
 	sampled := len(sample)
+	all := map[string]bool{} // every distinct value, wide ones included
 	for _, row := range sample {
 		d := row[i]
 		if d == nil || types.IsNull(d) {
 			continue
 		}
-		if width(a.t, d) > tooWide {
-			continue
-		}
 		k, err := rowenc.EncodeKey(nil, d, rowenc.Asc)
 		if err != nil {
 			return c
+		}
+		all[string(k)] = true
+		if width(a.t, d) > tooWide {
+			continue
 		}
 		v := byKey[string(k)]
 		if v == nil {
@@ -216,6 +218,10 @@ func (a *colAcc) finish(rows int64, sample [][]types.Datum, i int) *Column {
 		}
 		v.count++
 		nonNull = append(nonNull, v)
+	}
+	if int64(sampled) == rows {
+		// The sample is the whole table: its count is exact.
+		c.Distinct = float64(len(all))
 	}
 	if len(vals) == 0 {
 		return c
