@@ -470,10 +470,9 @@ func CopyFormat(ctx context.Context, env *plan.Env, stmt *pg_query.CopyStmt) (bi
 	return o.fmt.Format == copyfmt.Binary, t.width(), nil
 }
 
-// copyLineError adds "COPY t, line n[, column c: "v"]" to a row's error,
-// as PostgreSQL's error context shows it (Cairn's errors have no CONTEXT
-// field, so it goes in the detail). Errors without a SQLSTATE (KV errors
-// that drive retries) pass unchanged.
+// copyLineError adds "COPY t, line n[, column c: "v"]" to a row's error
+// as its CONTEXT, as PostgreSQL reports it. Errors without a SQLSTATE (KV
+// errors that drive retries) pass unchanged.
 func copyLineError(err error, table string, line int, col, val string) error {
 	if _, ok := errors.AsType[*pgerror.Error](err); !ok {
 		return err
@@ -486,15 +485,10 @@ func copyLineError(err error, table string, line int, col, val string) error {
 		}
 		where += fmt.Sprintf(", column %s: %q", col, val)
 	}
-	out := pgerror.New(pe.Code, "%s", pe.Message)
-	if pe.Detail != "" {
-		where = pe.Detail + "\n" + where
+	if pe.Where != "" {
+		where = pe.Where + "\n" + where
 	}
-	out = out.WithDetail("%s", where)
-	if pe.Hint != "" {
-		out = out.WithHint("%s", pe.Hint)
-	}
-	return out
+	return pe.WithWhere("%s", where)
 }
 
 func badCopyData(format string, args ...any) error {

@@ -192,6 +192,9 @@ func describeErr(err error) string {
 	if pe.Detail != "" {
 		s += " | " + pe.Detail
 	}
+	if pe.Where != "" {
+		s += " | CONTEXT: " + pe.Where
+	}
 	return s
 }
 
@@ -903,7 +906,7 @@ func TestCheckOrder(t *testing.T) {
 	expectErr(t, err, pgerrcode.CheckViolation, `new row for relation "ck" violates check constraint "aa"`, "Failing row contains (1, 0).")
 	// The same through the descriptor's own text (COPY).
 	_, err = e.copyIn("COPY ck FROM STDIN", []byte("1\t0\n"))
-	expectErr(t, err, pgerrcode.CheckViolation, `new row for relation "ck" violates check constraint "aa"`, "Failing row contains (1, 0).\nCOPY ck, line 1")
+	expectErr(t, err, pgerrcode.CheckViolation, `new row for relation "ck" violates check constraint "aa"`, "Failing row contains (1, 0). | CONTEXT: COPY ck, line 1")
 }
 
 // TestOnConflictChunks upserts more rows than one probe batch holds, with

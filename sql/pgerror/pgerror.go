@@ -27,6 +27,9 @@ type Error struct {
 	Message string // primary message, lower case, no trailing period
 	Detail  string // optional secondary message
 	Hint    string // optional suggestion
+	// Where is the context the error happened in (PostgreSQL's CONTEXT
+	// line: "COPY t, line 3, column a: ..."), innermost first.
+	Where string
 
 	cause error // kept for errors.Is/As; never shown to clients
 }
@@ -64,6 +67,13 @@ func (e *Error) WithDetail(format string, args ...any) *Error {
 func (e *Error) WithHint(format string, args ...any) *Error {
 	c := *e
 	c.Hint = fmt.Sprintf(format, args...)
+	return &c
+}
+
+// WithWhere returns a copy of e with Where (the CONTEXT field) set.
+func (e *Error) WithWhere(format string, args ...any) *Error {
+	c := *e
+	c.Where = fmt.Sprintf(format, args...)
 	return &c
 }
 
