@@ -102,7 +102,7 @@ func (o *optimizer) lookupJoin(j *plan.Join) *plan.LookupJoin {
 			Kind: j.Kind, Input: j.Left, Table: right.Table, KeyCols: keyCols,
 			Cols: right.Cols, TableCols: right.TableCols,
 			On:   and(append(conjuncts(j.On), conjuncts(right.Filter)...)),
-			Lock: right.Lock,
+			Lock: right.Lock, LockWait: right.LockWait,
 		}
 		if idx.ID != right.Table.PrimaryIndex.ID {
 			lj.Index = idx

@@ -21,11 +21,20 @@
 //     (and the hash bucket or shard, when equalities fix them) for every
 //     usable index; the cheapest access wins, with an IndexJoin when the
 //     index does not cover the columns the query reads.
-//  3. lookup.go: joins whose right side is a table scan with an index on
+//  3. joinorder.go (with statistics only): trees of three to five inputs
+//     joined by inner joins are rebuilt in the left-deep order whose
+//     intermediate results are estimated smallest.
+//  4. lookup.go: joins whose right side is a table scan with an index on
 //     the join keys become batched LookupJoins when the left side is small
 //     enough that lookups beat reading the whole right table under the
 //     storage profile (inner joins may swap sides for it).
-//  4. order.go: sorts an index already provides are dropped (orders pass
+//
+// Row estimates come from the table statistics the caller supplies
+// (OptimizeStats, stats.go: most common values, distinct counts and
+// histograms) and, for tables without any, from cost.go's heuristics, so
+// a plan over unanalyzed tables is exactly what it was before statistics
+// existed.
+//  5. order.go: sorts an index already provides are dropped (orders pass
 //     through Filter, Project, IndexJoin, LookupJoin and streaming
 //     GroupBy, which the executor runs order-preserving), an ORDER BY ...
 //     LIMIT may pick an index for its order, limits reach the reader
@@ -140,6 +149,9 @@ func (o *optimizer) optimize(n plan.Node) (plan.Node, error) {
 	var err error
 	if n, err = o.planScans(n); err != nil {
 		return nil, err
+	}
+	if o.stats != nil {
+		n = o.reorderJoins(n)
 	}
 	n = o.lookupJoins(n)
 	n = o.orderings(n)

@@ -186,7 +186,7 @@ func (o *optimizer) accessVia(s *plan.Scan, idx *catalog.Index, fc *filterConstr
 	}
 	scan := &plan.Scan{
 		Table: s.Table, Index: s.Index, Cols: s.Cols, TableCols: s.TableCols,
-		Spans: sr.spans, Buckets: buckets(s.Table, idx, cons), Lock: s.Lock,
+		Spans: sr.spans, Buckets: buckets(s.Table, idx, cons), Lock: s.Lock, LockWait: s.LockWait,
 	}
 	a := access{node: scan, scan: scan, orig: &orig, rows: rows, out: out}
 	a.cost = o.costs.scanCost(rows)
@@ -248,7 +248,7 @@ func (o *optimizer) accessVia(s *plan.Scan, idx *catalog.Index, fc *filterConstr
 	scan.Filter = and(early)
 	a.node = &plan.IndexJoin{
 		Input: scan, Table: s.Table, KeyCols: keyCols,
-		Cols: s.Cols, TableCols: s.TableCols, Filter: and(late), Lock: s.Lock,
+		Cols: s.Cols, TableCols: s.TableCols, Filter: and(late), Lock: s.Lock, LockWait: s.LockWait,
 	}
 	a.cost += o.costs.lookupCost(rows)
 	return a
