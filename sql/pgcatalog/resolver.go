@@ -9,6 +9,7 @@ import (
 	"github.com/cairn-db/cairn/sql/builtins"
 	"github.com/cairn-db/cairn/sql/catalog"
 	"github.com/cairn-db/cairn/sql/pgerror"
+	"github.com/cairn-db/cairn/sql/plan"
 	"github.com/cairn-db/cairn/sql/rowenc"
 	"github.com/cairn-db/cairn/sql/types"
 )
@@ -611,7 +612,10 @@ func (res *Resolver) ViewDef(oid uint32) (string, bool) {
 		return "", false
 	}
 	if v, ok := d.(*catalog.View); ok && v.DatabaseID == res.db.ID {
-		return v.Query, true
+		// Deparsed as PostgreSQL prints it: names resolve as the session's
+		// statements do.
+		cat := plan.NewCatalog(res.r, res.db, res.path, Lookup)
+		return plan.ViewDef(res.ctx, cat, &types.Context{}, v), true
 	}
 	return "", false
 }
