@@ -27,16 +27,29 @@ func rowToJSONCall(fc *pg_query.FuncCall) *pg_query.FuncCall {
 		return fc
 	}
 	name := opName(fc.Funcname)
+	// A field that is itself a ROW(...) becomes a nested object: the same
+	// function applied to it, rewritten in turn when it is built.
+	field := func(fn string, a *pg_query.Node) *pg_query.Node {
+		if a.GetRowExpr() == nil {
+			return a
+		}
+		return &pg_query.Node{Node: &pg_query.Node_FuncCall{FuncCall: &pg_query.FuncCall{
+			Funcname: []*pg_query.Node{pg_query.MakeStrNode(fn)}, Args: []*pg_query.Node{a},
+			Location: location(a), Funcformat: fc.Funcformat}}}
+	}
 	var out *pg_query.FuncCall
 	switch name {
 	case "to_jsonb":
 		out = &pg_query.FuncCall{Funcname: []*pg_query.Node{pg_query.MakeStrNode("jsonb_build_object")}}
 		for i, a := range row.Args {
 			key := pg_query.MakeAConstStrNode("f"+strconv.Itoa(i+1), row.Location)
-			out.Args = append(out.Args, key, a)
+			out.Args = append(out.Args, key, field("to_jsonb", a))
 		}
 	case "to_json", "row_to_json":
-		out = &pg_query.FuncCall{Funcname: []*pg_query.Node{pg_query.MakeStrNode("row_to_json")}, Args: row.Args}
+		out = &pg_query.FuncCall{Funcname: []*pg_query.Node{pg_query.MakeStrNode("row_to_json")}}
+		for _, a := range row.Args {
+			out.Args = append(out.Args, field("row_to_json", a))
+		}
 	default:
 		return fc
 	}
