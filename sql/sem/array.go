@@ -244,6 +244,12 @@ func (b *builder) buildIndirection(ind *pg_query.A_Indirection) (Expr, error) {
 		if !ok {
 			return nil, b.pos(loc, errUnsupported("field selection is not supported"))
 		}
+		if e.Type().Family == types.JSONBFamily {
+			if e, err = b.jsonbSubscript(e, idx.AIndices, loc); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if e.Type().Family != types.ArrayFamily {
 			return nil, b.pos(loc, errNotSubscriptable(e.Type()))
 		}
@@ -270,6 +276,41 @@ func (b *builder) buildIndirection(ind *pg_query.A_Indirection) (Expr, error) {
 		e = &Subscript{Array: e, Index: i}
 	}
 	return e, nil
+}
+
+// jsonbSubscript builds j[i], PostgreSQL 14's jsonb subscripting, which
+// reads as j -> i: the subscript is an int4 (an array element) or text (an
+// object key; an untyped literal or parameter is text), as PostgreSQL's
+// jsonb_subscript_transform decides.
+func (b *builder) jsonbSubscript(j Expr, idx *pg_query.A_Indices, loc int32) (Expr, error) {
+	if idx.IsSlice {
+		at := loc
+		if idx.Uidx != nil {
+			at = location(idx.Uidx)
+		}
+		return nil, b.pos(at, pgerror.New(pgerrcode.DatatypeMismatch, "jsonb subscript does not support slices"))
+	}
+	i, err := b.build(idx.Uidx)
+	if err != nil {
+		return nil, err
+	}
+	var to *types.T
+	switch t := i.Type(); {
+	case t.Family == types.UnknownFamily:
+		to = types.Text
+	case types.ImplicitCastAllowed(t, types.Int4):
+		to = types.Int4
+	case types.ImplicitCastAllowed(t, types.Text):
+		to = types.Text
+	default:
+		return nil, b.pos(location(idx.Uidx), pgerror.New(pgerrcode.DatatypeMismatch,
+			"subscript type %s is not supported", t.Name()).
+			WithHint("jsonb subscript must be coercible to either integer or text."))
+	}
+	if i, err = b.coerce(i, to, loc); err != nil {
+		return nil, err
+	}
+	return b.binary("->", j, i, loc)
 }
 
 // subscript builds one array subscript as an int4 (nil when omitted).
