@@ -1,10 +1,12 @@
 package raftnode
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/cairn-db/cairn/keys"
 	"github.com/cairn-db/cairn/storage"
@@ -88,6 +90,43 @@ type Node struct {
 
 	mu       sync.Mutex
 	replicas map[uint64]*Replica
+	// work is signalled when a group may have a Ready (Run waits on it).
+	work chan struct{}
+}
+
+// signal wakes Run.
+func (n *Node) signal() {
+	select {
+	case n.work <- struct{}{}:
+	default:
+	}
+}
+
+// Run is the node's scheduler: it ticks every group each tick interval
+// and processes Readies whenever a step, tick or proposal may have made
+// some, until ctx ends. Errors from ProcessReady are fatal to the node
+// (its engine failed): Run returns them.
+func (n *Node) Run(ctx context.Context, tick time.Duration) error {
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			n.Tick()
+		case <-n.work:
+		}
+		for {
+			more, err := n.ProcessReady()
+			if err != nil {
+				return err
+			}
+			if !more {
+				break
+			}
+		}
+	}
 }
 
 // NewNode makes the multi-raft of a node over eng.
@@ -107,7 +146,7 @@ func NewNode(cfg Config, eng *storage.Engine, t Transport) *Node {
 	if cfg.Logger == nil {
 		cfg.Logger = discardLogger{}
 	}
-	return &Node{cfg: cfg, eng: eng, transport: t, replicas: map[uint64]*Replica{}}
+	return &Node{cfg: cfg, eng: eng, transport: t, replicas: map[uint64]*Replica{}, work: make(chan struct{}, 1)}
 }
 
 // AddReplica opens (or creates) this node's replica of tabletID. A
@@ -187,6 +226,7 @@ func (n *Node) Step(env Envelope) error {
 	if r == nil {
 		return nil
 	}
+	defer n.signal()
 	return r.rn.Step(env.Msg)
 }
 
@@ -197,6 +237,7 @@ func (n *Node) Tick() {
 	for _, r := range n.replicas {
 		r.rn.Tick()
 	}
+	n.signal()
 }
 
 // Propose proposes data to tabletID's group (raft forwards a follower's
@@ -208,6 +249,7 @@ func (n *Node) Propose(tabletID uint64, data []byte) error {
 	if r == nil {
 		return fmt.Errorf("raftnode: node %d has no replica of tablet %d", n.cfg.NodeID, tabletID)
 	}
+	defer n.signal()
 	return r.rn.Propose(data)
 }
 
@@ -219,6 +261,7 @@ func (n *Node) Campaign(tabletID uint64) error {
 	if r == nil {
 		return fmt.Errorf("raftnode: node %d has no replica of tablet %d", n.cfg.NodeID, tabletID)
 	}
+	defer n.signal()
 	return r.rn.Campaign()
 }
 

@@ -1,0 +1,281 @@
+package rpc
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cairn-db/cairn/raftnode"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+const (
+	serviceName = "cairn.Raft"
+	streamName  = "Batches"
+	fullMethod  = "/" + serviceName + "/" + streamName
+	// queueLen bounds the messages waiting for one peer; past it Send drops
+	// (raft retransmits), so a dead peer costs bounded memory.
+	queueLen = 10000
+	// maxBatch bounds the messages of one frame.
+	maxBatch = 512
+)
+
+// Handler receives the envelopes that arrive from other nodes.
+type Handler func(raftnode.Envelope)
+
+// raftService is the handler type gRPC checks the implementation against.
+type raftService interface{ batches(grpc.ServerStream) error }
+
+type server struct{ h Handler }
+
+func (s *server) batches(stream grpc.ServerStream) error {
+	for {
+		var b []byte
+		if err := stream.RecvMsg(&b); err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+		envs, err := decodeBatch(b)
+		if err != nil {
+			// A peer that sends garbage is cut off; raft copes with the
+			// loss, and the peer's reconnect starts clean.
+			return err
+		}
+		for _, e := range envs {
+			s.h(e)
+		}
+	}
+}
+
+var serviceDesc = grpc.ServiceDesc{
+	ServiceName: serviceName,
+	HandlerType: (*raftService)(nil),
+	Streams: []grpc.StreamDesc{{
+		StreamName:    streamName,
+		ClientStreams: true,
+		Handler: func(srv any, stream grpc.ServerStream) error {
+			return srv.(raftService).batches(stream)
+		},
+	}},
+}
+
+// Server serves other nodes' raft batches on a listener.
+type Server struct {
+	g  *grpc.Server
+	ln net.Listener
+}
+
+// Serve starts serving on ln, delivering every received envelope to h
+// (called on the connection's goroutine; h must not block for long).
+func Serve(ln net.Listener, h Handler) *Server {
+	g := grpc.NewServer(grpc.MaxRecvMsgSize(MaxBatchSize))
+	g.RegisterService(&serviceDesc, &server{h: h})
+	s := &Server{g: g, ln: ln}
+	go func() { _ = g.Serve(ln) }()
+	return s
+}
+
+// Addr is the address the server listens on.
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// Stop closes the listener and every connection at once.
+func (s *Server) Stop() { s.g.Stop() }
+
+// TransportConfig configures a Transport.
+type TransportConfig struct {
+	// Resolve returns a node's RPC address.
+	Resolve func(nodeID uint64) (string, error)
+	// Delay, when set, is the one-way delay injected before a message to
+	// nodeID leaves (simulated geography); messages keep their order.
+	Delay func(nodeID uint64) time.Duration
+	// Logger receives connection errors (nil: discarded).
+	Logger *slog.Logger
+}
+
+// Transport sends raft envelopes to other nodes: one queue, one sender
+// goroutine and one gRPC stream per destination node. It implements
+// raftnode.Transport.
+type Transport struct {
+	cfg    TransportConfig
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu    sync.Mutex
+	peers map[uint64]*peer
+	wg    sync.WaitGroup
+
+	// Dropped counts envelopes dropped because a peer's queue was full or
+	// its connection failed.
+	Dropped atomic.Int64
+}
+
+type queued struct {
+	env raftnode.Envelope
+	at  time.Time
+}
+
+type peer struct {
+	id uint64
+	q  chan queued
+}
+
+// NewTransport makes a Transport; Close stops it.
+func NewTransport(cfg TransportConfig) *Transport {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Transport{cfg: cfg, ctx: ctx, cancel: cancel, peers: map[uint64]*peer{}}
+}
+
+// Send queues envs for their destinations without blocking.
+func (t *Transport) Send(envs []raftnode.Envelope) {
+	now := time.Now()
+	for _, e := range envs {
+		p := t.peer(e.Msg.GetTo())
+		if p == nil {
+			t.Dropped.Add(1)
+			continue
+		}
+		select {
+		case p.q <- queued{env: e, at: now}:
+		default:
+			t.Dropped.Add(1)
+		}
+	}
+}
+
+func (t *Transport) peer(id uint64) *peer {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ctx.Err() != nil {
+		return nil
+	}
+	p := t.peers[id]
+	if p == nil {
+		p = &peer{id: id, q: make(chan queued, queueLen)}
+		t.peers[id] = p
+		t.wg.Add(1)
+		go t.run(p)
+	}
+	return p
+}
+
+// Close stops every sender and closes the connections; queued messages
+// are dropped.
+func (t *Transport) Close() {
+	t.cancel()
+	t.wg.Wait()
+}
+
+// run sends p's queue, batching what has accumulated, over a stream it
+// (re)opens as needed.
+func (t *Transport) run(p *peer) {
+	defer t.wg.Done()
+	var conn *grpc.ClientConn
+	var stream grpc.ClientStream
+	defer func() {
+		if conn != nil {
+			_ = conn.Close()
+		}
+	}()
+	var batch []raftnode.Envelope
+	for {
+		var first queued
+		select {
+		case <-t.ctx.Done():
+			return
+		case first = <-p.q:
+		}
+		if !t.wait(first.at, p.id) {
+			return
+		}
+		batch = append(batch[:0], first.env)
+	more:
+		for len(batch) < maxBatch {
+			select {
+			case q := <-p.q:
+				if !t.wait(q.at, p.id) {
+					return
+				}
+				batch = append(batch, q.env)
+			default:
+				break more
+			}
+		}
+		// A fresh buffer each time: gRPC may still hold the last one
+		// after SendMsg returns.
+		buf, err := encodeBatch(nil, batch)
+		if err != nil {
+			t.cfg.Logger.Error("rpc: encoding a batch", "node", p.id, "err", err)
+			t.Dropped.Add(int64(len(batch)))
+			continue
+		}
+		if stream == nil {
+			conn, stream, err = t.dial(p.id, conn)
+			if err != nil {
+				t.cfg.Logger.Debug("rpc: connecting", "node", p.id, "err", err)
+				t.Dropped.Add(int64(len(batch)))
+				if !t.sleep(100 * time.Millisecond) {
+					return
+				}
+				continue
+			}
+		}
+		if err := stream.SendMsg(&buf); err != nil {
+			t.cfg.Logger.Debug("rpc: sending", "node", p.id, "err", err)
+			t.Dropped.Add(int64(len(batch)))
+			stream = nil
+		}
+	}
+}
+
+// wait holds a message queued at until its injected delay has passed.
+func (t *Transport) wait(at time.Time, to uint64) bool {
+	if t.cfg.Delay == nil {
+		return t.ctx.Err() == nil
+	}
+	return t.sleep(time.Until(at.Add(t.cfg.Delay(to))))
+}
+
+func (t *Transport) sleep(d time.Duration) bool {
+	if d <= 0 {
+		return t.ctx.Err() == nil
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-t.ctx.Done():
+		return false
+	case <-tm.C:
+		return true
+	}
+}
+
+func (t *Transport) dial(id uint64, conn *grpc.ClientConn) (*grpc.ClientConn, grpc.ClientStream, error) {
+	if conn == nil {
+		addr, err := t.cfg.Resolve(id)
+		if err != nil {
+			return nil, nil, fmt.Errorf("resolving node %d: %w", id, err)
+		}
+		conn, err = grpc.NewClient(addr,
+			grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithDefaultCallOptions(grpc.CallContentSubtype(codecName), grpc.MaxCallSendMsgSize(MaxBatchSize)))
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	stream, err := conn.NewStream(t.ctx, &serviceDesc.Streams[0], fullMethod)
+	if err != nil {
+		return conn, nil, err
+	}
+	return conn, stream, nil
+}
