@@ -247,6 +247,19 @@ func NewAuthorizer(ctx context.Context, r *Reader, user string, db *Database) (*
 	return authorizerFrom(user, roles, db), nil
 }
 
+// MembershipOf is the Authorizer of role's memberships alone (its
+// SUPERUSER attribute ignored), nil when the roles cannot be read: GRANT
+// role uses it to refuse a membership cycle.
+func MembershipOf(ctx context.Context, r *Reader, role string) *Authorizer {
+	roles, err := r.Roles(ctx)
+	if err != nil {
+		return nil
+	}
+	a := authorizerFrom(role, roles, nil)
+	a.Superuser = false
+	return a
+}
+
 func authorizerFrom(user string, roles []*Role, db *Database) *Authorizer {
 	byName := make(map[string]*Role, len(roles))
 	for _, r := range roles {

@@ -70,6 +70,9 @@ func (e *executor) alterTable(ctx context.Context, n *pg_query.AlterTableStmt) (
 		}
 		return tag, err
 	}
+	if err := e.checkOwner(ctx, d); err != nil {
+		return tag, err
+	}
 	if _, ok := d.(*catalog.Table); !ok {
 		// PostgreSQL lets ALTER TABLE change the owner (and options) of
 		// any relation: pg_dump writes ALTER TABLE s OWNER TO for
@@ -1210,6 +1213,9 @@ func (e *executor) rename(ctx context.Context, n *pg_query.RenameStmt) (string, 
 			}
 			return tag, err
 		}
+		if err := e.checkOwner(ctx, d); err != nil {
+			return tag, err
+		}
 		if t, ok := d.(*catalog.Table); ok {
 			if t.IndexByName(newName) != nil {
 				return tag, pgerror.New(pgerrcode.DuplicateTable, "relation %q already exists", newName)
@@ -1229,6 +1235,9 @@ func (e *executor) rename(ctx context.Context, n *pg_query.RenameStmt) (string, 
 			}
 			return "ALTER INDEX", pgerror.New(pgerrcode.UndefinedTable, "relation %q does not exist", qualified(n.Relation))
 		}
+		if err := e.checkIndexOwner(ctx, t, idx.Name); err != nil {
+			return "ALTER INDEX", err
+		}
 		return "ALTER INDEX", e.renameIndex(ctx, t, idx.Name, newName)
 	case pg_query.ObjectType_OBJECT_COLUMN:
 		return alterTag(n.RelationType), e.renameColumn(ctx, n, newName)
@@ -1237,6 +1246,9 @@ func (e *executor) rename(ctx context.Context, n *pg_query.RenameStmt) (string, 
 	case pg_query.ObjectType_OBJECT_SCHEMA:
 		s, err := e.x.Writer.Schema(ctx, e.x.Database.ID, n.Subname)
 		if err != nil {
+			return "ALTER SCHEMA", err
+		}
+		if err := e.checkOwner(ctx, s); err != nil {
 			return "ALTER SCHEMA", err
 		}
 		c := *s
@@ -1292,6 +1304,9 @@ func (e *executor) renameIndex(ctx context.Context, cur *catalog.Table, old, new
 func (e *executor) renameConstraint(ctx context.Context, n *pg_query.RenameStmt, newName string) error {
 	cur, err := e.lookupTable(ctx, n.Relation)
 	if err != nil {
+		return err
+	}
+	if err := e.checkOwner(ctx, cur); err != nil {
 		return err
 	}
 	t := cloneTable(cur)

@@ -81,14 +81,15 @@ func Exec(ctx context.Context, x *Context, stmt *parser.Statement) (string, erro
 	case *pg_query.Node_DropRoleStmt:
 		return e.dropRole(ctx, n.DropRoleStmt)
 	case *pg_query.Node_GrantStmt:
-		return e.grant(n.GrantStmt)
+		return e.grantPrivileges(ctx, n.GrantStmt)
 	case *pg_query.Node_GrantRoleStmt:
-		if n.GrantRoleStmt.IsGrant {
-			return "GRANT ROLE", e.privilegesNotice()
-		}
-		return "REVOKE ROLE", e.privilegesNotice()
+		return e.grantRole(ctx, n.GrantRoleStmt)
+	case *pg_query.Node_DropOwnedStmt:
+		return e.dropOwned(ctx, n.DropOwnedStmt)
+	case *pg_query.Node_ReassignOwnedStmt:
+		return e.reassignOwned(ctx, n.ReassignOwnedStmt)
 	case *pg_query.Node_AlterDefaultPrivilegesStmt:
-		return "ALTER DEFAULT PRIVILEGES", e.privilegesNotice()
+		return "ALTER DEFAULT PRIVILEGES", notSupported("ALTER DEFAULT PRIVILEGES is not supported yet")
 	case *pg_query.Node_ConstraintsSetStmt:
 		// Every constraint is checked at the end of its statement (see
 		// Context and doc.go): IMMEDIATE is what already happens, and
@@ -128,6 +129,9 @@ type executor struct {
 	// ctx is the statement's context, for the regclass resolver of the
 	// expressions DDL builds.
 	ctx context.Context
+	// auth answers the statement's privilege checks (privileges.go),
+	// read on first use.
+	auth *catalog.Authorizer
 }
 
 // types returns the type context expressions are built with: the
@@ -174,7 +178,7 @@ func (e *executor) creationSchema(ctx context.Context, rv *pg_query.RangeVar) (*
 			return nil, pgerror.New(pgerrcode.InsufficientPrivilege, "permission denied to create %q.%q", s.Name, rv.Relname).
 				WithDetail("System catalog modifications are currently disallowed.")
 		}
-		return s, nil
+		return s, e.checkPrivilege(ctx, s, catalog.PrivCreate)
 	}
 	for _, name := range e.searchPath() {
 		s, err := e.x.Writer.Schema(ctx, e.x.Database.ID, name)
@@ -187,7 +191,7 @@ func (e *executor) creationSchema(ctx context.Context, rv *pg_query.RangeVar) (*
 		if s.Virtual {
 			continue
 		}
-		return s, nil
+		return s, e.checkPrivilege(ctx, s, catalog.PrivCreate)
 	}
 	return nil, pgerror.New(pgerrcode.InvalidSchemaName, "no schema has been selected to create in")
 }

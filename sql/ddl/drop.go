@@ -92,6 +92,9 @@ func (e *executor) dropRelations(ctx context.Context, n *pg_query.DropStmt, kind
 			return pgerror.New(pgerrcode.WrongObjectType, "%q is not a %s", d.DescName(), kindWord(kind)).
 				WithHint("Use DROP %s to remove a %s.", strings.ToUpper(kindWord(d.DescKind())), kindWord(d.DescKind()))
 		}
+		if err := e.checkOwner(ctx, d); err != nil {
+			return err
+		}
 		if ds.dropped[d.DescID()] {
 			continue
 		}
@@ -340,6 +343,9 @@ func (e *executor) dropIndexes(ctx context.Context, n *pg_query.DropStmt, cascad
 			}
 			return pgerror.New(pgerrcode.UndefinedObject, "index %q does not exist", qualified(rv))
 		}
+		if err := e.checkIndexOwner(ctx, t, idx.Name); err != nil {
+			return err
+		}
 		if err := e.dropIndex(ctx, t, idx.Name, cascade, false); err != nil {
 			return err
 		}
@@ -495,6 +501,9 @@ func (e *executor) dropSchemas(ctx context.Context, n *pg_query.DropStmt, cascad
 		if s.Virtual {
 			return pgerror.New(pgerrcode.DependentObjectsStillExist, "cannot drop schema %s because it is required by the database system", name)
 		}
+		if err := e.checkOwner(ctx, s); err != nil {
+			return err
+		}
 		if cascade {
 			if err := e.dropSchemaContents(ctx, s, ds); err != nil {
 				return err
@@ -597,6 +606,13 @@ func (e *executor) createSchema(ctx context.Context, n *pg_query.CreateSchemaStm
 		}
 	}
 	name = truncateIdent(name)
+	db, err := e.x.Writer.Database(ctx, e.x.Database.Name)
+	if err != nil {
+		return err
+	}
+	if err := e.checkPrivilege(ctx, db, catalog.PrivCreate); err != nil {
+		return err
+	}
 	if _, err := e.x.Writer.Schema(ctx, e.x.Database.ID, name); err == nil {
 		if n.IfNotExists {
 			e.notice(pgerrcode.DuplicateSchema, fmt.Sprintf("schema %q already exists, skipping", name))

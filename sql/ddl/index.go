@@ -32,6 +32,9 @@ func (e *executor) createIndex(ctx context.Context, n *pg_query.IndexStmt) error
 		return pgerror.New(pgerrcode.WrongObjectType, "cannot create index on relation %q", d.DescName()).
 			WithDetail("This operation is not supported for %ss.", d.DescKind())
 	}
+	if err := e.checkOwner(ctx, table); err != nil {
+		return err
+	}
 	switch am := strings.ToLower(n.AccessMethod); am {
 	case "", "btree":
 	case "hash", "gin", "gist", "spgist", "brin":

@@ -190,6 +190,9 @@ func (e *executor) truncate(ctx context.Context, n *pg_query.TruncateStmt) error
 		if !ok {
 			return pgerror.New(pgerrcode.WrongObjectType, "%q is not a table", rv.Relname)
 		}
+		if err := e.checkPrivilege(ctx, t, catalog.PrivTruncate); err != nil {
+			return err
+		}
 		if !in[t.ID] {
 			in[t.ID] = true
 			tables = append(tables, t)
@@ -267,6 +270,9 @@ func (e *executor) comment(ctx context.Context, n *pg_query.CommentStmt) error {
 		if err != nil {
 			return err
 		}
+		if err := e.checkOwner(ctx, d); err != nil {
+			return err
+		}
 		switch v := d.(type) {
 		case *catalog.Table:
 			if n.Objtype != pg_query.ObjectType_OBJECT_TABLE {
@@ -301,6 +307,9 @@ func (e *executor) comment(ctx context.Context, n *pg_query.CommentStmt) error {
 		}
 		t, err := e.mutableTable(ctx, rv)
 		if err != nil {
+			return err
+		}
+		if err := e.checkOwner(ctx, t); err != nil {
 			return err
 		}
 		c := t.ColumnByName(names[len(names)-1])
@@ -406,6 +415,9 @@ func (e *executor) createRole(ctx context.Context, n *pg_query.CreateRoleStmt) (
 	if err := roleOptions(r, n.Options); err != nil {
 		return tag, err
 	}
+	if err := e.requireSuperuser(ctx, "create role"); err != nil {
+		return tag, err
+	}
 	return tag, e.x.Writer.CreateRole(ctx, r)
 }
 
@@ -422,6 +434,22 @@ func (e *executor) alterRole(ctx context.Context, n *pg_query.AlterRoleStmt) (st
 	c := *r
 	if err := roleOptions(&c, n.Options); err != nil {
 		return tag, err
+	}
+	if name == catalog.SuperuserName && !c.Superuser {
+		// The per-statement privilege check answers for the bootstrap
+		// superuser without reading its role (catalog.NewAuthorizer).
+		return tag, pgerror.New(pgerrcode.InsufficientPrivilege, "permission denied to alter role").
+			WithDetail("The bootstrap user must have the SUPERUSER attribute.")
+	}
+	if catalog.IsPredefinedRole(name) {
+		return tag, pgerror.New(pgerrcode.InsufficientPrivilege, "permission denied to alter role")
+	}
+	// A role may change its own password; anything else takes a
+	// superuser (Cairn has no CREATEROLE).
+	if name != e.x.User || len(n.Options) != 1 || defElems(n.Options)[0].Defname != "password" {
+		if err := e.requireSuperuser(ctx, "alter role"); err != nil {
+			return tag, err
+		}
 	}
 	return tag, e.x.Writer.UpdateRole(ctx, &c)
 }
@@ -453,27 +481,26 @@ func (e *executor) dropRole(ctx context.Context, n *pg_query.DropRoleStmt) (stri
 		switch name {
 		case e.x.User:
 			return tag, pgerror.New(pgerrcode.ObjectInUse, "current user cannot be dropped")
-		case catalog.SuperuserName:
+		case catalog.SuperuserName, catalog.DatabaseOwnerRole:
 			return tag, pgerror.New(pgerrcode.DependentObjectsStillExist, "cannot drop role %s because it is required by the database system", name)
+		}
+		if err := e.requireSuperuser(ctx, "drop role"); err != nil {
+			return tag, err
+		}
+		deps, err := e.roleDependents(ctx, name)
+		if err != nil {
+			return tag, err
+		}
+		if len(deps) > 0 {
+			return tag, pgerror.New(pgerrcode.DependentObjectsStillExist, "role \"%s\" cannot be dropped because some objects depend on it", name).
+				WithDetail("%s", strings.Join(deps, "\n"))
 		}
 		if err := e.x.Writer.DropRole(ctx, name); err != nil {
 			return tag, err
 		}
+		if err := e.forgetMemberships(ctx, name); err != nil {
+			return tag, err
+		}
 	}
 	return tag, nil
-}
-
-// grant accepts GRANT and REVOKE on objects that exist, to roles that
-// exist, and records nothing: privileges are not enforced yet (doc.go).
-func (e *executor) grant(n *pg_query.GrantStmt) (string, error) {
-	tag := "GRANT"
-	if !n.IsGrant {
-		tag = "REVOKE"
-	}
-	return tag, e.privilegesNotice()
-}
-
-func (e *executor) privilegesNotice() error {
-	e.notice("00000", "privileges are not enforced yet: GRANT and REVOKE are accepted and change nothing")
-	return nil
 }

@@ -353,6 +353,9 @@ func (e *executor) alterSequence(ctx context.Context, n *pg_query.AlterSeqStmt) 
 		}
 		return err
 	}
+	if err := e.checkOwner(ctx, d); err != nil {
+		return err
+	}
 	old, ok := d.(*catalog.Sequence)
 	if !ok {
 		return pgerror.New(pgerrcode.WrongObjectType, "%q is not a sequence", n.Sequence.Relname)

@@ -320,7 +320,9 @@ func TestPgClassAndAttribute(t *testing.T) {
 				t.Errorf("pg_namespace has no %s", n)
 			}
 		}
-		check(t, "pg_namespace", nsp, "nspname", "public", map[string]string{"oid": "2200", "nspowner": "10"})
+		// PostgreSQL 15: public belongs to pg_database_owner (OID 6171).
+		check(t, "pg_namespace", nsp, "nspname", "public", map[string]string{"oid": "2200", "nspowner": "6171",
+			"nspacl": "{pg_database_owner=UC/pg_database_owner,=U/pg_database_owner}"})
 	})
 }
 

@@ -318,6 +318,9 @@ func (s *Session) startPlan(x *stmtState, st *parser.Statement, paramTypes []*ty
 	if err != nil {
 		return nil, err
 	}
+	if err := s.checkPrivileges(x.ctx, txn, p); err != nil {
+		return nil, err
+	}
 	substituteParams(p, params, x.types())
 	if err := s.optimize(x.ctx, p); err != nil {
 		return nil, err
