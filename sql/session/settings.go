@@ -67,6 +67,10 @@ var settingsList = []*setting{
 	// Cairn's scans always start at the first key, which is what off asks
 	// for (pg_dump sets it); on only allows PostgreSQL to start elsewhere.
 	{name: "synchronize_seqscans", def: "on", check: checkBool, desc: "Enable synchronized sequential scans."},
+	// Every relation is a heap in pg_class/pg_am and lives in pg_default
+	// (SQLAlchemy's reflection reads the first; pg_dump's output sets both).
+	{name: "default_table_access_method", def: "heap", check: checkOnly("heap"), desc: "Sets the default table access method for new tables."},
+	{name: "default_tablespace", def: "", check: checkOnly(""), desc: "Sets the default tablespace to create tables and indexes in."},
 	{name: "storage.packed_rows.enabled", def: "on", check: checkBool, desc: "Stores each row's columns packed in one value."},
 	{name: "sql.stats.automatic_collection.enabled", def: "on", check: checkBool, desc: "Collects table statistics in the background when this session's changes make them stale."},
 	{name: "storage.packed_rows.size_limit", def: "0", check: checkIntRange(0, 1<<30), desc: "Largest packed row in bytes (0: no limit); larger rows are stored one column per key."},
