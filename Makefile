@@ -60,11 +60,18 @@ logic-pg:
 	$(GO) test -count=1 -run 'TestLogic' ./test/logic/ $(LOGICFLAGS); \
 	rc=$$?; ./scripts/pg15.sh stop $(LOGIC_PG_DIR) $(LOGIC_PG_PORT); exit $$rc
 
-# Real PostgreSQL clients (psql, pgbench, psycopg2) against a `cairn start`
-# process; installs the clients it needs. See test/compat/run.sh.
-.PHONY: compat bench-pgbench
+# Real PostgreSQL clients (psql compared with PostgreSQL 15's output, pgbench
+# -s 10 for 30 s in two protocols, psycopg2, SQLAlchemy, pg_dump) against a
+# `cairn start` process; installs the clients it needs (Debian packages and a
+# Python venv), so it is outside `make test`. compat-regen rewrites
+# test/compat/psql.expected from a throwaway PostgreSQL 15. See
+# test/compat/run.sh.
+.PHONY: compat compat-regen bench-pgbench
 compat:
 	./test/compat/run.sh
+
+compat-regen:
+	./test/compat/run.sh --regen
 
 # pgbench against Cairn and PostgreSQL 15 in one run (ratios; median of 3).
 bench-pgbench:
