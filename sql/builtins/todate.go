@@ -28,7 +28,7 @@ var fromCharWidth = map[string]int{
 }
 
 type fromChar struct {
-	year, month, day, doy, hour, min, sec, us, julian int
+	year, month, day, doy, hour, min, sec, us, julian   int
 	hasYear, hasDoy, hasJulian, pm, hasMeridian, hour12 bool
 	yy                                                  int // digits of a YY/YYY/Y year, for the century rule
 }
