@@ -5,6 +5,7 @@ import (
 	"reflect"
 
 	"github.com/jackc/pgerrcode"
+	pg_query "github.com/pganalyze/pg_query_go/v6"
 
 	"github.com/cairn-db/cairn/kv"
 	"github.com/cairn-db/cairn/sql/catalog"
@@ -44,6 +45,9 @@ func (s *Session) checkPrivileges(ctx context.Context, txn *kv.Txn, p *plan.Plan
 	walk = func(n plan.Node, target *catalog.Table, filtered bool) {
 		switch v := n.(type) {
 		case nil:
+			return
+		case *privNeed:
+			add(v.table, v.priv)
 			return
 		case *plan.Scan:
 			if !same(v.Table, target) || filtered || v.Filter != nil {
@@ -136,4 +140,29 @@ func forChildren(n plan.Node, f func(plan.Node)) {
 			}
 		}
 	}
+}
+
+// checkCopy refuses COPY of a table without INSERT (FROM) or SELECT (TO)
+// on it. COPY (query) TO is checked as the query is not: a known gap.
+func (s *Session) checkCopy(ctx context.Context, txn *kv.Txn, env *plan.Env, n *pg_query.CopyStmt) error {
+	if s.user == catalog.SuperuserName || n.Relation == nil {
+		return nil
+	}
+	rel, err := env.Catalog.LookupRelation(ctx, n.Relation.Schemaname, n.Relation.Relname)
+	if err != nil || rel.Table == nil {
+		return nil // COPY itself reports it
+	}
+	priv := catalog.PrivSelect
+	if n.IsFrom {
+		priv = catalog.PrivInsert
+	}
+	return s.checkPrivileges(ctx, txn, &plan.Plan{Root: &privNeed{table: rel.Table, priv: priv}})
+}
+
+// privNeed is a pseudo plan node asking checkPrivileges for one privilege
+// on one table.
+type privNeed struct {
+	plan.Node
+	table *catalog.Table
+	priv  catalog.Privilege
 }

@@ -114,6 +114,9 @@ func (s *Session) copy(x *stmtState, n *pg_query.CopyStmt, w pgwire.ResultWriter
 		return err
 	}
 	env := s.planEnv(txn, sem.NewParamTypes(), x.types())
+	if err := s.checkCopy(x.ctx, txn, env, n); err != nil {
+		return err
+	}
 	binary, ncols, err := exec.CopyFormat(x.ctx, env, n)
 	if err != nil {
 		return err
