@@ -25,6 +25,13 @@ type RowFetcher struct {
 	t      *TableLayout
 	idx    *IndexLayout
 	needed []int // row positions to keep; nil keeps all
+	// drop marks the row positions not in needed (nil when needed is);
+	// project clears them in place rather than copying the row.
+	drop []bool
+	// noValues is set when needed holds no value column (count(*), or
+	// only key columns): a row's existence is then all the merger must
+	// tell, and its values are not decoded.
+	noValues bool
 
 	merger  *RowMerger
 	pending []byte // row key of the row being merged; nil when none
@@ -45,6 +52,19 @@ func NewRowFetcher(t *TableLayout, idx *IndexLayout, needed []ColumnID) (*RowFet
 				return nil, fmt.Errorf("rowenc: table %q has no column %d", t.Name, id)
 			}
 			f.needed = append(f.needed, p)
+		}
+		f.drop = make([]bool, len(t.Columns))
+		for i := range f.drop {
+			f.drop[i] = true
+		}
+		for _, p := range f.needed {
+			f.drop[p] = false
+		}
+		f.noValues = true
+		for _, p := range t.valuePos {
+			if !f.drop[p] {
+				f.noValues = false
+			}
 		}
 	}
 	if idx.primary {
@@ -83,6 +103,12 @@ func (f *RowFetcher) Add(kvs []kvpb.KeyValue, emit func(row []types.Datum) error
 }
 
 func (f *RowFetcher) addPrimary(kv *kvpb.KeyValue, rest []byte, emit func([]types.Datum) error) error {
+	if f.pending != nil && len(kv.Key) > len(f.pending) && bytes.HasPrefix(kv.Key, f.pending) {
+		// A column entry of the pending row: no row key is a prefix of
+		// another (key columns are self-delimiting), so the key columns
+		// need not be decoded again.
+		return f.addColumn(kv, kv.Key[len(f.pending):])
+	}
 	keyRow := make([]types.Datum, len(f.t.Columns))
 	suffix, err := decodeColumns(rest, f.t, keyRow, f.idx.keyPos, f.idx.KeyOrders)
 	if err != nil {
@@ -99,6 +125,12 @@ func (f *RowFetcher) addPrimary(kv *kvpb.KeyValue, rest []byte, emit func([]type
 		f.merger.SetBase(kv.Value, kv.Timestamp)
 		return nil
 	}
+	return f.addColumn(kv, suffix)
+}
+
+// addColumn adds the column entry kv, whose key ends in suffix, to the
+// pending row.
+func (f *RowFetcher) addColumn(kv *kvpb.KeyValue, suffix []byte) error {
 	id, err := DecodeColumnSuffix(suffix)
 	if err != nil {
 		return fmt.Errorf("key %q: %w", kv.Key, err)
@@ -117,6 +149,13 @@ func (f *RowFetcher) Finish(emit func(row []types.Datum) error) error {
 		f.pending, f.keyRow = nil, nil
 		f.merger.Reset()
 	}()
+	row := f.keyRow
+	if f.noValues {
+		if !f.merger.Exists() {
+			return nil
+		}
+		return emit(f.project(row))
+	}
 	vals, ok, err := f.merger.Row(f.vals)
 	if err != nil {
 		return fmt.Errorf("row %q: %w", f.pending, err)
@@ -125,22 +164,24 @@ func (f *RowFetcher) Finish(emit func(row []types.Datum) error) error {
 	if !ok {
 		return nil
 	}
-	row := f.keyRow
 	for i, p := range f.t.valuePos {
 		row[p] = vals[i]
 	}
 	return emit(f.project(row))
 }
 
+// project clears the columns not needed, in place: row is freshly
+// allocated per row and handed to emit, which owns it.
 func (f *RowFetcher) project(row []types.Datum) []types.Datum {
-	if f.needed == nil {
+	if f.drop == nil {
 		return row
 	}
-	out := make([]types.Datum, len(row))
-	for _, p := range f.needed {
-		out[p] = row[p]
+	for p, d := range f.drop {
+		if d {
+			row[p] = nil
+		}
 	}
-	return out
+	return row
 }
 
 // DecodeRows decodes one complete scan's KVs into rows.

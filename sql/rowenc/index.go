@@ -171,7 +171,7 @@ func DecodeKeyPrefix(key []byte) (KeyPrefix, []byte, error) {
 	if err != nil || g < 0 {
 		return p, nil, corrupt("group")
 	}
-	bb, err := r.fixed(2)
+	bucket, err := r.bigEndian(2, 0)
 	if err != nil {
 		return p, nil, err
 	}
@@ -183,6 +183,6 @@ func DecodeKeyPrefix(key []byte) (KeyPrefix, []byte, error) {
 	if err != nil || idx < 0 || idx > int64(^uint32(0)) {
 		return p, nil, corrupt("index")
 	}
-	p = KeyPrefix{Group: uint64(g), Bucket: binary.BigEndian.Uint16(bb), Table: uint32(tbl), Index: uint32(idx)}
+	p = KeyPrefix{Group: uint64(g), Bucket: uint16(bucket), Table: uint32(tbl), Index: uint32(idx)}
 	return p, r.b, nil
 }

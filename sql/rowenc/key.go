@@ -319,12 +319,24 @@ func (r *keyReader) fixed(n int) ([]byte, error) {
 	return out, nil
 }
 
-func (r *keyReader) uint64() (uint64, error) {
-	b, err := r.fixed(8)
-	if err != nil {
-		return 0, err
+// bigEndian reads n ≤ 8 bytes as a big-endian number shifted into init
+// (all ones sign-extends a negative one), without fixed's copy: every key a
+// scan decodes goes through here several times (group, table, index,
+// integer key columns).
+func (r *keyReader) bigEndian(n int, init uint64) (uint64, error) {
+	if len(r.b) < n {
+		return 0, fmt.Errorf("%w: key ends early", ErrCorrupt)
 	}
-	return binary.BigEndian.Uint64(b), nil
+	u := init
+	for _, c := range r.b[:n] {
+		u = u<<8 | uint64(c^r.inv)
+	}
+	r.b = r.b[n:]
+	return u, nil
+}
+
+func (r *keyReader) uint64() (uint64, error) {
+	return r.bigEndian(8, 0)
 }
 
 func (r *keyReader) orderedInt() (int64, error) {
@@ -334,28 +346,18 @@ func (r *keyReader) orderedInt() (int64, error) {
 	}
 	switch {
 	case m >= 0x80 && m <= 0x88:
-		n := int(m - 0x80)
-		b, err := r.fixed(n)
+		u, err := r.bigEndian(int(m-0x80), 0)
 		if err != nil {
 			return 0, err
-		}
-		var u uint64
-		for _, c := range b {
-			u = u<<8 | uint64(c)
 		}
 		if u > math.MaxInt64 {
 			return 0, fmt.Errorf("%w: integer overflows int64", ErrCorrupt)
 		}
 		return int64(u), nil
 	case m >= 0x78 && m < 0x80:
-		n := int(0x80 - m)
-		b, err := r.fixed(n)
+		u, err := r.bigEndian(int(0x80-m), math.MaxUint64) // sign-extend
 		if err != nil {
 			return 0, err
-		}
-		u := uint64(math.MaxUint64) // sign-extend
-		for _, c := range b {
-			u = u<<8 | uint64(c)
 		}
 		if int64(u) >= 0 {
 			return 0, fmt.Errorf("%w: negative integer marker on a non-negative value", ErrCorrupt)

@@ -155,6 +155,9 @@ func (m *RowMerger) AddColumn(id ColumnID, value []byte, ts hlc.Timestamp) {
 	m.cols[id] = colEntry{value: value, ts: ts}
 }
 
+// Exists reports whether the row exists (Row's ok) without decoding it.
+func (m *RowMerger) Exists() bool { return m.hasBase && len(m.base) > 0 }
+
 // Row decodes the merged row into dst (reusing its storage) in Live()
 // order. ok is false when the row does not exist: no row-key value, or a
 // deletion.
