@@ -51,7 +51,6 @@ func classStats(ts *stats.Table) []any {
 func real4(f float64) types.Datum { return types.DFloat(float32(f)) }
 
 // genStats generates pg_stats: one row per analyzed visible column.
-// correlation is NULL: the sample does not keep the rows' order.
 func genStats(ctx context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
 	all := tableStats(ctx, s)
 	var out [][]types.Datum
@@ -69,6 +68,9 @@ func genStats(ctx context.Context, s *snapshot, t *vtable) ([][]types.Datum, err
 			row := []any{"schemaname", r.schema.Name, "tablename", d.Name, "attname", c.Name,
 				"inherited", false, "null_frac", real4(cs.NullFrac), "avg_width", cs.AvgWidth,
 				"n_distinct", real4(nDistinct(cs, ts.RowCount)), "correlation", nil}
+			if len(cs.MCV) > 0 || len(cs.Histogram) > 0 {
+				row = append(row, "correlation", real4(cs.Correlation))
+			}
 			if len(cs.MCV) > 0 {
 				freqs := types.NewArray(types.Float4)
 				for _, f := range cs.MCVFreq {

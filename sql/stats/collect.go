@@ -76,6 +76,7 @@ func Collect(ctx context.Context, txn *kv.Txn, t *catalog.Table, cols []rowenc.C
 	}
 	var rows int64
 	var sample [][]types.Datum
+	var ords []int64 // ords[i]: which row sample[i] was, in key order
 	emit := func(row []types.Datum) error {
 		rows++
 		for _, a := range accs {
@@ -92,8 +93,10 @@ func Collect(ctx context.Context, txn *kv.Txn, t *catalog.Table, cols []rowenc.C
 		}
 		if len(sample) < size {
 			sample = append(sample, keep())
+			ords = append(ords, rows)
 		} else if j := rng.Int64N(rows); j < int64(size) {
 			sample[j] = keep()
+			ords[j] = rows
 		}
 		return nil
 	}
@@ -128,7 +131,24 @@ func Collect(ctx context.Context, txn *kv.Txn, t *catalog.Table, cols []rowenc.C
 	if opts.Now != nil {
 		now = opts.Now
 	}
+	// The sample in the table's physical (primary key) order, which
+	// pg_stats.correlation compares the values' order with.
+	idx := make([]int, len(sample))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.Slice(idx, func(x, y int) bool { return ords[idx[x]] < ords[idx[y]] })
+	ordered := make([][]types.Datum, len(sample))
+	for i, j := range idx {
+		ordered[i] = sample[j]
+	}
+	sample = ordered
 	out := &Table{TableID: t.ID, RowCount: float64(rows), Bytes: bytesRead, CollectedAt: now().UTC()}
+	if rows == 0 {
+		// Nothing to describe: PostgreSQL stores no column statistics
+		// for an empty table either.
+		return out, nil
+	}
 	for i, a := range accs {
 		out.Columns = append(out.Columns, a.finish(rows, sample, i))
 	}
@@ -241,7 +261,9 @@ func (a *colAcc) finish(rows int64, sample [][]types.Datum, i int) *Column {
 	// are no others: all of them are MCVs and there is no histogram
 	// (PostgreSQL keeps the complete list then).
 	var mcv []*sampleValue
-	if len(vals) <= Target && c.Distinct <= float64(len(vals))*1.05+1 {
+	// The count must also not grow with the table (at most a tenth of the
+	// rows, where pg_stats.n_distinct stays positive).
+	if len(vals) <= Target && c.Distinct <= float64(len(vals))*1.05+1 && c.Distinct <= 0.1*float64(rows) {
 		mcv = vals
 	} else {
 		// Otherwise a value is common when it appears clearly more often
@@ -270,6 +292,7 @@ func (a *colAcc) finish(rows int64, sample [][]types.Datum, i int) *Column {
 			rest = append(rest, v)
 		}
 	}
+	c.Correlation = correlation(nonNull)
 	sort.SliceStable(rest, func(x, y int) bool { return rest[x].key < rest[y].key })
 	distinctRest := 0
 	for j := range rest {
@@ -279,17 +302,10 @@ func (a *colAcc) finish(rows int64, sample [][]types.Datum, i int) *Column {
 	}
 	if distinctRest >= 2 {
 		buckets := min(Target, distinctRest-1)
-		var last string
 		for b := 0; b <= buckets; b++ {
-			v := rest[b*(len(rest)-1)/buckets]
-			if b > 0 && v.key == last {
-				continue
-			}
-			c.Histogram = append(c.Histogram, v.d)
-			last = v.key
-		}
-		if len(c.Histogram) < 2 {
-			c.Histogram = nil
+			// PostgreSQL's positions (compute_scalar_stats): bounds may
+			// repeat a value that fills more than a bucket.
+			c.Histogram = append(c.Histogram, rest[b*(len(rest)-1)/buckets].d)
 		}
 	}
 	return c
@@ -333,4 +349,29 @@ func (h *hll) estimate() float64 {
 		e = m * math.Log(m/float64(zeros))
 	}
 	return e
+}
+
+// correlation is the statistical correlation between the physical order
+// of the sampled non-NULL values (vals, in that order) and their value
+// order, as PostgreSQL computes pg_stats.correlation: -1 to 1, near 1 or
+// -1 when an index range reads rows stored together.
+func correlation(vals []*sampleValue) float64 {
+	n := len(vals)
+	if n < 2 {
+		return 0
+	}
+	pos := make([]int, n)
+	for i := range pos {
+		pos[i] = i
+	}
+	// Ties keep their physical order, as PostgreSQL's sort does.
+	sort.SliceStable(pos, func(x, y int) bool { return vals[pos[x]].key < vals[pos[y]].key })
+	var xy float64
+	for rank, p := range pos {
+		xy += float64(rank) * float64(p)
+	}
+	fn := float64(n)
+	xsum := (fn - 1) * fn / 2
+	x2sum := (fn - 1) * fn * (2*fn - 1) / 6
+	return (fn*xy - xsum*xsum) / (fn*x2sum - xsum*xsum)
 }

@@ -37,6 +37,9 @@ type Column struct {
 	// fraction of all rows (NULLs included) holding MCV[i].
 	MCV     []types.Datum
 	MCVFreq []float64
+	// Correlation is between the rows' physical (primary key) order and
+	// their values' order, -1 to 1 (pg_stats.correlation).
+	Correlation float64
 	// Histogram holds the bounds of equi-depth buckets over the non-NULL
 	// values that are not MCVs, ascending (nil: fewer than two such values).
 	Histogram []types.Datum

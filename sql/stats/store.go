@@ -51,13 +51,14 @@ type wireCol struct {
 	MCV      [][]byte        `json:"mcv,omitempty"`
 	MCVFreq  []float64       `json:"mcv_freq,omitempty"`
 	Hist     [][]byte        `json:"hist,omitempty"`
+	Corr     float64         `json:"corr,omitempty"`
 }
 
 // Encode returns t's stored form.
 func Encode(t *Table) ([]byte, error) {
 	w := wireTable{V: wireVersion, Rows: t.RowCount, Bytes: t.Bytes, At: t.CollectedAt}
 	for _, c := range t.Columns {
-		wc := wireCol{ID: c.ID, NullFrac: c.NullFrac, Distinct: c.Distinct, Width: c.AvgWidth, MCVFreq: c.MCVFreq}
+		wc := wireCol{ID: c.ID, NullFrac: c.NullFrac, Distinct: c.Distinct, Width: c.AvgWidth, MCVFreq: c.MCVFreq, Corr: c.Correlation}
 		if c.Type != nil {
 			wc.Oid, wc.Typmod = c.Type.Oid, c.Type.Typmod()
 		}
@@ -102,7 +103,7 @@ func Decode(b []byte, t *catalog.Table) (*Table, error) {
 		if col == nil || col.Type == nil || col.Type.Oid != wc.Oid || col.Type.Typmod() != wc.Typmod {
 			continue
 		}
-		c := &Column{ID: wc.ID, Type: col.Type, NullFrac: wc.NullFrac, Distinct: wc.Distinct, AvgWidth: wc.Width, MCVFreq: wc.MCVFreq}
+		c := &Column{ID: wc.ID, Type: col.Type, NullFrac: wc.NullFrac, Distinct: wc.Distinct, AvgWidth: wc.Width, MCVFreq: wc.MCVFreq, Correlation: wc.Corr}
 		var err error
 		if c.MCV, err = decodeDatums(wc.MCV, col.Type); err != nil || len(c.MCV) != len(c.MCVFreq) {
 			continue
