@@ -344,7 +344,9 @@ func (b *builder) buildInsert(ins *pg_query.InsertStmt) (Node, error) {
 					continue
 				}
 				if err := checkInsertable(c, overrideSystem); err != nil {
-					return nil, b.errAt(err, nodeLoc(it))
+					// PostgreSQL's rewriter raises this one, with no
+					// position in the statement.
+					return nil, err
 				}
 				bc := b.semCtx(top, "VALUES")
 				bc.Scope = nil
