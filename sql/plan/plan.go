@@ -76,6 +76,21 @@ const (
 	LockForUpdate
 )
 
+// LockWaitPolicy is what a locking read does with a row another
+// transaction has locked. Of several clauses naming a table the
+// greatest applies (NOWAIT over SKIP LOCKED over waiting), as in
+// PostgreSQL.
+type LockWaitPolicy uint8
+
+const (
+	// LockWaitBlock waits for the other transaction to finish.
+	LockWaitBlock LockWaitPolicy = iota
+	// LockWaitSkip leaves the row out (SKIP LOCKED).
+	LockWaitSkip
+	// LockWaitError fails with 55P03 (NOWAIT).
+	LockWaitError
+)
+
 // Span constrains a scan to part of an index, in the index's own key
 // order (the hash bucket, if the index has one, is not part of it: the
 // executor scans every bucket unless the bucket is fixed by Bucket).
@@ -115,6 +130,8 @@ type Scan struct {
 	// pass Filter.
 	HardLimit int64
 	Lock      LockStrength
+	// LockWait applies when Lock is set.
+	LockWait LockWaitPolicy
 }
 
 // IndexJoin looks up the primary-index rows of the rows Input (a Scan of
@@ -131,6 +148,7 @@ type IndexJoin struct {
 	TableCols []rowenc.ColumnID
 	Filter    sem.Expr
 	Lock      LockStrength
+	LockWait  LockWaitPolicy
 }
 
 // JoinKind is the kind of a join.
@@ -179,7 +197,8 @@ type LookupJoin struct {
 	// On is the residual condition over both sides.
 	On sem.Expr
 	// Lock applies to the looked-up rows.
-	Lock LockStrength
+	Lock     LockStrength
+	LockWait LockWaitPolicy
 }
 
 // VirtualScan reads a virtual table (pg_catalog, information_schema,
