@@ -251,6 +251,7 @@ func (s *Server) Stop(ctx context.Context) error {
 		}
 		s.cancel()
 		s.wg.Wait()
+		s.backend.Close()
 		if cerr := s.closeStorage(); cerr != nil && err == nil {
 			err = cerr
 		}

@@ -171,3 +171,10 @@ func vacuumAnalyzes(n *pg_query.VacuumStmt) bool {
 	}
 	return false
 }
+
+// Close stops the Backend's background work (automatic statistics
+// collections), waiting for what is running: the server calls it before
+// closing the storage they read.
+func (b *Backend) Close() {
+	b.refresher.Stop()
+}

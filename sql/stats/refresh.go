@@ -36,8 +36,6 @@ type Refresher struct {
 	changed map[catalog.ID]int64
 	running map[catalog.ID]bool
 	wg      sync.WaitGroup
-	// collected counts finished background collections (tests).
-	collected int
 }
 
 // NewRefresher returns a refresher collecting through db, updating cache;
@@ -80,7 +78,6 @@ func (r *Refresher) refresh(id catalog.ID) {
 	defer func() {
 		r.mu.Lock()
 		delete(r.running, id)
-		r.collected++
 		r.mu.Unlock()
 	}()
 	start := time.Now()
@@ -105,20 +102,6 @@ func (r *Refresher) refresh(id catalog.ID) {
 		return
 	}
 	r.log.Debug("stats: automatic collection", "table", id, "rows", rows, "took", time.Since(start))
-}
-
-// Wait blocks until the collections started so far have finished.
-func (r *Refresher) Wait() {
-	if r != nil {
-		r.wg.Wait()
-	}
-}
-
-// Collected is how many background collections have finished.
-func (r *Refresher) Collected() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.collected
 }
 
 // Stop cancels the running collections and waits for them.
