@@ -1,15 +1,22 @@
 package rpc
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/cairn-db/cairn/hlc"
+	"github.com/cairn-db/cairn/kvpb"
 	"github.com/cairn-db/cairn/raftnode"
 	"github.com/cairn-db/cairn/storage"
+	"github.com/cairn-db/cairn/tablet"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/grpc"
@@ -106,7 +113,7 @@ func listen(t *testing.T, addr string) net.Listener {
 // reached once it is up.
 func TestTransport(t *testing.T) {
 	c := &collector{}
-	srv := Serve(listen(t, "127.0.0.1:0"), c.handle)
+	srv := Serve(listen(t, "127.0.0.1:0"), c.handle, nil)
 	defer srv.Stop()
 	addr := srv.Addr().String()
 	var mu sync.Mutex
@@ -163,7 +170,7 @@ func TestTransport(t *testing.T) {
 	}
 	// Once it is up, later messages get through.
 	c2 := &collector{}
-	srv2 := Serve(listen(t, downAddr), c2.handle)
+	srv2 := Serve(listen(t, downAddr), c2.handle, nil)
 	defer srv2.Stop()
 	waitFor(t, "the node coming up", func() bool {
 		tr2.Send([]raftnode.Envelope{{TabletID: 1, Msg: msg(5, 1)}})
@@ -176,7 +183,7 @@ func TestTransport(t *testing.T) {
 // cut off, and the server goes on serving well-formed streams.
 func TestGarbageStream(t *testing.T) {
 	c := &collector{}
-	srv := Serve(listen(t, "127.0.0.1:0"), c.handle)
+	srv := Serve(listen(t, "127.0.0.1:0"), c.handle, nil)
 	defer srv.Stop()
 	conn, err := grpc.NewClient(srv.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.CallContentSubtype(codecName)))
@@ -267,7 +274,7 @@ func TestRaftOverRPC(t *testing.T) {
 			}
 		}
 		raftNodes = append(raftNodes, n)
-		servers = append(servers, Serve(lns[id-1], func(e raftnode.Envelope) { _ = n.Step(e) }))
+		servers = append(servers, Serve(lns[id-1], func(e raftnode.Envelope) { _ = n.Step(e) }, nil))
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -307,5 +314,102 @@ func TestRaftOverRPC(t *testing.T) {
 			want.mu.Unlock()
 			got.mu.Unlock()
 		}
+	}
+}
+
+// TestSnapshotStream: a tablet's snapshot image made on one node's engine
+// streams to another node, which writes it to a file on its engine's
+// filesystem and ingests it; the tablet's data then reads the same on
+// both, and a receiver's refusal reaches the sender.
+func TestSnapshotStream(t *testing.T) {
+	open := func() *storage.Engine {
+		eng, err := storage.Open("", storage.Options{FS: vfs.NewMem()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { eng.Close() })
+		return eng
+	}
+	sender, receiver := open(), open()
+	desc := kvpb.TabletDescriptor{TabletID: 3, StartKey: []byte("\x03a"), EndKey: []byte("\x03z")}
+	b := sender.NewBatch()
+	for i := range 20000 {
+		k := fmt.Appendf(nil, "\x03k%06d", i)
+		if err := b.Put(storage.MVCCKey{Key: k, Timestamp: hlc.Timestamp{WallTime: 100}}, bytes.Repeat([]byte{byte(i)}, 100)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	w, err := sender.NewSSTWriter("out.sst")
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := sender.NewSnapshot()
+	if _, err := tablet.WriteSnapshot(snap, desc, w); err != nil {
+		t.Fatal(err)
+	}
+	snap.Close()
+	if err := w.Finish(); err != nil {
+		t.Fatal(err)
+	}
+
+	var got raftnode.Envelope
+	refuse := false
+	recv := func(env raftnode.Envelope, image io.Reader) error {
+		if refuse {
+			return errors.New("no room")
+		}
+		got = env
+		f, err := receiver.FS().Create("in.sst", vfs.WriteCategoryUnspecified)
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(f, image); err != nil {
+			f.Close()
+			return err
+		}
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+		return tablet.IngestSnapshot(context.Background(), receiver, "in.sst")
+	}
+	srv := Serve(listen(t, "127.0.0.1:0"), func(raftnode.Envelope) {}, recv)
+	defer srv.Stop()
+	tr := NewTransport(TransportConfig{Resolve: func(uint64) (string, error) { return srv.Addr().String(), nil }})
+	defer tr.Close()
+
+	typ := pb.MessageType_MsgSnap
+	to, index := uint64(2), uint64(77)
+	env := raftnode.Envelope{TabletID: 3, Msg: &pb.Message{Type: &typ, To: &to, Snapshot: &pb.Snapshot{Data: []byte("inline data is not sent"), Metadata: &pb.SnapshotMetadata{Index: &index}}}}
+	f, err := sender.FS().Open("out.sst")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.SendSnapshot(context.Background(), 2, env, f); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if got.TabletID != 3 || got.Msg.GetSnapshot().GetMetadata().GetIndex() != 77 || got.Msg.GetSnapshot().GetData() != nil {
+		t.Errorf("received header %v", got)
+	}
+	for _, k := range []string{"\x03k000000", "\x03k012345", "\x03k019999"} {
+		want, _, _ := sender.Get(storage.MVCCKey{Key: []byte(k), Timestamp: hlc.Timestamp{WallTime: 100}})
+		v, ok, err := receiver.Get(storage.MVCCKey{Key: []byte(k), Timestamp: hlc.Timestamp{WallTime: 100}})
+		if err != nil || !ok || !bytes.Equal(v, want) {
+			t.Errorf("%q on the receiver: %v %v", k, ok, err)
+		}
+	}
+	refuse = true
+	f, _ = sender.FS().Open("out.sst")
+	defer f.Close()
+	if err := tr.SendSnapshot(context.Background(), 2, env, f); err == nil || !strings.Contains(err.Error(), "no room") {
+		t.Errorf("a refused snapshot: %v", err)
 	}
 }

@@ -30,9 +30,15 @@ const (
 type Handler func(raftnode.Envelope)
 
 // raftService is the handler type gRPC checks the implementation against.
-type raftService interface{ batches(grpc.ServerStream) error }
+type raftService interface {
+	batches(grpc.ServerStream) error
+	snapshot(grpc.ServerStream) error
+}
 
-type server struct{ h Handler }
+type server struct {
+	h    Handler
+	snap SnapshotReceiver
+}
 
 func (s *server) batches(stream grpc.ServerStream) error {
 	for {
@@ -64,6 +70,12 @@ var serviceDesc = grpc.ServiceDesc{
 		Handler: func(srv any, stream grpc.ServerStream) error {
 			return srv.(raftService).batches(stream)
 		},
+	}, {
+		StreamName:    snapshotStream,
+		ClientStreams: true,
+		Handler: func(srv any, stream grpc.ServerStream) error {
+			return srv.(raftService).snapshot(stream)
+		},
 	}},
 }
 
@@ -74,10 +86,11 @@ type Server struct {
 }
 
 // Serve starts serving on ln, delivering every received envelope to h
-// (called on the connection's goroutine; h must not block for long).
-func Serve(ln net.Listener, h Handler) *Server {
+// (called on the connection's goroutine; h must not block for long) and
+// every incoming snapshot to snap (nil: snapshots are refused).
+func Serve(ln net.Listener, h Handler, snap SnapshotReceiver) *Server {
 	g := grpc.NewServer(grpc.MaxRecvMsgSize(MaxBatchSize))
-	g.RegisterService(&serviceDesc, &server{h: h})
+	g.RegisterService(&serviceDesc, &server{h: h, snap: snap})
 	s := &Server{g: g, ln: ln}
 	go func() { _ = g.Serve(ln) }()
 	return s
@@ -266,10 +279,7 @@ func (t *Transport) dial(id uint64, conn *grpc.ClientConn) (*grpc.ClientConn, gr
 		if err != nil {
 			return nil, nil, fmt.Errorf("resolving node %d: %w", id, err)
 		}
-		conn, err = grpc.NewClient(addr,
-			grpc.WithTransportCredentials(insecure.NewCredentials()),
-			grpc.WithDefaultCallOptions(grpc.CallContentSubtype(codecName), grpc.MaxCallSendMsgSize(MaxBatchSize)))
-		if err != nil {
+		if conn, err = dialConn(addr); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -278,4 +288,11 @@ func (t *Transport) dial(id uint64, conn *grpc.ClientConn) (*grpc.ClientConn, gr
 		return conn, nil, err
 	}
 	return conn, stream, nil
+}
+
+// dialConn makes a client connection to a node (lazily connected).
+func dialConn(addr string) (*grpc.ClientConn, error) {
+	return grpc.NewClient(addr,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.CallContentSubtype(codecName), grpc.MaxCallSendMsgSize(MaxBatchSize)))
 }
