@@ -319,7 +319,7 @@ func init() {
 				return wrap(extractInterval(normField(str(a[0])), a[1].(types.DInterval)))
 			}})
 	}
-	registerFn("make_date", Overload{Args: []*types.T{types.Int4, types.Int4, types.Int4}, Return: Fixed(date), Strict: true,
+	registerFn("make_date", Overload{Args: []*types.T{types.Int4, types.Int4, types.Int4}, ArgNames: []string{"year", "month", "day"}, Return: Fixed(date), Strict: true,
 		Fn: func(_ EvalContext, a []types.Datum) (types.Datum, error) {
 			y, m, d := i64(a[0]), i64(a[1]), i64(a[2])
 			if y == 0 || m < 1 || m > 12 || d < 1 || d > 31 {

@@ -138,12 +138,14 @@ func init() {
 			return age(time.Date(y, m, d, 0, 0, 0, 0, time.UTC), x.Time()), nil
 		}},
 	)
-	registerFn("make_time", Overload{Args: []*types.T{i4, i4, f8}, Return: Fixed(types.Time), Strict: true,
+	registerFn("make_time", Overload{Args: []*types.T{i4, i4, f8}, ArgNames: []string{"hour", "min", "sec"},
+		Return: Fixed(types.Time), Strict: true,
 		Fn: func(_ EvalContext, a []types.Datum) (types.Datum, error) {
 			us, err := makeTime(i64(a[0]), i64(a[1]), float64(a[2].(types.DFloat)))
 			return types.DTime(us), err
 		}})
-	registerFn("make_timestamp", Overload{Args: []*types.T{i4, i4, i4, i4, i4, f8}, Return: Fixed(ts), Strict: true,
+	tsNames := []string{"year", "month", "mday", "hour", "min", "sec", "timezone"}
+	registerFn("make_timestamp", Overload{Args: []*types.T{i4, i4, i4, i4, i4, f8}, ArgNames: tsNames[:6], Return: Fixed(ts), Strict: true,
 		Fn: func(_ EvalContext, a []types.Datum) (types.Datum, error) {
 			v, err := makeTimestamp(a)
 			if err != nil {
@@ -165,14 +167,23 @@ func init() {
 		return checkTimestamp(types.TimestampTZFromTime(wallIn(v, loc)))
 	}
 	registerFn("make_timestamptz",
-		Overload{Args: []*types.T{i4, i4, i4, i4, i4, f8}, Return: Fixed(tstz), Strict: true, Volatility: Stable, Fn: mkTZ},
-		Overload{Args: []*types.T{i4, i4, i4, i4, i4, f8, text}, Return: Fixed(tstz), Strict: true, Volatility: Stable, Fn: mkTZ},
+		Overload{Args: []*types.T{i4, i4, i4, i4, i4, f8}, ArgNames: tsNames[:6], Return: Fixed(tstz), Strict: true, Volatility: Stable, Fn: mkTZ},
+		Overload{Args: []*types.T{i4, i4, i4, i4, i4, f8, text}, ArgNames: tsNames, Return: Fixed(tstz), Strict: true, Volatility: Stable, Fn: mkTZ},
 	)
 	// make_interval(years, months, weeks, days, hours, mins, secs), each
-	// defaulting to 0: one overload per arity stands in for defaults.
+	// defaulting to 0: one overload per arity stands in for defaults in
+	// positional calls; the full one carries the names and defaults for
+	// named calls (make_interval(days => 3)), and only it, so that a named
+	// call has one candidate as in Postgres.
 	full := []*types.T{i4, i4, i4, i4, i4, i4, f8}
 	for n := 0; n <= len(full); n++ {
-		registerFn("make_interval", Overload{Args: full[:n], Return: Fixed(iv), Strict: true,
+		var names []string
+		var defaults []types.Datum
+		if n == len(full) {
+			names = []string{"years", "months", "weeks", "days", "hours", "mins", "secs"}
+			defaults = []types.Datum{types.DInt(0), types.DInt(0), types.DInt(0), types.DInt(0), types.DInt(0), types.DInt(0), types.DFloat(0)}
+		}
+		registerFn("make_interval", Overload{Args: full[:n], ArgNames: names, Defaults: defaults, Return: Fixed(iv), Strict: true,
 			Fn: func(_ EvalContext, a []types.Datum) (types.Datum, error) {
 				var f [7]float64
 				for i, d := range a {

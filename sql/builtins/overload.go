@@ -143,6 +143,11 @@ type Overload struct {
 	// (pg_proc.proargdefaults).
 	ArgNames []string
 	Defaults []types.Datum
+	// OrderedSet marks an ordered-set aggregate (percentile_cont(f)
+	// WITHIN GROUP (ORDER BY x)): Args are the direct arguments followed
+	// by the ORDER BY ones, and the executor calls Add with all of them,
+	// rows in the WITHIN GROUP order.
+	OrderedSet bool
 	// SRF and Columns describe Generator overloads. A single column is
 	// named after the function, as Postgres names it.
 	SRF     SRF

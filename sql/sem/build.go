@@ -836,7 +836,7 @@ func (b *builder) buildFuncCall(fc *pg_query.FuncCall) (Expr, error) {
 		inner.inAgg, inner.inWindow = true, false
 		argb = &inner
 	}
-	args, err := argb.buildList(fc.Args)
+	args, names, locs, err := argb.buildCallArgs(fc)
 	if err != nil {
 		return nil, err
 	}
@@ -844,14 +844,15 @@ func (b *builder) buildFuncCall(fc *pg_query.FuncCall) (Expr, error) {
 	for i, a := range args {
 		argTypes[i] = a.Type()
 	}
-	res, err := builtins.ResolveFunc(name, argTypes)
+	res, err := builtins.ResolveFuncNamed(name, argTypes, names)
 	if err != nil {
 		return nil, b.pos(fc.Location, err)
 	}
-	for i := range args {
-		if args[i], err = b.coerce(args[i], res.ArgTypes[i], location(fc.Args[i])); err != nil {
-			return nil, err
-		}
+	if err := b.checkWithinGroup(fc, name, res); err != nil {
+		return nil, err
+	}
+	if args, err = b.placeArgs(res, args, locs); err != nil {
+		return nil, err
 	}
 	class := res.Overload.Class
 	isAgg := class == builtins.AggregateClass
