@@ -1,6 +1,8 @@
 package catalog
 
 import (
+	"strings"
+
 	"github.com/cairn-db/cairn/sql/rowenc"
 	"github.com/cairn-db/cairn/sql/types"
 )
@@ -304,4 +306,15 @@ func (idx *Index) isKeyColumn(id rowenc.ColumnID) bool {
 		}
 	}
 	return false
+}
+
+// ExprColumnPrefix starts the name of the hidden stored generated column
+// that holds an index expression's value (sql/ddl's exprindex.go): an
+// index key is made of columns, so CREATE INDEX ON t (lower(email)) keys
+// such a column, which the catalogs show as the expression.
+const ExprColumnPrefix = "cairn_idx_expr_"
+
+// IsIndexExpr reports whether c holds an index expression.
+func (c *Column) IsIndexExpr() bool {
+	return c.Hidden && c.ComputedExpr != "" && strings.HasPrefix(c.Name, ExprColumnPrefix)
 }

@@ -477,6 +477,7 @@ func (e *executor) dropIndex(ctx context.Context, cur *catalog.Table, name strin
 	id := t.IndexByName(name).ID
 	t.Indexes = slices.DeleteFunc(t.Indexes, func(i catalog.Index) bool { return i.ID == id })
 	t.Uniques = slices.DeleteFunc(t.Uniques, func(u catalog.UniqueConstraint) bool { return u.IndexID == id })
+	dropUnusedExprColumns(t)
 	if err := e.x.Writer.Update(ctx, t); err != nil {
 		return err
 	}

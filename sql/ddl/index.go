@@ -56,13 +56,30 @@ func (e *executor) createIndex(ctx context.Context, n *pg_query.IndexStmt) error
 	t := b.t
 	idx := catalog.Index{ID: t.NextIndexID, Unique: n.Unique, Kind: catalog.IndexBTree, State: catalog.IndexPublic}
 	var colNames []string
+	// exprCols are the hidden columns holding the index's expressions,
+	// added to the table for this index (exprindex.go).
+	var exprCols []rowenc.ColumnID
 	for _, p := range n.IndexParams {
 		el := p.GetIndexElem()
 		if el == nil {
 			return notSupported("index element %s is not supported yet", stmtName(p))
 		}
 		if el.Expr != nil || el.Name == "" {
-			return notSupported("indexes on expressions are not supported yet")
+			id, name, err := e.addExprColumn(t, el.Expr)
+			if err != nil {
+				return err
+			}
+			exprCols = append(exprCols, id)
+			el = &pg_query.IndexElem{Name: t.ColumnByID(id).Name, Opclass: el.Opclass, Collation: el.Collation,
+				Ordering: el.Ordering, NullsOrdering: el.NullsOrdering}
+			order, err := keyOrder(el)
+			if err != nil {
+				return err
+			}
+			idx.KeyColumnIDs = append(idx.KeyColumnIDs, id)
+			idx.KeyDirections = append(idx.KeyDirections, order)
+			colNames = append(colNames, name)
+			continue
 		}
 		c := t.ColumnByName(el.Name)
 		if c == nil {
@@ -139,6 +156,18 @@ func (e *executor) createIndex(ctx context.Context, n *pg_query.IndexStmt) error
 		return err
 	}
 	t.NextIndexID++
+	if len(exprCols) > 0 {
+		// Store the expression columns' values in every row first; the
+		// index backfill then reads them as any column.
+		if err := e.fillExprColumns(ctx, table, t, exprCols); err != nil {
+			return err
+		}
+		fresh, err := e.reread(ctx, t.ID)
+		if err != nil {
+			return err
+		}
+		t = fresh
+	}
 	t.Indexes = append(t.Indexes, idx)
 	if err := e.x.Writer.Update(ctx, t); err != nil {
 		return err

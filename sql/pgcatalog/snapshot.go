@@ -234,7 +234,7 @@ func hasPrimaryKey(t *catalog.Table) bool {
 // hash-sharded index is left out) with their orders, and its stored ones.
 func keyColumns(t *catalog.Table, ix *catalog.Index) (keys []rowenc.ColumnID, orders []rowenc.Order, stored []rowenc.ColumnID) {
 	for i, id := range ix.KeyColumnIDs {
-		if c := t.ColumnByID(id); c != nil && c.Hidden {
+		if c := t.ColumnByID(id); c != nil && c.Hidden && !c.IsIndexExpr() {
 			continue
 		}
 		keys = append(keys, id)

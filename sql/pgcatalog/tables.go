@@ -347,8 +347,15 @@ func genIndex(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error
 		for _, ix := range indexes(d) {
 			keys, orders, stored := keyColumns(d, ix)
 			var indkey, coll, class, opt []int64
+			var exprs []string
 			for i, id := range append(keys, stored...) {
-				indkey = append(indkey, int64(id))
+				if c := d.ColumnByID(id); c != nil && c.IsIndexExpr() {
+					// An expression: attnum 0, the expression in indexprs.
+					indkey = append(indkey, 0)
+					exprs = append(exprs, c.ComputedExpr)
+				} else {
+					indkey = append(indkey, int64(id))
+				}
 				if i < len(keys) {
 					typ := d.ColumnByID(id).Type
 					coll = append(coll, int64(collationOf(typ)))
@@ -356,9 +363,12 @@ func genIndex(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error
 					opt = append(opt, indoption(orders[i]))
 				}
 			}
-			var pred any
+			var pred, indexprs any
 			if ix.Predicate != "" {
 				pred = ix.Predicate
+			}
+			if len(exprs) > 0 {
+				indexprs = strings.Join(exprs, " ")
 			}
 			public := ix.State == catalog.IndexPublic || ix.State == ""
 			out = append(out, t.row("indexrelid", indexOID(d.ID, ix.ID), "indrelid", d.ID,
@@ -366,7 +376,7 @@ func genIndex(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error
 				"indisprimary", ix.ID == catalog.PrimaryIndexID, "indimmediate", true, "indisvalid", public,
 				"indisready", public || ix.State == catalog.IndexWriteOnly || ix.State == catalog.IndexBackfilling,
 				"indislive", true, "indkey", indkey, "indcollation", coll, "indclass", class, "indoption", opt,
-				"indpred", pred))
+				"indpred", pred, "indexprs", indexprs))
 		}
 	}
 	return out, nil
@@ -744,7 +754,7 @@ func indexDef(sc *catalog.Schema, d *catalog.Table, ix *catalog.Index, col int, 
 		if col > len(all) {
 			return ""
 		}
-		return quoteIdent(colName(d, all[col-1]))
+		return keyText(d, all[col-1], pretty)
 	}
 	var b strings.Builder
 	b.WriteString("CREATE ")
@@ -764,7 +774,7 @@ func indexDef(sc *catalog.Schema, d *catalog.Table, ix *catalog.Index, col int, 
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(quoteIdent(colName(d, k)))
+		b.WriteString(keyText(d, k, pretty))
 		switch o := orders[i]; {
 		case o&rowenc.Descending != 0 && o&rowenc.NullsFirst == 0:
 			b.WriteString(" DESC NULLS LAST")
@@ -796,6 +806,49 @@ func indexDef(sc *catalog.Schema, d *catalog.Table, ix *catalog.Index, col int, 
 		fmt.Fprintf(&b, " WHERE %s", pred)
 	}
 	return b.String()
+}
+
+// keyText is how pg_get_indexdef prints a key column: its name, or for
+// an index expression the expression, parenthesized unless it is a bare
+// function call (PostgreSQL's looks_like_function).
+func keyText(d *catalog.Table, id rowenc.ColumnID, pretty bool) string {
+	c := d.ColumnByID(id)
+	if c == nil || !c.IsIndexExpr() {
+		return quoteIdent(colName(d, id))
+	}
+	e := c.ComputedExpr
+	if pretty {
+		e = prettyExpr(e)
+	}
+	if looksLikeFunction(e) {
+		return e
+	}
+	return "(" + e + ")"
+}
+
+// looksLikeFunction reports whether e is one function call: a name, then
+// parentheses enclosing the rest.
+func looksLikeFunction(e string) bool {
+	toks := tokenize(e)
+	if len(toks) < 3 || toks[0].kind != 'w' && toks[0].kind != 'q' || toks[1].text != "(" || toks[len(toks)-1].text != ")" {
+		return false
+	}
+	depth := 0
+	for i, t := range toks[1:] {
+		if t.kind != 'p' {
+			continue
+		}
+		switch t.text {
+		case "(":
+			depth++
+		case ")":
+			depth--
+			if depth == 0 && i+1 != len(toks)-1 {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // indoption is pg_index.indoption for a key column: rowenc's order bits
