@@ -112,4 +112,3 @@ func (b *builder) checkWithinGroup(fc *pg_query.FuncCall, name string, res *buil
 	}
 	return nil
 }
-
