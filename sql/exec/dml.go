@@ -649,6 +649,12 @@ func (r *runner) buildDelete(n *plan.Delete) (op, error) {
 	}
 	o := &dmlOp{input: input}
 	o.run = func(ctx context.Context) error {
+		if r.p == nil || len(r.p.CTEs) == 0 {
+			// The only writer of the table in this statement (no
+			// writable CTE): rows its scans read as a lone row key are
+			// deleted by point (delete_keyonly.go).
+			ctx = ti.pointDeletes(ctx)
+		}
 		rows, err := drainCopy(ctx, input)
 		if err != nil {
 			return err

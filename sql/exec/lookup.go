@@ -118,6 +118,7 @@ func (lk *lookuper) lookup(ctx context.Context, in [][]types.Datum) ([][][]types
 	}
 	lk.r.x.Stats.addKV(lk.node, len(which))
 	lk.r.x.Stats.addRead(lk.node, tr, b.Results)
+	noteKeyOnly(ctx, lk.f)
 	for j, i := range which {
 		var rows [][]types.Datum
 		emit := func(row []types.Datum) error { rows = append(rows, row); return nil }

@@ -155,6 +155,7 @@ func (s *kvStream) fill(ctx context.Context) error {
 	}
 	s.r.x.Stats.addKV(s.node, n)
 	s.r.x.Stats.addRead(s.node, tr, b.Results)
+	noteKeyOnly(ctx, s.f)
 	consumed := 0
 	for i := range n {
 		res := &b.Results[i]

@@ -33,10 +33,18 @@ type RowFetcher struct {
 	// tell, and its values are not decoded.
 	noValues bool
 
+	// KeyOnly, when set on a primary-index fetcher, receives the row key
+	// of every row emitted whose span held nothing but its row key (no
+	// column entry, whatever its timestamp), so that deleting the row
+	// needs only a point deletion (RowWriter.KeyOnly).
+	KeyOnly *KeyOnlyRows
+
 	merger  *RowMerger
 	pending []byte // row key of the row being merged; nil when none
-	keyRow  []types.Datum
-	vals    []types.Datum
+	// pendingCols: the pending row has column entries.
+	pendingCols bool
+	keyRow      []types.Datum
+	vals        []types.Datum
 }
 
 // NewRowFetcher returns a fetcher of idx's rows keeping the columns in
@@ -131,6 +139,7 @@ func (f *RowFetcher) addPrimary(kv *kvpb.KeyValue, rest []byte, emit func([]type
 // addColumn adds the column entry kv, whose key ends in suffix, to the
 // pending row.
 func (f *RowFetcher) addColumn(kv *kvpb.KeyValue, suffix []byte) error {
+	f.pendingCols = true
 	id, err := DecodeColumnSuffix(suffix)
 	if err != nil {
 		return fmt.Errorf("key %q: %w", kv.Key, err)
@@ -146,9 +155,12 @@ func (f *RowFetcher) Finish(emit func(row []types.Datum) error) error {
 		return nil
 	}
 	defer func() {
-		f.pending, f.keyRow = nil, nil
+		f.pending, f.keyRow, f.pendingCols = nil, nil, false
 		f.merger.Reset()
 	}()
+	if f.KeyOnly != nil && !f.pendingCols && f.merger.Exists() {
+		f.KeyOnly.Add(f.pending)
+	}
 	row := f.keyRow
 	if f.noValues {
 		if !f.merger.Exists() {
@@ -196,3 +208,38 @@ func (f *RowFetcher) DecodeRows(kvs []kvpb.KeyValue) ([][]types.Datum, error) {
 	}
 	return rows, nil
 }
+
+// Layout returns the table and index the fetcher decodes.
+func (f *RowFetcher) Layout() (*TableLayout, *IndexLayout) { return f.t, f.idx }
+
+// KeyOnlyRows is a statement's knowledge of which rows of one table are
+// stored as their row key alone: a fetcher adds the rows it read so, and a
+// RowWriter deletes such a row with one point deletion instead of a range
+// deletion over its span (which costs an iterator and a scan per row), and
+// forgets a row it writes any other way. Only a statement that is the
+// sole writer of the table between its reads and its deletes may share
+// one between its fetchers and its writer: a column entry written by
+// another writer at the same timestamp would survive the point deletion
+// and reappear in a row inserted later in the transaction (invariant 3).
+// The zero value is empty and ready. Not safe for concurrent use.
+type KeyOnlyRows struct {
+	Table uint32
+	keys  map[string]struct{}
+}
+
+// Add records that rowKey's span holds only rowKey.
+func (s *KeyOnlyRows) Add(rowKey []byte) {
+	if s.keys == nil {
+		s.keys = map[string]struct{}{}
+	}
+	s.keys[string(rowKey)] = struct{}{}
+}
+
+// Has reports whether rowKey was recorded and not forgotten since.
+func (s *KeyOnlyRows) Has(rowKey []byte) bool {
+	_, ok := s.keys[string(rowKey)]
+	return ok
+}
+
+// Forget drops rowKey (it was written).
+func (s *KeyOnlyRows) Forget(rowKey []byte) { delete(s.keys, string(rowKey)) }

@@ -88,7 +88,8 @@ func (t *TableLayout) values(row []types.Datum) []types.Datum {
 //     the new row's timestamp and override it, rowenc invariant 3). Index
 //     entries change only for indexes whose entry (key or value) changed.
 //   - update of the primary key: a delete then an insert.
-//   - delete: the row's whole span (row key and column entries) and its
+//   - delete: the row's whole span (row key and column entries), or only
+//     its row key when KeyOnly says the span holds nothing else, and its
 //     index entries.
 //
 // Delete-only indexes get deletions only.
@@ -101,6 +102,10 @@ type RowWriter struct {
 	// InPartialIndex decides whether a row belongs to a partial index
 	// (evaluates its predicate). Required when the table has one.
 	InPartialIndex func(idx *IndexLayout, row []types.Datum) (bool, error)
+	// KeyOnly, when set, lists rows known to be stored as their row key
+	// alone: deleting one deletes that key rather than the row's span. Any
+	// other write of a row forgets it.
+	KeyOnly *KeyOnlyRows
 }
 
 // Insert adds the writes of inserting row to b.
@@ -201,6 +206,9 @@ func (w *RowWriter) insert(b Writes, row []types.Datum) error {
 	if err != nil {
 		return err
 	}
+	if w.KeyOnly != nil {
+		w.KeyOnly.Forget(e.Key)
+	}
 	b.CPut(e.Key, e.Value, nil, false)
 	for _, c := range e.Columns {
 		b.Put(c.Key, c.Value)
@@ -227,7 +235,12 @@ func (w *RowWriter) delete(b Writes, row []types.Datum) error {
 	if err != nil {
 		return err
 	}
-	b.DelRange(key, keys.PrefixEnd(key))
+	if w.KeyOnly != nil && w.KeyOnly.Has(key) {
+		b.Del(key)
+		w.KeyOnly.Forget(key)
+	} else {
+		b.DelRange(key, keys.PrefixEnd(key))
+	}
 	for i := range t.Secondary {
 		ie, ok, err := w.entry(&t.Secondary[i], row)
 		if err != nil {
@@ -242,6 +255,9 @@ func (w *RowWriter) delete(b Writes, row []types.Datum) error {
 
 func (w *RowWriter) updatePrimary(b Writes, key []byte, old, new []types.Datum) error {
 	t := w.Table
+	if w.KeyOnly != nil {
+		w.KeyOnly.Forget(key)
+	}
 	live := t.Schema.Live()
 	var changed []ColumnValue
 	for i, p := range t.valuePos {
