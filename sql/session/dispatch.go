@@ -149,7 +149,7 @@ func (s *Session) dispatch(x *stmtState, g stmtGroup, w pgwire.ResultWriter) err
 // execDDL runs a DDL statement and its derived statements in the
 // statement's transaction, with the tag of the one the user typed.
 func (s *Session) execDDL(x *stmtState, g stmtGroup, w pgwire.ResultWriter) error {
-	if s.txnReadOnly {
+	if s.txnReadOnly && !readOnlyLock(g.main) {
 		return readOnlyError(commandName(g.main))
 	}
 	txn, err := x.txn()
@@ -238,6 +238,14 @@ func (s *Session) execContext(x *stmtState, txn *kv.Txn, params []types.Datum) *
 		PackedRows:      packed,
 		PackedSizeLimit: limit,
 	}
+}
+
+// readOnlyLock reports a LOCK TABLE, which PostgreSQL allows in a
+// read-only transaction in every mode (only a hot standby limits the
+// modes); pg_dump locks every table it dumps in its read-only one.
+func readOnlyLock(st *parser.Statement) bool {
+	_, ok := node(st).(*pg_query.Node_LockStmt)
+	return ok
 }
 
 func readOnlyError(what string) error {
