@@ -10,7 +10,8 @@ import (
 	"github.com/cairn-db/cairn/sql/types"
 )
 
-// More jsonb operators: #- (delete at a path).
+// More jsonb operators and functions: #- (delete at a path) and
+// jsonb_set_lax.
 
 // jsonDeletePath implements jsonb #- text[] as PostgreSQL's
 // jsonb_delete_path does: a missing key, an index out of range or a
@@ -82,4 +83,55 @@ func init() {
 			}
 			return jsonOut(out), nil
 		}})
+
+	// jsonb_set_lax is jsonb_set with a choice of what a NULL new value
+	// does: 'use_json_null' (the default) sets JSON null, 'delete_key'
+	// deletes the path, 'return_target' changes nothing,
+	// 'raise_exception' fails.
+	setLax := func(_ EvalContext, a []types.Datum) (types.Datum, error) {
+		if types.IsNull(a[0]) || types.IsNull(a[1]) {
+			return types.DNull, nil
+		}
+		create := len(a) < 4 || types.IsNull(a[3]) || bool(a[3].(types.DBool))
+		treatment := "use_json_null"
+		if len(a) > 4 {
+			if types.IsNull(a[4]) {
+				return nil, pgerror.New(pgerrcode.NullValueNotAllowedDataException, "null_value_treatment must be \"delete_key\", \"return_target\", \"use_json_null\", or \"raise_exception\"")
+			}
+			treatment = str(a[4])
+		}
+		v := a[2]
+		if types.IsNull(v) {
+			switch treatment {
+			case "use_json_null":
+				v = jsonOut(types.JSONNullValue)
+			case "delete_key":
+				j := jsonArg(a[0])
+				if j.Kind != types.JSONObject && j.Kind != types.JSONArray {
+					return nil, errJSON("cannot delete path in scalar")
+				}
+				out, err := jsonDeletePath(j, arr(a[1]).Elems, 0)
+				return jsonOut(out), err
+			case "return_target":
+				return a[0], nil
+			case "raise_exception":
+				return nil, pgerror.New(pgerrcode.NullValueNotAllowedDataException, "JSON value must not be null").
+					WithDetail("Exception was raised because null_value_treatment is \"raise_exception\".").
+					WithHint("To avoid, either change the null_value_treatment argument or ensure that an SQL NULL is not passed.")
+			default:
+				return nil, errJSON("null_value_treatment must be \"delete_key\", \"return_target\", \"use_json_null\", or \"raise_exception\"")
+			}
+		}
+		p, ok := textArray(a[1])
+		if !ok {
+			return nil, errJSON("path element at position %d is null", 1)
+		}
+		j, err := jsonSet(jsonArg(a[0]), p, jsonArg(v), create, false, false, 0)
+		return jsonOut(j), err
+	}
+	textArr := types.MustArray(types.Text)
+	for _, n := range []int{3, 4, 5} {
+		args := []*types.T{jb, textArr, jb, types.Bool, types.Text}[:n]
+		registerFn("jsonb_set_lax", Overload{Args: args, Return: Fixed(jb), Fn: setLax})
+	}
 }
