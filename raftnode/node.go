@@ -253,6 +253,35 @@ func (n *Node) Propose(tabletID uint64, data []byte) error {
 	return r.rn.Propose(data)
 }
 
+// ProposeConfChange proposes a membership change to tabletID's group:
+// add a learner, promote it to voter, remove a replica, or several at once
+// through a joint configuration (raft's ConfChangeV2). A replica added
+// this way starts empty on its node (AddReplica with no peers) and is
+// brought up by the leader's log or a snapshot. Only voters count toward
+// quorums; a learner never does.
+func (n *Node) ProposeConfChange(tabletID uint64, cc *pb.ConfChangeV2) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	r := n.replicas[tabletID]
+	if r == nil {
+		return fmt.Errorf("raftnode: node %d has no replica of tablet %d", n.cfg.NodeID, tabletID)
+	}
+	defer n.signal()
+	return r.rn.ProposeConfChange(cc)
+}
+
+// Config returns the configuration of tabletID's group as of this
+// replica's last applied entry (nil: no such replica).
+func (n *Node) Config(tabletID uint64) *pb.ConfState {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	r := n.replicas[tabletID]
+	if r == nil {
+		return nil
+	}
+	return proto.Clone(pb.EnsureConfState(r.conf)).(*pb.ConfState)
+}
+
 // Campaign makes this node's replica of tabletID stand for election.
 func (n *Node) Campaign(tabletID uint64) error {
 	n.mu.Lock()

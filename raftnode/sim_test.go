@@ -64,6 +64,9 @@ type simNode struct {
 	node *Node
 	sms  map[uint64]*simSM
 	up   bool
+	// joining: the node's replicas start empty, to be added to the groups
+	// by a configuration change.
+	joining bool
 	// downUntil is the step a crashed node restarts at.
 	downUntil int
 }
@@ -206,7 +209,12 @@ func (s *sim) start(n *simNode) {
 	n.sms = map[uint64]*simSM{}
 	var peers []uint64
 	for _, o := range s.nodes {
-		peers = append(peers, o.id)
+		if !o.joining {
+			peers = append(peers, o.id)
+		}
+	}
+	if n.joining {
+		peers = nil
 	}
 	for tid := uint64(1); tid <= simTablets; tid++ {
 		sm := &simSM{s: s, node: n, tabletID: tid}
@@ -331,7 +339,8 @@ func (s *sim) checkLeaders() {
 	}
 }
 
-func runSim(t *testing.T, seed uint64, nodes, steps int) (crashes, snapshots int) {
+// newSim starts nodes nodes, each with a replica of every tablet.
+func newSim(t *testing.T, seed uint64, nodes int) *sim {
 	s := &sim{t: t, rng: rand.New(rand.NewPCG(seed, seed*7919)), lossy: true,
 		applied: map[uint64]map[uint64][]byte{}, leaders: map[uint64]map[uint64]uint64{}}
 	for tid := uint64(1); tid <= simTablets; tid++ {
@@ -344,6 +353,11 @@ func runSim(t *testing.T, seed uint64, nodes, steps int) (crashes, snapshots int
 	for _, n := range s.nodes {
 		s.start(n)
 	}
+	return s
+}
+
+func runSim(t *testing.T, seed uint64, nodes, steps int) (crashes, snapshots int) {
+	s := newSim(t, seed, nodes)
 	for range steps {
 		s.step(true, true)
 	}
