@@ -16,6 +16,7 @@ import (
 	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/cairn-db/cairn/sql/plan"
 	"github.com/cairn-db/cairn/sql/sequence"
+	"github.com/cairn-db/cairn/sql/stats"
 )
 
 // ---- views ----
@@ -226,6 +227,12 @@ func (e *executor) truncate(ctx context.Context, n *pg_query.TruncateStmt) error
 			return err
 		}
 		if err := e.clearData(ctx, layout); err != nil {
+			return err
+		}
+		// The table's statistics describe rows that are gone: the
+		// planner treats it as never analyzed (reltuples -1), as
+		// PostgreSQL's pg_class does after TRUNCATE.
+		if err := stats.Delete(ctx, e.x.Txn, t.ID); err != nil {
 			return err
 		}
 	}
