@@ -13,6 +13,11 @@ import (
 type Batch struct {
 	reqs    []kvpb.Request
 	Results []Result
+	// WaitPolicy is what the batch does on meeting another transaction's
+	// lock: wait for it (the default) or fail at once with a
+	// *kvpb.WriteIntentError (kvpb.WaitError: SELECT ... NOWAIT). Only
+	// Txn.Run honours it.
+	WaitPolicy kvpb.WaitPolicy
 }
 
 // Result is the answer to one operation of a Batch.
@@ -25,6 +30,9 @@ type Result struct {
 	Keys [][]byte
 	// ResumeSpan is what a limited scan left unread, or nil.
 	ResumeSpan *kvpb.Span
+	// Skipped: a Lock with skipLocked found the row locked by another
+	// transaction and took no lock.
+	Skipped bool
 }
 
 // Get reads key.
@@ -67,6 +75,17 @@ func (b *Batch) ReverseScan(start, end []byte, maxRows int64) {
 	b.reqs = append(b.reqs, &kvpb.ScanRequest{Key: start, EndKey: end, MaxKeys: maxRows, Reverse: true})
 }
 
+// Lock takes the transaction's exclusive row lock on key, standing for
+// the span [key, end) (kvpb.LockRequest): it waits for (or, under
+// WaitError, fails on) other transactions' locks and intents in the span,
+// and fails with a retryable *kvpb.WriteTooOldError when the span changed
+// after the transaction's snapshot. With skipLocked a conflict sets
+// Results[i].Skipped instead. The lock is held until the transaction ends,
+// savepoint rollbacks notwithstanding. Only Txn.Run accepts it.
+func (b *Batch) Lock(key, end []byte, skipLocked bool) {
+	b.reqs = append(b.reqs, &kvpb.LockRequest{Key: key, EndKey: end, SkipLocked: skipLocked})
+}
+
 // Len returns the number of operations added.
 func (b *Batch) Len() int { return len(b.reqs) }
 
@@ -93,6 +112,8 @@ func (b *Batch) fill(br *kvpb.BatchResponse) error {
 		case *kvpb.IncrementResponse:
 			r.Found = true
 			r.Rows = []kvpb.KeyValue{{Key: req.(*kvpb.IncrementRequest).Key, Value: kvpb.EncodeIncrementValue(resp.NewValue)}}
+		case *kvpb.LockResponse:
+			r.Skipped = resp.Skipped
 		case *kvpb.PutResponse, *kvpb.ConditionalPutResponse:
 		default:
 			return fmt.Errorf("kv: unexpected %s response to %s", br.Responses[i].Method(), req.Method())

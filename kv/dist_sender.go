@@ -441,6 +441,12 @@ func truncate(r kvpb.Request, s kvpb.Span) kvpb.Request {
 		c := *t
 		c.Key, c.EndKey = s.Key, s.EndKey
 		return &c
+	case *kvpb.LockRequest:
+		// A row split over tablets: each part checks its keys and locks
+		// its first one (all are covered by the lock spans).
+		c := *t
+		c.Key, c.EndKey = s.Key, s.EndKey
+		return &c
 	}
 	panic(fmt.Sprintf("kv: truncate of unexpected ranged request %s", r.Method()))
 }
@@ -490,6 +496,12 @@ func combine(r kvpb.Request, resps []kvpb.Response) (kvpb.Response, error) {
 		return out, nil
 	case *kvpb.RefreshRequest:
 		return resps[0], nil
+	case *kvpb.LockRequest:
+		out := &kvpb.LockResponse{}
+		for _, resp := range resps {
+			out.Skipped = out.Skipped || resp.(*kvpb.LockResponse).Skipped
+		}
+		return out, nil
 	}
 	return nil, fmt.Errorf("kv: %s answered by %d tablets", r.Method(), len(resps))
 }

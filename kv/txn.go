@@ -245,7 +245,7 @@ func (t *Txn) Run(ctx context.Context, b *Batch) error {
 		b.Results = nil
 		return nil
 	}
-	br, err := t.send(ctx, b.reqs, sendOpts{})
+	br, err := t.send(ctx, b.reqs, sendOpts{wait: b.WaitPolicy})
 	if err != nil {
 		return err
 	}
@@ -295,6 +295,8 @@ type sendOpts struct {
 	// noHeartbeat: the batch commits in one phase, so no record will exist
 	// to heartbeat.
 	noHeartbeat bool
+	// wait is the batch's policy on other transactions' locks.
+	wait kvpb.WaitPolicy
 }
 
 // maxInPlaceRetries bounds how often one send retries after moving the
@@ -326,6 +328,7 @@ func (t *Txn) send(ctx context.Context, reqs []kvpb.Request, opts sendOpts) (*kv
 		t.mu.Lock()
 		ba := &kvpb.BatchRequest{Requests: reqs}
 		ba.Txn = t.mu.proto.Clone()
+		ba.WaitPolicy = opts.wait
 		t.mu.Unlock()
 
 		br, err := t.db.ds.Send(ctx, ba)

@@ -23,13 +23,14 @@ const (
 	MethodSplit
 	MethodRefresh
 	MethodIncrement
+	MethodLock
 	numMethods
 )
 
 var methodNames = [numMethods]string{
 	"Get", "Scan", "Put", "ConditionalPut", "Delete", "DeleteRange", "EndTxn",
 	"HeartbeatTxn", "PushTxn", "QueryTxn", "ResolveIntent", "ResolveIntentRange",
-	"GC", "Split", "Refresh", "Increment",
+	"GC", "Split", "Refresh", "Increment", "Lock",
 }
 
 func (m Method) String() string {
@@ -50,10 +51,11 @@ func (m Method) IsWrite() bool {
 }
 
 // IsTxnWrite reports whether the method writes user data that, in a
-// transaction, becomes an intent.
+// transaction, becomes an intent (a Lock's is an intent without a value,
+// but it is tracked, sequenced and resolved like the others).
 func (m Method) IsTxnWrite() bool {
 	switch m {
-	case MethodPut, MethodConditionalPut, MethodDelete, MethodDeleteRange:
+	case MethodPut, MethodConditionalPut, MethodDelete, MethodDeleteRange, MethodLock:
 		return true
 	}
 	return false

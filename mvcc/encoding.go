@@ -56,6 +56,11 @@ type lockRecord struct {
 	Txn       kvpb.TxnMeta // Txn.WriteTimestamp is the intent's timestamp
 	Value     []byte       // provisional value; nil when Tombstone
 	Tombstone bool
+	// LockOnly: a row lock (kvpb.LockRequest) with no value at all; Value
+	// is nil, Tombstone false and History empty. Reads, the holder's
+	// included, see the committed versions through it; resolving it
+	// writes nothing.
+	LockOnly bool
 	// History holds the transaction's earlier values of the key in the
 	// lock's epoch, oldest first, at sequence numbers strictly increasing
 	// and below Txn.Sequence (the current value's), so a rollback to a
@@ -74,6 +79,9 @@ type seqValue struct {
 // visible returns the newest of the lock's values whose sequence number is
 // not ignored; ok is false when every value was rolled back.
 func (r *lockRecord) visible(ignored []kvpb.SeqRange) (v seqValue, ok bool) {
+	if r.LockOnly {
+		return seqValue{}, false
+	}
 	if !kvpb.SeqIgnored(ignored, r.Txn.Sequence) {
 		return seqValue{Seq: r.Txn.Sequence, Value: r.Value, Tombstone: r.Tombstone}, true
 	}
@@ -91,8 +99,11 @@ const (
 	// TxnMeta. Records without history (the common case) keep the V1
 	// layout byte for byte.
 	lockFlagHistory byte = 1 << 1
+	// lockFlagLockOnly: a lock without a value (lockRecord.LockOnly);
+	// nothing follows the TxnMeta.
+	lockFlagLockOnly byte = 1 << 2
 
-	lockFlagsKnown = lockFlagTombstone | lockFlagHistory
+	lockFlagsKnown = lockFlagTombstone | lockFlagHistory | lockFlagLockOnly
 )
 
 // encodeLockRecord: version, flags, TxnMeta, [history], value (the rest of
@@ -106,6 +117,9 @@ func encodeLockRecord(dst []byte, r *lockRecord) []byte {
 	}
 	if len(r.History) > 0 {
 		flags |= lockFlagHistory
+	}
+	if r.LockOnly {
+		flags |= lockFlagLockOnly
 	}
 	dst = append(dst, flags)
 	dst = appendTxnMeta(dst, &r.Txn)
@@ -121,7 +135,7 @@ func encodeLockRecord(dst []byte, r *lockRecord) []byte {
 			}
 		}
 	}
-	if !r.Tombstone {
+	if !r.Tombstone && !r.LockOnly {
 		dst = append(dst, r.Value...)
 	}
 	return dst
@@ -147,6 +161,13 @@ func decodeLockRecord(enc []byte) (lockRecord, error) {
 		return lockRecord{}, fmt.Errorf("%w: lock record: %v", ErrCorrupt, d.err)
 	}
 	rest := d.buf[d.off:]
+	r.LockOnly = flags&lockFlagLockOnly != 0
+	if r.LockOnly {
+		if len(rest) != 0 || r.Tombstone || len(r.History) > 0 {
+			return lockRecord{}, fmt.Errorf("%w: lock-only record with a value or history", ErrCorrupt)
+		}
+		return r, nil
+	}
 	if r.Tombstone {
 		if len(rest) != 0 {
 			return lockRecord{}, fmt.Errorf("%w: tombstone lock record with %d value bytes", ErrCorrupt, len(rest))

@@ -202,8 +202,9 @@ func (rd *readState) checkLock(key []byte, lk *lockRecord) (kv kvpb.KeyValue, fo
 			return kvpb.KeyValue{}, false, false, staleEpoch(key, lk.Txn.Epoch, rd.txn.Epoch)
 		}
 	}
-	if rd.limit.Less(lk.Txn.WriteTimestamp) {
-		// Written after anything this reader must observe.
+	if lk.LockOnly || rd.limit.Less(lk.Txn.WriteTimestamp) {
+		// A row lock holds no value to wait for; or written after
+		// anything this reader must observe.
 		return kvpb.KeyValue{}, false, true, nil
 	}
 	in := kvpb.Intent{Key: key, Txn: lk.Txn}

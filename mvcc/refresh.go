@@ -29,7 +29,7 @@ func CheckRefresh(r storage.Reader, start, end []byte, from, to hlc.Timestamp, t
 	}
 	var failure error
 	err := walkLocks(r, start, end, func(key []byte, lk *lockRecord) (bool, error) {
-		if lk.Txn.ID != txnID && lk.Txn.WriteTimestamp.LessEq(to) {
+		if lk.Txn.ID != txnID && !lk.LockOnly && lk.Txn.WriteTimestamp.LessEq(to) {
 			failure = retry("intent of txn %s on %q at %s", lk.Txn.Short(), key, lk.Txn.WriteTimestamp)
 			return false, nil
 		}

@@ -245,7 +245,7 @@ func (w *pendingWrite) history() []seqValue {
 			out = append(out, h)
 		}
 	}
-	if cur := w.own.Txn.Sequence; cur < w.txn.Sequence && !kvpb.SeqIgnored(ignored, cur) {
+	if cur := w.own.Txn.Sequence; !w.own.LockOnly && cur < w.txn.Sequence && !kvpb.SeqIgnored(ignored, cur) {
 		out = append(out, seqValue{Seq: cur, Value: w.own.Value, Tombstone: w.own.Tombstone})
 	}
 	return out

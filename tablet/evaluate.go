@@ -120,6 +120,8 @@ func (ec *evalCtx) evalRequest(req kvpb.Request) (kvpb.Response, error) {
 		return ec.refresh(req)
 	case *kvpb.IncrementRequest:
 		return ec.increment(req)
+	case *kvpb.LockRequest:
+		return ec.lock(req)
 	}
 	return nil, invalidArg("tablet cannot evaluate %s", req.Method())
 }

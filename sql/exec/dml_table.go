@@ -407,7 +407,10 @@ func (s *dmlState) write(ctx context.Context, ti *tableInfo, old, new []types.Da
 	if s.copyLines && new != nil {
 		s.batchLines = append(s.batchLines, lineRow{line: s.curLine, row: new})
 	}
-	return ti.writer.Write(s.batch, old, new)
+	if err := ti.writer.Write(s.batch, old, new); err != nil {
+		return err
+	}
+	return s.lockUpdated(ti, old, new)
 }
 
 // lineRow is a row of the pending batch and the COPY input line it came

@@ -189,7 +189,7 @@ func (r *runner) compilePred(e sem.Expr, cols []plan.Column) (func(row []types.D
 // build builds the operator of any node (and, through it, its inputs).
 // With Stats set, every operator is wrapped to count its rows and time.
 func (r *runner) build(n plan.Node) (op, error) {
-	o, err := r.buildNode(n)
+	o, err := r.buildLocking(n)
 	if err != nil {
 		return nil, err
 	}

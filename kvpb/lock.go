@@ -1,0 +1,34 @@
+package kvpb
+
+type (
+	// LockRequest takes an exclusive row lock for the header's
+	// transaction (SELECT ... FOR UPDATE): a lock record without a value
+	// on Key, which makes every other transaction's write of Key wait (or
+	// fail under WaitError) until the transaction ends, and which readers,
+	// the holder included, read through as if it were not there.
+	// Committing or aborting the transaction removes it and writes
+	// nothing.
+	//
+	// [Key, EndKey) (EndKey empty: Key alone) is the span the lock stands
+	// for, a whole SQL row with its column keys: another transaction's
+	// lock or intent anywhere in it is a conflict (a *WriteIntentError,
+	// waited on as for writes), and a committed version in it above the
+	// transaction's read timestamp fails the request with
+	// *WriteTooOldError, as a write would, so the locker never holds a
+	// lock on a row newer than the one it read.
+	//
+	// With SkipLocked a conflict is not an error and is not waited on:
+	// the response says Skipped and nothing is locked (SELECT ... SKIP
+	// LOCKED). Without a transaction (a one-phase commit evaluates its
+	// requests so) only the checks are made.
+	LockRequest struct {
+		Key, EndKey []byte
+		SkipLocked  bool
+	}
+	// LockResponse reports whether the lock was skipped.
+	LockResponse struct{ Skipped bool }
+)
+
+func (*LockRequest) Method() Method  { return MethodLock }
+func (*LockResponse) Method() Method { return MethodLock }
+func (r *LockRequest) Span() Span    { return Span{Key: r.Key, EndKey: r.EndKey} }

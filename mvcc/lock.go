@@ -1,0 +1,111 @@
+package mvcc
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/cairn-db/cairn/hlc"
+	"github.com/cairn-db/cairn/keys"
+	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/storage"
+)
+
+// Row locks (kvpb.LockRequest): a lock record with no value (LockOnly).
+// To other transactions' writes it is an intent like any other (invariant
+// 1: they meet it as a WriteIntentError and wait); to every read it is
+// invisible, since there is nothing to read in it; resolving it, however
+// the transaction ended, writes no version. A later write of the holder on
+// the key replaces it with an ordinary intent with no history.
+
+// AcquireLock takes txn's row lock on key for the span [key, end) (end
+// empty: key alone). It fails with a *kvpb.WriteIntentError listing every
+// other transaction's lock in the span, or with a *kvpb.WriteTooOldError
+// when a committed version in the span is above txn's read timestamp (ts
+// for a nil txn, which only checks). It writes a lock-only record at key
+// unless txn already holds a lock or intent there in its epoch, and
+// reports whether it wrote one. ts is the lock's timestamp.
+func AcquireLock(rw storage.ReadWriter, key, end []byte, ts hlc.Timestamp, txn *kvpb.Transaction) (acquired bool, err error) {
+	if len(key) == 0 {
+		return false, invalidArg("lock: empty key")
+	}
+	if keys.IsLocal(key) {
+		return false, invalidArg("lock: %q is a local key", key)
+	}
+	if len(end) == 0 {
+		end = keys.Next(key)
+	}
+	if bytes.Compare(key, end) >= 0 {
+		return false, invalidArg("lock: empty span [%q, %q)", key, end)
+	}
+	var conflicts []kvpb.Intent
+	var own *lockRecord
+	err = walkLocks(rw, key, end, func(k []byte, lk *lockRecord) (bool, error) {
+		if txn == nil || lk.Txn.ID != txn.ID {
+			conflicts = append(conflicts, kvpb.Intent{Key: append([]byte(nil), k...), Txn: lk.Txn})
+			return true, nil
+		}
+		if lk.Txn.Epoch > txn.Epoch {
+			return false, staleEpoch(k, lk.Txn.Epoch, txn.Epoch)
+		}
+		if bytes.Equal(k, key) && lk.Txn.Epoch == txn.Epoch {
+			c := *lk
+			own = &c
+		}
+		return true, nil
+	})
+	if err != nil {
+		return false, err
+	}
+	if len(conflicts) > 0 {
+		return false, &kvpb.WriteIntentError{Intents: conflicts}
+	}
+	readTS := ts
+	if txn != nil {
+		readTS = txn.ReadTimestamp
+	}
+	newest, newestKey, err := newestVersion(rw, key, end)
+	if err != nil {
+		return false, err
+	}
+	if readTS.Less(newest) || (txn == nil && !newest.IsEmpty() && ts.LessEq(newest)) {
+		return false, writeTooOld(newestKey, ts, newest.Next().Forward(ts))
+	}
+	if txn == nil || own != nil {
+		return false, nil
+	}
+	rec := lockRecord{Txn: txn.TxnMeta, LockOnly: true}
+	rec.Txn.WriteTimestamp = ts
+	if err := rw.Put(storage.MVCCKey{Key: keys.Lock(key)}, encodeLockRecord(nil, &rec)); err != nil {
+		return false, fmt.Errorf("mvcc: write lock on %q: %w", key, err)
+	}
+	return true, nil
+}
+
+// newestVersion returns the timestamp of the newest committed version in
+// [start, end) and its key (zero when there is none).
+func newestVersion(r storage.Reader, start, end []byte) (hlc.Timestamp, []byte, error) {
+	it, err := r.NewIter(storage.IterOptions{LowerBound: start, UpperBound: end})
+	if err != nil {
+		return hlc.Timestamp{}, nil, fmt.Errorf("mvcc: read versions in [%q, %q): %w", start, end, err)
+	}
+	defer it.Close()
+	var newest hlc.Timestamp
+	var newestKey []byte
+	// Versions of a key come newest first: look at the first, skip the
+	// rest.
+	for ok := it.First(); ok; {
+		k := it.UnsafeKey()
+		if k.Timestamp.IsEmpty() {
+			ok = it.Next()
+			continue
+		}
+		if newest.Less(k.Timestamp) {
+			newest, newestKey = k.Timestamp, append(newestKey[:0], k.Key...)
+		}
+		ok = it.NextKey()
+	}
+	if err := it.Err(); err != nil {
+		return hlc.Timestamp{}, nil, fmt.Errorf("mvcc: read versions in [%q, %q): %w", start, end, err)
+	}
+	return newest, newestKey, nil
+}
