@@ -722,6 +722,12 @@ type windowSpec struct {
 }
 
 func (b *builder) buildSimple(ss *pg_query.SelectStmt, s *scope) (*selResult, error) {
+	// grouping() calls become hidden columns of the FROM scope, which the
+	// grouping sets' union computes (groupingsets.go).
+	var gf *groupingFuncs
+	if hasGroupingFunc(append(append([]*pg_query.Node{ss.HavingClause}, ss.TargetList...), ss.SortClause...)...) {
+		ss, gf = rewriteGroupingFuncs(ss)
+	}
 	node, err := b.buildFrom(ss.FromClause, s)
 	if err != nil {
 		return nil, err
@@ -733,6 +739,9 @@ func (b *builder) buildSimple(ss *pg_query.SelectStmt, s *scope) (*selResult, er
 			return nil, err
 		}
 		node = &Filter{Input: node, Pred: w}
+	}
+	if gf != nil {
+		gf.addToScope(b, s)
 	}
 	// The select list.
 	var targets []*target
@@ -759,10 +768,26 @@ func (b *builder) buildSimple(ss *pg_query.SelectStmt, s *scope) (*selResult, er
 	}
 	// GROUP BY.
 	var groupExprs []sem.Expr
+	var gsets *groupingSets
+	var gargs [][]int
+	hasSets := false
 	for _, g := range ss.GroupClause {
-		switch g.Node.(type) {
-		case *pg_query.Node_GroupingSet:
-			return nil, b.errAt(notSupported("GROUPING SETS, ROLLUP and CUBE are not supported"), nodeLoc(g))
+		hasSets = hasSets || g.GetGroupingSet() != nil
+	}
+	if hasSets || gf != nil {
+		if gsets, err = b.expandGroupBy(s, ss.GroupClause, targets[:nVisible], ss.GroupDistinct); err != nil {
+			return nil, err
+		}
+		groupExprs = gsets.items
+		if gf != nil {
+			if gargs, err = b.bindGroupingArgs(s, gf, gsets); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, g := range ss.GroupClause {
+		if gsets != nil {
+			break
 		}
 		e, err := b.groupItem(s, g, targets[:nVisible])
 		if err != nil {
@@ -853,7 +878,7 @@ func (b *builder) buildSimple(ss *pg_query.SelectStmt, s *scope) (*selResult, er
 	}
 
 	// Aggregation.
-	hasAgg := having != nil || len(groupExprs) > 0
+	hasAgg := having != nil || len(groupExprs) > 0 || gsets != nil
 	for _, t := range targets {
 		if aggCount(t.e) > 0 || srfAgg(t.srfs) {
 			hasAgg = true
@@ -868,6 +893,11 @@ func (b *builder) buildSimple(ss *pg_query.SelectStmt, s *scope) (*selResult, er
 		g := &grouper{b: b, s: s}
 		if node, err = g.build(node, groupExprs); err != nil {
 			return nil, err
+		}
+		if gf != nil {
+			for _, id := range gf.ids {
+				g.allowed[id] = true
+			}
 		}
 		for _, t := range targets {
 			if t.e, err = g.mapExpr(t.e, t.aggs); err != nil {
@@ -893,6 +923,24 @@ func (b *builder) buildSimple(ss *pg_query.SelectStmt, s *scope) (*selResult, er
 		}
 		gb := g.finish()
 		node = gb
+		if gsets != nil {
+			var remap map[sem.ColumnID]sem.Expr
+			if node, remap, err = b.groupingUnion(gb, g, gsets, gf, gargs); err != nil {
+				return nil, err
+			}
+			for _, t := range targets {
+				t.e = substitute(t.e, remap)
+				for _, f := range t.srfs {
+					f.Call.Args = substituteAll(f.Call.Args, remap)
+				}
+			}
+			for _, p := range specExprs {
+				*p = substitute(*p, remap)
+			}
+			if having != nil {
+				having = substitute(having, remap)
+			}
+		}
 		if having != nil {
 			node = &Filter{Input: node, Pred: having}
 		}
@@ -1539,12 +1587,8 @@ func (b *builder) applyLocks(clauses []*pg_query.Node, s *scope, n Node) error {
 		default:
 			st = LockForUpdate
 		}
-		wait := LockWaitBlock
-		switch lc.WaitPolicy {
-		case pg_query.LockWaitPolicy_LockWaitSkip:
-			wait = LockWaitSkip
-		case pg_query.LockWaitPolicy_LockWaitError:
-			wait = LockWaitError
+		if lc.WaitPolicy != pg_query.LockWaitPolicy_LockWaitBlock {
+			return notSupported("NOWAIT and SKIP LOCKED are not supported")
 		}
 		names := map[string]bool{}
 		for _, r := range lc.LockedRels {
@@ -1569,9 +1613,6 @@ func (b *builder) applyLocks(clauses []*pg_query.Node, s *scope, n Node) error {
 			}
 			if st > sc.Lock {
 				sc.Lock = st
-			}
-			if wait > sc.LockWait {
-				sc.LockWait = wait
 			}
 		})
 	}
