@@ -969,9 +969,8 @@ func literalCasts(ex sem.Expr, raw *pg_query.Node) sem.Expr {
 		lit := &sem.Const{Datum: types.DInt(n), T: types.Int4}
 		switch c.T.Family {
 		case types.IntFamily:
-			if n < 0 {
-				return x
-			}
+			// int8 > int4 and its kin exist: the literal stays an int4
+			// ('-1'::integer when negative, as PostgreSQL prints it).
 			return lit
 		case types.NumericFamily, types.FloatFamily:
 			return &sem.Cast{Expr: lit, To: c.T, Context: types.CastImplicit}
