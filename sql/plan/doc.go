@@ -50,7 +50,10 @@
 // frame exclusion; FOR UPDATE NOWAIT and SKIP LOCKED; column definition
 // lists on functions in FROM; nested set-returning calls; set-returning
 // functions of several columns in the select list; ON CONFLICT on an
-// expression index; UPDATE of a subfield or array element; selecting
+// expression index; INSERT into an array element or a subfield, and
+// UPDATE of a subfield (UPDATE of array elements and slices is supported,
+// see arrays.go and sem.ArrayAssign, except where it would move the
+// array's lower bound from 1); selecting
 // from a sequence; (a, b) IN (SELECT ...) other than as a conjunct of
 // WHERE, HAVING or ON (where it becomes an EXISTS, see rowin.go). A recursive CTE is inlined at each reference, and a
 // GROUP BY of a table's primary key groups by the table's other columns

@@ -47,6 +47,8 @@
 // (Postgres builds an array) but print the same way; BETWEEN and row
 // equality are expanded as Postgres's parser does, so their operand is
 // evaluated twice; row-valued expressions exist only inside comparisons
-// and IS [NOT] NULL; array slices, field selection, COLLATE and bit
-// strings are 0A000.
+// and IS [NOT] NULL, and as the argument of to_jsonb, to_json and
+// row_to_json (row.go); slices among several subscripts (which address a
+// multidimensional array), field selection, COLLATE and bit strings are
+// 0A000.
 package sem

@@ -13,7 +13,9 @@
 // Representation. A Datum is a small interface value; see datum.go for why
 // it omits the type's width and modifiers, which the column's *T supplies.
 // Numeric is apd.Decimal (exact, with Postgres's display scale); jsonb is a
-// parsed tree with keys in jsonb order; timestamps are int64 microseconds
+// parsed tree with keys in jsonb order; json (JSONText, DJSONText) is its
+// validated input text, kept as written, with JSONTextNode to read parts
+// of it; timestamps are int64 microseconds
 // since 1970 with infinities at the int64 extremes.
 //
 // Invariants:
@@ -33,5 +35,7 @@
 // Known differences from Postgres, all deliberate: the only collation is C
 // (bytewise); timestamps end at 294247-01-01 instead of 294277-01-01;
 // 'now', 'today' and friends are resolved by the evaluator, not here; date
-// input accepts ISO and MDY numeric forms but not month names.
+// input accepts ISO and MDY numeric forms but not month names; arrays are
+// one-dimensional with lower bound 1 (0 for the vector types), so
+// assignments that would move the lower bound are refused (array.go).
 package types
