@@ -2,7 +2,7 @@
 // tables, views and sequences (descriptor.go, table.go), their validation
 // and stored form (validate.go, encoding.go), their place in the KV layer
 // with the namespace and ID counter (keys.go, reader.go, writer.go), roles
-// (roles.go), a fresh cluster's catalog (bootstrap.go) and a node's
+// (roles.go), the privilege model (privilege.go: ACLs, Authorizer), a fresh cluster's catalog (bootstrap.go) and a node's
 // descriptor cache (cache.go). It also turns a table descriptor into the
 // layout rowenc encodes rows with (layout.go: Table.RowSchema, Table.Layout).
 //

@@ -24,7 +24,8 @@
 // drop.go (DROP, dependencies and CASCADE, databases and schemas),
 // alter.go (ALTER TABLE, RENAME, rewrites and validation), seqddl.go
 // (sequences, storage parameters), misc.go (views, TRUNCATE, COMMENT,
-// roles, privileges), names.go.
+// roles), privileges.go (GRANT, REVOKE, ownership checks), exprindex.go
+// (indexes on expressions), names.go.
 //
 // Decisions:
 //
@@ -32,14 +33,20 @@
 //     DEFAULT unique_rowid() as its key (every Cairn row needs a key);
 //     ALTER TABLE ADD PRIMARY KEY later rewrites the rows under the real
 //     key and drops rowid.
-//   - Privileges are not enforced yet. GRANT and REVOKE (and GRANT role,
-//     ALTER DEFAULT PRIVILEGES) are accepted, change nothing, and send a
-//     NOTICE saying so: ORMs and pg_dump scripts issue them routinely, and
-//     failing them would block those scripts while recording them without
-//     enforcing would suggest a protection that does not exist. Roles
-//     themselves are real (LOGIN, SUPERUSER and the SCRAM verifier of
-//     PASSWORD are stored and used by authentication); their other options
-//     are accepted and not recorded.
+//   - Privileges are PostgreSQL's (privileges.go over sql/catalog's
+//     privilege.go): owners, ACLs edited by GRANT and REVOKE on tables,
+//     views, sequences, schemas and databases, role membership (GRANT
+//     role TO role), DROP OWNED and REASSIGN OWNED. DDL checks ownership
+//     ("must be owner of table t") and CREATE on the schema or database;
+//     the session checks the table privileges of queries and DML
+//     (sql/session/privileges.go). Role management takes a superuser
+//     (there is no CREATEROLE), column privileges and ALTER DEFAULT
+//     PRIVILEGES are refused with 0A000. Roles themselves are real
+//     (LOGIN, SUPERUSER and the SCRAM verifier of PASSWORD are stored and
+//     used by authentication); their other options are accepted and not
+//     recorded.
+//   - An index on an expression keys a hidden stored generated column
+//     holding the expression (exprindex.go).
 //   - LOCK TABLE is accepted and does nothing beyond checking the tables
 //     exist: the KV layer already orders conflicting transactions (first
 //     committer wins, serializable refresh), so an explicit lock adds no

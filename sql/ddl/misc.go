@@ -365,8 +365,7 @@ func (e *executor) comment(ctx context.Context, n *pg_query.CommentStmt) error {
 // roleOptions applies CREATE/ALTER ROLE options to r. Only LOGIN,
 // SUPERUSER and PASSWORD are recorded (the catalog's Role has nothing
 // else); the other PostgreSQL options are accepted so that scripts written
-// for PostgreSQL run, and change nothing because privileges are not
-// enforced yet (doc.go).
+// for PostgreSQL run, and change nothing (doc.go).
 func roleOptions(r *catalog.Role, opts []*pg_query.Node) error {
 	seen := map[string]bool{}
 	for _, d := range defElems(opts) {
