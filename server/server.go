@@ -82,6 +82,8 @@ type Server struct {
 	httpLn  net.Listener
 	http    *http.Server
 
+	load loadSampler
+
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 	stopOnce sync.Once
@@ -286,6 +288,7 @@ func (s *Server) httpHandler() http.Handler {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	s.adminRoutes(mux)
 	return mux
 }
 

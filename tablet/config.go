@@ -74,6 +74,9 @@ func (c Config) withDefaults() Config {
 // Metrics are a replica's exported counters. They are safe to read at any
 // time.
 type Metrics struct {
+	// ReadBatches and WriteBatches count the batches the replica was
+	// sent, by whether they write (the admin UI shows their rates).
+	ReadBatches, WriteBatches atomic.Int64
 	// OnePhaseCommits counts transactions committed without intents.
 	OnePhaseCommits atomic.Int64
 	// IntentsWritten counts intents laid down by applied proposals.

@@ -132,6 +132,11 @@ func (r *Replica) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchR
 	if err := r.validate(ba); err != nil {
 		return nil, err
 	}
+	if ba.IsReadOnly() {
+		r.metrics.ReadBatches.Add(1)
+	} else {
+		r.metrics.WriteBatches.Add(1)
+	}
 	// A non-transactional batch without a timestamp gets one here, once,
 	// so every retry after waiting reads and writes at the same time (and
 	// a reader's push asks for the timestamp it will read at).
