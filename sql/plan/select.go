@@ -1587,8 +1587,12 @@ func (b *builder) applyLocks(clauses []*pg_query.Node, s *scope, n Node) error {
 		default:
 			st = LockForUpdate
 		}
-		if lc.WaitPolicy != pg_query.LockWaitPolicy_LockWaitBlock {
-			return notSupported("NOWAIT and SKIP LOCKED are not supported")
+		wait := LockWaitBlock
+		switch lc.WaitPolicy {
+		case pg_query.LockWaitPolicy_LockWaitSkip:
+			wait = LockWaitSkip
+		case pg_query.LockWaitPolicy_LockWaitError:
+			wait = LockWaitError
 		}
 		names := map[string]bool{}
 		for _, r := range lc.LockedRels {
@@ -1613,6 +1617,9 @@ func (b *builder) applyLocks(clauses []*pg_query.Node, s *scope, n Node) error {
 			}
 			if st > sc.Lock {
 				sc.Lock = st
+			}
+			if wait > sc.LockWait {
+				sc.LockWait = wait
 			}
 		})
 	}

@@ -132,6 +132,14 @@ func (s *Session) dispatch(x *stmtState, g stmtGroup, w pgwire.ResultWriter) err
 		return s.closeCursor(n.ClosePortalStmt, w)
 	case *pg_query.Node_VacuumStmt:
 		return s.vacuum(x, n.VacuumStmt, w)
+	case *pg_query.Node_LockStmt:
+		// PostgreSQL's RequireTransactionBlock: a lock taken in a
+		// transaction of its own would end with it. Several statements of
+		// one Query message are an implicit block, which counts.
+		if !s.block && !s.multiImplicit {
+			return pgerror.New(pgerrcode.NoActiveSQLTransaction, "LOCK TABLE can only be used in transaction blocks")
+		}
+		return s.execDDL(x, g, w)
 	case *pg_query.Node_ListenStmt:
 		// Accepted so that clients which LISTEN at startup work; nothing
 		// in Cairn sends notifications yet, so there is nothing to hear.
@@ -234,6 +242,9 @@ func (s *Session) execContext(x *stmtState, txn *kv.Txn, params []types.Datum) *
 		Catalog: r,
 		Virtual: &plan.VirtualEnv{
 			Txn: txn, Catalog: r, Database: s.db, User: s.user, Settings: s.settingRows,
+			// pg_stat_activity shows this backend with the pid the
+			// client got in BackendKeyData, as pg_backend_pid() does.
+			Session: (&evalCtx{x: x}).Session(),
 		},
 		PackedRows:      packed,
 		PackedSizeLimit: limit,
