@@ -38,13 +38,27 @@ func (p *Partition) peers(i, j int) bool {
 	return true
 }
 
-// FrameMode is ROWS or RANGE.
+// FrameMode is ROWS, RANGE or GROUPS.
 type FrameMode uint8
 
 // The frame modes.
 const (
 	Range FrameMode = iota
 	Rows
+	// Groups counts offsets in peer groups (rows with equal ORDER BY
+	// keys).
+	Groups
+)
+
+// FrameExclude is a frame's EXCLUDE clause.
+type FrameExclude uint8
+
+// The exclusion kinds; the zero value is EXCLUDE NO OTHERS.
+const (
+	ExcludeNoOthers FrameExclude = iota
+	ExcludeCurrentRow
+	ExcludeGroup
+	ExcludeTies
 )
 
 // BoundKind is one end of a frame.
@@ -71,6 +85,24 @@ type Bound struct {
 type Frame struct {
 	Mode       FrameMode
 	Start, End Bound
+	// Exclude removes the current row, its peer group or its peers from
+	// the frame (FrameBounds still returns the whole range: use
+	// FrameIncludes for each row of it).
+	Exclude FrameExclude
+}
+
+// FrameIncludes reports whether row j of row i's frame range survives the
+// frame's EXCLUDE clause.
+func FrameIncludes(p *Partition, f Frame, i, j int) bool {
+	switch f.Exclude {
+	case ExcludeCurrentRow:
+		return j != i
+	case ExcludeGroup:
+		return !p.peers(i, j)
+	case ExcludeTies:
+		return j == i || !p.peers(i, j)
+	}
+	return true
 }
 
 // DefaultFrame is the frame without a frame clause: RANGE BETWEEN UNBOUNDED
@@ -120,6 +152,9 @@ func boundRow(ctx EvalContext, p *Partition, f Frame, b Bound, i int, isStart bo
 		}
 		return j + 1, nil
 	}
+	if f.Mode == Groups {
+		return groupsOffsetRow(p, b, i, isStart)
+	}
 	if f.Mode == Rows {
 		off, err := rowsOffset(b.Offset, isStart)
 		if err != nil {
@@ -137,6 +172,51 @@ func boundRow(ctx EvalContext, p *Partition, f Frame, b Bound, i int, isStart bo
 		return int(min(max(pos, 0), int64(n))), nil
 	}
 	return rangeOffsetRow(ctx, p, b, i, isStart)
+}
+
+// groupsOffsetRow finds a GROUPS frame bound: the first row of the peer
+// group n groups before or after row i's (start), or the row after the
+// last one of that group (end), clamped to the partition.
+func groupsOffsetRow(p *Partition, b Bound, i int, isStart bool) (int, error) {
+	off, err := rowsOffset(b.Offset, isStart)
+	if err != nil {
+		return 0, err
+	}
+	n := p.Len()
+	groupStart := func(j int) int {
+		for j > 0 && p.peers(j-1, j) {
+			j--
+		}
+		return j
+	}
+	groupEnd := func(j int) int {
+		for j+1 < n && p.peers(j+1, j) {
+			j++
+		}
+		return j + 1
+	}
+	j := groupStart(i)
+	if b.Kind == OffsetPreceding {
+		for k := int64(0); k < off; k++ {
+			if j == 0 {
+				// Before the first group: the frame starts at the first
+				// row and, as an end, is empty.
+				return 0, nil
+			}
+			j = groupStart(j - 1)
+		}
+	} else {
+		for k := int64(0); k < off; k++ {
+			j = groupEnd(j)
+			if j >= n {
+				return n, nil
+			}
+		}
+	}
+	if isStart {
+		return j, nil
+	}
+	return groupEnd(j), nil
 }
 
 func rowsOffset(d types.Datum, isStart bool) (int64, error) {
@@ -375,6 +455,37 @@ func (f nthFunc) Compute(ctx EvalContext, p *Partition, frame Frame, out []types
 		if err != nil {
 			return err
 		}
+		if frame.Exclude != ExcludeNoOthers {
+			// The frame's rows that survive the exclusion, in order.
+			var rows []int
+			for j := s; j < e; j++ {
+				if FrameIncludes(p, frame, i, j) {
+					rows = append(rows, j)
+				}
+			}
+			k := -1
+			switch f.kind {
+			case "first":
+				k = 0
+			case "last":
+				k = len(rows) - 1
+			default:
+				if types.IsNull(p.Args[i][1]) {
+					break
+				}
+				nth := int64(p.Args[i][1].(types.DInt))
+				if nth <= 0 {
+					return errInvalidArgWindow("argument of nth_value must be greater than zero")
+				}
+				k = int(min(nth-1, int64(len(rows))))
+			}
+			if k >= 0 && k < len(rows) {
+				out[i] = p.Args[rows[k]][0]
+			} else {
+				out[i] = types.DNull
+			}
+			continue
+		}
 		var j int
 		switch f.kind {
 		case "first":
@@ -418,6 +529,22 @@ func (w aggWindow) Compute(ctx EvalContext, p *Partition, frame Frame, out []typ
 			return err
 		}
 		e = max(e, s)
+		if frame.Exclude != ExcludeNoOthers {
+			// The frame has holes: aggregate its surviving rows afresh.
+			a := w.newAgg()
+			for j := s; j < e; j++ {
+				if !FrameIncludes(p, frame, i, j) {
+					continue
+				}
+				if err := a.Add(ctx, p.Args[j]); err != nil {
+					return err
+				}
+			}
+			if out[i], err = a.Result(); err != nil {
+				return err
+			}
+			continue
+		}
 		if acc == nil || s != accStart || e < accEnd {
 			acc, accStart, accEnd = w.newAgg(), s, s
 		}

@@ -1476,10 +1476,19 @@ func (b *builder) bindWindow(s *scope, wd *pg_query.WindowDef, named map[string]
 		return sp, nil
 	}
 	switch {
+	case frameOpts&frameExcludeCurrentRow != 0:
+		sp.frame.Exclude = builtins.ExcludeCurrentRow
+	case frameOpts&frameExcludeGroup != 0:
+		sp.frame.Exclude = builtins.ExcludeGroup
+	case frameOpts&frameExcludeTies != 0:
+		sp.frame.Exclude = builtins.ExcludeTies
+	}
+	switch {
 	case frameOpts&frameGroups != 0:
-		return nil, b.errAt(notSupported("GROUPS frames are not supported"), wd.Location)
-	case frameOpts&frameExclusions != 0:
-		return nil, b.errAt(notSupported("frame exclusion is not supported"), wd.Location)
+		if len(sp.order) == 0 {
+			return nil, b.errAt(pgerror.New(pgerrcode.WindowingError, "GROUPS mode requires an ORDER BY clause"), wd.Location)
+		}
+		sp.frame.Mode = builtins.Groups
 	case frameOpts&frameRows != 0:
 		sp.frame.Mode = builtins.Rows
 	default:
@@ -1565,7 +1574,9 @@ const (
 	frameStartCurrentRow         = 0x00200
 	frameStartOffsetPreceding    = 0x00800
 	frameStartOffsetFollowing    = 0x02000
-	frameExclusions              = 0x08000 | 0x10000 | 0x20000
+	frameExcludeCurrentRow       = 0x08000
+	frameExcludeGroup            = 0x10000
+	frameExcludeTies             = 0x20000
 )
 
 // The end-bound bits are the start-bound bits shifted left by one, which
