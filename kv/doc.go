@@ -33,8 +33,10 @@
 // transactions, Send for raw batches, Txn for a retried closure), Txn (one
 // transaction's coordinator: Get/Put/CPut/Delete/DelRange/Scan/ReverseScan,
 // Run of a Batch, Step at statement boundaries, Savepoint,
-// RollbackToSavepoint and ReleaseSavepoint, Commit, CommitInBatch,
-// Rollback, PrepareForRetry), Batch and its Results, and IsolationLevel.
+// RollbackToSavepoint and ReleaseSavepoint, RetryStatement (READ
+// COMMITTED statement retries, txn_statement.go), Commit, CommitInBatch,
+// Rollback, PrepareForRetry), Batch (with Lock, a row lock, and its
+// WaitPolicy) and its Results, and IsolationLevel.
 // One concern per file: dist_sender*.go route, tablet_cache.go caches,
 // txn.go sends, txn_refresh.go moves timestamps, txn_heartbeat.go keeps the
 // record alive, txn_commit.go commits, txn_retry.go restarts and retries,

@@ -19,6 +19,10 @@
 //	keys.Lock(userKey)      bare key: lock record {TxnMeta, provisional value or tombstone, history}
 //	keys.TxnRecord(a, id)   bare key: transaction record (kvpb.Transaction)
 //
+// A row lock (AcquireLock, kvpb.LockRequest) is a lock record with no value
+// at all (lock.go): writers meet it like an intent, reads ignore it, and
+// resolving it writes nothing.
+//
 // The provisional value of an intent lives in its lock record, not among the
 // versions. Committing an intent writes it as a version at the commit
 // timestamp and deletes the lock; aborting deletes the lock. A consistent

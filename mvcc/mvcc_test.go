@@ -36,6 +36,9 @@ package mvcc
 //	    ResolveIntentRange.
 //	intents k=<key> [end=<key>] [max=<n>]
 //	    ScanIntents.
+//	lock k=<key> [end=<key>] [ts=<ts>] [t=<name>]
+//	    AcquireLock (a row lock over [k, end)); a lock-only record dumps
+//	    as <lock only>.
 //	gc k=<key> end=<key> threshold=<ts>
 //	check_refresh k=<key> [end=<key>] from=<ts> to=<ts> t=<name>
 //
@@ -252,6 +255,17 @@ func (h *harness) run(t *testing.T, td *datadriven.TestData) string {
 		}
 		return h.fmtTxn(txn)
 
+	case "lock":
+		key, txn := a.bytes("k"), h.txn(a)
+		ts := a.ts("ts")
+		if txn != nil {
+			ts = txn.WriteTimestamp
+		}
+		h.write(&out, func(b *storage.Batch) (string, error) {
+			acquired, err := AcquireLock(b, key, a.bytes("end"), ts, txn)
+			return fmt.Sprintf("acquired: %v\n", acquired), err
+		})
+
 	case "put", "cput", "del", "del_range":
 		key, ts, txn := a.bytes("k"), a.ts("ts"), h.txn(a)
 		if txn != nil && len(txn.Key) == 0 {
@@ -433,6 +447,10 @@ func (h *harness) dump(out *strings.Builder) {
 			lk, err := decodeLockRecord(raw)
 			if err != nil {
 				h.t.Fatal(err)
+			}
+			if lk.LockOnly {
+				fmt.Fprintf(out, "lock: %q -> %s <lock only>\n", user, h.fmtMeta(lk.Txn))
+				continue
 			}
 			fmt.Fprintf(out, "lock: %q -> %s %s", user, h.fmtMeta(lk.Txn), fmtLockValue(lk.Value, lk.Tombstone))
 			if len(lk.History) > 0 {
