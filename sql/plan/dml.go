@@ -519,6 +519,36 @@ func (b *builder) onConflict(t *catalog.Table, alias string, oc *pg_query.OnConf
 	return out, nil
 }
 
+// inferExprColumn finds the hidden column holding an expression index's
+// key equal to expr (compared as bound and printed over the table's
+// columns); 0 when none, which then matches no index.
+func (b *builder) inferExprColumn(t *catalog.Table, expr *pg_query.Node) (rowenc.ColumnID, error) {
+	s := b.tableScope(t, b.freshIDs(len(t.Columns)), t.Name, nil)
+	e, err := b.expr(s, "index expression", expr, nil)
+	if err != nil {
+		return 0, err
+	}
+	want := e.String()
+	for i := range t.Columns {
+		c := &t.Columns[i]
+		if !c.IsIndexExpr() {
+			continue
+		}
+		n, err := parseStoredExpr(c.ComputedExpr, "index expression")
+		if err != nil {
+			return 0, err
+		}
+		ce, err := b.semBuild(sem.BuildContext{Scope: s, Types: b.env.Types, Clause: "index expression"}, n, nil)
+		if err != nil {
+			continue
+		}
+		if ce.String() == want {
+			return c.ID, nil
+		}
+	}
+	return 0, nil
+}
+
 func (b *builder) inferArbiter(t *catalog.Table, inf *pg_query.InferClause) (*catalog.Index, error) {
 	indexes := []*catalog.Index{&t.PrimaryIndex}
 	for i := range t.Indexes {
@@ -542,6 +572,15 @@ func (b *builder) inferArbiter(t *catalog.Table, inf *pg_query.InferClause) (*ca
 	want := map[rowenc.ColumnID]bool{}
 	for _, e := range inf.IndexElems {
 		ie := e.GetIndexElem()
+		if ie != nil && ie.Name == "" && ie.Expr != nil {
+			// An expression matches an expression index's key column.
+			id, err := b.inferExprColumn(t, ie.Expr)
+			if err != nil {
+				return nil, err
+			}
+			want[id] = true
+			continue
+		}
 		if ie == nil || ie.Name == "" {
 			return nil, b.errAt(notSupported("ON CONFLICT with an expression is not supported"), inf.Location)
 		}
