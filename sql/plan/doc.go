@@ -26,7 +26,10 @@
 // ORDER BY, DISTINCT, LIMIT, VALUES, set operations, WITH, windows,
 // set-returning functions), group.go (GROUP BY and aggregates), from.go
 // (tables, views, virtual tables, subqueries, functions and joins in FROM),
-// dml.go (INSERT, UPDATE, DELETE, ON CONFLICT, RETURNING), explain.go
+// dml.go (INSERT, UPDATE, DELETE, ON CONFLICT, RETURNING), view_dml.go
+// (automatically updatable views: DML on a view flattened onto its base
+// table, WITH CHECK OPTION), viewdef.go (pg_get_viewdef's deparse),
+// groupingsets.go (GROUPING SETS, ROLLUP, CUBE, grouping()), explain.go
 // (EXPLAIN text), catalog.go (NewCatalog), ast.go (AST walking).
 //
 // Invariants:
@@ -46,16 +49,20 @@
 //
 // Known differences from PostgreSQL (0A000 unless noted): a data-modifying
 // statement in WITH that the query never reads (the executor runs one
-// when the query first reads it); GROUPING SETS, ROLLUP and CUBE; GROUPS frames and
-// frame exclusion; FOR UPDATE NOWAIT and SKIP LOCKED; column definition
+// when the query first reads it); grouping sets in a correlated
+// subquery; DML through a view whose query has a subquery, and INSERT ...
+// ON CONFLICT into a view; FOR UPDATE NOWAIT and SKIP LOCKED; column definition
 // lists on functions in FROM; nested set-returning calls; set-returning
-// functions of several columns in the select list; ON CONFLICT on an
-// expression index; INSERT into an array element or a subfield, and
+// functions of several columns in the select list; INSERT into an array element or a subfield, and
 // UPDATE of a subfield (UPDATE of array elements and slices is supported,
 // see arrays.go and sem.ArrayAssign, except where it would move the
 // array's lower bound from 1); selecting
 // from a sequence; (a, b) IN (SELECT ...) other than as a conjunct of
 // WHERE, HAVING or ON (where it becomes an EXISTS, see rowin.go). A recursive CTE is inlined at each reference, and a
 // GROUP BY of a table's primary key groups by the table's other columns
-// too (they are functionally dependent, so the groups are the same).
+// too (they are functionally dependent, so the groups are the same); with
+// grouping sets such a column reads NULL in the sets without the whole key,
+// where PostgreSQL refuses to name it (42803). pg_get_viewdef prints a view
+// with joins, subqueries in FROM, set operations, WITH or windows as its
+// stored text.
 package plan
