@@ -135,3 +135,74 @@ func init() {
 		registerFn("jsonb_set_lax", Overload{Args: args, Return: Fixed(jb), Fn: setLax})
 	}
 }
+
+// objectPairs reads json_object's and jsonb_object's arguments: one array
+// of alternating keys and values, or an array of keys and one of values.
+// Values are strings or null.
+func objectPairs(a []types.Datum) ([][2]types.Datum, error) {
+	var keys, vals []types.Datum
+	if len(a) == 1 {
+		all := arr(a[0]).Elems
+		if len(all)%2 != 0 {
+			return nil, pgerror.New(pgerrcode.ArraySubscriptError, "array must have even number of elements")
+		}
+		for i := 0; i < len(all); i += 2 {
+			keys, vals = append(keys, all[i]), append(vals, all[i+1])
+		}
+	} else {
+		keys, vals = arr(a[0]).Elems, arr(a[1]).Elems
+		if len(keys) != len(vals) {
+			return nil, pgerror.New(pgerrcode.ArraySubscriptError, "mismatched array dimensions")
+		}
+	}
+	out := make([][2]types.Datum, len(keys))
+	for i := range keys {
+		if types.IsNull(keys[i]) {
+			return nil, pgerror.New(pgerrcode.NullValueNotAllowedDataException, "null value not allowed for object key")
+		}
+		out[i] = [2]types.Datum{keys[i], vals[i]}
+	}
+	return out, nil
+}
+
+func init() {
+	textArr := types.MustArray(types.Text)
+	jsonbObject := func(_ EvalContext, a []types.Datum) (types.Datum, error) {
+		pairs, err := objectPairs(a)
+		if err != nil {
+			return nil, err
+		}
+		ps := make([]types.JSONPair, len(pairs))
+		for i, p := range pairs {
+			v := types.JSONNullValue
+			if !types.IsNull(p[1]) {
+				v = types.JSONStringValue(str(p[1]))
+			}
+			ps[i] = types.JSONPair{Key: str(p[0]), Value: v}
+		}
+		return jsonOut(types.JSONObjectValue(ps...)), nil
+	}
+	jsonObject := func(_ EvalContext, a []types.Datum) (types.Datum, error) {
+		pairs, err := objectPairs(a)
+		if err != nil {
+			return nil, err
+		}
+		dst := []byte{'{'}
+		for i, p := range pairs {
+			if i > 0 {
+				dst = append(dst, ", "...)
+			}
+			dst = append(types.AppendJSONString(dst, str(p[0])), " : "...)
+			if types.IsNull(p[1]) {
+				dst = append(dst, "null"...)
+			} else {
+				dst = types.AppendJSONString(dst, str(p[1]))
+			}
+		}
+		return types.DJSONText(append(dst, '}')), nil
+	}
+	for _, args := range [][]*types.T{{textArr}, {textArr, textArr}} {
+		registerFn("jsonb_object", Overload{Args: args, Return: Fixed(types.JSONB), Strict: true, Fn: jsonbObject})
+		registerFn("json_object", Overload{Args: args, Return: Fixed(types.JSONText), Strict: true, Fn: jsonObject})
+	}
+}

@@ -963,32 +963,12 @@ func runJSONPath(a []types.Datum) (items []types.JSON, failed bool, err error) {
 func init() {
 	jb, text, b := types.JSONB, types.Text, types.Bool
 	argSets := [][]*types.T{{jb, text}, {jb, text, jb}, {jb, text, jb, b}}
+	// The _tz variants differ only in allowing time-zone-dependent
+	// datetime() comparisons, which this subset does not have.
 	for _, args := range argSets {
-		registerFn("jsonb_path_query", Overload{Args: args, Class: Generator, Strict: true, Return: Fixed(jb),
-			Columns: func([]*types.T) []Column { return []Column{{"jsonb_path_query", jb}} },
-			SRF: func(_ EvalContext, a []types.Datum) (RowIter, error) {
-				items, _, err := runJSONPath(a)
-				rows := make([][]types.Datum, len(items))
-				for i, it := range items {
-					rows[i] = []types.Datum{jsonOut(it)}
-				}
-				return &sliceIter{rows: rows}, err
-			}})
-		registerFn("jsonb_path_query_array", Overload{Args: args, Return: Fixed(jb), Strict: true,
-			Fn: func(_ EvalContext, a []types.Datum) (types.Datum, error) {
-				items, _, err := runJSONPath(a)
-				return jsonOut(types.JSONArrayValue(items...)), err
-			}})
-		registerFn("jsonb_path_query_first", Overload{Args: args, Return: Fixed(jb), Strict: true,
-			Fn: func(_ EvalContext, a []types.Datum) (types.Datum, error) {
-				items, _, err := runJSONPath(a)
-				if err != nil || len(items) == 0 {
-					return types.DNull, err
-				}
-				return jsonOut(items[0]), nil
-			}})
-		registerFn("jsonb_path_exists", Overload{Args: args, Return: Fixed(b), Strict: true, Fn: pathExists})
-		registerFn("jsonb_path_match", Overload{Args: args, Return: Fixed(b), Strict: true, Fn: pathMatch})
+		for _, sfx := range []string{"", "_tz"} {
+			registerJSONPathFns(sfx, args)
+		}
 	}
 	registerBinary("@?", Overload{Args: []*types.T{jb, text}, Return: Fixed(b), Strict: true,
 		Fn: func(ctx EvalContext, a []types.Datum) (types.Datum, error) {
@@ -1025,4 +1005,35 @@ func pathMatch(_ EvalContext, a []types.Datum) (types.Datum, error) {
 		return types.DNull, nil
 	}
 	return nil, errJSONPath("22038", "single boolean result is expected")
+}
+
+// registerJSONPathFns registers the jsonb_path_* functions (with suffix
+// sfx) for one argument list.
+func registerJSONPathFns(sfx string, args []*types.T) {
+	jb, b := types.JSONB, types.Bool
+	registerFn("jsonb_path_query"+sfx, Overload{Args: args, Class: Generator, Strict: true, Return: Fixed(jb),
+		Columns: func([]*types.T) []Column { return []Column{{"jsonb_path_query" + sfx, jb}} },
+		SRF: func(_ EvalContext, a []types.Datum) (RowIter, error) {
+			items, _, err := runJSONPath(a)
+			rows := make([][]types.Datum, len(items))
+			for i, it := range items {
+				rows[i] = []types.Datum{jsonOut(it)}
+			}
+			return &sliceIter{rows: rows}, err
+		}})
+	registerFn("jsonb_path_query_array"+sfx, Overload{Args: args, Return: Fixed(jb), Strict: true,
+		Fn: func(_ EvalContext, a []types.Datum) (types.Datum, error) {
+			items, _, err := runJSONPath(a)
+			return jsonOut(types.JSONArrayValue(items...)), err
+		}})
+	registerFn("jsonb_path_query_first"+sfx, Overload{Args: args, Return: Fixed(jb), Strict: true,
+		Fn: func(_ EvalContext, a []types.Datum) (types.Datum, error) {
+			items, _, err := runJSONPath(a)
+			if err != nil || len(items) == 0 {
+				return types.DNull, err
+			}
+			return jsonOut(items[0]), nil
+		}})
+	registerFn("jsonb_path_exists"+sfx, Overload{Args: args, Return: Fixed(b), Strict: true, Fn: pathExists})
+	registerFn("jsonb_path_match"+sfx, Overload{Args: args, Return: Fixed(b), Strict: true, Fn: pathMatch})
 }
