@@ -26,7 +26,7 @@ CREATE TABLE compat_users (
   CONSTRAINT compat_users_name_len CHECK (length(name) < 50)
 );
 CREATE INDEX compat_users_name_idx ON compat_users (name);
-CREATE UNIQUE INDEX compat_users_org_email_idx ON compat_users (org_id, email);
+CREATE UNIQUE INDEX compat_users_org_email_idx ON compat_users (org_id, lower(email));
 CREATE INDEX compat_users_age_idx ON compat_users (age DESC) WHERE age IS NOT NULL;
 CREATE SEQUENCE compat_seq START 10 INCREMENT 5;
 CREATE VIEW compat_adults AS SELECT id, name FROM compat_users WHERE age >= 18;
@@ -37,6 +37,7 @@ CREATE TABLE compat_s.items (k bigint PRIMARY KEY, v text DEFAULT 'x');
 \d compat_orgs
 \d+ compat_users
 \d compat_adults
+\d+ compat_adults
 \d compat_seq
 \d compat_users_pkey
 \d compat_users_age_idx
