@@ -30,11 +30,8 @@ const (
 	lookupBatch = 1000
 )
 
-// Row locking: KV has no locking read, so FOR UPDATE / FOR SHARE are
-// accepted and do not lock anything; conflicting writers are caught by the
-// transaction's isolation (a serializable transaction that read a row
-// another one then wrote fails to commit), never by waiting. See
-// plan.Scan.Lock.
+// Row locking (plan.Scan.Lock): a locking scan runs as a plain one and
+// lock.go locks the rows it returns.
 
 // tableLayout returns t's layout, built once per statement.
 func (r *runner) tableLayout(t *catalog.Table) (*rowenc.TableLayout, error) {
