@@ -50,36 +50,51 @@ func NewRefresher(db *kv.DB, cache *Cache, descs *catalog.Cache, log *slog.Logge
 }
 
 // NotifyMutations records that a committed transaction changed rows rows
-// of table t, and starts a collection when t is stale.
+// of table t, and starts a collection when t is stale. It is called on
+// the session's commit path, so it reads nothing itself: a goroutine
+// compares the changes with the table's row count.
 func (r *Refresher) NotifyMutations(t *catalog.Table, rows int64) {
 	if r == nil || t == nil || rows <= 0 {
 		return
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.changed[t.ID] += rows
+	n := r.changed[t.ID]
+	// Below StaleRows no table is stale, whatever its size.
+	if n <= StaleRows || r.running[t.ID] || r.ctx.Err() != nil {
+		return
+	}
+	r.running[t.ID] = true
+	r.wg.Add(1)
+	go r.maybeRefresh(t, n)
+}
+
+// maybeRefresh collects t's statistics when the n changes counted make it
+// stale (more than StaleFraction of its rows plus StaleRows).
+func (r *Refresher) maybeRefresh(t *catalog.Table, n int64) {
+	defer r.wg.Done()
+	defer func() {
+		r.mu.Lock()
+		delete(r.running, t.ID)
+		r.mu.Unlock()
+	}()
 	count := 0.0
 	if ts := r.cache.Get(r.ctx, t); ts != nil {
 		count = ts.RowCount
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.changed[t.ID] += rows
-	if float64(r.changed[t.ID]) <= StaleFraction*count+StaleRows || r.running[t.ID] || r.ctx.Err() != nil {
+	if float64(n) <= StaleFraction*count+StaleRows {
 		return
 	}
-	r.changed[t.ID] = 0
-	r.running[t.ID] = true
-	r.wg.Add(1)
-	go r.refresh(t.ID)
+	r.mu.Lock()
+	r.changed[t.ID] -= n // changes counted since stay for the next time
+	r.mu.Unlock()
+	r.refresh(t.ID)
 }
 
 // refresh collects and saves table id's statistics in a transaction of
 // its own.
 func (r *Refresher) refresh(id catalog.ID) {
-	defer r.wg.Done()
-	defer func() {
-		r.mu.Lock()
-		delete(r.running, id)
-		r.mu.Unlock()
-	}()
 	start := time.Now()
 	var rows float64
 	err := r.db.Txn(r.ctx, kv.Serializable, func(ctx context.Context, txn *kv.Txn) error {
@@ -107,7 +122,10 @@ func (r *Refresher) refresh(id catalog.ID) {
 // Stop cancels the running collections and waits for them.
 func (r *Refresher) Stop() {
 	if r != nil {
+		// Under mu: NotifyMutations starts no collection after this.
+		r.mu.Lock()
 		r.cancel()
+		r.mu.Unlock()
 		r.wg.Wait()
 	}
 }
