@@ -123,6 +123,7 @@ func (s *Session) txnControl(x *stmtState, n *pg_query.TransactionStmt, w pgwire
 		// The savepoint itself stays; the ones after it go, and settings
 		// return to what they were when it was taken, as in Postgres.
 		s.savepoints = s.savepoints[:i+1]
+		s.saveVars()
 		s.vars = cloneVars(sp.vars)
 		s.applyDerived()
 		s.aborted = false

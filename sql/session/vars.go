@@ -21,6 +21,7 @@ func (s *Session) setVar(st *setting, v string) error {
 		return err
 	}
 	key := strings.ToLower(st.name)
+	s.saveVars()
 	s.vars[key] = canon
 	if key == "timezone" {
 		s.applyDerived()
@@ -68,6 +69,7 @@ func (s *Session) set(x *stmtState, n *pg_query.VariableSetStmt, w pgwire.Result
 		}
 		return notSupported("SET %s is not supported", n.Name)
 	case pg_query.VariableSetKind_VAR_RESET_ALL:
+		s.saveVars()
 		for _, st := range settingsList {
 			if !st.readOnly {
 				k := strings.ToLower(st.name)
@@ -290,6 +292,7 @@ func (s *Session) discard(n *pg_query.DiscardStmt, w pgwire.ResultWriter) error 
 		if s.block {
 			return pgerror.New(pgerrcode.ActiveSQLTransaction, "DISCARD ALL cannot run inside a transaction block")
 		}
+		s.saveVars()
 		for _, st := range settingsList {
 			k := strings.ToLower(st.name)
 			s.vars[k] = s.defaults[k]
