@@ -84,6 +84,17 @@ func (e *executor) alterTable(ctx context.Context, n *pg_query.AlterTableStmt) (
 				return tag, pgerror.New(pgerrcode.WrongObjectType, "%q is not a table", d.DescName())
 			}
 		}
+		for _, cn := range n.Cmds {
+			if cmd := cn.GetAlterTableCmd(); cmd.GetSubtype() == pg_query.AlterTableType_AT_ChangeOwner {
+				fresh, err := e.x.Writer.ByID(ctx, d.DescID())
+				if err != nil {
+					return tag, err
+				}
+				if err := e.changeOwner(ctx, fresh, cmd.Newowner); err != nil {
+					return tag, err
+				}
+			}
+		}
 		return tag, nil
 	}
 	for _, cn := range n.Cmds {
@@ -109,8 +120,26 @@ func (e *executor) alterOther(ctx context.Context, n *pg_query.AlterTableStmt) e
 	for _, cn := range n.Cmds {
 		cmd := cn.GetAlterTableCmd()
 		switch cmd.GetSubtype() {
-		case pg_query.AlterTableType_AT_ChangeOwner, pg_query.AlterTableType_AT_SetRelOptions, pg_query.AlterTableType_AT_ResetRelOptions:
-			// Ownership and storage options are not enforced or used.
+		case pg_query.AlterTableType_AT_ChangeOwner:
+			if n.Objtype == pg_query.ObjectType_OBJECT_INDEX {
+				// PostgreSQL: an index's owner is its table's; the
+				// command is accepted and changes nothing.
+				e.notice("01000", "cannot change owner of index \""+n.Relation.Relname+"\"")
+				continue
+			}
+			d, _, err := e.lookupRelation(ctx, n.Relation)
+			if err != nil {
+				if n.MissingOk && pgerror.Code(err) == pgerrcode.UndefinedTable {
+					e.notice("00000", fmt.Sprintf("relation %q does not exist, skipping", n.Relation.Relname))
+					return nil
+				}
+				return err
+			}
+			if err := e.changeOwner(ctx, d, cmd.Newowner); err != nil {
+				return err
+			}
+		case pg_query.AlterTableType_AT_SetRelOptions, pg_query.AlterTableType_AT_ResetRelOptions:
+			// Storage options are not used.
 		default:
 			return notSupported("%s %s is not supported yet", alterTag(n.Objtype), strings.TrimPrefix(cmd.GetSubtype().String(), "AT_"))
 		}
@@ -143,16 +172,7 @@ func (e *executor) alterCmd(ctx context.Context, cur *catalog.Table, cmd *pg_que
 	case pg_query.AlterTableType_AT_DropIdentity:
 		return e.dropIdentity(ctx, cur, cmd)
 	case pg_query.AlterTableType_AT_ChangeOwner:
-		t := cloneTable(cur)
-		name, err := e.roleName(cmd.Newowner)
-		if err != nil {
-			return err
-		}
-		if _, err := e.x.Writer.Role(ctx, name); err != nil {
-			return err
-		}
-		t.Owner = name
-		return e.x.Writer.Update(ctx, t)
+		return e.changeOwner(ctx, cur, cmd.Newowner)
 	case pg_query.AlterTableType_AT_SetRelOptions:
 		return checkStorageParams(cmd.Def.GetList().GetItems(), false)
 	case pg_query.AlterTableType_AT_ResetRelOptions:

@@ -88,6 +88,8 @@ func Exec(ctx context.Context, x *Context, stmt *parser.Statement) (string, erro
 		return e.dropOwned(ctx, n.DropOwnedStmt)
 	case *pg_query.Node_ReassignOwnedStmt:
 		return e.reassignOwned(ctx, n.ReassignOwnedStmt)
+	case *pg_query.Node_AlterOwnerStmt:
+		return e.alterOwner(ctx, n.AlterOwnerStmt)
 	case *pg_query.Node_AlterDefaultPrivilegesStmt:
 		return "ALTER DEFAULT PRIVILEGES", notSupported("ALTER DEFAULT PRIVILEGES is not supported yet")
 	case *pg_query.Node_ConstraintsSetStmt:

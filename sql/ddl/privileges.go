@@ -622,3 +622,55 @@ func (e *executor) forgetMemberships(ctx context.Context, role string) error {
 	}
 	return nil
 }
+
+// changeOwner is ALTER ... OWNER TO: the current owner (or a superuser)
+// may give an object to a role it is a member of (42501 otherwise), and
+// the owner's entries in the object's ACL follow, as PostgreSQL's
+// aclnewowner does.
+func (e *executor) changeOwner(ctx context.Context, d catalog.Descriptor, spec *pg_query.RoleSpec) error {
+	to, err := e.roleName(spec)
+	if err != nil {
+		return err
+	}
+	if _, err := e.x.Writer.Role(ctx, to); err != nil {
+		return err
+	}
+	from := descOwner(d)
+	if from == to {
+		return nil
+	}
+	if err := e.checkOwner(ctx, d); err != nil {
+		return err
+	}
+	a, err := e.authorizer(ctx)
+	if err != nil {
+		return err
+	}
+	if !a.HasRole(to) {
+		return pgerror.New(pgerrcode.InsufficientPrivilege, "must be member of role \"%s\"", to)
+	}
+	return e.x.Writer.Update(ctx, withOwnerACL(d, to, catalog.RenameInACL(descACL(d), from, to)))
+}
+
+// alterOwner is ALTER SCHEMA/DATABASE/SEQUENCE/VIEW ... OWNER TO.
+func (e *executor) alterOwner(ctx context.Context, n *pg_query.AlterOwnerStmt) (string, error) {
+	var d catalog.Descriptor
+	var err error
+	tag := "ALTER " + strings.ReplaceAll(strings.TrimPrefix(n.ObjectType.String(), "OBJECT_"), "_", " ")
+	switch n.ObjectType {
+	case pg_query.ObjectType_OBJECT_SCHEMA:
+		var s *catalog.Schema
+		if s, err = e.x.Writer.Schema(ctx, e.x.Database.ID, strVal(n.Object)); err == nil && s.Virtual {
+			return tag, pgerror.New(pgerrcode.InsufficientPrivilege, "must be owner of schema %s", s.Name)
+		}
+		d = s
+	case pg_query.ObjectType_OBJECT_DATABASE:
+		d, err = e.x.Writer.Database(ctx, strVal(n.Object))
+	default:
+		return tag, notSupported("%s OWNER TO is not supported yet", tag)
+	}
+	if err != nil {
+		return tag, err
+	}
+	return tag, e.changeOwner(ctx, d, n.Newowner)
+}
