@@ -237,4 +237,28 @@ func TestRowLocks(t *testing.T) {
 	if got := ints(b, "SELECT id FROM owners WHERE id = 10 FOR UPDATE NOWAIT"); fmt.Sprint(got) != "[10]" {
 		t.Fatalf("after ROLLBACK: %v", got)
 	}
+	// Two transactions locking the same rows in opposite orders: one of
+	// them is the deadlock victim (40P01), the other goes on.
+	exec(a, "BEGIN")
+	exec(b, "BEGIN")
+	ints(a, "SELECT id FROM jobs WHERE id = 1 FOR UPDATE")
+	ints(b, "SELECT id FROM jobs WHERE id = 2 FOR UPDATE")
+	finish = waits(a, "SELECT id FROM jobs WHERE id = 2 FOR UPDATE")
+	_, errB := b.Exec(ctx, "SELECT id FROM jobs WHERE id = 1 FOR UPDATE")
+	if errB == nil {
+		// a was the victim; b holds both rows now.
+		_, _, errA := finish()
+		if sqlState(errA) != "40P01" {
+			t.Fatalf("deadlock: neither side failed with 40P01 (a: %v)", errA)
+		}
+	} else {
+		if sqlState(errB) != "40P01" {
+			t.Fatalf("deadlock victim got %v, want 40P01", errB)
+		}
+		if _, got, errA := finish(); errA != nil || fmt.Sprint(got) != "[2]" {
+			t.Fatalf("survivor: %v %v", got, errA)
+		}
+	}
+	exec(a, "ROLLBACK")
+	exec(b, "ROLLBACK")
 }
