@@ -269,7 +269,7 @@ func formatFn(ctx EvalContext, fmtStr string, args []types.Datum) (string, error
 			b.WriteByte('%')
 			continue
 		}
-		argIdx := next
+		argIdx, explicitPos := next, false
 		j := i
 		for j < len(fmtStr) && fmtStr[j] >= '0' && fmtStr[j] <= '9' {
 			j++
@@ -279,8 +279,57 @@ func formatFn(ctx EvalContext, fmtStr string, args []types.Datum) (string, error
 			if n == 0 {
 				return "", errInvalidParam("format specifies argument 0, but arguments are numbered from 1")
 			}
-			argIdx = n - 1
+			argIdx, explicitPos = n-1, true
 			i = j + 1
+		}
+		// Flags and width: %-10s pads on the right, %10s on the left,
+		// %*s takes the width from the next argument (%*2$s from the 2nd),
+		// a negative one meaning left-justified.
+		leftAlign, width := false, 0
+		for i < len(fmtStr) && fmtStr[i] == '-' {
+			leftAlign = true
+			i++
+		}
+		if i < len(fmtStr) && fmtStr[i] == '*' {
+			i++
+			wIdx := next
+			j := i
+			for j < len(fmtStr) && fmtStr[j] >= '0' && fmtStr[j] <= '9' {
+				j++
+			}
+			if j > i && j < len(fmtStr) && fmtStr[j] == '$' {
+				n, _ := strconv.Atoi(fmtStr[i:j])
+				if n == 0 {
+					return "", errInvalidParam("format specifies argument 0, but arguments are numbered from 1")
+				}
+				wIdx, i = n-1, j+1
+			}
+			if wIdx >= len(args) {
+				return "", errInvalidParam("too few arguments for format()")
+			}
+			if w := args[wIdx]; !types.IsNull(w) {
+				n, err := strconv.Atoi(str(w))
+				if err != nil {
+					return "", errInvalidParam("invalid width argument for format()")
+				}
+				if n < 0 {
+					leftAlign, n = true, -n
+				}
+				width = n
+			}
+			next = wIdx + 1
+			if !explicitPos {
+				argIdx = next
+			}
+		} else {
+			j := i
+			for j < len(fmtStr) && fmtStr[j] >= '0' && fmtStr[j] <= '9' {
+				j++
+			}
+			if j > i {
+				width, _ = strconv.Atoi(fmtStr[i:j])
+				i = j
+			}
 		}
 		if i >= len(fmtStr) {
 			return "", errInvalidParam("unterminated format() type specifier").
@@ -291,28 +340,47 @@ func formatFn(ctx EvalContext, fmtStr string, args []types.Datum) (string, error
 		}
 		next = argIdx + 1
 		a := args[argIdx]
-		switch fmtStr[i] {
-		case 's':
-			if !types.IsNull(a) {
-				b.WriteString(str(a))
-			}
-		case 'I':
-			if types.IsNull(a) {
-				return "", pgerror.New(pgerrcode.NullValueNotAllowedDataException, "null values cannot be formatted as an SQL identifier")
-			}
-			b.WriteString(QuoteIdent(str(a)))
-		case 'L':
-			if types.IsNull(a) {
-				b.WriteString("NULL")
+		start := b.Len()
+		if err := formatOne(&b, fmtStr[i], a); err != nil {
+			return "", err
+		}
+		if pad := width - utf8.RuneCountInString(b.String()[start:]); pad > 0 {
+			if leftAlign {
+				b.WriteString(strings.Repeat(" ", pad))
 			} else {
-				b.WriteString(QuoteLiteral(str(a)))
+				v := b.String()[start:]
+				out := b.String()[:start] + strings.Repeat(" ", pad) + v
+				b.Reset()
+				b.WriteString(out)
 			}
-		default:
-			return "", errInvalidParam("unrecognized format() type specifier \"%c\"", fmtStr[i]).
-				WithHint("For a single \"%%\" use \"%%%%\".")
 		}
 	}
 	return b.String(), nil
+}
+
+// formatOne writes one format() conversion of a.
+func formatOne(b *strings.Builder, conv byte, a types.Datum) error {
+	switch conv {
+	case 's':
+		if !types.IsNull(a) {
+			b.WriteString(str(a))
+		}
+	case 'I':
+		if types.IsNull(a) {
+			return pgerror.New(pgerrcode.NullValueNotAllowedDataException, "null values cannot be formatted as an SQL identifier")
+		}
+		b.WriteString(QuoteIdent(str(a)))
+	case 'L':
+		if types.IsNull(a) {
+			b.WriteString("NULL")
+		} else {
+			b.WriteString(QuoteLiteral(str(a)))
+		}
+	default:
+		return errInvalidParam("unrecognized format() type specifier \"%c\"", conv).
+			WithHint("For a single \"%%\" use \"%%%%\".")
+	}
+	return nil
 }
 
 func init() {
