@@ -44,6 +44,9 @@ type Table struct {
 	GroupID   uint64    `json:"group_id"`
 	RowFormat RowFormat `json:"row_format"`
 	Comment   string    `json:"comment,omitempty"`
+	// ConstraintComments are COMMENT ON CONSTRAINT's texts, by constraint
+	// name (a constraint is not a descriptor of its own).
+	ConstraintComments map[string]string `json:"constraint_comments,omitempty"`
 	// ACL is the object's privileges (privilege.go); nil is the default.
 	ACL []ACLItem `json:"acl,omitempty"`
 }

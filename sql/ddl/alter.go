@@ -1334,6 +1334,19 @@ func (e *executor) renameConstraint(ctx context.Context, n *pg_query.RenameStmt,
 	if b.constraintTaken(newName) {
 		return pgerror.New(pgerrcode.DuplicateObject, "constraint %q for relation %q already exists", newName, t.Name)
 	}
+	if text, ok := t.ConstraintComments[n.Subname]; ok {
+		// The comment follows the constraint (stored by name).
+		delete(t.ConstraintComments, n.Subname)
+		t.ConstraintComments[newName] = text
+		if t.PrimaryIndex.Name == n.Subname || slices.ContainsFunc(t.Uniques, func(u catalog.UniqueConstraint) bool { return u.Name == n.Subname }) {
+			if err := e.x.Writer.Update(ctx, t); err != nil {
+				return err
+			}
+			if cur, err = e.x.Writer.TableByID(ctx, t.ID); err != nil {
+				return err
+			}
+		}
+	}
 	for i := range t.Checks {
 		if t.Checks[i].Name == n.Subname {
 			t.Checks[i].Name = newName

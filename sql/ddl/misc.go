@@ -325,6 +325,8 @@ func (e *executor) comment(ctx context.Context, n *pg_query.CommentStmt) error {
 		}
 		c.Comment = text
 		return e.x.Writer.Update(ctx, t)
+	case pg_query.ObjectType_OBJECT_TABCONSTRAINT:
+		return e.commentOnConstraint(ctx, n)
 	case pg_query.ObjectType_OBJECT_INDEX:
 		rv := rangeVarOf(n.Object)
 		t, idx, err := e.findIndex(ctx, rv)

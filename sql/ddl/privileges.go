@@ -674,3 +674,70 @@ func (e *executor) alterOwner(ctx context.Context, n *pg_query.AlterOwnerStmt) (
 	}
 	return tag, e.changeOwner(ctx, d, n.Newowner)
 }
+
+// commentOnConstraint is COMMENT ON CONSTRAINT c ON t: the table's owner
+// may comment on its constraints (an index's constraint too).
+func (e *executor) commentOnConstraint(ctx context.Context, n *pg_query.CommentStmt) error {
+	names := nameList(n.Object.GetList().GetItems())
+	if len(names) < 2 {
+		return pgerror.New(pgerrcode.SyntaxError, "constraint name must be qualified by its table")
+	}
+	con := names[len(names)-1]
+	rv := &pg_query.RangeVar{Relname: names[len(names)-2]}
+	if len(names) > 2 {
+		rv.Schemaname = names[len(names)-3]
+	}
+	t, err := e.mutableTable(ctx, rv)
+	if err != nil {
+		return err
+	}
+	if !tableHasConstraint(t, con) {
+		return pgerror.New(pgerrcode.UndefinedObject, "constraint \"%s\" for table \"%s\" does not exist", con, t.Name)
+	}
+	if err := e.checkOwner(ctx, t); err != nil {
+		return err
+	}
+	comments := map[string]string{}
+	for k, v := range t.ConstraintComments {
+		if tableHasConstraint(t, k) { // forget those of dropped constraints
+			comments[k] = v
+		}
+	}
+	if n.Comment == "" {
+		delete(comments, con)
+	} else {
+		comments[con] = n.Comment
+	}
+	if len(comments) == 0 {
+		comments = nil
+	}
+	t.ConstraintComments = comments
+	return e.x.Writer.Update(ctx, t)
+}
+
+// tableHasConstraint reports whether t has a constraint named name.
+func tableHasConstraint(t *catalog.Table, name string) bool {
+	if t.PrimaryIndex.Name == name {
+		for _, id := range t.PrimaryIndex.KeyColumnIDs {
+			if c := t.ColumnByID(id); c != nil && !c.Hidden {
+				return true // a declared primary key, not rowid's
+			}
+		}
+	}
+	for _, u := range t.Uniques {
+		if u.Name == name {
+			return true
+		}
+	}
+	for _, c := range t.Checks {
+		if c.Name == name {
+			return true
+		}
+	}
+	for _, fk := range t.ForeignKeys {
+		if fk.Name == name {
+			return true
+		}
+	}
+	return false
+}

@@ -3,6 +3,7 @@ package ddl
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -1057,6 +1058,7 @@ func cloneTable(t *catalog.Table) *catalog.Table {
 		c.ForeignKeys[i].ReferencedColumnIDs = slices.Clone(c.ForeignKeys[i].ReferencedColumnIDs)
 	}
 	c.Uniques = slices.Clone(t.Uniques)
+	c.ConstraintComments = maps.Clone(t.ConstraintComments)
 	c.ReferencedBy = slices.Clone(t.ReferencedBy)
 	return &c
 }

@@ -586,6 +586,20 @@ func (res *Resolver) Description(oid uint32, catalogName string, sub int32) (str
 				return nonEmpty(v.Comment)
 			}
 		}
+	case "pg_constraint":
+		kind, tid, _ := splitOID(oid)
+		if kind != kindConstr || sub != 0 {
+			return "", false
+		}
+		t, sc := res.table(tid)
+		if t == nil {
+			return "", false
+		}
+		for _, c := range tableConstraints(t, sc, func(catalog.ID) *catalog.Table { return nil }) {
+			if c.oid == oid {
+				return nonEmpty(t.ConstraintComments[c.name])
+			}
+		}
 	case "pg_namespace":
 		id := catalog.ID(oid)
 		if oid == oidPublic {

@@ -30,6 +30,7 @@ const (
 	oidCollC             = 950
 	oidLangInternal      = 12
 	oidPgClass           = 1259
+	oidPgConstraint      = 2606
 	oidEncodingUTF8      = 6
 )
 
