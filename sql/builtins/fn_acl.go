@@ -13,8 +13,7 @@ import (
 // its catalog row's ACL column is NULL: what pg_dump compares the real ACL
 // with to decide which GRANTs and REVOKEs to dump. Cairn's catalogs show
 // aclitem[] as text[] (see sql/pgcatalog), so this returns text[] in
-// PostgreSQL 15's aclitem text form. Privileges are not enforced yet, and
-// every ACL column is NULL, so nothing differs from these defaults.
+// PostgreSQL 15's aclitem text form.
 var aclDefaults = map[string]struct{ owner, public string }{
 	"c": {"", ""},        // column: none beyond the table's
 	"r": {"arwdDxt", ""}, // relation

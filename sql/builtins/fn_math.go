@@ -70,6 +70,11 @@ func init() {
 		}})
 	}
 	fl("abs", pure(math.Abs))
+	// abs(real) keeps its argument's type, as PostgreSQL's float4abs does.
+	registerFn("abs", Overload{Args: []*types.T{types.Float4}, Return: Fixed(types.Float4), Strict: true,
+		Fn: func(_ EvalContext, a []types.Datum) (types.Datum, error) {
+			return types.DFloat(math.Abs(float64(a[0].(types.DFloat)))), nil
+		}})
 	numFn("abs", []*types.T{n}, func(a []*apd.Decimal) (*apd.Decimal, error) { return new(apd.Decimal).Abs(a[0]), nil })
 	for _, name := range []string{"ceil", "ceiling"} {
 		fl(name, pure(math.Ceil))
