@@ -55,6 +55,7 @@ CREATE TABLE compat_s.items (k bigint PRIMARY KEY, v text DEFAULT 'x');
 \df nextval
 \df now
 \df gen_random_uuid
+\df abs
 
 -- pg_dump 15's index query (as quoted in the colocated-tables seed), with
 -- the parameters pg_dump binds.
