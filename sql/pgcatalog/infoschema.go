@@ -314,7 +314,7 @@ func genCheckConstraints(ctx context.Context, s *snapshot, t *vtable) ([][]types
 	return out, nil
 }
 
-func genISViews(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
+func genISViews(ctx context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
 	var out [][]types.Datum
 	for _, r := range s.rels {
 		if v, ok := r.desc.(*catalog.View); ok {
@@ -327,7 +327,7 @@ func genISViews(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, err
 				check = "CASCADED"
 			}
 			out = append(out, t.row("table_catalog", s.db.Name, "table_schema", r.schema.Name, "table_name", v.Name,
-				"view_definition", v.Query, "check_option", check, "is_updatable", yesNo(upd), "is_insertable_into", yesNo(ins),
+				"view_definition", s.viewDef(ctx, v), "check_option", check, "is_updatable", yesNo(upd), "is_insertable_into", yesNo(ins),
 				"is_trigger_updatable", "NO", "is_trigger_deletable", "NO", "is_trigger_insertable_into", "NO"))
 		}
 	}
@@ -345,4 +345,14 @@ func genISSequences(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum,
 			"cycle_option", yesNo(q.Cycle)))
 	}
 	return out, nil
+}
+
+// viewDef is pg_get_viewdef's text of v, which pg_views.definition and
+// information_schema.views.view_definition show as well.
+func (s *snapshot) viewDef(ctx context.Context, v *catalog.View) string {
+	if s.env == nil || s.env.Catalog == nil {
+		return v.Query + ";"
+	}
+	cat := plan.NewCatalog(s.env.Catalog, s.db, s.env.Session.SearchPath, Lookup)
+	return plan.ViewDef(ctx, cat, &types.Context{}, v)
 }

@@ -575,7 +575,8 @@ func TestSessionTables(t *testing.T) {
 		check(t, "pg_indexes", rows(t, ctx, env, tc, "pg_catalog", "pg_indexes"), "indexname", "users_email_key",
 			map[string]string{"indexdef": "CREATE UNIQUE INDEX users_email_key ON public.users USING btree (email)"})
 		check(t, "pg_views", rows(t, ctx, env, tc, "pg_catalog", "pg_views"), "viewname", "v",
-			map[string]string{"definition": "SELECT id FROM users"})
+			// pg_get_viewdef's deparse, as PostgreSQL prints the view.
+			map[string]string{"definition": " SELECT users.id\n   FROM users;"})
 		check(t, "pg_sequences", rows(t, ctx, env, tc, "pg_catalog", "pg_sequences"), "sequencename", "users_id_seq",
 			map[string]string{"data_type": "bigint", "increment_by": "1"})
 		types_ := rows(t, ctx, env, tc, "pg_catalog", "pg_type")

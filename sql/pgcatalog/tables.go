@@ -687,13 +687,6 @@ func genDescription(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum,
 			for _, ix := range indexes(d) {
 				add(indexOID(d.ID, ix.ID), 0, ix.Comment)
 			}
-			if len(d.ConstraintComments) > 0 {
-				for _, c := range tableConstraints(d, r.schema, func(catalog.ID) *catalog.Table { return nil }) {
-					if text := d.ConstraintComments[c.name]; text != "" {
-						out = append(out, t.row("objoid", c.oid, "classoid", oidPgConstraint, "objsubid", 0, "description", text))
-					}
-				}
-			}
 		case *catalog.View:
 			add(d.ID, 0, d.Comment)
 		case *catalog.Sequence:
@@ -727,12 +720,12 @@ func genTables(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, erro
 	return out, nil
 }
 
-func genViews(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
+func genViews(ctx context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
 	var out [][]types.Datum
 	for _, r := range s.rels {
 		if v, ok := r.desc.(*catalog.View); ok {
 			out = append(out, t.row("schemaname", r.schema.Name, "viewname", v.Name, "viewowner", owner(v.Owner),
-				"definition", v.Query))
+				"definition", s.viewDef(ctx, v)))
 		}
 	}
 	return out, nil
