@@ -246,6 +246,18 @@ func (a *colAcc) finish(rows int64, sample [][]types.Datum, i int) *Column {
 	if len(vals) == 0 {
 		return c
 	}
+	singles := 0
+	for _, v := range vals {
+		if v.count == 1 {
+			singles++
+		}
+	}
+	if singles == 0 && len(vals) == len(all) {
+		// Every sampled value appears more than once: the sample has
+		// seen them all (PostgreSQL's rule), which the sketch can only
+		// approximate.
+		c.Distinct = float64(len(vals))
+	}
 	if len(vals) == len(nonNull) && c.Distinct >= 0.95*float64(a.values) {
 		// No value repeats in the sample and the sketch agrees: unique
 		// (the sketch's error would otherwise show as 0.99 × rows).

@@ -109,6 +109,14 @@ func TestFinish(t *testing.T) {
 		c.Histogram[0] != types.DInt(0) || c.Histogram[Target] != types.DInt(4999) {
 		t.Errorf("unique values: distinct %g, %d MCVs, histogram %v", c.Distinct, len(c.MCV), c.Histogram)
 	}
+	// A sampled column whose every value repeats: the sample saw them all.
+	var rep []types.Datum
+	for i := range 50000 {
+		rep = append(rep, types.DInt(i%100))
+	}
+	if c = run(rep, 3000); c.Distinct != 100 || len(c.MCV) != 100 {
+		t.Errorf("repeated values: distinct %g, %d MCVs", c.Distinct, len(c.MCV))
+	}
 	// A skewed column sampled: the frequent value is an MCV, the rest a
 	// histogram; the distinct count comes from the sketch.
 	var skew []types.Datum
