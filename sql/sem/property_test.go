@@ -112,12 +112,17 @@ func TestFoldPreservesResults(t *testing.T) {
 		})
 		folded := sem.Fold(nil, bound)
 		v2, err2 := sem.Eval(evalContext(), folded, nil)
-		if got := outcome(folded, v2, err2); got != want {
+		// Folding (and normalizing, which folds constant arms) may remove an
+		// error, never add or change one: x OR true
+		// folds to true without evaluating x, as PostgreSQL's planner does
+		// (SELECT false AND 1/0 = 1 is false there), while evaluating the
+		// unfolded tree left to right meets x's error first.
+		if got := outcome(folded, v2, err2); got != want && !(err != nil && err2 == nil) {
 			t.Fatalf("%s with %v: unfolded %s, folded %s (%s)", sql, params, want, got, folded)
 		}
 		norm := sem.NormalizeBool(e)
 		v3, err3 := sem.Eval(ectx, norm, nil)
-		if got := outcome(norm, v3, err3); got != want {
+		if got := outcome(norm, v3, err3); got != want && !(err != nil && err3 == nil) {
 			t.Fatalf("%s with %v: %s, normalized %s (%s)", sql, params, want, got, norm)
 		}
 	})
