@@ -136,10 +136,31 @@ func (s *Session) noteMutations(p *plan.Plan, rows int64) {
 	default:
 		return
 	}
+	s.noteTable(t, rows)
+}
+
+func (s *Session) noteTable(t *catalog.Table, rows int64) {
+	if s.vars[autoStatsSetting] == "off" {
+		return
+	}
 	if s.mutations == nil {
 		s.mutations = map[*catalog.Table]int64{}
 	}
 	s.mutations[t] += rows
+}
+
+// noteCopy remembers the rows COPY FROM inserted, as noteMutations does
+// for DML.
+func (s *Session) noteCopy(x *stmtState, env *plan.Env, n *pg_query.CopyStmt, rows int64) {
+	rv := n.GetRelation()
+	if rv == nil || rows <= 0 {
+		return
+	}
+	rel, err := env.Catalog.LookupRelation(x.ctx, rv.Schemaname, rv.Relname)
+	if err != nil || rel.Table == nil {
+		return
+	}
+	s.noteTable(rel.Table, rows)
 }
 
 // endTxnStats runs when a transaction ends: the cache forgets the

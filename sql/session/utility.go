@@ -137,6 +137,7 @@ func (s *Session) copy(x *stmtState, n *pg_query.CopyStmt, w pgwire.ResultWriter
 		if count, err = exec.CopyFrom(x.ctx, ec, env, n, in.Reader()); err != nil {
 			return err
 		}
+		s.noteCopy(x, env, n, count)
 	} else {
 		out, err := w.CopyOut(f)
 		if err != nil {

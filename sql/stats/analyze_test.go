@@ -26,7 +26,8 @@ var (
 // statistics surviving a restart, and automatic collection.
 //
 // Commands: exec (statements; prints errors), query (rows, one per line,
-// columns separated by " | "), explain (EXPLAIN of the input),
+// columns separated by " | "), copy table=T rows=N (COPY FROM STDIN of
+// 1..N), explain (EXPLAIN of the input),
 // explain-analyze (EXPLAIN (ANALYZE) with times and sizes masked),
 // restart (stops the node and starts it again on the same store), and
 // poll (reruns the query until it prints the expected output, for
@@ -99,6 +100,21 @@ func TestAnalyze(t *testing.T) {
 			out := query("EXPLAIN (ANALYZE, COSTS OFF) " + d.Input)
 			out = timesRE.ReplaceAllString(out, "actual time=T..T")
 			return bytesRE.ReplaceAllString(out, "(N bytes)")
+		case "copy":
+			// COPY table FROM STDIN of the integers 1..rows.
+			var table string
+			var n int
+			d.ScanArgs(t, "table", &table)
+			d.ScanArgs(t, "rows", &n)
+			var data strings.Builder
+			for i := 1; i <= n; i++ {
+				fmt.Fprintf(&data, "%d\n", i)
+			}
+			tag, err := conn.PgConn().CopyFrom(context.Background(), strings.NewReader(data.String()), "COPY "+table+" FROM STDIN")
+			if err != nil {
+				return "error: " + err.Error() + "\n"
+			}
+			return tag.String() + "\n"
 		case "restart":
 			stop()
 			start()
