@@ -87,7 +87,7 @@ func init() {
 	}
 	registerAgg("string_agg", []*types.T{types.Text, types.Text}, Fixed(types.Text), func([]*types.T) Aggregate { return &stringAgg{} })
 	registerAgg("string_agg", []*types.T{types.Bytea, types.Bytea}, Fixed(types.Bytea), func([]*types.T) Aggregate { return &stringAgg{bytes: true} })
-	registerAgg("array_agg", []*types.T{AnyElement}, func(a []*types.T) *types.T { return types.MustArray(a[0]) },
+	registerAgg("array_agg", []*types.T{AnyElement}, arrayOfArg(0),
 		func(a []*types.T) Aggregate { return &arrayAgg{elem: a[0]} })
 	registerAgg("jsonb_agg", []*types.T{AnyElement}, Fixed(types.JSONB), func(a []*types.T) Aggregate { return &jsonbAgg{typ: a[0]} })
 	registerAgg("jsonb_object_agg", []*types.T{Any, Any}, Fixed(types.JSONB), func(a []*types.T) Aggregate { return &jsonbObjectAgg{kt: a[0], vt: a[1]} })

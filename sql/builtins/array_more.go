@@ -68,15 +68,9 @@ func init() {
 		}
 		return types.NewArray(datumType(a[0]), elems...), nil
 	}
-	// The element type comes from the first argument, whose type the
-	// result is an array of (array_fill(anyelement, int[]) -> anyarray).
-	elemArray := func(args []*types.T) *types.T {
-		t, err := types.MakeArray(args[0])
-		if err != nil {
-			return args[0]
-		}
-		return t
-	}
+	// The result is an array of the first argument's type
+	// (array_fill(anyelement, int[]) -> anyarray).
+	elemArray := arrayOfArg(0)
 	fn("array_fill", []*types.T{AnyElement, i4arr}, elemArray, false, fill)
 	fn("array_fill", []*types.T{AnyElement, i4arr, i4arr}, elemArray, false, fill)
 	fn("trim_array", []*types.T{aa, i4}, SameAsArg(0), true, func(_ EvalContext, a []types.Datum) (types.Datum, error) {
@@ -89,4 +83,17 @@ func init() {
 	fn("octet_length", []*types.T{types.BPChar}, Fixed(i4), true, func(_ EvalContext, a []types.Datum) (types.Datum, error) {
 		return types.DInt(len(str(a[0]))), nil
 	})
+}
+
+// arrayOfArg is a ReturnFunc for the array of argument i's type; nil (the
+// resolver's 0A000) when that type is itself an array, as Cairn has no
+// multidimensional arrays.
+func arrayOfArg(i int) ReturnFunc {
+	return func(a []*types.T) *types.T {
+		t, err := types.MakeArray(a[i])
+		if err != nil {
+			return nil
+		}
+		return t
+	}
 }

@@ -452,6 +452,10 @@ func finish(c *candidate, args []*types.T) (*Resolved, error) {
 		}
 	}
 	r := &Resolved{Overload: c.o, ArgTypes: at, Return: c.o.Return(at)}
+	if r.Return == nil {
+		// The result would be a type Cairn lacks (an array of arrays).
+		return nil, errUnsupported("%s(%s) would return a multidimensional array, which is not supported", c.o.Name(), typeList(at))
+	}
 	if c.o.Bind != nil {
 		r.fn = c.o.Bind(at)
 	}

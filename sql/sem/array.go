@@ -313,7 +313,9 @@ func (b *builder) jsonbSubscript(j Expr, idx *pg_query.A_Indices, loc int32) (Ex
 	return b.binary("->", j, i, loc)
 }
 
-// subscript builds one array subscript as an int4 (nil when omitted).
+// subscript builds one array subscript as an int4 (nil when omitted). As
+// in PostgreSQL, any type with an assignment cast to integer will do
+// (bigint, numeric: rounded), and others are 42804.
 func (b *builder) subscript(n *pg_query.Node) (Expr, error) {
 	if n == nil {
 		return nil, nil
@@ -322,7 +324,10 @@ func (b *builder) subscript(n *pg_query.Node) (Expr, error) {
 	if err != nil {
 		return nil, err
 	}
-	return b.coerceArg(i, types.Int4, "array subscript", location(n))
+	if t := i.Type(); t.Family != types.UnknownFamily && !types.AssignmentCastAllowed(t, types.Int4) {
+		return nil, b.pos(location(n), pgerror.New(pgerrcode.DatatypeMismatch, "array subscript must have type integer"))
+	}
+	return b.coerceTo(i, types.Int4, types.CastAssignment, location(n))
 }
 
 // BuildArrayAssign builds the new value of array column arr (an
