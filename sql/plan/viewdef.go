@@ -23,8 +23,9 @@ import (
 //	  FROM emp
 //	 WHERE (emp.dept = 'eng'::text);
 //
-// Queries it does not deparse (joins, subqueries in FROM, set operations,
-// WITH, windows, locking) print as the stored text, which means the same.
+// Queries it does not deparse (subqueries or functions in FROM, set
+// operations, WITH, windows, locking) print as the stored text, which
+// means the same.
 func ViewDef(ctx context.Context, cat Catalog, tctx *types.Context, v *catalog.View) string {
 	fallback := v.Query + ";"
 	stmts, err := parseCached(v.Query)
@@ -37,7 +38,7 @@ func ViewDef(ctx context.Context, cat Catalog, tctx *types.Context, v *catalog.V
 		return fallback
 	}
 	for _, f := range ss.FromClause {
-		if f.GetRangeVar() == nil {
+		if !deparsableFrom(f) {
 			return fallback
 		}
 	}
@@ -114,13 +115,8 @@ func (b *builder) viewDef(ss *pg_query.SelectStmt, v *catalog.View) (string, err
 		if i > 0 {
 			sb.WriteString(",\n    ")
 		}
-		rv := f.GetRangeVar()
-		if rv.Schemaname != "" {
-			sb.WriteString(quoteIdentIfNeeded(rv.Schemaname) + ".")
-		}
-		sb.WriteString(quoteIdentIfNeeded(rv.Relname))
-		if rv.Alias != nil && rv.Alias.Aliasname != rv.Relname {
-			sb.WriteString(" " + quoteIdentIfNeeded(rv.Alias.Aliasname))
+		if err := b.viewDefFrom(&sb, s, f); err != nil {
+			return "", err
 		}
 	}
 	if ss.WhereClause != nil {
@@ -203,4 +199,65 @@ func (b *builder) viewDef(ss *pg_query.SelectStmt, v *catalog.View) (string, err
 	}
 	sb.WriteString(";")
 	return sb.String(), nil
+}
+
+// deparsableFrom: tables and views, and joins of them.
+func deparsableFrom(n *pg_query.Node) bool {
+	if n.GetRangeVar() != nil {
+		return true
+	}
+	if j := n.GetJoinExpr(); j != nil && j.Alias == nil {
+		return deparsableFrom(j.Larg) && deparsableFrom(j.Rarg)
+	}
+	return false
+}
+
+// viewDefFrom prints one FROM item as ruleutils does: a join in
+// parentheses, its right side on a new line.
+func (b *builder) viewDefFrom(sb *strings.Builder, s *scope, n *pg_query.Node) error {
+	if rv := n.GetRangeVar(); rv != nil {
+		if rv.Schemaname != "" {
+			sb.WriteString(quoteIdentIfNeeded(rv.Schemaname) + ".")
+		}
+		sb.WriteString(quoteIdentIfNeeded(rv.Relname))
+		if rv.Alias != nil && rv.Alias.Aliasname != rv.Relname {
+			sb.WriteString(" " + quoteIdentIfNeeded(rv.Alias.Aliasname))
+		}
+		return nil
+	}
+	j := n.GetJoinExpr()
+	sb.WriteString("(")
+	if err := b.viewDefFrom(sb, s, j.Larg); err != nil {
+		return err
+	}
+	kw := map[pg_query.JoinType]string{pg_query.JoinType_JOIN_INNER: "JOIN", pg_query.JoinType_JOIN_LEFT: "LEFT JOIN",
+		pg_query.JoinType_JOIN_RIGHT: "RIGHT JOIN", pg_query.JoinType_JOIN_FULL: "FULL JOIN"}[j.Jointype]
+	if kw == "" {
+		return notSupported("join type %v", j.Jointype)
+	}
+	if j.IsNatural {
+		kw = "NATURAL " + kw
+	} else if j.Quals == nil && len(j.UsingClause) == 0 && j.Jointype == pg_query.JoinType_JOIN_INNER {
+		kw = "CROSS JOIN"
+	}
+	sb.WriteString("\n     " + kw + " ")
+	if err := b.viewDefFrom(sb, s, j.Rarg); err != nil {
+		return err
+	}
+	switch {
+	case len(j.UsingClause) > 0:
+		var names []string
+		for _, u := range j.UsingClause {
+			names = append(names, quoteIdentIfNeeded(strVal(u)))
+		}
+		sb.WriteString(" USING (" + strings.Join(names, ", ") + ")")
+	case j.Quals != nil:
+		q, err := b.expr(s, "JOIN/ON", j.Quals, types.Bool)
+		if err != nil {
+			return err
+		}
+		sb.WriteString(" ON (" + q.String() + ")")
+	}
+	sb.WriteString(")")
+	return nil
 }
