@@ -543,6 +543,11 @@ func (e *executor) dropSchemaContents(ctx context.Context, s *catalog.Schema, ds
 }
 
 func (e *executor) createDatabase(ctx context.Context, n *pg_query.CreatedbStmt) error {
+	// CREATEDB is not a role attribute in Cairn: creating a database
+	// takes a superuser.
+	if err := e.requireSuperuser(ctx, "create database"); err != nil {
+		return err
+	}
 	owner := e.x.User
 	for _, d := range defElems(n.Options) {
 		switch d.Defname {
@@ -575,6 +580,9 @@ func (e *executor) dropDatabase(ctx context.Context, n *pg_query.DropdbStmt) err
 	}
 	if db.ID == e.x.Database.ID {
 		return pgerror.New(pgerrcode.ObjectInUse, "cannot drop the currently open database")
+	}
+	if err := e.checkOwner(ctx, db); err != nil {
+		return err
 	}
 	// Everything in the database goes with it, data included.
 	sub := &executor{x: &Context{Txn: e.x.Txn, Writer: e.x.Writer, Database: db, User: e.x.User, Types: e.x.Types, DB: e.x.DB}, stmt: e.stmt}

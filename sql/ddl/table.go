@@ -715,6 +715,9 @@ func (b *tableBuilder) addForeignKey(ctx context.Context, con *pg_query.Constrai
 		if err != nil {
 			return err
 		}
+		if err := b.e.checkPrivilege(ctx, ref, catalog.PrivReferences); err != nil {
+			return err
+		}
 	}
 	var refIDs []rowenc.ColumnID
 	if pk := nameList(con.PkAttrs); len(pk) > 0 {
