@@ -272,6 +272,11 @@ func (b *builder) buildInsert(ins *pg_query.InsertStmt) (Node, error) {
 				if c, err = vt.column(rt.Name, "insert into"); err != nil {
 					return nil, vt.columnErrAt(b, err, rt.Location)
 				}
+				// Two view columns may be the same table column.
+				if seen["\x00"+c.Name] {
+					return nil, pgerror.New(pgerrcode.SyntaxError, "multiple assignments to same column %q", c.Name)
+				}
+				seen["\x00"+c.Name] = true
 			}
 			if c == nil {
 				return nil, b.errAt(undefinedTargetColumn(rt.Name, t.Name), rt.Location)

@@ -409,6 +409,7 @@ func (vt *viewTarget) setTargets(b *builder, list []*pg_query.Node) ([]*pg_query
 // without a column list fills: the view's, in its order.
 func (vt *viewTarget) insertColumns(width int) ([]*catalog.Column, error) {
 	var out []*catalog.Column
+	seen := map[string]bool{}
 	for i, c := range vt.cols {
 		if width >= 0 && i >= width {
 			break
@@ -417,6 +418,10 @@ func (vt *viewTarget) insertColumns(width int) ([]*catalog.Column, error) {
 		if err != nil {
 			return nil, err
 		}
+		if seen[bc.Name] {
+			return nil, pgerror.New(pgerrcode.SyntaxError, "multiple assignments to same column %q", bc.Name)
+		}
+		seen[bc.Name] = true
 		out = append(out, bc)
 	}
 	return out, nil
