@@ -268,9 +268,14 @@ func (s *Session) retryStatement(ctx context.Context, st *parser.Statement, w pg
 	for attempt := 1; ; attempt++ {
 		sw := &stmtWriter{ResultWriter: w}
 		err := run(sw)
-		if err == nil || sw.sent || !isRetryable(err) || attempt > maxStatementRetries || ctx.Err() != nil {
-			// A row description held back by a statement that failed is
-			// dropped: clients take the error in its place.
+		if err == nil {
+			// A portal suspended at its row limit: what it produced goes
+			// out now.
+			return sw.flush()
+		}
+		if sw.sent || !isRetryable(err) || attempt > maxStatementRetries || ctx.Err() != nil {
+			// A row description and rows held back by a statement that
+			// failed are dropped: clients take the error in their place.
 			return err
 		}
 		if txn != s.txn {
@@ -296,26 +301,51 @@ func (s *Session) retryStatement(ctx context.Context, st *parser.Statement, w pg
 	}
 }
 
+// Held-back output of a retryable statement: up to this many rows and
+// bytes wait for the statement to finish before they go to the client, so
+// a statement failing on a conflict after producing them (a FOR UPDATE
+// meeting a row updated since its snapshot, after locking others) can
+// still be rerun. A bigger result goes out as it comes and is not rerun.
+const (
+	maxHeldRows  = 1000
+	maxHeldBytes = 1 << 20
+)
+
 // stmtWriter passes a statement's output through, noting whether any of
 // it reached the client (after which the statement must not be rerun). The
-// row description is held back until the first row or the completion, so
-// that a SELECT failing before its first row can still be rerun.
+// row description and the first rows are held back (maxHeldRows) until
+// the statement completes, or more rows come.
 type stmtWriter struct {
 	pgwire.ResultWriter
 	sent bool
 	cols []pgwire.Column
 	// described: BeginRows was called (cols may be empty).
 	described bool
+	// held are rows not yet sent, copied (pgwire does not let us keep
+	// vals); heldBytes their size.
+	held      [][][]byte
+	heldBytes int
 }
 
+// flush sends everything held back; from then on the output is the
+// client's.
 func (w *stmtWriter) flush() error {
 	w.sent = true
 	if w.described {
 		w.described = false
 		cols := w.cols
 		w.cols = nil
-		return w.ResultWriter.BeginRows(cols)
+		if err := w.ResultWriter.BeginRows(cols); err != nil {
+			return err
+		}
 	}
+	for i, row := range w.held {
+		w.held[i] = nil
+		if err := w.ResultWriter.WriteRow(row); err != nil {
+			return err
+		}
+	}
+	w.held, w.heldBytes = nil, 0
 	return nil
 }
 
@@ -325,6 +355,24 @@ func (w *stmtWriter) BeginRows(cols []pgwire.Column) error {
 }
 
 func (w *stmtWriter) WriteRow(vals [][]byte) error {
+	if !w.sent && len(w.held) < maxHeldRows && w.heldBytes < maxHeldBytes {
+		n := 0
+		for _, v := range vals {
+			n += len(v)
+		}
+		buf := make([]byte, 0, n)
+		row := make([][]byte, len(vals))
+		for i, v := range vals {
+			if v == nil {
+				continue // NULL stays nil
+			}
+			buf = append(buf, v...)
+			row[i] = buf[len(buf)-len(v) : len(buf) : len(buf)]
+		}
+		w.held = append(w.held, row)
+		w.heldBytes += n + 24*len(vals)
+		return nil
+	}
 	if err := w.flush(); err != nil {
 		return err
 	}

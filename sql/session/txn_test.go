@@ -262,3 +262,106 @@ func TestRowLocks(t *testing.T) {
 	exec(a, "ROLLBACK")
 	exec(b, "ROLLBACK")
 }
+
+// TestReadCommittedLockingRead: transactions that lock several rows with
+// one SELECT ... FOR UPDATE and then update them never fail under READ
+// COMMITTED, as in PostgreSQL, though each of them meets rows the others
+// updated after its snapshot: the SELECT, whose rows are held back until
+// it completes, is rerun at a newer snapshot. The counters end up counting
+// every transaction.
+func TestReadCommittedLockingRead(t *testing.T) {
+	url := startServer(t)
+	ctx := context.Background()
+	setup := connect(t, url, nil)
+	for _, q := range []string{
+		`CREATE TABLE counters (id int PRIMARY KEY, n int NOT NULL, m int NOT NULL DEFAULT 0)`,
+		`INSERT INTO counters VALUES (1, 0), (2, 0), (3, 0)`,
+	} {
+		if _, err := setup.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	const clients, each = 4, 15
+	var wg sync.WaitGroup
+	errs := make(chan error, clients*each+1)
+	// Meanwhile another connection keeps updating the last row alone, so
+	// the lockers meet it changed after they locked the first ones.
+	stop := make(chan struct{})
+	bumps := 0
+	bumper := connect(t, url, nil)
+	var bwg sync.WaitGroup
+	bwg.Add(1)
+	go func() {
+		defer bwg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := bumper.Exec(ctx, "UPDATE counters SET m = m + 1 WHERE id = 3"); err != nil {
+				errs <- fmt.Errorf("bump: %w", err)
+				return
+			}
+			bumps++
+		}
+	}()
+	for range clients {
+		conn := connect(t, url, nil)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				err := func() error {
+					if _, err := conn.Exec(ctx, "BEGIN"); err != nil {
+						return err
+					}
+					rows, err := conn.Query(ctx, "SELECT id, n FROM counters ORDER BY id FOR UPDATE")
+					if err != nil {
+						return err
+					}
+					type row struct{ ID, N int }
+					got, err := pgx.CollectRows(rows, pgx.RowToStructByPos[row])
+					if err != nil {
+						return fmt.Errorf("FOR UPDATE: %w", err)
+					}
+					for _, r := range got {
+						// The values read under the lock are the latest:
+						// writing them back plus one loses nothing.
+						if _, err := conn.Exec(ctx, "UPDATE counters SET n = $1 WHERE id = $2", r.N+1, r.ID); err != nil {
+							return err
+						}
+					}
+					_, err = conn.Exec(ctx, "COMMIT")
+					return err
+				}()
+				if err != nil {
+					_, _ = conn.Exec(ctx, "ROLLBACK")
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	bwg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("transaction failed: %v", err)
+	}
+	var m int
+	if err := setup.QueryRow(ctx, "SELECT m FROM counters WHERE id = 3").Scan(&m); err != nil || m != bumps {
+		t.Fatalf("m = %d (%v), want %d bumps", m, err, bumps)
+	}
+	rows, err := setup.Query(ctx, "SELECT n FROM counters ORDER BY id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprint([]int{clients * each, clients * each, clients * each}); fmt.Sprint(ns) != want {
+		t.Fatalf("counters = %v, want %s", ns, want)
+	}
+}
