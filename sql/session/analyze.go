@@ -75,6 +75,9 @@ func (s *Session) analyze(x *stmtState, n *pg_query.VacuumStmt, w pgwire.ResultW
 		if err != nil {
 			return err
 		}
+		if rel.Virtual != nil {
+			continue // PostgreSQL analyzes its catalogs quietly; Cairn's are computed
+		}
 		if rel.Table == nil {
 			s.notice(w, "WARNING", "01000", fmt.Sprintf("skipping %q --- cannot analyze non-tables or special system tables", rv.Relname))
 			continue
@@ -95,10 +98,26 @@ func (s *Session) analyze(x *stmtState, n *pg_query.VacuumStmt, w pgwire.ResultW
 		}
 		targets = append(targets, tg)
 	}
+	verbose := hasOption(n.Options, "verbose")
+	rd := catalog.NewReader(txn, s.b.cache)
 	for _, tg := range targets {
+		if verbose {
+			schema := ""
+			if d, err := rd.ByID(x.ctx, tg.t.SchemaID); err == nil {
+				schema = d.DescName() + "."
+			}
+			s.notice(w, "INFO", "00000", fmt.Sprintf("analyzing \"%s%s\"", schema, tg.t.Name))
+		}
 		ts, err := stats.Collect(x.ctx, txn, tg.t, tg.cols, stats.Options{})
 		if err != nil {
 			return err
+		}
+		if verbose {
+			// PostgreSQL's summary, in its units (8 kB pages); Cairn
+			// keeps no dead rows in the table (MVCC garbage is KV's).
+			pages := (ts.Bytes + 8191) / 8192
+			s.notice(w, "INFO", "00000", fmt.Sprintf("%q: scanned %d of %d pages, containing %.0f live rows and 0 dead rows; %d rows in sample, %.0f estimated total rows",
+				tg.t.Name, pages, pages, ts.RowCount, min(int64(ts.RowCount), stats.SampleSize), ts.RowCount))
 		}
 		if tg.cols != nil {
 			// ANALYZE t (cols) replaces those columns' statistics and
@@ -181,8 +200,13 @@ func (s *Session) endTxnStats(committed bool) {
 
 // vacuumAnalyzes reports whether VACUUM's options include ANALYZE.
 func vacuumAnalyzes(n *pg_query.VacuumStmt) bool {
-	for _, o := range n.Options {
-		if de := o.GetDefElem(); de != nil && de.Defname == "analyze" {
+	return hasOption(n.Options, "analyze")
+}
+
+// hasOption reports whether a VACUUM/ANALYZE option list turns name on.
+func hasOption(opts []*pg_query.Node, name string) bool {
+	for _, o := range opts {
+		if de := o.GetDefElem(); de != nil && de.Defname == name {
 			if de.Arg == nil {
 				return true
 			}

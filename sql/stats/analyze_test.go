@@ -12,6 +12,7 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/cairn-db/cairn/server"
 )
@@ -25,7 +26,7 @@ var (
 // pg_stats and pg_class show, plans changing once statistics exist, the
 // statistics surviving a restart, and automatic collection.
 //
-// Commands: exec (statements; prints errors), query (rows, one per line,
+// Commands: exec (statements; prints notices and errors), query (rows, one per line,
 // columns separated by " | "), copy table=T rows=N (COPY FROM STDIN of
 // 1..N), explain (EXPLAIN of the input),
 // explain-analyze (EXPLAIN (ANALYZE) with times and sizes masked),
@@ -36,6 +37,7 @@ func TestAnalyze(t *testing.T) {
 	dir := t.TempDir()
 	var srv *server.Server
 	var conn *pgx.Conn
+	var notices []string
 	start := func() {
 		s, err := server.Start(context.Background(), server.Config{Insecure: true, StoreDir: dir,
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
@@ -43,7 +45,14 @@ func TestAnalyze(t *testing.T) {
 			t.Fatal(err)
 		}
 		srv = s
-		c, err := pgx.Connect(context.Background(), fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", s.Addr()))
+		cfg, err := pgx.ParseConfig(fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", s.Addr()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+			notices = append(notices, n.Severity+": "+n.Message)
+		}
+		c, err := pgx.ConnectConfig(context.Background(), cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,10 +96,16 @@ func TestAnalyze(t *testing.T) {
 	datadriven.RunTest(t, "testdata/analyze", func(t *testing.T, d *datadriven.TestData) string {
 		switch d.Cmd {
 		case "exec":
-			if _, err := conn.Exec(context.Background(), d.Input, pgx.QueryExecModeSimpleProtocol); err != nil {
-				return "error: " + err.Error() + "\n"
+			notices = nil
+			_, err := conn.Exec(context.Background(), d.Input, pgx.QueryExecModeSimpleProtocol)
+			var out string
+			for _, n := range notices {
+				out += n + "\n"
 			}
-			return "ok\n"
+			if err != nil {
+				return out + "error: " + err.Error() + "\n"
+			}
+			return out + "ok\n"
 		case "query":
 			return query(d.Input)
 		case "explain":
