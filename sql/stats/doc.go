@@ -17,6 +17,19 @@
 // common values with their frequencies and an equi-depth histogram of the
 // other values.
 //
+// Automatic statistics (refresh.go): sessions report the rows their
+// committed DML and COPY changed per table (Refresher.NotifyMutations);
+// a table changed by more than 20% of its rows plus 500 is collected again
+// in the background, in a transaction of the refresher's own. A session
+// turns its reports off with SET sql.stats.automatic_collection.enabled =
+// off.
+//
+// Tests: stats_test.go checks the estimators, the collection's shape and
+// the stored form; analyze_test.go runs testdata/analyze against a real
+// node (ANALYZE, pg_stats, plans changing, restarts, automatic
+// collection, EXPLAIN ANALYZE's KV line); test/logic/testdata/statistics
+// holds what PostgreSQL 15 answers alike.
+//
 // Invariants:
 //
 //  1. Statistics only ever change estimates, never results: everything
