@@ -69,7 +69,8 @@ func errorResponse(err error, fatal bool) *pgproto3.ErrorResponse {
 		msg = &pgproto3.ErrorResponse{Code: pgerrcode.ProtocolViolation, Message: pe.msg}
 	} else {
 		f := pgerror.Flatten(err)
-		msg = &pgproto3.ErrorResponse{Code: f.Code, Message: f.Message, Detail: f.Detail, Hint: f.Hint, Where: f.Where}
+		msg = &pgproto3.ErrorResponse{Code: f.Code, Message: f.Message, Detail: f.Detail, Hint: f.Hint, Where: f.Where,
+			SchemaName: f.SchemaName, TableName: f.TableName, ColumnName: f.ColumnName, ConstraintName: f.ConstraintName}
 	}
 	msg.Severity, msg.SeverityUnlocalized = sev, sev
 	if p, ok := errors.AsType[interface {

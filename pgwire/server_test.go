@@ -196,7 +196,8 @@ func TestErrors(t *testing.T) {
 		if !ok {
 			t.Fatalf("%v: got %v, want a PgError", mode, err)
 		}
-		if pe.Code != "22012" || pe.Position != 7 || pe.Message != "injected error" || pe.Detail != "some detail" || pe.Hint != "some hint" || pe.Where != "some context" || pe.Severity != "ERROR" {
+		if pe.Code != "22012" || pe.Position != 7 || pe.Message != "injected error" || pe.Detail != "some detail" || pe.Hint != "some hint" || pe.Where != "some context" || pe.Severity != "ERROR" ||
+			pe.SchemaName != "s" || pe.TableName != "t" || pe.ColumnName != "c" || pe.ConstraintName != "k" {
 			t.Fatalf("%v: got %+v", mode, pe)
 		}
 		// The connection goes on.

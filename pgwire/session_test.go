@@ -213,7 +213,7 @@ func (s *testSession) plan(sql string, _ []uint32) (*testPlan, error) {
 		pos, _ := strconv.Atoi(f[2])
 		code := strings.ToUpper(f[1])
 		return &testPlan{exec: func(context.Context, ResultWriter) error {
-			return WithPosition(pgerror.New(code, "injected error").WithDetail("some detail").WithHint("some hint").WithWhere("some context"), pos)
+			return WithPosition(pgerror.New(code, "injected error").WithDetail("some detail").WithHint("some hint").WithWhere("some context").WithTable("s", "t").WithColumn("c").WithConstraint("k"), pos)
 		}}, nil
 	case f[0] == "notice":
 		msg := strings.TrimSpace(sql[len("notice"):])

@@ -374,14 +374,16 @@ func keyDetail(x *Context, t *catalog.Table, pos []int, vals []types.Datum) stri
 func (f *fkInfo) childViolation(x *Context, key []types.Datum) error {
 	return pgerror.New(pgerrcode.ForeignKeyViolation,
 		"insert or update on table %q violates foreign key constraint %q", f.child.desc.Name, f.fk.Name).
-		WithDetail("%s is not present in table %q.", keyDetail(x, f.child.desc, f.childPos, key), f.parent.desc.Name)
+		WithDetail("%s is not present in table %q.", keyDetail(x, f.child.desc, f.childPos, key), f.parent.desc.Name).
+		WithTable(f.child.schemaName(x), f.child.desc.Name).WithConstraint(f.fk.Name)
 }
 
 func (f *fkInfo) parentViolation(x *Context, key []types.Datum) error {
 	return pgerror.New(pgerrcode.ForeignKeyViolation,
 		"update or delete on table %q violates foreign key constraint %q on table %q",
 		f.parent.desc.Name, f.fk.Name, f.child.desc.Name).
-		WithDetail("%s is still referenced from table %q.", keyDetail(x, f.parent.desc, f.parentPos, key), f.child.desc.Name)
+		WithDetail("%s is still referenced from table %q.", keyDetail(x, f.parent.desc, f.parentPos, key), f.child.desc.Name).
+		WithTable(f.child.schemaName(x), f.child.desc.Name).WithConstraint(f.fk.Name)
 }
 
 // childKey casts a parent key to the child columns' types.

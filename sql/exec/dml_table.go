@@ -337,7 +337,8 @@ func (ti *tableInfo) checkNotNull(x *Context, row []types.Datum) error {
 		if !c.Nullable && types.IsNull(row[i]) {
 			return pgerror.New(pgerrcode.NotNullViolation,
 				"null value in column %q of relation %q violates not-null constraint", c.Name, ti.desc.Name).
-				WithDetail("%s", ti.failingRow(x, row))
+				WithDetail("%s", ti.failingRow(x, row)).
+				WithTable(ti.schemaName(x), ti.desc.Name).WithColumn(c.Name)
 		}
 	}
 	return nil
@@ -347,7 +348,24 @@ func (ti *tableInfo) checkNotNull(x *Context, row []types.Datum) error {
 func (ti *tableInfo) checkFailed(x *Context, name string, row []types.Datum) error {
 	return pgerror.New(pgerrcode.CheckViolation,
 		"new row for relation %q violates check constraint %q", ti.desc.Name, name).
-		WithDetail("%s", ti.failingRow(x, row))
+		WithDetail("%s", ti.failingRow(x, row)).
+		WithTable(ti.schemaName(x), ti.desc.Name).WithConstraint(name)
+}
+
+// schemaName names ti's schema in errors; "" when it cannot be read. Only
+// error paths call it, so the lookup costs nothing otherwise.
+func (ti *tableInfo) schemaName(x *Context) string {
+	if x == nil || x.Catalog == nil {
+		return ""
+	}
+	d, err := x.Catalog.ByID(context.Background(), ti.desc.SchemaID)
+	if err != nil {
+		return ""
+	}
+	if sc, ok := d.(*catalog.Schema); ok {
+		return sc.Name
+	}
+	return ""
 }
 
 // checkPasses is a CHECK's verdict: only false fails (NULL passes).
@@ -451,6 +469,9 @@ func (s *dmlState) flush(ctx context.Context) error {
 	}
 	if err := s.x.Txn.Run(ctx, b); err != nil {
 		conv := ti.layout.ConvertWriteError(err)
+		if pe, ok := conv.(*pgerror.Error); ok && pe.TableName != "" {
+			conv = pe.WithTable(ti.schemaName(s.x), pe.TableName)
+		}
 		if cf, ok := errors.AsType[*kvpb.ConditionFailedError](err); ok && s.copyLines {
 			s.batchLines = lines
 			if line, ok := s.lineOf(ti, cf.Key); ok {

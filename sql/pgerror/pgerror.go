@@ -30,6 +30,10 @@ type Error struct {
 	// Where is the context the error happened in (PostgreSQL's CONTEXT
 	// line: "COPY t, line 3, column a: ..."), innermost first.
 	Where string
+	// The object the error is about, for clients that branch on it
+	// (psycopg2's diag.constraint_name, psql's VERBOSITY verbose): set
+	// where PostgreSQL sets them (constraint violations).
+	SchemaName, TableName, ColumnName, ConstraintName string
 
 	cause error // kept for errors.Is/As; never shown to clients
 }
@@ -74,6 +78,28 @@ func (e *Error) WithHint(format string, args ...any) *Error {
 func (e *Error) WithWhere(format string, args ...any) *Error {
 	c := *e
 	c.Where = fmt.Sprintf(format, args...)
+	return &c
+}
+
+// WithTable returns a copy of e naming the table (and its schema) the
+// error is about.
+func (e *Error) WithTable(schema, table string) *Error {
+	c := *e
+	c.SchemaName, c.TableName = schema, table
+	return &c
+}
+
+// WithColumn returns a copy of e naming the column the error is about.
+func (e *Error) WithColumn(name string) *Error {
+	c := *e
+	c.ColumnName = name
+	return &c
+}
+
+// WithConstraint returns a copy of e naming the violated constraint.
+func (e *Error) WithConstraint(name string) *Error {
+	c := *e
+	c.ConstraintName = name
 	return &c
 }
 

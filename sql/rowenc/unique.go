@@ -49,5 +49,6 @@ func (t *TableLayout) ConvertWriteError(err error) error {
 	}
 	return pgerror.Wrapf(nil, pgerrcode.UniqueViolation,
 		"duplicate key value violates unique constraint %q", idx.Name).
-		WithDetail("Key (%s)=(%s) already exists.", names.String(), vals.String())
+		WithDetail("Key (%s)=(%s) already exists.", names.String(), vals.String()).
+		WithTable("", t.Name).WithConstraint(idx.Name)
 }
