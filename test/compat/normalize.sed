@@ -10,3 +10,5 @@ s/^\(conoid  *\)| [0-9][0-9]*$/\1| <oid>/
 # pg_class.relpages counts 8 kB heap pages; Cairn's relations live in KV
 # ranges and have none to count.
 s/^\(relpages  *\)| [0-9][0-9]*$/\1| <pages>/
+# LOCATION (VERBOSITY verbose) names PostgreSQL's C source file and line.
+/^LOCATION:  /d

@@ -128,9 +128,10 @@ SELECT name FROM compat_users ORDER BY id;
 SELECT nextval('compat_seq'), nextval('compat_seq');
 \copy (SELECT id, email, tags FROM compat_users ORDER BY id) TO stdout WITH (FORMAT csv, HEADER)
 
--- Errors: the message, DETAIL, HINT, position and SQLSTATE psql shows are
--- PostgreSQL's.
+-- Errors: the SQLSTATE, message, DETAIL, HINT, CONTEXT, position and the
+-- schema, table, column and constraint they name are PostgreSQL's.
 \set ON_ERROR_STOP off
+\set VERBOSITY verbose
 INSERT INTO compat_users (email) VALUES ('a@example.com');
 \echo :LAST_ERROR_SQLSTATE
 INSERT INTO compat_users (email, age, created) VALUES ('e@example.com', -1, '2026-01-02 03:04:05+00');
@@ -155,6 +156,7 @@ SELECT 1/0;
 SELECT 1;
 \echo :LAST_ERROR_SQLSTATE
 ROLLBACK;
+\set VERBOSITY default
 \set ON_ERROR_STOP on
 -- ON DELETE CASCADE removed Ann with acme.
 SELECT email FROM compat_users ORDER BY id;

@@ -130,12 +130,16 @@ def executemany_and_constraints(conn):
         assert e.pgcode == "23505", e.pgcode
         assert e.diag.message_primary == 'duplicate key value violates unique constraint "py_items_sku_key"', e.diag.message_primary
         assert e.diag.message_detail == "Key (sku)=(%s) already exists." % rows[0][0], e.diag.message_detail
+        d = e.diag
+        assert (d.schema_name, d.table_name, d.constraint_name) == ("public", "py_items", "py_items_sku_key"), \
+            (d.schema_name, d.table_name, d.constraint_name)
         conn.rollback()
     try:
         cur.execute("INSERT INTO py_items (sku, price) VALUES (%s, %s)", (uuid.uuid4(), -1))
         raise AssertionError("check violation accepted")
     except psycopg2.errors.CheckViolation as e:
         assert e.pgcode == "23514"
+        assert e.diag.constraint_name == "py_items_price_check", e.diag.constraint_name
         conn.rollback()
     try:
         cur.execute("SELECT nosuch FROM py_items")
