@@ -47,7 +47,7 @@ func Bootstrap(ctx context.Context, txn *kv.Txn, verifier string) error {
 // owned by pg_database_owner, which may use and create in it, and usable
 // (not creatable in) by everyone.
 func publicSchema(db ID) *Schema {
-	return &Schema{ID: PublicSchemaID, DatabaseID: db, Name: "public", Owner: DatabaseOwnerRole,
+	return &Schema{ID: PublicSchemaID, DatabaseID: db, Name: "public", Owner: DatabaseOwnerRole, Comment: "standard public schema",
 		ACL: []ACLItem{
 			{Grantee: DatabaseOwnerRole, Grantor: DatabaseOwnerRole, Privs: PrivUsage | PrivCreate},
 			{Grantor: DatabaseOwnerRole, Privs: PrivUsage},

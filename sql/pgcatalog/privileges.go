@@ -1,6 +1,7 @@
 package pgcatalog
 
 import (
+	"context"
 	"strings"
 
 	"github.com/jackc/pgerrcode"
@@ -8,6 +9,7 @@ import (
 	"github.com/cairn-db/cairn/sql/builtins"
 	"github.com/cairn-db/cairn/sql/catalog"
 	"github.com/cairn-db/cairn/sql/pgerror"
+	"github.com/cairn-db/cairn/sql/types"
 )
 
 var _ builtins.PrivilegeInfo = (*Resolver)(nil)
@@ -157,4 +159,16 @@ func ownerACL(d catalog.Descriptor) (string, []catalog.ACLItem) {
 		return v.Owner, v.ACL
 	}
 	return "", nil
+}
+
+// genAuthMembers is pg_auth_members: each role's memberships (GRANT role
+// TO role), granted by the bootstrap superuser as far as Cairn records.
+func genAuthMembers(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
+	var out [][]types.Datum
+	for _, r := range s.roles {
+		for _, m := range r.MemberOf {
+			out = append(out, t.row("roleid", roleOID(m), "member", roleOID(r.Name), "grantor", oidSuperuser, "admin_option", false))
+		}
+	}
+	return out, nil
 }
