@@ -76,3 +76,9 @@ compat-regen:
 # pgbench against Cairn and PostgreSQL 15 in one run (ratios; median of 3).
 bench-pgbench:
 	./bench/pgbench/run.sh
+
+# The admin UI rendered by headless Chromium (Debian's, installed if
+# missing), with a screenshot; outside `make test` because of the browser.
+.PHONY: e2e
+e2e:
+	./test/e2e/admin_ui.sh

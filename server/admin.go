@@ -272,7 +272,7 @@ th { background: #f3f3f3; } code { font-size: .85em; }
 {{end}}</table>
 {{end}}
 <h2>Tablets</h2>
-<table><tr><th>tablet</th><th>span</th><th>size</th><th>replicas</th><th>leader</th><th>reads/s</th><th>writes/s</th><th>tables</th></tr>
+<table><tr><th>tablet</th><th>span</th><th>size on disk</th><th>replicas</th><th>leader</th><th>reads/s</th><th>writes/s</th><th>tables</th></tr>
 {{range .Tablets}}<tr><td>{{.TabletID}}</td><td><code>{{.StartKey}}</code> – <code>{{.EndKey}}</code></td><td>{{.SizeBytes}}</td><td>{{range .Replicas}}{{.}} {{end}}</td><td>{{.Leader}}</td><td>{{printf "%.1f" .ReadsPerSec}}</td><td>{{printf "%.1f" .WritesPerSec}}</td><td>{{range .Tables}}{{.}}<br>{{end}}</td></tr>
 {{end}}</table>
 <p>JSON: <a href="/api/nodes">/api/nodes</a>, <a href="/api/databases">/api/databases</a>, <a href="/api/tablets">/api/tablets</a>; <a href="/metrics">/metrics</a>; <a href="/debug/pprof/">/debug/pprof</a></p>
