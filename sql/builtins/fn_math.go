@@ -120,7 +120,7 @@ func init() {
 	})
 	numFn("sqrt", []*types.T{n}, numSqrt)
 	fl("exp", func(x float64) (float64, error) {
-		r := math.Exp(x)
+		r := crExp(x)
 		if math.IsInf(r, 0) && !math.IsInf(x, 0) {
 			return 0, errFloatOverflow
 		}
@@ -137,9 +137,9 @@ func init() {
 			return f(x), nil
 		}
 	}
-	fl("ln", logf(math.Log))
-	fl("log", logf(math.Log10))
-	fl("log10", logf(math.Log10))
+	fl("ln", logf(crLog))
+	fl("log", logf(crLog10))
+	fl("log10", logf(crLog10))
 	fl("sign", func(x float64) (float64, error) {
 		switch {
 		case x > 0:
@@ -158,10 +158,10 @@ func init() {
 	registerFn("pi", Overload{Return: Fixed(f8), Fn: func(EvalContext, []types.Datum) (types.Datum, error) { return types.DFloat(math.Pi), nil }})
 	fl("degrees", pure(func(x float64) float64 { return x * (180 / math.Pi) }))
 	fl("radians", pure(func(x float64) float64 { return x * (math.Pi / 180) }))
-	for name, f := range map[string]func(float64) float64{"sin": math.Sin, "cos": math.Cos, "tan": math.Tan, "atan": math.Atan} {
+	for name, f := range map[string]func(float64) float64{"sin": crSin, "cos": crCos, "tan": crTan, "atan": crAtan} {
 		fl(name, pure(f))
 	}
-	for name, f := range map[string]func(float64) float64{"asin": math.Asin, "acos": math.Acos} {
+	for name, f := range map[string]func(float64) float64{"asin": crAsin, "acos": crAcos} {
 		fl(name, func(x float64) (float64, error) {
 			if x < -1 || x > 1 {
 				return 0, errInvalidParam("input is out of range")
@@ -170,7 +170,7 @@ func init() {
 		})
 	}
 	registerFn("atan2", Overload{Args: []*types.T{f8, f8}, Return: Fixed(f8), Strict: true, Fn: func(_ EvalContext, a []types.Datum) (types.Datum, error) {
-		return types.DFloat(math.Atan2(float64(a[0].(types.DFloat)), float64(a[1].(types.DFloat)))), nil
+		return types.DFloat(crAtan2(float64(a[0].(types.DFloat)), float64(a[1].(types.DFloat)))), nil
 	}})
 	registerFn("random", Overload{Return: Fixed(f8), Volatility: Volatile, Fn: func(ctx EvalContext, _ []types.Datum) (types.Datum, error) {
 		return types.DFloat(ctx.Rand().Float64()), nil

@@ -452,7 +452,7 @@ func init() {
 		Fn: func(_ EvalContext, a []types.Datum) (types.Datum, error) {
 			return types.DFloat(snapDeg(math.Atan2(float64(a[0].(types.DFloat)), float64(a[1].(types.DFloat))) * 180 / math.Pi)), nil
 		}})
-	fl("cot", pure(func(x float64) float64 { return 1 / math.Tan(x) }))
+	fl("cot", pure(func(x float64) float64 { return 1 / crTan(x) }))
 	fl("sinh", pure(math.Sinh))
 	fl("cosh", pure(math.Cosh))
 	fl("tanh", pure(math.Tanh))

@@ -153,7 +153,7 @@ func floatPow(_ EvalContext, args []types.Datum) (types.Datum, error) {
 	if a < 0 && math.Floor(b) != b && !math.IsInf(b, 0) {
 		return nil, errInvalidArg("a negative number raised to a non-integer power yields a complex result")
 	}
-	r := math.Pow(a, b)
+	r := crPow(a, b)
 	return checkFloat(r, 64, math.IsInf(a, 0) || math.IsInf(b, 0), a == 0 || math.Abs(a) < 1 && b > 0 || math.Abs(a) > 1 && b < 0 || math.IsInf(b, 0))
 }
 
