@@ -20,9 +20,13 @@
 //	          └──────────── sql/types ◄────────┘
 //
 // Files: overload.go (Overload, the registry), resolve.go (overload
-// resolution), ops_*.go (operators), fn_*.go (functions by family),
-// agg.go, window.go, like.go (LIKE and regex compilation), numeric.go
-// (numeric scale rules), context.go (EvalContext), errors.go.
+// resolution), resolve_named.go (named arguments and defaults), ops_*.go
+// (operators), fn_*.go (functions by family), agg.go, agg_ordered.go
+// (ordered-set aggregates), window.go, like.go (LIKE and regex
+// compilation), tochar.go / tochar_num.go / todate.go (to_char,
+// to_date, to_timestamp templates), crmath.go (correctly rounded float8
+// functions), numeric.go (numeric scale rules), context.go
+// (EvalContext), errors.go.
 //
 // Invariants:
 //
@@ -51,7 +55,12 @@
 //
 // Known differences from Postgres: regular expressions are Go's RE2 (no
 // backreferences or lookaround; see like.go); to_char supports the
-// patterns listed in tochar.go and rejects others with 0A000; functions
+// patterns listed in tochar.go and tochar_num.go and rejects others with
+// 0A000 (to_char(interval) and numeric RN, EEEE, V, PL, SG among them);
+// float8 elementary functions are correctly rounded, which is what glibc
+// gives except in rare cases (asin, and sinh/cosh/tanh, which use Go's
+// math); upper/lower/initcap convert all of Unicode, as Postgres does
+// under a UTF-8 LC_CTYPE (under LC_CTYPE=C it converts ASCII only); functions
 // over rows (row_to_json) wait for the executor's row type; numeric ln,
 // log, exp and fractional powers are computed by apd with guard digits
 // and rounded once to Postgres's result scale, so the last digit could in
