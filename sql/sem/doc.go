@@ -18,7 +18,7 @@
 //	        Scope, ParamTypes   NormalizeBool, Fold, Map     EvalContext, row
 //
 // Files: expr.go (the nodes), format.go (EXPLAIN-style String), build.go
-// (AST → Expr), typecheck.go (coercions, assignment, type names),
+// (AST → Expr), funcargs.go (named arguments, WITHIN GROUP arguments), typecheck.go (coercions, assignment, type names),
 // fold.go (Fold, NormalizeBool), walk.go (Walk, Map, Aggregates), eval.go
 // (Compile, Eval), context.go (BuildContext, Scope, ParamTypes),
 // errors.go.
