@@ -95,8 +95,10 @@ func (b *Backend) NewSession(ctx context.Context, info pgwire.StartupInfo) (pgwi
 		if role, err = r.Role(ctx, info.User); err != nil {
 			return err
 		}
-		db, err = r.Database(ctx, dbName)
-		return err
+		if db, err = r.Database(ctx, dbName); err != nil {
+			return err
+		}
+		return checkConnect(ctx, r, role, db)
 	})
 	if err != nil {
 		if pgerror.Code(err) == pgerrcode.UndefinedObject {

@@ -185,3 +185,20 @@ func (s *Session) checkSequence(ctx context.Context, seq *catalog.Sequence) erro
 	}
 	return nil
 }
+
+// checkConnect refuses a session on a database its role may not CONNECT
+// to (PUBLIC may, until REVOKE CONNECT ... FROM PUBLIC).
+func checkConnect(ctx context.Context, r *catalog.Reader, role *catalog.Role, db *catalog.Database) error {
+	if role.Superuser || role.Name == catalog.SuperuserName {
+		return nil
+	}
+	a, err := catalog.NewAuthorizer(ctx, r, role.Name, db)
+	if err != nil {
+		return err
+	}
+	if !a.Has(catalog.KindDatabase, db.Owner, db.ACL, catalog.PrivConnect) {
+		return pgerror.New(pgerrcode.InsufficientPrivilege, "permission denied for database \"%s\"", db.Name).
+			WithDetail("User does not have CONNECT privilege.")
+	}
+	return nil
+}
