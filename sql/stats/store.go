@@ -165,6 +165,9 @@ func Delete(ctx context.Context, txn *kv.Txn, id catalog.ID) error {
 // update the cache at once (Cache.Invalidate).
 const CacheTTL = 10 * time.Second
 
+// readTimeout bounds the cache's read of one table's statistics.
+const readTimeout = 250 * time.Millisecond
+
 // Cache is a node's cache of table statistics, read outside any user
 // transaction (a plan's estimates must not add the statistics keys to a
 // transaction's read set, where a concurrent ANALYZE would force a
@@ -203,14 +206,22 @@ func (c *Cache) Get(ctx context.Context, t *catalog.Table) *Table {
 	e := c.m[t.ID]
 	c.mu.Unlock()
 	if e == nil || now.Sub(e.readAt) > c.ttl {
-		raw, found, err := c.db.Get(ctx, Key(t.ID))
-		if err != nil {
-			return nil
+		// A transaction that wrote the key and has not ended (ANALYZE in
+		// an open block) would hold this read: planning does not wait
+		// for it, it keeps what it had until the next try.
+		rctx, cancel := context.WithTimeout(ctx, readTimeout)
+		raw, found, err := c.db.Get(rctx, Key(t.ID))
+		cancel()
+		switch {
+		case err != nil && e != nil:
+			e = &cacheEntry{raw: e.raw, readAt: now, decoded: e.decoded, desc: e.desc, ok: e.ok}
+		case err != nil:
+			e = &cacheEntry{readAt: now}
+		case !found:
+			e = &cacheEntry{readAt: now}
+		default:
+			e = &cacheEntry{raw: raw, readAt: now}
 		}
-		if !found {
-			raw = nil
-		}
-		e = &cacheEntry{raw: raw, readAt: now}
 		c.mu.Lock()
 		c.m[t.ID] = e
 		c.mu.Unlock()
