@@ -269,6 +269,9 @@ func freshColsLike(b *builder, cols []Column) []Column {
 // rangeFunction binds functions in FROM: set-returning ones become a
 // ProjectSet over one row, others a one-row Project.
 func (b *builder) rangeFunction(rf *pg_query.RangeFunction, s *scope) (Node, bool, error) {
+	if n, lateral, ok, err := b.jsonToRecord(rf, s); ok {
+		return n, lateral, err
+	}
 	if len(rf.Coldeflist) > 0 {
 		return nil, false, notSupported("a column definition list is not supported")
 	}
