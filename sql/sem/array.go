@@ -236,7 +236,7 @@ func (b *builder) buildIndirection(ind *pg_query.A_Indirection) (Expr, error) {
 			slices++
 		}
 	}
-	if slices > 0 && len(ind.Indirection) > 1 {
+	if slices > 0 && len(ind.Indirection) > 1 && e.Type().Family == types.ArrayFamily {
 		return nil, b.pos(loc, errUnsupported("slices of multidimensional arrays are not supported"))
 	}
 	for _, n := range ind.Indirection {
