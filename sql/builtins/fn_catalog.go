@@ -355,9 +355,9 @@ func init() {
 	// reflection calls on the catalogs) are in json_text.go.
 
 	// has_table_privilege and the other kinds Cairn keeps privileges for
-	// are in fn_privilege.go (has_column_privilege too: a column's
-	// privileges are its table's). Functions are executable by PUBLIC
-	// (Cairn has no GRANT on them): has_function_privilege answers true.
+	// are in fn_privilege.go. Functions are executable by PUBLIC (Cairn
+	// has no GRANT on them), and column privileges are not supported:
+	// these answer true.
 	yes := func(EvalContext, []types.Datum) (types.Datum, error) { return types.DBool(true), nil }
 	for _, name := range []string{"has_function_privilege"} {
 		registerFn(name,
@@ -367,6 +367,10 @@ func init() {
 			Overload{Args: []*types.T{text, oid, text}, Return: Fixed(b), Strict: true, Volatility: Stable, Fn: yes},
 			Overload{Args: []*types.T{oid, oid, text}, Return: Fixed(b), Strict: true, Volatility: Stable, Fn: yes})
 	}
+	registerFn("has_column_privilege",
+		Overload{Args: []*types.T{text, text, text}, Return: Fixed(b), Strict: true, Volatility: Stable, Fn: yes},
+		Overload{Args: []*types.T{oid, text, text}, Return: Fixed(b), Strict: true, Volatility: Stable, Fn: yes},
+		Overload{Args: []*types.T{oid, types.Int2, text}, Return: Fixed(b), Strict: true, Volatility: Stable, Fn: yes})
 }
 
 // returnType is an overload's declared result type; a polymorphic one's
