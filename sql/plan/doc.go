@@ -60,9 +60,7 @@
 // from a sequence; (a, b) IN (SELECT ...) other than as a conjunct of
 // WHERE, HAVING or ON (where it becomes an EXISTS, see rowin.go). A recursive CTE is inlined at each reference, and a
 // GROUP BY of a table's primary key groups by the table's other columns
-// too (they are functionally dependent, so the groups are the same); with
-// grouping sets such a column reads NULL in the sets without the whole key,
-// where PostgreSQL refuses to name it (42803). pg_get_viewdef prints a view
-// with joins, subqueries in FROM, set operations, WITH or windows as its
-// stored text.
+// too (they are functionally dependent, so the groups are the same).
+// pg_get_viewdef prints a view with subqueries or functions in FROM, set
+// operations, WITH or windows as its stored text.
 package plan

@@ -288,7 +288,11 @@ func (b *builder) bindGroupingArgs(s *scope, gf *groupingFuncs, gs *groupingSets
 // gb's. gb's group columns are its input's, which the materialized input
 // keeps: the union's columns are fresh, and remap says what the
 // expressions above, bound over gb's columns, read instead.
-func (b *builder) groupingUnion(gb *GroupBy, g *grouper, gs *groupingSets, gf *groupingFuncs, gargs [][]int) (Node, map[sem.ColumnID]sem.Expr, error) {
+//
+// partial lists the columns grouped by functional dependency that some set
+// leaves out: PostgreSQL only counts the grouping columns common to every
+// set for it, so naming one of them is 42803 (partialRef).
+func (b *builder) groupingUnion(gb *GroupBy, g *grouper, gs *groupingSets, gf *groupingFuncs, gargs [][]int) (n Node, remap map[sem.ColumnID]sem.Expr, partial map[sem.ColumnID]bool, err error) {
 	// The group column of each grouping expression.
 	itemCol := make([]sem.ColumnID, len(gs.items))
 	isItemCol := map[sem.ColumnID]int{}
@@ -323,12 +327,13 @@ func (b *builder) groupingUnion(gb *GroupBy, g *grouper, gs *groupingSets, gf *g
 	}
 	input := gb.Input
 	if referencesOuter(g.s) {
-		return nil, nil, notSupported("GROUPING SETS, ROLLUP or CUBE in a correlated subquery are not supported")
+		return nil, nil, nil, notSupported("GROUPING SETS, ROLLUP or CUBE in a correlated subquery are not supported")
 	}
 	cteID := len(b.ctes)
 	b.ctes = append(b.ctes, input)
 	outCols := freshCols(b, gb.Cols)
-	remap := map[sem.ColumnID]sem.Expr{}
+	remap = map[sem.ColumnID]sem.Expr{}
+	partial = map[sem.ColumnID]bool{}
 	for i, c := range gb.Cols {
 		remap[c.ID] = colRef(outCols[i])
 	}
@@ -355,6 +360,11 @@ func (b *builder) groupingUnion(gb *GroupBy, g *grouper, gs *groupingSets, gf *g
 				}
 			}
 			return len(fdKey[id]) > 0
+		}
+		for _, id := range gb.GroupCols {
+			if _, item := isItemCol[id]; !item && !grouped(id) {
+				partial[id] = true
+			}
 		}
 		scan := &CTEScan{ID: cteID, Cols: freshCols(b, input.Columns())}
 		sub := map[sem.ColumnID]sem.Expr{}
@@ -416,7 +426,7 @@ func (b *builder) groupingUnion(gb *GroupBy, g *grouper, gs *groupingSets, gf *g
 	if len(branches) == 1 {
 		p := branches[0].(*Project)
 		p.Cols = outCols
-		return p, remap, nil
+		return p, remap, partial, nil
 	}
 	node := branches[0]
 	for i := 1; i < len(branches); i++ {
@@ -426,7 +436,24 @@ func (b *builder) groupingUnion(gb *GroupBy, g *grouper, gs *groupingSets, gf *g
 		}
 		node = &SetOp{Kind: Union, All: true, Left: node, Right: branches[i], Cols: cols}
 	}
-	return node, remap, nil
+	return node, remap, partial, nil
+}
+
+// partialRef is the 42803 error of an expression above the grouping that
+// names a column of partial.
+func (g *grouper) partialRef(e sem.Expr, partial map[sem.ColumnID]bool) error {
+	var bad sem.ColumnID
+	sem.Walk(e, func(x sem.Expr) bool {
+		if cr, ok := x.(*sem.ColRef); ok && partial[cr.ID] {
+			bad = cr.ID
+		}
+		return bad == 0
+	})
+	if bad == 0 {
+		return nil
+	}
+	return &groupingError{err: pgerror.New(pgerrcode.GroupingError,
+		"column %q must appear in the GROUP BY clause or be used in an aggregate function", g.qualifiedName(bad)), col: bad}
 }
 
 func outColByID(cols []Column, id sem.ColumnID) Column {

@@ -925,8 +925,21 @@ func (b *builder) buildSimple(ss *pg_query.SelectStmt, s *scope) (*selResult, er
 		node = gb
 		if gsets != nil {
 			var remap map[sem.ColumnID]sem.Expr
-			if node, remap, err = b.groupingUnion(gb, g, gsets, gf, gargs); err != nil {
+			var partial map[sem.ColumnID]bool
+			if node, remap, partial, err = b.groupingUnion(gb, g, gsets, gf, gargs); err != nil {
 				return nil, err
+			}
+			if len(partial) > 0 {
+				for _, t := range targets {
+					if err := g.partialRef(t.e, partial); err != nil {
+						return nil, g.position(err, t.ast)
+					}
+				}
+				if having != nil {
+					if err := g.partialRef(having, partial); err != nil {
+						return nil, g.position(err, ss.HavingClause)
+					}
+				}
 			}
 			for _, t := range targets {
 				t.e = substitute(t.e, remap)
