@@ -3,6 +3,7 @@ package builtins
 import (
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/cockroachdb/apd/v3"
 	"github.com/jackc/pgerrcode"
@@ -308,4 +309,95 @@ func init() {
 	for _, t := range []*types.T{types.Int4, types.Int8, types.Float4, types.Float8, types.Numeric} {
 		registerFn("to_char", Overload{Args: []*types.T{t, text}, Return: Fixed(text), Strict: true, Volatility: Stable, Fn: numFn})
 	}
+}
+
+// parseNumber is to_number(text, template), read as Postgres's
+// NUM_processor reads: every template position consumes one input
+// character; a digit position keeps it when it is a digit, the decimal
+// point marks the fraction, S/MI/PR and a leading minus give the sign,
+// and anything else (group separators, currency, literal text) is
+// skipped. Digits beyond the template's positions are ignored, so
+// to_number('12.345', '99.99') is 12.34.
+func parseNumber(in, f string) (*apd.Decimal, error) {
+	toks, err := parseNumFormat(f)
+	if err != nil {
+		return nil, err
+	}
+	var digits strings.Builder
+	neg, pos := false, 0
+	rs := []rune(in)
+	if len(rs) > 0 && rs[0] == '<' {
+		for _, t := range toks {
+			if t.kind == 'P' {
+				neg, pos = true, 1
+			}
+		}
+	}
+	started := false
+	for _, t := range toks {
+		if pos >= len(rs) {
+			break
+		}
+		c := rs[pos]
+		switch t.kind {
+		case '9', '0':
+			if !started && (c == '-' || c == '+') {
+				// A sign before the first digit is read without using
+				// up the position.
+				neg = c == '-'
+				pos++
+				if pos >= len(rs) {
+					break
+				}
+				c = rs[pos]
+			}
+			if c >= '0' && c <= '9' {
+				digits.WriteRune(c)
+				started = true
+			}
+			pos++
+		case '.':
+			if c == '.' {
+				digits.WriteByte('.')
+			}
+			pos++
+		case ',', 'L':
+			if c < '0' || c > '9' {
+				pos++
+			}
+		case 'S', 'M':
+			if c == '-' || c == '+' {
+				neg = c == '-'
+				pos++
+			}
+		case 'P':
+			if c == '>' {
+				pos++
+			}
+		case 'F':
+		default:
+			pos += utf8.RuneCountInString(t.lit)
+		}
+	}
+	s := strings.TrimSuffix(digits.String(), ".")
+	if strings.Trim(s, ".") == "" {
+		return nil, pgerror.New(pgerrcode.InvalidTextRepresentation, "invalid input syntax for type numeric: \" \"")
+	}
+	d, _, err := apd.NewFromString(s)
+	if err != nil {
+		return nil, pgerror.New(pgerrcode.InvalidTextRepresentation, "invalid input syntax for type numeric: \"%s\"", s)
+	}
+	d.Negative = neg && !d.IsZero()
+	return d, nil
+}
+
+func init() {
+	registerFn("to_number", Overload{Args: []*types.T{types.Text, types.Text}, Return: Fixed(types.Numeric), Strict: true, Volatility: Stable,
+		Fn: func(_ EvalContext, a []types.Datum) (types.Datum, error) {
+			d, err := parseNumber(str(a[0]), str(a[1]))
+			if err != nil {
+				return nil, err
+			}
+			return newDec(d), nil
+		}})
 }
