@@ -129,6 +129,15 @@ func (b *builder) build(n *pg_query.Node) (Expr, error) {
 		return b.buildSubLink(v.SubLink)
 	case *pg_query.Node_RowExpr:
 		return nil, b.pos(v.RowExpr.Location, errUnsupported("row expressions are only supported in comparisons"))
+	case *pg_query.Node_CollateClause:
+		// The binder strips the collations Cairn has (default, C, POSIX):
+		// any other names one that does not exist here.
+		var name []string
+		for _, p := range v.CollateClause.Collname {
+			name = append(name, p.GetString_().GetSval())
+		}
+		return nil, b.pos(v.CollateClause.Location, pgerror.New(pgerrcode.UndefinedObject,
+			"collation %q for encoding \"UTF8\" does not exist", strings.Join(name, ".")))
 	}
 	return nil, b.pos(location(n), errUnsupported("unsupported expression: %s", nodeName(n)))
 }
