@@ -221,9 +221,8 @@ func (c *compiler) arrayAssign(v *ArrayAssign) (evalFn, error) {
 }
 
 // buildIndirection builds subscripts: a[i] (Subscript), a[i:j] (Slice).
-// Several subscripts address a multidimensional array, which Cairn does
-// not have: a[i][j] keeps its meaning of subscripting the element, and a
-// slice among several subscripts is refused.
+// Several subscripts on an array address a multidimensional array, which
+// Cairn does not have (tooManySubscripts).
 func (b *builder) buildIndirection(ind *pg_query.A_Indirection) (Expr, error) {
 	e, err := b.build(ind.Arg)
 	if err != nil {
@@ -236,8 +235,8 @@ func (b *builder) buildIndirection(ind *pg_query.A_Indirection) (Expr, error) {
 			slices++
 		}
 	}
-	if slices > 0 && len(ind.Indirection) > 1 && e.Type().Family == types.ArrayFamily {
-		return nil, b.pos(loc, errUnsupported("slices of multidimensional arrays are not supported"))
+	if len(ind.Indirection) > 1 && e.Type().Family == types.ArrayFamily {
+		return b.tooManySubscripts(e, ind.Indirection, slices > 0)
 	}
 	for _, n := range ind.Indirection {
 		idx, ok := n.Node.(*pg_query.Node_AIndices)
@@ -311,6 +310,38 @@ func (b *builder) jsonbSubscript(j Expr, idx *pg_query.A_Indices, loc int32) (Ex
 		return nil, err
 	}
 	return b.binary("->", j, i, loc)
+}
+
+// tooManySubscripts builds an array with several subscripts, which
+// address more dimensions than Cairn's arrays have. PostgreSQL's answer
+// then is NULL for elements and an empty array for slices (NULL when the
+// array or a given bound is NULL), whatever the subscripts' values.
+func (b *builder) tooManySubscripts(arr Expr, ind []*pg_query.Node, slice bool) (Expr, error) {
+	nulls := []Expr{&IsNull{Arg: arr}}
+	for _, n := range ind {
+		idx := n.GetAIndices()
+		if idx == nil {
+			return nil, b.pos(location(n), errUnsupported("field selection is not supported"))
+		}
+		for _, bound := range []*pg_query.Node{idx.Lidx, idx.Uidx} {
+			e, err := b.subscript(bound)
+			if err != nil {
+				return nil, err
+			}
+			if e != nil {
+				nulls = append(nulls, &IsNull{Arg: e})
+			}
+		}
+	}
+	if !slice {
+		return &Const{Datum: types.DNull, T: arr.Type().Elem}, nil
+	}
+	t, err := types.MakeArray(arr.Type().Elem)
+	if err != nil {
+		return nil, err
+	}
+	return &Case{Whens: []When{{Cond: &Or{Args: nulls}, Result: &Const{Datum: types.DNull, T: t}}},
+		Else: &Const{Datum: types.NewArray(t.Elem), T: t}, T: t}, nil
 }
 
 // subscript builds one array subscript as an int4 (nil when omitted). As
