@@ -78,27 +78,37 @@ func OptimizeWith(ctx context.Context, p *plan.Plan, costs Costs) error {
 }
 
 func optimizePlan(ctx context.Context, p *plan.Plan, costs Costs, st Statistics) error {
-	o := &optimizer{costs: costs, orig: map[plan.Node]*plan.Scan{}, rows: map[plan.Node]float64{},
+	_, err := newOptimizer(costs, st).run(ctx, p)
+	return err
+}
+
+func newOptimizer(costs Costs, st Statistics) *optimizer {
+	return &optimizer{costs: costs, orig: map[plan.Node]*plan.Scan{}, rows: map[plan.Node]float64{},
 		stats: st, colStats: map[sem.ColumnID]colStat{}}
+}
+
+// run optimizes p and returns the optimizer, whose estimates describe the
+// optimized plan.
+func (o *optimizer) run(ctx context.Context, p *plan.Plan) (*optimizer, error) {
 	o.nextID = maxColumnID(p) + 1
 	prune(p)
 	var err error
 	if p.Root, err = o.optimize(p.Root); err != nil {
-		return err
+		return nil, err
 	}
 	for _, sq := range p.Subqueries {
 		if sq.Root, err = o.optimize(sq.Root); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	for i := range p.CTEs {
 		if p.CTEs[i], err = o.optimize(p.CTEs[i]); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	// Columns only a filter read are not needed once spans enforce it.
 	prune(p)
-	return ctx.Err()
+	return o, ctx.Err()
 }
 
 // prune drops unneeded columns from every Scan of p (prune.go).

@@ -246,6 +246,7 @@ func (o *optimizer) accessVia(s *plan.Scan, idx *catalog.Index, fc *filterConstr
 		}
 	}
 	scan.Filter = and(early)
+	o.rows[scan] = rows // the entries the index scan yields
 	a.node = &plan.IndexJoin{
 		Input: scan, Table: s.Table, KeyCols: keyCols,
 		Cols: s.Cols, TableCols: s.TableCols, Filter: and(late), Lock: s.Lock, LockWait: s.LockWait,

@@ -26,6 +26,28 @@ func OptimizeStats(ctx context.Context, p *plan.Plan, costs Costs, st Statistics
 	return optimizePlan(ctx, p, costs, st)
 }
 
+// OptimizeEstimated is OptimizeStats that also returns how many rows the
+// optimizer expects each node of the optimized plan to produce (per run),
+// for EXPLAIN (COSTS ON).
+func OptimizeEstimated(ctx context.Context, p *plan.Plan, costs Costs, st Statistics) (map[plan.Node]float64, error) {
+	o, err := newOptimizer(costs, st).run(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	out := map[plan.Node]float64{}
+	see := func(n plan.Node) {
+		walk(n, func(x plan.Node) { out[x] = math.Round(o.estimate(x)) })
+	}
+	see(p.Root)
+	for _, sq := range p.Subqueries {
+		see(sq.Root)
+	}
+	for _, c := range p.CTEs {
+		see(c)
+	}
+	return out, nil
+}
+
 // colStat is what the optimizer knows of a column a scan of a table with
 // statistics produces.
 type colStat struct {

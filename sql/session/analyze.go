@@ -31,6 +31,26 @@ func (s *Session) optimize(ctx context.Context, p *plan.Plan) error {
 	})
 }
 
+// optimizeEstimated is optimize, also returning the row estimates of the
+// optimized plan's nodes (EXPLAIN (COSTS ON)).
+func (s *Session) optimizeEstimated(ctx context.Context, p *plan.Plan) (map[plan.Node]float64, error) {
+	return opt.OptimizeEstimated(ctx, p, opt.DefaultCosts, func(t *catalog.Table) *stats.Table {
+		return s.b.stats.Get(ctx, t)
+	})
+}
+
+// estimateAnnotation prints a node's estimate on its EXPLAIN line, in
+// PostgreSQL's words: "(rows=N)" (Cairn has no cost or width to show).
+func estimateAnnotation(est map[plan.Node]float64) func(plan.Node) string {
+	return func(n plan.Node) string {
+		r, ok := est[n]
+		if !ok {
+			return ""
+		}
+		return fmt.Sprintf("(rows=%.0f)", r)
+	}
+}
+
 // analyze runs ANALYZE [table [(columns)], ...]: every table named (bare
 // ANALYZE: every table of the database) is read in the statement's
 // transaction and its statistics stored there, so they commit or roll

@@ -18,7 +18,7 @@ var explainColumns = []plan.Column{{Name: "QUERY PLAN", T: types.Text}}
 
 // explain runs EXPLAIN [ANALYZE] [(options)] over a plannable statement.
 func (s *Session) explain(x *stmtState, st *parser.Statement, n *pg_query.ExplainStmt, w pgwire.ResultWriter, b *bound) error {
-	analyze := false
+	analyze, costs := false, false
 	for _, o := range n.Options {
 		de := o.GetDefElem()
 		if de == nil {
@@ -39,7 +39,15 @@ func (s *Session) explain(x *stmtState, st *parser.Statement, n *pg_query.Explai
 			if !strings.EqualFold(v, "text") {
 				return notSupported("EXPLAIN (FORMAT %s) is not supported", strings.ToUpper(v))
 			}
-		case "verbose", "costs", "settings", "buffers", "wal", "timing", "summary", "generic_plan":
+		case "costs":
+			// Cairn prints the plan as PostgreSQL's COSTS OFF does; an
+			// explicit COSTS ON adds the optimizer's row estimates.
+			on, err := checkBool(s, v)
+			if err != nil {
+				return pgerror.New(pgerrcode.SyntaxError, "costs requires a Boolean value")
+			}
+			costs = on == "on"
+		case "verbose", "settings", "buffers", "wal", "timing", "summary", "generic_plan":
 			// Accepted; the text format prints what plan.Explain prints.
 		default:
 			return pgerror.New(pgerrcode.SyntaxError, "unrecognized EXPLAIN option %q", de.Defname)
@@ -76,10 +84,18 @@ func (s *Session) explain(x *stmtState, st *parser.Statement, n *pg_query.Explai
 			return err
 		}
 		substituteParams(p, b.params, x.types())
-		if err := s.optimize(x.ctx, p); err != nil {
-			return err
+		if !costs {
+			if err := s.optimize(x.ctx, p); err != nil {
+				return err
+			}
+			lines = plan.Explain(p, nil)
+		} else {
+			est, err := s.optimizeEstimated(x.ctx, p)
+			if err != nil {
+				return err
+			}
+			lines = plan.Explain(p, estimateAnnotation(est))
 		}
-		lines = plan.Explain(p, nil)
 	}
 	if err := w.BeginRows(describeColumns(explainColumns, nil)); err != nil {
 		return err
