@@ -40,12 +40,6 @@ type CatalogInfo interface {
 	RelKind(relOID uint32) (string, bool)
 }
 
-// PrettyViewInfo is implemented by a CatalogInfo that prints
-// pg_get_viewdef(oid, true), the pretty form.
-type PrettyViewInfo interface {
-	ViewDefPretty(relOID uint32) (string, bool)
-}
-
 // PrettyCatalogInfo is implemented by a CatalogInfo that honours the
 // pretty flag of pg_get_indexdef(oid, col, pretty) and
 // pg_get_constraintdef(oid, pretty): fewer parentheses, and the table
@@ -223,12 +217,7 @@ func init() {
 	registerFn("pg_get_constraintdef",
 		Overload{Args: []*types.T{oid}, Return: Fixed(text), Strict: true, Volatility: Stable, Fn: conDef},
 		Overload{Args: []*types.T{oid, b}, Return: Fixed(text), Strict: true, Volatility: Stable, Fn: conDef})
-	viewDef := catalogText(func(ci CatalogInfo, a []types.Datum) (string, bool) {
-		if p, ok := ci.(PrettyViewInfo); ok && len(a) > 1 && bool(a[1].(types.DBool)) {
-			return p.ViewDefPretty(oidArg(a[0]))
-		}
-		return ci.ViewDef(oidArg(a[0]))
-	})
+	viewDef := catalogText(func(ci CatalogInfo, a []types.Datum) (string, bool) { return ci.ViewDef(oidArg(a[0])) })
 	registerFn("pg_get_viewdef",
 		Overload{Args: []*types.T{oid}, Return: Fixed(text), Strict: true, Volatility: Stable, Fn: viewDef},
 		Overload{Args: []*types.T{oid, b}, Return: Fixed(text), Strict: true, Volatility: Stable, Fn: viewDef})
@@ -355,9 +344,9 @@ func init() {
 	// reflection calls on the catalogs) are in json_text.go.
 
 	// has_table_privilege and the other kinds Cairn keeps privileges for
-	// are in fn_privilege.go. Functions are executable by PUBLIC (Cairn
-	// has no GRANT on them), and column privileges are not supported:
-	// these answer true.
+	// are in fn_privilege.go (has_column_privilege too: a column's
+	// privileges are its table's). Functions are executable by PUBLIC
+	// (Cairn has no GRANT on them): has_function_privilege answers true.
 	yes := func(EvalContext, []types.Datum) (types.Datum, error) { return types.DBool(true), nil }
 	for _, name := range []string{"has_function_privilege"} {
 		registerFn(name,
@@ -367,10 +356,6 @@ func init() {
 			Overload{Args: []*types.T{text, oid, text}, Return: Fixed(b), Strict: true, Volatility: Stable, Fn: yes},
 			Overload{Args: []*types.T{oid, oid, text}, Return: Fixed(b), Strict: true, Volatility: Stable, Fn: yes})
 	}
-	registerFn("has_column_privilege",
-		Overload{Args: []*types.T{text, text, text}, Return: Fixed(b), Strict: true, Volatility: Stable, Fn: yes},
-		Overload{Args: []*types.T{oid, text, text}, Return: Fixed(b), Strict: true, Volatility: Stable, Fn: yes},
-		Overload{Args: []*types.T{oid, types.Int2, text}, Return: Fixed(b), Strict: true, Volatility: Stable, Fn: yes})
 }
 
 // returnType is an overload's declared result type; a polymorphic one's

@@ -25,6 +25,12 @@ func (res *Resolver) HasPrivilege(role, kind, obj string, oid uint32, privs stri
 		return false, err
 	}
 	var d catalog.Descriptor
+	mask := catalog.Privilege(0) // the privileges the kind admits; 0: the object's
+	if kind == "column" {
+		// Column privileges are their table's in Cairn; PostgreSQL admits
+		// these four for a column.
+		kind, mask = "table", catalog.PrivSelect|catalog.PrivInsert|catalog.PrivUpdate|catalog.PrivReferences
+	}
 	switch kind {
 	case "table", "sequence":
 		if obj != "" {
@@ -88,7 +94,10 @@ func (res *Resolver) HasPrivilege(role, kind, obj string, oid uint32, privs stri
 		return false, pgerror.New(pgerrcode.FeatureNotSupported, "privileges on %ss are not supported", kind)
 	}
 	k := d.DescKind()
-	want, grantOpt, err := parsePrivList(privs, k)
+	if mask == 0 {
+		mask = catalog.AllPrivileges(k)
+	}
+	want, grantOpt, err := parsePrivList(privs, mask)
 	if err != nil {
 		return false, err
 	}
@@ -120,8 +129,8 @@ func wantsOnly(privs, name string) bool {
 }
 
 // parsePrivList parses has_*_privilege's list: privilege names, each
-// optionally WITH GRANT OPTION, valid for kind k (22023 otherwise).
-func parsePrivList(s string, k catalog.Kind) (want, grantOpt catalog.Privilege, err error) {
+// optionally WITH GRANT OPTION, among those of valid (22023 otherwise).
+func parsePrivList(s string, valid catalog.Privilege) (want, grantOpt catalog.Privilege, err error) {
 	for _, part := range strings.Split(s, ",") {
 		f := strings.Fields(strings.ToUpper(part))
 		withGrant := false
@@ -133,7 +142,7 @@ func parsePrivList(s string, k catalog.Kind) (want, grantOpt catalog.Privilege, 
 		if ok {
 			p, ok = catalog.ParsePrivilege(f[0])
 		}
-		if !ok || p&catalog.AllPrivileges(k) == 0 {
+		if !ok || p&valid == 0 {
 			return 0, 0, pgerror.New(pgerrcode.InvalidParameterValue, "unrecognized privilege type: \"%s\"", strings.TrimSpace(part))
 		}
 		if withGrant {
