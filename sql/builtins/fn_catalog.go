@@ -40,6 +40,12 @@ type CatalogInfo interface {
 	RelKind(relOID uint32) (string, bool)
 }
 
+// PrettyViewInfo is implemented by a CatalogInfo that prints
+// pg_get_viewdef(oid, true), the pretty form.
+type PrettyViewInfo interface {
+	ViewDefPretty(relOID uint32) (string, bool)
+}
+
 // PrettyCatalogInfo is implemented by a CatalogInfo that honours the
 // pretty flag of pg_get_indexdef(oid, col, pretty) and
 // pg_get_constraintdef(oid, pretty): fewer parentheses, and the table
@@ -217,7 +223,12 @@ func init() {
 	registerFn("pg_get_constraintdef",
 		Overload{Args: []*types.T{oid}, Return: Fixed(text), Strict: true, Volatility: Stable, Fn: conDef},
 		Overload{Args: []*types.T{oid, b}, Return: Fixed(text), Strict: true, Volatility: Stable, Fn: conDef})
-	viewDef := catalogText(func(ci CatalogInfo, a []types.Datum) (string, bool) { return ci.ViewDef(oidArg(a[0])) })
+	viewDef := catalogText(func(ci CatalogInfo, a []types.Datum) (string, bool) {
+		if p, ok := ci.(PrettyViewInfo); ok && len(a) > 1 && bool(a[1].(types.DBool)) {
+			return p.ViewDefPretty(oidArg(a[0]))
+		}
+		return ci.ViewDef(oidArg(a[0]))
+	})
 	registerFn("pg_get_viewdef",
 		Overload{Args: []*types.T{oid}, Return: Fixed(text), Strict: true, Volatility: Stable, Fn: viewDef},
 		Overload{Args: []*types.T{oid, b}, Return: Fixed(text), Strict: true, Volatility: Stable, Fn: viewDef})
