@@ -52,9 +52,10 @@
 // (and current_setting/set_config through builtins.SettingsAccess), EXPLAIN
 // [ANALYZE], COPY FROM STDIN/TO STDOUT, PREPARE/EXECUTE/DEALLOCATE,
 // DECLARE/FETCH/MOVE/CLOSE (forward-only cursors, closed with their
-// transaction), DISCARD, LISTEN/UNLISTEN, VACUUM/ANALYZE (checked, with
-// nothing to do: KV GC removes old versions and there are no statistics
-// yet). Everything else that is not a
+// transaction), DISCARD, LISTEN/UNLISTEN, VACUUM (checked, with nothing
+// to do: KV GC removes old versions), ANALYZE and VACUUM (ANALYZE), which
+// collect table statistics (analyze.go, sql/stats; committed DML and COPY
+// also feed the background refresher). Everything else that is not a
 // query or DML goes to ddl.Exec.
 //
 // # Not done here
