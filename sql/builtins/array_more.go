@@ -80,6 +80,22 @@ func init() {
 		}
 		return &types.DArray{Elem: x.Elem, Elems: append([]types.Datum(nil), x.Elems[:int64(len(x.Elems))-n]...), ZeroBased: x.ZeroBased}, nil
 	})
+	// array_position(a, x, start) searches from subscript start on.
+	fn("array_position", []*types.T{AnyCompatibleArray, AnyCompatible, i4}, Fixed(i4), false, func(_ EvalContext, a []types.Datum) (types.Datum, error) {
+		if types.IsNull(a[0]) {
+			return types.DNull, nil
+		}
+		if types.IsNull(a[2]) {
+			return nil, pgerror.New(pgerrcode.NullValueNotAllowedDataException, "initial position must not be null")
+		}
+		x := arr(a[0])
+		for i := max(int(i64(a[2]))-x.Lower(), 0); i < len(x.Elems); i++ {
+			if notDistinct(x.Elems[i], a[1]) {
+				return types.DInt(i + x.Lower()), nil
+			}
+		}
+		return types.DNull, nil
+	})
 	fn("octet_length", []*types.T{types.BPChar}, Fixed(i4), true, func(_ EvalContext, a []types.Datum) (types.Datum, error) {
 		return types.DInt(len(str(a[0]))), nil
 	})

@@ -285,6 +285,44 @@ func parseBytea(t *T, s string) (Datum, error) {
 
 func isOctal(c byte) bool { return c >= '0' && c <= '7' }
 
+// arrayBounds reads the explicit bounds in front of an array literal,
+// [lo:hi]={...} (or [hi]= for [1:hi]), returning the literal after the
+// "=" and the element count the bounds give. Cairn's arrays start at 1:
+// another lower bound, or bounds for several dimensions, are 0A000.
+func arrayBounds(v, s string) (string, int, error) {
+	bad := func(detail string) error {
+		return pgerror.New(pgerrcode.InvalidTextRepresentation, "malformed array literal: \"%s\"", s).WithDetail("%s", detail)
+	}
+	end := strings.IndexByte(v, ']')
+	if end < 0 {
+		return "", 0, bad("Missing \"]\" after array dimensions.")
+	}
+	dims := strings.TrimSpace(v[1:end])
+	rest := strings.TrimSpace(v[end+1:])
+	if strings.HasPrefix(rest, "[") {
+		return "", 0, pgerror.New(pgerrcode.FeatureNotSupported, "multidimensional arrays are not supported")
+	}
+	if !strings.HasPrefix(rest, "=") {
+		return "", 0, bad("Missing \"=\" after array dimensions.")
+	}
+	lo, hi := "1", dims
+	if l, h, ok := strings.Cut(dims, ":"); ok {
+		lo, hi = strings.TrimSpace(l), strings.TrimSpace(h)
+	}
+	l, err1 := strconv.Atoi(lo)
+	h, err2 := strconv.Atoi(hi)
+	if err1 != nil || err2 != nil {
+		return "", 0, bad("\"[\" must introduce explicitly-specified array dimensions.")
+	}
+	if h < l {
+		return "", 0, pgerror.New(pgerrcode.ArraySubscriptError, "upper bound cannot be less than lower bound")
+	}
+	if l != 1 {
+		return "", 0, pgerror.New(pgerrcode.FeatureNotSupported, "arrays with a lower bound other than 1 are not supported")
+	}
+	return strings.TrimSpace(rest[1:]), h - l + 1, nil
+}
+
 // parseArray reads a one-dimensional array literal: {a,"b c",NULL}. Unquoted
 // elements are trimmed; NULL (any case, unquoted) is a null element;
 // backslash escapes the next character.
@@ -293,8 +331,23 @@ func parseArray(ctx *Context, t *T, s string) (Datum, error) {
 	bad := func() error {
 		return pgerror.New(pgerrcode.InvalidTextRepresentation, "malformed array literal: \"%s\"", s)
 	}
+	want := -1 // the element count explicit bounds ask for
+	if strings.HasPrefix(v, "[") {
+		var err error
+		if v, want, err = arrayBounds(v, s); err != nil {
+			return nil, err
+		}
+	}
 	if len(v) < 2 || v[0] != '{' || v[len(v)-1] != '}' {
 		return nil, bad()
+	}
+	if want >= 0 {
+		d, err := parseArray(ctx, t, v)
+		if err == nil && len(d.(*DArray).Elems) != want {
+			err = pgerror.New(pgerrcode.InvalidTextRepresentation, "malformed array literal: \"%s\"", s).
+				WithDetail("Specified array dimensions do not match array contents.")
+		}
+		return d, err
 	}
 	body := v[1 : len(v)-1]
 	arr := &DArray{Elem: t.Elem}
