@@ -96,19 +96,25 @@ func (r *Refresher) maybeRefresh(t *catalog.Table, n int64) {
 // its own.
 func (r *Refresher) refresh(id catalog.ID) {
 	start := time.Now()
-	var rows float64
+	var ts *Table
+	// Read in one transaction and save in another: a transaction that
+	// read a busy table whole and then wrote would have to prove its reads
+	// still valid at the write's timestamp, and retry the whole read when
+	// a writer got in between. Statistics are estimates; a snapshot a few
+	// milliseconds older than the save is as good.
 	err := r.db.Txn(r.ctx, kv.Serializable, func(ctx context.Context, txn *kv.Txn) error {
 		t, err := catalog.NewReader(txn, r.descs).TableByID(ctx, id)
 		if err != nil {
 			return err
 		}
-		ts, err := Collect(ctx, txn, t, nil, Options{})
-		if err != nil {
-			return err
-		}
-		rows = ts.RowCount
-		return Save(ctx, txn, ts)
+		ts, err = Collect(ctx, txn, t, nil, Options{})
+		return err
 	})
+	if err == nil {
+		err = r.db.Txn(r.ctx, kv.Serializable, func(ctx context.Context, txn *kv.Txn) error {
+			return Save(ctx, txn, ts)
+		})
+	}
 	r.cache.Invalidate(id)
 	if err != nil {
 		// A dropped table, a shutdown or a conflict: the next mutations
@@ -116,7 +122,7 @@ func (r *Refresher) refresh(id catalog.ID) {
 		r.log.Debug("stats: automatic collection failed", "table", id, "err", err)
 		return
 	}
-	r.log.Debug("stats: automatic collection", "table", id, "rows", rows, "took", time.Since(start))
+	r.log.Debug("stats: automatic collection", "table", id, "rows", ts.RowCount, "took", time.Since(start))
 }
 
 // Stop cancels the running collections and waits for them.
