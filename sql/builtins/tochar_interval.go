@@ -11,8 +11,8 @@ import (
 // months, days and a time of day whose hours are not reduced modulo 24
 // (interval2tm), then prints the numeric patterns from those fields, each
 // padded as C's "%0*d" does (HH, HH24, MI, SS, MM and YYYY one column
-// wider when negative). Name, week
-// and zone patterns, meaningless for an interval, are 0A000 here.
+// wider when negative). Name, week and zone patterns, meaningless for an
+// interval, are 0A000 here.
 
 func formatIntervalToChar(iv types.DInterval, tmpl string) (string, error) {
 	nodes, err := parseToChar(tmpl)
@@ -34,8 +34,6 @@ func formatIntervalToChar(iv types.DInterval, tmpl string) (string, error) {
 			b.WriteString(n.lit)
 			continue
 		}
-		// numW is num for the patterns Postgres prints one column wider
-		// when negative (HH, HH24, MI, SS, MM, YYYY).
 		num := func(v int64, width int) {
 			if n.fm {
 				width = 0
@@ -53,6 +51,8 @@ func formatIntervalToChar(iv types.DInterval, tmpl string) (string, error) {
 				b.WriteString(ordinal(v, n.upperTH))
 			}
 		}
+		// numW is num for the patterns Postgres prints one column wider
+		// when negative.
 		numW := func(v int64, width int) {
 			if v < 0 {
 				width++
