@@ -27,8 +27,8 @@ func TestLockTableReleaseAll(t *testing.T) {
 			lt.acquire(k, kvpb.TxnMeta{ID: h})
 			held[string(k)] = h
 		}
-		for k := range held {
-			chans[k] = lt.locks[k].released
+		for k, h := range held {
+			chans[k] = lt.enqueue(kvpb.Intent{Key: []byte(k), Txn: kvpb.TxnMeta{ID: h}}, uuid.Nil)
 		}
 		var rels []LockRelease
 		for i := rng.Intn(8); i > 0; i-- {
