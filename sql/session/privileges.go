@@ -11,6 +11,7 @@ import (
 	"github.com/cairn-db/cairn/sql/catalog"
 	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/cairn-db/cairn/sql/plan"
+	"github.com/cairn-db/cairn/sql/sem"
 )
 
 // checkPrivileges refuses (42501 "permission denied for table t") a bound
@@ -62,6 +63,22 @@ func (s *Session) checkPrivileges(ctx context.Context, txn *kv.Txn, p *plan.Plan
 			add(v.Table, catalog.PrivSelect)
 		case *plan.Filter:
 			filtered = true
+		case *plan.Project:
+			// UPDATE's new values: reading a column (SET x = x + 1) takes
+			// SELECT, as a WHERE does; the old row's passthrough does not.
+			if target != nil && !filtered {
+				for _, e := range v.Exprs {
+					if _, bare := e.(*sem.ColRef); bare {
+						continue
+					}
+					sem.Walk(e, func(x sem.Expr) bool {
+						if _, ok := x.(*sem.ColRef); ok {
+							filtered = true
+						}
+						return !filtered
+					})
+				}
+			}
 		case *plan.Insert:
 			add(v.Table, catalog.PrivInsert)
 			if v.Returning != nil {
