@@ -442,12 +442,12 @@ func (b *builder) buildInsert(ins *pg_query.InsertStmt) (Node, error) {
 		}
 	}
 	if vt != nil {
-		ins2.Checks = append(ins2.Checks, vt.checks(ins2.TableCols)...)
+		ins2.Checks = append(ins2.Checks, vt.checks(b, ins2.TableCols)...)
 		s, _ := vt.rowScope(b, ins2.TableCols, nil)
 		if ins2.Returning, err = b.returning(ins.ReturningList, s); err != nil {
 			return nil, err
 		}
-		vt.fixReturning(ins2.Returning, ins2.TableCols)
+		vt.fixReturning(b, ins2.Returning, ins2.TableCols)
 		return ins2, nil
 	}
 	if ins2.Returning, err = b.returning(ins.ReturningList, b.tableScope(t, ins2.TableCols, alias, nil)); err != nil {
@@ -832,13 +832,13 @@ func (b *builder) buildUpdate(up *pg_query.UpdateStmt) (Node, error) {
 		return nil, err
 	}
 	if vt != nil {
-		u.Checks = append(u.Checks, vt.checks(u.TableCols)...)
+		u.Checks = append(u.Checks, vt.checks(b, u.TableCols)...)
 	}
 	if u.Returning, err = b.returning(up.ReturningList, returningScope(s, fetch, u.TableCols)); err != nil {
 		return nil, err
 	}
 	if vt != nil {
-		vt.fixReturning(u.Returning, u.TableCols)
+		vt.fixReturning(b, u.Returning, u.TableCols)
 	}
 	return u, nil
 }
@@ -870,7 +870,7 @@ func (b *builder) buildDelete(del *pg_query.DeleteStmt) (Node, error) {
 		return nil, err
 	}
 	if vt != nil {
-		vt.fixReturning(d.Returning, fetch)
+		vt.fixReturning(b, d.Returning, fetch)
 	}
 	return d, nil
 }

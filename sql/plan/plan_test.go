@@ -133,6 +133,9 @@ func testCatalog(t *testing.T) *fakeCatalog {
 	c.rels["public.kvtwice"] = plan.Relation{View: &catalog.View{ID: 204, Name: "kvtwice",
 		Query:   "SELECT k AS a, k AS b FROM kv",
 		Columns: []catalog.ViewColumn{{Name: "a", Type: types.Int8}, {Name: "b", Type: types.Int8}}}}
+	c.rels["public.kvsub"] = plan.Relation{View: &catalog.View{ID: 205, Name: "kvsub",
+		Query: "SELECT k, v FROM kv WHERE EXISTS (SELECT 1 FROM t WHERE t.a = kv.n)", CheckOption: "local",
+		Columns: []catalog.ViewColumn{{Name: "k", Type: types.Int8}, {Name: "v", Type: types.Text}}}}
 	c.rels["pg_catalog.pg_class"] = plan.Relation{Virtual: &vtable{name: "pg_class", cols: []plan.VirtualColumn{
 		{Name: "oid", T: types.Oid}, {Name: "relname", T: types.Text}}}}
 	return c

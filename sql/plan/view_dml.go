@@ -24,6 +24,7 @@ import (
 // viewTarget is a view flattened onto its base table.
 type viewTarget struct {
 	view  *catalog.View
+	verb  string
 	alias string
 	table *catalog.Table
 	// ids are placeholder IDs of the base table's columns (Table.Columns
@@ -32,9 +33,34 @@ type viewTarget struct {
 	ids   []sem.ColumnID
 	cols  []viewCol
 	conds []viewCond // innermost view first
-	// computed are the computed view columns' expressions by the IDs
+	// computed are the computed view columns' indexes in cols by the IDs
 	// rowScope gave them.
-	computed map[sem.ColumnID]sem.Expr
+	computed map[sem.ColumnID]int
+	// bound are the view bound again over a statement's row IDs (keyed by
+	// the IDs' first element), so that subqueries in the view's query see
+	// the row's columns themselves.
+	bound map[*sem.ColumnID]*viewTarget
+}
+
+// on is the view bound over the row ids (once per row).
+func (vt *viewTarget) on(b *builder, ids []sem.ColumnID) *viewTarget {
+	if len(ids) == 0 {
+		return vt
+	}
+	if r, ok := vt.bound[&ids[0]]; ok {
+		return r
+	}
+	r, err := b.flattenView(vt.view, vt.verb, 0, ids)
+	if err != nil {
+		// The same view bound without error a moment ago.
+		return vt
+	}
+	r.alias = vt.alias
+	if vt.bound == nil {
+		vt.bound = map[*sem.ColumnID]*viewTarget{}
+	}
+	vt.bound[&ids[0]] = r
+	return r
 }
 
 type viewCol struct {
@@ -130,17 +156,23 @@ func (b *builder) dmlTarget(rv *pg_query.RangeVar, verb string) (t *catalog.Tabl
 	}
 	// The rewriter's errors (PostgreSQL's rewriteTargetView) carry no
 	// position.
-	vt, err = b.flattenView(r.View, verb, 0)
+	// This first binding checks the view and maps its columns; every use
+	// binds it again over the statement's row (on), so the subqueries it
+	// made are dropped.
+	nsub := len(b.subqueries)
+	vt, err = b.flattenView(r.View, verb, 0, nil)
 	if err != nil {
 		return nil, "", nil, err
 	}
+	b.subqueries = b.subqueries[:nsub]
 	vt.alias = alias
 	return vt.table, alias, vt, nil
 }
 
-// flattenView binds view v's query over its base relation, recursively.
-// Errors carry no position: it would be in the view's text.
-func (b *builder) flattenView(v *catalog.View, verb string, depth int) (*viewTarget, error) {
+// flattenView binds view v's query over its base relation, recursively,
+// with the base table's columns known by ids (fresh placeholders when
+// nil). Errors carry no position: it would be in the view's text.
+func (b *builder) flattenView(v *catalog.View, verb string, depth int, ids []sem.ColumnID) (*viewTarget, error) {
 	if depth > 32 {
 		return nil, pgerror.New(pgerrcode.InvalidObjectDefinition, "infinite recursion detected in rules for relation %q", v.Name)
 	}
@@ -152,16 +184,6 @@ func (b *builder) flattenView(v *catalog.View, verb string, depth int) (*viewTar
 	if why := notUpdatableReason(ss); why != "" {
 		return nil, viewNotUpdatable(verb, v.Name, why)
 	}
-	for _, n := range append([]*pg_query.Node{ss.WhereClause}, ss.TargetList...) {
-		sub := false
-		walkAST(n, func(x *pg_query.Node) bool {
-			sub = sub || x.GetSubLink() != nil
-			return !sub
-		})
-		if sub {
-			return nil, notSupported("%s view %q, whose query has a subquery, is not supported", verb, v.Name)
-		}
-	}
 	brv := ss.FromClause[0].GetRangeVar()
 	r, err := b.env.Catalog.LookupRelation(b.ctx, brv.Schemaname, brv.Relname)
 	if err != nil {
@@ -171,13 +193,16 @@ func (b *builder) flattenView(v *catalog.View, verb string, depth int) (*viewTar
 	var lower *viewTarget
 	switch {
 	case r.Table != nil:
-		lower = &viewTarget{table: r.Table, ids: b.freshIDs(len(r.Table.Columns))}
+		if ids == nil {
+			ids = b.freshIDs(len(r.Table.Columns))
+		}
+		lower = &viewTarget{table: r.Table, ids: ids}
 		for i, c := range r.Table.Columns {
 			lower.cols = append(lower.cols, viewCol{name: c.Name, base: i,
 				expr: &sem.ColRef{ID: lower.ids[i], T: c.Type, Name: quoteIdentIfNeeded(c.Name)}})
 		}
 	case r.View != nil:
-		if lower, err = b.flattenView(r.View, verb, depth+1); err != nil {
+		if lower, err = b.flattenView(r.View, verb, depth+1, ids); err != nil {
 			return nil, err
 		}
 	default:
@@ -193,8 +218,15 @@ func (b *builder) flattenView(v *catalog.View, verb string, depth int) (*viewTar
 	sub := map[sem.ColumnID]sem.Expr{}
 	var idx []int
 	for i, c := range lower.cols {
-		id := b.newCol()
-		sub[id] = c.expr
+		// A plain column keeps its ID; a computed one is a placeholder
+		// substituted afterwards.
+		var id sem.ColumnID
+		if cr, ok := c.expr.(*sem.ColRef); ok {
+			id = cr.ID
+		} else {
+			id = b.newCol()
+			sub[id] = c.expr
+		}
 		hidden := r.Table != nil && r.Table.Columns[i].Hidden
 		idx = append(idx, s.add(scopeCol{id: id, name: c.name, t: c.expr.Type(), rel: alias, hidden: hidden}))
 	}
@@ -202,7 +234,8 @@ func (b *builder) flattenView(v *catalog.View, verb string, depth int) (*viewTar
 	saved, savedCollate := b.stmt, b.hasCollate
 	b.stmt = &stmts[0]
 	defer func() { b.stmt, b.hasCollate = saved, savedCollate }()
-	out := &viewTarget{view: v, table: lower.table, ids: lower.ids, conds: lower.conds}
+	out := &viewTarget{view: v, verb: verb, table: lower.table, ids: lower.ids, conds: lower.conds}
+	nsub := len(b.subqueries)
 	var targets []*target
 	for _, tn := range ss.TargetList {
 		ts, err := b.bindTarget(s, tn.GetResTarget())
@@ -232,6 +265,15 @@ func (b *builder) flattenView(v *catalog.View, verb string, depth int) (*viewTar
 			return nil, stripPos(err)
 		}
 		out.conds = append(out.conds, viewCond{view: v.Name, expr: substitute(w, sub)})
+	}
+	// A subquery sees the row's columns by ID; a computed column of the
+	// view below would be a placeholder it cannot read.
+	for _, sq := range b.subqueries[nsub:] {
+		for _, o := range sq.Outer {
+			if _, ok := sub[o]; ok {
+				return nil, notSupported("%s view %q, whose subquery reads a computed column of the view below, is not supported", verb, v.Name)
+			}
+		}
 	}
 	// WITH CHECK OPTION: LOCAL checks this view's own condition (views
 	// below check theirs if they have the option); CASCADED checks every
@@ -304,7 +346,8 @@ func (vt *viewTarget) columnErrAt(b *builder, err error, loc int32) error {
 }
 
 // checks are the WITH CHECK OPTION conditions over the new row ids.
-func (vt *viewTarget) checks(ids []sem.ColumnID) []Check {
+func (vt *viewTarget) checks(b *builder, ids []sem.ColumnID) []Check {
+	vt = vt.on(b, ids)
 	m := vt.onRow(ids)
 	var out []Check
 	for _, c := range vt.conds {
@@ -318,14 +361,15 @@ func (vt *viewTarget) checks(ids []sem.ColumnID) []Check {
 // scope is the view's columns under its alias, over the row ids; the
 // computed ones are added by the Project that source puts above node.
 func (vt *viewTarget) rowScope(b *builder, ids []sem.ColumnID, parent *scope) (*scope, *Project) {
-	m := vt.onRow(ids)
+	rv := vt.on(b, ids)
+	m := rv.onRow(ids)
 	s := &scope{b: b, parent: parent}
 	if parent != nil {
 		s.ctes = parent.ctes
 	}
 	p := &Project{}
 	var idx []int
-	for _, c := range vt.cols {
+	for i, c := range rv.cols {
 		var id sem.ColumnID
 		sc := scopeCol{name: c.name, t: c.expr.Type(), rel: vt.alias}
 		if c.base >= 0 {
@@ -334,9 +378,9 @@ func (vt *viewTarget) rowScope(b *builder, ids []sem.ColumnID, parent *scope) (*
 		} else {
 			id = b.newCol()
 			if vt.computed == nil {
-				vt.computed = map[sem.ColumnID]sem.Expr{}
+				vt.computed = map[sem.ColumnID]int{}
 			}
-			vt.computed[id] = c.expr
+			vt.computed[id] = i
 			p.Exprs = append(p.Exprs, substitute(c.expr, m))
 			p.Cols = append(p.Cols, Column{ID: id, Name: c.name, T: c.expr.Type()})
 		}
@@ -357,8 +401,9 @@ func (vt *viewTarget) source(b *builder, top *scope, from []*pg_query.Node, wher
 		ids[i] = c.ID
 	}
 	var node Node = sc
-	m := vt.onRow(ids)
-	for _, c := range vt.conds {
+	rv := vt.on(b, ids)
+	m := rv.onRow(ids)
+	for _, c := range rv.conds {
 		node = &Filter{Input: node, Pred: substitute(c.expr, m)}
 	}
 	s, p := vt.rowScope(b, ids, nil)
@@ -428,14 +473,18 @@ func (vt *viewTarget) insertColumns(width int) ([]*catalog.Column, error) {
 }
 
 // fixReturning rewrites r, bound over a scope rowScope made, onto the row
-// ids: the view's computed columns become their expressions.
-func (vt *viewTarget) fixReturning(r *Returning, ids []sem.ColumnID) {
+// ids: the view's computed columns become their expressions over it.
+func (vt *viewTarget) fixReturning(b *builder, r *Returning, ids []sem.ColumnID) {
 	if r == nil || len(vt.computed) == 0 {
 		return
 	}
-	m := vt.onRow(ids)
+	rv := vt.on(b, ids)
+	m := map[sem.ColumnID]sem.Expr{}
+	for id, i := range vt.computed {
+		m[id] = rv.cols[i].expr
+	}
 	for i := range r.Exprs {
-		r.Exprs[i] = substitute(substitute(r.Exprs[i], vt.computed), m)
+		r.Exprs[i] = substitute(r.Exprs[i], m)
 	}
 }
 
