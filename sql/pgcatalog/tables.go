@@ -688,6 +688,13 @@ func genDescription(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum,
 			for _, ix := range indexes(d) {
 				add(indexOID(d.ID, ix.ID), 0, ix.Comment)
 			}
+			if len(d.ConstraintComments) > 0 {
+				for _, c := range tableConstraints(d, r.schema, func(catalog.ID) *catalog.Table { return nil }) {
+					if text := d.ConstraintComments[c.name]; text != "" {
+						out = append(out, t.row("objoid", c.oid, "classoid", oidPgConstraint, "objsubid", 0, "description", text))
+					}
+				}
+			}
 		case *catalog.View:
 			add(d.ID, 0, d.Comment)
 		case *catalog.Sequence:
