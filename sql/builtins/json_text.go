@@ -172,17 +172,21 @@ func buildJSONTextArray(ctx EvalContext, a []types.Datum) (types.Datum, error) {
 	return types.DJSONText(append(dst, ']')), nil
 }
 
-// rowToJSON prints the fields of a ROW(...) constructor, which the binder
-// spreads into the arguments, as row_to_json does: {"f1":1,"f2":"x"}.
+// rowToJSON prints the fields of a row, which the binder spreads into
+// the arguments as alternating names and values (sem's rowToJSONCall), as
+// row_to_json does: {"f1":1,"f2":"x"}.
 func rowToJSON(ctx EvalContext, a []types.Datum) (types.Datum, error) {
+	if len(a)%2 != 0 {
+		return nil, errJSON("row_to_json takes a row")
+	}
 	dst := []byte{'{'}
-	for i, d := range a {
+	for i := 0; i < len(a); i += 2 {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = append(types.AppendJSONString(dst, "f"+strconv.Itoa(i+1)), ':')
+		dst = append(types.AppendJSONString(dst, str(a[i])), ':')
 		var err error
-		if dst, err = appendJSONDatum(dst, ctx, d, nil); err != nil {
+		if dst, err = appendJSONDatum(dst, ctx, a[i+1], nil); err != nil {
 			return nil, err
 		}
 	}

@@ -358,7 +358,7 @@ func (b *builder) expr(s *scope, clause string, n *pg_query.Node, want *types.T)
 // semBuild is sem.Build over an expression with COLLATE clauses that
 // change nothing removed (see noopCollations).
 func (b *builder) semBuild(bc sem.BuildContext, n *pg_query.Node, want *types.T) (sem.Expr, error) {
-	return sem.Build(bc, b.stripCollate(n), want)
+	return sem.Build(bc, b.wholeRowJSON(bc, b.stripCollate(n)), want)
 }
 
 // semBuildAssign is sem.BuildAssign after stripCollate.

@@ -1,8 +1,11 @@
 package plan
 
 import (
+	"strings"
+
 	"github.com/jackc/pgerrcode"
 	pg_query "github.com/pganalyze/pg_query_go/v6"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/cairn-db/cairn/sql/builtins"
 	"github.com/cairn-db/cairn/sql/pgerror"
@@ -126,4 +129,81 @@ func (b *builder) jsonToRecord(rf *pg_query.RangeFunction, s *scope) (n Node, la
 	p.Cols = cols
 	b.addRelCols(s, alias, cols, nil)
 	return p, referencesLevel(s, lat), true, nil
+}
+
+// wholeRowJSON rewrites to_json(t), to_jsonb(t), row_to_json(t) and
+// jsonb_agg(t), where t names a relation of the query and no column, to
+// take ROW(t.c1, t.c2, ...) with the columns' names (RowExpr.Colnames),
+// which sem turns into an object keyed by them. Cairn has no record
+// type, so this is where a whole-row reference can be used. n itself is
+// not modified: a rewritten copy is returned.
+func (b *builder) wholeRowJSON(bc sem.BuildContext, n *pg_query.Node) *pg_query.Node {
+	s, _ := bc.Scope.(*scope)
+	if n == nil || s == nil || b.stmt == nil || !strings.Contains(b.stmt.SQL, "json") && !strings.Contains(b.stmt.SQL, "JSON") {
+		return n // the cheap test first: every expression of every statement comes here
+	}
+	target := func(x *pg_query.Node) (*pg_query.FuncCall, *rel, *scope) {
+		fc := x.GetFuncCall()
+		if fc == nil || len(fc.Args) != 1 || fc.AggStar || fc.Over != nil {
+			return nil, nil, nil
+		}
+		switch funcName(fc) {
+		case "to_json", "to_jsonb", "row_to_json", "jsonb_agg":
+		default:
+			return nil, nil, nil
+		}
+		cr := fc.Args[0].GetColumnRef()
+		if cr == nil || len(cr.Fields) != 1 || cr.Fields[0].GetString_() == nil {
+			return nil, nil, nil
+		}
+		name := cr.Fields[0].GetString_().Sval
+		if _, _, _, err := s.Resolve([]string{name}); err == nil {
+			return nil, nil, nil // a column of that name wins, as in PostgreSQL
+		}
+		for cur := s; cur != nil; cur = cur.parent {
+			for _, r := range cur.rels {
+				if r.alias == name {
+					return fc, r, cur
+				}
+			}
+		}
+		return nil, nil, nil
+	}
+	found := false
+	walkAST(n, func(x *pg_query.Node) bool {
+		if fc, _, _ := target(x); fc != nil {
+			found = true
+		}
+		return !found
+	})
+	if !found {
+		return n
+	}
+	n = proto.Clone(n).(*pg_query.Node)
+	walkAST(n, func(x *pg_query.Node) bool {
+		fc, r, owner := target(x)
+		if fc == nil {
+			return true
+		}
+		row := &pg_query.RowExpr{Location: fc.Location, RowFormat: pg_query.CoercionForm_COERCE_IMPLICIT_CAST}
+		for _, i := range r.cols {
+			c := owner.cols[i]
+			if c.hidden {
+				continue
+			}
+			row.Args = append(row.Args, &pg_query.Node{Node: &pg_query.Node_ColumnRef{ColumnRef: &pg_query.ColumnRef{
+				Fields:   []*pg_query.Node{pg_query.MakeStrNode(r.alias), pg_query.MakeStrNode(c.name)},
+				Location: fc.Location}}})
+			row.Colnames = append(row.Colnames, pg_query.MakeStrNode(c.name))
+		}
+		arg := &pg_query.Node{Node: &pg_query.Node_RowExpr{RowExpr: row}}
+		if funcName(fc) == "jsonb_agg" {
+			arg = &pg_query.Node{Node: &pg_query.Node_FuncCall{FuncCall: &pg_query.FuncCall{
+				Funcname: []*pg_query.Node{pg_query.MakeStrNode("to_jsonb")}, Args: []*pg_query.Node{arg},
+				Location: fc.Location, Funcformat: fc.Funcformat}}}
+		}
+		fc.Args = []*pg_query.Node{arg}
+		return true
+	})
+	return n
 }

@@ -11,11 +11,11 @@ import (
 // its fields: rowToJSONCall rewrites
 //
 //	to_jsonb(ROW(a, b))    → jsonb_build_object('f1', a, 'f2', b)
-//	to_json(ROW(a, b))     → row_to_json(a, b)
-//	row_to_json(ROW(a, b)) → row_to_json(a, b)
+//	to_json(ROW(a, b))     → row_to_json('f1', a, 'f2', b)
+//	row_to_json(ROW(a, b)) → row_to_json('f1', a, 'f2', b)
 //
-// where row_to_json(VARIADIC any) prints the fields as PostgreSQL's
-// row_to_json prints an anonymous record, {"f1":a,"f2":b}. Any other call
+// where row_to_json(VARIADIC any), over names and values, prints the
+// fields as PostgreSQL's row_to_json prints a record, {"f1":a,"f2":b}. Any other call
 // is returned unchanged; the parse tree is never modified.
 func rowToJSONCall(fc *pg_query.FuncCall) *pg_query.FuncCall {
 	if len(fc.Args) != 1 || fc.AggStar || fc.AggDistinct || fc.FuncVariadic || fc.Over != nil ||
@@ -37,18 +37,29 @@ func rowToJSONCall(fc *pg_query.FuncCall) *pg_query.FuncCall {
 			Funcname: []*pg_query.Node{pg_query.MakeStrNode(fn)}, Args: []*pg_query.Node{a},
 			Location: location(a), Funcformat: fc.Funcformat}}}
 	}
+	// The keys are the row's column names when the binder expanded a
+	// whole-row reference (to_json(t)), else f1, f2, ... as PostgreSQL
+	// names an anonymous record's fields.
+	key := func(i int) *pg_query.Node {
+		k := "f" + strconv.Itoa(i+1)
+		if len(row.Colnames) == len(row.Args) {
+			if s := row.Colnames[i].GetString_(); s != nil {
+				k = s.Sval
+			}
+		}
+		return pg_query.MakeAConstStrNode(k, row.Location)
+	}
 	var out *pg_query.FuncCall
 	switch name {
 	case "to_jsonb":
 		out = &pg_query.FuncCall{Funcname: []*pg_query.Node{pg_query.MakeStrNode("jsonb_build_object")}}
 		for i, a := range row.Args {
-			key := pg_query.MakeAConstStrNode("f"+strconv.Itoa(i+1), row.Location)
-			out.Args = append(out.Args, key, field("to_jsonb", a))
+			out.Args = append(out.Args, key(i), field("to_jsonb", a))
 		}
 	case "to_json", "row_to_json":
 		out = &pg_query.FuncCall{Funcname: []*pg_query.Node{pg_query.MakeStrNode("row_to_json")}}
-		for _, a := range row.Args {
-			out.Args = append(out.Args, field("row_to_json", a))
+		for i, a := range row.Args {
+			out.Args = append(out.Args, key(i), field("row_to_json", a))
 		}
 	default:
 		return fc
