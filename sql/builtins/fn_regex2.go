@@ -5,6 +5,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/jackc/pgerrcode"
+
+	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/cairn-db/cairn/sql/types"
 )
 
@@ -19,12 +22,29 @@ import (
 // expressions copied, regex metacharacters that SQL does not treat
 // specially (. ^ $ and a literal backslash) escaped. esc is the escape
 // character, or -1 for none.
-func similarToRegex(pat string, esc rune) string {
+//
+// The escape character followed by a double quote separates the part
+// substring(s SIMILAR pat ESCAPE e) returns: Postgres makes the first
+// separator "){1,1}?(" and the second "){1,1}(?:", so the middle part is
+// the first capture group; a third is 2200C.
+func similarToRegex(pat string, esc rune) (string, error) {
 	var b strings.Builder
 	b.WriteString("^(?:")
-	afterEscape, inBracket, bracketStart := false, false, 0
+	afterEscape, inBracket, bracketStart, nquotes := false, false, 0, 0
 	for i, c := range pat {
 		switch {
+		case afterEscape && c == '"':
+			switch nquotes {
+			case 0:
+				b.WriteString("){1,1}?(")
+			case 1:
+				b.WriteString("){1,1}(?:")
+			default:
+				return "", pgerror.New(pgerrcode.InvalidUseOfEscapeCharacter,
+					"SQL regular expression may not contain more than two escape-double-quote separators")
+			}
+			nquotes++
+			afterEscape = false
 		case afterEscape:
 			// An escaped character is passed on escaped, as Postgres
 			// does (so an escaped % or _ is literal).
@@ -69,7 +89,7 @@ func similarToRegex(pat string, esc rune) string {
 		b.WriteString(regexp.QuoteMeta(string(esc)))
 	}
 	b.WriteString(")$")
-	return b.String()
+	return b.String(), nil
 }
 
 // runeOffset converts a 1-based character position into a byte offset of
@@ -163,7 +183,8 @@ func init() {
 				return nil, errInvalidEscapeString()
 			}
 		}
-		return types.DString(similarToRegex(str(a[0]), esc)), nil
+		re, err := similarToRegex(str(a[0]), esc)
+		return types.DString(re), err
 	}
 	registerFn("similar_to_escape",
 		Overload{Args: []*types.T{text}, Return: Fixed(text), Strict: true, Fn: simFn},
@@ -340,6 +361,104 @@ func init() {
 					return types.DNull, err
 				}
 				return types.DString(s[m[0]:m[1]]), nil
+			}})
+	}
+
+	// substring(s FROM pattern) with a text pattern is a regular
+	// expression match: the first capture group, or the whole match.
+	registerFn("substring", Overload{Args: []*types.T{text, text}, Return: Fixed(text), Strict: true,
+		Fn: func(_ EvalContext, a []types.Datum) (types.Datum, error) {
+			re, err := compileRegex(str(a[1]), false)
+			if err != nil {
+				return nil, err
+			}
+			s := str(a[0])
+			m := re.FindStringSubmatchIndex(s)
+			switch {
+			case m == nil:
+				return types.DNull, nil
+			case len(m) > 2:
+				if m[2] < 0 {
+					return types.DNull, nil
+				}
+				return types.DString(s[m[2]:m[3]]), nil
+			}
+			return types.DString(s[m[0]:m[1]]), nil
+		}})
+	// substring(s SIMILAR pat ESCAPE e), also spelled substring(s FROM
+	// pat FOR e): the part between the escape-double-quote separators,
+	// or the whole match when there are none.
+	registerFn("substring", Overload{Args: []*types.T{text, text, text}, Return: Fixed(text), Strict: true,
+		Fn: func(ctx EvalContext, a []types.Datum) (types.Datum, error) {
+			pat, err := simFn(ctx, a[1:])
+			if err != nil {
+				return nil, err
+			}
+			re, err := compileRegex(str(pat), false)
+			if err != nil {
+				return nil, err
+			}
+			s := str(a[0])
+			m := re.FindStringSubmatchIndex(s)
+			switch {
+			case m == nil:
+				return types.DNull, nil
+			case len(m) > 2:
+				if m[2] < 0 {
+					return types.DNull, nil
+				}
+				return types.DString(s[m[2]:m[3]]), nil
+			}
+			return types.DString(s[m[0]:m[1]]), nil
+		}})
+
+	// PostgreSQL 15's regexp_replace(s, pattern, replacement, start [, N
+	// [, flags]]): replace the N-th match at or after start (N = 0: all
+	// of them; no N: the first, or all with the g flag).
+	replArgs := []*types.T{text, text, text, i4, i4, text}
+	for n := 4; n <= len(replArgs); n++ {
+		registerFn("regexp_replace", Overload{Args: replArgs[:n], Return: Fixed(text), Strict: true,
+			Fn: func(_ EvalContext, a []types.Datum) (types.Datum, error) {
+				start, nth, flags := i64(a[3]), int64(1), ""
+				if len(a) > 4 {
+					nth = i64(a[4])
+				}
+				if len(a) > 5 {
+					flags = str(a[5])
+				}
+				if err := checkStart("regexp_replace", start); err != nil {
+					return nil, err
+				}
+				if nth < 0 {
+					return nil, errInvalidParam("invalid value for parameter \"%s\": %d", "n", nth)
+				}
+				f, err := parseReFlags(flags, true, "regexp_replace")
+				if err != nil {
+					return nil, err
+				}
+				if f.global && len(a) <= 4 {
+					nth = 0
+				}
+				re, err := compileRegex(str(a[1]), f.fold)
+				if err != nil {
+					return nil, err
+				}
+				s, repl := str(a[0]), str(a[2])
+				var b strings.Builder
+				last := 0
+				for i, m := range reMatches(re, s, runeOffset(s, start), -1) {
+					if nth != 0 && int64(i+1) != nth {
+						continue
+					}
+					b.WriteString(s[last:m[0]])
+					expandReplacement(&b, repl, s, m)
+					last = m[1]
+					if nth != 0 {
+						break
+					}
+				}
+				b.WriteString(s[last:])
+				return types.DString(b.String()), nil
 			}})
 	}
 }

@@ -68,10 +68,14 @@ func TestSimilarToRegex(t *testing.T) {
 		{`a%b_c(d|e)[^x.]\.$`, '\\', `^(?:a.*b.c(?:d|e)[^x.]\.\$)$`},
 		{`a#%b`, '#', `^(?:a\%b)$`},
 		{`a%`, -1, `^(?:a.*)$`},
+		{`f#"o+#"b%`, '#', `^(?:f){1,1}?(o+){1,1}(?:b.*)$`},
 	} {
-		if got := similarToRegex(tc.pat, tc.esc); got != tc.want {
-			t.Errorf("similar_to_escape(%q) = %q, want %q", tc.pat, got, tc.want)
+		if got, err := similarToRegex(tc.pat, tc.esc); err != nil || got != tc.want {
+			t.Errorf("similar_to_escape(%q) = %q, %v; want %q", tc.pat, got, err, tc.want)
 		}
+	}
+	if _, err := similarToRegex(`#"a#"b#"`, '#'); pgerror.Code(err) != "2200C" {
+		t.Errorf("three separators: %v, want 2200C", err)
 	}
 }
 
