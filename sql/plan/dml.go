@@ -250,9 +250,6 @@ func (b *builder) buildInsert(ins *pg_query.InsertStmt) (Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	if vt != nil && ins.OnConflictClause != nil {
-		return nil, b.errAt(notSupported("INSERT with ON CONFLICT into a view is not supported"), ins.OnConflictClause.Location)
-	}
 	overrideSystem := ins.Override == pg_query.OverridingKind_OVERRIDING_SYSTEM_VALUE
 	// OVERRIDING USER VALUE: the values given for identity columns are
 	// ignored and the columns take their sequences' values.
@@ -436,7 +433,11 @@ func (b *builder) buildInsert(ins *pg_query.InsertStmt) (Node, error) {
 	if ins2.Computed, ins2.Checks, err = b.rowExprs(t, ins2.TableCols); err != nil {
 		return nil, err
 	}
-	if ins.OnConflictClause != nil {
+	if ins.OnConflictClause != nil && vt != nil {
+		if ins2.OnConflict, err = b.viewOnConflict(vt, ins.OnConflictClause); err != nil {
+			return nil, err
+		}
+	} else if ins.OnConflictClause != nil {
 		if ins2.OnConflict, err = b.onConflict(t, alias, ins.OnConflictClause); err != nil {
 			return nil, err
 		}

@@ -509,3 +509,78 @@ func ViewIsUpdatable(query string) (updatable, insertable bool) {
 	}
 	return false, false
 }
+
+// viewOnConflict is ON CONFLICT for an INSERT into a view: the inference
+// names the view's columns, DO UPDATE's SET, WHERE and EXCLUDED read the
+// view's columns of the conflicting and the proposed rows. The view's
+// check options apply to the updated row as to inserted ones (Insert.Checks
+// cover both).
+func (b *builder) viewOnConflict(vt *viewTarget, oc *pg_query.OnConflictClause) (*OnConflict, error) {
+	t := vt.table
+	out := &OnConflict{DoNothing: oc.Action == pg_query.OnConflictAction_ONCONFLICT_NOTHING}
+	if inf := oc.Infer; inf != nil {
+		mapped := &pg_query.InferClause{Conname: inf.Conname, WhereClause: inf.WhereClause, Location: inf.Location}
+		for _, e := range inf.IndexElems {
+			ie := e.GetIndexElem()
+			if ie == nil || ie.Name == "" {
+				return nil, b.errAt(notSupported("ON CONFLICT with an expression on a view is not supported"), inf.Location)
+			}
+			c, err := vt.column(ie.Name, "insert into")
+			if err != nil {
+				if pgerror.Code(err) == pgerrcode.UndefinedColumn {
+					return nil, b.errAt(sem.ErrUndefinedColumn(ie.Name), inf.Location)
+				}
+				return nil, err
+			}
+			mapped.IndexElems = append(mapped.IndexElems, &pg_query.Node{Node: &pg_query.Node_IndexElem{IndexElem: &pg_query.IndexElem{
+				Name: c.Name, Collation: ie.Collation, Opclass: ie.Opclass, Ordering: ie.Ordering, NullsOrdering: ie.NullsOrdering}}})
+		}
+		arb, err := b.inferArbiter(t, mapped)
+		if err != nil {
+			return nil, err
+		}
+		out.Arbiter = arb
+	} else if !out.DoNothing {
+		return nil, b.errAt(pgerror.New(pgerrcode.SyntaxError, "ON CONFLICT DO UPDATE requires inference specification or constraint name").
+			WithHint("For example, ON CONFLICT (column_name)."), oc.Location)
+	}
+	if out.DoNothing {
+		return out, nil
+	}
+	out.ExistingCols = b.freshIDs(len(t.Columns))
+	out.ExcludedCols = b.freshIDs(len(t.Columns))
+	s, p1 := vt.rowScope(b, out.ExistingCols, nil)
+	ex, p2 := vt.rowScope(b, out.ExcludedCols, nil)
+	var idx []int
+	for _, c := range ex.cols {
+		c.rel, c.noUnqual, c.noStar, c.tbl, c.tcol = "excluded", true, true, 0, 0
+		idx = append(idx, s.add(c))
+	}
+	s.addRel("excluded", idx)
+	s.qualify = true
+	targets, err := vt.setTargets(b, oc.TargetList)
+	if err != nil {
+		return nil, err
+	}
+	sets, exprs, err := b.assignments(t, s, targets, nil)
+	if err != nil {
+		return nil, err
+	}
+	// Computed view columns read by SET or WHERE become their expressions
+	// over the conflicting or the proposed row.
+	m := map[sem.ColumnID]sem.Expr{}
+	for _, p := range []*Project{p1, p2} {
+		for i, c := range p.Cols {
+			m[c.ID] = p.Exprs[i]
+		}
+	}
+	out.SetCols, out.Set = sets, substituteAll(exprs, m)
+	if oc.WhereClause != nil {
+		w, err := b.expr(s, "WHERE", oc.WhereClause, types.Bool)
+		if err != nil {
+			return nil, err
+		}
+		out.Where = substitute(w, m)
+	}
+	return out, nil
+}
