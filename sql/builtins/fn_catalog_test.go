@@ -95,7 +95,6 @@ func TestCatalogFunctions(t *testing.T) {
 		{with, "pg_get_expr", []*types.T{text, oid, types.Bool}, []types.Datum{types.DString("(a) + (b)"), types.DOid(16400), types.DBool(true)}, "(a) + (b)"},
 		{with, "format_type", []*types.T{oid, types.Int4}, []types.Datum{types.DOid(1043), types.DNull}, "character varying"},
 		{with, "format_type", []*types.T{oid, types.Int4}, []types.Datum{types.DNull, types.DInt(1)}, "NULL"},
-		{with, "has_table_privilege", []*types.T{types.Unknown, types.Unknown}, []types.Datum{types.DString("t"), types.DString("select")}, "t"},
 		{with, "pg_get_indexdef", []*types.T{oid}, []types.Datum{types.DOid(16400)}, "NULL"},
 		{with, "json_build_object", []*types.T{text, types.Bool, text, types.Int8}, []types.Datum{types.DString("always"), types.DBool(true), types.DString("start"), types.DInt(1)}, `{"always" : true, "start" : 1}`},
 		{with, "json_build_array", nil, nil, "[]"},

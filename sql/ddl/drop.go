@@ -14,6 +14,7 @@ import (
 	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/cairn-db/cairn/sql/rowenc"
 	"github.com/cairn-db/cairn/sql/sequence"
+	"github.com/cairn-db/cairn/sql/stats"
 )
 
 // kindWord is how PostgreSQL names a relation kind in messages.
@@ -315,6 +316,11 @@ func (e *executor) dropTable(ctx context.Context, t *catalog.Table, ds *dropSet)
 				return err
 			}
 		}
+	}
+	// Its statistics go with it (in the same transaction, so a ROLLBACK
+	// brings them back with the table).
+	if err := stats.Delete(ctx, e.x.Txn, t.ID); err != nil {
+		return err
 	}
 	return e.clearData(ctx, layout)
 }
