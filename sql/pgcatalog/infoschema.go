@@ -166,8 +166,9 @@ func genColumns(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, err
 				add(r.schema.Name, d.Name, int(c.ID), c.Name, c.Type, kv...)
 			}
 		case *catalog.View:
+			upd := plan.ViewColumnsUpdatable(d.Query, len(d.Columns))
 			for i, c := range d.Columns {
-				add(r.schema.Name, d.Name, i+1, c.Name, c.Type, "is_updatable", "NO")
+				add(r.schema.Name, d.Name, i+1, c.Name, c.Type, "is_updatable", yesNo(upd[i]))
 			}
 		}
 	}

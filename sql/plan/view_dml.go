@@ -584,3 +584,35 @@ func (b *builder) viewOnConflict(vt *viewTarget, oc *pg_query.OnConflictClause) 
 	}
 	return out, nil
 }
+
+// ViewColumnsUpdatable says, for each of a view's n columns, whether it
+// is updatable (information_schema.columns.is_updatable): the view is
+// automatically updatable and the column is a column of its base
+// relation. Like ViewIsUpdatable it reads the query alone.
+func ViewColumnsUpdatable(query string, n int) []bool {
+	out := make([]bool, n)
+	stmts, err := parseCached(query)
+	if err != nil || len(stmts) != 1 || stmts[0].AST.Stmt.GetSelectStmt() == nil {
+		return out
+	}
+	ss := stmts[0].AST.Stmt.GetSelectStmt()
+	if notUpdatableReason(ss) != "" {
+		return out
+	}
+	i := 0
+	for k, t := range ss.TargetList {
+		cr := t.GetResTarget().GetVal().GetColumnRef()
+		if cr != nil && len(cr.Fields) > 0 && cr.Fields[len(cr.Fields)-1].GetAStar() != nil {
+			// * stands for the columns the entries after it do not take.
+			for rest := n - (len(ss.TargetList) - k - 1); i < rest && i < n; i++ {
+				out[i] = true
+			}
+			continue
+		}
+		if i < n {
+			out[i] = cr != nil
+		}
+		i++
+	}
+	return out
+}
