@@ -44,10 +44,14 @@ func AdvisoryKeyOf(args []types.Datum) AdvisoryKey {
 
 func init() {
 	// pg_typeof names its argument's type: the body is bound to the
-	// resolved type, and a NULL argument still has one (not Strict).
+	// resolved type, and a NULL argument still has one (not Strict); an
+	// untyped literal's is unknown, as in Postgres.
 	registerFn("pg_typeof", Overload{Args: []*types.T{Any}, Return: Fixed(types.RegType), Volatility: Stable,
-		Bind: func(at []*types.T) Fn {
+		Bind: func(at, call []*types.T) Fn {
 			oid := types.DOid(at[0].Oid)
+			if call[0].Family == types.UnknownFamily {
+				oid = types.DOid(types.Unknown.Oid)
+			}
 			return func(EvalContext, []types.Datum) (types.Datum, error) { return oid, nil }
 		}})
 	registerFn("version", Overload{Return: Fixed(types.Text), Volatility: Stable, Fn: func(EvalContext, []types.Datum) (types.Datum, error) {

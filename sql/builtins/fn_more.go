@@ -392,7 +392,7 @@ func init() {
 	// quote_literal and quote_nullable of any value quote its text form.
 	quoteAny := func(nullable bool) Overload {
 		return Overload{Args: []*types.T{AnyElement}, Return: Fixed(text), Strict: !nullable, Volatility: Stable,
-			Bind: func(at []*types.T) Fn {
+			Bind: func(at, _ []*types.T) Fn {
 				t := at[0]
 				return func(ctx EvalContext, a []types.Datum) (types.Datum, error) {
 					if types.IsNull(a[0]) {

@@ -132,10 +132,11 @@ type Overload struct {
 	// Fn evaluates Normal overloads.
 	Fn Fn
 	// Bind, when set, makes a Normal overload's body from the call's
-	// resolved argument types, for the few functions whose result depends
+	// resolved argument types (and the types the call site had, unknown
+	// for untyped literals), for the few functions whose result depends
 	// on them rather than on the values (pg_typeof); Fn is then unused
 	// and Resolved.Func returns Bind's result.
-	Bind func(argTypes []*types.T) Fn
+	Bind func(argTypes, callTypes []*types.T) Fn
 	// ArgNames are the parameters' names (pg_proc.proargnames), which
 	// calls may use (make_interval(days => 3)); nil when the function
 	// takes no named arguments. Defaults are the values of the trailing

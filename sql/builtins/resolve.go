@@ -457,7 +457,7 @@ func finish(c *candidate, args []*types.T) (*Resolved, error) {
 		return nil, errUnsupported("%s(%s) would return a multidimensional array, which is not supported", c.o.Name(), typeList(at))
 	}
 	if c.o.Bind != nil {
-		r.fn = c.o.Bind(at)
+		r.fn = c.o.Bind(at, args)
 	}
 	return r, nil
 }

@@ -142,6 +142,9 @@ func appendReg(dst []byte, ctx *Context, t *T, v DOid) []byte {
 		if u, ok := OidToType(uint32(v)); ok {
 			return append(dst, u.Name()...)
 		}
+		if uint32(v) == Unknown.Oid {
+			return append(dst, "unknown"...) // pg_typeof of an untyped literal
+		}
 	}
 	if ctx != nil && ctx.Reg != nil {
 		if name, ok := ctx.Reg.RegName(t, uint32(v)); ok {
