@@ -49,8 +49,7 @@
 //
 // Known differences from PostgreSQL (0A000 unless noted): a data-modifying
 // statement in WITH that the query never reads (the executor runs one
-// when the query first reads it); grouping sets in a correlated
-// subquery; DML through a view whose subquery reads a computed column of
+// when the query first reads it); DML through a view whose subquery reads a computed column of
 // the view below it, and ON CONFLICT on an expression through a view; FOR UPDATE NOWAIT and SKIP LOCKED; column definition
 // lists on functions in FROM; nested set-returning calls; set-returning
 // functions of several columns in the select list; INSERT into an array element or a subfield, and

@@ -292,7 +292,12 @@ func (b *builder) bindGroupingArgs(s *scope, gf *groupingFuncs, gs *groupingSets
 // partial lists the columns grouped by functional dependency that some set
 // leaves out: PostgreSQL only counts the grouping columns common to every
 // set for it, so naming one of them is 42803 (partialRef).
-func (b *builder) groupingUnion(gb *GroupBy, g *grouper, gs *groupingSets, gf *groupingFuncs, gargs [][]int) (n Node, remap map[sem.ColumnID]sem.Expr, partial map[sem.ColumnID]bool, err error) {
+//
+// rebuild binds the level's FROM and WHERE again: a correlated level's
+// input depends on the outer row, so it cannot be a CTE (run once per
+// statement); each set after the first then reads its own copy.
+func (b *builder) groupingUnion(gb *GroupBy, g *grouper, gs *groupingSets, gf *groupingFuncs, gargs [][]int,
+	rebuild func() (Node, error)) (n Node, remap map[sem.ColumnID]sem.Expr, partial map[sem.ColumnID]bool, err error) {
 	// The group column of each grouping expression.
 	itemCol := make([]sem.ColumnID, len(gs.items))
 	isItemCol := map[sem.ColumnID]int{}
@@ -326,11 +331,41 @@ func (b *builder) groupingUnion(gb *GroupBy, g *grouper, gs *groupingSets, gf *g
 		}
 	}
 	input := gb.Input
-	if referencesOuter(g.s) {
-		return nil, nil, nil, notSupported("GROUPING SETS, ROLLUP or CUBE in a correlated subquery are not supported")
+	correlated := referencesOuter(g.s) || b.readsOutside(input)
+	cteID := -1
+	if !correlated {
+		cteID = len(b.ctes)
+		b.ctes = append(b.ctes, input)
 	}
-	cteID := len(b.ctes)
-	b.ctes = append(b.ctes, input)
+	// branchInput is one set's copy of the input and its columns in the
+	// input's order.
+	branchInput := func(k int) (Node, []Column, error) {
+		if !correlated {
+			cols := freshCols(b, input.Columns())
+			return &CTEScan{ID: cteID, Cols: cols}, cols, nil
+		}
+		if k == 0 {
+			return input, input.Columns(), nil
+		}
+		in2, err := rebuild()
+		if err != nil {
+			return nil, nil, err
+		}
+		if g.pre != nil {
+			// The computed group keys, over the copy's columns.
+			m := map[sem.ColumnID]sem.Expr{}
+			for i, c := range g.input.Columns() {
+				m[c.ID] = colRef(in2.Columns()[i])
+			}
+			n := len(g.input.Columns())
+			in2 = &Project{Input: in2, Exprs: append(passThrough(in2.Columns()), substituteAll(g.pre.Exprs[n:], m)...),
+				Cols: append(append([]Column(nil), in2.Columns()...), freshCols(b, g.pre.Cols[n:])...)}
+		}
+		if len(in2.Columns()) != len(input.Columns()) {
+			return nil, nil, pgerror.New(pgerrcode.InternalError, "plan: grouping set input bound again differs")
+		}
+		return in2, in2.Columns(), nil
+	}
 	outCols := freshCols(b, gb.Cols)
 	remap = map[sem.ColumnID]sem.Expr{}
 	partial = map[sem.ColumnID]bool{}
@@ -345,7 +380,7 @@ func (b *builder) groupingUnion(gb *GroupBy, g *grouper, gs *groupingSets, gf *g
 		}
 	}
 	var branches []Node
-	for _, set := range gs.sets {
+	for k, set := range gs.sets {
 		in := map[int]bool{}
 		for _, i := range set {
 			in[i] = true
@@ -366,12 +401,15 @@ func (b *builder) groupingUnion(gb *GroupBy, g *grouper, gs *groupingSets, gf *g
 				partial[id] = true
 			}
 		}
-		scan := &CTEScan{ID: cteID, Cols: freshCols(b, input.Columns())}
+		scan, scanCols, err := branchInput(k)
+		if err != nil {
+			return nil, nil, nil, err
+		}
 		sub := map[sem.ColumnID]sem.Expr{}
 		newID := map[sem.ColumnID]Column{}
 		for i, c := range input.Columns() {
-			sub[c.ID] = colRef(scan.Cols[i])
-			newID[c.ID] = scan.Cols[i]
+			sub[c.ID] = colRef(scanCols[i])
+			newID[c.ID] = scanCols[i]
 		}
 		bg := &GroupBy{Input: scan}
 		for _, id := range gb.GroupCols {
@@ -474,7 +512,97 @@ func substituteAll(es []sem.Expr, m map[sem.ColumnID]sem.Expr) []sem.Expr {
 }
 
 // referencesOuter says whether the level has referenced a column of an
-// enclosing level so far (its input would then differ per outer row).
+// enclosing level so far (its input may then differ per outer row).
 func referencesOuter(s *scope) bool {
 	return s.outer != nil && len(*s.outer) > 0
+}
+
+// rebuildFromWhere binds a level's FROM and WHERE again, in a scope of
+// its own with the same enclosing levels: the same columns in the same
+// order, under fresh IDs.
+func (b *builder) rebuildFromWhere(ss *pg_query.SelectStmt, s *scope) (Node, error) {
+	s2 := &scope{b: b, parent: s.parent, outer: s.outer, ctes: s.ctes}
+	node, err := b.buildFrom(ss.FromClause, s2)
+	if err != nil {
+		return nil, err
+	}
+	s2.qualify = len(s2.rels) > 1
+	if ss.WhereClause != nil {
+		w, err := b.expr(s2, "WHERE", rewriteRowIn(ss.WhereClause), types.Bool)
+		if err != nil {
+			return nil, err
+		}
+		node = &Filter{Input: node, Pred: w}
+	}
+	return node, nil
+}
+
+// readsOutside says whether a plan subtree reads a column it does not
+// produce (an enclosing query's, directly or through a subquery), so its
+// rows may differ per outer row.
+func (b *builder) readsOutside(n Node) bool {
+	produced := map[sem.ColumnID]bool{}
+	var exprs []sem.Expr
+	walkPlan(n, func(x Node) {
+		for _, c := range x.Columns() {
+			produced[c.ID] = true
+		}
+		switch v := x.(type) {
+		case *Scan:
+			for _, c := range v.Cols {
+				produced[c.ID] = true
+			}
+		case *Values:
+			for _, r := range v.Rows {
+				exprs = append(exprs, r...)
+			}
+		case *ProjectSet:
+			for _, f := range v.Funcs {
+				exprs = append(exprs, f.Call)
+			}
+		case *GroupBy:
+			for _, a := range v.Aggs {
+				exprs = append(exprs, a.Args...)
+				exprs = append(exprs, a.Filter)
+				for _, o := range a.OrderBy {
+					exprs = append(exprs, o.Expr)
+				}
+			}
+		case *Window:
+			for _, f := range v.Funcs {
+				exprs = append(exprs, f.Args...)
+				exprs = append(exprs, f.Filter, f.FrameStartOffset, f.FrameEndOffset)
+				exprs = append(exprs, f.PartitionBy...)
+				for _, o := range f.OrderBy {
+					exprs = append(exprs, o.Expr)
+				}
+			}
+		case *Limit:
+			exprs = append(exprs, v.Limit, v.Offset)
+		}
+		exprs = append(exprs, nodeExprs(x)...)
+	})
+	outside := false
+	for _, e := range exprs {
+		if e == nil {
+			continue
+		}
+		sem.Walk(e, func(x sem.Expr) bool {
+			switch v := x.(type) {
+			case *sem.ColRef:
+				outside = outside || !produced[v.ID]
+			case *sem.SubqueryRef:
+				if v.ID >= 1 && v.ID <= len(b.subqueries) {
+					for _, o := range b.subqueries[v.ID-1].Outer {
+						outside = outside || !produced[o]
+					}
+				}
+			}
+			return !outside
+		})
+		if outside {
+			return true
+		}
+	}
+	return false
 }

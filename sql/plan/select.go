@@ -926,7 +926,8 @@ func (b *builder) buildSimple(ss *pg_query.SelectStmt, s *scope) (*selResult, er
 		if gsets != nil {
 			var remap map[sem.ColumnID]sem.Expr
 			var partial map[sem.ColumnID]bool
-			if node, remap, partial, err = b.groupingUnion(gb, g, gsets, gf, gargs); err != nil {
+			rebuild := func() (Node, error) { return b.rebuildFromWhere(ss, s) }
+			if node, remap, partial, err = b.groupingUnion(gb, g, gsets, gf, gargs, rebuild); err != nil {
 				return nil, err
 			}
 			if len(partial) > 0 {
