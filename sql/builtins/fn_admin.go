@@ -1,0 +1,101 @@
+package builtins
+
+import (
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgerrcode"
+
+	"github.com/cairn-db/cairn/sql/pgerror"
+	"github.com/cairn-db/cairn/sql/types"
+)
+
+// pg_sleep and friends, and pg_size_pretty. Cairn has no void type: the
+// sleep functions return an unknown-typed empty string, which prints as
+// psql prints a void result.
+
+// sleepFor waits d, or until the statement is cancelled (57014).
+func sleepFor(ctx EvalContext, d time.Duration) (types.Datum, error) {
+	if d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Ctx().Done():
+			return nil, pgerror.New(pgerrcode.QueryCanceled, "canceling statement due to user request")
+		}
+	}
+	return types.DString(""), nil
+}
+
+// sizePretty is Postgres 15's pg_size_pretty(bigint): bytes below 10 kB,
+// then the largest unit (to PB) keeping the value under 20480, halves
+// rounded away from zero.
+func sizePretty(size int64) string {
+	units := []struct {
+		name  string
+		limit int64
+		round bool
+		bits  int
+	}{{"bytes", 10 * 1024, false, 0}, {"kB", 20*1024 - 1, true, 10}, {"MB", 20*1024 - 1, true, 20},
+		{"GB", 20*1024 - 1, true, 30}, {"TB", 20*1024 - 1, true, 40}, {"PB", 20*1024 - 1, true, 50}}
+	abs := func(v int64) int64 {
+		if v < 0 {
+			return -v
+		}
+		return v
+	}
+	for i, u := range units {
+		if i == len(units)-1 || abs(size) < u.limit {
+			if u.round {
+				if size < 0 {
+					size = (size - 1) / 2
+				} else {
+					size = (size + 1) / 2
+				}
+			}
+			return strconv.FormatInt(size, 10) + " " + u.name
+		}
+		next := units[i+1]
+		bits := next.bits - u.bits
+		if next.round {
+			bits--
+		}
+		if u.round {
+			bits++
+		}
+		size /= int64(1) << bits
+	}
+	return ""
+}
+
+func init() {
+	f8 := types.Float8
+	registerFn("pg_sleep", Overload{Args: []*types.T{f8}, Return: Fixed(types.Unknown), Strict: true, Volatility: Volatile,
+		Fn: func(ctx EvalContext, a []types.Datum) (types.Datum, error) {
+			s := float64(a[0].(types.DFloat))
+			if math.IsNaN(s) || s <= 0 {
+				return types.DString(""), nil
+			}
+			return sleepFor(ctx, time.Duration(math.Min(s, 1e9)*float64(time.Second)))
+		}})
+	registerFn("pg_sleep_for", Overload{Args: []*types.T{types.Interval}, Return: Fixed(types.Unknown), Strict: true, Volatility: Volatile,
+		Fn: func(ctx EvalContext, a []types.Datum) (types.Datum, error) {
+			iv := a[0].(types.DInterval)
+			us := float64(iv.Months)*30*86400e6 + float64(iv.Days)*86400e6 + float64(iv.Micros)
+			return sleepFor(ctx, time.Duration(math.Min(us, 1e15)*1e3))
+		}})
+	registerFn("pg_sleep_until", Overload{Args: []*types.T{types.TimestampTZ}, Return: Fixed(types.Unknown), Strict: true, Volatility: Volatile,
+		Fn: func(ctx EvalContext, a []types.Datum) (types.Datum, error) {
+			ts := a[0].(types.DTimestampTZ)
+			if isInfTS(int64(ts)) {
+				return nil, errInvalidParam("timestamp out of range")
+			}
+			return sleepFor(ctx, time.Until(ts.Time()))
+		}})
+	registerFn("pg_size_pretty", Overload{Args: []*types.T{types.Int8}, Return: Fixed(types.Text), Strict: true,
+		Fn: func(_ EvalContext, a []types.Datum) (types.Datum, error) {
+			return types.DString(sizePretty(i64(a[0]))), nil
+		}})
+}
