@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/cockroachdb/apd/v3"
 	"github.com/jackc/pgerrcode"
 
 	"github.com/cairn-db/cairn/sql/pgerror"
@@ -70,8 +71,54 @@ func sizePretty(size int64) string {
 	return ""
 }
 
+// sizePrettyDec is pg_size_pretty(numeric): the same units, computed
+// with truncating numeric division, so sums of sizes print too.
+func sizePrettyDec(size *apd.Decimal) (string, error) {
+	c := apd.BaseContext.WithPrecision(1000)
+	limits := []int64{10 * 1024, 20*1024 - 1, 20*1024 - 1, 20*1024 - 1, 20*1024 - 1, 20*1024 - 1}
+	names := []string{"bytes", "kB", "MB", "GB", "TB", "PB"}
+	bits := []int64{0, 10, 20, 30, 40, 50}
+	d := new(apd.Decimal).Set(size)
+	for i := range names {
+		var abs apd.Decimal
+		abs.Abs(d)
+		if i == len(names)-1 || abs.Cmp(apd.New(limits[i], 0)) < 0 {
+			if i > 0 { // half rounded: (d +/- 1) / 2, truncated
+				one := apd.New(1, 0)
+				if d.Negative {
+					one.Negative = true
+				}
+				if _, err := c.Add(d, d, one); err != nil {
+					return "", errInternal("pg_size_pretty: %w", err)
+				}
+				if _, err := c.QuoInteger(d, d, apd.New(2, 0)); err != nil {
+					return "", errInternal("pg_size_pretty: %w", err)
+				}
+			}
+			return d.Text('f') + " " + names[i], nil
+		}
+		shift := bits[i+1] - bits[i] - 1
+		if i > 0 {
+			shift++
+		}
+		if _, err := c.QuoInteger(d, d, apd.New(int64(1)<<shift, 0)); err != nil {
+			return "", errInternal("pg_size_pretty: %w", err)
+		}
+	}
+	return "", nil
+}
+
 func init() {
 	f8 := types.Float8
+	registerFn("pg_size_pretty", Overload{Args: []*types.T{types.Numeric}, Return: Fixed(types.Text), Strict: true,
+		Fn: func(_ EvalContext, a []types.Datum) (types.Datum, error) {
+			d := toDecimal(a[0])
+			if d.Form != apd.Finite {
+				return types.DString(d.String() + " bytes"), nil
+			}
+			s, err := sizePrettyDec(d)
+			return types.DString(s), err
+		}})
 	registerFn("pg_sleep", Overload{Args: []*types.T{f8}, Return: Fixed(types.Unknown), Strict: true, Volatility: Volatile,
 		Fn: func(ctx EvalContext, a []types.Datum) (types.Datum, error) {
 			s := float64(a[0].(types.DFloat))
