@@ -26,8 +26,8 @@ func Build(ctx context.Context, env *Env, stmt *parser.Statement) (p *Plan, err 
 	if env.Params == nil {
 		env.Params = sem.NewParamTypes()
 	}
-	b := &builder{ctx: ctx, env: env, stmt: stmt,
-		hasCollate: strings.Contains(strings.ToUpper(stmt.SQL), "COLLATE")}
+	b := &builder{ctx: ctx, env: env, stmt: stmt}
+	b.hasCollate, b.hasGrouping = textHints(stmt.SQL)
 	p = &Plan{}
 	switch n := stmt.AST.Stmt.Node.(type) {
 	case *pg_query.Node_SelectStmt:
@@ -99,8 +99,17 @@ type builder struct {
 	// outerCTEs are the CTEs a data-modifying CTE's statement sees.
 	outerCTEs *cteEnv
 	// hasCollate: the statement's text mentions COLLATE (stripCollate
-	// has work to do only then).
-	hasCollate bool
+	// has work to do only then); hasGrouping: it mentions GROUPING (only
+	// then can a grouping() call be in it). Walking the AST by reflection
+	// to look for them cost 14% of a point SELECT's CPU.
+	hasCollate, hasGrouping bool
+}
+
+// textHints reports whether sql mentions COLLATE and GROUPING, the words
+// without which the binder's AST rewrites for them have nothing to do.
+func textHints(sql string) (collate, grouping bool) {
+	up := strings.ToUpper(sql)
+	return strings.Contains(up, "COLLATE"), strings.Contains(up, "GROUPING")
 }
 
 func (b *builder) newCol() sem.ColumnID {

@@ -233,13 +233,13 @@ func (b *builder) bindView(v *catalog.View) (Node, error) {
 	if err != nil || len(stmts) != 1 || stmts[0].AST.Stmt.GetSelectStmt() == nil {
 		return nil, pgerror.New(pgerrcode.InternalError, "plan: view %q has an invalid stored query", v.Name)
 	}
-	saved, savedCollate := b.stmt, b.hasCollate
+	saved, savedCollate, savedGrouping := b.stmt, b.hasCollate, b.hasGrouping
 	b.stmt = &stmts[0]
-	b.hasCollate = strings.Contains(strings.ToUpper(v.Query), "COLLATE")
+	b.hasCollate, b.hasGrouping = textHints(v.Query)
 	b.viewDepth++
 	r, err := b.buildSelect(stmts[0].AST.Stmt.GetSelectStmt(), nil, nil)
 	b.viewDepth--
-	b.stmt, b.hasCollate = saved, savedCollate
+	b.stmt, b.hasCollate, b.hasGrouping = saved, savedCollate, savedGrouping
 	if err != nil {
 		// The error's position is in the view's text, not the query's.
 		if pe, ok := err.(*sem.PositionError); ok {

@@ -725,7 +725,7 @@ func (b *builder) buildSimple(ss *pg_query.SelectStmt, s *scope) (*selResult, er
 	// grouping() calls become hidden columns of the FROM scope, which the
 	// grouping sets' union computes (groupingsets.go).
 	var gf *groupingFuncs
-	if hasGroupingFunc(append(append([]*pg_query.Node{ss.HavingClause}, ss.TargetList...), ss.SortClause...)...) {
+	if b.hasGrouping && hasGroupingFunc(append(append([]*pg_query.Node{ss.HavingClause}, ss.TargetList...), ss.SortClause...)...) {
 		ss, gf = rewriteGroupingFuncs(ss)
 	}
 	node, err := b.buildFrom(ss.FromClause, s)
