@@ -34,6 +34,9 @@ type Cache struct {
 	mu      sync.Mutex
 	entries map[ID]cacheEntry
 	stats   CacheStats
+	// gen holds the lookups of the newest catalog generation a Reader
+	// asked for (generation.go).
+	gen *genMaps
 }
 
 type cacheEntry struct {

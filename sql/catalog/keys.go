@@ -19,6 +19,8 @@ import (
 //	                                      (parent, schema) are one span in name order
 //	r/<name>                              role (roles.go)
 //	id                                    next descriptor ID, uvarint
+//	g                                     catalog generation: counter uvarint | 16-byte
+//	                                      nonce, rewritten by every DDL (generation.go)
 var (
 	descPrefix    = []byte("d/")
 	stampPrefix   = []byte("v/")
@@ -34,6 +36,7 @@ func idKey(prefix []byte, id ID) []byte {
 func descKey(id ID) []byte  { return idKey(descPrefix, id) }
 func stampKey(id ID) []byte { return idKey(stampPrefix, id) }
 func idCounterKey() []byte  { return keys.System(idCounterName) }
+func genKey() []byte        { return keys.System([]byte("g")) }
 
 // nsPrefixKey is the prefix of the namespace entries under (parent, schema).
 func nsPrefixKey(parent, schema ID) []byte {

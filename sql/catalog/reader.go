@@ -17,6 +17,10 @@ import (
 type Reader struct {
 	txn   *kv.Txn
 	cache *Cache
+	// useGen, genRead and gen: lookups answered for one catalog
+	// generation (generation.go).
+	useGen, genRead bool
+	gen             []byte
 }
 
 // NewReader returns a Reader over txn; cache may be nil.
@@ -47,7 +51,20 @@ func (r *Reader) lookupID(ctx context.Context, id ID) (Descriptor, bool, error) 
 		}
 	}
 	if r.cache != nil {
-		return r.cache.get(ctx, r.txn, id)
+		gen, err := r.generation(ctx)
+		if err != nil {
+			return nil, false, err
+		}
+		if gen != nil {
+			if d, ok := r.cache.genDesc(gen, id); ok {
+				return d, d != nil, nil
+			}
+		}
+		d, ok, err := r.cache.get(ctx, r.txn, id)
+		if err == nil && gen != nil {
+			r.cache.putGenDesc(gen, id, d)
+		}
+		return d, ok, err
 	}
 	return readDescriptor(ctx, r.txn, id)
 }
@@ -71,12 +88,30 @@ func readDescriptor(ctx context.Context, txn *kv.Txn, id ID) (Descriptor, bool, 
 // for databases, (database, 0) for schemas, (database, schema) for
 // relations.
 func (r *Reader) LookupID(ctx context.Context, parent, schema ID, name string) (ID, bool, error) {
-	b, ok, err := r.txn.Get(ctx, nsKey(parent, schema, name))
-	if err != nil || !ok {
+	k := nsKey(parent, schema, name)
+	gen, err := r.generation(ctx)
+	if err != nil {
 		return 0, false, err
 	}
-	id, err := decodeID(b)
-	return id, err == nil, err
+	if gen != nil {
+		if e, ok := r.cache.genName(gen, k); ok {
+			return e.id, e.ok, nil
+		}
+	}
+	b, ok, err := r.txn.Get(ctx, k)
+	if err != nil {
+		return 0, false, err
+	}
+	var id ID
+	if ok {
+		if id, err = decodeID(b); err != nil {
+			return 0, false, err
+		}
+	}
+	if gen != nil {
+		r.cache.putGenName(gen, k, nameEntry{id: id, ok: ok})
+	}
+	return id, ok, nil
 }
 
 func (r *Reader) byName(ctx context.Context, parent, schema ID, name string) (Descriptor, bool, error) {

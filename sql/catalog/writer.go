@@ -29,6 +29,8 @@ import (
 // ever matters, ID blocks allocated out of band are the fix.
 type Writer struct {
 	Reader
+	// bumped: this Writer has written the next catalog generation.
+	bumped bool
 }
 
 // NewWriter returns a Writer over txn; cache may be nil.
@@ -219,6 +221,9 @@ func indexPtrs(idxs []Index) []*Index {
 // claimName writes d's namespace entry under name, failing with the
 // kind's duplicate error if the name is taken.
 func (w *Writer) claimName(ctx context.Context, d Descriptor, name string) error {
+	if err := w.bump(ctx); err != nil {
+		return err
+	}
 	dbID, schemaID := d.Parent()
 	err := w.txn.CPut(ctx, nsKey(dbID, schemaID, name), encodeID(d.DescID()), nil, false)
 	if _, ok := errors.AsType[*kvpb.ConditionFailedError](err); ok {
@@ -235,6 +240,9 @@ func (w *Writer) put(ctx context.Context, d Descriptor) error {
 	b, err := Encode(d)
 	if err != nil {
 		return pgerror.Wrapf(err, pgerrcode.InvalidObjectDefinition, "invalid %s", d.DescKind())
+	}
+	if err := w.bump(ctx); err != nil {
+		return err
 	}
 	var batch kv.Batch
 	batch.Put(descKey(d.DescID()), b)
@@ -360,6 +368,9 @@ func (w *Writer) mustBeEmpty(ctx context.Context, s *Schema) error {
 }
 
 func (w *Writer) remove(ctx context.Context, d Descriptor) error {
+	if err := w.bump(ctx); err != nil {
+		return err
+	}
 	dbID, schemaID := d.Parent()
 	var b kv.Batch
 	b.Del(nsKey(dbID, schemaID, d.DescName()))

@@ -183,6 +183,7 @@ func (s *Session) execDDL(x *stmtState, g stmtGroup, w pgwire.ResultWriter) erro
 }
 
 func (s *Session) ddlContext(x *stmtState, txn *kv.Txn, w pgwire.ResultWriter, skipped *bool) *ddl.Context {
+	s.txnWroteCatalog = true
 	packed, limit := s.packedRows()
 	return &ddl.Context{
 		Txn:        txn,
@@ -226,7 +227,14 @@ func (s *Session) packedRows() (bool, int) {
 // resolver is how the binder and DDL resolve names: the session's
 // database and search path as of txn, with the virtual schemas.
 func (s *Session) resolver(txn *kv.Txn) plan.Catalog {
-	return plan.NewCatalog(catalog.NewReader(txn, s.b.cache), s.db, s.searchPath(), pgcatalog.Lookup)
+	r := catalog.NewReader(txn, s.b.cache)
+	if !s.txnWroteCatalog {
+		// One read of the catalog generation instead of the names and
+		// stamps of every object a statement names (catalog/generation.go);
+		// a transaction that ran DDL reads its own writes instead.
+		r.UseGeneration()
+	}
+	return plan.NewCatalog(r, s.db, s.searchPath(), pgcatalog.Lookup)
 }
 
 func (s *Session) planEnv(txn *kv.Txn, params *sem.ParamTypes, tc *types.Context) *plan.Env {

@@ -33,6 +33,9 @@ type Session struct {
 	db    *catalog.Database
 	pid   uint32
 	log   *slog.Logger
+	// txnWroteCatalog: the current transaction has run DDL, so its
+	// statements resolve names by reading them (dispatch.go resolver).
+	txnWroteCatalog bool
 
 	// vars holds every setting's canonical value by lower-case name;
 	// defaults are the values after startup (RESET's target); reported
@@ -199,6 +202,7 @@ func (s *Session) saveVars() {
 func (s *Session) kvTxn() *kv.Txn {
 	if s.txn == nil {
 		s.txn = s.b.db.NewTxn(context.Background(), "sql txn", s.txnIso)
+		s.txnWroteCatalog = false
 	}
 	return s.txn
 }

@@ -1,0 +1,171 @@
+package catalog
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"slices"
+
+	"github.com/google/uuid"
+)
+
+// The catalog generation is one system key that every DDL transaction
+// rewrites (Writer.bump): a counter one above the value it read, then a
+// random nonce. Whatever a transaction's snapshot holds of the catalog,
+// the generation it reads names exactly that state: two snapshots that
+// read the same generation bytes see the same descriptors and namespace
+// entries. A rolled-back transaction's generation is never seen by
+// another, and its nonce is never written again.
+//
+// A Reader made with UseGeneration reads the generation once, at its
+// first lookup, and then answers name and descriptor lookups from the
+// Cache's maps for that generation, without reading them: one KV read per
+// statement where there were five (database, schema and table names and
+// their stamps). The caller must only do so for a transaction that has
+// not written the catalog (the session knows: DDL goes through it), since
+// a Writer bumps the generation once per statement while its later writes
+// in the same transaction leave it unchanged.
+//
+// Cluster: the generation key is one more read per statement on the
+// system tablet's leaseholder; descriptor leases (cache.go) remove it.
+
+// maxGenEntries bounds the cached names and descriptors of a generation.
+const maxGenEntries = 100000
+
+type nameEntry struct {
+	id ID
+	ok bool
+}
+
+// genMaps are the lookups answered for one generation.
+type genMaps struct {
+	gen   []byte
+	count uint64
+	names map[string]nameEntry
+	descs map[ID]Descriptor
+}
+
+func genCounter(gen []byte) (uint64, error) {
+	v, n := binary.Uvarint(gen)
+	if n <= 0 || len(gen) != n+16 {
+		return 0, fmt.Errorf("%w: catalog generation %x", ErrBadDescriptor, gen)
+	}
+	return v, nil
+}
+
+// UseGeneration makes r answer lookups from the cache's generation maps
+// (see above). It returns r.
+func (r *Reader) UseGeneration() *Reader {
+	r.useGen = r.cache != nil
+	return r
+}
+
+// generation reads the generation r's lookups are answered for (nil:
+// none, look everything up).
+func (r *Reader) generation(ctx context.Context) ([]byte, error) {
+	if !r.useGen {
+		return nil, nil
+	}
+	if !r.genRead {
+		v, ok, err := r.txn.Get(ctx, genKey())
+		if err != nil {
+			return nil, err
+		}
+		r.genRead = true
+		if ok {
+			if _, err := genCounter(v); err != nil {
+				return nil, err
+			}
+			r.gen = v
+		}
+	}
+	return r.gen, nil
+}
+
+// maps returns the cache's maps for gen, replacing older ones when gen is
+// newer (nil when gen is older than what the cache holds: that snapshot
+// looks everything up). c.mu is held.
+func (c *Cache) maps(gen []byte) *genMaps {
+	if c.gen != nil && bytes.Equal(c.gen.gen, gen) {
+		if len(c.gen.names)+len(c.gen.descs) > maxGenEntries {
+			c.gen.names, c.gen.descs = map[string]nameEntry{}, map[ID]Descriptor{}
+		}
+		return c.gen
+	}
+	n, err := genCounter(gen)
+	if err != nil {
+		return nil
+	}
+	if c.gen != nil && n < c.gen.count {
+		return nil
+	}
+	c.gen = &genMaps{gen: slices.Clone(gen), count: n, names: map[string]nameEntry{}, descs: map[ID]Descriptor{}}
+	return c.gen
+}
+
+func (c *Cache) genName(gen []byte, key []byte) (nameEntry, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen == nil || !bytes.Equal(c.gen.gen, gen) {
+		return nameEntry{}, false
+	}
+	e, ok := c.gen.names[string(key)]
+	if ok {
+		c.stats.Hits++
+	}
+	return e, ok
+}
+
+func (c *Cache) putGenName(gen []byte, key []byte, e nameEntry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if m := c.maps(gen); m != nil {
+		m.names[string(key)] = e
+	}
+}
+
+func (c *Cache) genDesc(gen []byte, id ID) (Descriptor, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen == nil || !bytes.Equal(c.gen.gen, gen) {
+		return nil, false
+	}
+	d, ok := c.gen.descs[id]
+	if ok {
+		c.stats.Hits++
+	}
+	return d, ok
+}
+
+func (c *Cache) putGenDesc(gen []byte, id ID, d Descriptor) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if m := c.maps(gen); m != nil {
+		m.descs[id] = d
+	}
+}
+
+// bump writes the next catalog generation in w's transaction, once per
+// Writer (see above).
+func (w *Writer) bump(ctx context.Context) error {
+	if w.bumped {
+		return nil
+	}
+	var n uint64
+	v, ok, err := w.txn.Get(ctx, genKey())
+	if err != nil {
+		return fmt.Errorf("reading the catalog generation: %w", err)
+	}
+	if ok {
+		if n, err = genCounter(v); err != nil {
+			return err
+		}
+	}
+	nonce := uuid.New()
+	if err := w.txn.Put(ctx, genKey(), append(binary.AppendUvarint(nil, n+1), nonce[:]...)); err != nil {
+		return fmt.Errorf("writing the catalog generation: %w", err)
+	}
+	w.bumped = true
+	return nil
+}
