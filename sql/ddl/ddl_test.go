@@ -211,7 +211,7 @@ func TestErrors(t *testing.T) {
 		{`CREATE TABLE x (a int CHECK (b > 0))`, "42703", `column "b" does not exist`},
 		{`CREATE TABLE x (a int, b int GENERATED ALWAYS AS (a) STORED, c int GENERATED ALWAYS AS (b) STORED)`, "42P17", `cannot use generated column "b" in column generation expression`},
 		{`CREATE TABLE x (a int) WITH (cairn_pk_hash_buckets = 8)`, "0A000", `storage parameter "cairn_pk_hash_buckets" is not supported yet`},
-		{`CREATE TABLE x (a int) WITH (colocated = false)`, "0A000", `storage parameter "colocated" is not supported yet`},
+		{`CREATE TABLE x (a int) WITH (colocated = true)`, "22023", `cannot set colocated = true on table "x": database "postgres" is not colocated`},
 		{`CREATE TABLE x (a int) WITH (nonsense = 1)`, "22023", `unrecognized parameter "nonsense"`},
 		{`CREATE TABLE x (a int) WITH (fillfactor = 5)`, "22023", `value 5 out of bounds for option "fillfactor"`},
 		{`CREATE TABLE x (a jsonb PRIMARY KEY)`, "0A000", `index and primary key columns of type jsonb are not supported yet`},

@@ -51,9 +51,14 @@
 //     exist: the KV layer already orders conflicting transactions (first
 //     committer wins, serializable refresh), so an explicit lock adds no
 //     guarantee; tools take it to protect what they read and write.
-//   - The Cairn storage parameters (cairn_pk_hash_buckets,
-//     cairn_hash_buckets, cairn_pk_order, cairn_split_tablets, colocated)
-//     are refused with 0A000 until their layouts are built, never ignored;
+//   - Colocation (colocation.go, docs/colocation.md): CREATE DATABASE ...
+//     WITH colocated = true gives the database a group split off as one
+//     tablet; its tables and their indexes live there unless a table says
+//     WITH (colocated = false), which gives it a hash-partitioned group of
+//     its own split into cairn_split_tablets (SPLIT INTO n TABLETS) tablets.
+//   - The other Cairn storage parameters (cairn_pk_hash_buckets,
+//     cairn_hash_buckets, cairn_pk_order, and cairn_split_tablets on an
+//     index) are refused with 0A000 until their layouts are built, never ignored;
 //     PostgreSQL's reloptions (fillfactor, autovacuum_*, ...) are accepted
 //     and unused, since they tune storage Cairn does not have.
 //   - ALTER TABLE rewrites read the whole table into memory first (so

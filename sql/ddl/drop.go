@@ -555,10 +555,15 @@ func (e *executor) createDatabase(ctx context.Context, n *pg_query.CreatedbStmt)
 		return err
 	}
 	owner := e.x.User
+	colocated := false
 	for _, d := range defElems(n.Options) {
 		switch d.Defname {
 		case "colocated", "colocation":
-			return notSupported("database option %q is not supported yet", d.Defname)
+			v, err := colocationValue(d)
+			if err != nil {
+				return err
+			}
+			colocated = v
 		case "owner":
 			owner = defString(d)
 		case "encoding":
@@ -572,7 +577,14 @@ func (e *executor) createDatabase(ctx context.Context, n *pg_query.CreatedbStmt)
 			return pgerror.New(pgerrcode.SyntaxError, "option %q not recognized", d.Defname)
 		}
 	}
-	return e.x.Writer.Create(ctx, &catalog.Database{Name: truncateIdent(n.Dbname), Owner: owner})
+	db := &catalog.Database{Name: truncateIdent(n.Dbname), Owner: owner, Colocated: colocated}
+	if err := e.x.Writer.Create(ctx, db); err != nil {
+		return err
+	}
+	if colocated {
+		return e.splitDatabaseGroup(ctx, db)
+	}
+	return nil
 }
 
 func (e *executor) dropDatabase(ctx context.Context, n *pg_query.DropdbStmt) error {

@@ -169,8 +169,8 @@ func TestSchemasDatabasesComments(t *testing.T) {
 	if n := e.countKeys(); n != 0 {
 		t.Fatalf("%d keys of the dropped database left", n)
 	}
-	_, err = e.exec(`CREATE DATABASE c WITH colocated = true`)
-	wantErr(t, err, "0A000", `database option "colocated" is not supported yet`)
+	_, err = e.exec(`CREATE DATABASE c WITH colocated = maybe`)
+	wantErr(t, err, "22023", `invalid value for boolean option "colocated": maybe`)
 
 	e.mustExec(`CREATE TABLE t (id int PRIMARY KEY, v text); CREATE INDEX t_v ON t (v)`)
 	e.mustExec(`COMMENT ON TABLE t IS 'a table'; COMMENT ON COLUMN t.v IS 'a column'; COMMENT ON INDEX t_v IS 'an index'`)

@@ -121,7 +121,12 @@ func (e *executor) createTable(ctx context.Context, n *pg_query.CreateStmt) erro
 	} else if pgerror.Code(err) != pgerrcode.UndefinedTable {
 		return err
 	}
-	if err := checkStorageParams(n.Options, false); err != nil {
+	probe := &catalog.Table{Name: name}
+	opts, err := e.tableColocation(probe, n.Options)
+	if err != nil {
+		return err
+	}
+	if err := checkStorageParams(opts, false); err != nil {
 		return err
 	}
 	id, err := e.x.Writer.AllocateID(ctx)
@@ -136,6 +141,7 @@ func (e *executor) createTable(ctx context.Context, n *pg_query.CreateStmt) erro
 		ID: id, DatabaseID: e.x.Database.ID, SchemaID: schema.ID, Name: name, Owner: e.x.User,
 		NextColumnID: 1, NextIndexID: catalog.PrimaryIndexID + 1,
 		RowFormat: catalog.RowFormat{Packed: e.x.PackedRows},
+		Colocated: probe.Colocated, Partitioning: probe.Partitioning,
 	}}
 	// Columns first (constraints may name any of them), then their
 	// constraints and the table's, in the order written: PostgreSQL
@@ -187,6 +193,9 @@ func (e *executor) createTable(ctx context.Context, n *pg_query.CreateStmt) erro
 		return err
 	}
 	if err := e.x.Writer.Create(ctx, b.t); err != nil {
+		return err
+	}
+	if err := e.splitTable(ctx, b.t); err != nil {
 		return err
 	}
 	return b.createSequences(ctx)

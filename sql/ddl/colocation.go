@@ -1,0 +1,146 @@
+package ddl
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	pg_query "github.com/pganalyze/pg_query_go/v6"
+
+	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/sql/catalog"
+	"github.com/cairn-db/cairn/sql/pgerror"
+	"github.com/cairn-db/cairn/sql/rowenc"
+	"github.com/jackc/pgerrcode"
+)
+
+// DefaultSplitTablets is how many tablets a table that opts out of its
+// colocated database's group is split into when it does not say SPLIT INTO
+// n TABLETS. YugabyteDB's default depends on the number of nodes and
+// cores; Cairn runs on one node here, and 4 keeps a small table cheap
+// while still spreading a large one once the cluster (issue #4) moves
+// tablets apart (docs/colocation.md).
+const DefaultSplitTablets = 4
+
+// colocationValue parses the value of a colocated/colocation option, which
+// YugabyteDB accepts as a boolean: anything else is 22023.
+func colocationValue(d *pg_query.DefElem) (bool, error) {
+	switch strings.ToLower(defString(d)) {
+	case "true", "on", "1", "yes", "t", "y":
+		return true, nil
+	case "false", "off", "0", "no", "f", "n":
+		return false, nil
+	}
+	return false, pgerror.New(pgerrcode.InvalidParameterValue,
+		"invalid value for boolean option %q: %s", d.Defname, defString(d))
+}
+
+// tableColocation takes CREATE TABLE's Cairn colocation options out of
+// opts (colocated/colocation and cairn_split_tablets, the dialect's
+// spelling of SPLIT INTO n TABLETS), applies them to t and returns the
+// options left for checkStorageParams. In a colocated database a table is
+// colocated unless it says colocated = false; then it gets a group of its
+// own, hash partitioned on its first primary-key column and split into
+// InitialTablets tablets. Outside a colocated database colocated = false
+// is a no-op (as in YugabyteDB) and colocated = true is 22023.
+func (e *executor) tableColocation(t *catalog.Table, opts []*pg_query.Node) ([]*pg_query.Node, error) {
+	colocated := e.x.Database.Colocated
+	split := 0
+	var rest []*pg_query.Node
+	for _, o := range opts {
+		d := o.GetDefElem()
+		if d == nil || d.Defnamespace != "" {
+			rest = append(rest, o)
+			continue
+		}
+		switch d.Defname {
+		case "colocated", "colocation":
+			v, err := colocationValue(d)
+			if err != nil {
+				return nil, err
+			}
+			if v && !e.x.Database.Colocated {
+				return nil, pgerror.New(pgerrcode.InvalidParameterValue,
+					"cannot set colocated = true on table %q: database %q is not colocated", t.Name, e.x.Database.Name)
+			}
+			colocated = v
+		case "cairn_split_tablets":
+			n, err := defInt64(d)
+			if err != nil {
+				return nil, err
+			}
+			if n < 1 || n > rowenc.NumBuckets {
+				return nil, pgerror.New(pgerrcode.InvalidParameterValue,
+					"number of tablets %d out of range: it must be between 1 and %d", n, rowenc.NumBuckets)
+			}
+			split = int(n)
+		default:
+			rest = append(rest, o)
+		}
+	}
+	if colocated && split != 0 {
+		return nil, pgerror.New(pgerrcode.InvalidParameterValue,
+			"cannot split colocated table %q into tablets: it shares its database's tablet", t.Name).
+			WithHint("Create it WITH (colocated = false) to give it tablets of its own.")
+	}
+	if colocated {
+		t.Colocated = true
+		return rest, nil
+	}
+	if e.x.Database.Colocated || split != 0 {
+		// An opted-out table of a colocated database, or a table of an
+		// ordinary one that asks for tablets: hash partitioned so its
+		// rows spread over the tablets it is split into.
+		if split == 0 {
+			split = DefaultSplitTablets
+		}
+		t.Partitioning = catalog.Partitioning{Kind: catalog.PartitionHash, HashColumns: 1, InitialTablets: split}
+	}
+	return rest, nil
+}
+
+// splitTable splits the keyspace for a new table's group: nothing for a
+// colocated table (its database's group is a tablet already) or a range
+// partitioned one, else the group's bounds and the bucket boundaries of
+// its InitialTablets tablets.
+func (e *executor) splitTable(ctx context.Context, t *catalog.Table) error {
+	if t.Colocated || t.Partitioning.Kind != catalog.PartitionHash || t.Partitioning.InitialTablets == 0 {
+		return nil
+	}
+	g := rowenc.GroupSpan(t.GroupID)
+	keys := [][]byte{g.Key}
+	n := t.Partitioning.InitialTablets
+	for i := 1; i < n; i++ {
+		keys = append(keys, rowenc.BucketSpan(t.GroupID, uint16(i*rowenc.NumBuckets/n), 0).Key)
+	}
+	keys = append(keys, g.EndKey)
+	return e.splitAt(ctx, keys)
+}
+
+// splitDatabaseGroup makes a colocated database's group one tablet of its
+// own by splitting at the group span's bounds.
+func (e *executor) splitDatabaseGroup(ctx context.Context, db *catalog.Database) error {
+	g := rowenc.GroupSpan(db.ColocationGroupID)
+	return e.splitAt(ctx, [][]byte{g.Key, g.EndKey})
+}
+
+// splitAt splits the tablets holding each key at it. Splits are not
+// transactional: if the DDL's transaction rolls back, the empty tablets
+// stay, which costs nothing but a tablet boundary. A key that is already a
+// boundary is skipped.
+func (e *executor) splitAt(ctx context.Context, splitKeys [][]byte) error {
+	if e.x.DB == nil {
+		return notSupported("splitting tablets needs the node's kv.DB")
+	}
+	for _, k := range splitKeys {
+		ba := &kvpb.BatchRequest{}
+		ba.Add(&kvpb.SplitRequest{SplitKey: k})
+		if _, err := e.x.DB.Send(ctx, ba); err != nil {
+			if _, ok := errors.AsType[*kvpb.InvalidArgumentError](err); ok {
+				continue // already a tablet boundary
+			}
+			return pgerror.Wrapf(err, pgerrcode.InternalError, "split tablets at %x", k)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,113 @@
+package ddl
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	"github.com/cairn-db/cairn/kv"
+	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/sql/catalog"
+	"github.com/cairn-db/cairn/sql/rowenc"
+)
+
+// tabletsOf walks the tablets covering span, as the router sees them.
+func (e *testEnv) tabletsOf(sp kvpb.Span) []kvpb.TabletDescriptor {
+	e.t.Helper()
+	var out []kvpb.TabletDescriptor
+	for k := sp.Key; bytes.Compare(k, sp.EndKey) < 0; {
+		// The router's cache may predate the splits: evict and look
+		// again, so the descriptor is the store's.
+		c := e.db.TabletCache()
+		d, err := c.Lookup(context.Background(), k, false)
+		if err == nil {
+			c.Evict(d)
+			d, err = c.Lookup(context.Background(), k, false)
+		}
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		out = append(out, d)
+		if len(d.EndKey) == 0 {
+			break
+		}
+		k = d.EndKey
+	}
+	return out
+}
+
+// TestColocationTabletLayout checks where the tablets are, not only what
+// SQL answers: a colocated database's tables share one tablet that is
+// exactly the group's span, and a table that opts out has the tablets it
+// asked for, over its own group.
+func TestColocationTabletLayout(t *testing.T) {
+	e := newTestEnv(t)
+	e.mustExec(`CREATE DATABASE co WITH colocated = true`)
+	e.dbName = "co"
+	e.mustExec(`CREATE TABLE a (k int PRIMARY KEY, v text)`)
+	e.mustExec(`CREATE TABLE b (k int PRIMARY KEY, v text); CREATE INDEX b_v ON b (v)`)
+	e.mustExec(`CREATE TABLE c (k int PRIMARY KEY)`)
+	e.mustExec(`CREATE TABLE solo (k int PRIMARY KEY, v int) WITH (colocated = false, cairn_split_tablets = 3)`)
+
+	var db *catalog.Database
+	e.read(func(_ context.Context, _ *kv.Txn, _ *catalog.Reader, d *catalog.Database) error { db = d; return nil })
+	if !db.Colocated || db.ColocationGroupID == 0 {
+		t.Fatalf("database co: colocated=%v group=%d", db.Colocated, db.ColocationGroupID)
+	}
+	g := rowenc.GroupSpan(db.ColocationGroupID)
+	ts := e.tabletsOf(g)
+	if len(ts) != 1 || !bytes.Equal(ts[0].StartKey, g.Key) || !bytes.Equal(ts[0].EndKey, g.EndKey) {
+		t.Fatalf("colocated group %d: want one tablet exactly over %s, got %v", db.ColocationGroupID, g, ts)
+	}
+	for _, name := range []string{"a", "b", "c"} {
+		tb := e.table(name)
+		if !tb.Colocated || tb.GroupID != db.ColocationGroupID || tb.Partitioning.Kind != catalog.PartitionSingle {
+			t.Errorf("table %s: colocated=%v group=%d partitioning=%v", name, tb.Colocated, tb.GroupID, tb.Partitioning)
+		}
+		for _, idx := range tb.Indexes {
+			if idx.Placement != catalog.IndexLocal {
+				t.Errorf("index %s of %s: placement %s, want local (in the group)", idx.Name, name, idx.Placement)
+			}
+		}
+	}
+	solo := e.table("solo")
+	if solo.Colocated || solo.GroupID == db.ColocationGroupID || solo.Partitioning.Kind != catalog.PartitionHash || solo.Partitioning.InitialTablets != 3 {
+		t.Fatalf("solo: colocated=%v group=%d partitioning=%+v", solo.Colocated, solo.GroupID, solo.Partitioning)
+	}
+	sg := rowenc.GroupSpan(solo.GroupID)
+	ts = e.tabletsOf(sg)
+	if len(ts) != 3 || !bytes.Equal(ts[0].StartKey, sg.Key) || !bytes.Equal(ts[2].EndKey, sg.EndKey) {
+		t.Fatalf("solo's group %d: want 3 tablets over %s, got %v", solo.GroupID, sg, ts)
+	}
+	// The colocated group's tablet was not touched by solo's splits.
+	if ts := e.tabletsOf(g); len(ts) != 1 {
+		t.Fatalf("colocated group after solo's splits: %v", ts)
+	}
+}
+
+// TestColocationOptions checks the options' bad values and the cases
+// that are no-ops or errors outside a colocated database.
+func TestColocationOptions(t *testing.T) {
+	e := newTestEnv(t)
+	for _, tc := range []struct{ sql, code, msg string }{
+		{`CREATE DATABASE x WITH colocated = maybe`, "22023", `invalid value for boolean option "colocated": maybe`},
+		{`CREATE DATABASE x WITH colocation = 2`, "22023", `invalid value for boolean option "colocation": 2`},
+		{`CREATE TABLE x (a int) WITH (colocated = true)`, "22023", `cannot set colocated = true on table "x": database "postgres" is not colocated`},
+		{`CREATE TABLE x (a int) WITH (cairn_split_tablets = 0)`, "22023", `number of tablets 0 out of range: it must be between 1 and 65536`},
+	} {
+		_, err := e.exec(tc.sql)
+		wantErr(t, err, tc.code, tc.msg)
+	}
+	e.mustExec(`CREATE TABLE plain (a int PRIMARY KEY) WITH (colocated = false)`)
+	if p := e.table("plain"); p.Colocated || p.Partitioning.Kind != catalog.PartitionRange {
+		t.Fatalf("colocated = false outside a colocated database must be a no-op: %+v", p.Partitioning)
+	}
+	e.mustExec(`CREATE DATABASE co WITH colocation = true`)
+	e.dbName = "co"
+	_, err := e.exec(`CREATE TABLE y (a int PRIMARY KEY) WITH (cairn_split_tablets = 2)`)
+	wantErr(t, err, "22023", `cannot split colocated table "y" into tablets: it shares its database's tablet`)
+	e.mustExec(`CREATE TABLE z (a int PRIMARY KEY) WITH (colocated = false)`)
+	if z := e.table("z"); z.Partitioning.InitialTablets != DefaultSplitTablets {
+		t.Fatalf("opted-out table without SPLIT INTO: %+v", z.Partitioning)
+	}
+}
