@@ -75,6 +75,9 @@ type Record struct {
 	// Name is the session (connection), the user (user) or the variable
 	// without its '$' (let).
 	Name string
+	// Database is the database a connection record's session opens
+	// ("connection NAME database DB"); empty: the file's own.
+	Database string
 
 	// Indexes (0-based) into File.Lines, used by rewrite: the directive, the
 	// "----" separator (-1 when absent) and the half-open range of result
@@ -185,6 +188,10 @@ func (p *parser) parse() error {
 		case "let":
 			err = p.parseLet(&rec, fields)
 		case "connection", "user":
+			if fields[0] == "connection" && len(fields) == 4 && fields[2] == "database" {
+				rec.Database = fields[3]
+				fields = fields[:2]
+			}
 			if len(fields) != 2 {
 				return p.errorf(lineNo, "%s takes one name", fields[0])
 			}

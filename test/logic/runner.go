@@ -46,6 +46,8 @@
 //     and name errors, and a Go regexp that must match the message.
 //   - connection NAME switches to the named session (created on first use;
 //     the first is "default"), for interleaving transactions.
+//   - connection NAME database DB does the same for a session of database
+//     DB instead of the file's own (the file creates and drops DB itself).
 //   - user NAME switches to a session logged in as NAME (the role must
 //     exist); the URL's own user means the default session.
 //   - let $VAR, then a query returning one value; later SQL has $VAR
@@ -170,6 +172,7 @@ func Run(ctx context.Context, cfg Config, f *File) (*Report, error) {
 		db:       dbName,
 		f:        f,
 		sessions: map[string]*pgx.Conn{},
+		dbOf:     map[string]string{},
 		vars:     map[string]string{},
 		report:   &Report{},
 		edits:    map[int]edit{},
@@ -222,6 +225,9 @@ type fileRun struct {
 	vars     map[string]string
 	report   *Report
 	edits    map[int]edit // by record index, for rewrite
+	// dbOf is the database of sessions opened with "connection NAME
+	// database DB" (others open the file's own).
+	dbOf map[string]string
 }
 
 func (r *fileRun) run(ctx context.Context) error {
@@ -237,6 +243,9 @@ func (r *fileRun) run(ctx context.Context) error {
 			return nil
 		case KindConnection:
 			r.cur, r.user = rec.Name, r.base.User
+			if rec.Database != "" {
+				r.dbOf[rec.Name] = rec.Database
+			}
 			continue
 		case KindUser:
 			// The URL's own user has the default session, so "user postgres"
@@ -268,7 +277,11 @@ func (r *fileRun) session(ctx context.Context) (*pgx.Conn, error) {
 	if c, ok := r.sessions[r.cur]; ok {
 		return c, nil
 	}
-	c, err := connect(ctx, r.base, r.db, r.user)
+	db := r.db
+	if d, ok := r.dbOf[r.cur]; ok {
+		db = d
+	}
+	c, err := connect(ctx, r.base, db, r.user)
 	if err != nil {
 		return nil, fmt.Errorf("opening session %q: %w", r.cur, err)
 	}
