@@ -9,6 +9,7 @@ import (
 	"github.com/cairn-db/cairn/kvpb"
 	"github.com/cairn-db/cairn/sql/catalog"
 	"github.com/cairn-db/cairn/sql/rowenc"
+	"github.com/cairn-db/cairn/sql/types"
 )
 
 // tabletsOf walks the tablets covering span, as the router sees them.
@@ -82,6 +83,32 @@ func TestColocationTabletLayout(t *testing.T) {
 	// The colocated group's tablet was not touched by solo's splits.
 	if ts := e.tabletsOf(g); len(ts) != 1 {
 		t.Fatalf("colocated group after solo's splits: %v", ts)
+	}
+
+	// DROP TABLE deletes the table's keys inside the group, not its
+	// neighbours'; DROP DATABASE empties the group.
+	groupKeys := func(sp kvpb.Span) int {
+		kvs, err := e.db.Scan(context.Background(), sp.Key, sp.EndKey, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(kvs)
+	}
+	e.insert("c", []types.Datum{i(7)})
+	cKeys := groupKeys(g)
+	e.insert("a", []types.Datum{i(1), s("x")}, []types.Datum{i(2), s("y")})
+	e.insert("solo", []types.Datum{i(1), i(1)}, []types.Datum{i(2), i(2)})
+	if cKeys == 0 || groupKeys(g) <= cKeys || groupKeys(sg) == 0 {
+		t.Fatalf("rows not in their groups: c %d, c+a %d, solo %d keys", cKeys, groupKeys(g), groupKeys(sg))
+	}
+	e.mustExec(`DROP TABLE a`)
+	if got := rowsText(e.rows("c")); got != "(7)" || groupKeys(g) != cKeys {
+		t.Fatalf("after DROP TABLE a: c = %q, group keys %d, want c's %d", got, groupKeys(g), cKeys)
+	}
+	e.dbName = "postgres"
+	e.mustExec(`DROP DATABASE co`)
+	if n, m := groupKeys(g), groupKeys(sg); n != 0 || m != 0 {
+		t.Fatalf("after DROP DATABASE: %d keys in the colocated group, %d in solo's", n, m)
 	}
 }
 
