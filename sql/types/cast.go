@@ -555,6 +555,8 @@ func (t *T) Category() (cat byte, preferred bool) {
 		return 'T', true
 	case ArrayFamily:
 		return 'A', false
+	case EnumFamily:
+		return 'E', false
 	case UnknownFamily:
 		return 'X', false
 	}

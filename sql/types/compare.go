@@ -43,6 +43,10 @@ func Compare(a, b Datum) int {
 		return -1
 	}
 	switch x := a.(type) {
+	case DEnum:
+		if y, ok := b.(DEnum); ok {
+			return strings.Compare(x.PhysRep, y.PhysRep)
+		}
 	case DBool:
 		if y, ok := b.(DBool); ok {
 			return compareBool(bool(x), bool(y))
@@ -215,6 +219,8 @@ func hashKey(dst []byte, d Datum) []byte {
 		return append(dst, 0)
 	}
 	switch v := d.(type) {
+	case DEnum:
+		return append(append(dst, 'E'), v.PhysRep...)
 	case DInt:
 		return appendFloatHashKey(dst, float64(v))
 	case DFloat:

@@ -24,6 +24,8 @@ func AppendFormat(dst []byte, ctx *Context, t *T, d Datum) []byte {
 	switch v := d.(type) {
 	case dNull:
 		return append(dst, "NULL"...)
+	case DEnum:
+		return append(dst, v.Label...)
 	case DBool:
 		if v {
 			return append(dst, 't')

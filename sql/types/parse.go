@@ -23,6 +23,8 @@ func ParseDatum(ctx *Context, t *T, s string) (Datum, error) {
 		return nil, errInvalidUTF8(s)
 	}
 	switch t.Family {
+	case EnumFamily:
+		return ParseEnum(t, s)
 	case BoolFamily:
 		b, ok := parseBool(s)
 		if !ok {

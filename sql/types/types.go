@@ -36,6 +36,9 @@ const (
 	// JSONTextFamily is the json type: the text as written, validated.
 	// (Appended last: family numbers must not move.)
 	JSONTextFamily
+	// EnumFamily is a user-defined enum type (CREATE TYPE ... AS ENUM);
+	// its members are in T.Enum (see enum.go).
+	EnumFamily
 )
 
 var familyNames = [...]string{
@@ -43,7 +46,7 @@ var familyNames = [...]string{
 	NumericFamily: "numeric", StringFamily: "string", BytesFamily: "bytes", DateFamily: "date",
 	TimeFamily: "time", TimestampFamily: "timestamp", TimestampTZFamily: "timestamptz",
 	IntervalFamily: "interval", UUIDFamily: "uuid", JSONBFamily: "jsonb", OidFamily: "oid",
-	ArrayFamily: "array", JSONTextFamily: "json",
+	ArrayFamily: "array", JSONTextFamily: "json", EnumFamily: "enum",
 }
 
 func (f Family) String() string {
@@ -66,6 +69,8 @@ type T struct {
 	Scale     int32
 	// Elem is the element type of an array.
 	Elem *T
+	// Enum holds the labels of an EnumFamily type (nil otherwise).
+	Enum *EnumMeta
 }
 
 // The built-in types. Ts with modifiers are built by MakeVarChar, MakeChar,
@@ -257,6 +262,8 @@ func (t *T) Equivalent(u *T) bool {
 // "character varying(10)", "timestamp with time zone", "integer[]".
 func (t *T) Name() string {
 	switch t.Family {
+	case EnumFamily:
+		return t.Enum.Name
 	case ArrayFamily:
 		if IsVector(t) {
 			return vectorName(t)

@@ -26,6 +26,9 @@ var typeMaps = sync.Pool{New: func() any { return pgtype.NewMap() }}
 // EncodeBinary appends d's binary wire form for t. d must not be NULL
 // (pgwire sends NULL as length -1).
 func EncodeBinary(dst []byte, t *T, d Datum) ([]byte, error) {
+	if e, ok := d.(DEnum); ok {
+		return append(dst, e.Label...), nil // enum_send: the label as text
+	}
 	v, err := toPGValue(t, d)
 	if err != nil {
 		return nil, err
@@ -47,6 +50,9 @@ func EncodeBinary(dst []byte, t *T, d Datum) ([]byte, error) {
 func DecodeBinary(t *T, src []byte) (Datum, error) {
 	if src == nil {
 		src = []byte{} // pgtype reads nil as NULL; this is an empty value
+	}
+	if t.Family == EnumFamily {
+		return ParseEnum(t, string(src)) // enum_recv: the label as text
 	}
 	m := typeMaps.Get().(*pgtype.Map)
 	defer typeMaps.Put(m)
