@@ -120,6 +120,10 @@ func appendKeyBody(dst []byte, d types.Datum) ([]byte, error) {
 		return appendDecimalKey(dst, &v.Decimal), nil
 	case types.DString:
 		return appendEscaped(dst, string(v)), nil
+	case types.DEnum:
+		// The member's physical representation, not its label: it orders
+		// as the declaration does and survives ALTER TYPE ... RENAME VALUE.
+		return appendEscaped(dst, v.PhysRep), nil
 	case types.DBytes:
 		return appendEscaped(dst, string(v)), nil
 	case types.DDate:
@@ -418,6 +422,12 @@ func (r *keyReader) datum(t *types.T) (types.Datum, error) {
 	case types.StringFamily:
 		s, err := r.escaped()
 		return types.DString(s), err
+	case types.EnumFamily:
+		s, err := r.escaped()
+		if err != nil {
+			return nil, err
+		}
+		return types.EnumFromPhysRep(t, []byte(s))
 	case types.BytesFamily:
 		s, err := r.escaped()
 		return types.DBytes(s), err

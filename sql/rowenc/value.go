@@ -58,6 +58,11 @@ func appendValue(dst []byte, t *types.T, d types.Datum) ([]byte, error) {
 		if v, ok := d.(types.DBytes); ok {
 			return appendLenPrefixed(dst, string(v)), nil
 		}
+	case types.EnumFamily:
+		// Stored by physical representation so RENAME VALUE rewrites nothing.
+		if v, ok := d.(types.DEnum); ok {
+			return appendLenPrefixed(dst, v.PhysRep), nil
+		}
 	case types.DateFamily:
 		if v, ok := d.(types.DDate); ok {
 			return binary.AppendVarint(dst, int64(v)), nil
@@ -249,6 +254,12 @@ func (r *valueReader) value(t *types.T) (types.Datum, error) {
 	case types.BytesFamily:
 		s, err := r.lenPrefixed()
 		return types.DBytes(s), err
+	case types.EnumFamily:
+		s, err := r.lenPrefixed()
+		if err != nil {
+			return nil, err
+		}
+		return types.EnumFromPhysRep(t, []byte(s))
 	case types.DateFamily:
 		v, err := r.int32()
 		return types.DDate(v), err

@@ -126,6 +126,9 @@ var arrayOids = map[uint32]uint32{
 // elem is itself an array or has no array type.
 func MakeArray(elem *T) (*T, error) {
 	oid, ok := arrayOids[elem.Oid]
+	if elem.Family == EnumFamily {
+		oid, ok = elem.Enum.ArrayOid, elem.Enum.ArrayOid != 0
+	}
 	if !ok || elem.Family == ArrayFamily {
 		return nil, pgerror.New(pgerrcode.UndefinedObject, "could not find array type for data type %s", elem.Name())
 	}
