@@ -87,10 +87,18 @@ type Server struct {
 
 // Serve starts serving on ln, delivering every received envelope to h
 // (called on the connection's goroutine; h must not block for long) and
-// every incoming snapshot to snap (nil: snapshots are refused).
-func Serve(ln net.Listener, h Handler, snap SnapshotReceiver) *Server {
+// every incoming snapshot to snap (nil: snapshots are refused). With
+// WithKV it also serves KV batches (kv.go).
+func Serve(ln net.Listener, h Handler, snap SnapshotReceiver, opts ...ServeOption) *Server {
+	var cfg serveConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
 	g := grpc.NewServer(grpc.MaxRecvMsgSize(MaxBatchSize))
 	g.RegisterService(&serviceDesc, &server{h: h, snap: snap})
+	if cfg.kv != nil {
+		g.RegisterService(&kvServiceDesc, &kvServer{s: cfg.kv})
+	}
 	s := &Server{g: g, ln: ln}
 	go func() { _ = g.Serve(ln) }()
 	return s
