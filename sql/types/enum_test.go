@@ -210,3 +210,41 @@ func TestEnumRepBetween(t *testing.T) {
 		}
 	}
 }
+
+// TestEnumCasts: text → enum is an explicit I/O cast, enum → text an
+// assignment one, and two enum types do not cast to each other, as in
+// PostgreSQL's pg_cast.
+func TestEnumCasts(t *testing.T) {
+	mood := mustEnum(t, "sad", "ok")
+	other, err := MakeEnum(100002, 100003, "public", "color", []string{"ok"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		from, to *T
+		want     CastKind
+	}{
+		{Text, mood, CastExplicit},
+		{mood, Text, CastAssignment},
+		{mood, VarChar, CastAssignment},
+		{Unknown, mood, CastImplicit},
+		{mood, mood, CastImplicit},
+		{mood, other, CastNone},
+		{mood, Int4, CastNone},
+	} {
+		if got := CastKindOf(tc.from, tc.to); got != tc.want {
+			t.Errorf("%s -> %s: %v, want %v", tc.from.Name(), tc.to.Name(), got, tc.want)
+		}
+	}
+	d, err := Cast(nil, DString("ok"), Text, mood)
+	if err != nil || d.(DEnum).Label != "ok" {
+		t.Fatalf("text to enum: %v %v", d, err)
+	}
+	s, err := Cast(nil, d, mood, Text)
+	if err != nil || s != DString("ok") {
+		t.Fatalf("enum to text: %v %v", s, err)
+	}
+	if _, err := Cast(nil, DString("nope"), Text, mood); pgerror.Code(err) != "22P02" {
+		t.Fatalf("bad label cast: %v", err)
+	}
+}
