@@ -56,8 +56,9 @@ func (d DEnum) String() string { return d.Label }
 const maxEnumLabelLen = 63
 
 func checkEnumLabel(label string) error {
-	if len(label) == 0 || len(label) > maxEnumLabelLen {
-		return pgerror.New(pgerrcode.InvalidParameterValue, "invalid enum label \"%s\"", label).
+	// PostgreSQL accepts the empty label; only the length is checked.
+	if len(label) > maxEnumLabelLen {
+		return pgerror.New(pgerrcode.InvalidName, "invalid enum label \"%s\"", label).
 			WithDetail("Labels must be %d bytes or less.", maxEnumLabelLen)
 	}
 	return nil
@@ -123,7 +124,7 @@ func errNotEnumLabel(label string) error {
 	return pgerror.New(pgerrcode.InvalidParameterValue, "\"%s\" is not an existing enum label", label)
 }
 
-// ErrEnumLabelExists is the code of AddValue's and RenameValue's error when
+// errEnumLabelExists is AddValue's and RenameValue's error (42710) when
 // the label is taken; ADD VALUE IF NOT EXISTS turns it into a notice
 // "enum label "x" already exists, skipping".
 func errEnumLabelExists(label string) error {
@@ -134,14 +135,14 @@ func errEnumLabelExists(label string) error {
 // right before or after neighbour. exists reports that the label was
 // already there; ifNotExists makes that no error (m is returned as is).
 func (m *EnumMeta) AddValue(label, neighbour string, before, ifNotExists bool) (out *EnumMeta, exists bool, err error) {
+	if err := checkEnumLabel(label); err != nil {
+		return nil, false, err
+	}
 	if m.index(label) >= 0 {
 		if ifNotExists {
 			return m, true, nil
 		}
 		return nil, true, errEnumLabelExists(label)
-	}
-	if err := checkEnumLabel(label); err != nil {
-		return nil, false, err
 	}
 	pos := len(m.Members) // insert at pos
 	if neighbour != "" {
@@ -203,12 +204,13 @@ func (m *EnumMeta) assignSortOrder(pos int, atEnd, before bool) {
 
 // RenameValue returns m with label from renamed to to.
 func (m *EnumMeta) RenameValue(from, to string) (*EnumMeta, error) {
+	// PostgreSQL's RenameEnumLabel checks the new label's length first.
+	if err := checkEnumLabel(to); err != nil {
+		return nil, err
+	}
 	i := m.index(from)
 	if i < 0 {
 		return nil, errNotEnumLabel(from)
-	}
-	if err := checkEnumLabel(to); err != nil {
-		return nil, err
 	}
 	if m.index(to) >= 0 {
 		return nil, errEnumLabelExists(to)

@@ -43,6 +43,9 @@ func checkOrdered(t *testing.T, m *EnumMeta) {
 }
 
 func TestMakeEnum(t *testing.T) {
+	if typ := mustEnum(t, ""); typ.Enum.Members[0].Label != "" {
+		t.Fatal("PostgreSQL accepts the empty label")
+	}
 	for _, n := range []int{1, 2, 3, 254, 255, 256, 1000} {
 		ls := make([]string, n)
 		for i := range ls {
@@ -75,8 +78,7 @@ func TestMakeEnumErrors(t *testing.T) {
 		msg    string
 	}{
 		{[]string{"a", "a"}, "23505", `duplicate key value violates unique constraint "pg_enum_typid_label_index"`},
-		{[]string{""}, "22023", `invalid enum label ""`},
-		{[]string{strings.Repeat("x", 64)}, "22023", `invalid enum label "` + strings.Repeat("x", 64) + `"`},
+		{[]string{strings.Repeat("x", 64)}, "42602", `invalid enum label "` + strings.Repeat("x", 64) + `"`},
 	} {
 		_, err := MakeEnum(1, 2, "public", "e", tc.labels)
 		if err == nil || pgerror.Code(err) != tc.code || err.Error() != tc.msg {
@@ -173,6 +175,9 @@ func TestEnumRenameParseCompare(t *testing.T) {
 	}
 	if _, err := m.RenameValue("blue", "ok"); pgerror.Code(err) != "42710" {
 		t.Errorf("rename onto existing: %v", err)
+	}
+	if _, err := m.RenameValue("nope", strings.Repeat("x", 64)); pgerror.Code(err) != "42602" {
+		t.Errorf("long label is checked first, as in PostgreSQL: %v", err)
 	}
 	if _, err := EnumFromPhysRep(typ, []byte{0x01, 0x01}); err == nil {
 		t.Error("unknown rep decoded")
