@@ -27,6 +27,7 @@ type envelope struct {
 	Table         *Table    `json:"table,omitempty"`
 	View          *View     `json:"view,omitempty"`
 	Sequence      *Sequence `json:"sequence,omitempty"`
+	Type          *TypeDesc `json:"type,omitempty"`
 }
 
 // Encode returns d's stored form. It validates d first: the catalog never
@@ -47,6 +48,8 @@ func Encode(d Descriptor) ([]byte, error) {
 		e.View = v
 	case *Sequence:
 		e.Sequence = v
+	case *TypeDesc:
+		e.Type = v
 	}
 	return json.Marshal(e)
 }
@@ -81,6 +84,9 @@ func Decode(b []byte) (Descriptor, error) {
 	}
 	if e.Sequence != nil {
 		ds = append(ds, e.Sequence)
+	}
+	if e.Type != nil {
+		ds = append(ds, e.Type)
 	}
 	if len(ds) != 1 {
 		return nil, fmt.Errorf("%w: envelope holds %d descriptors", ErrBadDescriptor, len(ds))

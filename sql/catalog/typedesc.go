@@ -1,0 +1,97 @@
+package catalog
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/cairn-db/cairn/sql/types"
+)
+
+// KindType is a user-defined type (CREATE TYPE ... AS ENUM). Types live in
+// a schema's relation namespace: in PostgreSQL a table's row type shares
+// pg_type's namespace, so CREATE TYPE t fails when a table t exists and
+// the other way round, which one namespace gives for free.
+const KindType Kind = "type"
+
+// TypeDesc is an enum type. Its ID doubles as the type's pg_type OID (as
+// relation IDs double as pg_class OIDs); ArrayID is the OID of its array
+// type _name, allocated from the same ID space when the type is created.
+//
+// Members keep types.EnumMember's physical representations: key and value
+// encodings store them, so they must never change once a member exists.
+type TypeDesc struct {
+	ID         ID         `json:"id"`
+	DatabaseID ID         `json:"database_id"`
+	SchemaID   ID         `json:"schema_id"`
+	Name       string     `json:"name"`
+	Version    uint64     `json:"version"`
+	Owner      string     `json:"owner,omitempty"`
+	ArrayID    ID         `json:"array_id"`
+	Members    []EnumDesc `json:"members"`
+	// Comment is COMMENT ON TYPE's text.
+	Comment string `json:"comment,omitempty"`
+}
+
+// EnumDesc is one stored enum member (types.EnumMember).
+type EnumDesc struct {
+	Label     string  `json:"label"`
+	PhysRep   []byte  `json:"rep"`
+	SortOrder float32 `json:"sort_order"`
+}
+
+func (t *TypeDesc) DescID() ID                  { return t.ID }
+func (t *TypeDesc) DescName() string            { return t.Name }
+func (t *TypeDesc) DescVersion() uint64         { return t.Version }
+func (t *TypeDesc) DescKind() Kind              { return KindType }
+func (t *TypeDesc) Parent() (dbID, schemaID ID) { return t.DatabaseID, t.SchemaID }
+func (t *TypeDesc) setID(id ID)                 { t.ID = id }
+func (t *TypeDesc) setName(n string)            { t.Name = n }
+func (t *TypeDesc) setVersion(v uint64)         { t.Version = v }
+
+// Validate checks the type descriptor: members with distinct labels and
+// strictly ascending representations (the order keys rely on).
+func (t *TypeDesc) Validate() error {
+	if err := validateHeader(KindType, t.ID, t.Name); err != nil {
+		return err
+	}
+	if t.DatabaseID == InvalidID || t.SchemaID == InvalidID {
+		return fmt.Errorf("type %q has no database or schema", t.Name)
+	}
+	if t.ArrayID == InvalidID || t.ArrayID == t.ID {
+		return fmt.Errorf("type %q has no array type", t.Name)
+	}
+	seen := make(map[string]bool, len(t.Members))
+	for i, m := range t.Members {
+		if seen[m.Label] {
+			return fmt.Errorf("type %q: duplicate label %q", t.Name, m.Label)
+		}
+		seen[m.Label] = true
+		if len(m.PhysRep) == 0 || m.PhysRep[len(m.PhysRep)-1] == 0 {
+			return fmt.Errorf("type %q: label %q has a bad representation %x", t.Name, m.Label, m.PhysRep)
+		}
+		if i > 0 && bytes.Compare(t.Members[i-1].PhysRep, m.PhysRep) >= 0 {
+			return fmt.Errorf("type %q: labels %q and %q out of order", t.Name, t.Members[i-1].Label, m.Label)
+		}
+	}
+	return nil
+}
+
+// EnumType returns the SQL type the descriptor defines; schema is the name
+// of its schema (for format_type and messages).
+func (t *TypeDesc) EnumType(schema string) *types.T {
+	m := &types.EnumMeta{Schema: schema, Name: t.Name, ArrayOid: uint32(t.ArrayID),
+		Members: make([]types.EnumMember, len(t.Members))}
+	for i, e := range t.Members {
+		m.Members[i] = types.EnumMember{Label: e.Label, PhysRep: e.PhysRep, SortOrder: e.SortOrder}
+	}
+	return &types.T{Family: types.EnumFamily, Oid: uint32(t.ID), Enum: m}
+}
+
+// SetMembers replaces the descriptor's members with m's (after
+// CREATE TYPE or ALTER TYPE ... ADD/RENAME VALUE on the types.EnumMeta).
+func (t *TypeDesc) SetMembers(m *types.EnumMeta) {
+	t.Members = make([]EnumDesc, len(m.Members))
+	for i, e := range m.Members {
+		t.Members[i] = EnumDesc{Label: e.Label, PhysRep: e.PhysRep, SortOrder: e.SortOrder}
+	}
+}
