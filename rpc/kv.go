@@ -10,11 +10,14 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cairn-db/cairn/kvpb"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
 )
 
@@ -117,7 +120,10 @@ func (s *KVSender) getConn() (*grpc.ClientConn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("resolving node %d: %w", s.nodeID, err)
 	}
-	conn, err := dialConn(addr)
+	conn, err := grpc.NewClient(addr,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithStatsHandler(sentTracker{}),
+		grpc.WithDefaultCallOptions(grpc.CallContentSubtype(codecName), grpc.MaxCallSendMsgSize(MaxBatchSize), grpc.MaxCallRecvMsgSize(MaxBatchSize)))
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +163,8 @@ func (s *KVSender) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.Batch
 		return nil, s.notSent(ba, err)
 	}
 	var reply []byte
-	if err := conn.Invoke(ctx, kvFullMethod, &req, &reply); err != nil {
+	var sent atomic.Bool
+	if err := conn.Invoke(context.WithValue(ctx, sentKey{}, &sent), kvFullMethod, &req, &reply); err != nil {
 		if ctx.Err() != nil {
 			// A cancelled write may still have been applied; the caller
 			// that cancelled does not wait to find out.
@@ -166,7 +173,7 @@ func (s *KVSender) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.Batch
 		if st, ok := status.FromError(err); ok && st.Code() == codes.InvalidArgument {
 			return nil, fmt.Errorf("rpc: node %d refused the batch: %w", s.nodeID, err)
 		}
-		if ba.IsReadOnly() {
+		if !sent.Load() || ba.IsReadOnly() {
 			return nil, s.notSent(ba, err)
 		}
 		return nil, &kvpb.AmbiguousResultError{Cause: fmt.Errorf("rpc: batch to node %d: %w", s.nodeID, err)}
@@ -176,6 +183,27 @@ func (s *KVSender) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.Batch
 		return nil, fmt.Errorf("rpc: decoding the reply of node %d: %w", s.nodeID, err)
 	}
 	return br, rerr
+}
+
+// sentKey is the context key of the *atomic.Bool that sentTracker sets
+// once a call's headers go out on a connection: before that the node
+// cannot have seen the batch.
+type sentKey struct{}
+
+// sentTracker is a client stats handler that marks a call as sent.
+type sentTracker struct{}
+
+func (sentTracker) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context { return ctx }
+func (sentTracker) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context {
+	return ctx
+}
+func (sentTracker) HandleConn(context.Context, stats.ConnStats) {}
+func (sentTracker) HandleRPC(ctx context.Context, s stats.RPCStats) {
+	if _, ok := s.(*stats.OutHeader); ok {
+		if b, ok := ctx.Value(sentKey{}).(*atomic.Bool); ok {
+			b.Store(true)
+		}
+	}
 }
 
 // errNotReady: the connection went into TRANSIENT_FAILURE (the node does
