@@ -14,17 +14,23 @@ import (
 type typeRef struct {
 	OID    uint32 `json:"oid"`
 	Typmod int32  `json:"typmod"`
+	// Enum is a copy of the enum type (or array element type) the column
+	// uses (typedesc.go); nil for built-in types.
+	Enum *enumRef `json:"enum,omitempty"`
 }
 
 func refOf(t *types.T) typeRef {
 	if t == nil {
 		return typeRef{}
 	}
-	return typeRef{OID: t.Oid, Typmod: t.Typmod()}
+	return typeRef{OID: t.Oid, Typmod: t.Typmod(), Enum: enumRefOf(t)}
 }
 
 // resolve rebuilds the type a typeRef names.
 func (r typeRef) resolve() (*types.T, error) {
+	if r.Enum != nil {
+		return r.Enum.resolve(r.OID)
+	}
 	base, ok := types.OidToType(r.OID)
 	if !ok {
 		return nil, fmt.Errorf("%w: unknown type oid %d", ErrBadDescriptor, r.OID)

@@ -95,3 +95,45 @@ func (t *TypeDesc) SetMembers(m *types.EnumMeta) {
 		t.Members[i] = EnumDesc{Label: e.Label, PhysRep: e.PhysRep, SortOrder: e.SortOrder}
 	}
 }
+
+// enumRef is how a table or view column of an enum type (or an array of
+// one) stores its type: a copy of the type's members, so a table
+// descriptor decodes on its own, as built-in types do. ALTER TYPE ... ADD
+// VALUE / RENAME VALUE must therefore rewrite the copy in every descriptor
+// whose columns use the type (the same transaction bumps their versions,
+// which also invalidates cached plans). Representations never change, so a
+// stale copy can only miss a label added later, never misread one.
+type enumRef struct {
+	TypeOID  uint32     `json:"type_oid"`
+	ArrayOID uint32     `json:"array_oid"`
+	Schema   string     `json:"schema"`
+	Name     string     `json:"name"`
+	Members  []EnumDesc `json:"members"`
+}
+
+// enumRefOf returns the enum copy a column of type t stores, or nil.
+func enumRefOf(t *types.T) *enumRef {
+	if t.Family == types.ArrayFamily && t.Elem != nil {
+		t = t.Elem
+	}
+	if t.Family != types.EnumFamily || t.Enum == nil {
+		return nil
+	}
+	d := TypeDesc{}
+	d.SetMembers(t.Enum)
+	return &enumRef{TypeOID: t.Oid, ArrayOID: t.Enum.ArrayOid, Schema: t.Enum.Schema, Name: t.Enum.Name, Members: d.Members}
+}
+
+// resolve rebuilds the enum type, or its array type when oid is the
+// array's OID.
+func (e *enumRef) resolve(oid uint32) (*types.T, error) {
+	d := TypeDesc{ID: ID(e.TypeOID), ArrayID: ID(e.ArrayOID), Name: e.Name, Members: e.Members}
+	t := d.EnumType(e.Schema)
+	switch oid {
+	case e.TypeOID:
+		return t, nil
+	case e.ArrayOID:
+		return types.MakeArray(t)
+	}
+	return nil, fmt.Errorf("%w: type oid %d is neither enum %q (%d) nor its array (%d)", ErrBadDescriptor, oid, e.Name, e.TypeOID, e.ArrayOID)
+}

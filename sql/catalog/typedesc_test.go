@@ -111,3 +111,48 @@ func TestTypeDescValidate(t *testing.T) {
 		t.Fatalf("decode: %v %v", d, err)
 	}
 }
+
+// TestEnumColumnRoundTrip: table columns of an enum type and of its array
+// type decode on their own to the same types, members and representations
+// included.
+func TestEnumColumnRoundTrip(t *testing.T) {
+	et, err := types.MakeEnum(20000, 20001, "public", "mood", []string{"sad", "ok"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _, err := et.Enum.AddValue("meh", "sad", false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	et = et.WithEnum(m)
+	arr, err := types.MakeArray(et)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl := simpleTable("t")
+	tbl.Columns[1].Type = et
+	tbl.Columns[2].Type = arr
+	db := newTestDB(t)
+	run(t, db, func(ctx context.Context, txn *kv.Txn) error {
+		return NewWriter(txn, nil).Create(ctx, tbl)
+	})
+	var got *Table
+	run(t, db, func(ctx context.Context, txn *kv.Txn) error {
+		var err error
+		got, err = NewReader(txn, nil).Table(ctx, PostgresDatabaseID, PublicSchemaID, "t")
+		return err
+	})
+	c1, c2 := got.Columns[1].Type, got.Columns[2].Type
+	if !c1.Identical(et) || c1.Name() != "mood" || !c2.Identical(arr) || c2.Elem.Oid != et.Oid {
+		t.Fatalf("types after round trip: %+v %+v", c1, c2)
+	}
+	for i, mb := range et.Enum.Members {
+		g := c1.Enum.Members[i]
+		if g.Label != mb.Label || string(g.PhysRep) != string(mb.PhysRep) || g.SortOrder != mb.SortOrder {
+			t.Fatalf("member %d: %+v, want %+v", i, g, mb)
+		}
+	}
+	if len(c2.Elem.Enum.Members) != 3 {
+		t.Fatalf("array element members %+v", c2.Elem.Enum.Members)
+	}
+}
