@@ -10,7 +10,10 @@ package rpc
 // one, which kvpb relies on (GetResponse.Value nil means "no value",
 // ConditionFailedError.ActualValue nil means "the key has no value"). gob
 // also sends its type descriptions once per stream, which would force one
-// long-lived stream per peer for the unary KV call. Walking the Go types
+// long-lived stream per peer for the unary KV call; measured on a
+// 100-PutRequest batch, gob with a fresh Encoder/Decoder per message took
+// 131 µs and 97 KB per encode+decode against this codec's 41 µs and 38 KB
+// (rpc.go's package doc). Walking the Go types
 // with reflect keeps the codec free of per-type code: a field added to any
 // kvpb struct later travels without a codec change, and the round-trip test
 // fills every field by reflection, so a type the codec cannot carry (a map,

@@ -11,6 +11,18 @@
 // No generated protobuf code is needed: a batch is encoded by this package
 // (encodeBatch) and travels as raw bytes through a gRPC codec registered
 // under the content subtype "cairn-raw".
+//
+// The same server also serves KV batches (Serve with WithKV; kv.go): a
+// gateway's kv.DistSender reaches the node holding a tablet through
+// NewKVSender, one unary call per kvpb.BatchRequest. Its wire format
+// (kvcodec.go) is a hand-written codec driven by reflection over the kvpb
+// types, chosen over encoding/gob because gob refuses kvpb's empty
+// response structs and loses the nil/empty []byte distinction kvpb relies
+// on. Measured on a 100-PutRequest batch (encode+decode, 2 shared cores):
+// this codec 41 µs, 38 KB allocated in 317 allocations, 5.6 KB on the
+// wire; gob with a fresh Encoder/Decoder per message (a unary call)
+// 131 µs, 97 KB in 1242 allocations, 8.5 KB. Typed kvpb errors keep their
+// type and fields across the wire, so retry logic works unchanged.
 package rpc
 
 import (
