@@ -261,3 +261,42 @@ func TestKVSenderFailures(t *testing.T) {
 		t.Fatalf("unresolvable node: %v, want a routing error", err)
 	}
 }
+
+// After the node restarts on the same address, the sender reaches it again
+// within seconds.
+func TestKVSenderReconnects(t *testing.T) {
+	st := openStore(t)
+	c, srv := serveKV(t, st)
+	ctx := context.Background()
+	put := batch(kvpb.Header{}, &kvpb.PutRequest{Key: bs("k"), Value: bs("v")})
+	if _, err := c.Send(ctx, put); err != nil {
+		t.Fatal(err)
+	}
+	addr := srv.Addr().String()
+	srv.Stop()
+	var nf *kvpb.TabletNotFoundError
+	if _, err := c.Send(ctx, read()); !errors.As(err, &nf) {
+		t.Fatalf("send to a stopped node: %v", err)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("listening on %s again: %v", addr, err)
+	}
+	srv2 := Serve(ln, func(raftnode.Envelope) {}, nil, WithKV(st))
+	defer srv2.Stop()
+	get := batch(kvpb.Header{}, &kvpb.GetRequest{Key: bs("k")})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		br, err := c.Send(ctx, get)
+		if err == nil {
+			if v := br.Responses[0].(*kvpb.GetResponse).Value; string(v) != "v" {
+				t.Fatalf("k = %q after reconnecting", v)
+			}
+			return
+		}
+		if !errors.As(err, &nf) || time.Now().After(deadline) {
+			t.Fatalf("after the restart: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
