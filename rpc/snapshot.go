@@ -99,16 +99,29 @@ func (t *Transport) SendSnapshot(ctx context.Context, to uint64, env raftnode.En
 	if err != nil {
 		return err
 	}
-	if err := stream.SendMsg(&head); err != nil {
-		return fmt.Errorf("rpc: snapshot to node %d: %w", to, err)
+	// SendMsg returns io.EOF once the receiver has ended the stream (it
+	// refused the snapshot): the reason is the status RecvMsg returns.
+	send := func(b *[]byte) (ended bool, err error) {
+		err = stream.SendMsg(b)
+		if err == io.EOF {
+			return true, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("rpc: snapshot to node %d: %w", to, err)
+		}
+		return false, nil
 	}
-	for {
+	ended, err := send(&head)
+	if err != nil {
+		return err
+	}
+	for !ended {
 		chunk := make([]byte, chunkSize)
 		n, rerr := io.ReadFull(image, chunk)
 		if n > 0 {
 			chunk = chunk[:n]
-			if err := stream.SendMsg(&chunk); err != nil {
-				return fmt.Errorf("rpc: snapshot to node %d: %w", to, err)
+			if ended, err = send(&chunk); err != nil {
+				return err
 			}
 		}
 		if rerr == io.EOF || rerr == io.ErrUnexpectedEOF {
@@ -118,8 +131,10 @@ func (t *Transport) SendSnapshot(ctx context.Context, to uint64, env raftnode.En
 			return fmt.Errorf("rpc: reading the snapshot image: %w", rerr)
 		}
 	}
-	if err := stream.CloseSend(); err != nil {
-		return err
+	if !ended {
+		if err := stream.CloseSend(); err != nil {
+			return err
+		}
 	}
 	var ack []byte
 	if err := stream.RecvMsg(&ack); err != nil {
