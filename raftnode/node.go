@@ -49,6 +49,7 @@ const appliedSuffix = "rfta"
 // Replica is one tablet's raft group member on this node.
 type Replica struct {
 	TabletID uint64
+	node     *Node
 	rn       *raft.RawNode
 	log      *LogStore
 	sm       StateMachine
@@ -57,11 +58,20 @@ type Replica struct {
 	conf *pb.ConfState
 }
 
-// Status is the replica's raft status.
-func (r *Replica) Status() raft.BasicStatus { return r.rn.BasicStatus() }
+// Status is the replica's raft status. Safe while the node's scheduler
+// runs: it takes the node's lock, as every use of the RawNode does.
+func (r *Replica) Status() raft.BasicStatus {
+	r.node.mu.Lock()
+	defer r.node.mu.Unlock()
+	return r.rn.BasicStatus()
+}
 
 // Applied is the index of the last entry applied to the state machine.
-func (r *Replica) Applied() uint64 { return r.applied }
+func (r *Replica) Applied() uint64 {
+	r.node.mu.Lock()
+	defer r.node.mu.Unlock()
+	return r.applied
+}
 
 // Config are a node's raft settings, shared by its groups.
 type Config struct {
@@ -204,7 +214,7 @@ func (n *Node) AddReplica(tabletID uint64, peers []uint64, sm StateMachine) (*Re
 		return nil, fmt.Errorf("raftnode: tablet %d: %w", tabletID, err)
 	}
 	_, conf, _ := ls.InitialState()
-	r := &Replica{TabletID: tabletID, rn: rn, log: ls, sm: sm, applied: applied, conf: conf}
+	r := &Replica{TabletID: tabletID, node: n, rn: rn, log: ls, sm: sm, applied: applied, conf: conf}
 	n.replicas[tabletID] = r
 	return r, nil
 }
