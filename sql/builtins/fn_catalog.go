@@ -1,6 +1,7 @@
 package builtins
 
 import (
+	"regexp"
 	"strings"
 
 	"github.com/cairn-db/cairn/sql/types"
@@ -129,11 +130,12 @@ func init() {
 	// Its pretty form drops a pair of parentheses around the whole
 	// expression, as PostgreSQL's does for an index predicate
 	// (pg_index.indpred, which psql's \d shows as "predicate (...)").
-	getExpr := func(_ EvalContext, a []types.Datum) (types.Datum, error) {
+	getExpr := func(ctx EvalContext, a []types.Datum) (types.Datum, error) {
+		e := qualifyRegclassLiterals(ctx, str(a[0]))
 		if len(a) > 2 && bool(a[2].(types.DBool)) {
-			return types.DString(unwrapParens(str(a[0]))), nil
+			return types.DString(unwrapParens(e)), nil
 		}
-		return a[0], nil
+		return types.DString(e), nil
 	}
 	registerFn("pg_get_expr",
 		Overload{Args: []*types.T{text, oid}, Return: Fixed(text), Strict: true, Volatility: Stable, Fn: getExpr},
@@ -278,6 +280,27 @@ func init() {
 		Return: Fixed(types.RegClass), Volatility: Stable,
 		Columns: func([]*types.T) []Column { return []Column{{"relid", types.RegClass}} },
 		SRF:     func(EvalContext, []types.Datum) (RowIter, error) { return &sliceIter{}, nil }})
+	// pg_options_to_table splits reloptions-style "name=value" entries
+	// (pg_dump reads a view's and a foreign table's options with it); an
+	// entry without "=" has a NULL value.
+	registerFn("pg_options_to_table", Overload{Args: []*types.T{types.MustArray(text)}, Class: Generator, Strict: true,
+		Return: Fixed(text), Volatility: Stable,
+		Columns: func([]*types.T) []Column { return []Column{{"option_name", text}, {"option_value", text}} },
+		SRF: func(_ EvalContext, a []types.Datum) (RowIter, error) {
+			var rows [][]types.Datum
+			for _, e := range a[0].(*types.DArray).Elems {
+				if types.IsNull(e) {
+					continue
+				}
+				k, v, ok := strings.Cut(string(e.(types.DString)), "=")
+				var val types.Datum = types.DNull
+				if ok {
+					val = types.DString(v)
+				}
+				rows = append(rows, []types.Datum{types.DString(k), val})
+			}
+			return &sliceIter{rows: rows}, nil
+		}})
 	registerFn("pg_relation_is_publishable", Overload{Args: []*types.T{types.RegClass}, Return: Fixed(b), Strict: true,
 		Volatility: Stable, Fn: func(ctx EvalContext, a []types.Datum) (types.Datum, error) {
 			ci := catalogInfo(ctx)
@@ -520,4 +543,40 @@ func identEnd(s string) int {
 		return j
 	}
 	return len(s)
+}
+
+// regclassLiteral matches a relation name cast to regclass in a stored
+// expression, as a serial column's nextval('s'::regclass) default holds it.
+var regclassLiteral = regexp.MustCompile(`'((?:[^']|'')+)'::regclass`)
+
+// qualifyRegclassLiterals prints the relation names of expr's regclass
+// literals as the regclass output function would now: qualified by their
+// schema when the search path does not find them, bare when it does (a
+// regclass constant in PostgreSQL's stored expression is an OID, which
+// ruleutils prints that way). pg_dump empties the search path and so gets
+// nextval('public.t_id_seq'::regclass), which restores whatever the
+// restoring session's path. DDL stores a relation of schema public
+// unqualified (its default search path finds it), so an unqualified name
+// that the path does not find is looked up in public. A name that still
+// resolves to nothing is left as written.
+func qualifyRegclassLiterals(ctx EvalContext, expr string) string {
+	tc := ctx.Types()
+	if tc == nil || tc.Reg == nil || !strings.Contains(expr, "::regclass") {
+		return expr
+	}
+	return regclassLiteral.ReplaceAllStringFunc(expr, func(m string) string {
+		name := strings.ReplaceAll(regclassLiteral.FindStringSubmatch(m)[1], "''", "'")
+		oid, err := tc.Reg.ResolveReg(types.RegClass, name)
+		if err != nil && !strings.Contains(name, ".") {
+			oid, err = tc.Reg.ResolveReg(types.RegClass, "public."+name)
+		}
+		if err != nil {
+			return m
+		}
+		out, ok := tc.Reg.RegName(types.RegClass, oid)
+		if !ok {
+			return m
+		}
+		return QuoteLiteral(out) + "::regclass"
+	})
 }

@@ -57,7 +57,7 @@ func init() {
 	registerFn("version", Overload{Return: Fixed(types.Text), Volatility: Stable, Fn: func(EvalContext, []types.Datum) (types.Datum, error) {
 		return types.DString(VersionString()), nil
 	}})
-	name := types.Text
+	name := types.Name // these return PostgreSQL's name type, as there
 	info("current_database", name, func(s SessionInfo) types.Datum { return types.DString(s.Database) })
 	info("current_catalog", name, func(s SessionInfo) types.Datum { return types.DString(s.Database) })
 	info("current_user", name, func(s SessionInfo) types.Datum { return types.DString(s.User) })
@@ -75,7 +75,7 @@ func init() {
 		}})
 	registerFn("current_schemas", Overload{Args: []*types.T{types.Bool}, Return: Fixed(types.MustArray(name)), Volatility: Stable, Strict: true,
 		Fn: func(ctx EvalContext, a []types.Datum) (types.Datum, error) {
-			out := types.NewArray(types.Text)
+			out := types.NewArray(name)
 			path := existingSchemas(ctx, ctx.Session().SearchPath)
 			if bool(a[0].(types.DBool)) && !containsString(path, "pg_catalog") {
 				out.Elems = append(out.Elems, types.DString("pg_catalog"))

@@ -50,11 +50,14 @@ func cmpFn(op string) Fn {
 func init() {
 	comparable := []*types.T{types.Bool, types.Numeric, types.Text, types.BPChar, types.Bytea,
 		types.Date, types.Time, types.Timestamp, types.TimestampTZ, types.Interval, types.UUID,
-		types.JSONB, types.Oid}
+		types.JSONB, types.Oid, types.Name, types.Char}
 	var pairs [][2]*types.T
 	for _, t := range comparable {
 		pairs = append(pairs, [2]*types.T{t, t})
 	}
+	// name = text and text = name (PostgreSQL's nameeqtext, ...), so that
+	// a catalog name compared with a text value needs no cast either way.
+	pairs = append(pairs, [2]*types.T{types.Name, types.Text}, [2]*types.T{types.Text, types.Name})
 	for _, group := range [][]*types.T{intTypes, {types.Float4, types.Float8}, {types.Date, types.Timestamp, types.TimestampTZ}} {
 		for _, l := range group {
 			for _, r := range group {

@@ -10,6 +10,8 @@ import (
 	"github.com/jackc/pgerrcode"
 	pg_query "github.com/pganalyze/pg_query_go/v6"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/cairn-db/cairn/pgwire/pgauth"
 	"github.com/cairn-db/cairn/sql/catalog"
@@ -50,6 +52,9 @@ func (e *executor) createView(ctx context.Context, n *pg_query.ViewStmt) error {
 		return err
 	}
 	name := truncateIdent(n.View.Relname)
+	if err := e.qualifyRelations(ctx, n.Query); err != nil {
+		return err
+	}
 	query, err := deparse(n.Query)
 	if err != nil {
 		return fmt.Errorf("ddl: deparsing view query: %w", err)
@@ -121,6 +126,62 @@ func (e *executor) createView(ctx context.Context, n *pg_query.ViewStmt) error {
 	}
 	return e.x.Writer.Create(ctx, &catalog.View{DatabaseID: e.x.Database.ID, SchemaID: schema.ID, Name: name, Owner: e.x.User,
 		Query: query, Columns: cols, DependsOn: deps, CheckOption: checkOption})
+}
+
+// qualifyRelations gives every relation name of a view's query that
+// resolves to a table, view or sequence its schema, in place: the stored
+// query then means what it meant at CREATE VIEW whatever the search path
+// of a later reader (PostgreSQL stores the resolved relations in the
+// view's rule; pg_dump reads and restores views with an empty search
+// path). CTE names and the system catalogs stay as written.
+// pg_get_viewdef drops the schema again where the relation is visible.
+func (e *executor) qualifyRelations(ctx context.Context, q *pg_query.Node) error {
+	ctes := map[string]bool{}
+	var rvs []*pg_query.RangeVar
+	walkMessages(q.ProtoReflect(), func(m proto.Message) {
+		switch x := m.(type) {
+		case *pg_query.CommonTableExpr:
+			ctes[x.Ctename] = true
+		case *pg_query.RangeVar:
+			rvs = append(rvs, x)
+		}
+	})
+	for _, rv := range rvs {
+		if rv.Schemaname != "" || ctes[rv.Relname] {
+			continue
+		}
+		_, sc, err := e.lookupRelation(ctx, rv)
+		if pgerror.Code(err) == pgerrcode.UndefinedTable {
+			continue // the binder reports it, with its position
+		}
+		if err != nil {
+			return err
+		}
+		if sc != nil && !sc.Virtual {
+			rv.Schemaname = sc.Name
+		}
+	}
+	return nil
+}
+
+// walkMessages calls f for m and every message below it.
+func walkMessages(m protoreflect.Message, f func(proto.Message)) {
+	if !m.IsValid() {
+		return
+	}
+	f(m.Interface())
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		switch {
+		case fd.IsList() && fd.Message() != nil:
+			l := v.List()
+			for i := 0; i < l.Len(); i++ {
+				walkMessages(l.Get(i).Message(), f)
+			}
+		case fd.Message() != nil && !fd.IsMap():
+			walkMessages(v.Message(), f)
+		}
+		return true
+	})
 }
 
 // queryDependencies lists the relations a query names (its RangeVars that

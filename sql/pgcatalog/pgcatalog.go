@@ -168,16 +168,17 @@ func toInt64(v any) int64 {
 	panic(fmt.Sprintf("pgcatalog: cannot convert %T to a datum", v))
 }
 
-// The column types of the catalogs. PostgreSQL's name and "char" are text
-// here (Cairn has neither), pg_node_tree is text (the
+// The column types of the catalogs, PostgreSQL's own (name and "char"
+// included, so RowDescription carries OIDs 19 and 18 as PostgreSQL's
+// does), except that pg_node_tree is text (the
 // expression's SQL, which pg_get_expr returns as is), aclitem[] is text[]
 // (always NULL: no privileges yet), xid is int8.
 var colTypes = map[string]*types.T{
-	"oid": types.Oid, "name": types.Text, `"char"`: types.Text, "text": types.Text,
+	"oid": types.Oid, "name": types.Name, `"char"`: types.Char, "text": types.Text,
 	"regproc": types.RegProc, "regtype": types.RegType, "smallint": types.Int2,
 	"integer": types.Int4, "bigint": types.Int8, "real": types.Float4, "boolean": types.Bool,
 	"pg_node_tree": types.Text, "aclitem[]": types.MustArray(types.Text),
-	"text[]": types.MustArray(types.Text), `"char"[]`: types.MustArray(types.Text),
+	"text[]": types.MustArray(types.Text), `"char"[]`: types.MustArray(types.Char),
 	"smallint[]": types.MustArray(types.Int2), "oid[]": types.MustArray(types.Oid),
 	"int2vector": types.Int2Vector, "oidvector": types.OidVector,
 	"xid": types.Int8, "anyarray": types.Text, "inet": types.Text, "bytea": types.Bytea,

@@ -537,6 +537,13 @@ func (res *Resolver) ConstraintDefPretty(oid uint32, pretty bool) (string, bool)
 	byID := func(id catalog.ID) *catalog.Table { tb, _ := res.table(id); return tb }
 	for _, c := range tableConstraints(t, sc, byID) {
 		if c.oid == oid {
+			if c.refTable != nil {
+				if vis, _ := res.visible(uint32(c.refTable.ID)); !vis {
+					if _, rsc := res.table(c.refTable.ID); rsc != nil {
+						c.refSchema = rsc.Name
+					}
+				}
+			}
 			return constraintDef(c, pretty), true
 		}
 	}

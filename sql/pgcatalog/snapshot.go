@@ -31,6 +31,8 @@ const (
 	oidLangInternal      = 12
 	oidPgClass           = 1259
 	oidPgConstraint      = 2606
+	oidPgNamespace       = 2615
+	oidPgAttrdef         = 2604
 	oidEncodingUTF8      = 6
 )
 

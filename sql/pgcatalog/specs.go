@@ -12,6 +12,8 @@ type spec struct {
 
 var pgSpecs = map[string]spec{
 	"pg_am":                    {2601, `oid:oid amname:name amhandler:regproc amtype:"char"`},
+	"pg_amop":                  {2602, `oid:oid amopfamily:oid amoplefttype:oid amoprighttype:oid amopstrategy:smallint amoppurpose:"char" amopopr:oid amopmethod:oid amopsortfamily:oid`},
+	"pg_amproc":                {2603, `oid:oid amprocfamily:oid amproclefttype:oid amprocrighttype:oid amprocnum:smallint amproc:regproc`},
 	"pg_attrdef":               {2604, `oid:oid adrelid:oid adnum:smallint adbin:pg_node_tree`},
 	"pg_attribute":             {1249, `attrelid:oid attname:name atttypid:oid attstattarget:integer attlen:smallint attnum:smallint attndims:integer attcacheoff:integer atttypmod:integer attbyval:boolean attalign:"char" attstorage:"char" attcompression:"char" attnotnull:boolean atthasdef:boolean atthasmissing:boolean attidentity:"char" attgenerated:"char" attisdropped:boolean attislocal:boolean attinhcount:integer attcollation:oid attacl:aclitem[] attoptions:text[] attfdwoptions:text[] attmissingval:anyarray`},
 	"pg_auth_members":          {1261, `roleid:oid member:oid grantor:oid admin_option:boolean`},
@@ -56,6 +58,7 @@ var pgSpecs = map[string]spec{
 	"pg_range":                 {3541, `rngtypid:oid rngsubtype:oid rngmultitypid:oid rngcollation:oid rngsubopc:oid rngcanonical:regproc rngsubdiff:regproc`},
 	"pg_rewrite":               {2618, `oid:oid rulename:name ev_class:oid ev_type:"char" ev_enabled:"char" is_instead:boolean ev_qual:pg_node_tree ev_action:pg_node_tree`},
 	"pg_roles":                 {12000, `rolname:name rolsuper:boolean rolinherit:boolean rolcreaterole:boolean rolcreatedb:boolean rolcanlogin:boolean rolreplication:boolean rolconnlimit:integer rolpassword:text rolvaliduntil:timestamptz rolbypassrls:boolean rolconfig:text[] oid:oid`},
+	"pg_seclabels":             {12099, `objoid:oid classoid:oid objsubid:integer objtype:text objnamespace:oid objname:text provider:text label:text`},
 	"pg_seclabel":              {3596, `objoid:oid classoid:oid objsubid:integer provider:text label:text`},
 	"pg_sequence":              {2224, `seqrelid:oid seqtypid:oid seqstart:bigint seqincrement:bigint seqmax:bigint seqmin:bigint seqcache:bigint seqcycle:boolean`},
 	"pg_sequences":             {12048, `schemaname:name sequencename:name sequenceowner:name data_type:regtype start_value:bigint min_value:bigint max_value:bigint increment_by:bigint cycle:boolean cache_size:bigint last_value:bigint`},

@@ -8,6 +8,7 @@ import (
 	"github.com/cairn-db/cairn/sql/builtins"
 	"github.com/cairn-db/cairn/sql/catalog"
 	"github.com/cairn-db/cairn/sql/rowenc"
+	"github.com/cairn-db/cairn/sql/sequence"
 	"github.com/cairn-db/cairn/sql/types"
 )
 
@@ -167,7 +168,7 @@ func typeAttrs(typ *types.T) (length int, byval bool, align, storage string) {
 	length = int(typ.Size())
 	byval = length > 0 && length <= 8
 	switch {
-	case length == 1 || length == -2:
+	case length == 1 || length == -2 || typ.Oid == types.Name.Oid:
 		align = "c"
 	case length == 2:
 		align = "s"
@@ -198,6 +199,12 @@ func typeAttrs(typ *types.T) (length int, byval bool, align, storage string) {
 }
 
 func collationOf(typ *types.T) uint32 {
+	switch typ.Oid {
+	case types.Name.Oid, types.MustArray(types.Name).Oid:
+		return oidCollC // PostgreSQL's name compares bytewise
+	case types.Char.Oid, types.MustArray(types.Char).Oid:
+		return 0
+	}
 	if typ.Family == types.StringFamily || typ.Family == types.ArrayFamily && typ.Elem.Family == types.StringFamily {
 		return oidCollDefault
 	}
@@ -316,6 +323,9 @@ func genType(_ context.Context, _ *snapshot, t *vtable) ([][]types.Datum, error)
 		} else if a, err := types.MakeArray(typ); err == nil {
 			arr = a.Oid
 		}
+		if typ.Oid == types.Name.Oid {
+			elem = types.Char.Oid // a name subscripts as its bytes
+		}
 		if types.IsVector(typ) {
 			elem, arr = typ.Elem.Oid, 0
 		}
@@ -396,6 +406,11 @@ type constraint struct {
 	fk       *catalog.ForeignKey
 	refTable *catalog.Table
 	check    string
+	// refSchema qualifies refTable in pg_get_constraintdef's text when
+	// the table is not visible in the search path ("" when it is), as
+	// ruleutils does: pg_dump, which empties the search path, gets
+	// REFERENCES public.t(...).
+	refSchema string
 }
 
 func (s *snapshot) constraints(ctx context.Context) []constraint {
@@ -598,22 +613,41 @@ func genSequence(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, er
 	var out [][]types.Datum
 	for _, r := range s.sequences() {
 		q := r.desc.(*catalog.Sequence)
-		out = append(out, t.row("seqrelid", q.ID, "seqtypid", types.Int8.Oid, "seqstart", q.Start,
-			"seqincrement", q.Increment, "seqmax", q.Max, "seqmin", q.Min, "seqcache", 1, "seqcycle", q.Cycle))
+		out = append(out, t.row("seqrelid", q.ID, "seqtypid", seqType(q), "seqstart", q.Start,
+			"seqincrement", q.Increment, "seqmax", q.Max, "seqmin", q.Min, "seqcache", max(q.Cache, 1), "seqcycle", q.Cycle))
 	}
 	return out, nil
 }
 
-// genSequences leaves last_value NULL: a sequence's value lives outside
-// its descriptor and reading it here would cost a KV read per sequence;
-// PostgreSQL also shows NULL for a sequence not yet used.
-func genSequences(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
+// seqType is a sequence's AS type (pg_sequence.seqtypid): bigint unless
+// it says otherwise, a serial's integer.
+func seqType(q *catalog.Sequence) uint32 {
+	if q.TypeOID == 0 {
+		return types.Int8.Oid
+	}
+	return q.TypeOID
+}
+
+// genSequences reads each sequence's value (one KV read per sequence)
+// for last_value, NULL for a sequence not yet used, as in PostgreSQL.
+func genSequences(ctx context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
 	var out [][]types.Datum
 	for _, r := range s.sequences() {
 		q := r.desc.(*catalog.Sequence)
+		// last_value is NULL until the first nextval, as in PostgreSQL.
+		var last any
+		if s.env.Txn != nil {
+			v, called, err := sequence.State(ctx, s.env.Txn, q)
+			if err != nil {
+				return nil, err
+			}
+			if called {
+				last = v
+			}
+		}
 		out = append(out, t.row("schemaname", r.schema.Name, "sequencename", q.Name, "sequenceowner", owner(q.Owner),
-			"data_type", types.DOid(types.Int8.Oid), "start_value", q.Start, "min_value", q.Min, "max_value", q.Max,
-			"increment_by", q.Increment, "cycle", q.Cycle, "cache_size", 1))
+			"data_type", types.DOid(seqType(q)), "start_value", q.Start, "min_value", q.Min, "max_value", q.Max,
+			"increment_by", q.Increment, "cycle", q.Cycle, "cache_size", max(q.Cache, 1), "last_value", last))
 	}
 	return out, nil
 }
@@ -699,6 +733,13 @@ func genDescription(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum,
 			add(d.ID, 0, d.Comment)
 		case *catalog.Sequence:
 			add(d.ID, 0, d.Comment)
+		}
+	}
+	// Schemas' comments (public's "standard public schema" among them,
+	// which pg_dump compares against to leave it out of a dump).
+	for _, sc := range s.schemas {
+		if sc.Comment != "" && !sc.Virtual {
+			out = append(out, t.row("objoid", nspOID(sc.ID), "classoid", oidPgNamespace, "objsubid", 0, "description", sc.Comment))
 		}
 	}
 	return out, nil
@@ -954,6 +995,9 @@ func constraintDef(c constraint, pretty bool) string {
 	var refCols string
 	if c.refTable != nil {
 		ref = quoteIdent(c.refTable.Name)
+		if c.refSchema != "" {
+			ref = quoteIdent(c.refSchema) + "." + ref
+		}
 		refCols = names(c.refTable, ids(c.fk.ReferencedColumnIDs))
 	}
 	def := fmt.Sprintf("FOREIGN KEY (%s) REFERENCES %s(%s)", names(c.table, c.cols), ref, refCols)
@@ -1048,6 +1092,19 @@ func genDepend(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, erro
 		}
 		out = append(out, t.row("classid", oidPgClass, "objid", q.ID, "objsubid", 0, "refclassid", oidPgClass,
 			"refobjid", q.OwnedBy.TableID, "refobjsubid", q.OwnedBy.ColumnID, "deptype", dep))
+	}
+	// A serial column's default uses its sequence (a normal dependency of
+	// the pg_attrdef entry). pg_dump needs it to see the loop table →
+	// default → sequence → owning table, which it breaks by creating the
+	// table without the default and adding it after the sequence.
+	for _, r := range s.tables() {
+		d := r.desc.(*catalog.Table)
+		for _, c := range visibleColumns(d) {
+			if c.SequenceID != 0 && c.DefaultExpr != "" && c.ComputedExpr == "" {
+				out = append(out, t.row("classid", oidPgAttrdef, "objid", attrdefOID(d.ID, c.ID), "objsubid", 0,
+					"refclassid", oidPgClass, "refobjid", c.SequenceID, "refobjsubid", 0, "deptype", "n"))
+			}
+		}
 	}
 	return out, nil
 }

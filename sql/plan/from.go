@@ -170,7 +170,10 @@ func (b *builder) rangeVar(rv *pg_query.RangeVar, s *scope) (Node, error) {
 		n.(*Project).Cols = cols
 		b.addRelCols(s, alias, cols, nil)
 		return n, nil
-	case r.Virtual != nil:
+	case r.Virtual != nil || r.Sequence != nil:
+		if r.Sequence != nil {
+			r.Virtual = &sequenceRelation{seq: r.Sequence, schema: rv.Schemaname}
+		}
 		vs := &VirtualScan{Table: r.Virtual}
 		for i, c := range r.Virtual.Columns() {
 			vs.Cols = append(vs.Cols, Column{ID: b.newCol(), Name: c.Name, T: c.T})
@@ -194,8 +197,6 @@ func (b *builder) rangeVar(rv *pg_query.RangeVar, s *scope) (Node, error) {
 		exprs := append(passThrough(vs.Cols), &sem.Const{Datum: types.DOid(r.Virtual.OID()), T: types.Oid})
 		b.addRelCols(s, alias, cols, nil)
 		return &Project{Input: vs, Exprs: exprs, Cols: cols}, nil
-	case r.Sequence != nil:
-		return nil, b.errAt(notSupported("selecting from sequence %q is not supported", rv.Relname), rv.Location)
 	}
 	return nil, b.errAt(undefinedRelation(rv.Relname), rv.Location)
 }

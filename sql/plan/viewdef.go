@@ -212,11 +212,36 @@ func deparsableFrom(n *pg_query.Node) bool {
 	return false
 }
 
+// relationVisible reports whether rv's unqualified name finds the same
+// relation in the search path, in which case ruleutils prints it bare.
+func (b *builder) relationVisible(rv *pg_query.RangeVar) bool {
+	want, err := b.env.Catalog.LookupRelation(b.ctx, rv.Schemaname, rv.Relname)
+	if err != nil {
+		return false
+	}
+	got, err := b.env.Catalog.LookupRelation(b.ctx, "", rv.Relname)
+	if err != nil {
+		return false
+	}
+	id := func(r Relation) catalog.ID {
+		switch {
+		case r.Table != nil:
+			return r.Table.ID
+		case r.View != nil:
+			return r.View.ID
+		case r.Sequence != nil:
+			return r.Sequence.ID
+		}
+		return 0
+	}
+	return id(want) != 0 && id(want) == id(got)
+}
+
 // viewDefFrom prints one FROM item as ruleutils does: a join in
 // parentheses, its right side on a new line.
 func (b *builder) viewDefFrom(sb *strings.Builder, s *scope, n *pg_query.Node) error {
 	if rv := n.GetRangeVar(); rv != nil {
-		if rv.Schemaname != "" {
+		if rv.Schemaname != "" && !b.relationVisible(rv) {
 			sb.WriteString(quoteIdentIfNeeded(rv.Schemaname) + ".")
 		}
 		sb.WriteString(quoteIdentIfNeeded(rv.Relname))

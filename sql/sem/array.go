@@ -249,8 +249,13 @@ func (b *builder) buildIndirection(ind *pg_query.A_Indirection) (Expr, error) {
 			}
 			continue
 		}
-		if e.Type().Family != types.ArrayFamily {
+		isName := e.Type().Family == types.StringFamily && e.Type().Oid == types.Name.Oid
+		if e.Type().Family != types.ArrayFamily && !isName {
 			return nil, b.pos(loc, errNotSubscriptable(e.Type()))
+		}
+		if isName && idx.AIndices.IsSlice {
+			// PostgreSQL's raw array subscripting of a fixed-length type.
+			return nil, b.pos(loc, pgerror.New(pgerrcode.FeatureNotSupported, "slices of fixed-length arrays not implemented"))
 		}
 		if idx.AIndices.IsSlice {
 			lo, err := b.subscript(idx.AIndices.Lidx)

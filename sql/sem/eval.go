@@ -682,6 +682,9 @@ func (c *compiler) subscript(v *Subscript) (evalFn, error) {
 		if err != nil || types.IsNull(i) {
 			return types.DNull, err
 		}
+		if name, ok := a.(types.DString); ok {
+			return types.NameByte(name, int64(i.(types.DInt))), nil
+		}
 		da := a.(*types.DArray)
 		elems := da.Elems
 		n := int64(i.(types.DInt)) - int64(da.Lower()) // int2vector counts from 0

@@ -315,7 +315,7 @@ func (e *In) Type() *types.T          { return types.Bool }
 func (e *AnyAll) Type() *types.T      { return types.Bool }
 func (e *RowCmp) Type() *types.T      { return types.Bool }
 func (e *ArrayExpr) Type() *types.T   { return e.T }
-func (e *Subscript) Type() *types.T   { return e.Array.Type().Elem }
+func (e *Subscript) Type() *types.T   { return subscriptType(e.Array.Type()) }
 func (e *SubqueryRef) Type() *types.T { return e.T }
 func (e *AggCall) Type() *types.T     { return e.Fn.Return }
 func (e *AggRef) Type() *types.T      { return e.T }
@@ -358,4 +358,13 @@ func joinExprs(es []Expr, sep string) string {
 		b.WriteString(e.String())
 	}
 	return b.String()
+}
+
+// subscriptType is the type of an element of t: a name's elements are its
+// bytes, as "char" (types.NameByte).
+func subscriptType(t *types.T) *types.T {
+	if t.Family != types.ArrayFamily {
+		return types.Char
+	}
+	return t.Elem
 }

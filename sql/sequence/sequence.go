@@ -48,6 +48,14 @@ func ValueKey(id catalog.ID) []byte {
 	return keys.System(binary.BigEndian.AppendUint32(append([]byte(nil), valuePrefix...), uint32(id)))
 }
 
+// uncalledKey marks a setval(v, false): it holds the counter value that
+// setval wrote, so while the counter still has it the sequence reads as
+// "v, not called" (State), as PostgreSQL shows it. Any nextval moves the
+// counter and so makes the mark stale; setval(v, true) deletes it.
+func uncalledKey(id catalog.ID) []byte {
+	return append(ValueKey(id), 'u')
+}
+
 // Base is what the stored counter is offset by: last value = s + Base.
 func Base(seq *catalog.Sequence) (int64, error) {
 	b, ok := sub(seq.Start, seq.Increment)
@@ -106,7 +114,14 @@ func SetValue(ctx context.Context, db *kv.DB, seq *catalog.Sequence, v int64, is
 	if !ok {
 		return 0, pgerror.New(pgerrcode.NumericValueOutOfRange, "setval: value %d is out of bounds for sequence %q", v, seq.Name)
 	}
-	if err := db.Put(ctx, ValueKey(seq.ID), kvpb.EncodeIncrementValue(s)); err != nil {
+	b := &kv.Batch{}
+	b.Put(ValueKey(seq.ID), kvpb.EncodeIncrementValue(s))
+	if isCalled {
+		b.Del(uncalledKey(seq.ID))
+	} else {
+		b.Put(uncalledKey(seq.ID), kvpb.EncodeIncrementValue(s))
+	}
+	if err := db.Run(ctx, b); err != nil {
 		return 0, fmt.Errorf("setval of sequence %q: %w", seq.Name, err)
 	}
 	return v, nil
@@ -145,9 +160,58 @@ func Rebase(ctx context.Context, db *kv.DB, old, seq *catalog.Sequence) error {
 	}
 }
 
+// State reads seq's position as SELECT last_value, is_called FROM seq
+// shows it, in txn: a sequence never used reports START, not called; after
+// setval(v, false) and before the next nextval, v, not called; otherwise
+// the last value handed out (or set), called. setval(last_value,
+// is_called) restores the same next value, which is what pg_dump relies
+// on.
+func State(ctx context.Context, txn *kv.Txn, seq *catalog.Sequence) (last int64, isCalled bool, err error) {
+	b := &kv.Batch{}
+	b.Get(ValueKey(seq.ID))
+	b.Get(uncalledKey(seq.ID))
+	if err := txn.Run(ctx, b); err != nil {
+		return 0, false, fmt.Errorf("reading sequence %q: %w", seq.Name, err)
+	}
+	if !b.Results[0].Found {
+		return seq.Start, false, nil
+	}
+	n, err := kvpb.DecodeIncrementValue(b.Results[0].Rows[0].Value)
+	if err != nil {
+		return 0, false, fmt.Errorf("reading sequence %q: %w", seq.Name, err)
+	}
+	uncalled := false
+	if r := b.Results[1]; r.Found {
+		m, err := kvpb.DecodeIncrementValue(r.Rows[0].Value)
+		uncalled = err == nil && m == n
+	}
+	base, err := Base(seq)
+	if err != nil {
+		return 0, false, err
+	}
+	v, ok := add(n, base)
+	if !ok {
+		return 0, false, exhausted(seq)
+	}
+	if next, ok := add(v, seq.Increment); ok && (uncalled || !inBounds(seq, v)) && inBounds(seq, next) {
+		return next, false, nil
+	}
+	if !inBounds(seq, v) {
+		// Past the bound: nextval fails (or cycles) from here.
+		if v > seq.Max {
+			return seq.Max, true, nil
+		}
+		return seq.Min, true, nil
+	}
+	return v, true, nil
+}
+
 // Clear removes a sequence's value (DROP SEQUENCE, inside the dropping
 // transaction).
 func Clear(ctx context.Context, txn *kv.Txn, id catalog.ID) error {
+	if err := txn.Delete(ctx, uncalledKey(id)); err != nil {
+		return err
+	}
 	return txn.Delete(ctx, ValueKey(id))
 }
 

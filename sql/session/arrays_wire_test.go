@@ -46,6 +46,8 @@ func TestArraysThroughBothWireFormats(t *testing.T) {
 		"jsonb":       `{"{\"b\": [1, 2], \"a\": null}",null,NULL,"\"s\""}`,
 		"json":        `{"{\"b\" : [1,2],  \"a\": null}",null,NULL,"\"s\""}`,
 		"oid":         `{0,4294967295,NULL}`,
+		"name":        `{pg_class,NULL,"a b",""}`,
+		"char":        `{a,NULL,z}`,
 	}
 	// Every scalar type has a case (the reg* types travel as oid).
 	for _, typ := range types.Scalars {
@@ -56,7 +58,11 @@ func TestArraysThroughBothWireFormats(t *testing.T) {
 	pc := c.PgConn()
 	for name, lit := range cases {
 		t.Run(name, func(t *testing.T) {
-			q := fmt.Sprintf("SELECT '%s'::%s[]", lit, name)
+			sqlName := name
+			if name == "char" {
+				sqlName = `"char"` // unquoted, char is bpchar(1)
+			}
+			q := fmt.Sprintf("SELECT '%s'::%s[]", lit, sqlName)
 			textVals := queryValues(t, c, q, pgx.TextFormatCode)
 			binVals := queryValues(t, c, q, pgx.BinaryFormatCode)
 			if tv, bv := normalize(textVals), normalize(binVals); tv != bv {

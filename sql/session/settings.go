@@ -64,6 +64,10 @@ var settingsList = []*setting{
 	{name: "lc_time", def: "C", desc: "Sets the locale for formatting date and time values."},
 	{name: "synchronous_commit", def: "on", check: checkEnum("local", "remote_write", "remote_apply", "on", "off"), desc: "Sets the current transaction's synchronization level."},
 	{name: "row_security", def: "on", check: checkBool, desc: "Enable row security."},
+	// pg_dump's output sets these two. Cairn has no function bodies to
+	// validate and no xml type, so either value changes nothing.
+	{name: "check_function_bodies", def: "on", check: checkBool, desc: "Check routine bodies during CREATE FUNCTION and CREATE PROCEDURE."},
+	{name: "xmloption", def: "content", check: checkEnum("content", "document"), desc: "Sets whether XML data in implicit parsing and serialization operations is to be considered as documents or content fragments."},
 	// Cairn's scans always start at the first key, which is what off asks
 	// for (pg_dump sets it); on only allows PostgreSQL to start elsewhere.
 	{name: "synchronize_seqscans", def: "on", check: checkBool, desc: "Enable synchronized sequential scans."},

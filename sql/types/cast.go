@@ -43,6 +43,12 @@ func CastKindOf(from, to *T) CastKind {
 		return CastKindOf(from.Elem, to.Elem)
 	case tf == StringFamily:
 		if ff == StringFamily {
+			// "char" converts implicitly to text only, and other strings
+			// to it by assignment (pg_cast), so that "char" = text is
+			// text = text rather than ambiguous.
+			if to.Oid == Char.Oid || from.Oid == Char.Oid && to.Oid != Text.Oid {
+				return CastAssignment
+			}
 			return CastImplicit
 		}
 		return CastAssignment
@@ -301,6 +307,17 @@ func castToString(ctx *Context, d Datum, from, to *T, explicit bool) (Datum, err
 	} else {
 		s = Format(ctx, from, d)
 	}
+	switch to.Oid {
+	case Name.Oid:
+		return DString(clipName(s)), nil
+	case Char.Oid:
+		// charin keeps the first byte (a multibyte character is cut, as
+		// in PostgreSQL with a UTF-8 database, where "char" is a byte).
+		if len(s) > 1 {
+			s = s[:1]
+		}
+		return DString(s), nil
+	}
 	r, err := checkLength(s, to, explicit)
 	if err != nil || to.Oid != BPChar.Oid || to.Width == 0 {
 		return r, err
@@ -329,6 +346,34 @@ func checkLength(s string, to *T, explicit bool) (Datum, error) {
 		n++
 	}
 	return DString(s), nil
+}
+
+// clipName cuts s to the NameDataLen-1 bytes a name holds, at a character
+// boundary (namein's pg_mbcliplen): identifiers and name values longer
+// than 63 bytes are truncated silently, never rejected.
+func clipName(s string) string {
+	if len(s) < NameDataLen {
+		return s
+	}
+	n := NameDataLen - 1
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// NameByte is name subscripting (PostgreSQL stores a name as a fixed
+// char[NAMEDATALEN] and lets it be subscripted like an array counted from
+// 0): byte i of s as a "char", "" past its end and NULL outside the
+// storage.
+func NameByte(s DString, i int64) Datum {
+	switch {
+	case i < 0 || i >= NameDataLen:
+		return DNull
+	case i >= int64(len(s)):
+		return DString("")
+	}
+	return DString(s[i : i+1])
 }
 
 // BPCharTrim returns a char(n) value without its padding, which is how
@@ -546,6 +591,9 @@ func (t *T) Category() (cat byte, preferred bool) {
 	case OidFamily:
 		return 'N', !IsReg(t)
 	case StringFamily:
+		if t.Oid == Char.Oid {
+			return 'Z', false // an internal type in pg_type, as "char" is
+		}
 		return 'S', t.Oid == Text.Oid
 	case DateFamily, TimeFamily, TimestampFamily:
 		return 'D', false

@@ -219,6 +219,11 @@ var modRE = regexp.MustCompile(`^([a-z0-9_ ]+?)\((\d+)(?:,(-?\d+))?\)(\[\])?$`)
 // varchar(3), numeric(5,2), timestamptz(0), char(2)[].
 func mustType(t *testing.T, name string) *T {
 	name = strings.ReplaceAll(name, "_", " ")
+	// The files spell SQL's unquoted char, which the parser turns into
+	// bpchar; LookupName's "char" is the quoted single-byte "char".
+	if name == "char" || strings.HasPrefix(name, "char(") {
+		name = "character" + name[len("char"):]
+	}
 	m := modRE.FindStringSubmatch(name)
 	if m == nil {
 		typ, err := LookupName(name)

@@ -99,12 +99,26 @@ var (
 	// written: whitespace, key order and duplicate keys.
 	JSONText = &T{Family: JSONTextFamily, Oid: pgtype.JSONOID}
 	Oid      = &T{Family: OidFamily, Oid: pgtype.OIDOID}
+	// Name is PostgreSQL's name (OID 19), the type of identifiers in the
+	// system catalogs (pg_class.relname, pg_type.typname, ...): a string
+	// of at most NameDataLen-1 bytes, longer input silently cut (as
+	// PostgreSQL's namein does). Subscripting one gives its bytes as
+	// "char", counted from 0 (pg_dump's typname[0] = '_').
+	Name = &T{Family: StringFamily, Oid: pgtype.NameOID}
+	// Char is PostgreSQL's single-byte "char" (OID 18, the quoted name;
+	// unquoted char is char(1)): the first byte of its input, or none.
+	Char = &T{Family: StringFamily, Oid: pgtype.QCharOID}
 )
+
+// NameDataLen is PostgreSQL's NAMEDATALEN: a name holds at most
+// NameDataLen-1 bytes, and subscripts 0..NameDataLen-1 of a name are
+// within its fixed-size storage.
+const NameDataLen = 64
 
 // Scalars lists every built-in scalar type (no modifiers), for tests and
 // catalog generation.
 var Scalars = []*T{Bool, Int2, Int4, Int8, Float4, Float8, Numeric, Text, VarChar, BPChar,
-	Bytea, Date, Time, Timestamp, TimestampTZ, Interval, UUID, JSONB, Oid, JSONText}
+	Bytea, Date, Time, Timestamp, TimestampTZ, Interval, UUID, JSONB, Oid, JSONText, Name, Char}
 
 // arrayOids maps an element OID to its array type's OID (pg_type.typarray).
 var arrayOids = map[uint32]uint32{
@@ -118,6 +132,7 @@ var arrayOids = map[uint32]uint32{
 	pgtype.TimestamptzOID: pgtype.TimestamptzArrayOID, pgtype.IntervalOID: pgtype.IntervalArrayOID,
 	pgtype.UUIDOID: pgtype.UUIDArrayOID, pgtype.JSONBOID: pgtype.JSONBArrayOID,
 	pgtype.OIDOID: pgtype.OIDArrayOID, pgtype.JSONOID: pgtype.JSONArrayOID,
+	pgtype.NameOID: pgtype.NameArrayOID, pgtype.QCharOID: pgtype.QCharArrayOID,
 	// The reg* alias types (reg.go).
 	2205: 2210, 2206: 2211, 24: 1008, 2202: 2207, 4089: 4090, 4096: 4097,
 }
@@ -196,6 +211,13 @@ func (t *T) Size() int16 {
 	switch t.Family {
 	case BoolFamily:
 		return 1
+	case StringFamily:
+		switch t.Oid {
+		case Name.Oid:
+			return NameDataLen
+		case Char.Oid:
+			return 1
+		}
 	case IntFamily:
 		return int16(t.Width / 8)
 	case FloatFamily:
@@ -284,6 +306,10 @@ func (t *T) Name() string {
 				return fmt.Sprintf("character(%d)", t.Width)
 			}
 			return "bpchar"
+		case Name.Oid:
+			return "name"
+		case Char.Oid:
+			return `"char"`
 		}
 		return "text"
 	case NumericFamily:
@@ -349,6 +375,9 @@ func (t *T) PGName() string {
 	if t.Family == ArrayFamily {
 		return "_" + t.Elem.PGName()
 	}
+	if t.Oid == Char.Oid {
+		return "char"
+	}
 	for name, u := range typeNames {
 		if u.Oid == t.Oid && isCanonicalName(name) {
 			return name
@@ -361,7 +390,7 @@ func isCanonicalName(name string) bool {
 	switch name {
 	case "bool", "int2", "int4", "int8", "float4", "float8", "numeric", "text", "varchar", "bpchar",
 		"bytea", "date", "time", "timestamp", "timestamptz", "interval", "uuid", "jsonb", "json", "oid", "unknown",
-		"regclass", "regtype", "regproc", "regprocedure", "regnamespace", "regrole":
+		"regclass", "regtype", "regproc", "regprocedure", "regnamespace", "regrole", "name":
 		return true
 	}
 	return false
@@ -381,6 +410,7 @@ var typeNames = map[string]*T{
 	"text":    Text,
 	"varchar": VarChar, "character varying": VarChar,
 	"bpchar": BPChar,
+	"name":   Name,
 	"bytea":  Bytea,
 	"date":   Date,
 	"time":   Time, "time without time zone": Time,
@@ -398,8 +428,11 @@ var typeNames = map[string]*T{
 }
 
 // LookupName resolves a type name (case-insensitive; "pg_catalog." prefix
-// allowed; a trailing "[]" makes an array) to its unmodified type. "char"
-// and "character" mean char(1), as in Postgres.
+// allowed; a trailing "[]" makes an array) to its unmodified type.
+// "character" means char(1) and "char" the single-byte "char", as in
+// PostgreSQL, where the parser turns an unquoted char into bpchar(1) and
+// only a quoted "char" (or the name in text, 'char'::regtype) arrives
+// here as "char".
 func LookupName(name string) (*T, error) {
 	n := strings.ToLower(strings.TrimSpace(name))
 	n = strings.TrimPrefix(n, "pg_catalog.")
@@ -415,8 +448,11 @@ func LookupName(name string) (*T, error) {
 			return MakeArray(e)
 		}
 	}
-	if n == "char" || n == "character" {
+	if n == "character" {
 		return MakeChar(1)
+	}
+	if n == "char" || n == `"char"` {
+		return Char, nil
 	}
 	if t, ok := typeNames[n]; ok {
 		return t, nil

@@ -81,6 +81,14 @@ func toPGValue(t *T, d Datum) (any, error) {
 	case NumericFamily:
 		return decimalToPG(&d.(*DDecimal).Decimal), nil
 	case StringFamily:
+		if t.Oid == Char.Oid {
+			// pgx's "char" codec takes the byte ("" is the zero byte, as
+			// charout prints it).
+			if s := d.(DString); s != "" {
+				return s[0], nil
+			}
+			return byte(0), nil
+		}
 		return string(d.(DString)), nil
 	case BytesFamily:
 		return []byte(d.(DBytes)), nil
