@@ -131,7 +131,10 @@ func init() {
 	// expression, as PostgreSQL's does for an index predicate
 	// (pg_index.indpred, which psql's \d shows as "predicate (...)").
 	getExpr := func(ctx EvalContext, a []types.Datum) (types.Datum, error) {
-		e := qualifyRegclassLiterals(ctx, str(a[0]))
+		e := str(a[0])
+		if tc := ctx.Types(); tc != nil {
+			e = QualifyRegclassLiterals(tc.Reg, e)
+		}
 		if len(a) > 2 && bool(a[2].(types.DBool)) {
 			return types.DString(unwrapParens(e)), nil
 		}
@@ -549,7 +552,7 @@ func identEnd(s string) int {
 // expression, as a serial column's nextval('s'::regclass) default holds it.
 var regclassLiteral = regexp.MustCompile(`'((?:[^']|'')+)'::regclass`)
 
-// qualifyRegclassLiterals prints the relation names of expr's regclass
+// QualifyRegclassLiterals prints the relation names of expr's regclass
 // literals as the regclass output function would now: qualified by their
 // schema when the search path does not find them, bare when it does (a
 // regclass constant in PostgreSQL's stored expression is an OID, which
@@ -559,21 +562,20 @@ var regclassLiteral = regexp.MustCompile(`'((?:[^']|'')+)'::regclass`)
 // unqualified (its default search path finds it), so an unqualified name
 // that the path does not find is looked up in public. A name that still
 // resolves to nothing is left as written.
-func qualifyRegclassLiterals(ctx EvalContext, expr string) string {
-	tc := ctx.Types()
-	if tc == nil || tc.Reg == nil || !strings.Contains(expr, "::regclass") {
+func QualifyRegclassLiterals(reg types.RegResolver, expr string) string {
+	if reg == nil || !strings.Contains(expr, "::regclass") {
 		return expr
 	}
 	return regclassLiteral.ReplaceAllStringFunc(expr, func(m string) string {
 		name := strings.ReplaceAll(regclassLiteral.FindStringSubmatch(m)[1], "''", "'")
-		oid, err := tc.Reg.ResolveReg(types.RegClass, name)
+		oid, err := reg.ResolveReg(types.RegClass, name)
 		if err != nil && !strings.Contains(name, ".") {
-			oid, err = tc.Reg.ResolveReg(types.RegClass, "public."+name)
+			oid, err = reg.ResolveReg(types.RegClass, "public."+name)
 		}
 		if err != nil {
 			return m
 		}
-		out, ok := tc.Reg.RegName(types.RegClass, oid)
+		out, ok := reg.RegName(types.RegClass, oid)
 		if !ok {
 			return m
 		}

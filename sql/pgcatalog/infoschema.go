@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 
+	"github.com/cairn-db/cairn/sql/builtins"
 	"github.com/cairn-db/cairn/sql/catalog"
 	"github.com/cairn-db/cairn/sql/plan"
 	"github.com/cairn-db/cairn/sql/rowenc"
@@ -124,7 +125,7 @@ func typeFacets(t *types.T) (charMax, octetMax, numPrec, numRadix, numScale, dtP
 	return
 }
 
-func genColumns(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
+func genColumns(ctx context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
 	var out [][]types.Datum
 	add := func(schema, table string, pos int, name string, typ *types.T, kv ...any) {
 		charMax, octetMax, numPrec, numRadix, numScale, dtPrec := typeFacets(typ)
@@ -161,7 +162,8 @@ func genColumns(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, err
 						}
 					}
 				case c.DefaultExpr != "":
-					kv = append(kv, "column_default", c.DefaultExpr)
+					// pg_get_expr's text, relation names as the search path sees them.
+					kv = append(kv, "column_default", builtins.QualifyRegclassLiterals(s.regResolver(ctx), c.DefaultExpr))
 				}
 				add(r.schema.Name, d.Name, int(c.ID), c.Name, c.Type, kv...)
 			}

@@ -33,6 +33,7 @@ const (
 	oidPgConstraint      = 2606
 	oidPgNamespace       = 2615
 	oidPgAttrdef         = 2604
+	oidPgRewrite         = 2618
 	oidEncodingUTF8      = 6
 )
 
@@ -63,6 +64,11 @@ func indexOID(t catalog.ID, ix catalog.IndexID) uint32 { return derivedOID(kindI
 func attrdefOID(t catalog.ID, c rowenc.ColumnID) uint32 {
 	return derivedOID(kindAttrdef, t, uint32(c))
 }
+
+// ruleOID is the OID of view v's ON SELECT rule (pg_rewrite's _RETURN).
+// It borrows the attrdef kind's sub-number 0: a view has no column
+// defaults, and no table column is numbered 0.
+func ruleOID(v catalog.ID) uint32 { return derivedOID(kindAttrdef, v, 0) }
 
 // splitOID decodes a derived OID; kind 0 is a descriptor ID.
 func splitOID(oid uint32) (kind uint32, table catalog.ID, sub uint32) {
@@ -116,6 +122,7 @@ func (r rel) oid() uint32 { return uint32(r.desc.DescID()) }
 // snapshot is the part of the catalog one Rows call reads: the current
 // database's schemas and relations, and the roles.
 type snapshot struct {
+	reg     *Resolver // regResolver's, made on first use
 	env     *plan.VirtualEnv
 	db      *catalog.Database
 	dbs     []*catalog.Database
@@ -264,3 +271,13 @@ func colName(t *catalog.Table, id rowenc.ColumnID) string {
 
 // quoteIdent quotes an identifier as PostgreSQL's quote_ident does.
 func quoteIdent(s string) string { return builtins.QuoteIdent(s) }
+
+// regResolver resolves relation names for the reg* types in the
+// snapshot's transaction, with the session's search path.
+func (s *snapshot) regResolver(ctx context.Context) *Resolver {
+	if s.reg == nil {
+		s.reg = NewRegResolver(ctx, s.env.Catalog, s.db, s.user(), s.env.Session.SearchPath)
+		s.reg.snap = s
+	}
+	return s.reg
+}

@@ -44,6 +44,7 @@ var pgGens = map[string]genFn{
 	"pg_tablespace":   genTablespace,
 	"pg_language":     genLanguage,
 	"pg_opclass":      genOpclass,
+	"pg_rewrite":      genRewrite,
 	"pg_stat_activity": func(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
 		sess := s.env.Session
 		var pid any
@@ -1104,6 +1105,34 @@ func genDepend(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, erro
 				out = append(out, t.row("classid", oidPgAttrdef, "objid", attrdefOID(d.ID, c.ID), "objsubid", 0,
 					"refclassid", oidPgClass, "refobjid", c.SequenceID, "refobjsubid", 0, "deptype", "n"))
 			}
+		}
+	}
+	// A view's rule depends on the relations its query reads, and the
+	// view on its rule, as in PostgreSQL: pg_dump orders a view after
+	// them through these.
+	for _, r := range s.rels {
+		v, ok := r.desc.(*catalog.View)
+		if !ok {
+			continue
+		}
+		out = append(out, t.row("classid", oidPgRewrite, "objid", ruleOID(v.ID), "objsubid", 0,
+			"refclassid", oidPgClass, "refobjid", v.ID, "refobjsubid", 0, "deptype", "i"))
+		for _, dep := range v.DependsOn {
+			out = append(out, t.row("classid", oidPgRewrite, "objid", ruleOID(v.ID), "objsubid", 0,
+				"refclassid", oidPgClass, "refobjid", dep, "refobjsubid", 0, "deptype", "n"))
+		}
+	}
+	return out, nil
+}
+
+// genRewrite lists each view's ON SELECT rule, the only rules Cairn has.
+// ev_action, the rule's query tree, is NULL: pg_get_viewdef prints it.
+func genRewrite(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
+	var out [][]types.Datum
+	for _, r := range s.rels {
+		if v, ok := r.desc.(*catalog.View); ok {
+			out = append(out, t.row("oid", ruleOID(v.ID), "rulename", "_RETURN", "ev_class", v.ID, "ev_type", "1",
+				"ev_enabled", "O", "is_instead", true))
 		}
 	}
 	return out, nil

@@ -10,8 +10,12 @@
 #   pgbench   -i -s 10, then -T 30 -c 8 -j 2 in the simple and prepared
 #             protocols: transactions processed, 0 failed, balances add up
 #   python    psycopg2_check.py and sqlalchemy_check.py
-#   pg_dump   --schema-only of dump_schema.sql's tables, index, constraints
-#             and view succeeds and has them all
+#   pg_dump   a full dump of dump_schema.sql's database (two schemas,
+#             tables of most types, serial and identity columns, sequences,
+#             indexes, constraints, views, comments, rows) restores with
+#             psql -v ON_ERROR_STOP=1 into a fresh Cairn database and into
+#             PostgreSQL 15 (scripts/pg15.sh), and fingerprint.sql reads the
+#             same definitions, rows and sequence positions from all three
 #
 # `test/compat/run.sh --regen` rewrites psql.expected from a throwaway
 # PostgreSQL 15 (scripts/pg15.sh) instead. Installs what it needs: Debian's
@@ -19,7 +23,7 @@
 # SQLAlchemy 2.x.
 #
 # CAIRN_COMPAT_PORT (default 54511; +1 and +2 are taken too),
-# CAIRN_COMPAT_PG_PORT (default 54521, --regen only), CAIRN_COMPAT_VENV,
+# CAIRN_COMPAT_PG_PORT (default 54521: --regen and pg_dump), CAIRN_COMPAT_VENV,
 # CAIRN_COMPAT_PGBENCH_SECONDS (default 30) and CAIRN_COMPAT_ONLY (a space
 # separated subset of "psql pgbench python pg_dump") adjust a run.
 set -uo pipefail
@@ -126,17 +130,62 @@ fi
 
 if want pg_dump; then
   echo "== pg_dump"
-  psql -X -q "$url" -v ON_ERROR_STOP=1 -f test/compat/dump_schema.sql >"$work/dump-schema.out" 2>&1 ||
-    { cat "$work/dump-schema.out"; fail pg_dump "creating the schema failed"; }
-  if pg_dump --schema-only --no-owner "$url" >"$work/dump.sql" 2>"$work/dump.err"; then
-    for obj in 'CREATE TABLE public.dump_parent' 'CREATE TABLE public.dump_child' \
-      'CREATE INDEX dump_child_note_idx' 'ADD CONSTRAINT dump_child_parent_fkey' 'CREATE VIEW public.dump_view'; do
+  # dump_schema.sql in its own database, dumped whole (schema and data) and
+  # restored into a fresh Cairn database and into PostgreSQL 15;
+  # fingerprint.sql must then read the same from all three.
+  base="postgres://postgres@127.0.0.1:$port"
+  src="$base/dumpsrc?sslmode=disable"
+  psql -X -q "$url" -c 'CREATE DATABASE dumpsrc' -c 'CREATE DATABASE dumpcairn' >"$work/dump-schema.out" 2>&1 &&
+    psql -X -q "$src" -v ON_ERROR_STOP=1 -f test/compat/dump_schema.sql >>"$work/dump-schema.out" 2>&1 ||
+    { cat "$work/dump-schema.out"; fail pg_dump "creating the database to dump failed"; }
+  if pg_dump "$src" >"$work/dump.sql" 2>"$work/dump.err"; then
+    for obj in 'CREATE TABLE public.dump_parent' 'CREATE TABLE public.dump_child' 'CREATE TABLE dump_extra.audit' \
+      'CREATE INDEX dump_child_note_idx' 'ADD CONSTRAINT dump_child_parent_id_fkey' 'CREATE VIEW public.dump_view' \
+      'COPY public.dump_child (id, parent_id, qty, note) FROM stdin;' "SELECT pg_catalog.setval('public.dump_ticket', 1230, true);"; do
       grep -qF "$obj" "$work/dump.sql" || fail pg_dump "the dump has no \"$obj\""
     done
-    echo "pg_dump --schema-only: $(grep -c '^CREATE' "$work/dump.sql") CREATE statements"
+    echo "pg_dump: $(grep -c '^CREATE' "$work/dump.sql") CREATE statements, $(grep -c '^COPY' "$work/dump.sql") COPYs"
+    fingerprint() { psql -X -qAt -v ON_ERROR_STOP=1 "$1" -f test/compat/fingerprint.sql >"$2" 2>&1; }
+    fingerprint "$src" "$work/fp-source" || { cat "$work/fp-source"; fail pg_dump "fingerprint.sql failed on the source"; }
+    # Into Cairn.
+    dst="$base/dumpcairn?sslmode=disable"
+    if psql -X -q -v ON_ERROR_STOP=1 "$dst" -f "$work/dump.sql" >"$work/restore-cairn.out" 2>&1; then
+      fingerprint "$dst" "$work/fp-cairn"
+      if diff -u "$work/fp-source" "$work/fp-cairn" >"$work/fp-cairn.diff"; then
+        echo "pg_dump: restored into Cairn, $(wc -l <"$work/fp-source") fingerprint lines match"
+      else
+        cat "$work/fp-cairn.diff"
+        fail pg_dump "the copy restored into Cairn differs (- source, + copy)"
+      fi
+    else
+      tail -20 "$work/restore-cairn.out"
+      fail pg_dump "restoring the dump into Cairn failed"
+    fi
+    # Into PostgreSQL 15.
+    pgport=${CAIRN_COMPAT_PG_PORT:-54521}
+    chmod 755 "$work" # as root, the server runs as the postgres user
+    if pgurl=$(scripts/pg15.sh start "$work/pg15" "$pgport"); then
+      pgdst="postgres://postgres@127.0.0.1:$pgport/dumppg?sslmode=disable"
+      if psql -X -q "$pgurl" -c 'CREATE DATABASE dumppg' >"$work/restore-pg.out" 2>&1 &&
+        psql -X -q -v ON_ERROR_STOP=1 "$pgdst" -f "$work/dump.sql" >>"$work/restore-pg.out" 2>&1; then
+        fingerprint "$pgdst" "$work/fp-pg"
+        if diff -u "$work/fp-source" "$work/fp-pg" >"$work/fp-pg.diff"; then
+          echo "pg_dump: restored into $(psql -X -qtA "$pgurl" -c 'SHOW server_version'), fingerprints match"
+        else
+          cat "$work/fp-pg.diff"
+          fail pg_dump "the copy restored into PostgreSQL 15 differs (- source, + copy)"
+        fi
+      else
+        tail -20 "$work/restore-pg.out"
+        fail pg_dump "restoring the dump into PostgreSQL 15 failed"
+      fi
+      scripts/pg15.sh stop "$work/pg15" "$pgport"
+    else
+      fail pg_dump "could not start PostgreSQL 15 to restore into"
+    fi
   else
     cat "$work/dump.err"
-    fail pg_dump "pg_dump --schema-only failed"
+    fail pg_dump "pg_dump failed"
   fi
 fi
 

@@ -1,0 +1,24 @@
+-- What test/compat/run.sh compares between the database pg_dump read and
+-- its restored copies (in Cairn and in PostgreSQL 15): the objects, their
+-- definitions as the catalog functions print them, every row (as md5s of
+-- the rows in key order), and the sequences' positions. Run with psql -qAt;
+-- the last statements advance the sequences, so run it once per database.
+SELECT table_schema, table_name, table_type FROM information_schema.tables
+  WHERE table_schema IN ('public', 'dump_extra') ORDER BY 1, 2;
+SELECT table_schema, table_name, column_name, data_type, is_nullable, column_default
+  FROM information_schema.columns WHERE table_schema IN ('public', 'dump_extra') ORDER BY 1, 2, ordinal_position;
+SELECT schemaname, tablename, indexname, indexdef FROM pg_indexes
+  WHERE schemaname IN ('public', 'dump_extra') ORDER BY 1, 2, 3;
+SELECT n.nspname, c.conname, c.contype, pg_get_constraintdef(c.oid) FROM pg_constraint c
+  JOIN pg_namespace n ON n.oid = c.connamespace WHERE n.nspname IN ('public', 'dump_extra') ORDER BY 1, 2;
+SELECT schemaname, viewname, definition FROM pg_views WHERE schemaname IN ('public', 'dump_extra') ORDER BY 1, 2;
+SELECT schemaname, sequencename, data_type, start_value, increment_by, max_value, last_value
+  FROM pg_sequences WHERE schemaname IN ('public', 'dump_extra') ORDER BY 1, 2;
+SELECT obj_description('dump_types'::regclass, 'pg_class'), col_description('dump_types'::regclass, 2);
+SELECT 'dump_parent', count(*), md5(string_agg(id || '|' || code, ',' ORDER BY id)) FROM dump_parent;
+SELECT 'dump_child', count(*), md5(string_agg(id || '|' || parent_id || '|' || qty || '|' || coalesce(note, 'NULL'), ',' ORDER BY id)) FROM dump_child;
+SELECT 'dump_view', count(*), md5(string_agg(id || '|' || code, ',' ORDER BY id)) FROM dump_view;
+SELECT 'dump_types', k, ident, b, i2, i8, f8, n, t, c, by, d, ts, tz, iv, u, j, arr FROM dump_types ORDER BY k;
+SELECT 'audit', count(*), md5(string_agg(id || '|' || parent_id || '|' || at || '|' || what, ',' ORDER BY id)) FROM dump_extra.audit;
+SELECT 'recent', count(*), md5(string_agg(id || '|' || what || '|' || code, ',' ORDER BY id)) FROM dump_extra.recent;
+SELECT nextval('dump_parent_id_seq'), nextval('dump_child_id_seq'), nextval('dump_ticket'), nextval('dump_extra.audit_id_seq');
