@@ -25,6 +25,9 @@ const (
 	// their names.
 	PgCatalogSchemaID   ID = 3
 	InformationSchemaID ID = 4
+	// CairnCatalogSchemaID is cairn_catalog, the virtual schema of
+	// Cairn's own introspection relations (cairn_catalog.tablets).
+	CairnCatalogSchemaID ID = 5
 	// FirstUserID is the first ID AllocateID hands out; the gap below it is
 	// reserved for more fixed descriptors. Descriptor IDs double as
 	// PostgreSQL OIDs (pg_class.oid, regclass values), so user objects start

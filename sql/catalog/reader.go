@@ -30,6 +30,7 @@ func NewReader(txn *kv.Txn, cache *Cache) *Reader { return &Reader{txn: txn, cac
 var virtualSchemas = map[string]*Schema{
 	"pg_catalog":         {ID: PgCatalogSchemaID, Name: "pg_catalog", Version: 1, Owner: "postgres", Virtual: true},
 	"information_schema": {ID: InformationSchemaID, Name: "information_schema", Version: 1, Owner: "postgres", Virtual: true},
+	"cairn_catalog":      {ID: CairnCatalogSchemaID, Name: "cairn_catalog", Version: 1, Owner: "postgres", Virtual: true},
 }
 
 // ByID returns the descriptor with id, or a 42704 error if there is none.
@@ -143,7 +144,7 @@ func (r *Reader) Database(ctx context.Context, name string) (*Database, error) {
 }
 
 // Schema returns schema name of database dbID (3F000 if none), including
-// the virtual pg_catalog and information_schema.
+// the virtual pg_catalog, information_schema and cairn_catalog.
 func (r *Reader) Schema(ctx context.Context, dbID ID, name string) (*Schema, error) {
 	if s, ok := virtualSchemas[name]; ok {
 		return s, nil

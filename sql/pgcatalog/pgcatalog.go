@@ -179,7 +179,7 @@ var colTypes = map[string]*types.T{
 	"integer": types.Int4, "bigint": types.Int8, "real": types.Float4, "boolean": types.Bool,
 	"pg_node_tree": types.Text, "aclitem[]": types.MustArray(types.Text),
 	"text[]": types.MustArray(types.Text), `"char"[]`: types.MustArray(types.Char),
-	"smallint[]": types.MustArray(types.Int2), "oid[]": types.MustArray(types.Oid),
+	"smallint[]": types.MustArray(types.Int2), "oid[]": types.MustArray(types.Oid), "integer[]": types.MustArray(types.Int4),
 	"int2vector": types.Int2Vector, "oidvector": types.OidVector,
 	"xid": types.Int8, "anyarray": types.Text, "inet": types.Text, "bytea": types.Bytea,
 	"timestamptz": types.TimestampTZ, "real[]": types.MustArray(types.Float4), "pg_lsn": types.Text,

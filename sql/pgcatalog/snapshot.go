@@ -135,6 +135,7 @@ type snapshot struct {
 var virtualSchemas = []*catalog.Schema{
 	{ID: catalog.PgCatalogSchemaID, Name: "pg_catalog", Owner: catalog.SuperuserName, Virtual: true},
 	{ID: catalog.InformationSchemaID, Name: "information_schema", Owner: catalog.SuperuserName, Virtual: true},
+	{ID: catalog.CairnCatalogSchemaID, Name: "cairn_catalog", Owner: catalog.SuperuserName, Virtual: true},
 }
 
 func newSnapshot(ctx context.Context, env *plan.VirtualEnv) (*snapshot, error) {

@@ -158,8 +158,11 @@ func genClass(ctx context.Context, s *snapshot, t *vtable) ([][]types.Datum, err
 }
 
 func schemaIDOf(name string) catalog.ID {
-	if name == "information_schema" {
+	switch name {
+	case "information_schema":
 		return catalog.InformationSchemaID
+	case "cairn_catalog":
+		return catalog.CairnCatalogSchemaID
 	}
 	return catalog.PgCatalogSchemaID
 }

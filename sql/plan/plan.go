@@ -504,6 +504,27 @@ type VirtualEnv struct {
 	// Session is the session's identity (pg_stat_activity's pid, the
 	// search path); the zero value when not known.
 	Session builtins.SessionInfo
+	// Tablets lists the cluster's tablets for cairn_catalog.tablets; nil
+	// when the session runs without a node behind it.
+	Tablets TabletDirectory
+}
+
+// TabletDirectory is what the SQL layer may know of where data lives: the
+// tablets, their spans, replicas and sizes. The server implements it over
+// its store; SQL never reaches tablets any other way.
+type TabletDirectory interface {
+	Tablets(ctx context.Context) ([]TabletState, error)
+}
+
+// TabletState is one tablet as TabletDirectory reports it.
+type TabletState struct {
+	ID               uint64
+	StartKey, EndKey []byte
+	// Replicas are the node IDs holding a replica; Leader is the one
+	// holding the lease (0 when none is known).
+	Replicas  []int32
+	Leader    int32
+	SizeBytes uint64
 }
 
 func (n *Scan) Columns() []Column         { return n.Cols }

@@ -13,6 +13,7 @@ import (
 	"github.com/cairn-db/cairn/pgwire"
 	"github.com/cairn-db/cairn/sql/catalog"
 	"github.com/cairn-db/cairn/sql/pgerror"
+	"github.com/cairn-db/cairn/sql/plan"
 	"github.com/cairn-db/cairn/sql/stats"
 	"github.com/jackc/pgerrcode"
 )
@@ -25,6 +26,9 @@ type Config struct {
 	ServerPort int32
 	// Logger receives session logs; nil means slog.Default().
 	Logger *slog.Logger
+	// Tablets is the node's tablet directory (cairn_catalog.tablets);
+	// nil leaves that view empty.
+	Tablets plan.TabletDirectory
 }
 
 // Backend implements pgwire.Backend over a kv.DB. One Backend serves a

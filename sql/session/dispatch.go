@@ -253,6 +253,7 @@ func (s *Session) execContext(x *stmtState, txn *kv.Txn, params []types.Datum) *
 			// pg_stat_activity shows this backend with the pid the
 			// client got in BackendKeyData, as pg_backend_pid() does.
 			Session: (&evalCtx{x: x}).Session(),
+			Tablets: s.b.cfg.Tablets,
 		},
 		PackedRows:      packed,
 		PackedSizeLimit: limit,

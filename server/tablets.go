@@ -1,0 +1,40 @@
+package server
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/cairn-db/cairn/sql/plan"
+)
+
+// localNodeID is this node's ID. A node is a cluster of one until the
+// cluster work (issue #4) lands: every tablet has one replica, here, and
+// it is the leader.
+const localNodeID = 1
+
+// tabletDirectory is the node's plan.TabletDirectory: the SQL layer reads
+// the tablets (cairn_catalog.tablets) through it, never the store itself.
+type tabletDirectory struct{ s *Server }
+
+var _ plan.TabletDirectory = tabletDirectory{}
+
+// Tablets lists the store's tablets in key order with their replicas,
+// leader and estimated size on disk.
+func (d tabletDirectory) Tablets(ctx context.Context) ([]plan.TabletState, error) {
+	descs := d.s.store.Tablets()
+	out := make([]plan.TabletState, 0, len(descs))
+	for _, desc := range descs {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		size, err := d.s.eng.EstimateDiskUsage(desc.StartKey, desc.EndKey)
+		if err != nil {
+			return nil, fmt.Errorf("size of tablet %d: %w", desc.TabletID, err)
+		}
+		out = append(out, plan.TabletState{
+			ID: uint64(desc.TabletID), StartKey: desc.StartKey, EndKey: desc.EndKey,
+			Replicas: []int32{localNodeID}, Leader: localNodeID, SizeBytes: size,
+		})
+	}
+	return out, nil
+}
