@@ -174,7 +174,11 @@ func (e *executor) alterCmd(ctx context.Context, cur *catalog.Table, cmd *pg_que
 	case pg_query.AlterTableType_AT_ChangeOwner:
 		return e.changeOwner(ctx, cur, cmd.Newowner)
 	case pg_query.AlterTableType_AT_SetRelOptions:
-		return checkStorageParams(cmd.Def.GetList().GetItems(), false)
+		rest, err := e.alterColocation(ctx, cur, cmd.Def.GetList().GetItems())
+		if err != nil {
+			return err
+		}
+		return checkStorageParams(rest, false)
 	case pg_query.AlterTableType_AT_ResetRelOptions:
 		return nil
 	case pg_query.AlterTableType_AT_SetStatistics, pg_query.AlterTableType_AT_SetStorage, pg_query.AlterTableType_AT_SetCompression,

@@ -3,6 +3,8 @@ package ddl
 import (
 	"bytes"
 	"context"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/cairn-db/cairn/kv"
@@ -137,4 +139,89 @@ func TestColocationOptions(t *testing.T) {
 	if z := e.table("z"); z.Partitioning.InitialTablets != DefaultSplitTablets {
 		t.Fatalf("opted-out table without SPLIT INTO: %+v", z.Partitioning)
 	}
+}
+
+// TestAlterColocationMovesKeys: ALTER TABLE t SET (colocated = false)
+// moves every key of t (rows and index entries) from the colocation
+// tablet into t's new group, split into its tablets, and leaves the
+// neighbours' keys alone; SET (colocated = true) brings them back and
+// leaves the old group empty.
+func TestAlterColocationMovesKeys(t *testing.T) {
+	e := newTestEnv(t)
+	e.mustExec(`CREATE DATABASE co WITH colocated = true`)
+	e.dbName = "co"
+	e.mustExec(`CREATE TABLE n (k int PRIMARY KEY)`)
+	e.mustExec(`CREATE TABLE m (k int PRIMARY KEY, v text); CREATE INDEX m_v ON m (v)`)
+	e.insert("n", []types.Datum{i(1)}, []types.Datum{i(2)})
+	e.insert("m", []types.Datum{i(1), s("a")}, []types.Datum{i(2), s("b")}, []types.Datum{i(3), s("c")})
+
+	keysIn := func(sp kvpb.Span) int {
+		kvs, err := e.db.Scan(context.Background(), sp.Key, sp.EndKey, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(kvs)
+	}
+	before := e.table("m")
+	g := rowenc.GroupSpan(before.GroupID)
+	all := keysIn(g)
+	bl, err := before.Layout()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mKeys := keysIn(bl.TableSpans()[0]) // m's rows and its (local) index's entries
+	if mKeys == 0 || mKeys >= all {
+		t.Fatalf("m has %d of the group's %d keys", mKeys, all)
+	}
+	e.mustExec(`ALTER TABLE n SET (colocated = true)`) // already there: nothing moves
+	if keysIn(g) != all {
+		t.Fatalf("a no-op ALTER changed the group's keys: %d, was %d", keysIn(g), all)
+	}
+
+	e.mustExec(`ALTER TABLE m SET (colocated = false, cairn_split_tablets = 3)`)
+	out := e.table("m")
+	if out.Colocated || out.GroupID == before.GroupID || out.Partitioning.Kind != catalog.PartitionHash || out.Partitioning.InitialTablets != 3 {
+		t.Fatalf("m after moving out: colocated=%v group=%d partitioning=%+v", out.Colocated, out.GroupID, out.Partitioning)
+	}
+	if len(out.Indexes) != 1 || out.Indexes[0].Placement != catalog.IndexGlobal || out.Indexes[0].GroupID == 0 {
+		t.Fatalf("m's index after moving out: %+v", out.Indexes)
+	}
+	og := rowenc.GroupSpan(out.GroupID)
+	if ts := e.tabletsOf(og); len(ts) != 3 {
+		t.Fatalf("m's new group: %d tablets, want 3", len(ts))
+	}
+	ig := rowenc.GroupSpan(out.Indexes[0].GroupID)
+	// n's keys stay; all of m's leave, its rows for its group and one
+	// entry per row for its index's.
+	if moved := all - keysIn(g); moved != mKeys || keysIn(og)+keysIn(ig) != mKeys || keysIn(ig) != 3 {
+		t.Fatalf("moving out: %d keys left the colocation group (want m's %d), %d in m's group, %d in its index's (want 3)",
+			moved, mKeys, keysIn(og), keysIn(ig))
+	}
+	// Hash partitioned now: the scan comes in bucket order.
+	if got := sortedRows(rowsText(e.rows("m"))); got != "(1,a) (2,b) (3,c)" {
+		t.Fatalf("m after moving out: %s", got)
+	}
+
+	e.mustExec(`ALTER TABLE m SET (colocated = true)`)
+	in := e.table("m")
+	if !in.Colocated || in.GroupID != before.GroupID || in.Partitioning.Kind != catalog.PartitionSingle || in.Indexes[0].Placement != catalog.IndexLocal {
+		t.Fatalf("m after moving back: %+v", in)
+	}
+	if keysIn(g) != all || keysIn(og) != 0 || keysIn(ig) != 0 {
+		t.Fatalf("moving back: %d keys in the colocation group (want %d), %d and %d left behind",
+			keysIn(g), all, keysIn(og), keysIn(ig))
+	}
+	if got := rowsText(e.rows("m")); got != "(1,a) (2,b) (3,c)" {
+		t.Fatalf("m after moving back: %s", got)
+	}
+	if got := rowsText(e.rows("n")); got != "(1) (2)" {
+		t.Fatalf("n, m's neighbour: %s", got)
+	}
+}
+
+// sortedRows sorts rowsText's space-separated rows.
+func sortedRows(s string) string {
+	f := strings.Fields(s)
+	slices.Sort(f)
+	return strings.Join(f, " ")
 }
