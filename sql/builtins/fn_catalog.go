@@ -2,6 +2,7 @@ package builtins
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/cairn-db/cairn/sql/types"
@@ -567,12 +568,8 @@ func QualifyRegclassLiterals(reg types.RegResolver, expr string) string {
 		return expr
 	}
 	return regclassLiteral.ReplaceAllStringFunc(expr, func(m string) string {
-		name := strings.ReplaceAll(regclassLiteral.FindStringSubmatch(m)[1], "''", "'")
-		oid, err := reg.ResolveReg(types.RegClass, name)
-		if err != nil && !strings.Contains(name, ".") {
-			oid, err = reg.ResolveReg(types.RegClass, "public."+name)
-		}
-		if err != nil {
+		oid, ok := resolveStoredRegclass(reg, regclassLiteral.FindStringSubmatch(m)[1])
+		if !ok {
 			return m
 		}
 		out, ok := reg.RegName(types.RegClass, oid)
@@ -581,4 +578,40 @@ func QualifyRegclassLiterals(reg types.RegResolver, expr string) string {
 		}
 		return QuoteLiteral(out) + "::regclass"
 	})
+}
+
+// resolveStoredRegclass resolves a relation name quoted in a stored
+// expression (quotes still doubled): through the search path, else, when
+// unqualified, in public, where DDL leaves names unqualified.
+func resolveStoredRegclass(reg types.RegResolver, quoted string) (uint32, bool) {
+	name := strings.ReplaceAll(quoted, "''", "'")
+	oid, err := reg.ResolveReg(types.RegClass, name)
+	if err != nil && !strings.Contains(name, ".") {
+		oid, err = reg.ResolveReg(types.RegClass, "public."+name)
+	}
+	return oid, err == nil
+}
+
+// sequenceReference matches what names a sequence in a stored default:
+// a regclass literal, or nextval's text argument.
+var sequenceReference = regexp.MustCompile(`'((?:[^']|'')+)'::regclass|nextval\('((?:[^']|'')+)'\)`)
+
+// ReferencedRelations returns the OIDs of the relations a stored
+// expression names by regclass literal or in nextval('...'), as resolved
+// now (pg_depend's edges from a column default to its sequences).
+func ReferencedRelations(reg types.RegResolver, expr string) []uint32 {
+	if reg == nil {
+		return nil
+	}
+	var out []uint32
+	for _, m := range sequenceReference.FindAllStringSubmatch(expr, -1) {
+		q := m[1]
+		if q == "" {
+			q = m[2]
+		}
+		if oid, ok := resolveStoredRegclass(reg, q); ok && !slices.Contains(out, oid) {
+			out = append(out, oid)
+		}
+	}
+	return out
 }

@@ -43,7 +43,7 @@ func yesNo(b bool) string {
 
 func genSchemata(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
 	var out [][]types.Datum
-	for _, sc := range s.schemas {
+	for _, sc := range s.listedSchemas() {
 		out = append(out, t.row("catalog_name", s.db.Name, "schema_name", sc.Name, "schema_owner", owner(sc.Owner)))
 	}
 	return out, nil

@@ -203,7 +203,17 @@ func parseCols(spec string) []plan.VirtualColumn {
 }
 
 var registry = map[[2]string]*vtable{}
-var ordered []*vtable
+
+// ordered lists the relations the catalogs list (pg_class, pg_attribute,
+// information_schema), by schema and name; unlisted, cairn_catalog's. They
+// are left out of the listings, and cairn_catalog out of pg_namespace, so
+// that pg_dump, which dumps every schema not named pg_* or
+// information_schema, does not try to dump (and a restore to re-create)
+// Cairn's own virtual schema. They resolve by name and OID like the others.
+var ordered, unlisted []*vtable
+
+// unlistedSchema is the virtual schema the catalogs do not list.
+const unlistedSchema = "cairn_catalog"
 
 func define(schema, name string, oid uint32, view bool, spec string,
 	gen func(ctx context.Context, s *snapshot, t *vtable) ([][]types.Datum, error)) {
@@ -215,6 +225,10 @@ func define(schema, name string, oid uint32, view bool, spec string,
 		panic("pgcatalog: duplicate " + t.String())
 	}
 	registry[[2]string{schema, name}] = t
+	if schema == unlistedSchema {
+		unlisted = append(unlisted, t)
+		return
+	}
 	ordered = append(ordered, t)
 	sort.Slice(ordered, func(i, j int) bool {
 		if ordered[i].schema != ordered[j].schema {
@@ -232,17 +246,18 @@ func Lookup(schema, name string) plan.VirtualTable {
 	return nil
 }
 
-// Tables lists every virtual table, ordered by schema and name.
+// Tables lists every virtual table the catalogs list, ordered by schema
+// and name, then cairn_catalog's.
 func Tables() []plan.VirtualTable {
-	out := make([]plan.VirtualTable, len(ordered))
-	for i, t := range ordered {
-		out[i] = t
+	out := make([]plan.VirtualTable, 0, len(ordered)+len(unlisted))
+	for _, t := range append(append([]*vtable{}, ordered...), unlisted...) {
+		out = append(out, t)
 	}
 	return out
 }
 
 func virtualByOID(oid uint32) *vtable {
-	for _, t := range ordered {
+	for _, t := range append(append([]*vtable{}, ordered...), unlisted...) {
 		if t.oid == oid {
 			return t
 		}

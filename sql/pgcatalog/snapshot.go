@@ -183,6 +183,18 @@ func (s *snapshot) tables() []rel {
 	return out
 }
 
+// listedSchemas are the schemas pg_namespace and information_schema list:
+// all but cairn_catalog (see unlisted).
+func (s *snapshot) listedSchemas() []*catalog.Schema {
+	var out []*catalog.Schema
+	for _, sc := range s.schemas {
+		if sc.Name != unlistedSchema {
+			out = append(out, sc)
+		}
+	}
+	return out
+}
+
 func (s *snapshot) schemaByID(id catalog.ID) *catalog.Schema {
 	for _, sc := range s.schemas {
 		if sc.ID == id {

@@ -3,6 +3,7 @@ package pgcatalog
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/cairn-db/cairn/sql/builtins"
@@ -87,7 +88,7 @@ func init() {
 
 func genNamespace(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
 	var out [][]types.Datum
-	for _, sc := range s.schemas {
+	for _, sc := range s.listedSchemas() {
 		out = append(out, t.row("oid", nspOID(sc.ID), "nspname", sc.Name, "nspowner", roleOID(owner(sc.Owner)),
 			"nspacl", aclText(sc.ACL)))
 	}
@@ -1079,7 +1080,7 @@ func returnOID(o *builtins.Overload) (oid uint32) {
 
 // genDepend lists what PostgreSQL's clients look up in pg_depend: the
 // column a sequence belongs to (serial: 'a', identity: 'i').
-func genDepend(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
+func genDepend(ctx context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
 	var out [][]types.Datum
 	for _, r := range s.sequences() {
 		q := r.desc.(*catalog.Sequence)
@@ -1097,16 +1098,24 @@ func genDepend(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, erro
 		out = append(out, t.row("classid", oidPgClass, "objid", q.ID, "objsubid", 0, "refclassid", oidPgClass,
 			"refobjid", q.OwnedBy.TableID, "refobjsubid", q.OwnedBy.ColumnID, "deptype", dep))
 	}
-	// A serial column's default uses its sequence (a normal dependency of
-	// the pg_attrdef entry). pg_dump needs it to see the loop table →
-	// default → sequence → owning table, which it breaks by creating the
-	// table without the default and adding it after the sequence.
+	// A column default that uses a sequence (a serial's, or any
+	// nextval('s')) depends on it (a normal dependency of the pg_attrdef
+	// entry). pg_dump needs it to create the sequence before the default,
+	// and for a serial to see the loop table → default → sequence →
+	// owning table, which it breaks by adding the default after the table.
 	for _, r := range s.tables() {
 		d := r.desc.(*catalog.Table)
 		for _, c := range visibleColumns(d) {
-			if c.SequenceID != 0 && c.DefaultExpr != "" && c.ComputedExpr == "" {
+			if c.DefaultExpr == "" || c.ComputedExpr != "" {
+				continue
+			}
+			refs := builtins.ReferencedRelations(s.regResolver(ctx), c.DefaultExpr)
+			if c.SequenceID != 0 && !slices.Contains(refs, uint32(c.SequenceID)) {
+				refs = append(refs, uint32(c.SequenceID))
+			}
+			for _, ref := range refs {
 				out = append(out, t.row("classid", oidPgAttrdef, "objid", attrdefOID(d.ID, c.ID), "objsubid", 0,
-					"refclassid", oidPgClass, "refobjid", c.SequenceID, "refobjsubid", 0, "deptype", "n"))
+					"refclassid", oidPgClass, "refobjid", ref, "refobjsubid", 0, "deptype", "n"))
 			}
 		}
 	}

@@ -39,6 +39,9 @@ CREATE TABLE dump_types (
 COMMENT ON TABLE dump_types IS 'one column of each common type';
 COMMENT ON COLUMN dump_types.ident IS 'an identifier';
 CREATE SEQUENCE dump_ticket START 1000 INCREMENT 10;
+-- Named to sort before the sequence its default uses: pg_dump must order
+-- it after the sequence by their dependency.
+CREATE TABLE a_ticketed (ticket bigint DEFAULT nextval('dump_ticket'::regclass) PRIMARY KEY, what text);
 CREATE SCHEMA dump_extra;
 CREATE TABLE dump_extra.audit (
   id bigserial PRIMARY KEY,
@@ -62,3 +65,4 @@ INSERT INTO dump_types VALUES
 INSERT INTO dump_extra.audit (parent_id, at, what)
   SELECT 1 + g % 50, '2024-01-01 00:00:00+00'::timestamptz + g * interval '1 hour', 'event ' || g FROM generate_series(1, 120) g;
 SELECT setval('dump_ticket', 1230);
+INSERT INTO a_ticketed (what) VALUES ('first'), ('second');

@@ -19,6 +19,7 @@ SELECT 'dump_parent', count(*), md5(string_agg(id || '|' || code, ',' ORDER BY i
 SELECT 'dump_child', count(*), md5(string_agg(id || '|' || parent_id || '|' || qty || '|' || coalesce(note, 'NULL'), ',' ORDER BY id)) FROM dump_child;
 SELECT 'dump_view', count(*), md5(string_agg(id || '|' || code, ',' ORDER BY id)) FROM dump_view;
 SELECT 'dump_types', k, ident, b, i2, i8, f8, n, t, c, by, d, ts, tz, iv, u, j, arr FROM dump_types ORDER BY k;
+SELECT 'a_ticketed', ticket, what FROM a_ticketed ORDER BY ticket;
 SELECT 'audit', count(*), md5(string_agg(id || '|' || parent_id || '|' || at || '|' || what, ',' ORDER BY id)) FROM dump_extra.audit;
 SELECT 'recent', count(*), md5(string_agg(id || '|' || what || '|' || code, ',' ORDER BY id)) FROM dump_extra.recent;
 SELECT nextval('dump_parent_id_seq'), nextval('dump_child_id_seq'), nextval('dump_ticket'), nextval('dump_extra.audit_id_seq');

@@ -141,7 +141,7 @@ if want pg_dump; then
   if pg_dump "$src" >"$work/dump.sql" 2>"$work/dump.err"; then
     for obj in 'CREATE TABLE public.dump_parent' 'CREATE TABLE public.dump_child' 'CREATE TABLE dump_extra.audit' \
       'CREATE INDEX dump_child_note_idx' 'ADD CONSTRAINT dump_child_parent_id_fkey' 'CREATE VIEW public.dump_view' \
-      'COPY public.dump_child (id, parent_id, qty, note) FROM stdin;' "SELECT pg_catalog.setval('public.dump_ticket', 1230, true);"; do
+      'COPY public.dump_child (id, parent_id, qty, note) FROM stdin;' "SELECT pg_catalog.setval('public.dump_ticket', 1250, true);"; do
       grep -qF "$obj" "$work/dump.sql" || fail pg_dump "the dump has no \"$obj\""
     done
     echo "pg_dump: $(grep -c '^CREATE' "$work/dump.sql") CREATE statements, $(grep -c '^COPY' "$work/dump.sql") COPYs"
