@@ -60,6 +60,20 @@ func (b *Batch) Len() int { return b.b.Len() }
 // It aliases the batch's memory.
 func (b *Batch) Repr() []byte { return b.b.Repr() }
 
+// ApplyRepr adds the writes of a batch encoded by Repr (a replicated
+// write arriving from the raft log) to b, so they commit with b's own.
+func (b *Batch) ApplyRepr(repr []byte) error {
+	src := b.e.db.NewBatch()
+	defer src.Close()
+	if err := src.SetRepr(append([]byte(nil), repr...)); err != nil {
+		return fmt.Errorf("storage: bad batch repr: %w", err)
+	}
+	if err := b.b.Apply(src, nil); err != nil {
+		return fmt.Errorf("storage: apply batch repr: %w", err)
+	}
+	return nil
+}
+
 // Commit makes the batch's writes visible and, unless the engine was opened
 // with NoSync, durable (invariant 2).
 //

@@ -12,6 +12,7 @@ import (
 	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/keys"
 	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/raftnode"
 	"github.com/cairn-db/cairn/storage"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/google/uuid"
@@ -25,7 +26,13 @@ type env struct {
 	clock  *hlc.Clock
 	s      *Store
 	cfg    Config
+	// stopRaft stops the raft node of a store opened in raft mode.
+	stopRaft func()
 }
+
+// raftMode makes newEnv open stores whose tablets are raft groups of one
+// voter (TestRaftRF1 runs the store's tests that way).
+var raftMode bool
 
 func newEnv(t *testing.T, cfg Config) *env {
 	cfg.VerifyLockTable = true
@@ -41,7 +48,21 @@ func (e *env) open() {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	s, err := Open(context.Background(), eng, e.clock, e.cfg)
+	cfg := e.cfg
+	if raftMode {
+		node := raftnode.NewNode(raftnode.Config{NodeID: 1}, eng, nil)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- node.Run(ctx, 10*time.Millisecond) }()
+		e.stopRaft = func() {
+			cancel()
+			if err := <-done; err != nil {
+				e.t.Errorf("raft node: %v", err)
+			}
+		}
+		cfg.Raft = &RaftConfig{Node: node, Peers: []uint64{1}}
+	}
+	s, err := Open(context.Background(), eng, e.clock, cfg)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -52,6 +73,10 @@ func (e *env) close() {
 	if e.s != nil {
 		e.s.Close()
 		e.s = nil
+	}
+	if e.stopRaft != nil {
+		e.stopRaft()
+		e.stopRaft = nil
 	}
 	if e.eng != nil {
 		_ = e.eng.Close()
