@@ -1,0 +1,340 @@
+package testcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cairn-db/cairn/hlc"
+	"github.com/cairn-db/cairn/kv"
+	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/mvcc"
+)
+
+// engineRows reads the committed rows of [start, end) straight from a
+// node's engine (not through any tablet), at the latest timestamp.
+func engineRows(t *testing.T, n *ClusterNode, start, end string) map[string]string {
+	t.Helper()
+	res, err := mvcc.Scan(n.Engine, []byte(start), []byte(end), hlc.MaxTimestamp, mvcc.ScanOptions{ReadOptions: mvcc.ReadOptions{Inconsistent: true}})
+	if err != nil {
+		t.Fatalf("node %d: scan engine: %v", n.ID, err)
+	}
+	out := map[string]string{}
+	for _, kv := range res.Rows {
+		out[string(kv.Key)] = string(kv.Value)
+	}
+	return out
+}
+
+// waitReplicated waits until node n's engine holds exactly want in
+// [start, end).
+func waitReplicated(t *testing.T, n *ClusterNode, start, end string, want map[string]string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		got := engineRows(t, n, start, end)
+		if equalMaps(got, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			for _, m := range n.c.Nodes {
+				if m.Running() {
+					if r := m.Raft.Replica(1); r != nil {
+						t.Logf("node %d: %+v applied %d", m.ID, r.Status(), r.Applied())
+					}
+				}
+			}
+			select {
+			case err := <-n.runDone:
+				t.Logf("node %d run: %v", n.ID, err)
+			default:
+			}
+			t.Fatalf("node %d holds %d rows of %d (e.g. %v)", n.ID, len(got), len(want), firstDiff(got, want))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func equalMaps(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if bv, ok := b[k]; !ok || bv != v {
+			return false
+		}
+	}
+	return true
+}
+
+func firstDiff(got, want map[string]string) string {
+	for k, v := range want {
+		if got[k] != v {
+			return fmt.Sprintf("%q = %q, want %q", k, got[k], v)
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			return fmt.Sprintf("unexpected %q", k)
+		}
+	}
+	return "none"
+}
+
+// putRetry writes through db; an ambiguous answer (the leader died with
+// the write in flight) is retried, which is fine for an idempotent put.
+func putRetry(t *testing.T, db *kv.DB, k, v string) {
+	t.Helper()
+	for attempt := 0; ; attempt++ {
+		err := db.Put(context.Background(), []byte(k), []byte(v))
+		if err == nil {
+			return
+		}
+		var amb *kvpb.AmbiguousResultError
+		if !errors.As(err, &amb) || attempt > 5 {
+			t.Fatalf("put %s: %v", k, err)
+		}
+	}
+}
+
+// TestClusterReplication writes through node 1 of three, checks every
+// node's engine, stops the leaseholder, keeps writing through the
+// survivors under a new leaseholder, and restarts the stopped node, which
+// catches up from the log.
+func TestClusterReplication(t *testing.T) {
+	c := StartCluster(t, ClusterOptions{})
+	leader := c.WaitLeader(1, 10*time.Second)
+	t.Logf("tablet 1 leaseholder: node %d", leader)
+
+	want := map[string]string{}
+	for i := range 20 {
+		k, v := fmt.Sprintf("\x03k%02d", i), fmt.Sprintf("v%d", i)
+		putRetry(t, c.Nodes[0].DB, k, v)
+		want[k] = v
+	}
+	for _, n := range c.Nodes {
+		waitReplicated(t, n, "\x03", "\x04", want)
+	}
+
+	// Stop the leaseholder: another node takes over and writes go on,
+	// through a gateway that is not the stopped node.
+	old := c.Nodes[leader-1]
+	if err := old.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	next := c.WaitLeader(1, 20*time.Second)
+	if next == leader {
+		t.Fatalf("stopped node %d still leads", leader)
+	}
+	t.Logf("after stopping node %d, node %d leads", leader, next)
+	gateway := c.Nodes[leader%3] // a running node
+	for i := 20; i < 40; i++ {
+		k, v := fmt.Sprintf("\x03k%02d", i), fmt.Sprintf("v%d", i)
+		putRetry(t, gateway.DB, k, v)
+		want[k] = v
+	}
+	// Every acknowledged write is readable through every running node.
+	for _, n := range c.Nodes {
+		if !n.Running() {
+			continue
+		}
+		rows, err := n.DB.Scan(context.Background(), []byte("\x03"), []byte("\x04"), 0)
+		if err != nil {
+			t.Fatalf("scan through node %d: %v", n.ID, err)
+		}
+		if len(rows) != len(want) {
+			t.Fatalf("scan through node %d: %d rows, want %d", n.ID, len(rows), len(want))
+		}
+	}
+
+	// The stopped node comes back and catches up by log.
+	if err := old.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range c.Nodes {
+		waitReplicated(t, n, "\x03", "\x04", want)
+	}
+	// And serves as a gateway again.
+	putRetry(t, old.DB, "\x03z", "after restart")
+	want["\x03z"] = "after restart"
+	for _, n := range c.Nodes {
+		waitReplicated(t, n, "\x03", "\x04", want)
+	}
+}
+
+// TestClusterBankUnderLeaderKill runs transfers between accounts through
+// all three nodes while the leaseholder is stopped and restarted. At the
+// end the total is unchanged, every acknowledged transfer's marker is
+// present (written in the same transaction), and the replicas agree.
+func TestClusterBankUnderLeaderKill(t *testing.T) {
+	c := StartCluster(t, ClusterOptions{})
+	c.WaitLeader(1, 10*time.Second)
+	const accounts, initial = 8, 100
+	acct := func(i int) string { return fmt.Sprintf("\x03acct%02d", i) }
+	ctx := context.Background()
+	for i := range accounts {
+		putRetry(t, c.Nodes[0].DB, acct(i), strconv.Itoa(initial))
+	}
+
+	var (
+		mu       sync.Mutex
+		acked    []string
+		outcomes = map[string]int{}
+		seq      atomic.Int64
+		stop     atomic.Bool
+		wg       sync.WaitGroup
+	)
+	for w := range 3 {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(w), 7))
+			for !stop.Load() {
+				n := c.Nodes[w]
+				if !n.Running() {
+					time.Sleep(5 * time.Millisecond)
+					continue
+				}
+				from, to := rng.IntN(accounts), rng.IntN(accounts)
+				if from == to {
+					continue
+				}
+				id := fmt.Sprintf("\x03xfer%06d", seq.Add(1))
+				err := transfer(ctx, n.DB, acct(from), acct(to), id, 1+rng.IntN(10))
+				mu.Lock()
+				switch {
+				case err == nil:
+					acked = append(acked, id)
+					outcomes["ok"]++
+				default:
+					k := classify(err)
+					if outcomes[k] == 0 {
+						t.Logf("first %s outcome: %v", k, err)
+					}
+					outcomes[k]++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+
+	// Let transfers run, stop the leaseholder, let them run on the
+	// survivors, restart it, let them run again.
+	waitAcked := func(n int) {
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			mu.Lock()
+			got := len(acked)
+			mu.Unlock()
+			if got >= n {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("only %d transfers acknowledged, waiting for %d (outcomes %v)", got, n, outcomes)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitAcked(20)
+	leader := c.WaitLeader(1, 10*time.Second)
+	victim := c.Nodes[leader-1]
+	if err := victim.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	base := len(acked)
+	mu.Unlock()
+	waitAcked(base + 20)
+	if err := victim.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	base = len(acked)
+	mu.Unlock()
+	waitAcked(base + 20)
+	stop.Store(true)
+	wg.Wait()
+
+	// Read through one node: total unchanged, every acknowledged transfer
+	// present.
+	db := c.Nodes[(leader)%3].DB
+	total := 0
+	for i := range accounts {
+		v, _, err := db.Get(ctx, []byte(acct(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := strconv.Atoi(string(v))
+		if err != nil {
+			t.Fatalf("%s = %q: %v", acct(i), v, err)
+		}
+		total += n
+	}
+	if total != accounts*initial {
+		t.Fatalf("total = %d, want %d (outcomes %v)", total, accounts*initial, outcomes)
+	}
+	for _, id := range acked {
+		if _, ok, err := db.Get(ctx, []byte(id)); err != nil || !ok {
+			t.Fatalf("acknowledged transfer %q lost (found=%t, err=%v)", id, ok, err)
+		}
+	}
+	t.Logf("transfers: %v; leaseholder node %d stopped and restarted", outcomes, leader)
+
+	// The replicas converge on the same committed state.
+	rows, err := db.Scan(ctx, []byte("\x03"), []byte("\x04"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{}
+	for _, r := range rows {
+		want[string(r.Key)] = string(r.Value)
+	}
+	for _, n := range c.Nodes {
+		waitReplicated(t, n, "\x03", "\x04", want)
+	}
+}
+
+// transfer moves amount from one account to another and writes the
+// transfer's marker, all in one serializable transaction.
+func transfer(ctx context.Context, db *kv.DB, from, to, id string, amount int) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return db.Txn(ctx, kv.Serializable, func(ctx context.Context, txn *kv.Txn) error {
+		fv, _, err := txn.Get(ctx, []byte(from))
+		if err != nil {
+			return err
+		}
+		tv, _, err := txn.Get(ctx, []byte(to))
+		if err != nil {
+			return err
+		}
+		f, err := strconv.Atoi(string(fv))
+		if err != nil {
+			return err
+		}
+		tt, err := strconv.Atoi(string(tv))
+		if err != nil {
+			return err
+		}
+		b := &kv.Batch{}
+		b.Put([]byte(from), []byte(strconv.Itoa(f-amount)))
+		b.Put([]byte(to), []byte(strconv.Itoa(tt+amount)))
+		b.Put([]byte(id), []byte("done"))
+		return txn.CommitInBatch(ctx, b)
+	})
+}
+
+func classify(err error) string {
+	var amb *kvpb.AmbiguousResultError
+	switch {
+	case errors.As(err, &amb):
+		return "ambiguous"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	}
+	return "error"
+}
