@@ -392,8 +392,9 @@ func (n *Node) processReady() (bool, []func(), error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	type ready struct {
-		r  *Replica
-		rd raft.Ready
+		r      *Replica
+		rd     raft.Ready
+		prevHS *pb.HardState
 	}
 	var rds []ready
 	ids := make([]uint64, 0, len(n.replicas))
@@ -412,6 +413,7 @@ func (n *Node) processReady() (bool, []func(), error) {
 	defer apply.Close()
 	for _, id := range ids {
 		r := n.replicas[id]
+		prevHS, _, _ := r.log.InitialState()
 		rd := r.rn.Ready()
 		if !raft.IsEmptySnap(rd.Snapshot) {
 			if err := r.log.ApplySnapshot(persist, rd.Snapshot); err != nil {
@@ -434,10 +436,23 @@ func (n *Node) processReady() (bool, []func(), error) {
 				return true, nil, err
 			}
 		}
-		rds = append(rds, ready{r, rd})
+		rds = append(rds, ready{r, rd, prevHS})
+	}
+	mustSync := false
+	for _, x := range rds {
+		// Only new entries, a new term or vote, or a snapshot must be
+		// durable before messages go out; a commit index can be
+		// relearned from the leader.
+		if raft.MustSync(x.rd.HardState, x.prevHS, len(x.rd.Entries)) || !raft.IsEmptySnap(x.rd.Snapshot) {
+			mustSync = true
+		}
+	}
+	commit := persist.CommitNoSync
+	if mustSync {
+		commit = persist.Commit
 	}
 	if !persist.Empty() {
-		if err := persist.Commit(); err != nil {
+		if err := commit(); err != nil {
 			// Nothing of this round is acknowledged: the engine fails
 			// closed (storage.ErrEngineFailed) and raft must not advance.
 			return true, nil, fmt.Errorf("raftnode: persisting a round: %w", err)
@@ -518,7 +533,9 @@ func (n *Node) processReady() (bool, []func(), error) {
 	if !apply.Empty() {
 		// Not synced: the applied index commits atomically with the
 		// effects, and a crash that loses both re-applies from the log.
-		if err := apply.Commit(); err != nil {
+		// (A later synced commit makes it durable too: the WAL is one
+		// sequence.)
+		if err := apply.CommitNoSync(); err != nil {
 			return true, nil, fmt.Errorf("raftnode: applying a round: %w", err)
 		}
 	}
@@ -548,7 +565,7 @@ func (n *Node) processReady() (bool, []func(), error) {
 		}
 	}
 	if !compact.Empty() {
-		if err := compact.Commit(); err != nil {
+		if err := compact.CommitNoSync(); err != nil {
 			return true, nil, fmt.Errorf("raftnode: compacting logs: %w", err)
 		}
 	}

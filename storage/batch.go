@@ -91,6 +91,20 @@ func (b *Batch) Commit() (err error) {
 	return nil
 }
 
+// CommitNoSync makes the batch's writes visible without waiting for them
+// to be durable: for writes that can be rebuilt after a crash (a raft
+// node's applied state, re-applied from its synced log).
+func (b *Batch) CommitNoSync() (err error) {
+	if err := b.e.failure(); err != nil {
+		return fmt.Errorf("storage: commit: %w", err)
+	}
+	defer b.e.catchFatal(&err, "commit")
+	if err := b.b.Commit(pebble.NoSync); err != nil {
+		return fmt.Errorf("storage: commit: %w", err)
+	}
+	return nil
+}
+
 // Close releases the batch; uncommitted writes are dropped.
 func (b *Batch) Close() { _ = b.b.Close() }
 
