@@ -138,6 +138,11 @@ type Node struct {
 	eng       *storage.Engine
 	transport Transport
 
+	// SnapshotsApplied and SnapshotsSent count replica snapshots taken in
+	// and sent out (a lagging or new replica caught up from an image, not
+	// the log).
+	SnapshotsApplied, SnapshotsSent atomic.Int64
+
 	mu       sync.Mutex
 	replicas map[uint64]*Replica
 	// work is signalled when a group may have a Ready (Run waits on it).
@@ -422,6 +427,7 @@ func (n *Node) processReady() (bool, []func(), error) {
 			if err := r.sm.ApplySnapshot(persist, rd.Snapshot); err != nil {
 				return true, nil, fmt.Errorf("raftnode: tablet %d: applying a snapshot: %w", id, err)
 			}
+			n.SnapshotsApplied.Add(1)
 			r.applied = rd.Snapshot.GetMetadata().GetIndex()
 			r.conf = pb.EnsureConfState(rd.Snapshot.GetMetadata().GetConfState())
 			if err := n.putApplied(persist, id, r.applied); err != nil {
@@ -474,6 +480,7 @@ func (n *Node) processReady() (bool, []func(), error) {
 					return true, nil, fmt.Errorf("raftnode: tablet %d: making a snapshot: %w", x.r.TabletID, err)
 				}
 				m.Snapshot = snap
+				n.SnapshotsSent.Add(1)
 				snapsTo = append(snapsTo, struct {
 					r  *Replica
 					to uint64

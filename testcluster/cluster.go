@@ -29,6 +29,9 @@ type ClusterOptions struct {
 	Tick time.Duration
 	// MaxOffset is every clock's maximum offset (default 50ms).
 	MaxOffset time.Duration
+	// LogKeep is raftnode.Config.LogKeep (0: its default): how many
+	// applied entries a log keeps for lagging followers.
+	LogKeep uint64
 	// Store and DB pass through to store.Open and kv.NewDB.
 	Store store.Config
 	DB    kv.Options
@@ -143,7 +146,7 @@ func (n *ClusterNode) start(ln net.Listener) error {
 	}
 	n.Engine = eng
 	n.transport = rpc.NewTransport(rpc.TransportConfig{Resolve: c.resolve})
-	n.Raft = raftnode.NewNode(raftnode.Config{NodeID: n.ID}, eng, n.transport)
+	n.Raft = raftnode.NewNode(raftnode.Config{NodeID: n.ID, LogKeep: c.opts.LogKeep}, eng, n.transport)
 	ls := &lazySender{}
 	scfg := c.opts.Store
 	scfg.Sender = ls

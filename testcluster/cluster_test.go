@@ -168,6 +168,53 @@ func TestClusterReplication(t *testing.T) {
 	}
 }
 
+// TestClusterCatchUpBySnapshot stops a follower, writes until the
+// others have compacted their logs past it, and restarts it: it catches
+// up from a snapshot of the tablet, then from the log again.
+func TestClusterCatchUpBySnapshot(t *testing.T) {
+	c := StartCluster(t, ClusterOptions{LogKeep: 10})
+	leader := c.WaitLeader(1, 10*time.Second)
+	lagging := c.Nodes[leader%3]
+	gateway := c.Nodes[leader-1]
+	want := map[string]string{}
+	put := func(i int) {
+		k, v := fmt.Sprintf("\x03s%03d", i), fmt.Sprintf("v%d", i)
+		putRetry(t, gateway.DB, k, v)
+		want[k] = v
+	}
+	for i := range 5 {
+		put(i)
+	}
+	waitReplicated(t, lagging, "\x03", "\x04", want)
+	if err := lagging.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 5; i < 100; i++ {
+		put(i)
+	}
+	sent := gateway.Raft.SnapshotsSent.Load()
+	if err := lagging.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	waitReplicated(t, lagging, "\x03", "\x04", want)
+	if got := lagging.Raft.SnapshotsApplied.Load(); got == 0 {
+		t.Fatalf("node %d caught up without a snapshot (its peers kept %d entries)", lagging.ID, 10)
+	}
+	if gateway.Raft.SnapshotsSent.Load() == sent {
+		t.Fatalf("the leaseholder sent no snapshot")
+	}
+	// After the snapshot it follows the log again.
+	for i := 100; i < 110; i++ {
+		put(i)
+	}
+	waitReplicated(t, lagging, "\x03", "\x04", want)
+	// And it serves as a gateway.
+	rows, err := lagging.DB.Scan(context.Background(), []byte("\x03"), []byte("\x04"), 0)
+	if err != nil || len(rows) != len(want) {
+		t.Fatalf("scan through node %d: %d rows, err %v; want %d", lagging.ID, len(rows), err, len(want))
+	}
+}
+
 // TestClusterBankUnderLeaderKill runs transfers between accounts through
 // all three nodes while the leaseholder is stopped and restarted. At the
 // end the total is unchanged, every acknowledged transfer's marker is
