@@ -86,7 +86,38 @@ type Replica struct {
 	// leads it and has applied all earlier terms' entries); 0 when it may
 	// not. leader is the node it last knew as leader (0: none).
 	lease, leader atomic.Uint64
+	// alone: the group's only voter is this replica.
+	alone atomic.Bool
+	// started is when (node.now) the replica was opened: it grants no
+	// vote for an election timeout after, as if it had just heard from a
+	// leader, because before a restart it may have acknowledged a leader's
+	// heartbeat that leader now counts on for its read lease.
+	started int64
+	// readUntil is when (monoNow) the read lease ends: the send time of
+	// the latest heartbeat round a quorum acknowledged, plus the lease
+	// duration (readLease).
+	readUntil atomic.Int64
 }
+
+// ReadLease returns the term of the lease (0: none) and whether it may
+// serve a read now without a round of consensus: the group has no other
+// voter, or a quorum acknowledged a heartbeat sent less than the read
+// lease duration ago. Until then no other replica can be elected (each of
+// that quorum refuses votes for an election timeout after hearing from
+// its leader: CheckQuorum's rule), so no other leaseholder can have
+// served a newer write.
+func (r *Replica) ReadLease() (term uint64, ok bool) {
+	term = r.lease.Load()
+	if term == 0 {
+		return 0, false
+	}
+	return term, r.alone.Load() || r.node.now() < r.readUntil.Load()
+}
+
+// monoEpoch anchors monoNow, the node's monotonic clock in nanoseconds.
+var monoEpoch = time.Now()
+
+func monoNow() int64 { return int64(time.Since(monoEpoch)) }
 
 // Lease returns the term under which this replica holds the lease (0:
 // it does not) and the node it believes leads the group (0: unknown).
@@ -147,6 +178,12 @@ type Node struct {
 	replicas map[uint64]*Replica
 	// work is signalled when a group may have a Ready (Run waits on it).
 	work chan struct{}
+	// readLease is how long after sending a heartbeat round that a quorum
+	// acknowledges the leader may serve reads, and electionDur an election
+	// timeout, both in the units of now (set by Run from its tick).
+	readLease, electionDur atomic.Int64
+	// now is the node's monotonic clock (monoNow; simulations replace it).
+	now func() int64
 }
 
 // signal wakes Run.
@@ -162,6 +199,10 @@ func (n *Node) signal() {
 // some, until ctx ends. Errors from ProcessReady are fatal to the node
 // (its engine failed): Run returns them.
 func (n *Node) Run(ctx context.Context, tick time.Duration) error {
+	// The followers that acknowledged a heartbeat refuse to vote for an
+	// election timeout, counted in their own ticks; a fifth of it is
+	// left for tick-rate drift and a late tick.
+	n.setTiming(int64(time.Duration(n.cfg.ElectionTicks) * tick))
 	t := time.NewTicker(tick)
 	defer t.Stop()
 	for {
@@ -184,6 +225,13 @@ func (n *Node) Run(ctx context.Context, tick time.Duration) error {
 	}
 }
 
+// setTiming sets the election timeout, in the units of n.now, and the
+// read lease from it.
+func (n *Node) setTiming(election int64) {
+	n.electionDur.Store(election)
+	n.readLease.Store(election * 4 / 5)
+}
+
 // NewNode makes the multi-raft of a node over eng.
 func NewNode(cfg Config, eng *storage.Engine, t Transport) *Node {
 	if cfg.ElectionTicks == 0 {
@@ -201,7 +249,7 @@ func NewNode(cfg Config, eng *storage.Engine, t Transport) *Node {
 	if cfg.Logger == nil {
 		cfg.Logger = discardLogger{}
 	}
-	return &Node{cfg: cfg, eng: eng, transport: t, replicas: map[uint64]*Replica{}, work: make(chan struct{}, 1)}
+	return &Node{cfg: cfg, eng: eng, transport: t, replicas: map[uint64]*Replica{}, work: make(chan struct{}, 1), now: monoNow}
 }
 
 // AddReplica opens (or creates) this node's replica of tabletID. A
@@ -259,7 +307,7 @@ func (n *Node) AddReplica(tabletID uint64, peers []uint64, sm StateMachine) (*Re
 		return nil, fmt.Errorf("raftnode: tablet %d: %w", tabletID, err)
 	}
 	_, conf, _ := ls.InitialState()
-	r := &Replica{TabletID: tabletID, node: n, rn: rn, log: ls, sm: sm, applied: applied, conf: conf}
+	r := &Replica{TabletID: tabletID, node: n, rn: rn, log: ls, sm: sm, applied: applied, conf: conf, started: n.now()}
 	n.replicas[tabletID] = r
 	return r, nil
 }
@@ -281,6 +329,12 @@ func (n *Node) Step(env Envelope) error {
 	if r == nil {
 		return nil
 	}
+	if t := env.Msg.GetType(); t == pb.MessageType_MsgVote || t == pb.MessageType_MsgPreVote {
+		if el := n.electionDur.Load(); el == 0 || n.now()-r.started < el {
+			// See Replica.started; the candidate retries.
+			return nil
+		}
+	}
 	defer n.signal()
 	return r.rn.Step(env.Msg)
 }
@@ -289,8 +343,15 @@ func (n *Node) Step(env Envelope) error {
 func (n *Node) Tick() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	now := n.now()
 	for _, r := range n.replicas {
 		r.rn.Tick()
+		if r.lease.Load() != 0 && !r.alone.Load() && n.readLease.Load() > 0 {
+			// Renew the read lease: a heartbeat round whose context is
+			// its send time; raft reports it in Ready.ReadStates once a
+			// quorum answered.
+			r.rn.ReadIndex(binary.BigEndian.AppendUint64(nil, uint64(now)))
+		}
 	}
 	n.signal()
 }
@@ -548,6 +609,14 @@ func (n *Node) processReady() (bool, []func(), error) {
 	}
 	var after []func()
 	for i, x := range rds {
+		for _, rs := range x.rd.ReadStates {
+			if len(rs.RequestCtx) == 8 {
+				until := int64(binary.BigEndian.Uint64(rs.RequestCtx)) + n.readLease.Load()
+				if until > x.r.readUntil.Load() {
+					x.r.readUntil.Store(until)
+				}
+			}
+		}
 		x.r.rn.Advance(x.rd)
 		obs, _ := x.r.sm.(ApplyObserver)
 		if obs != nil && (len(applied[i]) > 0 || !raft.IsEmptySnap(x.rd.Snapshot)) {
@@ -587,6 +656,7 @@ func (r *Replica) updateLease(obs ApplyObserver) func() {
 	st := r.rn.BasicStatus()
 	v := pb.EnsureConfState(r.conf).GetVoters()
 	alone := len(v) == 1 && v[0] == r.node.cfg.NodeID
+	r.alone.Store(alone)
 	if lead := st.Lead; lead != 0 || !alone {
 		r.leader.Store(lead)
 	} else {
@@ -595,12 +665,14 @@ func (r *Replica) updateLease(obs ApplyObserver) func() {
 	}
 	if st.RaftState != raft.StateLeader {
 		r.lease.Store(0)
+		r.readUntil.Store(0)
 		return nil
 	}
 	if r.lease.Load() == st.GetTerm() {
 		return nil
 	}
 	r.lease.Store(0)
+	r.readUntil.Store(0)
 	if t, err := r.log.Term(r.applied); err != nil || t != st.GetTerm() {
 		// Entries of earlier terms may still be unapplied.
 		return nil

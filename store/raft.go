@@ -28,8 +28,9 @@ type raftGroup struct {
 	rep  *raftnode.Replica
 }
 
-func (g raftGroup) Lease() (uint64, uint64) { return g.rep.Lease() }
-func (g raftGroup) NodeID() uint64          { return g.rep.NodeID() }
+func (g raftGroup) Lease() (uint64, uint64)   { return g.rep.Lease() }
+func (g raftGroup) ReadLease() (uint64, bool) { return g.rep.ReadLease() }
+func (g raftGroup) NodeID() uint64            { return g.rep.NodeID() }
 func (g raftGroup) Propose(term uint64, data []byte) error {
 	return g.node.ProposeAt(g.rep.TabletID, term, data)
 }

@@ -47,6 +47,10 @@ type Raft interface {
 	// Lease returns the term under which this replica holds the lease (0:
 	// it does not) and the node it believes leads the group (0: unknown).
 	Lease() (term, leader uint64)
+	// ReadLease returns the lease's term and whether the replica may
+	// answer without a round of consensus right now (raftnode's read
+	// lease: a quorum heard from it within the lease duration).
+	ReadLease() (term uint64, ok bool)
 	// Propose appends data to the group's log if this replica still holds
 	// the lease of term; an error means nothing was proposed.
 	Propose(term uint64, data []byte) error
@@ -98,22 +102,26 @@ func (r *Replica) SetRaft(g Raft) {
 }
 
 // leaseTerm returns the term under which the replica may evaluate, or a
-// NotLeaseholderError. A replica without raft always may (term 0).
+// NotLeaseholderError. A replica without raft always may (term 0). Every
+// batch needs the read lease, not only reads: whatever is answered without
+// a raft round (a read, a failed condition) must come from a leaseholder
+// that no other replica can have replaced.
 func (r *Replica) leaseTerm(ctx context.Context) (uint64, error) {
 	g := r.raft.group
 	if g == nil {
 		return 0, nil
 	}
-	term, leader := g.Lease()
-	if term != 0 {
+	term, ok := g.ReadLease()
+	if ok {
 		return term, r.waitLeaseStart(ctx, term)
 	}
-	if leader != g.NodeID() {
+	if _, leader := g.Lease(); term == 0 && leader != g.NodeID() {
 		return 0, r.notLeaseholder(leader)
 	}
 	// This replica was just elected and is applying its predecessors'
-	// entries: the lease follows in moments, and sending the request
-	// elsewhere would only bring it back here.
+	// entries, or leads but has not yet heard from a quorum since: the
+	// lease follows in moments, and sending the request elsewhere would
+	// only bring it back here.
 	t := time.NewTicker(time.Millisecond)
 	defer t.Stop()
 	deadline := time.Now().Add(leaseWait)
@@ -123,11 +131,16 @@ func (r *Replica) leaseTerm(ctx context.Context) (uint64, error) {
 			return 0, ctx.Err()
 		case <-t.C:
 		}
-		if term, leader = g.Lease(); term != 0 {
+		if term, ok = g.ReadLease(); ok {
 			return term, r.waitLeaseStart(ctx, term)
 		}
-		if leader != g.NodeID() || time.Now().After(deadline) {
+		_, leader := g.Lease()
+		if term == 0 && leader != g.NodeID() {
 			return 0, r.notLeaseholder(leader)
+		}
+		if time.Now().After(deadline) {
+			// Cut off from a quorum: let the router look elsewhere.
+			return 0, r.notLeaseholder(0)
 		}
 	}
 }
@@ -195,17 +208,50 @@ func (r *Replica) commit(ctx context.Context, term uint64, p *Proposal) error {
 		_, leader := rs.group.Lease()
 		return fmt.Errorf("tablet %d: proposing: %v: %w", r.Desc().TabletID, err, r.notLeaseholder(leader))
 	}
-	select {
-	case err := <-pp.done:
-		return err
-	case <-ctx.Done():
+	// A replica that lost its lease learns its proposals' fate once it
+	// applies an entry of a later term; cut off from the group it never
+	// does, so after leaseWait without the lease the answer is that the
+	// outcome is unknown.
+	check := time.NewTicker(leaseCheck)
+	defer check.Stop()
+	var lostAt time.Time
+	for {
+		var cause error
+		select {
+		case err := <-pp.done:
+			return err
+		case <-ctx.Done():
+			cause = ctx.Err()
+		case now := <-check.C:
+			if t, _ := rs.group.Lease(); t == term {
+				lostAt = time.Time{}
+				continue
+			}
+			if lostAt.IsZero() {
+				lostAt = now
+			}
+			if now.Sub(lostAt) < leaseWait {
+				continue
+			}
+			cause = fmt.Errorf("lease of term %d lost with the proposal in flight", term)
+		}
 		rs.mu.Lock()
 		delete(rs.pending, id)
 		rs.mu.Unlock()
+		select {
+		case err := <-pp.done:
+			// Answered in the meantime.
+			return err
+		default:
+		}
 		// The entry may still commit and apply: the caller cannot know.
-		return &kvpb.AmbiguousResultError{Cause: fmt.Errorf("tablet %d: waiting for a proposal to apply: %w", r.Desc().TabletID, ctx.Err())}
+		return &kvpb.AmbiguousResultError{Cause: fmt.Errorf("tablet %d: waiting for a proposal to apply: %w", r.Desc().TabletID, cause)}
 	}
 }
+
+// leaseCheck is how often a waiting proposer checks that its replica still
+// holds the lease.
+const leaseCheck = 50 * time.Millisecond
 
 // commandVersion starts a raft command: the proposal's identity, then its
 // encoding (EncodeProposal).

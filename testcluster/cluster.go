@@ -47,6 +47,51 @@ type Cluster struct {
 
 	mu    sync.Mutex
 	addrs map[uint64]string
+	// cut holds the directed pairs {from, to} whose raft messages are
+	// dropped (Partition).
+	cut map[[2]uint64]bool
+}
+
+// Partition drops every raft message between node id and the others,
+// both ways, until Heal. KV RPCs still flow: a partitioned leaseholder
+// must refuse them itself.
+func (c *Cluster) Partition(id uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, n := range c.Nodes {
+		if n.ID != id {
+			c.cut[[2]uint64{id, n.ID}] = true
+			c.cut[[2]uint64{n.ID, id}] = true
+		}
+	}
+}
+
+// Heal ends every partition.
+func (c *Cluster) Heal() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.cut)
+}
+
+// filterTransport drops the raft messages of cut pairs.
+type filterTransport struct {
+	c    *Cluster
+	from uint64
+	t    *rpc.Transport
+}
+
+func (f filterTransport) Send(envs []raftnode.Envelope) {
+	f.c.mu.Lock()
+	kept := envs[:0:0]
+	for _, e := range envs {
+		if !f.c.cut[[2]uint64{f.from, e.Msg.GetTo()}] {
+			kept = append(kept, e)
+		}
+	}
+	f.c.mu.Unlock()
+	if len(kept) > 0 {
+		f.t.Send(kept)
+	}
 }
 
 // ClusterNode is one member: a store whose tablets are raft groups, the
@@ -85,7 +130,7 @@ func StartCluster(tb testing.TB, o ClusterOptions) *Cluster {
 	if o.MaxOffset == 0 {
 		o.MaxOffset = 50 * time.Millisecond
 	}
-	c := &Cluster{tb: tb, opts: o, addrs: map[uint64]string{}}
+	c := &Cluster{tb: tb, opts: o, addrs: map[uint64]string{}, cut: map[[2]uint64]bool{}}
 	for i := range o.Nodes {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -146,7 +191,7 @@ func (n *ClusterNode) start(ln net.Listener) error {
 	}
 	n.Engine = eng
 	n.transport = rpc.NewTransport(rpc.TransportConfig{Resolve: c.resolve})
-	n.Raft = raftnode.NewNode(raftnode.Config{NodeID: n.ID, LogKeep: c.opts.LogKeep}, eng, n.transport)
+	n.Raft = raftnode.NewNode(raftnode.Config{NodeID: n.ID, LogKeep: c.opts.LogKeep}, eng, filterTransport{c: c, from: n.ID, t: n.transport})
 	ls := &lazySender{}
 	scfg := c.opts.Store
 	scfg.Sender = ls
