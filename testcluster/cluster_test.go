@@ -277,6 +277,65 @@ func TestClusterPartitionedLeaseholder(t *testing.T) {
 	}
 }
 
+// TestClusterSplit splits the tablet through a gateway: every node
+// applies the split from the log and starts the right side's group, which
+// gets a leaseholder; writes on both sides replicate everywhere, and
+// survive the loss of the right side's leaseholder.
+func TestClusterSplit(t *testing.T) {
+	c := StartCluster(t, ClusterOptions{})
+	ctx := context.Background()
+	c.WaitLeader(1, 10*time.Second)
+	gateway := c.Nodes[2]
+	ba := &kvpb.BatchRequest{}
+	ba.Add(&kvpb.SplitRequest{SplitKey: []byte("\x03m")})
+	br, err := gateway.DB.Send(ctx, ba)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sr := br.Responses[0].(*kvpb.SplitResponse)
+	right := sr.Right.TabletID
+	for _, n := range c.Nodes {
+		deadline := time.Now().Add(20 * time.Second)
+		for len(n.Store.Tablets()) != 2 {
+			if time.Now().After(deadline) {
+				t.Fatalf("node %d has tablets %v after the split", n.ID, n.Store.Tablets())
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	rl := c.WaitLeader(right, 10*time.Second)
+	want := map[string]string{}
+	for i := range 10 {
+		for _, p := range []string{"\x03a", "\x03x"} {
+			k, v := fmt.Sprintf("%s%02d", p, i), fmt.Sprintf("v%d", i)
+			putRetry(t, gateway.DB, k, v)
+			want[k] = v
+		}
+	}
+	for _, n := range c.Nodes {
+		waitReplicated(t, n, "\x03", "\x04", want)
+	}
+	if err := c.Nodes[rl-1].Stop(); err != nil {
+		t.Fatal(err)
+	}
+	survivor := c.Nodes[rl%3]
+	for i := 10; i < 20; i++ {
+		k, v := fmt.Sprintf("\x03x%02d", i), fmt.Sprintf("v%d", i)
+		putRetry(t, survivor.DB, k, v)
+		want[k] = v
+	}
+	rows, err := survivor.DB.Scan(ctx, []byte("\x03"), []byte("\x04"), 0)
+	if err != nil || len(rows) != len(want) {
+		t.Fatalf("scan through node %d: %d rows, %v; want %d", survivor.ID, len(rows), err, len(want))
+	}
+	if err := c.Nodes[rl-1].Restart(); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range c.Nodes {
+		waitReplicated(t, n, "\x03", "\x04", want)
+	}
+}
+
 // TestClusterBankUnderLeaderKill runs transfers between accounts through
 // all three nodes while the leaseholder is stopped and restarted. At the
 // end the total is unchanged, every acknowledged transfer's marker is
