@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -110,6 +111,51 @@ func (s *Store) bumpTabletID(id kvpb.TabletID) error {
 		return err
 	}
 	return b.Commit()
+}
+
+// tabletIDCounterKey is the replicated counter of tablet IDs of a store
+// in raft mode: an addressable key (so it lives on, and is replicated
+// with, whichever tablet holds it) in the system span, below the
+// directory and outside the SQL layer's \x02s keys.
+var tabletIDCounterKey = []byte("\x02itablet-id")
+
+// allocateReplicatedTabletID takes the next tablet ID from the replicated
+// counter (an Increment sent through the store's Sender, so it reaches
+// the counter's leaseholder wherever it is). The counter holds the last
+// ID handed out minus one (tablet 1 is the bootstrap's); a store whose
+// local counter is ahead (it split before it was replicated) moves the
+// replicated one past it first.
+func (s *Store) allocateReplicatedTabletID(ctx context.Context) (kvpb.TabletID, error) {
+	sender := s.cfg.Sender
+	if sender == nil {
+		sender = s
+	}
+	inc := func(by int64) (int64, error) {
+		ba := &kvpb.BatchRequest{}
+		ba.Add(&kvpb.IncrementRequest{Key: tabletIDCounterKey, Increment: by})
+		br, err := sender.Send(ctx, ba)
+		if err != nil {
+			return 0, fmt.Errorf("store: allocating a tablet ID: %w", err)
+		}
+		return br.Responses[0].(*kvpb.IncrementResponse).NewValue, nil
+	}
+	v, err := inc(1)
+	if err != nil {
+		return 0, err
+	}
+	local, ok, err := s.eng.Get(storage.MVCCKey{Key: nextTabletIDKey})
+	if err != nil {
+		return 0, err
+	}
+	if ok && len(local) == 8 {
+		if next := int64(binary.BigEndian.Uint64(local)); v+1 < next {
+			if v, err = inc(next - (v + 1)); err != nil {
+				return 0, err
+			}
+		}
+	}
+	id := kvpb.TabletID(v + 1)
+	return id, s.bumpTabletID(id)
 }
 
 // RaftError is the error that left a split's right side unserved on this

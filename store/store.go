@@ -357,10 +357,27 @@ func (s *Store) split(ctx context.Context, splitKey []byte) (left, right kvpb.Ta
 	if r == nil {
 		return left, right, fmt.Errorf("store: split at %q: %w", splitKey, ErrNoTablet)
 	}
+	if s.cfg.Raft != nil {
+		// Only the leaseholder splits; others send the router on before
+		// spending an ID.
+		id := r.Desc().TabletID
+		if rep := s.cfg.Raft.Node.Replica(uint64(id)); rep != nil {
+			if term, leader := rep.Lease(); term == 0 && leader != rep.NodeID() {
+				return left, right, &kvpb.NotLeaseholderError{TabletID: id, Replica: rep.NodeID(), Leader: leader}
+			}
+		}
+	}
 	if d := r.Desc(); bytes.Equal(d.StartKey, splitKey) {
 		return left, right, &kvpb.InvalidArgumentError{Msg: fmt.Sprintf("split key %q is not strictly inside %s", splitKey, &d)}
 	}
-	id, err := s.allocateTabletID()
+	var id kvpb.TabletID
+	if s.cfg.Raft != nil {
+		// Leaders on different nodes may split at once: the ID comes from
+		// a replicated counter.
+		id, err = s.allocateReplicatedTabletID(ctx)
+	} else {
+		id, err = s.allocateTabletID()
+	}
 	if err != nil {
 		return left, right, err
 	}

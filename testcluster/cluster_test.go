@@ -336,6 +336,64 @@ func TestClusterSplit(t *testing.T) {
 	}
 }
 
+// TestClusterConcurrentSplits splits two tablets at once through two
+// gateways after a leaseholder change (so their leaseholders may be on
+// different nodes): the tablet IDs come from one replicated counter, so
+// every node ends with the same four tablets under four distinct IDs.
+func TestClusterConcurrentSplits(t *testing.T) {
+	c := StartCluster(t, ClusterOptions{})
+	ctx := context.Background()
+	split := func(n *ClusterNode, key string) error {
+		ba := &kvpb.BatchRequest{}
+		ba.Add(&kvpb.SplitRequest{SplitKey: []byte(key)})
+		_, err := n.DB.Send(ctx, ba)
+		return err
+	}
+	l := c.WaitLeader(1, 10*time.Second)
+	if err := split(c.Nodes[0], "\x03m"); err != nil {
+		t.Fatal(err)
+	}
+	c.WaitLeader(2, 10*time.Second)
+	if err := c.Nodes[l-1].Stop(); err != nil {
+		t.Fatal(err)
+	}
+	a, b := c.Nodes[l%3], c.Nodes[(l+1)%3]
+	var wg sync.WaitGroup
+	var errA, errB error
+	wg.Go(func() { errA = split(a, "\x03f") })
+	wg.Go(func() { errB = split(b, "\x03t") })
+	wg.Wait()
+	if errA != nil || errB != nil {
+		t.Fatalf("splits: %v, %v", errA, errB)
+	}
+	if err := c.Nodes[l-1].Restart(); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range c.Nodes {
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			ds := n.Store.Tablets()
+			ids := map[kvpb.TabletID]bool{}
+			for _, d := range ds {
+				ids[d.TabletID] = true
+			}
+			if len(ds) == 4 && len(ids) == 4 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("node %d has tablets %v", n.ID, ds)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	want := fmt.Sprint(c.Nodes[0].Store.Tablets())
+	for _, n := range c.Nodes[1:] {
+		if got := fmt.Sprint(n.Store.Tablets()); got != want {
+			t.Fatalf("node %d has %s, node 1 %s", n.ID, got, want)
+		}
+	}
+}
+
 // TestClusterBankUnderLeaderKill runs transfers between accounts through
 // all three nodes while the leaseholder is stopped and restarted. At the
 // end the total is unchanged, every acknowledged transfer's marker is
