@@ -3,6 +3,7 @@ package testcluster
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"slices"
 	"sync"
@@ -100,7 +101,7 @@ func (f filterTransport) Send(envs []raftnode.Envelope) {
 type ClusterNode struct {
 	c      *Cluster
 	ID     uint64
-	fs     vfs.FS
+	fs     *vfs.MemFS
 	Clock  *hlc.Clock
 	Engine *storage.Engine
 	Raft   *raftnode.Node
@@ -138,7 +139,7 @@ func StartCluster(tb testing.TB, o ClusterOptions) *Cluster {
 		}
 		id := uint64(i + 1)
 		c.addrs[id] = ln.Addr().String()
-		n := &ClusterNode{c: c, ID: id, fs: vfs.NewMem()}
+		n := &ClusterNode{c: c, ID: id, fs: vfs.NewCrashableMem()}
 		c.Nodes = append(c.Nodes, n)
 		if err := n.start(ln); err != nil {
 			tb.Fatalf("testcluster: node %d: %v", id, err)
@@ -257,6 +258,15 @@ func (n *ClusterNode) Stop() error {
 		err = cerr
 	}
 	n.running.Store(false)
+	return err
+}
+
+// Crash stops the node as a power loss would: its filesystem keeps only
+// what was synced (and a random part of the rest) when it is restarted.
+func (n *ClusterNode) Crash(seed uint64) error {
+	crashed := n.fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: int(seed % 101), RNG: rand.New(rand.NewPCG(seed, 1))})
+	err := n.Stop()
+	n.fs = crashed
 	return err
 }
 
