@@ -104,12 +104,18 @@ func putRetry(t *testing.T, db *kv.DB, k, v string) {
 	}
 }
 
-// TestClusterReplication writes through node 1 of three, checks every
+// TestClusterReplication writes through node 1 of three (or five), checks every
 // node's engine, stops the leaseholder, keeps writing through the
 // survivors under a new leaseholder, and restarts the stopped node, which
 // catches up from the log.
 func TestClusterReplication(t *testing.T) {
-	c := StartCluster(t, ClusterOptions{})
+	for _, nodes := range []int{3, 5} {
+		t.Run(fmt.Sprintf("nodes=%d", nodes), func(t *testing.T) { testClusterReplication(t, nodes) })
+	}
+}
+
+func testClusterReplication(t *testing.T, nodes int) {
+	c := StartCluster(t, ClusterOptions{Nodes: nodes})
 	leader := c.WaitLeader(1, 10*time.Second)
 	t.Logf("tablet 1 leaseholder: node %d", leader)
 
@@ -134,7 +140,7 @@ func TestClusterReplication(t *testing.T) {
 		t.Fatalf("stopped node %d still leads", leader)
 	}
 	t.Logf("after stopping node %d, node %d leads", leader, next)
-	gateway := c.Nodes[leader%3] // a running node
+	gateway := c.Nodes[int(leader)%nodes] // a running node
 	for i := 20; i < 40; i++ {
 		k, v := fmt.Sprintf("\x03k%02d", i), fmt.Sprintf("v%d", i)
 		putRetry(t, gateway.DB, k, v)
