@@ -28,6 +28,28 @@ type env struct {
 	cfg    Config
 	// stopRaft stops the raft node of a store opened in raft mode.
 	stopRaft func()
+	raft     *raftnode.Node
+}
+
+// settle waits, in raft mode, until every tablet's group has taken up its
+// lease, so the raft bookkeeping of a split's new group (its election and
+// first entry) is not mistaken for a change made by what follows.
+func (e *env) settle() {
+	if e.raft == nil {
+		return
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for _, d := range e.s.Tablets() {
+		for {
+			if term, _ := e.raft.Replica(uint64(d.TabletID)).Lease(); term != 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				e.t.Fatalf("tablet %d never took up its lease", d.TabletID)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
 }
 
 // raftMode makes newEnv open stores whose tablets are raft groups of one
@@ -61,6 +83,7 @@ func (e *env) open() {
 			}
 		}
 		cfg.Raft = &RaftConfig{Node: node, Peers: []uint64{1}}
+		e.raft = node
 	}
 	s, err := Open(context.Background(), eng, e.clock, cfg)
 	if err != nil {
@@ -263,6 +286,7 @@ func TestSplitBadKeys(t *testing.T) {
 	if _, _, err := e.s.Split(ctx, []byte("m")); err != nil {
 		t.Fatal(err)
 	}
+	e.settle()
 	before := e.dump()
 	for _, key := range []string{"m", "\x02", "\x01x", "\xff\xff", ""} {
 		_, _, err := e.s.Split(ctx, []byte(key))
