@@ -350,10 +350,27 @@ func TestClusterSplit(t *testing.T) {
 func TestClusterConcurrentSplits(t *testing.T) {
 	c := StartCluster(t, ClusterOptions{})
 	ctx := context.Background()
+	// A split whose answer was lost (sent to the node just stopped, over
+	// a connection not yet seen closed) is ambiguous; retried, it either
+	// splits or finds the boundary already there.
 	split := func(n *ClusterNode, key string) error {
-		ba := &kvpb.BatchRequest{}
-		ba.Add(&kvpb.SplitRequest{SplitKey: []byte(key)})
-		_, err := n.DB.Send(ctx, ba)
+		var err error
+		for attempt := range 5 {
+			ba := &kvpb.BatchRequest{}
+			ba.Add(&kvpb.SplitRequest{SplitKey: []byte(key)})
+			_, err = n.DB.Send(ctx, ba)
+			var amb *kvpb.AmbiguousResultError
+			var inv *kvpb.InvalidArgumentError
+			switch {
+			case err == nil:
+				return nil
+			case errors.As(err, &amb):
+				continue
+			case attempt > 0 && errors.As(err, &inv):
+				return nil
+			}
+			return err
+		}
 		return err
 	}
 	l := c.WaitLeader(1, 10*time.Second)
