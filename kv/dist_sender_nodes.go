@@ -150,3 +150,30 @@ func untried(nodes []uint64, tried map[uint64]bool) (uint64, bool) {
 	}
 	return 0, false
 }
+
+// LateSender is a kvpb.Sender whose target is set after it is handed out:
+// a node's store sends pushes and resolutions through the node's KV
+// client, which is built after (and from) the store. Set must be called
+// before the first Send.
+type LateSender struct {
+	mu sync.RWMutex
+	s  kvpb.Sender
+}
+
+// Set makes every later Send go to s.
+func (l *LateSender) Set(s kvpb.Sender) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.s = s
+}
+
+// Send implements kvpb.Sender.
+func (l *LateSender) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchResponse, error) {
+	l.mu.RLock()
+	s := l.s
+	l.mu.RUnlock()
+	if s == nil {
+		return nil, errors.New("kv: LateSender used before Set")
+	}
+	return s.Send(ctx, ba)
+}

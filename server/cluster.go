@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/cairn-db/cairn/hlc"
@@ -45,9 +44,7 @@ type replication struct {
 	rpc       *rpc.Server
 	stopRun   context.CancelFunc
 	runDone   chan error
-
-	mu      sync.Mutex
-	senders map[uint64]*rpc.KVSender
+	senders   *rpc.NodeSenders
 }
 
 // memberID returns the position (from 1) of self in join.
@@ -94,14 +91,6 @@ func checkMembership(eng *storage.Engine, id uint64, join []string) error {
 	return b.Commit()
 }
 
-// lazySender lets the store send pushes and resolutions through the KV
-// client built after it.
-type lazySender struct{ s kvpb.Sender }
-
-func (l *lazySender) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchResponse, error) {
-	return l.s.Send(ctx, ba)
-}
-
 // startReplicated opens the store with every tablet a raft group of the
 // members, the RPC server (raft and KV) on ln, and the KV client that
 // routes to leaseholders. It sets s.store and s.db.
@@ -114,7 +103,7 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 	if err := checkMembership(s.eng, id, cfg.Join); err != nil {
 		return err
 	}
-	r := &replication{id: id, addrs: cfg.Join, senders: map[uint64]*rpc.KVSender{}}
+	r := &replication{id: id, addrs: cfg.Join}
 	r.transport = rpc.NewTransport(rpc.TransportConfig{Resolve: func(n uint64) (string, error) {
 		if n == 0 || n > uint64(len(r.addrs)) {
 			return "", fmt.Errorf("no node %d", n)
@@ -126,21 +115,22 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 	for i := range peers {
 		peers[i] = uint64(i + 1)
 	}
-	ls := &lazySender{}
+	ls := &kv.LateSender{}
 	s.repl = r
 	if s.store, err = store.Open(ctx, s.eng, clock, store.Config{Sender: ls, Raft: &store.RaftConfig{Node: r.raft, Peers: peers}}); err != nil {
 		return fmt.Errorf("opening tablets: %w", err)
 	}
+	r.senders = rpc.NewNodeSenders(r.transport, id, s.store)
 	lh := kv.NewLeaseholderSender(kv.LeaseholderConfig{
 		LocalNode: id,
-		Node:      r.sender(s.store),
+		Node:      r.senders.Sender,
 		Replicas: func(t kvpb.TabletID) []uint64 {
 			return slices.Clone(r.raft.Config(uint64(t)).GetVoters())
 		},
 		AllNodes: func() []uint64 { return peers },
 	})
 	s.db = kv.NewDB(lh, s.store, clock, cfg.DB)
-	ls.s = s.db
+	ls.Set(s.db)
 	r.rpc = rpc.Serve(ln, func(env raftnode.Envelope) { _ = r.raft.Step(env) }, nil, rpc.WithKV(s.store))
 	runCtx, cancel := context.WithCancel(context.Background())
 	r.stopRun, r.runDone = cancel, make(chan error, 1)
@@ -159,22 +149,6 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 // ticks without a leader.
 const raftTick = 50 * time.Millisecond
 
-func (r *replication) sender(local kvpb.Sender) func(uint64) kvpb.Sender {
-	return func(n uint64) kvpb.Sender {
-		if n == r.id {
-			return local
-		}
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		s := r.senders[n]
-		if s == nil {
-			s = rpc.NewKVSender(r.transport, n)
-			r.senders[n] = s
-		}
-		return s
-	}
-}
-
 // stop ends the RPC server and the raft scheduler (the store is closed
 // before, the engine after).
 func (r *replication) stopServing() {
@@ -185,10 +159,6 @@ func (r *replication) stop() error {
 	r.stopRun()
 	err := <-r.runDone
 	r.transport.Close()
-	r.mu.Lock()
-	for _, s := range r.senders {
-		_ = s.Close()
-	}
-	r.mu.Unlock()
+	r.senders.Close()
 	return err
 }

@@ -112,8 +112,7 @@ type ClusterNode struct {
 
 	transport *rpc.Transport
 	server    *rpc.Server
-	senders   map[uint64]*rpc.KVSender
-	sendersMu sync.Mutex
+	senders   *rpc.NodeSenders
 	stopRun   context.CancelFunc
 	runDone   chan error
 	running   atomic.Bool
@@ -175,14 +174,6 @@ func (c *Cluster) peers() []uint64 {
 	return out
 }
 
-// lazySender lets the store send pushes and resolutions through the KV
-// client that is built after it.
-type lazySender struct{ s kvpb.Sender }
-
-func (l *lazySender) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchResponse, error) {
-	return l.s.Send(ctx, ba)
-}
-
 func (n *ClusterNode) start(ln net.Listener) error {
 	c := n.c
 	n.Clock = hlc.NewClock(hlc.UnixNano, c.opts.MaxOffset)
@@ -193,7 +184,7 @@ func (n *ClusterNode) start(ln net.Listener) error {
 	n.Engine = eng
 	n.transport = rpc.NewTransport(rpc.TransportConfig{Resolve: c.resolve})
 	n.Raft = raftnode.NewNode(raftnode.Config{NodeID: n.ID, LogKeep: c.opts.LogKeep}, eng, filterTransport{c: c, from: n.ID, t: n.transport})
-	ls := &lazySender{}
+	ls := &kv.LateSender{}
 	scfg := c.opts.Store
 	scfg.Sender = ls
 	scfg.Raft = &store.RaftConfig{Node: n.Raft, Peers: c.peers()}
@@ -204,39 +195,23 @@ func (n *ClusterNode) start(ln net.Listener) error {
 		return err
 	}
 	n.Store = st
-	n.senders = map[uint64]*rpc.KVSender{}
+	n.senders = rpc.NewNodeSenders(n.transport, n.ID, st)
 	n.Leaseholders = kv.NewLeaseholderSender(kv.LeaseholderConfig{
 		LocalNode: n.ID,
-		Node:      n.sender,
+		Node:      n.senders.Sender,
 		Replicas: func(t kvpb.TabletID) []uint64 {
 			return slices.Clone(n.Raft.Config(uint64(t)).GetVoters())
 		},
 		AllNodes: c.peers,
 	})
 	n.DB = kv.NewDB(n.Leaseholders, st, n.Clock, c.opts.DB)
-	ls.s = n.DB
+	ls.Set(n.DB)
 	n.server = rpc.Serve(ln, func(env raftnode.Envelope) { _ = n.Raft.Step(env) }, nil, rpc.WithKV(st))
 	ctx, cancel := context.WithCancel(context.Background())
 	n.stopRun, n.runDone = cancel, make(chan error, 1)
 	go func() { n.runDone <- n.Raft.Run(ctx, c.opts.Tick) }()
 	n.running.Store(true)
 	return nil
-}
-
-// sender returns the KV sender to node id: the local store, or an RPC
-// client kept per node.
-func (n *ClusterNode) sender(id uint64) kvpb.Sender {
-	if id == n.ID {
-		return n.Store
-	}
-	n.sendersMu.Lock()
-	defer n.sendersMu.Unlock()
-	s := n.senders[id]
-	if s == nil {
-		s = rpc.NewKVSender(n.transport, id)
-		n.senders[id] = s
-	}
-	return s
 }
 
 // Stop stops the node as a crash would look to the others (its RPC
@@ -249,11 +224,7 @@ func (n *ClusterNode) Stop() error {
 	n.stopRun()
 	err := <-n.runDone
 	n.transport.Close()
-	n.sendersMu.Lock()
-	for _, s := range n.senders {
-		_ = s.Close()
-	}
-	n.sendersMu.Unlock()
+	n.senders.Close()
 	if cerr := n.Engine.Close(); err == nil {
 		err = cerr
 	}
