@@ -3,9 +3,11 @@ package raftnode
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairn-db/cairn/keys"
@@ -41,6 +43,30 @@ type StateMachine interface {
 	ApplySnapshot(b *storage.Batch, snap *pb.Snapshot) error
 }
 
+// ApplyObserver is optionally implemented by a StateMachine that keeps
+// in-memory state derived from what it applies (the tablet's lock table,
+// the waiting proposers). Its methods run on the scheduler's goroutine,
+// outside the node's lock, after the round's apply batch has committed and
+// before the next round starts.
+type ApplyObserver interface {
+	// Applied reports the entries of this replica applied in the round, in
+	// order: every normal entry, empty ones (a new leader's first entry)
+	// included; snapshot says the round replaced the state with a snapshot
+	// first.
+	Applied(entries []*pb.Entry, snapshot bool)
+	// LeaseAcquired says this replica leads term and has applied every
+	// entry of earlier terms: nothing evaluated by an earlier leader can
+	// still commit after this point. It runs before Lease reports term, so
+	// the state machine can rebuild what a leaseholder needs first.
+	// alone says the group has no voter but this one, so no other node
+	// can ever have held its lease.
+	LeaseAcquired(term uint64, alone bool)
+}
+
+// ErrNotLeader is ProposeAt's refusal: the replica does not hold the
+// lease of the term the proposal was evaluated under.
+var ErrNotLeader = errors.New("raftnode: not the leaseholder at the proposal's term")
+
 // appliedSuffix keys a replica's applied index among the tablet's
 // replicated state: it moves with the state machine (a snapshot carries
 // it), unlike the log.
@@ -56,7 +82,52 @@ type Replica struct {
 	applied  uint64
 	// conf is the configuration as of applied.
 	conf *pb.ConfState
+	// lease is the term whose leadership this replica may serve under (it
+	// leads it and has applied all earlier terms' entries); 0 when it may
+	// not. leader is the node it last knew as leader (0: none).
+	lease, leader atomic.Uint64
+	// alone: the group's only voter is this replica.
+	alone atomic.Bool
+	// started is when (node.now) the replica was opened: it grants no
+	// vote for an election timeout after, as if it had just heard from a
+	// leader, because before a restart it may have acknowledged a leader's
+	// heartbeat that leader now counts on for its read lease.
+	started int64
+	// readUntil is when (monoNow) the read lease ends: the send time of
+	// the latest heartbeat round a quorum acknowledged, plus the lease
+	// duration (readLease).
+	readUntil atomic.Int64
 }
+
+// ReadLease returns the term of the lease (0: none) and whether it may
+// serve a read now without a round of consensus: the group has no other
+// voter, or a quorum acknowledged a heartbeat sent less than the read
+// lease duration ago. Until then no other replica can be elected (each of
+// that quorum refuses votes for an election timeout after hearing from
+// its leader: CheckQuorum's rule), so no other leaseholder can have
+// served a newer write.
+func (r *Replica) ReadLease() (term uint64, ok bool) {
+	term = r.lease.Load()
+	if term == 0 {
+		return 0, false
+	}
+	return term, r.alone.Load() || r.node.now() < r.readUntil.Load()
+}
+
+// monoEpoch anchors monoNow, the node's monotonic clock in nanoseconds.
+var monoEpoch = time.Now()
+
+func monoNow() int64 { return int64(time.Since(monoEpoch)) }
+
+// Lease returns the term under which this replica holds the lease (0:
+// it does not) and the node it believes leads the group (0: unknown).
+// Lock-free: the tablet asks on every request.
+func (r *Replica) Lease() (term, leader uint64) {
+	return r.lease.Load(), r.leader.Load()
+}
+
+// NodeID is the node this replica lives on.
+func (r *Replica) NodeID() uint64 { return r.node.cfg.NodeID }
 
 // Status is the replica's raft status. Safe while the node's scheduler
 // runs: it takes the node's lock, as every use of the RawNode does.
@@ -98,10 +169,21 @@ type Node struct {
 	eng       *storage.Engine
 	transport Transport
 
+	// SnapshotsApplied and SnapshotsSent count replica snapshots taken in
+	// and sent out (a lagging or new replica caught up from an image, not
+	// the log).
+	SnapshotsApplied, SnapshotsSent atomic.Int64
+
 	mu       sync.Mutex
 	replicas map[uint64]*Replica
 	// work is signalled when a group may have a Ready (Run waits on it).
 	work chan struct{}
+	// readLease is how long after sending a heartbeat round that a quorum
+	// acknowledges the leader may serve reads, and electionDur an election
+	// timeout, both in the units of now (set by Run from its tick).
+	readLease, electionDur atomic.Int64
+	// now is the node's monotonic clock (monoNow; simulations replace it).
+	now func() int64
 }
 
 // signal wakes Run.
@@ -117,6 +199,10 @@ func (n *Node) signal() {
 // some, until ctx ends. Errors from ProcessReady are fatal to the node
 // (its engine failed): Run returns them.
 func (n *Node) Run(ctx context.Context, tick time.Duration) error {
+	// The followers that acknowledged a heartbeat refuse to vote for an
+	// election timeout, counted in their own ticks; a fifth of it is
+	// left for tick-rate drift and a late tick.
+	n.setTiming(int64(time.Duration(n.cfg.ElectionTicks) * tick))
 	t := time.NewTicker(tick)
 	defer t.Stop()
 	for {
@@ -139,6 +225,13 @@ func (n *Node) Run(ctx context.Context, tick time.Duration) error {
 	}
 }
 
+// setTiming sets the election timeout, in the units of n.now, and the
+// read lease from it.
+func (n *Node) setTiming(election int64) {
+	n.electionDur.Store(election)
+	n.readLease.Store(election * 4 / 5)
+}
+
 // NewNode makes the multi-raft of a node over eng.
 func NewNode(cfg Config, eng *storage.Engine, t Transport) *Node {
 	if cfg.ElectionTicks == 0 {
@@ -156,7 +249,7 @@ func NewNode(cfg Config, eng *storage.Engine, t Transport) *Node {
 	if cfg.Logger == nil {
 		cfg.Logger = discardLogger{}
 	}
-	return &Node{cfg: cfg, eng: eng, transport: t, replicas: map[uint64]*Replica{}, work: make(chan struct{}, 1)}
+	return &Node{cfg: cfg, eng: eng, transport: t, replicas: map[uint64]*Replica{}, work: make(chan struct{}, 1), now: monoNow}
 }
 
 // AddReplica opens (or creates) this node's replica of tabletID. A
@@ -214,7 +307,7 @@ func (n *Node) AddReplica(tabletID uint64, peers []uint64, sm StateMachine) (*Re
 		return nil, fmt.Errorf("raftnode: tablet %d: %w", tabletID, err)
 	}
 	_, conf, _ := ls.InitialState()
-	r := &Replica{TabletID: tabletID, node: n, rn: rn, log: ls, sm: sm, applied: applied, conf: conf}
+	r := &Replica{TabletID: tabletID, node: n, rn: rn, log: ls, sm: sm, applied: applied, conf: conf, started: n.now()}
 	n.replicas[tabletID] = r
 	return r, nil
 }
@@ -236,6 +329,12 @@ func (n *Node) Step(env Envelope) error {
 	if r == nil {
 		return nil
 	}
+	if t := env.Msg.GetType(); t == pb.MessageType_MsgVote || t == pb.MessageType_MsgPreVote {
+		if el := n.electionDur.Load(); el == 0 || n.now()-r.started < el {
+			// See Replica.started; the candidate retries.
+			return nil
+		}
+	}
 	defer n.signal()
 	return r.rn.Step(env.Msg)
 }
@@ -244,8 +343,15 @@ func (n *Node) Step(env Envelope) error {
 func (n *Node) Tick() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	now := n.now()
 	for _, r := range n.replicas {
 		r.rn.Tick()
+		if r.lease.Load() != 0 && !r.alone.Load() && n.readLease.Load() > 0 {
+			// Renew the read lease: a heartbeat round whose context is
+			// its send time; raft reports it in Ready.ReadStates once a
+			// quorum answered.
+			r.rn.ReadIndex(binary.BigEndian.AppendUint64(nil, uint64(now)))
+		}
 	}
 	n.signal()
 }
@@ -258,6 +364,27 @@ func (n *Node) Propose(tabletID uint64, data []byte) error {
 	r := n.replicas[tabletID]
 	if r == nil {
 		return fmt.Errorf("raftnode: node %d has no replica of tablet %d", n.cfg.NodeID, tabletID)
+	}
+	defer n.signal()
+	return r.rn.Propose(data)
+}
+
+// ProposeAt proposes data to tabletID's group if this replica holds the
+// lease of term (the term the proposal was evaluated under): the entry is
+// then appended to this leader's log at term, so a state machine that
+// applies only entries whose term matches the proposal's evaluation term
+// never applies a proposal evaluated against a stale state. Otherwise it
+// returns ErrNotLeader and nothing was proposed.
+func (n *Node) ProposeAt(tabletID, term uint64, data []byte) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	r := n.replicas[tabletID]
+	if r == nil {
+		return fmt.Errorf("raftnode: node %d has no replica of tablet %d", n.cfg.NodeID, tabletID)
+	}
+	st := r.rn.BasicStatus()
+	if st.RaftState != raft.StateLeader || st.GetTerm() != term || r.lease.Load() != term {
+		return ErrNotLeader
 	}
 	defer n.signal()
 	return r.rn.Propose(data)
@@ -301,7 +428,15 @@ func (n *Node) Campaign(tabletID uint64) error {
 		return fmt.Errorf("raftnode: node %d has no replica of tablet %d", n.cfg.NodeID, tabletID)
 	}
 	defer n.signal()
-	return r.rn.Campaign()
+	if err := r.rn.Campaign(); err != nil {
+		return err
+	}
+	// A group of one voter is led by it from here on (raft makes it
+	// leader once it has persisted its own vote): publish the hint now.
+	if v := pb.EnsureConfState(r.conf).GetVoters(); len(v) == 1 && v[0] == n.cfg.NodeID {
+		r.leader.Store(n.cfg.NodeID)
+	}
+	return nil
 }
 
 // ProcessReady handles every group that has work, in one round: their new
@@ -310,11 +445,22 @@ func (n *Node) Campaign(tabletID uint64) error {
 // applied (one more batch, for all groups). It reports whether any group
 // had work.
 func (n *Node) ProcessReady() (bool, error) {
+	more, after, err := n.processReady()
+	// The observers run outside the lock: they may add replicas (a split)
+	// or propose.
+	for _, f := range after {
+		f()
+	}
+	return more, err
+}
+
+func (n *Node) processReady() (bool, []func(), error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	type ready struct {
-		r  *Replica
-		rd raft.Ready
+		r      *Replica
+		rd     raft.Ready
+		prevHS *pb.HardState
 	}
 	var rds []ready
 	ids := make([]uint64, 0, len(n.replicas))
@@ -324,7 +470,7 @@ func (n *Node) ProcessReady() (bool, error) {
 		}
 	}
 	if len(ids) == 0 {
-		return false, nil
+		return false, nil, nil
 	}
 	slices.Sort(ids) // a deterministic order for simulations
 	persist := n.eng.NewBatch()
@@ -333,35 +479,50 @@ func (n *Node) ProcessReady() (bool, error) {
 	defer apply.Close()
 	for _, id := range ids {
 		r := n.replicas[id]
+		prevHS, _, _ := r.log.InitialState()
 		rd := r.rn.Ready()
 		if !raft.IsEmptySnap(rd.Snapshot) {
 			if err := r.log.ApplySnapshot(persist, rd.Snapshot); err != nil {
-				return true, fmt.Errorf("raftnode: tablet %d: %w", id, err)
+				return true, nil, fmt.Errorf("raftnode: tablet %d: %w", id, err)
 			}
 			if err := r.sm.ApplySnapshot(persist, rd.Snapshot); err != nil {
-				return true, fmt.Errorf("raftnode: tablet %d: applying a snapshot: %w", id, err)
+				return true, nil, fmt.Errorf("raftnode: tablet %d: applying a snapshot: %w", id, err)
 			}
+			n.SnapshotsApplied.Add(1)
 			r.applied = rd.Snapshot.GetMetadata().GetIndex()
 			r.conf = pb.EnsureConfState(rd.Snapshot.GetMetadata().GetConfState())
 			if err := n.putApplied(persist, id, r.applied); err != nil {
-				return true, err
+				return true, nil, err
 			}
 		}
 		if err := r.log.Append(persist, rd.Entries); err != nil {
-			return true, fmt.Errorf("raftnode: tablet %d: %w", id, err)
+			return true, nil, fmt.Errorf("raftnode: tablet %d: %w", id, err)
 		}
 		if !raft.IsEmptyHardState(rd.HardState) {
 			if err := r.log.SetHardState(persist, rd.HardState); err != nil {
-				return true, err
+				return true, nil, err
 			}
 		}
-		rds = append(rds, ready{r, rd})
+		rds = append(rds, ready{r, rd, prevHS})
+	}
+	mustSync := false
+	for _, x := range rds {
+		// Only new entries, a new term or vote, or a snapshot must be
+		// durable before messages go out; a commit index can be
+		// relearned from the leader.
+		if raft.MustSync(x.rd.HardState, x.prevHS, len(x.rd.Entries)) || !raft.IsEmptySnap(x.rd.Snapshot) {
+			mustSync = true
+		}
+	}
+	commit := persist.CommitNoSync
+	if mustSync {
+		commit = persist.Commit
 	}
 	if !persist.Empty() {
-		if err := persist.Commit(); err != nil {
+		if err := commit(); err != nil {
 			// Nothing of this round is acknowledged: the engine fails
 			// closed (storage.ErrEngineFailed) and raft must not advance.
-			return true, fmt.Errorf("raftnode: persisting a round: %w", err)
+			return true, nil, fmt.Errorf("raftnode: persisting a round: %w", err)
 		}
 	}
 	var out []Envelope
@@ -377,9 +538,10 @@ func (n *Node) ProcessReady() (bool, error) {
 				// newer and is what the image holds.
 				snap, err := x.r.snapshot()
 				if err != nil {
-					return true, fmt.Errorf("raftnode: tablet %d: making a snapshot: %w", x.r.TabletID, err)
+					return true, nil, fmt.Errorf("raftnode: tablet %d: making a snapshot: %w", x.r.TabletID, err)
 				}
 				m.Snapshot = snap
+				n.SnapshotsSent.Add(1)
 				snapsTo = append(snapsTo, struct {
 					r  *Replica
 					to uint64
@@ -396,7 +558,8 @@ func (n *Node) ProcessReady() (bool, error) {
 		// follower's response, as after any append.
 		s.r.rn.ReportSnapshot(s.to, raft.SnapshotFinish)
 	}
-	for _, x := range rds {
+	applied := make([][]*pb.Entry, len(rds))
+	for i, x := range rds {
 		r := x.r
 		for _, e := range x.rd.CommittedEntries {
 			if e.GetIndex() <= r.applied {
@@ -404,45 +567,65 @@ func (n *Node) ProcessReady() (bool, error) {
 			}
 			switch e.GetType() {
 			case pb.EntryType_EntryNormal:
+				applied[i] = append(applied[i], e)
 				if len(e.GetData()) > 0 {
 					if err := r.sm.Apply(apply, e); err != nil {
-						return true, fmt.Errorf("raftnode: tablet %d: applying entry %d: %w", r.TabletID, e.GetIndex(), err)
+						return true, nil, fmt.Errorf("raftnode: tablet %d: applying entry %d: %w", r.TabletID, e.GetIndex(), err)
 					}
 				}
 			case pb.EntryType_EntryConfChange:
 				var cc pb.ConfChange
 				if err := proto.Unmarshal(e.GetData(), &cc); err != nil {
-					return true, fmt.Errorf("raftnode: tablet %d: entry %d: %w", r.TabletID, e.GetIndex(), err)
+					return true, nil, fmt.Errorf("raftnode: tablet %d: entry %d: %w", r.TabletID, e.GetIndex(), err)
 				}
 				r.conf = r.rn.ApplyConfChange(&cc)
 				if err := r.log.SetConfState(apply, r.conf); err != nil {
-					return true, err
+					return true, nil, err
 				}
 			case pb.EntryType_EntryConfChangeV2:
 				var cc pb.ConfChangeV2
 				if err := proto.Unmarshal(e.GetData(), &cc); err != nil {
-					return true, fmt.Errorf("raftnode: tablet %d: entry %d: %w", r.TabletID, e.GetIndex(), err)
+					return true, nil, fmt.Errorf("raftnode: tablet %d: entry %d: %w", r.TabletID, e.GetIndex(), err)
 				}
 				r.conf = r.rn.ApplyConfChange(&cc)
 				if err := r.log.SetConfState(apply, r.conf); err != nil {
-					return true, err
+					return true, nil, err
 				}
 			}
 			r.applied = e.GetIndex()
 			if err := n.putApplied(apply, r.TabletID, r.applied); err != nil {
-				return true, err
+				return true, nil, err
 			}
 		}
 	}
 	if !apply.Empty() {
 		// Not synced: the applied index commits atomically with the
 		// effects, and a crash that loses both re-applies from the log.
-		if err := apply.Commit(); err != nil {
-			return true, fmt.Errorf("raftnode: applying a round: %w", err)
+		// (A later synced commit makes it durable too: the WAL is one
+		// sequence.)
+		if err := apply.CommitNoSync(); err != nil {
+			return true, nil, fmt.Errorf("raftnode: applying a round: %w", err)
 		}
 	}
-	for _, x := range rds {
+	var after []func()
+	for i, x := range rds {
+		for _, rs := range x.rd.ReadStates {
+			if len(rs.RequestCtx) == 8 {
+				until := int64(binary.BigEndian.Uint64(rs.RequestCtx)) + n.readLease.Load()
+				if until > x.r.readUntil.Load() {
+					x.r.readUntil.Store(until)
+				}
+			}
+		}
 		x.r.rn.Advance(x.rd)
+		obs, _ := x.r.sm.(ApplyObserver)
+		if obs != nil && (len(applied[i]) > 0 || !raft.IsEmptySnap(x.rd.Snapshot)) {
+			entries, snap := applied[i], !raft.IsEmptySnap(x.rd.Snapshot)
+			after = append(after, func() { obs.Applied(entries, snap) })
+		}
+		if f := x.r.updateLease(obs); f != nil {
+			after = append(after, f)
+		}
 	}
 	// Truncate logs that grew past LogKeep applied entries. The entries
 	// stay readable until the commit, and nothing reads them before.
@@ -453,16 +636,54 @@ func (n *Node) ProcessReady() (bool, error) {
 		first, _ := r.log.FirstIndex()
 		if r.applied >= first+2*n.cfg.LogKeep {
 			if err := r.log.Compact(compact, r.applied-n.cfg.LogKeep, r.conf); err != nil {
-				return true, fmt.Errorf("raftnode: tablet %d: compacting: %w", r.TabletID, err)
+				return true, nil, fmt.Errorf("raftnode: tablet %d: compacting: %w", r.TabletID, err)
 			}
 		}
 	}
 	if !compact.Empty() {
-		if err := compact.Commit(); err != nil {
-			return true, fmt.Errorf("raftnode: compacting logs: %w", err)
+		if err := compact.CommitNoSync(); err != nil {
+			return true, nil, fmt.Errorf("raftnode: compacting logs: %w", err)
 		}
 	}
-	return true, nil
+	return true, after, nil
+}
+
+// updateLease refreshes the replica's leader hint and lease after a
+// round (the node's lock is held). Losing the lease takes effect at once;
+// gaining it returns the function that tells the observer and then
+// publishes the lease, run after the lock is released.
+func (r *Replica) updateLease(obs ApplyObserver) func() {
+	st := r.rn.BasicStatus()
+	v := pb.EnsureConfState(r.conf).GetVoters()
+	alone := len(v) == 1 && v[0] == r.node.cfg.NodeID
+	r.alone.Store(alone)
+	if lead := st.Lead; lead != 0 || !alone {
+		r.leader.Store(lead)
+	} else {
+		// A sole voter between its campaign and its election.
+		r.leader.Store(r.node.cfg.NodeID)
+	}
+	if st.RaftState != raft.StateLeader {
+		r.lease.Store(0)
+		r.readUntil.Store(0)
+		return nil
+	}
+	if r.lease.Load() == st.GetTerm() {
+		return nil
+	}
+	r.lease.Store(0)
+	r.readUntil.Store(0)
+	if t, err := r.log.Term(r.applied); err != nil || t != st.GetTerm() {
+		// Entries of earlier terms may still be unapplied.
+		return nil
+	}
+	term := st.GetTerm()
+	return func() {
+		if obs != nil {
+			obs.LeaseAcquired(term, alone)
+		}
+		r.lease.Store(term)
+	}
 }
 
 // snapshot is the replica's state as of its last applied entry.

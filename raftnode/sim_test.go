@@ -84,8 +84,9 @@ type sim struct {
 	// cut is a node the network isolates until step cutUntil (0: none).
 	cut      uint64
 	cutUntil int
-	// crashes and snapshots count what the run exercised.
-	crashes, snapshots int
+	// crashes, snapshots and readLeases (steps × replicas serving reads)
+	// count what the run exercised.
+	crashes, snapshots, readLeases int
 	// leaders[tablet][term] is the leader first seen in term.
 	leaders map[uint64]map[uint64]uint64
 	next    int
@@ -206,6 +207,9 @@ func (s *sim) start(n *simNode) {
 	}
 	n.eng = eng
 	n.node = NewNode(Config{NodeID: n.id, ElectionTicks: 10, HeartbeatTicks: 2, LogKeep: 20, MaxSizePerMsg: 4 << 10}, eng, simTransport{s, n.id})
+	// Time is the step count; a tick is three steps.
+	n.node.now = func() int64 { return int64(s.now) }
+	n.node.setTiming(10 * 3)
 	n.sms = map[uint64]*simSM{}
 	var peers []uint64
 	for _, o := range s.nodes {
@@ -337,6 +341,29 @@ func (s *sim) checkLeaders() {
 			s.leaders[tid][st.GetTerm()] = n.id
 		}
 	}
+	// Read leases: while a replica may serve reads at term T without a
+	// round of consensus, no replica may hold the lease of a later term
+	// (it could have taken writes the reader would miss).
+	for tid := uint64(1); tid <= simTablets; tid++ {
+		for _, a := range s.nodes {
+			if !a.up {
+				continue
+			}
+			ta, ok := a.node.Replica(tid).ReadLease()
+			if !ok {
+				continue
+			}
+			s.readLeases++
+			for _, b := range s.nodes {
+				if !b.up || b == a {
+					continue
+				}
+				if tb, _ := b.node.Replica(tid).Lease(); tb > ta {
+					s.t.Fatalf("step %d: tablet %d: node %d serves reads under term %d while node %d holds the lease of term %d", s.now, tid, a.id, ta, b.id, tb)
+				}
+			}
+		}
+	}
 }
 
 // newSim starts nodes nodes, each with a replica of every tablet.
@@ -396,6 +423,9 @@ func runSim(t *testing.T, seed uint64, nodes, steps int) (crashes, snapshots int
 	for _, n := range s.nodes {
 		_ = n.eng.Close()
 	}
-	t.Logf("%d nodes, %d crashes, %d snapshots applied", nodes, s.crashes, s.snapshots)
+	t.Logf("%d nodes, %d crashes, %d snapshots applied, %d replica-steps with a read lease", nodes, s.crashes, s.snapshots, s.readLeases)
+	if s.readLeases == 0 {
+		t.Errorf("no replica ever held a read lease: the check exercised nothing")
+	}
 	return s.crashes, s.snapshots
 }

@@ -237,3 +237,46 @@ func waitReady(ctx context.Context, conn *grpc.ClientConn) error {
 		}
 	}
 }
+
+// NodeSenders hands out the KV sender to each node of a cluster: local for
+// this node (its store, no RPC), and one KVSender per other node, made on
+// first use and kept. It is what a gateway's kv.LeaseholderSender sends
+// through. Safe for concurrent use.
+type NodeSenders struct {
+	t     *Transport
+	self  uint64
+	local kvpb.Sender
+
+	mu sync.Mutex
+	m  map[uint64]*KVSender
+}
+
+// NewNodeSenders returns the senders of node self, whose own store is
+// local.
+func NewNodeSenders(t *Transport, self uint64, local kvpb.Sender) *NodeSenders {
+	return &NodeSenders{t: t, self: self, local: local, m: map[uint64]*KVSender{}}
+}
+
+// Sender returns the sender to node id.
+func (s *NodeSenders) Sender(id uint64) kvpb.Sender {
+	if id == s.self {
+		return s.local
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ks := s.m[id]
+	if ks == nil {
+		ks = NewKVSender(s.t, id)
+		s.m[id] = ks
+	}
+	return ks
+}
+
+// Close closes every KVSender's connection.
+func (s *NodeSenders) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, ks := range s.m {
+		_ = ks.Close()
+	}
+}

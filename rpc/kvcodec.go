@@ -101,6 +101,7 @@ var errorTypes = []reflect.Type{
 	reflect.TypeFor[kvpb.TransactionStatusError](),
 	reflect.TypeFor[kvpb.InvalidArgumentError](),
 	reflect.TypeFor[kvpb.AmbiguousResultError](),
+	reflect.TypeFor[kvpb.NotLeaseholderError](),
 }
 
 var (

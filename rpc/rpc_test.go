@@ -239,11 +239,17 @@ func TestRaftOverRPC(t *testing.T) {
 	sms := map[[2]uint64]*memSM{}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
+	// The schedulers stop before the engines and transports they use
+	// close (a tick reads the log: the read lease's heartbeat round).
+	var closers []func()
 	defer func() {
 		cancel()
 		wg.Wait()
 		for _, s := range servers {
 			s.Stop()
+		}
+		for _, c := range closers {
+			c()
 		}
 	}()
 	var lns []net.Listener
@@ -257,14 +263,13 @@ func TestRaftOverRPC(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer eng.Close()
 		tr := NewTransport(TransportConfig{Resolve: func(to uint64) (string, error) {
 			if a, ok := addrs[to]; ok {
 				return a, nil
 			}
 			return "", fmt.Errorf("no node %d", to)
 		}})
-		defer tr.Close()
+		closers = append(closers, tr.Close, func() { _ = eng.Close() })
 		n := raftnode.NewNode(raftnode.Config{NodeID: id, ElectionTicks: 10}, eng, tr)
 		for tid := uint64(1); tid <= tablets; tid++ {
 			sm := &memSM{}

@@ -100,9 +100,20 @@ func (l *loadSampler) sample(now time.Time, counts map[uint64][2]int64) map[uint
 
 func (s *Server) nodeInfo() NodeInfo {
 	n := len(s.store.Tablets())
+	id, leaders := uint64(1), n
+	if s.repl != nil {
+		id, leaders = s.repl.id, 0
+		for _, d := range s.store.Tablets() {
+			if r := s.repl.raft.Replica(uint64(d.TabletID)); r != nil {
+				if term, _ := r.Lease(); term != 0 {
+					leaders++
+				}
+			}
+		}
+	}
 	return NodeInfo{
-		NodeID: 1, SQLAddr: s.Addr().String(), RPCAddr: s.cfg.RPCAddr, HTTPAddr: s.HTTPAddr().String(),
-		Locality: s.cfg.Locality, Liveness: "live", StartedAt: s.started, Replicas: n, Leaders: n,
+		NodeID: int(id), SQLAddr: s.Addr().String(), RPCAddr: s.cfg.RPCAddr, HTTPAddr: s.HTTPAddr().String(),
+		Locality: s.cfg.Locality, Liveness: "live", StartedAt: s.started, Replicas: n, Leaders: leaders,
 	}
 }
 

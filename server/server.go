@@ -7,9 +7,10 @@
 // must not hold SQL or KV logic of its own. cmd/cairn calls Start; tests
 // do too (an in-memory node on 127.0.0.1:0).
 //
-// Today a node is a whole cluster of one: RPCAddr and Locality are
-// recorded for the cluster issue (#4), which adds the transport between
-// nodes; nothing listens on RPCAddr yet.
+// A node without Join is a whole cluster of one, unreplicated, and does
+// not listen on RPCAddr. With Join it is one of a fixed set of initial
+// members replicating every tablet through raft (cluster.go); any member
+// serves SQL.
 package server
 
 import (
@@ -48,9 +49,16 @@ type Config struct {
 	// free port, see Addr and HTTPAddr).
 	SQLAddr  string
 	HTTPAddr string
-	// RPCAddr is where other nodes will reach this one (cluster issue #4);
-	// it is validated and recorded, not listened on.
+	// RPCAddr is where other nodes reach this one. A node without Join
+	// does not listen on it (a cluster of one needs no RPC).
 	RPCAddr string
+	// Join lists the RPC addresses of every initial member of a
+	// replicated cluster, RPCAddr among them, in the same order on every
+	// member (cluster.go). Empty: a single unreplicated node.
+	Join []string
+	// RPCListener, when set with Join, is used instead of listening on
+	// RPCAddr (tests pick free ports this way).
+	RPCListener net.Listener
 	// Insecure lets any existing role with LOGIN connect without a
 	// password. Otherwise clients authenticate with SCRAM-SHA-256.
 	Insecure bool
@@ -75,6 +83,7 @@ type Server struct {
 
 	eng     *storage.Engine
 	store   *store.Store
+	repl    *replication
 	db      *kv.DB
 	backend *session.Backend
 	pg      *pgwire.Server
@@ -108,9 +117,13 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		}
 	}()
 
-	// A single node has no clock offset to bound; the cluster issue sets
-	// the maximum offset when nodes exchange timestamps.
-	clock := hlc.NewClock(hlc.UnixNano, 0)
+	// A single node has no clock offset to bound; members of a cluster
+	// do.
+	maxOffset := time.Duration(0)
+	if len(cfg.Join) > 0 {
+		maxOffset = clusterMaxOffset
+	}
+	clock := hlc.NewClock(hlc.UnixNano, maxOffset)
 	var fs vfs.FS
 	if cfg.StoreDir == "" {
 		fs = vfs.NewMem()
@@ -118,10 +131,23 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if s.eng, err = storage.Open(cfg.StoreDir, storage.Options{FS: fs}); err != nil {
 		return nil, fmt.Errorf("opening the store in %q: %w", cfg.StoreDir, err)
 	}
-	if s.store, err = store.Open(ctx, s.eng, clock, store.Config{}); err != nil {
-		return nil, fmt.Errorf("opening tablets: %w", err)
+	if len(cfg.Join) > 0 {
+		ln := cfg.RPCListener
+		if ln == nil {
+			if ln, err = net.Listen("tcp", cfg.RPCAddr); err != nil {
+				return nil, fmt.Errorf("listening for other nodes on %s: %w", cfg.RPCAddr, err)
+			}
+		}
+		if err := s.startReplicated(ctx, clock, ln); err != nil {
+			ln.Close()
+			return nil, err
+		}
+	} else {
+		if s.store, err = store.Open(ctx, s.eng, clock, store.Config{}); err != nil {
+			return nil, fmt.Errorf("opening tablets: %w", err)
+		}
+		s.db = kv.NewDB(s.store, s.store, clock, cfg.DB)
 	}
-	s.db = kv.NewDB(s.store, s.store, clock, cfg.DB)
 	if err := s.bootstrap(ctx); err != nil {
 		return nil, err
 	}
@@ -182,6 +208,9 @@ func storeName(dir string) string {
 }
 
 func validate(cfg Config) error {
+	if len(cfg.Join) > 0 && cfg.RPCAddr == "" {
+		return errors.New("--join needs --rpc-addr, this node's address among the members")
+	}
 	if cfg.RPCAddr != "" {
 		if _, _, err := net.SplitHostPort(cfg.RPCAddr); err != nil {
 			return fmt.Errorf("rpc address %q: %w", cfg.RPCAddr, err)
@@ -264,16 +293,25 @@ func (s *Server) Stop(ctx context.Context) error {
 }
 
 func (s *Server) closeStorage() error {
+	if s.repl != nil && s.repl.rpc != nil {
+		s.repl.stopServing()
+	}
 	if s.db != nil {
 		s.db.Close()
 	}
 	if s.store != nil {
 		s.store.Close()
 	}
-	if s.eng != nil {
-		return s.eng.Close()
+	var err error
+	if s.repl != nil && s.repl.runDone != nil {
+		err = s.repl.stop()
 	}
-	return nil
+	if s.eng != nil {
+		if cerr := s.eng.Close(); err == nil {
+			err = cerr
+		}
+	}
+	return err
 }
 
 func (s *Server) httpHandler() http.Handler {

@@ -60,6 +60,20 @@ func (b *Batch) Len() int { return b.b.Len() }
 // It aliases the batch's memory.
 func (b *Batch) Repr() []byte { return b.b.Repr() }
 
+// ApplyRepr adds the writes of a batch encoded by Repr (a replicated
+// write arriving from the raft log) to b, so they commit with b's own.
+func (b *Batch) ApplyRepr(repr []byte) error {
+	src := b.e.db.NewBatch()
+	defer src.Close()
+	if err := src.SetRepr(append([]byte(nil), repr...)); err != nil {
+		return fmt.Errorf("storage: bad batch repr: %w", err)
+	}
+	if err := b.b.Apply(src, nil); err != nil {
+		return fmt.Errorf("storage: apply batch repr: %w", err)
+	}
+	return nil
+}
+
 // Commit makes the batch's writes visible and, unless the engine was opened
 // with NoSync, durable (invariant 2).
 //
@@ -72,6 +86,20 @@ func (b *Batch) Commit() (err error) {
 	}
 	defer b.e.catchFatal(&err, "commit")
 	if err := b.b.Commit(b.e.wo); err != nil {
+		return fmt.Errorf("storage: commit: %w", err)
+	}
+	return nil
+}
+
+// CommitNoSync makes the batch's writes visible without waiting for them
+// to be durable: for writes that can be rebuilt after a crash (a raft
+// node's applied state, re-applied from its synced log).
+func (b *Batch) CommitNoSync() (err error) {
+	if err := b.e.failure(); err != nil {
+		return fmt.Errorf("storage: commit: %w", err)
+	}
+	defer b.e.catchFatal(&err, "commit")
+	if err := b.b.Commit(pebble.NoSync); err != nil {
 		return fmt.Errorf("storage: commit: %w", err)
 	}
 	return nil

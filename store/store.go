@@ -33,6 +33,9 @@ type Config struct {
 	Sender kvpb.Sender
 	// VerifyLockTable: see tablet.Config (tests set it).
 	VerifyLockTable bool
+	// Raft, when set, makes every tablet a raft group on Raft.Node
+	// (raft.go); nil keeps the unreplicated path of a single node.
+	Raft *RaftConfig
 }
 
 // Store is one node's set of tablets over one engine. It implements
@@ -44,6 +47,8 @@ type Store struct {
 
 	// splitMu serializes splits, and with them tablet ID allocation.
 	splitMu sync.Mutex
+	// idMu serializes the tablet ID counter's read-modify-writes.
+	idMu sync.Mutex
 
 	// stop is cancelled by Close, cancelling every request in flight;
 	// inflight counts them so Close can wait before replicas close.
@@ -60,6 +65,7 @@ type Store struct {
 		sync.RWMutex
 		closed   bool
 		replicas map[kvpb.TabletID]*tablet.Replica
+		raftErr  error
 	}
 }
 
@@ -99,6 +105,12 @@ func Open(ctx context.Context, eng *storage.Engine, clock *hlc.Clock, cfg Config
 		if err != nil {
 			s.Close()
 			return nil, fmt.Errorf("store: open tablet %s: %w", &d, err)
+		}
+		if s.cfg.Raft != nil {
+			if err := s.joinGroup(r, s.cfg.Raft.Peers, false); err != nil {
+				s.Close()
+				return nil, err
+			}
 		}
 		s.mu.replicas[d.TabletID] = r
 	}
@@ -151,6 +163,7 @@ func (s *Store) tabletConfig() tablet.Config {
 		Sender:               sender,
 		Lookup:               s.LookupTablet,
 		VerifyLockTable:      s.cfg.VerifyLockTable,
+		OnSplit:              s.onSplit,
 	}
 }
 
@@ -344,10 +357,27 @@ func (s *Store) split(ctx context.Context, splitKey []byte) (left, right kvpb.Ta
 	if r == nil {
 		return left, right, fmt.Errorf("store: split at %q: %w", splitKey, ErrNoTablet)
 	}
+	if s.cfg.Raft != nil {
+		// Only the leaseholder splits; others send the router on before
+		// spending an ID.
+		id := r.Desc().TabletID
+		if rep := s.cfg.Raft.Node.Replica(uint64(id)); rep != nil {
+			if term, leader := rep.Lease(); term == 0 && leader != rep.NodeID() {
+				return left, right, &kvpb.NotLeaseholderError{TabletID: id, Replica: rep.NodeID(), Leader: leader}
+			}
+		}
+	}
 	if d := r.Desc(); bytes.Equal(d.StartKey, splitKey) {
 		return left, right, &kvpb.InvalidArgumentError{Msg: fmt.Sprintf("split key %q is not strictly inside %s", splitKey, &d)}
 	}
-	id, err := s.allocateTabletID()
+	var id kvpb.TabletID
+	if s.cfg.Raft != nil {
+		// Leaders on different nodes may split at once: the ID comes from
+		// a replicated counter.
+		id, err = s.allocateReplicatedTabletID(ctx)
+	} else {
+		id, err = s.allocateTabletID()
+	}
 	if err != nil {
 		return left, right, err
 	}
@@ -357,6 +387,8 @@ func (s *Store) split(ctx context.Context, splitKey []byte) (left, right kvpb.Ta
 // allocateTabletID persists the counter past the ID it returns, so a crash
 // after this never reuses it (invariant 3).
 func (s *Store) allocateTabletID() (kvpb.TabletID, error) {
+	s.idMu.Lock()
+	defer s.idMu.Unlock()
 	v, ok, err := s.eng.Get(storage.MVCCKey{Key: nextTabletIDKey})
 	if err != nil {
 		return 0, fmt.Errorf("store: read tablet id counter: %w", err)

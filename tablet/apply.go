@@ -75,6 +75,15 @@ func (r *Replica) Apply(p *Proposal) error {
 			return fmt.Errorf("tablet: apply proposal to %s: %w", r.descPtr(), err)
 		}
 	}
+	r.applyEffects(p, true)
+	return nil
+}
+
+// applyEffects performs p's in-memory effects once its batch has
+// committed. Every replica of a raft group keeps its lock table, abort
+// reasons and GC threshold current this way; only the leaseholder that
+// evaluated p (leaseholder) resolves the intents it lists elsewhere.
+func (r *Replica) applyEffects(p *Proposal, leaseholder bool) {
 	for _, in := range p.LocksAcquired {
 		r.locks.acquire(in.Key, in.Txn)
 	}
@@ -109,10 +118,11 @@ func (r *Replica) Apply(p *Proposal) error {
 		// No write may land at or below the threshold either.
 		r.tscache.add(kvpb.Span{Key: desc.StartKey, EndKey: desc.EndKey}, p.GCThreshold, uuid.Nil)
 	}
-	for _, a := range p.ResolveAsync {
-		r.resolveAsync(a)
+	if leaseholder {
+		for _, a := range p.ResolveAsync {
+			r.resolveAsync(a)
+		}
 	}
-	return nil
 }
 
 func (r *Replica) descPtr() *kvpb.TabletDescriptor {

@@ -53,6 +53,10 @@ type Config struct {
 	// engine anyway and fail with ErrLockTableInexact if it finds one. Tests
 	// set it; it costs the lookup the skip saves.
 	VerifyLockTable bool
+	// OnSplit receives the two replicas of a split applied from the raft
+	// log, before the left one shrinks (as Split's register does): the
+	// store wires the right one to its raft group and registers it.
+	OnSplit func(left, right *Replica)
 }
 
 func (c Config) withDefaults() Config {

@@ -36,7 +36,9 @@
 //
 // Evaluate and Apply are separate steps so that a Raft log can go between
 // them: Evaluate reads only, and everything that committing implies is in
-// the Proposal, a plain value. A one-phase commit (evaluate_onepc.go) is the
+// the Proposal, a plain value. A replica given a raft group (SetRaft,
+// raft.go) does exactly that: it evaluates only as leaseholder, proposes
+// the encoded Proposal, and every replica applies it from the log. A one-phase commit (evaluate_onepc.go) is the
 // same path with a different evaluation. Split (split.go) takes latches over
 // the whole tablet and hands the store a new right-hand replica.
 //

@@ -26,6 +26,8 @@ type Replica struct {
 	locks   *lockTable
 	txnWait *txnWaitQueue
 	metrics Metrics
+	// raft is set when the replica is one of a raft group's (raft.go).
+	raft raftState
 
 	// async tracks background intent resolution so Close can wait for it.
 	asyncMu     sync.Mutex
@@ -207,6 +209,12 @@ func (r *Replica) executeOnce(ctx context.Context, ba *kvpb.BatchRequest, opts e
 	if err := checkKeys(ba, desc); err != nil {
 		return nil, nil, err
 	}
+	// Under latches: a lease lost from here on fails the proposal, never
+	// lets another leaseholder's conflicting write in between.
+	term, err := r.leaseTerm(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
 	prop, br, err := r.evaluate(ba, desc, opts)
 	if err != nil {
 		if w := r.registerWait(ba, err); w != nil {
@@ -214,7 +222,7 @@ func (r *Replica) executeOnce(ctx context.Context, ba *kvpb.BatchRequest, opts e
 		}
 		return nil, nil, err
 	}
-	if err := r.Apply(prop); err != nil {
+	if err := r.commit(ctx, term, prop); err != nil {
 		return nil, nil, err
 	}
 	r.recordReads(ba, br)

@@ -43,9 +43,21 @@ func (r *Replica) Split(ctx context.Context, splitKey []byte, rightID kvpb.Table
 		// Split again while we waited; the caller looks up afresh.
 		return left, right, keyMismatch(splitKey, cur)
 	}
+	term, err := r.leaseTerm(ctx)
+	if err != nil {
+		return left, right, err
+	}
 	prop, err := r.evaluateSplit(desc, splitKey, rightID)
 	if err != nil {
 		return left, right, err
+	}
+	if r.raft.group != nil {
+		// Every replica divides itself when it applies the entry (raft.go),
+		// this one included, with Config.OnSplit as register.
+		if err := r.commit(ctx, term, prop); err != nil {
+			return left, right, err
+		}
+		return prop.Split.Left, prop.Split.Right, nil
 	}
 	if err := r.Apply(prop); err != nil {
 		return left, right, err

@@ -3,18 +3,21 @@
 // exactly as a node wires them. Tests above the KV layer (catalog, row
 // encoding, SQL) use it instead of fakes.
 //
-// Today a cluster is one node; the cluster issue grows it to several nodes
-// joined by an in-process transport. It is imported only by tests and test
+// Start is one node (optionally with its tablets as raft groups of one
+// voter); StartCluster (cluster.go) is several nodes replicating every
+// tablet over gRPC on loopback. It is imported only by tests and test
 // programs, never by production code.
 package testcluster
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/kv"
+	"github.com/cairn-db/cairn/raftnode"
 	"github.com/cairn-db/cairn/storage"
 	"github.com/cairn-db/cairn/store"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -36,6 +39,9 @@ type Options struct {
 	// Store and DB pass through to store.Open and kv.NewDB.
 	Store store.Config
 	DB    kv.Options
+	// Raft makes every tablet a raft group of one voter (replication
+	// factor 1): writes go evaluate → propose → append+sync → apply.
+	Raft bool
 }
 
 // Node is one started node.
@@ -45,6 +51,8 @@ type Node struct {
 	Engine *storage.Engine
 	Store  *store.Store
 	DB     *kv.DB
+
+	stopRaft func() error
 }
 
 // StartNode starts a node and stops it when the test ends.
@@ -81,8 +89,20 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 		return nil, err
 	}
 	n.Engine = eng
-	st, err := store.Open(ctx, eng, n.Clock, o.Store)
+	scfg := o.Store
+	if o.Raft {
+		rn := raftnode.NewNode(raftnode.Config{NodeID: 1}, eng, nil)
+		rctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- rn.Run(rctx, 10*time.Millisecond) }()
+		n.stopRaft = func() error { cancel(); return <-done }
+		scfg.Raft = &store.RaftConfig{Node: rn, Peers: []uint64{1}}
+	}
+	st, err := store.Open(ctx, eng, n.Clock, scfg)
 	if err != nil {
+		if n.stopRaft != nil {
+			_ = n.stopRaft()
+		}
 		_ = eng.Close()
 		return nil, err
 	}
@@ -90,6 +110,9 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 	for _, k := range o.Splits {
 		if _, _, err := st.Split(ctx, k); err != nil {
 			st.Close()
+			if n.stopRaft != nil {
+				_ = n.stopRaft()
+			}
 			_ = eng.Close()
 			return nil, err
 		}
@@ -102,5 +125,11 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 func (n *Node) Stop() error {
 	n.DB.Close()
 	n.Store.Close()
+	if n.stopRaft != nil {
+		if err := n.stopRaft(); err != nil {
+			_ = n.Engine.Close()
+			return fmt.Errorf("raft scheduler: %w", err)
+		}
+	}
 	return n.Engine.Close()
 }

@@ -10,7 +10,15 @@ import (
 // TestNodeServesTransactions starts a node split into two tablets and runs
 // a transaction across both through its KV client.
 func TestNodeServesTransactions(t *testing.T) {
-	n := StartNode(t, Options{Splits: [][]byte{[]byte("\x03m")}})
+	for _, raft := range []bool{false, true} {
+		t.Run(map[bool]string{false: "unreplicated", true: "raft-rf1"}[raft], func(t *testing.T) {
+			testNodeServesTransactions(t, raft)
+		})
+	}
+}
+
+func testNodeServesTransactions(t *testing.T, raft bool) {
+	n := StartNode(t, Options{Splits: [][]byte{[]byte("\x03m")}, Raft: raft})
 	if got := len(n.Store.Tablets()); got != 2 {
 		t.Fatalf("node has %d tablets, want 2", got)
 	}

@@ -23,7 +23,7 @@ type cairnKV struct {
 var splitKeys = []string{"\x03k/25", "\x03k/50", "\x03k/75", "\x03w/t2b"}
 
 func openCairn(ctx context.Context, dir string) (*cairnKV, error) {
-	o := testcluster.Options{Dir: dir, MaxOffset: 500 * time.Millisecond}
+	o := testcluster.Options{Dir: dir, MaxOffset: 500 * time.Millisecond, Raft: *flagRaft}
 	for _, k := range splitKeys {
 		o.Splits = append(o.Splits, []byte(k))
 	}

@@ -18,7 +18,7 @@
 // LSM shape on both sides, and scans are timed over -scans full scans.
 //
 // Usage: go run ./bench/kv [-keys 100000] [-ops 20000] [-runs 3] [-conc 16] [-only op]
-// [-scans 5] [-flush=true] [-cpuprofile f] [-blockprofile f] [-mutexprofile f]
+// [-scans 5] [-flush=true] [-raft] [-cpuprofile f] [-blockprofile f] [-mutexprofile f]
 package main
 
 import (
@@ -48,6 +48,7 @@ var (
 	flagFlush   = flag.Bool("flush", true, "flush both engines' memtables after loading")
 	flagBlock   = flag.String("blockprofile", "", "write a goroutine blocking profile (both sides) to this file")
 	flagMutex   = flag.String("mutexprofile", "", "write a mutex contention profile (both sides) to this file")
+	flagRaft    = flag.Bool("raft", false, "make every tablet a raft group of one voter (RF 1): writes go through the raft log")
 )
 
 // result is ops/s of one operation in one run.

@@ -11,8 +11,11 @@
 // with SCRAM-SHA-256; the superuser postgres gets its password when the
 // store is bootstrapped, from --initial-password or, so that it stays out
 // of the process list, the environment variable CAIRN_INITIAL_PASSWORD
-// (later starts ignore both). --join needs the cluster work (issue #4) and
-// is refused rather than ignored.
+// (later starts ignore both). --join lists the RPC addresses of every
+// initial member of a replicated cluster, --rpc-addr among them, in the
+// same order on every member (the node's ID is its position); every tablet
+// is then a raft group of all members, and any member serves SQL. Adding
+// nodes to a running cluster is not there yet.
 //
 // demo starts an in-memory insecure node with a few sample tables, prints
 // its URL and opens the SQL shell (or, with --no-shell, serves until
@@ -32,6 +35,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -105,9 +109,9 @@ func parseStart(args []string, stderr io.Writer) (startFlags, error) {
 	fs.SetOutput(stderr)
 	fs.StringVar(&f.cfg.StoreDir, "store", "", "directory of the node's store (required)")
 	fs.StringVar(&f.cfg.SQLAddr, "sql-addr", "127.0.0.1:26257", "address for PostgreSQL clients")
-	fs.StringVar(&f.cfg.RPCAddr, "rpc-addr", "127.0.0.1:26357", "address for other nodes (cluster issue #4)")
+	fs.StringVar(&f.cfg.RPCAddr, "rpc-addr", "127.0.0.1:26357", "address for other nodes (listened on with --join)")
 	fs.StringVar(&f.cfg.HTTPAddr, "http-addr", "127.0.0.1:8080", "address for /health, /metrics and /debug/pprof")
-	fs.StringVar(&f.join, "join", "", "addresses of nodes of an existing cluster")
+	fs.StringVar(&f.join, "join", "", "RPC addresses of all initial members, this one included, in the same order on each")
 	fs.StringVar(&f.cfg.Locality, "locality", "", "key=value[,key=value...], e.g. region=us-east1")
 	fs.BoolVar(&f.cfg.Insecure, "insecure", false, "accept clients without passwords (trust authentication)")
 	fs.StringVar(&f.cfg.InitialPassword, "initial-password", "", "password of the superuser postgres at bootstrap (or CAIRN_INITIAL_PASSWORD)")
@@ -124,7 +128,10 @@ func parseStart(args []string, stderr io.Writer) (startFlags, error) {
 		return f, usagef("--store is required")
 	}
 	if f.join != "" {
-		return f, usagef("--join %s: joining a cluster needs the multi-node work (issue #4); start a single node without --join", f.join)
+		f.cfg.Join = strings.Split(f.join, ",")
+		if !slices.Contains(f.cfg.Join, f.cfg.RPCAddr) {
+			return f, usagef("--rpc-addr %s is not among the --join addresses %s: every member lists all members, itself included (adding a node to a running cluster is not supported yet)", f.cfg.RPCAddr, f.join)
+		}
 	}
 	if f.cfg.InitialPassword == "" {
 		f.cfg.InitialPassword = os.Getenv("CAIRN_INITIAL_PASSWORD")

@@ -25,7 +25,7 @@ func TestFlagValidation(t *testing.T) {
 		{args: nil, code: 2, want: "usage:"},
 		{args: []string{"frobnicate"}, code: 2, want: `unknown command "frobnicate"`},
 		{args: []string{"start"}, code: 2, want: "--store is required"},
-		{args: []string{"start", "--store", "x", "--join", "10.0.0.1:26357"}, code: 2, want: "issue #4"},
+		{args: []string{"start", "--store", "x", "--join", "10.0.0.1:26357"}, code: 2, want: "is not among the --join addresses"},
 		{args: []string{"start", "--store", "x", "--bogus"}, code: 2, want: "flag provided but not defined: -bogus"},
 		{args: []string{"start", "--store", "x", "extra"}, code: 2, want: "unexpected arguments: extra"},
 		{args: []string{"start", "--store", t.TempDir(), "--locality", "nokey", "--insecure", "--sql-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"}, code: 1, want: "locality"},

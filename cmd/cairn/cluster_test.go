@@ -1,0 +1,272 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// freeAddrs returns n loopback addresses that were free a moment ago.
+func freeAddrs(t *testing.T, n int) []string {
+	var out []string
+	var lns []net.Listener
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns = append(lns, ln)
+		out = append(out, ln.Addr().String())
+	}
+	for _, ln := range lns {
+		ln.Close()
+	}
+	return out
+}
+
+// member is one cairn process of the cluster.
+type member struct {
+	dir, sql, rpc, http string
+	cmd                 *exec.Cmd
+	log                 *os.File
+}
+
+func (m *member) start(t *testing.T, bin string, join []string) {
+	t.Helper()
+	m.cmd = exec.Command(bin, "start", "--store", m.dir, "--insecure",
+		"--sql-addr", m.sql, "--http-addr", m.http, "--rpc-addr", m.rpc, "--join", strings.Join(join, ","))
+	f, err := os.OpenFile(m.dir+".log", os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.log = f
+	m.cmd.Stderr = f
+	if err := m.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (m *member) kill() {
+	_ = m.cmd.Process.Signal(syscall.SIGKILL)
+	_ = m.cmd.Wait()
+	m.log.Close()
+}
+
+// TestClusterProcesses runs three `cairn start --join` processes on
+// loopback and a bank workload over pgwire through every one of them,
+// SIGKILLs a random member three times (restarting it on its store each
+// time), and then checks through every member that the total balance is
+// unchanged and every acknowledged transfer is in the ledger.
+func TestClusterProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs three processes")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "cairn")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	addrs := freeAddrs(t, 9)
+	join := addrs[0:3]
+	ms := make([]*member, 3)
+	for i := range ms {
+		ms[i] = &member{dir: filepath.Join(dir, fmt.Sprintf("n%d", i+1)), rpc: join[i], sql: addrs[3+i], http: addrs[6+i]}
+		ms[i].start(t, bin, join)
+	}
+	defer func() {
+		for _, m := range ms {
+			m.kill()
+		}
+		if t.Failed() {
+			for _, m := range ms {
+				b, _ := os.ReadFile(m.dir + ".log")
+				t.Logf("%s:\n%s", m.dir, tail(string(b), 3000))
+			}
+		}
+	}()
+	ctx := context.Background()
+	connect := func(m *member, timeout time.Duration) (*pgx.Conn, error) {
+		deadline := time.Now().Add(timeout)
+		for {
+			c, err := pgx.Connect(ctx, "postgres://postgres@"+m.sql+"/postgres?sslmode=disable&connect_timeout=2")
+			if err == nil {
+				return c, nil
+			}
+			if time.Now().After(deadline) {
+				return nil, err
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	c, err := connect(ms[0], 60*time.Second)
+	if err != nil {
+		t.Fatalf("connect to node 1: %v", err)
+	}
+	const accounts, initial = 10, 100
+	for _, s := range []string{
+		"CREATE TABLE accounts (id INT PRIMARY KEY, balance INT NOT NULL)",
+		"CREATE TABLE ledger (id INT PRIMARY KEY)",
+		fmt.Sprintf("INSERT INTO accounts SELECT g, %d FROM generate_series(1, %d) AS g", initial, accounts),
+	} {
+		if _, err := c.Exec(ctx, s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	c.Close(ctx)
+
+	var (
+		mu    sync.Mutex
+		acked []int64
+		// lastAck and maxGap measure the longest time without any
+		// acknowledged transfer (the cluster's worst unavailability).
+		lastAck, firstAck time.Time
+		maxGap            time.Duration
+		failed            int
+		seq               atomic.Int64
+		stop              atomic.Bool
+		down              [3]atomic.Bool
+		wg                sync.WaitGroup
+	)
+	for w := range 3 {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(w), 11))
+			var conn *pgx.Conn
+			for !stop.Load() {
+				if conn == nil {
+					if down[w].Load() {
+						time.Sleep(50 * time.Millisecond)
+						continue
+					}
+					var err error
+					if conn, err = connect(ms[w], 2*time.Second); err != nil {
+						conn = nil
+						continue
+					}
+				}
+				id := seq.Add(1)
+				a, b := 1+rng.IntN(accounts), 1+rng.IntN(accounts)
+				if a == b {
+					continue
+				}
+				tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				err := pgx.BeginFunc(tctx, conn, func(tx pgx.Tx) error {
+					if _, err := tx.Exec(tctx, "UPDATE accounts SET balance = balance - 1 WHERE id = $1", a); err != nil {
+						return err
+					}
+					if _, err := tx.Exec(tctx, "UPDATE accounts SET balance = balance + 1 WHERE id = $1", b); err != nil {
+						return err
+					}
+					_, err := tx.Exec(tctx, "INSERT INTO ledger VALUES ($1)", id)
+					return err
+				})
+				cancel()
+				mu.Lock()
+				if err == nil {
+					acked = append(acked, id)
+					now := time.Now()
+					if !lastAck.IsZero() && now.Sub(lastAck) > maxGap {
+						maxGap = now.Sub(lastAck)
+					}
+					if firstAck.IsZero() {
+						firstAck = now
+					}
+					lastAck = now
+				} else {
+					failed++
+				}
+				mu.Unlock()
+				if err != nil && conn.IsClosed() {
+					conn = nil
+				}
+			}
+			if conn != nil {
+				conn.Close(ctx)
+			}
+		})
+	}
+	ackedNow := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(acked)
+	}
+	waitProgress := func(n int) {
+		deadline := time.Now().Add(60 * time.Second)
+		for ackedNow() < n {
+			if time.Now().After(deadline) {
+				t.Fatalf("only %d transfers acknowledged, waiting for %d", ackedNow(), n)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 3))
+	kills := 0
+	waitProgress(20)
+	for range 3 {
+		v := rng.IntN(3)
+		down[v].Store(true)
+		ms[v].kill()
+		kills++
+		waitProgress(ackedNow() + 10)
+		ms[v].start(t, bin, join)
+		down[v].Store(false)
+		waitProgress(ackedNow() + 10)
+	}
+	stop.Store(true)
+	wg.Wait()
+
+	for i, m := range ms {
+		conn, err := connect(m, 60*time.Second)
+		if err != nil {
+			t.Fatalf("connect to node %d: %v", i+1, err)
+		}
+		var total, n int
+		if err := conn.QueryRow(ctx, "SELECT sum(balance), count(*) FROM accounts").Scan(&total, &n); err != nil {
+			t.Fatalf("node %d: %v", i+1, err)
+		}
+		if total != accounts*initial || n != accounts {
+			t.Fatalf("node %d: total %d over %d accounts, want %d over %d", i+1, total, n, accounts*initial, accounts)
+		}
+		rows, err := conn.Query(ctx, "SELECT id FROM ledger")
+		if err != nil {
+			t.Fatal(err)
+		}
+		present := map[int64]bool{}
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				t.Fatal(err)
+			}
+			present[id] = true
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range acked {
+			if !present[id] {
+				t.Fatalf("node %d: acknowledged transfer %d is not in the ledger", i+1, id)
+			}
+		}
+		conn.Close(ctx)
+	}
+	t.Logf("%d transfers acknowledged in %s, %d failed or unknown, %d SIGKILLs survived, longest time without an acknowledged transfer %s",
+		len(acked), lastAck.Sub(firstAck).Round(time.Millisecond), failed, kills, maxGap.Round(time.Millisecond))
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
+}

@@ -1,0 +1,179 @@
+package kv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/cairn-db/cairn/kvpb"
+)
+
+// LeaseholderSender sends each sub-batch the DistSender addresses to a
+// tablet (BatchRequest.TabletID set) to the node holding that tablet's
+// lease, so that any node can be a gateway. It knows nodes only by ID and
+// replication only through kvpb.NotLeaseholderError: a replica that does
+// not hold the lease refuses without evaluating and names the node it
+// believes does, and the sender follows the hint, or tries the tablet's
+// other replicas while an election leaves no leader, backing off between
+// rounds. It remembers each tablet's leaseholder. Safe for concurrent use.
+//
+// Retrying on another node is safe exactly when the first did nothing: a
+// NotLeaseholderError (not evaluated) or a routing error from the
+// transport (not sent). Any other answer, AmbiguousResultError included,
+// is returned as it is.
+type LeaseholderSender struct {
+	cfg LeaseholderConfig
+
+	mu      sync.Mutex
+	leaders map[kvpb.TabletID]uint64
+}
+
+// LeaseholderConfig configures a LeaseholderSender.
+type LeaseholderConfig struct {
+	// LocalNode is this node's ID; batches without a TabletID (routed by
+	// key) go to its sender.
+	LocalNode uint64
+	// Node returns the sender to a node (the local store for LocalNode, an
+	// RPC client for the others).
+	Node func(nodeID uint64) kvpb.Sender
+	// Replicas lists the nodes holding replicas of a tablet, as far as
+	// this node knows (it may be stale or empty: then AllNodes is used).
+	Replicas func(kvpb.TabletID) []uint64
+	// AllNodes lists every node of the cluster.
+	AllNodes func() []uint64
+	// Timeout bounds how long one batch looks for its leaseholder (an
+	// election takes a few election timeouts). Default 10s.
+	Timeout time.Duration
+}
+
+// NewLeaseholderSender returns a sender with an empty leaseholder cache.
+func NewLeaseholderSender(cfg LeaseholderConfig) *LeaseholderSender {
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 10 * time.Second
+	}
+	return &LeaseholderSender{cfg: cfg, leaders: map[kvpb.TabletID]uint64{}}
+}
+
+// Leaseholder returns the node cached as tablet's leaseholder (0: none).
+func (s *LeaseholderSender) Leaseholder(tablet kvpb.TabletID) uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.leaders[tablet]
+}
+
+func (s *LeaseholderSender) setLeader(tablet kvpb.TabletID, node uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if node == 0 {
+		delete(s.leaders, tablet)
+	} else {
+		s.leaders[tablet] = node
+	}
+}
+
+// Send implements kvpb.Sender.
+func (s *LeaseholderSender) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchResponse, error) {
+	if ba.TabletID == 0 {
+		return s.cfg.Node(s.cfg.LocalNode).Send(ctx, ba)
+	}
+	candidates := s.cfg.Replicas(ba.TabletID)
+	if len(candidates) == 0 {
+		candidates = s.cfg.AllNodes()
+	}
+	next := s.Leaseholder(ba.TabletID)
+	if next == 0 {
+		next = s.cfg.LocalNode
+	}
+	deadline := time.Now().Add(s.cfg.Timeout)
+	backoff := 10 * time.Millisecond
+	tried := map[uint64]bool{}
+	var lastErr error
+	for {
+		br, err := s.cfg.Node(next).Send(ctx, ba)
+		if err == nil {
+			s.setLeader(ba.TabletID, next)
+			return br, nil
+		}
+		var nle *kvpb.NotLeaseholderError
+		var nf *kvpb.TabletNotFoundError
+		switch {
+		case errors.As(err, &nle):
+			tried[next] = true
+			s.setLeader(ba.TabletID, nle.Leader)
+			if nle.Leader != 0 && nle.Leader != next && !tried[nle.Leader] {
+				next = nle.Leader
+				continue
+			}
+		case errors.As(err, &nf):
+			// Unreachable, or no replica there: someone else may have one.
+			tried[next] = true
+			s.setLeader(ba.TabletID, 0)
+		default:
+			return nil, err
+		}
+		lastErr = err
+		if n, ok := untried(candidates, tried); ok {
+			next = n
+			continue
+		}
+		// Every replica refused or was unreachable: an election is under
+		// way, or the tablet moved. Wait a little and go round again.
+		if time.Now().After(deadline) {
+			if nf != nil {
+				// Let the DistSender evict its descriptor and look again.
+				return nil, lastErr
+			}
+			return nil, fmt.Errorf("kv: no leaseholder found for tablet %d within %s: %w", ba.TabletID, s.cfg.Timeout, lastErr)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 200*time.Millisecond)
+		clear(tried)
+		if l := s.Leaseholder(ba.TabletID); l != 0 {
+			next = l
+		} else {
+			next = candidates[0]
+		}
+	}
+}
+
+func untried(nodes []uint64, tried map[uint64]bool) (uint64, bool) {
+	for _, n := range nodes {
+		if !tried[n] {
+			return n, true
+		}
+	}
+	return 0, false
+}
+
+// LateSender is a kvpb.Sender whose target is set after it is handed out:
+// a node's store sends pushes and resolutions through the node's KV
+// client, which is built after (and from) the store. Set must be called
+// before the first Send.
+type LateSender struct {
+	mu sync.RWMutex
+	s  kvpb.Sender
+}
+
+// Set makes every later Send go to s.
+func (l *LateSender) Set(s kvpb.Sender) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.s = s
+}
+
+// Send implements kvpb.Sender.
+func (l *LateSender) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchResponse, error) {
+	l.mu.RLock()
+	s := l.s
+	l.mu.RUnlock()
+	if s == nil {
+		return nil, errors.New("kv: LateSender used before Set")
+	}
+	return s.Send(ctx, ba)
+}

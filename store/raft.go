@@ -1,0 +1,167 @@
+package store
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"slices"
+
+	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/raftnode"
+	"github.com/cairn-db/cairn/storage"
+	"github.com/cairn-db/cairn/tablet"
+)
+
+// RaftConfig makes a store's tablets raft groups (issue #4).
+type RaftConfig struct {
+	// Node is this node's multi-raft, over the store's engine. The caller
+	// runs it (Node.Run) and stops it after Store.Close.
+	Node *raftnode.Node
+	// Peers are the voters a tablet starts with when it has no raft state
+	// yet: every node of a new cluster opens the bootstrap tablet with the
+	// same peers (one node: itself, replication factor 1).
+	Peers []uint64
+}
+
+// raftGroup adapts a raftnode replica to tablet.Raft.
+type raftGroup struct {
+	node *raftnode.Node
+	rep  *raftnode.Replica
+}
+
+func (g raftGroup) Lease() (uint64, uint64)   { return g.rep.Lease() }
+func (g raftGroup) ReadLease() (uint64, bool) { return g.rep.ReadLease() }
+func (g raftGroup) NodeID() uint64            { return g.rep.NodeID() }
+func (g raftGroup) Propose(term uint64, data []byte) error {
+	return g.node.ProposeAt(g.rep.TabletID, term, data)
+}
+
+// joinGroup opens r's raft group on this node (bootstrapping it with
+// peers if it has no raft state) and makes r serve through it. A group
+// whose only voter is this node elects it at once; campaign asks for an
+// election in any case (the leader of a split's left side does, so the
+// right side gets a leader without waiting for a timeout).
+func (s *Store) joinGroup(r *tablet.Replica, peers []uint64, campaign bool) error {
+	n := s.cfg.Raft.Node
+	id := uint64(r.Desc().TabletID)
+	rep, err := n.AddReplica(id, peers, r.StateMachine())
+	if err != nil {
+		return fmt.Errorf("store: raft group of tablet %d: %w", id, err)
+	}
+	r.SetRaft(raftGroup{node: n, rep: rep})
+	voters := n.Config(id).GetVoters()
+	if campaign || (len(voters) == 1 && voters[0] == rep.NodeID()) {
+		if err := n.Campaign(id); err != nil {
+			return fmt.Errorf("store: campaigning for tablet %d: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// onSplit wires the right-hand replica of a split applied from the log
+// on this node to its own raft group, with the left's voters, and
+// registers it. If this node leads the left side it campaigns for the
+// right, which every replica starts alike (raftnode's bootstrap of a new
+// group), so the right side has a leader at once.
+func (s *Store) onSplit(left, right *tablet.Replica) {
+	if s.cfg.Raft == nil {
+		s.register(right)
+		return
+	}
+	n := s.cfg.Raft.Node
+	lid := uint64(left.Desc().TabletID)
+	voters := slices.Clone(n.Config(lid).GetVoters())
+	lease := uint64(0)
+	if rep := n.Replica(lid); rep != nil {
+		lease, _ = rep.Lease()
+	}
+	rid := right.Desc().TabletID
+	if err := s.joinGroup(right, voters, lease != 0); err != nil {
+		// Only an engine failure gets here, and the engine refuses every
+		// later write: the node is done. The right side stays unserved
+		// here rather than served without replication.
+		s.mu.Lock()
+		s.mu.raftErr = err
+		s.mu.Unlock()
+		return
+	}
+	// Tablet IDs must not be reused by a split this node leads later.
+	if err := s.bumpTabletID(rid); err != nil {
+		s.mu.Lock()
+		s.mu.raftErr = err
+		s.mu.Unlock()
+	}
+	s.register(right)
+}
+
+// bumpTabletID moves the store's tablet ID counter past id.
+func (s *Store) bumpTabletID(id kvpb.TabletID) error {
+	s.idMu.Lock()
+	defer s.idMu.Unlock()
+	v, ok, err := s.eng.Get(storage.MVCCKey{Key: nextTabletIDKey})
+	if err != nil {
+		return err
+	}
+	if ok && len(v) == 8 && binary.BigEndian.Uint64(v) > uint64(id) {
+		return nil
+	}
+	b := s.eng.NewWriteOnlyBatch()
+	defer b.Close()
+	if err := b.Put(storage.MVCCKey{Key: nextTabletIDKey}, binary.BigEndian.AppendUint64(nil, uint64(id)+1)); err != nil {
+		return err
+	}
+	return b.Commit()
+}
+
+// tabletIDCounterKey is the replicated counter of tablet IDs of a store
+// in raft mode: an addressable key (so it lives on, and is replicated
+// with, whichever tablet holds it) in the system span, below the
+// directory and outside the SQL layer's \x02s keys.
+var tabletIDCounterKey = []byte("\x02itablet-id")
+
+// allocateReplicatedTabletID takes the next tablet ID from the replicated
+// counter (an Increment sent through the store's Sender, so it reaches
+// the counter's leaseholder wherever it is). The counter holds the last
+// ID handed out minus one (tablet 1 is the bootstrap's); a store whose
+// local counter is ahead (it split before it was replicated) moves the
+// replicated one past it first.
+func (s *Store) allocateReplicatedTabletID(ctx context.Context) (kvpb.TabletID, error) {
+	sender := s.cfg.Sender
+	if sender == nil {
+		sender = s
+	}
+	inc := func(by int64) (int64, error) {
+		ba := &kvpb.BatchRequest{}
+		ba.Add(&kvpb.IncrementRequest{Key: tabletIDCounterKey, Increment: by})
+		br, err := sender.Send(ctx, ba)
+		if err != nil {
+			return 0, fmt.Errorf("store: allocating a tablet ID: %w", err)
+		}
+		return br.Responses[0].(*kvpb.IncrementResponse).NewValue, nil
+	}
+	v, err := inc(1)
+	if err != nil {
+		return 0, err
+	}
+	local, ok, err := s.eng.Get(storage.MVCCKey{Key: nextTabletIDKey})
+	if err != nil {
+		return 0, err
+	}
+	if ok && len(local) == 8 {
+		if next := int64(binary.BigEndian.Uint64(local)); v+1 < next {
+			if v, err = inc(next - (v + 1)); err != nil {
+				return 0, err
+			}
+		}
+	}
+	id := kvpb.TabletID(v + 1)
+	return id, s.bumpTabletID(id)
+}
+
+// RaftError is the error that left a split's right side unserved on this
+// node, if any (the node's engine failed under it).
+func (s *Store) RaftError() error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.mu.raftErr
+}

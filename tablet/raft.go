@@ -1,0 +1,518 @@
+package tablet
+
+// A replica replicated by raft (DESIGN §7; issue #4). The seam is between
+// evaluate and apply: the leaseholder evaluates a batch into a Proposal as
+// before, proposes the encoded Proposal to the tablet's raft group, and
+// answers once its own replica has applied the committed entry. Every
+// replica applies the same entries: the batch goes into the raft node's
+// apply batch (with the applied index, so a restart neither loses nor
+// repeats one), and the in-memory effects follow once that batch commits.
+//
+// Leader = leaseholder. Only the replica that leads the group, and has
+// applied every entry of earlier terms, evaluates; others answer
+// *kvpb.NotLeaseholderError with their leader hint. A proposal carries the
+// term it was evaluated under, and is applied only if raft committed it at
+// that same term: an entry appended by a deposed leader, or by the same
+// node in a later term, was evaluated against a state that may since have
+// changed, so every replica skips it and its proposer retries. Together
+// with "a new leader evaluates nothing before it has applied its
+// predecessors' entries" (raftnode's lease), this means the log's applied
+// sequence is exactly a serial evaluation order.
+//
+// A proposer learns its proposal's fate on its own replica: applied (the
+// answer), skipped for a term mismatch, or superseded (an entry of a later
+// term was applied first, so raft can no longer commit it at its term).
+// The last two are NotLeaseholderErrors (nothing was written; retrying is
+// safe). A proposer whose context ends first gets an AmbiguousResultError:
+// the entry may still commit.
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/cairn-db/cairn/hlc"
+	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/mvcc"
+	"github.com/cairn-db/cairn/storage"
+	pb "go.etcd.io/raft/v3/raftpb"
+)
+
+// Raft is the replica's handle on its raft group (the store adapts a
+// raftnode replica to it). The tablet never sees raft itself.
+type Raft interface {
+	// Lease returns the term under which this replica holds the lease (0:
+	// it does not) and the node it believes leads the group (0: unknown).
+	Lease() (term, leader uint64)
+	// ReadLease returns the lease's term and whether the replica may
+	// answer without a round of consensus right now (raftnode's read
+	// lease: a quorum heard from it within the lease duration).
+	ReadLease() (term uint64, ok bool)
+	// Propose appends data to the group's log if this replica still holds
+	// the lease of term; an error means nothing was proposed.
+	Propose(term uint64, data []byte) error
+	// NodeID is the node this replica lives on.
+	NodeID() uint64
+}
+
+// raftState is a replica's side of replication.
+type raftState struct {
+	// group is set once, before the replica serves (SetRaft).
+	group Raft
+
+	mu sync.Mutex
+	// next numbers this replica's proposals; it starts at a random value
+	// so that a proposal of an earlier incarnation of the replica, applied
+	// again after a restart, does not match a waiting one.
+	next    uint64
+	pending map[uint64]*pendingProposal
+
+	// applied is filled by Apply and drained by Applied, both on the raft
+	// scheduler's goroutine.
+	applied []appliedCommand
+
+	// leaseTerm and leaseStart are the last lease taken up (under mu).
+	leaseTerm  uint64
+	leaseStart hlc.Timestamp
+}
+
+type pendingProposal struct {
+	term uint64
+	done chan error
+}
+
+type appliedCommand struct {
+	id       uint64
+	node     uint64
+	term     uint64
+	prop     *Proposal // nil: skipped (evaluated under another term)
+	rejected bool
+}
+
+// SetRaft makes the replica serve through g: from now on it evaluates only
+// while it holds the lease and proposes every write to g. It must be called
+// before the replica receives its first request.
+func (r *Replica) SetRaft(g Raft) {
+	r.raft.group = g
+	r.raft.next = rand.Uint64() >> 1
+	r.raft.pending = make(map[uint64]*pendingProposal)
+}
+
+// leaseTerm returns the term under which the replica may evaluate, or a
+// NotLeaseholderError. A replica without raft always may (term 0). Every
+// batch needs the read lease, not only reads: whatever is answered without
+// a raft round (a read, a failed condition) must come from a leaseholder
+// that no other replica can have replaced.
+func (r *Replica) leaseTerm(ctx context.Context) (uint64, error) {
+	g := r.raft.group
+	if g == nil {
+		return 0, nil
+	}
+	term, ok := g.ReadLease()
+	if ok {
+		return term, r.waitLeaseStart(ctx, term)
+	}
+	if _, leader := g.Lease(); term == 0 && leader != g.NodeID() {
+		return 0, r.notLeaseholder(leader)
+	}
+	// This replica was just elected and is applying its predecessors'
+	// entries, or leads but has not yet heard from a quorum since: the
+	// lease follows in moments, and sending the request elsewhere would
+	// only bring it back here.
+	t := time.NewTicker(time.Millisecond)
+	defer t.Stop()
+	deadline := time.Now().Add(leaseWait)
+	for {
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-t.C:
+		}
+		if term, ok = g.ReadLease(); ok {
+			return term, r.waitLeaseStart(ctx, term)
+		}
+		_, leader := g.Lease()
+		if term == 0 && leader != g.NodeID() {
+			return 0, r.notLeaseholder(leader)
+		}
+		if time.Now().After(deadline) {
+			// Cut off from a quorum: let the router look elsewhere.
+			return 0, r.notLeaseholder(0)
+		}
+	}
+}
+
+// waitLeaseStart waits until the clock has passed the start of the
+// lease of term (at most the maximum clock offset, once per lease).
+func (r *Replica) waitLeaseStart(ctx context.Context, term uint64) error {
+	r.raft.mu.Lock()
+	start := r.raft.leaseStart
+	if r.raft.leaseTerm != term {
+		start = hlc.Timestamp{}
+	}
+	r.raft.mu.Unlock()
+	for {
+		wait := time.Duration(start.WallTime - r.clock.PhysicalNow())
+		if wait <= 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+}
+
+// leaseWait bounds how long a request waits for its replica, just elected,
+// to take up the lease.
+const leaseWait = 2 * time.Second
+
+func (r *Replica) notLeaseholder(leader uint64) error {
+	return &kvpb.NotLeaseholderError{TabletID: r.Desc().TabletID, Replica: r.raft.group.NodeID(), Leader: leader}
+}
+
+// localOnly reports whether p changes nothing replicated: no batch, no
+// split, no GC threshold. Such a proposal (a read that found intents to
+// resolve, a push answered from memory) needs no consensus.
+func localOnly(p *Proposal) bool {
+	return len(p.Repr) == 0 && p.Split == nil && p.GCThreshold.IsEmpty()
+}
+
+// commit makes p happen: directly (a replica without raft, or a proposal
+// with nothing to replicate) or through the log, waiting for this replica
+// to apply it. term is the lease term p was evaluated under.
+func (r *Replica) commit(ctx context.Context, term uint64, p *Proposal) error {
+	if r.raft.group == nil {
+		return r.Apply(p)
+	}
+	if localOnly(p) {
+		r.applyEffects(p, true)
+		return nil
+	}
+	rs := &r.raft
+	pp := &pendingProposal{term: term, done: make(chan error, 1)}
+	rs.mu.Lock()
+	rs.next++
+	id := rs.next
+	rs.pending[id] = pp
+	rs.mu.Unlock()
+	data := encodeCommand(id, rs.group.NodeID(), term, p)
+	if err := rs.group.Propose(term, data); err != nil {
+		rs.mu.Lock()
+		delete(rs.pending, id)
+		rs.mu.Unlock()
+		_, leader := rs.group.Lease()
+		return fmt.Errorf("tablet %d: proposing: %v: %w", r.Desc().TabletID, err, r.notLeaseholder(leader))
+	}
+	// A replica that lost its lease learns its proposals' fate once it
+	// applies an entry of a later term; cut off from the group it never
+	// does, so after leaseWait without the lease the answer is that the
+	// outcome is unknown.
+	check := time.NewTicker(leaseCheck)
+	defer check.Stop()
+	var lostAt time.Time
+	for {
+		var cause error
+		select {
+		case err := <-pp.done:
+			return err
+		case <-ctx.Done():
+			cause = ctx.Err()
+		case now := <-check.C:
+			if t, _ := rs.group.Lease(); t == term {
+				lostAt = time.Time{}
+				continue
+			}
+			if lostAt.IsZero() {
+				lostAt = now
+			}
+			if now.Sub(lostAt) < leaseWait {
+				continue
+			}
+			cause = fmt.Errorf("lease of term %d lost with the proposal in flight", term)
+		}
+		rs.mu.Lock()
+		delete(rs.pending, id)
+		rs.mu.Unlock()
+		select {
+		case err := <-pp.done:
+			// Answered in the meantime.
+			return err
+		default:
+		}
+		// The entry may still commit and apply: the caller cannot know.
+		return &kvpb.AmbiguousResultError{Cause: fmt.Errorf("tablet %d: waiting for a proposal to apply: %w", r.Desc().TabletID, cause)}
+	}
+}
+
+// leaseCheck is how often a waiting proposer checks that its replica still
+// holds the lease.
+const leaseCheck = 50 * time.Millisecond
+
+// commandVersion starts a raft command: the proposal's identity, then its
+// encoding (EncodeProposal).
+const commandVersion = 1
+
+func encodeCommand(id, node, term uint64, p *Proposal) []byte {
+	b := make([]byte, 0, 32+len(p.Repr))
+	b = append(b, commandVersion)
+	b = binary.AppendUvarint(b, id)
+	b = binary.AppendUvarint(b, node)
+	b = binary.AppendUvarint(b, term)
+	return EncodeProposal(b, p)
+}
+
+func decodeCommand(b []byte) (id, node, term uint64, p *Proposal, err error) {
+	if len(b) == 0 || b[0] != commandVersion {
+		return 0, 0, 0, nil, fmt.Errorf("%w: bad command header", ErrBadProposal)
+	}
+	b = b[1:]
+	var vals [3]uint64
+	for i := range vals {
+		v, n := binary.Uvarint(b)
+		if n <= 0 {
+			return 0, 0, 0, nil, fmt.Errorf("%w: bad command header", ErrBadProposal)
+		}
+		vals[i], b = v, b[n:]
+	}
+	p, err = DecodeProposal(b)
+	return vals[0], vals[1], vals[2], p, err
+}
+
+// RaftStateMachine is what the raft node applies the replica's committed
+// entries to (raftnode.StateMachine and raftnode.ApplyObserver).
+type RaftStateMachine struct{ r *Replica }
+
+// StateMachine returns the replica's raft state machine.
+func (r *Replica) StateMachine() *RaftStateMachine { return &RaftStateMachine{r: r} }
+
+// Apply adds a committed entry's batch to b. An entry committed at a term
+// other than the one its proposal was evaluated under is skipped on every
+// replica alike (see the file comment).
+func (m *RaftStateMachine) Apply(b *storage.Batch, e *pb.Entry) error {
+	r := m.r
+	id, node, term, p, err := decodeCommand(e.GetData())
+	if err != nil {
+		return fmt.Errorf("tablet %d: entry %d: %w", r.Desc().TabletID, e.GetIndex(), err)
+	}
+	c := appliedCommand{id: id, node: node, term: term}
+	if term != e.GetTerm() {
+		c.rejected = true
+	} else {
+		if len(p.Repr) > 0 {
+			if err := b.ApplyRepr(p.Repr); err != nil {
+				return fmt.Errorf("tablet %d: entry %d: %w", r.Desc().TabletID, e.GetIndex(), err)
+			}
+		}
+		c.prop = p
+	}
+	r.raft.applied = append(r.raft.applied, c)
+	return nil
+}
+
+// Applied performs the in-memory effects of the entries whose batches just
+// committed, answers their proposers, and fails the proposals that can no
+// longer commit at their term.
+func (m *RaftStateMachine) Applied(entries []*pb.Entry, snapshot bool) {
+	r := m.r
+	rs := &r.raft
+	if snapshot {
+		r.rebuildFromEngine()
+	}
+	cmds := rs.applied
+	rs.applied = nil
+	self := rs.group.NodeID()
+	for _, c := range cmds {
+		var pp *pendingProposal
+		if c.node == self {
+			rs.mu.Lock()
+			pp = rs.pending[c.id]
+			if pp != nil && pp.term == c.term {
+				delete(rs.pending, c.id)
+			} else {
+				pp = nil
+			}
+			rs.mu.Unlock()
+		}
+		if c.rejected {
+			if pp != nil {
+				_, leader := rs.group.Lease()
+				pp.done <- fmt.Errorf("tablet %d: proposal evaluated at term %d not committed at it: %w", r.Desc().TabletID, c.term, r.notLeaseholder(leader))
+			}
+			continue
+		}
+		r.applyEffects(c.prop, pp != nil)
+		if c.prop.Split != nil {
+			var register func(*Replica)
+			if r.cfg.OnSplit != nil {
+				register = func(right *Replica) { r.cfg.OnSplit(r, right) }
+			}
+			r.applySplit(c.prop.Split, register)
+		}
+		if pp != nil {
+			pp.done <- nil
+		}
+	}
+	var maxTerm uint64
+	for _, e := range entries {
+		maxTerm = max(maxTerm, e.GetTerm())
+	}
+	// Terms never decrease along the log: once an entry of term T is
+	// applied, no entry of an earlier term can commit after it, so
+	// proposals evaluated under an earlier term and still waiting were
+	// dropped with their leader's uncommitted log.
+	rs.mu.Lock()
+	var superseded []*pendingProposal
+	for id, pp := range rs.pending {
+		if pp.term < maxTerm {
+			superseded = append(superseded, pp)
+			delete(rs.pending, id)
+		}
+	}
+	rs.mu.Unlock()
+	for _, pp := range superseded {
+		_, leader := rs.group.Lease()
+		pp.done <- fmt.Errorf("tablet %d: proposal of term %d superseded by term %d: %w", r.Desc().TabletID, pp.term, maxTerm, r.notLeaseholder(leader))
+	}
+}
+
+// LeaseAcquired prepares the replica to serve as leaseholder of term: its
+// lock table is rebuilt from the engine (a follower's may be out of date
+// after a snapshot), and no write may land at or below a timestamp the
+// previous leaseholder could have served a read at: that is bounded by
+// this node's clock plus the maximum offset, the new lease's start.
+//
+// When other nodes may have held the lease, its start is this node's clock
+// plus the maximum offset, and the replica serves nothing until its own
+// clock has passed that start (leaseTerm waits), so it never writes at a
+// timestamp its clock has not reached.
+func (m *RaftStateMachine) LeaseAcquired(term uint64, alone bool) {
+	r := m.r
+	r.rebuildFromEngine()
+	if alone {
+		// No other node ever led the group, and this node's own reads
+		// before a restart are below the low-water mark New set from the
+		// clock, which never goes backwards.
+		return
+	}
+	start := r.clock.Now()
+	start.WallTime += int64(r.clock.MaxOffset())
+	r.tscache.raiseLowWater(start)
+	r.raft.mu.Lock()
+	r.raft.leaseTerm, r.raft.leaseStart = term, start
+	r.raft.mu.Unlock()
+}
+
+// rebuildFromEngine reloads the lock table and GC threshold from the
+// engine, waking every waiter so it re-evaluates against the new view.
+func (r *Replica) rebuildFromEngine() {
+	desc := r.Desc()
+	intents, err := mvcc.ScanIntents(r.eng, desc.StartKey, desc.EndKey, 0)
+	if err == nil {
+		r.locks.reset(intents)
+	}
+	if th, err := loadGCThreshold(r.eng, desc.TabletID); err == nil {
+		r.mu.Lock()
+		r.mu.gcThreshold = r.mu.gcThreshold.Forward(th)
+		r.mu.Unlock()
+	}
+	r.txnWait.notifyAll()
+}
+
+// reset makes the table hold exactly intents, waking every waiter.
+func (t *lockTable) reset(intents []kvpb.Intent) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, l := range t.locks {
+		l.wake()
+	}
+	clear(t.locks)
+	for _, in := range intents {
+		t.acquireLocked(in.Key, in.Txn)
+	}
+}
+
+// raiseLowWater makes every span's maximum read timestamp at least ts.
+func (c *tsCache) raiseLowWater(ts hlc.Timestamp) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.lowWater = c.lowWater.Forward(ts)
+}
+
+// Snapshot is the replica's replicated state as of its last applied entry:
+// every engine key of its replicated spans, length-prefixed. (The streamed
+// SST form, WriteSnapshot/IngestSnapshot over rpc.SendSnapshot, replaces
+// this for large tablets; this one travels inside the raft message.)
+func (m *RaftStateMachine) Snapshot() ([]byte, error) {
+	r := m.r
+	snap := r.eng.NewSnapshot()
+	defer snap.Close()
+	var out []byte
+	for _, sp := range ReplicatedSpans(r.Desc()) {
+		it, err := snap.NewIter(storage.IterOptions{LowerBound: sp.Key, UpperBound: sp.EndKey})
+		if err != nil {
+			return nil, err
+		}
+		for ok := it.First(); ok; ok = it.Next() {
+			v, err := it.UnsafeValue()
+			if err != nil {
+				it.Close()
+				return nil, err
+			}
+			k := it.UnsafeKey().Encode(nil)
+			out = binary.AppendUvarint(out, uint64(len(k)))
+			out = append(out, k...)
+			out = binary.AppendUvarint(out, uint64(len(v)))
+			out = append(out, v...)
+		}
+		err = it.Err()
+		it.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// ApplySnapshot replaces the replica's replicated state with a snapshot's,
+// in b.
+func (m *RaftStateMachine) ApplySnapshot(b *storage.Batch, snap *pb.Snapshot) error {
+	r := m.r
+	for _, sp := range ReplicatedSpans(r.Desc()) {
+		if err := b.ClearRange(sp.Key, sp.EndKey); err != nil {
+			return err
+		}
+	}
+	d := snap.GetData()
+	next := func() ([]byte, error) {
+		n, k := binary.Uvarint(d)
+		if k <= 0 || n > uint64(len(d)-k) {
+			return nil, fmt.Errorf("tablet %d: corrupt snapshot", r.Desc().TabletID)
+		}
+		v := d[k : k+int(n)]
+		d = d[k+int(n):]
+		return v, nil
+	}
+	for len(d) > 0 {
+		k, err := next()
+		if err != nil {
+			return err
+		}
+		v, err := next()
+		if err != nil {
+			return err
+		}
+		key, err := storage.DecodeMVCCKey(k)
+		if err != nil {
+			return fmt.Errorf("tablet %d: snapshot key: %w", r.Desc().TabletID, err)
+		}
+		if err := b.Put(key, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,162 @@
+package tablet
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cairn-db/cairn/kvpb"
+	pb "go.etcd.io/raft/v3/raftpb"
+)
+
+// scriptedGroup is a raft group the test drives by hand: it holds the
+// lease of term (0: none, leader the hint), and hands every proposal to
+// the test on proposed instead of replicating it.
+type scriptedGroup struct {
+	mu           sync.Mutex
+	term, leader uint64
+	proposed     chan []byte
+}
+
+func (g *scriptedGroup) Lease() (uint64, uint64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.term, g.leader
+}
+
+func (g *scriptedGroup) ReadLease() (uint64, bool) {
+	t, _ := g.Lease()
+	return t, t != 0
+}
+
+func (g *scriptedGroup) NodeID() uint64 { return 1 }
+
+func (g *scriptedGroup) Propose(term uint64, data []byte) error {
+	if t, _ := g.Lease(); t != term {
+		return errors.New("not the leaseholder")
+	}
+	g.proposed <- data
+	return nil
+}
+
+// TestRaftSeam drives the replica's proposal path by hand: what the log
+// commits at the proposal's term is applied and answered; an entry
+// committed at another term is skipped (nothing written) and its proposer
+// told to retry elsewhere; a proposal overtaken by a later term's entry is
+// told the same; a proposer whose context ends gets an ambiguous result;
+// a replica without the lease refuses before evaluating, naming the
+// leader.
+func TestRaftSeam(t *testing.T) {
+	h := newHarness(t, Config{})
+	g := &scriptedGroup{term: 5, leader: 1, proposed: make(chan []byte, 1)}
+	h.r.SetRaft(g)
+	sm := h.r.StateMachine()
+	ctx := context.Background()
+	index := uint64(10)
+	// commit applies entries as the raft node does: batches first, in one
+	// engine batch, then the in-memory effects.
+	commit := func(entries ...*pb.Entry) {
+		t.Helper()
+		b := h.eng.NewBatch()
+		defer b.Close()
+		for _, e := range entries {
+			if len(e.GetData()) > 0 {
+				if err := sm.Apply(b, e); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if err := b.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		sm.Applied(entries, false)
+	}
+	entry := func(term uint64, data []byte) *pb.Entry {
+		index++
+		i := index
+		return &pb.Entry{Term: &term, Index: &i, Data: data}
+	}
+	put := func(ctx context.Context, k string) <-chan error {
+		done := make(chan error, 1)
+		go func() {
+			ba := &kvpb.BatchRequest{}
+			ba.Add(&kvpb.PutRequest{Key: []byte(k), Value: []byte("v")})
+			_, err := h.r.Send(ctx, ba)
+			done <- err
+		}()
+		return done
+	}
+	get := func(k string) bool {
+		t.Helper()
+		ba := &kvpb.BatchRequest{}
+		ba.Add(&kvpb.GetRequest{Key: []byte(k)})
+		br, err := h.r.Send(ctx, ba)
+		if err != nil {
+			t.Fatalf("get %s: %v", k, err)
+		}
+		return br.Responses[0].(*kvpb.GetResponse).Value != nil
+	}
+	notLeaseholder := func(err error) *kvpb.NotLeaseholderError {
+		t.Helper()
+		var nle *kvpb.NotLeaseholderError
+		if !errors.As(err, &nle) {
+			t.Fatalf("err = %v, want a NotLeaseholderError", err)
+		}
+		return nle
+	}
+
+	// Committed at its term: applied, answered.
+	done := put(ctx, "a")
+	commit(entry(5, <-g.proposed))
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !get("a") {
+		t.Fatal("a was not written")
+	}
+
+	// Committed at another term than it was evaluated under: skipped.
+	done = put(ctx, "b")
+	commit(entry(6, <-g.proposed))
+	notLeaseholder(<-done)
+	if get("b") {
+		t.Fatal("b was written by an entry committed at the wrong term")
+	}
+
+	// Overtaken: an entry of a later term is applied while the proposal
+	// waits, so raft can no longer commit it at its term.
+	done = put(ctx, "c")
+	<-g.proposed
+	commit(entry(7, nil))
+	notLeaseholder(<-done)
+	if get("c") {
+		t.Fatal("c was written though its proposal never committed")
+	}
+
+	// The proposer gives up: the outcome is unknown.
+	cctx, cancel := context.WithCancel(ctx)
+	done = put(cctx, "d")
+	<-g.proposed
+	cancel()
+	var amb *kvpb.AmbiguousResultError
+	if err := <-done; !errors.As(err, &amb) {
+		t.Fatalf("err = %v, want an AmbiguousResultError", err)
+	}
+
+	// No lease: refused at once, nothing proposed, the leader named.
+	g.mu.Lock()
+	g.term, g.leader = 0, 3
+	g.mu.Unlock()
+	select {
+	case err := <-put(ctx, "e"):
+		if nle := notLeaseholder(err); nle.Leader != 3 || nle.Replica != 1 {
+			t.Fatalf("refusal %+v, want leader 3 named by replica 1", nle)
+		}
+	case <-g.proposed:
+		t.Fatal("a replica without the lease proposed")
+	case <-time.After(30 * time.Second):
+		t.Fatal("no answer")
+	}
+}

@@ -1,0 +1,293 @@
+package testcluster
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cairn-db/cairn/hlc"
+	"github.com/cairn-db/cairn/kv"
+	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/raftnode"
+	"github.com/cairn-db/cairn/rpc"
+	"github.com/cairn-db/cairn/storage"
+	"github.com/cairn-db/cairn/store"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// ClusterOptions configure a replicated cluster.
+type ClusterOptions struct {
+	// Nodes is the number of nodes (default 3); every tablet has a replica
+	// on each (replication factor = Nodes).
+	Nodes int
+	// Tick is the raft tick (default 10ms); elections take 10–20 ticks.
+	Tick time.Duration
+	// MaxOffset is every clock's maximum offset (default 50ms).
+	MaxOffset time.Duration
+	// LogKeep is raftnode.Config.LogKeep (0: its default): how many
+	// applied entries a log keeps for lagging followers.
+	LogKeep uint64
+	// Store and DB pass through to store.Open and kv.NewDB.
+	Store store.Config
+	DB    kv.Options
+}
+
+// Cluster is several nodes replicating every tablet over gRPC on
+// loopback. Each node keeps its in-memory filesystem and RPC address
+// across Stop and Restart, as a process restarted on the same disk would.
+type Cluster struct {
+	tb    testing.TB
+	opts  ClusterOptions
+	Nodes []*ClusterNode
+
+	mu    sync.Mutex
+	addrs map[uint64]string
+	// cut holds the directed pairs {from, to} whose raft messages are
+	// dropped (Partition).
+	cut map[[2]uint64]bool
+}
+
+// Partition drops every raft message between node id and the others,
+// both ways, until Heal. KV RPCs still flow: a partitioned leaseholder
+// must refuse them itself.
+func (c *Cluster) Partition(id uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, n := range c.Nodes {
+		if n.ID != id {
+			c.cut[[2]uint64{id, n.ID}] = true
+			c.cut[[2]uint64{n.ID, id}] = true
+		}
+	}
+}
+
+// Heal ends every partition.
+func (c *Cluster) Heal() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.cut)
+}
+
+// filterTransport drops the raft messages of cut pairs.
+type filterTransport struct {
+	c    *Cluster
+	from uint64
+	t    *rpc.Transport
+}
+
+func (f filterTransport) Send(envs []raftnode.Envelope) {
+	f.c.mu.Lock()
+	kept := envs[:0:0]
+	for _, e := range envs {
+		if !f.c.cut[[2]uint64{f.from, e.Msg.GetTo()}] {
+			kept = append(kept, e)
+		}
+	}
+	f.c.mu.Unlock()
+	if len(kept) > 0 {
+		f.t.Send(kept)
+	}
+}
+
+// ClusterNode is one member: a store whose tablets are raft groups, the
+// node's raft scheduler, its RPC server (raft and KV) and a KV client
+// that can reach every tablet's leaseholder from here.
+type ClusterNode struct {
+	c      *Cluster
+	ID     uint64
+	fs     *vfs.MemFS
+	Clock  *hlc.Clock
+	Engine *storage.Engine
+	Raft   *raftnode.Node
+	Store  *store.Store
+	DB     *kv.DB
+	// Leaseholders routes this node's sub-batches to other nodes.
+	Leaseholders *kv.LeaseholderSender
+
+	transport *rpc.Transport
+	server    *rpc.Server
+	senders   *rpc.NodeSenders
+	stopRun   context.CancelFunc
+	runDone   chan error
+	running   atomic.Bool
+}
+
+// StartCluster starts a cluster and stops it when the test ends.
+func StartCluster(tb testing.TB, o ClusterOptions) *Cluster {
+	tb.Helper()
+	if o.Nodes == 0 {
+		o.Nodes = 3
+	}
+	if o.Tick == 0 {
+		o.Tick = 10 * time.Millisecond
+	}
+	if o.MaxOffset == 0 {
+		o.MaxOffset = 50 * time.Millisecond
+	}
+	c := &Cluster{tb: tb, opts: o, addrs: map[uint64]string{}, cut: map[[2]uint64]bool{}}
+	for i := range o.Nodes {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			tb.Fatalf("testcluster: %v", err)
+		}
+		id := uint64(i + 1)
+		c.addrs[id] = ln.Addr().String()
+		n := &ClusterNode{c: c, ID: id, fs: vfs.NewCrashableMem()}
+		c.Nodes = append(c.Nodes, n)
+		if err := n.start(ln); err != nil {
+			tb.Fatalf("testcluster: node %d: %v", id, err)
+		}
+	}
+	tb.Cleanup(func() {
+		for _, n := range c.Nodes {
+			if n.running.Load() {
+				if err := n.Stop(); err != nil {
+					tb.Errorf("testcluster: stop node %d: %v", n.ID, err)
+				}
+			}
+		}
+	})
+	return c
+}
+
+func (c *Cluster) resolve(id uint64) (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a, ok := c.addrs[id]
+	if !ok {
+		return "", fmt.Errorf("no node %d", id)
+	}
+	return a, nil
+}
+
+func (c *Cluster) peers() []uint64 {
+	out := make([]uint64, c.opts.Nodes)
+	for i := range out {
+		out[i] = uint64(i + 1)
+	}
+	return out
+}
+
+func (n *ClusterNode) start(ln net.Listener) error {
+	c := n.c
+	n.Clock = hlc.NewClock(hlc.UnixNano, c.opts.MaxOffset)
+	eng, err := storage.Open("", storage.Options{FS: n.fs})
+	if err != nil {
+		return err
+	}
+	n.Engine = eng
+	n.transport = rpc.NewTransport(rpc.TransportConfig{Resolve: c.resolve})
+	n.Raft = raftnode.NewNode(raftnode.Config{NodeID: n.ID, LogKeep: c.opts.LogKeep}, eng, filterTransport{c: c, from: n.ID, t: n.transport})
+	ls := &kv.LateSender{}
+	scfg := c.opts.Store
+	scfg.Sender = ls
+	scfg.Raft = &store.RaftConfig{Node: n.Raft, Peers: c.peers()}
+	st, err := store.Open(context.Background(), eng, n.Clock, scfg)
+	if err != nil {
+		n.transport.Close()
+		_ = eng.Close()
+		return err
+	}
+	n.Store = st
+	n.senders = rpc.NewNodeSenders(n.transport, n.ID, st)
+	n.Leaseholders = kv.NewLeaseholderSender(kv.LeaseholderConfig{
+		LocalNode: n.ID,
+		Node:      n.senders.Sender,
+		Replicas: func(t kvpb.TabletID) []uint64 {
+			return slices.Clone(n.Raft.Config(uint64(t)).GetVoters())
+		},
+		AllNodes: c.peers,
+	})
+	n.DB = kv.NewDB(n.Leaseholders, st, n.Clock, c.opts.DB)
+	ls.Set(n.DB)
+	n.server = rpc.Serve(ln, func(env raftnode.Envelope) { _ = n.Raft.Step(env) }, nil, rpc.WithKV(st))
+	ctx, cancel := context.WithCancel(context.Background())
+	n.stopRun, n.runDone = cancel, make(chan error, 1)
+	go func() { n.runDone <- n.Raft.Run(ctx, c.opts.Tick) }()
+	n.running.Store(true)
+	return nil
+}
+
+// Stop stops the node as a crash would look to the others (its RPC
+// server goes first), then closes its parts; its filesystem is kept for
+// Restart.
+func (n *ClusterNode) Stop() error {
+	n.server.Stop()
+	n.DB.Close()
+	n.Store.Close()
+	n.stopRun()
+	err := <-n.runDone
+	n.transport.Close()
+	n.senders.Close()
+	if cerr := n.Engine.Close(); err == nil {
+		err = cerr
+	}
+	n.running.Store(false)
+	return err
+}
+
+// Crash stops the node as a power loss would: its filesystem keeps only
+// what was synced (and a random part of the rest) when it is restarted.
+func (n *ClusterNode) Crash(seed uint64) error {
+	crashed := n.fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: int(seed % 101), RNG: rand.New(rand.NewPCG(seed, 1))})
+	err := n.Stop()
+	n.fs = crashed
+	return err
+}
+
+// Restart starts a stopped node again on its filesystem and address.
+func (n *ClusterNode) Restart() error {
+	addr, _ := n.c.resolve(n.ID)
+	var ln net.Listener
+	var err error
+	for range 50 {
+		if ln, err = net.Listen("tcp", addr); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		return fmt.Errorf("relistening on %s: %w", addr, err)
+	}
+	return n.start(ln)
+}
+
+// Running reports whether the node is started.
+func (n *ClusterNode) Running() bool { return n.running.Load() }
+
+// Leader returns the node whose replica of tablet holds the lease, as
+// the running nodes see it (0: none yet).
+func (c *Cluster) Leader(tablet kvpb.TabletID) uint64 {
+	for _, n := range c.Nodes {
+		if !n.running.Load() {
+			continue
+		}
+		if r := n.Raft.Replica(uint64(tablet)); r != nil {
+			if term, _ := r.Lease(); term != 0 {
+				return n.ID
+			}
+		}
+	}
+	return 0
+}
+
+// WaitLeader waits until some running node holds tablet's lease and
+// returns it.
+func (c *Cluster) WaitLeader(tablet kvpb.TabletID, timeout time.Duration) uint64 {
+	c.tb.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if l := c.Leader(tablet); l != 0 {
+			return l
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	c.tb.Fatalf("testcluster: no leaseholder of tablet %d within %s", tablet, timeout)
+	return 0
+}
