@@ -36,6 +36,9 @@ type evalCtx struct {
 	// fixedTS makes writes land exactly at ba.Timestamp (one-phase commit,
 	// which has checked the timestamp cache itself).
 	fixedTS bool
+	// bulkChecked: the batch's BulkPuts had their timestamp and keys
+	// checked (evaluate_bulk.go).
+	bulkChecked bool
 }
 
 // Evaluate evaluates ba against the engine without changing anything: it
@@ -122,6 +125,8 @@ func (ec *evalCtx) evalRequest(req kvpb.Request) (kvpb.Response, error) {
 		return ec.increment(req)
 	case *kvpb.LockRequest:
 		return ec.lock(req)
+	case *kvpb.BulkPutRequest:
+		return ec.bulkPut(req)
 	}
 	return nil, invalidArg("tablet cannot evaluate %s", req.Method())
 }

@@ -524,6 +524,11 @@ func copyFrom(ctx context.Context, x *Context, env *plan.Env, stmt *pg_query.Cop
 	tb := t.table
 	s := newDMLState(x, nil)
 	s.copyLines = true
+	if nt, err := bulkCopyTable(ctx, x, tb); err != nil {
+		return 0, err
+	} else if nt != nil {
+		tb, s.bulk = nt, true
+	}
 	if env != nil && env.Types != nil {
 		s.tctx = env.Types
 	}
