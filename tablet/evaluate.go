@@ -39,6 +39,8 @@ type evalCtx struct {
 	// bulkChecked: the batch's BulkPuts had their timestamp and keys
 	// checked (evaluate_bulk.go).
 	bulkChecked bool
+	// wroteKeys are the keys of LocksAcquired, for writeOpts.
+	wroteKeys map[string]struct{}
 }
 
 // Evaluate evaluates ba against the engine without changing anything: it
@@ -166,6 +168,10 @@ func (ec *evalCtx) writeTS(span kvpb.Span) hlc.Timestamp {
 func (ec *evalCtx) wrote(key []byte) {
 	if ec.txn != nil {
 		ec.prop.LocksAcquired = append(ec.prop.LocksAcquired, kvpb.Intent{Key: append([]byte(nil), key...), Txn: ec.txn.TxnMeta})
+		if ec.wroteKeys == nil {
+			ec.wroteKeys = make(map[string]struct{})
+		}
+		ec.wroteKeys[string(key)] = struct{}{}
 	}
 }
 
