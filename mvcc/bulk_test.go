@@ -2,6 +2,7 @@ package mvcc
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/cairn-db/cairn/hlc"
@@ -103,5 +104,49 @@ func TestBulkPut(t *testing.T) {
 	}
 	if string(res.Value) != "1" {
 		t.Errorf("a = %q, want 1", res.Value)
+	}
+}
+
+// TestResolveIntentRangeChunks resolves more intents than one collection
+// chunk holds, among another transaction's, with and without a limit.
+func TestResolveIntentRangeChunks(t *testing.T) {
+	ts := hlc.Timestamp{WallTime: 10}
+	mk := func(id byte) *kvpb.Transaction {
+		return &kvpb.Transaction{TxnMeta: kvpb.TxnMeta{ID: [16]byte{id}, WriteTimestamp: ts, MinTimestamp: ts}, ReadTimestamp: ts}
+	}
+	a, b := mk(1), mk(2)
+	const n = 3*resolveChunk + 7
+	for _, tc := range []struct {
+		max        int64
+		wantN      int
+		wantResume bool
+	}{{0, n, false}, {2500, 2500, true}, {n, n, false}} {
+		eng := openMem(t).NewBatch()
+		for i := 0; i < n; i++ {
+			if err := Put(eng, fmt.Appendf(nil, "k%05d", 2*i), ts, []byte("a"), a); err != nil {
+				t.Fatal(err)
+			}
+			if err := Put(eng, fmt.Appendf(nil, "k%05d", 2*i+1), ts, []byte("b"), b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, resume, err := ResolveIntentRange(eng, []byte("k"), []byte("l"), a.TxnMeta, kvpb.Committed, tc.max)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != tc.wantN || (resume != nil) != tc.wantResume {
+			t.Fatalf("max %d: resolved %d (resume %v), want %d (resume %t)", tc.max, got, resume, tc.wantN, tc.wantResume)
+		}
+		if resume != nil && string(resume.Key) != fmt.Sprintf("k%05d", 2*tc.wantN) {
+			t.Errorf("max %d: resume at %q, want k%05d", tc.max, resume.Key, 2*tc.wantN)
+		}
+		left, err := ScanIntents(eng, []byte("k"), []byte("l"), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := n + (n - tc.wantN); len(left) != want {
+			t.Errorf("max %d: %d intents left, want %d (all of b's and a's unresolved)", tc.max, len(left), want)
+		}
+		eng.Close()
 	}
 }
