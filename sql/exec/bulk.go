@@ -9,10 +9,12 @@ import (
 	"github.com/cairn-db/cairn/sql/catalog"
 )
 
-// The bulk-load path of COPY FROM (docs/architecture.md, "Bulk loads").
+// The bulk-load path of COPY FROM and INSERT ... SELECT (CREATE TABLE AS)
+// (docs/architecture.md, "Bulk loads").
 //
-// A table created in the COPY's own transaction can be seen by no other
-// transaction until that one commits. If it is still empty, COPY gives
+// A table created in the statement's own transaction can be seen by no
+// other transaction until that one commits. If it is still empty, the
+// statement gives
 // each of its indexes fresh storage (catalog.AllocateStorageID: keys no
 // other attempt will ever write) in a new descriptor version, written in
 // the transaction, and writes the rows there as committed values
@@ -46,10 +48,10 @@ import (
 // one synced write per tablet, so it is larger than batchSize.
 const bulkBatchRows = 10000
 
-// bulkCopyTable decides whether COPY into tb takes the bulk path and, if
-// it does, moves tb to fresh storage and returns the new descriptor
-// version (nil: the transactional path).
-func bulkCopyTable(ctx context.Context, x *Context, tb *catalog.Table) (*catalog.Table, error) {
+// bulkLoadTable decides whether a load (COPY, INSERT ... SELECT) into tb
+// takes the bulk path and, if it does, moves tb to fresh storage and
+// returns the new descriptor version (nil: the transactional path).
+func bulkLoadTable(ctx context.Context, x *Context, tb *catalog.Table) (*catalog.Table, error) {
 	if x.Txn == nil || !x.Txn.IsNew(catalog.NewTableMark(tb.ID)) {
 		return nil, nil
 	}

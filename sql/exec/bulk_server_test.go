@@ -355,3 +355,43 @@ func TestBulkIndexes(t *testing.T) {
 	exec(t, c, "DELETE FROM t WHERE id % 7 = 0")
 	check(c)
 }
+
+// TestBulkInsertSelect: CREATE TABLE AS and INSERT ... SELECT into a
+// table created in the same transaction load in bulk, with the same
+// results and the same atomicity as the transactional path.
+func TestBulkInsertSelect(t *testing.T) {
+	s, url := startNode(t, "")
+	defer s.Stop(context.Background())
+	c := connect(t, url)
+	ctx := context.Background()
+	exec(t, c, "CREATE TABLE ctas AS SELECT i AS id, i % 100 AS a FROM generate_series(1, 5000) AS i")
+	if !bulkLoaded(t, s, c, "ctas") {
+		t.Fatal("CREATE TABLE AS did not load in bulk")
+	}
+	if n, sum := stats(t, c, "ctas"); n != 5000 || sum != 247500 {
+		t.Fatalf("ctas: %d rows, sum %d", n, sum)
+	}
+	exec(t, c, "BEGIN")
+	exec(t, c, "CREATE TABLE ins (id int8 PRIMARY KEY, a int8 UNIQUE)")
+	if _, err := c.Exec(ctx, "INSERT INTO ins SELECT id, a FROM ctas"); sqlState(err) != "23505" {
+		t.Fatalf("INSERT ... SELECT with duplicates of a: %v, want 23505", err)
+	}
+	exec(t, c, "ROLLBACK")
+	exec(t, c, "BEGIN")
+	exec(t, c, "CREATE TABLE ins (id int8 PRIMARY KEY, a int8 UNIQUE)")
+	var ret int64
+	if err := c.QueryRow(ctx, "WITH w AS (INSERT INTO ins SELECT id, -id FROM ctas RETURNING a) SELECT sum(a) FROM w").Scan(&ret); err != nil || ret != -5000*5001/2 {
+		t.Fatalf("INSERT ... SELECT ... RETURNING: sum %d, %v", ret, err)
+	}
+	exec(t, c, "COMMIT")
+	if !bulkLoaded(t, s, c, "ins") {
+		t.Fatal("INSERT ... SELECT into a new table did not load in bulk")
+	}
+	if n, sum := stats(t, c, "ins"); n != 5000 || sum != -5000*5001/2 {
+		t.Fatalf("ins: %d rows, sum %d", n, sum)
+	}
+	var found int64
+	if err := c.QueryRow(ctx, "SELECT id FROM ins WHERE a = -4321").Scan(&found); err != nil || found != 4321 {
+		t.Fatalf("lookup through the unique index: %d, %v", found, err)
+	}
+}
