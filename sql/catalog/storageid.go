@@ -17,10 +17,14 @@ import (
 //
 //	sid    the storage ID counter, 8 bytes BE (kvpb.EncodeIncrementValue)
 //
-// The IDs start at firstStorageID, far above any index ID a table hands
-// out (those count up from 1 per table), so an index's keys never collide
-// with another index of its table whichever of the two it carries.
-const firstStorageID = 1 << 24
+// The IDs start at firstStorageID, above the index IDs a table hands out
+// (those count up from 1 per table, and pg_class OIDs already assume
+// fewer than 1024 of them: sql/pgcatalog's derived OIDs keep 10 bits), so
+// an index's keys never collide with another index of its table whichever
+// of the two it carries; validation refuses a descriptor where they would.
+// Keys carry the ID as an ordered int: the first 64,512 storage IDs cost
+// one byte more per key than a small index ID, not three.
+const firstStorageID = 1 << 10
 
 func storageIDKey() []byte { return keys.System([]byte("sid")) }
 

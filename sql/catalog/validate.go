@@ -166,6 +166,11 @@ func (t *Table) validate() error {
 			storage[idx.StorageID] = true
 		}
 	}
+	for _, idx := range append([]Index{t.PrimaryIndex}, t.Indexes...) {
+		if idx.StorageID == 0 && storage[uint32(idx.ID)] {
+			return fmt.Errorf("index %q: its ID %d is another index's storage ID", idx.Name, idx.ID)
+		}
+	}
 	for _, id := range t.PrimaryIndex.KeyColumnIDs {
 		if t.ColumnByID(id).Nullable {
 			return fmt.Errorf("primary key column %q is nullable", t.ColumnByID(id).Name)
