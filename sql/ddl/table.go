@@ -202,7 +202,8 @@ func (e *executor) createTable(ctx context.Context, n *pg_query.CreateStmt) erro
 		return err
 	}
 	// No other transaction can see the table before this one commits: a
-	// COPY into it may bulk-load (sql/exec, bulkCopyTarget).
+	// COPY or INSERT ... SELECT into it may load in bulk (sql/exec,
+	// bulkLoadTable).
 	e.x.Txn.MarkNew(catalog.NewTableMark(b.t.ID))
 	return nil
 }

@@ -14,18 +14,18 @@ import (
 //
 // A table created in the statement's own transaction can be seen by no
 // other transaction until that one commits. If it is still empty, the
-// statement gives
-// each of its indexes fresh storage (catalog.AllocateStorageID: keys no
-// other attempt will ever write) in a new descriptor version, written in
-// the transaction, and writes the rows there as committed values
-// (kvpb.BulkPutRequest) instead of intents: no lock record, no in-memory
-// lock, nothing to resolve at commit. Uniqueness is the BulkPut's
-// MustNotExist on primary keys and unique index entries, NOT NULL, CHECK
-// and foreign keys are checked as on the transactional path.
+// statement gives each of its indexes fresh storage
+// (catalog.AllocateStorageID: keys no other attempt will ever write) in a
+// new descriptor version, written in the transaction, and writes the rows
+// there as committed values (kvpb.BulkPutRequest) instead of intents: no
+// lock record, no in-memory lock, nothing to resolve at commit.
+// Uniqueness is the BulkPut's MustNotExist on primary keys and unique
+// index entries; defaults, NOT NULL, CHECK and foreign keys are checked
+// as on the transactional path.
 //
 // Why it keeps PostgreSQL's semantics:
 //   - Atomicity: the rows are reachable only through the new descriptor
-//     version. A failed COPY fails its transaction (or, in a block, is
+//     version. A failed load fails its transaction (or, in a block, is
 //     rolled back to a savepoint taken before it, which undoes the
 //     descriptor write), and the storage it wrote becomes unreachable
 //     garbage; the IDs are never handed out again, so nothing can surface
