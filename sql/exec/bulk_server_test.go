@@ -122,20 +122,33 @@ func TestBulkCopyAtomic(t *testing.T) {
 	defer s.Stop(context.Background())
 	c := connect(t, url)
 	ctx := context.Background()
+	// Rows go in batches of 10,000: the failures below fall in the last
+	// batch, in a middle one and in the first one, and the error names the
+	// input line of the row that failed, as PostgreSQL's does.
 	for _, tc := range []struct {
 		name      string
 		data      string
 		wantState string
+		wantLine  string
 	}{
-		{"bad row", csvRows(30000, 25000, 0), "22P02"},
-		{"duplicate primary key", csvRows(30000, 0, 25000), "23505"},
-		{"duplicate in one batch", csvRows(300, 0, 200), "23505"},
+		{"bad row", csvRows(30000, 25000, 0), "22P02", "line 25000"},
+		{"bad row in a middle batch", csvRows(30000, 12000, 0), "22P02", "line 12000"},
+		{"duplicate primary key", csvRows(30000, 0, 25000), "23505", "line 25000"},
+		{"duplicate primary key in a middle batch", csvRows(30000, 0, 15000), "23505", "line 15000"},
+		{"duplicate in one batch", csvRows(300, 0, 200), "23505", "line "},
 	} {
 		exec(t, c, "BEGIN")
 		exec(t, c, fmt.Sprintf(ddl, "t"))
 		_, err := copyIn(c, "t (id, a, b)", tc.data)
 		if got := sqlState(err); got != tc.wantState {
 			t.Fatalf("%s: COPY error %v (SQLSTATE %q), want %s", tc.name, err, got, tc.wantState)
+		}
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) {
+			t.Fatalf("%s: %v is not a PostgreSQL error", tc.name, err)
+		}
+		if !strings.Contains(pe.Where, tc.wantLine) {
+			t.Errorf("%s: error context %q, want it to name %q", tc.name, pe.Where, tc.wantLine)
 		}
 		exec(t, c, "ROLLBACK")
 		var exists bool
