@@ -135,7 +135,7 @@ func TestBulkCopyAtomic(t *testing.T) {
 		{"bad row in a middle batch", csvRows(30000, 12000, 0), "22P02", "line 12000"},
 		{"duplicate primary key", csvRows(30000, 0, 25000), "23505", "line 25000"},
 		{"duplicate primary key in a middle batch", csvRows(30000, 0, 15000), "23505", "line 15000"},
-		{"duplicate in one batch", csvRows(300, 0, 200), "23505", "line "},
+		{"duplicate in one batch", csvRows(300, 0, 200), "23505", "line 200"},
 	} {
 		exec(t, c, "BEGIN")
 		exec(t, c, fmt.Sprintf(ddl, "t"))

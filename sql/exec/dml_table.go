@@ -454,9 +454,11 @@ type lineRow struct {
 }
 
 // lineOf finds the COPY line of the pending row whose primary key or
-// unique index entry is key.
+// unique index entry is key: the last such row, since when two rows of
+// the batch share the key it is the second that failed.
 func (s *dmlState) lineOf(ti *tableInfo, key []byte) (int, bool) {
-	for _, lr := range s.batchLines {
+	for j := len(s.batchLines) - 1; j >= 0; j-- {
+		lr := s.batchLines[j]
 		if k, err := ti.primaryKey(lr.row); err == nil && string(k) == string(key) {
 			return lr.line, true
 		}
