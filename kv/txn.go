@@ -87,6 +87,9 @@ type Txn struct {
 		onePC     bool
 		commitTS  hlc.Timestamp
 		hb        *heartbeat
+		// created are the MarkNew keys of this attempt and the sequence
+		// each was marked at (bulk.go).
+		created map[string]int32
 	}
 }
 

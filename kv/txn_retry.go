@@ -43,6 +43,7 @@ func (t *Txn) PrepareForRetry(ctx context.Context) error {
 	// savepoints taken in it are void (ErrSavepointInvalid).
 	t.mu.proto.IgnoredSeqNums = nil
 	t.mu.readSpans.reset()
+	t.mu.created = nil
 	t.mu.retryErr = nil
 	return nil
 }

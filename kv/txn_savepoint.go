@@ -93,6 +93,7 @@ func (t *Txn) RollbackToSavepoint(ctx context.Context, sp SavepointToken) error 
 		// one.
 		t.mu.proto.IgnoredSeqNums = kvpb.AddIgnoredSeqRange(t.mu.proto.IgnoredSeqNums, kvpb.SeqRange{Start: sp.seq + 1, End: cur})
 	}
+	t.forgetMarksAfterLocked(sp.seq)
 	return nil
 }
 

@@ -24,13 +24,14 @@ const (
 	MethodRefresh
 	MethodIncrement
 	MethodLock
+	MethodBulkPut
 	numMethods
 )
 
 var methodNames = [numMethods]string{
 	"Get", "Scan", "Put", "ConditionalPut", "Delete", "DeleteRange", "EndTxn",
 	"HeartbeatTxn", "PushTxn", "QueryTxn", "ResolveIntent", "ResolveIntentRange",
-	"GC", "Split", "Refresh", "Increment", "Lock",
+	"GC", "Split", "Refresh", "Increment", "Lock", "BulkPut",
 }
 
 func (m Method) String() string {

@@ -89,34 +89,57 @@ func ResolveIntentRange(rw storage.ReadWriter, start, end []byte, txn kvpb.TxnMe
 		return 0, nil, invalidArg("resolve intent range [%q, %q) max %d", start, end, max)
 	}
 	// Collect first, then write: resolution rewrites the span being read.
-	var todo []kvpb.Intent
-	var recs []lockRecord
-	err = walkLocks(rw, start, end, func(key []byte, lk *lockRecord) (bool, error) {
-		if lk.Txn.ID != txn.ID {
+	// Collected a chunk at a time, so that resolving a transaction of a
+	// million intents does not hold a million copies of their records at
+	// once (they were most of the garbage collector's work at the commit
+	// of a 1M-row COPY).
+	var (
+		todo      []kvpb.Intent
+		recs      []lockRecord
+		collected int64
+	)
+	for {
+		todo, recs = todo[:0], recs[:0]
+		var next []byte
+		err = walkLocks(rw, start, end, func(key []byte, lk *lockRecord) (bool, error) {
+			if lk.Txn.ID != txn.ID {
+				return true, nil
+			}
+			if max > 0 && collected == max {
+				resume = &kvpb.Span{Key: append([]byte(nil), key...), EndKey: append([]byte(nil), end...)}
+				return false, nil
+			}
+			if len(todo) == resolveChunk {
+				next = append([]byte(nil), key...)
+				return false, nil
+			}
+			todo = append(todo, kvpb.Intent{Key: append([]byte(nil), key...), Txn: lk.Txn})
+			recs = append(recs, *lk)
+			collected++
 			return true, nil
-		}
-		if max > 0 && int64(len(todo)) == max {
-			resume = &kvpb.Span{Key: append([]byte(nil), key...), EndKey: append([]byte(nil), end...)}
-			return false, nil
-		}
-		todo = append(todo, kvpb.Intent{Key: append([]byte(nil), key...), Txn: lk.Txn})
-		recs = append(recs, *lk)
-		return true, nil
-	})
-	if err != nil {
-		return 0, nil, err
-	}
-	for i, in := range todo {
-		ok, err := resolveLock(rw, in.Key, &recs[i], txn, status, ignored)
+		})
 		if err != nil {
-			return n, nil, err
+			return 0, nil, err
 		}
-		if ok {
-			n++
+		for i, in := range todo {
+			ok, err := resolveLock(rw, in.Key, &recs[i], txn, status, ignored)
+			if err != nil {
+				return n, nil, err
+			}
+			if ok {
+				n++
+			}
 		}
+		if next == nil {
+			return n, resume, nil
+		}
+		start = next
 	}
-	return n, resume, nil
 }
+
+// resolveChunk is how many intents ResolveIntentRange collects before it
+// resolves them and reads on.
+const resolveChunk = 1024
 
 // ScanIntents lists the intents in [start, end) (end empty: the single key
 // start) in key order, at most max of them (0: all).

@@ -24,7 +24,21 @@ import (
 // *kvpb.TransactionRetryError (the key holds this transaction's intent from
 // a newer epoch: the request is stale), *kvpb.InvalidArgumentError.
 func Put(rw storage.ReadWriter, key []byte, ts hlc.Timestamp, value []byte, txn *kvpb.Transaction) error {
-	w, err := prepareWrite(rw, key, ts, txn)
+	return PutOpts(rw, key, ts, value, txn, WriteOptions{})
+}
+
+// WriteOptions adjust one write.
+type WriteOptions struct {
+	// NoLock is the caller's promise that key holds no lock record (an
+	// exact in-memory lock table says so, and no earlier write of the
+	// caller's batch laid one): the write skips reading the lock keyspace,
+	// one engine lookup of the two every write makes.
+	NoLock bool
+}
+
+// PutOpts is Put with options.
+func PutOpts(rw storage.ReadWriter, key []byte, ts hlc.Timestamp, value []byte, txn *kvpb.Transaction, opts WriteOptions) error {
+	w, err := prepareWrite(rw, key, ts, txn, opts)
 	if err != nil || w.replay {
 		return err
 	}
@@ -37,7 +51,12 @@ func Put(rw storage.ReadWriter, key []byte, ts hlc.Timestamp, value []byte, txn 
 // carrying the actual value. A transaction compares against its own intent
 // first.
 func ConditionalPut(rw storage.ReadWriter, key []byte, ts hlc.Timestamp, value, expected []byte, expectExists bool, txn *kvpb.Transaction) error {
-	w, err := prepareWrite(rw, key, ts, txn)
+	return ConditionalPutOpts(rw, key, ts, value, expected, expectExists, txn, WriteOptions{})
+}
+
+// ConditionalPutOpts is ConditionalPut with options.
+func ConditionalPutOpts(rw storage.ReadWriter, key []byte, ts hlc.Timestamp, value, expected []byte, expectExists bool, txn *kvpb.Transaction, opts WriteOptions) error {
+	w, err := prepareWrite(rw, key, ts, txn, opts)
 	if err != nil || w.replay {
 		return err
 	}
@@ -56,7 +75,12 @@ func ConditionalPut(rw storage.ReadWriter, key []byte, ts hlc.Timestamp, value, 
 // there was none, so the deletion is ordered like any other write. A
 // replayed transactional delete (see Put) changes nothing and reports false.
 func Delete(rw storage.ReadWriter, key []byte, ts hlc.Timestamp, txn *kvpb.Transaction) (found bool, err error) {
-	w, err := prepareWrite(rw, key, ts, txn)
+	return DeleteOpts(rw, key, ts, txn, WriteOptions{})
+}
+
+// DeleteOpts is Delete with options.
+func DeleteOpts(rw storage.ReadWriter, key []byte, ts hlc.Timestamp, txn *kvpb.Transaction, opts WriteOptions) (found bool, err error) {
+	w, err := prepareWrite(rw, key, ts, txn, opts)
 	if err != nil || w.replay {
 		return false, err
 	}
@@ -124,7 +148,7 @@ type pendingWrite struct {
 
 // prepareWrite checks key for conflicts in the order the invariants give:
 // intents (1), then committed versions (3, 4).
-func prepareWrite(r storage.Reader, key []byte, ts hlc.Timestamp, txn *kvpb.Transaction) (*pendingWrite, error) {
+func prepareWrite(r storage.Reader, key []byte, ts hlc.Timestamp, txn *kvpb.Transaction, opts WriteOptions) (*pendingWrite, error) {
 	if len(key) == 0 {
 		return nil, invalidArg("write: empty key")
 	}
@@ -141,9 +165,12 @@ func prepareWrite(r storage.Reader, key []byte, ts hlc.Timestamp, txn *kvpb.Tran
 	if w.ts.IsEmpty() {
 		return nil, invalidArg("write %q: empty timestamp", key)
 	}
-	lk, err := getLock(r, key)
-	if err != nil {
-		return nil, err
+	var lk *lockRecord
+	if !opts.NoLock {
+		var err error
+		if lk, err = getLock(r, key); err != nil {
+			return nil, err
+		}
 	}
 	if lk != nil {
 		if txn == nil || lk.Txn.ID != txn.ID {

@@ -64,6 +64,7 @@ var requestTypes = []reflect.Type{
 	reflect.TypeFor[kvpb.RefreshRequest](),
 	reflect.TypeFor[kvpb.IncrementRequest](),
 	reflect.TypeFor[kvpb.LockRequest](),
+	reflect.TypeFor[kvpb.BulkPutRequest](),
 }
 
 var responseTypes = []reflect.Type{
@@ -84,6 +85,7 @@ var responseTypes = []reflect.Type{
 	reflect.TypeFor[kvpb.RefreshResponse](),
 	reflect.TypeFor[kvpb.IncrementResponse](),
 	reflect.TypeFor[kvpb.LockResponse](),
+	reflect.TypeFor[kvpb.BulkPutResponse](),
 }
 
 // errorTypes are the typed kvpb errors that keep their type across the

@@ -67,6 +67,14 @@ func Open(dir string, opts Options) (*Engine, error) {
 	for i := range po.Levels {
 		po.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 	}
+	// 64 MiB memtables (Pebble's default is 4 MiB): a transaction's
+	// intents are lock records written and, at resolution, deleted; in a
+	// large memtable most of them meet their deletion before a flush, so
+	// they never reach an SST or a compaction. A 1M-row COPY into an
+	// existing table took about a quarter less CPU, CREATE INDEX too.
+	// The memory is taken as it is written (at most two memtables in
+	// flight before writes wait for a flush).
+	po.MemTableSize = 64 << 20
 	po.EnsureDefaults()
 	db, err := pebble.Open(dir, po)
 	if err != nil {

@@ -36,6 +36,11 @@ type evalCtx struct {
 	// fixedTS makes writes land exactly at ba.Timestamp (one-phase commit,
 	// which has checked the timestamp cache itself).
 	fixedTS bool
+	// bulkChecked: the batch's BulkPuts had their timestamp and keys
+	// checked (evaluate_bulk.go).
+	bulkChecked bool
+	// wroteKeys are the keys of LocksAcquired, for writeOpts.
+	wroteKeys map[string]struct{}
 }
 
 // Evaluate evaluates ba against the engine without changing anything: it
@@ -122,6 +127,8 @@ func (ec *evalCtx) evalRequest(req kvpb.Request) (kvpb.Response, error) {
 		return ec.increment(req)
 	case *kvpb.LockRequest:
 		return ec.lock(req)
+	case *kvpb.BulkPutRequest:
+		return ec.bulkPut(req)
 	}
 	return nil, invalidArg("tablet cannot evaluate %s", req.Method())
 }
@@ -161,6 +168,10 @@ func (ec *evalCtx) writeTS(span kvpb.Span) hlc.Timestamp {
 func (ec *evalCtx) wrote(key []byte) {
 	if ec.txn != nil {
 		ec.prop.LocksAcquired = append(ec.prop.LocksAcquired, kvpb.Intent{Key: append([]byte(nil), key...), Txn: ec.txn.TxnMeta})
+		if ec.wroteKeys == nil {
+			ec.wroteKeys = make(map[string]struct{})
+		}
+		ec.wroteKeys[string(key)] = struct{}{}
 	}
 }
 

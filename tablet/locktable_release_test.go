@@ -66,3 +66,39 @@ func TestLockTableReleaseAll(t *testing.T) {
 		}
 	}
 }
+
+// TestLockTableShrinks checks that the map is rebuilt once most of a large
+// transaction's locks are released (so that ranging over it costs what it
+// holds, not what it once held), and that the locks that stay, and their
+// waiters, are unaffected.
+func TestLockTableShrinks(t *testing.T) {
+	big, other := uuid.New(), uuid.New()
+	lt := newLockTable()
+	const n = 3 * minShrinkPeak
+	for i := 0; i < n; i++ {
+		lt.acquire([]byte(fmt.Sprintf("b%06d", i)), kvpb.TxnMeta{ID: big})
+	}
+	for i := 0; i < 5; i++ {
+		lt.acquire([]byte(fmt.Sprintf("o%d", i)), kvpb.TxnMeta{ID: other})
+	}
+	woken := lt.enqueue(kvpb.Intent{Key: []byte("o1"), Txn: kvpb.TxnMeta{ID: other}}, uuid.Nil)
+	if lt.peak != n+5 {
+		t.Fatalf("peak %d, want %d", lt.peak, n+5)
+	}
+	lt.releaseAll([]LockRelease{{Span: kvpb.Span{Key: []byte("b"), EndKey: []byte("c")}, Txn: big}})
+	if got := len(lt.locks); got != 5 {
+		t.Fatalf("%d locks left, want 5", got)
+	}
+	if lt.peak != 5 {
+		t.Fatalf("peak %d after the release, want the map rebuilt at 5", lt.peak)
+	}
+	if lt.noneIn([]byte("o0"), []byte("o9")) {
+		t.Fatal("noneIn lost the locks that stayed")
+	}
+	lt.release([]byte("o1"), other)
+	select {
+	case <-woken:
+	default:
+		t.Fatal("a waiter of a lock that survived the rebuild was not woken by its release")
+	}
+}

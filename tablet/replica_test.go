@@ -32,6 +32,7 @@ package tablet
 //	      resolve k=<key> [end=<key>] txn=<n> status=pending|committed|aborted
 //	          (with the coordinator's copy's ignored sequence numbers)
 //	      gc k=<key> end=<key> threshold=<ts>
+//	      bulkput k=<key> v=<value> [unique]
 //	      refresh k=<key> [end=<key>] from=<ts>
 //	    Output: one line per response, then the transaction as the tablet
 //	    returned it and "1pc" for a one-phase commit; or the error. A batch
@@ -293,6 +294,9 @@ func (h *harness) parseRequest(t *testing.T, line, txnName string) kvpb.Request 
 			return &kvpb.ResolveIntentRangeRequest{Key: key, EndKey: end, Txn: txn.TxnMeta, Status: st, IgnoredSeqNums: txn.IgnoredSeqNums}
 		}
 		return &kvpb.ResolveIntentRequest{Key: key, Txn: txn.TxnMeta, Status: st, IgnoredSeqNums: txn.IgnoredSeqNums}
+	case "bulkput":
+		_, unique := a["unique"]
+		return &kvpb.BulkPutRequest{Key: key, Value: []byte(a["v"]), MustNotExist: unique}
 	case "gc":
 		return &kvpb.GCRequest{Key: key, EndKey: end, Threshold: mustTS(t, a["threshold"])}
 	case "refresh":

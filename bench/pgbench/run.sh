@@ -13,7 +13,9 @@
 # The bulk section loads the same generated CSV file of ROWS rows (default
 # 1,000,000) into (id int8 primary key, a int8, b text, c float8) on both
 # systems with psql's \copy (COPY FROM STDIN), then times CREATE INDEX on a
-# and SELECT count(*). Each run uses a fresh table. Times are wall-clock
+# and SELECT count(*). Each run uses a fresh table. It also times the same
+# load into a table created in the loading transaction (BEGIN; CREATE
+# TABLE; \copy; COMMIT), which Cairn bulk-loads. Times are wall-clock
 # seconds of the psql command, client included.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -95,6 +97,16 @@ timed() {
   awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f\n", (b - a) / 1e9 }'
 }
 
+# timed_script URL SCRIPT is timed for a psql script of several lines (one
+# transaction, say), read from standard input.
+timed_script() {
+  local url=$1 sql=$2 t0 t1 out
+  t0=$(date +%s%N)
+  out=$(printf '%s\n' "$sql" | psql -X -q -v ON_ERROR_STOP=1 "$url" 2>&1) || { echo "$sql: $out" >&2; exit 1; }
+  t1=$(date +%s%N)
+  awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f\n", (b - a) / 1e9 }'
+}
+
 if [ -n "$do_bulk" ]; then
   # The same deterministic rows for both systems; b is a 24-byte string and
   # a is scattered so that the index on it is not built in key order.
@@ -117,18 +129,27 @@ if [ -n "$do_bulk" ]; then
       bt[$sys,copy]+="$(timed "$url" "\\copy $tbl FROM '$csv' WITH (FORMAT csv)") "
       bt[$sys,index]+="$(timed "$url" "CREATE INDEX ${tbl}_a ON $tbl (a)") "
       bt[$sys,count]+="$(timed "$url" "SELECT count(*) FROM $tbl") "
-      # Check the load, so that a short COPY cannot pass for a fast one.
-      got=$(psql -X -qtA -c "SELECT count(*), sum(a) FROM $tbl" "$url")
+      # The same load into a table created in the loading transaction
+      # (as pg_restore --single-transaction does): Cairn's bulk path.
+      bt[$sys,copynew]+="$(timed_script "$url" "BEGIN;
+CREATE TABLE ${tbl}_new (id int8 PRIMARY KEY, a int8, b text, c float8);
+\\copy ${tbl}_new FROM '$csv' WITH (FORMAT csv)
+COMMIT;") "
+      # Check the loads, so that a short COPY cannot pass for a fast one.
       want="$rows|$(awk -v n="$rows" 'BEGIN { s = 0; for (i = 1; i <= n; i++) s += (i * 7919) % 1000003; printf "%.0f", s }')"
-      [ "$got" = "$want" ] || { echo "$sys: $tbl holds $got, want $want" >&2; exit 1; }
+      for t in $tbl ${tbl}_new; do
+        got=$(psql -X -qtA -c "SELECT count(*), sum(a) FROM $t" "$url")
+        [ "$got" = "$want" ] || { echo "$sys: $t holds $got, want $want" >&2; exit 1; }
+      done
     done
   done
   echo
   printf '%-24s %12s %12s %8s\n' "bulk ($rows rows)" cairn_s pg15_s ratio
-  for op in copy index count; do
+  for op in copy copynew index count; do
     cm=$(printf '%s\n' ${bt[cairn,$op]} | median) pm=$(printf '%s\n' ${bt[pg15,$op]} | median)
     case $op in
     copy) name="COPY FROM STDIN" ;;
+    copynew) name="CREATE TABLE+COPY (1 tx)" ;;
     index) name="CREATE INDEX (a)" ;;
     count) name="SELECT count(*)" ;;
     esac

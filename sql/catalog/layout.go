@@ -77,6 +77,7 @@ func (t *Table) Layout() (*rowenc.TableLayout, error) {
 func indexLayout(idx *Index) rowenc.IndexLayout {
 	return rowenc.IndexLayout{
 		ID:           uint32(idx.ID),
+		KeyID:        idx.StorageID,
 		Name:         idx.Name,
 		Unique:       idx.Unique,
 		KeyColumns:   idx.KeyColumnIDs,

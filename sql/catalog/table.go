@@ -126,6 +126,13 @@ type Index struct {
 	// group (GroupID); a local one lives in the table's group and buckets.
 	Placement IndexPlacement `json:"placement,omitempty"`
 	GroupID   uint64         `json:"group_id,omitempty"`
+	// StorageID, when set, is what the index's keys carry in place of ID:
+	// a bulk load (sql/exec COPY into a table created in its transaction,
+	// CREATE INDEX's backfill) writes committed versions into fresh
+	// storage, named by an ID from AllocateStorageID that no other
+	// attempt ever gets, so an aborted load leaves only unreachable
+	// garbage. Zero: the keys carry ID.
+	StorageID uint32 `json:"storage_id,omitempty"`
 	// Comment is COMMENT ON INDEX's text.
 	Comment string `json:"comment,omitempty"`
 }

@@ -149,6 +149,7 @@ func (t *Table) validate() error {
 	}
 	idxIDs := map[IndexID]bool{}
 	idxNames := map[string]bool{}
+	storage := map[uint32]bool{}
 	for _, idx := range append([]Index{t.PrimaryIndex}, t.Indexes...) {
 		if err := t.validateIndex(&idx); err != nil {
 			return fmt.Errorf("index %q: %w", idx.Name, err)
@@ -157,6 +158,18 @@ func (t *Table) validate() error {
 			return fmt.Errorf("index %q or its ID %d is used twice", idx.Name, idx.ID)
 		}
 		idxIDs[idx.ID], idxNames[idx.Name] = true, true
+		if idx.StorageID != 0 {
+			// Two indexes sharing storage would read each other's keys.
+			if idx.StorageID < firstStorageID || storage[idx.StorageID] {
+				return fmt.Errorf("index %q: storage ID %d is not a fresh storage ID or is used twice", idx.Name, idx.StorageID)
+			}
+			storage[idx.StorageID] = true
+		}
+	}
+	for _, idx := range append([]Index{t.PrimaryIndex}, t.Indexes...) {
+		if idx.StorageID == 0 && storage[uint32(idx.ID)] {
+			return fmt.Errorf("index %q: its ID %d is another index's storage ID", idx.Name, idx.ID)
+		}
 	}
 	for _, id := range t.PrimaryIndex.KeyColumnIDs {
 		if t.ColumnByID(id).Nullable {

@@ -525,7 +525,7 @@ func (r *regResolver) RegName(kind *types.T, oid uint32) (string, bool) {
 // finishConstraints backfills the indexes and validates the constraints
 // an ALTER TABLE added (b.newIndexes, b.newChecks, b.newFKs).
 func (e *executor) finishConstraints(ctx context.Context, t *catalog.Table, b *tableBuilder) error {
-	if err := e.backfill(ctx, t, b.newIndexes); err != nil {
+	if err := e.backfill(ctx, t, b.newIndexes, false); err != nil {
 		return err
 	}
 	for _, name := range b.newChecks {

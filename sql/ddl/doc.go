@@ -61,6 +61,12 @@
 //     index) are refused with 0A000 until their layouts are built, never ignored;
 //     PostgreSQL's reloptions (fillfactor, autovacuum_*, ...) are accepted
 //     and unused, since they tune storage Cairn does not have.
+//   - CREATE INDEX gives the new index fresh storage
+//     (catalog.AllocateStorageID) and backfills it with committed values
+//     (kv.Txn.RunBulk), not intents: only the descriptor version the
+//     transaction writes names that storage (index.go, backfill). The
+//     indexes of ALTER TABLE's new constraints are still written as
+//     intents.
 //   - ALTER TABLE rewrites read the whole table into memory first (so
 //     rows whose key changes are never read twice); online schema changes
 //     for tables larger than memory are later work.

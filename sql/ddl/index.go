@@ -22,6 +22,10 @@ import (
 // about how many index entries one write batch carries.
 const backfillPage = 1000
 
+// bulkBackfillBatch is how many entries one bulk write of a backfill into
+// fresh storage carries: each is one synced write per tablet.
+const bulkBackfillBatch = 10000
+
 func (e *executor) createIndex(ctx context.Context, n *pg_query.IndexStmt) error {
 	d, schema, err := e.lookupRelation(ctx, n.Relation)
 	if err != nil {
@@ -155,6 +159,12 @@ func (e *executor) createIndex(ctx context.Context, n *pg_query.IndexStmt) error
 	if err := e.placeIndex(ctx, t, &idx); err != nil {
 		return err
 	}
+	// Fresh storage, so the backfill can write committed entries: the index
+	// is reachable only through the descriptor version this transaction
+	// writes (see backfill).
+	if idx.StorageID, err = catalog.AllocateStorageID(ctx, e.x.Txn.DB()); err != nil {
+		return err
+	}
 	t.NextIndexID++
 	if len(exprCols) > 0 {
 		// Store the expression columns' values in every row first; the
@@ -172,7 +182,7 @@ func (e *executor) createIndex(ctx context.Context, n *pg_query.IndexStmt) error
 	if err := e.x.Writer.Update(ctx, t); err != nil {
 		return err
 	}
-	return e.backfill(ctx, t, []catalog.IndexID{idx.ID})
+	return e.backfill(ctx, t, []catalog.IndexID{idx.ID}, true)
 }
 
 // placeIndex decides where a new secondary index lives, as Writer.Create
@@ -244,11 +254,23 @@ func checkOpclass(el *pg_query.IndexElem, c *catalog.Column) error {
 }
 
 // backfill writes the entries of the given (new) indexes of t for every
-// row t holds, inside the statement's transaction: the index is complete
-// when the transaction commits, and a rolled-back CREATE INDEX leaves no
-// entry behind. A duplicate in a unique index fails the statement with
-// 23505, as PostgreSQL's index build does.
-func (e *executor) backfill(ctx context.Context, t *catalog.Table, ids []catalog.IndexID) error {
+// row t holds, as the statement's transaction reads them: the index is
+// complete when the transaction commits. A duplicate in a unique index
+// fails the statement with 23505, as PostgreSQL's index build does.
+//
+// fresh says the indexes have storage of their own that this statement
+// allocated (catalog.AllocateStorageID) and that only the descriptor
+// version this transaction wrote names. Their entries are then written as
+// committed values (kv.Txn.RunBulk), not intents: nobody else can read
+// them before the transaction commits, a rolled-back CREATE INDEX leaves
+// them unreachable, and there is nothing to resolve at commit (the
+// uniqueness check is the BulkPut's MustNotExist). Otherwise they are
+// transactional writes, as ALTER TABLE's new constraints' indexes are.
+//
+// Concurrent writers are ordered against the build exactly as on the
+// transactional path: the build's scan reads the table in the
+// transaction, and a writer sees the new index only once it committed.
+func (e *executor) backfill(ctx context.Context, t *catalog.Table, ids []catalog.IndexID, fresh bool) error {
 	if len(ids) == 0 {
 		return nil
 	}
@@ -276,11 +298,15 @@ func (e *executor) backfill(ctx context.Context, t *catalog.Table, ids []catalog
 	}
 	ectx := &sem.EvalContext{}
 	var batch *kv.Batch
+	run, limit := e.x.Txn.Run, backfillPage
+	if fresh {
+		run, limit = e.x.Txn.RunBulk, bulkBackfillBatch
+	}
 	flush := func() error {
 		if batch == nil || batch.Len() == 0 {
 			return nil
 		}
-		err := e.x.Txn.Run(ctx, batch)
+		err := run(ctx, batch)
 		batch = nil
 		if err != nil {
 			return uniqueBuildError(layout.ConvertWriteError(err))
@@ -305,13 +331,16 @@ func (e *executor) backfill(ctx context.Context, t *catalog.Table, ids []catalog
 			if batch == nil {
 				batch = &kv.Batch{}
 			}
-			if ent.Unique {
+			switch {
+			case fresh:
+				batch.BulkPut(ent.Key, ent.Value, ent.Unique)
+			case ent.Unique:
 				batch.CPut(ent.Key, ent.Value, nil, false)
-			} else {
+			default:
 				batch.Put(ent.Key, ent.Value)
 			}
 		}
-		if batch != nil && batch.Len() >= backfillPage {
+		if batch != nil && batch.Len() >= limit {
 			return flush()
 		}
 		return nil

@@ -198,7 +198,14 @@ func (e *executor) createTable(ctx context.Context, n *pg_query.CreateStmt) erro
 	if err := e.splitTable(ctx, b.t); err != nil {
 		return err
 	}
-	return b.createSequences(ctx)
+	if err := b.createSequences(ctx); err != nil {
+		return err
+	}
+	// No other transaction can see the table before this one commits: a
+	// COPY or INSERT ... SELECT into it may load in bulk (sql/exec,
+	// bulkLoadTable).
+	e.x.Txn.MarkNew(catalog.NewTableMark(b.t.ID))
+	return nil
 }
 
 // addRowID gives a table without a primary key the hidden int8 rowid

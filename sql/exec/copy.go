@@ -29,7 +29,8 @@ import (
 // with the columns' input functions and back with their output functions.
 // COPY FROM inserts through the same path as INSERT (inserter: defaults,
 // generated columns, NOT NULL, CHECK, unique and foreign keys, batches of
-// batchSize rows). Files and programs (COPY ... FROM 'file') are refused:
+// batchSize rows); into a table created in the same transaction it loads
+// in bulk (bulk.go). Files and programs (COPY ... FROM 'file') are refused:
 // the server's filesystem is not the client's business.
 
 // copyOptions are a COPY statement's options, checked as PostgreSQL 15's
@@ -147,7 +148,9 @@ func parseCopyOptions(stmt *pg_query.CopyStmt) (*copyOptions, error) {
 			}
 			formatSet = true
 		case "freeze":
-			// An optimization hint; every write is transactional anyway.
+			// An optimization hint with nothing left to do: a table created
+			// in the transaction, the case FREEZE is for, is bulk-loaded
+			// anyway (bulk.go).
 			if _, err := defBool(d); err != nil {
 				return nil, err
 			}
@@ -524,6 +527,11 @@ func copyFrom(ctx context.Context, x *Context, env *plan.Env, stmt *pg_query.Cop
 	tb := t.table
 	s := newDMLState(x, nil)
 	s.copyLines = true
+	if nt, err := bulkLoadTable(ctx, x, tb); err != nil {
+		return 0, err
+	} else if nt != nil {
+		tb, s.bulk = nt, true
+	}
 	if env != nil && env.Types != nil {
 		s.tctx = env.Types
 	}

@@ -399,7 +399,25 @@ func (r *runner) buildInsert(n *plan.Insert) (op, error) {
 	}
 	o.input = input
 	materialize := readsTable(r.p, n.Input, n.Table.ID)
+	_, values := n.Input.(*plan.Values)
 	o.run = func(ctx context.Context) error {
+		// INSERT ... SELECT into a table created in this transaction (CREATE
+		// TABLE AS) loads in bulk (bulk.go); ON CONFLICT needs the
+		// transactional path's reads, and a VALUES list is too short to
+		// pay for moving the table to fresh storage.
+		if in.oc == nil && !materialize && !values {
+			nt, err := bulkLoadTable(ctx, r.x, n.Table)
+			if err != nil {
+				return err
+			}
+			if nt != nil {
+				delete(s.tables, nt.ID)
+				if in.spec.ti, err = s.table(nt); err != nil {
+					return err
+				}
+				s.bulk = true
+			}
+		}
 		next := input.Next
 		if materialize {
 			rows, err := drainCopy(ctx, input)

@@ -120,6 +120,11 @@ type dmlState struct {
 	curLine    int
 	batchLines []lineRow
 
+	// bulk: the rows go to fresh storage as committed values (bulk.go);
+	// bulkErr is what bulkWrites refused.
+	bulk    bool
+	bulkErr error
+
 	// Deferred foreign-key work, run at the end of the statement as
 	// PostgreSQL's RI triggers are (after every row is written, so rows of
 	// one statement may reference each other).
@@ -413,7 +418,11 @@ func (ti *tableInfo) applyText(s *dmlState, row []types.Datum) error {
 // another table (a batch holds one table's writes so that a failed
 // uniqueness condition is reported against the right table).
 func (s *dmlState) write(ctx context.Context, ti *tableInfo, old, new []types.Datum) error {
-	if s.batch != nil && (s.batchTable != ti || s.batchRows >= batchSize) {
+	limit := batchSize
+	if s.bulk {
+		limit = bulkBatchRows
+	}
+	if s.batch != nil && (s.batchTable != ti || s.batchRows >= limit) {
 		if err := s.flush(ctx); err != nil {
 			return err
 		}
@@ -424,6 +433,12 @@ func (s *dmlState) write(ctx context.Context, ti *tableInfo, old, new []types.Da
 	s.batchRows++
 	if s.copyLines && new != nil {
 		s.batchLines = append(s.batchLines, lineRow{line: s.curLine, row: new})
+	}
+	if s.bulk {
+		if err := ti.writer.Write(bulkWrites{b: s.batch, err: &s.bulkErr}, old, new); err != nil {
+			return err
+		}
+		return s.bulkErr
 	}
 	if err := ti.writer.Write(s.batch, old, new); err != nil {
 		return err
@@ -439,9 +454,11 @@ type lineRow struct {
 }
 
 // lineOf finds the COPY line of the pending row whose primary key or
-// unique index entry is key.
+// unique index entry is key: the last such row, since when two rows of
+// the batch share the key it is the second that failed.
 func (s *dmlState) lineOf(ti *tableInfo, key []byte) (int, bool) {
-	for _, lr := range s.batchLines {
+	for j := len(s.batchLines) - 1; j >= 0; j-- {
+		lr := s.batchLines[j]
 		if k, err := ti.primaryKey(lr.row); err == nil && string(k) == string(key) {
 			return lr.line, true
 		}
@@ -467,7 +484,11 @@ func (s *dmlState) flush(ctx context.Context) error {
 	if b == nil || b.Len() == 0 {
 		return nil
 	}
-	if err := s.x.Txn.Run(ctx, b); err != nil {
+	run := s.x.Txn.Run
+	if s.bulk {
+		run = s.x.Txn.RunBulk
+	}
+	if err := run(ctx, b); err != nil {
 		conv := ti.layout.ConvertWriteError(err)
 		if pe, ok := conv.(*pgerror.Error); ok && pe.TableName != "" {
 			conv = pe.WithTable(ti.schemaName(s.x), pe.TableName)

@@ -15,6 +15,10 @@
 // What it must not touch: plans are read-only (the optimizer's output is
 // cached with prepared statements); descriptors come in the plan, never
 // from the catalog; KV is reached only through the statement's kv.Txn.
+// One exception each, for bulk loads (bulk.go): a load into a table created
+// in its transaction writes the table's next descriptor version (fresh
+// storage) through a catalog.Writer in the statement's transaction, and
+// allocates the storage IDs outside it (catalog.AllocateStorageID).
 //
 // Execution model: one goroutine per statement. Operators return fresh row
 // slices that later operators may keep (sorts, hash tables). Parallelism

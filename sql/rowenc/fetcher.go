@@ -90,7 +90,7 @@ func (f *RowFetcher) Add(kvs []kvpb.KeyValue, emit func(row []types.Datum) error
 		if err != nil {
 			return fmt.Errorf("key %q: %w", kv.Key, err)
 		}
-		if p.Table != f.t.ID || p.Index != f.idx.ID {
+		if p.Table != f.t.ID || p.Index != f.idx.keyID() {
 			continue
 		}
 		if !f.idx.primary {

@@ -67,7 +67,15 @@ func (t *TableLayout) IndexPrefix(dst []byte, idx *IndexLayout, b uint16) []byte
 		g, b = idx.GroupID, 0
 	}
 	dst = binary.BigEndian.AppendUint16(GroupPrefix(dst, g), b)
-	return EncodeTableIndexPrefix(dst, t.ID, idx.ID)
+	return EncodeTableIndexPrefix(dst, t.ID, idx.keyID())
+}
+
+// keyID is the index ID idx's keys carry.
+func (idx *IndexLayout) keyID() uint32 {
+	if idx.KeyID != 0 {
+		return idx.KeyID
+	}
+	return idx.ID
 }
 
 // bucketed reports whether idx's entries spread over buckets.

@@ -41,7 +41,10 @@ type TableColumn struct {
 
 // IndexLayout is one index of a table.
 type IndexLayout struct {
-	ID     uint32
+	ID uint32
+	// KeyID, when not zero, is what the index's keys carry instead of ID
+	// (a bulk-loaded index's fresh storage: catalog.Index.StorageID).
+	KeyID  uint32
 	Name   string
 	Unique bool
 	// KeyColumns and KeyOrders are the key columns and their orders.
@@ -194,6 +197,20 @@ func (t *TableLayout) Index(id uint32) *IndexLayout {
 	}
 	for i := range t.Secondary {
 		if t.Secondary[i].ID == id {
+			return &t.Secondary[i]
+		}
+	}
+	return nil
+}
+
+// IndexByKeyID returns the index whose keys carry id (IndexLayout.KeyID,
+// or ID when that is zero), or nil.
+func (t *TableLayout) IndexByKeyID(id uint32) *IndexLayout {
+	if t.Primary.keyID() == id {
+		return &t.Primary
+	}
+	for i := range t.Secondary {
+		if t.Secondary[i].keyID() == id {
 			return &t.Secondary[i]
 		}
 	}

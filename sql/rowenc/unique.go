@@ -30,7 +30,7 @@ func (t *TableLayout) ConvertWriteError(err error) error {
 	if derr != nil || p.Table != t.ID {
 		return err
 	}
-	idx := t.Index(p.Index)
+	idx := t.IndexByKeyID(p.Index)
 	if idx == nil {
 		return err
 	}

@@ -1,0 +1,91 @@
+package kv
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/cairn-db/cairn/kvpb"
+)
+
+// Bulk writes: committed values a transaction writes into storage that
+// only it can reach until it commits (kvpb.BulkPutRequest says what the
+// caller guarantees). They are not the transaction's writes: no intent,
+// no lock span, nothing to resolve at commit, and a rollback does not
+// remove them (they stay as unreachable garbage). What makes them the
+// transaction's is their timestamp, just below its read timestamp: its
+// own reads see them, and every write it makes later lands above them.
+
+// BulkPut adds a kvpb.BulkPutRequest of value at key. Only Txn.RunBulk
+// accepts it.
+func (b *Batch) BulkPut(key, value []byte, mustNotExist bool) {
+	b.reqs = append(b.reqs, &kvpb.BulkPutRequest{Key: key, Value: value, MustNotExist: mustNotExist})
+}
+
+// RunBulk sends b, which must hold only BulkPuts, outside the transaction
+// at a timestamp just below its read timestamp. It fails if the
+// transaction cannot be used (finished, aborted, awaiting a retry). A
+// failure may leave some of b written: the caller must then not make the
+// storage reachable (fail the statement, and so the transaction).
+func (t *Txn) RunBulk(ctx context.Context, b *Batch) error {
+	if len(b.reqs) == 0 {
+		b.Results = nil
+		return nil
+	}
+	for _, r := range b.reqs {
+		if r.Method() != kvpb.MethodBulkPut {
+			return fmt.Errorf("kv: RunBulk of a %s", r.Method())
+		}
+	}
+	t.mu.Lock()
+	if err := t.usableLocked(); err != nil {
+		t.mu.Unlock()
+		return err
+	}
+	ts := t.mu.proto.ReadTimestamp.Prev()
+	t.mu.Unlock()
+	ba := &kvpb.BatchRequest{Requests: b.reqs}
+	ba.Timestamp = ts
+	br, err := t.db.ds.Send(ctx, ba)
+	if err != nil {
+		return err
+	}
+	return b.fill(br)
+}
+
+// DB returns the database the transaction runs on, for the few writes that
+// must happen outside it (kvpb.IncrementRequest: sequences, storage IDs).
+func (t *Txn) DB() *DB { return t.db }
+
+// MarkNew records that this transaction attempt created the object named
+// key (a table, say) with the writes it has made so far, so no other
+// transaction can see it before this one commits. A restart
+// (PrepareForRetry) forgets every mark, and a rollback to a savepoint
+// taken before the mark forgets it (the writes that created the object
+// are undone, and what they allocated may be handed out again).
+func (t *Txn) MarkNew(key string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.mu.created == nil {
+		t.mu.created = map[string]int32{}
+	}
+	if _, ok := t.mu.created[key]; !ok {
+		t.mu.created[key] = t.mu.proto.Sequence
+	}
+}
+
+// IsNew reports whether MarkNew(key) holds in this attempt.
+func (t *Txn) IsNew(key string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, ok := t.mu.created[key]
+	return ok
+}
+
+// forgetMarksAfterLocked drops the marks made after sequence seq.
+func (t *Txn) forgetMarksAfterLocked(seq int32) {
+	for k, s := range t.mu.created {
+		if s > seq {
+			delete(t.mu.created, k)
+		}
+	}
+}

@@ -1,0 +1,32 @@
+package kvpb
+
+type (
+	// BulkPutRequest writes Value at Key as a committed version at the
+	// batch's Header.Timestamp, exactly: the timestamp cache does not move
+	// it, no intent or lock is written, and nothing is left to resolve. It
+	// is never transactional (a batch with a Txn is refused) and the batch
+	// must carry its timestamp.
+	//
+	// It exists for bulk loads into storage that no other transaction can
+	// reach yet: index spans (keyed by a storage ID that is never reused)
+	// named only by a descriptor version that the loading transaction
+	// writes and that becomes visible when, and only if, it commits. The
+	// caller guarantees that; the tablet cannot check it. Under that
+	// guarantee, writing below reads the timestamp cache remembers breaks
+	// nothing (nobody else read the span) and an aborted load leaves
+	// unreachable garbage instead of visible rows.
+	//
+	// With MustNotExist, the write fails with *ConditionFailedError when
+	// Key already has a version or an intent: the uniqueness check of a
+	// primary key or unique index entry.
+	BulkPutRequest struct {
+		Key, Value   []byte
+		MustNotExist bool
+	}
+	// BulkPutResponse is empty.
+	BulkPutResponse struct{}
+)
+
+func (*BulkPutRequest) Method() Method  { return MethodBulkPut }
+func (*BulkPutResponse) Method() Method { return MethodBulkPut }
+func (r *BulkPutRequest) Span() Span    { return Span{Key: r.Key} }
