@@ -191,10 +191,10 @@ func (db *DB) Scan(ctx context.Context, start, end []byte, maxRows int64) ([]kvp
 // tablet at one timestamp (a consistent snapshot); a batch with writes is
 // atomic per tablet only.
 func (db *DB) Run(ctx context.Context, b *Batch) error {
+	// A read-only batch is stamped by the DistSender only if it spans
+	// several tablets; on one tablet the leaseholder stamps it (see
+	// DistSender.Send for why).
 	ba := &kvpb.BatchRequest{Requests: b.reqs}
-	if ba.IsReadOnly() {
-		ba.Timestamp = db.clock.Now()
-	}
 	br, err := db.ds.Send(ctx, ba)
 	if err != nil {
 		return err

@@ -49,6 +49,18 @@ func NewDistSender(sender kvpb.Sender, cache *TabletCache, clock *hlc.Clock, max
 
 // Send implements kvpb.Sender. The caller's batch is not modified; the
 // responses hold rows owned by the caller.
+//
+// A non-transactional read-only batch without a timestamp that lies on
+// one tablet goes out unstamped, and the tablet's leaseholder reads it at
+// its own clock, which is at or above every value it has acknowledged: a
+// read stamped by this node's clock instead could miss a write that
+// finished before it began, whenever the write's timestamp ran ahead of
+// this clock (the leaseholder's clock takes the timestamps of pushed and
+// refreshed transactions, up to the maximum offset ahead), as
+// testcluster's TestLinearizableRegisters found. One that spans several
+// tablets is stamped here so that all of them read at one timestamp; it
+// has no uncertainty interval, so it may miss such a write (a transaction
+// does not).
 func (ds *DistSender) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchResponse, error) {
 	if len(ba.Requests) == 0 {
 		return &kvpb.BatchResponse{Txn: ba.Txn.Clone()}, nil
@@ -104,6 +116,12 @@ func (ds *DistSender) divideAndSend(ctx context.Context, ba *kvpb.BatchRequest, 
 	groups, err := ds.divide(ctx, ba.Requests)
 	if err != nil {
 		return nil, err
+	}
+	if ba.Txn == nil && ba.Timestamp.IsEmpty() && ba.IsReadOnly() && len(groups) > 1 {
+		// Several tablets must read at one timestamp, so it is chosen
+		// here. (Nothing was read at an earlier attempt: a routing retry
+		// follows a refusal.)
+		ba.Timestamp = ds.clock.Now()
 	}
 	if endTxnIdx > 0 && len(groups) > 1 {
 		return ds.sendWritesThenEndTxn(ctx, ba, attempt)

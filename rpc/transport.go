@@ -94,7 +94,11 @@ func Serve(ln net.Listener, h Handler, snap SnapshotReceiver, opts ...ServeOptio
 	for _, o := range opts {
 		o(&cfg)
 	}
-	g := grpc.NewServer(grpc.MaxRecvMsgSize(MaxBatchSize))
+	// WaitForHandlers: Stop returns only once every handler has, so no
+	// raft message is stepped (nor KV batch served) after the caller goes
+	// on to close the raft node and its engine; a leader stepping a
+	// follower's answer on a closed engine panics inside raft.
+	g := grpc.NewServer(grpc.MaxRecvMsgSize(MaxBatchSize), grpc.WaitForHandlers(true))
 	g.RegisterService(&serviceDesc, &server{h: h, snap: snap})
 	if cfg.kv != nil {
 		g.RegisterService(&kvServiceDesc, &kvServer{s: cfg.kv})
@@ -107,7 +111,8 @@ func Serve(ln net.Listener, h Handler, snap SnapshotReceiver, opts ...ServeOptio
 // Addr is the address the server listens on.
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 
-// Stop closes the listener and every connection at once.
+// Stop closes the listener and every connection at once, and waits for
+// the handlers running to return (their contexts are cancelled).
 func (s *Server) Stop() { s.g.Stop() }
 
 // TransportConfig configures a Transport.
