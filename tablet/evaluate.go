@@ -14,6 +14,9 @@ type evalOptions struct {
 	// forceAbort makes a PushTxn abort its pending pushee regardless of
 	// priority: the waiter chose it as a deadlock victim.
 	forceAbort bool
+	// serverTS: the tablet chose the batch's timestamp (Send), so it may
+	// move it up to the start of the lease it is evaluated under.
+	serverTS bool
 }
 
 // evalCtx is the state of one batch's evaluation. txn is the batch's

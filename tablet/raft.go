@@ -145,6 +145,18 @@ func (r *Replica) leaseTerm(ctx context.Context) (uint64, error) {
 	}
 }
 
+// leaseStartOf is the start of the lease of term, or zero when the
+// replica has no such lease start recorded (a lease it never had to wait
+// for).
+func (r *Replica) leaseStartOf(term uint64) hlc.Timestamp {
+	r.raft.mu.Lock()
+	defer r.raft.mu.Unlock()
+	if r.raft.leaseTerm != term {
+		return hlc.Timestamp{}
+	}
+	return r.raft.leaseStart
+}
+
 // waitLeaseStart waits until the clock has passed the start of the
 // lease of term (at most the maximum clock offset, once per lease).
 func (r *Replica) waitLeaseStart(ctx context.Context, term uint64) error {

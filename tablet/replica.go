@@ -148,7 +148,7 @@ func (r *Replica) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchR
 		exec.Timestamp = r.clock.Now()
 	}
 	for wtoRetries := 0; ; {
-		br, w, err := r.executeOnce(ctx, &exec, evalOptions{})
+		br, w, err := r.executeOnce(ctx, &exec, evalOptions{serverTS: serverTS})
 		if err != nil {
 			// Declared here, not above: errors.As needs its address, which
 			// moves it to the heap, and the success path should not pay.
@@ -214,6 +214,16 @@ func (r *Replica) executeOnce(ctx context.Context, ba *kvpb.BatchRequest, opts e
 	term, err := r.leaseTerm(ctx)
 	if err != nil {
 		return nil, nil, err
+	}
+	if opts.serverTS {
+		// Stamped before a new lease's start was waited out: the previous
+		// leaseholder may have acknowledged writes above that stamp (its
+		// clock ahead of ours), and a read there would miss them. Nobody
+		// has seen the stamp, so it may move; ba is the caller's copy, so
+		// its retries keep the new one.
+		if start := r.leaseStartOf(term); ba.Timestamp.Less(start) {
+			ba.Timestamp = r.clock.Now()
+		}
 	}
 	prop, br, err := r.evaluate(ba, desc, opts)
 	if err != nil {
