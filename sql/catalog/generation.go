@@ -27,8 +27,8 @@ import (
 // a Writer bumps the generation once per statement while its later writes
 // in the same transaction leave it unchanged.
 //
-// Cluster: the generation key is one more read per statement on the
-// system tablet's leaseholder; descriptor leases (cache.go) remove it.
+// With UseLocalGeneration (localgen.go) the node keeps the generation in
+// memory and most statements read nothing at all.
 
 // maxGenEntries bounds the cached names and descriptors of a generation.
 const maxGenEntries = 100000
@@ -68,6 +68,16 @@ func (r *Reader) generation(ctx context.Context) ([]byte, error) {
 		return nil, nil
 	}
 	if !r.genRead {
+		lg := r.cache.local
+		var epoch uint64
+		if lg != nil {
+			if gen, ok := lg.lookup(r.txn.ReadTimestamp()); ok {
+				r.txn.RecordRead(genKey())
+				r.genRead, r.gen = true, gen
+				return gen, nil
+			}
+			epoch = lg.currentEpoch()
+		}
 		v, ok, err := r.txn.Get(ctx, genKey())
 		if err != nil {
 			return nil, err
@@ -78,6 +88,9 @@ func (r *Reader) generation(ctx context.Context) ([]byte, error) {
 				return nil, err
 			}
 			r.gen = v
+			if lg != nil {
+				lg.prime(v, r.txn.ReadTimestamp(), epoch)
+			}
 		}
 	}
 	return r.gen, nil
@@ -151,6 +164,12 @@ func (c *Cache) putGenDesc(gen []byte, id ID, d Descriptor) {
 func (w *Writer) bump(ctx context.Context) error {
 	if w.bumped {
 		return nil
+	}
+	if w.cache != nil && w.cache.local != nil {
+		// Before the first write of the key: see localgen.go.
+		if err := w.cache.local.beginDDL(ctx, w.txn); err != nil {
+			return err
+		}
 	}
 	var n uint64
 	v, ok, err := w.txn.Get(ctx, genKey())

@@ -25,6 +25,13 @@ type Config struct {
 	ServerPort int32
 	// Logger receives session logs; nil means slog.Default().
 	Logger *slog.Logger
+	// SoleCatalogWriter: every catalog change of the cluster goes through
+	// this Backend, so the node may keep the catalog generation in memory
+	// instead of reading it per statement (catalog.Cache.
+	// UseLocalGeneration). True for a node that is a cluster of one; a
+	// node of a cluster with several SQL gateways must leave it false
+	// (docs/architecture.md, "Catalog generation").
+	SoleCatalogWriter bool
 }
 
 // Backend implements pgwire.Backend over a kv.DB. One Backend serves a
@@ -54,6 +61,9 @@ func NewBackend(db *kv.DB, cfg Config) *Backend {
 		log = slog.Default()
 	}
 	b := &Backend{db: db, cfg: cfg, cache: catalog.NewCache(), locks: NewAdvisoryLocks(), log: log, stats: stats.NewCache(db)}
+	if cfg.SoleCatalogWriter {
+		b.cache.UseLocalGeneration(db)
+	}
 	b.refresher = stats.NewRefresher(db, b.stats, b.cache, log)
 	return b
 }

@@ -229,6 +229,7 @@ func (s *Session) endTxn(ctx context.Context, commit bool) error {
 				err = nil // the transaction is gone either way; its intents expire
 			}
 		}
+		s.b.cache.EndDDL(s.txn)
 	}
 	if !commit && s.savedVars != nil {
 		s.vars = s.savedVars
@@ -257,6 +258,7 @@ func (s *Session) abortBlock(ctx context.Context) {
 	// now to release its locks early. With them, ROLLBACK TO needs it.
 	if s.txn != nil && len(s.savepoints) == 0 {
 		_ = s.txn.Rollback(context.WithoutCancel(ctx))
+		s.b.cache.EndDDL(s.txn)
 		s.txn = nil
 	}
 	s.aborted = true
