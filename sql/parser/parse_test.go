@@ -179,3 +179,56 @@ func TestIsTransactionControl(t *testing.T) {
 		}
 	}
 }
+
+// TestParsePlain: text without dialect words or comments skips the
+// dialect rewrite (and its scan); what it parses to must be what the
+// rewrite path gives, errors included.
+func TestParsePlain(t *testing.T) {
+	for _, sql := range []string{
+		"SELECT abalance FROM pgbench_accounts WHERE aid = 48213;",
+		"select 1; select 2 ;  ",
+		"  UPDATE t SET v = v + 1 WHERE k = $1 RETURNING *",
+		"INSERT INTO t VALUES (1, 'it''s'), (2, E'x\\ny'); DELETE FROM t",
+		"SELECT 'unterminated",
+		"SELECT * FROM WHERE",
+		"SELECT 'héllo' AS \"Ünï\", $$dollar; quoted$$",
+		"BEGIN; SELECT 1; COMMIT;",
+		";;",
+		"",
+	} {
+		if !plain(sql) {
+			t.Errorf("%q: not plain", sql)
+			continue
+		}
+		got, gotErr := parsePlain(sql)
+		want, wantErr := parseRewritten(sql)
+		if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+			t.Errorf("%q: error %v, want %v", sql, gotErr, wantErr)
+			continue
+		}
+		if len(got) != len(want) {
+			t.Errorf("%q: %d statements, want %d", sql, len(got), len(want))
+			continue
+		}
+		for i := range got {
+			g, w := got[i], want[i]
+			if g.SQL != w.SQL || g.Original != w.Original || g.Derived != w.Derived || len(g.Annotations) != len(w.Annotations) {
+				t.Errorf("%q #%d: got %q/%q, want %q/%q", sql, i, g.SQL, g.Original, w.SQL, w.Original)
+			}
+			if g.AST.String() != w.AST.String() {
+				t.Errorf("%q #%d: different trees", sql, i)
+			}
+			if gp, wp := g.Position(int32(len(g.SQL))), w.Position(int32(len(w.SQL))); gp != wp {
+				t.Errorf("%q #%d: position %d, want %d", sql, i, gp, wp)
+			}
+		}
+	}
+	for _, sql := range []string{
+		"CREATE TABLE t (a STRING)", "select x::bytes", "ALTER TABLE t ADD c int",
+		"select 1 -- comment", "select /* c */ 1", "SeLeCt 'a'::String",
+	} {
+		if plain(sql) {
+			t.Errorf("%q: plain, want the rewrite path", sql)
+		}
+	}
+}
