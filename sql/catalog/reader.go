@@ -81,6 +81,9 @@ func readDescriptor(ctx context.Context, txn *kv.Txn, id ID) (Descriptor, bool, 
 	if d.DescID() != id {
 		return nil, false, fmt.Errorf("%w: descriptor key %d holds %s", ErrBadDescriptor, id, describe(d))
 	}
+	if t, ok := d.(*Table); ok {
+		t.shareLayout()
+	}
 	return d, true, nil
 }
 
