@@ -33,6 +33,13 @@ import (
 // maxGenEntries bounds the cached names and descriptors of a generation.
 const maxGenEntries = 100000
 
+// nameKey is a namespace entry's key, unencoded (encoding it per lookup
+// showed in profiles).
+type nameKey struct {
+	parent, schema ID
+	name           string
+}
+
 type nameEntry struct {
 	id ID
 	ok bool
@@ -42,7 +49,7 @@ type nameEntry struct {
 type genMaps struct {
 	gen   []byte
 	count uint64
-	names map[string]nameEntry
+	names map[nameKey]nameEntry
 	descs map[ID]Descriptor
 }
 
@@ -102,7 +109,7 @@ func (r *Reader) generation(ctx context.Context) ([]byte, error) {
 func (c *Cache) maps(gen []byte) *genMaps {
 	if c.gen != nil && bytes.Equal(c.gen.gen, gen) {
 		if len(c.gen.names)+len(c.gen.descs) > maxGenEntries {
-			c.gen.names, c.gen.descs = map[string]nameEntry{}, map[ID]Descriptor{}
+			c.gen.names, c.gen.descs = map[nameKey]nameEntry{}, map[ID]Descriptor{}
 		}
 		return c.gen
 	}
@@ -113,28 +120,28 @@ func (c *Cache) maps(gen []byte) *genMaps {
 	if c.gen != nil && n < c.gen.count {
 		return nil
 	}
-	c.gen = &genMaps{gen: slices.Clone(gen), count: n, names: map[string]nameEntry{}, descs: map[ID]Descriptor{}}
+	c.gen = &genMaps{gen: slices.Clone(gen), count: n, names: map[nameKey]nameEntry{}, descs: map[ID]Descriptor{}}
 	return c.gen
 }
 
-func (c *Cache) genName(gen []byte, key []byte) (nameEntry, bool) {
+func (c *Cache) genName(gen []byte, key nameKey) (nameEntry, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.gen == nil || !bytes.Equal(c.gen.gen, gen) {
 		return nameEntry{}, false
 	}
-	e, ok := c.gen.names[string(key)]
+	e, ok := c.gen.names[key]
 	if ok {
 		c.stats.Hits++
 	}
 	return e, ok
 }
 
-func (c *Cache) putGenName(gen []byte, key []byte, e nameEntry) {
+func (c *Cache) putGenName(gen []byte, key nameKey, e nameEntry) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if m := c.maps(gen); m != nil {
-		m.names[string(key)] = e
+		m.names[key] = e
 	}
 }
 

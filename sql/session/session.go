@@ -100,11 +100,8 @@ func (s *Session) ParameterStatus() map[string]string {
 // flushReports sends ParameterStatus for reportable settings that changed
 // since they were last reported.
 func (s *Session) flushReports(w pgwire.ResultWriter) error {
-	for _, st := range settingsList {
-		if !st.report {
-			continue
-		}
-		v := s.vars[strings.ToLower(st.name)]
+	for _, st := range reportedSettings {
+		v := s.vars[st.key]
 		if s.reported[st.name] != v {
 			if err := w.ParameterStatus(st.name, v); err != nil {
 				return err
