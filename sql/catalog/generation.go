@@ -68,6 +68,11 @@ func (r *Reader) UseGeneration() *Reader {
 	return r
 }
 
+// Generation returns the catalog generation r's lookups are answered for
+// (nil without UseGeneration, or when the catalog has none): two
+// statements that get the same bytes see the same catalog.
+func (r *Reader) Generation(ctx context.Context) ([]byte, error) { return r.generation(ctx) }
+
 // generation reads the generation r's lookups are answered for (nil:
 // none, look everything up).
 func (r *Reader) generation(ctx context.Context) ([]byte, error) {

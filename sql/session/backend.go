@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairn-db/cairn/kv"
@@ -47,6 +48,9 @@ type Backend struct {
 	// collects them in the background when tables go stale (analyze.go).
 	stats     *stats.Cache
 	refresher *stats.Refresher
+	// planHits and planMisses count prepared Executes by whether they
+	// reused a cached plan.
+	planHits, planMisses atomic.Uint64
 }
 
 var _ pgwire.Backend = (*Backend)(nil)
@@ -219,6 +223,15 @@ func cloneVars(m map[string]string) map[string]string {
 func (b *Backend) CacheStats() (hits, misses uint64) {
 	st := b.cache.Stats()
 	return st.Hits, st.Misses
+}
+
+// PlanStats reports the Executes of prepared statements that reused a
+// cached plan and those that planned (plancache.go), and the statements
+// answered from the node-local catalog generation and those that read it
+// (for /metrics).
+func (b *Backend) PlanStats() (planHits, planMisses, genHits, genReads uint64) {
+	g := b.cache.LocalGenStats()
+	return b.planHits.Load(), b.planMisses.Load(), g.Hits, g.Reads
 }
 
 // versionNum is server_version_num for a version "major.minor"
