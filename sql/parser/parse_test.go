@@ -232,3 +232,42 @@ func TestParsePlain(t *testing.T) {
 		}
 	}
 }
+
+// TestParameterize: the constants of WHERE col = const conjunctions
+// become $n in position order; anything else is refused.
+func TestParameterize(t *testing.T) {
+	for _, tc := range []struct {
+		sql, want string
+		lits      string
+	}{
+		{"SELECT abalance FROM pgbench_accounts WHERE aid = 48213;", "SELECT abalance FROM pgbench_accounts WHERE aid = $1", "[{true 48213 }]"},
+		{"select v from t where b = 'it''s' and 7 = a", "select v from t where b = $1 and $2 = a", "[{false 0 it's} {true 7 }]"},
+		{"SELECT 1 FROM t WHERE k = -  5", "SELECT 1 FROM t WHERE k = $1", "[{true -5 }]"},
+		{"SELECT * FROM t WHERE a = 1; SELECT 2", "SELECT * FROM t WHERE a = $1", "[{true 1 }]"},
+		{"SELECT * FROM t WHERE a = 1.5", "", ""},
+		{"SELECT * FROM t WHERE a = E'x'", "", ""},
+		{"SELECT * FROM t WHERE a = 1 OR b = 2", "", ""},
+		{"SELECT * FROM t WHERE a > 1", "", ""},
+		{"SELECT * FROM t WHERE a = b", "", ""},
+		{"SELECT * FROM t WHERE a = $1", "", ""},
+		{"SELECT * FROM t", "", ""},
+		{"SELECT * FROM t WHERE a = 99999999999", "", ""},
+		{"UPDATE t SET v = 1 WHERE k = 2", "", ""},
+		{"SELECT 'x' FROM t WHERE a = 'a'\n'b'", "", ""},
+	} {
+		stmts, err := Parse(tc.sql)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.sql, err)
+		}
+		got, lits, ok := stmts[0].Parameterize()
+		if tc.want == "" {
+			if ok {
+				t.Errorf("%q: parameterized as %q %v, want refused", tc.sql, got, lits)
+			}
+			continue
+		}
+		if !ok || got != tc.want || fmt.Sprint(lits) != tc.lits {
+			t.Errorf("%q: %q %v %v, want %q %s", tc.sql, got, lits, ok, tc.want, tc.lits)
+		}
+	}
+}

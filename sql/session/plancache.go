@@ -6,9 +6,11 @@ import (
 
 	"github.com/cairn-db/cairn/kv"
 	"github.com/cairn-db/cairn/sql/catalog"
+	"github.com/cairn-db/cairn/sql/parser"
 	"github.com/cairn-db/cairn/sql/plan"
 	"github.com/cairn-db/cairn/sql/sem"
 	"github.com/cairn-db/cairn/sql/types"
+	pg_query "github.com/pganalyze/pg_query_go/v6"
 )
 
 // The plan cache of prepared statements: a generic plan for one shape,
@@ -243,4 +245,172 @@ func newPointPlan(key planKey, p *plan.Plan, candidates []int, params []types.Da
 	c.Root = copyChain(p.Root, func(*plan.Scan) {})
 	pp.p = &c
 	return pp
+}
+
+// Simple-protocol statements. A query sent as text carries its values as
+// literals, so each one is a new statement to PostgreSQL too; pgbench's
+// select-only sends `SELECT abalance FROM pgbench_accounts WHERE aid =
+// 48213` with a different number each time. parser.Statement.Parameterize
+// turns the WHERE constants of such a statement into $1, $2, ..., and the
+// session keeps, per parameterized text, the point plan (above) of the
+// parameterized statement, made once by planning it aside. A later
+// statement of that text runs the cached plan with its constants as the
+// parameters, when they stand for the literals exactly: a quoted string
+// is an unknown-typed literal, resolved and read by the column type's
+// input function exactly as an untyped parameter is; an integer literal
+// must meet an integer column and fit its width (where PostgreSQL would
+// compare across widths, e.g. int2 = 100000, the statement plans as
+// usual). Otherwise the statement is planned as typed, as before.
+
+// simpleEntry is the cached plan of one parameterized text.
+type simpleEntry struct {
+	stmt  *parser.Statement // the parameterized form (nil: it did not parse as one statement)
+	types []*types.T        // its parameters' types, with slot.pp
+	slot  planSlot
+}
+
+// maxSimpleEntries bounds a session's cache of parameterized texts (it is
+// cleared when full).
+const maxSimpleEntries = 256
+
+// startQuery binds, optimizes and starts a plannable statement of the
+// simple protocol, through the cached plan of its parameterized form when
+// there is one (see above).
+func (s *Session) startQuery(x *stmtState, st *parser.Statement) (*cursor, error) {
+	e, lits := s.simpleEntryFor(st)
+	if e == nil {
+		return s.startPlan(x, st, nil, nil, nil)
+	}
+	if e.slot.pp != nil {
+		if params, ok := literalParams(x.types(), e.types, lits); ok {
+			txn, err := x.txn()
+			if err != nil {
+				return nil, err
+			}
+			key, ok, err := s.planCacheKey(x.ctx, txn)
+			if err != nil {
+				return nil, err
+			}
+			if ok && key == e.slot.pp.key {
+				if p := e.slot.pp.instantiate(params); p != nil {
+					if err := s.checkPrivileges(x.ctx, txn, p); err != nil {
+						return nil, err
+					}
+					s.b.planHits.Add(1)
+					return s.startExec(x, txn, p, params, nil)
+				}
+			}
+		}
+	}
+	if e.slot.misses < maxPointPlanMisses {
+		if err := s.makeSimplePlan(x, e, lits); err != nil {
+			return nil, err
+		}
+	}
+	s.b.planMisses.Add(1)
+	return s.startPlan(x, st, nil, nil, nil)
+}
+
+// simpleEntryFor returns the cache entry of st's parameterized text and
+// st's constants (nil: st has no such form).
+func (s *Session) simpleEntryFor(st *parser.Statement) (*simpleEntry, []parser.Literal) {
+	if _, ok := node(st).(*pg_query.Node_SelectStmt); !ok || s.txnWroteCatalog {
+		return nil, nil
+	}
+	text, lits, ok := st.Parameterize()
+	if !ok {
+		return nil, nil
+	}
+	e := s.simplePlans[text]
+	if e == nil {
+		e = &simpleEntry{}
+		if stmts, err := parser.Parse(text); err == nil && len(stmts) == 1 {
+			e.stmt = &stmts[0]
+		}
+		if s.simplePlans == nil || len(s.simplePlans) >= maxSimpleEntries {
+			s.simplePlans = map[string]*simpleEntry{}
+		}
+		s.simplePlans[text] = e
+	}
+	if e.stmt == nil {
+		return nil, nil
+	}
+	return e, lits
+}
+
+// makeSimplePlan plans e's parameterized statement with lits as its
+// parameters and keeps the result if it is a point plan. Only errors of
+// the transaction matter; one of planning just leaves no plan (the
+// statement itself, planned next, reports what is wrong with it).
+func (s *Session) makeSimplePlan(x *stmtState, e *simpleEntry, lits []parser.Literal) error {
+	txn, err := x.txn()
+	if err != nil {
+		return err
+	}
+	key, ok, err := s.planCacheKey(x.ctx, txn)
+	if err != nil || !ok {
+		return err
+	}
+	e.slot.misses++
+	pt := sem.NewParamTypes()
+	p, err := plan.Build(x.ctx, s.planEnv(txn, pt, x.types()), e.stmt)
+	if err != nil {
+		return nil
+	}
+	pts, err := pt.Types()
+	if err != nil || len(pts) != len(lits) {
+		return nil
+	}
+	params, ok := literalParams(x.types(), pts, lits)
+	if !ok {
+		return nil
+	}
+	candidates := pointParams(p, len(params))
+	if candidates == nil {
+		return nil
+	}
+	substituteParams(p, params, x.types())
+	if err := s.optimize(x.ctx, p); err != nil {
+		return nil
+	}
+	if pp := newPointPlan(key, p, candidates, params); pp != nil {
+		e.slot.pp, e.types, e.slot.misses = pp, pts, 0
+	}
+	return nil
+}
+
+// literalParams converts a statement's constants to the parameter types
+// of its parameterized form, when each stands for its literal exactly
+// (see above).
+func literalParams(tc *types.Context, pts []*types.T, lits []parser.Literal) ([]types.Datum, bool) {
+	if len(pts) != len(lits) {
+		return nil, false
+	}
+	out := make([]types.Datum, len(lits))
+	for i, l := range lits {
+		t := pts[i]
+		if !l.IsInt {
+			d, err := types.ParseDatum(tc, t, l.Str)
+			if err != nil {
+				return nil, false
+			}
+			out[i] = d
+			continue
+		}
+		if t.Family != types.IntFamily {
+			return nil, false
+		}
+		switch t.Width {
+		case 16:
+			if l.Int < -1<<15 || l.Int >= 1<<15 {
+				return nil, false
+			}
+		case 32:
+			if l.Int < -1<<31 || l.Int >= 1<<31 {
+				return nil, false
+			}
+		}
+		out[i] = types.DInt(l.Int)
+	}
+	return out, true
 }

@@ -167,3 +167,99 @@ func TestPreparedPointPlanCache(t *testing.T) {
 		t.Errorf("after DROP TABLE: %v, want 42P01", err)
 	}
 }
+
+// TestSimpleQueryPlanCache: statements sent as text that differ only in
+// the constants of WHERE pk = const run a cached plan, and answer as the
+// statement typed would: literals of other types or out of range, errors,
+// NULL, other sessions' DDL and search_path.
+func TestSimpleQueryPlanCache(t *testing.T) {
+	ctx := context.Background()
+	srv, err := server.Start(ctx, server.Config{Insecure: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Stop(context.Background()) })
+	url := fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable&default_query_exec_mode=simple_protocol", srv.Addr())
+	a, b := connect(t, url, nil), connect(t, url, nil)
+	mustExec(t, b, "CREATE TABLE acct (id int PRIMARY KEY, bal int)")
+	mustExec(t, b, "INSERT INTO acct SELECT g, g * 10 FROM generate_series(1, 50) g")
+	mustExec(t, b, "CREATE TABLE small (k int2 PRIMARY KEY, v int)")
+	mustExec(t, b, "INSERT INTO small VALUES (1, 1), (32767, 2)")
+	mustExec(t, b, "CREATE TABLE named (name text PRIMARY KEY, v int)")
+	mustExec(t, b, "INSERT INTO named VALUES ('a', 1), ('it''s', 2), ('5', 3)")
+
+	// get runs sql and returns its first column, "none" when there is no
+	// row, "error SQLSTATE" on error.
+	get := func(c *pgx.Conn, sql string) string {
+		t.Helper()
+		var v *int
+		err := c.QueryRow(ctx, sql).Scan(&v)
+		switch {
+		case err == pgx.ErrNoRows:
+			return "none"
+		case err != nil:
+			return "error " + sqlState(err)
+		case v == nil:
+			return "null"
+		}
+		return strconv.Itoa(*v)
+	}
+	hits0 := metric(t, srv, "cairn_sql_plan_cache_hits_total")
+	for i := 1; i <= 20; i++ {
+		if got, want := get(a, fmt.Sprintf("SELECT bal FROM acct WHERE id = %d", i)), strconv.Itoa(i*10); got != want {
+			t.Fatalf("id %d: %s, want %s", i, got, want)
+		}
+	}
+	if hits := metric(t, srv, "cairn_sql_plan_cache_hits_total") - hits0; hits < 15 {
+		t.Fatalf("%v of 20 statements reused the plan", hits)
+	}
+	for _, tc := range []struct{ sql, want string }{
+		{"SELECT bal FROM acct WHERE id = 999", "none"},
+		{"SELECT bal FROM acct WHERE id = -3", "none"},
+		{"SELECT bal FROM acct WHERE id = '7'", "70"},
+		{"SELECT bal FROM acct WHERE id = ' 8 '", "80"},
+		{"SELECT bal FROM acct WHERE id = 'x'", "error 22P02"},
+		{"SELECT bal FROM acct WHERE id = NULL", "none"},
+		{"SELECT bal FROM acct WHERE id = 9.0", "90"},
+		{"SELECT bal FROM acct WHERE id = 9999999999", "none"},
+		{"SELECT v FROM small WHERE k = 1", "1"},
+		{"SELECT v FROM small WHERE k = 32767", "2"},
+		{"SELECT v FROM small WHERE k = 100000", "none"},
+		{"SELECT v FROM small WHERE k = 32767", "2"},
+		{"SELECT v FROM named WHERE name = 'it''s'", "2"},
+		{"SELECT v FROM named WHERE name = 'a'", "1"},
+		{"SELECT v FROM named WHERE name = 'b'", "none"},
+		{"SELECT v FROM named WHERE name = 5", "error 42883"},
+		{"SELECT v FROM named WHERE name = '5'", "3"},
+	} {
+		if got := get(a, tc.sql); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.sql, got, tc.want)
+		}
+	}
+
+	// Another session replaces the table.
+	mustExec(t, b, "ALTER TABLE acct RENAME TO acct_old")
+	mustExec(t, b, "CREATE TABLE acct (id int PRIMARY KEY, bal int)")
+	mustExec(t, b, "INSERT INTO acct VALUES (3, 333)")
+	if got := get(a, "SELECT bal FROM acct WHERE id = 3"); got != "333" {
+		t.Errorf("after the table was replaced: %s, want 333", got)
+	}
+	if got := get(a, "SELECT bal FROM acct WHERE id = 4"); got != "none" {
+		t.Errorf("after the table was replaced, id 4: %s, want none", got)
+	}
+	mustExec(t, a, "CREATE SCHEMA other")
+	mustExec(t, a, "CREATE TABLE other.acct (id int PRIMARY KEY, bal int)")
+	mustExec(t, a, "INSERT INTO other.acct VALUES (3, 999)")
+	mustExec(t, a, "SET search_path = other, public")
+	if got := get(a, "SELECT bal FROM acct WHERE id = 3"); got != "999" {
+		t.Errorf("after SET search_path: %s, want 999", got)
+	}
+	mustExec(t, a, "RESET search_path")
+	if got := get(a, "SELECT bal FROM acct WHERE id = 3"); got != "333" {
+		t.Errorf("after RESET search_path: %s, want 333", got)
+	}
+	mustExec(t, b, "DROP TABLE acct")
+	if got := get(a, "SELECT bal FROM acct WHERE id = 3"); got != "error 42P01" {
+		t.Errorf("after DROP TABLE: %s, want error 42P01", got)
+	}
+}

@@ -45,6 +45,9 @@ type Session struct {
 	rng                      *rand.Rand
 	locks                    *advisoryHolder
 	prepared                 map[string]*sqlPrepared
+	// simplePlans are the cached plans of simple-protocol statements by
+	// parameterized text (plancache.go).
+	simplePlans map[string]*simpleEntry
 
 	// Transaction state (see the package doc). txn is created lazily by
 	// the first statement that reads or writes.
