@@ -99,7 +99,8 @@ func (s *Statement) Parameterize() (string, []Literal, bool) {
 
 // literalAt checks that the text at pos spells the constant k, an
 // integer (an optional minus sign, blanks, digits) or a plain quoted
-// string ('...' with ” for a quote), and returns it with its length.
+// string (quotes, a doubled quote standing for one), and returns it with
+// its length.
 func literalAt(text string, pos int, k *pg_query.A_Const) (Literal, int, bool) {
 	if k.Isnull || pos < 0 || pos >= len(text) {
 		return Literal{}, 0, false
