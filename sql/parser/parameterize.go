@@ -1,6 +1,8 @@
 package parser
 
 import (
+	"math"
+	"strconv"
 	"strings"
 
 	pg_query "github.com/pganalyze/pg_query_go/v6"
@@ -12,6 +14,9 @@ type Literal struct {
 	IsInt bool
 	Int   int64
 	Str   string
+	// Pos is the constant's byte offset in the query string (at the minus
+	// sign of a negative number).
+	Pos int
 }
 
 // Parameterize returns, for a SELECT whose WHERE clause is only `column
@@ -30,7 +35,7 @@ func (s *Statement) Parameterize() (string, []Literal, bool) {
 		return "", nil, false
 	}
 	sel := s.AST.GetStmt().GetSelectStmt()
-	if sel == nil || sel.WhereClause == nil || sel.WithClause != nil || sel.Op != pg_query.SetOperation_SETOP_NONE {
+	if sel == nil || sel.WhereClause == nil || sel.WithClause != nil || sel.IntoClause != nil || sel.Op != pg_query.SetOperation_SETOP_NONE {
 		return "", nil, false
 	}
 	text := s.rw.text
@@ -72,6 +77,7 @@ func (s *Statement) Parameterize() (string, []Literal, bool) {
 		if !ok || int(k.Location) < from || int(k.Location)+n > end {
 			return "", nil, false
 		}
+		lit.Pos = int(k.Location)
 		cuts = append(cuts, cut{int(k.Location), int(k.Location) + n, lit})
 	}
 	// In position order, so $1 is the leftmost.
@@ -157,4 +163,79 @@ func itoa(n int) string {
 		return string(rune('0' + n))
 	}
 	return itoa(n/10) + string(rune('0'+n%10))
+}
+
+// ScanConst is a constant token of a query string, as Shape found it.
+type ScanConst struct {
+	Start, End int // byte offsets of the token
+	// Neg: the token follows a minus sign (at NegPos), which a constant
+	// of the grammar may include.
+	Neg    bool
+	NegPos int
+	IsInt  bool
+	Int    int64
+	Str    string
+}
+
+// Shape scans (never parses) a query string with PostgreSQL's own
+// scanner and returns its token sequence with the integer and plain
+// quoted string constants left out, and those constants. Two strings of
+// the same shape differ only in those constants, and the grammar, which
+// sees token kinds and never the value of a constant, parses them into
+// the same tree but for the constants' values. ok is false for text with
+// comments or other constant tokens (E-strings, numbers with a fraction or out
+// of int4's range, bit strings, dollar quotes, parameters).
+func Shape(sql string) (string, []ScanConst, bool) {
+	res, err := pg_query.Scan(sql)
+	if err != nil {
+		return "", nil, false
+	}
+	var b strings.Builder
+	var consts []ScanConst
+	prevMinus := -1
+	for _, t := range res.Tokens {
+		start, end := int(t.Start), int(t.End)
+		if start < 0 || end > len(sql) || start >= end {
+			return "", nil, false
+		}
+		text := sql[start:end]
+		switch t.Token {
+		case pg_query.Token_SQL_COMMENT, pg_query.Token_C_COMMENT, pg_query.Token_PARAM,
+			pg_query.Token_FCONST, pg_query.Token_BCONST, pg_query.Token_XCONST, pg_query.Token_USCONST:
+			return "", nil, false
+		case pg_query.Token_ICONST:
+			v, err := strconv.ParseInt(text, 10, 64)
+			if err != nil || v > math.MaxInt32 {
+				return "", nil, false
+			}
+			c := ScanConst{Start: start, End: end, IsInt: true, Int: v}
+			if prevMinus >= 0 {
+				c.Neg, c.NegPos = true, prevMinus
+			}
+			consts = append(consts, c)
+			b.WriteString(" #i")
+			prevMinus = -1
+			continue
+		case pg_query.Token_SCONST:
+			if len(text) < 2 || text[0] != '\'' || text[len(text)-1] != '\'' {
+				return "", nil, false
+			}
+			inner := text[1 : len(text)-1]
+			if strings.Contains(strings.ReplaceAll(inner, "''", ""), "'") {
+				return "", nil, false // 'a' 'b' continued across a newline
+			}
+			consts = append(consts, ScanConst{Start: start, End: end, Str: strings.ReplaceAll(inner, "''", "'")})
+			b.WriteString(" #s")
+			prevMinus = -1
+			continue
+		}
+		if text == "-" {
+			prevMinus = start
+		} else {
+			prevMinus = -1
+		}
+		b.WriteByte(' ')
+		b.WriteString(text)
+	}
+	return b.String(), consts, true
 }

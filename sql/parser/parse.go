@@ -43,7 +43,7 @@ type Statement struct {
 // identifiers, comments and BEGIN ATOMIC bodies never split. Errors are
 // *SyntaxError with positions in sql. Parse is safe for concurrent use.
 func Parse(sql string) ([]Statement, error) {
-	if plain(sql) {
+	if Plain(sql) {
 		return parsePlain(sql)
 	}
 	return parseRewritten(sql)
@@ -93,7 +93,7 @@ func parseRewritten(sql string) ([]Statement, error) {
 	return stmts, nil
 }
 
-// plain reports whether sql can hold no dialect construct and no comment,
+// Plain reports whether sql can hold no dialect construct and no comment,
 // so that parsing it needs no rewrite, hence no scan (the scan is a second
 // call into libpg_query: a tenth of the CPU of a point SELECT sent as a
 // simple query). Every rule starts from CREATE, ALTER or a type alias
@@ -101,7 +101,7 @@ func parseRewritten(sql string) ([]Statement, error) {
 // is left byte for byte; without comments, a statement's text as the
 // grammar delimits it, trimmed, is what the pieces of the scan would give
 // as Original.
-func plain(sql string) bool {
+func Plain(sql string) bool {
 	for i := 0; i+1 < len(sql); i++ {
 		if (sql[i] == '-' && sql[i+1] == '-') || (sql[i] == '/' && sql[i+1] == '*') {
 			return false

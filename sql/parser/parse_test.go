@@ -196,7 +196,7 @@ func TestParsePlain(t *testing.T) {
 		";;",
 		"",
 	} {
-		if !plain(sql) {
+		if !Plain(sql) {
 			t.Errorf("%q: not plain", sql)
 			continue
 		}
@@ -227,7 +227,7 @@ func TestParsePlain(t *testing.T) {
 		"CREATE TABLE t (a STRING)", "select x::bytes", "ALTER TABLE t ADD c int",
 		"select 1 -- comment", "select /* c */ 1", "SeLeCt 'a'::String",
 	} {
-		if plain(sql) {
+		if Plain(sql) {
 			t.Errorf("%q: plain, want the rewrite path", sql)
 		}
 	}
@@ -240,10 +240,10 @@ func TestParameterize(t *testing.T) {
 		sql, want string
 		lits      string
 	}{
-		{"SELECT abalance FROM pgbench_accounts WHERE aid = 48213;", "SELECT abalance FROM pgbench_accounts WHERE aid = $1", "[{true 48213 }]"},
-		{"select v from t where b = 'it''s' and 7 = a", "select v from t where b = $1 and $2 = a", "[{false 0 it's} {true 7 }]"},
-		{"SELECT 1 FROM t WHERE k = -  5", "SELECT 1 FROM t WHERE k = $1", "[{true -5 }]"},
-		{"SELECT * FROM t WHERE a = 1; SELECT 2", "SELECT * FROM t WHERE a = $1", "[{true 1 }]"},
+		{"SELECT abalance FROM pgbench_accounts WHERE aid = 48213;", "SELECT abalance FROM pgbench_accounts WHERE aid = $1", "[{true 48213  50}]"},
+		{"select v from t where b = 'it''s' and 7 = a", "select v from t where b = $1 and $2 = a", "[{false 0 it's 26} {true 7  38}]"},
+		{"SELECT 1 FROM t WHERE k = -  5", "SELECT 1 FROM t WHERE k = $1", "[{true -5  26}]"},
+		{"SELECT * FROM t WHERE a = 1; SELECT 2", "SELECT * FROM t WHERE a = $1", "[{true 1  26}]"},
 		{"SELECT * FROM t WHERE a = 1.5", "", ""},
 		{"SELECT * FROM t WHERE a = E'x'", "", ""},
 		{"SELECT * FROM t WHERE a = 1 OR b = 2", "", ""},
@@ -268,6 +268,41 @@ func TestParameterize(t *testing.T) {
 		}
 		if !ok || got != tc.want || fmt.Sprint(lits) != tc.lits {
 			t.Errorf("%q: %q %v %v, want %q %s", tc.sql, got, lits, ok, tc.want, tc.lits)
+		}
+	}
+}
+
+// TestShape: queries that differ only in integer and plain string
+// constants share a shape; the constants come back with their values.
+func TestShape(t *testing.T) {
+	shape := func(sql string) (string, []ScanConst) {
+		t.Helper()
+		k, c, ok := Shape(sql)
+		if !ok {
+			t.Fatalf("%q: no shape", sql)
+		}
+		return k, c
+	}
+	k1, c1 := shape("SELECT v FROM t WHERE a = 5 AND b = 'it''s'")
+	k2, c2 := shape("select v from t where a = -12 and b = ''")
+	if k1 == k2 {
+		t.Errorf("case and a minus sign must change the shape: %q", k1)
+	}
+	k3, c3 := shape("SELECT v FROM t WHERE a = 77 AND b = 'x'")
+	if k1 != k3 {
+		t.Errorf("%q and %q: want one shape", k1, k3)
+	}
+	if fmt.Sprint(c1) != "[{26 27 false 0 true 5 } {36 43 false 0 false 0 it's}]" ||
+		fmt.Sprint(c3) != "[{26 28 false 0 true 77 } {37 40 false 0 false 0 x}]" ||
+		fmt.Sprint(c2) != "[{27 29 true 26 true 12 } {38 40 false 0 false 0 }]" {
+		t.Errorf("constants: %v %v %v", c1, c2, c3)
+	}
+	for _, sql := range []string{
+		"SELECT 1.5", "SELECT E'x'", "SELECT $1", "SELECT 1 -- c", "SELECT 'a'\n'b'",
+		"SELECT 99999999999", "SELECT B'101'", "SELECT $$x$$", "SELECT 0x1f",
+	} {
+		if k, c, ok := Shape(sql); ok {
+			t.Errorf("%q: shape %q %v, want none", sql, k, c)
 		}
 	}
 }

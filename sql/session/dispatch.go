@@ -94,7 +94,7 @@ func (s *Session) dispatch(x *stmtState, g stmtGroup, w pgwire.ResultWriter) err
 		if sel, ok := n.(*pg_query.Node_SelectStmt); ok && sel.SelectStmt.IntoClause != nil {
 			return s.createTableAs(x, st, selectIntoAsCTAS(sel.SelectStmt), w)
 		}
-		c, err := s.startQuery(x, st)
+		c, err := s.startQuery(x, g)
 		if err != nil {
 			return err
 		}

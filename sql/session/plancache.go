@@ -3,13 +3,16 @@ package session
 import (
 	"context"
 	"reflect"
+	"strings"
 
 	"github.com/cairn-db/cairn/kv"
 	"github.com/cairn-db/cairn/sql/catalog"
 	"github.com/cairn-db/cairn/sql/parser"
+	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/cairn-db/cairn/sql/plan"
 	"github.com/cairn-db/cairn/sql/sem"
 	"github.com/cairn-db/cairn/sql/types"
+	"github.com/jackc/pgerrcode"
 	pg_query "github.com/pganalyze/pg_query_go/v6"
 )
 
@@ -276,9 +279,13 @@ const maxSimpleEntries = 256
 // startQuery binds, optimizes and starts a plannable statement of the
 // simple protocol, through the cached plan of its parameterized form when
 // there is one (see above).
-func (s *Session) startQuery(x *stmtState, st *parser.Statement) (*cursor, error) {
-	e, lits := s.simpleEntryFor(st)
-	if e == nil {
+func (s *Session) startQuery(x *stmtState, g stmtGroup) (*cursor, error) {
+	st := g.main
+	var e *simpleEntry
+	var lits []parser.Literal
+	if sq := g.scanned; sq != nil {
+		e, lits = sq.simple, sq.lits
+	} else if e, lits = s.simpleEntryFor(st); e == nil {
 		return s.startPlan(x, st, nil, nil, nil)
 	}
 	if e.slot.pp != nil {
@@ -302,6 +309,20 @@ func (s *Session) startQuery(x *stmtState, st *parser.Statement) (*cursor, error
 			}
 		}
 	}
+	if sq := g.scanned; sq != nil {
+		// st is another query's tree of the same shape: plan the real one.
+		stmts, err := parse(sq.sql)
+		if err != nil {
+			return nil, err
+		}
+		if len(stmts) != 1 {
+			return nil, pgerror.New(pgerrcode.InternalError, "query of a cached shape parsed into %d statements", len(stmts))
+		}
+		st = &stmts[0]
+		if e, lits = s.simpleEntryFor(st); e == nil {
+			return s.startPlan(x, st, nil, nil, nil)
+		}
+	}
 	if e.slot.misses < maxPointPlanMisses {
 		if err := s.makeSimplePlan(x, e, lits); err != nil {
 			return nil, err
@@ -309,6 +330,133 @@ func (s *Session) startQuery(x *stmtState, st *parser.Statement) (*cursor, error
 	}
 	s.b.planMisses.Add(1)
 	return s.startPlan(x, st, nil, nil, nil)
+}
+
+// Query shapes. Parsing was then the largest cost of a point SELECT sent
+// as text (a call into libpg_query and the decoding of the tree it
+// returns: a quarter of the CPU). parser.Shape scans a query string
+// instead (PostgreSQL's scanner, several times cheaper) into its tokens
+// with the integer and quoted string constants taken out; the session
+// remembers, per shape, a parsed statement of that shape and which
+// constants are the parameters of its cached plan. A query of a known
+// shape then runs that plan with its own constants without being parsed;
+// when the plan cannot serve it (changed catalog, a NULL, a constant that
+// does not convert), the query is parsed and planned after all. Only a
+// single SELECT of plain text gets a shape (see shapeOf).
+
+// shapeEntry is what a session knows of one query shape.
+type shapeEntry struct {
+	// st is a statement of this shape as parsed (its constants are those
+	// of the query that made the entry); nil: the shape has no cached plan.
+	st     *parser.Statement
+	simple *simpleEntry
+	uses   []constUse // one per constant of the shape
+	nlits  int
+}
+
+// constUse says what one constant of a shape is: the parameter of the
+// cached plan it gives (neg: negated), or, param < 0, text it must be
+// verbatim (a constant outside WHERE col = const, kept in the plan).
+type constUse struct {
+	param int
+	neg   bool
+	text  string
+}
+
+// scannedQuery is a query a shape matched: its text and its constants as
+// the parameters of simple's plan.
+type scannedQuery struct {
+	sql    string
+	lits   []parser.Literal
+	simple *simpleEntry
+}
+
+// queryShape is a scanned query string.
+type queryShape struct {
+	key    string
+	consts []parser.ScanConst
+}
+
+// shapeOf scans sql if it can be a single SELECT with a cached plan:
+// plain text (parser's own test: no comments, nothing the dialect
+// rewrites) starting with SELECT.
+func shapeOf(sql string) *queryShape {
+	t := strings.TrimLeft(sql, " \t\r\n")
+	if len(t) < 6 || !strings.EqualFold(t[:6], "select") || !parser.Plain(sql) {
+		return nil
+	}
+	key, consts, ok := parser.Shape(sql)
+	if !ok {
+		return nil
+	}
+	return &queryShape{key: key, consts: consts}
+}
+
+// shapeGroup returns the statement group of sql without parsing it, when
+// sql has a known shape with a cached plan and its constants fit.
+func (s *Session) shapeGroup(sql string, sh *queryShape) (stmtGroup, bool) {
+	if sh == nil {
+		return stmtGroup{}, false
+	}
+	se := s.shapes[sh.key]
+	if se == nil || se.st == nil || len(sh.consts) != len(se.uses) {
+		return stmtGroup{}, false
+	}
+	lits := make([]parser.Literal, se.nlits)
+	for k, c := range sh.consts {
+		u := se.uses[k]
+		if u.param < 0 {
+			if sql[c.Start:c.End] != u.text {
+				return stmtGroup{}, false
+			}
+			continue
+		}
+		l := parser.Literal{IsInt: c.IsInt, Int: c.Int, Str: c.Str}
+		if u.neg {
+			l.Int = -l.Int
+		}
+		lits[u.param] = l
+	}
+	return stmtGroup{main: se.st, scanned: &scannedQuery{sql: sql, lits: lits, simple: se.simple}}, true
+}
+
+// noteShape records what the parsed stmts of sql, of shape sh, say about
+// the shape: the statement and the use of each constant when it has a
+// parameterized form, else that the shape has none.
+func (s *Session) noteShape(sql string, sh *queryShape, stmts []parser.Statement) {
+	if sh == nil || s.shapes[sh.key] != nil {
+		return
+	}
+	if s.shapes == nil || len(s.shapes) >= maxSimpleEntries {
+		s.shapes = map[string]*shapeEntry{}
+	}
+	se := &shapeEntry{}
+	s.shapes[sh.key] = se
+	if len(stmts) != 1 {
+		return
+	}
+	e, lits := s.simpleEntryFor(&stmts[0])
+	if e == nil {
+		return
+	}
+	uses := make([]constUse, len(sh.consts))
+	matched := 0
+	for k, c := range sh.consts {
+		uses[k] = constUse{param: -1, text: sql[c.Start:c.End]}
+		for j, l := range lits {
+			if l.Pos == c.Start || (c.Neg && l.Pos == c.NegPos) {
+				if l.IsInt != c.IsInt {
+					return
+				}
+				uses[k] = constUse{param: j, neg: l.Pos != c.Start}
+				matched++
+			}
+		}
+	}
+	if matched != len(lits) {
+		return
+	}
+	se.st, se.simple, se.uses, se.nlits = &stmts[0], e, uses, len(lits)
 }
 
 // simpleEntryFor returns the cache entry of st's parameterized text and

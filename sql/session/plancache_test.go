@@ -213,6 +213,18 @@ func TestSimpleQueryPlanCache(t *testing.T) {
 	if hits := metric(t, srv, "cairn_sql_plan_cache_hits_total") - hits0; hits < 15 {
 		t.Fatalf("%v of 20 statements reused the plan", hits)
 	}
+	// The same in an explicit transaction, and in a failed one.
+	mustExec(t, a, "BEGIN")
+	if got := get(a, "SELECT bal FROM acct WHERE id = 11"); got != "110" {
+		t.Errorf("in a block: %s", got)
+	}
+	if got := get(a, "SELECT 1/0 FROM acct WHERE id = 11"); got != "error 22012" {
+		t.Errorf("division by zero: %s", got)
+	}
+	if got := get(a, "SELECT bal FROM acct WHERE id = 12"); got != "error 25P02" {
+		t.Errorf("in the failed block: %s, want error 25P02", got)
+	}
+	mustExec(t, a, "ROLLBACK")
 	for _, tc := range []struct{ sql, want string }{
 		{"SELECT bal FROM acct WHERE id = 999", "none"},
 		{"SELECT bal FROM acct WHERE id = -3", "none"},
@@ -231,6 +243,24 @@ func TestSimpleQueryPlanCache(t *testing.T) {
 		{"SELECT v FROM named WHERE name = 'b'", "none"},
 		{"SELECT v FROM named WHERE name = 5", "error 42883"},
 		{"SELECT v FROM named WHERE name = '5'", "3"},
+		{"SELECT v FROM named WHERE name = '5' ", "3"},
+		{"select v from named where name = 'a'", "1"},
+		{"SELECT bal FROM acct WHERE id = -5", "none"},
+		{"SELECT bal FROM acct WHERE id = 5", "50"},
+		{"SELECT bal FROM acct WHERE id = - 6", "none"},
+		{"SELECT bal FROM acct WHERE id = 6 LIMIT 1", "60"},
+		{"SELECT bal FROM acct WHERE id = 6 LIMIT 0", "none"},
+		{"SELECT bal FROM acct WHERE id = 7 LIMIT 1", "70"},
+		{"SELECT bal + 1 FROM acct WHERE id = 7", "71"},
+		{"SELECT bal + 2 FROM acct WHERE id = 7", "72"},
+		{"SELECT bal + 2 FROM acct WHERE id = 8", "82"},
+		{"SELECT bal + 1 FROM acct WHERE id = 8", "81"},
+		{"SELECT bal FROM acct WHERE id = 8 AND 1 = 1", "80"},
+		{"SELECT bal FROM acct WHERE id = 8 AND 1 = 2", "none"},
+		{"SELECT bal FROM acct WHERE id = 9; ", "90"},
+		{"SELECT bal FROM acct WHERE id = 9 /* c */", "90"},
+		{"SELECT bal FROM acct WHERE id = E'9'", "90"},
+		{"SELECT bal FROM acct WHERE id = 10 + 0", "100"},
 	} {
 		if got := get(a, tc.sql); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.sql, got, tc.want)

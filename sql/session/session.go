@@ -48,6 +48,7 @@ type Session struct {
 	// simplePlans are the cached plans of simple-protocol statements by
 	// parameterized text (plancache.go).
 	simplePlans map[string]*simpleEntry
+	shapes      map[string]*shapeEntry
 
 	// Transaction state (see the package doc). txn is created lazily by
 	// the first statement that reads or writes.
@@ -355,6 +356,9 @@ func isRetryable(err error) bool {
 type stmtGroup struct {
 	main    *parser.Statement
 	derived []*parser.Statement
+	// scanned: main is a statement of the query's shape, not the query
+	// itself, which was not parsed (plancache.go).
+	scanned *scannedQuery
 }
 
 func groupStatements(stmts []parser.Statement) []stmtGroup {
@@ -401,6 +405,14 @@ func (s *Session) SimpleQuery(ctx context.Context, sql string, w pgwire.ResultWr
 	if err := s.flushReports(w); err != nil {
 		return err
 	}
+	sh := shapeOf(sql)
+	if g, ok := s.shapeGroup(sql, sh); ok {
+		// A single SELECT of a known shape, not parsed (plancache.go).
+		if s.inTxn {
+			return s.inBlock(ctx, g, w)
+		}
+		return s.autocommit(ctx, []stmtGroup{g}, w)
+	}
 	stmts, err := parse(sql)
 	if err != nil {
 		if s.block {
@@ -411,6 +423,7 @@ func (s *Session) SimpleQuery(ctx context.Context, sql string, w pgwire.ResultWr
 	if len(stmts) == 0 {
 		return w.EmptyQuery()
 	}
+	s.noteShape(sql, sh, stmts)
 	groups := groupStatements(stmts)
 	txnControl := false
 	for i := range stmts {
