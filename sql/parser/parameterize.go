@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	pg_query "github.com/pganalyze/pg_query_go/v6"
+	pgparser "github.com/pganalyze/pg_query_go/v6/parser"
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // Literal is a constant Parameterize took out of a statement: an integer
@@ -186,20 +188,21 @@ type ScanConst struct {
 // comments or other constant tokens (E-strings, numbers with a fraction or out
 // of int4's range, bit strings, dollar quotes, parameters).
 func Shape(sql string) (string, []ScanConst, bool) {
-	res, err := pg_query.Scan(sql)
-	if err != nil {
+	toks, ok := scanTokens(sql)
+	if !ok {
 		return "", nil, false
 	}
 	var b strings.Builder
+	b.Grow(len(sql) + 8)
 	var consts []ScanConst
 	prevMinus := -1
-	for _, t := range res.Tokens {
-		start, end := int(t.Start), int(t.End)
+	for _, t := range toks {
+		start, end := t.start, t.end
 		if start < 0 || end > len(sql) || start >= end {
 			return "", nil, false
 		}
 		text := sql[start:end]
-		switch t.Token {
+		switch t.kind {
 		case pg_query.Token_SQL_COMMENT, pg_query.Token_C_COMMENT, pg_query.Token_PARAM,
 			pg_query.Token_FCONST, pg_query.Token_BCONST, pg_query.Token_XCONST, pg_query.Token_USCONST:
 			return "", nil, false
@@ -238,4 +241,71 @@ func Shape(sql string) (string, []ScanConst, bool) {
 		b.WriteString(text)
 	}
 	return b.String(), consts, true
+}
+
+// scanToken is one token of scanTokens.
+type scanToken struct {
+	start, end int
+	kind       pg_query.Token
+}
+
+// scanTokens runs PostgreSQL's scanner over sql and decodes the tokens
+// from its protobuf answer directly (field numbers of pg_query.proto's
+// ScanResult and ScanToken): decoding through pg_query.Scan's generated
+// messages cost more than the scan itself.
+func scanTokens(sql string) ([]scanToken, bool) {
+	b, err := pgparser.ScanToProtobuf(sql)
+	if err != nil {
+		return nil, false
+	}
+	toks := make([]scanToken, 0, 16)
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return nil, false
+		}
+		b = b[n:]
+		if num != 2 || typ != protowire.BytesType { // ScanResult.tokens
+			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
+				return nil, false
+			}
+			b = b[n:]
+			continue
+		}
+		msg, n := protowire.ConsumeBytes(b)
+		if n < 0 {
+			return nil, false
+		}
+		b = b[n:]
+		var t scanToken
+		for len(msg) > 0 {
+			num, typ, n := protowire.ConsumeTag(msg)
+			if n < 0 {
+				return nil, false
+			}
+			msg = msg[n:]
+			if typ != protowire.VarintType {
+				if n = protowire.ConsumeFieldValue(num, typ, msg); n < 0 {
+					return nil, false
+				}
+				msg = msg[n:]
+				continue
+			}
+			v, n := protowire.ConsumeVarint(msg)
+			if n < 0 {
+				return nil, false
+			}
+			msg = msg[n:]
+			switch num {
+			case 1:
+				t.start = int(int32(v))
+			case 2:
+				t.end = int(int32(v))
+			case 4:
+				t.kind = pg_query.Token(v)
+			}
+		}
+		toks = append(toks, t)
+	}
+	return toks, true
 }

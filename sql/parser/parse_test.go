@@ -8,6 +8,7 @@ import (
 
 	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/cockroachdb/datadriven"
+	pg_query "github.com/pganalyze/pg_query_go/v6"
 )
 
 // TestParse runs testdata/parse: statement splitting and error positions
@@ -303,6 +304,30 @@ func TestShape(t *testing.T) {
 	} {
 		if k, c, ok := Shape(sql); ok {
 			t.Errorf("%q: shape %q %v, want none", sql, k, c)
+		}
+	}
+}
+
+// TestScanTokens: the direct decoding of the scanner's answer gives what
+// pg_query.Scan's generated messages give.
+func TestScanTokens(t *testing.T) {
+	for _, sql := range []string{
+		"SELECT abalance FROM pgbench_accounts WHERE aid = 48213;",
+		"select 'it''s', E'\\n', 1.5, $1, \"Q\" /* c */ -- d\n from t where x <= -3",
+		"",
+	} {
+		res, err := pg_query.Scan(sql)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := scanTokens(sql)
+		if !ok || len(got) != len(res.Tokens) {
+			t.Fatalf("%q: %d tokens (%v), want %d", sql, len(got), ok, len(res.Tokens))
+		}
+		for i, w := range res.Tokens {
+			if g := got[i]; g.start != int(w.Start) || g.end != int(w.End) || g.kind != w.Token {
+				t.Errorf("%q token %d: %+v, want %v", sql, i, g, w)
+			}
 		}
 	}
 }
