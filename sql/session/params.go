@@ -10,9 +10,9 @@ import (
 )
 
 // Custom plans. The session binds a prepared statement again at every
-// Execute (there is no plan cache), so it can do what PostgreSQL does for
-// its custom plans: put the parameter values into the plan as constants
-// before optimizing. The optimizer then derives index spans from them
+// Execute (but for point lookups, plancache.go), so it can do what
+// PostgreSQL does for its custom plans: put the parameter values into the
+// plan as constants before optimizing. The optimizer then derives index spans from them
 // (WHERE id = $1 becomes a point lookup instead of a scan with a filter),
 // and constant subexpressions fold. The executor still gets the values,
 // for any placeholder left (none should be).
