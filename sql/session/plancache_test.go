@@ -75,6 +75,19 @@ func TestPreparedPointPlanCache(t *testing.T) {
 		return strconv.Itoa(*v)
 	}
 	const q = "SELECT bal FROM acct WHERE id = $1"
+	explain := func() string {
+		t.Helper()
+		rows, err := a.Query(ctx, "EXPLAIN "+q, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(lines, "\n")
+	}
+	before := explain()
 	hits0 := metric(t, srv, "cairn_sql_plan_cache_hits_total")
 	for i := 1; i <= 20; i++ {
 		if got, want := get(a, q, i), strconv.Itoa(i*10); got != want {
@@ -83,6 +96,11 @@ func TestPreparedPointPlanCache(t *testing.T) {
 	}
 	if hits := metric(t, srv, "cairn_sql_plan_cache_hits_total") - hits0; hits < 15 {
 		t.Fatalf("%v of 20 executions reused the plan", hits)
+	}
+	// EXPLAIN plans afresh (a point read of the primary key, the plan
+	// the cache holds) and is unchanged by the cached executions.
+	if after := explain(); after != before || !strings.Contains(after, "Index Scan using acct_pkey on acct") {
+		t.Errorf("EXPLAIN after cached executions:\n%s\nbefore:\n%s", after, before)
 	}
 	for _, tc := range []struct {
 		arg  any
