@@ -187,6 +187,20 @@ func (t *Txn) Get(ctx context.Context, key []byte) ([]byte, bool, error) {
 	return r.Rows[0].Value, true, nil
 }
 
+// RecordRead adds key to the transaction's read spans as though it had
+// been read at the current read timestamp, without reading it: for a
+// caller that knows the key's value there by other means (the SQL
+// catalog's node-local generation, sql/catalog/generation.go) but whose
+// transaction must still refresh it, and so restart, if a write to the key
+// commits between its read and commit timestamps (invariant 4). The
+// caller, not the tablet, answers for the value and for the timestamp
+// cache: nothing is recorded there.
+func (t *Txn) RecordRead(key []byte) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.mu.readSpans.add(kvpb.Span{Key: key})
+}
+
 // Put writes value at key.
 func (t *Txn) Put(ctx context.Context, key, value []byte) error {
 	b := &Batch{}

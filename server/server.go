@@ -165,7 +165,13 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if a, ok := s.sqlLn.Addr().(*net.TCPAddr); ok {
 		port = int32(a.Port)
 	}
-	s.backend = session.NewBackend(s.db, session.Config{ServerPort: port, Logger: log, Tablets: tabletDirectory{s}})
+	s.backend = session.NewBackend(s.db, session.Config{ServerPort: port, Logger: log, Tablets: tabletDirectory{s},
+		// A node without Join is a whole cluster of one: all DDL comes
+		// through it, so it may keep the catalog generation in memory.
+		// Members of a cluster are each a SQL gateway and read it per
+		// statement until generation leases exist (docs/architecture.md,
+		// "Catalog generation").
+		SoleCatalogWriter: len(cfg.Join) == 0})
 	if s.pg, err = pgwire.NewServer(pgwire.Config{Backend: s.backend, Insecure: cfg.Insecure, Logger: log}); err != nil {
 		s.sqlLn.Close()
 		s.httpLn.Close()
@@ -336,6 +342,7 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	hits, misses := s.backend.CacheStats()
+	planHits, planMisses, genHits, genReads := s.backend.PlanStats()
 	for _, m := range []struct {
 		name, typ, help string
 		v               float64
@@ -344,6 +351,10 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 		{"cairn_uptime_seconds", "gauge", "Seconds since the node started.", time.Since(s.started).Seconds()},
 		{"cairn_sql_catalog_cache_hits_total", "counter", "Descriptor cache hits.", float64(hits)},
 		{"cairn_sql_catalog_cache_misses_total", "counter", "Descriptor cache misses.", float64(misses)},
+		{"cairn_sql_plan_cache_hits_total", "counter", "Prepared-statement executions that reused a cached plan.", float64(planHits)},
+		{"cairn_sql_plan_cache_misses_total", "counter", "Prepared-statement executions that planned.", float64(planMisses)},
+		{"cairn_sql_catalog_generation_local_total", "counter", "Statements answered from the node-local catalog generation.", float64(genHits)},
+		{"cairn_sql_catalog_generation_reads_total", "counter", "Statements that read the catalog generation key.", float64(genReads)},
 		{"go_goroutines", "gauge", "Number of goroutines.", float64(runtime.NumGoroutine())},
 		{"go_memstats_heap_alloc_bytes", "gauge", "Heap bytes allocated and in use.", float64(ms.HeapAlloc)},
 	} {

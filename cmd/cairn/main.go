@@ -35,6 +35,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"syscall"
@@ -44,7 +45,24 @@ import (
 )
 
 func main() {
+	tuneGC()
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// gcPercent is the garbage collector's target when GOGC is not set. A
+// node's live heap is small next to what it allocates per statement (a
+// point SELECT allocates tens of KB and keeps none), so with Go's default
+// of 100 the collector ran all the time: 18% of the CPU under pgbench
+// select-only. At 400 Cairn spent 60 µs of CPU per prepared point SELECT
+// instead of 76, 74 instead of 83 with the simple protocol. The price is
+// a heap up to five times the live data between collections (a bulk load
+// holding 300 MB peaks near 1.5 GB); GOGC in the environment overrides it.
+const gcPercent = 400
+
+func tuneGC() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(gcPercent)
+	}
 }
 
 const usage = `usage:

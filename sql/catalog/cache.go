@@ -37,6 +37,9 @@ type Cache struct {
 	// gen holds the lookups of the newest catalog generation a Reader
 	// asked for (generation.go).
 	gen *genMaps
+	// local is the node-local generation (localgen.go); nil: every
+	// statement reads the generation key.
+	local *localGen
 }
 
 type cacheEntry struct {

@@ -27,11 +27,18 @@ import (
 // a Writer bumps the generation once per statement while its later writes
 // in the same transaction leave it unchanged.
 //
-// Cluster: the generation key is one more read per statement on the
-// system tablet's leaseholder; descriptor leases (cache.go) remove it.
+// With UseLocalGeneration (localgen.go) the node keeps the generation in
+// memory and most statements read nothing at all.
 
 // maxGenEntries bounds the cached names and descriptors of a generation.
 const maxGenEntries = 100000
+
+// nameKey is a namespace entry's key, unencoded (encoding it per lookup
+// showed in profiles).
+type nameKey struct {
+	parent, schema ID
+	name           string
+}
 
 type nameEntry struct {
 	id ID
@@ -42,7 +49,7 @@ type nameEntry struct {
 type genMaps struct {
 	gen   []byte
 	count uint64
-	names map[string]nameEntry
+	names map[nameKey]nameEntry
 	descs map[ID]Descriptor
 }
 
@@ -61,6 +68,11 @@ func (r *Reader) UseGeneration() *Reader {
 	return r
 }
 
+// Generation returns the catalog generation r's lookups are answered for
+// (nil without UseGeneration, or when the catalog has none): two
+// statements that get the same bytes see the same catalog.
+func (r *Reader) Generation(ctx context.Context) ([]byte, error) { return r.generation(ctx) }
+
 // generation reads the generation r's lookups are answered for (nil:
 // none, look everything up).
 func (r *Reader) generation(ctx context.Context) ([]byte, error) {
@@ -68,6 +80,16 @@ func (r *Reader) generation(ctx context.Context) ([]byte, error) {
 		return nil, nil
 	}
 	if !r.genRead {
+		lg := r.cache.local
+		var epoch uint64
+		if lg != nil {
+			if gen, ok := lg.lookup(r.txn.ReadTimestamp()); ok {
+				r.txn.RecordRead(genKey())
+				r.genRead, r.gen = true, gen
+				return gen, nil
+			}
+			epoch = lg.currentEpoch()
+		}
 		v, ok, err := r.txn.Get(ctx, genKey())
 		if err != nil {
 			return nil, err
@@ -78,6 +100,9 @@ func (r *Reader) generation(ctx context.Context) ([]byte, error) {
 				return nil, err
 			}
 			r.gen = v
+			if lg != nil {
+				lg.prime(v, r.txn.ReadTimestamp(), epoch)
+			}
 		}
 	}
 	return r.gen, nil
@@ -89,7 +114,7 @@ func (r *Reader) generation(ctx context.Context) ([]byte, error) {
 func (c *Cache) maps(gen []byte) *genMaps {
 	if c.gen != nil && bytes.Equal(c.gen.gen, gen) {
 		if len(c.gen.names)+len(c.gen.descs) > maxGenEntries {
-			c.gen.names, c.gen.descs = map[string]nameEntry{}, map[ID]Descriptor{}
+			c.gen.names, c.gen.descs = map[nameKey]nameEntry{}, map[ID]Descriptor{}
 		}
 		return c.gen
 	}
@@ -100,28 +125,28 @@ func (c *Cache) maps(gen []byte) *genMaps {
 	if c.gen != nil && n < c.gen.count {
 		return nil
 	}
-	c.gen = &genMaps{gen: slices.Clone(gen), count: n, names: map[string]nameEntry{}, descs: map[ID]Descriptor{}}
+	c.gen = &genMaps{gen: slices.Clone(gen), count: n, names: map[nameKey]nameEntry{}, descs: map[ID]Descriptor{}}
 	return c.gen
 }
 
-func (c *Cache) genName(gen []byte, key []byte) (nameEntry, bool) {
+func (c *Cache) genName(gen []byte, key nameKey) (nameEntry, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.gen == nil || !bytes.Equal(c.gen.gen, gen) {
 		return nameEntry{}, false
 	}
-	e, ok := c.gen.names[string(key)]
+	e, ok := c.gen.names[key]
 	if ok {
 		c.stats.Hits++
 	}
 	return e, ok
 }
 
-func (c *Cache) putGenName(gen []byte, key []byte, e nameEntry) {
+func (c *Cache) putGenName(gen []byte, key nameKey, e nameEntry) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if m := c.maps(gen); m != nil {
-		m.names[string(key)] = e
+		m.names[key] = e
 	}
 }
 
@@ -151,6 +176,12 @@ func (c *Cache) putGenDesc(gen []byte, id ID, d Descriptor) {
 func (w *Writer) bump(ctx context.Context) error {
 	if w.bumped {
 		return nil
+	}
+	if w.cache != nil && w.cache.local != nil {
+		// Before the first write of the key: see localgen.go.
+		if err := w.cache.local.beginDDL(ctx, w.txn); err != nil {
+			return err
+		}
 	}
 	var n uint64
 	v, ok, err := w.txn.Get(ctx, genKey())

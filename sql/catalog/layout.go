@@ -3,6 +3,7 @@ package catalog
 import (
 	"fmt"
 	"sort"
+	"sync"
 
 	"github.com/cairn-db/cairn/sql/rowenc"
 	"github.com/cairn-db/cairn/sql/types"
@@ -72,6 +73,32 @@ func (t *Table) Layout() (*rowenc.TableLayout, error) {
 		return nil, err
 	}
 	return l, nil
+}
+
+// layoutMemo holds the Layout of a descriptor read from the store, which
+// is shared and immutable (Reader), so it is computed once instead of per
+// statement (4% of the CPU of a prepared point SELECT). owner guards
+// against a copy of the Table struct, which may be changed, using it.
+type layoutMemo struct {
+	owner *Table
+	once  sync.Once
+	l     *rowenc.TableLayout
+	err   error
+}
+
+// shareLayout marks t as shared and immutable: SharedLayout may keep its
+// layout from now on.
+func (t *Table) shareLayout() { t.layout = &layoutMemo{owner: t} }
+
+// SharedLayout is Layout, computed once for a descriptor the catalog
+// read (those are immutable; a Table being built or changed gets a fresh
+// one every time). The layout is shared: callers must not modify it.
+func (t *Table) SharedLayout() (*rowenc.TableLayout, error) {
+	if m := t.layout; m != nil && m.owner == t {
+		m.once.Do(func() { m.l, m.err = t.Layout() })
+		return m.l, m.err
+	}
+	return t.Layout()
 }
 
 func indexLayout(idx *Index) rowenc.IndexLayout {

@@ -82,6 +82,9 @@ func readDescriptor(ctx context.Context, txn *kv.Txn, id ID) (Descriptor, bool, 
 	if d.DescID() != id {
 		return nil, false, fmt.Errorf("%w: descriptor key %d holds %s", ErrBadDescriptor, id, describe(d))
 	}
+	if t, ok := d.(*Table); ok {
+		t.shareLayout()
+	}
 	return d, true, nil
 }
 
@@ -89,17 +92,17 @@ func readDescriptor(ctx context.Context, txn *kv.Txn, id ID) (Descriptor, bool, 
 // for databases, (database, 0) for schemas, (database, schema) for
 // relations.
 func (r *Reader) LookupID(ctx context.Context, parent, schema ID, name string) (ID, bool, error) {
-	k := nsKey(parent, schema, name)
+	nk := nameKey{parent, schema, name}
 	gen, err := r.generation(ctx)
 	if err != nil {
 		return 0, false, err
 	}
 	if gen != nil {
-		if e, ok := r.cache.genName(gen, k); ok {
+		if e, ok := r.cache.genName(gen, nk); ok {
 			return e.id, e.ok, nil
 		}
 	}
-	b, ok, err := r.txn.Get(ctx, k)
+	b, ok, err := r.txn.Get(ctx, nsKey(parent, schema, name))
 	if err != nil {
 		return 0, false, err
 	}
@@ -110,7 +113,7 @@ func (r *Reader) LookupID(ctx context.Context, parent, schema ID, name string) (
 		}
 	}
 	if gen != nil {
-		r.cache.putGenName(gen, k, nameEntry{id: id, ok: ok})
+		r.cache.putGenName(gen, nk, nameEntry{id: id, ok: ok})
 	}
 	return id, ok, nil
 }
@@ -146,18 +149,32 @@ func (r *Reader) Database(ctx context.Context, name string) (*Database, error) {
 // Schema returns schema name of database dbID (3F000 if none), including
 // the virtual pg_catalog, information_schema and cairn_catalog.
 func (r *Reader) Schema(ctx context.Context, dbID ID, name string) (*Schema, error) {
-	if s, ok := virtualSchemas[name]; ok {
-		return s, nil
-	}
-	d, ok, err := r.byName(ctx, dbID, 0, name)
+	s, ok, err := r.LookupSchema(ctx, dbID, name)
 	if err != nil {
 		return nil, err
 	}
-	s, isSchema := d.(*Schema)
-	if !ok || !isSchema {
+	if !ok {
 		return nil, undefinedSchema(name)
 	}
 	return s, nil
+}
+
+// LookupSchema is Schema reporting a missing schema as false rather than
+// an error: a search path usually starts with "$user", which names none,
+// and making that error for every statement showed in profiles.
+func (r *Reader) LookupSchema(ctx context.Context, dbID ID, name string) (*Schema, bool, error) {
+	if s, ok := virtualSchemas[name]; ok {
+		return s, true, nil
+	}
+	d, ok, err := r.byName(ctx, dbID, 0, name)
+	if err != nil {
+		return nil, false, err
+	}
+	s, isSchema := d.(*Schema)
+	if !ok || !isSchema {
+		return nil, false, nil
+	}
+	return s, true, nil
 }
 
 // Relation returns the table, view or sequence named name in schema

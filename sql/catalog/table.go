@@ -49,6 +49,9 @@ type Table struct {
 	ConstraintComments map[string]string `json:"constraint_comments,omitempty"`
 	// ACL is the object's privileges (privilege.go); nil is the default.
 	ACL []ACLItem `json:"acl,omitempty"`
+
+	// layout: see SharedLayout (layout.go).
+	layout *layoutMemo
 }
 
 // Column is one column of a table.

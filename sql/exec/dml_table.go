@@ -150,7 +150,7 @@ func (s *dmlState) table(desc *catalog.Table) (*tableInfo, error) {
 	if ti, ok := s.tables[desc.ID]; ok {
 		return ti, nil
 	}
-	layout, err := desc.Layout()
+	layout, err := desc.SharedLayout()
 	if err != nil {
 		return nil, fmt.Errorf("table %q: %w", desc.Name, err)
 	}

@@ -41,7 +41,7 @@ func (r *runner) tableLayout(t *catalog.Table) (*rowenc.TableLayout, error) {
 	if l := r.layouts[t]; l != nil {
 		return l, nil
 	}
-	l, err := t.Layout()
+	l, err := t.SharedLayout()
 	if err != nil {
 		return nil, fmt.Errorf("exec: table %q: %w", t.Name, err)
 	}

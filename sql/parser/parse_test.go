@@ -8,6 +8,7 @@ import (
 
 	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/cockroachdb/datadriven"
+	pg_query "github.com/pganalyze/pg_query_go/v6"
 )
 
 // TestParse runs testdata/parse: statement splitting and error positions
@@ -176,6 +177,157 @@ func TestIsTransactionControl(t *testing.T) {
 	for i, s := range stmts {
 		if got := s.IsTransactionControl(); got != want[i] {
 			t.Errorf("%q: IsTransactionControl = %v, want %v", s.SQL, got, want[i])
+		}
+	}
+}
+
+// TestParsePlain: text without dialect words or comments skips the
+// dialect rewrite (and its scan); what it parses to must be what the
+// rewrite path gives, errors included.
+func TestParsePlain(t *testing.T) {
+	for _, sql := range []string{
+		"SELECT abalance FROM pgbench_accounts WHERE aid = 48213;",
+		"select 1; select 2 ;  ",
+		"  UPDATE t SET v = v + 1 WHERE k = $1 RETURNING *",
+		"INSERT INTO t VALUES (1, 'it''s'), (2, E'x\\ny'); DELETE FROM t",
+		"SELECT 'unterminated",
+		"SELECT * FROM WHERE",
+		"SELECT 'héllo' AS \"Ünï\", $$dollar; quoted$$",
+		"BEGIN; SELECT 1; COMMIT;",
+		";;",
+		"",
+	} {
+		if !Plain(sql) {
+			t.Errorf("%q: not plain", sql)
+			continue
+		}
+		got, gotErr := parsePlain(sql)
+		want, wantErr := parseRewritten(sql)
+		if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+			t.Errorf("%q: error %v, want %v", sql, gotErr, wantErr)
+			continue
+		}
+		if len(got) != len(want) {
+			t.Errorf("%q: %d statements, want %d", sql, len(got), len(want))
+			continue
+		}
+		for i := range got {
+			g, w := got[i], want[i]
+			if g.SQL != w.SQL || g.Original != w.Original || g.Derived != w.Derived || len(g.Annotations) != len(w.Annotations) {
+				t.Errorf("%q #%d: got %q/%q, want %q/%q", sql, i, g.SQL, g.Original, w.SQL, w.Original)
+			}
+			if g.AST.String() != w.AST.String() {
+				t.Errorf("%q #%d: different trees", sql, i)
+			}
+			if gp, wp := g.Position(int32(len(g.SQL))), w.Position(int32(len(w.SQL))); gp != wp {
+				t.Errorf("%q #%d: position %d, want %d", sql, i, gp, wp)
+			}
+		}
+	}
+	for _, sql := range []string{
+		"CREATE TABLE t (a STRING)", "select x::bytes", "ALTER TABLE t ADD c int",
+		"select 1 -- comment", "select /* c */ 1", "SeLeCt 'a'::String",
+	} {
+		if Plain(sql) {
+			t.Errorf("%q: plain, want the rewrite path", sql)
+		}
+	}
+}
+
+// TestParameterize: the constants of WHERE col = const conjunctions
+// become $n in position order; anything else is refused.
+func TestParameterize(t *testing.T) {
+	for _, tc := range []struct {
+		sql, want string
+		lits      string
+	}{
+		{"SELECT abalance FROM pgbench_accounts WHERE aid = 48213;", "SELECT abalance FROM pgbench_accounts WHERE aid = $1", "[{true 48213  50}]"},
+		{"select v from t where b = 'it''s' and 7 = a", "select v from t where b = $1 and $2 = a", "[{false 0 it's 26} {true 7  38}]"},
+		{"SELECT 1 FROM t WHERE k = -  5", "SELECT 1 FROM t WHERE k = $1", "[{true -5  26}]"},
+		{"SELECT * FROM t WHERE a = 1; SELECT 2", "SELECT * FROM t WHERE a = $1", "[{true 1  26}]"},
+		{"SELECT * FROM t WHERE a = 1.5", "", ""},
+		{"SELECT * FROM t WHERE a = E'x'", "", ""},
+		{"SELECT * FROM t WHERE a = 1 OR b = 2", "", ""},
+		{"SELECT * FROM t WHERE a > 1", "", ""},
+		{"SELECT * FROM t WHERE a = b", "", ""},
+		{"SELECT * FROM t WHERE a = $1", "", ""},
+		{"SELECT * FROM t", "", ""},
+		{"SELECT * FROM t WHERE a = 99999999999", "", ""},
+		{"UPDATE t SET v = 1 WHERE k = 2", "", ""},
+		{"SELECT 'x' FROM t WHERE a = 'a'\n'b'", "", ""},
+	} {
+		stmts, err := Parse(tc.sql)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.sql, err)
+		}
+		got, lits, ok := stmts[0].Parameterize()
+		if tc.want == "" {
+			if ok {
+				t.Errorf("%q: parameterized as %q %v, want refused", tc.sql, got, lits)
+			}
+			continue
+		}
+		if !ok || got != tc.want || fmt.Sprint(lits) != tc.lits {
+			t.Errorf("%q: %q %v %v, want %q %s", tc.sql, got, lits, ok, tc.want, tc.lits)
+		}
+	}
+}
+
+// TestShape: queries that differ only in integer and plain string
+// constants share a shape; the constants come back with their values.
+func TestShape(t *testing.T) {
+	shape := func(sql string) (string, []ScanConst) {
+		t.Helper()
+		k, c, ok := Shape(sql)
+		if !ok {
+			t.Fatalf("%q: no shape", sql)
+		}
+		return k, c
+	}
+	k1, c1 := shape("SELECT v FROM t WHERE a = 5 AND b = 'it''s'")
+	k2, c2 := shape("select v from t where a = -12 and b = ''")
+	if k1 == k2 {
+		t.Errorf("case and a minus sign must change the shape: %q", k1)
+	}
+	k3, c3 := shape("SELECT v FROM t WHERE a = 77 AND b = 'x'")
+	if k1 != k3 {
+		t.Errorf("%q and %q: want one shape", k1, k3)
+	}
+	if fmt.Sprint(c1) != "[{26 27 false 0 true 5 } {36 43 false 0 false 0 it's}]" ||
+		fmt.Sprint(c3) != "[{26 28 false 0 true 77 } {37 40 false 0 false 0 x}]" ||
+		fmt.Sprint(c2) != "[{27 29 true 26 true 12 } {38 40 false 0 false 0 }]" {
+		t.Errorf("constants: %v %v %v", c1, c2, c3)
+	}
+	for _, sql := range []string{
+		"SELECT 1.5", "SELECT E'x'", "SELECT $1", "SELECT 1 -- c", "SELECT 'a'\n'b'",
+		"SELECT 99999999999", "SELECT B'101'", "SELECT $$x$$", "SELECT 0x1f",
+	} {
+		if k, c, ok := Shape(sql); ok {
+			t.Errorf("%q: shape %q %v, want none", sql, k, c)
+		}
+	}
+}
+
+// TestScanTokens: the direct decoding of the scanner's answer gives what
+// pg_query.Scan's generated messages give.
+func TestScanTokens(t *testing.T) {
+	for _, sql := range []string{
+		"SELECT abalance FROM pgbench_accounts WHERE aid = 48213;",
+		"select 'it''s', E'\\n', 1.5, $1, \"Q\" /* c */ -- d\n from t where x <= -3",
+		"",
+	} {
+		res, err := pg_query.Scan(sql)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := scanTokens(sql)
+		if !ok || len(got) != len(res.Tokens) {
+			t.Fatalf("%q: %d tokens (%v), want %d", sql, len(got), ok, len(res.Tokens))
+		}
+		for i, w := range res.Tokens {
+			if g := got[i]; g.start != int(w.Start) || g.end != int(w.End) || g.kind != w.Token {
+				t.Errorf("%q token %d: %+v, want %v", sql, i, g, w)
+			}
 		}
 	}
 }

@@ -84,12 +84,12 @@ func (c *kvCatalog) LookupRelation(ctx context.Context, schema, name string) (Re
 		}
 		// Postgres skips search-path entries that name no schema
 		// ("$user" usually), so a missing schema is not an error here.
-		sc, err := c.r.Schema(ctx, c.db.ID, s)
+		sc, ok, err := c.r.LookupSchema(ctx, c.db.ID, s)
 		if err != nil {
-			if pgerror.Code(err) == pgerrcode.InvalidSchemaName {
-				continue
-			}
 			return Relation{}, err
+		}
+		if !ok {
+			continue
 		}
 		rel, err := c.inSchema(ctx, sc, name)
 		if err == nil {

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairn-db/cairn/kv"
@@ -29,6 +30,13 @@ type Config struct {
 	// Tablets is the node's tablet directory (cairn_catalog.tablets);
 	// nil leaves that view empty.
 	Tablets plan.TabletDirectory
+	// SoleCatalogWriter: every catalog change of the cluster goes through
+	// this Backend, so the node may keep the catalog generation in memory
+	// instead of reading it per statement (catalog.Cache.
+	// UseLocalGeneration). True for a node that is a cluster of one; a
+	// node of a cluster with several SQL gateways must leave it false
+	// (docs/architecture.md, "Catalog generation").
+	SoleCatalogWriter bool
 }
 
 // Backend implements pgwire.Backend over a kv.DB. One Backend serves a
@@ -44,6 +52,9 @@ type Backend struct {
 	// collects them in the background when tables go stale (analyze.go).
 	stats     *stats.Cache
 	refresher *stats.Refresher
+	// planHits and planMisses count prepared Executes by whether they
+	// reused a cached plan.
+	planHits, planMisses atomic.Uint64
 }
 
 var _ pgwire.Backend = (*Backend)(nil)
@@ -58,6 +69,9 @@ func NewBackend(db *kv.DB, cfg Config) *Backend {
 		log = slog.Default()
 	}
 	b := &Backend{db: db, cfg: cfg, cache: catalog.NewCache(), locks: NewAdvisoryLocks(), log: log, stats: stats.NewCache(db)}
+	if cfg.SoleCatalogWriter {
+		b.cache.UseLocalGeneration(db)
+	}
 	b.refresher = stats.NewRefresher(db, b.stats, b.cache, log)
 	return b
 }
@@ -213,6 +227,15 @@ func cloneVars(m map[string]string) map[string]string {
 func (b *Backend) CacheStats() (hits, misses uint64) {
 	st := b.cache.Stats()
 	return st.Hits, st.Misses
+}
+
+// PlanStats reports the Executes of prepared statements that reused a
+// cached plan and those that planned (plancache.go), and the statements
+// answered from the node-local catalog generation and those that read it
+// (for /metrics).
+func (b *Backend) PlanStats() (planHits, planMisses, genHits, genReads uint64) {
+	g := b.cache.LocalGenStats()
+	return b.planHits.Load(), b.planMisses.Load(), g.Hits, g.Reads
 }
 
 // versionNum is server_version_num for a version "major.minor"

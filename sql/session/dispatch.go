@@ -94,7 +94,7 @@ func (s *Session) dispatch(x *stmtState, g stmtGroup, w pgwire.ResultWriter) err
 		if sel, ok := n.(*pg_query.Node_SelectStmt); ok && sel.SelectStmt.IntoClause != nil {
 			return s.createTableAs(x, st, selectIntoAsCTAS(sel.SelectStmt), w)
 		}
-		c, err := s.startPlan(x, st, nil, nil, nil)
+		c, err := s.startQuery(x, g)
 		if err != nil {
 			return err
 		}
@@ -336,15 +336,50 @@ func commandName(st *parser.Statement) string {
 // startPlan binds, optimizes and starts a plannable statement. paramTypes
 // are the settled parameter types of a prepared statement (nil: none).
 func (s *Session) startPlan(x *stmtState, st *parser.Statement, paramTypes []*types.T, params []types.Datum, stats *exec.Stats) (*cursor, error) {
+	return s.startPlanCached(x, st, paramTypes, params, stats, nil)
+}
+
+// maxPointPlanMisses bounds the Executes of a prepared statement that try
+// to make a cached plan (plancache.go) before it stops trying.
+const maxPointPlanMisses = 3
+
+// startPlanCached is startPlan for a prepared statement whose plan cache
+// is slot (nil: none).
+func (s *Session) startPlanCached(x *stmtState, st *parser.Statement, paramTypes []*types.T, params []types.Datum, stats *exec.Stats, slot *planSlot) (*cursor, error) {
 	txn, err := x.txn()
 	if err != nil {
 		return nil, err
+	}
+	var key planKey
+	keyOK := false
+	if slot != nil && stats == nil && (slot.pp != nil || slot.misses < maxPointPlanMisses) {
+		if key, keyOK, err = s.planCacheKey(x.ctx, txn); err != nil {
+			return nil, err
+		}
+		if keyOK && slot.pp != nil && slot.pp.key == key {
+			if p := slot.pp.instantiate(params); p != nil {
+				if err := s.checkPrivileges(x.ctx, txn, p); err != nil {
+					return nil, err
+				}
+				s.b.planHits.Add(1)
+				return s.startExec(x, txn, p, params, stats)
+			}
+		}
+	}
+	if slot != nil {
+		s.b.planMisses.Add(1)
 	}
 	pt := sem.NewParamTypes(paramTypes...)
 	pt.Fixed = paramTypes != nil
 	p, err := plan.Build(x.ctx, s.planEnv(txn, pt, x.types()), st)
 	if err != nil {
 		return nil, err
+	}
+	var candidates []int
+	if keyOK {
+		if candidates = pointParams(p, len(params)); candidates == nil {
+			slot.misses++
+		}
 	}
 	if err := s.checkPrivileges(x.ctx, txn, p); err != nil {
 		return nil, err
@@ -353,6 +388,18 @@ func (s *Session) startPlan(x *stmtState, st *parser.Statement, paramTypes []*ty
 	if err := s.optimize(x.ctx, p); err != nil {
 		return nil, err
 	}
+	if candidates != nil {
+		if pp := newPointPlan(key, p, candidates, params); pp != nil {
+			slot.pp = pp
+		} else {
+			slot.misses++
+		}
+	}
+	return s.startExec(x, txn, p, params, stats)
+}
+
+// startExec starts an optimized plan.
+func (s *Session) startExec(x *stmtState, txn *kv.Txn, p *plan.Plan, params []types.Datum, stats *exec.Stats) (*cursor, error) {
 	if !p.ReadOnly && s.txnReadOnly {
 		return nil, readOnlyError(p.Tag)
 	}

@@ -71,7 +71,10 @@
 //     always print in the shortest exact form, which is what 1..3 mean in
 //     PostgreSQL 12+; values of 0 and below do not round the output.
 //   - Cursors WITH HOLD or SCROLL, and FETCH backward, are 0A000.
-//   - There is no plan cache: every Execute binds its statement again,
-//     with the parameter values in the plan as constants (PostgreSQL's
-//     custom plans, params.go), so $n in WHERE gives index spans.
+//   - Plans are custom: every Execute binds its statement again, with the
+//     parameter values in the plan as constants (PostgreSQL's custom
+//     plans, params.go), so $n in WHERE gives index spans. The one
+//     exception is the point lookup by primary key, whose plan is kept
+//     per prepared statement and per shape of query text
+//     (plancache.go).
 package session

@@ -20,6 +20,7 @@ type preparedStatement struct {
 	g          stmtGroup // g.main nil: the empty statement
 	paramTypes []*types.T
 	cols       []plan.Column
+	plans      planSlot // plancache.go
 }
 
 var _ pgwire.Statement = (*preparedStatement)(nil)
@@ -252,7 +253,7 @@ func (pt *portal) run(ctx context.Context, w pgwire.ResultWriter, maxRows int) (
 	suspended := false
 	err := s.retryStatement(sctx, pt.ps.g.main, w, func(w pgwire.ResultWriter) error {
 		x := s.newStmt(sctx)
-		c, err := s.startPlan(x, pt.ps.g.main, pt.ps.paramTypes, pt.params, nil)
+		c, err := s.startPlanCached(x, pt.ps.g.main, pt.ps.paramTypes, pt.params, nil, &pt.ps.plans)
 		if err != nil {
 			return err
 		}

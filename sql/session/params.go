@@ -2,6 +2,7 @@ package session
 
 import (
 	"reflect"
+	"sync"
 
 	"github.com/cairn-db/cairn/sql/plan"
 	"github.com/cairn-db/cairn/sql/sem"
@@ -9,9 +10,9 @@ import (
 )
 
 // Custom plans. The session binds a prepared statement again at every
-// Execute (there is no plan cache), so it can do what PostgreSQL does for
-// its custom plans: put the parameter values into the plan as constants
-// before optimizing. The optimizer then derives index spans from them
+// Execute (but for point lookups, plancache.go), so it can do what
+// PostgreSQL does for its custom plans: put the parameter values into the
+// plan as constants before optimizing. The optimizer then derives index spans from them
 // (WHERE id = $1 becomes a point lookup instead of a scan with a filter),
 // and constant subexpressions fold. The executor still gets the values,
 // for any placeholder left (none should be).
@@ -27,12 +28,17 @@ func substituteParams(p *plan.Plan, params []types.Datum, tc *types.Context) {
 		return
 	}
 	bind := func(e sem.Expr) sem.Expr {
+		changed := false
 		e = sem.Map(e, func(e sem.Expr) sem.Expr {
 			if pr, ok := e.(*sem.Param); ok && pr.Index >= 1 && pr.Index <= len(params) {
+				changed = true
 				return &sem.Const{Datum: params[pr.Index-1], T: pr.T}
 			}
 			return e
 		})
+		if !changed {
+			return e // the binder folded it already
+		}
 		return sem.Fold(tc, e)
 	}
 	walkExprs(reflect.ValueOf(p), bind, make(map[uintptr]bool))
@@ -73,14 +79,64 @@ func walkExprs(v reflect.Value, f func(sem.Expr) sem.Expr, seen map[uintptr]bool
 		seen[v.Pointer()] = true
 		walkExprs(v.Elem(), f, seen)
 	case reflect.Struct:
-		for i := range v.NumField() {
-			if v.Type().Field(i).IsExported() {
-				walkExprs(v.Field(i), f, seen)
-			}
+		for _, i := range exprFields(v.Type()) {
+			walkExprs(v.Field(i), f, seen)
 		}
 	case reflect.Slice, reflect.Array:
 		for i := range v.Len() {
 			walkExprs(v.Index(i), f, seen)
 		}
 	}
+}
+
+// exprFields returns the exported fields of struct type t through which
+// walkExprs can reach an expression: reflecting over every field of
+// every node (names, types, column lists) was most of substituteParams'
+// cost.
+func exprFields(t reflect.Type) []int {
+	if v, ok := exprFieldCache.Load(t); ok {
+		return v.([]int)
+	}
+	var out []int
+	for i := range t.NumField() {
+		if fl := t.Field(i); fl.IsExported() && mayHoldExpr(fl.Type, map[reflect.Type]bool{}) {
+			out = append(out, i)
+		}
+	}
+	exprFieldCache.Store(t, out)
+	return out
+}
+
+var exprFieldCache sync.Map // reflect.Type -> []int
+
+// mayHoldExpr reports whether walkExprs can find an expression inside a
+// value of type t (conservatively: any interface may). visiting breaks
+// cycles of recursive types.
+func mayHoldExpr(t reflect.Type, visiting map[reflect.Type]bool) bool {
+	switch t.Kind() {
+	case reflect.Interface:
+		return true
+	case reflect.Pointer:
+		if t.Implements(exprType) {
+			return true
+		}
+		if t.Elem().PkgPath() != planPkgPath {
+			return false
+		}
+		return mayHoldExpr(t.Elem(), visiting)
+	case reflect.Struct:
+		if visiting[t] {
+			return true
+		}
+		visiting[t] = true
+		for i := range t.NumField() {
+			if fl := t.Field(i); fl.IsExported() && mayHoldExpr(fl.Type, visiting) {
+				return true
+			}
+		}
+		return false
+	case reflect.Slice, reflect.Array:
+		return mayHoldExpr(t.Elem(), visiting)
+	}
+	return false
 }

@@ -45,6 +45,10 @@ type Session struct {
 	rng                      *rand.Rand
 	locks                    *advisoryHolder
 	prepared                 map[string]*sqlPrepared
+	// simplePlans are the cached plans of simple-protocol statements by
+	// parameterized text (plancache.go).
+	simplePlans map[string]*simpleEntry
+	shapes      map[string]*shapeEntry
 
 	// Transaction state (see the package doc). txn is created lazily by
 	// the first statement that reads or writes.
@@ -100,11 +104,8 @@ func (s *Session) ParameterStatus() map[string]string {
 // flushReports sends ParameterStatus for reportable settings that changed
 // since they were last reported.
 func (s *Session) flushReports(w pgwire.ResultWriter) error {
-	for _, st := range settingsList {
-		if !st.report {
-			continue
-		}
-		v := s.vars[strings.ToLower(st.name)]
+	for _, st := range reportedSettings {
+		v := s.vars[st.key]
 		if s.reported[st.name] != v {
 			if err := w.ParameterStatus(st.name, v); err != nil {
 				return err
@@ -229,6 +230,7 @@ func (s *Session) endTxn(ctx context.Context, commit bool) error {
 				err = nil // the transaction is gone either way; its intents expire
 			}
 		}
+		s.b.cache.EndDDL(s.txn)
 	}
 	if !commit && s.savedVars != nil {
 		s.vars = s.savedVars
@@ -257,6 +259,7 @@ func (s *Session) abortBlock(ctx context.Context) {
 	// now to release its locks early. With them, ROLLBACK TO needs it.
 	if s.txn != nil && len(s.savepoints) == 0 {
 		_ = s.txn.Rollback(context.WithoutCancel(ctx))
+		s.b.cache.EndDDL(s.txn)
 		s.txn = nil
 	}
 	s.aborted = true
@@ -353,6 +356,9 @@ func isRetryable(err error) bool {
 type stmtGroup struct {
 	main    *parser.Statement
 	derived []*parser.Statement
+	// scanned: main is a statement of the query's shape, not the query
+	// itself, which was not parsed (plancache.go).
+	scanned *scannedQuery
 }
 
 func groupStatements(stmts []parser.Statement) []stmtGroup {
@@ -399,6 +405,14 @@ func (s *Session) SimpleQuery(ctx context.Context, sql string, w pgwire.ResultWr
 	if err := s.flushReports(w); err != nil {
 		return err
 	}
+	sh := shapeOf(sql)
+	if g, ok := s.shapeGroup(sql, sh); ok {
+		// A single SELECT of a known shape, not parsed (plancache.go).
+		if s.inTxn {
+			return s.inBlock(ctx, g, w)
+		}
+		return s.autocommit(ctx, []stmtGroup{g}, w)
+	}
 	stmts, err := parse(sql)
 	if err != nil {
 		if s.block {
@@ -409,6 +423,7 @@ func (s *Session) SimpleQuery(ctx context.Context, sql string, w pgwire.ResultWr
 	if len(stmts) == 0 {
 		return w.EmptyQuery()
 	}
+	s.noteShape(sql, sh, stmts)
 	groups := groupStatements(stmts)
 	txnControl := false
 	for i := range stmts {

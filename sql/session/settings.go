@@ -88,6 +88,21 @@ var settingsByName = func() map[string]*setting {
 	return m
 }()
 
+// reportedSettings are the settings sent as ParameterStatus, with their
+// lower-case names (the keys of Session.vars): flushReports checks them
+// before every statement.
+var reportedSettings = func() []reportedSetting {
+	var out []reportedSetting
+	for _, s := range settingsList {
+		if s.report {
+			out = append(out, reportedSetting{name: s.name, key: strings.ToLower(s.name)})
+		}
+	}
+	return out
+}()
+
+type reportedSetting struct{ name, key string }
+
 func lookupSetting(name string) (*setting, error) {
 	if s, ok := settingsByName[strings.ToLower(name)]; ok {
 		return s, nil

@@ -1,0 +1,311 @@
+package parser
+
+import (
+	"math"
+	"strconv"
+	"strings"
+
+	pg_query "github.com/pganalyze/pg_query_go/v6"
+	pgparser "github.com/pganalyze/pg_query_go/v6/parser"
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// Literal is a constant Parameterize took out of a statement: an integer
+// (IsInt) or the text of a plain quoted string.
+type Literal struct {
+	IsInt bool
+	Int   int64
+	Str   string
+	// Pos is the constant's byte offset in the query string (at the minus
+	// sign of a negative number).
+	Pos int
+}
+
+// Parameterize returns, for a SELECT whose WHERE clause is only `column
+// = constant` comparisons joined by AND, the constants being integers or
+// plain quoted strings, the statement's text with each such constant
+// replaced by $1, $2, ... in order of position, and the constants in that
+// order. Two statements that differ only in those constants give the same
+// text, which the session uses to find a plan made for the parameterized
+// form (sql/session/plancache.go); whether that plan may stand for the
+// statement (a quoted string is an unknown-typed literal, exactly like an
+// untyped parameter; an integer literal is int4, which the session
+// checks) is the caller's business. ok is false for any other statement,
+// or text with a $ in it (a parameter or dollar quote).
+func (s *Statement) Parameterize() (string, []Literal, bool) {
+	if s.rw == nil || s.AST == nil {
+		return "", nil, false
+	}
+	sel := s.AST.GetStmt().GetSelectStmt()
+	if sel == nil || sel.WhereClause == nil || sel.WithClause != nil || sel.IntoClause != nil || sel.Op != pg_query.SetOperation_SETOP_NONE {
+		return "", nil, false
+	}
+	text := s.rw.text
+	from := int(s.AST.StmtLocation)
+	end := len(text)
+	if s.AST.StmtLen > 0 {
+		end = from + int(s.AST.StmtLen)
+	}
+	if from < 0 || end > len(text) || from > end || strings.IndexByte(text[from:end], '$') >= 0 {
+		return "", nil, false
+	}
+	var conds []*pg_query.Node
+	if b := sel.WhereClause.GetBoolExpr(); b != nil {
+		if b.Boolop != pg_query.BoolExprType_AND_EXPR {
+			return "", nil, false
+		}
+		conds = b.Args
+	} else {
+		conds = []*pg_query.Node{sel.WhereClause}
+	}
+	type cut struct {
+		from, to int
+		lit      Literal
+	}
+	var cuts []cut
+	for _, c := range conds {
+		e := c.GetAExpr()
+		if e == nil || e.Kind != pg_query.A_Expr_Kind_AEXPR_OP || len(e.Name) != 1 || e.Name[0].GetString_().GetSval() != "=" {
+			return "", nil, false
+		}
+		k := e.Rexpr.GetAConst()
+		if e.Lexpr.GetColumnRef() == nil || k == nil {
+			k = e.Lexpr.GetAConst()
+			if e.Rexpr.GetColumnRef() == nil || k == nil {
+				return "", nil, false
+			}
+		}
+		lit, n, ok := literalAt(text, int(k.Location), k)
+		if !ok || int(k.Location) < from || int(k.Location)+n > end {
+			return "", nil, false
+		}
+		lit.Pos = int(k.Location)
+		cuts = append(cuts, cut{int(k.Location), int(k.Location) + n, lit})
+	}
+	// In position order, so $1 is the leftmost.
+	for i := 1; i < len(cuts); i++ {
+		for j := i; j > 0 && cuts[j].from < cuts[j-1].from; j-- {
+			cuts[j], cuts[j-1] = cuts[j-1], cuts[j]
+		}
+	}
+	var b strings.Builder
+	lits := make([]Literal, len(cuts))
+	pos := from
+	for i, c := range cuts {
+		if c.from < pos {
+			return "", nil, false
+		}
+		b.WriteString(text[pos:c.from])
+		b.WriteByte('$')
+		b.WriteString(itoa(i + 1))
+		pos = c.to
+		lits[i] = c.lit
+	}
+	b.WriteString(text[pos:end])
+	return strings.TrimSpace(b.String()), lits, true
+}
+
+// literalAt checks that the text at pos spells the constant k, an
+// integer (an optional minus sign, blanks, digits) or a plain quoted
+// string (quotes, a doubled quote standing for one), and returns it with
+// its length.
+func literalAt(text string, pos int, k *pg_query.A_Const) (Literal, int, bool) {
+	if k.Isnull || pos < 0 || pos >= len(text) {
+		return Literal{}, 0, false
+	}
+	switch v := k.Val.(type) {
+	case *pg_query.A_Const_Ival:
+		i := pos
+		if text[i] == '-' {
+			i++
+			for i < len(text) && (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r') {
+				i++
+			}
+		}
+		start := i
+		for i < len(text) && text[i] >= '0' && text[i] <= '9' {
+			i++
+		}
+		if i == start || (i < len(text) && isIdentChar(text[i])) {
+			return Literal{}, 0, false
+		}
+		return Literal{IsInt: true, Int: int64(v.Ival.GetIval())}, i - pos, true
+	case *pg_query.A_Const_Sval:
+		if text[pos] != '\'' {
+			return Literal{}, 0, false // E'', U&'', N'' and friends
+		}
+		var b strings.Builder
+		for i := pos + 1; i < len(text); i++ {
+			if text[i] != '\'' {
+				b.WriteByte(text[i])
+				continue
+			}
+			if i+1 < len(text) && text[i+1] == '\'' {
+				b.WriteByte('\'')
+				i++
+				continue
+			}
+			// The grammar joins 'a' 'b' across a newline into one
+			// constant: the text must be all of it.
+			if b.String() != v.Sval.GetSval() {
+				return Literal{}, 0, false
+			}
+			return Literal{Str: b.String()}, i + 1 - pos, true
+		}
+	}
+	return Literal{}, 0, false
+}
+
+func isIdentChar(c byte) bool {
+	return c == '_' || c == '.' || c == '$' || c >= 0x80 || (c >= '0' && c <= '9') || (c|0x20 >= 'a' && c|0x20 <= 'z')
+}
+
+func itoa(n int) string {
+	if n < 10 {
+		return string(rune('0' + n))
+	}
+	return itoa(n/10) + string(rune('0'+n%10))
+}
+
+// ScanConst is a constant token of a query string, as Shape found it.
+type ScanConst struct {
+	Start, End int // byte offsets of the token
+	// Neg: the token follows a minus sign (at NegPos), which a constant
+	// of the grammar may include.
+	Neg    bool
+	NegPos int
+	IsInt  bool
+	Int    int64
+	Str    string
+}
+
+// Shape scans (never parses) a query string with PostgreSQL's own
+// scanner and returns its token sequence with the integer and plain
+// quoted string constants left out, and those constants. Two strings of
+// the same shape differ only in those constants, and the grammar, which
+// sees token kinds and never the value of a constant, parses them into
+// the same tree but for the constants' values. ok is false for text with
+// comments or other constant tokens (E-strings, numbers with a fraction or out
+// of int4's range, bit strings, dollar quotes, parameters).
+func Shape(sql string) (string, []ScanConst, bool) {
+	toks, ok := scanTokens(sql)
+	if !ok {
+		return "", nil, false
+	}
+	var b strings.Builder
+	b.Grow(len(sql) + 8)
+	var consts []ScanConst
+	prevMinus := -1
+	for _, t := range toks {
+		start, end := t.start, t.end
+		if start < 0 || end > len(sql) || start >= end {
+			return "", nil, false
+		}
+		text := sql[start:end]
+		switch t.kind {
+		case pg_query.Token_SQL_COMMENT, pg_query.Token_C_COMMENT, pg_query.Token_PARAM,
+			pg_query.Token_FCONST, pg_query.Token_BCONST, pg_query.Token_XCONST, pg_query.Token_USCONST:
+			return "", nil, false
+		case pg_query.Token_ICONST:
+			v, err := strconv.ParseInt(text, 10, 64)
+			if err != nil || v > math.MaxInt32 {
+				return "", nil, false
+			}
+			c := ScanConst{Start: start, End: end, IsInt: true, Int: v}
+			if prevMinus >= 0 {
+				c.Neg, c.NegPos = true, prevMinus
+			}
+			consts = append(consts, c)
+			b.WriteString(" #i")
+			prevMinus = -1
+			continue
+		case pg_query.Token_SCONST:
+			if len(text) < 2 || text[0] != '\'' || text[len(text)-1] != '\'' {
+				return "", nil, false
+			}
+			inner := text[1 : len(text)-1]
+			if strings.Contains(strings.ReplaceAll(inner, "''", ""), "'") {
+				return "", nil, false // 'a' 'b' continued across a newline
+			}
+			consts = append(consts, ScanConst{Start: start, End: end, Str: strings.ReplaceAll(inner, "''", "'")})
+			b.WriteString(" #s")
+			prevMinus = -1
+			continue
+		}
+		if text == "-" {
+			prevMinus = start
+		} else {
+			prevMinus = -1
+		}
+		b.WriteByte(' ')
+		b.WriteString(text)
+	}
+	return b.String(), consts, true
+}
+
+// scanToken is one token of scanTokens.
+type scanToken struct {
+	start, end int
+	kind       pg_query.Token
+}
+
+// scanTokens runs PostgreSQL's scanner over sql and decodes the tokens
+// from its protobuf answer directly (field numbers of pg_query.proto's
+// ScanResult and ScanToken): decoding through pg_query.Scan's generated
+// messages cost more than the scan itself.
+func scanTokens(sql string) ([]scanToken, bool) {
+	b, err := pgparser.ScanToProtobuf(sql)
+	if err != nil {
+		return nil, false
+	}
+	toks := make([]scanToken, 0, 16)
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return nil, false
+		}
+		b = b[n:]
+		if num != 2 || typ != protowire.BytesType { // ScanResult.tokens
+			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
+				return nil, false
+			}
+			b = b[n:]
+			continue
+		}
+		msg, n := protowire.ConsumeBytes(b)
+		if n < 0 {
+			return nil, false
+		}
+		b = b[n:]
+		var t scanToken
+		for len(msg) > 0 {
+			num, typ, n := protowire.ConsumeTag(msg)
+			if n < 0 {
+				return nil, false
+			}
+			msg = msg[n:]
+			if typ != protowire.VarintType {
+				if n = protowire.ConsumeFieldValue(num, typ, msg); n < 0 {
+					return nil, false
+				}
+				msg = msg[n:]
+				continue
+			}
+			v, n := protowire.ConsumeVarint(msg)
+			if n < 0 {
+				return nil, false
+			}
+			msg = msg[n:]
+			switch num {
+			case 1:
+				t.start = int(int32(v))
+			case 2:
+				t.end = int(int32(v))
+			case 4:
+				t.kind = pg_query.Token(v)
+			}
+		}
+		toks = append(toks, t)
+	}
+	return toks, true
+}

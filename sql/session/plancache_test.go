@@ -1,0 +1,313 @@
+package session_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/cairn-db/cairn/server"
+	"github.com/jackc/pgx/v5"
+)
+
+// metric reads one counter of the node's /metrics.
+func metric(t *testing.T, s *server.Server, name string) float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + s.HTTPAddr().String() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return f
+		}
+	}
+	t.Fatalf("metric %s not found", name)
+	return 0
+}
+
+// TestPreparedPointPlanCache: a prepared point lookup by primary key
+// reuses its plan across parameter values, and still answers exactly as a
+// fresh plan would: NULL and missing keys, DDL in between (another
+// session's, renaming the table away and making a new one of that name),
+// search_path changes, and a transaction that itself ran DDL.
+func TestPreparedPointPlanCache(t *testing.T) {
+	ctx := context.Background()
+	srv, err := server.Start(ctx, server.Config{Insecure: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Stop(context.Background()) })
+	url := fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", srv.Addr())
+	a, b := connect(t, url, nil), connect(t, url, nil)
+	mustExec(t, b, "CREATE TABLE acct (id int PRIMARY KEY, bal int, note text)")
+	mustExec(t, b, "INSERT INTO acct SELECT g, g * 10, 'n' || g FROM generate_series(1, 50) g")
+	mustExec(t, b, "CREATE TABLE kv2 (a int, b text, v int, PRIMARY KEY (a, b))")
+	mustExec(t, b, "INSERT INTO kv2 VALUES (1, 'x', 11), (1, 'y', 12), (2, 'x', 21)")
+
+	// get runs a prepared statement (pgx prepares each distinct text once
+	// per connection and then binds and executes it) and returns its first
+	// column, "none" when there is no row.
+	get := func(c *pgx.Conn, sql string, args ...any) string {
+		t.Helper()
+		var v *int
+		err := c.QueryRow(ctx, sql, args...).Scan(&v)
+		if err == pgx.ErrNoRows {
+			return "none"
+		}
+		if err != nil {
+			t.Fatalf("%s %v: %v", sql, args, err)
+		}
+		if v == nil {
+			return "null"
+		}
+		return strconv.Itoa(*v)
+	}
+	const q = "SELECT bal FROM acct WHERE id = $1"
+	explain := func() string {
+		t.Helper()
+		rows, err := a.Query(ctx, "EXPLAIN "+q, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(lines, "\n")
+	}
+	before := explain()
+	hits0 := metric(t, srv, "cairn_sql_plan_cache_hits_total")
+	for i := 1; i <= 20; i++ {
+		if got, want := get(a, q, i), strconv.Itoa(i*10); got != want {
+			t.Fatalf("id %d: %s, want %s", i, got, want)
+		}
+	}
+	if hits := metric(t, srv, "cairn_sql_plan_cache_hits_total") - hits0; hits < 15 {
+		t.Fatalf("%v of 20 executions reused the plan", hits)
+	}
+	// EXPLAIN plans afresh (a point read of the primary key, the plan
+	// the cache holds) and is unchanged by the cached executions.
+	if after := explain(); after != before || !strings.Contains(after, "Index Scan using acct_pkey on acct") {
+		t.Errorf("EXPLAIN after cached executions:\n%s\nbefore:\n%s", after, before)
+	}
+	for _, tc := range []struct {
+		arg  any
+		want string
+	}{{nil, "none"}, {999, "none"}, {-1, "none"}, {7, "70"}} {
+		if got := get(a, q, tc.arg); got != tc.want {
+			t.Errorf("id %v: %s, want %s", tc.arg, got, tc.want)
+		}
+	}
+	// Two-column key, parameters in either order.
+	if got := get(a, "SELECT v FROM kv2 WHERE b = $2 AND a = $1", 1, "y"); got != "12" {
+		t.Errorf("kv2 (1, y): %s", got)
+	}
+	if got := get(a, "SELECT v FROM kv2 WHERE b = $2 AND a = $1", 2, "x"); got != "21" {
+		t.Errorf("kv2 (2, x): %s", got)
+	}
+	if got := get(a, "SELECT v FROM kv2 WHERE b = $2 AND a = $1", 2, "y"); got != "none" {
+		t.Errorf("kv2 (2, y): %s", got)
+	}
+
+	// Another session's DDL: the old plan names the old table.
+	mustExec(t, b, "ALTER TABLE acct RENAME TO acct_old")
+	mustExec(t, b, "CREATE TABLE acct (id int PRIMARY KEY, bal int)")
+	mustExec(t, b, "INSERT INTO acct VALUES (3, 333)")
+	if got := get(a, q, 3); got != "333" {
+		t.Errorf("after the table was replaced: %s, want 333", got)
+	}
+	if got := get(a, q, 4); got != "none" {
+		t.Errorf("after the table was replaced, id 4: %s, want none", got)
+	}
+	// A column change the plan's scan depends on.
+	mustExec(t, b, "ALTER TABLE acct ADD COLUMN extra int DEFAULT 5")
+	mustExec(t, b, "UPDATE acct SET bal = 334 WHERE id = 3")
+	if got := get(a, q, 3); got != "334" {
+		t.Errorf("after ADD COLUMN: %s, want 334", got)
+	}
+
+	// search_path decides which acct the name means.
+	mustExec(t, a, "CREATE SCHEMA other")
+	mustExec(t, a, "CREATE TABLE other.acct (id int PRIMARY KEY, bal int)")
+	mustExec(t, a, "INSERT INTO other.acct VALUES (3, 999)")
+	if got := get(a, q, 3); got != "334" {
+		t.Errorf("public.acct: %s", got)
+	}
+	mustExec(t, a, "SET search_path = other, public")
+	if got := get(a, q, 3); got != "999" {
+		t.Errorf("after SET search_path: %s, want other.acct's 999", got)
+	}
+	mustExec(t, a, "RESET search_path")
+	if got := get(a, q, 3); got != "334" {
+		t.Errorf("after RESET search_path: %s, want 334", got)
+	}
+
+	// Inside a transaction that ran DDL, the statement sees its own
+	// changes (and a rollback forgets them).
+	tx, err := a.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "DROP TABLE acct"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "CREATE TABLE acct (id int PRIMARY KEY, bal int)"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "INSERT INTO acct VALUES (3, 1)"); err != nil {
+		t.Fatal(err)
+	}
+	var v int
+	if err := tx.QueryRow(ctx, q, 3).Scan(&v); err != nil || v != 1 {
+		t.Errorf("in the DDL transaction: %d, %v; want 1", v, err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(a, q, 3); got != "334" {
+		t.Errorf("after the rollback: %s, want 334", got)
+	}
+	// A dropped table: the cached plan must not read it.
+	mustExec(t, b, "DROP TABLE acct")
+	if _, err := a.Exec(ctx, q, 3); sqlState(err) != "42P01" {
+		t.Errorf("after DROP TABLE: %v, want 42P01", err)
+	}
+}
+
+// TestSimpleQueryPlanCache: statements sent as text that differ only in
+// the constants of WHERE pk = const run a cached plan, and answer as the
+// statement typed would: literals of other types or out of range, errors,
+// NULL, other sessions' DDL and search_path.
+func TestSimpleQueryPlanCache(t *testing.T) {
+	ctx := context.Background()
+	srv, err := server.Start(ctx, server.Config{Insecure: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Stop(context.Background()) })
+	url := fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable&default_query_exec_mode=simple_protocol", srv.Addr())
+	a, b := connect(t, url, nil), connect(t, url, nil)
+	mustExec(t, b, "CREATE TABLE acct (id int PRIMARY KEY, bal int)")
+	mustExec(t, b, "INSERT INTO acct SELECT g, g * 10 FROM generate_series(1, 50) g")
+	mustExec(t, b, "CREATE TABLE small (k int2 PRIMARY KEY, v int)")
+	mustExec(t, b, "INSERT INTO small VALUES (1, 1), (32767, 2)")
+	mustExec(t, b, "CREATE TABLE named (name text PRIMARY KEY, v int)")
+	mustExec(t, b, "INSERT INTO named VALUES ('a', 1), ('it''s', 2), ('5', 3)")
+
+	// get runs sql and returns its first column, "none" when there is no
+	// row, "error SQLSTATE" on error.
+	get := func(c *pgx.Conn, sql string) string {
+		t.Helper()
+		var v *int
+		err := c.QueryRow(ctx, sql).Scan(&v)
+		switch {
+		case err == pgx.ErrNoRows:
+			return "none"
+		case err != nil:
+			return "error " + sqlState(err)
+		case v == nil:
+			return "null"
+		}
+		return strconv.Itoa(*v)
+	}
+	hits0 := metric(t, srv, "cairn_sql_plan_cache_hits_total")
+	for i := 1; i <= 20; i++ {
+		if got, want := get(a, fmt.Sprintf("SELECT bal FROM acct WHERE id = %d", i)), strconv.Itoa(i*10); got != want {
+			t.Fatalf("id %d: %s, want %s", i, got, want)
+		}
+	}
+	if hits := metric(t, srv, "cairn_sql_plan_cache_hits_total") - hits0; hits < 15 {
+		t.Fatalf("%v of 20 statements reused the plan", hits)
+	}
+	// The same in an explicit transaction, and in a failed one.
+	mustExec(t, a, "BEGIN")
+	if got := get(a, "SELECT bal FROM acct WHERE id = 11"); got != "110" {
+		t.Errorf("in a block: %s", got)
+	}
+	if got := get(a, "SELECT 1/0 FROM acct WHERE id = 11"); got != "error 22012" {
+		t.Errorf("division by zero: %s", got)
+	}
+	if got := get(a, "SELECT bal FROM acct WHERE id = 12"); got != "error 25P02" {
+		t.Errorf("in the failed block: %s, want error 25P02", got)
+	}
+	mustExec(t, a, "ROLLBACK")
+	for _, tc := range []struct{ sql, want string }{
+		{"SELECT bal FROM acct WHERE id = 999", "none"},
+		{"SELECT bal FROM acct WHERE id = -3", "none"},
+		{"SELECT bal FROM acct WHERE id = '7'", "70"},
+		{"SELECT bal FROM acct WHERE id = ' 8 '", "80"},
+		{"SELECT bal FROM acct WHERE id = 'x'", "error 22P02"},
+		{"SELECT bal FROM acct WHERE id = NULL", "none"},
+		{"SELECT bal FROM acct WHERE id = 9.0", "90"},
+		{"SELECT bal FROM acct WHERE id = 9999999999", "none"},
+		{"SELECT v FROM small WHERE k = 1", "1"},
+		{"SELECT v FROM small WHERE k = 32767", "2"},
+		{"SELECT v FROM small WHERE k = 100000", "none"},
+		{"SELECT v FROM small WHERE k = 32767", "2"},
+		{"SELECT v FROM named WHERE name = 'it''s'", "2"},
+		{"SELECT v FROM named WHERE name = 'a'", "1"},
+		{"SELECT v FROM named WHERE name = 'b'", "none"},
+		{"SELECT v FROM named WHERE name = 5", "error 42883"},
+		{"SELECT v FROM named WHERE name = '5'", "3"},
+		{"SELECT v FROM named WHERE name = '5' ", "3"},
+		{"select v from named where name = 'a'", "1"},
+		{"SELECT bal FROM acct WHERE id = -5", "none"},
+		{"SELECT bal FROM acct WHERE id = 5", "50"},
+		{"SELECT bal FROM acct WHERE id = - 6", "none"},
+		{"SELECT bal FROM acct WHERE id = 6 LIMIT 1", "60"},
+		{"SELECT bal FROM acct WHERE id = 6 LIMIT 0", "none"},
+		{"SELECT bal FROM acct WHERE id = 7 LIMIT 1", "70"},
+		{"SELECT bal + 1 FROM acct WHERE id = 7", "71"},
+		{"SELECT bal + 2 FROM acct WHERE id = 7", "72"},
+		{"SELECT bal + 2 FROM acct WHERE id = 8", "82"},
+		{"SELECT bal + 1 FROM acct WHERE id = 8", "81"},
+		{"SELECT bal FROM acct WHERE id = 8 AND 1 = 1", "80"},
+		{"SELECT bal FROM acct WHERE id = 8 AND 1 = 2", "none"},
+		{"SELECT bal FROM acct WHERE id = 9; ", "90"},
+		{"SELECT bal FROM acct WHERE id = 9 /* c */", "90"},
+		{"SELECT bal FROM acct WHERE id = E'9'", "90"},
+		{"SELECT bal FROM acct WHERE id = 10 + 0", "100"},
+	} {
+		if got := get(a, tc.sql); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.sql, got, tc.want)
+		}
+	}
+
+	// Another session replaces the table.
+	mustExec(t, b, "ALTER TABLE acct RENAME TO acct_old")
+	mustExec(t, b, "CREATE TABLE acct (id int PRIMARY KEY, bal int)")
+	mustExec(t, b, "INSERT INTO acct VALUES (3, 333)")
+	if got := get(a, "SELECT bal FROM acct WHERE id = 3"); got != "333" {
+		t.Errorf("after the table was replaced: %s, want 333", got)
+	}
+	if got := get(a, "SELECT bal FROM acct WHERE id = 4"); got != "none" {
+		t.Errorf("after the table was replaced, id 4: %s, want none", got)
+	}
+	mustExec(t, a, "CREATE SCHEMA other")
+	mustExec(t, a, "CREATE TABLE other.acct (id int PRIMARY KEY, bal int)")
+	mustExec(t, a, "INSERT INTO other.acct VALUES (3, 999)")
+	mustExec(t, a, "SET search_path = other, public")
+	if got := get(a, "SELECT bal FROM acct WHERE id = 3"); got != "999" {
+		t.Errorf("after SET search_path: %s, want 999", got)
+	}
+	mustExec(t, a, "RESET search_path")
+	if got := get(a, "SELECT bal FROM acct WHERE id = 3"); got != "333" {
+		t.Errorf("after RESET search_path: %s, want 333", got)
+	}
+	mustExec(t, b, "DROP TABLE acct")
+	if got := get(a, "SELECT bal FROM acct WHERE id = 3"); got != "error 42P01" {
+		t.Errorf("after DROP TABLE: %s, want error 42P01", got)
+	}
+}
