@@ -1,0 +1,152 @@
+// Command cluster measures what replication costs and how fast a
+// replicated cluster recovers, in one run: point reads and writes through
+// the KV client on an in-process cluster of one node (every tablet a raft
+// group of one voter, RF 1) and of three nodes (RF 3) talking gRPC over
+// loopback, then the failover time of the three-node cluster.
+//
+// Rows:
+//
+//	read   DB.Get of a random preloaded key (served by the leaseholder, no consensus round)
+//	write  DB.Put of a random preloaded key (one-phase commit through the raft log)
+//
+// Each row runs -c clients for -d; client i sends through node i mod N, so
+// with three nodes two thirds of the requests reach the leaseholder by one
+// more RPC, as they would from SQL gateways spread over the cluster. The
+// ratio column is RF 3 over RF 1 measured in the same run.
+//
+// Failover: -failovers times per run, pick a tablet, find its leaseholder,
+// cut it off (Partition: the others stop hearing it at that instant) and
+// crash it (unsynced data lost), then write a key of that tablet through
+// another node until a write succeeds; the time from the cut to that
+// success is one sample. The node is restarted and the cluster settled
+// before the next sample.
+//
+// The whole measurement repeats -runs times; throughput and latency are
+// the medians over runs, failover samples are pooled over runs.
+//
+// Usage: go run ./bench/cluster [-runs 3] [-c 16] [-d 3s] [-keys 10000]
+// [-value 64] [-failovers 3] [-cpuprofile f]
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"runtime/pprof"
+	"slices"
+	"text/tabwriter"
+	"time"
+)
+
+var (
+	flagRuns      = flag.Int("runs", 3, "repetitions; medians over runs are reported")
+	flagConc      = flag.Int("c", 16, "concurrent clients per measurement")
+	flagDur       = flag.Duration("d", 3*time.Second, "duration of each throughput measurement")
+	flagKeys      = flag.Int("keys", 10_000, "keys preloaded (spread over the tablets) before measuring")
+	flagValue     = flag.Int("value", 64, "value size in bytes")
+	flagFailovers = flag.Int("failovers", 3, "leaseholder kills per run in the three-node cluster")
+	flagProfile   = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	flagOnly      = flag.String("only", "", "run only this configuration: rf1 or rf3 (rf1 skips the ratio and failover)")
+)
+
+// config is one cluster shape measured.
+type config struct {
+	name  string
+	nodes int
+}
+
+var configs = []config{{"1 node RF1", 1}, {"3 nodes RF3", 3}}
+
+// opResult is one operation in one configuration in one run.
+type opResult struct {
+	opsPerSec float64
+	p50, p99  time.Duration
+}
+
+// runResult is everything one run measured.
+type runResult struct {
+	ops       map[string]map[string]opResult // config name → op → result
+	failovers []time.Duration
+}
+
+var ops = []string{"read", "write"}
+
+func main() {
+	flag.Parse()
+	if *flagProfile != "" {
+		f, err := os.Create(*flagProfile)
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			log.Fatal(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	var runs []runResult
+	for i := range *flagRuns {
+		r, err := runOnce(i)
+		if err != nil {
+			log.Fatalf("run %d: %v", i+1, err)
+		}
+		runs = append(runs, r)
+		fmt.Fprintf(os.Stderr, "run %d/%d done\n", i+1, *flagRuns)
+	}
+	report(runs)
+}
+
+func report(runs []runResult) {
+	fmt.Printf("bench/cluster: -c %d -d %s -keys %d -value %d, median of %d runs\n\n", *flagConc, *flagDur, *flagKeys, *flagValue, len(runs))
+	tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "configuration\top\tops/s\tp50 µs\tp99 µs\tvs RF1\t\n")
+	for _, op := range ops {
+		for _, cfg := range configs {
+			var tput, p50, p99, ratio []float64
+			for _, r := range runs {
+				res, ok := r.ops[cfg.name][op]
+				if !ok {
+					continue
+				}
+				tput = append(tput, res.opsPerSec)
+				p50 = append(p50, float64(res.p50.Microseconds()))
+				p99 = append(p99, float64(res.p99.Microseconds()))
+				if base, ok := r.ops[configs[0].name][op]; ok {
+					ratio = append(ratio, res.opsPerSec/base.opsPerSec)
+				}
+			}
+			if len(tput) == 0 {
+				continue
+			}
+			rs := "-"
+			if len(ratio) > 0 {
+				rs = fmt.Sprintf("%.2fx", median(ratio))
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.0f\t%.0f\t%s\t\n", cfg.name, op, median(tput), median(p50), median(p99), rs)
+		}
+	}
+	tw.Flush()
+
+	var fo []time.Duration
+	for _, r := range runs {
+		fo = append(fo, r.failovers...)
+	}
+	if len(fo) == 0 {
+		return
+	}
+	slices.Sort(fo)
+	ms := func(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d.Microseconds())/1000) }
+	fmt.Printf("\nfailover (3 nodes RF3, leaseholder cut off and crashed → first write on its tablet through another node), %d samples:\n", len(fo))
+	fmt.Printf("  min %s  median %s  max %s\n", ms(fo[0]), ms(fo[len(fo)/2]), ms(fo[len(fo)-1]))
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
