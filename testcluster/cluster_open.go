@@ -13,7 +13,17 @@ import (
 // OpenCluster starts a cluster as StartCluster does, for programs
 // (benchmarks) that have no testing.TB; the caller closes it with Close.
 // WaitLeader needs a testing.TB: programs use LeaderWithin instead.
-func OpenCluster(o ClusterOptions) (*Cluster, error) {
+//
+// newFS makes each node's filesystem; nil means vfs.NewCrashableMem, as
+// in StartCluster. A crashable filesystem copies a whole file on every
+// sync (that is how it remembers what a crash keeps), which makes synced
+// writes cost more as the WAL grows: a benchmark of throughput passes
+// vfs.NewMem, whose syncs cost nothing, and then may Stop nodes but not
+// Crash them.
+func OpenCluster(o ClusterOptions, newFS func() *vfs.MemFS) (*Cluster, error) {
+	if newFS == nil {
+		newFS = vfs.NewCrashableMem
+	}
 	if o.Nodes == 0 {
 		o.Nodes = 3
 	}
@@ -31,7 +41,7 @@ func OpenCluster(o ClusterOptions) (*Cluster, error) {
 		}
 		id := uint64(i + 1)
 		c.addrs[id] = ln.Addr().String()
-		n := &ClusterNode{c: c, ID: id, fs: vfs.NewCrashableMem()}
+		n := &ClusterNode{c: c, ID: id, fs: newFS()}
 		if err := n.start(ln); err != nil {
 			_ = ln.Close()
 			return nil, errors.Join(fmt.Errorf("testcluster: node %d: %w", id, err), c.Close())

@@ -10,7 +10,7 @@ import (
 // programs do: a leaseholder appears, a write through one node is read
 // through another, and Close stops every node.
 func TestOpenCluster(t *testing.T) {
-	c, err := OpenCluster(ClusterOptions{Nodes: 3})
+	c, err := OpenCluster(ClusterOptions{Nodes: 3}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
