@@ -9,6 +9,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -411,5 +412,42 @@ func TestSnapshotStream(t *testing.T) {
 	defer f.Close()
 	if err := tr.SendSnapshot(context.Background(), 2, env, f); err == nil || !strings.Contains(err.Error(), "no room") {
 		t.Errorf("a refused snapshot: %v", err)
+	}
+}
+
+// TestStopWaitsForHandlers holds a raft message in its handler while the
+// server stops: Stop must not return before the handler does, or a node
+// closing its engine right after Stop has a handler still using it.
+func TestStopWaitsForHandlers(t *testing.T) {
+	entered, release, handled := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	var stopped atomic.Bool
+	var sawStopped atomic.Bool
+	var once sync.Once
+	srv := Serve(listen(t, "127.0.0.1:0"), func(raftnode.Envelope) {
+		once.Do(func() {
+			close(entered)
+			<-release
+			sawStopped.Store(stopped.Load())
+			close(handled)
+		})
+	}, nil)
+	tr := NewTransport(TransportConfig{Resolve: func(uint64) (string, error) { return srv.Addr().String(), nil }})
+	defer tr.Close()
+	tr.Send([]raftnode.Envelope{{TabletID: 1, Msg: msg(2, 1)}})
+	<-entered
+	done := make(chan struct{})
+	go func() {
+		srv.Stop()
+		stopped.Store(true)
+		close(done)
+	}()
+	// Give a Stop that does not wait the time to return before the
+	// handler is released; a Stop that waits is blocked here anyway.
+	time.Sleep(50 * time.Millisecond)
+	close(release)
+	<-done
+	<-handled
+	if sawStopped.Load() {
+		t.Fatal("Stop returned while a handler was still running")
 	}
 }

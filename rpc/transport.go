@@ -94,7 +94,12 @@ func Serve(ln net.Listener, h Handler, snap SnapshotReceiver, opts ...ServeOptio
 	for _, o := range opts {
 		o(&cfg)
 	}
-	g := grpc.NewServer(grpc.MaxRecvMsgSize(MaxBatchSize))
+	// WaitForHandlers: Stop returns only once every handler has returned,
+	// so a node that stops its server and then closes its engine never has
+	// a raft message or KV batch still running against the closed engine
+	// (gRPC's default Stop leaves handlers running: "pebble: closed"
+	// panics at shutdown and in in-process clusters that stop nodes).
+	g := grpc.NewServer(grpc.MaxRecvMsgSize(MaxBatchSize), grpc.WaitForHandlers(true))
 	g.RegisterService(&serviceDesc, &server{h: h, snap: snap})
 	if cfg.kv != nil {
 		g.RegisterService(&kvServiceDesc, &kvServer{s: cfg.kv})
@@ -107,7 +112,8 @@ func Serve(ln net.Listener, h Handler, snap SnapshotReceiver, opts ...ServeOptio
 // Addr is the address the server listens on.
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 
-// Stop closes the listener and every connection at once.
+// Stop closes the listener and every connection at once (cancelling the
+// handlers' contexts) and waits for the running handlers to return.
 func (s *Server) Stop() { s.g.Stop() }
 
 // TransportConfig configures a Transport.
