@@ -14,6 +14,10 @@
 // more RPC, as they would from SQL gateways spread over the cluster. The
 // ratio column is RF 3 over RF 1 measured in the same run.
 //
+// The nodes use the raft tick and maximum clock offset of `cairn start
+// --join` members (server/cluster.go), so elections, and so failovers,
+// take as long as they would there.
+//
 // Every node keeps its store on an in-memory filesystem whose syncs cost
 // nothing, so the figures are the CPU and loopback cost of replication,
 // not of the disk (bench/kv measures RF 1 on disk). -crash uses Pebble's
@@ -31,7 +35,7 @@
 // The whole measurement repeats -runs times; throughput and latency are
 // the medians over runs, failover samples are pooled over runs.
 //
-// Usage: go run ./bench/cluster [-runs 3] [-c 16] [-d 3s] [-keys 10000]
+// Usage: go run ./bench/cluster [-runs 3] [-c 16] [-d 3s] [-keys 10000] [-tick 50ms] [-maxoffset 500ms]
 // [-value 64] [-failovers 3] [-crash] [-only rf1|rf3] [-op read|write] [-cpuprofile f]
 package main
 
@@ -53,6 +57,8 @@ var (
 	flagKeys      = flag.Int("keys", 10_000, "keys preloaded (spread over the tablets) before measuring")
 	flagValue     = flag.Int("value", 64, "value size in bytes")
 	flagFailovers = flag.Int("failovers", 3, "leaseholder kills per run in the three-node cluster")
+	flagTick      = flag.Duration("tick", 50*time.Millisecond, "raft tick (cairn start's: elections after 10–20 ticks)")
+	flagMaxOffset = flag.Duration("maxoffset", 500*time.Millisecond, "maximum clock offset (cairn start --join's)")
 	flagProfile   = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flagOnly      = flag.String("only", "", "run only this configuration: rf1 or rf3 (either alone skips the ratio; rf1 skips failover)")
 	flagCrash     = flag.Bool("crash", false, "crashable in-memory filesystems (every sync copies the whole file) and a crash (unsynced data lost) instead of a kill in the failovers")
@@ -71,6 +77,10 @@ var configs = []config{{"1 node RF1", 1}, {"3 nodes RF3", 3}}
 type opResult struct {
 	opsPerSec float64
 	p50, p99  time.Duration
+	// cores is the CPU the process used (1: one core busy); waiting is
+	// how many of its threads were, on average, runnable but waiting for
+	// a CPU the machine's other work held.
+	cores, waiting float64
 }
 
 // runResult is everything one run measured.
@@ -94,6 +104,7 @@ func main() {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	startUse, startWall := readCPUUse(), time.Now()
 	var runs []runResult
 	for i := range *flagRuns {
 		r, err := runOnce(i)
@@ -104,15 +115,16 @@ func main() {
 		fmt.Fprintf(os.Stderr, "run %d/%d done\n", i+1, *flagRuns)
 	}
 	report(runs)
+	fmt.Printf("\nprocess: %s\n", readCPUUse().since(startUse, time.Since(startWall)))
 }
 
 func report(runs []runResult) {
 	fmt.Printf("bench/cluster: -c %d -d %s -keys %d -value %d, median of %d runs\n\n", *flagConc, *flagDur, *flagKeys, *flagValue, len(runs))
 	tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "configuration\top\tops/s\tp50 µs\tp99 µs\tvs RF1\t\n")
+	fmt.Fprintf(tw, "configuration\top\tops/s\tp50 µs\tp99 µs\tvs RF1\tcpu cores\twaiting for cpu\t\n")
 	for _, op := range ops {
 		for _, cfg := range configs {
-			var tput, p50, p99, ratio []float64
+			var tput, p50, p99, ratio, cores, waiting []float64
 			for _, r := range runs {
 				res, ok := r.ops[cfg.name][op]
 				if !ok {
@@ -121,6 +133,8 @@ func report(runs []runResult) {
 				tput = append(tput, res.opsPerSec)
 				p50 = append(p50, float64(res.p50.Microseconds()))
 				p99 = append(p99, float64(res.p99.Microseconds()))
+				cores = append(cores, res.cores)
+				waiting = append(waiting, res.waiting)
 				if base, ok := r.ops[configs[0].name][op]; ok {
 					ratio = append(ratio, res.opsPerSec/base.opsPerSec)
 				}
@@ -132,7 +146,7 @@ func report(runs []runResult) {
 			if len(ratio) > 0 {
 				rs = fmt.Sprintf("%.2fx", median(ratio))
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.0f\t%.0f\t%s\t\n", cfg.name, op, median(tput), median(p50), median(p99), rs)
+			fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.0f\t%.0f\t%s\t%.2f\t%.2f\t\n", cfg.name, op, median(tput), median(p50), median(p99), rs, median(cores), median(waiting))
 		}
 	}
 	tw.Flush()

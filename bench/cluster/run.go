@@ -55,7 +55,7 @@ func measure(cfg config, run int) (map[string]opResult, []time.Duration, error) 
 	if *flagCrash {
 		newFS = vfs.NewCrashableMem
 	}
-	c, err := testcluster.OpenCluster(testcluster.ClusterOptions{Nodes: cfg.nodes}, newFS)
+	c, err := testcluster.OpenCluster(testcluster.ClusterOptions{Nodes: cfg.nodes, Tick: *flagTick, MaxOffset: *flagMaxOffset}, newFS)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -182,6 +182,7 @@ func workload(ctx context.Context, c *testcluster.Cluster, run int, op func(db *
 		all      []time.Duration
 		firstErr error
 	)
+	use0 := readCPUUse()
 	start := time.Now()
 	for i := range *flagConc {
 		db := c.Nodes[i%len(c.Nodes)].DB
@@ -209,6 +210,7 @@ func workload(ctx context.Context, c *testcluster.Cluster, run int, op func(db *
 	stop.Store(true)
 	wg.Wait()
 	elapsed := time.Since(start)
+	use := readCPUUse()
 	if firstErr != nil {
 		return opResult{}, firstErr
 	}
@@ -217,7 +219,13 @@ func workload(ctx context.Context, c *testcluster.Cluster, run int, op func(db *
 	}
 	slices.Sort(all)
 	pct := func(p float64) time.Duration { return all[min(len(all)-1, int(p*float64(len(all))))] }
-	return opResult{opsPerSec: float64(len(all)) / elapsed.Seconds(), p50: pct(0.50), p99: pct(0.99)}, nil
+	return opResult{
+		opsPerSec: float64(len(all)) / elapsed.Seconds(),
+		p50:       pct(0.50),
+		p99:       pct(0.99),
+		cores:     (use.cpu - use0.cpu).Seconds() / elapsed.Seconds(),
+		waiting:   (use.waited - use0.waited).Seconds() / elapsed.Seconds(),
+	}, nil
 }
 
 // failover cuts tablet's leaseholder off and kills (or crashes) it, then writes a key
