@@ -121,10 +121,10 @@ func main() {
 func report(runs []runResult) {
 	fmt.Printf("bench/cluster: -c %d -d %s -keys %d -value %d, median of %d runs\n\n", *flagConc, *flagDur, *flagKeys, *flagValue, len(runs))
 	tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "configuration\top\tops/s\tp50 µs\tp99 µs\tvs RF1\tcpu cores\twaiting for cpu\t\n")
+	fmt.Fprintf(tw, "configuration\top\tops/s\tp50 µs\tp99 µs\tvs RF1\tcpu cores\tcpu µs/op\twaiting for cpu\t\n")
 	for _, op := range ops {
 		for _, cfg := range configs {
-			var tput, p50, p99, ratio, cores, waiting []float64
+			var tput, p50, p99, ratio, cores, cpuPerOp, waiting []float64
 			for _, r := range runs {
 				res, ok := r.ops[cfg.name][op]
 				if !ok {
@@ -134,6 +134,7 @@ func report(runs []runResult) {
 				p50 = append(p50, float64(res.p50.Microseconds()))
 				p99 = append(p99, float64(res.p99.Microseconds()))
 				cores = append(cores, res.cores)
+				cpuPerOp = append(cpuPerOp, 1e6*res.cores/res.opsPerSec)
 				waiting = append(waiting, res.waiting)
 				if base, ok := r.ops[configs[0].name][op]; ok {
 					ratio = append(ratio, res.opsPerSec/base.opsPerSec)
@@ -146,7 +147,7 @@ func report(runs []runResult) {
 			if len(ratio) > 0 {
 				rs = fmt.Sprintf("%.2fx", median(ratio))
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.0f\t%.0f\t%s\t%.2f\t%.2f\t\n", cfg.name, op, median(tput), median(p50), median(p99), rs, median(cores), median(waiting))
+			fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.0f\t%.0f\t%s\t%.2f\t%.0f\t%.2f\t\n", cfg.name, op, median(tput), median(p50), median(p99), rs, median(cores), median(cpuPerOp), median(waiting))
 		}
 	}
 	tw.Flush()
