@@ -86,7 +86,14 @@ type opResult struct {
 // runResult is everything one run measured.
 type runResult struct {
 	ops       map[string]map[string]opResult // config name → op → result
-	failovers []time.Duration
+	failovers []failoverSample
+}
+
+// failoverSample is one leaseholder kill: the time from the kill to the
+// first successful write on its tablet, and to another node holding the
+// tablet's lease (-1: not seen).
+type failoverSample struct {
+	write, lease time.Duration
 }
 
 var ops = []string{"read", "write"}
@@ -152,17 +159,35 @@ func report(runs []runResult) {
 	}
 	tw.Flush()
 
-	var fo []time.Duration
+	var writes, leases []time.Duration
 	for _, r := range runs {
-		fo = append(fo, r.failovers...)
+		for _, f := range r.failovers {
+			writes = append(writes, f.write)
+			if f.lease >= 0 {
+				leases = append(leases, f.lease)
+			}
+		}
 	}
-	if len(fo) == 0 {
+	if len(writes) == 0 {
 		return
 	}
-	slices.Sort(fo)
+	fmt.Printf("\nfailover (3 nodes RF3, leaseholder cut off and %s), %d samples:\n", map[bool]string{false: "killed", true: "crashed"}[*flagCrash], len(writes))
+	fmt.Printf("  first write on its tablet through another node: %s\n", spread(writes))
+	if len(leases) > 0 {
+		fmt.Printf("  another node holds the lease:                   %s\n", spread(leases))
+	}
+}
+
+// spread prints min, median and max of ds.
+func spread(ds []time.Duration) string {
+	s := slices.Clone(ds)
+	slices.Sort(s)
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d.Microseconds())/1000) }
-	fmt.Printf("\nfailover (3 nodes RF3, leaseholder cut off and %s → first write on its tablet through another node), %d samples:\n", map[bool]string{false: "killed", true: "crashed"}[*flagCrash], len(fo))
-	fmt.Printf("  min %s  median %s  max %s\n", ms(fo[0]), ms(fo[len(fo)/2]), ms(fo[len(fo)-1]))
+	med := s[len(s)/2]
+	if len(s)%2 == 0 {
+		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return fmt.Sprintf("min %s  median %s  max %s", ms(s[0]), ms(med), ms(s[len(s)-1]))
 }
 
 func median(xs []float64) float64 {

@@ -49,7 +49,7 @@ func runOnce(run int) (runResult, error) {
 
 // measure starts a cluster of cfg.nodes, splits and loads it, runs the
 // read and write rows and, with more than one node, the failovers.
-func measure(cfg config, run int) (map[string]opResult, []time.Duration, error) {
+func measure(cfg config, run int) (map[string]opResult, []failoverSample, error) {
 	ctx := context.Background()
 	newFS := vfs.NewMem
 	if *flagCrash {
@@ -101,7 +101,7 @@ func measure(cfg config, run int) (map[string]opResult, []time.Duration, error) 
 	if cfg.nodes == 1 {
 		return res, nil, nil
 	}
-	var fo []time.Duration
+	var fo []failoverSample
 	for i := range *flagFailovers {
 		d, err := failover(ctx, c, tablets, tablets[(run**flagFailovers+i)%len(tablets)], value, uint64(run*100+i))
 		if err != nil {
@@ -233,45 +233,72 @@ func workload(ctx context.Context, c *testcluster.Cluster, run int, op func(db *
 // the time from the cut to that success. It restarts the node and waits
 // until the cluster serves writes on every tablet through every node
 // again before returning.
-func failover(ctx context.Context, c *testcluster.Cluster, tablets []kvpb.TabletDescriptor, d kvpb.TabletDescriptor, value []byte, seed uint64) (time.Duration, error) {
+func failover(ctx context.Context, c *testcluster.Cluster, tablets []kvpb.TabletDescriptor, d kvpb.TabletDescriptor, value []byte, seed uint64) (failoverSample, error) {
+	var zero failoverSample
 	lh, err := c.LeaderWithin(d.TabletID, 20*time.Second)
 	if err != nil {
-		return 0, err
+		return zero, err
 	}
 	victim := c.Nodes[lh-1]
 	gateway := c.Nodes[int(lh)%len(c.Nodes)]
 	k, err := keyIn(d)
 	if err != nil {
-		return 0, err
+		return zero, err
 	}
 
+	// Watch for another node taking the lease, to split the sample into
+	// the election (and lease) and what the first write waits for after.
+	leaseCh := make(chan time.Duration, 1)
+	watchDone := make(chan struct{})
+	defer close(watchDone)
 	start := time.Now()
+	go func() {
+		for {
+			select {
+			case <-watchDone:
+				return
+			default:
+			}
+			if l := c.Leader(d.TabletID); l != 0 && l != lh {
+				leaseCh <- time.Since(start)
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
 	c.Partition(victim.ID)
 	kill := victim.Stop
 	if *flagCrash {
 		kill = func() error { return victim.Crash(seed) }
 	}
 	if err := kill(); err != nil {
-		return 0, fmt.Errorf("kill node %d: %w", victim.ID, err)
+		return zero, fmt.Errorf("kill node %d: %w", victim.ID, err)
 	}
-	var took time.Duration
+	var took, lease time.Duration
 	for {
 		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		err := gateway.DB.Put(actx, k, value)
 		cancel()
 		if err == nil {
 			took = time.Since(start)
+			// The write needed a leaseholder: the watcher has seen it or
+			// is about to (it polls every millisecond).
+			select {
+			case lease = <-leaseCh:
+			case <-time.After(time.Second):
+				lease = -1
+			}
 			break
 		}
 		if time.Since(start) > 60*time.Second {
-			return 0, fmt.Errorf("no write on tablet %d through node %d within 60s after crashing node %d: %w", d.TabletID, gateway.ID, victim.ID, err)
+			return zero, fmt.Errorf("no write on tablet %d through node %d within 60s after crashing node %d: %w", d.TabletID, gateway.ID, victim.ID, err)
 		}
 		time.Sleep(time.Millisecond)
 	}
 
 	c.Heal()
 	if err := victim.Restart(); err != nil {
-		return 0, fmt.Errorf("restart node %d: %w", victim.ID, err)
+		return zero, fmt.Errorf("restart node %d: %w", victim.ID, err)
 	}
 	// Settle: every tablet writable through every node (the restarted one
 	// included), so the next sample starts from a whole cluster.
@@ -279,7 +306,7 @@ func failover(ctx context.Context, c *testcluster.Cluster, tablets []kvpb.Tablet
 	for _, t := range tablets {
 		sk, err := keyIn(t)
 		if err != nil {
-			return 0, err
+			return zero, err
 		}
 		for _, n := range c.Nodes {
 			for {
@@ -290,13 +317,13 @@ func failover(ctx context.Context, c *testcluster.Cluster, tablets []kvpb.Tablet
 					break
 				}
 				if time.Now().After(settle) {
-					return 0, fmt.Errorf("settling after restarting node %d: write %q through node %d: %w", victim.ID, sk, n.ID, err)
+					return zero, fmt.Errorf("settling after restarting node %d: write %q through node %d: %w", victim.ID, sk, n.ID, err)
 				}
 				time.Sleep(10 * time.Millisecond)
 			}
 		}
 	}
-	return took, nil
+	return failoverSample{write: took, lease: lease}, nil
 }
 
 // keyIn returns a preloaded key on tablet d.
