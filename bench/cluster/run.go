@@ -24,8 +24,8 @@ var splitKeys = []string{"\x03k/25", "\x03k/50", "\x03k/75"}
 
 func key(i int) []byte { return fmt.Appendf(nil, "\x03k/%02d/%08d", i%100, i) }
 
-// runOnce measures every configuration on a fresh cluster each. Odd runs
-// measure RF 3 first, so a change of load on the shared machine during a
+// runOnce measures every configuration on a fresh cluster each. Every
+// second run measures RF 3 first, so a change of load on the shared machine during a
 // run does not always favour the same side of the ratio.
 func runOnce(run int) (runResult, error) {
 	out := runResult{ops: map[string]map[string]opResult{}}
@@ -61,7 +61,7 @@ func measure(cfg config, run int) (map[string]opResult, []failoverSample, error)
 	}
 	defer func() {
 		if err := c.Close(); err != nil {
-			fmt.Printf("close: %v\n", err)
+			fmt.Fprintf(os.Stderr, "close %s: %v\n", cfg.name, err)
 		}
 	}()
 	tablets, err := prepare(ctx, c)
