@@ -3,7 +3,7 @@ GO       ?= go
 PKGS     ?= ./...
 TIMEOUT  ?= 20m
 
-.PHONY: all build demo test testrace lint fmt vet fuzz bench bench-kv deps
+.PHONY: all build demo test testrace lint fmt vet fuzz bench bench-kv bench-cluster deps
 
 all: build
 
@@ -41,10 +41,16 @@ fuzz:
 
 # Benchmarks are programs that print ratios against a baseline measured in
 # the same run; see bench/README.md.
-bench: bench-kv
+bench: bench-kv bench-cluster
 
 bench-kv:
 	$(GO) run ./bench/kv
+
+# Point reads and writes on an in-process cluster of 1 node (RF 1) and 3
+# nodes (RF 3) over loopback gRPC, and leaseholder failover time.
+BENCHFLAGS ?=
+bench-cluster:
+	$(GO) run ./bench/cluster $(BENCHFLAGS)
 
 # SQL logic tests (test/logic/) against a throwaway PostgreSQL 15: this is how
 # every expected result in test/logic/testdata is validated. LOGICFLAGS passes
