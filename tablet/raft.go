@@ -608,11 +608,13 @@ func (m *RaftStateMachine) ApplySnapshot(b *storage.Batch, snap *pb.Snapshot) er
 	if desc.TabletID != old.TabletID {
 		return fmt.Errorf("tablet %d: a snapshot of tablet %d", old.TabletID, desc.TabletID)
 	}
-	for _, sp := range ReplicatedSpans(desc) {
-		if err := b.ClearRange(sp.Key, sp.EndKey); err != nil {
-			return err
-		}
+	// First pass: decode, and find the tablets split off desc in the part
+	// of the old span it lost.
+	type kv struct {
+		key storage.MVCCKey
+		val []byte
 	}
+	var kvs []kv
 	splits := keys.TabletReplicated(uint64(desc.TabletID), splitRecordSuffix)
 	var rights []kvpb.TabletDescriptor
 	for len(d) > 0 {
@@ -628,9 +630,7 @@ func (m *RaftStateMachine) ApplySnapshot(b *storage.Batch, snap *pb.Snapshot) er
 		if err != nil {
 			return fmt.Errorf("tablet %d: snapshot key: %w", old.TabletID, err)
 		}
-		if err := b.Put(key, v); err != nil {
-			return err
-		}
+		kvs = append(kvs, kv{key, v})
 		if bytes.HasPrefix(key.Key, splits) {
 			e, err := DecodeDescriptor(v)
 			if err != nil {
@@ -641,17 +641,34 @@ func (m *RaftStateMachine) ApplySnapshot(b *storage.Batch, snap *pb.Snapshot) er
 			}
 		}
 	}
+	// The directory entries of desc and of the tablets split off it: the
+	// directory lies in the span of whichever tablet holds it, but a split
+	// writes its entries through the splitting tablet's log, so a replica
+	// that missed the split would otherwise keep its pre-split entry
+	// (and a store reopened with it would not find its tablets tiling
+	// the keyspace). This node cannot hold newer entries in the lost
+	// span: it applied none of its splits. Written before the clears: if
+	// the directory is in desc's own span, the snapshot's copy of it,
+	// newer still, replaces them.
+	for _, e := range append([]kvpb.TabletDescriptor{desc}, rights...) {
+		if err := WriteDescriptor(b, e); err != nil {
+			return err
+		}
+	}
 	for _, e := range rights {
 		if err := b.Put(awaitSnapshotKey(e.TabletID), nil); err != nil {
 			return err
 		}
 	}
-	// The directory entry of the snapshot's tablet: the directory lies in
-	// the span of whichever tablet holds it, but a split writes its
-	// entries through the splitting tablet's log, so a replica that missed
-	// the split by log would otherwise never see its own entry.
-	if err := WriteDescriptor(b, desc); err != nil {
-		return err
+	for _, sp := range ReplicatedSpans(desc) {
+		if err := b.ClearRange(sp.Key, sp.EndKey); err != nil {
+			return err
+		}
+	}
+	for _, x := range kvs {
+		if err := b.Put(x.key, x.val); err != nil {
+			return err
+		}
 	}
 	r.raft.snapDesc, r.raft.snapRights = &desc, rights
 	return nil

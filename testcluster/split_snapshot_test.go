@@ -195,3 +195,71 @@ func testSplitLearnedBySnapshot(t *testing.T, before, during, written []string) 
 	}
 	waitReplicated(t, third, "\x03", "\x04", want)
 }
+
+// TestClusterSplitLearnedBySnapshotRestart: the follower learns of the
+// split from the left's snapshot and is restarted before the right
+// group's snapshot reaches it. The right side took its writes before the
+// split and none after, so its group's log still starts where the group
+// began: a right replica bootstrapped at that start on the follower's
+// pre-split data would catch up by log and miss those writes. It must be
+// reopened waiting for the snapshot instead.
+func TestClusterSplitLearnedBySnapshotRestart(t *testing.T) {
+	const keep = 10
+	c := StartCluster(t, ClusterOptions{LogKeep: keep})
+	ctx := context.Background()
+	leader := c.WaitLeader(1, 10*time.Second)
+	gateway := c.Nodes[leader-1]
+	lagging := c.Nodes[leader%3]
+	want := map[string]string{}
+	put := func(prefix string, from, to int) {
+		for i := from; i < to; i++ {
+			k, v := fmt.Sprintf("%s%03d", prefix, i), fmt.Sprintf("v%d", i)
+			putRetry(t, gateway.DB, k, v)
+			want[k] = v
+		}
+	}
+	put("\x03x", 0, 3)
+	waitReplicated(t, lagging, "\x03", "\x04", want)
+	if err := lagging.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	put("\x03x", 3, 10)
+	ba := &kvpb.BatchRequest{}
+	ba.Add(&kvpb.SplitRequest{SplitKey: []byte("\x03m")})
+	br, err := gateway.DB.Send(ctx, ba)
+	if err != nil {
+		t.Fatal(err)
+	}
+	right := br.Responses[0].(*kvpb.SplitResponse).Right.TabletID
+	c.WaitLeader(right, 10*time.Second)
+	put("\x03a", 0, 4*keep)
+	tablets := gateway.Store.Tablets()
+
+	c.BlockTablet(right, lagging.ID)
+	if err := lagging.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	waitTablets(t, lagging, tablets)
+	if err := lagging.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	c.UnblockTablet(right, lagging.ID)
+	if err := lagging.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	waitTablets(t, lagging, tablets)
+	waitReplicated(t, lagging, "\x03", "\x04", want)
+	for _, d := range tablets {
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			got, exp := engineImage(t, lagging, d), engineImage(t, gateway, d)
+			if equalMaps(got, exp) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("tablet %s: node %d's engine differs from node %d's: %s", &d, lagging.ID, gateway.ID, firstDiff(got, exp))
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
