@@ -521,8 +521,8 @@ func AwaitsSnapshot(r storage.Reader, id kvpb.TabletID) (bool, error) {
 // entry: its descriptor and every engine key of its replicated spans. The
 // descriptor is read from the same engine snapshot as the data (the
 // directory entry of the tablet holding its start key, which a split
-// keeps), not from memory, where a split already committed may not yet
-// have narrowed it. (The streamed SST form, WriteSnapshot/IngestSnapshot
+// keeps) as well as from memory, where a split already committed may not
+// yet have narrowed it. (The streamed SST form, WriteSnapshot/IngestSnapshot
 // over rpc.SendSnapshot, replaces this for large tablets; this one
 // travels inside the raft message.)
 func (m *RaftStateMachine) Snapshot() ([]byte, error) {
@@ -530,16 +530,15 @@ func (m *RaftStateMachine) Snapshot() ([]byte, error) {
 	snap := r.eng.NewSnapshot()
 	defer snap.Close()
 	desc := r.Desc()
+	// The later of the directory's and the in-memory descriptor: memory
+	// lags a split whose batch has committed, and the directory, which
+	// other tablets' snapshots also write (ApplySnapshot), may lag memory.
+	// A replica outside a store's directory (tests) has only memory's.
 	if d, found, err := LookupDirectory(snap, desc.StartKey, false); err != nil {
 		return nil, fmt.Errorf("tablet %d: snapshot: %w", desc.TabletID, err)
-	} else if found {
-		if d.TabletID != desc.TabletID {
-			return nil, fmt.Errorf("tablet %d: snapshot: the directory gives %s for its start key", desc.TabletID, &d)
-		}
+	} else if found && d.TabletID == desc.TabletID && d.Generation > desc.Generation {
 		desc = d
 	}
-	// else: a replica outside a store's directory (tests); its
-	// in-memory descriptor is the only one.
 	enc := EncodeDescriptor(nil, desc)
 	out := []byte{snapshotVersion}
 	out = binary.AppendUvarint(out, uint64(len(enc)))
