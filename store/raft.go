@@ -94,6 +94,37 @@ func (s *Store) onSplit(left, right *tablet.Replica) {
 	s.register(right)
 }
 
+// onSplitBySnapshot opens this node's replicas of the tablets a snapshot
+// of left showed it had missed (splits truncated from left's log before
+// it could apply them). Each joins its group with no raft state: its
+// engine holds what this node had of the pre-split tablet, not the state
+// the group started from, so it must wait for its leader's snapshot,
+// which replaces that (tablet.RaftStateMachine.ApplySnapshot). Until then
+// it is no voter and never leads; a request reaching it is told it is not
+// the leaseholder.
+func (s *Store) onSplitBySnapshot(left *tablet.Replica, rights []kvpb.TabletDescriptor) {
+	for _, d := range rights {
+		if s.Replica(d.TabletID) != nil {
+			continue
+		}
+		r, err := tablet.New(s.eng, s.clock, d, s.tabletConfig())
+		if err == nil {
+			err = s.joinGroup(r, nil, false)
+		}
+		if err == nil {
+			err = s.bumpTabletID(d.TabletID)
+		}
+		if err != nil {
+			// As in onSplit: only an engine failure gets here.
+			s.mu.Lock()
+			s.mu.raftErr = fmt.Errorf("store: opening tablet %s learned from a snapshot of tablet %d: %w", &d, left.Desc().TabletID, err)
+			s.mu.Unlock()
+			return
+		}
+		s.register(r)
+	}
+}
+
 // bumpTabletID moves the store's tablet ID counter past id.
 func (s *Store) bumpTabletID(id kvpb.TabletID) error {
 	s.idMu.Lock()

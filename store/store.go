@@ -107,7 +107,17 @@ func Open(ctx context.Context, eng *storage.Engine, clock *hlc.Clock, cfg Config
 			return nil, fmt.Errorf("store: open tablet %s: %w", &d, err)
 		}
 		if s.cfg.Raft != nil {
-			if err := s.joinGroup(r, s.cfg.Raft.Peers, false); err != nil {
+			peers := s.cfg.Raft.Peers
+			// A tablet this node learned of through a snapshot of
+			// another waits for its own group's snapshot, whatever
+			// its engine holds in its span.
+			if wait, err := tablet.AwaitsSnapshot(eng, d.TabletID); err != nil {
+				s.Close()
+				return nil, fmt.Errorf("store: open tablet %s: %w", &d, err)
+			} else if wait {
+				peers = nil
+			}
+			if err := s.joinGroup(r, peers, false); err != nil {
 				s.Close()
 				return nil, err
 			}
@@ -164,6 +174,7 @@ func (s *Store) tabletConfig() tablet.Config {
 		Lookup:               s.LookupTablet,
 		VerifyLockTable:      s.cfg.VerifyLockTable,
 		OnSplit:              s.onSplit,
+		OnSplitBySnapshot:    s.onSplitBySnapshot,
 	}
 }
 

@@ -57,6 +57,13 @@ type Config struct {
 	// log, before the left one shrinks (as Split's register does): the
 	// store wires the right one to its raft group and registers it.
 	OnSplit func(left, right *Replica)
+	// OnSplitBySnapshot receives the descriptors of the tablets a replica
+	// learned of only through a snapshot of its left side (it missed the
+	// splits, which the leader's log no longer holds): the snapshot
+	// narrowed the replica to its own span, and the store opens a replica
+	// of each of these waiting for its own group's snapshot (see
+	// RaftStateMachine.ApplySnapshot). It runs before the replica narrows.
+	OnSplitBySnapshot func(left *Replica, rights []kvpb.TabletDescriptor)
 }
 
 func (c Config) withDefaults() Config {

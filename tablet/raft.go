@@ -27,6 +27,7 @@ package tablet
 // the entry may still commit.
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -35,6 +36,7 @@ import (
 	"time"
 
 	"github.com/cairn-db/cairn/hlc"
+	"github.com/cairn-db/cairn/keys"
 	"github.com/cairn-db/cairn/kvpb"
 	"github.com/cairn-db/cairn/mvcc"
 	"github.com/cairn-db/cairn/storage"
@@ -73,6 +75,12 @@ type raftState struct {
 	// applied is filled by Apply and drained by Applied, both on the raft
 	// scheduler's goroutine.
 	applied []appliedCommand
+
+	// snapDesc and snapRights are set by ApplySnapshot and taken up by
+	// Applied, both on the raft scheduler's goroutine: the snapshot's
+	// descriptor and the tablets it showed this node had missed.
+	snapDesc   *kvpb.TabletDescriptor
+	snapRights []kvpb.TabletDescriptor
 
 	// leaseTerm and leaseStart are the last lease taken up (under mu).
 	leaseTerm  uint64
@@ -333,6 +341,7 @@ func (m *RaftStateMachine) Applied(entries []*pb.Entry, snapshot bool) {
 	r := m.r
 	rs := &r.raft
 	if snapshot {
+		r.adoptSnapshotDesc()
 		r.rebuildFromEngine()
 	}
 	cmds := rs.applied
@@ -390,6 +399,25 @@ func (m *RaftStateMachine) Applied(entries []*pb.Entry, snapshot bool) {
 		_, leader := rs.group.Lease()
 		pp.done <- fmt.Errorf("tablet %d: proposal of term %d superseded by term %d: %w", r.Desc().TabletID, pp.term, maxTerm, r.notLeaseholder(leader))
 	}
+}
+
+// adoptSnapshotDesc makes the replica's descriptor the one of the
+// snapshot just applied. Tablets the snapshot showed were split off go to
+// Config.OnSplitBySnapshot first, so that, as for a split applied from the
+// log, some replica claims every key throughout.
+func (r *Replica) adoptSnapshotDesc() {
+	rs := &r.raft
+	desc, rights := rs.snapDesc, rs.snapRights
+	rs.snapDesc, rs.snapRights = nil, nil
+	if desc == nil {
+		return
+	}
+	if len(rights) > 0 && r.cfg.OnSplitBySnapshot != nil {
+		r.cfg.OnSplitBySnapshot(r, rights)
+	}
+	r.mu.Lock()
+	r.mu.desc = *desc
+	r.mu.Unlock()
 }
 
 // LeaseAcquired prepares the replica to serve as leaseholder of term: its
@@ -455,16 +483,79 @@ func (c *tsCache) raiseLowWater(ts hlc.Timestamp) {
 	c.lowWater = c.lowWater.Forward(ts)
 }
 
-// Snapshot is the replica's replicated state as of its last applied entry:
-// every engine key of its replicated spans, length-prefixed. (The streamed
-// SST form, WriteSnapshot/IngestSnapshot over rpc.SendSnapshot, replaces
-// this for large tablets; this one travels inside the raft message.)
+// A snapshot carries its tablet's descriptor as of the snapshot's index,
+// because a replica may learn of a split only through it: one stopped
+// before the split whose group's log was then truncated past the split
+// entry. Such a replica still claims the pre-split span. Decision (the
+// way CockroachDB handles it): the receiver narrows itself to the
+// snapshot's span and replaces only the replicated spans of that
+// descriptor, leaving the keys it held outside them alone. Those belong
+// to the right side, whose replica on this node is opened with no raft
+// state (not bootstrapped: its engine holds pre-split data, not the state
+// the right group started from), so the right group's leader, which has
+// this node among its voters, sends it a snapshot of its own that
+// replaces them. The right side's descriptor comes from the left's split
+// records (splitRecordKey, replicated state the snapshot carries); a
+// right side that split again while this node was away is found the same
+// way when its own snapshot arrives. The same snapshot batch marks each
+// such tablet as awaiting a snapshot (AwaitsSnapshot), so a restart before
+// that snapshot arrives does not bootstrap it with the configured peers
+// either. The alternative, refusing a snapshot whose span differs until
+// the split is applied from the log, cannot work once the log is
+// truncated.
+//
+// Encoding: snapshotVersion, uvarint(len) descriptor, then every engine
+// key of the descriptor's replicated spans and its value, each
+// uvarint(len)-prefixed.
+const snapshotVersion = 1
+
+// awaitSnapshotKey marks a tablet this node learned of through another
+// tablet's snapshot: its replica must wait for its own group's snapshot.
+// Node-local, never replicated, never removed (tablet IDs are not
+// reused, and a replica with raft state ignores it).
+func awaitSnapshotKey(id kvpb.TabletID) storage.MVCCKey {
+	return storage.MVCCKey{Key: keys.TabletLocal(uint64(id), "snapw")}
+}
+
+// AwaitsSnapshot reports whether this node learned of tablet id only
+// through a snapshot of another tablet (see the comment on
+// snapshotVersion): its replica must be opened with no raft state rather
+// than bootstrapped with the configured peers.
+func AwaitsSnapshot(r storage.Reader, id kvpb.TabletID) (bool, error) {
+	_, ok, err := r.Get(awaitSnapshotKey(id))
+	if err != nil {
+		return false, fmt.Errorf("tablet %d: reading its snapshot marker: %w", id, err)
+	}
+	return ok, nil
+}
+
+// Snapshot is the replica's replicated state as of its last applied
+// entry: its descriptor and every engine key of its replicated spans. The
+// descriptor is read from the same engine snapshot as the data (the
+// directory entry of the tablet holding its start key, which a split
+// keeps) as well as from memory, where a split already committed may not
+// yet have narrowed it. (The streamed SST form, WriteSnapshot/IngestSnapshot
+// over rpc.SendSnapshot, replaces this for large tablets; this one
+// travels inside the raft message.)
 func (m *RaftStateMachine) Snapshot() ([]byte, error) {
 	r := m.r
 	snap := r.eng.NewSnapshot()
 	defer snap.Close()
-	var out []byte
-	for _, sp := range ReplicatedSpans(r.Desc()) {
+	desc := r.Desc()
+	// The later of the directory's and the in-memory descriptor: memory
+	// lags a split whose batch has committed, and the directory, which
+	// other tablets' snapshots also write (ApplySnapshot), may lag memory.
+	// A replica outside a store's directory (tests) has only memory's.
+	if d, found, err := LookupDirectory(snap, desc.StartKey, false); err != nil {
+		return nil, fmt.Errorf("tablet %d: snapshot: %w", desc.TabletID, err)
+	} else if found && d.TabletID == desc.TabletID && d.Generation > desc.Generation {
+		desc = d
+	}
+	enc := EncodeDescriptor(nil, desc)
+	out := []byte{snapshotVersion}
+	out = binary.AppendUvarint(out, uint64(len(enc)))
+	out = append(out, enc...)
+	for _, sp := range ReplicatedSpans(desc) {
 		it, err := snap.NewIter(storage.IterOptions{LowerBound: sp.Key, UpperBound: sp.EndKey})
 		if err != nil {
 			return nil, err
@@ -490,25 +581,53 @@ func (m *RaftStateMachine) Snapshot() ([]byte, error) {
 	return out, nil
 }
 
-// ApplySnapshot replaces the replica's replicated state with a snapshot's,
-// in b.
+// ApplySnapshot replaces, in b, the replicated state of the snapshot's
+// descriptor with the snapshot's; keys outside those spans are left
+// alone (see snapshotVersion). The replica takes the descriptor up in
+// Applied, once b has committed; the tablets the snapshot's split records
+// place in the part of the old span the new one lost are marked as
+// awaiting their own snapshot in b and handed to Config.OnSplitBySnapshot
+// there.
 func (m *RaftStateMachine) ApplySnapshot(b *storage.Batch, snap *pb.Snapshot) error {
 	r := m.r
-	for _, sp := range ReplicatedSpans(r.Desc()) {
-		if err := b.ClearRange(sp.Key, sp.EndKey); err != nil {
-			return err
-		}
-	}
+	old := r.Desc()
 	d := snap.GetData()
+	corrupt := func(what string) error {
+		return fmt.Errorf("tablet %d: corrupt snapshot: %s", old.TabletID, what)
+	}
 	next := func() ([]byte, error) {
 		n, k := binary.Uvarint(d)
 		if k <= 0 || n > uint64(len(d)-k) {
-			return nil, fmt.Errorf("tablet %d: corrupt snapshot", r.Desc().TabletID)
+			return nil, corrupt("length")
 		}
 		v := d[k : k+int(n)]
 		d = d[k+int(n):]
 		return v, nil
 	}
+	if len(d) == 0 || d[0] != snapshotVersion {
+		return corrupt("unknown version")
+	}
+	d = d[1:]
+	enc, err := next()
+	if err != nil {
+		return err
+	}
+	desc, err := DecodeDescriptor(enc)
+	if err != nil {
+		return fmt.Errorf("tablet %d: snapshot descriptor: %w", old.TabletID, err)
+	}
+	if desc.TabletID != old.TabletID {
+		return fmt.Errorf("tablet %d: a snapshot of tablet %d", old.TabletID, desc.TabletID)
+	}
+	// First pass: decode, and find the tablets split off desc in the part
+	// of the old span it lost.
+	type kv struct {
+		key storage.MVCCKey
+		val []byte
+	}
+	var kvs []kv
+	splits := keys.TabletReplicated(uint64(desc.TabletID), splitRecordSuffix)
+	var rights []kvpb.TabletDescriptor
 	for len(d) > 0 {
 		k, err := next()
 		if err != nil {
@@ -520,11 +639,59 @@ func (m *RaftStateMachine) ApplySnapshot(b *storage.Batch, snap *pb.Snapshot) er
 		}
 		key, err := storage.DecodeMVCCKey(k)
 		if err != nil {
-			return fmt.Errorf("tablet %d: snapshot key: %w", r.Desc().TabletID, err)
+			return fmt.Errorf("tablet %d: snapshot key: %w", old.TabletID, err)
 		}
-		if err := b.Put(key, v); err != nil {
+		kvs = append(kvs, kv{key, v})
+		if bytes.HasPrefix(key.Key, splits) {
+			e, err := DecodeDescriptor(v)
+			if err != nil {
+				return fmt.Errorf("tablet %d: snapshot's split record %q: %w", old.TabletID, key.Key, err)
+			}
+			if lostSpan(old, desc, e) {
+				rights = append(rights, e)
+			}
+		}
+	}
+	// The directory entries of desc and of the tablets split off it: the
+	// directory lies in the span of whichever tablet holds it, but a split
+	// writes its entries through the splitting tablet's log, so a replica
+	// that missed the split would otherwise keep its pre-split entry
+	// (and a store reopened with it would not find its tablets tiling
+	// the keyspace). This node cannot hold newer entries in the lost
+	// span: it applied none of its splits. Written before the clears: if
+	// the directory is in desc's own span, the snapshot's copy of it,
+	// newer still, replaces them.
+	for _, e := range append([]kvpb.TabletDescriptor{desc}, rights...) {
+		if err := WriteDescriptor(b, e); err != nil {
 			return err
 		}
 	}
+	for _, e := range rights {
+		if err := b.Put(awaitSnapshotKey(e.TabletID), nil); err != nil {
+			return err
+		}
+	}
+	for _, sp := range ReplicatedSpans(desc) {
+		if err := b.ClearRange(sp.Key, sp.EndKey); err != nil {
+			return err
+		}
+	}
+	for _, x := range kvs {
+		if err := b.Put(x.key, x.val); err != nil {
+			return err
+		}
+	}
+	r.raft.snapDesc, r.raft.snapRights = &desc, rights
 	return nil
+}
+
+// lostSpan reports whether e is another tablet within the part of old's
+// span that cur no longer covers.
+func lostSpan(old, cur, e kvpb.TabletDescriptor) bool {
+	if e.TabletID == cur.TabletID {
+		return false
+	}
+	inOld := bytes.Compare(old.StartKey, e.StartKey) <= 0 && bytes.Compare(e.EndKey, old.EndKey) <= 0
+	outCur := bytes.Compare(e.EndKey, cur.StartKey) <= 0 || bytes.Compare(cur.EndKey, e.StartKey) <= 0
+	return inOld && outCur
 }

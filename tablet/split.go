@@ -3,10 +3,12 @@ package tablet
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 
 	"github.com/cairn-db/cairn/keys"
 	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/storage"
 )
 
 // Split divides the replica at splitKey. Under write latches over the whole
@@ -90,6 +92,12 @@ func (r *Replica) evaluateSplit(desc kvpb.TabletDescriptor, splitKey []byte, rig
 			return nil, fmt.Errorf("tablet: split %s: %w", &desc, err)
 		}
 	}
+	// The left records the right it split off, in its replicated state:
+	// a replica that missed the split and learns of it through a
+	// snapshot of the left finds the right there (raft.go, ApplySnapshot).
+	if err := b.Put(storage.MVCCKey{Key: splitRecordKey(desc.TabletID, rightID)}, EncodeDescriptor(nil, right)); err != nil {
+		return nil, fmt.Errorf("tablet: split %s: %w", &desc, err)
+	}
 	// The right side inherits the replicated state it shares with the
 	// left: the GC threshold.
 	if th := r.gcThreshold(); !th.IsEmpty() {
@@ -101,6 +109,17 @@ func (r *Replica) evaluateSplit(desc kvpb.TabletDescriptor, splitKey []byte, rig
 		Repr:  append([]byte(nil), b.Repr()...),
 		Split: &SplitTrigger{Left: left, Right: right},
 	}, nil
+}
+
+// splitRecordSuffix starts the replicated per-tablet keys that record
+// the tablets split off a tablet, one per split: splitRecordKey.
+const splitRecordSuffix = "splt"
+
+// splitRecordKey is the record, in left's replicated state, of the right
+// side a split of left created; its value is the right's descriptor as of
+// the split.
+func splitRecordKey(left, right kvpb.TabletID) []byte {
+	return binary.BigEndian.AppendUint64(keys.TabletReplicated(uint64(left), splitRecordSuffix), uint64(right))
 }
 
 // applySplit divides the in-memory state after the split batch committed.

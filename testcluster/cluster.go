@@ -51,6 +51,24 @@ type Cluster struct {
 	// cut holds the directed pairs {from, to} whose raft messages are
 	// dropped (Partition).
 	cut map[[2]uint64]bool
+	// blocked holds the {tablet, to} pairs whose raft messages are
+	// dropped (BlockTablet).
+	blocked map[[2]uint64]bool
+}
+
+// BlockTablet drops every raft message of tablet's group to node to
+// until UnblockTablet.
+func (c *Cluster) BlockTablet(tablet kvpb.TabletID, to uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.blocked[[2]uint64{uint64(tablet), to}] = true
+}
+
+// UnblockTablet ends BlockTablet(tablet, to).
+func (c *Cluster) UnblockTablet(tablet kvpb.TabletID, to uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.blocked, [2]uint64{uint64(tablet), to})
 }
 
 // Partition drops every raft message between node id and the others,
@@ -85,7 +103,7 @@ func (f filterTransport) Send(envs []raftnode.Envelope) {
 	f.c.mu.Lock()
 	kept := envs[:0:0]
 	for _, e := range envs {
-		if !f.c.cut[[2]uint64{f.from, e.Msg.GetTo()}] {
+		if !f.c.cut[[2]uint64{f.from, e.Msg.GetTo()}] && !f.c.blocked[[2]uint64{e.TabletID, e.Msg.GetTo()}] {
 			kept = append(kept, e)
 		}
 	}
@@ -130,7 +148,7 @@ func StartCluster(tb testing.TB, o ClusterOptions) *Cluster {
 	if o.MaxOffset == 0 {
 		o.MaxOffset = 50 * time.Millisecond
 	}
-	c := &Cluster{tb: tb, opts: o, addrs: map[uint64]string{}, cut: map[[2]uint64]bool{}}
+	c := &Cluster{tb: tb, opts: o, addrs: map[uint64]string{}, cut: map[[2]uint64]bool{}, blocked: map[[2]uint64]bool{}}
 	for i := range o.Nodes {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
