@@ -105,6 +105,9 @@ func (t *Txn) tryOnePhase(ctx context.Context, writes []kvpb.Request) (done bool
 	if err := t.serializableCheck(ctx); err != nil {
 		return false, err
 	}
+	if err := t.validateAtCommit(ctx); err != nil {
+		return false, err
+	}
 	br, err := t.send(ctx, reqs, sendOpts{noHeartbeat: true})
 	var retry *kvpb.TransactionRetryError
 	if errors.As(err, &retry) && !t.isAborted() {
@@ -131,6 +134,9 @@ func (t *Txn) tryOnePhase(ctx context.Context, writes []kvpb.Request) (done bool
 func (t *Txn) commitTwoPhase(ctx context.Context) error {
 	for attempt := 0; ; attempt++ {
 		if err := t.serializableCheck(ctx); err != nil {
+			return err
+		}
+		if err := t.validateAtCommit(ctx); err != nil {
 			return err
 		}
 		t.mu.Lock()

@@ -230,9 +230,15 @@ type (
 	// transaction's reads at From are still valid at ReadTimestamp, and the
 	// timestamp cache records the span as read there. Otherwise it fails
 	// with *TransactionRetryError{RetrySerializable}.
+	//
+	// Strict widens the check to every version above From and every
+	// other transaction's intent, whatever their timestamps (kv's
+	// commit-time validation of descriptor stamps, kv/txn_validate.go);
+	// the timestamp cache still records the span at ReadTimestamp.
 	RefreshRequest struct {
 		Key, EndKey []byte
 		From        hlc.Timestamp
+		Strict      bool
 	}
 	// RefreshResponse is empty.
 	RefreshResponse struct{}

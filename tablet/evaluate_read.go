@@ -3,6 +3,7 @@ package tablet
 import (
 	"fmt"
 
+	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/kvpb"
 	"github.com/cairn-db/cairn/mvcc"
 )
@@ -59,7 +60,11 @@ func (ec *evalCtx) refresh(req *kvpb.RefreshRequest) (kvpb.Response, error) {
 	if len(end) == 0 {
 		end = spanEnd(req.Span())
 	}
-	if err := mvcc.CheckRefresh(ec.rd, req.Key, end, req.From, ec.txn.ReadTimestamp, ec.txn.ID); err != nil {
+	to := ec.txn.ReadTimestamp
+	if req.Strict {
+		to = hlc.MaxTimestamp
+	}
+	if err := mvcc.CheckRefresh(ec.rd, req.Key, end, req.From, to, ec.txn.ID); err != nil {
 		return nil, wrapEval(req, err)
 	}
 	return &kvpb.RefreshResponse{}, nil

@@ -35,6 +35,12 @@ func idKey(prefix []byte, id ID) []byte {
 
 func descKey(id ID) []byte  { return idKey(descPrefix, id) }
 func stampKey(id ID) []byte { return idKey(stampPrefix, id) }
+
+// StampKey is the key of descriptor id's stamp, which every write of the
+// descriptor rewrites: a transaction whose writes were shaped by the
+// descriptor validates at commit that nobody wrote it since
+// (kv.Txn.ValidateAtCommit).
+func StampKey(id ID) []byte { return stampKey(id) }
 func idCounterKey() []byte  { return keys.System(idCounterName) }
 func genKey() []byte        { return keys.System([]byte("g")) }
 

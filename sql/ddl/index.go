@@ -371,7 +371,18 @@ func uniqueBuildError(err error) error {
 
 // scanRows reads every row of t (all columns, t.Columns order) in the
 // statement's transaction, a page at a time.
+//
+// It reads at or above every write the transaction made so far
+// (kv.Txn.ReadAtWriteTimestamp), in particular above its write of t's
+// descriptor when that came first (CREATE INDEX, ALTER TABLE's rewrites):
+// a concurrent writer that shaped its rows by the old descriptor and
+// passed its commit-time validation (kv/txn_validate.go) did so before
+// that descriptor write, which its validation pushed above its own
+// commit timestamp, so the scan sees its rows.
 func (e *executor) scanRows(ctx context.Context, t *catalog.Table, layout *rowenc.TableLayout, emit func(row []types.Datum) error) error {
+	if err := e.x.Txn.ReadAtWriteTimestamp(ctx); err != nil {
+		return fmt.Errorf("scanning table %q: %w", t.Name, err)
+	}
 	f, err := rowenc.NewRowFetcher(layout, &layout.Primary, nil)
 	if err != nil {
 		return err

@@ -38,11 +38,12 @@ import (
 //     returns, and the descriptor commits after them.
 //
 // Not taken (the transactional path runs): a table that existed before
-// the transaction, even empty or truncated in it, since a concurrent
-// READ COMMITTED writer that resolved the old descriptor could commit
-// into the old storage after the swap (nothing refreshes its descriptor
-// read) and its row would be lost; a table the transaction already wrote
-// rows into.
+// the transaction, even empty or truncated in it: a concurrent writer
+// that resolved the old descriptor validates it at commit
+// (kv/txn_validate.go), but the load would still have to decide the table
+// is empty by a read above its own descriptor write, which it does not
+// yet (docs/architecture.md, "Bulk loads"); a table the transaction
+// already wrote rows into.
 
 // bulkBatchRows is how many rows one BulkPut batch carries: each batch is
 // one synced write per tablet, so it is larger than batchSize.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgerrcode"
 
+	"github.com/cairn-db/cairn/hlc"
 	keyspkg "github.com/cairn-db/cairn/keys"
 	"github.com/cairn-db/cairn/kv"
 	"github.com/cairn-db/cairn/kvpb"
@@ -50,6 +51,12 @@ type tableInfo struct {
 	out    []*fkInfo
 	in     []*fkInfo
 	inDone bool
+
+	// resolvedAt is the statement's read timestamp when it took desc;
+	// validating says the transaction checks at commit that desc is
+	// still current (registered at the table's first row write).
+	resolvedAt hlc.Timestamp
+	validating bool
 }
 
 type compiledCheck struct {
@@ -155,6 +162,9 @@ func (s *dmlState) table(desc *catalog.Table) (*tableInfo, error) {
 		return nil, fmt.Errorf("table %q: %w", desc.Name, err)
 	}
 	ti := &tableInfo{desc: desc, layout: layout, pos: map[rowenc.ColumnID]int{}, tctx: s.tctx}
+	if s.x.Txn != nil {
+		ti.resolvedAt = s.x.Txn.ReadTimestamp()
+	}
 	for i, c := range desc.Columns {
 		ti.pos[c.ID] = i
 	}
@@ -418,6 +428,14 @@ func (ti *tableInfo) applyText(s *dmlState, row []types.Datum) error {
 // another table (a batch holds one table's writes so that a failed
 // uniqueness condition is reported against the right table).
 func (s *dmlState) write(ctx context.Context, ti *tableInfo, old, new []types.Datum) error {
+	if !ti.validating && s.x.Txn != nil {
+		// The row is shaped by desc: a schema change of the table that
+		// commits before this transaction does must fail its commit
+		// (kv/txn_validate.go), or the row could miss what the change
+		// built (a new index) or land where it no longer looks.
+		s.x.Txn.ValidateAtCommit(catalog.StampKey(ti.desc.ID), ti.resolvedAt)
+		ti.validating = true
+	}
 	limit := batchSize
 	if s.bulk {
 		limit = bulkBatchRows

@@ -1,0 +1,134 @@
+package kv
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/cairn-db/cairn/hlc"
+	"github.com/cairn-db/cairn/kvpb"
+)
+
+// Commit-time validation of the keys a transaction's writes depend on,
+// at every isolation level (docs/architecture.md, "Bulk loads").
+//
+// READ COMMITTED and REPEATABLE READ commit a pushed write timestamp
+// without refreshing their reads (txn_refresh.go). For most reads that is
+// what the level allows, but not for the schema a write was shaped by: a
+// row written through a table descriptor that a schema change replaced
+// before the row committed can miss an index the change built, or land
+// in storage it abandoned. So the SQL layer names, for every table a
+// statement writes, the descriptor's stamp key and the timestamp it
+// resolved the descriptor at (ValidateAtCommit), and Commit checks, just
+// before it sends the committing request and again whenever it retries
+// that at a higher timestamp, that the key has no version above that
+// timestamp and no other transaction's intent at all (a strict
+// kvpb.RefreshRequest). The check leaves the key in the tablet's
+// timestamp cache at the commit timestamp, so a schema change that writes
+// the key later writes, and commits, above every row validated this way;
+// a schema change that reads the table at or above its own descriptor
+// write (ReadAtWriteTimestamp) then reads all of them. A failed check is a
+// retryable error: the transaction (or, for an implicit one, the session)
+// runs again and resolves the new descriptor.
+//
+// Versions above the commit timestamp and intents at any timestamp fail
+// the check too: a schema change that committed above us after reading
+// the table below our commit would otherwise pass unnoticed. That fails a
+// writer that races a schema change's commit, which is the conservative
+// side.
+
+// validation is one registered key: the oldest timestamp any of its
+// registrations resolved it at, and the lowest write sequence among them
+// (a rollback to a savepoint taken before all of them forgets it).
+type validation struct {
+	since hlc.Timestamp
+	seq   int32
+}
+
+// ValidateAtCommit registers key (a single key) as one the transaction's
+// writes depend on, as it was at since: Commit fails with a retryable
+// error if another transaction wrote it above since, or holds an intent
+// on it. Registering a key again keeps the older timestamp. A restart
+// forgets every registration; a rollback to a savepoint forgets those
+// made after it.
+func (t *Txn) ValidateAtCommit(key []byte, since hlc.Timestamp) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.mu.validate == nil {
+		t.mu.validate = map[string]validation{}
+	}
+	// The registering statement's writes get the next sequence number.
+	seq := t.mu.proto.Sequence + 1
+	if v, ok := t.mu.validate[string(key)]; ok {
+		v.since = minTimestamp(v.since, since)
+		v.seq = min(v.seq, seq)
+		t.mu.validate[string(key)] = v
+		return
+	}
+	t.mu.validate[string(key)] = validation{since: since, seq: seq}
+}
+
+func minTimestamp(a, b hlc.Timestamp) hlc.Timestamp {
+	if b.Less(a) {
+		return b
+	}
+	return a
+}
+
+// forgetValidationsAfterLocked drops the registrations made after write
+// sequence seq (their statements' writes were rolled back).
+func (t *Txn) forgetValidationsAfterLocked(seq int32) {
+	for k, v := range t.mu.validate {
+		if v.seq > seq {
+			delete(t.mu.validate, k)
+		}
+	}
+}
+
+// validateAtCommit checks the registered keys at the write timestamp the
+// commit is about to be sent at (see above). A failure is recorded as
+// the transaction's retryable error.
+func (t *Txn) validateAtCommit(ctx context.Context) error {
+	t.mu.Lock()
+	if len(t.mu.validate) == 0 {
+		t.mu.Unlock()
+		return nil
+	}
+	txn := t.mu.proto.Clone()
+	txn.ReadTimestamp = txn.WriteTimestamp
+	ba := &kvpb.BatchRequest{}
+	ba.Txn = txn
+	for k, v := range t.mu.validate {
+		ba.Add(&kvpb.RefreshRequest{Key: []byte(k), From: v.since, Strict: true})
+	}
+	t.mu.Unlock()
+	if _, err := t.db.ds.Send(ctx, ba); err != nil {
+		err = fmt.Errorf("kv: validating %d keys the writes depend on at %s: %w", len(ba.Requests), txn.WriteTimestamp, err)
+		if !kvpb.IsRetryable(err) {
+			return err
+		}
+		return t.setRetryable(err)
+	}
+	return nil
+}
+
+// ReadAtWriteTimestamp moves the transaction's read timestamp up to its
+// write timestamp, refreshing what it read so far (txn_refresh.go), so
+// that what it reads next is at or above every write it made. A schema
+// change calls it after writing a descriptor and before reading the
+// table's rows (see above). A failed refresh is a retryable error.
+func (t *Txn) ReadAtWriteTimestamp(ctx context.Context) error {
+	t.mu.Lock()
+	if err := t.usableLocked(); err != nil {
+		t.mu.Unlock()
+		return err
+	}
+	target := t.mu.proto.WriteTimestamp
+	t.mu.Unlock()
+	if err := t.refresh(ctx, target); err != nil {
+		if !kvpb.IsRetryable(err) {
+			return err
+		}
+		return t.setRetryable(err)
+	}
+	return nil
+}
