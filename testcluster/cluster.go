@@ -139,36 +139,14 @@ type ClusterNode struct {
 // StartCluster starts a cluster and stops it when the test ends.
 func StartCluster(tb testing.TB, o ClusterOptions) *Cluster {
 	tb.Helper()
-	if o.Nodes == 0 {
-		o.Nodes = 3
+	c, err := OpenCluster(o, nil)
+	if err != nil {
+		tb.Fatal(err)
 	}
-	if o.Tick == 0 {
-		o.Tick = 10 * time.Millisecond
-	}
-	if o.MaxOffset == 0 {
-		o.MaxOffset = 50 * time.Millisecond
-	}
-	c := &Cluster{tb: tb, opts: o, addrs: map[uint64]string{}, cut: map[[2]uint64]bool{}, blocked: map[[2]uint64]bool{}}
-	for i := range o.Nodes {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			tb.Fatalf("testcluster: %v", err)
-		}
-		id := uint64(i + 1)
-		c.addrs[id] = ln.Addr().String()
-		n := &ClusterNode{c: c, ID: id, fs: vfs.NewCrashableMem()}
-		c.Nodes = append(c.Nodes, n)
-		if err := n.start(ln); err != nil {
-			tb.Fatalf("testcluster: node %d: %v", id, err)
-		}
-	}
+	c.tb = tb
 	tb.Cleanup(func() {
-		for _, n := range c.Nodes {
-			if n.running.Load() {
-				if err := n.Stop(); err != nil {
-					tb.Errorf("testcluster: stop node %d: %v", n.ID, err)
-				}
-			}
+		if err := c.Close(); err != nil {
+			tb.Error(err)
 		}
 	})
 	return c

@@ -10,8 +10,8 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
-// OpenCluster starts a cluster as StartCluster does, for programs
-// (benchmarks) that have no testing.TB; the caller closes it with Close.
+// OpenCluster starts a cluster; StartCluster wraps it for tests, and
+// programs (benchmarks) that have no testing.TB call it directly; the caller closes it with Close.
 // WaitLeader needs a testing.TB: programs use LeaderWithin instead.
 //
 // newFS makes each node's filesystem; nil means vfs.NewCrashableMem, as
@@ -33,7 +33,7 @@ func OpenCluster(o ClusterOptions, newFS func() *vfs.MemFS) (*Cluster, error) {
 	if o.MaxOffset == 0 {
 		o.MaxOffset = 50 * time.Millisecond
 	}
-	c := &Cluster{opts: o, addrs: map[uint64]string{}, cut: map[[2]uint64]bool{}}
+	c := &Cluster{opts: o, addrs: map[uint64]string{}, cut: map[[2]uint64]bool{}, blocked: map[[2]uint64]bool{}}
 	for i := range o.Nodes {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
