@@ -89,3 +89,38 @@ func (t *Txn) forgetMarksAfterLocked(seq int32) {
 		}
 	}
 }
+
+// BulkWrites turns a row writer's writes of new rows (sql/rowenc.Writes)
+// into BulkPuts on Batch: a conditional put expecting no value becomes a
+// BulkPut that must not find one. Anything else (a delete, a put over an
+// expected value) has no place in a bulk load: it is refused by setting
+// *Err, which the caller checks after each row.
+type BulkWrites struct {
+	Batch *Batch
+	Err   *error
+}
+
+// Put adds a BulkPut of value at key.
+func (w BulkWrites) Put(key, value []byte) { w.Batch.BulkPut(key, value, false) }
+
+// CPut adds a BulkPut that must not find a value at key; a put expecting
+// one is refused.
+func (w BulkWrites) CPut(key, value, expected []byte, expectExists bool) {
+	if expectExists || expected != nil {
+		w.fail("conditional put over a value")
+		return
+	}
+	w.Batch.BulkPut(key, value, true)
+}
+
+// Del is refused.
+func (w BulkWrites) Del(key []byte) { w.fail("delete") }
+
+// DelRange is refused.
+func (w BulkWrites) DelRange(start, end []byte) { w.fail("range delete") }
+
+func (w BulkWrites) fail(what string) {
+	if *w.Err == nil {
+		*w.Err = fmt.Errorf("kv: a bulk load cannot %s", what)
+	}
+}

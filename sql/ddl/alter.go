@@ -29,11 +29,11 @@ import (
 // primary key rewrite every row; a new index is backfilled; a new CHECK,
 // FOREIGN KEY or NOT NULL is validated against the existing rows.
 //
-// A rewrite reads the whole table into memory before writing it back, so
-// that rows whose key changes (a new primary key, a key column's new type)
-// are never read twice: fine for the tables migrations rewrite, not for a
-// table larger than memory (such a rewrite needs an online schema change,
-// which is not built yet).
+// A rewrite writes the rows into fresh storage as committed values and
+// moves the table there in its new descriptor version (rewrite): it
+// streams the old rows, and only the new descriptor version names the new
+// storage, so the statement's transaction stays atomic without an intent
+// per row.
 
 func alterTag(t pg_query.ObjectType) string {
 	switch t {
@@ -279,10 +279,42 @@ func (e *executor) rowWriter(t *catalog.Table, l *rowenc.TableLayout) (*rowenc.R
 	return w, nil
 }
 
-// rewrite replaces every row of oldT (rows, as read) by conv's row in
-// newT's layout: the old rows and index entries are deleted, then the new
-// ones written, all in the statement's transaction.
-func (e *executor) rewrite(ctx context.Context, oldT, newT *catalog.Table, rows [][]types.Datum, conv func(old []types.Datum) ([]types.Datum, error)) error {
+// rewrite replaces every row of oldT by conv's row in newT's layout.
+//
+// The new rows go to fresh storage (catalog.AllocateStorageID for the
+// primary index and every secondary index of newT, which is changed in
+// place and stored as the next descriptor version) as committed values
+// (kv.Txn.RunBulk), not intents: only the descriptor version this
+// transaction writes names that storage, so nobody reads it before the
+// transaction commits, and a failure or ROLLBACK leaves it unreachable.
+// The old storage is left as it is, unreachable garbage once the
+// transaction commits (as a failed bulk load's is): deleting it would cost
+// an intent per KV, which is what this path avoids.
+//
+// The rows are read after that descriptor write and at or above it
+// (scanRows), so a concurrent writer that used the old descriptor either
+// committed below it (its rows are read here) or fails its commit-time
+// validation and retries against the new one (kv/txn_validate.go). Old
+// and new storage differ, so the scan streams: no row is read twice
+// whatever its new key.
+//
+// Errors come in PostgreSQL's order: a row conv refuses (a NULL in a new
+// NOT NULL column, a failed cast) is reported before a duplicate key found
+// when the new indexes are written, which PostgreSQL finds only when it
+// builds them after the rewrite; after a duplicate the scan goes on
+// through conv without writing.
+func (e *executor) rewrite(ctx context.Context, oldT, newT *catalog.Table, conv func(old []types.Datum) ([]types.Datum, error)) error {
+	db := e.x.Txn.DB()
+	for _, idx := range append([]*catalog.Index{&newT.PrimaryIndex}, indexPtrs(newT.Indexes)...) {
+		sid, err := catalog.AllocateStorageID(ctx, db)
+		if err != nil {
+			return err
+		}
+		idx.StorageID = sid
+	}
+	if err := e.x.Writer.Update(ctx, newT); err != nil {
+		return fmt.Errorf("moving table %q to fresh storage: %w", newT.Name, err)
+	}
 	oldL, err := oldT.Layout()
 	if err != nil {
 		return err
@@ -291,39 +323,66 @@ func (e *executor) rewrite(ctx context.Context, oldT, newT *catalog.Table, rows 
 	if err != nil {
 		return err
 	}
-	ow, err := e.rowWriter(oldT, oldL)
-	if err != nil {
-		return err
-	}
 	nw, err := e.rowWriter(newT, newL)
 	if err != nil {
 		return err
 	}
-	newRows := make([][]types.Datum, len(rows))
-	for i, r := range rows {
-		if newRows[i], err = conv(r); err != nil {
-			return err
+	var (
+		batch   = &kv.Batch{}
+		bulkErr error
+		dupErr  error
+	)
+	flush := func() error {
+		if batch.Len() == 0 {
+			return nil
 		}
-	}
-	run := func(l *rowenc.TableLayout, op func(b *kv.Batch, r []types.Datum) error, rs [][]types.Datum) error {
-		b := &kv.Batch{}
-		for i, r := range rs {
-			if err := op(b, r); err != nil {
+		err := e.x.Txn.RunBulk(ctx, batch)
+		batch = &kv.Batch{}
+		if err != nil {
+			err = uniqueBuildError(newL.ConvertWriteError(err))
+			if pgerror.Code(err) != pgerrcode.UniqueViolation {
 				return err
 			}
-			if b.Len() >= backfillPage || i == len(rs)-1 {
-				if err := e.x.Txn.Run(ctx, b); err != nil {
-					return uniqueBuildError(l.ConvertWriteError(err))
-				}
-				b = &kv.Batch{}
-			}
+			dupErr = err
 		}
 		return nil
 	}
-	if err := run(oldL, func(b *kv.Batch, r []types.Datum) error { return ow.Delete(b, r) }, rows); err != nil {
+	err = e.scanRows(ctx, oldT, oldL, func(r []types.Datum) error {
+		nr, err := conv(r)
+		if err != nil {
+			return err
+		}
+		if dupErr != nil {
+			return nil
+		}
+		if err := nw.Insert(kv.BulkWrites{Batch: batch, Err: &bulkErr}, nr); err != nil {
+			return uniqueBuildError(newL.ConvertWriteError(err))
+		}
+		if bulkErr != nil {
+			return bulkErr
+		}
+		if batch.Len() >= bulkBackfillBatch {
+			return flush()
+		}
+		return nil
+	})
+	if err != nil {
 		return err
 	}
-	return run(newL, func(b *kv.Batch, r []types.Datum) error { return nw.Insert(b, r) }, newRows)
+	if dupErr == nil {
+		if err := flush(); err != nil {
+			return err
+		}
+	}
+	return dupErr
+}
+
+func indexPtrs(xs []catalog.Index) []*catalog.Index {
+	out := make([]*catalog.Index, len(xs))
+	for i := range xs {
+		out[i] = &xs[i]
+	}
+	return out
 }
 
 // ---- ADD COLUMN ----
@@ -445,7 +504,7 @@ func (e *executor) addColumn(ctx context.Context, cur *catalog.Table, cmd *pg_qu
 	if perRow != nil && len(rows) > 0 {
 		ectx := e.newEvalContext()
 		pos := slices.IndexFunc(t.Columns, func(x catalog.Column) bool { return x.ID == c.ID })
-		if err := e.rewrite(ctx, cur, t, rows, func(old []types.Datum) ([]types.Datum, error) {
+		if err := e.rewrite(ctx, cur, t, func(old []types.Datum) ([]types.Datum, error) {
 			v, err := perRow(ectx, old)
 			if err != nil {
 				return nil, err
@@ -458,10 +517,6 @@ func (e *executor) addColumn(ctx context.Context, cur *catalog.Table, cmd *pg_qu
 			nr[pos] = v
 			return nr, nil
 		}); err != nil {
-			return err
-		}
-		rows, err = e.readAll(ctx, t)
-		if err != nil {
 			return err
 		}
 	}
@@ -898,16 +953,9 @@ func (e *executor) alterColumnType(ctx context.Context, cur *catalog.Table, cmd 
 			return err
 		}
 	}
-	rows, err := e.readAll(ctx, cur)
-	if err != nil {
-		return err
-	}
-	if err := e.x.Writer.Update(ctx, t); err != nil {
-		return err
-	}
 	pos := slices.IndexFunc(t.Columns, func(x catalog.Column) bool { return x.ID == c.ID })
 	ectx := e.newEvalContext()
-	return e.rewrite(ctx, cur, t, rows, func(old []types.Datum) ([]types.Datum, error) {
+	return e.rewrite(ctx, cur, t, func(old []types.Datum) ([]types.Datum, error) {
 		v, err := ev(ectx, old)
 		if err != nil {
 			return nil, err
@@ -996,29 +1044,20 @@ func (e *executor) addPrimaryKey(ctx context.Context, cur *catalog.Table, con *p
 		t.PrimaryIndex.Name = oldName
 	}
 	t.PrimaryIndex.Kind, t.PrimaryIndex.State = catalog.IndexBTree, catalog.IndexPublic
-	rows, err := e.readAll(ctx, cur)
-	if err != nil {
-		return err
-	}
 	var keyPos []int
 	for _, id := range t.PrimaryIndex.KeyColumnIDs {
 		keyPos = append(keyPos, slices.IndexFunc(cur.Columns, func(x catalog.Column) bool { return x.ID == id }))
 	}
-	for _, r := range rows {
-		for i, p := range keyPos {
-			if r[p] == nil || types.IsNull(r[p]) {
-				return pgerror.New(pgerrcode.NotNullViolation, "column %q of relation %q contains null values", t.ColumnByID(t.PrimaryIndex.KeyColumnIDs[i]).Name, t.Name)
-			}
-		}
-	}
 	if err := t.DropColumn(RowIDColumn); err != nil {
 		return err
 	}
-	if err := e.x.Writer.Update(ctx, t); err != nil {
-		return err
-	}
 	rowidPos := slices.IndexFunc(cur.Columns, func(x catalog.Column) bool { return x.ID == rowid.ID })
-	return e.rewrite(ctx, cur, t, rows, func(old []types.Datum) ([]types.Datum, error) {
+	return e.rewrite(ctx, cur, t, func(old []types.Datum) ([]types.Datum, error) {
+		for i, p := range keyPos {
+			if old[p] == nil || types.IsNull(old[p]) {
+				return nil, pgerror.New(pgerrcode.NotNullViolation, "column %q of relation %q contains null values", t.ColumnByID(t.PrimaryIndex.KeyColumnIDs[i]).Name, t.Name)
+			}
+		}
 		return slices.Delete(slices.Clone(old), rowidPos, rowidPos+1), nil
 	})
 }

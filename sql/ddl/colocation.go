@@ -156,14 +156,14 @@ func (e *executor) splitAt(ctx context.Context, splitKeys [][]byte) error {
 // 22023, colocated = false there (or on a table already where it asks to
 // be) changes nothing.
 //
-// The move is one transactional rewrite, not an online job (Cairn has no
-// jobs yet): the rows are read, their old row and index entries deleted
-// and the new ones written under the new layout, and the descriptor
-// updated, all in the statement's transaction, so a ROLLBACK or a failure
-// leaves the table where it was and concurrent transactions see either
-// layout whole. Like ALTER COLUMN TYPE it holds the table's rows in
-// memory, and the new group's tablet splits are made first, outside the
-// transaction (empty tablets stay if it rolls back).
+// The move is a rewrite in the statement's transaction, not an online job
+// (Cairn has no jobs yet): like ALTER COLUMN TYPE it writes the rows under
+// the new layout into fresh storage (rewrite) and updates the descriptor,
+// then deletes the old row and index entries (transactionally: the
+// colocation group they leave is shared with other tables), so a ROLLBACK
+// or a failure leaves the table where it was and concurrent transactions
+// see either layout whole. The new group's tablet splits are made first,
+// outside the transaction (empty tablets stay if it rolls back).
 func (e *executor) alterColocation(ctx context.Context, cur *catalog.Table, opts []*pg_query.Node) ([]*pg_query.Node, error) {
 	asked := false
 	split := false
@@ -227,14 +227,16 @@ func (e *executor) alterColocation(ctx context.Context, cur *catalog.Table, opts
 			return nil, err
 		}
 	}
-	rows, err := e.readAll(ctx, cur)
+	if err := e.rewrite(ctx, cur, t, func(r []types.Datum) ([]types.Datum, error) { return r, nil }); err != nil {
+		return nil, err
+	}
+	// The old keys sit in another group, which (the colocation group)
+	// other tables share: they are deleted, not left as garbage there.
+	oldL, err := cur.Layout()
 	if err != nil {
 		return nil, err
 	}
-	if err := e.x.Writer.Update(ctx, t); err != nil {
-		return nil, err
-	}
-	if err := e.rewrite(ctx, cur, t, rows, func(r []types.Datum) ([]types.Datum, error) { return r, nil }); err != nil {
+	if err := e.clearData(ctx, oldL); err != nil {
 		return nil, err
 	}
 	return rest, nil

@@ -67,9 +67,14 @@
 //     transaction writes names that storage (index.go, backfill). The
 //     indexes of ALTER TABLE's new constraints are still written as
 //     intents.
-//   - ALTER TABLE rewrites read the whole table into memory first (so
-//     rows whose key changes are never read twice); online schema changes
-//     for tables larger than memory are later work.
+//   - ALTER TABLE's rewrites (ADD PRIMARY KEY, ALTER COLUMN TYPE, a
+//     volatile ADD COLUMN default, expression columns, a colocation move)
+//     likewise write every index of the table into fresh storage with
+//     committed values, streaming the old rows read above the new
+//     descriptor write (alter.go, rewrite); the old storage is left as
+//     unreachable garbage (a later DROP or TRUNCATE clears the primary and
+//     local indexes' old keys with the table's keyspace, not a global
+//     index's; the colocation move deletes its old keys itself).
 //   - Dependencies are tracked at the relation level: a view records the
 //     relations its query names (View.DependsOn), so DROP TABLE refuses or
 //     cascades; DROP COLUMN does not check views.

@@ -80,16 +80,6 @@ func nonImmutable(ex sem.Expr) bool {
 // fillExprColumns stores table t (old: as it was before the expression
 // columns) with the new columns' values computed in every row.
 func (e *executor) fillExprColumns(ctx context.Context, old, t *catalog.Table, cols []rowenc.ColumnID) error {
-	rows, err := e.readAll(ctx, old)
-	if err != nil {
-		return err
-	}
-	if err := e.x.Writer.Update(ctx, t); err != nil {
-		return err
-	}
-	if len(rows) == 0 {
-		return nil
-	}
 	type filler struct {
 		pos int
 		ev  sem.Evaluator
@@ -111,7 +101,7 @@ func (e *executor) fillExprColumns(ctx context.Context, old, t *catalog.Table, c
 		fills = append(fills, filler{pos: slices.IndexFunc(t.Columns, func(x catalog.Column) bool { return x.ID == id }), ev: ev})
 	}
 	ectx := e.newEvalContext()
-	return e.rewrite(ctx, old, t, rows, func(r []types.Datum) ([]types.Datum, error) {
+	return e.rewrite(ctx, old, t, func(r []types.Datum) ([]types.Datum, error) {
 		nr := make([]types.Datum, len(t.Columns))
 		copy(nr, r)
 		for _, f := range fills {

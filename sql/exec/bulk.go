@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/cairn-db/cairn/kv"
 	"github.com/cairn-db/cairn/sql/catalog"
 )
 
@@ -91,32 +90,4 @@ func indexPtrs(xs []catalog.Index) []*catalog.Index {
 		out[i] = &xs[i]
 	}
 	return out
-}
-
-// bulkWrites turns a RowWriter's insert of a new row into BulkPuts: a
-// conditional put expecting no value becomes a BulkPut that must not find
-// one. Anything else (a delete, an update's put over an existing value)
-// has no place in a bulk load and is refused.
-type bulkWrites struct {
-	b   *kv.Batch
-	err *error
-}
-
-func (w bulkWrites) Put(key, value []byte) { w.b.BulkPut(key, value, false) }
-
-func (w bulkWrites) CPut(key, value, expected []byte, expectExists bool) {
-	if expectExists || expected != nil {
-		w.fail("conditional put over a value")
-		return
-	}
-	w.b.BulkPut(key, value, true)
-}
-
-func (w bulkWrites) Del(key []byte)             { w.fail("delete") }
-func (w bulkWrites) DelRange(start, end []byte) { w.fail("range delete") }
-
-func (w bulkWrites) fail(what string) {
-	if *w.err == nil {
-		*w.err = fmt.Errorf("exec: a bulk load cannot %s", what)
-	}
 }

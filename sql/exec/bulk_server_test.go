@@ -408,3 +408,97 @@ func TestBulkInsertSelect(t *testing.T) {
 		t.Fatalf("lookup through the unique index: %d, %v", found, err)
 	}
 }
+
+// TestBulkAlterPrimaryKey: ALTER TABLE ADD PRIMARY KEY on a table keyed by
+// its hidden row id moves it to fresh storage written in bulk. A
+// duplicate or a NULL of the new key, early or late in the table, fails
+// the ALTER with nothing changed; a ROLLBACK undoes it; after it the
+// rows, the new key's uniqueness and the rebuilt index survive a
+// restart.
+func TestBulkAlterPrimaryKey(t *testing.T) {
+	dir := t.TempDir()
+	s, url := startNode(t, dir)
+	c := connect(t, url)
+	ctx := context.Background()
+	const n = 25000 // more than two bulk batches
+	exec(t, c, "CREATE TABLE t (id int8, a int8, b text)")
+	exec(t, c, fmt.Sprintf("INSERT INTO t SELECT i, (i * 7919) %% 1000003, 'row-' || i FROM generate_series(1, %d) AS i", n))
+	exec(t, c, "CREATE INDEX t_a_idx ON t (a)")
+	_, wantSum := stats(t, c, "t")
+
+	for _, tc := range []struct {
+		name, bad, state string
+	}{
+		{"duplicate in the first batch", "INSERT INTO t VALUES (2, 0, 'dup')", "23505"},
+		{"duplicate in the last batch", fmt.Sprintf("INSERT INTO t VALUES (%d, 0, 'dup')", n-1), "23505"},
+		{"NULL key", "INSERT INTO t VALUES (NULL, 0, 'dup')", "23502"},
+	} {
+		exec(t, c, tc.bad)
+		if _, err := c.Exec(ctx, "ALTER TABLE t ADD PRIMARY KEY (id)"); sqlState(err) != tc.state {
+			t.Fatalf("%s: ALTER gave %v, want %s", tc.name, err, tc.state)
+		}
+		if bulkLoaded(t, s, c, "t") {
+			t.Fatalf("%s: the failed ALTER left the table in fresh storage", tc.name)
+		}
+		if cnt, sum := stats(t, c, "t"); cnt != n+1 || sum != wantSum {
+			t.Fatalf("%s: after the failed ALTER t holds %d rows (sum %d), want %d (sum %d)", tc.name, cnt, sum, n+1, wantSum)
+		}
+		exec(t, c, "DELETE FROM t WHERE b = 'dup'")
+	}
+
+	// Rolled back: the table is as it was, duplicates allowed again.
+	exec(t, c, "BEGIN")
+	exec(t, c, "ALTER TABLE t ADD PRIMARY KEY (id)")
+	if _, err := c.Exec(ctx, "INSERT INTO t VALUES (1, 0, 'dup')"); sqlState(err) != "23505" {
+		t.Fatalf("duplicate inside the ALTER's transaction: %v, want 23505", err)
+	}
+	exec(t, c, "ROLLBACK")
+	if bulkLoaded(t, s, c, "t") {
+		t.Fatal("the rolled-back ALTER left the table in fresh storage")
+	}
+	exec(t, c, "INSERT INTO t VALUES (1, 0, 'dup')")
+	exec(t, c, "DELETE FROM t WHERE b = 'dup'")
+
+	exec(t, c, "ALTER TABLE t ADD PRIMARY KEY (id)")
+	if !bulkLoaded(t, s, c, "t") {
+		t.Fatal("ADD PRIMARY KEY did not move the table to fresh storage")
+	}
+	check := func(c *pgx.Conn) {
+		t.Helper()
+		if cnt, sum := stats(t, c, "t"); cnt != n || sum != wantSum {
+			t.Fatalf("t holds %d rows (sum %d), want %d (sum %d)", cnt, sum, n, wantSum)
+		}
+		var viaIdx, viaTable int64
+		if err := c.QueryRow(ctx, "SELECT coalesce(sum(id), 0) FROM t WHERE a BETWEEN 1000 AND 400000").Scan(&viaIdx); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.QueryRow(ctx, "SELECT coalesce(sum(id), 0) FROM t WHERE a + 0 BETWEEN 1000 AND 400000").Scan(&viaTable); err != nil {
+			t.Fatal(err)
+		}
+		if viaIdx != viaTable || viaIdx == 0 {
+			t.Fatalf("index on a and table scan differ: %d and %d", viaIdx, viaTable)
+		}
+		if _, err := c.Exec(ctx, "INSERT INTO t VALUES (7, 0, 'dup')"); sqlState(err) != "23505" {
+			t.Fatalf("duplicate of the new key: %v, want 23505", err)
+		}
+		var b string
+		if err := c.QueryRow(ctx, fmt.Sprintf("SELECT b FROM t WHERE id = %d", n-3)).Scan(&b); err != nil || b != fmt.Sprintf("row-%d", n-3) {
+			t.Fatalf("point read by the new key: %q, %v", b, err)
+		}
+	}
+	check(c)
+	c.Close(ctx)
+	if err := s.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s, url = startNode(t, dir)
+	defer s.Stop(ctx)
+	c = connect(t, url)
+	check(c)
+	// Writes after the rewrite land in the new storage.
+	exec(t, c, "UPDATE t SET a = a + 1 WHERE id % 3 = 0")
+	exec(t, c, "DELETE FROM t WHERE id > 20000")
+	if cnt, _ := stats(t, c, "t"); cnt != 20000 {
+		t.Fatalf("after the DELETE t holds %d rows, want 20000", cnt)
+	}
+}

@@ -238,3 +238,104 @@ func head(s []int64) []int64 {
 	}
 	return s
 }
+
+// TestAlterRewriteRacingWriters: ALTER TABLE's rewrites (ADD PRIMARY KEY,
+// ALTER COLUMN TYPE) move the table to fresh storage while writers insert
+// into it; every row a writer committed must be in the table afterwards,
+// and nothing else.
+func TestAlterRewriteRacingWriters(t *testing.T) {
+	s, url := startNode(t, t.TempDir())
+	defer s.Stop(context.Background())
+	ctx := context.Background()
+	admin := connect(t, url)
+	const writers = 3
+	conns := make([]*pgx.Conn, writers)
+	for i := range conns {
+		conns[i] = connect(t, url)
+	}
+	var nextKey atomic.Int64
+	for round := range 4 {
+		table := fmt.Sprintf("r%d", round)
+		exec(t, admin, fmt.Sprintf("CREATE TABLE %s (k int8 NOT NULL, b int8)", table))
+		exec(t, admin, fmt.Sprintf("INSERT INTO %s SELECT -i, i FROM generate_series(1, 2000) AS i", table))
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		committed := map[int64]bool{}
+		errs := make(chan error, writers)
+		for i := range writers {
+			wg.Add(1)
+			go func(c *pgx.Conn, w int) {
+				defer wg.Done()
+				insert := fmt.Sprintf("INSERT INTO %s (k, b) VALUES ($1, $2)", table)
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					k := nextKey.Add(1)
+					var err error
+					if w == 0 {
+						_, err = c.Exec(ctx, insert, pgx.QueryExecModeSimpleProtocol, k, k%101)
+					} else {
+						_, err = rcWriter(ctx, c, func(tx pgx.Tx) error {
+							_, err := tx.Exec(ctx, insert, k, k%101)
+							time.Sleep(time.Duration(w%2) * time.Millisecond)
+							return err
+						})
+					}
+					if err != nil {
+						errs <- err
+						return
+					}
+					mu.Lock()
+					committed[k] = true
+					mu.Unlock()
+				}
+			}(conns[i], i)
+		}
+		for _, ddl := range []string{
+			"ALTER TABLE %s ADD PRIMARY KEY (k)",
+			"ALTER TABLE %s ALTER COLUMN b TYPE numeric",
+			"ALTER TABLE %s ALTER COLUMN k TYPE numeric",
+		} {
+			time.Sleep(20 * time.Millisecond)
+			for {
+				_, err := admin.Exec(ctx, fmt.Sprintf(ddl, table))
+				if err == nil {
+					break
+				}
+				if sqlState(err) != "40001" {
+					t.Fatalf("round %d: %s: %v", round, fmt.Sprintf(ddl, table), err)
+				}
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+		close(stop)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatalf("round %d: writer: %v", round, err)
+		}
+		got := queryInts(t, admin, fmt.Sprintf("SELECT k::int8 FROM %s WHERE k > 0", table))
+		slices.Sort(got)
+		var want []int64
+		for k := range committed {
+			want = append(want, k)
+		}
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			missing, extra := diffInts(want, got)
+			t.Fatalf("round %d: %s holds %d written rows, the writers committed %d; missing %v, extra %v",
+				round, table, len(got), len(want), head(missing), head(extra))
+		}
+		t.Logf("round %d: %d rows written by the writers", round, len(want))
+		if n := queryInts(t, admin, fmt.Sprintf("SELECT count(*) FROM %s WHERE k < 0", table)); n[0] != 2000 {
+			t.Fatalf("round %d: %s holds %d of its 2000 first rows", round, table, n[0])
+		}
+		if _, err := admin.Exec(ctx, fmt.Sprintf("INSERT INTO %s VALUES (-1, 0)", table)); sqlState(err) != "23505" {
+			t.Fatalf("round %d: duplicate of the new key: %v, want 23505", round, err)
+		}
+	}
+}

@@ -128,7 +128,7 @@ type dmlState struct {
 	batchLines []lineRow
 
 	// bulk: the rows go to fresh storage as committed values (bulk.go);
-	// bulkErr is what bulkWrites refused.
+	// bulkErr is what kv.BulkWrites refused.
 	bulk    bool
 	bulkErr error
 
@@ -453,7 +453,7 @@ func (s *dmlState) write(ctx context.Context, ti *tableInfo, old, new []types.Da
 		s.batchLines = append(s.batchLines, lineRow{line: s.curLine, row: new})
 	}
 	if s.bulk {
-		if err := ti.writer.Write(bulkWrites{b: s.batch, err: &s.bulkErr}, old, new); err != nil {
+		if err := ti.writer.Write(kv.BulkWrites{Batch: s.batch, Err: &s.bulkErr}, old, new); err != nil {
 			return err
 		}
 		return s.bulkErr
