@@ -9,8 +9,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // TestAdminUI: the overview page and the JSON API describe the node, its
@@ -19,10 +17,7 @@ func TestAdminUI(t *testing.T) {
 	s := start(t, Config{Insecure: true, Locality: "region=us-west"})
 	defer s.Stop(context.Background())
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", s.Addr()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := connect(t, s)
 	defer conn.Close(ctx)
 	for _, q := range []string{
 		"CREATE DATABASE shop",

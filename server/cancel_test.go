@@ -3,11 +3,9 @@ package server
 import (
 	"context"
 	"errors"
-	"fmt"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -19,10 +17,7 @@ func TestCancelRequest(t *testing.T) {
 	s := start(t, Config{Insecure: true})
 	defer s.Stop(context.Background())
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", s.Addr()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := connect(t, s)
 	defer conn.Close(ctx)
 
 	// Long enough that only a cancel ends it within the test's time.
@@ -37,7 +32,7 @@ func TestCancelRequest(t *testing.T) {
 	}
 	done := cancelAfter(200 * time.Millisecond)
 	start := time.Now()
-	_, err = conn.Exec(ctx, long)
+	_, err := conn.Exec(ctx, long)
 	if cerr := <-done; cerr != nil {
 		t.Fatalf("sending the cancel request: %v", cerr)
 	}
@@ -72,10 +67,7 @@ func TestCancelRequest(t *testing.T) {
 	}
 
 	// A cancel request that names another key is ignored.
-	other, err := pgx.Connect(ctx, fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", s.Addr()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	other := connect(t, s)
 	defer other.Close(ctx)
 	go func() {
 		time.Sleep(100 * time.Millisecond)

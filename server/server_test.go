@@ -24,6 +24,17 @@ func start(t *testing.T, cfg Config) *Server {
 	return s
 }
 
+// connect opens a pgx connection to s as postgres; the caller closes it
+// (before stopping s).
+func connect(t *testing.T, s *Server) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", s.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return conn
+}
+
 func TestHTTP(t *testing.T) {
 	s := start(t, Config{Insecure: true})
 	defer s.Stop(context.Background())

@@ -19,10 +19,7 @@ func TestTabletsView(t *testing.T) {
 	s := start(t, Config{Insecure: true})
 	defer s.Stop(context.Background())
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", s.Addr()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := connect(t, s)
 	defer conn.Close(ctx)
 	for _, q := range []string{
 		"CREATE DATABASE shop WITH colocated = true",
