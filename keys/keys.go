@@ -12,6 +12,9 @@
 //	\x01 x <user key>              lock table: the intent on <user key>
 //	\x01 t <anchor key> <txn id>   transaction record, on the tablet holding <anchor key>
 //	\x02 m <end key>               tablet directory: descriptor of the tablet ending at <end key>
+//	\x02 c n <node id>              cluster membership: a node's record (addresses, locality, status)
+//	\x02 c l <node id>              cluster membership: a node's liveness record (heartbeats)
+//	\x02 i ...                     replicated counters and identity (tablet IDs, node IDs, cluster ID)
 //	\x02 s ...                     other system keys (catalog, settings, jobs): the SQL layer's
 //	\x03 ... \xff\xff              table data: group / bucket / table / index / key
 //
@@ -173,3 +176,33 @@ func PrefixEnd(p []byte) []byte {
 	}
 	return append([]byte(nil), Max...)
 }
+
+// Cluster membership keys (package membership): addressable system keys,
+// replicated like any other, outside the directory and the SQL layer's.
+var (
+	nodeRecordPrefix = []byte{0x02, 'c', 'n'}
+	livenessPrefix   = []byte{0x02, 'c', 'l'}
+	// ClusterID holds the cluster's ID, chosen by its bootstrap.
+	ClusterID = []byte("\x02icluster-id")
+	// NodeIDCounter is the replicated counter of node IDs.
+	NodeIDCounter = []byte("\x02inode-id")
+	// InitialMembers holds how many initial members (node IDs 1..n) the
+	// cluster was bootstrapped with; allocated IDs come after them.
+	InitialMembers = []byte("\x02iinitial-members")
+)
+
+// NodeRecord is the key of node id's membership record.
+func NodeRecord(id uint64) []byte {
+	return binary.BigEndian.AppendUint64(append([]byte(nil), nodeRecordPrefix...), id)
+}
+
+// NodeRecordSpan is the span of every node record.
+func NodeRecordSpan() (lo, hi []byte) { return nodeRecordPrefix, PrefixEnd(nodeRecordPrefix) }
+
+// Liveness is the key of node id's liveness record.
+func Liveness(id uint64) []byte {
+	return binary.BigEndian.AppendUint64(append([]byte(nil), livenessPrefix...), id)
+}
+
+// LivenessSpan is the span of every liveness record.
+func LivenessSpan() (lo, hi []byte) { return livenessPrefix, PrefixEnd(livenessPrefix) }

@@ -157,6 +157,17 @@ type Config struct {
 	LogKeep uint64
 	// Logger receives raft's logs (nil: raft's default, discarded here).
 	Logger raft.Logger
+	// OnUnknownTablet, when set, is called (outside the node's lock) for
+	// a message from a group's leader to a tablet this node has no
+	// replica of: the node was added to the group, and the callback
+	// creates the empty replica (AddReplica with no peers) that the
+	// leader's snapshot then fills (member.go). Without it such messages
+	// are dropped.
+	OnUnknownTablet func(tabletID uint64)
+	// OnRemoved, when set, is called after a round in which this node's
+	// replica applied a configuration without itself: the replica is no
+	// longer a member and the callback destroys it (RemoveReplica).
+	OnRemoved func(tabletID uint64)
 }
 
 // Node drives every raft group of one node: it steps messages into them,
@@ -323,9 +334,20 @@ func (n *Node) Replica(tabletID uint64) *Replica {
 // node has no replica of are dropped (the placement layer creates the
 // replica first).
 func (n *Node) Step(env Envelope) error {
+	if to := env.Msg.GetTo(); to != 0 && to != n.cfg.NodeID {
+		// Meant for another node ID at this address: a wiped node that
+		// rejoined under a new ID still gets its old ID's traffic.
+		return nil
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	r := n.replicas[env.TabletID]
+	if r == nil && n.cfg.OnUnknownTablet != nil && fromLeader(env.Msg) {
+		n.mu.Unlock()
+		n.cfg.OnUnknownTablet(env.TabletID)
+		n.mu.Lock()
+		r = n.replicas[env.TabletID]
+	}
 	if r == nil {
 		return nil
 	}
@@ -625,6 +647,10 @@ func (n *Node) processReady() (bool, []func(), error) {
 		}
 		if f := x.r.updateLease(obs); f != nil {
 			after = append(after, f)
+		}
+		if n.cfg.OnRemoved != nil && x.r.applied > 0 && !isMember(x.r.conf, n.cfg.NodeID) && len(x.r.conf.GetVoters()) > 0 {
+			id := x.r.TabletID
+			after = append(after, func() { n.cfg.OnRemoved(id) })
 		}
 	}
 	// Truncate logs that grew past LogKeep applied entries. The entries

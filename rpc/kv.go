@@ -34,6 +34,8 @@ type ServeOption func(*serveConfig)
 
 type serveConfig struct {
 	kv kvpb.Sender
+	// methods are the node-service methods (node.go).
+	methods map[string]MethodHandler
 }
 
 // WithKV makes Serve also serve KV batches, sending each to s (the node's

@@ -103,6 +103,9 @@ func Serve(ln net.Listener, h Handler, snap SnapshotReceiver, opts ...ServeOptio
 	if cfg.kv != nil {
 		g.RegisterService(&kvServiceDesc, &kvServer{s: cfg.kv})
 	}
+	if len(cfg.methods) > 0 {
+		g.RegisterService(nodeServiceDesc(cfg.methods), nodeServer{})
+	}
 	s := &Server{g: g, ln: ln}
 	go func() { _ = g.Serve(ln) }()
 	return s

@@ -3,34 +3,51 @@ package server
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/keys"
 	"github.com/cairn-db/cairn/kv"
 	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/membership"
 	"github.com/cairn-db/cairn/raftnode"
 	"github.com/cairn-db/cairn/rpc"
 	"github.com/cairn-db/cairn/storage"
 	"github.com/cairn-db/cairn/store"
 )
 
-// A node started with Join is one of a fixed set of initial members (a
-// static bootstrap, as etcd's initial cluster): Join lists every member's
-// RPC address in the same order on every node, a node's ID is its
-// address's position (from 1), and every member bootstraps the first
-// tablet as a raft group of all of them. Adding nodes to a running
-// cluster (node ID allocation, learners, placement) is later work.
+// A node started with Join is replicated (package membership owns the
+// rules; this file wires them):
+//
+//   - If RPCAddr is among the Join addresses, the node is one of a fixed
+//     set of initial members (a static bootstrap, as etcd's initial
+//     cluster): Join lists every member's RPC address in the same order
+//     on every node, a node's ID is its address's position (from 1), and
+//     every member bootstraps the first tablet as a raft group of all of
+//     them. `--join A --rpc-addr A` is a cluster of one that others can
+//     join later.
+//   - Otherwise it joins a running cluster: with an empty store it asks
+//     the members at the Join addresses for a node ID (a replicated
+//     counter) and starts with no tablet; the replicate queues of the
+//     tablets' leaseholders then add it to their groups.
+//
+// An initial member whose store is empty first asks the others whether
+// the cluster already runs and knows its ID: then it was wiped, and it
+// joins as a new node instead of reusing an ID whose raft votes it lost.
+// Every store records the cluster's ID, and a node whose store belongs
+// to another cluster is refused.
 
-// nodeIDKey records the node ID a store was created with, so a store is
-// never reopened as another member.
-var nodeIDKey = keys.StoreLocal("node-id")
-
-// membersKey records the member list the store was bootstrapped with.
+// membersKey records the member list an initial member's store was
+// bootstrapped with (the node ID is membership's node-id key).
 var membersKey = keys.StoreLocal("members")
+
+// nodeIDKey is the store's node ID (shared with package membership).
+var nodeIDKey = keys.StoreLocal("node-id")
 
 // clusterMaxOffset is the maximum clock offset between the members.
 const clusterMaxOffset = 500 * time.Millisecond
@@ -38,20 +55,21 @@ const clusterMaxOffset = 500 * time.Millisecond
 // replication is a clustered node's replication half.
 type replication struct {
 	id        uint64
-	addrs     []string
 	transport *rpc.Transport
 	raft      *raftnode.Node
 	rpc       *rpc.Server
 	stopRun   context.CancelFunc
 	runDone   chan error
 	senders   *rpc.NodeSenders
+	member    *membership.Member
+	registry  *membership.Registry
 }
 
-// memberID returns the position (from 1) of self in join.
+// memberID returns the position (from 1) of self in join, 0 if absent.
 func memberID(join []string, self string) (uint64, error) {
 	i := slices.Index(join, self)
 	if i < 0 {
-		return 0, fmt.Errorf("--rpc-addr %s is not among the --join addresses %v: every member lists all members, itself included", self, join)
+		return 0, nil
 	}
 	if slices.Index(join[i+1:], self) >= 0 {
 		return 0, fmt.Errorf("--join lists %s twice", self)
@@ -91,35 +109,189 @@ func checkMembership(eng *storage.Engine, id uint64, join []string) error {
 	return b.Commit()
 }
 
-// startReplicated opens the store with every tablet a raft group of the
-// members, the RPC server (raft and KV) on ln, and the KV client that
-// routes to leaseholders. It sets s.store and s.db.
+// joinTimeout bounds how long a new node waits for a running cluster to
+// admit it (the members may still be starting).
+const joinTimeout = 60 * time.Second
+
+// identify decides this node's ID and whether it is an initial member
+// (whose first tablet starts with the initial members as its voters),
+// joining through the Join addresses when it must, and fills registry.
+func (s *Server) identify(ctx context.Context, registry *membership.Registry) (id uint64, peers []uint64, err error) {
+	cfg := s.cfg
+	pos, err := memberID(cfg.Join, cfg.RPCAddr)
+	if err != nil {
+		return 0, nil, err
+	}
+	ident, joined, err := membership.ReadIdentity(s.eng)
+	if err != nil {
+		return 0, nil, err
+	}
+	self := membership.NodeRecord{RPCAddr: cfg.RPCAddr, Locality: cfg.Locality}
+	others := slices.DeleteFunc(slices.Clone(cfg.Join), func(a string) bool { return a == cfg.RPCAddr })
+	initial := func() []uint64 {
+		ps := make([]uint64, len(cfg.Join))
+		for i, a := range cfg.Join {
+			ps[i] = uint64(i + 1)
+			registry.Set(membership.NodeRecord{NodeID: uint64(i + 1), RPCAddr: a})
+		}
+		return ps
+	}
+	cached := func() error {
+		recs, err := membership.CachedNodes(s.eng)
+		for _, r := range recs {
+			registry.Set(r)
+		}
+		return err
+	}
+	adopt := func(resp membership.JoinResponse) {
+		for _, r := range resp.Nodes {
+			registry.Set(r)
+		}
+	}
+	switch {
+	case ident.NodeID != 0 && joined:
+		// A node that joined, restarting: its peers confirm it belongs.
+		if err := cached(); err != nil {
+			return 0, nil, err
+		}
+		resp, err := membership.Join(ctx, append(others, addrsOf(registry, ident.NodeID)...), membership.JoinRequest{ClusterID: ident.ClusterID, NodeID: ident.NodeID, Node: self})
+		switch {
+		case errors.Is(err, membership.ErrRefused):
+			return 0, nil, err
+		case err != nil:
+			s.log.Warn("cairn: no member reachable to confirm this node; starting from its cached node table", "err", err)
+		default:
+			adopt(resp)
+		}
+		return ident.NodeID, nil, nil
+	case ident.NodeID != 0:
+		// An initial member restarting.
+		if pos == 0 {
+			return 0, nil, fmt.Errorf("the store is initial member %d's, but --rpc-addr %s is not among the --join addresses %v", ident.NodeID, cfg.RPCAddr, cfg.Join)
+		}
+		if err := checkMembership(s.eng, pos, cfg.Join); err != nil {
+			return 0, nil, err
+		}
+		peers := initial()
+		if err := cached(); err != nil {
+			return 0, nil, err
+		}
+		return pos, peers, nil
+	case pos != 0:
+		// An empty store of an initial member: the first start, or a
+		// wiped node if the cluster already runs and its ID is taken.
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		resp, err := membership.Join(pctx, others, membership.JoinRequest{InitialMember: pos, Node: self})
+		cancel()
+		switch {
+		case errors.Is(err, membership.ErrRefused):
+			return 0, nil, err
+		case err == nil && resp.NodeID != pos:
+			s.log.Info("cairn: the cluster runs and node ID taken: this (wiped) node joins as a new node", "was", pos, "node", resp.NodeID)
+			adopt(resp)
+			if err := membership.WriteIdentity(s.eng, membership.Identity{ClusterID: resp.ClusterID, NodeID: resp.NodeID}, true); err != nil {
+				return 0, nil, err
+			}
+			return resp.NodeID, nil, nil
+		case err == nil:
+			adopt(resp)
+			if err := membership.WriteIdentity(s.eng, membership.Identity{ClusterID: resp.ClusterID}, false); err != nil {
+				return 0, nil, err
+			}
+		}
+		if err := checkMembership(s.eng, pos, cfg.Join); err != nil {
+			return 0, nil, err
+		}
+		return pos, initial(), nil
+	default:
+		// An empty store joining a running cluster.
+		if ident.ClusterID != "" {
+			return 0, nil, fmt.Errorf("the store has cluster %s's ID but no node ID", ident.ClusterID)
+		}
+		deadline := time.Now().Add(joinTimeout)
+		for {
+			resp, err := membership.Join(ctx, cfg.Join, membership.JoinRequest{Node: self})
+			if err == nil {
+				adopt(resp)
+				if err := membership.WriteIdentity(s.eng, membership.Identity{ClusterID: resp.ClusterID, NodeID: resp.NodeID}, true); err != nil {
+					return 0, nil, err
+				}
+				s.log.Info("cairn: joined the cluster", "node", resp.NodeID, "cluster", resp.ClusterID)
+				return resp.NodeID, nil, nil
+			}
+			if errors.Is(err, membership.ErrRefused) || time.Now().After(deadline) {
+				return 0, nil, fmt.Errorf("joining the cluster at %v: %w", cfg.Join, err)
+			}
+			select {
+			case <-ctx.Done():
+				return 0, nil, ctx.Err()
+			case <-time.After(500 * time.Millisecond):
+			}
+		}
+	}
+}
+
+// addrsOf lists the RPC addresses the registry knows, but node self's.
+func addrsOf(r *membership.Registry, self uint64) []string {
+	var out []string
+	for _, rec := range r.Nodes() {
+		if rec.NodeID != self && rec.RPCAddr != "" {
+			out = append(out, rec.RPCAddr)
+		}
+	}
+	return out
+}
+
+// startReplicated opens the store with every tablet a raft group, the
+// RPC server (raft, KV and the membership methods) on ln, and the KV
+// client that routes to leaseholders. It sets s.store and s.db; the
+// membership's loops start later (startMembership), once the catalog is
+// there.
 func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.Listener) error {
 	cfg := s.cfg
-	id, err := memberID(cfg.Join, cfg.RPCAddr)
+	registry := membership.NewRegistry()
+	id, peers, err := s.identify(ctx, registry)
 	if err != nil {
 		return err
 	}
-	if err := checkMembership(s.eng, id, cfg.Join); err != nil {
-		return err
-	}
-	r := &replication{id: id, addrs: cfg.Join}
-	r.transport = rpc.NewTransport(rpc.TransportConfig{Resolve: func(n uint64) (string, error) {
-		if n == 0 || n > uint64(len(r.addrs)) {
-			return "", fmt.Errorf("no node %d", n)
-		}
-		return r.addrs[n-1], nil
-	}, Logger: s.log})
-	r.raft = raftnode.NewNode(raftnode.Config{NodeID: id}, s.eng, r.transport)
-	peers := make([]uint64, len(cfg.Join))
-	for i := range peers {
-		peers[i] = uint64(i + 1)
-	}
+	r := &replication{id: id, registry: registry}
+	r.transport = rpc.NewTransport(rpc.TransportConfig{Resolve: registry.Resolve, Logger: s.log})
+	var st atomic.Pointer[store.Store]
+	r.raft = raftnode.NewNode(raftnode.Config{
+		NodeID: id,
+		OnUnknownTablet: func(t uint64) {
+			if p := st.Load(); p != nil {
+				p.CreateReplica(kvpb.TabletID(t))
+			}
+		},
+		OnRemoved: func(t uint64) {
+			if p := st.Load(); p != nil {
+				if err := p.RemoveReplica(kvpb.TabletID(t)); err != nil {
+					s.log.Error("cairn: removing a replica", "tablet", t, "err", err)
+				}
+			}
+		},
+	}, s.eng, r.transport)
 	ls := &kv.LateSender{}
 	s.repl = r
-	if s.store, err = store.Open(ctx, s.eng, clock, store.Config{Sender: ls, Raft: &store.RaftConfig{Node: r.raft, Peers: peers}}); err != nil {
+	if s.store, err = store.Open(ctx, s.eng, clock, store.Config{Sender: ls, Raft: &store.RaftConfig{Node: r.raft, Peers: peers, Membership: true}}); err != nil {
 		return fmt.Errorf("opening tablets: %w", err)
 	}
+	st.Store(s.store)
+	r.member = membership.New(membership.Config{
+		Self:              membership.NodeRecord{NodeID: id, RPCAddr: cfg.RPCAddr, Locality: cfg.Locality},
+		InitialMembers:    len(peers),
+		Engine:            s.eng,
+		Clock:             clock,
+		Raft:              r.raft,
+		Store:             s.store,
+		Registry:          registry,
+		ReplicationFactor: cfg.ReplicationFactor,
+		DeadAfter:         cfg.DeadAfter,
+		LivenessTTL:       cfg.LivenessTTL,
+		ScanInterval:      cfg.ReplicateInterval,
+		Logger:            s.log,
+	})
 	r.senders = rpc.NewNodeSenders(r.transport, id, s.store)
 	lh := kv.NewLeaseholderSender(kv.LeaseholderConfig{
 		LocalNode: id,
@@ -127,11 +299,11 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 		Replicas: func(t kvpb.TabletID) []uint64 {
 			return slices.Clone(r.raft.Config(uint64(t)).GetVoters())
 		},
-		AllNodes: func() []uint64 { return peers },
+		AllNodes: registry.IDs,
 	})
-	s.db = kv.NewDB(lh, s.store, clock, cfg.DB)
+	s.db = kv.NewDB(lh, r.member, clock, cfg.DB)
 	ls.Set(s.db)
-	r.rpc = rpc.Serve(ln, func(env raftnode.Envelope) { _ = r.raft.Step(env) }, nil, rpc.WithKV(s.store))
+	r.rpc = rpc.Serve(ln, func(env raftnode.Envelope) { _ = r.raft.Step(env) }, nil, append([]rpc.ServeOption{rpc.WithKV(s.store)}, r.member.ServeOptions()...)...)
 	runCtx, cancel := context.WithCancel(context.Background())
 	r.stopRun, r.runDone = cancel, make(chan error, 1)
 	go func() {
@@ -141,7 +313,20 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 		}
 		r.runDone <- err
 	}()
-	s.log.Info("cairn: replicating", "node", id, "members", cfg.Join)
+	s.log.Info("cairn: replicating", "node", id, "join", cfg.Join)
+	return nil
+}
+
+// startMembership checks the cluster ID, registers the node with its
+// addresses and starts heartbeats and the replicate queue.
+func (s *Server) startMembership(ctx context.Context) error {
+	if s.repl == nil {
+		return nil
+	}
+	s.repl.member.SetAddrs(s.Addr().String(), s.HTTPAddr().String())
+	if err := s.repl.member.Start(ctx, s.db); err != nil {
+		return fmt.Errorf("joining the cluster's membership: %w", err)
+	}
 	return nil
 }
 
@@ -152,6 +337,7 @@ const raftTick = 50 * time.Millisecond
 // stop ends the RPC server and the raft scheduler (the store is closed
 // before, the engine after).
 func (r *replication) stopServing() {
+	r.member.Stop()
 	r.rpc.Stop()
 }
 

@@ -73,6 +73,16 @@ type Config struct {
 	Logger *slog.Logger
 	// DB tunes the KV client (zero: defaults).
 	DB kv.Options
+	// ReplicationFactor is the number of voters a tablet of a replicated
+	// cluster aims for (0: 3; package membership).
+	ReplicationFactor int
+	// DeadAfter is how long after its last heartbeat a node is dead and
+	// its replicas replaced (0: 60s).
+	DeadAfter time.Duration
+	// LivenessTTL (how long a heartbeat keeps a node live; 0: 9s, at
+	// most half of DeadAfter) and ReplicateInterval (how often the
+	// replicate queue runs; 0: 1s) are for tests.
+	LivenessTTL, ReplicateInterval time.Duration
 }
 
 // Server is a running node.
@@ -173,6 +183,11 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		// "Catalog generation").
 		SoleCatalogWriter: len(cfg.Join) == 0})
 	if s.pg, err = pgwire.NewServer(pgwire.Config{Backend: s.backend, Insecure: cfg.Insecure, Logger: log}); err != nil {
+		s.sqlLn.Close()
+		s.httpLn.Close()
+		return nil, err
+	}
+	if err := s.startMembership(ctx); err != nil {
 		s.sqlLn.Close()
 		s.httpLn.Close()
 		return nil, err

@@ -21,6 +21,14 @@ type RaftConfig struct {
 	// yet: every node of a new cluster opens the bootstrap tablet with the
 	// same peers (one node: itself, replication factor 1).
 	Peers []uint64
+	// Membership says replicas come and go (package membership adds and
+	// removes them): the store opens only the tablets this node holds
+	// raft state for, does not require them to tile the keyspace, never
+	// bootstraps a store that was bootstrapped before, and creates and
+	// destroys replicas as raft messages and configuration changes
+	// arrive (member.go). With Peers empty the node joined a running
+	// cluster: it starts with no tablet at all.
+	Membership bool
 }
 
 // raftGroup adapts a raftnode replica to tablet.Raft.
@@ -76,6 +84,13 @@ func (s *Store) onSplit(left, right *tablet.Replica) {
 		lease, _ = rep.Lease()
 	}
 	rid := right.Desc().TabletID
+	if s.cfg.Raft.Membership && n.Replica(uint64(rid)) != nil {
+		// The right group's leader reached this node before it applied
+		// the split, and the message created the replica (empty, to be
+		// filled by that leader's snapshot): keep it.
+		right.Close()
+		return
+	}
 	if err := s.joinGroup(right, voters, lease != 0); err != nil {
 		// Only an engine failure gets here, and the engine refuses every
 		// later write: the node is done. The right side stays unserved

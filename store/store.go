@@ -90,15 +90,22 @@ func Open(ctx context.Context, eng *storage.Engine, clock *hlc.Clock, cfg Config
 	if err != nil {
 		return nil, fmt.Errorf("store: open: %w", err)
 	}
-	if len(descs) == 0 {
-		d, err := s.bootstrap()
-		if err != nil {
+	member := cfg.Raft != nil && cfg.Raft.Membership
+	if member {
+		if descs, err = s.memberTablets(descs); err != nil {
 			return nil, err
 		}
-		descs = []kvpb.TabletDescriptor{d}
-	}
-	if err := checkTiling(descs); err != nil {
-		return nil, err
+	} else {
+		if len(descs) == 0 {
+			d, err := s.bootstrap()
+			if err != nil {
+				return nil, err
+			}
+			descs = []kvpb.TabletDescriptor{d}
+		}
+		if err := checkTiling(descs); err != nil {
+			return nil, err
+		}
 	}
 	for _, d := range descs {
 		r, err := tablet.New(eng, clock, d, s.tabletConfig())
@@ -108,6 +115,12 @@ func Open(ctx context.Context, eng *storage.Engine, clock *hlc.Clock, cfg Config
 		}
 		if s.cfg.Raft != nil {
 			peers := s.cfg.Raft.Peers
+			if member && (d.TabletID != firstTabletID || d.Generation != 0) {
+				// Only the bootstrap tablet starts from the configured
+				// peers; every other tablet of a member came with its
+				// raft state (memberTablets).
+				peers = nil
+			}
 			// A tablet this node learned of through a snapshot of
 			// another waits for its own group's snapshot, whatever
 			// its engine holds in its span.
@@ -202,7 +215,9 @@ func (s *Store) Tablets() []kvpb.TabletDescriptor {
 	s.mu.RLock()
 	out := make([]kvpb.TabletDescriptor, 0, len(s.mu.replicas))
 	for _, r := range s.mu.replicas {
-		out = append(out, r.Desc())
+		if d := r.Desc(); !placeholder(d) {
+			out = append(out, d)
+		}
 	}
 	s.mu.RUnlock()
 	slices.SortFunc(out, func(a, b kvpb.TabletDescriptor) int { return bytes.Compare(a.StartKey, b.StartKey) })
@@ -365,6 +380,11 @@ func (s *Store) split(ctx context.Context, splitKey []byte) (left, right kvpb.Ta
 	s.splitMu.Lock()
 	defer s.splitMu.Unlock()
 	r := s.replicaForKey(splitKey)
+	if r == nil && s.cfg.Raft != nil && s.cfg.Raft.Membership {
+		// A member need not hold every tablet: the router tries the
+		// tablet's other nodes.
+		return left, right, &kvpb.TabletNotFoundError{}
+	}
 	if r == nil {
 		return left, right, fmt.Errorf("store: split at %q: %w", splitKey, ErrNoTablet)
 	}

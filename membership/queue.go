@@ -1,0 +1,215 @@
+package membership
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	pb "go.etcd.io/raft/v3/raftpb"
+)
+
+// The replicate queue. Every ScanInterval each node looks at the tablets
+// whose lease it holds and makes at most one membership change per tablet
+// (raft allows one pending change at a time), in this order:
+//
+//  1. leave a joint configuration, if one is left over;
+//  2. a learner: remove it if its node is not eligible or it has not
+//     caught up within LearnerTimeout, promote it to voter once its log
+//     has every committed entry (it came up through a snapshot), else
+//     wait;
+//  3. too few good voters (live, active nodes): add a learner on an
+//     eligible node without a replica, preferring a locality the tablet
+//     has no voter in, then the node with the fewest replicas;
+//  4. a voter on a node that is leaving (dead, decommissioning): remove
+//     it once the good voters suffice;
+//  5. more good voters than the replication factor: remove one (in the
+//     most crowded locality, then on the fullest node).
+//
+// A leaseholder never removes itself: it hands leadership to another good
+// voter first, and the new leaseholder's queue removes it.
+//
+// The number of voters aimed for is the replication factor, or the number
+// of eligible nodes when fewer, made odd (two voters survive no more
+// failures than one and need both for a quorum): 1 node → 1, 2 → 1,
+// 3 → 3, 4 or more → the factor.
+
+// neededVoters is the number of voters to aim for given the eligible nodes.
+func neededVoters(rf, eligible int) int {
+	n := min(rf, eligible)
+	if n < rf && n%2 == 0 && n > 1 {
+		n--
+	}
+	return max(n, 1)
+}
+
+func (m *Member) scan(ctx context.Context) error {
+	v, err := m.View(ctx)
+	if err != nil {
+		return err
+	}
+	for _, id := range m.cfg.Raft.Tablets() {
+		rep := m.cfg.Raft.Replica(id)
+		if rep == nil {
+			continue
+		}
+		if term, _ := rep.Lease(); term == 0 {
+			continue
+		}
+		if err := m.considerTablet(id, v); err != nil {
+			m.cfg.Logger.Debug("membership: replicate queue", "tablet", id, "err", err)
+		}
+	}
+	return nil
+}
+
+// considerTablet makes at most one change to tablet id's group.
+func (m *Member) considerTablet(id uint64, v *View) error {
+	n := m.cfg.Raft
+	self := m.NodeID()
+	cs := n.Config(id)
+	if len(cs.GetVotersOutgoing()) > 0 {
+		return n.ProposeConfChange(id, &pb.ConfChangeV2{})
+	}
+	voters, learners := cs.GetVoters(), cs.GetLearners()
+	now := time.Now()
+	for _, l := range learners {
+		key := [2]uint64{id, l}
+		m.mu.Lock()
+		since, ok := m.learners[key]
+		if !ok {
+			since = now
+			m.learners[key] = now
+		}
+		m.mu.Unlock()
+		if !v.Eligible(l) || now.Sub(since) > m.cfg.LearnerTimeout {
+			m.forgetLearner(key)
+			return m.change(id, pb.ConfChangeType_ConfChangeRemoveNode, l, "remove learner")
+		}
+		p, ok := n.Progress(id)
+		if ok && p.Commit > 0 && p.Match[l] >= p.Commit {
+			m.forgetLearner(key)
+			return m.change(id, pb.ConfChangeType_ConfChangeAddNode, l, "promote learner")
+		}
+		return nil
+	}
+	eligible := 0
+	for nid := range v.Nodes {
+		if v.Eligible(nid) {
+			eligible++
+		}
+	}
+	need := neededVoters(m.cfg.ReplicationFactor, eligible)
+	var good, leaving []uint64
+	for _, vo := range voters {
+		switch {
+		case v.Leaving(vo):
+			leaving = append(leaving, vo)
+		case v.Eligible(vo) || v.State(vo) == Suspect || vo == self:
+			good = append(good, vo)
+		}
+	}
+	if len(good) < need {
+		if t := m.pickTarget(v, voters, good); t != 0 {
+			return m.change(id, pb.ConfChangeType_ConfChangeAddLearnerNode, t, "add learner")
+		}
+	}
+	if len(leaving) > 0 && (len(good) >= need || len(voters) > 1) {
+		// With no replacement possible a leaving voter still goes while
+		// another remains: a dead voter only counts against the quorum.
+		// A decommissioning leaseholder hands its lease over first.
+		victim := leaving[0]
+		if victim == self {
+			return m.handOff(id, good)
+		}
+		if len(good) < need && v.State(victim) != Dead {
+			// A live decommissioning node keeps its replica until a
+			// replacement exists.
+			return nil
+		}
+		return m.change(id, pb.ConfChangeType_ConfChangeRemoveNode, victim, "remove leaving voter")
+	}
+	if len(good) > m.cfg.ReplicationFactor {
+		victim := m.pickVictim(v, good)
+		if victim == self {
+			return m.handOff(id, good)
+		}
+		return m.change(id, pb.ConfChangeType_ConfChangeRemoveNode, victim, "remove surplus voter")
+	}
+	return nil
+}
+
+func (m *Member) forgetLearner(key [2]uint64) {
+	m.mu.Lock()
+	delete(m.learners, key)
+	m.mu.Unlock()
+}
+
+func (m *Member) change(id uint64, t pb.ConfChangeType, node uint64, what string) error {
+	m.cfg.Logger.Info("membership: "+what, "tablet", id, "node", node, "by", m.NodeID())
+	cc := &pb.ConfChangeV2{Changes: []*pb.ConfChangeSingle{{Type: &t, NodeId: &node}}}
+	if err := m.cfg.Raft.ProposeConfChange(id, cc); err != nil {
+		return fmt.Errorf("membership: %s %d of tablet %d: %w", what, node, id, err)
+	}
+	return nil
+}
+
+// handOff transfers tablet id's leadership to another good voter.
+func (m *Member) handOff(id uint64, good []uint64) error {
+	for _, g := range good {
+		if g != m.NodeID() {
+			return m.cfg.Raft.TransferLeadershipTo(id, g)
+		}
+	}
+	return nil
+}
+
+// pickTarget chooses an eligible node holding no replica of the tablet:
+// first one whose locality no good voter has, then the one with the
+// fewest replicas, then the lowest ID. 0: none.
+func (m *Member) pickTarget(v *View, members, good []uint64) uint64 {
+	used := map[string]bool{}
+	for _, g := range good {
+		used[v.Nodes[g].Locality] = true
+	}
+	var best uint64
+	bestKey := [2]int{}
+	for nid := range v.Nodes {
+		if !v.Eligible(nid) || slices.Contains(members, nid) {
+			continue
+		}
+		k := [2]int{0, v.Liveness[nid].Replicas}
+		if used[v.Nodes[nid].Locality] {
+			k[0] = 1
+		}
+		if best == 0 || k[0] < bestKey[0] || (k[0] == bestKey[0] && (k[1] < bestKey[1] || (k[1] == bestKey[1] && nid < best))) {
+			best, bestKey = nid, k
+		}
+	}
+	return best
+}
+
+// pickVictim chooses the good voter to remove when there are too many:
+// one in the most crowded locality, then on the node with the most
+// replicas, never this node if another qualifies.
+func (m *Member) pickVictim(v *View, good []uint64) uint64 {
+	count := map[string]int{}
+	for _, g := range good {
+		count[v.Nodes[g].Locality]++
+	}
+	var best uint64
+	bestKey := [2]int{}
+	for _, g := range good {
+		if g == m.NodeID() {
+			continue
+		}
+		k := [2]int{count[v.Nodes[g].Locality], v.Liveness[g].Replicas}
+		if best == 0 || k[0] > bestKey[0] || (k[0] == bestKey[0] && (k[1] > bestKey[1] || (k[1] == bestKey[1] && g > best))) {
+			best, bestKey = g, k
+		}
+	}
+	if best == 0 {
+		return m.NodeID()
+	}
+	return best
+}

@@ -1,0 +1,129 @@
+package raftnode
+
+// Membership plumbing: what the placement layer (package membership)
+// needs from a node's groups to add, promote and remove replicas.
+
+import (
+	"fmt"
+	"slices"
+
+	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+)
+
+// fromLeader reports whether m is one only a group's leader sends to a
+// member: the kinds that may create a replica on a node just added.
+func fromLeader(m *pb.Message) bool {
+	switch m.GetType() {
+	case pb.MessageType_MsgApp, pb.MessageType_MsgSnap, pb.MessageType_MsgHeartbeat:
+		return true
+	}
+	return false
+}
+
+// isMember reports whether node is a voter or learner of cs (in either
+// half of a joint configuration).
+func isMember(cs *pb.ConfState, node uint64) bool {
+	return slices.Contains(cs.GetVoters(), node) || slices.Contains(cs.GetLearners(), node) ||
+		slices.Contains(cs.GetVotersOutgoing(), node) || slices.Contains(cs.GetLearnersNext(), node)
+}
+
+// Tablets lists the tablets this node has a replica of.
+func (n *Node) Tablets() []uint64 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := make([]uint64, 0, len(n.replicas))
+	for id := range n.replicas {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// NodeID is this node's ID.
+func (n *Node) NodeID() uint64 { return n.cfg.NodeID }
+
+// Progress is what a leader knows of its group: the commit index and,
+// for each member, the highest index known to be in its log (Match).
+type Progress struct {
+	Commit uint64
+	Match  map[uint64]uint64
+}
+
+// Progress returns the group's progress if this node's replica of
+// tabletID leads it (ok false otherwise).
+func (n *Node) Progress(tabletID uint64) (p Progress, ok bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	r := n.replicas[tabletID]
+	if r == nil {
+		return p, false
+	}
+	st := r.rn.Status()
+	if st.RaftState != raft.StateLeader {
+		return p, false
+	}
+	p.Commit = st.GetCommit()
+	p.Match = map[uint64]uint64{}
+	for id, pr := range st.Progress {
+		p.Match[id] = pr.Match
+	}
+	return p, true
+}
+
+// TransferLeadershipTo asks this node's replica of tabletID, if it leads,
+// to hand leadership to node to (used before removing the leader's own
+// replica: a leader never removes itself).
+func (n *Node) TransferLeadershipTo(tabletID, to uint64) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	r := n.replicas[tabletID]
+	if r == nil {
+		return fmt.Errorf("raftnode: node %d has no replica of tablet %d", n.cfg.NodeID, tabletID)
+	}
+	defer n.signal()
+	r.rn.TransferLeader(to)
+	return nil
+}
+
+// RemoveReplica closes this node's replica of tabletID after it left the
+// group and deletes its raft state, keeping only the term and vote of its
+// hard state: if the node is later added to the group again, the replica
+// starts empty but never votes twice in a term. The caller clears the
+// tablet's data.
+func (n *Node) RemoveReplica(tabletID uint64) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	r := n.replicas[tabletID]
+	if r == nil {
+		return nil
+	}
+	hs, _, _ := r.log.InitialState()
+	b := n.eng.NewBatch()
+	defer b.Close()
+	if err := r.log.Destroy(b); err != nil {
+		return err
+	}
+	if hs != nil && !raft.IsEmptyHardState(hs) {
+		term, vote := hs.GetTerm(), hs.GetVote()
+		keep := &pb.HardState{Term: &term, Vote: &vote}
+		if err := r.log.SetHardState(b, keep); err != nil {
+			return err
+		}
+	}
+	if err := b.Delete(n.appliedKey(tabletID)); err != nil {
+		return err
+	}
+	if err := b.Commit(); err != nil {
+		return fmt.Errorf("raftnode: removing the replica of tablet %d: %w", tabletID, err)
+	}
+	delete(n.replicas, tabletID)
+	return nil
+}
+
+// HasState reports whether this node holds raft state for tabletID: a
+// configuration (it is or was a member since its last removal).
+func HasState(ls *LogStore) bool {
+	_, cs, _ := ls.InitialState()
+	return len(cs.GetVoters())+len(cs.GetLearners()) > 0
+}
