@@ -221,7 +221,12 @@ func writeJSON(w http.ResponseWriter, v any) {
 
 func (s *Server) adminRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/nodes", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, []NodeInfo{s.nodeInfo()})
+		nodes, err := s.nodeInfos(r.Context())
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		writeJSON(w, nodes)
 	})
 	mux.HandleFunc("GET /api/databases", func(w http.ResponseWriter, r *http.Request) {
 		dbs, err := s.databases(r.Context())
@@ -249,7 +254,11 @@ func (s *Server) adminRoutes(mux *http.ServeMux) {
 			Nodes     []NodeInfo
 			Databases []DatabaseInfo
 			Tablets   []TabletInfo
-		}{[]NodeInfo{s.nodeInfo()}, dbs, s.tabletInfos(dbs)}
+		}{nil, dbs, s.tabletInfos(dbs)}
+		if page.Nodes, err = s.nodeInfos(r.Context()); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
 		var buf bytes.Buffer
 		if err := overviewPage.Execute(&buf, page); err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)

@@ -2,8 +2,11 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"net"
+	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -213,5 +216,212 @@ func TestJoinUpReplicates(t *testing.T) {
 	execSQL(t, n2, "INSERT INTO t VALUES (102, 'without node 1')")
 	if n := countRows(t, n3, "t"); n != 102 {
 		t.Fatalf("node 3 sees %d rows without node 1, want 102", n)
+	}
+}
+
+// relisten listens on addr again (a stopped node's port).
+func relisten(t *testing.T, addr string) net.Listener {
+	t.Helper()
+	var err error
+	for range 100 {
+		var ln net.Listener
+		if ln, err = net.Listen("tcp", addr); err == nil {
+			return ln
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("relistening on %s: %v", addr, err)
+	return nil
+}
+
+// keysOf returns the keys of table t through node s.
+func keysOf(t *testing.T, s *Server, table string) map[int]bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn := connect(t, s)
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, "SELECT k FROM "+table)
+	if err != nil {
+		t.Fatalf("reading %s through node %d: %v", table, s.repl.id, err)
+	}
+	out := map[int]bool{}
+	for rows.Next() {
+		var k int
+		if err := rows.Scan(&k); err != nil {
+			t.Fatal(err)
+		}
+		out[k] = true
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("reading %s through node %d: %v", table, s.repl.id, err)
+	}
+	return out
+}
+
+// TestDeadNodeReplaced: four nodes, every tablet on three; one of them
+// stops for good, and after --dead-after its replicas are replaced on
+// the fourth while writes go on; no acknowledged write is lost.
+func TestDeadNodeReplaced(t *testing.T) {
+	c := newMemberCluster(t, 2*time.Second)
+	n1 := c.start(nil, "")
+	execSQL(t, n1, "CREATE TABLE t (k INT PRIMARY KEY, v TEXT)")
+	split(t, n1, "\x03m")
+	join := []string{c.addrs[1]}
+	n2 := c.start(join, "")
+	c.start(join, "")
+	c.waitPlacement("three voters", 30*time.Second, sameNodes(1, 2, 3))
+	n4 := c.start(join, "")
+	acked := map[int]bool{}
+	write := func(s *Server, from, to int) {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		conn := connect(t, s)
+		defer conn.Close(ctx)
+		for k := from; k < to; k++ {
+			if _, err := conn.Exec(ctx, "INSERT INTO t VALUES ($1, 'v')", k); err == nil {
+				acked[k] = true
+			}
+		}
+	}
+	write(n1, 0, 50)
+	c.stop(3)
+	write(n2, 50, 100)
+	p := c.waitPlacement("node 3's replicas replaced", 60*time.Second, sameNodes(1, 2, 4))
+	t.Logf("placement: %v; %d writes acknowledged", p, len(acked))
+	if len(acked) < 50 {
+		t.Fatalf("only %d of 100 writes acknowledged", len(acked))
+	}
+	for _, s := range []*Server{n1, n4} {
+		got := keysOf(t, s, "t")
+		for k := range acked {
+			if !got[k] {
+				t.Fatalf("acknowledged key %d missing through node %d", k, s.repl.id)
+			}
+		}
+	}
+	// The new replicas hold the data: node 1 stops too, and nodes 2 and
+	// 4 still have a quorum of every tablet.
+	c.stop(1)
+	if got := keysOf(t, n4, "t"); len(got) < len(acked) {
+		t.Fatalf("node 4 sees %d rows without nodes 1 and 3, want at least %d", len(got), len(acked))
+	}
+}
+
+// postAPI posts to a node's HTTP API and returns the status code.
+func postAPI(t *testing.T, s *Server, path string) int {
+	t.Helper()
+	resp, err := http.Post("http://"+s.HTTPAddr().String()+path, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// apiNodes reads /api/nodes through node s.
+func apiNodes(t *testing.T, s *Server) map[int]NodeInfo {
+	t.Helper()
+	resp, err := http.Get("http://" + s.HTTPAddr().String() + "/api/nodes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var nodes []NodeInfo
+	if err := json.NewDecoder(resp.Body).Decode(&nodes); err != nil {
+		t.Fatal(err)
+	}
+	out := map[int]NodeInfo{}
+	for _, n := range nodes {
+		out[n.NodeID] = n
+	}
+	return out
+}
+
+// TestDecommission: decommissioning a node of four moves its replicas to
+// the node that had none; it can be marked decommissioned only then, and
+// the data reads back without it.
+func TestDecommission(t *testing.T) {
+	c := newMemberCluster(t, 60*time.Second)
+	n1 := c.start(nil, "")
+	execSQL(t, n1, "CREATE TABLE t (k INT PRIMARY KEY, v TEXT)")
+	execSQL(t, n1, "INSERT INTO t SELECT g, 'x' FROM generate_series(1, 100) AS g")
+	split(t, n1, "\x03m")
+	join := []string{c.addrs[1]}
+	c.start(join, "")
+	c.start(join, "")
+	c.waitPlacement("three voters", 30*time.Second, sameNodes(1, 2, 3))
+	n4 := c.start(join, "")
+	if code := postAPI(t, n1, "/api/nodes/2/decommission?done=1"); code != http.StatusConflict {
+		t.Fatalf("marking node 2 decommissioned while it holds replicas: status %d, want 409", code)
+	}
+	if code := postAPI(t, n1, "/api/nodes/2/decommission"); code != http.StatusOK {
+		t.Fatalf("decommission: status %d", code)
+	}
+	c.waitPlacement("node 2's replicas moved", 30*time.Second, sameNodes(1, 3, 4))
+	deadline := time.Now().Add(20 * time.Second)
+	for apiNodes(t, n4)[2].Replicas != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the leaders still count replicas on node 2: %+v", apiNodes(t, n4)[2])
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if code := postAPI(t, n1, "/api/nodes/2/decommission?done=1"); code != http.StatusOK {
+		t.Fatalf("marking node 2 decommissioned: status %d", code)
+	}
+	if l := apiNodes(t, n4)[2].Liveness; l != "decommissioned" {
+		t.Fatalf("node 2's liveness is %q, want decommissioned", l)
+	}
+	c.stop(2)
+	if n := countRows(t, n4, "t"); n != 100 {
+		t.Fatalf("node 4 sees %d rows, want 100", n)
+	}
+}
+
+// TestStoreOfAnotherClusterRefused: a node that joined cluster B,
+// restarted on its store with cluster A's address to join, is refused
+// with an error naming both clusters, and cluster A is unchanged.
+func TestStoreOfAnotherClusterRefused(t *testing.T) {
+	a := newMemberCluster(t, 60*time.Second)
+	a1 := a.start(nil, "")
+	b := newMemberCluster(t, 60*time.Second)
+	b.start(nil, "")
+	b2 := b.start([]string{b.addrs[1]}, "")
+	if b2.repl.id != 2 {
+		t.Fatalf("node of cluster B has ID %d, want 2", b2.repl.id)
+	}
+	addr, dir := b.addrs[2], b.dirs[2]
+	b.stop(2)
+	_, err := Start(context.Background(), a.config(addr, relisten(t, addr), dir, []string{a.addrs[1]}, ""))
+	if err == nil || !strings.Contains(err.Error(), "belongs to cluster "+b.nodes[1].repl.member.ClusterID()) || !strings.Contains(err.Error(), a1.repl.member.ClusterID()) {
+		t.Fatalf("starting cluster B's store against cluster A: %v; want a refusal naming both clusters", err)
+	}
+	t.Logf("refused: %v", err)
+	if nodes := apiNodes(t, a1); len(nodes) != 1 {
+		t.Fatalf("cluster A has nodes %v after the refusal, want only node 1", nodes)
+	}
+}
+
+// TestWipedNodeRejoins: a node whose store is wiped starts again on the
+// same address, joins as a new node ID, and once its old ID is dead the
+// old ID's replicas are replaced on the new one.
+func TestWipedNodeRejoins(t *testing.T) {
+	c := newMemberCluster(t, 2*time.Second)
+	n1 := c.start(nil, "")
+	execSQL(t, n1, "CREATE TABLE t (k INT PRIMARY KEY, v TEXT)")
+	execSQL(t, n1, "INSERT INTO t SELECT g, 'x' FROM generate_series(1, 100) AS g")
+	join := []string{c.addrs[1]}
+	c.start(join, "")
+	c.start(join, "")
+	c.waitPlacement("three voters", 30*time.Second, sameNodes(1, 2, 3))
+	addr := c.addrs[3]
+	c.stop(3)
+	n := c.startAt(addr, relisten(t, addr), t.TempDir(), join, "")
+	if n.repl.id != 4 {
+		t.Fatalf("the wiped node rejoined as node %d, want a new ID 4", n.repl.id)
+	}
+	c.waitPlacement("node 3 replaced by node 4", 60*time.Second, sameNodes(1, 2, 4))
+	if got := countRows(t, n, "t"); got != 100 {
+		t.Fatalf("the rejoined node sees %d rows, want 100", got)
 	}
 }

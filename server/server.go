@@ -348,6 +348,7 @@ func (s *Server) httpHandler() http.Handler {
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	s.adminRoutes(mux)
+	s.nodeRoutes(mux)
 	return mux
 }
 

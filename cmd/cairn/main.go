@@ -14,8 +14,16 @@
 // (later starts ignore both). --join lists the RPC addresses of every
 // initial member of a replicated cluster, --rpc-addr among them, in the
 // same order on every member (the node's ID is its position); every tablet
-// is then a raft group of all members, and any member serves SQL. Adding
-// nodes to a running cluster is not there yet.
+// is then a raft group of all members, and any member serves SQL. A node
+// whose --rpc-addr is not among the --join addresses joins the running
+// cluster they belong to: it gets a new node ID and the tablets'
+// leaseholders add replicas on it (--replication-factor voters per
+// tablet; a node silent for --dead-after has its replicas replaced).
+// `--join A --rpc-addr A` starts a cluster of one that others can join.
+//
+// node status lists the cluster's nodes (liveness, replicas, leaders)
+// through a node's HTTP API; node decommission N moves every replica off
+// node N and then marks it decommissioned.
 //
 // demo starts an in-memory insecure node with a few sample tables, prints
 // its URL and opens the SQL shell (or, with --no-shell, serves until
@@ -36,7 +44,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -68,8 +75,11 @@ func tuneGC() {
 const usage = `usage:
   cairn start --store DIR [--sql-addr HOST:PORT] [--rpc-addr HOST:PORT] [--http-addr HOST:PORT]
               [--join ADDR,...] [--locality key=value,...] [--insecure] [--initial-password PW]
+              [--replication-factor N] [--dead-after DURATION]
   cairn demo [--no-shell]
   cairn sql --url URL [-e SQL]
+  cairn node status --host HTTP-HOST:PORT
+  cairn node decommission N --host HTTP-HOST:PORT
 `
 
 // run is main without the process: it returns the exit status.
@@ -86,6 +96,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = cmdDemo(args[1:], stdin, stdout, stderr)
 	case "sql":
 		err = cmdSQL(args[1:], stdin, stdout, stderr)
+	case "node":
+		err = cmdNode(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
@@ -129,7 +141,9 @@ func parseStart(args []string, stderr io.Writer) (startFlags, error) {
 	fs.StringVar(&f.cfg.SQLAddr, "sql-addr", "127.0.0.1:26257", "address for PostgreSQL clients")
 	fs.StringVar(&f.cfg.RPCAddr, "rpc-addr", "127.0.0.1:26357", "address for other nodes (listened on with --join)")
 	fs.StringVar(&f.cfg.HTTPAddr, "http-addr", "127.0.0.1:8080", "address for /health, /metrics and /debug/pprof")
-	fs.StringVar(&f.join, "join", "", "RPC addresses of all initial members, this one included, in the same order on each")
+	fs.StringVar(&f.join, "join", "", "RPC addresses of all initial members, this one included, in the same order on each; or of members of a running cluster to join")
+	fs.IntVar(&f.cfg.ReplicationFactor, "replication-factor", 3, "voters per tablet once that many nodes are live (replicated clusters)")
+	fs.DurationVar(&f.cfg.DeadAfter, "dead-after", 60*time.Second, "time without a heartbeat after which a node is dead and its replicas are replaced")
 	fs.StringVar(&f.cfg.Locality, "locality", "", "key=value[,key=value...], e.g. region=us-east1")
 	fs.BoolVar(&f.cfg.Insecure, "insecure", false, "accept clients without passwords (trust authentication)")
 	fs.StringVar(&f.cfg.InitialPassword, "initial-password", "", "password of the superuser postgres at bootstrap (or CAIRN_INITIAL_PASSWORD)")
@@ -146,10 +160,15 @@ func parseStart(args []string, stderr io.Writer) (startFlags, error) {
 		return f, usagef("--store is required")
 	}
 	if f.join != "" {
+		// With --rpc-addr among them: the initial members; without: the
+		// members of a running cluster this node joins (server/cluster.go).
 		f.cfg.Join = strings.Split(f.join, ",")
-		if !slices.Contains(f.cfg.Join, f.cfg.RPCAddr) {
-			return f, usagef("--rpc-addr %s is not among the --join addresses %s: every member lists all members, itself included (adding a node to a running cluster is not supported yet)", f.cfg.RPCAddr, f.join)
-		}
+	}
+	if f.cfg.ReplicationFactor < 1 {
+		return f, usagef("--replication-factor must be at least 1, not %d", f.cfg.ReplicationFactor)
+	}
+	if f.cfg.DeadAfter < time.Second {
+		return f, usagef("--dead-after must be at least 1s, not %s", f.cfg.DeadAfter)
 	}
 	if f.cfg.InitialPassword == "" {
 		f.cfg.InitialPassword = os.Getenv("CAIRN_INITIAL_PASSWORD")
