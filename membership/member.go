@@ -87,6 +87,8 @@ type Member struct {
 	// learners remembers when the queue first saw each learner
 	// ({tablet, node}), to give up on one that never catches up.
 	learners map[[2]uint64]time.Time
+	// lastRebalance is when this node last started a rebalancing move.
+	lastRebalance time.Time
 
 	stop context.CancelFunc
 	wg   sync.WaitGroup

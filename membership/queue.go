@@ -24,7 +24,9 @@ import (
 //  4. a voter on a node that is leaving (dead, decommissioning): remove
 //     it once the good voters suffice;
 //  5. more good voters than the replication factor: remove one (in the
-//     most crowded locality, then on the fullest node).
+//     most crowded locality, then on the fullest node);
+//  6. at its target: rebalance (rebalance), adding a learner on a node
+//     with clearly fewer replicas, which rule 5 then evens out.
 //
 // A leaseholder never removes itself: it hands leadership to another good
 // voter first, and the new leaseholder's queue removes it.
@@ -136,8 +138,61 @@ func (m *Member) considerTablet(id uint64, v *View) error {
 		}
 		return m.change(id, pb.ConfChangeType_ConfChangeRemoveNode, victim, "remove surplus voter")
 	}
+	if len(good) == need && len(leaving) == 0 {
+		return m.rebalance(id, v, voters, good)
+	}
 	return nil
 }
+
+// rebalance moves one replica of a tablet at its target towards a node
+// with fewer (a node that joined a cluster of full ones): it adds a
+// learner on the emptiest eligible node without a replica when that node
+// holds at least rebalanceGap fewer replicas than the fullest voter and
+// is in a locality no other voter has, or the fullest voter shares its
+// locality; the surplus voter, the fullest, is removed once the learner
+// is promoted (rule 5). One move per node per heartbeat interval, so the
+// counts it decides on (from the heartbeats) have caught up with the
+// previous move.
+func (m *Member) rebalance(id uint64, v *View, voters, good []uint64) error {
+	m.mu.Lock()
+	wait := time.Since(m.lastRebalance) < m.cfg.LivenessTTL/3+m.cfg.ScanInterval
+	m.mu.Unlock()
+	if wait {
+		return nil
+	}
+	t := m.pickTarget(v, voters, nil)
+	if t == 0 {
+		return nil
+	}
+	var full uint64
+	for _, g := range good {
+		if full == 0 || v.Liveness[g].Replicas > v.Liveness[full].Replicas {
+			full = g
+		}
+	}
+	if v.Liveness[full].Replicas-v.Liveness[t].Replicas < rebalanceGap {
+		return nil
+	}
+	others := map[string]bool{}
+	shared := false
+	for _, g := range good {
+		if g != full {
+			others[v.Nodes[g].Locality] = true
+			shared = shared || v.Nodes[g].Locality == v.Nodes[full].Locality
+		}
+	}
+	if others[v.Nodes[t].Locality] && !shared {
+		// Moving would put two voters in one locality.
+		return nil
+	}
+	m.mu.Lock()
+	m.lastRebalance = time.Now()
+	m.mu.Unlock()
+	return m.change(id, pb.ConfChangeType_ConfChangeAddLearnerNode, t, fmt.Sprintf("rebalance from node %d: add learner", full))
+}
+
+// rebalanceGap is the difference in replica counts worth a move.
+const rebalanceGap = 2
 
 func (m *Member) forgetLearner(key [2]uint64) {
 	m.mu.Lock()
@@ -191,7 +246,8 @@ func (m *Member) pickTarget(v *View, members, good []uint64) uint64 {
 
 // pickVictim chooses the good voter to remove when there are too many:
 // one in the most crowded locality, then on the node with the most
-// replicas, never this node if another qualifies.
+// replicas (this node too: the caller then hands its lease over, and the
+// next leaseholder removes it).
 func (m *Member) pickVictim(v *View, good []uint64) uint64 {
 	count := map[string]int{}
 	for _, g := range good {
@@ -200,16 +256,10 @@ func (m *Member) pickVictim(v *View, good []uint64) uint64 {
 	var best uint64
 	bestKey := [2]int{}
 	for _, g := range good {
-		if g == m.NodeID() {
-			continue
-		}
 		k := [2]int{count[v.Nodes[g].Locality], v.Liveness[g].Replicas}
 		if best == 0 || k[0] > bestKey[0] || (k[0] == bestKey[0] && (k[1] > bestKey[1] || (k[1] == bestKey[1] && g > best))) {
 			best, bestKey = g, k
 		}
-	}
-	if best == 0 {
-		return m.NodeID()
 	}
 	return best
 }

@@ -425,3 +425,44 @@ func TestWipedNodeRejoins(t *testing.T) {
 		t.Fatalf("the rejoined node sees %d rows, want 100", got)
 	}
 }
+
+// TestRebalanceOntoNewNode: a fourth node joins three that hold every
+// replica of several tablets; replicas move onto it (each tablet keeps
+// three voters) and the data reads back through it.
+func TestRebalanceOntoNewNode(t *testing.T) {
+	c := newMemberCluster(t, 60*time.Second)
+	n1 := c.start(nil, "")
+	execSQL(t, n1, "CREATE TABLE t (k INT PRIMARY KEY, v TEXT)")
+	execSQL(t, n1, "INSERT INTO t SELECT g, 'x' FROM generate_series(1, 100) AS g")
+	for _, k := range []string{"\x03c", "\x03f", "\x03j", "\x03p", "\x03t"} {
+		split(t, n1, k)
+	}
+	join := []string{c.addrs[1]}
+	c.start(join, "")
+	c.start(join, "")
+	c.waitPlacement("three voters", 30*time.Second, sameNodes(1, 2, 3))
+	n4 := c.start(join, "")
+	var on4 int
+	p := c.waitPlacement("replicas on node 4", 60*time.Second, func(v, l []uint64) bool { return len(v) == 3 && len(l) == 0 })
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		on4 = 0
+		for _, vl := range p {
+			if slices.Contains(vl[0], 4) {
+				on4++
+			}
+		}
+		if on4 >= 3 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+		p = c.waitPlacement("three voters each", 30*time.Second, func(v, l []uint64) bool { return len(v) == 3 && len(l) == 0 })
+	}
+	t.Logf("placement: %v", p)
+	if on4 < 3 {
+		t.Fatalf("node 4 holds voters of %d of %d tablets, want at least 3", on4, len(p))
+	}
+	if n := countRows(t, n4, "t"); n != 100 {
+		t.Fatalf("node 4 sees %d rows, want 100", n)
+	}
+}
