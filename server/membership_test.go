@@ -217,6 +217,27 @@ func TestJoinUpReplicates(t *testing.T) {
 	if n := countRows(t, n3, "t"); n != 102 {
 		t.Fatalf("node 3 sees %d rows without node 1, want 102", n)
 	}
+	// Restarts on their stores: the first node (an initial member of a
+	// cluster of one) and a node that joined keep their IDs, and neither
+	// bootstraps anything anew.
+	for _, id := range []uint64{1, 3} {
+		addr, dir := c.addrs[id], c.dirs[id]
+		if id == 3 {
+			c.stop(3)
+		}
+		joinArg := join
+		if id == 1 {
+			joinArg = []string{addr}
+		}
+		if s := c.startAt(addr, relisten(t, addr), dir, joinArg, ""); s.repl.id != id {
+			t.Fatalf("node %d restarted as node %d", id, s.repl.id)
+		}
+	}
+	execSQL(t, c.nodes[1], "INSERT INTO t VALUES (103, 'after the restarts')")
+	if n := countRows(t, c.nodes[3], "t"); n != 103 {
+		t.Fatalf("restarted node 3 sees %d rows, want 103", n)
+	}
+	c.waitPlacement("three voters after the restarts", 30*time.Second, sameNodes(1, 2, 3))
 }
 
 // relisten listens on addr again (a stopped node's port).
@@ -464,5 +485,55 @@ func TestRebalanceOntoNewNode(t *testing.T) {
 	}
 	if n := countRows(t, n4, "t"); n != 100 {
 		t.Fatalf("node 4 sees %d rows, want 100", n)
+	}
+}
+
+// TestWipedInitialMemberRejoins: three initial members (a fixed --join
+// list); the third's store is wiped and it starts again with the same
+// flags. It must not take ID 3 again (its raft votes are gone): the
+// running members give it a new ID, and node 3's replicas move to it
+// once node 3 is dead.
+func TestWipedInitialMemberRejoins(t *testing.T) {
+	c := newMemberCluster(t, 2*time.Second)
+	var lns []net.Listener
+	var join []string
+	for range 3 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns = append(lns, ln)
+		join = append(join, ln.Addr().String())
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	for i := range 3 {
+		wg.Go(func() {
+			s, err := Start(context.Background(), c.config(join[i], lns[i], t.TempDir(), join, ""))
+			errs[i] = err
+			if err == nil {
+				c.mu.Lock()
+				c.nodes[s.repl.id], c.addrs[s.repl.id] = s, join[i]
+				c.mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("initial member %d: %v", i+1, err)
+		}
+	}
+	execSQL(t, c.nodes[1], "CREATE TABLE t (k INT PRIMARY KEY)")
+	execSQL(t, c.nodes[1], "INSERT INTO t SELECT g FROM generate_series(1, 50) AS g")
+	c.waitPlacement("the initial members", 30*time.Second, sameNodes(1, 2, 3))
+	c.stop(3)
+	s := c.startAt(join[2], relisten(t, join[2]), t.TempDir(), join, "")
+	if s.repl.id != 4 {
+		t.Fatalf("the wiped initial member 3 started as node %d, want a new ID 4", s.repl.id)
+	}
+	c.waitPlacement("node 3 replaced by node 4", 60*time.Second, sameNodes(1, 2, 4))
+	if n := countRows(t, s, "t"); n != 50 {
+		t.Fatalf("the rejoined node sees %d rows, want 50", n)
 	}
 }
