@@ -117,7 +117,7 @@ func (m *Member) ClusterID() string {
 
 // ServeOptions are the node-service methods a member answers.
 func (m *Member) ServeOptions() []rpc.ServeOption {
-	return []rpc.ServeOption{rpc.WithMethod(methodJoin, m.handleJoin), rpc.WithMethod(methodLookup, m.handleLookup)}
+	return []rpc.ServeOption{rpc.WithMethod(methodJoin, m.handleJoin), rpc.WithMethod(methodLookup, m.handleLookup), rpc.WithMethod(methodReplicaStatus, m.handleReplicaStatus)}
 }
 
 // SetAddrs records the node's SQL and HTTP addresses once it listens (the
@@ -150,9 +150,10 @@ func (m *Member) Start(ctx context.Context, db *kv.DB) error {
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	m.stop = cancel
-	m.wg.Add(2)
+	m.wg.Add(3)
 	go m.loop(runCtx, m.cfg.LivenessTTL/3, func(ctx context.Context) error { return m.heartbeat(ctx) })
 	go m.loop(runCtx, m.cfg.ScanInterval, m.scan)
+	go m.loop(runCtx, m.gcInterval(), func(ctx context.Context) error { m.gcReplicas(ctx); return nil })
 	return nil
 }
 

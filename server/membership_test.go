@@ -321,6 +321,28 @@ func TestDeadNodeReplaced(t *testing.T) {
 			}
 		}
 	}
+	// Node 3 comes back on its store: its replicas were removed while it
+	// was down and it never applied that, so it must find out (replica
+	// GC) and destroy them; it keeps only replicas it was added to again.
+	addr3 := c.addrs[3]
+	n3 := c.startAt(addr3, relisten(t, addr3), c.dirs[3], join, "")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		p := c.placement()
+		var stale []uint64
+		for _, id := range n3.repl.raft.Tablets() {
+			if vl, ok := p[id]; !ok || !slices.Contains(append(slices.Clone(vl[0]), vl[1]...), 3) {
+				stale = append(stale, id)
+			}
+		}
+		if len(stale) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node 3 still holds replicas of tablets %v, whose groups do not have it (placement %v)", stale, p)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	// The new replicas hold the data: node 1 stops too, and nodes 2 and
 	// 4 still have a quorum of every tablet.
 	c.stop(1)

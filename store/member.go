@@ -166,6 +166,13 @@ func (s *Store) LocalTablet(key []byte, reverse bool) (kvpb.TabletDescriptor, bo
 	return kvpb.TabletDescriptor{}, false
 }
 
+// IsPlaceholder reports whether this node's replica of tablet id is
+// still empty, awaiting its first snapshot.
+func (s *Store) IsPlaceholder(id kvpb.TabletID) bool {
+	r := s.Replica(id)
+	return r != nil && placeholder(r.Desc())
+}
+
 // ReplicaCount is the number of replicas this store holds (placeholders
 // awaiting their snapshot included).
 func (s *Store) ReplicaCount() int {
