@@ -1,0 +1,140 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// TestJoinProcesses runs `cairn start --join A --rpc-addr A` (a cluster
+// of one) and two `cairn start --join A` processes joining it; `cairn
+// node status` then shows three live nodes holding the same number of
+// replicas (replication factor 3), SQL written through one joined node
+// reads back through the other, and after SIGKILL of the first node the
+// two joined ones still serve reads and writes.
+func TestJoinProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs three processes")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "cairn")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	addrs := freeAddrs(t, 9)
+	ms := make([]*member, 3)
+	for i := range ms {
+		ms[i] = &member{dir: filepath.Join(dir, fmt.Sprintf("n%d", i+1)), rpc: addrs[i], sql: addrs[3+i], http: addrs[6+i]}
+	}
+	ms[0].start(t, bin, []string{ms[0].rpc})
+	defer func() {
+		for _, m := range ms {
+			if m.cmd != nil {
+				m.kill()
+			}
+		}
+		if t.Failed() {
+			for _, m := range ms {
+				b, _ := os.ReadFile(m.dir + ".log")
+				t.Logf("%s:\n%s", m.dir, tail(string(b), 3000))
+			}
+		}
+	}()
+	ctx := context.Background()
+	connect := func(m *member) *pgx.Conn {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			c, err := pgx.Connect(ctx, "postgres://postgres@"+m.sql+"/postgres?sslmode=disable&connect_timeout=2")
+			if err == nil {
+				t.Cleanup(func() { c.Close(context.Background()) })
+				return c
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("connect to %s: %v", m.sql, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	c1 := connect(ms[0])
+	if _, err := c1.Exec(ctx, "CREATE TABLE t (k INT PRIMARY KEY, v TEXT)"); err != nil {
+		t.Fatal(err)
+	}
+	ms[1].start(t, bin, []string{ms[0].rpc})
+	ms[2].start(t, bin, []string{ms[0].rpc})
+	// id, addresses, (empty) locality, liveness, replicas, leaders.
+	row := regexp.MustCompile(`(?m)^(\d+)\s.*\s(\S+)\s+(\d+)\s+(\d+)$`)
+	var status string
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var out, errOut bytes.Buffer
+		run([]string{"node", "status", "--host", ms[1].http}, strings.NewReader(""), &out, &errOut)
+		status = out.String()
+		rows := row.FindAllStringSubmatch(status, -1)
+		replicas := map[string]bool{}
+		live := 0
+		for _, r := range rows {
+			if r[2] == "live" {
+				live++
+			}
+			if n, _ := strconv.Atoi(r[3]); n > 0 {
+				replicas[r[3]] = true
+			}
+		}
+		if len(rows) == 3 && live == 3 && len(replicas) == 1 {
+			// Three live nodes with the same, nonzero replica count.
+			ok := true
+			for _, r := range rows {
+				if r[3] == "0" {
+					ok = false
+				}
+			}
+			if ok {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("cairn node status never showed three live nodes with equal replicas:\n%s%s", status, errOut.String())
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	t.Logf("cairn node status:\n%s", status)
+	c3 := connect(ms[2])
+	if _, err := c3.Exec(ctx, "INSERT INTO t SELECT g, 'x' FROM generate_series(1, 50) AS g"); err != nil {
+		t.Fatal(err)
+	}
+	c2 := connect(ms[1])
+	count := func(c *pgx.Conn) int {
+		t.Helper()
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		var n int
+		if err := c.QueryRow(cctx, "SELECT count(*) FROM t").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := count(c2); n != 50 {
+		t.Fatalf("node 2 sees %d rows, want 50", n)
+	}
+	ms[0].kill()
+	ms[0].cmd = nil
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if _, err := c2.Exec(cctx, "INSERT INTO t VALUES (51, 'without node 1')"); err != nil {
+		t.Fatalf("insert without node 1: %v", err)
+	}
+	if n := count(c3); n != 51 {
+		t.Fatalf("node 3 sees %d rows without node 1, want 51", n)
+	}
+}
