@@ -559,3 +559,27 @@ func TestWipedInitialMemberRejoins(t *testing.T) {
 		t.Fatalf("the rejoined node sees %d rows, want 50", n)
 	}
 }
+
+// TestDecommissionLeaseholder decommissions the node holding every lease
+// (the first node): it hands its leases over, and the new leaseholders
+// move its replicas to the fourth node.
+func TestDecommissionLeaseholder(t *testing.T) {
+	c := newMemberCluster(t, 60*time.Second)
+	n1 := c.start(nil, "")
+	execSQL(t, n1, "CREATE TABLE t (k INT PRIMARY KEY, v TEXT)")
+	execSQL(t, n1, "INSERT INTO t SELECT g, 'x' FROM generate_series(1, 100) AS g")
+	split(t, n1, "\x03m")
+	join := []string{c.addrs[1]}
+	n2 := c.start(join, "")
+	c.start(join, "")
+	c.waitPlacement("three voters", 30*time.Second, sameNodes(1, 2, 3))
+	c.start(join, "")
+	if code := postAPI(t, n2, "/api/nodes/1/decommission"); code != http.StatusOK {
+		t.Fatalf("decommission: status %d", code)
+	}
+	c.waitPlacement("node 1's replicas moved", 30*time.Second, sameNodes(2, 3, 4))
+	c.stop(1)
+	if n := countRows(t, n2, "t"); n != 100 {
+		t.Fatalf("node 2 sees %d rows, want 100", n)
+	}
+}

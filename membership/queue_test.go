@@ -1,0 +1,113 @@
+package membership
+
+import (
+	"testing"
+	"time"
+)
+
+func TestNeededVoters(t *testing.T) {
+	for _, tc := range []struct{ rf, eligible, want int }{
+		{3, 0, 1}, {3, 1, 1}, {3, 2, 1}, {3, 3, 3}, {3, 4, 3}, {3, 10, 3},
+		{5, 4, 3}, {5, 5, 5}, {1, 3, 1}, {2, 3, 2}, {4, 2, 1}, {4, 3, 3},
+	} {
+		if got := neededVoters(tc.rf, tc.eligible); got != tc.want {
+			t.Errorf("neededVoters(rf %d, eligible %d) = %d, want %d", tc.rf, tc.eligible, got, tc.want)
+		}
+	}
+}
+
+// view builds a View at now = 100 s with DeadAfter 10 s: live nodes
+// heartbeated at 99 s (expiring at 104 s), others as given.
+func view(nodes map[uint64]NodeRecord, live map[uint64]LivenessRecord) *View {
+	v := &View{Now: time.Unix(100, 0), Nodes: nodes, Liveness: live, DeadAfter: 10 * time.Second}
+	return v
+}
+
+func liveRec(id uint64, replicas int) LivenessRecord {
+	return LivenessRecord{NodeID: id, Updated: 99e9, Expiration: 104e9, Replicas: replicas}
+}
+
+func TestViewState(t *testing.T) {
+	v := view(map[uint64]NodeRecord{
+		1: {NodeID: 1, Status: StatusActive},
+		2: {NodeID: 2, Status: StatusActive},
+		3: {NodeID: 3, Status: StatusActive},
+		4: {NodeID: 4, Status: StatusDecommissioned},
+		5: {NodeID: 5, Status: StatusActive},
+		6: {NodeID: 6, Status: StatusDecommissioning},
+	}, map[uint64]LivenessRecord{
+		1: liveRec(1, 0),
+		2: {NodeID: 2, Updated: 95e9, Expiration: 99e9}, // expired, silent 5 s
+		3: {NodeID: 3, Updated: 89e9, Expiration: 93e9}, // silent 11 s
+		4: liveRec(4, 0),
+		6: liveRec(6, 0),
+	})
+	for _, tc := range []struct {
+		id               uint64
+		state            string
+		eligible, leaves bool
+	}{
+		{1, Live, true, false},
+		{2, Suspect, false, false},
+		{3, Dead, false, true},
+		{4, Decommissioned, false, true},
+		{5, Suspect, false, false}, // never heartbeated
+		{6, Live, false, true},     // decommissioning
+	} {
+		if got := v.State(tc.id); got != tc.state {
+			t.Errorf("node %d: state %s, want %s", tc.id, got, tc.state)
+		}
+		if got := v.Eligible(tc.id); got != tc.eligible {
+			t.Errorf("node %d: eligible %v, want %v", tc.id, got, tc.eligible)
+		}
+		if got := v.Leaving(tc.id); got != tc.leaves {
+			t.Errorf("node %d: leaving %v, want %v", tc.id, got, tc.leaves)
+		}
+	}
+}
+
+func TestPickTargetAndVictim(t *testing.T) {
+	m := &Member{cfg: Config{Self: NodeRecord{NodeID: 1}}}
+	rec := func(id uint64, loc string) NodeRecord {
+		return NodeRecord{NodeID: id, Locality: loc, Status: StatusActive}
+	}
+	v := view(map[uint64]NodeRecord{
+		1: rec(1, "region=a"), 2: rec(2, "region=a"), 3: rec(3, "region=b"),
+		4: rec(4, "region=a"), 5: rec(5, "region=c"), 6: rec(6, "region=c"), 7: rec(7, "region=d"),
+	}, map[uint64]LivenessRecord{
+		1: liveRec(1, 9), 2: liveRec(2, 8), 3: liveRec(3, 5),
+		4: liveRec(4, 0), 5: liveRec(5, 7), 6: liveRec(6, 3),
+		// 7 never heartbeated: not eligible.
+	})
+	for _, tc := range []struct {
+		members, good []uint64
+		want          uint64
+	}{
+		// A new locality first (c, the emptier of its two nodes), though
+		// node 4 holds fewer replicas.
+		{[]uint64{1, 3}, []uint64{1, 3}, 6},
+		// Every locality used: the fewest replicas.
+		{[]uint64{1, 3, 5, 6}, []uint64{1, 3, 5, 6}, 4},
+		// Members never, ineligible nodes never.
+		{[]uint64{1, 2, 3, 4, 5, 6}, []uint64{1, 2, 3, 4, 5, 6}, 0},
+	} {
+		if got := m.pickTarget(v, tc.members, tc.good); got != tc.want {
+			t.Errorf("pickTarget(members %v) = %d, want %d", tc.members, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		good []uint64
+		want uint64
+	}{
+		// Region a holds two voters: the fuller of them goes (this node).
+		{[]uint64{1, 2, 3, 5}, 1},
+		{[]uint64{2, 4, 3, 5}, 2},
+		// One voter per locality: the fullest node.
+		{[]uint64{3, 5, 1, 7}, 1},
+		{[]uint64{3, 5, 6}, 5},
+	} {
+		if got := m.pickVictim(v, tc.good); got != tc.want {
+			t.Errorf("pickVictim(%v) = %d, want %d", tc.good, got, tc.want)
+		}
+	}
+}
