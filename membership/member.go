@@ -115,11 +115,6 @@ func (m *Member) ClusterID() string {
 	return m.clusterID
 }
 
-// ServeOptions are the node-service methods a member answers.
-func (m *Member) ServeOptions() []rpc.ServeOption {
-	return []rpc.ServeOption{rpc.WithMethod(methodJoin, m.handleJoin), rpc.WithMethod(methodLookup, m.handleLookup), rpc.WithMethod(methodReplicaStatus, m.handleReplicaStatus)}
-}
-
 // SetAddrs records the node's SQL and HTTP addresses once it listens (the
 // node table shows them; Start writes them).
 func (m *Member) SetAddrs(sql, http string) {

@@ -180,21 +180,23 @@ func (s *Server) identify(ctx context.Context, registry *membership.Registry) (i
 	case pos != 0:
 		// An empty store of an initial member: the first start, or a
 		// wiped node if the cluster already runs and its ID is taken.
-		pctx, cancel := context.WithTimeout(ctx, time.Second)
-		resp, err := membership.Join(pctx, others, membership.JoinRequest{InitialMember: pos, Node: self})
-		cancel()
-		switch {
-		case errors.Is(err, membership.ErrRefused):
+		running, err := s.clusterRuns(ctx, others)
+		if err != nil {
 			return 0, nil, err
-		case err == nil && resp.NodeID != pos:
-			s.log.Info("cairn: the cluster runs and node ID taken: this (wiped) node joins as a new node", "was", pos, "node", resp.NodeID)
-			adopt(resp)
-			if err := membership.WriteIdentity(s.eng, membership.Identity{ClusterID: resp.ClusterID, NodeID: resp.NodeID}, true); err != nil {
+		}
+		if running {
+			resp, err := s.join(ctx, others, membership.JoinRequest{InitialMember: pos, Node: self})
+			if err != nil {
 				return 0, nil, err
 			}
-			return resp.NodeID, nil, nil
-		case err == nil:
 			adopt(resp)
+			if resp.NodeID != pos {
+				s.log.Info("cairn: the cluster runs and this node's ID is taken: this (wiped) node joins as a new node", "was", pos, "node", resp.NodeID)
+				if err := membership.WriteIdentity(s.eng, membership.Identity{ClusterID: resp.ClusterID, NodeID: resp.NodeID}, true); err != nil {
+					return 0, nil, err
+				}
+				return resp.NodeID, nil, nil
+			}
 			if err := membership.WriteIdentity(s.eng, membership.Identity{ClusterID: resp.ClusterID}, false); err != nil {
 				return 0, nil, err
 			}
@@ -208,25 +210,72 @@ func (s *Server) identify(ctx context.Context, registry *membership.Registry) (i
 		if ident.ClusterID != "" {
 			return 0, nil, fmt.Errorf("the store has cluster %s's ID but no node ID", ident.ClusterID)
 		}
-		deadline := time.Now().Add(joinTimeout)
-		for {
-			resp, err := membership.Join(ctx, cfg.Join, membership.JoinRequest{Node: self})
-			if err == nil {
-				adopt(resp)
-				if err := membership.WriteIdentity(s.eng, membership.Identity{ClusterID: resp.ClusterID, NodeID: resp.NodeID}, true); err != nil {
-					return 0, nil, err
-				}
-				s.log.Info("cairn: joined the cluster", "node", resp.NodeID, "cluster", resp.ClusterID)
-				return resp.NodeID, nil, nil
-			}
-			if errors.Is(err, membership.ErrRefused) || time.Now().After(deadline) {
-				return 0, nil, fmt.Errorf("joining the cluster at %v: %w", cfg.Join, err)
-			}
-			select {
-			case <-ctx.Done():
-				return 0, nil, ctx.Err()
-			case <-time.After(500 * time.Millisecond):
-			}
+		resp, err := s.join(ctx, cfg.Join, membership.JoinRequest{Node: self})
+		if err != nil {
+			return 0, nil, err
+		}
+		adopt(resp)
+		if err := membership.WriteIdentity(s.eng, membership.Identity{ClusterID: resp.ClusterID, NodeID: resp.NodeID}, true); err != nil {
+			return 0, nil, err
+		}
+		s.log.Info("cairn: joined the cluster", "node", resp.NodeID, "cluster", resp.ClusterID)
+		return resp.NodeID, nil, nil
+	}
+}
+
+// join asks the members at addrs to admit this node, retrying while none
+// can yet (they may be starting) for up to joinTimeout.
+func (s *Server) join(ctx context.Context, addrs []string, req membership.JoinRequest) (membership.JoinResponse, error) {
+	deadline := time.Now().Add(joinTimeout)
+	for {
+		resp, err := membership.Join(ctx, addrs, req)
+		if err == nil {
+			return resp, nil
+		}
+		if errors.Is(err, membership.ErrRefused) || time.Now().After(deadline) {
+			return resp, fmt.Errorf("joining the cluster at %v: %w", addrs, err)
+		}
+		select {
+		case <-ctx.Done():
+			return resp, ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// probeWait bounds one round of asking the other initial members whether
+// a cluster runs, and probeRounds how many rounds a silent member (one
+// that neither answers nor refuses connections) is waited for.
+const (
+	probeWait   = 5 * time.Second
+	probeRounds = 6
+)
+
+// clusterRuns reports whether any node at addrs is part of a running
+// cluster. Every node serves the probe as soon as it listens, so a first
+// start of all members learns at once that none is; a node that stays
+// silent is asked again, and after probeRounds the answer is no (with a
+// warning: a wiped member whose peers are all silent cannot tell).
+func (s *Server) clusterRuns(ctx context.Context, addrs []string) (bool, error) {
+	if len(addrs) == 0 {
+		return false, nil
+	}
+	for round := 1; ; round++ {
+		pctx, cancel := context.WithTimeout(ctx, probeWait)
+		res := membership.Probe(pctx, addrs)
+		cancel()
+		if res.ClusterID != "" {
+			return true, nil
+		}
+		if res.Silent == 0 {
+			return false, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return false, err
+		}
+		if round == probeRounds {
+			s.log.Warn("cairn: initial members did not answer whether the cluster runs; starting as a first start", "silent", res.Silent)
+			return false, nil
 		}
 	}
 }
@@ -249,12 +298,25 @@ func addrsOf(r *membership.Registry, self uint64) []string {
 // there.
 func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.Listener) error {
 	cfg := s.cfg
+	// Serve RPC first, with every handler bound late: starting members
+	// probe each other before any has its node ID, and each must answer
+	// at once.
+	r := &replication{}
+	s.repl = r
+	var raftRef atomic.Pointer[raftnode.Node]
+	kvRef := &lateStore{}
+	svc := &membership.Service{}
+	r.rpc = rpc.Serve(ln, func(env raftnode.Envelope) {
+		if n := raftRef.Load(); n != nil {
+			_ = n.Step(env)
+		}
+	}, nil, append([]rpc.ServeOption{rpc.WithKV(kvRef)}, svc.ServeOptions()...)...)
 	registry := membership.NewRegistry()
 	id, peers, err := s.identify(ctx, registry)
 	if err != nil {
 		return err
 	}
-	r := &replication{id: id, registry: registry}
+	r.id, r.registry = id, registry
 	r.transport = rpc.NewTransport(rpc.TransportConfig{Resolve: registry.Resolve, Logger: s.log})
 	var st atomic.Pointer[store.Store]
 	r.raft = raftnode.NewNode(raftnode.Config{
@@ -273,7 +335,6 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 		},
 	}, s.eng, r.transport)
 	ls := &kv.LateSender{}
-	s.repl = r
 	if s.store, err = store.Open(ctx, s.eng, clock, store.Config{Sender: ls, Raft: &store.RaftConfig{Node: r.raft, Peers: peers, Membership: true}}); err != nil {
 		return fmt.Errorf("opening tablets: %w", err)
 	}
@@ -303,7 +364,9 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 	})
 	s.db = kv.NewDB(lh, r.member, clock, cfg.DB)
 	ls.Set(s.db)
-	r.rpc = rpc.Serve(ln, func(env raftnode.Envelope) { _ = r.raft.Step(env) }, nil, append([]rpc.ServeOption{rpc.WithKV(s.store)}, r.member.ServeOptions()...)...)
+	kvRef.p.Store(s.store)
+	raftRef.Store(r.raft)
+	svc.Set(r.member)
 	runCtx, cancel := context.WithCancel(context.Background())
 	r.stopRun, r.runDone = cancel, make(chan error, 1)
 	go func() {
@@ -337,8 +400,22 @@ const raftTick = 50 * time.Millisecond
 // stop ends the RPC server and the raft scheduler (the store is closed
 // before, the engine after).
 func (r *replication) stopServing() {
-	r.member.Stop()
+	if r.member != nil {
+		r.member.Stop()
+	}
 	r.rpc.Stop()
+}
+
+// lateStore is the KV service's store, set once it is open; before, every
+// batch is a routing error (the sender tries another node).
+type lateStore struct{ p atomic.Pointer[store.Store] }
+
+func (l *lateStore) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchResponse, error) {
+	st := l.p.Load()
+	if st == nil {
+		return nil, &kvpb.TabletNotFoundError{TabletID: ba.TabletID}
+	}
+	return st.Send(ctx, ba)
 }
 
 func (r *replication) stop() error {
