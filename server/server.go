@@ -73,6 +73,10 @@ type Config struct {
 	Logger *slog.Logger
 	// DB tunes the KV client (zero: defaults).
 	DB kv.Options
+	// ColocationWarnSize is the size in bytes past which a colocation
+	// tablet logs a warning (once per crossing) and the admin UI flags it:
+	// 0 means DefaultColocationWarnSize, negative never warns.
+	ColocationWarnSize int64
 }
 
 // Server is a running node.
@@ -91,7 +95,7 @@ type Server struct {
 	httpLn  net.Listener
 	http    *http.Server
 
-	load loadSampler
+	admin adminState
 
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
@@ -110,7 +114,11 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err := validate(cfg); err != nil {
 		return nil, err
 	}
+	if cfg.ColocationWarnSize == 0 {
+		cfg.ColocationWarnSize = DefaultColocationWarnSize
+	}
 	s := &Server{cfg: cfg, log: log, started: time.Now()}
+	s.admin.warnSize.Store(cfg.ColocationWarnSize)
 	defer func() {
 		if err != nil {
 			s.closeStorage()
@@ -194,6 +202,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 			log.Error("cairn: HTTP server stopped", "err", err)
 		}
 	}()
+	s.startAdmin(runCtx)
 	log.Info(fmt.Sprintf("cairn node ready: sql=%s http=%s", s.sqlLn.Addr(), s.httpLn.Addr()),
 		"store", storeName(cfg.StoreDir), "insecure", cfg.Insecure, "locality", cfg.Locality)
 	return s, nil
@@ -360,4 +369,5 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 	} {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s %g\n", m.name, m.help, m.name, m.typ, m.name, m.v)
 	}
+	s.tabletMetrics(w)
 }
