@@ -531,6 +531,12 @@ func TestAdminUICluster(t *testing.T) {
 			t.Errorf("tablet as node 2 sees it: %+v, want replicas n1-n3 and a leader", tb)
 		}
 	}
+	// cairn_catalog.tablets shows the same replicas.
+	c2 := connectDB(t, servers[1], "postgres")
+	var bad int
+	if err := c2.QueryRow(ctx, "SELECT count(*) FROM cairn_catalog.tablets WHERE replicas <> '{1,2,3}'").Scan(&bad); err != nil || bad != 0 {
+		t.Errorf("cairn_catalog.tablets on node 2: %d rows without replicas {1,2,3} (%v)", bad, err)
+	}
 	var nodes []NodeInfo
 	getJSON(t, servers[1], "/api/nodes", &nodes)
 	if len(nodes) != 3 {
