@@ -101,7 +101,12 @@ func (s *Server) startAdmin(ctx context.Context) {
 			s.admin.load.record(now, s.tabletCounts(s.store.Tablets()))
 			if now.Sub(lastCheck) >= colocationCheckEvery {
 				lastCheck = now
-				if err := s.checkColocationSizes(ctx); err != nil && ctx.Err() == nil {
+				// Bounded: a catalog read that cannot finish (no quorum)
+				// must not stall the load samples.
+				cctx, cancel := context.WithTimeout(ctx, colocationCheckEvery/2)
+				err := s.checkColocationSizes(cctx)
+				cancel()
+				if err != nil && ctx.Err() == nil {
 					s.log.Warn("cairn: checking colocation tablet sizes", "err", err)
 				}
 			}
@@ -117,7 +122,9 @@ func (s *Server) startAdmin(ctx context.Context) {
 // checkColocationSizes logs a warning for each colocation tablet (of a
 // colocated database, or the system catalog's) that has grown past
 // --colocation-warn-size since the last check, and a note when one is
-// back under it: once per crossing, not per check.
+// back under it: once per crossing, not per check. Only the tablet's
+// leader (as this node knows it) checks it, so a cluster logs each
+// crossing once, not once per replica.
 func (s *Server) checkColocationSizes(ctx context.Context) error {
 	limit := s.admin.warnSize.Load()
 	if limit <= 0 {
@@ -138,10 +145,14 @@ func (s *Server) checkColocationSizes(ctx context.Context) error {
 		size   uint64
 	}
 	var hits []hit
+	self := int(s.nodeID())
 	for _, db := range dbs {
 		for _, id := range db.ColocationTablets {
 			for _, d := range descs {
 				if uint64(d.TabletID) != id {
+					continue
+				}
+				if _, _, leader := s.placement(d.TabletID); leader != self {
 					continue
 				}
 				size, err := s.eng.EstimateDiskUsage(d.StartKey, d.EndKey)

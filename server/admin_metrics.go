@@ -47,7 +47,7 @@ func (s *Server) tabletMetrics(w io.Writer) {
 	scalar("cairn_tablet_intents_written_total", "counter", "Intents laid down by this node's replicas.", intents)
 	scalar("cairn_tablet_pushes_waited_total", "counter", "Pushes that waited in a replica's transaction wait queue.", pushes)
 	scalar("cairn_tablet_deadlocks_broken_total", "counter", "Deadlocks broken by this node's replicas.", deadlocks)
-	scalar("cairn_colocation_tablets_over_warn_size", "gauge", "Colocation tablets larger than --colocation-warn-size at the last check.", s.colocationOverWarn())
+	scalar("cairn_colocation_tablets_over_warn_size", "gauge", "Colocation tablets this node leads that were larger than --colocation-warn-size at the last check.", s.colocationOverWarn())
 	for _, m := range []struct {
 		name, typ, help string
 		v               func(tabletLine) any
