@@ -483,11 +483,12 @@ func TestAdminUICluster(t *testing.T) {
 	}
 	servers := make([]*Server, 3)
 	errs := make([]error, 3)
+	logs := make([]syncBuffer, 3)
 	var wg sync.WaitGroup
 	for i := range 3 {
 		wg.Go(func() {
 			servers[i], errs[i] = Start(ctx, Config{Insecure: true, Join: join, RPCAddr: join[i], RPCListener: lns[i],
-				Locality: fmt.Sprintf("region=r%d", i+1), Logger: quiet()})
+				Locality: fmt.Sprintf("region=r%d", i+1), Logger: slog.New(slog.NewTextHandler(&logs[i], nil))})
 		})
 	}
 	wg.Wait()
@@ -558,6 +559,59 @@ func TestAdminUICluster(t *testing.T) {
 	}
 	if nodes[1].Locality != "region=r2" || nodes[1].SQLAddr != servers[1].Addr().String() {
 		t.Errorf("node 2 itself: %+v", nodes[1])
+	}
+
+	// A colocation tablet over the warning size is reported by its leader
+	// only: one warning in the cluster, however many nodes check.
+	app := connectDB(t, servers[0], "app")
+	execAll(t, app, "CREATE TABLE big (id int PRIMARY KEY, pad text)",
+		"INSERT INTO big SELECT g, repeat('x', 200) FROM generate_series(1, 2000) g")
+	for _, s := range servers {
+		s.SetColocationWarnSize(32 << 10)
+	}
+	// Followers apply the rows after the leader acknowledged them: wait
+	// until every node has flushed them past the limit.
+	var appTablet uint64
+	var dbs []DatabaseInfo
+	getJSON(t, servers[0], "/api/databases", &dbs)
+	for _, d := range dbs {
+		if d.Name == "app" && len(d.ColocationTablets) == 1 {
+			appTablet = d.ColocationTablets[0]
+		}
+	}
+	if appTablet == 0 {
+		t.Fatalf("app's colocation tablet not found: %+v", dbs)
+	}
+	for i, s := range servers {
+		for {
+			if err := s.eng.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			var tb TabletInfo
+			getJSON(t, s, fmt.Sprintf("/api/tablets/%d", appTablet), &tb)
+			if tb.OverWarnSize {
+				break
+			}
+			if time.Now().After(deadline.Add(30 * time.Second)) {
+				t.Fatalf("node %d: tablet %+v never over the limit", i+1, tb)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	for range 2 {
+		for _, s := range servers {
+			if err := s.checkColocationSizes(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	warning := fmt.Sprintf("colocation tablet %d of app is ", appTablet)
+	total := 0
+	for i := range logs {
+		total += strings.Count(logs[i].String(), warning)
+	}
+	if total != 1 {
+		t.Errorf("%d warnings %q across the cluster, want 1 (by the leader)", total, warning)
 	}
 
 	if err := servers[2].Stop(ctx); err != nil {
