@@ -6,8 +6,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/cairn-db/cairn/kvpb"
 )
 
 // adminState is the admin UI's part of a Server.
@@ -132,36 +130,41 @@ func (s *Server) checkColocationSizes(ctx context.Context) error {
 	}
 	s.admin.checkMu.Lock()
 	defer s.admin.checkMu.Unlock()
-	descs := s.store.Tablets()
-	dbs, err := s.databases(ctx, descs)
-	if err != nil {
-		return err
+	// Sizes first: only when a tablet this node leads is over the limit
+	// is the catalog read to see whether it is a colocation tablet, so
+	// the usual check costs no transaction.
+	self := int(s.nodeID())
+	big := map[uint64]uint64{}
+	for _, d := range s.store.Tablets() {
+		if _, _, leader := s.placement(d.TabletID); leader != self {
+			continue
+		}
+		size, err := s.eng.EstimateDiskUsage(d.StartKey, d.EndKey)
+		if err != nil {
+			return fmt.Errorf("size of tablet %d: %w", d.TabletID, err)
+		}
+		if size > uint64(limit) {
+			big[uint64(d.TabletID)] = size
+		}
 	}
-	over := map[uint64]bool{}
 	type hit struct {
 		db     string
 		tables int
-		desc   kvpb.TabletDescriptor
+		id     uint64
 		size   uint64
 	}
 	var hits []hit
-	self := int(s.nodeID())
-	for _, db := range dbs {
-		for _, id := range db.ColocationTablets {
-			for _, d := range descs {
-				if uint64(d.TabletID) != id {
-					continue
-				}
-				if _, _, leader := s.placement(d.TabletID); leader != self {
-					continue
-				}
-				size, err := s.eng.EstimateDiskUsage(d.StartKey, d.EndKey)
-				if err != nil {
-					return fmt.Errorf("size of tablet %d: %w", id, err)
-				}
-				if size > uint64(limit) {
+	over := map[uint64]bool{}
+	if len(big) > 0 {
+		dbs, err := s.databases(ctx, s.store.Tablets())
+		if err != nil {
+			return err
+		}
+		for _, db := range dbs {
+			for _, id := range db.ColocationTablets {
+				if size, ok := big[id]; ok {
 					over[id] = true
-					hits = append(hits, hit{db.Name, len(db.Tables), d, size})
+					hits = append(hits, hit{db.Name, len(db.Tables), id, size})
 				}
 			}
 		}
@@ -171,10 +174,10 @@ func (s *Server) checkColocationSizes(ctx context.Context) error {
 	s.admin.overWarn = over
 	s.admin.mu.Unlock()
 	for _, h := range hits {
-		if !prev[uint64(h.desc.TabletID)] {
+		if !prev[h.id] {
 			s.log.Warn(fmt.Sprintf("cairn: colocation tablet %d of %s is %s, over --colocation-warn-size %s: consider moving large tables out (ALTER TABLE ... SET (colocated = false))",
-				h.desc.TabletID, h.db, FormatBytes(h.size), FormatBytes(uint64(limit))),
-				"tablet", uint64(h.desc.TabletID), "database", h.db, "size_bytes", h.size, "tables", h.tables)
+				h.id, h.db, FormatBytes(h.size), FormatBytes(uint64(limit))),
+				"tablet", h.id, "database", h.db, "size_bytes", h.size, "tables", h.tables)
 		}
 	}
 	for id := range prev {
