@@ -397,6 +397,9 @@ func (s *Server) tabletInfos(descs []kvpb.TabletDescriptor, dbs []DatabaseInfo) 
 			ReadBatches: c[0], WriteBatches: c[1], ReadsPerSec: r[0], WritesPerSec: r[1],
 			Tables: byTablet[id], Colocation: coloc[id],
 		}
+		if ti.Tables == nil {
+			ti.Tables = []TabletTable{} // JSON [] rather than null
+		}
 		ti.OverWarnSize = ti.Colocation != "" && limit > 0 && size > uint64(limit)
 		out = append(out, ti)
 	}
@@ -453,7 +456,7 @@ func (s *Server) databases(ctx context.Context, descs []kvpb.TabletDescriptor) (
 			return err
 		}
 		for _, db := range dbs {
-			di := DatabaseInfo{ID: uint32(db.ID), Name: db.Name, Colocated: db.Colocated}
+			di := DatabaseInfo{ID: uint32(db.ID), Name: db.Name, Colocated: db.Colocated, Tables: []TableInfo{}, Tablets: []uint64{}}
 			if db.Colocated {
 				di.span = rowenc.GroupSpan(db.ColocationGroupID)
 				di.ColocationTablets = overlapping(descs, di.span, nil)

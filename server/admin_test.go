@@ -91,6 +91,7 @@ func TestAdminUI(t *testing.T) {
 	pg := connectDB(t, s, "postgres")
 	execAll(t, pg,
 		"CREATE DATABASE shop WITH colocated = true",
+		`CREATE DATABASE "odd/name <x>"`,
 		"CREATE TABLE accounts (id int PRIMARY KEY, balance int)",
 		"INSERT INTO accounts SELECT g, 100 FROM generate_series(1, 200) g")
 	shop := connectDB(t, s, "shop")
@@ -122,10 +123,10 @@ func TestAdminUI(t *testing.T) {
 	for _, d := range dbs {
 		names = append(names, d.Name)
 	}
-	if !slices.Equal(names, []string{"system", "postgres", "shop"}) || !dbs[0].System || !dbs[0].Colocated {
+	if !slices.Equal(names, []string{"system", "odd/name <x>", "postgres", "shop"}) || !dbs[0].System || !dbs[0].Colocated {
 		t.Fatalf("databases %v (system %+v)", names, dbs[0])
 	}
-	shopDB := dbs[2]
+	shopDB := dbs[3]
 	if !shopDB.Colocated || len(shopDB.ColocationTablets) != 1 {
 		t.Fatalf("shop: %+v, want colocated with one tablet", shopDB)
 	}
@@ -146,6 +147,9 @@ func TestAdminUI(t *testing.T) {
 	}
 	if accounts.Colocated || len(accounts.Tablets) != 1 || accounts.Tablets[0] == shared {
 		t.Errorf("accounts: %+v", accounts)
+	}
+	if code, _, body := httpGet(t, s, "/api/databases/odd%2Fname%20%3Cx%3E/tables"); code != 200 || strings.TrimSpace(body) != "[]" {
+		t.Errorf("tables of a database without tables: %d %s", code, body)
 	}
 	var shopTables []TableInfo
 	getJSON(t, s, "/api/databases/shop/tables", &shopTables)
@@ -253,7 +257,9 @@ func TestAdminUI(t *testing.T) {
 		}
 	}
 	pages := map[string][]string{
-		"/databases": {`<a href="/databases/postgres">postgres</a>`, `<a href="/databases/shop">shop</a>`, `<a href="/system">system catalog</a>`},
+		"/databases": {`<a href="/databases/postgres">postgres</a>`, `<a href="/databases/shop">shop</a>`, `<a href="/system">system catalog</a>`,
+			`<a href="/databases/odd%2Fname%20%3Cx%3E">odd/name &lt;x&gt;</a>`},
+		"/databases/odd%2Fname%20%3Cx%3E": {"Database odd/name &lt;x&gt;", "no tables"},
 		"/databases/shop": {fmt.Sprintf(`<a href="/tables/%d">public.products</a>`, products.ID), "public.orders", "public.events",
 			"products_category_idx", fmt.Sprintf(`data-tablet-id="%d"`, shared), "2 tables share this tablet",
 			fmt.Sprintf(`data-tablet-id="%d"`, events.Tablets[2])},
