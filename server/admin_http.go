@@ -71,6 +71,20 @@ type uiPage struct {
 	UserDatabases, UserTables int
 }
 
+// apiIndex is GET /api/'s answer: the endpoints and what they return.
+var apiIndex = []struct {
+	Path string `json:"path"`
+	What string `json:"what"`
+}{
+	{"/api/nodes", "the nodes: ID, addresses, locality, liveness, replicas and leaders"},
+	{"/api/databases", "every database (the system catalog first) with its tables and tablets"},
+	{"/api/databases/{db}/tables", "a database's tables (404: no such database)"},
+	{"/api/system/tables", "the system catalog's parts, a colocated group"},
+	{"/api/tables/{id}/tablets", "the tablets of the table with descriptor ID id"},
+	{"/api/tablets", "every tablet: span, size, replicas, leader, reads and writes per second, tables"},
+	{"/api/tablets/{id}", "one tablet"},
+}
+
 func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	enc := json.NewEncoder(w)
@@ -145,6 +159,9 @@ func (s *Server) adminRoutes(mux *http.ServeMux) {
 	}
 
 	// JSON.
+	mux.HandleFunc("GET /api/{$}", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, apiIndex)
+	})
 	mux.HandleFunc("GET /api/nodes", view(true, func(w http.ResponseWriter, r *http.Request, v *adminView) {
 		writeJSON(w, v.Nodes)
 	}))

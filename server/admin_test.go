@@ -151,6 +151,11 @@ func TestAdminUI(t *testing.T) {
 	if code, _, body := httpGet(t, s, "/api/databases/odd%2Fname%20%3Cx%3E/tables"); code != 200 || strings.TrimSpace(body) != "[]" {
 		t.Errorf("tables of a database without tables: %d %s", code, body)
 	}
+	var index []struct{ Path string }
+	getJSON(t, s, "/api/", &index)
+	if len(index) != 7 || index[0].Path != "/api/nodes" {
+		t.Errorf("/api/: %+v", index)
+	}
 	var shopTables []TableInfo
 	getJSON(t, s, "/api/databases/shop/tables", &shopTables)
 	if len(shopTables) != 3 || shopTables[0].Name != "events" || shopTables[1].Name != "orders" || shopTables[2].Name != "products" {
