@@ -1,7 +1,8 @@
 // Package server runs one Cairn node: it opens the storage engine, the
 // store and the KV client, bootstraps the SQL catalog on an empty store,
 // and serves PostgreSQL clients (pgwire over sql/session) and HTTP
-// (/health, /metrics, /debug/pprof).
+// (/health, /metrics, /debug/pprof, and the admin UI and its JSON API:
+// admin*.go, ui/).
 //
 // It owns the wiring of a node's parts and their start and stop order; it
 // must not hold SQL or KV logic of its own. cmd/cairn calls Start; tests
