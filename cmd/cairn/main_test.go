@@ -158,8 +158,11 @@ func TestDemo(t *testing.T) {
 
 INSERT 0 1
 `
-	// The first lines announce the node and its URL.
+	// The first lines announce the node, its admin UI and its URL.
 	got := out.String()
+	if !strings.Contains(got, "\nadmin UI: http://127.0.0.1:") {
+		t.Errorf("stdout does not announce the admin UI:\n%s", got)
+	}
 	_, got, _ = strings.Cut(got, "sslmode=disable\n")
 	if got != want {
 		t.Errorf("stdout:\n%s\nwant:\n%s", got, want)
