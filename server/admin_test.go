@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
 
 	"github.com/cairn-db/cairn/sql/rowenc"
 	"github.com/cairn-db/cairn/storage"
@@ -669,5 +671,42 @@ func TestParseByteSize(t *testing.T) {
 		if got := FormatBytes(n); got != want {
 			t.Errorf("FormatBytes(%d) = %q, want %q", n, got, want)
 		}
+	}
+}
+
+// TestMetricsExposition: /metrics parses as Prometheus text (with
+// Prometheus' own parser), and the per-tablet families have one series per
+// tablet of the store.
+func TestMetricsExposition(t *testing.T) {
+	s := start(t, Config{Insecure: true})
+	defer s.Stop(context.Background())
+	pg := connectDB(t, s, "postgres")
+	execAll(t, pg, "CREATE TABLE t (id int PRIMARY KEY) SPLIT INTO 3 TABLETS", "INSERT INTO t VALUES (1), (2), (3)")
+	_, _, body := httpGet(t, s, "/metrics")
+	var p expfmt.TextParser
+	fams, err := p.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("/metrics does not parse: %v\n%s", err, body)
+	}
+	n := len(s.store.Tablets())
+	for name, typ := range map[string]dto.MetricType{
+		"cairn_tablet_read_batches_total":  dto.MetricType_COUNTER,
+		"cairn_tablet_write_batches_total": dto.MetricType_COUNTER,
+		"cairn_tablet_size_bytes":          dto.MetricType_GAUGE,
+	} {
+		f := fams[name]
+		if f == nil || f.GetType() != typ || len(f.GetMetric()) != n {
+			t.Errorf("%s: %v, want a %v per tablet (%d)", name, f, typ, n)
+		}
+	}
+	var writes float64
+	for _, m := range fams["cairn_tablet_write_batches_total"].GetMetric() {
+		writes += m.GetCounter().GetValue()
+	}
+	if writes == 0 {
+		t.Errorf("no write batches counted after an INSERT")
+	}
+	if r := fams["cairn_replicas"]; r == nil || r.GetMetric()[0].GetGauge().GetValue() != float64(n) {
+		t.Errorf("cairn_replicas: %v, want %d", r, n)
 	}
 }
