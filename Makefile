@@ -67,9 +67,10 @@ logic-pg:
 	rc=$$?; ./scripts/pg15.sh stop $(LOGIC_PG_DIR) $(LOGIC_PG_PORT); exit $$rc
 
 # Real PostgreSQL clients (psql compared with PostgreSQL 15's output, pgbench
-# -s 10 for 30 s in two protocols, psycopg2, SQLAlchemy, pg_dump) against a
-# `cairn start` process; installs the clients it needs (Debian packages and a
-# Python venv), so it is outside `make test`. compat-regen rewrites
+# -s 10 for 30 s in two protocols, psycopg2, SQLAlchemy, pg_dump, and the
+# admin UI in headless Chromium) against a `cairn start` process; installs
+# the clients it needs (Debian packages and a Python venv), so it is outside
+# `make test`. compat-regen rewrites
 # test/compat/psql.expected from a throwaway PostgreSQL 15. See
 # test/compat/run.sh.
 .PHONY: compat compat-regen bench-pgbench
@@ -84,7 +85,8 @@ bench-pgbench:
 	./bench/pgbench/run.sh
 
 # The admin UI rendered by headless Chromium (Debian's, installed if
-# missing), with a screenshot; outside `make test` because of the browser.
+# missing), with screenshots; outside `make test` because of the browser
+# (also the "ui" step of `make compat`).
 .PHONY: e2e
 e2e:
 	./test/e2e/admin_ui.sh

@@ -390,6 +390,7 @@ func (s *Server) startMembership(ctx context.Context) error {
 	if err := s.repl.member.Start(ctx, s.db); err != nil {
 		return fmt.Errorf("joining the cluster's membership: %w", err)
 	}
+	s.SetNodeSource(membershipNodes{s})
 	return nil
 }
 

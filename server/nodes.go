@@ -10,28 +10,36 @@ import (
 	"github.com/cairn-db/cairn/membership"
 )
 
-// The cluster's nodes on the HTTP API (cairn node status and decommission
-// use it):
+// The cluster's nodes as membership knows them (cairn node status and
+// decommission use the HTTP API):
 //
 //	GET  /api/nodes                          every node: addresses, locality, liveness, replicas, leaders
 //	POST /api/nodes/{id}/decommission        mark node id decommissioning: the replicate queues move its replicas off
 //	POST /api/nodes/{id}/decommission?done=1 mark it decommissioned, once no leader counts a replica on it
 //
-// A node's replicas are counted as the tablets' leaders report them in
-// their heartbeats (membership.View.ReplicasOn), so they lag by up to a
-// heartbeat interval.
+// A replicated node lists nodes through membershipNodes (set as the admin
+// UI's NodeSource when its membership starts): the node table and
+// liveness records, with each node's replicas counted as the tablets'
+// leaders report them in their heartbeats (membership.View.ReplicasOn),
+// so they lag by up to a heartbeat interval.
 
-// nodeInfos is every node of the cluster (this node alone when it is not
-// replicated).
-func (s *Server) nodeInfos(ctx context.Context) ([]NodeInfo, error) {
-	if s.repl == nil {
-		return []NodeInfo{s.nodeInfo()}, nil
-	}
+// replicaCounter is a NodeSource that counts replicas and leaders over
+// the whole cluster, which the admin UI then shows instead of this
+// node's view of the tablets it holds.
+type replicaCounter interface {
+	ReplicaCounts(ctx context.Context) (replicas, leaders map[int]int, err error)
+}
+
+// membershipNodes is the NodeSource of a replicated node.
+type membershipNodes struct{ s *Server }
+
+func (m membershipNodes) Nodes(ctx context.Context) ([]NodeStatus, error) {
+	s := m.s
 	v, err := s.repl.member.View(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]NodeInfo, 0, len(v.Nodes))
+	var out []NodeStatus
 	for _, rec := range s.repl.registry.Nodes() {
 		rec, ok := v.Nodes[rec.NodeID]
 		if !ok {
@@ -41,14 +49,26 @@ func (s *Server) nodeInfos(ctx context.Context) ([]NodeInfo, error) {
 		if rec.Status == membership.StatusDecommissioning {
 			st = membership.StatusDecommissioning + " (" + st + ")"
 		}
-		ni := NodeInfo{NodeID: int(rec.NodeID), SQLAddr: rec.SQLAddr, RPCAddr: rec.RPCAddr, HTTPAddr: rec.HTTPAddr,
-			Locality: rec.Locality, Liveness: st, Replicas: v.ReplicasOn(rec.NodeID), Leaders: v.Liveness[rec.NodeID].Leaders}
+		ns := NodeStatus{NodeID: int(rec.NodeID), SQLAddr: rec.SQLAddr, RPCAddr: rec.RPCAddr, HTTPAddr: rec.HTTPAddr, Locality: rec.Locality, Liveness: st}
 		if rec.NodeID == s.repl.id {
-			ni.StartedAt = s.started
+			ns.StartedAt = s.started
 		}
-		out = append(out, ni)
+		out = append(out, ns)
 	}
 	return out, nil
+}
+
+func (m membershipNodes) ReplicaCounts(ctx context.Context) (replicas, leaders map[int]int, err error) {
+	v, err := m.s.repl.member.View(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	replicas, leaders = map[int]int{}, map[int]int{}
+	for id := range v.Nodes {
+		replicas[int(id)] = v.ReplicasOn(id)
+		leaders[int(id)] = v.Liveness[id].Leaders
+	}
+	return replicas, leaders, nil
 }
 
 func (s *Server) nodeRoutes(mux *http.ServeMux) {
@@ -58,7 +78,7 @@ func (s *Server) nodeRoutes(mux *http.ServeMux) {
 			http.Error(w, fmt.Sprintf("bad node ID %q", r.PathValue("id")), http.StatusBadRequest)
 			return
 		}
-		if s.repl == nil {
+		if s.repl == nil || s.repl.member == nil {
 			http.Error(w, "this node is not part of a replicated cluster", http.StatusBadRequest)
 			return
 		}

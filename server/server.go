@@ -1,7 +1,8 @@
 // Package server runs one Cairn node: it opens the storage engine, the
 // store and the KV client, bootstraps the SQL catalog on an empty store,
 // and serves PostgreSQL clients (pgwire over sql/session) and HTTP
-// (/health, /metrics, /debug/pprof).
+// (/health, /metrics, /debug/pprof, and the admin UI and its JSON API:
+// admin*.go, ui/).
 //
 // It owns the wiring of a node's parts and their start and stop order; it
 // must not hold SQL or KV logic of its own. cmd/cairn calls Start; tests
@@ -83,6 +84,10 @@ type Config struct {
 	// most half of DeadAfter) and ReplicateInterval (how often the
 	// replicate queue runs; 0: 1s) are for tests.
 	LivenessTTL, ReplicateInterval time.Duration
+	// ColocationWarnSize is the size in bytes past which a colocation
+	// tablet logs a warning (once per crossing) and the admin UI flags it:
+	// 0 means DefaultColocationWarnSize, negative never warns.
+	ColocationWarnSize int64
 }
 
 // Server is a running node.
@@ -101,7 +106,7 @@ type Server struct {
 	httpLn  net.Listener
 	http    *http.Server
 
-	load loadSampler
+	admin adminState
 
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
@@ -120,7 +125,11 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err := validate(cfg); err != nil {
 		return nil, err
 	}
+	if cfg.ColocationWarnSize == 0 {
+		cfg.ColocationWarnSize = DefaultColocationWarnSize
+	}
 	s := &Server{cfg: cfg, log: log, started: time.Now()}
+	s.admin.warnSize.Store(cfg.ColocationWarnSize)
 	defer func() {
 		if err != nil {
 			s.closeStorage()
@@ -209,6 +218,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 			log.Error("cairn: HTTP server stopped", "err", err)
 		}
 	}()
+	s.startAdmin(runCtx)
 	log.Info(fmt.Sprintf("cairn node ready: sql=%s http=%s", s.sqlLn.Addr(), s.httpLn.Addr()),
 		"store", storeName(cfg.StoreDir), "insecure", cfg.Insecure, "locality", cfg.Locality)
 	return s, nil
@@ -376,4 +386,5 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 	} {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s %g\n", m.name, m.help, m.name, m.typ, m.name, m.v)
 	}
+	s.tabletMetrics(w)
 }

@@ -7,9 +7,8 @@ import (
 	"github.com/cairn-db/cairn/sql/plan"
 )
 
-// localNodeID is this node's ID. A node is a cluster of one until the
-// cluster work (issue #4) lands: every tablet has one replica, here, and
-// it is the leader.
+// localNodeID is the ID of a node that is a cluster of one: every tablet
+// has one replica, here, and it is the leader.
 const localNodeID = 1
 
 // tabletDirectory is the node's plan.TabletDirectory: the SQL layer reads
@@ -31,9 +30,16 @@ func (d tabletDirectory) Tablets(ctx context.Context) ([]plan.TabletState, error
 		if err != nil {
 			return nil, fmt.Errorf("size of tablet %d: %w", desc.TabletID, err)
 		}
+		// The replicas and leader as this node's replica sees them, as
+		// the admin UI shows them (admin.go).
+		voters, _, leader := d.s.placement(desc.TabletID)
+		replicas := make([]int32, len(voters))
+		for i, v := range voters {
+			replicas[i] = int32(v)
+		}
 		out = append(out, plan.TabletState{
 			ID: uint64(desc.TabletID), StartKey: desc.StartKey, EndKey: desc.EndKey,
-			Replicas: []int32{localNodeID}, Leader: localNodeID, SizeBytes: size,
+			Replicas: replicas, Leader: int32(leader), SizeBytes: size,
 		})
 	}
 	return out, nil

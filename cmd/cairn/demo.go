@@ -56,7 +56,7 @@ func cmdDemo(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if err := loadDemo(ctx, url); err != nil {
 		return fmt.Errorf("loading the sample data: %w", err)
 	}
-	fmt.Fprintf(stdout, "cairn demo: an in-memory node with tables customers, products and orders\n%s\n", url)
+	fmt.Fprintf(stdout, "cairn demo: an in-memory node with tables customers, products and orders\nadmin UI: http://%s/\n%s\n", srv.HTTPAddr(), url)
 	if *noShell {
 		<-ctx.Done()
 		return nil

@@ -129,8 +129,9 @@ func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(fo
 
 // startFlags are cairn start's flags, parsed and checked.
 type startFlags struct {
-	cfg  server.Config
-	join string
+	cfg          server.Config
+	join         string
+	colocWarnStr string
 }
 
 func parseStart(args []string, stderr io.Writer) (startFlags, error) {
@@ -140,11 +141,12 @@ func parseStart(args []string, stderr io.Writer) (startFlags, error) {
 	fs.StringVar(&f.cfg.StoreDir, "store", "", "directory of the node's store (required)")
 	fs.StringVar(&f.cfg.SQLAddr, "sql-addr", "127.0.0.1:26257", "address for PostgreSQL clients")
 	fs.StringVar(&f.cfg.RPCAddr, "rpc-addr", "127.0.0.1:26357", "address for other nodes (listened on with --join)")
-	fs.StringVar(&f.cfg.HTTPAddr, "http-addr", "127.0.0.1:8080", "address for /health, /metrics and /debug/pprof")
+	fs.StringVar(&f.cfg.HTTPAddr, "http-addr", "127.0.0.1:8080", "address of the admin UI (/, /api/), /health, /metrics and /debug/pprof")
 	fs.StringVar(&f.join, "join", "", "RPC addresses of all initial members, this one included, in the same order on each; or of members of a running cluster to join")
 	fs.IntVar(&f.cfg.ReplicationFactor, "replication-factor", 3, "voters per tablet once that many nodes are live (replicated clusters)")
 	fs.DurationVar(&f.cfg.DeadAfter, "dead-after", 60*time.Second, "time without a heartbeat after which a node is dead and its replicas are replaced")
 	fs.StringVar(&f.cfg.Locality, "locality", "", "key=value[,key=value...], e.g. region=us-east1")
+	fs.StringVar(&f.colocWarnStr, "colocation-warn-size", "1GiB", "size past which a colocation tablet logs a warning and the admin UI flags it (e.g. 512MiB; 0: never)")
 	fs.BoolVar(&f.cfg.Insecure, "insecure", false, "accept clients without passwords (trust authentication)")
 	fs.StringVar(&f.cfg.InitialPassword, "initial-password", "", "password of the superuser postgres at bootstrap (or CAIRN_INITIAL_PASSWORD)")
 	if err := fs.Parse(args); err != nil {
@@ -158,6 +160,13 @@ func parseStart(args []string, stderr io.Writer) (startFlags, error) {
 	}
 	if f.cfg.StoreDir == "" {
 		return f, usagef("--store is required")
+	}
+	n, err := server.ParseByteSize(f.colocWarnStr)
+	if err != nil {
+		return f, usagef("--colocation-warn-size: %v", err)
+	}
+	if f.cfg.ColocationWarnSize = n; n == 0 {
+		f.cfg.ColocationWarnSize = -1 // 0 in Config is the default
 	}
 	if f.join != "" {
 		// With --rpc-addr among them: the initial members; without: the

@@ -33,6 +33,7 @@ func TestFlagValidation(t *testing.T) {
 		{args: []string{"node", "frob", "--host", "h:1"}, code: 2, want: `unknown node subcommand "frob"`},
 		{args: []string{"start", "--store", "x", "--bogus"}, code: 2, want: "flag provided but not defined: -bogus"},
 		{args: []string{"start", "--store", "x", "extra"}, code: 2, want: "unexpected arguments: extra"},
+		{args: []string{"start", "--store", "x", "--colocation-warn-size", "lots"}, code: 2, want: `--colocation-warn-size: invalid size "lots"`},
 		{args: []string{"start", "--store", t.TempDir(), "--locality", "nokey", "--insecure", "--sql-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"}, code: 1, want: "locality"},
 		{args: []string{"start", "--store", t.TempDir(), "--sql-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"}, code: 1, want: "initial password"},
 		{args: []string{"sql"}, code: 2, want: "--url is required"},
@@ -162,8 +163,11 @@ func TestDemo(t *testing.T) {
 
 INSERT 0 1
 `
-	// The first lines announce the node and its URL.
+	// The first lines announce the node, its admin UI and its URL.
 	got := out.String()
+	if !strings.Contains(got, "\nadmin UI: http://127.0.0.1:") {
+		t.Errorf("stdout does not announce the admin UI:\n%s", got)
+	}
 	_, got, _ = strings.Cut(got, "sslmode=disable\n")
 	if got != want {
 		t.Errorf("stdout:\n%s\nwant:\n%s", got, want)

@@ -16,6 +16,13 @@
 #             psql -v ON_ERROR_STOP=1 into a fresh Cairn database and into
 #             PostgreSQL 15 (scripts/pg15.sh), and fingerprint.sql reads the
 #             same definitions, rows and sequence positions from all three
+#   ui        test/e2e/admin_ui.sh on a node of its own (port + 100): headless
+#             Chromium (Debian's chromium, installed if missing) renders the
+#             admin UI's overview, a colocated database's page and the
+#             tablets page; their DOMs must show the node row, the tables and
+#             the shared tablet, and each screenshot must be a real PNG of a
+#             rendered page (kept in CAIRN_COMPAT_UI_OUT, default
+#             /tmp/cairn-compat-ui)
 #
 # `test/compat/run.sh --regen` rewrites psql.expected from a throwaway
 # PostgreSQL 15 (scripts/pg15.sh) instead. Installs what it needs: Debian's
@@ -25,7 +32,7 @@
 # CAIRN_COMPAT_PORT (default 54511; +1 and +2 are taken too),
 # CAIRN_COMPAT_PG_PORT (default 54521: --regen and pg_dump), CAIRN_COMPAT_VENV,
 # CAIRN_COMPAT_PGBENCH_SECONDS (default 30) and CAIRN_COMPAT_ONLY (a space
-# separated subset of "psql pgbench python pg_dump") adjust a run.
+# separated subset of "psql pgbench python pg_dump ui") adjust a run.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . test/compat/lib.sh
@@ -56,7 +63,7 @@ if [ "${1:-}" = --regen ]; then
   exit 0
 fi
 
-only=${CAIRN_COMPAT_ONLY:-psql pgbench python pg_dump}
+only=${CAIRN_COMPAT_ONLY:-psql pgbench python pg_dump ui}
 want() { [[ " $only " == *" $1 "* ]]; }
 failed=()
 fail() {
@@ -187,6 +194,12 @@ if want pg_dump; then
     cat "$work/dump.err"
     fail pg_dump "pg_dump failed"
   fi
+fi
+
+if want ui; then
+  echo "== ui"
+  CAIRN_E2E_PORT=$((port + 100)) test/e2e/admin_ui.sh "${CAIRN_COMPAT_UI_OUT:-/tmp/cairn-compat-ui}" ||
+    fail ui "the admin UI did not render in Chromium as it must (test/e2e/admin_ui.sh)"
 fi
 
 if [ ${#failed[@]} -gt 0 ]; then

@@ -1,14 +1,23 @@
 #!/usr/bin/env bash
 # The admin UI in a real browser: starts a `cairn start` node, creates a
-# table, and has headless Chromium (Debian's, installed if missing) render
-# the overview page to a PNG; fails if the page lacks what it must show.
+# colocated database (two tables sharing its tablet, one opted out into
+# tablets of its own) and a table of the default database, then has
+# headless Chromium (Debian's, installed if missing) build each page's DOM
+# and screenshot it. Fails if a page lacks what it must show (a node row,
+# the tables, the shared tablet, the system catalog's group) or if a
+# screenshot is missing or too small to be a rendered page.
 #
-#   test/e2e/admin_ui.sh [OUT.png]      (make e2e)
+#   test/e2e/admin_ui.sh [OUTDIR]      (make e2e; the "ui" step of make compat)
+#
+# Screenshots: OUTDIR/overview.png, OUTDIR/database.png, OUTDIR/tablets.png
+# (OUTDIR defaults to /tmp/cairn-admin-ui). CAIRN_E2E_PORT (default 54611;
+# +1 and +2 are taken too) picks the node's ports.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . test/compat/lib.sh
 
-out=${1:-/tmp/cairn-admin-ui.png}
+out=${1:-/tmp/cairn-admin-ui}
+mkdir -p "$out"
 if ! command -v chromium >/dev/null; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 fi
@@ -18,19 +27,59 @@ fi
 
 work=$(mktemp -d /tmp/cairn-e2e.XXXXXX)
 port=${CAIRN_E2E_PORT:-54611}
-trap 'cairn_stop' EXIT
+trap 'cairn_stop; rm -rf "$work"' EXIT
 cairn_build "$work/cairn"
 cairn_start "$work/cairn" "$work/node" "$port"
-url="postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable"
-psql -X -q "$url" -c "CREATE TABLE ui_accounts (id int PRIMARY KEY, balance int)" \
-  -c "INSERT INTO ui_accounts SELECT g, 100 FROM generate_series(1, 1000) g"
+base="postgres://postgres@127.0.0.1:$port"
+psql -X -q -v ON_ERROR_STOP=1 "$base/postgres?sslmode=disable" \
+  -c "CREATE TABLE ui_accounts (id int PRIMARY KEY, balance int)" \
+  -c "INSERT INTO ui_accounts SELECT g, 100 FROM generate_series(1, 1000) g" \
+  -c "CREATE DATABASE ui_shop WITH colocated = true"
+psql -X -q -v ON_ERROR_STOP=1 "$base/ui_shop?sslmode=disable" \
+  -c "CREATE TABLE products (id int PRIMARY KEY, category text)" \
+  -c "CREATE INDEX products_category_idx ON products (category)" \
+  -c "CREATE TABLE orders (id int PRIMARY KEY, product int)" \
+  -c "CREATE TABLE events (id int PRIMARY KEY) WITH (colocated = false) SPLIT INTO 3 TABLETS" \
+  -c "INSERT INTO products SELECT g, 'c' || g % 5 FROM generate_series(1, 500) g" \
+  -c "INSERT INTO events SELECT g FROM generate_series(1, 500) g" \
+  -c "SELECT count(*) FROM products JOIN orders ON orders.product = products.id" >/dev/null
 
-http="http://127.0.0.1:$((port + 2))/"
-# The DOM as the browser built it, and a screenshot of it.
-chromium --headless --no-sandbox --disable-gpu --dump-dom "$http" >"$work/dom.html" 2>/dev/null
-chromium --headless --no-sandbox --disable-gpu --window-size=1280,900 --screenshot="$out" "$http" >/dev/null 2>&1
-for want in "Cairn cluster" "public.ui_accounts" "reads/s" "live"; do
-  grep -q "$want" "$work/dom.html" || { echo "admin UI: the rendered page lacks \"$want\""; exit 1; }
-done
-[ -s "$out" ] || { echo "admin UI: no screenshot"; exit 1; }
-echo "admin UI: ok, screenshot in $out"
+http="http://127.0.0.1:$((port + 2))"
+failed=0
+# page NAME PATH WANT... renders PATH, screenshots it to OUTDIR/NAME.png and
+# checks the DOM Chromium built holds every WANT (a fixed string).
+page() {
+  local name=$1 path=$2
+  shift 2
+  local flags=(--headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1400,1000)
+  chromium "${flags[@]}" --dump-dom "$http$path" >"$work/$name.html" 2>"$work/$name.err" || true
+  rm -f "$out/$name.png"
+  chromium "${flags[@]}" --screenshot="$out/$name.png" "$http$path" >/dev/null 2>&1 || true
+  for want in "$@"; do
+    if ! grep -qF -- "$want" "$work/$name.html"; then
+      echo "admin UI: $path as Chromium rendered it lacks \"$want\""
+      failed=1
+    fi
+  done
+  # A PNG of a rendered page: the signature, and more bytes than a blank
+  # or error page compresses to.
+  local size
+  size=$(stat -c %s "$out/$name.png" 2>/dev/null || echo 0)
+  if [ "$size" -lt 20000 ] || [ "$(head -c 8 "$out/$name.png" | od -An -tx1 | tr -d ' \n')" != 89504e470d0a1a0a ]; then
+    echo "admin UI: no screenshot of $path ($out/$name.png: $size bytes)"
+    failed=1
+  else
+    echo "admin UI: $path rendered, screenshot $out/$name.png ($size bytes)"
+  fi
+}
+
+page overview / '<tr class="node-row" data-node-id="1">' '>live<' 'system catalog' '>ui_shop</a>' 'Colocated groups'
+page database /databases/ui_shop 'Database ui_shop' 'public.products' 'public.orders' 'public.events' \
+  'products_category_idx' '2 tables share this tablet' 'class="badge coloc"'
+page tablets /tablets 'class="tablet-row' 'ui_shop.public.events' 'postgres.public.ui_accounts' 'system.descriptors' 'reads/s'
+if [ "$failed" -ne 0 ]; then
+  echo "admin UI: FAILED (node log: $work/node/cairn.log)"
+  trap 'cairn_stop' EXIT # keep $work for the log
+  exit 1
+fi
+echo "admin UI: ok"

@@ -1,0 +1,228 @@
+package server
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+)
+
+// The admin UI's routes. Pages are html/template files embedded from ui/
+// (no JavaScript build: a few lines of vanilla JS reload a page on
+// demand); every page has a JSON twin under /api/ (docs/architecture.md,
+// "Admin UI", lists them).
+
+//go:embed ui
+var uiFiles embed.FS
+
+var uiFuncs = template.FuncMap{
+	"bytes": func(v any) string {
+		switch n := v.(type) {
+		case uint64:
+			return FormatBytes(n)
+		case int64:
+			return FormatBytes(uint64(max(n, 0)))
+		case int:
+			return FormatBytes(uint64(max(n, 0)))
+		}
+		return fmt.Sprint(v)
+	},
+	"rate":       func(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) },
+	"pathEscape": url.PathEscape,
+	"colocatedCount": func(d DatabaseInfo) int {
+		n := 0
+		for _, t := range d.Tables {
+			if t.Colocated {
+				n++
+			}
+		}
+		return n
+	},
+}
+
+// uiPages are the page templates, each the layout with its content.
+var uiPages = func() map[string]*template.Template {
+	base := template.Must(template.New("").Funcs(uiFuncs).ParseFS(uiFiles, "ui/layout.html"))
+	pages := map[string]*template.Template{}
+	for _, name := range []string{"overview", "databases", "database", "table", "tablets"} {
+		pages[name] = template.Must(template.Must(base.Clone()).ParseFS(uiFiles, "ui/"+name+".html"))
+	}
+	return pages
+}()
+
+// uiPage is what a page template sees.
+type uiPage struct {
+	Title, Active string
+	Self          uint64
+	View          *adminView
+	WarnSize      int64
+	// Tablets are the tablets the page is about (all, a database's, a
+	// table's).
+	Tablets []TabletInfo
+	DB      *DatabaseInfo
+	Table   *TableInfo
+	// UserDatabases and UserTables count what users created.
+	UserDatabases, UserTables int
+}
+
+// apiIndex is GET /api/'s answer: the endpoints and what they return.
+var apiIndex = []struct {
+	Path string `json:"path"`
+	What string `json:"what"`
+}{
+	{"/api/nodes", "the nodes: ID, addresses, locality, liveness, replicas and leaders"},
+	{"/api/databases", "every database (the system catalog first) with its tables and tablets"},
+	{"/api/databases/{db}/tables", "a database's tables (404: no such database)"},
+	{"/api/system/tables", "the system catalog's parts, a colocated group"},
+	{"/api/tables/{id}/tablets", "the tablets of the table with descriptor ID id"},
+	{"/api/tablets", "every tablet: span, size, replicas, leader, reads and writes per second, tables"},
+	{"/api/tablets/{id}", "one tablet"},
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func (s *Server) render(w http.ResponseWriter, name string, p *uiPage) {
+	p.Self, p.WarnSize = s.nodeID(), p.View.WarnSize
+	if p.Tablets == nil && p.View != nil {
+		p.Tablets = p.View.Tablets
+	}
+	var buf bytes.Buffer
+	if err := uiPages[name].ExecuteTemplate(&buf, "layout", p); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_, _ = w.Write(buf.Bytes())
+}
+
+// tabletsOf returns the tablets among all whose IDs are in ids.
+func tabletsOf(all []TabletInfo, ids []uint64) []TabletInfo {
+	out := []TabletInfo{}
+	for _, t := range all {
+		if slices.Contains(ids, t.TabletID) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func (s *Server) adminRoutes(mux *http.ServeMux) {
+	static, err := fs.Sub(uiFiles, "ui")
+	if err != nil {
+		panic(err) // the embedded directory is part of the binary
+	}
+	mux.Handle("GET /ui/", http.StripPrefix("/ui/", http.FileServerFS(static)))
+
+	// view wraps a handler that needs the admin view: a failure to read
+	// it is a 500 with the error.
+	view := func(withNodes bool, h func(w http.ResponseWriter, r *http.Request, v *adminView)) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			v, err := s.view(r.Context(), withNodes)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+			h(w, r, v)
+		}
+	}
+	dbOf := func(w http.ResponseWriter, r *http.Request, v *adminView) *DatabaseInfo {
+		if r.PathValue("db") == "" {
+			return v.database(systemDatabase, true)
+		}
+		d := v.database(r.PathValue("db"), false)
+		if d == nil {
+			http.Error(w, fmt.Sprintf("database %q does not exist", r.PathValue("db")), http.StatusNotFound)
+		}
+		return d
+	}
+	tableOf := func(w http.ResponseWriter, r *http.Request, v *adminView) *TableInfo {
+		id, err := strconv.ParseUint(r.PathValue("id"), 10, 32)
+		var t *TableInfo
+		if err == nil {
+			t = v.table(uint32(id))
+		}
+		if t == nil {
+			http.Error(w, fmt.Sprintf("no table with id %q", r.PathValue("id")), http.StatusNotFound)
+		}
+		return t
+	}
+
+	// JSON.
+	mux.HandleFunc("GET /api/{$}", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, apiIndex)
+	})
+	mux.HandleFunc("GET /api/nodes", view(true, func(w http.ResponseWriter, r *http.Request, v *adminView) {
+		writeJSON(w, v.Nodes)
+	}))
+	mux.HandleFunc("GET /api/databases", view(false, func(w http.ResponseWriter, r *http.Request, v *adminView) {
+		writeJSON(w, v.Databases)
+	}))
+	dbTables := view(false, func(w http.ResponseWriter, r *http.Request, v *adminView) {
+		if d := dbOf(w, r, v); d != nil {
+			writeJSON(w, d.Tables)
+		}
+	})
+	mux.HandleFunc("GET /api/databases/{db}/tables", dbTables)
+	mux.HandleFunc("GET /api/system/tables", dbTables)
+	mux.HandleFunc("GET /api/tables/{id}/tablets", view(false, func(w http.ResponseWriter, r *http.Request, v *adminView) {
+		if t := tableOf(w, r, v); t != nil {
+			writeJSON(w, tabletsOf(v.Tablets, t.Tablets))
+		}
+	}))
+	mux.HandleFunc("GET /api/tablets", view(false, func(w http.ResponseWriter, r *http.Request, v *adminView) {
+		writeJSON(w, v.Tablets)
+	}))
+	mux.HandleFunc("GET /api/tablets/{id}", view(false, func(w http.ResponseWriter, r *http.Request, v *adminView) {
+		id, err := strconv.ParseUint(r.PathValue("id"), 10, 64)
+		if t := v.tablet(id); err == nil && t != nil {
+			writeJSON(w, t)
+			return
+		}
+		http.Error(w, fmt.Sprintf("no tablet %q", r.PathValue("id")), http.StatusNotFound)
+	}))
+
+	// Pages.
+	mux.HandleFunc("GET /{$}", view(true, func(w http.ResponseWriter, r *http.Request, v *adminView) {
+		p := &uiPage{Title: "Overview", Active: "overview", View: v}
+		for _, d := range v.Databases {
+			if !d.System {
+				p.UserDatabases++
+				p.UserTables += len(d.Tables)
+			}
+		}
+		s.render(w, "overview", p)
+	}))
+	mux.HandleFunc("GET /databases", view(false, func(w http.ResponseWriter, r *http.Request, v *adminView) {
+		s.render(w, "databases", &uiPage{Title: "Databases", Active: "databases", View: v})
+	}))
+	dbPage := view(false, func(w http.ResponseWriter, r *http.Request, v *adminView) {
+		if d := dbOf(w, r, v); d != nil {
+			title := "Database " + d.Name
+			if d.System {
+				title = "System catalog"
+			}
+			s.render(w, "database", &uiPage{Title: title, Active: "databases", View: v, DB: d, Tablets: tabletsOf(v.Tablets, d.Tablets)})
+		}
+	})
+	mux.HandleFunc("GET /databases/{db}", dbPage)
+	mux.HandleFunc("GET /system", dbPage)
+	mux.HandleFunc("GET /tables/{id}", view(false, func(w http.ResponseWriter, r *http.Request, v *adminView) {
+		if t := tableOf(w, r, v); t != nil {
+			s.render(w, "table", &uiPage{Title: "Table " + t.Name, Active: "databases", View: v, Table: t, Tablets: tabletsOf(v.Tablets, t.Tablets)})
+		}
+	}))
+	mux.HandleFunc("GET /tablets", view(false, func(w http.ResponseWriter, r *http.Request, v *adminView) {
+		s.render(w, "tablets", &uiPage{Title: "Tablets", Active: "tablets", View: v})
+	}))
+}

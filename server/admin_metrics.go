@@ -1,0 +1,64 @@
+package server
+
+import (
+	"fmt"
+	"io"
+)
+
+// tabletMetrics appends the node's tablet metrics to /metrics: this
+// node's replica and leader counts, per-tablet batch counters and sizes
+// (a Prometheus rate() over the counters gives the UI's reads and writes
+// per second), node totals of the replicas' other counters, and the
+// colocation tablets over --colocation-warn-size at the last check.
+func (s *Server) tabletMetrics(w io.Writer) {
+	self := int(s.nodeID())
+	descs := s.store.Tablets()
+	var replicas, leaders int
+	var onePC, intents, pushes, deadlocks int64
+	type tabletLine struct {
+		id          uint64
+		reads, wrts int64
+		size        uint64
+	}
+	lines := make([]tabletLine, 0, len(descs))
+	for _, d := range descs {
+		r := s.store.Replica(d.TabletID)
+		if r == nil {
+			continue
+		}
+		replicas++
+		if _, _, leader := s.placement(d.TabletID); leader == self {
+			leaders++
+		}
+		m := r.Metrics()
+		onePC += m.OnePhaseCommits.Load()
+		intents += m.IntentsWritten.Load()
+		pushes += m.PushesWaited.Load()
+		deadlocks += m.DeadlocksBroken.Load()
+		size, _ := s.eng.EstimateDiskUsage(d.StartKey, d.EndKey)
+		lines = append(lines, tabletLine{uint64(d.TabletID), m.ReadBatches.Load(), m.WriteBatches.Load(), size})
+	}
+	scalar := func(name, typ, help string, v any) {
+		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s{node=\"%d\"} %v\n", name, help, name, typ, name, self, v)
+	}
+	scalar("cairn_replicas", "gauge", "Tablet replicas on this node.", replicas)
+	scalar("cairn_leaders", "gauge", "Tablets whose raft leader is this node (all of them on a single node).", leaders)
+	scalar("cairn_tablet_one_phase_commits_total", "counter", "Transactions this node's replicas committed in one phase (no intents).", onePC)
+	scalar("cairn_tablet_intents_written_total", "counter", "Intents laid down by this node's replicas.", intents)
+	scalar("cairn_tablet_pushes_waited_total", "counter", "Pushes that waited in a replica's transaction wait queue.", pushes)
+	scalar("cairn_tablet_deadlocks_broken_total", "counter", "Deadlocks broken by this node's replicas.", deadlocks)
+	scalar("cairn_colocation_tablets_over_warn_size", "gauge", "Colocation tablets this node leads that were larger than --colocation-warn-size at the last check.", s.colocationOverWarn())
+	for _, m := range []struct {
+		name, typ, help string
+		v               func(tabletLine) any
+	}{
+		{"cairn_tablet_read_batches_total", "counter", "Read-only batches a tablet's replica on this node evaluated.", func(l tabletLine) any { return l.reads }},
+		{"cairn_tablet_write_batches_total", "counter", "Writing batches a tablet's replica on this node evaluated.", func(l tabletLine) any { return l.wrts }},
+		{"cairn_tablet_size_bytes", "gauge", "Estimated size on disk of a tablet's span (flushed data).", func(l tabletLine) any { return l.size }},
+	} {
+		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n", m.name, m.help, m.name, m.typ)
+		for _, l := range lines {
+			fmt.Fprintf(w, "%s{node=\"%d\",tablet=\"%d\"} %v\n", m.name, self, l.id, m.v(l))
+		}
+	}
+}
