@@ -9,7 +9,9 @@ import (
 	pb "go.etcd.io/raft/v3/raftpb"
 )
 
-// The replicate queue. Every ScanInterval each node looks at the tablets
+// The replicate queue. Every ScanInterval each node that is itself live
+// (its own liveness record fresh: otherwise the records may all be stale)
+// looks at the tablets
 // whose lease it holds and makes at most one membership change per tablet
 // (raft allows one pending change at a time), in this order:
 //
@@ -49,6 +51,13 @@ func (m *Member) scan(ctx context.Context) error {
 	v, err := m.View(ctx)
 	if err != nil {
 		return err
+	}
+	if v.State(m.NodeID()) != Live {
+		// This node's own record has expired: the liveness records could
+		// not be written lately (their tablet was electing a leader, or
+		// this node is cut off), so the others' may look stale too. Acting
+		// on such a view could remove live voters as dead.
+		return nil
 	}
 	for _, id := range m.cfg.Raft.Tablets() {
 		rep := m.cfg.Raft.Replica(id)
