@@ -419,6 +419,16 @@ func TestDecommission(t *testing.T) {
 	if n := countRows(t, n4, "t"); n != 100 {
 		t.Fatalf("node 4 sees %d rows, want 100", n)
 	}
+	// A decommissioned node is refused if it starts again on its store.
+	addr := c.addrs[2]
+	s, err := Start(context.Background(), c.config(addr, relisten(t, addr), c.dirs[2], join, ""))
+	if err == nil {
+		_ = s.Stop(context.Background())
+		t.Fatal("the decommissioned node 2 started again")
+	}
+	if !strings.Contains(err.Error(), "decommissioned") {
+		t.Fatalf("restarting decommissioned node 2: %v, want a refusal saying it was decommissioned", err)
+	}
 }
 
 // TestStoreOfAnotherClusterRefused: a node that joined cluster B,
