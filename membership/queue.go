@@ -52,6 +52,9 @@ func (m *Member) scan(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := m.cfg.Store.PersistDescriptors(); err != nil {
+		return err
+	}
 	if v.State(m.NodeID()) != Live {
 		// This node's own record has expired: the liveness records could
 		// not be written lately (their tablet was electing a leader, or

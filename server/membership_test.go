@@ -518,6 +518,26 @@ func TestRebalanceOntoNewNode(t *testing.T) {
 	if n := countRows(t, n4, "t"); n != 100 {
 		t.Fatalf("node 4 sees %d rows, want 100", n)
 	}
+	// Every node restarts on its store and opens every replica it held,
+	// though none but tablet 1's holders has the whole directory (and a
+	// node that lost tablet 1 lost its directory with it).
+	for id := uint64(1); id <= 4; id++ {
+		held := c.nodes[id].store.Tablets()
+		addr := c.addrs[id]
+		joinArg := join
+		if id == 1 {
+			joinArg = []string{addr}
+		}
+		c.stop(id)
+		s := c.startAt(addr, relisten(t, addr), c.dirs[id], joinArg, "")
+		if got := s.store.Tablets(); !slices.EqualFunc(got, held, func(a, b kvpb.TabletDescriptor) bool { return a.TabletID == b.TabletID }) {
+			t.Fatalf("node %d held tablets %v, reopened %v", id, held, got)
+		}
+	}
+	c.waitPlacement("three voters after restarts", 30*time.Second, func(v, l []uint64) bool { return len(v) == 3 && len(l) == 0 })
+	if n := countRows(t, c.nodes[2], "t"); n != 100 {
+		t.Fatalf("node 2 sees %d rows after the restarts, want 100", n)
+	}
 }
 
 // TestWipedInitialMemberRejoins: three initial members (a fixed --join

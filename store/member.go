@@ -8,7 +8,10 @@ package store
 
 import (
 	"bytes"
+	"cmp"
+	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/cairn-db/cairn/keys"
 	"github.com/cairn-db/cairn/kvpb"
@@ -45,8 +48,22 @@ func (s *Store) memberTablets(descs []kvpb.TabletDescriptor) ([]kvpb.TabletDescr
 		}
 		return []kvpb.TabletDescriptor{d}, nil
 	}
+	// The directory lists what this node's replicas wrote, but a snapshot
+	// of the tablet holding it (or its removal from this node) replaces or
+	// clears it: the descriptors recorded by PersistDescriptors fill in,
+	// the later generation of the two winning.
+	recorded, err := readDescriptors(s.eng)
+	if err != nil {
+		return nil, err
+	}
+	byID := map[kvpb.TabletID]kvpb.TabletDescriptor{}
+	for _, d := range append(descs, recorded...) {
+		if old, ok := byID[d.TabletID]; !ok || d.Generation > old.Generation {
+			byID[d.TabletID] = d
+		}
+	}
 	var out []kvpb.TabletDescriptor
-	for _, d := range descs {
+	for _, d := range byID {
 		ls, err := raftnode.OpenLogStore(s.eng, uint64(d.TabletID))
 		if err != nil {
 			return nil, fmt.Errorf("store: open tablet %s: %w", &d, err)
@@ -179,4 +196,61 @@ func (s *Store) ReplicaCount() int {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return len(s.mu.replicas)
+}
+
+// replicaDescsKey records the descriptors of this store's replicas
+// (node-local): a member opens its tablets from them and the directory.
+var replicaDescsKey = keys.StoreLocal("replica-descs")
+
+// PersistDescriptors records the descriptors of this store's replicas
+// (but placeholders) if they changed since it last did. The membership
+// loop calls it every scan and Close once more; a crash loses at most the
+// changes since, which the directory entries that splits and snapshots
+// write cover unless a snapshot of the directory's tablet replaced them
+// in that moment.
+func (s *Store) PersistDescriptors() error {
+	s.descMu.Lock()
+	defer s.descMu.Unlock()
+	descs := s.Tablets()
+	slices.SortFunc(descs, func(a, b kvpb.TabletDescriptor) int { return cmp.Compare(a.TabletID, b.TabletID) })
+	var enc []byte
+	for _, d := range descs {
+		e := tablet.EncodeDescriptor(nil, d)
+		enc = binary.AppendUvarint(enc, uint64(len(e)))
+		enc = append(enc, e...)
+	}
+	if s.lastDescs != nil && bytes.Equal(enc, s.lastDescs) {
+		return nil
+	}
+	b := s.eng.NewWriteOnlyBatch()
+	defer b.Close()
+	if err := b.Put(storage.MVCCKey{Key: replicaDescsKey}, enc); err != nil {
+		return err
+	}
+	if err := b.Commit(); err != nil {
+		return fmt.Errorf("store: recording replica descriptors: %w", err)
+	}
+	s.lastDescs = enc
+	return nil
+}
+
+func readDescriptors(eng *storage.Engine) ([]kvpb.TabletDescriptor, error) {
+	v, ok, err := eng.Get(storage.MVCCKey{Key: replicaDescsKey})
+	if err != nil || !ok {
+		return nil, err
+	}
+	var out []kvpb.TabletDescriptor
+	for len(v) > 0 {
+		n, k := binary.Uvarint(v)
+		if k <= 0 || n > uint64(len(v)-k) {
+			return nil, fmt.Errorf("store: corrupt replica descriptors")
+		}
+		d, err := tablet.DecodeDescriptor(v[k : k+int(n)])
+		if err != nil {
+			return nil, fmt.Errorf("store: replica descriptors: %w", err)
+		}
+		out = append(out, d)
+		v = v[k+int(n):]
+	}
+	return out, nil
 }

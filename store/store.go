@@ -49,6 +49,10 @@ type Store struct {
 	splitMu sync.Mutex
 	// idMu serializes the tablet ID counter's read-modify-writes.
 	idMu sync.Mutex
+	// descMu guards lastDescs, the replica descriptors last recorded in
+	// the store (member.go, PersistDescriptors).
+	descMu    sync.Mutex
+	lastDescs []byte
 
 	// stop is cancelled by Close, cancelling every request in flight;
 	// inflight counts them so Close can wait before replicas close.
@@ -196,6 +200,10 @@ func (s *Store) tabletConfig() tablet.Config {
 // (stopping background resolution). It does not close the engine, which is
 // safe to close once Close returns.
 func (s *Store) Close() {
+	if s.cfg.Raft != nil && s.cfg.Raft.Membership {
+		// Best effort: the membership loop records them every second.
+		_ = s.PersistDescriptors()
+	}
 	s.mu.Lock()
 	s.mu.closed = true
 	reps := make([]*tablet.Replica, 0, len(s.mu.replicas))
