@@ -188,7 +188,8 @@ type ScanConst struct {
 // comments or other constant tokens (E-strings, numbers with a fraction or out
 // of int4's range, bit strings, dollar quotes, parameters).
 func Shape(sql string) (string, []ScanConst, bool) {
-	toks, ok := quickTokens(sql)
+	var buf [32]scanToken
+	toks, ok := quickTokens(sql, buf[:0])
 	if !ok {
 		if toks, ok = scanTokens(sql); !ok {
 			return "", nil, false

@@ -18,8 +18,9 @@ import pg_query "github.com/pganalyze/pg_query_go/v6"
 // of the CPU of pgbench's select-only, whose query is the same every time
 // but for its constant. TestQuickTokens and FuzzQuickTokens hold it to
 // the real scanner.
-func quickTokens(sql string) ([]scanToken, bool) {
-	toks := make([]scanToken, 0, 16)
+//
+// toks is appended to (Shape passes an array on its stack).
+func quickTokens(sql string, toks []scanToken) ([]scanToken, bool) {
 	i := 0
 	for i < len(sql) {
 		c := sql[i]

@@ -29,7 +29,7 @@ var quickScanInputs = []string{
 // Shape over the real scanner's tokens.
 func checkQuickTokens(t *testing.T, sql string) bool {
 	t.Helper()
-	q, ok := quickTokens(sql)
+	q, ok := quickTokens(sql, nil)
 	if !ok {
 		return false
 	}
@@ -53,7 +53,7 @@ func TestQuickTokens(t *testing.T) {
 		}
 	}
 	// The point of the quick scanner: pgbench's query is its business.
-	if _, ok := quickTokens(quickScanInputs[0]); !ok {
+	if _, ok := quickTokens(quickScanInputs[0], nil); !ok {
 		t.Errorf("quick scanner declined pgbench's select-only query")
 	}
 	t.Logf("quick scanner answered %d of %d inputs", answered, len(quickScanInputs))
