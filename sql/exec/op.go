@@ -55,13 +55,12 @@ type runner struct {
 
 func newRunner(ctx context.Context, x *Context, p *plan.Plan) *runner {
 	r := &runner{
-		x:     x,
-		p:     p,
-		ctx:   ctx,
-		outer: map[sem.ColumnID]types.Datum{},
-		subs:  map[int]*subqueryState{},
-		ctes:  map[int][][]types.Datum{},
-		work:  map[int][][]types.Datum{},
+		x:   x,
+		p:   p,
+		ctx: ctx,
+		// outer, subs, ctes and work are made on first write: most
+		// statements need none (four of the objects every point SELECT
+		// allocated).
 	}
 	if x.Eval != nil {
 		r.ev = *x.Eval
@@ -148,6 +147,9 @@ func (r *runner) compile(e sem.Expr, cols []plan.Column) (rowFn, error) {
 	}
 	var buf []types.Datum
 	return func(row []types.Datum) (types.Datum, error) {
+		if r.outer == nil && len(binds) > 0 {
+			r.outer = map[sem.ColumnID]types.Datum{}
+		}
 		for _, b := range binds {
 			r.outer[b.id] = row[b.pos]
 		}
