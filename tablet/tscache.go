@@ -55,16 +55,14 @@ type tsCache struct {
 	unindexed []string
 	entries   *btreemap.BTreeMap[[]byte, *tsEntry]
 	// rows, rowTree and rowsUnindexed are byKey, points and unindexed for
-	// row reads, keyed by the prefix; rowLens counts rows' keys by length.
+	// row reads, keyed by the prefix; rowLens are the lengths of rows'
+	// keys (a shrink recomputes them).
 	rows          map[string]*tsRead
 	rowTree       *btreemap.BTreeMap[[]byte, *tsRead]
 	rowsUnindexed []string
-	rowLens       []rowLen
+	rowLens       []int
 	maxEntries    int
 }
-
-// rowLen is how many row reads of the cache have a prefix of n bytes.
-type rowLen struct{ n, count int }
 
 // maxRowLens bounds the distinct prefix lengths of row reads.
 const maxRowLens = 8
@@ -119,16 +117,6 @@ func isPrefixEnd(key, end []byte) bool {
 	return true
 }
 
-// rowLenIndexLocked returns the index of n in rowLens, or -1.
-func (c *tsCache) rowLenIndexLocked(n int) int {
-	for i, l := range c.rowLens {
-		if l.n == n {
-			return i
-		}
-	}
-	return -1
-}
-
 // addRowLocked records a row read of prefix key, and false when it must
 // take the span path (a new prefix length past maxRowLens).
 func (c *tsCache) addRowLocked(key []byte, ts hlc.Timestamp, txn uuid.UUID) bool {
@@ -136,15 +124,12 @@ func (c *tsCache) addRowLocked(key []byte, ts hlc.Timestamp, txn uuid.UUID) bool
 		*r = r.merge(ts, txn)
 		return true
 	}
-	i := c.rowLenIndexLocked(len(key))
-	if i < 0 {
+	if !slices.Contains(c.rowLens, len(key)) {
 		if len(c.rowLens) >= maxRowLens {
 			return false
 		}
-		c.rowLens = append(c.rowLens, rowLen{n: len(key)})
-		i = len(c.rowLens) - 1
+		c.rowLens = append(c.rowLens, len(key))
 	}
-	c.rowLens[i].count++
 	k := string(key)
 	c.rows[k] = &tsRead{ts: ts, txn: txn}
 	c.rowsUnindexed = append(c.rowsUnindexed, k)
@@ -154,11 +139,11 @@ func (c *tsCache) addRowLocked(key []byte, ts hlc.Timestamp, txn uuid.UUID) bool
 // rowPrefixesLocked merges into best the row reads whose prefix is a
 // prefix of key (key itself included when self).
 func (c *tsCache) rowPrefixesLocked(best tsRead, key []byte, self bool) tsRead {
-	for _, l := range c.rowLens {
-		if l.n > len(key) || (!self && l.n == len(key)) {
+	for _, n := range c.rowLens {
+		if n > len(key) || (!self && n == len(key)) {
 			continue
 		}
-		if r, ok := c.rows[string(key[:l.n])]; ok {
+		if r, ok := c.rows[string(key[:n])]; ok {
 			best = best.merge(r.ts, r.txn)
 		}
 	}
@@ -390,12 +375,12 @@ func (c *tsCache) splitOff(key []byte) *tsCache {
 	}
 	// A row read whose prefix is a proper prefix of key covers
 	// [key, PrefixEnd(prefix)) on the right: a span entry there.
-	for _, l := range c.rowLens {
-		if l.n >= len(key) {
+	for _, n := range c.rowLens {
+		if n >= len(key) {
 			continue
 		}
-		if v, ok := c.rows[string(key[:l.n])]; ok {
-			r.addSpanLocked(append([]byte(nil), key...), keys.PrefixEnd(key[:l.n]), v.ts, v.txn)
+		if v, ok := c.rows[string(key[:n])]; ok {
+			r.addSpanLocked(append([]byte(nil), key...), keys.PrefixEnd(key[:n]), v.ts, v.txn)
 		}
 	}
 	return r
