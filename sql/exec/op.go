@@ -49,7 +49,11 @@ type runner struct {
 	ctes map[int][][]types.Datum
 	// work are the current iteration's rows of each recursive CTE.
 	work map[int][][]types.Datum
-	// layouts caches table layouts by descriptor.
+	// layout1 and layouts cache table layouts by descriptor.
+	layout1 struct {
+		t *catalog.Table
+		l *rowenc.TableLayout
+	}
 	layouts map[*catalog.Table]*rowenc.TableLayout
 }
 
