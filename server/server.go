@@ -88,6 +88,9 @@ type Config struct {
 	// tablet logs a warning (once per crossing) and the admin UI flags it:
 	// 0 means DefaultColocationWarnSize, negative never warns.
 	ColocationWarnSize int64
+	// CacheSize is the engine's block cache in bytes; 0 means the
+	// storage package's default (64 MiB). cairn start sets 256 MiB.
+	CacheSize int64
 }
 
 // Server is a running node.
@@ -147,7 +150,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if cfg.StoreDir == "" {
 		fs = vfs.NewMem()
 	}
-	if s.eng, err = storage.Open(cfg.StoreDir, storage.Options{FS: fs}); err != nil {
+	if s.eng, err = storage.Open(cfg.StoreDir, storage.Options{FS: fs, CacheSize: cfg.CacheSize}); err != nil {
 		return nil, fmt.Errorf("opening the store in %q: %w", cfg.StoreDir, err)
 	}
 	if len(cfg.Join) > 0 {

@@ -313,11 +313,9 @@ func (s *Store) begin(ctx context.Context) (context.Context, func(), error) {
 	if ctx.Done() == nil {
 		return stopCtx{Context: ctx, stop: s.stop}, s.inflightDone, nil
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(s.stop, cancel)
-	return ctx, func() {
-		stop()
-		cancel()
+	rc := &reqCtx{Context: ctx, stop: s.stop}
+	return rc, func() {
+		rc.release()
 		s.inflight.Done()
 	}, nil
 }

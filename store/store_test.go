@@ -639,3 +639,78 @@ func TestStopCtx(t *testing.T) {
 		t.Fatalf("errors after stop: %v, %v", ctx.Err(), derived.Err())
 	}
 }
+
+// A request whose caller's context can end waits until either it ends or
+// the store closes, whichever comes first.
+func TestCancelableCallerWaiter(t *testing.T) {
+	for _, closeStore := range []bool{false, true} {
+		e := newEnv(t, Config{})
+		a := newTxn("A", 1, e.clock.Now(), 0)
+		a.Key = []byte("k")
+		if _, err := e.send(context.Background(), put(a, "k", "a")); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			ba := &kvpb.BatchRequest{}
+			ba.Add(&kvpb.PutRequest{Key: []byte("k"), Value: []byte("b")})
+			_, err := e.send(ctx, ba)
+			done <- err
+		}()
+		for e.s.Replica(1).LockWaiters() != 1 {
+			time.Sleep(time.Millisecond)
+		}
+		if closeStore {
+			e.s.Close()
+		} else {
+			cancel()
+		}
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("close=%v: waiter err = %v, want context.Canceled", closeStore, err)
+		}
+		cancel()
+	}
+}
+
+// reqCtx ends with the caller's context or the store's stop context,
+// derived contexts follow, and Err needs no Done first.
+func TestReqCtx(t *testing.T) {
+	type key struct{}
+	for _, stopFirst := range []bool{false, true} {
+		stop, cancelStop := context.WithCancel(context.Background())
+		caller, cancelCaller := context.WithCancel(context.WithValue(context.Background(), key{}, "v"))
+		rc := &reqCtx{Context: caller, stop: stop}
+		if rc.Err() != nil || rc.Value(key{}) != "v" {
+			t.Fatalf("fresh reqCtx: err %v, value %v", rc.Err(), rc.Value(key{}))
+		}
+		derived, cancelDerived := context.WithCancel(rc)
+		if stopFirst {
+			cancelStop()
+		} else {
+			cancelCaller()
+		}
+		<-rc.Done()
+		<-derived.Done()
+		if !errors.Is(rc.Err(), context.Canceled) || !errors.Is(derived.Err(), context.Canceled) {
+			t.Fatalf("stopFirst=%v: errors %v, %v", stopFirst, rc.Err(), derived.Err())
+		}
+		rc.release()
+		cancelDerived()
+		cancelStop()
+		cancelCaller()
+	}
+	// Err without Done sees either end; release undoes the merge.
+	stop, cancelStop := context.WithCancel(context.Background())
+	rc := &reqCtx{Context: context.Background(), stop: stop}
+	cancelStop()
+	if !errors.Is(rc.Err(), context.Canceled) {
+		t.Fatalf("Err after stop without Done: %v", rc.Err())
+	}
+	rc2 := &reqCtx{Context: context.Background(), stop: context.Background()}
+	_ = rc2.Done()
+	rc2.release()
+	if rc2.merged.Err() == nil {
+		t.Fatal("release left the merged context running")
+	}
+}

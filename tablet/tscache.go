@@ -8,6 +8,7 @@ import (
 
 	"github.com/RaduBerinde/btreemap"
 	"github.com/cairn-db/cairn/hlc"
+	"github.com/cairn-db/cairn/keys"
 	"github.com/cairn-db/cairn/kvpb"
 	"github.com/google/uuid"
 )
@@ -24,8 +25,17 @@ import (
 // start key (a sorted slice before: each span read then moved half of up to
 // maxEntries entries, 20% of the CPU of pgbench's select-only, whose point
 // SELECTs read a row's span).
-// A key's answer is the maximum of the two and the low-water mark. Memory is
-// bounded: past maxEntries (both kinds together) the oldest half of the
+// Row reads, the span [k, PrefixEnd(k)) of every key with prefix k (how a
+// point SELECT reads a row and its column entries), go to a third hash map
+// keyed by k, also indexed on demand: a point lookup of a key w checks
+// w's prefixes of the few lengths the map holds (rowLens), a span lookup
+// the index and the prefixes of its start. They were span reads before,
+// and the B-tree's search, delete and insert per read were a tenth of the
+// CPU of pgbench's select-only. Past maxRowLens distinct prefix lengths,
+// further row reads of new lengths take the span path, so a point lookup
+// never checks more than maxRowLens prefixes.
+// A key's answer is the maximum of the three and the low-water mark. Memory is
+// bounded: past maxEntries (all kinds together) the oldest half of the
 // entries (by timestamp) are folded into the low-water mark, which only
 // ever makes the cache answer higher, never lower, so forgetting is safe.
 //
@@ -40,12 +50,22 @@ type tsCache struct {
 	// since the last such use wait in unindexed, so a stream of point
 	// reads never pays for the ordering unless something asks for it. The
 	// shared *tsRead is updated in place.
-	byKey      map[string]*tsRead
-	points     *btreemap.BTreeMap[[]byte, *tsRead]
-	unindexed  []string
-	entries    *btreemap.BTreeMap[[]byte, *tsEntry]
-	maxEntries int
+	byKey     map[string]*tsRead
+	points    *btreemap.BTreeMap[[]byte, *tsRead]
+	unindexed []string
+	entries   *btreemap.BTreeMap[[]byte, *tsEntry]
+	// rows, rowTree and rowsUnindexed are byKey, points and unindexed for
+	// row reads, keyed by the prefix; rowLens are the lengths of rows'
+	// keys (a shrink recomputes them).
+	rows          map[string]*tsRead
+	rowTree       *btreemap.BTreeMap[[]byte, *tsRead]
+	rowsUnindexed []string
+	rowLens       []int
+	maxEntries    int
 }
+
+// maxRowLens bounds the distinct prefix lengths of row reads.
+const maxRowLens = 8
 
 // tsRead is the highest read of a key or interval and who made it.
 type tsRead struct {
@@ -78,7 +98,56 @@ func newTSCache(lowWater hlc.Timestamp, maxEntries int) *tsCache {
 	if maxEntries < 2 {
 		maxEntries = 2
 	}
-	return &tsCache{lowWater: lowWater, maxEntries: maxEntries, byKey: make(map[string]*tsRead), points: newPointTree(), entries: newSpanTree()}
+	return &tsCache{lowWater: lowWater, maxEntries: maxEntries, byKey: make(map[string]*tsRead), points: newPointTree(), entries: newSpanTree(),
+		rows: make(map[string]*tsRead), rowTree: newPointTree()}
+}
+
+// isPrefixEnd reports whether end is PrefixEnd(key): the span [key, end)
+// holds exactly the keys with prefix key. It does not allocate.
+func isPrefixEnd(key, end []byte) bool {
+	n := len(end)
+	if n == 0 || n > len(key) || end[n-1] != key[n-1]+1 || key[n-1] == 0xff || !bytes.Equal(end[:n-1], key[:n-1]) {
+		return false
+	}
+	for _, b := range key[n:] {
+		if b != 0xff {
+			return false
+		}
+	}
+	return true
+}
+
+// addRowLocked records a row read of prefix key, and false when it must
+// take the span path (a new prefix length past maxRowLens).
+func (c *tsCache) addRowLocked(key []byte, ts hlc.Timestamp, txn uuid.UUID) bool {
+	if r, ok := c.rows[string(key)]; ok {
+		*r = r.merge(ts, txn)
+		return true
+	}
+	if !slices.Contains(c.rowLens, len(key)) {
+		if len(c.rowLens) >= maxRowLens {
+			return false
+		}
+		c.rowLens = append(c.rowLens, len(key))
+	}
+	k := string(key)
+	c.rows[k] = &tsRead{ts: ts, txn: txn}
+	c.rowsUnindexed = append(c.rowsUnindexed, k)
+	return true
+}
+
+// rowPrefixesLocked merges into best the row reads whose prefix is a
+// prefix of key (key itself included when self).
+func (c *tsCache) rowPrefixesLocked(best tsRead, key []byte, self bool) tsRead {
+	for _, n := range c.rowLens {
+		if n > len(key) || (!self && n == len(key)) {
+			continue
+		}
+		if r, ok := c.rows[string(key[:n])]; ok {
+			best = best.merge(r.ts, r.txn)
+		}
+	}
+	return best
 }
 
 func newPointTree() *btreemap.BTreeMap[[]byte, *tsRead] {
@@ -125,6 +194,10 @@ func (c *tsCache) indexLocked() {
 		c.points.ReplaceOrInsert(unsafeBytes(k), c.byKey[k])
 	}
 	c.unindexed = c.unindexed[:0]
+	for _, k := range c.rowsUnindexed {
+		c.rowTree.ReplaceOrInsert(unsafeBytes(k), c.rows[k])
+	}
+	c.rowsUnindexed = c.rowsUnindexed[:0]
 }
 
 // add records that span was read at ts by txn (uuid.Nil for none).
@@ -145,7 +218,21 @@ func (c *tsCache) add(span kvpb.Span, ts hlc.Timestamp, txn uuid.UUID) {
 		}
 		return
 	}
-	start, end := span.Key, spanEnd(span)
+	if isPrefixEnd(span.Key, span.EndKey) && c.addRowLocked(span.Key, ts, txn) {
+		if c.lenLocked() > c.maxEntries {
+			c.shrinkLocked()
+		}
+		return
+	}
+	c.addSpanLocked(span.Key, spanEnd(span), ts, txn)
+	if c.lenLocked() > c.maxEntries {
+		c.shrinkLocked()
+	}
+}
+
+// addSpanLocked records a read of [start, end) at ts by txn in the span
+// tree.
+func (c *tsCache) addSpanLocked(start, end []byte, ts hlc.Timestamp, txn uuid.UUID) {
 	// Rebuild the overlapped region: pieces of old entries outside [start,
 	// end) survive as they were, pieces inside are merged with the new read.
 	var out []tsEntry
@@ -179,9 +266,6 @@ func (c *tsCache) add(span kvpb.Span, ts hlc.Timestamp, txn uuid.UUID) {
 	for k := range out {
 		c.entries.ReplaceOrInsert(out[k].start, &out[k])
 	}
-	if c.lenLocked() > c.maxEntries {
-		c.shrinkLocked()
-	}
 }
 
 // shrinkLocked raises the low-water mark to the median entry timestamp and
@@ -192,6 +276,9 @@ func (c *tsCache) shrinkLocked() {
 		tss = append(tss, e.ts)
 	}
 	for _, r := range c.byKey {
+		tss = append(tss, r.ts)
+	}
+	for _, r := range c.rows {
 		tss = append(tss, r.ts)
 	}
 	slices.SortFunc(tss, hlc.Timestamp.Compare)
@@ -213,9 +300,16 @@ func (c *tsCache) shrinkLocked() {
 			c.unindexed = append(c.unindexed, k)
 		}
 	}
+	oldRows := c.rows
+	c.rows, c.rowTree, c.rowsUnindexed, c.rowLens = make(map[string]*tsRead, len(oldRows)/2), newPointTree(), c.rowsUnindexed[:0], c.rowLens[:0]
+	for k, r := range oldRows {
+		if c.lowWater.Less(r.ts) {
+			c.addRowLocked(unsafeBytes(k), r.ts, r.txn)
+		}
+	}
 }
 
-func (c *tsCache) lenLocked() int { return c.entries.Len() + len(c.byKey) }
+func (c *tsCache) lenLocked() int { return c.entries.Len() + len(c.byKey) + len(c.rows) }
 
 // unsafeBytes views an immutable string as a key for the tree, so the tree
 // and the map share one copy of each key. Nothing writes through it.
@@ -232,11 +326,18 @@ func (c *tsCache) getMax(span kvpb.Span) (hlc.Timestamp, uuid.UUID) {
 		if r, ok := c.byKey[string(span.Key)]; ok {
 			best = best.merge(r.ts, r.txn)
 		}
+		best = c.rowPrefixesLocked(best, span.Key, true)
 	} else {
 		c.indexLocked()
 		for _, r := range c.points.Ascend(btreemap.GE(span.Key), btreemap.LT(span.EndKey)) {
 			best = best.merge(r.ts, r.txn)
 		}
+		// Row reads meeting the span: those whose prefix lies in it, and
+		// those whose prefix is a proper prefix of its start (they cover it).
+		for _, r := range c.rowTree.Ascend(btreemap.GE(span.Key), btreemap.LT(span.EndKey)) {
+			best = best.merge(r.ts, r.txn)
+		}
+		best = c.rowPrefixesLocked(best, span.Key, false)
 	}
 	var end []byte
 	if !point {
@@ -261,6 +362,9 @@ func (c *tsCache) splitOff(key []byte) *tsCache {
 	for k, v := range c.points.Ascend(btreemap.GE(key), btreemap.Max[[]byte]()) {
 		r.addPointLocked(k, *v)
 	}
+	for k, v := range c.rowTree.Ascend(btreemap.GE(key), btreemap.Max[[]byte]()) {
+		r.addRowLocked(k, v.ts, v.txn) // r has c's lengths at most
+	}
 	for _, e := range c.entries.Ascend(btreemap.Min[[]byte](), btreemap.Max[[]byte]()) {
 		if bytes.Compare(e.end, key) <= 0 {
 			continue
@@ -268,6 +372,16 @@ func (c *tsCache) splitOff(key []byte) *tsCache {
 		ne := *e
 		ne.start = maxKey(e.start, key)
 		r.entries.ReplaceOrInsert(ne.start, &ne)
+	}
+	// A row read whose prefix is a proper prefix of key covers
+	// [key, PrefixEnd(prefix)) on the right: a span entry there.
+	for _, n := range c.rowLens {
+		if n >= len(key) {
+			continue
+		}
+		if v, ok := c.rows[string(key[:n])]; ok {
+			r.addSpanLocked(append([]byte(nil), key...), keys.PrefixEnd(key[:n]), v.ts, v.txn)
+		}
 	}
 	return r
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/cairn-db/cairn/hlc"
+	"github.com/cairn-db/cairn/keys"
 	"github.com/cairn-db/cairn/kvpb"
 	"github.com/google/uuid"
 	"pgregory.net/rapid"
@@ -48,7 +49,9 @@ func TestTSCacheBasics(t *testing.T) {
 // (uuid.Nil if several did, or a non-transactional read). Point and span
 // reads, which the cache keeps in different structures, overlap freely.
 func TestTSCacheModel(t *testing.T) {
-	keyGen := rapid.SampledFrom([]string{"a", "b", "c", "d", "e", "f"})
+	// Keys with shared prefixes, so row reads ([k, PrefixEnd(k)), kept
+	// apart from spans) cover other keys; "\xff" has no prefix end.
+	keyGen := rapid.SampledFrom([]string{"a", "ab", "ab\x00", "abc", "ab\xff", "ab\xff\xff", "b", "b\xff", "ba", "c", "\xff"})
 	txnGen := rapid.SampledFrom([]uuid.UUID{uuid.Nil, uuid.New(), uuid.New()})
 	rapid.Check(t, func(t *rapid.T) {
 		maxEntries := rapid.IntRange(2, 12).Draw(t, "max")
@@ -62,8 +65,11 @@ func TestTSCacheModel(t *testing.T) {
 		shrunk := false
 		genSpan := func(label string) kvpb.Span {
 			k := keyGen.Draw(t, label+"k")
-			if rapid.Bool().Draw(t, label+"point") {
+			switch rapid.IntRange(0, 2).Draw(t, label+"kind") {
+			case 0:
 				return sp(k, "")
+			case 1:
+				return kvpb.Span{Key: []byte(k), EndKey: keys.PrefixEnd([]byte(k))}
 			}
 			e := keyGen.Draw(t, label+"e")
 			if e <= k {
@@ -132,4 +138,50 @@ func TestTSCacheSplitOff(t *testing.T) {
 	if ts, _ := r.getMax(sp("a", "")); ts.WallTime != 1 {
 		t.Fatalf("right side kept a left read: %s", ts)
 	}
+}
+
+// TestTSCacheSplitOffModel: after any reads, the right side of a split
+// answers at least the highest read over every span right of the split
+// key, row reads ([k, PrefixEnd(k)) with k left of it) included.
+func TestTSCacheSplitOffModel(t *testing.T) {
+	keyGen := rapid.SampledFrom([]string{"a", "ab", "ab\x00", "abc", "abd", "ab\xff", "b", "b\xff", "ba", "c"})
+	rapid.Check(t, func(t *rapid.T) {
+		c := newTSCache(hlc.Timestamp{}, 100)
+		type read struct {
+			span kvpb.Span
+			ts   hlc.Timestamp
+		}
+		var reads []read
+		for range rapid.IntRange(1, 20).Draw(t, "n") {
+			k := keyGen.Draw(t, "k")
+			s := sp(k, "")
+			switch rapid.IntRange(0, 2).Draw(t, "kind") {
+			case 1:
+				s.EndKey = keys.PrefixEnd([]byte(k))
+			case 2:
+				if e := keyGen.Draw(t, "e"); e > k {
+					s.EndKey = []byte(e)
+				}
+			}
+			ts := hlc.Timestamp{WallTime: rapid.Int64Range(1, 50).Draw(t, "ts")}
+			c.add(s, ts, uuid.Nil)
+			reads = append(reads, read{s, ts})
+		}
+		split := keyGen.Draw(t, "split")
+		r := c.splitOff([]byte(split))
+		for _, q := range []string{"a", "ab", "ab\x00", "abc", "abc\x00", "abd", "ab\xff", "ab\xff\x00", "b", "b\xff", "ba", "c", "d"} {
+			if q < split {
+				continue
+			}
+			var want hlc.Timestamp
+			for _, rd := range reads {
+				if spansOverlap(rd.span, sp(q, "")) {
+					want = want.Forward(rd.ts)
+				}
+			}
+			if got, _ := r.getMax(sp(q, "")); got.Less(want) {
+				t.Fatalf("split at %q: right side getMax(%q) = %s, below a read at %s", split, q, got, want)
+			}
+		}
+	})
 }

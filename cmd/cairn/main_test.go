@@ -34,6 +34,7 @@ func TestFlagValidation(t *testing.T) {
 		{args: []string{"start", "--store", "x", "--bogus"}, code: 2, want: "flag provided but not defined: -bogus"},
 		{args: []string{"start", "--store", "x", "extra"}, code: 2, want: "unexpected arguments: extra"},
 		{args: []string{"start", "--store", "x", "--colocation-warn-size", "lots"}, code: 2, want: `--colocation-warn-size: invalid size "lots"`},
+		{args: []string{"start", "--store", "x", "--cache-mib", "0"}, code: 2, want: "--cache-mib 0: want 1 to"},
 		{args: []string{"start", "--store", t.TempDir(), "--locality", "nokey", "--insecure", "--sql-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"}, code: 1, want: "locality"},
 		{args: []string{"start", "--store", t.TempDir(), "--sql-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"}, code: 1, want: "initial password"},
 		{args: []string{"sql"}, code: 2, want: "--url is required"},

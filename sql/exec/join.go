@@ -5,6 +5,7 @@ import (
 
 	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/cairn-db/cairn/sql/plan"
+	"github.com/cairn-db/cairn/sql/sem"
 	"github.com/cairn-db/cairn/sql/types"
 	"github.com/jackc/pgerrcode"
 )
@@ -235,6 +236,9 @@ func (r *runner) buildLateralJoin(n *plan.Join) (op, error) {
 			lrow, err := left.Next(ctx)
 			if err != nil || lrow == nil {
 				return nil, err
+			}
+			if r.outer == nil {
+				r.outer = map[sem.ColumnID]types.Datum{}
 			}
 			for i, c := range lcols {
 				r.outer[c.ID] = lrow[i]

@@ -49,19 +49,22 @@ type runner struct {
 	ctes map[int][][]types.Datum
 	// work are the current iteration's rows of each recursive CTE.
 	work map[int][][]types.Datum
-	// layouts caches table layouts by descriptor.
+	// layout1 and layouts cache table layouts by descriptor.
+	layout1 struct {
+		t *catalog.Table
+		l *rowenc.TableLayout
+	}
 	layouts map[*catalog.Table]*rowenc.TableLayout
 }
 
 func newRunner(ctx context.Context, x *Context, p *plan.Plan) *runner {
 	r := &runner{
-		x:     x,
-		p:     p,
-		ctx:   ctx,
-		outer: map[sem.ColumnID]types.Datum{},
-		subs:  map[int]*subqueryState{},
-		ctes:  map[int][][]types.Datum{},
-		work:  map[int][][]types.Datum{},
+		x:   x,
+		p:   p,
+		ctx: ctx,
+		// outer, subs, ctes and work are made on first write: most
+		// statements need none (four of the objects every point SELECT
+		// allocated).
 	}
 	if x.Eval != nil {
 		r.ev = *x.Eval
@@ -148,6 +151,9 @@ func (r *runner) compile(e sem.Expr, cols []plan.Column) (rowFn, error) {
 	}
 	var buf []types.Datum
 	return func(row []types.Datum) (types.Datum, error) {
+		if r.outer == nil && len(binds) > 0 {
+			r.outer = map[sem.ColumnID]types.Datum{}
+		}
 		for _, b := range binds {
 			r.outer[b.id] = row[b.pos]
 		}

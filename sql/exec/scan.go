@@ -34,9 +34,11 @@ const (
 // lock.go locks the rows it returns.
 
 // tableLayout returns t's layout, built once per statement.
+// The first table's layout is kept outside the map: most statements read
+// one table, and the map was two allocations per statement.
 func (r *runner) tableLayout(t *catalog.Table) (*rowenc.TableLayout, error) {
-	if r.layouts == nil {
-		r.layouts = map[*catalog.Table]*rowenc.TableLayout{}
+	if r.layout1.t == t && t != nil {
+		return r.layout1.l, nil
 	}
 	if l := r.layouts[t]; l != nil {
 		return l, nil
@@ -44,6 +46,13 @@ func (r *runner) tableLayout(t *catalog.Table) (*rowenc.TableLayout, error) {
 	l, err := t.SharedLayout()
 	if err != nil {
 		return nil, fmt.Errorf("exec: table %q: %w", t.Name, err)
+	}
+	if r.layout1.t == nil {
+		r.layout1.t, r.layout1.l = t, l
+		return l, nil
+	}
+	if r.layouts == nil {
+		r.layouts = map[*catalog.Table]*rowenc.TableLayout{}
 	}
 	r.layouts[t] = l
 	return l, nil
@@ -215,7 +224,8 @@ func (r *runner) buildScan(n *plan.Scan) (op, error) {
 	// Index order is the key columns, then (in a secondary index) the
 	// primary-key columns the key lacks: they follow the key in the
 	// entries of a non-unique index and break no ties in a unique one.
-	orderCols, orders := slices.Clone(idx.KeyColumns), slices.Clone(idx.KeyOrders)
+	// Clipped, so the appends below copy instead of writing into idx.
+	orderCols, orders := slices.Clip(idx.KeyColumns), slices.Clip(idx.KeyOrders)
 	if !idx.IsPrimary() {
 		for i, id := range l.Primary.KeyColumns {
 			if !slices.Contains(idx.KeyColumns, id) {
@@ -318,9 +328,14 @@ func indexSpans(l *rowenc.TableLayout, idx *rowenc.IndexLayout, bucket uint16, s
 			start = keys.PrefixEnd(start)
 		}
 		var end []byte
-		if sp.End == nil {
+		switch {
+		case sp.EndInclusive && !sp.StartExclusive && len(sp.End) > 0 && len(sp.End) == len(sp.Start) && &sp.End[0] == &sp.Start[0]:
+			// A point span (the cached point plans make these): the end
+			// is the start's prefix end, without encoding the key again.
+			end = keys.PrefixEnd(start)
+		case sp.End == nil:
 			end = keys.PrefixEnd(prefix)
-		} else {
+		default:
 			if end, err = encodePrefix(prefix, idx, sp.End); err != nil {
 				return nil, err
 			}

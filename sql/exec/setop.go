@@ -160,6 +160,9 @@ func (r *runner) buildCTEScan(n *plan.CTEScan) (op, error) {
 			if rows, err = drain(r.ctx, o); err != nil {
 				return nil
 			}
+			if r.ctes == nil {
+				r.ctes = map[int][][]types.Datum{}
+			}
 			r.ctes[n.ID] = rows
 		}
 		return rows
@@ -208,6 +211,9 @@ func (r *runner) buildRecursiveCTE(n *plan.RecursiveCTE) (op, error) {
 				if len(produced) == 0 {
 					cur = &sliceOp{}
 					return nil, nil
+				}
+				if r.work == nil {
+					r.work = map[int][][]types.Datum{}
 				}
 				r.work[n.ID], produced = produced, nil
 				if cur, err = r.build(n.Recursive); err != nil {

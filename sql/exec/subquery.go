@@ -72,6 +72,9 @@ func (r *runner) subqueryRows(id int) (*plan.Subquery, []types.Datum, error) {
 			return nil, nil, pgerror.New(pgerrcode.InternalError, "exec: subquery %d is not in the plan", id)
 		}
 		st = &subqueryState{sub: s, results: map[string][]types.Datum{}}
+		if r.subs == nil {
+			r.subs = map[int]*subqueryState{}
+		}
 		r.subs[id] = st
 	}
 	s := st.sub

@@ -188,10 +188,18 @@ type ScanConst struct {
 // comments or other constant tokens (E-strings, numbers with a fraction or out
 // of int4's range, bit strings, dollar quotes, parameters).
 func Shape(sql string) (string, []ScanConst, bool) {
-	toks, ok := scanTokens(sql)
+	var buf [32]scanToken
+	toks, ok := quickTokens(sql, buf[:0])
 	if !ok {
-		return "", nil, false
+		if toks, ok = scanTokens(sql); !ok {
+			return "", nil, false
+		}
 	}
+	return shapeOfTokens(sql, toks)
+}
+
+// shapeOfTokens is Shape given sql's tokens.
+func shapeOfTokens(sql string, toks []scanToken) (string, []ScanConst, bool) {
 	var b strings.Builder
 	b.Grow(len(sql) + 8)
 	var consts []ScanConst

@@ -154,7 +154,7 @@ func (b *Backend) NewSession(ctx context.Context, info pgwire.StartupInfo) (pgwi
 		return nil, err
 	}
 	s.defaults = cloneVars(s.vars)
-	s.reported = make(map[string]string)
+	s.reported = make([]string, len(reportedSettings))
 	return s, nil
 }
 

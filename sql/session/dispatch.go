@@ -244,20 +244,32 @@ func (s *Session) planEnv(txn *kv.Txn, params *sem.ParamTypes, tc *types.Context
 func (s *Session) execContext(x *stmtState, txn *kv.Txn, params []types.Datum) *exec.Context {
 	packed, limit := s.packedRows()
 	r := catalog.NewReader(txn, s.b.cache)
-	return &exec.Context{
-		Txn:     txn,
-		Eval:    &sem.EvalContext{Fn: &evalCtx{x: x}, Params: params},
-		Catalog: r,
-		Virtual: &plan.VirtualEnv{
-			Txn: txn, Catalog: r, Database: s.db, User: s.user, Settings: s.settingRows,
-			// pg_stat_activity shows this backend with the pid the
-			// client got in BackendKeyData, as pg_backend_pid() does.
-			Session: (&evalCtx{x: x}).Session(),
-			Tablets: s.b.cfg.Tablets,
-		},
+	// One allocation for the context and what it points to: these were
+	// five of the objects every statement allocates.
+	a := &struct {
+		ctx  exec.Context
+		eval sem.EvalContext
+		ec   evalCtx
+		virt plan.VirtualEnv
+	}{}
+	a.ec = evalCtx{x: x}
+	a.eval = sem.EvalContext{Fn: &a.ec, Params: params}
+	a.virt = plan.VirtualEnv{
+		Txn: txn, Catalog: r, Database: s.db, User: s.user, Settings: s.settingRows,
+		// pg_stat_activity shows this backend with the pid the
+		// client got in BackendKeyData, as pg_backend_pid() does.
+		Session: a.ec.Session(),
+		Tablets: s.b.cfg.Tablets,
+	}
+	a.ctx = exec.Context{
+		Txn:             txn,
+		Eval:            &a.eval,
+		Catalog:         r,
+		Virtual:         &a.virt,
 		PackedRows:      packed,
 		PackedSizeLimit: limit,
 	}
+	return &a.ctx
 }
 
 // readOnlyLock reports a LOCK TABLE, which PostgreSQL allows in a

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"math/rand/v2"
-	"strings"
 	"time"
 
 	"github.com/cairn-db/cairn/kv"
@@ -27,6 +26,11 @@ const maxAutoRetries = 20
 // Session is the SQL session of one connection (pgwire.Session). pgwire
 // calls it from the connection's goroutine only.
 type Session struct {
+	// spCache is searchPath's last answer and what it depends on.
+	spCache struct {
+		setting, user string
+		out           []string
+	}
 	b     *Backend
 	user  string
 	super bool
@@ -40,11 +44,15 @@ type Session struct {
 	// vars holds every setting's canonical value by lower-case name;
 	// defaults are the values after startup (RESET's target); reported
 	// are the reportable values last sent to the client.
-	vars, defaults, reported map[string]string
-	loc                      *time.Location
-	rng                      *rand.Rand
-	locks                    *advisoryHolder
-	prepared                 map[string]*sqlPrepared
+	vars, defaults map[string]string
+	// reported[i] is the value of reportedSettings[i] the client was
+	// last sent (a slice: flushReports runs twice per statement, and a
+	// map lookup per setting was 1% of a point SELECT's CPU).
+	reported []string
+	loc      *time.Location
+	rng      *rand.Rand
+	locks    *advisoryHolder
+	prepared map[string]*sqlPrepared
 	// simplePlans are the cached plans of simple-protocol statements by
 	// parameterized text (plancache.go).
 	simplePlans map[string]*simpleEntry
@@ -91,12 +99,10 @@ var _ pgwire.Session = (*Session)(nil)
 // ParameterStatus implements pgwire.Session.
 func (s *Session) ParameterStatus() map[string]string {
 	out := make(map[string]string)
-	for _, st := range settingsList {
-		if st.report {
-			v := s.vars[strings.ToLower(st.name)]
-			out[st.name] = v
-			s.reported[st.name] = v
-		}
+	for i, st := range reportedSettings {
+		v := s.vars[st.key]
+		out[st.name] = v
+		s.reported[i] = v
 	}
 	return out
 }
@@ -104,13 +110,13 @@ func (s *Session) ParameterStatus() map[string]string {
 // flushReports sends ParameterStatus for reportable settings that changed
 // since they were last reported.
 func (s *Session) flushReports(w pgwire.ResultWriter) error {
-	for _, st := range reportedSettings {
+	for i, st := range reportedSettings {
 		v := s.vars[st.key]
-		if s.reported[st.name] != v {
+		if s.reported[i] != v {
 			if err := w.ParameterStatus(st.name, v); err != nil {
 				return err
 			}
-			s.reported[st.name] = v
+			s.reported[i] = v
 		}
 	}
 	return nil
@@ -151,8 +157,15 @@ func (s *Session) regTypes(ctx context.Context, txn *kv.Txn) *types.Context {
 }
 
 // searchPath is search_path with $user resolved to the session user.
+// The result is shared between calls (it was parsed for every statement,
+// 5% of the objects a point SELECT allocated) and must not be modified;
+// its capacity ends with it, so appending copies.
 func (s *Session) searchPath() []string {
-	raw := parseSearchPath(s.vars["search_path"])
+	setting := s.vars["search_path"]
+	if s.spCache.out != nil && s.spCache.setting == setting && s.spCache.user == s.user {
+		return s.spCache.out
+	}
+	raw := parseSearchPath(setting)
 	out := make([]string, 0, len(raw))
 	for _, p := range raw {
 		if p == "$user" {
@@ -160,6 +173,8 @@ func (s *Session) searchPath() []string {
 		}
 		out = append(out, p)
 	}
+	out = out[:len(out):len(out)]
+	s.spCache.setting, s.spCache.user, s.spCache.out = setting, s.user, out
 	return out
 }
 
