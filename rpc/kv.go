@@ -33,7 +33,8 @@ const (
 type ServeOption func(*serveConfig)
 
 type serveConfig struct {
-	kv kvpb.Sender
+	kv  kvpb.Sender
+	geo *Geography
 }
 
 // WithKV makes Serve also serve KV batches, sending each to s (the node's
@@ -136,6 +137,10 @@ func (s *KVSender) getConn() (*grpc.ClientConn, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := s.t.cfg.Geo.exchange(context.Background(), conn, s.nodeID); err != nil {
+		_ = conn.Close()
+		return nil, err
+	}
 	s.conn = conn
 	return conn, nil
 }
@@ -171,6 +176,17 @@ func (s *KVSender) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.Batch
 		}
 		return nil, s.notSent(ba, err)
 	}
+	// Simulated geography: the batch travels to the node and its answer
+	// back, each paying the one-way delay (geo.go). Nothing is sent before
+	// the first half has passed, so a cancellation then is not ambiguous.
+	delay := s.t.cfg.Delay
+	oneWay := time.Duration(0)
+	if delay != nil {
+		oneWay = delay(s.nodeID)
+	}
+	if err := sleepCtx(ctx, oneWay); err != nil {
+		return nil, err
+	}
 	var reply []byte
 	var sent atomic.Bool
 	if err := conn.Invoke(context.WithValue(ctx, sentKey{}, &sent), kvFullMethod, &req, &reply); err != nil {
@@ -184,6 +200,13 @@ func (s *KVSender) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.Batch
 		}
 		if !sent.Load() || ba.IsReadOnly() {
 			return nil, s.notSent(ba, err)
+		}
+		return nil, &kvpb.AmbiguousResultError{Cause: fmt.Errorf("rpc: batch to node %d: %w", s.nodeID, err)}
+	}
+	if err := sleepCtx(ctx, oneWay); err != nil {
+		// The batch was served; its answer is "still on the wire".
+		if ba.IsReadOnly() {
+			return nil, err
 		}
 		return nil, &kvpb.AmbiguousResultError{Cause: fmt.Errorf("rpc: batch to node %d: %w", s.nodeID, err)}
 	}

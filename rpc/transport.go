@@ -103,6 +103,7 @@ func Serve(ln net.Listener, h Handler, snap SnapshotReceiver, opts ...ServeOptio
 	if cfg.kv != nil {
 		g.RegisterService(&kvServiceDesc, &kvServer{s: cfg.kv})
 	}
+	g.RegisterService(&nodeServiceDesc, &nodeServer{g: cfg.geo})
 	s := &Server{g: g, ln: ln}
 	go func() { _ = g.Serve(ln) }()
 	return s
@@ -122,6 +123,10 @@ type TransportConfig struct {
 	// Delay, when set, is the one-way delay injected before a message to
 	// nodeID leaves (simulated geography); messages keep their order.
 	Delay func(nodeID uint64) time.Duration
+	// Geo, when set, is this node's geography: localities are exchanged
+	// with each peer on connect, and (unless Delay is set) messages and
+	// KV batches pay the latency map's one-way delay (geo.go).
+	Geo *Geography
 	// Logger receives connection errors (nil: discarded).
 	Logger *slog.Logger
 }
@@ -157,6 +162,9 @@ type peer struct {
 func NewTransport(cfg TransportConfig) *Transport {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Delay == nil && cfg.Geo != nil {
+		cfg.Delay = cfg.Geo.OneWay
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Transport{cfg: cfg, ctx: ctx, cancel: cancel, peers: map[uint64]*peer{}}
@@ -221,6 +229,19 @@ func (t *Transport) run(p *peer) {
 			return
 		case first = <-p.q:
 		}
+		if stream == nil {
+			// Connect (and learn the peer's locality) before waiting out
+			// the delay, which depends on it.
+			var err error
+			if conn, stream, err = t.dial(p.id, conn); err != nil {
+				t.cfg.Logger.Debug("rpc: connecting", "node", p.id, "err", err)
+				t.Dropped.Add(1)
+				if !t.sleep(100 * time.Millisecond) {
+					return
+				}
+				continue
+			}
+		}
 		if !t.wait(first.at, p.id) {
 			return
 		}
@@ -244,17 +265,6 @@ func (t *Transport) run(p *peer) {
 			t.cfg.Logger.Error("rpc: encoding a batch", "node", p.id, "err", err)
 			t.Dropped.Add(int64(len(batch)))
 			continue
-		}
-		if stream == nil {
-			conn, stream, err = t.dial(p.id, conn)
-			if err != nil {
-				t.cfg.Logger.Debug("rpc: connecting", "node", p.id, "err", err)
-				t.Dropped.Add(int64(len(batch)))
-				if !t.sleep(100 * time.Millisecond) {
-					return
-				}
-				continue
-			}
 		}
 		if err := stream.SendMsg(&buf); err != nil {
 			t.cfg.Logger.Debug("rpc: sending", "node", p.id, "err", err)
@@ -295,6 +305,9 @@ func (t *Transport) dial(id uint64, conn *grpc.ClientConn) (*grpc.ClientConn, gr
 		if conn, err = dialConn(addr); err != nil {
 			return nil, nil, err
 		}
+	}
+	if err := t.cfg.Geo.exchange(t.ctx, conn, id); err != nil {
+		return conn, nil, err
 	}
 	stream, err := conn.NewStream(t.ctx, &serviceDesc.Streams[0], fullMethod)
 	if err != nil {

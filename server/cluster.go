@@ -45,6 +45,10 @@ type replication struct {
 	stopRun   context.CancelFunc
 	runDone   chan error
 	senders   *rpc.NodeSenders
+	// geo and stopBalancer: simulated geography and lease placement
+	// (geo.go).
+	geo          *rpc.Geography
+	stopBalancer func()
 }
 
 // memberID returns the position (from 1) of self in join.
@@ -103,13 +107,13 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 	if err := checkMembership(s.eng, id, cfg.Join); err != nil {
 		return err
 	}
-	r := &replication{id: id, addrs: cfg.Join}
+	r := &replication{id: id, addrs: cfg.Join, geo: newGeography(cfg, id)}
 	r.transport = rpc.NewTransport(rpc.TransportConfig{Resolve: func(n uint64) (string, error) {
 		if n == 0 || n > uint64(len(r.addrs)) {
 			return "", fmt.Errorf("no node %d", n)
 		}
 		return r.addrs[n-1], nil
-	}, Logger: s.log})
+	}, Logger: s.log, Geo: r.geo})
 	r.raft = raftnode.NewNode(raftnode.Config{NodeID: id}, s.eng, r.transport)
 	peers := make([]uint64, len(cfg.Join))
 	for i := range peers {
@@ -131,7 +135,7 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 	})
 	s.db = kv.NewDB(lh, s.store, clock, cfg.DB)
 	ls.Set(s.db)
-	r.rpc = rpc.Serve(ln, func(env raftnode.Envelope) { _ = r.raft.Step(env) }, nil, rpc.WithKV(s.store))
+	r.rpc = rpc.Serve(ln, func(env raftnode.Envelope) { _ = r.raft.Step(env) }, nil, rpc.WithKV(s.store), rpc.WithGeography(r.geo))
 	runCtx, cancel := context.WithCancel(context.Background())
 	r.stopRun, r.runDone = cancel, make(chan error, 1)
 	go func() {
@@ -141,6 +145,7 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 		}
 		r.runDone <- err
 	}()
+	r.startLeaseBalancer(cfg)
 	s.log.Info("cairn: replicating", "node", id, "members", cfg.Join)
 	return nil
 }
@@ -156,6 +161,9 @@ func (r *replication) stopServing() {
 }
 
 func (r *replication) stop() error {
+	if r.stopBalancer != nil {
+		r.stopBalancer()
+	}
 	r.stopRun()
 	err := <-r.runDone
 	r.transport.Close()

@@ -2,7 +2,8 @@
 //
 //	cairn start --store DIR --sql-addr HOST:PORT --rpc-addr HOST:PORT --http-addr HOST:PORT
 //	            [--join ADDR,...] [--locality region=R] [--insecure] [--initial-password PW]
-//	cairn demo [--no-shell]
+//	            [--latency-map R1:R2=RTT,...] [--lease-preferences region=R,...|spread]
+//	cairn demo [--no-shell] [--nodes 3 --global]
 //	cairn sql --url URL [-e SQL]
 //
 // start opens (or creates) the store in DIR, bootstraps a new cluster's
@@ -68,7 +69,8 @@ func tuneGC() {
 const usage = `usage:
   cairn start --store DIR [--sql-addr HOST:PORT] [--rpc-addr HOST:PORT] [--http-addr HOST:PORT]
               [--join ADDR,...] [--locality key=value,...] [--insecure] [--initial-password PW]
-  cairn demo [--no-shell]
+              [--latency-map R1:R2=RTT,...] [--lease-preferences region=R,...|spread]
+  cairn demo [--no-shell] [--nodes 3 --global]
   cairn sql --url URL [-e SQL]
 `
 
@@ -131,6 +133,8 @@ func parseStart(args []string, stderr io.Writer) (startFlags, error) {
 	fs.StringVar(&f.cfg.HTTPAddr, "http-addr", "127.0.0.1:8080", "address for /health, /metrics and /debug/pprof")
 	fs.StringVar(&f.join, "join", "", "RPC addresses of all initial members, this one included, in the same order on each")
 	fs.StringVar(&f.cfg.Locality, "locality", "", "key=value[,key=value...], e.g. region=us-east1")
+	fs.StringVar(&f.cfg.LatencyMap, "latency-map", "", "simulated round-trip times between regions, e.g. us-west:us-east=60ms,us-east:eu=86ms (needs --join)")
+	fs.StringVar(&f.cfg.LeasePreferences, "lease-preferences", "", "where tablet leases go: region=NAME[,region=NAME...] in order of preference, or spread (needs --join)")
 	fs.BoolVar(&f.cfg.Insecure, "insecure", false, "accept clients without passwords (trust authentication)")
 	fs.StringVar(&f.cfg.InitialPassword, "initial-password", "", "password of the superuser postgres at bootstrap (or CAIRN_INITIAL_PASSWORD)")
 	if err := fs.Parse(args); err != nil {
