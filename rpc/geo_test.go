@@ -130,3 +130,38 @@ func TestGeographySameRegion(t *testing.T) {
 		t.Errorf("a node without geography is known as %q, %v", l, ok)
 	}
 }
+
+// TestDelayedStreamNotHeldBack: under a steady stream of messages to a
+// delayed peer, a batch leaves once its first message is due; it does not
+// wait for the later messages' delays until it is full (which held the
+// messages of a 72 ms link back for seconds and broke elections). The
+// check is causal: the first message arrives before the 400th is sent.
+func TestDelayedStreamNotHeldBack(t *testing.T) {
+	c := &collector{}
+	srv := Serve(listen(t, "127.0.0.1:0"), c.handle, nil)
+	defer srv.Stop()
+	addr := srv.Addr().String()
+	tr := NewTransport(TransportConfig{
+		Resolve: func(uint64) (string, error) { return addr, nil },
+		Delay:   func(uint64) time.Duration { return 80 * time.Millisecond },
+	})
+	defer tr.Close()
+	const n = 500
+	arrivedBefore := -1
+	for i := range n {
+		tr.Send([]raftnode.Envelope{{TabletID: 1, Msg: msg(2, uint64(i))}})
+		if arrivedBefore < 0 && c.count() > 0 {
+			arrivedBefore = i
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	waitFor(t, "every message", func() bool { return c.count() == n })
+	if arrivedBefore < 0 || arrivedBefore >= 400 {
+		t.Errorf("the first message arrived only after message %d was sent (-1: after all %d)", arrivedBefore, n)
+	}
+	for i, e := range c.got {
+		if e.Msg.GetIndex() != uint64(i) {
+			t.Fatalf("message %d arrived as %d", i, e.Msg.GetIndex())
+		}
+	}
+}

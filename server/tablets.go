@@ -7,9 +7,8 @@ import (
 	"github.com/cairn-db/cairn/sql/plan"
 )
 
-// localNodeID is this node's ID. A node is a cluster of one until the
-// cluster work (issue #4) lands: every tablet has one replica, here, and
-// it is the leader.
+// localNodeID is the ID of a node that is a cluster of one: every tablet
+// has one replica, here, and it is the leader.
 const localNodeID = 1
 
 // tabletDirectory is the node's plan.TabletDirectory: the SQL layer reads
@@ -31,9 +30,23 @@ func (d tabletDirectory) Tablets(ctx context.Context) ([]plan.TabletState, error
 		if err != nil {
 			return nil, fmt.Errorf("size of tablet %d: %w", desc.TabletID, err)
 		}
+		replicas, leader := []int32{localNodeID}, int32(localNodeID)
+		if r := d.s.repl; r != nil {
+			// A member of a cluster: the group's voters and the leader
+			// this node's replica knows of (0: none known yet).
+			replicas = replicas[:0]
+			for _, v := range r.raft.Config(uint64(desc.TabletID)).GetVoters() {
+				replicas = append(replicas, int32(v))
+			}
+			leader = 0
+			if rep := r.raft.Replica(uint64(desc.TabletID)); rep != nil {
+				_, l := rep.Lease()
+				leader = int32(l)
+			}
+		}
 		out = append(out, plan.TabletState{
 			ID: uint64(desc.TabletID), StartKey: desc.StartKey, EndKey: desc.EndKey,
-			Replicas: []int32{localNodeID}, Leader: localNodeID, SizeBytes: size,
+			Replicas: replicas, Leader: leader, SizeBytes: size,
 		})
 	}
 	return out, nil

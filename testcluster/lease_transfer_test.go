@@ -175,9 +175,10 @@ func leaseCounts(c *Cluster) (map[uint64]int, int) {
 
 // TestLeasePreferencesConverge: with leases preferred in eu (node 3) every
 // tablet's lease ends up there; with spread, the nodes' lease counts end
-// up within one of each other. Writes go on meanwhile.
+// up within one of each other. Writes go on meanwhile. The regions are
+// the seed's, with its round-trip times, and the raft tick cairn start's.
 func TestLeasePreferencesConverge(t *testing.T) {
-	lat, err := rpc.ParseLatencyMap("us-west:us-east=6ms,us-east:eu=8ms,eu:us-west=14ms")
+	lat, err := rpc.ParseLatencyMap("us-west:us-east=60ms,us-east:eu=86ms,eu:us-west=145ms")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,12 +208,15 @@ func TestLeasePreferencesConverge(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.prefs, func(t *testing.T) {
-			c := StartCluster(t, ClusterOptions{Geo: geo(tc.prefs)})
+			c := StartCluster(t, ClusterOptions{Tick: 50 * time.Millisecond, Geo: geo(tc.prefs)})
+			start := time.Now()
 			c.WaitLeader(1, 10*time.Second)
 			splitKeys(t, c)
+			split := time.Now()
 			for i := range 20 {
 				putRetry(t, c.Nodes[i%3].DB, fmt.Sprintf("\x03%c%d", 'a'+i%6, i), "v")
 			}
+			t.Logf("leader and splits %v, puts %v", split.Sub(start).Round(time.Millisecond), time.Since(split).Round(time.Millisecond))
 			deadline := time.Now().Add(30 * time.Second)
 			for {
 				counts, total := leaseCounts(c)
@@ -221,6 +225,11 @@ func TestLeasePreferencesConverge(t *testing.T) {
 					break
 				}
 				if time.Now().After(deadline) {
+					for _, n := range c.Nodes {
+						for _, g := range n.Raft.Groups() {
+							t.Logf("node %d tablet %d: lease %d leader %d %+v", n.ID, g.TabletID, g.Lease, g.Leader, n.Raft.Replica(g.TabletID).Status())
+						}
+					}
 					t.Fatalf("leases per node %v (of %d tablets with a lease) did not converge to %s", counts, total, tc.prefs)
 				}
 				time.Sleep(20 * time.Millisecond)
