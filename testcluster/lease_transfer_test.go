@@ -175,10 +175,13 @@ func leaseCounts(c *Cluster) (map[uint64]int, int) {
 
 // TestLeasePreferencesConverge: with leases preferred in eu (node 3) every
 // tablet's lease ends up there; with spread, the nodes' lease counts end
-// up within one of each other. Writes go on meanwhile. The regions are
-// the seed's, with its round-trip times, and the raft tick cairn start's.
+// up within one of each other. Writes go on meanwhile. The round trips
+// are the seed's scaled down five times, as is the raft tick against
+// cairn start's 50 ms, so elections and leases see the seed's proportions
+// (a 29 ms round trip against a 100 ms election timeout) in a fifth of
+// the time.
 func TestLeasePreferencesConverge(t *testing.T) {
-	lat, err := rpc.ParseLatencyMap("us-west:us-east=60ms,us-east:eu=86ms,eu:us-west=145ms")
+	lat, err := rpc.ParseLatencyMap("us-west:us-east=12ms,us-east:eu=17ms,eu:us-west=29ms")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +211,7 @@ func TestLeasePreferencesConverge(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.prefs, func(t *testing.T) {
-			c := StartCluster(t, ClusterOptions{Tick: 50 * time.Millisecond, Geo: geo(tc.prefs)})
+			c := StartCluster(t, ClusterOptions{Tick: 10 * time.Millisecond, Geo: geo(tc.prefs)})
 			start := time.Now()
 			c.WaitLeader(1, 10*time.Second)
 			splitKeys(t, c)
