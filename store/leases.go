@@ -88,6 +88,12 @@ type LeaseBalancerConfig struct {
 	Prefs  LeasePreferences
 	// Interval between passes (0: 1s), each jittered by up to a fifth.
 	Interval time.Duration
+	// MinHold is how long a node keeps a lease before spreading may move
+	// it again (0: 3s). The nodes count leases from their replicas'
+	// leader hints, which lag a transfer; without it two nodes each
+	// seeing itself as the loaded one passed a lease back and forth
+	// every few hundred milliseconds.
+	MinHold time.Duration
 }
 
 // LeaseBalancer moves the leases of one node's groups to where the
@@ -95,6 +101,14 @@ type LeaseBalancerConfig struct {
 type LeaseBalancer struct {
 	cfg  LeaseBalancerConfig
 	self uint64
+	// held is when this node was first seen holding each lease (tablet →
+	// term and time); only Pass touches it.
+	held map[uint64]heldLease
+}
+
+type heldLease struct {
+	term  uint64
+	since time.Time
 }
 
 // maxTransfersPerPass bounds the leases one node moves per pass.
@@ -105,7 +119,10 @@ func NewLeaseBalancer(cfg LeaseBalancerConfig, self uint64) *LeaseBalancer {
 	if cfg.Interval == 0 {
 		cfg.Interval = time.Second
 	}
-	return &LeaseBalancer{cfg: cfg, self: self}
+	if cfg.MinHold == 0 {
+		cfg.MinHold = 3 * time.Second
+	}
+	return &LeaseBalancer{cfg: cfg, self: self, held: map[uint64]heldLease{}}
 }
 
 // Run makes a pass every interval until ctx ends.
@@ -128,6 +145,14 @@ func (b *LeaseBalancer) Run(ctx context.Context) {
 // the preferences call for; it returns how many it started.
 func (b *LeaseBalancer) Pass() int {
 	groups := b.cfg.Node.Groups()
+	now := time.Now()
+	for _, g := range groups {
+		if g.Lease == 0 {
+			delete(b.held, g.TabletID)
+		} else if h, ok := b.held[g.TabletID]; !ok || h.term != g.Lease {
+			b.held[g.TabletID] = heldLease{term: g.Lease, since: now}
+		}
+	}
 	moves := 0
 	if b.cfg.Prefs.Spread {
 		moves = b.spread(groups)
@@ -185,8 +210,12 @@ func (b *LeaseBalancer) spread(groups []raftnode.GroupInfo) int {
 		}
 	}
 	moves := 0
+	now := time.Now()
 	for _, g := range groups {
 		if g.Lease == 0 || len(g.Voters) < 2 || moves >= maxTransfersPerPass {
+			continue
+		}
+		if now.Sub(b.held[g.TabletID].since) < b.cfg.MinHold {
 			continue
 		}
 		target := uint64(0)

@@ -194,7 +194,7 @@ func TestLeasePreferencesConverge(t *testing.T) {
 			Localities:    []string{"region=us-west", "region=us-east", "region=eu"},
 			Latency:       lat,
 			Leases:        p,
-			LeaseBalancer: store.LeaseBalancerConfig{Interval: 50 * time.Millisecond},
+			LeaseBalancer: store.LeaseBalancerConfig{Interval: 50 * time.Millisecond, MinHold: 600 * time.Millisecond},
 		}
 	}
 	for _, tc := range []struct {

@@ -142,10 +142,12 @@ var schema = []string{
 type modeResult struct {
 	mode    string
 	leaders string // leaders per region after convergence
-	load    map[string]time.Duration
-	colo    []float64
-	optout  []float64
-	pgDump  float64
+	// placement says where the leaders the queries read from are.
+	placement string
+	load      map[string]time.Duration
+	colo      []float64
+	optout    []float64
+	pgDump    float64
 }
 
 func main() {
@@ -176,7 +178,7 @@ func main() {
 	fmt.Printf("\ncolocation bench: 3 nodes in us-west, us-east, eu (%s), client on us-west, %d rows per table, median of %d runs\n",
 		localcluster.GlobalLatencyMap, *flagRows, *flagRuns)
 	for _, r := range results {
-		fmt.Printf("\nleaders %s (%s); load: %s\n", r.mode, r.leaders, loadLine(r.load))
+		fmt.Printf("\nleaders %s (%s)\n  %s\n  load: %s\n", r.mode, r.leaders, r.placement, loadLine(r.load))
 		w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(w, "query\tcolocated ms\topted-out ms\tratio\tseed's ratio\t")
 		for i, p := range pairs() {
@@ -235,7 +237,10 @@ func runMode(mode, prefs string) (modeResult, error) {
 	if res.leaders, err = settleLeases(ctx, conn, mode, c.Regions); err != nil {
 		return res, err
 	}
-	log.Printf("%s: leaders %s", mode, res.leaders)
+	if res.placement, err = placement(ctx, conn, c.Regions); err != nil {
+		return res, err
+	}
+	log.Printf("%s: leaders %s; %s", mode, res.leaders, res.placement)
 
 	var oid uint32
 	if err := conn.QueryRow(ctx, "SELECT 'opt_in_1'::regclass::oid").Scan(&oid); err != nil {
@@ -361,6 +366,50 @@ func settleLeases(ctx context.Context, conn *pgx.Conn, mode string, regions []st
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+}
+
+// placement names the region of the leader of the catalog's tablet (the
+// system span, tablet 1), of the colocated tablet and of each opted-out
+// table's and index's tablets.
+func placement(ctx context.Context, conn *pgx.Conn, regions []string) (string, error) {
+	rows, err := conn.Query(ctx, `SELECT DISTINCT coalesce(index_name, table_name, 'catalog'), tablet_id, leader
+		FROM cairn_catalog.tablets
+		WHERE tablet_id = 1 OR (database_name = 'colocation_demo' AND (colocated OR index_name IS NULL OR index_name LIKE '%b_idx'))
+		ORDER BY 2, 1`)
+	if err != nil {
+		return "", err
+	}
+	where := map[string][]string{}
+	var order []string
+	for rows.Next() {
+		var name string
+		var id int64
+		var leader *int32
+		if err := rows.Scan(&name, &id, &leader); err != nil {
+			return "", err
+		}
+		region := "none"
+		if leader != nil && *leader >= 1 && int(*leader) <= len(regions) {
+			region = regions[*leader-1]
+		}
+		if strings.HasPrefix(name, "opt_in") {
+			name = fmt.Sprintf("colocated tablet %d", id)
+		}
+		if _, ok := where[name]; !ok {
+			order = append(order, name)
+		}
+		if !slices.Contains(where[name], region) || !strings.HasPrefix(name, "colocated") {
+			where[name] = append(where[name], region)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return "", err
+	}
+	var parts []string
+	for _, n := range order {
+		parts = append(parts, n+": "+strings.Join(where[n], " "))
+	}
+	return "leaders of " + strings.Join(parts, "; "), nil
 }
 
 func firstLine(q string) string {
