@@ -88,11 +88,14 @@ type LeaseBalancerConfig struct {
 	Prefs  LeasePreferences
 	// Interval between passes (0: 1s), each jittered by up to a fifth.
 	Interval time.Duration
-	// MinHold is how long a node keeps a lease before spreading may move
-	// it again (0: 3s). The nodes count leases from their replicas'
-	// leader hints, which lag a transfer; without it two nodes each
-	// seeing itself as the loaded one passed a lease back and forth
-	// every few hundred milliseconds.
+	// MinHold is how long a node keeps a lease before the balancer may
+	// move it (0: 3s). Spreading counts leases from the replicas' leader
+	// hints, which lag a transfer; without it two nodes each seeing
+	// itself as the loaded one passed a lease back and forth every few
+	// hundred milliseconds. For preferences it keeps a split's new tablet
+	// where it was elected until its replicas, just opened, grant votes
+	// again (raftnode refuses votes for an election timeout after opening
+	// a replica), and lets a lease taken over under load serve a while.
 	MinHold time.Duration
 }
 
@@ -174,8 +177,12 @@ func (b *LeaseBalancer) rank(node uint64) int {
 func (b *LeaseBalancer) prefer(groups []raftnode.GroupInfo) int {
 	moves := 0
 	mine := b.rank(b.self)
+	now := time.Now()
 	for _, g := range groups {
 		if g.Lease == 0 || len(g.Voters) < 2 || moves >= maxTransfersPerPass {
+			continue
+		}
+		if now.Sub(b.held[g.TabletID].since) < b.cfg.MinHold {
 			continue
 		}
 		target, best := uint64(0), mine
