@@ -3,7 +3,7 @@ GO       ?= go
 PKGS     ?= ./...
 TIMEOUT  ?= 20m
 
-.PHONY: all build demo test testrace lint fmt vet fuzz bench bench-kv bench-cluster deps
+.PHONY: all build demo test testrace lint fmt vet fuzz bench bench-kv bench-cluster bench-colocation deps
 
 all: build
 
@@ -51,6 +51,12 @@ bench-kv:
 BENCHFLAGS ?=
 bench-cluster:
 	$(GO) run ./bench/cluster $(BENCHFLAGS)
+
+# The seed's colocation demo (seeds/colocated-tables.txt) on the simulated
+# 3-region cluster of `cairn demo --nodes 3 --global`, leaders in us-west
+# and spread (minutes: it loads 4 × 100,000 rows per placement).
+bench-colocation:
+	$(GO) run ./bench/colocation $(BENCHFLAGS)
 
 # SQL logic tests (test/logic/) against a throwaway PostgreSQL 15: this is how
 # every expected result in test/logic/testdata is validated. LOGICFLAGS passes

@@ -97,6 +97,10 @@ type Replica struct {
 	// the latest heartbeat round a quorum acknowledged, plus the lease
 	// duration (readLease).
 	readUntil atomic.Int64
+	// transferTerm is the term in which this replica, leading, began to
+	// transfer leadership to transferTo: it holds no lease in that term
+	// again (transfer.go).
+	transferTerm, transferTo atomic.Uint64
 }
 
 // ReadLease returns the term of the lease (0: none) and whether it may
@@ -375,6 +379,7 @@ func (n *Node) Tick() {
 			r.rn.ReadIndex(binary.BigEndian.AppendUint64(nil, uint64(now)))
 		}
 	}
+	n.retryTransfers()
 	n.signal()
 }
 
@@ -695,6 +700,12 @@ func (r *Replica) updateLease(obs ApplyObserver) func() {
 		return nil
 	}
 	if r.lease.Load() == st.GetTerm() {
+		return nil
+	}
+	if r.transferTerm.Load() == st.GetTerm() {
+		// It handed the lease on in this term (transfer.go).
+		r.lease.Store(0)
+		r.readUntil.Store(0)
 		return nil
 	}
 	r.lease.Store(0)

@@ -36,6 +36,7 @@ type serveConfig struct {
 	kv kvpb.Sender
 	// methods are the node-service methods (node.go).
 	methods map[string]MethodHandler
+	geo     *Geography
 }
 
 // WithKV makes Serve also serve KV batches, sending each to s (the node's
@@ -138,6 +139,10 @@ func (s *KVSender) getConn() (*grpc.ClientConn, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := s.t.cfg.Geo.exchange(context.Background(), conn, s.nodeID); err != nil {
+		_ = conn.Close()
+		return nil, err
+	}
 	s.conn = conn
 	return conn, nil
 }
@@ -173,6 +178,17 @@ func (s *KVSender) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.Batch
 		}
 		return nil, s.notSent(ba, err)
 	}
+	// Simulated geography: the batch travels to the node and its answer
+	// back, each paying the one-way delay (geo.go). Nothing is sent before
+	// the first half has passed, so a cancellation then is not ambiguous.
+	delay := s.t.cfg.Delay
+	oneWay := time.Duration(0)
+	if delay != nil {
+		oneWay = delay(s.nodeID)
+	}
+	if err := sleepCtx(ctx, oneWay); err != nil {
+		return nil, err
+	}
 	var reply []byte
 	var sent atomic.Bool
 	if err := conn.Invoke(context.WithValue(ctx, sentKey{}, &sent), kvFullMethod, &req, &reply); err != nil {
@@ -186,6 +202,13 @@ func (s *KVSender) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.Batch
 		}
 		if !sent.Load() || ba.IsReadOnly() {
 			return nil, s.notSent(ba, err)
+		}
+		return nil, &kvpb.AmbiguousResultError{Cause: fmt.Errorf("rpc: batch to node %d: %w", s.nodeID, err)}
+	}
+	if err := sleepCtx(ctx, oneWay); err != nil {
+		// The batch was served; its answer is "still on the wire".
+		if ba.IsReadOnly() {
+			return nil, err
 		}
 		return nil, &kvpb.AmbiguousResultError{Cause: fmt.Errorf("rpc: batch to node %d: %w", s.nodeID, err)}
 	}

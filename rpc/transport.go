@@ -103,9 +103,12 @@ func Serve(ln net.Listener, h Handler, snap SnapshotReceiver, opts ...ServeOptio
 	if cfg.kv != nil {
 		g.RegisterService(&kvServiceDesc, &kvServer{s: cfg.kv})
 	}
-	if len(cfg.methods) > 0 {
-		g.RegisterService(nodeServiceDesc(cfg.methods), nodeServer{})
+	// Every server answers Hello (geo.go), with or without a geography.
+	methods := map[string]MethodHandler{"Hello": helloHandler(cfg.geo)}
+	for name, h := range cfg.methods {
+		methods[name] = h
 	}
+	g.RegisterService(nodeServiceDesc(methods), nodeServer{})
 	s := &Server{g: g, ln: ln}
 	go func() { _ = g.Serve(ln) }()
 	return s
@@ -125,6 +128,10 @@ type TransportConfig struct {
 	// Delay, when set, is the one-way delay injected before a message to
 	// nodeID leaves (simulated geography); messages keep their order.
 	Delay func(nodeID uint64) time.Duration
+	// Geo, when set, is this node's geography: localities are exchanged
+	// with each peer on connect, and (unless Delay is set) messages and
+	// KV batches pay the latency map's one-way delay (geo.go).
+	Geo *Geography
 	// Logger receives connection errors (nil: discarded).
 	Logger *slog.Logger
 }
@@ -160,6 +167,9 @@ type peer struct {
 func NewTransport(cfg TransportConfig) *Transport {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Delay == nil && cfg.Geo != nil {
+		cfg.Delay = cfg.Geo.OneWay
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Transport{cfg: cfg, ctx: ctx, cancel: cancel, peers: map[uint64]*peer{}}
@@ -217,12 +227,32 @@ func (t *Transport) run(p *peer) {
 		}
 	}()
 	var batch []raftnode.Envelope
+	// held is a message taken from the queue whose delay had not passed
+	// when its predecessors' batch left: it starts the next one.
+	var held *queued
 	for {
 		var first queued
-		select {
-		case <-t.ctx.Done():
-			return
-		case first = <-p.q:
+		if held != nil {
+			first, held = *held, nil
+		} else {
+			select {
+			case <-t.ctx.Done():
+				return
+			case first = <-p.q:
+			}
+		}
+		if stream == nil {
+			// Connect (and learn the peer's locality) before waiting out
+			// the delay, which depends on it.
+			var err error
+			if conn, stream, err = t.dial(p.id, conn); err != nil {
+				t.cfg.Logger.Debug("rpc: connecting", "node", p.id, "err", err)
+				t.Dropped.Add(1)
+				if !t.sleep(100 * time.Millisecond) {
+					return
+				}
+				continue
+			}
 		}
 		if !t.wait(first.at, p.id) {
 			return
@@ -232,8 +262,13 @@ func (t *Transport) run(p *peer) {
 		for len(batch) < maxBatch {
 			select {
 			case q := <-p.q:
-				if !t.wait(q.at, p.id) {
-					return
+				// Only messages already due join the batch: waiting for
+				// each newcomer's delay while more keep arriving would
+				// hold the batch back until it is full (under a steady
+				// stream of heartbeats, seconds with a 72 ms delay).
+				if !t.due(q.at, p.id) {
+					held = &q
+					break more
 				}
 				batch = append(batch, q.env)
 			default:
@@ -247,17 +282,6 @@ func (t *Transport) run(p *peer) {
 			t.cfg.Logger.Error("rpc: encoding a batch", "node", p.id, "err", err)
 			t.Dropped.Add(int64(len(batch)))
 			continue
-		}
-		if stream == nil {
-			conn, stream, err = t.dial(p.id, conn)
-			if err != nil {
-				t.cfg.Logger.Debug("rpc: connecting", "node", p.id, "err", err)
-				t.Dropped.Add(int64(len(batch)))
-				if !t.sleep(100 * time.Millisecond) {
-					return
-				}
-				continue
-			}
 		}
 		if err := stream.SendMsg(&buf); err != nil {
 			t.cfg.Logger.Debug("rpc: sending", "node", p.id, "err", err)
@@ -273,6 +297,11 @@ func (t *Transport) wait(at time.Time, to uint64) bool {
 		return t.ctx.Err() == nil
 	}
 	return t.sleep(time.Until(at.Add(t.cfg.Delay(to))))
+}
+
+// due reports whether a message queued at may leave now.
+func (t *Transport) due(at time.Time, to uint64) bool {
+	return t.cfg.Delay == nil || !time.Now().Before(at.Add(t.cfg.Delay(to)))
 }
 
 func (t *Transport) sleep(d time.Duration) bool {
@@ -298,6 +327,9 @@ func (t *Transport) dial(id uint64, conn *grpc.ClientConn) (*grpc.ClientConn, gr
 		if conn, err = dialConn(addr); err != nil {
 			return nil, nil, err
 		}
+	}
+	if err := t.cfg.Geo.exchange(t.ctx, conn, id); err != nil {
+		return conn, nil, err
 	}
 	stream, err := conn.NewStream(t.ctx, &serviceDesc.Streams[0], fullMethod)
 	if err != nil {

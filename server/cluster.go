@@ -63,6 +63,10 @@ type replication struct {
 	senders   *rpc.NodeSenders
 	member    *membership.Member
 	registry  *membership.Registry
+	// geo and stopBalancer: simulated geography and lease placement
+	// (geo.go).
+	geo          *rpc.Geography
+	stopBalancer func()
 }
 
 // memberID returns the position (from 1) of self in join, 0 if absent.
@@ -301,7 +305,7 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 	// Serve RPC first, with every handler bound late: starting members
 	// probe each other before any has its node ID, and each must answer
 	// at once.
-	r := &replication{}
+	r := &replication{geo: newGeography(cfg, 0)}
 	s.repl = r
 	var raftRef atomic.Pointer[raftnode.Node]
 	kvRef := &lateStore{}
@@ -310,14 +314,15 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 		if n := raftRef.Load(); n != nil {
 			_ = n.Step(env)
 		}
-	}, nil, append([]rpc.ServeOption{rpc.WithKV(kvRef)}, svc.ServeOptions()...)...)
+	}, nil, append([]rpc.ServeOption{rpc.WithKV(kvRef), rpc.WithGeography(r.geo)}, svc.ServeOptions()...)...)
 	registry := membership.NewRegistry()
 	id, peers, err := s.identify(ctx, registry)
 	if err != nil {
 		return err
 	}
 	r.id, r.registry = id, registry
-	r.transport = rpc.NewTransport(rpc.TransportConfig{Resolve: registry.Resolve, Logger: s.log})
+	r.geo.SetSelf(id)
+	r.transport = rpc.NewTransport(rpc.TransportConfig{Resolve: registry.Resolve, Logger: s.log, Geo: r.geo})
 	var st atomic.Pointer[store.Store]
 	r.raft = raftnode.NewNode(raftnode.Config{
 		NodeID: id,
@@ -376,6 +381,7 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 		}
 		r.runDone <- err
 	}()
+	r.startLeaseBalancer(cfg)
 	s.log.Info("cairn: replicating", "node", id, "join", cfg.Join)
 	return nil
 }
@@ -420,6 +426,9 @@ func (l *lateStore) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.Batc
 }
 
 func (r *replication) stop() error {
+	if r.stopBalancer != nil {
+		r.stopBalancer()
+	}
 	r.stopRun()
 	err := <-r.runDone
 	r.transport.Close()

@@ -66,6 +66,14 @@ type Config struct {
 	// Locality is key=value[,key=value...] (region=us-east1), recorded for
 	// placement decisions of the cluster issue.
 	Locality string
+	// LatencyMap is simulated geography (rpc.ParseLatencyMap's form,
+	// `us-west:us-east=60ms,...`): messages between members of different
+	// regions are delayed by half the round-trip time. Needs Join.
+	LatencyMap string
+	// LeasePreferences places tablet leaders (store.ParseLeasePreferences:
+	// `region=us-west[,...]` in order of preference, or `spread`). Needs
+	// Join.
+	LeasePreferences string
 	// InitialPassword is the password of the superuser postgres, set when
 	// the node bootstraps an empty store (ignored afterwards). A secure
 	// node cannot bootstrap without one: nobody could log in.
@@ -257,6 +265,9 @@ func validate(cfg Config) error {
 				return fmt.Errorf("locality %q: want key=value[,key=value...]", cfg.Locality)
 			}
 		}
+	}
+	if err := validateGeo(cfg); err != nil {
+		return err
 	}
 	return nil
 }

@@ -114,6 +114,10 @@ func TestStartErrors(t *testing.T) {
 		{Config{Insecure: true, Locality: "region"}, "locality"},
 		{Config{Insecure: true, RPCAddr: "nocolon"}, "rpc address"},
 		{Config{Insecure: true, SQLAddr: "256.0.0.1:1"}, "listening for SQL"},
+		{Config{Insecure: true, LatencyMap: "us-west:eu=145ms"}, "--latency-map needs --join"},
+		{Config{Insecure: true, LeasePreferences: "spread"}, "--lease-preferences needs --join"},
+		{Config{Insecure: true, LatencyMap: "us-west:eu"}, "REGION:REGION=DURATION"},
+		{Config{Insecure: true, LeasePreferences: "us-west"}, "region=NAME"},
 	} {
 		tc.cfg.Logger = quiet()
 		s, err := Start(context.Background(), tc.cfg)

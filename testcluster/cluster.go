@@ -36,6 +36,9 @@ type ClusterOptions struct {
 	// Store and DB pass through to store.Open and kv.NewDB.
 	Store store.Config
 	DB    kv.Options
+	// Geo, when set, gives the nodes localities, a latency map and lease
+	// preferences (geo.go).
+	Geo *GeoOptions
 }
 
 // Cluster is several nodes replicating every tablet over gRPC on
@@ -127,6 +130,10 @@ type ClusterNode struct {
 	DB     *kv.DB
 	// Leaseholders routes this node's sub-batches to other nodes.
 	Leaseholders *kv.LeaseholderSender
+	// Geo is the node's geography (nil without ClusterOptions.Geo).
+	Geo *rpc.Geography
+
+	stopBalancer func()
 
 	transport *rpc.Transport
 	server    *rpc.Server
@@ -178,7 +185,8 @@ func (n *ClusterNode) start(ln net.Listener) error {
 		return err
 	}
 	n.Engine = eng
-	n.transport = rpc.NewTransport(rpc.TransportConfig{Resolve: c.resolve})
+	n.Geo = n.geography()
+	n.transport = rpc.NewTransport(rpc.TransportConfig{Resolve: c.resolve, Geo: n.Geo})
 	n.Raft = raftnode.NewNode(raftnode.Config{NodeID: n.ID, LogKeep: c.opts.LogKeep}, eng, filterTransport{c: c, from: n.ID, t: n.transport})
 	ls := &kv.LateSender{}
 	scfg := c.opts.Store
@@ -202,10 +210,11 @@ func (n *ClusterNode) start(ln net.Listener) error {
 	})
 	n.DB = kv.NewDB(n.Leaseholders, st, n.Clock, c.opts.DB)
 	ls.Set(n.DB)
-	n.server = rpc.Serve(ln, func(env raftnode.Envelope) { _ = n.Raft.Step(env) }, nil, rpc.WithKV(st))
+	n.server = rpc.Serve(ln, func(env raftnode.Envelope) { _ = n.Raft.Step(env) }, nil, rpc.WithKV(st), rpc.WithGeography(n.Geo))
 	ctx, cancel := context.WithCancel(context.Background())
 	n.stopRun, n.runDone = cancel, make(chan error, 1)
 	go func() { n.runDone <- n.Raft.Run(ctx, c.opts.Tick) }()
+	n.startBalancer()
 	n.running.Store(true)
 	return nil
 }
@@ -214,6 +223,10 @@ func (n *ClusterNode) start(ln net.Listener) error {
 // server goes first), then closes its parts; its filesystem is kept for
 // Restart.
 func (n *ClusterNode) Stop() error {
+	if n.stopBalancer != nil {
+		n.stopBalancer()
+		n.stopBalancer = nil
+	}
 	n.server.Stop()
 	n.DB.Close()
 	n.Store.Close()

@@ -9,9 +9,10 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
-	"github.com/cairn-db/cairn/server"
+	"github.com/cairn-db/cairn/server/localcluster"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -35,6 +36,9 @@ func cmdDemo(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	noShell := fs.Bool("no-shell", false, "serve until interrupted instead of opening the SQL shell")
+	nodes := fs.Int("nodes", 1, "number of in-process nodes of one cluster")
+	global := fs.Bool("global", false, "place the nodes in regions us-west, us-east and eu with simulated round trips (60, 86, 145 ms); needs --nodes 3 or more")
+	leasePrefs := fs.String("lease-preferences", "", "where tablet leases go: region=NAME[,...] or spread (as cairn start)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
@@ -44,19 +48,51 @@ func cmdDemo(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return usagef("unexpected arguments: %v", fs.Args())
 	}
+	if *nodes < 1 {
+		return usagef("--nodes must be at least 1")
+	}
+	if *global && *nodes < len(localcluster.GlobalRegions) {
+		return usagef("--global needs --nodes %d or more (one node per region)", len(localcluster.GlobalRegions))
+	}
+	if *leasePrefs != "" && *nodes == 1 {
+		return usagef("--lease-preferences needs --nodes 2 or more")
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	srv, err := server.Start(ctx, server.Config{Insecure: true, Logger: log})
+	c, err := localcluster.Start(ctx, localcluster.Options{Nodes: *nodes, Global: *global, LeasePreferences: *leasePrefs, Logger: log})
 	if err != nil {
 		return err
 	}
-	defer srv.Stop(context.Background())
-	url := fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", srv.Addr())
+	defer c.Stop(context.Background())
+	// The shell and the printed URL are the first node's: us-west in a
+	// global cluster.
+	url := c.URL(0, "postgres")
 	if err := loadDemo(ctx, url); err != nil {
 		return fmt.Errorf("loading the sample data: %w", err)
 	}
-	fmt.Fprintf(stdout, "cairn demo: an in-memory node with tables customers, products and orders\nadmin UI: http://%s/\n%s\n", srv.HTTPAddr(), url)
+	if *nodes == 1 {
+		fmt.Fprintf(stdout, "cairn demo: an in-memory node with tables customers, products and orders\nadmin UI: http://%s/\n%s\n", c.Nodes[0].HTTPAddr(), url)
+	} else {
+		what := fmt.Sprintf("%d in-memory nodes of one cluster", *nodes)
+		if *global {
+			what += fmt.Sprintf(" in regions %s (round trips %s)", strings.Join(localcluster.GlobalRegions, ", "), localcluster.GlobalLatencyMap)
+		}
+		fmt.Fprintf(stdout, "cairn demo: %s, with tables customers, products and orders\n", what)
+		for i := 1; i < *nodes; i++ {
+			region := ""
+			if c.Regions[i] != "" {
+				region = " (" + c.Regions[i] + ")"
+			}
+			fmt.Fprintf(stdout, "node %d%s: %s\n", i+1, region, c.URL(i, "postgres"))
+		}
+		region := ""
+		if c.Regions[0] != "" {
+			region = " (" + c.Regions[0] + ")"
+		}
+		fmt.Fprintf(stdout, "node 1%s, the shell's: %s\n", region, url)
+		fmt.Fprintf(stdout, "admin UI: http://%s/\n", c.Nodes[0].HTTPAddr())
+	}
 	if *noShell {
 		<-ctx.Done()
 		return nil

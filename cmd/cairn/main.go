@@ -2,7 +2,8 @@
 //
 //	cairn start --store DIR --sql-addr HOST:PORT --rpc-addr HOST:PORT --http-addr HOST:PORT
 //	            [--join ADDR,...] [--locality region=R] [--insecure] [--initial-password PW]
-//	cairn demo [--no-shell]
+//	            [--latency-map R1:R2=RTT,...] [--lease-preferences region=R,...|spread]
+//	cairn demo [--no-shell] [--nodes 3 --global]
 //	cairn sql --url URL [-e SQL]
 //
 // start opens (or creates) the store in DIR, bootstraps a new cluster's
@@ -76,7 +77,8 @@ const usage = `usage:
   cairn start --store DIR [--sql-addr HOST:PORT] [--rpc-addr HOST:PORT] [--http-addr HOST:PORT]
               [--join ADDR,...] [--locality key=value,...] [--insecure] [--initial-password PW]
               [--replication-factor N] [--dead-after DURATION]
-  cairn demo [--no-shell]
+              [--latency-map R1:R2=RTT,...] [--lease-preferences region=R,...|spread]
+  cairn demo [--no-shell] [--nodes 3 --global]
   cairn sql --url URL [-e SQL]
   cairn node status --host HTTP-HOST:PORT
   cairn node decommission N --host HTTP-HOST:PORT
@@ -148,6 +150,8 @@ func parseStart(args []string, stderr io.Writer) (startFlags, error) {
 	fs.DurationVar(&f.cfg.DeadAfter, "dead-after", 60*time.Second, "time without a heartbeat after which a node is dead and its replicas are replaced")
 	fs.StringVar(&f.cfg.Locality, "locality", "", "key=value[,key=value...], e.g. region=us-east1")
 	fs.StringVar(&f.colocWarnStr, "colocation-warn-size", "1GiB", "size past which a colocation tablet logs a warning and the admin UI flags it (e.g. 512MiB; 0: never)")
+	fs.StringVar(&f.cfg.LatencyMap, "latency-map", "", "simulated round-trip times between regions, e.g. us-west:us-east=60ms,us-east:eu=86ms (needs --join)")
+	fs.StringVar(&f.cfg.LeasePreferences, "lease-preferences", "", "where tablet leases go: region=NAME[,region=NAME...] in order of preference, or spread (needs --join)")
 	fs.BoolVar(&f.cfg.Insecure, "insecure", false, "accept clients without passwords (trust authentication)")
 	fs.StringVar(&f.cfg.InitialPassword, "initial-password", "", "password of the superuser postgres at bootstrap (or CAIRN_INITIAL_PASSWORD)")
 	// 256 MiB: pgbench's scale 10 (1M accounts, ~130 MB of blocks once

@@ -1,0 +1,54 @@
+package testcluster
+
+import (
+	"context"
+
+	"github.com/cairn-db/cairn/rpc"
+	"github.com/cairn-db/cairn/store"
+)
+
+// GeoOptions give a cluster simulated geography and lease placement
+// (ClusterOptions.Geo).
+type GeoOptions struct {
+	// Localities are the nodes' localities in node order
+	// ("region=us-west"); missing ones are empty.
+	Localities []string
+	// Latency is the round-trip time between regions.
+	Latency rpc.LatencyMap
+	// Leases, when not zero, runs a store.LeaseBalancer on every node.
+	Leases store.LeasePreferences
+	// LeaseBalancer tunes the balancers (its Interval); its Node, Region
+	// and Prefs are filled in per node.
+	LeaseBalancer store.LeaseBalancerConfig
+}
+
+// geography is node n's geography (nil without Geo options).
+func (n *ClusterNode) geography() *rpc.Geography {
+	g := n.c.opts.Geo
+	if g == nil {
+		return nil
+	}
+	loc := ""
+	if int(n.ID) <= len(g.Localities) {
+		loc = g.Localities[n.ID-1]
+	}
+	return rpc.NewGeography(n.ID, loc, g.Latency)
+}
+
+// startBalancer runs node n's lease balancer until n stops.
+func (n *ClusterNode) startBalancer() {
+	g := n.c.opts.Geo
+	if g == nil || g.Leases.IsZero() {
+		return
+	}
+	cfg := g.LeaseBalancer
+	cfg.Node, cfg.Region, cfg.Prefs = n.Raft, n.Geo.Region, g.Leases
+	b := store.NewLeaseBalancer(cfg, n.ID)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		b.Run(ctx)
+	}()
+	n.stopBalancer = func() { cancel(); <-done }
+}
