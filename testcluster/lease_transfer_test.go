@@ -89,12 +89,26 @@ func TestLeaseTransferUnderWrites(t *testing.T) {
 	if len(acked) == 0 {
 		t.Fatal("no write was acknowledged")
 	}
+	// A follower applies the last entries once it hears the commit index,
+	// a heartbeat later: each node gets a while to show every write.
 	for _, n := range c.Nodes {
-		got := engineRows(t, n, "\x03", "\x04")
-		for k, v := range acked {
-			if got[k] != v {
-				t.Fatalf("node %d lost acknowledged write %q = %q (has %q)", n.ID, k, v, got[k])
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			got := engineRows(t, n, "\x03", "\x04")
+			missing := ""
+			for k, v := range acked {
+				if got[k] != v {
+					missing = fmt.Sprintf("%q = %q (has %q)", k, v, got[k])
+					break
+				}
 			}
+			if missing == "" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("node %d lost acknowledged write %s", n.ID, missing)
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
 	}
 	t.Logf("%d writes acknowledged across 8 transfers, %d stale reads", len(acked), stale.Load())
