@@ -87,3 +87,20 @@ func (ec *evalCtx) checkBulkKeys() error {
 	}
 	return nil
 }
+
+// clearRange evaluates a kvpb.ClearRangeRequest: one range deletion of the
+// span's user keys in the batch (replicated with it, as any write is).
+// Lock records live in their own keyspace and stay; only table data may
+// be cleared, so no catalog or system key can be lost this way.
+func (ec *evalCtx) clearRange(req *kvpb.ClearRangeRequest) (kvpb.Response, error) {
+	if ec.txn != nil {
+		return nil, invalidArg("ClearRange cannot run in a transaction")
+	}
+	if bytes.Compare(req.Key, keys.TableDataMin) < 0 {
+		return nil, invalidArg("ClearRange of %s: only table data can be cleared", req.Span())
+	}
+	if err := ec.b.ClearRange(req.Key, req.EndKey); err != nil {
+		return nil, wrapEval(req, err)
+	}
+	return &kvpb.ClearRangeResponse{}, nil
+}

@@ -257,6 +257,10 @@ func (s *Session) execContext(x *stmtState, txn *kv.Txn, params []types.Datum) *
 		},
 		PackedRows:      packed,
 		PackedSizeLimit: limit,
+		CatalogWriter: func() *catalog.Writer {
+			s.txnWroteCatalog = true
+			return catalog.NewWriter(txn, s.b.cache)
+		},
 	}
 }
 
