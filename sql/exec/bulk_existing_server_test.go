@@ -164,9 +164,9 @@ func sumMod(n, m int64) int64 {
 	return s
 }
 
-// TestBulkTruncateColocated: TRUNCATE of one table of a colocated
-// database frees its rows and leaves its neighbours' rows, which share
-// its tablet, alone.
+// TestBulkTruncateColocated: TRUNCATE and DROP TABLE of one table of a
+// colocated database free its rows (after commit, not after a rollback)
+// and leave its neighbours' rows, which share its tablet, alone.
 func TestBulkTruncateColocated(t *testing.T) {
 	s, url := startNode(t, "")
 	defer s.Stop(context.Background())
@@ -191,6 +191,22 @@ func TestBulkTruncateColocated(t *testing.T) {
 		}
 		sameThroughIndexes(t, c, tb)
 	}
+	// DROP TABLE frees the table's storage once it commits, and only
+	// then; the neighbours keep theirs.
+	exec(t, c, "BEGIN")
+	exec(t, c, "DROP TABLE z")
+	exec(t, c, "ROLLBACK")
+	if got := stored["z"](); got != 500 {
+		t.Errorf("after a rolled-back DROP TABLE z, its storage holds %d keys, want 500", got)
+	}
+	exec(t, c, "DROP TABLE z")
+	if got := stored["z"](); got != 0 {
+		t.Errorf("after DROP TABLE z, its storage holds %d keys, want 0", got)
+	}
+	if got := stored["a"](); got != 500 {
+		t.Errorf("after DROP TABLE z, a's storage holds %d keys, want 500", got)
+	}
+	sameThroughIndexes(t, c, "a")
 }
 
 // TestBulkCopyExisting: COPY into a table that existed before its
