@@ -2,6 +2,8 @@ package kv
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -202,4 +204,40 @@ func TestAfterCommit(t *testing.T) {
 	if len(ran) != 0 {
 		t.Errorf("ran %v after a rollback and a restart, want nothing", ran)
 	}
+}
+
+// TestRunBulkMeetsIntent: a MustNotExist bulk write fails on another
+// transaction's intent also when the tablet holds too many locks for its
+// lock table to rule the batch's span out (the lock keyspace is then
+// walked), and succeeds where there is none.
+func TestRunBulkMeetsIntent(t *testing.T) {
+	ctx := context.Background()
+	e := newTestEnv(t, envOptions{})
+	other := e.db.NewTxn(ctx, "other", Serializable)
+	b := &Batch{}
+	for i := range 100 {
+		b.Put(fmt.Appendf(nil, "a%03d", i), []byte("x"))
+	}
+	b.Put([]byte("m"), []byte("x"))
+	if err := other.Run(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	loader := e.db.NewTxn(ctx, "loader", Serializable)
+	hit := &Batch{}
+	for _, k := range []string{"l", "m", "n"} {
+		hit.BulkPut([]byte(k), []byte("1"), true)
+	}
+	var cf *kvpb.ConditionFailedError
+	if err := loader.RunBulk(ctx, hit); !errors.As(err, &cf) || string(cf.Key) != "m" {
+		t.Errorf("a bulk write over another transaction's intent on m: %v, want a condition failure on m", err)
+	}
+	miss := &Batch{}
+	for _, k := range []string{"x", "y"} {
+		miss.BulkPut([]byte(k), []byte("1"), true)
+	}
+	if err := loader.RunBulk(ctx, miss); err != nil {
+		t.Errorf("a bulk write beside another transaction's intents: %v", err)
+	}
+	_ = other.Rollback(ctx)
+	_ = loader.Rollback(ctx)
 }

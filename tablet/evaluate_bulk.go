@@ -54,7 +54,8 @@ func (ec *evalCtx) bulkPut(req *kvpb.BulkPutRequest) (kvpb.Response, error) {
 // an intent. The keys are sorted once and checked with one forward
 // iterator (mvcc.FirstExisting); intents are ruled out for the whole
 // batch's span by the lock table when it can prove none is there (every
-// key is latched, which is what its exactness needs), else key by key.
+// key is latched, which is what its exactness needs), else by one
+// forward iterator over the lock keyspace (mvcc.FirstLocked).
 func (ec *evalCtx) checkBulkKeys() error {
 	var ks [][]byte
 	for _, r := range ec.ba.Requests {
@@ -72,10 +73,12 @@ func (ec *evalCtx) checkBulkKeys() error {
 		}
 	}
 	if !ec.r.locks.noneIn(ks[0], keys.Next(ks[len(ks)-1])) {
-		for _, k := range ks {
-			if err := mvcc.BulkPutCheckIntent(ec.b, k); err != nil {
-				return err
-			}
+		i, err := mvcc.FirstLocked(ec.b, ks)
+		if err != nil {
+			return err
+		}
+		if i >= 0 {
+			return &kvpb.ConditionFailedError{Key: append([]byte(nil), ks[i]...)}
 		}
 	}
 	i, err := mvcc.FirstExisting(ec.b, ks)
