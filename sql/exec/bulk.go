@@ -107,8 +107,8 @@ func bulkLoadTable(ctx context.Context, x *Context, tb *catalog.Table, existing 
 // storage again at or above that descriptor write. Every writer that
 // validated the old version before the write committed below it (the
 // timestamp cache pushed the write above its validation), so the read
-// sees its rows, or meets its intents and waits for it; every later
-// writer fails its validation. Rows found there: the load goes the
+// sees its rows, or meets its not yet resolved intents, which count as
+// rows; every later writer fails its validation. Rows found there: the load goes the
 // transactional way, and the descriptor write is rolled back to a
 // savepoint taken before it (its intent stays a lock until the
 // transaction ends, as every rolled-back write's does).

@@ -213,10 +213,10 @@ func TestBulkTruncateColocated(t *testing.T) {
 // transaction loads in bulk when the table is empty, at every isolation
 // level, atomically; otherwise (rows, the transaction's own earlier rows,
 // a foreign key to another table) it goes the transactional way without
-// writing a descriptor version.
+// writing a descriptor version. What it loaded survives a restart.
 func TestBulkCopyExisting(t *testing.T) {
-	s, url := startNode(t, "")
-	defer s.Stop(context.Background())
+	dir := t.TempDir()
+	s, url := startNode(t, dir)
 	c := connect(t, url)
 	ctx := context.Background()
 	version := func(table string) int64 { return int64(tableDesc(t, s, c, table).Version) }
@@ -321,6 +321,21 @@ func TestBulkCopyExisting(t *testing.T) {
 	}
 	if err := c.QueryRow(ctx, "SELECT sum(s) FROM p2").Scan(&sum); err != nil || sum != 6 {
 		t.Fatalf("p2: sum of the serial column %d, %v", sum, err)
+	}
+	// What the bulk COPYs committed survives a restart.
+	c.Close(ctx)
+	if err := s.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s, url = startNode(t, dir)
+	defer s.Stop(ctx)
+	c = connect(t, url)
+	if n, _ := stats(t, c, "e"); n != 12001 {
+		t.Fatalf("after restart e holds %d rows, want 12001", n)
+	}
+	sameThroughIndexes(t, c, "e")
+	if n, _ := stats(t, c, "own"); n != 100 {
+		t.Fatalf("after restart own holds %d rows, want 100", n)
 	}
 }
 
