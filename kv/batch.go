@@ -114,7 +114,7 @@ func (b *Batch) fill(br *kvpb.BatchResponse) error {
 			r.Rows = []kvpb.KeyValue{{Key: req.(*kvpb.IncrementRequest).Key, Value: kvpb.EncodeIncrementValue(resp.NewValue)}}
 		case *kvpb.LockResponse:
 			r.Skipped = resp.Skipped
-		case *kvpb.PutResponse, *kvpb.ConditionalPutResponse, *kvpb.BulkPutResponse:
+		case *kvpb.PutResponse, *kvpb.ConditionalPutResponse, *kvpb.BulkPutResponse, *kvpb.ClearRangeResponse:
 		default:
 			return fmt.Errorf("kv: unexpected %s response to %s", br.Responses[i].Method(), req.Method())
 		}

@@ -3,6 +3,8 @@ package kv
 import (
 	"context"
 	"fmt"
+	"slices"
+	"time"
 
 	"github.com/cairn-db/cairn/kvpb"
 )
@@ -122,5 +124,58 @@ func (w BulkWrites) DelRange(start, end []byte) { w.fail("range delete") }
 func (w BulkWrites) fail(what string) {
 	if *w.Err == nil {
 		*w.Err = fmt.Errorf("kv: a bulk load cannot %s", what)
+	}
+}
+
+// ClearRange removes every committed version in [start, end) outright,
+// outside any transaction (kvpb.ClearRangeRequest says what the caller
+// guarantees). The span may cover several tablets; each clears its part.
+func (db *DB) ClearRange(ctx context.Context, start, end []byte) error {
+	b := &Batch{}
+	b.reqs = append(b.reqs, &kvpb.ClearRangeRequest{Key: start, EndKey: end})
+	return db.Run(ctx, b)
+}
+
+// afterCommitFn is an AfterCommit function and the write sequence it was
+// registered at.
+type afterCommitFn struct {
+	seq int32
+	fn  func(context.Context)
+}
+
+// AfterCommit registers fn to run once the transaction has committed,
+// before Commit returns: work that must not happen unless the commit did,
+// such as freeing the storage a committed TRUNCATE replaced. fn gets a
+// context that outlives the caller's cancellation; it cannot fail the
+// commit, so it must tolerate being cut short (what it leaves undone stays
+// as garbage). A restart forgets every registration, and a rollback to a
+// savepoint forgets those made after it, with the writes they belong to.
+func (t *Txn) AfterCommit(fn func(ctx context.Context)) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.mu.afterCommit = append(t.mu.afterCommit, afterCommitFn{seq: t.mu.proto.Sequence, fn: fn})
+}
+
+// forgetAfterCommitAfterLocked drops the registrations made after write
+// sequence seq.
+func (t *Txn) forgetAfterCommitAfterLocked(seq int32) {
+	t.mu.afterCommit = slices.DeleteFunc(t.mu.afterCommit, func(a afterCommitFn) bool { return a.seq > seq })
+}
+
+// afterCommitTimeout bounds the AfterCommit work of one commit.
+const afterCommitTimeout = time.Minute
+
+func (t *Txn) runAfterCommit(ctx context.Context) {
+	t.mu.Lock()
+	fns := t.mu.afterCommit
+	t.mu.afterCommit = nil
+	t.mu.Unlock()
+	if len(fns) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), afterCommitTimeout)
+	defer cancel()
+	for _, a := range fns {
+		a.fn(ctx)
 	}
 }

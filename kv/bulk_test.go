@@ -2,6 +2,9 @@ package kv
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/cairn-db/cairn/kvpb"
@@ -95,4 +98,146 @@ func TestMarkNew(t *testing.T) {
 	if txn.IsNew("t3") {
 		t.Error("a mark survived a restart")
 	}
+}
+
+// TestClearRange: a range clear removes every committed version in its
+// span, across tablets, at every timestamp, and nothing outside it; it
+// leaves intents alone, refuses non-table keys and transactions.
+func TestClearRange(t *testing.T) {
+	ctx := context.Background()
+	e := newTestEnv(t, envOptions{splits: []string{"\x03m"}})
+	for _, k := range []string{"\x03a", "\x03b", "\x03c", "\x03n", "\x03z"} {
+		e.mustPut(k, "v1")
+		e.mustPut(k, "v2")
+	}
+	// An intent inside the span stays (with its provisional value).
+	txn := e.db.NewTxn(ctx, "writer", Serializable)
+	if err := txn.Put(ctx, []byte("\x03d"), []byte("pending")); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.db.ClearRange(ctx, []byte("\x03b"), []byte("\x03y")); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := e.db.Scan(ctx, []byte("\x03"), []byte("\x04"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range rows {
+		got = append(got, string(r.Key[1:])+"="+string(r.Value))
+	}
+	if want := "a=v2 z=v2"; strings.Join(got, " ") != want {
+		t.Errorf("after ClearRange [b, y): %q, want %q", strings.Join(got, " "), want)
+	}
+	if n := e.allIntents(); n != 1 {
+		t.Errorf("%d intents after ClearRange, want the writer's 1", n)
+	}
+	if err := txn.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.mustGet("\x03d"); got != "pending" {
+		t.Errorf("the writer's committed value: %q", got)
+	}
+	if err := e.db.ClearRange(ctx, []byte("\x02a"), []byte("\x02b")); err == nil {
+		t.Error("ClearRange of system keys succeeded")
+	}
+	ba := &kvpb.BatchRequest{}
+	ba.Txn = e.db.NewTxn(ctx, "t", Serializable).mu.proto.Clone()
+	ba.Add(&kvpb.ClearRangeRequest{Key: []byte("\x03a"), EndKey: []byte("\x03b")})
+	if _, err := e.db.Send(ctx, ba); err == nil {
+		t.Error("a transactional ClearRange succeeded")
+	}
+}
+
+// TestAfterCommit: functions registered run once after a commit, never
+// after a rollback, and are forgotten by a rollback to a savepoint taken
+// before them and by a restart.
+func TestAfterCommit(t *testing.T) {
+	ctx := context.Background()
+	e := newTestEnv(t, envOptions{})
+	var ran []string
+	reg := func(txn *Txn, name string) {
+		txn.AfterCommit(func(context.Context) { ran = append(ran, name) })
+	}
+	txn := e.db.NewTxn(ctx, "a", Serializable)
+	if err := txn.Put(ctx, []byte("k1"), []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	reg(txn, "kept")
+	sp := mustSavepoint(t, txn)
+	if err := txn.Put(ctx, []byte("k2"), []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	reg(txn, "rolled back")
+	if err := txn.RollbackToSavepoint(ctx, sp); err != nil {
+		t.Fatal(err)
+	}
+	if len(ran) != 0 {
+		t.Fatalf("ran before commit: %v", ran)
+	}
+	if err := txn.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(ran, ",") != "kept" {
+		t.Errorf("after commit ran %v, want [kept]", ran)
+	}
+	ran = nil
+	txn = e.db.NewTxn(ctx, "b", Serializable)
+	if err := txn.Put(ctx, []byte("k3"), []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	reg(txn, "aborted")
+	if err := txn.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	txn = e.db.NewTxn(ctx, "c", Serializable)
+	reg(txn, "restarted")
+	txn.mu.Lock()
+	txn.mu.retryErr = &kvpb.TransactionRetryError{Reason: kvpb.RetrySerializable}
+	txn.mu.Unlock()
+	if err := txn.PrepareForRetry(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(ran) != 0 {
+		t.Errorf("ran %v after a rollback and a restart, want nothing", ran)
+	}
+}
+
+// TestRunBulkMeetsIntent: a MustNotExist bulk write fails on another
+// transaction's intent also when the tablet holds too many locks for its
+// lock table to rule the batch's span out (the lock keyspace is then
+// walked), and succeeds where there is none.
+func TestRunBulkMeetsIntent(t *testing.T) {
+	ctx := context.Background()
+	e := newTestEnv(t, envOptions{})
+	other := e.db.NewTxn(ctx, "other", Serializable)
+	b := &Batch{}
+	for i := range 100 {
+		b.Put(fmt.Appendf(nil, "a%03d", i), []byte("x"))
+	}
+	b.Put([]byte("m"), []byte("x"))
+	if err := other.Run(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	loader := e.db.NewTxn(ctx, "loader", Serializable)
+	hit := &Batch{}
+	for _, k := range []string{"l", "m", "n"} {
+		hit.BulkPut([]byte(k), []byte("1"), true)
+	}
+	var cf *kvpb.ConditionFailedError
+	if err := loader.RunBulk(ctx, hit); !errors.As(err, &cf) || string(cf.Key) != "m" {
+		t.Errorf("a bulk write over another transaction's intent on m: %v, want a condition failure on m", err)
+	}
+	miss := &Batch{}
+	for _, k := range []string{"x", "y"} {
+		miss.BulkPut([]byte(k), []byte("1"), true)
+	}
+	if err := loader.RunBulk(ctx, miss); err != nil {
+		t.Errorf("a bulk write beside another transaction's intents: %v", err)
+	}
+	_ = other.Rollback(ctx)
+	_ = loader.Rollback(ctx)
 }

@@ -195,6 +195,7 @@ func (db *DB) Run(ctx context.Context, b *Batch) error {
 	// several tablets; on one tablet the leaseholder stamps it (see
 	// DistSender.Send for why).
 	ba := &kvpb.BatchRequest{Requests: b.reqs}
+	ba.WaitPolicy = b.WaitPolicy
 	br, err := db.ds.Send(ctx, ba)
 	if err != nil {
 		return err

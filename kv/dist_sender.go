@@ -455,6 +455,10 @@ func truncate(r kvpb.Request, s kvpb.Span) kvpb.Request {
 		c := *t
 		c.Key, c.EndKey = s.Key, s.EndKey
 		return &c
+	case *kvpb.ClearRangeRequest:
+		c := *t
+		c.Key, c.EndKey = s.Key, s.EndKey
+		return &c
 	case *kvpb.RefreshRequest:
 		c := *t
 		c.Key, c.EndKey = s.Key, s.EndKey
@@ -513,6 +517,8 @@ func combine(r kvpb.Request, resps []kvpb.Response) (kvpb.Response, error) {
 		}
 		return out, nil
 	case *kvpb.RefreshRequest:
+		return resps[0], nil
+	case *kvpb.ClearRangeRequest:
 		return resps[0], nil
 	case *kvpb.LockRequest:
 		out := &kvpb.LockResponse{}

@@ -247,6 +247,8 @@ func emptyResponse(r kvpb.Request) (kvpb.Response, error) {
 		return &kvpb.ResolveIntentRangeResponse{}, nil
 	case *kvpb.GCRequest:
 		return &kvpb.GCResponse{}, nil
+	case *kvpb.ClearRangeRequest:
+		return &kvpb.ClearRangeResponse{}, nil
 	case *kvpb.RefreshRequest:
 		return &kvpb.RefreshResponse{}, nil
 	}

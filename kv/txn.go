@@ -90,6 +90,8 @@ type Txn struct {
 		// created are the MarkNew keys of this attempt and the sequence
 		// each was marked at (bulk.go).
 		created map[string]int32
+		// afterCommit runs once the transaction committed (bulk.go).
+		afterCommit []afterCommitFn
 		// validate are the keys the writes depend on, checked at commit
 		// (txn_validate.go).
 		validate map[string]validation

@@ -37,7 +37,13 @@ const rollbackTimeout = 10 * time.Second
 // Commit commits the transaction. A retryable error means it did not commit
 // and may be retried (DB.Txn does); any other error after EndTxn was sent
 // (notably *kvpb.AmbiguousResultError) means the outcome is unknown.
-func (t *Txn) Commit(ctx context.Context) error { return t.commit(ctx, nil) }
+func (t *Txn) Commit(ctx context.Context) error {
+	if err := t.commit(ctx, nil); err != nil {
+		return err
+	}
+	t.runAfterCommit(ctx)
+	return nil
+}
 
 // CommitInBatch sends b's operations and commits in the same round. When b
 // holds every write of the transaction and lies on one tablet, the commit
@@ -51,6 +57,7 @@ func (t *Txn) CommitInBatch(ctx context.Context, b *Batch) error {
 	if err := t.commit(ctx, b.reqs); err != nil {
 		return err
 	}
+	t.runAfterCommit(ctx)
 	// Writes committed in one phase answer with empty responses.
 	b.Results = make([]Result, len(b.reqs))
 	return nil

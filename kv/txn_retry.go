@@ -44,6 +44,7 @@ func (t *Txn) PrepareForRetry(ctx context.Context) error {
 	t.mu.proto.IgnoredSeqNums = nil
 	t.mu.readSpans.reset()
 	t.mu.created = nil
+	t.mu.afterCommit = nil
 	t.mu.validate = nil
 	t.mu.retryErr = nil
 	return nil

@@ -94,6 +94,7 @@ func (t *Txn) RollbackToSavepoint(ctx context.Context, sp SavepointToken) error 
 		t.mu.proto.IgnoredSeqNums = kvpb.AddIgnoredSeqRange(t.mu.proto.IgnoredSeqNums, kvpb.SeqRange{Start: sp.seq + 1, End: cur})
 	}
 	t.forgetMarksAfterLocked(sp.seq)
+	t.forgetAfterCommitAfterLocked(sp.seq)
 	t.forgetValidationsAfterLocked(sp.seq)
 	return nil
 }

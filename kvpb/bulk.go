@@ -30,3 +30,24 @@ type (
 func (*BulkPutRequest) Method() Method  { return MethodBulkPut }
 func (*BulkPutResponse) Method() Method { return MethodBulkPut }
 func (r *BulkPutRequest) Span() Span    { return Span{Key: r.Key} }
+
+type (
+	// ClearRangeRequest removes every committed version of every key in
+	// [Key, EndKey) outright (a storage range deletion), below MVCC: a
+	// reader at any timestamp then finds nothing there, and nothing is
+	// left for GC. Intents (lock records) in the span are not touched;
+	// they are resolved as usual. It is never transactional and only
+	// table data keys may be cleared.
+	//
+	// It exists to free storage no descriptor names any more: the old
+	// storage of a truncated table, which the committed descriptor
+	// version replaced by fresh storage IDs. The caller guarantees that;
+	// the tablet cannot check it.
+	ClearRangeRequest struct{ Key, EndKey []byte }
+	// ClearRangeResponse is empty.
+	ClearRangeResponse struct{}
+)
+
+func (*ClearRangeRequest) Method() Method  { return MethodClearRange }
+func (*ClearRangeResponse) Method() Method { return MethodClearRange }
+func (r *ClearRangeRequest) Span() Span    { return Span{Key: r.Key, EndKey: r.EndKey} }

@@ -25,13 +25,14 @@ const (
 	MethodIncrement
 	MethodLock
 	MethodBulkPut
+	MethodClearRange
 	numMethods
 )
 
 var methodNames = [numMethods]string{
 	"Get", "Scan", "Put", "ConditionalPut", "Delete", "DeleteRange", "EndTxn",
 	"HeartbeatTxn", "PushTxn", "QueryTxn", "ResolveIntent", "ResolveIntentRange",
-	"GC", "Split", "Refresh", "Increment", "Lock", "BulkPut",
+	"GC", "Split", "Refresh", "Increment", "Lock", "BulkPut", "ClearRange",
 }
 
 func (m Method) String() string {

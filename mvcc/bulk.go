@@ -101,3 +101,52 @@ func BulkPutCheckIntent(r storage.Reader, key []byte) error {
 	}
 	return nil
 }
+
+// FirstLocked returns the index of the first of keys, which must be
+// sorted and distinct, that holds a lock record (an intent or a lock), or
+// -1 when none does. Like FirstExisting it walks one iterator over the
+// lock keyspace of the keys' span, seeking only past stretches without
+// locks: a load into fresh storage, where there are none, costs one seek
+// per batch instead of a point read of the lock keyspace per key (which a
+// lock table too full to rule the span out used to cost: 5.6 s of
+// `pgbench -i`'s 1M-row COPY, whose transaction holds the tellers' and
+// branches' intents).
+func FirstLocked(r storage.Reader, userKeys [][]byte) (int, error) {
+	if len(userKeys) == 0 {
+		return -1, nil
+	}
+	last := userKeys[len(userKeys)-1]
+	lo := keys.Lock(userKeys[0])
+	hi := append(keys.Lock(last), 0)
+	it, err := r.NewIter(storage.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return 0, fmt.Errorf("mvcc: checking locks of %d keys: %w", len(userKeys), err)
+	}
+	defer it.Close()
+	valid := it.SeekGE(storage.MVCCKey{Key: lo})
+	for i, k := range userKeys {
+		if valid {
+			uk, err := keys.DecodeLock(it.UnsafeKey().Key)
+			if err != nil {
+				return 0, fmt.Errorf("mvcc: checking locks: %w", err)
+			}
+			if bytes.Compare(uk, k) < 0 {
+				valid = it.SeekGE(storage.MVCCKey{Key: keys.Lock(k)})
+			}
+		}
+		if !valid {
+			break
+		}
+		uk, err := keys.DecodeLock(it.UnsafeKey().Key)
+		if err != nil {
+			return 0, fmt.Errorf("mvcc: checking locks: %w", err)
+		}
+		if bytes.Equal(uk, k) {
+			return i, nil
+		}
+	}
+	if err := it.Err(); err != nil {
+		return 0, fmt.Errorf("mvcc: checking locks of %d keys: %w", len(userKeys), err)
+	}
+	return -1, nil
+}

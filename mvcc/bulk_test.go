@@ -150,3 +150,49 @@ func TestResolveIntentRangeChunks(t *testing.T) {
 		eng.Close()
 	}
 }
+
+// TestFirstLocked: the first of sorted keys holding a lock record, found
+// with one iterator over the lock keyspace; committed versions are not
+// locks.
+func TestFirstLocked(t *testing.T) {
+	e := openMem(t)
+	eng := e.NewBatch()
+	defer eng.Close()
+	ts := hlc.Timestamp{WallTime: 10}
+	txn := &kvpb.Transaction{TxnMeta: kvpb.TxnMeta{ID: [16]byte{1}, WriteTimestamp: ts, MinTimestamp: ts}, ReadTimestamp: ts}
+	for _, k := range []string{"c", "g", "ga"} {
+		if err := Put(eng, []byte(k), ts, []byte("x"), txn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := BulkPut(eng, []byte("b"), ts, []byte("1"), false); err != nil {
+		t.Fatal(err)
+	}
+	keys := func(ks ...string) [][]byte {
+		out := make([][]byte, len(ks))
+		for i, k := range ks {
+			out[i] = []byte(k)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		keys []string
+		want int
+	}{
+		{nil, -1},
+		{[]string{"a", "b"}, -1},
+		{[]string{"a", "b", "c"}, 2},
+		{[]string{"c"}, 0},
+		{[]string{"d", "f", "ga"}, 2},
+		{[]string{"d", "gb", "z"}, -1},
+		{[]string{"ca", "cb", "g"}, 2},
+	} {
+		got, err := FirstLocked(eng, keys(tc.keys...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != tc.want {
+			t.Errorf("FirstLocked(%q) = %d, want %d", tc.keys, got, tc.want)
+		}
+	}
+}

@@ -65,6 +65,7 @@ var requestTypes = []reflect.Type{
 	reflect.TypeFor[kvpb.IncrementRequest](),
 	reflect.TypeFor[kvpb.LockRequest](),
 	reflect.TypeFor[kvpb.BulkPutRequest](),
+	reflect.TypeFor[kvpb.ClearRangeRequest](),
 }
 
 var responseTypes = []reflect.Type{
@@ -86,6 +87,7 @@ var responseTypes = []reflect.Type{
 	reflect.TypeFor[kvpb.IncrementResponse](),
 	reflect.TypeFor[kvpb.LockResponse](),
 	reflect.TypeFor[kvpb.BulkPutResponse](),
+	reflect.TypeFor[kvpb.ClearRangeResponse](),
 }
 
 // errorTypes are the typed kvpb errors that keep their type across the

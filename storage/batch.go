@@ -18,7 +18,14 @@ func (b *Batch) Put(key MVCCKey, value []byte) error {
 	if err := checkWriteKey(key); err != nil {
 		return fmt.Errorf("storage: put: %w", err)
 	}
-	return b.b.Set(key.Encode(nil), value, nil)
+	// Encoded straight into the batch's representation: an encoded key
+	// allocated per put was a tenth of a bulk load's tablet CPU.
+	op := b.b.SetDeferred(key.EncodedLen(), len(value))
+	if enc := key.Encode(op.Key[:0]); len(enc) != len(op.Key) {
+		return fmt.Errorf("storage: put: key encoded to %d bytes, not %d", len(enc), len(op.Key))
+	}
+	copy(op.Value, value)
+	return op.Finish()
 }
 
 // Delete implements Writer.

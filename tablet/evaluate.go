@@ -132,6 +132,8 @@ func (ec *evalCtx) evalRequest(req kvpb.Request) (kvpb.Response, error) {
 		return ec.lock(req)
 	case *kvpb.BulkPutRequest:
 		return ec.bulkPut(req)
+	case *kvpb.ClearRangeRequest:
+		return ec.clearRange(req)
 	}
 	return nil, invalidArg("tablet cannot evaluate %s", req.Method())
 }

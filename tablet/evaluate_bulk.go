@@ -54,7 +54,8 @@ func (ec *evalCtx) bulkPut(req *kvpb.BulkPutRequest) (kvpb.Response, error) {
 // an intent. The keys are sorted once and checked with one forward
 // iterator (mvcc.FirstExisting); intents are ruled out for the whole
 // batch's span by the lock table when it can prove none is there (every
-// key is latched, which is what its exactness needs), else key by key.
+// key is latched, which is what its exactness needs), else by one
+// forward iterator over the lock keyspace (mvcc.FirstLocked).
 func (ec *evalCtx) checkBulkKeys() error {
 	var ks [][]byte
 	for _, r := range ec.ba.Requests {
@@ -72,10 +73,12 @@ func (ec *evalCtx) checkBulkKeys() error {
 		}
 	}
 	if !ec.r.locks.noneIn(ks[0], keys.Next(ks[len(ks)-1])) {
-		for _, k := range ks {
-			if err := mvcc.BulkPutCheckIntent(ec.b, k); err != nil {
-				return err
-			}
+		i, err := mvcc.FirstLocked(ec.b, ks)
+		if err != nil {
+			return err
+		}
+		if i >= 0 {
+			return &kvpb.ConditionFailedError{Key: append([]byte(nil), ks[i]...)}
 		}
 	}
 	i, err := mvcc.FirstExisting(ec.b, ks)
@@ -86,4 +89,21 @@ func (ec *evalCtx) checkBulkKeys() error {
 		return &kvpb.ConditionFailedError{Key: append([]byte(nil), ks[i]...)}
 	}
 	return nil
+}
+
+// clearRange evaluates a kvpb.ClearRangeRequest: one range deletion of the
+// span's user keys in the batch (replicated with it, as any write is).
+// Lock records live in their own keyspace and stay; only table data may
+// be cleared, so no catalog or system key can be lost this way.
+func (ec *evalCtx) clearRange(req *kvpb.ClearRangeRequest) (kvpb.Response, error) {
+	if ec.txn != nil {
+		return nil, invalidArg("ClearRange cannot run in a transaction")
+	}
+	if bytes.Compare(req.Key, keys.TableDataMin) < 0 {
+		return nil, invalidArg("ClearRange of %s: only table data can be cleared", req.Span())
+	}
+	if err := ec.b.ClearRange(req.Key, req.EndKey); err != nil {
+		return nil, wrapEval(req, err)
+	}
+	return &kvpb.ClearRangeResponse{}, nil
 }

@@ -309,7 +309,9 @@ func (r *Replica) recordReads(ba *kvpb.BatchRequest, br *kvpb.BatchResponse) {
 // keys for transaction records, and for EndTxn the part of its lock spans
 // on this tablet, which it resolves.
 func latchSpans(ba *kvpb.BatchRequest, desc kvpb.TabletDescriptor) []latchSpan {
-	var out []latchSpan
+	// One span per request in most batches; a bulk load's carry
+	// thousands, which growing the slice would copy again and again.
+	out := make([]latchSpan, 0, len(ba.Requests))
 	add := func(s kvpb.Span, write bool) { out = append(out, latchSpan{span: s, write: write}) }
 	record := func(anchor []byte, id uuid.UUID) kvpb.Span {
 		return kvpb.Span{Key: keys.TxnRecord(anchor, id)}

@@ -12,9 +12,10 @@ import (
 type Reader struct {
 	opts   Options
 	br     *bufio.Reader
-	row    [][]byte // reused between rows; see Read
-	buf    []byte   // backing storage of row's fields
-	header bool     // a header row is still to be skipped (text, CSV) or checked (binary)
+	row    [][]byte  // reused between rows; see Read
+	buf    []byte    // backing storage of row's fields
+	spans  []csvSpan // the fields of the CSV record being read, reused
+	header bool      // a header row is still to be skipped (text, CSV) or checked (binary)
 	done   bool
 	line   int // 1-based line (text, CSV) or tuple (binary) of the last row read
 }
@@ -200,19 +201,21 @@ func (r *Reader) readCSV() error {
 	o := &r.opts
 	r.row = r.row[:0]
 	r.buf = r.buf[:0]
-	type span struct {
-		start, end int
-		quoted     bool
-	}
-	var spans []span
-	cur := span{}
+	spans := r.spans[:0]
+	defer func() { r.spans = spans[:0] }()
+	cur := csvSpan{}
 	inQuote, any := false, false
 	endField := func() {
 		cur.end = len(r.buf)
 		spans = append(spans, cur)
-		cur = span{start: len(r.buf)}
+		cur = csvSpan{start: len(r.buf)}
 	}
 	for {
+		if !inQuote && r.plainRun() {
+			// Ordinary bytes outside quotes are copied a buffered run
+			// at a time; the byte that ends the run is read below.
+			any = true
+		}
 		c, err := r.br.ReadByte()
 		if err == io.EOF {
 			if inQuote {
@@ -286,6 +289,36 @@ func (r *Reader) readCSV() error {
 		r.row = append(r.row, f)
 	}
 	return nil
+}
+
+// csvSpan is one field of a CSV record in Reader.buf.
+type csvSpan struct {
+	start, end int
+	quoted     bool
+}
+
+// plainRun appends to r.buf the longest run of buffered bytes that hold
+// no delimiter, quote or line end (bytes that mean nothing outside
+// quotes), and reports whether there was one. The row size limit is
+// checked by the caller's next byte, so a row may pass it by at most one
+// buffer's worth before it fails.
+func (r *Reader) plainRun() bool {
+	b, _ := r.br.Peek(r.br.Buffered())
+	o := &r.opts
+	n := 0
+	for n < len(b) {
+		c := b[n]
+		if c == o.Delimiter || c == o.Quote || c == '\n' || c == '\r' {
+			break
+		}
+		n++
+	}
+	if n == 0 {
+		return false
+	}
+	r.buf = append(r.buf, b[:n]...)
+	_, _ = r.br.Discard(n)
+	return true
 }
 
 func (r *Reader) peekIs(c byte) bool {

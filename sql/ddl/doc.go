@@ -72,9 +72,14 @@
 //     likewise write every index of the table into fresh storage with
 //     committed values, streaming the old rows read above the new
 //     descriptor write (alter.go, rewrite); the old storage is left as
-//     unreachable garbage (a later DROP or TRUNCATE clears the primary and
-//     local indexes' old keys with the table's keyspace, not a global
-//     index's; the colocation move deletes its old keys itself).
+//     unreachable garbage (a later DROP clears the primary and local
+//     indexes' old keys with the table's keyspace, not a global index's;
+//     the colocation move deletes its old keys itself).
+//   - TRUNCATE moves the table to fresh storage in a new descriptor
+//     version instead of deleting its rows, marks it for the bulk path
+//     (catalog.TruncatedTableMark), and frees the storage the old version
+//     named with range deletions after the transaction commits
+//     (misc.go, truncateStorage).
 //   - Dependencies are tracked at the relation level: a view records the
 //     relations its query names (View.DependsOn), so DROP TABLE refuses or
 //     cascades; DROP COLUMN does not check views.

@@ -13,10 +13,12 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/cairn-db/cairn/kvpb"
 	"github.com/cairn-db/cairn/pgwire/pgauth"
 	"github.com/cairn-db/cairn/sql/catalog"
 	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/cairn-db/cairn/sql/plan"
+	"github.com/cairn-db/cairn/sql/rowenc"
 	"github.com/cairn-db/cairn/sql/sequence"
 	"github.com/cairn-db/cairn/sql/stats"
 )
@@ -283,11 +285,7 @@ func (e *executor) truncate(ctx context.Context, n *pg_query.TruncateStmt) error
 		}
 	}
 	for _, t := range tables {
-		layout, err := t.Layout()
-		if err != nil {
-			return err
-		}
-		if err := e.clearData(ctx, layout); err != nil {
+		if err := e.truncateStorage(ctx, t); err != nil {
 			return err
 		}
 		// The table's statistics describe rows that are gone: the
@@ -325,6 +323,67 @@ func (e *executor) truncate(ctx context.Context, n *pg_query.TruncateStmt) error
 		}
 	}
 	return nil
+}
+
+// truncateStorage empties t by moving it to fresh storage: every index
+// gets a new storage ID in a new descriptor version, written in the
+// transaction, instead of a tombstone per row (docs/architecture.md,
+// "Bulk loads"). Other transactions keep reading the old storage through
+// the old version until this one commits; a writer that resolved the old
+// version fails its commit-time validation of the table's stamp key
+// (kv/txn_validate.go) unless it committed before the new version was
+// written, in which case TRUNCATE, serialized after it, discards its rows
+// with the rest. The table is marked (catalog.TruncatedTableMark) so that
+// a load into it later in the transaction can write committed values, as
+// into a table created in it.
+//
+// The old storage is freed once the transaction commits, by a range
+// deletion of each old index's span (kv.DB.ClearRange, run by
+// kv.Txn.AfterCommit): no descriptor names it any more, and a rollback
+// never runs it. Like PostgreSQL's TRUNCATE this is not MVCC-safe: a
+// transaction whose snapshot predates the TRUNCATE and that reads the
+// table only afterwards finds it empty. The local indexes of a
+// hash-partitioned table spread over the buckets of its group, so their
+// old entries have no one span; they stay as garbage until DROP TABLE
+// clears the group.
+func (e *executor) truncateStorage(ctx context.Context, t *catalog.Table) error {
+	old, err := t.Layout()
+	if err != nil {
+		return err
+	}
+	nt := cloneTable(t)
+	if err := catalog.MoveToFreshStorage(ctx, e.x.Txn.DB(), nt); err != nil {
+		return err
+	}
+	if err := e.x.Writer.Update(ctx, nt); err != nil {
+		return fmt.Errorf("moving table %q to fresh storage: %w", t.Name, err)
+	}
+	e.x.Txn.MarkNew(catalog.TruncatedTableMark(t.ID))
+	var spans []kvpb.Span
+	for _, idx := range append([]*rowenc.IndexLayout{&old.Primary}, indexLayoutPtrs(old.Secondary)...) {
+		if idx.Local && old.HashColumns > 0 {
+			continue
+		}
+		spans = append(spans, old.IndexBucketSpan(idx, 0))
+	}
+	db := e.x.Txn.DB()
+	e.x.Txn.AfterCommit(func(ctx context.Context) {
+		for _, sp := range spans {
+			// A failure leaves garbage no descriptor names, which DROP
+			// TABLE's range deletion of the table's keyspace still
+			// covers; the commit stands either way.
+			_ = db.ClearRange(ctx, sp.Key, sp.EndKey)
+		}
+	})
+	return nil
+}
+
+func indexLayoutPtrs(xs []rowenc.IndexLayout) []*rowenc.IndexLayout {
+	out := make([]*rowenc.IndexLayout, len(xs))
+	for i := range xs {
+		out[i] = &xs[i]
+	}
+	return out
 }
 
 // ---- COMMENT ----

@@ -527,7 +527,7 @@ func copyFrom(ctx context.Context, x *Context, env *plan.Env, stmt *pg_query.Cop
 	tb := t.table
 	s := newDMLState(x, nil)
 	s.copyLines = true
-	if nt, err := bulkLoadTable(ctx, x, tb); err != nil {
+	if nt, err := bulkLoadTable(ctx, x, tb, true); err != nil {
 		return 0, err
 	} else if nt != nil {
 		tb, s.bulk = nt, true

@@ -401,12 +401,12 @@ func (r *runner) buildInsert(n *plan.Insert) (op, error) {
 	materialize := readsTable(r.p, n.Input, n.Table.ID)
 	_, values := n.Input.(*plan.Values)
 	o.run = func(ctx context.Context) error {
-		// INSERT ... SELECT into a table created in this transaction (CREATE
-		// TABLE AS) loads in bulk (bulk.go); ON CONFLICT needs the
+		// INSERT ... SELECT into a table created or truncated in this
+		// transaction (CREATE TABLE AS) loads in bulk (bulk.go); ON CONFLICT needs the
 		// transactional path's reads, and a VALUES list is too short to
 		// pay for moving the table to fresh storage.
 		if in.oc == nil && !materialize && !values {
-			nt, err := bulkLoadTable(ctx, r.x, n.Table)
+			nt, err := bulkLoadTable(ctx, r.x, n.Table, false)
 			if err != nil {
 				return err
 			}

@@ -16,9 +16,13 @@
 // cached with prepared statements); descriptors come in the plan, never
 // from the catalog; KV is reached only through the statement's kv.Txn.
 // One exception each, for bulk loads (bulk.go): a load into a table created
-// in its transaction writes the table's next descriptor version (fresh
-// storage) through a catalog.Writer in the statement's transaction, and
-// allocates the storage IDs outside it (catalog.AllocateStorageID).
+// or truncated in its transaction, or a COPY into an empty existing table,
+// writes the table's next descriptor version (fresh storage) through a
+// catalog.Writer in the statement's transaction (Context.CatalogWriter,
+// the session's, when it gives one), allocates the storage IDs outside it
+// (catalog.AllocateStorageID), and a COPY into an existing table first
+// reads the table's storage outside it to skip that write when there are
+// rows.
 //
 // Execution model: one goroutine per statement. Operators return fresh row
 // slices that later operators may keep (sorts, hash tables). Parallelism

@@ -25,6 +25,13 @@ type Context struct {
 	PackedSizeLimit int
 	// Stats, when non-nil, collects EXPLAIN ANALYZE figures per node.
 	Stats *Stats
+	// CatalogWriter, when non-nil, returns a writer of descriptors in
+	// Txn that the node's catalog cache knows about, and tells the
+	// session its transaction wrote the catalog: COPY's bulk path into a
+	// table that existed before the transaction writes its descriptor
+	// (bulk.go), which is DDL as far as the catalog is concerned. Without
+	// it that path is not taken.
+	CatalogWriter func() *catalog.Writer
 }
 
 // Rows is a running plan. Next returns the next row (owned by the caller

@@ -35,13 +35,15 @@ type KV struct{ Key, Value []byte }
 // EncodePrimaryRow encodes row for t's primary index: packed when packed
 // is set and the packed row fits sizeLimit (0: no limit), else unpacked.
 func (t *TableLayout) EncodePrimaryRow(row []types.Datum, packed bool, sizeLimit int) (PrimaryEntry, error) {
-	key, err := t.PrimaryKey(nil, row)
+	// Room for a typical key and packed row up front: growing them from
+	// nil a few bytes at a time was a tenth of a bulk COPY's CPU.
+	key, err := t.PrimaryKey(make([]byte, 0, 32), row)
 	if err != nil {
 		return PrimaryEntry{}, err
 	}
 	vals := t.values(row)
 	if packed {
-		v, err := PackRow(nil, t.Schema, vals, sizeLimit)
+		v, err := PackRow(make([]byte, 0, 64), t.Schema, vals, sizeLimit)
 		if err == nil {
 			return PrimaryEntry{Key: key, Value: v}, nil
 		}

@@ -268,6 +268,10 @@ func (s *Session) execContext(x *stmtState, txn *kv.Txn, params []types.Datum) *
 		Virtual:         &a.virt,
 		PackedRows:      packed,
 		PackedSizeLimit: limit,
+		CatalogWriter: func() *catalog.Writer {
+			s.txnWroteCatalog = true
+			return catalog.NewWriter(txn, s.b.cache)
+		},
 	}
 	return &a.ctx
 }

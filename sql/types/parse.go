@@ -190,16 +190,27 @@ func parseInt(t *T, s string) (Datum, error) {
 func parseFloat(t *T, s string) (Datum, error) {
 	v := strings.TrimSpace(s)
 	bits := int(t.Width)
-	switch strings.ToLower(strings.TrimPrefix(v, "+")) {
-	case "nan":
-		return DFloat(math.NaN()), nil
-	case "infinity", "inf":
-		return DFloat(math.Inf(1)), nil
-	case "-infinity", "-inf":
-		return DFloat(math.Inf(-1)), nil
+	// Every special spelling has an n; the lower-casing (an allocation)
+	// is for them only, not for each number of a COPY.
+	if strings.ContainsAny(v, "nN") {
+		switch strings.ToLower(strings.TrimPrefix(v, "+")) {
+		case "nan":
+			return DFloat(math.NaN()), nil
+		case "infinity", "inf":
+			return DFloat(math.Inf(1)), nil
+		case "-infinity", "-inf":
+			return DFloat(math.Inf(-1)), nil
+		}
 	}
-	if v == "" || strings.IndexFunc(v, func(r rune) bool { return !strings.ContainsRune("0123456789.eE+-", r) }) >= 0 {
+	if v == "" {
 		return nil, errInvalidSyntax(t, s)
+	}
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case c >= '0' && c <= '9', c == '.', c == 'e', c == 'E', c == '+', c == '-':
+		default:
+			return nil, errInvalidSyntax(t, s)
+		}
 	}
 	f, err := strconv.ParseFloat(v, bits)
 	if err != nil {
@@ -208,8 +219,10 @@ func parseFloat(t *T, s string) (Datum, error) {
 		}
 		return nil, errInvalidSyntax(t, s)
 	}
-	if mant, _, _ := strings.Cut(strings.ToLower(v), "e"); f == 0 && strings.ContainsAny(mant, "123456789") {
-		return nil, errFloatOutOfRange(v, t) // underflow, which Postgres rejects too
+	if f == 0 {
+		if mant, _, _ := strings.Cut(strings.ToLower(v), "e"); strings.ContainsAny(mant, "123456789") {
+			return nil, errFloatOutOfRange(v, t) // underflow, which Postgres rejects too
+		}
 	}
 	return DFloat(f), nil
 }
