@@ -33,7 +33,8 @@ const (
 type ServeOption func(*serveConfig)
 
 type serveConfig struct {
-	kv kvpb.Sender
+	kv    kvpb.Sender
+	clock func() int64
 }
 
 // WithKV makes Serve also serve KV batches, sending each to s (the node's

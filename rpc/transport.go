@@ -103,6 +103,9 @@ func Serve(ln net.Listener, h Handler, snap SnapshotReceiver, opts ...ServeOptio
 	if cfg.kv != nil {
 		g.RegisterService(&kvServiceDesc, &kvServer{s: cfg.kv})
 	}
+	if cfg.clock != nil {
+		g.RegisterService(&clockServiceDesc, clockServer{now: cfg.clock})
+	}
 	s := &Server{g: g, ln: ln}
 	go func() { _ = g.Serve(ln) }()
 	return s
