@@ -69,14 +69,24 @@ func (n *Node) Fenced() error {
 	}
 	n.fenceMu.Lock()
 	defer n.fenceMu.Unlock()
-	var parts []string
+	var format []string
+	args := []any{n.cfg.NodeID}
 	for _, s := range slices.Sorted(maps.Keys(n.fences)) {
-		parts = append(parts, fmt.Sprintf("%s: %v", s, n.fences[s]))
+		format = append(format, "%s: %w")
+		args = append(args, s, n.fences[s])
 	}
-	if len(parts) == 0 {
+	if len(format) == 0 {
 		return nil
 	}
-	return fmt.Errorf("raftnode: node %d is fenced (%s)", n.cfg.NodeID, strings.Join(parts, "; "))
+	return fmt.Errorf("raftnode: node %d is fenced ("+strings.Join(format, "; ")+")", args...)
+}
+
+// fail marks the node's engine failed: from now on no message is stepped
+// (raft would read its log from the failed engine and panic), and the
+// node is fenced.
+func (n *Node) fail(err error) {
+	n.failed.Store(true)
+	n.Fence("engine", err)
 }
 
 // handOffLocked moves the leadership of every group this fenced node leads

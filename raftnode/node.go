@@ -193,8 +193,10 @@ type Node struct {
 	// now is the node's monotonic clock (monoNow; simulations replace it).
 	now func() int64
 
-	// fenced is set while any reason in fences holds (fence.go).
+	// fenced is set while any reason in fences holds (fence.go); failed
+	// once the engine failed under the scheduler.
 	fenced  atomic.Bool
+	failed  atomic.Bool
 	fenceMu sync.Mutex
 	fences  map[string]error
 }
@@ -231,7 +233,7 @@ func (n *Node) Run(ctx context.Context, tick time.Duration) error {
 			if err != nil {
 				// The engine failed: nothing more is persisted, so
 				// nothing more may be served from here.
-				n.Fence("engine", err)
+				n.fail(err)
 				return err
 			}
 			if !more {
@@ -343,6 +345,10 @@ func (n *Node) Step(env Envelope) error {
 	defer n.mu.Unlock()
 	r := n.replicas[env.TabletID]
 	if r == nil {
+		return nil
+	}
+	if n.failed.Load() {
+		// Dead to raft: the sender sees an unresponsive node.
 		return nil
 	}
 	if n.fenced.Load() && fencedIn(env.Msg) {
