@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cairn-db/cairn/clockmon"
 	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/keys"
 	"github.com/cairn-db/cairn/kv"
@@ -45,6 +46,11 @@ type replication struct {
 	stopRun   context.CancelFunc
 	runDone   chan error
 	senders   *rpc.NodeSenders
+	// clock measures this node's clock against the other members' and
+	// fences the node when it disagrees with a majority (clockmon).
+	clock   *clockmon.Monitor
+	pinger  *rpc.ClockPinger
+	monDone chan struct{}
 }
 
 // memberID returns the position (from 1) of self in join.
@@ -104,12 +110,13 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 		return err
 	}
 	r := &replication{id: id, addrs: cfg.Join}
-	r.transport = rpc.NewTransport(rpc.TransportConfig{Resolve: func(n uint64) (string, error) {
+	resolve := func(n uint64) (string, error) {
 		if n == 0 || n > uint64(len(r.addrs)) {
 			return "", fmt.Errorf("no node %d", n)
 		}
 		return r.addrs[n-1], nil
-	}, Logger: s.log})
+	}
+	r.transport = rpc.NewTransport(rpc.TransportConfig{Resolve: resolve, Logger: s.log})
 	r.raft = raftnode.NewNode(raftnode.Config{NodeID: id}, s.eng, r.transport)
 	peers := make([]uint64, len(cfg.Join))
 	for i := range peers {
@@ -129,18 +136,29 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 		},
 		AllNodes: func() []uint64 { return peers },
 	})
-	s.db = kv.NewDB(lh, s.store, clock, cfg.DB)
+	r.pinger = rpc.NewClockPinger(resolve)
+	r.clock = clockmon.New(clockmon.Config{
+		NodeID: id, Clock: clock, Peers: func() []uint64 { return peers }, Pinger: r.pinger,
+		Fence:   func(err error) { r.raft.Fence("clock", err) },
+		Unfence: func() { r.raft.Unfence("clock") },
+		Logger:  s.log,
+	})
+	s.db = kv.NewDB(clockmon.Guard(lh, r.clock), s.store, clock, cfg.DB)
 	ls.Set(s.db)
-	r.rpc = rpc.Serve(ln, func(env raftnode.Envelope) { _ = r.raft.Step(env) }, nil, rpc.WithKV(s.store))
+	r.rpc = rpc.Serve(ln, func(env raftnode.Envelope) { _ = r.raft.Step(env) }, nil, rpc.WithKV(s.store), rpc.WithClock(clock.PhysicalNow))
 	runCtx, cancel := context.WithCancel(context.Background())
-	r.stopRun, r.runDone = cancel, make(chan error, 1)
+	r.stopRun, r.runDone, r.monDone = cancel, make(chan error, 1), make(chan struct{})
 	go func() {
 		err := r.raft.Run(runCtx, raftTick)
 		if err != nil {
-			s.log.Error("cairn: raft scheduler stopped", "err", err)
+			// The engine failed (a full or broken disk): the node is
+			// fenced and steps no more raft messages; it stops.
+			s.log.Error("cairn: raft scheduler stopped; the node stops serving and must be restarted on a healthy disk", "err", err)
+			s.fail(err)
 		}
 		r.runDone <- err
 	}()
+	go func() { defer close(r.monDone); r.clock.Run(runCtx) }()
 	s.log.Info("cairn: replicating", "node", id, "members", cfg.Join)
 	return nil
 }
@@ -158,6 +176,8 @@ func (r *replication) stopServing() {
 func (r *replication) stop() error {
 	r.stopRun()
 	err := <-r.runDone
+	<-r.monDone
+	r.pinger.Close()
 	r.transport.Close()
 	r.senders.Close()
 	return err

@@ -97,6 +97,21 @@ type Server struct {
 	wg       sync.WaitGroup
 	stopOnce sync.Once
 	stopErr  error
+
+	// failed receives the error that stopped the node's replication (its
+	// engine failed); see Failed.
+	failed   chan error
+	failOnce sync.Once
+}
+
+// Failed yields (to cmd/cairn, which then exits non-zero) the error that made the
+// node unable to go on (a failed engine under the raft scheduler), after
+// which the node serves nothing and should be stopped and restarted on a
+// healthy disk.
+func (s *Server) Failed() <-chan error { return s.failed }
+
+func (s *Server) fail(err error) {
+	s.failOnce.Do(func() { s.failed <- err })
 }
 
 // Start opens the node's storage, bootstraps the catalog if the store is
@@ -110,7 +125,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err := validate(cfg); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: log, started: time.Now()}
+	s := &Server{cfg: cfg, log: log, started: time.Now(), failed: make(chan error, 1)}
 	defer func() {
 		if err != nil {
 			s.closeStorage()

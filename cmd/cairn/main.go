@@ -147,6 +147,11 @@ func parseStart(args []string, stderr io.Writer) (startFlags, error) {
 	}
 	if f.join != "" {
 		f.cfg.Join = strings.Split(f.join, ",")
+	}
+	if err := checkStartFlags(&f); err != nil {
+		return f, err
+	}
+	if f.join != "" {
 		if !slices.Contains(f.cfg.Join, f.cfg.RPCAddr) {
 			return f, usagef("--rpc-addr %s is not among the --join addresses %s: every member lists all members, itself included (adding a node to a running cluster is not supported yet)", f.cfg.RPCAddr, f.join)
 		}
@@ -170,9 +175,20 @@ func cmdStart(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	<-ctx.Done()
-	log.Info("cairn: shutting down")
+	var failed error
+	select {
+	case <-ctx.Done():
+		log.Info("cairn: shutting down")
+	case failed = <-srv.Failed():
+		// Exit non-zero so that a supervisor restarts the node (on a
+		// healthy disk); acknowledged writes are durable, nothing else
+		// is served meanwhile.
+		log.Error("cairn: the node cannot go on; stopping", "err", failed)
+	}
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return srv.Stop(sctx)
+	if err := srv.Stop(sctx); failed == nil {
+		return err
+	}
+	return fmt.Errorf("the node stopped: %w", failed)
 }
