@@ -143,7 +143,11 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if cfg.StoreDir == "" {
 		fs = vfs.NewMem()
 	}
-	if s.eng, err = storage.Open(cfg.StoreDir, storage.Options{FS: fs}); err != nil {
+	onFatal := func(err error) {
+		log.Error("cairn: the storage engine failed; the node stops serving and must be restarted on a healthy disk", "err", err)
+		s.fail(err)
+	}
+	if s.eng, err = storage.Open(cfg.StoreDir, storage.Options{FS: fs, OnFatal: onFatal}); err != nil {
 		return nil, fmt.Errorf("opening the store in %q: %w", cfg.StoreDir, err)
 	}
 	if len(cfg.Join) > 0 {

@@ -18,7 +18,8 @@ import (
 // acknowledged write is there.
 func TestCommitRefusedOnFailingDisk(t *testing.T) {
 	fs := simfs.New(vfs.NewMem(), simfs.Options{})
-	e, err := Open("db", Options{FS: fs})
+	var reported []error
+	e, err := Open("db", Options{FS: fs, OnFatal: func(err error) { reported = append(reported, err) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,6 +41,9 @@ func TestCommitRefusedOnFailingDisk(t *testing.T) {
 	if !errors.Is(err, ErrEngineFailed) || !errors.Is(err, errFull) {
 		t.Fatalf("commit on a failing disk returned %v, want ErrEngineFailed wrapping the disk error", err)
 	}
+	if len(reported) != 1 || !errors.Is(reported[0], errFull) {
+		t.Fatalf("OnFatal was told %v, want the disk error once", reported)
+	}
 	fs.InjectWriteError(nil)
 	// Healing the disk does not revive the engine: Pebble's commit pipeline
 	// is gone, and the refused write must not be read back.
@@ -51,6 +55,9 @@ func TestCommitRefusedOnFailingDisk(t *testing.T) {
 	}
 	if _, _, err := e.Get(MVCCKey{Key: []byte("refused")}); !errors.Is(err, ErrEngineFailed) {
 		t.Fatalf("Get after failure returned %v", err)
+	}
+	if len(reported) != 1 {
+		t.Fatalf("OnFatal called %d times", len(reported))
 	}
 	if _, err := e.NewIter(IterOptions{}); !errors.Is(err, ErrEngineFailed) {
 		t.Fatalf("NewIter after failure returned %v", err)

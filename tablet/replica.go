@@ -219,7 +219,10 @@ func (r *Replica) commitWait(ctx context.Context) error {
 	if d <= 0 {
 		return nil
 	}
-	t := time.NewTimer(min(d, r.clock.MaxOffset()))
+	d = min(d, r.clock.MaxOffset())
+	r.metrics.CommitWaits.Add(1)
+	r.metrics.CommitWaitNanos.Add(int64(d))
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():

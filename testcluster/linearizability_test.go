@@ -498,6 +498,19 @@ func (r *linRun) check(t *testing.T) {
 		summary = append(summary, fmt.Sprintf("%s %d", k, r.counts[k]))
 	}
 	t.Logf("%d operations checked (%s); %d crashes; succeeded per gateway %v", len(r.ops), strings.Join(summary, ", "), r.kills, r.okVia)
+	var waits, waited int64
+	for _, n := range r.c.Nodes {
+		if !n.Running() {
+			continue
+		}
+		for _, d := range n.Store.Tablets() {
+			if rep := n.Store.Replica(d.TabletID); rep != nil {
+				waits += rep.Metrics().CommitWaits.Load()
+				waited += rep.Metrics().CommitWaitNanos.Load()
+			}
+		}
+	}
+	t.Logf("commit waits on the running nodes since their last start: %d, %v in all", waits, time.Duration(waited))
 	for _, k := range classes {
 		if r.firsts[k] != "" {
 			t.Logf("first %s error: %s", k, r.firsts[k])
