@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cairn-db/cairn/hlc"
+	"github.com/cairn-db/cairn/kvpb"
 )
 
 // fakePeers answers pings with this node's physical clock plus each
@@ -105,5 +106,53 @@ func TestMonitorJudges(t *testing.T) {
 			}
 			t.Logf("fences %d, unfences %d, offsets %v", fences, unfences, m.Offsets())
 		})
+	}
+}
+
+// okSender answers every batch.
+type okSender struct{ sent int }
+
+func (s *okSender) Send(context.Context, *kvpb.BatchRequest) (*kvpb.BatchResponse, error) {
+	s.sent++
+	return &kvpb.BatchResponse{}, nil
+}
+
+// TestGuard: a gateway whose clock is judged out refuses at once without
+// sending; one still unverified holds the batch until its first verdict
+// (here: its peers agree) and then sends it.
+func TestGuard(t *testing.T) {
+	clock := hlc.NewClock(hlc.UnixNano, 500*time.Millisecond)
+	peers := &fakePeers{clock: clock, off: map[uint64]time.Duration{}}
+	m := New(Config{NodeID: 1, Clock: clock, Peers: func() []uint64 { return []uint64{1, 2, 3} }, Pinger: peers,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	inner := &okSender{}
+	g := Guard(inner, m)
+	ba := &kvpb.BatchRequest{}
+
+	done := make(chan error, 1)
+	go func() { _, err := g.Send(context.Background(), ba); done <- err }()
+	time.Sleep(50 * time.Millisecond)
+	select {
+	case err := <-done:
+		t.Fatalf("an unverified gateway answered before its first verdict: %v", err)
+	default:
+	}
+	peers.mu.Lock()
+	peers.off = map[uint64]time.Duration{2: 0, 3: 0}
+	peers.mu.Unlock()
+	m.Round(context.Background())
+	if err := <-done; err != nil || inner.sent != 1 {
+		t.Fatalf("after a good verdict: err %v, sent %d", err, inner.sent)
+	}
+
+	peers.mu.Lock()
+	peers.off = map[uint64]time.Duration{2: 2 * time.Second, 3: 2 * time.Second}
+	peers.mu.Unlock()
+	m.Round(context.Background())
+	if _, err := g.Send(context.Background(), ba); !errors.Is(err, ErrClockOffset) || errors.Is(err, ErrUnverified) {
+		t.Fatalf("a fenced gateway: %v", err)
+	}
+	if inner.sent != 1 {
+		t.Fatalf("a fenced gateway sent the batch")
 	}
 }

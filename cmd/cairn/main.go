@@ -147,14 +147,12 @@ func parseStart(args []string, stderr io.Writer) (startFlags, error) {
 	}
 	if f.join != "" {
 		f.cfg.Join = strings.Split(f.join, ",")
-	}
-	if err := checkStartFlags(&f); err != nil {
-		return f, err
-	}
-	if f.join != "" {
 		if !slices.Contains(f.cfg.Join, f.cfg.RPCAddr) {
 			return f, usagef("--rpc-addr %s is not among the --join addresses %s: every member lists all members, itself included (adding a node to a running cluster is not supported yet)", f.cfg.RPCAddr, f.join)
 		}
+	}
+	if err := checkStartFlags(&f); err != nil {
+		return f, err
 	}
 	if f.cfg.InitialPassword == "" {
 		f.cfg.InitialPassword = os.Getenv("CAIRN_INITIAL_PASSWORD")
