@@ -73,6 +73,10 @@ type Config struct {
 	Logger *slog.Logger
 	// DB tunes the KV client (zero: defaults).
 	DB kv.Options
+	// FS, when set, is the filesystem the store is opened on (tests
+	// inject disk faults through storage/simfs); nil: the OS's, or
+	// memory for an empty StoreDir.
+	FS vfs.FS
 }
 
 // Server is a running node.
@@ -139,8 +143,8 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		maxOffset = clusterMaxOffset
 	}
 	clock := hlc.NewClock(hlc.UnixNano, maxOffset)
-	var fs vfs.FS
-	if cfg.StoreDir == "" {
+	fs := cfg.FS
+	if fs == nil && cfg.StoreDir == "" {
 		fs = vfs.NewMem()
 	}
 	onFatal := func(err error) {
