@@ -167,10 +167,8 @@ func (r *Replica) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchR
 			return nil, err
 		}
 		if w == nil {
-			if !ba.IsReadOnly() {
-				if err := r.commitWait(ctx); err != nil {
-					return nil, err
-				}
+			if err := r.commitWait(ctx); err != nil {
+				return nil, err
 			}
 			br.Now = r.clock.Now()
 			return br, nil
@@ -191,26 +189,24 @@ func (r *Replica) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchR
 	}
 }
 
-// commitWait holds a write's answer until this node's physical clock has
-// passed its hybrid clock, which bounds every timestamp the batch wrote
+// commitWait holds an answer until this node's physical clock has passed
+// its hybrid clock, which bounds every timestamp the batch wrote or read
 // at. A write may land ahead of the leaseholder's physical clock (a
 // transaction pushed to a reader's uncertainty limit, a timestamp cache
-// entry from a reader whose clock runs ahead), up to the maximum offset;
-// acknowledged at once, a reader on a node whose clock is behind this
-// one's (by less than the maximum offset) could start after the answer
+// entry or lease start from a clock that runs ahead), up to the maximum
+// offset. Acknowledged at once — or shown to a reader at once, which is
+// as good as acknowledged — a reader on a node whose clock is behind this
+// one's (by less than the maximum offset) could start after that answer
 // and still place its read, uncertainty interval included, below the
-// write: a stale read. Waiting makes every acknowledged write's timestamp
-// at most this node's physical clock at the answer, so the pairwise
-// offset alone bounds how far ahead of a later reader's clock it can be
-// (found by testcluster's TestLinearizableRegistersClockOffset with one
-// clock 0.8 × the maximum offset ahead). Without a pushed or clock-ahead
-// write it costs two clock readings.
-//
-// The wait is measured once and slept in real time (at most the maximum
-// offset: validate refuses timestamps further ahead), so a test's manual
-// clock, which does not move by itself, cannot hold it forever. A clock
-// without a maximum offset (a single node) has no other clock to be
-// ahead of: nothing to wait for.
+// write: a stale read. (That gateway does not catch up by the answer's
+// timestamp either: its clock refuses one more than the maximum offset
+// ahead of it.) Waiting makes every timestamp an answer reveals at most
+// this node's physical clock at the answer, so the pairwise offset alone
+// bounds how far ahead of a later reader's clock it can be. Found by
+// testcluster's TestLinearizableRegistersClockOffset with one clock 0.8 ×
+// the maximum offset ahead (writes answered at once) and behind (a read
+// saw a write still waiting to be answered). While the hybrid clock is
+// not ahead of the physical one it costs two clock readings.
 func (r *Replica) commitWait(ctx context.Context) error {
 	if r.clock.MaxOffset() == 0 {
 		return nil
