@@ -88,7 +88,7 @@ type Metrics struct {
 	// ReadBatches and WriteBatches count the batches the replica was
 	// sent, by whether they write (the admin UI shows their rates).
 	ReadBatches, WriteBatches atomic.Int64
-	// CommitWaits counts write answers held back by commitWait, and
+	// CommitWaits counts answers held back by commitWait, and
 	// CommitWaitNanos the time they waited.
 	CommitWaits, CommitWaitNanos atomic.Int64
 	// OnePhaseCommits counts transactions committed without intents.

@@ -167,7 +167,7 @@ func (r *Replica) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchR
 			return nil, err
 		}
 		if w == nil {
-			if err := r.commitWait(ctx); err != nil {
+			if err := r.commitWait(ctx, !ba.IsReadOnly()); err != nil {
 				return nil, err
 			}
 			br.Now = r.clock.Now()
@@ -207,7 +207,7 @@ func (r *Replica) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchR
 // the maximum offset ahead (writes answered at once) and behind (a read
 // saw a write still waiting to be answered). While the hybrid clock is
 // not ahead of the physical one it costs two clock readings.
-func (r *Replica) commitWait(ctx context.Context) error {
+func (r *Replica) commitWait(ctx context.Context, wrote bool) error {
 	if r.clock.MaxOffset() == 0 {
 		return nil
 	}
@@ -222,7 +222,12 @@ func (r *Replica) commitWait(ctx context.Context) error {
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
-		return &kvpb.AmbiguousResultError{Cause: fmt.Errorf("tablet %d: waiting out the clock before answering a write: %w", r.Desc().TabletID, ctx.Err())}
+		err := fmt.Errorf("tablet %d: waiting out the clock before answering: %w", r.Desc().TabletID, ctx.Err())
+		if wrote {
+			// Applied, but the caller gives up before hearing so.
+			return &kvpb.AmbiguousResultError{Cause: err}
+		}
+		return err
 	case <-t.C:
 		return nil
 	}
