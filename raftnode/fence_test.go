@@ -4,7 +4,10 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/cairn-db/cairn/storage"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
 )
 
 // TestFenceHandsOffLeadership fences a node that leads groups in the
@@ -92,5 +95,51 @@ func TestFenceHandsOffLeadership(t *testing.T) {
 	victim.node.Unfence("test")
 	if err := victim.node.Fenced(); err != nil {
 		t.Fatalf("Fenced() after Unfence = %v", err)
+	}
+}
+
+// nopSM applies nothing.
+type nopSM struct{}
+
+func (nopSM) Apply(*storage.Batch, *pb.Entry) error            { return nil }
+func (nopSM) Snapshot() ([]byte, error)                        { return nil, nil }
+func (nopSM) ApplySnapshot(*storage.Batch, *pb.Snapshot) error { return nil }
+
+// TestUnfenceAlone: a group whose only voter is this node, elected while
+// the node was fenced (a node starts fenced until its clock is verified),
+// takes its lease up once the fence lifts, though it has no follower and
+// so no Ready that would make a round look at it.
+func TestUnfenceAlone(t *testing.T) {
+	eng, err := storage.Open("", storage.Options{FS: vfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	n := NewNode(Config{NodeID: 1}, eng, nil)
+	if _, err := n.AddReplica(1, []uint64{1}, nopSM{}); err != nil {
+		t.Fatal(err)
+	}
+	n.Fence("clock", errors.New("unverified"))
+	if err := n.Campaign(1); err != nil {
+		t.Fatal(err)
+	}
+	settle := func() {
+		for range 10 {
+			if _, err := n.ProcessReady(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	settle()
+	if st := n.Replica(1).Status(); st.RaftState != raft.StateLeader {
+		t.Fatalf("the sole voter is %v, not leader", st.RaftState)
+	}
+	if term, _ := n.Replica(1).Lease(); term != 0 {
+		t.Fatalf("a fenced node holds the lease of term %d", term)
+	}
+	n.Unfence("clock")
+	settle()
+	if term, _ := n.Replica(1).Lease(); term == 0 {
+		t.Fatal("the lease was not taken up after the fence lifted")
 	}
 }

@@ -195,8 +195,10 @@ type Node struct {
 
 	// fenced is set while any reason in fences holds (fence.go); failed
 	// once the engine failed under the scheduler.
-	fenced  atomic.Bool
-	failed  atomic.Bool
+	fenced atomic.Bool
+	failed atomic.Bool
+	// relook is set when the fence lifts (fence.go).
+	relook  atomic.Bool
 	fenceMu sync.Mutex
 	fences  map[string]error
 }
@@ -474,6 +476,9 @@ func (n *Node) Campaign(tabletID uint64) error {
 // had work.
 func (n *Node) ProcessReady() (bool, error) {
 	more, after, err := n.processReady()
+	if err == nil && n.relook.Swap(false) {
+		after = append(after, n.relookLeases()...)
+	}
 	// The observers run outside the lock: they may add replicas (a split)
 	// or propose.
 	for _, f := range after {
