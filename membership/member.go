@@ -89,6 +89,8 @@ type Member struct {
 	learners map[[2]uint64]time.Time
 	// lastRebalance is when this node last started a rebalancing move.
 	lastRebalance time.Time
+	// dead are the nodes the last View found dead (ClockPeers).
+	dead map[uint64]bool
 
 	stop context.CancelFunc
 	wg   sync.WaitGroup
@@ -324,7 +326,35 @@ func (m *Member) View(ctx context.Context) (*View, error) {
 	if changed {
 		_ = cacheNodes(m.cfg.Engine, m.cfg.Registry.Nodes())
 	}
+	dead := map[uint64]bool{}
+	for id := range v.Nodes {
+		if v.State(id) == Dead {
+			dead[id] = true
+		}
+	}
+	m.mu.Lock()
+	m.dead = dead
+	m.mu.Unlock()
 	return v, nil
+}
+
+// ClockPeers lists the nodes this node's clock is checked against
+// (clockmon): those not decommissioned, less those the last View found
+// dead. A dead node has no fresh measurement and would count against
+// the majority; without this, the IDs of nodes replaced long ago (a
+// wiped node rejoins under a new ID) would pile up until every node
+// fenced itself.
+func (m *Member) ClockPeers() []uint64 {
+	ids := m.cfg.Registry.IDs()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := ids[:0]
+	for _, id := range ids {
+		if !m.dead[id] {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // SetStatus changes node id's status in the node table (decommissioning

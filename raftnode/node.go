@@ -112,7 +112,7 @@ type Replica struct {
 // served a newer write.
 func (r *Replica) ReadLease() (term uint64, ok bool) {
 	term = r.lease.Load()
-	if term == 0 {
+	if term == 0 || r.node.fenced.Load() {
 		return 0, false
 	}
 	return term, r.alone.Load() || r.node.now() < r.readUntil.Load()
@@ -127,6 +127,14 @@ func monoNow() int64 { return int64(time.Since(monoEpoch)) }
 // it does not) and the node it believes leads the group (0: unknown).
 // Lock-free: the tablet asks on every request.
 func (r *Replica) Lease() (term, leader uint64) {
+	if r.node.fenced.Load() {
+		// A fenced leader is handing its groups off (fence.go): it is
+		// no hint for the router.
+		if leader = r.leader.Load(); leader == r.node.cfg.NodeID {
+			leader = 0
+		}
+		return 0, leader
+	}
 	return r.lease.Load(), r.leader.Load()
 }
 
@@ -199,6 +207,15 @@ type Node struct {
 	readLease, electionDur atomic.Int64
 	// now is the node's monotonic clock (monoNow; simulations replace it).
 	now func() int64
+
+	// fenced is set while any reason in fences holds (fence.go); failed
+	// once the engine failed under the scheduler.
+	fenced atomic.Bool
+	failed atomic.Bool
+	// relook is set when the fence lifts (fence.go).
+	relook  atomic.Bool
+	fenceMu sync.Mutex
+	fences  map[string]error
 }
 
 // signal wakes Run.
@@ -231,6 +248,9 @@ func (n *Node) Run(ctx context.Context, tick time.Duration) error {
 		for {
 			more, err := n.ProcessReady()
 			if err != nil {
+				// The engine failed: nothing more is persisted, so
+				// nothing more may be served from here.
+				n.fail(err)
 				return err
 			}
 			if !more {
@@ -355,6 +375,13 @@ func (n *Node) Step(env Envelope) error {
 	if r == nil {
 		return nil
 	}
+	if n.failed.Load() {
+		// Dead to raft: the sender sees an unresponsive node.
+		return nil
+	}
+	if n.fenced.Load() && fencedIn(env.Msg) {
+		return nil
+	}
 	if t := env.Msg.GetType(); t == pb.MessageType_MsgVote || t == pb.MessageType_MsgPreVote {
 		if el := n.electionDur.Load(); el == 0 || n.now()-r.started < el {
 			// See Replica.started; the candidate retries.
@@ -370,6 +397,9 @@ func (n *Node) Tick() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	now := n.now()
+	if n.fenced.Load() {
+		n.handOffLocked()
+	}
 	for _, r := range n.replicas {
 		r.rn.Tick()
 		if r.lease.Load() != 0 && !r.alone.Load() && n.readLease.Load() > 0 {
@@ -410,7 +440,7 @@ func (n *Node) ProposeAt(tabletID, term uint64, data []byte) error {
 		return fmt.Errorf("raftnode: node %d has no replica of tablet %d", n.cfg.NodeID, tabletID)
 	}
 	st := r.rn.BasicStatus()
-	if st.RaftState != raft.StateLeader || st.GetTerm() != term || r.lease.Load() != term {
+	if st.RaftState != raft.StateLeader || st.GetTerm() != term || r.lease.Load() != term || n.fenced.Load() {
 		return ErrNotLeader
 	}
 	defer n.signal()
@@ -473,6 +503,9 @@ func (n *Node) Campaign(tabletID uint64) error {
 // had work.
 func (n *Node) ProcessReady() (bool, error) {
 	more, after, err := n.processReady()
+	if err == nil && n.relook.Swap(false) {
+		after = append(after, n.relookLeases()...)
+	}
 	// The observers run outside the lock: they may add replicas (a split)
 	// or propose.
 	for _, f := range after {
@@ -557,8 +590,12 @@ func (n *Node) processReady() (bool, []func(), error) {
 		r  *Replica
 		to uint64
 	}
+	fenced := n.fenced.Load()
 	for _, x := range rds {
 		for _, m := range x.rd.Messages {
+			if fenced && fencedOut(m) {
+				continue
+			}
 			if m.GetType() == pb.MessageType_MsgSnap {
 				// Raft asked for the log's truncation point; send the
 				// state as of the last applied entry instead, which is
@@ -694,7 +731,7 @@ func (r *Replica) updateLease(obs ApplyObserver) func() {
 		// A sole voter between its campaign and its election.
 		r.leader.Store(r.node.cfg.NodeID)
 	}
-	if st.RaftState != raft.StateLeader {
+	if st.RaftState != raft.StateLeader || r.node.fenced.Load() {
 		r.lease.Store(0)
 		r.readUntil.Store(0)
 		return nil
@@ -718,6 +755,11 @@ func (r *Replica) updateLease(obs ApplyObserver) func() {
 	return func() {
 		if obs != nil {
 			obs.LeaseAcquired(term, alone)
+		}
+		if r.node.fenced.Load() {
+			// Fenced meanwhile: the next round after the fence lifts
+			// takes the lease up again.
+			return
 		}
 		r.lease.Store(term)
 	}

@@ -37,6 +37,7 @@ type serveConfig struct {
 	// methods are the node-service methods (node.go).
 	methods map[string]MethodHandler
 	geo     *Geography
+	clock   func() int64
 }
 
 // WithKV makes Serve also serve KV batches, sending each to s (the node's

@@ -109,6 +109,9 @@ func Serve(ln net.Listener, h Handler, snap SnapshotReceiver, opts ...ServeOptio
 		methods[name] = h
 	}
 	g.RegisterService(nodeServiceDesc(methods), nodeServer{})
+	if cfg.clock != nil {
+		g.RegisterService(&clockServiceDesc, clockServer{now: cfg.clock})
+	}
 	s := &Server{g: g, ln: ln}
 	go func() { _ = g.Serve(ln) }()
 	return s

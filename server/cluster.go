@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cairn-db/cairn/clockmon"
 	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/keys"
 	"github.com/cairn-db/cairn/kv"
@@ -67,6 +68,11 @@ type replication struct {
 	// (geo.go).
 	geo          *rpc.Geography
 	stopBalancer func()
+	// clock measures this node's clock against the other members' and
+	// fences the node when it disagrees with a majority (clockmon).
+	clock   *clockmon.Monitor
+	pinger  *rpc.ClockPinger
+	monDone chan struct{}
 }
 
 // memberID returns the position (from 1) of self in join, 0 if absent.
@@ -314,7 +320,7 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 		if n := raftRef.Load(); n != nil {
 			_ = n.Step(env)
 		}
-	}, nil, append([]rpc.ServeOption{rpc.WithKV(kvRef), rpc.WithGeography(r.geo)}, svc.ServeOptions()...)...)
+	}, nil, append([]rpc.ServeOption{rpc.WithKV(kvRef), rpc.WithGeography(r.geo), rpc.WithClock(clock.PhysicalNow)}, svc.ServeOptions()...)...)
 	registry := membership.NewRegistry()
 	id, peers, err := s.identify(ctx, registry)
 	if err != nil {
@@ -367,20 +373,31 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 		},
 		AllNodes: registry.IDs,
 	})
-	s.db = kv.NewDB(lh, r.member, clock, cfg.DB)
+	r.pinger = rpc.NewClockPinger(registry.Resolve)
+	r.clock = clockmon.New(clockmon.Config{
+		NodeID: id, Clock: clock, Peers: r.member.ClockPeers, Pinger: r.pinger,
+		Fence:   func(err error) { r.raft.Fence("clock", err) },
+		Unfence: func() { r.raft.Unfence("clock") },
+		Logger:  s.log,
+	})
+	s.db = kv.NewDB(clockmon.Guard(lh, r.clock), r.member, clock, cfg.DB)
 	ls.Set(s.db)
 	kvRef.p.Store(s.store)
 	raftRef.Store(r.raft)
 	svc.Set(r.member)
 	runCtx, cancel := context.WithCancel(context.Background())
-	r.stopRun, r.runDone = cancel, make(chan error, 1)
+	r.stopRun, r.runDone, r.monDone = cancel, make(chan error, 1), make(chan struct{})
 	go func() {
 		err := r.raft.Run(runCtx, raftTick)
 		if err != nil {
-			s.log.Error("cairn: raft scheduler stopped", "err", err)
+			// The engine failed (a full or broken disk): the node is
+			// fenced and steps no more raft messages; it stops.
+			s.log.Error("cairn: raft scheduler stopped; the node stops serving and must be restarted on a healthy disk", "err", err)
+			s.fail(err)
 		}
 		r.runDone <- err
 	}()
+	go func() { defer close(r.monDone); r.clock.Run(runCtx) }()
 	r.startLeaseBalancer(cfg)
 	s.log.Info("cairn: replicating", "node", id, "join", cfg.Join)
 	return nil
@@ -431,6 +448,8 @@ func (r *replication) stop() error {
 	}
 	r.stopRun()
 	err := <-r.runDone
+	<-r.monDone
+	r.pinger.Close()
 	r.transport.Close()
 	r.senders.Close()
 	return err

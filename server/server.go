@@ -99,6 +99,10 @@ type Config struct {
 	// CacheSize is the engine's block cache in bytes; 0 means the
 	// storage package's default (64 MiB). cairn start sets 256 MiB.
 	CacheSize int64
+	// FS, when set, is the filesystem the store is opened on (tests
+	// inject disk faults through storage/simfs); nil: the OS's, or
+	// memory for an empty StoreDir.
+	FS vfs.FS
 }
 
 // Server is a running node.
@@ -123,6 +127,21 @@ type Server struct {
 	wg       sync.WaitGroup
 	stopOnce sync.Once
 	stopErr  error
+
+	// failed receives the error that stopped the node's replication (its
+	// engine failed); see Failed.
+	failed   chan error
+	failOnce sync.Once
+}
+
+// Failed yields (to cmd/cairn, which then exits non-zero) the error that made the
+// node unable to go on (a failed engine under the raft scheduler), after
+// which the node serves nothing and should be stopped and restarted on a
+// healthy disk.
+func (s *Server) Failed() <-chan error { return s.failed }
+
+func (s *Server) fail(err error) {
+	s.failOnce.Do(func() { s.failed <- err })
 }
 
 // Start opens the node's storage, bootstraps the catalog if the store is
@@ -139,7 +158,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if cfg.ColocationWarnSize == 0 {
 		cfg.ColocationWarnSize = DefaultColocationWarnSize
 	}
-	s := &Server{cfg: cfg, log: log, started: time.Now()}
+	s := &Server{cfg: cfg, log: log, started: time.Now(), failed: make(chan error, 1)}
 	s.admin.warnSize.Store(cfg.ColocationWarnSize)
 	defer func() {
 		if err != nil {
@@ -154,11 +173,15 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		maxOffset = clusterMaxOffset
 	}
 	clock := hlc.NewClock(hlc.UnixNano, maxOffset)
-	var fs vfs.FS
-	if cfg.StoreDir == "" {
+	fs := cfg.FS
+	if fs == nil && cfg.StoreDir == "" {
 		fs = vfs.NewMem()
 	}
-	if s.eng, err = storage.Open(cfg.StoreDir, storage.Options{FS: fs, CacheSize: cfg.CacheSize}); err != nil {
+	onFatal := func(err error) {
+		log.Error("cairn: the storage engine failed; the node stops serving and must be restarted on a healthy disk", "err", err)
+		s.fail(err)
+	}
+	if s.eng, err = storage.Open(cfg.StoreDir, storage.Options{FS: fs, CacheSize: cfg.CacheSize, OnFatal: onFatal}); err != nil {
 		return nil, fmt.Errorf("opening the store in %q: %w", cfg.StoreDir, err)
 	}
 	if len(cfg.Join) > 0 {

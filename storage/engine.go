@@ -28,6 +28,9 @@ type Options struct {
 	// them. Pebble's fatal errors never reach its Fatalf: they fail the
 	// engine instead (see ErrEngineFailed).
 	Logger pebble.Logger
+	// OnFatal, if set, is called once, with the error, when the engine
+	// fails (a node stops on it). It must not block.
+	OnFatal func(error)
 }
 
 // Engine is one node's Pebble instance. It is safe for concurrent use.
@@ -40,7 +43,8 @@ type Engine struct {
 	wo    *pebble.WriteOptions
 	// failed is set once Pebble reports a fatal error (see fatal.go); every
 	// later write returns it.
-	failed atomic.Pointer[error]
+	failed  atomic.Pointer[error]
+	onFatal func(error)
 }
 
 // Open opens (creating if needed) the engine in dir.
@@ -85,7 +89,7 @@ func Open(dir string, opts Options) (*Engine, error) {
 	if opts.NoSync {
 		wo = pebble.NoSync
 	}
-	return &Engine{db: db, opts: po, fs: fs, dir: dir, cache: cache, wo: wo}, nil
+	return &Engine{db: db, opts: po, fs: fs, dir: dir, cache: cache, wo: wo, onFatal: opts.OnFatal}, nil
 }
 
 // Close closes the engine. Iterators, snapshots and batches must be closed

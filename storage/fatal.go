@@ -77,6 +77,8 @@ func (e *Engine) catchFatal(errp *error, op string) {
 	if p.cause != nil {
 		err = fmt.Errorf("%w: %w", ErrEngineFailed, p.cause)
 	}
-	e.failed.CompareAndSwap(nil, &err)
+	if e.failed.CompareAndSwap(nil, &err) && e.onFatal != nil {
+		e.onFatal(err)
+	}
 	*errp = fmt.Errorf("storage: %s: %w", op, err)
 }

@@ -88,6 +88,9 @@ type Metrics struct {
 	// ReadBatches and WriteBatches count the batches the replica was
 	// sent, by whether they write (the admin UI shows their rates).
 	ReadBatches, WriteBatches atomic.Int64
+	// CommitWaits counts answers held back by commitWait, and
+	// CommitWaitNanos the time they waited.
+	CommitWaits, CommitWaitNanos atomic.Int64
 	// OnePhaseCommits counts transactions committed without intents.
 	OnePhaseCommits atomic.Int64
 	// IntentsWritten counts intents laid down by applied proposals.

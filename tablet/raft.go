@@ -153,6 +153,22 @@ func (r *Replica) leaseTerm(ctx context.Context) (uint64, error) {
 	}
 }
 
+// refuseIfFollower answers NotLeaseholderError at the door when the
+// replica holds no lease and does not lead (leaseTerm would refuse it
+// too, later): before validate, so that a follower whose clock is far
+// behind the sender's (a fenced node, clockmon) sends the router on
+// instead of failing the batch with a clock-offset error.
+func (r *Replica) refuseIfFollower() error {
+	g := r.raft.group
+	if g == nil {
+		return nil
+	}
+	if term, leader := g.Lease(); term == 0 && leader != g.NodeID() {
+		return r.notLeaseholder(leader)
+	}
+	return nil
+}
+
 // leaseStartOf is the start of the lease of term, or zero when the
 // replica has no such lease start recorded (a lease it never had to wait
 // for).

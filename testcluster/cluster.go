@@ -3,6 +3,7 @@ package testcluster
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"slices"
@@ -11,12 +12,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairn-db/cairn/clockmon"
 	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/kv"
 	"github.com/cairn-db/cairn/kvpb"
 	"github.com/cairn-db/cairn/raftnode"
 	"github.com/cairn-db/cairn/rpc"
 	"github.com/cairn-db/cairn/storage"
+	"github.com/cairn-db/cairn/storage/simfs"
 	"github.com/cairn-db/cairn/store"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
@@ -39,6 +42,12 @@ type ClusterOptions struct {
 	// Geo, when set, gives the nodes localities, a latency map and lease
 	// preferences (geo.go).
 	Geo *GeoOptions
+	// ClockOffsets skews nodes' physical clocks (node ID → offset; see
+	// ClusterNode.SetClockOffset) from their first start.
+	ClockOffsets map[uint64]time.Duration
+	// ClockInterval is how often each node measures its clock offset
+	// from the others (clockmon; default 100ms).
+	ClockInterval time.Duration
 }
 
 // Cluster is several nodes replicating every tablet over gRPC on
@@ -120,14 +129,20 @@ func (f filterTransport) Send(envs []raftnode.Envelope) {
 // node's raft scheduler, its RPC server (raft and KV) and a KV client
 // that can reach every tablet's leaseholder from here.
 type ClusterNode struct {
-	c      *Cluster
-	ID     uint64
-	fs     *vfs.MemFS
-	Clock  *hlc.Clock
-	Engine *storage.Engine
-	Raft   *raftnode.Node
-	Store  *store.Store
-	DB     *kv.DB
+	c  *Cluster
+	ID uint64
+	fs *vfs.MemFS
+	// disk wraps fs for every start, so that faults can be injected
+	// (InjectDiskError).
+	disk  *simfs.FS
+	Clock *hlc.Clock
+	// ClockMonitor measures this node's clock against the others' and
+	// fences the node when it disagrees with a majority (clockmon).
+	ClockMonitor *clockmon.Monitor
+	Engine       *storage.Engine
+	Raft         *raftnode.Node
+	Store        *store.Store
+	DB           *kv.DB
 	// Leaseholders routes this node's sub-batches to other nodes.
 	Leaseholders *kv.LeaseholderSender
 	// Geo is the node's geography (nil without ClusterOptions.Geo).
@@ -138,10 +153,29 @@ type ClusterNode struct {
 	transport *rpc.Transport
 	server    *rpc.Server
 	senders   *rpc.NodeSenders
+	pinger    *rpc.ClockPinger
 	stopRun   context.CancelFunc
 	runDone   chan error
+	monDone   chan struct{}
 	running   atomic.Bool
+	// clockOffset is the skew of this node's physical clock, kept
+	// across restarts (nanoseconds).
+	clockOffset atomic.Int64
 }
+
+// SetClockOffset skews this node's physical clock by d from now on, and
+// after restarts (hlc.Clock.SetPhysicalOffset): a node with a bad clock.
+func (n *ClusterNode) SetClockOffset(d time.Duration) {
+	n.clockOffset.Store(int64(d))
+	if n.Clock != nil {
+		n.Clock.SetPhysicalOffset(d)
+	}
+}
+
+// InjectDiskError makes every write and sync of this node's filesystem
+// fail with err from now on (a full or failing disk); nil heals it. The
+// injection survives Stop and Restart until healed.
+func (n *ClusterNode) InjectDiskError(err error) { n.disk.InjectWriteError(err) }
 
 // StartCluster starts a cluster and stops it when the test ends.
 func StartCluster(tb testing.TB, o ClusterOptions) *Cluster {
@@ -180,7 +214,16 @@ func (c *Cluster) peers() []uint64 {
 func (n *ClusterNode) start(ln net.Listener) error {
 	c := n.c
 	n.Clock = hlc.NewClock(hlc.UnixNano, c.opts.MaxOffset)
-	eng, err := storage.Open("", storage.Options{FS: n.fs})
+	n.Clock.SetPhysicalOffset(time.Duration(n.clockOffset.Load()))
+	if n.disk == nil || n.disk.Unwrap() != n.fs {
+		var injected error
+		if n.disk != nil {
+			injected = n.disk.Injected()
+		}
+		n.disk = simfs.New(n.fs, simfs.Options{})
+		n.disk.InjectWriteError(injected)
+	}
+	eng, err := storage.Open("", storage.Options{FS: n.disk})
 	if err != nil {
 		return err
 	}
@@ -208,13 +251,25 @@ func (n *ClusterNode) start(ln net.Listener) error {
 		},
 		AllNodes: c.peers,
 	})
-	n.DB = kv.NewDB(n.Leaseholders, st, n.Clock, c.opts.DB)
+	n.pinger = rpc.NewClockPinger(c.resolve)
+	n.ClockMonitor = clockmon.New(clockmon.Config{
+		NodeID:   n.ID,
+		Clock:    n.Clock,
+		Peers:    c.peers,
+		Pinger:   n.pinger,
+		Interval: c.opts.ClockInterval,
+		Fence:    func(err error) { n.Raft.Fence("clock", err) },
+		Unfence:  func() { n.Raft.Unfence("clock") },
+		Logger:   slog.New(slog.DiscardHandler),
+	})
+	n.DB = kv.NewDB(clockmon.Guard(n.Leaseholders, n.ClockMonitor), st, n.Clock, c.opts.DB)
 	ls.Set(n.DB)
-	n.server = rpc.Serve(ln, func(env raftnode.Envelope) { _ = n.Raft.Step(env) }, nil, rpc.WithKV(st), rpc.WithGeography(n.Geo))
+	n.server = rpc.Serve(ln, func(env raftnode.Envelope) { _ = n.Raft.Step(env) }, nil, rpc.WithKV(st), rpc.WithGeography(n.Geo), rpc.WithClock(n.Clock.PhysicalNow))
 	ctx, cancel := context.WithCancel(context.Background())
-	n.stopRun, n.runDone = cancel, make(chan error, 1)
+	n.stopRun, n.runDone, n.monDone = cancel, make(chan error, 1), make(chan struct{})
 	go func() { n.runDone <- n.Raft.Run(ctx, c.opts.Tick) }()
 	n.startBalancer()
+	go func() { defer close(n.monDone); n.ClockMonitor.Run(ctx) }()
 	n.running.Store(true)
 	return nil
 }
@@ -232,6 +287,8 @@ func (n *ClusterNode) Stop() error {
 	n.Store.Close()
 	n.stopRun()
 	err := <-n.runDone
+	<-n.monDone
+	n.pinger.Close()
 	n.transport.Close()
 	n.senders.Close()
 	if cerr := n.Engine.Close(); err == nil {

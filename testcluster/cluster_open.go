@@ -33,6 +33,9 @@ func OpenCluster(o ClusterOptions, newFS func() *vfs.MemFS) (*Cluster, error) {
 	if o.MaxOffset == 0 {
 		o.MaxOffset = 50 * time.Millisecond
 	}
+	if o.ClockInterval == 0 {
+		o.ClockInterval = 100 * time.Millisecond
+	}
 	c := &Cluster{opts: o, addrs: map[uint64]string{}, cut: map[[2]uint64]bool{}, blocked: map[[2]uint64]bool{}}
 	for i := range o.Nodes {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -42,6 +45,7 @@ func OpenCluster(o ClusterOptions, newFS func() *vfs.MemFS) (*Cluster, error) {
 		id := uint64(i + 1)
 		c.addrs[id] = ln.Addr().String()
 		n := &ClusterNode{c: c, ID: id, fs: newFS()}
+		n.clockOffset.Store(int64(o.ClockOffsets[id]))
 		if err := n.start(ln); err != nil {
 			_ = ln.Close()
 			return nil, errors.Join(fmt.Errorf("testcluster: node %d: %w", id, err), c.Close())

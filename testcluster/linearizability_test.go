@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/cairn-db/cairn/clockmon"
 	"github.com/cairn-db/cairn/kv"
 	"github.com/cairn-db/cairn/kvpb"
 	"github.com/cairn-db/cairn/storage"
@@ -191,6 +192,10 @@ func classifyWrite(err error) outcome {
 	case errors.As(err, &nle), errors.As(err, &tnf):
 		// Refused without evaluation, or never sent (routing errors).
 		return outcomeFailed
+	case errors.Is(err, clockmon.ErrClockOffset):
+		// The gateway's clock monitor refused it before sending
+		// (clockmon.Guard): the node is fenced.
+		return outcomeFailed
 	case errors.Is(err, store.ErrClosed), errors.Is(err, tablet.ErrClosed), errors.Is(err, kv.ErrDBClosed):
 		// The gateway's store or replica was closed when the request
 		// arrived: refused at the door.
@@ -296,42 +301,107 @@ func checkHistory(t *testing.T, ops []linOp, events []linEvent, versions func() 
 // any time after their call; certainly refused writes and failed reads
 // are left out.
 func TestLinearizableRegisters(t *testing.T) {
+	c := StartCluster(t, ClusterOptions{})
+	c.WaitLeader(1, 10*time.Second)
+	res := runRegisters(t, c, linSeedOrNow(t), *linDuration, crashLeaseholders)
+	res.check(t)
+}
+
+func linSeedOrNow(t *testing.T) uint64 {
 	seed := *linSeed
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())
 	}
 	t.Logf("seed %d (-lin-seed to repeat the choices; timings differ), workload %s (-lin-duration)", seed, *linDuration)
-	c := StartCluster(t, ClusterOptions{})
-	c.WaitLeader(1, 10*time.Second)
+	return seed
+}
 
-	keys := []string{"\x03lin/a", "\x03lin/b", "\x03lin/c"}
-	const clients = 6
+// crashLeaseholders is the nemesis of TestLinearizableRegisters: about
+// every second, crash the leaseholder, let the others elect a new one,
+// restart it.
+func crashLeaseholders(r *linRun, rng *rand.Rand) {
+	time.Sleep(time.Duration(700+rng.IntN(600)) * time.Millisecond)
+	if leader := r.c.Leader(1); leader != 0 {
+		r.crashRestart(r.c.Nodes[leader-1], rng)
+	}
+}
+
+// linRun is one run of the register workload.
+type linRun struct {
+	t     *testing.T
+	c     *Cluster
+	start time.Time
 	// gate[i] orders node i's Restart (which rebuilds its fields) after
 	// the operations in flight through it: clients hold it for reading
 	// around each operation, the nemesis for writing around Restart.
-	gate := make([]sync.RWMutex, len(c.Nodes))
-	start := time.Now()
-	since := func() int64 { return int64(time.Since(start)) }
+	gate []sync.RWMutex
 
-	var (
-		mu     sync.Mutex
-		ops    []linOp
-		counts = map[string]int{}
-		firsts = map[string]string{}
-		stop   atomic.Bool
-		wg     sync.WaitGroup
-	)
+	mu     sync.Mutex
+	ops    []linOp
+	counts map[string]int
+	firsts map[string]string
+	// okVia counts the operations that succeeded through each gateway.
+	okVia  map[uint64]int
+	events []linEvent
+	kills  int
+}
+
+func (r *linRun) since() int64 { return int64(time.Since(r.start)) }
+
+// note records a nemesis event.
+func (r *linRun) note(what string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, linEvent{At: r.since(), What: what})
+}
+
+// crashRestart crashes victim (losing what it had not synced), waits a
+// little and restarts it.
+func (r *linRun) crashRestart(victim *ClusterNode, rng *rand.Rand) {
+	r.note(fmt.Sprintf("crash node %d", victim.ID))
+	if err := victim.Crash(rng.Uint64()); err != nil {
+		r.t.Errorf("crash node %d: %v", victim.ID, err)
+	}
+	r.mu.Lock()
+	r.kills++
+	r.mu.Unlock()
+	time.Sleep(time.Duration(200+rng.IntN(400)) * time.Millisecond)
+	g := &r.gate[victim.ID-1]
+	g.Lock()
+	err := victim.Restart()
+	g.Unlock()
+	if err != nil {
+		r.t.Fatalf("restart node %d: %v", victim.ID, err)
+	}
+	r.note(fmt.Sprintf("restart node %d", victim.ID))
+}
+
+// runRegisters runs six clients, two per gateway, against three keys of
+// tablet 1 for duration while nemesis runs in a loop, and returns what
+// they saw.
+func runRegisters(t *testing.T, c *Cluster, seed uint64, duration time.Duration, nemesis func(*linRun, *rand.Rand)) *linRun {
+	keys := []string{"\x03lin/a", "\x03lin/b", "\x03lin/c"}
+	const clients = 6
+	r := &linRun{t: t, c: c, start: time.Now(), gate: make([]sync.RWMutex, len(c.Nodes)),
+		counts: map[string]int{}, firsts: map[string]string{}, okVia: map[uint64]int{}}
 	record := func(op linOp, class string, err error) {
-		mu.Lock()
-		defer mu.Unlock()
-		counts[class]++
-		if err != nil && firsts[class] == "" {
-			firsts[class] = err.Error()
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.counts[class]++
+		if err != nil && r.firsts[class] == "" {
+			r.firsts[class] = err.Error()
+		}
+		if err == nil {
+			r.okVia[op.Node]++
 		}
 		if class != "write failed" && class != "read failed" {
-			ops = append(ops, op)
+			r.ops = append(r.ops, op)
 		}
 	}
+	var (
+		stop atomic.Bool
+		wg   sync.WaitGroup
+	)
 	defer func() { stop.Store(true); wg.Wait() }()
 
 	var valueSeq atomic.Int64
@@ -339,7 +409,7 @@ func TestLinearizableRegisters(t *testing.T) {
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(seed, uint64(cl)))
 			node := c.Nodes[cl%len(c.Nodes)]
-			g := &gate[cl%len(c.Nodes)]
+			g := &r.gate[cl%len(c.Nodes)]
 			lastSeen := map[string]string{}
 			for !stop.Load() {
 				g.RLock()
@@ -363,11 +433,11 @@ func TestLinearizableRegisters(t *testing.T) {
 				if in.Op != opRead {
 					in.Value = fmt.Sprintf("c%d-%d", cl, valueSeq.Add(1))
 				}
-				op := linOp{Client: cl, Node: node.ID, In: in, Call: since()}
+				op := linOp{Client: cl, Node: node.ID, In: in, Call: r.since()}
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 				out, err := runRegisterOp(ctx, db, in)
 				cancel()
-				op.Return = since()
+				op.Return = r.since()
 				g.RUnlock()
 				op.Out = out
 				if err != nil {
@@ -403,65 +473,61 @@ func TestLinearizableRegisters(t *testing.T) {
 		})
 	}
 
-	// The nemesis: about every second, crash the leaseholder, let the
-	// others elect a new one, restart it.
 	rng := rand.New(rand.NewPCG(seed, 1<<32))
-	var events []linEvent
-	kills := 0
-	for time.Since(start) < *linDuration {
-		time.Sleep(time.Duration(700+rng.IntN(600)) * time.Millisecond)
-		leader := c.Leader(1)
-		if leader == 0 {
-			continue
-		}
-		victim := c.Nodes[leader-1]
-		events = append(events, linEvent{At: since(), What: fmt.Sprintf("crash node %d", victim.ID)})
-		if err := victim.Crash(rng.Uint64()); err != nil {
-			t.Errorf("crash node %d: %v", victim.ID, err)
-		}
-		kills++
-		time.Sleep(time.Duration(200+rng.IntN(400)) * time.Millisecond)
-		g := &gate[leader-1]
-		g.Lock()
-		err := victim.Restart()
-		g.Unlock()
-		if err != nil {
-			t.Fatalf("restart node %d: %v", victim.ID, err)
-		}
-		events = append(events, linEvent{At: since(), What: fmt.Sprintf("restart node %d", victim.ID)})
+	for time.Since(r.start) < duration {
+		nemesis(r, rng)
 	}
 	stop.Store(true)
 	wg.Wait()
+	return r
+}
 
-	mu.Lock()
-	defer mu.Unlock()
-	classes := make([]string, 0, len(counts))
-	for k := range counts {
+// check logs what the run did and fails the test unless the history is
+// linearizable.
+func (r *linRun) check(t *testing.T) {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	classes := make([]string, 0, len(r.counts))
+	for k := range r.counts {
 		classes = append(classes, k)
 	}
 	slices.Sort(classes)
 	var summary []string
 	for _, k := range classes {
-		summary = append(summary, fmt.Sprintf("%s %d", k, counts[k]))
+		summary = append(summary, fmt.Sprintf("%s %d", k, r.counts[k]))
 	}
-	t.Logf("%d operations checked (%s); %d leaseholder crashes", len(ops), strings.Join(summary, ", "), kills)
-	for _, k := range classes {
-		if firsts[k] != "" {
-			t.Logf("first %s error: %s", k, firsts[k])
+	t.Logf("%d operations checked (%s); %d crashes; succeeded per gateway %v", len(r.ops), strings.Join(summary, ", "), r.kills, r.okVia)
+	var waits, waited int64
+	for _, n := range r.c.Nodes {
+		if !n.Running() {
+			continue
+		}
+		for _, d := range n.Store.Tablets() {
+			if rep := n.Store.Replica(d.TabletID); rep != nil {
+				waits += rep.Metrics().CommitWaits.Load()
+				waited += rep.Metrics().CommitWaitNanos.Load()
+			}
 		}
 	}
-	if counts["read"] == 0 || counts["write"] == 0 {
+	t.Logf("commit waits on the running nodes since their last start: %d, %v in all", waits, time.Duration(waited))
+	for _, k := range classes {
+		if r.firsts[k] != "" {
+			t.Logf("first %s error: %s", k, r.firsts[k])
+		}
+	}
+	if r.counts["read"] == 0 || r.counts["write"] == 0 {
 		t.Fatalf("the workload completed no read or no write (%s): nothing to check", strings.Join(summary, ", "))
 	}
 	versions := func() string {
-		for _, n := range c.Nodes {
+		for _, n := range r.c.Nodes {
 			if n.Running() {
 				return engineVersions(n, "\x03lin/", "\x03lin0")
 			}
 		}
 		return "no node running"
 	}
-	switch res, dir := checkHistory(t, ops, events, versions); res {
+	switch res, dir := checkHistory(t, r.ops, r.events, versions); res {
 	case porcupine.Ok:
 	case porcupine.Illegal:
 		t.Fatalf("the history is not linearizable: history.json and linearizability.html (open in a browser) in %s", dir)
@@ -589,6 +655,7 @@ func TestLinearizabilityClassify(t *testing.T) {
 		{"not sent", fmt.Errorf("rpc: node 2 unreachable: %w", &kvpb.TabletNotFoundError{TabletID: 1}), outcomeFailed},
 		{"retries exhausted", &kv.RetriesExhaustedError{Attempts: 31, Last: &kvpb.TransactionRetryError{}}, outcomeFailed},
 		{"gateway closed", store.ErrClosed, outcomeFailed},
+		{"gateway fenced", fmt.Errorf("refusing to act as a gateway: %w", clockmon.ErrClockOffset), outcomeFailed},
 		{"unknown", errors.New("something else"), outcomeAmbiguous},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -193,6 +193,9 @@ func parseStart(args []string, stderr io.Writer) (startFlags, error) {
 	if f.cfg.DeadAfter < time.Second {
 		return f, usagef("--dead-after must be at least 1s, not %s", f.cfg.DeadAfter)
 	}
+	if err := checkStartFlags(&f); err != nil {
+		return f, err
+	}
 	if f.cfg.InitialPassword == "" {
 		f.cfg.InitialPassword = os.Getenv("CAIRN_INITIAL_PASSWORD")
 	}
@@ -212,9 +215,20 @@ func cmdStart(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	<-ctx.Done()
-	log.Info("cairn: shutting down")
+	var failed error
+	select {
+	case <-ctx.Done():
+		log.Info("cairn: shutting down")
+	case failed = <-srv.Failed():
+		// Exit non-zero so that a supervisor restarts the node (on a
+		// healthy disk); acknowledged writes are durable, nothing else
+		// is served meanwhile.
+		log.Error("cairn: the node cannot go on; stopping", "err", failed)
+	}
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return srv.Stop(sctx)
+	if err := srv.Stop(sctx); failed == nil {
+		return err
+	}
+	return fmt.Errorf("the node stopped: %w", failed)
 }

@@ -320,6 +320,9 @@ func sqlError(ctx context.Context, err error) error {
 	if ctx.Err() != nil && context.Cause(ctx) == errStatementTimeout {
 		return errStatementTimeout
 	}
+	if fe := faultError(err); fe != nil {
+		return fe
+	}
 	var exhausted *kv.RetriesExhaustedError
 	if kvpb.IsRetryable(err) || errors.As(err, &exhausted) || errors.Is(err, kv.ErrTxnAborted) {
 		if c := pgerror.Code(err); c == pgerrcode.SerializationFailure || c == pgerrcode.DeadlockDetected {

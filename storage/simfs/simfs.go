@@ -114,6 +114,14 @@ func (fs *FS) InjectWriteError(err error) {
 	fs.writeErr.Store(&err)
 }
 
+// Injected returns the error injected by InjectWriteError, or nil.
+func (fs *FS) Injected() error {
+	if p := fs.writeErr.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
 // Stats returns the counters so far.
 func (fs *FS) Stats() Stats {
 	return Stats{

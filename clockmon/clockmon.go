@@ -1,0 +1,297 @@
+// Package clockmon measures a node's clock offset from its peers and
+// fences the node when its clock cannot be trusted.
+//
+// Every read and write is stamped by a node's hybrid logical clock, and a
+// read is correct only if every other node's clock is within the maximum
+// offset (hlc.Clock.MaxOffset) of the reader's: that is the width of its
+// uncertainty interval, and a new leaseholder waits out the same bound.
+// Nothing in Go can skew a process's clock from outside, so the offset is
+// measured: each Interval the Monitor pings every peer (rpc.ClockPinger),
+// which answers with its physical clock, and takes
+//
+//	offset      = remote − (local at send + RTT/2)
+//	uncertainty = RTT/2
+//
+// (as CockroachDB's RemoteClockMonitor does). The peer read its clock
+// while the call was in flight, so the true offset lies within
+// offset ± uncertainty.
+//
+// Decision: a peer is *out* when |offset| − uncertainty > Tolerance, the
+// tolerance being 0.8 × the maximum offset (CockroachDB's figure: the
+// fifth left over absorbs drift between two measurements). Only offsets
+// certainly beyond it count, so one exactly at 0.8 × is never out. The
+// node may serve only while a majority of the cluster, itself included,
+// has fresh measurements not out — (1 + in) > (peers + 1) / 2 — and its
+// own HLC is not more than the maximum offset ahead of its physical clock
+// (a clock stepped back after running ahead still hands out the old,
+// future timestamps until its physical clock catches up). Otherwise it is
+// fenced (Config.Fence; raftnode's fence gives up every lease and moves
+// leadership away) and its gateway refuses requests (Guard): a gateway
+// whose clock is behind would start transactions at timestamps too old to
+// see writes already acknowledged.
+//
+// A node starts fenced and is unfenced by its first good measurement, so
+// a node started with a bad clock never serves. The fence lifts by
+// itself once the measurements are good again; the node is not stopped
+// (CockroachDB exits instead), because a fenced node still replicates as
+// a follower and counts toward quorums, which do not depend on clocks.
+// A clock that jumps between two measurements can serve until the next
+// one (at most Interval plus a round trip): the fence narrows that window,
+// it cannot close it.
+//
+// It imports hlc and kvpb only; the pings go through the Pinger the node
+// gives it.
+package clockmon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cairn-db/cairn/hlc"
+)
+
+// Pinger reads another node's physical clock (rpc.ClockPinger).
+type Pinger interface {
+	Ping(ctx context.Context, node uint64) (int64, error)
+}
+
+// Config configures a Monitor.
+type Config struct {
+	// NodeID is this node.
+	NodeID uint64
+	// Clock is this node's clock; its MaxOffset is the bound checked.
+	Clock *hlc.Clock
+	// Peers returns the other members (read each round).
+	Peers func() []uint64
+	// Pinger reaches them.
+	Pinger Pinger
+	// Interval between rounds (default 500ms). A measurement older than
+	// ten intervals (at least 2s) no longer counts.
+	Interval time.Duration
+	// Tolerance is the offset beyond which a peer is out (default 0.8 ×
+	// the clock's maximum offset).
+	Tolerance time.Duration
+	// Fence and Unfence are called when the node must stop, or may
+	// resume, serving (raftnode.Node.Fence / Unfence).
+	Fence   func(reason error)
+	Unfence func()
+	// Logger receives fence changes (nil: slog.Default()).
+	Logger *slog.Logger
+}
+
+// Offset is one peer's last measurement.
+type Offset struct {
+	// Offset is the peer's clock minus this node's; Uncertainty bounds
+	// the error of that estimate.
+	Offset, Uncertainty time.Duration
+	// At is when it was taken (monotonic).
+	At time.Time
+}
+
+// ErrClockOffset is what a fenced node's refusals wrap.
+var ErrClockOffset = errors.New("clock offset beyond the tolerance")
+
+// ErrUnverified is the fence of a node that has no fresh measurement of
+// any peer (just started, or cut off): it cannot tell whether its clock
+// is good. Guard waits on it rather than refusing at once.
+var ErrUnverified = errors.New("clock not yet verified against any peer")
+
+// Monitor measures and judges; see the package comment.
+type Monitor struct {
+	cfg Config
+
+	mu      sync.Mutex
+	offsets map[uint64]Offset
+	// fence is why the node is fenced now (nil: it serves), kind its
+	// state.
+	fence error
+	kind  int
+}
+
+// New returns a monitor and fences the node at once: its clock is
+// unverified until the first round.
+func New(cfg Config) *Monitor {
+	if cfg.Interval <= 0 {
+		cfg.Interval = 500 * time.Millisecond
+	}
+	if cfg.Tolerance <= 0 {
+		cfg.Tolerance = cfg.Clock.MaxOffset() * 4 / 5
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	m := &Monitor{cfg: cfg, offsets: map[uint64]Offset{}, kind: unverified}
+	m.fence = m.unverified()
+	if cfg.Fence != nil {
+		cfg.Fence(m.fence)
+	}
+	return m
+}
+
+// Run measures every Interval until ctx ends.
+func (m *Monitor) Run(ctx context.Context) {
+	t := time.NewTicker(m.cfg.Interval)
+	defer t.Stop()
+	for {
+		m.Round(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Round pings every peer once, concurrently, and re-judges the node.
+func (m *Monitor) Round(ctx context.Context) {
+	peers := m.cfg.Peers()
+	timeout := max(m.cfg.Interval, time.Second)
+	var wg sync.WaitGroup
+	for _, p := range peers {
+		if p == m.cfg.NodeID {
+			continue
+		}
+		wg.Go(func() {
+			cctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			sent := time.Now()
+			local := m.cfg.Clock.PhysicalNow()
+			remote, err := m.cfg.Pinger.Ping(cctx, p)
+			if err != nil {
+				return
+			}
+			rtt := time.Since(sent)
+			off := Offset{
+				Offset:      time.Duration(remote - (local + int64(rtt/2))),
+				Uncertainty: rtt / 2,
+				At:          time.Now(),
+			}
+			m.mu.Lock()
+			m.offsets[p] = off
+			m.mu.Unlock()
+		})
+	}
+	wg.Wait()
+	m.judge(peers)
+}
+
+// judge decides whether the node may serve and tells Fence or Unfence
+// when that changes.
+func (m *Monitor) judge(peers []uint64) {
+	stale := max(10*m.cfg.Interval, 2*time.Second)
+	now := time.Now()
+	n, in, fresh := 0, 0, 0
+	var out []string
+	m.mu.Lock()
+	for _, p := range peers {
+		if p == m.cfg.NodeID {
+			continue
+		}
+		n++
+		o, ok := m.offsets[p]
+		if !ok || now.Sub(o.At) > stale {
+			continue
+		}
+		fresh++
+		if abs(o.Offset)-o.Uncertainty > m.cfg.Tolerance {
+			out = append(out, fmt.Sprintf("node %d %+v±%v", p, o.Offset, o.Uncertainty))
+		} else {
+			in++
+		}
+	}
+	var reason error
+	kind := serving
+	if fresh == 0 && n > 0 {
+		reason, kind = m.unverified(), unverified
+	} else if 2*(1+in) <= n+1 {
+		reason, kind = fmt.Errorf("%w: node %d's clock agrees within %v with %d of its %d peers (a majority of the cluster is needed); beyond it: %s",
+			ErrClockOffset, m.cfg.NodeID, m.cfg.Tolerance, in, n, orNone(out)), offPeers
+	} else if ahead := time.Duration(m.cfg.Clock.Now().WallTime - m.cfg.Clock.PhysicalNow()); ahead > m.cfg.Clock.MaxOffset() {
+		reason, kind = fmt.Errorf("%w: node %d's hybrid clock is %v ahead of its physical clock, beyond the maximum offset %v",
+			ErrClockOffset, m.cfg.NodeID, ahead, m.cfg.Clock.MaxOffset()), hlcAhead
+	}
+	was := m.kind
+	m.fence, m.kind = reason, kind
+	m.mu.Unlock()
+	if kind == was {
+		return
+	}
+	// Only changes of state are logged and reported.
+	switch kind {
+	case serving:
+		m.cfg.Logger.Info("cairn: clock offset within the tolerance of a majority; serving", "node", m.cfg.NodeID, "tolerance", m.cfg.Tolerance)
+		if m.cfg.Unfence != nil {
+			m.cfg.Unfence()
+		}
+		return
+	case unverified:
+		m.cfg.Logger.Warn("cairn: no peer's clock measured; not serving until one is", "node", m.cfg.NodeID)
+	default:
+		m.cfg.Logger.Error("cairn: clock offset: this node stops serving as leaseholder and gateway until its clock agrees with its peers", "node", m.cfg.NodeID, "err", reason)
+	}
+	if m.cfg.Fence != nil {
+		m.cfg.Fence(reason)
+	}
+}
+
+// The states a monitor judges a node to be in.
+const (
+	serving = iota
+	unverified
+	offPeers
+	hlcAhead
+)
+
+func (m *Monitor) unverified() error {
+	return fmt.Errorf("%w: node %d: %w", ErrClockOffset, m.cfg.NodeID, ErrUnverified)
+}
+
+func orNone(s []string) string {
+	if len(s) == 0 {
+		return "none measured"
+	}
+	return strings.Join(s, ", ")
+}
+
+func abs(d time.Duration) time.Duration {
+	if d < 0 {
+		return -d
+	}
+	return d
+}
+
+// Fenced returns why the node is fenced, or nil.
+func (m *Monitor) Fenced() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.fence
+}
+
+// Offsets returns the last measurement of each peer.
+func (m *Monitor) Offsets() map[uint64]Offset {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[uint64]Offset, len(m.offsets))
+	for k, v := range m.offsets {
+		out[k] = v
+	}
+	return out
+}
+
+// Peers lists the peers measured so far, in order.
+func (m *Monitor) Peers() []uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []uint64
+	for k := range m.offsets {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,158 @@
+package clockmon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cairn-db/cairn/hlc"
+	"github.com/cairn-db/cairn/kvpb"
+)
+
+// fakePeers answers pings with this node's physical clock plus each
+// peer's offset; a peer missing from the map is unreachable.
+type fakePeers struct {
+	clock *hlc.Clock
+	mu    sync.Mutex
+	off   map[uint64]time.Duration
+}
+
+func (f *fakePeers) Ping(_ context.Context, node uint64) (int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	d, ok := f.off[node]
+	if !ok {
+		return 0, fmt.Errorf("node %d unreachable", node)
+	}
+	return f.clock.PhysicalNow() + int64(d), nil
+}
+
+// TestMonitorJudges steps one node's monitor through peers' offsets and
+// checks when it fences itself: only when a majority of the cluster,
+// itself included, is not known to agree with its clock within 0.8 × the
+// maximum offset.
+func TestMonitorJudges(t *testing.T) {
+	const maxOffset = 500 * time.Millisecond
+	type step struct {
+		offsets map[uint64]time.Duration // of peers 2..n; absent: down
+		skew    time.Duration            // this node's own test offset
+		want    error                    // nil, ErrUnverified or ErrClockOffset
+	}
+	for _, tc := range []struct {
+		name  string
+		peers []uint64
+		steps []step
+	}{
+		{"all agree", []uint64{1, 2, 3}, []step{{offsets: map[uint64]time.Duration{2: 10 * time.Millisecond, 3: -20 * time.Millisecond}}}},
+		{"exactly at the tolerance is not out", []uint64{1, 2, 3}, []step{{offsets: map[uint64]time.Duration{2: 400 * time.Millisecond, 3: -400 * time.Millisecond}}}},
+		{"one peer out of two: the others still agree with this node", []uint64{1, 2, 3}, []step{{offsets: map[uint64]time.Duration{2: time.Second, 3: 0}}}},
+		{"both peers out: fenced", []uint64{1, 2, 3}, []step{{offsets: map[uint64]time.Duration{2: -time.Second, 3: -time.Second}, want: ErrClockOffset}}},
+		{"no peer reachable: unverified", []uint64{1, 2, 3}, []step{{want: ErrUnverified}}},
+		{"one peer down, the other agrees", []uint64{1, 2, 3}, []step{{offsets: map[uint64]time.Duration{3: 0}}}},
+		{"one peer down, the other out", []uint64{1, 2, 3}, []step{{offsets: map[uint64]time.Duration{3: time.Second}, want: ErrClockOffset}}},
+		{"five nodes: two of four out", []uint64{1, 2, 3, 4, 5}, []step{{offsets: map[uint64]time.Duration{2: time.Second, 3: time.Second, 4: 0, 5: 0}}}},
+		{"five nodes: three of four out", []uint64{1, 2, 3, 4, 5}, []step{{offsets: map[uint64]time.Duration{2: time.Second, 3: time.Second, 4: time.Second, 5: 0}, want: ErrClockOffset}}},
+		{"alone: nothing to measure", []uint64{1}, []step{{}}},
+		{"this node's clock jumps ahead, then back", []uint64{1, 2, 3}, []step{
+			{offsets: map[uint64]time.Duration{2: 0, 3: 0}},
+			{offsets: map[uint64]time.Duration{2: 0, 3: 0}, skew: 2 * time.Second, want: ErrClockOffset},
+			// Back in step with its peers, but its hybrid clock handed
+			// out timestamps 2s ahead: still fenced until the physical
+			// clock passes them.
+			{offsets: map[uint64]time.Duration{2: 0, 3: 0}, skew: 0, want: ErrClockOffset},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := hlc.NewClock(hlc.UnixNano, maxOffset)
+			peers := &fakePeers{clock: clock}
+			var fenced error
+			fences, unfences := 0, 0
+			m := New(Config{
+				NodeID: 1, Clock: clock, Peers: func() []uint64 { return tc.peers },
+				Pinger:  peers,
+				Fence:   func(err error) { fenced = err; fences++ },
+				Unfence: func() { fenced = nil; unfences++ },
+				Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
+			})
+			if !errors.Is(fenced, ErrUnverified) {
+				t.Fatalf("a new monitor did not fence the node as unverified: %v", fenced)
+			}
+			for i, s := range tc.steps {
+				clock.SetPhysicalOffset(s.skew)
+				clock.Now() // a node hands out timestamps from its clock
+				// The peers' offsets are relative to true time, so this
+				// node's own skew shifts every measurement.
+				peers.mu.Lock()
+				peers.off = map[uint64]time.Duration{}
+				for p, d := range s.offsets {
+					peers.off[p] = d - s.skew
+				}
+				peers.mu.Unlock()
+				m.Round(context.Background())
+				got := m.Fenced()
+				switch {
+				case s.want == nil && got != nil:
+					t.Fatalf("step %d: fenced: %v", i, got)
+				case s.want != nil && !errors.Is(got, s.want):
+					t.Fatalf("step %d: fence %v, want %v", i, got, s.want)
+				case (got == nil) != (fenced == nil):
+					t.Fatalf("step %d: the monitor says %v, the node was told %v", i, got, fenced)
+				}
+			}
+			t.Logf("fences %d, unfences %d, offsets %v", fences, unfences, m.Offsets())
+		})
+	}
+}
+
+// okSender answers every batch.
+type okSender struct{ sent int }
+
+func (s *okSender) Send(context.Context, *kvpb.BatchRequest) (*kvpb.BatchResponse, error) {
+	s.sent++
+	return &kvpb.BatchResponse{}, nil
+}
+
+// TestGuard: a gateway whose clock is judged out refuses at once without
+// sending; one still unverified holds the batch until its first verdict
+// (here: its peers agree) and then sends it.
+func TestGuard(t *testing.T) {
+	clock := hlc.NewClock(hlc.UnixNano, 500*time.Millisecond)
+	peers := &fakePeers{clock: clock, off: map[uint64]time.Duration{}}
+	m := New(Config{NodeID: 1, Clock: clock, Peers: func() []uint64 { return []uint64{1, 2, 3} }, Pinger: peers,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	inner := &okSender{}
+	g := Guard(inner, m)
+	ba := &kvpb.BatchRequest{}
+
+	done := make(chan error, 1)
+	go func() { _, err := g.Send(context.Background(), ba); done <- err }()
+	time.Sleep(50 * time.Millisecond)
+	select {
+	case err := <-done:
+		t.Fatalf("an unverified gateway answered before its first verdict: %v", err)
+	default:
+	}
+	peers.mu.Lock()
+	peers.off = map[uint64]time.Duration{2: 0, 3: 0}
+	peers.mu.Unlock()
+	m.Round(context.Background())
+	if err := <-done; err != nil || inner.sent != 1 {
+		t.Fatalf("after a good verdict: err %v, sent %d", err, inner.sent)
+	}
+
+	peers.mu.Lock()
+	peers.off = map[uint64]time.Duration{2: 2 * time.Second, 3: 2 * time.Second}
+	peers.mu.Unlock()
+	m.Round(context.Background())
+	if _, err := g.Send(context.Background(), ba); !errors.Is(err, ErrClockOffset) || errors.Is(err, ErrUnverified) {
+		t.Fatalf("a fenced gateway: %v", err)
+	}
+	if inner.sent != 1 {
+		t.Fatalf("a fenced gateway sent the batch")
+	}
+}

@@ -1,0 +1,115 @@
+package rpc
+
+// The clock service: a node answers a ping with a reading of its physical
+// clock, so that its peers can measure their clock offset from it
+// (clockmon). A reading is eight bytes, big-endian Unix nanoseconds; the
+// request is empty.
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"sync"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+const (
+	clockServiceName = "cairn.Clock"
+	clockMethodName  = "Ping"
+	clockFullMethod  = "/" + clockServiceName + "/" + clockMethodName
+)
+
+// WithClock makes Serve answer clock pings with now() (the node's
+// physical clock: hlc.Clock.PhysicalNow, which includes a test offset).
+func WithClock(now func() int64) ServeOption {
+	return func(c *serveConfig) { c.clock = now }
+}
+
+type clockService interface {
+	ping() []byte
+}
+
+type clockServer struct{ now func() int64 }
+
+func (c clockServer) ping() []byte {
+	return binary.BigEndian.AppendUint64(nil, uint64(c.now()))
+}
+
+var clockServiceDesc = grpc.ServiceDesc{
+	ServiceName: clockServiceName,
+	HandlerType: (*clockService)(nil),
+	Methods: []grpc.MethodDesc{{
+		MethodName: clockMethodName,
+		Handler: func(srv any, ctx context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
+			var in []byte
+			if err := dec(&in); err != nil {
+				return nil, err
+			}
+			out := srv.(clockService).ping()
+			return &out, nil
+		},
+	}},
+}
+
+// ClockPinger asks other nodes for their clock readings. It keeps one
+// connection per node, made on first use. Safe for concurrent use.
+type ClockPinger struct {
+	resolve func(uint64) (string, error)
+
+	mu    sync.Mutex
+	conns map[uint64]*grpc.ClientConn
+}
+
+// NewClockPinger returns a pinger that finds nodes through resolve.
+func NewClockPinger(resolve func(nodeID uint64) (string, error)) *ClockPinger {
+	return &ClockPinger{resolve: resolve, conns: map[uint64]*grpc.ClientConn{}}
+}
+
+func (p *ClockPinger) conn(node uint64) (*grpc.ClientConn, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c := p.conns[node]; c != nil {
+		return c, nil
+	}
+	addr, err := p.resolve(node)
+	if err != nil {
+		return nil, fmt.Errorf("resolving node %d: %w", node, err)
+	}
+	c, err := grpc.NewClient(addr,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.CallContentSubtype(codecName)))
+	if err != nil {
+		return nil, err
+	}
+	p.conns[node] = c
+	return c, nil
+}
+
+// Ping returns node's physical clock reading (Unix nanoseconds), taken
+// while the call was in flight.
+func (p *ClockPinger) Ping(ctx context.Context, node uint64) (int64, error) {
+	c, err := p.conn(node)
+	if err != nil {
+		return 0, err
+	}
+	var req, reply []byte
+	if err := c.Invoke(ctx, clockFullMethod, &req, &reply); err != nil {
+		return 0, fmt.Errorf("rpc: clock ping to node %d: %w", node, err)
+	}
+	if len(reply) != 8 {
+		return 0, fmt.Errorf("rpc: clock ping to node %d: a reply of %d bytes", node, len(reply))
+	}
+	return int64(binary.BigEndian.Uint64(reply)), nil
+}
+
+// Close closes the connections.
+func (p *ClockPinger) Close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for id, c := range p.conns {
+		_ = c.Close()
+		delete(p.conns, id)
+	}
+}

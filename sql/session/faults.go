@@ -1,0 +1,45 @@
+package session
+
+import (
+	"errors"
+	"syscall"
+
+	"github.com/cairn-db/cairn/clockmon"
+	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/sql/pgerror"
+	"github.com/cairn-db/cairn/storage"
+	"github.com/jackc/pgerrcode"
+)
+
+// faultError gives the SQLSTATE of a fault below the SQL layer, or nil
+// for any other error. The KV error stays reachable (causeError) and is
+// the detail.
+//
+//   - A write whose outcome cannot be known (kvpb.AmbiguousResultError:
+//     the connection to its leaseholder was lost after sending, the
+//     proposal was in flight when the lease was lost) is 40003
+//     statement_completion_unknown, never a plain failure: the client
+//     must check before retrying.
+//   - A failed storage engine is 53100 disk_full when the disk reported
+//     ENOSPC, else 58030 io_error; the node stops serving after it.
+//   - A gateway fenced by its clock monitor (clockmon) is 58000
+//     system_error: nothing was sent, and another node can serve the
+//     statement.
+func faultError(err error) error {
+	var amb *kvpb.AmbiguousResultError
+	switch {
+	case errors.As(err, &amb):
+		return &causeError{pgerror.New(pgerrcode.StatementCompletionUnknown, "result is ambiguous: the statement may or may not have taken effect").
+			WithDetail("%s", err.Error()), err}
+	case errors.Is(err, storage.ErrEngineFailed) && errors.Is(err, syscall.ENOSPC):
+		return &causeError{pgerror.New(pgerrcode.DiskFull, "could not write to the store: no space left on device").
+			WithDetail("%s", err.Error()).WithHint("The node stops; restart it once the disk has room."), err}
+	case errors.Is(err, storage.ErrEngineFailed):
+		return &causeError{pgerror.New(pgerrcode.IOError, "could not write to the store: the disk failed").
+			WithDetail("%s", err.Error()).WithHint("The node stops; restart it on a healthy disk."), err}
+	case errors.Is(err, clockmon.ErrClockOffset):
+		return &causeError{pgerror.New(pgerrcode.SystemError, "this node's clock disagrees with the cluster's; it serves nothing until it agrees").
+			WithDetail("%s", err.Error()).WithHint("Connect to another node, or fix this machine's time synchronization."), err}
+	}
+	return nil
+}

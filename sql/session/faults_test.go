@@ -1,0 +1,42 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"syscall"
+	"testing"
+
+	"github.com/cairn-db/cairn/clockmon"
+	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/sql/pgerror"
+	"github.com/cairn-db/cairn/storage"
+	"github.com/jackc/pgerrcode"
+)
+
+// TestFaultSQLStates: faults below SQL reach the client with their
+// SQLSTATE, and the KV error stays reachable through them.
+func TestFaultSQLStates(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"ambiguous commit", fmt.Errorf("kv: commit: %w", &kvpb.AmbiguousResultError{Cause: errors.New("connection reset")}), pgerrcode.StatementCompletionUnknown},
+		{"disk full", fmt.Errorf("storage: commit: %w", fmt.Errorf("%w: %w", storage.ErrEngineFailed, syscall.ENOSPC)), pgerrcode.DiskFull},
+		{"disk broken", fmt.Errorf("storage: commit: %w", fmt.Errorf("%w: %w", storage.ErrEngineFailed, syscall.EIO)), pgerrcode.IOError},
+		{"fenced gateway", fmt.Errorf("refusing to act as a gateway: %w", clockmon.ErrClockOffset), pgerrcode.SystemError},
+		{"retryable still 40001", &kvpb.TransactionRetryError{}, pgerrcode.SerializationFailure},
+		{"anything else", errors.New("boom"), pgerrcode.InternalError},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := sqlError(context.Background(), tc.err)
+			if c := pgerror.Code(got); c != tc.want {
+				t.Fatalf("SQLSTATE %s (%v), want %s", c, got, tc.want)
+			}
+			if !errors.Is(got, tc.err) && tc.want != pgerrcode.InternalError && tc.want != pgerrcode.SerializationFailure {
+				t.Fatalf("the cause is no longer reachable through %v", got)
+			}
+		})
+	}
+}
