@@ -51,6 +51,13 @@ type genMaps struct {
 	count uint64
 	names map[nameKey]nameEntry
 	descs map[ID]Descriptor
+	// lists are the IDs of a namespace prefix (parent, schema) in name
+	// order: pg_catalog's tables list every database, schema and
+	// relation, each scan a round trip to the system tablet's
+	// leaseholder, which may be in another region.
+	lists map[[2]ID][]ID
+	// roles is Reader.Roles's answer (nil: not read yet).
+	roles []*Role
 }
 
 func genCounter(gen []byte) (uint64, error) {
@@ -68,6 +75,15 @@ func (r *Reader) UseGeneration() *Reader {
 	return r
 }
 
+// UseGenerationUnless is UseGeneration for a Reader that lives through
+// statements which may write the catalog: once wrote reports true (the
+// transaction has written the catalog), r looks everything up again, so
+// it sees its own transaction's writes.
+func (r *Reader) UseGenerationUnless(wrote func() bool) *Reader {
+	r.useGen, r.genOff = r.cache != nil, wrote
+	return r
+}
+
 // Generation returns the catalog generation r's lookups are answered for
 // (nil without UseGeneration, or when the catalog has none): two
 // statements that get the same bytes see the same catalog.
@@ -76,7 +92,7 @@ func (r *Reader) Generation(ctx context.Context) ([]byte, error) { return r.gene
 // generation reads the generation r's lookups are answered for (nil:
 // none, look everything up).
 func (r *Reader) generation(ctx context.Context) ([]byte, error) {
-	if !r.useGen {
+	if !r.useGen || (r.genOff != nil && r.genOff()) {
 		return nil, nil
 	}
 	if !r.genRead {
@@ -113,8 +129,8 @@ func (r *Reader) generation(ctx context.Context) ([]byte, error) {
 // looks everything up). c.mu is held.
 func (c *Cache) maps(gen []byte) *genMaps {
 	if c.gen != nil && bytes.Equal(c.gen.gen, gen) {
-		if len(c.gen.names)+len(c.gen.descs) > maxGenEntries {
-			c.gen.names, c.gen.descs = map[nameKey]nameEntry{}, map[ID]Descriptor{}
+		if len(c.gen.names)+len(c.gen.descs)+len(c.gen.lists) > maxGenEntries {
+			c.gen.names, c.gen.descs, c.gen.lists = map[nameKey]nameEntry{}, map[ID]Descriptor{}, map[[2]ID][]ID{}
 		}
 		return c.gen
 	}
@@ -125,7 +141,7 @@ func (c *Cache) maps(gen []byte) *genMaps {
 	if c.gen != nil && n < c.gen.count {
 		return nil
 	}
-	c.gen = &genMaps{gen: slices.Clone(gen), count: n, names: map[nameKey]nameEntry{}, descs: map[ID]Descriptor{}}
+	c.gen = &genMaps{gen: slices.Clone(gen), count: n, names: map[nameKey]nameEntry{}, descs: map[ID]Descriptor{}, lists: map[[2]ID][]ID{}}
 	return c.gen
 }
 
@@ -147,6 +163,47 @@ func (c *Cache) putGenName(gen []byte, key nameKey, e nameEntry) {
 	defer c.mu.Unlock()
 	if m := c.maps(gen); m != nil {
 		m.names[key] = e
+	}
+}
+
+func (c *Cache) genList(gen []byte, key [2]ID) ([]ID, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen == nil || !bytes.Equal(c.gen.gen, gen) {
+		return nil, false
+	}
+	ids, ok := c.gen.lists[key]
+	if ok {
+		c.stats.Hits++
+	}
+	return ids, ok
+}
+
+func (c *Cache) putGenList(gen []byte, key [2]ID, ids []ID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if m := c.maps(gen); m != nil {
+		m.lists[key] = ids
+	}
+}
+
+// genRoles returns a copy of the roles cached for gen (the callers may
+// reorder the slice; the roles themselves are shared and immutable).
+func (c *Cache) genRoles(gen []byte) ([]*Role, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen == nil || !bytes.Equal(c.gen.gen, gen) || c.gen.roles == nil {
+		return nil, false
+	}
+	c.stats.Hits++
+	return slices.Clone(c.gen.roles), true
+}
+
+func (c *Cache) putGenRoles(gen []byte, roles []*Role) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if m := c.maps(gen); m != nil {
+		m.roles = slices.Clone(roles)
 	}
 }
 

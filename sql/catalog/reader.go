@@ -21,6 +21,8 @@ type Reader struct {
 	// generation (generation.go).
 	useGen, genRead bool
 	gen             []byte
+	// genOff, when set and true, turns useGen off (UseGenerationUnless).
+	genOff func() bool
 }
 
 // NewReader returns a Reader over txn; cache may be nil.
@@ -256,17 +258,12 @@ func (r *Reader) Relations(ctx context.Context, dbID, schemaID ID) ([]Descriptor
 }
 
 func (r *Reader) list(ctx context.Context, parent, schema ID) ([]Descriptor, error) {
-	p := nsPrefixKey(parent, schema)
-	kvs, err := r.txn.Scan(ctx, p, keys.PrefixEnd(p), 0)
+	ids, err := r.listIDs(ctx, parent, schema)
 	if err != nil {
-		return nil, fmt.Errorf("listing namespace (%d, %d): %w", parent, schema, err)
+		return nil, err
 	}
-	out := make([]Descriptor, 0, len(kvs))
-	for _, e := range kvs {
-		id, err := decodeID(e.Value)
-		if err != nil {
-			return nil, err
-		}
+	out := make([]Descriptor, 0, len(ids))
+	for _, id := range ids {
 		d, err := r.ByID(ctx, id)
 		if err != nil {
 			return nil, err
@@ -274,4 +271,38 @@ func (r *Reader) list(ctx context.Context, parent, schema ID) ([]Descriptor, err
 		out = append(out, d)
 	}
 	return out, nil
+}
+
+// listIDs returns the IDs under a namespace prefix in name order, from
+// the generation's maps when r reads by generation (generation.go).
+func (r *Reader) listIDs(ctx context.Context, parent, schema ID) ([]ID, error) {
+	var gen []byte
+	if r.cache != nil {
+		var err error
+		if gen, err = r.generation(ctx); err != nil {
+			return nil, err
+		}
+		if gen != nil {
+			if ids, ok := r.cache.genList(gen, [2]ID{parent, schema}); ok {
+				return ids, nil
+			}
+		}
+	}
+	p := nsPrefixKey(parent, schema)
+	kvs, err := r.txn.Scan(ctx, p, keys.PrefixEnd(p), 0)
+	if err != nil {
+		return nil, fmt.Errorf("listing namespace (%d, %d): %w", parent, schema, err)
+	}
+	ids := make([]ID, 0, len(kvs))
+	for _, e := range kvs {
+		id, err := decodeID(e.Value)
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	if gen != nil {
+		r.cache.putGenList(gen, [2]ID{parent, schema}, ids)
+	}
+	return ids, nil
 }

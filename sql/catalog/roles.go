@@ -83,6 +83,26 @@ func (r *Reader) Role(ctx context.Context, name string) (*Role, error) {
 
 // Roles lists every role in name order.
 func (r *Reader) Roles(ctx context.Context) ([]*Role, error) {
+	var gen []byte
+	if r.cache != nil {
+		var err error
+		if gen, err = r.generation(ctx); err != nil {
+			return nil, err
+		}
+		if gen != nil {
+			if roles, ok := r.cache.genRoles(gen); ok {
+				return roles, nil
+			}
+		}
+	}
+	roles, err := r.readRoles(ctx)
+	if err == nil && gen != nil {
+		r.cache.putGenRoles(gen, roles)
+	}
+	return roles, err
+}
+
+func (r *Reader) readRoles(ctx context.Context) ([]*Role, error) {
 	p := keys.System(rolePrefix)
 	kvs, err := r.txn.Scan(ctx, p, keys.PrefixEnd(p), 0)
 	if err != nil {
@@ -110,6 +130,11 @@ func (w *Writer) CreateRole(ctx context.Context, role *Role) error {
 	if err != nil {
 		return err
 	}
+	// Roles are part of the catalog a generation names (pg_roles and
+	// every ACL read them): a role change makes a new one.
+	if err := w.bump(ctx); err != nil {
+		return err
+	}
 	err = w.txn.CPut(ctx, roleKey(role.Name), b, nil, false)
 	if _, ok := errors.AsType[*kvpb.ConditionFailedError](err); ok {
 		return duplicateRole(role.Name)
@@ -129,12 +154,18 @@ func (w *Writer) UpdateRole(ctx context.Context, role *Role) error {
 	if err != nil {
 		return err
 	}
+	if err := w.bump(ctx); err != nil {
+		return err
+	}
 	return w.txn.Put(ctx, roleKey(role.Name), b)
 }
 
 // DropRole removes a role (42704 if none).
 func (w *Writer) DropRole(ctx context.Context, name string) error {
 	if _, err := w.Role(ctx, name); err != nil {
+		return err
+	}
+	if err := w.bump(ctx); err != nil {
 		return err
 	}
 	return w.txn.Delete(ctx, roleKey(name))

@@ -241,9 +241,21 @@ func (s *Session) planEnv(txn *kv.Txn, params *sem.ParamTypes, tc *types.Context
 	return &plan.Env{Catalog: s.resolver(txn), Types: tc, Params: params}
 }
 
+// catalogReader is a statement's reader of the catalog: it answers from
+// the catalog generation (one read, often none) until the transaction
+// writes the catalog, and then looks everything up so it sees its own
+// writes. Without the generation every descriptor costs a stamp read and
+// every listing a namespace scan: round trips to the system tablet's
+// leaseholder, which a 3-region cluster pays up to 145 ms each for
+// (pg_dump's index query took 17.6 s with leaders spread, 1.6 s after).
+func (s *Session) catalogReader(txn *kv.Txn) *catalog.Reader {
+	return catalog.NewReader(txn, s.b.cache).UseGenerationUnless(func() bool { return s.txnWroteCatalog })
+}
+
 func (s *Session) execContext(x *stmtState, txn *kv.Txn, params []types.Datum) *exec.Context {
 	packed, limit := s.packedRows()
-	r := catalog.NewReader(txn, s.b.cache)
+	// pg_catalog's tables and DDL's lookups read through it too.
+	r := s.catalogReader(txn)
 	// One allocation for the context and what it points to: these were
 	// five of the objects every statement allocates.
 	a := &struct {

@@ -28,7 +28,7 @@ func (s *Session) checkPrivileges(ctx context.Context, txn *kv.Txn, p *plan.Plan
 	if s.user == catalog.SuperuserName {
 		return nil
 	}
-	r := catalog.NewReader(txn, s.b.cache)
+	r := s.catalogReader(txn)
 	a, err := catalog.NewAuthorizer(ctx, r, s.user, s.db)
 	if err != nil || a.Superuser {
 		return err
@@ -193,7 +193,7 @@ func (s *Session) checkSequence(ctx context.Context, seq *catalog.Sequence) erro
 	if s.user == catalog.SuperuserName {
 		return nil
 	}
-	a, err := catalog.NewAuthorizer(ctx, catalog.NewReader(s.kvTxn(), s.b.cache), s.user, s.db)
+	a, err := catalog.NewAuthorizer(ctx, s.catalogReader(s.kvTxn()), s.user, s.db)
 	if err != nil {
 		return err
 	}

@@ -152,7 +152,7 @@ func (s *Session) regTypes(ctx context.Context, txn *kv.Txn) *types.Context {
 	// The resolver may be used after the statement's context ends (a
 	// portal resumed by a later Execute): it must not inherit its
 	// cancellation.
-	res := pgcatalog.NewRegResolver(context.WithoutCancel(ctx), catalog.NewReader(txn, s.b.cache), s.db, s.user, s.searchPath())
+	res := pgcatalog.NewRegResolver(context.WithoutCancel(ctx), s.catalogReader(txn), s.db, s.user, s.searchPath())
 	return &types.Context{Location: s.loc, Reg: res}
 }
 
@@ -586,7 +586,7 @@ func (s *Session) notice(w pgwire.ResultWriter, severity, code, msg string) {
 // same transaction is visible), names resolve as regclass input does.
 func (s *Session) newSequences() *sequence.Session {
 	seqs := sequence.NewSession(s.b.db, func(ctx context.Context, oid uint32) (*catalog.Sequence, error) {
-		d, err := catalog.NewReader(s.kvTxn(), s.b.cache).ByID(ctx, catalog.ID(oid))
+		d, err := s.catalogReader(s.kvTxn()).ByID(ctx, catalog.ID(oid))
 		if err != nil {
 			if pgerror.Code(err) == pgerrcode.UndefinedObject {
 				return nil, pgerror.New(pgerrcode.UndefinedTable, "could not open relation with OID %d", oid)
