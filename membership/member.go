@@ -40,6 +40,10 @@ type Config struct {
 	// ReplicationFactor is the number of voters each tablet aims for
 	// (default 3); a tablet has fewer while fewer nodes are live.
 	ReplicationFactor int
+	// ZoneReplicas, if set, returns the number of voters tablet id's zone
+	// asks for (ALTER ... CONFIGURE ZONE USING num_replicas; package
+	// zone), 0 when it sets none and ReplicationFactor applies.
+	ZoneReplicas func(tablet uint64) int
 	// DeadAfter is how long after its last heartbeat a node is declared
 	// dead and its replicas replaced (default 60s).
 	DeadAfter time.Duration

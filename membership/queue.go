@@ -33,7 +33,8 @@ import (
 // A leaseholder never removes itself: it hands leadership to another good
 // voter first, and the new leaseholder's queue removes it.
 //
-// The number of voters aimed for is the replication factor, or the number
+// The number of voters aimed for is the replication factor (the tablet's
+// zone's num_replicas, else the cluster's), or the number
 // of eligible nodes when fewer, made odd (two voters survive no more
 // failures than one and need both for a quorum): 1 node → 1, 2 → 1,
 // 3 → 3, 4 or more → the factor.
@@ -113,7 +114,8 @@ func (m *Member) considerTablet(id uint64, v *View) error {
 			eligible++
 		}
 	}
-	need := neededVoters(m.cfg.ReplicationFactor, eligible)
+	rf := m.replicationFactor(id)
+	need := neededVoters(rf, eligible)
 	var good, leaving []uint64
 	for _, vo := range voters {
 		switch {
@@ -143,7 +145,7 @@ func (m *Member) considerTablet(id uint64, v *View) error {
 		}
 		return m.change(id, pb.ConfChangeType_ConfChangeRemoveNode, victim, "remove leaving voter")
 	}
-	if len(good) > m.cfg.ReplicationFactor {
+	if len(good) > rf {
 		victim := m.pickVictim(v, good)
 		if victim == self {
 			return m.handOff(id, good)
@@ -154,6 +156,17 @@ func (m *Member) considerTablet(id uint64, v *View) error {
 		return m.rebalance(id, v, voters, good)
 	}
 	return nil
+}
+
+// replicationFactor is the number of voters tablet id aims for: its
+// zone's num_replicas, else the cluster's factor.
+func (m *Member) replicationFactor(id uint64) int {
+	if m.cfg.ZoneReplicas != nil {
+		if n := m.cfg.ZoneReplicas(id); n > 0 {
+			return n
+		}
+	}
+	return m.cfg.ReplicationFactor
 }
 
 // rebalance moves one replica of a tablet at its target towards a node

@@ -73,6 +73,8 @@ type replication struct {
 	clock   *clockmon.Monitor
 	pinger  *rpc.ClockPinger
 	monDone chan struct{}
+	// zones gives the queues each tablet's placement settings (zones.go).
+	zones *zones
 }
 
 // memberID returns the position (from 1) of self in join, 0 if absent.
@@ -350,6 +352,7 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 		return fmt.Errorf("opening tablets: %w", err)
 	}
 	st.Store(s.store)
+	r.zones = &zones{st: s.store}
 	r.member = membership.New(membership.Config{
 		Self:              membership.NodeRecord{NodeID: id, RPCAddr: cfg.RPCAddr, Locality: cfg.Locality},
 		InitialMembers:    len(peers),
@@ -359,6 +362,7 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 		Store:             s.store,
 		Registry:          registry,
 		ReplicationFactor: cfg.ReplicationFactor,
+		ZoneReplicas:      r.zones.replicas,
 		DeadAfter:         cfg.DeadAfter,
 		LivenessTTL:       cfg.LivenessTTL,
 		ScanInterval:      cfg.ReplicateInterval,
@@ -398,6 +402,7 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 		r.runDone <- err
 	}()
 	go func() { defer close(r.monDone); r.clock.Run(runCtx) }()
+	r.zones.start(s)
 	r.startLeaseBalancer(cfg)
 	s.log.Info("cairn: replicating", "node", id, "join", cfg.Join)
 	return nil
@@ -424,6 +429,9 @@ const raftTick = 50 * time.Millisecond
 // stop ends the RPC server and the raft scheduler (the store is closed
 // before, the engine after).
 func (r *replication) stopServing() {
+	if r.zones != nil {
+		r.zones.close()
+	}
 	if r.member != nil {
 		r.member.Stop()
 	}
@@ -446,6 +454,7 @@ func (r *replication) stop() error {
 	if r.stopBalancer != nil {
 		r.stopBalancer()
 	}
+
 	r.stopRun()
 	err := <-r.runDone
 	<-r.monDone

@@ -40,14 +40,12 @@ func newGeography(cfg Config, id uint64) *rpc.Geography {
 	return rpc.NewGeography(id, cfg.Locality, lat)
 }
 
-// startLeaseBalancer runs the lease balancer until the replication stops
-// (nothing without preferences).
+// startLeaseBalancer runs the lease balancer until the replication stops:
+// the flag's preferences, and the zones' (ALTER ... CONFIGURE ZONE USING
+// lease_preferences) for their tablets.
 func (r *replication) startLeaseBalancer(cfg Config) {
 	prefs, _ := store.ParseLeasePreferences(cfg.LeasePreferences)
-	if prefs.IsZero() {
-		return
-	}
-	b := store.NewLeaseBalancer(store.LeaseBalancerConfig{Node: r.raft, Region: r.geo.Region, Prefs: prefs}, r.id)
+	b := store.NewLeaseBalancer(store.LeaseBalancerConfig{Node: r.raft, Region: r.geo.Region, Prefs: prefs, ZonePrefs: r.zones.prefs}, r.id)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

@@ -16,6 +16,10 @@ package store
 //     Every node sees every group it has a replica of, with its leader, so
 //     each computes the same counts.
 //
+// The policy is the node's (--lease-preferences) unless the tablet's zone
+// sets lease preferences (ZonePrefs; ALTER ... CONFIGURE ZONE): then the
+// zone's apply to that tablet.
+//
 // Each node moves only leases it holds, so two nodes never fight over
 // one; a pass moves at most maxTransfersPerPass leases, since each new
 // leaseholder waits out the maximum clock offset before serving.
@@ -86,6 +90,10 @@ type LeaseBalancerConfig struct {
 	// Region returns a node's region ("" when unknown).
 	Region func(node uint64) string
 	Prefs  LeasePreferences
+	// ZonePrefs, if set, returns the preferences of tablet id's zone
+	// (ALTER ... CONFIGURE ZONE USING lease_preferences; package zone),
+	// ok false when its zone sets none and Prefs applies.
+	ZonePrefs func(tablet uint64) (p LeasePreferences, ok bool)
 	// Interval between passes (0: 1s), each jittered by up to a fifth.
 	Interval time.Duration
 	// MinHold is how long a node keeps a lease before the balancer may
@@ -130,7 +138,7 @@ func NewLeaseBalancer(cfg LeaseBalancerConfig, self uint64) *LeaseBalancer {
 
 // Run makes a pass every interval until ctx ends.
 func (b *LeaseBalancer) Run(ctx context.Context) {
-	if b.cfg.Prefs.IsZero() {
+	if b.cfg.Prefs.IsZero() && b.cfg.ZonePrefs == nil {
 		return
 	}
 	for {
@@ -156,32 +164,48 @@ func (b *LeaseBalancer) Pass() int {
 			b.held[g.TabletID] = heldLease{term: g.Lease, since: now}
 		}
 	}
-	moves := 0
-	if b.cfg.Prefs.Spread {
-		moves = b.spread(groups)
-	} else {
-		moves = b.prefer(groups)
+	prefs := make(map[uint64]LeasePreferences, len(groups))
+	for _, g := range groups {
+		if g.Lease != 0 {
+			prefs[g.TabletID] = b.prefsOf(g.TabletID)
+		}
 	}
-	return moves
+	moves := b.prefer(groups, prefs)
+	return moves + b.spread(groups, prefs, maxTransfersPerPass-moves)
 }
 
-// rank is a region's place in the preferences (len: not preferred).
-func (b *LeaseBalancer) rank(node uint64) int {
+// prefsOf is tablet id's preferences: its zone's, else the node's.
+func (b *LeaseBalancer) prefsOf(id uint64) LeasePreferences {
+	if b.cfg.ZonePrefs != nil {
+		if p, ok := b.cfg.ZonePrefs(id); ok {
+			return p
+		}
+	}
+	return b.cfg.Prefs
+}
+
+// rank is a region's place in regions (len: not preferred).
+func (b *LeaseBalancer) rank(regions []string, node uint64) int {
 	r := b.cfg.Region(node)
-	if i := slices.Index(b.cfg.Prefs.Regions, r); i >= 0 && r != "" {
+	if i := slices.Index(regions, r); i >= 0 && r != "" {
 		return i
 	}
-	return len(b.cfg.Prefs.Regions)
+	return len(regions)
 }
 
-func (b *LeaseBalancer) prefer(groups []raftnode.GroupInfo) int {
+// prefer moves the leases of groups whose preferences list regions.
+func (b *LeaseBalancer) prefer(groups []raftnode.GroupInfo, prefs map[uint64]LeasePreferences) int {
 	moves := 0
-	mine := b.rank(b.self)
 	now := time.Now()
 	for _, g := range groups {
 		if g.Lease == 0 || len(g.Voters) < 2 || moves >= maxTransfersPerPass {
 			continue
 		}
+		regions := prefs[g.TabletID].Regions
+		if prefs[g.TabletID].Spread || len(regions) == 0 {
+			continue
+		}
+		mine := b.rank(regions, b.self)
 		if now.Sub(b.held[g.TabletID].since) < b.cfg.MinHold {
 			continue
 		}
@@ -190,7 +214,7 @@ func (b *LeaseBalancer) prefer(groups []raftnode.GroupInfo) int {
 			if v == b.self {
 				continue
 			}
-			if rk := b.rank(v); rk < best {
+			if rk := b.rank(regions, v); rk < best {
 				target, best = v, rk
 			}
 		}
@@ -204,7 +228,9 @@ func (b *LeaseBalancer) prefer(groups []raftnode.GroupInfo) int {
 	return moves
 }
 
-func (b *LeaseBalancer) spread(groups []raftnode.GroupInfo) int {
+// spread evens out the leases of groups whose preferences say spread,
+// counting every group's leader, up to max moves.
+func (b *LeaseBalancer) spread(groups []raftnode.GroupInfo, prefs map[uint64]LeasePreferences, max int) int {
 	count := map[uint64]int{}
 	for _, g := range groups {
 		for _, v := range g.Voters {
@@ -219,7 +245,7 @@ func (b *LeaseBalancer) spread(groups []raftnode.GroupInfo) int {
 	moves := 0
 	now := time.Now()
 	for _, g := range groups {
-		if g.Lease == 0 || len(g.Voters) < 2 || moves >= maxTransfersPerPass {
+		if g.Lease == 0 || len(g.Voters) < 2 || moves >= max || !prefs[g.TabletID].Spread {
 			continue
 		}
 		if now.Sub(b.held[g.TabletID].since) < b.cfg.MinHold {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/cairn-db/cairn/sql/rowenc"
 	"github.com/cairn-db/cairn/sql/types"
+	"github.com/cairn-db/cairn/zone"
 )
 
 // ID names a descriptor (database, schema, table, view, sequence) for its
@@ -84,6 +85,9 @@ type Database struct {
 	Comment string `json:"comment,omitempty"`
 	// ACL is the object's privileges (privilege.go); nil is the default.
 	ACL []ACLItem `json:"acl,omitempty"`
+	// Zone is ALTER DATABASE ... CONFIGURE ZONE's placement settings
+	// (package zone); nil: the cluster's.
+	Zone *zone.Config `json:"zone,omitempty"`
 }
 
 // Schema is a schema of a database.

@@ -5,6 +5,7 @@ import (
 
 	"github.com/cairn-db/cairn/sql/rowenc"
 	"github.com/cairn-db/cairn/sql/types"
+	"github.com/cairn-db/cairn/zone"
 )
 
 // Table is a table's descriptor: its columns, indexes, constraints, and
@@ -49,6 +50,11 @@ type Table struct {
 	ConstraintComments map[string]string `json:"constraint_comments,omitempty"`
 	// ACL is the object's privileges (privilege.go); nil is the default.
 	ACL []ACLItem `json:"acl,omitempty"`
+	// Zone is ALTER TABLE ... CONFIGURE ZONE's placement settings
+	// (package zone), for the fields it sets; the rest come from the
+	// database's. A colocated table has none (it shares its database's
+	// tablet).
+	Zone *zone.Config `json:"zone,omitempty"`
 
 	// layout: see SharedLayout (layout.go).
 	layout *layoutMemo

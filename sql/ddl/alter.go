@@ -79,7 +79,11 @@ func (e *executor) alterTable(ctx context.Context, n *pg_query.AlterTableStmt) (
 		// sequences and views.
 		for _, cn := range n.Cmds {
 			switch cn.GetAlterTableCmd().GetSubtype() {
-			case pg_query.AlterTableType_AT_ChangeOwner, pg_query.AlterTableType_AT_SetRelOptions, pg_query.AlterTableType_AT_ResetRelOptions:
+			case pg_query.AlterTableType_AT_SetRelOptions:
+				if hasZoneOptions(cn.GetAlterTableCmd().GetDef().GetList().GetItems()) {
+					return tag, pgerror.New(pgerrcode.WrongObjectType, "%q is not a table: only databases and tables have zones", d.DescName())
+				}
+			case pg_query.AlterTableType_AT_ChangeOwner, pg_query.AlterTableType_AT_ResetRelOptions:
 			default:
 				return tag, pgerror.New(pgerrcode.WrongObjectType, "%q is not a table", d.DescName())
 			}
@@ -174,11 +178,27 @@ func (e *executor) alterCmd(ctx context.Context, cur *catalog.Table, cmd *pg_que
 	case pg_query.AlterTableType_AT_ChangeOwner:
 		return e.changeOwner(ctx, cur, cmd.Newowner)
 	case pg_query.AlterTableType_AT_SetRelOptions:
-		rest, err := e.alterColocation(ctx, cur, cmd.Def.GetList().GetItems())
+		opts := cmd.Def.GetList().GetItems()
+		zoned := hasZoneOptions(opts)
+		rest, err := e.alterTableZone(ctx, cur, opts)
 		if err != nil {
 			return err
 		}
-		return checkStorageParams(rest, false)
+		if zoned {
+			// Re-read: the table's zone changed.
+			if cur, err = e.x.Writer.TableByID(ctx, cur.ID); err != nil {
+				return err
+			}
+		}
+		rest, err = e.alterColocation(ctx, cur, rest)
+		if err != nil {
+			return err
+		}
+		if err := checkStorageParams(rest, false); err != nil {
+			return err
+		}
+		// The zone, or the group it applies to, may have changed.
+		return e.refreshTableZone(ctx, cur.ID, true)
 	case pg_query.AlterTableType_AT_ResetRelOptions:
 		return nil
 	case pg_query.AlterTableType_AT_SetStatistics, pg_query.AlterTableType_AT_SetStorage, pg_query.AlterTableType_AT_SetCompression,

@@ -56,6 +56,8 @@ func Exec(ctx context.Context, x *Context, stmt *parser.Statement) (string, erro
 		return e.drop(ctx, n.DropStmt)
 	case *pg_query.Node_CreatedbStmt:
 		return "CREATE DATABASE", e.createDatabase(ctx, n.CreatedbStmt)
+	case *pg_query.Node_AlterDatabaseStmt:
+		return e.alterDatabase(ctx, n.AlterDatabaseStmt)
 	case *pg_query.Node_DropdbStmt:
 		return "DROP DATABASE", e.dropDatabase(ctx, n.DropdbStmt)
 	case *pg_query.Node_CreateSchemaStmt:

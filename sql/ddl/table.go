@@ -198,6 +198,10 @@ func (e *executor) createTable(ctx context.Context, n *pg_query.CreateStmt) erro
 	if err := e.splitTable(ctx, b.t); err != nil {
 		return err
 	}
+	// A table of a database with a zone gets the zone's record.
+	if err := e.refreshTableZone(ctx, b.t.ID, false); err != nil {
+		return err
+	}
 	if err := b.createSequences(ctx); err != nil {
 		return err
 	}

@@ -45,6 +45,9 @@ const (
 	siteTableTail
 	// siteIndexTail is each top-level token after CREATE INDEX's columns.
 	siteIndexTail
+	// siteStatement is a statement's first token: rules that rewrite a
+	// whole statement the grammar has no form for (dialect_zone.go).
+	siteStatement
 )
 
 // rule is one dialect construct. apply is tried at every position of its
@@ -123,6 +126,18 @@ func init() {
 		before: "CREATE TABLE|INDEX ... SPLIT INTO n TABLETS",
 		after:  "CREATE TABLE|INDEX ... WITH (cairn_split_tablets = n)",
 		apply:  applySplitInto,
+	}, {
+		name:   "configure-zone",
+		sites:  []site{siteStatement},
+		before: "ALTER DATABASE d | TABLE t CONFIGURE ZONE USING k = v, ... | DISCARD",
+		after:  "ALTER DATABASE d WITH cairn_zone_k = v ... | ALTER TABLE t SET (cairn_zone_k = v, ...)",
+		apply:  applyConfigureZone,
+	}, {
+		name:   "show-zone",
+		sites:  []site{siteStatement},
+		before: "SHOW ZONE CONFIGURATION FOR DATABASE d | TABLE t; SHOW [ALL] ZONE CONFIGURATIONS",
+		after:  "SELECT target, raw_config_sql FROM cairn_catalog.zones WHERE ...",
+		apply:  applyShowZone,
 	}}
 }
 

@@ -33,6 +33,13 @@
 //	    or CockroachDB PRIMARY KEY (a DESC)); hash entries always lead.
 //	cairn_split_tablets = n
 //	    CREATE TABLE or CREATE INDEX: YugabyteDB SPLIT INTO n TABLETS.
+//	cairn_zone_<option> = value, cairn_zone_discard = true
+//	    ALTER TABLE t SET (...) / ALTER DATABASE d WITH ...: CockroachDB's
+//	    ALTER TABLE|DATABASE ... CONFIGURE ZONE USING option = value, ...
+//	    | DISCARD (dialect_zone.go; the DDL judges names and values).
+//
+// SHOW ZONE CONFIGURATION FOR|FROM DATABASE d | TABLE t and SHOW [ALL]
+// ZONE CONFIGURATIONS become a SELECT of cairn_catalog.zones.
 //
 // A user who writes these parameters directly means the same thing, which
 // is what lets SHOW CREATE TABLE print plain Postgres that round-trips.

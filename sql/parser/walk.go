@@ -150,7 +150,10 @@ func (w *stmtRewriter) insertAfter(i int, with ...chunk) error {
 
 // walk rewrites the statement.
 func (w *stmtRewriter) walk() error {
-	var err error
+	next, err := w.try(siteStatement, 0)
+	if err != nil || next > 0 {
+		return err
+	}
 	switch {
 	case w.word(0) == "create":
 		if open := w.createTableHeader(); open > 0 {
