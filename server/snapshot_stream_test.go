@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/cairn-db/cairn/rpc"
+	"github.com/cairn-db/cairn/storage"
+	"github.com/cairn-db/cairn/tablet"
 )
 
 // TestNewReplicaByStreamedSnapshot: a table whose tablet image is larger
@@ -30,6 +32,9 @@ func TestNewReplicaByStreamedSnapshot(t *testing.T) {
 		execSQL(t, n1, fmt.Sprintf("INSERT INTO t SELECT g, repeat('x', 8000) FROM generate_series(%d, %d) AS g", lo, lo+per-1))
 	}
 	c.waitPlacement("one voter", 10*time.Second, sameNodes(1))
+	if size := largestImage(t, n1); size <= limit {
+		t.Fatalf("largest tablet image %d bytes, want more than the message limit %d", size, limit)
+	}
 	join := []string{c.addrs[1]}
 	n2 := c.start(join, "region=b")
 	n3 := c.start(join, "region=c")
@@ -54,4 +59,31 @@ func TestNewReplicaByStreamedSnapshot(t *testing.T) {
 		conn.Close(ctx)
 		cancel()
 	}
+}
+
+// largestImage is the size in bytes (keys and values) of the largest
+// tablet image on s's engine.
+func largestImage(t *testing.T, s *Server) int {
+	t.Helper()
+	largest := 0
+	for _, d := range s.store.Tablets() {
+		size := 0
+		for _, sp := range tablet.ReplicatedSpans(d) {
+			it, err := s.eng.NewIter(storage.IterOptions{LowerBound: sp.Key, UpperBound: sp.EndKey})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for ok := it.First(); ok; ok = it.Next() {
+				v, err := it.UnsafeValue()
+				if err != nil {
+					it.Close()
+					t.Fatal(err)
+				}
+				size += len(it.UnsafeKey().Encode(nil)) + len(v)
+			}
+			it.Close()
+		}
+		largest = max(largest, size)
+	}
+	return largest
 }
