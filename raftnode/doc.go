@@ -28,4 +28,8 @@
 //	rftc              the ConfState as of the applied index, once a change
 //	                  was applied after the snapshot
 //	rftl <index BE8>  the entry at index
+//
+// and one store-local key per tablet (keys.StoreLocal): snapi <tablet BE8>,
+// the intent of a streamed snapshot being applied (snapshot.go), whose
+// image is ingested between the intent and the raft state.
 package raftnode

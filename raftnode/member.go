@@ -118,6 +118,12 @@ func (n *Node) RemoveReplica(tabletID uint64) error {
 		return fmt.Errorf("raftnode: removing the replica of tablet %d: %w", tabletID, err)
 	}
 	delete(n.replicas, tabletID)
+	if ps := r.pendingSnap; ps != nil {
+		// A streamed snapshot for the replica just removed.
+		r.pendingSnap = nil
+		_ = n.eng.RemoveFile(ps.path)
+		ps.done <- fmt.Errorf("raftnode: the replica of tablet %d was removed", tabletID)
+	}
 	return nil
 }
 

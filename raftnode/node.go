@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -101,6 +102,9 @@ type Replica struct {
 	// transfer leadership to transferTo: it holds no lease in that term
 	// again (transfer.go).
 	transferTerm, transferTo atomic.Uint64
+	// pendingSnap is a streamed snapshot stepped into raft whose image
+	// waits for the next Ready (snapshot.go; under the node's lock).
+	pendingSnap *pendingSnap
 }
 
 // ReadLease returns the term of the lease (0: none) and whether it may
@@ -180,6 +184,19 @@ type Config struct {
 	// replica applied a configuration without itself: the replica is no
 	// longer a member and the callback destroys it (RemoveReplica).
 	OnRemoved func(tabletID uint64)
+	// SendSnapshot, when set, streams a snapshot whose image is larger
+	// than InlineSnapshotLimit to node to (rpc.Transport.SendSnapshot):
+	// env's MsgSnap carries only the state machine's header, image the
+	// state (snapshot.go). Without it every snapshot is inline.
+	SendSnapshot func(ctx context.Context, to uint64, env Envelope, image io.Reader) error
+	// InlineSnapshotLimit is the largest image, in bytes, sent inside the
+	// raft message (0: 1 MiB); it must leave room under the transport's
+	// message limit.
+	InlineSnapshotLimit int
+	// TestingAfterIngest, when set, runs after a streamed snapshot's image
+	// was ingested and before its raft state is written; an error fails
+	// the round as an engine failure would (tests of a crash there).
+	TestingAfterIngest func(tabletID, index uint64) error
 }
 
 // Node drives every raft group of one node: it steps messages into them,
@@ -196,6 +213,14 @@ type Node struct {
 	// and sent out (a lagging or new replica caught up from an image, not
 	// the log).
 	SnapshotsApplied, SnapshotsSent atomic.Int64
+	// SnapshotsStreamed counts snapshots whose image was streamed out and
+	// taken by the receiver, SnapshotsIngested those streamed in and
+	// ingested here.
+	SnapshotsStreamed, SnapshotsIngested atomic.Int64
+	// runCtx ends when Run returns; snapWG counts the snapshot streams
+	// under way, which Run waits for (they read the engine).
+	runCtx context.Context
+	snapWG sync.WaitGroup
 
 	mu       sync.Mutex
 	replicas map[uint64]*Replica
@@ -235,6 +260,12 @@ func (n *Node) Run(ctx context.Context, tick time.Duration) error {
 	// election timeout, counted in their own ticks; a fifth of it is
 	// left for tick-rate drift and a late tick.
 	n.setTiming(int64(time.Duration(n.cfg.ElectionTicks) * tick))
+	ctx, cancel := context.WithCancel(ctx)
+	n.mu.Lock()
+	n.runCtx = ctx
+	n.mu.Unlock()
+	defer n.snapWG.Wait()
+	defer cancel()
 	t := time.NewTicker(tick)
 	defer t.Stop()
 	for {
@@ -284,7 +315,10 @@ func NewNode(cfg Config, eng *storage.Engine, t Transport) *Node {
 	if cfg.Logger == nil {
 		cfg.Logger = discardLogger{}
 	}
-	return &Node{cfg: cfg, eng: eng, transport: t, replicas: map[uint64]*Replica{}, work: make(chan struct{}, 1), now: monoNow}
+	if cfg.InlineSnapshotLimit == 0 {
+		cfg.InlineSnapshotLimit = defaultInlineSnapshotLimit
+	}
+	return &Node{cfg: cfg, eng: eng, transport: t, replicas: map[uint64]*Replica{}, work: make(chan struct{}, 1), now: monoNow, runCtx: context.Background()}
 }
 
 // AddReplica opens (or creates) this node's replica of tabletID. A
@@ -381,6 +415,9 @@ func (n *Node) Step(env Envelope) error {
 	}
 	if n.fenced.Load() && fencedIn(env.Msg) {
 		return nil
+	}
+	if ss, ok := r.sm.(SnapshotStreamer); ok && env.Msg.GetType() == pb.MessageType_MsgSnap && ss.IsStreamHeader(env.Msg.GetSnapshot().GetData()) {
+		return ErrSnapshotFromStream
 	}
 	if t := env.Msg.GetType(); t == pb.MessageType_MsgVote || t == pb.MessageType_MsgPreVote {
 		if el := n.electionDur.Load(); el == 0 || n.now()-r.started < el {
@@ -537,17 +574,42 @@ func (n *Node) processReady() (bool, []func(), error) {
 	defer persist.Close()
 	apply := n.eng.NewBatch()
 	defer apply.Close()
+	// streamedIn are the streamed snapshots applied this round, whose
+	// senders are answered once persist has committed.
+	var streamedIn []*pendingSnap
 	for _, id := range ids {
 		r := n.replicas[id]
 		prevHS, _, _ := r.log.InitialState()
 		rd := r.rn.Ready()
-		if !raft.IsEmptySnap(rd.Snapshot) {
+		ps := r.pendingSnap
+		r.pendingSnap = nil
+		if ps != nil && (raft.IsEmptySnap(rd.Snapshot) || rd.Snapshot.GetMetadata().GetIndex() != ps.index) {
+			// Raft declined the streamed snapshot (its answer, in this
+			// Ready, tells the leader where the log stands).
+			_ = n.eng.RemoveFile(ps.path)
+			ps.done <- nil
+			ps = nil
+		}
+		if ps != nil {
+			if err := n.applyStreamed(r, &rd, prevHS, ps, persist); err != nil {
+				ps.done <- err
+				return true, nil, fmt.Errorf("raftnode: tablet %d: %w", id, err)
+			}
+			// Answered once persist has committed (below).
+			streamedIn = append(streamedIn, ps)
+		} else if !raft.IsEmptySnap(rd.Snapshot) {
+			if ss, ok := r.sm.(SnapshotStreamer); ok && ss.IsStreamHeader(rd.Snapshot.GetData()) {
+				// Step and ReceiveSnapshot let none through.
+				return true, nil, fmt.Errorf("raftnode: tablet %d: %w", id, ErrSnapshotFromStream)
+			}
 			if err := r.log.ApplySnapshot(persist, rd.Snapshot); err != nil {
 				return true, nil, fmt.Errorf("raftnode: tablet %d: %w", id, err)
 			}
 			if err := r.sm.ApplySnapshot(persist, rd.Snapshot); err != nil {
 				return true, nil, fmt.Errorf("raftnode: tablet %d: applying a snapshot: %w", id, err)
 			}
+		}
+		if !raft.IsEmptySnap(rd.Snapshot) {
 			n.SnapshotsApplied.Add(1)
 			r.applied = rd.Snapshot.GetMetadata().GetIndex()
 			r.conf = pb.EnsureConfState(rd.Snapshot.GetMetadata().GetConfState())
@@ -582,14 +644,21 @@ func (n *Node) processReady() (bool, []func(), error) {
 		if err := commit(); err != nil {
 			// Nothing of this round is acknowledged: the engine fails
 			// closed (storage.ErrEngineFailed) and raft must not advance.
+			for _, ps := range streamedIn {
+				ps.done <- err
+			}
 			return true, nil, fmt.Errorf("raftnode: persisting a round: %w", err)
 		}
+	}
+	for _, ps := range streamedIn {
+		ps.done <- nil
 	}
 	var out []Envelope
 	var snapsTo []struct {
 		r  *Replica
 		to uint64
 	}
+	var streams []func(start bool)
 	fenced := n.fenced.Load()
 	for _, x := range rds {
 		for _, m := range x.rd.Messages {
@@ -600,12 +669,20 @@ func (n *Node) processReady() (bool, []func(), error) {
 				// Raft asked for the log's truncation point; send the
 				// state as of the last applied entry instead, which is
 				// newer and is what the image holds.
-				snap, err := x.r.snapshot()
+				stream, err := n.makeSnapshot(x.r, m)
 				if err != nil {
+					for _, s := range streams {
+						s(false)
+					}
 					return true, nil, fmt.Errorf("raftnode: tablet %d: making a snapshot: %w", x.r.TabletID, err)
 				}
-				m.Snapshot = snap
 				n.SnapshotsSent.Add(1)
+				if stream != nil {
+					// Too large for a message: streamed, and
+					// reported to raft when the stream ends.
+					streams = append(streams, stream)
+					continue
+				}
 				snapsTo = append(snapsTo, struct {
 					r  *Replica
 					to uint64
@@ -621,6 +698,9 @@ func (n *Node) processReady() (bool, []func(), error) {
 		// The transport took the snapshot; whether it arrives shows in the
 		// follower's response, as after any append.
 		s.r.rn.ReportSnapshot(s.to, raft.SnapshotFinish)
+	}
+	for _, s := range streams {
+		s(true)
 	}
 	applied := make([][]*pb.Entry, len(rds))
 	for i, x := range rds {
@@ -765,28 +845,16 @@ func (r *Replica) updateLease(obs ApplyObserver) func() {
 	}
 }
 
-// snapshot is the replica's state as of its last applied entry.
-func (r *Replica) snapshot() (*pb.Snapshot, error) {
-	term, err := r.log.Term(r.applied)
-	if err != nil {
-		return nil, err
-	}
-	data, err := r.sm.Snapshot()
-	if err != nil {
-		return nil, err
-	}
-	index := r.applied
-	return &pb.Snapshot{Data: data, Metadata: &pb.SnapshotMetadata{
-		Index: &index, Term: &term, ConfState: proto.Clone(r.conf).(*pb.ConfState),
-	}}, nil
-}
-
 func (n *Node) appliedKey(tabletID uint64) storage.MVCCKey {
 	return storage.MVCCKey{Key: keys.TabletReplicated(tabletID, appliedSuffix)}
 }
 
 func (n *Node) readApplied(tabletID uint64) (uint64, error) {
-	v, ok, err := n.eng.Get(n.appliedKey(tabletID))
+	return readApplied(n.eng, tabletID)
+}
+
+func readApplied(eng *storage.Engine, tabletID uint64) (uint64, error) {
+	v, ok, err := eng.Get(storage.MVCCKey{Key: keys.TabletReplicated(tabletID, appliedSuffix)})
 	if err != nil || !ok {
 		return 0, err
 	}

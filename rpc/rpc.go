@@ -65,8 +65,11 @@ func (rawCodec) Name() string { return codecName }
 func init() { encoding.RegisterCodec(rawCodec{}) }
 
 // MaxBatchSize bounds one encoded batch (and so what a peer can make this
-// node allocate for one message).
-const MaxBatchSize = 64 << 20
+// node allocate for one message): a raft batch, a KV batch, a frame of a
+// snapshot stream. A variable only so that tests can lower it (before
+// they open servers and transports, which read it then) to show what
+// does not fit in a message; 64 MiB otherwise.
+var MaxBatchSize = 64 << 20
 
 // encodeBatch appends envs as: count, then per envelope its tablet ID and
 // the length-prefixed protobuf of its message (all uvarints).

@@ -363,7 +363,7 @@ func TestSnapshotStream(t *testing.T) {
 
 	var got raftnode.Envelope
 	refuse := false
-	recv := func(env raftnode.Envelope, image io.Reader) error {
+	recv := func(_ context.Context, env raftnode.Envelope, image io.Reader) error {
 		if refuse {
 			return errors.New("no room")
 		}
@@ -392,7 +392,7 @@ func TestSnapshotStream(t *testing.T) {
 
 	typ := pb.MessageType_MsgSnap
 	to, index := uint64(2), uint64(77)
-	env := raftnode.Envelope{TabletID: 3, Msg: &pb.Message{Type: &typ, To: &to, Snapshot: &pb.Snapshot{Data: []byte("inline data is not sent"), Metadata: &pb.SnapshotMetadata{Index: &index}}}}
+	env := raftnode.Envelope{TabletID: 3, Msg: &pb.Message{Type: &typ, To: &to, Snapshot: &pb.Snapshot{Data: []byte("header"), Metadata: &pb.SnapshotMetadata{Index: &index}}}}
 	f, err := sender.FS().Open("out.sst")
 	if err != nil {
 		t.Fatal(err)
@@ -401,7 +401,7 @@ func TestSnapshotStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	if got.TabletID != 3 || got.Msg.GetSnapshot().GetMetadata().GetIndex() != 77 || got.Msg.GetSnapshot().GetData() != nil {
+	if got.TabletID != 3 || got.Msg.GetSnapshot().GetMetadata().GetIndex() != 77 || string(got.Msg.GetSnapshot().GetData()) != "header" {
 		t.Errorf("received header %v", got)
 	}
 	for _, k := range []string{"\x03k000000", "\x03k012345", "\x03k019999"} {

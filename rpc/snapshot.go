@@ -9,26 +9,30 @@ import (
 	"github.com/cairn-db/cairn/raftnode"
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/grpc"
-	"google.golang.org/protobuf/proto"
 )
 
-// A replica snapshot is too large for a raft message: its image (an SST of
-// the tablet's replicated spans, tablet.WriteSnapshot) travels on a stream
-// of its own, as a header frame carrying the tablet ID and the MsgSnap
-// (with the snapshot's metadata, no data), then chunks of the image.
+// A replica snapshot can be too large for a raft message: its image (an
+// SST of the tablet's replicated spans, tablet.WriteSnapshot) travels on a
+// stream of its own, as a header frame carrying the tablet ID and the
+// MsgSnap (the snapshot's metadata, and in its Data only the state
+// machine's small header: the descriptor), then chunks of the image.
 
 const (
 	snapshotStream = "Snapshot"
 	snapshotMethod = "/" + serviceName + "/" + snapshotStream
-	// chunkSize is the image bytes per frame.
-	chunkSize = 1 << 20
+	// maxChunk is the most image bytes per frame (less when MaxBatchSize
+	// is lowered: a frame must fit in a message).
+	maxChunk = 1 << 20
 )
+
+func chunkSize() int { return min(maxChunk, MaxBatchSize/2) }
 
 // SnapshotReceiver takes an incoming snapshot: the envelope of its
 // MsgSnap and a reader of its image, which it must consume (typically
-// into an SST file on the engine's filesystem) before returning. An error
-// is reported to the sender.
-type SnapshotReceiver func(env raftnode.Envelope, image io.Reader) error
+// into an SST file on the engine's filesystem) before returning (ctx ends
+// with the stream: the sender gave up or the server stops). An error is
+// reported to the sender.
+type SnapshotReceiver func(ctx context.Context, env raftnode.Envelope, image io.Reader) error
 
 // streamReader reads a snapshot stream's chunk frames as one byte stream.
 type streamReader struct {
@@ -62,7 +66,7 @@ func (s *server) snapshot(stream grpc.ServerStream) error {
 		return fmt.Errorf("rpc: a snapshot stream must start with one MsgSnap: %v", err)
 	}
 	r := &streamReader{stream: stream}
-	if err := s.snap(envs[0], r); err != nil {
+	if err := s.snap(stream.Context(), envs[0], r); err != nil {
 		return err
 	}
 	// Whatever the receiver left unread is drained so the sender's
@@ -74,9 +78,9 @@ func (s *server) snapshot(stream grpc.ServerStream) error {
 	return stream.SendMsg(&ok)
 }
 
-// SendSnapshot streams a snapshot to node to: env's MsgSnap (its Data is
-// not sent: image carries the state) then the image, and waits for the
-// receiver to have taken it.
+// SendSnapshot streams a snapshot to node to: env's MsgSnap (whose Data
+// must be only the state machine's header, small: image carries the
+// state) then the image, and waits for the receiver to have taken it.
 func (t *Transport) SendSnapshot(ctx context.Context, to uint64, env raftnode.Envelope, image io.Reader) error {
 	addr, err := t.cfg.Resolve(to)
 	if err != nil {
@@ -91,11 +95,7 @@ func (t *Transport) SendSnapshot(ctx context.Context, to uint64, env raftnode.En
 	if err != nil {
 		return fmt.Errorf("rpc: snapshot to node %d: %w", to, err)
 	}
-	msg := proto.Clone(env.Msg).(*pb.Message)
-	if msg.Snapshot != nil {
-		msg.Snapshot.Data = nil
-	}
-	head, err := encodeBatch(nil, []raftnode.Envelope{{TabletID: env.TabletID, Msg: msg}})
+	head, err := encodeBatch(nil, []raftnode.Envelope{env})
 	if err != nil {
 		return err
 	}
@@ -116,7 +116,7 @@ func (t *Transport) SendSnapshot(ctx context.Context, to uint64, env raftnode.En
 		return err
 	}
 	for !ended {
-		chunk := make([]byte, chunkSize)
+		chunk := make([]byte, chunkSize())
 		n, rerr := io.ReadFull(image, chunk)
 		if n > 0 {
 			chunk = chunk[:n]

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"slices"
 	"sync/atomic"
@@ -322,7 +323,13 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 		if n := raftRef.Load(); n != nil {
 			_ = n.Step(env)
 		}
-	}, nil, append([]rpc.ServeOption{rpc.WithKV(kvRef), rpc.WithGeography(r.geo), rpc.WithClock(clock.PhysicalNow)}, svc.ServeOptions()...)...)
+	}, func(ctx context.Context, env raftnode.Envelope, image io.Reader) error {
+		n := raftRef.Load()
+		if n == nil {
+			return errors.New("cairn: not replicating yet")
+		}
+		return n.ReceiveSnapshot(ctx, env, image)
+	}, append([]rpc.ServeOption{rpc.WithKV(kvRef), rpc.WithGeography(r.geo), rpc.WithClock(clock.PhysicalNow)}, svc.ServeOptions()...)...)
 	registry := membership.NewRegistry()
 	id, peers, err := s.identify(ctx, registry)
 	if err != nil {
@@ -334,6 +341,11 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 	var st atomic.Pointer[store.Store]
 	r.raft = raftnode.NewNode(raftnode.Config{
 		NodeID: id,
+		// Snapshots too large for a raft message stream as SSTs;
+		// messages (several to a frame) stay well under the limit.
+		SendSnapshot:        r.transport.SendSnapshot,
+		InlineSnapshotLimit: min(1<<20, rpc.MaxBatchSize/8),
+		MaxSizePerMsg:       uint64(min(1<<20, rpc.MaxBatchSize/8)),
 		OnUnknownTablet: func(t uint64) {
 			if p := st.Load(); p != nil {
 				p.CreateReplica(kvpb.TabletID(t))

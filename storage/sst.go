@@ -2,7 +2,11 @@ package storage
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
+	"strings"
 
 	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
 	"github.com/cockroachdb/pebble/v2/sstable"
@@ -120,4 +124,70 @@ func (w *SSTWriter) Abort() {
 	w.done = true
 	_ = w.w.Close()
 	_ = w.fs.Remove(w.path)
+}
+
+// WriteFile writes r to name in the engine's directory and syncs it (an
+// SST received from another node, to be ingested). It returns the path to
+// hand to Ingest; on error nothing is left behind.
+func (e *Engine) WriteFile(name string, r io.Reader) (string, error) {
+	path := e.fs.PathJoin(e.dir, name)
+	f, err := e.fs.Create(path, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return "", fmt.Errorf("storage: create %s: %w", path, err)
+	}
+	_, err = io.Copy(f, r)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = e.fs.Remove(path)
+		return "", fmt.Errorf("storage: write %s: %w", path, err)
+	}
+	return path, nil
+}
+
+// SSTPath is where a temporary SST named name lives on the engine's
+// filesystem (the path for NewSSTWriter).
+func (e *Engine) SSTPath(name string) string { return e.fs.PathJoin(e.dir, name) }
+
+// OpenFile opens a file of the engine's filesystem for reading (an SST
+// written with NewSSTWriter, to be streamed).
+func (e *Engine) OpenFile(path string) (io.ReadCloser, error) {
+	f, err := e.fs.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("storage: open %s: %w", path, err)
+	}
+	return f, nil
+}
+
+// RemoveFile removes a file of the engine's filesystem; a missing file is
+// no error.
+func (e *Engine) RemoveFile(path string) error {
+	if err := e.fs.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("storage: remove %s: %w", path, err)
+	}
+	return nil
+}
+
+// RemoveFiles removes the files of the engine's directory whose names
+// start with one of prefixes (temporary SSTs a crash left behind).
+func (e *Engine) RemoveFiles(prefixes ...string) error {
+	names, err := e.fs.List(e.dir)
+	if err != nil {
+		return fmt.Errorf("storage: listing %s: %w", e.dir, err)
+	}
+	for _, name := range names {
+		for _, p := range prefixes {
+			if strings.HasPrefix(name, p) {
+				if err := e.RemoveFile(e.fs.PathJoin(e.dir, name)); err != nil {
+					return err
+				}
+				break
+			}
+		}
+	}
+	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/keys"
 	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/raftnode"
 	"github.com/cairn-db/cairn/storage"
 	"github.com/cairn-db/cairn/tablet"
 )
@@ -90,6 +91,14 @@ func Open(ctx context.Context, eng *storage.Engine, clock *hlc.Clock, cfg Config
 	s.stop, s.cancel = context.WithCancel(context.Background())
 	s.bgCtx, s.inflightDone = stopCtx{Context: context.Background(), stop: s.stop}, s.inflight.Done
 	s.mu.replicas = make(map[kvpb.TabletID]*tablet.Replica)
+	if cfg.Raft != nil {
+		// Before anything reads the directory or a replica's raft
+		// state: a streamed snapshot a crash interrupted after its
+		// ingest is finished here (raftnode/snapshot.go).
+		if err := raftnode.RecoverSnapshots(eng); err != nil {
+			return nil, fmt.Errorf("store: open: %w", err)
+		}
+	}
 	descs, err := tablet.ReadDirectory(eng)
 	if err != nil {
 		return nil, fmt.Errorf("store: open: %w", err)

@@ -550,22 +550,38 @@ func AwaitsSnapshot(r storage.Reader, id kvpb.TabletID) (bool, error) {
 // descriptor is read from the same engine snapshot as the data (the
 // directory entry of the tablet holding its start key, which a split
 // keeps) as well as from memory, where a split already committed may not
-// yet have narrowed it. (The streamed SST form, WriteSnapshot/IngestSnapshot
-// over rpc.SendSnapshot, replaces this for large tablets; this one
-// travels inside the raft message.)
+// yet have narrowed it. This inline form travels inside the raft
+// message; an image too large for one goes in the streamed form
+// (SnapshotStream, snapshot_stream.go).
 func (m *RaftStateMachine) Snapshot() ([]byte, error) {
+	data, _, err := m.snapshotInline(0)
+	return data, err
+}
+
+// snapshotDesc is the descriptor a snapshot read from snap carries: the
+// later of the directory's and the in-memory one. Memory lags a split
+// whose batch has committed, and the directory, which other tablets'
+// snapshots also write (ApplySnapshot), may lag memory. A replica
+// outside a store's directory (tests) has only memory's.
+func (r *Replica) snapshotDesc(snap *storage.Snapshot) (kvpb.TabletDescriptor, error) {
+	desc := r.Desc()
+	if d, found, err := LookupDirectory(snap, desc.StartKey, false); err != nil {
+		return desc, fmt.Errorf("tablet %d: snapshot: %w", desc.TabletID, err)
+	} else if found && d.TabletID == desc.TabletID && d.Generation > desc.Generation {
+		desc = d
+	}
+	return desc, nil
+}
+
+// snapshotInline is Snapshot's image, or ok false once it exceeds limit
+// bytes (limit 0: no limit).
+func (m *RaftStateMachine) snapshotInline(limit int) (data []byte, ok bool, err error) {
 	r := m.r
 	snap := r.eng.NewSnapshot()
 	defer snap.Close()
-	desc := r.Desc()
-	// The later of the directory's and the in-memory descriptor: memory
-	// lags a split whose batch has committed, and the directory, which
-	// other tablets' snapshots also write (ApplySnapshot), may lag memory.
-	// A replica outside a store's directory (tests) has only memory's.
-	if d, found, err := LookupDirectory(snap, desc.StartKey, false); err != nil {
-		return nil, fmt.Errorf("tablet %d: snapshot: %w", desc.TabletID, err)
-	} else if found && d.TabletID == desc.TabletID && d.Generation > desc.Generation {
-		desc = d
+	desc, err := r.snapshotDesc(snap)
+	if err != nil {
+		return nil, false, err
 	}
 	enc := EncodeDescriptor(nil, desc)
 	out := []byte{snapshotVersion}
@@ -574,37 +590,45 @@ func (m *RaftStateMachine) Snapshot() ([]byte, error) {
 	for _, sp := range ReplicatedSpans(desc) {
 		it, err := snap.NewIter(storage.IterOptions{LowerBound: sp.Key, UpperBound: sp.EndKey})
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		for ok := it.First(); ok; ok = it.Next() {
 			v, err := it.UnsafeValue()
 			if err != nil {
 				it.Close()
-				return nil, err
+				return nil, false, err
 			}
 			k := it.UnsafeKey().Encode(nil)
 			out = binary.AppendUvarint(out, uint64(len(k)))
 			out = append(out, k...)
 			out = binary.AppendUvarint(out, uint64(len(v)))
 			out = append(out, v...)
+			if limit > 0 && len(out) > limit {
+				it.Close()
+				return nil, false, nil
+			}
 		}
 		err = it.Err()
 		it.Close()
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
-	return out, nil
+	return out, true, nil
 }
 
 // ApplySnapshot replaces, in b, the replicated state of the snapshot's
-// descriptor with the snapshot's; keys outside those spans are left
+// descriptor with the snapshot's (for the streamed form the image was
+// ingested before: applyStreamedHeader writes the rest); keys outside those spans are left
 // alone (see snapshotVersion). The replica takes the descriptor up in
 // Applied, once b has committed; the tablets the snapshot's split records
 // place in the part of the old span the new one lost are marked as
 // awaiting their own snapshot in b and handed to Config.OnSplitBySnapshot
 // there.
 func (m *RaftStateMachine) ApplySnapshot(b *storage.Batch, snap *pb.Snapshot) error {
+	if m.IsStreamHeader(snap.GetData()) {
+		return m.applyStreamedHeader(b, snap)
+	}
 	r := m.r
 	old := r.Desc()
 	d := snap.GetData()

@@ -76,9 +76,10 @@ func WriteSnapshot(r Iterable, desc kvpb.TabletDescriptor, w *storage.SSTWriter)
 
 // IngestSnapshot replaces the receiver's copy of a tablet's replicated
 // state with the SST at path (made by WriteSnapshot, on eng's filesystem).
-// The replica must not be serving: the caller holds it out of the store
-// until the ingest returns, then reopens it (rebuilding its lock table from
-// the engine).
+// A replica's streamed snapshot is ingested by raftnode itself, between
+// an intent and the raft state (raftnode/snapshot.go), while the replica,
+// a follower, serves nothing; it rebuilds its lock table from the engine
+// once the raft state is written.
 func IngestSnapshot(ctx context.Context, eng *storage.Engine, path string) error {
 	if err := eng.Ingest(ctx, []string{path}); err != nil {
 		return fmt.Errorf("ingesting snapshot %s: %w", path, err)

@@ -3,6 +3,7 @@ package testcluster
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net"
@@ -48,6 +49,12 @@ type ClusterOptions struct {
 	// ClockInterval is how often each node measures its clock offset
 	// from the others (clockmon; default 100ms).
 	ClockInterval time.Duration
+	// InlineSnapshotLimit is raftnode.Config.InlineSnapshotLimit: images
+	// larger than it stream as SSTs (0: the smaller of 1 MiB and an eighth
+	// of rpc.MaxBatchSize).
+	InlineSnapshotLimit int
+	// AfterIngest is raftnode.Config.TestingAfterIngest, told the node.
+	AfterIngest func(node, tabletID, index uint64) error
 }
 
 // Cluster is several nodes replicating every tablet over gRPC on
@@ -123,6 +130,18 @@ func (f filterTransport) Send(envs []raftnode.Envelope) {
 	if len(kept) > 0 {
 		f.t.Send(kept)
 	}
+}
+
+// SendSnapshot streams a snapshot unless its pair or tablet is cut off,
+// as Send drops their messages.
+func (f filterTransport) SendSnapshot(ctx context.Context, to uint64, env raftnode.Envelope, image io.Reader) error {
+	f.c.mu.Lock()
+	cut := f.c.cut[[2]uint64{f.from, to}] || f.c.blocked[[2]uint64{env.TabletID, to}]
+	f.c.mu.Unlock()
+	if cut {
+		return fmt.Errorf("testcluster: snapshot of tablet %d to node %d cut off", env.TabletID, to)
+	}
+	return f.t.SendSnapshot(ctx, to, env, image)
 }
 
 // ClusterNode is one member: a store whose tablets are raft groups, the
@@ -230,7 +249,24 @@ func (n *ClusterNode) start(ln net.Listener) error {
 	n.Engine = eng
 	n.Geo = n.geography()
 	n.transport = rpc.NewTransport(rpc.TransportConfig{Resolve: c.resolve, Geo: n.Geo})
-	n.Raft = raftnode.NewNode(raftnode.Config{NodeID: n.ID, LogKeep: c.opts.LogKeep}, eng, filterTransport{c: c, from: n.ID, t: n.transport})
+	ft := filterTransport{c: c, from: n.ID, t: n.transport}
+	inline := c.opts.InlineSnapshotLimit
+	if inline == 0 {
+		inline = min(1<<20, rpc.MaxBatchSize/8)
+	}
+	n.Raft = raftnode.NewNode(raftnode.Config{
+		NodeID: n.ID, LogKeep: c.opts.LogKeep,
+		SendSnapshot:        ft.SendSnapshot,
+		InlineSnapshotLimit: inline,
+		// Raft messages must fit the transport's frames.
+		MaxSizePerMsg: uint64(min(1<<20, rpc.MaxBatchSize/8)),
+		TestingAfterIngest: func(tablet, index uint64) error {
+			if f := c.opts.AfterIngest; f != nil {
+				return f(n.ID, tablet, index)
+			}
+			return nil
+		},
+	}, eng, ft)
 	ls := &kv.LateSender{}
 	scfg := c.opts.Store
 	scfg.Sender = ls
@@ -264,7 +300,10 @@ func (n *ClusterNode) start(ln net.Listener) error {
 	})
 	n.DB = kv.NewDB(clockmon.Guard(n.Leaseholders, n.ClockMonitor), st, n.Clock, c.opts.DB)
 	ls.Set(n.DB)
-	n.server = rpc.Serve(ln, func(env raftnode.Envelope) { _ = n.Raft.Step(env) }, nil, rpc.WithKV(st), rpc.WithGeography(n.Geo), rpc.WithClock(n.Clock.PhysicalNow))
+	raftNode := n.Raft
+	n.server = rpc.Serve(ln, func(env raftnode.Envelope) { _ = raftNode.Step(env) }, func(ctx context.Context, env raftnode.Envelope, image io.Reader) error {
+		return raftNode.ReceiveSnapshot(ctx, env, image)
+	}, rpc.WithKV(st), rpc.WithGeography(n.Geo), rpc.WithClock(n.Clock.PhysicalNow))
 	ctx, cancel := context.WithCancel(context.Background())
 	n.stopRun, n.runDone, n.monDone = cancel, make(chan error, 1), make(chan struct{})
 	go func() { n.runDone <- n.Raft.Run(ctx, c.opts.Tick) }()
