@@ -43,7 +43,11 @@ func OpenCluster(o ClusterOptions, newFS func() *vfs.MemFS) (*Cluster, error) {
 			return nil, errors.Join(fmt.Errorf("testcluster: %w", err), c.Close())
 		}
 		id := uint64(i + 1)
+		// Nodes already started resolve addresses (their clock monitors
+		// ping every peer) while later ones are added.
+		c.mu.Lock()
 		c.addrs[id] = ln.Addr().String()
+		c.mu.Unlock()
 		n := &ClusterNode{c: c, ID: id, fs: newFS()}
 		n.clockOffset.Store(int64(o.ClockOffsets[id]))
 		if err := n.start(ln); err != nil {
