@@ -522,13 +522,17 @@ func TestRebalanceOntoNewNode(t *testing.T) {
 	// though none but tablet 1's holders has the whole directory (and a
 	// node that lost tablet 1 lost its directory with it).
 	for id := uint64(1); id <= 4; id++ {
-		held := c.nodes[id].store.Tablets()
 		addr := c.addrs[id]
 		joinArg := join
 		if id == 1 {
 			joinArg = []string{addr}
 		}
+		// What the node held when it stopped: the queues may add or
+		// remove a replica up to then (the list read before the stop
+		// raced with them: 2 failures in 10 runs).
+		old := c.nodes[id]
 		c.stop(id)
+		held := old.store.Tablets()
 		s := c.startAt(addr, relisten(t, addr), c.dirs[id], joinArg, "")
 		if got := s.store.Tablets(); !slices.EqualFunc(got, held, func(a, b kvpb.TabletDescriptor) bool { return a.TabletID == b.TabletID }) {
 			t.Fatalf("node %d held tablets %v, reopened %v", id, held, got)
