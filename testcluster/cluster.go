@@ -48,6 +48,9 @@ type ClusterOptions struct {
 	// ClockInterval is how often each node measures its clock offset
 	// from the others (clockmon; default 100ms).
 	ClockInterval time.Duration
+	// SplitQueue runs every node's split queue (store.RunSplitQueue, with
+	// Store's thresholds).
+	SplitQueue bool
 }
 
 // Cluster is several nodes replicating every tablet over gRPC on
@@ -149,6 +152,7 @@ type ClusterNode struct {
 	Geo *rpc.Geography
 
 	stopBalancer func()
+	stopSplits   func()
 
 	transport *rpc.Transport
 	server    *rpc.Server
@@ -269,6 +273,7 @@ func (n *ClusterNode) start(ln net.Listener) error {
 	n.stopRun, n.runDone, n.monDone = cancel, make(chan error, 1), make(chan struct{})
 	go func() { n.runDone <- n.Raft.Run(ctx, c.opts.Tick) }()
 	n.startBalancer()
+	n.startSplitQueue()
 	go func() { defer close(n.monDone); n.ClockMonitor.Run(ctx) }()
 	n.running.Store(true)
 	return nil
@@ -281,6 +286,10 @@ func (n *ClusterNode) Stop() error {
 	if n.stopBalancer != nil {
 		n.stopBalancer()
 		n.stopBalancer = nil
+	}
+	if n.stopSplits != nil {
+		n.stopSplits()
+		n.stopSplits = nil
 	}
 	n.server.Stop()
 	n.DB.Close()
