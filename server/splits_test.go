@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -56,6 +57,11 @@ func TestSplitQueueSQL(t *testing.T) {
 		if err := pg.QueryRow(ctx, "SELECT pad FROM plain WHERE id = $1", id).Scan(&pad); err != nil || (id%7 == 0) != (pad == "z") {
 			t.Fatalf("row %d: %q, %v", id, pad, err)
 		}
+	}
+
+	if _, _, body := httpGet(t, s, "/metrics"); !strings.Contains(body, "\ncairn_split_queue_splits_by_size_total{node=\"1\"} ") ||
+		strings.Contains(body, "\ncairn_split_queue_splits_by_size_total{node=\"1\"} 0\n") {
+		t.Errorf("/metrics counts no split by size")
 	}
 
 	var appDB *DatabaseInfo
