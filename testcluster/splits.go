@@ -16,3 +16,14 @@ func (n *ClusterNode) startSplitQueue() {
 	}()
 	n.stopSplits = func() { cancel(); <-done }
 }
+
+// StopSplitQueues stops every node's split queue (a test that checks
+// the tablets once the splitting is over).
+func (c *Cluster) StopSplitQueues() {
+	for _, n := range c.Nodes {
+		if n.stopSplits != nil {
+			n.stopSplits()
+			n.stopSplits = nil
+		}
+	}
+}
