@@ -118,16 +118,29 @@ func TestClusterSplitsUnderWriteLoad(t *testing.T) {
 
 	// Every node ends with the same tablets (the splits applied on every
 	// replica), and every acknowledged write is in each node's engine.
+	// A split proposed just before its queue stopped may still apply:
+	// wait until every node shows the same tablets twice 500ms apart.
 	var want []kvpb.TabletDescriptor
-	deadline = time.Now().Add(20 * time.Second)
+	prev := ""
+	deadline = time.Now().Add(60 * time.Second)
 	for {
 		want = c.Nodes[0].Store.Tablets()
 		same := true
 		for _, n := range c.Nodes[1:] {
 			same = same && fmt.Sprint(n.Store.Tablets()) == fmt.Sprint(want)
 		}
-		if same || time.Now().After(deadline) {
+		if same && prev == fmt.Sprint(want) {
 			break
+		}
+		if same {
+			prev = fmt.Sprint(want)
+		}
+		time.Sleep(500 * time.Millisecond)
+		if time.Now().After(deadline) {
+			for _, n := range c.Nodes {
+				t.Logf("node %d: tablets %v", n.ID, n.Store.Tablets())
+			}
+			t.Fatal("the nodes' tablets differ after 60s")
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
