@@ -47,6 +47,10 @@ func (s *Server) tabletMetrics(w io.Writer) {
 	scalar("cairn_tablet_intents_written_total", "counter", "Intents laid down by this node's replicas.", intents)
 	scalar("cairn_tablet_pushes_waited_total", "counter", "Pushes that waited in a replica's transaction wait queue.", pushes)
 	scalar("cairn_tablet_deadlocks_broken_total", "counter", "Deadlocks broken by this node's replicas.", deadlocks)
+	sq := s.store.SplitQueueStats()
+	scalar("cairn_split_queue_splits_by_size_total", "counter", "Tablets this node split because they exceeded --tablet-split-size.", sq.BySize)
+	scalar("cairn_split_queue_splits_by_load_total", "counter", "Tablets this node split because they exceeded --tablet-split-qps.", sq.ByLoad)
+	scalar("cairn_split_queue_errors_total", "counter", "Splits the split queue attempted or planned that failed (each backs the tablet off).", sq.Errors)
 	scalar("cairn_colocation_tablets_over_warn_size", "gauge", "Colocation tablets this node leads that were larger than --colocation-warn-size at the last check.", s.colocationOverWarn())
 	for _, m := range []struct {
 		name, typ, help string

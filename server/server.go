@@ -96,6 +96,11 @@ type Config struct {
 	// tablet logs a warning (once per crossing) and the admin UI flags it:
 	// 0 means DefaultColocationWarnSize, negative never warns.
 	ColocationWarnSize int64
+	// TabletSplitSize and TabletSplitQPS are the split queue's thresholds
+	// (store.Config.SplitSize, SplitQPS; splits.go): 0 means the default,
+	// negative never.
+	TabletSplitSize int64
+	TabletSplitQPS  float64
 	// CacheSize is the engine's block cache in bytes; 0 means the
 	// storage package's default (64 MiB). cairn start sets 256 MiB.
 	CacheSize int64
@@ -196,7 +201,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 			return nil, err
 		}
 	} else {
-		if s.store, err = store.Open(ctx, s.eng, clock, store.Config{}); err != nil {
+		if s.store, err = store.Open(ctx, s.eng, clock, s.splitConfig(store.Config{})); err != nil {
 			return nil, fmt.Errorf("opening tablets: %w", err)
 		}
 		s.db = kv.NewDB(s.store, s.store, clock, cfg.DB)
@@ -253,6 +258,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		}
 	}()
 	s.startAdmin(runCtx)
+	s.startSplitQueue(runCtx)
 	log.Info(fmt.Sprintf("cairn node ready: sql=%s http=%s", s.sqlLn.Addr(), s.httpLn.Addr()),
 		"store", storeName(cfg.StoreDir), "insecure", cfg.Insecure, "locality", cfg.Locality)
 	return s, nil

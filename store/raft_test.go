@@ -23,6 +23,8 @@ func TestRaftRF1(t *testing.T) {
 		{"DeadlockOfThree", TestDeadlockOfThree},
 		{"CloseCancelsWaiters", TestCloseCancelsWaiters},
 		{"BankTransfers", TestBankTransfers},
+		{"SplitQueueBySize", TestSplitQueueBySize},
+		{"SplitQueueByLoad", TestSplitQueueByLoad},
 	} {
 		t.Run(tc.name, tc.f)
 	}

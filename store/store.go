@@ -37,6 +37,20 @@ type Config struct {
 	// Raft, when set, makes every tablet a raft group on Raft.Node
 	// (raft.go); nil keeps the unreplicated path of a single node.
 	Raft *RaftConfig
+
+	// The split queue (splitqueue.go; it runs only under RunSplitQueue).
+	// SplitSize is the data size past which a tablet splits (0:
+	// DefaultSplitSize, negative: never by size); SplitQPS the batches per
+	// second past which it splits by load (0: DefaultSplitQPS, negative:
+	// never by load); SplitInterval how often the queue looks (0: 1s).
+	SplitSize     int64
+	SplitQPS      float64
+	SplitInterval time.Duration
+	// SplitUnit names the span around a key that a split must not divide
+	// (ok false: split at any row boundary). Nil keeps the system span
+	// [keys.Min, keys.TableDataMin) whole; a node serving SQL passes
+	// rowenc.SplitUnit, which also keeps shared (colocated) groups whole.
+	SplitUnit func(key []byte) (unit kvpb.Span, ok bool)
 }
 
 // Store is one node's set of tablets over one engine. It implements
@@ -65,6 +79,9 @@ type Store struct {
 	// are built once so that routing a request allocates neither.
 	bgCtx        context.Context
 	inflightDone func()
+
+	// splits counts the split queue's splits (SplitQueueStats).
+	splits splitStats
 
 	mu struct {
 		sync.RWMutex

@@ -27,6 +27,8 @@ type Replica struct {
 	locks   *lockTable
 	txnWait *txnWaitQueue
 	metrics Metrics
+	// samples holds request keys for load-based splits (loadsample.go).
+	samples loadSampler
 	// raft is set when the replica is one of a raft group's (raft.go).
 	raft raftState
 
@@ -139,9 +141,9 @@ func (r *Replica) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchR
 		return nil, err
 	}
 	if ba.IsReadOnly() {
-		r.metrics.ReadBatches.Add(1)
+		r.maybeSample(r.metrics.ReadBatches.Add(1), ba)
 	} else {
-		r.metrics.WriteBatches.Add(1)
+		r.maybeSample(r.metrics.WriteBatches.Add(1), ba)
 	}
 	// A non-transactional batch without a timestamp gets one here, once,
 	// so every retry after waiting reads and writes at the same time (and

@@ -55,6 +55,9 @@ type ClusterOptions struct {
 	InlineSnapshotLimit int
 	// AfterIngest is raftnode.Config.TestingAfterIngest, told the node.
 	AfterIngest func(node, tabletID, index uint64) error
+	// SplitQueue runs every node's split queue (store.RunSplitQueue, with
+	// Store's thresholds).
+	SplitQueue bool
 }
 
 // Cluster is several nodes replicating every tablet over gRPC on
@@ -168,6 +171,7 @@ type ClusterNode struct {
 	Geo *rpc.Geography
 
 	stopBalancer func()
+	stopSplits   func()
 
 	transport *rpc.Transport
 	server    *rpc.Server
@@ -308,6 +312,7 @@ func (n *ClusterNode) start(ln net.Listener) error {
 	n.stopRun, n.runDone, n.monDone = cancel, make(chan error, 1), make(chan struct{})
 	go func() { n.runDone <- n.Raft.Run(ctx, c.opts.Tick) }()
 	n.startBalancer()
+	n.startSplitQueue()
 	go func() { defer close(n.monDone); n.ClockMonitor.Run(ctx) }()
 	n.running.Store(true)
 	return nil
@@ -320,6 +325,10 @@ func (n *ClusterNode) Stop() error {
 	if n.stopBalancer != nil {
 		n.stopBalancer()
 		n.stopBalancer = nil
+	}
+	if n.stopSplits != nil {
+		n.stopSplits()
+		n.stopSplits = nil
 	}
 	n.server.Stop()
 	n.DB.Close()

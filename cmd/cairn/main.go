@@ -134,6 +134,7 @@ type startFlags struct {
 	cfg          server.Config
 	join         string
 	colocWarnStr string
+	splitSizeStr string
 	cacheMiB     int64
 }
 
@@ -159,6 +160,8 @@ func parseStart(args []string, stderr io.Writer) (startFlags, error) {
 	// reading, decompressing and caching blocks again took a sixth of the
 	// CPU of select-only. The cache only takes memory as it fills.
 	fs.Int64Var(&f.cacheMiB, "cache-mib", 256, "block cache size in MiB")
+	fs.StringVar(&f.splitSizeStr, "tablet-split-size", "512MiB", "data size past which a tablet splits (e.g. 1GiB; 0: never by size)")
+	fs.Float64Var(&f.cfg.TabletSplitQPS, "tablet-split-qps", 2500, "batches per second (over 10s) past which a tablet splits by load (0: never by load)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return f, err
@@ -177,6 +180,18 @@ func parseStart(args []string, stderr io.Writer) (startFlags, error) {
 	}
 	if f.cfg.ColocationWarnSize = n; n == 0 {
 		f.cfg.ColocationWarnSize = -1 // 0 in Config is the default
+	}
+	if f.cfg.TabletSplitSize, err = server.ParseByteSize(f.splitSizeStr); err != nil {
+		return f, usagef("--tablet-split-size: %v", err)
+	}
+	if f.cfg.TabletSplitSize == 0 {
+		f.cfg.TabletSplitSize = -1 // 0 in Config is the default
+	}
+	if f.cfg.TabletSplitQPS < 0 {
+		return f, usagef("--tablet-split-qps %v: want 0 (never) or more", f.cfg.TabletSplitQPS)
+	}
+	if f.cfg.TabletSplitQPS == 0 {
+		f.cfg.TabletSplitQPS = -1
 	}
 	if f.cacheMiB < 1 || f.cacheMiB > 1<<20 {
 		return f, usagef("--cache-mib %d: want 1 to %d", f.cacheMiB, 1<<20)

@@ -35,6 +35,8 @@ func TestFlagValidation(t *testing.T) {
 		{args: []string{"start", "--store", "x", "extra"}, code: 2, want: "unexpected arguments: extra"},
 		{args: []string{"start", "--store", "x", "--colocation-warn-size", "lots"}, code: 2, want: `--colocation-warn-size: invalid size "lots"`},
 		{args: []string{"start", "--store", "x", "--cache-mib", "0"}, code: 2, want: "--cache-mib 0: want 1 to"},
+		{args: []string{"start", "--store", "x", "--tablet-split-size", "lots"}, code: 2, want: `--tablet-split-size: invalid size "lots"`},
+		{args: []string{"start", "--store", "x", "--tablet-split-qps", "-1"}, code: 2, want: "--tablet-split-qps -1: want 0 (never) or more"},
 		{args: []string{"start", "--store", "x", "--locality", "nokey"}, code: 2, want: "--locality \"nokey\": want key=value"},
 		{args: []string{"start", "--store", "x", "--locality", "region="}, code: 2, want: "want key=value"},
 		{args: []string{"start", "--store", "x", "--locality", "region=a,region=b"}, code: 2, want: `key "region" given twice`},
