@@ -97,8 +97,8 @@ type Config struct {
 	// 0 means DefaultColocationWarnSize, negative never warns.
 	ColocationWarnSize int64
 	// TabletSplitSize and TabletSplitQPS are the split queue's thresholds
-	// (store.Config.SplitSize, SplitQPS; splits.go): 0 means the default,
-	// negative never.
+	// (store.Config.SplitSize, SplitQPS; splits.go): 0 means the default
+	// (512 MiB; never by load), negative never.
 	TabletSplitSize int64
 	TabletSplitQPS  float64
 	// CacheSize is the engine's block cache in bytes; 0 means the
