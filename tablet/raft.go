@@ -632,32 +632,14 @@ func (m *RaftStateMachine) ApplySnapshot(b *storage.Batch, snap *pb.Snapshot) er
 	r := m.r
 	old := r.Desc()
 	d := snap.GetData()
-	corrupt := func(what string) error {
-		return fmt.Errorf("tablet %d: corrupt snapshot: %s", old.TabletID, what)
-	}
-	next := func() ([]byte, error) {
-		n, k := binary.Uvarint(d)
-		if k <= 0 || n > uint64(len(d)-k) {
-			return nil, corrupt("length")
-		}
-		v := d[k : k+int(n)]
-		d = d[k+int(n):]
-		return v, nil
-	}
 	if len(d) == 0 || d[0] != snapshotVersion {
-		return corrupt("unknown version")
+		return fmt.Errorf("tablet %d: corrupt snapshot: unknown version", old.TabletID)
 	}
-	d = d[1:]
-	enc, err := next()
+	sr := &snapReader{d: d[1:], tablet: old.TabletID, what: "snapshot"}
+	next := sr.next
+	desc, err := sr.descriptor()
 	if err != nil {
 		return err
-	}
-	desc, err := DecodeDescriptor(enc)
-	if err != nil {
-		return fmt.Errorf("tablet %d: snapshot descriptor: %w", old.TabletID, err)
-	}
-	if desc.TabletID != old.TabletID {
-		return fmt.Errorf("tablet %d: a snapshot of tablet %d", old.TabletID, desc.TabletID)
 	}
 	// First pass: decode, and find the tablets split off desc in the part
 	// of the old span it lost.
@@ -668,7 +650,7 @@ func (m *RaftStateMachine) ApplySnapshot(b *storage.Batch, snap *pb.Snapshot) er
 	var kvs []kv
 	splits := keys.TabletReplicated(uint64(desc.TabletID), splitRecordSuffix)
 	var rights []kvpb.TabletDescriptor
-	for len(d) > 0 {
+	for sr.more() {
 		k, err := next()
 		if err != nil {
 			return err
@@ -734,4 +716,42 @@ func lostSpan(old, cur, e kvpb.TabletDescriptor) bool {
 	inOld := bytes.Compare(old.StartKey, e.StartKey) <= 0 && bytes.Compare(e.EndKey, old.EndKey) <= 0
 	outCur := bytes.Compare(e.EndKey, cur.StartKey) <= 0 || bytes.Compare(cur.EndKey, e.StartKey) <= 0
 	return inOld && outCur
+}
+
+// snapReader reads the length-prefixed fields of a snapshot (inline) or
+// of a streamed snapshot's header, which both begin with the tablet's
+// descriptor.
+type snapReader struct {
+	d      []byte
+	tablet kvpb.TabletID
+	what   string
+}
+
+func (s *snapReader) more() bool { return len(s.d) > 0 }
+
+func (s *snapReader) next() ([]byte, error) {
+	n, k := binary.Uvarint(s.d)
+	if k <= 0 || n > uint64(len(s.d)-k) {
+		return nil, fmt.Errorf("tablet %d: corrupt %s: length", s.tablet, s.what)
+	}
+	v := s.d[k : k+int(n)]
+	s.d = s.d[k+int(n):]
+	return v, nil
+}
+
+// descriptor reads the descriptor field, which must be the reader's
+// tablet's.
+func (s *snapReader) descriptor() (kvpb.TabletDescriptor, error) {
+	enc, err := s.next()
+	if err != nil {
+		return kvpb.TabletDescriptor{}, err
+	}
+	desc, err := DecodeDescriptor(enc)
+	if err != nil {
+		return kvpb.TabletDescriptor{}, fmt.Errorf("tablet %d: %s descriptor: %w", s.tablet, s.what, err)
+	}
+	if desc.TabletID != s.tablet {
+		return kvpb.TabletDescriptor{}, fmt.Errorf("tablet %d: a snapshot of tablet %d", s.tablet, desc.TabletID)
+	}
+	return desc, nil
 }

@@ -101,33 +101,14 @@ func (m *RaftStateMachine) SnapshotStream() (header []byte, write func(path stri
 func (m *RaftStateMachine) applyStreamedHeader(b *storage.Batch, snap *pb.Snapshot) error {
 	r := m.r
 	old := r.Desc()
-	d := snap.GetData()[1:]
-	corrupt := func(what string) error {
-		return fmt.Errorf("tablet %d: corrupt snapshot header: %s", old.TabletID, what)
-	}
-	next := func() ([]byte, error) {
-		n, k := binary.Uvarint(d)
-		if k <= 0 || n > uint64(len(d)-k) {
-			return nil, corrupt("length")
-		}
-		v := d[k : k+int(n)]
-		d = d[k+int(n):]
-		return v, nil
-	}
-	enc, err := next()
+	sr := &snapReader{d: snap.GetData()[1:], tablet: old.TabletID, what: "snapshot header"}
+	desc, err := sr.descriptor()
 	if err != nil {
 		return err
 	}
-	desc, err := DecodeDescriptor(enc)
-	if err != nil {
-		return fmt.Errorf("tablet %d: snapshot descriptor: %w", old.TabletID, err)
-	}
-	if desc.TabletID != old.TabletID {
-		return fmt.Errorf("tablet %d: a snapshot of tablet %d", old.TabletID, desc.TabletID)
-	}
 	var rights []kvpb.TabletDescriptor
-	for len(d) > 0 {
-		v, err := next()
+	for sr.more() {
+		v, err := sr.next()
 		if err != nil {
 			return err
 		}
