@@ -402,7 +402,8 @@ func (s *Server) httpHandler() http.Handler {
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	s.adminRoutes(mux)
 	s.nodeRoutes(mux)
-	return mux
+	// Who may use which endpoint (admin_auth.go).
+	return s.withAuth(mux)
 }
 
 // metrics writes a minimal Prometheus text exposition.
