@@ -24,7 +24,9 @@
 //
 // node status lists the cluster's nodes (liveness, replicas, leaders)
 // through a node's HTTP API; node decommission N moves every replica off
-// node N and then marks it decommissioned.
+// node N and then marks it decommissioned. Against a secure node both log
+// in as --user (default postgres; decommission needs a superuser) with
+// the password from --password-file or CAIRN_PASSWORD (else PGPASSWORD).
 //
 // demo starts an in-memory insecure node with a few sample tables, prints
 // its URL and opens the SQL shell (or, with --no-shell, serves until
@@ -80,8 +82,9 @@ const usage = `usage:
               [--latency-map R1:R2=RTT,...] [--lease-preferences region=R,...|spread]
   cairn demo [--no-shell] [--nodes 3 --global]
   cairn sql --url URL [-e SQL]
-  cairn node status --host HTTP-HOST:PORT
-  cairn node decommission N --host HTTP-HOST:PORT
+  cairn node status --host HTTP-HOST:PORT [--user ROLE] [--password-file FILE]
+  cairn node decommission N --host HTTP-HOST:PORT [--user ROLE] [--password-file FILE]
+              (a secure node's password: --password-file, else CAIRN_PASSWORD, else PGPASSWORD)
 `
 
 // run is main without the process: it returns the exit status.
