@@ -108,7 +108,7 @@ func checkMembership(eng *storage.Engine, id uint64, join []string) error {
 			return err
 		}
 		if string(m) != string(members) {
-			return fmt.Errorf("the store was created for the cluster %s, not %s", m, members)
+			return fmt.Errorf("the store was created for the cluster %s, not %s: start it with the --rpc-addr and --join it was created with (the same --rpc-addr and no --join if it was started plainly)", m, members)
 		}
 		return nil
 	}
