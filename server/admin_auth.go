@@ -145,8 +145,8 @@ func (a *webAuth) delete(id string) {
 	delete(a.sessions, id)
 }
 
-// Principal is who made an HTTP request.
-type Principal struct {
+// principal is who made an HTTP request.
+type principal struct {
 	User      string
 	Superuser bool
 	// Insecure: the node trusts everyone; User is set only when the
@@ -157,8 +157,8 @@ type Principal struct {
 
 type principalKey struct{}
 
-func principalOf(r *http.Request) Principal {
-	p, _ := r.Context().Value(principalKey{}).(Principal)
+func principalOf(r *http.Request) principal {
+	p, _ := r.Context().Value(principalKey{}).(principal)
 	return p
 }
 
@@ -219,39 +219,39 @@ func sameOrigin(origin, host string) bool {
 
 // authenticate identifies the request's role: Basic auth if sent, else
 // the session cookie. An insecure node lets anonymous requests through.
-func (s *Server) authenticate(r *http.Request) (Principal, error) {
+func (s *Server) authenticate(r *http.Request) (principal, error) {
 	ctx := r.Context()
 	if user, pw, ok := r.BasicAuth(); ok {
 		role, err := s.checkLogin(ctx, user, pw)
 		if err != nil {
-			return Principal{}, err
+			return principal{}, err
 		}
-		return Principal{User: role.Name, Superuser: role.Superuser, Insecure: s.cfg.Insecure}, nil
+		return principal{User: role.Name, Superuser: role.Superuser, Insecure: s.cfg.Insecure}, nil
 	}
 	c, err := r.Cookie(s.sessionCookie())
 	if err != nil {
 		if s.cfg.Insecure {
-			return Principal{Insecure: true}, nil
+			return principal{Insecure: true}, nil
 		}
-		return Principal{}, &authError{code: http.StatusUnauthorized, msg: "authentication required: log in (POST /api/login) or send HTTP Basic credentials of a SQL role"}
+		return principal{}, &authError{code: http.StatusUnauthorized, msg: "authentication required: log in (POST /api/login) or send HTTP Basic credentials of a SQL role"}
 	}
 	sess, ok := s.admin.auth.lookup(c.Value)
 	if !ok {
 		if s.cfg.Insecure {
-			return Principal{Insecure: true}, nil
+			return principal{Insecure: true}, nil
 		}
-		return Principal{}, &authError{code: http.StatusUnauthorized, msg: "the session has expired or is unknown: log in again", expired: true}
+		return principal{}, &authError{code: http.StatusUnauthorized, msg: "the session has expired or is unknown: log in again", expired: true}
 	}
 	role, err := s.readRole(ctx, sess.user)
 	if err != nil {
-		return Principal{}, err
+		return principal{}, err
 	}
 	if role == nil || !role.Login || (!s.cfg.Insecure && role.Verifier != sess.verifier) {
 		// Dropped, NOLOGIN, or a new password since the login.
 		s.admin.auth.delete(c.Value)
-		return Principal{}, &authError{code: http.StatusUnauthorized, msg: "the session is no longer valid (the role changed): log in again", expired: true}
+		return principal{}, &authError{code: http.StatusUnauthorized, msg: "the session is no longer valid (the role changed): log in again", expired: true}
 	}
-	return Principal{User: role.Name, Superuser: role.Superuser, Insecure: s.cfg.Insecure, session: true}, nil
+	return principal{User: role.Name, Superuser: role.Superuser, Insecure: s.cfg.Insecure, session: true}, nil
 }
 
 // readRole reads role name from the catalog (nil: no such role).
