@@ -56,6 +56,21 @@ var uiPages = func() map[string]*template.Template {
 	return pages
 }()
 
+// loginTemplate is the login form (a page of its own: it has no view).
+var loginTemplate = template.Must(template.New("").Funcs(uiFuncs).ParseFS(uiFiles, "ui/login.html"))
+
+func (s *Server) renderLogin(w http.ResponseWriter, code int, p loginPage) {
+	p.Insecure = s.cfg.Insecure
+	var buf bytes.Buffer
+	if err := loginTemplate.ExecuteTemplate(&buf, "login", p); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(code)
+	_, _ = w.Write(buf.Bytes())
+}
+
 // uiPage is what a page template sees.
 type uiPage struct {
 	Title, Active string
@@ -69,6 +84,10 @@ type uiPage struct {
 	Table   *TableInfo
 	// UserDatabases and UserTables count what users created.
 	UserDatabases, UserTables int
+	// User is the role logged in ("": none, on an insecure node);
+	// Insecure says the node lets anyone in.
+	User     string
+	Insecure bool
 }
 
 // apiIndex is GET /api/'s answer: the endpoints and what they return.
@@ -83,6 +102,9 @@ var apiIndex = []struct {
 	{"/api/tables/{id}/tablets", "the tablets of the table with descriptor ID id"},
 	{"/api/tablets", "every tablet: span, size, replicas, leader, reads and writes per second, tables"},
 	{"/api/tablets/{id}", "one tablet"},
+	{"POST /api/login", "log in as a SQL role ({\"username\", \"password\"} as JSON or a form): sets an HTTP-only session cookie"},
+	{"POST /api/logout", "end the session of the cookie sent"},
+	{"POST /api/nodes/{id}/decommission", "decommission node id (a superuser; ?done=1 once it holds no replica)"},
 }
 
 func writeJSON(w http.ResponseWriter, v any) {
@@ -92,8 +114,10 @@ func writeJSON(w http.ResponseWriter, v any) {
 	_ = enc.Encode(v)
 }
 
-func (s *Server) render(w http.ResponseWriter, name string, p *uiPage) {
+func (s *Server) render(w http.ResponseWriter, r *http.Request, name string, p *uiPage) {
 	p.Self, p.WarnSize = s.nodeID(), p.View.WarnSize
+	pr := principalOf(r)
+	p.User, p.Insecure = pr.User, s.cfg.Insecure
 	if p.Tablets == nil && p.View != nil {
 		p.Tablets = p.View.Tablets
 	}
@@ -123,6 +147,7 @@ func (s *Server) adminRoutes(mux *http.ServeMux) {
 		panic(err) // the embedded directory is part of the binary
 	}
 	mux.Handle("GET /ui/", http.StripPrefix("/ui/", http.FileServerFS(static)))
+	s.authRoutes(mux)
 
 	// view wraps a handler that needs the admin view: a failure to read
 	// it is a 500 with the error.
@@ -201,10 +226,10 @@ func (s *Server) adminRoutes(mux *http.ServeMux) {
 				p.UserTables += len(d.Tables)
 			}
 		}
-		s.render(w, "overview", p)
+		s.render(w, r, "overview", p)
 	}))
 	mux.HandleFunc("GET /databases", view(false, func(w http.ResponseWriter, r *http.Request, v *adminView) {
-		s.render(w, "databases", &uiPage{Title: "Databases", Active: "databases", View: v})
+		s.render(w, r, "databases", &uiPage{Title: "Databases", Active: "databases", View: v})
 	}))
 	dbPage := view(false, func(w http.ResponseWriter, r *http.Request, v *adminView) {
 		if d := dbOf(w, r, v); d != nil {
@@ -212,17 +237,17 @@ func (s *Server) adminRoutes(mux *http.ServeMux) {
 			if d.System {
 				title = "System catalog"
 			}
-			s.render(w, "database", &uiPage{Title: title, Active: "databases", View: v, DB: d, Tablets: tabletsOf(v.Tablets, d.Tablets)})
+			s.render(w, r, "database", &uiPage{Title: title, Active: "databases", View: v, DB: d, Tablets: tabletsOf(v.Tablets, d.Tablets)})
 		}
 	})
 	mux.HandleFunc("GET /databases/{db}", dbPage)
 	mux.HandleFunc("GET /system", dbPage)
 	mux.HandleFunc("GET /tables/{id}", view(false, func(w http.ResponseWriter, r *http.Request, v *adminView) {
 		if t := tableOf(w, r, v); t != nil {
-			s.render(w, "table", &uiPage{Title: "Table " + t.Name, Active: "databases", View: v, Table: t, Tablets: tabletsOf(v.Tablets, t.Tablets)})
+			s.render(w, r, "table", &uiPage{Title: "Table " + t.Name, Active: "databases", View: v, Table: t, Tablets: tabletsOf(v.Tablets, t.Tablets)})
 		}
 	}))
 	mux.HandleFunc("GET /tablets", view(false, func(w http.ResponseWriter, r *http.Request, v *adminView) {
-		s.render(w, "tablets", &uiPage{Title: "Tablets", Active: "tablets", View: v})
+		s.render(w, r, "tablets", &uiPage{Title: "Tablets", Active: "tablets", View: v})
 	}))
 }

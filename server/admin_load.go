@@ -22,6 +22,9 @@ type adminState struct {
 	// overWarn holds the colocation tablets found over the warning size
 	// at the last check, so a crossing is logged once.
 	overWarn map[uint64]bool
+
+	// auth holds the HTTP sessions (admin_auth.go).
+	auth webAuth
 }
 
 // Per-tablet rates are the change of the replicas' batch counters (kept
@@ -88,6 +91,9 @@ func (l *loadTracker) rates(now time.Time, counts map[uint64][2]int64) map[uint6
 // startAdmin runs the admin loop until ctx ends: load samples every
 // loadEvery, colocation sizes every colocationCheckEvery.
 func (s *Server) startAdmin(ctx context.Context) {
+	if s.cfg.Insecure {
+		s.log.Warn("cairn: --insecure: the admin UI and HTTP API (decommissioning included) need no login", "http", s.HTTPAddr().String())
+	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()

@@ -21,6 +21,7 @@ import (
 	"github.com/cairn-db/cairn/rpc"
 	"github.com/cairn-db/cairn/storage"
 	"github.com/cairn-db/cairn/store"
+	"github.com/cairn-db/cairn/tablet"
 )
 
 // A node started with Join is replicated (package membership owns the
@@ -107,7 +108,7 @@ func checkMembership(eng *storage.Engine, id uint64, join []string) error {
 			return err
 		}
 		if string(m) != string(members) {
-			return fmt.Errorf("the store was created for the cluster %s, not %s", m, members)
+			return fmt.Errorf("the store was created for the cluster %s, not %s: start it with the --rpc-addr and --join it was created with (the same --rpc-addr and no --join if it was started plainly)", m, members)
 		}
 		return nil
 	}
@@ -138,6 +139,11 @@ func (s *Server) identify(ctx context.Context, registry *membership.Registry) (i
 	ident, joined, err := membership.ReadIdentity(s.eng)
 	if err != nil {
 		return 0, nil, err
+	}
+	if ident.NodeID == 0 {
+		if err := refuseUnreplicatedStore(s.eng); err != nil {
+			return 0, nil, err
+		}
 	}
 	self := membership.NodeRecord{RPCAddr: cfg.RPCAddr, Locality: cfg.Locality}
 	others := slices.DeleteFunc(slices.Clone(cfg.Join), func(a string) bool { return a == cfg.RPCAddr })
@@ -234,6 +240,49 @@ func (s *Server) identify(ctx context.Context, registry *membership.Registry) (i
 		s.log.Info("cairn: joined the cluster", "node", resp.NodeID, "cluster", resp.ClusterID)
 		return resp.NodeID, nil, nil
 	}
+}
+
+// ErrUnreplicatedStore refuses to replicate a store an unreplicated node
+// created, and ErrReplicatedStore to open a replicated node's store
+// unreplicated.
+var (
+	ErrUnreplicatedStore = errors.New("the store was created by an unreplicated node")
+	ErrReplicatedStore   = errors.New("the store belongs to a node of a replicated cluster")
+)
+
+// refuseUnreplicatedStore refuses a store that holds tablets but no node
+// ID: an unreplicated node's (a plain `cairn start` before a plain start
+// made a one-node cluster, or --unreplicated). Its tablets have no raft
+// state, and turning them into raft groups in place is not built: such a
+// store stays unreplicated (a dump and restore moves its data into a
+// cluster).
+func refuseUnreplicatedStore(eng *storage.Engine) error {
+	descs, err := tablet.ReadDirectory(eng)
+	if err != nil {
+		return err
+	}
+	if len(descs) > 0 {
+		return fmt.Errorf("%w (it has %d tablets and no node ID; stores made by a plain `cairn start` before one-node clusters could grow are such): start it with --unreplicated, or dump it (pg_dump) and restore into a new cluster", ErrUnreplicatedStore, len(descs))
+	}
+	return nil
+}
+
+// refuseReplicatedStore refuses to open a replicated node's store as an
+// unreplicated node: it would ignore the raft state and serve what may be
+// a stale replica as the truth.
+func refuseReplicatedStore(eng *storage.Engine) error {
+	ident, joined, err := membership.ReadIdentity(eng)
+	if err != nil {
+		return err
+	}
+	if ident.NodeID != 0 {
+		how := "with its --rpc-addr (and the --join it was started with, if any)"
+		if joined {
+			how = "with --join and its --rpc-addr"
+		}
+		return fmt.Errorf("%w (node %d): start it without --unreplicated, %s", ErrReplicatedStore, ident.NodeID, how)
+	}
+	return nil
 }
 
 // join asks the members at addrs to admit this node, retrying while none

@@ -9,9 +9,12 @@
 // do too (an in-memory node on 127.0.0.1:0).
 //
 // A node without Join is a whole cluster of one, unreplicated, and does
-// not listen on RPCAddr. With Join it is one of a fixed set of initial
-// members replicating every tablet through raft (cluster.go); any member
-// serves SQL.
+// not listen on RPCAddr (`cairn start --unreplicated`, tests, demo). With
+// Join it is one of a fixed set of initial members replicating every
+// tablet through raft (cluster.go), or joins such a cluster; any member
+// serves SQL. A plain `cairn start` is Join = [RPCAddr]: a replicated
+// cluster of one that others can join. Neither kind of store opens as
+// the other (refuseUnreplicatedStore, refuseReplicatedStore).
 package server
 
 import (
@@ -201,6 +204,9 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 			return nil, err
 		}
 	} else {
+		if err := refuseReplicatedStore(s.eng); err != nil {
+			return nil, err
+		}
 		if s.store, err = store.Open(ctx, s.eng, clock, s.splitConfig(store.Config{})); err != nil {
 			return nil, fmt.Errorf("opening tablets: %w", err)
 		}
@@ -402,7 +408,8 @@ func (s *Server) httpHandler() http.Handler {
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	s.adminRoutes(mux)
 	s.nodeRoutes(mux)
-	return mux
+	// Who may use which endpoint (admin_auth.go).
+	return s.withAuth(mux)
 }
 
 // metrics writes a minimal Prometheus text exposition.

@@ -43,10 +43,15 @@ type member struct {
 	log                 *os.File
 }
 
+// start starts the member's process; with no join addresses, a plain
+// `cairn start` (a cluster of one that others can join).
 func (m *member) start(t *testing.T, bin string, join []string) {
 	t.Helper()
-	m.cmd = exec.Command(bin, "start", "--store", m.dir, "--insecure",
-		"--sql-addr", m.sql, "--http-addr", m.http, "--rpc-addr", m.rpc, "--join", strings.Join(join, ","))
+	args := []string{"start", "--store", m.dir, "--insecure", "--sql-addr", m.sql, "--http-addr", m.http, "--rpc-addr", m.rpc}
+	if len(join) > 0 {
+		args = append(args, "--join", strings.Join(join, ","))
+	}
+	m.cmd = exec.Command(bin, args...)
 	f, err := os.OpenFile(m.dir+".log", os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		t.Fatal(err)

@@ -64,9 +64,11 @@ func sameListener(a, b string) bool {
 	if pa != pb {
 		return false
 	}
-	any := func(h string) bool {
-		ip := net.ParseIP(h)
-		return h == "" || (ip != nil && ip.IsUnspecified())
-	}
-	return ha == hb || any(ha) || any(hb)
+	return ha == hb || unspecifiedHost(ha) || unspecifiedHost(hb)
+}
+
+// unspecifiedHost reports whether a listen host means every interface.
+func unspecifiedHost(h string) bool {
+	ip := net.ParseIP(h)
+	return h == "" || (ip != nil && ip.IsUnspecified())
 }

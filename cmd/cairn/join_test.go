@@ -16,12 +16,15 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// TestJoinProcesses runs `cairn start --join A --rpc-addr A` (a cluster
-// of one) and two `cairn start --join A` processes joining it; `cairn
-// node status` then shows three live nodes holding the same number of
-// replicas (replication factor 3), SQL written through one joined node
-// reads back through the other, and after SIGKILL of the first node the
-// two joined ones still serve reads and writes.
+// TestJoinProcesses runs a plain `cairn start` (no --join: a cluster of
+// one, as `--join A --rpc-addr A`), writes rows, and starts two `cairn
+// start --join A` processes joining it; `cairn node status` then shows
+// three live nodes holding the same number of replicas (replication
+// factor 3), the rows written before the others joined read back through
+// every node, SQL written through one joined node reads back through the
+// others, after SIGKILL of the first node the two joined ones still serve
+// reads and writes, and the first node restarted plainly rejoins and
+// reads everything.
 func TestJoinProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs three processes")
@@ -36,7 +39,7 @@ func TestJoinProcesses(t *testing.T) {
 	for i := range ms {
 		ms[i] = &member{dir: filepath.Join(dir, fmt.Sprintf("n%d", i+1)), rpc: addrs[i], sql: addrs[3+i], http: addrs[6+i]}
 	}
-	ms[0].start(t, bin, []string{ms[0].rpc})
+	ms[0].start(t, bin, nil)
 	defer func() {
 		for _, m := range ms {
 			if m.cmd != nil {
@@ -68,6 +71,9 @@ func TestJoinProcesses(t *testing.T) {
 	}
 	c1 := connect(ms[0])
 	if _, err := c1.Exec(ctx, "CREATE TABLE t (k INT PRIMARY KEY, v TEXT)"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c1.Exec(ctx, "INSERT INTO t SELECT g, 'alone' FROM generate_series(1, 40) AS g"); err != nil {
 		t.Fatal(err)
 	}
 	ms[1].start(t, bin, []string{ms[0].rpc})
@@ -110,9 +116,6 @@ func TestJoinProcesses(t *testing.T) {
 	}
 	t.Logf("cairn node status:\n%s", status)
 	c3 := connect(ms[2])
-	if _, err := c3.Exec(ctx, "INSERT INTO t SELECT g, 'x' FROM generate_series(1, 50) AS g"); err != nil {
-		t.Fatal(err)
-	}
 	c2 := connect(ms[1])
 	count := func(c *pgx.Conn) int {
 		t.Helper()
@@ -123,6 +126,14 @@ func TestJoinProcesses(t *testing.T) {
 			t.Fatal(err)
 		}
 		return n
+	}
+	for i, c := range []*pgx.Conn{c1, c2, c3} {
+		if n := count(c); n != 40 {
+			t.Fatalf("node %d sees %d of the rows written before the others joined, want 40", i+1, n)
+		}
+	}
+	if _, err := c3.Exec(ctx, "INSERT INTO t SELECT g, 'x' FROM generate_series(41, 50) AS g"); err != nil {
+		t.Fatal(err)
 	}
 	if n := count(c2); n != 50 {
 		t.Fatalf("node 2 sees %d rows, want 50", n)
@@ -136,5 +147,10 @@ func TestJoinProcesses(t *testing.T) {
 	}
 	if n := count(c3); n != 51 {
 		t.Fatalf("node 3 sees %d rows without node 1, want 51", n)
+	}
+	// The first node restarts as it started, plainly.
+	ms[0].start(t, bin, nil)
+	if n := count(connect(ms[0])); n != 51 {
+		t.Fatalf("node 1, restarted plainly, sees %d rows, want 51", n)
 	}
 }

@@ -20,11 +20,18 @@
 // cluster they belong to: it gets a new node ID and the tablets'
 // leaseholders add replicas on it (--replication-factor voters per
 // tablet; a node silent for --dead-after has its replicas replaced).
-// `--join A --rpc-addr A` starts a cluster of one that others can join.
+// Without --join, start is `--join A --rpc-addr A`: a cluster of one that
+// others can join later (restart it the same way, with the same
+// --rpc-addr). --unreplicated is the single node without raft that no
+// other can join; stores a plain start made before one-node clusters
+// could grow are such, and the two kinds of store do not open as each
+// other.
 //
 // node status lists the cluster's nodes (liveness, replicas, leaders)
 // through a node's HTTP API; node decommission N moves every replica off
-// node N and then marks it decommissioned.
+// node N and then marks it decommissioned. Against a secure node both log
+// in as --user (default postgres; decommission needs a superuser) with
+// the password from --password-file or CAIRN_PASSWORD (else PGPASSWORD).
 //
 // demo starts an in-memory insecure node with a few sample tables, prints
 // its URL and opens the SQL shell (or, with --no-shell, serves until
@@ -42,6 +49,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -75,13 +83,14 @@ func tuneGC() {
 
 const usage = `usage:
   cairn start --store DIR [--sql-addr HOST:PORT] [--rpc-addr HOST:PORT] [--http-addr HOST:PORT]
-              [--join ADDR,...] [--locality key=value,...] [--insecure] [--initial-password PW]
+              [--join ADDR,... | --unreplicated] [--locality key=value,...] [--insecure] [--initial-password PW]
               [--replication-factor N] [--dead-after DURATION]
               [--latency-map R1:R2=RTT,...] [--lease-preferences region=R,...|spread]
   cairn demo [--no-shell] [--nodes 3 --global]
   cairn sql --url URL [-e SQL]
-  cairn node status --host HTTP-HOST:PORT
-  cairn node decommission N --host HTTP-HOST:PORT
+  cairn node status --host HTTP-HOST:PORT [--user ROLE] [--password-file FILE]
+  cairn node decommission N --host HTTP-HOST:PORT [--user ROLE] [--password-file FILE]
+              (a secure node's password: --password-file, else CAIRN_PASSWORD, else PGPASSWORD)
 `
 
 // run is main without the process: it returns the exit status.
@@ -136,6 +145,9 @@ type startFlags struct {
 	colocWarnStr string
 	splitSizeStr string
 	cacheMiB     int64
+	// unreplicated is --unreplicated; alone is a plain start (no --join):
+	// a replicated cluster of one, Join = [--rpc-addr].
+	unreplicated, alone bool
 }
 
 func parseStart(args []string, stderr io.Writer) (startFlags, error) {
@@ -146,7 +158,8 @@ func parseStart(args []string, stderr io.Writer) (startFlags, error) {
 	fs.StringVar(&f.cfg.SQLAddr, "sql-addr", "127.0.0.1:26257", "address for PostgreSQL clients")
 	fs.StringVar(&f.cfg.RPCAddr, "rpc-addr", "127.0.0.1:26357", "address for other nodes (listened on with --join)")
 	fs.StringVar(&f.cfg.HTTPAddr, "http-addr", "127.0.0.1:8080", "address of the admin UI (/, /api/), /health, /metrics and /debug/pprof")
-	fs.StringVar(&f.join, "join", "", "RPC addresses of all initial members, this one included, in the same order on each; or of members of a running cluster to join")
+	fs.StringVar(&f.join, "join", "", "RPC addresses of all initial members, this one included, in the same order on each; or of members of a running cluster to join (none: a cluster of one that others can join)")
+	fs.BoolVar(&f.unreplicated, "unreplicated", false, "a single node without raft that no other node can join (stores made by a plain start before one-node clusters could grow)")
 	fs.IntVar(&f.cfg.ReplicationFactor, "replication-factor", 3, "voters per tablet once that many nodes are live (replicated clusters)")
 	fs.DurationVar(&f.cfg.DeadAfter, "dead-after", 60*time.Second, "time without a heartbeat after which a node is dead and its replicas are replaced")
 	fs.StringVar(&f.cfg.Locality, "locality", "", "key=value[,key=value...], e.g. region=us-east1")
@@ -197,10 +210,23 @@ func parseStart(args []string, stderr io.Writer) (startFlags, error) {
 		return f, usagef("--cache-mib %d: want 1 to %d", f.cacheMiB, 1<<20)
 	}
 	f.cfg.CacheSize = f.cacheMiB << 20
-	if f.join != "" {
+	switch {
+	case f.unreplicated && f.join != "":
+		return f, usagef("--unreplicated and --join exclude each other: an unreplicated node cannot be part of a cluster")
+	case f.join != "":
 		// With --rpc-addr among them: the initial members; without: the
 		// members of a running cluster this node joins (server/cluster.go).
 		f.cfg.Join = strings.Split(f.join, ",")
+	case !f.unreplicated:
+		// A plain start: the first node of a cluster others may join, as
+		// `--join A --rpc-addr A` (CockroachDB's start-single-node).
+		// Its --rpc-addr is what the others will dial, so it must name
+		// this host.
+		f.alone = true
+		if host, _, err := net.SplitHostPort(f.cfg.RPCAddr); err == nil && unspecifiedHost(host) {
+			return f, usagef("--rpc-addr %s: other nodes will join this one at its --rpc-addr, so it needs this host's address, not %q (or give --unreplicated)", f.cfg.RPCAddr, host)
+		}
+		f.cfg.Join = []string{f.cfg.RPCAddr}
 	}
 	if f.cfg.ReplicationFactor < 1 {
 		return f, usagef("--replication-factor must be at least 1, not %d", f.cfg.ReplicationFactor)
@@ -226,6 +252,17 @@ func cmdStart(args []string, stderr io.Writer) error {
 	f.cfg.Logger = log
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	if f.alone {
+		// Listen first, so that --rpc-addr HOST:0 names the port chosen
+		// (the one the others will dial).
+		ln, err := net.Listen("tcp", f.cfg.RPCAddr)
+		if err != nil {
+			return fmt.Errorf("listening for other nodes on %s: %w", f.cfg.RPCAddr, err)
+		}
+		f.cfg.RPCListener, f.cfg.RPCAddr = ln, ln.Addr().String()
+		f.cfg.Join = []string{f.cfg.RPCAddr}
+		log.Info("cairn: no --join: starting as a cluster of one that other nodes can join with --join " + f.cfg.RPCAddr)
+	}
 	srv, err := server.Start(ctx, f.cfg)
 	if err != nil {
 		return err

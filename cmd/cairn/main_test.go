@@ -48,7 +48,11 @@ func TestFlagValidation(t *testing.T) {
 		{args: []string{"start", "--store", "x", "--rpc-addr", "10.0.0.1:1", "--join", "10.0.0.1:1,,10.0.0.3:1"}, code: 2, want: "member 2"},
 		{args: []string{"start", "--store", "x", "--rpc-addr", "10.0.0.1:1", "--join", "10.0.0.1:1,10.0.0.2"}, code: 2, want: "is not HOST:PORT"},
 		{args: []string{"start", "--store", "x", "--in-memory"}, code: 2, want: "flag provided but not defined: -in-memory"},
-		{args: []string{"start", "--store", t.TempDir(), "--sql-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"}, code: 1, want: "initial password"},
+		{args: []string{"start", "--store", t.TempDir(), "--sql-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--rpc-addr", "127.0.0.1:0"}, code: 1, want: "initial password"},
+		{args: []string{"start", "--store", t.TempDir(), "--sql-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--unreplicated"}, code: 1, want: "initial password"},
+		{args: []string{"start", "--store", "x", "--unreplicated", "--join", "10.0.0.1:1"}, code: 2, want: "--unreplicated and --join exclude each other"},
+		{args: []string{"start", "--store", "x", "--rpc-addr", "0.0.0.0:26357"}, code: 2, want: `other nodes will join this one at its --rpc-addr, so it needs this host's address, not "0.0.0.0"`},
+		{args: []string{"start", "--store", "x", "--rpc-addr", ":26357"}, code: 2, want: `not ""`},
 		{args: []string{"sql"}, code: 2, want: "--url is required"},
 		{args: []string{"demo", "extra"}, code: 2, want: "unexpected arguments"},
 	} {

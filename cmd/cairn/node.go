@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -16,7 +17,11 @@ import (
 )
 
 // cmdNode is `cairn node status|decommission`, a client of a node's HTTP
-// API (/api/nodes; server/nodes.go).
+// API (/api/nodes; server/nodes.go). A secure node wants a SQL role's
+// password (server/admin_auth.go): --user, and the password from
+// --password-file or the environment (CAIRN_PASSWORD, else PGPASSWORD),
+// never a prompt, so scripts can run it. status needs any role that can
+// log in, decommission a superuser.
 func cmdNode(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		return usagef("node needs a subcommand: status or decommission")
@@ -27,6 +32,8 @@ func cmdNode(args []string, stdout, stderr io.Writer) error {
 	host := fs.String("host", "", "HTTP address of any node (its --http-addr)")
 	url := fs.String("url", "", "base URL of any node's HTTP API (http://HOST:PORT); instead of --host")
 	wait := fs.Duration("wait", 10*time.Minute, "decommission: how long to wait for the replicas to move")
+	user := fs.String("user", "postgres", "SQL role to log in as (a secure node; decommission needs a superuser)")
+	pwFile := fs.String("password-file", "", "file holding the role's password (else $CAIRN_PASSWORD, else $PGPASSWORD)")
 	// The node ID of decommission may come before the flags.
 	var target string
 	if sub == "decommission" && len(args) > 0 && !strings.HasPrefix(args[0], "-") {
@@ -52,13 +59,25 @@ func cmdNode(args []string, stdout, stderr io.Writer) error {
 	case base == "":
 		return usagef("--host or --url is required")
 	}
-	c := &http.Client{Timeout: 30 * time.Second}
+	c := &apiClient{c: &http.Client{Timeout: 30 * time.Second}, base: base, user: *user}
+	switch {
+	case *pwFile != "":
+		b, err := os.ReadFile(*pwFile)
+		if err != nil {
+			return fmt.Errorf("reading --password-file: %w", err)
+		}
+		c.password = strings.TrimRight(string(b), "\r\n")
+	case os.Getenv("CAIRN_PASSWORD") != "":
+		c.password = os.Getenv("CAIRN_PASSWORD")
+	default:
+		c.password = os.Getenv("PGPASSWORD")
+	}
 	switch sub {
 	case "status":
 		if target != "" {
 			return usagef("unexpected arguments: %s", target)
 		}
-		nodes, err := getNodes(c, base)
+		nodes, err := c.nodes()
 		if err != nil {
 			return err
 		}
@@ -69,23 +88,66 @@ func cmdNode(args []string, stdout, stderr io.Writer) error {
 		if err != nil || id == 0 {
 			return usagef("decommission needs a node ID, not %q", target)
 		}
-		return decommission(c, base, id, *wait, stdout)
+		return decommission(c, id, *wait, stdout)
 	}
 	return usagef("unknown node subcommand %q: want status or decommission", sub)
 }
 
-func getNodes(c *http.Client, base string) ([]server.NodeInfo, error) {
-	resp, err := c.Get(base + "/api/nodes")
+// apiClient calls a node's HTTP API, with HTTP Basic credentials when it
+// has a password.
+type apiClient struct {
+	c              *http.Client
+	base           string
+	user, password string
+}
+
+// call sends method path and returns the body of a 200; any other status
+// is an error that says what to do about a 401 or a 403.
+func (a *apiClient) call(method, path string) ([]byte, error) {
+	req, err := http.NewRequest(method, a.base+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	if a.password != "" {
+		req.SetBasicAuth(a.user, a.password)
+	}
+	resp, err := a.c.Do(req)
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(resp.Body)
-		return nil, fmt.Errorf("GET /api/nodes: %s: %s", resp.Status, strings.TrimSpace(string(b)))
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	if resp.StatusCode == http.StatusOK {
+		return b, nil
+	}
+	msg := strings.TrimSpace(string(b))
+	var e struct {
+		Error string `json:"error"`
+	}
+	if json.Unmarshal(b, &e) == nil && e.Error != "" {
+		msg = e.Error
+	}
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized && a.password == "":
+		return nil, fmt.Errorf("%s %s: the node requires a login (%s): give --user and the role's password in CAIRN_PASSWORD or --password-file", method, path, resp.Status)
+	case resp.StatusCode == http.StatusUnauthorized:
+		return nil, fmt.Errorf("%s %s: logging in as %q failed (%s): %s", method, path, a.user, resp.Status, msg)
+	case resp.StatusCode == http.StatusForbidden:
+		return nil, fmt.Errorf("%s %s: role %q is not allowed to (%s): %s", method, path, a.user, resp.Status, msg)
+	}
+	return nil, fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, msg)
+}
+
+func (a *apiClient) nodes() ([]server.NodeInfo, error) {
+	b, err := a.call(http.MethodGet, "/api/nodes")
+	if err != nil {
+		return nil, err
 	}
 	var nodes []server.NodeInfo
-	if err := json.NewDecoder(resp.Body).Decode(&nodes); err != nil {
+	if err := json.Unmarshal(b, &nodes); err != nil {
 		return nil, fmt.Errorf("GET /api/nodes: %w", err)
 	}
 	return nodes, nil
@@ -100,25 +162,12 @@ func printNodes(w io.Writer, nodes []server.NodeInfo) {
 	tw.Flush()
 }
 
-func post(c *http.Client, url string) error {
-	resp, err := c.Post(url, "", nil)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(b)))
-	}
-	return nil
-}
-
 // decommission marks node id decommissioning, waits until no tablet's
 // leader counts a replica on it (twice in a row, a heartbeat apart), then
 // marks it decommissioned.
-func decommission(c *http.Client, base string, id uint64, wait time.Duration, out io.Writer) error {
-	url := fmt.Sprintf("%s/api/nodes/%d/decommission", base, id)
-	if err := post(c, url); err != nil {
+func decommission(c *apiClient, id uint64, wait time.Duration, out io.Writer) error {
+	path := fmt.Sprintf("/api/nodes/%d/decommission", id)
+	if _, err := c.call(http.MethodPost, path); err != nil {
 		return fmt.Errorf("decommissioning node %d: %w", id, err)
 	}
 	fmt.Fprintf(out, "node %d is decommissioning; moving its replicas\n", id)
@@ -130,7 +179,7 @@ func decommission(c *http.Client, base string, id uint64, wait time.Duration, ou
 			return fmt.Errorf("node %d still holds %d replicas after %s", id, last, wait)
 		}
 		time.Sleep(time.Second)
-		nodes, err := getNodes(c, base)
+		nodes, err := c.nodes()
 		if err != nil {
 			return err
 		}
@@ -148,7 +197,7 @@ func decommission(c *http.Client, base string, id uint64, wait time.Duration, ou
 			zero = 0
 		}
 	}
-	if err := post(c, url+"?done=1"); err != nil {
+	if _, err := c.call(http.MethodPost, path+"?done=1"); err != nil {
 		return fmt.Errorf("marking node %d decommissioned: %w", id, err)
 	}
 	fmt.Fprintf(out, "node %d is decommissioned\n", id)

@@ -9,9 +9,18 @@
 #
 #   test/e2e/admin_ui.sh [OUTDIR]      (make e2e; the "ui" step of make compat)
 #
-# Screenshots: OUTDIR/overview.png, OUTDIR/database.png, OUTDIR/tablets.png
-# (OUTDIR defaults to /tmp/cairn-admin-ui). CAIRN_E2E_PORT (default 54611;
-# +1 and +2 are taken too) picks the node's ports.
+# The node is --insecure (as every compat step's), so the pages need no
+# login and must say that they are open; the login form is rendered too.
+# Then a second, secure node (a plain `cairn start` with a superuser
+# password) must send the browser from its overview to that form, answer
+# its API 401 without a password and 200 with one (HTTP Basic, as curl
+# sends it), and keep /metrics open.
+#
+# Screenshots: OUTDIR/overview.png, OUTDIR/database.png, OUTDIR/tablets.png,
+# OUTDIR/login.png
+# (OUTDIR defaults to /tmp/cairn-admin-ui), OUTDIR/secure.png.
+# CAIRN_E2E_PORT (default 54611; +1 to +5 are taken too) picks the nodes'
+# ports.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . test/compat/lib.sh
@@ -27,7 +36,14 @@ fi
 
 work=$(mktemp -d /tmp/cairn-e2e.XXXXXX)
 port=${CAIRN_E2E_PORT:-54611}
-trap 'cairn_stop; rm -rf "$work"' EXIT
+secure_pid=
+stop_secure() {
+  if [ -n "$secure_pid" ] && kill -0 "$secure_pid" 2>/dev/null; then
+    kill -TERM "$secure_pid"
+    wait "$secure_pid" || true
+  fi
+}
+trap 'cairn_stop; stop_secure; rm -rf "$work"' EXIT
 cairn_build "$work/cairn"
 cairn_start "$work/cairn" "$work/node" "$port"
 base="postgres://postgres@127.0.0.1:$port"
@@ -65,7 +81,7 @@ page() {
   # or error page compresses to.
   local size
   size=$(stat -c %s "$out/$name.png" 2>/dev/null || echo 0)
-  if [ "$size" -lt 20000 ] || [ "$(head -c 8 "$out/$name.png" | od -An -tx1 | tr -d ' \n')" != 89504e470d0a1a0a ]; then
+  if [ "$size" -lt "${min_png:-20000}" ] || [ "$(head -c 8 "$out/$name.png" | od -An -tx1 | tr -d ' \n')" != 89504e470d0a1a0a ]; then
     echo "admin UI: no screenshot of $path ($out/$name.png: $size bytes)"
     failed=1
   else
@@ -73,13 +89,42 @@ page() {
   fi
 }
 
-page overview / '<tr class="node-row" data-node-id="1">' '>live<' 'system catalog' '>ui_shop</a>' 'Colocated groups'
+page overview / '<tr class="node-row" data-node-id="1">' '>live<' 'system catalog' '>ui_shop</a>' 'Colocated groups' \
+  'id="insecure-banner"'
 page database /databases/ui_shop 'Database ui_shop' 'public.products' 'public.orders' 'public.events' \
   'products_category_idx' '2 tables share this tablet' 'class="badge coloc"'
 page tablets /tablets 'class="tablet-row' 'ui_shop.public.events' 'postgres.public.ui_accounts' 'system.descriptors' 'reads/s'
+page login '/login?next=%2Ftablets' 'id="login-form"' 'name="password"' 'value="/tablets"' 'runs with <code>--insecure</code>'
+
+# A secure node: the browser lands on the login form.
+mkdir -p "$work/secure"
+CAIRN_INITIAL_PASSWORD=e2e-pw "$work/cairn" start --store "$work/secure/store" \
+  --sql-addr "127.0.0.1:$((port + 3))" --rpc-addr "127.0.0.1:$((port + 4))" \
+  --http-addr "127.0.0.1:$((port + 5))" >"$work/secure/cairn.log" 2>&1 &
+secure_pid=$!
+for _ in $(seq 1 300); do
+  if grep -q "cairn node ready: sql=" "$work/secure/cairn.log"; then break; fi
+  sleep 0.1
+done
+http="http://127.0.0.1:$((port + 5))"
+# The bare login form compresses to ~16 KB.
+min_png=10000 page secure / 'id="login-form"' 'name="password"' 'value="/"'
+status() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
+for check in "401 $http/api/nodes" "200 -u postgres:e2e-pw $http/api/nodes" "401 -u postgres:wrong $http/api/nodes" \
+  "200 $http/metrics" "401 -X POST $http/api/nodes/1/decommission"; do
+  set -- $check
+  want=$1
+  shift
+  if [ "$(status "$@")" != "$want" ]; then
+    echo "admin UI: secure node: curl $* answered $(status "$@"), want $want"
+    failed=1
+  fi
+done
+stop_secure
+
 if [ "$failed" -ne 0 ]; then
-  echo "admin UI: FAILED (node log: $work/node/cairn.log)"
-  trap 'cairn_stop' EXIT # keep $work for the log
+  echo "admin UI: FAILED (node logs: $work/node/cairn.log, $work/secure/cairn.log)"
+  trap 'cairn_stop; stop_secure' EXIT # keep $work for the logs
   exit 1
 fi
 echo "admin UI: ok"
