@@ -84,6 +84,9 @@ func (ds *DistSender) sendSequential(ctx context.Context, ba *kvpb.BatchRequest,
 				if retries++; retries > ds.maxRoutingRetries {
 					return nil, fmt.Errorf("%w after %d attempts: %w", ErrRoutingRetriesExhausted, retries, err)
 				}
+				if err := routingBackoff(ctx, retries-1); err != nil {
+					return nil, err
+				}
 				continue
 			}
 			if len(br.Responses) != len(reqs) {
