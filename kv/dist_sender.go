@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/keys"
@@ -195,7 +196,16 @@ func (ds *DistSender) divide(ctx context.Context, reqs []kvpb.Request) ([]tablet
 }
 
 // forEachTablet calls fn for every tablet the span touches, in key order,
-// with the part of the span inside it.
+// with the part of the span inside it. The parts are disjoint and tile the
+// span: each is cut from what is left of the span (from key on), never
+// from the whole span. The descriptors come from separate lookups, which
+// need not agree: the one for key may be an older generation starting
+// before key (the directory of a node that has not yet applied a split
+// the cache already learnt of from a tablet's refusal), and the part of
+// the span before key has already gone to another tablet. Cut from the
+// whole span, that part went out twice, both answers were correct for
+// what was asked, and their rows were concatenated: scans racing splits
+// returned rows twice (testcluster.TestClusterScansRacingSplits).
 func (ds *DistSender) forEachTablet(ctx context.Context, s kvpb.Span, fn func(kvpb.TabletDescriptor, kvpb.Span)) error {
 	if len(s.EndKey) == 0 {
 		d, err := ds.cache.Lookup(ctx, s.Key, false)
@@ -210,7 +220,7 @@ func (ds *DistSender) forEachTablet(ctx context.Context, s kvpb.Span, fn func(kv
 		if err != nil {
 			return err
 		}
-		fn(d, intersect(s, d))
+		fn(d, intersect(kvpb.Span{Key: key, EndKey: s.EndKey}, d))
 		key = d.EndKey
 	}
 	return nil
@@ -319,8 +329,34 @@ func (ds *DistSender) sendToTablet(ctx context.Context, h kvpb.Header, desc kvpb
 	if !ds.handleRoutingError(desc, err) {
 		return nil, err
 	}
+	if err := routingBackoff(ctx, attempt); err != nil {
+		return nil, err
+	}
 	sub.TabletID = 0
 	return ds.divideAndSend(ctx, sub, attempt+1)
+}
+
+// routingBackoff waits before routing retry attempt+1. The first retry
+// goes at once: the refusal usually carried the tablet's new descriptor.
+// Later ones wait 1ms, 2ms, 4ms... up to 50ms (about 250ms over the
+// default ten retries): what still routes wrong then is a directory that
+// lags, a node's replica that has not yet applied a split its leaseholder
+// has, and retrying at once would use up the retries before the split
+// applies there (TestClusterScansRacingSplits saw that under dozens of
+// splits a second).
+func routingBackoff(ctx context.Context, attempt int) error {
+	if attempt == 0 {
+		return nil
+	}
+	d := min(time.Millisecond<<min(attempt-1, 6), 50*time.Millisecond)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // handleRoutingError evicts desc if err says it is stale, caching the

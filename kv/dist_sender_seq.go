@@ -54,6 +54,7 @@ func (ds *DistSender) sendSequential(ctx context.Context, ba *kvpb.BatchRequest,
 	if reverse {
 		cursor = hi
 	}
+	// retries counts routing refusals since the last answer.
 	retries := attempt
 	for !allDone(state) {
 		if (!reverse && bytes.Compare(cursor, hi) >= 0) || (reverse && bytes.Compare(cursor, lo) <= 0) {
@@ -84,11 +85,18 @@ func (ds *DistSender) sendSequential(ctx context.Context, ba *kvpb.BatchRequest,
 				if retries++; retries > ds.maxRoutingRetries {
 					return nil, fmt.Errorf("%w after %d attempts: %w", ErrRoutingRetriesExhausted, retries, err)
 				}
+				if err := routingBackoff(ctx, retries-1); err != nil {
+					return nil, err
+				}
 				continue
 			}
 			if len(br.Responses) != len(reqs) {
 				return nil, fmt.Errorf("kv: tablet %d answered %d responses to %d requests", desc.TabletID, len(br.Responses), len(reqs))
 			}
+			// The budget bounds refusals in a row, as the parallel path's
+			// does: a walk over many tablets while they split is refused
+			// now and then all along, and made progress since the last.
+			retries = attempt
 			for j, i := range idx {
 				state[i].absorb(desc, reqs[j], br.Responses[j], reverse)
 			}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -27,6 +28,8 @@ type fakeTablets struct {
 	trace  []string
 	// lookups counts directory lookups.
 	lookups int
+	// history holds every earlier descs, oldest first (laggingDirectory).
+	history [][]kvpb.TabletDescriptor
 }
 
 func newFakeTablets() *fakeTablets {
@@ -46,6 +49,7 @@ func (f *fakeTablets) split(key []byte) {
 			left := kvpb.TabletDescriptor{TabletID: d.TabletID, StartKey: d.StartKey, EndKey: key, Generation: d.Generation + 1}
 			right := kvpb.TabletDescriptor{TabletID: f.nextID, StartKey: key, EndKey: d.EndKey, Generation: 1}
 			f.nextID++
+			f.history = append(f.history, slices.Clone(f.descs))
 			f.descs = append(f.descs[:i], append([]kvpb.TabletDescriptor{left, right}, f.descs[i+1:]...)...)
 			return
 		}

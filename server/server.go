@@ -101,7 +101,7 @@ type Config struct {
 	ColocationWarnSize int64
 	// TabletSplitSize and TabletSplitQPS are the split queue's thresholds
 	// (store.Config.SplitSize, SplitQPS; splits.go): 0 means the default
-	// (512 MiB; never by load), negative never.
+	// (512 MiB; 2500 batches/s), negative never.
 	TabletSplitSize int64
 	TabletSplitQPS  float64
 	// CacheSize is the engine's block cache in bytes; 0 means the

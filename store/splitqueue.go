@@ -45,13 +45,12 @@ import (
 const (
 	// DefaultSplitSize is Config.SplitSize's default.
 	DefaultSplitSize = 512 << 20
-	// SuggestedSplitQPS is the load threshold to give Config.SplitQPS
-	// (CockroachDB's default). Load splits are off unless asked for: a
-	// scan racing a split was seen to return some rows twice
-	// (testcluster.TestClusterSplitsUnderWriteLoad, once), a routing bug
-	// not yet found, and a load threshold splits busy tablets all the
-	// time (pgbench's select-only passes it at once).
-	SuggestedSplitQPS = 2500
+	// DefaultSplitQPS is Config.SplitQPS's default (CockroachDB's). It
+	// was off for a while: a scan racing a split returned some rows
+	// twice, which kv.DistSender.forEachTablet now prevents (tests:
+	// testcluster.TestClusterScansRacingSplits,
+	// kv.TestDistSenderMatchesOneTabletLaggingDirectory).
+	DefaultSplitQPS = 2500
 
 	splitLoadWindow   = 10 * time.Second
 	minRateSpan       = time.Second
@@ -130,7 +129,7 @@ func newSplitQueue(s *Store) *splitQueue {
 		q.size = DefaultSplitSize
 	}
 	if q.qps == 0 {
-		q.qps = -1 // off (SuggestedSplitQPS)
+		q.qps = DefaultSplitQPS
 	}
 	return q
 }

@@ -201,3 +201,89 @@ func TestSplitQueueByLoad(t *testing.T) {
 	}
 	t.Logf("tablets start at %s", strings.Join(starts, " "))
 }
+
+// TestSplitQueueDefaults: with no thresholds configured the queue splits
+// by load past DefaultSplitQPS (and by size past DefaultSplitSize), and a
+// tablet under light load, as in most tests, is measured but not split.
+func TestSplitQueueDefaults(t *testing.T) {
+	e := newEnv(t, Config{SplitUnit: rowenc.SplitUnit})
+	q := newSplitQueue(e.s)
+	if q.qps != DefaultSplitQPS || q.size != DefaultSplitSize {
+		t.Fatalf("default thresholds %v batches/s, %d bytes; want %v, %d", q.qps, q.size, float64(DefaultSplitQPS), DefaultSplitSize)
+	}
+	rows := sqlRows(t, 100, 100, 200)
+	e.putRows(rows, 10)
+	splits := 0
+	for end := time.Now().Add(1500 * time.Millisecond); time.Now().Before(end); {
+		for range 4 {
+			e.get(string(rows[rand.IntN(len(rows))].key))
+		}
+		splits += q.pass(context.Background())
+		time.Sleep(20 * time.Millisecond)
+	}
+	if splits != 0 {
+		t.Fatalf("%d splits under light load: %v", splits, e.s.Tablets())
+	}
+	// The queue did measure the load: it just was far under the default.
+	var rate float64
+	for _, d := range e.s.Tablets() {
+		if d.ContainsKey(rows[0].key) {
+			m := e.s.Replica(d.TabletID).Metrics()
+			rate = q.rate(d.TabletID, time.Now(), m.ReadBatches.Load()+m.WriteBatches.Load())
+		}
+	}
+	if rate < 20 || rate > DefaultSplitQPS/2 {
+		t.Fatalf("measured %.0f batches/s, want the light load (20 to %d)", rate, DefaultSplitQPS/2)
+	}
+}
+
+// TestSplitQueueByLoadKeepsUnitsWhole: load spread over a colocated
+// database's group of two tables, and over the system span, past the load
+// threshold splits neither: a split may fall only at their bounds.
+func TestSplitQueueByLoadKeepsUnitsWhole(t *testing.T) {
+	e := newEnv(t, Config{SplitSize: -1, SplitQPS: 100, SplitUnit: rowenc.SplitUnit})
+	ctx := context.Background()
+	coloc := rowenc.GroupSpan(50)
+	for _, k := range [][]byte{coloc.Key, coloc.EndKey} {
+		if _, _, err := e.s.Split(ctx, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.settle()
+	rows := append(sqlRows(t, 50, 51, 100), sqlRows(t, 50, 52, 100)...)
+	e.putRows(rows, 10)
+	var system [][]byte
+	for i := range 100 {
+		k := fmt.Appendf(keys.Min[:len(keys.Min):len(keys.Min)], "load-%03d", i)
+		system = append(system, k)
+		ba := &kvpb.BatchRequest{}
+		ba.Add(&kvpb.PutRequest{Key: k, Value: []byte("v")})
+		if _, err := e.send(ctx, ba); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q := newSplitQueue(e.s)
+	splits := 0
+	for end := time.Now().Add(2500 * time.Millisecond); time.Now().Before(end); {
+		for range 100 {
+			e.get(string(rows[rand.IntN(len(rows))].key))
+			e.get(string(system[rand.IntN(len(system))]))
+		}
+		e.settle()
+		splits += q.pass(ctx)
+		time.Sleep(20 * time.Millisecond)
+	}
+	if len(q.backoff) == 0 {
+		t.Fatalf("no tablet was found over the load threshold (%d splits): %v", splits, e.s.Tablets())
+	}
+	for _, d := range e.s.Tablets() {
+		if bytes.Compare(d.StartKey, coloc.Key) > 0 && bytes.Compare(d.StartKey, coloc.EndKey) < 0 {
+			t.Errorf("tablet %s starts inside the colocated group %s", &d, coloc)
+		}
+		if bytes.Compare(d.StartKey, keys.Min) > 0 && bytes.Compare(d.StartKey, keys.TableDataMin) < 0 {
+			t.Errorf("tablet %s starts inside the system span", &d)
+		}
+	}
+	e.checkRows(rows)
+	t.Logf("%d splits (at unit bounds); tablets %v", splits, e.s.Tablets())
+}

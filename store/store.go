@@ -41,8 +41,8 @@ type Config struct {
 	// The split queue (splitqueue.go; it runs only under RunSplitQueue).
 	// SplitSize is the data size past which a tablet splits (0:
 	// DefaultSplitSize, negative: never by size); SplitQPS the batches per
-	// second past which it splits by load (0 or negative: never by load;
-	// see SuggestedSplitQPS); SplitInterval how often the queue looks (0: 1s).
+	// second past which it splits by load (0: DefaultSplitQPS, negative:
+	// never by load); SplitInterval how often the queue looks (0: 1s).
 	SplitSize     int64
 	SplitQPS      float64
 	SplitInterval time.Duration
