@@ -95,6 +95,12 @@ type Txn struct {
 		// validate are the keys the writes depend on, checked at commit
 		// (txn_validate.go).
 		validate map[string]validation
+		// buf holds the writes not yet sent (txn_buffer.go); nil when
+		// buffering is off or was turned off by a flush.
+		buf *writeBuffer
+		// bufWanted: EnableWriteBuffering was called (a restart that
+		// sent nothing buffers again).
+		bufWanted bool
 	}
 }
 
@@ -267,11 +273,23 @@ func (t *Txn) Run(ctx context.Context, b *Batch) error {
 		b.Results = nil
 		return nil
 	}
+	if t.buffering() {
+		if handled, err := t.runBuffered(ctx, b); handled || err != nil {
+			return err
+		}
+	}
 	br, err := t.send(ctx, b.reqs, sendOpts{wait: b.WaitPolicy})
 	if err != nil {
 		return err
 	}
 	return b.fill(br)
+}
+
+// buffering reports whether writes are buffered (txn_buffer.go).
+func (t *Txn) buffering() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.mu.buf != nil
 }
 
 // Step marks a statement boundary. Under READ COMMITTED the next statement
@@ -319,6 +337,10 @@ type sendOpts struct {
 	noHeartbeat bool
 	// wait is the batch's policy on other transactions' locks.
 	wait kvpb.WaitPolicy
+	// seq, when set, is the sequence number the writes were given when
+	// they were buffered (txn_buffer.go): the batch is sent at it rather
+	// than at a new one.
+	seq int32
 }
 
 // maxInPlaceRetries bounds how often one send retries after moving the
@@ -350,6 +372,9 @@ func (t *Txn) send(ctx context.Context, reqs []kvpb.Request, opts sendOpts) (*kv
 		t.mu.Lock()
 		ba := &kvpb.BatchRequest{Requests: reqs}
 		ba.Txn = t.mu.proto.Clone()
+		if opts.seq != 0 {
+			ba.Txn.Sequence = opts.seq
+		}
 		ba.WaitPolicy = opts.wait
 		t.mu.Unlock()
 
@@ -434,8 +459,11 @@ func (t *Txn) prepareWritesLocked(reqs []kvpb.Request, opts sendOpts) (needRecor
 		t.mu.lockSpans.add(s)
 	}
 	// One sequence number per writing batch: replays are recognised by it,
-	// and savepoints name writes by it (txn_savepoint.go).
-	t.mu.proto.Sequence++
+	// and savepoints name writes by it (txn_savepoint.go). A buffered
+	// batch got its number when it was buffered.
+	if opts.seq == 0 {
+		t.mu.proto.Sequence++
+	}
 	t.mu.wrote = true
 	if !opts.noHeartbeat && t.mu.hb == nil {
 		t.mu.hb = t.startHeartbeat()
