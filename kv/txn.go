@@ -101,6 +101,8 @@ type Txn struct {
 		// bufWanted: EnableWriteBuffering was called (a restart that
 		// sent nothing buffers again).
 		bufWanted bool
+		// bufLost: a flush failed and the buffer is gone (loseBuffer).
+		bufLost bool
 	}
 }
 
@@ -175,6 +177,20 @@ func (t *Txn) OnePhaseCommitted() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.mu.onePC
+}
+
+// CommitPhases returns how a committed transaction committed: 0 when it
+// wrote nothing, 1 in one phase, 2 in two.
+func (t *Txn) CommitPhases() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch {
+	case t.mu.onePC:
+		return 1
+	case t.mu.wrote:
+		return 2
+	}
+	return 0
 }
 
 // Epoch returns the transaction's epoch (bumped by each PrepareForRetry).

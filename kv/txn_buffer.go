@@ -107,9 +107,20 @@ type bufferedOp struct {
 	req kvpb.Request
 }
 
+// bufferedLock is a row lock an UPDATE asked for with its writes, taken
+// at commit: in the one-phase batch, a LockRequest evaluated outside the
+// transaction checks for other transactions' locks and for versions
+// above the commit timestamp and writes no lock record; sent as intents,
+// it is taken as usual.
+type bufferedLock struct {
+	span  kvpb.Span
+	since hlc.Timestamp
+}
+
 // writeBuffer holds a transaction's buffered writes.
 type writeBuffer struct {
 	keys  []*bufferedKey // sorted by key
+	locks []bufferedLock
 	ops   []bufferedOp
 	bytes int
 }
@@ -146,11 +157,11 @@ func (wb *writeBuffer) inSpan(start, end []byte) []*bufferedKey {
 	return wb.keys[lo:hi]
 }
 
-func (wb *writeBuffer) empty() bool { return wb == nil || len(wb.keys) == 0 }
+func (wb *writeBuffer) empty() bool { return wb == nil || (len(wb.keys) == 0 && len(wb.locks) == 0) }
 
 // over reports whether the buffer is past its limits.
 func (wb *writeBuffer) over() bool {
-	return wb.bytes > maxBufferBytes || len(wb.keys) > maxBufferKeys
+	return wb.bytes > maxBufferBytes || len(wb.keys)+len(wb.locks) > maxBufferKeys
 }
 
 // EnableWriteBuffering turns the write buffer on for the transaction (see
@@ -196,7 +207,14 @@ func (t *Txn) runBuffered(ctx context.Context, b *Batch) (handled bool, err erro
 		case *kvpb.PutRequest, *kvpb.DeleteRequest:
 			writes++
 		case *kvpb.ConditionalPutRequest:
-			_ = req
+			writes++
+		case *kvpb.LockRequest:
+			// An UPDATE's row lock, sent with its writes, is checked at
+			// commit (see above). A lock asked for on its own (SELECT FOR
+			// UPDATE) or one that must not wait is taken now.
+			if req.SkipLocked || b.WaitPolicy != kvpb.WaitBlock || len(b.reqs) == 1 {
+				return false, t.flushBuffer(ctx)
+			}
 			writes++
 		default:
 			// DeleteRange, Lock, ...: their effect must be in the tablets.
@@ -287,6 +305,8 @@ func (t *Txn) bufferWritesLocked(b *Batch, stored map[string][]byte) (over bool,
 	ws := make([]bufferedWrite, len(b.reqs))
 	for i, r := range b.reqs {
 		switch req := r.(type) {
+		case *kvpb.LockRequest:
+			continue
 		case *kvpb.PutRequest:
 			ws[i] = bufferedWrite{seq: seq, value: req.Value}
 		case *kvpb.DeleteRequest:
@@ -305,6 +325,11 @@ func (t *Txn) bufferWritesLocked(b *Batch, stored map[string][]byte) (over bool,
 	t.mu.proto.Sequence = seq
 	since := t.mu.proto.ReadTimestamp
 	for i, r := range b.reqs {
+		if lk, ok := r.(*kvpb.LockRequest); ok {
+			t.mu.buf.locks = append(t.mu.buf.locks, bufferedLock{span: kvpb.Span{Key: lk.Key, EndKey: lk.EndKey}, since: since})
+			t.mu.buf.ops = append(t.mu.buf.ops, bufferedOp{seq: seq, req: r})
+			continue
+		}
 		t.mu.buf.add(r.Span().Key, ws[i], since)
 		t.mu.buf.ops = append(t.mu.buf.ops, bufferedOp{seq: seq, req: r})
 	}
@@ -377,6 +402,11 @@ func (t *Txn) readThroughBuffer(ctx context.Context, b *Batch) (bool, error) {
 	}
 	t.mu.Lock()
 	ignored = t.mu.proto.IgnoredSeqNums
+	// Buffered values read as the transaction's own intents do, at its
+	// write timestamp: at or above every committed version it can see,
+	// so a row's buffered column entries override a stored packed row
+	// (sql/rowenc's RowMerger goes by timestamps).
+	ownTS := t.mu.proto.WriteTimestamp
 	t.mu.Unlock()
 	b.Results = make([]Result, len(b.reqs))
 	for i, r := range b.reqs {
@@ -386,7 +416,7 @@ func (t *Txn) readThroughBuffer(ctx context.Context, b *Batch) (bool, error) {
 			if p.local != nil {
 				if !p.local.tombstone {
 					res.Found = true
-					res.Rows = []kvpb.KeyValue{{Key: req.Key, Value: p.local.value}}
+					res.Rows = []kvpb.KeyValue{{Key: req.Key, Value: p.local.value, Timestamp: ownTS}}
 				}
 				continue
 			}
@@ -399,7 +429,7 @@ func (t *Txn) readThroughBuffer(ctx context.Context, b *Batch) (bool, error) {
 			if !ok {
 				return true, fmt.Errorf("kv: unexpected %s response to a scan", br.Responses[p.sent].Method())
 			}
-			res.Rows, res.ResumeSpan = mergeScan(req, sr.Rows, sr.ResumeSpan, p.over, ignored)
+			res.Rows, res.ResumeSpan = mergeScan(req, sr.Rows, sr.ResumeSpan, p.over, ignored, ownTS)
 		}
 	}
 	return true, nil
@@ -407,8 +437,8 @@ func (t *Txn) readThroughBuffer(ctx context.Context, b *Batch) (bool, error) {
 
 // mergeScan lays the buffered keys over (both in the span of req, in key
 // order) over the rows KV returned for req (in req's order), applying
-// req's limit.
-func mergeScan(req *kvpb.ScanRequest, rows []kvpb.KeyValue, resume *kvpb.Span, over []*bufferedKey, ignored []kvpb.SeqRange) ([]kvpb.KeyValue, *kvpb.Span) {
+// req's limit. Buffered rows carry ownTS.
+func mergeScan(req *kvpb.ScanRequest, rows []kvpb.KeyValue, resume *kvpb.Span, over []*bufferedKey, ignored []kvpb.SeqRange, ownTS hlc.Timestamp) ([]kvpb.KeyValue, *kvpb.Span) {
 	// Buffered keys past where KV stopped are left for the resumed scan.
 	if resume != nil {
 		over = slices.DeleteFunc(slices.Clone(over), func(k *bufferedKey) bool {
@@ -432,7 +462,7 @@ func mergeScan(req *kvpb.ScanRequest, rows []kvpb.KeyValue, resume *kvpb.Span, o
 	out := make([]kvpb.KeyValue, 0, len(rows)+len(over))
 	emit := func(k *bufferedKey) {
 		if w, ok := k.live(ignored); ok && !w.tombstone {
-			out = append(out, kvpb.KeyValue{Key: k.key, Value: w.value})
+			out = append(out, kvpb.KeyValue{Key: k.key, Value: w.value, Timestamp: ownTS})
 		}
 	}
 	i, j := 0, 0
@@ -472,7 +502,7 @@ func (t *Txn) flushBuffer(ctx context.Context) error {
 		return nil
 	}
 	if err := t.checkBuffered(ctx, wb); err != nil {
-		return err
+		return t.loseBuffer(err)
 	}
 	t.mu.Lock()
 	ignored := t.mu.proto.IgnoredSeqNums
@@ -489,10 +519,23 @@ func (t *Txn) flushBuffer(ctx context.Context) error {
 			continue
 		}
 		if _, err := t.send(ctx, reqs, sendOpts{seq: seq}); err != nil {
-			return t.bufferedSendErr(err)
+			// The rest of the buffer is gone: whatever the error, the
+			// transaction must not go on (and commit without it).
+			return t.loseBuffer(t.bufferedSendErr(err))
 		}
 	}
 	return nil
+}
+
+// loseBuffer fails the transaction after a flush that could not send
+// the buffer: its writes are gone, so neither it nor a statement retry
+// (RetryStatement refuses) may go on; only a restart, which discards
+// every write anyway, does.
+func (t *Txn) loseBuffer(err error) error {
+	t.mu.Lock()
+	t.mu.bufLost = true
+	t.mu.Unlock()
+	return t.setRetryable(err)
 }
 
 // bufferedSendErr turns a failed condition met while sending buffered
@@ -520,6 +563,12 @@ func (t *Txn) checkBuffered(ctx context.Context, wb *writeBuffer) error {
 		t.mu.readSpans.add(kvpb.Span{Key: k.key})
 		if k.since.Less(txn.ReadTimestamp) {
 			reqs = append(reqs, &kvpb.RefreshRequest{Key: k.key, From: k.since})
+		}
+	}
+	for _, l := range wb.locks {
+		t.mu.readSpans.add(l.span)
+		if l.since.Less(txn.ReadTimestamp) {
+			reqs = append(reqs, &kvpb.RefreshRequest{Key: l.span.Key, EndKey: l.span.EndKey, From: l.since})
 		}
 	}
 	t.mu.Unlock()
@@ -551,7 +600,17 @@ func (t *Txn) takeBufferForCommit(ctx context.Context) ([]kvpb.Request, error) {
 	if wb.empty() {
 		return nil, nil
 	}
+	// Locks first: evaluated outside the transaction, a lock after a write
+	// of its span in the same batch would meet that write's version.
+	// Like sent locks, they outlive a rollback to a savepoint.
 	var writes []kvpb.Request
+	seen := map[string]bool{}
+	for _, l := range wb.locks {
+		if id := string(l.span.Key) + "\x00" + string(l.span.EndKey); !seen[id] {
+			seen[id] = true
+			writes = append(writes, &kvpb.LockRequest{Key: l.span.Key, EndKey: l.span.EndKey})
+		}
+	}
 	for _, k := range wb.keys {
 		var first, last *bufferedWrite
 		for i := range k.hist {

@@ -50,6 +50,7 @@ func (t *Txn) PrepareForRetry(ctx context.Context) error {
 	// The old epoch's buffered writes are discarded like its intents; a
 	// transaction that sent none buffers again.
 	t.mu.buf = nil
+	t.mu.bufLost = false
 	if t.mu.bufWanted && !t.mu.wrote {
 		t.mu.buf = &writeBuffer{}
 	}

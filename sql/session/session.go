@@ -219,6 +219,9 @@ func (s *Session) kvTxn() *kv.Txn {
 	if s.txn == nil {
 		s.txn = s.b.db.NewTxn(context.Background(), "sql txn", s.txnIso)
 		s.txnWroteCatalog = false
+		if s.vars["cairn_buffered_writes"] == "on" {
+			s.txn.EnableWriteBuffering()
+		}
 	}
 	return s.txn
 }
@@ -237,6 +240,8 @@ func (s *Session) endTxn(ctx context.Context, commit bool) error {
 			if err = s.txn.Commit(ctx); err != nil {
 				_ = s.txn.Rollback(context.WithoutCancel(ctx))
 				commit = false
+			} else {
+				s.b.commits[s.txn.CommitPhases()].Add(1)
 			}
 		} else {
 			err = s.txn.Rollback(context.WithoutCancel(ctx))
