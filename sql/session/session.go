@@ -219,11 +219,33 @@ func (s *Session) kvTxn() *kv.Txn {
 	if s.txn == nil {
 		s.txn = s.b.db.NewTxn(context.Background(), "sql txn", s.txnIso)
 		s.txnWroteCatalog = false
-		if s.vars["cairn_buffered_writes"] == "on" {
+		if s.bufferWrites() {
 			s.txn.EnableWriteBuffering()
 		}
 	}
 	return s.txn
+}
+
+// bufferWrites decides, by cairn_buffered_writes, whether the new
+// transaction buffers its writes (kv/txn_buffer.go). A buffered write holds
+// no lock, so of two transactions racing on a row the later to commit
+// fails with 40001 where PostgreSQL's READ COMMITTED makes the second
+// writer wait and re-evaluate. auto buffers only where no client can tell:
+// explicit REPEATABLE READ and SERIALIZABLE transactions (which fail with
+// 40001 on such a race in PostgreSQL too) and implicit transactions of the
+// simple protocol (which autocommit reruns on 40001 while nothing of
+// theirs has reached the client); on buffers every transaction.
+func (s *Session) bufferWrites() bool {
+	switch s.vars["cairn_buffered_writes"] {
+	case "on":
+		return true
+	case "auto":
+		if s.block {
+			return s.txnIso != kv.ReadCommitted
+		}
+		return !s.extImplicit
+	}
+	return false
 }
 
 // endTxn commits or rolls back the open transaction and returns the
