@@ -253,6 +253,11 @@ func (t *Txn) Delete(ctx context.Context, key []byte) error {
 
 // DelRange deletes every key in [start, end) and returns the keys deleted.
 func (t *Txn) DelRange(ctx context.Context, start, end []byte) ([][]byte, error) {
+	// The keys deleted are only known where the deletion runs: not in the
+	// write buffer.
+	if err := t.flushBuffer(ctx); err != nil {
+		return nil, err
+	}
 	b := &Batch{}
 	b.DelRange(start, end)
 	if err := t.Run(ctx, b); err != nil {

@@ -48,9 +48,15 @@ import (
 //     statement guaranteed, and so also that every buffered CPut's
 //     condition still holds. A failure is a retryable error (40001 at
 //     COMMIT), never a silent overwrite.
+//   - A DeleteRange is buffered as a range deletion: it hides the stored
+//     keys of its span and the buffered writes older than it. At commit the
+//     live ones go as DeleteRanges (around the keys written by point
+//     writes) before the point writes. Its Result.Keys are not known.
+//   - An UPDATE's row Lock, sent in a batch with its writes, is buffered
+//     and sent first in the committing batch (bufferedLock).
 //   - Anything else flushes the buffer and turns buffering off for the
-//     rest of the transaction: DeleteRange, Lock (SELECT FOR UPDATE: its
-//     lock must be in the tablet), a batch that mixes reads and writes,
+//     rest of the transaction: a Lock on its own (SELECT FOR UPDATE: its
+//     lock must be in the tablet now), a batch that mixes reads and writes,
 //     a buffer over maxBufferBytes or maxBufferKeys, a schema change
 //     (ReadAtWriteTimestamp, DisableWriteBuffering). A flush replays the
 //     buffered batches in order at their own sequence numbers, so intent
@@ -70,7 +76,10 @@ const (
 
 // bufferedWrite is one buffered write of a key.
 type bufferedWrite struct {
-	seq       int32
+	seq int32
+	// ord orders every buffered write and range deletion, also within one
+	// batch (whose entries share seq): the newest live one decides a key.
+	ord       int
 	value     []byte
 	tombstone bool
 	// cond is set for a CPut: its expectation, re-sent with the commit.
@@ -117,12 +126,62 @@ type bufferedLock struct {
 	since hlc.Timestamp
 }
 
+// bufferedRange is a buffered DeleteRange: it deletes every key in span
+// whose newest live buffered write is older (by ord) and every stored key
+// the buffer does not override.
+type bufferedRange struct {
+	span  kvpb.Span
+	seq   int32
+	ord   int
+	since hlc.Timestamp
+}
+
 // writeBuffer holds a transaction's buffered writes.
 type writeBuffer struct {
-	keys  []*bufferedKey // sorted by key
-	locks []bufferedLock
-	ops   []bufferedOp
-	bytes int
+	keys    []*bufferedKey // sorted by key
+	locks   []bufferedLock
+	ranges  []bufferedRange
+	ops     []bufferedOp
+	bytes   int
+	nextOrd int
+}
+
+// resolve returns what the buffer says key holds: known is false when no
+// live buffered write or range deletion covers it (KV decides); else
+// tombstone says it is deleted, or value is its value.
+func (wb *writeBuffer) resolve(key []byte, ignored []kvpb.SeqRange) (value []byte, tombstone, known bool) {
+	var w *bufferedWrite
+	if k := wb.get(key); k != nil {
+		w, _ = k.live(ignored)
+	}
+	rord := -1
+	for i := range wb.ranges {
+		r := &wb.ranges[i]
+		if r.ord > rord && !kvpb.SeqIgnored(ignored, r.seq) && spanHas(r.span, key) {
+			rord = r.ord
+		}
+	}
+	switch {
+	case w != nil && w.ord > rord:
+		return w.value, w.tombstone, true
+	case rord >= 0:
+		return nil, true, true
+	}
+	return nil, false, false
+}
+
+// rangeIn reports whether a live range deletion overlaps [start, end).
+func (wb *writeBuffer) rangeIn(start, end []byte, ignored []kvpb.SeqRange) bool {
+	for _, r := range wb.ranges {
+		if !kvpb.SeqIgnored(ignored, r.seq) && bytes.Compare(r.span.Key, end) < 0 && bytes.Compare(start, r.span.EndKey) < 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func spanHas(s kvpb.Span, key []byte) bool {
+	return bytes.Compare(s.Key, key) <= 0 && bytes.Compare(key, s.EndKey) < 0
 }
 
 func (wb *writeBuffer) find(key []byte) (int, bool) {
@@ -157,11 +216,13 @@ func (wb *writeBuffer) inSpan(start, end []byte) []*bufferedKey {
 	return wb.keys[lo:hi]
 }
 
-func (wb *writeBuffer) empty() bool { return wb == nil || (len(wb.keys) == 0 && len(wb.locks) == 0) }
+func (wb *writeBuffer) empty() bool {
+	return wb == nil || (len(wb.keys) == 0 && len(wb.locks) == 0 && len(wb.ranges) == 0)
+}
 
 // over reports whether the buffer is past its limits.
 func (wb *writeBuffer) over() bool {
-	return wb.bytes > maxBufferBytes || len(wb.keys)+len(wb.locks) > maxBufferKeys
+	return wb.bytes > maxBufferBytes || len(wb.keys)+len(wb.locks)+len(wb.ranges) > maxBufferKeys
 }
 
 // EnableWriteBuffering turns the write buffer on for the transaction (see
@@ -204,7 +265,7 @@ func (t *Txn) runBuffered(ctx context.Context, b *Batch) (handled bool, err erro
 		switch req := r.(type) {
 		case *kvpb.GetRequest, *kvpb.ScanRequest:
 			reads++
-		case *kvpb.PutRequest, *kvpb.DeleteRequest:
+		case *kvpb.PutRequest, *kvpb.DeleteRequest, *kvpb.DeleteRangeRequest:
 			writes++
 		case *kvpb.ConditionalPutRequest:
 			writes++
@@ -217,7 +278,7 @@ func (t *Txn) runBuffered(ctx context.Context, b *Batch) (handled bool, err erro
 			}
 			writes++
 		default:
-			// DeleteRange, Lock, ...: their effect must be in the tablets.
+			// Anything else: its effect must be in the tablets.
 			return false, t.flushBuffer(ctx)
 		}
 	}
@@ -242,9 +303,7 @@ func (t *Txn) bufferWrites(ctx context.Context, b *Batch) error {
 	var need [][]byte
 	for _, r := range b.reqs {
 		if cp, ok := r.(*kvpb.ConditionalPutRequest); ok {
-			if k := t.mu.buf.get(cp.Key); k == nil {
-				need = append(need, cp.Key)
-			} else if _, live := k.live(t.mu.proto.IgnoredSeqNums); !live {
+			if _, _, known := t.mu.buf.resolve(cp.Key, t.mu.proto.IgnoredSeqNums); !known {
 				need = append(need, cp.Key)
 			}
 		}
@@ -287,30 +346,46 @@ func (t *Txn) bufferWritesLocked(b *Batch, stored map[string][]byte) (over bool,
 		return false, errors.New("kv: write buffer gone while buffering")
 	}
 	ignored := t.mu.proto.IgnoredSeqNums
-	// current is the key's value as this batch's earlier writes left it.
-	pending := map[string]*bufferedWrite{}
+	// current is the key's value as this batch's earlier writes (newest
+	// first in pending) left it.
+	var ws func(int) *bufferedWrite
+	var pending []int
 	current := func(key []byte) ([]byte, bool) {
-		if w, ok := pending[string(key)]; ok {
-			return w.value, !w.tombstone
-		}
-		if k := t.mu.buf.get(key); k != nil {
-			if w, ok := k.live(ignored); ok {
-				return w.value, !w.tombstone
+		for j := len(pending) - 1; j >= 0; j-- {
+			switch req := b.reqs[pending[j]].(type) {
+			case *kvpb.DeleteRangeRequest:
+				if spanHas(kvpb.Span{Key: req.Key, EndKey: req.EndKey}, key) {
+					return nil, false
+				}
+			default:
+				if bytes.Equal(req.Span().Key, key) {
+					w := ws(pending[j])
+					return w.value, !w.tombstone
+				}
 			}
+		}
+		if v, tomb, known := t.mu.buf.resolve(key, ignored); known {
+			return v, !tomb
 		}
 		v, ok := stored[string(key)]
 		return v, ok
 	}
 	seq := t.mu.proto.Sequence + 1
-	ws := make([]bufferedWrite, len(b.reqs))
+	written := make([]bufferedWrite, len(b.reqs))
+	ws = func(i int) *bufferedWrite { return &written[i] }
 	for i, r := range b.reqs {
+		ord := t.mu.buf.nextOrd + i
 		switch req := r.(type) {
 		case *kvpb.LockRequest:
 			continue
+		case *kvpb.DeleteRangeRequest:
+			if bytes.Compare(req.Key, req.EndKey) >= 0 {
+				return false, fmt.Errorf("kv: DeleteRange of an empty span [%q, %q)", req.Key, req.EndKey)
+			}
 		case *kvpb.PutRequest:
-			ws[i] = bufferedWrite{seq: seq, value: req.Value}
+			written[i] = bufferedWrite{seq: seq, ord: ord, value: req.Value}
 		case *kvpb.DeleteRequest:
-			ws[i] = bufferedWrite{seq: seq, tombstone: true}
+			written[i] = bufferedWrite{seq: seq, ord: ord, tombstone: true}
 		case *kvpb.ConditionalPutRequest:
 			actual, exists := current(req.Key)
 			if exists != req.ExpectExists || (exists && !bytes.Equal(actual, req.Expected)) {
@@ -318,21 +393,26 @@ func (t *Txn) bufferWritesLocked(b *Batch, stored map[string][]byte) (over bool,
 				// whose writes a savepoint rollback undoes.
 				return false, &kvpb.ConditionFailedError{Key: append([]byte(nil), req.Key...), ActualValue: actual}
 			}
-			ws[i] = bufferedWrite{seq: seq, value: req.Value, cond: &bufferedCond{expected: req.Expected, expectExists: req.ExpectExists}}
+			written[i] = bufferedWrite{seq: seq, ord: ord, value: req.Value, cond: &bufferedCond{expected: req.Expected, expectExists: req.ExpectExists}}
 		}
-		pending[string(r.Span().Key)] = &ws[i]
+		pending = append(pending, i)
 	}
 	t.mu.proto.Sequence = seq
 	since := t.mu.proto.ReadTimestamp
 	for i, r := range b.reqs {
-		if lk, ok := r.(*kvpb.LockRequest); ok {
-			t.mu.buf.locks = append(t.mu.buf.locks, bufferedLock{span: kvpb.Span{Key: lk.Key, EndKey: lk.EndKey}, since: since})
-			t.mu.buf.ops = append(t.mu.buf.ops, bufferedOp{seq: seq, req: r})
-			continue
-		}
-		t.mu.buf.add(r.Span().Key, ws[i], since)
 		t.mu.buf.ops = append(t.mu.buf.ops, bufferedOp{seq: seq, req: r})
+		switch req := r.(type) {
+		case *kvpb.LockRequest:
+			t.mu.buf.locks = append(t.mu.buf.locks, bufferedLock{span: kvpb.Span{Key: req.Key, EndKey: req.EndKey}, since: since})
+		case *kvpb.DeleteRangeRequest:
+			sp := kvpb.Span{Key: append([]byte(nil), req.Key...), EndKey: append([]byte(nil), req.EndKey...)}
+			t.mu.buf.ranges = append(t.mu.buf.ranges, bufferedRange{span: sp, seq: seq, ord: t.mu.buf.nextOrd + i, since: since})
+			t.mu.buf.bytes += len(sp.Key) + len(sp.EndKey) + 16
+		default:
+			t.mu.buf.add(r.Span().Key, written[i], since)
+		}
 	}
+	t.mu.buf.nextOrd += len(b.reqs)
 	b.Results = make([]Result, len(b.reqs))
 	return t.mu.buf.over(), nil
 }
@@ -348,9 +428,12 @@ func (t *Txn) readThroughBuffer(ctx context.Context, b *Batch) (bool, error) {
 	}
 	ignored := t.mu.proto.IgnoredSeqNums
 	type plan struct {
-		local *bufferedWrite // Get answered from the buffer
-		over  []*bufferedKey // a scan's buffered keys
-		sent  int            // index into the KV batch, or -1
+		local    bool           // Get answered from the buffer
+		value    []byte         // its answer
+		found    bool           //
+		over     []*bufferedKey // a scan's buffered keys
+		hasRange bool           // a live range deletion overlaps the scan
+		sent     int            // index into the KV batch, or -1
 	}
 	plans := make([]plan, len(b.reqs))
 	var kvReqs []kvpb.Request
@@ -360,12 +443,10 @@ func (t *Txn) readThroughBuffer(ctx context.Context, b *Batch) (bool, error) {
 		p.sent = -1
 		switch req := r.(type) {
 		case *kvpb.GetRequest:
-			if k := t.mu.buf.get(req.Key); k != nil {
-				if w, ok := k.live(ignored); ok {
-					p.local = w
-					overlaps = true
-					continue
-				}
+			if v, tomb, known := t.mu.buf.resolve(req.Key, ignored); known {
+				p.local, p.value, p.found = true, v, !tomb
+				overlaps = true
+				continue
 			}
 			p.sent = len(kvReqs)
 			kvReqs = append(kvReqs, req)
@@ -375,14 +456,20 @@ func (t *Txn) readThroughBuffer(ctx context.Context, b *Batch) (bool, error) {
 					p.over = append(p.over, k)
 				}
 			}
+			p.hasRange = t.mu.buf.rangeIn(req.Key, req.EndKey, ignored)
 			p.sent = len(kvReqs)
-			if len(p.over) == 0 {
+			if len(p.over) == 0 && !p.hasRange {
 				kvReqs = append(kvReqs, req)
 				continue
 			}
 			overlaps = true
 			sr := *req
-			if sr.MaxKeys > 0 {
+			switch {
+			case sr.MaxKeys > 0 && p.hasRange:
+				// A range deletion can hide any number of the rows KV
+				// returns: read the whole span and limit after merging.
+				sr.MaxKeys = 0
+			case sr.MaxKeys > 0:
 				// Each buffered key can hide at most one row KV returns.
 				sr.MaxKeys += int64(len(p.over))
 			}
@@ -407,16 +494,21 @@ func (t *Txn) readThroughBuffer(ctx context.Context, b *Batch) (bool, error) {
 	// so a row's buffered column entries override a stored packed row
 	// (sql/rowenc's RowMerger goes by timestamps).
 	ownTS := t.mu.proto.WriteTimestamp
+	wb := t.mu.buf
 	t.mu.Unlock()
+	if wb == nil {
+		return true, errors.New("kv: write buffer gone while reading through it")
+	}
+	resolve := func(key []byte) ([]byte, bool, bool) { return wb.resolve(key, ignored) }
 	b.Results = make([]Result, len(b.reqs))
 	for i, r := range b.reqs {
 		p, res := &plans[i], &b.Results[i]
 		switch req := r.(type) {
 		case *kvpb.GetRequest:
-			if p.local != nil {
-				if !p.local.tombstone {
+			if p.local {
+				if p.found {
 					res.Found = true
-					res.Rows = []kvpb.KeyValue{{Key: req.Key, Value: p.local.value, Timestamp: ownTS}}
+					res.Rows = []kvpb.KeyValue{{Key: req.Key, Value: p.value, Timestamp: ownTS}}
 				}
 				continue
 			}
@@ -429,7 +521,7 @@ func (t *Txn) readThroughBuffer(ctx context.Context, b *Batch) (bool, error) {
 			if !ok {
 				return true, fmt.Errorf("kv: unexpected %s response to a scan", br.Responses[p.sent].Method())
 			}
-			res.Rows, res.ResumeSpan = mergeScan(req, sr.Rows, sr.ResumeSpan, p.over, ignored, ownTS)
+			res.Rows, res.ResumeSpan = mergeScan(req, sr.Rows, sr.ResumeSpan, p.over, resolve, ownTS)
 		}
 	}
 	return true, nil
@@ -438,7 +530,7 @@ func (t *Txn) readThroughBuffer(ctx context.Context, b *Batch) (bool, error) {
 // mergeScan lays the buffered keys over (both in the span of req, in key
 // order) over the rows KV returned for req (in req's order), applying
 // req's limit. Buffered rows carry ownTS.
-func mergeScan(req *kvpb.ScanRequest, rows []kvpb.KeyValue, resume *kvpb.Span, over []*bufferedKey, ignored []kvpb.SeqRange, ownTS hlc.Timestamp) ([]kvpb.KeyValue, *kvpb.Span) {
+func mergeScan(req *kvpb.ScanRequest, rows []kvpb.KeyValue, resume *kvpb.Span, over []*bufferedKey, resolve func([]byte) ([]byte, bool, bool), ownTS hlc.Timestamp) ([]kvpb.KeyValue, *kvpb.Span) {
 	// Buffered keys past where KV stopped are left for the resumed scan.
 	if resume != nil {
 		over = slices.DeleteFunc(slices.Clone(over), func(k *bufferedKey) bool {
@@ -460,22 +552,26 @@ func mergeScan(req *kvpb.ScanRequest, rows []kvpb.KeyValue, resume *kvpb.Span, o
 		return bytes.Compare(a, b) < 0
 	}
 	out := make([]kvpb.KeyValue, 0, len(rows)+len(over))
-	emit := func(k *bufferedKey) {
-		if w, ok := k.live(ignored); ok && !w.tombstone {
-			out = append(out, kvpb.KeyValue{Key: k.key, Value: w.value, Timestamp: ownTS})
+	emit := func(key []byte) {
+		if v, tomb, known := resolve(key); known && !tomb {
+			out = append(out, kvpb.KeyValue{Key: key, Value: v, Timestamp: ownTS})
 		}
 	}
 	i, j := 0, 0
 	for i < len(rows) || j < len(over) {
 		switch {
 		case j == len(over) || (i < len(rows) && before(rows[i].Key, over[j].key)):
-			out = append(out, rows[i])
+			// A stored row the buffer has no write for: a range deletion
+			// may still hide it.
+			if _, _, known := resolve(rows[i].Key); !known {
+				out = append(out, rows[i])
+			}
 			i++
 		case i == len(rows) || before(over[j].key, rows[i].Key):
-			emit(over[j])
+			emit(over[j].key)
 			j++
 		default: // the same key: the buffer wins
-			emit(over[j])
+			emit(over[j].key)
 			i++
 			j++
 		}
@@ -565,6 +661,12 @@ func (t *Txn) checkBuffered(ctx context.Context, wb *writeBuffer) error {
 			reqs = append(reqs, &kvpb.RefreshRequest{Key: k.key, From: k.since})
 		}
 	}
+	for _, r := range wb.ranges {
+		t.mu.readSpans.add(r.span)
+		if r.since.Less(txn.ReadTimestamp) {
+			reqs = append(reqs, &kvpb.RefreshRequest{Key: r.span.Key, EndKey: r.span.EndKey, From: r.since})
+		}
+	}
 	for _, l := range wb.locks {
 		t.mu.readSpans.add(l.span)
 		if l.since.Less(txn.ReadTimestamp) {
@@ -587,10 +689,11 @@ func (t *Txn) checkBuffered(ctx context.Context, wb *writeBuffer) error {
 	return nil
 }
 
-// takeBufferForCommit empties the buffer into the writes a commit sends:
-// per key its newest write not rolled back (a CPut keeps the condition of
-// the key's oldest live write if that was one, which was evaluated
-// against the stored value), in key order, after checking them.
+// takeBufferForCommit empties the buffer into the writes a commit sends,
+// after checking them: the row locks, then the live range deletions, then
+// per key the state the buffer resolves it to (a CPut keeps the condition
+// of the key's oldest live write if that was one: it was evaluated
+// against the stored value).
 func (t *Txn) takeBufferForCommit(ctx context.Context) ([]kvpb.Request, error) {
 	t.mu.Lock()
 	wb := t.mu.buf
@@ -611,27 +714,44 @@ func (t *Txn) takeBufferForCommit(ctx context.Context) ([]kvpb.Request, error) {
 			writes = append(writes, &kvpb.LockRequest{Key: l.span.Key, EndKey: l.span.EndKey})
 		}
 	}
+	// Point writes: per key the state the buffer resolves it to.
+	var points []kvpb.Request
+	var pointKeys [][]byte
 	for _, k := range wb.keys {
-		var first, last *bufferedWrite
+		v, tomb, known := wb.resolve(k.key, ignored)
+		if !known {
+			continue
+		}
+		pointKeys = append(pointKeys, k.key)
+		var first *bufferedWrite
 		for i := range k.hist {
-			if kvpb.SeqIgnored(ignored, k.hist[i].seq) {
-				continue
-			}
-			if first == nil {
+			if !kvpb.SeqIgnored(ignored, k.hist[i].seq) {
 				first = &k.hist[i]
+				break
 			}
-			last = &k.hist[i]
 		}
 		switch {
-		case last == nil:
-		case last.tombstone:
-			writes = append(writes, &kvpb.DeleteRequest{Key: k.key})
-		case first.cond != nil:
-			writes = append(writes, &kvpb.ConditionalPutRequest{Key: k.key, Value: last.value, Expected: first.cond.expected, ExpectExists: first.cond.expectExists})
+		case tomb:
+			points = append(points, &kvpb.DeleteRequest{Key: k.key})
+		case first != nil && first.cond != nil:
+			points = append(points, &kvpb.ConditionalPutRequest{Key: k.key, Value: v, Expected: first.cond.expected, ExpectExists: first.cond.expectExists})
 		default:
-			writes = append(writes, &kvpb.PutRequest{Key: k.key, Value: last.value})
+			points = append(points, &kvpb.PutRequest{Key: k.key, Value: v})
 		}
 	}
+	// Range deletions: the union of the live ones, around the keys written
+	// above (a DeleteRange and a write of one key at one timestamp in one
+	// batch would conflict).
+	var spans []kvpb.Span
+	for _, r := range wb.ranges {
+		if !kvpb.SeqIgnored(ignored, r.seq) {
+			spans = append(spans, r.span)
+		}
+	}
+	for _, sp := range subtractKeys(mergeSpans(spans), pointKeys) {
+		writes = append(writes, &kvpb.DeleteRangeRequest{Key: sp.Key, EndKey: sp.EndKey})
+	}
+	writes = append(writes, points...)
 	if len(writes) == 0 {
 		return nil, nil
 	}
@@ -639,4 +759,43 @@ func (t *Txn) takeBufferForCommit(ctx context.Context) ([]kvpb.Request, error) {
 		return nil, err
 	}
 	return writes, nil
+}
+
+// mergeSpans returns the union of spans, sorted and disjoint.
+func mergeSpans(spans []kvpb.Span) []kvpb.Span {
+	slices.SortFunc(spans, func(a, b kvpb.Span) int { return bytes.Compare(a.Key, b.Key) })
+	var out []kvpb.Span
+	for _, s := range spans {
+		if n := len(out); n > 0 && bytes.Compare(s.Key, out[n-1].EndKey) <= 0 {
+			if bytes.Compare(s.EndKey, out[n-1].EndKey) > 0 {
+				out[n-1].EndKey = s.EndKey
+			}
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// subtractKeys returns spans (sorted, disjoint) without the single keys
+// (sorted).
+func subtractKeys(spans []kvpb.Span, ks [][]byte) []kvpb.Span {
+	var out []kvpb.Span
+	for _, s := range spans {
+		start := s.Key
+		lo, _ := slices.BinarySearchFunc(ks, s.Key, bytes.Compare)
+		for _, k := range ks[lo:] {
+			if bytes.Compare(k, s.EndKey) >= 0 {
+				break
+			}
+			if bytes.Compare(start, k) < 0 {
+				out = append(out, kvpb.Span{Key: start, EndKey: k})
+			}
+			start = keys.Next(k)
+		}
+		if bytes.Compare(start, s.EndKey) < 0 {
+			out = append(out, kvpb.Span{Key: start, EndKey: s.EndKey})
+		}
+	}
+	return out
 }

@@ -167,7 +167,7 @@ func TestBufferedScanOverlay(t *testing.T) {
 	e := newTestEnv(t, envOptions{})
 	ctx := context.Background()
 	model := map[string]string{}
-	for _, k := range []string{"b", "d", "f", "h", "j", "l"} {
+	for _, k := range []string{"b", "d", "f", "h", "i0", "j", "l"} {
 		e.mustPut(k, "s"+k)
 		model[k] = "s" + k
 	}
@@ -181,6 +181,19 @@ func TestBufferedScanOverlay(t *testing.T) {
 		mustOK(t, txn.Delete(ctx, []byte(k)))
 		delete(model, k)
 	}
+	// A range deletion over stored keys (h, i0, j) and a buffered one
+	// (i), then a write back into its span (i0).
+	mustOK(t, txn.Put(ctx, []byte("i"), []byte("ti")))
+	b := &Batch{}
+	b.DelRange([]byte("h"), []byte("k"))
+	mustOK(t, txn.Run(ctx, b))
+	for k := range model {
+		if k >= "h" && k < "k" {
+			delete(model, k)
+		}
+	}
+	mustOK(t, txn.Put(ctx, []byte("i0"), []byte("again")))
+	model["i0"] = "again"
 	want := func(start, end string, reverse bool) []string {
 		var out []string
 		for k, v := range model {
@@ -194,7 +207,16 @@ func TestBufferedScanOverlay(t *testing.T) {
 		}
 		return out
 	}
-	spans := [][2]string{{"a", "z"}, {"a", "{"}, {"c", "h"}, {"d", "e"}, {"g", "h"}, {"k", "n"}, {"n", "y"}}
+	spans := [][2]string{{"a", "z"}, {"a", "{"}, {"c", "h"}, {"d", "e"}, {"g", "h"}, {"h", "k"}, {"g", "m"}, {"k", "n"}, {"n", "y"}}
+	for _, k := range []string{"h", "i", "i0", "j"} {
+		want := model[k]
+		if want == "" {
+			want = "<none>"
+		}
+		if got := getStr(t, txn, k); got != want {
+			t.Errorf("get %s = %q, want %q", k, got, want)
+		}
+	}
 	for _, sp := range spans {
 		for _, reverse := range []bool{false, true} {
 			exp := want(sp[0], sp[1], reverse)
@@ -231,6 +253,9 @@ func TestBufferedScanOverlay(t *testing.T) {
 		}
 	}
 	mustOK(t, txn.Commit(ctx))
+	if !txn.OnePhaseCommitted() {
+		t.Fatal("buffered puts, deletes and a range deletion on one tablet did not commit in one phase")
+	}
 	rows, err := e.db.Scan(ctx, []byte("a"), []byte("{"), 0)
 	mustOK(t, err)
 	var got []string
@@ -243,10 +268,11 @@ func TestBufferedScanOverlay(t *testing.T) {
 }
 
 // TestBufferedSavepoints: a rollback to a savepoint hides the buffered
-// writes made after it, from reads and from the commit; after a flush
-// (forced by a DeleteRange) the flushed writes keep their sequence
-// numbers, so a savepoint taken before the flush still undoes exactly
-// what came after it.
+// writes (and range deletions) made after it, from reads and from the
+// commit; after a flush (forced by a lock asked for on its own, as SELECT
+// FOR UPDATE does) the flushed writes keep their sequence numbers, so a
+// savepoint taken before the flush still undoes exactly what came after
+// it.
 func TestBufferedSavepoints(t *testing.T) {
 	e := newTestEnv(t, envOptions{})
 	ctx := context.Background()
@@ -268,14 +294,21 @@ func TestBufferedSavepoints(t *testing.T) {
 	sp2, err := txn.Savepoint(ctx)
 	mustOK(t, err)
 	mustOK(t, txn.Put(ctx, []byte("a"), []byte("4")))
-	// DeleteRange cannot be buffered: everything goes out as intents.
-	if _, err := txn.DelRange(ctx, []byte("r"), []byte("s")); err != nil {
-		t.Fatal(err)
+	b := &Batch{}
+	b.DelRange([]byte("r"), []byte("s"))
+	mustOK(t, txn.Run(ctx, b))
+	if got := getStr(t, txn, "r1"); got != "<none>" {
+		t.Fatalf("r1 after a buffered DeleteRange: %q", got)
 	}
+	// A lock asked for on its own must be in the tablet now: everything
+	// goes out as intents.
+	b = &Batch{}
+	b.Lock([]byte("q"), []byte("q\x00"), false)
+	mustOK(t, txn.Run(ctx, b))
 	if txn.BufferedWrites() != 0 || len(e.intentsOf(txn.ID())) == 0 {
-		t.Fatalf("DeleteRange did not flush: %d buffered, intents %q", txn.BufferedWrites(), e.intentsOf(txn.ID()))
+		t.Fatalf("a lone Lock did not flush: %d buffered, intents %q", txn.BufferedWrites(), e.intentsOf(txn.ID()))
 	}
-	if got := getStr(t, txn, "a") + getStr(t, txn, "b") + getStr(t, txn, "r1"); got != "43<none>" {
+	if got := getStr(t, txn, "a") + getStr(t, txn, "b") + getStr(t, txn, "r1") + getStr(t, txn, "r2"); got != "43<none><none>" {
 		t.Fatalf("after flush: %q", got)
 	}
 	mustOK(t, txn.RollbackToSavepoint(ctx, sp2))

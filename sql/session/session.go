@@ -228,22 +228,21 @@ func (s *Session) kvTxn() *kv.Txn {
 
 // bufferWrites decides, by cairn_buffered_writes, whether the new
 // transaction buffers its writes (kv/txn_buffer.go). A buffered write holds
-// no lock, so of two transactions racing on a row the later to commit
-// fails with 40001 where PostgreSQL's READ COMMITTED makes the second
-// writer wait and re-evaluate. auto buffers only where no client can tell:
-// explicit REPEATABLE READ and SERIALIZABLE transactions (which fail with
-// 40001 on such a race in PostgreSQL too) and implicit transactions of the
-// simple protocol (which autocommit reruns on 40001 while nothing of
-// theirs has reached the client); on buffers every transaction.
+// no lock and meets concurrent commits only when it is sent, so of two
+// transactions racing on a row the later to commit fails with 40001 at
+// COMMIT, where PostgreSQL makes the second writer wait and then
+// re-evaluate (READ COMMITTED) or fail at the UPDATE itself (REPEATABLE
+// READ, SERIALIZABLE). auto buffers only where no client can tell:
+// implicit transactions of the simple protocol, which autocommit reruns on
+// 40001 while nothing of theirs has reached the client. on buffers every
+// transaction (explicit blocks commit in one phase on a colocated
+// database, at the price above).
 func (s *Session) bufferWrites() bool {
 	switch s.vars["cairn_buffered_writes"] {
 	case "on":
 		return true
 	case "auto":
-		if s.block {
-			return s.txnIso != kv.ReadCommitted
-		}
-		return !s.extImplicit
+		return !s.block && !s.extImplicit
 	}
 	return false
 }
