@@ -703,6 +703,59 @@ func (t *Txn) takeBufferForCommit(ctx context.Context) ([]kvpb.Request, error) {
 	if wb.empty() {
 		return nil, nil
 	}
+	writes := wb.commitWrites(ignored)
+	if len(writes) == 0 {
+		return nil, nil
+	}
+	if err := t.checkBuffered(ctx, wb); err != nil {
+		return nil, err
+	}
+	return writes, nil
+}
+
+// mergeSpans returns the union of spans, sorted and disjoint.
+func mergeSpans(spans []kvpb.Span) []kvpb.Span {
+	slices.SortFunc(spans, func(a, b kvpb.Span) int { return bytes.Compare(a.Key, b.Key) })
+	var out []kvpb.Span
+	for _, s := range spans {
+		if n := len(out); n > 0 && bytes.Compare(s.Key, out[n-1].EndKey) <= 0 {
+			if bytes.Compare(s.EndKey, out[n-1].EndKey) > 0 {
+				out[n-1].EndKey = s.EndKey
+			}
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// subtractKeys returns spans (sorted, disjoint) without the single keys
+// (sorted).
+func subtractKeys(spans []kvpb.Span, ks [][]byte) []kvpb.Span {
+	var out []kvpb.Span
+	for _, s := range spans {
+		start := s.Key
+		lo, _ := slices.BinarySearchFunc(ks, s.Key, bytes.Compare)
+		for _, k := range ks[lo:] {
+			if bytes.Compare(k, s.EndKey) >= 0 {
+				break
+			}
+			if bytes.Compare(start, k) < 0 {
+				out = append(out, kvpb.Span{Key: start, EndKey: k})
+			}
+			start = keys.Next(k)
+		}
+		if bytes.Compare(start, s.EndKey) < 0 {
+			out = append(out, kvpb.Span{Key: start, EndKey: s.EndKey})
+		}
+	}
+	return out
+}
+
+// commitWrites collapses the buffer into the writes a commit sends: the
+// row locks, then the live range deletions, then per key the state the
+// buffer resolves it to.
+func (wb *writeBuffer) commitWrites(ignored []kvpb.SeqRange) []kvpb.Request {
 	// Locks first: evaluated outside the transaction, a lock after a write
 	// of its span in the same batch would meet that write's version.
 	// Like sent locks, they outlive a rollback to a savepoint.
@@ -752,50 +805,28 @@ func (t *Txn) takeBufferForCommit(ctx context.Context) ([]kvpb.Request, error) {
 		writes = append(writes, &kvpb.DeleteRangeRequest{Key: sp.Key, EndKey: sp.EndKey})
 	}
 	writes = append(writes, points...)
-	if len(writes) == 0 {
-		return nil, nil
-	}
-	if err := t.checkBuffered(ctx, wb); err != nil {
-		return nil, err
-	}
-	return writes, nil
+	return writes
 }
 
-// mergeSpans returns the union of spans, sorted and disjoint.
-func mergeSpans(spans []kvpb.Span) []kvpb.Span {
-	slices.SortFunc(spans, func(a, b kvpb.Span) int { return bytes.Compare(a.Key, b.Key) })
-	var out []kvpb.Span
-	for _, s := range spans {
-		if n := len(out); n > 0 && bytes.Compare(s.Key, out[n-1].EndKey) <= 0 {
-			if bytes.Compare(s.EndKey, out[n-1].EndKey) > 0 {
-				out[n-1].EndKey = s.EndKey
-			}
-			continue
-		}
-		out = append(out, s)
+// CommitPlan says how the transaction's commit would go if it committed
+// now: buffered is how many writes (locks, range deletions and keys) the
+// commit would send from the buffer, sent whether writes went out as
+// intents already, onePhase that the buffered writes are all of them and
+// lie on one tablet. The tablet can still refuse a one-phase commit (a
+// timestamp push), and then the commit takes two phases. For EXPLAIN
+// ANALYZE.
+func (t *Txn) CommitPlan(ctx context.Context) (buffered int, sent, onePhase bool, err error) {
+	t.mu.Lock()
+	wrote := t.mu.wrote
+	var writes []kvpb.Request
+	if t.mu.buf != nil {
+		writes = t.mu.buf.commitWrites(t.mu.proto.IgnoredSeqNums)
 	}
-	return out
-}
-
-// subtractKeys returns spans (sorted, disjoint) without the single keys
-// (sorted).
-func subtractKeys(spans []kvpb.Span, ks [][]byte) []kvpb.Span {
-	var out []kvpb.Span
-	for _, s := range spans {
-		start := s.Key
-		lo, _ := slices.BinarySearchFunc(ks, s.Key, bytes.Compare)
-		for _, k := range ks[lo:] {
-			if bytes.Compare(k, s.EndKey) >= 0 {
-				break
-			}
-			if bytes.Compare(start, k) < 0 {
-				out = append(out, kvpb.Span{Key: start, EndKey: k})
-			}
-			start = keys.Next(k)
-		}
-		if bytes.Compare(start, s.EndKey) < 0 {
-			out = append(out, kvpb.Span{Key: start, EndKey: s.EndKey})
-		}
+	t.mu.Unlock()
+	if len(writes) == 0 || wrote {
+		return len(writes), wrote, false, nil
 	}
-	return out
+	reqs := append(writes, &kvpb.EndTxnRequest{Key: writes[0].Span().Key, Commit: true})
+	single, err := t.db.ds.SingleTablet(ctx, reqs)
+	return len(writes), false, single, err
 }

@@ -393,6 +393,36 @@ func TestBufferedWritesAuto(t *testing.T) {
 		}
 	}
 
+	// EXPLAIN ANALYZE of a DML statement in an implicit transaction ends
+	// with the commit it leads to, and the commit goes as it says.
+	explainCommit := func(conn *pgx.Conn, q string) string {
+		t.Helper()
+		rows, err := conn.Query(ctx, "EXPLAIN ANALYZE "+q, pgx.QueryExecModeSimpleProtocol)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return lines[len(lines)-1]
+	}
+	var line string
+	one, two := phases(func() { line = explainCommit(c, "UPDATE counter SET n = n + 1 WHERE id = 1") })
+	if want := "Commit: one phase (2 buffered writes on one tablet)"; line != want || one != 1 || two != 0 {
+		t.Errorf("EXPLAIN ANALYZE UPDATE: %q and %v/%v one/two-phase commits, want %q and 1/0", line, one, two, want)
+	}
+	mustExec(t, c, "CREATE TABLE spread (id int PRIMARY KEY) SPLIT INTO 4 TABLETS")
+	one, two = phases(func() { line = explainCommit(c, "INSERT INTO spread SELECT generate_series(1, 20)") })
+	if want := "Commit: two phases (20 buffered writes on several tablets)"; line != want || one != 0 || two != 1 {
+		t.Errorf("EXPLAIN ANALYZE INSERT over 4 tablets: %q and %v/%v one/two-phase commits, want %q and 0/1", line, one, two, want)
+	}
+	mustExec(t, c, "SET cairn_buffered_writes = off")
+	if line = explainCommit(c, "UPDATE counter SET n = n + 1 WHERE id = 1"); line != "Commit: two phases (writes sent as intents)" {
+		t.Errorf("EXPLAIN ANALYZE UPDATE with buffering off ends with %q", line)
+	}
+	mustExec(t, c, "RESET cairn_buffered_writes")
+
 	const sessions, each = 6, 30
 	var wg sync.WaitGroup
 	errs := make(chan error, sessions)
@@ -420,7 +450,7 @@ func TestBufferedWritesAuto(t *testing.T) {
 	if err := c.QueryRow(ctx, "SELECT n FROM counter WHERE id = 1").Scan(&n); err != nil {
 		t.Fatal(err)
 	}
-	if want := 4 + sessions*each; n != want {
+	if want := 6 + sessions*each; n != want {
 		t.Fatalf("counter = %d, want %d", n, want)
 	}
 	if d := metricDelta(t, m0, m1, `cairn_sql_commits_total{phase="one"}`); d == 0 {
