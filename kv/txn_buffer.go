@@ -138,12 +138,16 @@ type bufferedRange struct {
 
 // writeBuffer holds a transaction's buffered writes.
 type writeBuffer struct {
-	keys    []*bufferedKey // sorted by key
-	locks   []bufferedLock
-	ranges  []bufferedRange
-	ops     []bufferedOp
-	bytes   int
-	nextOrd int
+	keys  []*bufferedKey // sorted by key
+	locks []bufferedLock
+	// ranges are sorted by start key; rangeMaxEnd[i] is the largest end
+	// key of ranges[:i+1], so a lookup walks back only over ranges that
+	// can reach the key (a DELETE buffers one per row).
+	ranges      []bufferedRange
+	rangeMaxEnd [][]byte
+	ops         []bufferedOp
+	bytes       int
+	nextOrd     int
 }
 
 // resolve returns what the buffer says key holds: known is false when no
@@ -155,7 +159,8 @@ func (wb *writeBuffer) resolve(key []byte, ignored []kvpb.SeqRange) (value []byt
 		w, _ = k.live(ignored)
 	}
 	rord := -1
-	for i := range wb.ranges {
+	hi, _ := slices.BinarySearchFunc(wb.ranges, keys.Next(key), func(r bufferedRange, k []byte) int { return bytes.Compare(r.span.Key, k) })
+	for i := hi - 1; i >= 0 && bytes.Compare(wb.rangeMaxEnd[i], key) > 0; i-- {
 		r := &wb.ranges[i]
 		if r.ord > rord && !kvpb.SeqIgnored(ignored, r.seq) && spanHas(r.span, key) {
 			rord = r.ord
@@ -172,12 +177,32 @@ func (wb *writeBuffer) resolve(key []byte, ignored []kvpb.SeqRange) (value []byt
 
 // rangeIn reports whether a live range deletion overlaps [start, end).
 func (wb *writeBuffer) rangeIn(start, end []byte, ignored []kvpb.SeqRange) bool {
-	for _, r := range wb.ranges {
-		if !kvpb.SeqIgnored(ignored, r.seq) && bytes.Compare(r.span.Key, end) < 0 && bytes.Compare(start, r.span.EndKey) < 0 {
+	hi, _ := slices.BinarySearchFunc(wb.ranges, end, func(r bufferedRange, k []byte) int { return bytes.Compare(r.span.Key, k) })
+	for i := hi - 1; i >= 0 && bytes.Compare(wb.rangeMaxEnd[i], start) > 0; i-- {
+		r := &wb.ranges[i]
+		if !kvpb.SeqIgnored(ignored, r.seq) && bytes.Compare(start, r.span.EndKey) < 0 {
 			return true
 		}
 	}
 	return false
+}
+
+// addRange records a range deletion.
+func (wb *writeBuffer) addRange(r bufferedRange) {
+	i, _ := slices.BinarySearchFunc(wb.ranges, r.span.Key, func(r bufferedRange, k []byte) int { return bytes.Compare(r.span.Key, k) })
+	for i < len(wb.ranges) && bytes.Equal(wb.ranges[i].span.Key, r.span.Key) {
+		i++
+	}
+	wb.ranges = slices.Insert(wb.ranges, i, r)
+	wb.rangeMaxEnd = slices.Insert(wb.rangeMaxEnd, i, nil)
+	for j := i; j < len(wb.ranges); j++ {
+		end := wb.ranges[j].span.EndKey
+		if j > 0 && bytes.Compare(wb.rangeMaxEnd[j-1], end) > 0 {
+			end = wb.rangeMaxEnd[j-1]
+		}
+		wb.rangeMaxEnd[j] = end
+	}
+	wb.bytes += len(r.span.Key) + len(r.span.EndKey) + 16
 }
 
 func spanHas(s kvpb.Span, key []byte) bool {
@@ -406,8 +431,7 @@ func (t *Txn) bufferWritesLocked(b *Batch, stored map[string][]byte) (over bool,
 			t.mu.buf.locks = append(t.mu.buf.locks, bufferedLock{span: kvpb.Span{Key: req.Key, EndKey: req.EndKey}, since: since})
 		case *kvpb.DeleteRangeRequest:
 			sp := kvpb.Span{Key: append([]byte(nil), req.Key...), EndKey: append([]byte(nil), req.EndKey...)}
-			t.mu.buf.ranges = append(t.mu.buf.ranges, bufferedRange{span: sp, seq: seq, ord: t.mu.buf.nextOrd + i, since: since})
-			t.mu.buf.bytes += len(sp.Key) + len(sp.EndKey) + 16
+			t.mu.buf.addRange(bufferedRange{span: sp, seq: seq, ord: t.mu.buf.nextOrd + i, since: since})
 		default:
 			t.mu.buf.add(r.Span().Key, written[i], since)
 		}
