@@ -27,7 +27,10 @@ import (
 // Transfers use every isolation level and commit their two writes in the
 // committing batch, so same-tablet transfers take the one-phase path and
 // cross-tablet ones the two-phase path; conflicts, pushes, refreshes,
-// restarts and deadlocks all happen along the way.
+// restarts and deadlocks all happen along the way. Half the transfers
+// instead buffer their writes (txn_buffer.go) as two batches and commit
+// with Commit: the same paths, reached through the write buffer, racing
+// the others.
 func TestBank(t *testing.T) {
 	const (
 		accounts  = 100
@@ -82,6 +85,7 @@ func TestBank(t *testing.T) {
 		want := 1 + rng.IntN(50)
 		var tr transfer
 		var txnUsed *Txn
+		buffered := rng.IntN(2) == 0
 		begin := time.Now()
 		defer func() {
 			d := int64(time.Since(begin))
@@ -107,6 +111,16 @@ func TestBank(t *testing.T) {
 			}
 			amount := min(want, fb)
 			tr = transfer{id: txn.ID(), from: from, to: to, amount: amount}
+			if buffered {
+				txn.EnableWriteBuffering()
+				// Two writing batches of the statement that read (a
+				// Step between would let READ COMMITTED lose the second
+				// key's update, buffered or not).
+				if err := txn.Put(ctx, acct(from), []byte(strconv.Itoa(fb-amount))); err != nil {
+					return err
+				}
+				return txn.Put(ctx, acct(to), []byte(strconv.Itoa(tb+amount)))
+			}
 			wb := &Batch{}
 			wb.Put(acct(from), []byte(strconv.Itoa(fb-amount)))
 			wb.Put(acct(to), []byte(strconv.Itoa(tb+amount)))

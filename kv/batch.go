@@ -26,7 +26,9 @@ type Result struct {
 	Rows []kvpb.KeyValue
 	// Found: Get found a value; Del deleted one.
 	Found bool
-	// Keys lists the keys DelRange deleted.
+	// Keys lists the keys DelRange deleted; nil for a DelRange the write
+	// buffer holds (txn_buffer.go), whose keys are known only at commit
+	// (Txn.DelRange, which returns them, flushes the buffer first).
 	Keys [][]byte
 	// ResumeSpan is what a limited scan left unread, or nil.
 	ResumeSpan *kvpb.Span

@@ -95,6 +95,14 @@ type Txn struct {
 		// validate are the keys the writes depend on, checked at commit
 		// (txn_validate.go).
 		validate map[string]validation
+		// buf holds the writes not yet sent (txn_buffer.go); nil when
+		// buffering is off or was turned off by a flush.
+		buf *writeBuffer
+		// bufWanted: EnableWriteBuffering was called (a restart that
+		// sent nothing buffers again).
+		bufWanted bool
+		// bufLost: a flush failed and the buffer is gone (loseBuffer).
+		bufLost bool
 	}
 }
 
@@ -171,6 +179,20 @@ func (t *Txn) OnePhaseCommitted() bool {
 	return t.mu.onePC
 }
 
+// CommitPhases returns how a committed transaction committed: 0 when it
+// wrote nothing, 1 in one phase, 2 in two.
+func (t *Txn) CommitPhases() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch {
+	case t.mu.onePC:
+		return 1
+	case t.mu.wrote:
+		return 2
+	}
+	return 0
+}
+
 // Epoch returns the transaction's epoch (bumped by each PrepareForRetry).
 func (t *Txn) Epoch() int32 {
 	t.mu.Lock()
@@ -231,6 +253,11 @@ func (t *Txn) Delete(ctx context.Context, key []byte) error {
 
 // DelRange deletes every key in [start, end) and returns the keys deleted.
 func (t *Txn) DelRange(ctx context.Context, start, end []byte) ([][]byte, error) {
+	// The keys deleted are only known where the deletion runs: not in the
+	// write buffer.
+	if err := t.flushBuffer(ctx); err != nil {
+		return nil, err
+	}
 	b := &Batch{}
 	b.DelRange(start, end)
 	if err := t.Run(ctx, b); err != nil {
@@ -267,11 +294,23 @@ func (t *Txn) Run(ctx context.Context, b *Batch) error {
 		b.Results = nil
 		return nil
 	}
+	if t.buffering() {
+		if handled, err := t.runBuffered(ctx, b); handled || err != nil {
+			return err
+		}
+	}
 	br, err := t.send(ctx, b.reqs, sendOpts{wait: b.WaitPolicy})
 	if err != nil {
 		return err
 	}
 	return b.fill(br)
+}
+
+// buffering reports whether writes are buffered (txn_buffer.go).
+func (t *Txn) buffering() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.mu.buf != nil
 }
 
 // Step marks a statement boundary. Under READ COMMITTED the next statement
@@ -319,6 +358,10 @@ type sendOpts struct {
 	noHeartbeat bool
 	// wait is the batch's policy on other transactions' locks.
 	wait kvpb.WaitPolicy
+	// seq, when set, is the sequence number the writes were given when
+	// they were buffered (txn_buffer.go): the batch is sent at it rather
+	// than at a new one.
+	seq int32
 }
 
 // maxInPlaceRetries bounds how often one send retries after moving the
@@ -350,6 +393,9 @@ func (t *Txn) send(ctx context.Context, reqs []kvpb.Request, opts sendOpts) (*kv
 		t.mu.Lock()
 		ba := &kvpb.BatchRequest{Requests: reqs}
 		ba.Txn = t.mu.proto.Clone()
+		if opts.seq != 0 {
+			ba.Txn.Sequence = opts.seq
+		}
 		ba.WaitPolicy = opts.wait
 		t.mu.Unlock()
 
@@ -434,8 +480,11 @@ func (t *Txn) prepareWritesLocked(reqs []kvpb.Request, opts sendOpts) (needRecor
 		t.mu.lockSpans.add(s)
 	}
 	// One sequence number per writing batch: replays are recognised by it,
-	// and savepoints name writes by it (txn_savepoint.go).
-	t.mu.proto.Sequence++
+	// and savepoints name writes by it (txn_savepoint.go). A buffered
+	// batch got its number when it was buffered.
+	if opts.seq == 0 {
+		t.mu.proto.Sequence++
+	}
 	t.mu.wrote = true
 	if !opts.noHeartbeat && t.mu.hb == nil {
 		t.mu.hb = t.startHeartbeat()

@@ -54,6 +54,10 @@ func (t *Txn) CommitInBatch(ctx context.Context, b *Batch) error {
 			return fmt.Errorf("kv: CommitInBatch takes puts and deletes only, not %s", r.Method())
 		}
 	}
+	// The buffer goes out first, as intents: b's writes come after it.
+	if err := t.flushBuffer(ctx); err != nil {
+		return err
+	}
 	if err := t.commit(ctx, b.reqs); err != nil {
 		return err
 	}
@@ -64,6 +68,21 @@ func (t *Txn) CommitInBatch(ctx context.Context, b *Batch) error {
 }
 
 func (t *Txn) commit(ctx context.Context, writes []kvpb.Request) error {
+	fromBuffer := false
+	if len(writes) == 0 && t.buffering() {
+		// The buffered writes commit as the committing batch: in one phase
+		// if they are all the transaction wrote and lie on one tablet.
+		t.mu.Lock()
+		err := t.usableLocked()
+		t.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		if writes, err = t.takeBufferForCommit(ctx); err != nil {
+			return err
+		}
+		fromBuffer = len(writes) > 0
+	}
 	t.mu.Lock()
 	if err := t.usableLocked(); err != nil {
 		t.mu.Unlock()
@@ -81,10 +100,16 @@ func (t *Txn) commit(ctx context.Context, writes []kvpb.Request) error {
 	if len(writes) > 0 {
 		if firstWrites {
 			done, err := t.tryOnePhase(ctx, writes)
+			if err != nil && fromBuffer {
+				err = t.bufferedSendErr(err)
+			}
 			if done || err != nil {
 				return err
 			}
 		} else if _, err := t.send(ctx, writes, sendOpts{}); err != nil {
+			if fromBuffer {
+				err = t.bufferedSendErr(err)
+			}
 			return err
 		}
 	}
@@ -239,6 +264,7 @@ func (t *Txn) Rollback(ctx context.Context) error {
 		return ErrTxnFinished
 	}
 	wrote := t.mu.wrote
+	t.mu.buf = nil // buffered writes were never sent: nothing to undo
 	txn := t.mu.proto.Clone()
 	spans := append([]kvpb.Span(nil), t.mu.lockSpans.list()...)
 	t.finishLocked(txnRolledBack)

@@ -47,6 +47,13 @@ func (t *Txn) PrepareForRetry(ctx context.Context) error {
 	t.mu.afterCommit = nil
 	t.mu.validate = nil
 	t.mu.retryErr = nil
+	// The old epoch's buffered writes are discarded like its intents; a
+	// transaction that sent none buffers again.
+	t.mu.buf = nil
+	t.mu.bufLost = false
+	if t.mu.bufWanted && !t.mu.wrote {
+		t.mu.buf = &writeBuffer{}
+	}
 	return nil
 }
 

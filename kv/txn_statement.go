@@ -52,7 +52,7 @@ func (t *Txn) RetryStatement(ctx context.Context, sp SavepointToken) error {
 	if t.mu.hb != nil && t.mu.hb.abortedErr() != nil {
 		t.mu.aborted = true
 	}
-	if t.iso != ReadCommitted || t.mu.aborted {
+	if t.iso != ReadCommitted || t.mu.aborted || t.mu.bufLost {
 		cause := t.mu.retryErr
 		if cause == nil {
 			cause = fmt.Errorf("isolation %s", t.iso)

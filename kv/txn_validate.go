@@ -117,6 +117,11 @@ func (t *Txn) validateAtCommit(ctx context.Context) error {
 // change calls it after writing a descriptor and before reading the
 // table's rows (see above). A failed refresh is a retryable error.
 func (t *Txn) ReadAtWriteTimestamp(ctx context.Context) error {
+	// A schema change's writes must be intents before it reads the table
+	// at their timestamp.
+	if err := t.flushBuffer(ctx); err != nil {
+		return err
+	}
 	t.mu.Lock()
 	if err := t.usableLocked(); err != nil {
 		t.mu.Unlock()

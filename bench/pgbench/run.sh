@@ -5,6 +5,11 @@
 #
 #   bench/pgbench/run.sh [-runs N] [-T SECONDS] [-c CLIENTS] [-s SCALE]
 #                        [-rows ROWS] [-skip-tps] [-skip-bulk]
+#                        [-only WORKLOAD] [-cairn-options OPTS]
+#
+# -only runs just the named TPS workload (select-only, simple-update, ...);
+# -cairn-options passes OPTS as PGOPTIONS to Cairn's pgbench runs only
+# (e.g. '-c cairn_buffered_writes=on'), to compare a session setting.
 #
 # Each workload runs N times (default 3) on each system, alternating, and the
 # median is reported. Both run on loopback with synced commits (Postgres
@@ -21,7 +26,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 . test/compat/lib.sh
 
-runs=3 secs=15 clients=4 scale=1 rows=1000000 do_tps=1 do_bulk=1
+runs=3 secs=15 clients=4 scale=1 rows=1000000 do_tps=1 do_bulk=1 only= cairn_opts=
 while [ $# -gt 0 ]; do
   case $1 in
   -runs) runs=$2; shift 2 ;;
@@ -31,6 +36,8 @@ while [ $# -gt 0 ]; do
   -rows) rows=$2; shift 2 ;;
   -skip-tps) do_tps=; shift ;;
   -skip-bulk) do_bulk=; shift ;;
+  -only) only=$2; shift 2 ;;
+  -cairn-options) cairn_opts=$2; shift 2 ;;
   *) echo "unknown flag $1" >&2; exit 2 ;;
   esac
 done
@@ -67,7 +74,9 @@ if [ -n "$do_tps" ]; then
   tps() {
     local url=$1; shift
     local out
-    out=$(pgbench -n -T "$secs" -c "$clients" -j "$clients" "$@" "$url" 2>&1) || { echo "$out" >&2; exit 1; }
+    local opts=
+    if [ "$url" = "$cairn_url" ]; then opts=$cairn_opts; fi
+    out=$(PGOPTIONS=$opts pgbench -n -T "$secs" -c "$clients" -j "$clients" "$@" "$url" 2>&1) || { echo "$out" >&2; exit 1; }
     if echo "$out" | grep -q 'number of failed transactions: [1-9]'; then echo "$out" >&2; fi
     echo "$out" | sed -n 's/^tps = \([0-9.]*\) .*/\1/p'
   }
@@ -75,6 +84,7 @@ if [ -n "$do_tps" ]; then
   printf '%-24s %12s %12s %8s\n' workload cairn_tps pg15_tps ratio
   for w in "select-only:-S" "select-only-prepared:-S -M prepared" "simple-update:-N" "tpcb-like:"; do
     name=${w%%:*} args=${w#*:}
+    if [ -n "$only" ] && [ "$name" != "$only" ]; then continue; fi
     c=() p=()
     for _ in $(seq 1 "$runs"); do
       # shellcheck disable=SC2086

@@ -55,6 +55,9 @@ type Backend struct {
 	// planHits and planMisses count prepared Executes by whether they
 	// reused a cached plan.
 	planHits, planMisses atomic.Uint64
+	// commits counts committed SQL transactions by the phases their
+	// commit took: [0] read-only, [1] one phase, [2] two phases.
+	commits [3]atomic.Uint64
 }
 
 var _ pgwire.Backend = (*Backend)(nil)
@@ -227,6 +230,13 @@ func cloneVars(m map[string]string) map[string]string {
 func (b *Backend) CacheStats() (hits, misses uint64) {
 	st := b.cache.Stats()
 	return st.Hits, st.Misses
+}
+
+// CommitStats reports the committed SQL transactions that wrote nothing,
+// that committed in one phase (no intents, no record: kv/txn_buffer.go)
+// and in two (for /metrics).
+func (b *Backend) CommitStats() (readOnly, onePhase, twoPhase uint64) {
+	return b.commits[0].Load(), b.commits[1].Load(), b.commits[2].Load()
 }
 
 // PlanStats reports the Executes of prepared statements that reused a

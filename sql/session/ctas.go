@@ -47,6 +47,10 @@ func (s *Session) createTableAs(x *stmtState, st *parser.Statement, n *pg_query.
 	if err != nil {
 		return err
 	}
+	// CREATE TABLE AS is a schema change: its writes go out as intents.
+	if err := txn.DisableWriteBuffering(x.ctx); err != nil {
+		return err
+	}
 	q := &parser.Statement{AST: &pg_query.RawStmt{Stmt: n.Query}, SQL: st.SQL, Original: st.Original}
 	p, err := plan.Build(x.ctx, s.planEnv(txn, sem.NewParamTypes(), x.types()), q)
 	if err != nil {

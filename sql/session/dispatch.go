@@ -164,6 +164,10 @@ func (s *Session) execDDL(x *stmtState, g stmtGroup, w pgwire.ResultWriter) erro
 	if err != nil {
 		return err
 	}
+	// A schema change's writes are intents other transactions meet.
+	if err := txn.DisableWriteBuffering(x.ctx); err != nil {
+		return err
+	}
 	skipped := false
 	dc := s.ddlContext(x, txn, w, &skipped)
 	tag, err := ddl.Exec(x.ctx, dc, g.main)
@@ -282,6 +286,10 @@ func (s *Session) execContext(x *stmtState, txn *kv.Txn, params []types.Datum) *
 		PackedSizeLimit: limit,
 		CatalogWriter: func() *catalog.Writer {
 			s.txnWroteCatalog = true
+			// Catalog writes go out as intents, as DDL's do; a failed
+			// flush is kept by the transaction, which refuses the next
+			// operation with it.
+			_ = txn.DisableWriteBuffering(x.ctx)
 			return catalog.NewWriter(txn, s.b.cache)
 		},
 	}

@@ -219,8 +219,32 @@ func (s *Session) kvTxn() *kv.Txn {
 	if s.txn == nil {
 		s.txn = s.b.db.NewTxn(context.Background(), "sql txn", s.txnIso)
 		s.txnWroteCatalog = false
+		if s.bufferWrites() {
+			s.txn.EnableWriteBuffering()
+		}
 	}
 	return s.txn
+}
+
+// bufferWrites decides, by cairn_buffered_writes, whether the new
+// transaction buffers its writes (kv/txn_buffer.go). A buffered write holds
+// no lock and meets concurrent commits only when it is sent, so of two
+// transactions racing on a row the later to commit fails with 40001 at
+// COMMIT, where PostgreSQL makes the second writer wait and then
+// re-evaluate (READ COMMITTED) or fail at the UPDATE itself (REPEATABLE
+// READ, SERIALIZABLE). auto buffers only where no client can tell:
+// implicit transactions of the simple protocol, which autocommit reruns on
+// 40001 while nothing of theirs has reached the client. on buffers every
+// transaction (explicit blocks commit in one phase on a colocated
+// database, at the price above).
+func (s *Session) bufferWrites() bool {
+	switch s.vars["cairn_buffered_writes"] {
+	case "on":
+		return true
+	case "auto":
+		return !s.block && !s.extImplicit
+	}
+	return false
 }
 
 // endTxn commits or rolls back the open transaction and returns the
@@ -237,6 +261,8 @@ func (s *Session) endTxn(ctx context.Context, commit bool) error {
 			if err = s.txn.Commit(ctx); err != nil {
 				_ = s.txn.Rollback(context.WithoutCancel(ctx))
 				commit = false
+			} else {
+				s.b.commits[s.txn.CommitPhases()].Add(1)
 			}
 		} else {
 			err = s.txn.Rollback(context.WithoutCancel(ctx))

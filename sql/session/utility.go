@@ -1,8 +1,11 @@
 package session
 
 import (
+	"context"
+	"fmt"
 	"strings"
 
+	"github.com/cairn-db/cairn/kv"
 	"github.com/cairn-db/cairn/pgwire"
 	"github.com/cairn-db/cairn/sql/exec"
 	"github.com/cairn-db/cairn/sql/parser"
@@ -73,6 +76,17 @@ func (s *Session) explain(x *stmtState, st *parser.Statement, n *pg_query.Explai
 			return err
 		}
 		lines = plan.Explain(c.p, stats.Annotate)
+		if !s.block && s.txn != nil {
+			// An implicit transaction commits right after the statement:
+			// say how, as far as the coordinator can tell beforehand.
+			l, err := commitLine(x.ctx, s.txn)
+			if err != nil {
+				return err
+			}
+			if l != "" {
+				lines = append(lines, l)
+			}
+		}
 	} else {
 		txn, err := x.txn()
 		if err != nil {
@@ -106,6 +120,23 @@ func (s *Session) explain(x *stmtState, st *parser.Statement, n *pg_query.Explai
 		}
 	}
 	return w.Complete("EXPLAIN")
+}
+
+// commitLine is EXPLAIN ANALYZE's last line for a statement that wrote in
+// an implicit transaction: the commit it leads to (kv.Txn.CommitPlan).
+func commitLine(ctx context.Context, txn *kv.Txn) (string, error) {
+	buffered, sent, onePhase, err := txn.CommitPlan(ctx)
+	switch {
+	case err != nil:
+		return "", err
+	case sent:
+		return "Commit: two phases (writes sent as intents)", nil
+	case buffered == 0:
+		return "", nil
+	case onePhase:
+		return fmt.Sprintf("Commit: one phase (%d buffered writes on one tablet)", buffered), nil
+	}
+	return fmt.Sprintf("Commit: two phases (%d buffered writes on several tablets)", buffered), nil
 }
 
 // discardWriter swallows the rows of EXPLAIN ANALYZE.

@@ -1,0 +1,856 @@
+package kv
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/cairn-db/cairn/hlc"
+	"github.com/cairn-db/cairn/keys"
+	"github.com/cairn-db/cairn/kvpb"
+)
+
+// The write buffer: a transaction's writes held in the coordinator until
+// commit, so that a transaction whose writes all land on one tablet (a
+// colocated database's tables, or any single-row autocommit write)
+// commits them in one phase — [writes..., EndTxn] in one batch, no
+// intents, no record (txn_commit.go) — instead of writing an intent per
+// statement and committing in two.
+//
+// Off unless the caller turns it on (EnableWriteBuffering; the SQL
+// session does, under cairn_buffered_writes). With it on:
+//
+//   - Put, CPut and Del are recorded per key with the sequence number of
+//     their batch (one per writing batch, as for sent writes), so a
+//     savepoint rollback (IgnoredSeqNums) hides them exactly as it hides
+//     intents. Nothing is sent.
+//   - Get, Scan and ReverseScan read KV and lay the buffer over the result:
+//     the newest buffered write of a key that is not ignored wins, a
+//     buffered delete hides the key. A limited scan asks KV for as many
+//     more rows as there are buffered keys in its span (each can hide at
+//     most one), so the limit and the resume span stay exact.
+//   - A CPut is evaluated when it is buffered: against the buffer if the
+//     key has a live buffered write, else against a transactional read of
+//     the key. A failed condition is the *kvpb.ConditionFailedError the
+//     tablet would have returned, at the same statement.
+//   - What a buffered write depended on is checked when it is sent: every
+//     buffered key remembers the read timestamp of the statement that
+//     first wrote it ("since"). Before the writes leave the buffer (at
+//     commit, or at a flush) the coordinator proves with a RefreshRequest
+//     that no other transaction committed a version of the key between
+//     since and the current read timestamp, and adds the keys to the read
+//     spans, so a committed version above that (WriteTooOld, or a refused
+//     one-phase commit) fails the refresh instead of being written over.
+//     Together: no version of a buffered key committed after the
+//     statement that wrote it read, exactly what an intent written at the
+//     statement guaranteed, and so also that every buffered CPut's
+//     condition still holds. A failure is a retryable error (40001 at
+//     COMMIT), never a silent overwrite.
+//   - A DeleteRange is buffered as a range deletion: it hides the stored
+//     keys of its span and the buffered writes older than it. At commit the
+//     live ones go as DeleteRanges (around the keys written by point
+//     writes) before the point writes. Its Result.Keys are not known.
+//   - An UPDATE's row Lock, sent in a batch with its writes, is buffered
+//     and sent first in the committing batch (bufferedLock).
+//   - Anything else flushes the buffer and turns buffering off for the
+//     rest of the transaction: a Lock on its own (SELECT FOR UPDATE: its
+//     lock must be in the tablet now), a batch that mixes reads and writes,
+//     a buffer over maxBufferBytes or maxBufferKeys, a schema change
+//     (ReadAtWriteTimestamp, DisableWriteBuffering). A flush replays the
+//     buffered batches in order at their own sequence numbers, so intent
+//     histories, and savepoints taken before the flush, stay right; the
+//     transaction then goes on the usual two-phase way.
+//
+// What buffering changes for other transactions: a buffered write holds no
+// intent, so a concurrent writer of the same row does not block on it;
+// whichever commits second fails its check and restarts (docs/
+// architecture.md, "Transactions", says why that is the trade taken).
+
+// Buffer limits: past either, the buffer is flushed as intents.
+const (
+	maxBufferBytes = 4 << 20
+	maxBufferKeys  = 8192
+)
+
+// bufferedWrite is one buffered write of a key.
+type bufferedWrite struct {
+	seq int32
+	// ord orders every buffered write and range deletion, also within one
+	// batch (whose entries share seq): the newest live one decides a key.
+	ord       int
+	value     []byte
+	tombstone bool
+	// cond is set for a CPut: its expectation, re-sent with the commit.
+	cond *bufferedCond
+}
+
+type bufferedCond struct {
+	expected     []byte
+	expectExists bool
+}
+
+// bufferedKey is a key's buffered writes, oldest first.
+type bufferedKey struct {
+	key []byte
+	// since is the lowest read timestamp any of its writes was buffered
+	// at: the check before sending starts there.
+	since hlc.Timestamp
+	hist  []bufferedWrite
+}
+
+// live returns the newest write of k not rolled back.
+func (k *bufferedKey) live(ignored []kvpb.SeqRange) (*bufferedWrite, bool) {
+	for i := len(k.hist) - 1; i >= 0; i-- {
+		if !kvpb.SeqIgnored(ignored, k.hist[i].seq) {
+			return &k.hist[i], true
+		}
+	}
+	return nil, false
+}
+
+// bufferedOp is one buffered request, in the order buffered, for replay.
+type bufferedOp struct {
+	seq int32
+	req kvpb.Request
+}
+
+// bufferedLock is a row lock an UPDATE asked for with its writes, taken
+// at commit: in the one-phase batch, a LockRequest evaluated outside the
+// transaction checks for other transactions' locks and for versions
+// above the commit timestamp and writes no lock record; sent as intents,
+// it is taken as usual.
+type bufferedLock struct {
+	span  kvpb.Span
+	since hlc.Timestamp
+}
+
+// bufferedRange is a buffered DeleteRange: it deletes every key in span
+// whose newest live buffered write is older (by ord) and every stored key
+// the buffer does not override.
+type bufferedRange struct {
+	span  kvpb.Span
+	seq   int32
+	ord   int
+	since hlc.Timestamp
+}
+
+// writeBuffer holds a transaction's buffered writes.
+type writeBuffer struct {
+	keys  []*bufferedKey // sorted by key
+	locks []bufferedLock
+	// ranges are sorted by start key; rangeMaxEnd[i] is the largest end
+	// key of ranges[:i+1], so a lookup walks back only over ranges that
+	// can reach the key (a DELETE buffers one per row).
+	ranges      []bufferedRange
+	rangeMaxEnd [][]byte
+	ops         []bufferedOp
+	bytes       int
+	nextOrd     int
+}
+
+// resolve returns what the buffer says key holds: known is false when no
+// live buffered write or range deletion covers it (KV decides); else
+// tombstone says it is deleted, or value is its value.
+func (wb *writeBuffer) resolve(key []byte, ignored []kvpb.SeqRange) (value []byte, tombstone, known bool) {
+	var w *bufferedWrite
+	if k := wb.get(key); k != nil {
+		w, _ = k.live(ignored)
+	}
+	rord := -1
+	hi, _ := slices.BinarySearchFunc(wb.ranges, keys.Next(key), func(r bufferedRange, k []byte) int { return bytes.Compare(r.span.Key, k) })
+	for i := hi - 1; i >= 0 && bytes.Compare(wb.rangeMaxEnd[i], key) > 0; i-- {
+		r := &wb.ranges[i]
+		if r.ord > rord && !kvpb.SeqIgnored(ignored, r.seq) && spanHas(r.span, key) {
+			rord = r.ord
+		}
+	}
+	switch {
+	case w != nil && w.ord > rord:
+		return w.value, w.tombstone, true
+	case rord >= 0:
+		return nil, true, true
+	}
+	return nil, false, false
+}
+
+// rangeIn reports whether a live range deletion overlaps [start, end).
+func (wb *writeBuffer) rangeIn(start, end []byte, ignored []kvpb.SeqRange) bool {
+	hi, _ := slices.BinarySearchFunc(wb.ranges, end, func(r bufferedRange, k []byte) int { return bytes.Compare(r.span.Key, k) })
+	for i := hi - 1; i >= 0 && bytes.Compare(wb.rangeMaxEnd[i], start) > 0; i-- {
+		r := &wb.ranges[i]
+		if !kvpb.SeqIgnored(ignored, r.seq) && bytes.Compare(start, r.span.EndKey) < 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// addRange records a range deletion.
+func (wb *writeBuffer) addRange(r bufferedRange) {
+	i, _ := slices.BinarySearchFunc(wb.ranges, r.span.Key, func(r bufferedRange, k []byte) int { return bytes.Compare(r.span.Key, k) })
+	for i < len(wb.ranges) && bytes.Equal(wb.ranges[i].span.Key, r.span.Key) {
+		i++
+	}
+	wb.ranges = slices.Insert(wb.ranges, i, r)
+	wb.rangeMaxEnd = slices.Insert(wb.rangeMaxEnd, i, nil)
+	for j := i; j < len(wb.ranges); j++ {
+		end := wb.ranges[j].span.EndKey
+		if j > 0 && bytes.Compare(wb.rangeMaxEnd[j-1], end) > 0 {
+			end = wb.rangeMaxEnd[j-1]
+		}
+		wb.rangeMaxEnd[j] = end
+	}
+	wb.bytes += len(r.span.Key) + len(r.span.EndKey) + 16
+}
+
+func spanHas(s kvpb.Span, key []byte) bool {
+	return bytes.Compare(s.Key, key) <= 0 && bytes.Compare(key, s.EndKey) < 0
+}
+
+func (wb *writeBuffer) find(key []byte) (int, bool) {
+	return slices.BinarySearchFunc(wb.keys, key, func(k *bufferedKey, key []byte) int { return bytes.Compare(k.key, key) })
+}
+
+func (wb *writeBuffer) get(key []byte) *bufferedKey {
+	if i, ok := wb.find(key); ok {
+		return wb.keys[i]
+	}
+	return nil
+}
+
+// add records w at key.
+func (wb *writeBuffer) add(key []byte, w bufferedWrite, since hlc.Timestamp) {
+	i, ok := wb.find(key)
+	if !ok {
+		k := &bufferedKey{key: append([]byte(nil), key...), since: since}
+		wb.keys = slices.Insert(wb.keys, i, k)
+		wb.bytes += len(key)
+	}
+	k := wb.keys[i]
+	k.since = minTimestamp(k.since, since)
+	k.hist = append(k.hist, w)
+	wb.bytes += len(w.value) + 16
+}
+
+// inSpan returns the buffered keys in [start, end), in key order.
+func (wb *writeBuffer) inSpan(start, end []byte) []*bufferedKey {
+	lo, _ := wb.find(start)
+	hi, _ := wb.find(end)
+	return wb.keys[lo:hi]
+}
+
+func (wb *writeBuffer) empty() bool {
+	return wb == nil || (len(wb.keys) == 0 && len(wb.locks) == 0 && len(wb.ranges) == 0)
+}
+
+// over reports whether the buffer is past its limits.
+func (wb *writeBuffer) over() bool {
+	return wb.bytes > maxBufferBytes || len(wb.keys)+len(wb.locks)+len(wb.ranges) > maxBufferKeys
+}
+
+// EnableWriteBuffering turns the write buffer on for the transaction (see
+// above). It must be called before the transaction writes; later it does
+// nothing.
+func (t *Txn) EnableWriteBuffering() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.mu.wrote || t.mu.state != txnPending {
+		return
+	}
+	t.mu.bufWanted = true
+	if t.mu.buf == nil {
+		t.mu.buf = &writeBuffer{}
+	}
+}
+
+// DisableWriteBuffering sends what the buffer holds as intents and turns
+// buffering off for the rest of the transaction: for statements (schema
+// changes) whose writes other transactions must meet as locks.
+func (t *Txn) DisableWriteBuffering(ctx context.Context) error {
+	return t.flushBuffer(ctx)
+}
+
+// BufferedWrites returns how many keys the buffer holds writes for.
+func (t *Txn) BufferedWrites() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.mu.buf == nil {
+		return 0
+	}
+	return len(t.mu.buf.keys)
+}
+
+// runBuffered runs b against the buffer if it can: handled false means b
+// must go the usual way (the buffer was flushed if it had to be).
+func (t *Txn) runBuffered(ctx context.Context, b *Batch) (handled bool, err error) {
+	reads, writes := 0, 0
+	for _, r := range b.reqs {
+		switch req := r.(type) {
+		case *kvpb.GetRequest, *kvpb.ScanRequest:
+			reads++
+		case *kvpb.PutRequest, *kvpb.DeleteRequest, *kvpb.DeleteRangeRequest:
+			writes++
+		case *kvpb.ConditionalPutRequest:
+			writes++
+		case *kvpb.LockRequest:
+			// An UPDATE's row lock, sent with its writes, is checked at
+			// commit (see above). A lock asked for on its own (SELECT FOR
+			// UPDATE) or one that must not wait is taken now.
+			if req.SkipLocked || b.WaitPolicy != kvpb.WaitBlock || len(b.reqs) == 1 {
+				return false, t.flushBuffer(ctx)
+			}
+			writes++
+		default:
+			// Anything else: its effect must be in the tablets.
+			return false, t.flushBuffer(ctx)
+		}
+	}
+	if reads > 0 && writes > 0 {
+		return false, t.flushBuffer(ctx)
+	}
+	if writes > 0 {
+		return true, t.bufferWrites(ctx, b)
+	}
+	return t.readThroughBuffer(ctx, b)
+}
+
+// bufferWrites evaluates b's writes (all Put, CPut, Del) and buffers them
+// as one writing batch.
+func (t *Txn) bufferWrites(ctx context.Context, b *Batch) error {
+	t.mu.Lock()
+	if err := t.usableLocked(); err != nil {
+		t.mu.Unlock()
+		return err
+	}
+	// The CPuts whose key has no live buffered write read it from KV.
+	var need [][]byte
+	for _, r := range b.reqs {
+		if cp, ok := r.(*kvpb.ConditionalPutRequest); ok {
+			if _, _, known := t.mu.buf.resolve(cp.Key, t.mu.proto.IgnoredSeqNums); !known {
+				need = append(need, cp.Key)
+			}
+		}
+	}
+	t.mu.Unlock()
+	stored := map[string][]byte{}
+	if len(need) > 0 {
+		reqs := make([]kvpb.Request, len(need))
+		for i, k := range need {
+			reqs[i] = &kvpb.GetRequest{Key: k}
+		}
+		br, err := t.send(ctx, reqs, sendOpts{wait: b.WaitPolicy})
+		if err != nil {
+			return err
+		}
+		for i, k := range need {
+			if gr, ok := br.Responses[i].(*kvpb.GetResponse); ok && gr.Value != nil {
+				stored[string(k)] = gr.Value
+			}
+		}
+	}
+
+	t.mu.Lock()
+	over, err := t.bufferWritesLocked(b, stored)
+	t.mu.Unlock()
+	if err != nil || !over {
+		return err
+	}
+	return t.flushBuffer(ctx)
+}
+
+// bufferWritesLocked buffers b's writes given the stored values of the
+// CPut keys without a live buffered write; over reports that the buffer
+// is now past its limits.
+func (t *Txn) bufferWritesLocked(b *Batch, stored map[string][]byte) (over bool, _ error) {
+	if err := t.usableLocked(); err != nil {
+		return false, err
+	}
+	if t.mu.buf == nil {
+		return false, errors.New("kv: write buffer gone while buffering")
+	}
+	ignored := t.mu.proto.IgnoredSeqNums
+	// current is the key's value as this batch's earlier writes (newest
+	// first in pending) left it.
+	var ws func(int) *bufferedWrite
+	var pending []int
+	current := func(key []byte) ([]byte, bool) {
+		for j := len(pending) - 1; j >= 0; j-- {
+			switch req := b.reqs[pending[j]].(type) {
+			case *kvpb.DeleteRangeRequest:
+				if spanHas(kvpb.Span{Key: req.Key, EndKey: req.EndKey}, key) {
+					return nil, false
+				}
+			default:
+				if bytes.Equal(req.Span().Key, key) {
+					w := ws(pending[j])
+					return w.value, !w.tombstone
+				}
+			}
+		}
+		if v, tomb, known := t.mu.buf.resolve(key, ignored); known {
+			return v, !tomb
+		}
+		v, ok := stored[string(key)]
+		return v, ok
+	}
+	seq := t.mu.proto.Sequence + 1
+	written := make([]bufferedWrite, len(b.reqs))
+	ws = func(i int) *bufferedWrite { return &written[i] }
+	for i, r := range b.reqs {
+		ord := t.mu.buf.nextOrd + i
+		switch req := r.(type) {
+		case *kvpb.LockRequest:
+			continue
+		case *kvpb.DeleteRangeRequest:
+			if bytes.Compare(req.Key, req.EndKey) >= 0 {
+				return false, fmt.Errorf("kv: DeleteRange of an empty span [%q, %q)", req.Key, req.EndKey)
+			}
+		case *kvpb.PutRequest:
+			written[i] = bufferedWrite{seq: seq, ord: ord, value: req.Value}
+		case *kvpb.DeleteRequest:
+			written[i] = bufferedWrite{seq: seq, ord: ord, tombstone: true}
+		case *kvpb.ConditionalPutRequest:
+			actual, exists := current(req.Key)
+			if exists != req.ExpectExists || (exists && !bytes.Equal(actual, req.Expected)) {
+				// Nothing of the batch is buffered: as a failed batch
+				// whose writes a savepoint rollback undoes.
+				return false, &kvpb.ConditionFailedError{Key: append([]byte(nil), req.Key...), ActualValue: actual}
+			}
+			written[i] = bufferedWrite{seq: seq, ord: ord, value: req.Value, cond: &bufferedCond{expected: req.Expected, expectExists: req.ExpectExists}}
+		}
+		pending = append(pending, i)
+	}
+	t.mu.proto.Sequence = seq
+	since := t.mu.proto.ReadTimestamp
+	for i, r := range b.reqs {
+		t.mu.buf.ops = append(t.mu.buf.ops, bufferedOp{seq: seq, req: r})
+		switch req := r.(type) {
+		case *kvpb.LockRequest:
+			t.mu.buf.locks = append(t.mu.buf.locks, bufferedLock{span: kvpb.Span{Key: req.Key, EndKey: req.EndKey}, since: since})
+		case *kvpb.DeleteRangeRequest:
+			sp := kvpb.Span{Key: append([]byte(nil), req.Key...), EndKey: append([]byte(nil), req.EndKey...)}
+			t.mu.buf.addRange(bufferedRange{span: sp, seq: seq, ord: t.mu.buf.nextOrd + i, since: since})
+		default:
+			t.mu.buf.add(r.Span().Key, written[i], since)
+		}
+	}
+	t.mu.buf.nextOrd += len(b.reqs)
+	b.Results = make([]Result, len(b.reqs))
+	return t.mu.buf.over(), nil
+}
+
+// readThroughBuffer runs a read-only batch, laying the buffer over KV's
+// answers. handled false: no buffered key is in any span read, so the
+// batch goes the usual way untouched.
+func (t *Txn) readThroughBuffer(ctx context.Context, b *Batch) (bool, error) {
+	t.mu.Lock()
+	if t.mu.buf.empty() {
+		t.mu.Unlock()
+		return false, nil
+	}
+	ignored := t.mu.proto.IgnoredSeqNums
+	type plan struct {
+		local    bool           // Get answered from the buffer
+		value    []byte         // its answer
+		found    bool           //
+		over     []*bufferedKey // a scan's buffered keys
+		hasRange bool           // a live range deletion overlaps the scan
+		sent     int            // index into the KV batch, or -1
+	}
+	plans := make([]plan, len(b.reqs))
+	var kvReqs []kvpb.Request
+	overlaps := false
+	for i, r := range b.reqs {
+		p := &plans[i]
+		p.sent = -1
+		switch req := r.(type) {
+		case *kvpb.GetRequest:
+			if v, tomb, known := t.mu.buf.resolve(req.Key, ignored); known {
+				p.local, p.value, p.found = true, v, !tomb
+				overlaps = true
+				continue
+			}
+			p.sent = len(kvReqs)
+			kvReqs = append(kvReqs, req)
+		case *kvpb.ScanRequest:
+			for _, k := range t.mu.buf.inSpan(req.Key, req.EndKey) {
+				if _, ok := k.live(ignored); ok {
+					p.over = append(p.over, k)
+				}
+			}
+			p.hasRange = t.mu.buf.rangeIn(req.Key, req.EndKey, ignored)
+			p.sent = len(kvReqs)
+			if len(p.over) == 0 && !p.hasRange {
+				kvReqs = append(kvReqs, req)
+				continue
+			}
+			overlaps = true
+			sr := *req
+			switch {
+			case sr.MaxKeys > 0 && p.hasRange:
+				// A range deletion can hide any number of the rows KV
+				// returns: read the whole span and limit after merging.
+				sr.MaxKeys = 0
+			case sr.MaxKeys > 0:
+				// Each buffered key can hide at most one row KV returns.
+				sr.MaxKeys += int64(len(p.over))
+			}
+			kvReqs = append(kvReqs, &sr)
+		}
+	}
+	t.mu.Unlock()
+	if !overlaps {
+		return false, nil
+	}
+	var br *kvpb.BatchResponse
+	if len(kvReqs) > 0 {
+		var err error
+		if br, err = t.send(ctx, kvReqs, sendOpts{wait: b.WaitPolicy}); err != nil {
+			return true, err
+		}
+	}
+	t.mu.Lock()
+	ignored = t.mu.proto.IgnoredSeqNums
+	// Buffered values read as the transaction's own intents do, at its
+	// write timestamp: at or above every committed version it can see,
+	// so a row's buffered column entries override a stored packed row
+	// (sql/rowenc's RowMerger goes by timestamps).
+	ownTS := t.mu.proto.WriteTimestamp
+	wb := t.mu.buf
+	t.mu.Unlock()
+	if wb == nil {
+		return true, errors.New("kv: write buffer gone while reading through it")
+	}
+	resolve := func(key []byte) ([]byte, bool, bool) { return wb.resolve(key, ignored) }
+	b.Results = make([]Result, len(b.reqs))
+	for i, r := range b.reqs {
+		p, res := &plans[i], &b.Results[i]
+		switch req := r.(type) {
+		case *kvpb.GetRequest:
+			if p.local {
+				if p.found {
+					res.Found = true
+					res.Rows = []kvpb.KeyValue{{Key: req.Key, Value: p.value, Timestamp: ownTS}}
+				}
+				continue
+			}
+			if gr, ok := br.Responses[p.sent].(*kvpb.GetResponse); ok && gr.Value != nil {
+				res.Found = true
+				res.Rows = []kvpb.KeyValue{{Key: req.Key, Value: gr.Value, Timestamp: gr.Timestamp}}
+			}
+		case *kvpb.ScanRequest:
+			sr, ok := br.Responses[p.sent].(*kvpb.ScanResponse)
+			if !ok {
+				return true, fmt.Errorf("kv: unexpected %s response to a scan", br.Responses[p.sent].Method())
+			}
+			res.Rows, res.ResumeSpan = mergeScan(req, sr.Rows, sr.ResumeSpan, p.over, resolve, ownTS)
+		}
+	}
+	return true, nil
+}
+
+// mergeScan lays the buffered keys over (both in the span of req, in key
+// order) over the rows KV returned for req (in req's order), applying
+// req's limit. Buffered rows carry ownTS.
+func mergeScan(req *kvpb.ScanRequest, rows []kvpb.KeyValue, resume *kvpb.Span, over []*bufferedKey, resolve func([]byte) ([]byte, bool, bool), ownTS hlc.Timestamp) ([]kvpb.KeyValue, *kvpb.Span) {
+	// Buffered keys past where KV stopped are left for the resumed scan.
+	if resume != nil {
+		over = slices.DeleteFunc(slices.Clone(over), func(k *bufferedKey) bool {
+			if req.Reverse {
+				return bytes.Compare(k.key, resume.EndKey) < 0
+			}
+			return bytes.Compare(k.key, resume.Key) >= 0
+		})
+	}
+	if req.Reverse {
+		over = slices.Clone(over)
+		slices.Reverse(over)
+	}
+	// before reports whether a comes before b in the scan's order.
+	before := func(a, b []byte) bool {
+		if req.Reverse {
+			return bytes.Compare(a, b) > 0
+		}
+		return bytes.Compare(a, b) < 0
+	}
+	out := make([]kvpb.KeyValue, 0, len(rows)+len(over))
+	emit := func(key []byte) {
+		if v, tomb, known := resolve(key); known && !tomb {
+			out = append(out, kvpb.KeyValue{Key: key, Value: v, Timestamp: ownTS})
+		}
+	}
+	i, j := 0, 0
+	for i < len(rows) || j < len(over) {
+		switch {
+		case j == len(over) || (i < len(rows) && before(rows[i].Key, over[j].key)):
+			// A stored row the buffer has no write for: a range deletion
+			// may still hide it.
+			if _, _, known := resolve(rows[i].Key); !known {
+				out = append(out, rows[i])
+			}
+			i++
+		case i == len(rows) || before(over[j].key, rows[i].Key):
+			emit(over[j].key)
+			j++
+		default: // the same key: the buffer wins
+			emit(over[j].key)
+			i++
+			j++
+		}
+	}
+	if req.MaxKeys > 0 && int64(len(out)) > req.MaxKeys {
+		out = out[:req.MaxKeys]
+		last := out[len(out)-1].Key
+		if req.Reverse {
+			return out, &kvpb.Span{Key: req.Key, EndKey: last}
+		}
+		return out, &kvpb.Span{Key: keys.Next(last), EndKey: req.EndKey}
+	}
+	return out, resume
+}
+
+// flushBuffer sends the buffered writes as intents, each buffered batch
+// at its own sequence number, and turns buffering off.
+func (t *Txn) flushBuffer(ctx context.Context) error {
+	t.mu.Lock()
+	wb := t.mu.buf
+	t.mu.buf = nil
+	t.mu.Unlock()
+	if wb.empty() {
+		return nil
+	}
+	if err := t.checkBuffered(ctx, wb); err != nil {
+		return t.loseBuffer(err)
+	}
+	t.mu.Lock()
+	ignored := t.mu.proto.IgnoredSeqNums
+	t.mu.Unlock()
+	for i := 0; i < len(wb.ops); {
+		j := i
+		var reqs []kvpb.Request
+		for ; j < len(wb.ops) && wb.ops[j].seq == wb.ops[i].seq; j++ {
+			reqs = append(reqs, wb.ops[j].req)
+		}
+		seq := wb.ops[i].seq
+		i = j
+		if kvpb.SeqIgnored(ignored, seq) {
+			continue
+		}
+		if _, err := t.send(ctx, reqs, sendOpts{seq: seq}); err != nil {
+			// The rest of the buffer is gone: whatever the error, the
+			// transaction must not go on (and commit without it).
+			return t.loseBuffer(t.bufferedSendErr(err))
+		}
+	}
+	return nil
+}
+
+// loseBuffer fails the transaction after a flush that could not send
+// the buffer: its writes are gone, so neither it nor a statement retry
+// (RetryStatement refuses) may go on; only a restart, which discards
+// every write anyway, does.
+func (t *Txn) loseBuffer(err error) error {
+	t.mu.Lock()
+	t.mu.bufLost = true
+	t.mu.Unlock()
+	return t.setRetryable(err)
+}
+
+// bufferedSendErr turns a failed condition met while sending buffered
+// writes into a retryable error: the condition held when the CPut was
+// buffered, so another transaction changed the key since (checkBuffered
+// should have seen it; this is the tablet's own word for the same).
+func (t *Txn) bufferedSendErr(err error) error {
+	var cf *kvpb.ConditionFailedError
+	if errors.As(err, &cf) {
+		return t.setRetryable(&kvpb.TransactionRetryError{Reason: kvpb.RetryWriteTooOld, Detail: "a buffered write's condition no longer holds: " + cf.Error()})
+	}
+	return err
+}
+
+// checkBuffered proves, before wb's writes are sent, that no other
+// transaction committed a version of a buffered key after the statement
+// that buffered it read (see above), and adds the keys to the read spans
+// so that every later move of the transaction's timestamps checks them
+// too.
+func (t *Txn) checkBuffered(ctx context.Context, wb *writeBuffer) error {
+	t.mu.Lock()
+	txn := t.mu.proto.Clone()
+	var reqs []kvpb.Request
+	for _, k := range wb.keys {
+		t.mu.readSpans.add(kvpb.Span{Key: k.key})
+		if k.since.Less(txn.ReadTimestamp) {
+			reqs = append(reqs, &kvpb.RefreshRequest{Key: k.key, From: k.since})
+		}
+	}
+	for _, r := range wb.ranges {
+		t.mu.readSpans.add(r.span)
+		if r.since.Less(txn.ReadTimestamp) {
+			reqs = append(reqs, &kvpb.RefreshRequest{Key: r.span.Key, EndKey: r.span.EndKey, From: r.since})
+		}
+	}
+	for _, l := range wb.locks {
+		t.mu.readSpans.add(l.span)
+		if l.since.Less(txn.ReadTimestamp) {
+			reqs = append(reqs, &kvpb.RefreshRequest{Key: l.span.Key, EndKey: l.span.EndKey, From: l.since})
+		}
+	}
+	t.mu.Unlock()
+	if len(reqs) == 0 {
+		return nil
+	}
+	ba := &kvpb.BatchRequest{Requests: reqs}
+	ba.Txn = txn
+	if _, err := t.db.ds.Send(ctx, ba); err != nil {
+		err = fmt.Errorf("kv: checking %d buffered writes from their statements' snapshots to %s: %w", len(reqs), txn.ReadTimestamp, err)
+		if !kvpb.IsRetryable(err) {
+			return err
+		}
+		return t.setRetryable(err)
+	}
+	return nil
+}
+
+// takeBufferForCommit empties the buffer into the writes a commit sends,
+// after checking them: the row locks, then the live range deletions, then
+// per key the state the buffer resolves it to (a CPut keeps the condition
+// of the key's oldest live write if that was one: it was evaluated
+// against the stored value).
+func (t *Txn) takeBufferForCommit(ctx context.Context) ([]kvpb.Request, error) {
+	t.mu.Lock()
+	wb := t.mu.buf
+	t.mu.buf = nil
+	ignored := t.mu.proto.IgnoredSeqNums
+	t.mu.Unlock()
+	if wb.empty() {
+		return nil, nil
+	}
+	writes := wb.commitWrites(ignored)
+	if len(writes) == 0 {
+		return nil, nil
+	}
+	if err := t.checkBuffered(ctx, wb); err != nil {
+		return nil, err
+	}
+	return writes, nil
+}
+
+// mergeSpans returns the union of spans, sorted and disjoint.
+func mergeSpans(spans []kvpb.Span) []kvpb.Span {
+	slices.SortFunc(spans, func(a, b kvpb.Span) int { return bytes.Compare(a.Key, b.Key) })
+	var out []kvpb.Span
+	for _, s := range spans {
+		if n := len(out); n > 0 && bytes.Compare(s.Key, out[n-1].EndKey) <= 0 {
+			if bytes.Compare(s.EndKey, out[n-1].EndKey) > 0 {
+				out[n-1].EndKey = s.EndKey
+			}
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// subtractKeys returns spans (sorted, disjoint) without the single keys
+// (sorted).
+func subtractKeys(spans []kvpb.Span, ks [][]byte) []kvpb.Span {
+	var out []kvpb.Span
+	for _, s := range spans {
+		start := s.Key
+		lo, _ := slices.BinarySearchFunc(ks, s.Key, bytes.Compare)
+		for _, k := range ks[lo:] {
+			if bytes.Compare(k, s.EndKey) >= 0 {
+				break
+			}
+			if bytes.Compare(start, k) < 0 {
+				out = append(out, kvpb.Span{Key: start, EndKey: k})
+			}
+			start = keys.Next(k)
+		}
+		if bytes.Compare(start, s.EndKey) < 0 {
+			out = append(out, kvpb.Span{Key: start, EndKey: s.EndKey})
+		}
+	}
+	return out
+}
+
+// commitWrites collapses the buffer into the writes a commit sends: the
+// row locks, then the live range deletions, then per key the state the
+// buffer resolves it to.
+func (wb *writeBuffer) commitWrites(ignored []kvpb.SeqRange) []kvpb.Request {
+	// Locks first: evaluated outside the transaction, a lock after a write
+	// of its span in the same batch would meet that write's version.
+	// Like sent locks, they outlive a rollback to a savepoint.
+	var writes []kvpb.Request
+	seen := map[string]bool{}
+	for _, l := range wb.locks {
+		if id := string(l.span.Key) + "\x00" + string(l.span.EndKey); !seen[id] {
+			seen[id] = true
+			writes = append(writes, &kvpb.LockRequest{Key: l.span.Key, EndKey: l.span.EndKey})
+		}
+	}
+	// Point writes: per key the state the buffer resolves it to.
+	var points []kvpb.Request
+	var pointKeys [][]byte
+	for _, k := range wb.keys {
+		v, tomb, known := wb.resolve(k.key, ignored)
+		if !known {
+			continue
+		}
+		pointKeys = append(pointKeys, k.key)
+		var first *bufferedWrite
+		for i := range k.hist {
+			if !kvpb.SeqIgnored(ignored, k.hist[i].seq) {
+				first = &k.hist[i]
+				break
+			}
+		}
+		switch {
+		case tomb:
+			points = append(points, &kvpb.DeleteRequest{Key: k.key})
+		case first != nil && first.cond != nil:
+			points = append(points, &kvpb.ConditionalPutRequest{Key: k.key, Value: v, Expected: first.cond.expected, ExpectExists: first.cond.expectExists})
+		default:
+			points = append(points, &kvpb.PutRequest{Key: k.key, Value: v})
+		}
+	}
+	// Range deletions: the union of the live ones, around the keys written
+	// above (a DeleteRange and a write of one key at one timestamp in one
+	// batch would conflict).
+	var spans []kvpb.Span
+	for _, r := range wb.ranges {
+		if !kvpb.SeqIgnored(ignored, r.seq) {
+			spans = append(spans, r.span)
+		}
+	}
+	for _, sp := range subtractKeys(mergeSpans(spans), pointKeys) {
+		writes = append(writes, &kvpb.DeleteRangeRequest{Key: sp.Key, EndKey: sp.EndKey})
+	}
+	writes = append(writes, points...)
+	return writes
+}
+
+// CommitPlan says how the transaction's commit would go if it committed
+// now: buffered is how many writes (locks, range deletions and keys) the
+// commit would send from the buffer, sent whether writes went out as
+// intents already, onePhase that the buffered writes are all of them and
+// lie on one tablet. The tablet can still refuse a one-phase commit (a
+// timestamp push), and then the commit takes two phases. For EXPLAIN
+// ANALYZE.
+func (t *Txn) CommitPlan(ctx context.Context) (buffered int, sent, onePhase bool, err error) {
+	t.mu.Lock()
+	wrote := t.mu.wrote
+	var writes []kvpb.Request
+	if t.mu.buf != nil {
+		writes = t.mu.buf.commitWrites(t.mu.proto.IgnoredSeqNums)
+	}
+	t.mu.Unlock()
+	if len(writes) == 0 || wrote {
+		return len(writes), wrote, false, nil
+	}
+	reqs := append(writes, &kvpb.EndTxnRequest{Key: writes[0].Span().Key, Commit: true})
+	single, err := t.db.ds.SingleTablet(ctx, reqs)
+	return len(writes), false, single, err
+}
