@@ -43,6 +43,10 @@ type Options struct {
 	// backoff between attempts. Defaults 1ms and 100ms.
 	RetryBackoff    time.Duration
 	MaxRetryBackoff time.Duration
+	// NodeID is the node this DB's transactions start on (0: not a
+	// replicated node). A transaction records this node's clock as its
+	// observed timestamp of it at each new snapshot (txn_observed.go).
+	NodeID uint64
 }
 
 func (o *Options) setDefaults() {

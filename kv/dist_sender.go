@@ -422,6 +422,9 @@ func mergeHeader(out, br *kvpb.BatchResponse, sent *kvpb.Transaction) {
 		return
 	}
 	out.Txn.WriteTimestamp = out.Txn.WriteTimestamp.Forward(br.Txn.WriteTimestamp)
+	for _, o := range br.Txn.ObservedTimestamps {
+		out.Txn.UpdateObservedTimestamp(o.NodeID, o.Timestamp)
+	}
 	if br.Txn.Status.IsFinal() {
 		out.Txn.Status = br.Txn.Status
 		out.Txn.LockSpans = br.Txn.LockSpans

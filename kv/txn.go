@@ -130,6 +130,7 @@ func (db *DB) newTxn(ctx context.Context, name string, iso IsolationLevel, minPr
 		ReadTimestamp:          now,
 		GlobalUncertaintyLimit: db.uncertaintyLimit(now),
 	}
+	t.observeGatewayLocked(now)
 	t.mu.lockSpans.max = db.opts.MaxLockSpans
 	t.mu.readSpans.max = db.opts.MaxReadSpans
 	return t
@@ -329,6 +330,7 @@ func (t *Txn) Step(ctx context.Context) error {
 	t.mu.proto.ReadTimestamp = ts
 	t.mu.proto.WriteTimestamp = ts
 	t.mu.proto.GlobalUncertaintyLimit = t.db.uncertaintyLimit(ts)
+	t.resetObservationsLocked()
 	t.mu.readSpans.reset()
 	return nil
 }
@@ -505,6 +507,7 @@ func (t *Txn) absorbLocked(br *kvpb.BatchResponse, reqs []kvpb.Request) error {
 			return t.mu.retryErr
 		}
 		t.mu.proto.WriteTimestamp = t.mu.proto.WriteTimestamp.Forward(br.Txn.WriteTimestamp)
+		t.absorbObservationsLocked(br.Txn)
 	}
 	for i, r := range reqs {
 		switch req := r.(type) {

@@ -74,6 +74,7 @@ func (t *Txn) RetryStatement(ctx context.Context, sp SavepointToken) error {
 	t.mu.proto.ReadTimestamp = ts
 	t.mu.proto.WriteTimestamp = ts
 	t.mu.proto.GlobalUncertaintyLimit = t.db.uncertaintyLimit(ts)
+	t.resetObservationsLocked()
 	t.mu.readSpans.reset()
 	t.forgetValidationsAfterLocked(sp.seq)
 	t.mu.retryErr = nil

@@ -86,6 +86,68 @@ type Transaction struct {
 	// and resolving its intents at commit discards them (seqrange.go).
 	// Empty for a transaction that never rolled back to a savepoint.
 	IgnoredSeqNums []SeqRange
+	// ObservedTimestamps are clock readings of the nodes the transaction
+	// has visited, the first one per node, taken after the transaction (or,
+	// under READ COMMITTED, its current statement's snapshot) started. On a
+	// node whose reading is known, a value acknowledged before the start
+	// must carry a local timestamp at or below that reading (or below the
+	// lease's start), which bounds the uncertainty window there far below
+	// GlobalUncertaintyLimit (LocalUncertaintyLimit; docs/architecture.md,
+	// "Observed timestamps"). Coordinator state: the record does not
+	// store it. A slice, not a map: the rpc codec carries no maps, and a
+	// transaction visits few nodes.
+	ObservedTimestamps []ObservedTimestamp
+}
+
+// ObservedTimestamp is a node's clock reading taken while serving the
+// transaction.
+type ObservedTimestamp struct {
+	NodeID    uint64
+	Timestamp hlc.Timestamp
+}
+
+// ObservedTimestamp returns the transaction's observation of node.
+func (t *Transaction) ObservedTimestamp(node uint64) (hlc.Timestamp, bool) {
+	for _, o := range t.ObservedTimestamps {
+		if o.NodeID == node {
+			return o.Timestamp, true
+		}
+	}
+	return hlc.Timestamp{}, false
+}
+
+// UpdateObservedTimestamp records node's reading ts, keeping the lower of
+// two readings of one node: any reading taken after the start bounds what
+// was acknowledged before it, and the earliest bounds it tightest.
+func (t *Transaction) UpdateObservedTimestamp(node uint64, ts hlc.Timestamp) {
+	for i := range t.ObservedTimestamps {
+		if o := &t.ObservedTimestamps[i]; o.NodeID == node {
+			if ts.Less(o.Timestamp) {
+				o.Timestamp = ts
+			}
+			return
+		}
+	}
+	t.ObservedTimestamps = append(t.ObservedTimestamps, ObservedTimestamp{NodeID: node, Timestamp: ts})
+}
+
+// LocalUncertaintyLimit is the uncertainty limit of the transaction on node
+// (0: unknown) under a lease that started at leaseStart (zero: a lease no
+// other node could have held before): min(GlobalUncertaintyLimit,
+// max(observation of node, leaseStart)), or GlobalUncertaintyLimit without
+// an observation of node. A value whose local timestamp is above it was
+// written after the observation on this leaseholder, or under this lease
+// after its start, so not acknowledged before the transaction started.
+func (t *Transaction) LocalUncertaintyLimit(node uint64, leaseStart hlc.Timestamp) hlc.Timestamp {
+	obs, ok := t.ObservedTimestamp(node)
+	if node == 0 || !ok {
+		return t.GlobalUncertaintyLimit
+	}
+	lim := obs.Forward(leaseStart)
+	if t.GlobalUncertaintyLimit.Less(lim) {
+		return t.GlobalUncertaintyLimit
+	}
+	return lim
 }
 
 // Clone returns a deep-enough copy: slices are copied, keys are shared
@@ -97,6 +159,7 @@ func (t *Transaction) Clone() *Transaction {
 	c := *t
 	c.LockSpans = append([]Span(nil), t.LockSpans...)
 	c.IgnoredSeqNums = append([]SeqRange(nil), t.IgnoredSeqNums...)
+	c.ObservedTimestamps = append([]ObservedTimestamp(nil), t.ObservedTimestamps...)
 	return &c
 }
 

@@ -37,6 +37,22 @@
 //	0x00            tombstone (a deletion); nothing follows
 //	0x01 <bytes>    a value; <bytes> may be empty, so an empty value and a
 //	                deletion are different things
+//	0x02 <ts> <bytes>  a value with a local timestamp (below)
+//	0x03 <ts>          a tombstone with a local timestamp
+//
+// # Local timestamps
+//
+// A version's local timestamp bounds when, by its leaseholder's clock, it
+// was written: every reading of that clock taken after the write is at or
+// above it. For a version written directly it is the version's own
+// timestamp, and is not stored. An intent resolved at a commit timestamp
+// above its own keeps the intent's timestamp as its local one (<ts>: wall
+// and logical as varints): the leaseholder's clock had reached that when
+// the intent was written, not the commit timestamp. A reader with a local
+// uncertainty limit (ReadOptions.LocalUncertaintyLimit, from the
+// transaction's observation of this node's clock) finds a version in its
+// uncertainty window uncertain only if the local timestamp is at or below
+// that limit (docs/architecture.md, "Observed timestamps").
 //
 // Lock and transaction records are compact binary records whose first byte
 // is a format version (encoding.go). Values handed to callers are the user

@@ -13,6 +13,11 @@ import (
 const (
 	tagTombstone byte = 0x00
 	tagValue     byte = 0x01
+	// tagValueLocal and tagTombstoneLocal carry a local timestamp (below
+	// the version's) before the user bytes: the version was resolved from
+	// an intent at a higher commit timestamp than the intent's.
+	tagValueLocal     byte = 0x02
+	tagTombstoneLocal byte = 0x03
 )
 
 // encodeValue returns the engine value of a committed version.
@@ -24,22 +29,67 @@ func encodeValue(value []byte, tombstone bool) []byte {
 	return append(append(out, tagValue), value...)
 }
 
+// encodeValueLocal is encodeValue for a version at ts whose local timestamp
+// is local: the leaseholder's clock was at or above local when the value
+// was written (as an intent), which is what uncertainty on that leaseholder
+// needs (doc.go, "Local timestamps"). A local timestamp at or above ts adds
+// nothing and is not stored.
+func encodeValueLocal(value []byte, tombstone bool, ts, local hlc.Timestamp) []byte {
+	if local.IsEmpty() || ts.LessEq(local) {
+		return encodeValue(value, tombstone)
+	}
+	tag := tagValueLocal
+	if tombstone {
+		tag = tagTombstoneLocal
+	}
+	out := make([]byte, 0, 1+2*binary.MaxVarintLen64+len(value))
+	out = appendTimestamp(append(out, tag), local)
+	if !tombstone {
+		out = append(out, value...)
+	}
+	return out
+}
+
 // decodeValue splits an engine value into its user bytes (aliasing enc) and
 // whether it is a tombstone.
 func decodeValue(enc []byte) (value []byte, tombstone bool, err error) {
+	value, tombstone, _, err = decodeValueLocal(enc)
+	return value, tombstone, err
+}
+
+// decodeValueLocal is decodeValue that also returns the version's local
+// timestamp (zero when it has none: the version's own timestamp is its
+// local one).
+func decodeValueLocal(enc []byte) (value []byte, tombstone bool, local hlc.Timestamp, err error) {
 	if len(enc) == 0 {
-		return nil, false, fmt.Errorf("%w: empty version value", ErrCorrupt)
+		return nil, false, hlc.Timestamp{}, fmt.Errorf("%w: empty version value", ErrCorrupt)
 	}
 	switch enc[0] {
 	case tagTombstone:
 		if len(enc) != 1 {
-			return nil, false, fmt.Errorf("%w: tombstone with %d trailing bytes", ErrCorrupt, len(enc)-1)
+			return nil, false, hlc.Timestamp{}, fmt.Errorf("%w: tombstone with %d trailing bytes", ErrCorrupt, len(enc)-1)
 		}
-		return nil, true, nil
+		return nil, true, hlc.Timestamp{}, nil
 	case tagValue:
-		return enc[1:], false, nil
+		return enc[1:], false, hlc.Timestamp{}, nil
+	case tagValueLocal, tagTombstoneLocal:
+		d := decoder{buf: enc, off: 1}
+		local = d.timestamp()
+		if d.err == nil && local.IsEmpty() {
+			d.fail("empty local timestamp")
+		}
+		if d.err != nil {
+			return nil, false, hlc.Timestamp{}, fmt.Errorf("%w: version local timestamp: %v", ErrCorrupt, d.err)
+		}
+		if enc[0] == tagTombstoneLocal {
+			if d.off != len(enc) {
+				return nil, false, hlc.Timestamp{}, fmt.Errorf("%w: tombstone with %d trailing bytes", ErrCorrupt, len(enc)-d.off)
+			}
+			return nil, true, local, nil
+		}
+		return enc[d.off:], false, local, nil
 	}
-	return nil, false, fmt.Errorf("%w: unknown value tag %#x", ErrCorrupt, enc[0])
+	return nil, false, hlc.Timestamp{}, fmt.Errorf("%w: unknown value tag %#x", ErrCorrupt, enc[0])
 }
 
 // Record format versions: the first byte of every lock and transaction
@@ -212,6 +262,8 @@ func (d *decoder) history(r *lockRecord) {
 // limit, last heartbeat, lock spans; in V2 also the ignored sequence
 // ranges. A record without ignored ranges is written as V1, so only
 // transactions that rolled back to a savepoint pay for the field.
+// ObservedTimestamps are not stored: they are the coordinator's, and mean
+// nothing to a pusher reading the record.
 func encodeTxnRecord(dst []byte, t *kvpb.Transaction) []byte {
 	version := txnRecordV1
 	if len(t.IgnoredSeqNums) > 0 {

@@ -132,7 +132,36 @@ func TestValueEncoding(t *testing.T) {
 			}
 		})
 	}
-	for _, bad := range [][]byte{nil, {0x00, 0x01}, {0x02}, {0xff, 'x'}} {
+	for _, tc := range []struct {
+		name      string
+		value     []byte
+		tombstone bool
+		ts, local hlc.Timestamp
+		wantLocal hlc.Timestamp
+	}{
+		{"value with local", []byte("xy"), false, hlc.Timestamp{WallTime: 20}, hlc.Timestamp{WallTime: 9, Logical: 2}, hlc.Timestamp{WallTime: 9, Logical: 2}},
+		{"tombstone with local", nil, true, hlc.Timestamp{WallTime: 20}, hlc.Timestamp{WallTime: 9}, hlc.Timestamp{WallTime: 9}},
+		{"empty value with local", []byte{}, false, hlc.Timestamp{WallTime: 20}, hlc.Timestamp{WallTime: 9}, hlc.Timestamp{WallTime: 9}},
+		{"local at the version: not stored", []byte("xy"), false, hlc.Timestamp{WallTime: 20}, hlc.Timestamp{WallTime: 20}, hlc.Timestamp{}},
+		{"no local", []byte("xy"), false, hlc.Timestamp{WallTime: 20}, hlc.Timestamp{}, hlc.Timestamp{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			enc := encodeValueLocal(tc.value, tc.tombstone, tc.ts, tc.local)
+			v, tomb, local, err := decodeValueLocal(enc)
+			if err != nil || tomb != tc.tombstone || !bytes.Equal(v, tc.value) || local != tc.wantLocal || (v == nil) != (tc.value == nil) {
+				t.Fatalf("decoded %q, %v, local %s, %v; want %q, %v, local %s", v, tomb, local, err, tc.value, tc.tombstone, tc.wantLocal)
+			}
+			if tc.wantLocal.IsEmpty() && !bytes.Equal(enc, encodeValue(tc.value, tc.tombstone)) {
+				t.Fatalf("a version without a local timestamp encoded as %x", enc)
+			}
+		})
+	}
+	for _, bad := range [][]byte{nil, {0x00, 0x01}, {0x02}, {0xff, 'x'},
+		{0x02, 0x00, 0x00, 'x'}, // an empty local timestamp
+		{0x03, 0x12},            // truncated
+		{0x03, 0x12, 0x00, 'x'}, // a tombstone with bytes after it
+		{0x04, 'x'},
+	} {
 		if _, _, err := decodeValue(bad); err == nil {
 			t.Errorf("decodeValue(%x) succeeded", bad)
 		}
@@ -282,6 +311,30 @@ func FuzzDecodeTxnRecord(f *testing.F) {
 		again, err := decodeTxnRecord(encodeTxnRecord(nil, &r))
 		if err != nil || !reflect.DeepEqual(r, again) {
 			t.Fatalf("re-encoding %+v gave %+v, %v", r, again, err)
+		}
+	})
+}
+
+// FuzzDecodeValue: decoding a version value never panics, and what decodes
+// re-encodes (with its local timestamp) to the same decoded value.
+func FuzzDecodeValue(f *testing.F) {
+	f.Add([]byte{0x01, 'x'})
+	f.Add([]byte{0x00})
+	f.Add(encodeValueLocal([]byte("v"), false, hlc.Timestamp{WallTime: 1e18}, hlc.Timestamp{WallTime: 5, Logical: 1}))
+	f.Add(encodeValueLocal(nil, true, hlc.Timestamp{WallTime: 1e18}, hlc.Timestamp{WallTime: 5}))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		v, tomb, local, err := decodeValueLocal(b)
+		if err != nil {
+			return
+		}
+		// Any version timestamp above local keeps it.
+		above := local.Next()
+		if local.IsEmpty() {
+			above = hlc.Timestamp{}
+		}
+		v2, tomb2, local2, err := decodeValueLocal(encodeValueLocal(v, tomb, above, local))
+		if err != nil || tomb2 != tomb || !bytes.Equal(v2, v) || local2 != local {
+			t.Fatalf("re-encoding %q %v %s gave %q %v %s, %v", v, tomb, local, v2, tomb2, local2, err)
 		}
 	})
 }

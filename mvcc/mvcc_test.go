@@ -29,6 +29,7 @@ package mvcc
 //	scan k=<key> end=<key> ts=<ts> [t=<name>] [reverse] [max=<n>] [maxbytes=<n>] [inconsistent]
 //	    Reads of the engine. With t= the read uses the transaction (its own
 //	    intents, its uncertainty limit); ts is still the read timestamp.
+//	    local=<ts> sets ReadOptions.LocalUncertaintyLimit.
 //
 //	resolve t=<name> k=<key> [end=<key>] [max=<n>] status=<pending|committed|aborted>
 //	    Resolves with the coordinator's current copy of the transaction
@@ -295,7 +296,7 @@ func (h *harness) run(t *testing.T, td *datadriven.TestData) string {
 		})
 
 	case "get":
-		res, err := Get(h.eng, a.bytes("k"), a.ts("ts"), ReadOptions{Txn: h.txn(a), Inconsistent: td.HasArg("inconsistent")})
+		res, err := Get(h.eng, a.bytes("k"), a.ts("ts"), ReadOptions{Txn: h.txn(a), LocalUncertaintyLimit: a.ts("local"), Inconsistent: td.HasArg("inconsistent")})
 		if err != nil {
 			return h.fmtErr(err)
 		}
@@ -307,7 +308,7 @@ func (h *harness) run(t *testing.T, td *datadriven.TestData) string {
 		h.fmtIntents(&out, "ignored", res.Intents)
 	case "scan":
 		res, err := Scan(h.eng, a.bytes("k"), a.bytes("end"), a.ts("ts"), ScanOptions{
-			ReadOptions: ReadOptions{Txn: h.txn(a), Inconsistent: td.HasArg("inconsistent")},
+			ReadOptions: ReadOptions{Txn: h.txn(a), LocalUncertaintyLimit: a.ts("local"), Inconsistent: td.HasArg("inconsistent")},
 			Reverse:     td.HasArg("reverse"),
 			MaxKeys:     a.int("max"),
 			MaxBytes:    a.int("maxbytes"),
@@ -474,14 +475,18 @@ func (h *harness) dump(out *strings.Builder) {
 			fmt.Fprintf(out, "record: %q -> %s\n", anchor, h.fmtRecord(&rec))
 			continue
 		}
-		v, tomb, err := decodeValue(raw)
+		v, tomb, local, err := decodeValueLocal(raw)
 		if err != nil {
 			h.t.Fatal(err)
 		}
+		var loc string
+		if !local.IsEmpty() {
+			loc = fmt.Sprintf(" (local %s)", local)
+		}
 		if tomb {
-			fmt.Fprintf(out, "data: %s -> <tombstone>\n", k)
+			fmt.Fprintf(out, "data: %s -> <tombstone>%s\n", k, loc)
 		} else {
-			fmt.Fprintf(out, "data: %s -> %q\n", k, v)
+			fmt.Fprintf(out, "data: %s -> %q%s\n", k, v, loc)
 		}
 	}
 	if err := it.Err(); err != nil {

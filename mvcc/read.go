@@ -17,6 +17,13 @@ type ReadOptions struct {
 	// in Txn.IgnoredSeqNums, else what is below them) and uses its
 	// GlobalUncertaintyLimit.
 	Txn *kvpb.Transaction
+	// LocalUncertaintyLimit, when set and below the global limit, narrows
+	// the uncertainty window on this leaseholder
+	// (kvpb.Transaction.LocalUncertaintyLimit): a version in (ts, global
+	// limit] is uncertain only if its local timestamp is at or below it, and
+	// an intent above both ts and it is not in the way (it was written after
+	// the reader's observation of this node). Zero: the global limit.
+	LocalUncertaintyLimit hlc.Timestamp
 	// Inconsistent ignores other transactions' intents (the committed value
 	// below them is returned) and reports those that would have conflicted
 	// in the result's Intents.
@@ -156,7 +163,10 @@ func Scan(r storage.Reader, start, end []byte, ts hlc.Timestamp, opts ScanOption
 // readState holds what a read decides per key: the timestamps and what it
 // met along the way.
 type readState struct {
-	ts, limit    hlc.Timestamp // limit >= ts: end of the uncertainty window
+	ts, limit hlc.Timestamp // limit >= ts: end of the uncertainty window
+	// local <= limit: the local uncertainty limit (ReadOptions); it may be
+	// below ts.
+	local        hlc.Timestamp
 	txn          *kvpb.Transaction
 	inconsistent bool
 	conflicts    []kvpb.Intent
@@ -167,6 +177,10 @@ func newReadState(ts hlc.Timestamp, opts ReadOptions) readState {
 	rd := readState{ts: ts, limit: ts, txn: opts.Txn, inconsistent: opts.Inconsistent}
 	if opts.Txn != nil {
 		rd.limit = ts.Forward(opts.Txn.GlobalUncertaintyLimit)
+	}
+	rd.local = rd.limit
+	if l := opts.LocalUncertaintyLimit; !l.IsEmpty() && l.Less(rd.limit) {
+		rd.local = l
 	}
 	return rd
 }
@@ -202,9 +216,12 @@ func (rd *readState) checkLock(key []byte, lk *lockRecord) (kv kvpb.KeyValue, fo
 			return kvpb.KeyValue{}, false, false, staleEpoch(key, lk.Txn.Epoch, rd.txn.Epoch)
 		}
 	}
-	if lk.LockOnly || rd.limit.Less(lk.Txn.WriteTimestamp) {
+	if p := lk.Txn.WriteTimestamp; lk.LockOnly || (rd.ts.Less(p) && rd.local.Less(p)) {
 		// A row lock holds no value to wait for; or written after
-		// anything this reader must observe.
+		// anything this reader must observe: above the read and above the
+		// local limit, the intent was written (or pushed) on this
+		// leaseholder after the reader observed its clock (an intent's
+		// timestamp is at most the clock of the leaseholder holding it).
 		return kvpb.KeyValue{}, false, true, nil
 	}
 	in := kvpb.Intent{Key: key, Txn: lk.Txn}
@@ -216,18 +233,34 @@ func (rd *readState) checkLock(key []byte, lk *lockRecord) (kv kvpb.KeyValue, fo
 	return kvpb.KeyValue{}, false, false, nil
 }
 
-// uncertain returns the error for a committed version at vts, or nil when
-// vts is outside (ts, limit].
-func (rd *readState) uncertain(key []byte, vts hlc.Timestamp) error {
-	if rd.ts.Less(vts) && vts.LessEq(rd.limit) {
-		return &kvpb.ReadWithinUncertaintyIntervalError{
-			Key:               append([]byte(nil), key...),
-			ReadTimestamp:     rd.ts,
-			ExistingTimestamp: vts,
-			UncertaintyLimit:  rd.limit,
+// uncertain returns the error for a committed version at vts (the
+// iterator's position), or nil when vts is outside (ts, limit] or, above
+// the local limit, its local timestamp is too: then it was written on this
+// leaseholder after the reader observed the clock, or resolved from such an
+// intent, and cannot have been acknowledged before the reader started.
+func (rd *readState) uncertain(key []byte, vts hlc.Timestamp, it *storage.Iterator) error {
+	if !rd.ts.Less(vts) || rd.limit.Less(vts) {
+		return nil
+	}
+	if rd.local.Less(vts) {
+		raw, err := it.UnsafeValue()
+		if err != nil {
+			return fmt.Errorf("mvcc: read %q@%s: %w", key, vts, err)
+		}
+		_, _, local, err := decodeValueLocal(raw)
+		if err != nil {
+			return fmt.Errorf("mvcc: version %q@%s: %w", key, vts, err)
+		}
+		if local.IsEmpty() || rd.local.Less(local) {
+			return nil
 		}
 	}
-	return nil
+	return &kvpb.ReadWithinUncertaintyIntervalError{
+		Key:               append([]byte(nil), key...),
+		ReadTimestamp:     rd.ts,
+		ExistingTimestamp: vts,
+		UncertaintyLimit:  rd.limit,
+	}
 }
 
 // seekAfterNexts is how many newer-than-read versions a forward walk steps
@@ -256,7 +289,7 @@ func (rd *readState) readVersions(it *storage.Iterator, key []byte, skipLimit bo
 			continue
 		}
 		if rd.ts.Less(k.Timestamp) {
-			if err := rd.uncertain(key, k.Timestamp); err != nil {
+			if err := rd.uncertain(key, k.Timestamp, it); err != nil {
 				return kvpb.KeyValue{}, false, err
 			}
 			if skipLimit && rd.limit.Less(k.Timestamp) && nexts >= seekAfterNexts {

@@ -57,8 +57,12 @@ func resolveLock(rw storage.ReadWriter, key []byte, lk *lockRecord, txn kvpb.Txn
 				return false, fmt.Errorf("%w: commit of %q at %s below its intent at %s", ErrInvariant, key, txn.WriteTimestamp, lk.Txn.WriteTimestamp)
 			}
 			if val, ok := lk.visible(ignored); ok {
+				// Committed above where it was written: the value keeps
+				// the intent's timestamp as its local one, which the
+				// leaseholder's clock had reached when the intent was
+				// written (doc.go, "Local timestamps").
 				v := storage.MVCCKey{Key: key, Timestamp: txn.WriteTimestamp}
-				if err := rw.Put(v, encodeValue(val.Value, val.Tombstone)); err != nil {
+				if err := rw.Put(v, encodeValueLocal(val.Value, val.Tombstone, txn.WriteTimestamp, lk.Txn.WriteTimestamp)); err != nil {
 					return false, fmt.Errorf("mvcc: commit intent on %q: %w", key, err)
 				}
 			}

@@ -226,7 +226,7 @@ func (s *scanner) versions(cur []byte, read bool) (kvpb.KeyValue, bool, error) {
 			continue
 		}
 		if s.ts.Less(k.Timestamp) {
-			if err := s.uncertain(cur, k.Timestamp); err != nil {
+			if err := s.uncertain(cur, k.Timestamp, s.vit); err != nil {
 				return kvpb.KeyValue{}, false, err
 			}
 			continue

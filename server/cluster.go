@@ -445,7 +445,9 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 		Unfence: func() { r.raft.Unfence("clock") },
 		Logger:  s.log,
 	})
-	s.db = kv.NewDB(clockmon.Guard(lh, r.clock), r.member, clock, cfg.DB)
+	dbOpts := cfg.DB
+	dbOpts.NodeID = id // the gateway observes its own clock (kv.Options.NodeID)
+	s.db = kv.NewDB(clockmon.Guard(lh, r.clock), r.member, clock, dbOpts)
 	ls.Set(s.db)
 	kvRef.p.Store(s.store)
 	raftRef.Store(r.raft)

@@ -91,6 +91,14 @@ type Metrics struct {
 	// CommitWaits counts answers held back by commitWait, and
 	// CommitWaitNanos the time they waited.
 	CommitWaits, CommitWaitNanos atomic.Int64
+	// LongCommitWaits counts the commit waits of at least a quarter of
+	// the maximum clock offset: an answer whose timestamp ran that far
+	// ahead of this node's physical clock (a writer pushed to a global
+	// uncertainty limit did, before observed timestamps).
+	LongCommitWaits atomic.Int64
+	// ObservedTimestampsStamped counts transactional batches this replica
+	// stamped with its node's clock reading (uncertainty.go).
+	ObservedTimestampsStamped atomic.Int64
 	// OnePhaseCommits counts transactions committed without intents.
 	OnePhaseCommits atomic.Int64
 	// IntentsWritten counts intents laid down by applied proposals.

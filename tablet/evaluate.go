@@ -17,6 +17,10 @@ type evalOptions struct {
 	// serverTS: the tablet chose the batch's timestamp (Send), so it may
 	// move it up to the start of the lease it is evaluated under.
 	serverTS bool
+	// localLimit is the transaction's uncertainty limit on this
+	// leaseholder under the lease evaluated under (uncertainty.go); zero:
+	// the global one.
+	localLimit hlc.Timestamp
 }
 
 // evalCtx is the state of one batch's evaluation. txn is the batch's

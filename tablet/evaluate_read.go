@@ -19,7 +19,7 @@ func (ec *evalCtx) get(req *kvpb.GetRequest) (kvpb.Response, error) {
 	if err != nil {
 		return nil, wrapEval(req, err)
 	}
-	res, err := mvcc.Get(ec.rd, req.Key, ec.readTS(), mvcc.ReadOptions{Txn: ec.txn, NoLocksInSpan: noLocks})
+	res, err := mvcc.Get(ec.rd, req.Key, ec.readTS(), mvcc.ReadOptions{Txn: ec.txn, LocalUncertaintyLimit: ec.opts.localLimit, NoLocksInSpan: noLocks})
 	if err != nil {
 		return nil, wrapEval(req, err)
 	}
@@ -35,7 +35,7 @@ func (ec *evalCtx) scan(req *kvpb.ScanRequest) (kvpb.Response, error) {
 		return nil, wrapEval(req, err)
 	}
 	res, err := mvcc.Scan(ec.rd, req.Key, req.EndKey, ec.readTS(), mvcc.ScanOptions{
-		ReadOptions: mvcc.ReadOptions{Txn: ec.txn, NoLocksInSpan: noLocks},
+		ReadOptions: mvcc.ReadOptions{Txn: ec.txn, LocalUncertaintyLimit: ec.opts.localLimit, NoLocksInSpan: noLocks},
 		Reverse:     req.Reverse,
 		MaxKeys:     req.MaxKeys,
 		MaxBytes:    req.MaxBytes,

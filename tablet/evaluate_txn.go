@@ -3,7 +3,6 @@ package tablet
 import (
 	"fmt"
 
-	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/kvpb"
 	"github.com/cairn-db/cairn/mvcc"
 )
@@ -203,13 +202,4 @@ func (ec *evalCtx) queryTxn(req *kvpb.QueryTxnRequest) (kvpb.Response, error) {
 		resp.AbortReason = ec.r.abortReason(rec.ID)
 	}
 	return resp, nil
-}
-
-// pushTo is the timestamp a reader needs a conflicting writer pushed above:
-// its read timestamp, or its uncertainty limit when it has one.
-func pushTo(ba *kvpb.BatchRequest) hlc.Timestamp {
-	if ba.Txn == nil {
-		return ba.Timestamp
-	}
-	return ba.Txn.ReadTimestamp.Forward(ba.Txn.GlobalUncertaintyLimit)
 }

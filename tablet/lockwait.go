@@ -115,7 +115,7 @@ func (r *Replica) push(ctx context.Context, ba *kvpb.BatchRequest, in kvpb.Inten
 		Key:      in.Txn.Key,
 		Pusher:   pusher,
 		Pushee:   in.Txn,
-		PushTo:   pushTo(ba),
+		PushTo:   r.pushTo(ba),
 		PushType: kvpb.PushAbort,
 	}
 	if ba.IsReadOnly() {

@@ -149,6 +149,7 @@ func (r *Replica) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchR
 	// so every retry after waiting reads and writes at the same time (and
 	// a reader's push asks for the timestamp it will read at).
 	exec := *ba
+	r.stampObservation(&exec)
 	serverTS := ba.Txn == nil && ba.Timestamp.IsEmpty()
 	if serverTS {
 		exec.Timestamp = r.clock.Now()
@@ -220,6 +221,9 @@ func (r *Replica) commitWait(ctx context.Context, wrote bool) error {
 	d = min(d, r.clock.MaxOffset())
 	r.metrics.CommitWaits.Add(1)
 	r.metrics.CommitWaitNanos.Add(int64(d))
+	if d >= r.clock.MaxOffset()/4 {
+		r.metrics.LongCommitWaits.Add(1)
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -277,6 +281,9 @@ func (r *Replica) executeOnce(ctx context.Context, ba *kvpb.BatchRequest, opts e
 		if start := r.leaseStartOf(term); ba.Timestamp.Less(start) {
 			ba.Timestamp = r.clock.Now()
 		}
+	}
+	if ba.Txn != nil {
+		opts.localLimit = ba.Txn.LocalUncertaintyLimit(r.nodeID(), r.leaseStartOf(term))
 	}
 	prop, br, err := r.evaluate(ba, desc, opts)
 	if err != nil {

@@ -302,7 +302,9 @@ func (n *ClusterNode) start(ln net.Listener) error {
 		Unfence:  func() { n.Raft.Unfence("clock") },
 		Logger:   slog.New(slog.DiscardHandler),
 	})
-	n.DB = kv.NewDB(clockmon.Guard(n.Leaseholders, n.ClockMonitor), st, n.Clock, c.opts.DB)
+	dbOpts := c.opts.DB
+	dbOpts.NodeID = n.ID // the gateway observes its own clock
+	n.DB = kv.NewDB(clockmon.Guard(n.Leaseholders, n.ClockMonitor), st, n.Clock, dbOpts)
 	ls.Set(n.DB)
 	raftNode := n.Raft
 	n.server = rpc.Serve(ln, func(env raftnode.Envelope) { _ = raftNode.Step(env) }, func(ctx context.Context, env raftnode.Envelope, image io.Reader) error {
