@@ -24,7 +24,10 @@ package tablet
 // term was applied first, so raft can no longer commit it at its term).
 // The last two are NotLeaseholderErrors (nothing was written; retrying is
 // safe). A proposer whose context ends first gets an AmbiguousResultError:
-// the entry may still commit.
+// the entry may still commit; so does one whose replica lost the lease
+// and then learned nothing for leaseWait (cut off from the group: it
+// cannot tell). A planned lease transfer drains the replica first
+// (DrainLease), so none of its proposals is left waiting that way.
 
 import (
 	"bytes"
@@ -33,6 +36,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairn-db/cairn/hlc"
@@ -85,6 +89,15 @@ type raftState struct {
 	// leaseTerm and leaseStart are the last lease taken up (under mu).
 	leaseTerm  uint64
 	leaseStart hlc.Timestamp
+
+	// draining is the term of a lease being drained for a transfer (0:
+	// none) and drainTo its intended new holder (DrainLease); set under
+	// mu, read without it on every request.
+	draining, drainTo atomic.Uint64
+	// rounds counts the rounds in which this replica applied something
+	// (Applied): a proposer whose replica lost the lease tells a replica
+	// that still learns the log's fate from one cut off by it.
+	rounds atomic.Uint64
 }
 
 type pendingProposal struct {
@@ -120,7 +133,7 @@ func (r *Replica) leaseTerm(ctx context.Context) (uint64, error) {
 		return 0, nil
 	}
 	term, ok := g.ReadLease()
-	if ok {
+	if ok && r.raft.draining.Load() != term {
 		return term, r.waitLeaseStart(ctx, term)
 	}
 	if _, leader := g.Lease(); term == 0 && leader != g.NodeID() {
@@ -129,7 +142,10 @@ func (r *Replica) leaseTerm(ctx context.Context) (uint64, error) {
 	// This replica was just elected and is applying its predecessors'
 	// entries, or leads but has not yet heard from a quorum since: the
 	// lease follows in moments, and sending the request elsewhere would
-	// only bring it back here.
+	// only bring it back here. Or it is draining its lease for a
+	// transfer: the request waits for the transfer to start (then it
+	// follows the lease, once the leader hint names the new holder) or
+	// to be called off.
 	t := time.NewTicker(time.Millisecond)
 	defer t.Stop()
 	deadline := time.Now().Add(leaseWait)
@@ -139,7 +155,7 @@ func (r *Replica) leaseTerm(ctx context.Context) (uint64, error) {
 			return 0, ctx.Err()
 		case <-t.C:
 		}
-		if term, ok = g.ReadLease(); ok {
+		if term, ok = g.ReadLease(); ok && r.raft.draining.Load() != term {
 			return term, r.waitLeaseStart(ctx, term)
 		}
 		_, leader := g.Lease()
@@ -232,6 +248,12 @@ func (r *Replica) commit(ctx context.Context, term uint64, p *Proposal) error {
 	rs := &r.raft
 	pp := &pendingProposal{term: term, done: make(chan error, 1)}
 	rs.mu.Lock()
+	if rs.draining.Load() == term {
+		// Evaluated before the drain began, not yet proposed: DrainLease
+		// waits only for what is pending, so this one must not start.
+		rs.mu.Unlock()
+		return fmt.Errorf("tablet %d: lease of term %d being transferred: %w", r.Desc().TabletID, term, r.notLeaseholder(rs.drainTo.Load()))
+	}
 	rs.next++
 	id := rs.next
 	rs.pending[id] = pp
@@ -245,12 +267,17 @@ func (r *Replica) commit(ctx context.Context, term uint64, p *Proposal) error {
 		return fmt.Errorf("tablet %d: proposing: %v: %w", r.Desc().TabletID, err, r.notLeaseholder(leader))
 	}
 	// A replica that lost its lease learns its proposals' fate once it
-	// applies an entry of a later term; cut off from the group it never
-	// does, so after leaseWait without the lease the answer is that the
-	// outcome is unknown.
+	// applies their entries or an entry of a later term; cut off from the
+	// group it never does, so after leaseWait without the lease and
+	// without applying anything the answer is that the outcome is
+	// unknown. A replica that goes on applying (a follower now, catching
+	// up under a new leader) is still learning, however long it takes:
+	// answering ambiguous then would report as unknown what it is about
+	// to know.
 	check := time.NewTicker(leaseCheck)
 	defer check.Stop()
 	var lostAt time.Time
+	var seen uint64
 	for {
 		var cause error
 		select {
@@ -263,13 +290,13 @@ func (r *Replica) commit(ctx context.Context, term uint64, p *Proposal) error {
 				lostAt = time.Time{}
 				continue
 			}
-			if lostAt.IsZero() {
-				lostAt = now
+			if n := rs.rounds.Load(); lostAt.IsZero() || n != seen {
+				lostAt, seen = now, n
 			}
 			if now.Sub(lostAt) < leaseWait {
 				continue
 			}
-			cause = fmt.Errorf("lease of term %d lost with the proposal in flight", term)
+			cause = fmt.Errorf("lease of term %d lost with the proposal in flight, and nothing applied for %s", term, leaseWait)
 		}
 		rs.mu.Lock()
 		delete(rs.pending, id)
@@ -362,6 +389,7 @@ func (m *RaftStateMachine) Applied(entries []*pb.Entry, snapshot bool) {
 	}
 	cmds := rs.applied
 	rs.applied = nil
+	rs.rounds.Add(1)
 	self := rs.group.NodeID()
 	for _, c := range cmds {
 		var pp *pendingProposal
@@ -414,6 +442,53 @@ func (m *RaftStateMachine) Applied(entries []*pb.Entry, snapshot bool) {
 	for _, pp := range superseded {
 		_, leader := rs.group.Lease()
 		pp.done <- fmt.Errorf("tablet %d: proposal of term %d superseded by term %d: %w", r.Desc().TabletID, pp.term, maxTerm, r.notLeaseholder(leader))
+	}
+}
+
+// DrainLease prepares a planned transfer of the lease of term to node to
+// (raftnode.LeaseDrainer): from now on requests wait at the door
+// (leaseTerm) and a proposal evaluated but not yet made is refused
+// (NotLeaseholderError naming to: nothing was proposed, so the router
+// may retry), and it waits, until ctx ends, for every proposal made
+// under term to be answered. It reports whether they all were; either
+// way EndDrain must follow.
+func (m *RaftStateMachine) DrainLease(ctx context.Context, term, to uint64) bool {
+	rs := &m.r.raft
+	rs.mu.Lock()
+	rs.drainTo.Store(to)
+	rs.draining.Store(term)
+	rs.mu.Unlock()
+	t := time.NewTicker(time.Millisecond)
+	defer t.Stop()
+	for {
+		rs.mu.Lock()
+		inFlight := 0
+		for _, pp := range rs.pending {
+			if pp.term == term {
+				inFlight++
+			}
+		}
+		rs.mu.Unlock()
+		if inFlight == 0 {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+	}
+}
+
+// EndDrain ends DrainLease's hold on term: requests waiting at the door
+// go on, under the lease if the transfer was called off, otherwise to the
+// new holder once the leader hint names it.
+func (m *RaftStateMachine) EndDrain(term uint64) {
+	rs := &m.r.raft
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.draining.Load() == term {
+		rs.draining.Store(0)
 	}
 }
 
