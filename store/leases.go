@@ -153,6 +153,8 @@ type LeaseBalancer struct {
 	moves map[uint64]leaseMove
 	// avoid holds the nodes a transfer recently failed to, until when.
 	avoid map[uint64]time.Time
+	// eligibleNow caches Eligible's answers for one pass.
+	eligibleNow map[uint64]bool
 	// now is the clock (tests replace it).
 	now func() time.Time
 }
@@ -217,6 +219,7 @@ func (b *LeaseBalancer) Pass() int {
 	groups := b.cfg.Node.Groups()
 	now := b.now()
 	b.track(groups, now)
+	b.eligibleNow = map[uint64]bool{}
 	// Every node's leases as this node sees them (its leases and its
 	// replicas' leader hints), every voter counted even with none.
 	count := map[uint64]int{}
@@ -313,7 +316,15 @@ func (b *LeaseBalancer) eligible(node uint64) bool {
 	if _, ok := b.avoid[node]; ok {
 		return false
 	}
-	return b.cfg.Eligible == nil || b.cfg.Eligible(node)
+	if b.cfg.Eligible == nil {
+		return true
+	}
+	ok, seen := b.eligibleNow[node]
+	if !seen {
+		ok = b.cfg.Eligible(node)
+		b.eligibleNow[node] = ok
+	}
+	return ok
 }
 
 // target is where g's lease (held here) should go under p, or 0: the
@@ -351,7 +362,7 @@ func (b *LeaseBalancer) target(g raftnode.GroupInfo, p LeasePreferences, count m
 	case best < mine:
 		// A more preferred region has a candidate.
 		return to
-	case b.cfg.Eligible != nil && !b.cfg.Eligible(b.self):
+	case b.cfg.Eligible != nil && !b.eligible(b.self):
 		// Decommissioning: shed leases whatever the counts.
 		return to
 	case count[b.self] > count[to]+1:
