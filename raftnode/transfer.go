@@ -13,12 +13,12 @@ package raftnode
 // 40003 at the SQL boundary) although the transfer was chosen, not
 // suffered. So before giving the lease up, TransferLeader asks the state
 // machine (LeaseDrainer, the tablet) to take no new work under the lease
-// and to let the proposals under way apply, for at most DrainTimeout; a
-// replica that cannot drain in time keeps its lease and the transfer is
-// refused (the balancer tries again later). Requests arriving meanwhile
-// wait at the door and then follow the lease to its new holder
-// (NotLeaseholderError, which the router retries: nothing was
-// evaluated). Decision: refuse rather than transfer with proposals still
+// and to finish what is under way (proposals applied), for at most
+// DrainTimeout; a replica that cannot drain in time keeps its lease and
+// the transfer is refused (the balancer tries again later). Requests
+// arriving meanwhile wait at the door and then follow the lease to its
+// new holder (NotLeaseholderError, which the router retries: nothing was
+// evaluated), or go on under the lease kept. Decision: refuse rather than transfer with proposals still
 // in flight; a lease that cannot be moved cleanly is better kept than
 // moved at the price of answers nobody can interpret.
 //
@@ -54,10 +54,10 @@ import (
 // comment).
 type LeaseDrainer interface {
 	// DrainLease makes the replica take no new work under the lease of
-	// term (requests wait, proposals not yet made are refused) and waits,
-	// until ctx ends, for the work under way to finish; it reports
-	// whether it did. to is the intended new leaseholder.
-	DrainLease(ctx context.Context, term, to uint64) bool
+	// term (requests wait at the door) and waits, until ctx ends, for
+	// the work under way to finish (proposals applied); it reports
+	// whether it did.
+	DrainLease(ctx context.Context, term uint64) bool
 	// EndDrain ends DrainLease's hold: the replica serves again under
 	// term if it still holds that lease, and otherwise sends its waiting
 	// requests on to the new leaseholder.
@@ -85,7 +85,7 @@ func (n *Node) TransferLeader(tabletID, to uint64) error {
 	}
 	if d, ok := r.sm.(LeaseDrainer); ok {
 		ctx, cancel := context.WithTimeout(context.Background(), DrainTimeout)
-		drained := d.DrainLease(ctx, term, to)
+		drained := d.DrainLease(ctx, term)
 		cancel()
 		// After the lease is given up below (deferred calls run last
 		// first): the requests held back then go on to the new holder.

@@ -153,6 +153,9 @@ type LeaseBalancer struct {
 	moves map[uint64]leaseMove
 	// avoid holds the nodes a transfer recently failed to, until when.
 	avoid map[uint64]time.Time
+	// refused holds the tablets whose last transfer was refused (their
+	// proposals did not drain in time), until when they are left alone.
+	refused map[uint64]time.Time
 	// eligibleNow caches Eligible's answers for one pass.
 	eligibleNow map[uint64]bool
 	// now is the clock (tests replace it).
@@ -178,9 +181,15 @@ const maxTransfersPerPass = 8
 // clock, it drops raft's MsgTimeoutNow) would otherwise be picked again
 // every pass, each time leaving the tablet without a leaseholder until
 // raftnode hands it elsewhere.
+//
+// refusedFor is how long a tablet whose transfer was refused is left
+// alone: a drain holds the tablet's requests at the door for up to
+// raftnode.DrainTimeout, and a tablet too busy to drain once (a bulk load
+// over a slow link) would otherwise be held back every pass.
 const (
-	moveWait = 5 * time.Second
-	avoidFor = 30 * time.Second
+	moveWait   = 5 * time.Second
+	avoidFor   = 30 * time.Second
+	refusedFor = 10 * time.Second
 )
 
 // NewLeaseBalancer makes a balancer for cfg.Node.
@@ -194,7 +203,8 @@ func NewLeaseBalancer(cfg LeaseBalancerConfig, self uint64) *LeaseBalancer {
 	if cfg.Region == nil {
 		cfg.Region = func(uint64) string { return "" }
 	}
-	return &LeaseBalancer{cfg: cfg, self: self, held: map[uint64]heldLease{}, moves: map[uint64]leaseMove{}, avoid: map[uint64]time.Time{}, now: time.Now}
+	return &LeaseBalancer{cfg: cfg, self: self, held: map[uint64]heldLease{}, moves: map[uint64]leaseMove{},
+		avoid: map[uint64]time.Time{}, refused: map[uint64]time.Time{}, now: time.Now}
 }
 
 // Run makes a pass every interval until ctx ends.
@@ -241,6 +251,9 @@ func (b *LeaseBalancer) Pass() int {
 		if g.Lease == 0 || len(g.Voters) < 2 || now.Sub(b.held[g.TabletID].since) < b.cfg.MinHold {
 			continue
 		}
+		if until, ok := b.refused[g.TabletID]; ok && now.Before(until) {
+			continue
+		}
 		p := b.prefsOf(g.TabletID)
 		if p.None {
 			continue
@@ -249,12 +262,14 @@ func (b *LeaseBalancer) Pass() int {
 		if to == 0 {
 			continue
 		}
-		if b.cfg.Node.TransferLeader(g.TabletID, to) == nil {
-			b.moves[g.TabletID] = leaseMove{to: to, since: now}
-			count[b.self]--
-			count[to]++
-			moves++
+		if err := b.cfg.Node.TransferLeader(g.TabletID, to); err != nil {
+			b.refused[g.TabletID] = now.Add(refusedFor)
+			continue
 		}
+		b.moves[g.TabletID] = leaseMove{to: to, since: now}
+		count[b.self]--
+		count[to]++
+		moves++
 	}
 	return moves
 }
@@ -288,6 +303,11 @@ func (b *LeaseBalancer) track(groups []raftnode.GroupInfo, now time.Time) {
 	for n, until := range b.avoid {
 		if !now.Before(until) {
 			delete(b.avoid, n)
+		}
+	}
+	for id, until := range b.refused {
+		if !now.Before(until) {
+			delete(b.refused, id)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -45,11 +46,18 @@ type fakeLeaseNode struct {
 	groups []raftnode.GroupInfo
 	moved  map[uint64]int // target → transfers
 	apply  bool
+	// refuse makes transfers of these tablets fail (not drained).
+	refuse map[uint64]bool
+	tried  []uint64 // tablets
 }
 
 func (f *fakeLeaseNode) Groups() []raftnode.GroupInfo { return f.groups }
 
 func (f *fakeLeaseNode) TransferLeader(tablet, to uint64) error {
+	f.tried = append(f.tried, tablet)
+	if f.refuse[tablet] {
+		return errors.New("not drained")
+	}
 	f.moved[to]++
 	if f.apply {
 		for i := range f.groups {
@@ -179,5 +187,36 @@ func TestLeaseBalancerAvoidsFailedTarget(t *testing.T) {
 	b.Pass()
 	if node.moved[3] != 1 {
 		t.Errorf("after avoidFor: transfers %v, want one to node 3 again", node.moved)
+	}
+}
+
+// TestLeaseBalancerBacksOffRefusedTablet: a tablet whose transfer was
+// refused (its proposals did not drain in time) is left alone for
+// refusedFor, since every drain holds its requests at the door.
+func TestLeaseBalancerBacksOffRefusedTablet(t *testing.T) {
+	node := &fakeLeaseNode{self: 1, groups: leaseGroups(map[uint64]int{1: 4}, []uint64{2, 3}), moved: map[uint64]int{},
+		refuse: map[uint64]bool{1: true, 2: true, 3: true, 4: true}}
+	b := NewLeaseBalancer(LeaseBalancerConfig{Node: node}, 1)
+	now := time.Unix(1000, 0)
+	b.now = func() time.Time { return now }
+	b.Pass()
+	for i, tc := range []struct {
+		after  time.Duration
+		refuse bool
+		want   string
+	}{
+		{b.cfg.MinHold, true, "[1 2 3 4]"}, // all refused
+		{time.Second, false, "[]"},         // all left alone, though they would go now
+		{refusedFor, false, "[1 2]"},       // tried again: two move, 2 against 1 and 1 stays
+	} {
+		now = now.Add(tc.after)
+		if !tc.refuse {
+			clear(node.refuse)
+		}
+		node.tried = nil
+		b.Pass()
+		if got := fmt.Sprint(node.tried); got != tc.want {
+			t.Errorf("pass %d: tablets tried %s, want %s", i+2, got, tc.want)
+		}
 	}
 }

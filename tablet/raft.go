@@ -91,9 +91,13 @@ type raftState struct {
 	leaseStart hlc.Timestamp
 
 	// draining is the term of a lease being drained for a transfer (0:
-	// none) and drainTo its intended new holder (DrainLease); set under
-	// mu, read without it on every request.
-	draining, drainTo atomic.Uint64
+	// none; DrainLease), read without a lock on every request; active
+	// counts the requests between passing the lease check and their
+	// answer (leaseTerm to its done), which a drain waits for. A request
+	// counts itself first and then checks draining, a drain sets draining
+	// first and then reads active: one of the two always sees the other.
+	draining atomic.Uint64
+	active   atomic.Int64
 	// rounds counts the rounds in which this replica applied something
 	// (Applied): a proposer whose replica lost the lease tells a replica
 	// that still learns the log's fate from one cut off by it.
@@ -126,18 +130,20 @@ func (r *Replica) SetRaft(g Raft) {
 // NotLeaseholderError. A replica without raft always may (term 0). Every
 // batch needs the read lease, not only reads: whatever is answered without
 // a raft round (a read, a failed condition) must come from a leaseholder
-// that no other replica can have replaced.
-func (r *Replica) leaseTerm(ctx context.Context) (uint64, error) {
+// that no other replica can have replaced. On success the caller calls
+// done once it has its answer (its proposal applied, or failed): a lease
+// transfer's drain waits for that.
+func (r *Replica) leaseTerm(ctx context.Context) (term uint64, done func(), err error) {
 	g := r.raft.group
 	if g == nil {
-		return 0, nil
+		return 0, func() {}, nil
 	}
 	term, ok := g.ReadLease()
-	if ok && r.raft.draining.Load() != term {
-		return term, r.waitLeaseStart(ctx, term)
+	if ok && r.enterLease(term) {
+		return r.startUnder(ctx, term)
 	}
 	if _, leader := g.Lease(); term == 0 && leader != g.NodeID() {
-		return 0, r.notLeaseholder(leader)
+		return 0, nil, r.notLeaseholder(leader)
 	}
 	// This replica was just elected and is applying its predecessors'
 	// entries, or leads but has not yet heard from a quorum since: the
@@ -152,21 +158,44 @@ func (r *Replica) leaseTerm(ctx context.Context) (uint64, error) {
 	for {
 		select {
 		case <-ctx.Done():
-			return 0, ctx.Err()
+			return 0, nil, ctx.Err()
 		case <-t.C:
 		}
-		if term, ok = g.ReadLease(); ok && r.raft.draining.Load() != term {
-			return term, r.waitLeaseStart(ctx, term)
+		if term, ok = g.ReadLease(); ok && r.enterLease(term) {
+			return r.startUnder(ctx, term)
 		}
 		_, leader := g.Lease()
 		if term == 0 && leader != g.NodeID() {
-			return 0, r.notLeaseholder(leader)
+			return 0, nil, r.notLeaseholder(leader)
 		}
 		if time.Now().After(deadline) {
 			// Cut off from a quorum: let the router look elsewhere.
-			return 0, r.notLeaseholder(0)
+			return 0, nil, r.notLeaseholder(0)
 		}
 	}
+}
+
+// enterLease counts a request in under the lease of term unless that
+// lease is being drained.
+func (r *Replica) enterLease(term uint64) bool {
+	rs := &r.raft
+	rs.active.Add(1)
+	if rs.draining.Load() == term {
+		rs.active.Add(-1)
+		return false
+	}
+	return true
+}
+
+// startUnder waits out the start of the lease of term for a request
+// counted in by enterLease, and returns what leaseTerm does.
+func (r *Replica) startUnder(ctx context.Context, term uint64) (uint64, func(), error) {
+	done := func() { r.raft.active.Add(-1) }
+	if err := r.waitLeaseStart(ctx, term); err != nil {
+		done()
+		return 0, nil, err
+	}
+	return term, done, nil
 }
 
 // refuseIfFollower answers NotLeaseholderError at the door when the
@@ -248,12 +277,6 @@ func (r *Replica) commit(ctx context.Context, term uint64, p *Proposal) error {
 	rs := &r.raft
 	pp := &pendingProposal{term: term, done: make(chan error, 1)}
 	rs.mu.Lock()
-	if rs.draining.Load() == term {
-		// Evaluated before the drain began, not yet proposed: DrainLease
-		// waits only for what is pending, so this one must not start.
-		rs.mu.Unlock()
-		return fmt.Errorf("tablet %d: lease of term %d being transferred: %w", r.Desc().TabletID, term, r.notLeaseholder(rs.drainTo.Load()))
-	}
 	rs.next++
 	id := rs.next
 	rs.pending[id] = pp
@@ -445,31 +468,19 @@ func (m *RaftStateMachine) Applied(entries []*pb.Entry, snapshot bool) {
 	}
 }
 
-// DrainLease prepares a planned transfer of the lease of term to node to
+// DrainLease prepares a planned transfer of the lease of term
 // (raftnode.LeaseDrainer): from now on requests wait at the door
-// (leaseTerm) and a proposal evaluated but not yet made is refused
-// (NotLeaseholderError naming to: nothing was proposed, so the router
-// may retry), and it waits, until ctx ends, for every proposal made
-// under term to be answered. It reports whether they all were; either
-// way EndDrain must follow.
-func (m *RaftStateMachine) DrainLease(ctx context.Context, term, to uint64) bool {
+// (leaseTerm), and it waits, until ctx ends, for every request already
+// past it to be answered (its proposal applied, or refused). It reports
+// whether they all were; either way EndDrain must follow. Nothing is
+// refused for the drain: a request waits for it or is waited for.
+func (m *RaftStateMachine) DrainLease(ctx context.Context, term uint64) bool {
 	rs := &m.r.raft
-	rs.mu.Lock()
-	rs.drainTo.Store(to)
 	rs.draining.Store(term)
-	rs.mu.Unlock()
 	t := time.NewTicker(time.Millisecond)
 	defer t.Stop()
 	for {
-		rs.mu.Lock()
-		inFlight := 0
-		for _, pp := range rs.pending {
-			if pp.term == term {
-				inFlight++
-			}
-		}
-		rs.mu.Unlock()
-		if inFlight == 0 {
+		if rs.active.Load() == 0 && !m.r.pendingUnder(term) {
 			return true
 		}
 		select {
@@ -480,16 +491,24 @@ func (m *RaftStateMachine) DrainLease(ctx context.Context, term, to uint64) bool
 	}
 }
 
+// pendingUnder reports whether a proposal made under term still waits.
+func (r *Replica) pendingUnder(term uint64) bool {
+	rs := &r.raft
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	for _, pp := range rs.pending {
+		if pp.term == term {
+			return true
+		}
+	}
+	return false
+}
+
 // EndDrain ends DrainLease's hold on term: requests waiting at the door
 // go on, under the lease if the transfer was called off, otherwise to the
 // new holder once the leader hint names it.
 func (m *RaftStateMachine) EndDrain(term uint64) {
-	rs := &m.r.raft
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	if rs.draining.Load() == term {
-		rs.draining.Store(0)
-	}
+	m.r.raft.draining.CompareAndSwap(term, 0)
 }
 
 // adoptSnapshotDesc makes the replica's descriptor the one of the
