@@ -25,7 +25,7 @@ package tablet
 // The last two are NotLeaseholderErrors (nothing was written; retrying is
 // safe). A proposer whose context ends first gets an AmbiguousResultError:
 // the entry may still commit; so does one whose replica lost the lease
-// and then learned nothing for leaseWait (cut off from the group: it
+// and then learned nothing for unknownAfter (cut off from the group: it
 // cannot tell). A planned lease transfer drains the replica first
 // (DrainLease), so none of its proposals is left waiting that way.
 
@@ -291,7 +291,7 @@ func (r *Replica) commit(ctx context.Context, term uint64, p *Proposal) error {
 	}
 	// A replica that lost its lease learns its proposals' fate once it
 	// applies their entries or an entry of a later term; cut off from the
-	// group it never does, so after leaseWait without the lease and
+	// group it never does, so after unknownAfter without the lease and
 	// without applying anything the answer is that the outcome is
 	// unknown. A replica that goes on applying (a follower now, catching
 	// up under a new leader) is still learning, however long it takes:
@@ -316,10 +316,10 @@ func (r *Replica) commit(ctx context.Context, term uint64, p *Proposal) error {
 			if n := rs.rounds.Load(); lostAt.IsZero() || n != seen {
 				lostAt, seen = now, n
 			}
-			if now.Sub(lostAt) < leaseWait {
+			if now.Sub(lostAt) < unknownAfter {
 				continue
 			}
-			cause = fmt.Errorf("lease of term %d lost with the proposal in flight, and nothing applied for %s", term, leaseWait)
+			cause = fmt.Errorf("lease of term %d lost with the proposal in flight, and nothing applied for %s", term, unknownAfter)
 		}
 		rs.mu.Lock()
 		delete(rs.pending, id)
@@ -334,6 +334,16 @@ func (r *Replica) commit(ctx context.Context, term uint64, p *Proposal) error {
 		return &kvpb.AmbiguousResultError{Cause: fmt.Errorf("tablet %d: waiting for a proposal to apply: %w", r.Desc().TabletID, cause)}
 	}
 }
+
+// unknownAfter is how long a proposer whose replica lost the lease waits
+// while the replica applies nothing before it answers that the outcome
+// is unknown. It was leaseWait (2 s); but an election can take longer
+// than that on a loaded machine (cairn start's election timeout is 0.5–1
+// s, and a split vote or a failed pre-vote starts another), and until a
+// leader commits, every replica, the proposer's included, learns nothing:
+// 2 s answered ambiguous for writes the next leader would settle moments
+// later. A replica cut off for good still answers within this bound.
+const unknownAfter = 5 * time.Second
 
 // leaseCheck is how often a waiting proposer checks that its replica still
 // holds the lease.

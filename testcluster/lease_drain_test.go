@@ -279,7 +279,7 @@ func TestPlannedTransferSlowLog(t *testing.T) {
 // A write is proposed on the leaseholder (its appends held back, so it is
 // not committed), then the leaseholder is cut off from the others: it
 // loses the lease and learns nothing more, so the write's outcome is
-// unknown to it and, after leaseWait, it says so (AmbiguousResultError)
+// unknown to it and, after unknownAfter (5 s), it says so (AmbiguousResultError)
 // rather than wait forever or call it failed.
 func TestCutOffProposerAmbiguous(t *testing.T) {
 	c := StartCluster(t, ClusterOptions{})
