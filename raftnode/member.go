@@ -71,16 +71,31 @@ func (n *Node) Progress(tabletID uint64) (p Progress, ok bool) {
 	return p, true
 }
 
-// TransferLeadershipTo asks this node's replica of tabletID, if it leads,
-// to hand leadership to node to (used before removing the leader's own
-// replica: a leader never removes itself).
+// TransferLeadershipTo asks this node's replica of tabletID, which must
+// lead, to hand leadership to node to (used before removing the leader's
+// own replica: a leader never removes itself). A leaseholder transfers as
+// TransferLeader does (drained first, the lease given up); a leader that
+// has not yet taken its lease up gives up the lease of its term too, so
+// that it cannot take it up while the target campaigns (transfer.go).
 func (n *Node) TransferLeadershipTo(tabletID, to uint64) error {
+	if rep := n.Replica(tabletID); rep != nil {
+		if term, _ := rep.Lease(); term != 0 {
+			return n.TransferLeader(tabletID, to)
+		}
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	r := n.replicas[tabletID]
 	if r == nil {
 		return fmt.Errorf("raftnode: node %d has no replica of tablet %d", n.cfg.NodeID, tabletID)
 	}
+	st := r.rn.BasicStatus()
+	if st.RaftState != raft.StateLeader {
+		// Raft would forward the request to the leader, which would then
+		// transfer without giving its lease up.
+		return fmt.Errorf("raftnode: tablet %d: node %d does not lead", tabletID, n.cfg.NodeID)
+	}
+	r.giveUpLease(st.GetTerm(), to)
 	defer n.signal()
 	r.rn.TransferLeader(to)
 	return nil

@@ -102,6 +102,9 @@ type Replica struct {
 	// transfer leadership to transferTo: it holds no lease in that term
 	// again (transfer.go).
 	transferTerm, transferTo atomic.Uint64
+	// transferTries counts retryTransfers' attempts since the lease was
+	// given up (under the node's lock).
+	transferTries int
 	// pendingSnap is a streamed snapshot stepped into raft whose image
 	// waits for the next Ready (snapshot.go; under the node's lock).
 	pendingSnap *pendingSnap

@@ -2,15 +2,18 @@ package server
 
 // Simulated geography and lease placement of a clustered node (issue #4):
 // --latency-map makes the RPC layer delay messages between regions
-// (rpc/geo.go), and --lease-preferences runs a store.LeaseBalancer that
-// moves this node's tablet leases to the preferred region, or spreads
-// them over the nodes.
+// (rpc/geo.go), and every clustered node runs a store.LeaseBalancer that
+// balances its tablet leases over the nodes by count, or, with
+// --lease-preferences region=R,..., moves them to the preferred region
+// first (`none`: leases stay where elections put them).
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
+	"github.com/cairn-db/cairn/membership"
 	"github.com/cairn-db/cairn/rpc"
 	"github.com/cairn-db/cairn/store"
 )
@@ -41,11 +44,12 @@ func newGeography(cfg Config, id uint64) *rpc.Geography {
 }
 
 // startLeaseBalancer runs the lease balancer until the replication stops:
-// the flag's preferences, and the zones' (ALTER ... CONFIGURE ZONE USING
-// lease_preferences) for their tablets.
+// leases balanced by count over the nodes unless the flag's preferences
+// say otherwise, and the zones' (ALTER ... CONFIGURE ZONE USING
+// lease_preferences) for their tablets. Leases go only to eligible nodes.
 func (r *replication) startLeaseBalancer(cfg Config) {
 	prefs, _ := store.ParseLeasePreferences(cfg.LeasePreferences)
-	b := store.NewLeaseBalancer(store.LeaseBalancerConfig{Node: r.raft, Region: r.geo.Region, Prefs: prefs, ZonePrefs: r.zones.prefs}, r.id)
+	b := store.NewLeaseBalancer(store.LeaseBalancerConfig{Node: r.raft, Region: r.geo.Region, Prefs: prefs, ZonePrefs: r.zones.prefs, Eligible: r.leaseEligible}, r.id)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -53,4 +57,21 @@ func (r *replication) startLeaseBalancer(cfg Config) {
 		b.Run(ctx)
 	}()
 	r.stopBalancer = func() { cancel(); <-done }
+}
+
+// leaseEligible is store.LeaseBalancerConfig.Eligible: node id may take
+// leases if the node table has it active (not decommissioning), the last
+// membership view did not find it dead, and this node's clock monitor
+// does not measure its clock beyond the tolerance (such a node fences
+// itself: it would not take the lease up).
+func (r *replication) leaseEligible(id uint64) bool {
+	rec, ok := r.registry.Get(id)
+	if !ok || rec.Status != membership.StatusActive || !slices.Contains(r.member.ClockPeers(), id) {
+		return false
+	}
+	if id == r.id {
+		return true
+	}
+	o, ok := r.clock.Offsets()[id]
+	return !ok || max(o.Offset, -o.Offset)-o.Uncertainty <= clusterMaxOffset*4/5
 }

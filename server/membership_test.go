@@ -518,6 +518,26 @@ func TestRebalanceOntoNewNode(t *testing.T) {
 	if n := countRows(t, n4, "t"); n != 100 {
 		t.Fatalf("node 4 sees %d rows, want 100", n)
 	}
+	// Node 4 gets its share of the leases (the default placement balances
+	// them by count).
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		leases := map[uint64]int{}
+		for id, s := range c.nodes {
+			for _, g := range s.repl.raft.Groups() {
+				if g.Lease != 0 {
+					leases[id]++
+				}
+			}
+		}
+		if leases[4] > 0 {
+			t.Logf("leases per node: %v", leases)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node 4 holds no lease after 30 s; leases per node %v", leases)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	// Every node restarts on its store and opens every replica it held,
 	// though none but tablet 1's holders has the whole directory (and a
 	// node that lost tablet 1 lost its directory with it).

@@ -74,8 +74,9 @@ type Config struct {
 	// regions are delayed by half the round-trip time. Needs Join.
 	LatencyMap string
 	// LeasePreferences places tablet leaders (store.ParseLeasePreferences:
-	// `region=us-west[,...]` in order of preference, or `spread`). Needs
-	// Join.
+	// `region=us-west[,...]` in order of preference, `spread` or empty:
+	// balanced by count over the nodes, `none`: where elections put
+	// them). Needs Join.
 	LeasePreferences string
 	// InitialPassword is the password of the superuser postgres, set when
 	// the node bootstraps an empty store (ignored afterwards). A secure

@@ -1,28 +1,43 @@
 package store
 
-// Lease placement (issue #4, "leader preferences by region"). Every node
-// runs a LeaseBalancer over its own raft groups: for each tablet whose
-// lease it holds it decides whether the lease belongs elsewhere and, if
-// so, transfers leadership (raftnode.Node.TransferLeader; leader =
-// leaseholder). Two policies, as CockroachDB and YugabyteDB operators know
-// them:
+// Lease placement (issue #4: "rebalancing replicas and leaders", "leader
+// preferences by region"). Every node runs a LeaseBalancer over its own
+// raft groups: for each tablet whose lease it holds it decides whether the
+// lease belongs elsewhere and, if so, transfers leadership
+// (raftnode.Node.TransferLeader, which drains the replica's proposals
+// first; leader = leaseholder). As CockroachDB and YugabyteDB operators
+// know them:
 //
-//   - preferences (CockroachDB's lease_preferences, YugabyteDB's
-//     preferred zones): an ordered list of regions; a lease held outside the
-//     most preferred region that has a live voter of the tablet moves to a
-//     voter there. Within the preferred region nothing moves.
-//   - spread (leader balancing): a node holding more than one lease above
-//     the least loaded voter of a tablet it leads hands that tablet to it.
-//     Every node sees every group it has a replica of, with its leader, so
-//     each computes the same counts.
+//   - By default leases are balanced by count over the nodes (CockroachDB's
+//     lease-count rebalancing, YugabyteDB's leader balancing): a node holding
+//     more than one lease above the least loaded candidate of a tablet it
+//     leads hands that tablet to it. Every node sees every group it has a
+//     replica of, with its leader, so each computes the same counts for
+//     the nodes they share.
+//   - Preferences (CockroachDB's lease_preferences, YugabyteDB's preferred
+//     zones) come first: an ordered list of regions; a lease held outside
+//     the most preferred region that has a candidate moves there, and
+//     within that region leases are balanced by count as above. A lease
+//     whose holder is the only voter in the best region it can have is
+//     pinned: it never moves for balance, and counts like any other.
+//   - `none` turns placement off: leases stay where elections put them.
+//
+// A candidate is another voter that is caught up (raftnode's
+// GroupInfo.CaughtUp: heard from recently, replicating, within
+// raftnode.MaxTransferLag of the commit index), eligible (Eligible: not
+// dead, decommissioning or fenced by its clock), and not a recent failed
+// target (a transfer to it that did not end with it leading: avoided for
+// avoidFor).
 //
 // The policy is the node's (--lease-preferences) unless the tablet's zone
 // sets lease preferences (ZonePrefs; ALTER ... CONFIGURE ZONE): then the
-// zone's apply to that tablet.
+// zone's apply to that tablet (an empty list: balanced by count).
 //
-// Each node moves only leases it holds, so two nodes never fight over
-// one; a pass moves at most maxTransfersPerPass leases, since each new
-// leaseholder waits out the maximum clock offset before serving.
+// Hysteresis: a node moves only leases it has held for MinHold, and only
+// to a node with at least two fewer (so a move never makes the counts
+// swap). Rate: at most maxTransfersPerPass moves per node per pass (each
+// new leaseholder waits out the maximum clock offset before serving).
+// Each node moves only leases it holds, so two nodes never fight over one.
 
 import (
 	"context"
@@ -35,21 +50,26 @@ import (
 	"github.com/cairn-db/cairn/raftnode"
 )
 
-// LeasePreferences say where tablet leases should be.
+// LeasePreferences say where tablet leases should be. The zero value is
+// the default: balanced by count over the nodes.
 type LeasePreferences struct {
-	// Regions, in order of preference; empty with Spread false: leases
-	// stay where elections put them.
+	// Regions, in order of preference.
 	Regions []string
-	// Spread balances leases over the nodes instead.
+	// Spread is the default said explicitly (`spread`): balanced by count.
 	Spread bool
+	// None leaves leases where elections put them (`none`).
+	None bool
 }
 
-// IsZero reports no preference.
-func (p LeasePreferences) IsZero() bool { return !p.Spread && len(p.Regions) == 0 }
+// IsZero reports that nothing was said (the default: balanced).
+func (p LeasePreferences) IsZero() bool { return !p.Spread && !p.None && len(p.Regions) == 0 }
 
 // String is p in ParseLeasePreferences's form.
 func (p LeasePreferences) String() string {
-	if p.Spread {
+	switch {
+	case p.None:
+		return "none"
+	case p.Spread:
 		return "spread"
 	}
 	parts := make([]string, len(p.Regions))
@@ -60,7 +80,8 @@ func (p LeasePreferences) String() string {
 }
 
 // ParseLeasePreferences parses `region=us-west[,region=us-east...]`
-// (regions in order of preference), `spread`, or "" (none).
+// (regions in order of preference), `spread` or "" (balanced by count,
+// the default), or `none` (leases stay where elections put them).
 func ParseLeasePreferences(s string) (LeasePreferences, error) {
 	s = strings.TrimSpace(s)
 	switch s {
@@ -68,12 +89,14 @@ func ParseLeasePreferences(s string) (LeasePreferences, error) {
 		return LeasePreferences{}, nil
 	case "spread":
 		return LeasePreferences{Spread: true}, nil
+	case "none":
+		return LeasePreferences{None: true}, nil
 	}
 	var p LeasePreferences
 	for _, item := range strings.Split(s, ",") {
 		k, v, ok := strings.Cut(strings.TrimSpace(item), "=")
 		if !ok || strings.TrimSpace(k) != "region" || strings.TrimSpace(v) == "" {
-			return LeasePreferences{}, fmt.Errorf("lease preferences %q: want region=NAME[,region=NAME...] or spread", s)
+			return LeasePreferences{}, fmt.Errorf("lease preferences %q: want region=NAME[,region=NAME...], spread or none", s)
 		}
 		v = strings.TrimSpace(v)
 		if slices.Contains(p.Regions, v) {
@@ -84,12 +107,22 @@ func ParseLeasePreferences(s string) (LeasePreferences, error) {
 	return p, nil
 }
 
+// LeaseNode is what a LeaseBalancer needs of a node's multi-raft
+// (*raftnode.Node).
+type LeaseNode interface {
+	Groups() []raftnode.GroupInfo
+	TransferLeader(tabletID, to uint64) error
+}
+
 // LeaseBalancerConfig configures a LeaseBalancer.
 type LeaseBalancerConfig struct {
-	Node *raftnode.Node
-	// Region returns a node's region ("" when unknown).
+	Node LeaseNode
+	// Region returns a node's region ("" when unknown; nil: no regions).
 	Region func(node uint64) string
-	Prefs  LeasePreferences
+	// Eligible, if set, reports whether a node may take leases: not dead,
+	// decommissioning or fenced (nil: every node may).
+	Eligible func(node uint64) bool
+	Prefs    LeasePreferences
 	// ZonePrefs, if set, returns the preferences of tablet id's zone
 	// (ALTER ... CONFIGURE ZONE USING lease_preferences; package zone),
 	// ok false when its zone sets none and Prefs applies.
@@ -113,8 +146,20 @@ type LeaseBalancer struct {
 	cfg  LeaseBalancerConfig
 	self uint64
 	// held is when this node was first seen holding each lease (tablet →
-	// term and time); only Pass touches it.
+	// term and time); only Pass touches it, as moves and avoid.
 	held map[uint64]heldLease
+	// moves are the transfers started and not yet seen to end (tablet →
+	// target and start).
+	moves map[uint64]leaseMove
+	// avoid holds the nodes a transfer recently failed to, until when.
+	avoid map[uint64]time.Time
+	// refused holds the tablets whose last transfer was refused (their
+	// proposals did not drain in time), until when they are left alone.
+	refused map[uint64]time.Time
+	// eligibleNow caches Eligible's answers for one pass.
+	eligibleNow map[uint64]bool
+	// now is the clock (tests replace it).
+	now func() time.Time
 }
 
 type heldLease struct {
@@ -122,8 +167,30 @@ type heldLease struct {
 	since time.Time
 }
 
+type leaseMove struct {
+	to    uint64
+	since time.Time
+}
+
 // maxTransfersPerPass bounds the leases one node moves per pass.
 const maxTransfersPerPass = 8
+
+// moveWait is how long a transfer may take before the balancer counts it
+// failed (its target did not end up leading); avoidFor is how long the
+// target is then left out. A node that takes no lease (fenced by its
+// clock, it drops raft's MsgTimeoutNow) would otherwise be picked again
+// every pass, each time leaving the tablet without a leaseholder until
+// raftnode hands it elsewhere.
+//
+// refusedFor is how long a tablet whose transfer was refused is left
+// alone: a drain holds the tablet's requests at the door for up to
+// raftnode.DrainTimeout, and a tablet too busy to drain once (a bulk load
+// over a slow link) would otherwise be held back every pass.
+const (
+	moveWait   = 5 * time.Second
+	avoidFor   = 30 * time.Second
+	refusedFor = 10 * time.Second
+)
 
 // NewLeaseBalancer makes a balancer for cfg.Node.
 func NewLeaseBalancer(cfg LeaseBalancerConfig, self uint64) *LeaseBalancer {
@@ -133,12 +200,16 @@ func NewLeaseBalancer(cfg LeaseBalancerConfig, self uint64) *LeaseBalancer {
 	if cfg.MinHold == 0 {
 		cfg.MinHold = 3 * time.Second
 	}
-	return &LeaseBalancer{cfg: cfg, self: self, held: map[uint64]heldLease{}}
+	if cfg.Region == nil {
+		cfg.Region = func(uint64) string { return "" }
+	}
+	return &LeaseBalancer{cfg: cfg, self: self, held: map[uint64]heldLease{}, moves: map[uint64]leaseMove{},
+		avoid: map[uint64]time.Time{}, refused: map[uint64]time.Time{}, now: time.Now}
 }
 
 // Run makes a pass every interval until ctx ends.
 func (b *LeaseBalancer) Run(ctx context.Context) {
-	if b.cfg.Prefs.IsZero() && b.cfg.ZonePrefs == nil {
+	if b.cfg.Prefs.None && b.cfg.ZonePrefs == nil {
 		return
 	}
 	for {
@@ -153,84 +224,14 @@ func (b *LeaseBalancer) Run(ctx context.Context) {
 }
 
 // Pass looks at every lease this node holds once and starts the transfers
-// the preferences call for; it returns how many it started.
+// the policy calls for; it returns how many it started.
 func (b *LeaseBalancer) Pass() int {
 	groups := b.cfg.Node.Groups()
-	now := time.Now()
-	for _, g := range groups {
-		if g.Lease == 0 {
-			delete(b.held, g.TabletID)
-		} else if h, ok := b.held[g.TabletID]; !ok || h.term != g.Lease {
-			b.held[g.TabletID] = heldLease{term: g.Lease, since: now}
-		}
-	}
-	prefs := make(map[uint64]LeasePreferences, len(groups))
-	for _, g := range groups {
-		if g.Lease != 0 {
-			prefs[g.TabletID] = b.prefsOf(g.TabletID)
-		}
-	}
-	moves := b.prefer(groups, prefs)
-	return moves + b.spread(groups, prefs, maxTransfersPerPass-moves)
-}
-
-// prefsOf is tablet id's preferences: its zone's, else the node's.
-func (b *LeaseBalancer) prefsOf(id uint64) LeasePreferences {
-	if b.cfg.ZonePrefs != nil {
-		if p, ok := b.cfg.ZonePrefs(id); ok {
-			return p
-		}
-	}
-	return b.cfg.Prefs
-}
-
-// rank is a region's place in regions (len: not preferred).
-func (b *LeaseBalancer) rank(regions []string, node uint64) int {
-	r := b.cfg.Region(node)
-	if i := slices.Index(regions, r); i >= 0 && r != "" {
-		return i
-	}
-	return len(regions)
-}
-
-// prefer moves the leases of groups whose preferences list regions.
-func (b *LeaseBalancer) prefer(groups []raftnode.GroupInfo, prefs map[uint64]LeasePreferences) int {
-	moves := 0
-	now := time.Now()
-	for _, g := range groups {
-		if g.Lease == 0 || len(g.Voters) < 2 || moves >= maxTransfersPerPass {
-			continue
-		}
-		regions := prefs[g.TabletID].Regions
-		if prefs[g.TabletID].Spread || len(regions) == 0 {
-			continue
-		}
-		mine := b.rank(regions, b.self)
-		if now.Sub(b.held[g.TabletID].since) < b.cfg.MinHold {
-			continue
-		}
-		target, best := uint64(0), mine
-		for _, v := range g.Active {
-			if v == b.self {
-				continue
-			}
-			if rk := b.rank(regions, v); rk < best {
-				target, best = v, rk
-			}
-		}
-		if target == 0 {
-			continue
-		}
-		if b.cfg.Node.TransferLeader(g.TabletID, target) == nil {
-			moves++
-		}
-	}
-	return moves
-}
-
-// spread evens out the leases of groups whose preferences say spread,
-// counting every group's leader, up to max moves.
-func (b *LeaseBalancer) spread(groups []raftnode.GroupInfo, prefs map[uint64]LeasePreferences, max int) int {
+	now := b.now()
+	b.track(groups, now)
+	b.eligibleNow = map[uint64]bool{}
+	// Every node's leases as this node sees them (its leases and its
+	// replicas' leader hints), every voter counted even with none.
 	count := map[uint64]int{}
 	for _, g := range groups {
 		for _, v := range g.Voters {
@@ -243,28 +244,149 @@ func (b *LeaseBalancer) spread(groups []raftnode.GroupInfo, prefs map[uint64]Lea
 		}
 	}
 	moves := 0
-	now := time.Now()
 	for _, g := range groups {
-		if g.Lease == 0 || len(g.Voters) < 2 || moves >= max || !prefs[g.TabletID].Spread {
+		if moves >= maxTransfersPerPass {
+			break
+		}
+		if g.Lease == 0 || len(g.Voters) < 2 || now.Sub(b.held[g.TabletID].since) < b.cfg.MinHold {
 			continue
 		}
-		if now.Sub(b.held[g.TabletID].since) < b.cfg.MinHold {
+		if until, ok := b.refused[g.TabletID]; ok && now.Before(until) {
 			continue
 		}
-		target := uint64(0)
-		for _, v := range g.Active {
-			if v != b.self && (target == 0 || count[v] < count[target] || count[v] == count[target] && v < target) {
-				target = v
-			}
-		}
-		if target == 0 || count[b.self] <= count[target]+1 {
+		p := b.prefsOf(g.TabletID)
+		if p.None {
 			continue
 		}
-		if b.cfg.Node.TransferLeader(g.TabletID, target) == nil {
-			count[b.self]--
-			count[target]++
-			moves++
+		to := b.target(g, p, count)
+		if to == 0 {
+			continue
 		}
+		if err := b.cfg.Node.TransferLeader(g.TabletID, to); err != nil {
+			b.refused[g.TabletID] = now.Add(refusedFor)
+			continue
+		}
+		b.moves[g.TabletID] = leaseMove{to: to, since: now}
+		count[b.self]--
+		count[to]++
+		moves++
 	}
 	return moves
+}
+
+// track notes when each lease was taken up, and which transfers ended
+// with their target leading or failed.
+func (b *LeaseBalancer) track(groups []raftnode.GroupInfo, now time.Time) {
+	seen := make(map[uint64]bool, len(groups))
+	for _, g := range groups {
+		seen[g.TabletID] = true
+		if g.Lease == 0 {
+			delete(b.held, g.TabletID)
+		} else if h, ok := b.held[g.TabletID]; !ok || h.term != g.Lease {
+			b.held[g.TabletID] = heldLease{term: g.Lease, since: now}
+		}
+		m, ok := b.moves[g.TabletID]
+		switch {
+		case !ok:
+		case g.Leader == m.to:
+			delete(b.moves, g.TabletID)
+		case now.Sub(m.since) >= moveWait:
+			b.avoid[m.to] = now.Add(avoidFor)
+			delete(b.moves, g.TabletID)
+		}
+	}
+	for id := range b.moves {
+		if !seen[id] {
+			delete(b.moves, id)
+		}
+	}
+	for n, until := range b.avoid {
+		if !now.Before(until) {
+			delete(b.avoid, n)
+		}
+	}
+	for id, until := range b.refused {
+		if !now.Before(until) {
+			delete(b.refused, id)
+		}
+	}
+}
+
+// prefsOf is tablet id's preferences: its zone's, else the node's.
+func (b *LeaseBalancer) prefsOf(id uint64) LeasePreferences {
+	if b.cfg.ZonePrefs != nil {
+		if p, ok := b.cfg.ZonePrefs(id); ok {
+			return p
+		}
+	}
+	return b.cfg.Prefs
+}
+
+// rank is a node's region's place in regions (len: not preferred).
+func (b *LeaseBalancer) rank(regions []string, node uint64) int {
+	r := b.cfg.Region(node)
+	if i := slices.Index(regions, r); i >= 0 && r != "" {
+		return i
+	}
+	return len(regions)
+}
+
+// eligible reports whether node may take a lease now.
+func (b *LeaseBalancer) eligible(node uint64) bool {
+	if _, ok := b.avoid[node]; ok {
+		return false
+	}
+	if b.cfg.Eligible == nil {
+		return true
+	}
+	ok, seen := b.eligibleNow[node]
+	if !seen {
+		ok = b.cfg.Eligible(node)
+		b.eligibleNow[node] = ok
+	}
+	return ok
+}
+
+// target is where g's lease (held here) should go under p, or 0: the
+// least loaded candidate of the best region the preferences can have;
+// within this node's own region only if this node holds at least two
+// more leases than it (or may not hold leases itself).
+func (b *LeaseBalancer) target(g raftnode.GroupInfo, p LeasePreferences, count map[uint64]int) uint64 {
+	var cands []uint64
+	for _, v := range g.CaughtUp {
+		if v != b.self && b.eligible(v) {
+			cands = append(cands, v)
+		}
+	}
+	if len(cands) == 0 {
+		return 0
+	}
+	mine := b.rank(p.Regions, b.self)
+	best := mine
+	for _, v := range cands {
+		best = min(best, b.rank(p.Regions, v))
+	}
+	to := uint64(0)
+	for _, v := range cands {
+		if b.rank(p.Regions, v) != best {
+			continue
+		}
+		if to == 0 || count[v] < count[to] || count[v] == count[to] && v < to {
+			to = v
+		}
+	}
+	switch {
+	case to == 0:
+		// Pinned: no candidate in a region as preferred as this node's.
+		return 0
+	case best < mine:
+		// A more preferred region has a candidate.
+		return to
+	case b.cfg.Eligible != nil && !b.eligible(b.self):
+		// Decommissioning: shed leases whatever the counts.
+		return to
+	case count[b.self] > count[to]+1:
+		return to
+	}
+	return 0
 }

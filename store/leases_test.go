@@ -1,8 +1,13 @@
 package store
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/cairn-db/cairn/raftnode"
 )
 
 func TestParseLeasePreferences(t *testing.T) {
@@ -12,12 +17,14 @@ func TestParseLeasePreferences(t *testing.T) {
 	}{
 		{in: "", want: ""},
 		{in: "spread", want: "spread"},
+		{in: "none", want: "none"},
 		{in: "region=us-west", want: "region=us-west"},
 		{in: " region=eu , region=us-east ", want: "region=eu,region=us-east"},
 		{in: "us-west", want: "want region=NAME", err: true},
 		{in: "zone=a", want: "want region=NAME", err: true},
 		{in: "region=", want: "want region=NAME", err: true},
 		{in: "region=eu,region=eu", want: "given twice", err: true},
+		{in: "none,region=eu", want: "want region=NAME", err: true},
 	} {
 		p, err := ParseLeasePreferences(tc.in)
 		if tc.err {
@@ -28,6 +35,188 @@ func TestParseLeasePreferences(t *testing.T) {
 		}
 		if err != nil || p.String() != tc.want || p.IsZero() != (tc.in == "") {
 			t.Errorf("ParseLeasePreferences(%q) = %q, %v", tc.in, p.String(), err)
+		}
+	}
+}
+
+// fakeLeaseNode is a node's groups as a balancer sees them; transfers
+// are recorded, and applied to the groups when apply is set.
+type fakeLeaseNode struct {
+	self   uint64
+	groups []raftnode.GroupInfo
+	moved  map[uint64]int // target → transfers
+	apply  bool
+	// refuse makes transfers of these tablets fail (not drained).
+	refuse map[uint64]bool
+	tried  []uint64 // tablets
+}
+
+func (f *fakeLeaseNode) Groups() []raftnode.GroupInfo { return f.groups }
+
+func (f *fakeLeaseNode) TransferLeader(tablet, to uint64) error {
+	f.tried = append(f.tried, tablet)
+	if f.refuse[tablet] {
+		return errors.New("not drained")
+	}
+	f.moved[to]++
+	if f.apply {
+		for i := range f.groups {
+			if f.groups[i].TabletID == tablet {
+				f.groups[i].Lease, f.groups[i].Leader, f.groups[i].Active, f.groups[i].CaughtUp = 0, to, nil, nil
+			}
+		}
+	}
+	return nil
+}
+
+// leaseGroups makes groups of voters 1, 2, 3: led[n] of them led by node
+// n, those led by self (node 1) with caughtUp as their caught-up voters.
+func leaseGroups(led map[uint64]int, caughtUp []uint64) []raftnode.GroupInfo {
+	var out []raftnode.GroupInfo
+	id := uint64(1)
+	for n := uint64(1); n <= 3; n++ {
+		for range led[n] {
+			g := raftnode.GroupInfo{TabletID: id, Leader: n, Voters: []uint64{1, 2, 3}}
+			if n == 1 {
+				g.Lease, g.Active, g.CaughtUp = 1, []uint64{1, 2, 3}, caughtUp
+			}
+			out = append(out, g)
+			id++
+		}
+	}
+	return out
+}
+
+// TestLeaseBalancerDecisions: one pass of node 1's balancer over groups
+// of voters 1 (us-west), 2 (us-east) and 3 (eu), after the leases were
+// held long enough.
+func TestLeaseBalancerDecisions(t *testing.T) {
+	regions := map[uint64]string{1: "us-west", 2: "us-east", 3: "eu"}
+	for _, tc := range []struct {
+		name     string
+		led      map[uint64]int
+		caughtUp []uint64
+		prefs    string
+		zone     func(uint64) (LeasePreferences, bool)
+		regions  map[uint64]string
+		eligible func(uint64) bool
+		want     map[uint64]int // transfers per target
+	}{
+		{name: "default balances by count", led: map[uint64]int{1: 9}, caughtUp: []uint64{2, 3}, want: map[uint64]int{2: 3, 3: 3}},
+		{name: "spread is the default", led: map[uint64]int{1: 9}, caughtUp: []uint64{2, 3}, prefs: "spread", want: map[uint64]int{2: 3, 3: 3}},
+		{name: "within one: stays", led: map[uint64]int{1: 4, 2: 3, 3: 3}, caughtUp: []uint64{2, 3}, want: map[uint64]int{}},
+		{name: "two above the least loaded: one move", led: map[uint64]int{1: 5, 2: 3, 3: 4}, caughtUp: []uint64{2, 3}, want: map[uint64]int{2: 1}},
+		{name: "rate limit per pass", led: map[uint64]int{1: 30}, caughtUp: []uint64{2, 3}, want: map[uint64]int{2: 4, 3: 4}},
+		{name: "not onto a replica that is behind", led: map[uint64]int{1: 9}, caughtUp: []uint64{2}, want: map[uint64]int{2: 4}},
+		{name: "not onto an ineligible node", led: map[uint64]int{1: 9}, caughtUp: []uint64{2, 3}, eligible: func(n uint64) bool { return n != 3 }, want: map[uint64]int{2: 4}},
+		{name: "none: nothing moves", led: map[uint64]int{1: 9}, caughtUp: []uint64{2, 3}, prefs: "none", want: map[uint64]int{}},
+		{name: "preference wins over counts", led: map[uint64]int{1: 2, 3: 7}, caughtUp: []uint64{2, 3}, prefs: "region=eu", want: map[uint64]int{3: 2}},
+		{name: "second preference when the first has no candidate", led: map[uint64]int{1: 3}, caughtUp: []uint64{2}, prefs: "region=eu,region=us-east", want: map[uint64]int{2: 3}},
+		{name: "pinned by its preference", led: map[uint64]int{1: 9}, caughtUp: []uint64{2, 3}, prefs: "region=us-west", want: map[uint64]int{}},
+		{name: "balanced within the preferred region", led: map[uint64]int{1: 9}, caughtUp: []uint64{2, 3}, prefs: "region=us-west",
+			regions: map[uint64]string{1: "us-west", 2: "us-west", 3: "eu"}, want: map[uint64]int{2: 4}},
+		{name: "zone preferences override the node's", led: map[uint64]int{1: 6}, caughtUp: []uint64{2, 3}, prefs: "none",
+			zone: func(id uint64) (LeasePreferences, bool) {
+				if id <= 2 {
+					return LeasePreferences{Regions: []string{"eu"}}, true
+				}
+				return LeasePreferences{}, id <= 4 // 3, 4: an empty zone list, balanced
+			}, want: map[uint64]int{3: 2, 2: 2}},
+		{name: "a decommissioning holder sheds its leases", led: map[uint64]int{1: 3, 2: 4, 3: 4}, caughtUp: []uint64{2, 3},
+			eligible: func(n uint64) bool { return n != 1 }, want: map[uint64]int{2: 2, 3: 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := ParseLeasePreferences(tc.prefs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			reg := regions
+			if tc.regions != nil {
+				reg = tc.regions
+			}
+			node := &fakeLeaseNode{self: 1, groups: leaseGroups(tc.led, tc.caughtUp), moved: map[uint64]int{}}
+			b := NewLeaseBalancer(LeaseBalancerConfig{Node: node, Prefs: p, ZonePrefs: tc.zone, Eligible: tc.eligible,
+				Region: func(n uint64) string { return reg[n] }}, 1)
+			now := time.Unix(1000, 0)
+			b.now = func() time.Time { return now }
+			if n := b.Pass(); n != 0 {
+				t.Fatalf("first pass moved %d leases held for no time", n)
+			}
+			now = now.Add(b.cfg.MinHold)
+			b.Pass()
+			if fmt.Sprint(node.moved) != fmt.Sprint(tc.want) {
+				t.Errorf("transfers per target %v, want %v", node.moved, tc.want)
+			}
+		})
+	}
+}
+
+// TestLeaseBalancerAvoidsFailedTarget: a transfer that did not end with
+// its target leading (the target never campaigned) keeps that target out
+// for avoidFor; the lease goes elsewhere meanwhile.
+func TestLeaseBalancerAvoidsFailedTarget(t *testing.T) {
+	node := &fakeLeaseNode{self: 1, groups: leaseGroups(map[uint64]int{1: 3, 2: 1}, []uint64{2, 3}), moved: map[uint64]int{}}
+	b := NewLeaseBalancer(LeaseBalancerConfig{Node: node}, 1)
+	now := time.Unix(1000, 0)
+	b.now = func() time.Time { return now }
+	b.Pass()
+	now = now.Add(b.cfg.MinHold)
+	if n := b.Pass(); n != 1 || node.moved[3] != 1 {
+		t.Fatalf("moved %d: %v; want one lease to node 3", n, node.moved)
+	}
+	// The lease came back at a new term (raftnode handed it on to
+	// nobody else): node 3 did not take it.
+	for i := range node.groups {
+		node.groups[i].Lease = 2
+	}
+	now = now.Add(moveWait)
+	b.Pass() // notes the failure; the new term's lease is held anew
+	now = now.Add(b.cfg.MinHold)
+	node.moved = map[uint64]int{}
+	b.Pass()
+	// Node 3 avoided; node 2 leads 1 against node 1's 3: one to node 2.
+	if fmt.Sprint(node.moved) != fmt.Sprint(map[uint64]int{2: 1}) {
+		t.Errorf("after a failed transfer to node 3: transfers %v, want one to node 2", node.moved)
+	}
+	now = now.Add(avoidFor)
+	node.moved = map[uint64]int{}
+	node.groups = leaseGroups(map[uint64]int{1: 3, 2: 2}, []uint64{2, 3})
+	for i := range node.groups {
+		node.groups[i].Lease = 2
+	}
+	b.Pass()
+	if node.moved[3] != 1 {
+		t.Errorf("after avoidFor: transfers %v, want one to node 3 again", node.moved)
+	}
+}
+
+// TestLeaseBalancerBacksOffRefusedTablet: a tablet whose transfer was
+// refused (its proposals did not drain in time) is left alone for
+// refusedFor, since every drain holds its requests at the door.
+func TestLeaseBalancerBacksOffRefusedTablet(t *testing.T) {
+	node := &fakeLeaseNode{self: 1, groups: leaseGroups(map[uint64]int{1: 4}, []uint64{2, 3}), moved: map[uint64]int{},
+		refuse: map[uint64]bool{1: true, 2: true, 3: true, 4: true}}
+	b := NewLeaseBalancer(LeaseBalancerConfig{Node: node}, 1)
+	now := time.Unix(1000, 0)
+	b.now = func() time.Time { return now }
+	b.Pass()
+	for i, tc := range []struct {
+		after  time.Duration
+		refuse bool
+		want   string
+	}{
+		{b.cfg.MinHold, true, "[1 2 3 4]"}, // all refused
+		{time.Second, false, "[]"},         // all left alone, though they would go now
+		{refusedFor, false, "[1 2]"},       // tried again: two move, 2 against 1 and 1 stays
+	} {
+		now = now.Add(tc.after)
+		if !tc.refuse {
+			clear(node.refuse)
+		}
+		node.tried = nil
+		b.Pass()
+		if got := fmt.Sprint(node.tried); got != tc.want {
+			t.Errorf("pass %d: tablets tried %s, want %s", i+2, got, tc.want)
 		}
 	}
 }

@@ -24,7 +24,10 @@ package tablet
 // term was applied first, so raft can no longer commit it at its term).
 // The last two are NotLeaseholderErrors (nothing was written; retrying is
 // safe). A proposer whose context ends first gets an AmbiguousResultError:
-// the entry may still commit.
+// the entry may still commit; so does one whose replica lost the lease
+// and then learned nothing for unknownAfter (cut off from the group: it
+// cannot tell). A planned lease transfer drains the replica first
+// (DrainLease), so none of its proposals is left waiting that way.
 
 import (
 	"bytes"
@@ -33,6 +36,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairn-db/cairn/hlc"
@@ -85,6 +89,19 @@ type raftState struct {
 	// leaseTerm and leaseStart are the last lease taken up (under mu).
 	leaseTerm  uint64
 	leaseStart hlc.Timestamp
+
+	// draining is the term of a lease being drained for a transfer (0:
+	// none; DrainLease), read without a lock on every request; active
+	// counts the requests between passing the lease check and their
+	// answer (leaseTerm to its done), which a drain waits for. A request
+	// counts itself first and then checks draining, a drain sets draining
+	// first and then reads active: one of the two always sees the other.
+	draining atomic.Uint64
+	active   atomic.Int64
+	// rounds counts the rounds in which this replica applied something
+	// (Applied): a proposer whose replica lost the lease tells a replica
+	// that still learns the log's fate from one cut off by it.
+	rounds atomic.Uint64
 }
 
 type pendingProposal struct {
@@ -113,44 +130,72 @@ func (r *Replica) SetRaft(g Raft) {
 // NotLeaseholderError. A replica without raft always may (term 0). Every
 // batch needs the read lease, not only reads: whatever is answered without
 // a raft round (a read, a failed condition) must come from a leaseholder
-// that no other replica can have replaced.
-func (r *Replica) leaseTerm(ctx context.Context) (uint64, error) {
+// that no other replica can have replaced. On success the caller calls
+// done once it has its answer (its proposal applied, or failed): a lease
+// transfer's drain waits for that.
+func (r *Replica) leaseTerm(ctx context.Context) (term uint64, done func(), err error) {
 	g := r.raft.group
 	if g == nil {
-		return 0, nil
+		return 0, func() {}, nil
 	}
 	term, ok := g.ReadLease()
-	if ok {
-		return term, r.waitLeaseStart(ctx, term)
+	if ok && r.enterLease(term) {
+		return r.startUnder(ctx, term)
 	}
 	if _, leader := g.Lease(); term == 0 && leader != g.NodeID() {
-		return 0, r.notLeaseholder(leader)
+		return 0, nil, r.notLeaseholder(leader)
 	}
 	// This replica was just elected and is applying its predecessors'
 	// entries, or leads but has not yet heard from a quorum since: the
 	// lease follows in moments, and sending the request elsewhere would
-	// only bring it back here.
+	// only bring it back here. Or it is draining its lease for a
+	// transfer: the request waits for the transfer to start (then it
+	// follows the lease, once the leader hint names the new holder) or
+	// to be called off.
 	t := time.NewTicker(time.Millisecond)
 	defer t.Stop()
 	deadline := time.Now().Add(leaseWait)
 	for {
 		select {
 		case <-ctx.Done():
-			return 0, ctx.Err()
+			return 0, nil, ctx.Err()
 		case <-t.C:
 		}
-		if term, ok = g.ReadLease(); ok {
-			return term, r.waitLeaseStart(ctx, term)
+		if term, ok = g.ReadLease(); ok && r.enterLease(term) {
+			return r.startUnder(ctx, term)
 		}
 		_, leader := g.Lease()
 		if term == 0 && leader != g.NodeID() {
-			return 0, r.notLeaseholder(leader)
+			return 0, nil, r.notLeaseholder(leader)
 		}
 		if time.Now().After(deadline) {
 			// Cut off from a quorum: let the router look elsewhere.
-			return 0, r.notLeaseholder(0)
+			return 0, nil, r.notLeaseholder(0)
 		}
 	}
+}
+
+// enterLease counts a request in under the lease of term unless that
+// lease is being drained.
+func (r *Replica) enterLease(term uint64) bool {
+	rs := &r.raft
+	rs.active.Add(1)
+	if rs.draining.Load() == term {
+		rs.active.Add(-1)
+		return false
+	}
+	return true
+}
+
+// startUnder waits out the start of the lease of term for a request
+// counted in by enterLease, and returns what leaseTerm does.
+func (r *Replica) startUnder(ctx context.Context, term uint64) (uint64, func(), error) {
+	done := func() { r.raft.active.Add(-1) }
+	if err := r.waitLeaseStart(ctx, term); err != nil {
+		done()
+		return 0, nil, err
+	}
+	return term, done, nil
 }
 
 // refuseIfFollower answers NotLeaseholderError at the door when the
@@ -245,12 +290,17 @@ func (r *Replica) commit(ctx context.Context, term uint64, p *Proposal) error {
 		return fmt.Errorf("tablet %d: proposing: %v: %w", r.Desc().TabletID, err, r.notLeaseholder(leader))
 	}
 	// A replica that lost its lease learns its proposals' fate once it
-	// applies an entry of a later term; cut off from the group it never
-	// does, so after leaseWait without the lease the answer is that the
-	// outcome is unknown.
+	// applies their entries or an entry of a later term; cut off from the
+	// group it never does, so after unknownAfter without the lease and
+	// without applying anything the answer is that the outcome is
+	// unknown. A replica that goes on applying (a follower now, catching
+	// up under a new leader) is still learning, however long it takes:
+	// answering ambiguous then would report as unknown what it is about
+	// to know.
 	check := time.NewTicker(leaseCheck)
 	defer check.Stop()
 	var lostAt time.Time
+	var seen uint64
 	for {
 		var cause error
 		select {
@@ -263,13 +313,13 @@ func (r *Replica) commit(ctx context.Context, term uint64, p *Proposal) error {
 				lostAt = time.Time{}
 				continue
 			}
-			if lostAt.IsZero() {
-				lostAt = now
+			if n := rs.rounds.Load(); lostAt.IsZero() || n != seen {
+				lostAt, seen = now, n
 			}
-			if now.Sub(lostAt) < leaseWait {
+			if now.Sub(lostAt) < unknownAfter {
 				continue
 			}
-			cause = fmt.Errorf("lease of term %d lost with the proposal in flight", term)
+			cause = fmt.Errorf("lease of term %d lost with the proposal in flight, and nothing applied for %s", term, unknownAfter)
 		}
 		rs.mu.Lock()
 		delete(rs.pending, id)
@@ -284,6 +334,16 @@ func (r *Replica) commit(ctx context.Context, term uint64, p *Proposal) error {
 		return &kvpb.AmbiguousResultError{Cause: fmt.Errorf("tablet %d: waiting for a proposal to apply: %w", r.Desc().TabletID, cause)}
 	}
 }
+
+// unknownAfter is how long a proposer whose replica lost the lease waits
+// while the replica applies nothing before it answers that the outcome
+// is unknown. It was leaseWait (2 s); but an election can take longer
+// than that on a loaded machine (cairn start's election timeout is 0.5–1
+// s, and a split vote or a failed pre-vote starts another), and until a
+// leader commits, every replica, the proposer's included, learns nothing:
+// 2 s answered ambiguous for writes the next leader would settle moments
+// later. A replica cut off for good still answers within this bound.
+const unknownAfter = 5 * time.Second
 
 // leaseCheck is how often a waiting proposer checks that its replica still
 // holds the lease.
@@ -362,6 +422,7 @@ func (m *RaftStateMachine) Applied(entries []*pb.Entry, snapshot bool) {
 	}
 	cmds := rs.applied
 	rs.applied = nil
+	rs.rounds.Add(1)
 	self := rs.group.NodeID()
 	for _, c := range cmds {
 		var pp *pendingProposal
@@ -415,6 +476,49 @@ func (m *RaftStateMachine) Applied(entries []*pb.Entry, snapshot bool) {
 		_, leader := rs.group.Lease()
 		pp.done <- fmt.Errorf("tablet %d: proposal of term %d superseded by term %d: %w", r.Desc().TabletID, pp.term, maxTerm, r.notLeaseholder(leader))
 	}
+}
+
+// DrainLease prepares a planned transfer of the lease of term
+// (raftnode.LeaseDrainer): from now on requests wait at the door
+// (leaseTerm), and it waits, until ctx ends, for every request already
+// past it to be answered (its proposal applied, or refused). It reports
+// whether they all were; either way EndDrain must follow. Nothing is
+// refused for the drain: a request waits for it or is waited for.
+func (m *RaftStateMachine) DrainLease(ctx context.Context, term uint64) bool {
+	rs := &m.r.raft
+	rs.draining.Store(term)
+	t := time.NewTicker(time.Millisecond)
+	defer t.Stop()
+	for {
+		if rs.active.Load() == 0 && !m.r.pendingUnder(term) {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+	}
+}
+
+// pendingUnder reports whether a proposal made under term still waits.
+func (r *Replica) pendingUnder(term uint64) bool {
+	rs := &r.raft
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	for _, pp := range rs.pending {
+		if pp.term == term {
+			return true
+		}
+	}
+	return false
+}
+
+// EndDrain ends DrainLease's hold on term: requests waiting at the door
+// go on, under the lease if the transfer was called off, otherwise to the
+// new holder once the leader hint names it.
+func (m *RaftStateMachine) EndDrain(term uint64) {
+	m.r.raft.draining.CompareAndSwap(term, 0)
 }
 
 // adoptSnapshotDesc makes the replica's descriptor the one of the

@@ -268,10 +268,11 @@ func (r *Replica) executeOnce(ctx context.Context, ba *kvpb.BatchRequest, opts e
 	}
 	// Under latches: a lease lost from here on fails the proposal, never
 	// lets another leaseholder's conflicting write in between.
-	term, err := r.leaseTerm(ctx)
+	term, done, err := r.leaseTerm(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
+	defer done()
 	if opts.serverTS {
 		// Stamped before a new lease's start was waited out: the previous
 		// leaseholder may have acknowledged writes above that stamp (its

@@ -45,10 +45,11 @@ func (r *Replica) Split(ctx context.Context, splitKey []byte, rightID kvpb.Table
 		// Split again while we waited; the caller looks up afresh.
 		return left, right, keyMismatch(splitKey, cur)
 	}
-	term, err := r.leaseTerm(ctx)
+	term, done, err := r.leaseTerm(ctx)
 	if err != nil {
 		return left, right, err
 	}
+	defer done()
 	prop, err := r.evaluateSplit(desc, splitKey, rightID)
 	if err != nil {
 		return left, right, err

@@ -23,6 +23,7 @@ import (
 	"github.com/cairn-db/cairn/storage/simfs"
 	"github.com/cairn-db/cairn/store"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	pb "go.etcd.io/raft/v3/raftpb"
 )
 
 // ClusterOptions configure a replicated cluster.
@@ -55,6 +56,11 @@ type ClusterOptions struct {
 	InlineSnapshotLimit int
 	// AfterIngest is raftnode.Config.TestingAfterIngest, told the node.
 	AfterIngest func(node, tabletID, index uint64) error
+	// LeaseBalancer, when set, runs a store.LeaseBalancer with it on every
+	// node (its Node and Region filled in per node): the default
+	// placement of cairn start, leases balanced by count, unless its
+	// Prefs or ZonePrefs say otherwise. Geo's Leases, when set, win.
+	LeaseBalancer *store.LeaseBalancerConfig
 	// SplitQueue runs every node's split queue (store.RunSplitQueue, with
 	// Store's thresholds).
 	SplitQueue bool
@@ -76,6 +82,9 @@ type Cluster struct {
 	// blocked holds the {tablet, to} pairs whose raft messages are
 	// dropped (BlockTablet).
 	blocked map[[2]uint64]bool
+	// slowEntries delays the appends carrying entries of a tablet
+	// (DelayEntries).
+	slowEntries map[uint64]time.Duration
 }
 
 // BlockTablet drops every raft message of tablet's group to node to
@@ -91,6 +100,23 @@ func (c *Cluster) UnblockTablet(tablet kvpb.TabletID, to uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.blocked, [2]uint64{uint64(tablet), to})
+}
+
+// DelayEntries holds every raft append that carries entries of tablet's
+// group for d before sending it (0: no more); heartbeats and every other
+// message go at once, so leadership and the read lease hold while the
+// log crawls: large entries on a loaded machine or a slow link.
+func (c *Cluster) DelayEntries(tablet kvpb.TabletID, d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.slowEntries == nil {
+		c.slowEntries = map[uint64]time.Duration{}
+	}
+	if d == 0 {
+		delete(c.slowEntries, uint64(tablet))
+	} else {
+		c.slowEntries[uint64(tablet)] = d
+	}
 }
 
 // Partition drops every raft message between node id and the others,
@@ -125,9 +151,14 @@ func (f filterTransport) Send(envs []raftnode.Envelope) {
 	f.c.mu.Lock()
 	kept := envs[:0:0]
 	for _, e := range envs {
-		if !f.c.cut[[2]uint64{f.from, e.Msg.GetTo()}] && !f.c.blocked[[2]uint64{e.TabletID, e.Msg.GetTo()}] {
-			kept = append(kept, e)
+		if f.c.cut[[2]uint64{f.from, e.Msg.GetTo()}] || f.c.blocked[[2]uint64{e.TabletID, e.Msg.GetTo()}] {
+			continue
 		}
+		if d := f.c.slowEntries[e.TabletID]; d > 0 && e.Msg.GetType() == pb.MessageType_MsgApp && len(e.Msg.GetEntries()) > 0 {
+			time.AfterFunc(d, func() { f.t.Send([]raftnode.Envelope{e}) })
+			continue
+		}
+		kept = append(kept, e)
 	}
 	f.c.mu.Unlock()
 	if len(kept) > 0 {

@@ -35,14 +35,23 @@ func (n *ClusterNode) geography() *rpc.Geography {
 	return rpc.NewGeography(n.ID, loc, g.Latency)
 }
 
-// startBalancer runs node n's lease balancer until n stops.
+// startBalancer runs node n's lease balancer until n stops: with Geo's
+// lease preferences, else with ClusterOptions.LeaseBalancer; neither set,
+// leases stay where elections put them (what most tests want).
 func (n *ClusterNode) startBalancer() {
-	g := n.c.opts.Geo
-	if g == nil || g.Leases.IsZero() {
+	var cfg store.LeaseBalancerConfig
+	if g := n.c.opts.Geo; g != nil && !g.Leases.IsZero() {
+		cfg = g.LeaseBalancer
+		cfg.Prefs = g.Leases
+	} else if lb := n.c.opts.LeaseBalancer; lb != nil {
+		cfg = *lb
+	} else {
 		return
 	}
-	cfg := g.LeaseBalancer
-	cfg.Node, cfg.Region, cfg.Prefs = n.Raft, n.Geo.Region, g.Leases
+	cfg.Node = n.Raft
+	if n.Geo != nil {
+		cfg.Region = n.Geo.Region
+	}
 	b := store.NewLeaseBalancer(cfg, n.ID)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -51,4 +60,17 @@ func (n *ClusterNode) startBalancer() {
 		b.Run(ctx)
 	}()
 	n.stopBalancer = func() { cancel(); <-done }
+}
+
+// RunLeaseBalancers starts a lease balancer with cfg on every running
+// node that has none (and on every node restarted later), as
+// ClusterOptions.LeaseBalancer does from the start: a test can first
+// place leases by hand.
+func (c *Cluster) RunLeaseBalancers(cfg store.LeaseBalancerConfig) {
+	c.opts.LeaseBalancer = &cfg
+	for _, n := range c.Nodes {
+		if n.Running() && n.stopBalancer == nil {
+			n.startBalancer()
+		}
+	}
 }

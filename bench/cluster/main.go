@@ -35,8 +35,14 @@
 // The whole measurement repeats -runs times; throughput and latency are
 // the medians over runs, failover samples are pooled over runs.
 //
+// Leases: with -balance (the default) every node runs cairn start's
+// default lease balancer (leases balanced by count over the nodes), and
+// each measurement and failover sample starts once the counts are within
+// one; -balance=false leaves them where elections put them (mostly on one
+// node), as every run before 2026-11-27 did.
+//
 // Usage: go run ./bench/cluster [-runs 3] [-c 16] [-d 3s] [-keys 10000] [-tick 50ms] [-maxoffset 500ms]
-// [-value 64] [-failovers 3] [-crash] [-only rf1|rf3] [-op read|write] [-cpuprofile f]
+// [-value 64] [-failovers 3] [-balance=false] [-crash] [-only rf1|rf3] [-op read|write] [-cpuprofile f]
 package main
 
 import (
@@ -61,6 +67,7 @@ var (
 	flagMaxOffset = flag.Duration("maxoffset", 500*time.Millisecond, "maximum clock offset (cairn start --join's)")
 	flagProfile   = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flagOnly      = flag.String("only", "", "run only this configuration: rf1 or rf3 (either alone skips the ratio; rf1 skips failover)")
+	flagBalance   = flag.Bool("balance", true, "run cairn start's default lease balancer on every node (leases balanced by count; measured once balanced); false: leases stay where elections put them, as before 2026-11-27")
 	flagCrash     = flag.Bool("crash", false, "crashable in-memory filesystems (every sync copies the whole file) and a crash (unsynced data lost) instead of a kill in the failovers")
 	flagOp        = flag.String("op", "", "run only this operation: read or write (for profiling one path)")
 )
@@ -126,7 +133,7 @@ func main() {
 }
 
 func report(runs []runResult) {
-	fmt.Printf("bench/cluster: -c %d -d %s -keys %d -value %d, median of %d runs\n\n", *flagConc, *flagDur, *flagKeys, *flagValue, len(runs))
+	fmt.Printf("bench/cluster: -c %d -d %s -keys %d -value %d -balance=%v, median of %d runs\n\n", *flagConc, *flagDur, *flagKeys, *flagValue, *flagBalance, len(runs))
 	tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "configuration\top\tops/s\tp50 µs\tp99 µs\tvs RF1\tcpu cores\tcpu µs/op\twaiting for cpu\t\n")
 	for _, op := range ops {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/cairn-db/cairn/kv"
 	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/store"
 	"github.com/cairn-db/cairn/testcluster"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
@@ -55,7 +56,12 @@ func measure(cfg config, run int) (map[string]opResult, []failoverSample, error)
 	if *flagCrash {
 		newFS = vfs.NewCrashableMem
 	}
-	c, err := testcluster.OpenCluster(testcluster.ClusterOptions{Nodes: cfg.nodes, Tick: *flagTick, MaxOffset: *flagMaxOffset}, newFS)
+	opts := testcluster.ClusterOptions{Nodes: cfg.nodes, Tick: *flagTick, MaxOffset: *flagMaxOffset}
+	if *flagBalance && cfg.nodes > 1 {
+		// cairn start's default placement: leases balanced by count.
+		opts.LeaseBalancer = &store.LeaseBalancerConfig{}
+	}
+	c, err := testcluster.OpenCluster(opts, newFS)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -67,6 +73,11 @@ func measure(cfg config, run int) (map[string]opResult, []failoverSample, error)
 	tablets, err := prepare(ctx, c)
 	if err != nil {
 		return nil, nil, err
+	}
+	if *flagBalance && cfg.nodes > 1 {
+		if err := waitBalanced(c); err != nil {
+			return nil, nil, err
+		}
 	}
 	if cfg.nodes > 1 {
 		// Where the leases are decides how many requests take an extra
@@ -323,7 +334,43 @@ func failover(ctx context.Context, c *testcluster.Cluster, tablets []kvpb.Tablet
 			}
 		}
 	}
+	if *flagBalance {
+		// The restarted node gets its leases back before the next
+		// sample, so a move does not land in the middle of it.
+		if err := waitBalanced(c); err != nil {
+			return zero, err
+		}
+	}
 	return failoverSample{write: took, lease: lease}, nil
+}
+
+// waitBalanced waits until every tablet has a leaseholder and the nodes'
+// lease counts are within one of each other (the lease balancer's goal).
+func waitBalanced(c *testcluster.Cluster) error {
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		counts := map[uint64]int{}
+		all := true
+		for _, d := range c.Nodes[0].Store.Tablets() {
+			l := c.Leader(d.TabletID)
+			all = all && l != 0
+			counts[l]++
+		}
+		lo, hi := -1, 0
+		for _, n := range c.Nodes {
+			if lo < 0 || counts[n.ID] < lo {
+				lo = counts[n.ID]
+			}
+			hi = max(hi, counts[n.ID])
+		}
+		if all && hi-lo <= 1 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("leases not balanced within 60s: %v", counts)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // keyIn returns a preloaded key on tablet d.

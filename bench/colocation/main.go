@@ -25,6 +25,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log"
@@ -38,6 +39,7 @@ import (
 
 	"github.com/cairn-db/cairn/server/localcluster"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 var (
@@ -234,6 +236,11 @@ func runMode(mode, prefs string) (modeResult, error) {
 		q := fmt.Sprintf("INSERT INTO %s\n     SELECT a, a%%10 FROM generate_series(1,%d) AS a", t, *flagRows)
 		start := time.Now()
 		if _, err := conn.Exec(ctx, q); err != nil {
+			var pgErr *pgconn.PgError
+			if errors.As(err, &pgErr) && pgErr.Detail != "" {
+				// The KV error behind a fault (40003, XX000) is the detail.
+				return res, fmt.Errorf("loading %s: %w (detail: %s)", t, err, pgErr.Detail)
+			}
 			return res, fmt.Errorf("loading %s: %w", t, err)
 		}
 		res.load[t] = time.Since(start)

@@ -38,7 +38,7 @@ func cmdDemo(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	noShell := fs.Bool("no-shell", false, "serve until interrupted instead of opening the SQL shell")
 	nodes := fs.Int("nodes", 1, "number of in-process nodes of one cluster")
 	global := fs.Bool("global", false, "place the nodes in regions us-west, us-east and eu with simulated round trips (60, 86, 145 ms); needs --nodes 3 or more")
-	leasePrefs := fs.String("lease-preferences", "", "where tablet leases go: region=NAME[,...] or spread (as cairn start)")
+	leasePrefs := fs.String("lease-preferences", "", "where tablet leases go: region=NAME[,...], spread (the default) or none (as cairn start)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err

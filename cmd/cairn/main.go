@@ -2,7 +2,7 @@
 //
 //	cairn start --store DIR --sql-addr HOST:PORT --rpc-addr HOST:PORT --http-addr HOST:PORT
 //	            [--join ADDR,...] [--locality region=R] [--insecure] [--initial-password PW]
-//	            [--latency-map R1:R2=RTT,...] [--lease-preferences region=R,...|spread]
+//	            [--latency-map R1:R2=RTT,...] [--lease-preferences region=R,...|spread|none]
 //	cairn demo [--no-shell] [--nodes 3 --global]
 //	cairn sql --url URL [-e SQL]
 //
@@ -85,7 +85,7 @@ const usage = `usage:
   cairn start --store DIR [--sql-addr HOST:PORT] [--rpc-addr HOST:PORT] [--http-addr HOST:PORT]
               [--join ADDR,... | --unreplicated] [--locality key=value,...] [--insecure] [--initial-password PW]
               [--replication-factor N] [--dead-after DURATION]
-              [--latency-map R1:R2=RTT,...] [--lease-preferences region=R,...|spread]
+              [--latency-map R1:R2=RTT,...] [--lease-preferences region=R,...|spread|none]
   cairn demo [--no-shell] [--nodes 3 --global]
   cairn sql --url URL [-e SQL]
   cairn node status --host HTTP-HOST:PORT [--user ROLE] [--password-file FILE]
@@ -165,7 +165,7 @@ func parseStart(args []string, stderr io.Writer) (startFlags, error) {
 	fs.StringVar(&f.cfg.Locality, "locality", "", "key=value[,key=value...], e.g. region=us-east1")
 	fs.StringVar(&f.colocWarnStr, "colocation-warn-size", "1GiB", "size past which a colocation tablet logs a warning and the admin UI flags it (e.g. 512MiB; 0: never)")
 	fs.StringVar(&f.cfg.LatencyMap, "latency-map", "", "simulated round-trip times between regions, e.g. us-west:us-east=60ms,us-east:eu=86ms (needs --join)")
-	fs.StringVar(&f.cfg.LeasePreferences, "lease-preferences", "", "where tablet leases go: region=NAME[,region=NAME...] in order of preference, or spread (needs --join)")
+	fs.StringVar(&f.cfg.LeasePreferences, "lease-preferences", "", "where tablet leases go: region=NAME[,region=NAME...] in order of preference (balanced by count within it), spread (balanced by count over the nodes: the default) or none (where elections put them); needs --join")
 	fs.BoolVar(&f.cfg.Insecure, "insecure", false, "accept clients without passwords (trust authentication)")
 	fs.StringVar(&f.cfg.InitialPassword, "initial-password", "", "password of the superuser postgres at bootstrap (or CAIRN_INITIAL_PASSWORD)")
 	// 256 MiB: pgbench's scale 10 (1M accounts, ~130 MB of blocks once
