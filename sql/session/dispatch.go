@@ -216,6 +216,7 @@ func (s *Session) ddlContext(x *stmtState, txn *kv.Txn, w pgwire.ResultWriter, s
 		PackedRows:      packed,
 		PackedSizeLimit: limit,
 		DB:              s.b.db,
+		AutoCommit:      !s.block && !s.multiImplicit,
 	}
 }
 
