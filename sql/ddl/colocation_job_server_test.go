@@ -17,7 +17,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/cairn-db/cairn/kv"
+	"github.com/cairn-db/cairn/kvpb"
 	"github.com/cairn-db/cairn/server"
+	"github.com/cairn-db/cairn/sql/catalog"
 	"github.com/cairn-db/cairn/sql/ddl"
 	"github.com/cairn-db/cairn/sql/jobs"
 	"github.com/cairn-db/cairn/sql/rowenc"
@@ -462,4 +465,239 @@ func keysOf(t *testing.T, s *server.Server, g uint64, id uint32) int {
 		}
 	}
 	return n
+}
+
+// moveState reads table's committed descriptor's move (nil: none) and
+// location.
+func moveState(t *testing.T, s *server.Server, c *pgx.Conn, table string) *catalog.Table {
+	t.Helper()
+	ctx := context.Background()
+	var id uint32
+	if err := c.QueryRow(ctx, fmt.Sprintf("SELECT '%s'::regclass::oid", table)).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	txn := s.DB().NewTxn(ctx, "test", kv.Serializable)
+	defer txn.Rollback(ctx)
+	desc, err := catalog.NewWriter(txn, nil).TableByID(ctx, catalog.ID(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return desc
+}
+
+// jobRows returns status and error of every job, oldest first.
+func jobRows(t *testing.T, c *pgx.Conn) []string {
+	t.Helper()
+	rows, err := c.Query(context.Background(), "SELECT status || ': ' || coalesce(error, '') FROM cairn_catalog.jobs ORDER BY job_id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// pauseMove makes the next move stop after its second page until the
+// returned release is called with what the hook returns then; later moves
+// run through.
+func pauseMove(t *testing.T) (paused <-chan int64, release func(error)) {
+	p := make(chan int64, 1)
+	r := make(chan error)
+	var fired atomic.Bool
+	prev := ddl.SetMoveAfterPage(func(jobID int64, page int) error {
+		if page != 2 || fired.Swap(true) {
+			return nil
+		}
+		p <- jobID
+		return <-r
+	})
+	t.Cleanup(func() { ddl.SetMoveAfterPage(prev) })
+	var once sync.Once
+	return p, func(err error) { once.Do(func() { r <- err }) }
+}
+
+// TestOnlineMoveOrphanRolledBack stops a move mid-copy as if its node had
+// died, restarts the node, and checks that the table stayed whole and
+// writable where it was, that other schema changes wait for the move, and
+// that the next ALTER ... SET (colocated = ...) rolls the orphan back
+// (clearing its target) and then moves the table.
+func TestOnlineMoveOrphanRolledBack(t *testing.T) {
+	defer func(o, h, d time.Duration) { jobs.OrphanAfter, jobs.HeartbeatEvery, ddl.MoveClearDelay = o, h, d }(jobs.OrphanAfter, jobs.HeartbeatEvery, ddl.MoveClearDelay)
+	jobs.OrphanAfter, jobs.HeartbeatEvery, ddl.MoveClearDelay = time.Second, 50*time.Millisecond, 10*time.Millisecond
+	dir := t.TempDir()
+	s, url := startNode(t, dir)
+	ctx := context.Background()
+	admin := connect(t, url, "postgres")
+	mustExec(t, admin, "CREATE DATABASE co WITH colocated = true")
+	c := connect(t, url, "co")
+	const initial = 3000
+	mustExec(t, c, "CREATE TABLE big (id int PRIMARY KEY, v int NOT NULL, u int UNIQUE, note text)")
+	mustExec(t, c, "CREATE INDEX big_v_idx ON big (v)")
+	mustExec(t, c, fmt.Sprintf("INSERT INTO big SELECT i, i %% 97, i, 'r' || i FROM generate_series(1, %d) i", initial))
+	w := &writer{table: "big", lo: 1, hi: 500, next: 100_000, model: map[int64]row{}}
+	for id := w.lo; id < w.hi; id++ {
+		w.model[id] = row{v: id % 97, u: id}
+	}
+	rng := rand.New(rand.NewSource(7))
+
+	paused, release := pauseMove(t)
+	defer release(nil)
+	alterErr := make(chan error, 1)
+	mover := connect(t, url, "co")
+	go func() {
+		_, err := mover.Exec(ctx, "ALTER TABLE big SET (colocated = false)")
+		alterErr <- err
+	}()
+	var jobID int64
+	select {
+	case jobID = <-paused:
+	case err := <-alterErr:
+		t.Fatalf("the move ended before its second page: %v", err)
+	}
+	// Mid-move: the job is running and part done; the table is written;
+	// other schema changes of it wait.
+	var status string
+	var frac float64
+	if err := c.QueryRow(ctx, "SELECT status, fraction_completed FROM cairn_catalog.jobs WHERE job_id = $1", jobID).Scan(&status, &frac); err != nil {
+		t.Fatal(err)
+	}
+	if status != "running" || frac <= 0 || frac >= 1 {
+		t.Errorf("job %d mid-move: %s %v, want running strictly between 0 and 1", jobID, status, frac)
+	}
+	for range 30 {
+		if err := w.step(ctx, c, rng); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, sql := range []string{"ALTER TABLE big ADD COLUMN z int", "DROP TABLE big", "ALTER TABLE big SET (colocated = false)", "CREATE INDEX big_note ON big (note)"} {
+		if _, err := c.Exec(ctx, sql); sqlState(err) != "55000" {
+			t.Errorf("%s during the move: want 55000, got %v", sql, err)
+		}
+	}
+	moving := moveState(t, s, c, "big")
+	if moving.Move == nil || moving.Move.JobID != jobID || !moving.Colocated {
+		t.Fatalf("descriptor mid-move: colocated %v, move %+v", moving.Colocated, moving.Move)
+	}
+	target := rowenc.GroupSpan(moving.Move.GroupID)
+	if n := spanKeys(t, s, target); n == 0 {
+		t.Fatalf("the move's target group holds no key after two pages")
+	}
+
+	// The node dies: the job stops where it is.
+	release(ddl.ErrJobDied)
+	if err := <-alterErr; err == nil {
+		t.Fatal("the ALTER whose job died succeeded")
+	}
+	if err := s.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s, url = startNode(t, dir)
+	defer s.Stop(context.Background())
+	c = connect(t, url, "co")
+	// The table is where it was, writes keep both places in step, and
+	// other schema changes still wait until someone moves the table.
+	for range 30 {
+		if err := w.step(ctx, c, rng); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.Exec(ctx, "ALTER TABLE big ADD COLUMN z int"); sqlState(err) != "55000" {
+		t.Errorf("ADD COLUMN with an orphaned move: want 55000, got %v", err)
+	}
+	checkTable(t, c, "big", initial, []*writer{w})
+	time.Sleep(jobs.OrphanAfter + 200*time.Millisecond)
+	mustExec(t, c, "ALTER TABLE big SET (colocated = false)")
+	after := moveState(t, s, c, "big")
+	if after.Move != nil || after.Colocated || after.GroupID == moving.Move.GroupID {
+		t.Errorf("after the new move: colocated %v group %d move %+v (the orphan's group %d)", after.Colocated, after.GroupID, after.Move, moving.Move.GroupID)
+	}
+	if n := spanKeys(t, s, target); n != 0 {
+		t.Errorf("the orphaned move's target still holds %d keys", n)
+	}
+	got := jobRows(t, c)
+	if len(got) != 2 || !strings.HasPrefix(got[0], "failed: ") || !strings.Contains(got[0], "node running the job stopped") || got[1] != "succeeded: " {
+		t.Errorf("jobs: %q", got)
+	}
+	for range 30 {
+		if err := w.step(ctx, c, rng); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkTable(t, c, "big", initial, []*writer{w})
+	mustExec(t, c, "ALTER TABLE big ADD COLUMN z int")
+}
+
+// TestOnlineMoveCanceled cancels the ALTER mid-copy: the job ends
+// canceled, the table is where it was with no move and no target left.
+func TestOnlineMoveCanceled(t *testing.T) {
+	s, url := startNode(t, t.TempDir())
+	defer s.Stop(context.Background())
+	ctx := context.Background()
+	admin := connect(t, url, "postgres")
+	mustExec(t, admin, "CREATE DATABASE co WITH colocated = true")
+	c := connect(t, url, "co")
+	const initial = 3000
+	mustExec(t, c, "CREATE TABLE big (id int PRIMARY KEY, v int NOT NULL, u int UNIQUE, note text)")
+	mustExec(t, c, "CREATE INDEX big_v_idx ON big (v)")
+	mustExec(t, c, fmt.Sprintf("INSERT INTO big SELECT i, i %% 97, i, 'r' || i FROM generate_series(1, %d) i", initial))
+
+	paused, release := pauseMove(t)
+	defer release(nil)
+	actx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	alterErr := make(chan error, 1)
+	mover := connect(t, url, "co")
+	go func() {
+		_, err := mover.Exec(actx, "ALTER TABLE big SET (colocated = false)")
+		alterErr <- err
+	}()
+	<-paused
+	moving := moveState(t, s, c, "big")
+	if moving.Move == nil {
+		t.Fatal("no move in the descriptor mid-move")
+	}
+	// pgx sends a cancel request for the cancelled context; the hook
+	// returns once the request has had time to reach the session.
+	cancel()
+	time.Sleep(300 * time.Millisecond)
+	release(nil)
+	if err := <-alterErr; err == nil {
+		t.Fatal("the cancelled ALTER succeeded")
+	}
+	// The roll-back runs after the statement's context ended: wait for
+	// the job to end.
+	var status string
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if err := c.QueryRow(ctx, "SELECT status FROM cairn_catalog.jobs").Scan(&status); err != nil {
+			t.Fatal(err)
+		}
+		if status != "running" || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if status != "canceled" {
+		t.Errorf("job status %q, want canceled", status)
+	}
+	after := moveState(t, s, c, "big")
+	if after.Move != nil || !after.Colocated {
+		t.Errorf("after the cancel: colocated %v move %+v", after.Colocated, after.Move)
+	}
+	if n := spanKeys(t, s, rowenc.GroupSpan(moving.Move.GroupID)); n != 0 {
+		t.Errorf("the cancelled move's target still holds %d keys", n)
+	}
+	checkTable(t, c, "big", initial, nil)
+	mustExec(t, c, "ALTER TABLE big ADD COLUMN z int")
+}
+
+// spanKeys counts the keys of sp.
+func spanKeys(t *testing.T, s *server.Server, sp kvpb.Span) int {
+	t.Helper()
+	kvs, err := s.DB().Scan(context.Background(), sp.Key, sp.EndKey, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(kvs)
 }
