@@ -136,7 +136,8 @@ func (e *executor) moveOnline(ctx context.Context, cur *catalog.Table, probe *ca
 			// The switch committed although its commit reported an
 			// error: the move is done but for freeing the old storage.
 			e.finishMove(bg, moving)
-			return job.Finish(bg, jobs.StatusSucceeded, nil)
+			_ = job.Finish(bg, jobs.StatusSucceeded, nil)
+			return nil
 		}
 		status := jobs.StatusFailed
 		if ctx.Err() != nil {
@@ -149,11 +150,15 @@ func (e *executor) moveOnline(ctx context.Context, cur *catalog.Table, probe *ca
 		_ = job.Finish(bg, status, cause)
 		return err
 	}
-	return job.Finish(bg, jobs.StatusSucceeded, nil)
+	// The table has moved whatever happens to the record: a record left
+	// running only shows as such (no descriptor names its job any more).
+	_ = job.Finish(bg, jobs.StatusSucceeded, nil)
+	return nil
 }
 
-// runMove is steps 1 to 4 of the move (see above).
-// It returns the move version of the descriptor once step 1 committed.
+// runMove is steps 1 to 4 of the move (see above). It returns the move
+// version of the descriptor once step 1 committed (nil if the table was
+// already where probe says).
 func (e *executor) runMove(ctx context.Context, job *jobs.Job, id catalog.ID, probe *catalog.Table) (*catalog.Table, error) {
 	// 1. start.
 	var moving *catalog.Table
@@ -164,6 +169,12 @@ func (e *executor) runMove(ctx context.Context, job *jobs.Job, id catalog.ID, pr
 		}
 		if t.Move != nil {
 			return catalog.ErrMoving(t)
+		}
+		moving = nil
+		if t.Colocated == probe.Colocated {
+			// Moved there by another session since the statement read
+			// the table: nothing to do.
+			return nil
 		}
 		nt := cloneTable(t)
 		if nt.Move, err = je.moveTarget(ctx, t, probe, job.ID()); err != nil {
@@ -177,6 +188,9 @@ func (e *executor) runMove(ctx context.Context, job *jobs.Job, id catalog.ID, pr
 	})
 	if err != nil {
 		return nil, fmt.Errorf("starting the move of table %q: %w", probe.Name, err)
+	}
+	if moving == nil {
+		return nil, nil
 	}
 	target, err := moving.MoveTarget()
 	if err != nil {
