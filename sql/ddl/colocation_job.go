@@ -294,7 +294,14 @@ func (e *executor) copyForMove(ctx context.Context, job *jobs.Job, moving *catal
 		}
 		var next []byte
 		var read int
+		attempt := 0
 		err := e.x.DB.Txn(ctx, kv.Serializable, func(ctx context.Context, txn *kv.Txn) error {
+			// A page that had to restart (a writer changed one of its
+			// rows after the page read it) is read again smaller, so that
+			// busy rows do not keep a large page from ever committing.
+			if attempt++; attempt > 1 {
+				limit = max(limit/2, 16)
+			}
 			kvs, err := txn.Scan(ctx, start, span.EndKey, limit)
 			if err != nil {
 				return err

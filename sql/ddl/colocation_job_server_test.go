@@ -376,7 +376,9 @@ func TestOnlineMoveUnderLoad(t *testing.T) {
 	}()
 
 	time.Sleep(200 * time.Millisecond) // the writers are under way
+	start := time.Now()
 	mustExec(t, c, "ALTER TABLE big SET (colocated = false)")
+	t.Logf("move out: %v", time.Since(start))
 	if tablets, colocated, ids := placement(t, c, "big"); tablets != ddl.DefaultSplitTablets || colocated || len(ids) != ddl.DefaultSplitTablets {
 		t.Errorf("big after the move out: num_tablets %d, is_colocated %v, tablets %v", tablets, colocated, ids)
 	}
@@ -384,7 +386,9 @@ func TestOnlineMoveUnderLoad(t *testing.T) {
 	if n := keysOf(t, s, uint64(group), uint32(bigID)); n != 0 {
 		t.Errorf("colocation group still holds %d keys of big after the move out", n)
 	}
+	start = time.Now()
 	mustExec(t, c, "ALTER TABLE big SET (colocated = true)")
+	t.Logf("move back in: %v", time.Since(start))
 	time.Sleep(100 * time.Millisecond)
 	close(stop)
 	wg.Wait()
