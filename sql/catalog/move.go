@@ -97,24 +97,47 @@ func (t *Table) MoveLayout() (*rowenc.TableLayout, error) {
 
 // MoveWrite adds to b the writes that make a move target (written by w,
 // a RowWriter over MoveLayout) follow the row change old → new, whatever
-// the target held for the row before: old's row span and index entries
-// are deleted and new is written whole, with plain puts. The target may
-// not hold the row yet (the job has not copied it), so a partial update
-// or a conditional put, which assume it does, would be wrong there;
+// the target held for the row before: old's row and index entries are
+// deleted and new is written whole, with plain puts. The target may not
+// hold the row yet (the job has not copied it), so a partial update or a
+// conditional put, which assume it does, would be wrong there;
 // uniqueness is checked where the table lives now, in the same batch.
+//
+// The row is deleted by a point tombstone on the row key and on every
+// column entry key it may have (one per column of the target's row
+// schema), not by a range deletion: a range deletion in a transaction
+// deletes only the keys it finds at its read timestamp, while a point
+// tombstone shadows whatever version lies below it, however it got there.
 func MoveWrite(w *rowenc.RowWriter, b rowenc.Writes, old, new []types.Datum) error {
-	pb := putOnly{b}
+	pb := moveWrites{Writes: b, cols: w.Table.Schema}
 	if old != nil {
 		if err := w.Write(pb, old, nil); err != nil {
 			return err
 		}
 	}
 	if new != nil {
-		if err := w.Write(pb, nil, new); err != nil {
+		if err := w.Write(putOnly{b}, nil, new); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// moveWrites is putOnly whose range deletion of a row (RowWriter's delete:
+// [row key, its prefix end)) becomes point deletions of the row key and
+// of each of its possible column entries.
+type moveWrites struct {
+	rowenc.Writes
+	cols *rowenc.Schema
+}
+
+func (m moveWrites) CPut(key, value, _ []byte, _ bool) { m.Put(key, value) }
+
+func (m moveWrites) DelRange(start, _ []byte) {
+	m.Del(start)
+	for _, c := range m.cols.Columns {
+		m.Del(rowenc.ColumnKey(nil, start, c.ID))
+	}
 }
 
 // putOnly turns a RowWriter's conditional puts into puts.

@@ -97,6 +97,24 @@ func (w *writer) execRetry(ctx context.Context, c *pgx.Conn, sql string, args ..
 	}
 }
 
+// holders says which rows hold u, through the unique index and through
+// the table, for the message of an unexpected 23505.
+func (w *writer) holders(ctx context.Context, c *pgx.Conn, u int64) string {
+	var out []string
+	for _, q := range []string{"SELECT id FROM " + w.table + " WHERE u = $1", "SELECT id FROM " + w.table + " WHERE u + 0 = $1"} {
+		rows, err := c.Query(ctx, q, u)
+		if err != nil {
+			return err.Error()
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return err.Error()
+		}
+		out = append(out, fmt.Sprintf("%s: %v", q, ids))
+	}
+	return strings.Join(out, "; ")
+}
+
 func (w *writer) step(ctx context.Context, c *pgx.Conn, rng *rand.Rand) error {
 	w.ops++
 	ids := make([]int64, 0, len(w.model))
@@ -118,7 +136,7 @@ func (w *writer) step(ctx context.Context, c *pgx.Conn, rng *rand.Rand) error {
 		r.v, r.u = r.v+1, r.u+10_000_000
 		tag, err := w.execRetry(ctx, c, "UPDATE "+w.table+" SET v = $2, u = $3 WHERE id = $1", id, r.v, r.u)
 		if err != nil {
-			return fmt.Errorf("update %d: %w", id, err)
+			return fmt.Errorf("update %d to u=%d: %w (%s)", id, r.u, err, w.holders(ctx, c, r.u))
 		}
 		if tag.RowsAffected() != 1 {
 			return fmt.Errorf("update %d: %d rows, want 1", id, tag.RowsAffected())
@@ -215,6 +233,13 @@ func checkTable(t *testing.T, c *pgx.Conn, table string, initial int64, ws []*wr
 			if g, ok := got[id]; !ok || g != r {
 				if bad++; bad <= 5 {
 					t.Errorf("%s %s: id %d = %+v (present %v), want %+v", table, what, id, g, ok, r)
+				}
+			}
+		}
+		for id, g := range got {
+			if _, ok := want[id]; !ok {
+				if bad++; bad <= 10 {
+					t.Errorf("%s %s: id %d = %+v, which should not be there", table, what, id, g)
 				}
 			}
 		}
@@ -346,7 +371,8 @@ func TestOnlineMoveUnderLoad(t *testing.T) {
 		}()
 	}
 	// The watcher: the running move's progress as another session sees it.
-	var seen []float64
+	// seen is each job's progress readings, in order.
+	seen := map[int64][]float64{}
 	var seenMu sync.Mutex
 	var moving atomic.Bool
 	watch := connect(t, url, "co")
@@ -359,8 +385,9 @@ func TestOnlineMoveUnderLoad(t *testing.T) {
 				return
 			case <-time.After(20 * time.Millisecond):
 			}
+			var id int64
 			var f float64
-			err := watch.QueryRow(ctx, "SELECT fraction_completed FROM cairn_catalog.jobs WHERE status = 'running'").Scan(&f)
+			err := watch.QueryRow(ctx, "SELECT job_id, fraction_completed FROM cairn_catalog.jobs WHERE status = 'running'").Scan(&id, &f)
 			if errors.Is(err, pgx.ErrNoRows) {
 				continue
 			}
@@ -369,7 +396,7 @@ func TestOnlineMoveUnderLoad(t *testing.T) {
 				return
 			}
 			seenMu.Lock()
-			seen = append(seen, f)
+			seen[id] = append(seen[id], f)
 			seenMu.Unlock()
 			moving.Store(true)
 		}
@@ -413,18 +440,20 @@ func TestOnlineMoveUnderLoad(t *testing.T) {
 
 	seenMu.Lock()
 	defer seenMu.Unlock()
-	mid := 0
-	for i, f := range seen {
-		if f > 0 && f < 1 {
-			mid++
-		}
-		if i > 0 && f < seen[i-1] && f != 0 {
-			// Progress of one job only grows; 0 is the next job's start.
-			t.Errorf("progress went back: %v", seen)
-			break
+	mid, readings := 0, 0
+	for id, fs := range seen {
+		for i, f := range fs {
+			readings++
+			if f > 0 && f < 1 {
+				mid++
+			}
+			if i > 0 && f < fs[i-1] {
+				t.Errorf("job %d: progress went back: %v", id, fs)
+				break
+			}
 		}
 	}
-	t.Logf("progress seen from another session: %d readings, %d strictly between 0 and 1", len(seen), mid)
+	t.Logf("progress seen from another session: %d readings of %d jobs, %d strictly between 0 and 1", readings, len(seen), mid)
 	if mid == 0 {
 		t.Errorf("no progress strictly between 0 and 1 was seen mid-move: %v", seen)
 	}
