@@ -55,6 +55,10 @@ type Table struct {
 	// database's. A colocated table has none (it shares its database's
 	// tablet).
 	Zone *zone.Config `json:"zone,omitempty"`
+	// Move, when set, is the online move of the table to another location
+	// under way (move.go): writers maintain the target too, and other
+	// schema changes of the table wait for it (Writer.Update refuses them).
+	Move *TableMove `json:"move,omitempty"`
 
 	// layout: see SharedLayout (layout.go).
 	layout *layoutMemo

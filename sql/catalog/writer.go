@@ -282,6 +282,16 @@ func (w *Writer) Update(ctx context.Context, d Descriptor) error {
 	if cur.DescName() != d.DescName() {
 		return fmt.Errorf("catalog: Update of %s changes its name; use Rename", describe(cur))
 	}
+	if ct, ok := cur.(*Table); ok && ct.Move != nil {
+		// Only the moving job changes a moving table: it sets the move,
+		// then clears it (switching the table over, or rolling back). A
+		// change made meanwhile (a column, an index, a reference from a
+		// new foreign key) would be missing from the target the job
+		// copies to.
+		if nt, _ := d.(*Table); nt == nil || nt.Move != nil {
+			return ErrMoving(ct)
+		}
+	}
 	cd, cs := cur.Parent()
 	if dd, ds := d.Parent(); cd != dd || cs != ds {
 		return fmt.Errorf("catalog: Update of %s moves it to another namespace", describe(cur))
@@ -323,8 +333,14 @@ func (w *Writer) Rename(ctx context.Context, d Descriptor, newName string) error
 // it. Table data is not touched here: the caller clears the table's spans
 // (rowenc.TableLayout.TableSpans), now or in a GC job.
 func (w *Writer) Drop(ctx context.Context, d Descriptor) error {
-	if _, err := w.stored(ctx, d); err != nil {
+	cur, err := w.stored(ctx, d)
+	if err != nil {
 		return err
+	}
+	if ct, ok := cur.(*Table); ok && ct.Move != nil {
+		// The job would lose the table under it, and the target's storage
+		// with it.
+		return ErrMoving(ct)
 	}
 	switch v := d.(type) {
 	case *Schema:
@@ -380,4 +396,18 @@ func (w *Writer) remove(ctx context.Context, d Descriptor) error {
 		return fmt.Errorf("dropping %s: %w", describe(d), err)
 	}
 	return nil
+}
+
+// InTxn returns a Writer over another transaction with w's cache: a
+// schema change run as a job (sql/ddl) writes descriptors in transactions
+// of its own, which the node's cache must see as DDL (localgen.go). The
+// caller ends each such transaction with EndDDL.
+func (w *Writer) InTxn(txn *kv.Txn) *Writer { return NewWriter(txn, w.cache) }
+
+// EndDDL tells w's cache that txn, a transaction a Writer from InTxn
+// wrote in, ended (Cache.EndDDL).
+func (w *Writer) EndDDL(txn *kv.Txn) {
+	if w.cache != nil {
+		w.cache.EndDDL(txn)
+	}
 }

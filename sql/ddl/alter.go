@@ -101,6 +101,7 @@ func (e *executor) alterTable(ctx context.Context, n *pg_query.AlterTableStmt) (
 		}
 		return tag, nil
 	}
+	e.singleAlter = len(n.Cmds) == 1
 	for _, cn := range n.Cmds {
 		cmd := cn.GetAlterTableCmd()
 		if cmd == nil {
@@ -180,6 +181,11 @@ func (e *executor) alterCmd(ctx context.Context, cur *catalog.Table, cmd *pg_que
 	case pg_query.AlterTableType_AT_SetRelOptions:
 		opts := cmd.Def.GetList().GetItems()
 		zoned := hasZoneOptions(opts)
+		if zoned {
+			// The zone is written in the statement's transaction: a
+			// move in the same command stays there too.
+			e.singleAlter = false
+		}
 		rest, err := e.alterTableZone(ctx, cur, opts)
 		if err != nil {
 			return err
@@ -196,6 +202,11 @@ func (e *executor) alterCmd(ctx context.Context, cur *catalog.Table, cmd *pg_que
 		}
 		if err := checkStorageParams(rest, false); err != nil {
 			return err
+		}
+		if e.movedOnline {
+			// The job moved the zone with the table; the statement's
+			// transaction still sees the table where it was.
+			return nil
 		}
 		// The zone, or the group it applies to, may have changed.
 		return e.refreshTableZone(ctx, cur.ID, true)

@@ -156,8 +156,10 @@ func (e *executor) splitAt(ctx context.Context, splitKeys [][]byte) error {
 // 22023, colocated = false there (or on a table already where it asks to
 // be) changes nothing.
 //
-// The move is a rewrite in the statement's transaction, not an online job
-// (Cairn has no jobs yet): like ALTER COLUMN TYPE it writes the rows under
+// In a statement of its own (Context.AutoCommit) the move runs online as a
+// job (colocation_job.go) and the statement returns when it has ended.
+// Inside a transaction block it stays in the statement's transaction,
+// which is what follows: like ALTER COLUMN TYPE it writes the rows under
 // the new layout into fresh storage (rewrite) and updates the descriptor,
 // then deletes the old row and index entries (transactionally: the
 // colocation group they leave is shared with other tables), so a ROLLBACK
@@ -193,11 +195,24 @@ func (e *executor) alterColocation(ctx context.Context, cur *catalog.Table, opts
 	if err := checkStorageParams(rest, false); err != nil {
 		return nil, err
 	}
+	if cur.Move != nil {
+		// A move under way (or left by a node that died).
+		if !e.onlineMoveOK() {
+			return nil, catalog.ErrMoving(cur)
+		}
+		if err := e.recoverOrphanedMove(ctx, cur); err != nil {
+			return nil, err
+		}
+	}
 	if probe.Colocated == cur.Colocated {
 		if split && (cur.Colocated || probe.Partitioning != cur.Partitioning) {
 			return nil, notSupported("changing the number of tablets of table %q is not supported yet", cur.Name)
 		}
 		return rest, nil
+	}
+	if e.onlineMoveOK() {
+		e.movedOnline = true
+		return rest, e.moveOnline(ctx, cur, probe)
 	}
 	t := cloneTable(cur)
 	t.Colocated = probe.Colocated

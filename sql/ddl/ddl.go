@@ -38,6 +38,12 @@ type Context struct {
 	// outside the transaction, as PostgreSQL's sequence values are never
 	// rolled back). nil: those statements fail with 0A000.
 	DB *kv.DB
+	// AutoCommit says the statement is a transaction of its own (no
+	// BEGIN block, not one of several statements of one Query message):
+	// a schema change may then run as a job, in transactions of its own
+	// that other sessions see commit one by one (colocation_job.go).
+	// False keeps every change in Txn, which a ROLLBACK undoes.
+	AutoCommit bool
 }
 
 // Exec runs one DDL statement inside x.Txn and returns its command tag as
@@ -136,6 +142,9 @@ type executor struct {
 	// auth answers the statement's privilege checks (privileges.go),
 	// read on first use.
 	auth *catalog.Authorizer
+	// singleAlter: the statement is an ALTER TABLE of one subcommand,
+	// which may run as a job (onlineMoveOK); movedOnline: it did.
+	singleAlter, movedOnline bool
 }
 
 // types returns the type context expressions are built with: the

@@ -75,7 +75,9 @@ const bulkBatchRows = 10000
 // existing allows it for a table that existed before the transaction
 // (COPY).
 func bulkLoadTable(ctx context.Context, x *Context, tb *catalog.Table, existing bool) (*catalog.Table, error) {
-	if x.Txn == nil {
+	if x.Txn == nil || tb.Move != nil {
+		// A table a job is moving is written transactionally: the load
+		// would have to fill the move's target too.
 		return nil, nil
 	}
 	created := x.Txn.IsNew(catalog.NewTableMark(tb.ID))

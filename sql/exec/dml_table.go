@@ -33,7 +33,10 @@ type tableInfo struct {
 	desc   *catalog.Table
 	layout *rowenc.TableLayout
 	writer rowenc.RowWriter
-	pos    map[rowenc.ColumnID]int
+	// moveWriter, while a job moves the table (catalog.TableMove), keeps
+	// the move's target in step with every row change (catalog.MoveWrite).
+	moveWriter *rowenc.RowWriter
+	pos        map[rowenc.ColumnID]int
 	// partial holds the compiled predicate of each partial index, by ID.
 	partial map[uint32]sem.Evaluator
 
@@ -204,6 +207,15 @@ func (s *dmlState) table(desc *catalog.Table) (*tableInfo, error) {
 			b, ok := d.(types.DBool)
 			return ok && bool(b), nil
 		}
+	}
+	if desc.Move != nil {
+		ml, err := desc.MoveLayout()
+		if err != nil {
+			return nil, fmt.Errorf("table %q move target: %w", desc.Name, err)
+		}
+		mw := ti.writer
+		mw.Table, mw.KeyOnly = ml, nil
+		ti.moveWriter = &mw
 	}
 	s.tables[desc.ID] = ti
 	for i := range desc.ForeignKeys {
@@ -453,6 +465,10 @@ func (s *dmlState) write(ctx context.Context, ti *tableInfo, old, new []types.Da
 		s.batchLines = append(s.batchLines, lineRow{line: s.curLine, row: new})
 	}
 	if s.bulk {
+		if ti.moveWriter != nil {
+			// bulkLoadTable never loads a moving table in bulk.
+			return fmt.Errorf("exec: bulk load into table %q, which a job is moving", ti.desc.Name)
+		}
 		if err := ti.writer.Write(kv.BulkWrites{Batch: s.batch, Err: &s.bulkErr}, old, new); err != nil {
 			return err
 		}
@@ -460,6 +476,11 @@ func (s *dmlState) write(ctx context.Context, ti *tableInfo, old, new []types.Da
 	}
 	if err := ti.writer.Write(s.batch, old, new); err != nil {
 		return err
+	}
+	if ti.moveWriter != nil {
+		if err := catalog.MoveWrite(ti.moveWriter, s.batch, old, new); err != nil {
+			return err
+		}
 	}
 	return s.lockUpdated(ti, old, new)
 }

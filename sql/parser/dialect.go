@@ -138,6 +138,12 @@ func init() {
 		before: "SHOW ZONE CONFIGURATION FOR DATABASE d | TABLE t; SHOW [ALL] ZONE CONFIGURATIONS",
 		after:  "SELECT target, raw_config_sql FROM cairn_catalog.zones WHERE ...",
 		apply:  applyShowZone,
+	}, {
+		name:   "show-jobs",
+		sites:  []site{siteStatement},
+		before: "SHOW JOBS; SHOW JOB n",
+		after:  "SELECT ... FROM cairn_catalog.jobs [WHERE job_id = n]",
+		apply:  applyShowJobs,
 	}}
 }
 

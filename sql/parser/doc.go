@@ -39,7 +39,8 @@
 //	    | DISCARD (dialect_zone.go; the DDL judges names and values).
 //
 // SHOW ZONE CONFIGURATION FOR|FROM DATABASE d | TABLE t and SHOW [ALL]
-// ZONE CONFIGURATIONS become a SELECT of cairn_catalog.zones.
+// ZONE CONFIGURATIONS become a SELECT of cairn_catalog.zones; SHOW JOBS and
+// SHOW JOB n one of cairn_catalog.jobs (dialect_jobs.go).
 //
 // A user who writes these parameters directly means the same thing, which
 // is what lets SHOW CREATE TABLE print plain Postgres that round-trips.

@@ -182,7 +182,7 @@ var colTypes = map[string]*types.T{
 	"smallint[]": types.MustArray(types.Int2), "oid[]": types.MustArray(types.Oid), "integer[]": types.MustArray(types.Int4),
 	"int2vector": types.Int2Vector, "oidvector": types.OidVector,
 	"xid": types.Int8, "anyarray": types.Text, "inet": types.Text, "bytea": types.Bytea,
-	"timestamptz": types.TimestampTZ, "real[]": types.MustArray(types.Float4), "pg_lsn": types.Text,
+	"timestamptz": types.TimestampTZ, "float8": types.Float8, "real[]": types.MustArray(types.Float4), "pg_lsn": types.Text,
 	// information_schema's domains.
 	"sql_identifier": types.Text, "character_data": types.Text, "yes_or_no": types.Text,
 	"cardinal_number": types.Int4, "time_stamp": types.TimestampTZ,

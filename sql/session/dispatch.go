@@ -220,6 +220,7 @@ func (s *Session) ddlContext(x *stmtState, txn *kv.Txn, w pgwire.ResultWriter, s
 		PackedRows:      packed,
 		PackedSizeLimit: limit,
 		DB:              s.b.db,
+		AutoCommit:      !s.block && !s.multiImplicit,
 	}
 }
 
