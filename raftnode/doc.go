@@ -28,6 +28,9 @@
 //	rftc              the ConfState as of the applied index, once a change
 //	                  was applied after the snapshot
 //	rftl <index BE8>  the entry at index
+//	rftx              present once another node may have led the group
+//	                  (LogStore.Shared: its leases wait out the clock
+//	                  offset even with one voter)
 //
 // and one store-local key per tablet (keys.StoreLocal): snapi <tablet BE8>,
 // the intent of a streamed snapshot being applied (snapshot.go), whose

@@ -17,6 +17,9 @@ const (
 	snapMetaSuffix  = "rfts"
 	confStateSuffix = "rftc"
 	entrySuffix     = "rftl"
+	// sharedSuffix marks a group that has had a voter on another node
+	// (see LogStore.Shared); its value is empty.
+	sharedSuffix = "rftx"
 )
 
 // LogStore is one replica's raft log and state in the node's engine; it
@@ -37,6 +40,8 @@ type LogStore struct {
 	// machine applied a change after the snapshot (nil: snap's).
 	conf *pb.ConfState
 	last uint64
+	// shared: some other node may have led the group (Shared).
+	shared bool
 }
 
 var _ raft.Storage = (*LogStore)(nil)
@@ -69,6 +74,18 @@ func OpenLogStore(eng *storage.Engine, tabletID uint64) (*LogStore, error) {
 		if err := proto.Unmarshal(v, s.conf); err != nil {
 			return nil, fmt.Errorf("raft log of tablet %d: decoding conf state: %w", tabletID, err)
 		}
+	}
+	if _, ok, err := eng.Get(s.key(sharedSuffix)); err != nil {
+		return nil, fmt.Errorf("raft log of tablet %d: reading the shared mark: %w", tabletID, err)
+	} else if ok {
+		s.shared = true
+	}
+	// A store written before the mark existed: a group whose
+	// configuration has several voters is shared now.
+	if cs := s.snap.GetConfState(); s.conf != nil {
+		s.shared = s.shared || multiVoter(s.conf)
+	} else {
+		s.shared = s.shared || multiVoter(cs)
 	}
 	s.last = s.snap.GetIndex()
 	it, err := eng.NewIter(storage.IterOptions{LowerBound: s.entryKey(0).Key, UpperBound: s.entryKey(1<<64 - 1).Key})
@@ -124,9 +141,60 @@ func (s *LogStore) SetConfState(b *storage.Batch, cs *pb.ConfState) error {
 	if err := b.Put(s.key(confStateSuffix), v); err != nil {
 		return err
 	}
+	if multiVoter(cs) {
+		if err := s.markShared(b); err != nil {
+			return err
+		}
+	}
 	s.mu.Lock()
 	s.conf = proto.Clone(cs).(*pb.ConfState)
 	s.mu.Unlock()
+	return nil
+}
+
+// Shared reports whether a node other than this one may ever have led the
+// group: its configuration has had several voters, or its state came in a
+// snapshot from a leader, or it is the right side of a split of such a
+// group (MarkShared). A group that was never shared can take a lease
+// without waiting out the clock offset: no other node served from it. One
+// that shrank to a lone voter still must, since the node that led it
+// before may have acknowledged writes above this node's clock
+// (tablet.RaftStateMachine.LeaseAcquired).
+func (s *LogStore) Shared() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.shared
+}
+
+// markShared records in b that the group is shared.
+func (s *LogStore) markShared(b *storage.Batch) error {
+	if err := b.Put(s.key(sharedSuffix), nil); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.shared = true
+	s.mu.Unlock()
+	return nil
+}
+
+// multiVoter reports whether cs has, or is leaving, several voters.
+func multiVoter(cs *pb.ConfState) bool {
+	cs = pb.EnsureConfState(cs)
+	return len(cs.GetVoters()) > 1 || len(cs.GetVotersOutgoing()) > 0
+}
+
+// MarkShared marks tabletID's group shared (LogStore.Shared) before its
+// replica is opened on eng: the right side of a split of a shared group
+// holds data that other nodes may have served.
+func MarkShared(eng *storage.Engine, tabletID uint64) error {
+	b := eng.NewBatch()
+	defer b.Close()
+	if err := b.Put(storage.MVCCKey{Key: keys.TabletLocal(tabletID, sharedSuffix)}, nil); err != nil {
+		return err
+	}
+	if err := b.Commit(); err != nil {
+		return fmt.Errorf("raftnode: marking tablet %d shared: %w", tabletID, err)
+	}
 	return nil
 }
 
@@ -313,6 +381,14 @@ func (s *LogStore) ApplySnapshot(b *storage.Batch, snap *pb.Snapshot) error {
 	}
 	if err := b.Delete(s.key(confStateSuffix)); err != nil {
 		return err
+	}
+	// Any snapshot but a new group's initial one (index 1) was sent by
+	// the group's leader on another node.
+	if meta.GetIndex() > 1 || multiVoter(meta.GetConfState()) {
+		if err := b.Put(s.key(sharedSuffix), nil); err != nil {
+			return err
+		}
+		s.shared = true
 	}
 	s.conf = nil
 	s.last = meta.GetIndex()

@@ -133,6 +133,10 @@ func monoNow() int64 { return int64(time.Since(monoEpoch)) }
 // Lease returns the term under which this replica holds the lease (0:
 // it does not) and the node it believes leads the group (0: unknown).
 // Lock-free: the tablet asks on every request.
+// Shared reports whether another node may ever have led the group
+// (LogStore.Shared).
+func (r *Replica) Shared() bool { return r.log.Shared() }
+
 func (r *Replica) Lease() (term, leader uint64) {
 	if r.node.fenced.Load() {
 		// A fenced leader is handing its groups off (fence.go): it is
@@ -837,7 +841,9 @@ func (r *Replica) updateLease(obs ApplyObserver) func() {
 	term := st.GetTerm()
 	return func() {
 		if obs != nil {
-			obs.LeaseAcquired(term, alone)
+			// A lone voter of a group another node may have led
+			// waits out the clock offset like any new leaseholder.
+			obs.LeaseAcquired(term, alone && !r.log.Shared())
 		}
 		if r.node.fenced.Load() {
 			// Fenced meanwhile: the next round after the fence lifts

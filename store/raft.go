@@ -91,6 +91,16 @@ func (s *Store) onSplit(left, right *tablet.Replica) {
 		right.Close()
 		return
 	}
+	if rep := n.Replica(lid); rep != nil && rep.Shared() {
+		// The right side holds data other nodes may have served: its
+		// leases must wait out the clock offset even with one voter.
+		if err := raftnode.MarkShared(s.eng, uint64(rid)); err != nil {
+			s.mu.Lock()
+			s.mu.raftErr = err
+			s.mu.Unlock()
+			return
+		}
+	}
 	if err := s.joinGroup(right, voters, lease != 0); err != nil {
 		// Only an engine failure gets here, and the engine refuses every
 		// later write: the node is done. The right side stays unserved
