@@ -43,6 +43,10 @@ type Options struct {
 	// backoff between attempts. Defaults 1ms and 100ms.
 	RetryBackoff    time.Duration
 	MaxRetryBackoff time.Duration
+	// NoUnreplicatedLocks stops buffered writes from taking unreplicated
+	// locks at their statements (txn_buffer.go): a second writer of a row
+	// then no longer waits but fails at commit. For comparisons.
+	NoUnreplicatedLocks bool
 }
 
 func (o *Options) setDefaults() {

@@ -288,6 +288,7 @@ func (r *Replica) executeOnce(ctx context.Context, ba *kvpb.BatchRequest, opts e
 	if err := r.commit(ctx, term, prop); err != nil {
 		return nil, nil, err
 	}
+	r.applyUnreplicated(prop)
 	r.recordReads(ba, br)
 	return br, nil, nil
 }
@@ -405,4 +406,18 @@ func clipSpan(s kvpb.Span, desc kvpb.TabletDescriptor) (kvpb.Span, bool) {
 		return kvpb.Span{}, false
 	}
 	return kvpb.Span{Key: start, EndKey: end}, true
+}
+
+// applyUnreplicated applies a committed batch's unreplicated lock effects
+// (see Proposal) on this leaseholder, still under the batch's latches.
+func (r *Replica) applyUnreplicated(p *Proposal) {
+	for _, in := range p.unreplAcquired {
+		r.locks.acquireUnreplicated(in.Key, in.Txn)
+	}
+	for i := range p.unreplReleased {
+		r.locks.releaseUnreplicated(p.unreplReleased[i].Txn, &p.unreplReleased[i].Span)
+	}
+	if p.unreplEnded != uuid.Nil {
+		r.locks.releaseUnreplicated(p.unreplEnded, nil)
+	}
 }
