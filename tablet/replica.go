@@ -140,7 +140,7 @@ func (r *Replica) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchR
 	if err := r.validate(ba); err != nil {
 		return nil, err
 	}
-	if ba.IsReadOnly() {
+	if ba.IsReadOnly() || onlyUnreplicatedLocks(ba) {
 		r.maybeSample(r.metrics.ReadBatches.Add(1), ba)
 	} else {
 		r.maybeSample(r.metrics.WriteBatches.Add(1), ba)
@@ -420,4 +420,19 @@ func (r *Replica) applyUnreplicated(p *Proposal) {
 	if p.unreplEnded != uuid.Nil {
 		r.locks.releaseUnreplicated(p.unreplEnded, nil)
 	}
+}
+
+// onlyUnreplicatedLocks reports whether ba's only writes are unreplicated
+// locks (with reads, as a buffered statement sends them): it writes
+// nothing to storage or raft, so it counts as a read batch.
+func onlyUnreplicatedLocks(ba *kvpb.BatchRequest) bool {
+	for _, req := range ba.Requests {
+		if l, ok := req.(*kvpb.LockRequest); ok && l.Unreplicated {
+			continue
+		}
+		if req.Method().IsWrite() {
+			return false
+		}
+	}
+	return true
 }
