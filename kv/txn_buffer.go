@@ -65,9 +65,13 @@ import (
 //     transaction then goes on the usual two-phase way.
 //
 // What buffering changes for other transactions: a buffered write holds no
-// intent, so a concurrent writer of the same row does not block on it;
-// whichever commits second fails its check and restarts (docs/
-// architecture.md, "Transactions", says why that is the trade taken).
+// intent, but its statement takes an unreplicated lock on each key it
+// buffers (lockSpansLocked; tablet/locktable.go), so a concurrent writer
+// of the same row waits at its statement as it would on an intent, and
+// the one-phase commit releases the locks. They are best effort (a lease
+// change or split may lose them); the check before sending still fails
+// whichever commits second of two racing writers then (docs/
+// architecture.md, "Write buffering").
 
 // Buffer limits: past either, the buffer is flushed as intents.
 const (
