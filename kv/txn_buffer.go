@@ -917,11 +917,15 @@ func (t *Txn) CommitPlan(ctx context.Context) (buffered int, sent, onePhase bool
 	if t.mu.buf != nil {
 		writes = t.mu.buf.commitWrites(t.mu.proto.IgnoredSeqNums)
 	}
+	anchor := t.mu.proto.Key // the first unreplicated lock's, as tryOnePhase
 	t.mu.Unlock()
 	if len(writes) == 0 || wrote {
 		return len(writes), wrote, false, nil
 	}
-	reqs := append(writes, &kvpb.EndTxnRequest{Key: writes[0].Span().Key, Commit: true})
+	if anchor == nil {
+		anchor = writes[0].Span().Key
+	}
+	reqs := append(writes, &kvpb.EndTxnRequest{Key: anchor, Commit: true})
 	single, err := t.db.ds.SingleTablet(ctx, reqs)
 	return len(writes), false, single, err
 }
