@@ -36,6 +36,10 @@ type Options struct {
 	// beyond them spans are condensed into wider ones. Default 1024 each.
 	MaxLockSpans int
 	MaxReadSpans int
+	// NoUnreplicatedLocks stops buffered writes from taking unreplicated
+	// locks at their statements (txn_buffer.go): a second writer of a row
+	// then no longer waits but fails at commit. For comparisons.
+	NoUnreplicatedLocks bool
 	// ResolveConcurrency bounds the asynchronous intent-resolution batches
 	// in flight across the DB. Default 8.
 	ResolveConcurrency int

@@ -103,6 +103,14 @@ type Txn struct {
 		bufWanted bool
 		// bufLost: a flush failed and the buffer is gone (loseBuffer).
 		bufLost bool
+		// memLocked are the spans (Key+"\x00"+EndKey) the transaction
+		// holds unreplicated locks on (txn_buffer.go); their spans are in
+		// lockSpans, so the EndTxn or rollback that ends the transaction
+		// releases them.
+		memLocked map[string]struct{}
+		// memLockSent: some unreplicated lock was (or may have been)
+		// sent, so the transaction's end must release them.
+		memLockSent bool
 	}
 }
 
@@ -364,6 +372,10 @@ type sendOpts struct {
 	// they were buffered (txn_buffer.go): the batch is sent at it rather
 	// than at a new one.
 	seq int32
+	// unreplicated: the batch's only writes are unreplicated locks
+	// (lockBuffered): nothing is written, so the transaction has still
+	// sent nothing (wrote stays false) and may commit in one phase.
+	unreplicated bool
 }
 
 // maxInPlaceRetries bounds how often one send retries after moving the
@@ -381,7 +393,7 @@ func (t *Txn) send(ctx context.Context, reqs []kvpb.Request, opts sendOpts) (*kv
 		return nil, err
 	}
 	needRecord := false
-	if hasTxnWrites(reqs) {
+	if hasTxnWrites(reqs) && !opts.unreplicated {
 		needRecord = t.prepareWritesLocked(reqs, opts)
 	}
 	t.mu.Unlock()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/keys"
@@ -64,9 +65,13 @@ import (
 //     transaction then goes on the usual two-phase way.
 //
 // What buffering changes for other transactions: a buffered write holds no
-// intent, so a concurrent writer of the same row does not block on it;
-// whichever commits second fails its check and restarts (docs/
-// architecture.md, "Transactions", says why that is the trade taken).
+// intent, but its statement takes an unreplicated lock on each key it
+// buffers (lockSpansLocked; tablet/locktable.go), so a concurrent writer
+// of the same row waits at its statement as it would on an intent, and
+// the one-phase commit releases the locks. They are best effort (a lease
+// change or split may lose them); the check before sending still fails
+// whichever commits second of two racing writers then (docs/
+// architecture.md, "Write buffering").
 
 // Buffer limits: past either, the buffer is flushed as intents.
 const (
@@ -333,14 +338,23 @@ func (t *Txn) bufferWrites(ctx context.Context, b *Batch) error {
 			}
 		}
 	}
+	locks, ids, needRecord := t.lockSpansLocked(b)
 	t.mu.Unlock()
-	stored := map[string][]byte{}
-	if len(need) > 0 {
-		reqs := make([]kvpb.Request, len(need))
-		for i, k := range need {
-			reqs[i] = &kvpb.GetRequest{Key: k}
+	if needRecord {
+		if err := t.beatNow(ctx); err != nil {
+			return err
 		}
-		br, err := t.send(ctx, reqs, sendOpts{wait: b.WaitPolicy})
+	}
+	stored := map[string][]byte{}
+	if len(need) > 0 || len(locks) > 0 {
+		// One round trip: the CPuts' reads and the statement's
+		// unreplicated locks go together (split per tablet, in parallel).
+		reqs := make([]kvpb.Request, 0, len(need)+len(locks))
+		for _, k := range need {
+			reqs = append(reqs, &kvpb.GetRequest{Key: k})
+		}
+		reqs = append(reqs, locks...)
+		br, err := t.send(ctx, reqs, sendOpts{wait: b.WaitPolicy, unreplicated: len(locks) > 0})
 		if err != nil {
 			return err
 		}
@@ -348,6 +362,16 @@ func (t *Txn) bufferWrites(ctx context.Context, b *Batch) error {
 			if gr, ok := br.Responses[i].(*kvpb.GetResponse); ok && gr.Value != nil {
 				stored[string(k)] = gr.Value
 			}
+		}
+		if len(ids) > 0 {
+			t.mu.Lock()
+			if t.mu.memLocked == nil {
+				t.mu.memLocked = make(map[string]struct{}, len(ids))
+			}
+			for _, id := range ids {
+				t.mu.memLocked[id] = struct{}{}
+			}
+			t.mu.Unlock()
 		}
 	}
 
@@ -358,6 +382,53 @@ func (t *Txn) bufferWrites(ctx context.Context, b *Batch) error {
 		return err
 	}
 	return t.flushBuffer(ctx)
+}
+
+// lockSpansLocked lists the unreplicated locks b's writes need (one per
+// written key, row lock and range deletion, except those the transaction
+// already holds) and prepares for sending them: their spans join the lock
+// spans first (so whatever ends the transaction releases them even if the
+// send fails midway), the anchor is fixed if it was not, and the heartbeat
+// starts, since a pusher that meets the locks judges the transaction by
+// its record, or without one by its start. needRecord is as for
+// prepareWritesLocked. t.mu is held.
+func (t *Txn) lockSpansLocked(b *Batch) (locks []kvpb.Request, ids []string, needRecord bool) {
+	if t.db.opts.NoUnreplicatedLocks {
+		return nil, nil, false
+	}
+	for _, r := range b.reqs {
+		var sp kvpb.Span
+		switch req := r.(type) {
+		case *kvpb.PutRequest, *kvpb.ConditionalPutRequest, *kvpb.DeleteRequest:
+			sp = kvpb.Span{Key: req.Span().Key}
+		case *kvpb.LockRequest:
+			sp = kvpb.Span{Key: req.Key, EndKey: req.EndKey}
+		case *kvpb.DeleteRangeRequest:
+			sp = kvpb.Span{Key: req.Key, EndKey: req.EndKey}
+		default:
+			continue
+		}
+		id := string(sp.Key) + "\x00" + string(sp.EndKey)
+		if _, ok := t.mu.memLocked[id]; ok || slices.Contains(ids, id) {
+			continue
+		}
+		ids = append(ids, id)
+		t.mu.lockSpans.add(sp)
+		locks = append(locks, &kvpb.LockRequest{Key: sp.Key, EndKey: sp.EndKey, Unreplicated: true})
+	}
+	if len(locks) == 0 {
+		return nil, nil, false
+	}
+	t.mu.memLockSent = true
+	if t.mu.proto.Key == nil {
+		t.mu.proto.Key = append([]byte(nil), locks[0].Span().Key...)
+	}
+	if t.mu.hb == nil {
+		t.mu.hb = t.startHeartbeat()
+		age := time.Duration(t.db.clock.Now().WallTime - t.mu.proto.MinTimestamp.WallTime)
+		needRecord = age >= t.db.opts.HeartbeatInterval
+	}
+	return locks, ids, needRecord
 }
 
 // bufferWritesLocked buffers b's writes given the stored values of the
@@ -846,11 +917,15 @@ func (t *Txn) CommitPlan(ctx context.Context) (buffered int, sent, onePhase bool
 	if t.mu.buf != nil {
 		writes = t.mu.buf.commitWrites(t.mu.proto.IgnoredSeqNums)
 	}
+	anchor := t.mu.proto.Key // the first unreplicated lock's, as tryOnePhase
 	t.mu.Unlock()
 	if len(writes) == 0 || wrote {
 		return len(writes), wrote, false, nil
 	}
-	reqs := append(writes, &kvpb.EndTxnRequest{Key: writes[0].Span().Key, Commit: true})
+	if anchor == nil {
+		anchor = writes[0].Span().Key
+	}
+	reqs := append(writes, &kvpb.EndTxnRequest{Key: anchor, Commit: true})
 	single, err := t.db.ds.SingleTablet(ctx, reqs)
 	return len(writes), false, single, err
 }

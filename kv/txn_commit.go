@@ -1,11 +1,14 @@
 package kv
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
+	"github.com/cairn-db/cairn/keys"
 	"github.com/cairn-db/cairn/kvpb"
 )
 
@@ -88,7 +91,7 @@ func (t *Txn) commit(ctx context.Context, writes []kvpb.Request) error {
 		t.mu.Unlock()
 		return err
 	}
-	if len(writes) == 0 && !t.mu.wrote {
+	if len(writes) == 0 && !t.mu.wrote && !t.mu.memLockSent {
 		t.finishLocked(txnCommitted)
 		t.mu.commitTS = t.mu.proto.ReadTimestamp
 		t.mu.Unlock()
@@ -96,6 +99,9 @@ func (t *Txn) commit(ctx context.Context, writes []kvpb.Request) error {
 	}
 	firstWrites := !t.mu.wrote
 	t.mu.Unlock()
+	// A transaction that holds unreplicated locks but has nothing left to
+	// write (a savepoint rolled it all back) goes on to commitTwoPhase: its
+	// EndTxn releases them.
 
 	if len(writes) > 0 {
 		if firstWrites {
@@ -121,6 +127,14 @@ func (t *Txn) commit(ctx context.Context, writes []kvpb.Request) error {
 // means the writes are now intents and the two-phase commit must follow.
 func (t *Txn) tryOnePhase(ctx context.Context, writes []kvpb.Request) (done bool, err error) {
 	anchor := writes[0].Span().Key
+	t.mu.Lock()
+	if t.mu.proto.Key != nil {
+		// Fixed when the first unreplicated lock was taken: a pusher that
+		// met one aborts the record there, and a one-phase commit must
+		// look there to find out.
+		anchor = t.mu.proto.Key
+	}
+	t.mu.Unlock()
 	endTxn := &kvpb.EndTxnRequest{Key: anchor, Commit: true}
 	for _, w := range writes {
 		endTxn.LockSpans = append(endTxn.LockSpans, w.Span())
@@ -153,7 +167,62 @@ func (t *Txn) tryOnePhase(ctx context.Context, writes []kvpb.Request) (done bool
 	if err != nil {
 		return false, err
 	}
-	return true, t.finishCommitted(br)
+	if err := t.finishCommitted(br); err != nil {
+		return true, err
+	}
+	t.releaseUncovered(endTxn.LockSpans)
+	return true, nil
+}
+
+// releaseUncovered releases, in the background, the unreplicated locks a
+// transaction committed in one phase holds outside what it wrote (keys
+// whose writes a savepoint rolled back, possibly on other tablets): the
+// committing EndTxn released only those on its own tablet.
+func (t *Txn) releaseUncovered(written []kvpb.Span) {
+	t.mu.Lock()
+	if !t.mu.memLockSent {
+		t.mu.Unlock()
+		return
+	}
+	meta := t.mu.proto.TxnMeta
+	var rest []kvpb.Span
+	for _, s := range t.mu.lockSpans.list() {
+		if !slices.ContainsFunc(written, func(w kvpb.Span) bool { return spanCovers(w, s) }) {
+			rest = append(rest, s)
+		}
+	}
+	t.mu.Unlock()
+	if len(rest) == 0 {
+		return
+	}
+	t.db.goBackground(func() {
+		ctx, cancel := context.WithTimeout(t.db.stopCtx, rollbackTimeout)
+		defer cancel()
+		ba := &kvpb.BatchRequest{Header: kvpb.Header{Timestamp: t.db.clock.Now()}}
+		for _, s := range rest {
+			if len(s.EndKey) == 0 {
+				ba.Add(&kvpb.ResolveIntentRequest{Key: s.Key, Txn: meta, Status: kvpb.Committed, UnreplicatedOnly: true})
+			} else {
+				ba.Add(&kvpb.ResolveIntentRangeRequest{Key: s.Key, EndKey: s.EndKey, Txn: meta, Status: kvpb.Committed, UnreplicatedOnly: true})
+			}
+		}
+		// Best effort: a lock left behind is removed by the first
+		// transaction that meets it and finds this one committed... or,
+		// without a record, expired.
+		_, _ = t.db.ds.Send(ctx, ba)
+	})
+}
+
+// spanCovers reports whether w covers all of s.
+func spanCovers(w, s kvpb.Span) bool {
+	wEnd, sEnd := w.EndKey, s.EndKey
+	if len(wEnd) == 0 {
+		return len(sEnd) == 0 && bytes.Equal(w.Key, s.Key)
+	}
+	if len(sEnd) == 0 {
+		sEnd = keys.Next(s.Key)
+	}
+	return bytes.Compare(w.Key, s.Key) <= 0 && bytes.Compare(sEnd, wEnd) <= 0
 }
 
 // commitTwoPhase sends EndTxn{Commit} to the anchor and, once the record is
@@ -263,7 +332,9 @@ func (t *Txn) Rollback(ctx context.Context) error {
 		t.mu.Unlock()
 		return ErrTxnFinished
 	}
-	wrote := t.mu.wrote
+	// Unreplicated locks (txn_buffer.go) need the EndTxn too: it releases
+	// them (their spans are in lockSpans).
+	wrote := t.mu.wrote || t.mu.memLockSent
 	t.mu.buf = nil // buffered writes were never sent: nothing to undo
 	txn := t.mu.proto.Clone()
 	spans := append([]kvpb.Span(nil), t.mu.lockSpans.list()...)

@@ -21,9 +21,22 @@ type (
 	// the response says Skipped and nothing is locked (SELECT ... SKIP
 	// LOCKED). Without a transaction (a one-phase commit evaluates its
 	// requests so) only the checks are made.
+	//
+	// With Unreplicated (transactional only) the lock is an unreplicated,
+	// in-memory lock in the leaseholder's lock table at Key, standing for
+	// [Key, EndKey): nothing is written to storage or raft. A buffered
+	// write's statement takes one per key it buffers (kv/txn_buffer.go),
+	// so a second writer waits at its statement as on an intent, while the
+	// transaction can still commit in one phase. The same checks are made
+	// (other transactions' locks and intents, newer committed versions
+	// above the read timestamp). It is released by the transaction's
+	// EndTxn on the tablet, by a resolution of its key, or by a
+	// ResolveIntent with UnreplicatedOnly; a lease change or split may
+	// lose it.
 	LockRequest struct {
-		Key, EndKey []byte
-		SkipLocked  bool
+		Key, EndKey  []byte
+		SkipLocked   bool
+		Unreplicated bool
 	}
 	// LockResponse reports whether the lock was skipped.
 	LockResponse struct{ Skipped bool }

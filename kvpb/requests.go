@@ -196,6 +196,11 @@ type (
 		Txn            TxnMeta
 		Status         TxnStatus
 		IgnoredSeqNums []SeqRange
+		// UnreplicatedOnly releases Txn's unreplicated lock on Key
+		// (LockRequest.Unreplicated) and leaves storage alone: how a
+		// buffered transaction's coordinator frees the locks it took on
+		// keys it never wrote.
+		UnreplicatedOnly bool
 	}
 	// ResolveIntentResponse is empty.
 	ResolveIntentResponse struct{}
@@ -207,6 +212,9 @@ type (
 		Txn            TxnMeta
 		Status         TxnStatus
 		IgnoredSeqNums []SeqRange
+		// UnreplicatedOnly: as for ResolveIntentRequest, every
+		// unreplicated lock of Txn in the span.
+		UnreplicatedOnly bool
 	}
 	// ResolveIntentRangeResponse reports how many intents were resolved.
 	ResolveIntentRangeResponse struct{ Resolved int }

@@ -36,6 +36,14 @@ type Proposal struct {
 	// ResolveAsync lists intents outside this tablet that a finished
 	// transaction left; the leaseholder resolves them after applying.
 	ResolveAsync []AsyncResolve
+
+	// Unreplicated lock effects, applied by the leaseholder that evaluated
+	// the batch once it committed (applyUnreplicated), never encoded into
+	// the log: acquired locks, released keys, and the transaction whose
+	// EndTxn ran here (all its unreplicated locks on the tablet go).
+	unreplAcquired []kvpb.Intent
+	unreplReleased []LockRelease
+	unreplEnded    uuid.UUID
 }
 
 // LockRelease names txn's intents in Span.

@@ -86,7 +86,8 @@ func (c Config) withDefaults() Config {
 // time.
 type Metrics struct {
 	// ReadBatches and WriteBatches count the batches the replica was
-	// sent, by whether they write (the admin UI shows their rates).
+	// sent, by whether they write (the admin UI shows their rates). A
+	// batch of unreplicated locks writes nothing and counts as a read.
 	ReadBatches, WriteBatches atomic.Int64
 	// CommitWaits counts answers held back by commitWait, and
 	// CommitWaitNanos the time they waited.

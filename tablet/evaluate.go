@@ -7,6 +7,7 @@ import (
 	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/kvpb"
 	"github.com/cairn-db/cairn/storage"
+	"github.com/google/uuid"
 )
 
 // evalOptions are evaluation inputs that do not come from the batch.
@@ -48,6 +49,10 @@ type evalCtx struct {
 	bulkChecked bool
 	// wroteKeys are the keys of LocksAcquired, for writeOpts.
 	wroteKeys map[string]struct{}
+	// self is the batch's transaction (also in a one-phase commit, which
+	// evaluates its writes without one): its own unreplicated locks are
+	// no conflict.
+	self uuid.UUID
 }
 
 // Evaluate evaluates ba against the engine without changing anything: it
@@ -66,6 +71,9 @@ func (r *Replica) evaluate(ba *kvpb.BatchRequest, desc kvpb.TabletDescriptor, op
 		}
 	}
 	ec := &evalCtx{r: r, ba: ba, desc: desc, txn: ba.Txn.Clone(), prop: &Proposal{}, opts: opts}
+	if ba.Txn != nil {
+		ec.self = ba.Txn.ID
+	}
 	if readOnly(ba) {
 		ec.rd = r.eng
 	} else {
@@ -101,6 +109,12 @@ func readOnly(ba *kvpb.BatchRequest) bool {
 }
 
 func (ec *evalCtx) evalRequest(req kvpb.Request) (kvpb.Response, error) {
+	switch req.(type) {
+	case *kvpb.PutRequest, *kvpb.ConditionalPutRequest, *kvpb.DeleteRequest, *kvpb.DeleteRangeRequest, *kvpb.IncrementRequest:
+		if err := ec.checkUnreplicated(req); err != nil {
+			return nil, err
+		}
+	}
 	switch req := req.(type) {
 	case *kvpb.GetRequest:
 		return ec.get(req)
@@ -186,4 +200,20 @@ func (ec *evalCtx) wrote(key []byte) {
 
 func wrapEval(req kvpb.Request, err error) error {
 	return fmt.Errorf("%s %s: %w", req.Method(), req.Span(), err)
+}
+
+// checkUnreplicated fails a write (or lock) that meets another
+// transaction's unreplicated lock in its span with the *WriteIntentError
+// an intent there would give, so the batch waits on it the same way
+// (registerWait: the same queue, pushes and deadlock detection).
+func (ec *evalCtx) checkUnreplicated(req kvpb.Request) error {
+	s := req.Span()
+	var end []byte
+	if len(s.EndKey) > 0 {
+		end = s.EndKey
+	}
+	if in, ok := ec.r.locks.unreplConflict(s.Key, end, ec.self); ok {
+		return &kvpb.WriteIntentError{Intents: []kvpb.Intent{in}}
+	}
+	return nil
 }

@@ -10,6 +10,10 @@ import (
 // they settle already decided.
 
 func (ec *evalCtx) resolveIntent(req *kvpb.ResolveIntentRequest) (kvpb.Response, error) {
+	if req.UnreplicatedOnly {
+		ec.prop.unreplReleased = append(ec.prop.unreplReleased, LockRelease{Span: req.Span(), Txn: req.Txn.ID})
+		return &kvpb.ResolveIntentResponse{}, nil
+	}
 	if _, err := mvcc.ResolveIntent(ec.b, kvpb.Intent{Key: req.Key, Txn: req.Txn}, req.Status, req.IgnoredSeqNums...); err != nil {
 		return nil, wrapEval(req, err)
 	}
@@ -18,6 +22,10 @@ func (ec *evalCtx) resolveIntent(req *kvpb.ResolveIntentRequest) (kvpb.Response,
 }
 
 func (ec *evalCtx) resolveIntentRange(req *kvpb.ResolveIntentRangeRequest) (kvpb.Response, error) {
+	if req.UnreplicatedOnly {
+		ec.prop.unreplReleased = append(ec.prop.unreplReleased, LockRelease{Span: req.Span(), Txn: req.Txn.ID})
+		return &kvpb.ResolveIntentRangeResponse{}, nil
+	}
 	n, _, err := mvcc.ResolveIntentRange(ec.b, req.Key, req.EndKey, req.Txn, req.Status, 0, req.IgnoredSeqNums...)
 	if err != nil {
 		return nil, wrapEval(req, err)

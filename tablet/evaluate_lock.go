@@ -12,6 +12,15 @@ import (
 // so no read can be invalidated by it and the timestamp cache has no say.
 // A conflict under SkipLocked is answered, not waited on.
 func (ec *evalCtx) lock(req *kvpb.LockRequest) (kvpb.Response, error) {
+	if err := ec.checkUnreplicated(req); err != nil {
+		if req.SkipLocked {
+			return &kvpb.LockResponse{Skipped: true}, nil
+		}
+		return nil, err
+	}
+	if req.Unreplicated {
+		return ec.lockUnreplicated(req)
+	}
 	ts := ec.ba.Timestamp
 	if ec.txn != nil {
 		ts = ec.txn.WriteTimestamp
@@ -26,5 +35,24 @@ func (ec *evalCtx) lock(req *kvpb.LockRequest) (kvpb.Response, error) {
 	if acquired {
 		ec.wrote(req.Key)
 	}
+	return &kvpb.LockResponse{}, nil
+}
+
+// lockUnreplicated evaluates an unreplicated lock (kvpb.LockRequest): the
+// checks of a row lock at the transaction's read timestamp, writing
+// nothing; the lock itself enters the lock table once the batch is done
+// (applyUnreplicated).
+func (ec *evalCtx) lockUnreplicated(req *kvpb.LockRequest) (kvpb.Response, error) {
+	if ec.txn == nil {
+		return nil, wrapEval(req, errors.New("unreplicated lock outside a transaction"))
+	}
+	if _, err := mvcc.AcquireLock(ec.b, req.Key, req.EndKey, ec.txn.ReadTimestamp, nil); err != nil {
+		var wie *kvpb.WriteIntentError
+		if req.SkipLocked && errors.As(err, &wie) {
+			return &kvpb.LockResponse{Skipped: true}, nil
+		}
+		return nil, wrapEval(req, err)
+	}
+	ec.prop.unreplAcquired = append(ec.prop.unreplAcquired, kvpb.Intent{Key: req.Key, Txn: ec.txn.TxnMeta})
 	return &kvpb.LockResponse{}, nil
 }

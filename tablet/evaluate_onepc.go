@@ -74,7 +74,7 @@ func (r *Replica) evaluateOnePC(ba *kvpb.BatchRequest, desc kvpb.TabletDescripto
 	nonTxn := *ba
 	nonTxn.Txn = nil
 	nonTxn.Timestamp = ba.Txn.WriteTimestamp
-	ec := &evalCtx{r: r, b: b, ba: &nonTxn, desc: desc, prop: &Proposal{}, fixedTS: true}
+	ec := &evalCtx{r: r, b: b, ba: &nonTxn, desc: desc, prop: &Proposal{}, fixedTS: true, self: ba.Txn.ID}
 	br := &kvpb.BatchResponse{Responses: make([]kvpb.Response, 0, n)}
 	for _, req := range ba.Requests[:n-1] {
 		if rts, rtxn := r.tscache.getMax(req.Span()); ba.Txn.WriteTimestamp.LessEq(rts) && rtxn != ba.Txn.ID {
@@ -104,6 +104,9 @@ func (r *Replica) evaluateOnePC(ba *kvpb.BatchRequest, desc kvpb.TabletDescripto
 	br.Txn = committed
 	br.OnePhaseCommit = true
 	ec.prop.OnePhaseCommit = true
+	// Committed: its unreplicated locks here are released once the values
+	// are applied, so their waiters find the new versions.
+	ec.prop.unreplEnded = ba.Txn.ID
 	if !b.Empty() {
 		ec.prop.Repr = append([]byte(nil), b.Repr()...)
 	}

@@ -87,6 +87,8 @@ func (ec *evalCtx) finish(final *kvpb.Transaction, reason kvpb.AbortReason) erro
 		ec.prop.ResolveAsync = append(ec.prop.ResolveAsync, AsyncResolve{Txn: final.TxnMeta, Status: final.Status, Spans: foreign, IgnoredSeqNums: final.IgnoredSeqNums})
 	}
 	ec.prop.TxnUpdates = append(ec.prop.TxnUpdates, TxnUpdate{ID: final.ID, Status: final.Status, AbortReason: reason})
+	// The transaction's unreplicated locks on this tablet go with it.
+	ec.prop.unreplEnded = final.ID
 	ec.txn = final
 	return nil
 }

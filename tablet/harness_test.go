@@ -269,6 +269,10 @@ func (h *harness) fmtResponse(resp kvpb.Response) string {
 		return fmt.Sprintf("resolve-range: %d", resp.Resolved)
 	case *kvpb.GCResponse:
 		return fmt.Sprintf("gc: removed=%d", resp.Removed)
+	case *kvpb.LockResponse:
+		if resp.Skipped {
+			return "lock: skipped"
+		}
 	}
 	return strings.ToLower(strings.TrimSuffix(fmt.Sprintf("%T", resp)[len("*kvpb."):], "Response")) + ": ok"
 }

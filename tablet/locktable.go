@@ -42,6 +42,12 @@ type lockTable struct {
 	// CPU of a CREATE INDEX after a COPY). shrinkLocked rebuilds the map
 	// once it is much emptier than its peak.
 	peak int
+	// unrepl indexes the unreplicated locks among locks (see
+	// lockState.unrepl), so that the conflict check of a write and the
+	// release of a transaction's locks walk them alone, not the whole
+	// table. An entry whose state is no longer locks[key] is stale (reset
+	// clears locks alone) and is dropped when met.
+	unrepl map[string]*lockState
 }
 
 // minShrinkPeak is the peak below which the map is never rebuilt.
@@ -62,6 +68,15 @@ func (t *lockTable) shrinkLocked() {
 
 type lockState struct {
 	holder kvpb.TxnMeta
+	// unrepl marks an unreplicated lock: taken by a buffered write's
+	// statement (kvpb.LockRequest.Unreplicated) on the leaseholder only,
+	// with nothing in storage or in the raft log. Other transactions'
+	// writes and locks wait on it as on an intent; reads ignore it (noneIn
+	// does not count it: it holds no value). It is released by the
+	// holder's EndTxn on this tablet, by resolution of its key, or by an
+	// explicit release, and it is lost on reset and split (best effort:
+	// the commit-time check still catches a race it no longer prevents).
+	unrepl bool
 	// released is closed when the lock is released (the state is then
 	// removed from the map) or moves up to a pushed timestamp (the next
 	// waiter makes a fresh one); either way its waiters re-evaluate. It is
@@ -76,7 +91,7 @@ type lockState struct {
 }
 
 func newLockTable() *lockTable {
-	return &lockTable{locks: make(map[string]*lockState)}
+	return &lockTable{locks: make(map[string]*lockState), unrepl: make(map[string]*lockState)}
 }
 
 // acquire records that txn holds the intent on key. If another transaction
@@ -92,9 +107,15 @@ func (t *lockTable) acquireLocked(key []byte, txn kvpb.TxnMeta) *lockState {
 	if l, ok := t.locks[string(key)]; ok {
 		if l.holder.ID == txn.ID {
 			l.holder = txn
+			if l.unrepl {
+				// Now an intent: replicated from here on.
+				l.unrepl = false
+				delete(t.unrepl, string(key))
+			}
 			return l
 		}
 		l.wake()
+		delete(t.unrepl, string(key))
 	}
 	l := &lockState{holder: txn}
 	t.locks[string(key)] = l
@@ -114,7 +135,78 @@ func (t *lockTable) releaseLocked(key string, txn uuid.UUID) {
 	if l, ok := t.locks[key]; ok && l.holder.ID == txn {
 		l.wake()
 		delete(t.locks, key)
+		delete(t.unrepl, key)
 	}
+}
+
+// acquireUnreplicated records txn's unreplicated lock on key. The caller
+// evaluated it under key's latch and found no other transaction's lock;
+// a lock txn already holds there (an intent, or an unreplicated one)
+// stays as it is.
+func (t *lockTable) acquireUnreplicated(key []byte, txn kvpb.TxnMeta) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if l, ok := t.locks[string(key)]; ok {
+		if l.holder.ID == txn.ID {
+			return
+		}
+		l.wake()
+	}
+	l := &lockState{holder: txn, unrepl: true}
+	t.locks[string(key)] = l
+	t.unrepl[string(key)] = l
+	t.peak = max(t.peak, len(t.locks))
+}
+
+// unreplConflict returns another transaction's unreplicated lock in the
+// span [start, end) (end nil: the key start), if there is one. self's own
+// locks are no conflict.
+func (t *lockTable) unreplConflict(start, end []byte, self uuid.UUID) (kvpb.Intent, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.unrepl) == 0 {
+		return kvpb.Intent{}, false
+	}
+	if end == nil {
+		l, ok := t.unrepl[string(start)]
+		if ok && t.locks[string(start)] == l && l.holder.ID != self {
+			return kvpb.Intent{Key: []byte(string(start)), Txn: l.holder}, true
+		}
+		return kvpb.Intent{}, false
+	}
+	for k, l := range t.unrepl {
+		if t.locks[k] != l {
+			delete(t.unrepl, k)
+			continue
+		}
+		if l.holder.ID != self && k >= string(start) && k < string(end) {
+			return kvpb.Intent{Key: []byte(k), Txn: l.holder}, true
+		}
+	}
+	return kvpb.Intent{}, false
+}
+
+// releaseUnreplicated drops txn's unreplicated locks in span (nil: all of
+// them), waking their waiters. Intents are left alone.
+func (t *lockTable) releaseUnreplicated(txn uuid.UUID, span *kvpb.Span) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for k, l := range t.unrepl {
+		if t.locks[k] != l {
+			delete(t.unrepl, k)
+			continue
+		}
+		if l.holder.ID != txn {
+			continue
+		}
+		if span != nil && !(k >= string(span.Key) && k < string(spanEnd(*span))) {
+			continue
+		}
+		l.wake()
+		delete(t.locks, k)
+		delete(t.unrepl, k)
+	}
+	t.shrinkLocked()
 }
 
 // wake closes the waiters' channel, if any waiter made one; the next
@@ -174,6 +266,7 @@ func (t *lockTable) releaseAll(rels []LockRelease) {
 		if i > 0 && k < string(spans[i-1].EndKey) {
 			l.wake()
 			delete(t.locks, k)
+			delete(t.unrepl, k)
 		}
 	}
 }
@@ -242,7 +335,10 @@ func (t *lockTable) dequeue(key []byte, waiterTxn uuid.UUID) {
 
 // splitOff moves the locks at or after key into a new table, waking their
 // waiters so they re-evaluate (and find the key now belongs to another
-// tablet).
+// tablet). Unreplicated locks there are dropped, not moved: the right
+// side's leaseholder may be elsewhere soon, and a lost unreplicated lock
+// only costs its holder the wait it would have imposed (its commit still
+// checks for newer versions).
 func (t *lockTable) splitOff(key []byte) *lockTable {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -251,6 +347,10 @@ func (t *lockTable) splitOff(key []byte) *lockTable {
 		if bytes.Compare([]byte(k), key) >= 0 {
 			l.wake()
 			delete(t.locks, k)
+			if l.unrepl {
+				delete(t.unrepl, k)
+				continue
+			}
 			r.locks[k] = &lockState{holder: l.holder}
 		}
 	}
@@ -274,14 +374,14 @@ func (t *lockTable) noneIn(start, end []byte) bool {
 		return true
 	}
 	if end == nil {
-		_, ok := t.locks[string(start)]
-		return !ok
+		l, ok := t.locks[string(start)]
+		return !ok || l.unrepl
 	}
 	if len(t.locks) > maxLocksScanned {
 		return false
 	}
-	for k := range t.locks {
-		if k >= string(start) && k < string(end) {
+	for k, l := range t.locks {
+		if !l.unrepl && k >= string(start) && k < string(end) {
 			return false
 		}
 	}
@@ -314,7 +414,11 @@ func (t *lockTable) String() string {
 	var b strings.Builder
 	for _, k := range keys {
 		l := t.locks[k]
-		fmt.Fprintf(&b, "%q holder=%s waiters=%d\n", k, l.holder.Short(), len(l.waiters))
+		kind := ""
+		if l.unrepl {
+			kind = " unreplicated"
+		}
+		fmt.Fprintf(&b, "%q holder=%s%s waiters=%d\n", k, l.holder.Short(), kind, len(l.waiters))
 	}
 	return b.String()
 }

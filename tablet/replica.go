@@ -140,7 +140,7 @@ func (r *Replica) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchR
 	if err := r.validate(ba); err != nil {
 		return nil, err
 	}
-	if ba.IsReadOnly() {
+	if ba.IsReadOnly() || onlyUnreplicatedLocks(ba) {
 		r.maybeSample(r.metrics.ReadBatches.Add(1), ba)
 	} else {
 		r.maybeSample(r.metrics.WriteBatches.Add(1), ba)
@@ -296,6 +296,7 @@ func (r *Replica) executeOnce(ctx context.Context, ba *kvpb.BatchRequest, opts e
 	if err := r.commit(ctx, term, prop); err != nil {
 		return nil, nil, err
 	}
+	r.applyUnreplicated(prop)
 	r.recordReads(ba, br)
 	return br, nil, nil
 }
@@ -413,4 +414,33 @@ func clipSpan(s kvpb.Span, desc kvpb.TabletDescriptor) (kvpb.Span, bool) {
 		return kvpb.Span{}, false
 	}
 	return kvpb.Span{Key: start, EndKey: end}, true
+}
+
+// applyUnreplicated applies a committed batch's unreplicated lock effects
+// (see Proposal) on this leaseholder, still under the batch's latches.
+func (r *Replica) applyUnreplicated(p *Proposal) {
+	for _, in := range p.unreplAcquired {
+		r.locks.acquireUnreplicated(in.Key, in.Txn)
+	}
+	for i := range p.unreplReleased {
+		r.locks.releaseUnreplicated(p.unreplReleased[i].Txn, &p.unreplReleased[i].Span)
+	}
+	if p.unreplEnded != uuid.Nil {
+		r.locks.releaseUnreplicated(p.unreplEnded, nil)
+	}
+}
+
+// onlyUnreplicatedLocks reports whether ba's only writes are unreplicated
+// locks (with reads, as a buffered statement sends them): it writes
+// nothing to storage or raft, so it counts as a read batch.
+func onlyUnreplicatedLocks(ba *kvpb.BatchRequest) bool {
+	for _, req := range ba.Requests {
+		if l, ok := req.(*kvpb.LockRequest); ok && l.Unreplicated {
+			continue
+		}
+		if req.Method().IsWrite() {
+			return false
+		}
+	}
+	return true
 }

@@ -29,7 +29,8 @@ package tablet
 //	      heartbeat [now=<ts>]
 //	      push pushee=<n> [pusher=<n>] [type=abort|timestamp|touch] [to=<ts>]
 //	      query txn=<n>
-//	      resolve k=<key> [end=<key>] txn=<n> status=pending|committed|aborted
+//	      lock k=<key> [end=<key>] [unreplicated] [skip-locked]
+//	      resolve k=<key> [end=<key>] txn=<n> status=pending|committed|aborted [unreplicated-only]
 //	          (with the coordinator's copy's ignored sequence numbers)
 //	      gc k=<key> end=<key> threshold=<ts>
 //	      bulkput k=<key> v=<value> [unique]
@@ -290,10 +291,15 @@ func (h *harness) parseRequest(t *testing.T, line, txnName string) kvpb.Request 
 		case "aborted":
 			st = kvpb.Aborted
 		}
+		_, unrepl := a["unreplicated-only"]
 		if end != nil {
-			return &kvpb.ResolveIntentRangeRequest{Key: key, EndKey: end, Txn: txn.TxnMeta, Status: st, IgnoredSeqNums: txn.IgnoredSeqNums}
+			return &kvpb.ResolveIntentRangeRequest{Key: key, EndKey: end, Txn: txn.TxnMeta, Status: st, IgnoredSeqNums: txn.IgnoredSeqNums, UnreplicatedOnly: unrepl}
 		}
-		return &kvpb.ResolveIntentRequest{Key: key, Txn: txn.TxnMeta, Status: st, IgnoredSeqNums: txn.IgnoredSeqNums}
+		return &kvpb.ResolveIntentRequest{Key: key, Txn: txn.TxnMeta, Status: st, IgnoredSeqNums: txn.IgnoredSeqNums, UnreplicatedOnly: unrepl}
+	case "lock":
+		_, unrepl := a["unreplicated"]
+		_, skip := a["skip-locked"]
+		return &kvpb.LockRequest{Key: key, EndKey: end, Unreplicated: unrepl, SkipLocked: skip}
 	case "bulkput":
 		_, unique := a["unique"]
 		return &kvpb.BulkPutRequest{Key: key, Value: []byte(a["v"]), MustNotExist: unique}

@@ -1,0 +1,179 @@
+package kv
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/cairn-db/cairn/kvpb"
+)
+
+// stillRunning reports whether done has not fired within a moment: a
+// blocked writer must still be blocked (a lock, not a timing, decides).
+func stillRunning(done <-chan error) bool {
+	select {
+	case <-done:
+		return false
+	case <-time.After(200 * time.Millisecond):
+		return true
+	}
+}
+
+// TestBufferedLocksBlockSecondWriter: a buffered write takes an
+// unreplicated lock at its statement, so a second buffered writer of the
+// key waits there (no 40001 at COMMIT for anyone); the first still
+// commits in one phase, without intents or a record, and its commit lets
+// the second go on and commit.
+func TestBufferedLocksBlockSecondWriter(t *testing.T) {
+	for _, iso := range []IsolationLevel{ReadCommitted, Snapshot, Serializable} {
+		t.Run(iso.String(), func(t *testing.T) {
+			e, w := newWatchedEnv(t)
+			ctx := context.Background()
+			e.mustPut("k", "0")
+			t1 := e.db.NewTxn(ctx, "first", iso)
+			t1.EnableWriteBuffering()
+			mustOK(t, t1.Put(ctx, []byte("k"), []byte("1")))
+
+			t2 := e.db.NewTxn(ctx, "second", iso)
+			t2.EnableWriteBuffering()
+			done := make(chan error, 1)
+			go func() { done <- t2.Put(ctx, []byte("k"), []byte("2")) }()
+			if !stillRunning(done) {
+				t.Fatal("second writer did not wait for the first's lock")
+			}
+			mustOK(t, t1.Commit(ctx))
+			if !t1.OnePhaseCommitted() {
+				t.Fatal("the lock holder did not commit in one phase")
+			}
+			mustOK(t, <-done)
+			mustOK(t, t2.Commit(ctx))
+			if got := e.mustGet("k"); got != "2" {
+				t.Fatalf("k = %q, want the second writer's 2", got)
+			}
+			if got := w.intentWrites(); len(got) != 0 {
+				t.Fatalf("writes sent as intents: %q", got)
+			}
+			if n := e.allIntents(); n != 0 {
+				t.Fatalf("%d intents left", n)
+			}
+		})
+	}
+}
+
+// TestBufferedLocksReadersPass: a reader does not wait on an unreplicated
+// lock (it holds no value).
+func TestBufferedLocksReadersPass(t *testing.T) {
+	e := newTestEnv(t, envOptions{})
+	ctx := context.Background()
+	e.mustPut("k", "0")
+	t1 := e.db.NewTxn(ctx, "writer", Snapshot)
+	t1.EnableWriteBuffering()
+	mustOK(t, t1.Put(ctx, []byte("k"), []byte("1")))
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	r := e.db.NewTxn(rctx, "reader", Snapshot)
+	if got := getStr(t, r, "k"); got != "0" {
+		t.Fatalf("reader saw %q", got)
+	}
+	mustOK(t, r.Commit(rctx))
+	mustOK(t, t1.Commit(ctx))
+}
+
+// TestBufferedLocksDeadlock: two buffered transactions that each wait for
+// the other's lock are a deadlock the push machinery breaks: one is
+// aborted, the other goes on and commits.
+func TestBufferedLocksDeadlock(t *testing.T) {
+	e := newTestEnv(t, envOptions{})
+	ctx := context.Background()
+	t1 := e.db.NewTxn(ctx, "one", Snapshot)
+	t1.EnableWriteBuffering()
+	t2 := e.db.NewTxn(ctx, "two", Snapshot)
+	t2.EnableWriteBuffering()
+	mustOK(t, t1.Put(ctx, []byte("a"), []byte("1")))
+	mustOK(t, t2.Put(ctx, []byte("b"), []byte("2")))
+	d1, d2 := make(chan error, 1), make(chan error, 1)
+	go func() { d1 <- t1.Put(ctx, []byte("b"), []byte("1")) }()
+	go func() { d2 <- t2.Put(ctx, []byte("a"), []byte("2")) }()
+	// The detector aborts one of them. The first to return is either the
+	// victim (its wait fails) or the survivor (the victim's locks went
+	// with its abort).
+	var first error
+	var firstTxn, otherTxn *Txn
+	var other <-chan error
+	select {
+	case first = <-d1:
+		firstTxn, otherTxn, other = t1, t2, d2
+	case first = <-d2:
+		firstTxn, otherTxn, other = t2, t1, d1
+	case <-time.After(30 * time.Second):
+		t.Fatal("deadlock between buffered transactions not broken")
+	}
+	winner, loser := firstTxn, otherTxn
+	if first != nil {
+		if !kvpb.IsRetryable(first) {
+			t.Fatalf("wait ended with %v, want the deadlock victim's abort", first)
+		}
+		winner, loser = otherTxn, firstTxn
+		// The victim's locks go with its rollback; the other proceeds.
+		mustOK(t, loser.Rollback(ctx))
+		mustOK(t, <-other)
+		mustOK(t, winner.Commit(ctx))
+	} else {
+		mustOK(t, winner.Commit(ctx))
+		// The victim fails at its wait or, at the latest, at commit.
+		err := <-other
+		if err == nil {
+			err = loser.Commit(ctx)
+		}
+		if !kvpb.IsRetryable(err) {
+			t.Fatalf("deadlock victim ended with %v, want a retryable error", err)
+		}
+	}
+	if got := e.mustGet("a") + e.mustGet("b"); got != "11" && got != "22" {
+		t.Fatalf("a+b = %q, want one transaction's writes", got)
+	}
+}
+
+// TestBufferedLocksRollbackReleases: a rollback releases the locks at
+// once: a later writer does not wait for them to expire (the liveness
+// threshold is 5s; the writer gives up after 2s).
+func TestBufferedLocksRollbackReleases(t *testing.T) {
+	e := newTestEnv(t, envOptions{})
+	ctx := context.Background()
+	t1 := e.db.NewTxn(ctx, "rolled-back", ReadCommitted)
+	t1.EnableWriteBuffering()
+	mustOK(t, t1.Put(ctx, []byte("k"), []byte("1")))
+	mustOK(t, t1.Put(ctx, []byte("r"), []byte("1")))
+	mustOK(t, t1.Rollback(ctx))
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if err := e.db.Put(wctx, []byte("k"), []byte("2")); err != nil {
+		t.Fatalf("write after the rollback: %v", err)
+	}
+	if err := e.db.Put(wctx, []byte("r"), []byte("2")); err != nil {
+		t.Fatalf("write after the rollback: %v", err)
+	}
+}
+
+// TestBufferedLocksSavepointRolledBack: a key whose buffered write a
+// savepoint rolled back is still locked until the transaction ends, and
+// the one-phase commit of the rest releases it too.
+func TestBufferedLocksSavepointRolledBack(t *testing.T) {
+	e := newTestEnv(t, envOptions{splits: []string{"m"}})
+	ctx := context.Background()
+	t1 := e.db.NewTxn(ctx, "savepoint", Snapshot)
+	t1.EnableWriteBuffering()
+	mustOK(t, t1.Put(ctx, []byte("a"), []byte("1")))
+	sp, err := t1.Savepoint(ctx)
+	mustOK(t, err)
+	mustOK(t, t1.Put(ctx, []byte("x"), []byte("1"))) // other tablet
+	mustOK(t, t1.RollbackToSavepoint(ctx, sp))
+	mustOK(t, t1.Commit(ctx))
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if err := e.db.Put(wctx, []byte("x"), []byte("2")); err != nil {
+		var wie *kvpb.WriteIntentError
+		t.Fatalf("write of the rolled-back key after commit: %v (intent error %t)", err, errors.As(err, &wie))
+	}
+}
