@@ -111,6 +111,8 @@ type Txn struct {
 		// memLockSent: some unreplicated lock was (or may have been)
 		// sent, so the transaction's end must release them.
 		memLockSent bool
+		// noMemLocks: EnableWriteBufferingWithoutLocks.
+		noMemLocks bool
 	}
 }
 

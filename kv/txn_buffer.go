@@ -270,6 +270,22 @@ func (t *Txn) EnableWriteBuffering() {
 	}
 }
 
+// EnableWriteBufferingWithoutLocks is EnableWriteBuffering for a
+// transaction that takes no unreplicated locks for its buffered writes:
+// one the caller commits right after its statements and reruns whole on a
+// retryable error (an implicit transaction). A lock there would only hold
+// off a concurrent writer for the instant before the commit, at the price
+// of a round trip per writing statement and a heartbeat; without it a lost
+// race is a 40001 at commit, which the caller's rerun absorbs.
+func (t *Txn) EnableWriteBufferingWithoutLocks() {
+	t.EnableWriteBuffering()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.mu.bufWanted {
+		t.mu.noMemLocks = true
+	}
+}
+
 // DisableWriteBuffering sends what the buffer holds as intents and turns
 // buffering off for the rest of the transaction: for statements (schema
 // changes) whose writes other transactions must meet as locks.
@@ -393,7 +409,7 @@ func (t *Txn) bufferWrites(ctx context.Context, b *Batch) error {
 // its record, or without one by its start. needRecord is as for
 // prepareWritesLocked. t.mu is held.
 func (t *Txn) lockSpansLocked(b *Batch) (locks []kvpb.Request, ids []string, needRecord bool) {
-	if t.db.opts.NoUnreplicatedLocks {
+	if t.db.opts.NoUnreplicatedLocks || t.mu.noMemLocks {
 		return nil, nil, false
 	}
 	for _, r := range b.reqs {

@@ -61,6 +61,41 @@ func TestBufferedLocksBlockSecondWriter(t *testing.T) {
 	}
 }
 
+// TestBufferedWithoutLocks: a transaction buffering without locks (an
+// implicit one) leaves a second writer of its key free to go on; the
+// later of the two to commit meets the other's version and fails
+// retryably instead of overwriting it blindly.
+func TestBufferedWithoutLocks(t *testing.T) {
+	e := newTestEnv(t, envOptions{})
+	ctx := context.Background()
+	e.mustPut("k", "0")
+	t1 := e.db.NewTxn(ctx, "implicit", Serializable)
+	t1.EnableWriteBufferingWithoutLocks()
+	if got := getStr(t, t1, "k"); got != "0" {
+		t.Fatalf("first read %q", got)
+	}
+	mustOK(t, t1.Put(ctx, []byte("k"), []byte("1")))
+
+	t2 := e.db.NewTxn(ctx, "second", Serializable)
+	t2.EnableWriteBuffering()
+	done := make(chan error, 1)
+	go func() { done <- t2.Put(ctx, []byte("k"), []byte("2")) }()
+	select {
+	case err := <-done:
+		mustOK(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("second writer waited on a transaction that takes no locks")
+	}
+	mustOK(t, t2.Commit(ctx))
+	err := t1.Commit(ctx)
+	if err == nil || !kvpb.IsRetryable(err) {
+		t.Fatalf("first commit after a newer version of its read key: %v, want a retryable error", err)
+	}
+	if got := e.mustGet("k"); got != "2" {
+		t.Fatalf("k = %q, want the second writer's 2", got)
+	}
+}
+
 // TestBufferedLocksReadersPass: a reader does not wait on an unreplicated
 // lock (it holds no value).
 func TestBufferedLocksReadersPass(t *testing.T) {

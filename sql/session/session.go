@@ -219,33 +219,54 @@ func (s *Session) kvTxn() *kv.Txn {
 	if s.txn == nil {
 		s.txn = s.b.db.NewTxn(context.Background(), "sql txn", s.txnIso)
 		s.txnWroteCatalog = false
-		if s.bufferWrites() {
+		switch s.bufferWrites() {
+		case bufferWithLocks:
 			s.txn.EnableWriteBuffering()
+		case bufferWithoutLocks:
+			// auto's transactions are implicit and rerun whole on
+			// 40001: an unreplicated lock per statement would only
+			// cost them a round trip.
+			s.txn.EnableWriteBufferingWithoutLocks()
 		}
 	}
 	return s.txn
 }
 
-// bufferWrites decides, by cairn_buffered_writes, whether the new
-// transaction buffers its writes (kv/txn_buffer.go). A buffered write holds
-// no lock and meets concurrent commits only when it is sent, so of two
-// transactions racing on a row the later to commit fails with 40001 at
-// COMMIT, where PostgreSQL makes the second writer wait and then
-// re-evaluate (READ COMMITTED) or fail at the UPDATE itself (REPEATABLE
-// READ, SERIALIZABLE). auto buffers only where no client can tell:
-// implicit transactions of the simple protocol, which autocommit reruns on
-// 40001 while nothing of theirs has reached the client. on buffers every
-// transaction (explicit blocks commit in one phase on a colocated
-// database, at the price above).
-func (s *Session) bufferWrites() bool {
+// bufferWrites decides, by cairn_buffered_writes, whether and how the new
+// transaction buffers its writes (kv/txn_buffer.go). on buffers every
+// transaction, each writing statement taking unreplicated locks so a
+// second writer of a row waits at its statement as in PostgreSQL; explicit
+// blocks on a colocated database then commit in one phase. auto buffers
+// only where no client can tell: implicit transactions of the simple
+// protocol, which autocommit reruns on 40001 while nothing of theirs has
+// reached the client, so they take no locks. It is not the default for
+// blocks because a lock lost to a lease move or a split, and the
+// deadlock detector's view under fast turnover, still turn rare races into
+// 40001/40P01 that PostgreSQL would not give (docs/architecture.md).
+func (s *Session) bufferWrites() bufferMode {
 	switch s.vars["cairn_buffered_writes"] {
 	case "on":
-		return true
+		return bufferWithLocks
 	case "auto":
-		return !s.block && !s.extImplicit
+		if !s.block && !s.extImplicit {
+			return bufferWithoutLocks
+		}
 	}
-	return false
+	return noBuffer
 }
+
+// bufferMode is how a new transaction treats its writes.
+type bufferMode int
+
+const (
+	noBuffer bufferMode = iota
+	// bufferWithLocks: buffered, each writing statement taking
+	// unreplicated locks on what it writes, so a second writer waits at
+	// its statement as in PostgreSQL.
+	bufferWithLocks
+	// bufferWithoutLocks: buffered, no locks (an implicit transaction).
+	bufferWithoutLocks
+)
 
 // endTxn commits or rolls back the open transaction and returns the
 // session to idle. A failed commit rolls back. Settings revert on
