@@ -81,6 +81,24 @@ func AcquireLock(rw storage.ReadWriter, key, end []byte, ts hlc.Timestamp, txn *
 	return true, nil
 }
 
+// ReplicateLock writes txn's lock-only record at key, as AcquireLock would
+// have, without its checks: for an unreplicated lock (held in the
+// leaseholder's memory only) that must survive its key changing lock
+// tables, at a split or a lease transfer. The caller vouches, by its
+// latches and lock table, that no lock record is on key (the holder's
+// own would have replaced the unreplicated lock; another's could not
+// coexist with it).
+func ReplicateLock(w storage.Writer, key []byte, txn kvpb.TxnMeta) error {
+	if len(key) == 0 || keys.IsLocal(key) {
+		return invalidArg("lock: bad key %q", key)
+	}
+	rec := lockRecord{Txn: txn, LockOnly: true}
+	if err := w.Put(storage.MVCCKey{Key: keys.Lock(key)}, encodeLockRecord(nil, &rec)); err != nil {
+		return fmt.Errorf("mvcc: replicate lock on %q: %w", key, err)
+	}
+	return nil
+}
+
 // newestVersion returns the timestamp of the newest committed version in
 // [start, end) and its key (zero when there is none).
 func newestVersion(r storage.Reader, start, end []byte) (hlc.Timestamp, []byte, error) {

@@ -186,6 +186,25 @@ func (t *lockTable) unreplConflict(start, end []byte, self uuid.UUID) (kvpb.Inte
 	return kvpb.Intent{}, false
 }
 
+// unreplicatedIn returns the unreplicated locks in [start, end) (end empty:
+// to the end of the table), in key order.
+func (t *lockTable) unreplicatedIn(start, end []byte) []kvpb.Intent {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []kvpb.Intent
+	for k, l := range t.unrepl {
+		if t.locks[k] != l {
+			delete(t.unrepl, k)
+			continue
+		}
+		if k >= string(start) && (len(end) == 0 || k < string(end)) {
+			out = append(out, kvpb.Intent{Key: []byte(k), Txn: l.holder})
+		}
+	}
+	slices.SortFunc(out, func(a, b kvpb.Intent) int { return bytes.Compare(a.Key, b.Key) })
+	return out
+}
+
 // releaseUnreplicated drops txn's unreplicated locks in span (nil: all of
 // them), waking their waiters. Intents are left alone.
 func (t *lockTable) releaseUnreplicated(txn uuid.UUID, span *kvpb.Span) {
@@ -335,10 +354,9 @@ func (t *lockTable) dequeue(key []byte, waiterTxn uuid.UUID) {
 
 // splitOff moves the locks at or after key into a new table, waking their
 // waiters so they re-evaluate (and find the key now belongs to another
-// tablet). Unreplicated locks there are dropped, not moved: the right
-// side's leaseholder may be elsewhere soon, and a lost unreplicated lock
-// only costs its holder the wait it would have imposed (its commit still
-// checks for newer versions).
+// tablet). The split replicated the unreplicated locks there first
+// (replicateUnreplicated), so none is left to move; one that were would be
+// dropped, as the right side's lease starts from what storage holds.
 func (t *lockTable) splitOff(key []byte) *lockTable {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -481,9 +481,12 @@ func (m *RaftStateMachine) Applied(entries []*pb.Entry, snapshot bool) {
 // DrainLease prepares a planned transfer of the lease of term
 // (raftnode.LeaseDrainer): from now on requests wait at the door
 // (leaseTerm), and it waits, until ctx ends, for every request already
-// past it to be answered (its proposal applied, or refused). It reports
-// whether they all were; either way EndDrain must follow. Nothing is
-// refused for the drain: a request waits for it or is waited for.
+// past it to be answered (its proposal applied, or refused). Then, with
+// the lock table still, it replicates the unreplicated locks (the new
+// leaseholder builds its table from storage), so a transfer does not
+// free the rows that buffered writers locked. It reports whether all of
+// that was done; either way EndDrain must follow. Nothing is refused for
+// the drain: a request waits for it or is waited for.
 func (m *RaftStateMachine) DrainLease(ctx context.Context, term uint64) bool {
 	rs := &m.r.raft
 	rs.draining.Store(term)
@@ -491,7 +494,7 @@ func (m *RaftStateMachine) DrainLease(ctx context.Context, term uint64) bool {
 	defer t.Stop()
 	for {
 		if rs.active.Load() == 0 && !m.r.pendingUnder(term) {
-			return true
+			return m.r.replicateLocksForTransfer(ctx, term) == nil
 		}
 		select {
 		case <-ctx.Done():
@@ -499,6 +502,19 @@ func (m *RaftStateMachine) DrainLease(ctx context.Context, term uint64) bool {
 		case <-t.C:
 		}
 	}
+}
+
+// replicateLocksForTransfer proposes, under the drained lease of term, a
+// lock record for every unreplicated lock of the tablet.
+func (r *Replica) replicateLocksForTransfer(ctx context.Context, term uint64) error {
+	desc := r.Desc()
+	b := r.eng.NewWriteOnlyBatch()
+	defer b.Close()
+	moved, err := r.replicateUnreplicated(b, desc.StartKey, desc.EndKey)
+	if err != nil || len(moved) == 0 {
+		return err
+	}
+	return r.commit(ctx, term, &Proposal{Repr: append([]byte(nil), b.Repr()...), LocksAcquired: moved})
 }
 
 // pendingUnder reports whether a proposal made under term still waits.

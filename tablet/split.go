@@ -8,6 +8,7 @@ import (
 
 	"github.com/cairn-db/cairn/keys"
 	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/mvcc"
 	"github.com/cairn-db/cairn/storage"
 )
 
@@ -106,9 +107,17 @@ func (r *Replica) evaluateSplit(desc kvpb.TabletDescriptor, splitKey []byte, rig
 			return nil, fmt.Errorf("tablet: split %s: %w", &desc, err)
 		}
 	}
+	// The right side's lease, wherever it starts, builds its lock table
+	// from storage: its unreplicated locks go there with the split, or a
+	// second writer of a locked row would pass while its holder runs.
+	moved, err := r.replicateUnreplicated(b, splitKey, desc.EndKey)
+	if err != nil {
+		return nil, fmt.Errorf("tablet: split %s: %w", &desc, err)
+	}
 	return &Proposal{
-		Repr:  append([]byte(nil), b.Repr()...),
-		Split: &SplitTrigger{Left: left, Right: right},
+		Repr:          append([]byte(nil), b.Repr()...),
+		Split:         &SplitTrigger{Left: left, Right: right},
+		LocksAcquired: moved,
 	}, nil
 }
 
@@ -146,4 +155,22 @@ func (r *Replica) applySplit(t *SplitTrigger, register func(*Replica)) {
 	// Pushes waiting on records that moved right re-evaluate and are told
 	// to go there.
 	r.txnWait.notifyAll()
+}
+
+// replicateUnreplicated writes a lock record for every unreplicated lock
+// in [start, end) into b and returns them, for the proposal's
+// LocksAcquired: applied, they are ordinary replicated locks, which a
+// split carries to the right side and a new leaseholder finds in storage.
+// The holder learns nothing of it: its commit meets its own lock there
+// (no one-phase commit on that tablet, then) and its EndTxn resolves the
+// lock with the rest of its lock spans. The caller holds latches over the
+// span, or has drained the lease, so the table cannot change meanwhile.
+func (r *Replica) replicateUnreplicated(b storage.Writer, start, end []byte) ([]kvpb.Intent, error) {
+	locks := r.locks.unreplicatedIn(start, end)
+	for _, in := range locks {
+		if err := mvcc.ReplicateLock(b, in.Key, in.Txn); err != nil {
+			return nil, err
+		}
+	}
+	return locks, nil
 }
