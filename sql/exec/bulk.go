@@ -178,8 +178,16 @@ func isEmpty(ctx context.Context, x *Context, tb *catalog.Table, wait kvpb.WaitP
 }
 
 // isEmptyNow reports whether tb's primary index holds neither a
-// committed row nor an intent at the present time, read outside the
-// transaction without waiting.
+// committed row nor an intent nor another transaction's lock at the
+// present time, read outside the transaction without waiting.
+//
+// The lock check is for writers that buffer (kv/txn_buffer.go): their
+// rows are in no tablet until they commit, but each of their writing
+// statements left an unreplicated lock, which a scan does not see and a
+// lock request does. Without it such a writer, pending when the COPY
+// starts, would be failed at its commit by the load's descriptor write,
+// where PostgreSQL lets both through. It is a second round trip, taken
+// only when the scan found the table empty.
 func isEmptyNow(ctx context.Context, x *Context, tb *catalog.Table) (bool, error) {
 	layout, err := tb.Layout()
 	if err != nil {
@@ -194,7 +202,22 @@ func isEmptyNow(ctx context.Context, x *Context, tb *catalog.Table) (bool, error
 		}
 		return false, err
 	}
-	return len(b.Results[0].Rows) == 0, nil
+	if len(b.Results[0].Rows) > 0 {
+		return false, nil
+	}
+	probe := &kv.Batch{WaitPolicy: kvpb.WaitError}
+	probe.Lock(sp.Key, sp.EndKey, false)
+	if err := x.Txn.DB().Run(ctx, probe); err != nil {
+		if _, ok := errors.AsType[*kvpb.WriteIntentError](err); ok {
+			return false, nil
+		}
+		if _, ok := errors.AsType[*kvpb.WriteTooOldError](err); ok {
+			// A version committed since the scan.
+			return false, nil
+		}
+		return false, err
+	}
+	return true, nil
 }
 
 // moveToFreshStorage writes the next version of tb with every index in
