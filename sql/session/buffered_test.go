@@ -329,9 +329,9 @@ func TestBufferedWritesBank(t *testing.T) {
 }
 
 // TestBufferedWritesAuto: under the default, cairn_buffered_writes =
-// auto, simple-protocol autocommit statements buffer (and commit in one
-// phase), explicit blocks and extended-protocol implicit transactions do
-// not; autocommit increments of
+// auto, every transaction buffers: simple-protocol autocommit statements,
+// extended-protocol ones and explicit blocks of either isolation level
+// on one tablet commit in one phase; autocommit increments of
 // one hot row from several sessions, buffered and so conflicting at
 // commit, are rerun by the session and none is lost or fails; a bad value
 // is 22023.
@@ -384,9 +384,9 @@ func TestBufferedWritesAuto(t *testing.T) {
 			if _, err := c.Exec(ctx, "UPDATE counter SET n = n + $1 WHERE id = 1", 1); err != nil {
 				t.Fatal(err)
 			}
-		}, 0, 1},
-		{"explicit serializable", block("serializable"), 0, 1},
-		{"explicit read committed", block("read committed"), 0, 1},
+		}, 1, 0},
+		{"explicit serializable", block("serializable"), 1, 0},
+		{"explicit read committed", block("read committed"), 1, 0},
 	} {
 		if one, two := phases(tc.run); one != tc.one || two != tc.two {
 			t.Errorf("%s: %v one-phase and %v two-phase commits, want %v and %v", tc.name, one, two, tc.one, tc.two)

@@ -235,14 +235,14 @@ func (s *Session) kvTxn() *kv.Txn {
 // bufferWrites decides, by cairn_buffered_writes, whether and how the new
 // transaction buffers its writes (kv/txn_buffer.go). on buffers every
 // transaction, each writing statement taking unreplicated locks so a
-// second writer of a row waits at its statement as in PostgreSQL; explicit
-// blocks on a colocated database then commit in one phase. auto buffers
-// only where no client can tell: implicit transactions of the simple
-// protocol, which autocommit reruns on 40001 while nothing of theirs has
-// reached the client, so they take no locks. It is not the default for
-// blocks because a lock lost to a lease move or a split, and the
-// deadlock detector's view under fast turnover, still turn rare races into
-// 40001/40P01 that PostgreSQL would not give (docs/architecture.md).
+// second writer of a row waits at its statement as in PostgreSQL; a
+// transaction whose writes land on one tablet (a colocated database's
+// tables) then commits in one phase. auto, the default, is on, except
+// that implicit transactions of the simple protocol take no locks: the
+// session reruns them whole on 40001 while nothing of theirs has reached
+// the client, so a lock would only cost each writing statement a round
+// trip (docs/architecture.md, "Write buffering"). off writes intents as
+// each statement goes.
 func (s *Session) bufferWrites() bufferMode {
 	switch s.vars["cairn_buffered_writes"] {
 	case "on":
@@ -251,6 +251,7 @@ func (s *Session) bufferWrites() bufferMode {
 		if !s.block && !s.extImplicit {
 			return bufferWithoutLocks
 		}
+		return bufferWithLocks
 	}
 	return noBuffer
 }
