@@ -135,7 +135,11 @@ func (t *Txn) tryOnePhase(ctx context.Context, writes []kvpb.Request) (done bool
 		anchor = t.mu.proto.Key
 	}
 	t.mu.Unlock()
-	endTxn := &kvpb.EndTxnRequest{Key: anchor, Commit: true}
+	// READ COMMITTED's reads need no refresh, and its buffered writes were
+	// checked from their statements' snapshots up to the timestamp sent
+	// (validateAtCommit); the tablet checks from there up. So a read that
+	// followed ours on one of the keys may move the commit above it.
+	endTxn := &kvpb.EndTxnRequest{Key: anchor, Commit: true, MayMoveCommit: t.iso == ReadCommitted}
 	for _, w := range writes {
 		endTxn.LockSpans = append(endTxn.LockSpans, w.Span())
 	}

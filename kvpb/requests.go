@@ -141,6 +141,12 @@ type (
 		Key       []byte
 		Commit    bool
 		LockSpans []Span
+		// MayMoveCommit: the coordinator takes a commit timestamp above
+		// the batch's, its reads needing no refresh (READ COMMITTED). A
+		// one-phase commit that a later read of one of its keys would
+		// push then commits above that read instead of failing, once its
+		// writes have passed their checks at the batch's timestamp.
+		MayMoveCommit bool
 	}
 	// EndTxnResponse is empty; the final transaction is in BatchResponse.Txn.
 	EndTxnResponse struct{}

@@ -3,6 +3,7 @@ package tablet
 import (
 	"errors"
 
+	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/kvpb"
 	"github.com/cairn-db/cairn/mvcc"
 )
@@ -58,6 +59,17 @@ func coveredByWrites(s kvpb.Span, writes []kvpb.Request) bool {
 // evaluateOnePC evaluates a one-phase commit, or returns errNot1PC when the
 // transaction already has a record or meets its own intent (an earlier
 // batch wrote), in which case the caller evaluates the batch normally.
+//
+// A read of one of its keys above its timestamp (a timestamp-cache entry)
+// would move the commit timestamp. Without EndTxn.MayMoveCommit that fails
+// the batch (TransactionRetryError, nothing written). With it (a READ
+// COMMITTED transaction, whose reads need no refresh) the writes are first
+// evaluated at the batch's timestamp and thrown away, which fails the
+// batch if another transaction committed a version of a key at or above
+// it or holds a lock there, and then evaluated for real just above the
+// highest such read: a contended row's one-phase commit need not fall back
+// to intents, a record and a second phase, holding its locks all the
+// while, because another session read the row a moment later.
 func (r *Replica) evaluateOnePC(ba *kvpb.BatchRequest, desc kvpb.TabletDescriptor) (*Proposal, *kvpb.BatchResponse, error) {
 	n := len(ba.Requests)
 	et := ba.Requests[n-1].(*kvpb.EndTxnRequest)
@@ -66,40 +78,36 @@ func (r *Replica) evaluateOnePC(ba *kvpb.BatchRequest, desc kvpb.TabletDescripto
 	} else if found {
 		return nil, nil, errNot1PC
 	}
-	b := r.eng.NewBatch()
-	defer b.Close()
-	// The writes run as non-transactional writes at the transaction's
-	// timestamp: a committed version at or above it is WriteTooOld and any
-	// intent is a conflict.
-	nonTxn := *ba
-	nonTxn.Txn = nil
-	nonTxn.Timestamp = ba.Txn.WriteTimestamp
-	ec := &evalCtx{r: r, b: b, ba: &nonTxn, desc: desc, prop: &Proposal{}, fixedTS: true, self: ba.Txn.ID}
-	br := &kvpb.BatchResponse{Responses: make([]kvpb.Response, 0, n)}
+	ts := ba.Txn.WriteTimestamp
+	var above hlc.Timestamp
 	for _, req := range ba.Requests[:n-1] {
-		if rts, rtxn := r.tscache.getMax(req.Span()); ba.Txn.WriteTimestamp.LessEq(rts) && rtxn != ba.Txn.ID {
-			return nil, nil, &kvpb.TransactionRetryError{
-				Reason: kvpb.RetrySerializable,
-				Detail: "one-phase commit of " + ba.Txn.Short() + " would be pushed above " + rts.String() + " by a read of " + req.Span().String(),
-			}
-		}
-		resp, err := ec.evalRequest(req)
-		if err != nil {
-			var wie *kvpb.WriteIntentError
-			if errors.As(err, &wie) {
-				for _, in := range wie.Intents {
-					if in.Txn.ID == ba.Txn.ID {
-						return nil, nil, errNot1PC
-					}
+		if rts, rtxn := r.tscache.getMax(req.Span()); ts.LessEq(rts) && rtxn != ba.Txn.ID {
+			if !et.MayMoveCommit {
+				return nil, nil, &kvpb.TransactionRetryError{
+					Reason: kvpb.RetrySerializable,
+					Detail: "one-phase commit of " + ba.Txn.Short() + " would be pushed above " + rts.String() + " by a read of " + req.Span().String(),
 				}
 			}
+			above = above.Forward(rts.Next())
+		}
+	}
+	if !above.IsEmpty() {
+		ec, _, err := r.evalOnePCWrites(ba, desc, ts)
+		ec.close()
+		if err != nil {
 			return nil, nil, err
 		}
-		br.Responses = append(br.Responses, resp)
+		ts = above
+	}
+	ec, br, err := r.evalOnePCWrites(ba, desc, ts)
+	defer ec.close()
+	if err != nil {
+		return nil, nil, err
 	}
 	br.Responses = append(br.Responses, &kvpb.EndTxnResponse{})
 	committed := ba.Txn.Clone()
 	committed.Status = kvpb.Committed
+	committed.WriteTimestamp = ts
 	committed.LockSpans = append([]kvpb.Span(nil), et.LockSpans...)
 	br.Txn = committed
 	br.OnePhaseCommit = true
@@ -107,8 +115,45 @@ func (r *Replica) evaluateOnePC(ba *kvpb.BatchRequest, desc kvpb.TabletDescripto
 	// Committed: its unreplicated locks here are released once the values
 	// are applied, so their waiters find the new versions.
 	ec.prop.unreplEnded = ba.Txn.ID
-	if !b.Empty() {
-		ec.prop.Repr = append([]byte(nil), b.Repr()...)
+	if !ec.b.Empty() {
+		ec.prop.Repr = append([]byte(nil), ec.b.Repr()...)
 	}
 	return ec.prop, br, nil
+}
+
+// evalOnePCWrites evaluates the writes of the one-phase batch ba as
+// non-transactional writes landing exactly at ts: a committed version at
+// or above ts is WriteTooOld and any other transaction's lock a conflict.
+// The caller closes the returned context's batch.
+func (r *Replica) evalOnePCWrites(ba *kvpb.BatchRequest, desc kvpb.TabletDescriptor, ts hlc.Timestamp) (*evalCtx, *kvpb.BatchResponse, error) {
+	n := len(ba.Requests)
+	nonTxn := *ba
+	nonTxn.Txn = nil
+	nonTxn.Timestamp = ts
+	ec := &evalCtx{r: r, b: r.eng.NewBatch(), ba: &nonTxn, desc: desc, prop: &Proposal{}, fixedTS: true, self: ba.Txn.ID}
+	br := &kvpb.BatchResponse{Responses: make([]kvpb.Response, 0, n)}
+	for _, req := range ba.Requests[:n-1] {
+		resp, err := ec.evalRequest(req)
+		if err != nil {
+			var wie *kvpb.WriteIntentError
+			if errors.As(err, &wie) {
+				for _, in := range wie.Intents {
+					if in.Txn.ID == ba.Txn.ID {
+						return ec, nil, errNot1PC
+					}
+				}
+			}
+			return ec, nil, err
+		}
+		br.Responses = append(br.Responses, resp)
+	}
+	return ec, br, nil
+}
+
+// close releases the evaluation batch, if any.
+func (ec *evalCtx) close() {
+	if ec != nil && ec.b != nil {
+		ec.b.Close()
+		ec.b = nil
+	}
 }

@@ -25,7 +25,7 @@ package tablet
 //	      cput k=<key> v=<value> [exp=<value>]
 //	      del k=<key>
 //	      delrange k=<key> end=<key>
-//	      end-txn commit|abort [spans=<k>|<k>-<end>,...]   (default: every span the txn wrote)
+//	      end-txn commit|abort [spans=<k>|<k>-<end>,...] [may-move]   (default: every span the txn wrote)
 //	      heartbeat [now=<ts>]
 //	      push pushee=<n> [pusher=<n>] [type=abort|timestamp|touch] [to=<ts>]
 //	      query txn=<n>
@@ -240,8 +240,9 @@ func (h *harness) parseRequest(t *testing.T, line, txnName string) kvpb.Request 
 		return &kvpb.DeleteRangeRequest{Key: key, EndKey: end}
 	case "end-txn":
 		_, commit := a["commit"]
+		_, move := a["may-move"]
 		// Key is set by runBatch once the anchor is known.
-		req := &kvpb.EndTxnRequest{Commit: commit}
+		req := &kvpb.EndTxnRequest{Commit: commit, MayMoveCommit: move}
 		if s, ok := a["spans"]; ok {
 			for _, sp := range strings.Split(s, ",") {
 				k, e, _ := strings.Cut(sp, "-")
