@@ -18,6 +18,13 @@ import (
 // *kvpb.TransactionRetryError{RetrySerializable} naming the first key that
 // changed.
 func CheckRefresh(r storage.Reader, start, end []byte, from, to hlc.Timestamp, txnID uuid.UUID) error {
+	return CheckRefreshOpts(r, start, end, from, to, txnID, WriteOptions{})
+}
+
+// CheckRefreshOpts is CheckRefresh with options; NoLock is the caller's
+// promise that no lock record lies in the span (see AcquireLockOpts for
+// why skipping that walk matters on hot rows).
+func CheckRefreshOpts(r storage.Reader, start, end []byte, from, to hlc.Timestamp, txnID uuid.UUID, opts WriteOptions) error {
 	if len(end) == 0 {
 		end = keys.Next(start)
 	}
@@ -28,7 +35,11 @@ func CheckRefresh(r storage.Reader, start, end []byte, from, to hlc.Timestamp, t
 		return &kvpb.TransactionRetryError{Reason: kvpb.RetrySerializable, Detail: fmt.Sprintf(format, args...)}
 	}
 	var failure error
-	err := walkLocks(r, start, end, func(key []byte, lk *lockRecord) (bool, error) {
+	walk := walkLocks
+	if opts.NoLock {
+		walk = func(storage.Reader, []byte, []byte, func([]byte, *lockRecord) (bool, error)) error { return nil }
+	}
+	err := walk(r, start, end, func(key []byte, lk *lockRecord) (bool, error) {
 		if lk.Txn.ID != txnID && !lk.LockOnly && lk.Txn.WriteTimestamp.LessEq(to) {
 			failure = retry("intent of txn %s on %q at %s", lk.Txn.Short(), key, lk.Txn.WriteTimestamp)
 			return false, nil

@@ -25,7 +25,11 @@ func (ec *evalCtx) lock(req *kvpb.LockRequest) (kvpb.Response, error) {
 	if ec.txn != nil {
 		ts = ec.txn.WriteTimestamp
 	}
-	acquired, err := mvcc.AcquireLock(ec.b, req.Key, req.EndKey, ts, ec.txn)
+	opts, err := ec.spanWriteOpts(req.Key, req.EndKey)
+	if err != nil {
+		return nil, wrapEval(req, err)
+	}
+	acquired, err := mvcc.AcquireLockOpts(ec.b, req.Key, req.EndKey, ts, ec.txn, opts)
 	if err != nil {
 		if wie := (*kvpb.WriteIntentError)(nil); req.SkipLocked && errors.As(err, &wie) {
 			return &kvpb.LockResponse{Skipped: true}, nil
@@ -46,7 +50,11 @@ func (ec *evalCtx) lockUnreplicated(req *kvpb.LockRequest) (kvpb.Response, error
 	if ec.txn == nil {
 		return nil, wrapEval(req, errors.New("unreplicated lock outside a transaction"))
 	}
-	if _, err := mvcc.AcquireLock(ec.b, req.Key, req.EndKey, ec.txn.ReadTimestamp, nil); err != nil {
+	opts, err := ec.spanWriteOpts(req.Key, req.EndKey)
+	if err != nil {
+		return nil, wrapEval(req, err)
+	}
+	if _, err := mvcc.AcquireLockOpts(ec.b, req.Key, req.EndKey, ec.txn.ReadTimestamp, nil, opts); err != nil {
 		var wie *kvpb.WriteIntentError
 		if req.SkipLocked && errors.As(err, &wie) {
 			return &kvpb.LockResponse{Skipped: true}, nil

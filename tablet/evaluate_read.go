@@ -64,7 +64,11 @@ func (ec *evalCtx) refresh(req *kvpb.RefreshRequest) (kvpb.Response, error) {
 	if req.Strict {
 		to = hlc.MaxTimestamp
 	}
-	if err := mvcc.CheckRefresh(ec.rd, req.Key, end, req.From, to, ec.txn.ID); err != nil {
+	none, err := ec.noLocksIn(req.Key, end)
+	if err != nil {
+		return nil, wrapEval(req, err)
+	}
+	if err := mvcc.CheckRefreshOpts(ec.rd, req.Key, end, req.From, to, ec.txn.ID, mvcc.WriteOptions{NoLock: none}); err != nil {
 		return nil, wrapEval(req, err)
 	}
 	return &kvpb.RefreshResponse{}, nil

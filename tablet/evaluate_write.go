@@ -35,6 +35,32 @@ func (ec *evalCtx) writeOpts(key []byte) (mvcc.WriteOptions, error) {
 	return mvcc.WriteOptions{NoLock: true}, nil
 }
 
+// spanWriteOpts is writeOpts for the span [key, end) (end empty: key
+// alone) of a lock request.
+func (ec *evalCtx) spanWriteOpts(key, end []byte) (mvcc.WriteOptions, error) {
+	if len(end) == 0 {
+		return ec.writeOpts(key)
+	}
+	for k := range ec.wroteKeys {
+		if k >= string(key) && k < string(end) {
+			return mvcc.WriteOptions{}, nil
+		}
+	}
+	if !ec.r.locks.noneIn(key, end) {
+		return mvcc.WriteOptions{}, nil
+	}
+	if ec.r.cfg.VerifyLockTable {
+		in, err := mvcc.ScanIntents(ec.b, key, end, 1)
+		if err != nil {
+			return mvcc.WriteOptions{}, err
+		}
+		if len(in) > 0 {
+			return mvcc.WriteOptions{}, fmt.Errorf("%w: intent of %s on %q", ErrLockTableInexact, in[0].Txn.Short(), in[0].Key)
+		}
+	}
+	return mvcc.WriteOptions{NoLock: true}, nil
+}
+
 func (ec *evalCtx) put(req *kvpb.PutRequest) (kvpb.Response, error) {
 	ts := ec.writeTS(req.Span())
 	opts, err := ec.writeOpts(req.Key)
