@@ -21,7 +21,8 @@ import (
 //     one batch and the tablet writes committed values directly: no intents,
 //     no record (BatchResponse.OnePhaseCommit). If the tablet refuses
 //     because the write timestamp would move, the writes are sent as
-//     intents and the commit goes on as below.
+//     intents and the commit goes on as below; a READ COMMITTED
+//     transaction lets it move instead (EndTxn.MayMoveCommit).
 //  3. Two phases: the intents are already written (they were sent as the
 //     transaction went). EndTxn{Commit} goes to the anchor's tablet, which
 //     flips the record to COMMITTED (creating it if no heartbeat did) and

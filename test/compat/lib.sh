@@ -10,11 +10,12 @@ cairn_build() {
 # waits for the ready line; it sets CAIRN_PID. The node is --unreplicated:
 # the compat and pgbench figures measure the single node, as before a plain
 # start became a replicated cluster of one (docs/architecture.md, "A plain
-# cairn start is a cluster of one", for what that costs).
+# cairn start is a cluster of one", for what that costs). With
+# CAIRN_UNREPLICATED set and empty it is a plain start instead.
 cairn_start() {
   local bin=$1 dir=$2 port=$3
   mkdir -p "$dir"
-  "$bin" start --insecure --unreplicated --store "$dir/store" \
+  "$bin" start --insecure ${CAIRN_UNREPLICATED---unreplicated} --store "$dir/store" \
     --sql-addr "127.0.0.1:$port" --rpc-addr "127.0.0.1:$((port + 1))" \
     --http-addr "127.0.0.1:$((port + 2))" >"$dir/cairn.log" 2>&1 &
   CAIRN_PID=$!
