@@ -478,12 +478,38 @@ func (s *Server) startMembership(ctx context.Context) error {
 		return nil
 	}
 	s.repl.member.SetAddrs(s.Addr().String(), s.HTTPAddr().String())
-	if err := s.repl.member.Start(ctx, s.db); err != nil {
-		return fmt.Errorf("joining the cluster's membership: %w", err)
+	// A node restarting while the cluster still moves the leases its
+	// failure left behind can get an ambiguous or unavailable answer (seen
+	// as an RPC EOF from a peer in TestClusterProcesses). Every step of
+	// Start is idempotent (it re-reads what it writes), so it is retried
+	// rather than the process exiting; a refusal or another cluster's
+	// store is final.
+	deadline := time.Now().Add(membershipStartTimeout)
+	for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 2*time.Second) {
+		err := startMember(ctx, s.repl.member, s.db)
+		if err == nil {
+			break
+		}
+		if errors.Is(err, membership.ErrOtherCluster) || errors.Is(err, membership.ErrRefused) || time.Now().After(deadline) {
+			return fmt.Errorf("joining the cluster's membership: %w", err)
+		}
+		s.log.Warn("cairn: joining the cluster's membership failed; retrying", "err", err)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("joining the cluster's membership: %w", err)
+		case <-time.After(backoff):
+		}
 	}
 	s.SetNodeSource(membershipNodes{s})
 	return nil
 }
+
+// startMember is membership.Member.Start, a seam for tests.
+var startMember = func(ctx context.Context, m *membership.Member, db *kv.DB) error { return m.Start(ctx, db) }
+
+// membershipStartTimeout bounds how long a starting node retries joining
+// the membership before it gives up.
+const membershipStartTimeout = time.Minute
 
 // raftTick is the raft tick of a clustered node: elections after 10–20
 // ticks without a leader.
