@@ -41,6 +41,12 @@ func (ec *evalCtx) spanWriteOpts(key, end []byte) (mvcc.WriteOptions, error) {
 	if len(end) == 0 {
 		return ec.writeOpts(key)
 	}
+	if len(ec.wroteKeys) > maxLocksScanned {
+		// A big batch (an UPDATE's thousand rows, each with its lock):
+		// comparing every lock's span with every key written before it
+		// would cost more than the walk it saves.
+		return mvcc.WriteOptions{}, nil
+	}
 	for k := range ec.wroteKeys {
 		if k >= string(key) && k < string(end) {
 			return mvcc.WriteOptions{}, nil
