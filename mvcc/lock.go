@@ -49,11 +49,7 @@ func AcquireLockOpts(rw storage.ReadWriter, key, end []byte, ts hlc.Timestamp, t
 	}
 	var conflicts []kvpb.Intent
 	var own *lockRecord
-	walk := walkLocks
-	if opts.NoLock {
-		walk = func(storage.Reader, []byte, []byte, func([]byte, *lockRecord) (bool, error)) error { return nil }
-	}
-	err = walk(rw, key, end, func(k []byte, lk *lockRecord) (bool, error) {
+	err = lockWalker(opts)(rw, key, end, func(k []byte, lk *lockRecord) (bool, error) {
 		if txn == nil || lk.Txn.ID != txn.ID {
 			conflicts = append(conflicts, kvpb.Intent{Key: append([]byte(nil), k...), Txn: lk.Txn})
 			return true, nil
@@ -111,6 +107,15 @@ func ReplicateLock(w storage.Writer, key []byte, txn kvpb.TxnMeta) error {
 		return fmt.Errorf("mvcc: replicate lock on %q: %w", key, err)
 	}
 	return nil
+}
+
+// lockWalker is walkLocks, or for a caller that promised there is no lock
+// record to find (opts.NoLock) a walk that finds none.
+func lockWalker(opts WriteOptions) func(storage.Reader, []byte, []byte, func([]byte, *lockRecord) (bool, error)) error {
+	if opts.NoLock {
+		return func(storage.Reader, []byte, []byte, func([]byte, *lockRecord) (bool, error)) error { return nil }
+	}
+	return walkLocks
 }
 
 // newestVersion returns the timestamp of the newest committed version in

@@ -35,11 +35,7 @@ func CheckRefreshOpts(r storage.Reader, start, end []byte, from, to hlc.Timestam
 		return &kvpb.TransactionRetryError{Reason: kvpb.RetrySerializable, Detail: fmt.Sprintf(format, args...)}
 	}
 	var failure error
-	walk := walkLocks
-	if opts.NoLock {
-		walk = func(storage.Reader, []byte, []byte, func([]byte, *lockRecord) (bool, error)) error { return nil }
-	}
-	err := walk(r, start, end, func(key []byte, lk *lockRecord) (bool, error) {
+	err := lockWalker(opts)(r, start, end, func(key []byte, lk *lockRecord) (bool, error) {
 		if lk.Txn.ID != txnID && !lk.LockOnly && lk.Txn.WriteTimestamp.LessEq(to) {
 			failure = retry("intent of txn %s on %q at %s", lk.Txn.Short(), key, lk.Txn.WriteTimestamp)
 			return false, nil

@@ -130,7 +130,8 @@ func (r *Replica) evalOnePCWrites(ba *kvpb.BatchRequest, desc kvpb.TabletDescrip
 	nonTxn := *ba
 	nonTxn.Txn = nil
 	nonTxn.Timestamp = ts
-	ec := &evalCtx{r: r, b: r.eng.NewBatch(), ba: &nonTxn, desc: desc, prop: &Proposal{}, fixedTS: true, self: ba.Txn.ID}
+	b := r.eng.NewBatch()
+	ec := &evalCtx{r: r, b: b, rd: b, ba: &nonTxn, desc: desc, prop: &Proposal{}, fixedTS: true, self: ba.Txn.ID}
 	br := &kvpb.BatchResponse{Responses: make([]kvpb.Response, 0, n)}
 	for _, req := range ba.Requests[:n-1] {
 		resp, err := ec.evalRequest(req)

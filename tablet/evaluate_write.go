@@ -36,35 +36,13 @@ func (ec *evalCtx) writeOpts(key []byte) (mvcc.WriteOptions, error) {
 }
 
 // spanWriteOpts is writeOpts for the span [key, end) (end empty: key
-// alone) of a lock request.
+// alone) of a lock request: noLocksIn's proof, as reads use it.
 func (ec *evalCtx) spanWriteOpts(key, end []byte) (mvcc.WriteOptions, error) {
 	if len(end) == 0 {
 		return ec.writeOpts(key)
 	}
-	if len(ec.wroteKeys) > maxLocksScanned {
-		// A big batch (an UPDATE's thousand rows, each with its lock):
-		// comparing every lock's span with every key written before it
-		// would cost more than the walk it saves.
-		return mvcc.WriteOptions{}, nil
-	}
-	for k := range ec.wroteKeys {
-		if k >= string(key) && k < string(end) {
-			return mvcc.WriteOptions{}, nil
-		}
-	}
-	if !ec.r.locks.noneIn(key, end) {
-		return mvcc.WriteOptions{}, nil
-	}
-	if ec.r.cfg.VerifyLockTable {
-		in, err := mvcc.ScanIntents(ec.b, key, end, 1)
-		if err != nil {
-			return mvcc.WriteOptions{}, err
-		}
-		if len(in) > 0 {
-			return mvcc.WriteOptions{}, fmt.Errorf("%w: intent of %s on %q", ErrLockTableInexact, in[0].Txn.Short(), in[0].Key)
-		}
-	}
-	return mvcc.WriteOptions{NoLock: true}, nil
+	none, err := ec.noLocksIn(key, end)
+	return mvcc.WriteOptions{NoLock: none}, err
 }
 
 func (ec *evalCtx) put(req *kvpb.PutRequest) (kvpb.Response, error) {
