@@ -87,7 +87,14 @@ type bufferedWrite struct {
 	ord       int
 	value     []byte
 	tombstone bool
-	// cond is set for a CPut: its expectation, re-sent with the commit.
+	// cond is set for a CPut whose condition was evaluated against the
+	// stored value (no earlier live buffered write or range deletion of
+	// the key decided it): its expectation, re-sent with the commit. A
+	// CPut evaluated against the buffer has none: its condition is about
+	// the transaction's own writes, which the commit replaces, and
+	// re-sending it against the stored value would fail (a row deleted
+	// by a DeleteRange and inserted again expects no value where the
+	// stored row still is).
 	cond *bufferedCond
 }
 
@@ -462,25 +469,26 @@ func (t *Txn) bufferWritesLocked(b *Batch, stored map[string][]byte) (over bool,
 	// first in pending) left it.
 	var ws func(int) *bufferedWrite
 	var pending []int
-	current := func(key []byte) ([]byte, bool) {
+	// fromStored says the answer is the stored value, not the buffer's.
+	current := func(key []byte) (value []byte, exists, fromStored bool) {
 		for j := len(pending) - 1; j >= 0; j-- {
 			switch req := b.reqs[pending[j]].(type) {
 			case *kvpb.DeleteRangeRequest:
 				if spanHas(kvpb.Span{Key: req.Key, EndKey: req.EndKey}, key) {
-					return nil, false
+					return nil, false, false
 				}
 			default:
 				if bytes.Equal(req.Span().Key, key) {
 					w := ws(pending[j])
-					return w.value, !w.tombstone
+					return w.value, !w.tombstone, false
 				}
 			}
 		}
 		if v, tomb, known := t.mu.buf.resolve(key, ignored); known {
-			return v, !tomb
+			return v, !tomb, false
 		}
 		v, ok := stored[string(key)]
-		return v, ok
+		return v, ok, true
 	}
 	seq := t.mu.proto.Sequence + 1
 	written := make([]bufferedWrite, len(b.reqs))
@@ -499,13 +507,16 @@ func (t *Txn) bufferWritesLocked(b *Batch, stored map[string][]byte) (over bool,
 		case *kvpb.DeleteRequest:
 			written[i] = bufferedWrite{seq: seq, ord: ord, tombstone: true}
 		case *kvpb.ConditionalPutRequest:
-			actual, exists := current(req.Key)
+			actual, exists, fromStored := current(req.Key)
 			if exists != req.ExpectExists || (exists && !bytes.Equal(actual, req.Expected)) {
 				// Nothing of the batch is buffered: as a failed batch
 				// whose writes a savepoint rollback undoes.
 				return false, &kvpb.ConditionFailedError{Key: append([]byte(nil), req.Key...), ActualValue: actual}
 			}
-			written[i] = bufferedWrite{seq: seq, ord: ord, value: req.Value, cond: &bufferedCond{expected: req.Expected, expectExists: req.ExpectExists}}
+			written[i] = bufferedWrite{seq: seq, ord: ord, value: req.Value}
+			if fromStored {
+				written[i].cond = &bufferedCond{expected: req.Expected, expectExists: req.ExpectExists}
+			}
 		}
 		pending = append(pending, i)
 	}
@@ -803,8 +814,8 @@ func (t *Txn) checkBuffered(ctx context.Context, wb *writeBuffer) error {
 // takeBufferForCommit empties the buffer into the writes a commit sends,
 // after checking them: the row locks, then the live range deletions, then
 // per key the state the buffer resolves it to (a CPut keeps the condition
-// of the key's oldest live write if that was one: it was evaluated
-// against the stored value).
+// of the key's oldest live write if that one was evaluated against the
+// stored value; see bufferedWrite.cond).
 func (t *Txn) takeBufferForCommit(ctx context.Context) ([]kvpb.Request, error) {
 	t.mu.Lock()
 	wb := t.mu.buf

@@ -535,125 +535,166 @@ func transfer(ctx context.Context, txn *Txn, from, to []byte) error {
 	return txn.Put(ctx, to, []byte(fmt.Sprint(b+1)))
 }
 
-// TestBufferedRandomOps: random puts, deletes, range deletions and
+// TestBufferedRandomOps: random puts, conditional puts, deletes, range
+// deletions, rows deleted as a span and conditionally written again, and
 // savepoint rollbacks over stored keys; after each step every key and a
 // few scans (forward, reverse, limited) read what a model of the writes
-// says, and the one-phase commit leaves exactly the model's state.
+// says, and the commit leaves exactly the model's state. Each seed runs
+// buffered (a one-phase commit), unbuffered (intents), and buffered until
+// a flush at a random step (the buffer replayed as intents).
 func TestBufferedRandomOps(t *testing.T) {
-	for seed := range uint64(8) {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			e := newTestEnv(t, envOptions{})
-			ctx := context.Background()
-			rng := rand.New(rand.NewPCG(seed, 3))
-			key := func(i int) string { return fmt.Sprintf("k%02d", i) }
-			const n = 30
-			model := map[string]string{}
-			for i := 0; i < n; i += 2 {
-				e.mustPut(key(i), "s"+key(i))
-				model[key(i)] = "s" + key(i)
+	for _, mode := range []string{"buffered", "unbuffered", "flushed"} {
+		for seed := range uint64(8) {
+			t.Run(fmt.Sprintf("%s/%d", mode, seed), func(t *testing.T) {
+				testBufferedRandomOps(t, mode, seed)
+			})
+		}
+	}
+}
+
+func testBufferedRandomOps(t *testing.T, mode string, seed uint64) {
+	e := newTestEnv(t, envOptions{})
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(seed, 3))
+	key := func(i int) string { return fmt.Sprintf("k%02d", i) }
+	const n = 30
+	model := map[string]string{}
+	for i := 0; i < n; i += 2 {
+		e.mustPut(key(i), "s"+key(i))
+		model[key(i)] = "s" + key(i)
+	}
+	txn := e.db.NewTxn(ctx, "random", Snapshot)
+	if mode != "unbuffered" {
+		txn.EnableWriteBuffering()
+	}
+	flushAt := -1
+	if mode == "flushed" {
+		flushAt = rng.IntN(60)
+	}
+	type mark struct {
+		sp    SavepointToken
+		model map[string]string
+	}
+	var marks []mark
+	for step := range 60 {
+		if step == flushAt {
+			mustOK(t, txn.DisableWriteBuffering(ctx))
+		}
+		switch op := rng.IntN(11); {
+		case op < 4:
+			k := key(rng.IntN(n))
+			v := fmt.Sprintf("v%d", step)
+			mustOK(t, txn.Put(ctx, []byte(k), []byte(v)))
+			model[k] = v
+		case op < 6:
+			k := key(rng.IntN(n))
+			mustOK(t, txn.Delete(ctx, []byte(k)))
+			delete(model, k)
+		case op < 7:
+			// A conditional put with the condition the model
+			// says holds: against a stored value, a buffered
+			// write or a buffered range deletion.
+			k := key(rng.IntN(n))
+			v := fmt.Sprintf("c%d", step)
+			old, ok := model[k]
+			mustOK(t, txn.CPut(ctx, []byte(k), []byte(v), []byte(old), ok))
+			model[k] = v
+		case op < 8:
+			a, b := rng.IntN(n), rng.IntN(n)
+			if a > b {
+				a, b = b, a
 			}
-			txn := e.db.NewTxn(ctx, "random", Snapshot)
-			txn.EnableWriteBuffering()
-			type mark struct {
-				sp    SavepointToken
-				model map[string]string
-			}
-			var marks []mark
-			for step := range 60 {
-				switch op := rng.IntN(10); {
-				case op < 4:
-					k := key(rng.IntN(n))
-					v := fmt.Sprintf("v%d", step)
-					mustOK(t, txn.Put(ctx, []byte(k), []byte(v)))
-					model[k] = v
-				case op < 6:
-					k := key(rng.IntN(n))
-					mustOK(t, txn.Delete(ctx, []byte(k)))
+			bt := &Batch{}
+			bt.DelRange([]byte(key(a)), []byte(key(b+1)))
+			mustOK(t, txn.Run(ctx, bt))
+			for k := range model {
+				if k >= key(a) && k < key(b+1) {
 					delete(model, k)
-				case op < 8:
-					a, b := rng.IntN(n), rng.IntN(n)
-					if a > b {
-						a, b = b, a
-					}
-					bt := &Batch{}
-					bt.DelRange([]byte(key(a)), []byte(key(b+1)))
-					mustOK(t, txn.Run(ctx, bt))
-					for k := range model {
-						if k >= key(a) && k < key(b+1) {
-							delete(model, k)
-						}
-					}
-				case op < 9:
-					sp, err := txn.Savepoint(ctx)
-					mustOK(t, err)
-					marks = append(marks, mark{sp, maps.Clone(model)})
-				default:
-					if len(marks) > 0 {
-						// As in SQL, rolling back to a savepoint
-						// destroys the ones taken after it.
-						i := rng.IntN(len(marks))
-						m := marks[i]
-						marks = marks[:i+1]
-						mustOK(t, txn.RollbackToSavepoint(ctx, m.sp))
-						model = maps.Clone(m.model)
-					}
-				}
-				for i := range n {
-					want, ok := model[key(i)]
-					if !ok {
-						want = "<none>"
-					}
-					if got := getStr(t, txn, key(i)); got != want {
-						t.Fatalf("step %d: %s = %q, want %q", step, key(i), got, want)
-					}
-				}
-				var all []string
-				for k, v := range model {
-					all = append(all, k+"="+v)
-				}
-				slices.Sort(all)
-				for _, limit := range []int64{0, 1, 3} {
-					for _, reverse := range []bool{false, true} {
-						b := &Batch{}
-						if reverse {
-							b.ReverseScan([]byte("k"), []byte("l"), limit)
-						} else {
-							b.Scan([]byte("k"), []byte("l"), limit)
-						}
-						mustOK(t, txn.Run(ctx, b))
-						var got []string
-						for _, kv := range b.Results[0].Rows {
-							got = append(got, string(kv.Key)+"="+string(kv.Value))
-						}
-						want := slices.Clone(all)
-						if reverse {
-							slices.Reverse(want)
-						}
-						if limit > 0 && int64(len(want)) > limit {
-							want = want[:limit]
-						}
-						if !slices.Equal(got, want) {
-							t.Fatalf("step %d: scan limit %d reverse=%v = %v, want %v", step, limit, reverse, got, want)
-						}
-					}
 				}
 			}
-			mustOK(t, txn.Commit(ctx))
-			// Two phases would mean something was sent before the commit
-			// or the commit was refused one phase; none (every write
-			// rolled back) is a read-only commit.
-			if p := txn.CommitPhases(); p == 2 {
-				t.Error("single-tablet buffered transaction committed in two phases")
+		case op < 9:
+			// Deleted as a span and written again, as SQL
+			// deletes and reinserts a row.
+			k := key(rng.IntN(n))
+			bt := &Batch{}
+			bt.DelRange([]byte(k), []byte(k+"\x00"))
+			if rng.IntN(2) == 0 {
+				mustOK(t, txn.Run(ctx, bt))
+				bt = &Batch{}
 			}
-			rows, err := e.db.Scan(ctx, []byte("k"), []byte("l"), 0)
+			v := fmt.Sprintf("r%d", step)
+			bt.CPut([]byte(k), []byte(v), nil, false)
+			mustOK(t, txn.Run(ctx, bt))
+			model[k] = v
+		case op < 10:
+			sp, err := txn.Savepoint(ctx)
 			mustOK(t, err)
-			got := map[string]string{}
-			for _, kv := range rows {
-				got[string(kv.Key)] = string(kv.Value)
+			marks = append(marks, mark{sp, maps.Clone(model)})
+		default:
+			if len(marks) > 0 {
+				// As in SQL, rolling back to a savepoint
+				// destroys the ones taken after it.
+				i := rng.IntN(len(marks))
+				m := marks[i]
+				marks = marks[:i+1]
+				mustOK(t, txn.RollbackToSavepoint(ctx, m.sp))
+				model = maps.Clone(m.model)
 			}
-			if !maps.Equal(got, model) {
-				t.Fatalf("committed %v, want %v", got, model)
+		}
+		for i := range n {
+			want, ok := model[key(i)]
+			if !ok {
+				want = "<none>"
 			}
-		})
+			if got := getStr(t, txn, key(i)); got != want {
+				t.Fatalf("step %d: %s = %q, want %q", step, key(i), got, want)
+			}
+		}
+		var all []string
+		for k, v := range model {
+			all = append(all, k+"="+v)
+		}
+		slices.Sort(all)
+		for _, limit := range []int64{0, 1, 3} {
+			for _, reverse := range []bool{false, true} {
+				b := &Batch{}
+				if reverse {
+					b.ReverseScan([]byte("k"), []byte("l"), limit)
+				} else {
+					b.Scan([]byte("k"), []byte("l"), limit)
+				}
+				mustOK(t, txn.Run(ctx, b))
+				var got []string
+				for _, kv := range b.Results[0].Rows {
+					got = append(got, string(kv.Key)+"="+string(kv.Value))
+				}
+				want := slices.Clone(all)
+				if reverse {
+					slices.Reverse(want)
+				}
+				if limit > 0 && int64(len(want)) > limit {
+					want = want[:limit]
+				}
+				if !slices.Equal(got, want) {
+					t.Fatalf("step %d: scan limit %d reverse=%v = %v, want %v", step, limit, reverse, got, want)
+				}
+			}
+		}
+	}
+	mustOK(t, txn.Commit(ctx))
+	// Two phases would mean something was sent before the commit
+	// or the commit was refused one phase; none (every write
+	// rolled back) is a read-only commit.
+	if p := txn.CommitPhases(); p == 2 && mode == "buffered" {
+		t.Error("single-tablet buffered transaction committed in two phases")
+	}
+	rows, err := e.db.Scan(ctx, []byte("k"), []byte("l"), 0)
+	mustOK(t, err)
+	got := map[string]string{}
+	for _, kv := range rows {
+		got[string(kv.Key)] = string(kv.Value)
+	}
+	if !maps.Equal(got, model) {
+		t.Fatalf("committed %v, want %v", got, model)
 	}
 }
