@@ -30,8 +30,23 @@
 // whose clock is behind would start transactions at timestamps too old to
 // see writes already acknowledged.
 //
-// A node starts fenced and is unfenced by its first good measurement, so
-// a node started with a bad clock never serves. The fence lifts by
+// A peer this monitor has not reached for DeadAfter (since its last good
+// measurement, or since the monitor first listed it) is presumed dead and
+// no longer counted, as node liveness would judge it (membership also
+// drops the peers its liveness view finds dead or decommissioned from
+// Peers, but that view is read through KV, which a fenced gateway
+// refuses). Without this, the survivor of a two-node cluster that lost
+// the other node could never serve, decommission the dead node, or come
+// back after a restart: its only peer never answers. With no peer left
+// counted, the node judges itself as a cluster of one does: it serves.
+// A partition longer than DeadAfter lets both sides serve as gateways;
+// neither can reach the other's leaseholders, and raft quorums, not
+// clocks, decide which side can write (docs/architecture.md, "Losing a
+// node of two").
+//
+// A node starts fenced and is unfenced by its first good measurement (or
+// once every peer is presumed dead), so a node started with a bad clock
+// and a reachable peer never serves. The fence lifts by
 // itself once the measurements are good again; the node is not stopped
 // (CockroachDB exits instead), because a fenced node still replicates as
 // a follower and counts toward quorums, which do not depend on clocks.
@@ -83,6 +98,12 @@ type Config struct {
 	Unfence func()
 	// Logger receives fence changes (nil: slog.Default()).
 	Logger *slog.Logger
+	// DeadAfter is how long a peer may go unreached before it is
+	// presumed dead and no longer counted (0: never; see the package
+	// comment). The node's --dead-after.
+	DeadAfter time.Duration
+	// Now is the monotonic clock judged by (nil: time.Now); tests step it.
+	Now func() time.Time
 }
 
 // Offset is one peer's last measurement.
@@ -108,6 +129,11 @@ type Monitor struct {
 
 	mu      sync.Mutex
 	offsets map[uint64]Offset
+	// listed is when each peer was first listed by Peers: a peer never
+	// measured is presumed dead DeadAfter after it.
+	listed map[uint64]time.Time
+	// presumedDead are the peers last judged unreached for DeadAfter.
+	presumedDead map[uint64]bool
 	// fence is why the node is fenced now (nil: it serves), kind its
 	// state.
 	fence error
@@ -126,7 +152,10 @@ func New(cfg Config) *Monitor {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	m := &Monitor{cfg: cfg, offsets: map[uint64]Offset{}, kind: unverified}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	m := &Monitor{cfg: cfg, offsets: map[uint64]Offset{}, listed: map[uint64]time.Time{}, presumedDead: map[uint64]bool{}, kind: unverified}
 	m.fence = m.unverified()
 	if cfg.Fence != nil {
 		cfg.Fence(m.fence)
@@ -170,7 +199,7 @@ func (m *Monitor) Round(ctx context.Context) {
 			off := Offset{
 				Offset:      time.Duration(remote - (local + int64(rtt/2))),
 				Uncertainty: rtt / 2,
-				At:          time.Now(),
+				At:          m.cfg.Now(),
 			}
 			m.mu.Lock()
 			m.offsets[p] = off
@@ -185,19 +214,39 @@ func (m *Monitor) Round(ctx context.Context) {
 // when that changes.
 func (m *Monitor) judge(peers []uint64) {
 	stale := max(10*m.cfg.Interval, 2*time.Second)
-	now := time.Now()
+	now := m.cfg.Now()
 	n, in, fresh := 0, 0, 0
 	var out []string
+	var nowDead, alive []uint64
 	m.mu.Lock()
 	for _, p := range peers {
 		if p == m.cfg.NodeID {
 			continue
 		}
-		n++
+		if _, ok := m.listed[p]; !ok {
+			m.listed[p] = now
+		}
 		o, ok := m.offsets[p]
 		if !ok || now.Sub(o.At) > stale {
+			since := m.listed[p]
+			if ok && o.At.After(since) {
+				since = o.At
+			}
+			if m.cfg.DeadAfter > 0 && now.Sub(since) >= m.cfg.DeadAfter {
+				if !m.presumedDead[p] {
+					m.presumedDead[p] = true
+					nowDead = append(nowDead, p)
+				}
+				continue
+			}
+			n++
 			continue
 		}
+		if m.presumedDead[p] {
+			delete(m.presumedDead, p)
+			alive = append(alive, p)
+		}
+		n++
 		fresh++
 		if abs(o.Offset)-o.Uncertainty > m.cfg.Tolerance {
 			out = append(out, fmt.Sprintf("node %d %+v±%v", p, o.Offset, o.Uncertainty))
@@ -219,6 +268,12 @@ func (m *Monitor) judge(peers []uint64) {
 	was := m.kind
 	m.fence, m.kind = reason, kind
 	m.mu.Unlock()
+	for _, p := range nowDead {
+		m.cfg.Logger.Warn("cairn: peer unreached for --dead-after; presumed dead and no longer counted by the clock check", "node", m.cfg.NodeID, "peer", p, "dead_after", m.cfg.DeadAfter)
+	}
+	for _, p := range alive {
+		m.cfg.Logger.Info("cairn: peer presumed dead answers again; counted by the clock check", "node", m.cfg.NodeID, "peer", p)
+	}
 	if kind == was {
 		return
 	}
@@ -237,6 +292,28 @@ func (m *Monitor) judge(peers []uint64) {
 	}
 	if m.cfg.Fence != nil {
 		m.cfg.Fence(reason)
+	}
+}
+
+// WaitVerified blocks while the node's clock is unverified (no peer
+// measured yet, and not every peer presumed dead) and returns the fence
+// that remains then (nil: serve), or ctx's error. A starting node calls
+// it before its first own request: Guard would refuse that after a short
+// wait, and a survivor whose only peer is dead is unverified until
+// DeadAfter has passed.
+func (m *Monitor) WaitVerified(ctx context.Context) error {
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		err := m.Fenced()
+		if !errors.Is(err, ErrUnverified) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the clock to be verified: %w (%w)", ctx.Err(), err)
+		case <-t.C:
+		}
 	}
 }
 

@@ -156,3 +156,98 @@ func TestGuard(t *testing.T) {
 		t.Fatalf("a fenced gateway sent the batch")
 	}
 }
+
+// TestMonitorPresumesUnreachedPeerDead: the survivor of a two-node
+// cluster (issue 13 item 4). Its only peer never answers: the node is
+// unverified until the peer has gone unreached for DeadAfter, then the
+// peer is presumed dead and no longer counted, and the node serves as a
+// cluster of one. A peer that answers again counts again (here with a
+// clock beyond the tolerance, which fences the node). In a three-node
+// cluster, a peer presumed dead leaves the other peer's measurement to
+// decide.
+func TestMonitorPresumesUnreachedPeerDead(t *testing.T) {
+	const maxOffset = 500 * time.Millisecond
+	const deadAfter = time.Minute
+	for _, tc := range []struct {
+		name  string
+		peers []uint64
+		// reachable are the peers answering throughout, with offsets.
+		reachable map[uint64]time.Duration
+	}{
+		{"two nodes", []uint64{1, 2}, map[uint64]time.Duration{}},
+		{"three nodes, one reachable", []uint64{1, 2, 3}, map[uint64]time.Duration{3: 0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := hlc.NewClock(hlc.UnixNano, maxOffset)
+			peers := &fakePeers{clock: clock, off: tc.reachable}
+			now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+			m := New(Config{
+				NodeID: 1, Clock: clock, Peers: func() []uint64 { return tc.peers },
+				Pinger: peers, DeadAfter: deadAfter,
+				Now:    func() time.Time { return now },
+				Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+			})
+			ctx := context.Background()
+			m.Round(ctx)
+			wantFirst := ErrUnverified
+			if len(tc.reachable) > 0 {
+				wantFirst = nil // the reachable peer agrees: a majority of three
+			}
+			if err := m.Fenced(); !errors.Is(err, wantFirst) || (wantFirst == nil && err != nil) {
+				t.Fatalf("at start: fenced = %v, want %v", err, wantFirst)
+			}
+			now = now.Add(deadAfter - time.Second)
+			m.Round(ctx)
+			if err := m.Fenced(); !errors.Is(err, wantFirst) || (wantFirst == nil && err != nil) {
+				t.Fatalf("before DeadAfter: fenced = %v, want %v", err, wantFirst)
+			}
+			now = now.Add(time.Second)
+			m.Round(ctx)
+			if err := m.Fenced(); err != nil {
+				t.Fatalf("peer unreached for DeadAfter: fenced = %v, want serving", err)
+			}
+			// Peer 2 answers again, its clock 2s off: counted, and out.
+			peers.mu.Lock()
+			peers.off = map[uint64]time.Duration{2: 2 * time.Second}
+			for p, d := range tc.reachable {
+				peers.off[p] = d + 2*time.Second
+			}
+			peers.mu.Unlock()
+			now = now.Add(time.Second)
+			m.Round(ctx)
+			if err := m.Fenced(); !errors.Is(err, ErrClockOffset) {
+				t.Fatalf("dead peer back with a clock 2s off: fenced = %v, want %v", err, ErrClockOffset)
+			}
+		})
+	}
+}
+
+// TestWaitVerified: WaitVerified returns once the node has a verdict
+// (here: its only peer presumed dead), and with ctx's error before.
+func TestWaitVerified(t *testing.T) {
+	clock := hlc.NewClock(hlc.UnixNano, 500*time.Millisecond)
+	var mu sync.Mutex
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	m := New(Config{
+		NodeID: 1, Clock: clock, Peers: func() []uint64 { return []uint64{1, 2} },
+		Pinger: &fakePeers{clock: clock}, DeadAfter: time.Minute,
+		Now:    func() time.Time { mu.Lock(); defer mu.Unlock(); return now },
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	ctx := context.Background()
+	m.Round(ctx)
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := m.WaitVerified(cctx); !errors.Is(err, context.Canceled) || !errors.Is(err, ErrUnverified) {
+		t.Fatalf("WaitVerified, unverified, ctx cancelled = %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- m.WaitVerified(ctx) }()
+	mu.Lock()
+	now = now.Add(time.Minute)
+	mu.Unlock()
+	m.Round(ctx)
+	if err := <-done; err != nil {
+		t.Fatalf("WaitVerified after the peer is presumed dead = %v, want nil", err)
+	}
+}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -444,6 +445,10 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 		Fence:   func(err error) { r.raft.Fence("clock", err) },
 		Unfence: func() { r.raft.Unfence("clock") },
 		Logger:  s.log,
+		// A peer unreached this long is presumed dead by the clock check
+		// (clockmon's package comment), so the survivor of a two-node
+		// cluster serves again.
+		DeadAfter: cmp.Or(cfg.DeadAfter, 60*time.Second),
 	})
 	dbOpts := cfg.DB
 	dbOpts.NodeID = id // the gateway observes its own clock (kv.Options.NodeID)

@@ -34,6 +34,7 @@ import (
 	// one (minimal containers).
 	_ "time/tzdata"
 
+	"github.com/cairn-db/cairn/clockmon"
 	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/kv"
 	"github.com/cairn-db/cairn/pgwire"
@@ -212,6 +213,16 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 			return nil, fmt.Errorf("opening tablets: %w", err)
 		}
 		s.db = kv.NewDB(s.store, s.store, clock, cfg.DB)
+	}
+	if s.repl != nil {
+		// The first own request waits for the clock's first verdict: with
+		// its only peer dead, a restarted survivor of a two-node cluster
+		// is unverified until --dead-after (clockmon), longer than a
+		// batch waits at the gateway. Refused for a bad clock, it tries
+		// anyway and fails as before.
+		if err := s.repl.clock.WaitVerified(ctx); errors.Is(err, clockmon.ErrUnverified) {
+			return nil, err
+		}
 	}
 	if err := s.bootstrap(ctx); err != nil {
 		return nil, err

@@ -39,8 +39,10 @@ func freeAddrs(t *testing.T, n int) []string {
 // member is one cairn process of the cluster.
 type member struct {
 	dir, sql, rpc, http string
-	cmd                 *exec.Cmd
-	log                 *os.File
+	// args are more flags for `cairn start`.
+	args []string
+	cmd  *exec.Cmd
+	log  *os.File
 }
 
 // start starts the member's process; with no join addresses, a plain
@@ -51,6 +53,7 @@ func (m *member) start(t *testing.T, bin string, join []string) {
 	if len(join) > 0 {
 		args = append(args, "--join", strings.Join(join, ","))
 	}
+	args = append(args, m.args...)
 	m.cmd = exec.Command(bin, args...)
 	f, err := os.OpenFile(m.dir+".log", os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
