@@ -108,4 +108,7 @@ type Metrics struct {
 	PushesWaited atomic.Int64
 	// DeadlocksBroken counts deadlock victims this replica's waiters chose.
 	DeadlocksBroken atomic.Int64
+	// LockTimeouts counts lock waits that ran past their batch's
+	// LockTimeout (lock_timeout).
+	LockTimeouts atomic.Int64
 }

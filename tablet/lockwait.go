@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/cairn-db/cairn/kvpb"
 	"github.com/google/uuid"
@@ -69,7 +70,9 @@ func (r *Replica) waitForLock(ctx context.Context, ba *kvpb.BatchRequest, in kvp
 	}
 	// Push the holder while waiting: the push returns when the holder is
 	// finished, abandoned, pushed (for a reader), or a deadlock victim, or
-	// fails when we are the victim.
+	// fails when we are the victim. Cancelling pushCtx cancels the push on
+	// whichever node holds the holder's record (gRPC carries it), so its
+	// wait in that tablet's txn wait queue ends too.
 	pushCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan pushResult, 1)
@@ -77,7 +80,20 @@ func (r *Replica) waitForLock(ctx context.Context, ba *kvpb.BatchRequest, in kvp
 		pushee, err := r.push(pushCtx, ba, in)
 		done <- pushResult{pushee: pushee, err: err}
 	}()
+	// The batch's lock_timeout bounds this one wait (PostgreSQL applies it
+	// to each lock acquisition, not to the statement).
+	var timedOut <-chan time.Time
+	if ba.LockTimeout > 0 {
+		t := time.NewTimer(ba.LockTimeout)
+		defer t.Stop()
+		timedOut = t.C
+	}
 	select {
+	case <-timedOut:
+		cancel()
+		<-done
+		r.metrics.LockTimeouts.Add(1)
+		return nil, &kvpb.WriteIntentError{Intents: []kvpb.Intent{in}, LockTimeout: true}
 	case <-released:
 		cancel()
 		// The push may have finished meanwhile with our own abort (we were

@@ -79,6 +79,12 @@ func isPlannable(st *parser.Statement) bool {
 func (s *Session) execGroup(ctx context.Context, g stmtGroup, w pgwire.ResultWriter) error {
 	ctx, cancel := s.stmtContext(ctx)
 	defer cancel()
+	return s.execGroupIn(ctx, g, w)
+}
+
+// execGroupIn is execGroup in a context the caller already bounded with
+// stmtContext (autocommit, whose commit belongs to the statement).
+func (s *Session) execGroupIn(ctx context.Context, g stmtGroup, w pgwire.ResultWriter) error {
 	err := s.retryStatement(ctx, g.main, w, func(w pgwire.ResultWriter) error {
 		return s.dispatch(s.newStmt(ctx), g, w)
 	})

@@ -313,7 +313,11 @@ type bound struct {
 // the preceding Executes.
 func (s *Session) Sync(ctx context.Context) error {
 	if s.inTxn && !s.block {
-		return sqlError(ctx, s.endTxn(ctx, true))
+		// The commit is where buffered writes meet other transactions'
+		// locks: statement_timeout and lock_timeout bound it too.
+		sctx, cancel := s.stmtContext(ctx)
+		defer cancel()
+		return sqlError(sctx, s.endTxn(sctx, true))
 	}
 	return nil
 }

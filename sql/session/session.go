@@ -350,8 +350,17 @@ func (s *Session) applyDerived() {
 // statement_timeout fires.
 var errStatementTimeout = pgerror.New(pgerrcode.QueryCanceled, "canceling statement due to statement timeout")
 
-// stmtContext bounds one statement by statement_timeout.
+// errLockTimeout ends a lock wait longer than lock_timeout, on a row (the
+// tablet's lock wait, kv.WithLockTimeout) or an advisory lock.
+var errLockTimeout = pgerror.New(pgerrcode.LockNotAvailable, "canceling statement due to lock timeout")
+
+// stmtContext bounds one statement by statement_timeout and gives each of
+// its lock waits lock_timeout (kv.WithLockTimeout carries it to the
+// tablets in every batch the statement sends).
 func (s *Session) stmtContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if d, err := parseDuration(s.vars["lock_timeout"]); err == nil && d > 0 {
+		ctx = kv.WithLockTimeout(ctx, d)
+	}
 	d, err := parseDuration(s.vars["statement_timeout"])
 	if err != nil || d <= 0 {
 		return ctx, func() {}
@@ -367,6 +376,9 @@ func sqlError(ctx context.Context, err error) error {
 	}
 	if ctx.Err() != nil && context.Cause(ctx) == errStatementTimeout {
 		return errStatementTimeout
+	}
+	if wie, ok := errors.AsType[*kvpb.WriteIntentError](err); ok && wie.LockTimeout {
+		return &causeError{errLockTimeout, err}
 	}
 	if fe := faultError(err); fe != nil {
 		return fe
@@ -536,6 +548,15 @@ func (s *Session) inBlock(ctx context.Context, g stmtGroup, w pgwire.ResultWrite
 // retrying the whole transaction on a retryable error while nothing has
 // been sent to the client.
 func (s *Session) autocommit(ctx context.Context, groups []stmtGroup, w pgwire.ResultWriter) error {
+	if len(groups) == 1 {
+		// One statement: statement_timeout bounds it with its commit
+		// (where a buffered write first meets another's lock) and its
+		// automatic retries, as PostgreSQL's bounds everything from the
+		// Query message to the end of its implicit commit.
+		var cancel context.CancelFunc
+		ctx, cancel = s.stmtContext(ctx)
+		defer cancel()
+	}
 	for attempt := 0; ; attempt++ {
 		tw := &trackingWriter{ResultWriter: w, hold: true}
 		err := s.autocommitOnce(ctx, groups, tw)
@@ -558,15 +579,9 @@ func (s *Session) autocommitOnce(ctx context.Context, groups []stmtGroup, tw *tr
 	s.beginTxn(false)
 	s.multiImplicit = len(groups) > 1
 	defer func() { s.multiImplicit = false }()
-	for i, g := range groups {
-		// Only the last statement's tag waits for the commit; the others
-		// go out in order between their rows.
-		if i < len(groups)-1 {
-			tw.hold = false
-		} else {
-			tw.hold = true
-		}
-		if err := s.execGroup(ctx, g, tw); err != nil {
+	if len(groups) == 1 {
+		// autocommit bounded ctx already, commit included.
+		if err := s.execGroupIn(ctx, groups[0], tw); err != nil {
 			s.failStatement(ctx)
 			return err
 		}
@@ -576,8 +591,29 @@ func (s *Session) autocommitOnce(ctx context.Context, groups []stmtGroup, tw *tr
 			// out of implicit groups, Execute does not).
 			return nil
 		}
+		return s.endTxn(ctx, true)
 	}
-	return s.endTxn(ctx, true)
+	// Several statements: statement_timeout bounds each one (PostgreSQL
+	// 13 and later), and the commit counts with the last.
+	for i, g := range groups {
+		// Only the last statement's tag waits for the commit; the others
+		// go out in order between their rows.
+		tw.hold = i == len(groups)-1
+		gctx, cancel := s.stmtContext(ctx)
+		err := s.execGroupIn(gctx, g, tw)
+		if err == nil && tw.hold && s.inTxn && !s.block {
+			err = sqlError(gctx, s.endTxn(gctx, true))
+		}
+		cancel()
+		if err != nil {
+			s.failStatement(ctx)
+			return err
+		}
+		if !s.inTxn || s.block {
+			return nil
+		}
+	}
+	return nil
 }
 
 // trackingWriter records whether anything reached the client (which
