@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"time"
 
-
 	"github.com/cairn-db/cairn/sql/builtins"
 	"github.com/cairn-db/cairn/sql/types"
 )
