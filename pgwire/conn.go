@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -51,8 +52,9 @@ type conn struct {
 	br        *bufio.Reader
 	be        *pgproto3.Backend
 	log       *slog.Logger
-	overLimit bool             // accepted past MaxConnections
+	accepted  time.Time        // when Accept returned it
 	tlsCert   *tls.Certificate // what the TLS handshake presented, if any
+	done      chan struct{}    // closed when serve has finished
 
 	pid    uint32 // set by Server.register, then immutable
 	secret [4]byte
@@ -63,14 +65,17 @@ type conn struct {
 	ignoreTillSync bool
 	pending        int   // bytes sent to be since the last flush (approximate)
 	readErr        error // a failed Receive poisons the stream; see receive
+	// idleErr is what ends the connection if the read deadline Idler set
+	// at the last ReadyForQuery passes; nil when no idle timeout is armed.
+	idleErr error
 
 	mu          sync.Mutex
 	queryCancel context.CancelCauseFunc // non-nil while a statement runs
 	interrupted error                   // errShutdown once Close began
 }
 
-func newConn(s *Server, nc net.Conn, overLimit bool) *conn {
-	c := &conn{srv: s, raw: nc, nc: nc, overLimit: overLimit,
+func newConn(s *Server, nc net.Conn) *conn {
+	c := &conn{srv: s, raw: nc, nc: nc, accepted: time.Now(), done: make(chan struct{}),
 		log: s.log.With("remote", nc.RemoteAddr().String())}
 	c.in.r = nc
 	c.br = bufio.NewReader(&c.in)
@@ -101,12 +106,34 @@ func (c *conn) isInterrupted() bool {
 
 // cancelQuery handles a matching CancelRequest. A connection that is idle
 // ignores it, as PostgreSQL does.
-func (c *conn) cancelQuery() {
+func (c *conn) cancelQuery() { c.cancelRunning(errQueryCanceled) }
+
+// cancelRunning cancels the running statement, if any, with cause.
+func (c *conn) cancelRunning(cause error) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.queryCancel != nil {
-		c.queryCancel(errQueryCanceled)
+		c.queryCancel(cause)
+		return true
 	}
+	return false
+}
+
+// running reports whether a statement-level call is in progress.
+func (c *conn) running() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.queryCancel != nil
+}
+
+// connControl is the ConnControl handed to the session.
+type connControl struct{ c *conn }
+
+func (cc connControl) CancelStatement() { cc.c.cancelQuery() }
+
+func (cc connControl) Terminate() <-chan struct{} {
+	cc.c.interrupt(errTerminated)
+	return cc.c.done
 }
 
 // statementContext returns the context for one statement-level call into
@@ -131,6 +158,7 @@ func (c *conn) statementContext(ctx context.Context) (context.Context, func()) {
 // session is reported as XX000 and closes only this connection
 // (invariant 6).
 func (c *conn) serve(ctx context.Context) {
+	defer close(c.done)
 	defer c.nc.Close()
 	defer func() {
 		if r := recover(); r != nil {
@@ -207,9 +235,6 @@ func (c *conn) run(ctx context.Context) error {
 		c.srv.cancel(st.cancel.ProcessID, st.cancel.SecretKey)
 		return nil
 	}
-	if c.overLimit {
-		return pgerror.New(pgerrcode.TooManyConnections, "sorry, too many clients already")
-	}
 	c.be = pgproto3.NewBackend(c.br, c.nc)
 	c.be.SetMaxBodyLen(cfg.MaxMessageSize)
 	if st.minor > 0 || len(st.unrecognized) > 0 {
@@ -221,13 +246,15 @@ func (c *conn) run(ctx context.Context) error {
 	// role lookup and session setup by the same AuthTimeout.
 	authCtx, cancelAuth := context.WithTimeout(ctx, cfg.AuthTimeout)
 	defer cancelAuth()
-	if err := c.authenticate(authCtx, user); err != nil {
+	role, err := c.authenticate(authCtx, user)
+	if err != nil {
 		return err
 	}
-	if !c.srv.register(c) {
-		return errShutdown
+	if err := c.srv.register(c, role); err != nil {
+		return err
 	}
-	info := StartupInfo{User: user, Database: database, Params: st.params, ProcessID: c.pid}
+	info := StartupInfo{User: user, Database: database, Params: st.params, ProcessID: c.pid,
+		RemoteAddr: c.raw.RemoteAddr(), ConnectedAt: c.accepted, Control: connControl{c}}
 	delete(info.Params, "user")
 	delete(info.Params, "database")
 	sess, err := cfg.Backend.NewSession(authCtx, info)
@@ -302,7 +329,24 @@ func (c *conn) readyForQuery() error {
 		}
 	}
 	c.be.Send(&pgproto3.ReadyForQuery{TxStatus: byte(status)})
-	return c.flush()
+	if err := c.flush(); err != nil {
+		return err
+	}
+	if idler, ok := c.sess.(Idler); ok {
+		if d, err := idler.Idle(); d > 0 {
+			c.raw.SetReadDeadline(time.Now().Add(d))
+			c.idleErr = err
+		} else if c.idleErr != nil {
+			c.disarmIdle()
+		}
+	}
+	return nil
+}
+
+// disarmIdle clears the idle timeout once the client has spoken.
+func (c *conn) disarmIdle() {
+	c.idleErr = nil
+	c.raw.SetReadDeadline(time.Time{})
 }
 
 // loop serves messages until Terminate or a connection-ending error.
@@ -310,7 +354,13 @@ func (c *conn) loop(ctx context.Context) error {
 	for {
 		msg, err := c.receive()
 		if err != nil {
+			if c.idleErr != nil && errors.Is(err, os.ErrDeadlineExceeded) && !c.isInterrupted() {
+				return c.idleErr
+			}
 			return err
+		}
+		if c.idleErr != nil {
+			c.disarmIdle()
 		}
 		if _, ok := msg.(*pgproto3.Terminate); ok {
 			return nil
@@ -392,7 +442,10 @@ func statementError(sctx context.Context, err error) error {
 	if err == nil {
 		return nil
 	}
-	if context.Cause(sctx) == errQueryCanceled && pgerror.Code(err) == pgerrcode.InternalError {
+	// Whatever the cancelled work failed with on its way out (a lock
+	// wait's context error, a transaction aborted under it), the client
+	// asked for the cancel and hears that.
+	if sctx.Err() != nil && context.Cause(sctx) == errQueryCanceled && pgerror.Code(err) != pgerrcode.QueryCanceled {
 		return pgerror.Wrapf(nil, pgerrcode.QueryCanceled, "canceling statement due to user request")
 	}
 	return err

@@ -52,7 +52,7 @@ type testBackend struct {
 }
 
 func newTestBackend() *testBackend {
-	return &testBackend{roles: map[string]Role{"postgres": {Name: "postgres", CanLogin: true}}}
+	return &testBackend{roles: map[string]Role{"postgres": {Name: "postgres", CanLogin: true, Superuser: true}}}
 }
 
 func (b *testBackend) copiedSum() int64 {

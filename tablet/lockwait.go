@@ -21,6 +21,10 @@ type lockWait struct {
 // or its holder has been pushed out of the way (and the intent cleaned up),
 // then returns so the batch re-evaluates. The batch holds no latches here.
 func (r *Replica) waitForLocks(ctx context.Context, ba *kvpb.BatchRequest, w *lockWait) error {
+	if o := kvpb.LockWaitObserverOf(ctx); o != nil {
+		o.LockWait(true)
+		defer o.LockWait(false)
+	}
 	defer func() {
 		for _, in := range w.intents {
 			r.locks.dequeue(in.Key, w.waiter)

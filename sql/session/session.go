@@ -37,6 +37,8 @@ type Session struct {
 	db    *catalog.Database
 	pid   uint32
 	log   *slog.Logger
+	// act is the session's entry in the node's registry (activity.go).
+	act *activity
 	// txnWroteCatalog: the current transaction has run DDL, so its
 	// statements resolve names by reading them (dispatch.go resolver).
 	txnWroteCatalog bool
@@ -139,6 +141,47 @@ func (s *Session) Close() {
 		s.endTxn(context.Background(), false)
 	}
 	s.locks.close()
+	s.b.sessions.remove(s.act)
+}
+
+// Errors that end an idle connection (Idle).
+var (
+	errIdleInTxnTimeout = pgerror.New(pgerrcode.IdleInTransactionSessionTimeout, "terminating connection due to idle-in-transaction timeout")
+	errIdleTimeout      = pgerror.New("57P05", "terminating connection due to idle-session timeout")
+)
+
+// Idle implements pgwire.Idler: before each ReadyForQuery the session
+// shows itself idle in pg_stat_activity, and tells pgwire how long the
+// client may stay silent: idle_in_transaction_session_timeout inside a
+// block (open or failed), idle_session_timeout outside one. When it
+// passes, pgwire ends the connection with the FATAL error and Close rolls
+// the transaction back, releasing its locks.
+func (s *Session) Idle() (time.Duration, error) {
+	state, setting, err := "idle", "idle_session_timeout", errIdleTimeout
+	var xactStart time.Time
+	if s.block {
+		state, setting, err = "idle in transaction", "idle_in_transaction_session_timeout", errIdleInTxnTimeout
+		if s.aborted {
+			state = "idle in transaction (aborted)"
+		}
+		xactStart = s.txnStart
+	}
+	s.act.idle(state, xactStart, s.vars["application_name"])
+	d, perr := parseDuration(s.vars[setting])
+	if perr != nil || d <= 0 {
+		return 0, nil
+	}
+	return d, err
+}
+
+// statementStarts shows the statement in pg_stat_activity.
+func (s *Session) statementStarts(sql string) {
+	now := time.Now()
+	xactStart := now
+	if s.block {
+		xactStart = s.txnStart
+	}
+	s.act.begin(sql, now, xactStart)
 }
 
 // typesCtx is the type context without catalog access (Bind's parameter
@@ -361,6 +404,7 @@ func (s *Session) stmtContext(ctx context.Context) (context.Context, context.Can
 	if d, err := parseDuration(s.vars["lock_timeout"]); err == nil && d > 0 {
 		ctx = kv.WithLockTimeout(ctx, d)
 	}
+	ctx = kvpb.WithLockWaitObserver(ctx, s.act)
 	d, err := parseDuration(s.vars["statement_timeout"])
 	if err != nil || d <= 0 {
 		return ctx, func() {}
@@ -480,6 +524,7 @@ var errInFailedTxn = pgerror.New(pgerrcode.InFailedSQLTransaction, "current tran
 
 // SimpleQuery implements pgwire.Session.
 func (s *Session) SimpleQuery(ctx context.Context, sql string, w pgwire.ResultWriter) error {
+	s.statementStarts(sql)
 	if err := s.flushReports(w); err != nil {
 		return err
 	}
