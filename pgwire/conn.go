@@ -45,16 +45,16 @@ func (r *netReader) Read(p []byte) (int, error) {
 // conn is one client connection. Everything but the fields under mu is
 // owned by the connection's goroutine.
 type conn struct {
-	srv       *Server
-	raw       net.Conn // for deadlines; nc may be a TLS conn over it
-	nc        net.Conn
-	in        netReader
-	br        *bufio.Reader
-	be        *pgproto3.Backend
-	log       *slog.Logger
-	accepted  time.Time        // when Accept returned it
-	tlsCert   *tls.Certificate // what the TLS handshake presented, if any
-	done      chan struct{}    // closed when serve has finished
+	srv      *Server
+	raw      net.Conn // for deadlines; nc may be a TLS conn over it
+	nc       net.Conn
+	in       netReader
+	br       *bufio.Reader
+	be       *pgproto3.Backend
+	log      *slog.Logger
+	accepted time.Time        // when Accept returned it
+	tlsCert  *tls.Certificate // what the TLS handshake presented, if any
+	done     chan struct{}    // closed when serve has finished
 
 	pid    uint32 // set by Server.register, then immutable
 	secret [4]byte
