@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
 )
 
 // These tests run two or more pgx connections against one node: a holder
@@ -329,7 +330,9 @@ func TestSignalPrivileges(t *testing.T) {
 
 // TestDisconnectCancelsWork: a client that vanishes while its statement
 // runs (a long aggregate, or a wait for a row lock) has the statement
-// cancelled and the session closed, which pg_stat_activity shows.
+// cancelled and the session closed, which pg_stat_activity shows. The
+// client is a bare protocol connection: pgx, on a broken connection, sends
+// a CancelRequest first, which would hide whether the server noticed.
 func TestDisconnectCancelsWork(t *testing.T) {
 	s, holder, obs := lockFixture(t, Config{})
 	ctx := context.Background()
@@ -339,17 +342,38 @@ func TestDisconnectCancelsWork(t *testing.T) {
 		{"SELECT count(*) FROM generate_series(1, 10000000000)", "state = 'active'"},
 		{"UPDATE t SET v = 9 WHERE id = 1", "wait_event_type = 'Lock'"},
 	} {
-		w := connect(t, s)
-		pid := pidOf(t, w)
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			_, _ = w.Exec(ctx, tc.sql)
-		}()
+		nc, err := net.Dial("tcp", s.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		fe := pgproto3.NewFrontend(nc, nc)
+		fe.Send(&pgproto3.StartupMessage{ProtocolVersion: pgproto3.ProtocolVersionNumber,
+			Parameters: map[string]string{"user": "postgres", "database": "postgres"}})
+		if err := fe.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		var pid int32
+	startup:
+		for {
+			msg, err := fe.Receive()
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch m := msg.(type) {
+			case *pgproto3.BackendKeyData:
+				pid = int32(m.ProcessID)
+			case *pgproto3.ErrorResponse:
+				t.Fatalf("startup: %s", m.Message)
+			case *pgproto3.ReadyForQuery:
+				break startup
+			}
+		}
+		fe.Send(&pgproto3.Query{String: tc.sql})
+		if err := fe.Flush(); err != nil {
+			t.Fatal(err)
+		}
 		waitActivity(t, obs, pid, tc.cond)
-		// Drop the socket under pgx, as a killed client would.
-		w.PgConn().Conn().(*net.TCPConn).Close()
-		<-done
+		nc.Close() // as a killed client's kernel would
 		waitGone(t, obs, pid)
 	}
 	// The waiter wrote nothing.
