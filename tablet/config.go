@@ -111,4 +111,10 @@ type Metrics struct {
 	// LockTimeouts counts lock waits that ran past their batch's
 	// LockTimeout (lock_timeout).
 	LockTimeouts atomic.Int64
+	// LockWaitsCanceled counts lock waits ended by their batch's context
+	// (a statement timeout or cancel, over RPC when the waiter's gateway
+	// is another node).
+	LockWaitsCanceled atomic.Int64
+	// LockWaiting is the number of batches waiting for locks right now.
+	LockWaiting atomic.Int64
 }

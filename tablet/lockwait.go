@@ -25,6 +25,8 @@ func (r *Replica) waitForLocks(ctx context.Context, ba *kvpb.BatchRequest, w *lo
 		o.LockWait(true)
 		defer o.LockWait(false)
 	}
+	r.metrics.LockWaiting.Add(1)
+	defer r.metrics.LockWaiting.Add(-1)
 	defer func() {
 		for _, in := range w.intents {
 			r.locks.dequeue(in.Key, w.waiter)
@@ -111,10 +113,12 @@ func (r *Replica) waitForLock(ctx context.Context, ba *kvpb.BatchRequest, in kvp
 	case <-ctx.Done():
 		cancel()
 		<-done
+		r.metrics.LockWaitsCanceled.Add(1)
 		return nil, fmt.Errorf("tablet: waiting for lock on %q: %w", in.Key, ctx.Err())
 	case res := <-done:
 		if res.err != nil {
 			if ctx.Err() != nil {
+				r.metrics.LockWaitsCanceled.Add(1)
 				return nil, fmt.Errorf("tablet: waiting for lock on %q: %w", in.Key, ctx.Err())
 			}
 			return nil, res.err
