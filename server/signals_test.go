@@ -257,7 +257,7 @@ func TestIdleTimeouts(t *testing.T) {
 // pg_terminate_backend: a non-superuser may not signal a superuser's
 // session nor another role's without its privileges (42501); with them
 // (GRANT bob TO alice) it may; an unknown pid is a WARNING and false; a
-// negative timeout is 22023; a terminated session ends with 57P01 and
+// negative timeout is 22003; a terminated session ends with 57P01 and
 // leaves pg_stat_activity.
 func TestSignalPrivileges(t *testing.T) {
 	s := start(t, Config{Insecure: true})
@@ -278,7 +278,7 @@ func TestSignalPrivileges(t *testing.T) {
 		{fmt.Sprintf("SELECT pg_terminate_backend(%d)", adminPID), "42501", "must be a superuser to terminate superuser process"},
 		{fmt.Sprintf("SELECT pg_cancel_backend(%d)", bobPID), "42501", "must be a member of the role whose query is being canceled or member of pg_signal_backend"},
 		{fmt.Sprintf("SELECT pg_terminate_backend(%d)", bobPID), "42501", "must be a member of the role whose process is being terminated or member of pg_signal_backend"},
-		{fmt.Sprintf("SELECT pg_terminate_backend(%d, -1)", bobPID), "22023", `"timeout" must not be negative`},
+		{fmt.Sprintf("SELECT pg_terminate_backend(%d, -1)", bobPID), "22003", `"timeout" must not be negative`},
 	} {
 		_, err := alice.Exec(ctx, tc.sql)
 		if code, msg := pgErr(err); code != tc.code || msg != tc.msg {

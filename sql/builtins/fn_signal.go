@@ -47,7 +47,7 @@ func init() {
 		if len(a) > 1 {
 			ms := i64(a[1])
 			if ms < 0 {
-				return nil, pgerror.New(pgerrcode.InvalidParameterValue, "\"timeout\" must not be negative")
+				return nil, pgerror.New(pgerrcode.NumericValueOutOfRange, "\"timeout\" must not be negative")
 			}
 			wait = time.Duration(min(ms, int64(time.Duration(1<<62)/time.Millisecond))) * time.Millisecond
 		}
