@@ -308,8 +308,22 @@ func TestSignalPrivileges(t *testing.T) {
 		t.Fatalf("notices = %q, want two %q", notices, want)
 	}
 
-	// With bob's privileges alice may signal bob's session.
+	// pg_stat_activity hides other roles' queries from alice ...
+	seen := func(pid int32) string {
+		var q string
+		if err := alice.QueryRow(ctx, "SELECT query FROM pg_stat_activity WHERE pid = $1", pid).Scan(&q); err != nil {
+			t.Fatal(err)
+		}
+		return q
+	}
+	if q := seen(bobPID); q != "<insufficient privilege>" {
+		t.Fatalf("alice sees bob's query %q before GRANT", q)
+	}
+	// ... until she has their privileges; with them she may signal too.
 	mustExec(t, admin, "GRANT bob TO alice")
+	if q := seen(bobPID); q != "SELECT pg_backend_pid()" {
+		t.Fatalf("alice sees bob's query %q after GRANT", q)
+	}
 	var ok bool
 	if err := alice.QueryRow(ctx, "SELECT pg_cancel_backend($1)", bobPID).Scan(&ok); err != nil || !ok {
 		t.Fatalf("alice cancels bob after GRANT: %v, %v", ok, err)
