@@ -441,3 +441,47 @@ func TestConnectionSlots(t *testing.T) {
 		t.Fatalf("past max_connections: %v", err)
 	}
 }
+
+// TestCancelCopy: COPY FROM STDIN is cancelled too. The client's data is
+// held back until pg_stat_activity shows the COPY running and the cancel
+// was sent; the rows that follow are refused with 57014 and none is kept.
+func TestCancelCopy(t *testing.T) {
+	s := start(t, Config{Insecure: true})
+	defer s.Stop(context.Background())
+	ctx := context.Background()
+	w, obs := connect(t, s), connect(t, s)
+	defer w.Close(ctx)
+	defer obs.Close(ctx)
+	mustExec(t, obs, "CREATE TABLE c (id int PRIMARY KEY, v int)")
+	pid := pidOf(t, w)
+	release := make(chan struct{})
+	n := 0
+	src := pgx.CopyFromFunc(func() ([]any, error) {
+		n++
+		if n == 1 {
+			<-release
+		}
+		if n > 200000 {
+			return nil, nil
+		}
+		return []any{int32(n), int32(0)}, nil
+	})
+	done := make(chan error, 1)
+	go func() {
+		_, err := w.CopyFrom(ctx, pgx.Identifier{"c"}, []string{"id", "v"}, src)
+		done <- err
+	}()
+	waitActivity(t, obs, pid, "state = 'active' AND query ILIKE 'copy%'")
+	var ok bool
+	if err := obs.QueryRow(ctx, "SELECT pg_cancel_backend($1)", pid).Scan(&ok); err != nil || !ok {
+		t.Fatalf("pg_cancel_backend: %v, %v", ok, err)
+	}
+	close(release)
+	if code, msg := pgErr(<-done); code != "57014" || msg != "canceling statement due to user request" {
+		t.Fatalf("cancelled COPY: got %s %q", code, msg)
+	}
+	var rows int
+	if err := obs.QueryRow(ctx, "SELECT count(*) FROM c").Scan(&rows); err != nil || rows != 0 {
+		t.Fatalf("after the cancelled COPY: %d rows, %v", rows, err)
+	}
+}
