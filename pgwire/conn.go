@@ -328,17 +328,23 @@ func (c *conn) readyForQuery() error {
 			p.Close()
 		}
 	}
+	// Idle before the client can see ReadyForQuery: a client that then
+	// asks pg_stat_activity from another connection must find this one
+	// idle already.
+	var idle time.Duration
+	var idleErr error
+	if idler, ok := c.sess.(Idler); ok {
+		idle, idleErr = idler.Idle()
+	}
 	c.be.Send(&pgproto3.ReadyForQuery{TxStatus: byte(status)})
 	if err := c.flush(); err != nil {
 		return err
 	}
-	if idler, ok := c.sess.(Idler); ok {
-		if d, err := idler.Idle(); d > 0 {
-			c.raw.SetReadDeadline(time.Now().Add(d))
-			c.idleErr = err
-		} else if c.idleErr != nil {
-			c.disarmIdle()
-		}
+	if idle > 0 {
+		c.setIdleDeadline(time.Now().Add(idle))
+		c.idleErr = idleErr
+	} else if c.idleErr != nil {
+		c.disarmIdle()
 	}
 	return nil
 }
@@ -346,7 +352,17 @@ func (c *conn) readyForQuery() error {
 // disarmIdle clears the idle timeout once the client has spoken.
 func (c *conn) disarmIdle() {
 	c.idleErr = nil
-	c.raw.SetReadDeadline(time.Time{})
+	c.setIdleDeadline(time.Time{})
+}
+
+// setIdleDeadline sets the read deadline of the idle timeout, unless
+// interrupt has set its own (which must win: it ends the connection).
+func (c *conn) setIdleDeadline(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.interrupted == nil {
+		c.raw.SetReadDeadline(t)
+	}
 }
 
 // loop serves messages until Terminate or a connection-ending error.
