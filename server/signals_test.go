@@ -419,6 +419,14 @@ func TestConnectionSlots(t *testing.T) {
 	if code, msg := pgErr(err); code != "55P02" || msg != `parameter "max_connections" cannot be changed without restarting the server` {
 		t.Fatalf("SET max_connections: %v", err)
 	}
+	var authTimeout string
+	if err := admin.QueryRow(ctx, "SHOW authentication_timeout").Scan(&authTimeout); err != nil || authTimeout != "10s" {
+		t.Fatalf("SHOW authentication_timeout = %q, %v", authTimeout, err)
+	}
+	_, err = admin.Exec(ctx, "SET authentication_timeout = '1min'")
+	if code, msg := pgErr(err); code != "55P02" || msg != `parameter "authentication_timeout" cannot be changed now` {
+		t.Fatalf("SET authentication_timeout: %v", err)
+	}
 	mustExec(t, admin, "CREATE ROLE carol LOGIN")
 
 	// A flood of idle TCP connections, three times max_connections.
