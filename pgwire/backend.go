@@ -201,7 +201,11 @@ type ResultWriter interface {
 	// CopyIn starts COPY FROM STDIN: it sends CopyInResponse and returns
 	// the reader of the client's data. The session must read it to io.EOF
 	// (CopyDone) or to an error before calling Complete.
-	CopyIn(f CopyFormat) (CopyInReader, error)
+	//
+	// ctx is the statement's: when it ends (cancel, timeout), a read
+	// blocked on the client's data returns its cause, so a client that
+	// stops sending cannot keep a cancelled COPY alive.
+	CopyIn(ctx context.Context, f CopyFormat) (CopyInReader, error)
 	// CopyOut starts COPY TO STDOUT: it sends CopyOutResponse and returns
 	// the writer of the data; Done sends CopyDone, after which the session
 	// calls Complete("COPY n").

@@ -68,6 +68,9 @@ type conn struct {
 	// idleErr is what ends the connection if the read deadline Idler set
 	// at the last ReadyForQuery passes; nil when no idle timeout is armed.
 	idleErr error
+	// copyStop unhooks the COPY FROM STDIN watch on the statement's
+	// context (watchCopy), if one is set.
+	copyStop func() bool
 
 	mu          sync.Mutex
 	queryCancel context.CancelCauseFunc // non-nil while a statement runs
@@ -147,11 +150,39 @@ func (c *conn) statementContext(ctx context.Context) (context.Context, func()) {
 	c.queryCancel = cancel
 	c.mu.Unlock()
 	return sctx, func() {
+		c.endCopyWatch()
 		c.mu.Lock()
 		c.queryCancel = nil
 		c.mu.Unlock()
 		cancel(nil)
 	}
+}
+
+// watchCopy makes the end of the statement's context interrupt a COPY
+// FROM STDIN blocked reading the client's data (a client that stopped
+// sending must not keep a cancelled or timed-out COPY alive): it sets a
+// read deadline in the past, which copyIn.Next turns into the context's
+// error.
+func (c *conn) watchCopy(ctx context.Context) {
+	c.copyStop = context.AfterFunc(ctx, func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.interrupted == nil {
+			c.raw.SetReadDeadline(time.Now())
+		}
+	})
+}
+
+// endCopyWatch unhooks watchCopy; if the watch fired, its deadline is
+// cleared so the connection reads on.
+func (c *conn) endCopyWatch() {
+	if c.copyStop == nil {
+		return
+	}
+	if !c.copyStop() {
+		c.setIdleDeadline(time.Time{})
+	}
+	c.copyStop = nil
 }
 
 // serve runs the connection to its end. It never panics: a panic in a

@@ -493,3 +493,61 @@ func TestCancelCopy(t *testing.T) {
 		t.Fatalf("after the cancelled COPY: %d rows, %v", rows, err)
 	}
 }
+
+// TestStalledCopyTimesOut: statement_timeout and a cancel end a COPY FROM
+// STDIN whose client stopped sending in the middle (the server is blocked
+// reading its data), and the session goes on serving.
+func TestStalledCopyTimesOut(t *testing.T) {
+	s := start(t, Config{Insecure: true})
+	defer s.Stop(context.Background())
+	ctx := context.Background()
+	obs := connect(t, s)
+	defer obs.Close(ctx)
+	mustExec(t, obs, "CREATE TABLE c (id int PRIMARY KEY, v int)")
+	for _, how := range []string{"statement_timeout", "pg_cancel_backend"} {
+		w := connect(t, s)
+		pid := pidOf(t, w)
+		if how == "statement_timeout" {
+			mustExec(t, w, "SET statement_timeout = '300ms'")
+		}
+		stall := make(chan struct{})
+		n := 0
+		src := pgx.CopyFromFunc(func() ([]any, error) {
+			if n++; n == 100 {
+				<-stall // the client stops sending, mid-COPY
+			}
+			return []any{int32(n), int32(0)}, nil
+		})
+		done := make(chan error, 1)
+		go func() {
+			_, err := w.CopyFrom(ctx, pgx.Identifier{"c"}, []string{"id", "v"}, src)
+			done <- err
+		}()
+		if how == "pg_cancel_backend" {
+			waitActivity(t, obs, pid, "state = 'active' AND query ILIKE 'copy%'")
+			var ok bool
+			if err := obs.QueryRow(ctx, "SELECT pg_cancel_backend($1)", pid).Scan(&ok); err != nil || !ok {
+				t.Fatalf("pg_cancel_backend: %v, %v", ok, err)
+			}
+		}
+		// The server ends the COPY while the client still stalls (pgx's
+		// CopyFrom returns only once its source goroutine does, so the
+		// stall is lifted after the server is seen idle).
+		waitActivity(t, obs, pid, "state = 'idle' AND query ILIKE 'copy%'")
+		close(stall)
+		want := map[string]string{"statement_timeout": "canceling statement due to statement timeout",
+			"pg_cancel_backend": "canceling statement due to user request"}[how]
+		if code, msg := pgErr(<-done); code != "57014" || msg != want {
+			t.Fatalf("%s: stalled COPY got %s %q, want 57014 %q", how, code, msg, want)
+		}
+		var one int
+		if err := w.QueryRow(ctx, "SELECT 1").Scan(&one); err != nil || one != 1 {
+			t.Fatalf("%s: session after the stalled COPY: %v", how, err)
+		}
+		w.Close(ctx)
+	}
+	var rows int
+	if err := obs.QueryRow(ctx, "SELECT count(*) FROM c").Scan(&rows); err != nil || rows != 0 {
+		t.Fatalf("%d rows kept, %v", rows, err)
+	}
+}

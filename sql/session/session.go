@@ -690,9 +690,9 @@ func (t *trackingWriter) Complete(tag string) error {
 	return t.ResultWriter.Complete(tag)
 }
 
-func (t *trackingWriter) CopyIn(f pgwire.CopyFormat) (pgwire.CopyInReader, error) {
+func (t *trackingWriter) CopyIn(ctx context.Context, f pgwire.CopyFormat) (pgwire.CopyInReader, error) {
 	t.sent = true
-	return t.ResultWriter.CopyIn(f)
+	return t.ResultWriter.CopyIn(ctx, f)
 }
 
 func (t *trackingWriter) CopyOut(f pgwire.CopyFormat) (pgwire.CopyOutWriter, error) {
