@@ -74,6 +74,7 @@ type conn struct {
 
 	mu          sync.Mutex
 	queryCancel context.CancelCauseFunc // non-nil while a statement runs
+	copyWatch   bool                    // watchCopy's deadline may still be set
 	interrupted error                   // errShutdown once Close began
 }
 
@@ -164,10 +165,13 @@ func (c *conn) statementContext(ctx context.Context) (context.Context, func()) {
 // read deadline in the past, which copyIn.Next turns into the context's
 // error.
 func (c *conn) watchCopy(ctx context.Context) {
+	c.mu.Lock()
+	c.copyWatch = true
+	c.mu.Unlock()
 	c.copyStop = context.AfterFunc(ctx, func() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		if c.interrupted == nil {
+		if c.copyWatch && c.interrupted == nil {
 			c.raw.SetReadDeadline(time.Now())
 		}
 	})
@@ -179,6 +183,11 @@ func (c *conn) endCopyWatch() {
 	if c.copyStop == nil {
 		return
 	}
+	// Under the mutex the watch either has set its deadline already or
+	// will not: clearing the flag first leaves no window for a late one.
+	c.mu.Lock()
+	c.copyWatch = false
+	c.mu.Unlock()
 	if !c.copyStop() {
 		c.setIdleDeadline(time.Time{})
 	}
