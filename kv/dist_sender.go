@@ -68,6 +68,9 @@ func (ds *DistSender) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.Ba
 	}
 	b := *ba
 	b.Now = ds.clock.Now()
+	if b.LockTimeout == 0 {
+		b.LockTimeout = lockTimeoutOf(ctx)
+	}
 	br, err := ds.divideAndSend(ctx, &b, 0)
 	if err != nil {
 		return nil, err

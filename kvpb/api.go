@@ -2,6 +2,7 @@ package kvpb
 
 import (
 	"context"
+	"time"
 
 	"github.com/cairn-db/cairn/hlc"
 )
@@ -36,6 +37,11 @@ type Header struct {
 	TabletID TabletID
 	// WaitPolicy applies to conflicts with other transactions' locks.
 	WaitPolicy WaitPolicy
+	// LockTimeout bounds each wait for one conflicting lock (the session's
+	// lock_timeout); zero waits as long as the batch's context allows. A
+	// wait that runs out fails with a *WriteIntentError whose LockTimeout
+	// is set.
+	LockTimeout time.Duration
 	// Now is the sender's clock reading; the receiver's clock is moved up to
 	// it (and refuses it if it is too far ahead).
 	Now hlc.Timestamp

@@ -145,10 +145,17 @@ func (e *TransactionAbortedError) Error() string {
 }
 
 // WriteIntentError: the request met other transactions' intents and did not
-// wait (WaitError) or could not push them.
-type WriteIntentError struct{ Intents []Intent }
+// wait (WaitError), could not push them, or waited longer than the batch's
+// Header.LockTimeout for one of them (LockTimeout set).
+type WriteIntentError struct {
+	Intents     []Intent
+	LockTimeout bool
+}
 
 func (e *WriteIntentError) Error() string {
+	if e.LockTimeout && len(e.Intents) > 0 {
+		return fmt.Sprintf("lock timeout waiting for %q held by txn %s", e.Intents[0].Key, e.Intents[0].Txn.Short())
+	}
 	if len(e.Intents) == 1 {
 		return fmt.Sprintf("conflicting intent on %q of txn %s", e.Intents[0].Key, e.Intents[0].Txn.Short())
 	}

@@ -27,15 +27,15 @@ const (
 // a full SCRAM exchange against made-up credentials and fails like a wrong
 // password (28P01), as PostgreSQL's mock authentication does: a client
 // cannot probe which roles exist.
-func (c *conn) authenticate(ctx context.Context, user string) error {
+func (c *conn) authenticate(ctx context.Context, user string) (Role, error) {
 	role, err := c.srv.cfg.Backend.LookupRole(ctx, user)
 	exists := err == nil
 	if err != nil && !errors.Is(err, ErrRoleNotFound) {
-		return fmt.Errorf("looking up role %q: %w", user, err)
+		return Role{}, fmt.Errorf("looking up role %q: %w", user, err)
 	}
 	if c.srv.cfg.Insecure {
 		if !exists {
-			return pgerror.New(pgerrcode.InvalidAuthorizationSpecification, "role %q does not exist", user)
+			return Role{}, pgerror.New(pgerrcode.InvalidAuthorizationSpecification, "role %q does not exist", user)
 		}
 	} else {
 		var creds scram.StoredCredentials
@@ -51,17 +51,17 @@ func (c *conn) authenticate(ctx context.Context, user string) error {
 			creds = mockCredentials()
 		}
 		if err := c.scramExchange(user, creds); err != nil {
-			return err
+			return Role{}, err
 		}
 		if !ok {
-			return passwordFailed(user)
+			return Role{}, passwordFailed(user)
 		}
 	}
 	if !role.CanLogin {
-		return pgerror.New(pgerrcode.InvalidAuthorizationSpecification, "role %q is not permitted to log in", user)
+		return Role{}, pgerror.New(pgerrcode.InvalidAuthorizationSpecification, "role %q is not permitted to log in", user)
 	}
 	c.be.Send(&pgproto3.AuthenticationOk{})
-	return nil
+	return role, nil
 }
 
 func passwordFailed(user string) error {

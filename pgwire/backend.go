@@ -3,6 +3,8 @@ package pgwire
 import (
 	"context"
 	"io"
+	"net"
+	"time"
 )
 
 // Backend is the seam between the protocol server and the SQL layer. One
@@ -30,6 +32,8 @@ type Role struct {
 	// "" for a role without a password, which cannot log in unless the
 	// server is insecure.
 	SCRAMVerifier string
+	// Superuser roles may use the superuser_reserved_connections slots.
+	Superuser bool
 }
 
 // StartupInfo is what the client said in its startup packet, after
@@ -43,6 +47,38 @@ type StartupInfo struct {
 	// ProcessID is the connection's BackendKeyData process id, handy for
 	// pg_backend_pid() and logs.
 	ProcessID uint32
+	// RemoteAddr is the client's address; ConnectedAt is when the
+	// connection was accepted (pg_stat_activity's client_addr and
+	// backend_start).
+	RemoteAddr  net.Addr
+	ConnectedAt time.Time
+	// Control signals this connection from other sessions
+	// (pg_cancel_backend, pg_terminate_backend).
+	Control ConnControl
+}
+
+// ConnControl signals one connection from outside it. Its methods are safe
+// for concurrent use and may be called after the connection ended (they
+// then do nothing).
+type ConnControl interface {
+	// CancelStatement cancels the statement running on the connection, as
+	// a CancelRequest with its key would (57014 "canceling statement due
+	// to user request"); an idle connection ignores it.
+	CancelStatement()
+	// Terminate cancels the running statement and ends the connection
+	// with FATAL 57P01 "terminating connection due to administrator
+	// command". The returned channel closes once the connection is gone
+	// and its session closed (its transaction rolled back).
+	Terminate() <-chan struct{}
+}
+
+// Idler is implemented by a Session with idle timeouts
+// (idle_in_transaction_session_timeout, idle_session_timeout). pgwire
+// calls Idle before every ReadyForQuery; if the client then sends nothing
+// for timeout (> 0), the connection ends with err as a FATAL
+// ErrorResponse, and the session is closed as for any disconnect.
+type Idler interface {
+	Idle() (timeout time.Duration, err error)
 }
 
 // TxnStatus is the transaction state reported in ReadyForQuery.
@@ -165,7 +201,11 @@ type ResultWriter interface {
 	// CopyIn starts COPY FROM STDIN: it sends CopyInResponse and returns
 	// the reader of the client's data. The session must read it to io.EOF
 	// (CopyDone) or to an error before calling Complete.
-	CopyIn(f CopyFormat) (CopyInReader, error)
+	//
+	// ctx is the statement's: when it ends (cancel, timeout), a read
+	// blocked on the client's data returns its cause, so a client that
+	// stops sending cannot keep a cancelled COPY alive.
+	CopyIn(ctx context.Context, f CopyFormat) (CopyInReader, error)
 	// CopyOut starts COPY TO STDOUT: it sends CopyOutResponse and returns
 	// the writer of the data; Done sends CopyDone, after which the session
 	// calls Complete("COPY n").

@@ -10,13 +10,23 @@ import (
 const (
 	// DefaultMaxConnections matches PostgreSQL's max_connections.
 	DefaultMaxConnections = 100
+	// DefaultSuperuserReservedConnections matches PostgreSQL's
+	// superuser_reserved_connections.
+	DefaultSuperuserReservedConnections = 3
+	// DefaultClientCheckInterval is how often a connection running a
+	// statement is checked for a client that went away (PostgreSQL's
+	// client_connection_check_interval, which is off by default there;
+	// here a vanished client's statement is always cancelled).
+	DefaultClientCheckInterval = time.Second
 	// DefaultMaxMessageSize bounds one message body. PostgreSQL allows up
 	// to 1 GiB, which lets a hundred clients pin 100 GiB; 64 MiB still
 	// fits any realistic statement, bind message or COPY chunk (drivers
 	// send COPY data in chunks of 64 KiB or less).
 	DefaultMaxMessageSize = 64 << 20
-	// DefaultAuthTimeout matches PostgreSQL's authentication_timeout
-	// order of magnitude; it covers the startup packet and authentication.
+	// DefaultAuthTimeout is shorter than PostgreSQL's 60 s
+	// authentication_timeout; it covers the startup packet and
+	// authentication, which a real client finishes in milliseconds, and a
+	// short one frees the slots of clients that never authenticate.
 	DefaultAuthTimeout = 10 * time.Second
 	// DefaultServerVersion is what server_version reports: the PostgreSQL
 	// release whose behaviour Cairn follows (the Debian 12 package used as
@@ -40,9 +50,28 @@ type Config struct {
 	Insecure bool
 	// TLS, when set, lets clients upgrade with SSLRequest.
 	TLS *tls.Config
-	// MaxConnections bounds concurrent client connections; past it a new
-	// client gets 53300 "sorry, too many clients already".
+	// MaxConnections bounds the authenticated sessions (PostgreSQL's
+	// max_connections); past it a new client gets 53300 "sorry, too many
+	// clients already". Connections still authenticating do not count:
+	// they have MaxStartupConnections.
 	MaxConnections int
+	// SuperuserReservedConnections of the MaxConnections slots are kept
+	// for superusers: a role without SUPERUSER is refused with 53300 once
+	// only that many remain. Zero means the default (3); negative, none.
+	// It must be less than MaxConnections.
+	SuperuserReservedConnections int
+	// MaxStartupConnections bounds connections that have not finished
+	// authenticating (each for at most AuthTimeout). When a new one comes
+	// and they are all taken, the oldest is closed to make room, so
+	// clients that connect and never authenticate can delay a real login
+	// but never keep it out. Zero means twice MaxConnections (the number
+	// of children PostgreSQL's postmaster allows).
+	MaxStartupConnections int
+	// ClientCheckInterval is how often a connection running a statement
+	// is polled for a closed socket; a client found gone has its
+	// statement cancelled. Zero means DefaultClientCheckInterval;
+	// negative disables the check.
+	ClientCheckInterval time.Duration
 	// MaxMessageSize bounds the body of any message after startup; a larger
 	// message is a protocol violation (08P01) that closes the connection.
 	MaxMessageSize int
@@ -57,6 +86,17 @@ type Config struct {
 func (c Config) withDefaults() Config {
 	if c.MaxConnections <= 0 {
 		c.MaxConnections = DefaultMaxConnections
+	}
+	if c.SuperuserReservedConnections == 0 {
+		c.SuperuserReservedConnections = min(DefaultSuperuserReservedConnections, c.MaxConnections-1)
+	} else if c.SuperuserReservedConnections < 0 {
+		c.SuperuserReservedConnections = 0
+	}
+	if c.MaxStartupConnections <= 0 {
+		c.MaxStartupConnections = 2 * c.MaxConnections
+	}
+	if c.ClientCheckInterval == 0 {
+		c.ClientCheckInterval = DefaultClientCheckInterval
 	}
 	if c.MaxMessageSize <= 0 {
 		c.MaxMessageSize = DefaultMaxMessageSize

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -44,15 +45,16 @@ func (r *netReader) Read(p []byte) (int, error) {
 // conn is one client connection. Everything but the fields under mu is
 // owned by the connection's goroutine.
 type conn struct {
-	srv       *Server
-	raw       net.Conn // for deadlines; nc may be a TLS conn over it
-	nc        net.Conn
-	in        netReader
-	br        *bufio.Reader
-	be        *pgproto3.Backend
-	log       *slog.Logger
-	overLimit bool             // accepted past MaxConnections
-	tlsCert   *tls.Certificate // what the TLS handshake presented, if any
+	srv      *Server
+	raw      net.Conn // for deadlines; nc may be a TLS conn over it
+	nc       net.Conn
+	in       netReader
+	br       *bufio.Reader
+	be       *pgproto3.Backend
+	log      *slog.Logger
+	accepted time.Time        // when Accept returned it
+	tlsCert  *tls.Certificate // what the TLS handshake presented, if any
+	done     chan struct{}    // closed when serve has finished
 
 	pid    uint32 // set by Server.register, then immutable
 	secret [4]byte
@@ -63,14 +65,21 @@ type conn struct {
 	ignoreTillSync bool
 	pending        int   // bytes sent to be since the last flush (approximate)
 	readErr        error // a failed Receive poisons the stream; see receive
+	// idleErr is what ends the connection if the read deadline Idler set
+	// at the last ReadyForQuery passes; nil when no idle timeout is armed.
+	idleErr error
+	// copyStop unhooks the COPY FROM STDIN watch on the statement's
+	// context (watchCopy), if one is set.
+	copyStop func() bool
 
 	mu          sync.Mutex
 	queryCancel context.CancelCauseFunc // non-nil while a statement runs
+	copyWatch   bool                    // watchCopy's deadline may still be set
 	interrupted error                   // errShutdown once Close began
 }
 
-func newConn(s *Server, nc net.Conn, overLimit bool) *conn {
-	c := &conn{srv: s, raw: nc, nc: nc, overLimit: overLimit,
+func newConn(s *Server, nc net.Conn) *conn {
+	c := &conn{srv: s, raw: nc, nc: nc, accepted: time.Now(), done: make(chan struct{}),
 		log: s.log.With("remote", nc.RemoteAddr().String())}
 	c.in.r = nc
 	c.br = bufio.NewReader(&c.in)
@@ -101,12 +110,34 @@ func (c *conn) isInterrupted() bool {
 
 // cancelQuery handles a matching CancelRequest. A connection that is idle
 // ignores it, as PostgreSQL does.
-func (c *conn) cancelQuery() {
+func (c *conn) cancelQuery() { c.cancelRunning(errQueryCanceled) }
+
+// cancelRunning cancels the running statement, if any, with cause.
+func (c *conn) cancelRunning(cause error) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.queryCancel != nil {
-		c.queryCancel(errQueryCanceled)
+		c.queryCancel(cause)
+		return true
 	}
+	return false
+}
+
+// running reports whether a statement-level call is in progress.
+func (c *conn) running() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.queryCancel != nil
+}
+
+// connControl is the ConnControl handed to the session.
+type connControl struct{ c *conn }
+
+func (cc connControl) CancelStatement() { cc.c.cancelQuery() }
+
+func (cc connControl) Terminate() <-chan struct{} {
+	cc.c.interrupt(errTerminated)
+	return cc.c.done
 }
 
 // statementContext returns the context for one statement-level call into
@@ -120,6 +151,7 @@ func (c *conn) statementContext(ctx context.Context) (context.Context, func()) {
 	c.queryCancel = cancel
 	c.mu.Unlock()
 	return sctx, func() {
+		c.endCopyWatch()
 		c.mu.Lock()
 		c.queryCancel = nil
 		c.mu.Unlock()
@@ -127,10 +159,46 @@ func (c *conn) statementContext(ctx context.Context) (context.Context, func()) {
 	}
 }
 
+// watchCopy makes the end of the statement's context interrupt a COPY
+// FROM STDIN blocked reading the client's data (a client that stopped
+// sending must not keep a cancelled or timed-out COPY alive): it sets a
+// read deadline in the past, which copyIn.Next turns into the context's
+// error.
+func (c *conn) watchCopy(ctx context.Context) {
+	c.mu.Lock()
+	c.copyWatch = true
+	c.mu.Unlock()
+	c.copyStop = context.AfterFunc(ctx, func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.copyWatch && c.interrupted == nil {
+			c.raw.SetReadDeadline(time.Now())
+		}
+	})
+}
+
+// endCopyWatch unhooks watchCopy; if the watch fired, its deadline is
+// cleared so the connection reads on.
+func (c *conn) endCopyWatch() {
+	if c.copyStop == nil {
+		return
+	}
+	// Under the mutex the watch either has set its deadline already or
+	// will not: clearing the flag first leaves no window for a late one.
+	c.mu.Lock()
+	c.copyWatch = false
+	c.mu.Unlock()
+	if !c.copyStop() {
+		c.setIdleDeadline(time.Time{})
+	}
+	c.copyStop = nil
+}
+
 // serve runs the connection to its end. It never panics: a panic in a
 // session is reported as XX000 and closes only this connection
 // (invariant 6).
 func (c *conn) serve(ctx context.Context) {
+	defer close(c.done)
 	defer c.nc.Close()
 	defer func() {
 		if r := recover(); r != nil {
@@ -207,9 +275,6 @@ func (c *conn) run(ctx context.Context) error {
 		c.srv.cancel(st.cancel.ProcessID, st.cancel.SecretKey)
 		return nil
 	}
-	if c.overLimit {
-		return pgerror.New(pgerrcode.TooManyConnections, "sorry, too many clients already")
-	}
 	c.be = pgproto3.NewBackend(c.br, c.nc)
 	c.be.SetMaxBodyLen(cfg.MaxMessageSize)
 	if st.minor > 0 || len(st.unrecognized) > 0 {
@@ -221,13 +286,15 @@ func (c *conn) run(ctx context.Context) error {
 	// role lookup and session setup by the same AuthTimeout.
 	authCtx, cancelAuth := context.WithTimeout(ctx, cfg.AuthTimeout)
 	defer cancelAuth()
-	if err := c.authenticate(authCtx, user); err != nil {
+	role, err := c.authenticate(authCtx, user)
+	if err != nil {
 		return err
 	}
-	if !c.srv.register(c) {
-		return errShutdown
+	if err := c.srv.register(c, role); err != nil {
+		return err
 	}
-	info := StartupInfo{User: user, Database: database, Params: st.params, ProcessID: c.pid}
+	info := StartupInfo{User: user, Database: database, Params: st.params, ProcessID: c.pid,
+		RemoteAddr: c.raw.RemoteAddr(), ConnectedAt: c.accepted, Control: connControl{c}}
 	delete(info.Params, "user")
 	delete(info.Params, "database")
 	sess, err := cfg.Backend.NewSession(authCtx, info)
@@ -301,8 +368,41 @@ func (c *conn) readyForQuery() error {
 			p.Close()
 		}
 	}
+	// Idle before the client can see ReadyForQuery: a client that then
+	// asks pg_stat_activity from another connection must find this one
+	// idle already.
+	var idle time.Duration
+	var idleErr error
+	if idler, ok := c.sess.(Idler); ok {
+		idle, idleErr = idler.Idle()
+	}
 	c.be.Send(&pgproto3.ReadyForQuery{TxStatus: byte(status)})
-	return c.flush()
+	if err := c.flush(); err != nil {
+		return err
+	}
+	if idle > 0 {
+		c.setIdleDeadline(time.Now().Add(idle))
+		c.idleErr = idleErr
+	} else if c.idleErr != nil {
+		c.disarmIdle()
+	}
+	return nil
+}
+
+// disarmIdle clears the idle timeout once the client has spoken.
+func (c *conn) disarmIdle() {
+	c.idleErr = nil
+	c.setIdleDeadline(time.Time{})
+}
+
+// setIdleDeadline sets the read deadline of the idle timeout, unless
+// interrupt has set its own (which must win: it ends the connection).
+func (c *conn) setIdleDeadline(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.interrupted == nil {
+		c.raw.SetReadDeadline(t)
+	}
 }
 
 // loop serves messages until Terminate or a connection-ending error.
@@ -310,7 +410,13 @@ func (c *conn) loop(ctx context.Context) error {
 	for {
 		msg, err := c.receive()
 		if err != nil {
+			if c.idleErr != nil && errors.Is(err, os.ErrDeadlineExceeded) && !c.isInterrupted() {
+				return c.idleErr
+			}
 			return err
+		}
+		if c.idleErr != nil {
+			c.disarmIdle()
 		}
 		if _, ok := msg.(*pgproto3.Terminate); ok {
 			return nil
@@ -392,7 +498,10 @@ func statementError(sctx context.Context, err error) error {
 	if err == nil {
 		return nil
 	}
-	if context.Cause(sctx) == errQueryCanceled && pgerror.Code(err) == pgerrcode.InternalError {
+	// Whatever the cancelled work failed with on its way out (a lock
+	// wait's context error, a transaction aborted under it), the client
+	// asked for the cancel and hears that.
+	if sctx.Err() != nil && context.Cause(sctx) == errQueryCanceled && pgerror.Code(err) != pgerrcode.QueryCanceled {
 		return pgerror.Wrapf(nil, pgerrcode.QueryCanceled, "canceling statement due to user request")
 	}
 	return err

@@ -45,4 +45,14 @@
 //     requester learns nothing either way.
 //  6. A panic in a session is recovered, reported as XX000 and closes that
 //     connection; the server keeps serving the others.
+//  7. Only authenticated sessions count against MaxConnections, and a role
+//     without SUPERUSER never takes one of the last
+//     SuperuserReservedConnections slots. Connections still authenticating
+//     are at most MaxStartupConnections: a new one past it closes the
+//     oldest, so no number of clients that never authenticate keeps a
+//     login out.
+//  8. A statement runs under one context, cancelled by CancelRequest,
+//     ConnControl (pg_cancel_backend, pg_terminate_backend), Close, or the
+//     client's socket found closed (checkClients); the client hears 57014
+//     for a cancel, FATAL 57P01 for a termination.
 package pgwire

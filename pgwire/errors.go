@@ -23,6 +23,9 @@ var (
 var (
 	errQueryCanceled = errors.New("pgwire: query canceled by CancelRequest")
 	errShutdown      = errors.New("pgwire: server shutting down")
+	errTerminated    = errors.New("pgwire: connection terminated (pg_terminate_backend)")
+	errClientGone    = errors.New("pgwire: client closed the connection")
+	errEvicted       = errors.New("pgwire: closed to make room for a newer unauthenticated connection")
 )
 
 // protocolError is a violation of the wire protocol by the client: it is

@@ -52,7 +52,7 @@ type testBackend struct {
 }
 
 func newTestBackend() *testBackend {
-	return &testBackend{roles: map[string]Role{"postgres": {Name: "postgres", CanLogin: true}}}
+	return &testBackend{roles: map[string]Role{"postgres": {Name: "postgres", CanLogin: true, Superuser: true}}}
 }
 
 func (b *testBackend) copiedSum() int64 {
@@ -259,7 +259,7 @@ func (s *testSession) plan(sql string, _ []uint32) (*testPlan, error) {
 	case lower == "panic":
 		return &testPlan{exec: func(context.Context, ResultWriter) error { panic("test session panic") }}, nil
 	case f[0] == "copy" && strings.Contains(lower, "from stdin"):
-		return &testPlan{exec: func(_ context.Context, w ResultWriter) error { return s.copyIn(lower, w) }}, nil
+		return &testPlan{exec: func(ctx context.Context, w ResultWriter) error { return s.copyIn(ctx, lower, w) }}, nil
 	case f[0] == "copy" && strings.Contains(lower, "to stdout"):
 		return &testPlan{exec: func(_ context.Context, w ResultWriter) error { return s.copyOut(lower, w) }}, nil
 	}
@@ -278,13 +278,13 @@ func copyOptions(lower string) copyfmt.Options {
 	return o
 }
 
-func (s *testSession) copyIn(lower string, w ResultWriter) error {
+func (s *testSession) copyIn(ctx context.Context, lower string, w ResultWriter) error {
 	opts := copyOptions(lower)
 	f := CopyFormat{Binary: opts.Format == copyfmt.Binary, Columns: []int16{0}}
 	if f.Binary {
 		f.Columns[0] = 1
 	}
-	in, err := w.CopyIn(f)
+	in, err := w.CopyIn(ctx, f)
 	if err != nil {
 		return err
 	}

@@ -1,8 +1,11 @@
 package pgwire
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"io"
+	"os"
 
 	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/jackc/pgerrcode"
@@ -61,14 +64,18 @@ func copyFormatCodes(f CopyFormat) (byte, []uint16) {
 	return overall, codes
 }
 
-func (w *resultWriter) CopyIn(f CopyFormat) (CopyInReader, error) {
+func (w *resultWriter) CopyIn(ctx context.Context, f CopyFormat) (CopyInReader, error) {
 	overall, codes := copyFormatCodes(f)
 	w.c.be.Send(&pgproto3.CopyInResponse{OverallFormat: overall, ColumnFormatCodes: codes})
 	// The client sends nothing until it sees CopyInResponse.
 	if err := w.c.flush(); err != nil {
 		return nil, err
 	}
-	return &copyIn{c: w.c}, nil
+	in := &copyIn{c: w.c, ctx: ctx}
+	if w.c.copyStop == nil {
+		w.c.watchCopy(ctx)
+	}
+	return in, nil
 }
 
 func (w *resultWriter) CopyOut(f CopyFormat) (CopyOutWriter, error) {
@@ -82,14 +89,24 @@ func (w *resultWriter) CopyOut(f CopyFormat) (CopyOutWriter, error) {
 // copyIn reads the COPY FROM STDIN sub-protocol one message at a time.
 type copyIn struct {
 	c    *conn
-	err  error  // sticky: io.EOF after CopyDone, or the failure
-	rest []byte // unread part of the current chunk, for Reader
+	ctx  context.Context // the statement's; its end interrupts a blocked read
+	err  error           // sticky: io.EOF after CopyDone, or the failure
+	rest []byte          // unread part of the current chunk, for Reader
 }
 
 func (r *copyIn) Next() ([]byte, error) {
 	for r.err == nil {
 		msg, err := r.c.receive()
 		if err != nil {
+			if r.ctx.Err() != nil && errors.Is(err, os.ErrDeadlineExceeded) && !r.c.isInterrupted() {
+				// watchCopy's deadline, not a broken stream: pgproto3
+				// and the buffers below keep a partly read message, so
+				// the connection reads on after the statement (the
+				// client's remaining COPY messages are then dropped).
+				r.c.readErr = nil
+				r.c.endCopyWatch()
+				err = fmt.Errorf("pgwire: COPY from stdin: %w", context.Cause(r.ctx))
+			}
 			r.err = err
 			break
 		}

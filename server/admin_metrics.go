@@ -14,7 +14,7 @@ func (s *Server) tabletMetrics(w io.Writer) {
 	self := int(s.nodeID())
 	descs := s.store.Tablets()
 	var replicas, leaders int
-	var onePC, intents, pushes, deadlocks int64
+	var onePC, intents, pushes, deadlocks, lockTimeouts, lockCanceled, lockWaiting int64
 	type tabletLine struct {
 		id          uint64
 		reads, wrts int64
@@ -35,6 +35,9 @@ func (s *Server) tabletMetrics(w io.Writer) {
 		intents += m.IntentsWritten.Load()
 		pushes += m.PushesWaited.Load()
 		deadlocks += m.DeadlocksBroken.Load()
+		lockTimeouts += m.LockTimeouts.Load()
+		lockCanceled += m.LockWaitsCanceled.Load()
+		lockWaiting += m.LockWaiting.Load()
 		size, _ := s.eng.EstimateDiskUsage(d.StartKey, d.EndKey)
 		lines = append(lines, tabletLine{uint64(d.TabletID), m.ReadBatches.Load(), m.WriteBatches.Load(), size})
 	}
@@ -47,6 +50,9 @@ func (s *Server) tabletMetrics(w io.Writer) {
 	scalar("cairn_tablet_intents_written_total", "counter", "Intents laid down by this node's replicas.", intents)
 	scalar("cairn_tablet_pushes_waited_total", "counter", "Pushes that waited in a replica's transaction wait queue.", pushes)
 	scalar("cairn_tablet_deadlocks_broken_total", "counter", "Deadlocks broken by this node's replicas.", deadlocks)
+	scalar("cairn_tablet_lock_timeouts_total", "counter", "Lock waits on this node's replicas that ran past the waiter's lock_timeout.", lockTimeouts)
+	scalar("cairn_tablet_lock_waits_canceled_total", "counter", "Lock waits on this node's replicas ended by the waiter's statement timeout, cancel or disconnect.", lockCanceled)
+	scalar("cairn_tablet_lock_waiters", "gauge", "Batches waiting for a lock on this node's replicas now.", lockWaiting)
 	sq := s.store.SplitQueueStats()
 	scalar("cairn_split_queue_splits_by_size_total", "counter", "Tablets this node split because they exceeded --tablet-split-size.", sq.BySize)
 	scalar("cairn_split_queue_splits_by_load_total", "counter", "Tablets this node split because they exceeded --tablet-split-qps.", sq.ByLoad)

@@ -67,6 +67,16 @@ type Config struct {
 	// Insecure lets any existing role with LOGIN connect without a
 	// password. Otherwise clients authenticate with SCRAM-SHA-256.
 	Insecure bool
+	// MaxConnections bounds the node's SQL sessions (max_connections;
+	// zero: pgwire.DefaultMaxConnections, 100), of which
+	// SuperuserReservedConnections (zero: 3; negative: none) are kept for
+	// superusers. MaxStartupConnections bounds the connections still
+	// authenticating (zero: twice MaxConnections; the oldest is closed to
+	// make room) and AuthTimeout the time each may take (zero: 10 s).
+	MaxConnections               int
+	SuperuserReservedConnections int
+	MaxStartupConnections        int
+	AuthTimeout                  time.Duration
 	// Locality is key=value[,key=value...] (region=us-east1), recorded for
 	// placement decisions of the cluster issue.
 	Locality string
@@ -247,8 +257,13 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		// Members of a cluster are each a SQL gateway and read it per
 		// statement until generation leases exist (docs/architecture.md,
 		// "Catalog generation").
-		SoleCatalogWriter: len(cfg.Join) == 0})
-	if s.pg, err = pgwire.NewServer(pgwire.Config{Backend: s.backend, Insecure: cfg.Insecure, Logger: log}); err != nil {
+		SoleCatalogWriter:            len(cfg.Join) == 0,
+		MaxConnections:               cfg.MaxConnections,
+		SuperuserReservedConnections: cfg.SuperuserReservedConnections,
+		AuthTimeout:                  cfg.AuthTimeout})
+	if s.pg, err = pgwire.NewServer(pgwire.Config{Backend: s.backend, Insecure: cfg.Insecure, Logger: log,
+		MaxConnections: cfg.MaxConnections, SuperuserReservedConnections: cfg.SuperuserReservedConnections,
+		MaxStartupConnections: cfg.MaxStartupConnections, AuthTimeout: cfg.AuthTimeout}); err != nil {
 		s.sqlLn.Close()
 		s.httpLn.Close()
 		return nil, err

@@ -108,4 +108,13 @@ type Metrics struct {
 	PushesWaited atomic.Int64
 	// DeadlocksBroken counts deadlock victims this replica's waiters chose.
 	DeadlocksBroken atomic.Int64
+	// LockTimeouts counts lock waits that ran past their batch's
+	// LockTimeout (lock_timeout).
+	LockTimeouts atomic.Int64
+	// LockWaitsCanceled counts lock waits ended by their batch's context
+	// (a statement timeout or cancel, over RPC when the waiter's gateway
+	// is another node).
+	LockWaitsCanceled atomic.Int64
+	// LockWaiting is the number of batches waiting for locks right now.
+	LockWaiting atomic.Int64
 }

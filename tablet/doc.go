@@ -61,7 +61,10 @@
 //     Proposal lists.
 //  6. A lock that blocks a request is in the lock table, with the request
 //     registered as its waiter, before the request releases its latches, so
-//     a release cannot be missed. Waiting respects ctx.
+//     a release cannot be missed. Waiting respects ctx (over RPC it is the
+//     remote caller's: its deadline and cancellation end the wait here), and
+//     no single lock is waited for longer than the batch's
+//     Header.LockTimeout (lockwait.go).
 //  7. Deadlocks are found through the wait-for graph that waiting pushes
 //     build with QueryTxn (never a timeout), and broken by aborting the
 //     lowest-priority transaction of the pusher/pushee pair (ties: larger

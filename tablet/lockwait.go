@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/cairn-db/cairn/kvpb"
 	"github.com/google/uuid"
@@ -20,6 +21,12 @@ type lockWait struct {
 // or its holder has been pushed out of the way (and the intent cleaned up),
 // then returns so the batch re-evaluates. The batch holds no latches here.
 func (r *Replica) waitForLocks(ctx context.Context, ba *kvpb.BatchRequest, w *lockWait) error {
+	if o := kvpb.LockWaitObserverOf(ctx); o != nil {
+		o.LockWait(true)
+		defer o.LockWait(false)
+	}
+	r.metrics.LockWaiting.Add(1)
+	defer r.metrics.LockWaiting.Add(-1)
 	defer func() {
 		for _, in := range w.intents {
 			r.locks.dequeue(in.Key, w.waiter)
@@ -69,7 +76,9 @@ func (r *Replica) waitForLock(ctx context.Context, ba *kvpb.BatchRequest, in kvp
 	}
 	// Push the holder while waiting: the push returns when the holder is
 	// finished, abandoned, pushed (for a reader), or a deadlock victim, or
-	// fails when we are the victim.
+	// fails when we are the victim. Cancelling pushCtx cancels the push on
+	// whichever node holds the holder's record (gRPC carries it), so its
+	// wait in that tablet's txn wait queue ends too.
 	pushCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan pushResult, 1)
@@ -77,7 +86,20 @@ func (r *Replica) waitForLock(ctx context.Context, ba *kvpb.BatchRequest, in kvp
 		pushee, err := r.push(pushCtx, ba, in)
 		done <- pushResult{pushee: pushee, err: err}
 	}()
+	// The batch's lock_timeout bounds this one wait (PostgreSQL applies it
+	// to each lock acquisition, not to the statement).
+	var timedOut <-chan time.Time
+	if ba.LockTimeout > 0 {
+		t := time.NewTimer(ba.LockTimeout)
+		defer t.Stop()
+		timedOut = t.C
+	}
 	select {
+	case <-timedOut:
+		cancel()
+		<-done
+		r.metrics.LockTimeouts.Add(1)
+		return nil, &kvpb.WriteIntentError{Intents: []kvpb.Intent{in}, LockTimeout: true}
 	case <-released:
 		cancel()
 		// The push may have finished meanwhile with our own abort (we were
@@ -91,10 +113,12 @@ func (r *Replica) waitForLock(ctx context.Context, ba *kvpb.BatchRequest, in kvp
 	case <-ctx.Done():
 		cancel()
 		<-done
+		r.metrics.LockWaitsCanceled.Add(1)
 		return nil, fmt.Errorf("tablet: waiting for lock on %q: %w", in.Key, ctx.Err())
 	case res := <-done:
 		if res.err != nil {
 			if ctx.Err() != nil {
+				r.metrics.LockWaitsCanceled.Add(1)
 				return nil, fmt.Errorf("tablet: waiting for lock on %q: %w", in.Key, ctx.Err())
 			}
 			return nil, res.err

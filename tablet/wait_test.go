@@ -111,6 +111,34 @@ func TestLockWaitCancel(t *testing.T) {
 	h.waitForWaiters("k", 0)
 }
 
+// A batch with a LockTimeout gives up on a lock held longer than that with
+// a WriteIntentError marked LockTimeout, leaves the queue, and leaves the
+// holder alone (lock_timeout fails the waiter, never the holder).
+func TestLockWaitLockTimeout(t *testing.T) {
+	h := newHarness(t, Config{})
+	ctx := context.Background()
+	h.newTxn("A", ts(10), 0)
+	h.newTxn("B", ts(20), 0)
+	if _, err := h.send(ctx, putBatch("k", "a"), "A"); err != nil {
+		t.Fatal(err)
+	}
+	ba := putBatch("k", "b")
+	ba.LockTimeout = 50 * time.Millisecond
+	_, err := h.send(ctx, ba, "B")
+	var wie *kvpb.WriteIntentError
+	if !errors.As(err, &wie) || !wie.LockTimeout || len(wie.Intents) != 1 || string(wie.Intents[0].Key) != "k" {
+		t.Fatalf("err = %v, want a lock-timeout WriteIntentError on k", err)
+	}
+	h.waitForWaiters("k", 0)
+	if h.r.metrics.LockTimeouts.Load() != 1 {
+		t.Fatalf("LockTimeouts = %d, want 1", h.r.metrics.LockTimeouts.Load())
+	}
+	in, err := getIntent(h, "k")
+	if err != nil || in == nil || in.Txn.ID != h.txn("A").ID {
+		t.Fatalf("the holder's intent after the waiter timed out: %v, %v", in, err)
+	}
+}
+
 // A reader above an intent does not wait for the writer to finish: it
 // pushes the writer's timestamp above its read and reads past the moved
 // intent. The writer learns of the push and cannot commit at its old

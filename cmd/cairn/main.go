@@ -148,6 +148,7 @@ type startFlags struct {
 	// unreplicated is --unreplicated; alone is a plain start (no --join):
 	// a replicated cluster of one, Join = [--rpc-addr].
 	unreplicated, alone bool
+	reserved            int
 }
 
 func parseStart(args []string, stderr io.Writer) (startFlags, error) {
@@ -167,6 +168,10 @@ func parseStart(args []string, stderr io.Writer) (startFlags, error) {
 	fs.StringVar(&f.cfg.LatencyMap, "latency-map", "", "simulated round-trip times between regions, e.g. us-west:us-east=60ms,us-east:eu=86ms (needs --join)")
 	fs.StringVar(&f.cfg.LeasePreferences, "lease-preferences", "", "where tablet leases go: region=NAME[,region=NAME...] in order of preference (balanced by count within it), spread (balanced by count over the nodes: the default) or none (where elections put them); needs --join")
 	fs.BoolVar(&f.cfg.Insecure, "insecure", false, "accept clients without passwords (trust authentication)")
+	fs.IntVar(&f.cfg.MaxConnections, "max-connections", 100, "maximum concurrent SQL sessions (max_connections)")
+	fs.IntVar(&f.reserved, "superuser-reserved-connections", 3, "of --max-connections, slots only superusers may use (superuser_reserved_connections)")
+	fs.IntVar(&f.cfg.MaxStartupConnections, "max-startup-connections", 0, "maximum connections still authenticating; the oldest is closed to make room for a new one (0: twice --max-connections)")
+	fs.DurationVar(&f.cfg.AuthTimeout, "authentication-timeout", 10*time.Second, "time a connection has to finish authenticating (authentication_timeout)")
 	fs.StringVar(&f.cfg.InitialPassword, "initial-password", "", "password of the superuser postgres at bootstrap (or CAIRN_INITIAL_PASSWORD)")
 	// 256 MiB: pgbench's scale 10 (1M accounts, ~130 MB of blocks once
 	// decompressed) missed a 64 MiB cache on most point reads, and
@@ -186,6 +191,18 @@ func parseStart(args []string, stderr io.Writer) (startFlags, error) {
 	}
 	if f.cfg.StoreDir == "" {
 		return f, usagef("--store is required")
+	}
+	if f.cfg.MaxConnections < 1 {
+		return f, usagef("--max-connections must be at least 1")
+	}
+	if f.reserved < 0 || f.reserved >= f.cfg.MaxConnections {
+		return f, usagef("--superuser-reserved-connections must be at least 0 and less than --max-connections")
+	}
+	if f.cfg.SuperuserReservedConnections = f.reserved; f.reserved == 0 {
+		f.cfg.SuperuserReservedConnections = -1 // 0 in Config is the default
+	}
+	if f.cfg.MaxStartupConnections < 0 || f.cfg.AuthTimeout <= 0 {
+		return f, usagef("--max-startup-connections must not be negative and --authentication-timeout must be positive")
 	}
 	n, err := server.ParseByteSize(f.colocWarnStr)
 	if err != nil {

@@ -257,10 +257,18 @@ func (r *runner) buildNode(n plan.Node) (op, error) {
 	return nil, pgerror.New(pgerrcode.FeatureNotSupported, "exec: plan node %T is not supported", n)
 }
 
-// drain runs o to the end and returns its rows.
+// drain runs o to the end and returns its rows. It checks ctx every
+// checkEvery rows: a sort or a buffer over an input that never itself
+// checks (generate_series) must still stop when the statement is
+// cancelled.
 func drain(ctx context.Context, o op) ([][]types.Datum, error) {
 	var rows [][]types.Datum
-	for {
+	for k := 0; ; k++ {
+		if k%checkEvery == checkEvery-1 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
 		row, err := o.Next(ctx)
 		if err != nil {
 			return nil, err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/cairn-db/cairn/sql/builtins"
 	"github.com/cairn-db/cairn/sql/catalog"
@@ -18,44 +19,35 @@ type genFn = func(ctx context.Context, s *snapshot, t *vtable) ([][]types.Datum,
 // pgGens generate the pg_catalog relations; a relation of pgSpecs without
 // one is always empty in Cairn (no inheritance, triggers, enums, ...).
 var pgGens = map[string]genFn{
-	"pg_namespace":    genNamespace,
-	"pg_class":        genClass,
-	"pg_stats":        genStats,
-	"pg_attribute":    genAttribute,
-	"pg_type":         genType,
-	"pg_index":        genIndex,
-	"pg_constraint":   genConstraint,
-	"pg_attrdef":      genAttrdef,
-	"pg_sequence":     genSequence,
-	"pg_sequences":    genSequences,
-	"pg_database":     genDatabase,
-	"pg_roles":        genRoles,
-	"pg_authid":       genRoles,
-	"pg_auth_members": genAuthMembers,
-	"pg_user":         genUser,
-	"pg_settings":     genSettings,
-	"pg_description":  genDescription,
-	"pg_am":           genAm,
-	"pg_tables":       genTables,
-	"pg_views":        genViews,
-	"pg_indexes":      genIndexes,
-	"pg_proc":         genProc,
-	"pg_depend":       genDepend,
-	"pg_collation":    genCollation,
-	"pg_tablespace":   genTablespace,
-	"pg_language":     genLanguage,
-	"pg_opclass":      genOpclass,
-	"pg_rewrite":      genRewrite,
-	"pg_stat_activity": func(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
-		sess := s.env.Session
-		var pid any
-		if sess.BackendPID != 0 {
-			pid = sess.BackendPID
-		}
-		return [][]types.Datum{t.row("datid", s.db.ID, "datname", s.db.Name, "pid", pid,
-			"usesysid", roleOID(s.user()), "usename", s.user(), "application_name", "",
-			"state", "active", "backend_type", "client backend")}, nil
-	},
+	"pg_namespace":     genNamespace,
+	"pg_class":         genClass,
+	"pg_stats":         genStats,
+	"pg_attribute":     genAttribute,
+	"pg_type":          genType,
+	"pg_index":         genIndex,
+	"pg_constraint":    genConstraint,
+	"pg_attrdef":       genAttrdef,
+	"pg_sequence":      genSequence,
+	"pg_sequences":     genSequences,
+	"pg_database":      genDatabase,
+	"pg_roles":         genRoles,
+	"pg_authid":        genRoles,
+	"pg_auth_members":  genAuthMembers,
+	"pg_user":          genUser,
+	"pg_settings":      genSettings,
+	"pg_description":   genDescription,
+	"pg_am":            genAm,
+	"pg_tables":        genTables,
+	"pg_views":         genViews,
+	"pg_indexes":       genIndexes,
+	"pg_proc":          genProc,
+	"pg_depend":        genDepend,
+	"pg_collation":     genCollation,
+	"pg_tablespace":    genTablespace,
+	"pg_language":      genLanguage,
+	"pg_opclass":       genOpclass,
+	"pg_rewrite":       genRewrite,
+	"pg_stat_activity": genStatActivity,
 	"pg_stat_user_indexes": func(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
 		var out [][]types.Datum
 		for _, r := range s.tables() {
@@ -1172,4 +1164,63 @@ func genLanguage(_ context.Context, _ *snapshot, t *vtable) ([][]types.Datum, er
 		t.row("oid", 13, "lanname", "c", "lanowner", oidSuperuser),
 		t.row("oid", 14, "lanname", "sql", "lanowner", oidSuperuser, "lanpltrusted", true),
 	}, nil
+}
+
+// genStatActivity lists the node's sessions (VirtualEnv.Activity), or the
+// running one alone when there is no registry. As in PostgreSQL, a role
+// that is not a superuser sees the details (client, times, state, query)
+// only of sessions of roles whose privileges it has; of the others it
+// sees who and where, and query "<insufficient privilege>".
+func genStatActivity(ctx context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
+	if s.env.Activity == nil {
+		sess := s.env.Session
+		var pid any
+		if sess.BackendPID != 0 {
+			pid = sess.BackendPID
+		}
+		return [][]types.Datum{t.row("datid", s.db.ID, "datname", s.db.Name, "pid", pid,
+			"usesysid", roleOID(s.user()), "usename", s.user(), "application_name", "",
+			"state", "active", "backend_type", "client backend")}, nil
+	}
+	var auth *catalog.Authorizer
+	ts := func(v time.Time) any {
+		if v.IsZero() {
+			return nil
+		}
+		return types.TimestampTZFromTime(v)
+	}
+	str := func(v string) any {
+		if v == "" {
+			return nil
+		}
+		return v
+	}
+	var out [][]types.Datum
+	for _, a := range s.env.Activity() {
+		row := []any{"datid", a.DatabaseID, "datname", a.Database, "pid", a.PID,
+			"usesysid", roleOID(a.User), "usename", a.User, "application_name", a.ApplicationName,
+			"backend_type", "client backend"}
+		if a.User != s.user() {
+			if auth == nil {
+				var err error
+				if auth, err = catalog.NewAuthorizer(ctx, s.env.Catalog, s.user(), nil); err != nil {
+					return nil, err
+				}
+			}
+			if !auth.HasRole(a.User) {
+				out = append(out, t.row(append(row, "query", "<insufficient privilege>")...))
+				continue
+			}
+		}
+		var port any
+		if a.ClientAddr != "" {
+			port = a.ClientPort
+		}
+		row = append(row, "client_addr", str(a.ClientAddr), "client_port", port,
+			"backend_start", ts(a.BackendStart), "xact_start", ts(a.XactStart), "query_start", ts(a.QueryStart),
+			"state_change", ts(a.StateChange), "wait_event_type", str(a.WaitEventType), "wait_event", str(a.WaitEvent),
+			"state", a.State, "query", a.Query)
+		out = append(out, t.row(row...))
+	}
+	return out, nil
 }

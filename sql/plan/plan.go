@@ -2,6 +2,7 @@ package plan
 
 import (
 	"context"
+	"time"
 
 	"github.com/cairn-db/cairn/kv"
 	"github.com/cairn-db/cairn/sql/builtins"
@@ -507,6 +508,22 @@ type VirtualEnv struct {
 	// Tablets lists the cluster's tablets for cairn_catalog.tablets; nil
 	// when the session runs without a node behind it.
 	Tablets TabletDirectory
+	// Activity lists the node's sessions for pg_stat_activity; nil shows
+	// the running session alone.
+	Activity func() []SessionActivity
+}
+
+// SessionActivity is one session as pg_stat_activity shows it. Zero times
+// are NULL; an empty WaitEventType means not waiting.
+type SessionActivity struct {
+	PID                                              int32
+	DatabaseID                                       uint32
+	Database, User, ApplicationName                  string
+	ClientAddr                                       string
+	ClientPort                                       int32
+	BackendStart, XactStart, QueryStart, StateChange time.Time
+	WaitEventType, WaitEvent                         string
+	State, Query                                     string
 }
 
 // TabletDirectory is what the SQL layer may know of where data lives: the

@@ -37,6 +37,13 @@ type Config struct {
 	// node of a cluster with several SQL gateways must leave it false
 	// (docs/architecture.md, "Catalog generation").
 	SoleCatalogWriter bool
+	// MaxConnections, SuperuserReservedConnections and AuthTimeout are the
+	// pgwire server's limits, shown (read-only) as max_connections,
+	// superuser_reserved_connections and authentication_timeout; zero
+	// shows pgwire's defaults.
+	MaxConnections               int
+	SuperuserReservedConnections int
+	AuthTimeout                  time.Duration
 }
 
 // Backend implements pgwire.Backend over a kv.DB. One Backend serves a
@@ -58,6 +65,8 @@ type Backend struct {
 	// commits counts committed SQL transactions by the phases their
 	// commit took: [0] read-only, [1] one phase, [2] two phases.
 	commits [3]atomic.Uint64
+	// sessions are the node's open sessions (activity.go).
+	sessions registry
 }
 
 var _ pgwire.Backend = (*Backend)(nil)
@@ -66,6 +75,17 @@ var _ pgwire.Backend = (*Backend)(nil)
 func NewBackend(db *kv.DB, cfg Config) *Backend {
 	if cfg.ServerVersion == "" {
 		cfg.ServerVersion = pgwire.DefaultServerVersion
+	}
+	if cfg.MaxConnections <= 0 {
+		cfg.MaxConnections = pgwire.DefaultMaxConnections
+	}
+	if cfg.SuperuserReservedConnections == 0 {
+		cfg.SuperuserReservedConnections = min(pgwire.DefaultSuperuserReservedConnections, cfg.MaxConnections-1)
+	} else if cfg.SuperuserReservedConnections < 0 {
+		cfg.SuperuserReservedConnections = 0
+	}
+	if cfg.AuthTimeout <= 0 {
+		cfg.AuthTimeout = pgwire.DefaultAuthTimeout
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -100,7 +120,7 @@ func (b *Backend) LookupRole(ctx context.Context, name string) (pgwire.Role, err
 		}
 		return pgwire.Role{}, err
 	}
-	return pgwire.Role{Name: role.Name, CanLogin: role.Login, SCRAMVerifier: role.Verifier}, nil
+	return pgwire.Role{Name: role.Name, CanLogin: role.Login, SCRAMVerifier: role.Verifier, Superuser: role.Superuser}, nil
 }
 
 // NewSession implements pgwire.Backend.
@@ -149,6 +169,9 @@ func (b *Backend) NewSession(ctx context.Context, info pgwire.StartupInfo) (pgwi
 	}
 	s.vars["server_version"] = b.cfg.ServerVersion
 	s.vars["server_version_num"] = versionNum(b.cfg.ServerVersion)
+	s.vars["max_connections"] = strconv.Itoa(b.cfg.MaxConnections)
+	s.vars["superuser_reserved_connections"] = strconv.Itoa(b.cfg.SuperuserReservedConnections)
+	s.vars["authentication_timeout"] = formatDuration(b.cfg.AuthTimeout)
 	s.vars["session_authorization"] = role.Name
 	if role.Superuser {
 		s.vars["is_superuser"] = "on"
@@ -158,6 +181,14 @@ func (b *Backend) NewSession(ctx context.Context, info pgwire.StartupInfo) (pgwi
 	}
 	s.defaults = cloneVars(s.vars)
 	s.reported = make([]string, len(reportedSettings))
+	now := time.Now()
+	s.act = &activity{pid: info.ProcessID, user: role.Name, super: role.Superuser, dbID: db.ID, dbName: db.Name,
+		clientAddr: info.RemoteAddr, start: info.ConnectedAt, control: info.Control,
+		appName: s.vars["application_name"], state: "idle", stateChange: now}
+	if s.act.start.IsZero() {
+		s.act.start = now
+	}
+	b.sessions.add(s.act)
 	return s, nil
 }
 

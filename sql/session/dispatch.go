@@ -29,6 +29,8 @@ type stmtState struct {
 	// stepped: the READ COMMITTED snapshot was taken for this statement.
 	stepped bool
 	tc      *types.Context
+	// w is where the statement's results go (functions' WARNINGs too).
+	w pgwire.ResultWriter
 }
 
 // types is the statement's type context (see Session.regTypes).
@@ -56,8 +58,8 @@ func (x *stmtState) txn() (*kv.Txn, error) {
 	return t, nil
 }
 
-func (s *Session) newStmt(ctx context.Context) *stmtState {
-	x := &stmtState{s: s, ctx: ctx, start: time.Now()}
+func (s *Session) newStmt(ctx context.Context, w pgwire.ResultWriter) *stmtState {
+	x := &stmtState{s: s, ctx: ctx, start: time.Now(), w: w}
 	s.cur = x
 	return x
 }
@@ -79,8 +81,14 @@ func isPlannable(st *parser.Statement) bool {
 func (s *Session) execGroup(ctx context.Context, g stmtGroup, w pgwire.ResultWriter) error {
 	ctx, cancel := s.stmtContext(ctx)
 	defer cancel()
+	return s.execGroupIn(ctx, g, w)
+}
+
+// execGroupIn is execGroup in a context the caller already bounded with
+// stmtContext (autocommit, whose commit belongs to the statement).
+func (s *Session) execGroupIn(ctx context.Context, g stmtGroup, w pgwire.ResultWriter) error {
 	err := s.retryStatement(ctx, g.main, w, func(w pgwire.ResultWriter) error {
-		return s.dispatch(s.newStmt(ctx), g, w)
+		return s.dispatch(s.newStmt(ctx, w), g, w)
 	})
 	return sqlError(ctx, err)
 }
@@ -275,8 +283,9 @@ func (s *Session) execContext(x *stmtState, txn *kv.Txn, params []types.Datum) *
 		Txn: txn, Catalog: r, Database: s.db, User: s.user, Settings: s.settingRows,
 		// pg_stat_activity shows this backend with the pid the
 		// client got in BackendKeyData, as pg_backend_pid() does.
-		Session: a.ec.Session(),
-		Tablets: s.b.cfg.Tablets,
+		Session:  a.ec.Session(),
+		Tablets:  s.b.cfg.Tablets,
+		Activity: s.b.sessions.snapshot,
 	}
 	a.ctx = exec.Context{
 		Txn:             txn,

@@ -58,14 +58,22 @@
 // also feed the background refresher). Everything else that is not a
 // query or DML goes to ddl.Exec.
 //
+// # Timeouts, cancellation and the session registry
+//
+// stmtContext bounds each statement by statement_timeout (57014) and
+// gives its KV batches lock_timeout (kv.WithLockTimeout; the tablet fails
+// one lock wait past it, reported as 55P03); an implicit transaction's
+// commit runs under its statement's context. Idle implements pgwire.Idler:
+// idle_in_transaction_session_timeout (FATAL 25P03) and
+// idle_session_timeout (FATAL 57P05). Every session is in its Backend's
+// registry (activity.go), which pg_stat_activity lists and
+// pg_cancel_backend / pg_terminate_backend signal (signal.go), with
+// PostgreSQL's privilege rules.
+//
 // # Not done here
 //
 //   - LISTEN/UNLISTEN are accepted and do nothing: nothing in Cairn sends
 //     notifications yet, so a listener would never hear one. NOTIFY is 0A000.
-//   - idle_in_transaction_session_timeout and idle_session_timeout are
-//     accepted and shown but not enforced; statement_timeout is (57014),
-//     and lock_timeout bounds advisory lock waits (55P03) but not waits on
-//     row locks, which KV does not bound yet.
 //   - Advisory locks are node-local (see AdvisoryLocks).
 //   - extra_float_digits is accepted (-15..3, as in Postgres) but floats
 //     always print in the shortest exact form, which is what 1..3 mean in

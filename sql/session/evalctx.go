@@ -5,10 +5,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/jackc/pgerrcode"
-
 	"github.com/cairn-db/cairn/sql/builtins"
-	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/cairn-db/cairn/sql/types"
 )
 
@@ -51,9 +48,6 @@ func (e *evalCtx) AdvisoryLocks() builtins.AdvisoryLocker {
 	}
 	return lockTimeout{s.locks, d}
 }
-
-// errLockTimeout ends a lock wait longer than lock_timeout.
-var errLockTimeout = pgerror.New(pgerrcode.LockNotAvailable, "canceling statement due to lock timeout")
 
 // lockTimeout bounds advisory lock waits by lock_timeout.
 type lockTimeout struct {

@@ -17,6 +17,7 @@ import (
 // preparedStatement is a statement of the extended protocol.
 type preparedStatement struct {
 	s          *Session
+	sql        string    // the text Parse sent (pg_stat_activity's query)
 	g          stmtGroup // g.main nil: the empty statement
 	paramTypes []*types.T
 	cols       []plan.Column
@@ -45,7 +46,7 @@ func (s *Session) prepare(ctx context.Context, sql string, paramOIDs []uint32) (
 	if len(groups) > 1 {
 		return nil, pgerror.New(pgerrcode.SyntaxError, "cannot insert multiple commands into a prepared statement")
 	}
-	ps := &preparedStatement{s: s}
+	ps := &preparedStatement{s: s, sql: sql}
 	if len(groups) == 0 {
 		return ps, nil
 	}
@@ -213,6 +214,7 @@ func (pt *portal) Execute(ctx context.Context, w pgwire.ResultWriter, maxRows in
 	if ps.g.main == nil {
 		return false, w.EmptyQuery()
 	}
+	s.statementStarts(ps.sql)
 	if s.aborted && !endsTxn(ps.g.main) {
 		return false, errInFailedTxn
 	}
@@ -252,7 +254,7 @@ func (pt *portal) run(ctx context.Context, w pgwire.ResultWriter, maxRows int) (
 	defer cancel()
 	suspended := false
 	err := s.retryStatement(sctx, pt.ps.g.main, w, func(w pgwire.ResultWriter) error {
-		x := s.newStmt(sctx)
+		x := s.newStmt(sctx, w)
 		c, err := s.startPlanCached(x, pt.ps.g.main, pt.ps.paramTypes, pt.params, nil, &pt.ps.plans)
 		if err != nil {
 			return err
@@ -297,7 +299,7 @@ func (pt *portal) execOther(ctx context.Context, w pgwire.ResultWriter) error {
 	if n, ok := node(ps.g.main).(*pg_query.Node_ExplainStmt); ok {
 		sctx, cancel := s.stmtContext(ctx)
 		defer cancel()
-		err := s.explain(s.newStmt(sctx), ps.g.main, n.ExplainStmt, w, &bound{paramTypes: ps.paramTypes, params: pt.params})
+		err := s.explain(s.newStmt(sctx, w), ps.g.main, n.ExplainStmt, w, &bound{paramTypes: ps.paramTypes, params: pt.params})
 		return sqlError(sctx, err)
 	}
 	return s.execGroup(ctx, ps.g, w)
@@ -313,7 +315,11 @@ type bound struct {
 // the preceding Executes.
 func (s *Session) Sync(ctx context.Context) error {
 	if s.inTxn && !s.block {
-		return sqlError(ctx, s.endTxn(ctx, true))
+		// The commit is where buffered writes meet other transactions'
+		// locks: statement_timeout and lock_timeout bound it too.
+		sctx, cancel := s.stmtContext(ctx)
+		defer cancel()
+		return sqlError(sctx, s.endTxn(sctx, true))
 	}
 	return nil
 }

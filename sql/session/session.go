@@ -37,6 +37,8 @@ type Session struct {
 	db    *catalog.Database
 	pid   uint32
 	log   *slog.Logger
+	// act is the session's entry in the node's registry (activity.go).
+	act *activity
 	// txnWroteCatalog: the current transaction has run DDL, so its
 	// statements resolve names by reading them (dispatch.go resolver).
 	txnWroteCatalog bool
@@ -139,6 +141,47 @@ func (s *Session) Close() {
 		s.endTxn(context.Background(), false)
 	}
 	s.locks.close()
+	s.b.sessions.remove(s.act)
+}
+
+// Errors that end an idle connection (Idle).
+var (
+	errIdleInTxnTimeout = pgerror.New(pgerrcode.IdleInTransactionSessionTimeout, "terminating connection due to idle-in-transaction timeout")
+	errIdleTimeout      = pgerror.New("57P05", "terminating connection due to idle-session timeout")
+)
+
+// Idle implements pgwire.Idler: before each ReadyForQuery the session
+// shows itself idle in pg_stat_activity, and tells pgwire how long the
+// client may stay silent: idle_in_transaction_session_timeout inside a
+// block (open or failed), idle_session_timeout outside one. When it
+// passes, pgwire ends the connection with the FATAL error and Close rolls
+// the transaction back, releasing its locks.
+func (s *Session) Idle() (time.Duration, error) {
+	state, setting, err := "idle", "idle_session_timeout", errIdleTimeout
+	var xactStart time.Time
+	if s.block {
+		state, setting, err = "idle in transaction", "idle_in_transaction_session_timeout", errIdleInTxnTimeout
+		if s.aborted {
+			state = "idle in transaction (aborted)"
+		}
+		xactStart = s.txnStart
+	}
+	s.act.idle(state, xactStart, s.vars["application_name"])
+	d, perr := parseDuration(s.vars[setting])
+	if perr != nil || d <= 0 {
+		return 0, nil
+	}
+	return d, err
+}
+
+// statementStarts shows the statement in pg_stat_activity.
+func (s *Session) statementStarts(sql string) {
+	now := time.Now()
+	xactStart := now
+	if s.block {
+		xactStart = s.txnStart
+	}
+	s.act.begin(sql, now, xactStart)
 }
 
 // typesCtx is the type context without catalog access (Bind's parameter
@@ -350,8 +393,18 @@ func (s *Session) applyDerived() {
 // statement_timeout fires.
 var errStatementTimeout = pgerror.New(pgerrcode.QueryCanceled, "canceling statement due to statement timeout")
 
-// stmtContext bounds one statement by statement_timeout.
+// errLockTimeout ends a lock wait longer than lock_timeout, on a row (the
+// tablet's lock wait, kv.WithLockTimeout) or an advisory lock.
+var errLockTimeout = pgerror.New(pgerrcode.LockNotAvailable, "canceling statement due to lock timeout")
+
+// stmtContext bounds one statement by statement_timeout and gives each of
+// its lock waits lock_timeout (kv.WithLockTimeout carries it to the
+// tablets in every batch the statement sends).
 func (s *Session) stmtContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if d, err := parseDuration(s.vars["lock_timeout"]); err == nil && d > 0 {
+		ctx = kv.WithLockTimeout(ctx, d)
+	}
+	ctx = kvpb.WithLockWaitObserver(ctx, s.act)
 	d, err := parseDuration(s.vars["statement_timeout"])
 	if err != nil || d <= 0 {
 		return ctx, func() {}
@@ -367,6 +420,9 @@ func sqlError(ctx context.Context, err error) error {
 	}
 	if ctx.Err() != nil && context.Cause(ctx) == errStatementTimeout {
 		return errStatementTimeout
+	}
+	if wie, ok := errors.AsType[*kvpb.WriteIntentError](err); ok && wie.LockTimeout {
+		return &causeError{errLockTimeout, err}
 	}
 	if fe := faultError(err); fe != nil {
 		return fe
@@ -468,6 +524,7 @@ var errInFailedTxn = pgerror.New(pgerrcode.InFailedSQLTransaction, "current tran
 
 // SimpleQuery implements pgwire.Session.
 func (s *Session) SimpleQuery(ctx context.Context, sql string, w pgwire.ResultWriter) error {
+	s.statementStarts(sql)
 	if err := s.flushReports(w); err != nil {
 		return err
 	}
@@ -536,6 +593,15 @@ func (s *Session) inBlock(ctx context.Context, g stmtGroup, w pgwire.ResultWrite
 // retrying the whole transaction on a retryable error while nothing has
 // been sent to the client.
 func (s *Session) autocommit(ctx context.Context, groups []stmtGroup, w pgwire.ResultWriter) error {
+	if len(groups) == 1 {
+		// One statement: statement_timeout bounds it with its commit
+		// (where a buffered write first meets another's lock) and its
+		// automatic retries, as PostgreSQL's bounds everything from the
+		// Query message to the end of its implicit commit.
+		var cancel context.CancelFunc
+		ctx, cancel = s.stmtContext(ctx)
+		defer cancel()
+	}
 	for attempt := 0; ; attempt++ {
 		tw := &trackingWriter{ResultWriter: w, hold: true}
 		err := s.autocommitOnce(ctx, groups, tw)
@@ -558,15 +624,9 @@ func (s *Session) autocommitOnce(ctx context.Context, groups []stmtGroup, tw *tr
 	s.beginTxn(false)
 	s.multiImplicit = len(groups) > 1
 	defer func() { s.multiImplicit = false }()
-	for i, g := range groups {
-		// Only the last statement's tag waits for the commit; the others
-		// go out in order between their rows.
-		if i < len(groups)-1 {
-			tw.hold = false
-		} else {
-			tw.hold = true
-		}
-		if err := s.execGroup(ctx, g, tw); err != nil {
+	if len(groups) == 1 {
+		// autocommit bounded ctx already, commit included.
+		if err := s.execGroupIn(ctx, groups[0], tw); err != nil {
 			s.failStatement(ctx)
 			return err
 		}
@@ -576,8 +636,29 @@ func (s *Session) autocommitOnce(ctx context.Context, groups []stmtGroup, tw *tr
 			// out of implicit groups, Execute does not).
 			return nil
 		}
+		return s.endTxn(ctx, true)
 	}
-	return s.endTxn(ctx, true)
+	// Several statements: statement_timeout bounds each one (PostgreSQL
+	// 13 and later), and the commit counts with the last.
+	for i, g := range groups {
+		// Only the last statement's tag waits for the commit; the others
+		// go out in order between their rows.
+		tw.hold = i == len(groups)-1
+		gctx, cancel := s.stmtContext(ctx)
+		err := s.execGroupIn(gctx, g, tw)
+		if err == nil && tw.hold && s.inTxn && !s.block {
+			err = sqlError(gctx, s.endTxn(gctx, true))
+		}
+		cancel()
+		if err != nil {
+			s.failStatement(ctx)
+			return err
+		}
+		if !s.inTxn || s.block {
+			return nil
+		}
+	}
+	return nil
 }
 
 // trackingWriter records whether anything reached the client (which
@@ -609,9 +690,9 @@ func (t *trackingWriter) Complete(tag string) error {
 	return t.ResultWriter.Complete(tag)
 }
 
-func (t *trackingWriter) CopyIn(f pgwire.CopyFormat) (pgwire.CopyInReader, error) {
+func (t *trackingWriter) CopyIn(ctx context.Context, f pgwire.CopyFormat) (pgwire.CopyInReader, error) {
 	t.sent = true
-	return t.ResultWriter.CopyIn(f)
+	return t.ResultWriter.CopyIn(ctx, f)
 }
 
 func (t *trackingWriter) CopyOut(f pgwire.CopyFormat) (pgwire.CopyOutWriter, error) {

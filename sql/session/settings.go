@@ -24,6 +24,10 @@ type setting struct {
 	report bool
 	// readOnly settings reject SET with 55P02 (server_version, ...).
 	readOnly bool
+	// restart: a read-only setting the server takes from its command
+	// line (PostgreSQL's postmaster context); sighup: one from its
+	// configuration. Each changes the wording of the 55P02.
+	restart, sighup bool
 	// check canonicalizes a value; nil accepts any text.
 	check func(s *Session, v string) (string, error)
 }
@@ -57,6 +61,11 @@ var settingsList = []*setting{
 	{name: "is_superuser", def: "off", report: true, readOnly: true, desc: "Shows whether the current user is a superuser."},
 	{name: "session_authorization", def: "", report: true, readOnly: true, desc: "Sets the session user name."},
 	{name: "in_hot_standby", def: "off", report: true, readOnly: true, desc: "Shows whether hot standby is currently active."},
+	// The connection limits are the node's (cairn start flags); NewSession
+	// fills in their values.
+	{name: "max_connections", def: "100", readOnly: true, restart: true, desc: "Sets the maximum number of concurrent connections."},
+	{name: "superuser_reserved_connections", def: "3", readOnly: true, restart: true, desc: "Sets the number of connection slots reserved for superusers."},
+	{name: "authentication_timeout", def: "10s", readOnly: true, sighup: true, desc: "Sets the maximum allowed time to complete client authentication."},
 	{name: "bytea_output", def: "hex", check: checkOnly("hex"), desc: "Sets the output format for bytea."},
 	{name: "lc_messages", def: "C", desc: "Sets the language in which messages are displayed."},
 	{name: "lc_monetary", def: "C", desc: "Sets the locale for formatting monetary amounts."},
@@ -244,6 +253,18 @@ func checkDuration(_ *Session, v string) (string, error) {
 		return "", err
 	}
 	return formatDuration(d), nil
+}
+
+// readOnlyError is the 55P02 of a SET of a read-only setting, worded as
+// PostgreSQL words it for the setting's context.
+func (st *setting) readOnlyError() error {
+	switch {
+	case st.restart:
+		return pgerror.New(pgerrcode.CantChangeRuntimeParam, "parameter %q cannot be changed without restarting the server", st.name)
+	case st.sighup:
+		return pgerror.New(pgerrcode.CantChangeRuntimeParam, "parameter %q cannot be changed now", st.name)
+	}
+	return pgerror.New(pgerrcode.CantChangeRuntimeParam, "parameter %q cannot be changed", st.name)
 }
 
 func parseDuration(v string) (time.Duration, error) {

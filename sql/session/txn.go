@@ -391,11 +391,11 @@ func (w *stmtWriter) EmptyQuery() error {
 	return w.ResultWriter.EmptyQuery()
 }
 
-func (w *stmtWriter) CopyIn(f pgwire.CopyFormat) (pgwire.CopyInReader, error) {
+func (w *stmtWriter) CopyIn(ctx context.Context, f pgwire.CopyFormat) (pgwire.CopyInReader, error) {
 	if err := w.flush(); err != nil {
 		return nil, err
 	}
-	return w.ResultWriter.CopyIn(f)
+	return w.ResultWriter.CopyIn(ctx, f)
 }
 
 func (w *stmtWriter) CopyOut(f pgwire.CopyFormat) (pgwire.CopyOutWriter, error) {

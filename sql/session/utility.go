@@ -177,7 +177,7 @@ func (s *Session) copy(x *stmtState, n *pg_query.CopyStmt, w pgwire.ResultWriter
 	ec := s.execContext(x, txn, nil)
 	var count int64
 	if n.IsFrom {
-		in, err := w.CopyIn(f)
+		in, err := w.CopyIn(x.ctx, f)
 		if err != nil {
 			return err
 		}

@@ -14,7 +14,7 @@ import (
 // setVar checks and stores a session setting's value.
 func (s *Session) setVar(st *setting, v string) error {
 	if st.readOnly {
-		return pgerror.New(pgerrcode.CantChangeRuntimeParam, "parameter %q cannot be changed", st.name)
+		return st.readOnlyError()
 	}
 	canon, err := st.canonicalize(s, v)
 	if err != nil {
@@ -113,7 +113,7 @@ func (s *Session) set(x *stmtState, n *pg_query.VariableSetStmt, w pgwire.Result
 		return err
 	}
 	if st.readOnly {
-		return pgerror.New(pgerrcode.CantChangeRuntimeParam, "parameter %q cannot be changed", st.name)
+		return st.readOnlyError()
 	}
 	key := strings.ToLower(st.name)
 	var v string
@@ -218,7 +218,7 @@ func (e *evalCtx) SetSetting(name, value string, reset, local bool) (string, err
 		return "", err
 	}
 	if st.readOnly {
-		return "", pgerror.New(pgerrcode.CantChangeRuntimeParam, "parameter %q cannot be changed", st.name)
+		return "", st.readOnlyError()
 	}
 	key := strings.ToLower(st.name)
 	if reset {
