@@ -34,36 +34,23 @@ func (r *runner) buildSetOp(n *plan.SetOp) (op, error) {
 	closeBoth := func() { left.Close(); right.Close() }
 	var key []byte
 	if n.Kind == plan.Union {
-		var seen map[string]struct{}
-		if !n.All {
-			seen = map[string]struct{}{}
-		}
 		cur := left
-		return &funcOp{next: func(ctx context.Context) ([]types.Datum, error) {
+		cat := &funcOp{next: func(ctx context.Context) ([]types.Datum, error) {
 			for {
 				row, err := cur.Next(ctx)
-				if err != nil {
-					return nil, err
+				if err != nil || row != nil {
+					return row, err
 				}
-				if row == nil {
-					if cur == right {
-						return nil, nil
-					}
-					cur = right
-					continue
+				if cur == right {
+					return nil, nil
 				}
-				if seen != nil {
-					if key, err = hashKey(key[:0], row, all); err != nil {
-						return nil, err
-					}
-					if _, dup := seen[string(key)]; dup {
-						continue
-					}
-					seen[string(key)] = struct{}{}
-				}
-				return row, nil
+				cur = right
 			}
-		}, close: closeBoth}, nil
+		}, close: closeBoth}
+		if n.All {
+			return cat, nil
+		}
+		return r.newDedup(cat, all, width), nil
 	}
 	var counts map[string]int
 	emitted := map[string]struct{}{}

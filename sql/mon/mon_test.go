@@ -85,3 +85,30 @@ func TestFormatBytes(t *testing.T) {
 		}
 	}
 }
+
+func TestParseKB(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		kb   int64
+		ok   bool
+		show string
+	}{
+		{"4MB", 4096, true, "4MB"},
+		{"64kB", 64, true, "64kB"},
+		{"1024", 1024, true, "1MB"},
+		{"1GB", 1 << 20, true, "1GB"},
+		{"65536B", 64, true, "64kB"},
+		{"100kB", 100, true, "100kB"},
+		{"4mb", 0, false, ""}, // units are case-sensitive, as in PostgreSQL
+		{"lots", 0, false, ""},
+		{"", 0, false, ""},
+	} {
+		kb, _, ok := ParseKB(c.in)
+		if ok != c.ok || (ok && kb != c.kb) {
+			t.Errorf("ParseKB(%q) = %d, %v; want %d, %v", c.in, kb, ok, c.kb, c.ok)
+		}
+		if ok && FormatKB(kb) != c.show {
+			t.Errorf("FormatKB(%d) = %s, want %s", kb, FormatKB(kb), c.show)
+		}
+	}
+}

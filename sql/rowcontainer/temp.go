@@ -20,7 +20,13 @@ type TempStorage struct {
 	dir  string
 	disk *mon.Budget
 	seq  atomic.Uint64
+	// files counts the files ever made (FilesCreated).
+	files atomic.Uint64
 }
+
+// FilesCreated is the number of temporary files made since start (a
+// figure for tests and metrics: a statement that spilled made some).
+func (t *TempStorage) FilesCreated() uint64 { return t.files.Load() }
 
 // NewTempStorage makes dir the node's temporary directory, removing what
 // an earlier run left there (a node that crashed mid-spill), with limit
@@ -108,6 +114,7 @@ func (s *Scope) NewFile() (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rowcontainer: creating temporary file: %w", err)
 	}
+	s.t.files.Add(1)
 	file := &File{s: s, f: f, w: bufio.NewWriterSize(f, 64<<10)}
 	if s.files == nil {
 		s.files = map[*File]struct{}{}
