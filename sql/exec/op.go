@@ -68,6 +68,8 @@ type runner struct {
 	// closing gives the memory back to the OS.
 	large     *mon.Account
 	largePeak int64
+	// held accounts rows held outside operators (spill.go: heldAccount).
+	held *mon.Account
 }
 
 func newRunner(ctx context.Context, x *Context, p *plan.Plan) *runner {

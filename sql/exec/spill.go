@@ -36,6 +36,16 @@ import (
 // account opens an operator's account in the statement.
 func (r *runner) account() *mon.Account { return r.mem.NewAccount() }
 
+// heldAccount is the account of rows the statement holds outside any
+// operator (subquery results, materialized CTEs, recursive CTEs' sets):
+// they cannot spill and are reserved with Force.
+func (r *runner) heldAccount() *mon.Account {
+	if r.held == nil {
+		r.held = r.account()
+	}
+	return r.held
+}
+
 // release gives back the statement's memory and removes its temporary
 // files (exec's side of rowcontainer invariant 4 and mon invariant 4).
 func (r *runner) release() {
@@ -198,4 +208,4 @@ func openSource(f *rowcontainer.File) (*fileSource, error) {
 type iterOp struct{ it rowcontainer.Iterator }
 
 func (o *iterOp) Next(ctx context.Context) ([]types.Datum, error) { return o.it.Next(ctx) }
-func (o *iterOp) Close()                                         { o.it.Close() }
+func (o *iterOp) Close()                                          { o.it.Close() }
