@@ -61,21 +61,28 @@ func queries(n int) []query {
 func main() {
 	flag.Parse()
 	log.SetFlags(0)
+	if err := run(); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// run returns its errors so its deferred stops of both servers run.
+func run() error {
 	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "bench-spill-")
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 	defer os.RemoveAll(dir)
 	// PostgreSQL runs as the postgres OS user when we are root
 	// (scripts/pg15.sh): its directory must be reachable.
 	if err := os.Chmod(dir, 0o755); err != nil {
-		log.Fatal(err)
+		return err
 	}
 
 	bin := filepath.Join(dir, "cairn")
 	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/cairn").CombinedOutput(); err != nil {
-		log.Fatalf("building cairn: %v\n%s", err, out)
+		return fmt.Errorf("building cairn: %v\n%s", err, out)
 	}
 	p := *flagPort
 	cmd := exec.Command(bin, "start", "--store", filepath.Join(dir, "store"), "--insecure",
@@ -83,22 +90,22 @@ func main() {
 		"--rpc-addr", fmt.Sprintf("127.0.0.1:%d", p+2), "--max-sql-memory", *flagSQLMem)
 	logf, err := os.Create(filepath.Join(dir, "cairn.log"))
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
-		log.Fatal(err)
+		return err
 	}
 	defer func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() }()
 	cairnURL := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", p)
 	pgURL := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", p+3)
 	if err := waitReady(ctx, cairnURL); err != nil {
-		log.Fatalf("cairn did not start: %v", err)
+		return fmt.Errorf("cairn did not start: %v", err)
 	}
 	if !*flagSkipPG {
 		pgDir := filepath.Join(dir, "pg")
 		if out, err := exec.Command("scripts/pg15.sh", "start", pgDir, strconv.Itoa(p+3)).CombinedOutput(); err != nil {
-			log.Fatalf("starting PostgreSQL 15: %v\n%s", err, out)
+			return fmt.Errorf("starting PostgreSQL 15: %v\n%s", err, out)
 		}
 		defer exec.Command("scripts/pg15.sh", "stop", pgDir, strconv.Itoa(p+3)).Run()
 	}
@@ -117,30 +124,30 @@ func main() {
 		for range *flagRuns {
 			t, a, err := timed(ctx, cairnURL, q.sql)
 			if err != nil {
-				log.Fatalf("cairn %s: %v", q.name, err)
+				return fmt.Errorf("cairn %s: %v", q.name, err)
 			}
 			ct, answer = append(ct, t), a
 			if !*flagSkipPG {
 				t, a, err := timed(ctx, pgURL, q.sql)
 				if err != nil {
-					log.Fatalf("postgres %s: %v", q.name, err)
+					return fmt.Errorf("postgres %s: %v", q.name, err)
 				}
 				pt, pgAnswer = append(pt, t), a
 			}
 		}
 		hwm, err := readHWM(pid)
 		if err != nil {
-			log.Fatal(err)
+			return err
 		}
 		if !*flagSkipPG && answer != pgAnswer {
-			log.Fatalf("%s: Cairn answered %s, PostgreSQL %s", q.name, answer, pgAnswer)
+			return fmt.Errorf("%s: Cairn answered %s, PostgreSQL %s", q.name, answer, pgAnswer)
 		}
 		pgs, ratio := "-", "-"
 		if len(pt) > 0 {
 			pgs, ratio = fmt.Sprintf("%.2f", median(pt)), fmt.Sprintf("%.2f×", median(ct)/median(pt))
 		}
 		fmt.Fprintf(tw, "%s\t%.2f\t%s\t%s\t%d\t%s\t\n", q.name, median(ct), pgs, ratio, hwm>>10, answer)
-		tw.Flush()
+		fmt.Fprintf(os.Stderr, "%s done: Cairn %v, PostgreSQL %v\n", q.name, ct, pt)
 	}
 	tw.Flush()
 
@@ -174,6 +181,7 @@ func main() {
 		fmt.Printf("\n%d concurrent queries of %d rows (the four in turn): %d failed, %.1f s, peak RSS %d MiB, node alive %v\n",
 			*flagConc, n, failed, time.Since(start).Seconds(), hwm>>10, alive)
 	}
+	return nil
 }
 
 // timed runs q on a fresh connection with work_mem set and returns its
