@@ -303,7 +303,7 @@ func (o *hashAggOp) aggregate(ctx context.Context, src op, level int) error {
 			}
 			size := int64(len(key)) + 64 + rowcontainer.RowSize(row) + int64(96*len(o.specs))
 			err := o.acc.Grow(size)
-			if err != nil && len(o.gpos) > 0 && len(groups) > 0 && o.r.canSpill(level) {
+			if err != nil && len(o.gpos) > 0 && o.r.canSpill(level, len(groups)) {
 				// The table is full: from now on, rows of new groups
 				// wait in partitions (rows of groups in the table still
 				// aggregate into them).

@@ -162,9 +162,6 @@ func (r *runner) buildProject(n *plan.Project) (op, error) {
 				return nil, err
 			}
 		}
-		if err := r.accountLarge(out); err != nil {
-			return nil, err
-		}
 		return out, nil
 	}, close: in.Close}, nil
 }

@@ -79,7 +79,7 @@ func (o *dedupOp) Next(ctx context.Context) ([]types.Datum, error) {
 		}
 		size := int64(len(o.key)) + keyCost
 		err = o.acc.Grow(size)
-		if err != nil && o.r.canSpill(0) {
+		if err != nil && o.r.canSpill(0, len(o.seen)) {
 			o.part = newPartitioner()
 			if o.spill, err = o.r.newPartitions(1); err != nil {
 				return nil, err
@@ -173,7 +173,7 @@ func (o *dedupOp) dedupPart(ctx context.Context, p spillPart) (*partitions, erro
 		}
 		size := int64(len(o.key)) + keyCost
 		err = o.acc.Grow(size)
-		if err != nil && o.r.canSpill(p.level) {
+		if err != nil && o.r.canSpill(p.level, len(seen)) {
 			if sub, err = o.r.newPartitions(p.level + 1); err != nil {
 				return nil, err
 			}

@@ -122,7 +122,7 @@ func (o *joinOp) build(ctx context.Context) error {
 		}
 		size := o.rowCost(row)
 		err = o.acc.Grow(size)
-		if err != nil && hashed && o.r.canSpill(0) {
+		if err != nil && hashed && o.r.canSpill(0, len(o.rrows)) {
 			o.part = newPartitioner()
 			return o.spill(ctx, 0, o.rrows, row, o.right, o.left)
 		}
@@ -252,7 +252,7 @@ func (o *joinOp) nextPart(ctx context.Context) (bool, error) {
 			}
 			size := o.rowCost(row)
 			err = o.acc.Grow(size)
-			if err != nil && o.r.canSpill(p.level) {
+			if err != nil && o.r.canSpill(p.level, len(o.rrows)) {
 				if err := o.spill(ctx, p.level, o.rrows, row, right, left); err != nil {
 					return false, err
 				}

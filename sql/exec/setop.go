@@ -153,7 +153,7 @@ func (o *setOpOp) count(ctx context.Context) error {
 		if _, ok := o.counts[string(o.key)]; !ok {
 			size := int64(len(o.key)) + keyCost
 			err := o.acc.Grow(size)
-			if err != nil && o.r.canSpill(0) {
+			if err != nil && o.r.canSpill(0, len(o.counts)) {
 				o.part = newPartitioner()
 				o.rparts, _ = o.r.newPartitions(1)
 				for k, n := range o.counts {

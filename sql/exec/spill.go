@@ -4,6 +4,8 @@ import (
 	"context"
 	"hash/maphash"
 	"runtime/debug"
+	"sync"
+	"time"
 
 	"github.com/cairn-db/cairn/sql/mon"
 	"github.com/cairn-db/cairn/sql/pgerror"
@@ -55,23 +57,56 @@ func (r *runner) release() {
 		// A statement that held a value of hundreds of megabytes would
 		// leave the process that much larger until the runtime's
 		// scavenger got round to it (minutes on an idle node): give it
-		// back now.
+		// back soon, once the session has written the value out and
+		// dropped its copies too.
 		r.largePeak = 0
-		go debug.FreeOSMemory()
+		freeOSMemorySoon()
 	}
 }
 
+// freeOSMemorySoon returns the heap's free memory to the OS after each
+// of freeOSDelays; calls while one is pending share it.
+func freeOSMemorySoon() {
+	freeOS.Lock()
+	defer freeOS.Unlock()
+	if freeOS.pending {
+		return
+	}
+	freeOS.pending = true
+	go func() {
+		for _, d := range freeOSDelays {
+			time.Sleep(d)
+			debug.FreeOSMemory()
+		}
+		freeOS.Lock()
+		freeOS.pending = false
+		freeOS.Unlock()
+	}()
+}
+
+var freeOS struct {
+	sync.Mutex
+	pending bool
+}
+
+// freeOSDelays are when, after a statement with a large value ends, its
+// memory is returned: once the session has written the value out, and
+// again once the connection's buffers holding a copy are likely gone
+// too (the wire layer sizes its buffer to the largest row it sent).
+var freeOSDelays = []time.Duration{time.Second, 10 * time.Second}
+
 // Large values. maxValueSize is PostgreSQL's limit on one value (1 GB,
-// MaxAllocSize); largeValue is the size from which a value produced by a
-// projection is reserved while the statement holds it.
+// MaxAllocSize); largeValue is the size from which a value the statement
+// returns is reserved while it is being returned.
 const (
 	maxValueSize    = 1<<30 - 1
 	largeValue      = 1 << 20
 	freeOSThreshold = 64 << 20
 )
 
-// accountLarge reserves the large values of a projected row, replacing
-// the previous row's reservation: a projection holds one row at a time.
+// accountLarge reserves the large values of a row the statement returns,
+// replacing the previous row's reservation: the client holds one row at
+// a time.
 // A value above 1 GB is 54000, as in PostgreSQL.
 func (r *runner) accountLarge(row []types.Datum) error {
 	var n int64
@@ -172,11 +207,17 @@ func (ps *partitions) close() {
 	}
 }
 
-// canSpill reports whether an operator may spill at level: temporary
-// storage exists and the recursion has room.
-func (r *runner) canSpill(level int) bool {
-	return r.scope.Spillable() && level < maxSpillLevel
+// canSpill reports whether an operator holding held rows (or keys) may
+// spill at level: temporary storage exists, the recursion has room, and
+// it holds at least minSpillRows (under a tinier budget each partition
+// would cost a file per row; the few rows are reserved past work_mem).
+func (r *runner) canSpill(level, held int) bool {
+	return r.scope.Spillable() && level < maxSpillLevel && held >= minSpillRows
 }
+
+// minSpillRows is the fewest rows or keys a hash table holds before it
+// spills, as rowcontainer.MinRunRows is for sorted runs.
+const minSpillRows = rowcontainer.MinRunRows
 
 // fileSource reads a spill file as an operator.
 type fileSource struct {

@@ -68,8 +68,9 @@ func sortedLines(s string) string {
 // files, and none may be left afterwards.
 func TestSpillingOperators(t *testing.T) {
 	e := newSpillEnv(t, 0)
-	const g = `(SELECT g, g % 7 AS m, CASE WHEN g % 5 = 0 THEN NULL ELSE 'v' || (g % 13)::text END AS s FROM generate_series(1, 600) g) t`
-	const g2 = `(SELECT g AS h, g % 11 AS n FROM generate_series(-50, 400, 3) g) u`
+	// Every spilling case holds more than minSpillRows rows or keys.
+	const g = `(SELECT g, g % 7 AS m, g % 300 AS k, CASE WHEN g % 5 = 0 THEN NULL ELSE 'v' || (g % 130)::text END AS s FROM generate_series(1, 3000) g) t`
+	const g2 = `(SELECT g AS h, g % 11 AS n, g % 200 AS j FROM generate_series(-50, 2000, 3) g) u`
 	cases := []struct {
 		name    string
 		q       string
@@ -80,17 +81,18 @@ func TestSpillingOperators(t *testing.T) {
 		{"sort stable ties", `SELECT g, m FROM ` + g + ` ORDER BY m`, true, false},
 		{"sort limit", `SELECT g FROM ` + g + ` ORDER BY g DESC LIMIT 7`, true, false},
 		{"group by", `SELECT s, count(*), sum(g), min(g) FROM ` + g + ` GROUP BY s`, false, false},
+		{"group by few groups", `SELECT m, count(*) FROM ` + g + ` GROUP BY m`, false, true},
 		{"group by many groups", `SELECT g / 2, count(*) FROM ` + g + ` GROUP BY g / 2`, false, false},
-		{"group by ordered agg", `SELECT m, string_agg(g::text, ',' ORDER BY g DESC), count(DISTINCT s) FROM ` + g + ` GROUP BY m`, false, false},
+		{"group by ordered agg", `SELECT k, string_agg(g::text, ',' ORDER BY g DESC), count(DISTINCT s) FROM ` + g + ` GROUP BY k`, false, false},
 		{"scalar agg", `SELECT count(*), sum(g) FROM ` + g, true, true},
 		{"distinct", `SELECT DISTINCT s FROM ` + g, true, false},
-		{"distinct on", `SELECT DISTINCT ON (m) m, g FROM ` + g + ` ORDER BY m, g DESC`, true, false},
-		{"union", `SELECT m FROM ` + g + ` UNION SELECT n FROM ` + g2, true, false},
+		{"distinct on", `SELECT DISTINCT ON (k) k, g FROM ` + g + ` ORDER BY k, g DESC`, true, false},
+		{"union", `SELECT k FROM ` + g + ` UNION SELECT j FROM ` + g2, true, false},
 		{"union all", `SELECT m FROM ` + g + ` UNION ALL SELECT n FROM ` + g2, true, true},
-		{"intersect", `SELECT m FROM ` + g + ` INTERSECT SELECT n FROM ` + g2, false, false},
-		{"intersect all", `SELECT m FROM ` + g + ` INTERSECT ALL SELECT n FROM ` + g2, false, false},
+		{"intersect", `SELECT k FROM ` + g + ` INTERSECT SELECT j FROM ` + g2, false, false},
+		{"intersect all", `SELECT k FROM ` + g + ` INTERSECT ALL SELECT j FROM ` + g2, false, false},
 		{"except", `SELECT g FROM ` + g + ` EXCEPT SELECT h FROM ` + g2, false, false},
-		{"except all", `SELECT m FROM ` + g + ` EXCEPT ALL SELECT n FROM ` + g2, false, false},
+		{"except all", `SELECT k FROM ` + g + ` EXCEPT ALL SELECT j FROM ` + g2, false, false},
 		{"inner join", `SELECT g, h FROM ` + g + ` JOIN ` + g2 + ` ON g = h`, false, false},
 		{"left join", `SELECT g, h, n FROM ` + g + ` LEFT JOIN ` + g2 + ` ON m = n AND g < h`, false, false},
 		{"right join", `SELECT g, h FROM ` + g + ` RIGHT JOIN ` + g2 + ` ON g = h`, false, false},

@@ -74,6 +74,10 @@ func (rs *rows) Next(ctx context.Context) ([]types.Datum, error) {
 	if row == nil {
 		return nil, nil
 	}
+	if err := rs.r.accountLarge(row); err != nil {
+		rs.Close()
+		return nil, err
+	}
 	rs.n++
 	if rs.keep == nil {
 		return row, nil

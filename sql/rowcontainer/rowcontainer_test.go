@@ -164,8 +164,8 @@ func TestSorterRandom(t *testing.T) {
 					}
 				}
 			}
-			if workMem == 600 && s.Runs < 100 {
-				t.Fatalf("a 600-byte budget wrote %d runs; the test wants many", s.Runs)
+			if workMem == 600 && s.Runs <= 2*minMerge {
+				t.Fatalf("a 600-byte budget wrote %d runs; the test wants several merge passes", s.Runs)
 			}
 			if workMem == 0 && s.Runs != 0 {
 				t.Fatalf("an unlimited sorter spilled %d runs", s.Runs)

@@ -18,9 +18,14 @@ type Compare func(a, b []types.Datum) int
 // sizes its merge the same way), at least minMerge and at most maxMerge.
 const (
 	readBuf  = 32 << 10
-	minMerge = 2
+	minMerge = 8
 	maxMerge = 128
 )
+
+// MinRunRows is the fewest rows a run holds: a sorter under a tinier
+// budget holds that many anyway (reserved past work_mem), since a run of
+// one row would cost a file per row.
+const MinRunRows = 64
 
 // Sorter sorts rows, spilling sorted runs to temporary files when its
 // account refuses more memory, and merging them when asked for the result.
@@ -48,7 +53,7 @@ func NewSorter(cmp Compare, acc *mon.Account, scope *Scope) *Sorter {
 func (s *Sorter) Add(ctx context.Context, row []types.Datum) error {
 	n := RowSize(row) + sortItemSize
 	err := s.acc.Grow(n)
-	if err != nil && len(s.rows) > 0 && s.scope.Spillable() {
+	if err != nil && len(s.rows) >= MinRunRows && s.scope.Spillable() {
 		// Past work_mem, or the node is short: write what is held as a
 		// run and start again with an empty memory.
 		if err := s.spill(ctx); err != nil {
