@@ -205,6 +205,8 @@ func appendParts(queue []spillPart, ps *partitions) []spillPart {
 		if f == nil {
 			continue
 		}
+		// Queued partitions wait without a descriptor or buffer.
+		_ = f.Seal()
 		queue = append(queue, spillPart{f: f, level: ps.level})
 	}
 	return queue

@@ -188,6 +188,13 @@ func (o *joinOp) spill(ctx context.Context, level int, held [][]types.Datum, pen
 	var parts []joinPart
 	for i := range rps.files {
 		p := joinPart{left: lps.files[i], right: rps.files[i], level: level + 1}
+		for _, f := range []*rowcontainer.File{p.left, p.right} {
+			if f != nil {
+				if err := f.Seal(); err != nil {
+					return err
+				}
+			}
+		}
 		if p.left != nil || p.right != nil {
 			parts = append(parts, p)
 		}

@@ -125,4 +125,4 @@ func (it *fileIter) Next(ctx context.Context) ([]types.Datum, error) {
 	return it.r.Next()
 }
 
-func (it *fileIter) Close() {}
+func (it *fileIter) Close() { it.r.Close() }

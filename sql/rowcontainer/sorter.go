@@ -94,6 +94,9 @@ func (s *Sorter) spill(ctx context.Context) error {
 	}
 	s.rows, s.idx = s.rows[:0], nil
 	s.acc.Shrink(s.bytes)
+	if err := f.Seal(); err != nil {
+		return err
+	}
 	s.bytes = 0
 	return nil
 }
@@ -330,6 +333,9 @@ func (m *merge) Next(ctx context.Context) ([]types.Datum, error) {
 }
 
 func (m *merge) Close() {
+	for _, r := range m.readers {
+		r.Close()
+	}
 	m.readers = nil
 	m.h.items = nil
 	m.acc.Shrink(m.bufs)

@@ -80,21 +80,29 @@ func (s *Scope) Close() error {
 }
 
 // File is an append-only file of rows. Append rows, then read them with
-// any number of Readers (each reads the whole file from the start).
+// any number of Readers (each reads the whole file from the start, with
+// its own descriptor). A file holds a descriptor and a write buffer only
+// while it is being appended to: Seal (or a Reader) releases both, so an
+// operator can keep thousands of spilled partitions queued.
 type File struct {
 	s        *Scope
-	f        *os.File
-	w        *bufio.Writer
+	name     string
+	f        *os.File      // open for appending; nil when sealed
+	w        *bufio.Writer // nil when sealed
 	c        codec
 	buf      []byte
 	size     int64 // bytes appended
 	reserved int64 // bytes reserved in the disk budget
 	rows     int64
+	closed   bool
 }
 
 // diskChunk is how much disk budget a File reserves at a time, so the
 // shared budget's lock is taken once per chunk, not per row.
 const diskChunk = 256 << 10
+
+// writeBuf is a File's write buffer while it is appended to.
+const writeBuf = 16 << 10
 
 // NewFile creates a temporary file in the scope.
 func (s *Scope) NewFile() (*File, error) {
@@ -110,12 +118,13 @@ func (s *Scope) NewFile() (*File, error) {
 		s.dir = dir
 	}
 	s.seq++
-	f, err := os.OpenFile(filepath.Join(s.dir, fmt.Sprintf("%06d.rows", s.seq)), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	name := filepath.Join(s.dir, fmt.Sprintf("%06d.rows", s.seq))
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("rowcontainer: creating temporary file: %w", err)
 	}
 	s.t.files.Add(1)
-	file := &File{s: s, f: f, w: bufio.NewWriterSize(f, 64<<10)}
+	file := &File{s: s, name: name, f: f, w: bufio.NewWriterSize(f, writeBuf)}
 	if s.files == nil {
 		s.files = map[*File]struct{}{}
 	}
@@ -126,8 +135,15 @@ func (s *Scope) NewFile() (*File, error) {
 // Append writes row at the end of the file. Past the disk budget it fails
 // with 53200 (invariant 2).
 func (f *File) Append(row []types.Datum) error {
-	if f.f == nil {
+	if f.closed {
 		return fmt.Errorf("rowcontainer: append to a closed file")
+	}
+	if f.w == nil {
+		fd, err := os.OpenFile(f.name, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			return fmt.Errorf("rowcontainer: reopening temporary file: %w", err)
+		}
+		f.f, f.w = fd, bufio.NewWriterSize(fd, writeBuf)
 	}
 	var err error
 	f.buf, err = f.c.appendRow(f.buf[:0], row)
@@ -155,33 +171,60 @@ func (f *File) Append(row []types.Datum) error {
 	return nil
 }
 
+// Seal flushes what was appended and releases the write buffer and
+// descriptor (a later Append opens them again).
+func (f *File) Seal() error {
+	if f.w == nil {
+		return nil
+	}
+	err := f.w.Flush()
+	if cerr := f.f.Close(); err == nil {
+		err = cerr
+	}
+	f.f, f.w = nil, nil
+	if len(f.buf) > 4<<10 {
+		f.buf = nil
+	}
+	if err != nil {
+		return fmt.Errorf("rowcontainer: writing temporary file: %w", err)
+	}
+	return nil
+}
+
 // Rows is the number of rows appended.
 func (f *File) Rows() int64 { return f.rows }
 
 // Size is the bytes appended.
 func (f *File) Size() int64 { return f.size }
 
-// Reader returns a reader of every row appended so far, buffering bufSize
-// bytes.
+// Reader seals the file and returns a reader of every row appended so
+// far, buffering bufSize bytes. The reader's descriptor is closed when it
+// reaches the end (or by Close).
 func (f *File) Reader(bufSize int) (*Reader, error) {
-	if f.f == nil {
+	if f.closed {
 		return nil, fmt.Errorf("rowcontainer: read of a closed file")
 	}
-	if err := f.w.Flush(); err != nil {
-		return nil, fmt.Errorf("rowcontainer: writing temporary file: %w", err)
+	if err := f.Seal(); err != nil {
+		return nil, err
 	}
-	return &Reader{file: f, rows: f.rows, r: bufio.NewReaderSize(io.NewSectionReader(f.f, 0, f.size), bufSize)}, nil
+	fd, err := os.Open(f.name)
+	if err != nil {
+		return nil, fmt.Errorf("rowcontainer: reading temporary file: %w", err)
+	}
+	return &Reader{file: f, fd: fd, rows: f.rows, r: bufio.NewReaderSize(io.NewSectionReader(fd, 0, f.size), bufSize)}, nil
 }
 
 // Close removes the file and releases its disk budget.
 func (f *File) Close() {
-	if f.f == nil {
+	if f.closed {
 		return
 	}
-	name := f.f.Name()
-	_ = f.f.Close()
-	_ = os.Remove(name)
-	f.f = nil
+	f.closed = true
+	if f.f != nil {
+		_ = f.f.Close()
+		f.f, f.w = nil, nil
+	}
+	_ = os.Remove(f.name)
 	f.s.t.disk.Release(f.reserved)
 	f.reserved = 0
 	delete(f.s.files, f)
@@ -190,6 +233,7 @@ func (f *File) Close() {
 // Reader reads a File's rows in the order they were appended.
 type Reader struct {
 	file *File
+	fd   *os.File
 	r    *bufio.Reader
 	buf  []byte
 	n    int64
@@ -200,6 +244,7 @@ type Reader struct {
 // end.
 func (r *Reader) Next() ([]types.Datum, error) {
 	if r.n >= r.rows {
+		r.Close()
 		return nil, nil
 	}
 	l, err := binary.ReadUvarint(r.r)
@@ -215,6 +260,15 @@ func (r *Reader) Next() ([]types.Datum, error) {
 	}
 	r.n++
 	return r.file.c.decodeRow(r.buf)
+}
+
+// Close releases the reader's descriptor; Next returns nil after it.
+func (r *Reader) Close() {
+	if r.fd != nil {
+		_ = r.fd.Close()
+		r.fd = nil
+	}
+	r.n = r.rows
 }
 
 // checkEvery is how many rows a loop that does no other I/O handles
