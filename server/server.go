@@ -123,6 +123,11 @@ type Config struct {
 	// inject disk faults through storage/simfs); nil: the OS's, or
 	// memory for an empty StoreDir.
 	FS vfs.FS
+	// MaxSQLMemory bounds the memory all statements' operators hold
+	// (0: a quarter of RAM; negative: unlimited), and MaxDiskTempStorage
+	// the temporary files they spill to past work_mem (0: 32 GiB;
+	// negative: unlimited). See sqlmem.go.
+	MaxSQLMemory, MaxDiskTempStorage int64
 }
 
 // Server is a running node.
@@ -130,6 +135,9 @@ type Server struct {
 	cfg     Config
 	log     *slog.Logger
 	started time.Time
+	// tempCleanup removes the temporary directory of a node without a
+	// store dir (sqlmem.go).
+	tempCleanup func()
 
 	eng     *storage.Engine
 	store   *store.Store
@@ -251,7 +259,15 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if a, ok := s.sqlLn.Addr().(*net.TCPAddr); ok {
 		port = int32(a.Port)
 	}
+	sqlMem, tempStorage, tempCleanup, err := sqlMemory(cfg)
+	if err != nil {
+		s.sqlLn.Close()
+		s.httpLn.Close()
+		return nil, err
+	}
+	s.tempCleanup = tempCleanup
 	s.backend = session.NewBackend(s.db, session.Config{ServerPort: port, Logger: log, Tablets: tabletDirectory{s},
+		Memory: sqlMem, TempStorage: tempStorage,
 		// A node without Join is a whole cluster of one: all DDL comes
 		// through it, so it may keep the catalog generation in memory.
 		// Members of a cluster are each a SQL gateway and read it per
@@ -390,6 +406,9 @@ func (s *Server) Stop(ctx context.Context) error {
 		s.cancel()
 		s.wg.Wait()
 		s.backend.Close()
+		if s.tempCleanup != nil {
+			s.tempCleanup()
+		}
 		if cerr := s.closeStorage(); cerr != nil && err == nil {
 			err = cerr
 		}

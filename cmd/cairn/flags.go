@@ -1,9 +1,14 @@
 package main
 
 import (
+	"fmt"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
+
+	"github.com/cairn-db/cairn/server"
+	"github.com/cairn-db/cairn/sql/mon"
 )
 
 // checkStartFlags refuses combinations of cairn start's flags that cannot
@@ -71,4 +76,28 @@ func sameListener(a, b string) bool {
 func unspecifiedHost(h string) bool {
 	ip := net.ParseIP(h)
 	return h == "" || (ip != nil && ip.IsUnspecified())
+}
+
+// parseMemoryFlag reads --max-sql-memory and --max-disk-temp-storage: a
+// size (server.ParseByteSize) or a percentage of RAM.
+func parseMemoryFlag(v string) (int64, error) {
+	if p, ok := strings.CutSuffix(strings.TrimSpace(v), "%"); ok {
+		pct, err := strconv.ParseFloat(p, 64)
+		if err != nil || pct <= 0 || pct > 100 {
+			return 0, fmt.Errorf("%q: want a size or a percentage of RAM in (0, 100]", v)
+		}
+		ram := mon.SystemMemory()
+		if ram == 0 {
+			return 0, fmt.Errorf("%q: the machine's RAM is unknown; give a size", v)
+		}
+		return int64(float64(ram) * pct / 100), nil
+	}
+	n, err := server.ParseByteSize(v)
+	if err != nil {
+		return 0, err
+	}
+	if n <= 0 {
+		return 0, fmt.Errorf("%q: want more than 0", v)
+	}
+	return n, nil
 }

@@ -145,6 +145,9 @@ type startFlags struct {
 	colocWarnStr string
 	splitSizeStr string
 	cacheMiB     int64
+	// sqlMemStr and tempDiskStr are --max-sql-memory and
+	// --max-disk-temp-storage.
+	sqlMemStr, tempDiskStr string
 	// unreplicated is --unreplicated; alone is a plain start (no --join):
 	// a replicated cluster of one, Join = [--rpc-addr].
 	unreplicated, alone bool
@@ -179,6 +182,8 @@ func parseStart(args []string, stderr io.Writer) (startFlags, error) {
 	// CPU of select-only. The cache only takes memory as it fills.
 	fs.Int64Var(&f.cacheMiB, "cache-mib", 256, "block cache size in MiB")
 	fs.StringVar(&f.splitSizeStr, "tablet-split-size", "512MiB", "data size past which a tablet splits (e.g. 1GiB; 0: never by size)")
+	fs.StringVar(&f.sqlMemStr, "max-sql-memory", "25%", "memory all SQL statements' operators may hold, as a size (e.g. 4GiB) or a percentage of RAM; past it a statement fails with 53200")
+	fs.StringVar(&f.tempDiskStr, "max-disk-temp-storage", "32GiB", "disk the temporary files of spilling SQL operators may use (under the store's cairn-temp directory)")
 	fs.Float64Var(&f.cfg.TabletSplitQPS, "tablet-split-qps", 2500, "batches per second (over 10s) past which a tablet splits by load (0: never by load; 2500 is store.DefaultSplitQPS)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -227,6 +232,12 @@ func parseStart(args []string, stderr io.Writer) (startFlags, error) {
 		return f, usagef("--cache-mib %d: want 1 to %d", f.cacheMiB, 1<<20)
 	}
 	f.cfg.CacheSize = f.cacheMiB << 20
+	if f.cfg.MaxSQLMemory, err = parseMemoryFlag(f.sqlMemStr); err != nil {
+		return f, usagef("--max-sql-memory: %v", err)
+	}
+	if f.cfg.MaxDiskTempStorage, err = parseMemoryFlag(f.tempDiskStr); err != nil {
+		return f, usagef("--max-disk-temp-storage: %v", err)
+	}
 	switch {
 	case f.unreplicated && f.join != "":
 		return f, usagef("--unreplicated and --join exclude each other: an unreplicated node cannot be part of a cluster")

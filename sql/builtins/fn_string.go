@@ -548,11 +548,25 @@ func init() {
 		Overload{Args: []*types.T{text, Any}, Variadic: true, Return: Fixed(text), Volatility: Stable, Fn: fmtFn})
 
 	// String operators.
+	// checkConcatLen refuses a result over PostgreSQL's 1 GB value limit
+	// before allocating it (PostgreSQL's palloc refuses it as well).
+	checkConcatLen := func(a, b string) error {
+		if n := int64(len(a)) + int64(len(b)); n > 1<<30-1 {
+			return pgerror.New(pgerrcode.ProgramLimitExceeded, "invalid memory alloc request size %d", n+4)
+		}
+		return nil
+	}
 	registerBinary("||",
 		Overload{Args: []*types.T{text, text}, Return: Fixed(text), Strict: true, Fn: func(_ EvalContext, a []types.Datum) (types.Datum, error) {
+			if err := checkConcatLen(str(a[0]), str(a[1])); err != nil {
+				return nil, err
+			}
 			return types.DString(str(a[0]) + str(a[1])), nil
 		}},
 		Overload{Args: []*types.T{types.Bytea, types.Bytea}, Return: Fixed(types.Bytea), Strict: true, Fn: func(_ EvalContext, a []types.Datum) (types.Datum, error) {
+			if err := checkConcatLen(str(a[0]), str(a[1])); err != nil {
+				return nil, err
+			}
 			return types.DBytes(str(a[0]) + str(a[1])), nil
 		}},
 		// textanycat and anytextcat: 'n = ' || 1.

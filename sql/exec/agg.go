@@ -2,11 +2,14 @@ package exec
 
 import (
 	"context"
+	"errors"
 	"slices"
 
 	"github.com/cairn-db/cairn/sql/builtins"
+	"github.com/cairn-db/cairn/sql/mon"
 	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/cairn-db/cairn/sql/plan"
+	"github.com/cairn-db/cairn/sql/rowcontainer"
 	"github.com/cairn-db/cairn/sql/types"
 	"github.com/jackc/pgerrcode"
 )
@@ -38,6 +41,9 @@ type aggState struct {
 type group struct {
 	vals []types.Datum
 	aggs []aggState
+	// bytes counts what addRow buffered for ORDER BY and DISTINCT
+	// aggregates, for the hash aggregation's account.
+	bytes int64
 }
 
 func (r *runner) compileAggs(aggs []plan.Aggregate, cols []plan.Column) ([]*aggSpec, error) {
@@ -128,6 +134,7 @@ func (r *runner) addRow(specs []*aggSpec, g *group, row []types.Datum) error {
 				return err
 			}
 			st.buf = append(st.buf, aggInput{args, order})
+			g.bytes += rowcontainer.RowSize(args) + rowcontainer.RowSize(order)
 			continue
 		}
 		if err := st.acc.Add(r.fn(), args); err != nil {
@@ -199,48 +206,159 @@ func (r *runner) buildGroupBy(n *plan.GroupBy) (op, error) {
 	if n.Ordered && len(gpos) > 0 {
 		return r.streamGroupBy(in, specs, gpos, groupVals), nil
 	}
-	return &lazyOp{fill: func(ctx context.Context) ([][]types.Datum, error) {
-		var groups []*group
-		index := map[string]*group{}
-		var key []byte
-		for k := 0; ; k++ {
-			if k%checkEvery == checkEvery-1 {
-				if err := ctx.Err(); err != nil {
-					return nil, err
+	return &hashAggOp{r: r, in: in, specs: specs, gpos: gpos, groupVals: groupVals, acc: r.account()}, nil
+}
+
+// hashAggOp aggregates by hashing the group columns. Groups live in
+// memory while the operator's account grants them; past work_mem, the
+// rows of groups not in the table go to hash partitions on disk, and each
+// partition is aggregated the same way once the table's groups are out.
+// No aggregate state is ever written (PostgreSQL 13's hash aggregation
+// spills the same way), so every aggregate can spill. Without spilling,
+// groups come out in the order they first appeared.
+type hashAggOp struct {
+	r         *runner
+	in        op
+	specs     []*aggSpec
+	gpos      []int
+	groupVals func([]types.Datum) []types.Datum
+	acc       *mon.Account
+	part      *partitioner
+
+	started bool
+	queue   []spillPart
+	out     [][]types.Datum
+	oi      int
+}
+
+// spillPart is a spilled partition waiting to be processed.
+type spillPart struct {
+	f     *rowcontainer.File
+	level int
+}
+
+func (o *hashAggOp) Next(ctx context.Context) ([]types.Datum, error) {
+	for {
+		if o.oi < len(o.out) {
+			row := o.out[o.oi]
+			o.out[o.oi] = nil
+			o.oi++
+			return row, nil
+		}
+		if !o.started {
+			o.started = true
+			if err := o.aggregate(ctx, o.in, 0); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if len(o.queue) == 0 {
+			return nil, nil
+		}
+		p := o.queue[0]
+		o.queue = o.queue[1:]
+		src, err := openSource(p.f)
+		if err == nil {
+			err = o.aggregate(ctx, src, p.level)
+		}
+		p.f.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// aggregate aggregates the rows of src (the input at level 0, a spilled
+// partition after) into o.out, queueing what did not fit.
+func (o *hashAggOp) aggregate(ctx context.Context, src op, level int) error {
+	o.acc.Clear()
+	o.out, o.oi = o.out[:0], 0
+	var groups []*group
+	index := map[string]*group{}
+	var ps *partitions
+	var key []byte
+	for k := 0; ; k++ {
+		if k%checkEvery == checkEvery-1 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		row, err := src.Next(ctx)
+		if err != nil {
+			return err
+		}
+		if row == nil {
+			break
+		}
+		if key, err = hashKey(key[:0], row, o.gpos); err != nil {
+			return err
+		}
+		g := index[string(key)]
+		if g == nil {
+			if ps != nil {
+				if err := ps.add(o.part.of(level, key), row); err != nil {
+					return err
 				}
+				continue
 			}
-			row, err := in.Next(ctx)
+			size := int64(len(key)) + 64 + rowcontainer.RowSize(row) + int64(96*len(o.specs))
+			err := o.acc.Grow(size)
+			if err != nil && len(o.gpos) > 0 && o.r.canSpill(level, len(groups)) {
+				// The table is full: from now on, rows of new groups
+				// wait in partitions (rows of groups in the table still
+				// aggregate into them).
+				if o.part == nil {
+					o.part = newPartitioner()
+				}
+				if ps, err = o.r.newPartitions(level + 1); err != nil {
+					return err
+				}
+				if err := ps.add(o.part.of(level, key), row); err != nil {
+					return err
+				}
+				continue
+			}
+			if errors.Is(err, mon.ErrWorkMem) {
+				err = o.acc.Force(size)
+			}
 			if err != nil {
-				return nil, err
+				return err
 			}
-			if row == nil {
-				break
-			}
-			if key, err = hashKey(key[:0], row, gpos); err != nil {
-				return nil, err
-			}
-			g := index[string(key)]
-			if g == nil {
-				g = r.newGroup(specs, groupVals(row))
-				index[string(key)] = g
-				groups = append(groups, g)
-			}
-			if err := r.addRow(specs, g, row); err != nil {
-				return nil, err
-			}
+			g = o.r.newGroup(o.specs, o.groupVals(row))
+			index[string(key)] = g
+			groups = append(groups, g)
 		}
-		if len(gpos) == 0 && len(groups) == 0 {
-			// A scalar aggregate yields one row over an empty input.
-			groups = append(groups, r.newGroup(specs, nil))
+		before := g.bytes
+		if err := o.r.addRow(o.specs, g, row); err != nil {
+			return err
 		}
-		out := make([][]types.Datum, len(groups))
-		for i, g := range groups {
-			if out[i], err = r.finish(specs, g); err != nil {
-				return nil, err
-			}
+		if err := o.acc.Force(g.bytes - before); err != nil {
+			return err
 		}
-		return out, nil
-	}, close: in.Close}, nil
+	}
+	if level == 0 && len(o.gpos) == 0 && len(groups) == 0 {
+		// A scalar aggregate yields one row over an empty input.
+		groups = append(groups, o.r.newGroup(o.specs, nil))
+	}
+	for i, g := range groups {
+		row, err := o.r.finish(o.specs, g)
+		if err != nil {
+			return err
+		}
+		groups[i] = nil
+		o.out = append(o.out, row)
+	}
+	o.queue = appendParts(o.queue, ps)
+	return nil
+}
+
+func (o *hashAggOp) Close() {
+	o.in.Close()
+	for _, p := range o.queue {
+		p.f.Close()
+	}
+	o.queue, o.out = nil, nil
+	o.acc.Clear()
 }
 
 // streamGroupBy aggregates input sorted by the group columns, emitting a

@@ -3,10 +3,10 @@ package exec
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/cairn-db/cairn/sql/plan"
+	"github.com/cairn-db/cairn/sql/rowcontainer"
 	"github.com/cairn-db/cairn/sql/rowenc"
 	"github.com/cairn-db/cairn/sql/sem"
 	"github.com/cairn-db/cairn/sql/types"
@@ -272,14 +272,56 @@ func (r *runner) buildSort(n *plan.Sort) (op, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &lazyOp{fill: func(ctx context.Context) ([][]types.Datum, error) {
-		rows, err := drain(ctx, in)
+	return &sortOp{r: r, in: in, cmp: func(a, b []types.Datum) int { return compareRows(keys, a, b) }}, nil
+}
+
+// sortOp sorts its input with a rowcontainer.Sorter: in memory within
+// work_mem, an external merge sort past it.
+type sortOp struct {
+	r   *runner
+	in  op
+	cmp rowcontainer.Compare
+	s   *rowcontainer.Sorter
+	it  rowcontainer.Iterator
+}
+
+func (o *sortOp) Next(ctx context.Context) ([]types.Datum, error) {
+	if o.it == nil {
+		o.s = rowcontainer.NewSorter(o.cmp, o.r.account(), o.r.scope)
+		for k := 0; ; k++ {
+			if k%checkEvery == checkEvery-1 {
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+			}
+			row, err := o.in.Next(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if row == nil {
+				break
+			}
+			if err := o.s.Add(ctx, row); err != nil {
+				return nil, err
+			}
+		}
+		it, err := o.s.Sort(ctx)
 		if err != nil {
 			return nil, err
 		}
-		slices.SortStableFunc(rows, func(a, b []types.Datum) int { return compareRows(keys, a, b) })
-		return rows, nil
-	}, close: in.Close}, nil
+		o.it = it
+	}
+	return o.it.Next(ctx)
+}
+
+func (o *sortOp) Close() {
+	o.in.Close()
+	if o.it != nil {
+		o.it.Close()
+	}
+	if o.s != nil {
+		o.s.Close()
+	}
 }
 
 // evalCount evaluates a LIMIT or OFFSET expression: -1 for none (nil or
@@ -409,27 +451,5 @@ func (r *runner) buildDistinct(n *plan.Distinct) (op, error) {
 	if err != nil {
 		return nil, err
 	}
-	seen := map[string]struct{}{}
-	var buf []byte
-	return &funcOp{next: func(ctx context.Context) ([]types.Datum, error) {
-		for k := 0; ; k++ {
-			if k%checkEvery == checkEvery-1 {
-				if err := ctx.Err(); err != nil {
-					return nil, err
-				}
-			}
-			row, err := in.Next(ctx)
-			if err != nil || row == nil {
-				return nil, err
-			}
-			if buf, err = hashKey(buf[:0], row, pos); err != nil {
-				return nil, err
-			}
-			if _, dup := seen[string(buf)]; dup {
-				continue
-			}
-			seen[string(buf)] = struct{}{}
-			return row, nil
-		}
-	}, close: in.Close}, nil
+	return r.newDedup(in, pos, len(cols)), nil
 }

@@ -33,6 +33,15 @@
 // cancellation is checked between KV pages and every checkEvery rows of
 // CPU-only loops.
 //
+// Memory (spill.go): every operator that holds rows (sorts, hash
+// aggregation, DISTINCT, set operations, hash joins, windows) reserves
+// them in its own mon.Account, bounded by work_mem, in the node's SQL
+// budget, and spills past it into the statement's rowcontainer.Scope;
+// rows held outside operators (subquery values, CTEs) are reserved past
+// work_mem; values a statement returns are reserved from 1 MB (over 1 GB:
+// 54000). Start opens the statement's accounts and Rows.Close (or the
+// first error) releases them and removes its temporary files.
+//
 // Outer references: an expression may name a column that is not in its
 // input: a column of the row a correlated subquery or a LATERAL join runs
 // for. runner.outer holds those values by ColumnID (unique per plan, so

@@ -5,7 +5,9 @@ import (
 
 	"github.com/cairn-db/cairn/kv"
 	"github.com/cairn-db/cairn/sql/catalog"
+	"github.com/cairn-db/cairn/sql/mon"
 	"github.com/cairn-db/cairn/sql/plan"
+	"github.com/cairn-db/cairn/sql/rowcontainer"
 	"github.com/cairn-db/cairn/sql/sem"
 	"github.com/cairn-db/cairn/sql/types"
 )
@@ -32,6 +34,15 @@ type Context struct {
 	// (bulk.go), which is DDL as far as the catalog is concerned. Without
 	// it that path is not taken.
 	CatalogWriter func() *catalog.Writer
+	// Memory is the node's SQL memory budget (--max-sql-memory) and
+	// WorkMem the bytes each operator that holds rows may use before it
+	// spills (work_mem; 0: no limit). With neither, nothing is
+	// accounted. See spill.go.
+	Memory  *mon.Budget
+	WorkMem int64
+	// TempStorage is where operators spill past WorkMem; nil: they hold
+	// everything in memory, bounded only by Memory.
+	TempStorage *rowcontainer.TempStorage
 }
 
 // Rows is a running plan. Next returns the next row (owned by the caller

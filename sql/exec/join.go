@@ -2,9 +2,12 @@ package exec
 
 import (
 	"context"
+	"errors"
 
+	"github.com/cairn-db/cairn/sql/mon"
 	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/cairn-db/cairn/sql/plan"
+	"github.com/cairn-db/cairn/sql/rowcontainer"
 	"github.com/cairn-db/cairn/sql/sem"
 	"github.com/cairn-db/cairn/sql/types"
 	"github.com/jackc/pgerrcode"
@@ -13,6 +16,15 @@ import (
 // joinOp is a hash join (with equality keys) or a nested-loop join (without)
 // of a streamed left side against a materialized right side, for every join
 // kind. NULL keys never match (they still come out of outer joins).
+//
+// A hash join whose right side outgrows work_mem becomes a grace hash
+// join: both sides are split into hash partitions on disk by their keys
+// (rows with NULL keys too, where they simply find no match), and each
+// pair of partitions is joined in memory, split again at the next level
+// (a new hash seed) when its right side is still too large. Output order
+// then follows the partitions, not the left input (sql/opt assumes no
+// order out of a hash join). A nested-loop join's right side stays in
+// memory, reserved past work_mem (mon.Account.Force).
 type joinOp struct {
 	r       *runner
 	n       *plan.Join
@@ -22,16 +34,27 @@ type joinOp struct {
 	leftEq  []int
 	rightEq []int
 	lw, rw  int
+	acc     *mon.Account
+	part    *partitioner
 
-	built   bool
+	built bool
+	// probe is where the left rows being joined come from: o.left, or
+	// the current partition's left file; nil between partitions.
+	probe   op
 	rrows   [][]types.Datum
 	table   map[string][]int // hash key -> right row indexes; nil: nested loop
 	matched []bool           // right rows some left row matched (RIGHT/FULL)
+	queue   []joinPart       // spilled partition pairs still to join
 	out     [][]types.Datum
 	oi      int
-	done    bool
 	keybuf  []byte
 	comb    []types.Datum
+}
+
+// joinPart is a pair of spilled partitions (either may be nil: no rows).
+type joinPart struct {
+	left, right *rowcontainer.File
+	level       int
 }
 
 func (r *runner) buildJoin(n *plan.Join) (op, error) {
@@ -39,7 +62,7 @@ func (r *runner) buildJoin(n *plan.Join) (op, error) {
 		return r.buildLateralJoin(n)
 	}
 	lcols, rcols := n.Left.Columns(), n.Right.Columns()
-	o := &joinOp{r: r, n: n, lw: len(lcols), rw: len(rcols)}
+	o := &joinOp{r: r, n: n, lw: len(lcols), rw: len(rcols), acc: r.account()}
 	var err error
 	if o.leftEq, err = colPositions(lcols, n.LeftEq); err != nil {
 		return nil, err
@@ -73,32 +96,225 @@ func hasNull(row []types.Datum, pos []int) bool {
 	return false
 }
 
+// rowCost is what holding one right row costs: the row and its share of
+// the hash table.
+func (o *joinOp) rowCost(row []types.Datum) int64 {
+	return rowcontainer.RowSize(row) + 64
+}
+
+// build reads the right side into memory, or, past work_mem, splits both
+// sides into partitions and queues them.
 func (o *joinOp) build(ctx context.Context) error {
 	o.built = true
-	rows, err := drain(ctx, o.right)
-	if err != nil {
+	hashed := len(o.rightEq) > 0
+	for k := 0; ; k++ {
+		if k%checkEvery == checkEvery-1 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		row, err := o.right.Next(ctx)
+		if err != nil {
+			return err
+		}
+		if row == nil {
+			break
+		}
+		size := o.rowCost(row)
+		err = o.acc.Grow(size)
+		if err != nil && hashed && o.r.canSpill(0, len(o.rrows)) {
+			o.part = newPartitioner()
+			return o.spill(ctx, 0, o.rrows, row, o.right, o.left)
+		}
+		if errors.Is(err, mon.ErrWorkMem) {
+			err = o.acc.Force(size)
+		}
+		if err != nil {
+			return err
+		}
+		o.rrows = append(o.rrows, row)
+	}
+	o.index()
+	o.probe = o.left
+	return nil
+}
+
+// spill splits a join at level into partitions of level+1: the right
+// rows held (held, then pending, then the rest of right), then every
+// row of left. The pairs go to the front of the queue.
+func (o *joinOp) spill(ctx context.Context, level int, held [][]types.Datum, pending []types.Datum, right, left op) error {
+	o.rrows, o.table, o.matched = nil, nil, nil
+	rps, _ := o.r.newPartitions(level + 1)
+	lps, _ := o.r.newPartitions(level + 1)
+	add := func(ps *partitions, row []types.Datum, pos []int) error {
+		var err error
+		if o.keybuf, err = hashKey(o.keybuf[:0], row, pos); err != nil {
+			return err
+		}
+		return ps.add(o.part.of(level, o.keybuf), row)
+	}
+	for _, row := range held {
+		if err := add(rps, row, o.rightEq); err != nil {
+			return err
+		}
+	}
+	o.acc.Clear()
+	if err := add(rps, pending, o.rightEq); err != nil {
 		return err
 	}
-	o.rrows = rows
-	o.matched = make([]bool, len(rows))
-	if len(o.rightEq) == 0 {
-		return nil
+	for _, side := range []struct {
+		src op
+		ps  *partitions
+		pos []int
+	}{{right, rps, o.rightEq}, {left, lps, o.leftEq}} {
+		for k := 0; ; k++ {
+			if k%checkEvery == checkEvery-1 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+			row, err := side.src.Next(ctx)
+			if err != nil {
+				return err
+			}
+			if row == nil {
+				break
+			}
+			if err := add(side.ps, row, side.pos); err != nil {
+				return err
+			}
+		}
 	}
-	o.table = make(map[string][]int, len(rows))
-	for i, row := range rows {
+	var parts []joinPart
+	for i := range rps.files {
+		p := joinPart{left: lps.files[i], right: rps.files[i], level: level + 1}
+		for _, f := range []*rowcontainer.File{p.left, p.right} {
+			if f != nil {
+				if err := f.Seal(); err != nil {
+					return err
+				}
+			}
+		}
+		if p.left != nil || p.right != nil {
+			parts = append(parts, p)
+		}
+	}
+	o.queue = append(parts, o.queue...)
+	return nil
+}
+
+// index builds the hash table over o.rrows.
+func (o *joinOp) index() {
+	o.matched = make([]bool, len(o.rrows))
+	if len(o.rightEq) == 0 {
+		return
+	}
+	o.table = make(map[string][]int, len(o.rrows))
+	for i, row := range o.rrows {
 		if hasNull(row, o.rightEq) {
 			continue
 		}
+		var err error
 		if o.keybuf, err = hashKey(o.keybuf[:0], row, o.rightEq); err != nil {
-			return err
+			continue
 		}
 		o.table[string(o.keybuf)] = append(o.table[string(o.keybuf)], i)
 	}
-	return nil
+}
+
+// nextPart loads the next queued partition pair; false when none is left.
+func (o *joinOp) nextPart(ctx context.Context) (bool, error) {
+	for len(o.queue) > 0 {
+		p := o.queue[0]
+		o.queue = o.queue[1:]
+		o.acc.Clear()
+		o.rrows, o.table, o.matched = nil, nil, nil
+		kind := o.n.Kind
+		if p.left == nil && kind != plan.RightJoin && kind != plan.FullJoin ||
+			p.right == nil && (kind == plan.InnerJoin || kind == plan.SemiJoin || kind == plan.RightJoin) {
+			// Nothing of this pair can come out.
+			closeFiles(p.left, p.right)
+			continue
+		}
+		var right, left op = &sliceOp{}, &sliceOp{}
+		var err error
+		if p.right != nil {
+			if right, err = openSource(p.right); err != nil {
+				return false, err
+			}
+		}
+		if p.left != nil {
+			if left, err = openSource(p.left); err != nil {
+				return false, err
+			}
+		}
+		spilled := false
+		for {
+			row, err := right.Next(ctx)
+			if err != nil {
+				return false, err
+			}
+			if row == nil {
+				break
+			}
+			size := o.rowCost(row)
+			err = o.acc.Grow(size)
+			if err != nil && o.r.canSpill(p.level, len(o.rrows)) {
+				if err := o.spill(ctx, p.level, o.rrows, row, right, left); err != nil {
+					return false, err
+				}
+				spilled = true
+				break
+			}
+			if errors.Is(err, mon.ErrWorkMem) {
+				err = o.acc.Force(size)
+			}
+			if err != nil {
+				return false, err
+			}
+			o.rrows = append(o.rrows, row)
+		}
+		if spilled {
+			// The pair now waits as sub-partitions at the queue's front.
+			closeFiles(p.left, p.right)
+			continue
+		}
+		if p.right != nil {
+			p.right.Close()
+		}
+		o.index()
+		o.probe = &fileProbe{op: left, f: p.left}
+		return true, nil
+	}
+	return false, nil
+}
+
+func closeFiles(fs ...*rowcontainer.File) {
+	for _, f := range fs {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+// fileProbe reads a left partition and removes it when done.
+type fileProbe struct {
+	op
+	f *rowcontainer.File
+}
+
+func (p *fileProbe) Close() {
+	if p.f != nil {
+		p.f.Close()
+		p.f = nil
+	}
 }
 
 func (o *joinOp) candidates(left []types.Datum) ([]int, error) {
 	if o.table == nil {
+		if len(o.rightEq) > 0 {
+			return []int{}, nil
+		}
 		return nil, nil
 	}
 	if hasNull(left, o.leftEq) {
@@ -115,8 +331,8 @@ func (o *joinOp) candidates(left []types.Datum) ([]int, error) {
 	return c, nil
 }
 
-// probe joins one left row, queueing its output rows.
-func (o *joinOp) probe(left []types.Datum) error {
+// probeRow joins one left row, queueing its output rows.
+func (o *joinOp) probeRow(left []types.Datum) error {
 	cand, err := o.candidates(left)
 	if err != nil {
 		return err
@@ -169,21 +385,24 @@ func (o *joinOp) Next(ctx context.Context) ([]types.Datum, error) {
 		}
 	}
 	for k := 0; o.oi >= len(o.out); k++ {
-		if o.done {
-			return nil, nil
-		}
 		if k%checkEvery == checkEvery-1 {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
 		}
 		o.out, o.oi = o.out[:0], 0
-		left, err := o.left.Next(ctx)
+		if o.probe == nil {
+			ok, err := o.nextPart(ctx)
+			if err != nil || !ok {
+				return nil, err
+			}
+			continue
+		}
+		left, err := o.probe.Next(ctx)
 		if err != nil {
 			return nil, err
 		}
 		if left == nil {
-			o.done = true
 			if o.n.Kind == plan.RightJoin || o.n.Kind == plan.FullJoin {
 				for i, row := range o.rrows {
 					if !o.matched[i] {
@@ -191,9 +410,13 @@ func (o *joinOp) Next(ctx context.Context) ([]types.Datum, error) {
 					}
 				}
 			}
+			if o.probe != o.left {
+				o.probe.Close()
+			}
+			o.probe = nil
 			continue
 		}
-		if err := o.probe(left); err != nil {
+		if err := o.probeRow(left); err != nil {
 			return nil, err
 		}
 	}
@@ -206,7 +429,15 @@ func (o *joinOp) Next(ctx context.Context) ([]types.Datum, error) {
 func (o *joinOp) Close() {
 	o.left.Close()
 	o.right.Close()
+	if o.probe != nil && o.probe != o.left {
+		o.probe.Close()
+	}
+	for _, p := range o.queue {
+		closeFiles(p.left, p.right)
+	}
+	o.queue = nil
 	o.rrows, o.table = nil, nil
+	o.acc.Clear()
 }
 
 // buildLateralJoin re-runs Right for every left row, with the left row's

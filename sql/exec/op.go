@@ -6,8 +6,10 @@ import (
 
 	"github.com/cairn-db/cairn/sql/builtins"
 	"github.com/cairn-db/cairn/sql/catalog"
+	"github.com/cairn-db/cairn/sql/mon"
 	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/cairn-db/cairn/sql/plan"
+	"github.com/cairn-db/cairn/sql/rowcontainer"
 	"github.com/cairn-db/cairn/sql/rowenc"
 	"github.com/cairn-db/cairn/sql/sem"
 	"github.com/cairn-db/cairn/sql/types"
@@ -55,6 +57,19 @@ type runner struct {
 		l *rowenc.TableLayout
 	}
 	layouts map[*catalog.Table]*rowenc.TableLayout
+
+	// mem accounts the statement's operators (one Account each, bounded
+	// by work_mem) in the node's budget; scope holds their temporary
+	// files. Both are released when the statement's Rows close.
+	mem   *mon.Statement
+	scope *rowcontainer.Scope
+	// large is the account of large values the statement is holding
+	// (spill.go: accountLarge); largePeak its most, which decides whether
+	// closing gives the memory back to the OS.
+	large     *mon.Account
+	largePeak int64
+	// held accounts rows held outside operators (spill.go: heldAccount).
+	held *mon.Account
 }
 
 func newRunner(ctx context.Context, x *Context, p *plan.Plan) *runner {
@@ -69,6 +84,10 @@ func newRunner(ctx context.Context, x *Context, p *plan.Plan) *runner {
 	if x.Eval != nil {
 		r.ev = *x.Eval
 	}
+	if x.Memory != nil || x.WorkMem > 0 {
+		r.mem = x.Memory.NewStatement(x.WorkMem)
+	}
+	r.scope = x.TempStorage.NewScope()
 	r.ev.Subqueries = r
 	return r
 }

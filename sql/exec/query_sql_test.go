@@ -20,13 +20,17 @@ import (
 
 // query runs one statement bound by plan.Build and optimized by
 // opt.Optimize, as the session runs it, and returns its rows one per line.
-func (e *env) query(q string) (string, error) {
+func (e *env) query(q string) (string, error) { return e.queryWith(context.Background(), q, nil) }
+
+// queryWith is query with the exec.Context changed by mod (memory
+// settings) and run under ctx.
+func (e *env) queryWith(qctx context.Context, q string, mod func(*Context)) (string, error) {
 	stmts, err := parser.Parse(q)
 	if err != nil {
 		return "", err
 	}
 	var out string
-	err = e.db.Txn(context.Background(), kv.Serializable, func(ctx context.Context, txn *kv.Txn) error {
+	err = e.db.Txn(qctx, kv.Serializable, func(ctx context.Context, txn *kv.Txn) error {
 		rd := catalog.NewReader(txn, nil)
 		db, err := rd.Database(ctx, "postgres")
 		if err != nil {
@@ -40,7 +44,11 @@ func (e *env) query(q string) (string, error) {
 		if err := opt.Optimize(ctx, p); err != nil {
 			return err
 		}
-		rs, err := Start(ctx, &Context{Txn: txn, Eval: &sem.EvalContext{}, Catalog: rd}, p)
+		x := &Context{Txn: txn, Eval: &sem.EvalContext{}, Catalog: rd}
+		if mod != nil {
+			mod(x)
+		}
+		rs, err := Start(ctx, x, p)
 		if err != nil {
 			return err
 		}

@@ -2,10 +2,13 @@ package exec
 
 import (
 	"context"
+	"errors"
 
 	"github.com/cairn-db/cairn/sql/builtins"
+	"github.com/cairn-db/cairn/sql/mon"
 	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/cairn-db/cairn/sql/plan"
+	"github.com/cairn-db/cairn/sql/rowcontainer"
 	"github.com/cairn-db/cairn/sql/sem"
 	"github.com/cairn-db/cairn/sql/types"
 	"github.com/jackc/pgerrcode"
@@ -32,92 +35,298 @@ func (r *runner) buildSetOp(n *plan.SetOp) (op, error) {
 	}
 	all := allPositions(width)
 	closeBoth := func() { left.Close(); right.Close() }
-	var key []byte
 	if n.Kind == plan.Union {
-		var seen map[string]struct{}
-		if !n.All {
-			seen = map[string]struct{}{}
-		}
 		cur := left
-		return &funcOp{next: func(ctx context.Context) ([]types.Datum, error) {
+		cat := &funcOp{next: func(ctx context.Context) ([]types.Datum, error) {
 			for {
 				row, err := cur.Next(ctx)
-				if err != nil {
-					return nil, err
+				if err != nil || row != nil {
+					return row, err
 				}
-				if row == nil {
-					if cur == right {
-						return nil, nil
-					}
-					cur = right
-					continue
+				if cur == right {
+					return nil, nil
 				}
-				if seen != nil {
-					if key, err = hashKey(key[:0], row, all); err != nil {
-						return nil, err
-					}
-					if _, dup := seen[string(key)]; dup {
-						continue
-					}
-					seen[string(key)] = struct{}{}
-				}
-				return row, nil
+				cur = right
 			}
-		}, close: closeBoth}, nil
+		}, close: closeBoth}
+		if n.All {
+			return cat, nil
+		}
+		return r.newDedup(cat, all, width), nil
 	}
-	var counts map[string]int
-	emitted := map[string]struct{}{}
-	return &funcOp{next: func(ctx context.Context) ([]types.Datum, error) {
-		if counts == nil {
-			counts = map[string]int{}
-			rows, err := drain(ctx, right)
-			if err != nil {
+	return &setOpOp{r: r, n: n, left: left, right: right, all: all, width: width, acc: r.account()}, nil
+}
+
+// setOpOp runs INTERSECT and EXCEPT: it counts the right side's rows by
+// value, then streams the left side, keeping or dropping each row. Past
+// work_mem, the counts so far and the rest of the right side go to hash
+// partitions as (key, count) rows, the left side follows into the same
+// partitions tagged with its input position, each partition is decided in
+// memory, and the kept rows come out in input order through a Sorter, so
+// spilling changes neither the rows nor their order.
+type setOpOp struct {
+	r           *runner
+	n           *plan.SetOp
+	left, right op
+	all         []int
+	width       int
+	acc         *mon.Account
+	part        *partitioner
+
+	started bool
+	counts  map[string]int
+	emitted map[string]struct{}
+	key     []byte
+	out     rowcontainer.Iterator
+	sort    *rowcontainer.Sorter
+	rparts  *partitions
+	lparts  *partitions
+}
+
+func (o *setOpOp) Next(ctx context.Context) ([]types.Datum, error) {
+	if !o.started {
+		o.started = true
+		if err := o.count(ctx); err != nil {
+			return nil, err
+		}
+		if o.rparts != nil {
+			if err := o.spilled(ctx); err != nil {
 				return nil, err
-			}
-			for _, row := range rows {
-				if key, err = hashKey(key[:0], row, all); err != nil {
-					return nil, err
-				}
-				counts[string(key)]++
 			}
 		}
+	}
+	if o.out != nil {
+		row, err := o.out.Next(ctx)
+		if err != nil || row == nil {
+			return nil, err
+		}
+		return row[:o.width:o.width], nil
+	}
+	for {
+		row, err := o.left.Next(ctx)
+		if err != nil || row == nil {
+			return nil, err
+		}
+		keep, err := o.decide(row, o.counts, o.emitted)
+		if err != nil {
+			return nil, err
+		}
+		if keep {
+			return row, nil
+		}
+	}
+}
+
+// keyRow is a spilled count: the encoded row and how many times the
+// right side had it.
+func keyRow(key []byte, n int) []types.Datum {
+	return []types.Datum{types.DBytes(key), types.DInt(n)}
+}
+
+// count reads the right side into o.counts, or into partitions once they
+// outgrow work_mem.
+func (o *setOpOp) count(ctx context.Context) error {
+	o.counts = map[string]int{}
+	o.emitted = map[string]struct{}{}
+	for k := 0; ; k++ {
+		if k%checkEvery == checkEvery-1 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		row, err := o.right.Next(ctx)
+		if err != nil {
+			return err
+		}
+		if row == nil {
+			return nil
+		}
+		if o.key, err = hashKey(o.key[:0], row, o.all); err != nil {
+			return err
+		}
+		if o.rparts != nil {
+			if err := o.rparts.add(o.part.of(0, o.key), keyRow(o.key, 1)); err != nil {
+				return err
+			}
+			continue
+		}
+		if _, ok := o.counts[string(o.key)]; !ok {
+			size := int64(len(o.key)) + keyCost
+			err := o.acc.Grow(size)
+			if err != nil && o.r.canSpill(0, len(o.counts)) {
+				o.part = newPartitioner()
+				o.rparts, _ = o.r.newPartitions(1)
+				for k, n := range o.counts {
+					if err := o.rparts.add(o.part.of(0, []byte(k)), keyRow([]byte(k), n)); err != nil {
+						return err
+					}
+				}
+				o.counts = nil
+				o.acc.Clear()
+				if err := o.rparts.add(o.part.of(0, o.key), keyRow(o.key, 1)); err != nil {
+					return err
+				}
+				continue
+			}
+			if errors.Is(err, mon.ErrWorkMem) {
+				err = o.acc.Force(size)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		o.counts[string(o.key)]++
+	}
+}
+
+// decide applies the set operation to one left row.
+func (o *setOpOp) decide(row []types.Datum, counts map[string]int, emitted map[string]struct{}) (bool, error) {
+	var err error
+	if o.key, err = hashKey(o.key[:0], row, o.all); err != nil {
+		return false, err
+	}
+	k := string(o.key)
+	c := counts[k]
+	keep := false
+	switch {
+	case o.n.Kind == plan.Intersect && o.n.All:
+		if keep = c > 0; keep {
+			counts[k]--
+		}
+	case o.n.Kind == plan.Intersect:
+		_, done := emitted[k]
+		keep = c > 0 && !done
+	case o.n.All: // EXCEPT ALL
+		if c > 0 {
+			counts[k]--
+		} else {
+			keep = true
+		}
+	default: // EXCEPT
+		_, done := emitted[k]
+		keep = c == 0 && !done
+	}
+	if keep && !o.n.All {
+		// Remembered keys cost memory too; they cannot spill (they are
+		// the rows already returned), so only the node budget bounds
+		// them.
+		if err := o.acc.Force(int64(len(k)) + keyCost); err != nil {
+			return false, err
+		}
+		emitted[k] = struct{}{}
+	}
+	return keep, nil
+}
+
+// spilled partitions the left side and decides each partition.
+func (o *setOpOp) spilled(ctx context.Context) error {
+	o.lparts, _ = o.r.newPartitions(1)
+	for seq := 0; ; seq++ {
+		if seq%checkEvery == checkEvery-1 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		row, err := o.left.Next(ctx)
+		if err != nil {
+			return err
+		}
+		if row == nil {
+			break
+		}
+		if o.key, err = hashKey(o.key[:0], row, o.all); err != nil {
+			return err
+		}
+		if err := o.lparts.add(o.part.of(0, o.key), append(row[:o.width:o.width], types.DInt(seq))); err != nil {
+			return err
+		}
+	}
+	w := o.width
+	o.sort = rowcontainer.NewSorter(func(a, b []types.Datum) int {
+		return compareDatums(a[w], b[w], false, false)
+	}, o.r.account(), o.r.scope)
+	for i := range o.lparts.files {
+		lf, rf := o.lparts.files[i], o.rparts.files[i]
+		if lf == nil {
+			continue
+		}
+		o.acc.Clear()
+		counts := map[string]int{}
+		if rf != nil {
+			src, err := openSource(rf)
+			if err != nil {
+				return err
+			}
+			for {
+				kr, err := src.Next(ctx)
+				if err != nil {
+					return err
+				}
+				if kr == nil {
+					break
+				}
+				k := string(kr[0].(types.DBytes))
+				if _, ok := counts[k]; !ok {
+					// One partition's counts are held whole.
+					if err := o.acc.Force(int64(len(k)) + keyCost); err != nil {
+						return err
+					}
+				}
+				counts[k] += int(kr[1].(types.DInt))
+			}
+		}
+		src, err := openSource(lf)
+		if err != nil {
+			return err
+		}
+		emitted := map[string]struct{}{}
 		for {
-			row, err := left.Next(ctx)
-			if err != nil || row == nil {
-				return nil, err
+			row, err := src.Next(ctx)
+			if err != nil {
+				return err
 			}
-			if key, err = hashKey(key[:0], row, all); err != nil {
-				return nil, err
+			if row == nil {
+				break
 			}
-			k := string(key)
-			c := counts[k]
-			keep := false
-			switch {
-			case n.Kind == plan.Intersect && n.All:
-				if keep = c > 0; keep {
-					counts[k]--
-				}
-			case n.Kind == plan.Intersect:
-				_, done := emitted[k]
-				keep = c > 0 && !done
-			case n.All: // EXCEPT ALL
-				if c > 0 {
-					counts[k]--
-				} else {
-					keep = true
-				}
-			default: // EXCEPT
-				_, done := emitted[k]
-				keep = c == 0 && !done
+			keep, err := o.decide(row[:w], counts, emitted)
+			if err != nil {
+				return err
 			}
 			if keep {
-				if !n.All {
-					emitted[k] = struct{}{}
+				if err := o.sort.Add(ctx, row); err != nil {
+					return err
 				}
-				return row, nil
 			}
 		}
-	}, close: closeBoth}, nil
+	}
+	o.lparts.close()
+	o.rparts.close()
+	o.acc.Clear()
+	it, err := o.sort.Sort(ctx)
+	if err != nil {
+		return err
+	}
+	o.out = it
+	return nil
+}
+
+func (o *setOpOp) Close() {
+	o.left.Close()
+	o.right.Close()
+	if o.out != nil {
+		o.out.Close()
+	}
+	if o.sort != nil {
+		o.sort.Close()
+	}
+	if o.lparts != nil {
+		o.lparts.close()
+	}
+	if o.rparts != nil {
+		o.rparts.close()
+	}
+	o.counts, o.emitted = nil, nil
+	o.acc.Clear()
 }
 
 // sharedRows iterates rows others also read (a CTE, a work table)
@@ -158,6 +367,13 @@ func (r *runner) buildCTEScan(n *plan.CTEScan) (op, error) {
 			}
 			defer o.Close()
 			if rows, err = drain(r.ctx, o); err != nil {
+				return nil
+			}
+			var size int64
+			for _, row := range rows {
+				size += rowcontainer.RowSize(row)
+			}
+			if err = r.heldAccount().Force(size); err != nil {
 				return nil
 			}
 			if r.ctes == nil {
@@ -228,6 +444,9 @@ func (r *runner) buildRecursiveCTE(n *plan.RecursiveCTE) (op, error) {
 				}
 				if _, dup := seen[string(key)]; dup {
 					continue
+				}
+				if err := r.heldAccount().Force(int64(len(key)) + keyCost); err != nil {
+					return nil, err
 				}
 				seen[string(key)] = struct{}{}
 			}

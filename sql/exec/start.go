@@ -29,6 +29,7 @@ func Start(ctx context.Context, x *Context, p *plan.Plan) (Rows, error) {
 	r := newRunner(ctx, x, p)
 	root, err := r.buildNode(p.Root)
 	if err != nil {
+		r.release()
 		return nil, err
 	}
 	rs := &rows{r: r, inner: root, op: root}
@@ -63,7 +64,18 @@ func (rs *rows) Next(ctx context.Context) ([]types.Datum, error) {
 	}
 	rs.r.ctx = ctx
 	row, err := rs.op.Next(ctx)
-	if err != nil || row == nil {
+	if err != nil {
+		// A failed or cancelled statement gives back its memory and
+		// temporary files at once, not when the client gets round to
+		// closing the portal.
+		rs.Close()
+		return nil, err
+	}
+	if row == nil {
+		return nil, nil
+	}
+	if err := rs.r.accountLarge(row); err != nil {
+		rs.Close()
 		return nil, err
 	}
 	rs.n++
@@ -81,6 +93,7 @@ func (rs *rows) Close() {
 	if !rs.closed {
 		rs.closed = true
 		rs.op.Close()
+		rs.r.release()
 	}
 }
 

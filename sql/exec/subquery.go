@@ -3,6 +3,7 @@ package exec
 import (
 	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/cairn-db/cairn/sql/plan"
+	"github.com/cairn-db/cairn/sql/rowcontainer"
 	"github.com/cairn-db/cairn/sql/rowenc"
 	"github.com/cairn-db/cairn/sql/sem"
 	"github.com/cairn-db/cairn/sql/types"
@@ -15,6 +16,8 @@ import (
 type subqueryState struct {
 	sub     *plan.Subquery
 	results map[string][]types.Datum
+	// bytes is what results hold, reserved in the runner's held account.
+	bytes int64
 }
 
 // maxCorrelatedCache bounds the results a correlated subquery keeps;
@@ -98,7 +101,19 @@ func (r *runner) subqueryRows(id int) (*plan.Subquery, []types.Datum, error) {
 	}
 	if len(st.results) >= maxCorrelatedCache {
 		st.results = map[string][]types.Datum{}
+		r.heldAccount().Shrink(st.bytes)
+		st.bytes = 0
 	}
+	// The values are held for the statement (an IN list's whole
+	// subquery): reserved past work_mem, bounded by the node budget.
+	n := int64(len(key)) + 64
+	for _, v := range vals {
+		n += 16 + rowcontainer.DatumSize(v)
+	}
+	if err := r.heldAccount().Force(n); err != nil {
+		return nil, nil, err
+	}
+	st.bytes += n
 	st.results[string(key)] = vals
 	return s, vals, nil
 }

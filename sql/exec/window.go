@@ -5,8 +5,10 @@ import (
 	"slices"
 
 	"github.com/cairn-db/cairn/sql/builtins"
+	"github.com/cairn-db/cairn/sql/mon"
 	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/cairn-db/cairn/sql/plan"
+	"github.com/cairn-db/cairn/sql/rowcontainer"
 	"github.com/cairn-db/cairn/sql/sem"
 	"github.com/cairn-db/cairn/sql/types"
 	"github.com/jackc/pgerrcode"
@@ -96,100 +98,252 @@ func (r *runner) buildWindow(n *plan.Window) (op, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &lazyOp{fill: func(ctx context.Context) ([][]types.Datum, error) {
-		rows, err := drain(ctx, in)
-		if err != nil {
-			return nil, err
-		}
-		var firstOrder []int
-		for fi, s := range specs {
-			res, order, err := r.computeWindow(s, rows)
-			if err != nil {
-				return nil, err
-			}
-			if fi == 0 {
-				firstOrder = order
-			}
-			for i := range rows {
-				rows[i] = append(rows[i][:len(cols)+fi:len(cols)+fi], res[i])
-			}
-		}
-		// Rows come out in the first function's partition and ORDER BY
-		// order, as PostgreSQL's WindowAgg emits them.
-		out := make([][]types.Datum, len(rows))
-		for i, p := range firstOrder {
-			out[i] = rows[p]
-		}
-		if firstOrder == nil {
-			out = rows
-		}
-		return out, nil
-	}, close: in.Close}, nil
+	return &windowOp{r: r, in: in, specs: specs, width: len(cols)}, nil
 }
 
-// computeWindow computes one window function for every row (results by
-// row index) and returns the order it sorted the rows in.
-func (r *runner) computeWindow(s *windowSpec, rows [][]types.Datum) ([]types.Datum, []int, error) {
-	n := len(rows)
-	keys := make([][]types.Datum, n)
-	args := make([][]types.Datum, n)
-	for i, row := range rows {
-		k, err := evalAll(append(slices.Clip(s.part), s.order...), row)
-		if err != nil {
-			return nil, nil, err
+// windowOp computes window functions one at a time, last first, each over
+// its input sorted by (PARTITION BY, ORDER BY, input position) with a
+// rowcontainer.Sorter, so only one partition at a time is in memory and
+// the sorts spill past work_mem. The last sort is by the first function's
+// keys, which is the order PostgreSQL's WindowAgg emits rows in; the input
+// position as the last key keeps each sort stable.
+//
+// Rows in flight are laid out as
+//
+//	input columns | one result per function | input position | sort keys
+type windowOp struct {
+	r     *runner
+	in    op
+	specs []*windowSpec
+	width int
+	out   rowcontainer.Iterator
+	sorts []*rowcontainer.Sorter
+	buf   *rowcontainer.Buffer // the output
+	acc   *mon.Account         // the partition being computed
+}
+
+func (o *windowOp) Next(ctx context.Context) ([]types.Datum, error) {
+	if o.out == nil {
+		if err := o.run(ctx); err != nil {
+			return nil, err
 		}
-		keys[i] = k
-		if args[i], err = evalAll(s.args, row); err != nil {
-			return nil, nil, err
+	}
+	row, err := o.out.Next(ctx)
+	if err != nil || row == nil {
+		return nil, err
+	}
+	return row[: o.width+len(o.specs) : o.width+len(o.specs)], nil
+}
+
+func (o *windowOp) Close() {
+	o.in.Close()
+	if o.out != nil {
+		o.out.Close()
+	}
+	for _, s := range o.sorts {
+		s.Close()
+	}
+	if o.buf != nil {
+		o.buf.Close()
+	}
+	if o.acc != nil {
+		o.acc.Clear()
+	}
+}
+
+// newSort returns the sorter for function fi's stage: rows ordered by
+// its keys (after the position column), then by input position.
+func (o *windowOp) newSort(s *windowSpec) *rowcontainer.Sorter {
+	seq := o.width + len(o.specs)
+	base := seq + 1
+	keys := make([]sortKey, len(s.keys), len(s.keys)+1)
+	for i, k := range s.keys {
+		keys[i] = sortKey{pos: base + k.pos, desc: k.desc, nullsFirst: k.nullsFirst}
+	}
+	keys = append(keys, sortKey{pos: seq})
+	srt := rowcontainer.NewSorter(func(a, b []types.Datum) int { return compareRows(keys, a, b) }, o.r.account(), o.r.scope)
+	o.sorts = append(o.sorts, srt)
+	return srt
+}
+
+// addStage adds row (input columns, results, position) to the stage of
+// spec s with its sort keys appended.
+func (o *windowOp) addStage(ctx context.Context, srt *rowcontainer.Sorter, s *windowSpec, row []types.Datum) error {
+	k, err := evalAll(append(slices.Clip(s.part), s.order...), row)
+	if err != nil {
+		return err
+	}
+	seq := o.width + len(o.specs)
+	return srt.Add(ctx, append(row[:seq+1:seq+1], k...))
+}
+
+func (o *windowOp) run(ctx context.Context) error {
+	nf := len(o.specs)
+	if nf == 0 {
+		o.out = &opIter{o.in}
+		return nil
+	}
+	o.acc = o.r.account()
+	last := o.specs[nf-1]
+	srt := o.newSort(last)
+	for seq := 0; ; seq++ {
+		if seq%checkEvery == checkEvery-1 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		row, err := o.in.Next(ctx)
+		if err != nil {
+			return err
+		}
+		if row == nil {
+			break
+		}
+		staged := make([]types.Datum, o.width+nf+1, o.width+nf+1+len(last.keys))
+		copy(staged, row)
+		staged[o.width+nf] = types.DInt(seq)
+		if err := o.addStage(ctx, srt, last, staged); err != nil {
+			return err
+		}
+	}
+	for fi := nf - 1; fi >= 0; fi-- {
+		it, err := srt.Sort(ctx)
+		if err != nil {
+			return err
+		}
+		var next *rowcontainer.Sorter
+		if fi > 0 {
+			next = o.newSort(o.specs[fi-1])
+		}
+		emit := func(row []types.Datum) error {
+			if next == nil {
+				return nil
+			}
+			return o.addStage(ctx, next, o.specs[fi-1], row)
+		}
+		if fi == 0 {
+			// The first function's order is the output's: its rows go
+			// to a buffer (in memory or spilled) read back as they are.
+			o.buf = rowcontainer.NewBuffer(o.r.account(), o.r.scope)
+			emit = o.buf.Add
+		}
+		if err := o.compute(ctx, fi, it, emit); err != nil {
+			it.Close()
+			return err
+		}
+		it.Close()
+		srt = next
+	}
+	out, err := o.buf.Iter()
+	if err != nil {
+		return err
+	}
+	o.out = out
+	return nil
+}
+
+// compute reads function fi's sorted stage, one partition at a time,
+// fills in the function's result and passes each row on.
+func (o *windowOp) compute(ctx context.Context, fi int, it rowcontainer.Iterator, emit func([]types.Datum) error) error {
+	s := o.specs[fi]
+	nf := len(o.specs)
+	base := o.width + nf + 1
+	np := len(s.part)
+	var part [][]types.Datum
+	flush := func() error {
+		if len(part) == 0 {
+			return nil
+		}
+		res, err := o.r.computePartition(s, part, base)
+		if err != nil {
+			return err
+		}
+		for j, row := range part {
+			row = row[:base:base]
+			row[o.width+fi] = res[j]
+			if err := emit(row); err != nil {
+				return err
+			}
+		}
+		part = part[:0]
+		o.acc.Clear()
+		return nil
+	}
+	partKeys := make([]sortKey, np)
+	for i := range partKeys {
+		partKeys[i] = sortKey{pos: base + i}
+	}
+	for {
+		row, err := it.Next(ctx)
+		if err != nil {
+			return err
+		}
+		if row == nil {
+			return flush()
+		}
+		if len(part) > 0 && compareRows(partKeys, part[0], row) != 0 {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		// A partition is computed whole: it is held past work_mem if
+		// need be, bounded by the node budget.
+		if err := o.acc.Force(rowcontainer.RowSize(row)); err != nil {
+			return err
+		}
+		part = append(part, row)
+	}
+}
+
+// opIter adapts an op to a rowcontainer.Iterator.
+type opIter struct{ o op }
+
+func (it *opIter) Next(ctx context.Context) ([]types.Datum, error) { return it.o.Next(ctx) }
+func (it *opIter) Close()                                          {}
+
+// computePartition computes one window function over one partition's
+// rows (in window order, sort keys from position base) and returns the
+// results in that order.
+func (r *runner) computePartition(s *windowSpec, rows [][]types.Datum, base int) ([]types.Datum, error) {
+	n := len(rows)
+	np := len(s.part)
+	o := s.f.Fn.Overload
+	argTypes := s.f.Fn.ArgTypes
+	p := &builtins.Partition{Args: make([][]types.Datum, n)}
+	if len(s.order) > 0 {
+		p.Keys = make([][]types.Datum, n)
+		p.Desc = s.f.OrderBy[0].Desc
+	}
+	for j, row := range rows {
+		args, err := evalAll(s.args, row)
+		if err != nil {
+			return nil, err
 		}
 		if s.filter != nil {
 			d, err := s.filter(row)
 			if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
-			args[i] = append(args[i], d)
+			args = append(args, d)
+		}
+		p.Args[j] = args
+		if p.Keys != nil {
+			p.Keys[j] = row[base+np : base+np+len(s.order)]
 		}
 	}
-	order := allPositions(n)
-	slices.SortStableFunc(order, func(a, b int) int { return compareRows(s.keys, keys[a], keys[b]) })
-	np := len(s.part)
-	res := make([]types.Datum, n)
-	o := s.f.Fn.Overload
-	argTypes := s.f.Fn.ArgTypes
-	for start := 0; start < n; {
-		end := start + 1
-		for end < n && compareRows(s.keys[:np], keys[order[start]], keys[order[end]]) == 0 {
-			end++
+	var wf builtins.WindowFunc
+	if o.NewWindow != nil {
+		wf = o.NewWindow(argTypes)
+	} else {
+		newAgg := func() builtins.Aggregate { return o.NewAggregate(argTypes) }
+		if s.filter != nil {
+			newAgg = func() builtins.Aggregate { return filteredAgg{o.NewAggregate(argTypes)} }
 		}
-		p := &builtins.Partition{Args: make([][]types.Datum, end-start)}
-		if len(s.order) > 0 {
-			p.Keys = make([][]types.Datum, end-start)
-			p.Desc = s.f.OrderBy[0].Desc
-		}
-		for j := start; j < end; j++ {
-			p.Args[j-start] = args[order[j]]
-			if p.Keys != nil {
-				p.Keys[j-start] = keys[order[j]][np:]
-			}
-		}
-		var wf builtins.WindowFunc
-		if o.NewWindow != nil {
-			wf = o.NewWindow(argTypes)
-		} else {
-			newAgg := func() builtins.Aggregate { return o.NewAggregate(argTypes) }
-			if s.filter != nil {
-				newAgg = func() builtins.Aggregate { return filteredAgg{o.NewAggregate(argTypes)} }
-			}
-			wf = builtins.AggregateWindow(newAgg)
-		}
-		out := make([]types.Datum, end-start)
-		if err := wf.Compute(r.fn(), p, s.frame, out); err != nil {
-			return nil, nil, err
-		}
-		for j := start; j < end; j++ {
-			res[order[j]] = out[j-start]
-		}
-		start = end
+		wf = builtins.AggregateWindow(newAgg)
 	}
-	return res, order, nil
+	out := make([]types.Datum, n)
+	if err := wf.Compute(r.fn(), p, s.frame, out); err != nil {
+		return nil, err
+	}
+	return out, nil
 }

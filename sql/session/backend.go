@@ -13,8 +13,10 @@ import (
 	"github.com/cairn-db/cairn/kv"
 	"github.com/cairn-db/cairn/pgwire"
 	"github.com/cairn-db/cairn/sql/catalog"
+	"github.com/cairn-db/cairn/sql/mon"
 	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/cairn-db/cairn/sql/plan"
+	"github.com/cairn-db/cairn/sql/rowcontainer"
 	"github.com/cairn-db/cairn/sql/stats"
 	"github.com/jackc/pgerrcode"
 )
@@ -44,6 +46,11 @@ type Config struct {
 	MaxConnections               int
 	SuperuserReservedConnections int
 	AuthTimeout                  time.Duration
+	// Memory is the node's SQL memory budget (--max-sql-memory) and
+	// TempStorage where statements spill (--max-disk-temp-storage); nil:
+	// unaccounted, and nothing spills (sql/exec's spill.go).
+	Memory      *mon.Budget
+	TempStorage *rowcontainer.TempStorage
 }
 
 // Backend implements pgwire.Backend over a kv.DB. One Backend serves a

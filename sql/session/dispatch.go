@@ -11,6 +11,7 @@ import (
 	"github.com/cairn-db/cairn/sql/catalog"
 	"github.com/cairn-db/cairn/sql/ddl"
 	"github.com/cairn-db/cairn/sql/exec"
+	"github.com/cairn-db/cairn/sql/mon"
 	"github.com/cairn-db/cairn/sql/parser"
 	"github.com/cairn-db/cairn/sql/pgcatalog"
 	"github.com/cairn-db/cairn/sql/pgerror"
@@ -287,7 +288,15 @@ func (s *Session) execContext(x *stmtState, txn *kv.Txn, params []types.Datum) *
 		Tablets:  s.b.cfg.Tablets,
 		Activity: s.b.sessions.snapshot,
 	}
+	workMem, _, _ := mon.ParseKB(s.vars["work_mem"])
+	workMem <<= 10
+	if b, _ := strconv.ParseInt(s.vars["sql.testing.work_mem_bytes"], 10, 64); b > 0 {
+		workMem = b
+	}
 	a.ctx = exec.Context{
+		Memory:          s.b.cfg.Memory,
+		WorkMem:         workMem,
+		TempStorage:     s.b.cfg.TempStorage,
 		Txn:             txn,
 		Eval:            &a.eval,
 		Catalog:         r,

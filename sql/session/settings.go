@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cairn-db/cairn/sql/mon"
 	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/jackc/pgerrcode"
 )
@@ -44,6 +45,7 @@ var settingsList = []*setting{
 	{name: "TimeZone", def: "Etc/UTC", report: true, check: checkTimeZone, desc: "Sets the time zone for displaying and interpreting time stamps."},
 	{name: "search_path", def: `"$user", public`, check: checkSearchPath, desc: "Sets the schema search order for names that are not schema-qualified."},
 	{name: "statement_timeout", def: "0", check: checkDuration, desc: "Sets the maximum allowed duration of any statement."},
+	{name: "work_mem", def: "4MB", check: checkWorkMem, desc: "Sets the maximum memory to be used for query workspaces."},
 	{name: "lock_timeout", def: "0", check: checkDuration, desc: "Sets the maximum allowed duration of any wait for a lock."},
 	{name: "idle_in_transaction_session_timeout", def: "0", check: checkDuration, desc: "Sets the maximum allowed idle time between queries, when in a transaction."},
 	{name: "idle_session_timeout", def: "0", check: checkDuration, desc: "Sets the maximum allowed idle time between queries, when not in a transaction."},
@@ -87,6 +89,7 @@ var settingsList = []*setting{
 	{name: "cairn_buffered_writes", def: "auto", check: checkBufferedWrites, desc: "Buffers a transaction's writes in the coordinator until commit, so one whose writes land on one tablet commits in one phase; auto buffers every transaction, with a lock per written row except in simple-protocol autocommit statements, on takes the locks there too, off writes intents (docs/architecture.md)."},
 	{name: "storage.packed_rows.enabled", def: "on", check: checkBool, desc: "Stores each row's columns packed in one value."},
 	{name: "sql.stats.automatic_collection.enabled", def: "on", check: checkBool, desc: "Collects table statistics in the background when this session's changes make them stale."},
+	{name: "sql.testing.work_mem_bytes", def: "0", check: checkIntRange(0, 1<<40), desc: "For tests: when above 0, the per-operator memory limit in bytes, overriding work_mem (so tiny inputs spill)."},
 	{name: "storage.packed_rows.size_limit", def: "0", check: checkIntRange(0, 1<<30), desc: "Largest packed row in bytes (0: no limit); larger rows are stored one column per key."},
 }
 
@@ -356,6 +359,23 @@ func checkIntRange(lo, hi int64) func(*Session, string) (string, error) {
 		}
 		return strconv.FormatInt(n, 10), nil
 	}
+}
+
+// checkWorkMem accepts PostgreSQL's memory syntax (kB without a unit)
+// within work_mem's range, shown in the largest unit that divides it.
+func checkWorkMem(_ *Session, v string) (string, error) {
+	kb, hint, ok := mon.ParseKB(v)
+	if !ok {
+		e := pgerror.New(pgerrcode.InvalidParameterValue, "invalid value for parameter %q: %q", "work_mem", v)
+		if hint != "" {
+			e = e.WithHint("%s", hint)
+		}
+		return "", e
+	}
+	if kb < mon.MinWorkMemKB || kb > mon.MaxWorkMemKB {
+		return "", pgerror.New(pgerrcode.InvalidParameterValue, "%d kB is outside the valid range for parameter \"work_mem\" (%d .. %d)", kb, mon.MinWorkMemKB, mon.MaxWorkMemKB)
+	}
+	return mon.FormatKB(kb), nil
 }
 
 // canonicalize checks v for st, turning the helpers' bare errors into

@@ -122,6 +122,11 @@ type Config struct {
 	Rewrite bool
 	// StatementTimeout bounds each record; zero means 30s.
 	StatementTimeout time.Duration
+	// Settings are set in every session of the file (as startup
+	// parameters, as if each session began with SET): TestLogicSpill sets
+	// a tiny work_mem so that every sort, hash table and window spills to
+	// disk, and the files' expected results must not change.
+	Settings map[string]string
 }
 
 // Report is the outcome of one file.
@@ -155,7 +160,7 @@ func Run(ctx context.Context, cfg Config, f *File) (*Report, error) {
 		return nil, fmt.Errorf("parsing server URL: %w", err)
 	}
 	dbName := databaseName(f.Name)
-	admin, err := connect(ctx, base, base.Database, base.User)
+	admin, err := connect(ctx, base, base.Database, base.User, nil)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to %s: %w", cfg.URL, err)
 	}
@@ -197,7 +202,7 @@ func databaseName(file string) string {
 	return "logic_" + nonIdent.ReplaceAllString(strings.ToLower(file), "_")
 }
 
-func connect(ctx context.Context, base *pgx.ConnConfig, db, user string) (*pgx.Conn, error) {
+func connect(ctx context.Context, base *pgx.ConnConfig, db, user string, settings map[string]string) (*pgx.Conn, error) {
 	c := base.Copy()
 	c.Database = db
 	c.User = user
@@ -210,6 +215,9 @@ func connect(ctx context.Context, base *pgx.ConnConfig, db, user string) (*pgx.C
 	c.RuntimeParams["TimeZone"] = "UTC"
 	c.RuntimeParams["DateStyle"] = "ISO, MDY"
 	c.RuntimeParams["IntervalStyle"] = "postgres"
+	for k, v := range settings {
+		c.RuntimeParams[k] = v
+	}
 	return pgx.ConnectConfig(ctx, c)
 }
 
@@ -281,7 +289,7 @@ func (r *fileRun) session(ctx context.Context) (*pgx.Conn, error) {
 	if d, ok := r.dbOf[r.cur]; ok {
 		db = d
 	}
-	c, err := connect(ctx, r.base, db, r.user)
+	c, err := connect(ctx, r.base, db, r.user, r.cfg.Settings)
 	if err != nil {
 		return nil, fmt.Errorf("opening session %q: %w", r.cur, err)
 	}

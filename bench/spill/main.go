@@ -1,0 +1,259 @@
+// Command spill measures Cairn's spilling operators against PostgreSQL
+// 15 (issue 15): an ORDER BY, a GROUP BY with many groups, a hash join and
+// a window function over generated rows, with work_mem = '4MB' on both.
+// For each query it reports the median wall time of -runs runs on each
+// system, their ratio, and the peak resident memory of the `cairn start`
+// process during Cairn's runs (VmHWM of /proc/PID/status, reset before
+// each query through /proc/PID/clear_refs). Then it runs -conc copies of
+// the queries at once on Cairn and reports whether they all completed, the
+// wall time and the peak RSS.
+//
+// Each query returns one row (an aggregate over the operator's output or
+// an OFFSET past all but the last row), so the client's transfer does not
+// dominate; PostgreSQL cannot skip the work (no LIMIT, no top-N).
+//
+// Usage: go run ./bench/spill [-rows 10000000] [-runs 3] [-conc 10] [-port 34100]
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+var (
+	flagRows     = flag.Int("rows", 10_000_000, "generated rows per query")
+	flagRuns     = flag.Int("runs", 3, "timed runs per query and system; medians are reported")
+	flagConc     = flag.Int("conc", 10, "concurrent queries in the concurrency round (0: skip)")
+	flagConcRows = flag.Int("conc-rows", 0, "rows per query of the concurrency round (0: -rows)")
+	flagPort     = flag.Int("port", 34100, "first of the ports used (Cairn SQL, Cairn HTTP, Cairn RPC, PostgreSQL)")
+	flagWorkMem  = flag.String("work-mem", "4MB", "work_mem on both systems")
+	flagSQLMem   = flag.String("max-sql-memory", "25%", "Cairn's --max-sql-memory")
+	flagSkipPG   = flag.Bool("skip-pg", false, "do not run PostgreSQL")
+	flagOnly     = flag.String("only", "", "run only queries whose names contain this")
+	flagTimeout  = flag.Duration("timeout", 30*time.Minute, "give up on one query after this long")
+)
+
+type query struct{ name, sql string }
+
+func queries(n int) []query {
+	return []query{
+		{"order by", fmt.Sprintf(`SELECT g FROM generate_series(1, %d) g ORDER BY (g * 2654435761) %% 1000000007 DESC OFFSET %d`, n, n-1)},
+		{"group by", fmt.Sprintf(`SELECT count(*), sum(c) FROM (SELECT g %% %d AS k, count(*) AS c FROM generate_series(1, %d) g GROUP BY 1) s`, n/2, n)},
+		{"hash join", fmt.Sprintf(`SELECT count(*) FROM (SELECT g AS a FROM generate_series(1, %d) g) x JOIN (SELECT g * 2 AS b FROM generate_series(1, %d) g) y ON a = b`, n, n/2)},
+		{"window", fmt.Sprintf(`SELECT count(*), sum(rn) FROM (SELECT row_number() OVER (PARTITION BY g %% 1000 ORDER BY g DESC) AS rn FROM generate_series(1, %d) g) s`, n)},
+	}
+}
+
+func main() {
+	flag.Parse()
+	log.SetFlags(0)
+	if err := run(); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// run returns its errors so its deferred stops of both servers run.
+func run() error {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "bench-spill-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	// PostgreSQL runs as the postgres OS user when we are root
+	// (scripts/pg15.sh): its directory must be reachable.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return err
+	}
+
+	bin := filepath.Join(dir, "cairn")
+	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/cairn").CombinedOutput(); err != nil {
+		return fmt.Errorf("building cairn: %v\n%s", err, out)
+	}
+	p := *flagPort
+	cmd := exec.Command(bin, "start", "--store", filepath.Join(dir, "store"), "--insecure",
+		"--sql-addr", fmt.Sprintf("127.0.0.1:%d", p), "--http-addr", fmt.Sprintf("127.0.0.1:%d", p+1),
+		"--rpc-addr", fmt.Sprintf("127.0.0.1:%d", p+2), "--max-sql-memory", *flagSQLMem)
+	logf, err := os.Create(filepath.Join(dir, "cairn.log"))
+	if err != nil {
+		return err
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	defer func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() }()
+	cairnURL := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", p)
+	pgURL := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", p+3)
+	if err := waitReady(ctx, cairnURL); err != nil {
+		return fmt.Errorf("cairn did not start: %v", err)
+	}
+	if !*flagSkipPG {
+		pgDir := filepath.Join(dir, "pg")
+		if out, err := exec.Command("scripts/pg15.sh", "start", pgDir, strconv.Itoa(p+3)).CombinedOutput(); err != nil {
+			return fmt.Errorf("starting PostgreSQL 15: %v\n%s", err, out)
+		}
+		defer exec.Command("scripts/pg15.sh", "stop", pgDir, strconv.Itoa(p+3)).Run()
+	}
+	pid := cmd.Process.Pid
+	fmt.Printf("rows %d, work_mem %s, --max-sql-memory %s, runs %d (median)\n\n", *flagRows, *flagWorkMem, *flagSQLMem, *flagRuns)
+
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight|tabwriter.Debug)
+	fmt.Fprintln(tw, "query\tCairn s\tPostgreSQL s\tratio\tCairn peak RSS MiB\tanswer\t")
+	for _, q := range queries(*flagRows) {
+		if !strings.Contains(q.name, *flagOnly) {
+			continue
+		}
+		var ct, pt []float64
+		var answer, pgAnswer string
+		_ = resetHWM(pid)
+		for range *flagRuns {
+			t, a, err := timed(ctx, cairnURL, q.sql)
+			if err != nil {
+				return fmt.Errorf("cairn %s: %v", q.name, err)
+			}
+			ct, answer = append(ct, t), a
+			if !*flagSkipPG {
+				t, a, err := timed(ctx, pgURL, q.sql)
+				if err != nil {
+					return fmt.Errorf("postgres %s: %v", q.name, err)
+				}
+				pt, pgAnswer = append(pt, t), a
+			}
+		}
+		hwm, err := readHWM(pid)
+		if err != nil {
+			return err
+		}
+		if !*flagSkipPG && answer != pgAnswer {
+			return fmt.Errorf("%s: Cairn answered %s, PostgreSQL %s", q.name, answer, pgAnswer)
+		}
+		pgs, ratio := "-", "-"
+		if len(pt) > 0 {
+			pgs, ratio = fmt.Sprintf("%.2f", median(pt)), fmt.Sprintf("%.2f×", median(ct)/median(pt))
+		}
+		fmt.Fprintf(tw, "%s\t%.2f\t%s\t%s\t%d\t%s\t\n", q.name, median(ct), pgs, ratio, hwm>>10, answer)
+		fmt.Fprintf(os.Stderr, "%s done: Cairn %v, PostgreSQL %v\n", q.name, ct, pt)
+	}
+	tw.Flush()
+
+	if *flagConc > 0 {
+		n := *flagConcRows
+		if n == 0 {
+			n = *flagRows
+		}
+		_ = resetHWM(pid)
+		qs := queries(n)
+		start := time.Now()
+		var wg sync.WaitGroup
+		errs := make([]error, *flagConc)
+		for i := range *flagConc {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, _, errs[i] = timed(ctx, cairnURL, qs[i%len(qs)].sql)
+			}()
+		}
+		wg.Wait()
+		hwm, _ := readHWM(pid)
+		failed := 0
+		for i, err := range errs {
+			if err != nil {
+				failed++
+				fmt.Printf("concurrent query %d (%s): %v\n", i, qs[i%len(qs)].name, err)
+			}
+		}
+		alive := cmd.ProcessState == nil && cmd.Process.Signal(syscallZero()) == nil
+		fmt.Printf("\n%d concurrent queries of %d rows (the four in turn): %d failed, %.1f s, peak RSS %d MiB, node alive %v\n",
+			*flagConc, n, failed, time.Since(start).Seconds(), hwm>>10, alive)
+	}
+	return nil
+}
+
+// timed runs q on a fresh connection with work_mem set and returns its
+// wall time and its one row, printed.
+func timed(ctx context.Context, url, q string) (float64, string, error) {
+	ctx, cancel := context.WithTimeout(ctx, *flagTimeout)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return 0, "", err
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "SET work_mem = '"+*flagWorkMem+"'"); err != nil {
+		return 0, "", err
+	}
+	start := time.Now()
+	rows, err := conn.Query(ctx, q, pgx.QueryExecModeSimpleProtocol)
+	if err != nil {
+		return 0, "", err
+	}
+	var out []string
+	for rows.Next() {
+		var vals []string
+		for _, v := range rows.RawValues() {
+			vals = append(vals, string(v))
+		}
+		out = append(out, strings.Join(vals, ","))
+	}
+	if err := rows.Err(); err != nil {
+		return 0, "", err
+	}
+	return time.Since(start).Seconds(), strings.Join(out, ";"), nil
+}
+
+func waitReady(ctx context.Context, url string) error {
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		conn, err := pgx.Connect(ctx, url)
+		if err == nil {
+			conn.Close(ctx)
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// readHWM returns VmHWM of pid in kB.
+func readHWM(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmHWM:" {
+			return strconv.ParseInt(f[1], 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", pid)
+}
+
+// resetHWM resets VmHWM to the current RSS (Linux 4.0+).
+func resetHWM(pid int) error {
+	return os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0)
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func syscallZero() os.Signal { return syscall.Signal(0) }

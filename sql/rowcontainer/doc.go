@@ -1,0 +1,46 @@
+// Package rowcontainer holds rows that may not fit in memory: an external
+// merge sorter (Sorter), a spillable append-only row list (Buffer) and the
+// temporary files both spill to (TempStorage, Scope, File). SQL operators
+// (sql/exec: sorts, hash aggregation and join partitions, DISTINCT,
+// windows, buffered results) use it, and index builds can share the
+// Sorter: it orders any rows by a caller's comparison.
+//
+// Flow:
+//
+//	Add ──► rows in memory (reserved in a mon.Account)
+//	         │ Grow says ErrWorkMem, or the node budget refuses
+//	         ▼
+//	        sort them, write a run (File under the statement's Scope)
+//	Sort ──► no run: the rows in memory, sorted
+//	         runs: k-way merge (a heap over one Reader per run; more runs
+//	         than the merge order are first merged in passes)
+//
+// Temporary files live in one directory per node (TempStorage: under the
+// store, wiped when the node starts) and one subdirectory per statement
+// (Scope), removed when the statement ends, fails or is cancelled. Rows are
+// written self-describing (codec.go: a tag byte per value), so any datum
+// round-trips exactly (numeric scale, -0, interval fields, array element
+// types); comparisons run on decoded values, so every type orders as
+// types.Compare orders it (Cairn's only collation is C).
+//
+// What it must not touch: it knows nothing of plans, KV or sessions; the
+// caller supplies the comparison, the account and the scope.
+//
+// Invariants:
+//
+//  1. Every row in memory is reserved in the container's mon.Account
+//     (RowSize), and released when it leaves memory (spilled or closed).
+//  2. Every byte written to a temporary file is reserved in the node's
+//     temporary-disk Budget before it is written and released when the
+//     file is removed; past that budget the write fails with 53200.
+//  3. The Sorter is stable: rows that compare equal come out in the order
+//     they were added, spilled or not (runs hold consecutive input and
+//     the merge prefers the earlier run on ties).
+//  4. Close (of a Sorter, Buffer, File or Scope) removes every file it
+//     made; Scope.Close removes the statement's directory whatever its
+//     containers did, and is safe to call twice.
+//  5. A row returned by a container belongs to the caller; a container
+//     never changes a row it was given or returned.
+//  6. Used by one goroutine at a time (the statement's), except
+//     TempStorage, which statements share.
+package rowcontainer

@@ -1,0 +1,377 @@
+package rowcontainer
+
+import (
+	"context"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"sort"
+	"testing"
+
+	"github.com/cockroachdb/apd/v3"
+
+	"github.com/cairn-db/cairn/sql/mon"
+	"github.com/cairn-db/cairn/sql/pgerror"
+	"github.com/cairn-db/cairn/sql/types"
+	"github.com/jackc/pgerrcode"
+)
+
+// key is one sort key of the test comparison: SQL's ORDER BY semantics
+// over types.Compare (NULLs last ascending, first descending, unless
+// nullsFirst says otherwise).
+type key struct {
+	col              int
+	desc, nullsFirst bool
+}
+
+func compareBy(keys []key) Compare {
+	return func(a, b []types.Datum) int {
+		for _, k := range keys {
+			x, y := a[k.col], b[k.col]
+			xn, yn := types.IsNull(x), types.IsNull(y)
+			var c int
+			switch {
+			case xn && yn:
+			case xn || yn:
+				c = 1
+				if xn == k.nullsFirst {
+					c = -1
+				}
+			default:
+				c = types.Compare(x, y)
+				if k.desc {
+					c = -c
+				}
+			}
+			if c != 0 {
+				return c
+			}
+		}
+		return 0
+	}
+}
+
+func newTemp(t *testing.T, diskLimit int64) *TempStorage {
+	t.Helper()
+	ts, err := NewTempStorage(t.TempDir()+"/temp", diskLimit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ts
+}
+
+// filesIn counts the entries under dir (statement directories and files).
+func filesIn(t *testing.T, dir string) int {
+	t.Helper()
+	n := 0
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		n++
+		if e.IsDir() {
+			n += filesIn(t, dir+"/"+e.Name())
+		}
+	}
+	return n
+}
+
+func randDatum(rng *rand.Rand, kind int) types.Datum {
+	if rng.IntN(8) == 0 {
+		return types.DNull
+	}
+	switch kind {
+	case 0:
+		return types.DInt(rng.IntN(50) - 25) // many ties
+	case 1:
+		b := make([]byte, rng.IntN(6))
+		for i := range b {
+			b[i] = "ab\x00zé"[rng.IntN(5)]
+		}
+		return types.DString(b)
+	case 2:
+		return types.DFloat([]float64{math.Inf(-1), -0.0, 0, 1.5, math.NaN(), math.Inf(1)}[rng.IntN(6)])
+	default:
+		return types.NewDecimal(apd.New(rng.Int64N(2000)-1000, -int32(rng.IntN(3))))
+	}
+}
+
+// TestSorterRandom sorts random rows under budgets from roomy to tiny
+// (hundreds of runs and several merge passes) and checks the result
+// against slices.SortStableFunc, NULL placement, DESC and multiple
+// columns included.
+func TestSorterRandom(t *testing.T) {
+	ctx := context.Background()
+	keySets := [][]key{
+		{{col: 0}},
+		{{col: 0, desc: true, nullsFirst: true}},
+		{{col: 1}, {col: 0, desc: true}},
+		{{col: 2, nullsFirst: true}, {col: 3, desc: true}},
+		{{col: 3}, {col: 1, desc: true, nullsFirst: false}, {col: 0}},
+	}
+	for _, workMem := range []int64{0, 64 << 10, 4 << 10, 600} {
+		for ki, keys := range keySets {
+			rng := rand.New(rand.NewPCG(uint64(workMem), uint64(ki)))
+			n := 3000 + rng.IntN(2000)
+			rows := make([][]types.Datum, n)
+			for i := range rows {
+				// The last column is the input position, to check stability.
+				rows[i] = []types.Datum{randDatum(rng, 0), randDatum(rng, 1), randDatum(rng, 2), randDatum(rng, 3), types.DInt(i)}
+			}
+			ts := newTemp(t, 0)
+			node := mon.NewBudget("SQL memory", 0)
+			acc := node.NewAccount(workMem)
+			scope := ts.NewScope()
+			cmp := compareBy(keys)
+			s := NewSorter(cmp, acc, scope)
+			for _, r := range rows {
+				if err := s.Add(ctx, r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			it, err := s.Sort(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got [][]types.Datum
+			for {
+				r, err := it.Next(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r == nil {
+					break
+				}
+				got = append(got, r)
+			}
+			want := slices.Clone(rows)
+			sort.SliceStable(want, func(i, j int) bool { return cmp(want[i], want[j]) < 0 })
+			if len(got) != len(want) {
+				t.Fatalf("work_mem %d keys %v: %d rows, want %d", workMem, keys, len(got), len(want))
+			}
+			for i := range want {
+				// Position equality checks stability and values at once
+				// (the position column is unique).
+				if got[i][4] != want[i][4] {
+					t.Fatalf("work_mem %d keys %v: row %d is input row %v, want %v (%v vs %v)", workMem, keys, i, got[i][4], want[i][4], got[i], want[i])
+				}
+				for c := range want[i] {
+					if types.Compare(got[i][c], want[i][c]) != 0 || got[i][c].String() != want[i][c].String() {
+						t.Fatalf("row %d column %d: %v, want %v", i, c, got[i][c], want[i][c])
+					}
+				}
+			}
+			if workMem == 600 && s.Runs <= 2*minMerge {
+				t.Fatalf("a 600-byte budget wrote %d runs; the test wants several merge passes", s.Runs)
+			}
+			if workMem == 0 && s.Runs != 0 {
+				t.Fatalf("an unlimited sorter spilled %d runs", s.Runs)
+			}
+			it.Close()
+			if acc.Used() != 0 || node.Used() != 0 {
+				t.Fatalf("after Close: account %d, node %d bytes (invariant 1)", acc.Used(), node.Used())
+			}
+			if ts.Disk().Used() != 0 {
+				t.Fatalf("after Close: %d bytes of disk reserved (invariant 2)", ts.Disk().Used())
+			}
+			if err := scope.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if n := filesIn(t, ts.Dir()); n != 0 {
+				t.Fatalf("%d temporary files left (invariant 4)", n)
+			}
+		}
+	}
+}
+
+// TestSorterDiskBudget: when the temporary-disk budget runs out too, the
+// sort fails with 53200 and leaves nothing behind.
+func TestSorterDiskBudget(t *testing.T) {
+	ctx := context.Background()
+	ts := newTemp(t, 512<<10)
+	acc := mon.NewBudget("SQL memory", 0).NewAccount(16 << 10)
+	scope := ts.NewScope()
+	s := NewSorter(compareBy([]key{{col: 0}}), acc, scope)
+	var err error
+	for i := 0; i < 1_000_000 && err == nil; i++ {
+		err = s.Add(ctx, []types.Datum{types.DInt(i), types.DString("padding padding padding")})
+	}
+	var pe *pgerror.Error
+	if !errors.As(err, &pe) || pe.Code != pgerrcode.OutOfMemory {
+		t.Fatalf("got %v, want 53200", err)
+	}
+	s.Close()
+	if err := scope.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if ts.Disk().Used() != 0 || filesIn(t, ts.Dir()) != 0 {
+		t.Fatalf("disk %d bytes, %d files left", ts.Disk().Used(), filesIn(t, ts.Dir()))
+	}
+}
+
+// TestSorterCancel: a cancelled context stops the merge, and closing the
+// scope removes the runs.
+func TestSorterCancel(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ts := newTemp(t, 0)
+	acc := mon.NewBudget("SQL memory", 0).NewAccount(4 << 10)
+	scope := ts.NewScope()
+	s := NewSorter(compareBy([]key{{col: 0, desc: true}}), acc, scope)
+	for i := range 20000 {
+		if err := s.Add(ctx, []types.Datum{types.DInt(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	it, err := s.Sort(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filesIn(t, ts.Dir()) == 0 {
+		t.Fatal("a 4kB sort of 20000 rows wrote no files")
+	}
+	cancel()
+	for err == nil {
+		_, err = it.Next(ctx)
+	}
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v, want context.Canceled", err)
+	}
+	if err := scope.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := filesIn(t, ts.Dir()); n != 0 {
+		t.Fatalf("%d temporary files left after the scope closed", n)
+	}
+	if ts.Disk().Used() != 0 {
+		t.Fatalf("%d bytes of disk reserved after the scope closed", ts.Disk().Used())
+	}
+}
+
+// TestCodecRoundTrip: every kind of value comes back from a file exactly
+// as it went in.
+func TestCodecRoundTrip(t *testing.T) {
+	dec, _, err := apd.NewFromString("-12.3400")
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := types.ParseJSON(`{"a": [1, 2.50, null], "b": "x"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nan := &types.DDecimal{}
+	nan.Form = apd.NaN
+	row := []types.Datum{
+		types.DNull, types.DBool(true), types.DBool(false), types.DInt(math.MinInt64), types.DFloat(math.Copysign(0, -1)),
+		types.NewDecimal(dec), nan, types.DString("héllo\x00"), types.DBytes("\x00\xff"), types.DDate(math.MaxInt32),
+		types.DTime(86400000000), types.DTimestamp(-5), types.DTimestampTZ(1234567), types.DInterval{Months: 1, Days: -2, Micros: 3},
+		types.DUUID{1, 2, 3}, &types.DJSON{JSON: j}, types.DJSONText(`{"a" : 1}`), types.DOid(4294967295),
+		&types.DArray{Elem: types.Int8, Elems: []types.Datum{types.DInt(1), types.DNull}},
+		&types.DArray{Elem: types.Int2, Elems: []types.Datum{types.DInt(7)}, ZeroBased: true},
+		types.DEnum{PhysRep: "\x80", Label: "happy"},
+	}
+	ts := newTemp(t, 0)
+	scope := ts.NewScope()
+	defer scope.Close()
+	f, err := scope.NewFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Append(row); err != nil {
+		t.Fatal(err)
+	}
+	r, err := f.Reader(64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range row {
+		if types.IsNull(row[i]) != types.IsNull(got[i]) || row[i].String() != got[i].String() {
+			t.Errorf("value %d: %v (%T), want %v (%T)", i, got[i], got[i], row[i], row[i])
+		}
+	}
+	if a, ok := got[18].(*types.DArray); !ok || a.Elem != types.Int8 {
+		t.Errorf("array element type not kept: %#v", got[18])
+	}
+	if a, ok := got[19].(*types.DArray); !ok || !a.ZeroBased {
+		t.Errorf("zero-based array not kept: %#v", got[19])
+	}
+	if f, ok := got[4].(types.DFloat); !ok || !math.Signbit(float64(f)) {
+		t.Errorf("-0 not kept: %v", got[4])
+	}
+	if end, err := r.Next(); end != nil || err != nil {
+		t.Errorf("after the last row: %v, %v", end, err)
+	}
+}
+
+// TestBuffer: a buffer that spills reads back the same rows, any number
+// of times, and releases memory and disk at Close.
+func TestBuffer(t *testing.T) {
+	ctx := context.Background()
+	for _, workMem := range []int64{0, 1 << 10} {
+		ts := newTemp(t, 0)
+		node := mon.NewBudget("SQL memory", 0)
+		acc := node.NewAccount(workMem)
+		scope := ts.NewScope()
+		b := NewBuffer(acc, scope)
+		for i := range 500 {
+			if err := b.Add([]types.Datum{types.DInt(i), types.DString("r")}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if b.Spilled() != (workMem > 0) {
+			t.Fatalf("work_mem %d: spilled %v", workMem, b.Spilled())
+		}
+		for pass := range 2 {
+			it, err := b.Iter()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; ; i++ {
+				r, err := it.Next(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r == nil {
+					if i != 500 {
+						t.Fatalf("pass %d read %d rows", pass, i)
+					}
+					break
+				}
+				if r[0] != types.DInt(i) {
+					t.Fatalf("pass %d row %d: %v", pass, i, r)
+				}
+			}
+			it.Close()
+		}
+		b.Close()
+		scope.Close()
+		if node.Used() != 0 || ts.Disk().Used() != 0 || filesIn(t, ts.Dir()) != 0 {
+			t.Fatalf("after Close: memory %d, disk %d, files %d", node.Used(), ts.Disk().Used(), filesIn(t, ts.Dir()))
+		}
+	}
+}
+
+// TestTempStorageCleansAtStart: a node's temporary directory is emptied
+// when it starts (files a crashed node left behind).
+func TestTempStorageCleansAtStart(t *testing.T) {
+	dir := t.TempDir() + "/temp"
+	if err := os.MkdirAll(dir+"/stmt-1-1", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dir+"/stmt-1-1/000001.rows", []byte("left over"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ts, err := NewTempStorage(dir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := filesIn(t, ts.Dir()); n != 0 {
+		t.Fatalf("%d entries survived the start", n)
+	}
+}

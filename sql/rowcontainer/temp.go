@@ -1,0 +1,283 @@
+package rowcontainer
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+
+	"github.com/cairn-db/cairn/sql/mon"
+	"github.com/cairn-db/cairn/sql/types"
+)
+
+// TempStorage is a node's directory of temporary files and its disk
+// budget (--max-disk-temp-storage). Statements share it.
+type TempStorage struct {
+	dir  string
+	disk *mon.Budget
+	seq  atomic.Uint64
+	// files counts the files ever made (FilesCreated).
+	files atomic.Uint64
+}
+
+// FilesCreated is the number of temporary files made since start (a
+// figure for tests and metrics: a statement that spilled made some).
+func (t *TempStorage) FilesCreated() uint64 { return t.files.Load() }
+
+// NewTempStorage makes dir the node's temporary directory, removing what
+// an earlier run left there (a node that crashed mid-spill), with limit
+// bytes of disk (<= 0: unlimited).
+func NewTempStorage(dir string, limit int64) (*TempStorage, error) {
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, fmt.Errorf("rowcontainer: cleaning temporary directory %s: %w", dir, err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("rowcontainer: creating temporary directory %s: %w", dir, err)
+	}
+	return &TempStorage{dir: dir, disk: mon.NewBudget("temporary disk", limit)}, nil
+}
+
+// Dir is the temporary directory.
+func (t *TempStorage) Dir() string { return t.dir }
+
+// Disk is the temporary-disk budget.
+func (t *TempStorage) Disk() *mon.Budget { return t.disk }
+
+// NewScope opens a statement's share of the directory. A nil TempStorage
+// gives a Scope that cannot spill (Spillable is false).
+func (t *TempStorage) NewScope() *Scope { return &Scope{t: t} }
+
+// Scope is one statement's temporary files: a subdirectory made on the
+// first file and removed by Close (invariant 4).
+type Scope struct {
+	t      *TempStorage
+	dir    string
+	seq    int
+	files  map[*File]struct{}
+	closed bool
+}
+
+// Spillable reports whether the scope can make files.
+func (s *Scope) Spillable() bool { return s != nil && s.t != nil && !s.closed }
+
+// Close removes every file of the scope and its directory.
+func (s *Scope) Close() error {
+	if s == nil || s.closed {
+		return nil
+	}
+	s.closed = true
+	for f := range s.files {
+		f.Close()
+	}
+	if s.dir != "" {
+		return os.RemoveAll(s.dir)
+	}
+	return nil
+}
+
+// File is an append-only file of rows. Append rows, then read them with
+// any number of Readers (each reads the whole file from the start, with
+// its own descriptor). A file holds a descriptor and a write buffer only
+// while it is being appended to: Seal (or a Reader) releases both, so an
+// operator can keep thousands of spilled partitions queued.
+type File struct {
+	s        *Scope
+	name     string
+	f        *os.File      // open for appending; nil when sealed
+	w        *bufio.Writer // nil when sealed
+	c        codec
+	buf      []byte
+	size     int64 // bytes appended
+	reserved int64 // bytes reserved in the disk budget
+	rows     int64
+	closed   bool
+}
+
+// diskChunk is how much disk budget a File reserves at a time, so the
+// shared budget's lock is taken once per chunk, not per row.
+const diskChunk = 256 << 10
+
+// writeBuf is a File's write buffer while it is appended to.
+const writeBuf = 16 << 10
+
+// NewFile creates a temporary file in the scope.
+func (s *Scope) NewFile() (*File, error) {
+	if !s.Spillable() {
+		return nil, fmt.Errorf("rowcontainer: no temporary storage to spill to")
+	}
+	if s.dir == "" {
+		n := s.t.seq.Add(1)
+		dir := filepath.Join(s.t.dir, fmt.Sprintf("stmt-%d-%d", os.Getpid(), n))
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("rowcontainer: creating statement directory: %w", err)
+		}
+		s.dir = dir
+	}
+	s.seq++
+	name := filepath.Join(s.dir, fmt.Sprintf("%06d.rows", s.seq))
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("rowcontainer: creating temporary file: %w", err)
+	}
+	s.t.files.Add(1)
+	file := &File{s: s, name: name, f: f, w: bufio.NewWriterSize(f, writeBuf)}
+	if s.files == nil {
+		s.files = map[*File]struct{}{}
+	}
+	s.files[file] = struct{}{}
+	return file, nil
+}
+
+// Append writes row at the end of the file. Past the disk budget it fails
+// with 53200 (invariant 2).
+func (f *File) Append(row []types.Datum) error {
+	if f.closed {
+		return fmt.Errorf("rowcontainer: append to a closed file")
+	}
+	if f.w == nil {
+		fd, err := os.OpenFile(f.name, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			return fmt.Errorf("rowcontainer: reopening temporary file: %w", err)
+		}
+		f.f, f.w = fd, bufio.NewWriterSize(fd, writeBuf)
+	}
+	var err error
+	f.buf, err = f.c.appendRow(f.buf[:0], row)
+	if err != nil {
+		return err
+	}
+	need := f.size + int64(len(f.buf)) + binary.MaxVarintLen64
+	if need > f.reserved {
+		chunk := max(need-f.reserved, diskChunk)
+		if err := f.s.t.disk.Reserve(chunk); err != nil {
+			return err
+		}
+		f.reserved += chunk
+	}
+	var hdr [binary.MaxVarintLen64]byte
+	n := binary.PutUvarint(hdr[:], uint64(len(f.buf)))
+	if _, err := f.w.Write(hdr[:n]); err != nil {
+		return fmt.Errorf("rowcontainer: writing temporary file: %w", err)
+	}
+	if _, err := f.w.Write(f.buf); err != nil {
+		return fmt.Errorf("rowcontainer: writing temporary file: %w", err)
+	}
+	f.size += int64(n + len(f.buf))
+	f.rows++
+	return nil
+}
+
+// Seal flushes what was appended and releases the write buffer and
+// descriptor (a later Append opens them again).
+func (f *File) Seal() error {
+	if f.w == nil {
+		return nil
+	}
+	err := f.w.Flush()
+	if cerr := f.f.Close(); err == nil {
+		err = cerr
+	}
+	f.f, f.w = nil, nil
+	if len(f.buf) > 4<<10 {
+		f.buf = nil
+	}
+	if err != nil {
+		return fmt.Errorf("rowcontainer: writing temporary file: %w", err)
+	}
+	return nil
+}
+
+// Rows is the number of rows appended.
+func (f *File) Rows() int64 { return f.rows }
+
+// Size is the bytes appended.
+func (f *File) Size() int64 { return f.size }
+
+// Reader seals the file and returns a reader of every row appended so
+// far, buffering bufSize bytes. The reader's descriptor is closed when it
+// reaches the end (or by Close).
+func (f *File) Reader(bufSize int) (*Reader, error) {
+	if f.closed {
+		return nil, fmt.Errorf("rowcontainer: read of a closed file")
+	}
+	if err := f.Seal(); err != nil {
+		return nil, err
+	}
+	fd, err := os.Open(f.name)
+	if err != nil {
+		return nil, fmt.Errorf("rowcontainer: reading temporary file: %w", err)
+	}
+	return &Reader{file: f, fd: fd, rows: f.rows, r: bufio.NewReaderSize(io.NewSectionReader(fd, 0, f.size), bufSize)}, nil
+}
+
+// Close removes the file and releases its disk budget.
+func (f *File) Close() {
+	if f.closed {
+		return
+	}
+	f.closed = true
+	if f.f != nil {
+		_ = f.f.Close()
+		f.f, f.w = nil, nil
+	}
+	_ = os.Remove(f.name)
+	f.s.t.disk.Release(f.reserved)
+	f.reserved = 0
+	delete(f.s.files, f)
+}
+
+// Reader reads a File's rows in the order they were appended.
+type Reader struct {
+	file *File
+	fd   *os.File
+	r    *bufio.Reader
+	buf  []byte
+	n    int64
+	rows int64 // rows in the file when the reader was made
+}
+
+// Next returns the next row (the caller's: invariant 5), or nil at the
+// end.
+func (r *Reader) Next() ([]types.Datum, error) {
+	if r.n >= r.rows {
+		r.Close()
+		return nil, nil
+	}
+	l, err := binary.ReadUvarint(r.r)
+	if err != nil {
+		return nil, fmt.Errorf("rowcontainer: reading temporary file: %w", err)
+	}
+	if uint64(cap(r.buf)) < l {
+		r.buf = make([]byte, l)
+	}
+	r.buf = r.buf[:l]
+	if _, err := io.ReadFull(r.r, r.buf); err != nil {
+		return nil, fmt.Errorf("rowcontainer: reading temporary file: %w", err)
+	}
+	r.n++
+	return r.file.c.decodeRow(r.buf)
+}
+
+// Close releases the reader's descriptor; Next returns nil after it.
+func (r *Reader) Close() {
+	if r.fd != nil {
+		_ = r.fd.Close()
+		r.fd = nil
+	}
+	r.n = r.rows
+}
+
+// checkEvery is how many rows a loop that does no other I/O handles
+// between checks of its context.
+const checkEvery = 1024
+
+func checkCtx(ctx context.Context, i int) error {
+	if i%checkEvery == checkEvery-1 {
+		return ctx.Err()
+	}
+	return nil
+}
