@@ -10,6 +10,7 @@ import (
 	"github.com/cairn-db/cairn/sql/plan"
 	"github.com/cairn-db/cairn/sql/rowenc"
 	"github.com/cairn-db/cairn/sql/sem"
+	"github.com/cairn-db/cairn/sql/types"
 )
 
 // JoinLimits bounds the join order search, with PostgreSQL's planner
@@ -59,7 +60,7 @@ type searchRecord struct {
 //     columns are selective by their distinct counts (a single-column
 //     unique key has as many as its table has rows).
 //  3. The tree is rebuilt in the chosen order unless the written one is
-//     estimated no worse: each condition at the lowest join that has all
+//     estimated no worse and has no more cross products: each condition at the lowest join that has all
 //     its columns, and a Project restoring the original column order.
 //
 // Trees with a pinned condition (a volatile call or a subquery must run
@@ -98,7 +99,10 @@ func (o *optimizer) reorderJoins(ctx context.Context, n plan.Node) (plan.Node, e
 	if err != nil {
 		return nil, err
 	}
-	if best.equal(orig) || lg.cost(orig) <= lg.cost(best)*1.001 {
+	// The written order stays when the search found nothing cheaper
+	// (Optimize is idempotent) and it crosses no more relations without
+	// a condition than the search's order does.
+	if best.equal(orig) || lg.cost(orig) <= lg.cost(best)*1.001 && lg.crossings(orig) <= lg.crossings(best) {
 		return putLeaves(j, f.leaves), nil
 	}
 	root := o.buildTree(best, f.leaves, f.preds, lg)
@@ -403,15 +407,29 @@ func substitute(t *joinTree, trees []*joinTree) *joinTree {
 // no leaf at the root), recording each join's estimate.
 func (o *optimizer) buildTree(t *joinTree, leaves []plan.Node, preds []sem.Expr, lg *joinGraph) plan.Node {
 	placed := make([]bool, len(preds))
-	var rec func(t *joinTree) plan.Node
-	rec = func(t *joinTree) plan.Node {
-		if t.isLeaf() {
-			return leaves[t.rel]
+	typeOf := map[sem.ColumnID]*types.T{}
+	leafCols := make([]colSet, len(leaves))
+	for i, l := range leaves {
+		cols := l.Columns()
+		leafCols[i] = colsOf(cols)
+		for _, c := range cols {
+			typeOf[c.ID] = c.T
 		}
-		l, r := rec(t.left), rec(t.right)
-		have := colsOf(l.Columns())
-		for _, c := range r.Columns() {
-			have[c.ID] = struct{}{}
+	}
+	// rec returns the joins of t and the columns they produce.
+	var rec func(t *joinTree) (plan.Node, colSet)
+	rec = func(t *joinTree) (plan.Node, colSet) {
+		if t.isLeaf() {
+			return leaves[t.rel], leafCols[t.rel]
+		}
+		l, lcols := rec(t.left)
+		r, rcols := rec(t.right)
+		have := make(colSet, len(lcols)+len(rcols))
+		for id := range lcols {
+			have[id] = struct{}{}
+		}
+		for id := range rcols {
+			have[id] = struct{}{}
 		}
 		var on []sem.Expr
 		for i, p := range preds {
@@ -421,11 +439,11 @@ func (o *optimizer) buildTree(t *joinTree, leaves []plan.Node, preds []sem.Expr,
 			}
 		}
 		jj := &plan.Join{Kind: plan.InnerJoin, Left: l, Right: r, On: and(on)}
-		o.joinKeys(jj)
+		joinKeysWith(jj, lcols, rcols, typeOf)
 		_, o.rows[jj] = lg.costOf(t, make([]bool, len(lg.rows)))
-		return jj
+		return jj, have
 	}
-	root := rec(t)
+	root, _ := rec(t)
 	// Every condition reads columns of the tree (or outer ones), so the
 	// root has them all; this keeps any the walk could not place.
 	var rest []sem.Expr

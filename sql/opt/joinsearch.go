@@ -96,13 +96,48 @@ func (g *joinGraph) tick(ctx context.Context) error {
 	return nil
 }
 
-// cost is t's C_out: the sum of the estimated rows of its joins, where a
-// join's rows are its sides' rows times the selectivities of the
-// predicates it completes (any number of relations).
+// cost is t's C_out: the sum of the estimated rows of its joins but the
+// last (whose rows every order shares), where a join's rows are its
+// sides' rows times the selectivities of the predicates it completes
+// (any number of relations).
 func (g *joinGraph) cost(t *joinTree) float64 {
 	in := make([]bool, len(g.rows))
-	c, _ := g.costOf(t, in)
-	return c
+	c, rows := g.costOf(t, in)
+	if t.isLeaf() {
+		return c
+	}
+	return c - rows
+}
+
+// crossings counts the joins of t whose sides no predicate connects.
+func (g *joinGraph) crossings(t *joinTree) int {
+	n, _ := g.crossingsOf(t)
+	return n
+}
+
+func (g *joinGraph) crossingsOf(t *joinTree) (int, []bool) {
+	in := make([]bool, len(g.rows))
+	if t.isLeaf() {
+		in[t.rel] = true
+		return 0, in
+	}
+	ln, l := g.crossingsOf(t.left)
+	rn, r := g.crossingsOf(t.right)
+	n := ln + rn + 1
+	for _, p := range g.preds {
+		all, anyL, anyR := true, false, false
+		for _, x := range p.rels {
+			anyL, anyR, all = anyL || l[x], anyR || r[x], all && (l[x] || r[x])
+		}
+		if all && anyL && anyR {
+			n--
+			break
+		}
+	}
+	for i := range in {
+		in[i] = l[i] || r[i]
+	}
+	return n, in
 }
 
 // costOf returns t's cost and rows, marking its relations in in.
