@@ -74,7 +74,7 @@ func TestJoinOrderPreservesResults(t *testing.T) {
 		}
 		before, after := build(), build()
 		src := func(tbl *catalog.Table) *stats.Table { return tstats[tbl.ID] }
-		if err := OptimizeStats(t.Context(), after, DefaultCosts, src); err != nil {
+		if err := OptimizeStats(t.Context(), after, DefaultCosts, src, DefaultJoinLimits); err != nil {
 			rt.Fatal(err)
 		}
 		want, got := runPlan(rt, before.Root), runPlan(rt, after.Root)

@@ -74,17 +74,17 @@ func Optimize(ctx context.Context, p *plan.Plan) error {
 // OptimizeWith is Optimize under an explicit cost model (a storage
 // profile: local SSD, HDD, object store).
 func OptimizeWith(ctx context.Context, p *plan.Plan, costs Costs) error {
-	return optimizePlan(ctx, p, costs, nil)
+	return optimizePlan(ctx, p, costs, nil, DefaultJoinLimits)
 }
 
-func optimizePlan(ctx context.Context, p *plan.Plan, costs Costs, st Statistics) error {
-	_, err := newOptimizer(costs, st).run(ctx, p)
+func optimizePlan(ctx context.Context, p *plan.Plan, costs Costs, st Statistics, lim JoinLimits) error {
+	_, err := newOptimizer(costs, st, lim).run(ctx, p)
 	return err
 }
 
-func newOptimizer(costs Costs, st Statistics) *optimizer {
+func newOptimizer(costs Costs, st Statistics, lim JoinLimits) *optimizer {
 	return &optimizer{costs: costs, orig: map[plan.Node]*plan.Scan{}, rows: map[plan.Node]float64{},
-		stats: st, colStats: map[sem.ColumnID]colStat{}}
+		stats: st, colStats: map[sem.ColumnID]colStat{}, limits: lim}
 }
 
 // run optimizes p and returns the optimizer, whose estimates describe the
@@ -93,16 +93,16 @@ func (o *optimizer) run(ctx context.Context, p *plan.Plan) (*optimizer, error) {
 	o.nextID = maxColumnID(p) + 1
 	prune(p)
 	var err error
-	if p.Root, err = o.optimize(p.Root); err != nil {
+	if p.Root, err = o.optimize(ctx, p.Root); err != nil {
 		return nil, err
 	}
 	for _, sq := range p.Subqueries {
-		if sq.Root, err = o.optimize(sq.Root); err != nil {
+		if sq.Root, err = o.optimize(ctx, sq.Root); err != nil {
 			return nil, err
 		}
 	}
 	for i := range p.CTEs {
-		if p.CTEs[i], err = o.optimize(p.CTEs[i]); err != nil {
+		if p.CTEs[i], err = o.optimize(ctx, p.CTEs[i]); err != nil {
 			return nil, err
 		}
 	}
@@ -143,9 +143,13 @@ type optimizer struct {
 	// holds those of the columns the scans planned so far produce.
 	stats    Statistics
 	colStats map[sem.ColumnID]colStat
+	// limits bound the join order search (joinorder.go); searches
+	// records each search made, for tests.
+	limits   JoinLimits
+	searches []searchRecord
 }
 
-func (o *optimizer) optimize(n plan.Node) (plan.Node, error) {
+func (o *optimizer) optimize(ctx context.Context, n plan.Node) (plan.Node, error) {
 	if n == nil {
 		return nil, nil
 	}
@@ -160,8 +164,8 @@ func (o *optimizer) optimize(n plan.Node) (plan.Node, error) {
 	if n, err = o.planScans(n); err != nil {
 		return nil, err
 	}
-	if o.stats != nil {
-		n = o.reorderJoins(n)
+	if n, err = o.reorderJoins(ctx, n); err != nil {
+		return nil, err
 	}
 	n = o.lookupJoins(n)
 	n = o.orderings(n)

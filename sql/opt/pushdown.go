@@ -186,11 +186,21 @@ func (o *optimizer) pushJoin(j *plan.Join, preds []sem.Expr) plan.Node {
 // left column = right column (either way round) whose sides compare
 // without a cast, keeping the pairs already there.
 func (o *optimizer) joinKeys(j *plan.Join) {
-	lcols, rcols := colsOf(j.Left.Columns()), colsOf(j.Right.Columns())
+	lc, rc := j.Left.Columns(), j.Right.Columns()
 	types := map[sem.ColumnID]*types.T{}
-	for _, c := range append(j.Left.Columns(), j.Right.Columns()...) {
+	for _, c := range lc {
 		types[c.ID] = c.T
 	}
+	for _, c := range rc {
+		types[c.ID] = c.T
+	}
+	joinKeysWith(j, colsOf(lc), colsOf(rc), types)
+}
+
+// joinKeysWith is joinKeys given the columns of j's sides and their
+// types (a caller building deep trees keeps them rather than asking each
+// join for its columns again).
+func joinKeysWith(j *plan.Join, lcols, rcols colSet, types map[sem.ColumnID]*types.T) {
 	have := map[[2]sem.ColumnID]bool{}
 	for i := range j.LeftEq {
 		have[[2]sem.ColumnID{j.LeftEq[i], j.RightEq[i]}] = true

@@ -22,15 +22,15 @@ type Statistics func(*catalog.Table) *stats.Table
 // cardinalities from distinct counts. Those estimates choose between
 // index and full scans, between lookup and hash joins, and the order of
 // small inner join trees (joinorder.go).
-func OptimizeStats(ctx context.Context, p *plan.Plan, costs Costs, st Statistics) error {
-	return optimizePlan(ctx, p, costs, st)
+func OptimizeStats(ctx context.Context, p *plan.Plan, costs Costs, st Statistics, lim JoinLimits) error {
+	return optimizePlan(ctx, p, costs, st, lim)
 }
 
 // OptimizeEstimated is OptimizeStats that also returns how many rows the
 // optimizer expects each node of the optimized plan to produce (per run),
 // for EXPLAIN (COSTS ON).
-func OptimizeEstimated(ctx context.Context, p *plan.Plan, costs Costs, st Statistics) (map[plan.Node]float64, error) {
-	o, err := newOptimizer(costs, st).run(ctx, p)
+func OptimizeEstimated(ctx context.Context, p *plan.Plan, costs Costs, st Statistics, lim JoinLimits) (map[plan.Node]float64, error) {
+	o, err := newOptimizer(costs, st, lim).run(ctx, p)
 	if err != nil {
 		return nil, err
 	}

@@ -92,7 +92,7 @@ func TestStatsPlans(t *testing.T) {
 					return nil
 				}
 			}
-			if err := OptimizeStats(context.Background(), p, DefaultCosts, src); err != nil {
+			if err := OptimizeStats(context.Background(), p, DefaultCosts, src, DefaultJoinLimits); err != nil {
 				return "error: " + err.Error() + "\n"
 			}
 			return format(p.Root)

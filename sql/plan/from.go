@@ -403,7 +403,7 @@ func (b *builder) joinExpr(j *pg_query.JoinExpr, s *scope) (Node, error) {
 		return nil, pgerror.New(pgerrcode.InvalidColumnReference,
 			"invalid reference to FROM-clause entry for table").WithDetail("The combining JOIN type must be INNER or LEFT for a LATERAL reference.")
 	}
-	join := &Join{Kind: kind, Left: left, Right: right, Lateral: lateral}
+	join := &Join{Kind: kind, Left: left, Right: right, Lateral: lateral, Explicit: true}
 	var node Node = join
 	var using []string
 	if j.IsNatural {

@@ -178,6 +178,10 @@ type Join struct {
 	LeftEq, RightEq []sem.ColumnID
 	// Lateral: Right references Left's columns and is re-run per left row.
 	Lateral bool
+	// Explicit: written with JOIN syntax (join_collapse_limit bounds how
+	// far the optimizer flattens it into one join search); false for the
+	// joins the binder makes of a FROM list's commas.
+	Explicit bool
 }
 
 // LookupJoin joins Input with a table by looking up, for each batch of

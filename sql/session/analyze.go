@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"github.com/jackc/pgerrcode"
 	pg_query "github.com/pganalyze/pg_query_go/v6"
@@ -28,7 +29,7 @@ const autoStatsSetting = "sql.stats.automatic_collection.enabled"
 func (s *Session) optimize(ctx context.Context, p *plan.Plan) error {
 	return opt.OptimizeStats(ctx, p, opt.DefaultCosts, func(t *catalog.Table) *stats.Table {
 		return s.b.stats.Get(ctx, t)
-	})
+	}, s.joinLimits())
 }
 
 // optimizeEstimated is optimize, also returning the row estimates of the
@@ -36,7 +37,23 @@ func (s *Session) optimize(ctx context.Context, p *plan.Plan) error {
 func (s *Session) optimizeEstimated(ctx context.Context, p *plan.Plan) (map[plan.Node]float64, error) {
 	return opt.OptimizeEstimated(ctx, p, opt.DefaultCosts, func(t *catalog.Table) *stats.Table {
 		return s.b.stats.Get(ctx, t)
-	})
+	}, s.joinLimits())
+}
+
+// joinLimits reads the join search settings (join_collapse_limit,
+// from_collapse_limit, geqo, geqo_threshold); SET has checked them.
+func (s *Session) joinLimits() opt.JoinLimits {
+	lim := opt.DefaultJoinLimits
+	num := func(name string, v *int) {
+		if n, err := strconv.Atoi(s.vars[name]); err == nil {
+			*v = n
+		}
+	}
+	num("join_collapse_limit", &lim.JoinCollapse)
+	num("from_collapse_limit", &lim.FromCollapse)
+	num("geqo_threshold", &lim.GeqoThreshold)
+	lim.Geqo = s.vars["geqo"] != "off"
+	return lim
 }
 
 // estimateAnnotation prints a node's estimate on its EXPLAIN line, in
