@@ -553,6 +553,7 @@ func combine(r kvpb.Request, resps []kvpb.Response) (kvpb.Response, error) {
 		out := &kvpb.GCResponse{}
 		for _, resp := range resps {
 			out.Removed += resp.(*kvpb.GCResponse).Removed
+			out.RemovedBytes += resp.(*kvpb.GCResponse).RemovedBytes
 		}
 		return out, nil
 	case *kvpb.RefreshRequest:

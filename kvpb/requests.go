@@ -231,8 +231,12 @@ type (
 		Key, EndKey []byte
 		Threshold   hlc.Timestamp
 	}
-	// GCResponse reports how many versions were removed.
-	GCResponse struct{ Removed int }
+	// GCResponse reports how many versions were removed and their key
+	// and value bytes.
+	GCResponse struct {
+		Removed      int
+		RemovedBytes int64
+	}
 
 	// SplitRequest splits the tablet holding SplitKey at SplitKey.
 	SplitRequest struct{ SplitKey []byte }
