@@ -63,26 +63,37 @@ func (w *gcWalker) step(k storage.MVCCKey, raw []byte) (doomed, newKey bool, err
 // and intents, are untouched (invariant 7). It returns what it removed.
 // Reads below threshold are the caller's to refuse.
 func GC(rw storage.ReadWriter, start, end []byte, threshold hlc.Timestamp) (GCStats, error) {
+	st, _, err := GCLimit(rw, start, end, threshold, 0)
+	return st, err
+}
+
+// GCLimit is GC that stops at the first key boundary after maxVersions
+// removed versions (0: no limit) and returns the key to resume at (nil:
+// the span is done), so a GC request is bounded whatever its span holds.
+func GCLimit(rw storage.ReadWriter, start, end []byte, threshold hlc.Timestamp, maxVersions int) (st GCStats, resume []byte, err error) {
 	if len(end) == 0 || bytes.Compare(start, end) >= 0 {
-		return GCStats{}, invalidArg("gc: empty span [%q, %q)", start, end)
+		return GCStats{}, nil, invalidArg("gc: empty span [%q, %q)", start, end)
 	}
 	it, err := rw.NewIter(storage.IterOptions{LowerBound: start, UpperBound: end})
 	if err != nil {
-		return GCStats{}, fmt.Errorf("mvcc: gc: %w", err)
+		return GCStats{}, nil, fmt.Errorf("mvcc: gc: %w", err)
 	}
 	defer it.Close()
 	w := gcWalker{threshold: threshold}
 	var doomed []storage.MVCCKey
-	var st GCStats
 	for ok := it.First(); ok; ok = it.Next() {
 		k := it.UnsafeKey()
+		if maxVersions > 0 && len(doomed) >= maxVersions && !bytes.Equal(k.Key, w.cur) {
+			resume = bytes.Clone(k.Key)
+			break
+		}
 		raw, err := it.UnsafeValue()
 		if err != nil {
-			return GCStats{}, err
+			return GCStats{}, nil, err
 		}
 		gone, _, err := w.step(k, raw)
 		if err != nil {
-			return GCStats{}, err
+			return GCStats{}, nil, err
 		}
 		if gone {
 			doomed = append(doomed, storage.MVCCKey{Key: append([]byte(nil), k.Key...), Timestamp: k.Timestamp})
@@ -90,15 +101,15 @@ func GC(rw storage.ReadWriter, start, end []byte, threshold hlc.Timestamp) (GCSt
 		}
 	}
 	if err := it.Err(); err != nil {
-		return GCStats{}, fmt.Errorf("mvcc: gc: %w", err)
+		return GCStats{}, nil, fmt.Errorf("mvcc: gc: %w", err)
 	}
 	for _, k := range doomed {
 		if err := rw.Delete(k); err != nil {
-			return GCStats{}, fmt.Errorf("mvcc: gc %s: %w", k, err)
+			return GCStats{}, nil, fmt.Errorf("mvcc: gc %s: %w", k, err)
 		}
 	}
 	st.Versions = len(doomed)
-	return st, nil
+	return st, resume, nil
 }
 
 // GCPlan is what a scan of a span found at a threshold: its sizes, and the

@@ -107,8 +107,22 @@ func TestModel(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				// Either GC of the plan's spans, or bounded GC
+				// requests resumed until done, must remove it all.
 				var removed int
+				limit := rapid.IntRange(0, 3).Draw(t, "limit")
 				write(func(b *storage.Batch) error {
+					if limit > 0 {
+						for from := []byte("a"); from != nil; {
+							st, resume, err := GCLimit(b, from, []byte("z"), th, limit)
+							if err != nil {
+								return err
+							}
+							removed += st.Versions
+							from = resume
+						}
+						return nil
+					}
 					for _, sp := range plan.Spans {
 						st, err := GC(b, sp[0], sp[1], th)
 						if err != nil {

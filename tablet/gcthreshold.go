@@ -63,3 +63,7 @@ func (ec *evalCtx) checkReadAboveGC(req kvpb.Request, ts hlc.Timestamp) error {
 	}
 	return nil
 }
+
+// GCThreshold returns the tablet's GC threshold (zero: never collected):
+// reads below it are refused, and no GC may lower it.
+func (r *Replica) GCThreshold() hlc.Timestamp { return r.gcThreshold() }
