@@ -174,6 +174,7 @@ func parseStart(args []string, stderr io.Writer) (startFlags, error) {
 	// CPU of select-only. The cache only takes memory as it fills.
 	fs.Int64Var(&f.cacheMiB, "cache-mib", 256, "block cache size in MiB")
 	fs.StringVar(&f.splitSizeStr, "tablet-split-size", "512MiB", "data size past which a tablet splits (e.g. 1GiB; 0: never by size)")
+	fs.DurationVar(&f.cfg.GCTTL, "gc-ttl", 4*time.Hour, "how long old row versions stay readable where no zone sets gc.ttlseconds (the GC queue removes them after)")
 	fs.Float64Var(&f.cfg.TabletSplitQPS, "tablet-split-qps", 2500, "batches per second (over 10s) past which a tablet splits by load (0: never by load; 2500 is store.DefaultSplitQPS)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

@@ -37,6 +37,9 @@ type Config struct {
 	// node of a cluster with several SQL gateways must leave it false
 	// (docs/architecture.md, "Catalog generation").
 	SoleCatalogWriter bool
+	// GC runs VACUUM's garbage collection (vacuum.go); nil: VACUUM only
+	// checks its tables (a Backend without a store, in unit tests).
+	GC GC
 }
 
 // Backend implements pgwire.Backend over a kv.DB. One Backend serves a

@@ -26,8 +26,9 @@ import (
 //     system_error: nothing was sent, and another node can serve the
 //     statement.
 //   - A read below a tablet's GC threshold (kvpb.BatchTimestampBeforeGCError:
-//     an AS OF SYSTEM TIME older than the GC TTL, or a transaction whose
-//     snapshot GC was allowed to pass) is 72000 snapshot_too_old,
+//     a transaction whose snapshot GC was allowed to pass, which the
+//     protected timestamps prevent unless its node's record went stale)
+//     is 72000 snapshot_too_old,
 //     PostgreSQL's code for a snapshot whose versions may have been
 //     vacuumed (old_snapshot_threshold). Nothing was read; retrying at a
 //     newer timestamp can succeed, the same snapshot never will.
