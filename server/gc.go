@@ -21,7 +21,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/cairn-db/cairn/hlc"
@@ -187,4 +189,17 @@ func (g gcRunner) Collect(ctx context.Context, spans []kvpb.Span) (session.GCRes
 		}
 	}
 	return res, nil
+}
+
+// gcSizes serves GET /api/gc/sizes: this node's MVCC sizes by a scan of
+// the tablets it leads (store.MeasureGC), as JSON.
+func (s *Server) gcSizes(w http.ResponseWriter, r *http.Request) {
+	sz, err := s.store.MeasureGC(r.Context())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]int64{"live_bytes": sz.LiveBytes, "total_bytes": sz.TotalBytes,
+		"garbage_bytes": sz.GarbageBytes, "tablets": int64(sz.Tablets)})
 }

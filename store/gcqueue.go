@@ -287,3 +287,39 @@ func (s *Store) gcTablet(ctx context.Context, d kvpb.TabletDescriptor, r *tablet
 	}
 	return removed, nil
 }
+
+// GCSizes are a store's MVCC sizes, measured by a scan.
+type GCSizes struct {
+	// LiveBytes: the newest version of each key unless a tombstone;
+	// TotalBytes: every version; GarbageBytes: what GC at each tablet's
+	// current threshold (now − TTL, protected) would remove.
+	LiveBytes, TotalBytes, GarbageBytes int64
+	Tablets                             int
+}
+
+// MeasureGC scans every tablet this store leads (mvcc.PlanGC at the
+// threshold the queue would use now) and sums their sizes. It costs a scan
+// of the data: for benchmarks and operators, not for the queue.
+func (s *Store) MeasureGC(ctx context.Context) (GCSizes, error) {
+	var out GCSizes
+	for _, d := range s.Tablets() {
+		if !s.leads(d.TabletID) {
+			continue
+		}
+		th, err := s.GCThresholdFor(ctx, d.StartKey)
+		if err != nil {
+			return out, err
+		}
+		snap := s.eng.NewSnapshot()
+		plan, err := mvcc.PlanGC(snap, d.StartKey, d.EndKey, th, gcBatchVersions, gcBatchBytes)
+		snap.Close()
+		if err != nil {
+			return out, err
+		}
+		out.LiveBytes += plan.LiveBytes
+		out.TotalBytes += plan.TotalBytes
+		out.GarbageBytes += plan.Garbage.Bytes
+		out.Tablets++
+	}
+	return out, nil
+}
