@@ -89,7 +89,10 @@ type GCQueueStats struct {
 type gcTabletState struct {
 	scanned    time.Time
 	writes     int64
-	due        time.Time // zero: nothing pending
+	// nextDue is the last plan's NextDue: more is removable once the
+	// threshold, now − TTL, reaches it (the TTL as it is at the check: a
+	// zone may change it).
+	nextDue    hlc.Timestamp
 	live, tot  int64
 	generation int64
 }
@@ -198,7 +201,7 @@ func (s *Store) GCPass(ctx context.Context, force bool) int64 {
 		}
 		due := force || st.scanned.IsZero()
 		if !due && now.Sub(st.scanned) >= gcRescan(ttl, s.gcInterval()) {
-			due = (!st.due.IsZero() && !now.Before(st.due)) ||
+			due = (!st.nextDue.IsEmpty() && !now.Before(time.Unix(0, st.nextDue.WallTime).Add(ttl))) ||
 				(writes != st.writes && now.Sub(st.scanned) >= ttl)
 		}
 		s.gc.q.mu.Unlock()
@@ -239,10 +242,7 @@ func (s *Store) gcTablet(ctx context.Context, d kvpb.TabletDescriptor, r *tablet
 	}
 	s.gc.q.mu.Lock()
 	st.scanned, st.writes, st.live, st.tot = s.wallNow(), writes, plan.LiveBytes, plan.TotalBytes
-	st.due = time.Time{}
-	if !plan.NextDue.IsEmpty() {
-		st.due = time.Unix(0, plan.NextDue.WallTime).Add(ttl)
-	}
+	st.nextDue = plan.NextDue
 	s.gc.q.mu.Unlock()
 	if plan.Garbage.Versions == 0 || th.LessEq(r.GCThreshold()) {
 		return 0, nil

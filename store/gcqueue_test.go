@@ -244,3 +244,26 @@ func TestGCQueueModel(t *testing.T) {
 		})
 	}
 }
+
+// A TTL cut (a zone's gc.ttlseconds changed) takes effect at the next
+// pass, for a tablet scanned under the old TTL and not written since.
+func TestGCQueueTTLChange(t *testing.T) {
+	ttl := time.Hour
+	e := newEnv(t, Config{GCTTL: func([]byte) time.Duration { return ttl }})
+	e.settle()
+	ctx := context.Background()
+	m := gcModel{}
+	for i := range 20 {
+		e.manual.Advance(time.Millisecond)
+		e.write(ctx, m, "k", []byte(fmt.Sprint(i)))
+	}
+	e.manual.Advance(time.Minute)
+	if n := e.s.GCPass(ctx, false); n != 0 {
+		t.Fatalf("removed %d within the TTL", n)
+	}
+	ttl = time.Second
+	e.manual.Advance(2 * time.Second)
+	if n := e.s.GCPass(ctx, false); n != 19 {
+		t.Fatalf("after the TTL cut the pass removed %d, want 19", n)
+	}
+}

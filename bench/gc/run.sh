@@ -5,7 +5,8 @@
 # TTL seconds so the GC queue catches up. Prints, fresh / after the
 # updates / after GC: the node's live and total MVCC bytes (GET
 # /api/gc/sizes, a scan) and the p50/p99 latency of reading one random row
-# (pgbench -l, 1 client, 10 s).
+# (pgbench -l, 1 client, 10 s). The node runs with --gc-ttl TTL, so the
+# catalog and statistics tables are collected as soon as the table is.
 #   BENCH_PORT=36100 UPDATES=200000 TTL=5 bench/gc/run.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -16,6 +17,7 @@ ttl=${TTL:-5}
 work=$(mktemp -d /tmp/cairn-gc.XXXXXX)
 trap 'cairn_stop; rm -rf "$work"' EXIT
 cairn_build "$work/cairn"
+CAIRN_START_FLAGS="--gc-ttl ${ttl}s"
 cairn_start "$work/cairn" "$work/node" "$port"
 url="postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable"
 http="http://127.0.0.1:$((port + 2))"
