@@ -87,8 +87,8 @@ type GCQueueStats struct {
 
 // gcTabletState is what the queue remembers of one tablet.
 type gcTabletState struct {
-	scanned    time.Time
-	writes     int64
+	scanned time.Time
+	writes  int64
 	// nextDue is the last plan's NextDue: more is removable once the
 	// threshold, now − TTL, reaches it (the TTL as it is at the check: a
 	// zone may change it).
