@@ -91,6 +91,8 @@ type DB struct {
 	closed     bool
 	bg         sync.WaitGroup
 	resolveSem chan struct{}
+	// active are the open transactions (protected.go).
+	active activeTxns
 }
 
 // goBackground runs fn on a tracked goroutine, unless the DB is closed.

@@ -555,7 +555,13 @@ func combine(r kvpb.Request, resps []kvpb.Response) (kvpb.Response, error) {
 	case *kvpb.GCRequest:
 		out := &kvpb.GCResponse{}
 		for _, resp := range resps {
-			out.Removed += resp.(*kvpb.GCResponse).Removed
+			r := resp.(*kvpb.GCResponse)
+			out.Removed += r.Removed
+			out.RemovedBytes += r.RemovedBytes
+			// The lowest resume key: redoing GC above it is harmless.
+			if r.ResumeKey != nil && (out.ResumeKey == nil || string(r.ResumeKey) < string(out.ResumeKey)) {
+				out.ResumeKey = r.ResumeKey
+			}
 		}
 		return out, nil
 	case *kvpb.RefreshRequest:

@@ -125,7 +125,13 @@ func (db *DB) NewTxn(ctx context.Context, name string, iso IsolationLevel) *Txn 
 // newTxn starts a transaction whose priority is at least minPriority, so a
 // retry after an abort does not keep losing the same contests.
 func (db *DB) newTxn(ctx context.Context, name string, iso IsolationLevel, minPriority int32) *Txn {
-	now := db.clock.Now()
+	// Registered (protected.go) at the clock reading it reads at.
+	return db.active.register(db.clock, func(now hlc.Timestamp) *Txn {
+		return db.buildTxn(ctx, name, iso, minPriority, now)
+	})
+}
+
+func (db *DB) buildTxn(ctx context.Context, name string, iso IsolationLevel, minPriority int32, now hlc.Timestamp) *Txn {
 	t := &Txn{db: db, iso: iso, ctx: ctx}
 	prio := max(rand.Int32N(1<<31-2)+1, minPriority)
 	t.mu.proto = kvpb.Transaction{

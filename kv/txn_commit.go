@@ -372,6 +372,7 @@ func (t *Txn) Rollback(ctx context.Context) error {
 // heartbeats.
 func (t *Txn) finishLocked(s txnState) {
 	t.mu.state = s
+	t.db.active.remove(t)
 	if t.mu.hb != nil {
 		t.mu.hb.stop()
 	}

@@ -21,7 +21,7 @@ import (
 //   WriteIntentError, TransactionPushError
 // Final answers to the caller:
 //   ConditionFailedError, TransactionStatusError, InvalidArgumentError,
-//   AmbiguousResultError
+//   AmbiguousResultError, BatchTimestampBeforeGCError
 
 // TabletKeyMismatchError: the batch's keys are not (all) in the tablet it
 // was sent to. Tablet is the tablet's current descriptor, if it exists.
@@ -201,6 +201,19 @@ func (e *TransactionStatusError) Error() string {
 type InvalidArgumentError struct{ Msg string }
 
 func (e *InvalidArgumentError) Error() string { return "invalid argument: " + e.Msg }
+
+// BatchTimestampBeforeGCError: the request reads (or refreshes) at a
+// timestamp below the tablet's GC threshold, where versions it would see
+// may have been garbage collected. Nothing was read; the SQL layer maps it
+// to 72000 snapshot_too_old.
+type BatchTimestampBeforeGCError struct {
+	Timestamp, Threshold hlc.Timestamp
+	Msg                  string
+}
+
+func (e *BatchTimestampBeforeGCError) Error() string {
+	return fmt.Sprintf("batch timestamp %s must not be below the GC threshold %s: %s", e.Timestamp, e.Threshold, e.Msg)
+}
 
 // AmbiguousResultError: the outcome of a commit cannot be known (the
 // connection to its tablet was lost after the request was sent).

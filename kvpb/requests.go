@@ -227,12 +227,21 @@ type (
 
 	// GCRequest removes, in [Key, EndKey), every version hidden by a newer
 	// version at or below Threshold, and tombstones at or below it.
+	// MaxVersions (0: no limit) bounds the versions one request removes:
+	// it stops at the next key boundary and returns ResumeKey.
 	GCRequest struct {
 		Key, EndKey []byte
 		Threshold   hlc.Timestamp
+		MaxVersions int
 	}
-	// GCResponse reports how many versions were removed.
-	GCResponse struct{ Removed int }
+	// GCResponse reports how many versions were removed and their key
+	// and value bytes; ResumeKey, when set, is where a bounded request
+	// stopped (the rest of the span is untouched).
+	GCResponse struct {
+		Removed      int
+		RemovedBytes int64
+		ResumeKey    []byte
+	}
 
 	// SplitRequest splits the tablet holding SplitKey at SplitKey.
 	SplitRequest struct{ SplitKey []byte }

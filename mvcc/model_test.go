@@ -100,13 +100,64 @@ func TestModel(t *testing.T) {
 				}
 				th := hlc.Timestamp{WallTime: rapid.Int64Range(gcThreshold.WallTime, now.WallTime).Draw(t, "threshold")}
 				th = th.Forward(gcThreshold)
+				// The plan (small batches, so a history makes several
+				// spans) must foresee exactly what GC removes, and GC
+				// of its spans alone must remove all of it.
+				plan, err := PlanGC(eng, []byte("a"), []byte("z"), th, rapid.IntRange(1, 4).Draw(t, "batch"), 1<<20)
+				if err != nil {
+					t.Fatal(err)
+				}
+				// Either GC of the plan's spans, or bounded GC
+				// requests resumed until done, must remove it all.
 				var removed int
-				write(func(b *storage.Batch) (err error) {
-					removed, err = GC(b, []byte("a"), []byte("z"), th)
-					return err
+				limit := rapid.IntRange(0, 3).Draw(t, "limit")
+				write(func(b *storage.Batch) error {
+					if limit > 0 {
+						for from := []byte("a"); from != nil; {
+							st, resume, err := GCLimit(b, from, []byte("z"), th, limit)
+							if err != nil {
+								return err
+							}
+							removed += st.Versions
+							from = resume
+						}
+						return nil
+					}
+					for _, sp := range plan.Spans {
+						st, err := GC(b, sp[0], sp[1], th)
+						if err != nil {
+							return err
+						}
+						removed += st.Versions
+					}
+					return nil
 				})
+				if plan.Garbage.Versions != removed {
+					t.Fatalf("gc plan at %s foresaw %d versions, GC of its spans removed %d", th, plan.Garbage.Versions, removed)
+				}
 				if want := m.gc(th); removed != want {
 					t.Fatalf("gc at %s removed %d, model says %d", th, removed, want)
+				}
+				// NextDue is exactly where more garbage appears.
+				after, err := PlanGC(eng, []byte("a"), []byte("z"), th, 1000, 1<<20)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if after.Garbage.Versions != 0 {
+					t.Fatalf("after gc at %s a plan still finds %d versions", th, after.Garbage.Versions)
+				}
+				if due := after.NextDue; !due.IsEmpty() {
+					at, err := PlanGC(eng, []byte("a"), []byte("z"), due, 1000, 1<<20)
+					if err != nil {
+						t.Fatal(err)
+					}
+					before, err := PlanGC(eng, []byte("a"), []byte("z"), due.Prev(), 1000, 1<<20)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if at.Garbage.Versions == 0 || before.Garbage.Versions != 0 {
+						t.Fatalf("next due %s after gc at %s: plan there finds %d, just below %d", due, th, at.Garbage.Versions, before.Garbage.Versions)
+					}
 				}
 				gcThreshold = th
 			}

@@ -353,8 +353,8 @@ func (h *harness) run(t *testing.T, td *datadriven.TestData) string {
 		}
 	case "gc":
 		h.write(&out, func(b *storage.Batch) (string, error) {
-			n, err := GC(b, a.bytes("k"), a.bytes("end"), a.ts("threshold"))
-			return fmt.Sprintf("removed: %d\n", n), err
+			st, err := GC(b, a.bytes("k"), a.bytes("end"), a.ts("threshold"))
+			return fmt.Sprintf("removed: %d\n", st.Versions), err
 		})
 	case "check_refresh":
 		err := CheckRefresh(h.eng, a.bytes("k"), a.bytes("end"), a.ts("from"), a.ts("to"), h.txn(a).ID)

@@ -106,6 +106,7 @@ var errorTypes = []reflect.Type{
 	reflect.TypeFor[kvpb.InvalidArgumentError](),
 	reflect.TypeFor[kvpb.AmbiguousResultError](),
 	reflect.TypeFor[kvpb.NotLeaseholderError](),
+	reflect.TypeFor[kvpb.BatchTimestampBeforeGCError](),
 }
 
 var (

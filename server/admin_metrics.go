@@ -57,6 +57,14 @@ func (s *Server) tabletMetrics(w io.Writer) {
 	scalar("cairn_split_queue_splits_by_size_total", "counter", "Tablets this node split because they exceeded --tablet-split-size.", sq.BySize)
 	scalar("cairn_split_queue_splits_by_load_total", "counter", "Tablets this node split because they exceeded --tablet-split-qps.", sq.ByLoad)
 	scalar("cairn_split_queue_errors_total", "counter", "Splits the split queue attempted or planned that failed (each backs the tablet off).", sq.Errors)
+	gq := s.store.GCQueueStats()
+	scalar("cairn_gc_queue_scans_total", "counter", "Tablet scans the GC queue made to plan a collection.", gq.Scans)
+	scalar("cairn_gc_queue_runs_total", "counter", "Tablets the GC queue sent GC requests for.", gq.Runs)
+	scalar("cairn_gc_queue_versions_removed_total", "counter", "Old versions the GC queue removed.", gq.Versions)
+	scalar("cairn_gc_queue_bytes_removed_total", "counter", "Key and value bytes of the versions the GC queue removed.", gq.Bytes)
+	scalar("cairn_gc_queue_errors_total", "counter", "GC queue plans and requests that failed.", gq.Errors)
+	scalar("cairn_gc_live_bytes", "gauge", "Bytes of the newest non-deleted version of each key, over the tablets this node leads, as of the GC queue's last scan of each.", gq.LiveBytes)
+	scalar("cairn_gc_total_bytes", "gauge", "Bytes of every version, over the tablets this node leads, as of the GC queue's last scan of each (minus what it removed since).", gq.TotalBytes)
 	scalar("cairn_colocation_tablets_over_warn_size", "gauge", "Colocation tablets this node leads that were larger than --colocation-warn-size at the last check.", s.colocationOverWarn())
 	for _, m := range []struct {
 		name, typ, help string

@@ -116,6 +116,9 @@ type Config struct {
 	// (512 MiB; 2500 batches/s), negative never.
 	TabletSplitSize int64
 	TabletSplitQPS  float64
+	// GCTTL is how long old versions stay readable where no zone sets
+	// gc.ttlseconds (gc.go; 0: store.DefaultGCTTL, 4 hours).
+	GCTTL time.Duration
 	// CacheSize is the engine's block cache in bytes; 0 means the
 	// storage package's default (64 MiB). cairn start sets 256 MiB.
 	CacheSize int64
@@ -142,6 +145,7 @@ type Server struct {
 	eng     *storage.Engine
 	store   *store.Store
 	repl    *replication
+	gc      gcState
 	db      *kv.DB
 	backend *session.Backend
 	pg      *pgwire.Server
@@ -227,7 +231,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		if err := refuseReplicatedStore(s.eng); err != nil {
 			return nil, err
 		}
-		if s.store, err = store.Open(ctx, s.eng, clock, s.splitConfig(store.Config{})); err != nil {
+		if s.store, err = store.Open(ctx, s.eng, clock, s.gcConfig(s.splitConfig(store.Config{}))); err != nil {
 			return nil, fmt.Errorf("opening tablets: %w", err)
 		}
 		s.db = kv.NewDB(s.store, s.store, clock, cfg.DB)
@@ -276,7 +280,8 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		SoleCatalogWriter:            len(cfg.Join) == 0,
 		MaxConnections:               cfg.MaxConnections,
 		SuperuserReservedConnections: cfg.SuperuserReservedConnections,
-		AuthTimeout:                  cfg.AuthTimeout})
+		AuthTimeout:                  cfg.AuthTimeout,
+		GC:                           gcRunner{s}})
 	if s.pg, err = pgwire.NewServer(pgwire.Config{Backend: s.backend, Insecure: cfg.Insecure, Logger: log,
 		MaxConnections: cfg.MaxConnections, SuperuserReservedConnections: cfg.SuperuserReservedConnections,
 		MaxStartupConnections: cfg.MaxStartupConnections, AuthTimeout: cfg.AuthTimeout}); err != nil {
@@ -308,6 +313,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}()
 	s.startAdmin(runCtx)
 	s.startSplitQueue(runCtx)
+	s.startGCQueue(runCtx)
 	log.Info(fmt.Sprintf("cairn node ready: sql=%s http=%s", s.sqlLn.Addr(), s.httpLn.Addr()),
 		"store", storeName(cfg.StoreDir), "insecure", cfg.Insecure, "locality", cfg.Locality)
 	return s, nil
@@ -447,6 +453,7 @@ func (s *Server) httpHandler() http.Handler {
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("/metrics", s.metrics)
+	mux.HandleFunc("GET /api/gc/sizes", s.gcSizes)
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)

@@ -1,6 +1,7 @@
 // Package store holds one node's tablets over one storage engine: it opens
 // (or bootstraps) them from the tablet directory, routes each batch to its
-// tablet, answers directory lookups for the kv router, and splits tablets.
+// tablet, answers directory lookups for the kv router, splits tablets
+// (splitqueue.go) and collects their old versions (gcqueue.go).
 //
 // Callers: the node (server) opens a Store and serves it as a kvpb.Sender;
 // the kv client's router calls LookupTablet and Send. The store calls the
@@ -21,4 +22,9 @@
 //     keys: the replica re-checks under latches and answers
 //     *kvpb.TabletKeyMismatchError, which the store retries only when it
 //     routed by key (TabletID zero) and a split changed the tablet.
+//  5. The GC queue only sends GC requests, through Send, to tablets this
+//     store leads, at a threshold no higher than now − TTL and the
+//     protected timestamp; what it removes is decided again by the
+//     leaseholder under latches (mvcc.GC), so a stale plan removes less,
+//     never more.
 package store

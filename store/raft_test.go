@@ -25,6 +25,9 @@ func TestRaftRF1(t *testing.T) {
 		{"BankTransfers", TestBankTransfers},
 		{"SplitQueueBySize", TestSplitQueueBySize},
 		{"SplitQueueByLoad", TestSplitQueueByLoad},
+		{"GCQueueCollectsHotRow", TestGCQueueCollectsHotRow},
+		{"GCQueueProtected", TestGCQueueProtected},
+		{"GCQueueModel", TestGCQueueModel},
 	} {
 		t.Run(tc.name, tc.f)
 	}

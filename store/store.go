@@ -51,6 +51,18 @@ type Config struct {
 	// [keys.Min, keys.TableDataMin) whole; a node serving SQL passes
 	// rowenc.SplitUnit, which also keeps shared (colocated) groups whole.
 	SplitUnit func(key []byte) (unit kvpb.Span, ok bool)
+
+	// The GC queue (gcqueue.go; it runs only under RunGCQueue, and
+	// GCPass). GCInterval is how often it looks (0: 1s); GCTTL gives the
+	// GC TTL of the tablet starting at a key (nil or 0: DefaultGCTTL);
+	// GCProtected the oldest timestamp any reader still needs (empty:
+	// none; it lowers the threshold); GCFraction the share of a tablet's
+	// bytes that must be garbage before it is collected (0:
+	// DefaultGCFraction).
+	GCInterval  time.Duration
+	GCTTL       func(startKey []byte) time.Duration
+	GCProtected func(ctx context.Context) (hlc.Timestamp, error)
+	GCFraction  float64
 }
 
 // Store is one node's set of tablets over one engine. It implements
@@ -82,6 +94,11 @@ type Store struct {
 
 	// splits counts the split queue's splits (SplitQueueStats).
 	splits splitStats
+	// gc is the GC queue's state and counters (gcqueue.go).
+	gc struct {
+		q     gcQueue
+		stats gcStats
+	}
 
 	mu struct {
 		sync.RWMutex
@@ -108,6 +125,7 @@ func Open(ctx context.Context, eng *storage.Engine, clock *hlc.Clock, cfg Config
 	s.stop, s.cancel = context.WithCancel(context.Background())
 	s.bgCtx, s.inflightDone = stopCtx{Context: context.Background(), stop: s.stop}, s.inflight.Done
 	s.mu.replicas = make(map[kvpb.TabletID]*tablet.Replica)
+	s.gc.q.tablets = make(map[kvpb.TabletID]*gcTabletState)
 	if cfg.Raft != nil {
 		// Before anything reads the directory or a replica's raft
 		// state: a streamed snapshot a crash interrupted after its

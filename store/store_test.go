@@ -524,9 +524,9 @@ func TestGCThresholdSurvivesSplitAndReopen(t *testing.T) {
 	for _, k := range []string{"c", "x"} {
 		ba := &kvpb.BatchRequest{Header: kvpb.Header{Timestamp: th.Prev()}}
 		ba.Add(&kvpb.GetRequest{Key: []byte(k)})
-		var inv *kvpb.InvalidArgumentError
-		if _, err := e.send(ctx, ba); !errors.As(err, &inv) {
-			t.Fatalf("read of %s below the GC threshold: err = %v, want InvalidArgumentError", k, err)
+		var bgc *kvpb.BatchTimestampBeforeGCError
+		if _, err := e.send(ctx, ba); !errors.As(err, &bgc) {
+			t.Fatalf("read of %s below the GC threshold: err = %v, want BatchTimestampBeforeGCError", k, err)
 		}
 	}
 }

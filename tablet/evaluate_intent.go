@@ -47,7 +47,7 @@ func (ec *evalCtx) released(span kvpb.Span, txn kvpb.TxnMeta, status kvpb.TxnSta
 }
 
 func (ec *evalCtx) gc(req *kvpb.GCRequest) (kvpb.Response, error) {
-	n, err := mvcc.GC(ec.b, req.Key, req.EndKey, req.Threshold)
+	st, resume, err := mvcc.GCLimit(ec.b, req.Key, req.EndKey, req.Threshold, req.MaxVersions)
 	if err != nil {
 		return nil, wrapEval(req, err)
 	}
@@ -57,5 +57,5 @@ func (ec *evalCtx) gc(req *kvpb.GCRequest) (kvpb.Response, error) {
 		}
 		ec.prop.GCThreshold = req.Threshold
 	}
-	return &kvpb.GCResponse{Removed: n}, nil
+	return &kvpb.GCResponse{Removed: st.Versions, RemovedBytes: st.Bytes, ResumeKey: resume}, nil
 }

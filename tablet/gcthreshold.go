@@ -52,10 +52,18 @@ func (r *Replica) gcThreshold() hlc.Timestamp {
 	return r.mu.gcThreshold
 }
 
-// checkReadAboveGC refuses a read at ts below the GC threshold.
+// checkReadAboveGC refuses a read at ts below the GC threshold with a
+// *kvpb.BatchTimestampBeforeGCError. A read at the threshold itself is
+// served: mvcc.GC keeps, per key, the newest version at or below the
+// threshold, which is what such a read sees (mvcc invariant 7).
 func (ec *evalCtx) checkReadAboveGC(req kvpb.Request, ts hlc.Timestamp) error {
 	if th := ec.r.gcThreshold(); ts.Less(th) {
-		return invalidArg("%s %s at %s is below the GC threshold %s of %s", req.Method(), req.Span(), ts, th, &ec.desc)
+		return &kvpb.BatchTimestampBeforeGCError{Timestamp: ts, Threshold: th,
+			Msg: fmt.Sprintf("%s %s of %s", req.Method(), req.Span(), &ec.desc)}
 	}
 	return nil
 }
+
+// GCThreshold returns the tablet's GC threshold (zero: never collected):
+// reads below it are refused, and no GC may lower it.
+func (r *Replica) GCThreshold() hlc.Timestamp { return r.gcThreshold() }

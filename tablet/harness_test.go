@@ -289,6 +289,7 @@ func (h *harness) fmtErr(err error) string {
 		km  *kvpb.TabletKeyMismatchError
 		inv *kvpb.InvalidArgumentError
 		cfe *kvpb.ConditionFailedError
+		bgc *kvpb.BatchTimestampBeforeGCError
 	)
 	switch {
 	case errors.As(err, &wie):
@@ -313,6 +314,8 @@ func (h *harness) fmtErr(err error) string {
 		return "error: InvalidArgumentError " + inv.Msg
 	case errors.As(err, &cfe):
 		return fmt.Sprintf("error: ConditionFailedError key=%q actual=%q", cfe.Key, cfe.ActualValue)
+	case errors.As(err, &bgc):
+		return fmt.Sprintf("error: BatchTimestampBeforeGCError ts=%s threshold=%s: %s", bgc.Timestamp, bgc.Threshold, bgc.Msg)
 	}
 	return "error: " + err.Error()
 }

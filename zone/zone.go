@@ -1,6 +1,7 @@
 // Package zone owns placement settings per table group ("zone
 // configurations", as CockroachDB calls them): the number of voters a
-// tablet aims for and where its lease should be. The SQL layer stores a
+// tablet aims for, where its lease should be, and how long old versions
+// stay readable before the GC queue removes them (gc.ttlseconds). The SQL layer stores a
 // database's and a table's settings in their descriptors (ALTER ...
 // CONFIGURE ZONE) and writes, in the same transaction, the effective
 // settings of each table group as a small record under the system keys,
@@ -39,10 +40,16 @@ type Config struct {
 	// PrefsSet tells an explicit empty preference list from an inherited
 	// one.
 	PrefsSet bool `json:"prefs_set,omitempty"`
+	// GCTTLSeconds is gc.ttlseconds: how long a version stays readable
+	// after a newer one replaced it (0: inherited).
+	GCTTLSeconds int64 `json:"gc_ttlseconds,omitempty"`
 }
 
+// MaxGCTTLSeconds bounds gc.ttlseconds (CockroachDB's bound, 2^31-1).
+const MaxGCTTLSeconds = 1<<31 - 1
+
 // IsZero reports a config that sets nothing.
-func (c Config) IsZero() bool { return c.NumReplicas == 0 && !c.PrefsSet }
+func (c Config) IsZero() bool { return c.NumReplicas == 0 && !c.PrefsSet && c.GCTTLSeconds == 0 }
 
 // Merge returns c with the fields it leaves unset taken from parent.
 func (c Config) Merge(parent Config) Config {
@@ -51,6 +58,9 @@ func (c Config) Merge(parent Config) Config {
 	}
 	if !c.PrefsSet {
 		c.LeasePreferences, c.PrefsSet = parent.LeasePreferences, parent.PrefsSet
+	}
+	if c.GCTTLSeconds == 0 {
+		c.GCTTLSeconds = parent.GCTTLSeconds
 	}
 	return c
 }
@@ -67,6 +77,9 @@ func (c Config) PrefsString() string {
 // SQL is the config as the USING list of ALTER ... CONFIGURE ZONE.
 func (c Config) SQL() string {
 	var parts []string
+	if c.GCTTLSeconds != 0 {
+		parts = append(parts, fmt.Sprintf("gc.ttlseconds = %d", c.GCTTLSeconds))
+	}
 	if c.NumReplicas != 0 {
 		parts = append(parts, fmt.Sprintf("num_replicas = %d", c.NumReplicas))
 	}

@@ -184,6 +184,7 @@ func parseStart(args []string, stderr io.Writer) (startFlags, error) {
 	fs.StringVar(&f.splitSizeStr, "tablet-split-size", "512MiB", "data size past which a tablet splits (e.g. 1GiB; 0: never by size)")
 	fs.StringVar(&f.sqlMemStr, "max-sql-memory", "25%", "memory all SQL statements' operators may hold, as a size (e.g. 4GiB) or a percentage of RAM; past it a statement fails with 53200")
 	fs.StringVar(&f.tempDiskStr, "max-disk-temp-storage", "32GiB", "disk the temporary files of spilling SQL operators may use (under the store's cairn-temp directory)")
+	fs.DurationVar(&f.cfg.GCTTL, "gc-ttl", 4*time.Hour, "how long old row versions stay readable where no zone sets gc.ttlseconds (the GC queue removes them after)")
 	fs.Float64Var(&f.cfg.TabletSplitQPS, "tablet-split-qps", 2500, "batches per second (over 10s) past which a tablet splits by load (0: never by load; 2500 is store.DefaultSplitQPS)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

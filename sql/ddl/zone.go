@@ -14,10 +14,10 @@ import (
 	"github.com/cairn-db/cairn/zone"
 )
 
-// Placement settings (CockroachDB's zone configurations; docs/architecture.md
-// "Placement: zones"). The dialect rewriter turns
+// Placement and GC settings (CockroachDB's zone configurations;
+// docs/architecture.md "Placement: zones"). The dialect rewriter turns
 //
-//	ALTER DATABASE d CONFIGURE ZONE USING num_replicas = 5, lease_preferences = '[[+region=eu]]'
+//	ALTER DATABASE d CONFIGURE ZONE USING num_replicas = 5, lease_preferences = '[[+region=eu]]', gc.ttlseconds = 600
 //	ALTER TABLE t CONFIGURE ZONE USING ... | CONFIGURE ZONE DISCARD
 //
 // into options named zoneOptPrefix+name (ALTER DATABASE d WITH ...,
@@ -67,6 +67,15 @@ func zoneOptions(cur *zone.Config, opts []*pg_query.Node) (*zone.Config, []*pg_q
 				return nil, nil, true, pgerror.New(pgerrcode.InvalidParameterValue, "num_replicas must be between 1 and %d, not %d", zone.MaxReplicas, n)
 			}
 			cfg.NumReplicas = int(n)
+		case "gc.ttlseconds":
+			n, err := defInt64(d)
+			if err != nil {
+				return nil, nil, true, pgerror.New(pgerrcode.InvalidParameterValue, "gc.ttlseconds must be an integer, not %q", defString(d))
+			}
+			if n < 1 || n > zone.MaxGCTTLSeconds {
+				return nil, nil, true, pgerror.New(pgerrcode.InvalidParameterValue, "gc.ttlseconds must be between 1 and %d, not %d", zone.MaxGCTTLSeconds, n)
+			}
+			cfg.GCTTLSeconds = n
 		case "lease_preferences":
 			regions, err := zone.ParseLeasePreferences(defString(d))
 			if err != nil {
@@ -75,7 +84,7 @@ func zoneOptions(cur *zone.Config, opts []*pg_query.Node) (*zone.Config, []*pg_q
 			cfg.LeasePreferences, cfg.PrefsSet = regions, true
 		default:
 			return nil, nil, true, pgerror.New(pgerrcode.InvalidParameterValue,
-				"unknown zone option %q", name).WithHint("Supported: num_replicas, lease_preferences.")
+				"unknown zone option %q", name).WithHint("Supported: num_replicas, lease_preferences, gc.ttlseconds.")
 		}
 	}
 	if discard {

@@ -51,6 +51,9 @@ type Config struct {
 	// unaccounted, and nothing spills (sql/exec's spill.go).
 	Memory      *mon.Budget
 	TempStorage *rowcontainer.TempStorage
+	// GC runs VACUUM's garbage collection (vacuum.go); nil: VACUUM only
+	// checks its tables (a Backend without a store, in unit tests).
+	GC GC
 }
 
 // Backend implements pgwire.Backend over a kv.DB. One Backend serves a

@@ -25,9 +25,21 @@ import (
 //   - A gateway fenced by its clock monitor (clockmon) is 58000
 //     system_error: nothing was sent, and another node can serve the
 //     statement.
+//   - A read below a tablet's GC threshold (kvpb.BatchTimestampBeforeGCError:
+//     a transaction whose snapshot GC was allowed to pass, which the
+//     protected timestamps prevent unless its node's record went stale)
+//     is 72000 snapshot_too_old,
+//     PostgreSQL's code for a snapshot whose versions may have been
+//     vacuumed (old_snapshot_threshold). Nothing was read; retrying at a
+//     newer timestamp can succeed, the same snapshot never will.
 func faultError(err error) error {
 	var amb *kvpb.AmbiguousResultError
+	var bgc *kvpb.BatchTimestampBeforeGCError
 	switch {
+	case errors.As(err, &bgc):
+		return &causeError{pgerror.New(pgerrcode.SnapshotTooOld, "snapshot too old: timestamp %s is below the GC threshold %s", bgc.Timestamp, bgc.Threshold).
+			WithDetail("%s", err.Error()).
+			WithHint("Versions older than the GC threshold may have been garbage collected (gc.ttlseconds); read at a newer timestamp."), err}
 	case errors.As(err, &amb):
 		return &causeError{pgerror.New(pgerrcode.StatementCompletionUnknown, "result is ambiguous: the statement may or may not have taken effect").
 			WithDetail("%s", err.Error()), err}

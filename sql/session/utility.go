@@ -292,11 +292,10 @@ func (s *Session) sqlDeallocate(n *pg_query.DeallocateStmt, w pgwire.ResultWrite
 	return w.Complete("DEALLOCATE")
 }
 
-// vacuum runs VACUUM and ANALYZE. VACUUM has no work to do in Cairn: old
-// MVCC versions are removed by KV garbage collection. It still checks what
-// Postgres checks (the relations exist; VACUUM is not in a block), so
-// scripts that run it (pgbench -i) work and typos are reported. ANALYZE
-// (and VACUUM (ANALYZE)) collects table statistics (analyze.go).
+// vacuum runs VACUUM and ANALYZE. VACUUM checks what Postgres checks (the
+// relations exist; VACUUM is not in a block) and runs a GC pass over its
+// tables now (vacuum.go). ANALYZE (and VACUUM (ANALYZE)) collects table
+// statistics (analyze.go).
 func (s *Session) vacuum(x *stmtState, n *pg_query.VacuumStmt, w pgwire.ResultWriter) error {
 	tag := "ANALYZE"
 	if n.IsVacuumcmd {
@@ -305,6 +304,7 @@ func (s *Session) vacuum(x *stmtState, n *pg_query.VacuumStmt, w pgwire.ResultWr
 			return pgerror.New(pgerrcode.ActiveSQLTransaction, "VACUUM cannot run inside a transaction block")
 		}
 	}
+	var targets []vacuumTarget
 	if len(n.Rels) > 0 {
 		txn, err := x.txn()
 		if err != nil {
@@ -316,9 +316,23 @@ func (s *Session) vacuum(x *stmtState, n *pg_query.VacuumStmt, w pgwire.ResultWr
 			if rv == nil {
 				continue
 			}
-			if _, err := cat.LookupRelation(x.ctx, rv.Schemaname, rv.Relname); err != nil {
+			rel, err := cat.LookupRelation(x.ctx, rv.Schemaname, rv.Relname)
+			if err != nil {
 				return err
 			}
+			if rel.Table == nil {
+				continue
+			}
+			l, err := rel.Table.SharedLayout()
+			if err != nil {
+				return err
+			}
+			targets = append(targets, vacuumTarget{name: fmt.Sprintf("%q", rel.Table.Name), spans: l.TableSpans()})
+		}
+	}
+	if n.IsVacuumcmd {
+		if err := s.collectGarbage(x.ctx, targets, len(n.Rels) == 0, hasOption(n.Options, "verbose"), w); err != nil {
+			return err
 		}
 	}
 	if !n.IsVacuumcmd || vacuumAnalyzes(n) {

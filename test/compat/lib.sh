@@ -12,10 +12,11 @@ cairn_build() {
 # start became a replicated cluster of one (docs/architecture.md, "A plain
 # cairn start is a cluster of one", for what that costs). With
 # CAIRN_UNREPLICATED set and empty it is a plain start instead.
+# CAIRN_START_FLAGS are added to the command line (e.g. --gc-ttl 5s).
 cairn_start() {
   local bin=$1 dir=$2 port=$3
   mkdir -p "$dir"
-  "$bin" start --insecure ${CAIRN_UNREPLICATED---unreplicated} --store "$dir/store" \
+  "$bin" start --insecure ${CAIRN_UNREPLICATED---unreplicated} ${CAIRN_START_FLAGS:-} --store "$dir/store" \
     --sql-addr "127.0.0.1:$port" --rpc-addr "127.0.0.1:$((port + 1))" \
     --http-addr "127.0.0.1:$((port + 2))" >"$dir/cairn.log" 2>&1 &
   CAIRN_PID=$!

@@ -1,0 +1,205 @@
+package server
+
+// Garbage collection (issue #14; store/gcqueue.go does the work). The
+// server gives the store's GC queue:
+//
+//   - the GC TTL of each tablet: its zone's gc.ttlseconds (a zone.Cache of
+//     the zone records, refreshed before each pass), else --gc-ttl;
+//   - the protected timestamp: the lowest read timestamp of an open
+//     transaction on this node (kv.DB.ProtectedTimestamp) and, in a
+//     replicated cluster, on every other node, each of which publishes its
+//     own every pubInterval as a record under the system keys
+//     (ptsKey(node)). A record is a lower bound for every transaction its
+//     node had open when it wrote it and every one it starts later
+//     (kv/protected.go), so a stale record is still safe; a record older
+//     than ptsStale (a node gone) is ignored, which can at worst make a
+//     transaction of a partitioned node fail with snapshot_too_old.
+//
+// and runs the queue on every node (each collects the tablets it leads).
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/cairn-db/cairn/hlc"
+	"github.com/cairn-db/cairn/keys"
+	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/sql/session"
+	"github.com/cairn-db/cairn/store"
+	"github.com/cairn-db/cairn/zone"
+)
+
+const (
+	ptsPublishInterval = time.Second
+	ptsStale           = time.Minute
+)
+
+// gcState is the server's part of GC.
+type gcState struct {
+	zones zone.Cache
+}
+
+// ptsPrefix starts the per-node protected timestamp records.
+var ptsPrefix = keys.System([]byte("pts/"))
+
+func ptsKey(node uint64) []byte {
+	return binary.BigEndian.AppendUint64(append([]byte(nil), ptsPrefix...), node)
+}
+
+// encodePTS is a record: the protected timestamp and the wall time it was
+// published at.
+func encodePTS(p hlc.Timestamp, wall int64) []byte {
+	b := binary.BigEndian.AppendUint64(nil, uint64(p.WallTime))
+	b = binary.BigEndian.AppendUint32(b, uint32(p.Logical))
+	return binary.BigEndian.AppendUint64(b, uint64(wall))
+}
+
+func decodePTS(b []byte) (hlc.Timestamp, int64, error) {
+	if len(b) != 20 {
+		return hlc.Timestamp{}, 0, fmt.Errorf("protected timestamp record of %d bytes", len(b))
+	}
+	return hlc.Timestamp{WallTime: int64(binary.BigEndian.Uint64(b)), Logical: int32(binary.BigEndian.Uint32(b[8:]))},
+		int64(binary.BigEndian.Uint64(b[12:])), nil
+}
+
+// gcConfig adds the GC queue's settings to a store's config.
+func (s *Server) gcConfig(c store.Config) store.Config {
+	c.GCTTL = s.gcTTL
+	c.GCProtected = s.protectedTimestamp
+	return c
+}
+
+// gcTTL is store.Config.GCTTL.
+func (s *Server) gcTTL(start []byte) time.Duration {
+	if c, ok := s.gc.zones.Lookup(start); ok && c.GCTTLSeconds > 0 {
+		return time.Duration(c.GCTTLSeconds) * time.Second
+	}
+	if s.cfg.GCTTL > 0 {
+		return s.cfg.GCTTL
+	}
+	return store.DefaultGCTTL
+}
+
+// protectedTimestamp is store.Config.GCProtected (see the file comment).
+func (s *Server) protectedTimestamp(ctx context.Context) (hlc.Timestamp, error) {
+	if s.db == nil {
+		return hlc.Timestamp{}, fmt.Errorf("protected timestamp: the node is not serving yet")
+	}
+	p := s.db.ProtectedTimestamp()
+	if s.repl == nil {
+		return p, nil
+	}
+	rows, err := s.db.Scan(ctx, ptsPrefix, keys.PrefixEnd(ptsPrefix), 0)
+	if err != nil {
+		return hlc.Timestamp{}, fmt.Errorf("reading protected timestamp records: %w", err)
+	}
+	now := s.db.Clock().Now().WallTime
+	for _, kv := range rows {
+		ts, wall, err := decodePTS(kv.Value)
+		if err != nil {
+			return hlc.Timestamp{}, err
+		}
+		if now-wall > ptsStale.Nanoseconds() {
+			continue
+		}
+		if ts.Less(p) {
+			p = ts
+		}
+	}
+	return p, nil
+}
+
+// startGCQueue runs the store's GC queue, and in a replicated cluster
+// publishes this node's protected timestamp, until ctx ends.
+func (s *Server) startGCQueue(ctx context.Context) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		t := time.NewTicker(ptsPublishInterval)
+		defer t.Stop()
+		for {
+			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			if err := s.gc.zones.Refresh(rctx, s.db.Scan); err != nil && ctx.Err() == nil {
+				s.log.Debug("cairn: gc: reading zone records", "err", err)
+			}
+			if s.repl != nil {
+				p := s.db.ProtectedTimestamp()
+				if err := s.db.Put(rctx, ptsKey(s.nodeID()), encodePTS(p, s.db.Clock().Now().WallTime)); err != nil && ctx.Err() == nil {
+					s.log.Debug("cairn: gc: publishing the protected timestamp", "err", err)
+				}
+			}
+			cancel()
+			s.store.GCPass(ctx, false)
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+}
+
+// gcRunner is session.GC: VACUUM's pass, sent through the DB so it
+// reaches every tablet's leaseholder wherever it is.
+type gcRunner struct{ s *Server }
+
+// Collect runs GC over spans tablet by tablet, each at the threshold the
+// GC queue would use for that tablet now, in bounded requests.
+func (g gcRunner) Collect(ctx context.Context, spans []kvpb.Span) (session.GCResult, error) {
+	s := g.s
+	var res session.GCResult
+	if err := s.gc.zones.Refresh(ctx, s.db.Scan); err != nil {
+		return res, err
+	}
+	for _, sp := range spans {
+		for from := sp.Key; bytes.Compare(from, sp.EndKey) < 0; {
+			d, err := s.db.TabletCache().Lookup(ctx, from, false)
+			if err != nil {
+				return res, err
+			}
+			end := sp.EndKey
+			if bytes.Compare(d.EndKey, end) < 0 {
+				end = d.EndKey
+			}
+			if bytes.Compare(end, from) <= 0 {
+				return res, fmt.Errorf("vacuum: tablet %s does not hold key %q", &d, from)
+			}
+			th, err := s.store.GCThresholdFor(ctx, d.StartKey)
+			if err != nil {
+				return res, err
+			}
+			for at := from; at != nil; {
+				ba := &kvpb.BatchRequest{Header: kvpb.Header{Timestamp: s.db.Clock().Now()}}
+				ba.Add(&kvpb.GCRequest{Key: at, EndKey: end, Threshold: th, MaxVersions: 1000})
+				br, err := s.db.Send(ctx, ba)
+				if err != nil {
+					return res, err
+				}
+				r := br.Responses[0].(*kvpb.GCResponse)
+				res.Versions += int64(r.Removed)
+				res.Bytes += r.RemovedBytes
+				at = r.ResumeKey
+			}
+			from = end
+		}
+	}
+	return res, nil
+}
+
+// gcSizes serves GET /api/gc/sizes: this node's MVCC sizes by a scan of
+// the tablets it leads (store.MeasureGC), as JSON.
+func (s *Server) gcSizes(w http.ResponseWriter, r *http.Request) {
+	sz, err := s.store.MeasureGC(r.Context())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]int64{"live_bytes": sz.LiveBytes, "total_bytes": sz.TotalBytes,
+		"garbage_bytes": sz.GarbageBytes, "tablets": int64(sz.Tablets)})
+}
