@@ -1,0 +1,117 @@
+package server
+
+import (
+	"context"
+	"testing"
+)
+
+// TestSizesColocated: two tables of a colocated database share one tablet,
+// yet each one's pg_table_size is its own share of it: in proportion to
+// its data, the two summing to at most the tablet's total bytes; sizes
+// grow with inserts, pg_database_size is the sum of the tables' totals,
+// and updates add garbage (total bytes) but not live bytes to the tablet.
+func TestSizesColocated(t *testing.T) {
+	s := start(t, Config{Insecure: true})
+	defer s.Stop(context.Background())
+	s.tabletStatsCache.ttl = -1 // count the tablet at every read
+	ctx := context.Background()
+	conn := connect(t, s)
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE DATABASE shop WITH colocated = true"); err != nil {
+		t.Fatal(err)
+	}
+	shop := connectDB(t, s, "shop")
+	exec := func(q string) {
+		t.Helper()
+		if _, err := shop.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	scalar := func(q string, args ...any) int64 {
+		t.Helper()
+		var n int64
+		if err := shop.QueryRow(ctx, q, args...).Scan(&n); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		return n
+	}
+	tableSize := func(name string) int64 { return scalar("SELECT pg_table_size($1::text::regclass)", name) }
+	type tablet struct{ id, live, total int64 }
+	tabletOf := func(name string) tablet {
+		t.Helper()
+		var tb tablet
+		if err := shop.QueryRow(ctx, `SELECT tablet_id, live_bytes, total_bytes FROM cairn_catalog.tablets
+			WHERE database_name = 'shop' AND table_name = $1 AND index_name IS NULL`, name).Scan(&tb.id, &tb.live, &tb.total); err != nil {
+			t.Fatalf("tablet of %s: %v", name, err)
+		}
+		return tb
+	}
+
+	exec("CREATE TABLE big (id int PRIMARY KEY, v text)")
+	exec("CREATE TABLE small (id int PRIMARY KEY, v text)")
+	if a, b := tableSize("big"), tableSize("small"); a != 0 || b != 0 {
+		t.Fatalf("empty tables: sizes %d and %d, want 0", a, b)
+	}
+	exec("INSERT INTO big SELECT g, repeat('x', 200) FROM generate_series(1, 1000) g")
+	exec("INSERT INTO small SELECT g, repeat('x', 200) FROM generate_series(1, 100) g")
+
+	big, small := tableSize("big"), tableSize("small")
+	tb := tabletOf("big")
+	if ts := tabletOf("small"); ts.id != tb.id {
+		t.Fatalf("colocated tables on tablets %d and %d, want one", tb.id, ts.id)
+	}
+	t.Logf("big %d, small %d, tablet live %d total %d", big, small, tb.live, tb.total)
+	if small < 100*200 || big < 1000*200 {
+		t.Fatalf("sizes %d and %d are below the values they hold", big, small)
+	}
+	// Same row shape, ten times the rows: the ratio is 10 up to key-length
+	// differences of a few bytes per row.
+	if r := float64(big) / float64(small); r < 9 || r > 11 {
+		t.Fatalf("big/small = %.2f (%d/%d), want about 10", r, big, small)
+	}
+	if big+small > tb.total {
+		t.Fatalf("tables' sizes sum to %d, more than their tablet's %d bytes", big+small, tb.total)
+	}
+	if tb.live > tb.total {
+		t.Fatalf("tablet live bytes %d > total %d", tb.live, tb.total)
+	}
+	if db := scalar("SELECT pg_database_size('shop')"); db != big+small {
+		t.Fatalf("pg_database_size = %d, want the tables' %d", db, big+small)
+	}
+
+	// Inserts grow the table they go to, and only it.
+	exec("INSERT INTO small SELECT g, repeat('y', 200) FROM generate_series(101, 200) g")
+	if got := tableSize("small"); got <= small {
+		t.Fatalf("small after inserts: %d, was %d", got, small)
+	}
+	if got := tableSize("big"); got != big {
+		t.Fatalf("big changed from %d to %d with inserts into small", big, got)
+	}
+
+	// An index is its own span: it adds to pg_indexes_size and the total,
+	// not to the table's size.
+	exec("CREATE INDEX big_v ON big (v)")
+	idx := scalar("SELECT pg_relation_size('big_v')")
+	if idx < 1000*200 {
+		t.Fatalf("index of 1000 values of 200 bytes: %d bytes", idx)
+	}
+	if got := scalar("SELECT pg_indexes_size('big')"); got != idx {
+		t.Fatalf("pg_indexes_size = %d, want the one index's %d", got, idx)
+	}
+	if got, want := scalar("SELECT pg_total_relation_size('big')"), tableSize("big")+idx; got != want {
+		t.Fatalf("pg_total_relation_size = %d, want %d", got, want)
+	}
+
+	// Updates leave old versions behind: total bytes grow by about what
+	// they wrote, live bytes stay.
+	before := tabletOf("small")
+	exec("UPDATE small SET v = repeat('z', 200)")
+	after := tabletOf("small")
+	t.Logf("updates: live %d -> %d, total %d -> %d", before.live, after.live, before.total, after.total)
+	if after.total-before.total < 200*200 {
+		t.Fatalf("total bytes grew by %d after rewriting 200 values of 200 bytes", after.total-before.total)
+	}
+	if d := after.live - before.live; d < -1000 || d > 200*50 {
+		t.Fatalf("live bytes moved by %d after updates in place", d)
+	}
+}
