@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"testing"
+	"time"
 )
 
 // TestSizesColocated: two tables of a colocated database share one tablet,
@@ -113,5 +114,43 @@ func TestSizesColocated(t *testing.T) {
 	}
 	if d := after.live - before.live; d < -1000 || d > 200*50 {
 		t.Fatalf("live bytes moved by %d after updates in place", d)
+	}
+}
+
+// TestTabletStatsCache: a tablet's live and total bytes are reused within
+// the cache's TTL and recounted after it (here: never reused).
+func TestTabletStatsCache(t *testing.T) {
+	s := start(t, Config{Insecure: true})
+	defer s.Stop(context.Background())
+	ctx := context.Background()
+	conn := connect(t, s)
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE TABLE c (id int PRIMARY KEY, v text)"); err != nil {
+		t.Fatal(err)
+	}
+	descs := s.store.Tablets()
+	d := descs[len(descs)-1] // the last tablet holds table data
+	s.tabletStatsCache.ttl = time.Hour
+	first, err := s.tabletStats(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "INSERT INTO c SELECT g, repeat('x', 100) FROM generate_series(1, 100) g"); err != nil {
+		t.Fatal(err)
+	}
+	cached, err := s.tabletStats(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cached != first {
+		t.Fatalf("within the TTL: %+v, want the cached %+v", cached, first)
+	}
+	s.tabletStatsCache.ttl = -1
+	fresh, err := s.tabletStats(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fresh.LiveBytes < first.LiveBytes+100*100 {
+		t.Fatalf("recounted live bytes %d, want at least %d more than %d", fresh.LiveBytes, 100*100, first.LiveBytes)
 	}
 }
