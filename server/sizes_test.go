@@ -4,6 +4,9 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/cairn-db/cairn/keys"
+	"github.com/cairn-db/cairn/mvcc"
 )
 
 // TestSizesColocated: two tables of a colocated database share one tablet,
@@ -55,6 +58,7 @@ func TestSizesColocated(t *testing.T) {
 	}
 	exec("INSERT INTO big SELECT g, repeat('x', 200) FROM generate_series(1, 1000) g")
 	exec("INSERT INTO small SELECT g, repeat('x', 200) FROM generate_series(1, 100) g")
+	waitNoLocks(t, s)
 
 	big, small := tableSize("big"), tableSize("small")
 	tb := tabletOf("big")
@@ -82,6 +86,7 @@ func TestSizesColocated(t *testing.T) {
 
 	// Inserts grow the table they go to, and only it.
 	exec("INSERT INTO small SELECT g, repeat('y', 200) FROM generate_series(101, 200) g")
+	waitNoLocks(t, s)
 	if got := tableSize("small"); got <= small {
 		t.Fatalf("small after inserts: %d, was %d", got, small)
 	}
@@ -92,6 +97,7 @@ func TestSizesColocated(t *testing.T) {
 	// An index is its own span: it adds to pg_indexes_size and the total,
 	// not to the table's size.
 	exec("CREATE INDEX big_v ON big (v)")
+	waitNoLocks(t, s)
 	idx := scalar("SELECT pg_relation_size('big_v')")
 	if idx < 1000*200 {
 		t.Fatalf("index of 1000 values of 200 bytes: %d bytes", idx)
@@ -103,10 +109,42 @@ func TestSizesColocated(t *testing.T) {
 		t.Fatalf("pg_total_relation_size = %d, want %d", got, want)
 	}
 
+	// A hash-partitioned table spreads its rows over the buckets of its
+	// own group, split into tablets; its index (global: such tables'
+	// indexes get a group of their own) is one span. Rows are counted by
+	// one scan of the group keeping the table's primary-index keys, and
+	// must come to exactly what the group's tablets hold.
+	exec("CREATE TABLE h (id int PRIMARY KEY, v text) WITH (colocated = false) SPLIT INTO 3 TABLETS")
+	exec("CREATE INDEX h_v ON h (v)")
+	exec("INSERT INTO h SELECT g, repeat('h', 200) FROM generate_series(1, 300) g")
+	// The INSERT's intents are resolved asynchronously after it commits,
+	// and a lock record is counted where its resolved version will be:
+	// wait until none is left, so both counts see the same bytes.
+	waitNoLocks(t, s)
+	hRows, hIdx := tableSize("h"), scalar("SELECT pg_relation_size('h_v')")
+	rowTablets := scalar(`SELECT count(*) FROM cairn_catalog.tablets WHERE database_name = 'shop' AND table_name = 'h' AND index_name IS NULL`)
+	rowBytes := scalar(`SELECT sum(total_bytes) FROM cairn_catalog.tablets WHERE database_name = 'shop' AND table_name = 'h' AND index_name IS NULL`)
+	idxBytes := scalar(`SELECT sum(total_bytes) FROM cairn_catalog.tablets WHERE database_name = 'shop' AND table_name = 'h' AND index_name = 'h_v'`)
+	t.Logf("h: rows %d bytes on %d tablets holding %d; index %d bytes, its tablet %d", hRows, rowTablets, rowBytes, hIdx, idxBytes)
+	if rowTablets != 3 {
+		t.Fatalf("h's rows are on %d tablets, want 3", rowTablets)
+	}
+	if hRows < 300*200 || hRows != rowBytes {
+		t.Fatalf("h's rows: pg_table_size %d, its tablets hold %d (want equal, over %d)", hRows, rowBytes, 300*200)
+	}
+	if hIdx < 300*200 || hIdx > idxBytes {
+		t.Fatalf("h_v: %d bytes, its tablet %d (want at most that, over %d)", hIdx, idxBytes, 300*200)
+	}
+	if total := scalar("SELECT pg_total_relation_size('h')"); total != hRows+hIdx {
+		t.Fatalf("h: total %d, want rows %d + index %d", total, hRows, hIdx)
+	}
+
 	// Updates leave old versions behind: total bytes grow by about what
 	// they wrote, live bytes stay.
+	waitNoLocks(t, s)
 	before := tabletOf("small")
 	exec("UPDATE small SET v = repeat('z', 200)")
+	waitNoLocks(t, s)
 	after := tabletOf("small")
 	t.Logf("updates: live %d -> %d, total %d -> %d", before.live, after.live, before.total, after.total)
 	if after.total-before.total < 200*200 {
@@ -152,5 +190,25 @@ func TestTabletStatsCache(t *testing.T) {
 	}
 	if fresh.LiveBytes < first.LiveBytes+100*100 {
 		t.Fatalf("recounted live bytes %d, want at least %d more than %d", fresh.LiveBytes, 100*100, first.LiveBytes)
+	}
+}
+
+// waitNoLocks waits until the table data span holds no lock record (every
+// intent resolved).
+func waitNoLocks(t *testing.T, s *Server) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st, err := mvcc.ComputeSpanStats(s.eng, keys.TableDataMin, keys.Max, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Locks == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d lock records still in the table data span after 30s", st.Locks)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
