@@ -184,6 +184,7 @@ func TestTabletStatsCache(t *testing.T) {
 		t.Fatalf("within the TTL: %+v, want the cached %+v", cached, first)
 	}
 	s.tabletStatsCache.ttl = -1
+	waitNoLocks(t, s) // live bytes count resolved versions, not intents
 	fresh, err := s.tabletStats(d)
 	if err != nil {
 		t.Fatal(err)
