@@ -3,7 +3,7 @@ GO       ?= go
 PKGS     ?= ./...
 TIMEOUT  ?= 20m
 
-.PHONY: all build demo test testrace lint fmt vet fuzz bench bench-kv bench-cluster bench-colocation deps
+.PHONY: all build demo test testrace lint fmt vet fuzz bench bench-kv bench-cluster bench-colocation bench-packedrows deps
 
 all: build
 
@@ -57,6 +57,13 @@ bench-cluster:
 # and spread (minutes: it loads 4 × 100,000 rows per placement).
 bench-colocation:
 	$(GO) run ./bench/colocation $(BENCHFLAGS)
+
+# The packed-rows seed's comparisons (seeds/packed-rows.txt): packed rows
+# against one key per column on a plain `cairn start` (tens of minutes at
+# the seed's 1M rows; -rows scales it down).
+bench-packedrows:
+	$(GO) build -o bin/cairn-bench ./cmd/cairn
+	$(GO) run ./bench/packedrows -cairn bin/cairn-bench $(BENCHFLAGS)
 
 # SQL logic tests (test/logic/) against a throwaway PostgreSQL 15: this is how
 # every expected result in test/logic/testdata is validated. LOGICFLAGS passes

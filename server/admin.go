@@ -148,6 +148,13 @@ type TabletInfo struct {
 	// SizeBytes is Pebble's estimate of the span's size on disk: flushed
 	// data only, so a young tablet shows 0.
 	SizeBytes uint64 `json:"size_bytes"`
+	// LiveBytes and TotalBytes count the tablet's keys and values as
+	// stored, before compression: the newest version of each key, and
+	// every version, tombstone and lock record (the garbage GC reclaims
+	// is the difference). Counted by a scan, at most tabletStatsCache's
+	// TTL old; memtable data included.
+	LiveBytes  int64 `json:"live_bytes"`
+	TotalBytes int64 `json:"total_bytes"`
 	// Replicas are the voters' node IDs, Learners the learners'; Leader
 	// is the node leading the group as this node last heard (0: unknown).
 	Replicas []int `json:"replicas"`
@@ -398,11 +405,16 @@ func (s *Server) tabletInfos(descs []kvpb.TabletDescriptor, dbs []DatabaseInfo) 
 	for _, d := range descs {
 		id := uint64(d.TabletID)
 		size, _ := s.eng.EstimateDiskUsage(d.StartKey, d.EndKey)
+		st, err := s.tabletStats(d)
+		if err != nil {
+			s.log.Warn("admin: tablet sizes", "tablet", id, "err", err)
+		}
 		voters, learners, leader := s.placement(d.TabletID)
 		c, r := counts[id], rates[id]
 		ti := TabletInfo{
 			TabletID: id, StartKey: rowenc.PrettyKey(d.StartKey), EndKey: rowenc.PrettyKey(d.EndKey),
-			SizeBytes: size, Replicas: voters, Learners: learners, Leader: leader,
+			SizeBytes: size, LiveBytes: st.LiveBytes, TotalBytes: st.TotalBytes,
+			Replicas: voters, Learners: learners, Leader: leader,
 			ReadBatches: c[0], WriteBatches: c[1], ReadsPerSec: r[0], WritesPerSec: r[1],
 			Tables: byTablet[id], Colocation: coloc[id],
 		}

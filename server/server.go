@@ -154,6 +154,9 @@ type Server struct {
 	http    *http.Server
 
 	admin adminState
+	// tabletStatsCache holds the tablets' live and total bytes
+	// (tabletstats.go).
+	tabletStatsCache tabletStatsCache
 
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup

@@ -18,7 +18,7 @@ type tabletDirectory struct{ s *Server }
 var _ plan.TabletDirectory = tabletDirectory{}
 
 // Tablets lists the store's tablets in key order with their replicas,
-// leader and estimated size on disk.
+// leader, estimated size on disk and live and total bytes.
 func (d tabletDirectory) Tablets(ctx context.Context) ([]plan.TabletState, error) {
 	descs := d.s.store.Tablets()
 	out := make([]plan.TabletState, 0, len(descs))
@@ -37,9 +37,14 @@ func (d tabletDirectory) Tablets(ctx context.Context) ([]plan.TabletState, error
 		for i, v := range voters {
 			replicas[i] = int32(v)
 		}
+		st, err := d.s.tabletStats(desc)
+		if err != nil {
+			return nil, err
+		}
 		out = append(out, plan.TabletState{
 			ID: uint64(desc.TabletID), StartKey: desc.StartKey, EndKey: desc.EndKey,
 			Replicas: replicas, Leader: int32(leader), SizeBytes: size,
+			LiveBytes: st.LiveBytes, TotalBytes: st.TotalBytes,
 		})
 	}
 	return out, nil

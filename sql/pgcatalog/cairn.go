@@ -22,7 +22,7 @@ const oidTablets = 15001
 
 func init() {
 	define("cairn_catalog", "tablets", oidTablets, true,
-		`database_name:name schema_name:name table_name:name index_name:name tablet_id:bigint start_key:text end_key:text replicas:integer[] leader:integer size_bytes:bigint colocated:boolean`,
+		`database_name:name schema_name:name table_name:name index_name:name tablet_id:bigint start_key:text end_key:text replicas:integer[] leader:integer size_bytes:bigint live_bytes:bigint total_bytes:bigint colocated:boolean`,
 		genTablets)
 }
 
@@ -31,9 +31,10 @@ func init() {
 // secondary indexes: one row per relation and tablet, so the tables of a
 // colocated database show the same tablet_id. A tablet holding no table
 // (the system span's, an emptied one) has a row of its own with NULL
-// names. Spans print as rowenc.PrettyKey does; replicas, leader and size
-// are the tablet's own, as the node's tablet directory (plan.VirtualEnv's
-// Tablets) reports them, and the view is empty without one.
+// names. Spans print as rowenc.PrettyKey does; replicas, leader and sizes
+// are the tablet's own (a colocated table's own share is pg_table_size's),
+// as the node's tablet directory (plan.VirtualEnv's Tablets) reports them,
+// and the view is empty without one.
 func genTablets(ctx context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
 	if s.env.Tablets == nil {
 		return nil, nil
@@ -54,7 +55,8 @@ func genTablets(ctx context.Context, s *snapshot, t *vtable) ([][]types.Datum, e
 		}
 		return t.row("database_name", db, "schema_name", sc, "table_name", tbl, "index_name", idx,
 			"tablet_id", int64(tb.ID), "start_key", rowenc.PrettyKey(tb.StartKey), "end_key", rowenc.PrettyKey(tb.EndKey),
-			"replicas", replicas, "leader", leader, "size_bytes", int64(tb.SizeBytes), "colocated", colocated)
+			"replicas", replicas, "leader", leader, "size_bytes", int64(tb.SizeBytes),
+			"live_bytes", tb.LiveBytes, "total_bytes", tb.TotalBytes, "colocated", colocated)
 	}
 	var out [][]types.Datum
 	claimed := map[uint64]bool{}

@@ -30,6 +30,8 @@ type Resolver struct {
 	user string
 	path []string
 	snap *snapshot
+	// sizes counts relations' bytes (sizes.go); nil without a node.
+	sizes plan.SpanSizes
 }
 
 var (

@@ -291,6 +291,9 @@ func (s *snapshot) regResolver(ctx context.Context) *Resolver {
 	if s.reg == nil {
 		s.reg = NewRegResolver(ctx, s.env.Catalog, s.db, s.user(), s.env.Session.SearchPath)
 		s.reg.snap = s
+		if s.env.Tablets != nil {
+			s.reg.SetSizes(s.env.Tablets)
+		}
 	}
 	return s.reg
 }

@@ -543,9 +543,33 @@ type TabletState struct {
 	StartKey, EndKey []byte
 	// Replicas are the node IDs holding a replica; Leader is the one
 	// holding the lease (0 when none is known).
-	Replicas  []int32
-	Leader    int32
+	Replicas []int32
+	Leader   int32
+	// SizeBytes is Pebble's estimate of the tablet's bytes on disk
+	// (flushed data only, compressed).
 	SizeBytes uint64
+	// LiveBytes and TotalBytes count the tablet's keys and values as
+	// stored, before compression: the newest version of each key, and
+	// every version, tombstone and lock record (SpanSizes). They may be a
+	// few seconds old (the directory caches them).
+	LiveBytes, TotalBytes int64
+}
+
+// SpanSizes is what a TabletDirectory may also offer: the bytes a key span
+// holds (the size functions, docs/sql.md "Sizes"). keep, when not nil,
+// selects the keys counted (entries of one relation among others in the
+// same span); it sees a key only for the length of the call. The answer is
+// counted by a scan of this node's replicas, now.
+type SpanSizes interface {
+	SpanSizes(ctx context.Context, key, endKey []byte, keep func(key []byte) bool) (SpanSize, error)
+}
+
+// SpanSize is a key span's bytes as SpanSizes counts them: keys and values
+// as stored, before compression. Live is the newest version of each key
+// (tombstones excluded); Total adds older versions, tombstones and lock
+// records, the garbage GC reclaims.
+type SpanSize struct {
+	LiveBytes, TotalBytes int64
 }
 
 func (n *Scan) Columns() []Column         { return n.Cols }

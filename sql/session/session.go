@@ -196,6 +196,9 @@ func (s *Session) regTypes(ctx context.Context, txn *kv.Txn) *types.Context {
 	// portal resumed by a later Execute): it must not inherit its
 	// cancellation.
 	res := pgcatalog.NewRegResolver(context.WithoutCancel(ctx), s.catalogReader(txn), s.db, s.user, s.searchPath())
+	if s.b.cfg.Tablets != nil {
+		res.SetSizes(s.b.cfg.Tablets) // pg_table_size and friends
+	}
 	return &types.Context{Location: s.loc, Reg: res}
 }
 
