@@ -78,6 +78,7 @@ var settingsList = []*setting{
 	{name: "cairn_buffered_writes", def: "auto", check: checkBufferedWrites, desc: "Buffers a transaction's writes in the coordinator until commit, so one whose writes land on one tablet commits in one phase; auto buffers every transaction, with a lock per written row except in simple-protocol autocommit statements, on takes the locks there too, off writes intents (docs/architecture.md)."},
 	{name: "storage.packed_rows.enabled", def: "on", check: checkBool, desc: "Stores each row's columns packed in one value."},
 	{name: "sql.stats.automatic_collection.enabled", def: "on", check: checkBool, desc: "Collects table statistics in the background when this session's changes make them stale."},
+	{name: "sql.defaults.default_hash_sharded_index_bucket_count", def: "16", check: checkIntRange(2, 2048), desc: "Bucket count of a hash-sharded index created with USING HASH and no BUCKET_COUNT."},
 	{name: "storage.packed_rows.size_limit", def: "0", check: checkIntRange(0, 1<<30), desc: "Largest packed row in bytes (0: no limit); larger rows are stored one column per key."},
 }
 
