@@ -32,6 +32,17 @@ import (
 //     check_crdb_internal_<cols>_shard_<n>;
 //   - tablets split at every bucket boundary before any row is written
 //     (splitShards), so each bucket is its own tablet from the start.
+//
+// Uniqueness. A UNIQUE hash-sharded index is unique on (shard, cols...)
+// in storage: rowenc writes its entries with a conditional put on that
+// key. That is the same as being unique on the user's cols: the shard is a
+// deterministic function of cols (an immutable expression of their key
+// encodings), so two rows with equal cols have equal shards and collide
+// on the same key in the same bucket, and two rows with different cols
+// differ in the key whatever their shards. No cross-bucket check is
+// needed. The catalogs, 23505's detail, ON CONFLICT arbiters and foreign
+// keys therefore see the index's key as the user's columns alone
+// (catalog.Index.UserKeyColumnIDs).
 
 // DefaultHashBuckets is the bucket count of USING HASH without a count
 // when the session does not set

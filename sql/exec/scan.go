@@ -248,7 +248,9 @@ func (r *runner) buildScan(n *plan.Scan) (op, error) {
 		// A primary row is at most one KV per column (unpacked), and
 		// the fetcher emits it once the next row's first key arrives.
 		perRow := int64(1)
-		if idx.IsPrimary() {
+		if idx.IsPrimary() && !(n.ShardMerge && n.Table.RowFormat.Packed) {
+			// (A merge of hash-sharded buckets of a packed table reads
+			// one key per row: a bucket pages on if rows are not packed.)
 			perRow = int64(len(l.Columns) + 1)
 		}
 		limit = min(limit, (n.HardLimit+1)*perRow)
@@ -262,6 +264,9 @@ func (r *runner) buildScan(n *plan.Scan) (op, error) {
 			slices.Reverse(spans)
 		}
 		return &kvStream{r: r, node: n, spans: spans, reverse: n.Reverse, limit: limit, f: f}, nil
+	}
+	if n.ShardMerge && n.Ordered && !bucketed(l, idx) && len(n.Spans) > 0 {
+		return o.shardStreams(newStream, l, idx, orderCols, &needed)
 	}
 	if !bucketed(l, idx) {
 		sp, err := indexSpans(l, idx, 0, n.Spans)
@@ -309,6 +314,36 @@ func (r *runner) buildScan(n *plan.Scan) (op, error) {
 		o.streams = append(o.streams, s)
 	}
 	o.merge = n.Ordered && len(o.streams) > 1
+	return o, nil
+}
+
+// shardStreams sets o up for a plan.Scan with ShardMerge: the spans of
+// each bucket of a hash-sharded index (they share their first key value,
+// the shard) are a stream of their own, and the streams are merged by the
+// key columns after the shard. A HardLimit caps each stream's first page,
+// so ORDER BY k LIMIT n reads about n rows per bucket.
+func (o *scanOp) shardStreams(newStream func([]kvpb.Span) (*kvStream, error), l *rowenc.TableLayout,
+	idx *rowenc.IndexLayout, orderCols []rowenc.ColumnID, needed *[]rowenc.ColumnID) (op, error) {
+	*needed = append(*needed, orderCols...)
+	o.keys = o.keys[1:]
+	spans := o.n.Spans
+	for len(spans) > 0 {
+		k := 1
+		for k < len(spans) && types.Compare(spans[k].Start[0], spans[0].Start[0]) == 0 {
+			k++
+		}
+		sp, err := indexSpans(l, idx, 0, spans[:k])
+		if err != nil {
+			return nil, err
+		}
+		s, err := newStream(sp)
+		if err != nil {
+			return nil, err
+		}
+		o.streams = append(o.streams, s)
+		spans = spans[k:]
+	}
+	o.merge = len(o.streams) > 1
 	return o, nil
 }
 

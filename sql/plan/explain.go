@@ -243,6 +243,7 @@ func (e *explainer) describe(n Node) (title string, details []string, children [
 				details = append(details, "Index Cond: "+c)
 			}
 		}
+		details = append(details, shardDetails(v)...)
 		if v.Filter != nil {
 			details = append(details, "Filter: "+exprText(v.Filter))
 		}
@@ -629,6 +630,54 @@ func (e *explainer) orderText(order []Ordering) string {
 		keys = append(keys, k)
 	}
 	return strings.Join(keys, ", ")
+}
+
+// shardDetails are the EXPLAIN lines of a scan of a hash-sharded index:
+// which buckets it reads, and how an ordered read merges them.
+func shardDetails(v *Scan) []string {
+	idx := &v.Table.PrimaryIndex
+	if v.Index != nil {
+		idx = v.Index
+	}
+	hs := idx.HashSharding
+	if hs == nil {
+		return nil
+	}
+	var buckets []string
+	perBucket := len(v.Spans) > 0
+	for _, sp := range v.Spans {
+		if len(sp.Start) == 0 || len(sp.End) == 0 || types.Compare(sp.Start[0], sp.End[0]) != 0 {
+			perBucket = false
+			break
+		}
+		b := sp.Start[0].String()
+		if len(buckets) == 0 || buckets[len(buckets)-1] != b {
+			buckets = append(buckets, b)
+		}
+	}
+	var out []string
+	switch {
+	case !perBucket:
+		out = append(out, fmt.Sprintf("Buckets: all %d (one scan)", hs.Buckets))
+	case len(buckets) == int(hs.Buckets):
+		out = append(out, fmt.Sprintf("Buckets: all %d (a span each)", hs.Buckets))
+	default:
+		out = append(out, fmt.Sprintf("Buckets: %d of %d (%s)", len(buckets), hs.Buckets, strings.Join(buckets, ", ")))
+	}
+	if v.ShardMerge && v.Ordered {
+		var cols []string
+		for _, id := range idx.KeyColumnIDs[1:] {
+			if c := v.Table.ColumnByID(id); c != nil {
+				cols = append(cols, quoteIdentIfNeeded(c.Name))
+			}
+		}
+		merge := fmt.Sprintf("Merge: %d bucket streams by (%s)", len(buckets), strings.Join(cols, ", "))
+		if v.HardLimit > 0 {
+			merge += fmt.Sprintf(", at most %d rows each", v.HardLimit)
+		}
+		out = append(out, merge)
+	}
+	return out
 }
 
 // spanCond prints index spans as Postgres prints an Index Cond.
