@@ -5,11 +5,13 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"fmt"
 	"hash"
 	"hash/crc32"
 	"hash/fnv"
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/cairn-db/cairn/sql/rowenc"
 	"github.com/cairn-db/cairn/sql/types"
@@ -65,6 +67,14 @@ func ShardHash(datums ...types.Datum) (uint32, error) {
 	h := fnv.New32()
 	h.Write(b)
 	return h.Sum32(), nil
+}
+
+// ShardExpr is the generation expression of a hash-sharded index's shard
+// column over the SQL expressions args (quoted column names), as the DDL
+// stores it; the planner recognises it to compute shards with ShardBucket
+// instead of evaluating the text.
+func ShardExpr(args []string, buckets int32) string {
+	return fmt.Sprintf("mod(fnv32(crdb_internal.datums_to_bytes(%s)), %d)", strings.Join(args, ", "), buckets)
 }
 
 // ShardBucket returns ShardHash(datums...) mod buckets (buckets > 0).

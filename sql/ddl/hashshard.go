@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgerrcode"
 	pg_query "github.com/pganalyze/pg_query_go/v6"
 
+	"github.com/cairn-db/cairn/sql/builtins"
 	"github.com/cairn-db/cairn/sql/catalog"
 	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/cairn-db/cairn/sql/rowenc"
@@ -162,7 +163,7 @@ func (e *executor) shardIndex(t *catalog.Table, idx *catalog.Index, buckets int3
 		args = append(args, quoteIdentIfNeeded(c.Name))
 	}
 	colName := truncateIdent(fmt.Sprintf("%s%s%s%d", catalog.ShardColumnPrefix, strings.Join(names, "_"), catalog.ShardColumnInfix, buckets))
-	expr := fmt.Sprintf("mod(fnv32(crdb_internal.datums_to_bytes(%s)), %d)", strings.Join(args, ", "), buckets)
+	expr := builtins.ShardExpr(args, buckets)
 	if c := t.ColumnByName(colName); c != nil {
 		if !c.Hidden || c.ComputedExpr != expr {
 			return 0, false, pgerror.New(pgerrcode.DuplicateColumn, "column %q already exists", colName).

@@ -368,6 +368,15 @@ func shardConstraint(t *catalog.Table, idx *catalog.Index, cons map[rowenc.Colum
 	if col == nil || col.ComputedExpr == "" {
 		return cons, false, nil
 	}
+	if reads, ok := standardShard(t, idx, col); ok {
+		// The expression the DDL writes: compute it in Go rather than
+		// parse and compile its text for every plan.
+		n := uint32(idx.HashSharding.Buckets)
+		return shardFromPoints(cons, col, reads, func(vals []types.Datum) (types.Datum, bool) {
+			b, err := builtins.ShardBucket(n, vals...)
+			return types.DInt(b), err == nil
+		}, true)
+	}
 	var reads []rowenc.ColumnID
 	e, err := buildTableExpr(t, col.ComputedExpr, col.Type, func(c *catalog.Column) (sem.ColumnID, bool) {
 		reads = append(reads, c.ID)
@@ -377,6 +386,41 @@ func shardConstraint(t *catalog.Table, idx *catalog.Index, cons map[rowenc.Colum
 		return cons, false, nil
 	}
 	reads = uniq(reads)
+	pos := map[sem.ColumnID]int{}
+	for i, id := range reads {
+		pos[sem.ColumnID(id)] = i
+	}
+	eval, err := sem.Compile(e, pos)
+	if err != nil {
+		return cons, false, nil
+	}
+	return shardFromPoints(cons, col, reads, func(vals []types.Datum) (types.Datum, bool) {
+		d, err := eval(&sem.EvalContext{}, vals)
+		return d, err == nil && !types.IsNull(d)
+	}, slices.Equal(reads, idx.KeyColumnIDs[1:]))
+}
+
+// standardShard reports whether col's expression is the one the DDL
+// writes for idx (builtins.ShardExpr over its key columns after the
+// shard), and those columns.
+func standardShard(t *catalog.Table, idx *catalog.Index, col *catalog.Column) ([]rowenc.ColumnID, bool) {
+	reads := idx.KeyColumnIDs[1:]
+	args := make([]string, len(reads))
+	for i, id := range reads {
+		c := t.ColumnByID(id)
+		if c == nil || c.IsIndexExpr() {
+			return nil, false
+		}
+		args[i] = builtins.QuoteIdent(c.Name)
+	}
+	return reads, col.ComputedExpr == builtins.ShardExpr(args, idx.HashSharding.Buckets)
+}
+
+// shardFromPoints is shardConstraint once the shard's function of the
+// columns reads is known: keyed says reads are the index's key columns
+// after the shard, in order (so the function can also prune spans).
+func shardFromPoints(cons map[rowenc.ColumnID]constraint, col *catalog.Column, reads []rowenc.ColumnID,
+	shard func([]types.Datum) (types.Datum, bool), keyed bool) (_ map[rowenc.ColumnID]constraint, derived bool, shardOf func([]types.Datum) (types.Datum, bool)) {
 	expanded := make(map[rowenc.ColumnID]constraint, len(reads))
 	for _, id := range reads {
 		c, ok := cons[id]
@@ -394,18 +438,10 @@ func shardConstraint(t *catalog.Table, idx *catalog.Index, cons map[rowenc.Colum
 	if !ok {
 		return cons, false, nil
 	}
-	pos := map[sem.ColumnID]int{}
-	for i, id := range reads {
-		pos[sem.ColumnID(id)] = i
-	}
-	eval, err := sem.Compile(e, pos)
-	if err != nil {
-		return cons, false, nil
-	}
 	var ivs []interval
 	for _, vals := range combos {
-		d, err := eval(&sem.EvalContext{}, vals)
-		if err != nil || types.IsNull(d) {
+		d, ok := shard(vals)
+		if !ok {
 			return cons, false, nil
 		}
 		ivs = append(ivs, interval{lo: d, hi: d, loIncl: true, hiIncl: true})
@@ -417,11 +453,8 @@ func shardConstraint(t *catalog.Table, idx *catalog.Index, cons map[rowenc.Colum
 			dedup = append(dedup, iv)
 		}
 	}
-	if slices.Equal(reads, idx.KeyColumnIDs[1:]) {
-		shardOf = func(vals []types.Datum) (types.Datum, bool) {
-			d, err := eval(&sem.EvalContext{}, vals)
-			return d, err == nil && !types.IsNull(d)
-		}
+	if keyed {
+		shardOf = shard
 	}
 	return withConstraint(cons, col.ID, constraint{ivs: dedup}), true, shardOf
 }
