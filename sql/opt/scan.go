@@ -175,7 +175,11 @@ func (o *optimizer) accessVia(s *plan.Scan, idx *catalog.Index, fc *filterConstr
 			cons = allBuckets(idx, cons)
 		}
 	}
-	sr := buildSpans(keys, orders, notNull, cons)
+	capSpans := maxSpans
+	if idx.HashSharding != nil {
+		capSpans = max(capSpans, int(idx.HashSharding.Buckets))
+	}
+	sr := buildSpansCap(keys, orders, notNull, cons, capSpans)
 	if shardOf != nil {
 		sr.spans = pruneShardSpans(sr.spans, len(keys)-1, shardOf)
 	}
