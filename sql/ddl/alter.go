@@ -786,6 +786,7 @@ func (e *executor) dropColumn(ctx context.Context, cur *catalog.Table, cmd *pg_q
 			return err
 		}
 	}
+	dropUnusedShardColumns(t)
 	if err := e.x.Writer.Update(ctx, t); err != nil {
 		return err
 	}

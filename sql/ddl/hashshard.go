@@ -197,8 +197,16 @@ func (e *executor) prependShard(idx *catalog.Index, shard rowenc.ColumnID, bucke
 }
 
 // dropUnusedShardColumns removes the shard columns no index uses any more
-// (after DROP INDEX), with their checks.
+// (after DROP INDEX, DROP COLUMN ... CASCADE), with their checks, and the
+// checks of shard columns already dropped.
 func dropUnusedShardColumns(t *catalog.Table) {
+	defer func() {
+		t.Checks = slices.DeleteFunc(t.Checks, func(k catalog.Check) bool {
+			col, ok := strings.CutPrefix(k.Name, "check_")
+			return ok && strings.HasPrefix(col, catalog.ShardColumnPrefix) && strings.Contains(col, catalog.ShardColumnInfix) &&
+				t.ColumnByName(col) == nil
+		})
+	}()
 	used := map[rowenc.ColumnID]bool{}
 	for _, ix := range append([]catalog.Index{t.PrimaryIndex}, t.Indexes...) {
 		if ix.HashSharding != nil {
