@@ -146,8 +146,20 @@ func (s *kvStream) fill(ctx context.Context) error {
 		s.done = true
 		return s.f.Finish(s.emit)
 	}
-	n := min(len(s.spans), spansPerBatch)
 	b := &kv.Batch{}
+	n := s.stage(b)
+	tctx, tr := s.r.x.Stats.trace(ctx)
+	if err := s.r.x.Txn.Run(tctx, b); err != nil {
+		return err
+	}
+	s.r.x.Stats.addKV(s.node, n)
+	s.r.x.Stats.addRead(s.node, tr, b.Results)
+	return s.absorb(ctx, b.Results[:n])
+}
+
+// stage adds the scans of s's next page to b and returns how many.
+func (s *kvStream) stage(b *kv.Batch) int {
+	n := min(len(s.spans), spansPerBatch)
 	for _, sp := range s.spans[:n] {
 		if s.reverse {
 			b.ReverseScan(sp.Key, sp.EndKey, s.limit)
@@ -155,16 +167,15 @@ func (s *kvStream) fill(ctx context.Context) error {
 			b.Scan(sp.Key, sp.EndKey, s.limit)
 		}
 	}
-	tctx, tr := s.r.x.Stats.trace(ctx)
-	if err := s.r.x.Txn.Run(tctx, b); err != nil {
-		return err
-	}
-	s.r.x.Stats.addKV(s.node, n)
-	s.r.x.Stats.addRead(s.node, tr, b.Results)
+	return n
+}
+
+// absorb takes the results of the scans stage added.
+func (s *kvStream) absorb(ctx context.Context, results []kv.Result) error {
 	noteKeyOnly(ctx, s.f)
 	consumed := 0
-	for i := range n {
-		res := &b.Results[i]
+	for i := range results {
+		res := &results[i]
 		if err := s.f.Add(res.Rows, s.emit); err != nil {
 			return err
 		}
@@ -176,6 +187,48 @@ func (s *kvStream) fill(ctx context.Context) error {
 	}
 	s.spans = s.spans[consumed:]
 	s.limit = min(s.limit*2, maxPage)
+	return nil
+}
+
+// fillFirst reads the first page of every stream in one batch: the KV
+// layer sends each tablet its part in parallel, so a merge of many
+// buckets starts after one round trip instead of one per bucket.
+func fillFirst(ctx context.Context, streams []*kvStream) error {
+	if len(streams) < 2 {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	b := &kv.Batch{}
+	counts := make([]int, len(streams))
+	total := 0
+	for i, s := range streams {
+		if len(s.spans) > 0 {
+			counts[i] = s.stage(b)
+			total += counts[i]
+		}
+	}
+	if total == 0 {
+		return nil
+	}
+	r, node := streams[0].r, streams[0].node
+	tctx, tr := r.x.Stats.trace(ctx)
+	if err := r.x.Txn.Run(tctx, b); err != nil {
+		return err
+	}
+	r.x.Stats.addKV(node, total)
+	r.x.Stats.addRead(node, tr, b.Results)
+	off := 0
+	for i, s := range streams {
+		if counts[i] == 0 {
+			continue
+		}
+		if err := s.absorb(ctx, b.Results[off:off+counts[i]]); err != nil {
+			return err
+		}
+		off += counts[i]
+	}
 	return nil
 }
 
@@ -463,6 +516,9 @@ func (o *scanOp) nextFull(ctx context.Context) ([]types.Datum, error) {
 		if !o.started {
 			o.started = true
 			o.h = &mergeHeap{keys: o.keys}
+			if err := fillFirst(ctx, o.streams); err != nil {
+				return nil, err
+			}
 			for _, s := range o.streams {
 				row, err := s.next(ctx)
 				if err != nil {
