@@ -57,6 +57,54 @@ type KVConfig struct {
 	Out io.Writer
 	// Tick is the report interval (a second unless set; tests shorten it).
 	Tick time.Duration
+	// MaxRate caps the operations per second of all workers together
+	// (0: as fast as they go).
+	MaxRate float64
+	// Quiet leaves out the per-second lines (the summary still prints).
+	Quiet bool
+}
+
+// KVResult is what a run measured, all operations together.
+type KVResult struct {
+	Ops     uint64
+	Errors  uint64
+	Elapsed time.Duration
+	Mean    time.Duration
+}
+
+// Rate is the run's operations per second.
+func (r KVResult) Rate() float64 { return float64(r.Ops) / r.Elapsed.Seconds() }
+
+// limiter spaces operations 1/rate apart across workers.
+type limiter struct {
+	mu       sync.Mutex
+	interval time.Duration
+	next     time.Time
+}
+
+// wait blocks until the caller's slot (false when ctx ends first).
+func (l *limiter) wait(ctx context.Context) bool {
+	if l == nil {
+		return true
+	}
+	l.mu.Lock()
+	now := time.Now()
+	at := l.next
+	if at.Before(now) {
+		at = now
+	}
+	l.next = at.Add(l.interval)
+	l.mu.Unlock()
+	if d := time.Until(at); d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return true
 }
 
 func (c *KVConfig) check(run bool) error {
@@ -134,8 +182,13 @@ func (o *op) record(d time.Duration, err error) {
 // prints the report. It fails only when no worker could connect or the
 // table is missing; statement errors are counted.
 func RunKV(ctx context.Context, cfg KVConfig) error {
+	_, err := runKV(ctx, cfg)
+	return err
+}
+
+func runKV(ctx context.Context, cfg KVConfig) (KVResult, error) {
 	if err := cfg.check(true); err != nil {
-		return err
+		return KVResult{}, err
 	}
 	if cfg.Tick == 0 {
 		cfg.Tick = time.Second
@@ -156,7 +209,7 @@ func RunKV(ctx context.Context, cfg KVConfig) error {
 	for i := range conns {
 		c, err := pgx.Connect(ctx, cfg.URL)
 		if err != nil {
-			return fmt.Errorf("connect worker %d: %w", i, err)
+			return KVResult{}, fmt.Errorf("connect worker %d: %w", i, err)
 		}
 		conns[i] = c
 	}
@@ -164,7 +217,7 @@ func RunKV(ctx context.Context, cfg KVConfig) error {
 	// Reads need written keys: start from the rows already there.
 	var n int64
 	if err := conns[0].QueryRow(ctx, "SELECT count(*) FROM kv").Scan(&n); err != nil {
-		return fmt.Errorf("kv table (run init first): %w", err)
+		return KVResult{}, fmt.Errorf("kv table (run init first): %w", err)
 	}
 	k.written.Store(n)
 	k.next.Store(n)
@@ -175,6 +228,10 @@ func RunKV(ctx context.Context, cfg KVConfig) error {
 	} else if cfg.ReadPercent == 100 {
 		ops = []*op{read}
 	}
+	var lim *limiter
+	if cfg.MaxRate > 0 {
+		lim = &limiter{interval: time.Duration(float64(time.Second) / cfg.MaxRate)}
+	}
 	start := time.Now()
 	var wg sync.WaitGroup
 	for i, c := range conns {
@@ -183,6 +240,9 @@ func RunKV(ctx context.Context, cfg KVConfig) error {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(seed, uint64(start.UnixNano())))
 			for ctx.Err() == nil {
+				if !lim.wait(ctx) {
+					return
+				}
 				isRead := rng.IntN(100) < cfg.ReadPercent && k.written.Load() > 0
 				t0 := time.Now()
 				var err error
@@ -216,6 +276,9 @@ func RunKV(ctx context.Context, cfg KVConfig) error {
 			o.cum.merge(&t)
 			cum, errs := o.cum.n, o.errs
 			o.mu.Unlock()
+			if cfg.Quiet {
+				continue
+			}
 			if lines%20 == 0 {
 				fmt.Fprintln(cfg.Out, "_elapsed___errors__ops/sec(inst)___ops/sec(cum)__p50(ms)__p95(ms)__p99(ms)_pMax(ms)")
 			}
@@ -237,17 +300,83 @@ loop:
 	elapsed := time.Since(start)
 	fmt.Fprintln(cfg.Out)
 	fmt.Fprintln(cfg.Out, "_elapsed___errors_____ops(total)___ops/sec(cum)__avg(ms)__p50(ms)__p95(ms)__p99(ms)_pMax(ms)__total")
+	res := KVResult{Elapsed: elapsed}
+	var all histogram
 	for _, o := range ops {
 		o.mu.Lock()
 		o.cum.merge(&o.tick)
 		o.tick = histogram{}
 		h := o.cum
 		o.mu.Unlock()
+		all.merge(&h)
+		res.Errors += o.errs
 		fmt.Fprintf(cfg.Out, "%7.1fs %8d %14d %14.1f %8.1f %8.1f %8.1f %8.1f %8.1f  %s\n",
 			elapsed.Seconds(), o.errs, h.n, float64(h.n)/elapsed.Seconds(), ms(h.mean()),
 			ms(h.quantile(0.50)), ms(h.quantile(0.95)), ms(h.quantile(0.99)), ms(h.max), o.name)
 	}
-	return nil
+	res.Ops, res.Mean = all.n, all.mean()
+	return res, nil
+}
+
+// SearchKV looks for the highest rate whose mean latency stays at or
+// under maxMean, as the seed's kv0bench does: a first round runs
+// unthrottled; if its mean is over the bound, rounds of cfg.Duration at
+// rates between 0 and that throughput bisect for rounds more rounds. Each
+// round prints its summary and a verdict line; the result is the best
+// passing round (zero Ops when none passed).
+func SearchKV(ctx context.Context, cfg KVConfig, maxMean time.Duration, rounds int) (KVResult, error) {
+	if cfg.Duration <= 0 {
+		return KVResult{}, errors.New("a search needs --duration for each round")
+	}
+	cfg.Quiet = true
+	try := func(rate float64) (KVResult, bool, error) {
+		cfg.MaxRate = rate
+		r, err := runKV(ctx, cfg)
+		if err != nil {
+			return r, false, err
+		}
+		ok := r.Ops > 0 && r.Errors == 0 && r.Mean <= maxMean
+		verdict := "over"
+		if ok {
+			verdict = "under"
+		}
+		target := "unthrottled"
+		if rate > 0 {
+			target = fmt.Sprintf("%.0f ops/s", rate)
+		}
+		fmt.Fprintf(cfg.Out, "search: %s: %.1f ops/s at %.1f ms mean, %s %.1f ms\n", target, r.Rate(), ms(r.Mean), verdict, ms(maxMean))
+		return r, ok, nil
+	}
+	first, ok, err := try(0)
+	if err != nil || ok {
+		return first, err
+	}
+	var best KVResult
+	lo, hi := 0.0, first.Rate()
+	for range rounds {
+		if ctx.Err() != nil {
+			break
+		}
+		mid := (lo + hi) / 2
+		r, ok, err := try(mid)
+		if err != nil {
+			return best, err
+		}
+		if ok {
+			lo = mid
+			if r.Rate() > best.Rate() || best.Ops == 0 {
+				best = r
+			}
+		} else {
+			hi = mid
+		}
+	}
+	if best.Ops > 0 {
+		fmt.Fprintf(cfg.Out, "search: max throughput under %.1f ms mean latency: %.1f ops/s\n", ms(maxMean), best.Rate())
+	} else {
+		fmt.Fprintf(cfg.Out, "search: no rate tried kept the mean latency under %.1f ms\n", ms(maxMean))
+	}
+	return best, nil
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -121,3 +121,50 @@ func TestKVRun(t *testing.T) {
 		t.Fatalf("shard column %q, %v", shardCol, err)
 	}
 }
+
+// TestKVRateAndSearch: --max-rate caps the operations (the limiter hands
+// out slots 1/rate apart from the start, so a run of d cannot count more
+// than rate*d + 1 of them), and a search reports the unthrottled round
+// when it is under the bound, and no rate when none can be.
+func TestKVRateAndSearch(t *testing.T) {
+	ctx := context.Background()
+	s, err := server.Start(ctx, server.Config{Insecure: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Stop(context.Background()) }()
+	var out bytes.Buffer
+	cfg := KVConfig{URL: fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", s.Addr()), Drop: true,
+		ReadPercent: 50, Concurrency: 4, Batch: 1, Duration: 200 * time.Millisecond, Tick: 50 * time.Millisecond, Out: &out}
+	if err := InitKV(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxRate = 20
+	r, err := runKV(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if limit := uint64(cfg.MaxRate*r.Elapsed.Seconds()) + 1; r.Ops > limit {
+		t.Fatalf("%d operations in %v at --max-rate %v (at most %d)", r.Ops, r.Elapsed, cfg.MaxRate, limit)
+	}
+	cfg.MaxRate = 0
+	out.Reset()
+	best, err := SearchKV(ctx, cfg, time.Hour, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if best.Ops == 0 || !strings.Contains(out.String(), "search: unthrottled:") || strings.Count(out.String(), "search:") != 1 {
+		t.Fatalf("an unthrottled round under an hour's bound must end the search:\n%s", out.String())
+	}
+	if strings.Contains(out.String(), "ops/sec(inst)") {
+		t.Fatalf("a search prints no per-second lines:\n%s", out.String())
+	}
+	out.Reset()
+	best, err = SearchKV(ctx, cfg, time.Nanosecond, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if best.Ops != 0 || strings.Count(out.String(), "search:") != 4 || !strings.Contains(out.String(), "no rate tried") {
+		t.Fatalf("no round can be under 1ns: 1 + 2 rounds and a verdict:\n%s", out.String())
+	}
+}

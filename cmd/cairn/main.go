@@ -93,7 +93,7 @@ const usage = `usage:
               (a secure node's password: --password-file, else CAIRN_PASSWORD, else PGPASSWORD)
   cairn workload init kv [--hash-sharded [--buckets N]] [--drop] [URL]
   cairn workload run kv [--sequential] [--read-percent P] [--concurrency N] [--duration D] [--batch N]
-              [--hash-sharded [--buckets N] --init] [URL]
+              [--max-rate R] [--search-avg-latency D [--search-rounds N]] [--hash-sharded [--buckets N] --init] [URL]
 `
 
 // run is main without the process: it returns the exit status.

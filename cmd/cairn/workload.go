@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/cairn-db/cairn/workload"
 )
@@ -36,6 +37,13 @@ func cmdWorkload(args []string, stdout, stderr io.Writer) error {
 		fs.DurationVar(&cfg.Duration, "duration", 0, "how long to run (0: until interrupted)")
 		fs.IntVar(&cfg.Batch, "batch", 1, "keys per operation")
 		fs.BoolVar(&cfg.Drop, "init", false, "create the kv table first if it does not exist")
+		fs.Float64Var(&cfg.MaxRate, "max-rate", 0, "cap on operations per second, all workers together (0: none)")
+	}
+	var searchMean time.Duration
+	var searchRounds int
+	if verb == "run" {
+		fs.DurationVar(&searchMean, "search-avg-latency", 0, "search for the highest rate whose mean latency stays under this (kv0bench), each round --duration long")
+		fs.IntVar(&searchRounds, "search-rounds", 6, "bisection rounds of a search after the unthrottled one")
 	}
 	// Flags may follow the URL, as in CockroachDB's examples.
 	var rest []string
@@ -77,6 +85,10 @@ func cmdWorkload(args []string, stdout, stderr io.Writer) error {
 	cfg.Drop = false
 	if cfg.Duration < 0 {
 		return usagef("--duration must not be negative")
+	}
+	if searchMean > 0 {
+		_, err := workload.SearchKV(ctx, cfg, searchMean, searchRounds)
+		return err
 	}
 	return workload.RunKV(ctx, cfg)
 }
