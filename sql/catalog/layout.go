@@ -113,6 +113,7 @@ func indexLayout(idx *Index) rowenc.IndexLayout {
 		Local:        idx.Placement != IndexGlobal,
 		GroupID:      idx.GroupID,
 		Partial:      idx.Predicate != "",
+		Sharded:      idx.HashSharding != nil,
 		DeleteOnly:   idx.State == IndexDeleteOnly,
 	}
 }

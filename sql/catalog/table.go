@@ -150,7 +150,17 @@ type Index struct {
 	Comment string `json:"comment,omitempty"`
 }
 
-// HashSharding describes a hash-sharded index (CockroachDB's USING HASH).
+// MinShardBuckets and MaxShardBuckets bound a hash-sharded index's bucket
+// count (CockroachDB's bounds).
+const (
+	MinShardBuckets = 2
+	MaxShardBuckets = 2048
+)
+
+// HashSharding describes a hash-sharded index (CockroachDB's USING HASH):
+// its key is (shard, the user's columns...), where the shard column is a
+// hidden generated column holding ShardBucket of the user's columns (sql/
+// builtins.ShardHash, FNV-1 of their key encodings, mod Buckets).
 type HashSharding struct {
 	Buckets       int32           `json:"buckets"`
 	ShardColumnID rowenc.ColumnID `json:"shard_column_id"`
@@ -340,4 +350,41 @@ const ExprColumnPrefix = "cairn_idx_expr_"
 // IsIndexExpr reports whether c holds an index expression.
 func (c *Column) IsIndexExpr() bool {
 	return c.Hidden && c.ComputedExpr != "" && strings.HasPrefix(c.Name, ExprColumnPrefix)
+}
+
+// UserKeyColumnIDs are idx's key columns as the user wrote them: without
+// the leading shard column of a hash-sharded index.
+func (idx *Index) UserKeyColumnIDs() []rowenc.ColumnID {
+	if idx.HashSharding != nil && len(idx.KeyColumnIDs) > 0 && idx.KeyColumnIDs[0] == idx.HashSharding.ShardColumnID {
+		return idx.KeyColumnIDs[1:]
+	}
+	return idx.KeyColumnIDs
+}
+
+// ShardColumnPrefix and ShardColumnInfix frame the name of a hash-sharded
+// index's shard column, crdb_internal_<cols>_shard_<buckets> as in
+// CockroachDB (sql/ddl's hashshard.go makes it).
+const (
+	ShardColumnPrefix = "crdb_internal_"
+	ShardColumnInfix  = "_shard_"
+)
+
+// IsShardColumn reports whether c is the shard column of some
+// hash-sharded index of t. Unlike other hidden columns it is listed by
+// the catalogs (as a generated column), only SELECT * leaves it out.
+func (t *Table) IsShardColumn(id rowenc.ColumnID) bool {
+	for _, ix := range t.allIndexes() {
+		if ix.HashSharding != nil && ix.HashSharding.ShardColumnID == id {
+			return true
+		}
+	}
+	return false
+}
+
+func (t *Table) allIndexes() []*Index {
+	out := []*Index{&t.PrimaryIndex}
+	for i := range t.Indexes {
+		out = append(out, &t.Indexes[i])
+	}
+	return out
 }

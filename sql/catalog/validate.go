@@ -262,8 +262,14 @@ func (t *Table) validateIndex(idx *Index) error {
 		if hs.Buckets < 2 {
 			return fmt.Errorf("hash sharding needs at least 2 buckets, has %d", hs.Buckets)
 		}
-		if len(idx.KeyColumnIDs) == 0 || idx.KeyColumnIDs[0] != hs.ShardColumnID {
-			return errors.New("a hash-sharded index's key must start with its shard column")
+		if hs.Buckets > MaxShardBuckets {
+			return fmt.Errorf("hash sharding allows at most %d buckets, has %d", MaxShardBuckets, hs.Buckets)
+		}
+		if len(idx.KeyColumnIDs) < 2 || idx.KeyColumnIDs[0] != hs.ShardColumnID {
+			return errors.New("a hash-sharded index's key must start with its shard column, followed by the hashed columns")
+		}
+		if c := t.ColumnByID(hs.ShardColumnID); c == nil || !c.Hidden || c.ComputedExpr == "" || c.Type.Oid != types.Int8.Oid {
+			return errors.New("a hash-sharded index's shard column must be a hidden int8 generated column")
 		}
 	}
 	return nil

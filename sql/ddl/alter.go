@@ -144,7 +144,15 @@ func (e *executor) alterOther(ctx context.Context, n *pg_query.AlterTableStmt) e
 				return err
 			}
 		case pg_query.AlterTableType_AT_SetRelOptions, pg_query.AlterTableType_AT_ResetRelOptions:
-			// Storage options are not used.
+			// Storage options are not used, except the bucket count of a
+			// hash-sharded index, which cannot change in place yet:
+			// refused rather than silently ignored.
+			for _, d := range defElems(cmd.Def.GetList().GetItems()) {
+				if d.Defname == "bucket_count" || d.Defname == optHashBuckets {
+					return pgerror.New(pgerrcode.FeatureNotSupported, "changing the bucket count of a hash-sharded index is not supported yet").
+						WithHint("Create a new index with the bucket count you want, then drop the old one.")
+				}
+			}
 		default:
 			return notSupported("%s %s is not supported yet", alterTag(n.Objtype), strings.TrimPrefix(cmd.GetSubtype().String(), "AT_"))
 		}
@@ -345,6 +353,12 @@ func (e *executor) rewrite(ctx context.Context, oldT, newT *catalog.Table, conv 
 	}
 	if err := e.x.Writer.Update(ctx, newT); err != nil {
 		return fmt.Errorf("moving table %q to fresh storage: %w", newT.Name, err)
+	}
+	// Hash-sharded indexes keep a tablet per bucket in their new storage.
+	for _, idx := range append([]*catalog.Index{&newT.PrimaryIndex}, indexPtrs(newT.Indexes)...) {
+		if err := e.splitShards(ctx, newT, idx.ID); err != nil {
+			return err
+		}
 	}
 	oldL, err := oldT.Layout()
 	if err != nil {
@@ -772,6 +786,7 @@ func (e *executor) dropColumn(ctx context.Context, cur *catalog.Table, cmd *pg_q
 			return err
 		}
 	}
+	dropUnusedShardColumns(t)
 	if err := e.x.Writer.Update(ctx, t); err != nil {
 		return err
 	}

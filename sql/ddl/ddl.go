@@ -44,6 +44,10 @@ type Context struct {
 	// that other sessions see commit one by one (colocation_job.go).
 	// False keeps every change in Txn, which a ROLLBACK undoes.
 	AutoCommit bool
+	// HashBuckets is the bucket count of USING HASH without one (the
+	// session's sql.defaults.default_hash_sharded_index_bucket_count);
+	// "": DefaultHashBuckets.
+	HashBuckets string
 }
 
 // Exec runs one DDL statement inside x.Txn and returns its command tag as

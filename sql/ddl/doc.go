@@ -56,9 +56,13 @@
 //     tablet; its tables and their indexes live there unless a table says
 //     WITH (colocated = false), which gives it a hash-partitioned group of
 //     its own split into cairn_split_tablets (SPLIT INTO n TABLETS) tablets.
-//   - The other Cairn storage parameters (cairn_pk_hash_buckets,
-//     cairn_hash_buckets, cairn_pk_order, and cairn_split_tablets on an
-//     index) are refused with 0A000 until their layouts are built, never ignored;
+//   - Hash-sharded indexes (hashshard.go): cairn_pk_hash_buckets and
+//     cairn_hash_buckets give an index a hidden shard column leading its
+//     key, a CHECK on it, and a tablet per bucket; ALTER INDEX ... SET
+//     (bucket_count) is 0A000.
+//   - The other Cairn storage parameters (cairn_pk_order, and
+//     cairn_split_tablets on an index) are refused with 0A000 until their
+//     layouts are built, never ignored;
 //     PostgreSQL's reloptions (fillfactor, autovacuum_*, ...) are accepted
 //     and unused, since they tune storage Cairn does not have.
 //   - CREATE INDEX gives the new index fresh storage

@@ -505,6 +505,7 @@ func (e *executor) dropIndex(ctx context.Context, cur *catalog.Table, name strin
 	t.Indexes = slices.DeleteFunc(t.Indexes, func(i catalog.Index) bool { return i.ID == id })
 	t.Uniques = slices.DeleteFunc(t.Uniques, func(u catalog.UniqueConstraint) bool { return u.IndexID == id })
 	dropUnusedExprColumns(t)
+	dropUnusedShardColumns(t)
 	if err := e.x.Writer.Update(ctx, t); err != nil {
 		return err
 	}

@@ -49,7 +49,11 @@ func (e *executor) createIndex(ctx context.Context, n *pg_query.IndexStmt) error
 	if n.NullsNotDistinct {
 		return notSupported("NULLS NOT DISTINCT is not supported yet")
 	}
-	if err := checkStorageParams(n.Options, true); err != nil {
+	buckets, opts, err := e.takeHashBuckets(n.Options, optHashBuckets)
+	if err != nil {
+		return err
+	}
+	if err := checkStorageParams(opts, true); err != nil {
 		return err
 	}
 	relNames, err := e.loadRelNames(ctx, schema.ID)
@@ -156,6 +160,18 @@ func (e *executor) createIndex(ctx context.Context, n *pg_query.IndexStmt) error
 		return pgerror.New(pgerrcode.DuplicateTable, "relation %q already exists", name)
 	}
 	idx.Name = name
+	// fill are the new stored generated columns whose values existing
+	// rows need: expression columns, a new shard column.
+	fill := exprCols
+	if buckets > 0 {
+		shard, fresh, err := e.shardIndex(t, &idx, buckets)
+		if err != nil {
+			return err
+		}
+		if fresh {
+			fill = append(slices.Clone(fill), shard)
+		}
+	}
 	if err := e.placeIndex(ctx, t, &idx); err != nil {
 		return err
 	}
@@ -166,10 +182,10 @@ func (e *executor) createIndex(ctx context.Context, n *pg_query.IndexStmt) error
 		return err
 	}
 	t.NextIndexID++
-	if len(exprCols) > 0 {
-		// Store the expression columns' values in every row first; the
-		// index backfill then reads them as any column.
-		if err := e.fillExprColumns(ctx, table, t, exprCols); err != nil {
+	if len(fill) > 0 {
+		// Store the expression and shard columns' values in every row
+		// first; the index backfill then reads them as any column.
+		if err := e.fillExprColumns(ctx, table, t, fill); err != nil {
 			return err
 		}
 		fresh, err := e.reread(ctx, t.ID)
@@ -180,6 +196,9 @@ func (e *executor) createIndex(ctx context.Context, n *pg_query.IndexStmt) error
 	}
 	t.Indexes = append(t.Indexes, idx)
 	if err := e.x.Writer.Update(ctx, t); err != nil {
+		return err
+	}
+	if err := e.splitShards(ctx, t, idx.ID); err != nil {
 		return err
 	}
 	return e.backfill(ctx, t, []catalog.IndexID{idx.ID}, true)

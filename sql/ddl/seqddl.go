@@ -38,7 +38,7 @@ var pgRelOptions = map[string]bool{
 // where rows live, which is not built yet: refusing them is better than
 // creating a table whose layout differs from what the user asked.
 var cairnParams = map[string]bool{
-	"cairn_pk_hash_buckets": true, "cairn_hash_buckets": true, "cairn_pk_order": true,
+	"cairn_pk_order":      true,
 	"cairn_split_tablets": true, "colocated": true, "colocation": true,
 }
 
@@ -54,6 +54,9 @@ func checkStorageParams(opts []*pg_query.Node, index bool) error {
 			return pgerror.New(pgerrcode.InvalidParameterValue, "unrecognized parameter namespace %q", d.Defnamespace)
 		}
 		switch {
+		case name == optPKHashBuckets || name == optHashBuckets:
+			return pgerror.New(pgerrcode.InvalidParameterValue, "storage parameter %q does not apply here", name).
+				WithHint("USING HASH goes after a primary key's or an index's column list.")
 		case cairnParams[name]:
 			return notSupported("storage parameter %q is not supported yet", name)
 		case name == "oids":

@@ -126,6 +126,10 @@ func (e *executor) createTable(ctx context.Context, n *pg_query.CreateStmt) erro
 	if err != nil {
 		return err
 	}
+	pkBuckets, opts, err := e.takeHashBuckets(opts, optPKHashBuckets)
+	if err != nil {
+		return err
+	}
 	if err := checkStorageParams(opts, false); err != nil {
 		return err
 	}
@@ -192,11 +196,24 @@ func (e *executor) createTable(ctx context.Context, n *pg_query.CreateStmt) erro
 	if err := b.checkGenerated(); err != nil {
 		return err
 	}
+	if pkBuckets > 0 {
+		if b.t.ColumnByID(b.t.PrimaryIndex.KeyColumnIDs[0]).Name == RowIDColumn && b.t.ColumnByID(b.t.PrimaryIndex.KeyColumnIDs[0]).Hidden {
+			return pgerror.New(pgerrcode.InvalidTableDefinition, "USING HASH needs a primary key to shard")
+		}
+		if _, _, err := e.shardIndex(b.t, &b.t.PrimaryIndex, pkBuckets); err != nil {
+			return err
+		}
+	}
 	if err := e.x.Writer.Create(ctx, b.t); err != nil {
 		return err
 	}
 	if err := e.splitTable(ctx, b.t); err != nil {
 		return err
+	}
+	if pkBuckets > 0 {
+		if err := e.splitShards(ctx, b.t, b.t.PrimaryIndex.ID); err != nil {
+			return err
+		}
 	}
 	// A table of a database with a zone gets the zone's record.
 	if err := e.refreshTableZone(ctx, b.t.ID, false); err != nil {
@@ -585,6 +602,9 @@ func (b *tableBuilder) addPrimaryKey(con *pg_query.Constraint, keys []string) er
 	if len(con.Including) > 0 {
 		return notSupported("INCLUDE on a primary key is not supported yet")
 	}
+	if err := checkConstraintParams(con.Options); err != nil {
+		return err
+	}
 	ids, err := b.columnIDs(keys)
 	if err != nil {
 		return err
@@ -632,6 +652,9 @@ func indexableType(c *catalog.Column) error {
 func (b *tableBuilder) addUnique(con *pg_query.Constraint, keys []string) (catalog.IndexID, error) {
 	if con.NullsNotDistinct {
 		return 0, notSupported("UNIQUE NULLS NOT DISTINCT is not supported yet")
+	}
+	if err := checkConstraintParams(con.Options); err != nil {
+		return 0, err
 	}
 	ids, err := b.columnIDs(keys)
 	if err != nil {
@@ -849,12 +872,15 @@ func (b *tableBuilder) deferFK(initiallyDeferred bool) error {
 // transformFkeyCheckAttrs requires.
 func hasUniqueIndexOn(t *catalog.Table, cols []rowenc.ColumnID) bool {
 	for _, idx := range append([]catalog.Index{t.PrimaryIndex}, t.Indexes...) {
-		if !idx.Unique || idx.Predicate != "" || len(idx.KeyColumnIDs) != len(cols) {
+		// A hash-sharded index is unique on the user's columns: its shard
+		// is a function of them.
+		keys := idx.UserKeyColumnIDs()
+		if !idx.Unique || idx.Predicate != "" || len(keys) != len(cols) {
 			continue
 		}
 		ok := true
 		for _, c := range cols {
-			if !slices.Contains(idx.KeyColumnIDs, c) {
+			if !slices.Contains(keys, c) {
 				ok = false
 				break
 			}

@@ -146,8 +146,20 @@ func (s *kvStream) fill(ctx context.Context) error {
 		s.done = true
 		return s.f.Finish(s.emit)
 	}
-	n := min(len(s.spans), spansPerBatch)
 	b := &kv.Batch{}
+	n := s.stage(b)
+	tctx, tr := s.r.x.Stats.trace(ctx)
+	if err := s.r.x.Txn.Run(tctx, b); err != nil {
+		return err
+	}
+	s.r.x.Stats.addKV(s.node, n)
+	s.r.x.Stats.addRead(s.node, tr, b.Results)
+	return s.absorb(ctx, b.Results[:n])
+}
+
+// stage adds the scans of s's next page to b and returns how many.
+func (s *kvStream) stage(b *kv.Batch) int {
+	n := min(len(s.spans), spansPerBatch)
 	for _, sp := range s.spans[:n] {
 		if s.reverse {
 			b.ReverseScan(sp.Key, sp.EndKey, s.limit)
@@ -155,16 +167,15 @@ func (s *kvStream) fill(ctx context.Context) error {
 			b.Scan(sp.Key, sp.EndKey, s.limit)
 		}
 	}
-	tctx, tr := s.r.x.Stats.trace(ctx)
-	if err := s.r.x.Txn.Run(tctx, b); err != nil {
-		return err
-	}
-	s.r.x.Stats.addKV(s.node, n)
-	s.r.x.Stats.addRead(s.node, tr, b.Results)
+	return n
+}
+
+// absorb takes the results of the scans stage added.
+func (s *kvStream) absorb(ctx context.Context, results []kv.Result) error {
 	noteKeyOnly(ctx, s.f)
 	consumed := 0
-	for i := range n {
-		res := &b.Results[i]
+	for i := range results {
+		res := &results[i]
 		if err := s.f.Add(res.Rows, s.emit); err != nil {
 			return err
 		}
@@ -176,6 +187,48 @@ func (s *kvStream) fill(ctx context.Context) error {
 	}
 	s.spans = s.spans[consumed:]
 	s.limit = min(s.limit*2, maxPage)
+	return nil
+}
+
+// fillFirst reads the first page of every stream in one batch: the KV
+// layer sends each tablet its part in parallel, so a merge of many
+// buckets starts after one round trip instead of one per bucket.
+func fillFirst(ctx context.Context, streams []*kvStream) error {
+	if len(streams) < 2 {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	b := &kv.Batch{}
+	counts := make([]int, len(streams))
+	total := 0
+	for i, s := range streams {
+		if len(s.spans) > 0 {
+			counts[i] = s.stage(b)
+			total += counts[i]
+		}
+	}
+	if total == 0 {
+		return nil
+	}
+	r, node := streams[0].r, streams[0].node
+	tctx, tr := r.x.Stats.trace(ctx)
+	if err := r.x.Txn.Run(tctx, b); err != nil {
+		return err
+	}
+	r.x.Stats.addKV(node, total)
+	r.x.Stats.addRead(node, tr, b.Results)
+	off := 0
+	for i, s := range streams {
+		if counts[i] == 0 {
+			continue
+		}
+		if err := s.absorb(ctx, b.Results[off:off+counts[i]]); err != nil {
+			return err
+		}
+		off += counts[i]
+	}
 	return nil
 }
 
@@ -248,7 +301,9 @@ func (r *runner) buildScan(n *plan.Scan) (op, error) {
 		// A primary row is at most one KV per column (unpacked), and
 		// the fetcher emits it once the next row's first key arrives.
 		perRow := int64(1)
-		if idx.IsPrimary() {
+		if idx.IsPrimary() && !(n.ShardMerge && n.Table.RowFormat.Packed) {
+			// (A merge of hash-sharded buckets of a packed table reads
+			// one key per row: a bucket pages on if rows are not packed.)
 			perRow = int64(len(l.Columns) + 1)
 		}
 		limit = min(limit, (n.HardLimit+1)*perRow)
@@ -262,6 +317,9 @@ func (r *runner) buildScan(n *plan.Scan) (op, error) {
 			slices.Reverse(spans)
 		}
 		return &kvStream{r: r, node: n, spans: spans, reverse: n.Reverse, limit: limit, f: f}, nil
+	}
+	if n.ShardMerge && n.Ordered && !bucketed(l, idx) && len(n.Spans) > 0 {
+		return o.shardStreams(newStream, l, idx, orderCols, &needed)
 	}
 	if !bucketed(l, idx) {
 		sp, err := indexSpans(l, idx, 0, n.Spans)
@@ -309,6 +367,36 @@ func (r *runner) buildScan(n *plan.Scan) (op, error) {
 		o.streams = append(o.streams, s)
 	}
 	o.merge = n.Ordered && len(o.streams) > 1
+	return o, nil
+}
+
+// shardStreams sets o up for a plan.Scan with ShardMerge: the spans of
+// each bucket of a hash-sharded index (they share their first key value,
+// the shard) are a stream of their own, and the streams are merged by the
+// key columns after the shard. A HardLimit caps each stream's first page,
+// so ORDER BY k LIMIT n reads about n rows per bucket.
+func (o *scanOp) shardStreams(newStream func([]kvpb.Span) (*kvStream, error), l *rowenc.TableLayout,
+	idx *rowenc.IndexLayout, orderCols []rowenc.ColumnID, needed *[]rowenc.ColumnID) (op, error) {
+	*needed = append(*needed, orderCols...)
+	o.keys = o.keys[1:]
+	spans := o.n.Spans
+	for len(spans) > 0 {
+		k := 1
+		for k < len(spans) && types.Compare(spans[k].Start[0], spans[0].Start[0]) == 0 {
+			k++
+		}
+		sp, err := indexSpans(l, idx, 0, spans[:k])
+		if err != nil {
+			return nil, err
+		}
+		s, err := newStream(sp)
+		if err != nil {
+			return nil, err
+		}
+		o.streams = append(o.streams, s)
+		spans = spans[k:]
+	}
+	o.merge = len(o.streams) > 1
 	return o, nil
 }
 
@@ -428,6 +516,9 @@ func (o *scanOp) nextFull(ctx context.Context) ([]types.Datum, error) {
 		if !o.started {
 			o.started = true
 			o.h = &mergeHeap{keys: o.keys}
+			if err := fillFirst(ctx, o.streams); err != nil {
+				return nil, err
+			}
 			for _, s := range o.streams {
 				row, err := s.next(ctx)
 				if err != nil {

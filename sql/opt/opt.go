@@ -20,7 +20,10 @@
 //  2. scan.go, spans.go: each Scan's filter is turned into index spans
 //     (and the hash bucket or shard, when equalities fix them) for every
 //     usable index; the cheapest access wins, with an IndexJoin when the
-//     index does not cover the columns the query reads.
+//     index does not cover the columns the query reads. A hash-sharded
+//     index's spans always fix its shard: to the shards the predicate's
+//     values (or small integer and date ranges) hash to, else to each
+//     bucket in turn.
 //  3. joinorder.go (with statistics only): trees of three to five inputs
 //     joined by inner joins are rebuilt in the left-deep order whose
 //     intermediate results are estimated smallest.
@@ -39,7 +42,8 @@
 //     GroupBy, which the executor runs order-preserving), an ORDER BY ...
 //     LIMIT may pick an index for its order, limits reach the reader
 //     (HardLimit), and GroupBy streams when its input is ordered by the
-//     group columns.
+//     group columns. A hash-sharded index provides the order of its
+//     columns after the shard by merging its buckets (Scan.ShardMerge).
 //
 // Tests: *_test.go build plans by hand over catalog fixtures
 // (helpers_test.go) and print them compactly; property_test.go and

@@ -96,11 +96,11 @@ func (o *optimizer) provide(n plan.Node, order []plan.Ordering) bool {
 	if s == nil || s.Table == nil {
 		return false
 	}
-	rev, ok := scanProvides(s, order)
+	rev, merge, ok := scanProvides(s, order)
 	if !ok {
 		return false
 	}
-	s.Ordered, s.Reverse = true, rev
+	s.Ordered, s.Reverse, s.ShardMerge = true, rev, merge
 	return true
 }
 
@@ -130,18 +130,74 @@ func entryKey(t *catalog.Table, idx *catalog.Index) ([]rowenc.ColumnID, []rowenc
 // scanProvides reports whether reading s in index order (or in reverse,
 // rev) yields rows ordered by order. Key columns every span fixes to one
 // value may be skipped; past the whole entry key (entryKey) every row is
-// distinct, so any further keys are satisfied.
-func scanProvides(s *plan.Scan, order []plan.Ordering) (rev, ok bool) {
+// distinct, so any further keys are satisfied. On a hash-sharded index
+// whose spans each fix the shard (one span per bucket, see allBuckets),
+// the order of the columns after the shard is provided by merging the
+// buckets' streams (merge: plan.Scan.ShardMerge).
+func scanProvides(s *plan.Scan, order []plan.Ordering) (rev, merge, ok bool) {
 	idx := s.Index
 	if idx == nil {
 		idx = &s.Table.PrimaryIndex
 	}
 	keys, orders := entryKey(s.Table, idx)
+	fixed := fixedKeyCols(s.Spans, len(keys))
+	if rev, ok := keysProvide(s, keys, orders, fixed, order); ok {
+		return rev, false, true
+	}
+	if idx.HashSharding == nil || !shardPerSpan(s.Spans) {
+		return false, false, false
+	}
+	rev, ok = keysProvide(s, keys[1:], orders[1:], fixedKeyCols(dropFirst(s.Spans), len(keys)-1), order)
+	return rev, ok, ok
+}
+
+// shardPerSpan reports whether every span holds one value of the first
+// key column (the shard of a hash-sharded index).
+func shardPerSpan(spans []plan.Span) bool {
+	if len(spans) == 0 {
+		return false
+	}
+	for _, sp := range spans {
+		if len(sp.Start) == 0 || len(sp.End) == 0 || types.Compare(sp.Start[0], sp.End[0]) != 0 ||
+			(len(sp.Start) == 1 && sp.StartExclusive) || (len(sp.End) == 1 && !sp.EndInclusive) {
+			return false
+		}
+	}
+	return true
+}
+
+// distinctFirst returns the distinct values of the spans' first key
+// column (the buckets a hash-sharded scan reads).
+func distinctFirst(spans []plan.Span) []types.Datum {
+	var out []types.Datum
+	for _, sp := range spans {
+		if len(sp.Start) == 0 {
+			continue
+		}
+		if len(out) == 0 || types.Compare(out[len(out)-1], sp.Start[0]) != 0 {
+			out = append(out, sp.Start[0])
+		}
+	}
+	return out
+}
+
+// dropFirst returns spans without their first key column (each a span
+// within one bucket, see shardPerSpan).
+func dropFirst(spans []plan.Span) []plan.Span {
+	out := make([]plan.Span, len(spans))
+	for i, sp := range spans {
+		out[i] = plan.Span{Start: sp.Start[1:], End: sp.End[1:], StartExclusive: sp.StartExclusive, EndInclusive: sp.EndInclusive}
+	}
+	return out
+}
+
+// keysProvide is scanProvides over the entry key columns keys (with their
+// orders, and which of them every span fixes).
+func keysProvide(s *plan.Scan, keys []rowenc.ColumnID, orders []rowenc.Order, fixed []bool, order []plan.Ordering) (rev, ok bool) {
 	tableCol := map[sem.ColumnID]rowenc.ColumnID{}
 	for i, c := range s.Cols {
 		tableCol[c.ID] = s.TableCols[i]
 	}
-	fixed := fixedKeyCols(s.Spans, len(keys))
 	isFixed := func(tc rowenc.ColumnID) bool {
 		for i, k := range keys {
 			if k == tc && fixed[i] {
@@ -316,7 +372,7 @@ func (o *optimizer) limitOrder(l *plan.Limit) {
 		if a.scan == nil {
 			continue
 		}
-		rev, ok := scanProvides(a.scan, sort.Order)
+		rev, merge, ok := scanProvides(a.scan, sort.Order)
 		if !ok {
 			continue
 		}
@@ -324,9 +380,14 @@ func (o *optimizer) limitOrder(l *plan.Limit) {
 		if isJoin && ij.Filter != nil {
 			continue // rows dropped after the lookup would break the limit
 		}
-		rows := min(a.rows, want)
+		// A merge of buckets reads up to the limit from each of them.
+		per := want
+		if merge {
+			per *= float64(len(distinctFirst(a.scan.Spans)))
+		}
+		rows := min(a.rows, per)
 		if a.scan.Filter != nil {
-			rows = min(a.rows, want/o.costs.RangeFraction)
+			rows = min(a.rows, per/o.costs.RangeFraction)
 		}
 		cost := o.costs.scanCost(rows)
 		if isJoin {
@@ -334,7 +395,7 @@ func (o *optimizer) limitOrder(l *plan.Limit) {
 		}
 		if cost < bestCost {
 			a := a
-			a.scan.Ordered, a.scan.Reverse = true, rev
+			a.scan.Ordered, a.scan.Reverse, a.scan.ShardMerge = true, rev, merge
 			best, bestCost = &a, cost
 		}
 	}

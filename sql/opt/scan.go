@@ -1,6 +1,7 @@
 package opt
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/cairn-db/cairn/sql/builtins"
@@ -154,9 +155,6 @@ func partialImplied(s *plan.Scan, idx *catalog.Index, conj []sem.Expr) (map[int]
 func (o *optimizer) accessVia(s *plan.Scan, idx *catalog.Index, fc *filterConstraints, implied map[int]bool) access {
 	orig := *s
 	cons := fc.cons
-	if idx.HashSharding != nil {
-		cons = shardConstraint(s.Table, idx, cons)
-	}
 	keys, orders := idx.KeyColumnIDs, idx.KeyDirections
 	notNull := make([]bool, len(keys))
 	for i, k := range keys {
@@ -164,7 +162,30 @@ func (o *optimizer) accessVia(s *plan.Scan, idx *catalog.Index, fc *filterConstr
 			notNull[i] = true
 		}
 	}
-	sr := buildSpans(keys, orders, notNull, cons)
+	// estSpans are the spans the row estimates see: a hash-sharded scan
+	// fanned out over every bucket reads what one unbounded scan would.
+	var estSpans *spanResult
+	var shardOf func([]types.Datum) (types.Datum, bool)
+	if idx.HashSharding != nil {
+		var derived bool
+		cons, derived, shardOf = shardConstraint(s.Table, idx, cons)
+		if !derived {
+			est := buildSpans(keys, orders, notNull, cons)
+			estSpans = &est
+			cons = allBuckets(idx, cons)
+		}
+	}
+	capSpans := maxSpans
+	if idx.HashSharding != nil {
+		capSpans = max(capSpans, int(idx.HashSharding.Buckets))
+	}
+	sr := buildSpansCap(keys, orders, notNull, cons, capSpans)
+	if shardOf != nil {
+		sr.spans = pruneShardSpans(sr.spans, len(keys)-1, shardOf)
+	}
+	if estSpans == nil {
+		estSpans = &sr
+	}
 	if sr.empty {
 		v := &plan.Values{Cols: s.Cols}
 		return access{node: v, orig: &orig}
@@ -180,7 +201,7 @@ func (o *optimizer) accessVia(s *plan.Scan, idx *catalog.Index, fc *filterConstr
 		}
 		residual = append(residual, e)
 	}
-	rows, out := o.estimateRows(idx, sr), 0.0
+	rows, out := o.estimateRows(idx, *estSpans), 0.0
 	if ts := o.tableStats(s.Table); ts != nil {
 		rows, out = o.statsRows(ts, s, idx, fc, cons, sr, implied)
 	}
@@ -320,14 +341,45 @@ func buckets(t *catalog.Table, idx *catalog.Index, cons map[rowenc.ColumnID]cons
 	return out
 }
 
+// Hash-sharded indexes (docs/architecture.md, "Hash-sharded indexes").
+// The index key is (shard, cols...), the shard a function of cols. The
+// planner gives every scan of one a constraint on the shard column:
+//
+//   - the shards the predicate's values hash to, when equalities or INs
+//     fix every hashed column (point spans in those buckets), or when
+//     small ranges of integers or dates do (shardConstraint);
+//   - else every bucket (allBuckets): one span per bucket, which the
+//     executor reads in parallel, or merges when the plan needs the
+//     user's column order (plan.Scan.ShardMerge).
+
+// maxPruneValues caps how many values of small integer or date ranges
+// are enumerated and hashed to prune buckets (k BETWEEN 10 AND 20 hashes
+// 11 values). Past it, the range is likely to reach most buckets anyway
+// and planning time would grow with the range: every bucket is read.
+const maxPruneValues = 256
+
 // shardConstraint adds to cons the values of a hash-sharded index's
-// shard column when equalities fix every column its computed expression
-// reads: the expression is evaluated on each combination, so the shard
-// is whatever the DDL that made the column defined.
-func shardConstraint(t *catalog.Table, idx *catalog.Index, cons map[rowenc.ColumnID]constraint) map[rowenc.ColumnID]constraint {
+// shard column when equalities (or small integer and date ranges, see
+// maxPruneValues) fix every column its computed expression reads: the
+// expression is evaluated on each combination, so the shard is whatever
+// the DDL that made the column defined. derived reports whether it did.
+//
+// shardOf, when the expression reads exactly the index's key columns after
+// the shard, in order, computes the shard of values of those columns (for
+// pruneShardSpans).
+func shardConstraint(t *catalog.Table, idx *catalog.Index, cons map[rowenc.ColumnID]constraint) (_ map[rowenc.ColumnID]constraint, derived bool, shardOf func([]types.Datum) (types.Datum, bool)) {
 	col := t.ColumnByID(idx.HashSharding.ShardColumnID)
 	if col == nil || col.ComputedExpr == "" {
-		return cons
+		return cons, false, nil
+	}
+	if reads, ok := standardShard(t, idx, col); ok {
+		// The expression the DDL writes: compute it in Go rather than
+		// parse and compile its text for every plan.
+		n := uint32(idx.HashSharding.Buckets)
+		return shardFromPoints(cons, col, reads, func(vals []types.Datum) (types.Datum, bool) {
+			b, err := builtins.ShardBucket(n, vals...)
+			return types.DInt(b), err == nil
+		}, true)
 	}
 	var reads []rowenc.ColumnID
 	e, err := buildTableExpr(t, col.ComputedExpr, col.Type, func(c *catalog.Column) (sem.ColumnID, bool) {
@@ -335,26 +387,66 @@ func shardConstraint(t *catalog.Table, idx *catalog.Index, cons map[rowenc.Colum
 		return sem.ColumnID(c.ID), true
 	})
 	if err != nil || pinned(e) || volatileOrStable(e) {
-		return cons
+		return cons, false, nil
 	}
 	reads = uniq(reads)
-	combos, ok := pointValues(reads, cons, maxSpans)
-	if !ok {
-		return cons
-	}
 	pos := map[sem.ColumnID]int{}
 	for i, id := range reads {
 		pos[sem.ColumnID(id)] = i
 	}
 	eval, err := sem.Compile(e, pos)
 	if err != nil {
-		return cons
+		return cons, false, nil
+	}
+	return shardFromPoints(cons, col, reads, func(vals []types.Datum) (types.Datum, bool) {
+		d, err := eval(&sem.EvalContext{}, vals)
+		return d, err == nil && !types.IsNull(d)
+	}, slices.Equal(reads, idx.KeyColumnIDs[1:]))
+}
+
+// standardShard reports whether col's expression is the one the DDL
+// writes for idx (builtins.ShardExpr over its key columns after the
+// shard), and those columns.
+func standardShard(t *catalog.Table, idx *catalog.Index, col *catalog.Column) ([]rowenc.ColumnID, bool) {
+	reads := idx.KeyColumnIDs[1:]
+	args := make([]string, len(reads))
+	for i, id := range reads {
+		c := t.ColumnByID(id)
+		if c == nil || c.IsIndexExpr() {
+			return nil, false
+		}
+		args[i] = builtins.QuoteIdent(c.Name)
+	}
+	return reads, col.ComputedExpr == builtins.ShardExpr(args, idx.HashSharding.Buckets)
+}
+
+// shardFromPoints is shardConstraint once the shard's function of the
+// columns reads is known: keyed says reads are the index's key columns
+// after the shard, in order (so the function can also prune spans).
+func shardFromPoints(cons map[rowenc.ColumnID]constraint, col *catalog.Column, reads []rowenc.ColumnID,
+	shard func([]types.Datum) (types.Datum, bool), keyed bool) (_ map[rowenc.ColumnID]constraint, derived bool, shardOf func([]types.Datum) (types.Datum, bool)) {
+	expanded := make(map[rowenc.ColumnID]constraint, len(reads))
+	for _, id := range reads {
+		c, ok := cons[id]
+		if !ok {
+			return cons, false, nil
+		}
+		if !c.points() {
+			if c, ok = enumerate(c, maxPruneValues); !ok {
+				return cons, false, nil
+			}
+		}
+		expanded[id] = c
+	}
+	combos, ok := pointValues(reads, expanded, maxPruneValues)
+	if !ok {
+		return cons, false, nil
 	}
 	var ivs []interval
 	for _, vals := range combos {
-		d, err := eval(&sem.EvalContext{}, vals)
-		if err != nil || types.IsNull(d) {
-			return cons
+		d, ok := shard(vals)
+		if !ok {
+			return cons, false, nil
 		}
 		ivs = append(ivs, interval{lo: d, hi: d, loIncl: true, hiIncl: true})
 	}
@@ -365,16 +457,106 @@ func shardConstraint(t *catalog.Table, idx *catalog.Index, cons map[rowenc.Colum
 			dedup = append(dedup, iv)
 		}
 	}
+	if keyed {
+		shardOf = shard
+	}
+	return withConstraint(cons, col.ID, constraint{ivs: dedup}), true, shardOf
+}
+
+// pruneShardSpans drops the point spans whose shard is not the shard of
+// the values they fix (the cross product of derived shards and IN lists:
+// k IN (5, 6) hashes to shards {1, 4}, of which (1, 6) and (4, 5) cannot
+// hold a row). m is the number of hashed key columns after the shard.
+func pruneShardSpans(spans []plan.Span, m int, shardOf func([]types.Datum) (types.Datum, bool)) []plan.Span {
+	out := spans[:0:0]
+	for _, sp := range spans {
+		if len(sp.Start) > m && len(sp.End) > m && (len(sp.Start) > m+1 || !sp.StartExclusive) && (len(sp.End) > m+1 || sp.EndInclusive) &&
+			slices.EqualFunc(sp.Start[1:m+1], sp.End[1:m+1], func(a, b types.Datum) bool { return types.Compare(a, b) == 0 }) {
+			if d, ok := shardOf(sp.Start[1 : m+1]); ok && types.Compare(d, sp.Start[0]) != 0 {
+				continue
+			}
+		}
+		out = append(out, sp)
+	}
+	return out
+}
+
+// allBuckets constrains the shard column of a hash-sharded index to all
+// its buckets (what its CHECK says), so that its spans are one per bucket.
+func allBuckets(idx *catalog.Index, cons map[rowenc.ColumnID]constraint) map[rowenc.ColumnID]constraint {
+	ivs := make([]interval, idx.HashSharding.Buckets)
+	for b := range ivs {
+		d := types.DInt(b)
+		ivs[b] = interval{lo: d, hi: d, loIncl: true, hiIncl: true}
+	}
+	return withConstraint(cons, idx.HashSharding.ShardColumnID, constraint{ivs: ivs})
+}
+
+// withConstraint returns a copy of cons with c intersected into id's
+// constraint.
+func withConstraint(cons map[rowenc.ColumnID]constraint, id rowenc.ColumnID, c constraint) map[rowenc.ColumnID]constraint {
 	out := make(map[rowenc.ColumnID]constraint, len(cons)+1)
 	for k, v := range cons {
 		out[k] = v
 	}
-	c := constraint{ivs: dedup}
-	if prev, ok := out[col.ID]; ok {
+	if prev, ok := out[id]; ok {
 		c = prev.intersect(c)
 	}
-	out[col.ID] = c
+	out[id] = c
 	return out
+}
+
+// enumerate turns a constraint of bounded integer or date intervals into
+// the points it allows, or false past limit values (or for other types,
+// or when NULL qualifies: a NULL key has a shard too, which the caller
+// does not enumerate).
+func enumerate(c constraint, limit int) (constraint, bool) {
+	if c.null {
+		return c, false
+	}
+	var out []interval
+	for _, iv := range c.ivs {
+		if iv.lo == nil || iv.hi == nil {
+			return c, false
+		}
+		var lo, hi int64
+		var mk func(int64) types.Datum
+		switch l := iv.lo.(type) {
+		case types.DInt:
+			h, ok := iv.hi.(types.DInt)
+			if !ok {
+				return c, false
+			}
+			lo, hi, mk = int64(l), int64(h), func(v int64) types.Datum { return types.DInt(v) }
+		case types.DDate:
+			h, ok := iv.hi.(types.DDate)
+			if !ok {
+				return c, false
+			}
+			lo, hi, mk = int64(l), int64(h), func(v int64) types.Datum { return types.DDate(v) }
+		default:
+			return c, false
+		}
+		if !iv.loIncl {
+			lo++
+		}
+		if !iv.hiIncl {
+			hi--
+		}
+		if hi < lo {
+			continue
+		}
+		// The difference in uint64 cannot overflow (hi >= lo).
+		n := uint64(hi) - uint64(lo)
+		if n >= uint64(limit-len(out)) {
+			return c, false
+		}
+		for k := uint64(0); k <= n; k++ {
+			d := mk(lo + int64(k))
+			out = append(out, interval{lo: d, hi: d, loIncl: true, hiIncl: true})
+		}
+	}
+	return constraint{ivs: out}, true
 }
 
 // volatileOrStable reports whether e calls anything but immutable

@@ -352,6 +352,12 @@ type spanResult struct {
 // orders from the constraints; notNull says which key columns cannot hold
 // NULL (their open ranges need no bound to skip the NULLs).
 func buildSpans(keys []rowenc.ColumnID, orders []rowenc.Order, notNull []bool, cons map[rowenc.ColumnID]constraint) spanResult {
+	return buildSpansCap(keys, orders, notNull, cons, maxSpans)
+}
+
+// buildSpansCap is buildSpans with at most maxSpans spans (a hash-sharded
+// index's scan allows one per bucket, up to 2048).
+func buildSpansCap(keys []rowenc.ColumnID, orders []rowenc.Order, notNull []bool, cons map[rowenc.ColumnID]constraint, maxSpans int) spanResult {
 	var r spanResult
 	prefixes := [][]types.Datum{nil}
 	for i, id := range keys {

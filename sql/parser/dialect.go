@@ -139,6 +139,12 @@ func init() {
 		after:  "SELECT target, raw_config_sql FROM cairn_catalog.zones WHERE ...",
 		apply:  applyShowZone,
 	}, {
+		name:   "show-create",
+		sites:  []site{siteStatement},
+		before: "SHOW CREATE [TABLE] t",
+		after:  "SELECT 't' AS table_name, cairn_show_create_table('t'::regclass) AS create_statement",
+		apply:  applyShowCreate,
+	}, {
 		name:   "show-jobs",
 		sites:  []site{siteStatement},
 		before: "SHOW JOBS; SHOW JOB n",

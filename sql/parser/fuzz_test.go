@@ -97,8 +97,8 @@ func hasDialectWord(in string) bool {
 	if err != nil {
 		return true
 	}
-	for _, t := range toks {
-		if dialectWords[t.word] {
+	for i, t := range toks {
+		if dialectWords[t.word] || (t.word == "show" && i+1 < len(toks) && toks[i+1].word == "create") {
 			return true
 		}
 	}

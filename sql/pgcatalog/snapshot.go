@@ -219,11 +219,13 @@ func owner(o string) string {
 }
 
 // visibleColumns are a table's columns as PostgreSQL would list them:
-// hidden ones left out (see the package comment).
+// hidden ones left out (see the package comment), except the shard
+// columns of hash-sharded indexes, which are listed as the generated
+// columns they are (CockroachDB's NOT VISIBLE: only SELECT * skips them).
 func visibleColumns(t *catalog.Table) []*catalog.Column {
 	var out []*catalog.Column
 	for i := range t.Columns {
-		if !t.Columns[i].Hidden {
+		if !t.Columns[i].Hidden || t.IsShardColumn(t.Columns[i].ID) {
 			out = append(out, &t.Columns[i])
 		}
 	}

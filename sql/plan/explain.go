@@ -243,6 +243,7 @@ func (e *explainer) describe(n Node) (title string, details []string, children [
 				details = append(details, "Index Cond: "+c)
 			}
 		}
+		details = append(details, shardDetails(v)...)
 		if v.Filter != nil {
 			details = append(details, "Filter: "+exprText(v.Filter))
 		}
@@ -631,8 +632,123 @@ func (e *explainer) orderText(order []Ordering) string {
 	return strings.Join(keys, ", ")
 }
 
-// spanCond prints index spans as Postgres prints an Index Cond.
+// shardDetails are the EXPLAIN lines of a scan of a hash-sharded index:
+// which buckets it reads, and how an ordered read merges them.
+func shardDetails(v *Scan) []string {
+	idx := &v.Table.PrimaryIndex
+	if v.Index != nil {
+		idx = v.Index
+	}
+	hs := idx.HashSharding
+	if hs == nil {
+		return nil
+	}
+	var buckets []string
+	perBucket := len(v.Spans) > 0
+	for _, sp := range v.Spans {
+		if len(sp.Start) == 0 || len(sp.End) == 0 || types.Compare(sp.Start[0], sp.End[0]) != 0 {
+			perBucket = false
+			break
+		}
+		b := sp.Start[0].String()
+		if len(buckets) == 0 || buckets[len(buckets)-1] != b {
+			buckets = append(buckets, b)
+		}
+	}
+	var out []string
+	switch {
+	case !perBucket:
+		out = append(out, fmt.Sprintf("Buckets: all %d (one scan)", hs.Buckets))
+	case len(buckets) == int(hs.Buckets):
+		out = append(out, fmt.Sprintf("Buckets: all %d (a span each)", hs.Buckets))
+	default:
+		out = append(out, fmt.Sprintf("Buckets: %d of %d (%s)", len(buckets), hs.Buckets, strings.Join(buckets, ", ")))
+	}
+	if v.ShardMerge && v.Ordered {
+		var cols []string
+		for _, id := range idx.KeyColumnIDs[1:] {
+			if c := v.Table.ColumnByID(id); c != nil {
+				cols = append(cols, quoteIdentIfNeeded(c.Name))
+			}
+		}
+		merge := fmt.Sprintf("Merge: %d bucket streams by (%s)", len(buckets), strings.Join(cols, ", "))
+		if v.HardLimit > 0 {
+			merge += fmt.Sprintf(", at most %d rows each", v.HardLimit)
+		}
+		out = append(out, merge)
+	}
+	return out
+}
+
+// spanCond prints index spans as Postgres prints an Index Cond. The
+// spans of a hash-sharded index that repeat one condition in several
+// buckets print once, after the buckets: (shard = ANY ('{0,1,2}')) AND ...
 func spanCond(t0 *catalog.Table, idx *catalog.Index, spans []Span) string {
+	if buckets, tail, ok := sameInEachBucket(spans); idx.HashSharding != nil && ok && len(buckets) > 1 {
+		name := quoteIdentIfNeeded(t0.ColumnByID(idx.HashSharding.ShardColumnID).Name)
+		in := fmt.Sprintf("(%s = ANY ('{%s}'))", name, strings.Join(buckets, ","))
+		whole := true
+		for _, t := range tail {
+			whole = whole && len(t.Start) == 0 && len(t.End) == 0
+		}
+		if whole {
+			return in
+		}
+		rest := spanCondFrom(t0, idx, tail, 1)
+		return "(" + in + " AND " + rest + ")"
+	}
+	return spanCondFrom(t0, idx, spans, 0)
+}
+
+// sameInEachBucket reports whether spans are, bucket after bucket (the
+// first key value), the same spans of the key columns after it; it
+// returns the buckets and those spans.
+func sameInEachBucket(spans []Span) (buckets []string, tail []Span, ok bool) {
+	var first []Span
+	var cur string
+	for i, sp := range spans {
+		if len(sp.Start) == 0 || len(sp.End) == 0 || types.Compare(sp.Start[0], sp.End[0]) != 0 {
+			return nil, nil, false
+		}
+		b := sp.Start[0].String()
+		if i == 0 || b != cur {
+			buckets = append(buckets, b)
+			cur = b
+		}
+		t := Span{Start: sp.Start[1:], End: sp.End[1:], StartExclusive: sp.StartExclusive, EndInclusive: sp.EndInclusive}
+		if len(buckets) == 1 {
+			first = append(first, t)
+			continue
+		}
+		k := len(tail) % max(len(first), 1)
+		if len(tail) >= len(first)*(len(buckets)-1) || !sameSpan(first[k], t) {
+			return nil, nil, false
+		}
+		tail = append(tail, t)
+	}
+	if len(tail) != len(first)*(len(buckets)-1) {
+		return nil, nil, false
+	}
+	return buckets, first, true
+}
+
+func sameSpan(a, b Span) bool {
+	eq := func(x, y []types.Datum) bool {
+		if len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if types.Compare(x[i], y[i]) != 0 {
+				return false
+			}
+		}
+		return true
+	}
+	return a.StartExclusive == b.StartExclusive && a.EndInclusive == b.EndInclusive && eq(a.Start, b.Start) && eq(a.End, b.End)
+}
+
+// spanCondFrom is spanCond of spans over the key columns from off on.
+func spanCondFrom(t0 *catalog.Table, idx *catalog.Index, spans []Span, off int) string {
 	if len(spans) == 0 {
 		return ""
 	}
@@ -640,6 +756,7 @@ func spanCond(t0 *catalog.Table, idx *catalog.Index, spans []Span) string {
 	for _, sp := range spans {
 		var conds []string
 		name := func(i int) string {
+			i += off
 			if i < len(idx.KeyColumnIDs) {
 				if c := t0.ColumnByID(idx.KeyColumnIDs[i]); c != nil {
 					return quoteIdentIfNeeded(c.Name)
@@ -648,6 +765,7 @@ func spanCond(t0 *catalog.Table, idx *catalog.Index, spans []Span) string {
 			return fmt.Sprintf("key%d", i+1)
 		}
 		lit := func(i int, d types.Datum) string {
+			i += off
 			t := types.Text
 			if i < len(idx.KeyColumnIDs) {
 				if c := t0.ColumnByID(idx.KeyColumnIDs[i]); c != nil {

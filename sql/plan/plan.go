@@ -127,6 +127,13 @@ type Scan struct {
 	// Ordered asks for rows in index order (merging the streams of the
 	// buckets of a bucketed index); Reverse for the reverse order.
 	Ordered, Reverse bool
+	// ShardMerge (with Ordered, on a hash-sharded index whose every span
+	// fixes the shard column) asks for rows in the order of the key
+	// columns after the shard: each bucket's spans are read as a stream
+	// of their own and the streams merged, so ORDER BY the user's
+	// columns needs no sort and a limit reads at most that many rows per
+	// bucket.
+	ShardMerge bool
 	// HardLimit, when > 0, lets the reader stop after this many rows that
 	// pass Filter.
 	HardLimit int64

@@ -58,6 +58,9 @@ type IndexLayout struct {
 	GroupID uint64
 	// Partial indexes hold only the rows RowWriter.InPartialIndex accepts.
 	Partial bool
+	// Sharded: the first key column is a hash-sharded index's shard, a
+	// function of the others, left out of uniqueness errors.
+	Sharded bool
 	// DeleteOnly indexes (an online schema change's first state) get their
 	// entries deleted but never written.
 	DeleteOnly bool

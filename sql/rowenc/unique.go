@@ -40,7 +40,10 @@ func (t *TableLayout) ConvertWriteError(err error) error {
 	}
 	var names, vals strings.Builder
 	for i, pos := range idx.keyPos {
-		if i > 0 {
+		if idx.Sharded && i == 0 {
+			continue
+		}
+		if i > 0 && !(idx.Sharded && i == 1) {
 			names.WriteString(", ")
 			vals.WriteString(", ")
 		}

@@ -230,6 +230,7 @@ func (s *Session) ddlContext(x *stmtState, txn *kv.Txn, w pgwire.ResultWriter, s
 		PackedSizeLimit: limit,
 		DB:              s.b.db,
 		AutoCommit:      !s.block && !s.multiImplicit,
+		HashBuckets:     s.vars["sql.defaults.default_hash_sharded_index_bucket_count"],
 	}
 }
 

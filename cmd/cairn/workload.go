@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/cairn-db/cairn/workload"
+)
+
+// cmdWorkload is `cairn workload init|run kv [flags] [URL]`, CockroachDB's
+// `cockroach workload` for its kv workload (package workload). The URL
+// may come as the last argument, as in CockroachDB, or as --url.
+func cmdWorkload(args []string, stdout, stderr io.Writer) error {
+	if len(args) < 2 || (args[0] != "init" && args[0] != "run") || args[1] != "kv" {
+		return usagef("want: workload init kv [flags] [URL] | workload run kv [flags] [URL]")
+	}
+	verb := args[0]
+	fs := flag.NewFlagSet("workload "+verb+" kv", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfg := workload.KVConfig{Out: stdout}
+	url := fs.String("url", "postgres://postgres@127.0.0.1:26257/postgres?sslmode=disable", "PostgreSQL URL of a node")
+	fs.BoolVar(&cfg.HashSharded, "hash-sharded", false, "give kv a hash-sharded primary key (USING HASH)")
+	fs.IntVar(&cfg.Buckets, "buckets", 0, "bucket count of the hash-sharded key (0: the server's default)")
+	if verb == "init" {
+		fs.BoolVar(&cfg.Drop, "drop", false, "drop an existing kv table first")
+	} else {
+		fs.BoolVar(&cfg.Sequential, "sequential", false, "write keys in sequence (the hot spot hash sharding spreads)")
+		fs.IntVar(&cfg.ReadPercent, "read-percent", 0, "percentage of operations that read")
+		fs.IntVar(&cfg.Concurrency, "concurrency", 8, "workers, each with its own connection")
+		fs.DurationVar(&cfg.Duration, "duration", 0, "how long to run (0: until interrupted)")
+		fs.IntVar(&cfg.Batch, "batch", 1, "keys per operation")
+		fs.BoolVar(&cfg.Drop, "init", false, "create the kv table first if it does not exist")
+		fs.Float64Var(&cfg.MaxRate, "max-rate", 0, "cap on operations per second, all workers together (0: none)")
+	}
+	var searchMean time.Duration
+	var searchRounds int
+	if verb == "run" {
+		fs.DurationVar(&searchMean, "search-avg-latency", 0, "search for the highest rate whose mean latency stays under this (kv0bench), each round --duration long")
+		fs.IntVar(&searchRounds, "search-rounds", 6, "bisection rounds of a search after the unthrottled one")
+	}
+	// Flags may follow the URL, as in CockroachDB's examples.
+	var rest []string
+	tail := args[2:]
+	for len(tail) > 0 {
+		if err := fs.Parse(tail); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return err
+			}
+			return usageError{err.Error()}
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		rest = append(rest, fs.Arg(0))
+		tail = fs.Args()[1:]
+	}
+	switch len(rest) {
+	case 0:
+	case 1:
+		*url = rest[0]
+	default:
+		return usagef("unexpected arguments: %s", strings.Join(rest[1:], " "))
+	}
+	cfg.URL = *url
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if verb == "init" {
+		return workload.InitKV(ctx, cfg)
+	}
+	if cfg.Drop {
+		// --init on run: create the table if missing, never drop it.
+		init := cfg
+		init.Drop = false
+		if err := workload.InitKV(ctx, init); err != nil {
+			return err
+		}
+	}
+	cfg.Drop = false
+	if cfg.Duration < 0 {
+		return usagef("--duration must not be negative")
+	}
+	if searchMean > 0 {
+		_, err := workload.SearchKV(ctx, cfg, searchMean, searchRounds)
+		return err
+	}
+	return workload.RunKV(ctx, cfg)
+}
