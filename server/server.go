@@ -112,6 +112,10 @@ type Config struct {
 	// inject disk faults through storage/simfs); nil: the OS's, or
 	// memory for an empty StoreDir.
 	FS vfs.FS
+	// FaultInjection serves /debug/faults (debug_faults.go): partitions
+	// from chosen peers, a clock offset, lease transfers and splits on
+	// demand, for the chaos harness (test/chaos). Never in production.
+	FaultInjection bool
 }
 
 // Server is a running node.
@@ -121,6 +125,7 @@ type Server struct {
 	started time.Time
 
 	eng     *storage.Engine
+	clock   *hlc.Clock
 	store   *store.Store
 	repl    *replication
 	db      *kv.DB
@@ -182,6 +187,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		maxOffset = clusterMaxOffset
 	}
 	clock := hlc.NewClock(hlc.UnixNano, maxOffset)
+	s.clock = clock
 	fs := cfg.FS
 	if fs == nil && cfg.StoreDir == "" {
 		fs = vfs.NewMem()
@@ -409,6 +415,9 @@ func (s *Server) httpHandler() http.Handler {
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	s.adminRoutes(mux)
 	s.nodeRoutes(mux)
+	if s.cfg.FaultInjection {
+		s.faultRoutes(mux)
+	}
 	// Who may use which endpoint (admin_auth.go).
 	return s.withAuth(mux)
 }

@@ -1,0 +1,101 @@
+package chaos
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/cairn-db/cairn/test/proc"
+)
+
+var (
+	seedFlag = flag.Uint64("chaos.seed", 0, "seed of the nemesis schedule and workload choices (0: from the clock; CHAOS_SEED too)")
+	longFlag = flag.Duration("chaos.long", 0, "run TestChaosLong for this long (CHAOS_DURATION too; 0: skip it)")
+	binFlag  = flag.String("chaos.bin", "", "a cairn binary to use instead of building one")
+)
+
+// bin is the cairn binary TestMain built.
+var bin string
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	bin = *binFlag
+	var dir string
+	if bin == "" && !testing.Short() {
+		var err error
+		if dir, err = os.MkdirTemp("", "cairn-chaos-bin"); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		if bin, err = proc.Build(dir); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+	}
+	code := m.Run()
+	if dir != "" {
+		os.RemoveAll(dir)
+	}
+	os.Exit(code)
+}
+
+// seed returns the run's seed and logs it with the command replaying it.
+func seed(t *testing.T) uint64 {
+	s := *seedFlag
+	if v := os.Getenv("CHAOS_SEED"); s == 0 && v != "" {
+		s, _ = strconv.ParseUint(v, 10, 64)
+	}
+	if s == 0 {
+		s = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (replay: go test -run '^%s$' ./test/chaos/ -chaos.seed %d)", s, t.Name(), s)
+	return s
+}
+
+// run runs cfg and fails the test on any anomaly or on availability past
+// maxGap (0: not checked).
+func run(t *testing.T, cfg Config, maxGap time.Duration) *Result {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts real cairn processes")
+	}
+	cfg.Bin, cfg.Dir, cfg.Seed, cfg.Logf = bin, t.TempDir(), seed(t), t.Logf
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		if res != nil {
+			t.Log(res.Logs)
+		}
+		t.Fatalf("seed %d: %v", cfg.Seed, err)
+	}
+	for _, s := range res.Summaries {
+		t.Log(s)
+	}
+	t.Logf("availability: %s", res.Availability)
+	for _, a := range res.Anomalies {
+		t.Errorf("seed %d: anomaly: %s", cfg.Seed, a)
+	}
+	if len(res.Anomalies) > 0 {
+		t.Log(res.Logs)
+	}
+	if maxGap > 0 && res.Availability.Max > maxGap {
+		t.Errorf("seed %d: a window of %s with no commit anywhere in the cluster, over the target %s",
+			cfg.Seed, res.Availability.Max.Round(time.Millisecond), maxGap)
+	}
+	return res
+}
+
+// TestBankKills is issue 13's first finding as a test: three nodes, forty
+// accounts, six clients moving money through the nodes in turn while a
+// random node is SIGKILLed every 8 s and restarted 3 s later.
+func TestBankKills(t *testing.T) {
+	b := &Bank{Accounts: 40, Initial: 1000, Clients: 6}
+	run(t, Config{
+		Nodes: 3, Duration: envDuration("CHAOS_BANK_DURATION", 60*time.Second),
+		Nemeses: []string{Kill}, Interval: 8 * time.Second, Dur: 3 * time.Second,
+		Workloads: []Workload{b},
+	}, 0)
+}
