@@ -151,8 +151,9 @@ func (b *Bank) Check(ctx context.Context, c *Cluster) (string, []string) {
 		}
 		sort.Ints(ids)
 		for _, id := range ids {
-			if bal[id] != want[id] {
-				anomalies = append(anomalies, fmt.Sprintf("bank: node %d: account %d holds %d, the transfer log says %d", i+1, id, bal[id], want[id]))
+			if d := bal[id] - want[id]; d != 0 {
+				anomalies = append(anomalies, fmt.Sprintf("bank: node %d: account %d holds %d, the transfer log says %d; transfers not logged that would explain it: %s",
+					i+1, id, bal[id], want[id], b.explain(log, id, int(d))))
 			}
 		}
 		for tid, tr := range b.ops {
@@ -164,6 +165,23 @@ func (b *Bank) Check(ctx context.Context, c *Cluster) (string, []string) {
 	}
 	return fmt.Sprintf("bank: %d transfers acknowledged, %d failed, %d unknown (%d of them committed)",
 		counts[OK], counts[Fail], counts[Unknown], unknownPresent), anomalies
+}
+
+// explain lists the transfers absent from log that moved d into account
+// id (d < 0: out of it).
+func (b *Bank) explain(log map[string][3]int, id, d int) string {
+	var out []string
+	for tid, tr := range b.ops {
+		if _, ok := log[tid]; ok {
+			continue
+		}
+		if tr.src == id && tr.amount == -d || tr.dst == id && tr.amount == d {
+			out = append(out, fmt.Sprintf("%s (%d->%d %d, %s on node %d, %s..%s: %v)", tid, tr.src, tr.dst, tr.amount, tr.outcome,
+				tr.node+1, tr.start.Format("15:04:05.000"), tr.end.Format("15:04:05.000"), tr.err))
+		}
+	}
+	sort.Strings(out)
+	return fmt.Sprint(out)
 }
 
 // UnknownErrors lists the errors of transfers with an unknown outcome
