@@ -21,6 +21,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 )
 
 // ErrCut is the error of a call to a peer the fault injector cuts off.
@@ -31,7 +32,13 @@ var ErrCut = errors.New("rpc: peer cut off by the fault injector")
 type Faults struct {
 	mu  sync.RWMutex
 	cut map[uint64]bool
+	// dropped counts the raft messages dropped on arrival (Serve).
+	dropped atomic.Int64
 }
+
+// DroppedOnArrival is the number of raft messages from cut peers that
+// Serve dropped.
+func (f *Faults) DroppedOnArrival() int64 { return f.dropped.Load() }
 
 // SetCut replaces the set of peers cut off with nodes (none: heal).
 func (f *Faults) SetCut(nodes []uint64) {

@@ -58,6 +58,7 @@ func (s *server) batches(stream grpc.ServerStream) error {
 		}
 		for _, e := range envs {
 			if s.faults.IsCut(e.Msg.GetFrom()) {
+				s.faults.dropped.Add(1)
 				continue
 			}
 			s.h(e)

@@ -152,7 +152,7 @@ func (b *Bank) Check(ctx context.Context, c *Cluster) (string, []string) {
 		sort.Ints(ids)
 		for _, id := range ids {
 			if d := bal[id] - want[id]; d != 0 {
-				anomalies = append(anomalies, fmt.Sprintf("bank: node %d: account %d holds %d, the transfer log says %d; transfers not logged that would explain it: %s",
+				anomalies = append(anomalies, fmt.Sprintf("bank: node %d: account %d holds %d, the transfer log says %d; transfers of that amount touching it: %s",
 					i+1, id, bal[id], want[id], b.explain(log, id, int(d))))
 			}
 		}
@@ -167,18 +167,16 @@ func (b *Bank) Check(ctx context.Context, c *Cluster) (string, []string) {
 		counts[OK], counts[Fail], counts[Unknown], unknownPresent), anomalies
 }
 
-// explain lists the transfers absent from log that moved d into account
-// id (d < 0: out of it).
+// explain lists the transfers of |d| from or to account id, logged or not.
 func (b *Bank) explain(log map[string][3]int, id, d int) string {
 	var out []string
 	for tid, tr := range b.ops {
-		if _, ok := log[tid]; ok {
+		if tr.amount != d && tr.amount != -d || tr.src != id && tr.dst != id {
 			continue
 		}
-		if tr.src == id && tr.amount == -d || tr.dst == id && tr.amount == d {
-			out = append(out, fmt.Sprintf("%s (%d->%d %d, %s on node %d, %s..%s: %v)", tid, tr.src, tr.dst, tr.amount, tr.outcome,
-				tr.node+1, tr.start.Format("15:04:05.000"), tr.end.Format("15:04:05.000"), tr.err))
-		}
+		_, logged := log[tid]
+		out = append(out, fmt.Sprintf("%s (%d->%d %d, %s on node %d, logged %v, %s..%s: %v)", tid, tr.src, tr.dst, tr.amount, tr.outcome,
+			tr.node+1, logged, tr.start.Format("15:04:05.000"), tr.end.Format("15:04:05.000"), tr.err))
 	}
 	sort.Strings(out)
 	return fmt.Sprint(out)

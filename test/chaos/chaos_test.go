@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairn-db/cairn/test/chaos/elle"
 	"github.com/cairn-db/cairn/test/proc"
 )
 
@@ -97,5 +98,52 @@ func TestBankKills(t *testing.T) {
 		Nodes: 3, Duration: envDuration("CHAOS_BANK_DURATION", 60*time.Second),
 		Nemeses: []string{Kill}, Interval: 8 * time.Second, Dur: 3 * time.Second,
 		Workloads: []Workload{b},
+	}, 0)
+}
+
+// TestListAppendKills runs list-append at SERIALIZABLE and at REPEATABLE
+// READ side by side while nodes are killed, paused and restarted.
+func TestListAppendKills(t *testing.T) {
+	run(t, Config{
+		Nodes: 3, Duration: envDuration("CHAOS_CI_DURATION", 60*time.Second),
+		Nemeses: []string{Kill, Pause}, Interval: 8 * time.Second, Dur: 3 * time.Second,
+		Workloads: []Workload{
+			&ListAppend{Keys: 12, Clients: 3, Level: elle.Serializable},
+			&ListAppend{Keys: 12, Clients: 3, Level: elle.SnapshotIsolation},
+		},
+	}, 0)
+}
+
+// TestRegistersSetsPartitions runs registers (linearizability, monotonic
+// reads) and sets under partitions, clock offsets within the maximum,
+// lease transfers and splits.
+func TestRegistersSetsPartitions(t *testing.T) {
+	run(t, Config{
+		Nodes: 3, Duration: envDuration("CHAOS_CI_DURATION", 60*time.Second),
+		Nemeses: []string{Partition, Clock, Leases, Split}, Interval: 8 * time.Second, Dur: 4 * time.Second,
+		Workloads: []Workload{&Registers{Keys: 4, Clients: 4}, &Set{Clients: 2}},
+	}, 0)
+}
+
+// TestChaosLong is `make chaos`: every workload under every nemesis,
+// mixed, for -chaos.long (or CHAOS_DURATION); skipped without either.
+func TestChaosLong(t *testing.T) {
+	d := *longFlag
+	if d == 0 {
+		d = envDuration("CHAOS_DURATION", 0)
+	}
+	if d == 0 {
+		t.Skip("the long run needs -chaos.long or CHAOS_DURATION (make chaos)")
+	}
+	run(t, Config{
+		Nodes: 3, Duration: d,
+		Nemeses: AllNemeses, Interval: 10 * time.Second, Dur: 4 * time.Second,
+		Workloads: []Workload{
+			&Bank{Accounts: 40, Initial: 1000, Clients: 3},
+			&ListAppend{Keys: 16, Clients: 2, Level: elle.Serializable},
+			&ListAppend{Keys: 16, Clients: 2, Level: elle.SnapshotIsolation},
+			&Registers{Keys: 4, Clients: 2},
+			&Set{Clients: 1},
+		},
 	}, 0)
 }

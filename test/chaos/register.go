@@ -1,0 +1,178 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// Registers is the register workload (invariants 3 and 5): Keys counters,
+// each read (SELECT) or incremented (UPDATE ... RETURNING) in autocommit
+// by Clients clients through the nodes in turn. Increments make a
+// register's versions strictly increasing, so a session reading a lower
+// value than it read before has gone back in time (monotonic reads); and
+// the whole history must be linearizable (porcupine).
+type Registers struct {
+	Keys, Clients int
+
+	mu           sync.Mutex
+	ops          []porcupine.Operation
+	monotonicErr []string
+	start        time.Time
+}
+
+type regIn struct {
+	inc bool
+	key int
+}
+
+type regOut struct {
+	v       int64
+	unknown bool // an increment whose answer was lost
+}
+
+// Name implements Workload.
+func (r *Registers) Name() string { return "registers" }
+
+// Setup implements Workload.
+func (r *Registers) Setup(ctx context.Context, c *Cluster) error {
+	return execAll(ctx, c, 0,
+		"CREATE TABLE registers (k INT PRIMARY KEY, v BIGINT NOT NULL)",
+		fmt.Sprintf("INSERT INTO registers SELECT g, 0 FROM generate_series(0, %d) AS g", r.Keys-1))
+}
+
+// Run implements Workload.
+func (r *Registers) Run(ctx context.Context, c *Cluster, seed uint64, commits *Commits) {
+	r.start = time.Now()
+	var wg sync.WaitGroup
+	for cl := range r.Clients {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(seed, uint64(cl)))
+			s := newSession(c, cl)
+			defer s.close()
+			seen := map[int]int64{}
+			for ctx.Err() == nil {
+				in := regIn{inc: rng.IntN(2) == 0, key: rng.IntN(r.Keys)}
+				conn, node := s.next(ctx)
+				if conn == nil {
+					continue
+				}
+				tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				call := time.Since(r.start).Nanoseconds()
+				var v int64
+				var err error
+				if in.inc {
+					err = conn.QueryRow(tctx, "UPDATE registers SET v = v + 1 WHERE k = $1 RETURNING v", in.key).Scan(&v)
+				} else {
+					err = conn.QueryRow(tctx, "SELECT v FROM registers WHERE k = $1", in.key).Scan(&v)
+				}
+				ret := time.Since(r.start).Nanoseconds()
+				cancel()
+				out := Classify(err, in.inc)
+				s.after(err, out)
+				if out == Fail {
+					continue // a read that failed, or an increment refused: no effect
+				}
+				op := porcupine.Operation{ClientId: cl, Input: in, Call: call, Output: regOut{v: v}, Return: ret}
+				if out == Unknown {
+					// It may take effect at any time from now on.
+					op.Output, op.Return = regOut{unknown: true}, -1
+				} else {
+					if v < seen[in.key] {
+						r.mu.Lock()
+						r.monotonicErr = append(r.monotonicErr, fmt.Sprintf("client %d read register %d = %d on node %d after %d", cl, in.key, v, node+1, seen[in.key]))
+						r.mu.Unlock()
+					}
+					seen[in.key] = v
+					if in.inc {
+						commits.Add()
+					}
+				}
+				r.mu.Lock()
+				r.ops = append(r.ops, op)
+				r.mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+}
+
+var counterModel = porcupine.Model{
+	Partition: func(h []porcupine.Operation) [][]porcupine.Operation {
+		by := map[int][]porcupine.Operation{}
+		for _, op := range h {
+			k := op.Input.(regIn).key
+			by[k] = append(by[k], op)
+		}
+		var out [][]porcupine.Operation
+		for _, ops := range by {
+			out = append(out, ops)
+		}
+		return out
+	},
+	Init: func() any { return int64(0) },
+	Step: func(state, input, output any) (bool, any) {
+		s, in, out := state.(int64), input.(regIn), output.(regOut)
+		if in.inc {
+			return out.unknown || out.v == s+1, s + 1
+		}
+		return out.v == s, s
+	},
+	Equal: func(a, b any) bool { return a == b },
+	DescribeOperation: func(input, output any) string {
+		in, out := input.(regIn), output.(regOut)
+		if in.inc {
+			if out.unknown {
+				return fmt.Sprintf("inc(%d) -> ?", in.key)
+			}
+			return fmt.Sprintf("inc(%d) -> %d", in.key, out.v)
+		}
+		return fmt.Sprintf("read(%d) -> %d", in.key, out.v)
+	},
+}
+
+// Check implements Workload.
+func (r *Registers) Check(ctx context.Context, c *Cluster) (string, []string) {
+	anomalies := append([]string(nil), r.monotonicErr...)
+	end := time.Since(r.start).Nanoseconds() + 1
+	ops := make([]porcupine.Operation, len(r.ops))
+	for i, op := range r.ops {
+		if op.Return < 0 {
+			op.Return = end
+		}
+		ops[i] = op
+	}
+	// Final reads through every node: a read after everything.
+	for _, i := range c.Live() {
+		err := retry(ctx, 60*time.Second, func() error {
+			conn, err := c.ConnectWait(ctx, i, 30*time.Second)
+			if err != nil {
+				return err
+			}
+			defer conn.Close(ctx)
+			for k := range r.Keys {
+				var v int64
+				if err := conn.QueryRow(ctx, "SELECT v FROM registers WHERE k = $1", k).Scan(&v); err != nil {
+					return err
+				}
+				end++
+				ops = append(ops, porcupine.Operation{ClientId: 1000 + i, Input: regIn{key: k}, Call: end, Output: regOut{v: v}, Return: end + 1})
+				end++
+			}
+			return nil
+		})
+		if err != nil {
+			anomalies = append(anomalies, fmt.Sprintf("registers: node %d: cannot read: %v", i+1, err))
+		}
+	}
+	res := porcupine.CheckOperationsTimeout(counterModel, ops, 2*time.Minute)
+	verdict := map[porcupine.CheckResult]string{porcupine.Ok: "linearizable", porcupine.Illegal: "NOT linearizable", porcupine.Unknown: "not decided within 2m"}[res]
+	if res == porcupine.Illegal {
+		anomalies = append(anomalies, "registers: the history is not linearizable")
+	}
+	return fmt.Sprintf("registers: %d operations, %s; monotonic reads: %d violations", len(ops), verdict, len(r.monotonicErr)), anomalies
+}
