@@ -24,6 +24,10 @@ type Bank struct {
 
 type transfer struct {
 	src, dst, amount int
+	// srcNew, dstNew are the balances the UPDATEs returned (0: not
+	// known), for diagnosing a lost update: two committed transfers that
+	// started from the same balance of one account.
+	srcNew, dstNew int64
 	outcome          Outcome
 	err              error
 	node             int
@@ -64,10 +68,10 @@ func (b *Bank) Run(ctx context.Context, c *Cluster, seed uint64, commits *Commit
 				tr := &transfer{src: src, dst: dst, amount: amount, node: node, start: time.Now()}
 				tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 				tr.outcome, tr.err = Txn(tctx, conn, "BEGIN", func(ctx context.Context) error {
-					if _, err := conn.Exec(ctx, "UPDATE accounts SET balance = balance - $1 WHERE id = $2", amount, src); err != nil {
+					if err := conn.QueryRow(ctx, "UPDATE accounts SET balance = balance - $1 WHERE id = $2 RETURNING balance", amount, src).Scan(&tr.srcNew); err != nil {
 						return err
 					}
-					if _, err := conn.Exec(ctx, "UPDATE accounts SET balance = balance + $1 WHERE id = $2", amount, dst); err != nil {
+					if err := conn.QueryRow(ctx, "UPDATE accounts SET balance = balance + $1 WHERE id = $2 RETURNING balance", amount, dst).Scan(&tr.dstNew); err != nil {
 						return err
 					}
 					_, err := conn.Exec(ctx, "INSERT INTO transfers VALUES ($1, $2, $3, $4)", tid, src, dst, amount)
@@ -152,8 +156,8 @@ func (b *Bank) Check(ctx context.Context, c *Cluster) (string, []string) {
 		sort.Ints(ids)
 		for _, id := range ids {
 			if d := bal[id] - want[id]; d != 0 {
-				anomalies = append(anomalies, fmt.Sprintf("bank: node %d: account %d holds %d, the transfer log says %d; transfers of that amount touching it: %s",
-					i+1, id, bal[id], want[id], b.explain(log, id, int(d))))
+				anomalies = append(anomalies, fmt.Sprintf("bank: node %d: account %d holds %d, the transfer log says %d; transfers of that amount touching it: %s; committed transfers that started from the same balance of it: %s",
+					i+1, id, bal[id], want[id], b.explain(log, id, int(d)), b.forks(log, id)))
 			}
 		}
 		for tid, tr := range b.ops {
@@ -177,6 +181,36 @@ func (b *Bank) explain(log map[string][3]int, id, d int) string {
 		_, logged := log[tid]
 		out = append(out, fmt.Sprintf("%s (%d->%d %d, %s on node %d, logged %v, %s..%s: %v)", tid, tr.src, tr.dst, tr.amount, tr.outcome,
 			tr.node+1, logged, tr.start.Format("15:04:05.000"), tr.end.Format("15:04:05.000"), tr.err))
+	}
+	sort.Strings(out)
+	return fmt.Sprint(out)
+}
+
+// forks lists the committed (logged) transfers that read the same balance
+// of account id: a lost update if the balance did not come back to that
+// value in between (the UPDATEs' RETURNING values).
+func (b *Bank) forks(log map[string][3]int, id int) string {
+	from := map[int64][]string{}
+	for tid := range log {
+		tr := b.ops[tid]
+		if tr == nil {
+			continue
+		}
+		if tr.src == id && tr.srcNew != 0 {
+			old := tr.srcNew + int64(tr.amount)
+			from[old] = append(from[old], fmt.Sprintf("%s(-%d %s node %d %s..%s)", tid, tr.amount, tr.outcome, tr.node+1, tr.start.Format("15:04:05.000"), tr.end.Format("15:04:05.000")))
+		}
+		if tr.dst == id && tr.dstNew != 0 {
+			old := tr.dstNew - int64(tr.amount)
+			from[old] = append(from[old], fmt.Sprintf("%s(+%d %s node %d %s..%s)", tid, tr.amount, tr.outcome, tr.node+1, tr.start.Format("15:04:05.000"), tr.end.Format("15:04:05.000")))
+		}
+	}
+	var out []string
+	for old, l := range from {
+		if len(l) > 1 {
+			sort.Strings(l)
+			out = append(out, fmt.Sprintf("from %d: %v", old, l))
+		}
 	}
 	sort.Strings(out)
 	return fmt.Sprint(out)
