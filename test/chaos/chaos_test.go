@@ -57,9 +57,9 @@ func seed(t *testing.T) uint64 {
 	return s
 }
 
-// run runs cfg and fails the test on any anomaly or on availability past
-// maxGap (0: not checked).
-func run(t *testing.T, cfg Config, maxGap time.Duration) *Result {
+// run runs cfg and fails the test on any anomaly. Availability is
+// printed, not asserted: a timing on a shared machine is no verdict.
+func run(t *testing.T, cfg Config) *Result {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts real cairn processes")
@@ -75,16 +75,16 @@ func run(t *testing.T, cfg Config, maxGap time.Duration) *Result {
 	for _, s := range res.Summaries {
 		t.Log(s)
 	}
-	t.Logf("availability: %s", res.Availability)
+	within := "within"
+	if res.Availability.Max > AvailabilityTarget {
+		within = "OVER"
+	}
+	t.Logf("availability: %s (%s the %s target)", res.Availability, within, AvailabilityTarget)
 	for _, a := range res.Anomalies {
 		t.Errorf("seed %d: anomaly: %s", cfg.Seed, a)
 	}
 	if len(res.Anomalies) > 0 {
 		t.Log(res.Logs)
-	}
-	if maxGap > 0 && res.Availability.Max > maxGap {
-		t.Errorf("seed %d: a window of %s with no commit anywhere in the cluster, over the target %s",
-			cfg.Seed, res.Availability.Max.Round(time.Millisecond), maxGap)
 	}
 	return res
 }
@@ -98,7 +98,7 @@ func TestBankKills(t *testing.T) {
 		Nodes: 3, Duration: envDuration("CHAOS_BANK_DURATION", 60*time.Second),
 		Nemeses: []string{Kill}, Interval: 8 * time.Second, Dur: 3 * time.Second,
 		Workloads: []Workload{b},
-	}, 0)
+	})
 }
 
 // TestListAppendKills runs list-append at SERIALIZABLE and at REPEATABLE
@@ -111,7 +111,7 @@ func TestListAppendKills(t *testing.T) {
 			&ListAppend{Keys: 12, Clients: 3, Level: elle.Serializable},
 			&ListAppend{Keys: 12, Clients: 3, Level: elle.SnapshotIsolation},
 		},
-	}, 0)
+	})
 }
 
 // TestRegistersSetsPartitions runs registers (linearizability, monotonic
@@ -122,7 +122,7 @@ func TestRegistersSetsPartitions(t *testing.T) {
 		Nodes: 3, Duration: envDuration("CHAOS_CI_DURATION", 60*time.Second),
 		Nemeses: []string{Partition, Clock, Leases, Split}, Interval: 8 * time.Second, Dur: 4 * time.Second,
 		Workloads: []Workload{&Registers{Keys: 4, Clients: 4}, &Set{Clients: 2}},
-	}, 0)
+	})
 }
 
 // TestChaosLong is `make chaos`: every workload under every nemesis,
@@ -145,5 +145,5 @@ func TestChaosLong(t *testing.T) {
 			&Registers{Keys: 4, Clients: 2},
 			&Set{Clients: 1},
 		},
-	}, 0)
+	})
 }
