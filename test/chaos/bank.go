@@ -28,10 +28,10 @@ type transfer struct {
 	// known), for diagnosing a lost update: two committed transfers that
 	// started from the same balance of one account.
 	srcNew, dstNew int64
-	outcome          Outcome
-	err              error
-	node             int
-	start, end       time.Time
+	outcome        Outcome
+	err            error
+	node           int
+	start, end     time.Time
 }
 
 // Name implements Workload.
