@@ -33,14 +33,15 @@ const (
 
 func (o Outcome) String() string { return [...]string{"ok", "fail", "unknown"}[o] }
 
-// definite are SQLSTATE classes and codes that say a transaction did not
-// commit.
+// definiteFailure reports whether a SQLSTATE says a transaction did not
+// commit. Everything else (57014: a cancel that may have come during the
+// commit; XX000; I/O errors) leaves the outcome unknown.
 func definiteFailure(code string) bool {
 	switch {
 	case code == "40003": // statement_completion_unknown
 		return false
 	case strings.HasPrefix(code, "40"), strings.HasPrefix(code, "23"), strings.HasPrefix(code, "42"),
-		strings.HasPrefix(code, "22"), code == "25P02", code == "58000", code == "57014", code == "55P03", code == "53300":
+		strings.HasPrefix(code, "22"), code == "25P02", code == "58000", code == "53300":
 		return true
 	}
 	return false

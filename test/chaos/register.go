@@ -33,6 +33,7 @@ type regIn struct {
 type regOut struct {
 	v       int64
 	unknown bool // an increment whose answer was lost
+	node    int  // the node that served it (for diagnostics)
 }
 
 // Name implements Workload.
@@ -77,10 +78,10 @@ func (r *Registers) Run(ctx context.Context, c *Cluster, seed uint64, commits *C
 				if out == Fail {
 					continue // a read that failed, or an increment refused: no effect
 				}
-				op := porcupine.Operation{ClientId: cl, Input: in, Call: call, Output: regOut{v: v}, Return: ret}
+				op := porcupine.Operation{ClientId: cl, Input: in, Call: call, Output: regOut{v: v, node: node}, Return: ret}
 				if out == Unknown {
 					// It may take effect at any time from now on.
-					op.Output, op.Return = regOut{unknown: true}, -1
+					op.Output, op.Return = regOut{unknown: true, node: node}, -1
 				} else {
 					if v < seen[in.key] {
 						r.mu.Lock()
@@ -160,7 +161,7 @@ func (r *Registers) Check(ctx context.Context, c *Cluster) (string, []string) {
 					return err
 				}
 				end++
-				ops = append(ops, porcupine.Operation{ClientId: 1000 + i, Input: regIn{key: k}, Call: end, Output: regOut{v: v}, Return: end + 1})
+				ops = append(ops, porcupine.Operation{ClientId: 1000 + i, Input: regIn{key: k}, Call: end, Output: regOut{v: v, node: i}, Return: end + 1})
 				end++
 			}
 			return nil
@@ -173,6 +174,50 @@ func (r *Registers) Check(ctx context.Context, c *Cluster) (string, []string) {
 	verdict := map[porcupine.CheckResult]string{porcupine.Ok: "linearizable", porcupine.Illegal: "NOT linearizable", porcupine.Unknown: "not decided within 2m"}[res]
 	if res == porcupine.Illegal {
 		anomalies = append(anomalies, "registers: the history is not linearizable")
+		anomalies = append(anomalies, explainCounters(ops, r.start)...)
 	}
 	return fmt.Sprintf("registers: %d operations, %s; monotonic reads: %d violations", len(ops), verdict, len(r.monotonicErr)), anomalies
+}
+
+// explainCounters names what makes a counter history non-linearizable
+// when it is one of the simple cases: two increments that returned the
+// same value (a lost update), or a read that returned less than an
+// increment acknowledged before the read began (a stale read).
+func explainCounters(ops []porcupine.Operation, start time.Time) []string {
+	var out []string
+	at := func(ns int64) string { return start.Add(time.Duration(ns)).Format("15:04:05.000") }
+	type key = int
+	incs := map[key]map[int64]porcupine.Operation{}
+	for _, op := range ops {
+		in, o := op.Input.(regIn), op.Output.(regOut)
+		if !in.inc || o.unknown {
+			continue
+		}
+		if incs[in.key] == nil {
+			incs[in.key] = map[int64]porcupine.Operation{}
+		}
+		if prev, dup := incs[in.key][o.v]; dup {
+			out = append(out, fmt.Sprintf("registers: register %d: two increments returned %d: client %d on node %d (%s..%s) and client %d on node %d (%s..%s)",
+				in.key, o.v, prev.ClientId, prev.Output.(regOut).node+1, at(prev.Call), at(prev.Return), op.ClientId, o.node+1, at(op.Call), at(op.Return)))
+		}
+		incs[in.key][o.v] = op
+	}
+	for _, op := range ops {
+		in, o := op.Input.(regIn), op.Output.(regOut)
+		if in.inc || len(out) > 20 {
+			continue
+		}
+		var newest *porcupine.Operation
+		for _, inc := range incs[in.key] {
+			if inc.Return < op.Call && inc.Output.(regOut).v > o.v && (newest == nil || inc.Output.(regOut).v > newest.Output.(regOut).v) {
+				inc := inc
+				newest = &inc
+			}
+		}
+		if newest != nil {
+			out = append(out, fmt.Sprintf("registers: register %d: client %d read %d on node %d (%s..%s), but an increment to %d by client %d on node %d was acknowledged at %s",
+				in.key, op.ClientId, o.v, o.node+1, at(op.Call), at(op.Return), newest.Output.(regOut).v, newest.ClientId, newest.Output.(regOut).node+1, at(newest.Return)))
+		}
+	}
+	return out
 }
