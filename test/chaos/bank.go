@@ -156,8 +156,8 @@ func (b *Bank) Check(ctx context.Context, c *Cluster) (string, []string) {
 		sort.Ints(ids)
 		for _, id := range ids {
 			if d := bal[id] - want[id]; d != 0 {
-				anomalies = append(anomalies, fmt.Sprintf("bank: node %d: account %d holds %d, the transfer log says %d; transfers of that amount touching it: %s; committed transfers that started from the same balance of it: %s",
-					i+1, id, bal[id], want[id], b.explain(log, id, int(d)), b.forks(log, id)))
+				anomalies = append(anomalies, fmt.Sprintf("bank: node %d: account %d holds %d, the transfer log says %d; transfers of that amount touching it: %s; candidates for a transfer that did not see an earlier one: %s",
+					i+1, id, bal[id], want[id], b.explain(log, id, int(d)), b.stale(log, id)))
 			}
 		}
 		for tid, tr := range b.ops {
@@ -179,37 +179,46 @@ func (b *Bank) explain(log map[string][3]int, id, d int) string {
 			continue
 		}
 		_, logged := log[tid]
-		out = append(out, fmt.Sprintf("%s (%d->%d %d, %s on node %d, logged %v, %s..%s: %v)", tid, tr.src, tr.dst, tr.amount, tr.outcome,
-			tr.node+1, logged, tr.start.Format("15:04:05.000"), tr.end.Format("15:04:05.000"), tr.err))
+		out = append(out, fmt.Sprintf("%s (%d->%d %d, %s on node %d, logged %v, returned %d/%d, %s..%s: %v)", tid, tr.src, tr.dst, tr.amount, tr.outcome,
+			tr.node+1, logged, tr.srcNew, tr.dstNew, tr.start.Format("15:04:05.000"), tr.end.Format("15:04:05.000"), tr.err))
 	}
 	sort.Strings(out)
 	return fmt.Sprint(out)
 }
 
-// forks lists the committed (logged) transfers that read the same balance
-// of account id: a lost update if the balance did not come back to that
-// value in between (the UPDATEs' RETURNING values).
-func (b *Bank) forks(log map[string][3]int, id int) string {
-	from := map[int64][]string{}
+// stale lists pairs of committed (logged) transfers of account id where
+// the second began after the first had ended and still started from the
+// same balance (the RETURNING values): the second did not see the first,
+// whose write it then overwrote (a lost update), or the first's write to
+// this account was removed (a transaction applied in part).
+func (b *Bank) stale(log map[string][3]int, id int) string {
+	type use struct {
+		tid string
+		tr  *transfer
+	}
+	from := map[int64][]use{}
 	for tid := range log {
 		tr := b.ops[tid]
 		if tr == nil {
 			continue
 		}
 		if tr.src == id && tr.srcNew != 0 {
-			old := tr.srcNew + int64(tr.amount)
-			from[old] = append(from[old], fmt.Sprintf("%s(-%d %s node %d %s..%s)", tid, tr.amount, tr.outcome, tr.node+1, tr.start.Format("15:04:05.000"), tr.end.Format("15:04:05.000")))
+			from[tr.srcNew+int64(tr.amount)] = append(from[tr.srcNew+int64(tr.amount)], use{tid, tr})
 		}
 		if tr.dst == id && tr.dstNew != 0 {
-			old := tr.dstNew - int64(tr.amount)
-			from[old] = append(from[old], fmt.Sprintf("%s(+%d %s node %d %s..%s)", tid, tr.amount, tr.outcome, tr.node+1, tr.start.Format("15:04:05.000"), tr.end.Format("15:04:05.000")))
+			from[tr.dstNew-int64(tr.amount)] = append(from[tr.dstNew-int64(tr.amount)], use{tid, tr})
 		}
 	}
 	var out []string
-	for old, l := range from {
-		if len(l) > 1 {
-			sort.Strings(l)
-			out = append(out, fmt.Sprintf("from %d: %v", old, l))
+	for old, us := range from {
+		for _, a := range us {
+			for _, c := range us {
+				if a.tr != c.tr && !c.tr.start.Before(a.tr.end) {
+					out = append(out, fmt.Sprintf("%s (%d->%d %d, %s on node %d, %s..%s: %v) then %s (%d->%d %d, %s on node %d, %s..%s) both from balance %d",
+						a.tid, a.tr.src, a.tr.dst, a.tr.amount, a.tr.outcome, a.tr.node+1, a.tr.start.Format("15:04:05.000"), a.tr.end.Format("15:04:05.000"), a.tr.err,
+						c.tid, c.tr.src, c.tr.dst, c.tr.amount, c.tr.outcome, c.tr.node+1, c.tr.start.Format("15:04:05.000"), c.tr.end.Format("15:04:05.000"), old))
+				}
+			}
 		}
 	}
 	sort.Strings(out)

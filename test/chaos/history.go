@@ -64,6 +64,15 @@ func Classify(err error, committing bool) Outcome {
 	return Unknown
 }
 
+// errCode is err's SQLSTATE, or "-" for an error without one.
+func errCode(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code
+	}
+	return "-"
+}
+
 // Txn runs stmts in one transaction on conn (BEGIN [isolation]; stmts;
 // COMMIT) and returns its outcome and error. A COMMIT answered ROLLBACK
 // is a failure. ctx bounds the whole transaction.

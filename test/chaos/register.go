@@ -19,8 +19,10 @@ import (
 type Registers struct {
 	Keys, Clients int
 
-	mu           sync.Mutex
-	ops          []porcupine.Operation
+	mu  sync.Mutex
+	ops []porcupine.Operation
+	// incErrors counts the increments' errors by outcome and SQLSTATE.
+	incErrors    map[string]int
 	monotonicErr []string
 	start        time.Time
 }
@@ -75,6 +77,14 @@ func (r *Registers) Run(ctx context.Context, c *Cluster, seed uint64, commits *C
 				cancel()
 				out := Classify(err, in.inc)
 				s.after(err, out)
+				if in.inc && err != nil {
+					r.mu.Lock()
+					if r.incErrors == nil {
+						r.incErrors = map[string]int{}
+					}
+					r.incErrors[out.String()+" "+errCode(err)]++
+					r.mu.Unlock()
+				}
 				if out == Fail {
 					continue // a read that failed, or an increment refused: no effect
 				}
@@ -176,7 +186,7 @@ func (r *Registers) Check(ctx context.Context, c *Cluster) (string, []string) {
 		anomalies = append(anomalies, "registers: the history is not linearizable")
 		anomalies = append(anomalies, explainCounters(ops, r.start)...)
 	}
-	return fmt.Sprintf("registers: %d operations, %s; monotonic reads: %d violations", len(ops), verdict, len(r.monotonicErr)), anomalies
+	return fmt.Sprintf("registers: %d operations, %s; monotonic reads: %d violations; increment errors %v", len(ops), verdict, len(r.monotonicErr), r.incErrors), anomalies
 }
 
 // explainCounters names what makes a counter history non-linearizable
