@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anishathalye/porcupine"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -45,5 +46,33 @@ func TestWindows(t *testing.T) {
 	var none Commits
 	if a := none.Windows(start, start.Add(time.Minute)); a.Max != time.Minute || a.Commits != 0 {
 		t.Fatalf("no commits: %+v", a)
+	}
+}
+
+func TestCheckCounters(t *testing.T) {
+	inc := func(client int, call, ret, v int64) porcupine.Operation {
+		return porcupine.Operation{ClientId: client, Input: regIn{inc: true}, Call: call, Return: ret, Output: regOut{v: v}}
+	}
+	lost := func(client int, call int64) porcupine.Operation {
+		return porcupine.Operation{ClientId: client, Input: regIn{inc: true}, Call: call, Return: -1, Output: regOut{unknown: true}}
+	}
+	read := func(client int, call, ret, v int64) porcupine.Operation {
+		return porcupine.Operation{ClientId: client, Input: regIn{}, Call: call, Return: ret, Output: regOut{v: v}}
+	}
+	for _, tc := range []struct {
+		name string
+		ops  []porcupine.Operation
+		want porcupine.CheckResult
+	}{
+		{"sequential", []porcupine.Operation{inc(0, 1, 2, 1), read(1, 3, 4, 1), inc(1, 5, 6, 2), read(0, 7, 8, 2)}, porcupine.Ok},
+		{"unknown increment never applied", []porcupine.Operation{inc(0, 1, 2, 1), lost(1, 3), read(2, 10, 11, 1)}, porcupine.Ok},
+		{"unknown increment applied", []porcupine.Operation{inc(0, 1, 2, 1), lost(1, 3), read(2, 10, 11, 2)}, porcupine.Ok},
+		{"stale read", []porcupine.Operation{inc(0, 1, 2, 1), read(1, 3, 4, 0)}, porcupine.Illegal},
+		{"read from the future", []porcupine.Operation{read(1, 1, 2, 1), inc(0, 3, 4, 1)}, porcupine.Illegal},
+		{"stale read after a read", []porcupine.Operation{inc(0, 1, 10, 1), read(1, 2, 3, 1), read(2, 4, 5, 0)}, porcupine.Illegal},
+	} {
+		if got := checkCounters(tc.ops, 20); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

@@ -1,9 +1,11 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -150,13 +152,7 @@ var counterModel = porcupine.Model{
 func (r *Registers) Check(ctx context.Context, c *Cluster) (string, []string) {
 	anomalies := append([]string(nil), r.monotonicErr...)
 	end := time.Since(r.start).Nanoseconds() + 1
-	ops := make([]porcupine.Operation, len(r.ops))
-	for i, op := range r.ops {
-		if op.Return < 0 {
-			op.Return = end
-		}
-		ops[i] = op
-	}
+	ops := slices.Clone(r.ops)
 	// Final reads through every node: a read after everything.
 	for _, i := range c.Live() {
 		err := retry(ctx, 60*time.Second, func() error {
@@ -180,13 +176,27 @@ func (r *Registers) Check(ctx context.Context, c *Cluster) (string, []string) {
 			anomalies = append(anomalies, fmt.Sprintf("registers: node %d: cannot read: %v", i+1, err))
 		}
 	}
-	res := porcupine.CheckOperationsTimeout(counterModel, ops, 2*time.Minute)
+	res := checkCounters(ops, end)
 	verdict := map[porcupine.CheckResult]string{porcupine.Ok: "linearizable", porcupine.Illegal: "NOT linearizable", porcupine.Unknown: "not decided within 2m"}[res]
 	if res == porcupine.Illegal {
 		anomalies = append(anomalies, "registers: the history is not linearizable")
 		anomalies = append(anomalies, explainCounters(ops, r.start)...)
 	}
 	return fmt.Sprintf("registers: %d operations, %s; monotonic reads: %d violations; increment errors %v", len(ops), verdict, len(r.monotonicErr), r.incErrors), anomalies
+}
+
+// checkCounters checks a counter history whose last operation ends at
+// end. An increment whose answer was lost (Return < 0) returns at
+// infinity, after the final reads too: it may take effect at any point
+// after its call, or never (linearized after everything, unobserved).
+func checkCounters(ops []porcupine.Operation, end int64) porcupine.CheckResult {
+	ops = slices.Clone(ops)
+	for i := range ops {
+		if ops[i].Return < 0 {
+			ops[i].Return = end + 1
+		}
+	}
+	return porcupine.CheckOperationsTimeout(counterModel, ops, 2*time.Minute)
 }
 
 // explainCounters names what makes a counter history non-linearizable
@@ -212,21 +222,59 @@ func explainCounters(ops []porcupine.Operation, start time.Time) []string {
 		}
 		incs[in.key][o.v] = op
 	}
+	// The final value (the last read of each key, made after the run)
+	// against the increments: fewer than acknowledged is a lost
+	// increment; more than acknowledged plus unknown, an increment said to
+	// have failed took effect (or one took effect twice).
+	okIncs, unknownIncs, final := map[int]int64{}, map[int]int64{}, map[int]int64{}
+	var lastCall = map[int]int64{}
 	for _, op := range ops {
 		in, o := op.Input.(regIn), op.Output.(regOut)
-		if in.inc || len(out) > 20 {
-			continue
+		switch {
+		case in.inc && o.unknown:
+			unknownIncs[in.key]++
+		case in.inc:
+			okIncs[in.key]++
+		case op.Call >= lastCall[in.key]:
+			lastCall[in.key], final[in.key] = op.Call, o.v
 		}
+	}
+	for k, f := range final {
+		if f < okIncs[k] || f > okIncs[k]+unknownIncs[k] {
+			out = append(out, fmt.Sprintf("registers: register %d ends at %d after %d acknowledged and %d unknown increments", k, f, okIncs[k], unknownIncs[k]))
+		}
+	}
+	// Stale reads: a read that returned less than an operation (an
+	// acknowledged increment or another read, any client) that had
+	// completed before it began.
+	byKey := map[int][]porcupine.Operation{}
+	for _, op := range ops {
+		if o := op.Output.(regOut); !o.unknown {
+			byKey[op.Input.(regIn).key] = append(byKey[op.Input.(regIn).key], op)
+		}
+	}
+	for k, kops := range byKey {
+		done := slices.Clone(kops)
+		slices.SortFunc(done, func(a, b porcupine.Operation) int { return cmp.Compare(a.Return, b.Return) })
+		reads := slices.DeleteFunc(slices.Clone(kops), func(op porcupine.Operation) bool { return op.Input.(regIn).inc })
+		slices.SortFunc(reads, func(a, b porcupine.Operation) int { return cmp.Compare(a.Call, b.Call) })
 		var newest *porcupine.Operation
-		for _, inc := range incs[in.key] {
-			if inc.Return < op.Call && inc.Output.(regOut).v > o.v && (newest == nil || inc.Output.(regOut).v > newest.Output.(regOut).v) {
-				inc := inc
-				newest = &inc
+		i := 0
+		for _, rd := range reads {
+			for ; i < len(done) && done[i].Return < rd.Call; i++ {
+				if newest == nil || done[i].Output.(regOut).v > newest.Output.(regOut).v {
+					newest = &done[i]
+				}
 			}
-		}
-		if newest != nil {
-			out = append(out, fmt.Sprintf("registers: register %d: client %d read %d on node %d (%s..%s), but an increment to %d by client %d on node %d was acknowledged at %s",
-				in.key, op.ClientId, o.v, o.node+1, at(op.Call), at(op.Return), newest.Output.(regOut).v, newest.ClientId, newest.Output.(regOut).node+1, at(newest.Return)))
+			if newest != nil && newest.Output.(regOut).v > rd.Output.(regOut).v && len(out) < 20 {
+				kind := "a read of"
+				if newest.Input.(regIn).inc {
+					kind = "an increment to"
+				}
+				out = append(out, fmt.Sprintf("registers: register %d: client %d read %d on node %d (%s..%s), after %s %d by client %d on node %d was answered at %s",
+					k, rd.ClientId, rd.Output.(regOut).v, rd.Output.(regOut).node+1, at(rd.Call), at(rd.Return),
+					kind, newest.Output.(regOut).v, newest.ClientId, newest.Output.(regOut).node+1, at(newest.Return)))
+			}
 		}
 	}
 	return out
