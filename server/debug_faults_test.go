@@ -12,7 +12,8 @@ import (
 
 // TestDebugFaults: /debug/faults exists only on a node started with
 // FaultInjection; there it cuts peers, heals, skews the clock, refuses bad
-// input with 400 and changes nothing then, and moves leases on demand (a node with no other voter moves none).
+// input with 400 and changes nothing then, and moves leases on demand (a
+// node with no other voter moves none).
 func TestDebugFaults(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
