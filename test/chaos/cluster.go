@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -299,4 +300,10 @@ func (c *Cluster) Logs(max int) string {
 		fmt.Fprintf(&b, "--- node %d (%s):\n%s\n", i+1, c.Node(i).Dir, c.Node(i).LogTail(max))
 	}
 	return b.String()
+}
+
+// execCommand runs a command and returns its combined output.
+func execCommand(ctx context.Context, name string, args ...string) (string, error) {
+	out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
+	return string(out), err
 }
