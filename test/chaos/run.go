@@ -105,6 +105,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	if len(res.Anomalies) > 0 {
 		res.Logs = c.Logs(6000)
+		if dir := os.Getenv("CHAOS_ARTIFACTS"); dir != "" {
+			// The whole logs, for a post-mortem beyond their tails.
+			for i := 0; i < c.Len(); i++ {
+				b, _ := os.ReadFile(c.Node(i).Dir + ".log")
+				_ = os.WriteFile(fmt.Sprintf("%s/seed-%d-n%d.log", dir, cfg.Seed, i+1), b, 0o644)
+			}
+		}
 	}
 	return res, nil
 }
