@@ -3,7 +3,7 @@ GO       ?= go
 PKGS     ?= ./...
 TIMEOUT  ?= 20m
 
-.PHONY: all build demo test testrace lint fmt vet fuzz bench bench-kv bench-cluster bench-colocation bench-packedrows deps
+.PHONY: all build demo test testrace lint fmt vet fuzz bench bench-kv bench-cluster bench-colocation bench-packedrows deps chaos
 
 all: build
 
@@ -33,6 +33,17 @@ fmt:
 
 vet:
 	$(GO) vet $(PKGS)
+
+# The long chaos run (test/chaos): real cairn processes, every nemesis
+# mixed (kills, pauses, partitions, clock offsets, lease transfers,
+# splits, nodes added and decommissioned) under every workload (bank,
+# list-append at SERIALIZABLE and REPEATABLE READ, registers, sets), for
+# CHAOS_DURATION; CHAOS_SEED replays a run. `make test` runs the short
+# subset (go test ./test/chaos/).
+CHAOS_DURATION ?= 30m
+CHAOS_SEED     ?= 0
+chaos: deps
+	CHAOS_DURATION=$(CHAOS_DURATION) CHAOS_SEED=$(CHAOS_SEED) $(GO) test -count=1 -v -timeout 0 -run '^TestChaosLong$$' ./test/chaos/
 
 # Short fuzzing of every decoder and rewriter (each for FUZZTIME).
 FUZZTIME ?= 20s

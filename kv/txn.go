@@ -111,6 +111,11 @@ type Txn struct {
 		// memLockSent: some unreplicated lock was (or may have been)
 		// sent, so the transaction's end must release them.
 		memLockSent bool
+		// commitSent: a committing EndTxn was (or may have been) sent, so
+		// the record may be committed whatever the answer said; Rollback
+		// then removes intents only once its abort is confirmed
+		// (txn_commit.go).
+		commitSent bool
 		// noMemLocks: EnableWriteBufferingWithoutLocks.
 		noMemLocks bool
 	}

@@ -159,6 +159,7 @@ func (t *Txn) tryOnePhase(ctx context.Context, writes []kvpb.Request) (done bool
 	if err := t.validateAtCommit(ctx); err != nil {
 		return false, err
 	}
+	t.markCommitSent()
 	br, err := t.send(ctx, reqs, sendOpts{noHeartbeat: true})
 	var retry *kvpb.TransactionRetryError
 	if errors.As(err, &retry) && !t.isAborted() {
@@ -247,6 +248,7 @@ func (t *Txn) commitTwoPhase(ctx context.Context) error {
 		}
 		t.mu.Lock()
 		endTxn := &kvpb.EndTxnRequest{Key: t.mu.proto.Key, Commit: true, LockSpans: append([]kvpb.Span(nil), t.mu.lockSpans.list()...)}
+		t.mu.commitSent = true
 		t.mu.Unlock()
 		br, err := t.send(ctx, []kvpb.Request{endTxn}, sendOpts{})
 		if err == nil {
@@ -340,6 +342,7 @@ func (t *Txn) Rollback(ctx context.Context) error {
 	// Unreplicated locks (txn_buffer.go) need the EndTxn too: it releases
 	// them (their spans are in lockSpans).
 	wrote := t.mu.wrote || t.mu.memLockSent
+	commitSent := t.mu.commitSent
 	t.mu.buf = nil // buffered writes were never sent: nothing to undo
 	txn := t.mu.proto.Clone()
 	spans := append([]kvpb.Span(nil), t.mu.lockSpans.list()...)
@@ -362,10 +365,28 @@ func (t *Txn) Rollback(ctx context.Context) error {
 	} else {
 		err = nil
 	}
-	// Even if EndTxn failed, this coordinator knows the transaction never
-	// committed, so removing its intents is safe.
+	if err != nil && commitSent {
+		// A committing EndTxn went out and its answer was lost (the
+		// caller's context ended, the connection broke): the record may
+		// be committed ("already committed" is the abort's answer then),
+		// with intents on other tablets still waiting for their committed
+		// resolution. Resolving them as aborted here would apply the
+		// transaction in part (issue 13's partial transfer). The record
+		// decides: readers that meet an intent push and resolve it.
+		return err
+	}
+	// Otherwise the abort is confirmed, or no commit was ever sent: this
+	// coordinator knows the transaction did not commit, so removing its
+	// intents is safe even if the EndTxn failed.
 	t.db.resolveAsync(txn.TxnMeta, kvpb.Aborted, spans, endTxnDone)
 	return err
+}
+
+// markCommitSent records that a committing EndTxn is about to be sent.
+func (t *Txn) markCommitSent() {
+	t.mu.Lock()
+	t.mu.commitSent = true
+	t.mu.Unlock()
 }
 
 // finishLocked ends the transaction's life: no more operations, no more

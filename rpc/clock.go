@@ -57,6 +57,9 @@ var clockServiceDesc = grpc.ServiceDesc{
 // connection per node, made on first use. Safe for concurrent use.
 type ClockPinger struct {
 	resolve func(uint64) (string, error)
+	// Faults, when set before the first Ping, fails pings to the peers
+	// it cuts off (faults.go).
+	Faults *Faults
 
 	mu    sync.Mutex
 	conns map[uint64]*grpc.ClientConn
@@ -90,6 +93,9 @@ func (p *ClockPinger) conn(node uint64) (*grpc.ClientConn, error) {
 // Ping returns node's physical clock reading (Unix nanoseconds), taken
 // while the call was in flight.
 func (p *ClockPinger) Ping(ctx context.Context, node uint64) (int64, error) {
+	if p.Faults.IsCut(node) {
+		return 0, fmt.Errorf("rpc: clock ping to node %d: %w", node, ErrCut)
+	}
 	c, err := p.conn(node)
 	if err != nil {
 		return 0, err

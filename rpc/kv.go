@@ -38,6 +38,7 @@ type serveConfig struct {
 	methods map[string]MethodHandler
 	geo     *Geography
 	clock   func() int64
+	faults  *Faults
 }
 
 // WithKV makes Serve also serve KV batches, sending each to s (the node's
@@ -163,6 +164,9 @@ func (s *KVSender) notSent(ba *kvpb.BatchRequest, err error) error {
 // *kvpb.AmbiguousResultError for a batch that writes, and a routing error
 // for a read-only one (re-reading is harmless).
 func (s *KVSender) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchResponse, error) {
+	if s.t.cfg.Faults.IsCut(s.nodeID) {
+		return nil, s.notSent(ba, ErrCut)
+	}
 	req, err := encodeBatchRequest(nil, ba)
 	if err != nil {
 		return nil, err

@@ -82,6 +82,9 @@ func (s *server) snapshot(stream grpc.ServerStream) error {
 // must be only the state machine's header, small: image carries the
 // state) then the image, and waits for the receiver to have taken it.
 func (t *Transport) SendSnapshot(ctx context.Context, to uint64, env raftnode.Envelope, image io.Reader) error {
+	if t.cfg.Faults.IsCut(to) {
+		return fmt.Errorf("rpc: snapshot to node %d: %w", to, ErrCut)
+	}
 	addr, err := t.cfg.Resolve(to)
 	if err != nil {
 		return fmt.Errorf("rpc: resolving node %d: %w", to, err)

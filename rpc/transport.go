@@ -36,8 +36,9 @@ type raftService interface {
 }
 
 type server struct {
-	h    Handler
-	snap SnapshotReceiver
+	h      Handler
+	snap   SnapshotReceiver
+	faults *Faults
 }
 
 func (s *server) batches(stream grpc.ServerStream) error {
@@ -56,6 +57,10 @@ func (s *server) batches(stream grpc.ServerStream) error {
 			return err
 		}
 		for _, e := range envs {
+			if s.faults.IsCut(e.Msg.GetFrom()) {
+				s.faults.dropped.Add(1)
+				continue
+			}
 			s.h(e)
 		}
 	}
@@ -99,7 +104,7 @@ func Serve(ln net.Listener, h Handler, snap SnapshotReceiver, opts ...ServeOptio
 	// on to close the raft node and its engine; a leader stepping a
 	// follower's answer on a closed engine panics inside raft.
 	g := grpc.NewServer(grpc.MaxRecvMsgSize(MaxBatchSize), grpc.WaitForHandlers(true))
-	g.RegisterService(&serviceDesc, &server{h: h, snap: snap})
+	g.RegisterService(&serviceDesc, &server{h: h, snap: snap, faults: cfg.faults})
 	if cfg.kv != nil {
 		g.RegisterService(&kvServiceDesc, &kvServer{s: cfg.kv})
 	}
@@ -137,6 +142,8 @@ type TransportConfig struct {
 	Geo *Geography
 	// Logger receives connection errors (nil: discarded).
 	Logger *slog.Logger
+	// Faults, when set, cuts this node off from chosen peers (faults.go).
+	Faults *Faults
 }
 
 // Transport sends raft envelopes to other nodes: one queue, one sender
@@ -182,6 +189,10 @@ func NewTransport(cfg TransportConfig) *Transport {
 func (t *Transport) Send(envs []raftnode.Envelope) {
 	now := time.Now()
 	for _, e := range envs {
+		if t.cfg.Faults.IsCut(e.Msg.GetTo()) {
+			t.Dropped.Add(1)
+			continue
+		}
 		p := t.peer(e.Msg.GetTo())
 		if p == nil {
 			t.Dropped.Add(1)
@@ -277,6 +288,11 @@ func (t *Transport) run(p *peer) {
 			default:
 				break more
 			}
+		}
+		if t.cfg.Faults.IsCut(p.id) {
+			// Cut while these were queued: a partition loses them.
+			t.Dropped.Add(int64(len(batch)))
+			continue
 		}
 		// A fresh buffer each time: gRPC may still hold the last one
 		// after SendMsg returns.

@@ -78,6 +78,9 @@ type replication struct {
 	monDone chan struct{}
 	// zones gives the queues each tablet's placement settings (zones.go).
 	zones *zones
+	// faults cuts this node off from chosen peers (nil unless
+	// Config.FaultInjection; debug_faults.go).
+	faults *rpc.Faults
 }
 
 // memberID returns the position (from 1) of self in join, 0 if absent.
@@ -365,6 +368,9 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 	// probe each other before any has its node ID, and each must answer
 	// at once.
 	r := &replication{geo: newGeography(cfg, 0)}
+	if cfg.FaultInjection {
+		r.faults = &rpc.Faults{}
+	}
 	s.repl = r
 	var raftRef atomic.Pointer[raftnode.Node]
 	kvRef := &lateStore{}
@@ -379,7 +385,7 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 			return errors.New("cairn: not replicating yet")
 		}
 		return n.ReceiveSnapshot(ctx, env, image)
-	}, append([]rpc.ServeOption{rpc.WithKV(kvRef), rpc.WithGeography(r.geo), rpc.WithClock(clock.PhysicalNow)}, svc.ServeOptions()...)...)
+	}, append([]rpc.ServeOption{rpc.WithKV(kvRef), rpc.WithGeography(r.geo), rpc.WithClock(clock.PhysicalNow), rpc.WithFaults(r.faults)}, svc.ServeOptions()...)...)
 	registry := membership.NewRegistry()
 	id, peers, err := s.identify(ctx, registry)
 	if err != nil {
@@ -387,7 +393,7 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 	}
 	r.id, r.registry = id, registry
 	r.geo.SetSelf(id)
-	r.transport = rpc.NewTransport(rpc.TransportConfig{Resolve: registry.Resolve, Logger: s.log, Geo: r.geo})
+	r.transport = rpc.NewTransport(rpc.TransportConfig{Resolve: registry.Resolve, Logger: s.log, Geo: r.geo, Faults: r.faults})
 	var st atomic.Pointer[store.Store]
 	r.raft = raftnode.NewNode(raftnode.Config{
 		NodeID: id,
@@ -440,6 +446,7 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 		AllNodes: registry.IDs,
 	})
 	r.pinger = rpc.NewClockPinger(registry.Resolve)
+	r.pinger.Faults = r.faults
 	r.clock = clockmon.New(clockmon.Config{
 		NodeID: id, Clock: clock, Peers: r.member.ClockPeers, Pinger: r.pinger,
 		Fence:   func(err error) { r.raft.Fence("clock", err) },

@@ -131,6 +131,10 @@ type Config struct {
 	// the temporary files they spill to past work_mem (0: 32 GiB;
 	// negative: unlimited). See sqlmem.go.
 	MaxSQLMemory, MaxDiskTempStorage int64
+	// FaultInjection serves /debug/faults (debug_faults.go): partitions
+	// from chosen peers, a clock offset, lease transfers and splits on
+	// demand, for the chaos harness (test/chaos). Never in production.
+	FaultInjection bool
 }
 
 // Server is a running node.
@@ -143,6 +147,7 @@ type Server struct {
 	tempCleanup func()
 
 	eng     *storage.Engine
+	clock   *hlc.Clock
 	store   *store.Store
 	repl    *replication
 	gc      gcState
@@ -208,6 +213,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		maxOffset = clusterMaxOffset
 	}
 	clock := hlc.NewClock(hlc.UnixNano, maxOffset)
+	s.clock = clock
 	fs := cfg.FS
 	if fs == nil && cfg.StoreDir == "" {
 		fs = vfs.NewMem()
@@ -464,6 +470,9 @@ func (s *Server) httpHandler() http.Handler {
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	s.adminRoutes(mux)
 	s.nodeRoutes(mux)
+	if s.cfg.FaultInjection {
+		s.faultRoutes(mux)
+	}
 	// Who may use which endpoint (admin_auth.go).
 	return s.withAuth(mux)
 }

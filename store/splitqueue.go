@@ -32,6 +32,7 @@ package store
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -397,4 +398,32 @@ func systemSplitUnit(key []byte) (kvpb.Span, bool) {
 		return kvpb.Span{Key: keys.Min, EndKey: keys.TableDataMin}, true
 	}
 	return kvpb.Span{}, false
+}
+
+// SplitMiddle splits tablet id, which this store must lead, at the row
+// boundary nearest the middle of its data, as the split queue splits a
+// tablet too large; nil descriptors and no error when the tablet has no
+// such boundary (empty, one row, or one SplitUnit). It is how a test (the
+// chaos harness's split nemesis) splits a tablet under load without
+// knowing its keys.
+func (s *Store) SplitMiddle(ctx context.Context, id kvpb.TabletID) (left, right kvpb.TabletDescriptor, err error) {
+	var d kvpb.TabletDescriptor
+	found := false
+	for _, t := range s.Tablets() {
+		if t.TabletID == id {
+			d, found = t, true
+		}
+	}
+	if !found || !s.leads(id) {
+		return left, right, fmt.Errorf("store: tablet %d is not led here", id)
+	}
+	mid, err := s.middleKey(d)
+	if err != nil || mid == nil {
+		return left, right, err
+	}
+	key, err := s.boundaryNear(d, mid)
+	if err != nil || key == nil {
+		return left, right, err
+	}
+	return s.Split(ctx, key)
 }

@@ -33,6 +33,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -267,6 +268,19 @@ func localOnly(p *Proposal) bool {
 // with nothing to replicate) or through the log, waiting for this replica
 // to apply it. term is the lease term p was evaluated under.
 func (r *Replica) commit(ctx context.Context, term uint64, p *Proposal) error {
+	return r.commitOr(ctx, term, p, nil)
+}
+
+// commitOr is commit for a caller that holds latches (executeOnce): when
+// ctx ends with the proposal still in flight, it answers at once that the
+// outcome is unknown, and hands abandon a channel closed once the
+// proposal's fate is known (applied, refused, or the lease lost for
+// unknownAfter); the caller keeps its latches until then. Releasing them
+// earlier let a conflicting request evaluate against a state without the
+// abandoned write and then propose after it, overwriting it from a stale
+// read: issue 13's lost transfer debit (test/chaos, a client's COMMIT cut
+// off by its gateway's death). A nil abandon behaves as commit always did.
+func (r *Replica) commitOr(ctx context.Context, term uint64, p *Proposal, abandon func(settled <-chan struct{})) error {
 	if r.raft.group == nil {
 		return r.Apply(p)
 	}
@@ -289,25 +303,63 @@ func (r *Replica) commit(ctx context.Context, term uint64, p *Proposal) error {
 		_, leader := rs.group.Lease()
 		return fmt.Errorf("tablet %d: proposing: %v: %w", r.Desc().TabletID, err, r.notLeaseholder(leader))
 	}
-	// A replica that lost its lease learns its proposals' fate once it
-	// applies their entries or an entry of a later term; cut off from the
-	// group it never does, so after unknownAfter without the lease and
-	// without applying anything the answer is that the outcome is
-	// unknown. A replica that goes on applying (a follower now, catching
-	// up under a new leader) is still learning, however long it takes:
-	// answering ambiguous then would report as unknown what it is about
-	// to know.
+	err := r.waitProposal(ctx.Done(), term, id, pp)
+	if !errors.Is(err, errCallerGone) {
+		return err
+	}
+	amb := &kvpb.AmbiguousResultError{Cause: fmt.Errorf("tablet %d: waiting for a proposal to apply: %w", r.Desc().TabletID, ctx.Err())}
+	if abandon == nil {
+		r.forgetProposal(id)
+		return amb
+	}
+	settled := make(chan struct{})
+	abandon(settled)
+	go func() {
+		defer close(settled)
+		_ = r.waitProposal(nil, term, id, pp)
+	}()
+	return amb
+}
+
+// errCallerGone: waitProposal's caller's context ended first.
+var errCallerGone = errors.New("tablet: the proposer gave up")
+
+// forgetProposal drops a proposal no one waits for any more.
+func (r *Replica) forgetProposal(id uint64) {
+	r.raft.mu.Lock()
+	delete(r.raft.pending, id)
+	r.raft.mu.Unlock()
+}
+
+// waitProposal waits for proposal id's outcome: its answer once applied
+// (or refused), an AmbiguousResultError once the lease is lost and
+// nothing applies for unknownAfter, or errCallerGone (the proposal left
+// pending) when gone is closed first.
+//
+// A replica that lost its lease learns its proposals' fate once it
+// applies their entries or an entry of a later term; cut off from the
+// group it never does, so after unknownAfter without the lease and
+// without applying anything the answer is that the outcome is unknown. A
+// replica that goes on applying (a follower now, catching up under a new
+// leader) is still learning, however long it takes: answering ambiguous
+// then would report as unknown what it is about to know.
+func (r *Replica) waitProposal(gone <-chan struct{}, term, id uint64, pp *pendingProposal) error {
+	rs := &r.raft
 	check := time.NewTicker(leaseCheck)
 	defer check.Stop()
 	var lostAt time.Time
 	var seen uint64
 	for {
-		var cause error
 		select {
 		case err := <-pp.done:
 			return err
-		case <-ctx.Done():
-			cause = ctx.Err()
+		case <-gone:
+			select {
+			case err := <-pp.done:
+				return err
+			default:
+			}
+			return errCallerGone
 		case now := <-check.C:
 			if t, _ := rs.group.Lease(); t == term {
 				lostAt = time.Time{}
@@ -319,11 +371,8 @@ func (r *Replica) commit(ctx context.Context, term uint64, p *Proposal) error {
 			if now.Sub(lostAt) < unknownAfter {
 				continue
 			}
-			cause = fmt.Errorf("lease of term %d lost with the proposal in flight, and nothing applied for %s", term, unknownAfter)
 		}
-		rs.mu.Lock()
-		delete(rs.pending, id)
-		rs.mu.Unlock()
+		r.forgetProposal(id)
 		select {
 		case err := <-pp.done:
 			// Answered in the meantime.
@@ -331,7 +380,7 @@ func (r *Replica) commit(ctx context.Context, term uint64, p *Proposal) error {
 		default:
 		}
 		// The entry may still commit and apply: the caller cannot know.
-		return &kvpb.AmbiguousResultError{Cause: fmt.Errorf("tablet %d: waiting for a proposal to apply: %w", r.Desc().TabletID, cause)}
+		return &kvpb.AmbiguousResultError{Cause: fmt.Errorf("tablet %d: waiting for a proposal to apply: lease of term %d lost with the proposal in flight, and nothing applied for %s", r.Desc().TabletID, term, unknownAfter)}
 	}
 }
 

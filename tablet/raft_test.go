@@ -45,7 +45,8 @@ func (g *scriptedGroup) Propose(term uint64, data []byte) error {
 // commits at the proposal's term is applied and answered; an entry
 // committed at another term is skipped (nothing written) and its proposer
 // told to retry elsewhere; a proposal overtaken by a later term's entry is
-// told the same; a proposer whose context ends gets an ambiguous result;
+// told the same; a proposer whose context ends gets an ambiguous result
+// at once while its latches stay held until the proposal applies;
 // a replica without the lease refuses before evaluating, naming the
 // leader.
 func TestRaftSeam(t *testing.T) {
@@ -135,14 +136,30 @@ func TestRaftSeam(t *testing.T) {
 		t.Fatal("c was written though its proposal never committed")
 	}
 
-	// The proposer gives up: the outcome is unknown.
+	// The proposer gives up: the outcome is unknown, at once. But the
+	// proposal may still apply, so its latches stay held until it does:
+	// a second write of d must not evaluate before the first applied
+	// (issue 13: it read the old value, proposed after the first, and
+	// overwrote it).
 	cctx, cancel := context.WithCancel(ctx)
 	done = put(cctx, "d")
-	<-g.proposed
+	first := <-g.proposed
 	cancel()
 	var amb *kvpb.AmbiguousResultError
 	if err := <-done; !errors.As(err, &amb) {
 		t.Fatalf("err = %v, want an AmbiguousResultError", err)
+	}
+	if n := h.r.latches.numHeld(); n != 1 {
+		t.Fatalf("%d latch guards held after the proposer gave up, want the abandoned proposal's", n)
+	}
+	second := put(ctx, "d")
+	commit(entry(5, first))
+	commit(entry(5, <-g.proposed))
+	if err := <-second; err != nil {
+		t.Fatal(err)
+	}
+	if !get("d") {
+		t.Fatal("d was not written")
 	}
 
 	// No lease: refused at once, nothing proposed, the leader named.

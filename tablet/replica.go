@@ -260,7 +260,14 @@ func (r *Replica) executeOnce(ctx context.Context, ba *kvpb.BatchRequest, opts e
 	if err != nil {
 		return nil, nil, err
 	}
-	defer r.latches.release(g)
+	// handedOff: a proposal the caller gave up on is still in flight, and
+	// its latches and lease hold go when its fate is known (commitOr).
+	handedOff := false
+	defer func() {
+		if !handedOff {
+			r.latches.release(g)
+		}
+	}()
 	// The span may have shrunk (split) while we waited.
 	desc = r.Desc()
 	if err := checkKeys(ba, desc); err != nil {
@@ -272,7 +279,11 @@ func (r *Replica) executeOnce(ctx context.Context, ba *kvpb.BatchRequest, opts e
 	if err != nil {
 		return nil, nil, err
 	}
-	defer done()
+	defer func() {
+		if !handedOff {
+			done()
+		}
+	}()
 	if opts.serverTS {
 		// Stamped before a new lease's start was waited out: the previous
 		// leaseholder may have acknowledged writes above that stamp (its
@@ -293,7 +304,14 @@ func (r *Replica) executeOnce(ctx context.Context, ba *kvpb.BatchRequest, opts e
 		}
 		return nil, nil, err
 	}
-	if err := r.commit(ctx, term, prop); err != nil {
+	if err := r.commitOr(ctx, term, prop, func(settled <-chan struct{}) {
+		handedOff = true
+		go func() {
+			<-settled
+			done()
+			r.latches.release(g)
+		}()
+	}); err != nil {
 		return nil, nil, err
 	}
 	r.applyUnreplicated(prop)

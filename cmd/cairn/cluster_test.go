@@ -4,73 +4,44 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/cairn-db/cairn/test/proc"
 	"github.com/jackc/pgx/v5"
 )
 
 // freeAddrs returns n loopback addresses that were free a moment ago.
 func freeAddrs(t *testing.T, n int) []string {
-	var out []string
-	var lns []net.Listener
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns = append(lns, ln)
-		out = append(out, ln.Addr().String())
+	a, err := proc.FreeAddrs(n)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, ln := range lns {
-		ln.Close()
-	}
-	return out
+	return a
 }
 
-// member is one cairn process of the cluster.
+// member is one cairn process of the cluster (test/proc, shared with the
+// chaos harness); args are more flags for its `cairn start`.
 type member struct {
-	dir, sql, rpc, http string
-	// args are more flags for `cairn start`.
+	*proc.Node
 	args []string
-	cmd  *exec.Cmd
-	log  *os.File
 }
 
 // start starts the member's process; with no join addresses, a plain
 // `cairn start` (a cluster of one that others can join).
 func (m *member) start(t *testing.T, bin string, join []string) {
 	t.Helper()
-	args := []string{"start", "--store", m.dir, "--insecure", "--sql-addr", m.sql, "--http-addr", m.http, "--rpc-addr", m.rpc}
-	if len(join) > 0 {
-		args = append(args, "--join", strings.Join(join, ","))
-	}
-	args = append(args, m.args...)
-	m.cmd = exec.Command(bin, args...)
-	f, err := os.OpenFile(m.dir+".log", os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.log = f
-	m.cmd.Stderr = f
-	if err := m.cmd.Start(); err != nil {
+	if err := m.Start(bin, join, m.args...); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func (m *member) kill() {
-	_ = m.cmd.Process.Signal(syscall.SIGKILL)
-	_ = m.cmd.Wait()
-	m.log.Close()
-}
+func (m *member) kill() { m.Kill() }
 
 // TestClusterProcesses runs three `cairn start --join` processes on
 // loopback and a bank workload over pgwire through every one of them,
@@ -90,7 +61,7 @@ func TestClusterProcesses(t *testing.T) {
 	join := addrs[0:3]
 	ms := make([]*member, 3)
 	for i := range ms {
-		ms[i] = &member{dir: filepath.Join(dir, fmt.Sprintf("n%d", i+1)), rpc: join[i], sql: addrs[3+i], http: addrs[6+i]}
+		ms[i] = &member{Node: &proc.Node{Dir: filepath.Join(dir, fmt.Sprintf("n%d", i+1)), RPC: join[i], SQL: addrs[3+i], HTTP: addrs[6+i]}}
 		ms[i].start(t, bin, join)
 	}
 	defer func() {
@@ -99,8 +70,8 @@ func TestClusterProcesses(t *testing.T) {
 		}
 		if t.Failed() {
 			for _, m := range ms {
-				b, _ := os.ReadFile(m.dir + ".log")
-				t.Logf("%s:\n%s", m.dir, tail(string(b), 3000))
+				b, _ := os.ReadFile(m.Dir + ".log")
+				t.Logf("%s:\n%s", m.Dir, tail(string(b), 3000))
 			}
 		}
 	}()
@@ -108,7 +79,7 @@ func TestClusterProcesses(t *testing.T) {
 	connect := func(m *member, timeout time.Duration) (*pgx.Conn, error) {
 		deadline := time.Now().Add(timeout)
 		for {
-			c, err := pgx.Connect(ctx, "postgres://postgres@"+m.sql+"/postgres?sslmode=disable&connect_timeout=2")
+			c, err := pgx.Connect(ctx, "postgres://postgres@"+m.SQL+"/postgres?sslmode=disable&connect_timeout=2")
 			if err == nil {
 				return c, nil
 			}
@@ -272,9 +243,4 @@ func TestClusterProcesses(t *testing.T) {
 		len(acked), lastAck.Sub(firstAck).Round(time.Millisecond), failed, kills, maxGap.Round(time.Millisecond))
 }
 
-func tail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[len(s)-n:]
-}
+func tail(s string, n int) string { return proc.Tail(s, n) }

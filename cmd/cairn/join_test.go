@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairn-db/cairn/test/proc"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -37,19 +38,19 @@ func TestJoinProcesses(t *testing.T) {
 	addrs := freeAddrs(t, 9)
 	ms := make([]*member, 3)
 	for i := range ms {
-		ms[i] = &member{dir: filepath.Join(dir, fmt.Sprintf("n%d", i+1)), rpc: addrs[i], sql: addrs[3+i], http: addrs[6+i]}
+		ms[i] = &member{Node: &proc.Node{Dir: filepath.Join(dir, fmt.Sprintf("n%d", i+1)), RPC: addrs[i], SQL: addrs[3+i], HTTP: addrs[6+i]}}
 	}
 	ms[0].start(t, bin, nil)
 	defer func() {
 		for _, m := range ms {
-			if m.cmd != nil {
+			if m.Running() {
 				m.kill()
 			}
 		}
 		if t.Failed() {
 			for _, m := range ms {
-				b, _ := os.ReadFile(m.dir + ".log")
-				t.Logf("%s:\n%s", m.dir, tail(string(b), 3000))
+				b, _ := os.ReadFile(m.Dir + ".log")
+				t.Logf("%s:\n%s", m.Dir, tail(string(b), 3000))
 			}
 		}
 	}()
@@ -58,13 +59,13 @@ func TestJoinProcesses(t *testing.T) {
 		t.Helper()
 		deadline := time.Now().Add(60 * time.Second)
 		for {
-			c, err := pgx.Connect(ctx, "postgres://postgres@"+m.sql+"/postgres?sslmode=disable&connect_timeout=2")
+			c, err := pgx.Connect(ctx, "postgres://postgres@"+m.SQL+"/postgres?sslmode=disable&connect_timeout=2")
 			if err == nil {
 				t.Cleanup(func() { c.Close(context.Background()) })
 				return c
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("connect to %s: %v", m.sql, err)
+				t.Fatalf("connect to %s: %v", m.SQL, err)
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
@@ -76,15 +77,15 @@ func TestJoinProcesses(t *testing.T) {
 	if _, err := c1.Exec(ctx, "INSERT INTO t SELECT g, 'alone' FROM generate_series(1, 40) AS g"); err != nil {
 		t.Fatal(err)
 	}
-	ms[1].start(t, bin, []string{ms[0].rpc})
-	ms[2].start(t, bin, []string{ms[0].rpc})
+	ms[1].start(t, bin, []string{ms[0].RPC})
+	ms[2].start(t, bin, []string{ms[0].RPC})
 	// id, addresses, (empty) locality, liveness, replicas, leaders.
 	row := regexp.MustCompile(`(?m)^(\d+)\s.*\s(\S+)\s+(\d+)\s+(\d+)$`)
 	var status string
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		var out, errOut bytes.Buffer
-		run([]string{"node", "status", "--host", ms[1].http}, strings.NewReader(""), &out, &errOut)
+		run([]string{"node", "status", "--host", ms[1].HTTP}, strings.NewReader(""), &out, &errOut)
 		status = out.String()
 		rows := row.FindAllStringSubmatch(status, -1)
 		replicas := map[string]bool{}
@@ -139,7 +140,6 @@ func TestJoinProcesses(t *testing.T) {
 		t.Fatalf("node 2 sees %d rows, want 50", n)
 	}
 	ms[0].kill()
-	ms[0].cmd = nil
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if _, err := c2.Exec(cctx, "INSERT INTO t VALUES (51, 'without node 1')"); err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/cairn-db/cairn/test/proc"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,18 +36,16 @@ func TestTwoNodeLossProcesses(t *testing.T) {
 	addrs := freeAddrs(t, 6)
 	ms := make([]*member, 2)
 	for i := range ms {
-		ms[i] = &member{dir: filepath.Join(dir, fmt.Sprintf("n%d", i+1)), rpc: addrs[i], sql: addrs[2+i], http: addrs[4+i], args: []string{"--dead-after", "5s"}}
+		ms[i] = &member{Node: &proc.Node{Dir: filepath.Join(dir, fmt.Sprintf("n%d", i+1)), RPC: addrs[i], SQL: addrs[2+i], HTTP: addrs[4+i]}, args: []string{"--dead-after", "5s"}}
 	}
 	defer func() {
 		for _, m := range ms {
-			if m.cmd != nil {
-				m.kill()
-			}
+			m.kill()
 		}
 		if t.Failed() {
 			for _, m := range ms {
-				b, _ := os.ReadFile(m.dir + ".log")
-				t.Logf("%s:\n%s", m.dir, tail(string(b), 3000))
+				b, _ := os.ReadFile(m.Dir + ".log")
+				t.Logf("%s:\n%s", m.Dir, tail(string(b), 3000))
 			}
 		}
 	}()
@@ -55,20 +54,20 @@ func TestTwoNodeLossProcesses(t *testing.T) {
 		t.Helper()
 		deadline := time.Now().Add(90 * time.Second)
 		for {
-			c, err := pgx.Connect(ctx, "postgres://postgres@"+m.sql+"/postgres?sslmode=disable&connect_timeout=2")
+			c, err := pgx.Connect(ctx, "postgres://postgres@"+m.SQL+"/postgres?sslmode=disable&connect_timeout=2")
 			if err == nil {
 				t.Cleanup(func() { c.Close(context.Background()) })
 				return c
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("connect to %s: %v", m.sql, err)
+				t.Fatalf("connect to %s: %v", m.SQL, err)
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
 	status := func() (string, error) {
 		var out, errOut bytes.Buffer
-		if code := run([]string{"node", "status", "--host", ms[0].http}, strings.NewReader(""), &out, &errOut); code != 0 {
+		if code := run([]string{"node", "status", "--host", ms[0].HTTP}, strings.NewReader(""), &out, &errOut); code != 0 {
 			return "", fmt.Errorf("cairn node status: exit %d: %s", code, errOut.String())
 		}
 		return out.String(), nil
@@ -98,10 +97,9 @@ func TestTwoNodeLossProcesses(t *testing.T) {
 	if _, err := c1.Exec(ctx, "INSERT INTO t SELECT g, 'two' FROM generate_series(1, 20) AS g"); err != nil {
 		t.Fatal(err)
 	}
-	ms[1].start(t, bin, []string{ms[0].rpc})
+	ms[1].start(t, bin, []string{ms[0].RPC})
 	waitStatus("live")
 	ms[1].kill()
-	ms[1].cmd = nil
 	// The survivor is restarted while its peer is dead.
 	c1.Close(ctx)
 	ms[0].kill()
@@ -122,7 +120,7 @@ func TestTwoNodeLossProcesses(t *testing.T) {
 	}
 	waitStatus("dead")
 	var out, errOut bytes.Buffer
-	if code := run([]string{"node", "decommission", "--host", ms[0].http, "2"}, strings.NewReader(""), &out, &errOut); code != 0 {
+	if code := run([]string{"node", "decommission", "--host", ms[0].HTTP, "2"}, strings.NewReader(""), &out, &errOut); code != 0 {
 		t.Fatalf("cairn node decommission 2: exit %d\n%s%s", code, out.String(), errOut.String())
 	}
 	waitStatus("decommissioned")

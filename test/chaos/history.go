@@ -1,0 +1,179 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// AvailabilityTarget is the longest window with no commit anywhere in the
+// cluster that single-node kills may cause (issue 13: lease expiry plus
+// recovery).
+const AvailabilityTarget = 5 * time.Second
+
+// Outcome is what a client knows of a transaction.
+type Outcome int
+
+const (
+	// OK: acknowledged; it must be visible.
+	OK Outcome = iota
+	// Fail: the database said it did not commit; it must not be visible.
+	Fail
+	// Unknown: the connection or the COMMIT's answer was lost (or the
+	// database said 40003); it may or may not be visible.
+	Unknown
+)
+
+func (o Outcome) String() string { return [...]string{"ok", "fail", "unknown"}[o] }
+
+// definiteFailure reports whether a SQLSTATE says a transaction did not
+// commit. Everything else (57014: a cancel that may have come during the
+// commit; XX000; I/O errors) leaves the outcome unknown.
+func definiteFailure(code string) bool {
+	switch {
+	case code == "40003": // statement_completion_unknown
+		return false
+	case strings.HasPrefix(code, "40"), strings.HasPrefix(code, "23"), strings.HasPrefix(code, "42"),
+		strings.HasPrefix(code, "22"), code == "25P02", code == "58000", code == "53300":
+		return true
+	}
+	return false
+}
+
+// Classify turns a transaction's error into its outcome. committing says
+// whether the error came from COMMIT (or from an autocommit statement):
+// before COMMIT, any error leaves the transaction uncommitted.
+func Classify(err error, committing bool) Outcome {
+	if err == nil {
+		return OK
+	}
+	if !committing {
+		return Fail
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && definiteFailure(pe.Code) {
+		return Fail
+	}
+	return Unknown
+}
+
+// errCode is err's SQLSTATE, or "-" for an error without one.
+func errCode(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code
+	}
+	return "-"
+}
+
+// Txn runs stmts in one transaction on conn (BEGIN [isolation]; stmts;
+// COMMIT) and returns its outcome and error. A COMMIT answered ROLLBACK
+// is a failure. ctx bounds the whole transaction.
+func Txn(ctx context.Context, conn *pgx.Conn, begin string, body func(ctx context.Context) error) (Outcome, error) {
+	if _, err := conn.Exec(ctx, begin); err != nil {
+		return Fail, err
+	}
+	if err := body(ctx); err != nil {
+		if !conn.IsClosed() {
+			rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			_, _ = conn.Exec(rctx, "ROLLBACK")
+			cancel()
+		}
+		return Fail, err
+	}
+	tag, err := conn.Exec(ctx, "COMMIT")
+	if err != nil {
+		return Classify(err, true), err
+	}
+	if tag.String() != "COMMIT" {
+		return Fail, fmt.Errorf("COMMIT answered %q", tag.String())
+	}
+	return OK, nil
+}
+
+// Commits records when transactions committed, for availability.
+type Commits struct {
+	mu    sync.Mutex
+	times []time.Time
+}
+
+// Add records a commit now.
+func (c *Commits) Add() {
+	c.mu.Lock()
+	c.times = append(c.times, time.Now())
+	c.mu.Unlock()
+}
+
+// Count is the number of commits recorded.
+func (c *Commits) Count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.times)
+}
+
+// Gap is a window with no commit.
+type Gap struct {
+	From time.Time
+	Len  time.Duration
+}
+
+// Availability summarises the windows without a commit between start
+// and end.
+type Availability struct {
+	Commits       int
+	Max, P50, P99 time.Duration
+	// Long are the windows over a second, longest first.
+	Long []Gap
+}
+
+func (a Availability) String() string {
+	s := fmt.Sprintf("%d commits; windows with no commit: max %s, p50 %s, p99 %s; %d over 1s",
+		a.Commits, a.Max.Round(time.Millisecond), a.P50.Round(time.Microsecond), a.P99.Round(time.Millisecond), len(a.Long))
+	for i, g := range a.Long {
+		if i == 8 {
+			s += " ..."
+			break
+		}
+		s += fmt.Sprintf(" [%s at %s]", g.Len.Round(time.Millisecond), g.From.Format("15:04:05.000"))
+	}
+	return s
+}
+
+// Windows computes the distribution of windows with no commit between
+// start and end (the edges count: a run that never commits is one window).
+func (c *Commits) Windows(start, end time.Time) Availability {
+	c.mu.Lock()
+	ts := slices.Clone(c.times)
+	c.mu.Unlock()
+	slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
+	var gaps []Gap
+	prev := start
+	for _, t := range ts {
+		if t.Before(start) || t.After(end) {
+			continue
+		}
+		gaps = append(gaps, Gap{From: prev, Len: t.Sub(prev)})
+		prev = t
+	}
+	gaps = append(gaps, Gap{From: prev, Len: end.Sub(prev)})
+	lens := make([]time.Duration, len(gaps))
+	for i, g := range gaps {
+		lens[i] = g.Len
+	}
+	slices.Sort(lens)
+	a := Availability{Commits: len(ts), Max: lens[len(lens)-1], P50: lens[len(lens)/2], P99: lens[len(lens)*99/100]}
+	for _, g := range gaps {
+		if g.Len > time.Second {
+			a.Long = append(a.Long, g)
+		}
+	}
+	slices.SortFunc(a.Long, func(x, y Gap) int { return int(y.Len - x.Len) })
+	return a
+}
