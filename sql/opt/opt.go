@@ -24,9 +24,14 @@
 //     index's spans always fix its shard: to the shards the predicate's
 //     values (or small integer and date ranges) hash to, else to each
 //     bucket in turn.
-//  3. joinorder.go (with statistics only): trees of three to five inputs
-//     joined by inner joins are rebuilt in the left-deep order whose
-//     intermediate results are estimated smallest.
+//  3. joinorder.go, joinsearch.go: inner-join trees are cut into join
+//     lists as PostgreSQL's deconstruct_jointree does (explicit JOINs
+//     merged up to join_collapse_limit items, nested lists up to
+//     from_collapse_limit); each list below geqo_threshold is searched
+//     exhaustively over connected subsets (capped at 65,536 partial
+//     plans), larger ones greedily by smallest estimated result. Neither
+//     search builds a cross product where a predicate connects the
+//     tables, and both check the statement's context while searching.
 //  4. lookup.go: joins whose right side is a table scan with an index on
 //     the join keys become batched LookupJoins when the left side is small
 //     enough that lookups beat reading the whole right table under the
