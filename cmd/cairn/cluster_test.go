@@ -43,28 +43,23 @@ func (m *member) start(t *testing.T, bin string, join []string) {
 
 func (m *member) kill() { m.Kill() }
 
-// TestClusterProcesses runs three `cairn start --join` processes on
-// loopback and a bank workload over pgwire through every one of them,
-// SIGKILLs a random member three times (restarting it on its store each
-// time), and then checks through every member that the total balance is
-// unchanged and every acknowledged transfer is in the ledger.
-func TestClusterProcesses(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs three processes")
-	}
+// newMembers builds the cairn binary into the test's directory and
+// returns n members on fresh loopback addresses, not started, each with
+// extra flags args; when the test ends they are killed, and their logs'
+// tails are printed if it failed.
+func newMembers(t *testing.T, n int, args ...string) (bin string, ms []*member) {
+	t.Helper()
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "cairn")
+	bin = filepath.Join(dir, "cairn")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	addrs := freeAddrs(t, 9)
-	join := addrs[0:3]
-	ms := make([]*member, 3)
+	addrs := freeAddrs(t, 3*n)
+	ms = make([]*member, n)
 	for i := range ms {
-		ms[i] = &member{Node: &proc.Node{Dir: filepath.Join(dir, fmt.Sprintf("n%d", i+1)), RPC: join[i], SQL: addrs[3+i], HTTP: addrs[6+i]}}
-		ms[i].start(t, bin, join)
+		ms[i] = &member{Node: &proc.Node{Dir: filepath.Join(dir, fmt.Sprintf("n%d", i+1)), RPC: addrs[i], SQL: addrs[n+i], HTTP: addrs[2*n+i]}, args: args}
 	}
-	defer func() {
+	t.Cleanup(func() {
 		for _, m := range ms {
 			m.kill()
 		}
@@ -74,7 +69,24 @@ func TestClusterProcesses(t *testing.T) {
 				t.Logf("%s:\n%s", m.Dir, tail(string(b), 3000))
 			}
 		}
-	}()
+	})
+	return bin, ms
+}
+
+// TestClusterProcesses runs three `cairn start --join` processes on
+// loopback and a bank workload over pgwire through every one of them,
+// SIGKILLs a random member three times (restarting it on its store each
+// time), and then checks through every member that the total balance is
+// unchanged and every acknowledged transfer is in the ledger.
+func TestClusterProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs three processes")
+	}
+	bin, ms := newMembers(t, 3)
+	join := []string{ms[0].RPC, ms[1].RPC, ms[2].RPC}
+	for _, m := range ms {
+		m.start(t, bin, join)
+	}
 	ctx := context.Background()
 	connect := func(m *member, timeout time.Duration) (*pgx.Conn, error) {
 		deadline := time.Now().Add(timeout)

@@ -3,17 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/cairn-db/cairn/test/proc"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -30,30 +25,8 @@ func TestJoinProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs three processes")
 	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "cairn")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	addrs := freeAddrs(t, 9)
-	ms := make([]*member, 3)
-	for i := range ms {
-		ms[i] = &member{Node: &proc.Node{Dir: filepath.Join(dir, fmt.Sprintf("n%d", i+1)), RPC: addrs[i], SQL: addrs[3+i], HTTP: addrs[6+i]}}
-	}
+	bin, ms := newMembers(t, 3)
 	ms[0].start(t, bin, nil)
-	defer func() {
-		for _, m := range ms {
-			if m.Running() {
-				m.kill()
-			}
-		}
-		if t.Failed() {
-			for _, m := range ms {
-				b, _ := os.ReadFile(m.Dir + ".log")
-				t.Logf("%s:\n%s", m.Dir, tail(string(b), 3000))
-			}
-		}
-	}()
 	ctx := context.Background()
 	connect := func(m *member) *pgx.Conn {
 		t.Helper()

@@ -4,10 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/cairn-db/cairn/test/proc"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -28,27 +24,7 @@ func TestTwoNodeLossProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs two processes")
 	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "cairn")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	addrs := freeAddrs(t, 6)
-	ms := make([]*member, 2)
-	for i := range ms {
-		ms[i] = &member{Node: &proc.Node{Dir: filepath.Join(dir, fmt.Sprintf("n%d", i+1)), RPC: addrs[i], SQL: addrs[2+i], HTTP: addrs[4+i]}, args: []string{"--dead-after", "5s"}}
-	}
-	defer func() {
-		for _, m := range ms {
-			m.kill()
-		}
-		if t.Failed() {
-			for _, m := range ms {
-				b, _ := os.ReadFile(m.Dir + ".log")
-				t.Logf("%s:\n%s", m.Dir, tail(string(b), 3000))
-			}
-		}
-	}()
+	bin, ms := newMembers(t, 2, "--dead-after", "5s")
 	ctx := context.Background()
 	connect := func(m *member) *pgx.Conn {
 		t.Helper()
