@@ -3,6 +3,7 @@ package exec
 import (
 	"context"
 	"fmt"
+	"math"
 
 	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/cairn-db/cairn/sql/plan"
@@ -272,22 +273,60 @@ func (r *runner) buildSort(n *plan.Sort) (op, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &sortOp{r: r, in: in, cmp: func(a, b []types.Datum) int { return compareRows(keys, a, b) }}, nil
+	return &sortOp{r: r, n: n, in: in, cmp: func(a, b []types.Datum) int { return compareRows(keys, a, b) }}, nil
+}
+
+// topK evaluates a top-k sort's bound: limit+offset, or -1 (sort
+// everything) for none. Errors are the Limit's own (the Limit above
+// evaluates the same expressions), so a negative count fails here first
+// with the same SQLSTATE.
+func (r *runner) topK(n *plan.Sort) (int64, error) {
+	if n.Limit == nil {
+		return -1, nil
+	}
+	limit, err := r.evalCount(n.Limit, "LIMIT", pgerrcode.InvalidRowCountInLimitClause)
+	if err != nil || limit < 0 {
+		return -1, err
+	}
+	offset, err := r.evalCount(n.Offset, "OFFSET", pgerrcode.InvalidRowCountInResultOffsetClause)
+	if err != nil {
+		return -1, err
+	}
+	if offset > math.MaxInt64-limit {
+		return -1, nil
+	}
+	return limit + max(offset, 0), nil
+}
+
+// sorter is what sortOp fills: a Sorter, or a TopK for a bounded sort.
+type sorter interface {
+	Add(ctx context.Context, row []types.Datum) error
+	Sort(ctx context.Context) (rowcontainer.Iterator, error)
+	Close()
 }
 
 // sortOp sorts its input with a rowcontainer.Sorter: in memory within
 // work_mem, an external merge sort past it.
 type sortOp struct {
 	r   *runner
+	n   *plan.Sort
 	in  op
 	cmp rowcontainer.Compare
-	s   *rowcontainer.Sorter
+	s   sorter
 	it  rowcontainer.Iterator
 }
 
 func (o *sortOp) Next(ctx context.Context) ([]types.Datum, error) {
 	if o.it == nil {
-		o.s = rowcontainer.NewSorter(o.cmp, o.r.account(), o.r.scope)
+		k, err := o.r.topK(o.n)
+		if err != nil {
+			return nil, err
+		}
+		if k >= 0 {
+			o.s = rowcontainer.NewTopK(o.cmp, k, o.r.account(), o.r.scope)
+		} else {
+			o.s = rowcontainer.NewSorter(o.cmp, o.r.account(), o.r.scope)
+		}
 		for k := 0; ; k++ {
 			if k%checkEvery == checkEvery-1 {
 				if err := ctx.Err(); err != nil {

@@ -30,6 +30,7 @@ func (o *optimizer) orderings(n plan.Node) plan.Node {
 	case *plan.Limit:
 		o.limitOrder(v)
 		o.hardLimit(v)
+		topK(v)
 	case *plan.GroupBy:
 		o.groupOrder(v)
 	}
@@ -320,6 +321,28 @@ func (o *optimizer) hardLimit(l *plan.Limit) {
 	}
 	if s, ok := n.(*plan.Scan); ok && lim+off > 0 {
 		s.HardLimit = lim + off
+	}
+}
+
+// topK bounds a Sort right below a Limit (through Projects, which keep
+// the row count) to the Limit's count plus offset: the executor then
+// keeps only that many rows in a heap instead of sorting everything. Not
+// WITH TIES: its last rows depend on rows past the count (PostgreSQL
+// bounds no sort there either).
+func topK(l *plan.Limit) {
+	if l.Limit == nil || l.WithTies {
+		return
+	}
+	n := l.Input
+	for {
+		p, ok := n.(*plan.Project)
+		if !ok {
+			break
+		}
+		n = p.Input
+	}
+	if s, ok := n.(*plan.Sort); ok {
+		s.Limit, s.Offset = l.Limit, l.Offset
 	}
 }
 

@@ -2,6 +2,8 @@ package plan
 
 import (
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 
 	"github.com/cairn-db/cairn/sql/catalog"
@@ -215,6 +217,24 @@ func (e *explainer) node(n Node, indent int, root bool) {
 	}
 }
 
+// topKText is how many rows a top-k sort keeps: the sum when both are
+// constants, else the expressions ($1 + $2).
+func topKText(limit, offset sem.Expr) string {
+	l, lok := limit.(*sem.Const)
+	if offset == nil {
+		return limit.String()
+	}
+	o, ook := offset.(*sem.Const)
+	if lok && ook {
+		li, lok := l.Datum.(types.DInt)
+		oi, ook := o.Datum.(types.DInt)
+		if lok && ook && li >= 0 && oi >= 0 && li <= math.MaxInt64-oi {
+			return strconv.FormatInt(int64(li+oi), 10)
+		}
+	}
+	return limit.String() + " + " + offset.String()
+}
+
 func isOneRow(v *Values) bool { return len(v.Rows) == 1 && len(v.Cols) == 0 }
 
 func exprText(x sem.Expr) string {
@@ -345,6 +365,10 @@ func (e *explainer) describe(n Node) (title string, details []string, children [
 	case *Sort:
 		title = "Sort"
 		details = append(details, "Sort Key: "+e.orderText(v.Order))
+		if v.Limit != nil {
+			title = "Sort (top-k)"
+			details = append(details, "Top-k: "+topKText(v.Limit, v.Offset))
+		}
 		children = []Node{v.Input}
 	case *Limit:
 		title = "Limit"

@@ -290,10 +290,15 @@ type Window struct {
 	Cols  []Column
 }
 
-// Sort orders its input.
+// Sort orders its input. With Limit set (the optimizer copies it from a
+// Limit right above, sql/opt), only the first Limit+Offset rows are ever
+// read, so the sort keeps just those (a top-k sort: a bounded heap).
+// Limit and Offset are that Limit's int8 expressions (Offset may be nil);
+// a NULL Limit means no bound.
 type Sort struct {
-	Input Node
-	Order []Ordering
+	Input         Node
+	Order         []Ordering
+	Limit, Offset sem.Expr
 }
 
 // Limit skips Offset rows then passes at most Limit (nil: no limit). Both

@@ -375,3 +375,85 @@ func TestTempStorageCleansAtStart(t *testing.T) {
 		t.Fatalf("%d entries survived the start", n)
 	}
 }
+
+// TestTopK keeps the first k rows of random input under budgets from
+// roomy to tiny (the tiny ones move to a spilling Sorter) and checks them
+// against the first k of a stable sort: ties keep input order, so top-k
+// and a full sort agree row for row.
+func TestTopK(t *testing.T) {
+	ctx := context.Background()
+	keySets := [][]key{
+		{{col: 0}},
+		{{col: 0, desc: true, nullsFirst: true}},
+		{{col: 2, nullsFirst: true}, {col: 3, desc: true}},
+	}
+	for _, workMem := range []int64{0, 64 << 10, 600} {
+		for _, k := range []int64{0, 1, 7, 100, 5000, 10000} {
+			for ki, keys := range keySets {
+				rng := rand.New(rand.NewPCG(uint64(k), uint64(ki)))
+				n := 3000 + rng.IntN(2000)
+				rows := make([][]types.Datum, n)
+				for i := range rows {
+					rows[i] = []types.Datum{randDatum(rng, 0), randDatum(rng, 1), randDatum(rng, 2), randDatum(rng, 3), types.DInt(i)}
+				}
+				ts := newTemp(t, 0)
+				node := mon.NewBudget("SQL memory", 0)
+				acc := node.NewAccount(workMem)
+				scope := ts.NewScope()
+				cmp := compareBy(keys)
+				tk := NewTopK(cmp, k, acc, scope)
+				for _, r := range rows {
+					if err := tk.Add(ctx, r); err != nil {
+						t.Fatal(err)
+					}
+					// Past the MinRunRows rows held anyway, a heap still filling
+					// stays within work_mem.
+					if h := int64(len(tk.h)); workMem > 0 && h > MinRunRows && h < k && acc.Used() > workMem {
+						t.Fatalf("work_mem %d k %d: %d bytes held without spilling", workMem, k, acc.Used())
+					}
+				}
+				it, err := tk.Sort(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got [][]types.Datum
+				for {
+					r, err := it.Next(ctx)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if r == nil {
+						break
+					}
+					got = append(got, r)
+				}
+				want := slices.Clone(rows)
+				sort.SliceStable(want, func(i, j int) bool { return cmp(want[i], want[j]) < 0 })
+				want = want[:min(int64(len(want)), k)]
+				if len(got) != len(want) {
+					t.Fatalf("work_mem %d k %d keys %v: %d rows, want %d", workMem, k, keys, len(got), len(want))
+				}
+				for i := range want {
+					if got[i][4] != want[i][4] {
+						t.Fatalf("work_mem %d k %d keys %v: row %d is input row %v, want %v", workMem, k, keys, i, got[i][4], want[i][4])
+					}
+				}
+				// No budget, or a k below MinRunRows: the heap; 600 bytes and
+				// k >= 100: the Sorter. Between, it depends on the rows.
+				if (workMem == 0 || k < MinRunRows) && tk.Spilled {
+					t.Fatalf("work_mem %d k %d: spilled", workMem, k)
+				}
+				if workMem == 600 && k >= 100 && !tk.Spilled {
+					t.Fatalf("work_mem %d k %d: did not spill", workMem, k)
+				}
+				it.Close()
+				if acc.Used() != 0 || node.Used() != 0 || ts.Disk().Used() != 0 {
+					t.Fatalf("after Close: account %d, node %d, disk %d bytes", acc.Used(), node.Used(), ts.Disk().Used())
+				}
+				if err := scope.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+}
