@@ -273,7 +273,17 @@ func (r *runner) buildSort(n *plan.Sort) (op, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &sortOp{r: r, n: n, in: in, cmp: func(a, b []types.Datum) int { return compareRows(keys, a, b) }}, nil
+	return &sortOp{r: r, n: n, in: in, cmp: func(a, b []types.Datum) int { return compareRows(keys, a, b) }, key: abbrevKey(n.Input.Columns(), keys)}, nil
+}
+
+// abbrevKey is the abbreviated first sort key of rows laid out as cols
+// (rowcontainer.FirstKey), or nil.
+func abbrevKey(cols []plan.Column, keys []sortKey) rowcontainer.KeyFunc {
+	if len(keys) == 0 || cols[keys[0].pos].T == nil {
+		return nil
+	}
+	k := keys[0]
+	return rowcontainer.FirstKey(cols[k.pos].T, k.pos, k.desc, k.nullsFirst)
 }
 
 // topK evaluates a top-k sort's bound: limit+offset, or -1 (sort
@@ -312,6 +322,7 @@ type sortOp struct {
 	n   *plan.Sort
 	in  op
 	cmp rowcontainer.Compare
+	key rowcontainer.KeyFunc
 	s   sorter
 	it  rowcontainer.Iterator
 }
@@ -325,7 +336,9 @@ func (o *sortOp) Next(ctx context.Context) ([]types.Datum, error) {
 		if k >= 0 {
 			o.s = rowcontainer.NewTopK(o.cmp, k, o.r.account(), o.r.scope)
 		} else {
-			o.s = rowcontainer.NewSorter(o.cmp, o.r.account(), o.r.scope)
+			s := rowcontainer.NewSorter(o.cmp, o.r.account(), o.r.scope)
+			s.SetKey(o.key)
+			o.s = s
 		}
 		for k := 0; ; k++ {
 			if k%checkEvery == checkEvery-1 {

@@ -1,6 +1,7 @@
 // Package rowcontainer holds rows that may not fit in memory: an external
-// merge sorter (Sorter), a spillable append-only row list (Buffer) and the
-// temporary files both spill to (TempStorage, Scope, File). SQL operators
+// merge sorter (Sorter), a bounded top-k sorter (TopK), a spillable
+// append-only row list (Buffer) and the temporary files they spill to
+// (TempStorage, Scope, File). SQL operators
 // (sql/exec: sorts, hash aggregation and join partitions, DISTINCT,
 // windows, buffered results) use it, and index builds can share the
 // Sorter: it orders any rows by a caller's comparison.
@@ -12,8 +13,9 @@
 //	         ▼
 //	        sort them, write a run (File under the statement's Scope)
 //	Sort ──► no run: the rows in memory, sorted
-//	         runs: k-way merge (a heap over one Reader per run; more runs
-//	         than the merge order are first merged in passes)
+//	         runs: k-way merge (a heap over one Reader per run; when there
+//	         are more runs than the merge order, only enough consecutive
+//	         runs are merged first to leave that many for the last merge)
 //
 // Temporary files live in one directory per node (TempStorage: under the
 // store, wiped when the node starts) and one subdirectory per statement
@@ -21,7 +23,11 @@
 // written self-describing (codec.go: a tag byte per value), so any datum
 // round-trips exactly (numeric scale, -0, interval fields, array element
 // types); comparisons run on decoded values, so every type orders as
-// types.Compare orders it (Cairn's only collation is C).
+// types.Compare orders it (Cairn's only collation is C). A caller may
+// give the Sorter a KeyFunc: an abbreviation of the first sort key to a
+// uint64 (ints, floats, dates, times, strings' first 8 bytes), compared
+// first, so most comparisons of the in-memory sort and of the merge
+// compare two integers and the comparison runs only on ties.
 //
 // What it must not touch: it knows nothing of plans, KV or sessions; the
 // caller supplies the comparison, the account and the scope.

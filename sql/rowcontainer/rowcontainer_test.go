@@ -79,6 +79,51 @@ func filesIn(t *testing.T, dir string) int {
 	return n
 }
 
+// colTypes are the types of randDatum's kinds.
+var colTypes = []*types.T{types.Int8, types.Text, types.Float8, types.Numeric}
+
+// TestFirstKey: wherever two values' abbreviated keys differ, they order
+// as the comparison orders them (NULLs, -0, NaN, infinities, strings with
+// NUL bytes and common prefixes, both directions and NULL placements).
+func TestFirstKey(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for kind := 0; kind < 3; kind++ {
+		for _, desc := range []bool{false, true} {
+			for _, nullsFirst := range []bool{false, true} {
+				kf := FirstKey(colTypes[kind], 0, desc, nullsFirst)
+				cmp := compareBy([]key{{col: 0, desc: desc, nullsFirst: nullsFirst}})
+				decided := 0
+				for i := 0; i < 20000; i++ {
+					a := []types.Datum{randDatum(rng, kind)}
+					b := []types.Datum{randDatum(rng, kind)}
+					ka, oka := kf(a)
+					kb, okb := kf(b)
+					if !oka || !okb {
+						t.Fatalf("kind %d: %v or %v not abbreviated", kind, a[0], b[0])
+					}
+					if ka == kb {
+						continue
+					}
+					decided++
+					if want := cmp(a, b); (ka < kb) != (want < 0) || want == 0 {
+						t.Fatalf("kind %d desc %v nullsFirst %v: %v (key %x) vs %v (key %x): comparison says %d", kind, desc, nullsFirst, a[0], ka, b[0], kb, want)
+					}
+				}
+				if decided == 0 {
+					t.Fatalf("kind %d: no comparison decided by the key", kind)
+				}
+			}
+		}
+	}
+	if FirstKey(types.Numeric, 0, false, false) != nil {
+		t.Fatal("numeric has no abbreviation")
+	}
+	// A value of another Go type than the column's is not abbreviated.
+	if _, ok := FirstKey(types.Int8, 0, false, false)([]types.Datum{types.DFloat(1)}); ok {
+		t.Fatal("a float in an int column was abbreviated")
+	}
+}
+
 func randDatum(rng *rand.Rand, kind int) types.Datum {
 	if rng.IntN(8) == 0 {
 		return types.DNull
@@ -127,6 +172,9 @@ func TestSorterRandom(t *testing.T) {
 			scope := ts.NewScope()
 			cmp := compareBy(keys)
 			s := NewSorter(cmp, acc, scope)
+			// The first key abbreviated where its type has one (int,
+			// text, float; not numeric).
+			s.SetKey(FirstKey(colTypes[keys[0].col], keys[0].col, keys[0].desc, keys[0].nullsFirst))
 			for _, r := range rows {
 				if err := s.Add(ctx, r); err != nil {
 					t.Fatal(err)
@@ -166,6 +214,18 @@ func TestSorterRandom(t *testing.T) {
 			}
 			if workMem == 600 && s.Runs <= 2*minMerge {
 				t.Fatalf("a 600-byte budget wrote %d runs; the test wants several merge passes", s.Runs)
+			}
+			// Tiered merges: only enough runs are merged early to leave
+			// minMerge (the order at 600 bytes) for the last merge, so
+			// with at most minMerge² runs fewer rows than the input are
+			// written twice, and the count of merges is the least.
+			if r := s.SortedRuns; workMem == 600 && r <= minMerge*minMerge {
+				if s.MergedRows >= int64(n) {
+					t.Fatalf("%d runs: %d rows merged early, input %d", r, s.MergedRows, n)
+				}
+				if want := (r - minMerge + minMerge - 2) / (minMerge - 1); s.Runs-r != want {
+					t.Fatalf("%d runs: %d early merges, want %d", r, s.Runs-r, want)
+				}
 			}
 			if workMem == 0 && s.Runs != 0 {
 				t.Fatalf("an unlimited sorter spilled %d runs", s.Runs)

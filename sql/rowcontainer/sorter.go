@@ -34,12 +34,17 @@ type Sorter struct {
 	acc   *mon.Account
 	scope *Scope
 
+	key   KeyFunc // nil: none
 	rows  [][]types.Datum
+	keys  []rowKey   // rows' abbreviated keys, when key is set
 	idx   []sortItem // sortMem's scratch
 	bytes int64      // reserved for rows, and idx
 	runs  []*File
-	// Runs counts the runs written (for EXPLAIN ANALYZE and tests).
-	Runs int
+	// Runs counts the runs written (for EXPLAIN ANALYZE and tests);
+	// SortedRuns those of sorted input, the rest are merges of them.
+	Runs, SortedRuns int
+	// MergedRows counts rows written again by merges before the last.
+	MergedRows int64
 }
 
 // NewSorter returns a sorter ordering by cmp, reserving memory in acc and
@@ -48,6 +53,11 @@ type Sorter struct {
 func NewSorter(cmp Compare, acc *mon.Account, scope *Scope) *Sorter {
 	return &Sorter{cmp: cmp, acc: acc, scope: scope}
 }
+
+// SetKey makes the sorter abbreviate rows' first sort key with key
+// (before the first Add): most comparisons of the in-memory sort and of
+// the merge then compare two integers.
+func (s *Sorter) SetKey(key KeyFunc) { s.key = key }
 
 // Add adds a row; the sorter keeps it (the caller must not change it).
 func (s *Sorter) Add(ctx context.Context, row []types.Datum) error {
@@ -71,6 +81,10 @@ func (s *Sorter) Add(ctx context.Context, row []types.Datum) error {
 	}
 	s.bytes += n
 	s.rows = append(s.rows, row)
+	if s.key != nil {
+		k, ok := s.key(row)
+		s.keys = append(s.keys, rowKey{k, ok})
+	}
 	return nil
 }
 
@@ -83,6 +97,7 @@ func (s *Sorter) spill(ctx context.Context) error {
 	}
 	s.runs = append(s.runs, f)
 	s.Runs++
+	s.SortedRuns++
 	for i, r := range s.rows {
 		if err := checkCtx(ctx, i); err != nil {
 			return err
@@ -92,7 +107,7 @@ func (s *Sorter) spill(ctx context.Context) error {
 		}
 		s.rows[i] = nil
 	}
-	s.rows, s.idx = s.rows[:0], nil
+	s.rows, s.idx, s.keys = s.rows[:0], nil, s.keys[:0]
 	s.acc.Shrink(s.bytes)
 	if err := f.Seal(); err != nil {
 		return err
@@ -102,9 +117,11 @@ func (s *Sorter) spill(ctx context.Context) error {
 }
 
 // sortMem sorts the rows in memory, stably: pattern-defeating quicksort
-// over (row, position) pairs, ties broken by position, is several times
-// faster than a stable merge sort in place (SortStableFunc's
-// symmerge does O(n log² n) comparisons).
+// over (key, position) pairs, ties broken by position, is several times
+// faster than a stable merge sort in place (SortStableFunc's symmerge
+// does O(n log² n) comparisons). The pairs are small (24 bytes: the
+// abbreviated key and the row's position) so swaps are cheap; the rows
+// are looked up only when the keys do not decide.
 func (s *Sorter) sortMem() {
 	if len(s.rows) < 2 {
 		return
@@ -113,29 +130,44 @@ func (s *Sorter) sortMem() {
 		s.idx = make([]sortItem, len(s.rows))
 	}
 	items := s.idx[:len(s.rows)]
-	for i, r := range s.rows {
-		items[i] = sortItem{r, i}
+	for i := range s.rows {
+		items[i] = sortItem{pos: i}
+		if s.key != nil {
+			items[i].key, items[i].ok = s.keys[i].k, s.keys[i].ok
+		}
 	}
+	rows := s.rows
 	slices.SortFunc(items, func(a, b sortItem) int {
-		if c := s.cmp(a.row, b.row); c != 0 {
+		if a.ok && b.ok && a.key != b.key {
+			if a.key < b.key {
+				return -1
+			}
+			return 1
+		}
+		if c := s.cmp(rows[a.pos], rows[b.pos]); c != 0 {
 			return c
 		}
 		return a.pos - b.pos
 	})
+	sorted := make([][]types.Datum, len(rows))
 	for i := range items {
-		s.rows[i] = items[i].row
-		items[i].row = nil
+		sorted[i] = rows[items[i].pos]
 	}
+	clear(rows)
+	s.rows = sorted
+	s.keys = s.keys[:0] // the merge computes them again as it reads
 }
 
 type sortItem struct {
-	row []types.Datum
+	key uint64
 	pos int
+	ok  bool
 }
 
-// sortItemSize is what a row costs in sortMem's scratch, reserved with
-// the row.
-const sortItemSize = 32
+// sortItemSize is what a row costs besides its values: its place in
+// rows and in sortMem's copy of it (24 bytes each), its sortItem (24)
+// and its abbreviated key (16), reserved with the row.
+const sortItemSize = 88
 
 // Iterator returns rows one at a time: nil at the end.
 type Iterator interface {
@@ -159,16 +191,24 @@ func (s *Sorter) Sort(ctx context.Context) (Iterator, error) {
 	if wm := s.acc.Limit(); wm > 0 {
 		order = int(min(max(wm/readBuf, minMerge), maxMerge))
 	}
-	// Merge in passes until one merge can take every run; each pass
-	// merges consecutive runs, which keeps the sort stable (invariant 3).
+	// Merge in passes until one merge can take every run, merging only
+	// as many runs as needed to bring their number down to the order
+	// (with 300 runs and order 128, 128 runs and then 46, not all 300:
+	// the rest is read once, by the final merge). Groups are consecutive
+	// runs, which keeps the sort stable (invariant 3), and each merge
+	// holds at most order files open.
 	for len(s.runs) > order {
 		var next []*File
-		for i := 0; i < len(s.runs); i += order {
-			group := s.runs[i:min(i+order, len(s.runs))]
-			if len(group) == 1 {
+		excess := len(s.runs) - order
+		for i := 0; i < len(s.runs); {
+			g := min(order, excess+1, len(s.runs)-i)
+			group := s.runs[i : i+g]
+			i += g
+			if g == 1 {
 				next = append(next, group[0])
 				continue
 			}
+			excess -= g - 1
 			m, err := s.newMerge(group)
 			if err != nil {
 				return nil, err
@@ -183,6 +223,7 @@ func (s *Sorter) Sort(ctx context.Context) (Iterator, error) {
 				row, err := m.Next(ctx)
 				if err == nil && row != nil {
 					err = f.Append(row)
+					s.MergedRows++
 				}
 				if err != nil {
 					m.Close()
@@ -215,7 +256,7 @@ func (s *Sorter) Close() {
 		f.Close()
 	}
 	s.runs = nil
-	s.rows, s.idx = nil, nil
+	s.rows, s.idx, s.keys = nil, nil, nil
 	s.acc.Shrink(s.bytes)
 	s.bytes = 0
 }
@@ -243,6 +284,7 @@ func (m *memIter) Close() { m.s.Close() }
 // merge is a k-way merge of runs: a heap of each run's current row.
 type merge struct {
 	cmp     Compare
+	key     KeyFunc
 	acc     *mon.Account
 	readers []*Reader
 	h       mergeHeap
@@ -255,6 +297,7 @@ type merge struct {
 type mergeItem struct {
 	row []types.Datum
 	run int
+	key rowKey
 }
 
 type mergeHeap struct {
@@ -263,11 +306,12 @@ type mergeHeap struct {
 }
 
 func (h *mergeHeap) Len() int { return len(h.items) }
-func (h *mergeHeap) Less(i, j int) bool {
-	if c := h.cmp(h.items[i].row, h.items[j].row); c != 0 {
+func (h *mergeHeap) Less(i, j int) bool { return h.less(&h.items[i], &h.items[j]) }
+func (h *mergeHeap) less(a, b *mergeItem) bool {
+	if c := keyCompare(h.cmp, a.row, b.row, a.key, b.key); c != 0 {
 		return c < 0
 	}
-	return h.items[i].run < h.items[j].run
+	return a.run < b.run
 }
 func (h *mergeHeap) Swap(i, j int) { h.items[i], h.items[j] = h.items[j], h.items[i] }
 func (h *mergeHeap) Push(x any)    { h.items = append(h.items, x.(mergeItem)) }
@@ -278,7 +322,7 @@ func (h *mergeHeap) Pop() any {
 }
 
 func (s *Sorter) newMerge(runs []*File) (*merge, error) {
-	m := &merge{cmp: s.cmp, acc: s.acc, h: mergeHeap{cmp: s.cmp}}
+	m := &merge{cmp: s.cmp, key: s.key, acc: s.acc, h: mergeHeap{cmp: s.cmp}}
 	// The read buffers are memory the merge holds: reserve them past
 	// work_mem if need be (the merge order already fits them in it).
 	m.bufs = int64(len(runs)) * readBuf
@@ -305,7 +349,7 @@ func (m *merge) Next(ctx context.Context) ([]types.Datum, error) {
 				return nil, err
 			}
 			if row != nil {
-				m.h.items = append(m.h.items, mergeItem{row, i})
+				m.h.items = append(m.h.items, mergeItem{row: row, run: i, key: m.keyOf(row)})
 			}
 		}
 		heap.Init(&m.h)
@@ -326,10 +370,40 @@ func (m *merge) Next(ctx context.Context) ([]types.Datum, error) {
 	if next == nil {
 		heap.Pop(&m.h)
 	} else {
-		top.row = next
-		heap.Fix(&m.h, 0)
+		top.row, top.key = next, m.keyOf(next)
+		m.h.down0()
 	}
 	return out, nil
+}
+
+// down0 restores the heap after its root changed: heap.Fix(h, 0) without
+// the interface calls, which cost as much as the comparisons.
+func (h *mergeHeap) down0() {
+	items := h.items
+	i := 0
+	for {
+		l := 2*i + 1
+		if l >= len(items) {
+			return
+		}
+		c := l
+		if r := l + 1; r < len(items) && h.less(&items[r], &items[l]) {
+			c = r
+		}
+		if !h.less(&items[c], &items[i]) {
+			return
+		}
+		items[i], items[c] = items[c], items[i]
+		i = c
+	}
+}
+
+func (m *merge) keyOf(row []types.Datum) rowKey {
+	if m.key == nil {
+		return rowKey{}
+	}
+	k, ok := m.key(row)
+	return rowKey{k, ok}
 }
 
 func (m *merge) Close() {
