@@ -162,6 +162,16 @@ func (o *windowOp) newSort(s *windowSpec) *rowcontainer.Sorter {
 	}
 	keys = append(keys, sortKey{pos: seq})
 	srt := rowcontainer.NewSorter(func(a, b []types.Datum) int { return compareRows(keys, a, b) }, o.r.account(), o.r.scope)
+	// The first key abbreviated: PARTITION BY's first value, else ORDER
+	// BY's, else the input position.
+	t := types.Int8
+	switch {
+	case len(s.f.PartitionBy) > 0:
+		t = s.f.PartitionBy[0].Type()
+	case len(s.f.OrderBy) > 0:
+		t = s.f.OrderBy[0].Expr.Type()
+	}
+	srt.SetKey(rowcontainer.FirstKey(t, keys[0].pos, keys[0].desc, keys[0].nullsFirst))
 	o.sorts = append(o.sorts, srt)
 	return srt
 }
@@ -250,7 +260,18 @@ func (o *windowOp) compute(ctx context.Context, fi int, it rowcontainer.Iterator
 	base := o.width + nf + 1
 	np := len(s.part)
 	var part [][]types.Datum
+	// spilled holds the partition instead of part once it outgrew
+	// work_mem (window_spill.go); first is the partition's first row.
+	var spilled *rowcontainer.Buffer
+	var first []types.Datum
+	stream := windowStreamOf(s) != streamNone && o.r.scope.Spillable()
 	flush := func() error {
+		if spilled != nil {
+			err := o.computeSpilled(ctx, fi, spilled, emit)
+			spilled.Close()
+			spilled = nil
+			return err
+		}
 		if len(part) == 0 {
 			return nil
 		}
@@ -281,15 +302,45 @@ func (o *windowOp) compute(ctx context.Context, fi int, it rowcontainer.Iterator
 		if row == nil {
 			return flush()
 		}
-		if len(part) > 0 && compareRows(partKeys, part[0], row) != 0 {
+		if first != nil && compareRows(partKeys, first, row) != 0 {
 			if err := flush(); err != nil {
 				return err
 			}
+			first = nil
 		}
-		// A partition is computed whole: it is held past work_mem if
-		// need be, bounded by the node budget.
-		if err := o.acc.Force(rowcontainer.RowSize(row)); err != nil {
-			return err
+		if first == nil {
+			first = row
+		}
+		if spilled != nil {
+			if err := spilled.Add(row); err != nil {
+				return err
+			}
+			continue
+		}
+		n := rowcontainer.RowSize(row)
+		err = o.acc.Grow(n)
+		if err != nil && stream && len(part) >= minSpillRows {
+			// Past work_mem: the partition goes to a buffer that spills,
+			// and is computed reading it front to back.
+			spilled = rowcontainer.NewBuffer(o.r.account(), o.r.scope)
+			for i, r := range append(part, row) {
+				if err := spilled.Add(r); err != nil {
+					return err
+				}
+				if i < len(part) {
+					part[i] = nil
+				}
+			}
+			part = part[:0]
+			o.acc.Clear()
+			continue
+		}
+		if err != nil {
+			// A partition computed whole in memory is held past work_mem
+			// if need be, bounded by the node budget.
+			if err = o.acc.Force(n); err != nil {
+				return err
+			}
 		}
 		part = append(part, row)
 	}

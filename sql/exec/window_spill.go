@@ -1,0 +1,317 @@
+package exec
+
+import (
+	"context"
+
+	"github.com/cairn-db/cairn/sql/builtins"
+	"github.com/cairn-db/cairn/sql/pgerror"
+	"github.com/cairn-db/cairn/sql/rowcontainer"
+	"github.com/cairn-db/cairn/sql/types"
+	"github.com/jackc/pgerrcode"
+)
+
+// Window partitions larger than work_mem.
+//
+// builtins.WindowFunc computes a partition held whole in memory. A
+// partition past work_mem goes instead to a rowcontainer.Buffer (on disk
+// past work_mem) when its function's results can be computed reading the
+// partition front to back, with two readers of the buffer: one ahead,
+// finding where the current row's peer group (or the partition) ends and
+// feeding the aggregate, one behind, emitting the rows with their results.
+// Memory is then the two readers' buffers and one accumulator, whatever
+// the partition's size. The shapes below cover the ranking functions and
+// aggregates over frames that start at the partition's first row (the
+// default frame, ROWS UNBOUNDED PRECEDING, the whole partition); other
+// functions (lag, lead, nth_value, sliding or excluding frames) hold their
+// partition in memory, bounded by the node budget (53200 past it).
+
+// windowStream is how a function's results are computed in one pass over
+// a spilled partition.
+type windowStream uint8
+
+const (
+	streamNone windowStream = iota
+	// streamRank: row_number, rank, dense_rank, percent_rank, cume_dist
+	// and ntile (the frame is ignored; the partition's size is known).
+	streamRank
+	// streamAggPeers: an aggregate whose frame runs from the partition's
+	// first row to the current row's last peer (RANGE or GROUPS ...
+	// CURRENT ROW, PostgreSQL's default with ORDER BY).
+	streamAggPeers
+	// streamAggRows: ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW.
+	streamAggRows
+	// streamAggAll: the whole partition (... UNBOUNDED FOLLOWING, or no
+	// ORDER BY under a RANGE/GROUPS frame ending at the current row).
+	streamAggAll
+	// streamFirst: first_value over a frame starting at the first row.
+	streamFirst
+	// streamLastPeers, streamLastRow, streamLastAll: last_value over a
+	// frame starting at or before the current row and ending at its last
+	// peer, at itself, or at the partition's end.
+	streamLastPeers
+	streamLastRow
+	streamLastAll
+)
+
+// windowStreamOf says how spec s can stream, or streamNone.
+func windowStreamOf(s *windowSpec) windowStream {
+	f := s.frame
+	if f.Exclude != builtins.ExcludeNoOthers {
+		return streamNone
+	}
+	startsFirst := f.Start.Kind == builtins.UnboundedPreceding
+	startsAtOrBefore := startsFirst || f.Start.Kind == builtins.CurrentRow
+	// Which rows the frame ends at, when the end is the current row.
+	endPeers := f.End.Kind == builtins.CurrentRow && f.Mode != builtins.Rows
+	endRow := f.End.Kind == builtins.CurrentRow && f.Mode == builtins.Rows
+	endAll := f.End.Kind == builtins.UnboundedFollowing || (endPeers && len(s.order) == 0)
+	o := s.f.Fn.Overload
+	if o.NewWindow == nil {
+		switch {
+		case !startsFirst:
+			return streamNone
+		case endAll:
+			return streamAggAll
+		case endPeers:
+			return streamAggPeers
+		case endRow:
+			return streamAggRows
+		}
+		return streamNone
+	}
+	switch s.f.Name {
+	case "row_number", "rank", "dense_rank", "percent_rank", "cume_dist", "ntile":
+		return streamRank
+	case "first_value":
+		if startsFirst && (endPeers || endRow || endAll || f.End.Kind == builtins.OffsetFollowing) {
+			return streamFirst
+		}
+	case "last_value":
+		if !startsAtOrBefore {
+			return streamNone
+		}
+		switch {
+		case endAll:
+			return streamLastAll
+		case endPeers:
+			return streamLastPeers
+		case endRow:
+			return streamLastRow
+		}
+	}
+	return streamNone
+}
+
+// windowArgs evaluates s's arguments over row (with FILTER's value last,
+// as filteredAgg wants it).
+func windowArgs(s *windowSpec, row []types.Datum) ([]types.Datum, error) {
+	args, err := evalAll(s.args, row)
+	if err != nil {
+		return nil, err
+	}
+	if s.filter != nil {
+		d, err := s.filter(row)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, d)
+	}
+	return args, nil
+}
+
+// computeSpilled computes function fi over the partition in buf (rows
+// in window order, sort keys from position base) and passes each row on,
+// as compute does for a partition in memory.
+func (o *windowOp) computeSpilled(ctx context.Context, fi int, buf *rowcontainer.Buffer, emit func([]types.Datum) error) error {
+	s := o.specs[fi]
+	kind := windowStreamOf(s)
+	base := o.width + len(o.specs) + 1
+	okeys := base + len(s.part)
+	nk := len(s.order)
+	n := buf.Len()
+	ahead, err := buf.Iter()
+	if err != nil {
+		return err
+	}
+	defer ahead.Close()
+	behind, err := buf.Iter()
+	if err != nil {
+		return err
+	}
+	defer behind.Close()
+	peers := func(a, b []types.Datum) bool {
+		for k := 0; k < nk; k++ {
+			if types.Compare(a[okeys+k], b[okeys+k]) != 0 {
+				return false
+			}
+		}
+		return true
+	}
+	ov := s.f.Fn.Overload
+	var acc builtins.Aggregate
+	if ov.NewWindow == nil {
+		acc = ov.NewAggregate(s.f.Fn.ArgTypes)
+		if s.filter != nil {
+			acc = filteredAgg{acc}
+		}
+	}
+	fn := o.r.fn()
+	wholeGroup := kind == streamAggAll || kind == streamLastAll
+	var pending []types.Datum // the first row of the next group, read ahead
+	var first types.Datum     // first_value's value
+	var ntiles int64          // ntile's bucket count; 0: NULL
+	var idx int64             // rows emitted
+	rank, dense := int64(0), int64(0)
+	for idx < n {
+		// Read ahead to the end of the current group: its peers, or the
+		// whole partition.
+		var g int64
+		var last []types.Datum
+		for {
+			row := pending
+			pending = nil
+			if row == nil {
+				if row, err = ahead.Next(ctx); err != nil {
+					return err
+				}
+				if row == nil {
+					break
+				}
+			}
+			if g > 0 && !wholeGroup && !peers(last, row) {
+				pending = row
+				break
+			}
+			if idx+g == 0 {
+				args, err := windowArgs(s, row)
+				if err != nil {
+					return err
+				}
+				switch {
+				case kind == streamFirst:
+					first = args[0]
+				case s.f.Name == "ntile":
+					if ntiles, err = ntileCount(args); err != nil {
+						return err
+					}
+				}
+			}
+			if kind == streamAggPeers || kind == streamAggAll {
+				args, err := windowArgs(s, row)
+				if err != nil {
+					return err
+				}
+				if err := acc.Add(fn, args); err != nil {
+					return err
+				}
+			}
+			g++
+			last = row
+		}
+		if g == 0 {
+			return pgerror.New(pgerrcode.InternalError, "exec: spilled window partition has %d rows, read %d", n, idx)
+		}
+		var groupRes, lastArg types.Datum
+		switch kind {
+		case streamAggPeers, streamAggAll:
+			if groupRes, err = acc.Result(); err != nil {
+				return err
+			}
+		case streamLastPeers, streamLastAll:
+			args, err := windowArgs(s, last)
+			if err != nil {
+				return err
+			}
+			lastArg = args[0]
+		}
+		rank, dense = idx+1, dense+1
+		for end := idx + g; idx < end; idx++ {
+			row, err := behind.Next(ctx)
+			if err != nil {
+				return err
+			}
+			if row == nil {
+				return pgerror.New(pgerrcode.InternalError, "exec: spilled window partition ended early")
+			}
+			var res types.Datum
+			switch kind {
+			case streamAggPeers, streamAggAll:
+				res = groupRes
+			case streamAggRows:
+				args, err := windowArgs(s, row)
+				if err != nil {
+					return err
+				}
+				if err := acc.Add(fn, args); err != nil {
+					return err
+				}
+				if res, err = acc.Result(); err != nil {
+					return err
+				}
+			case streamFirst:
+				res = first
+			case streamLastPeers, streamLastAll:
+				res = lastArg
+			case streamLastRow:
+				args, err := windowArgs(s, row)
+				if err != nil {
+					return err
+				}
+				res = args[0]
+			case streamRank:
+				res = rankResult(s.f.Name, idx, rank, dense, end, n, ntiles)
+			}
+			row = row[:base:base]
+			row[o.width+fi] = res
+			if err := emit(row); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// ntileCount is ntile's bucket count, from the partition's first row (0
+// for NULL), as builtins' ntile reads it.
+func ntileCount(args []types.Datum) (int64, error) {
+	if types.IsNull(args[0]) {
+		return 0, nil
+	}
+	b := int64(args[0].(types.DInt))
+	if b <= 0 {
+		return 0, pgerror.New(pgerrcode.InvalidArgumentForNtileFunction, "argument of ntile must be greater than zero")
+	}
+	return b, nil
+}
+
+// rankResult is a ranking function's value for row idx (0-based) of a
+// partition of n rows whose peer group ends before row end, with the
+// group's rank and dense rank; the same values builtins' rankFunc and
+// ntileFunc compute.
+func rankResult(name string, idx, rank, dense, end, n, ntiles int64) types.Datum {
+	switch name {
+	case "row_number":
+		return types.DInt(idx + 1)
+	case "rank":
+		return types.DInt(rank)
+	case "dense_rank":
+		return types.DInt(dense)
+	case "percent_rank":
+		if n == 1 {
+			return types.DFloat(0)
+		}
+		return types.DFloat(float64(rank-1) / float64(n-1))
+	case "cume_dist":
+		return types.DFloat(float64(end) / float64(n))
+	}
+	// ntile: the first n % buckets buckets get one extra row.
+	if ntiles == 0 {
+		return types.DNull
+	}
+	per, extra := n/ntiles, n%ntiles
+	if big := extra * (per + 1); idx < big {
+		return types.DInt(idx/(per+1) + 1)
+	} else {
+		return types.DInt(extra + (idx-big)/per + 1)
+	}
+}
