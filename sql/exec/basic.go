@@ -108,6 +108,11 @@ func (r *runner) buildValues(n *plan.Values) (op, error) {
 }
 
 func (r *runner) buildFilter(n *plan.Filter) (op, error) {
+	// x [NOT] IN (uncorrelated subquery) as a conjunct: a semi- or
+	// anti-join that spills (inset.go).
+	if o, err := r.buildInSetFilter(n); err != nil || o != nil {
+		return o, err
+	}
 	in, err := r.build(n.Input)
 	if err != nil {
 		return nil, err

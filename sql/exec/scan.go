@@ -255,6 +255,12 @@ type scanOp struct {
 }
 
 func (r *runner) buildScan(n *plan.Scan) (op, error) {
+	if n.Filter != nil {
+		// x [NOT] IN (uncorrelated subquery) as a conjunct (inset.go).
+		if o, err := r.buildInSetScan(n); err != nil || o != nil {
+			return o, err
+		}
+	}
 	l, err := r.tableLayout(n.Table)
 	if err != nil {
 		return nil, err

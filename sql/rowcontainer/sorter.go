@@ -305,7 +305,7 @@ type mergeHeap struct {
 	cmp   Compare
 }
 
-func (h *mergeHeap) Len() int { return len(h.items) }
+func (h *mergeHeap) Len() int           { return len(h.items) }
 func (h *mergeHeap) Less(i, j int) bool { return h.less(&h.items[i], &h.items[j]) }
 func (h *mergeHeap) less(a, b *mergeItem) bool {
 	if c := keyCompare(h.cmp, a.row, b.row, a.key, b.key); c != 0 {
