@@ -23,8 +23,11 @@ import (
 // pair of partitions is joined in memory, split again at the next level
 // (a new hash seed) when its right side is still too large. Output order
 // then follows the partitions, not the left input (sql/opt assumes no
-// order out of a hash join). A nested-loop join's right side stays in
-// memory, reserved past work_mem (mon.Account.Force).
+// order out of a hash join). A nested-loop join whose right side outgrows
+// work_mem moves it to a rowcontainer.Buffer (on disk) and becomes a
+// block nested-loop join (nlStep): a block of left rows within work_mem
+// against one read of the right side, so memory stays within work_mem
+// and the right side is read once per block, not per left row.
 type joinOp struct {
 	r       *runner
 	n       *plan.Join
@@ -49,6 +52,22 @@ type joinOp struct {
 	oi      int
 	keybuf  []byte
 	comb    []types.Datum
+
+	// Block nested loop (right side spilled): rbuf holds the right
+	// rows; blk the current block of left rows (reserved in blkAcc) and
+	// blkMatched which of them matched; rit reads rbuf for the block,
+	// rpos is its row's position, rmatched a bitset of right rows that
+	// matched (RIGHT/FULL), final the last read emitting those that did
+	// not.
+	rbuf       *rowcontainer.Buffer
+	blk        [][]types.Datum
+	blkMatched []bool
+	blkAcc     *mon.Account
+	rit        rowcontainer.Iterator
+	rpos       int64
+	rmatched   []uint64
+	leftDone   bool
+	final      bool
 }
 
 // joinPart is a pair of spilled partitions (either may be nil: no rows).
@@ -125,6 +144,9 @@ func (o *joinOp) build(ctx context.Context) error {
 		if err != nil && hashed && o.r.canSpill(0, len(o.rrows)) {
 			o.part = newPartitioner()
 			return o.spill(ctx, 0, o.rrows, row, o.right, o.left)
+		}
+		if err != nil && !hashed && o.r.canSpill(0, len(o.rrows)) {
+			return o.spillNested(ctx, row)
 		}
 		if errors.Is(err, mon.ErrWorkMem) {
 			err = o.acc.Force(size)
@@ -391,6 +413,13 @@ func (o *joinOp) Next(ctx context.Context) ([]types.Datum, error) {
 			}
 		}
 		o.out, o.oi = o.out[:0], 0
+		if o.rbuf != nil {
+			done, err := o.nlStep(ctx)
+			if err != nil || done {
+				return nil, err
+			}
+			continue
+		}
 		if o.probe == nil {
 			ok, err := o.nextPart(ctx)
 			if err != nil || !ok {
@@ -438,6 +467,161 @@ func (o *joinOp) Close() {
 	o.queue = nil
 	o.rrows, o.table = nil, nil
 	o.acc.Clear()
+	if o.rit != nil {
+		o.rit.Close()
+	}
+	if o.rbuf != nil {
+		o.rbuf.Close()
+	}
+	o.blk = nil
+	if o.blkAcc != nil {
+		o.blkAcc.Clear()
+	}
+}
+
+// spillNested moves a nested-loop join's right side to a Buffer: the rows
+// held, pending, then the rest of right.
+func (o *joinOp) spillNested(ctx context.Context, pending []types.Datum) error {
+	o.rbuf = rowcontainer.NewBuffer(o.r.account(), o.r.scope)
+	o.blkAcc = o.r.account()
+	for i, row := range o.rrows {
+		if err := o.rbuf.Add(row); err != nil {
+			return err
+		}
+		o.rrows[i] = nil
+	}
+	o.rrows = nil
+	o.acc.Clear()
+	for k := 0; pending != nil; k++ {
+		if err := o.rbuf.Add(pending); err != nil {
+			return err
+		}
+		if k%checkEvery == checkEvery-1 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		var err error
+		if pending, err = o.right.Next(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// nlStep advances the block nested loop by one right row (or one block
+// boundary), queueing output in o.out; done at the end.
+func (o *joinOp) nlStep(ctx context.Context) (done bool, err error) {
+	kind := o.n.Kind
+	if o.rit == nil {
+		if o.leftDone {
+			if o.final || (kind != plan.RightJoin && kind != plan.FullJoin) {
+				return true, nil
+			}
+			// One more read of the right side: its unmatched rows.
+			o.final = true
+			o.rit, err = o.rbuf.Iter()
+			o.rpos = 0
+			return false, err
+		}
+		// The next block of left rows, within work_mem (at least
+		// minSpillRows: a tinier budget would read the right side once
+		// per row).
+		o.blk = o.blk[:0]
+		o.blkAcc.Clear()
+		for full := false; !full; {
+			row, err := o.left.Next(ctx)
+			if err != nil {
+				return false, err
+			}
+			if row == nil {
+				o.leftDone = true
+				break
+			}
+			n := rowcontainer.RowSize(row)
+			if err := o.blkAcc.Grow(n); err != nil {
+				if !errors.Is(err, mon.ErrWorkMem) {
+					return false, err
+				}
+				if err := o.blkAcc.Force(n); err != nil {
+					return false, err
+				}
+				full = len(o.blk)+1 >= minSpillRows
+			}
+			o.blk = append(o.blk, row)
+		}
+		if len(o.blk) == 0 {
+			return false, nil
+		}
+		o.blkMatched = make([]bool, len(o.blk))
+		o.rit, err = o.rbuf.Iter()
+		o.rpos = 0
+		return false, err
+	}
+	rrow, err := o.rit.Next(ctx)
+	if err != nil {
+		return false, err
+	}
+	if rrow == nil {
+		o.rit.Close()
+		o.rit = nil
+		if o.final {
+			return true, nil
+		}
+		for i, l := range o.blk {
+			if o.blkMatched[i] {
+				continue
+			}
+			switch kind {
+			case plan.LeftJoin, plan.FullJoin:
+				o.out = append(o.out, append(append([]types.Datum(nil), l...), nulls(o.rw)...))
+			case plan.AntiJoin:
+				o.out = append(o.out, l)
+			}
+		}
+		return false, nil
+	}
+	pos := o.rpos
+	o.rpos++
+	word, bit := pos/64, uint64(1)<<(pos%64)
+	if o.final {
+		if word >= int64(len(o.rmatched)) || o.rmatched[word]&bit == 0 {
+			o.out = append(o.out, append(nulls(o.lw), rrow...))
+		}
+		return false, nil
+	}
+	for i, l := range o.blk {
+		if o.blkMatched[i] && (kind == plan.SemiJoin || kind == plan.AntiJoin) {
+			continue
+		}
+		o.comb = append(append(o.comb[:0], l...), rrow...)
+		ok, err := o.on(o.comb)
+		if err != nil {
+			return false, err
+		}
+		if !ok {
+			continue
+		}
+		o.blkMatched[i] = true
+		if kind == plan.RightJoin || kind == plan.FullJoin {
+			for word >= int64(len(o.rmatched)) {
+				// The bitset of right rows, reserved as it grows.
+				if err := o.acc.Force(8); err != nil {
+					return false, err
+				}
+				o.rmatched = append(o.rmatched, 0)
+			}
+			o.rmatched[word] |= bit
+		}
+		switch kind {
+		case plan.SemiJoin:
+			o.out = append(o.out, l)
+		case plan.AntiJoin:
+		default:
+			o.out = append(o.out, append([]types.Datum(nil), o.comb...))
+		}
+	}
+	return false, nil
 }
 
 // buildLateralJoin re-runs Right for every left row, with the left row's

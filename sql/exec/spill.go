@@ -21,17 +21,23 @@ import (
 // bounded by work_mem, as PostgreSQL applies work_mem per operator. Past
 // it the operator spills into the statement's rowcontainer.Scope:
 //
-//   - Sort: rowcontainer.Sorter (sorted runs, k-way merge).
+//   - Sort: rowcontainer.Sorter (sorted runs, k-way merge); ORDER BY ...
+//     LIMIT k: rowcontainer.TopK (a heap of k rows, else a Sorter).
 //   - Hash aggregation (agg.go), DISTINCT and UNION (dedup below),
 //     INTERSECT/EXCEPT (setop.go) and hash joins (join.go): once the hash
 //     table is full, rows whose key is not in it go to hash partitions on
 //     disk, each processed afterwards the same way (recursively, with a
 //     new hash seed per level, up to maxSpillLevel).
+//   - Nested-loop joins (join.go): the inner side goes to a Buffer and
+//     is joined with blocks of outer rows.
+//   - [NOT] IN (subquery) in a WHERE (inset.go): the value set's keys go
+//     to a Sorter and are merged with the sorted input rows.
 //   - Windows (window.go): rows are sorted per function with a Sorter;
-//     one partition at a time is in memory.
+//     one partition at a time is in memory, or, past work_mem, read from
+//     a Buffer front to back for functions that stream (window_spill.go).
 //
-// State that cannot be split (one window partition, one group's
-// buffered aggregate inputs, a nested-loop join's inner rows, a large
+// State that cannot be split (a window partition of a function that
+// does not stream, one group's buffered aggregate inputs, a large
 // value) is reserved with Account.Force: past work_mem, bounded by the
 // node budget, whose refusal is 53200.
 

@@ -101,10 +101,13 @@ func TestSpillingOperators(t *testing.T) {
 		{"right join", `SELECT g, h FROM ` + g + ` RIGHT JOIN ` + g2 + ` ON g = h`, false, false},
 		{"full join", `SELECT g, h FROM ` + g + ` FULL JOIN ` + g2 + ` ON g = h`, false, false},
 		{"join null keys", `SELECT s, t2 FROM ` + g + ` FULL JOIN (SELECT CASE WHEN n > 3 THEN 'v' || n::text END AS t2 FROM ` + g2 + `) u2 ON s = t2`, false, false},
-		// Nested-loop joins hold their inner rows in memory, and come out
-		// the same. [NOT] IN (subquery) in a WHERE spills its set and
-		// keeps its input's order (inset.go).
-		{"nested loop", `SELECT g, h FROM ` + g + ` JOIN ` + g2 + ` ON g < h AND h < 0`, false, true},
+		// Nested-loop joins spill their inner side (a block nested loop).
+		// [NOT] IN (subquery) in a WHERE spills its set and keeps its
+		// input's order (inset.go).
+		{"nested loop", `SELECT g, h FROM ` + g + ` JOIN ` + g2 + ` ON h BETWEEN g AND g + 1`, false, false},
+		{"nested loop left", `SELECT g, h FROM ` + g + ` LEFT JOIN ` + g2 + ` ON h BETWEEN g AND g + 2 AND m = 3`, false, false},
+		{"nested loop right", `SELECT g, h FROM ` + g + ` RIGHT JOIN ` + g2 + ` ON h > g * 2 AND g < 5`, false, false},
+		{"nested loop full", `SELECT g, h FROM ` + g + ` FULL JOIN ` + g2 + ` ON h > g * 2 AND g < 5`, false, false},
 		{"in subquery", `SELECT g, s FROM ` + g + ` WHERE g IN (SELECT h FROM ` + g2 + `) AND g % 3 = 1`, true, false},
 		{"in subquery strings", `SELECT g, s FROM ` + g + ` WHERE s IN (SELECT 'v' || j::text FROM ` + g2 + ` WHERE j % 2 = 0)`, true, false},
 		{"not in subquery", `SELECT g FROM ` + g + ` WHERE g NOT IN (SELECT h FROM ` + g2 + `)`, true, false},
