@@ -63,6 +63,7 @@ func (s *Server) tabletMetrics(w io.Writer) {
 	scalar("cairn_gc_queue_versions_removed_total", "counter", "Old versions the GC queue removed.", gq.Versions)
 	scalar("cairn_gc_queue_bytes_removed_total", "counter", "Key and value bytes of the versions the GC queue removed.", gq.Bytes)
 	scalar("cairn_gc_queue_errors_total", "counter", "GC queue plans and requests that failed.", gq.Errors)
+	scalar("cairn_gc_rows_repacked_total", "counter", "Rows kept as a packed row plus column entries that GC folded into one packed row.", gq.Repacked)
 	scalar("cairn_gc_live_bytes", "gauge", "Bytes of the newest non-deleted version of each key, over the tablets this node leads, as of the GC queue's last scan of each.", gq.LiveBytes)
 	scalar("cairn_gc_total_bytes", "gauge", "Bytes of every version, over the tablets this node leads, as of the GC queue's last scan of each (minus what it removed since).", gq.TotalBytes)
 	scalar("cairn_colocation_tablets_over_warn_size", "gauge", "Colocation tablets this node leads that were larger than --colocation-warn-size at the last check.", s.colocationOverWarn())

@@ -70,7 +70,31 @@ const (
 
 // gcStats counts the queue's work (GCQueueStats).
 type gcStats struct {
-	scans, runs, versions, bytes, errors atomic.Int64
+	scans, runs, versions, bytes, errors, repacked atomic.Int64
+}
+
+// countingRepacker is the store's Config.GCRepacker as its tablets see
+// it: it counts the rows GC requests evaluated here repacked (a request
+// whose proposal then fails is counted too), whoever sent them (the queue
+// or VACUUM). Plans use the bare one.
+type countingRepacker struct {
+	mvcc.Repacker
+	n *atomic.Int64
+}
+
+func (c countingRepacker) Repack(th hlc.Timestamp, rowKey []byte, base mvcc.RowVersion, cols []mvcc.RowVersion) ([]byte, bool) {
+	out, ok := c.Repacker.Repack(th, rowKey, base, cols)
+	if ok {
+		c.n.Add(1)
+	}
+	return out, ok
+}
+
+func (s *Store) evalRepacker() mvcc.Repacker {
+	if s.cfg.GCRepacker == nil {
+		return nil
+	}
+	return countingRepacker{Repacker: s.cfg.GCRepacker, n: &s.gc.stats.repacked}
 }
 
 // GCQueueStats are the GC queue's counters on this store, and the sizes
@@ -78,8 +102,9 @@ type gcStats struct {
 type GCQueueStats struct {
 	// Scans counts tablet plans; Runs the tablets GC was sent for;
 	// Versions and Bytes what the GC requests removed; Errors failed plans
-	// and requests.
-	Scans, Runs, Versions, Bytes, Errors int64
+	// and requests; Repacked the rows GC requests evaluated on this store
+	// folded into one packed row (the queue's and VACUUM's).
+	Scans, Runs, Versions, Bytes, Errors, Repacked int64
 	// LiveBytes and TotalBytes sum, over the tablets this store leads, the
 	// sizes their last scan found (mvcc.GCPlan).
 	LiveBytes, TotalBytes int64
@@ -106,7 +131,8 @@ type gcQueue struct {
 // GCQueueStats returns the GC queue's counters.
 func (s *Store) GCQueueStats() GCQueueStats {
 	st := GCQueueStats{Scans: s.gc.stats.scans.Load(), Runs: s.gc.stats.runs.Load(),
-		Versions: s.gc.stats.versions.Load(), Bytes: s.gc.stats.bytes.Load(), Errors: s.gc.stats.errors.Load()}
+		Versions: s.gc.stats.versions.Load(), Bytes: s.gc.stats.bytes.Load(), Errors: s.gc.stats.errors.Load(),
+		Repacked: s.gc.stats.repacked.Load()}
 	s.gc.q.mu.Lock()
 	defer s.gc.q.mu.Unlock()
 	for id, t := range s.gc.q.tablets {
@@ -234,7 +260,7 @@ func (s *Store) gcTablet(ctx context.Context, d kvpb.TabletDescriptor, r *tablet
 		return 0, err
 	}
 	snap := s.eng.NewSnapshot()
-	plan, err := mvcc.PlanGC(snap, d.StartKey, d.EndKey, th, gcBatchVersions, gcBatchBytes)
+	plan, err := mvcc.PlanGCWith(snap, d.StartKey, d.EndKey, th, gcBatchVersions, gcBatchBytes, s.cfg.GCRepacker)
 	snap.Close()
 	s.gc.stats.scans.Add(1)
 	if err != nil {
@@ -311,7 +337,7 @@ func (s *Store) MeasureGC(ctx context.Context) (GCSizes, error) {
 			return out, err
 		}
 		snap := s.eng.NewSnapshot()
-		plan, err := mvcc.PlanGC(snap, d.StartKey, d.EndKey, th, gcBatchVersions, gcBatchBytes)
+		plan, err := mvcc.PlanGCWith(snap, d.StartKey, d.EndKey, th, gcBatchVersions, gcBatchBytes, s.cfg.GCRepacker)
 		snap.Close()
 		if err != nil {
 			return out, err

@@ -47,7 +47,7 @@ func (ec *evalCtx) released(span kvpb.Span, txn kvpb.TxnMeta, status kvpb.TxnSta
 }
 
 func (ec *evalCtx) gc(req *kvpb.GCRequest) (kvpb.Response, error) {
-	st, resume, err := mvcc.GCLimit(ec.b, req.Key, req.EndKey, req.Threshold, req.MaxVersions)
+	st, resume, err := mvcc.GCWith(ec.b, req.Key, req.EndKey, req.Threshold, mvcc.GCOptions{MaxVersions: req.MaxVersions, Repacker: ec.r.cfg.Repacker})
 	if err != nil {
 		return nil, wrapEval(req, err)
 	}
@@ -57,5 +57,5 @@ func (ec *evalCtx) gc(req *kvpb.GCRequest) (kvpb.Response, error) {
 		}
 		ec.prop.GCThreshold = req.Threshold
 	}
-	return &kvpb.GCResponse{Removed: st.Versions, RemovedBytes: st.Bytes, ResumeKey: resume}, nil
+	return &kvpb.GCResponse{Removed: st.Versions, RemovedBytes: st.Bytes, ResumeKey: resume, Repacked: st.Repacked}, nil
 }
