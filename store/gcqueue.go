@@ -71,6 +71,8 @@ const (
 // gcStats counts the queue's work (GCQueueStats).
 type gcStats struct {
 	scans, runs, versions, bytes, errors, repacked atomic.Int64
+	// transaction cleanup (txncleanup.go)
+	intentsResolved, recordsRemoved, aborted atomic.Int64
 }
 
 // countingRepacker is the store's Config.GCRepacker as its tablets see
@@ -105,6 +107,8 @@ type GCQueueStats struct {
 	// and requests; Repacked the rows GC requests evaluated on this store
 	// folded into one packed row (the queue's and VACUUM's).
 	Scans, Runs, Versions, Bytes, Errors, Repacked int64
+	// TxnCleanup counts the transaction cleanup's work (txncleanup.go).
+	TxnCleanup TxnCleanupStats
 	// LiveBytes and TotalBytes sum, over the tablets this store leads, the
 	// sizes their last scan found (mvcc.GCPlan).
 	LiveBytes, TotalBytes int64
@@ -120,6 +124,8 @@ type gcTabletState struct {
 	nextDue    hlc.Timestamp
 	live, tot  int64
 	generation int64
+	// cleaned is when the transaction cleanup last ran over the tablet.
+	cleaned time.Time
 }
 
 // gcQueue is one store's GC queue state.
@@ -132,7 +138,9 @@ type gcQueue struct {
 func (s *Store) GCQueueStats() GCQueueStats {
 	st := GCQueueStats{Scans: s.gc.stats.scans.Load(), Runs: s.gc.stats.runs.Load(),
 		Versions: s.gc.stats.versions.Load(), Bytes: s.gc.stats.bytes.Load(), Errors: s.gc.stats.errors.Load(),
-		Repacked: s.gc.stats.repacked.Load()}
+		Repacked: s.gc.stats.repacked.Load(),
+		TxnCleanup: TxnCleanupStats{IntentsResolved: s.gc.stats.intentsResolved.Load(),
+			RecordsRemoved: s.gc.stats.recordsRemoved.Load(), Aborted: s.gc.stats.aborted.Load()}}
 	s.gc.q.mu.Lock()
 	defer s.gc.q.mu.Unlock()
 	for id, t := range s.gc.q.tablets {
@@ -225,12 +233,24 @@ func (s *Store) GCPass(ctx context.Context, force bool) int64 {
 			st = &gcTabletState{generation: d.Generation}
 			s.gc.q.tablets[d.TabletID] = st
 		}
+		cleanup := force || now.Sub(st.cleaned) >= max(s.txnCleanupAge()/2, s.gcInterval())
+		if cleanup {
+			st.cleaned = now
+		}
 		due := force || st.scanned.IsZero()
 		if !due && now.Sub(st.scanned) >= gcRescan(ttl, s.gcInterval()) {
 			due = (!st.nextDue.IsEmpty() && !now.Before(time.Unix(0, st.nextDue.WallTime).Add(ttl))) ||
 				(writes != st.writes && now.Sub(st.scanned) >= ttl)
 		}
 		s.gc.q.mu.Unlock()
+		if cleanup {
+			if err := s.cleanupTxns(ctx, d); err != nil {
+				if ctx.Err() != nil {
+					return removed
+				}
+				s.gc.stats.errors.Add(1)
+			}
+		}
 		if !due {
 			continue
 		}

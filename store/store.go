@@ -68,6 +68,10 @@ type Config struct {
 	// tablets' GC requests use it and the queue's plans count what it
 	// would fold.
 	GCRepacker mvcc.Repacker
+	// GCTxnCleanupAge is how old an intent's transaction, or a final
+	// record, must be before the GC queue's transaction cleanup
+	// (txncleanup.go) looks at it (0: DefaultGCTxnCleanupAge).
+	GCTxnCleanupAge time.Duration
 }
 
 // Store is one node's set of tablets over one engine. It implements
