@@ -229,18 +229,36 @@ type (
 	// version at or below Threshold, and tombstones at or below it.
 	// MaxVersions (0: no limit) bounds the versions one request removes:
 	// it stops at the next key boundary and returns ResumeKey.
+	//
+	// A tablet with a row repacker (tablet.Config.Repacker) also folds
+	// rows kept as a packed row plus column entries, all at or below
+	// Threshold, into one packed row, and drops column entries no read at
+	// or above it can see (mvcc invariant 10); MaxVersions then stops at
+	// a row boundary.
+	//
+	// TxnRecords lists transaction records anchored in [Key, EndKey) to
+	// delete if they are final (committed or aborted), once every intent
+	// they name is resolved; the tablet then refuses to create a record
+	// for them again (tablet invariant 8). With a zero Threshold the
+	// request removes no version.
 	GCRequest struct {
 		Key, EndKey []byte
 		Threshold   hlc.Timestamp
 		MaxVersions int
+		TxnRecords  []TxnMeta
 	}
 	// GCResponse reports how many versions were removed and their key
 	// and value bytes; ResumeKey, when set, is where a bounded request
 	// stopped (the rest of the span is untouched).
+	// Repacked counts the rows repacked; RemovedBytes is net of the
+	// packed rows written.
+	// TxnRecordsRemoved counts the records of TxnRecords deleted.
 	GCResponse struct {
-		Removed      int
-		RemovedBytes int64
-		ResumeKey    []byte
+		Removed           int
+		RemovedBytes      int64
+		ResumeKey         []byte
+		Repacked          int
+		TxnRecordsRemoved int
 	}
 
 	// SplitRequest splits the tablet holding SplitKey at SplitKey.

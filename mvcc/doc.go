@@ -154,4 +154,13 @@
 //     value at a sequence number its transaction ignores is never read by
 //     that transaction nor committed (decoding checks the first part;
 //     testdata/savepoints and TestTxnModel the second).
+//  10. GC with a Repacker (gc.go) may also replace the versions at or
+//     below the threshold of one row's keys (a row key and the column
+//     entries that extend it, which mvcc knows only through the Repacker)
+//     by one version of the row key at the newest of their timestamps,
+//     holding what they merged to, and drop column entries older than the
+//     row-key version they would merge with; it still changes no read at
+//     or above the threshold (7). It leaves alone any row one of whose
+//     keys is locked, and a GC request never stops inside a row
+//     (sql/rowenc TestRepackModel, store TestGCCrash).
 package mvcc

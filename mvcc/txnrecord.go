@@ -59,3 +59,28 @@ func IsExpired(rec kvpb.Transaction, now hlc.Timestamp, liveness time.Duration) 
 	last := rec.LastHeartbeat.Forward(rec.MinTimestamp)
 	return last.WallTime < now.WallTime-liveness.Nanoseconds()
 }
+
+// ScanTxnRecords calls fn with every transaction record anchored in
+// [start, end), in key order, until fn returns false or an error.
+func ScanTxnRecords(r storage.Reader, start, end []byte, fn func(kvpb.Transaction) (bool, error)) error {
+	lo, hi := keys.TxnRecordSpan(start, end)
+	it, err := r.NewIter(storage.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return fmt.Errorf("mvcc: scan txn records: %w", err)
+	}
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		raw, err := it.UnsafeValue()
+		if err != nil {
+			return err
+		}
+		txn, err := decodeTxnRecord(raw)
+		if err != nil {
+			return fmt.Errorf("mvcc: txn record %q: %w", it.UnsafeKey().Key, err)
+		}
+		if more, err := fn(txn); err != nil || !more {
+			return err
+		}
+	}
+	return it.Err()
+}

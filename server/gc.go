@@ -15,6 +15,13 @@ package server
 //     than ptsStale (a node gone) is ignored, which can at worst make a
 //     transaction of a partitioned node fail with snapshot_too_old.
 //
+//   - the row repacker (rowenc.Repacker, mvcc invariant 10): the layouts
+//     of every table, read from the catalog at most every
+//     repackRefreshInterval (and before each VACUUM), each with the time
+//     this node first saw its current descriptor version, so GC repacks a
+//     row only under a schema every reader at or above its threshold
+//     already uses;
+//
 // and runs the queue on every node (each collects the tablets it leads).
 
 import (
@@ -24,24 +31,42 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/keys"
+	"github.com/cairn-db/cairn/kv"
 	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/sql/catalog"
+	"github.com/cairn-db/cairn/sql/rowenc"
 	"github.com/cairn-db/cairn/sql/session"
 	"github.com/cairn-db/cairn/store"
 	"github.com/cairn-db/cairn/zone"
 )
 
 const (
-	ptsPublishInterval = time.Second
-	ptsStale           = time.Minute
+	ptsPublishInterval    = time.Second
+	ptsStale              = time.Minute
+	repackRefreshInterval = 10 * time.Second
 )
 
 // gcState is the server's part of GC.
 type gcState struct {
-	zones zone.Cache
+	zones  zone.Cache
+	repack rowenc.Repacker
+
+	// mu guards the repacker's table refresh.
+	mu sync.Mutex
+	// tables are the descriptor versions the repacker was last given, and
+	// when each was first seen; refreshed when refreshedAt is old.
+	tables      map[catalog.ID]repackSeen
+	refreshedAt time.Time
+}
+
+type repackSeen struct {
+	version uint64
+	since   hlc.Timestamp
 }
 
 // ptsPrefix starts the per-node protected timestamp records.
@@ -71,7 +96,74 @@ func decodePTS(b []byte) (hlc.Timestamp, int64, error) {
 func (s *Server) gcConfig(c store.Config) store.Config {
 	c.GCTTL = s.gcTTL
 	c.GCProtected = s.protectedTimestamp
+	c.GCRepacker = &s.gc.repack
 	return c
+}
+
+// refreshRepackTables gives the repacker every table's layout, unless it
+// did so less than repackRefreshInterval ago (force: whatever the age). A
+// table whose descriptor version changed (or that is new) is stamped with
+// a timestamp taken after the read, which is at or above the change's
+// commit: since then, every reader of the table uses that version or a
+// newer one.
+func (s *Server) refreshRepackTables(ctx context.Context, force bool) error {
+	g := &s.gc
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !force && time.Since(g.refreshedAt) < repackRefreshInterval {
+		return nil
+	}
+	var tables []*catalog.Table
+	err := s.db.Txn(ctx, kv.Serializable, func(ctx context.Context, txn *kv.Txn) error {
+		tables = tables[:0]
+		rd := catalog.NewReader(txn, nil)
+		dbs, err := rd.Databases(ctx)
+		if err != nil {
+			return err
+		}
+		for _, db := range dbs {
+			schemas, err := rd.Schemas(ctx, db.ID)
+			if err != nil {
+				return err
+			}
+			for _, sc := range schemas {
+				if sc.Virtual {
+					continue
+				}
+				rels, err := rd.Relations(ctx, db.ID, sc.ID)
+				if err != nil {
+					return err
+				}
+				for _, rel := range rels {
+					if t, ok := rel.(*catalog.Table); ok {
+						tables = append(tables, t)
+					}
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("gc: reading tables for repacking: %w", err)
+	}
+	now := s.db.Clock().Now()
+	seen := make(map[catalog.ID]repackSeen, len(tables))
+	var out []rowenc.RepackTable
+	for _, t := range tables {
+		l, err := t.Layout()
+		if err != nil {
+			continue // a table rowenc cannot lay out has no rows to repack
+		}
+		st, ok := g.tables[t.ID]
+		if !ok || st.version != t.Version {
+			st = repackSeen{version: t.Version, since: now}
+		}
+		seen[t.ID] = st
+		out = append(out, rowenc.RepackTable{Layout: l, Since: st.since})
+	}
+	g.repack.SetTables(out)
+	g.tables, g.refreshedAt = seen, time.Now()
+	return nil
 }
 
 // gcTTL is store.Config.GCTTL.
@@ -133,6 +225,9 @@ func (s *Server) startGCQueue(ctx context.Context) {
 					s.log.Debug("cairn: gc: publishing the protected timestamp", "err", err)
 				}
 			}
+			if err := s.refreshRepackTables(rctx, false); err != nil && ctx.Err() == nil {
+				s.log.Debug("cairn: gc: reading tables", "err", err)
+			}
 			cancel()
 			s.store.GCPass(ctx, false)
 			select {
@@ -154,6 +249,9 @@ func (g gcRunner) Collect(ctx context.Context, spans []kvpb.Span) (session.GCRes
 	s := g.s
 	var res session.GCResult
 	if err := s.gc.zones.Refresh(ctx, s.db.Scan); err != nil {
+		return res, err
+	}
+	if err := s.refreshRepackTables(ctx, true); err != nil {
 		return res, err
 	}
 	for _, sp := range spans {

@@ -70,7 +70,33 @@ const (
 
 // gcStats counts the queue's work (GCQueueStats).
 type gcStats struct {
-	scans, runs, versions, bytes, errors atomic.Int64
+	scans, runs, versions, bytes, errors, repacked atomic.Int64
+	// transaction cleanup (txncleanup.go)
+	intentsResolved, recordsRemoved, aborted atomic.Int64
+}
+
+// countingRepacker is the store's Config.GCRepacker as its tablets see
+// it: it counts the rows GC requests evaluated here repacked (a request
+// whose proposal then fails is counted too), whoever sent them (the queue
+// or VACUUM). Plans use the bare one.
+type countingRepacker struct {
+	mvcc.Repacker
+	n *atomic.Int64
+}
+
+func (c countingRepacker) Repack(th hlc.Timestamp, rowKey []byte, base mvcc.RowVersion, cols []mvcc.RowVersion) ([]byte, bool) {
+	out, ok := c.Repacker.Repack(th, rowKey, base, cols)
+	if ok {
+		c.n.Add(1)
+	}
+	return out, ok
+}
+
+func (s *Store) evalRepacker() mvcc.Repacker {
+	if s.cfg.GCRepacker == nil {
+		return nil
+	}
+	return countingRepacker{Repacker: s.cfg.GCRepacker, n: &s.gc.stats.repacked}
 }
 
 // GCQueueStats are the GC queue's counters on this store, and the sizes
@@ -78,8 +104,11 @@ type gcStats struct {
 type GCQueueStats struct {
 	// Scans counts tablet plans; Runs the tablets GC was sent for;
 	// Versions and Bytes what the GC requests removed; Errors failed plans
-	// and requests.
-	Scans, Runs, Versions, Bytes, Errors int64
+	// and requests; Repacked the rows GC requests evaluated on this store
+	// folded into one packed row (the queue's and VACUUM's).
+	Scans, Runs, Versions, Bytes, Errors, Repacked int64
+	// TxnCleanup counts the transaction cleanup's work (txncleanup.go).
+	TxnCleanup TxnCleanupStats
 	// LiveBytes and TotalBytes sum, over the tablets this store leads, the
 	// sizes their last scan found (mvcc.GCPlan).
 	LiveBytes, TotalBytes int64
@@ -95,6 +124,8 @@ type gcTabletState struct {
 	nextDue    hlc.Timestamp
 	live, tot  int64
 	generation int64
+	// cleaned is when the transaction cleanup last ran over the tablet.
+	cleaned time.Time
 }
 
 // gcQueue is one store's GC queue state.
@@ -106,7 +137,10 @@ type gcQueue struct {
 // GCQueueStats returns the GC queue's counters.
 func (s *Store) GCQueueStats() GCQueueStats {
 	st := GCQueueStats{Scans: s.gc.stats.scans.Load(), Runs: s.gc.stats.runs.Load(),
-		Versions: s.gc.stats.versions.Load(), Bytes: s.gc.stats.bytes.Load(), Errors: s.gc.stats.errors.Load()}
+		Versions: s.gc.stats.versions.Load(), Bytes: s.gc.stats.bytes.Load(), Errors: s.gc.stats.errors.Load(),
+		Repacked: s.gc.stats.repacked.Load(),
+		TxnCleanup: TxnCleanupStats{IntentsResolved: s.gc.stats.intentsResolved.Load(),
+			RecordsRemoved: s.gc.stats.recordsRemoved.Load(), Aborted: s.gc.stats.aborted.Load()}}
 	s.gc.q.mu.Lock()
 	defer s.gc.q.mu.Unlock()
 	for id, t := range s.gc.q.tablets {
@@ -199,12 +233,24 @@ func (s *Store) GCPass(ctx context.Context, force bool) int64 {
 			st = &gcTabletState{generation: d.Generation}
 			s.gc.q.tablets[d.TabletID] = st
 		}
+		cleanup := force || now.Sub(st.cleaned) >= max(s.txnCleanupAge()/2, s.gcInterval())
+		if cleanup {
+			st.cleaned = now
+		}
 		due := force || st.scanned.IsZero()
 		if !due && now.Sub(st.scanned) >= gcRescan(ttl, s.gcInterval()) {
 			due = (!st.nextDue.IsEmpty() && !now.Before(time.Unix(0, st.nextDue.WallTime).Add(ttl))) ||
 				(writes != st.writes && now.Sub(st.scanned) >= ttl)
 		}
 		s.gc.q.mu.Unlock()
+		if cleanup {
+			if err := s.cleanupTxns(ctx, d); err != nil {
+				if ctx.Err() != nil {
+					return removed
+				}
+				s.gc.stats.errors.Add(1)
+			}
+		}
 		if !due {
 			continue
 		}
@@ -234,7 +280,7 @@ func (s *Store) gcTablet(ctx context.Context, d kvpb.TabletDescriptor, r *tablet
 		return 0, err
 	}
 	snap := s.eng.NewSnapshot()
-	plan, err := mvcc.PlanGC(snap, d.StartKey, d.EndKey, th, gcBatchVersions, gcBatchBytes)
+	plan, err := mvcc.PlanGCWith(snap, d.StartKey, d.EndKey, th, gcBatchVersions, gcBatchBytes, s.cfg.GCRepacker)
 	snap.Close()
 	s.gc.stats.scans.Add(1)
 	if err != nil {
@@ -311,7 +357,7 @@ func (s *Store) MeasureGC(ctx context.Context) (GCSizes, error) {
 			return out, err
 		}
 		snap := s.eng.NewSnapshot()
-		plan, err := mvcc.PlanGC(snap, d.StartKey, d.EndKey, th, gcBatchVersions, gcBatchBytes)
+		plan, err := mvcc.PlanGCWith(snap, d.StartKey, d.EndKey, th, gcBatchVersions, gcBatchBytes, s.cfg.GCRepacker)
 		snap.Close()
 		if err != nil {
 			return out, err

@@ -13,6 +13,7 @@ import (
 	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/keys"
 	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/mvcc"
 	"github.com/cairn-db/cairn/raftnode"
 	"github.com/cairn-db/cairn/storage"
 	"github.com/cairn-db/cairn/tablet"
@@ -63,6 +64,14 @@ type Config struct {
 	GCTTL       func(startKey []byte) time.Duration
 	GCProtected func(ctx context.Context) (hlc.Timestamp, error)
 	GCFraction  float64
+	// GCRepacker, when set, lets GC repack rows (mvcc invariant 10): the
+	// tablets' GC requests use it and the queue's plans count what it
+	// would fold.
+	GCRepacker mvcc.Repacker
+	// GCTxnCleanupAge is how old an intent's transaction, or a final
+	// record, must be before the GC queue's transaction cleanup
+	// (txncleanup.go) looks at it (0: DefaultGCTxnCleanupAge).
+	GCTxnCleanupAge time.Duration
 }
 
 // Store is one node's set of tablets over one engine. It implements
@@ -236,6 +245,7 @@ func (s *Store) tabletConfig() tablet.Config {
 		VerifyLockTable:      s.cfg.VerifyLockTable,
 		OnSplit:              s.onSplit,
 		OnSplitBySnapshot:    s.onSplitBySnapshot,
+		Repacker:             s.evalRepacker(),
 	}
 }
 

@@ -44,6 +44,11 @@ type Proposal struct {
 	unreplAcquired []kvpb.Intent
 	unreplReleased []LockRelease
 	unreplEnded    uuid.UUID
+	// txnTombstones are the transactions whose final records the batch
+	// deleted (or never wrote): the leaseholder remembers them at their
+	// write timestamps, so no record is created for them again
+	// (invariant 8, txntombstone.go).
+	txnTombstones []kvpb.Transaction
 }
 
 // LockRelease names txn's intents in Span.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/mvcc"
 )
 
 // Defaults for Config's zero fields.
@@ -64,6 +65,10 @@ type Config struct {
 	// of each of these waiting for its own group's snapshot (see
 	// RaftStateMachine.ApplySnapshot). It runs before the replica narrows.
 	OnSplitBySnapshot func(left *Replica, rights []kvpb.TabletDescriptor)
+	// Repacker, when set, makes GC requests repack rows (mvcc invariant
+	// 10). Only the leaseholder uses it, while evaluating: followers
+	// apply the resulting batch, so they need no schema.
+	Repacker mvcc.Repacker
 }
 
 func (c Config) withDefaults() Config {

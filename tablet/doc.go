@@ -70,9 +70,14 @@
 //     lowest-priority transaction of the pusher/pushee pair (ties: larger
 //     ID). Every waiter applies the same rule, so for a cycle of two exactly
 //     one transaction is aborted; a longer cycle aborts at least one.
-//  8. A final transaction record (committed or aborted) is never rewritten
-//     or deleted here, so a late HeartbeatTxn or EndTxn finds it and cannot
-//     revive the transaction.
+//  8. A final transaction record (committed or aborted) is never rewritten;
+//     it is deleted only once no intent it names can remain (EndTxn resolved
+//     them all in its own batch, or a GC request's sender resolved them
+//     first), and then the leaseholder keeps a tombstone (txntombstone.go):
+//     no record is ever created for a transaction whose record was, or may
+//     have been, deleted, so a late HeartbeatTxn or EndTxn cannot revive
+//     it, and a pusher that finds no record of a transaction that cannot
+//     create one aborts it (TestTxnRecordCleanupGuard).
 //  9. A one-phase commit writes committed values and nothing else (no
 //     intents, no record), at exactly the transaction's write timestamp; if
 //     that would have to move, the batch fails with a retryable error.

@@ -47,7 +47,14 @@ func (ec *evalCtx) released(span kvpb.Span, txn kvpb.TxnMeta, status kvpb.TxnSta
 }
 
 func (ec *evalCtx) gc(req *kvpb.GCRequest) (kvpb.Response, error) {
-	st, resume, err := mvcc.GCLimit(ec.b, req.Key, req.EndKey, req.Threshold, req.MaxVersions)
+	recs, err := ec.gcTxnRecords(req)
+	if err != nil {
+		return nil, wrapEval(req, err)
+	}
+	if req.Threshold.IsEmpty() {
+		return &kvpb.GCResponse{TxnRecordsRemoved: recs}, nil
+	}
+	st, resume, err := mvcc.GCWith(ec.b, req.Key, req.EndKey, req.Threshold, mvcc.GCOptions{MaxVersions: req.MaxVersions, Repacker: ec.r.cfg.Repacker})
 	if err != nil {
 		return nil, wrapEval(req, err)
 	}
@@ -57,5 +64,30 @@ func (ec *evalCtx) gc(req *kvpb.GCRequest) (kvpb.Response, error) {
 		}
 		ec.prop.GCThreshold = req.Threshold
 	}
-	return &kvpb.GCResponse{Removed: st.Versions, RemovedBytes: st.Bytes, ResumeKey: resume}, nil
+	return &kvpb.GCResponse{Removed: st.Versions, RemovedBytes: st.Bytes, ResumeKey: resume, Repacked: st.Repacked, TxnRecordsRemoved: recs}, nil
+}
+
+// gcTxnRecords deletes the final records among req.TxnRecords (the
+// sender resolved their intents first) and keeps tombstones for them
+// (invariant 8). A pending record stays: it is the GC queue's to push.
+func (ec *evalCtx) gcTxnRecords(req *kvpb.GCRequest) (int, error) {
+	n := 0
+	for _, t := range req.TxnRecords {
+		if !ec.desc.ContainsKey(t.Key) {
+			return n, invalidArg("GC of the record of %s anchored outside %s", t.Short(), &ec.desc)
+		}
+		rec, found, err := mvcc.GetTxnRecord(ec.b, t.Key, t.ID)
+		if err != nil {
+			return n, err
+		}
+		if !found || !rec.Status.IsFinal() {
+			continue
+		}
+		if err := mvcc.DeleteTxnRecord(ec.b, t.Key, t.ID); err != nil {
+			return n, err
+		}
+		ec.prop.txnTombstones = append(ec.prop.txnTombstones, kvpb.Transaction{TxnMeta: rec.TxnMeta, Status: rec.Status})
+		n++
+	}
+	return n, nil
 }

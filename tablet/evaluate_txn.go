@@ -8,11 +8,21 @@ import (
 )
 
 // Transaction records: EndTxn, HeartbeatTxn, PushTxn, QueryTxn. A record
-// lives on the tablet holding its anchor key. Final records (committed or
-// aborted) are kept, not deleted, so a late or replayed HeartbeatTxn or
-// EndTxn finds them and cannot resurrect the transaction (invariant 8);
-// removing them is left to a future record GC that knows no coordinator
-// can still be running.
+// lives on the tablet holding its anchor key. A final record (committed or
+// aborted) lives only as long as intents it names may remain: EndTxn
+// writes none when it resolves every intent in its own batch, and deletes
+// the one there is; otherwise the record stays until the intents elsewhere
+// are resolved (resolveAsync, or the GC queue's cleanup) and a GC request
+// deletes it. Either way the leaseholder keeps a tombstone
+// (txntombstone.go), so a late or replayed HeartbeatTxn or EndTxn cannot
+// create the record again and revive the transaction, and a pusher that
+// finds no record knows the transaction can never commit (invariant 8).
+
+// canCreateTxnRecord reports whether a record may be created for txn
+// (anchored on this tablet): not if one was deleted, or may have been.
+func (ec *evalCtx) canCreateTxnRecord(txn kvpb.TxnMeta) bool {
+	return ec.r.tombs.canCreate(txn.ID, txn.MinTimestamp)
+}
 
 func (ec *evalCtx) endTxn(req *kvpb.EndTxnRequest) (kvpb.Response, error) {
 	txn := ec.txn
@@ -44,6 +54,23 @@ func (ec *evalCtx) endTxn(req *kvpb.EndTxnRequest) (kvpb.Response, error) {
 				Msg: fmt.Sprintf("EndTxn at epoch %d but the record is at epoch %d", txn.Epoch, rec.Epoch)}
 		}
 		txn.WriteTimestamp = txn.WriteTimestamp.Forward(rec.WriteTimestamp)
+	} else if !ec.canCreateTxnRecord(txn.TxnMeta) {
+		// Its record was finalised and deleted (or may have been): a
+		// commit cannot happen now; a rollback still resolves the intents
+		// the client names, as aborted, without a record.
+		if st, ok := ec.r.tombs.status(txn.ID); ok && st == kvpb.Committed {
+			return nil, &kvpb.TransactionStatusError{Txn: txn.TxnMeta, Status: kvpb.Committed, Msg: "already committed"}
+		}
+		if req.Commit {
+			return nil, &kvpb.TransactionAbortedError{Reason: ec.r.abortReasonOr(txn.ID, kvpb.AbortTimestampCache)}
+		}
+		final := txn.Clone()
+		final.Status = kvpb.Aborted
+		final.LockSpans = append([]kvpb.Span(nil), req.LockSpans...)
+		if err := ec.finish(final, kvpb.AbortClient); err != nil {
+			return nil, wrapEval(req, err)
+		}
+		return &kvpb.EndTxnResponse{}, nil
 	}
 	final := txn.Clone()
 	final.LockSpans = append([]kvpb.Span(nil), req.LockSpans...)
@@ -67,12 +94,11 @@ func (ec *evalCtx) endTxn(req *kvpb.EndTxnRequest) (kvpb.Response, error) {
 	return &kvpb.EndTxnResponse{}, nil
 }
 
-// finish writes the final record and resolves the transaction's intents:
-// those on this tablet in the same batch, the others after Apply.
+// finish resolves the transaction's intents, those on this tablet in the
+// same batch, the others after Apply, and leaves its final record only if
+// there are others: with none, the record (if any) is deleted and a
+// tombstone kept instead (invariant 8).
 func (ec *evalCtx) finish(final *kvpb.Transaction, reason kvpb.AbortReason) error {
-	if err := mvcc.PutTxnRecord(ec.b, final); err != nil {
-		return err
-	}
 	var foreign []kvpb.Span
 	for _, s := range final.LockSpans {
 		if local, ok := clipSpan(s, ec.desc); ok {
@@ -84,7 +110,15 @@ func (ec *evalCtx) finish(final *kvpb.Transaction, reason kvpb.AbortReason) erro
 		foreign = append(foreign, subtractSpan(s, ec.desc)...)
 	}
 	if len(foreign) > 0 {
+		if err := mvcc.PutTxnRecord(ec.b, final); err != nil {
+			return err
+		}
 		ec.prop.ResolveAsync = append(ec.prop.ResolveAsync, AsyncResolve{Txn: final.TxnMeta, Status: final.Status, Spans: foreign, IgnoredSeqNums: final.IgnoredSeqNums})
+	} else {
+		if err := mvcc.DeleteTxnRecord(ec.b, final.Key, final.ID); err != nil {
+			return err
+		}
+		ec.prop.txnTombstones = append(ec.prop.txnTombstones, kvpb.Transaction{TxnMeta: final.TxnMeta, Status: final.Status})
 	}
 	ec.prop.TxnUpdates = append(ec.prop.TxnUpdates, TxnUpdate{ID: final.ID, Status: final.Status, AbortReason: reason})
 	// The transaction's unreplicated locks on this tablet go with it.
@@ -121,6 +155,16 @@ func (ec *evalCtx) heartbeatTxn(req *kvpb.HeartbeatTxnRequest) (kvpb.Response, e
 		return nil, wrapEval(req, err)
 	}
 	if !found {
+		if !ec.canCreateTxnRecord(ec.txn.TxnMeta) {
+			// Finished and its record deleted: a remembered final status
+			// is what the record said; otherwise it can only abort.
+			if st, ok := ec.r.tombs.status(ec.txn.ID); ok {
+				ec.txn.Status = st
+				rec = *ec.txn.Clone()
+				return &kvpb.HeartbeatTxnResponse{Txn: rec}, nil
+			}
+			return nil, &kvpb.TransactionAbortedError{Reason: kvpb.AbortTimestampCache}
+		}
 		rec = *ec.txn.Clone()
 		rec.Status = kvpb.Pending
 	}
@@ -145,15 +189,21 @@ func (ec *evalCtx) pushTxn(req *kvpb.PushTxnRequest) (kvpb.Response, error) {
 	if err != nil {
 		return nil, wrapEval(req, err)
 	}
+	// No record yet: the transaction is alive as long as it started
+	// recently (its intents carry its MinTimestamp), unless it can no
+	// longer create one (its record was deleted, or may have been): then
+	// it can never commit, and is aborted here. A record is deleted only
+	// once its intents are resolved, so an intent of it a pusher meets is
+	// one it never committed.
+	gone := false
 	if !found {
-		// No record yet: the transaction is alive as long as it started
-		// recently (its intents carry its MinTimestamp).
 		rec = kvpb.Transaction{
 			TxnMeta:       req.Pushee,
 			Status:        kvpb.Pending,
 			ReadTimestamp: req.Pushee.MinTimestamp,
 			LastHeartbeat: req.Pushee.MinTimestamp,
 		}
+		gone = !ec.canCreateTxnRecord(req.Pushee)
 	}
 	if rec.Status.IsFinal() {
 		return &kvpb.PushTxnResponse{Pushee: rec}, nil
@@ -165,6 +215,8 @@ func (ec *evalCtx) pushTxn(req *kvpb.PushTxnRequest) (kvpb.Response, error) {
 	)
 	prioWins := (req.Pusher.Priority == MaxPriority || rec.Priority == MinPriority) && req.Pusher.Priority > rec.Priority
 	switch {
+	case gone:
+		abort, reason = true, kvpb.AbortTimestampCache
 	case mvcc.IsExpired(rec, now, ec.r.cfg.TxnLivenessThreshold):
 		abort, reason = true, kvpb.AbortExpired
 	case ec.opts.forceAbort:

@@ -627,6 +627,7 @@ func (m *RaftStateMachine) LeaseAcquired(term uint64, alone bool) {
 	start := r.clock.Now()
 	start.WallTime += int64(r.clock.MaxOffset())
 	r.tscache.raiseLowWater(start)
+	r.tombs.raiseLowWater(start)
 	r.raft.mu.Lock()
 	r.raft.leaseTerm, r.raft.leaseStart = term, start
 	r.raft.mu.Unlock()

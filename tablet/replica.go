@@ -27,6 +27,8 @@ type Replica struct {
 	locks   *lockTable
 	txnWait *txnWaitQueue
 	metrics Metrics
+	// tombs guards deleted transaction records (txntombstone.go).
+	tombs *txnTombstones
 	// samples holds request keys for load-based splits (loadsample.go).
 	samples loadSampler
 	// raft is set when the replica is one of a raft group's (raft.go).
@@ -89,6 +91,7 @@ func newReplica(eng *storage.Engine, clock *hlc.Clock, desc kvpb.TabletDescripto
 		tscache: tc,
 		locks:   lt,
 		txnWait: newTxnWaitQueue(),
+		tombs:   newTxnTombstones(clock.Now()),
 	}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	r.mu.desc = desc
@@ -120,12 +123,17 @@ func (r *Replica) Close() {
 }
 
 func (r *Replica) abortReason(id uuid.UUID) kvpb.AbortReason {
+	return r.abortReasonOr(id, kvpb.AbortPushed)
+}
+
+// abortReasonOr is abortReason with def when the replica does not know.
+func (r *Replica) abortReasonOr(id uuid.UUID, def kvpb.AbortReason) kvpb.AbortReason {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	if reason, ok := r.mu.abortReasons[id]; ok {
 		return reason
 	}
-	return kvpb.AbortPushed
+	return def
 }
 
 // Send evaluates and applies ba, waiting on locks and pushing their holders
@@ -415,6 +423,11 @@ func latchSpans(ba *kvpb.BatchRequest, desc kvpb.TabletDescriptor) []latchSpan {
 			add(record(req.Key, req.Pushee.ID), true)
 		case *kvpb.QueryTxnRequest:
 			add(record(req.Key, req.Txn.ID), false)
+		case *kvpb.GCRequest:
+			add(req.Span(), true)
+			for _, t := range req.TxnRecords {
+				add(record(t.Key, t.ID), true)
+			}
 		default:
 			add(req.Span(), req.Method().IsWrite())
 		}
@@ -445,6 +458,9 @@ func (r *Replica) applyUnreplicated(p *Proposal) {
 	}
 	if p.unreplEnded != uuid.Nil {
 		r.locks.releaseUnreplicated(p.unreplEnded, nil)
+	}
+	for _, t := range p.txnTombstones {
+		r.tombs.add(t.TxnMeta, t.Status)
 	}
 }
 

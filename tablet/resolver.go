@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/cairn-db/cairn/hlc"
+	"github.com/cairn-db/cairn/keys"
 	"github.com/cairn-db/cairn/kvpb"
 )
 
@@ -141,9 +142,10 @@ func (ir *IntentResolver) group(ctx context.Context, reqs []kvpb.Request) ([]res
 }
 
 // resolveAsync resolves a finished transaction's intents outside this
-// tablet in the background. Failure is not an error for anyone: an intent
-// left behind is found and cleaned up by the next reader or writer that
-// meets it (its push finds the final record).
+// tablet in the background, then deletes its record (invariant 8).
+// Failure is not an error for anyone: an intent left behind is found and
+// cleaned up by the next reader or writer that meets it (its push finds
+// the final record), and the record by the GC queue (CleanupTxnRecord).
 func (r *Replica) resolveAsync(a AsyncResolve) {
 	r.asyncMu.Lock()
 	defer r.asyncMu.Unlock()
@@ -153,6 +155,20 @@ func (r *Replica) resolveAsync(a AsyncResolve) {
 	r.async.Add(1)
 	go func() {
 		defer r.async.Done()
-		_ = r.resolver().ResolveSpans(r.ctx, a.Txn, a.Status, a.Spans, a.IgnoredSeqNums...)
+		if err := r.resolver().ResolveSpans(r.ctx, a.Txn, a.Status, a.Spans, a.IgnoredSeqNums...); err != nil {
+			return
+		}
+		_ = GCTxnRecord(r.ctx, r.cfg.Sender, r.clock, a.Txn)
 	}()
+}
+
+// GCTxnRecord deletes txn's final record, through sender (to the
+// leaseholder of its anchor), once every intent it names is resolved.
+func GCTxnRecord(ctx context.Context, sender kvpb.Sender, clock *hlc.Clock, txn kvpb.TxnMeta) error {
+	ba := &kvpb.BatchRequest{Header: kvpb.Header{Now: clock.Now()}}
+	ba.Add(&kvpb.GCRequest{Key: txn.Key, EndKey: keys.Next(txn.Key), TxnRecords: []kvpb.TxnMeta{txn}})
+	if _, err := sender.Send(ctx, ba); err != nil {
+		return fmt.Errorf("tablet: delete the record of %s: %w", txn.Short(), err)
+	}
+	return nil
 }

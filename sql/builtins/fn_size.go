@@ -4,17 +4,26 @@ import (
 	"github.com/jackc/pgerrcode"
 
 	"github.com/cairn-db/cairn/sql/pgerror"
+	"github.com/cairn-db/cairn/sql/rowenc"
 	"github.com/cairn-db/cairn/sql/types"
 )
 
 // The database object size functions (PostgreSQL 15's "Database Object
 // Management Functions"): pg_relation_size, pg_table_size,
-// pg_indexes_size, pg_total_relation_size and pg_database_size. A
+// pg_indexes_size, pg_total_relation_size, pg_database_size and
+// pg_column_size. A
 // relation's bytes are those of its own key span (its share of a tablet
 // it shares with other tables), counted by the session's CatalogInfo when
 // it implements SizeInfo (sql/pgcatalog's resolver on a node does); what
 // a byte is there is documented in docs/sql.md, "Sizes". pg_size_pretty
 // is in fn_admin.go.
+//
+// pg_column_size is PostgreSQL's for fixed-size types (their typlen: 2
+// for int2, 8 for int8 and timestamps, 16 for uuid) and otherwise the
+// bytes the value takes stored in a row (rowenc.ValueSize): a length
+// varint and the bytes for text and bytea, as PostgreSQL's one-byte
+// header makes it for a short value read from a table. An untyped literal
+// is a C string, its length plus one, as PostgreSQL counts it.
 
 // SizePart names what of a relation a size counts.
 type SizePart int
@@ -88,6 +97,23 @@ func init() {
 				WithHint(`Valid fork names are "main", "fsm", "vm", and "init".`)
 		}
 	})
+	registerFn("pg_column_size", Overload{Args: []*types.T{Any}, Return: Fixed(types.Int4), Strict: true, Volatility: Stable,
+		Bind: func(at, call []*types.T) Fn {
+			t := at[0]
+			return func(_ EvalContext, a []types.Datum) (types.Datum, error) {
+				switch n := t.Size(); {
+				case call[0].Family == types.UnknownFamily || n == -2:
+					return types.DInt(len(a[0].String()) + 1), nil
+				case n > 0:
+					return types.DInt(n), nil
+				}
+				n, err := rowenc.ValueSize(t, a[0])
+				if err != nil {
+					return nil, errInternal("pg_column_size: %w", err)
+				}
+				return types.DInt(n), nil
+			}
+		}})
 	reg("pg_table_size", rel, relSize("pg_table_size", SizeMain))
 	reg("pg_indexes_size", rel, relSize("pg_indexes_size", SizeIndexes))
 	reg("pg_total_relation_size", rel, relSize("pg_total_relation_size", SizeTotal))

@@ -4,8 +4,10 @@
 //
 // Who calls it: the executor and the catalog's index writers (EncodeKey,
 // PackRow, EncodeColumnValue, ColumnKey), scans (DecodeKey, RowMerger) and
-// MVCC GC (RowMerger.Repack); for whole tables, the executor (RowWriter,
-// RowFetcher, spans). It imports sql/types, hlc, keys and kvpb; the
+// MVCC GC (Repacker, repack.go, which the server hands to every store as
+// mvcc.Repacker); for whole tables, the executor (RowWriter, RowFetcher,
+// spans). It imports sql/types, hlc, keys, kvpb and mvcc (for the
+// Repacker's interface); the
 // RowWriter fills anything shaped like a kv.Batch (Writes), so it stays
 // below the KV client. It knows nothing of tablets or the catalog, which
 // hands it a Schema and a TableLayout.
@@ -58,6 +60,12 @@
 // column; EncodeColumnValue entries for a partial update; when PackRow
 // reports ErrRowTooLarge or packing is off, EncodeUnpackedRow. Readers
 // always accept both (RowMerger).
+//
+// GC repacks (repack.go, seeds/packed-rows.txt "Compactions"): a packed
+// row whose column entries are all at or below the GC threshold becomes
+// one packed row under the current schema version, written in the same
+// raft batch as the rest of the GC, so the column entries, and the bytes
+// of columns dropped since, go. Unpacked rows stay unpacked.
 //
 // # Tables
 //

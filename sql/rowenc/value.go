@@ -359,3 +359,11 @@ func (r *valueReader) decimal() (types.Datum, error) {
 	d.Negative = f[0] == numFiniteNeg && d.Coeff.Sign() != 0
 	return d, nil
 }
+
+// ValueSize returns how many bytes d, of type t, takes as a value in a
+// packed row or a column entry (its tag byte not counted):
+// pg_column_size's answer for variable-length types.
+func ValueSize(t *types.T, d types.Datum) (int, error) {
+	b, err := appendValue(nil, t, d)
+	return len(b), err
+}

@@ -1,0 +1,174 @@
+package store
+
+// Transaction cleanup (issue #14), run by the GC queue over each tablet it
+// leads every Config.GCTxnCleanupAge / 2 at most. What it finds on a
+// snapshot of the tablet:
+//
+//   - an intent whose transaction started more than GCTxnCleanupAge ago:
+//     the coordinator is probably gone (killed, partitioned). It pushes the
+//     transaction (PushAbort, never waiting): the push aborts it if its
+//     record expired (no heartbeat for the liveness threshold), or if it
+//     can no longer create one (tablet invariant 8), and answers with a
+//     final status if it already had one; then the intents are resolved to
+//     that status (a committed one with its record's write timestamp and
+//     ignored sequence numbers). A live transaction is left alone.
+//   - a pending record that expired: pushed the same way, so that it
+//     becomes an aborted record;
+//   - a final record older than GCTxnCleanupAge (its EndTxn's resolution
+//     of intents elsewhere failed, or the node died before it ran, or a
+//     push aborted it): its lock spans are resolved to its status, then the
+//     record is deleted by a GC request, which leaves a tombstone.
+//
+// Resolving intents twice is harmless (mvcc invariant 6), so the cleanup
+// needs no coordination with readers that push and resolve the same
+// intents.
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/cairn-db/cairn/hlc"
+	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/mvcc"
+	"github.com/cairn-db/cairn/tablet"
+)
+
+const (
+	// DefaultGCTxnCleanupAge is Config.GCTxnCleanupAge's default.
+	DefaultGCTxnCleanupAge = time.Minute
+	// txnCleanupMaxIntents bounds the intents one tablet's cleanup reads.
+	txnCleanupMaxIntents = 10000
+)
+
+// TxnCleanupStats count the cleanup's work (GCQueueStats).
+type TxnCleanupStats struct {
+	// IntentsResolved: old intents resolved after a push; RecordsRemoved:
+	// final records deleted; Aborted: pushes that found their transaction
+	// aborted (or aborted it).
+	IntentsResolved, RecordsRemoved, Aborted int64
+}
+
+func (s *Store) txnCleanupAge() time.Duration {
+	if s.cfg.GCTxnCleanupAge > 0 {
+		return s.cfg.GCTxnCleanupAge
+	}
+	return DefaultGCTxnCleanupAge
+}
+
+func (s *Store) cleanupSender() kvpb.Sender {
+	if s.cfg.Sender != nil {
+		return s.cfg.Sender
+	}
+	return s
+}
+
+// cleanupTxns runs the cleanup over tablet d (see above).
+func (s *Store) cleanupTxns(ctx context.Context, d kvpb.TabletDescriptor) error {
+	now := s.clock.Now()
+	cutoff := hlc.Timestamp{WallTime: now.WallTime - s.txnCleanupAge().Nanoseconds()}
+	snap := s.eng.NewSnapshot()
+	intents, err := mvcc.ScanIntents(snap, d.StartKey, d.EndKey, txnCleanupMaxIntents)
+	var pending, final []kvpb.Transaction
+	if err == nil {
+		err = mvcc.ScanTxnRecords(snap, d.StartKey, d.EndKey, func(rec kvpb.Transaction) (bool, error) {
+			switch {
+			case rec.Status.IsFinal() && rec.WriteTimestamp.Forward(rec.LastHeartbeat).Less(cutoff):
+				final = append(final, rec)
+			case !rec.Status.IsFinal() && mvcc.IsExpired(rec, now, s.livenessThreshold()):
+				pending = append(pending, rec)
+			}
+			return true, nil
+		})
+	}
+	snap.Close()
+	if err != nil {
+		return err
+	}
+	ir := tablet.NewIntentResolver(s.cleanupSender(), s.LookupTablet, s.clock)
+
+	// Old intents, grouped by transaction.
+	byTxn := map[[16]byte][]kvpb.Intent{}
+	var order [][16]byte
+	for _, in := range intents {
+		if !in.Txn.MinTimestamp.Less(cutoff) {
+			continue
+		}
+		if _, ok := byTxn[in.Txn.ID]; !ok {
+			order = append(order, in.Txn.ID)
+		}
+		byTxn[in.Txn.ID] = append(byTxn[in.Txn.ID], in)
+	}
+	for _, id := range order {
+		ins := byTxn[id]
+		holder := ins[0].Txn
+		pushee, err := s.pushForCleanup(ctx, holder)
+		if err != nil {
+			return err
+		}
+		if !pushee.Status.IsFinal() {
+			continue
+		}
+		meta := holder
+		meta.WriteTimestamp = meta.WriteTimestamp.Forward(pushee.WriteTimestamp)
+		if pushee.Epoch > meta.Epoch {
+			meta.Epoch = pushee.Epoch
+		}
+		var ks [][]byte
+		for _, in := range ins {
+			ks = append(ks, in.Key)
+		}
+		if err := ir.ResolveIntents(ctx, meta, pushee.Status, ks, pushee.IgnoredSeqNums...); err != nil {
+			return err
+		}
+		s.gc.stats.intentsResolved.Add(int64(len(ks)))
+	}
+
+	// Expired pending records: abort them (the next cleanup removes them).
+	for _, rec := range pending {
+		if _, err := s.pushForCleanup(ctx, rec.TxnMeta); err != nil {
+			return err
+		}
+	}
+
+	// Old final records: resolve what they name, then delete them.
+	for _, rec := range final {
+		if len(rec.LockSpans) > 0 {
+			if err := ir.ResolveSpans(ctx, rec.TxnMeta, rec.Status, rec.LockSpans, rec.IgnoredSeqNums...); err != nil {
+				return err
+			}
+		}
+		if err := tablet.GCTxnRecord(ctx, s.cleanupSender(), s.clock, rec.TxnMeta); err != nil {
+			return err
+		}
+		s.gc.stats.recordsRemoved.Add(1)
+	}
+	return nil
+}
+
+// pushForCleanup pushes txn to abort without waiting and returns its
+// record as the push left it.
+func (s *Store) pushForCleanup(ctx context.Context, txn kvpb.TxnMeta) (kvpb.Transaction, error) {
+	ba := &kvpb.BatchRequest{Header: kvpb.Header{Now: s.clock.Now(), WaitPolicy: kvpb.WaitError}}
+	ba.Add(&kvpb.PushTxnRequest{Key: txn.Key, Pushee: txn, PushType: kvpb.PushAbort})
+	br, err := s.cleanupSender().Send(ctx, ba)
+	if err != nil {
+		var pe *kvpb.TransactionPushError
+		if errors.As(err, &pe) {
+			return pe.Pushee, nil // alive
+		}
+		return kvpb.Transaction{}, err
+	}
+	p := br.Responses[0].(*kvpb.PushTxnResponse).Pushee
+	if p.Status == kvpb.Aborted {
+		s.gc.stats.aborted.Add(1)
+	}
+	return p, nil
+}
+
+func (s *Store) livenessThreshold() time.Duration {
+	if s.cfg.TxnLivenessThreshold > 0 {
+		return s.cfg.TxnLivenessThreshold
+	}
+	return tablet.DefaultTxnLivenessThreshold
+}

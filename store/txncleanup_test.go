@@ -1,0 +1,154 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/mvcc"
+	"github.com/google/uuid"
+)
+
+// txnEnv drives transactions by hand against an env's store, as a
+// coordinator would, so a test can kill one (stop sending).
+type txnEnv struct {
+	*env
+	ctx context.Context
+}
+
+func (e txnEnv) begin(anchor string) *kvpb.Transaction {
+	now := e.clock.Now()
+	return &kvpb.Transaction{TxnMeta: kvpb.TxnMeta{ID: uuid.New(), Key: []byte(anchor), WriteTimestamp: now, MinTimestamp: now},
+		Status: kvpb.Pending, ReadTimestamp: now}
+}
+
+func (e txnEnv) run(txn *kvpb.Transaction, reqs ...kvpb.Request) error {
+	ba := &kvpb.BatchRequest{Header: kvpb.Header{Txn: txn.Clone()}}
+	for _, r := range reqs {
+		ba.Add(r)
+	}
+	br, err := e.send(e.ctx, ba)
+	if err == nil && br.Txn != nil {
+		*txn = *br.Txn.Clone()
+	}
+	return err
+}
+
+func (e txnEnv) heartbeat(txn *kvpb.Transaction) error {
+	return e.run(txn, &kvpb.HeartbeatTxnRequest{Key: txn.Key, Now: e.clock.Now()})
+}
+
+func (e txnEnv) intents() int {
+	in, err := mvcc.ScanIntents(e.eng, []byte("a"), []byte("z"), 0)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return len(in)
+}
+
+func (e txnEnv) record(txn *kvpb.Transaction) (kvpb.Transaction, bool) {
+	rec, found, err := mvcc.GetTxnRecord(e.eng, txn.Key, txn.ID)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return rec, found
+}
+
+// The GC queue cleans up after a killed coordinator: its transaction's
+// intents, once older than the cleanup age, are found, its expired record
+// is aborted by a push, the intents are removed, and the aborted record is
+// deleted a cleanup later; the zombie coordinator's late commit then
+// fails. A committed transaction whose intents elsewhere were never
+// resolved (its coordinator's node died after the commit) gets them
+// committed and its record deleted. A live transaction as old is left
+// alone.
+func TestTxnCleanupKilledCoordinator(t *testing.T) {
+	const age, liveness = 10 * time.Second, 2 * time.Second
+	e := txnEnv{env: newEnv(t, Config{GCTxnCleanupAge: age, TxnLivenessThreshold: liveness}), ctx: context.Background()}
+	e.settle()
+	e.manual.Set(int64(time.Hour))
+
+	killed := e.begin("a")
+	if err := e.run(killed, &kvpb.PutRequest{Key: []byte("a"), Value: []byte("1")}, &kvpb.PutRequest{Key: []byte("b"), Value: []byte("1")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.heartbeat(killed); err != nil {
+		t.Fatal(err)
+	}
+	committed := e.begin("c")
+	if err := e.run(committed, &kvpb.PutRequest{Key: []byte("c"), Value: []byte("c1")}, &kvpb.PutRequest{Key: []byte("d"), Value: []byte("d1")}); err != nil {
+		t.Fatal(err)
+	}
+	// Its commit record, as an EndTxn whose resolution of "d" (on another
+	// tablet, say) was lost would leave it.
+	final := *committed.Clone()
+	final.Status = kvpb.Committed
+	final.LockSpans = []kvpb.Span{{Key: []byte("c")}, {Key: []byte("d")}}
+	b := e.eng.NewBatch()
+	if err := mvcc.PutTxnRecord(b, &final); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	live := e.begin("l")
+	if err := e.run(live, &kvpb.PutRequest{Key: []byte("l"), Value: []byte("l1")}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Younger than the cleanup age: nothing happens.
+	e.s.GCPass(e.ctx, true)
+	if n := e.intents(); n != 5 {
+		t.Fatalf("%d intents after a cleanup before the age, want 5", n)
+	}
+
+	e.manual.Advance(age + time.Second)
+	if err := e.heartbeat(live); err != nil {
+		t.Fatal(err)
+	}
+	e.s.GCPass(e.ctx, true)
+	if n := e.intents(); n != 1 {
+		t.Fatalf("%d intents after the cleanup, want only the live txn's", n)
+	}
+	if rec, found := e.record(killed); !found || rec.Status != kvpb.Aborted {
+		t.Fatalf("killed coordinator's record: %+v (found %v), want ABORTED", rec, found)
+	}
+	if _, found := e.record(committed); found {
+		t.Fatalf("the committed record was not deleted after its intents were resolved")
+	}
+	if rec, found := e.record(live); !found || rec.Status != kvpb.Pending {
+		t.Fatalf("live txn's record: %+v (found %v)", rec, found)
+	}
+	for k, want := range map[string]string{"a": "", "b": "", "c": "c1", "d": "d1"} {
+		if got := string(e.get(k)); got != want {
+			t.Errorf("%s = %q, want %q", k, got, want)
+		}
+	}
+
+	// A cleanup later the aborted record goes; the zombie's commit fails.
+	e.manual.Advance(age + time.Second)
+	if err := e.heartbeat(live); err != nil {
+		t.Fatal(err)
+	}
+	e.s.GCPass(e.ctx, true)
+	if _, found := e.record(killed); found {
+		t.Fatalf("the aborted record was not deleted")
+	}
+	var aborted *kvpb.TransactionAbortedError
+	if err := e.run(killed, &kvpb.EndTxnRequest{Key: killed.Key, Commit: true, LockSpans: []kvpb.Span{{Key: []byte("a")}, {Key: []byte("b")}}}); !errors.As(err, &aborted) {
+		t.Fatalf("zombie commit: %v, want TransactionAbortedError", err)
+	}
+	if _, found := e.record(killed); found {
+		t.Fatalf("the zombie's commit recreated its record")
+	}
+	if e.intents() != 1 || string(e.get("l")) != "" {
+		t.Fatalf("the live txn was disturbed")
+	}
+	st := e.s.GCQueueStats().TxnCleanup
+	if st.IntentsResolved != 4 || st.RecordsRemoved != 2 || st.Aborted == 0 {
+		t.Fatalf("cleanup stats %+v", st)
+	}
+}
