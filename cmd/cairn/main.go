@@ -81,15 +81,33 @@ func tuneGC() {
 	}
 }
 
-const usage = `usage:
-  cairn start --store DIR [--sql-addr HOST:PORT] [--rpc-addr HOST:PORT] [--http-addr HOST:PORT]
-              [--join ADDR,... | --unreplicated] [--locality key=value,...] [--insecure] [--initial-password PW]
-              [--replication-factor N] [--dead-after DURATION]
+const usage = `Cairn, a distributed SQL database that speaks PostgreSQL.
+
+usage: cairn COMMAND [FLAGS]   (cairn COMMAND --help lists a command's flags)
+
+commands:
+  start      run a node: serve SQL, the admin UI and other nodes
+  cert       create and list the certificates of a secure cluster
+  sql        a SQL shell on a node (or run one string with -e)
+  demo       an in-memory node with sample tables, and a shell on it
+  node       list a cluster's nodes, or decommission one
+  workload   load generators (kv) against a node
+  version    print this build's version
+  help       print this text
+
+usage:
+  cairn start --store DIR (--certs-dir DIR | --insecure) [--sql-addr HOST:PORT] [--rpc-addr HOST:PORT] [--http-addr HOST:PORT]
+              [--join ADDR,... | --unreplicated] [--locality key=value,...] [--initial-password PW]
+              [--accept-sql-without-tls] [--replication-factor N] [--dead-after DURATION]
               [--latency-map R1:R2=RTT,...] [--lease-preferences region=R,...|spread|none]
+  cairn cert create-ca --ca-key FILE [--certs-dir DIR]
+  cairn cert create-node HOST... --ca-key FILE [--certs-dir DIR]
+  cairn cert create-client USER --ca-key FILE [--certs-dir DIR]
+  cairn cert list [--certs-dir DIR]
   cairn demo [--no-shell] [--nodes 3 --global]
   cairn sql --url URL [-e SQL]
-  cairn node status --host HTTP-HOST:PORT [--user ROLE] [--password-file FILE]
-  cairn node decommission N --host HTTP-HOST:PORT [--user ROLE] [--password-file FILE]
+  cairn node status --host HTTP-HOST:PORT [--certs-dir DIR] [--user ROLE] [--password-file FILE]
+  cairn node decommission N --host HTTP-HOST:PORT [--certs-dir DIR] [--user ROLE] [--password-file FILE]
               (a secure node's password: --password-file, else CAIRN_PASSWORD, else PGPASSWORD)
   cairn workload init kv [--hash-sharded [--buckets N]] [--drop] [URL]
   cairn workload run kv [--sequential] [--read-percent P] [--concurrency N] [--duration D] [--batch N]
@@ -114,6 +132,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = cmdNode(args[1:], stdout, stderr)
 	case "workload":
 		err = cmdWorkload(args[1:], stdout, stderr)
+	case "cert":
+		err = cmdCert(args[1:], stdout, stderr)
+	case "version", "--version":
+		fmt.Fprint(stdout, versionText())
+		return 0
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
