@@ -1,6 +1,8 @@
 package security
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/tls"
 	"errors"
 	"net"
@@ -196,6 +198,10 @@ func TestRPCHandshake(t *testing.T) {
 		cfg.Certificates = []tls.Certificate{c}
 		return cfg
 	}
+	tls12 := certs.RPCClient()
+	tls12.MaxVersion = tls.VersionTLS12
+	otherName := certs.RPCClient()
+	otherName.ServerName = "10.9.9.9" // dialed by an address the certificate does not name
 	for _, tc := range []struct {
 		name   string
 		client *tls.Config
@@ -205,6 +211,8 @@ func TestRPCHandshake(t *testing.T) {
 		{"client certificate", withCert(alice), false},
 		{"no certificate", withCert(tls.Certificate{}), false},
 		{"node of another CA", other.RPCClient(), false},
+		{"TLS 1.2", tls12, false},
+		{"another address", otherName, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srvErr, cliErr := handshake(t, certs.RPCServer(), tc.client)
@@ -248,7 +256,9 @@ func handshake(t *testing.T, server, client *tls.Config) (srvErr, cliErr error) 
 		done <- err
 	}()
 	client = client.Clone()
-	client.ServerName = "127.0.0.1"
+	if client.ServerName == "" {
+		client.ServerName = "127.0.0.1"
+	}
 	c, err := tls.Dial("tcp", ln.Addr().String(), client)
 	if err == nil {
 		c.SetDeadline(time.Now().Add(10 * time.Second))
@@ -256,4 +266,40 @@ func handshake(t *testing.T, server, client *tls.Config) (srvErr, cliErr error) 
 		c.Close()
 	}
 	return <-done, err
+}
+
+// TestLifetimes: the CA is valid ten years, the certificates it signs
+// five, never past the CA; keys are ECDSA P-256.
+func TestLifetimes(t *testing.T) {
+	root := t.TempDir()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	o := Options{CertsDir: root, CAKey: filepath.Join(root, "ca.key"), Now: now}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(CreateCA(o))
+	must(CreateNode(o, []string{"127.0.0.1"}))
+	short := o
+	short.Overwrite, short.Lifetime = true, 20*365*24*time.Hour
+	must(CreateClient(short, "alice"))
+	certs, err := Load(root)
+	must(err)
+	if k, ok := certs.node.Leaf.PublicKey.(*ecdsa.PublicKey); !ok || k.Curve != elliptic.P256() {
+		t.Errorf("node key is %T, want ECDSA P-256", certs.node.Leaf.PublicKey)
+	}
+	infos, err := List(root)
+	must(err)
+	want := map[string]time.Time{
+		"ca.crt":           now.Add(DefaultCALifetime),
+		"node.crt":         now.Add(DefaultCertLifetime),
+		"client.alice.crt": now.Add(DefaultCALifetime), // asked for 20 years: capped at the CA's
+	}
+	for _, i := range infos {
+		if !i.Expires.Equal(want[i.CertFile]) {
+			t.Errorf("%s expires %v, want %v", i.CertFile, i.Expires, want[i.CertFile])
+		}
+	}
 }

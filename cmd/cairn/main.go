@@ -57,6 +57,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cairn-db/cairn/security"
 	"github.com/cairn-db/cairn/server"
 )
 
@@ -123,7 +124,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var err error
 	switch args[0] {
 	case "start":
-		err = cmdStart(args[1:], stderr)
+		err = cmdStart(args[1:], stdout, stderr)
 	case "demo":
 		err = cmdDemo(args[1:], stdin, stdout, stderr)
 	case "sql":
@@ -180,6 +181,9 @@ type startFlags struct {
 	// a replicated cluster of one, Join = [--rpc-addr].
 	unreplicated, alone bool
 	reserved            int
+	// certsDir is --certs-dir: where a secure node's certificates are
+	// (loaded into cfg.Certs by cmdStart).
+	certsDir string
 }
 
 func parseStart(args []string, stderr io.Writer) (startFlags, error) {
@@ -198,7 +202,9 @@ func parseStart(args []string, stderr io.Writer) (startFlags, error) {
 	fs.StringVar(&f.colocWarnStr, "colocation-warn-size", "1GiB", "size past which a colocation tablet logs a warning and the admin UI flags it (e.g. 512MiB; 0: never)")
 	fs.StringVar(&f.cfg.LatencyMap, "latency-map", "", "simulated round-trip times between regions, e.g. us-west:us-east=60ms,us-east:eu=86ms (needs --join)")
 	fs.StringVar(&f.cfg.LeasePreferences, "lease-preferences", "", "where tablet leases go: region=NAME[,region=NAME...] in order of preference (balanced by count within it), spread (balanced by count over the nodes: the default) or none (where elections put them); needs --join")
-	fs.BoolVar(&f.cfg.Insecure, "insecure", false, "accept clients without passwords (trust authentication)")
+	fs.BoolVar(&f.cfg.Insecure, "insecure", false, "run without TLS or authentication, for development: any client logs in as any role without a password, and anyone who can reach --rpc-addr can join and read everything")
+	fs.StringVar(&f.certsDir, "certs-dir", defaultCertsDir(), "directory of the node's certificates: ca.crt, node.crt, node.key (cairn cert); needed unless --insecure")
+	fs.BoolVar(&f.cfg.AcceptSQLWithoutTLS, "accept-sql-without-tls", false, "let SQL clients from other hosts log in with a password but without TLS (loopback clients always may)")
 	fs.IntVar(&f.cfg.MaxConnections, "max-connections", 100, "maximum concurrent SQL sessions (max_connections)")
 	fs.IntVar(&f.reserved, "superuser-reserved-connections", 3, "of --max-connections, slots only superusers may use (superuser_reserved_connections)")
 	fs.IntVar(&f.cfg.MaxStartupConnections, "max-startup-connections", 0, "maximum connections still authenticating; the oldest is closed to make room for a new one (0: twice --max-connections)")
@@ -295,16 +301,32 @@ func parseStart(args []string, stderr io.Writer) (startFlags, error) {
 	if err := checkStartFlags(&f); err != nil {
 		return f, err
 	}
+	if f.cfg.Insecure {
+		explicit := false
+		fs.Visit(func(fl *flag.Flag) {
+			explicit = explicit || fl.Name == "certs-dir" || fl.Name == "accept-sql-without-tls"
+		})
+		if explicit {
+			return f, usagef("--insecure excludes --certs-dir and --accept-sql-without-tls: an insecure node has no TLS")
+		}
+		f.certsDir = ""
+	}
 	if f.cfg.InitialPassword == "" {
 		f.cfg.InitialPassword = os.Getenv("CAIRN_INITIAL_PASSWORD")
 	}
 	return f, nil
 }
 
-func cmdStart(args []string, stderr io.Writer) error {
+func cmdStart(args []string, stdout, stderr io.Writer) error {
 	f, err := parseStart(args, stderr)
 	if err != nil {
 		return err
+	}
+	if f.cfg.Insecure {
+		fmt.Fprint(stderr, insecureWarning(f.cfg))
+	} else if f.cfg.Certs, err = security.Load(f.certsDir); err != nil {
+		return fmt.Errorf("cannot load certificates: %w\n"+
+			"A node is secure unless started with --insecure: create a CA and this node's certificate with `cairn cert` (docs/security.md) in --certs-dir (now %s), or start with --insecure for development", err, f.certsDir)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	f.cfg.Logger = log
@@ -325,6 +347,7 @@ func cmdStart(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	fmt.Fprint(stdout, startBanner(srv, f))
 	var failed error
 	select {
 	case <-ctx.Done():

@@ -16,7 +16,24 @@ var version = ""
 // from (with "+modified" when the work tree had changes) and when, and the
 // Go toolchain and platform, as one line each.
 func versionText() string {
-	v, commit, when := version, "unknown", "unknown"
+	v, commit, when := buildInfo()
+	var b strings.Builder
+	fmt.Fprintf(&b, "cairn %s\n", v)
+	fmt.Fprintf(&b, "commit:   %s\n", commit)
+	fmt.Fprintf(&b, "built:    %s\n", when)
+	fmt.Fprintf(&b, "go:       %s %s/%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	return b.String()
+}
+
+// buildLine is the version on one line, for the start banner.
+func buildLine() string {
+	v, commit, _ := buildInfo()
+	return fmt.Sprintf("cairn %s, commit %s, %s %s/%s", v, commit, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}
+
+// buildInfo returns the release, the commit and its time.
+func buildInfo() (v, commit, when string) {
+	v, commit, when = version, "unknown", "unknown"
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		if v == "" {
 			v = bi.Main.Version
@@ -39,10 +56,5 @@ func versionText() string {
 	if v == "" {
 		v = "(devel)"
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "cairn %s\n", v)
-	fmt.Fprintf(&b, "commit:   %s\n", commit)
-	fmt.Fprintf(&b, "built:    %s\n", when)
-	fmt.Fprintf(&b, "go:       %s %s/%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
-	return b.String()
+	return v, commit, when
 }
