@@ -4,10 +4,12 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -289,6 +291,21 @@ func TestLifetimes(t *testing.T) {
 	must(err)
 	if k, ok := certs.node.Leaf.PublicKey.(*ecdsa.PublicKey); !ok || k.Curve != elliptic.P256() {
 		t.Errorf("node key is %T, want ECDSA P-256", certs.node.Leaf.PublicKey)
+	}
+	// Invariant 2: what each certificate may be used for.
+	client, err := tls.LoadX509KeyPair(filepath.Join(root, "client.alice.crt"), filepath.Join(root, "client.alice.key"))
+	must(err)
+	for _, tc := range []struct {
+		name, cn string
+		cert     *x509.Certificate
+		eku      []x509.ExtKeyUsage
+	}{
+		{"node", NodeUser, certs.node.Leaf, []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}},
+		{"client", "alice", client.Leaf, []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}},
+	} {
+		if tc.cert.Subject.CommonName != tc.cn || !slices.Equal(tc.cert.ExtKeyUsage, tc.eku) || tc.cert.IsCA {
+			t.Errorf("%s certificate: CN %q, usages %v, CA %v", tc.name, tc.cert.Subject.CommonName, tc.cert.ExtKeyUsage, tc.cert.IsCA)
+		}
 	}
 	infos, err := List(root)
 	must(err)
