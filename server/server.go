@@ -15,6 +15,9 @@
 // serves SQL. A plain `cairn start` is Join = [RPCAddr]: a replicated
 // cluster of one that others can join. Neither kind of store opens as
 // the other (refuseUnreplicatedStore, refuseReplicatedStore).
+//
+// With Config.Certs the node is secure (tls.go): mutual TLS to other
+// nodes, TLS on the SQL port, HTTPS on the HTTP port.
 package server
 
 import (
