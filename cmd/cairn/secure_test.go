@@ -148,6 +148,12 @@ func TestSecureCluster(t *testing.T) {
 		t.Fatalf("no verify-full sql URL in the banner: %s", a.LogTail(3000))
 	}
 	aliceURL := "postgresql://alice@" + a.SQL + "/postgres?sslmode=verify-full&sslrootcert=" + ca + clientCert("alice")
+	// psql's default, sslmode=prefer, gets TLS.
+	prefer := exec.Command("psql", "postgresql://postgres@"+a.SQL+"/postgres?sslmode=prefer", "-Xc", `\conninfo`)
+	prefer.Env = append(os.Environ(), "PGPASSWORD="+password)
+	if out, err := prefer.CombinedOutput(); err != nil || !strings.Contains(string(out), "SSL connection (protocol: TLSv1.3") {
+		t.Errorf("psql sslmode=prefer: %v: %s", err, out)
+	}
 	for _, tc := range []struct{ url, want string }{
 		{url[1], "postgres"},
 		{aliceURL, "alice"},
@@ -287,6 +293,10 @@ func TestSecureCluster(t *testing.T) {
 				t.Errorf("%s's output has no %q:\n%s", m.Dir, w, proc.Tail(log, 3000))
 			}
 		}
+	}
+	// It answers SSLRequest with N: psql's sslmode=require gives up.
+	if out, err := exec.Command("psql", "postgresql://postgres@"+plain.SQL+"/postgres?sslmode=require", "-Xc", "SELECT 1").CombinedOutput(); err == nil || !strings.Contains(string(out), "server does not support SSL, but SSL was required") {
+		t.Errorf("psql sslmode=require against an insecure node: %v: %s", err, out)
 	}
 	checkLog(plain, "* WARNING: RUNNING IN INSECURE MODE (--insecure)",
 		"* - Any client that can reach "+plain.SQL+" logs in as any role, the superuser postgres",
