@@ -79,14 +79,13 @@ func CheckPeer(ctx context.Context, c *Creds, addr string) error {
 	if dl, ok := ctx.Deadline(); ok {
 		nc.SetDeadline(dl)
 	}
-	var alert tls.AlertError
 	var record tls.RecordHeaderError
 	var verify *tls.CertificateVerificationError
 	if c == nil {
 		// Only whether a handshake starts matters, so nothing is
 		// verified and nothing is sent after it.
 		tc := tls.Client(nc, &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12})
-		if err := tc.HandshakeContext(ctx); err == nil || errors.As(err, &alert) {
+		if err := tc.HandshakeContext(ctx); err == nil || remoteAlert(err) {
 			return fmt.Errorf("%w (%s)", ErrPeerSecure, addr)
 		}
 		return nil
@@ -108,8 +107,16 @@ func CheckPeer(ctx context.Context, c *Creds, addr string) error {
 		return nil
 	case errors.As(err, &record):
 		return fmt.Errorf("%w (%s)", ErrPeerInsecure, addr)
-	case errors.As(err, &verify), errors.As(err, &alert):
+	case errors.As(err, &verify), remoteAlert(err):
 		return fmt.Errorf("%w (%s): %v", ErrPeerAuth, addr, err)
 	}
 	return nil
+}
+
+// remoteAlert reports whether err is a TLS alert the peer sent (crypto/tls
+// reports one as a net.OpError with Op "remote error"): the peer speaks
+// TLS and refused the handshake, e.g. our certificate.
+func remoteAlert(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "remote error"
 }
