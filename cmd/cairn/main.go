@@ -1,15 +1,22 @@
 // Command cairn runs a Cairn node and talks to one.
 //
-//	cairn start --store DIR --sql-addr HOST:PORT --rpc-addr HOST:PORT --http-addr HOST:PORT
-//	            [--join ADDR,...] [--locality region=R] [--insecure] [--initial-password PW]
+//	cairn start --store DIR (--certs-dir DIR | --insecure) --sql-addr HOST:PORT --rpc-addr HOST:PORT
+//	            --http-addr HOST:PORT [--join ADDR,...] [--locality region=R] [--initial-password PW]
 //	            [--latency-map R1:R2=RTT,...] [--lease-preferences region=R,...|spread|none]
+//	cairn cert create-ca | create-node HOST... | create-client USER | list
 //	cairn demo [--no-shell] [--nodes 3 --global]
 //	cairn sql --url URL [-e SQL]
+//	cairn version
 //
 // start opens (or creates) the store in DIR, bootstraps a new cluster's
-// catalog when the store is empty, serves PostgreSQL clients and HTTP, and
-// shuts down cleanly on SIGTERM or SIGINT. Without --insecure clients log in
-// with SCRAM-SHA-256; the superuser postgres gets its password when the
+// catalog when the store is empty, serves PostgreSQL clients and HTTP,
+// prints a banner with its URLs, and shuts down cleanly on SIGTERM or
+// SIGINT. A node is secure unless started with --insecure: it loads the
+// certificates `cairn cert` made (cert.go) from --certs-dir and refuses to
+// start without them, serves SQL over TLS, HTTPS and mutual TLS between
+// nodes (docs/security.md); --insecure prints what it gives up
+// (banner.go). On a secure node clients log in with a client certificate
+// or with SCRAM-SHA-256; the superuser postgres gets its password when the
 // store is bootstrapped, from --initial-password or, so that it stays out
 // of the process list, the environment variable CAIRN_INITIAL_PASSWORD
 // (later starts ignore both). --join lists the RPC addresses of every
