@@ -118,3 +118,9 @@ func requireNode(cs tls.ConnectionState) error {
 	}
 	return nil
 }
+
+// Names reports whether the node certificate is valid for host (an IP
+// address or DNS name), as a client dialing host would check it.
+func (c *Certs) Names(host string) bool {
+	return c.node.Leaf.VerifyHostname(host) == nil
+}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cairn-db/cairn/rpc"
+	"github.com/cairn-db/cairn/security"
 )
 
 // This file wires a secure node's certificates (Config.Certs, package
@@ -27,11 +28,36 @@ import (
 var errInsecureWithCerts = errors.New("--insecure and --certs-dir exclude each other: an insecure node has no TLS")
 
 // initTLS sets the node's RPC credentials from its certificates; it runs
-// before anything listens.
+// before anything listens. It warns of listen addresses the node
+// certificate does not name: other nodes dialing --rpc-addr would refuse
+// it, and verify-full clients --sql-addr.
 func (s *Server) initTLS() {
-	if c := s.cfg.Certs; c != nil {
-		s.rpcCreds = rpc.NewCreds(c.RPCServer(), c.RPCClient())
+	c := s.cfg.Certs
+	if c == nil {
+		return
 	}
+	s.rpcCreds = rpc.NewCreds(c.RPCServer(), c.RPCClient())
+	for _, w := range unnamedHosts(c, s.cfg) {
+		s.log.Warn("cairn: " + w)
+	}
+}
+
+// unnamedHosts lists, as warnings, the listen addresses whose host the
+// node certificate does not name (an unspecified host, every interface,
+// is not checked: the names clients use are not known).
+func unnamedHosts(c *security.Certs, cfg Config) []string {
+	var out []string
+	for _, a := range []struct{ flag, addr string }{{"--rpc-addr", cfg.RPCAddr}, {"--sql-addr", cfg.SQLAddr}, {"--http-addr", cfg.HTTPAddr}} {
+		host, _, err := net.SplitHostPort(a.addr)
+		if err != nil || host == "" || net.ParseIP(host) != nil && net.ParseIP(host).IsUnspecified() {
+			continue
+		}
+		if !c.Names(host) {
+			out = append(out, fmt.Sprintf("%s %s: %s does not name %s, so peers and verify-full clients that dial it will refuse this node (make it with cairn cert create-node %s ... --overwrite)",
+				a.flag, a.addr, security.NodeCertFile, host, host))
+		}
+	}
+	return out
 }
 
 // serveHTTP serves HTTP on ln, HTTPS with the node certificate on a

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/cairn-db/cairn/security"
@@ -57,5 +58,29 @@ func TestSecureNode(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || resp.TLS == nil || resp.TLS.PeerCertificates[0].Subject.CommonName != security.NodeUser {
 		t.Errorf("https /health: %d, TLS %v", resp.StatusCode, resp.TLS != nil)
+	}
+}
+
+// TestUnnamedHosts: a node warns of a listen address its certificate does
+// not name, and only of those.
+func TestUnnamedHosts(t *testing.T) {
+	root := t.TempDir()
+	o := security.Options{CertsDir: root, CAKey: filepath.Join(root, "ca.key")}
+	if err := security.CreateCA(o); err != nil {
+		t.Fatal(err)
+	}
+	if err := security.CreateNode(o, []string{"127.0.0.1", "db1.example"}); err != nil {
+		t.Fatal(err)
+	}
+	certs, err := security.Load(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := unnamedHosts(certs, Config{RPCAddr: "10.1.1.1:26357", SQLAddr: "db1.example:26257", HTTPAddr: "0.0.0.0:8080"})
+	if len(got) != 1 || !strings.HasPrefix(got[0], "--rpc-addr 10.1.1.1:26357: node.crt does not name 10.1.1.1") {
+		t.Errorf("warnings: %q", got)
+	}
+	if got := unnamedHosts(certs, Config{RPCAddr: "127.0.0.1:26357", SQLAddr: ":26257"}); len(got) != 0 {
+		t.Errorf("warnings for named hosts: %q", got)
 	}
 }
