@@ -223,9 +223,16 @@ func TestRPCHandshake(t *testing.T) {
 			}
 		})
 	}
-	// And a node does not trust a server of another CA.
+	// And a node does not trust a server of another CA, nor one serving a
+	// SQL user's certificate of its own CA.
 	if srvErr, cliErr := handshake(t, other.RPCServer(), certs.RPCClient()); cliErr == nil && srvErr == nil {
 		t.Error("a node accepted the server of another cluster")
+	}
+	aliceServer := certs.RPCServer()
+	aliceServer.Certificates = []tls.Certificate{alice}
+	aliceServer.VerifyConnection = nil
+	if srvErr, cliErr := handshake(t, aliceServer, certs.RPCClient()); cliErr == nil && srvErr == nil {
+		t.Error("a node accepted a server presenting a client certificate")
 	}
 }
 
