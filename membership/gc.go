@@ -73,7 +73,7 @@ func (m *Member) gcReplicas(ctx context.Context) {
 				continue
 			}
 			cctx, cancel := context.WithTimeout(ctx, time.Second)
-			out, err := rpc.Call(cctx, rec.RPCAddr, methodReplicaStatus, req)
+			out, err := rpc.Call(cctx, m.cfg.Creds, rec.RPCAddr, methodReplicaStatus, req)
 			cancel()
 			if err != nil {
 				continue

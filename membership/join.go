@@ -46,11 +46,12 @@ var ErrNoCluster = errors.New("membership: no running cluster reachable at the j
 // Join asks the members at addrs, in turn, to admit this node. A refusal
 // (another cluster, an unknown or decommissioned node ID) is returned at
 // once; a member that is unreachable or not yet part of a running cluster
-// is skipped, and ErrNoCluster returned if none answers.
-func Join(ctx context.Context, addrs []string, req JoinRequest) (JoinResponse, error) {
+// is skipped, and ErrNoCluster returned if none answers. creds are the
+// node's RPC credentials (nil: plaintext).
+func Join(ctx context.Context, creds *rpc.Creds, addrs []string, req JoinRequest) (JoinResponse, error) {
 	var errs []error
 	for _, a := range addrs {
-		out, err := rpc.Call(ctx, a, methodJoin, encode(req))
+		out, err := rpc.Call(ctx, creds, a, methodJoin, encode(req))
 		if err == nil {
 			return decode[JoinResponse](out)
 		}

@@ -37,6 +37,9 @@ type Config struct {
 	Raft           *raftnode.Node
 	Store          *store.Store
 	Registry       *Registry
+	// Creds are the node's RPC transport credentials (rpc.Creds; nil:
+	// plaintext), for the membership calls it makes to other nodes.
+	Creds *rpc.Creds
 	// ReplicationFactor is the number of voters each tablet aims for
 	// (default 3); a tablet has fewer while fewer nodes are live.
 	ReplicationFactor int
@@ -528,7 +531,7 @@ func (m *Member) LookupTablet(ctx context.Context, key []byte, reverse bool) (kv
 			continue
 		}
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		out, err := rpc.Call(cctx, rec.RPCAddr, methodLookup, req)
+		out, err := rpc.Call(cctx, m.cfg.Creds, rec.RPCAddr, methodLookup, req)
 		cancel()
 		if err != nil {
 			continue

@@ -65,13 +65,13 @@ type ProbeResult struct {
 // Probe asks the nodes at addrs, at once, which cluster they are part of.
 // A node that answers it is not yet part of one, or whose address refuses
 // connections, tells that no cluster runs there.
-func Probe(ctx context.Context, addrs []string) ProbeResult {
+func Probe(ctx context.Context, creds *rpc.Creds, addrs []string) ProbeResult {
 	var mu sync.Mutex
 	var res ProbeResult
 	var wg sync.WaitGroup
 	for _, a := range addrs {
 		wg.Go(func() {
-			out, err := rpc.Call(ctx, a, methodProbe, nil)
+			out, err := rpc.Call(ctx, creds, a, methodProbe, nil)
 			mu.Lock()
 			defer mu.Unlock()
 			if err == nil {

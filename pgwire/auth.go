@@ -20,20 +20,31 @@ const (
 	scramPlusMechanism = "SCRAM-SHA-256-PLUS" // with TLS channel binding
 )
 
-// authenticate runs trust (Insecure) or SCRAM-SHA-256 authentication for
-// user and sends AuthenticationOk on success.
+// authenticate runs trust (Insecure), certificate (a verified client
+// certificate: certauth.go) or SCRAM-SHA-256 authentication for user and
+// sends AuthenticationOk on success. A plaintext client the node refuses
+// (checkTransport) is refused first.
 //
 // In secure mode an unknown role, or one without a password, goes through
 // a full SCRAM exchange against made-up credentials and fails like a wrong
 // password (28P01), as PostgreSQL's mock authentication does: a client
 // cannot probe which roles exist.
-func (c *conn) authenticate(ctx context.Context, user string) (Role, error) {
+func (c *conn) authenticate(ctx context.Context, user, database string) (Role, error) {
+	if err := c.checkTransport(user, database); err != nil {
+		return Role{}, err
+	}
 	role, err := c.srv.cfg.Backend.LookupRole(ctx, user)
 	exists := err == nil
 	if err != nil && !errors.Is(err, ErrRoleNotFound) {
 		return Role{}, fmt.Errorf("looking up role %q: %w", user, err)
 	}
-	if c.srv.cfg.Insecure {
+	certUser, withCert := c.certUser()
+	if c.srv.cfg.Insecure || withCert {
+		if withCert {
+			if err := checkCert(user, certUser); err != nil {
+				return Role{}, err
+			}
+		}
 		if !exists {
 			return Role{}, pgerror.New(pgerrcode.InvalidAuthorizationSpecification, "role %q does not exist", user)
 		}

@@ -48,8 +48,15 @@ type Config struct {
 	// Insecure lets any existing role that can log in connect without a
 	// password (trust authentication). Otherwise SCRAM-SHA-256 is required.
 	Insecure bool
-	// TLS, when set, lets clients upgrade with SSLRequest.
+	// TLS, when set, lets clients upgrade with SSLRequest. With ClientCAs
+	// and ClientAuth asking for a certificate, a client certificate that
+	// verifies logs in as the user its CommonName names, without a
+	// password (certauth.go).
 	TLS *tls.Config
+	// RefuseRemotePlaintext, with TLS, refuses clients from other hosts
+	// that do not upgrade to TLS (28000, before any password is sent);
+	// loopback clients may still log in without TLS.
+	RefuseRemotePlaintext bool
 	// MaxConnections bounds the authenticated sessions (PostgreSQL's
 	// max_connections); past it a new client gets 53300 "sorry, too many
 	// clients already". Connections still authenticating do not count:

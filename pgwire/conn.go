@@ -286,7 +286,7 @@ func (c *conn) run(ctx context.Context) error {
 	// role lookup and session setup by the same AuthTimeout.
 	authCtx, cancelAuth := context.WithTimeout(ctx, cfg.AuthTimeout)
 	defer cancelAuth()
-	role, err := c.authenticate(authCtx, user)
+	role, err := c.authenticate(authCtx, user, database)
 	if err != nil {
 		return err
 	}

@@ -1,5 +1,6 @@
 // Package pgwire is Cairn's PostgreSQL wire-protocol server (protocol 3.0):
-// startup and TLS negotiation, trust and SCRAM-SHA-256 authentication, the
+// startup and TLS negotiation, trust, client-certificate and SCRAM-SHA-256
+// authentication, the
 // simple and extended query protocols, COPY in both directions, cancel
 // requests and error reporting with SQLSTATEs. Over TLS it also offers
 // SCRAM-SHA-256-PLUS (tls-server-end-point channel binding).
@@ -55,4 +56,9 @@
 //     ConnControl (pg_cancel_backend, pg_terminate_backend), Close, or the
 //     client's socket found closed (checkClients); the client hears 57014
 //     for a cancel, FATAL 57P01 for a termination.
+//  9. With TLS and RefuseRemotePlaintext, a client from another host that
+//     did not upgrade to TLS is refused (28000) before it can send a
+//     password. A client certificate logs in only if it verified against
+//     the TLS config's ClientCAs, and only as the user its CommonName
+//     names (certauth.go).
 package pgwire

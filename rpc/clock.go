@@ -12,7 +12,6 @@ import (
 	"sync"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 )
 
 const (
@@ -60,6 +59,9 @@ type ClockPinger struct {
 	// Faults, when set before the first Ping, fails pings to the peers
 	// it cuts off (faults.go).
 	Faults *Faults
+	// Creds, when set before the first Ping, are the transport
+	// credentials (creds.go; nil: plaintext).
+	Creds *Creds
 
 	mu    sync.Mutex
 	conns map[uint64]*grpc.ClientConn
@@ -81,7 +83,7 @@ func (p *ClockPinger) conn(node uint64) (*grpc.ClientConn, error) {
 		return nil, fmt.Errorf("resolving node %d: %w", node, err)
 	}
 	c, err := grpc.NewClient(addr,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		p.Creds.dialOption(),
 		grpc.WithDefaultCallOptions(grpc.CallContentSubtype(codecName)))
 	if err != nil {
 		return nil, err

@@ -18,7 +18,6 @@ import (
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
 )
@@ -39,6 +38,7 @@ type serveConfig struct {
 	geo     *Geography
 	clock   func() int64
 	faults  *Faults
+	creds   *Creds
 }
 
 // WithKV makes Serve also serve KV batches, sending each to s (the node's
@@ -128,7 +128,7 @@ func (s *KVSender) getConn() (*grpc.ClientConn, error) {
 		return nil, fmt.Errorf("resolving node %d: %w", s.nodeID, err)
 	}
 	conn, err := grpc.NewClient(addr,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		s.t.cfg.Creds.dialOption(),
 		grpc.WithStatsHandler(sentTracker{}),
 		// A restarted node must be reachable again within seconds, not
 		// after gRPC's default backoff of up to two minutes: while the

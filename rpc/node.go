@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 )
 
 const nodeServiceName = "cairn.Node"
@@ -60,10 +59,11 @@ func nodeServiceDesc(methods map[string]MethodHandler) *grpc.ServiceDesc {
 
 // Call invokes the node-service method name on the node at addr, over a
 // connection made for the call (these calls are rare: a join, a lookup
-// that missed every local replica).
-func Call(ctx context.Context, addr, name string, req []byte) ([]byte, error) {
+// that missed every local replica), with the node's transport
+// credentials (creds.go; nil: plaintext).
+func Call(ctx context.Context, creds *Creds, addr, name string, req []byte) ([]byte, error) {
 	conn, err := grpc.NewClient(addr,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		creds.dialOption(),
 		grpc.WithDefaultCallOptions(grpc.CallContentSubtype(codecName), grpc.MaxCallSendMsgSize(MaxBatchSize), grpc.MaxCallRecvMsgSize(MaxBatchSize)))
 	if err != nil {
 		return nil, fmt.Errorf("rpc: dialing %s: %w", addr, err)

@@ -8,6 +8,11 @@
 // retransmits); it must not interpret the messages it carries, nor know
 // about tablets beyond their IDs.
 //
+// Every connection this package serves or dials uses the node's Creds
+// (creds.go): mutual TLS with node certificates of the cluster's CA on a
+// secure node, plaintext on an insecure one; there is no dial without
+// them, so no call of a secure node goes out in clear by omission.
+//
 // No generated protobuf code is needed: a batch is encoded by this package
 // (encodeBatch) and travels as raw bytes through a gRPC codec registered
 // under the content subtype "cairn-raw".

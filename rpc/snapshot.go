@@ -89,7 +89,7 @@ func (t *Transport) SendSnapshot(ctx context.Context, to uint64, env raftnode.En
 	if err != nil {
 		return fmt.Errorf("rpc: resolving node %d: %w", to, err)
 	}
-	conn, err := dialConn(addr)
+	conn, err := dialConn(addr, t.cfg.Creds)
 	if err != nil {
 		return err
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/cairn-db/cairn/raftnode"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 )
 
 const (
@@ -103,7 +102,7 @@ func Serve(ln net.Listener, h Handler, snap SnapshotReceiver, opts ...ServeOptio
 	// raft message is stepped (nor KV batch served) after the caller goes
 	// on to close the raft node and its engine; a leader stepping a
 	// follower's answer on a closed engine panics inside raft.
-	g := grpc.NewServer(grpc.MaxRecvMsgSize(MaxBatchSize), grpc.WaitForHandlers(true))
+	g := grpc.NewServer(append(cfg.creds.serverOptions(), grpc.MaxRecvMsgSize(MaxBatchSize), grpc.WaitForHandlers(true))...)
 	g.RegisterService(&serviceDesc, &server{h: h, snap: snap, faults: cfg.faults})
 	if cfg.kv != nil {
 		g.RegisterService(&kvServiceDesc, &kvServer{s: cfg.kv})
@@ -144,6 +143,9 @@ type TransportConfig struct {
 	Logger *slog.Logger
 	// Faults, when set, cuts this node off from chosen peers (faults.go).
 	Faults *Faults
+	// Creds are the node's transport credentials (creds.go; nil:
+	// plaintext), for raft streams, snapshots and KV batches alike.
+	Creds *Creds
 }
 
 // Transport sends raft envelopes to other nodes: one queue, one sender
@@ -343,7 +345,7 @@ func (t *Transport) dial(id uint64, conn *grpc.ClientConn) (*grpc.ClientConn, gr
 		if err != nil {
 			return nil, nil, fmt.Errorf("resolving node %d: %w", id, err)
 		}
-		if conn, err = dialConn(addr); err != nil {
+		if conn, err = dialConn(addr, t.cfg.Creds); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -358,8 +360,8 @@ func (t *Transport) dial(id uint64, conn *grpc.ClientConn) (*grpc.ClientConn, gr
 }
 
 // dialConn makes a client connection to a node (lazily connected).
-func dialConn(addr string) (*grpc.ClientConn, error) {
+func dialConn(addr string, creds *Creds) (*grpc.ClientConn, error) {
 	return grpc.NewClient(addr,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		creds.dialOption(),
 		grpc.WithDefaultCallOptions(grpc.CallContentSubtype(codecName), grpc.MaxCallSendMsgSize(MaxBatchSize)))
 }

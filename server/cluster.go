@@ -177,7 +177,7 @@ func (s *Server) identify(ctx context.Context, registry *membership.Registry) (i
 		if err := cached(); err != nil {
 			return 0, nil, err
 		}
-		resp, err := membership.Join(ctx, append(others, addrsOf(registry, ident.NodeID)...), membership.JoinRequest{ClusterID: ident.ClusterID, NodeID: ident.NodeID, Node: self})
+		resp, err := membership.Join(ctx, s.rpcCreds, append(others, addrsOf(registry, ident.NodeID)...), membership.JoinRequest{ClusterID: ident.ClusterID, NodeID: ident.NodeID, Node: self})
 		switch {
 		case errors.Is(err, membership.ErrRefused):
 			return 0, nil, err
@@ -294,12 +294,15 @@ func refuseReplicatedStore(eng *storage.Engine) error {
 func (s *Server) join(ctx context.Context, addrs []string, req membership.JoinRequest) (membership.JoinResponse, error) {
 	deadline := time.Now().Add(joinTimeout)
 	for {
-		resp, err := membership.Join(ctx, addrs, req)
+		resp, err := membership.Join(ctx, s.rpcCreds, addrs, req)
 		if err == nil {
 			return resp, nil
 		}
 		if errors.Is(err, membership.ErrRefused) || time.Now().After(deadline) {
 			return resp, fmt.Errorf("joining the cluster at %v: %w", addrs, err)
+		}
+		if err := s.checkPeers(ctx, addrs); err != nil {
+			return resp, err
 		}
 		select {
 		case <-ctx.Done():
@@ -328,13 +331,15 @@ func (s *Server) clusterRuns(ctx context.Context, addrs []string) (bool, error) 
 	}
 	for round := 1; ; round++ {
 		pctx, cancel := context.WithTimeout(ctx, probeWait)
-		res := membership.Probe(pctx, addrs)
+		res := membership.Probe(pctx, s.rpcCreds, addrs)
 		cancel()
 		if res.ClusterID != "" {
 			return true, nil
 		}
 		if res.Silent == 0 {
-			return false, nil
+			// A peer of the other security would have looked like one
+			// with no cluster (its connections close at once).
+			return false, s.checkPeers(ctx, addrs)
 		}
 		if err := ctx.Err(); err != nil {
 			return false, err
@@ -385,7 +390,7 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 			return errors.New("cairn: not replicating yet")
 		}
 		return n.ReceiveSnapshot(ctx, env, image)
-	}, append([]rpc.ServeOption{rpc.WithKV(kvRef), rpc.WithGeography(r.geo), rpc.WithClock(clock.PhysicalNow), rpc.WithFaults(r.faults)}, svc.ServeOptions()...)...)
+	}, append([]rpc.ServeOption{rpc.WithKV(kvRef), rpc.WithGeography(r.geo), rpc.WithClock(clock.PhysicalNow), rpc.WithFaults(r.faults), rpc.WithCreds(s.rpcCreds)}, svc.ServeOptions()...)...)
 	registry := membership.NewRegistry()
 	id, peers, err := s.identify(ctx, registry)
 	if err != nil {
@@ -393,7 +398,7 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 	}
 	r.id, r.registry = id, registry
 	r.geo.SetSelf(id)
-	r.transport = rpc.NewTransport(rpc.TransportConfig{Resolve: registry.Resolve, Logger: s.log, Geo: r.geo, Faults: r.faults})
+	r.transport = rpc.NewTransport(rpc.TransportConfig{Resolve: registry.Resolve, Logger: s.log, Geo: r.geo, Faults: r.faults, Creds: s.rpcCreds})
 	var st atomic.Pointer[store.Store]
 	r.raft = raftnode.NewNode(raftnode.Config{
 		NodeID: id,
@@ -429,6 +434,7 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 		Raft:              r.raft,
 		Store:             s.store,
 		Registry:          registry,
+		Creds:             s.rpcCreds,
 		ReplicationFactor: cfg.ReplicationFactor,
 		ZoneReplicas:      r.zones.replicas,
 		DeadAfter:         cfg.DeadAfter,
@@ -447,6 +453,7 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 	})
 	r.pinger = rpc.NewClockPinger(registry.Resolve)
 	r.pinger.Faults = r.faults
+	r.pinger.Creds = s.rpcCreds
 	r.clock = clockmon.New(clockmon.Config{
 		NodeID: id, Clock: clock, Peers: r.member.ClockPeers, Pinger: r.pinger,
 		Fence:   func(err error) { r.raft.Fence("clock", err) },

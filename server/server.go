@@ -15,6 +15,9 @@
 // serves SQL. A plain `cairn start` is Join = [RPCAddr]: a replicated
 // cluster of one that others can join. Neither kind of store opens as
 // the other (refuseUnreplicatedStore, refuseReplicatedStore).
+//
+// With Config.Certs the node is secure (tls.go): mutual TLS to other
+// nodes, TLS on the SQL port, HTTPS on the HTTP port.
 package server
 
 import (
@@ -39,6 +42,8 @@ import (
 	"github.com/cairn-db/cairn/kv"
 	"github.com/cairn-db/cairn/pgwire"
 	"github.com/cairn-db/cairn/pgwire/pgauth"
+	"github.com/cairn-db/cairn/rpc"
+	"github.com/cairn-db/cairn/security"
 	"github.com/cairn-db/cairn/sql/catalog"
 	"github.com/cairn-db/cairn/sql/session"
 	"github.com/cairn-db/cairn/storage"
@@ -65,8 +70,18 @@ type Config struct {
 	// RPCAddr (tests pick free ports this way).
 	RPCListener net.Listener
 	// Insecure lets any existing role with LOGIN connect without a
-	// password. Otherwise clients authenticate with SCRAM-SHA-256.
+	// password. Otherwise clients authenticate with SCRAM-SHA-256 (or a
+	// client certificate, with Certs).
 	Insecure bool
+	// Certs, when set, make the node secure (tls.go): mutual TLS between
+	// nodes, TLS on the SQL port, HTTPS on the admin port. A node with
+	// Certs may bootstrap without InitialPassword (the superuser then logs
+	// in with a client certificate). Excludes Insecure.
+	Certs *security.Certs
+	// AcceptSQLWithoutTLS lets SQL clients from other hosts log in without
+	// TLS on a node with Certs (CockroachDB's --accept-sql-without-tls);
+	// by default only loopback clients may.
+	AcceptSQLWithoutTLS bool
 	// MaxConnections bounds the node's SQL sessions (max_connections;
 	// zero: pgwire.DefaultMaxConnections, 100), of which
 	// SuperuserReservedConnections (zero: 3; negative: none) are kept for
@@ -154,9 +169,12 @@ type Server struct {
 	db      *kv.DB
 	backend *session.Backend
 	pg      *pgwire.Server
-	sqlLn   net.Listener
-	httpLn  net.Listener
-	http    *http.Server
+	// rpcCreds are the node's RPC transport credentials (tls.go; nil:
+	// plaintext).
+	rpcCreds *rpc.Creds
+	sqlLn    net.Listener
+	httpLn   net.Listener
+	http     *http.Server
 
 	admin adminState
 	// tabletStatsCache holds the tablets' live and total bytes
@@ -222,6 +240,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		log.Error("cairn: the storage engine failed; the node stops serving and must be restarted on a healthy disk", "err", err)
 		s.fail(err)
 	}
+	s.initTLS()
 	if s.eng, err = storage.Open(cfg.StoreDir, storage.Options{FS: fs, CacheSize: cfg.CacheSize, OnFatal: onFatal}); err != nil {
 		return nil, fmt.Errorf("opening the store in %q: %w", cfg.StoreDir, err)
 	}
@@ -291,9 +310,13 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		SuperuserReservedConnections: cfg.SuperuserReservedConnections,
 		AuthTimeout:                  cfg.AuthTimeout,
 		GC:                           gcRunner{s}})
-	if s.pg, err = pgwire.NewServer(pgwire.Config{Backend: s.backend, Insecure: cfg.Insecure, Logger: log,
+	pgcfg := pgwire.Config{Backend: s.backend, Insecure: cfg.Insecure, Logger: log,
 		MaxConnections: cfg.MaxConnections, SuperuserReservedConnections: cfg.SuperuserReservedConnections,
-		MaxStartupConnections: cfg.MaxStartupConnections, AuthTimeout: cfg.AuthTimeout}); err != nil {
+		MaxStartupConnections: cfg.MaxStartupConnections, AuthTimeout: cfg.AuthTimeout}
+	if cfg.Certs != nil {
+		pgcfg.TLS, pgcfg.RefuseRemotePlaintext = cfg.Certs.SQLServer(), !cfg.AcceptSQLWithoutTLS
+	}
+	if s.pg, err = pgwire.NewServer(pgcfg); err != nil {
 		s.sqlLn.Close()
 		s.httpLn.Close()
 		return nil, err
@@ -316,7 +339,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}()
 	go func() {
 		defer s.wg.Done()
-		if err := s.http.Serve(s.httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := s.serveHTTP(s.httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("cairn: HTTP server stopped", "err", err)
 		}
 	}()
@@ -343,6 +366,9 @@ func storeName(dir string) string {
 }
 
 func validate(cfg Config) error {
+	if cfg.Insecure && cfg.Certs != nil {
+		return errInsecureWithCerts
+	}
 	if len(cfg.Join) > 0 && cfg.RPCAddr == "" {
 		return errors.New("--join needs --rpc-addr, this node's address among the members")
 	}
@@ -382,9 +408,10 @@ func (s *Server) bootstrap(ctx context.Context) error {
 			fresh = false
 			return nil
 		}
-		if err == nil && verifier == "" && !s.cfg.Insecure {
-			// Refuse before committing: a secure cluster whose superuser
-			// has no password could never be logged into.
+		if err == nil && verifier == "" && !s.cfg.Insecure && s.cfg.Certs == nil {
+			// Refuse before committing: a cluster whose superuser has no
+			// password and no way to present a client certificate could
+			// never be logged into.
 			return errNoPassword
 		}
 		fresh = err == nil

@@ -1,15 +1,22 @@
 // Command cairn runs a Cairn node and talks to one.
 //
-//	cairn start --store DIR --sql-addr HOST:PORT --rpc-addr HOST:PORT --http-addr HOST:PORT
-//	            [--join ADDR,...] [--locality region=R] [--insecure] [--initial-password PW]
+//	cairn start --store DIR (--certs-dir DIR | --insecure) --sql-addr HOST:PORT --rpc-addr HOST:PORT
+//	            --http-addr HOST:PORT [--join ADDR,...] [--locality region=R] [--initial-password PW]
 //	            [--latency-map R1:R2=RTT,...] [--lease-preferences region=R,...|spread|none]
+//	cairn cert create-ca | create-node HOST... | create-client USER | list
 //	cairn demo [--no-shell] [--nodes 3 --global]
 //	cairn sql --url URL [-e SQL]
+//	cairn version
 //
 // start opens (or creates) the store in DIR, bootstraps a new cluster's
-// catalog when the store is empty, serves PostgreSQL clients and HTTP, and
-// shuts down cleanly on SIGTERM or SIGINT. Without --insecure clients log in
-// with SCRAM-SHA-256; the superuser postgres gets its password when the
+// catalog when the store is empty, serves PostgreSQL clients and HTTP,
+// prints a banner with its URLs, and shuts down cleanly on SIGTERM or
+// SIGINT. A node is secure unless started with --insecure: it loads the
+// certificates `cairn cert` made (cert.go) from --certs-dir and refuses to
+// start without them, serves SQL over TLS, HTTPS and mutual TLS between
+// nodes (docs/security.md); --insecure prints what it gives up
+// (banner.go). On a secure node clients log in with a client certificate
+// or with SCRAM-SHA-256; the superuser postgres gets its password when the
 // store is bootstrapped, from --initial-password or, so that it stays out
 // of the process list, the environment variable CAIRN_INITIAL_PASSWORD
 // (later starts ignore both). --join lists the RPC addresses of every
@@ -57,6 +64,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cairn-db/cairn/security"
 	"github.com/cairn-db/cairn/server"
 )
 
@@ -81,15 +89,33 @@ func tuneGC() {
 	}
 }
 
-const usage = `usage:
-  cairn start --store DIR [--sql-addr HOST:PORT] [--rpc-addr HOST:PORT] [--http-addr HOST:PORT]
-              [--join ADDR,... | --unreplicated] [--locality key=value,...] [--insecure] [--initial-password PW]
-              [--replication-factor N] [--dead-after DURATION]
+const usage = `Cairn, a distributed SQL database that speaks PostgreSQL.
+
+usage: cairn COMMAND [FLAGS]   (cairn COMMAND --help lists a command's flags)
+
+commands:
+  start      run a node: serve SQL, the admin UI and other nodes
+  cert       create and list the certificates of a secure cluster
+  sql        a SQL shell on a node (or run one string with -e)
+  demo       an in-memory node with sample tables, and a shell on it
+  node       list a cluster's nodes, or decommission one
+  workload   load generators (kv) against a node
+  version    print this build's version
+  help       print this text
+
+usage:
+  cairn start --store DIR (--certs-dir DIR | --insecure) [--sql-addr HOST:PORT] [--rpc-addr HOST:PORT] [--http-addr HOST:PORT]
+              [--join ADDR,... | --unreplicated] [--locality key=value,...] [--initial-password PW]
+              [--accept-sql-without-tls] [--replication-factor N] [--dead-after DURATION]
               [--latency-map R1:R2=RTT,...] [--lease-preferences region=R,...|spread|none]
+  cairn cert create-ca --ca-key FILE [--certs-dir DIR]
+  cairn cert create-node HOST... --ca-key FILE [--certs-dir DIR]
+  cairn cert create-client USER --ca-key FILE [--certs-dir DIR]
+  cairn cert list [--certs-dir DIR]
   cairn demo [--no-shell] [--nodes 3 --global]
   cairn sql --url URL [-e SQL]
-  cairn node status --host HTTP-HOST:PORT [--user ROLE] [--password-file FILE]
-  cairn node decommission N --host HTTP-HOST:PORT [--user ROLE] [--password-file FILE]
+  cairn node status --host HTTP-HOST:PORT [--certs-dir DIR] [--user ROLE] [--password-file FILE]
+  cairn node decommission N --host HTTP-HOST:PORT [--certs-dir DIR] [--user ROLE] [--password-file FILE]
               (a secure node's password: --password-file, else CAIRN_PASSWORD, else PGPASSWORD)
   cairn workload init kv [--hash-sharded [--buckets N]] [--drop] [URL]
   cairn workload run kv [--sequential] [--read-percent P] [--concurrency N] [--duration D] [--batch N]
@@ -105,7 +131,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var err error
 	switch args[0] {
 	case "start":
-		err = cmdStart(args[1:], stderr)
+		err = cmdStart(args[1:], stdout, stderr)
 	case "demo":
 		err = cmdDemo(args[1:], stdin, stdout, stderr)
 	case "sql":
@@ -114,6 +140,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = cmdNode(args[1:], stdout, stderr)
 	case "workload":
 		err = cmdWorkload(args[1:], stdout, stderr)
+	case "cert":
+		err = cmdCert(args[1:], stdout, stderr)
+	case "version", "--version":
+		fmt.Fprint(stdout, versionText())
+		return 0
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
@@ -157,6 +188,9 @@ type startFlags struct {
 	// a replicated cluster of one, Join = [--rpc-addr].
 	unreplicated, alone bool
 	reserved            int
+	// certsDir is --certs-dir: where a secure node's certificates are
+	// (loaded into cfg.Certs by cmdStart).
+	certsDir string
 }
 
 func parseStart(args []string, stderr io.Writer) (startFlags, error) {
@@ -175,7 +209,9 @@ func parseStart(args []string, stderr io.Writer) (startFlags, error) {
 	fs.StringVar(&f.colocWarnStr, "colocation-warn-size", "1GiB", "size past which a colocation tablet logs a warning and the admin UI flags it (e.g. 512MiB; 0: never)")
 	fs.StringVar(&f.cfg.LatencyMap, "latency-map", "", "simulated round-trip times between regions, e.g. us-west:us-east=60ms,us-east:eu=86ms (needs --join)")
 	fs.StringVar(&f.cfg.LeasePreferences, "lease-preferences", "", "where tablet leases go: region=NAME[,region=NAME...] in order of preference (balanced by count within it), spread (balanced by count over the nodes: the default) or none (where elections put them); needs --join")
-	fs.BoolVar(&f.cfg.Insecure, "insecure", false, "accept clients without passwords (trust authentication)")
+	fs.BoolVar(&f.cfg.Insecure, "insecure", false, "run without TLS or authentication, for development: any client logs in as any role without a password, and anyone who can reach --rpc-addr can join and read everything")
+	fs.StringVar(&f.certsDir, "certs-dir", defaultCertsDir(), "directory of the node's certificates: ca.crt, node.crt, node.key (cairn cert); needed unless --insecure")
+	fs.BoolVar(&f.cfg.AcceptSQLWithoutTLS, "accept-sql-without-tls", false, "let SQL clients from other hosts log in with a password but without TLS (loopback clients always may)")
 	fs.IntVar(&f.cfg.MaxConnections, "max-connections", 100, "maximum concurrent SQL sessions (max_connections)")
 	fs.IntVar(&f.reserved, "superuser-reserved-connections", 3, "of --max-connections, slots only superusers may use (superuser_reserved_connections)")
 	fs.IntVar(&f.cfg.MaxStartupConnections, "max-startup-connections", 0, "maximum connections still authenticating; the oldest is closed to make room for a new one (0: twice --max-connections)")
@@ -272,16 +308,32 @@ func parseStart(args []string, stderr io.Writer) (startFlags, error) {
 	if err := checkStartFlags(&f); err != nil {
 		return f, err
 	}
+	if f.cfg.Insecure {
+		explicit := false
+		fs.Visit(func(fl *flag.Flag) {
+			explicit = explicit || fl.Name == "certs-dir" || fl.Name == "accept-sql-without-tls"
+		})
+		if explicit {
+			return f, usagef("--insecure excludes --certs-dir and --accept-sql-without-tls: an insecure node has no TLS")
+		}
+		f.certsDir = ""
+	}
 	if f.cfg.InitialPassword == "" {
 		f.cfg.InitialPassword = os.Getenv("CAIRN_INITIAL_PASSWORD")
 	}
 	return f, nil
 }
 
-func cmdStart(args []string, stderr io.Writer) error {
+func cmdStart(args []string, stdout, stderr io.Writer) error {
 	f, err := parseStart(args, stderr)
 	if err != nil {
 		return err
+	}
+	if f.cfg.Insecure {
+		fmt.Fprint(stderr, insecureWarning(f.cfg))
+	} else if f.cfg.Certs, err = security.Load(f.certsDir); err != nil {
+		return fmt.Errorf("cannot load certificates: %w\n"+
+			"A node is secure unless started with --insecure: create a CA and this node's certificate with `cairn cert` (docs/security.md) in --certs-dir (now %s), or start with --insecure for development", err, f.certsDir)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	f.cfg.Logger = log
@@ -302,6 +354,7 @@ func cmdStart(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	fmt.Fprint(stdout, startBanner(srv, f))
 	var failed error
 	select {
 	case <-ctx.Done():

@@ -17,6 +17,8 @@ import (
 )
 
 func TestFlagValidation(t *testing.T) {
+	// --certs-dir's default is under $HOME: an empty one here.
+	t.Setenv("HOME", t.TempDir())
 	for _, tc := range []struct {
 		args []string
 		code int
@@ -48,8 +50,10 @@ func TestFlagValidation(t *testing.T) {
 		{args: []string{"start", "--store", "x", "--rpc-addr", "10.0.0.1:1", "--join", "10.0.0.1:1,,10.0.0.3:1"}, code: 2, want: "member 2"},
 		{args: []string{"start", "--store", "x", "--rpc-addr", "10.0.0.1:1", "--join", "10.0.0.1:1,10.0.0.2"}, code: 2, want: "is not HOST:PORT"},
 		{args: []string{"start", "--store", "x", "--in-memory"}, code: 2, want: "flag provided but not defined: -in-memory"},
-		{args: []string{"start", "--store", t.TempDir(), "--sql-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--rpc-addr", "127.0.0.1:0"}, code: 1, want: "initial password"},
-		{args: []string{"start", "--store", t.TempDir(), "--sql-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--unreplicated"}, code: 1, want: "initial password"},
+		{args: []string{"start", "--store", t.TempDir(), "--sql-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--rpc-addr", "127.0.0.1:0"}, code: 1, want: "cannot load certificates: " + filepath.Join(os.Getenv("HOME"), ".cairn-certs") + ": no CA or node certificate"},
+		{args: []string{"start", "--store", t.TempDir(), "--sql-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--unreplicated"}, code: 1, want: "or start with --insecure for development"},
+		{args: []string{"start", "--store", "x", "--insecure", "--certs-dir", "certs"}, code: 2, want: "--insecure excludes --certs-dir"},
+		{args: []string{"start", "--store", "x", "--insecure", "--accept-sql-without-tls"}, code: 2, want: "--insecure excludes --certs-dir and --accept-sql-without-tls"},
 		{args: []string{"start", "--store", "x", "--unreplicated", "--join", "10.0.0.1:1"}, code: 2, want: "--unreplicated and --join exclude each other"},
 		{args: []string{"start", "--store", "x", "--rpc-addr", "0.0.0.0:26357"}, code: 2, want: `other nodes will join this one at its --rpc-addr, so it needs this host's address, not "0.0.0.0"`},
 		{args: []string{"start", "--store", "x", "--rpc-addr", ":26357"}, code: 2, want: `not ""`},
@@ -86,8 +90,9 @@ func TestStatementComplete(t *testing.T) {
 	}
 }
 
-// TestStartProcess builds cairn, starts a secure node on a fresh store,
-// logs in with the initial password, and stops it with SIGTERM.
+// TestStartProcess builds cairn, makes certificates, starts a secure node
+// on a fresh store, logs in with the initial password over TLS, and stops
+// it with SIGTERM.
 func TestStartProcess(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
@@ -98,7 +103,8 @@ func TestStartProcess(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	cmd := exec.Command(bin, "start", "--store", filepath.Join(dir, "store"),
+	certs := makeCerts(t, dir, "certs")
+	cmd := exec.Command(bin, "start", "--store", filepath.Join(dir, "store"), "--certs-dir", certs,
 		"--sql-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--rpc-addr", "127.0.0.1:0")
 	cmd.Env = append(os.Environ(), "CAIRN_INITIAL_PASSWORD=s3cret")
 	stderr, err := cmd.StderrPipe()
@@ -134,10 +140,10 @@ func TestStartProcess(t *testing.T) {
 		}
 	}
 	ctx := context.Background()
-	if _, err := pgx.Connect(ctx, "postgres://postgres:wrong@"+sqlAddr+"/postgres?sslmode=disable"); err == nil {
+	if _, err := pgx.Connect(ctx, "postgres://postgres:wrong@"+sqlAddr+"/postgres?sslmode=require"); err == nil {
 		t.Error("a wrong password logged in")
 	}
-	conn, err := pgx.Connect(ctx, "postgres://postgres:s3cret@"+sqlAddr+"/postgres?sslmode=disable")
+	conn, err := pgx.Connect(ctx, "postgres://postgres:s3cret@"+sqlAddr+"/postgres?sslmode=verify-full&sslrootcert="+filepath.Join(certs, "ca.crt"))
 	if err != nil {
 		t.Fatalf("connect with the initial password: %v", err)
 	}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -8,11 +10,13 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/cairn-db/cairn/security"
 	"github.com/cairn-db/cairn/server"
 )
 
@@ -30,7 +34,8 @@ func cmdNode(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("node "+sub, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	host := fs.String("host", "", "HTTP address of any node (its --http-addr)")
-	url := fs.String("url", "", "base URL of any node's HTTP API (http://HOST:PORT); instead of --host")
+	url := fs.String("url", "", "base URL of any node's HTTP API (http://HOST:PORT or https://...); instead of --host")
+	certsDir := fs.String("certs-dir", "", "certificates directory whose ca.crt verifies a secure node's HTTPS (with it --host means https://)")
 	wait := fs.Duration("wait", 10*time.Minute, "decommission: how long to wait for the replicas to move")
 	user := fs.String("user", "postgres", "SQL role to log in as (a secure node; decommission needs a superuser)")
 	pwFile := fs.String("password-file", "", "file holding the role's password (else $CAIRN_PASSWORD, else $PGPASSWORD)")
@@ -54,12 +59,26 @@ func cmdNode(args []string, stdout, stderr io.Writer) error {
 	switch {
 	case base != "" && *host != "":
 		return usagef("give --host or --url, not both")
+	case *host != "" && *certsDir != "":
+		base = "https://" + *host
 	case *host != "":
 		base = "http://" + *host
 	case base == "":
 		return usagef("--host or --url is required")
 	}
-	c := &apiClient{c: &http.Client{Timeout: 30 * time.Second}, base: base, user: *user}
+	hc := &http.Client{Timeout: 30 * time.Second}
+	if *certsDir != "" {
+		pem, err := os.ReadFile(filepath.Join(*certsDir, security.CACertFile))
+		if err != nil {
+			return fmt.Errorf("reading the CA certificate: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return fmt.Errorf("%s holds no certificate", filepath.Join(*certsDir, security.CACertFile))
+		}
+		hc.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
+	}
+	c := &apiClient{c: hc, base: base, user: *user}
 	switch {
 	case *pwFile != "":
 		b, err := os.ReadFile(*pwFile)

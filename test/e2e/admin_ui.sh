@@ -11,10 +11,11 @@
 #
 # The node is --insecure (as every compat step's), so the pages need no
 # login and must say that they are open; the login form is rendered too.
-# Then a second, secure node (a plain `cairn start` with a superuser
-# password) must send the browser from its overview to that form, answer
-# its API 401 without a password and 200 with one (HTTP Basic, as curl
-# sends it), and keep /metrics open.
+# Then a second, secure node (certificates from `cairn cert`, --certs-dir,
+# a superuser password) must serve HTTPS, send the browser from its
+# overview to that form, answer its API 401 without a password and 200
+# with one (HTTP Basic, as curl sends it, verifying the node's certificate
+# against the cluster CA), and keep /metrics open.
 #
 # Screenshots: OUTDIR/overview.png, OUTDIR/database.png, OUTDIR/tablets.png,
 # OUTDIR/login.png
@@ -67,7 +68,9 @@ failed=0
 page() {
   local name=$1 path=$2
   shift 2
-  local flags=(--headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1400,1000)
+  # The secure node's certificate is signed by the test's own CA, which
+  # Chromium does not know; curl checks it against that CA below.
+  local flags=(--headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1400,1000 --ignore-certificate-errors)
   chromium "${flags[@]}" --dump-dom "$http$path" >"$work/$name.html" 2>"$work/$name.err" || true
   rm -f "$out/$name.png"
   chromium "${flags[@]}" --screenshot="$out/$name.png" "$http$path" >/dev/null 2>&1 || true
@@ -98,7 +101,10 @@ page login '/login?next=%2Ftablets' 'id="login-form"' 'name="password"' 'value="
 
 # A secure node: the browser lands on the login form.
 mkdir -p "$work/secure"
-CAIRN_INITIAL_PASSWORD=e2e-pw "$work/cairn" start --store "$work/secure/store" \
+certs="$work/secure/certs"
+"$work/cairn" cert create-ca --certs-dir "$certs" --ca-key "$work/secure/ca.key" >/dev/null
+"$work/cairn" cert create-node 127.0.0.1 localhost --certs-dir "$certs" --ca-key "$work/secure/ca.key" >/dev/null
+CAIRN_INITIAL_PASSWORD=e2e-pw "$work/cairn" start --store "$work/secure/store" --certs-dir "$certs" \
   --sql-addr "127.0.0.1:$((port + 3))" --rpc-addr "127.0.0.1:$((port + 4))" \
   --http-addr "127.0.0.1:$((port + 5))" >"$work/secure/cairn.log" 2>&1 &
 secure_pid=$!
@@ -106,10 +112,10 @@ for _ in $(seq 1 300); do
   if grep -q "cairn node ready: sql=" "$work/secure/cairn.log"; then break; fi
   sleep 0.1
 done
-http="http://127.0.0.1:$((port + 5))"
+http="https://127.0.0.1:$((port + 5))"
 # The bare login form compresses to ~16 KB.
 min_png=10000 page secure / 'id="login-form"' 'name="password"' 'value="/"'
-status() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
+status() { curl -s --cacert "$certs/ca.crt" -o /dev/null -w '%{http_code}' "$@"; }
 for check in "401 $http/api/nodes" "200 -u postgres:e2e-pw $http/api/nodes" "401 -u postgres:wrong $http/api/nodes" \
   "200 $http/metrics" "401 -X POST $http/api/nodes/1/decommission"; do
   set -- $check

@@ -68,6 +68,9 @@ func FreeAddrs(n int) ([]string, error) {
 type Node struct {
 	// Dir is the store directory; SQL, RPC and HTTP its listen addresses.
 	Dir, SQL, RPC, HTTP string
+	// CertsDir, when set, starts the node secure with --certs-dir
+	// instead of --insecure.
+	CertsDir string
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -84,8 +87,8 @@ func NewNode(dir string) (*Node, error) {
 	return &Node{Dir: dir, RPC: a[0], SQL: a[1], HTTP: a[2]}, nil
 }
 
-// Start starts the node's process: `cairn start` on its store, insecure,
-// with --join join when join is not empty (none: a cluster of one that
+// Start starts the node's process: `cairn start` on its store, insecure
+// (or secure with CertsDir), with --join join when join is not empty (none: a cluster of one that
 // others can join), and extra flags after those.
 func (n *Node) Start(bin string, join []string, extra ...string) error {
 	n.mu.Lock()
@@ -93,7 +96,12 @@ func (n *Node) Start(bin string, join []string, extra ...string) error {
 	if n.cmd != nil {
 		return fmt.Errorf("proc: node %s is already running", n.Dir)
 	}
-	args := []string{"start", "--store", n.Dir, "--insecure", "--sql-addr", n.SQL, "--http-addr", n.HTTP, "--rpc-addr", n.RPC}
+	security := []string{"--insecure"}
+	if n.CertsDir != "" {
+		security = []string{"--certs-dir", n.CertsDir}
+	}
+	args := append([]string{"start", "--store", n.Dir}, security...)
+	args = append(args, "--sql-addr", n.SQL, "--http-addr", n.HTTP, "--rpc-addr", n.RPC)
 	if len(join) > 0 {
 		args = append(args, "--join", strings.Join(join, ","))
 	}
