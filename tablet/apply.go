@@ -36,6 +36,15 @@ type Proposal struct {
 	// ResolveAsync lists intents outside this tablet that a finished
 	// transaction left; the leaseholder resolves them after applying.
 	ResolveAsync []AsyncResolve
+	// TxnTombstones are the transactions whose final records the batch
+	// deleted (or never wrote). Every replica remembers them at their
+	// write timestamps, so whichever holds the lease next still refuses
+	// to create a record for them again (invariant 8, txntombstone.go).
+	// They travel in the log for that: a leaseholder-only set would make
+	// a new lease forget them all, and the low-water mark standing in for
+	// them would abort every transaction that started before the lease
+	// changed and had not written its record yet.
+	TxnTombstones []kvpb.Transaction
 
 	// Unreplicated lock effects, applied by the leaseholder that evaluated
 	// the batch once it committed (applyUnreplicated), never encoded into
@@ -44,11 +53,6 @@ type Proposal struct {
 	unreplAcquired []kvpb.Intent
 	unreplReleased []LockRelease
 	unreplEnded    uuid.UUID
-	// txnTombstones are the transactions whose final records the batch
-	// deleted (or never wrote): the leaseholder remembers them at their
-	// write timestamps, so no record is created for them again
-	// (invariant 8, txntombstone.go).
-	txnTombstones []kvpb.Transaction
 }
 
 // LockRelease names txn's intents in Span.
@@ -130,6 +134,9 @@ func (r *Replica) applyEffects(p *Proposal, leaseholder bool) {
 		r.mu.Unlock()
 		// No write may land at or below the threshold either.
 		r.tscache.add(kvpb.Span{Key: desc.StartKey, EndKey: desc.EndKey}, p.GCThreshold, uuid.Nil)
+	}
+	for _, t := range p.TxnTombstones {
+		r.tombs.add(t.TxnMeta, t.Status)
 	}
 	if leaseholder {
 		for _, a := range p.ResolveAsync {

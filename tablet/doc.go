@@ -73,7 +73,7 @@
 //  8. A final transaction record (committed or aborted) is never rewritten;
 //     it is deleted only once no intent it names can remain (EndTxn resolved
 //     them all in its own batch, or a GC request's sender resolved them
-//     first), and then the leaseholder keeps a tombstone (txntombstone.go):
+//     first), and then every replica keeps a tombstone (txntombstone.go):
 //     no record is ever created for a transaction whose record was, or may
 //     have been, deleted, so a late HeartbeatTxn or EndTxn cannot revive
 //     it, and a pusher that finds no record of a transaction that cannot

@@ -86,7 +86,7 @@ func (ec *evalCtx) gcTxnRecords(req *kvpb.GCRequest) (int, error) {
 		if err := mvcc.DeleteTxnRecord(ec.b, t.Key, t.ID); err != nil {
 			return n, err
 		}
-		ec.prop.txnTombstones = append(ec.prop.txnTombstones, kvpb.Transaction{TxnMeta: rec.TxnMeta, Status: rec.Status})
+		ec.prop.TxnTombstones = append(ec.prop.TxnTombstones, kvpb.Transaction{TxnMeta: rec.TxnMeta, Status: rec.Status})
 		n++
 	}
 	return n, nil

@@ -118,7 +118,7 @@ func (ec *evalCtx) finish(final *kvpb.Transaction, reason kvpb.AbortReason) erro
 		if err := mvcc.DeleteTxnRecord(ec.b, final.Key, final.ID); err != nil {
 			return err
 		}
-		ec.prop.txnTombstones = append(ec.prop.txnTombstones, kvpb.Transaction{TxnMeta: final.TxnMeta, Status: final.Status})
+		ec.prop.TxnTombstones = append(ec.prop.TxnTombstones, kvpb.Transaction{TxnMeta: final.TxnMeta, Status: final.Status})
 	}
 	ec.prop.TxnUpdates = append(ec.prop.TxnUpdates, TxnUpdate{ID: final.ID, Status: final.Status, AbortReason: reason})
 	// The transaction's unreplicated locks on this tablet go with it.

@@ -18,7 +18,10 @@ import (
 // and a version it does not know: replicas of one tablet run the same
 // format until a cluster version gate (issue #4's upgrade path) says
 // otherwise.
-const proposalVersion = 1
+//
+// Version 2 added the transaction tombstones at the end; entries of
+// version 1, still in logs written before, decode with none.
+const proposalVersion = 2
 
 // ErrBadProposal is DecodeProposal's refusal of malformed input.
 var ErrBadProposal = errors.New("tablet: malformed proposal")
@@ -67,6 +70,11 @@ func EncodeProposal(dst []byte, p *Proposal) []byte {
 			e.varint(int64(r.End))
 		}
 	}
+	e.uvarint(uint64(len(p.TxnTombstones)))
+	for _, t := range p.TxnTombstones {
+		e.txnMeta(t.TxnMeta)
+		e.varint(int64(t.Status))
+	}
 	return e.b
 }
 
@@ -75,7 +83,8 @@ func DecodeProposal(b []byte) (*Proposal, error) {
 	if len(b) == 0 {
 		return nil, ErrBadProposal
 	}
-	if b[0] != proposalVersion {
+	version := b[0]
+	if version != 1 && version != proposalVersion {
 		return nil, fmt.Errorf("%w: version %d", ErrBadProposal, b[0])
 	}
 	d := dec{b: b[1:]}
@@ -128,6 +137,15 @@ func DecodeProposal(b []byte) (*Proposal, error) {
 				for j := range a.IgnoredSeqNums {
 					a.IgnoredSeqNums[j] = kvpb.SeqRange{Start: d.int32(), End: d.int32()}
 				}
+			}
+		}
+	}
+	if version >= 2 {
+		if n := d.count(); n > 0 {
+			p.TxnTombstones = make([]kvpb.Transaction, n)
+			for i := range p.TxnTombstones {
+				p.TxnTombstones[i].TxnMeta = d.txnMeta()
+				p.TxnTombstones[i].Status = kvpb.TxnStatus(d.int8())
 			}
 		}
 	}

@@ -86,6 +86,9 @@ func genProposal() *rapid.Generator[*Proposal] {
 					return kvpb.SeqRange{Start: rapid.Int32().Draw(t, "s"), End: rapid.Int32().Draw(t, "e")}
 				}), 0, 3).Draw(t, "ignored"))}
 		}), 0, 3).Draw(t, "async"))
+		p.TxnTombstones = nilIfEmpty(rapid.SliceOfN(rapid.Custom(func(t *rapid.T) kvpb.Transaction {
+			return kvpb.Transaction{TxnMeta: genMeta().Draw(t, "txn"), Status: kvpb.TxnStatus(rapid.Int8().Draw(t, "status"))}
+		}), 0, 3).Draw(t, "tombstones"))
 		return p
 	})
 }

@@ -258,10 +258,12 @@ func (r *Replica) notLeaseholder(leader uint64) error {
 }
 
 // localOnly reports whether p changes nothing replicated: no batch, no
-// split, no GC threshold. Such a proposal (a read that found intents to
-// resolve, a push answered from memory) needs no consensus.
+// split, no GC threshold, no transaction tombstone. Such a proposal (a
+// read that found intents to resolve, a push answered from memory) needs
+// no consensus. A tombstone must reach every replica, so that the next
+// leaseholder refuses the record too.
 func localOnly(p *Proposal) bool {
-	return len(p.Repr) == 0 && p.Split == nil && p.GCThreshold.IsEmpty()
+	return len(p.Repr) == 0 && p.Split == nil && p.GCThreshold.IsEmpty() && len(p.TxnTombstones) == 0
 }
 
 // commit makes p happen: directly (a replica without raft, or a proposal
@@ -627,7 +629,9 @@ func (m *RaftStateMachine) LeaseAcquired(term uint64, alone bool) {
 	start := r.clock.Now()
 	start.WallTime += int64(r.clock.MaxOffset())
 	r.tscache.raiseLowWater(start)
-	r.tombs.raiseLowWater(start)
+	// The transaction tombstones need no such raise: every replica applied
+	// the deletions of earlier terms before its lease began (the lease
+	// waits for an entry of its own term), so it knows them all.
 	r.raft.mu.Lock()
 	r.raft.leaseTerm, r.raft.leaseStart = term, start
 	r.raft.mu.Unlock()

@@ -459,9 +459,6 @@ func (r *Replica) applyUnreplicated(p *Proposal) {
 	if p.unreplEnded != uuid.Nil {
 		r.locks.releaseUnreplicated(p.unreplEnded, nil)
 	}
-	for _, t := range p.txnTombstones {
-		r.tombs.add(t.TxnMeta, t.Status)
-	}
 }
 
 // onlyUnreplicatedLocks reports whether ba's only writes are unreplicated

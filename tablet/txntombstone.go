@@ -15,14 +15,16 @@ import (
 // or EndTxn would find no record and could create one, reviving the
 // transaction (a replayed commit of an aborted transaction whose intents
 // are gone would "succeed"), and a pusher meeting no record could take a
-// committed transaction for a live one. So a leaseholder remembers, for
-// each record it deleted, the transaction's write timestamp, and refuses
-// to create a record for a transaction that started at or below the
-// tombstone or below the low-water mark, which stands for every tombstone
-// it does not remember: those of earlier leaseholders (a new lease raises
-// it to the lease start, as the timestamp cache's), of before a restart
+// committed transaction for a live one. So every replica remembers, for
+// each record its tablet deleted (the deletion's proposal carries the
+// tombstone through the log, Proposal.TxnTombstones), the transaction's
+// write timestamp, and the leaseholder refuses to create a record for a
+// transaction that started at or below the tombstone or below the
+// low-water mark, which stands for every tombstone the replica does not
+// remember: those of before a restart or of before the replica existed
 // (it starts at the clock's reading), and those forgotten to bound memory
-// (raised to the newest forgotten). A transaction refused a record can
+// (raised to the newest forgotten). A new lease needs no raise: it begins
+// only once its replica applied every entry of earlier terms. A transaction refused a record can
 // never commit, so a pusher that finds none for it may take it for
 // aborted.
 //

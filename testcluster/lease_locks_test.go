@@ -8,6 +8,7 @@ import (
 
 	"github.com/cairn-db/cairn/kv"
 	"github.com/cairn-db/cairn/kvpb"
+	"github.com/google/uuid"
 )
 
 // TestLeaseTransferKeepsUnreplicatedLocks: a buffered transaction's
@@ -57,5 +58,66 @@ func TestLeaseTransferKeepsUnreplicatedLocks(t *testing.T) {
 	got, ok, err := c.Nodes[2].DB.Get(ctx, key)
 	if err != nil || !ok || string(got) != "a" {
 		t.Fatalf("after the commit: %q %v %v", got, ok, err)
+	}
+}
+
+// TestLeaseTransferKeepsTxnTombstones: a committed transaction whose
+// record its own EndTxn never left (every intent resolved in the batch)
+// is remembered by a tombstone that travels in the log, so after the
+// lease moves the new leaseholder still answers a late heartbeat with
+// COMMITTED instead of creating a pending record for it, and a replayed
+// commit is a status error, not a second commit.
+func TestLeaseTransferKeepsTxnTombstones(t *testing.T) {
+	c := StartCluster(t, ClusterOptions{})
+	ctx := context.Background()
+	from := c.WaitLeader(1, 10*time.Second)
+	key := []byte("\x03tomb")
+	gw := c.Nodes[0]
+
+	now := gw.Clock.Now()
+	txn := &kvpb.Transaction{
+		TxnMeta: kvpb.TxnMeta{ID: uuid.New(), Key: key, WriteTimestamp: now, MinTimestamp: now},
+		Name:    "tomb", Status: kvpb.Pending, ReadTimestamp: now,
+	}
+	put := &kvpb.BatchRequest{Header: kvpb.Header{Txn: txn}}
+	put.Add(&kvpb.PutRequest{Key: key, Value: []byte("v")})
+	pbr, err := gw.DB.Send(ctx, put)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The write may have been pushed above the new lease's low-water mark;
+	// with no reads to refresh, the coordinator would commit there.
+	txn = pbr.Txn.Clone()
+	txn.ReadTimestamp = txn.WriteTimestamp
+	end := &kvpb.BatchRequest{Header: kvpb.Header{Txn: txn}}
+	end.Add(&kvpb.EndTxnRequest{Key: key, Commit: true, LockSpans: []kvpb.Span{{Key: key}}})
+	if _, err := gw.DB.Send(ctx, end); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+
+	to := from%3 + 1
+	if err := c.Nodes[from-1].Raft.TransferLeader(1, to); err != nil {
+		t.Fatalf("transfer: %v", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for c.Leader(1) != to {
+		if time.Now().After(deadline) {
+			t.Fatalf("node %d never took up the lease", to)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+
+	hb := &kvpb.BatchRequest{Header: kvpb.Header{Txn: txn}}
+	hb.Add(&kvpb.HeartbeatTxnRequest{Key: key, Now: gw.Clock.Now()})
+	br, err := gw.DB.Send(ctx, hb)
+	if err != nil {
+		t.Fatalf("late heartbeat on the new leaseholder: %v", err)
+	}
+	if got := br.Responses[0].(*kvpb.HeartbeatTxnResponse).Txn.Status; got != kvpb.Committed {
+		t.Fatalf("late heartbeat on the new leaseholder node %d: status %v, want COMMITTED", to, got)
+	}
+	var status *kvpb.TransactionStatusError
+	if _, err := gw.DB.Send(ctx, end); !errors.As(err, &status) || status.Status != kvpb.Committed {
+		t.Fatalf("replayed commit on the new leaseholder: %v, want a COMMITTED status error", err)
 	}
 }
