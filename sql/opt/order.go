@@ -330,7 +330,7 @@ func (o *optimizer) hardLimit(l *plan.Limit) {
 // WITH TIES: its last rows depend on rows past the count (PostgreSQL
 // bounds no sort there either).
 func topK(l *plan.Limit) {
-	if l.Limit == nil || l.WithTies {
+	if l.Limit == nil || l.WithTies || !fixedCount(l.Limit) || !fixedCount(l.Offset) {
 		return
 	}
 	n := l.Input
@@ -344,6 +344,19 @@ func topK(l *plan.Limit) {
 	if s, ok := n.(*plan.Sort); ok {
 		s.Limit, s.Offset = l.Limit, l.Offset
 	}
+}
+
+// fixedCount reports whether a LIMIT or OFFSET expression gives the same
+// value each time it is evaluated (the Sort and the Limit above it each
+// evaluate it): a constant or a parameter, possibly cast; not random().
+func fixedCount(e sem.Expr) bool {
+	switch v := e.(type) {
+	case nil, *sem.Const, *sem.Param:
+		return true
+	case *sem.Cast:
+		return fixedCount(v.Expr)
+	}
+	return false
 }
 
 // limitOrder handles Limit over a Sort no index order provided yet: when
