@@ -397,7 +397,7 @@ func TestUncertainValueIsRetryable(t *testing.T) {
 // truncated input is an error, never a panic.
 func TestWireRoundTrip(t *testing.T) {
 	s := Spec{Fragment: 3, TabletID: 9, Span: kvpb.Span{Key: []byte("a"), EndKey: []byte("b")},
-		Snapshot: Snapshot{ReadTimestamp: hlc.Timestamp{WallTime: 5, Logical: 2}, UncertaintyLimit: hlc.Timestamp{WallTime: 7}},
+		Snapshot:  Snapshot{ReadTimestamp: hlc.Timestamp{WallTime: 5, Logical: 2}, UncertaintyLimit: hlc.Timestamp{WallTime: 7}},
 		BatchRows: 10, Window: 2, Limit: -1}
 	m := encodeSpec(s)
 	got, err := decodeSpec(m)
