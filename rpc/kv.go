@@ -39,6 +39,8 @@ type serveConfig struct {
 	clock   func() int64
 	faults  *Faults
 	creds   *Creds
+	// services are extra gRPC services (WithService).
+	services []extraService
 }
 
 // WithKV makes Serve also serve KV batches, sending each to s (the node's

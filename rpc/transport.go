@@ -113,6 +113,9 @@ func Serve(ln net.Listener, h Handler, snap SnapshotReceiver, opts ...ServeOptio
 		methods[name] = h
 	}
 	g.RegisterService(nodeServiceDesc(methods), nodeServer{})
+	for _, es := range cfg.services {
+		g.RegisterService(es.desc, es.impl)
+	}
 	if cfg.clock != nil {
 		g.RegisterService(&clockServiceDesc, clockServer{now: cfg.clock})
 	}

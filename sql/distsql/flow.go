@@ -1,0 +1,270 @@
+package distsql
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/rpc"
+	"github.com/cairn-db/cairn/sql/mon"
+	"github.com/cairn-db/cairn/sql/pgerror"
+	"github.com/jackc/pgerrcode"
+	"google.golang.org/grpc"
+)
+
+// Gateway starts flows from this node: it keeps one gRPC connection per
+// node it has sent a fragment to. Safe for concurrent use.
+type Gateway struct {
+	resolve func(nodeID uint64) (string, error)
+
+	mu    sync.Mutex
+	conns map[uint64]*grpc.ClientConn
+}
+
+// NewGateway returns a gateway that finds nodes' RPC addresses with
+// resolve.
+func NewGateway(resolve func(nodeID uint64) (string, error)) *Gateway {
+	return &Gateway{resolve: resolve, conns: map[uint64]*grpc.ClientConn{}}
+}
+
+// Close closes the gateway's connections.
+func (g *Gateway) Close() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for id, c := range g.conns {
+		_ = c.Close()
+		delete(g.conns, id)
+	}
+}
+
+func (g *Gateway) conn(node uint64) (*grpc.ClientConn, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if c := g.conns[node]; c != nil {
+		return c, nil
+	}
+	addr, err := g.resolve(node)
+	if err != nil {
+		return nil, fmt.Errorf("distsql: resolving node %d: %w", node, err)
+	}
+	c, err := grpc.NewClient(addr, rpc.DialOptions()...)
+	if err != nil {
+		return nil, fmt.Errorf("distsql: dialing node %d: %w", node, err)
+	}
+	g.conns[node] = c
+	return c, nil
+}
+
+// Batch is one batch of a fragment's KVs, in key order within the
+// fragment (invariant 6). The caller owns KVs.
+type Batch struct {
+	Fragment int
+	KVs      []kvpb.KeyValue
+}
+
+type item struct {
+	b      Batch
+	size   int64
+	stream grpc.ClientStream
+}
+
+// Flow is a running physical plan, consumed by one goroutine through
+// Next. Close must be called.
+type Flow struct {
+	ctx    context.Context // the caller's
+	fctx   context.Context // cancelled by the first failure (invariant 5)
+	cancel context.CancelFunc
+	budget *mon.Budget
+	out    chan item
+
+	errMu sync.Mutex
+	err   error
+
+	held  item
+	stats []FragmentStats
+}
+
+// Start runs frags and returns their flow. budget (nil: unaccounted)
+// holds the batches the gateway has received and not yet consumed
+// (invariant 4).
+func (g *Gateway) Start(ctx context.Context, frags []Fragment, budget *mon.Budget) *Flow {
+	fctx, cancel := context.WithCancel(ctx)
+	f := &Flow{ctx: ctx, fctx: fctx, cancel: cancel, budget: budget, out: make(chan item), stats: make([]FragmentStats, len(frags))}
+	var wg sync.WaitGroup
+	for i, fr := range frags {
+		fr.Spec.Fragment = i
+		if fr.Spec.Window <= 0 {
+			fr.Spec.Window = DefaultWindow
+		}
+		if fr.Spec.BatchRows <= 0 {
+			fr.Spec.BatchRows = DefaultBatchRows
+		}
+		wg.Go(func() {
+			if err := g.run(f, fr); err != nil {
+				f.fail(err)
+			}
+		})
+	}
+	go func() {
+		wg.Wait()
+		close(f.out)
+	}()
+	return f
+}
+
+// fail records the flow's first error and stops every fragment.
+func (f *Flow) fail(err error) {
+	f.errMu.Lock()
+	if f.err == nil {
+		f.err = err
+	}
+	f.errMu.Unlock()
+	f.cancel()
+}
+
+func (f *Flow) firstErr() error {
+	f.errMu.Lock()
+	defer f.errMu.Unlock()
+	return f.err
+}
+
+// run drives one fragment's stream until it is done, fails, or the flow
+// is cancelled.
+func (g *Gateway) run(f *Flow, fr Fragment) error {
+	c, err := g.conn(fr.Node)
+	if err != nil {
+		return err
+	}
+	stream, err := c.NewStream(f.fctx, &serviceDesc.Streams[0], fullMethod)
+	if err != nil {
+		return g.streamErr(f, fr, err)
+	}
+	m := encodeSpec(fr.Spec)
+	if err := stream.SendMsg(&m); err != nil {
+		return g.streamErr(f, fr, err)
+	}
+	for {
+		var m []byte
+		if err := stream.RecvMsg(&m); err != nil {
+			return g.streamErr(f, fr, err)
+		}
+		if len(m) == 0 {
+			return errCorrupt
+		}
+		switch m[0] {
+		case msgBatch:
+			kvs, err := decodeBatch(m[1:])
+			if err != nil {
+				return err
+			}
+			size := int64(len(m))
+			if f.budget != nil {
+				if err := f.budget.Reserve(size); err != nil {
+					return err
+				}
+			}
+			select {
+			case f.out <- item{b: Batch{Fragment: fr.Spec.Fragment, KVs: kvs}, size: size, stream: stream}:
+			case <-f.fctx.Done():
+				f.release(size)
+				return nil
+			}
+		case msgDone:
+			st, err := decodeDone(m[1:])
+			if err != nil {
+				return err
+			}
+			f.stats[fr.Spec.Fragment] = st
+			return nil
+		case msgError:
+			r, err := decodeError(m[1:])
+			if err != nil {
+				return err
+			}
+			return r.err(fr)
+		default:
+			return errCorrupt
+		}
+	}
+}
+
+// streamErr is the error of a broken stream: the flow's cancellation
+// when that is what broke it, else a connection failure.
+func (g *Gateway) streamErr(f *Flow, fr Fragment, err error) error {
+	if f.fctx.Err() != nil {
+		return nil // someone else's failure or the caller's cancel
+	}
+	return pgerror.Wrapf(err, pgerrcode.ConnectionFailure, "distsql: fragment %d on node %d: %v", fr.Spec.Fragment, fr.Node, err)
+}
+
+// err turns a fragment's failure back into an error the session knows:
+// a retryable one as a KV retry (so the statement can be retried as a
+// local read failing the same way would be), others with their SQLSTATE.
+func (r remoteError) err(fr Fragment) error {
+	if r.retryable {
+		return &kvpb.TransactionRetryError{Reason: kvpb.RetrySerializable, Detail: fmt.Sprintf("distsql fragment on node %d: %s", fr.Node, r.msg)}
+	}
+	return pgerror.New(r.code, "%s", r.msg).WithDetail("in distributed fragment %d on node %d", fr.Spec.Fragment, fr.Node)
+}
+
+func (f *Flow) release(size int64) {
+	if f.budget != nil {
+		f.budget.Release(size)
+	}
+}
+
+// Next returns the flow's next batch, ok=false at its end, or the flow's
+// first error. Taking a batch gives the previous one's memory back and
+// grants its fragment one more batch (invariants 3, 4).
+func (f *Flow) Next() (b Batch, ok bool, err error) {
+	f.ack()
+	select {
+	case it, open := <-f.out:
+		if !open {
+			return Batch{}, false, f.finalErr()
+		}
+		f.held = it
+		return it.b, true, nil
+	case <-f.fctx.Done():
+		return Batch{}, false, f.finalErr()
+	}
+}
+
+func (f *Flow) ack() {
+	if f.held.stream == nil {
+		return
+	}
+	f.release(f.held.size)
+	var e enc
+	e.u(1)
+	// A fragment that has finished no longer reads credits; its stream
+	// refuses the send, which is harmless.
+	_ = f.held.stream.SendMsg(&e.b)
+	f.held = item{}
+}
+
+// finalErr is what Next returns once the flow stopped: the caller's
+// cancellation (statement_timeout, CancelRequest) first, else the first
+// fragment failure.
+func (f *Flow) finalErr() error {
+	if err := context.Cause(f.ctx); err != nil {
+		return err
+	}
+	return f.firstErr()
+}
+
+// Close stops the flow (if it still runs) and gives back the memory of
+// every batch it held.
+func (f *Flow) Close() {
+	f.release(f.held.size)
+	f.held = item{}
+	f.cancel()
+	for it := range f.out {
+		f.release(it.size)
+	}
+}
+
+// Stats returns each fragment's figures; meaningful after the flow ended
+// without error.
+func (f *Flow) Stats() []FragmentStats { return f.stats }

@@ -1,0 +1,64 @@
+package distsql
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/cairn-db/cairn/hlc"
+	"github.com/cairn-db/cairn/kvpb"
+)
+
+// Snapshot is where every fragment of a flow reads (invariant 2): the
+// gateway transaction's read timestamp and its global uncertainty limit.
+type Snapshot struct {
+	ReadTimestamp    hlc.Timestamp
+	UncertaintyLimit hlc.Timestamp
+}
+
+// Spec is what a fragment is told to do: scan Span (within tablet
+// TabletID, as the planner saw it) at Snapshot, sending BatchRows KVs per
+// batch with at most Window batches unconsumed (invariant 3), and at
+// most Limit KVs in all (0: no limit).
+type Spec struct {
+	// Fragment is the fragment's index in its flow.
+	Fragment  int
+	TabletID  kvpb.TabletID
+	Span      kvpb.Span
+	Snapshot  Snapshot
+	BatchRows int
+	Window    int
+	Limit     int64
+}
+
+// Defaults of a Spec's batching.
+const (
+	DefaultBatchRows = 1024
+	DefaultWindow    = 4
+	// maxWindow bounds what a gateway may ask of a server: the credits
+	// one stream may hold.
+	maxWindow = 64
+)
+
+// Fragment is a Spec placed on a node: the physical plan is a list of
+// them.
+type Fragment struct {
+	Node uint64
+	Spec Spec
+}
+
+func (f Fragment) String() string {
+	return fmt.Sprintf("fragment %d on n%d: scan t%d [%q, %q)", f.Spec.Fragment, f.Node, f.Spec.TabletID, f.Spec.Span.Key, f.Spec.Span.EndKey)
+}
+
+// FragmentStats is what a fragment reports when it finishes, for EXPLAIN
+// ANALYZE: its node, the KVs and bytes it shipped, the batches, and the
+// time from its start to its last batch.
+type FragmentStats struct {
+	Node    uint64
+	Rows    int64
+	Bytes   int64
+	Batches int64
+	Time    time.Duration
+}
+
+func durationOf(ns int64) time.Duration { return time.Duration(ns) }
