@@ -81,6 +81,14 @@ type Idler interface {
 	Idle() (timeout time.Duration, err error)
 }
 
+// CursorDescriber is implemented by a Session with SQL cursors (DECLARE):
+// in PostgreSQL a declared cursor is a portal, so Describe of a portal
+// pgwire does not know asks the session (psycopg 3's named cursors
+// DECLARE, then Describe the portal to learn the columns).
+type CursorDescriber interface {
+	DescribeCursor(name string) (cols []Column, ok bool)
+}
+
 // TxnStatus is the transaction state reported in ReadyForQuery.
 type TxnStatus byte
 

@@ -468,7 +468,15 @@ func (c *conn) loop(ctx context.Context) error {
 				return err
 			}
 		default:
+			// PostgreSQL flushes an error at once (elog.c), not at the
+			// next Sync: a client that sent Parse and Flush (asyncpg
+			// preparing a statement) waits for the reply before it sends
+			// Sync, and the Flush itself is dropped below while
+			// ignoreTillSync holds.
 			c.ignoreTillSync = true
+			if err := c.flush(); err != nil {
+				return err
+			}
 		}
 	}
 }

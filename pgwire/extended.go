@@ -108,6 +108,11 @@ func (c *conn) describe(m *pgproto3.Describe) error {
 	case 'P':
 		p, ok := c.portals[m.Name]
 		if !ok {
+			if cd, isCD := c.sess.(CursorDescriber); isCD {
+				if cols, found := cd.DescribeCursor(m.Name); found {
+					return c.sendRowDescription(cols, false)
+				}
+			}
 			return pgerror.New(pgerrcode.InvalidCursorName, "portal %q does not exist", m.Name)
 		}
 		return c.sendRowDescription(p.Columns(), false)

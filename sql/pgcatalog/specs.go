@@ -37,6 +37,7 @@ var pgSpecs = map[string]spec{
 	"pg_foreign_table":         {3118, `ftrelid:oid ftserver:oid ftoptions:text[]`},
 	"pg_group":                 {12010, `groname:name grosysid:oid grolist:oid[]`},
 	"pg_index":                 {2610, `indexrelid:oid indrelid:oid indnatts:smallint indnkeyatts:smallint indisunique:boolean indnullsnotdistinct:boolean indisprimary:boolean indisexclusion:boolean indimmediate:boolean indisclustered:boolean indisvalid:boolean indcheckxmin:boolean indisready:boolean indislive:boolean indisreplident:boolean indkey:int2vector indcollation:oidvector indclass:oidvector indoption:int2vector indexprs:pg_node_tree indpred:pg_node_tree`},
+	"pg_cursors":               {12077, `name:text statement:text is_holdable:boolean is_binary:boolean is_scrollable:boolean creation_time:timestamptz`},
 	"pg_indexes":               {12043, `schemaname:name tablename:name indexname:name tablespace:name indexdef:text`},
 	"pg_inherits":              {2611, `inhrelid:oid inhparent:oid inhseqno:integer inhdetachpending:boolean`},
 	"pg_init_privs":            {3394, `objoid:oid classoid:oid objsubid:integer privtype:"char" initprivs:aclitem[]`},

@@ -48,6 +48,19 @@ var pgGens = map[string]genFn{
 	"pg_opclass":       genOpclass,
 	"pg_rewrite":       genRewrite,
 	"pg_stat_activity": genStatActivity,
+	// pg_cursors lists the session's own open cursors (VirtualEnv.Cursors):
+	// psycopg 3's server-side cursors look themselves up in it.
+	"pg_cursors": func(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
+		if s.env.Cursors == nil {
+			return nil, nil
+		}
+		var out [][]types.Datum
+		for _, c := range s.env.Cursors() {
+			out = append(out, t.row("name", c.Name, "statement", c.Statement, "is_holdable", c.Holdable,
+				"is_binary", c.Binary, "is_scrollable", c.Scrollable, "creation_time", types.TimestampTZFromTime(c.Created)))
+		}
+		return out, nil
+	},
 	"pg_stat_user_indexes": func(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
 		var out [][]types.Datum
 		for _, r := range s.tables() {

@@ -527,6 +527,16 @@ type VirtualEnv struct {
 	// Activity lists the node's sessions for pg_stat_activity; nil shows
 	// the running session alone.
 	Activity func() []SessionActivity
+	// Cursors lists the session's open SQL cursors for pg_cursors; nil
+	// shows none.
+	Cursors func() []SessionCursor
+}
+
+// SessionCursor is one open cursor as pg_cursors shows it.
+type SessionCursor struct {
+	Name, Statement              string
+	Holdable, Binary, Scrollable bool
+	Created                      time.Time
 }
 
 // SessionActivity is one session as pg_stat_activity shows it. Zero times

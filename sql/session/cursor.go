@@ -30,6 +30,9 @@ type cursor struct {
 	exhausted bool
 	buf       []byte
 	vals      [][]byte
+	// declared describes a DECLAREd cursor for pg_cursors (nil for a
+	// protocol portal's).
+	declared *plan.SessionCursor
 }
 
 func newCursor(s *Session, p *plan.Plan, rows exec.Rows) *cursor {

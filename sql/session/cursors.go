@@ -3,10 +3,14 @@ package session
 import (
 	"context"
 	"math"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/cairn-db/cairn/pgwire"
 	"github.com/cairn-db/cairn/sql/parser"
 	"github.com/cairn-db/cairn/sql/pgerror"
+	"github.com/cairn-db/cairn/sql/plan"
 	"github.com/jackc/pgerrcode"
 	pg_query "github.com/pganalyze/pg_query_go/v6"
 )
@@ -47,8 +51,31 @@ func (s *Session) declareCursor(x *stmtState, st *parser.Statement, n *pg_query.
 	if s.sqlCursors == nil {
 		s.sqlCursors = make(map[string]*cursor)
 	}
+	// is_binary stays false: FETCH sends text whatever DECLARE said.
+	c.declared = &plan.SessionCursor{Name: n.Portalname, Statement: st.Original, Created: time.Now()}
 	s.sqlCursors[n.Portalname] = c
 	return w.Complete("DECLARE CURSOR")
+}
+
+// DescribeCursor implements pgwire.CursorDescriber: a declared cursor's
+// rows, in text (FETCH sends text).
+func (s *Session) DescribeCursor(name string) ([]pgwire.Column, bool) {
+	c, ok := s.sqlCursors[name]
+	if !ok {
+		return nil, false
+	}
+	return describeColumns(c.cols, nil), true
+}
+
+// cursorRows lists the open SQL cursors for pg_cursors, by name. None can
+// be held or scrolled (both are refused at DECLARE).
+func (s *Session) cursorRows() []plan.SessionCursor {
+	out := make([]plan.SessionCursor, 0, len(s.sqlCursors))
+	for _, c := range s.sqlCursors {
+		out = append(out, *c.declared)
+	}
+	slices.SortFunc(out, func(a, b plan.SessionCursor) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }
 
 // lookupCursor returns an open SQL cursor (34000 if none).

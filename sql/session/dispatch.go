@@ -288,6 +288,7 @@ func (s *Session) execContext(x *stmtState, txn *kv.Txn, params []types.Datum) *
 		Session:  a.ec.Session(),
 		Tablets:  s.b.cfg.Tablets,
 		Activity: s.b.sessions.snapshot,
+		Cursors:  s.cursorRows,
 	}
 	workMem, _, _ := mon.ParseKB(s.vars["work_mem"])
 	workMem <<= 10

@@ -145,7 +145,7 @@ func (ps *preparedStatement) Close() {}
 
 // Bind implements pgwire.Statement: it decodes the parameter values.
 func (ps *preparedStatement) Bind(ctx context.Context, p pgwire.BindParams) (pgwire.Portal, error) {
-	params, err := decodeParams(ps.s.typesCtx(), ps.paramTypes, p.Values, p.Formats)
+	params, err := ps.decodeParams(ctx, p)
 	if err != nil {
 		if ps.s.block {
 			ps.s.abortBlock(ctx)
@@ -153,6 +153,49 @@ func (ps *preparedStatement) Bind(ctx context.Context, p pgwire.BindParams) (pgw
 		return nil, err
 	}
 	return &portal{ps: ps, params: params, formats: p.ResultFormats}, nil
+}
+
+// decodeParams decodes Bind's values. A reg* parameter in text form
+// ('pg_catalog.pg_class' bound to CAST($1 AS regclass), as SQLAlchemy's
+// reflection sends) is a name to look up, so it is read with the catalog
+// resolver, in the open transaction or a short one of its own, as
+// describe does; other parameters need no catalog.
+func (ps *preparedStatement) decodeParams(ctx context.Context, p pgwire.BindParams) ([]types.Datum, error) {
+	s := ps.s
+	if !hasRegParam(ps.paramTypes) {
+		return decodeParams(s.typesCtx(), ps.paramTypes, p.Values, p.Formats)
+	}
+	var params []types.Datum
+	dec := func(ctx context.Context, txn *kv.Txn) error {
+		var err error
+		params, err = decodeParams(s.regTypes(ctx, txn), ps.paramTypes, p.Values, p.Formats)
+		return err
+	}
+	var err error
+	if s.inTxn && !s.aborted {
+		err = dec(ctx, s.kvTxn())
+	} else {
+		err = s.b.db.Txn(ctx, kv.Serializable, dec)
+	}
+	if err != nil {
+		return nil, sqlError(ctx, err)
+	}
+	return params, nil
+}
+
+// hasRegParam says whether any parameter is of a reg* type.
+func hasRegParam(pts []*types.T) bool {
+	for _, t := range pts {
+		if t == nil {
+			continue
+		}
+		for _, r := range types.RegTypes {
+			if t.Oid == r.Oid {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // decodeParams turns Bind's values into datums of the parameters' types.

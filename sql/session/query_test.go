@@ -151,6 +151,23 @@ func TestPortalSuspension(t *testing.T) {
 	if got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
+	// A DECLAREd cursor is a portal too: Describe finds it (psycopg 3's
+	// named cursors ask for their columns so), and after CLOSE it is gone.
+	fe.Send(&pgproto3.Query{String: "BEGIN; DECLARE dc CURSOR FOR SELECT 1 AS a, 'x' AS b"})
+	fe.Send(&pgproto3.Describe{ObjectType: 'P', Name: "dc"})
+	fe.Send(&pgproto3.Sync{})
+	fe.Send(&pgproto3.Query{String: "CLOSE dc; COMMIT"})
+	fe.Send(&pgproto3.Describe{ObjectType: 'P', Name: "dc"})
+	fe.Send(&pgproto3.Sync{})
+	if err := fe.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	got = readUntilReady(t, fe) + " " + readUntilReady(t, fe) + " " + readUntilReady(t, fe) + " " + readUntilReady(t, fe)
+	want = "CommandComplete(BEGIN) CommandComplete(DECLARE CURSOR) ReadyForQuery(T) RowDescription(a,b) ReadyForQuery(T) " +
+		"CommandComplete(CLOSE CURSOR) CommandComplete(COMMIT) ReadyForQuery(I) Error(34000 portal \"dc\" does not exist) ReadyForQuery(I)"
+	if got != want {
+		t.Errorf("declared cursor:\ngot  %s\nwant %s", got, want)
+	}
 }
 
 // readUntilReady reads backend messages up to ReadyForQuery and renders
@@ -179,6 +196,12 @@ func readUntilReady(t *testing.T, fe *pgproto3.Frontend) string {
 			out = append(out, "BindComplete")
 		case *pgproto3.PortalSuspended:
 			out = append(out, "PortalSuspended")
+		case *pgproto3.RowDescription:
+			var names []string
+			for _, f := range m.Fields {
+				names = append(names, string(f.Name))
+			}
+			out = append(out, "RowDescription("+strings.Join(names, ",")+")")
 		case *pgproto3.AuthenticationOk, *pgproto3.ParameterStatus, *pgproto3.BackendKeyData:
 		default:
 			out = append(out, "?")

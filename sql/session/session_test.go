@@ -109,6 +109,10 @@ func TestSetShow(t *testing.T) {
 		{set: "SET datestyle = 'iso, dmy'", code: "0A000"},
 		{set: "SET datestyle = 'sql'", code: "0A000"},
 		{set: "SET client_encoding = 'latin1'", code: "0A000"},
+		{set: "SET client_encoding = 'utf-8'", name: "client_encoding", want: "UTF8"},
+		{set: "SET client_encoding = '''utf-8'''", name: "client_encoding", want: "UTF8"},
+		{set: "SET client_encoding = ' Unicode '", name: "client_encoding", want: "UTF8"},
+		{set: "SET client_encoding = utf_8", name: "client_encoding", want: "UTF8"},
 		{set: "SET synchronize_seqscans TO off", name: "synchronize_seqscans", want: "off"},
 		{set: "SET default_table_access_method = heap", name: "default_table_access_method", want: "heap"},
 		{set: "SET default_table_access_method = columnar", code: "0A000"},
@@ -385,6 +389,9 @@ func TestSettingFunctions(t *testing.T) {
 	}
 	for _, tc := range []struct{ sql, want, code string }{
 		{sql: "SELECT current_setting('TimeZone')", want: "Etc/UTC"},
+		// asyncpg reads jit in a transaction; pgjdbc reads max_index_keys.
+		{sql: "SELECT current_setting('jit') || set_config('jit', 'off', false)", want: "offoff"},
+		{sql: "SELECT current_setting('max_index_keys')", want: "32"},
 		{sql: "SELECT current_setting('nosuch')", code: "42704"},
 		{sql: "SELECT current_setting('nosuch', true)", want: "NULL"},
 		{sql: "SELECT set_config('statement_timeout', '2000', false)", want: "2s"},
@@ -418,5 +425,53 @@ func TestSettingFunctions(t *testing.T) {
 	mustExec(t, c, "COMMIT")
 	if got := show(t, c, "application_name"); got != "" {
 		t.Errorf("local value after COMMIT: %q", got)
+	}
+}
+
+// TestRegParams binds a reg* typed parameter in text form, as SQLAlchemy's
+// reflection does with CAST($1 AS regclass): the name is looked up in the
+// catalog (its own tables included), inside and outside a block.
+func TestRegParams(t *testing.T) {
+	url := startServer(t)
+	c := connect(t, url, nil)
+	ctx := context.Background()
+	if _, err := simple(c, "CREATE TABLE rp (a int)"); err != nil {
+		t.Fatal(err)
+	}
+	var want uint32
+	if err := c.QueryRow(ctx, "SELECT 'rp'::regclass::oid").Scan(&want); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		sql, arg string
+		want     uint32
+		code     string
+	}{
+		{sql: "SELECT CAST($1 AS regclass)::oid", arg: "pg_catalog.pg_constraint", want: 2606},
+		{sql: "SELECT $1::regclass::oid", arg: "pg_class", want: 1259},
+		{sql: "SELECT CAST($1::regclass AS regclass)::oid", arg: "public.rp", want: want},
+		{sql: "SELECT $1::regclass::oid", arg: "no_such_table", code: "42P01"},
+	} {
+		for _, block := range []bool{false, true} {
+			if block {
+				if _, err := simple(c, "BEGIN"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var got uint32
+			err := c.QueryRow(ctx, tc.sql, tc.arg).Scan(&got)
+			if tc.code != "" {
+				if sqlState(err) != tc.code {
+					t.Errorf("%s (%s): got %v, want SQLSTATE %s", tc.sql, tc.arg, err, tc.code)
+				}
+			} else if err != nil || got != tc.want {
+				t.Errorf("%s (%s, block %v): %d, %v; want %d", tc.sql, tc.arg, block, got, err, tc.want)
+			}
+			if block {
+				if _, err := simple(c, "ROLLBACK"); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
 	}
 }

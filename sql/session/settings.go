@@ -83,6 +83,12 @@ var settingsList = []*setting{
 	// Cairn's scans always start at the first key, which is what off asks
 	// for (pg_dump sets it); on only allows PostgreSQL to start elsewhere.
 	{name: "synchronize_seqscans", def: "on", check: checkBool, desc: "Enable synchronized sequential scans."},
+	// Clients read these two: asyncpg reads jit inside the transaction
+	// it introspects types in (an unknown name would abort it), pgjdbc's
+	// getImportedKeys reads max_index_keys. Cairn compiles nothing, as a
+	// PostgreSQL built without LLVM, where jit is accepted and does nothing.
+	{name: "jit", def: "off", check: checkBool, desc: "Allow JIT compilation."},
+	{name: "max_index_keys", def: "32", readOnly: true, desc: "Shows the maximum number of index keys."},
 	// Every relation is a heap in pg_class/pg_am and lives in pg_default
 	// (SQLAlchemy's reflection reads the first; pg_dump's output sets both).
 	{name: "default_table_access_method", def: "heap", check: checkOnly("heap"), desc: "Sets the default table access method for new tables."},
@@ -133,9 +139,22 @@ func invalidValue(name, v string) error {
 	return pgerror.New(pgerrcode.InvalidParameterValue, "invalid value for parameter %q: %q", name, v)
 }
 
+// checkEncoding reads an encoding name as PostgreSQL's
+// clean_encoding_name does: every character but letters and digits is
+// dropped and case is ignored, so 'utf-8' with its quotes (asyncpg's
+// startup packet), utf_8 and UTF8 all name UTF8.
 func checkEncoding(_ *Session, v string) (string, error) {
-	switch strings.ToUpper(strings.ReplaceAll(v, "-", "")) {
-	case "UTF8", "UNICODE":
+	clean := strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+			return r
+		case r >= 'A' && r <= 'Z':
+			return r + 'a' - 'A'
+		}
+		return -1
+	}, v)
+	switch clean {
+	case "utf8", "unicode":
 		return "UTF8", nil
 	}
 	return "", pgerror.New(pgerrcode.FeatureNotSupported, "client_encoding %q is not supported: Cairn speaks UTF8 only", v)

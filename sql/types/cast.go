@@ -69,9 +69,11 @@ func CastKindOf(from, to *T) CastKind {
 		case FloatFamily, NumericFamily:
 			return CastImplicit
 		case OidFamily:
-			if from.Width >= 32 {
-				return CastImplicit
-			}
+			// pg_cast: int2, int4 and int8 all become oid and the reg*
+			// types implicitly, so that oid = smallint (SQLAlchemy's
+			// reflection compares attnum-like int2 columns with oids)
+			// resolves to oid = oid.
+			return CastImplicit
 		case BoolFamily:
 			if from.Width == 32 {
 				return CastExplicit

@@ -63,7 +63,8 @@ func TestRegCasts(t *testing.T) {
 		want     CastKind
 	}{
 		{RegClass, Oid, CastImplicit}, {Oid, RegClass, CastImplicit}, {Int4, RegClass, CastImplicit},
-		{Int8, RegType, CastImplicit}, {RegClass, Int8, CastAssignment}, {RegClass, Int4, CastAssignment},
+		{Int8, RegType, CastImplicit}, {Int2, Oid, CastImplicit}, {Int2, RegClass, CastImplicit},
+		{RegClass, Int8, CastAssignment}, {RegClass, Int4, CastAssignment}, {Oid, Int2, CastNone},
 		{RegClass, RegType, CastNone}, {Text, RegClass, CastImplicit}, {Text, RegType, CastExplicit},
 		{RegClass, Text, CastAssignment},
 	} {

@@ -9,7 +9,13 @@
 #             (psql.expected), after normalize.sed hides OIDs and page counts
 #   pgbench   -i -s 10, then -T 30 -c 8 -j 2 in the simple and prepared
 #             protocols: transactions processed, 0 failed, balances add up
-#   python    psycopg2_check.py and sqlalchemy_check.py
+#   python    psycopg2_check.py; psycopg3_check.py (named server-side
+#             cursors, COPY, pipeline, prepared statements, regclass
+#             parameters); sqlalchemy_check.py on psycopg2 and on psycopg 3
+#             (Core, ORM, reflection, Alembic autogenerate); asyncpg_check.py
+#             (asyncpg: errors while preparing, prepared statements,
+#             executemany, COPY, cursors, a pool, SQLAlchemy 2's async
+#             engine reflecting a table)
 #   pg_dump   a full dump of dump_schema.sql's database (two schemas,
 #             tables of most types, serial and identity columns, sequences,
 #             indexes, constraints, views, comments, rows) restores with
@@ -26,8 +32,8 @@
 #
 # `test/compat/run.sh --regen` rewrites psql.expected from a throwaway
 # PostgreSQL 15 (scripts/pg15.sh) instead. Installs what it needs: Debian's
-# postgresql-client and a Python virtualenv with psycopg2-binary and
-# SQLAlchemy 2.x.
+# postgresql-client and a Python virtualenv with psycopg2-binary,
+# psycopg 3, asyncpg, SQLAlchemy 2.x (with its asyncio extra) and Alembic.
 #
 # CAIRN_COMPAT_PORT (default 54511; +1 and +2 are taken too),
 # CAIRN_COMPAT_PG_PORT (default 54521: --regen and pg_dump), CAIRN_COMPAT_VENV,
@@ -129,10 +135,14 @@ if want python; then
   echo "== python"
   venv=${CAIRN_COMPAT_VENV:-/tmp/cairn-compat-venv}
   if [ ! -x "$venv/bin/python" ]; then python3 -m venv "$venv"; fi
-  "$venv/bin/python" -c 'import psycopg2, sqlalchemy; assert sqlalchemy.__version__ >= "2"' 2>/dev/null ||
-    "$venv/bin/pip" install -q psycopg2-binary 'SQLAlchemy>=2,<3'
+  "$venv/bin/python" -c 'import psycopg2, psycopg, asyncpg, greenlet, alembic, sqlalchemy; assert sqlalchemy.__version__ >= "2"' 2>/dev/null ||
+    "$venv/bin/pip" install -q psycopg2-binary 'psycopg[binary]>=3' asyncpg 'SQLAlchemy[asyncio]>=2,<3' alembic
   "$venv/bin/python" test/compat/psycopg2_check.py "$url" || fail python "psycopg2_check.py"
-  "$venv/bin/python" test/compat/sqlalchemy_check.py "$url" || fail python "sqlalchemy_check.py"
+  "$venv/bin/python" test/compat/psycopg3_check.py "$url" || fail python "psycopg3_check.py"
+  for driver in psycopg2 psycopg; do
+    "$venv/bin/python" test/compat/sqlalchemy_check.py "$url" $driver || fail python "sqlalchemy_check.py $driver"
+  done
+  "$venv/bin/python" test/compat/asyncpg_check.py "$url" || fail python "asyncpg_check.py"
 fi
 
 if want pg_dump; then

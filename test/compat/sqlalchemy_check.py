@@ -1,8 +1,9 @@
-"""A SQLAlchemy 2.x smoke test against Cairn (psycopg2 dialect): Core and
-ORM, schema creation with foreign keys and indexes, reflection, INSERT ...
+"""A SQLAlchemy 2.x smoke test against Cairn: Core and ORM, schema creation
+with foreign keys and indexes, reflection, Alembic autogenerate, INSERT ...
 RETURNING, relationships, rollback and drop_all.
 
-Run by test/compat/run.sh with the connection URL as its argument; any
+Run by test/compat/run.sh with the connection URL and the DBAPI driver
+(psycopg2, the default, or psycopg for psycopg 3) as its arguments; any
 failure raises, which fails the run. The same script passes against
 PostgreSQL 15.
 """
@@ -17,7 +18,8 @@ from sqlalchemy.dialects.postgresql import JSONB, UUID, insert as pg_insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship, selectinload
 
-url = sys.argv[1].replace("postgres://", "postgresql+psycopg2://", 1)
+driver = sys.argv[2] if len(sys.argv) > 2 else "psycopg2"
+url = sys.argv[1].replace("postgres://", "postgresql+%s://" % driver, 1)
 engine = create_engine(url)
 
 # --- Core -----------------------------------------------------------------
@@ -76,7 +78,8 @@ try:
         conn.execute(insert(authors).values(name="Dup", email="bob@example.com"))
     raise AssertionError("duplicate email accepted")
 except IntegrityError as e:
-    assert e.orig.pgcode == "23505", e.orig.pgcode
+    code = getattr(e.orig, "sqlstate", None) or e.orig.pgcode  # psycopg 3 / psycopg2
+    assert code == "23505", code
 with engine.connect() as conn:
     assert conn.execute(select(func.count()).select_from(authors)).scalar() == 2
 
@@ -108,6 +111,28 @@ md2 = MetaData()
 md2.reflect(engine, only=["sa_authors", "sa_books"])
 assert set(md2.tables["sa_books"].c.keys()) == set(books.c.keys())
 assert [fk.target_fullname for fk in md2.tables["sa_books"].foreign_keys] == ["sa_authors.id"]
+
+# Alembic's autogenerate compares the reflected schema with the models:
+# nothing differs for the tables just created, and a column the model adds
+# is the one difference found.
+try:
+    from alembic.autogenerate import compare_metadata
+    from alembic.migration import MigrationContext
+except ImportError:
+    compare_metadata = None
+if compare_metadata is not None:
+    with engine.connect() as conn:
+        mc = MigrationContext.configure(conn, opts={"include_name": lambda name, type_, parent: type_ != "table"
+                                                    or name in ("sa_authors", "sa_books")})
+        diff = compare_metadata(mc, md)
+        assert diff == [], diff
+        md3 = MetaData()
+        for t in md.tables.values():
+            t.to_metadata(md3)
+        md3.tables["sa_authors"].append_column(Column("extra", Integer))
+        diff = compare_metadata(mc, md3)
+        assert [(d[0], d[2]) for d in diff] == [("add_column", "sa_authors")], diff
+    print("sqlalchemy (%s): alembic autogenerate ok" % driver)
 
 # --- ORM ------------------------------------------------------------------
 
@@ -175,4 +200,4 @@ insp = inspect(engine)
 left = {"sa_authors", "sa_books", "sa_teams", "sa_members"} & set(insp.get_table_names())
 assert not left, left
 engine.dispose()
-print("sqlalchemy: ok")
+print("sqlalchemy (%s): ok" % driver)
