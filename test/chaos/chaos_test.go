@@ -88,6 +88,9 @@ func run(t *testing.T, cfg Config) *Result {
 		within = "OVER"
 	}
 	t.Logf("availability: %s (%s the %s target)", res.Availability, within, AvailabilityTarget)
+	if m := res.Availability.MaxOf(Kill); m > 0 {
+		t.Logf("availability under single-node kills: longest window %s", m.Round(time.Millisecond))
+	}
 	for _, a := range res.Anomalies {
 		t.Errorf("seed %d: anomaly: %s", cfg.Seed, a)
 	}
@@ -107,7 +110,7 @@ func TestBankKills(t *testing.T) {
 	b := &Bank{Accounts: envInt("CHAOS_BANK_ACCOUNTS", 40), Initial: 1000, Clients: envInt("CHAOS_BANK_CLIENTS", 6)}
 	run(t, Config{
 		Nodes: 3, Duration: envDuration("CHAOS_BANK_DURATION", 60*time.Second),
-		Nemeses: []string{Kill}, Interval: 8 * time.Second, Dur: 3 * time.Second,
+		Nemeses: []string{Kill}, Interval: envDuration("CHAOS_BANK_INTERVAL", 8*time.Second), Dur: envDuration("CHAOS_BANK_DOWN", 3*time.Second),
 		Workloads: []Workload{b},
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -122,6 +123,9 @@ func (c *Commits) Count() int {
 type Gap struct {
 	From time.Time
 	Len  time.Duration
+	// Fault is the kind of the last fault begun before the window ended
+	// ("" when none had): what the window is charged to.
+	Fault string
 }
 
 // Availability summarises the windows without a commit between start
@@ -141,9 +145,64 @@ func (a Availability) String() string {
 			s += " ..."
 			break
 		}
-		s += fmt.Sprintf(" [%s at %s]", g.Len.Round(time.Millisecond), g.From.Format("15:04:05.000"))
+		s += fmt.Sprintf(" [%s at %s", g.Len.Round(time.Millisecond), g.From.Format("15:04:05.000"))
+		if g.Fault != "" {
+			s += " " + g.Fault
+		}
+		s += "]"
+	}
+	if len(a.Long) > 0 {
+		// How many windows of each length, in whole seconds, and the
+		// longest by the fault it is charged to.
+		hist := map[int]int{}
+		worst := map[string]time.Duration{}
+		for _, g := range a.Long {
+			hist[min(int(g.Len/time.Second), 10)]++
+			worst[g.Fault] = max(worst[g.Fault], g.Len)
+		}
+		s += "; windows over 1s by length:"
+		for _, b := range slices.Sorted(maps.Keys(hist)) {
+			if b == 10 {
+				s += fmt.Sprintf(" >=10s:%d", hist[b])
+			} else {
+				s += fmt.Sprintf(" %d-%ds:%d", b, b+1, hist[b])
+			}
+		}
+		s += "; longest by fault:"
+		for _, f := range slices.Sorted(maps.Keys(worst)) {
+			name := f
+			if name == "" {
+				name = "none"
+			}
+			s += fmt.Sprintf(" %s %s", name, worst[f].Round(time.Millisecond))
+		}
 	}
 	return s
+}
+
+// Charge names, for each long window, the kind of the last fault begun
+// before it ended (faults are offsets from start).
+func (a *Availability) Charge(start time.Time, faults []Fault) {
+	for i := range a.Long {
+		g := &a.Long[i]
+		end := g.From.Add(g.Len)
+		for _, f := range faults {
+			if start.Add(f.At).Before(end) {
+				g.Fault = f.Kind
+			}
+		}
+	}
+}
+
+// MaxOf is the longest window charged to a fault of kind.
+func (a Availability) MaxOf(kind string) time.Duration {
+	var m time.Duration
+	for _, g := range a.Long {
+		if g.Fault == kind {
+			m = max(m, g.Len)
+		}
+	}
+	return m
 }
 
 // Windows computes the distribution of windows with no commit between

@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,6 +42,15 @@ func TestWindows(t *testing.T) {
 	a := c.Windows(start, start.Add(2500*time.Millisecond))
 	if a.Commits != 5 || a.Max != 2*time.Second || len(a.Long) != 1 || a.Long[0].From != start.Add(300*time.Millisecond) {
 		t.Fatalf("windows: %+v", a)
+	}
+	// The window 0.3s..2.3s is charged to the kill at 0.2s, not to the
+	// pause that began after it ended.
+	a.Charge(start, []Fault{{At: 200 * time.Millisecond, Kind: Kill}, {At: 2350 * time.Millisecond, Kind: Pause}})
+	if a.Long[0].Fault != Kill || a.MaxOf(Kill) != 2*time.Second || a.MaxOf(Pause) != 0 {
+		t.Fatalf("charged: %+v", a.Long)
+	}
+	if s := a.String(); !strings.Contains(s, "2-3s:1") || !strings.Contains(s, "kill 2s") {
+		t.Fatalf("distribution not printed: %s", s)
 	}
 	// No commit at all: one window, the whole run.
 	var none Commits

@@ -80,6 +80,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	end := time.Now()
 	wg.Wait()
 	res.Availability = commits.Windows(start, end)
+	res.Availability.Charge(start, res.Faults)
 	// Every node back, whole, before the checks.
 	for _, i := range c.Live() {
 		if !c.Node(i).Running() {
