@@ -139,6 +139,17 @@ func TestRegistersSetsPartitions(t *testing.T) {
 	})
 }
 
+// TestDiskFaults runs the bank and registers while a node's disk turns
+// slow or stops answering: a stalled node must fence itself (it exits
+// after DiskStallFence), its leases move and the cluster goes on.
+func TestDiskFaults(t *testing.T) {
+	run(t, Config{
+		Nodes: 3, Duration: envDuration("CHAOS_CI_DURATION", 60*time.Second),
+		Nemeses: []string{StallDisk, SlowDisk, StallDisk}, Interval: 10 * time.Second, Dur: 4 * time.Second,
+		Workloads: []Workload{&Bank{Accounts: 20, Initial: 1000, Clients: 3}, &Registers{Keys: 4, Clients: 2}},
+	})
+}
+
 // TestChaosLong is `make chaos`: every workload under every nemesis,
 // mixed, for -chaos.long (or CHAOS_DURATION); skipped without either.
 func TestChaosLong(t *testing.T) {

@@ -83,6 +83,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res.Availability.Charge(start, res.Faults)
 	// Every node back, whole, before the checks.
 	for _, i := range c.Live() {
+		if c.Fenced(i) {
+			_ = c.RestartExited(i)
+		}
 		if !c.Node(i).Running() {
 			if err := c.Restart(i); err != nil {
 				return res, err
@@ -90,6 +93,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		_ = c.Resume(i)
 		_ = c.ClockOffset(i, 0)
+		_ = c.Disk(i, 0, false)
 	}
 	if err := c.Heal(60 * time.Second); err != nil {
 		logf("heal: %v", err)
