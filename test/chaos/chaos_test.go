@@ -88,6 +88,9 @@ func run(t *testing.T, cfg Config) *Result {
 		within = "OVER"
 	}
 	t.Logf("availability: %s (%s the %s target)", res.Availability, within, AvailabilityTarget)
+	for _, e := range res.Availability.Explain() {
+		t.Log(e)
+	}
 	if m := res.Availability.MaxOf(Kill); m > 0 {
 		t.Logf("availability under single-node kills: longest window %s", m.Round(time.Millisecond))
 	}

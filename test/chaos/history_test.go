@@ -52,6 +52,17 @@ func TestWindows(t *testing.T) {
 	if s := a.String(); !strings.Contains(s, "2-3s:1") || !strings.Contains(s, "kill 2s") {
 		t.Fatalf("distribution not printed: %s", s)
 	}
+	// What the clients met: a failure inside the window is listed with
+	// it, one before it is not.
+	c.Fail(1, errors.New("before"))
+	c.fails[0].at = start.Add(250 * time.Millisecond)
+	c.Fail(1, &pgconn.PgError{Code: "40001"})
+	c.fails[1].at = start.Add(time.Second)
+	a = c.Windows(start, start.Add(2500*time.Millisecond))
+	a.Charge(start, []Fault{{At: 200 * time.Millisecond, Kind: Kill}})
+	if e := a.Explain(); len(e) != 1 || !strings.Contains(e[0], "[node 2: 40001 x1]") || strings.Contains(e[0], "before") {
+		t.Fatalf("explained: %q", e)
+	}
 	// No commit at all: one window, the whole run.
 	var none Commits
 	if a := none.Windows(start, start.Add(time.Minute)); a.Max != time.Minute || a.Commits != 0 {

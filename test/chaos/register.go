@@ -102,6 +102,7 @@ func (r *Registers) Run(ctx context.Context, c *Cluster, seed uint64, commits *C
 				ret := time.Since(r.start).Nanoseconds()
 				cancel()
 				out := Classify(err, in.inc)
+				commits.Fail(node, err)
 				s.after(err, out)
 				if in.inc && err != nil {
 					r.mu.Lock()
