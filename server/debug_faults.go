@@ -10,6 +10,9 @@ package server
 //	POST /debug/faults/clock-offset?d=300ms skew this node's physical clock (hlc.Clock.SetPhysicalOffset)
 //	POST /debug/faults/transfer-leases?to=N hand every lease this node holds to node N
 //	POST /debug/faults/split                split the largest table tablet this node leads in the middle
+//	POST /debug/faults/disk?latency=20ms    add this latency to every read and sync of the store (0: none)
+//	POST /debug/faults/disk?stall=true      stall the store's disk: every operation hangs until stall=false
+//	                                        (past Config.DiskStallFence the node fences itself and exits)
 //
 // A partition between two processes is two cuts, one on each side.
 
@@ -24,6 +27,7 @@ import (
 
 	"github.com/cairn-db/cairn/keys"
 	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/storage/simfs"
 )
 
 // clockOffset is the offset last set through /debug/faults/clock-offset.
@@ -103,6 +107,37 @@ func (s *Server) faultRoutes(mux *http.ServeMux) {
 			moved++
 		}
 		writeJSON(w, map[string]any{"moved": moved, "failed": failed})
+	})
+	mux.HandleFunc("POST /debug/faults/disk", func(w http.ResponseWriter, r *http.Request) {
+		if s.simfs == nil {
+			http.Error(w, "the store has no simulated disk (a memory store, or Config.FS given)", http.StatusBadRequest)
+			return
+		}
+		q := r.URL.Query()
+		if v := q.Get("latency"); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil || d < 0 {
+				http.Error(w, fmt.Sprintf("bad latency %q", v), http.StatusBadRequest)
+				return
+			}
+			s.simfs.SetProfile(simfs.Profile{Name: "injected", ReadLatency: d, SyncLatency: d})
+			s.log.Warn("cairn: fault injection: disk latency", "latency", d)
+		}
+		if v := q.Get("stall"); v != "" {
+			stall, err := strconv.ParseBool(v)
+			if err != nil {
+				http.Error(w, fmt.Sprintf("bad stall %q", v), http.StatusBadRequest)
+				return
+			}
+			if stall {
+				s.log.Warn("cairn: fault injection: disk stalled")
+				s.simfs.Stall()
+			} else {
+				s.simfs.Unstall()
+				s.log.Warn("cairn: fault injection: disk answers again")
+			}
+		}
+		writeJSON(w, map[string]any{"latency": s.simfs.Profile().SyncLatency.String(), "stalled": s.simfs.Stalled()})
 	})
 	mux.HandleFunc("POST /debug/faults/split", func(w http.ResponseWriter, r *http.Request) {
 		rp := repl(w)

@@ -3,11 +3,15 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/cairn-db/cairn/storage"
 )
 
 // TestDebugFaults: /debug/faults exists only on a node started with
@@ -78,5 +82,63 @@ func TestDebugFaults(t *testing.T) {
 				t.Errorf("%s %s (%s): %s = %s, want %s", tc.method, tc.path, tc.comment, tc.key, s, tc.want)
 			}
 		}
+	}
+}
+
+// TestDiskStallFences: a node whose disk stops answering fails with
+// ErrDiskStalled (cmd/cairn then exits without waiting on the disk), so
+// its leases move; a slowed disk is only slower.
+func TestDiskStallFences(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	s := start(t, Config{Insecure: true, StoreDir: t.TempDir(), RPCAddr: addr, RPCListener: ln, Join: []string{addr}, FaultInjection: true, DiskStallFence: 50 * time.Millisecond})
+	defer s.Stop(context.Background())
+	post := func(path string) map[string]any {
+		t.Helper()
+		resp, err := http.Post("http://"+s.HTTPAddr().String()+path, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("POST %s: %d, %v", path, resp.StatusCode, err)
+		}
+		return out
+	}
+	if out := post("/debug/faults/disk?latency=1ms"); out["latency"] != "1ms" || out["stalled"] != false {
+		t.Fatalf("slow disk: %v", out)
+	}
+	commit := func() error {
+		b := s.eng.NewWriteOnlyBatch()
+		defer b.Close()
+		if err := b.Put(storage.MVCCKey{Key: []byte("stall-test")}, []byte("v")); err != nil {
+			return err
+		}
+		return b.Commit()
+	}
+	if err := commit(); err != nil {
+		t.Fatalf("a commit on the slow disk: %v", err)
+	}
+	select {
+	case err := <-s.Failed():
+		t.Fatalf("the node failed on a slow disk: %v", err)
+	default:
+	}
+	if out := post("/debug/faults/disk?latency=0s&stall=true"); out["stalled"] != true {
+		t.Fatalf("stall: %v", out)
+	}
+	done := make(chan error, 1)
+	go func() { done <- commit() }()
+	failed := <-s.Failed()
+	if !errors.Is(failed, ErrDiskStalled) {
+		t.Fatalf("the node failed with %v, want ErrDiskStalled", failed)
+	}
+	s.simfs.Unstall()
+	if err := <-done; err != nil {
+		t.Fatalf("the stalled commit, once the disk answered: %v", err)
 	}
 }

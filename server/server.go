@@ -47,6 +47,7 @@ import (
 	"github.com/cairn-db/cairn/sql/catalog"
 	"github.com/cairn-db/cairn/sql/session"
 	"github.com/cairn-db/cairn/storage"
+	"github.com/cairn-db/cairn/storage/simfs"
 	"github.com/cairn-db/cairn/store"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
@@ -150,7 +151,21 @@ type Config struct {
 	// from chosen peers, a clock offset, lease transfers and splits on
 	// demand, for the chaos harness (test/chaos). Never in production.
 	FaultInjection bool
+	// DiskStallFence is how long one write or sync of the store may hang
+	// before the node fences itself: it stops at once, without a graceful
+	// stop that would wait on the same disk (ErrDiskStalled), so its
+	// leases expire and the other replicas take over. 0: 10 s; negative:
+	// never.
+	DiskStallFence time.Duration
 }
+
+// ErrDiskStalled is the failure of a node whose disk stopped answering
+// for longer than Config.DiskStallFence.
+var ErrDiskStalled = errors.New("the store's disk stalled")
+
+// defaultDiskStallFence is Config.DiskStallFence's default: well beyond a
+// slow fsync on a loaded disk, well within what clients wait.
+const defaultDiskStallFence = 10 * time.Second
 
 // Server is a running node.
 type Server struct {
@@ -161,7 +176,10 @@ type Server struct {
 	// store dir (sqlmem.go).
 	tempCleanup func()
 
-	eng     *storage.Engine
+	eng *storage.Engine
+	// simfs is the store's filesystem under fault injection (nil
+	// without --debug-fault-injection).
+	simfs   *simfs.FS
 	clock   *hlc.Clock
 	store   *store.Store
 	repl    *replication
@@ -240,8 +258,24 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		log.Error("cairn: the storage engine failed; the node stops serving and must be restarted on a healthy disk", "err", err)
 		s.fail(err)
 	}
+	if cfg.FaultInjection && fs == nil {
+		// /debug/faults/disk slows or stalls this disk.
+		s.simfs = simfs.New(vfs.Default, simfs.Options{})
+		fs = s.simfs
+	}
+	fence := cfg.DiskStallFence
+	if fence == 0 {
+		fence = defaultDiskStallFence
+	}
+	onStall := func(info vfs.DiskSlowInfo) {
+		log.Error("cairn: the store's disk stalled; the node fences itself and stops", "op", info.String(), "fence", fence)
+		s.fail(fmt.Errorf("%w: %s", ErrDiskStalled, info))
+	}
+	if fence < 0 {
+		onStall = nil
+	}
 	s.initTLS()
-	if s.eng, err = storage.Open(cfg.StoreDir, storage.Options{FS: fs, CacheSize: cfg.CacheSize, OnFatal: onFatal}); err != nil {
+	if s.eng, err = storage.Open(cfg.StoreDir, storage.Options{FS: fs, CacheSize: cfg.CacheSize, OnFatal: onFatal, DiskStallThreshold: fence, OnDiskStall: onStall}); err != nil {
 		return nil, fmt.Errorf("opening the store in %q: %w", cfg.StoreDir, err)
 	}
 	if len(cfg.Join) > 0 {

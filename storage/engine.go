@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -31,6 +32,15 @@ type Options struct {
 	// OnFatal, if set, is called once, with the error, when the engine
 	// fails (a node stops on it). It must not block.
 	OnFatal func(error)
+	// DiskStallThreshold, when positive with OnDiskStall set, watches
+	// every write and sync Pebble makes (vfs.WithDiskHealthChecks):
+	// OnDiskStall is called, from a watcher goroutine, with each one in
+	// flight for longer (noticed within a further 2 s, the watcher's
+	// tick). A disk that stops answering fails no call; without the
+	// watcher a node whose disk stalls keeps its place in the cluster
+	// and answers nothing. It must not block.
+	DiskStallThreshold time.Duration
+	OnDiskStall        func(vfs.DiskSlowInfo)
 }
 
 // Engine is one node's Pebble instance. It is safe for concurrent use.
@@ -41,6 +51,8 @@ type Engine struct {
 	dir   string
 	cache *pebble.Cache
 	wo    *pebble.WriteOptions
+	// healthCloser stops the disk-stall watcher (nil: none).
+	healthCloser io.Closer
 	// failed is set once Pebble reports a fatal error (see fatal.go); every
 	// later write returns it.
 	failed  atomic.Pointer[error]
@@ -58,9 +70,14 @@ func Open(dir string, opts Options) (*Engine, error) {
 		size = 64 << 20
 	}
 	cache := pebble.NewCache(size)
+	pfs := fs
+	var healthCloser io.Closer
+	if opts.DiskStallThreshold > 0 && opts.OnDiskStall != nil {
+		pfs, healthCloser = vfs.WithDiskHealthChecks(fs, opts.DiskStallThreshold, nil, opts.OnDiskStall)
+	}
 	po := &pebble.Options{
 		Comparer:           Comparer,
-		FS:                 fs,
+		FS:                 pfs,
 		Cache:              cache,
 		FormatMajorVersion: pebble.FormatNewest,
 		Logger:             fatalLogger{inner: opts.Logger},
@@ -83,13 +100,16 @@ func Open(dir string, opts Options) (*Engine, error) {
 	db, err := pebble.Open(dir, po)
 	if err != nil {
 		cache.Unref()
+		if healthCloser != nil {
+			healthCloser.Close()
+		}
 		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
 	}
 	wo := pebble.Sync
 	if opts.NoSync {
 		wo = pebble.NoSync
 	}
-	return &Engine{db: db, opts: po, fs: fs, dir: dir, cache: cache, wo: wo, onFatal: opts.OnFatal}, nil
+	return &Engine{db: db, opts: po, fs: fs, dir: dir, cache: cache, wo: wo, onFatal: opts.OnFatal, healthCloser: healthCloser}, nil
 }
 
 // Close closes the engine. Iterators, snapshots and batches must be closed
@@ -97,6 +117,9 @@ func Open(dir string, opts Options) (*Engine, error) {
 func (e *Engine) Close() error {
 	err := e.db.Close()
 	e.cache.Unref()
+	if e.healthCloser != nil {
+		e.healthCloser.Close()
+	}
 	return err
 }
 

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/cairn-db/cairn/storage/simfs"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -177,5 +178,48 @@ func TestAckedWritesSurviveDiskFailure(t *testing.T) {
 			}
 			t.Logf("%d writes acknowledged before the disk failed, all present after the restart", len(acked))
 		})
+	}
+}
+
+// TestDiskStallReported: a commit stuck on a disk that stops answering
+// fails nothing, so only the stall watcher can tell; OnDiskStall hears of
+// it while the commit is still stuck, and the commit completes once the
+// disk answers again.
+func TestDiskStallReported(t *testing.T) {
+	fs := simfs.New(vfs.NewMem(), simfs.Options{})
+	stalled := make(chan vfs.DiskSlowInfo, 1)
+	e, err := Open("db", Options{FS: fs, DiskStallThreshold: time.Millisecond, OnDiskStall: func(info vfs.DiskSlowInfo) {
+		select {
+		case stalled <- info:
+		default:
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	fs.Stall()
+	done := make(chan error)
+	go func() {
+		b := e.NewWriteOnlyBatch()
+		defer b.Close()
+		if err := b.Put(MVCCKey{Key: []byte("k")}, []byte("v")); err != nil {
+			done <- err
+			return
+		}
+		done <- b.Commit()
+	}()
+	info := <-stalled
+	select {
+	case err := <-done:
+		t.Fatalf("the commit returned (%v) during the stall", err)
+	default:
+	}
+	if info.Duration < time.Millisecond {
+		t.Fatalf("reported a stall of %s, under the threshold", info.Duration)
+	}
+	fs.Unstall()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }

@@ -227,6 +227,7 @@ func parseStart(args []string, stderr io.Writer) (startFlags, error) {
 	fs.StringVar(&f.tempDiskStr, "max-disk-temp-storage", "32GiB", "disk the temporary files of spilling SQL operators may use (under the store's cairn-temp directory)")
 	fs.DurationVar(&f.cfg.GCTTL, "gc-ttl", 4*time.Hour, "how long old row versions stay readable where no zone sets gc.ttlseconds (the GC queue removes them after)")
 	fs.Float64Var(&f.cfg.TabletSplitQPS, "tablet-split-qps", 2500, "batches per second (over 10s) past which a tablet splits by load (0: never by load; 2500 is store.DefaultSplitQPS)")
+	fs.DurationVar(&f.cfg.DiskStallFence, "disk-stall-fence", 10*time.Second, "how long one write or sync of the store may hang before the node stops itself, so that its leases move to healthy nodes (negative: never)")
 	fs.BoolVar(&f.cfg.FaultInjection, "debug-fault-injection", false, "serve /debug/faults (partitions, clock offsets, lease transfers, splits) for the chaos tests (test/chaos); never in production")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -364,6 +365,11 @@ func cmdStart(args []string, stdout, stderr io.Writer) error {
 		// healthy disk); acknowledged writes are durable, nothing else
 		// is served meanwhile.
 		log.Error("cairn: the node cannot go on; stopping", "err", failed)
+		if errors.Is(failed, server.ErrDiskStalled) {
+			// A graceful stop would wait on the stalled disk: leave
+			// now, so that the leases expire and the cluster goes on.
+			return fmt.Errorf("the node stopped: %w", failed)
+		}
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -19,6 +19,9 @@
 //     so nothing written through FS becomes durable.
 //  3. Profiles, injected errors and counters may change while files are in
 //     use; each operation reads them once, atomically.
+//  4. While the disk is stalled (Stall), every read, write, sync, Create and
+//     ReuseForWrite on FS blocks, before it reaches the wrapped file, until
+//     Unstall: a disk that stops answering, not one that fails.
 package simfs
 
 import (
@@ -82,6 +85,8 @@ type FS struct {
 	sleep    func(time.Duration)
 	profile  atomic.Pointer[Profile]
 	writeErr atomic.Pointer[error]
+	// stall is closed when a stall ends; nil while the disk answers.
+	stall atomic.Pointer[chan struct{}]
 
 	reads, syncs, walSyncs, writes, failed atomic.Int64
 }
@@ -122,6 +127,29 @@ func (fs *FS) Injected() error {
 	return nil
 }
 
+// Stall makes every operation block until Unstall (invariant 4).
+func (fs *FS) Stall() {
+	ch := make(chan struct{})
+	fs.stall.CompareAndSwap(nil, &ch)
+}
+
+// Unstall ends a stall: the blocked operations go on.
+func (fs *FS) Unstall() {
+	if ch := fs.stall.Swap(nil); ch != nil {
+		close(*ch)
+	}
+}
+
+// Stalled reports whether the disk is stalled.
+func (fs *FS) Stalled() bool { return fs.stall.Load() != nil }
+
+// wait blocks while the disk is stalled.
+func (fs *FS) wait() {
+	if ch := fs.stall.Load(); ch != nil {
+		<-*ch
+	}
+}
+
 // Stats returns the counters so far.
 func (fs *FS) Stats() Stats {
 	return Stats{
@@ -137,6 +165,7 @@ func (fs *FS) Stats() Stats {
 func (fs *FS) Unwrap() vfs.FS { return fs.FS }
 
 func (fs *FS) injected() error {
+	fs.wait()
 	if p := fs.writeErr.Load(); p != nil {
 		fs.failed.Add(1)
 		return *p
@@ -206,6 +235,7 @@ type file struct {
 }
 
 func (f *file) read() {
+	f.fs.wait()
 	f.fs.reads.Add(1)
 	if d := f.fs.profile.Load().ReadLatency; d > 0 {
 		f.fs.sleep(d)

@@ -124,3 +124,43 @@ func TestInjectedWriteErrors(t *testing.T) {
 		t.Fatalf("size after healing = %d, want 2", st.Size())
 	}
 }
+
+// TestStall checks invariant 4: a write on a stalled disk does not reach
+// the wrapped file until Unstall, and then it does.
+func TestStall(t *testing.T) {
+	mem := vfs.NewMem()
+	fs := New(mem, Options{})
+	f, err := fs.Create("000002.log", vfs.WriteCategoryUnspecified)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs.Stall()
+	if !fs.Stalled() {
+		t.Fatal("Stalled() is false after Stall")
+	}
+	done := make(chan error)
+	go func() {
+		_, err := f.Write([]byte("late"))
+		if err == nil {
+			err = f.Sync()
+		}
+		done <- err
+	}()
+	// The write cannot have reached the wrapped file: nothing lets it
+	// past the stall but Unstall.
+	if st, err := mem.Stat("000002.log"); err != nil || st.Size() != 0 {
+		t.Fatalf("during the stall: %v, %v", st, err)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("the write returned (%v) while the disk was stalled", err)
+	default:
+	}
+	fs.Unstall()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if st, err := mem.Stat("000002.log"); err != nil || st.Size() != 4 || fs.Stalled() {
+		t.Fatalf("after the stall: %v, %v, stalled %v", st, err, fs.Stalled())
+	}
+}

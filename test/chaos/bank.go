@@ -81,6 +81,8 @@ func (b *Bank) Run(ctx context.Context, c *Cluster, seed uint64, commits *Commit
 				tr.end = time.Now()
 				if tr.outcome == OK {
 					commits.Add()
+				} else {
+					commits.Fail(node, tr.err)
 				}
 				s.after(tr.err, tr.outcome)
 				b.mu.Lock()

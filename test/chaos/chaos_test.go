@@ -88,6 +88,12 @@ func run(t *testing.T, cfg Config) *Result {
 		within = "OVER"
 	}
 	t.Logf("availability: %s (%s the %s target)", res.Availability, within, AvailabilityTarget)
+	for _, e := range res.Availability.Explain() {
+		t.Log(e)
+	}
+	if m := res.Availability.MaxOf(Kill); m > 0 {
+		t.Logf("availability under single-node kills: longest window %s", m.Round(time.Millisecond))
+	}
 	for _, a := range res.Anomalies {
 		t.Errorf("seed %d: anomaly: %s", cfg.Seed, a)
 	}
@@ -107,7 +113,7 @@ func TestBankKills(t *testing.T) {
 	b := &Bank{Accounts: envInt("CHAOS_BANK_ACCOUNTS", 40), Initial: 1000, Clients: envInt("CHAOS_BANK_CLIENTS", 6)}
 	run(t, Config{
 		Nodes: 3, Duration: envDuration("CHAOS_BANK_DURATION", 60*time.Second),
-		Nemeses: []string{Kill}, Interval: 8 * time.Second, Dur: 3 * time.Second,
+		Nemeses: []string{Kill}, Interval: envDuration("CHAOS_BANK_INTERVAL", 8*time.Second), Dur: envDuration("CHAOS_BANK_DOWN", 3*time.Second),
 		Workloads: []Workload{b},
 	})
 }
@@ -133,6 +139,17 @@ func TestRegistersSetsPartitions(t *testing.T) {
 		Nodes: 3, Duration: envDuration("CHAOS_CI_DURATION", 60*time.Second),
 		Nemeses: []string{Partition, Clock, Leases, Split}, Interval: 8 * time.Second, Dur: 4 * time.Second,
 		Workloads: []Workload{&Registers{Keys: 4, Clients: 4}, &Set{Clients: 2}},
+	})
+}
+
+// TestDiskFaults runs the bank and registers while a node's disk turns
+// slow or stops answering: a stalled node must fence itself (it exits
+// after DiskStallFence), its leases move and the cluster goes on.
+func TestDiskFaults(t *testing.T) {
+	run(t, Config{
+		Nodes: 3, Duration: envDuration("CHAOS_CI_DURATION", 60*time.Second),
+		Nemeses: []string{StallDisk, SlowDisk, StallDisk}, Interval: 10 * time.Second, Dur: 4 * time.Second,
+		Workloads: []Workload{&Bank{Accounts: 20, Initial: 1000, Clients: 3}, &Registers{Keys: 4, Clients: 2}},
 	})
 }
 

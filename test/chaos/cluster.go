@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -39,7 +40,9 @@ type Cluster struct {
 
 // StartCluster starts n joined nodes and waits until each serves SQL.
 func StartCluster(ctx context.Context, bin, dir string, n int, logf func(string, ...any), extra ...string) (*Cluster, error) {
-	c := &Cluster{bin: bin, dir: dir, logf: logf, extra: append([]string{"--debug-fault-injection"}, extra...)}
+	// A stalled disk fences its node after DiskStallFence (the stall
+	// nemesis lasts longer).
+	c := &Cluster{bin: bin, dir: dir, logf: logf, extra: append([]string{"--debug-fault-injection", "--disk-stall-fence=" + DiskStallFence.String()}, extra...)}
 	for i := range n {
 		nd, err := proc.NewNode(filepath.Join(dir, fmt.Sprintf("n%d", i+1)))
 		if err != nil {
@@ -216,6 +219,51 @@ func (c *Cluster) Heal(timeout time.Duration) error {
 		}
 	}
 	return nil
+}
+
+// DiskStallFence is the nodes' --disk-stall-fence. At 2 s a node fenced
+// itself on its own in the first minute of a long run: a real WAL sync
+// took 4 s on the shared machine (all nodes share one disk there).
+const DiskStallFence = 5 * time.Second
+
+// fenceMessage is what a node logs when it fences itself on a stalled
+// disk (server.Start).
+const fenceMessage = "the store's disk stalled; the node fences itself"
+
+// Disk sets node i's disk latency (per read and sync) and stalls or
+// unstalls it.
+func (c *Cluster) Disk(i int, latency time.Duration, stall bool) error {
+	_, err := c.debug(i, "/disk", map[string]string{"latency": latency.String(), "stall": strconv.FormatBool(stall)})
+	return err
+}
+
+// Fenced reports whether node i's process exited by itself after logging
+// that it fenced itself on a stalled disk: the exit the disk-stall
+// nemesis expects, not a crash.
+func (c *Cluster) Fenced(i int) bool {
+	nd := c.Node(i)
+	if !nd.Exited() {
+		return false
+	}
+	b, err := os.ReadFile(nd.Dir + ".log")
+	if err != nil {
+		return false
+	}
+	// Only the last life of the node: the process has not been reaped
+	// (Exited), so the last line proc wrote is its start.
+	if k := strings.LastIndex(string(b), "=== "); k >= 0 {
+		b = b[k:]
+	}
+	return strings.Contains(string(b), fenceMessage)
+}
+
+// RestartExited restarts node i if its process exited (Kill reaps it).
+func (c *Cluster) RestartExited(i int) error {
+	if !c.Node(i).Exited() {
+		return nil
+	}
+	c.Kill(i)
+	return c.Restart(i)
 }
 
 // ClockOffset skews node i's clock by d.

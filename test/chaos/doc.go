@@ -7,10 +7,13 @@
 // serves /debug/faults (server/debug_faults.go): the harness partitions
 // real processes through each node's in-process fault injector
 // (rpc.Faults), skews a node's clock (the HLC's test offset), moves leases
-// and splits tablets there. The nemeses (nemesis.go) are SIGKILL and
+// and splits tablets there, and slows or stalls its disk (storage/simfs
+// under the node's Pebble). The nemeses (nemesis.go) are SIGKILL and
 // restart, SIGSTOP and SIGCONT, partitions, clock offsets, lease
-// transfers, splits, and membership changes (a node added, one
-// decommissioned), on a schedule drawn from the run's seed.
+// transfers, splits, a slow disk, a stalled disk (the node must fence
+// itself: it exits after --disk-stall-fence, and is restarted), and
+// membership changes (a node added, one decommissioned), on a schedule
+// drawn from the run's seed.
 //
 // The workloads and what their checkers must find true:
 //

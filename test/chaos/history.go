@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -98,10 +99,38 @@ func Txn(ctx context.Context, conn *pgx.Conn, begin string, body func(ctx contex
 	return OK, nil
 }
 
-// Commits records when transactions committed, for availability.
+// Commits records when transactions committed, for availability, and
+// when and where they failed, to say what the clients met during a long
+// window without a commit.
 type Commits struct {
 	mu    sync.Mutex
 	times []time.Time
+	fails []failure
+}
+
+// failure is one failed or unknown operation: when it returned, through
+// which node, and its error in short.
+type failure struct {
+	at   time.Time
+	node int
+	err  string
+}
+
+// Fail records an operation through node that failed with err.
+func (c *Commits) Fail(node int, err error) {
+	if err == nil {
+		return
+	}
+	msg := errCode(err)
+	if msg == "-" {
+		msg = err.Error()
+		if len(msg) > 60 {
+			msg = msg[:60]
+		}
+	}
+	c.mu.Lock()
+	c.fails = append(c.fails, failure{at: time.Now(), node: node, err: msg})
+	c.mu.Unlock()
 }
 
 // Add records a commit now.
@@ -122,6 +151,12 @@ func (c *Commits) Count() int {
 type Gap struct {
 	From time.Time
 	Len  time.Duration
+	// Fault is the kind of the last fault begun before the window ended
+	// ("" when none had): what the window is charged to.
+	Fault string
+	// Errors are the failures that returned during the window (and the
+	// second after it), by node and error, for the longest windows.
+	Errors map[string]int
 }
 
 // Availability summarises the windows without a commit between start
@@ -141,9 +176,64 @@ func (a Availability) String() string {
 			s += " ..."
 			break
 		}
-		s += fmt.Sprintf(" [%s at %s]", g.Len.Round(time.Millisecond), g.From.Format("15:04:05.000"))
+		s += fmt.Sprintf(" [%s at %s", g.Len.Round(time.Millisecond), g.From.Format("15:04:05.000"))
+		if g.Fault != "" {
+			s += " " + g.Fault
+		}
+		s += "]"
+	}
+	if len(a.Long) > 0 {
+		// How many windows of each length, in whole seconds, and the
+		// longest by the fault it is charged to.
+		hist := map[int]int{}
+		worst := map[string]time.Duration{}
+		for _, g := range a.Long {
+			hist[min(int(g.Len/time.Second), 10)]++
+			worst[g.Fault] = max(worst[g.Fault], g.Len)
+		}
+		s += "; windows over 1s by length:"
+		for _, b := range slices.Sorted(maps.Keys(hist)) {
+			if b == 10 {
+				s += fmt.Sprintf(" >=10s:%d", hist[b])
+			} else {
+				s += fmt.Sprintf(" %d-%ds:%d", b, b+1, hist[b])
+			}
+		}
+		s += "; longest by fault:"
+		for _, f := range slices.Sorted(maps.Keys(worst)) {
+			name := f
+			if name == "" {
+				name = "none"
+			}
+			s += fmt.Sprintf(" %s %s", name, worst[f].Round(time.Millisecond))
+		}
 	}
 	return s
+}
+
+// Charge names, for each long window, the kind of the last fault begun
+// before it ended (faults are offsets from start).
+func (a *Availability) Charge(start time.Time, faults []Fault) {
+	for i := range a.Long {
+		g := &a.Long[i]
+		end := g.From.Add(g.Len)
+		for _, f := range faults {
+			if start.Add(f.At).Before(end) {
+				g.Fault = f.Kind
+			}
+		}
+	}
+}
+
+// MaxOf is the longest window charged to a fault of kind.
+func (a Availability) MaxOf(kind string) time.Duration {
+	var m time.Duration
+	for _, g := range a.Long {
+		if g.Fault == kind {
+			m = max(m, g.Len)
+		}
+	}
+	return m
 }
 
 // Windows computes the distribution of windows with no commit between
@@ -175,5 +265,35 @@ func (c *Commits) Windows(start, end time.Time) Availability {
 		}
 	}
 	slices.SortFunc(a.Long, func(x, y Gap) int { return int(y.Len - x.Len) })
+	c.mu.Lock()
+	fails := slices.Clone(c.fails)
+	c.mu.Unlock()
+	for i := range a.Long[:min(len(a.Long), 5)] {
+		g := &a.Long[i]
+		for _, f := range fails {
+			if !f.at.Before(g.From) && f.at.Before(g.From.Add(g.Len+time.Second)) {
+				if g.Errors == nil {
+					g.Errors = map[string]int{}
+				}
+				g.Errors[fmt.Sprintf("node %d: %s", f.node+1, f.err)]++
+			}
+		}
+	}
 	return a
+}
+
+// Explain lists what the clients met during the longest windows.
+func (a Availability) Explain() []string {
+	var out []string
+	for _, g := range a.Long[:min(len(a.Long), 5)] {
+		s := fmt.Sprintf("window of %s at %s (%s):", g.Len.Round(time.Millisecond), g.From.Format("15:04:05.000"), g.Fault)
+		if len(g.Errors) == 0 {
+			s += " no failures, the clients waited"
+		}
+		for _, e := range slices.Sorted(maps.Keys(g.Errors)) {
+			s += fmt.Sprintf(" [%s x%d]", e, g.Errors[e])
+		}
+		out = append(out, s)
+	}
+	return out
 }

@@ -87,7 +87,7 @@ func (l *ListAppend) Run(ctx context.Context, c *Cluster, seed uint64, commits *
 						tx.Mops = append(tx.Mops, elle.Mop{Append: true, Key: strconv.Itoa(k), Value: int(l.next.Add(1))})
 					}
 				}
-				conn, _ := s.next(ctx)
+				conn, node := s.next(ctx)
 				if conn == nil {
 					continue
 				}
@@ -116,6 +116,7 @@ func (l *ListAppend) Run(ctx context.Context, c *Cluster, seed uint64, commits *
 				})
 				cancel()
 				s.after(err, out)
+				commits.Fail(node, err)
 				switch out {
 				case OK:
 					commits.Add()

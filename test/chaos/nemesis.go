@@ -17,10 +17,15 @@ const (
 	Split        = "split"        // a node splits the largest tablet it leads
 	AddNode      = "add"          // a new node joins
 	Decommission = "decommission" // a node is decommissioned (when more than 3 live)
+	SlowDisk     = "slow-disk"    // a node's disk takes SlowDiskLatency per read and sync, for Dur
+	StallDisk    = "stall-disk"   // a node's disk stops answering; the node fences itself (DiskStallFence)
 )
 
+// SlowDiskLatency is the slow-disk nemesis's latency per read and sync.
+const SlowDiskLatency = 30 * time.Millisecond
+
 // AllNemeses is every kind, for the long run.
-var AllNemeses = []string{Kill, Pause, Partition, Clock, Leases, Split, AddNode, Decommission}
+var AllNemeses = []string{Kill, Pause, Partition, Clock, Leases, Split, AddNode, Decommission, SlowDisk, StallDisk}
 
 // Fault is one scheduled fault. Node and Other are random draws, taken
 // modulo the live nodes when the fault happens, so the schedule is fixed
@@ -79,6 +84,16 @@ func RunNemesis(ctx context.Context, c *Cluster, start time.Time, faults []Fault
 			return
 		}
 		live := c.Live()
+		for _, i := range live {
+			// A node that fenced itself on a disk that was merely slow
+			// (a loaded machine) comes back, as a supervisor would do.
+			if c.Fenced(i) {
+				logf("nemesis: node %d had fenced itself; restarting it", i+1)
+				if err := c.RestartExited(i); err != nil {
+					logf("nemesis: restarting node %d: %v", i+1, err)
+				}
+			}
+		}
 		n := live[f.Node%len(live)]
 		o := live[f.Other%len(live)]
 		if o == n {
@@ -100,6 +115,26 @@ func RunNemesis(ctx context.Context, c *Cluster, start time.Time, faults []Fault
 		case Clock:
 			err = c.ClockOffset(n, f.Offset)
 			undo = func() error { return c.ClockOffset(n, 0) }
+		case SlowDisk:
+			err = c.Disk(n, SlowDiskLatency, false)
+			undo = func() error { return c.Disk(n, 0, false) }
+		case StallDisk:
+			err = c.Disk(n, 0, true)
+			undo = func() error {
+				// The node should fence itself within DiskStallFence
+				// and the watcher's 2 s tick; wait for it a little
+				// longer than that, then bring the node back.
+				stalled := time.Now()
+				for !c.Node(n).Exited() && time.Since(stalled) < DiskStallFence+3*time.Second && ctx.Err() == nil {
+					time.Sleep(100 * time.Millisecond)
+				}
+				if !c.Fenced(n) {
+					logf("nemesis stall-disk: node %d did not fence itself", n+1)
+					return c.Disk(n, 0, false)
+				}
+				logf("nemesis stall-disk: node %d fenced itself; restarting it", n+1)
+				return c.RestartExited(n)
+			}
 		case Leases:
 			var out map[string]any
 			out, err = c.TransferLeases(n, o)

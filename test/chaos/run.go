@@ -80,8 +80,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	end := time.Now()
 	wg.Wait()
 	res.Availability = commits.Windows(start, end)
+	res.Availability.Charge(start, res.Faults)
 	// Every node back, whole, before the checks.
 	for _, i := range c.Live() {
+		if c.Fenced(i) {
+			_ = c.RestartExited(i)
+		}
 		if !c.Node(i).Running() {
 			if err := c.Restart(i); err != nil {
 				return res, err
@@ -89,6 +93,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		_ = c.Resume(i)
 		_ = c.ClockOffset(i, 0)
+		_ = c.Disk(i, 0, false)
 	}
 	if err := c.Heal(60 * time.Second); err != nil {
 		logf("heal: %v", err)

@@ -35,7 +35,7 @@ func (s *Set) Run(ctx context.Context, c *Cluster, seed uint64, commits *Commits
 			defer ss.close()
 			for k := 0; ctx.Err() == nil; k++ {
 				v := cl*10_000_000 + k
-				conn, _ := ss.next(ctx)
+				conn, node := ss.next(ctx)
 				if conn == nil {
 					continue
 				}
@@ -46,6 +46,8 @@ func (s *Set) Run(ctx context.Context, c *Cluster, seed uint64, commits *Commits
 				ss.after(err, out)
 				if out == OK {
 					commits.Add()
+				} else {
+					commits.Fail(node, err)
 				}
 				s.mu.Lock()
 				s.ops[v] = out

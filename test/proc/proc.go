@@ -20,12 +20,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -44,6 +47,9 @@ func Build(dir string) (string, error) {
 }
 
 // FreeAddrs returns n loopback addresses that were free a moment ago.
+// With CAIRN_TEST_PORTS=lo-hi in the environment they are drawn from that
+// range (tests sharing a machine each keep to their own), else the kernel
+// picks ephemeral ones.
 func FreeAddrs(n int) ([]string, error) {
 	var out []string
 	var lns []net.Listener
@@ -52,8 +58,30 @@ func FreeAddrs(n int) ([]string, error) {
 			ln.Close()
 		}
 	}()
+	lo, hi, ranged := portRange(os.Getenv("CAIRN_TEST_PORTS"))
+	next := lo
+	if ranged {
+		// Start anywhere in the range: a node's old ports may still be
+		// in TIME_WAIT, and two tests of one run pick in turn.
+		next = lo + int(portSeq.Add(uint64(rand.IntN(hi-lo+1))))%(hi-lo+1)
+	}
 	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		var ln net.Listener
+		var err error
+		if !ranged {
+			ln, err = net.Listen("tcp", "127.0.0.1:0")
+		} else {
+			for tries := 0; tries <= hi-lo; tries++ {
+				p := next
+				next++
+				if next > hi {
+					next = lo
+				}
+				if ln, err = net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p)); err == nil {
+					break
+				}
+			}
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -61,6 +89,23 @@ func FreeAddrs(n int) ([]string, error) {
 		out = append(out, ln.Addr().String())
 	}
 	return out, nil
+}
+
+// portSeq spreads successive FreeAddrs calls over CAIRN_TEST_PORTS.
+var portSeq atomic.Uint64
+
+// portRange parses "lo-hi"; ok is false when s is empty or malformed.
+func portRange(s string) (lo, hi int, ok bool) {
+	a, b, found := strings.Cut(s, "-")
+	if !found {
+		return 0, 0, false
+	}
+	lo, err1 := strconv.Atoi(strings.TrimSpace(a))
+	hi, err2 := strconv.Atoi(strings.TrimSpace(b))
+	if err1 != nil || err2 != nil || lo <= 0 || hi < lo || hi > 65535 {
+		return 0, 0, false
+	}
+	return lo, hi, true
 }
 
 // Node is one cairn process and its store. Its methods are safe for

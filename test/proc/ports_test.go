@@ -1,0 +1,46 @@
+package proc
+
+import (
+	"net"
+	"strconv"
+	"testing"
+)
+
+func TestPortRange(t *testing.T) {
+	for _, tc := range []struct {
+		in     string
+		lo, hi int
+		ok     bool
+	}{
+		{"46000-46999", 46000, 46999, true},
+		{" 100 - 100 ", 100, 100, true},
+		{"", 0, 0, false},
+		{"46000", 0, 0, false},
+		{"9-8", 0, 0, false},
+		{"1-70000", 0, 0, false},
+	} {
+		lo, hi, ok := portRange(tc.in)
+		if lo != tc.lo || hi != tc.hi || ok != tc.ok {
+			t.Errorf("portRange(%q) = %d, %d, %v; want %d, %d, %v", tc.in, lo, hi, ok, tc.lo, tc.hi, tc.ok)
+		}
+	}
+}
+
+// TestFreeAddrsInRange: with CAIRN_TEST_PORTS set, every address is in
+// the range and they are distinct.
+func TestFreeAddrsInRange(t *testing.T) {
+	t.Setenv("CAIRN_TEST_PORTS", "46900-46949")
+	addrs, err := FreeAddrs(6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, a := range addrs {
+		_, p, _ := net.SplitHostPort(a)
+		n, _ := strconv.Atoi(p)
+		if n < 46900 || n > 46949 || seen[a] {
+			t.Errorf("address %s: outside 46900-46949 or repeated in %v", a, addrs)
+		}
+		seen[a] = true
+	}
+}
