@@ -66,6 +66,7 @@ func (s *Server) tabletMetrics(w io.Writer) {
 	scalar("cairn_gc_txn_intents_resolved_total", "counter", "Intents of transactions older than the cleanup age that the GC queue resolved after pushing their transaction.", gq.TxnCleanup.IntentsResolved)
 	scalar("cairn_gc_txn_records_removed_total", "counter", "Final transaction records the GC queue deleted after resolving their intents.", gq.TxnCleanup.RecordsRemoved)
 	scalar("cairn_gc_txn_aborted_total", "counter", "Abandoned transactions the GC queue's pushes aborted.", gq.TxnCleanup.Aborted)
+	scalar("cairn_gc_compactions_total", "counter", "Tablet spans the GC queue compacted after removing many versions from them, so reads stop stepping over their tombstones.", gq.Compactions)
 	scalar("cairn_gc_rows_repacked_total", "counter", "Rows kept as a packed row plus column entries that GC folded into one packed row.", gq.Repacked)
 	scalar("cairn_gc_live_bytes", "gauge", "Bytes of the newest non-deleted version of each key, over the tablets this node leads, as of the GC queue's last scan of each.", gq.LiveBytes)
 	scalar("cairn_gc_total_bytes", "gauge", "Bytes of every version, over the tablets this node leads, as of the GC queue's last scan of each (minus what it removed since).", gq.TotalBytes)

@@ -14,7 +14,7 @@ import (
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-func start(t *testing.T, cfg Config) *Server {
+func start(t testing.TB, cfg Config) *Server {
 	t.Helper()
 	cfg.Logger = quiet()
 	s, err := Start(context.Background(), cfg)
@@ -26,7 +26,7 @@ func start(t *testing.T, cfg Config) *Server {
 
 // connect opens a pgx connection to s as postgres; the caller closes it
 // (before stopping s).
-func connect(t *testing.T, s *Server) *pgx.Conn {
+func connect(t testing.TB, s *Server) *pgx.Conn {
 	t.Helper()
 	conn, err := pgx.Connect(context.Background(), fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", s.Addr()))
 	if err != nil {

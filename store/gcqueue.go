@@ -66,6 +66,12 @@ const (
 	gcBatchBytes    = 1 << 20
 	gcTimeout       = 30 * time.Second
 	gcMaxRescan     = 10 * time.Minute
+	// gcCompactVersions is how many versions GC removes from a tablet
+	// before the queue compacts the tablet's span in this node's engine:
+	// GC deletes versions with point tombstones, which every read of the
+	// span steps over until a compaction drops them, so a hot row's
+	// reads stay as slow as before GC until then.
+	gcCompactVersions = 10000
 )
 
 // gcStats counts the queue's work (GCQueueStats).
@@ -73,6 +79,7 @@ type gcStats struct {
 	scans, runs, versions, bytes, errors, repacked atomic.Int64
 	// transaction cleanup (txncleanup.go)
 	intentsResolved, recordsRemoved, aborted atomic.Int64
+	compactions                              atomic.Int64
 }
 
 // countingRepacker is the store's Config.GCRepacker as its tablets see
@@ -109,6 +116,9 @@ type GCQueueStats struct {
 	Scans, Runs, Versions, Bytes, Errors, Repacked int64
 	// TxnCleanup counts the transaction cleanup's work (txncleanup.go).
 	TxnCleanup TxnCleanupStats
+	// Compactions counts the tablet spans compacted after GC removed
+	// gcCompactVersions versions from them.
+	Compactions int64
 	// LiveBytes and TotalBytes sum, over the tablets this store leads, the
 	// sizes their last scan found (mvcc.GCPlan).
 	LiveBytes, TotalBytes int64
@@ -126,6 +136,9 @@ type gcTabletState struct {
 	generation int64
 	// cleaned is when the transaction cleanup last ran over the tablet.
 	cleaned time.Time
+	// uncompacted counts the versions GC removed since the queue last
+	// compacted the tablet's span (gcCompactVersions).
+	uncompacted int64
 }
 
 // gcQueue is one store's GC queue state.
@@ -138,7 +151,7 @@ type gcQueue struct {
 func (s *Store) GCQueueStats() GCQueueStats {
 	st := GCQueueStats{Scans: s.gc.stats.scans.Load(), Runs: s.gc.stats.runs.Load(),
 		Versions: s.gc.stats.versions.Load(), Bytes: s.gc.stats.bytes.Load(), Errors: s.gc.stats.errors.Load(),
-		Repacked: s.gc.stats.repacked.Load(),
+		Repacked: s.gc.stats.repacked.Load(), Compactions: s.gc.stats.compactions.Load(),
 		TxnCleanup: TxnCleanupStats{IntentsResolved: s.gc.stats.intentsResolved.Load(),
 			RecordsRemoved: s.gc.stats.recordsRemoved.Load(), Aborted: s.gc.stats.aborted.Load()}}
 	s.gc.q.mu.Lock()
@@ -330,6 +343,19 @@ func (s *Store) gcTablet(ctx context.Context, d kvpb.TabletDescriptor, r *tablet
 			s.gc.q.mu.Unlock()
 			from = resp.ResumeKey
 		}
+	}
+	s.gc.q.mu.Lock()
+	st.uncompacted += removed
+	compact := st.uncompacted >= gcCompactVersions
+	if compact {
+		st.uncompacted = 0
+	}
+	s.gc.q.mu.Unlock()
+	if compact {
+		if err := s.eng.Compact(ctx, d.StartKey, d.EndKey); err != nil {
+			return removed, err
+		}
+		s.gc.stats.compactions.Add(1)
 	}
 	return removed, nil
 }

@@ -267,3 +267,35 @@ func TestGCQueueTTLChange(t *testing.T) {
 		t.Fatalf("after the TTL cut the pass removed %d, want 19", n)
 	}
 }
+
+// A GC that removes many versions from a tablet (gcCompactVersions) is
+// followed by a compaction of the tablet's span, so reads stop stepping
+// over the deletions; a small one is not.
+func TestGCQueueCompactsAfterLargeGC(t *testing.T) {
+	const ttl = time.Second
+	e := newEnv(t, Config{GCTTL: func([]byte) time.Duration { return ttl }})
+	e.settle()
+	ctx := context.Background()
+	m := gcModel{}
+	versions := func(n int) {
+		for i := range n {
+			e.manual.Advance(time.Microsecond)
+			e.write(ctx, m, "hot", fmt.Appendf(nil, "%d", i))
+		}
+	}
+	versions(100)
+	e.manual.Advance(2 * ttl)
+	e.s.GCPass(ctx, true)
+	if c := e.s.GCQueueStats().Compactions; c != 0 {
+		t.Fatalf("%d compactions after removing 99 versions", c)
+	}
+	versions(gcCompactVersions + 10)
+	e.manual.Advance(2 * ttl)
+	e.s.GCPass(ctx, true)
+	if c := e.s.GCQueueStats().Compactions; c != 1 {
+		t.Fatalf("%d compactions after removing %d versions, want 1", c, gcCompactVersions+10)
+	}
+	if got := string(e.get("hot")); got != fmt.Sprint(gcCompactVersions+9) {
+		t.Fatalf("hot = %q after GC and compaction", got)
+	}
+}

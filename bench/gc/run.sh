@@ -59,4 +59,4 @@ for _ in $(seq 1 600); do
 done
 echo "GC caught up in $(( $(date +%s) - start )) s (TTL $ttl s)"
 echo "after GC:     $(sizes) $(reads)"
-curl -s "$http/metrics" | grep -E '^cairn_gc_queue_(runs|versions_removed|bytes_removed|scans)_total'
+curl -s "$http/metrics" | grep -E '^cairn_gc_(queue_(runs|versions_removed|bytes_removed|scans)|rows_repacked|compactions)_total'

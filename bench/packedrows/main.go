@@ -18,16 +18,17 @@
 //     rows store as column entries), then on-disk bytes after a full
 //     compaction as for wide.
 //
-// Repacking by GC (issue 14's GC queue, another helper's work) is not in
-// the tree yet. The hook for it is -after-gc: a statement (for example
-// "VACUUM narrow") run after the updates, once GC repacks; when given, the
-// scan and the compacted size are measured again after it and printed in
-// columns of their own. Without it those columns are not printed.
+// Repacking by GC: -after-gc is a list of steps separated by ";", run
+// after the updates: SQL statements, and "sleep DURATION". The default
+// makes GC repack the updated rows: a 1 s GC TTL for the table, a wait
+// past it and past the server's refresh of the table layouts GC repacks
+// with (10 s), and a VACUUM. The scan and the compacted size are then
+// measured again and printed in rows of their own ("" skips all of it).
 //
 // Usage:
 //
 //	go build -o /tmp/cairn ./cmd/cairn
-//	go run ./bench/packedrows -cairn /tmp/cairn [-runs 3] [-rows 1000000] [-wide-rows 2000] [-updates 5000] [-after-gc 'VACUUM narrow']
+//	go run ./bench/packedrows -cairn /tmp/cairn [-runs 3] [-rows 1000000] [-wide-rows 2000] [-updates 5000] [-after-gc 'STEP; ...']
 package main
 
 import (
@@ -35,9 +36,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -60,10 +63,11 @@ var (
 	flagWideCols = flag.Int("wide-cols", 1000, "columns of the wide table (the seed's 1,000)")
 	flagScans    = flag.Int("scans", 3, "sequential scans of the 10-column table per run (the median is kept)")
 	flagUpdates  = flag.Int("updates", 5000, "single-column UPDATEs by primary key per run")
-	flagAfterGC  = flag.String("after-gc", "", "statement that makes GC repack the 10-column table after the updates (e.g. 'VACUUM narrow'); measured and printed only when given")
-	flagPort     = flag.Int("port", 37100, "first of the three ports the node listens on (sql, http, rpc)")
-	flagDir      = flag.String("dir", "", "where the stores go (default: a temporary directory, removed at the end)")
-	flagModes    = flag.String("modes", "packed,unpacked", "modes to run")
+	flagAfterGC  = flag.String("after-gc", "ALTER TABLE narrow CONFIGURE ZONE USING gc.ttlseconds = 1; sleep 12s; VACUUM narrow",
+		`steps run after the updates to make GC repack the 10-column table: SQL statements and "sleep DURATION", separated by ";" ("": none, and no after-GC rows)`)
+	flagPort  = flag.Int("port", 37100, "first of the three ports the node listens on (sql, http, rpc)")
+	flagDir   = flag.String("dir", "", "where the stores go (default: a temporary directory, removed at the end)")
+	flagModes = flag.String("modes", "packed,unpacked", "modes to run")
 )
 
 // result is one run of one mode.
@@ -78,6 +82,8 @@ type result struct {
 	wideLogical     int64 // pg_table_size of the wide table
 	wideCache       int64 // block cache bytes after one pass over the wide table
 	gcScanSecs      float64
+	gcUpdatesPerSec float64
+	gcRepacked      float64
 	gcNarrowDisk    int64
 	gcNarrowLogical int64
 }
@@ -279,8 +285,19 @@ func runOnce(dir, mode string, run int) (result, error) {
 			return err
 		}
 		if *flagAfterGC != "" {
-			if _, err := conn.Exec(ctx, *flagAfterGC); err != nil {
-				return fmt.Errorf("-after-gc %q: %w", *flagAfterGC, err)
+			for _, step := range strings.Split(*flagAfterGC, ";") {
+				step = strings.TrimSpace(step)
+				if d, ok := strings.CutPrefix(step, "sleep "); ok {
+					dur, err := time.ParseDuration(d)
+					if err != nil {
+						return fmt.Errorf("-after-gc %q: %w", step, err)
+					}
+					time.Sleep(dur)
+					continue
+				}
+				if _, err := conn.Exec(ctx, step); err != nil {
+					return fmt.Errorf("-after-gc %q: %w", step, err)
+				}
 			}
 			if r.gcScanSecs, err = scan(ctx, conn); err != nil {
 				return err
@@ -288,6 +305,18 @@ func runOnce(dir, mode string, run int) (result, error) {
 			if err := conn.QueryRow(ctx, "SELECT pg_table_size('narrow')").Scan(&r.gcNarrowLogical); err != nil {
 				return err
 			}
+			if r.gcRepacked, err = metric(fmt.Sprintf("http://127.0.0.1:%d/metrics", *flagPort+1), "cairn_gc_rows_repacked_total"); err != nil {
+				return err
+			}
+			// The same partial updates again, over the repacked rows
+			// (measured after the size, which they would change).
+			start = time.Now()
+			for range *flagUpdates {
+				if _, err := conn.Exec(ctx, "UPDATE narrow SET c4 = c4 + 1 WHERE id = $1", rng.Int64N(int64(*flagRows))); err != nil {
+					return fmt.Errorf("update: %w", err)
+				}
+			}
+			r.gcUpdatesPerSec = float64(*flagUpdates) / time.Since(start).Seconds()
 		}
 		return nil
 	}()
@@ -441,6 +470,8 @@ func report(results map[string][]result) {
 		row("after GC: seq scan narrow (s)", "scan", "s", func(r result) float64 { return r.gcScanSecs }, "lower")
 		row("after GC: narrow on disk, compacted", "", "B", func(r result) float64 { return float64(r.gcNarrowDisk) }, "lower")
 		row("after GC: narrow pg_table_size", "", "B", func(r result) float64 { return float64(r.gcNarrowLogical) }, "lower")
+		row("after GC: partial updates per second", "", "/s", func(r result) float64 { return r.gcUpdatesPerSec }, "higher")
+		row("rows GC repacked", "", "", func(r result) float64 { return r.gcRepacked }, "")
 	}
 	w.Flush()
 }
@@ -453,4 +484,27 @@ func fmtUnit(v float64, unit string) string {
 		return fmt.Sprintf("%.2f", v)
 	}
 	return fmt.Sprintf("%.0f", v)
+}
+
+// metric reads one unlabelled-by-tablet counter of the node's /metrics.
+func metric(url, name string) (float64, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, name+"{") || strings.HasPrefix(line, name+" ") {
+			var v float64
+			if _, err := fmt.Sscan(line[strings.LastIndexByte(line, ' ')+1:], &v); err != nil {
+				return 0, fmt.Errorf("%s: %w", name, err)
+			}
+			return v, nil
+		}
+	}
+	return 0, fmt.Errorf("%s has no %s", url, name)
 }
