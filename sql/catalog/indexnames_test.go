@@ -114,7 +114,9 @@ func TestIndexNamesUpgrade(t *testing.T) {
 	if got := indexOwner(t, db, "old_b_idx"); got != "old" {
 		t.Errorf("old catalog: old_b_idx is on %q, want old (by scanning)", got)
 	}
-	run(t, db, func(ctx context.Context, txn *kv.Txn) error { return NewWriter(txn, nil).Create(ctx, simpleTable("new")) })
+	run(t, db, func(ctx context.Context, txn *kv.Txn) error {
+		return NewWriter(txn, nil).Create(ctx, simpleTable("new"))
+	})
 	if n := entries(); n != 4 {
 		t.Errorf("after the first change: %d entries, want 4 (two tables' two indexes)", n)
 	}
