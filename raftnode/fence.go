@@ -131,6 +131,7 @@ func (n *Node) handOffLocked() {
 			}
 		}
 		if to != 0 {
+			n.touchLocked(r)
 			r.rn.TransferLeader(to)
 		}
 	}

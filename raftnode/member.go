@@ -97,6 +97,7 @@ func (n *Node) TransferLeadershipTo(tabletID, to uint64) error {
 	}
 	r.giveUpLease(st.GetTerm(), to)
 	defer n.signal()
+	n.touchLocked(r)
 	r.rn.TransferLeader(to)
 	return nil
 }

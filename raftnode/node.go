@@ -231,6 +231,17 @@ type Node struct {
 
 	mu       sync.Mutex
 	replicas map[uint64]*Replica
+	// dirty are the replicas whose raft state was touched since the last
+	// round (a step, proposal, campaign, transfer or snapshot report, or
+	// a Ready processed): only they can have a Ready, so processReady
+	// looks at them instead of at every replica. With thousands of
+	// tablets the full scan, done once per round and so once per
+	// proposal, made every write (and tablet creation) cost O(tablets)
+	// (issue 16, bench/ddl). allDirty (set by a tick, which touches every
+	// group) makes the next round scan all replicas; it is also the
+	// backstop for any touch not marked.
+	dirty    map[uint64]struct{}
+	allDirty bool
 	// work is signalled when a group may have a Ready (Run waits on it).
 	work chan struct{}
 	// readLease is how long after sending a heartbeat round that a quorum
@@ -325,8 +336,13 @@ func NewNode(cfg Config, eng *storage.Engine, t Transport) *Node {
 	if cfg.InlineSnapshotLimit == 0 {
 		cfg.InlineSnapshotLimit = defaultInlineSnapshotLimit
 	}
-	return &Node{cfg: cfg, eng: eng, transport: t, replicas: map[uint64]*Replica{}, work: make(chan struct{}, 1), now: monoNow, runCtx: context.Background()}
+	return &Node{cfg: cfg, eng: eng, transport: t, replicas: map[uint64]*Replica{}, dirty: map[uint64]struct{}{}, allDirty: true,
+		work: make(chan struct{}, 1), now: monoNow, runCtx: context.Background()}
 }
+
+// touchLocked records that r's raft state changed, so the next round
+// looks at it (see Node.dirty). n.mu is held.
+func (n *Node) touchLocked(r *Replica) { n.dirty[r.TabletID] = struct{}{} }
 
 // AddReplica opens (or creates) this node's replica of tabletID. A
 // replica with no raft state yet starts with peers as the group's voters
@@ -385,6 +401,7 @@ func (n *Node) AddReplica(tabletID uint64, peers []uint64, sm StateMachine) (*Re
 	_, conf, _ := ls.InitialState()
 	r := &Replica{TabletID: tabletID, node: n, rn: rn, log: ls, sm: sm, applied: applied, conf: conf, started: n.now()}
 	n.replicas[tabletID] = r
+	n.touchLocked(r)
 	return r, nil
 }
 
@@ -433,6 +450,7 @@ func (n *Node) Step(env Envelope) error {
 		}
 	}
 	defer n.signal()
+	n.touchLocked(r)
 	return r.rn.Step(env.Msg)
 }
 
@@ -444,6 +462,7 @@ func (n *Node) Tick() {
 	if n.fenced.Load() {
 		n.handOffLocked()
 	}
+	n.allDirty = true
 	for _, r := range n.replicas {
 		r.rn.Tick()
 		if r.lease.Load() != 0 && !r.alone.Load() && n.readLease.Load() > 0 {
@@ -467,6 +486,7 @@ func (n *Node) Propose(tabletID uint64, data []byte) error {
 		return fmt.Errorf("raftnode: node %d has no replica of tablet %d", n.cfg.NodeID, tabletID)
 	}
 	defer n.signal()
+	n.touchLocked(r)
 	return r.rn.Propose(data)
 }
 
@@ -488,6 +508,7 @@ func (n *Node) ProposeAt(tabletID, term uint64, data []byte) error {
 		return ErrNotLeader
 	}
 	defer n.signal()
+	n.touchLocked(r)
 	return r.rn.Propose(data)
 }
 
@@ -505,6 +526,7 @@ func (n *Node) ProposeConfChange(tabletID uint64, cc *pb.ConfChangeV2) error {
 		return fmt.Errorf("raftnode: node %d has no replica of tablet %d", n.cfg.NodeID, tabletID)
 	}
 	defer n.signal()
+	n.touchLocked(r)
 	return r.rn.ProposeConfChange(cc)
 }
 
@@ -529,6 +551,7 @@ func (n *Node) Campaign(tabletID uint64) error {
 		return fmt.Errorf("raftnode: node %d has no replica of tablet %d", n.cfg.NodeID, tabletID)
 	}
 	defer n.signal()
+	n.touchLocked(r)
 	if err := r.rn.Campaign(); err != nil {
 		return err
 	}
@@ -567,11 +590,27 @@ func (n *Node) processReady() (bool, []func(), error) {
 		prevHS *pb.HardState
 	}
 	var rds []ready
-	ids := make([]uint64, 0, len(n.replicas))
-	for id, r := range n.replicas {
-		if r.rn.HasReady() {
-			ids = append(ids, id)
+	var ids []uint64
+	if n.allDirty {
+		ids = make([]uint64, 0, len(n.replicas))
+		for id, r := range n.replicas {
+			if r.rn.HasReady() {
+				ids = append(ids, id)
+			}
 		}
+	} else {
+		for id := range n.dirty {
+			if r := n.replicas[id]; r != nil && r.rn.HasReady() {
+				ids = append(ids, id)
+			}
+		}
+	}
+	// The groups handled now stay dirty for the next round: Advance may
+	// leave them more work.
+	n.allDirty = false
+	clear(n.dirty)
+	for _, id := range ids {
+		n.dirty[id] = struct{}{}
 	}
 	if len(ids) == 0 {
 		return false, nil, nil
@@ -705,6 +744,7 @@ func (n *Node) processReady() (bool, []func(), error) {
 		// The transport took the snapshot; whether it arrives shows in the
 		// follower's response, as after any append.
 		s.r.rn.ReportSnapshot(s.to, raft.SnapshotFinish)
+		n.touchLocked(s.r)
 	}
 	for _, s := range streams {
 		s(true)

@@ -166,6 +166,7 @@ func (n *Node) makeSnapshot(r *Replica, m *pb.Message) (stream func(start bool),
 					st = raft.SnapshotFailure
 				}
 				r.rn.ReportSnapshot(to, st)
+				n.touchLocked(r)
 				n.signal()
 			}
 		}()
@@ -245,6 +246,7 @@ func (n *Node) stepStreamed(env Envelope, ps *pendingSnap) error {
 		return fmt.Errorf("raftnode: tablet %d: a streamed snapshot without a stream header", env.TabletID)
 	}
 	r.pendingSnap = ps
+	n.touchLocked(r)
 	if err := r.rn.Step(env.Msg); err != nil {
 		r.pendingSnap = nil
 		return fmt.Errorf("raftnode: tablet %d: stepping a snapshot: %w", env.TabletID, err)

@@ -104,6 +104,7 @@ func (n *Node) TransferLeader(tabletID, to uint64) error {
 	}
 	r.giveUpLease(term, to)
 	defer n.signal()
+	n.touchLocked(r)
 	r.rn.TransferLeader(to)
 	return nil
 }
@@ -190,6 +191,7 @@ func (n *Node) retryTransfers() {
 		}
 		if target != 0 {
 			r.transferTries++
+			n.touchLocked(r)
 			r.rn.TransferLeader(target)
 		}
 	}

@@ -15,6 +15,7 @@ func TestRaftRF1(t *testing.T) {
 		{"BootstrapAndReopen", TestBootstrapAndReopen},
 		{"SplitAndReloadDirectory", TestSplitAndReloadDirectory},
 		{"SplitBadKeys", TestSplitBadKeys},
+		{"ConcurrentSplits", TestConcurrentSplits},
 		{"TwoTabletCommit", TestTwoTabletCommit},
 		{"DeadlockAcrossTablets", TestDeadlockAcrossTablets},
 		{"SplitMovesLockWaiters", TestSplitMovesLockWaiters},

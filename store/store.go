@@ -81,8 +81,11 @@ type Store struct {
 	clock *hlc.Clock
 	cfg   Config
 
-	// splitMu serializes splits, and with them tablet ID allocation.
-	splitMu sync.Mutex
+	// Splits are not serialized store-wide: a split holds latches over
+	// its whole tablet (tablet.Replica.Split), so splits of one tablet
+	// queue there and splits of different tablets (the buckets of a new
+	// hash-sharded index, split in parallel by sql/ddl) run at once;
+	// tablet IDs come from idMu's counter, or the replicated one.
 	// idMu serializes the tablet ID counter's read-modify-writes.
 	idMu sync.Mutex
 	// descMu guards lastDescs, the replica descriptors last recorded in
@@ -437,17 +440,31 @@ func (s *Store) split(ctx context.Context, splitKey []byte) (left, right kvpb.Ta
 	if !keys.IsAddressable(splitKey) {
 		return left, right, &kvpb.InvalidArgumentError{Msg: fmt.Sprintf("split key %q is outside the addressable keyspace", splitKey)}
 	}
-	s.splitMu.Lock()
-	defer s.splitMu.Unlock()
-	r := s.replicaForKey(splitKey)
-	if r == nil && s.cfg.Raft != nil && s.cfg.Raft.Membership {
-		// A member need not hold every tablet: the router tries the
-		// tablet's other nodes.
-		return left, right, &kvpb.TabletNotFoundError{}
+	// Each retry follows a split of the routed tablet that really
+	// happened, and many splitters racing on one tablet (the buckets of a
+	// new index) may each lose many times: no bound but the context.
+	for ctx.Err() == nil {
+		r := s.replicaForKey(splitKey)
+		if r == nil && s.cfg.Raft != nil && s.cfg.Raft.Membership {
+			// A member need not hold every tablet: the router tries the
+			// tablet's other nodes.
+			return left, right, &kvpb.TabletNotFoundError{}
+		}
+		if r == nil {
+			return left, right, fmt.Errorf("store: split at %q: %w", splitKey, ErrNoTablet)
+		}
+		routed := r.Desc()
+		left, right, err = s.splitReplica(ctx, r, splitKey)
+		var mismatch *kvpb.TabletKeyMismatchError
+		if err == nil || !errors.As(err, &mismatch) || r.Desc().Generation == routed.Generation {
+			return left, right, err
+		}
+		// Another split of this tablet went first: route again.
 	}
-	if r == nil {
-		return left, right, fmt.Errorf("store: split at %q: %w", splitKey, ErrNoTablet)
-	}
+	return left, right, ctx.Err()
+}
+
+func (s *Store) splitReplica(ctx context.Context, r *tablet.Replica, splitKey []byte) (left, right kvpb.TabletDescriptor, err error) {
 	if s.cfg.Raft != nil {
 		// Only the leaseholder splits; others send the router on before
 		// spending an ID.

@@ -97,6 +97,9 @@ func (w *Writer) Create(ctx context.Context, d Descriptor) error {
 		if err := w.syncReferencedBy(ctx, t, nil, referencedTables(t)); err != nil {
 			return err
 		}
+		if err := w.syncIndexNames(ctx, nil, t); err != nil {
+			return err
+		}
 	}
 	if db, ok := d.(*Database); ok {
 		sc := publicSchema(db.ID)
@@ -301,7 +304,10 @@ func (w *Writer) Update(ctx context.Context, d Descriptor) error {
 		return err
 	}
 	if t, ok := d.(*Table); ok {
-		return w.syncReferencedBy(ctx, t, referencedTables(cur.(*Table)), referencedTables(t))
+		if err := w.syncReferencedBy(ctx, t, referencedTables(cur.(*Table)), referencedTables(t)); err != nil {
+			return err
+		}
+		return w.syncIndexNames(ctx, cur.(*Table), t)
 	}
 	return nil
 }
@@ -325,7 +331,13 @@ func (w *Writer) Rename(ctx context.Context, d Descriptor, newName string) error
 	}
 	d.setName(newName)
 	d.setVersion(d.DescVersion() + 1)
-	return w.put(ctx, d)
+	if err := w.put(ctx, d); err != nil {
+		return err
+	}
+	if t, ok := d.(*Table); ok {
+		return w.syncIndexNames(ctx, cur.(*Table), t)
+	}
+	return nil
 }
 
 // Drop removes d's descriptor and name. A schema must be empty (2BP01
@@ -368,7 +380,13 @@ func (w *Writer) Drop(ctx context.Context, d Descriptor) error {
 			return err
 		}
 	}
-	return w.remove(ctx, d)
+	if err := w.remove(ctx, d); err != nil {
+		return err
+	}
+	if ct, ok := cur.(*Table); ok {
+		return w.syncIndexNames(ctx, ct, nil)
+	}
+	return nil
 }
 
 func (w *Writer) mustBeEmpty(ctx context.Context, s *Schema) error {

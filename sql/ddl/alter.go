@@ -481,6 +481,9 @@ func (e *executor) addColumn(ctx context.Context, cur *catalog.Table, cmd *pg_qu
 	}
 	// Store the column (and its sequence) first: its default may name the
 	// sequence, which must exist to be resolved.
+	if err := b.relNames.err; err != nil {
+		return err
+	}
 	if err := e.x.Writer.Update(ctx, t); err != nil {
 		return err
 	}
@@ -1045,7 +1048,7 @@ func (e *executor) addTableConstraint(ctx context.Context, cur *catalog.Table, c
 	}
 	b := &tableBuilder{e: e, schema: schema.(*catalog.Schema), relNames: relNames, t: cloneTable(cur), hasPK: true}
 	for _, id := range b.t.PrimaryIndex.KeyColumnIDs {
-		relNames[b.t.PrimaryIndex.Name] = true
+		relNames.claim(b.t.PrimaryIndex.Name)
 		_ = id
 	}
 	if err := b.addConstraint(ctx, con, nil); err != nil {
@@ -1055,6 +1058,9 @@ func (e *executor) addTableConstraint(ctx context.Context, cur *catalog.Table, c
 		if err := e.placeIndex(ctx, b.t, b.t.IndexByID(idxID)); err != nil {
 			return err
 		}
+	}
+	if err := b.relNames.err; err != nil {
+		return err
 	}
 	if err := e.x.Writer.Update(ctx, b.t); err != nil {
 		return err
@@ -1073,13 +1079,13 @@ func (e *executor) addTableConstraint(ctx context.Context, cur *catalog.Table, c
 // primary key: the key columns become NOT NULL (23502 when a row has a
 // NULL), every row and index entry is rewritten under the new key (23505
 // on duplicates), and rowid is dropped.
-func (e *executor) addPrimaryKey(ctx context.Context, cur *catalog.Table, con *pg_query.Constraint, schema *catalog.Schema, relNames map[string]bool) error {
+func (e *executor) addPrimaryKey(ctx context.Context, cur *catalog.Table, con *pg_query.Constraint, schema *catalog.Schema, relNames *relNameSet) error {
 	rowid := cur.ColumnByName(RowIDColumn)
 	if rowid == nil || !rowid.Hidden || len(cur.PrimaryIndex.KeyColumnIDs) != 1 || cur.PrimaryIndex.KeyColumnIDs[0] != rowid.ID {
 		return pgerror.New(pgerrcode.InvalidTableDefinition, "multiple primary keys for table %q are not allowed", cur.Name)
 	}
 	b := &tableBuilder{e: e, schema: schema, relNames: relNames, t: cloneTable(cur)}
-	delete(relNames, cur.PrimaryIndex.Name)
+	relNames.free(cur.PrimaryIndex.Name)
 	t := b.t
 	oldName := t.PrimaryIndex.Name
 	t.PrimaryIndex = catalog.Index{}
@@ -1098,6 +1104,9 @@ func (e *executor) addPrimaryKey(ctx context.Context, cur *catalog.Table, con *p
 		return err
 	}
 	rowidPos := slices.IndexFunc(cur.Columns, func(x catalog.Column) bool { return x.ID == rowid.ID })
+	if err := b.relNames.err; err != nil {
+		return err
+	}
 	return e.rewrite(ctx, cur, t, func(old []types.Datum) ([]types.Datum, error) {
 		for i, p := range keyPos {
 			if old[p] == nil || types.IsNull(old[p]) {
@@ -1273,6 +1282,9 @@ func (e *executor) addIdentity(ctx context.Context, cur *catalog.Table, cmd *pg_
 	if err := b.setIdentity(ctx, b.t.ColumnByName(c.Name), cmd.Def.GetConstraint()); err != nil {
 		return err
 	}
+	if err := b.relNames.err; err != nil {
+		return err
+	}
 	if err := e.x.Writer.Update(ctx, b.t); err != nil {
 		return err
 	}
@@ -1396,8 +1408,11 @@ func (e *executor) renameIndex(ctx context.Context, cur *catalog.Table, old, new
 	if err != nil {
 		return err
 	}
-	if relNames[newName] {
+	if relNames.taken(newName) {
 		return pgerror.New(pgerrcode.DuplicateTable, "relation %q already exists", newName)
+	}
+	if relNames.err != nil {
+		return relNames.err
 	}
 	t := cloneTable(cur)
 	idx := t.IndexByName(old)

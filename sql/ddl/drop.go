@@ -396,20 +396,24 @@ func (e *executor) findIndex(ctx context.Context, rv *pg_query.RangeVar) (*catal
 			}
 			continue
 		}
-		rels, err := e.x.Writer.Relations(ctx, e.x.Database.ID, s.ID)
+		// One lookup of each namespace (catalog.Reader.IndexTable),
+		// not a read of every relation of the schema.
+		if r, ok, err := e.x.Writer.LookupID(ctx, e.x.Database.ID, s.ID, rv.Relname); err != nil {
+			return nil, nil, err
+		} else if ok {
+			d, err := e.x.Writer.ByID(ctx, r)
+			if err != nil {
+				return nil, nil, err
+			}
+			return nil, nil, pgerror.New(pgerrcode.WrongObjectType, "%q is not an index", rv.Relname).
+				WithHint("Use DROP %s to remove a %s.", strings.ToUpper(kindWord(d.DescKind())), kindWord(d.DescKind()))
+		}
+		t, ok, err := e.x.Writer.IndexTable(ctx, e.x.Database.ID, s.ID, rv.Relname)
 		if err != nil {
 			return nil, nil, err
 		}
-		for _, r := range rels {
-			if r.DescName() == rv.Relname {
-				return nil, nil, pgerror.New(pgerrcode.WrongObjectType, "%q is not an index", rv.Relname).
-					WithHint("Use DROP %s to remove a %s.", strings.ToUpper(kindWord(r.DescKind())), kindWord(r.DescKind()))
-			}
-			if t, ok := r.(*catalog.Table); ok {
-				if idx := t.IndexByName(rv.Relname); idx != nil {
-					return t, idx, nil
-				}
-			}
+		if ok {
+			return t, t.IndexByName(rv.Relname), nil
 		}
 	}
 	return nil, nil, nil

@@ -195,6 +195,9 @@ func (e *executor) createIndex(ctx context.Context, n *pg_query.IndexStmt) error
 		t = fresh
 	}
 	t.Indexes = append(t.Indexes, idx)
+	if err := b.relNames.err; err != nil {
+		return err
+	}
 	if err := e.x.Writer.Update(ctx, t); err != nil {
 		return err
 	}

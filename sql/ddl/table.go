@@ -33,7 +33,7 @@ type tableBuilder struct {
 	t      *catalog.Table
 	// taken reports relation names (tables, views, sequences, indexes) in
 	// use in the schema, for PostgreSQL's name choice.
-	relNames map[string]bool
+	relNames *relNameSet
 	// sequences are the owned sequences to create (serial, identity).
 	sequences []*catalog.Sequence
 	// newIndexes are the secondary indexes added by this statement, which
@@ -50,10 +50,10 @@ type tableBuilder struct {
 }
 
 func (b *tableBuilder) nameTaken(n string) bool {
-	if b.relNames[n] {
+	if b.t.IndexByName(n) != nil {
 		return true
 	}
-	return b.t.IndexByName(n) != nil
+	return b.relNames.taken(n)
 }
 
 func (b *tableBuilder) constraintTaken(n string) bool {
@@ -74,25 +74,46 @@ func (b *tableBuilder) constraintTaken(n string) bool {
 	return false
 }
 
-// loadRelNames collects the names of the schema's relations and of their
-// indexes: in PostgreSQL both live in pg_class, so an index name must not
-// collide with either.
-func (e *executor) loadRelNames(ctx context.Context, schemaID catalog.ID) (map[string]bool, error) {
-	rels, err := e.x.Writer.Relations(ctx, e.x.Database.ID, schemaID)
-	if err != nil {
-		return nil, err
-	}
-	names := map[string]bool{}
-	for _, r := range rels {
-		names[r.DescName()] = true
-		if t, ok := r.(*catalog.Table); ok {
-			for _, idx := range append([]catalog.Index{t.PrimaryIndex}, t.Indexes...) {
-				names[idx.Name] = true
-			}
-		}
-	}
-	return names, nil
+// relNameSet answers whether a relation name (table, view, sequence or
+// index: in PostgreSQL all live in pg_class, so an index name must not
+// collide with any of them) is taken in one schema, for PostgreSQL's name
+// choice. It looks each name up (the namespace and the catalog's
+// index-name entries, catalog.Reader.IndexTable) instead of reading every
+// relation of the schema, so DDL does not grow slower as tables
+// accumulate (issue 16, bench/ddl). The names this statement claims or
+// frees are kept in memory. A lookup error is kept in err (the name is
+// then reported free, so name choice ends) and fails the statement.
+type relNameSet struct {
+	e          *executor
+	ctx        context.Context
+	db, schema catalog.ID
+	claimed    map[string]bool
+	freed      map[string]bool
+	err        error
 }
+
+func (e *executor) loadRelNames(ctx context.Context, schemaID catalog.ID) (*relNameSet, error) {
+	return &relNameSet{e: e, ctx: ctx, db: e.x.Database.ID, schema: schemaID, claimed: map[string]bool{}, freed: map[string]bool{}}, nil
+}
+
+func (s *relNameSet) taken(n string) bool {
+	if s.claimed[n] {
+		return true
+	}
+	if s.freed[n] || s.err != nil {
+		return false
+	}
+	if _, ok, err := s.e.x.Writer.LookupID(s.ctx, s.db, s.schema, n); err != nil || ok {
+		s.err = err
+		return err == nil
+	}
+	_, ok, err := s.e.x.Writer.IndexTable(s.ctx, s.db, s.schema, n)
+	s.err = err
+	return ok && err == nil
+}
+
+func (s *relNameSet) claim(n string) { s.claimed[n] = true; delete(s.freed, n) }
+func (s *relNameSet) free(n string)  { s.freed[n] = true; delete(s.claimed, n) }
 
 func (e *executor) createTable(ctx context.Context, n *pg_query.CreateStmt) error {
 	switch {
@@ -203,6 +224,9 @@ func (e *executor) createTable(ctx context.Context, n *pg_query.CreateStmt) erro
 		if _, _, err := e.shardIndex(b.t, &b.t.PrimaryIndex, pkBuckets); err != nil {
 			return err
 		}
+	}
+	if err := b.relNames.err; err != nil {
+		return err
 	}
 	if err := e.x.Writer.Create(ctx, b.t); err != nil {
 		return err
@@ -333,7 +357,7 @@ func (b *tableBuilder) ownedSequence(ctx context.Context, col *catalog.Column, o
 	if name == "" {
 		name = chooseName(b.t.Name, col.Name, "seq", b.nameTaken)
 	}
-	b.relNames[name] = true
+	b.relNames.claim(name)
 	seq := &catalog.Sequence{ID: id, DatabaseID: b.t.DatabaseID, SchemaID: b.t.SchemaID, Name: name, Owner: b.e.x.User,
 		OwnedBy: &catalog.SequenceOwner{TableID: b.t.ID, ColumnID: col.ID}}
 	if err := applySequenceOptions(seq, rest, true, typ); err != nil {
@@ -622,7 +646,7 @@ func (b *tableBuilder) addPrimaryKey(con *pg_query.Constraint, keys []string) er
 	} else if b.nameTaken(name) {
 		return pgerror.New(pgerrcode.DuplicateTable, "relation %q already exists", name)
 	}
-	b.relNames[name] = true
+	b.relNames.claim(name)
 	b.t.PrimaryIndex = catalog.Index{ID: catalog.PrimaryIndexID, Name: name, Unique: true,
 		KeyColumnIDs: ids, KeyDirections: make([]rowenc.Order, len(ids))}
 	b.hasPK = true
@@ -675,7 +699,7 @@ func (b *tableBuilder) addUnique(con *pg_query.Constraint, keys []string) (catal
 	} else if b.nameTaken(name) {
 		return 0, pgerror.New(pgerrcode.DuplicateTable, "relation %q already exists", name)
 	}
-	b.relNames[name] = true
+	b.relNames.claim(name)
 	idx := catalog.Index{ID: b.t.NextIndexID, Name: name, Unique: true, KeyColumnIDs: ids,
 		KeyDirections: make([]rowenc.Order, len(ids)), StoreColumnIDs: storeCols(ids, include)}
 	b.t.NextIndexID++

@@ -1,0 +1,241 @@
+// Command ddl measures what DDL costs as tables accumulate (issue 16,
+// "Tablets are cheap to create"): on a plain `cairn start` (built from this
+// tree, its ports from -port), it creates tables t_1, t_2, ... each with
+// `CREATE TABLE t_i (k INT PRIMARY KEY, v INT)` and `CREATE INDEX ON t_i
+// (v)`, and at each checkpoint of -at (0 included: the baseline) times
+// -sample such pairs and prints the median time of one pair, and its ratio
+// to the time at 0 tables. The issue's goal is the ratio at 10,000 tables
+// within 1.5×. Then it creates one -buckets-bucket hash-sharded index and
+// times it (each bucket is its own tablet, split before the index takes
+// writes), and with -idle it measures the node's CPU over -idle seconds
+// and its RSS with every table in place.
+//
+// Usage: go run ./bench/ddl [-at 0,1000,5000,10000] [-sample 50] [-runs 3]
+// [-buckets 2048] [-idle 30s] [-port 48100] [-cpuprofile-at 5000]
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+var (
+	flagAt      = flag.String("at", "0,1000,5000,10000", "table counts at which to time DDL")
+	flagSample  = flag.Int("sample", 50, "CREATE TABLE + CREATE INDEX pairs timed at each checkpoint")
+	flagRuns    = flag.Int("runs", 3, "repetitions of each checkpoint's sample; the median run is reported")
+	flagBuckets = flag.Int("buckets", 2048, "bucket count of the hash-sharded index timed at the end (0: none)")
+	flagIdle    = flag.Duration("idle", 30*time.Second, "measure idle CPU over this long at the end (0: skip)")
+	flagPort    = flag.Int("port", 48100, "first of three ports: SQL, HTTP, RPC")
+	flagProfile = flag.Int("cpuprofile-at", -1, "take a 20s CPU profile of the node while creating tables past this count (-1: none)")
+	flagKeep    = flag.Bool("keep", false, "keep the store directory")
+)
+
+func main() {
+	flag.Parse()
+	if err := run(context.Background()); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func run(ctx context.Context) error {
+	var at []int
+	for _, s := range strings.Split(*flagAt, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil {
+			return fmt.Errorf("-at: %v", err)
+		}
+		at = append(at, n)
+	}
+	slices.Sort(at)
+	dir, err := os.MkdirTemp("", "bench-ddl-")
+	if err != nil {
+		return err
+	}
+	if !*flagKeep {
+		defer os.RemoveAll(dir)
+	}
+	bin := filepath.Join(dir, "cairn")
+	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/cairn").CombinedOutput(); err != nil {
+		return fmt.Errorf("building cairn: %v\n%s", err, out)
+	}
+	p := *flagPort
+	cmd := exec.Command(bin, "start", "--store", filepath.Join(dir, "store"), "--insecure",
+		"--sql-addr", fmt.Sprintf("127.0.0.1:%d", p), "--http-addr", fmt.Sprintf("127.0.0.1:%d", p+1),
+		"--rpc-addr", fmt.Sprintf("127.0.0.1:%d", p+2))
+	logf, err := os.Create(filepath.Join(dir, "cairn.log"))
+	if err != nil {
+		return err
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	defer func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() }()
+	url := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", p)
+	var conn *pgx.Conn
+	for deadline := time.Now().Add(time.Minute); ; {
+		if conn, err = pgx.Connect(ctx, url); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("cairn did not start: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	defer conn.Close(ctx)
+
+	n := 0
+	var tCreate, tIndex, tInsert []float64
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	pair := func() (time.Duration, error) {
+		n++
+		start := time.Now()
+		if _, err := conn.Exec(ctx, fmt.Sprintf("CREATE TABLE t_%d (k INT PRIMARY KEY, v INT)", n)); err != nil {
+			return 0, err
+		}
+		mid := time.Now()
+		if _, err := conn.Exec(ctx, fmt.Sprintf("CREATE INDEX ON t_%d (v)", n)); err != nil {
+			return 0, err
+		}
+		end := time.Now()
+		// A write that is not DDL: does the cost grow with every
+		// statement, or only with DDL?
+		if _, err := conn.Exec(ctx, fmt.Sprintf("INSERT INTO t_%d VALUES (1, 1)", n)); err != nil {
+			return 0, err
+		}
+		tCreate, tIndex, tInsert = append(tCreate, ms(mid.Sub(start))), append(tIndex, ms(end.Sub(mid))), append(tInsert, ms(time.Since(end)))
+		return end.Sub(start), nil
+	}
+	fmt.Printf("cairn start (one node), pairs of CREATE TABLE + CREATE INDEX; median of %d runs of %d pairs\n\n", *flagRuns, *flagSample)
+	fmt.Printf("%10s %12s %8s %10s %10s %10s %10s\n", "tables", "ms/pair", "ratio", "table ms", "index ms", "insert ms", "fill s")
+	var base float64
+	fillStart := time.Now()
+	profiled := false
+	for _, target := range at {
+		if *flagProfile >= 0 && !profiled && target > *flagProfile {
+			profiled = true
+			go profile(p+1, filepath.Join(os.TempDir(), "bench-ddl.prof"))
+		}
+		for n < target {
+			if _, err := pair(); err != nil {
+				return fmt.Errorf("table %d: %v", n, err)
+			}
+		}
+		fill := time.Since(fillStart).Seconds()
+		var meds []float64
+		tCreate, tIndex, tInsert = nil, nil, nil
+		for range *flagRuns {
+			var ts []float64
+			for range *flagSample {
+				d, err := pair()
+				if err != nil {
+					return fmt.Errorf("table %d: %v", n, err)
+				}
+				ts = append(ts, float64(d.Microseconds())/1000)
+			}
+			meds = append(meds, median(ts))
+		}
+		m := median(meds)
+		if base == 0 {
+			base = m
+		}
+		fmt.Printf("%10d %12.2f %7.2fx %10.2f %10.2f %10.2f %10.1f\n", target, m, m/base, median(tCreate), median(tIndex), median(tInsert), fill)
+		fillStart = time.Now()
+	}
+	if *flagBuckets > 0 {
+		if _, err := conn.Exec(ctx, "CREATE TABLE hs (k INT PRIMARY KEY, v INT)"); err != nil {
+			return err
+		}
+		start := time.Now()
+		if _, err := conn.Exec(ctx, fmt.Sprintf("CREATE INDEX ON hs (v) USING HASH WITH (bucket_count = %d)", *flagBuckets)); err != nil {
+			return err
+		}
+		fmt.Printf("\nCREATE INDEX ... USING HASH WITH (bucket_count = %d) with %d tables: %.2f s\n", *flagBuckets, n, time.Since(start).Seconds())
+	}
+	var tablets int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM cairn_catalog.tablets").Scan(&tablets); err != nil {
+		tablets = -1
+	}
+	if *flagIdle > 0 {
+		pid := cmd.Process.Pid
+		c0, err := cpuTicks(pid)
+		if err != nil {
+			return err
+		}
+		t0 := time.Now()
+		time.Sleep(*flagIdle)
+		c1, err := cpuTicks(pid)
+		if err != nil {
+			return err
+		}
+		cpu := float64(c1-c0) / 100 / time.Since(t0).Seconds() * 100
+		rss, err := rssKiB(pid)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("\nidle with %d tables (%d tablets): %.2f%% of a core over %v, RSS %d MiB\n", n, tablets, cpu, *flagIdle, rss>>10)
+	}
+	return nil
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func profile(httpPort int, path string) {
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=20", httpPort))
+	if err != nil {
+		log.Printf("profile: %v", err)
+		return
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(path)
+	if err != nil {
+		log.Printf("profile: %v", err)
+		return
+	}
+	defer f.Close()
+	_, _ = io.Copy(f, resp.Body)
+	log.Printf("profile written to %s", path)
+}
+
+// cpuTicks is the process's user+system time in clock ticks (/proc/pid/stat).
+func cpuTicks(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	sy, _ := strconv.ParseInt(f[12], 10, 64)
+	return u + sy, nil
+}
+
+func rssKiB(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			return strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS for %d", pid)
+}
