@@ -11,6 +11,7 @@ import (
 
 	"github.com/cairn-db/cairn/raftnode"
 	"github.com/cairn-db/cairn/security"
+	"google.golang.org/grpc"
 )
 
 // clusterCreds makes a CA with a node certificate for 127.0.0.1 and a
@@ -78,6 +79,18 @@ func TestCreds(t *testing.T) {
 			}
 			if err := CheckPeer(ctx, tc.client, tc.addr); !errors.Is(err, tc.check) || (tc.check == nil) != (err == nil) {
 				t.Errorf("CheckPeer: %v, want %v", err, tc.check)
+			}
+			// An extra service's client (WithService, DialOptions) gets
+			// the same verdict as Call.
+			conn, err := grpc.NewClient(tc.addr, tc.client.DialOptions()...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			req, out := []byte("hi"), []byte(nil)
+			err = conn.Invoke(ctx, "/"+nodeServiceName+"/Echo", &req, &out)
+			if ok := err == nil && string(out) == "hi"; ok != (tc.check == nil) {
+				t.Errorf("Invoke with Creds.DialOptions: %q, %v; want success %v", out, err, tc.check == nil)
 			}
 		})
 	}

@@ -10,8 +10,11 @@
 //
 // Every connection this package serves or dials uses the node's Creds
 // (creds.go): mutual TLS with node certificates of the cluster's CA on a
-// secure node, plaintext on an insecure one; there is no dial without
-// them, so no call of a secure node goes out in clear by omission.
+// secure node, plaintext on an insecure one; no dial of this package goes
+// without them, so no call of a secure node goes out in clear by
+// omission. A client of an extra service (WithService) dials with the
+// node's Creds.DialOptions; the package-level DialOptions is plaintext,
+// for insecure clusters only.
 //
 // No generated protobuf code is needed: a batch is encoded by this package
 // (encodeBatch) and travels as raw bytes through a gRPC codec registered

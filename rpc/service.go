@@ -7,7 +7,6 @@ package rpc
 
 import (
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 )
 
 type extraService struct {
@@ -24,10 +23,17 @@ func WithService(desc *grpc.ServiceDesc, impl any) ServeOption {
 }
 
 // DialOptions are the options a client of an extra service dials a node
-// with: Cairn's raw codec and message size limit.
-func DialOptions() []grpc.DialOption {
+// of an insecure cluster with: plaintext, Cairn's raw codec and message
+// size limit. A secure node's server refuses such a connection; a client
+// that may run on a secure node dials with its node's Creds.DialOptions.
+func DialOptions() []grpc.DialOption { return (*Creds)(nil).DialOptions() }
+
+// DialOptions are the options a client of an extra service dials a node
+// with: c's transport credentials (nil: plaintext), Cairn's raw codec and
+// message size limit.
+func (c *Creds) DialOptions() []grpc.DialOption {
 	return []grpc.DialOption{
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		c.dialOption(),
 		grpc.WithDefaultCallOptions(grpc.CallContentSubtype(codecName), grpc.MaxCallSendMsgSize(MaxBatchSize), grpc.MaxCallRecvMsgSize(MaxBatchSize)),
 	}
 }
