@@ -572,8 +572,11 @@ func identEnd(s string) int {
 }
 
 // regclassLiteral matches a relation name cast to regclass in a stored
-// expression, as a serial column's nextval('s'::regclass) default holds it.
-var regclassLiteral = regexp.MustCompile(`'((?:[^']|'')+)'::regclass`)
+// expression, as a serial column's nextval('s'::regclass) default holds
+// it, or the bare literal argument of nextval, currval or setval, which a
+// default written as nextval('s') keeps: PostgreSQL coerces that literal
+// to regclass when it stores the default, and prints it so.
+var regclassLiteral = regexp.MustCompile(`'((?:[^']|'')+)'::regclass|\b((?:nextval|currval|setval)\()'((?:[^']|'')+)'([,)])`)
 
 // QualifyRegclassLiterals prints the relation names of expr's regclass
 // literals as the regclass output function would now: qualified by their
@@ -586,11 +589,16 @@ var regclassLiteral = regexp.MustCompile(`'((?:[^']|'')+)'::regclass`)
 // that the path does not find is looked up in public. A name that still
 // resolves to nothing is left as written.
 func QualifyRegclassLiterals(reg types.RegResolver, expr string) string {
-	if reg == nil || !strings.Contains(expr, "::regclass") {
+	if reg == nil || !strings.Contains(expr, "::regclass") && !strings.Contains(expr, "val('") {
 		return expr
 	}
 	return regclassLiteral.ReplaceAllStringFunc(expr, func(m string) string {
-		oid, ok := resolveStoredRegclass(reg, regclassLiteral.FindStringSubmatch(m)[1])
+		sub := regclassLiteral.FindStringSubmatch(m)
+		name, call, end := sub[1], sub[2], sub[4]
+		if call != "" {
+			name = sub[3]
+		}
+		oid, ok := resolveStoredRegclass(reg, name)
 		if !ok {
 			return m
 		}
@@ -598,7 +606,7 @@ func QualifyRegclassLiterals(reg types.RegResolver, expr string) string {
 		if !ok {
 			return m
 		}
-		return QuoteLiteral(out) + "::regclass"
+		return call + QuoteLiteral(out) + "::regclass" + end
 	})
 }
 

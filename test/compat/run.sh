@@ -21,7 +21,9 @@
 #             indexes, constraints, views, comments, rows) restores with
 #             psql -v ON_ERROR_STOP=1 into a fresh Cairn database and into
 #             PostgreSQL 15 (scripts/pg15.sh), and fingerprint.sql reads the
-#             same definitions, rows and sequence positions from all three
+#             same definitions, rows and sequence positions from all three;
+#             and the same database made in PostgreSQL 15, dumped there and
+#             restored into Cairn, reads the same as its source
 #   ui        test/e2e/admin_ui.sh on a node of its own (port + 100): headless
 #             Chromium (Debian's chromium, installed if missing) renders the
 #             admin UI's overview, a colocated database's page and the
@@ -195,6 +197,27 @@ if want pg_dump; then
       else
         tail -20 "$work/restore-pg.out"
         fail pg_dump "restoring the dump into PostgreSQL 15 failed"
+      fi
+      # The other way: dump_schema.sql made in PostgreSQL 15, dumped by
+      # pg_dump there and restored into Cairn, reads the same as the source.
+      pgsrc="postgres://postgres@127.0.0.1:$pgport/pgsrc?sslmode=disable"
+      cairnfrompg="$base/dumpfrompg?sslmode=disable"
+      if psql -X -q "$pgurl" -c 'CREATE DATABASE pgsrc' >"$work/pg-src.out" 2>&1 &&
+        psql -X -q "$pgsrc" -v ON_ERROR_STOP=1 -f test/compat/dump_schema.sql >>"$work/pg-src.out" 2>&1 &&
+        pg_dump "$pgsrc" >"$work/dump-pg.sql" 2>>"$work/pg-src.out" &&
+        fingerprint "$pgsrc" "$work/fp-pgsrc" &&
+        psql -X -q "$url" -c 'CREATE DATABASE dumpfrompg' >>"$work/pg-src.out" 2>&1 &&
+        psql -X -q -v ON_ERROR_STOP=1 "$cairnfrompg" -f "$work/dump-pg.sql" >>"$work/pg-src.out" 2>&1; then
+        fingerprint "$cairnfrompg" "$work/fp-cairnfrompg"
+        if diff -u "$work/fp-pgsrc" "$work/fp-cairnfrompg" >"$work/fp-frompg.diff"; then
+          echo "pg_dump: PostgreSQL 15's dump of the same database restored into Cairn, fingerprints match"
+        else
+          cat "$work/fp-frompg.diff"
+          fail pg_dump "PostgreSQL 15's dump restored into Cairn differs (- PostgreSQL, + Cairn)"
+        fi
+      else
+        tail -20 "$work/pg-src.out"
+        fail pg_dump "restoring PostgreSQL 15's dump into Cairn failed"
       fi
       scripts/pg15.sh stop "$work/pg15" "$pgport"
     else
