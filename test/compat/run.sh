@@ -16,6 +16,10 @@
 #             (asyncpg: errors while preparing, prepared statements,
 #             executemany, COPY, cursors, a pool, SQLAlchemy 2's async
 #             engine reflecting a table)
+#   jdbc      test/compat/jdbc/JdbcCheck.java with pgjdbc (mvn fetches it):
+#             queries, errors, prepared batches, and DatabaseMetaData's
+#             getTables/getColumns/getSchemas/getImportedKeys; the calls it
+#             lists as KNOWN_GAPS must still fail as they do today
 #   pg_dump   a full dump of dump_schema.sql's database (two schemas,
 #             tables of most types, serial and identity columns, sequences,
 #             indexes, constraints, views, comments, rows) restores with
@@ -35,12 +39,15 @@
 # `test/compat/run.sh --regen` rewrites psql.expected from a throwaway
 # PostgreSQL 15 (scripts/pg15.sh) instead. Installs what it needs: Debian's
 # postgresql-client and a Python virtualenv with psycopg2-binary,
-# psycopg 3, asyncpg, SQLAlchemy 2.x (with its asyncio extra) and Alembic.
+# psycopg 3, asyncpg, SQLAlchemy 2.x (with its asyncio extra) and Alembic;
+# pgjdbc through mvn (a JDK 11+ and mvn must be on the PATH).
 #
 # CAIRN_COMPAT_PORT (default 54511; +1 and +2 are taken too),
 # CAIRN_COMPAT_PG_PORT (default 54521: --regen and pg_dump), CAIRN_COMPAT_VENV,
 # CAIRN_COMPAT_PGBENCH_SECONDS (default 30) and CAIRN_COMPAT_ONLY (a space
-# separated subset of "psql pgbench python pg_dump ui") adjust a run.
+# separated subset of "psql pgbench python jdbc pg_dump ui"),
+# CAIRN_COMPAT_PGJDBC (default 42.7.4) and CAIRN_COMPAT_M2 (the Maven
+# local repository, default ~/.m2/repository) adjust a run.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . test/compat/lib.sh
@@ -71,7 +78,7 @@ if [ "${1:-}" = --regen ]; then
   exit 0
 fi
 
-only=${CAIRN_COMPAT_ONLY:-psql pgbench python pg_dump ui}
+only=${CAIRN_COMPAT_ONLY:-psql pgbench python jdbc pg_dump ui}
 want() { [[ " $only " == *" $1 "* ]]; }
 failed=()
 fail() {
@@ -145,6 +152,21 @@ if want python; then
     "$venv/bin/python" test/compat/sqlalchemy_check.py "$url" $driver || fail python "sqlalchemy_check.py $driver"
   done
   "$venv/bin/python" test/compat/asyncpg_check.py "$url" || fail python "asyncpg_check.py"
+fi
+
+if want jdbc; then
+  echo "== jdbc"
+  # pgjdbc from Maven Central into the local repository; java runs the
+  # check's source file directly (JDK 11+).
+  jdbcver=${CAIRN_COMPAT_PGJDBC:-42.7.4}
+  jar=${CAIRN_COMPAT_M2:-$HOME/.m2/repository}/org/postgresql/postgresql/$jdbcver/postgresql-$jdbcver.jar
+  if [ ! -f "$jar" ] && ! mvn -q dependency:get -Dartifact="org.postgresql:postgresql:$jdbcver" >"$work/mvn.out" 2>&1; then
+    cat "$work/mvn.out"
+    fail jdbc "fetching pgjdbc $jdbcver with mvn failed"
+  else
+    java -cp "$jar" test/compat/jdbc/JdbcCheck.java "jdbc:postgresql://127.0.0.1:$port/postgres?sslmode=disable" ||
+      fail jdbc "JdbcCheck.java (pgjdbc $jdbcver)"
+  fi
 fi
 
 if want pg_dump; then
