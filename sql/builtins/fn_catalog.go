@@ -1,6 +1,7 @@
 package builtins
 
 import (
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -384,6 +385,49 @@ func init() {
 			}
 			return typeName(returnType(o))
 		})})
+	// psql's \df+ reads pg_get_function_sqlbody; no Cairn function has a
+	// SQL-standard body (every one is built in), so it is NULL, as for
+	// PostgreSQL's internal functions.
+	registerFn("pg_get_function_sqlbody", Overload{Args: []*types.T{oid}, Return: Fixed(text), Strict: true,
+		Volatility: Stable, Fn: func(EvalContext, []types.Datum) (types.Datum, error) { return types.DNull, nil }})
+	// pg_get_functiondef prints a built-in function as PostgreSQL prints
+	// its internal ones (psql's \sf): LANGUAGE internal, the options
+	// pg_proc lists, and the function's own name as its source.
+	registerFn("pg_get_functiondef", Overload{Args: []*types.T{oid}, Return: Fixed(text), Strict: true,
+		Volatility: Stable, Fn: func(_ EvalContext, a []types.Datum) (types.Datum, error) {
+			o, ok := ByOID(oidArg(a[0]))
+			if !ok || o.Name() == "" {
+				return types.DNull, nil
+			}
+			if o.Class == AggregateClass {
+				return nil, pgerror.New(pgerrcode.WrongObjectType, "\"%s\" is an aggregate function", o.Name())
+			}
+			ret := typeName(returnType(o))
+			if o.Class == Generator && o.Columns != nil {
+				ret = "SETOF record"
+				if cols := o.Columns(o.Args); len(cols) == 1 {
+					ret = "SETOF " + typeName(cols[0].Type)
+				}
+			}
+			var b strings.Builder
+			fmt.Fprintf(&b, "CREATE OR REPLACE FUNCTION pg_catalog.%s(%s)\n RETURNS %s\n LANGUAGE internal\n",
+				QuoteIdent(o.Name()), args(o), ret)
+			if o.Class == WindowClass {
+				b.WriteString(" WINDOW")
+			}
+			switch o.Volatility {
+			case Immutable:
+				b.WriteString(" IMMUTABLE")
+			case Stable:
+				b.WriteString(" STABLE")
+			}
+			b.WriteString(" PARALLEL SAFE") // pg_proc.proparallel is 's' for all
+			if o.Strict {
+				b.WriteString(" STRICT")
+			}
+			fmt.Fprintf(&b, "\nAS $function$%s$function$\n", o.Name())
+			return types.DString(b.String()), nil
+		}})
 
 	// to_regclass and friends: the OID of a name, NULL instead of an error
 	// when it names nothing.
