@@ -1,6 +1,7 @@
 package builtins
 
 import (
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -384,6 +385,49 @@ func init() {
 			}
 			return typeName(returnType(o))
 		})})
+	// psql's \df+ reads pg_get_function_sqlbody; no Cairn function has a
+	// SQL-standard body (every one is built in), so it is NULL, as for
+	// PostgreSQL's internal functions.
+	registerFn("pg_get_function_sqlbody", Overload{Args: []*types.T{oid}, Return: Fixed(text), Strict: true,
+		Volatility: Stable, Fn: func(EvalContext, []types.Datum) (types.Datum, error) { return types.DNull, nil }})
+	// pg_get_functiondef prints a built-in function as PostgreSQL prints
+	// its internal ones (psql's \sf): LANGUAGE internal, the options
+	// pg_proc lists, and the function's own name as its source.
+	registerFn("pg_get_functiondef", Overload{Args: []*types.T{oid}, Return: Fixed(text), Strict: true,
+		Volatility: Stable, Fn: func(_ EvalContext, a []types.Datum) (types.Datum, error) {
+			o, ok := ByOID(oidArg(a[0]))
+			if !ok || o.Name() == "" {
+				return types.DNull, nil
+			}
+			if o.Class == AggregateClass {
+				return nil, pgerror.New(pgerrcode.WrongObjectType, "\"%s\" is an aggregate function", o.Name())
+			}
+			ret := typeName(returnType(o))
+			if o.Class == Generator && o.Columns != nil {
+				ret = "SETOF record"
+				if cols := o.Columns(o.Args); len(cols) == 1 {
+					ret = "SETOF " + typeName(cols[0].Type)
+				}
+			}
+			var b strings.Builder
+			fmt.Fprintf(&b, "CREATE OR REPLACE FUNCTION pg_catalog.%s(%s)\n RETURNS %s\n LANGUAGE internal\n",
+				QuoteIdent(o.Name()), args(o), ret)
+			if o.Class == WindowClass {
+				b.WriteString(" WINDOW")
+			}
+			switch o.Volatility {
+			case Immutable:
+				b.WriteString(" IMMUTABLE")
+			case Stable:
+				b.WriteString(" STABLE")
+			}
+			b.WriteString(" PARALLEL SAFE") // pg_proc.proparallel is 's' for all
+			if o.Strict {
+				b.WriteString(" STRICT")
+			}
+			fmt.Fprintf(&b, "\nAS $function$%s$function$\n", o.Name())
+			return types.DString(b.String()), nil
+		}})
 
 	// to_regclass and friends: the OID of a name, NULL instead of an error
 	// when it names nothing.
@@ -572,8 +616,11 @@ func identEnd(s string) int {
 }
 
 // regclassLiteral matches a relation name cast to regclass in a stored
-// expression, as a serial column's nextval('s'::regclass) default holds it.
-var regclassLiteral = regexp.MustCompile(`'((?:[^']|'')+)'::regclass`)
+// expression, as a serial column's nextval('s'::regclass) default holds
+// it, or the bare literal argument of nextval, currval or setval, which a
+// default written as nextval('s') keeps: PostgreSQL coerces that literal
+// to regclass when it stores the default, and prints it so.
+var regclassLiteral = regexp.MustCompile(`'((?:[^']|'')+)'::regclass|\b((?:nextval|currval|setval)\()'((?:[^']|'')+)'([,)])`)
 
 // QualifyRegclassLiterals prints the relation names of expr's regclass
 // literals as the regclass output function would now: qualified by their
@@ -586,11 +633,16 @@ var regclassLiteral = regexp.MustCompile(`'((?:[^']|'')+)'::regclass`)
 // that the path does not find is looked up in public. A name that still
 // resolves to nothing is left as written.
 func QualifyRegclassLiterals(reg types.RegResolver, expr string) string {
-	if reg == nil || !strings.Contains(expr, "::regclass") {
+	if reg == nil || !strings.Contains(expr, "::regclass") && !strings.Contains(expr, "val('") {
 		return expr
 	}
 	return regclassLiteral.ReplaceAllStringFunc(expr, func(m string) string {
-		oid, ok := resolveStoredRegclass(reg, regclassLiteral.FindStringSubmatch(m)[1])
+		sub := regclassLiteral.FindStringSubmatch(m)
+		name, call, end := sub[1], sub[2], sub[4]
+		if call != "" {
+			name = sub[3]
+		}
+		oid, ok := resolveStoredRegclass(reg, name)
 		if !ok {
 			return m
 		}
@@ -598,7 +650,7 @@ func QualifyRegclassLiterals(reg types.RegResolver, expr string) string {
 		if !ok {
 			return m
 		}
-		return QuoteLiteral(out) + "::regclass"
+		return call + QuoteLiteral(out) + "::regclass" + end
 	})
 }
 

@@ -131,6 +131,15 @@ func TestCatalogFunctions(t *testing.T) {
 	if got := call(t, with, "pg_get_function_result", []*types.T{oid}, types.DOid(lower.OID)); got.String() != "text" {
 		t.Errorf("pg_get_function_result(lower) = %s", got)
 	}
+	// psql's \sf and \df+ read these two; the text is PostgreSQL 15's
+	// for its internal lower(text).
+	want := "CREATE OR REPLACE FUNCTION pg_catalog.lower(text)\n RETURNS text\n LANGUAGE internal\n IMMUTABLE PARALLEL SAFE STRICT\nAS $function$lower$function$\n"
+	if got := call(t, with, "pg_get_functiondef", []*types.T{oid}, types.DOid(lower.OID)); string(got.(types.DString)) != want {
+		t.Errorf("pg_get_functiondef(lower) = %q, want %q", got, want)
+	}
+	if got := call(t, with, "pg_get_function_sqlbody", []*types.T{oid}, types.DOid(lower.OID)); !types.IsNull(got) {
+		t.Errorf("pg_get_function_sqlbody(lower) = %s", got)
+	}
 }
 
 // The catalogs' int2vector columns count from 0, as PostgreSQL's do, and

@@ -342,7 +342,9 @@ func init() {
 		}
 		win(name, []*types.T{AnyElement}, SameAsArg(0), func([]*types.T) WindowFunc { return shiftFunc{dir} })
 		win(name, []*types.T{AnyElement, types.Int4}, SameAsArg(0), func([]*types.T) WindowFunc { return shiftFunc{dir} })
-		win(name, []*types.T{AnyElement, types.Int4, AnyElement}, SameAsArg(0), func([]*types.T) WindowFunc { return shiftFunc{dir} })
+		// PostgreSQL 13+: lag/lead(anycompatible, integer, anycompatible),
+		// so lead(numeric_col, 1, 0) is numeric.
+		win(name, []*types.T{AnyCompatible, types.Int4, AnyCompatible}, SameAsArg(0), func([]*types.T) WindowFunc { return shiftFunc{dir} })
 	}
 	win("first_value", []*types.T{AnyElement}, SameAsArg(0), func([]*types.T) WindowFunc { return nthFunc{kind: "first"} })
 	win("last_value", []*types.T{AnyElement}, SameAsArg(0), func([]*types.T) WindowFunc { return nthFunc{kind: "last"} })

@@ -405,7 +405,11 @@ func TestBufferedWritesAuto(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return lines[len(lines)-1]
+		// The commit line comes before PostgreSQL's two summary lines.
+		if n := len(lines); n < 3 || !strings.HasPrefix(lines[n-2], "Planning Time: ") || !strings.HasPrefix(lines[n-1], "Execution Time: ") {
+			t.Fatalf("EXPLAIN ANALYZE %s: no summary lines:\n%s", q, strings.Join(lines, "\n"))
+		}
+		return lines[len(lines)-3]
 	}
 	var line string
 	one, two := phases(func() { line = explainCommit(c, "UPDATE counter SET n = n + 1 WHERE id = 1") })

@@ -329,6 +329,19 @@ func TestExplainAnalyze(t *testing.T) {
 	if n := count(t, c, "SELECT count(*) FROM e"); n != 20 {
 		t.Errorf("after EXPLAIN ANALYZE DELETE: %d rows", n)
 	}
+	// PostgreSQL's summary lines end it; SUMMARY OFF drops them.
+	if !regexp.MustCompile(`\nPlanning Time: \d+\.\d{3} ms\nExecution Time: \d+\.\d{3} ms$`).MatchString(text) {
+		t.Errorf("EXPLAIN ANALYZE without summary lines:\n%s", text)
+	}
+	res, err = c.PgConn().Exec(context.Background(), "EXPLAIN (ANALYZE, SUMMARY OFF) SELECT * FROM e WHERE b = 1").ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res[0].Rows {
+		if l := string(r[0]); strings.HasPrefix(l, "Planning Time") || strings.HasPrefix(l, "Execution Time") {
+			t.Errorf("SUMMARY OFF printed %q", l)
+		}
+	}
 	if _, err := simple(c, "EXPLAIN (FORMAT JSON) SELECT 1"); sqlState(err) != "0A000" {
 		t.Errorf("FORMAT JSON: %v", err)
 	}

@@ -475,3 +475,38 @@ func TestRegParams(t *testing.T) {
 		}
 	}
 }
+
+// TestBeginInBlock: BEGIN with options inside an open block warns (25001)
+// and applies them while no statement has run, as PostgreSQL does (psycopg2
+// sends BEGIN ISOLATION LEVEL ... after its implicit BEGIN); after a
+// statement a different level is 25001 and aborts the block.
+func TestBeginInBlock(t *testing.T) {
+	url := startServer(t)
+	var notices []string
+	c := connect(t, url, &notices)
+	for _, sql := range []string{"BEGIN", "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"} {
+		if _, err := simple(c, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	if got := show(t, c, "transaction_isolation") + "/" + show(t, c, "transaction_read_only"); got != "repeatable read/on" {
+		t.Errorf("after BEGIN in block: %s", got)
+	}
+	if _, err := simple(c, "SELECT 1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := simple(c, "BEGIN ISOLATION LEVEL REPEATABLE READ"); err != nil {
+		t.Errorf("same level after a statement: %v", err)
+	}
+	_, err := simple(c, "BEGIN ISOLATION LEVEL SERIALIZABLE")
+	if sqlState(err) != "25001" || !strings.Contains(err.Error(), "must be called before any query") {
+		t.Errorf("other level after a statement: %v", err)
+	}
+	if _, err := simple(c, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Repeat("WARNING 25001 there is already a transaction in progress\n", 3)
+	if got := strings.Join(notices, "\n") + "\n"; got != want {
+		t.Errorf("notices:\n%swant:\n%s", got, want)
+	}
+}

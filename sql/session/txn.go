@@ -25,7 +25,14 @@ func (s *Session) txnControl(x *stmtState, n *pg_query.TransactionStmt, w pgwire
 			tag = "START TRANSACTION"
 		}
 		if s.block {
+			// PostgreSQL warns and still applies the options, as SET
+			// TRANSACTION would: allowed while no statement has run
+			// (psycopg2 sends BEGIN ISOLATION LEVEL ... after its own
+			// implicit BEGIN), 25001 after.
 			s.notice(w, "WARNING", pgerrcode.ActiveSQLTransaction, "there is already a transaction in progress")
+			if err := s.setTxnOptions(n.Options, false); err != nil {
+				return err
+			}
 			return w.Complete(tag)
 		}
 		if s.inTxn {

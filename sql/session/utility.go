@@ -3,7 +3,9 @@ package session
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cairn-db/cairn/kv"
 	"github.com/cairn-db/cairn/pgwire"
@@ -22,6 +24,7 @@ var explainColumns = []plan.Column{{Name: "QUERY PLAN", T: types.Text}}
 // explain runs EXPLAIN [ANALYZE] [(options)] over a plannable statement.
 func (s *Session) explain(x *stmtState, st *parser.Statement, n *pg_query.ExplainStmt, w pgwire.ResultWriter, b *bound) error {
 	analyze, costs := false, false
+	summary := true // with ANALYZE, as in PostgreSQL; SUMMARY OFF drops it
 	for _, o := range n.Options {
 		de := o.GetDefElem()
 		if de == nil {
@@ -50,7 +53,13 @@ func (s *Session) explain(x *stmtState, st *parser.Statement, n *pg_query.Explai
 				return pgerror.New(pgerrcode.SyntaxError, "costs requires a Boolean value")
 			}
 			costs = on == "on"
-		case "verbose", "settings", "buffers", "wal", "timing", "summary", "generic_plan":
+		case "summary":
+			on, err := checkBool(s, v)
+			if err != nil {
+				return pgerror.New(pgerrcode.SyntaxError, "summary requires a Boolean value")
+			}
+			summary = on == "on"
+		case "verbose", "settings", "buffers", "wal", "timing", "generic_plan":
 			// Accepted; the text format prints what plan.Explain prints.
 		default:
 			return pgerror.New(pgerrcode.SyntaxError, "unrecognized EXPLAIN option %q", de.Defname)
@@ -67,14 +76,17 @@ func (s *Session) explain(x *stmtState, st *parser.Statement, n *pg_query.Explai
 	var lines []string
 	if analyze {
 		stats := &exec.Stats{}
+		start := time.Now()
 		c, err := s.startPlan(x, &inner, b.paramTypes, b.params, stats)
 		if err != nil {
 			return err
 		}
 		defer c.close()
+		planned := time.Now()
 		if _, err := c.drain(x.ctx, discardWriter{}, 0); err != nil {
 			return err
 		}
+		done := time.Now()
 		lines = plan.Explain(c.p, stats.Annotate)
 		if !s.block && s.txn != nil {
 			// An implicit transaction commits right after the statement:
@@ -86,6 +98,13 @@ func (s *Session) explain(x *stmtState, st *parser.Statement, n *pg_query.Explai
 			if l != "" {
 				lines = append(lines, l)
 			}
+		}
+		if summary {
+			// PostgreSQL's summary lines, which tools read. Planning Time
+			// covers building, optimizing and starting the plan (Cairn's
+			// executor starts as it is planned); Execution Time the rest.
+			ms := func(d time.Duration) string { return strconv.FormatFloat(float64(d.Nanoseconds())/1e6, 'f', 3, 64) }
+			lines = append(lines, "Planning Time: "+ms(planned.Sub(start))+" ms", "Execution Time: "+ms(done.Sub(planned))+" ms")
 		}
 	} else {
 		txn, err := x.txn()

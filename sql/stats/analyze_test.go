@@ -29,7 +29,7 @@ var (
 // Commands: exec (statements; prints notices and errors), query (rows, one per line,
 // columns separated by " | "), copy table=T rows=N (COPY FROM STDIN of
 // 1..N), explain (EXPLAIN of the input),
-// explain-analyze (EXPLAIN (ANALYZE) with times and sizes masked),
+// explain-analyze (EXPLAIN (ANALYZE, SUMMARY OFF) with times and sizes masked),
 // restart (stops the node and starts it again on the same store), and
 // poll (reruns the query until it prints the expected output, for
 // background work; prints what it last got).
@@ -112,7 +112,7 @@ func TestAnalyze(t *testing.T) {
 			return query("EXPLAIN " + d.Input)
 		case "explain-analyze":
 			// Times and byte counts vary; the rest does not.
-			out := query("EXPLAIN (ANALYZE, COSTS OFF) " + d.Input)
+			out := query("EXPLAIN (ANALYZE, COSTS OFF, SUMMARY OFF) " + d.Input)
 			out = timesRE.ReplaceAllString(out, "actual time=T..T")
 			return bytesRE.ReplaceAllString(out, "(N bytes)")
 		case "copy":
