@@ -57,7 +57,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+
 	"github.com/cairn-db/cairn/server"
+	"github.com/cairn-db/cairn/storage/simfs"
 )
 
 func main() {
@@ -157,6 +160,8 @@ type startFlags struct {
 	// a replicated cluster of one, Join = [--rpc-addr].
 	unreplicated, alone bool
 	reserved            int
+	// syncLatency is --debug-sync-latency.
+	syncLatency time.Duration
 }
 
 func parseStart(args []string, stderr io.Writer) (startFlags, error) {
@@ -191,6 +196,7 @@ func parseStart(args []string, stderr io.Writer) (startFlags, error) {
 	fs.StringVar(&f.tempDiskStr, "max-disk-temp-storage", "32GiB", "disk the temporary files of spilling SQL operators may use (under the store's cairn-temp directory)")
 	fs.DurationVar(&f.cfg.GCTTL, "gc-ttl", 4*time.Hour, "how long old row versions stay readable where no zone sets gc.ttlseconds (the GC queue removes them after)")
 	fs.Float64Var(&f.cfg.TabletSplitQPS, "tablet-split-qps", 2500, "batches per second (over 10s) past which a tablet splits by load (0: never by load; 2500 is store.DefaultSplitQPS)")
+	fs.DurationVar(&f.syncLatency, "debug-sync-latency", 0, "add this much to every sync of the store's files (storage/simfs), so that benchmarks on loopback pay a disk's write latency (bench/hashshard); never in production")
 	fs.BoolVar(&f.cfg.FaultInjection, "debug-fault-injection", false, "serve /debug/faults (partitions, clock offsets, lease transfers, splits) for the chaos tests (test/chaos); never in production")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -234,6 +240,12 @@ func parseStart(args []string, stderr io.Writer) (startFlags, error) {
 	}
 	if f.cfg.TabletSplitQPS == 0 {
 		f.cfg.TabletSplitQPS = -1
+	}
+	if f.syncLatency < 0 {
+		return f, usagef("--debug-sync-latency %v: want 0 or more", f.syncLatency)
+	}
+	if f.syncLatency > 0 {
+		f.cfg.FS = simfs.New(vfs.Default, simfs.Options{Profile: simfs.Profile{Name: "debug-sync-latency", SyncLatency: f.syncLatency}})
 	}
 	if f.cacheMiB < 1 || f.cacheMiB > 1<<20 {
 		return f, usagef("--cache-mib %d: want 1 to %d", f.cacheMiB, 1<<20)
