@@ -131,7 +131,11 @@ func run(ctx context.Context) error {
 		for i := range nodes {
 			total += after[i] - before[i]
 		}
-		fmt.Printf("kv0 sequential: max %.1f ops/s under %v mean; write batches per node:", best.Rate(), *flagMaxLatency)
+		if best.Ops > 0 {
+			fmt.Printf("kv0 sequential: max %.1f ops/s under %v mean; write batches per node:", best.Rate(), *flagMaxLatency)
+		} else {
+			fmt.Printf("kv0 sequential: no rate tried stayed under %v mean; write batches per node:", *flagMaxLatency)
+		}
 		for i := range nodes {
 			fmt.Printf(" n%d %.0f%%", i+1, 100*(after[i]-before[i])/total)
 		}
