@@ -94,7 +94,7 @@ const usage = `usage:
   cairn node status --host HTTP-HOST:PORT [--user ROLE] [--password-file FILE]
   cairn node decommission N --host HTTP-HOST:PORT [--user ROLE] [--password-file FILE]
               (a secure node's password: --password-file, else CAIRN_PASSWORD, else PGPASSWORD)
-  cairn workload init kv [--hash-sharded [--buckets N]] [--drop] [URL]
+  cairn workload init kv [--hash-sharded [--buckets N]] [--secondary-index] [--drop] [URL]
   cairn workload run kv [--sequential] [--read-percent P] [--concurrency N] [--duration D] [--batch N]
               [--max-rate R] [--search-avg-latency D [--search-rounds N]] [--hash-sharded [--buckets N] --init] [URL]
 `
