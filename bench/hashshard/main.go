@@ -18,7 +18,7 @@
 // The baseline of each sharded figure is the unsharded schema in the same
 // run. Usage: go run ./bench/hashshard [-buckets 10] [-duration 10s]
 // [-concurrency 16] [-sync-latency 2ms] [-max-latency 10ms] [-runs 1]
-// [-only 1,2,3,4]
+// [-only 1,2,3,4] [-port 48400]
 package main
 
 import (
@@ -48,6 +48,7 @@ var (
 	flagMaxLatency  = flag.Duration("max-latency", 10*time.Millisecond, "mean latency bound of the kv0 search")
 	flagRounds      = flag.Int("search-rounds", 4, "bisection rounds of the kv0 search")
 	flagOnly        = flag.String("only", "1,2,3,4", "schemas to run (the seed's numbering)")
+	flagPort        = flag.Int("port", 48400, "first of nine consecutive loopback ports: RPC, SQL and HTTP of each node")
 )
 
 type schema struct {
@@ -81,9 +82,9 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	addrs, err := proc.FreeAddrs(9)
-	if err != nil {
-		return err
+	var addrs []string
+	for i := range 9 {
+		addrs = append(addrs, fmt.Sprintf("127.0.0.1:%d", *flagPort+i))
 	}
 	var nodes []*proc.Node
 	for i := range 3 {
