@@ -234,6 +234,7 @@ var systemParts = []systemPart{
 	{"descriptors", keys.System([]byte("d/"))},
 	{"descriptor_stamps", keys.System([]byte("v/"))},
 	{"namespace", keys.System([]byte("n/"))},
+	{"index_names", keys.System([]byte("x/"))},
 	{"roles", keys.System([]byte("r/"))},
 	{"sequence_values", keys.System([]byte("q/"))},
 	{"table_statistics", keys.System([]byte("st/"))},

@@ -17,7 +17,11 @@
 //     and leave no gap. Bootstrap writes one tablet over all of it; a split
 //     replaces one entry by two in one synced batch.
 //  3. Tablet IDs are never reused: the next ID is a store-local counter
-//     persisted before a split uses it.
+//     persisted before a split uses it (under raft it comes from a
+//     replicated counter, reserved 64 at a time; IDs of a block a store
+//     does not use are skipped). Splits are not serialised store-wide:
+//     a split latches its whole tablet, and one that finds its tablet
+//     split meanwhile re-routes.
 //  4. Send never evaluates a batch on a tablet that does not hold all its
 //     keys: the replica re-checks under latches and answers
 //     *kvpb.TabletKeyMismatchError, which the store retries only when it

@@ -175,13 +175,34 @@ func (s *Store) bumpTabletID(id kvpb.TabletID) error {
 // directory and outside the SQL layer's \x02s keys.
 var tabletIDCounterKey = []byte("\x02itablet-id")
 
+// tabletIDBlock is how many tablet IDs one increment of the replicated
+// counter reserves. Each increment is a replicated, synced write to one
+// key, so taking IDs one at a time serialised the parallel bucket splits
+// of a new hash-sharded index on it (issue 16); IDs of a block this node
+// never uses are skipped, never reused (invariant 3).
+const tabletIDBlock = 64
+
 // allocateReplicatedTabletID takes the next tablet ID from the replicated
 // counter (an Increment sent through the store's Sender, so it reaches
-// the counter's leaseholder wherever it is). The counter holds the last
-// ID handed out minus one (tablet 1 is the bootstrap's); a store whose
-// local counter is ahead (it split before it was replicated) moves the
-// replicated one past it first.
+// the counter's leaseholder wherever it is), a block at a time. The
+// counter holds the last ID handed out minus one (tablet 1 is the
+// bootstrap's); a store whose local counter is ahead (it split before it
+// was replicated) moves the replicated one past it first.
 func (s *Store) allocateReplicatedTabletID(ctx context.Context) (kvpb.TabletID, error) {
+	s.idBlock.mu.Lock()
+	defer s.idBlock.mu.Unlock()
+	if s.idBlock.next == 0 || s.idBlock.next >= s.idBlock.end {
+		if err := s.reserveTabletIDs(ctx); err != nil {
+			return 0, err
+		}
+	}
+	id := s.idBlock.next
+	s.idBlock.next++
+	return id, s.bumpTabletID(id)
+}
+
+// reserveTabletIDs takes the next block of IDs; s.idBlock.mu is held.
+func (s *Store) reserveTabletIDs(ctx context.Context) error {
 	sender := s.cfg.Sender
 	if sender == nil {
 		sender = s
@@ -195,23 +216,29 @@ func (s *Store) allocateReplicatedTabletID(ctx context.Context) (kvpb.TabletID, 
 		}
 		return br.Responses[0].(*kvpb.IncrementResponse).NewValue, nil
 	}
-	v, err := inc(1)
+	// The counter's values (v-block, v] are this node's: IDs v-block+2
+	// .. v+1.
+	v, err := inc(tabletIDBlock)
 	if err != nil {
-		return 0, err
+		return err
 	}
+	lo := v - tabletIDBlock + 2
 	local, ok, err := s.eng.Get(storage.MVCCKey{Key: nextTabletIDKey})
 	if err != nil {
-		return 0, err
+		return err
 	}
 	if ok && len(local) == 8 {
-		if next := int64(binary.BigEndian.Uint64(local)); v+1 < next {
-			if v, err = inc(next - (v + 1)); err != nil {
-				return 0, err
+		if next := int64(binary.BigEndian.Uint64(local)); lo < next {
+			// Past the local counter: the values (v, v2] are ours, and
+			// the block's lowest ID v2-block+2 = next+block.
+			if v, err = inc(next - lo + tabletIDBlock); err != nil {
+				return err
 			}
+			lo = v - tabletIDBlock + 2
 		}
 	}
-	id := kvpb.TabletID(v + 1)
-	return id, s.bumpTabletID(id)
+	s.idBlock.next, s.idBlock.end = kvpb.TabletID(lo), kvpb.TabletID(v+2)
+	return nil
 }
 
 // RaftError is the error that left a split's right side unserved on this

@@ -88,6 +88,12 @@ type Store struct {
 	// tablet IDs come from idMu's counter, or the replicated one.
 	// idMu serializes the tablet ID counter's read-modify-writes.
 	idMu sync.Mutex
+	// idBlock is the block of replicated tablet IDs this store reserved
+	// and has not used yet ([next, end); raft.go).
+	idBlock struct {
+		mu        sync.Mutex
+		next, end kvpb.TabletID
+	}
 	// descMu guards lastDescs, the replica descriptors last recorded in
 	// the store (member.go, PersistDescriptors).
 	descMu    sync.Mutex

@@ -276,8 +276,11 @@ func TestSplitAndReloadDirectory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r4.TabletID != 4 {
-		t.Fatalf("split after reopen got tablet %d, want 4", r4.TabletID)
+	// Unreplicated, IDs come one at a time from the local counter; under
+	// raft a block is reserved at a time and the rest of the block the
+	// store held before reopening is skipped.
+	if r4.TabletID <= 3 || (!raftMode && r4.TabletID != 4) {
+		t.Fatalf("split after reopen got tablet %d, want 4 (or above 3 under raft)", r4.TabletID)
 	}
 }
 

@@ -51,6 +51,8 @@ type KVConfig struct {
 	Batch       int
 	HashSharded bool
 	Buckets     int // bucket count with HashSharded (0: the server's default)
+	// SecondaryIndex gives kv an index on v (the seed's schemas 3 and 4).
+	SecondaryIndex bool
 	// Drop makes init drop an existing kv table first.
 	Drop bool
 	// Out receives the report lines.
@@ -133,6 +135,9 @@ func KVSchema(cfg KVConfig) string {
 		if cfg.Buckets > 0 {
 			pk += fmt.Sprintf(" WITH (bucket_count = %d)", cfg.Buckets)
 		}
+	}
+	if cfg.SecondaryIndex {
+		pk += ", INDEX (v)"
 	}
 	return "CREATE TABLE IF NOT EXISTS kv (k INT8 NOT NULL, v BYTEA NOT NULL, " + pk + ")"
 }

@@ -58,6 +58,9 @@ func TestKVConfigChecks(t *testing.T) {
 			t.Errorf("%+v: got %v, want %q", c, err, tc.want)
 		}
 	}
+	if got := KVSchema(KVConfig{SecondaryIndex: true}); got != "CREATE TABLE IF NOT EXISTS kv (k INT8 NOT NULL, v BYTEA NOT NULL, PRIMARY KEY (k), INDEX (v))" {
+		t.Errorf("schema with --secondary-index: %s", got)
+	}
 	if got := KVSchema(KVConfig{HashSharded: true, Buckets: 8}); got != "CREATE TABLE IF NOT EXISTS kv (k INT8 NOT NULL, v BYTEA NOT NULL, PRIMARY KEY (k) USING HASH WITH (bucket_count = 8))" {
 		t.Errorf("schema: %s", got)
 	}

@@ -64,8 +64,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+
 	"github.com/cairn-db/cairn/security"
 	"github.com/cairn-db/cairn/server"
+	"github.com/cairn-db/cairn/storage/simfs"
 )
 
 func main() {
@@ -117,7 +120,7 @@ usage:
   cairn node status --host HTTP-HOST:PORT [--certs-dir DIR] [--user ROLE] [--password-file FILE]
   cairn node decommission N --host HTTP-HOST:PORT [--certs-dir DIR] [--user ROLE] [--password-file FILE]
               (a secure node's password: --password-file, else CAIRN_PASSWORD, else PGPASSWORD)
-  cairn workload init kv [--hash-sharded [--buckets N]] [--drop] [URL]
+  cairn workload init kv [--hash-sharded [--buckets N]] [--secondary-index] [--drop] [URL]
   cairn workload run kv [--sequential] [--read-percent P] [--concurrency N] [--duration D] [--batch N]
               [--max-rate R] [--search-avg-latency D [--search-rounds N]] [--hash-sharded [--buckets N] --init] [URL]
 `
@@ -191,6 +194,8 @@ type startFlags struct {
 	// certsDir is --certs-dir: where a secure node's certificates are
 	// (loaded into cfg.Certs by cmdStart).
 	certsDir string
+	// syncLatency is --debug-sync-latency.
+	syncLatency time.Duration
 }
 
 func parseStart(args []string, stderr io.Writer) (startFlags, error) {
@@ -228,6 +233,7 @@ func parseStart(args []string, stderr io.Writer) (startFlags, error) {
 	fs.DurationVar(&f.cfg.GCTTL, "gc-ttl", 4*time.Hour, "how long old row versions stay readable where no zone sets gc.ttlseconds (the GC queue removes them after)")
 	fs.Float64Var(&f.cfg.TabletSplitQPS, "tablet-split-qps", 2500, "batches per second (over 10s) past which a tablet splits by load (0: never by load; 2500 is store.DefaultSplitQPS)")
 	fs.DurationVar(&f.cfg.DiskStallFence, "disk-stall-fence", 10*time.Second, "how long one write or sync of the store may hang before the node stops itself, so that its leases move to healthy nodes (negative: never)")
+	fs.DurationVar(&f.syncLatency, "debug-sync-latency", 0, "add this much to every sync of the store's files (storage/simfs), so that benchmarks on loopback pay a disk's write latency (bench/hashshard); never in production")
 	fs.BoolVar(&f.cfg.FaultInjection, "debug-fault-injection", false, "serve /debug/faults (partitions, clock offsets, lease transfers, splits) for the chaos tests (test/chaos); never in production")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -271,6 +277,12 @@ func parseStart(args []string, stderr io.Writer) (startFlags, error) {
 	}
 	if f.cfg.TabletSplitQPS == 0 {
 		f.cfg.TabletSplitQPS = -1
+	}
+	if f.syncLatency < 0 {
+		return f, usagef("--debug-sync-latency %v: want 0 or more", f.syncLatency)
+	}
+	if f.syncLatency > 0 {
+		f.cfg.FS = simfs.New(vfs.Default, simfs.Options{Profile: simfs.Profile{Name: "debug-sync-latency", SyncLatency: f.syncLatency}})
 	}
 	if f.cacheMiB < 1 || f.cacheMiB > 1<<20 {
 		return f, usagef("--cache-mib %d: want 1 to %d", f.cacheMiB, 1<<20)

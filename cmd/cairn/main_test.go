@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/cairn-db/cairn/storage/simfs"
 )
 
 func TestFlagValidation(t *testing.T) {
@@ -39,6 +42,7 @@ func TestFlagValidation(t *testing.T) {
 		{args: []string{"start", "--store", "x", "--cache-mib", "0"}, code: 2, want: "--cache-mib 0: want 1 to"},
 		{args: []string{"start", "--store", "x", "--tablet-split-size", "lots"}, code: 2, want: `--tablet-split-size: invalid size "lots"`},
 		{args: []string{"start", "--store", "x", "--tablet-split-qps", "-1"}, code: 2, want: "--tablet-split-qps -1: want 0 (never) or more"},
+		{args: []string{"start", "--store", "x", "--debug-sync-latency", "-1ms"}, code: 2, want: "--debug-sync-latency -1ms: want 0 or more"},
 		{args: []string{"start", "--store", "x", "--locality", "nokey"}, code: 2, want: "--locality \"nokey\": want key=value"},
 		{args: []string{"start", "--store", "x", "--locality", "region="}, code: 2, want: "want key=value"},
 		{args: []string{"start", "--store", "x", "--locality", "region=a,region=b"}, code: 2, want: `key "region" given twice`},
@@ -197,5 +201,22 @@ INSERT 0 1
 	}
 	if !strings.Contains(errOut.String(), "ERROR:  division by zero") {
 		t.Errorf("stderr: %q", errOut.String())
+	}
+}
+
+// TestDebugSyncLatency: --debug-sync-latency opens the store on a simfs
+// that adds the latency to every sync (bench/hashshard); without it the
+// store is on the OS's filesystem.
+func TestDebugSyncLatency(t *testing.T) {
+	f, err := parseStart([]string{"--store", "x", "--debug-sync-latency", "2ms"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sfs, ok := f.cfg.FS.(*simfs.FS)
+	if !ok || sfs.Profile().SyncLatency != 2*time.Millisecond {
+		t.Fatalf("FS = %#v, want a simfs adding 2ms per sync", f.cfg.FS)
+	}
+	if f, err = parseStart([]string{"--store", "x"}, io.Discard); err != nil || f.cfg.FS != nil {
+		t.Fatalf("without the flag: FS = %v, %v", f.cfg.FS, err)
 	}
 }

@@ -28,6 +28,7 @@ func cmdWorkload(args []string, stdout, stderr io.Writer) error {
 	url := fs.String("url", "postgres://postgres@127.0.0.1:26257/postgres?sslmode=disable", "PostgreSQL URL of a node")
 	fs.BoolVar(&cfg.HashSharded, "hash-sharded", false, "give kv a hash-sharded primary key (USING HASH)")
 	fs.IntVar(&cfg.Buckets, "buckets", 0, "bucket count of the hash-sharded key (0: the server's default)")
+	fs.BoolVar(&cfg.SecondaryIndex, "secondary-index", false, "give kv an index on v too")
 	if verb == "init" {
 		fs.BoolVar(&cfg.Drop, "drop", false, "drop an existing kv table first")
 	} else {

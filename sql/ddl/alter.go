@@ -145,12 +145,27 @@ func (e *executor) alterOther(ctx context.Context, n *pg_query.AlterTableStmt) e
 			}
 		case pg_query.AlterTableType_AT_SetRelOptions, pg_query.AlterTableType_AT_ResetRelOptions:
 			// Storage options are not used, except the bucket count of a
-			// hash-sharded index, which cannot change in place yet:
-			// refused rather than silently ignored.
+			// hash-sharded index, which rewrites it (alterpk.go).
 			for _, d := range defElems(cmd.Def.GetList().GetItems()) {
-				if d.Defname == "bucket_count" || d.Defname == optHashBuckets {
-					return pgerror.New(pgerrcode.FeatureNotSupported, "changing the bucket count of a hash-sharded index is not supported yet").
-						WithHint("Create a new index with the bucket count you want, then drop the old one.")
+				if d.Defname != "bucket_count" && d.Defname != optHashBuckets {
+					continue
+				}
+				if n.Objtype != pg_query.ObjectType_OBJECT_INDEX || cmd.Subtype == pg_query.AlterTableType_AT_ResetRelOptions {
+					return notSupported("bucket_count can only be set on a hash-sharded index: ALTER INDEX name SET (bucket_count = n)")
+				}
+				t, idx, err := e.findIndex(ctx, n.Relation)
+				if err != nil {
+					return err
+				}
+				if idx == nil {
+					if n.MissingOk {
+						e.notice("00000", fmt.Sprintf("relation %q does not exist, skipping", n.Relation.Relname))
+						return nil
+					}
+					return pgerror.New(pgerrcode.UndefinedTable, "relation %q does not exist", n.Relation.Relname)
+				}
+				if err := e.rebucketIndex(ctx, t, idx.Name, d); err != nil {
+					return err
 				}
 			}
 		default:
@@ -1041,6 +1056,9 @@ func (e *executor) addTableConstraint(ctx context.Context, cur *catalog.Table, c
 		return err
 	}
 	if con.Contype == pg_query.ConstrType_CONSTR_PRIMARY {
+		if alter, opts := isAlterPK(con); alter {
+			return e.alterPrimaryKey(ctx, cur, con, opts, schema.(*catalog.Schema), relNames)
+		}
 		return e.addPrimaryKey(ctx, cur, con, schema.(*catalog.Schema), relNames)
 	}
 	if con.Indexname != "" {

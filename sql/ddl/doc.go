@@ -25,7 +25,8 @@
 // alter.go (ALTER TABLE, RENAME, rewrites and validation), seqddl.go
 // (sequences, storage parameters), misc.go (views, TRUNCATE, COMMENT,
 // roles), privileges.go (GRANT, REVOKE, ownership checks), exprindex.go
-// (indexes on expressions), names.go.
+// (indexes on expressions), hashshard.go and alterpk.go (hash-sharded
+// indexes, changing a key in place), names.go.
 //
 // Decisions:
 //
@@ -58,8 +59,14 @@
 //     its own split into cairn_split_tablets (SPLIT INTO n TABLETS) tablets.
 //   - Hash-sharded indexes (hashshard.go): cairn_pk_hash_buckets and
 //     cairn_hash_buckets give an index a hidden shard column leading its
-//     key, a CHECK on it, and a tablet per bucket; ALTER INDEX ... SET
-//     (bucket_count) is 0A000.
+//     key, a CHECK on it, and a tablet per bucket (split in parallel);
+//     ALTER INDEX ... SET (bucket_count) and ALTER PRIMARY KEY
+//     (cairn_alter_primary_key) rewrite the table under the new key
+//     (alterpk.go).
+//   - Name choice (t_pkey, t_v_idx, ...) and DROP/ALTER INDEX look each
+//     name up (catalog.Reader.IndexTable) rather than reading every
+//     relation of the schema, so DDL does not slow down as tables
+//     accumulate (table.go, relNameSet).
 //   - The other Cairn storage parameters (cairn_pk_order, and
 //     cairn_split_tablets on an index) are refused with 0A000 until their
 //     layouts are built, never ignored;

@@ -133,6 +133,12 @@ func init() {
 		after:  "ALTER DATABASE d WITH cairn_zone_k = v ... | ALTER TABLE t SET (cairn_zone_k = v, ...)",
 		apply:  applyConfigureZone,
 	}, {
+		name:   "alter-primary-key",
+		sites:  []site{siteStatement},
+		before: "ALTER TABLE t ALTER PRIMARY KEY USING COLUMNS (cols) [USING HASH ...]",
+		after:  "ALTER TABLE t ADD PRIMARY KEY (cols) WITH (cairn_alter_primary_key = true[, cairn_pk_hash_buckets = n])",
+		apply:  applyAlterPrimaryKey,
+	}, {
 		name:   "show-zone",
 		sites:  []site{siteStatement},
 		before: "SHOW ZONE CONFIGURATION FOR DATABASE d | TABLE t; SHOW [ALL] ZONE CONFIGURATIONS",

@@ -26,6 +26,11 @@
 //	    column-level). default: the user gave no bucket count.
 //	cairn_hash_buckets = n | default
 //	    CREATE INDEX: the index is hash-sharded (... (cols) USING HASH ...).
+//	cairn_alter_primary_key = true
+//	    ALTER TABLE t ADD PRIMARY KEY (cols): CockroachDB's ALTER TABLE t
+//	    ALTER PRIMARY KEY USING COLUMNS (cols) [USING HASH ...], which
+//	    replaces the key (with cairn_pk_hash_buckets when hashed;
+//	    dialect_alterpk.go).
 //	cairn_pk_order = 'o1,o2,...'
 //	    CREATE TABLE: one entry per primary-key column, in key order, each
 //	    hash, asc, desc or default (not written). Written only when the

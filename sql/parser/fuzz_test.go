@@ -15,7 +15,7 @@ import (
 var dialectWords = map[string]bool{
 	"string": true, "bytes": true, "hash": true, "index": true,
 	"asc": true, "desc": true, "stored": true, "split": true,
-	"configure": true, "zone": true, "jobs": true, "job": true,
+	"configure": true, "zone": true, "jobs": true, "job": true, "columns": true,
 }
 
 // FuzzRewrite checks the rewriter on arbitrary text:
