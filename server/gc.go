@@ -18,9 +18,9 @@ package server
 //   - the row repacker (rowenc.Repacker, mvcc invariant 10): the layouts
 //     of every table, read from the catalog at most every
 //     repackRefreshInterval (and before each VACUUM), each with the time
-//     this node first saw its current descriptor version, so GC repacks a
-//     row only under a schema every reader at or above its threshold
-//     already uses;
+//     this node first saw its current row layout (schema version and
+//     primary index), so GC repacks a row only under a schema every
+//     reader at or above its threshold already uses;
 //
 // and runs the queue on every node (each collects the tablets it leads).
 
@@ -65,8 +65,17 @@ type gcState struct {
 }
 
 type repackSeen struct {
-	version uint64
-	since   hlc.Timestamp
+	layout string // repackLayout
+	since  hlc.Timestamp
+}
+
+// repackLayout is what of a table a repacked row depends on: the row
+// schema version (which changes with every ADD and DROP of a stored
+// column) and where the primary index's keys are. Other descriptor
+// changes (a zone, a grant, a rename) leave it, so they do not hold
+// repacking back by another refresh.
+func repackLayout(t *catalog.Table) string {
+	return fmt.Sprintf("%d/%d/%d/%d/%d", t.RowFormat.SchemaVersion, t.GroupID, t.PrimaryIndex.ID, t.PrimaryIndex.StorageID, len(t.Columns)+len(t.DroppedColumns))
 }
 
 // ptsPrefix starts the per-node protected timestamp records.
@@ -102,9 +111,9 @@ func (s *Server) gcConfig(c store.Config) store.Config {
 
 // refreshRepackTables gives the repacker every table's layout, unless it
 // did so less than repackRefreshInterval ago (force: whatever the age). A
-// table whose descriptor version changed (or that is new) is stamped with
-// a timestamp taken after the read, which is at or above the change's
-// commit: since then, every reader of the table uses that version or a
+// table whose row layout changed (repackLayout; or that is new) is stamped
+// with a timestamp taken after the read, which is at or above the change's
+// commit: since then, every reader of the table uses that layout or a
 // newer one.
 func (s *Server) refreshRepackTables(ctx context.Context, force bool) error {
 	g := &s.gc
@@ -155,8 +164,8 @@ func (s *Server) refreshRepackTables(ctx context.Context, force bool) error {
 			continue // a table rowenc cannot lay out has no rows to repack
 		}
 		st, ok := g.tables[t.ID]
-		if !ok || st.version != t.Version {
-			st = repackSeen{version: t.Version, since: now}
+		if lay := repackLayout(t); !ok || st.layout != lay {
+			st = repackSeen{layout: lay, since: now}
 		}
 		seen[t.ID] = st
 		out = append(out, rowenc.RepackTable{Layout: l, Since: st.since})
