@@ -265,8 +265,16 @@ func (g gcRunner) Collect(ctx context.Context, spans []kvpb.Span) (session.GCRes
 	}
 	for _, sp := range spans {
 		for from := sp.Key; bytes.Compare(from, sp.EndKey) < 0; {
+			// From the directory, not the cache: a descriptor the cache
+			// kept from before a split (a bulk load's traffic never
+			// corrects it) has the parent's start key, whose zone would
+			// give the parent's TTL.
 			d, err := s.db.TabletCache().Lookup(ctx, from, false)
 			if err != nil {
+				return res, err
+			}
+			s.db.TabletCache().Evict(d)
+			if d, err = s.db.TabletCache().Lookup(ctx, from, false); err != nil {
 				return res, err
 			}
 			end := sp.EndKey
