@@ -16,7 +16,8 @@ package server
 //     transaction of a partitioned node fail with snapshot_too_old.
 //
 //   - the row repacker (rowenc.Repacker, mvcc invariant 10): the layouts
-//     of every table, read from the catalog at most every
+//     of every table, read from the descriptors (one scan that never
+//     waits for or pushes a DDL holding one) at most every
 //     repackRefreshInterval (and before each VACUUM), each with the time
 //     this node first saw its current row layout (schema version and
 //     primary index), so GC repacks a row only under a schema every
@@ -122,36 +123,27 @@ func (s *Server) refreshRepackTables(ctx context.Context, force bool) error {
 	if !force && time.Since(g.refreshedAt) < repackRefreshInterval {
 		return nil
 	}
+	// One non-transactional scan of the descriptors that never waits for
+	// (nor pushes) a transaction holding one: a DDL or a COPY's bulk load
+	// pushed above its own committed writes fails (40001), and a refresh
+	// can simply wait for the next round.
+	prefix := keys.System([]byte("d/"))
+	b := &kv.Batch{WaitPolicy: kvpb.WaitError}
+	b.Scan(prefix, keys.PrefixEnd(prefix), 0)
 	var tables []*catalog.Table
-	err := s.db.Txn(ctx, kv.Serializable, func(ctx context.Context, txn *kv.Txn) error {
-		tables = tables[:0]
-		rd := catalog.NewReader(txn, nil)
-		dbs, err := rd.Databases(ctx)
-		if err != nil {
-			return err
-		}
-		for _, db := range dbs {
-			schemas, err := rd.Schemas(ctx, db.ID)
-			if err != nil {
-				return err
+	err := s.db.Run(ctx, b)
+	if err == nil {
+		for _, row := range b.Results[0].Rows {
+			d, derr := catalog.Decode(row.Value)
+			if derr != nil {
+				err = derr
+				break
 			}
-			for _, sc := range schemas {
-				if sc.Virtual {
-					continue
-				}
-				rels, err := rd.Relations(ctx, db.ID, sc.ID)
-				if err != nil {
-					return err
-				}
-				for _, rel := range rels {
-					if t, ok := rel.(*catalog.Table); ok {
-						tables = append(tables, t)
-					}
-				}
+			if t, ok := d.(*catalog.Table); ok {
+				tables = append(tables, t)
 			}
 		}
-		return nil
-	})
+	}
 	if err != nil {
 		return fmt.Errorf("gc: reading tables for repacking: %w", err)
 	}
