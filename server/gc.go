@@ -16,11 +16,12 @@ package server
 //     transaction of a partitioned node fail with snapshot_too_old.
 //
 //   - the row repacker (rowenc.Repacker, mvcc invariant 10): the layouts
-//     of every table, read from the catalog at most every
+//     of every table, read from the descriptors (one scan that never
+//     waits for or pushes a DDL holding one) at most every
 //     repackRefreshInterval (and before each VACUUM), each with the time
-//     this node first saw its current descriptor version, so GC repacks a
-//     row only under a schema every reader at or above its threshold
-//     already uses;
+//     this node first saw its current row layout (schema version and
+//     primary index), so GC repacks a row only under a schema every
+//     reader at or above its threshold already uses;
 //
 // and runs the queue on every node (each collects the tablets it leads).
 
@@ -65,8 +66,17 @@ type gcState struct {
 }
 
 type repackSeen struct {
-	version uint64
-	since   hlc.Timestamp
+	layout string // repackLayout
+	since  hlc.Timestamp
+}
+
+// repackLayout is what of a table a repacked row depends on: the row
+// schema version (which changes with every ADD and DROP of a stored
+// column) and where the primary index's keys are. Other descriptor
+// changes (a zone, a grant, a rename) leave it, so they do not hold
+// repacking back by another refresh.
+func repackLayout(t *catalog.Table) string {
+	return fmt.Sprintf("%d/%d/%d/%d/%d", t.RowFormat.SchemaVersion, t.GroupID, t.PrimaryIndex.ID, t.PrimaryIndex.StorageID, len(t.Columns)+len(t.DroppedColumns))
 }
 
 // ptsPrefix starts the per-node protected timestamp records.
@@ -102,9 +112,9 @@ func (s *Server) gcConfig(c store.Config) store.Config {
 
 // refreshRepackTables gives the repacker every table's layout, unless it
 // did so less than repackRefreshInterval ago (force: whatever the age). A
-// table whose descriptor version changed (or that is new) is stamped with
-// a timestamp taken after the read, which is at or above the change's
-// commit: since then, every reader of the table uses that version or a
+// table whose row layout changed (repackLayout; or that is new) is stamped
+// with a timestamp taken after the read, which is at or above the change's
+// commit: since then, every reader of the table uses that layout or a
 // newer one.
 func (s *Server) refreshRepackTables(ctx context.Context, force bool) error {
 	g := &s.gc
@@ -113,36 +123,27 @@ func (s *Server) refreshRepackTables(ctx context.Context, force bool) error {
 	if !force && time.Since(g.refreshedAt) < repackRefreshInterval {
 		return nil
 	}
+	// One non-transactional scan of the descriptors that never waits for
+	// (nor pushes) a transaction holding one: a DDL or a COPY's bulk load
+	// pushed above its own committed writes fails (40001), and a refresh
+	// can simply wait for the next round.
+	prefix := keys.System([]byte("d/"))
+	b := &kv.Batch{WaitPolicy: kvpb.WaitError}
+	b.Scan(prefix, keys.PrefixEnd(prefix), 0)
 	var tables []*catalog.Table
-	err := s.db.Txn(ctx, kv.Serializable, func(ctx context.Context, txn *kv.Txn) error {
-		tables = tables[:0]
-		rd := catalog.NewReader(txn, nil)
-		dbs, err := rd.Databases(ctx)
-		if err != nil {
-			return err
-		}
-		for _, db := range dbs {
-			schemas, err := rd.Schemas(ctx, db.ID)
-			if err != nil {
-				return err
+	err := s.db.Run(ctx, b)
+	if err == nil {
+		for _, row := range b.Results[0].Rows {
+			d, derr := catalog.Decode(row.Value)
+			if derr != nil {
+				err = derr
+				break
 			}
-			for _, sc := range schemas {
-				if sc.Virtual {
-					continue
-				}
-				rels, err := rd.Relations(ctx, db.ID, sc.ID)
-				if err != nil {
-					return err
-				}
-				for _, rel := range rels {
-					if t, ok := rel.(*catalog.Table); ok {
-						tables = append(tables, t)
-					}
-				}
+			if t, ok := d.(*catalog.Table); ok {
+				tables = append(tables, t)
 			}
 		}
-		return nil
-	})
+	}
 	if err != nil {
 		return fmt.Errorf("gc: reading tables for repacking: %w", err)
 	}
@@ -155,8 +156,8 @@ func (s *Server) refreshRepackTables(ctx context.Context, force bool) error {
 			continue // a table rowenc cannot lay out has no rows to repack
 		}
 		st, ok := g.tables[t.ID]
-		if !ok || st.version != t.Version {
-			st = repackSeen{version: t.Version, since: now}
+		if lay := repackLayout(t); !ok || st.layout != lay {
+			st = repackSeen{layout: lay, since: now}
 		}
 		seen[t.ID] = st
 		out = append(out, rowenc.RepackTable{Layout: l, Since: st.since})
@@ -256,8 +257,16 @@ func (g gcRunner) Collect(ctx context.Context, spans []kvpb.Span) (session.GCRes
 	}
 	for _, sp := range spans {
 		for from := sp.Key; bytes.Compare(from, sp.EndKey) < 0; {
+			// From the directory, not the cache: a descriptor the cache
+			// kept from before a split (a bulk load's traffic never
+			// corrects it) has the parent's start key, whose zone would
+			// give the parent's TTL.
 			d, err := s.db.TabletCache().Lookup(ctx, from, false)
 			if err != nil {
+				return res, err
+			}
+			s.db.TabletCache().Evict(d)
+			if d, err = s.db.TabletCache().Lookup(ctx, from, false); err != nil {
 				return res, err
 			}
 			end := sp.EndKey

@@ -13,6 +13,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/cairn-db/cairn/sql/catalog"
+	"github.com/cairn-db/cairn/sql/rowenc"
+	"github.com/cairn-db/cairn/sql/types"
 )
 
 // infoConn connects to s and collects the INFO and NOTICE messages it
@@ -256,5 +260,37 @@ func TestVacuumRepacksRows(t *testing.T) {
 	}
 	if got := rows(); got != want {
 		t.Fatalf("after GC: %s, want %s", got, want)
+	}
+}
+
+// A table's repack stamp restarts only when what repacked rows depend on
+// changes: its row schema version (ADD or DROP COLUMN) or its primary
+// index's storage, not another descriptor change such as a new version
+// for a zone, a grant or a rename.
+func TestRepackLayout(t *testing.T) {
+	base := &catalog.Table{ID: 100, DatabaseID: catalog.PostgresDatabaseID, SchemaID: catalog.PublicSchemaID, Name: "t", Version: 1, GroupID: 100, NextColumnID: 3,
+		Columns: []catalog.Column{{ID: 1, Name: "k", Type: types.Int8}, {ID: 2, Name: "v", Type: types.Int8, Nullable: true}},
+		PrimaryIndex: catalog.Index{ID: 1, Name: "t_pkey", Unique: true, Kind: catalog.IndexBTree, State: catalog.IndexPublic,
+			KeyColumnIDs: []rowenc.ColumnID{1}, KeyDirections: []rowenc.Order{rowenc.Asc}},
+		NextIndexID: 2, Partitioning: catalog.Partitioning{Kind: catalog.PartitionRange},
+		RowFormat: catalog.RowFormat{Packed: true, SchemaVersion: 1}}
+	for _, tc := range []struct {
+		name   string
+		change func(*catalog.Table)
+		same   bool
+	}{
+		{"new version, rename", func(t *catalog.Table) { t.Version++; t.Name = "u" }, true},
+		{"add column", func(t *catalog.Table) { _, _ = t.AddColumn(catalog.Column{Name: "w", Type: types.Int8}) }, false},
+		{"drop column", func(t *catalog.Table) { _ = t.DropColumn("v") }, false},
+		{"fresh primary storage", func(t *catalog.Table) { t.PrimaryIndex.StorageID = 2000 }, false},
+	} {
+		c, err := catalog.Clone(base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tc.change(c)
+		if got := repackLayout(c) == repackLayout(base); got != tc.same {
+			t.Errorf("%s: same layout = %v, want %v", tc.name, got, tc.same)
+		}
 	}
 }
