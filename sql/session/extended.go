@@ -282,6 +282,10 @@ func (pt *portal) Execute(ctx context.Context, w pgwire.ResultWriter, maxRows in
 		}
 		if started && isRetryable(err) && !tw.sent && attempt < maxAutoRetries && ctx.Err() == nil {
 			_ = s.endTxn(ctx, false)
+			if !autoRetryBackoff(ctx, attempt) {
+				s.failStatement(ctx)
+				return false, err
+			}
 			s.beginTxn(false)
 			s.extImplicit = true
 			continue

@@ -23,6 +23,26 @@ import (
 // maxAutoRetries bounds the automatic reruns of an implicit transaction.
 const maxAutoRetries = 20
 
+// autoRetryBackoff waits before rerun attempt+1 of an implicit
+// transaction: 1 ms doubling up to 200 ms, with jitter, so that the
+// retries outlast a conflict as long as a DDL rewrite or a slow commit on
+// a loaded node (about 2.5 s over maxAutoRetries) instead of spending
+// them all in a few milliseconds; ctx (statement_timeout, a cancel) cuts
+// the wait short. It reports whether ctx is still live.
+func autoRetryBackoff(ctx context.Context, attempt int) bool {
+	d := time.Millisecond << min(attempt, 8)
+	d = min(d, 200*time.Millisecond)
+	d = d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
 // Session is the SQL session of one connection (pgwire.Session). pgwire
 // calls it from the connection's goroutine only.
 type Session struct {
@@ -616,7 +636,7 @@ func (s *Session) autocommit(ctx context.Context, groups []stmtGroup, w pgwire.R
 			}
 			return s.flushReports(w)
 		}
-		if !isRetryable(err) || tw.sent || attempt >= maxAutoRetries || ctx.Err() != nil {
+		if !isRetryable(err) || tw.sent || attempt >= maxAutoRetries || ctx.Err() != nil || !autoRetryBackoff(ctx, attempt) {
 			return sqlError(ctx, err)
 		}
 		s.log.Debug("session: retrying implicit transaction", "attempt", attempt+1, "err", err)
