@@ -75,10 +75,12 @@ func Schedule(rng *rand.Rand, kinds []string, interval, dur, total time.Duration
 }
 
 // RunNemesis applies the schedule from start until ctx ends or the
-// schedule is done, then undoes the last fault. Each fault is logged.
+// schedule is done, then undoes the last fault. Each fault is logged. It
+// returns what the nemesis itself found wrong: a node whose stalled disk
+// did not make it fence itself (it keeps its leases and answers nothing).
 // It returns the first error applying a fault (the run goes on: a fault
 // that could not be applied is not a finding about the database).
-func RunNemesis(ctx context.Context, c *Cluster, start time.Time, faults []Fault, logf func(string, ...any)) {
+func RunNemesis(ctx context.Context, c *Cluster, start time.Time, faults []Fault, logf func(string, ...any)) (findings []string) {
 	for _, f := range faults {
 		if !sleepUntil(ctx, start.Add(f.At)) {
 			return
@@ -129,6 +131,9 @@ func RunNemesis(ctx context.Context, c *Cluster, start time.Time, faults []Fault
 					time.Sleep(100 * time.Millisecond)
 				}
 				if !c.Fenced(n) {
+					if ctx.Err() == nil {
+						findings = append(findings, fmt.Sprintf("node %d's disk stalled at +%s and the node did not fence itself within %s", n+1, f.At, DiskStallFence+3*time.Second+f.Dur))
+					}
 					logf("nemesis stall-disk: node %d did not fence itself", n+1)
 					return c.Disk(n, 0, false)
 				}
@@ -163,6 +168,7 @@ func RunNemesis(ctx context.Context, c *Cluster, start time.Time, faults []Fault
 			}
 		}
 	}
+	return findings
 }
 
 // sleepUntil sleeps until t; false if ctx ended first.

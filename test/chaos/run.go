@@ -75,7 +75,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	for k, w := range cfg.Workloads {
 		wg.Go(func() { w.Run(rctx, c, cfg.Seed+uint64(k)*1000, &commits) })
 	}
-	RunNemesis(rctx, c, start, res.Faults, logf)
+	res.Anomalies = append(res.Anomalies, RunNemesis(rctx, c, start, res.Faults, logf)...)
 	<-rctx.Done()
 	end := time.Now()
 	wg.Wait()
