@@ -270,9 +270,11 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	// The watcher reports an operation in flight past a second (or the
 	// fence, if shorter) on each of its ticks: slow ones are logged, so
 	// that a stretch with no commit can be laid at a slow disk's door;
-	// one past the fence fences the node.
+	// one past the fence, reported on two ticks, fences the node
+	// (stallJudge).
+	judge := newStallJudge(fence, nil)
 	onStall := func(info vfs.DiskSlowInfo) {
-		if info.Duration < fence {
+		if !judge.report(info) {
 			log.Warn("cairn: the store's disk is slow", "op", info.String())
 			return
 		}
