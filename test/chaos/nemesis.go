@@ -121,7 +121,9 @@ func RunNemesis(ctx context.Context, c *Cluster, start time.Time, faults []Fault
 			err = c.Disk(n, SlowDiskLatency, false)
 			undo = func() error { return c.Disk(n, 0, false) }
 		case StallDisk:
-			err = c.Disk(n, 0, true)
+			if err = c.Disk(n, 0, true); err != nil {
+				break // not stalled (the node was down): nothing to judge
+			}
 			undo = func() error {
 				// The node should fence itself within DiskStallFence
 				// and the watcher's 2 s tick; wait for it a little
