@@ -16,7 +16,7 @@ import (
 // (SIGSTOP, a frozen VM, a host that does not schedule it). Woken, the
 // watcher's first tick finds every operation that was in flight as old as
 // the pause and, fencing on that alone, a node stopped for 4 s fenced
-// itself on waking with a 2 s fence: five times in a 30-minute chaos run.
+// itself on waking with a 2 s fence: seven times in a 30-minute chaos run.
 // An operation the disk itself holds up is still in flight at the next
 // tick, a tick later in the process's own time; one the pause held up has
 // finished by then. So the judge fences on an operation past the fence
