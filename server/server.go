@@ -267,7 +267,17 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if fence == 0 {
 		fence = defaultDiskStallFence
 	}
+	// The watcher reports an operation in flight past a second (or the
+	// fence, if shorter) on each of its ticks: slow ones are logged, so
+	// that a stretch with no commit can be laid at a slow disk's door;
+	// one past the fence, reported on two ticks, fences the node
+	// (stallJudge).
+	judge := newStallJudge(fence, nil)
 	onStall := func(info vfs.DiskSlowInfo) {
+		if !judge.report(info) {
+			log.Warn("cairn: the store's disk is slow", "op", info.String())
+			return
+		}
 		log.Error("cairn: the store's disk stalled; the node fences itself and stops", "op", info.String(), "fence", fence)
 		s.fail(fmt.Errorf("%w: %s", ErrDiskStalled, info))
 	}
@@ -275,7 +285,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		onStall = nil
 	}
 	s.initTLS()
-	if s.eng, err = storage.Open(cfg.StoreDir, storage.Options{FS: fs, CacheSize: cfg.CacheSize, OnFatal: onFatal, DiskStallThreshold: fence, OnDiskStall: onStall}); err != nil {
+	if s.eng, err = storage.Open(cfg.StoreDir, storage.Options{FS: fs, CacheSize: cfg.CacheSize, OnFatal: onFatal, DiskStallThreshold: min(time.Second, fence), OnDiskStall: onStall}); err != nil {
 		return nil, fmt.Errorf("opening the store in %q: %w", cfg.StoreDir, err)
 	}
 	if len(cfg.Join) > 0 {

@@ -221,9 +221,11 @@ func (c *Cluster) Heal(timeout time.Duration) error {
 	return nil
 }
 
-// DiskStallFence is the nodes' --disk-stall-fence. At 2 s a node fenced
-// itself on its own in the first minute of a long run: a real WAL sync
-// took 4 s on the shared machine (all nodes share one disk there).
+// DiskStallFence is the nodes' --disk-stall-fence: above the 4 s a pause
+// lasts (a node woken from one sees its pause as a slow sync; the server
+// fences only on a second report, but a sync slow before the pause and
+// still in flight after it would be reported twice), and leaving room for
+// slow syncs of a disk all the nodes share.
 const DiskStallFence = 5 * time.Second
 
 // fenceMessage is what a node logs when it fences itself on a stalled

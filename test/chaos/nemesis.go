@@ -75,10 +75,12 @@ func Schedule(rng *rand.Rand, kinds []string, interval, dur, total time.Duration
 }
 
 // RunNemesis applies the schedule from start until ctx ends or the
-// schedule is done, then undoes the last fault. Each fault is logged.
+// schedule is done, then undoes the last fault. Each fault is logged. It
+// returns what the nemesis itself found wrong: a node whose stalled disk
+// did not make it fence itself (it keeps its leases and answers nothing).
 // It returns the first error applying a fault (the run goes on: a fault
 // that could not be applied is not a finding about the database).
-func RunNemesis(ctx context.Context, c *Cluster, start time.Time, faults []Fault, logf func(string, ...any)) {
+func RunNemesis(ctx context.Context, c *Cluster, start time.Time, faults []Fault, logf func(string, ...any)) (findings []string) {
 	for _, f := range faults {
 		if !sleepUntil(ctx, start.Add(f.At)) {
 			return
@@ -119,7 +121,9 @@ func RunNemesis(ctx context.Context, c *Cluster, start time.Time, faults []Fault
 			err = c.Disk(n, SlowDiskLatency, false)
 			undo = func() error { return c.Disk(n, 0, false) }
 		case StallDisk:
-			err = c.Disk(n, 0, true)
+			if err = c.Disk(n, 0, true); err != nil {
+				break // not stalled (the node was down): nothing to judge
+			}
 			undo = func() error {
 				// The node should fence itself within DiskStallFence
 				// and the watcher's 2 s tick; wait for it a little
@@ -129,6 +133,9 @@ func RunNemesis(ctx context.Context, c *Cluster, start time.Time, faults []Fault
 					time.Sleep(100 * time.Millisecond)
 				}
 				if !c.Fenced(n) {
+					if ctx.Err() == nil {
+						findings = append(findings, fmt.Sprintf("node %d's disk stalled at +%s and the node did not fence itself within %s", n+1, f.At, DiskStallFence+3*time.Second+f.Dur))
+					}
 					logf("nemesis stall-disk: node %d did not fence itself", n+1)
 					return c.Disk(n, 0, false)
 				}
@@ -163,6 +170,7 @@ func RunNemesis(ctx context.Context, c *Cluster, start time.Time, faults []Fault
 			}
 		}
 	}
+	return findings
 }
 
 // sleepUntil sleeps until t; false if ctx ended first.

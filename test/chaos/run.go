@@ -75,7 +75,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	for k, w := range cfg.Workloads {
 		wg.Go(func() { w.Run(rctx, c, cfg.Seed+uint64(k)*1000, &commits) })
 	}
-	RunNemesis(rctx, c, start, res.Faults, logf)
+	res.Anomalies = append(res.Anomalies, RunNemesis(rctx, c, start, res.Faults, logf)...)
 	<-rctx.Done()
 	end := time.Now()
 	wg.Wait()
@@ -110,6 +110,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	if len(res.Anomalies) > 0 {
 		res.Logs = c.Logs(6000)
+	}
+	// CHAOS_ARTIFACTS keeps the logs of a run with anomalies, or of a
+	// run whose longest window without a commit missed the target (for
+	// its post-mortem), or of every run with CHAOS_KEEP_LOGS set.
+	if len(res.Anomalies) > 0 || res.Availability.Max > AvailabilityTarget || os.Getenv("CHAOS_KEEP_LOGS") != "" {
 		if dir := os.Getenv("CHAOS_ARTIFACTS"); dir != "" {
 			// The whole logs, for a post-mortem beyond their tails.
 			for i := 0; i < c.Len(); i++ {
