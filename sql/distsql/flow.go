@@ -77,6 +77,12 @@ type Flow struct {
 	cancel context.CancelFunc
 	budget *mon.Budget
 	out    chan item
+	// ordered: each fragment sends on its own channel of outs, and Next
+	// drains them in fragment order (key order when the fragments are
+	// a span's tablets in order).
+	ordered bool
+	outs    []chan item
+	cur     int
 
 	errMu sync.Mutex
 	err   error
@@ -89,8 +95,26 @@ type Flow struct {
 // holds the batches the gateway has received and not yet consumed
 // (invariant 4).
 func (g *Gateway) Start(ctx context.Context, frags []Fragment, budget *mon.Budget) *Flow {
+	return g.start(ctx, frags, budget, false)
+}
+
+// StartOrdered is Start with Next returning every batch of fragment 0,
+// then of fragment 1, and so on: with fragments cut from one span in key
+// order (PlanScan), the batches come in key order. The later fragments
+// still run ahead, each up to its window (invariant 3).
+func (g *Gateway) StartOrdered(ctx context.Context, frags []Fragment, budget *mon.Budget) *Flow {
+	return g.start(ctx, frags, budget, true)
+}
+
+func (g *Gateway) start(ctx context.Context, frags []Fragment, budget *mon.Budget, ordered bool) *Flow {
 	fctx, cancel := context.WithCancel(ctx)
-	f := &Flow{ctx: ctx, fctx: fctx, cancel: cancel, budget: budget, out: make(chan item), stats: make([]FragmentStats, len(frags))}
+	f := &Flow{ctx: ctx, fctx: fctx, cancel: cancel, budget: budget, out: make(chan item), stats: make([]FragmentStats, len(frags)), ordered: ordered}
+	if ordered {
+		f.outs = make([]chan item, len(frags))
+		for i := range f.outs {
+			f.outs[i] = make(chan item)
+		}
+	}
 	var wg sync.WaitGroup
 	for i, fr := range frags {
 		fr.Spec.Fragment = i
@@ -101,6 +125,9 @@ func (g *Gateway) Start(ctx context.Context, frags []Fragment, budget *mon.Budge
 			fr.Spec.BatchRows = DefaultBatchRows
 		}
 		wg.Go(func() {
+			if f.ordered {
+				defer close(f.outs[fr.Spec.Fragment])
+			}
 			if err := g.run(f, fr); err != nil {
 				f.fail(err)
 			}
@@ -164,8 +191,12 @@ func (g *Gateway) run(f *Flow, fr Fragment) error {
 					return err
 				}
 			}
+			out := f.out
+			if f.ordered {
+				out = f.outs[fr.Spec.Fragment]
+			}
 			select {
-			case f.out <- item{b: Batch{Fragment: fr.Spec.Fragment, KVs: kvs}, size: size, stream: stream}:
+			case out <- item{b: Batch{Fragment: fr.Spec.Fragment, KVs: kvs}, size: size, stream: stream}:
 			case <-f.fctx.Done():
 				f.release(size)
 				return nil
@@ -219,8 +250,27 @@ func (f *Flow) release(size int64) {
 // grants its fragment one more batch (invariants 3, 4).
 func (f *Flow) Next() (b Batch, ok bool, err error) {
 	f.ack()
+	out := f.out
+	if f.ordered {
+		for {
+			if f.cur == len(f.outs) {
+				return Batch{}, false, f.finalErr()
+			}
+			select {
+			case it, open := <-f.outs[f.cur]:
+				if !open {
+					f.cur++
+					continue
+				}
+				f.held = it
+				return it.b, true, nil
+			case <-f.fctx.Done():
+				return Batch{}, false, f.finalErr()
+			}
+		}
+	}
 	select {
-	case it, open := <-f.out:
+	case it, open := <-out:
 		if !open {
 			return Batch{}, false, f.finalErr()
 		}
@@ -260,6 +310,11 @@ func (f *Flow) Close() {
 	f.release(f.held.size)
 	f.held = item{}
 	f.cancel()
+	for _, o := range f.outs {
+		for it := range o {
+			f.release(it.size)
+		}
+	}
 	for it := range f.out {
 		f.release(it.size)
 	}

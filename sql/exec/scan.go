@@ -10,6 +10,7 @@ import (
 	"github.com/cairn-db/cairn/kv"
 	"github.com/cairn-db/cairn/kvpb"
 	"github.com/cairn-db/cairn/sql/catalog"
+	"github.com/cairn-db/cairn/sql/distsql"
 	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/cairn-db/cairn/sql/plan"
 	"github.com/cairn-db/cairn/sql/rowenc"
@@ -112,6 +113,10 @@ type kvStream struct {
 	buf     [][]types.Datum
 	bi      int
 	done    bool
+	// distCandidate: the scan may read through a distributed flow
+	// (distsql.go), decided at the first fill; flow is that flow.
+	distCandidate bool
+	flow          *distsql.Flow
 }
 
 func (s *kvStream) next(ctx context.Context) ([]types.Datum, error) {
@@ -141,6 +146,17 @@ func (s *kvStream) emit(row []types.Datum) error {
 func (s *kvStream) fill(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if s.distCandidate {
+		s.distCandidate = false
+		flow, err := s.startDist(ctx)
+		if err != nil {
+			return err
+		}
+		s.flow = flow
+	}
+	if s.flow != nil {
+		return s.fillDist(ctx)
 	}
 	if len(s.spans) == 0 {
 		s.done = true
@@ -330,6 +346,7 @@ func (r *runner) buildScan(n *plan.Scan) (op, error) {
 		if err != nil {
 			return nil, err
 		}
+		s.distCandidate = len(sp) == 1 && r.distEligible(r.ctx, n)
 		o.streams = []*kvStream{s}
 		return o, nil
 	}
@@ -589,7 +606,17 @@ func (o *scanOp) Next(ctx context.Context) ([]types.Datum, error) {
 	}
 }
 
-func (o *scanOp) Close() { o.streams = nil; o.sorted = nil }
+func (o *scanOp) Close() {
+	for _, s := range o.streams {
+		if s.flow != nil {
+			// Stops its fragments (a LIMIT above, a portal closed early).
+			s.flow.Close()
+			s.flow = nil
+		}
+	}
+	o.streams = nil
+	o.sorted = nil
+}
 
 type mergeItem struct {
 	row []types.Datum
