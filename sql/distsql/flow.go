@@ -186,6 +186,13 @@ func (g *Gateway) run(f *Flow, fr Fragment) error {
 				return err
 			}
 			size := int64(len(m))
+			// Counted as received, so a flow closed early still
+			// reports what each fragment shipped.
+			st := &f.stats[fr.Spec.Fragment]
+			st.Node = fr.Node
+			st.Rows += int64(len(kvs))
+			st.Bytes += size
+			st.Batches++
 			if f.budget != nil {
 				if err := f.budget.Reserve(size); err != nil {
 					return err
@@ -206,7 +213,10 @@ func (g *Gateway) run(f *Flow, fr Fragment) error {
 			if err != nil {
 				return err
 			}
-			f.stats[fr.Spec.Fragment] = st
+			// The fragment's own count of what it sent equals what
+			// arrived; its time is what only it knows.
+			f.stats[fr.Spec.Fragment].Node = st.Node
+			f.stats[fr.Spec.Fragment].Time = st.Time
 			return nil
 		case msgError:
 			r, err := decodeError(m[1:])
@@ -320,6 +330,7 @@ func (f *Flow) Close() {
 	}
 }
 
-// Stats returns each fragment's figures; meaningful after the flow ended
-// without error.
+// Stats returns each fragment's figures: the KVs, bytes and batches the
+// gateway received from it, and (once it finished) its node's report of
+// its time. Read it only after Next returned the end or after Close.
 func (f *Flow) Stats() []FragmentStats { return f.stats }

@@ -126,6 +126,9 @@ func TestDistSQLThroughSQL(t *testing.T) {
 		"SELECT k, x FROM t WHERE x > 650 ORDER BY x DESC, k LIMIT 7",
 		"SELECT k, s FROM t WHERE k % 500 = 0",
 		"SELECT count(*) FROM t WHERE s LIKE 'row1%'",
+		"SELECT k, g FROM t ORDER BY k LIMIT 5",
+		"SELECT k, g FROM t ORDER BY k LIMIT 1500",
+		"SELECT * FROM (SELECT k, x FROM t ORDER BY k LIMIT 2500) AS s ORDER BY x, k LIMIT 4",
 	}
 	for _, q := range queries {
 		mustExec(t, c, "SET distsql = off")
@@ -149,6 +152,13 @@ func TestDistSQLThroughSQL(t *testing.T) {
 		t.Errorf("EXPLAIN ANALYZE shows no fragments:\n%s", plan)
 	}
 	t.Logf("distributed:\n%s", plan)
+	// The limit reaches every fragment: none ships more than the KVs
+	// of six rows (five and the one that ends the fifth).
+	plan = strings.Join(rows(t, c, "EXPLAIN ANALYZE SELECT k FROM t ORDER BY k LIMIT 5"), "\n")
+	if !strings.Contains(plan, "Fragment 0: node ") || !strings.Contains(plan, ": 30 keys") || strings.Contains(plan, " 1000 keys") {
+		t.Errorf("LIMIT 5 not in every fragment:\n%s", plan)
+	}
+	t.Logf("limited:\n%s", plan)
 	mustExec(t, c, "SET distsql = off")
 	plan = strings.Join(rows(t, c, "EXPLAIN ANALYZE SELECT count(*) FROM t"), "\n")
 	if strings.Contains(plan, "Distribution: ") {

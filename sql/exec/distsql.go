@@ -34,8 +34,9 @@ func (r *runner) setting(name string) string {
 }
 
 // distEligible says whether a scan of n may read through a flow: the
-// statement reads only (a SELECT), the scan neither locks nor stops
-// early, and the transaction's reads need not be tracked by the gateway
+// statement reads only (a SELECT), the scan does not lock, and a limit
+// it carries bounds its KVs (no filter between: then every fragment gets
+// that bound, startDist), and the transaction's reads need not be tracked by the gateway
 // (distsql invariant 2): under READ COMMITTED each statement has its
 // own snapshot and nothing is refreshed across statements; a
 // SERIALIZABLE transaction qualifies only when it is read-only. A
@@ -44,7 +45,7 @@ func (r *runner) distEligible(ctx context.Context, n *plan.Scan) bool {
 	if distsql.FromContext(ctx) == nil || r.x.Txn == nil || r.p == nil || r.p.Tag != "SELECT" {
 		return false
 	}
-	if n.Reverse || n.HardLimit > 0 || n.Lock != plan.LockNone {
+	if n.Reverse || (n.HardLimit > 0 && n.Filter != nil) || n.Lock != plan.LockNone {
 		return false
 	}
 	switch r.setting("distsql") {
@@ -66,6 +67,13 @@ func (s *kvStream) startDist(ctx context.Context) (*distsql.Flow, error) {
 	frags, err := run.Planner.PlanScan(ctx, s.spans[0], run.SnapshotAt(s.r.x.Txn.ReadTimestamp()))
 	if err != nil {
 		return nil, err
+	}
+	if s.kvBound > 0 {
+		// The limit's rows take at most kvBound KVs: no fragment needs
+		// more (LIMIT in every fragment).
+		for i := range frags {
+			frags[i].Spec.Limit = s.kvBound
+		}
 	}
 	if s.r.setting("distsql") == "auto" && distsql.Nodes(frags) < 2 {
 		return nil, nil
@@ -125,7 +133,12 @@ func annotateDist(ns *NodeStats) string {
 		out += fmt.Sprintf("\nFragment %d: node %d, tablet %d", i, f.Node, f.Spec.TabletID)
 		if i < len(ns.FragmentStats) {
 			st := ns.FragmentStats[i]
-			out += fmt.Sprintf(": %d %s (%s) in %.3f ms", st.Rows, plural(st.Rows, "key", "keys"), byteSize(st.Bytes), float64(st.Time.Nanoseconds())/1e6)
+			out += fmt.Sprintf(": %d %s (%s)", st.Rows, plural(st.Rows, "key", "keys"), byteSize(st.Bytes))
+			if st.Time > 0 {
+				out += fmt.Sprintf(" in %.3f ms", float64(st.Time.Nanoseconds())/1e6)
+			} else {
+				out += ", stopped early"
+			}
 		}
 	}
 	return out

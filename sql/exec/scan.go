@@ -117,6 +117,9 @@ type kvStream struct {
 	// (distsql.go), decided at the first fill; flow is that flow.
 	distCandidate bool
 	flow          *distsql.Flow
+	// kvBound, when > 0, bounds every KV the scan needs (a HardLimit
+	// without a filter): each fragment of a flow gets it.
+	kvBound int64
 }
 
 func (s *kvStream) next(ctx context.Context) ([]types.Datum, error) {
@@ -313,6 +316,8 @@ func (r *runner) buildScan(n *plan.Scan) (op, error) {
 	}
 	needed := slices.Clone(n.TableCols)
 	limit := int64(firstPage)
+	// kvBound, when > 0, bounds every KV the scan can need.
+	var kvBound int64
 	if n.HardLimit > 0 && n.Filter == nil {
 		// A primary row is at most one KV per column (unpacked), and
 		// the fetcher emits it once the next row's first key arrives.
@@ -322,7 +327,8 @@ func (r *runner) buildScan(n *plan.Scan) (op, error) {
 			// one key per row: a bucket pages on if rows are not packed.)
 			perRow = int64(len(l.Columns) + 1)
 		}
-		limit = min(limit, (n.HardLimit+1)*perRow)
+		kvBound = (n.HardLimit + 1) * perRow
+		limit = min(limit, kvBound)
 	}
 	newStream := func(spans []kvpb.Span) (*kvStream, error) {
 		f, err := rowenc.NewRowFetcher(l, idx, needed)
@@ -347,6 +353,7 @@ func (r *runner) buildScan(n *plan.Scan) (op, error) {
 			return nil, err
 		}
 		s.distCandidate = len(sp) == 1 && r.distEligible(r.ctx, n)
+		s.kvBound = kvBound
 		o.streams = []*kvStream{s}
 		return o, nil
 	}
@@ -611,6 +618,7 @@ func (o *scanOp) Close() {
 		if s.flow != nil {
 			// Stops its fragments (a LIMIT above, a portal closed early).
 			s.flow.Close()
+			s.r.x.Stats.addDistDone(s.node, s.flow.Stats())
 			s.flow = nil
 		}
 	}
