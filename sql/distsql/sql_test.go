@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -18,22 +19,29 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// startServers starts three members on ports 43100.. of this package's
-// range and splits the user keyspace of table t in three.
-func startServers(t *testing.T, base int) []*server.Server {
+// startServers starts three members and returns them. Their RPC
+// listeners are opened first on free loopback ports (as server's own
+// cluster tests do): a fixed port can be taken at that moment as the
+// ephemeral source port of some other connection.
+func startServers(t *testing.T) []*server.Server {
 	t.Helper()
 	ctx := context.Background()
+	var lns []net.Listener
 	var join []string
-	for i := range 3 {
-		join = append(join, fmt.Sprintf("127.0.0.1:%d", base+i))
+	for range 3 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns = append(lns, ln)
+		join = append(join, ln.Addr().String())
 	}
 	servers := make([]*server.Server, 3)
 	errs := make([]error, 3)
 	var wg sync.WaitGroup
 	for i := range 3 {
 		wg.Go(func() {
-			servers[i], errs[i] = server.Start(ctx, server.Config{Insecure: true, Join: join, RPCAddr: join[i],
-				SQLAddr: fmt.Sprintf("127.0.0.1:%d", base+10+i), HTTPAddr: fmt.Sprintf("127.0.0.1:%d", base+20+i),
+			servers[i], errs[i] = server.Start(ctx, server.Config{Insecure: true, Join: join, RPCAddr: join[i], RPCListener: lns[i],
 				Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		})
 	}
@@ -113,7 +121,7 @@ func splitUserData(t *testing.T, s *server.Server) {
 }
 
 func TestDistSQLThroughSQL(t *testing.T) {
-	servers := startServers(t, 43100)
+	servers := startServers(t)
 	c := connect(t, servers[0])
 	mustExec(t, c, "CREATE TABLE t (k INT PRIMARY KEY, g INT, x INT, s TEXT)")
 	mustExec(t, c, "INSERT INTO t SELECT i, i % 7, (i * 37) % 1000 - 300, 'row' || i FROM generate_series(1, 3000) AS i")
