@@ -20,6 +20,7 @@ import (
 	"github.com/cairn-db/cairn/membership"
 	"github.com/cairn-db/cairn/raftnode"
 	"github.com/cairn-db/cairn/rpc"
+	"github.com/cairn-db/cairn/sql/distsql"
 	"github.com/cairn-db/cairn/storage"
 	"github.com/cairn-db/cairn/store"
 	"github.com/cairn-db/cairn/tablet"
@@ -81,6 +82,10 @@ type replication struct {
 	// faults cuts this node off from chosen peers (nil unless
 	// Config.FaultInjection; debug_faults.go).
 	faults *rpc.Faults
+	// distsql runs other gateways' fragments here; dist starts this
+	// node's flows (sql/distsql).
+	distsql *distsql.Server
+	dist    *distsql.Runner
 }
 
 // memberID returns the position (from 1) of self in join, 0 if absent.
@@ -380,6 +385,9 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 	var raftRef atomic.Pointer[raftnode.Node]
 	kvRef := &lateStore{}
 	svc := &membership.Service{}
+	// Fragments read through the node's DB, set once it exists.
+	distKV := &kv.LateSender{}
+	r.distsql = distsql.NewServer(0, distKV)
 	r.rpc = rpc.Serve(ln, func(env raftnode.Envelope) {
 		if n := raftRef.Load(); n != nil {
 			_ = n.Step(env)
@@ -390,7 +398,7 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 			return errors.New("cairn: not replicating yet")
 		}
 		return n.ReceiveSnapshot(ctx, env, image)
-	}, append([]rpc.ServeOption{rpc.WithKV(kvRef), rpc.WithGeography(r.geo), rpc.WithClock(clock.PhysicalNow), rpc.WithFaults(r.faults), rpc.WithCreds(s.rpcCreds)}, svc.ServeOptions()...)...)
+	}, append([]rpc.ServeOption{rpc.WithKV(kvRef), rpc.WithGeography(r.geo), rpc.WithClock(clock.PhysicalNow), rpc.WithFaults(r.faults), rpc.WithCreds(s.rpcCreds), r.distsql.ServeOption()}, svc.ServeOptions()...)...)
 	registry := membership.NewRegistry()
 	id, peers, err := s.identify(ctx, registry)
 	if err != nil {
@@ -468,6 +476,13 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 	dbOpts.NodeID = id // the gateway observes its own clock (kv.Options.NodeID)
 	s.db = kv.NewDB(clockmon.Guard(lh, r.clock), r.member, clock, dbOpts)
 	ls.Set(s.db)
+	distKV.Set(s.db)
+	r.distsql.SetNode(id)
+	r.dist = &distsql.Runner{
+		Planner:   &distsql.Planner{Gateway: id, Tablets: s.db.TabletCache(), Leaseholder: lh.Leaseholder},
+		Gateway:   distsql.NewGateway(registry.Resolve, s.rpcCreds.DialOptions()...),
+		MaxOffset: clusterMaxOffset,
+	}
 	kvRef.p.Store(s.store)
 	raftRef.Store(r.raft)
 	svc.Set(r.member)
@@ -569,5 +584,8 @@ func (r *replication) stop() error {
 	r.pinger.Close()
 	r.transport.Close()
 	r.senders.Close()
+	if r.dist != nil {
+		r.dist.Gateway.Close()
+	}
 	return err
 }

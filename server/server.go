@@ -45,6 +45,7 @@ import (
 	"github.com/cairn-db/cairn/rpc"
 	"github.com/cairn-db/cairn/security"
 	"github.com/cairn-db/cairn/sql/catalog"
+	"github.com/cairn-db/cairn/sql/distsql"
 	"github.com/cairn-db/cairn/sql/session"
 	"github.com/cairn-db/cairn/storage"
 	"github.com/cairn-db/cairn/storage/simfs"
@@ -374,10 +375,15 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 
 	runCtx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
+	sqlCtx := runCtx
+	if s.repl != nil {
+		// Statements find the node's distributed execution here.
+		sqlCtx = distsql.WithRunner(runCtx, s.repl.dist)
+	}
 	s.wg.Add(2)
 	go func() {
 		defer s.wg.Done()
-		if err := s.pg.Serve(runCtx, s.sqlLn); err != nil && !errors.Is(err, pgwire.ErrServerClosed) {
+		if err := s.pg.Serve(sqlCtx, s.sqlLn); err != nil && !errors.Is(err, pgwire.ErrServerClosed) {
 			log.Error("cairn: SQL server stopped", "err", err)
 		}
 	}()

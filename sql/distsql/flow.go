@@ -17,15 +17,20 @@ import (
 // node it has sent a fragment to. Safe for concurrent use.
 type Gateway struct {
 	resolve func(nodeID uint64) (string, error)
+	dial    []grpc.DialOption
 
 	mu    sync.Mutex
 	conns map[uint64]*grpc.ClientConn
 }
 
 // NewGateway returns a gateway that finds nodes' RPC addresses with
-// resolve.
-func NewGateway(resolve func(nodeID uint64) (string, error)) *Gateway {
-	return &Gateway{resolve: resolve, conns: map[uint64]*grpc.ClientConn{}}
+// resolve and dials them with dial (none: rpc.DialOptions, plaintext; a
+// secure node passes its Creds.DialOptions, or its peers refuse it).
+func NewGateway(resolve func(nodeID uint64) (string, error), dial ...grpc.DialOption) *Gateway {
+	if len(dial) == 0 {
+		dial = rpc.DialOptions()
+	}
+	return &Gateway{resolve: resolve, dial: dial, conns: map[uint64]*grpc.ClientConn{}}
 }
 
 // Close closes the gateway's connections.
@@ -48,7 +53,7 @@ func (g *Gateway) conn(node uint64) (*grpc.ClientConn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("distsql: resolving node %d: %w", node, err)
 	}
-	c, err := grpc.NewClient(addr, rpc.DialOptions()...)
+	c, err := grpc.NewClient(addr, g.dial...)
 	if err != nil {
 		return nil, fmt.Errorf("distsql: dialing node %d: %w", node, err)
 	}
@@ -77,6 +82,12 @@ type Flow struct {
 	cancel context.CancelFunc
 	budget *mon.Budget
 	out    chan item
+	// ordered: each fragment sends on its own channel of outs, and Next
+	// drains them in fragment order (key order when the fragments are
+	// a span's tablets in order).
+	ordered bool
+	outs    []chan item
+	cur     int
 
 	errMu sync.Mutex
 	err   error
@@ -89,8 +100,26 @@ type Flow struct {
 // holds the batches the gateway has received and not yet consumed
 // (invariant 4).
 func (g *Gateway) Start(ctx context.Context, frags []Fragment, budget *mon.Budget) *Flow {
+	return g.start(ctx, frags, budget, false)
+}
+
+// StartOrdered is Start with Next returning every batch of fragment 0,
+// then of fragment 1, and so on: with fragments cut from one span in key
+// order (PlanScan), the batches come in key order. The later fragments
+// still run ahead, each up to its window (invariant 3).
+func (g *Gateway) StartOrdered(ctx context.Context, frags []Fragment, budget *mon.Budget) *Flow {
+	return g.start(ctx, frags, budget, true)
+}
+
+func (g *Gateway) start(ctx context.Context, frags []Fragment, budget *mon.Budget, ordered bool) *Flow {
 	fctx, cancel := context.WithCancel(ctx)
-	f := &Flow{ctx: ctx, fctx: fctx, cancel: cancel, budget: budget, out: make(chan item), stats: make([]FragmentStats, len(frags))}
+	f := &Flow{ctx: ctx, fctx: fctx, cancel: cancel, budget: budget, out: make(chan item), stats: make([]FragmentStats, len(frags)), ordered: ordered}
+	if ordered {
+		f.outs = make([]chan item, len(frags))
+		for i := range f.outs {
+			f.outs[i] = make(chan item)
+		}
+	}
 	var wg sync.WaitGroup
 	for i, fr := range frags {
 		fr.Spec.Fragment = i
@@ -101,6 +130,9 @@ func (g *Gateway) Start(ctx context.Context, frags []Fragment, budget *mon.Budge
 			fr.Spec.BatchRows = DefaultBatchRows
 		}
 		wg.Go(func() {
+			if f.ordered {
+				defer close(f.outs[fr.Spec.Fragment])
+			}
 			if err := g.run(f, fr); err != nil {
 				f.fail(err)
 			}
@@ -159,13 +191,24 @@ func (g *Gateway) run(f *Flow, fr Fragment) error {
 				return err
 			}
 			size := int64(len(m))
+			// Counted as received, so a flow closed early still
+			// reports what each fragment shipped.
+			st := &f.stats[fr.Spec.Fragment]
+			st.Node = fr.Node
+			st.Rows += int64(len(kvs))
+			st.Bytes += size
+			st.Batches++
 			if f.budget != nil {
 				if err := f.budget.Reserve(size); err != nil {
 					return err
 				}
 			}
+			out := f.out
+			if f.ordered {
+				out = f.outs[fr.Spec.Fragment]
+			}
 			select {
-			case f.out <- item{b: Batch{Fragment: fr.Spec.Fragment, KVs: kvs}, size: size, stream: stream}:
+			case out <- item{b: Batch{Fragment: fr.Spec.Fragment, KVs: kvs}, size: size, stream: stream}:
 			case <-f.fctx.Done():
 				f.release(size)
 				return nil
@@ -175,7 +218,10 @@ func (g *Gateway) run(f *Flow, fr Fragment) error {
 			if err != nil {
 				return err
 			}
-			f.stats[fr.Spec.Fragment] = st
+			// The fragment's own count of what it sent equals what
+			// arrived; its time is what only it knows.
+			f.stats[fr.Spec.Fragment].Node = st.Node
+			f.stats[fr.Spec.Fragment].Time = st.Time
 			return nil
 		case msgError:
 			r, err := decodeError(m[1:])
@@ -219,8 +265,27 @@ func (f *Flow) release(size int64) {
 // grants its fragment one more batch (invariants 3, 4).
 func (f *Flow) Next() (b Batch, ok bool, err error) {
 	f.ack()
+	out := f.out
+	if f.ordered {
+		for {
+			if f.cur == len(f.outs) {
+				return Batch{}, false, f.finalErr()
+			}
+			select {
+			case it, open := <-f.outs[f.cur]:
+				if !open {
+					f.cur++
+					continue
+				}
+				f.held = it
+				return it.b, true, nil
+			case <-f.fctx.Done():
+				return Batch{}, false, f.finalErr()
+			}
+		}
+	}
 	select {
-	case it, open := <-f.out:
+	case it, open := <-out:
 		if !open {
 			return Batch{}, false, f.finalErr()
 		}
@@ -260,11 +325,17 @@ func (f *Flow) Close() {
 	f.release(f.held.size)
 	f.held = item{}
 	f.cancel()
+	for _, o := range f.outs {
+		for it := range o {
+			f.release(it.size)
+		}
+	}
 	for it := range f.out {
 		f.release(it.size)
 	}
 }
 
-// Stats returns each fragment's figures; meaningful after the flow ended
-// without error.
+// Stats returns each fragment's figures: the KVs, bytes and batches the
+// gateway received from it, and (once it finished) its node's report of
+// its time. Read it only after Next returned the end or after Close.
 func (f *Flow) Stats() []FragmentStats { return f.stats }

@@ -97,7 +97,9 @@ func startEnv(t *testing.T) *env {
 		})
 		waitFor(t, "a leaseholder", func() bool { return c.Leader(d.TabletID) != 0 })
 		retry(t, "lease transfer", func() error {
-			if l := c.Leader(d.TabletID); l != to {
+			if l := c.Leader(d.TabletID); l == 0 {
+				return fmt.Errorf("tablet %d has no leaseholder", d.TabletID)
+			} else if l != to {
 				if err := c.Nodes[l-1].Raft.TransferLeader(uint64(d.TabletID), to); err != nil {
 					return err
 				}

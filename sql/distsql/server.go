@@ -23,7 +23,7 @@ const (
 // Server runs the fragments other nodes' gateways send this node. It is
 // safe for concurrent use: each Flow stream is one fragment.
 type Server struct {
-	node   uint64
+	node   atomic.Uint64
 	sender kvpb.Sender
 
 	// What Metrics reports.
@@ -44,8 +44,14 @@ func (s *Server) Metrics() Metrics {
 // NewServer returns the server of node nodeID, reading through sender
 // (the node's KV router, so invariant 1 holds).
 func NewServer(nodeID uint64, sender kvpb.Sender) *Server {
-	return &Server{node: nodeID, sender: sender}
+	s := &Server{sender: sender}
+	s.node.Store(nodeID)
+	return s
 }
+
+// SetNode names the node, for a server registered before the node knew
+// its ID (a joining member serves RPC first).
+func (s *Server) SetNode(id uint64) { s.node.Store(id) }
 
 // ServeOption registers s on the node's rpc server.
 func (s *Server) ServeOption() rpc.ServeOption {
@@ -119,7 +125,7 @@ func (s *Server) flow(stream grpc.ServerStream) error {
 			}
 		}
 	}()
-	st := FragmentStats{Node: s.node}
+	st := FragmentStats{Node: s.node.Load()}
 	start := time.Now()
 	err = s.scan(ctx, spec, func(kvs []kvpb.KeyValue) error {
 		select {

@@ -10,6 +10,7 @@ import (
 	"github.com/cairn-db/cairn/kv"
 	"github.com/cairn-db/cairn/kvpb"
 	"github.com/cairn-db/cairn/sql/catalog"
+	"github.com/cairn-db/cairn/sql/distsql"
 	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/cairn-db/cairn/sql/plan"
 	"github.com/cairn-db/cairn/sql/rowenc"
@@ -112,6 +113,13 @@ type kvStream struct {
 	buf     [][]types.Datum
 	bi      int
 	done    bool
+	// distCandidate: the scan may read through a distributed flow
+	// (distsql.go), decided at the first fill; flow is that flow.
+	distCandidate bool
+	flow          *distsql.Flow
+	// kvBound, when > 0, bounds every KV the scan needs (a HardLimit
+	// without a filter): each fragment of a flow gets it.
+	kvBound int64
 }
 
 func (s *kvStream) next(ctx context.Context) ([]types.Datum, error) {
@@ -141,6 +149,17 @@ func (s *kvStream) emit(row []types.Datum) error {
 func (s *kvStream) fill(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if s.distCandidate {
+		s.distCandidate = false
+		flow, err := s.startDist(ctx)
+		if err != nil {
+			return err
+		}
+		s.flow = flow
+	}
+	if s.flow != nil {
+		return s.fillDist(ctx)
 	}
 	if len(s.spans) == 0 {
 		s.done = true
@@ -303,6 +322,8 @@ func (r *runner) buildScan(n *plan.Scan) (op, error) {
 	}
 	needed := slices.Clone(n.TableCols)
 	limit := int64(firstPage)
+	// kvBound, when > 0, bounds every KV the scan can need.
+	var kvBound int64
 	if n.HardLimit > 0 && n.Filter == nil {
 		// A primary row is at most one KV per column (unpacked), and
 		// the fetcher emits it once the next row's first key arrives.
@@ -312,7 +333,8 @@ func (r *runner) buildScan(n *plan.Scan) (op, error) {
 			// one key per row: a bucket pages on if rows are not packed.)
 			perRow = int64(len(l.Columns) + 1)
 		}
-		limit = min(limit, (n.HardLimit+1)*perRow)
+		kvBound = (n.HardLimit + 1) * perRow
+		limit = min(limit, kvBound)
 	}
 	newStream := func(spans []kvpb.Span) (*kvStream, error) {
 		f, err := rowenc.NewRowFetcher(l, idx, needed)
@@ -336,6 +358,8 @@ func (r *runner) buildScan(n *plan.Scan) (op, error) {
 		if err != nil {
 			return nil, err
 		}
+		s.distCandidate = len(sp) == 1 && r.distEligible(r.ctx, n)
+		s.kvBound = kvBound
 		o.streams = []*kvStream{s}
 		return o, nil
 	}
@@ -595,7 +619,18 @@ func (o *scanOp) Next(ctx context.Context) ([]types.Datum, error) {
 	}
 }
 
-func (o *scanOp) Close() { o.streams = nil; o.sorted = nil }
+func (o *scanOp) Close() {
+	for _, s := range o.streams {
+		if s.flow != nil {
+			// Stops its fragments (a LIMIT above, a portal closed early).
+			s.flow.Close()
+			s.r.x.Stats.addDistDone(s.node, s.flow.Stats())
+			s.flow = nil
+		}
+	}
+	o.streams = nil
+	o.sorted = nil
+}
 
 type mergeItem struct {
 	row []types.Datum

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cairn-db/cairn/kv"
 	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/sql/distsql"
 	"github.com/cairn-db/cairn/sql/plan"
 	"github.com/cairn-db/cairn/sql/types"
 )
@@ -42,6 +43,10 @@ type NodeStats struct {
 	KVKeys, KVBytes int64
 	Tablets         int
 	tablets         map[kvpb.TabletID]struct{}
+	// Fragments are the fragments a distributed scan ran (distsql.go),
+	// FragmentStats what each reported at its end.
+	Fragments     []distsql.Fragment
+	FragmentStats []distsql.FragmentStats
 }
 
 // Node returns n's figures (nil if n never ran).
@@ -135,7 +140,7 @@ func (s *Stats) Annotate(n plan.Node) string {
 			out += fmt.Sprintf(", read %d %s (%s)", ns.KVKeys, plural(ns.KVKeys, "key", "keys"), byteSize(ns.KVBytes))
 		}
 	}
-	return out
+	return out + annotateDist(ns)
 }
 
 // byteSize prints n bytes as PostgreSQL's EXPLAIN prints memory: bytes
