@@ -276,6 +276,15 @@ func TestSecureCluster(t *testing.T) {
 	if err := cc.QueryRow(ctx, "SELECT v FROM t WHERE k = 2").Scan(&v); err != nil || v != "data" {
 		t.Errorf("read through the third node: %q, %v", v, err)
 	}
+	// A distributed scan from the third node runs its fragments on the
+	// leaseholders over the same mutual TLS (a plaintext dial is refused).
+	if _, err := cc.Exec(ctx, "SET distsql = on"); err != nil {
+		t.Fatalf("SET distsql = on: %v", err)
+	}
+	var n int
+	if err := cc.QueryRow(ctx, "SELECT count(*) FROM t").Scan(&n); err != nil || n != 2 {
+		t.Errorf("distributed count through the third node: %d, %v; want 2", n, err)
+	}
 
 	// And the reverse: a secure node does not join an insecure cluster.
 	t.Setenv("CAIRN_INITIAL_PASSWORD", "")
