@@ -37,6 +37,7 @@ var (
 	flagRuns      = flag.Int("runs", 3, "timed runs of each query and mode; medians are reported")
 	flagPerTablet = flag.Int("per-tablet", 2, "loading batches of 20,000 rows per tablet")
 	flagGlobal    = flag.Bool("global", false, "simulated inter-region latency (cairn demo --global)")
+	flagLog       = flag.Bool("log", false, "the nodes' logs on stderr (discarded otherwise)")
 )
 
 var queries = []struct{ name, sql string }{
@@ -49,7 +50,11 @@ var queries = []struct{ name, sql string }{
 func main() {
 	flag.Parse()
 	ctx := context.Background()
-	c, err := localcluster.Start(ctx, localcluster.Options{Nodes: 3, Global: *flagGlobal, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	logTo := io.Discard
+	if *flagLog {
+		logTo = os.Stderr
+	}
+	c, err := localcluster.Start(ctx, localcluster.Options{Nodes: 3, Global: *flagGlobal, Logger: slog.New(slog.NewTextHandler(logTo, nil))})
 	if err != nil {
 		log.Fatal(err)
 	}
