@@ -74,7 +74,7 @@ func main() {
 		hi := min(lo+19_999, *flagRows)
 		// Idempotent, so a batch that failed while leases moved (the
 		// balancer runs during the load) can simply run again.
-		load := fmt.Sprintf("INSERT INTO t SELECT i, i %% 100, (i * 7919) %% 1000, repeat('p', 40) FROM generate_series(%d, %d) AS i ON CONFLICT (k) DO NOTHING", lo, hi)
+		load := fmt.Sprintf("INSERT INTO t SELECT i, i %% 100, (i::bigint * 7919) %% 1000, repeat('p', 40) FROM generate_series(%d, %d) AS i ON CONFLICT (k) DO NOTHING", lo, hi)
 		for attempt := 1; ; attempt++ {
 			_, err := conn.Exec(ctx, load)
 			if err == nil {
