@@ -60,8 +60,8 @@ func runWindow(t *testing.T, name string, frame Frame, extra []types.Datum, desc
 			p.Args[i] = extra
 		}
 	}
-	out := make([]types.Datum, p.Len())
-	if err := w.Compute(testCtx(), p, frame, out); err != nil {
+	var out []types.Datum
+	if err := w.Compute(testCtx(), p, frame, func(d types.Datum) error { out = append(out, d); return nil }); err != nil {
 		return "ERROR: " + err.Error()
 	}
 	s := make([]string, len(out))
