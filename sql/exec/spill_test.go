@@ -250,3 +250,29 @@ func TestSubqueryAccounted(t *testing.T) {
 	}
 	e.leftovers(t, q)
 }
+
+// TestSubqueryHeldBounded: a subquery whose values are held (an IN list
+// in a select list, under OR, NOT IN in a select list, correlated, an
+// ARRAY) reserves them in the node budget as they arrive: over 50
+// million rows under a 1 MiB budget, each stops with 53200 at the budget
+// and its hint (held without a check, the values would take gigabytes
+// before any reservation), and leaves nothing reserved.
+func TestSubqueryHeldBounded(t *testing.T) {
+	e := newSpillEnv(t, 0)
+	e.node = mon.NewBudget("SQL memory", 1<<20)
+	const big = `(SELECT generate_series(1, 50000000))`
+	for _, q := range []string{
+		`SELECT g IN ` + big + ` FROM generate_series(1, 3) g`,
+		`SELECT g NOT IN ` + big + ` FROM generate_series(1, 3) g`,
+		`SELECT count(*) FROM generate_series(1, 3) g WHERE g < 0 OR g IN ` + big,
+		`SELECT count(*) FROM generate_series(1, 3) g WHERE g IN (SELECT h FROM generate_series(1, 50000000) h WHERE h % 3 <> g)`,
+		`SELECT array_length(ARRAY` + big + `, 1)`,
+	} {
+		_, err := e.run(context.Background(), q, 4<<20)
+		var pe *pgerror.Error
+		if !errors.As(err, &pe) || pe.Code != pgerrcode.OutOfMemory || !strings.Contains(pe.Hint, "held in memory") {
+			t.Errorf("%s: got %v, want 53200 with a hint", q, err)
+		}
+		e.leftovers(t, q)
+	}
+}
