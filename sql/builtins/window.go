@@ -211,7 +211,7 @@ func newFrameCursor(ctx EvalContext, p *Partition, f Frame) (*frameCursor, error
 	c.start = boundCursor{b: f.Start, isStart: true, g: peerGroup{idx: -1}}
 	c.end = boundCursor{b: f.End, g: peerGroup{idx: -1}}
 	for _, b := range []*boundCursor{&c.start, &c.end} {
-		if b.b.Kind != OffsetPreceding && b.b.Kind != OffsetFollowing {
+		if p.Len() == 0 || b.b.Kind != OffsetPreceding && b.b.Kind != OffsetFollowing {
 			continue
 		}
 		if f.Mode != Range {
