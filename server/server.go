@@ -94,6 +94,12 @@ type Config struct {
 	SuperuserReservedConnections int
 	MaxStartupConnections        int
 	AuthTimeout                  time.Duration
+	// StoreProfile is the kind of device the store is on (storage.Profiles,
+	// or storage.ProfileAuto; "" is auto): the planner's cost model for
+	// every session (the storage.profile setting's default), shown by the
+	// admin UI and cairn node status. Start resolves auto from the
+	// device's rotational flag (storage.DetectProfile).
+	StoreProfile string
 	// Locality is key=value[,key=value...] (region=us-east1), recorded for
 	// placement decisions of the cluster issue.
 	Locality string
@@ -235,6 +241,10 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if cfg.ColocationWarnSize == 0 {
 		cfg.ColocationWarnSize = DefaultColocationWarnSize
 	}
+	profileWhy := "given by --store-profile"
+	if cfg.StoreProfile == "" || cfg.StoreProfile == storage.ProfileAuto {
+		cfg.StoreProfile, profileWhy = storage.DetectProfile(cfg.StoreDir)
+	}
 	s := &Server{cfg: cfg, log: log, started: time.Now(), failed: make(chan error, 1)}
 	s.admin.warnSize.Store(cfg.ColocationWarnSize)
 	defer func() {
@@ -354,6 +364,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		MaxConnections:               cfg.MaxConnections,
 		SuperuserReservedConnections: cfg.SuperuserReservedConnections,
 		AuthTimeout:                  cfg.AuthTimeout,
+		StoreProfile:                 s.cfg.StoreProfile,
 		GC:                           gcRunner{s}})
 	pgcfg := pgwire.Config{Backend: s.backend, Insecure: cfg.Insecure, Logger: log,
 		MaxConnections: cfg.MaxConnections, SuperuserReservedConnections: cfg.SuperuserReservedConnections,
@@ -397,7 +408,8 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	s.startSplitQueue(runCtx)
 	s.startGCQueue(runCtx)
 	log.Info(fmt.Sprintf("cairn node ready: sql=%s http=%s", s.sqlLn.Addr(), s.httpLn.Addr()),
-		"store", storeName(cfg.StoreDir), "insecure", cfg.Insecure, "locality", cfg.Locality)
+		"store", storeName(cfg.StoreDir), "insecure", cfg.Insecure, "locality", cfg.Locality,
+		"store_profile", s.cfg.StoreProfile, "store_profile_source", profileWhy)
 	return s, nil
 }
 
@@ -418,6 +430,11 @@ func storeName(dir string) string {
 func validate(cfg Config) error {
 	if cfg.Insecure && cfg.Certs != nil {
 		return errInsecureWithCerts
+	}
+	if cfg.StoreProfile != "" {
+		if _, err := storage.ParseProfile(cfg.StoreProfile); err != nil {
+			return err
+		}
 	}
 	if len(cfg.Join) > 0 && cfg.RPCAddr == "" {
 		return errors.New("--join needs --rpc-addr, this node's address among the members")

@@ -68,6 +68,7 @@ import (
 
 	"github.com/cairn-db/cairn/security"
 	"github.com/cairn-db/cairn/server"
+	"github.com/cairn-db/cairn/storage"
 	"github.com/cairn-db/cairn/storage/simfs"
 )
 
@@ -109,7 +110,7 @@ commands:
 usage:
   cairn start --store DIR (--certs-dir DIR | --insecure) [--sql-addr HOST:PORT] [--rpc-addr HOST:PORT] [--http-addr HOST:PORT]
               [--join ADDR,... | --unreplicated] [--locality key=value,...] [--initial-password PW]
-              [--accept-sql-without-tls] [--replication-factor N] [--dead-after DURATION]
+              [--store-profile ssd|hdd|object-store|auto] [--accept-sql-without-tls] [--replication-factor N] [--dead-after DURATION]
               [--latency-map R1:R2=RTT,...] [--lease-preferences region=R,...|spread|none]
   cairn cert create-ca --ca-key FILE [--certs-dir DIR]
   cairn cert create-node HOST... --ca-key FILE [--certs-dir DIR]
@@ -194,6 +195,8 @@ type startFlags struct {
 	// certsDir is --certs-dir: where a secure node's certificates are
 	// (loaded into cfg.Certs by cmdStart).
 	certsDir string
+	// storeProfile is --store-profile.
+	storeProfile string
 	// syncLatency is --debug-sync-latency.
 	syncLatency time.Duration
 }
@@ -210,6 +213,7 @@ func parseStart(args []string, stderr io.Writer) (startFlags, error) {
 	fs.BoolVar(&f.unreplicated, "unreplicated", false, "a single node without raft that no other node can join (stores made by a plain start before one-node clusters could grow)")
 	fs.IntVar(&f.cfg.ReplicationFactor, "replication-factor", 3, "voters per tablet once that many nodes are live (replicated clusters)")
 	fs.DurationVar(&f.cfg.DeadAfter, "dead-after", 60*time.Second, "time without a heartbeat after which a node is dead and its replicas are replaced")
+	fs.StringVar(&f.storeProfile, "store-profile", storage.ProfileAuto, "the kind of device the store is on, which the planner prices reads by: ssd, hdd, object-store, or auto (hdd when the store's disk is rotational on Linux, else ssd); the storage.profile setting overrides it per session")
 	fs.StringVar(&f.cfg.Locality, "locality", "", "key=value[,key=value...], e.g. region=us-east1")
 	fs.StringVar(&f.colocWarnStr, "colocation-warn-size", "1GiB", "size past which a colocation tablet logs a warning and the admin UI flags it (e.g. 512MiB; 0: never)")
 	fs.StringVar(&f.cfg.LatencyMap, "latency-map", "", "simulated round-trip times between regions, e.g. us-west:us-east=60ms,us-east:eu=86ms (needs --join)")
@@ -277,6 +281,9 @@ func parseStart(args []string, stderr io.Writer) (startFlags, error) {
 	}
 	if f.cfg.TabletSplitQPS == 0 {
 		f.cfg.TabletSplitQPS = -1
+	}
+	if f.cfg.StoreProfile, err = storage.ParseProfile(f.storeProfile); err != nil {
+		return f, usagef("--store-profile: %v", err)
 	}
 	if f.syncLatency < 0 {
 		return f, usagef("--debug-sync-latency %v: want 0 or more", f.syncLatency)

@@ -51,6 +51,18 @@ var ObjectStoreCosts = Costs{
 	SeqRow: 1, LookupRow: 20, RoundTrip: 2000, LookupBatch: 100, SortRow: 0.5,
 }
 
+// ProfileCosts returns the cost model of a storage profile by name (ssd,
+// hdd, object-store: storage.Profiles); ok is false for any other name.
+// The session plans with its storage.profile setting's costs.
+func ProfileCosts(name string) (c Costs, ok bool) {
+	for _, c := range []Costs{DefaultCosts, HDDCosts, ObjectStoreCosts} {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return DefaultCosts, false
+}
+
 // scanCost prices reading rows through nspans spans (one round trip per
 // request; the reader sends many spans in one request).
 func (c Costs) scanCost(rows float64) float64 { return rows*c.SeqRow + c.RoundTrip }

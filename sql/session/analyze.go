@@ -27,7 +27,7 @@ const autoStatsSetting = "sql.stats.automatic_collection.enabled"
 
 // optimize runs the optimizer over p with the node's table statistics.
 func (s *Session) optimize(ctx context.Context, p *plan.Plan) error {
-	return opt.OptimizeStats(ctx, p, opt.DefaultCosts, func(t *catalog.Table) *stats.Table {
+	return opt.OptimizeStats(ctx, p, s.costs(), func(t *catalog.Table) *stats.Table {
 		return s.b.stats.Get(ctx, t)
 	}, s.joinLimits())
 }
@@ -35,9 +35,16 @@ func (s *Session) optimize(ctx context.Context, p *plan.Plan) error {
 // optimizeEstimated is optimize, also returning the row estimates of the
 // optimized plan's nodes (EXPLAIN (COSTS ON)).
 func (s *Session) optimizeEstimated(ctx context.Context, p *plan.Plan) (map[plan.Node]float64, error) {
-	return opt.OptimizeEstimated(ctx, p, opt.DefaultCosts, func(t *catalog.Table) *stats.Table {
+	return opt.OptimizeEstimated(ctx, p, s.costs(), func(t *catalog.Table) *stats.Table {
 		return s.b.stats.Get(ctx, t)
 	}, s.joinLimits())
+}
+
+// costs is the cost model of the session's storage.profile (the node's
+// --store-profile unless SET overrides it); SET has checked the name.
+func (s *Session) costs() opt.Costs {
+	c, _ := opt.ProfileCosts(s.vars["storage.profile"])
+	return c
 }
 
 // joinLimits reads the join search settings (join_collapse_limit,

@@ -103,6 +103,10 @@ var settingsList = []*setting{
 	{name: "join_collapse_limit", def: "8", check: checkIntRange(1, math.MaxInt32), desc: "Sets the FROM-list size beyond which JOIN constructs are not flattened."},
 	{name: "from_collapse_limit", def: "8", check: checkIntRange(1, math.MaxInt32), desc: "Sets the FROM-list size beyond which subqueries are not collapsed."},
 	{name: "geqo", def: "on", check: checkBool, desc: "Enables the heuristic join search (Cairn's is greedy, not genetic) for FROM lists of geqo_threshold items or more."},
+	// storage.profile prices the planner's reads (sql/opt's Costs): its
+	// default is the node's --store-profile (NewSession), and SET
+	// overrides it for the session (docs/sql.md, "Storage profiles").
+	{name: "storage.profile", def: "ssd", check: checkEnum("ssd", "hdd", "object-store"), desc: "Sets the storage profile the planner prices reads by (ssd, hdd, object-store); defaults to the node's --store-profile."},
 	{name: "geqo_threshold", def: "12", check: checkIntRange(2, math.MaxInt32), desc: "Sets the threshold of FROM items beyond which the heuristic join search is used."},
 }
 

@@ -1,0 +1,101 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// TestStoreProfile starts a node with --store-profile hdd: the nodes API
+// and the admin UI show it, sessions start with storage.profile = hdd
+// and plan with its costs (a join whose hundred lookups an SSD would
+// make becomes a hash join), and SET overrides it for one session, RESET
+// puts it back and a bad value is 22023 leaving it alone.
+func TestStoreProfile(t *testing.T) {
+	ctx := context.Background()
+	s := start(t, Config{Insecure: true, StoreProfile: "hdd"})
+	defer s.Stop(ctx)
+
+	var nodes []NodeInfo
+	getJSON(t, s, "/api/nodes", &nodes)
+	if len(nodes) != 1 || nodes[0].StoreProfile != "hdd" {
+		t.Fatalf("nodes: %+v, want one with store_profile hdd", nodes)
+	}
+	if _, _, body := httpGet(t, s, "/"); !strings.Contains(body, "<td>hdd</td>") {
+		t.Errorf("the overview page shows no hdd storage cell:\n%s", body)
+	}
+
+	pg := connectDB(t, s, "postgres")
+	show := func() string {
+		t.Helper()
+		var v string
+		if err := pg.QueryRow(ctx, "SHOW storage.profile").Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	explain := func() string {
+		t.Helper()
+		rows, err := pg.Query(ctx, "EXPLAIN SELECT * FROM small JOIN big ON small.b = big.k WHERE small.a BETWEEN 1 AND 100", pgx.QueryExecModeSimpleProtocol)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(lines, "\n")
+	}
+	execAll(t, pg,
+		"CREATE TABLE big (k int PRIMARY KEY, v int)",
+		"INSERT INTO big SELECT g, g FROM generate_series(1, 2000) g",
+		"CREATE TABLE small (a int PRIMARY KEY, b int)",
+		"INSERT INTO small SELECT g, g * 7 FROM generate_series(1, 2000) g",
+		"ANALYZE big", "ANALYZE small")
+	if v := show(); v != "hdd" {
+		t.Fatalf("SHOW storage.profile = %q, want the node's hdd", v)
+	}
+	hdd := explain()
+	execAll(t, pg, "SET storage.profile = 'ssd'")
+	if v := show(); v != "ssd" {
+		t.Fatalf("after SET: %q", v)
+	}
+	ssd := explain()
+	if !strings.Contains(ssd, "Lookup Join") || strings.Contains(hdd, "Lookup Join") {
+		t.Errorf("want a lookup join on ssd only:\nhdd:\n%s\nssd:\n%s", hdd, ssd)
+	}
+	_, err := pg.Exec(ctx, "SET storage.profile = 'floppy'")
+	if pe := (*pgconn.PgError)(nil); !errors.As(err, &pe) || pe.Code != "22023" {
+		t.Errorf("SET storage.profile = 'floppy': %v, want 22023", err)
+	}
+	if v := show(); v != "ssd" {
+		t.Errorf("after the failed SET: %q", v)
+	}
+	execAll(t, pg, "RESET storage.profile")
+	if v := show(); v != "hdd" {
+		t.Errorf("after RESET: %q, want the node's hdd", v)
+	}
+}
+
+// TestStoreProfileErrors: an unknown profile stops the node from
+// starting; auto on an in-memory store is ssd.
+func TestStoreProfileErrors(t *testing.T) {
+	ctx := context.Background()
+	if s, err := Start(ctx, Config{Insecure: true, StoreProfile: "tape", Logger: quiet()}); err == nil || !strings.Contains(err.Error(), `unknown storage profile "tape"`) {
+		if s != nil {
+			s.Stop(ctx)
+		}
+		t.Fatalf("Start with profile tape: %v", err)
+	}
+	s := start(t, Config{Insecure: true, StoreProfile: "auto"})
+	defer s.Stop(ctx)
+	var nodes []NodeInfo
+	getJSON(t, s, "/api/nodes", &nodes)
+	if len(nodes) != 1 || nodes[0].StoreProfile != "ssd" {
+		t.Fatalf("nodes: %+v, want an in-memory store to be ssd", nodes)
+	}
+}
