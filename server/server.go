@@ -24,6 +24,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -184,8 +185,8 @@ type Server struct {
 	tempCleanup func()
 
 	eng *storage.Engine
-	// simfs is the store's filesystem under fault injection (nil
-	// without --debug-fault-injection).
+	// simfs is the store's simulated filesystem: under fault injection,
+	// or given as Config.FS (--debug-store-latency); nil otherwise.
 	simfs   *simfs.FS
 	clock   *hlc.Clock
 	store   *store.Store
@@ -269,7 +270,12 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		log.Error("cairn: the storage engine failed; the node stops serving and must be restarted on a healthy disk", "err", err)
 		s.fail(err)
 	}
-	if cfg.FaultInjection && fs == nil {
+	if sfs, ok := fs.(*simfs.FS); ok {
+		// A simulated disk given (cairn start --debug-store-latency,
+		// --debug-sync-latency): /metrics shows its counters and
+		// /debug/faults/disk may slow or stall it.
+		s.simfs = sfs
+	} else if cfg.FaultInjection && fs == nil {
 		// /debug/faults/disk slows or stalls this disk.
 		s.simfs = simfs.New(vfs.Default, simfs.Options{})
 		fs = s.simfs
@@ -599,4 +605,28 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintf(w, "# HELP cairn_sql_commits_total Committed SQL transactions by the phases their commit took (none: wrote nothing).\n# TYPE cairn_sql_commits_total counter\n")
 	fmt.Fprintf(w, "cairn_sql_commits_total{phase=\"none\"} %d\ncairn_sql_commits_total{phase=\"one\"} %d\ncairn_sql_commits_total{phase=\"two\"} %d\n", readOnly, onePhase, twoPhase)
 	s.tabletMetrics(w)
+	s.diskMetrics(w)
+}
+
+// diskMetrics appends the counters of a simulated disk (storage/simfs,
+// cairn start --debug-store-latency) to /metrics: reads that reached the
+// filesystem, their bytes, the seeks among them, and the latency the
+// profile charged. A node on a real disk has none.
+func (s *Server) diskMetrics(w io.Writer) {
+	if s.simfs == nil {
+		return
+	}
+	st := s.simfs.Stats()
+	fmt.Fprintf(w, "# HELP cairn_store_simulated_profile The profile the simulated disk plays (1 for the one in force).\n# TYPE cairn_store_simulated_profile gauge\ncairn_store_simulated_profile{profile=%q} 1\n", s.simfs.Profile().Name)
+	for _, m := range []struct {
+		name, help string
+		v          float64
+	}{
+		{"cairn_store_reads_total", "Read calls that reached the store's (simulated) filesystem: block cache misses, an object store's requests.", float64(st.Reads)},
+		{"cairn_store_read_bytes_total", "Bytes those reads asked for.", float64(st.ReadBytes)},
+		{"cairn_store_seeks_total", "Reads that did not continue where the previous read of their file ended.", float64(st.Seeks)},
+		{"cairn_store_read_latency_charged_seconds_total", "Latency the simulated disk's profile added to reads.", st.Charged.Seconds()},
+	} {
+		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s counter\n%s %g\n", m.name, m.help, m.name, m.name, m.v)
+	}
 }

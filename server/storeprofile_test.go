@@ -4,10 +4,17 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/cairn-db/cairn/storage/simfs"
 )
 
 // TestStoreProfile starts a node with --store-profile hdd: the nodes API
@@ -97,5 +104,64 @@ func TestStoreProfileErrors(t *testing.T) {
 	getJSON(t, s, "/api/nodes", &nodes)
 	if len(nodes) != 1 || nodes[0].StoreProfile != "ssd" {
 		t.Fatalf("nodes: %+v, want an in-memory store to be ssd", nodes)
+	}
+}
+
+// TestDiskMetrics: a node on a simulated disk (--debug-store-latency)
+// exports its read counters in /metrics, and they grow when a query
+// reads flushed data; a node on a plain filesystem exports none.
+func TestDiskMetrics(t *testing.T) {
+	ctx := context.Background()
+	var slept atomic.Int64
+	disk := simfs.New(vfs.NewMem(), simfs.Options{Profile: simfs.HDD, Sleep: func(d time.Duration) { slept.Add(int64(d)) }})
+	s := start(t, Config{Insecure: true, FS: disk})
+	defer s.Stop(ctx)
+	read := func() map[string]float64 {
+		t.Helper()
+		_, _, body := httpGet(t, s, "/metrics")
+		var p expfmt.TextParser
+		fams, err := p.TextToMetricFamilies(strings.NewReader(body))
+		if err != nil {
+			t.Fatalf("/metrics does not parse: %v", err)
+		}
+		out := map[string]float64{}
+		for _, name := range []string{"cairn_store_reads_total", "cairn_store_read_bytes_total", "cairn_store_seeks_total", "cairn_store_read_latency_charged_seconds_total"} {
+			f := fams[name]
+			if f == nil || f.GetType() != dto.MetricType_COUNTER || len(f.GetMetric()) != 1 {
+				t.Fatalf("%s: %v, want one counter", name, f)
+			}
+			out[name] = f.GetMetric()[0].GetCounter().GetValue()
+		}
+		if f := fams["cairn_store_simulated_profile"]; f == nil || f.GetMetric()[0].GetLabel()[0].GetValue() != "hdd" {
+			t.Fatalf("cairn_store_simulated_profile: %v", f)
+		}
+		return out
+	}
+	pg := connectDB(t, s, "postgres")
+	execAll(t, pg, "CREATE TABLE t (id int PRIMARY KEY, v text)", "INSERT INTO t SELECT g, repeat('x', 100) FROM generate_series(1, 5000) g")
+	if err := s.eng.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	before := read()
+	// The flush wrote a new sstable that no read has cached yet, so the
+	// scan reads its blocks from the filesystem.
+	execAll(t, pg, "SELECT count(*) FROM t")
+	after := read()
+	if after["cairn_store_reads_total"] <= before["cairn_store_reads_total"] ||
+		after["cairn_store_read_bytes_total"] <= before["cairn_store_read_bytes_total"] ||
+		after["cairn_store_seeks_total"] < 1 {
+		t.Errorf("a scan of flushed data moved no counter: before %v, after %v", before, after)
+	}
+	// Every charge is waited out through Options.Sleep, and the waits
+	// (read later) cover what /metrics reported.
+	charged := time.Duration(after["cairn_store_read_latency_charged_seconds_total"] * float64(time.Second))
+	if charged <= 0 || time.Duration(slept.Load()) < charged-time.Microsecond {
+		t.Errorf("charged %v in /metrics, %v waited", charged, time.Duration(slept.Load()))
+	}
+
+	plain := start(t, Config{Insecure: true})
+	defer plain.Stop(ctx)
+	if _, _, body := httpGet(t, plain, "/metrics"); strings.Contains(body, "cairn_store_reads_total") {
+		t.Error("a node without a simulated disk exports its counters")
 	}
 }

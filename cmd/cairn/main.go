@@ -197,8 +197,10 @@ type startFlags struct {
 	certsDir string
 	// storeProfile is --store-profile.
 	storeProfile string
-	// syncLatency is --debug-sync-latency.
-	syncLatency time.Duration
+	// syncLatency is --debug-sync-latency, storeLatency
+	// --debug-store-latency.
+	syncLatency  time.Duration
+	storeLatency string
 }
 
 func parseStart(args []string, stderr io.Writer) (startFlags, error) {
@@ -238,6 +240,7 @@ func parseStart(args []string, stderr io.Writer) (startFlags, error) {
 	fs.Float64Var(&f.cfg.TabletSplitQPS, "tablet-split-qps", 2500, "batches per second (over 10s) past which a tablet splits by load (0: never by load; 2500 is store.DefaultSplitQPS)")
 	fs.DurationVar(&f.cfg.DiskStallFence, "disk-stall-fence", 10*time.Second, "how long one write or sync of the store may hang before the node stops itself, so that its leases move to healthy nodes (negative: never)")
 	fs.DurationVar(&f.syncLatency, "debug-sync-latency", 0, "add this much to every sync of the store's files (storage/simfs), so that benchmarks on loopback pay a disk's write latency (bench/hashshard); never in production")
+	fs.StringVar(&f.storeLatency, "debug-store-latency", "", "make the store's disk read like an hdd (0.2 ms per read, 10 ms more per seek) or an object-store (20 ms per request, 100 MiB/s) (storage/simfs), and count reads, bytes and seeks in /metrics, so that benchmarks on a fast disk show random reads; never in production")
 	fs.BoolVar(&f.cfg.FaultInjection, "debug-fault-injection", false, "serve /debug/faults (partitions, clock offsets, lease transfers, splits) for the chaos tests (test/chaos); never in production")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -288,8 +291,21 @@ func parseStart(args []string, stderr io.Writer) (startFlags, error) {
 	if f.syncLatency < 0 {
 		return f, usagef("--debug-sync-latency %v: want 0 or more", f.syncLatency)
 	}
-	if f.syncLatency > 0 {
-		f.cfg.FS = simfs.New(vfs.Default, simfs.Options{Profile: simfs.Profile{Name: "debug-sync-latency", SyncLatency: f.syncLatency}})
+	if f.syncLatency > 0 || f.storeLatency != "" {
+		// Reads priced as the profile says, syncs as --debug-sync-latency
+		// says (a profile's own sync latency would slow every commit of a
+		// benchmark's load).
+		p := simfs.Profile{Name: "debug-sync-latency"}
+		if f.storeLatency != "" {
+			if f.storeLatency != storage.ProfileHDD && f.storeLatency != storage.ProfileObjectStore {
+				return f, usagef("--debug-store-latency %q: want hdd or object-store", f.storeLatency)
+			}
+			if p, err = simfs.Named(f.storeLatency); err != nil {
+				return f, usagef("--debug-store-latency: %v", err)
+			}
+		}
+		p.SyncLatency = f.syncLatency
+		f.cfg.FS = simfs.New(vfs.Default, simfs.Options{Profile: p})
 	}
 	if f.cacheMiB < 1 || f.cacheMiB > 1<<20 {
 		return f, usagef("--cache-mib %d: want 1 to %d", f.cacheMiB, 1<<20)

@@ -2,6 +2,15 @@
 // that adds a storage profile's latency to reads and syncs, fails writes and
 // syncs on demand (a full or broken disk), and counts what it sees.
 //
+// A profile prices a read by where it lands: every read pays ReadLatency
+// (a sequential block off a disk, one request to an object store), a read
+// that does not start where the previous read of the same file handle
+// ended pays SeekLatency too (a disk head moving), and Bandwidth charges
+// for the bytes. So a fast disk can play an HDD or S3 (cairn start
+// --debug-store-latency), and random access shows in the counters
+// (Stats.Seeks) and the time charged (Stats.Charged) whatever the real
+// disk is.
+//
 // Callers: storage tests (group commit is measured by counting WAL syncs;
 // durability is tested by failing them), the slow-disk demo and the read
 // planner's benchmarks, which open a storage.Engine with
@@ -13,7 +22,11 @@
 //
 //  1. Every read (Read, ReadAt) and sync (Sync, SyncData, SyncTo) on a file
 //     opened through FS is counted and delayed by the current profile's
-//     latency before it reaches the wrapped file.
+//     latency before it reaches the wrapped file. A read is a seek when it
+//     is the handle's first or does not start at the offset where the
+//     handle's previous read ended (Read continues at the handle's own
+//     position); the delay of a read is ReadLatency, plus SeekLatency for
+//     a seek, plus its length over Bandwidth, in one wait.
 //  2. While a write error is injected, every Create, ReuseForWrite, Write,
 //     WriteAt, Preallocate and sync returns it and changes nothing underneath,
 //     so nothing written through FS becomes durable.
@@ -25,7 +38,9 @@
 package simfs
 
 import (
+	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -37,8 +52,15 @@ import (
 type Profile struct {
 	Name string
 	// ReadLatency is added to every read call that reaches the filesystem
-	// (block cache misses; a seek on a disk, a GET on an object store).
+	// (block cache misses): a sequential read off a disk, a GET on an
+	// object store.
 	ReadLatency time.Duration
+	// SeekLatency is added to a read that does not continue where the
+	// previous read of its file handle ended (invariant 1).
+	SeekLatency time.Duration
+	// Bandwidth, in bytes per second, charges each read its length over
+	// it; 0: free.
+	Bandwidth int64
 	// SyncLatency is added to every sync.
 	SyncLatency time.Duration
 }
@@ -50,11 +72,37 @@ var (
 	Memory = Profile{Name: "memory"}
 	// SSD is a local NVMe/SATA SSD: ~0.1 ms per random read or flush.
 	SSD = Profile{Name: "ssd", ReadLatency: 100 * time.Microsecond, SyncLatency: 100 * time.Microsecond}
-	// HDD is a spinning disk: a ~10 ms seek per random read and per sync.
-	HDD = Profile{Name: "hdd", ReadLatency: 10 * time.Millisecond, SyncLatency: 10 * time.Millisecond}
-	// ObjectStore is remote object storage: ~20 ms per request.
-	ObjectStore = Profile{Name: "object-store", ReadLatency: 20 * time.Millisecond, SyncLatency: 20 * time.Millisecond}
+	// HDD is a spinning disk: 0.2 ms per read in order, a ~10 ms seek more
+	// per read out of order, and a rotation per sync (read-planning.txt's
+	// figures).
+	HDD = Profile{Name: "hdd", ReadLatency: 200 * time.Microsecond, SeekLatency: 10 * time.Millisecond, SyncLatency: 10 * time.Millisecond}
+	// ObjectStore is remote object storage: ~20 ms per request wherever it
+	// reads, and 100 MB/s.
+	ObjectStore = Profile{Name: "object-store", ReadLatency: 20 * time.Millisecond, Bandwidth: 100 << 20, SyncLatency: 20 * time.Millisecond}
 )
+
+// Named returns the profile called name: memory, ssd, hdd or
+// object-store.
+func Named(name string) (Profile, error) {
+	for _, p := range []Profile{Memory, SSD, HDD, ObjectStore} {
+		if p.Name == name {
+			return p, nil
+		}
+	}
+	return Profile{}, fmt.Errorf("simfs: unknown profile %q: want memory, ssd, hdd or object-store", name)
+}
+
+// readCost is the delay of a read of n bytes (invariant 1).
+func (p *Profile) readCost(n int, seek bool) time.Duration {
+	d := p.ReadLatency
+	if seek {
+		d += p.SeekLatency
+	}
+	if p.Bandwidth > 0 {
+		d += time.Duration(int64(n) * int64(time.Second) / p.Bandwidth)
+	}
+	return d
+}
 
 // Options configure an FS.
 type Options struct {
@@ -68,7 +116,15 @@ type Options struct {
 
 // Stats counts operations on files opened through an FS.
 type Stats struct {
-	Reads int64
+	// Reads counts read calls (an object store's requests), ReadBytes the
+	// bytes they asked for, and Seeks those that were not adjacent to the
+	// previous read of their file handle (invariant 1).
+	Reads     int64
+	ReadBytes int64
+	Seeks     int64
+	// Charged is the latency the profiles added to reads, whether or not
+	// Options.Sleep waited it out: the time the simulated disk spent.
+	Charged time.Duration
 	// Syncs counts every sync, WALSyncs those on write-ahead log files (a
 	// Pebble WAL is named *.log), which is what group commit saves.
 	Syncs    int64
@@ -88,7 +144,8 @@ type FS struct {
 	// stall is closed when a stall ends; nil while the disk answers.
 	stall atomic.Pointer[chan struct{}]
 
-	reads, syncs, walSyncs, writes, failed atomic.Int64
+	reads, readBytes, seeks, charged atomic.Int64
+	syncs, walSyncs, writes, failed  atomic.Int64
 }
 
 var _ vfs.FS = (*FS)(nil)
@@ -154,6 +211,9 @@ func (fs *FS) wait() {
 func (fs *FS) Stats() Stats {
 	return Stats{
 		Reads:     fs.reads.Load(),
+		ReadBytes: fs.readBytes.Load(),
+		Seeks:     fs.seeks.Load(),
+		Charged:   time.Duration(fs.charged.Load()),
 		Syncs:     fs.syncs.Load(),
 		WALSyncs:  fs.walSyncs.Load(),
 		Writes:    fs.writes.Load(),
@@ -232,12 +292,34 @@ type file struct {
 	vfs.File
 	fs  *FS
 	wal bool
+
+	mu sync.Mutex
+	// read is set once the handle has been read; next is the offset
+	// where its last read ended, pos where Read continues.
+	read bool
+	next int64
+	pos  int64
 }
 
-func (f *file) read() {
+// charge counts a read of n bytes at off (pos for Read: off < 0) and waits
+// out its cost (invariant 1).
+func (f *file) charge(off int64, n int) {
 	f.fs.wait()
+	f.mu.Lock()
+	if off < 0 {
+		off = f.pos
+		f.pos += int64(n)
+	}
+	seek := !f.read || off != f.next
+	f.read, f.next = true, off+int64(n)
+	f.mu.Unlock()
 	f.fs.reads.Add(1)
-	if d := f.fs.profile.Load().ReadLatency; d > 0 {
+	f.fs.readBytes.Add(int64(n))
+	if seek {
+		f.fs.seeks.Add(1)
+	}
+	if d := f.fs.profile.Load().readCost(n, seek); d > 0 {
+		f.fs.charged.Add(int64(d))
 		f.fs.sleep(d)
 	}
 }
@@ -265,12 +347,21 @@ func (f *file) sync() error {
 }
 
 func (f *file) Read(p []byte) (int, error) {
-	f.read()
-	return f.File.Read(p)
+	f.charge(-1, len(p))
+	n, err := f.File.Read(p)
+	if n < len(p) {
+		// A short read (the end of the file): the next Read continues
+		// where this one stopped.
+		f.mu.Lock()
+		f.pos -= int64(len(p) - n)
+		f.next = f.pos
+		f.mu.Unlock()
+	}
+	return n, err
 }
 
 func (f *file) ReadAt(p []byte, off int64) (int, error) {
-	f.read()
+	f.charge(off, len(p))
 	return f.File.ReadAt(p, off)
 }
 

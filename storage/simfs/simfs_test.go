@@ -56,12 +56,15 @@ func TestLatencyAndCounts(t *testing.T) {
 	}
 	_ = d.Close()
 
-	want := Stats{Reads: 2, Syncs: 2, WALSyncs: 1, Writes: 1}
+	// Both reads are seeks: the first of the handle, and a Read from
+	// position 0 after a ReadAt that ended at 5.
+	want := Stats{Reads: 2, ReadBytes: 10, Seeks: 2, Charged: 10*time.Millisecond + 300*time.Microsecond, Syncs: 2, WALSyncs: 1, Writes: 1}
 	if got := fs.Stats(); got != want {
 		t.Fatalf("stats = %+v, want %+v", got, want)
 	}
-	// HDD sync, HDD read, SSD read; the Memory-profile dir sync sleeps not.
-	wantSlept := []time.Duration{10 * time.Millisecond, 10 * time.Millisecond, 100 * time.Microsecond}
+	// HDD sync, HDD read with a seek, SSD read; the Memory-profile dir
+	// sync sleeps not.
+	wantSlept := []time.Duration{10 * time.Millisecond, 10*time.Millisecond + 200*time.Microsecond, 100 * time.Microsecond}
 	if !slices.Equal(rec.slept, wantSlept) {
 		t.Fatalf("slept %v, want %v", rec.slept, wantSlept)
 	}
@@ -162,5 +165,110 @@ func TestStall(t *testing.T) {
 	}
 	if st, err := mem.Stat("000002.log"); err != nil || st.Size() != 4 || fs.Stalled() {
 		t.Fatalf("after the stall: %v, %v, stalled %v", st, err, fs.Stalled())
+	}
+}
+
+// TestReadCharges checks the pricing of invariant 1 read by read: what is
+// a seek (per handle, Read and ReadAt alike), what each profile charges,
+// and the counters of seeks, bytes and time charged.
+func TestReadCharges(t *testing.T) {
+	mem := vfs.NewMem()
+	w, err := mem.Create("000001.sst", vfs.WriteCategoryUnspecified)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(make([]byte, 1<<20)); err != nil {
+		t.Fatal(err)
+	}
+	_ = w.Close()
+	type read struct {
+		off  int64 // -1: Read
+		n    int
+		seek bool
+	}
+	// The reads of one handle: in order, a jump, a step back, in order
+	// again, then Read from the handle's position 0 (a seek: the last
+	// read ended elsewhere) and a second Read that continues it.
+	reads := []read{
+		{0, 4096, true}, {4096, 4096, false}, {8192, 1000, false},
+		{65536, 4096, true}, {4096, 4096, true}, {8192, 4096, false},
+		{-1, 100, true}, {-1, 100, false},
+	}
+	for _, c := range []struct {
+		profile Profile
+		cost    func(r read) time.Duration
+	}{
+		{HDD, func(r read) time.Duration {
+			if r.seek {
+				return 10*time.Millisecond + 200*time.Microsecond
+			}
+			return 200 * time.Microsecond
+		}},
+		{ObjectStore, func(r read) time.Duration {
+			// 20 ms a request, seek or not, plus the bytes at 100 MiB/s.
+			return 20*time.Millisecond + time.Duration(int64(r.n)*int64(time.Second)/(100<<20))
+		}},
+		{Memory, func(read) time.Duration { return 0 }},
+	} {
+		t.Run(c.profile.Name, func(t *testing.T) {
+			rec := &recorder{}
+			fs := New(mem, Options{Profile: c.profile, Sleep: rec.sleep})
+			f, err := fs.Open("000001.sst")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			var want Stats
+			var wantSlept []time.Duration
+			for i, r := range reads {
+				buf := make([]byte, r.n)
+				if r.off < 0 {
+					_, err = f.Read(buf)
+				} else {
+					_, err = f.ReadAt(buf, r.off)
+				}
+				if err != nil {
+					t.Fatalf("read %d: %v", i, err)
+				}
+				want.Reads++
+				want.ReadBytes += int64(r.n)
+				if r.seek {
+					want.Seeks++
+				}
+				if d := c.cost(r); d > 0 {
+					want.Charged += d
+					wantSlept = append(wantSlept, d)
+				}
+				if got := fs.Stats(); got != want {
+					t.Fatalf("after read %d %+v: stats %+v, want %+v", i, r, got, want)
+				}
+			}
+			if !slices.Equal(rec.slept, wantSlept) {
+				t.Fatalf("slept %v, want %v", rec.slept, wantSlept)
+			}
+			// A second handle of the same file starts with a seek.
+			g, err := fs.Open("000001.sst")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer g.Close()
+			if _, err := g.ReadAt(make([]byte, 10), 12288); err != nil {
+				t.Fatal(err)
+			}
+			if got := fs.Stats().Seeks; got != want.Seeks+1 {
+				t.Fatalf("a new handle's first read: %d seeks, want %d", got, want.Seeks+1)
+			}
+		})
+	}
+}
+
+func TestNamed(t *testing.T) {
+	for _, name := range []string{"memory", "ssd", "hdd", "object-store"} {
+		if p, err := Named(name); err != nil || p.Name != name {
+			t.Errorf("Named(%q) = %+v, %v", name, p, err)
+		}
+	}
+	if _, err := Named("tape"); err == nil {
+		t.Error("Named(tape) succeeded")
 	}
 }
