@@ -18,11 +18,15 @@ type Costs struct {
 	// SeqRow is reading one row of a scan (rows arrive in key order).
 	SeqRow float64
 	// LookupRow is reading one row by key in a batched lookup (index join,
-	// lookup join): keys are sorted before they are read, but each is a
-	// separate seek.
+	// lookup join): sql/exec sorts a batch's keys before it reads them
+	// (lookup.go), so a batch reads each tablet front to back, but keys
+	// far apart still cost a seek each.
 	LookupRow float64
 	// RoundTrip is one request/response between the SQL layer and the
-	// tablets; LookupBatch keys share one.
+	// tablets; LookupBatch keys share one. LookupBatch is also how many
+	// input rows sql/exec puts in one batch on this profile
+	// (exec.Context.LookupBatch): more where a seek or a request costs
+	// more, so that a batch's sorted keys lie closer together.
 	RoundTrip   float64
 	LookupBatch float64
 	// SortRow is sorting one row (a Sort the index order would avoid).
@@ -33,14 +37,14 @@ type Costs struct {
 // ones.
 var DefaultCosts = Costs{
 	Name: "ssd", TableRows: 1000, EqRows: 10, RangeFraction: 1.0 / 3,
-	SeqRow: 1, LookupRow: 2, RoundTrip: 20, LookupBatch: 100, SortRow: 0.5,
+	SeqRow: 1, LookupRow: 2, RoundTrip: 20, LookupBatch: 1000, SortRow: 0.5,
 }
 
 // HDDCosts is a spinning disk: every lookup may pay a seek (~10 ms
 // against ~0.2 ms for a sequential read, read-planning.txt).
 var HDDCosts = Costs{
 	Name: "hdd", TableRows: 1000, EqRows: 10, RangeFraction: 1.0 / 3,
-	SeqRow: 1, LookupRow: 50, RoundTrip: 20, LookupBatch: 100, SortRow: 0.5,
+	SeqRow: 1, LookupRow: 50, RoundTrip: 20, LookupBatch: 10000, SortRow: 0.5,
 }
 
 // ObjectStoreCosts is a cloud object store: a round trip costs tens of
@@ -48,7 +52,7 @@ var HDDCosts = Costs{
 // reading the table.
 var ObjectStoreCosts = Costs{
 	Name: "object-store", TableRows: 1000, EqRows: 10, RangeFraction: 1.0 / 3,
-	SeqRow: 1, LookupRow: 20, RoundTrip: 2000, LookupBatch: 100, SortRow: 0.5,
+	SeqRow: 1, LookupRow: 20, RoundTrip: 2000, LookupBatch: 10000, SortRow: 0.5,
 }
 
 // ProfileCosts returns the cost model of a storage profile by name (ssd,
