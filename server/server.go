@@ -41,6 +41,7 @@ import (
 	"github.com/cairn-db/cairn/clockmon"
 	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/kv"
+	"github.com/cairn-db/cairn/membership"
 	"github.com/cairn-db/cairn/pgwire"
 	"github.com/cairn-db/cairn/pgwire/pgauth"
 	"github.com/cairn-db/cairn/rpc"
@@ -371,6 +372,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		SuperuserReservedConnections: cfg.SuperuserReservedConnections,
 		AuthTimeout:                  cfg.AuthTimeout,
 		StoreProfile:                 s.cfg.StoreProfile,
+		NetworkRTT:                   s.NetworkRTT,
 		GC:                           gcRunner{s}})
 	pgcfg := pgwire.Config{Backend: s.backend, Insecure: cfg.Insecure, Logger: log,
 		MaxConnections: cfg.MaxConnections, SuperuserReservedConnections: cfg.SuperuserReservedConnections,
@@ -606,6 +608,38 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintf(w, "cairn_sql_commits_total{phase=\"none\"} %d\ncairn_sql_commits_total{phase=\"one\"} %d\ncairn_sql_commits_total{phase=\"two\"} %d\n", readOnly, onePhase, twoPhase)
 	s.tabletMetrics(w)
 	s.diskMetrics(w)
+}
+
+// NetworkRTT is the round trip the planner expects a batch to pay on the
+// network (session.Config.NetworkRTT): the mean over the cluster's nodes,
+// this one at zero, of the round-trip time to each, since leaseholders
+// are spread over the nodes. A peer's is what the clock monitor's probes
+// measured (the network's own) plus what --latency-map adds to every
+// message between the two regions (the probes do not pay it). A node
+// without peers pays none.
+func (s *Server) NetworkRTT() time.Duration {
+	if s.repl == nil || s.repl.clock == nil || s.repl.registry == nil {
+		return 0
+	}
+	offs := s.repl.clock.Offsets()
+	var sum time.Duration
+	n := 0
+	for _, rec := range s.repl.registry.Nodes() {
+		if rec.Status == membership.StatusDecommissioned {
+			continue
+		}
+		n++
+		id := rec.NodeID
+		if id == s.repl.id {
+			continue
+		}
+		// Uncertainty is half the probe's round trip.
+		sum += 2*offs[id].Uncertainty + 2*s.repl.geo.OneWay(id)
+	}
+	if n <= 1 {
+		return 0
+	}
+	return sum / time.Duration(n)
 }
 
 // diskMetrics appends the counters of a simulated disk (storage/simfs,

@@ -1,5 +1,10 @@
 package opt
 
+import (
+	"math"
+	"time"
+)
+
 // Costs is the cost model: explicit heuristics standing in for the
 // statistics Cairn does not collect yet, and the storage profile that
 // prices sequential reads, random reads and round trips (DESIGN §8: the
@@ -31,6 +36,21 @@ type Costs struct {
 	LookupBatch float64
 	// SortRow is sorting one row (a Sort the index order would avoid).
 	SortRow float64
+	// UnitTime is about what one unit costs on this profile (SeqRow's
+	// time): WithRoundTrip turns a network round trip into units by it.
+	UnitTime time.Duration
+}
+
+// WithRoundTrip adds a network round trip of rtt (the node's measured
+// round-trip time to the other nodes, whose leaseholders a batch reaches)
+// to every RoundTrip: in a cluster spread over regions, a lookup join
+// that needs many batches costs that many network round trips, while a
+// full read needs one per page.
+func (c Costs) WithRoundTrip(rtt time.Duration) Costs {
+	if rtt > 0 && c.UnitTime > 0 {
+		c.RoundTrip += float64(rtt) / float64(c.UnitTime)
+	}
+	return c
 }
 
 // DefaultCosts is a local SSD: random reads cost about two sequential
@@ -38,6 +58,7 @@ type Costs struct {
 var DefaultCosts = Costs{
 	Name: "ssd", TableRows: 1000, EqRows: 10, RangeFraction: 1.0 / 3,
 	SeqRow: 1, LookupRow: 2, RoundTrip: 20, LookupBatch: 1000, SortRow: 0.5,
+	UnitTime: 50 * time.Microsecond,
 }
 
 // HDDCosts is a spinning disk: every lookup may pay a seek (~10 ms
@@ -45,6 +66,7 @@ var DefaultCosts = Costs{
 var HDDCosts = Costs{
 	Name: "hdd", TableRows: 1000, EqRows: 10, RangeFraction: 1.0 / 3,
 	SeqRow: 1, LookupRow: 50, RoundTrip: 20, LookupBatch: 10000, SortRow: 0.5,
+	UnitTime: 200 * time.Microsecond,
 }
 
 // ObjectStoreCosts is a cloud object store: a round trip costs tens of
@@ -53,6 +75,7 @@ var HDDCosts = Costs{
 var ObjectStoreCosts = Costs{
 	Name: "object-store", TableRows: 1000, EqRows: 10, RangeFraction: 1.0 / 3,
 	SeqRow: 1, LookupRow: 20, RoundTrip: 2000, LookupBatch: 10000, SortRow: 0.5,
+	UnitTime: 10 * time.Microsecond,
 }
 
 // ProfileCosts returns the cost model of a storage profile by name (ssd,
@@ -67,9 +90,16 @@ func ProfileCosts(name string) (c Costs, ok bool) {
 	return DefaultCosts, false
 }
 
-// scanCost prices reading rows through nspans spans (one round trip per
-// request; the reader sends many spans in one request).
-func (c Costs) scanCost(rows float64) float64 { return rows*c.SeqRow + c.RoundTrip }
+// scanPage is how many keys one page of a scan reads per round trip once
+// its pages have grown (sql/exec's maxPage).
+const scanPage = 8192
+
+// scanCost prices reading rows: one round trip per page (the reader sends
+// many spans in one request).
+func (c Costs) scanCost(rows float64) float64 {
+	pages := max(1, math.Ceil(rows/scanPage))
+	return rows*c.SeqRow + pages*c.RoundTrip
+}
 
 // lookupCost prices looking up keys rows by key, in batches.
 func (c Costs) lookupCost(keys float64) float64 {

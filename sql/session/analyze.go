@@ -40,10 +40,42 @@ func (s *Session) optimizeEstimated(ctx context.Context, p *plan.Plan) (map[plan
 	}, s.joinLimits())
 }
 
+// optimizeExplained is optimizeEstimated, also returning each join's
+// choice of method (EXPLAIN (VERBOSE)).
+func (s *Session) optimizeExplained(ctx context.Context, p *plan.Plan) (map[plan.Node]float64, map[plan.Node]opt.JoinChoice, error) {
+	return opt.OptimizeExplained(ctx, p, s.costs(), func(t *catalog.Table) *stats.Table {
+		return s.b.stats.Get(ctx, t)
+	}, s.joinLimits())
+}
+
+// verboseAnnotation is EXPLAIN (VERBOSE)'s: the estimate of each node
+// when est is not nil (COSTS ON), and under each join the cost of the
+// method chosen and of the best one rejected.
+func verboseAnnotation(est map[plan.Node]float64, choices map[plan.Node]opt.JoinChoice) func(plan.Node) string {
+	rows := estimateAnnotation(est)
+	return func(n plan.Node) string {
+		out := ""
+		if est != nil {
+			out = rows(n)
+		}
+		if c, ok := choices[n]; ok {
+			if out != "" {
+				out += "\n"
+			}
+			out += c.String()
+		}
+		return out
+	}
+}
+
 // costs is the cost model of the session's storage.profile (the node's
-// --store-profile unless SET overrides it); SET has checked the name.
+// --store-profile unless SET overrides it; SET has checked the name),
+// with the network's round trips of a node in a cluster.
 func (s *Session) costs() opt.Costs {
 	c, _ := opt.ProfileCosts(s.vars["storage.profile"])
+	if rtt := s.b.cfg.NetworkRTT; rtt != nil {
+		c = c.WithRoundTrip(rtt())
+	}
 	return c
 }
 

@@ -55,6 +55,11 @@ type Config struct {
 	// resolved --store-profile): the default of each session's
 	// storage.profile setting. "": ssd.
 	StoreProfile string
+	// NetworkRTT, when set, is the round-trip time a batch to the
+	// tablets' leaseholders pays on the network (the node's measured RTTs
+	// to its peers); the planner adds it to its round trips
+	// (opt.Costs.WithRoundTrip). nil: a node that is a cluster of one.
+	NetworkRTT func() time.Duration
 	// GC runs VACUUM's garbage collection (vacuum.go); nil: VACUUM only
 	// checks its tables (a Backend without a store, in unit tests).
 	GC GC
