@@ -658,7 +658,8 @@ func (s *Server) diskMetrics(w io.Writer) {
 	}{
 		{"cairn_store_reads_total", "Read calls that reached the store's (simulated) filesystem: block cache misses, an object store's requests.", float64(st.Reads)},
 		{"cairn_store_read_bytes_total", "Bytes those reads asked for.", float64(st.ReadBytes)},
-		{"cairn_store_seeks_total", "Reads that did not continue where the previous read of their file ended.", float64(st.Seeks)},
+		{"cairn_store_seeks_total", "Reads that did not continue where the previous read of their file ended (a disk's seeks).", float64(st.Seeks)},
+		{"cairn_store_skips_total", "Reads a short way ahead of where the previous read of their file ended, which a disk passes over rather than seeks.", float64(st.Skips)},
 		{"cairn_store_read_latency_charged_seconds_total", "Latency the simulated disk's profile added to reads.", st.Charged.Seconds()},
 	} {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s counter\n%s %g\n", m.name, m.help, m.name, m.name, m.v)

@@ -6,7 +6,10 @@
 // (a sequential block off a disk, one request to an object store), a read
 // that does not start where the previous read of the same file handle
 // ended pays SeekLatency too (a disk head moving), and Bandwidth charges
-// for the bytes. So a fast disk can play an HDD or S3 (cairn start
+// for the bytes. A disk that reads a short way ahead lets the platter
+// turn under the head rather than seek: a forward gap it passes over in
+// less than SeekLatency at Bandwidth costs that instead, and counts as a
+// skip, not a seek. So a fast disk can play an HDD or S3 (cairn start
 // --debug-store-latency), and random access shows in the counters
 // (Stats.Seeks) and the time charged (Stats.Charged) whatever the real
 // disk is.
@@ -25,8 +28,10 @@
 //     latency before it reaches the wrapped file. A read is a seek when it
 //     is the handle's first or does not start at the offset where the
 //     handle's previous read ended (Read continues at the handle's own
-//     position); the delay of a read is ReadLatency, plus SeekLatency for
-//     a seek, plus its length over Bandwidth, in one wait.
+//     position), unless it starts ahead of that offset by a gap that
+//     passes at Bandwidth in less than SeekLatency (a skip). The delay of
+//     a read is ReadLatency, plus SeekLatency for a seek or the gap's time
+//     for a skip, plus its length over Bandwidth, in one wait.
 //  2. While a write error is injected, every Create, ReuseForWrite, Write,
 //     WriteAt, Preallocate and sync returns it and changes nothing underneath,
 //     so nothing written through FS becomes durable.
@@ -72,10 +77,11 @@ var (
 	Memory = Profile{Name: "memory"}
 	// SSD is a local NVMe/SATA SSD: ~0.1 ms per random read or flush.
 	SSD = Profile{Name: "ssd", ReadLatency: 100 * time.Microsecond, SyncLatency: 100 * time.Microsecond}
-	// HDD is a spinning disk: 0.2 ms per read in order, a ~10 ms seek more
-	// per read out of order, and a rotation per sync (read-planning.txt's
-	// figures).
-	HDD = Profile{Name: "hdd", ReadLatency: 200 * time.Microsecond, SeekLatency: 10 * time.Millisecond, SyncLatency: 10 * time.Millisecond}
+	// HDD is a spinning disk: 0.2 ms per read in order (read-planning.txt's
+	// figure), 150 MB/s, a ~10 ms seek more per read out of order (short
+	// forward gaps pass under the head instead: 10 ms is ~1.5 MB), and a
+	// rotation per sync.
+	HDD = Profile{Name: "hdd", ReadLatency: 200 * time.Microsecond, SeekLatency: 10 * time.Millisecond, Bandwidth: 150 << 20, SyncLatency: 10 * time.Millisecond}
 	// ObjectStore is remote object storage: ~20 ms per request wherever it
 	// reads, and 100 MB/s.
 	ObjectStore = Profile{Name: "object-store", ReadLatency: 20 * time.Millisecond, Bandwidth: 100 << 20, SyncLatency: 20 * time.Millisecond}
@@ -92,16 +98,27 @@ func Named(name string) (Profile, error) {
 	return Profile{}, fmt.Errorf("simfs: unknown profile %q: want memory, ssd, hdd or object-store", name)
 }
 
-// readCost is the delay of a read of n bytes (invariant 1).
-func (p *Profile) readCost(n int, seek bool) time.Duration {
-	d := p.ReadLatency
-	if seek {
-		d += p.SeekLatency
+// transfer is the time n bytes take at the profile's bandwidth.
+func (p *Profile) transfer(n int64) time.Duration {
+	if p.Bandwidth <= 0 {
+		return 0
 	}
-	if p.Bandwidth > 0 {
-		d += time.Duration(int64(n) * int64(time.Second) / p.Bandwidth)
+	return time.Duration(n * int64(time.Second) / p.Bandwidth)
+}
+
+// readCost prices a read of n bytes (invariant 1): gap is how far ahead
+// of the previous read's end it starts (0: adjacent, negative: behind)
+// and first whether it is the handle's first read.
+func (p *Profile) readCost(n int, gap int64, first bool) (d time.Duration, seek, skip bool) {
+	d = p.ReadLatency + p.transfer(int64(n))
+	switch {
+	case !first && gap == 0:
+	case !first && gap > 0 && p.SeekLatency > 0 && p.Bandwidth > 0 && p.transfer(gap) < p.SeekLatency:
+		d, skip = d+p.transfer(gap), true
+	default:
+		d, seek = d+p.SeekLatency, true
 	}
-	return d
+	return d, seek, skip
 }
 
 // Options configure an FS.
@@ -117,11 +134,13 @@ type Options struct {
 // Stats counts operations on files opened through an FS.
 type Stats struct {
 	// Reads counts read calls (an object store's requests), ReadBytes the
-	// bytes they asked for, and Seeks those that were not adjacent to the
-	// previous read of their file handle (invariant 1).
+	// bytes they asked for, Seeks those that were not adjacent to the
+	// previous read of their file handle and Skips those a short way
+	// ahead of it (invariant 1).
 	Reads     int64
 	ReadBytes int64
 	Seeks     int64
+	Skips     int64
 	// Charged is the latency the profiles added to reads, whether or not
 	// Options.Sleep waited it out: the time the simulated disk spent.
 	Charged time.Duration
@@ -144,8 +163,8 @@ type FS struct {
 	// stall is closed when a stall ends; nil while the disk answers.
 	stall atomic.Pointer[chan struct{}]
 
-	reads, readBytes, seeks, charged atomic.Int64
-	syncs, walSyncs, writes, failed  atomic.Int64
+	reads, readBytes, seeks, skips, charged atomic.Int64
+	syncs, walSyncs, writes, failed         atomic.Int64
 }
 
 var _ vfs.FS = (*FS)(nil)
@@ -213,6 +232,7 @@ func (fs *FS) Stats() Stats {
 		Reads:     fs.reads.Load(),
 		ReadBytes: fs.readBytes.Load(),
 		Seeks:     fs.seeks.Load(),
+		Skips:     fs.skips.Load(),
 		Charged:   time.Duration(fs.charged.Load()),
 		Syncs:     fs.syncs.Load(),
 		WALSyncs:  fs.walSyncs.Load(),
@@ -310,15 +330,19 @@ func (f *file) charge(off int64, n int) {
 		off = f.pos
 		f.pos += int64(n)
 	}
-	seek := !f.read || off != f.next
+	first, gap := !f.read, off-f.next
 	f.read, f.next = true, off+int64(n)
 	f.mu.Unlock()
+	d, seek, skip := f.fs.profile.Load().readCost(n, gap, first)
 	f.fs.reads.Add(1)
 	f.fs.readBytes.Add(int64(n))
 	if seek {
 		f.fs.seeks.Add(1)
 	}
-	if d := f.fs.profile.Load().readCost(n, seek); d > 0 {
+	if skip {
+		f.fs.skips.Add(1)
+	}
+	if d > 0 {
 		f.fs.charged.Add(int64(d))
 		f.fs.sleep(d)
 	}

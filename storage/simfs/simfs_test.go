@@ -58,13 +58,14 @@ func TestLatencyAndCounts(t *testing.T) {
 
 	// Both reads are seeks: the first of the handle, and a Read from
 	// position 0 after a ReadAt that ended at 5.
-	want := Stats{Reads: 2, ReadBytes: 10, Seeks: 2, Charged: 10*time.Millisecond + 300*time.Microsecond, Syncs: 2, WALSyncs: 1, Writes: 1}
+	hddRead := 10*time.Millisecond + 200*time.Microsecond + HDD.transfer(5)
+	want := Stats{Reads: 2, ReadBytes: 10, Seeks: 2, Charged: hddRead + 100*time.Microsecond, Syncs: 2, WALSyncs: 1, Writes: 1}
 	if got := fs.Stats(); got != want {
 		t.Fatalf("stats = %+v, want %+v", got, want)
 	}
 	// HDD sync, HDD read with a seek, SSD read; the Memory-profile dir
 	// sync sleeps not.
-	wantSlept := []time.Duration{10 * time.Millisecond, 10*time.Millisecond + 200*time.Microsecond, 100 * time.Microsecond}
+	wantSlept := []time.Duration{10 * time.Millisecond, hddRead, 100 * time.Microsecond}
 	if !slices.Equal(rec.slept, wantSlept) {
 		t.Fatalf("slept %v, want %v", rec.slept, wantSlept)
 	}
@@ -169,46 +170,57 @@ func TestStall(t *testing.T) {
 }
 
 // TestReadCharges checks the pricing of invariant 1 read by read: what is
-// a seek (per handle, Read and ReadAt alike), what each profile charges,
-// and the counters of seeks, bytes and time charged.
+// a seek and what a skip (per handle, Read and ReadAt alike), what each
+// profile charges, and the counters of seeks, skips, bytes and time.
 func TestReadCharges(t *testing.T) {
 	mem := vfs.NewMem()
 	w, err := mem.Create("000001.sst", vfs.WriteCategoryUnspecified)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.Write(make([]byte, 1<<20)); err != nil {
+	if _, err := w.Write(make([]byte, 4<<20)); err != nil {
 		t.Fatal(err)
 	}
 	_ = w.Close()
 	type read struct {
 		off  int64 // -1: Read
 		n    int
-		seek bool
+		gap  int64 // from the previous read's end
+		seek bool  // on a disk: a jump back, a long jump ahead, a first read
 	}
-	// The reads of one handle: in order, a jump, a step back, in order
-	// again, then Read from the handle's position 0 (a seek: the last
-	// read ended elsewhere) and a second Read that continues it.
+	// The reads of one handle: in order, a short jump ahead, a step back,
+	// in order again, a long jump ahead, then Read from the handle's
+	// position 0 (the last read ended elsewhere) and a second Read that
+	// continues it.
 	reads := []read{
-		{0, 4096, true}, {4096, 4096, false}, {8192, 1000, false},
-		{65536, 4096, true}, {4096, 4096, true}, {8192, 4096, false},
-		{-1, 100, true}, {-1, 100, false},
+		{0, 4096, 0, true}, {4096, 4096, 0, false}, {8192, 1000, 0, false},
+		{65536, 4096, 65536 - 9192, false}, {4096, 4096, 0, true}, {8192, 4096, 0, false},
+		{3 << 20, 4096, 3<<20 - 12288, true},
+		{-1, 100, 0, true}, {-1, 100, 0, false},
 	}
+	bw := func(n int64, perSec int64) time.Duration { return time.Duration(n * int64(time.Second) / perSec) }
 	for _, c := range []struct {
 		profile Profile
-		cost    func(r read) time.Duration
+		// cost is what a read costs; seeks and skips are what the
+		// profile counts (a profile without seek latency never skips).
+		cost        func(r read) time.Duration
+		seeks, skip func(r read) bool
 	}{
 		{HDD, func(r read) time.Duration {
-			if r.seek {
-				return 10*time.Millisecond + 200*time.Microsecond
+			d := 200*time.Microsecond + bw(int64(r.n), 150<<20)
+			switch {
+			case r.seek:
+				d += 10 * time.Millisecond
+			case r.gap > 0:
+				d += bw(r.gap, 150<<20) // 55 kB: 0.35 ms under the head
 			}
-			return 200 * time.Microsecond
-		}},
+			return d
+		}, func(r read) bool { return r.seek }, func(r read) bool { return !r.seek && r.gap > 0 }},
 		{ObjectStore, func(r read) time.Duration {
 			// 20 ms a request, seek or not, plus the bytes at 100 MiB/s.
-			return 20*time.Millisecond + time.Duration(int64(r.n)*int64(time.Second)/(100<<20))
-		}},
-		{Memory, func(read) time.Duration { return 0 }},
+			return 20*time.Millisecond + bw(int64(r.n), 100<<20)
+		}, func(r read) bool { return r.seek || r.gap > 0 }, func(read) bool { return false }},
+		{Memory, func(read) time.Duration { return 0 }, func(r read) bool { return r.seek || r.gap > 0 }, func(read) bool { return false }},
 	} {
 		t.Run(c.profile.Name, func(t *testing.T) {
 			rec := &recorder{}
@@ -232,8 +244,11 @@ func TestReadCharges(t *testing.T) {
 				}
 				want.Reads++
 				want.ReadBytes += int64(r.n)
-				if r.seek {
+				if c.seeks(r) {
 					want.Seeks++
+				}
+				if c.skip(r) {
+					want.Skips++
 				}
 				if d := c.cost(r); d > 0 {
 					want.Charged += d
