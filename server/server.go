@@ -657,6 +657,7 @@ func (s *Server) diskMetrics(w io.Writer) {
 		v          float64
 	}{
 		{"cairn_store_reads_total", "Read calls that reached the store's (simulated) filesystem: block cache misses, an object store's requests.", float64(st.Reads)},
+		{"cairn_store_requests_total", "What the storage was asked for: each read, or on an object store each chunk fetched.", float64(st.Requests)},
 		{"cairn_store_read_bytes_total", "Bytes those reads asked for.", float64(st.ReadBytes)},
 		{"cairn_store_seeks_total", "Reads that did not continue where the previous read of their file ended (a disk's seeks).", float64(st.Seeks)},
 		{"cairn_store_skips_total", "Reads a short way ahead of where the previous read of their file ended, which a disk passes over rather than seeks.", float64(st.Skips)},

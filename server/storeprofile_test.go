@@ -125,7 +125,7 @@ func TestDiskMetrics(t *testing.T) {
 			t.Fatalf("/metrics does not parse: %v", err)
 		}
 		out := map[string]float64{}
-		for _, name := range []string{"cairn_store_reads_total", "cairn_store_read_bytes_total", "cairn_store_seeks_total", "cairn_store_skips_total", "cairn_store_read_latency_charged_seconds_total"} {
+		for _, name := range []string{"cairn_store_reads_total", "cairn_store_read_bytes_total", "cairn_store_seeks_total", "cairn_store_skips_total", "cairn_store_requests_total", "cairn_store_read_latency_charged_seconds_total"} {
 			f := fams[name]
 			if f == nil || f.GetType() != dto.MetricType_COUNTER || len(f.GetMetric()) != 1 {
 				t.Fatalf("%s: %v, want one counter", name, f)

@@ -240,7 +240,7 @@ func parseStart(args []string, stderr io.Writer) (startFlags, error) {
 	fs.Float64Var(&f.cfg.TabletSplitQPS, "tablet-split-qps", 2500, "batches per second (over 10s) past which a tablet splits by load (0: never by load; 2500 is store.DefaultSplitQPS)")
 	fs.DurationVar(&f.cfg.DiskStallFence, "disk-stall-fence", 10*time.Second, "how long one write or sync of the store may hang before the node stops itself, so that its leases move to healthy nodes (negative: never)")
 	fs.DurationVar(&f.syncLatency, "debug-sync-latency", 0, "add this much to every sync of the store's files (storage/simfs), so that benchmarks on loopback pay a disk's write latency (bench/hashshard); never in production")
-	fs.StringVar(&f.storeLatency, "debug-store-latency", "", "make the store's disk read like an hdd (0.2 ms per read and 150 MiB/s, 10 ms more per seek, short forward gaps at 150 MiB/s) or an object-store (20 ms per request, 100 MiB/s) (storage/simfs), and count reads, bytes and seeks in /metrics, so that benchmarks on a fast disk show random reads; never in production")
+	fs.StringVar(&f.storeLatency, "debug-store-latency", "", "make the store's disk read like an hdd (0.2 ms per read and 150 MiB/s, 10 ms more per seek, short forward gaps at 150 MiB/s) or an object-store (read in 1 MiB chunks: 20 ms per request, 100 MiB/s) (storage/simfs), and count reads, bytes and seeks in /metrics, so that benchmarks on a fast disk show random reads; never in production")
 	fs.BoolVar(&f.cfg.FaultInjection, "debug-fault-injection", false, "serve /debug/faults (partitions, clock offsets, lease transfers, splits) for the chaos tests (test/chaos); never in production")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

@@ -9,7 +9,10 @@
 // for the bytes. A disk that reads a short way ahead lets the platter
 // turn under the head rather than seek: a forward gap it passes over in
 // less than SeekLatency at Bandwidth costs that instead, and counts as a
-// skip, not a seek. So a fast disk can play an HDD or S3 (cairn start
+// skip, not a seek. An object store is read in large chunks (Chunk): a
+// read the handle's recently fetched chunks hold costs nothing, and each
+// chunk it misses is one request (ReadLatency plus the chunk at
+// Bandwidth), as an engine over S3 keeps what it fetched in a local cache. So a fast disk can play an HDD or S3 (cairn start
 // --debug-store-latency), and random access shows in the counters
 // (Stats.Seeks) and the time charged (Stats.Charged) whatever the real
 // disk is.
@@ -31,7 +34,10 @@
 //     position), unless it starts ahead of that offset by a gap that
 //     passes at Bandwidth in less than SeekLatency (a skip). The delay of
 //     a read is ReadLatency, plus SeekLatency for a seek or the gap's time
-//     for a skip, plus its length over Bandwidth, in one wait.
+//     for a skip, plus its length over Bandwidth, in one wait. With Chunk
+//     set, a read instead pays one request (ReadLatency plus Chunk over
+//     Bandwidth) for each chunk it touches that is not among the last
+//     chunkMemory chunks its handle fetched, and is neither seek nor skip.
 //  2. While a write error is injected, every Create, ReuseForWrite, Write,
 //     WriteAt, Preallocate and sync returns it and changes nothing underneath,
 //     so nothing written through FS becomes durable.
@@ -44,6 +50,7 @@ package simfs
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -66,6 +73,11 @@ type Profile struct {
 	// Bandwidth, in bytes per second, charges each read its length over
 	// it; 0: free.
 	Bandwidth int64
+	// Chunk, when above 0, is the size of the pieces the storage is read
+	// in: each read pays for the chunks it needs that the handle has not
+	// fetched recently (its last chunkMemory), one request each, and
+	// nothing else (invariant 1).
+	Chunk int64
 	// SyncLatency is added to every sync.
 	SyncLatency time.Duration
 }
@@ -82,9 +94,9 @@ var (
 	// forward gaps pass under the head instead: 10 ms is ~1.5 MB), and a
 	// rotation per sync.
 	HDD = Profile{Name: "hdd", ReadLatency: 200 * time.Microsecond, SeekLatency: 10 * time.Millisecond, Bandwidth: 150 << 20, SyncLatency: 10 * time.Millisecond}
-	// ObjectStore is remote object storage: ~20 ms per request wherever it
-	// reads, and 100 MB/s.
-	ObjectStore = Profile{Name: "object-store", ReadLatency: 20 * time.Millisecond, Bandwidth: 100 << 20, SyncLatency: 20 * time.Millisecond}
+	// ObjectStore is remote object storage read in 1 MiB chunks: ~20 ms
+	// per request wherever it reads, and 100 MiB/s.
+	ObjectStore = Profile{Name: "object-store", ReadLatency: 20 * time.Millisecond, Bandwidth: 100 << 20, Chunk: 1 << 20, SyncLatency: 20 * time.Millisecond}
 )
 
 // Named returns the profile called name: memory, ssd, hdd or
@@ -141,6 +153,9 @@ type Stats struct {
 	ReadBytes int64
 	Seeks     int64
 	Skips     int64
+	// Requests counts what the storage was asked for: each read that
+	// reached it, or with Profile.Chunk each chunk fetched.
+	Requests int64
 	// Charged is the latency the profiles added to reads, whether or not
 	// Options.Sleep waited it out: the time the simulated disk spent.
 	Charged time.Duration
@@ -163,8 +178,8 @@ type FS struct {
 	// stall is closed when a stall ends; nil while the disk answers.
 	stall atomic.Pointer[chan struct{}]
 
-	reads, readBytes, seeks, skips, charged atomic.Int64
-	syncs, walSyncs, writes, failed         atomic.Int64
+	reads, readBytes, seeks, skips, requests, charged atomic.Int64
+	syncs, walSyncs, writes, failed                   atomic.Int64
 }
 
 var _ vfs.FS = (*FS)(nil)
@@ -233,6 +248,7 @@ func (fs *FS) Stats() Stats {
 		ReadBytes: fs.readBytes.Load(),
 		Seeks:     fs.seeks.Load(),
 		Skips:     fs.skips.Load(),
+		Requests:  fs.requests.Load(),
 		Charged:   time.Duration(fs.charged.Load()),
 		Syncs:     fs.syncs.Load(),
 		WALSyncs:  fs.walSyncs.Load(),
@@ -319,6 +335,34 @@ type file struct {
 	read bool
 	next int64
 	pos  int64
+	// chunks are the last chunkMemory chunks fetched (Profile.Chunk),
+	// oldest first.
+	chunks []int64
+}
+
+// chunkMemory is how many chunks a handle remembers having fetched.
+const chunkMemory = 16
+
+// fetch returns how many of the chunks [off, off+n) touches the handle
+// has not fetched recently, and remembers them. f.mu is held.
+func (f *file) fetch(chunk, off int64, n int) (missing int64) {
+	last := off
+	if n > 0 {
+		last = off + int64(n) - 1
+	}
+	for c := off / chunk; c <= last/chunk; c++ {
+		if i := slices.Index(f.chunks, c); i >= 0 {
+			// Fetched recently: move it to the newest end.
+			f.chunks = append(slices.Delete(f.chunks, i, i+1), c)
+			continue
+		}
+		missing++
+		if len(f.chunks) == chunkMemory {
+			f.chunks = slices.Delete(f.chunks, 0, 1)
+		}
+		f.chunks = append(f.chunks, c)
+	}
+	return missing
 }
 
 // charge counts a read of n bytes at off (pos for Read: off < 0) and waits
@@ -330,12 +374,22 @@ func (f *file) charge(off int64, n int) {
 		off = f.pos
 		f.pos += int64(n)
 	}
+	p := f.fs.profile.Load()
 	first, gap := !f.read, off-f.next
 	f.read, f.next = true, off+int64(n)
+	var d time.Duration
+	var seek, skip bool
+	requests := int64(1)
+	if p.Chunk > 0 {
+		requests = f.fetch(p.Chunk, off, n)
+		d = time.Duration(requests) * (p.ReadLatency + p.transfer(p.Chunk))
+	} else {
+		d, seek, skip = p.readCost(n, gap, first)
+	}
 	f.mu.Unlock()
-	d, seek, skip := f.fs.profile.Load().readCost(n, gap, first)
 	f.fs.reads.Add(1)
 	f.fs.readBytes.Add(int64(n))
+	f.fs.requests.Add(requests)
 	if seek {
 		f.fs.seeks.Add(1)
 	}
