@@ -75,6 +75,39 @@ func TestStoreProfile(t *testing.T) {
 	if !strings.Contains(ssd, "Lookup Join") || strings.Contains(hdd, "Lookup Join") {
 		t.Errorf("want a lookup join on ssd only:\nhdd:\n%s\nssd:\n%s", hdd, ssd)
 	}
+	// The lookup join's batches: one of up to 1000 rows on ssd; of ten
+	// rows each with sql.testing.lookup_batch = 10.
+	analyze := func() string {
+		t.Helper()
+		rows, err := pg.Query(ctx, "EXPLAIN ANALYZE SELECT * FROM small JOIN big ON small.b = big.k WHERE small.a BETWEEN 1 AND 100", pgx.QueryExecModeSimpleProtocol)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, l := range lines {
+			if !strings.Contains(l, "Lookup Join") {
+				continue
+			}
+			for _, d := range lines[i+1:] {
+				if strings.Contains(d, "KV:") {
+					return d
+				}
+			}
+		}
+		t.Fatalf("no lookup join:\n%s", strings.Join(lines, "\n"))
+		return ""
+	}
+	if kv := analyze(); !strings.Contains(kv, "KV: 100 requests in 1 round trip") {
+		t.Errorf("ssd lookup batches: %q", kv)
+	}
+	execAll(t, pg, "SET sql.testing.lookup_batch = 10")
+	if kv := analyze(); !strings.Contains(kv, "KV: 100 requests in 10 round trips") {
+		t.Errorf("batches of 10: %q", kv)
+	}
+	execAll(t, pg, "RESET sql.testing.lookup_batch")
 	_, err := pg.Exec(ctx, "SET storage.profile = 'floppy'")
 	if pe := (*pgconn.PgError)(nil); !errors.As(err, &pe) || pe.Code != "22023" {
 		t.Errorf("SET storage.profile = 'floppy': %v, want 22023", err)

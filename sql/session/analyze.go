@@ -68,6 +68,15 @@ func verboseAnnotation(est map[plan.Node]float64, choices map[plan.Node]opt.Join
 	}
 }
 
+// lookupBatch is the batch size of index and lookup joins: the storage
+// profile's (opt.Costs.LookupBatch), or sql.testing.lookup_batch's.
+func (s *Session) lookupBatch() int {
+	if n, _ := strconv.Atoi(s.vars["sql.testing.lookup_batch"]); n > 0 {
+		return n
+	}
+	return int(s.costs().LookupBatch)
+}
+
 // costs is the cost model of the session's storage.profile (the node's
 // --store-profile unless SET overrides it; SET has checked the name),
 // with the network's round trips of a node in a cluster.

@@ -306,7 +306,7 @@ func (s *Session) execContext(x *stmtState, txn *kv.Txn, params []types.Datum) *
 		PackedRows:      packed,
 		PackedSizeLimit: limit,
 		// The storage profile sizes lookup batches (opt.Costs.LookupBatch).
-		LookupBatch:      int(s.costs().LookupBatch),
+		LookupBatch:      s.lookupBatch(),
 		LookupInputOrder: s.vars["sql.testing.lookup_input_order"] == "on",
 		CatalogWriter: func() *catalog.Writer {
 			s.txnWroteCatalog = true

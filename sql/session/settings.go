@@ -97,6 +97,7 @@ var settingsList = []*setting{
 	{name: "storage.packed_rows.enabled", def: "on", check: checkBool, desc: "Stores each row's columns packed in one value."},
 	{name: "sql.stats.automatic_collection.enabled", def: "on", check: checkBool, desc: "Collects table statistics in the background when this session's changes make them stale."},
 	{name: "sql.testing.work_mem_bytes", def: "0", check: checkIntRange(0, 1<<40), desc: "For tests: when above 0, the per-operator memory limit in bytes, overriding work_mem (so tiny inputs spill)."},
+	{name: "sql.testing.lookup_batch", def: "0", check: checkIntRange(0, 1<<20), desc: "For benchmarks: when above 0, the input rows an index or lookup join looks up per batch, overriding the storage profile's size."},
 	{name: "sql.testing.lookup_input_order", def: "off", check: checkBool, desc: "For benchmarks: index and lookup joins read their keys in input order, unsorted, as Cairn did before reads in storage order (bench/readplan's baseline)."},
 	{name: "sql.defaults.default_hash_sharded_index_bucket_count", def: "16", check: checkIntRange(2, 2048), desc: "Bucket count of a hash-sharded index created with USING HASH and no BUCKET_COUNT."},
 	{name: "storage.packed_rows.size_limit", def: "0", check: checkIntRange(0, 1<<30), desc: "Largest packed row in bytes (0: no limit); larger rows are stored one column per key."},
