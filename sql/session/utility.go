@@ -23,7 +23,7 @@ var explainColumns = []plan.Column{{Name: "QUERY PLAN", T: types.Text}}
 
 // explain runs EXPLAIN [ANALYZE] [(options)] over a plannable statement.
 func (s *Session) explain(x *stmtState, st *parser.Statement, n *pg_query.ExplainStmt, w pgwire.ResultWriter, b *bound) error {
-	analyze, costs := false, false
+	analyze, costs, verbose := false, false, false
 	summary := true // with ANALYZE, as in PostgreSQL; SUMMARY OFF drops it
 	for _, o := range n.Options {
 		de := o.GetDefElem()
@@ -59,7 +59,15 @@ func (s *Session) explain(x *stmtState, st *parser.Statement, n *pg_query.Explai
 				return pgerror.New(pgerrcode.SyntaxError, "summary requires a Boolean value")
 			}
 			summary = on == "on"
-		case "verbose", "settings", "buffers", "wal", "timing", "generic_plan":
+		case "verbose":
+			// Cairn's VERBOSE adds, under each join the optimizer chose a
+			// method for, that method's cost and the best rejected one's.
+			on, err := checkBool(s, v)
+			if err != nil {
+				return pgerror.New(pgerrcode.SyntaxError, "verbose requires a Boolean value")
+			}
+			verbose = on == "on"
+		case "settings", "buffers", "wal", "timing", "generic_plan":
 			// Accepted; the text format prints what plan.Explain prints.
 		default:
 			return pgerror.New(pgerrcode.SyntaxError, "unrecognized EXPLAIN option %q", de.Defname)
@@ -117,12 +125,22 @@ func (s *Session) explain(x *stmtState, st *parser.Statement, n *pg_query.Explai
 			return err
 		}
 		substituteParams(p, b.params, x.types())
-		if !costs {
+		switch {
+		case verbose:
+			est, choices, err := s.optimizeExplained(x.ctx, p)
+			if err != nil {
+				return err
+			}
+			if !costs {
+				est = nil
+			}
+			lines = plan.Explain(p, verboseAnnotation(est, choices))
+		case !costs:
 			if err := s.optimize(x.ctx, p); err != nil {
 				return err
 			}
 			lines = plan.Explain(p, nil)
-		} else {
+		default:
 			est, err := s.optimizeEstimated(x.ctx, p)
 			if err != nil {
 				return err
