@@ -139,7 +139,7 @@ func copyChain(n plan.Node, f func(*plan.Scan)) plan.Node {
 
 // pointParams inspects a bound plan, before its parameters are
 // substituted: if its only parameters appear as `col = $n` conjuncts of
-// one predicate holding nothing else, with the column of the parameter's
+// one predicate holding nothing else (or `col IN ($n)` of one element), with the column of the parameter's
 // exact type, it returns the parameters so used (0-based; nil: not a
 // candidate).
 func pointParams(p *plan.Plan, nparams int) []int {
@@ -159,15 +159,28 @@ func pointParams(p *plan.Plan, nparams int) []int {
 	var out []int
 	seen := map[int]bool{}
 	for _, c := range conjunctsOf(holders[0]) {
-		cmp, ok := c.(*sem.Cmp)
-		if !ok || cmp.Op != sem.EQ {
+		var l, r sem.Expr
+		switch v := c.(type) {
+		case *sem.Cmp:
+			if v.Op != sem.EQ {
+				return nil
+			}
+			l, r = v.Left, v.Right
+		case *sem.In:
+			// `col IN ($n)`, one element, is `col = $n` (the kv
+			// workload's reads of one key).
+			if v.Negated || len(v.List) != 1 {
+				return nil
+			}
+			l, r = v.Left, v.List[0]
+		default:
 			return nil
 		}
-		ref, rok := cmp.Left.(*sem.ColRef)
-		prm, pok := cmp.Right.(*sem.Param)
+		ref, rok := l.(*sem.ColRef)
+		prm, pok := r.(*sem.Param)
 		if !rok || !pok {
-			ref, rok = cmp.Right.(*sem.ColRef)
-			prm, pok = cmp.Left.(*sem.Param)
+			ref, rok = r.(*sem.ColRef)
+			prm, pok = l.(*sem.Param)
 		}
 		if !rok || !pok || prm.Index < 1 || prm.Index > nparams || seen[prm.Index-1] ||
 			!ref.T.Identical(prm.T) || !pointKeyType(prm.T) {

@@ -136,6 +136,16 @@ func TestPreparedPointPlanCache(t *testing.T) {
 	if hits := metric(t, srv, "cairn_sql_plan_cache_hits_total") - hits0; hits < 60 {
 		t.Errorf("%v of 64 executions on a hash-sharded key reused the plan", hits)
 	}
+	// The kv workload's read of one key: IN of one element.
+	hits0 = metric(t, srv, "cairn_sql_plan_cache_hits_total")
+	for i := 1; i <= 20; i++ {
+		if got, want := get(a, "SELECT v FROM hkv WHERE k IN ($1)", i), strconv.Itoa(i*3); got != want {
+			t.Fatalf("hkv k IN (%d): %s, want %s", i, got, want)
+		}
+	}
+	if hits := metric(t, srv, "cairn_sql_plan_cache_hits_total") - hits0; hits < 16 {
+		t.Errorf("%v of 20 executions of k IN ($1) reused the plan", hits)
+	}
 	for _, tc := range []struct {
 		arg  any
 		want string
