@@ -265,3 +265,59 @@ func TestRekeyOnlineUnderLoad(t *testing.T) {
 		}
 	}
 }
+
+// TestRekeyOnlineFailureRollsBack makes a bucket-count change fail
+// mid-copy: the ALTER reports the error, the job ends failed, the table
+// keeps its old bucket count with every row, no move is left in its
+// descriptor, and the target's storage holds no key.
+func TestRekeyOnlineFailureRollsBack(t *testing.T) {
+	s, url := startNode(t, t.TempDir())
+	defer s.Stop(context.Background())
+	ctx := context.Background()
+	c := connect(t, url, "postgres")
+	mustExec(t, c, "CREATE TABLE hs (id int PRIMARY KEY USING HASH WITH (bucket_count = 4), v int NOT NULL, u int UNIQUE, note text)")
+	mustExec(t, c, "CREATE INDEX hs_v_idx ON hs (v)")
+	mustExec(t, c, "INSERT INTO hs SELECT i, i % 97, i, 'r' || i FROM generate_series(1, 3000) i")
+
+	paused, release := pauseMove(t)
+	defer release(nil)
+	alterErr := make(chan error, 1)
+	mover := connect(t, url, "postgres")
+	go func() {
+		_, err := mover.Exec(ctx, "ALTER INDEX hs_pkey SET (bucket_count = 9)")
+		alterErr <- err
+	}()
+	select {
+	case <-paused:
+	case err := <-alterErr:
+		t.Fatalf("the change ended before its second page: %v", err)
+	}
+	moving := moveState(t, s, c, "hs")
+	if moving.Move == nil || moving.Move.Target == nil {
+		t.Fatalf("no rewrite in the descriptor mid-copy: %+v", moving.Move)
+	}
+	target, err := moving.MoveLayout()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := spanKeys(t, s, target.IndexSpan(&target.Primary)); n == 0 {
+		t.Fatal("the target holds no key after two pages")
+	}
+	release(errors.New("injected failure"))
+	if err := <-alterErr; err == nil || !strings.Contains(err.Error(), "injected failure") {
+		t.Fatalf("ALTER after an injected failure: %v", err)
+	}
+	after := moveState(t, s, c, "hs")
+	if after.Move != nil || after.PrimaryIndex.HashSharding == nil || after.PrimaryIndex.HashSharding.Buckets != 4 {
+		t.Errorf("after the failure: move %+v, sharding %+v; want no move, 4 buckets", after.Move, after.PrimaryIndex.HashSharding)
+	}
+	if n := spanKeys(t, s, target.IndexSpan(&target.Primary)); n != 0 {
+		t.Errorf("the failed change's target still holds %d keys", n)
+	}
+	checkTable(t, c, "hs", 3000, nil)
+	if got := jobRows(t, c); len(got) != 1 || !strings.HasPrefix(got[0], "failed: ") || !strings.Contains(got[0], "injected failure") {
+		t.Errorf("jobs: %q", got)
+	}
+	// The table takes schema changes again.
+	mustExec(t, c, "ALTER TABLE hs ADD COLUMN z int")
+}
