@@ -17,9 +17,10 @@
 #             executemany, COPY, cursors, a pool, SQLAlchemy 2's async
 #             engine reflecting a table)
 #   jdbc      test/compat/jdbc/JdbcCheck.java with pgjdbc (mvn fetches it):
-#             queries, errors, prepared batches, and DatabaseMetaData's
-#             getTables/getColumns/getSchemas/getImportedKeys; the calls it
-#             lists as KNOWN_GAPS must still fail as they do today
+#             queries, errors, prepared batches, arrays, and what
+#             DatabaseMetaData's getTables, getColumns, getSchemas,
+#             getPrimaryKeys, getIndexInfo, getImportedKeys,
+#             getExportedKeys and getTypeInfo return
 #   pg_dump   a full dump of dump_schema.sql's database (two schemas,
 #             tables of most types, serial and identity columns, sequences,
 #             indexes, constraints, views, comments, rows) restores with
@@ -182,7 +183,7 @@ if want jdbc; then
     java -cp "$jar" test/compat/jdbc/JdbcCheck.java "jdbc:postgresql://127.0.0.1:$port/postgres?sslmode=disable" ||
       fail jdbc "JdbcCheck.java (pgjdbc $jdbcver)"
   fi
-  row jdbc pgjdbc "$jdbcver" "JdbcCheck.java: queries, errors, batches, getTables/getColumns/getSchemas/getImportedKeys (getPrimaryKeys, getIndexInfo, getTypeInfo: known gaps)"
+  row jdbc pgjdbc "$jdbcver" "JdbcCheck.java: queries, errors, batches, arrays; DatabaseMetaData getTables, getColumns, getSchemas, getPrimaryKeys, getIndexInfo, getImported/ExportedKeys, getTypeInfo with their content"
 fi
 
 if want pg_dump; then

@@ -15,7 +15,7 @@ import java.util.List;
  * runs the source file directly, with the driver jar Maven fetched) with
  * a jdbc:postgresql URL; each check runs on its own and a failure of any
  * makes the exit status 1. Against PostgreSQL 15 every check passes
- * (KNOWN_GAPS then report that they work).
+ * too.
  */
 public class JdbcCheck {
   interface Check {
@@ -25,32 +25,11 @@ public class JdbcCheck {
   static final List<String> failures = new ArrayList<>();
   static String url;
 
-  /**
-   * Calls known not to work yet, with the SQLSTATE they fail with: the
-   * check passes only if they still fail so, and a gap that closes fails
-   * the run until it is removed from here (docs/sql.md lists the same).
-   * getTypeInfo compares
-   * typinput with 'pg_catalog.array_in'::regproc, and Cairn has no type
-   * input functions in pg_proc.
-   */
-  static final java.util.Map<String, String> KNOWN_GAPS = java.util.Map.of(
-      "metadata_type_info", "42883");
-
   static void check(String name, Check fn) {
-    String gap = KNOWN_GAPS.get(name);
     try (Connection c = DriverManager.getConnection(url, "postgres", "")) {
       fn.run(c);
-      if (gap != null) {
-        failures.add(name);
-        System.out.println("jdbc: " + name + " FAILED: works now; remove it from KNOWN_GAPS");
-      } else {
-        System.out.println("jdbc: " + name + " ok");
-      }
+      System.out.println("jdbc: " + name + " ok");
     } catch (Throwable e) {
-      if (gap != null && e instanceof SQLException && gap.equals(((SQLException) e).getSQLState())) {
-        System.out.println("jdbc: " + name + " KNOWN GAP (" + gap + ": " + e.getMessage().split("\n")[0] + ")");
-        return;
-      }
       failures.add(name);
       System.out.println("jdbc: " + name + " FAILED: " + e);
     }
@@ -185,19 +164,69 @@ public class JdbcCheck {
     });
 
     check("metadata_imported_keys", c -> {
-      List<String> fk = column(c.getMetaData().getImportedKeys(null, "public", "jdbc_child"), "PKTABLE_NAME");
-      expect(fk.equals(List.of("jdbc_parent")), "imported keys " + fk);
+      DatabaseMetaData md = c.getMetaData();
+      List<String> fk = new ArrayList<>();
+      ResultSet rs = md.getImportedKeys(null, "public", "jdbc_child");
+      while (rs.next()) {
+        fk.add(rs.getString("PKTABLE_NAME") + "." + rs.getString("PKCOLUMN_NAME") + "<-" + rs.getString("FKTABLE_NAME")
+            + "." + rs.getString("FKCOLUMN_NAME") + ":" + rs.getInt("KEY_SEQ") + ":" + rs.getString("FK_NAME") + ":"
+            + rs.getString("PK_NAME"));
+      }
+      rs.close();
+      List<String> want = List.of("jdbc_parent.id<-jdbc_child.parent_id:1:jdbc_child_parent_id_fkey:jdbc_parent_pkey");
+      expect(fk.equals(want), "imported keys " + fk);
+      List<String> ek = new ArrayList<>();
+      rs = md.getExportedKeys(null, "public", "jdbc_parent");
+      while (rs.next()) {
+        ek.add(rs.getString("PKTABLE_NAME") + "." + rs.getString("PKCOLUMN_NAME") + "<-" + rs.getString("FKTABLE_NAME")
+            + "." + rs.getString("FKCOLUMN_NAME") + ":" + rs.getInt("KEY_SEQ") + ":" + rs.getString("FK_NAME") + ":"
+            + rs.getString("PK_NAME"));
+      }
+      rs.close();
+      expect(ek.equals(want), "exported keys " + ek);
     });
 
     check("metadata_type_info", c -> {
-      List<String> types = column(c.getMetaData().getTypeInfo(), "TYPE_NAME");
-      expect(types.contains("int4") && types.contains("text") && types.contains("_int4"), "types " + types.size());
+      // pgjdbc maps each pg_type row to a java.sql.Types code; it tells
+      // arrays by typinput = 'array_in'::regproc.
+      java.util.Map<String, Integer> types = new java.util.HashMap<>();
+      ResultSet rs = c.getMetaData().getTypeInfo();
+      while (rs.next()) {
+        types.put(rs.getString("TYPE_NAME"), rs.getInt("DATA_TYPE"));
+      }
+      rs.close();
+      for (var want : java.util.Map.of("int4", java.sql.Types.INTEGER, "int8", java.sql.Types.BIGINT,
+          "text", java.sql.Types.VARCHAR, "numeric", java.sql.Types.NUMERIC, "bool", java.sql.Types.BIT,
+          "timestamptz", java.sql.Types.TIMESTAMP, "_int4", java.sql.Types.ARRAY, "_text", java.sql.Types.ARRAY,
+          "uuid", java.sql.Types.OTHER).entrySet()) {
+        expect(want.getValue().equals(types.get(want.getKey())),
+            want.getKey() + ": DATA_TYPE " + types.get(want.getKey()) + ", want " + want.getValue());
+      }
+    });
+
+    check("array_columns", c -> {
+      // getColumns' DATA_TYPE for an array column goes through the same
+      // typinput test; getArray reads the value.
+      try (Statement st = c.createStatement()) {
+        st.execute("DROP TABLE IF EXISTS jdbc_arr");
+        st.execute("CREATE TABLE jdbc_arr (id int PRIMARY KEY, tags text[])");
+        st.execute("INSERT INTO jdbc_arr VALUES (1, ARRAY['a', 'b c'])");
+        ResultSet rs = c.getMetaData().getColumns(null, "public", "jdbc_arr", "tags");
+        expect(rs.next() && rs.getInt("DATA_TYPE") == java.sql.Types.ARRAY && rs.getString("TYPE_NAME").equals("_text"),
+            "tags column metadata");
+        rs.close();
+        rs = st.executeQuery("SELECT tags FROM jdbc_arr");
+        expect(rs.next(), "a row");
+        String[] tags = (String[]) rs.getArray(1).getArray();
+        expect(java.util.Arrays.equals(tags, new String[] {"a", "b c"}), "tags " + java.util.Arrays.toString(tags));
+        st.execute("DROP TABLE jdbc_arr");
+      }
     });
 
     if (!failures.isEmpty()) {
       System.out.println("jdbc: FAILED: " + String.join(", ", failures));
       System.exit(1);
     }
-    System.out.println("jdbc: all checks ok, " + KNOWN_GAPS.size() + " known gaps");
+    System.out.println("jdbc: all checks ok");
   }
 }
