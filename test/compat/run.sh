@@ -15,7 +15,9 @@
 #             (Core, ORM, reflection, Alembic autogenerate); asyncpg_check.py
 #             (asyncpg: errors while preparing, prepared statements,
 #             executemany, COPY, cursors, a pool, SQLAlchemy 2's async
-#             engine reflecting a table)
+#             engine reflecting a table); django_check.py (Django 5 on
+#             psycopg 3: migrate, ORM, QuerySet.iterator(), transactions,
+#             inspectdb)
 #   jdbc      test/compat/jdbc/JdbcCheck.java with pgjdbc (mvn fetches it):
 #             queries, errors, prepared batches, arrays, and what
 #             DatabaseMetaData's getTables, getColumns, getSchemas,
@@ -42,7 +44,8 @@
 # `test/compat/run.sh --regen` rewrites psql.expected from a throwaway
 # PostgreSQL 15 (scripts/pg15.sh) instead. Installs what it needs: Debian's
 # postgresql-client and a Python virtualenv with psycopg2-binary,
-# psycopg 3, asyncpg, SQLAlchemy 2.x (with its asyncio extra) and Alembic;
+# psycopg 3, asyncpg, SQLAlchemy 2.x (with its asyncio extra), Alembic and
+# Django 5;
 # pgjdbc through mvn (a JDK 11+ and mvn must be on the PATH).
 #
 # CAIRN_COMPAT_PORT (default 54511; +1 and +2 are taken too),
@@ -153,8 +156,8 @@ if want python; then
   echo "== python"
   venv=${CAIRN_COMPAT_VENV:-/tmp/cairn-compat-venv}
   if [ ! -x "$venv/bin/python" ]; then python3 -m venv "$venv"; fi
-  "$venv/bin/python" -c 'import psycopg2, psycopg, asyncpg, greenlet, alembic, sqlalchemy; assert sqlalchemy.__version__ >= "2"' 2>/dev/null ||
-    "$venv/bin/pip" install -q psycopg2-binary 'psycopg[binary]>=3' asyncpg 'SQLAlchemy[asyncio]>=2,<3' alembic
+  "$venv/bin/python" -c 'import psycopg2, psycopg, asyncpg, greenlet, alembic, sqlalchemy, django; assert sqlalchemy.__version__ >= "2"; assert django.VERSION[0] == 5' 2>/dev/null ||
+    "$venv/bin/pip" install -q psycopg2-binary 'psycopg[binary]>=3' asyncpg 'SQLAlchemy[asyncio]>=2,<3' alembic 'Django>=5,<6'
   pyver() { "$venv/bin/python" -c 'import importlib.metadata, sys; print(importlib.metadata.version(sys.argv[1]))' "$1"; }
   "$venv/bin/python" test/compat/psycopg2_check.py "$url" || fail psycopg2 "psycopg2_check.py"
   row psycopg2 psycopg2 "$(pyver psycopg2-binary)" "psycopg2_check.py: types, errors, COPY, named cursors, transactions"
@@ -165,6 +168,9 @@ if want python; then
     row "sqlalchemy-$driver" "SQLAlchemy on $driver, Alembic $(pyver alembic)" "$(pyver SQLAlchemy)" \
       "sqlalchemy_check.py: Core, ORM, inspect() and MetaData.reflect, Alembic autogenerate"
   done
+  "$venv/bin/python" test/compat/django_check.py "$url" || fail django "django_check.py"
+  row django "Django on psycopg $(pyver psycopg)" "$(pyver Django)" \
+    "django_check.py: makemigrations, migrate, ORM CRUD, QuerySet.iterator() (WITH HOLD cursors), atomic and savepoints, select_for_update, inspectdb, migrate to zero"
   "$venv/bin/python" test/compat/asyncpg_check.py "$url" || fail asyncpg "asyncpg_check.py"
   row asyncpg "asyncpg (and SQLAlchemy's async engine)" "$(pyver asyncpg)" \
     "asyncpg_check.py: errors while preparing, prepared statements, executemany, COPY, cursors, pool, async reflection"
