@@ -28,6 +28,13 @@
 #             DatabaseMetaData's getTables, getColumns, getSchemas,
 #             getPrimaryKeys, getIndexInfo, getImportedKeys,
 #             getExportedKeys and getTypeInfo return
+#   go        test/compat/gocheck (its own Go module): pgx (binary
+#             parameters and results, batches, CopyFrom, transactions,
+#             errors, a pool) and GORM (AutoMigrate, CRUD, soft delete,
+#             Preload, transactions)
+#   node      node_pg_check.js with node-postgres and pg-cursor (npm):
+#             parameters and types, prepared statements, transactions,
+#             errors, a cursor, a pool
 #   pg_dump   a full dump of dump_schema.sql's database (two schemas,
 #             tables of most types, serial and identity columns, sequences,
 #             indexes, constraints, views, comments, rows) restores with
@@ -50,13 +57,15 @@
 # PostgreSQL 15 (scripts/pg15.sh) instead. Installs what it needs: Debian's
 # postgresql-client and a Python virtualenv with psycopg2-binary,
 # psycopg 3, asyncpg, SQLAlchemy 2.x (with its asyncio extra), Alembic and
-# Django 5;
-# pgjdbc through mvn (a JDK 11+ and mvn must be on the PATH).
+# Django 5; Debian's sysbench; pgjdbc through mvn (a JDK 11+ and mvn must
+# be on the PATH); pgx and GORM through the Go module proxy; node-postgres
+# through npm (node and npm must be on the PATH).
 #
 # CAIRN_COMPAT_PORT (default 54511; +1 and +2 are taken too),
 # CAIRN_COMPAT_PG_PORT (default 54521: --regen and pg_dump), CAIRN_COMPAT_VENV,
 # CAIRN_COMPAT_PGBENCH_SECONDS (default 30) and CAIRN_COMPAT_ONLY (a space
-# separated subset of "psql pgbench sysbench python jdbc pg_dump ui"),
+# separated subset of "psql pgbench sysbench python jdbc go node pg_dump
+# ui"),
 # CAIRN_COMPAT_SYSBENCH_SECONDS (default 30),
 # CAIRN_COMPAT_PGJDBC (default 42.7.4) and CAIRN_COMPAT_M2 (the Maven
 # local repository, default ~/.m2/repository) adjust a run.
@@ -90,7 +99,7 @@ if [ "${1:-}" = --regen ]; then
   exit 0
 fi
 
-only=${CAIRN_COMPAT_ONLY:-psql pgbench sysbench python jdbc pg_dump ui}
+only=${CAIRN_COMPAT_ONLY:-psql pgbench sysbench python jdbc go node pg_dump ui}
 want() { [[ " $only " == *" $1 "* ]]; }
 failed=()
 fail() {
@@ -234,6 +243,41 @@ if want jdbc; then
       fail jdbc "JdbcCheck.java (pgjdbc $jdbcver)"
   fi
   row jdbc pgjdbc "$jdbcver" "JdbcCheck.java: queries, errors, batches, arrays; DatabaseMetaData getTables, getColumns, getSchemas, getPrimaryKeys, getIndexInfo, getImported/ExportedKeys, getTypeInfo with their content"
+fi
+
+if want go; then
+  echo "== go"
+  # pgx and GORM from the Go module proxy, in a module of their own
+  # (test/compat/gocheck), so GORM stays out of Cairn's go.mod.
+  if (cd test/compat/gocheck && go build -o "$work/gocheck" .) >"$work/gocheck-build.out" 2>&1; then
+    gomod() { (cd test/compat/gocheck && go list -m -f '{{.Version}}' "$1"); }
+    "$work/gocheck" pgx "$url" || fail pgx "gocheck pgx"
+    row pgx pgx "$(gomod github.com/jackc/pgx/v5)" "gocheck pgx: binary parameters and results (numeric, timestamptz, arrays, jsonb, uuid), batch, CopyFrom, transactions, errors, pool"
+    "$work/gocheck" gorm "$url" || fail gorm "gocheck gorm"
+    row gorm "GORM (driver/postgres $(gomod gorm.io/driver/postgres))" "$(gomod gorm.io/gorm)" \
+      "gocheck gorm: AutoMigrate (tables, indexes, foreign key, an added column), CRUD, soft delete, Preload, transactions"
+  else
+    cat "$work/gocheck-build.out"
+    fail pgx "building test/compat/gocheck failed"
+    fail gorm "building test/compat/gocheck failed"
+    row pgx pgx "" "gocheck pgx"
+    row gorm GORM "" "gocheck gorm"
+  fi
+fi
+
+if want node; then
+  echo "== node"
+  # node-postgres (pg, with pg-cursor) from npm into the work directory.
+  if (cd "$work" && npm init -y >/dev/null && npm install --no-audit --no-fund -s pg pg-cursor) >"$work/npm.out" 2>&1; then
+    NODE_PATH="$work/node_modules" node test/compat/node_pg_check.js "$url" || fail node-postgres "node_pg_check.js"
+    nodever=$(node -p "require('$work/node_modules/pg/package.json').version")
+  else
+    cat "$work/npm.out"
+    fail node-postgres "npm install pg pg-cursor failed"
+    nodever=
+  fi
+  row node-postgres "node-postgres (node $(node --version))" "$nodever" \
+    "node_pg_check.js: parameters and types, prepared statements, transactions, errors, pg-cursor, pool"
 fi
 
 if want pg_dump; then
