@@ -364,7 +364,7 @@ func (s *Session) vacuum(x *stmtState, n *pg_query.VacuumStmt, w pgwire.ResultWr
 			if err != nil {
 				return err
 			}
-			targets = append(targets, vacuumTarget{name: fmt.Sprintf("%q", rel.Table.Name), spans: l.TableSpans()})
+			targets = append(targets, vacuumTarget{name: fmt.Sprintf("%q", rel.Table.Name), id: rel.Table.ID, spans: l.TableSpans()})
 		}
 	}
 	if n.IsVacuumcmd {
