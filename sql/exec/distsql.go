@@ -42,10 +42,16 @@ func (r *runner) setting(name string) string {
 // SERIALIZABLE transaction qualifies only when it is read-only. A
 // transaction that has written reads its own writes only locally.
 func (r *runner) distEligible(ctx context.Context, n *plan.Scan) bool {
-	if distsql.FromContext(ctx) == nil || r.x.Txn == nil || r.p == nil || r.p.Tag != "SELECT" {
+	if n.Reverse || (n.HardLimit > 0 && n.Filter != nil) || n.Lock != plan.LockNone {
 		return false
 	}
-	if n.Reverse || (n.HardLimit > 0 && n.Filter != nil) || n.Lock != plan.LockNone {
+	return r.distTxnOK(ctx)
+}
+
+// distTxnOK is distEligible's part about the statement and its
+// transaction, shared with the distributed plans of distsql_plan.go.
+func (r *runner) distTxnOK(ctx context.Context) bool {
+	if distsql.FromContext(ctx) == nil || r.x.Txn == nil || r.p == nil || r.p.Tag != "SELECT" {
 		return false
 	}
 	switch r.setting("distsql") {
@@ -133,7 +139,11 @@ func annotateDist(ns *NodeStats) string {
 		out += fmt.Sprintf("\nFragment %d: node %d, tablet %d", i, f.Node, f.Spec.TabletID)
 		if i < len(ns.FragmentStats) {
 			st := ns.FragmentStats[i]
-			out += fmt.Sprintf(": %d %s (%s)", st.Rows, plural(st.Rows, "key", "keys"), byteSize(st.Bytes))
+			one, many := "key", "keys"
+			if ns.FragmentRows {
+				one, many = "row", "rows"
+			}
+			out += fmt.Sprintf(": %d %s (%s)", st.Rows, plural(st.Rows, one, many), byteSize(st.Bytes))
 			if st.Time > 0 {
 				out += fmt.Sprintf(" in %.3f ms", float64(st.Time.Nanoseconds())/1e6)
 			} else {

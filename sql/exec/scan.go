@@ -346,6 +346,18 @@ func (r *runner) buildScan(n *plan.Scan) (op, error) {
 		}
 		return &kvStream{r: r, node: n, spans: spans, reverse: n.Reverse, limit: limit, f: f}, nil
 	}
+	if r.fragSpan != nil {
+		// A distributed fragment's scan: its span, read in key order.
+		if bucketed(l, idx) {
+			return nil, pgerror.New(pgerrcode.InternalError, "exec: distributed fragment over bucketed index %q", idx.Name)
+		}
+		s, err := newStream([]kvpb.Span{*r.fragSpan})
+		if err != nil {
+			return nil, err
+		}
+		o.streams = []*kvStream{s}
+		return o, nil
+	}
 	if n.ShardMerge && n.Ordered && !bucketed(l, idx) && len(n.Spans) > 0 {
 		return o.shardStreams(newStream, l, idx, orderCols, &needed)
 	}

@@ -100,6 +100,7 @@ var settingsList = []*setting{
 	{name: "sql.defaults.default_hash_sharded_index_bucket_count", def: "16", check: checkIntRange(2, 2048), desc: "Bucket count of a hash-sharded index created with USING HASH and no BUCKET_COUNT."},
 	{name: "storage.packed_rows.size_limit", def: "0", check: checkIntRange(0, 1<<30), desc: "Largest packed row in bytes (0: no limit); larger rows are stored one column per key."},
 	{name: "distsql", def: "off", check: checkEnum("off", "auto", "on"), desc: "Sets when a scan reads through distributed fragments on the tablets' leaseholders (off, auto: when they are on more than one node, on)."},
+	{name: "sql.testing.distsql_pushdown", def: "on", check: checkBool, desc: "For tests: off keeps filters, projections, aggregation and sorting at the gateway of a distributed statement (its fragments ship KVs), to measure what pushdown saves."},
 	{name: "join_collapse_limit", def: "8", check: checkIntRange(1, math.MaxInt32), desc: "Sets the FROM-list size beyond which JOIN constructs are not flattened."},
 	{name: "from_collapse_limit", def: "8", check: checkIntRange(1, math.MaxInt32), desc: "Sets the FROM-list size beyond which subqueries are not collapsed."},
 	{name: "geqo", def: "on", check: checkBool, desc: "Enables the heuristic join search (Cairn's is greedy, not genetic) for FROM lists of geqo_threshold items or more."},
