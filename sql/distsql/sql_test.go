@@ -182,6 +182,28 @@ func TestDistSQLThroughSQL(t *testing.T) {
 		t.Errorf("distsql = off, yet:\n%s", plan)
 	}
 
+	// Plain EXPLAIN shows where the fragments would run: nothing with
+	// distsql = off; with on, "full" exactly when they span nodes; auto
+	// distributes exactly those plans.
+	for _, q := range []string{"SELECT count(*) FROM t", "SELECT k FROM t WHERE x > 5 ORDER BY x LIMIT 3", "SELECT k FROM t WHERE k < 10"} {
+		mustExec(t, c, "SET distsql = off")
+		if p := strings.Join(rows(t, c, "EXPLAIN "+q), "\n"); strings.Contains(p, "Distribution") {
+			t.Errorf("EXPLAIN %s with distsql = off:\n%s", q, p)
+		}
+		mustExec(t, c, "SET distsql = on")
+		on := strings.Join(rows(t, c, "EXPLAIN "+q), "\n")
+		if !strings.Contains(on, "Distribution: ") || !strings.Contains(on, "Fragment 0: node ") {
+			t.Errorf("EXPLAIN %s with distsql = on:\n%s", q, on)
+		}
+		mustExec(t, c, "SET distsql = auto")
+		auto := strings.Join(rows(t, c, "EXPLAIN "+q), "\n")
+		if strings.Contains(on, "Distribution: full") != strings.Contains(auto, "Distribution: full") || strings.Contains(auto, "Distribution: local") {
+			t.Errorf("EXPLAIN %s: on\n%s\nauto\n%s", q, on, auto)
+		}
+		t.Logf("EXPLAIN %s (auto):\n%s", q, auto)
+	}
+	mustExec(t, c, "SET distsql = off")
+
 	// statement_timeout cancels a distributed statement (57014), and the
 	// session goes on.
 	mustExec(t, c, "SET distsql = on")

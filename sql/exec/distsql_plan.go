@@ -47,6 +47,12 @@ func distNode(o op, n plan.Node) plan.Node {
 // distState is a gateway runner's distributed planning state.
 type distState struct {
 	decided, on bool
+	// auto: distsql = auto, so only plans on more than one node
+	// distribute.
+	auto bool
+	// planned is the last subtree distFragments placed: the node
+	// EXPLAIN shows it on and its fragments.
+	planned *distPlanned
 	// limits bound the rows of a chain's fragments: a Limit's
 	// LIMIT+OFFSET, recorded for its input.
 	limits map[plan.Node]int64
@@ -62,6 +68,7 @@ func (r *runner) distOn() bool {
 	if !r.dist.decided {
 		r.dist.decided = true
 		r.dist.on = r.fragSpan == nil && r.distTxnOK(r.ctx) && r.setting("sql.testing.distsql_pushdown") != "off"
+		r.dist.auto = r.setting("distsql") == "auto"
 	}
 	return r.dist.on
 }
@@ -76,6 +83,7 @@ type distChain struct {
 	proc  fragProc
 	cols  []plan.Column // the fragment's scan columns (_c1.._cn)
 	spans []kvpb.Span
+	frags []distsql.Fragment // placed, without their processing yet
 	// gatewayLimit is the scan's HardLimit, which the gateway applies
 	// again to the fragments' rows together.
 	gatewayLimit int64
@@ -126,6 +134,19 @@ func (r *runner) distChainOf(n plan.Node) *distChain {
 		return nil
 	}
 	if ch.spans, err = indexSpans(l, idx, 0, scan.Spans); err != nil || len(ch.spans) == 0 {
+		return nil
+	}
+	// Placing the fragments first lets auto keep a one-node plan local
+	// before any expression is checked.
+	run := distsql.FromContext(r.ctx)
+	for _, sp := range ch.spans {
+		f, err := run.Planner.PlanScan(r.ctx, sp, distsql.Snapshot{})
+		if err != nil {
+			return nil
+		}
+		ch.frags = append(ch.frags, f...)
+	}
+	if r.dist.auto && distsql.Nodes(ch.frags) < 2 {
 		return nil
 	}
 	ch.scan = scan
@@ -470,18 +491,7 @@ func (r *runner) distSort(n *plan.Sort) (op, error) {
 // flow starts. It records the fragments for EXPLAIN ANALYZE under n, and
 // marks the chain's nodes as run inside them.
 func (r *runner) distFragments(n plan.Node, ch *distChain) ([]distsql.Fragment, error) {
-	run := distsql.FromContext(r.ctx)
-	var frags []distsql.Fragment
-	for _, sp := range ch.spans {
-		f, err := run.Planner.PlanScan(r.ctx, sp, distsql.Snapshot{})
-		if err != nil {
-			return nil, err
-		}
-		frags = append(frags, f...)
-	}
-	if r.setting("distsql") == "auto" && distsql.Nodes(frags) < 2 {
-		return nil, nil
-	}
+	frags := ch.frags
 	tb, err := catalog.Encode(ch.scan.Table)
 	if err != nil {
 		return nil, nil
@@ -496,6 +506,7 @@ func (r *runner) distFragments(n plan.Node, ch *distChain) ([]distsql.Fragment, 
 		frags[i].Spec.Fragment = i
 		frags[i].Spec.Proc = proc
 	}
+	r.dist.planned = &distPlanned{display: r.distDisplay(n, ch), frags: frags}
 	if s := r.x.Stats; s != nil {
 		d := r.distDisplay(n, ch)
 		s.addDist(d, frags)
@@ -724,4 +735,113 @@ func (h *fragHeap) Pop() any {
 	x := h.items[len(h.items)-1]
 	h.items = h.items[:len(h.items)-1]
 	return x
+}
+
+type distPlanned struct {
+	display plan.Node
+	frags   []distsql.Fragment
+}
+
+// DistributionAnnotator returns plain EXPLAIN's annotation of p as x
+// would run it: under each node that would run as distributed fragments
+// "Distribution: full" (fragments on more than one node) or "local",
+// then each fragment's node and tablet; nil when nothing would be
+// distributed. It plans as execution does (tryDist) and starts nothing.
+func DistributionAnnotator(ctx context.Context, x *Context, p *plan.Plan) func(plan.Node) string {
+	if distsql.FromContext(ctx) == nil || x == nil || x.Txn == nil || p == nil {
+		return nil
+	}
+	r := newRunner(ctx, x, p)
+	defer r.release()
+	if r.distOn(); !r.distTxnOK(ctx) {
+		return nil
+	}
+	notes := map[plan.Node]string{}
+	var visit func(n plan.Node)
+	visit = func(n plan.Node) {
+		if r.dist.on {
+			r.dist.planned = nil
+			o, err := r.tryDist(n)
+			if err == nil && o != nil && r.dist.planned != nil {
+				o.Close()
+				notes[r.dist.planned.display] = distributionText(r.dist.planned.frags, nil, false)
+				return
+			}
+		}
+		if sc, ok := n.(*plan.Scan); ok {
+			// A scan whose expressions cannot ship may still read its
+			// KVs through fragments (kvStream.startDist).
+			if frags := r.kvFragments(sc); frags != nil {
+				notes[n] = distributionText(frags, nil, false)
+			}
+			return
+		}
+		for _, c := range planInputs(n) {
+			visit(c)
+		}
+	}
+	visit(p.Root)
+	if len(notes) == 0 {
+		return nil
+	}
+	return func(n plan.Node) string { return notes[n] }
+}
+
+// kvFragments returns the fragments a scan reading its KVs through a
+// flow would run (buildScan's and startDist's rules), or nil.
+func (r *runner) kvFragments(n *plan.Scan) []distsql.Fragment {
+	if !r.distEligible(r.ctx, n) || n.ShardMerge {
+		return nil
+	}
+	l, err := r.tableLayout(n.Table)
+	if err != nil {
+		return nil
+	}
+	idx, err := indexLayout(l, n.Table, n.Index)
+	if err != nil || bucketed(l, idx) {
+		return nil
+	}
+	sp, err := indexSpans(l, idx, 0, n.Spans)
+	if err != nil || len(sp) != 1 {
+		return nil
+	}
+	frags, err := distsql.FromContext(r.ctx).Planner.PlanScan(r.ctx, sp[0], distsql.Snapshot{})
+	if err != nil || (r.dist.auto && distsql.Nodes(frags) < 2) {
+		return nil
+	}
+	return frags
+}
+
+// planInputs lists the inputs of the nodes a distributed subtree may
+// sit under.
+func planInputs(n plan.Node) []plan.Node {
+	switch v := n.(type) {
+	case *plan.IndexJoin:
+		return []plan.Node{v.Input}
+	case *plan.LookupJoin:
+		return []plan.Node{v.Input}
+	case *plan.Filter:
+		return []plan.Node{v.Input}
+	case *plan.Project:
+		return []plan.Node{v.Input}
+	case *plan.Join:
+		return []plan.Node{v.Left, v.Right}
+	case *plan.GroupBy:
+		return []plan.Node{v.Input}
+	case *plan.Window:
+		return []plan.Node{v.Input}
+	case *plan.Sort:
+		return []plan.Node{v.Input}
+	case *plan.Limit:
+		return []plan.Node{v.Input}
+	case *plan.Distinct:
+		return []plan.Node{v.Input}
+	case *plan.SetOp:
+		return []plan.Node{v.Left, v.Right}
+	case *plan.ProjectSet:
+		return []plan.Node{v.Input}
+	case *plan.Max1Row:
+		return []plan.Node{v.Input}
+	}
+	return nil
 }

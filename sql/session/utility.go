@@ -117,18 +117,34 @@ func (s *Session) explain(x *stmtState, st *parser.Statement, n *pg_query.Explai
 			return err
 		}
 		substituteParams(p, b.params, x.types())
+		var est map[plan.Node]float64
 		if !costs {
-			if err := s.optimize(x.ctx, p); err != nil {
-				return err
-			}
-			lines = plan.Explain(p, nil)
+			err = s.optimize(x.ctx, p)
 		} else {
-			est, err := s.optimizeEstimated(x.ctx, p)
-			if err != nil {
-				return err
-			}
-			lines = plan.Explain(p, estimateAnnotation(est))
+			est, err = s.optimizeEstimated(x.ctx, p)
 		}
+		if err != nil {
+			return err
+		}
+		// Which subtrees would run as distributed fragments, and where
+		// (nil when none would).
+		dist := exec.DistributionAnnotator(x.ctx, s.execContext(x, txn, b.params), p)
+		var annotate func(plan.Node) string
+		switch {
+		case costs:
+			annotate = func(n plan.Node) string {
+				a := estimateAnnotation(est)(n)
+				if dist != nil {
+					if d := dist(n); d != "" {
+						a += "\n" + d
+					}
+				}
+				return a
+			}
+		case dist != nil:
+			annotate = dist
+		}
+		lines = plan.Explain(p, annotate)
 	}
 	if err := w.BeginRows(describeColumns(explainColumns, nil)); err != nil {
 		return err
