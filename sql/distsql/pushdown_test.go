@@ -168,4 +168,25 @@ func TestPushdown(t *testing.T) {
 			}
 		}
 	})
+
+	t.Run("hash-partitioned", func(t *testing.T) {
+		mustExec(t, c, "CREATE TABLE hp (k INT PRIMARY KEY, g INT, x INT) SPLIT INTO 8 TABLETS")
+		mustExec(t, c, "INSERT INTO hp SELECT i, i % 11, (i * 7919) % 1000 FROM generate_series(1, 4000) AS i")
+		for _, q := range []string{
+			"SELECT g, count(*), sum(x), max(k) FROM hp GROUP BY g ORDER BY g",
+			"SELECT count(*) FROM hp WHERE x > 500",
+			"SELECT k, x FROM hp ORDER BY x DESC, k LIMIT 5",
+			"SELECT k FROM hp WHERE x = 7",
+		} {
+			same(t, q)
+		}
+		plan := explain(t, "SELECT g, count(*) FROM hp GROUP BY g")
+		if st := fragmentStats(plan); len(st) < 8 {
+			t.Errorf("a scan of 8 tablets ran %d fragments:\n%s", len(st), plan)
+		}
+		// A router query (the hash column fixed) stays on its tablet.
+		if p := strings.Join(rows(t, c, "EXPLAIN SELECT x FROM hp WHERE k = 42"), "\n"); strings.Contains(p, "Distribution") {
+			t.Errorf("router query distributed:\n%s", p)
+		}
+	})
 }

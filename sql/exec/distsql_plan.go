@@ -130,10 +130,20 @@ func (r *runner) distChainOf(n plan.Node) *distChain {
 		return nil
 	}
 	idx, err := indexLayout(l, scan.Table, scan.Index)
-	if err != nil || bucketed(l, idx) {
+	if err != nil {
 		return nil
 	}
-	if ch.spans, err = indexSpans(l, idx, 0, scan.Spans); err != nil || len(ch.spans) == 0 {
+	if bucketed(l, idx) {
+		// A hash-partitioned table's index (a distributed table's):
+		// only a whole, unordered scan of every bucket distributes,
+		// reading the group's span as the local scan does (so in the
+		// same order); a scan of some buckets (a router query) or in
+		// key order stays local.
+		if len(scan.Spans) > 0 || scan.Buckets != nil || scan.Ordered {
+			return nil
+		}
+		ch.spans = []kvpb.Span{l.IndexSpan(idx)}
+	} else if ch.spans, err = indexSpans(l, idx, 0, scan.Spans); err != nil || len(ch.spans) == 0 {
 		return nil
 	}
 	// Placing the fragments first lets auto keep a one-node plan local

@@ -347,10 +347,10 @@ func (r *runner) buildScan(n *plan.Scan) (op, error) {
 		return &kvStream{r: r, node: n, spans: spans, reverse: n.Reverse, limit: limit, f: f}, nil
 	}
 	if r.fragSpan != nil {
-		// A distributed fragment's scan: its span, read in key order.
-		if bucketed(l, idx) {
-			return nil, pgerror.New(pgerrcode.InternalError, "exec: distributed fragment over bucketed index %q", idx.Name)
-		}
+		// A distributed fragment's scan: its span, read in key order
+		// (for a bucketed index, part of the group's span: the fetcher
+		// skips other indexes' keys, as for a local scan of every
+		// bucket).
 		s, err := newStream([]kvpb.Span{*r.fragSpan})
 		if err != nil {
 			return nil, err
