@@ -184,10 +184,17 @@ func (e *explainer) node(n Node, indent int, root bool) {
 	var notes []string
 	if e.annotate != nil && !isSynthetic(n) {
 		a := e.annotate(n)
-		if f, ok := n.(*Filter); ok && a == "" {
+		if f, ok := n.(*Filter); ok {
 			// The filter is printed as part of the node below it: that
-			// node's figures, when the filter has none of its own.
-			a = e.annotate(f.Input)
+			// node's figures, when the filter has none of its own, and
+			// its detail lines (a distributed aggregate's fragments)
+			// after the filter's.
+			inner := e.annotate(f.Input)
+			if a == "" {
+				a = inner
+			} else if i := strings.IndexByte(inner, '\n'); i >= 0 && strings.HasPrefix(inner, "(") {
+				a += inner[i:]
+			}
 		}
 		if a != "" {
 			notes = strings.Split(strings.TrimRight(a, "\n"), "\n")
