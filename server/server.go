@@ -170,9 +170,12 @@ const defaultDiskStallFence = 10 * time.Second
 
 // Server is a running node.
 type Server struct {
-	cfg     Config
-	log     *slog.Logger
-	started time.Time
+	cfg Config
+	// lastOrphanCheck is when the node last looked for orphaned index
+	// builds (indexjobs.go); only the GC loop touches it.
+	lastOrphanCheck time.Time
+	log             *slog.Logger
+	started         time.Time
 	// tempCleanup removes the temporary directory of a node without a
 	// store dir (sqlmem.go).
 	tempCleanup func()
@@ -354,7 +357,8 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		MaxConnections:               cfg.MaxConnections,
 		SuperuserReservedConnections: cfg.SuperuserReservedConnections,
 		AuthTimeout:                  cfg.AuthTimeout,
-		GC:                           gcRunner{s}})
+		GC:                           gcRunner{s},
+		DrainTimestamp:               s.drainTimestamp})
 	pgcfg := pgwire.Config{Backend: s.backend, Insecure: cfg.Insecure, Logger: log,
 		MaxConnections: cfg.MaxConnections, SuperuserReservedConnections: cfg.SuperuserReservedConnections,
 		MaxStartupConnections: cfg.MaxStartupConnections, AuthTimeout: cfg.AuthTimeout}
