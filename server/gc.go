@@ -225,7 +225,9 @@ func (s *Server) startGCQueue(ctx context.Context) {
 				if err := s.db.Put(rctx, ptsKey(s.nodeID()), encodePTS(p, s.db.Clock().Now().WallTime)); err != nil && ctx.Err() == nil {
 					s.log.Debug("cairn: gc: publishing the protected timestamp", "err", err)
 				}
+				s.publishDrainTimestamp(rctx)
 			}
+			s.rollBackOrphanedJobs(ctx)
 			if err := s.refreshRepackTables(rctx, false); err != nil && ctx.Err() == nil {
 				s.log.Debug("cairn: gc: reading tables", "err", err)
 			}

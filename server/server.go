@@ -179,9 +179,12 @@ const defaultDiskStallFence = 10 * time.Second
 
 // Server is a running node.
 type Server struct {
-	cfg     Config
-	log     *slog.Logger
-	started time.Time
+	cfg Config
+	// lastOrphanCheck is when the node last looked for orphaned index
+	// builds (indexjobs.go); only the GC loop touches it.
+	lastOrphanCheck time.Time
+	log             *slog.Logger
+	started         time.Time
 	// tempCleanup removes the temporary directory of a node without a
 	// store dir (sqlmem.go).
 	tempCleanup func()
@@ -379,7 +382,8 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		AuthTimeout:                  cfg.AuthTimeout,
 		StoreProfile:                 s.cfg.StoreProfile,
 		NetworkRTT:                   s.NetworkRTT,
-		GC:                           gcRunner{s}})
+		GC:                           gcRunner{s},
+		DrainTimestamp:               s.drainTimestamp})
 	pgcfg := pgwire.Config{Backend: s.backend, Insecure: cfg.Insecure, Logger: log,
 		MaxConnections: cfg.MaxConnections, SuperuserReservedConnections: cfg.SuperuserReservedConnections,
 		MaxStartupConnections: cfg.MaxStartupConnections, AuthTimeout: cfg.AuthTimeout}

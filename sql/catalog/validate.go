@@ -216,7 +216,7 @@ func (t *Table) validateIndex(idx *Index) error {
 		return fmt.Errorf("%d directions for %d key columns", len(idx.KeyDirections), len(idx.KeyColumnIDs))
 	}
 	switch idx.State {
-	case IndexDeleteOnly, IndexWriteOnly, IndexBackfilling, IndexPublic:
+	case IndexDeleteOnly, IndexWriteOnly, IndexBackfilling, IndexValidating, IndexPublic:
 	default:
 		return fmt.Errorf("unknown state %q", idx.State)
 	}

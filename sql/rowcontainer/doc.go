@@ -5,8 +5,9 @@
 // spill to
 // (TempStorage, Scope, File). SQL operators
 // (sql/exec: sorts, hash aggregation and join partitions, DISTINCT,
-// windows, buffered results) use it, and index builds can share the
-// Sorter: it orders any rows by a caller's comparison.
+// windows, buffered results) use it, and so do online index builds
+// (sql/ddl index_backfill.go), which sort their entries with the Sorter:
+// it orders any rows by a caller's comparison.
 //
 // Flow:
 //

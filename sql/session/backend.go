@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/kv"
 	"github.com/cairn-db/cairn/pgwire"
 	"github.com/cairn-db/cairn/sql/catalog"
@@ -63,6 +64,9 @@ type Config struct {
 	// GC runs VACUUM's garbage collection (vacuum.go); nil: VACUUM only
 	// checks its tables (a Backend without a store, in unit tests).
 	GC GC
+	// DrainTimestamp is the cluster-wide bound online schema changes wait
+	// on (ddl.Context.DrainTimestamp); nil: this node's kv.DB's.
+	DrainTimestamp func(ctx context.Context) (hlc.Timestamp, error)
 }
 
 // Backend implements pgwire.Backend over a kv.DB. One Backend serves a
@@ -312,3 +316,9 @@ func versionNum(v string) string {
 	}
 	return strconv.Itoa(ma*10000 + mi)
 }
+
+// CatalogWriter returns a catalog writer over txn (nil: one to derive
+// per-transaction writers from with InTxn) that goes through the node's
+// cache, for schema work the node runs outside any session (rolling back
+// an orphaned index build, sql/ddl).
+func (b *Backend) CatalogWriter(txn *kv.Txn) *catalog.Writer { return catalog.NewWriter(txn, b.cache) }

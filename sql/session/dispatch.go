@@ -230,7 +230,12 @@ func (s *Session) ddlContext(x *stmtState, txn *kv.Txn, w pgwire.ResultWriter, s
 		PackedSizeLimit: limit,
 		DB:              s.b.db,
 		AutoCommit:      !s.block && !s.multiImplicit,
+		InBlock:         s.block,
 		HashBuckets:     s.vars["sql.defaults.default_hash_sharded_index_bucket_count"],
+		DrainTimestamp:  s.b.cfg.DrainTimestamp,
+		BackendPID:      int32(s.pid),
+		Memory:          s.b.cfg.Memory,
+		TempStorage:     s.b.cfg.TempStorage,
 	}
 }
 
