@@ -96,7 +96,7 @@ type sim struct {
 	// confirmedReads counts (replica, step) pairs answering by
 	// ReadConfirmed without a read lease.
 	confirmedReads int
-	next    int
+	next           int
 }
 
 // simTransport queues a node's outgoing messages on the simulated network.
