@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -131,8 +132,16 @@ func TestStoreProfileErrors(t *testing.T) {
 		}
 		t.Fatalf("Start with profile tape: %v", err)
 	}
-	s := start(t, Config{Insecure: true, StoreProfile: "auto"})
+	logs := &syncBuffer{}
+	s, err := Start(ctx, Config{Insecure: true, StoreProfile: "auto", Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer s.Stop(ctx)
+	// The ready line says which profile and why.
+	if l := logs.String(); !strings.Contains(l, "store_profile=ssd") || !strings.Contains(l, `store_profile_source="the store is in memory"`) {
+		t.Errorf("the log does not say the profile and why:\n%s", l)
+	}
 	var nodes []NodeInfo
 	getJSON(t, s, "/api/nodes", &nodes)
 	if len(nodes) != 1 || nodes[0].StoreProfile != "ssd" {
