@@ -48,6 +48,7 @@ import (
 	"github.com/cairn-db/cairn/security"
 	"github.com/cairn-db/cairn/sql/catalog"
 	"github.com/cairn-db/cairn/sql/distsql"
+	"github.com/cairn-db/cairn/sql/exec"
 	"github.com/cairn-db/cairn/sql/session"
 	"github.com/cairn-db/cairn/storage"
 	"github.com/cairn-db/cairn/storage/simfs"
@@ -360,6 +361,11 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	s.tempCleanup = tempCleanup
+	if s.repl != nil {
+		// Fragments other gateways send run their SQL here, under this
+		// node's SQL memory and temporary storage.
+		s.repl.distsql.SetProcessor(&exec.FragmentProcessor{DB: s.db, Memory: sqlMem, TempStorage: tempStorage})
+	}
 	s.backend = session.NewBackend(s.db, session.Config{ServerPort: port, Logger: log, Tablets: tabletDirectory{s},
 		Memory: sqlMem, TempStorage: tempStorage,
 		// A node without Join is a whole cluster of one: all DDL comes

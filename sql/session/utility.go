@@ -125,6 +125,9 @@ func (s *Session) explain(x *stmtState, st *parser.Statement, n *pg_query.Explai
 			return err
 		}
 		substituteParams(p, b.params, x.types())
+		// The annotation of each node: estimated costs (and, VERBOSE, the
+		// join choices) unless COSTS OFF, then where it would run.
+		var base func(plan.Node) string
 		switch {
 		case verbose:
 			est, choices, err := s.optimizeExplained(x.ctx, p)
@@ -134,19 +137,36 @@ func (s *Session) explain(x *stmtState, st *parser.Statement, n *pg_query.Explai
 			if !costs {
 				est = nil
 			}
-			lines = plan.Explain(p, verboseAnnotation(est, choices))
+			base = verboseAnnotation(est, choices)
 		case !costs:
 			if err := s.optimize(x.ctx, p); err != nil {
 				return err
 			}
-			lines = plan.Explain(p, nil)
 		default:
 			est, err := s.optimizeEstimated(x.ctx, p)
 			if err != nil {
 				return err
 			}
-			lines = plan.Explain(p, estimateAnnotation(est))
+			base = estimateAnnotation(est)
 		}
+		// Which subtrees would run as distributed fragments, and where
+		// (nil when none would).
+		dist := exec.DistributionAnnotator(x.ctx, s.execContext(x, txn, b.params), p)
+		annotate := base
+		if dist != nil {
+			annotate = func(n plan.Node) string {
+				d := dist(n)
+				if base == nil {
+					return d
+				}
+				a := base(n)
+				if d != "" {
+					a += "\n" + d
+				}
+				return a
+			}
+		}
+		lines = plan.Explain(p, annotate)
 	}
 	if err := w.BeginRows(describeColumns(explainColumns, nil)); err != nil {
 		return err
@@ -364,7 +384,7 @@ func (s *Session) vacuum(x *stmtState, n *pg_query.VacuumStmt, w pgwire.ResultWr
 			if err != nil {
 				return err
 			}
-			targets = append(targets, vacuumTarget{name: fmt.Sprintf("%q", rel.Table.Name), spans: l.TableSpans()})
+			targets = append(targets, vacuumTarget{name: fmt.Sprintf("%q", rel.Table.Name), id: rel.Table.ID, spans: l.TableSpans()})
 		}
 	}
 	if n.IsVacuumcmd {
