@@ -12,7 +12,7 @@
 // Every timed query runs on a freshly restarted node (a cold block cache
 // of -cache-mib), -runs times, alternating; medians are printed.
 //
-// Usage: go run ./bench/joinchoice [-rows 200000] [-lookups 20000] [-runs 3] [-cache-mib 8] [-force]
+// Usage: go run ./bench/joinchoice [-rows 200000] [-lookups 20000] [-runs 3] [-cache-mib 64] [-force]
 package main
 
 import (
@@ -33,7 +33,7 @@ var (
 	flagRows    = flag.Int("rows", 200_000, "rows in the table looked up")
 	flagLookups = flag.Int("lookups", 20_000, "rows of the join's input")
 	flagRuns    = flag.Int("runs", 3, "timed runs of each plan on each profile; the median is printed")
-	flagCache   = flag.Int64("cache-mib", 8, "block cache of the node in MiB")
+	flagCache   = flag.Int64("cache-mib", 64, "block cache of the node in MiB")
 	flagDir     = flag.String("dir", "", "store directory (default: a temporary one, removed after)")
 	flagMaxLoad = flag.Float64("max-load", 4, "refuse to run at or above this 1-minute load average")
 	flagForce   = flag.Bool("force", false, "run whatever the load")
@@ -64,7 +64,7 @@ func main() {
 		"BEGIN", "CREATE TABLE t (k INT8 PRIMARY KEY, v INT8, pad TEXT)",
 		fmt.Sprintf("INSERT INTO t SELECT g, g %% 1000, repeat('x', 40) FROM generate_series(1, %d) g", *flagRows), "COMMIT",
 		"BEGIN", "CREATE TABLE p (id INT8 PRIMARY KEY, k INT8)",
-		fmt.Sprintf("INSERT INTO p SELECT g, (g * 7919) %% %d + 1 FROM generate_series(1, %d) g", *flagRows, *flagLookups), "COMMIT",
+		fmt.Sprintf("INSERT INTO p SELECT g, (g * %d) %% %d + 1 FROM generate_series(1, %d) g", diskbench.Spread(*flagRows), *flagRows, *flagLookups), "COMMIT",
 		"ANALYZE t", "ANALYZE p"); err != nil {
 		log.Fatal(err)
 	}

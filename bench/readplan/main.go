@@ -24,7 +24,7 @@
 // batched as hdd batches (sql.testing.lookup_batch = 10000).
 //
 // Usage: go run ./bench/readplan [-rows 1000000] [-lookups 100000]
-// [-baseline-lookups 5000] [-runs 3] [-cache-mib 8] [-force]
+// [-baseline-lookups 5000] [-runs 3] [-cache-mib 64] [-force]
 package main
 
 import (
@@ -46,7 +46,7 @@ var (
 	flagLookups  = flag.Int("lookups", 100_000, "rows of the lookup join's input")
 	flagBaseline = flag.Int("baseline-lookups", 5_000, "input rows of the sorted-vs-input-order comparison (input order seeks per key: 10 ms each)")
 	flagRuns     = flag.Int("runs", 3, "timed runs of each variant; the median is printed")
-	flagCache    = flag.Int64("cache-mib", 8, "block cache of the node in MiB (smaller than the table)")
+	flagCache    = flag.Int64("cache-mib", 64, "block cache of the node in MiB (smaller than the table's decompressed blocks)")
 	flagDir      = flag.String("dir", "", "store directory (default: a temporary one, removed after)")
 	flagMaxLoad  = flag.Float64("max-load", 4, "refuse to run at or above this 1-minute load average")
 	flagForce    = flag.Bool("force", false, "run whatever the load")
@@ -78,10 +78,10 @@ func main() {
 	if err := n.Exec(ctx,
 		"BEGIN", "CREATE TABLE t (k INT8 PRIMARY KEY, v INT8, pad TEXT)",
 		fmt.Sprintf("INSERT INTO t SELECT g, g %% 1000, repeat('x', 40) FROM generate_series(1, %d) g", *flagRows), "COMMIT",
-		// The probe keys: a permutation of the table's keys by a
-		// multiplier prime to the row count, so random in p's order.
+		// The probe keys: a golden-ratio permutation of the table's
+		// keys (diskbench.Spread), without ascending runs in p's order.
 		"BEGIN", "CREATE TABLE p (id INT8 PRIMARY KEY, k INT8)",
-		fmt.Sprintf("INSERT INTO p SELECT g, (g * 7919) %% %d + 1 FROM generate_series(1, %d) g", *flagRows, *flagLookups), "COMMIT",
+		fmt.Sprintf("INSERT INTO p SELECT g, (g * %d) %% %d + 1 FROM generate_series(1, %d) g", diskbench.Spread(*flagRows), *flagRows, *flagLookups), "COMMIT",
 		"ANALYZE t", "ANALYZE p"); err != nil {
 		log.Fatal(err)
 	}

@@ -164,3 +164,21 @@ func CheckLoad(max float64, force bool) error {
 	}
 	return nil
 }
+
+// Spread is a multiplier m for which g ↦ g·m mod n is a permutation of
+// 0..n-1 that scatters consecutive g over the range (m near n/φ, prime to
+// n): probe keys in no order a disk could read ahead, unlike a small prime
+// multiplier, whose images of consecutive g ascend in runs of n/m.
+func Spread(n int) int {
+	gcd := func(a, b int) int {
+		for b != 0 {
+			a, b = b, a%b
+		}
+		return a
+	}
+	m := max(int(float64(n)*0.6180339887), 1)
+	for gcd(m, n) != 1 {
+		m--
+	}
+	return m
+}
