@@ -510,7 +510,7 @@ func (s *dmlState) write(ctx context.Context, ti *tableInfo, old, new []types.Da
 		// commits before this transaction does must fail its commit
 		// (kv/txn_validate.go), or the row could miss what the change
 		// built (a new index) or land where it no longer looks.
-		s.x.Txn.ValidateAtCommit(catalog.StampKey(ti.desc.ID), ti.resolvedAt)
+		s.x.Txn.ValidateAtCommit(catalog.WriterKey(ti.desc.ID, ti.desc.Version), ti.resolvedAt)
 		ti.validating = true
 	}
 	limit := batchSize
