@@ -27,7 +27,9 @@
 #             queries, errors, prepared batches, arrays, and what
 #             DatabaseMetaData's getTables, getColumns, getSchemas,
 #             getPrimaryKeys, getIndexInfo, getImportedKeys,
-#             getExportedKeys and getTypeInfo return
+#             getExportedKeys, getSQLKeywords and getTypeInfo return;
+#             test/compat/hibernate/HibernateCheck.java with Hibernate ORM
+#             (Maven resolves it): schema creation, validation, CRUD, HQL
 #   go        test/compat/gocheck (its own Go module): pgx (binary
 #             parameters and results, batches, CopyFrom, transactions,
 #             errors, a pool) and GORM (AutoMigrate, CRUD, soft delete,
@@ -242,7 +244,25 @@ if want jdbc; then
     java -cp "$jar" test/compat/jdbc/JdbcCheck.java "jdbc:postgresql://127.0.0.1:$port/postgres?sslmode=disable" ||
       fail jdbc "JdbcCheck.java (pgjdbc $jdbcver)"
   fi
-  row jdbc pgjdbc "$jdbcver" "JdbcCheck.java: queries, errors, batches, arrays; DatabaseMetaData getTables, getColumns, getSchemas, getPrimaryKeys, getIndexInfo, getImported/ExportedKeys, getTypeInfo with their content"
+  # Hibernate ORM (and its pgjdbc) from Maven Central: pom.xml only
+  # resolves the classpath; java runs HibernateCheck.java from source.
+  hib=test/compat/hibernate
+  if mvn -q -f "$hib/pom.xml" dependency:build-classpath -Dmdep.outputFile="$work/hibernate.cp" >"$work/mvn-hibernate.out" 2>&1; then
+    java -cp "$(cat "$work/hibernate.cp")" "$hib/HibernateCheck.java" "jdbc:postgresql://127.0.0.1:$port/postgres?sslmode=disable" \
+      >"$work/hibernate.out" 2>&1
+    rc=$?
+    grep '^hibernate:' "$work/hibernate.out"
+    if [ $rc -ne 0 ]; then
+      tail -40 "$work/hibernate.out"
+      fail hibernate "HibernateCheck.java"
+    fi
+  else
+    cat "$work/mvn-hibernate.out"
+    fail hibernate "resolving Hibernate with mvn failed"
+  fi
+  row hibernate "Hibernate ORM (pgjdbc)" "$(sed -n 's:.*<hibernate.version>\(.*\)</hibernate.version>.*:\1:p' "$hib/pom.xml")" \
+    "HibernateCheck.java: hbm2ddl create, hbm2ddl validate (and its failure on a missing column), CRUD, HQL, constraint errors"
+  row jdbc pgjdbc "$jdbcver" "JdbcCheck.java: queries, errors, batches, arrays; DatabaseMetaData getTables, getColumns, getSchemas, getPrimaryKeys, getIndexInfo, getImported/ExportedKeys, getSQLKeywords, getTypeInfo with their content"
 fi
 
 if want go; then

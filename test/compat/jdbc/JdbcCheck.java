@@ -186,6 +186,12 @@ public class JdbcCheck {
       expect(ek.equals(want), "exported keys " + ek);
     });
 
+    check("metadata_sql_keywords", c -> {
+      // getSQLKeywords reads pg_get_keywords(); DBeaver and Hibernate ask.
+      List<String> kw = List.of(c.getMetaData().getSQLKeywords().split(","));
+      expect(kw.contains("returning") && kw.contains("ilike") && !kw.contains("select"), "keywords " + kw.size());
+    });
+
     check("metadata_type_info", c -> {
       // pgjdbc maps each pg_type row to a java.sql.Types code; it tells
       // arrays by typinput = 'array_in'::regproc.
