@@ -3,10 +3,11 @@
 # `cairn start` process. Every step runs even when an earlier one failed; the
 # run fails if any did, and the summary at the end names them.
 #
-#   psql      test/compat/psql.sql (meta-commands \d \d+ \dt \di \dv \ds \dx
-#             \dn \du \l \df, \copy, transactions, errors, pg_dump's index
-#             query) must print exactly what PostgreSQL 15 prints
-#             (psql.expected), after normalize.sed hides OIDs and page counts
+#   psql      test/compat/psql.sql (meta-commands \d \d+ \dt \dt+ \di \di+
+#             \dv \dv+ \ds \ds+ \dx \dn \dn+ \du \l \df \dp, \copy,
+#             transactions, errors, pg_dump's index query) must print
+#             exactly what PostgreSQL 15 prints (psql.expected), after
+#             normalize.sed hides OIDs, page counts, sizes and padding
 #   pgbench   -i -s 10, then -T 30 -c 8 -j 2 in the simple and prepared
 #             protocols: transactions processed, 0 failed, balances add up
 #   sysbench  oltp_read_write (Debian's sysbench), 4 tables of 10000 rows,
