@@ -39,8 +39,10 @@
 #             parameters and types, prepared statements, transactions,
 #             errors, a cursor, a pool
 #   pg_dump   a full dump of dump_schema.sql's database (two schemas,
-#             tables of most types, serial and identity columns, sequences,
-#             indexes, constraints, views, comments, rows) restores with
+#             tables of most types, serial, identity and stored generated
+#             columns, sequences, indexes (partial, expression, INCLUDE),
+#             constraints (ON DELETE CASCADE, named CHECK), views,
+#             comments, rows) restores with
 #             psql -v ON_ERROR_STOP=1 into a fresh Cairn database and into
 #             PostgreSQL 15 (scripts/pg15.sh), and fingerprint.sql reads the
 #             same definitions, rows and sequence positions from all three;
