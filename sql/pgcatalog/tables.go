@@ -397,7 +397,7 @@ func genIndex(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error
 			out = append(out, t.row("indexrelid", indexOID(d.ID, ix.ID), "indrelid", d.ID,
 				"indnatts", len(indkey), "indnkeyatts", len(keys), "indisunique", ix.Unique || ix.ID == catalog.PrimaryIndexID,
 				"indisprimary", ix.ID == catalog.PrimaryIndexID, "indimmediate", true, "indisvalid", public,
-				"indisready", public || ix.State == catalog.IndexWriteOnly || ix.State == catalog.IndexBackfilling,
+				"indisready", public || ix.State == catalog.IndexWriteOnly || ix.State == catalog.IndexBackfilling || ix.State == catalog.IndexValidating,
 				"indislive", true, "indkey", indkey, "indcollation", coll, "indclass", class, "indoption", opt,
 				"indpred", pred, "indexprs", indexprs))
 		}

@@ -395,6 +395,10 @@ func (s *Session) abortBlock(ctx context.Context) {
 	s.aborted = true
 }
 
+// FailStatement implements pgwire.StatementFailer: an error pgwire found
+// in the extended protocol fails the statement as one of ours would.
+func (s *Session) FailStatement(ctx context.Context) { s.failStatement(ctx) }
+
 // failStatement reacts to a statement's error: a block becomes aborted,
 // an implicit transaction rolls back.
 func (s *Session) failStatement(ctx context.Context) {
