@@ -28,7 +28,8 @@
 #             queries, errors, prepared batches, arrays, and what
 #             DatabaseMetaData's getTables, getColumns, getSchemas,
 #             getPrimaryKeys, getIndexInfo, getImportedKeys,
-#             getExportedKeys, getSQLKeywords and getTypeInfo return;
+#             getExportedKeys, getSQLKeywords and getTypeInfo return, and
+#             what catalog queries of DBeaver's kind find;
 #             test/compat/hibernate/HibernateCheck.java with Hibernate ORM
 #             (Maven resolves it): schema creation, validation, CRUD, HQL
 #   go        test/compat/gocheck (its own Go module): pgx (binary
@@ -265,7 +266,7 @@ if want jdbc; then
   fi
   row hibernate "Hibernate ORM (pgjdbc)" "$(sed -n 's:.*<hibernate.version>\(.*\)</hibernate.version>.*:\1:p' "$hib/pom.xml")" \
     "HibernateCheck.java: hbm2ddl create, hbm2ddl validate (and its failure on a missing column), CRUD, HQL, constraint errors"
-  row jdbc pgjdbc "$jdbcver" "JdbcCheck.java: queries, errors, batches, arrays; DatabaseMetaData getTables, getColumns, getSchemas, getPrimaryKeys, getIndexInfo, getImported/ExportedKeys, getSQLKeywords, getTypeInfo with their content"
+  row jdbc pgjdbc "$jdbcver" "JdbcCheck.java: queries, errors, batches, arrays; DatabaseMetaData getTables, getColumns, getSchemas, getPrimaryKeys, getIndexInfo, getImported/ExportedKeys, getSQLKeywords, getTypeInfo with their content; DBeaver-style catalog queries"
 fi
 
 if want go; then
