@@ -92,6 +92,8 @@ type Txn struct {
 		created map[string]int32
 		// afterCommit runs once the transaction committed (bulk.go).
 		afterCommit []afterCommitFn
+		// onFinish runs once the transaction ended either way (bulk.go).
+		onFinish []func(context.Context)
 		// validate are the keys the writes depend on, checked at commit
 		// (txn_validate.go).
 		validate map[string]validation
