@@ -311,6 +311,7 @@ func (g gcRunner) Collect(ctx context.Context, spans []kvpb.Span) (session.GCRes
 				r := br.Responses[0].(*kvpb.GCResponse)
 				res.Versions += int64(r.Removed)
 				res.Bytes += r.RemovedBytes
+				res.Repacked += int64(r.Repacked)
 				at = r.ResumeKey
 			}
 			from = end
