@@ -182,7 +182,7 @@ func (e *executor) runMove(ctx context.Context, job *jobs.Job, id catalog.ID, pr
 		if t.Move != nil {
 			return catalog.ErrMoving(t)
 		}
-		if t.Colocated == probe.Colocated {
+		if movedTo(t, probe) {
 			// Moved there by another session since the statement read
 			// the table: nothing to do.
 			return nil
@@ -214,7 +214,7 @@ func (e *executor) runMove(ctx context.Context, job *jobs.Job, id catalog.ID, pr
 		if t.Move != nil {
 			return catalog.ErrMoving(t)
 		}
-		if t.Colocated == probe.Colocated {
+		if movedTo(t, probe) {
 			return nil
 		}
 		nt := cloneTable(t)
@@ -264,6 +264,16 @@ func (e *executor) runMove(ctx context.Context, job *jobs.Job, id catalog.ID, pr
 	return moving, nil
 }
 
+// movedTo says whether t is where probe says a move takes it: colocated
+// or not, and (for a distributed table or one made ordinary again,
+// ddl.alterDistribution) partitioned as probe is.
+func movedTo(t, probe *catalog.Table) bool {
+	if t.Colocated != probe.Colocated {
+		return false
+	}
+	return t.Colocated || !(probe.Partitioning.Distributed || t.Partitioning.Distributed) || t.Partitioning == probe.Partitioning
+}
+
 // moveTarget allocates where t goes (probe's Colocated and Partitioning):
 // the database's colocation group with local indexes, or a group of its
 // own and one per secondary index; fresh storage for every index.
@@ -286,7 +296,21 @@ func (e *executor) moveTarget(ctx context.Context, t, probe *catalog.Table, jobI
 	if err != nil {
 		return nil, err
 	}
+	if probe.Partitioning.Kind == catalog.PartitionRange {
+		// A range-partitioned table is the group named by its own ID
+		// (undistribute_table); its fresh storage IDs keep the rows
+		// apart from anything the group held before.
+		g = t.ID
+	}
 	m.GroupID, m.Partitioning = uint64(g), probe.Partitioning
+	if probe.Partitioning.Distributed {
+		// A distributed table's indexes live beside its rows, bucket by
+		// bucket (catalog.Partitioning.Distributed).
+		for i, idx := range t.Indexes {
+			m.Indexes = append(m.Indexes, catalog.MovedIndex{ID: idx.ID, Placement: catalog.IndexLocal, StorageID: sids[1+i]})
+		}
+		return m, nil
+	}
 	for i, idx := range t.Indexes {
 		ig, err := e.x.Writer.AllocateID(ctx)
 		if err != nil {
