@@ -305,8 +305,19 @@ func (e *executor) moveTarget(ctx context.Context, t, probe *catalog.Table, jobI
 	m.GroupID, m.Partitioning = uint64(g), probe.Partitioning
 	if probe.Partitioning.Distributed {
 		// A distributed table's indexes live beside its rows, bucket by
-		// bucket (catalog.Partitioning.Distributed).
+		// bucket (catalog.Partitioning.Distributed), except unique ones:
+		// a key must be unique across all buckets, which an index of
+		// its own (global) enforces in one place, whatever the
+		// distribution column (Citus refuses such constraints).
 		for i, idx := range t.Indexes {
+			if idx.Unique {
+				ig, err := e.x.Writer.AllocateID(ctx)
+				if err != nil {
+					return nil, err
+				}
+				m.Indexes = append(m.Indexes, catalog.MovedIndex{ID: idx.ID, Placement: catalog.IndexGlobal, GroupID: uint64(ig), StorageID: sids[1+i]})
+				continue
+			}
 			m.Indexes = append(m.Indexes, catalog.MovedIndex{ID: idx.ID, Placement: catalog.IndexLocal, StorageID: sids[1+i]})
 		}
 		return m, nil
