@@ -106,6 +106,10 @@ func TestCitusAPI(t *testing.T) {
 	if got := rows(t, c, "SELECT concat_ws(' ', count(*), min(shardminvalue::int), max(shardmaxvalue::int)) FROM pg_dist_shard"); strings.Join(got, ";") != "8 0 65535" {
 		t.Errorf("pg_dist_shard: %v", got)
 	}
+	// Every shard is on a node and holds some bytes.
+	if got := rows(t, c, "SELECT count(*), count(nodename), min(shard_size) > 0 FROM citus_shards WHERE nodename LIKE 'n_'"); strings.Join(got, ";") != "8 8 true" {
+		t.Errorf("citus_shards: %v (%v)", got, rows(t, c, "SELECT shardid, nodename, shard_size FROM citus_shards"))
+	}
 	if got := rows(t, c, "SELECT shardcount FROM pg_dist_colocation"); strings.Join(got, ";") != "8" {
 		t.Errorf("pg_dist_colocation: %v", got)
 	}

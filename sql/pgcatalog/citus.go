@@ -1,10 +1,12 @@
 package pgcatalog
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 
 	"github.com/cairn-db/cairn/sql/catalog"
+	"github.com/cairn-db/cairn/sql/plan"
 	"github.com/cairn-db/cairn/sql/rowenc"
 	"github.com/cairn-db/cairn/sql/types"
 )
@@ -15,8 +17,10 @@ import (
 // colocation group of its own, whose ID is its table group's; its
 // shards are the bucket ranges it was split into (rowenc's 65,536
 // buckets, where Citus hashes into int32 ranges), shard IDs the table's
-// OID times 100,000 plus the shard's index. Not there yet:
-// citus_shards, reference tables.
+// OID times 100,000 plus the shard's index. citus_shards names a shard's
+// node by its leaseholder's node ID (nodename 'n<id>', nodeport 0): Cairn
+// moves shards' leases between nodes, and the catalog does not know the
+// nodes' addresses. Not there yet: reference tables.
 
 // OIDs of the Citus relations, after cairn_catalog's.
 const (
@@ -24,6 +28,7 @@ const (
 	oidPgDistShard      = 15011
 	oidPgDistColocation = 15012
 	oidCitusTables      = 15013
+	oidCitusShards      = 15014
 )
 
 func init() {
@@ -35,6 +40,43 @@ func init() {
 		`colocationid:integer shardcount:integer replicationfactor:integer distributioncolumntype:oid distributioncolumncollation:oid`, genDistColocation)
 	define("pg_catalog", "citus_tables", oidCitusTables, true,
 		`table_name:regclass citus_table_type:text distribution_column:name colocation_id:integer table_size:text shard_count:integer table_owner:name access_method:name`, genCitusTables)
+	define("pg_catalog", "citus_shards", oidCitusShards, true,
+		`table_name:regclass shardid:bigint shard_name:text citus_table_type:text colocation_id:integer nodename:text nodeport:integer shard_size:bigint`, genCitusShards)
+}
+
+// genCitusShards lists every shard with the node leading the tablet
+// that holds its first bucket and the bytes of the tablets within its
+// bucket range, as the node's tablet directory reports them (no
+// nodename or size without one).
+func genCitusShards(ctx context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
+	var tablets []plan.TabletState
+	if s.env.Tablets != nil {
+		var err error
+		if tablets, err = s.env.Tablets.Tablets(ctx); err != nil {
+			return nil, fmt.Errorf("citus_shards: %w", err)
+		}
+	}
+	var out [][]types.Datum
+	for _, r := range s.distributed() {
+		d := r.desc.(*catalog.Table)
+		for i, rg := range shardRanges(d.Partitioning.InitialTablets) {
+			sp := rowenc.BucketSpan(d.GroupID, uint16(rg[0]), uint16(rg[1]))
+			var node any
+			var size int64
+			for _, tb := range tablets {
+				if bytes.Compare(tb.StartKey, sp.EndKey) < 0 && (len(tb.EndKey) == 0 || bytes.Compare(sp.Key, tb.EndKey) < 0) {
+					size += tb.LiveBytes
+					if node == nil && tb.Leader != 0 && bytes.Compare(tb.StartKey, sp.Key) <= 0 {
+						node = fmt.Sprintf("n%d", tb.Leader)
+					}
+				}
+			}
+			id := int64(r.oid())*100000 + int64(i)
+			out = append(out, t.row("table_name", regclass(r.oid()), "shardid", id, "shard_name", fmt.Sprintf("%s_%d", d.Name, id),
+				"citus_table_type", "distributed", "colocation_id", int64(d.GroupID), "nodename", node, "nodeport", int64(0), "shard_size", size))
+		}
+	}
+	return out, nil
 }
 
 // distributed lists the current database's distributed tables.
