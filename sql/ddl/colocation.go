@@ -310,7 +310,7 @@ const DefaultShardCount = 32
 // ordinary one again (docs/distributed.md): ALTER TABLE t SET
 // (cairn_distribution_column = 'col' [, cairn_split_tablets = n]) is what
 // create_distributed_table(t, col, shard_count => n) runs (sql/session,
-// citus.go), and cairn_distribution_column = '' what undistribute_table
+// citus.go), and cairn_distribution_column = ” what undistribute_table
 // runs. A distributed table is hash partitioned on its distribution
 // column into n tablets with its secondary indexes local (beside their
 // rows, in the same tablets), moved there as ALTER TABLE ... SET
