@@ -310,10 +310,10 @@ const DefaultShardCount = 32
 // ordinary one again (docs/distributed.md): ALTER TABLE t SET
 // (cairn_distribution_column = 'col' [, cairn_split_tablets = n]) is what
 // create_distributed_table(t, col, shard_count => n) runs (sql/session,
-// citus.go), and cairn_distribution_column = ” what undistribute_table
+// citus.go), and an empty cairn_distribution_column what undistribute_table
 // runs. A distributed table is hash partitioned on its distribution
 // column into n tablets with its secondary indexes local (beside their
-// rows, in the same tablets), moved there as ALTER TABLE ... SET
+// rows, in the same tablets; unique ones global), moved there as ALTER TABLE ... SET
 // (colocated = ...) moves a table: online as a job when the statement
 // is a transaction of its own, while reads and writes go on.
 //
