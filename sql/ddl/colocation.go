@@ -351,6 +351,14 @@ func (e *executor) alterDistribution(ctx context.Context, cur *catalog.Table, op
 			WithHint("Move it out first: ALTER TABLE %s SET (colocated = false).", cur.Name)
 	}
 	probe := &catalog.Table{Name: cur.Name}
+	if col == "" && shards != 0 {
+		// A new shard count for a distributed table
+		// (alter_distributed_table(t, shard_count => n)): its column.
+		if !cur.Partitioning.Distributed || len(cur.PrimaryIndex.KeyColumnIDs) == 0 {
+			return nil, pgerror.New(pgerrcode.InvalidTableDefinition, "table %q is not distributed", cur.Name)
+		}
+		col = cur.ColumnByID(cur.PrimaryIndex.KeyColumnIDs[0]).Name
+	}
 	if col != "" {
 		c := cur.ColumnByName(col)
 		if c == nil {
@@ -363,8 +371,6 @@ func (e *executor) alterDistribution(ctx context.Context, cur *catalog.Table, op
 			shards = DefaultShardCount
 		}
 		probe.Partitioning = catalog.Partitioning{Kind: catalog.PartitionHash, HashColumns: 1, InitialTablets: shards, Distributed: true}
-	} else if shards != 0 {
-		return nil, pgerror.New(pgerrcode.InvalidParameterValue, "shard_count needs a distribution column")
 	} else {
 		// Undistributed: range partitioned, as CREATE TABLE makes an
 		// ordinary table (catalog.Writer).

@@ -162,11 +162,13 @@ func (s *Session) runCitus(x *stmtState, st *parser.Statement, c *citusCall, w p
 		if !ok && c.fn != "alter_distributed_table" {
 			return pgerror.New(pgerrcode.UndefinedFunction, "function %s needs a distribution_column", c.fn)
 		}
-		if !ok {
-			return pgerror.New(pgerrcode.FeatureNotSupported, "alter_distributed_table without distribution_column is not supported yet")
-		}
-		opts = append(opts, "cairn_distribution_column = "+quoteLiteral(col))
 		n := c.args["shard_count"]
+		if !ok && n == "" {
+			return pgerror.New(pgerrcode.FeatureNotSupported, "alter_distributed_table changes distribution_column or shard_count; other changes are not supported yet")
+		}
+		// Without a column (alter_distributed_table(t, shard_count =>
+		// n)) the table keeps its own (ddl.alterDistribution).
+		opts = append(opts, "cairn_distribution_column = "+quoteLiteral(col))
 		if n == "" {
 			n = s.vars["citus.shard_count"]
 		}
