@@ -233,7 +233,9 @@ func (e *executor) placeIndex(ctx context.Context, t *catalog.Table, idx *catalo
 	if idx.State == "" {
 		idx.State = catalog.IndexPublic
 	}
-	if t.Colocated || t.Partitioning.Distributed {
+	if t.Colocated || t.Partitioning.Distributed && !idx.Unique {
+		// A distributed table's unique index is global: one place
+		// enforces its keys across every bucket.
 		idx.Placement = catalog.IndexLocal
 		return nil
 	}
