@@ -70,6 +70,9 @@ type Txn struct {
 	// it ends, so an abandoned coordinator lets its record expire
 	// (invariant 5).
 	ctx context.Context
+	// snapshot: a read-only view at a timestamp someone else chose
+	// (NewSnapshotTxn); it never moves its read timestamp.
+	snapshot bool
 
 	mu struct {
 		sync.Mutex
@@ -154,6 +157,29 @@ func (db *DB) buildTxn(ctx context.Context, name string, iso IsolationLevel, min
 		GlobalUncertaintyLimit: db.uncertaintyLimit(now),
 	}
 	t.observeGatewayLocked(now)
+	t.mu.lockSpans.max = db.opts.MaxLockSpans
+	t.mu.readSpans.max = db.opts.MaxReadSpans
+	return t
+}
+
+// NewSnapshotTxn returns a read-only transaction that reads at exactly
+// ts with the global uncertainty limit limit: a distributed fragment
+// reading at its gateway's snapshot (sql/distsql invariant 2). It never
+// refreshes in place: a value in its uncertainty window fails the read
+// with a retryable error instead of moving ts, so every read sees the
+// gateway's snapshot or fails. It carries no observed timestamps. It
+// must not write; it needs no commit (nothing to release) and is not
+// registered with the GC protection, which its gateway's own
+// transaction provides while the statement runs.
+func (db *DB) NewSnapshotTxn(ctx context.Context, name string, ts, limit hlc.Timestamp) *Txn {
+	t := &Txn{db: db, iso: Serializable, ctx: ctx, snapshot: true}
+	t.mu.proto = kvpb.Transaction{
+		TxnMeta:                kvpb.TxnMeta{ID: uuid.New(), WriteTimestamp: ts, MinTimestamp: ts, Priority: rand.Int32N(1<<31-2) + 1},
+		Name:                   name,
+		Status:                 kvpb.Pending,
+		ReadTimestamp:          ts,
+		GlobalUncertaintyLimit: limit,
+	}
 	t.mu.lockSpans.max = db.opts.MaxLockSpans
 	t.mu.readSpans.max = db.opts.MaxReadSpans
 	return t
@@ -442,7 +468,7 @@ func (t *Txn) send(ctx context.Context, reqs []kvpb.Request, opts sendOpts) (*kv
 			return nil, err
 		}
 		target, ok := inPlaceTarget(err)
-		if ok && attempt < maxInPlaceRetries {
+		if ok && !t.snapshot && attempt < maxInPlaceRetries {
 			if rerr := t.refresh(ctx, target); rerr == nil {
 				continue
 			} else if !kvpb.IsRetryable(rerr) {

@@ -37,6 +37,7 @@ var (
 	flagRuns      = flag.Int("runs", 3, "timed runs of each query and mode; medians are reported")
 	flagPerTablet = flag.Int("per-tablet", 2, "loading batches of 20,000 rows per tablet")
 	flagGlobal    = flag.Bool("global", false, "simulated inter-region latency (cairn demo --global)")
+	flagLog       = flag.Bool("log", false, "the nodes' logs on stderr (discarded otherwise)")
 )
 
 var queries = []struct{ name, sql string }{
@@ -49,7 +50,11 @@ var queries = []struct{ name, sql string }{
 func main() {
 	flag.Parse()
 	ctx := context.Background()
-	c, err := localcluster.Start(ctx, localcluster.Options{Nodes: 3, Global: *flagGlobal, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	logTo := io.Discard
+	if *flagLog {
+		logTo = os.Stderr
+	}
+	c, err := localcluster.Start(ctx, localcluster.Options{Nodes: 3, Global: *flagGlobal, Logger: slog.New(slog.NewTextHandler(logTo, nil))})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -69,7 +74,7 @@ func main() {
 		hi := min(lo+19_999, *flagRows)
 		// Idempotent, so a batch that failed while leases moved (the
 		// balancer runs during the load) can simply run again.
-		load := fmt.Sprintf("INSERT INTO t SELECT i, i %% 100, (i * 7919) %% 1000, repeat('p', 40) FROM generate_series(%d, %d) AS i ON CONFLICT (k) DO NOTHING", lo, hi)
+		load := fmt.Sprintf("INSERT INTO t SELECT i, i %% 100, (i::bigint * 7919) %% 1000, repeat('p', 40) FROM generate_series(%d, %d) AS i ON CONFLICT (k) DO NOTHING", lo, hi)
 		for attempt := 1; ; attempt++ {
 			_, err := conn.Exec(ctx, load)
 			if err == nil {

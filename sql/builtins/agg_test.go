@@ -185,3 +185,96 @@ func TestMergeMatchesSequential(t *testing.T) {
 		}
 	}
 }
+
+// TestPartialMatchesSequential checks two-phase aggregation
+// (agg_partial.go): the input cut into up to three fragments, each
+// fragment's Parts computed, their results fed to Final, gives exactly
+// (same text, so the same numeric scale) what one accumulator over every
+// row gives, for every split and every aggregate PartialOf splits.
+func TestPartialMatchesSequential(t *testing.T) {
+	cases := []struct {
+		name string
+		typ  *types.T
+		vals string
+	}{
+		{"count", types.Int4, "5,NULL,-3,12,7,0,NULL,9"},
+		{"sum", types.Int4, "5,NULL,-3,12,7,0,NULL,9"},
+		{"sum", types.Int2, "5,NULL,-3,12"},
+		{"sum", types.Int8, "5,NULL,-3,12,7,0,NULL,9"},
+		{"sum", types.Numeric, "1.50,NULL,-3.125,12,7.0"},
+		{"avg", types.Int4, "5,NULL,-3,12,7,0,NULL,9"},
+		{"avg", types.Int8, "5,NULL,-3,12,7,1,NULL,9"},
+		{"avg", types.Numeric, "1.50,NULL,-3.125,12,7.0"},
+		{"min", types.Text, "b,NULL,a,c"},
+		{"max", types.Int8, "5,NULL,-3,12"},
+		{"bool_and", types.Bool, "true,NULL,false,true"},
+		{"bool_or", types.Bool, "false,NULL,false,true"},
+		{"every", types.Bool, "true,NULL,true"},
+		{"bit_and", types.Int4, "7,NULL,5,13"},
+		{"bit_or", types.Int8, "1,NULL,4,16"},
+	}
+	for _, c := range cases {
+		rows := parseCol(t, c.typ, c.vals)
+		r, err := ResolveFunc(c.name, []*types.T{c.typ})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, ok := PartialOf(c.name, false, r)
+		if !ok {
+			t.Fatalf("%s(%s) does not split", c.name, c.typ.Name())
+		}
+		whole := r.Overload.NewAggregate(r.ArgTypes)
+		for _, row := range rows {
+			if err := whole.Add(nil, []types.Datum{row}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want, _ := whole.Result()
+		for s1 := 0; s1 <= len(rows); s1++ {
+			for s2 := s1; s2 <= len(rows); s2++ {
+				final := p.Final.Overload.NewAggregate(p.Final.ArgTypes)
+				for _, frag := range [][]types.Datum{rows[:s1], rows[s1:s2], rows[s2:]} {
+					var state []types.Datum
+					for _, part := range p.Parts {
+						pr, err := ResolveFunc(part.Name, []*types.T{c.typ})
+						if err != nil {
+							t.Fatal(err)
+						}
+						acc := pr.Overload.NewAggregate(pr.ArgTypes)
+						for _, row := range frag {
+							_ = acc.Add(nil, []types.Datum{row})
+						}
+						d, _ := acc.Result()
+						state = append(state, d)
+					}
+					if err := final.Add(nil, state); err != nil {
+						t.Fatal(err)
+					}
+				}
+				got, err := final.Result()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if types.IsNull(want) != types.IsNull(got) || (!types.IsNull(want) && want.String() != got.String()) || p.Final.Return != r.Return {
+					t.Errorf("%s(%s) split at %d,%d: two-phase %s, sequential %s", c.name, c.typ.Name(), s1, s2, got, want)
+				}
+			}
+		}
+	}
+	// Float sums depend on their order: not split.
+	r, _ := ResolveFunc("sum", []*types.T{types.Float8})
+	if _, ok := PartialOf("sum", false, r); ok {
+		t.Error("sum(float8) splits")
+	}
+	// count(*) over no rows in any fragment is 0, not NULL.
+	r, _ = ResolveFunc("count", nil)
+	p, ok := PartialOf("count", true, r)
+	if !ok || len(p.Parts) != 1 || !p.Parts[0].Star {
+		t.Fatalf("count(*): %+v %v", p, ok)
+	}
+	final := p.Final.Overload.NewAggregate(p.Final.ArgTypes)
+	_ = final.Add(nil, []types.Datum{types.DInt(0)})
+	if d, _ := final.Result(); d.String() != "0" {
+		t.Errorf("count(*) of empty fragments = %s", d)
+	}
+}

@@ -39,6 +39,10 @@ func idKey(prefix []byte, id ID) []byte {
 func descKey(id ID) []byte  { return idKey(descPrefix, id) }
 func stampKey(id ID) []byte { return idKey(stampPrefix, id) }
 
+// DescriptorKey is the key of descriptor id: a read of it returns, with
+// the descriptor, the timestamp it was last written at.
+func DescriptorKey(id ID) []byte { return descKey(id) }
+
 // StampKey is the key of descriptor id's stamp, which every write of the
 // descriptor rewrites (the node caches validate against it; writers
 // validate WriterKey instead).

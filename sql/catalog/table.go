@@ -290,6 +290,11 @@ type RowFormat struct {
 	// SchemaVersion is the row schema version: it increments on every ADD
 	// or DROP of a stored column, and packed rows record it.
 	SchemaVersion uint32 `json:"schema_version"`
+	// OldestPacked is the oldest row schema version a packed row of the
+	// table may have been written under (0: any). ForgetPackingVersions
+	// raises it when a census finds no older packed row, and forgets the
+	// dropped columns only older versions had (rowenc.SchemaHistory).
+	OldestPacked uint32 `json:"oldest_packed,omitempty"`
 }
 
 // ColumnByID returns the live column with id, or nil.

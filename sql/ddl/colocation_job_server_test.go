@@ -83,6 +83,8 @@ type writer struct {
 	// retries counts statements that failed with 40001 (not acknowledged:
 	// the model is unchanged) and were run again, as a client would.
 	retries int
+	// retryErrs are the first few of those errors, for the log.
+	retryErrs []string
 }
 
 // execRetry runs an autocommit statement until it does not fail with
@@ -93,7 +95,9 @@ func (w *writer) execRetry(ctx context.Context, c *pgx.Conn, sql string, args ..
 		if sqlState(err) != "40001" {
 			return tag, err
 		}
-		w.retries++
+		if w.retries++; len(w.retryErrs) < 3 {
+			w.retryErrs = append(w.retryErrs, err.Error())
+		}
 	}
 }
 
@@ -245,7 +249,12 @@ func checkTable(t *testing.T, c *pgx.Conn, table string, initial int64, ws []*wr
 		}
 	}
 	q := "SELECT id, v, u FROM " + table
-	explain(q, "Seq Scan")
+	if strings.Contains(table, "hs") {
+		// Hash sharded: a span per bucket of the primary key.
+		explain(q, "Index Scan using "+table+"_pkey")
+	} else {
+		explain(q, "Seq Scan")
+	}
 	got := map[int64]row{}
 	compare("table scan", got, read(got, q))
 

@@ -31,7 +31,8 @@
 // (sequences, storage parameters), misc.go (views, TRUNCATE, COMMENT,
 // roles), privileges.go (GRANT, REVOKE, ownership checks), exprindex.go
 // (indexes on expressions), hashshard.go and alterpk.go (hash-sharded
-// indexes, changing a key in place), names.go.
+// indexes, changing a key in place), rekey.go (the online key change),
+// names.go.
 //
 // Decisions:
 //
@@ -67,7 +68,9 @@
 //     key, a CHECK on it, and a tablet per bucket (split in parallel);
 //     ALTER INDEX ... SET (bucket_count) and ALTER PRIMARY KEY
 //     (cairn_alter_primary_key) rewrite the table under the new key
-//     (alterpk.go).
+//     (alterpk.go): online as a job when only the hashing changes and
+//     the statement is alone (rekey.go), else in the statement's
+//     transaction.
 //   - Name choice (t_pkey, t_v_idx, ...) and DROP/ALTER INDEX look each
 //     name up (catalog.Reader.IndexTable) rather than reading every
 //     relation of the schema, so DDL does not slow down as tables

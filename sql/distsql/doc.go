@@ -7,6 +7,10 @@
 //	  ◀── row batches (≤ Window unacked) ──    snapshot, batch, wait credit
 //	  credit per consumed batch ──────────▶
 //
+// A Spec either scans KVs (this package reads them) or carries Proc,
+// the fragment's SQL, which the node's Processor (sql/exec) runs and
+// whose rows travel as opaque encoded rows.
+//
 // It owns the physical plan (Fragment, Spec), the wire format of the Flow
 // stream (wire.go), the service every node registers on its rpc server
 // (rpc.WithService) and the gateway side that runs a flow (Flow). It

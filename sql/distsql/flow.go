@@ -62,10 +62,12 @@ func (g *Gateway) conn(node uint64) (*grpc.ClientConn, error) {
 }
 
 // Batch is one batch of a fragment's KVs, in key order within the
-// fragment (invariant 6). The caller owns KVs.
+// fragment (invariant 6), or of its rows when its Spec had a Proc (each
+// row encoded by the processor). The caller owns KVs and Rows.
 type Batch struct {
 	Fragment int
 	KVs      []kvpb.KeyValue
+	Rows     [][]byte
 }
 
 type item struct {
@@ -92,7 +94,10 @@ type Flow struct {
 	errMu sync.Mutex
 	err   error
 
+	// held is the batch Next returned last; helds[i] the one NextOf(i)
+	// returned last (a merge holds one batch per fragment).
 	held  item
+	helds []item
 	stats []FragmentStats
 }
 
@@ -109,6 +114,15 @@ func (g *Gateway) Start(ctx context.Context, frags []Fragment, budget *mon.Budge
 // still run ahead, each up to its window (invariant 3).
 func (g *Gateway) StartOrdered(ctx context.Context, frags []Fragment, budget *mon.Budget) *Flow {
 	return g.start(ctx, frags, budget, true)
+}
+
+// StartMerged is Start for a consumer that reads each fragment's
+// batches on their own, with NextOf (a merge of sorted fragments at the
+// gateway). Next must not be called on its flow.
+func (g *Gateway) StartMerged(ctx context.Context, frags []Fragment, budget *mon.Budget) *Flow {
+	f := g.start(ctx, frags, budget, true)
+	f.helds = make([]item, len(frags))
+	return f
 }
 
 func (g *Gateway) start(ctx context.Context, frags []Fragment, budget *mon.Budget, ordered bool) *Flow {
@@ -185,17 +199,26 @@ func (g *Gateway) run(f *Flow, fr Fragment) error {
 			return errCorrupt
 		}
 		switch m[0] {
-		case msgBatch:
-			kvs, err := decodeBatch(m[1:])
+		case msgBatch, msgRows:
+			var b Batch
+			var n int
+			if m[0] == msgBatch {
+				b.KVs, err = decodeBatch(m[1:])
+				n = len(b.KVs)
+			} else {
+				b.Rows, err = decodeRows(m[1:])
+				n = len(b.Rows)
+			}
 			if err != nil {
 				return err
 			}
+			b.Fragment = fr.Spec.Fragment
 			size := int64(len(m))
 			// Counted as received, so a flow closed early still
 			// reports what each fragment shipped.
 			st := &f.stats[fr.Spec.Fragment]
 			st.Node = fr.Node
-			st.Rows += int64(len(kvs))
+			st.Rows += int64(n)
 			st.Bytes += size
 			st.Batches++
 			if f.budget != nil {
@@ -208,7 +231,7 @@ func (g *Gateway) run(f *Flow, fr Fragment) error {
 				out = f.outs[fr.Spec.Fragment]
 			}
 			select {
-			case out <- item{b: Batch{Fragment: fr.Spec.Fragment, KVs: kvs}, size: size, stream: stream}:
+			case out <- item{b: b, size: size, stream: stream}:
 			case <-f.fctx.Done():
 				f.release(size)
 				return nil
@@ -296,17 +319,38 @@ func (f *Flow) Next() (b Batch, ok bool, err error) {
 	}
 }
 
-func (f *Flow) ack() {
-	if f.held.stream == nil {
+func (f *Flow) ack() { f.ackItem(&f.held) }
+
+func (f *Flow) ackItem(held *item) {
+	if held.stream == nil {
 		return
 	}
-	f.release(f.held.size)
+	f.release(held.size)
 	var e enc
 	e.u(1)
 	// A fragment that has finished no longer reads credits; its stream
 	// refuses the send, which is harmless.
-	_ = f.held.stream.SendMsg(&e.b)
-	f.held = item{}
+	_ = held.stream.SendMsg(&e.b)
+	*held = item{}
+}
+
+// NextOf returns fragment i's next batch (a flow started with
+// StartMerged), ok=false at that fragment's end, or the flow's first
+// error. Taking a batch gives fragment i's previous one back (invariants
+// 3, 4).
+func (f *Flow) NextOf(i int) (b Batch, ok bool, err error) {
+	f.ackItem(&f.helds[i])
+	select {
+	case it, open := <-f.outs[i]:
+		if !open {
+			// The fragment ended, or failed and so stopped the flow.
+			return Batch{}, false, f.finalErr()
+		}
+		f.helds[i] = it
+		return it.b, true, nil
+	case <-f.fctx.Done():
+		return Batch{}, false, f.finalErr()
+	}
 }
 
 // finalErr is what Next returns once the flow stopped: the caller's
@@ -324,6 +368,10 @@ func (f *Flow) finalErr() error {
 func (f *Flow) Close() {
 	f.release(f.held.size)
 	f.held = item{}
+	for i := range f.helds {
+		f.release(f.helds[i].size)
+		f.helds[i] = item{}
+	}
 	f.cancel()
 	for _, o := range f.outs {
 		for it := range o {

@@ -400,7 +400,7 @@ func TestUncertainValueIsRetryable(t *testing.T) {
 func TestWireRoundTrip(t *testing.T) {
 	s := Spec{Fragment: 3, TabletID: 9, Span: kvpb.Span{Key: []byte("a"), EndKey: []byte("b")},
 		Snapshot:  Snapshot{ReadTimestamp: hlc.Timestamp{WallTime: 5, Logical: 2}, UncertaintyLimit: hlc.Timestamp{WallTime: 7}},
-		BatchRows: 10, Window: 2, Limit: -1}
+		BatchRows: 10, Window: 2, Limit: -1, Proc: []byte("proc")}
 	m := encodeSpec(s)
 	got, err := decodeSpec(m)
 	if err != nil || fmt.Sprint(got) != fmt.Sprint(s) {
@@ -416,6 +416,17 @@ func TestWireRoundTrip(t *testing.T) {
 	dk, err := decodeBatch(b[1:])
 	if err != nil || len(dk) != 2 || string(dk[0].Value) != "v" || string(dk[1].Key) != "k2" {
 		t.Fatalf("batch: %+v, %v", dk, err)
+	}
+	rows := [][]byte{[]byte("r1"), {}, []byte("r3")}
+	rb := encodeRows(rows)
+	dro, err := decodeRows(rb[1:])
+	if err != nil || fmt.Sprint(dro) != fmt.Sprint(rows) {
+		t.Fatalf("rows: %q, %v", dro, err)
+	}
+	for i := 1; i < len(rb); i++ {
+		if _, err := decodeRows(rb[1:i]); err == nil {
+			t.Fatalf("truncated rows of %d bytes decoded", i)
+		}
 	}
 	r := remoteError{code: "53200", msg: "out of memory", retryable: true}
 	dr, err := decodeError(encodeError(r)[1:])

@@ -25,6 +25,7 @@ const (
 type Server struct {
 	node   atomic.Uint64
 	sender kvpb.Sender
+	proc   atomic.Pointer[processorBox]
 
 	// What Metrics reports.
 	active, blocked, batches atomic.Int64
@@ -48,6 +49,21 @@ func NewServer(nodeID uint64, sender kvpb.Sender) *Server {
 	s.node.Store(nodeID)
 	return s
 }
+
+// Processor runs a fragment's SQL (Spec.Proc) over its span at its
+// snapshot, handing emit batches of at most spec.BatchRows encoded rows;
+// emit blocks for flow control (invariant 3) and fails once the gateway
+// is gone. sql/exec implements it; a server without one refuses Specs
+// with Proc (0A000), so a gateway never gets a wrong answer from it.
+type Processor interface {
+	Run(ctx context.Context, spec Spec, emit func(rows [][]byte) error) error
+}
+
+type processorBox struct{ p Processor }
+
+// SetProcessor installs the node's Processor (set once the node's SQL
+// layer exists; fragments that arrive before are refused).
+func (s *Server) SetProcessor(p Processor) { s.proc.Store(&processorBox{p}) }
 
 // SetNode names the node, for a server registered before the node knew
 // its ID (a joining member serves RPC first).
@@ -127,7 +143,7 @@ func (s *Server) flow(stream grpc.ServerStream) error {
 	}()
 	st := FragmentStats{Node: s.node.Load()}
 	start := time.Now()
-	err = s.scan(ctx, spec, func(kvs []kvpb.KeyValue) error {
+	send := func(n int, m []byte) error {
 		select {
 		case <-credits:
 		default:
@@ -140,13 +156,22 @@ func (s *Server) flow(stream grpc.ServerStream) error {
 				return ctx.Err()
 			}
 		}
-		m := encodeBatch(kvs)
 		s.batches.Add(1)
-		st.Rows += int64(len(kvs))
+		st.Rows += int64(n)
 		st.Bytes += int64(len(m))
 		st.Batches++
 		return stream.SendMsg(&m)
-	})
+	}
+	if spec.Proc != nil {
+		box := s.proc.Load()
+		if box == nil {
+			err = pgerror.New(pgerrcode.FeatureNotSupported, "distsql: node %d runs no SQL fragments yet", s.node.Load())
+		} else {
+			err = box.p.Run(ctx, spec, func(rows [][]byte) error { return send(len(rows), encodeRows(rows)) })
+		}
+	} else {
+		err = s.scan(ctx, spec, func(kvs []kvpb.KeyValue) error { return send(len(kvs), encodeBatch(kvs)) })
+	}
 	st.Time = time.Since(start)
 	if err != nil {
 		if ctx.Err() != nil && stream.Context().Err() != nil {

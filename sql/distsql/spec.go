@@ -19,6 +19,13 @@ type Snapshot struct {
 // TabletID, as the planner saw it) at Snapshot, sending BatchRows KVs per
 // batch with at most Window batches unconsumed (invariant 3), and at
 // most Limit KVs in all (0: no limit).
+//
+// With Proc set, the fragment runs SQL over its span instead of shipping
+// KVs: Proc is the processing (filter, projection, partial aggregation,
+// sort, limit) as the node's Processor reads it (sql/exec encodes and
+// runs it; this package only carries it), and the batches carry encoded
+// rows (Batch.Rows) of at most BatchRows rows each. Limit is then the
+// processor's business.
 type Spec struct {
 	// Fragment is the fragment's index in its flow.
 	Fragment  int
@@ -28,6 +35,7 @@ type Spec struct {
 	BatchRows int
 	Window    int
 	Limit     int64
+	Proc      []byte
 }
 
 // Defaults of a Spec's batching.

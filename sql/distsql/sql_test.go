@@ -10,6 +10,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -160,18 +162,47 @@ func TestDistSQLThroughSQL(t *testing.T) {
 		t.Errorf("EXPLAIN ANALYZE shows no fragments:\n%s", plan)
 	}
 	t.Logf("distributed:\n%s", plan)
-	// The limit reaches every fragment: none ships more than the KVs
-	// of six rows (five and the one that ends the fifth).
+	// The limit reaches every fragment: none ships more than five rows.
 	plan = strings.Join(rows(t, c, "EXPLAIN ANALYZE SELECT k FROM t ORDER BY k LIMIT 5"), "\n")
-	if !strings.Contains(plan, "Fragment 0: node ") || !strings.Contains(plan, ": 30 keys") || strings.Contains(plan, " 1000 keys") {
-		t.Errorf("LIMIT 5 not in every fragment:\n%s", plan)
+	if st := fragmentStats(plan); len(st) != 3 || st[0].rows != 5 || st[1].rows > 5 || st[2].rows > 5 {
+		t.Errorf("LIMIT 5 not in every fragment (%+v):\n%s", st, plan)
 	}
 	t.Logf("limited:\n%s", plan)
+	// Without pushdown the fragments ship KVs, each at most the KVs of
+	// six rows (five and the one that ends the fifth).
+	mustExec(t, c, "SET sql.testing.distsql_pushdown = off")
+	plan = strings.Join(rows(t, c, "EXPLAIN ANALYZE SELECT k FROM t ORDER BY k LIMIT 5"), "\n")
+	if !strings.Contains(plan, "Fragment 0: node ") || !strings.Contains(plan, ": 30 keys") || strings.Contains(plan, " 1000 keys") {
+		t.Errorf("LIMIT 5 not in every KV fragment:\n%s", plan)
+	}
+	mustExec(t, c, "SET sql.testing.distsql_pushdown = on")
 	mustExec(t, c, "SET distsql = off")
 	plan = strings.Join(rows(t, c, "EXPLAIN ANALYZE SELECT count(*) FROM t"), "\n")
 	if strings.Contains(plan, "Distribution: ") {
 		t.Errorf("distsql = off, yet:\n%s", plan)
 	}
+
+	// Plain EXPLAIN shows where the fragments would run: nothing with
+	// distsql = off; with on, "full" exactly when they span nodes; auto
+	// distributes exactly those plans.
+	for _, q := range []string{"SELECT count(*) FROM t", "SELECT k FROM t WHERE x > 5 ORDER BY x LIMIT 3", "SELECT k FROM t WHERE k < 10"} {
+		mustExec(t, c, "SET distsql = off")
+		if p := strings.Join(rows(t, c, "EXPLAIN "+q), "\n"); strings.Contains(p, "Distribution") {
+			t.Errorf("EXPLAIN %s with distsql = off:\n%s", q, p)
+		}
+		mustExec(t, c, "SET distsql = on")
+		on := strings.Join(rows(t, c, "EXPLAIN "+q), "\n")
+		if !strings.Contains(on, "Distribution: ") || !strings.Contains(on, "Fragment 0: node ") {
+			t.Errorf("EXPLAIN %s with distsql = on:\n%s", q, on)
+		}
+		mustExec(t, c, "SET distsql = auto")
+		auto := strings.Join(rows(t, c, "EXPLAIN "+q), "\n")
+		if strings.Contains(on, "Distribution: full") != strings.Contains(auto, "Distribution: full") || strings.Contains(auto, "Distribution: local") {
+			t.Errorf("EXPLAIN %s: on\n%s\nauto\n%s", q, on, auto)
+		}
+		t.Logf("EXPLAIN %s (auto):\n%s", q, auto)
+	}
+	mustExec(t, c, "SET distsql = off")
 
 	// statement_timeout cancels a distributed statement (57014), and the
 	// session goes on.
@@ -185,4 +216,36 @@ func TestDistSQLThroughSQL(t *testing.T) {
 	if got := rows(t, c, "SELECT count(*) FROM t"); len(got) != 1 || got[0] != "3000" {
 		t.Errorf("after the timeout: %v", got)
 	}
+}
+
+// fragStat is one "Fragment i: ..." line of EXPLAIN ANALYZE: what the
+// fragment shipped to the gateway.
+type fragStat struct {
+	rows  int64
+	unit  string // "row(s)" or "key(s)"
+	bytes int64
+}
+
+var fragLine = regexp.MustCompile(`Fragment \d+: node \d+, tablet \d+: (\d+) (rows?|keys?) \((\d+)( bytes|kB)\)`)
+
+// fragmentStats parses every fragment line of an EXPLAIN ANALYZE.
+func fragmentStats(plan string) []fragStat {
+	var out []fragStat
+	for _, m := range fragLine.FindAllStringSubmatch(plan, -1) {
+		n, _ := strconv.ParseInt(m[1], 10, 64)
+		b, _ := strconv.ParseInt(m[3], 10, 64)
+		if m[4] == "kB" {
+			b *= 1024
+		}
+		out = append(out, fragStat{rows: n, unit: m[2], bytes: b})
+	}
+	return out
+}
+
+func shipped(st []fragStat) (rows, bytes int64) {
+	for _, s := range st {
+		rows += s.rows
+		bytes += s.bytes
+	}
+	return rows, bytes
 }

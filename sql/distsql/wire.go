@@ -4,7 +4,8 @@ package distsql
 // bytes, as rpc's own frames) and carried as raw bytes by rpc's codec.
 //
 //	client → server: Spec, then credits (one uvarint each: batches granted)
-//	server → client: 'B' batch | 'D' done with stats | 'E' error
+//	server → client: 'B' batch of KVs | 'R' batch of rows (a Spec with
+//	                 Proc) | 'D' done with stats | 'E' error
 
 import (
 	"encoding/binary"
@@ -19,6 +20,7 @@ var errCorrupt = errors.New("distsql: corrupt message")
 
 const (
 	msgBatch = 'B'
+	msgRows  = 'R'
 	msgDone  = 'D'
 	msgError = 'E'
 )
@@ -105,6 +107,7 @@ func encodeSpec(s Spec) []byte {
 	e.u(uint64(s.BatchRows))
 	e.u(uint64(s.Window))
 	e.i(s.Limit)
+	e.bytes(s.Proc)
 	return e.b
 }
 
@@ -120,6 +123,9 @@ func decodeSpec(b []byte) (Spec, error) {
 	s.BatchRows = int(d.u())
 	s.Window = int(d.u())
 	s.Limit = d.i()
+	if p := d.bytes(); len(p) > 0 {
+		s.Proc = p
+	}
 	return s, d.done()
 }
 
@@ -147,6 +153,34 @@ func decodeBatch(b []byte) ([]kvpb.KeyValue, error) {
 			return nil, d.err
 		}
 		out = append(out, kv)
+	}
+	return out, d.done()
+}
+
+// encodeRows and decodeRows carry a processor's rows, each already
+// encoded by the processor (opaque here).
+func encodeRows(rows [][]byte) []byte {
+	e := enc{b: []byte{msgRows}}
+	e.u(uint64(len(rows)))
+	for _, r := range rows {
+		e.bytes(r)
+	}
+	return e.b
+}
+
+func decodeRows(b []byte) ([][]byte, error) {
+	d := dec{b: b}
+	n := d.u()
+	if n > uint64(len(b)) {
+		return nil, errCorrupt
+	}
+	out := make([][]byte, 0, n)
+	for range n {
+		r := d.bytes()
+		if d.err != nil {
+			return nil, d.err
+		}
+		out = append(out, r)
 	}
 	return out, d.done()
 }

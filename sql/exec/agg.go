@@ -183,16 +183,26 @@ func (r *runner) finish(specs []*aggSpec, g *group) ([]types.Datum, error) {
 }
 
 func (r *runner) buildGroupBy(n *plan.GroupBy) (op, error) {
-	cols := n.Input.Columns()
+	in, err := r.build(n.Input)
+	if err != nil {
+		return nil, err
+	}
+	o, err := r.groupByOver(n, n.Input.Columns(), in)
+	if err != nil {
+		in.Close()
+	}
+	return o, err
+}
+
+// groupByOver is n's operator over in, whose rows are laid out as cols
+// (n.Input's, or the partial rows of a distributed GROUP BY's fragments,
+// distsql_plan.go).
+func (r *runner) groupByOver(n *plan.GroupBy, cols []plan.Column, in op) (op, error) {
 	gpos, err := colPositions(cols, n.GroupCols)
 	if err != nil {
 		return nil, err
 	}
 	specs, err := r.compileAggs(n.Aggs, cols)
-	if err != nil {
-		return nil, err
-	}
-	in, err := r.build(n.Input)
 	if err != nil {
 		return nil, err
 	}

@@ -42,10 +42,16 @@ func (r *runner) setting(name string) string {
 // SERIALIZABLE transaction qualifies only when it is read-only. A
 // transaction that has written reads its own writes only locally.
 func (r *runner) distEligible(ctx context.Context, n *plan.Scan) bool {
-	if distsql.FromContext(ctx) == nil || r.x.Txn == nil || r.p == nil || r.p.Tag != "SELECT" {
+	if n.Reverse || (n.HardLimit > 0 && n.Filter != nil) || n.Lock != plan.LockNone {
 		return false
 	}
-	if n.Reverse || (n.HardLimit > 0 && n.Filter != nil) || n.Lock != plan.LockNone {
+	return r.distTxnOK(ctx)
+}
+
+// distTxnOK is distEligible's part about the statement and its
+// transaction, shared with the distributed plans of distsql_plan.go.
+func (r *runner) distTxnOK(ctx context.Context) bool {
+	if distsql.FromContext(ctx) == nil || r.x.Txn == nil || r.p == nil || r.p.Tag != "SELECT" {
 		return false
 	}
 	switch r.setting("distsql") {
@@ -123,17 +129,29 @@ func annotateDist(ns *NodeStats) string {
 	if len(ns.Fragments) == 0 {
 		return ""
 	}
+	return "\n" + distributionText(ns.Fragments, ns.FragmentStats, ns.FragmentRows)
+}
+
+// distributionText is the "Distribution: ..." line of frags and a line
+// per fragment: its node and tablet, and with stats (EXPLAIN ANALYZE)
+// the rows (or keys) and bytes it shipped and its time.
+func distributionText(frags []distsql.Fragment, stats []distsql.FragmentStats, rows bool) string {
 	dist := "local"
-	if distsql.Nodes(ns.Fragments) > 1 {
+	nodes := distsql.Nodes(frags)
+	if nodes > 1 {
 		dist = "full"
 	}
-	out := fmt.Sprintf("\nDistribution: %s, %d %s on %d %s", dist, len(ns.Fragments), plural(int64(len(ns.Fragments)), "fragment", "fragments"),
-		distsql.Nodes(ns.Fragments), plural(int64(distsql.Nodes(ns.Fragments)), "node", "nodes"))
-	for i, f := range ns.Fragments {
+	out := fmt.Sprintf("Distribution: %s, %d %s on %d %s", dist, len(frags), plural(int64(len(frags)), "fragment", "fragments"),
+		nodes, plural(int64(nodes), "node", "nodes"))
+	for i, f := range frags {
 		out += fmt.Sprintf("\nFragment %d: node %d, tablet %d", i, f.Node, f.Spec.TabletID)
-		if i < len(ns.FragmentStats) {
-			st := ns.FragmentStats[i]
-			out += fmt.Sprintf(": %d %s (%s)", st.Rows, plural(st.Rows, "key", "keys"), byteSize(st.Bytes))
+		if i < len(stats) {
+			st := stats[i]
+			one, many := "key", "keys"
+			if rows {
+				one, many = "row", "rows"
+			}
+			out += fmt.Sprintf(": %d %s (%s)", st.Rows, plural(st.Rows, one, many), byteSize(st.Bytes))
 			if st.Time > 0 {
 				out += fmt.Sprintf(" in %.3f ms", float64(st.Time.Nanoseconds())/1e6)
 			} else {

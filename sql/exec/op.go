@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/cairn-db/cairn/kvpb"
 	"github.com/cairn-db/cairn/sql/builtins"
 	"github.com/cairn-db/cairn/sql/catalog"
+	"github.com/cairn-db/cairn/sql/distsql"
 	"github.com/cairn-db/cairn/sql/mon"
 	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/cairn-db/cairn/sql/plan"
@@ -70,6 +72,13 @@ type runner struct {
 	largePeak int64
 	// held accounts rows held outside operators (spill.go: heldAccount).
 	held *mon.Account
+
+	// fragSpan, in a distributed fragment's runner (distsql_proc.go), is
+	// the KV span its one scan reads instead of the scan's own spans.
+	fragSpan *kvpb.Span
+	// dist is the gateway's state of distributed planning
+	// (distsql_plan.go); nil until first used.
+	dist *distState
 }
 
 func newRunner(ctx context.Context, x *Context, p *plan.Plan) *runner {
@@ -214,6 +223,19 @@ func (r *runner) compilePred(e sem.Expr, cols []plan.Column) (func(row []types.D
 // build builds the operator of any node (and, through it, its inputs).
 // With Stats set, every operator is wrapped to count its rows and time.
 func (r *runner) build(n plan.Node) (op, error) {
+	if r.fragSpan == nil && distsql.FromContext(r.ctx) != nil && r.distOn() {
+		// A subtree that runs as distributed fragments (distsql_plan.go).
+		o, err := r.tryDist(n)
+		if err != nil {
+			return nil, err
+		}
+		if o != nil {
+			if r.x.Stats != nil {
+				return r.x.Stats.wrap(distNode(o, n), o), nil
+			}
+			return o, nil
+		}
+	}
 	o, err := r.buildLocking(n)
 	if err != nil {
 		return nil, err

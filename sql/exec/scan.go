@@ -27,7 +27,8 @@ const (
 	// share one round trip.
 	spansPerBatch = 64
 	// lookupBatch is how many input rows an index or lookup join
-	// collects before sending one kv.Batch for all of them.
+	// collects before sending one kv.Batch for all of them, unless
+	// Context.LookupBatch says otherwise.
 	lookupBatch = 1000
 )
 
@@ -345,6 +346,18 @@ func (r *runner) buildScan(n *plan.Scan) (op, error) {
 			slices.Reverse(spans)
 		}
 		return &kvStream{r: r, node: n, spans: spans, reverse: n.Reverse, limit: limit, f: f}, nil
+	}
+	if r.fragSpan != nil {
+		// A distributed fragment's scan: its span, read in key order
+		// (for a bucketed index, part of the group's span: the fetcher
+		// skips other indexes' keys, as for a local scan of every
+		// bucket).
+		s, err := newStream([]kvpb.Span{*r.fragSpan})
+		if err != nil {
+			return nil, err
+		}
+		o.streams = []*kvStream{s}
+		return o, nil
 	}
 	if n.ShardMerge && n.Ordered && !bucketed(l, idx) && len(n.Spans) > 0 {
 		return o.shardStreams(newStream, l, idx, orderCols, &needed)

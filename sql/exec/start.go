@@ -3,6 +3,7 @@ package exec
 import (
 	"context"
 
+	"github.com/cairn-db/cairn/sql/distsql"
 	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/cairn-db/cairn/sql/plan"
 	"github.com/cairn-db/cairn/sql/types"
@@ -27,14 +28,21 @@ func Start(ctx context.Context, x *Context, p *plan.Plan) (Rows, error) {
 		return nil, pgerror.New(pgerrcode.InternalError, "exec: no transaction")
 	}
 	r := newRunner(ctx, x, p)
-	root, err := r.buildNode(p.Root)
+	var root op
+	var err error
+	if distsql.FromContext(ctx) != nil && r.distOn() {
+		root, err = r.tryDist(p.Root)
+	}
+	if root == nil && err == nil {
+		root, err = r.buildNode(p.Root)
+	}
 	if err != nil {
 		r.release()
 		return nil, err
 	}
 	rs := &rows{r: r, inner: root, op: root}
 	if x.Stats != nil {
-		rs.op = x.Stats.wrap(p.Root, root)
+		rs.op = x.Stats.wrap(distNode(root, p.Root), root)
 	}
 	cols := p.Root.Columns()
 	for i, c := range cols {

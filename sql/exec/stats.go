@@ -47,6 +47,12 @@ type NodeStats struct {
 	// FragmentStats what each reported at its end.
 	Fragments     []distsql.Fragment
 	FragmentStats []distsql.FragmentStats
+	// FragmentRows: the fragments shipped rows (they ran SQL,
+	// distsql_plan.go), not KVs.
+	FragmentRows bool
+	// Remote: the node ran inside its plan's distributed fragments, not
+	// at the gateway (its figures are its fragments', on the node above).
+	Remote bool
 }
 
 // Node returns n's figures (nil if n never ran).
@@ -124,6 +130,9 @@ func (s *Stats) addRead(n plan.Node, tr *kv.TabletTrace, results []kv.Result) {
 // the node's title and prints the rest as detail lines.
 func (s *Stats) Annotate(n plan.Node) string {
 	ns := s.Node(n)
+	if ns != nil && ns.Remote && ns.Loops == 0 {
+		return "(in distributed fragments)"
+	}
 	if ns == nil || ns.Loops == 0 {
 		return "(never executed)"
 	}

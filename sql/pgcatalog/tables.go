@@ -343,7 +343,9 @@ func genType(_ context.Context, _ *snapshot, t *vtable) ([][]types.Datum, error)
 		if typ.Family == types.UnknownFamily {
 			kind, name = "p", "unknown"
 		}
+		in, outFn := builtins.TypeIOFuncs(typ)
 		out = append(out, t.row("oid", typ.Oid, "typname", name, "typnamespace", oidPgCatalog,
+			"typinput", types.DOid(in), "typoutput", types.DOid(outFn),
 			"typowner", oidSuperuser, "typlen", length, "typbyval", byval, "typtype", kind,
 			"typcategory", string(cat), "typispreferred", pref, "typisdefined", true, "typdelim", ",",
 			"typsubscript", subscript, "typelem", elem, "typarray", arr, "typalign", align,

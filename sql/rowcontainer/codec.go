@@ -336,3 +336,23 @@ func DatumSize(d types.Datum) int64 {
 	}
 	return 8
 }
+
+// EncodeRow appends row in the spill encoding, for a consumer in another
+// process of the same version (a distributed fragment's rows, issue 17).
+// Arrays are refused: their element types are indexes into a codec's
+// own table, which the reader would not have.
+func EncodeRow(dst []byte, row []types.Datum) ([]byte, error) {
+	for _, d := range row {
+		if _, ok := d.(*types.DArray); ok {
+			return nil, fmt.Errorf("rowcontainer: cannot ship an array value")
+		}
+	}
+	var c codec
+	return c.appendRow(dst, row)
+}
+
+// DecodeRow decodes what EncodeRow encoded; every read is bounds-checked.
+func DecodeRow(b []byte) ([]types.Datum, error) {
+	var c codec
+	return c.decodeRow(b)
+}

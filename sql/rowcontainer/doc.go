@@ -1,6 +1,8 @@
 // Package rowcontainer holds rows that may not fit in memory: an external
 // merge sorter (Sorter), a bounded top-k sorter (TopK), a spillable
-// append-only row list (Buffer) and the temporary files they spill to
+// append-only row list (Buffer) with a reader by position through a
+// bounded cache of row blocks (RowReader) and the temporary files they
+// spill to
 // (TempStorage, Scope, File). SQL operators
 // (sql/exec: sorts, hash aggregation and join partitions, DISTINCT,
 // windows, buffered results) use it, and so do online index builds

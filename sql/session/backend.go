@@ -52,6 +52,15 @@ type Config struct {
 	// unaccounted, and nothing spills (sql/exec's spill.go).
 	Memory      *mon.Budget
 	TempStorage *rowcontainer.TempStorage
+	// StoreProfile is the node's storage profile (storage.Profiles; the
+	// resolved --store-profile): the default of each session's
+	// storage.profile setting. "": ssd.
+	StoreProfile string
+	// NetworkRTT, when set, is the round-trip time a batch to the
+	// tablets' leaseholders pays on the network (the node's measured RTTs
+	// to its peers); the planner adds it to its round trips
+	// (opt.Costs.WithRoundTrip). nil: a node that is a cluster of one.
+	NetworkRTT func() time.Duration
 	// GC runs VACUUM's garbage collection (vacuum.go); nil: VACUUM only
 	// checks its tables (a Backend without a store, in unit tests).
 	GC GC
@@ -187,6 +196,9 @@ func (b *Backend) NewSession(ctx context.Context, info pgwire.StartupInfo) (pgwi
 	s.vars["superuser_reserved_connections"] = strconv.Itoa(b.cfg.SuperuserReservedConnections)
 	s.vars["authentication_timeout"] = formatDuration(b.cfg.AuthTimeout)
 	s.vars["session_authorization"] = role.Name
+	if b.cfg.StoreProfile != "" {
+		s.vars["storage.profile"] = b.cfg.StoreProfile
+	}
 	if role.Superuser {
 		s.vars["is_superuser"] = "on"
 	}
