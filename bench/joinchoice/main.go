@@ -42,35 +42,12 @@ var (
 func main() {
 	flag.Parse()
 	ctx := context.Background()
-	if err := diskbench.CheckLoad(*flagMaxLoad, *flagForce); err != nil {
-		log.Fatal(err)
-	}
 	startLoad := diskbench.Load()
-	dir := *flagDir
-	if dir == "" {
-		d, err := os.MkdirTemp("", "joinchoice")
-		if err != nil {
-			log.Fatal(err)
-		}
-		defer os.RemoveAll(d)
-		dir = d
-	}
-	n, err := diskbench.Start(ctx, dir, *flagCache)
+	n, done, err := diskbench.Setup(ctx, "joinchoice", *flagDir, *flagCache, *flagRows, *flagLookups, *flagMaxLoad, *flagForce)
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer func() { _ = n.Stop(ctx) }()
-	if err := n.Exec(ctx,
-		"BEGIN", "CREATE TABLE t (k INT8 PRIMARY KEY, v INT8, pad TEXT)",
-		fmt.Sprintf("INSERT INTO t SELECT g, g %% 1000, repeat('x', 40) FROM generate_series(1, %d) g", *flagRows), "COMMIT",
-		"BEGIN", "CREATE TABLE p (id INT8 PRIMARY KEY, k INT8)",
-		fmt.Sprintf("INSERT INTO p SELECT g, (g * %d) %% %d + 1 FROM generate_series(1, %d) g", diskbench.Spread(*flagRows), *flagRows, *flagLookups), "COMMIT",
-		"ANALYZE t", "ANALYZE p"); err != nil {
-		log.Fatal(err)
-	}
-	if err := n.Compact(ctx); err != nil {
-		log.Fatal(err)
-	}
+	defer done()
 	join := "SELECT count(*), sum(t.v) FROM p JOIN t ON t.k = p.k"
 	method := func(profile string) string {
 		if err := n.Exec(ctx, "SET storage.profile = '"+profile+"'"); err != nil {

@@ -55,39 +55,13 @@ var (
 func main() {
 	flag.Parse()
 	ctx := context.Background()
-	if err := diskbench.CheckLoad(*flagMaxLoad, *flagForce); err != nil {
-		log.Fatal(err)
-	}
 	startLoad := diskbench.Load()
-	dir := *flagDir
-	if dir == "" {
-		d, err := os.MkdirTemp("", "readplan")
-		if err != nil {
-			log.Fatal(err)
-		}
-		defer os.RemoveAll(d)
-		dir = d
-	}
-	n, err := diskbench.Start(ctx, dir, *flagCache)
+	loadStart := time.Now()
+	n, done, err := diskbench.Setup(ctx, "readplan", *flagDir, *flagCache, *flagRows, *flagLookups, *flagMaxLoad, *flagForce)
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer func() { _ = n.Stop(ctx) }()
-	loadStart := time.Now()
-	// Created and loaded in one transaction: the bulk path.
-	if err := n.Exec(ctx,
-		"BEGIN", "CREATE TABLE t (k INT8 PRIMARY KEY, v INT8, pad TEXT)",
-		fmt.Sprintf("INSERT INTO t SELECT g, g %% 1000, repeat('x', 40) FROM generate_series(1, %d) g", *flagRows), "COMMIT",
-		// The probe keys: a golden-ratio permutation of the table's
-		// keys (diskbench.Spread), without ascending runs in p's order.
-		"BEGIN", "CREATE TABLE p (id INT8 PRIMARY KEY, k INT8)",
-		fmt.Sprintf("INSERT INTO p SELECT g, (g * %d) %% %d + 1 FROM generate_series(1, %d) g", diskbench.Spread(*flagRows), *flagRows, *flagLookups), "COMMIT",
-		"ANALYZE t", "ANALYZE p"); err != nil {
-		log.Fatal(err)
-	}
-	if err := n.Compact(ctx); err != nil {
-		log.Fatal(err)
-	}
+	defer done()
 	fmt.Printf("loaded %d + %d rows in %s; load average %.1f\n", *flagRows, *flagLookups, time.Since(loadStart).Round(time.Second), startLoad)
 
 	lookupSetup := []string{"SET storage.profile = 'ssd'", "SET sql.testing.lookup_batch = 10000"}

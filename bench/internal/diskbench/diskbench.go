@@ -165,6 +165,49 @@ func CheckLoad(max float64, force bool) error {
 	return nil
 }
 
+// Setup is both programs' start: the load check, a store directory (dir,
+// or a temporary one that done removes), a node on it, and the tables
+// they read, loaded and compacted into sorted files:
+//
+//	t (k INT8 PRIMARY KEY, v INT8, pad TEXT): rows rows, k = 1..rows
+//	p (id INT8 PRIMARY KEY, k INT8): lookups rows, k a permutation of t's
+//	  keys (Spread) in no order a disk could read ahead
+//
+// done stops the node and removes a temporary directory.
+func Setup(ctx context.Context, name, dir string, cacheMiB int64, rows, lookups int, maxLoad float64, force bool) (n *Node, done func(), err error) {
+	if err := CheckLoad(maxLoad, force); err != nil {
+		return nil, nil, err
+	}
+	cleanup := func() {}
+	if dir == "" {
+		d, err := os.MkdirTemp("", name)
+		if err != nil {
+			return nil, nil, err
+		}
+		dir, cleanup = d, func() { os.RemoveAll(d) }
+	}
+	if n, err = Start(ctx, dir, cacheMiB); err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	done = func() { _ = n.Stop(ctx); cleanup() }
+	// Each table created and loaded in one transaction: the bulk path.
+	if err := n.Exec(ctx,
+		"BEGIN", "CREATE TABLE t (k INT8 PRIMARY KEY, v INT8, pad TEXT)",
+		fmt.Sprintf("INSERT INTO t SELECT g, g %% 1000, repeat('x', 40) FROM generate_series(1, %d) g", rows), "COMMIT",
+		"BEGIN", "CREATE TABLE p (id INT8 PRIMARY KEY, k INT8)",
+		fmt.Sprintf("INSERT INTO p SELECT g, (g * %d) %% %d + 1 FROM generate_series(1, %d) g", Spread(rows), rows, lookups), "COMMIT",
+		"ANALYZE t", "ANALYZE p"); err != nil {
+		done()
+		return nil, nil, err
+	}
+	if err := n.Compact(ctx); err != nil {
+		done()
+		return nil, nil, err
+	}
+	return n, done, nil
+}
+
 // Spread is a multiplier m for which g ↦ g·m mod n is a permutation of
 // 0..n-1 that scatters consecutive g over the range (m near n/φ, prime to
 // n): probe keys in no order a disk could read ahead, unlike a small prime
