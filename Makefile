@@ -91,10 +91,11 @@ logic-pg:
 	rc=$$?; ./scripts/pg15.sh stop $(LOGIC_PG_DIR) $(LOGIC_PG_PORT); exit $$rc
 
 # Real PostgreSQL clients (psql compared with PostgreSQL 15's output, pgbench
-# -s 10 for 30 s in two protocols, psycopg2, SQLAlchemy, pg_dump, and the
-# admin UI in headless Chromium) against a `cairn start` process; installs
-# the clients it needs (Debian packages and a Python venv), so it is outside
-# `make test`. compat-regen rewrites
+# -s 10 for 30 s in two protocols, sysbench oltp_read_write, psycopg2,
+# psycopg 3, asyncpg, SQLAlchemy, Alembic, Django, pgjdbc, pgx, GORM,
+# node-postgres, pg_dump, and the admin UI in headless Chromium) against a
+# `cairn start` process; installs the clients it needs (Debian packages, a
+# Python venv, Maven, Go modules, npm), so it is outside `make test`. compat-regen rewrites
 # test/compat/psql.expected from a throwaway PostgreSQL 15. See
 # test/compat/run.sh.
 .PHONY: compat compat-regen bench-pgbench

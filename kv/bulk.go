@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/kvpb"
 )
 
@@ -48,6 +49,32 @@ func (t *Txn) RunBulk(ctx context.Context, b *Batch) error {
 	ba := &kvpb.BatchRequest{Requests: b.reqs}
 	ba.Timestamp = ts
 	br, err := t.db.ds.Send(ctx, ba)
+	if err != nil {
+		return err
+	}
+	return b.fill(br)
+}
+
+// RunBulkAt sends b, which must hold only BulkPuts, outside any
+// transaction at exactly ts: an online index build writes the entries it
+// read at its backfill timestamp there, below the writes that concurrent
+// writers make to the same index (they maintain it from the write-only
+// state on, so anything they wrote shadows what the backfill read). The
+// caller keeps a transaction reading at ts open meanwhile, so ts stays
+// above the GC threshold.
+func (db *DB) RunBulkAt(ctx context.Context, b *Batch, ts hlc.Timestamp) error {
+	if len(b.reqs) == 0 {
+		b.Results = nil
+		return nil
+	}
+	for _, r := range b.reqs {
+		if r.Method() != kvpb.MethodBulkPut {
+			return fmt.Errorf("kv: RunBulkAt of a %s", r.Method())
+		}
+	}
+	ba := &kvpb.BatchRequest{Requests: b.reqs}
+	ba.Timestamp = ts
+	br, err := db.ds.Send(ctx, ba)
 	if err != nil {
 		return err
 	}

@@ -197,6 +197,25 @@ func (db *DB) Scan(ctx context.Context, start, end []byte, maxRows int64) ([]kvp
 	return b.Results[0].Rows, nil
 }
 
+// ScanAt reads up to maxRows (0: all) rows of [start, end) at exactly ts,
+// outside any transaction: an online index build's backfill reads each
+// tablet's part of a table this way, in parallel, at its one backfill
+// timestamp (which a transaction it keeps open protects from GC).
+func (db *DB) ScanAt(ctx context.Context, start, end []byte, maxRows int64, ts hlc.Timestamp) ([]kvpb.KeyValue, error) {
+	b := &Batch{}
+	b.Scan(start, end, maxRows)
+	ba := &kvpb.BatchRequest{Requests: b.reqs}
+	ba.Timestamp = ts
+	br, err := db.ds.Send(ctx, ba)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.fill(br); err != nil {
+		return nil, err
+	}
+	return b.Results[0].Rows, nil
+}
+
 // Run sends a batch outside any transaction. A read-only batch reads every
 // tablet at one timestamp (a consistent snapshot); a batch with writes is
 // atomic per tablet only.

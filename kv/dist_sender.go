@@ -558,6 +558,9 @@ func combine(r kvpb.Request, resps []kvpb.Response) (kvpb.Response, error) {
 			r := resp.(*kvpb.GCResponse)
 			out.Removed += r.Removed
 			out.RemovedBytes += r.RemovedBytes
+			out.Repacked += r.Repacked
+			out.TxnRecordsRemoved += r.TxnRecordsRemoved
+			out.Census = kvpb.MergeCensus(out.Census, r.Census...)
 			// The lowest resume key: redoing GC above it is harmless.
 			if r.ResumeKey != nil && (out.ResumeKey == nil || string(r.ResumeKey) < string(out.ResumeKey)) {
 				out.ResumeKey = r.ResumeKey

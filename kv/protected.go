@@ -71,3 +71,54 @@ func (db *DB) OpenTxns() int {
 	defer db.active.mu.Unlock()
 	return len(db.active.txns)
 }
+
+// Schema-change drains (sql/ddl's online index build). A step of an
+// online schema change commits a descriptor version; before the next step
+// it waits until no transaction that could still write through the
+// version before it is open anywhere (every writer of that version
+// commits or fails by then, catalog.WriterKey). A transaction that reads
+// descriptors only at its read timestamp and starts after the step's
+// commit resolves the new version, so the wait is over once the lowest
+// read timestamp of the open transactions, cluster-wide, is above the
+// step's commit timestamp: DrainTimestamp is that bound for this DB.
+//
+// It differs from ProtectedTimestamp only by leaving out transactions
+// that write no rows through a descriptor and would otherwise hold a
+// drain up: the schema change's own statement transaction (open around
+// the job it runs) and a backfill's reads.
+
+// ExemptFromDrain leaves t out of DrainTimestamp. The caller guarantees
+// t writes no table rows from now on.
+func (t *Txn) ExemptFromDrain() {
+	t.mu.Lock()
+	t.mu.drainExempt = true
+	t.mu.Unlock()
+}
+
+func (t *Txn) drainExempt() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.mu.drainExempt
+}
+
+// DrainTimestamp returns a timestamp at or below the read timestamp of
+// every open transaction of this DB not exempted (ExemptFromDrain), and of
+// every transaction it starts from now on.
+func (db *DB) DrainTimestamp() hlc.Timestamp {
+	db.active.mu.Lock()
+	p := db.clock.Now()
+	open := make([]*Txn, 0, len(db.active.txns))
+	for t := range db.active.txns {
+		open = append(open, t)
+	}
+	db.active.mu.Unlock()
+	for _, t := range open {
+		if t.drainExempt() {
+			continue
+		}
+		if ts := t.ReadTimestamp(); ts.Less(p) {
+			p = ts
+		}
+	}
+	return p
+}

@@ -95,6 +95,8 @@ type Txn struct {
 		created map[string]int32
 		// afterCommit runs once the transaction committed (bulk.go).
 		afterCommit []afterCommitFn
+		// drainExempt: left out of DB.DrainTimestamp (protected.go).
+		drainExempt bool
 		// validate are the keys the writes depend on, checked at commit
 		// (txn_validate.go).
 		validate map[string]validation

@@ -241,11 +241,19 @@ type (
 	// they name is resolved; the tablet then refuses to create a record
 	// for them again (tablet invariant 8). With a zero Threshold the
 	// request removes no version.
+	//
+	// Census (with a zero Threshold: it removes nothing) instead reports
+	// the oldest packed-row format version among every value kept in the
+	// span, committed versions and intents (lock records) alike, per row
+	// owner (the tablet's row repacker names owners: for SQL, a table's
+	// index), so the catalog can forget formats no row uses any more
+	// (sql/rowenc invariant 5). MaxVersions bounds it as for GC.
 	GCRequest struct {
 		Key, EndKey []byte
 		Threshold   hlc.Timestamp
 		MaxVersions int
 		TxnRecords  []TxnMeta
+		Census      bool
 	}
 	// GCResponse reports how many versions were removed and their key
 	// and value bytes; ResumeKey, when set, is where a bounded request
@@ -253,12 +261,21 @@ type (
 	// Repacked counts the rows repacked; RemovedBytes is net of the
 	// packed rows written.
 	// TxnRecordsRemoved counts the records of TxnRecords deleted.
+	// Census is a census request's answer, one entry per owner seen.
 	GCResponse struct {
 		Removed           int
 		RemovedBytes      int64
 		ResumeKey         []byte
 		Repacked          int
 		TxnRecordsRemoved int
+		Census            []PackedCensus
+	}
+	// PackedCensus is what a census found of one owner's packed rows:
+	// the lowest format version among them and how many values it read.
+	PackedCensus struct {
+		Owner      []byte
+		MinVersion uint32
+		Values     int64
 	}
 
 	// SplitRequest splits the tablet holding SplitKey at SplitKey.

@@ -30,7 +30,10 @@ type NodeRecord struct {
 	SQLAddr  string `json:"sql_addr,omitempty"`
 	HTTPAddr string `json:"http_addr,omitempty"`
 	Locality string `json:"locality,omitempty"`
-	Status   string `json:"status"`
+	// StoreProfile is the node's storage profile (ssd, hdd, object-store),
+	// so every node's admin UI shows every node's.
+	StoreProfile string `json:"store_profile,omitempty"`
+	Status       string `json:"status"`
 }
 
 // LivenessRecord is a node's heartbeat (keys.Liveness): written by the

@@ -158,9 +158,15 @@
 //     below the threshold of one row's keys (a row key and the column
 //     entries that extend it, which mvcc knows only through the Repacker)
 //     by one version of the row key at the newest of their timestamps,
-//     holding what they merged to, and drop column entries older than the
+//     holding what they merged to (also a row key kept alone, rewritten
+//     in place, when the Repacker moves it to a newer row format), and
+//     drop column entries older than the
 //     row-key version they would merge with; it still changes no read at
 //     or above the threshold (7). It leaves alone any row one of whose
 //     keys is locked, and a GC request never stops inside a row
 //     (sql/rowenc TestRepackModel, store TestGCCrash).
+//  11. A census (census.go) sees every value a read at any timestamp
+//     could return from its span, now or once an intent is settled:
+//     every committed version and every value an intent's lock record
+//     holds (TestCensus).
 package mvcc

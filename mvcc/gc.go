@@ -37,7 +37,10 @@ type Repacker interface {
 	// threshold, to base (the row key's value) merged with cols (its
 	// column entries, each at or above base's timestamp, in key order),
 	// or ok false to leave the row as it is (not packed, a schema it does
-	// not know, too large).
+	// not know, too large). With no cols, GC asks whether base alone
+	// should be rewritten (moved to a newer format); ok false leaves it,
+	// and a Repacker must say so for a row already in its final form, or
+	// every GC would rewrite every row.
 	Repack(threshold hlc.Timestamp, rowKey []byte, base RowVersion, cols []RowVersion) (packed []byte, ok bool)
 }
 
@@ -198,7 +201,8 @@ func (s *gcScanner) version(k storage.MVCCKey, raw []byte, doomed bool) {
 //   - when the row key and some column entries keep a version at or below
 //     the threshold, and no key of the row is locked, the Repacker folds
 //     those versions into one value written at the newest of their
-//     timestamps, and those column versions go. Versions above the
+//     timestamps, and those column versions go; a row key kept alone is
+//     rewritten in place when the Repacker asks to (an older format). Versions above the
 //     threshold stay as they were: a read at or above the threshold that
 //     sees one of them sees it merged exactly as before (a row-key value
 //     above hides every older column entry, the repacked value included;
@@ -211,7 +215,7 @@ func (s *gcScanner) finishRow() error {
 	if !row.above.IsEmpty() {
 		s.due = forwardDue(s.due, row.above)
 	}
-	if row.key == nil || len(row.keys) < 2 {
+	if row.key == nil {
 		return nil
 	}
 	base := &row.keys[0]
@@ -231,24 +235,15 @@ func (s *gcScanner) finishRow() error {
 			cols = append(cols, c)
 		}
 	}
-	if len(cols) == 0 {
+	if rowPinned || base.survivor.IsEmpty() {
 		return nil
 	}
-	if rowPinned {
-		return nil
-	}
-	for _, k := range row.keys {
-		lk, err := getLock(s.r, k.key)
-		if err != nil {
-			return err
-		}
-		if lk != nil {
-			return nil
-		}
-	}
-	bv, _, err := decodeValue(base.raw)
+	bv, tomb, err := decodeValue(base.raw)
 	if err != nil {
 		return fmt.Errorf("mvcc: gc: row %q: %w", row.key, err)
+	}
+	if tomb {
+		return nil
 	}
 	rv := make([]RowVersion, len(cols))
 	at := base.survivor
@@ -260,9 +255,21 @@ func (s *gcScanner) finishRow() error {
 		rv[i] = RowVersion{Key: c.key, Timestamp: c.survivor, Value: v}
 		at = at.Forward(c.survivor)
 	}
+	// With no column entry to fold, the Repacker rewrites the row only to
+	// move it off an older packing version (so the catalog can forget
+	// that version); it declines a row already current.
 	packed, ok := s.rp.Repack(s.w.threshold, row.key, RowVersion{Key: row.key, Timestamp: base.survivor, Value: bv}, rv)
 	if !ok {
 		return nil
+	}
+	for _, k := range row.keys {
+		lk, err := getLock(s.r, k.key)
+		if err != nil {
+			return err
+		}
+		if lk != nil {
+			return nil
+		}
 	}
 	raw := encodeValue(packed, false)
 	s.puts = append(s.puts, gcPut{key: storage.MVCCKey{Key: row.key, Timestamp: at}, raw: raw})

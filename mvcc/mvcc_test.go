@@ -40,6 +40,9 @@ package mvcc
 //	lock k=<key> [end=<key>] [ts=<ts>] [t=<name>]
 //	    AcquireLock (a row lock over [k, end)); a lock-only record dumps
 //	    as <lock only>.
+//	check_lock k=<key> [end=<key>] t=<name>
+//	    CheckLock (the checks of an unreplicated lock, which writes
+//	    nothing): prints held or the error.
 //	gc k=<key> end=<key> threshold=<ts>
 //	check_refresh k=<key> [end=<key>] from=<ts> to=<ts> t=<name>
 //
@@ -266,6 +269,13 @@ func (h *harness) run(t *testing.T, td *datadriven.TestData) string {
 			acquired, err := AcquireLock(b, key, a.bytes("end"), ts, txn)
 			return fmt.Sprintf("acquired: %v\n", acquired), err
 		})
+
+	case "check_lock":
+		held, err := CheckLock(h.eng, a.bytes("k"), a.bytes("end"), h.txn(a), WriteOptions{})
+		if err != nil {
+			return h.fmtErr(err)
+		}
+		return fmt.Sprintf("held: %v\n", held)
 
 	case "put", "cput", "del", "del_range":
 		key, ts, txn := a.bytes("k"), a.ts("ts"), h.txn(a)

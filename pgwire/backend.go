@@ -89,6 +89,15 @@ type CursorDescriber interface {
 	DescribeCursor(name string) (cols []Column, ok bool)
 }
 
+// StatementFailer is implemented by a Session that must hear of errors
+// pgwire finds itself in the extended protocol (Bind, Describe, Execute or
+// Close of a statement or portal that does not exist, bad format codes):
+// in PostgreSQL every error aborts the transaction block, whichever
+// message caused it. FailStatement must be idempotent.
+type StatementFailer interface {
+	FailStatement(ctx context.Context)
+}
+
 // TxnStatus is the transaction state reported in ReadyForQuery.
 type TxnStatus byte
 

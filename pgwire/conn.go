@@ -459,6 +459,12 @@ func (c *conn) loop(ctx context.Context) error {
 		if err := c.connectionError(stmtErr); err != nil {
 			return err
 		}
+		if f, ok := c.sess.(StatementFailer); ok {
+			switch msg.(type) {
+			case *pgproto3.Parse, *pgproto3.Bind, *pgproto3.Describe, *pgproto3.Execute, *pgproto3.Close:
+				f.FailStatement(ctx)
+			}
+		}
 		if err := c.send(errorResponse(stmtErr, false), 0); err != nil {
 			return err
 		}

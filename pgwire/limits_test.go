@@ -95,3 +95,33 @@ func TestStartupFlood(t *testing.T) {
 		t.Fatalf("oldest idle connection: read %v, want EOF", err)
 	}
 }
+
+// TestStartupFloodDefaults: the flood at its scale, under the
+// default limits (max_connections 100, twice that for connections still
+// starting up): 110 TCP connections that never authenticate, closed and
+// opened again as a client reopening them would, keep no login out.
+func TestStartupFloodDefaults(t *testing.T) {
+	ts := startServer(t, nil)
+	ctx := context.Background()
+	for round := range 2 {
+		var idle []net.Conn
+		for range 110 {
+			nc, err := net.Dial("tcp", ts.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			idle = append(idle, nc)
+		}
+		for i := range 3 {
+			c := ts.connect(t)
+			var v int32
+			if err := c.QueryRow(ctx, "select 7").Scan(&v); err != nil || v != 7 {
+				t.Fatalf("round %d, login %d during the flood: %v", round, i, err)
+			}
+			c.Close(ctx)
+		}
+		for _, nc := range idle {
+			nc.Close()
+		}
+	}
+}

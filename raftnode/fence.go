@@ -48,6 +48,7 @@ func (n *Node) Fence(source string, reason error) {
 	for _, r := range n.replicas {
 		r.lease.Store(0)
 		r.readUntil.Store(0)
+		r.confirmed.Store(0)
 	}
 	n.mu.Unlock()
 	n.signal()

@@ -98,6 +98,13 @@ type Replica struct {
 	// the latest heartbeat round a quorum acknowledged, plus the lease
 	// duration (readLease).
 	readUntil atomic.Int64
+	// confirmed is the send time (node.now) of the latest heartbeat round
+	// of the current lease a quorum acknowledged: raft's ReadIndex. A
+	// request that arrived before it may be answered although the read
+	// lease ran out, which it does whenever a round takes longer than the
+	// lease (a node so loaded that heartbeats take a second would
+	// otherwise serve nothing at all: ReadConfirmed).
+	confirmed atomic.Int64
 	// transferTerm is the term in which this replica, leading, began to
 	// transfer leadership to transferTo: it holds no lease in that term
 	// again (transfer.go).
@@ -123,6 +130,26 @@ func (r *Replica) ReadLease() (term uint64, ok bool) {
 		return 0, false
 	}
 	return term, r.alone.Load() || r.node.now() < r.readUntil.Load()
+}
+
+// ReadMark is the node's read-lease clock now, for ReadConfirmed.
+func (r *Replica) ReadMark() int64 { return r.node.now() }
+
+// ReadConfirmed returns the term of the lease (0: none) and whether a
+// quorum acknowledged a heartbeat round of it sent at or after mark. A
+// request that arrived before mark may then be answered without the read
+// lease, as raft's ReadIndex answers reads: at the round's send time this
+// replica still led (a voter that had voted in a later term would have
+// refused the heartbeat, and a later leader needs one of that quorum), so
+// nothing another leader wrote can have been acknowledged before the
+// request arrived, and what a later leaseholder writes lands above the
+// request's timestamp (its lease starts a maximum clock offset ahead).
+func (r *Replica) ReadConfirmed(mark int64) (term uint64, ok bool) {
+	term = r.lease.Load()
+	if term == 0 || r.node.fenced.Load() {
+		return 0, false
+	}
+	return term, r.alone.Load() || r.confirmed.Load() >= mark
 }
 
 // monoEpoch anchors monoNow, the node's monotonic clock in nanoseconds.
@@ -802,9 +829,12 @@ func (n *Node) processReady() (bool, []func(), error) {
 	for i, x := range rds {
 		for _, rs := range x.rd.ReadStates {
 			if len(rs.RequestCtx) == 8 {
-				until := int64(binary.BigEndian.Uint64(rs.RequestCtx)) + n.readLease.Load()
-				if until > x.r.readUntil.Load() {
+				sent := int64(binary.BigEndian.Uint64(rs.RequestCtx))
+				if until := sent + n.readLease.Load(); until > x.r.readUntil.Load() {
 					x.r.readUntil.Store(until)
+				}
+				if sent > x.r.confirmed.Load() {
+					x.r.confirmed.Store(sent)
 				}
 			}
 		}
@@ -861,6 +891,7 @@ func (r *Replica) updateLease(obs ApplyObserver) func() {
 	if st.RaftState != raft.StateLeader || r.node.fenced.Load() {
 		r.lease.Store(0)
 		r.readUntil.Store(0)
+		r.confirmed.Store(0)
 		return nil
 	}
 	if r.lease.Load() == st.GetTerm() {
@@ -870,10 +901,12 @@ func (r *Replica) updateLease(obs ApplyObserver) func() {
 		// It handed the lease on in this term (transfer.go).
 		r.lease.Store(0)
 		r.readUntil.Store(0)
+		r.confirmed.Store(0)
 		return nil
 	}
 	r.lease.Store(0)
 	r.readUntil.Store(0)
+	r.confirmed.Store(0)
 	if t, err := r.log.Term(r.applied); err != nil || t != st.GetTerm() {
 		// Entries of earlier terms may still be unapplied.
 		return nil

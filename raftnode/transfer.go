@@ -150,6 +150,7 @@ func (r *Replica) giveUpLease(term, to uint64) {
 	r.transferTries = 0
 	r.lease.Store(0)
 	r.readUntil.Store(0)
+	r.confirmed.Store(0)
 }
 
 // retryTransfers runs on every tick (the node's lock held): a leader

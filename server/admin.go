@@ -32,13 +32,16 @@ import (
 
 // NodeStatus is what a NodeSource knows of one node.
 type NodeStatus struct {
-	NodeID    int       `json:"node_id"`
-	SQLAddr   string    `json:"sql_addr"`
-	RPCAddr   string    `json:"rpc_addr"`
-	HTTPAddr  string    `json:"http_addr"`
-	Locality  string    `json:"locality"`
-	Liveness  string    `json:"liveness"`
-	StartedAt time.Time `json:"started_at"`
+	NodeID   int    `json:"node_id"`
+	SQLAddr  string `json:"sql_addr"`
+	RPCAddr  string `json:"rpc_addr"`
+	HTTPAddr string `json:"http_addr"`
+	Locality string `json:"locality"`
+	// StoreProfile is the node's storage profile (Config.StoreProfile,
+	// resolved); "" for a node whose record predates profiles.
+	StoreProfile string    `json:"store_profile"`
+	Liveness     string    `json:"liveness"`
+	StartedAt    time.Time `json:"started_at"`
 }
 
 // NodeSource lists the cluster's nodes. The default (memberNodes) lists
@@ -79,7 +82,7 @@ func (m memberNodes) Nodes(ctx context.Context) ([]NodeStatus, error) {
 	s := m.s
 	self := NodeStatus{
 		NodeID: int(s.nodeID()), SQLAddr: s.Addr().String(), RPCAddr: s.cfg.RPCAddr, HTTPAddr: s.HTTPAddr().String(),
-		Locality: s.cfg.Locality, Liveness: LivenessLive, StartedAt: s.started,
+		Locality: s.cfg.Locality, StoreProfile: s.cfg.StoreProfile, Liveness: LivenessLive, StartedAt: s.started,
 	}
 	if s.repl == nil {
 		return []NodeStatus{self}, nil

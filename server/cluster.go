@@ -154,7 +154,7 @@ func (s *Server) identify(ctx context.Context, registry *membership.Registry) (i
 			return 0, nil, err
 		}
 	}
-	self := membership.NodeRecord{RPCAddr: cfg.RPCAddr, Locality: cfg.Locality}
+	self := membership.NodeRecord{RPCAddr: cfg.RPCAddr, Locality: cfg.Locality, StoreProfile: s.cfg.StoreProfile}
 	others := slices.DeleteFunc(slices.Clone(cfg.Join), func(a string) bool { return a == cfg.RPCAddr })
 	initial := func() []uint64 {
 		ps := make([]uint64, len(cfg.Join))
@@ -435,7 +435,7 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 	st.Store(s.store)
 	r.zones = &zones{st: s.store}
 	r.member = membership.New(membership.Config{
-		Self:              membership.NodeRecord{NodeID: id, RPCAddr: cfg.RPCAddr, Locality: cfg.Locality},
+		Self:              membership.NodeRecord{NodeID: id, RPCAddr: cfg.RPCAddr, Locality: cfg.Locality, StoreProfile: s.cfg.StoreProfile},
 		InitialMembers:    len(peers),
 		Engine:            s.eng,
 		Clock:             clock,

@@ -225,7 +225,9 @@ func (s *Server) startGCQueue(ctx context.Context) {
 				if err := s.db.Put(rctx, ptsKey(s.nodeID()), encodePTS(p, s.db.Clock().Now().WallTime)); err != nil && ctx.Err() == nil {
 					s.log.Debug("cairn: gc: publishing the protected timestamp", "err", err)
 				}
+				s.publishDrainTimestamp(rctx)
 			}
+			s.rollBackOrphanedJobs(ctx)
 			if err := s.refreshRepackTables(rctx, false); err != nil && ctx.Err() == nil {
 				s.log.Debug("cairn: gc: reading tables", "err", err)
 			}
@@ -293,6 +295,33 @@ func (g gcRunner) Collect(ctx context.Context, spans []kvpb.Span) (session.GCRes
 				at = r.ResumeKey
 			}
 			from = end
+		}
+	}
+	return res, nil
+}
+
+// Census is session.GC's census: a protected timestamp taken first, then
+// census requests (kvpb.GCRequest.Census) over spans, in bounded pieces,
+// merged per owner.
+func (g gcRunner) Census(ctx context.Context, spans []kvpb.Span) (session.CensusResult, error) {
+	s := g.s
+	var res session.CensusResult
+	p, err := s.protectedTimestamp(ctx)
+	if err != nil {
+		return res, err
+	}
+	res.Protected = p
+	for _, sp := range spans {
+		for at := sp.Key; at != nil; {
+			ba := &kvpb.BatchRequest{Header: kvpb.Header{Timestamp: s.db.Clock().Now()}}
+			ba.Add(&kvpb.GCRequest{Key: at, EndKey: sp.EndKey, Census: true, MaxVersions: 10000})
+			br, err := s.db.Send(ctx, ba)
+			if err != nil {
+				return res, fmt.Errorf("census of [%q, %q): %w", at, sp.EndKey, err)
+			}
+			r := br.Responses[0].(*kvpb.GCResponse)
+			res.Owners = kvpb.MergeCensus(res.Owners, r.Census...)
+			at = r.ResumeKey
 		}
 	}
 	return res, nil

@@ -24,6 +24,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -40,6 +41,7 @@ import (
 	"github.com/cairn-db/cairn/clockmon"
 	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/kv"
+	"github.com/cairn-db/cairn/membership"
 	"github.com/cairn-db/cairn/pgwire"
 	"github.com/cairn-db/cairn/pgwire/pgauth"
 	"github.com/cairn-db/cairn/rpc"
@@ -95,6 +97,12 @@ type Config struct {
 	SuperuserReservedConnections int
 	MaxStartupConnections        int
 	AuthTimeout                  time.Duration
+	// StoreProfile is the kind of device the store is on (storage.Profiles,
+	// or storage.ProfileAuto; "" is auto): the planner's cost model for
+	// every session (the storage.profile setting's default), shown by the
+	// admin UI and cairn node status. Start resolves auto from the
+	// device's rotational flag (storage.DetectProfile).
+	StoreProfile string
 	// Locality is key=value[,key=value...] (region=us-east1), recorded for
 	// placement decisions of the cluster issue.
 	Locality string
@@ -171,16 +179,19 @@ const defaultDiskStallFence = 10 * time.Second
 
 // Server is a running node.
 type Server struct {
-	cfg     Config
-	log     *slog.Logger
-	started time.Time
+	cfg Config
+	// lastOrphanCheck is when the node last looked for orphaned index
+	// builds (indexjobs.go); only the GC loop touches it.
+	lastOrphanCheck time.Time
+	log             *slog.Logger
+	started         time.Time
 	// tempCleanup removes the temporary directory of a node without a
 	// store dir (sqlmem.go).
 	tempCleanup func()
 
 	eng *storage.Engine
-	// simfs is the store's filesystem under fault injection (nil
-	// without --debug-fault-injection).
+	// simfs is the store's simulated filesystem: under fault injection,
+	// or given as Config.FS (--debug-store-latency); nil otherwise.
 	simfs   *simfs.FS
 	clock   *hlc.Clock
 	store   *store.Store
@@ -236,6 +247,10 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if cfg.ColocationWarnSize == 0 {
 		cfg.ColocationWarnSize = DefaultColocationWarnSize
 	}
+	profileWhy := "given by --store-profile"
+	if cfg.StoreProfile == "" || cfg.StoreProfile == storage.ProfileAuto {
+		cfg.StoreProfile, profileWhy = storage.DetectProfile(cfg.StoreDir)
+	}
 	s := &Server{cfg: cfg, log: log, started: time.Now(), failed: make(chan error, 1)}
 	s.admin.warnSize.Store(cfg.ColocationWarnSize)
 	defer func() {
@@ -260,7 +275,12 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		log.Error("cairn: the storage engine failed; the node stops serving and must be restarted on a healthy disk", "err", err)
 		s.fail(err)
 	}
-	if cfg.FaultInjection && fs == nil {
+	if sfs, ok := fs.(*simfs.FS); ok {
+		// A simulated disk given (cairn start --debug-store-latency,
+		// --debug-sync-latency): /metrics shows its counters and
+		// /debug/faults/disk may slow or stall it.
+		s.simfs = sfs
+	} else if cfg.FaultInjection && fs == nil {
 		// /debug/faults/disk slows or stalls this disk.
 		s.simfs = simfs.New(vfs.Default, simfs.Options{})
 		fs = s.simfs
@@ -360,7 +380,10 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		MaxConnections:               cfg.MaxConnections,
 		SuperuserReservedConnections: cfg.SuperuserReservedConnections,
 		AuthTimeout:                  cfg.AuthTimeout,
-		GC:                           gcRunner{s}})
+		StoreProfile:                 s.cfg.StoreProfile,
+		NetworkRTT:                   s.NetworkRTT,
+		GC:                           gcRunner{s},
+		DrainTimestamp:               s.drainTimestamp})
 	pgcfg := pgwire.Config{Backend: s.backend, Insecure: cfg.Insecure, Logger: log,
 		MaxConnections: cfg.MaxConnections, SuperuserReservedConnections: cfg.SuperuserReservedConnections,
 		MaxStartupConnections: cfg.MaxStartupConnections, AuthTimeout: cfg.AuthTimeout}
@@ -403,7 +426,8 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	s.startSplitQueue(runCtx)
 	s.startGCQueue(runCtx)
 	log.Info(fmt.Sprintf("cairn node ready: sql=%s http=%s", s.sqlLn.Addr(), s.httpLn.Addr()),
-		"store", storeName(cfg.StoreDir), "insecure", cfg.Insecure, "locality", cfg.Locality)
+		"store", storeName(cfg.StoreDir), "insecure", cfg.Insecure, "locality", cfg.Locality,
+		"store_profile", s.cfg.StoreProfile, "store_profile_source", profileWhy)
 	return s, nil
 }
 
@@ -424,6 +448,11 @@ func storeName(dir string) string {
 func validate(cfg Config) error {
 	if cfg.Insecure && cfg.Certs != nil {
 		return errInsecureWithCerts
+	}
+	if cfg.StoreProfile != "" {
+		if _, err := storage.ParseProfile(cfg.StoreProfile); err != nil {
+			return err
+		}
 	}
 	if len(cfg.Join) > 0 && cfg.RPCAddr == "" {
 		return errors.New("--join needs --rpc-addr, this node's address among the members")
@@ -588,4 +617,62 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintf(w, "# HELP cairn_sql_commits_total Committed SQL transactions by the phases their commit took (none: wrote nothing).\n# TYPE cairn_sql_commits_total counter\n")
 	fmt.Fprintf(w, "cairn_sql_commits_total{phase=\"none\"} %d\ncairn_sql_commits_total{phase=\"one\"} %d\ncairn_sql_commits_total{phase=\"two\"} %d\n", readOnly, onePhase, twoPhase)
 	s.tabletMetrics(w)
+	s.diskMetrics(w)
+}
+
+// NetworkRTT is the round trip the planner expects a batch to pay on the
+// network (session.Config.NetworkRTT): the mean over the cluster's nodes,
+// this one at zero, of the round-trip time to each, since leaseholders
+// are spread over the nodes. A peer's is what the clock monitor's probes
+// measured (the network's own) plus what --latency-map adds to every
+// message between the two regions (the probes do not pay it). A node
+// without peers pays none.
+func (s *Server) NetworkRTT() time.Duration {
+	if s.repl == nil || s.repl.clock == nil || s.repl.registry == nil {
+		return 0
+	}
+	offs := s.repl.clock.Offsets()
+	var sum time.Duration
+	n := 0
+	for _, rec := range s.repl.registry.Nodes() {
+		if rec.Status == membership.StatusDecommissioned {
+			continue
+		}
+		n++
+		id := rec.NodeID
+		if id == s.repl.id {
+			continue
+		}
+		// Uncertainty is half the probe's round trip.
+		sum += 2*offs[id].Uncertainty + 2*s.repl.geo.OneWay(id)
+	}
+	if n <= 1 {
+		return 0
+	}
+	return sum / time.Duration(n)
+}
+
+// diskMetrics appends the counters of a simulated disk (storage/simfs,
+// cairn start --debug-store-latency) to /metrics: reads that reached the
+// filesystem, their bytes, the seeks among them, and the latency the
+// profile charged. A node on a real disk has none.
+func (s *Server) diskMetrics(w io.Writer) {
+	if s.simfs == nil {
+		return
+	}
+	st := s.simfs.Stats()
+	fmt.Fprintf(w, "# HELP cairn_store_simulated_profile The profile the simulated disk plays (1 for the one in force).\n# TYPE cairn_store_simulated_profile gauge\ncairn_store_simulated_profile{profile=%q} 1\n", s.simfs.Profile().Name)
+	for _, m := range []struct {
+		name, help string
+		v          float64
+	}{
+		{"cairn_store_reads_total", "Read calls that reached the store's (simulated) filesystem: block cache misses, an object store's requests.", float64(st.Reads)},
+		{"cairn_store_requests_total", "What the storage was asked for: each read, or on an object store each chunk fetched.", float64(st.Requests)},
+		{"cairn_store_read_bytes_total", "Bytes those reads asked for.", float64(st.ReadBytes)},
+		{"cairn_store_seeks_total", "Reads that did not continue where the previous read of their file ended (a disk's seeks).", float64(st.Seeks)},
+		{"cairn_store_skips_total", "Reads a short way ahead of where the previous read of their file ended, which a disk passes over rather than seeks.", float64(st.Skips)},
+		{"cairn_store_read_latency_charged_seconds_total", "Latency the simulated disk's profile added to reads.", st.Charged.Seconds()},
+	} {
+		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s counter\n%s %g\n", m.name, m.help, m.name, m.name, m.v)
+	}
 }

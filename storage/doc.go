@@ -15,6 +15,7 @@
 //	iterator.go  Iterator over engine keys within user-key bounds
 //	sst.go       SSTWriter: SSTs built outside the engine, for Ingest
 //	fatal.go     how a failing disk fails the engine instead of the process
+//	profile.go   storage profiles (ssd, hdd, object-store) and auto-detection
 //	simfs/       a vfs.FS that simulates disk latency, faults and counts I/O
 //
 // Engine keys. A user key k with timestamp t is stored as

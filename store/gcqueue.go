@@ -99,6 +99,15 @@ func (c countingRepacker) Repack(th hlc.Timestamp, rowKey []byte, base mvcc.RowV
 	return out, ok
 }
 
+// PackedVersion passes a census through (mvcc.RowFormats), when the
+// store's repacker can take one.
+func (c countingRepacker) PackedVersion(key, value []byte) (owner []byte, version uint32, ok bool) {
+	if rf, is := c.Repacker.(mvcc.RowFormats); is {
+		return rf.PackedVersion(key, value)
+	}
+	return nil, 0, false
+}
+
 func (s *Store) evalRepacker() mvcc.Repacker {
 	if s.cfg.GCRepacker == nil {
 		return nil

@@ -39,7 +39,11 @@ type raftGroup struct {
 
 func (g raftGroup) Lease() (uint64, uint64)   { return g.rep.Lease() }
 func (g raftGroup) ReadLease() (uint64, bool) { return g.rep.ReadLease() }
-func (g raftGroup) NodeID() uint64            { return g.rep.NodeID() }
+func (g raftGroup) ReadMark() int64           { return g.rep.ReadMark() }
+func (g raftGroup) ReadConfirmed(mark int64) (uint64, bool) {
+	return g.rep.ReadConfirmed(mark)
+}
+func (g raftGroup) NodeID() uint64 { return g.rep.NodeID() }
 func (g raftGroup) Propose(term uint64, data []byte) error {
 	return g.node.ProposeAt(g.rep.TabletID, term, data)
 }

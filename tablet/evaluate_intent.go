@@ -47,6 +47,9 @@ func (ec *evalCtx) released(span kvpb.Span, txn kvpb.TxnMeta, status kvpb.TxnSta
 }
 
 func (ec *evalCtx) gc(req *kvpb.GCRequest) (kvpb.Response, error) {
+	if req.Census {
+		return ec.census(req)
+	}
 	recs, err := ec.gcTxnRecords(req)
 	if err != nil {
 		return nil, wrapEval(req, err)
@@ -65,6 +68,20 @@ func (ec *evalCtx) gc(req *kvpb.GCRequest) (kvpb.Response, error) {
 		ec.prop.GCThreshold = req.Threshold
 	}
 	return &kvpb.GCResponse{Removed: st.Versions, RemovedBytes: st.Bytes, ResumeKey: resume, Repacked: st.Repacked, TxnRecordsRemoved: recs}, nil
+}
+
+// census answers a census request (kvpb.GCRequest.Census): it reads the
+// span's values through the tablet's row repacker and writes nothing.
+func (ec *evalCtx) census(req *kvpb.GCRequest) (kvpb.Response, error) {
+	rf, ok := ec.r.cfg.Repacker.(mvcc.RowFormats)
+	if !ok || !req.Threshold.IsEmpty() || len(req.TxnRecords) > 0 {
+		return nil, wrapEval(req, invalidArg("census of [%q, %q): needs a tablet that knows row formats, and no threshold or records", req.Key, req.EndKey))
+	}
+	out, resume, err := mvcc.Census(ec.b, req.Key, req.EndKey, req.MaxVersions, rf)
+	if err != nil {
+		return nil, wrapEval(req, err)
+	}
+	return &kvpb.GCResponse{Census: out, ResumeKey: resume}, nil
 }
 
 // gcTxnRecords deletes the final records among req.TxnRecords (the

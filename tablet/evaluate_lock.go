@@ -54,12 +54,17 @@ func (ec *evalCtx) lockUnreplicated(req *kvpb.LockRequest) (kvpb.Response, error
 	if err != nil {
 		return nil, wrapEval(req, err)
 	}
-	if _, err := mvcc.AcquireLockOpts(ec.b, req.Key, req.EndKey, ec.txn.ReadTimestamp, nil, opts); err != nil {
+	held, err := mvcc.CheckLock(ec.b, req.Key, req.EndKey, ec.txn, opts)
+	if err != nil {
 		var wie *kvpb.WriteIntentError
 		if req.SkipLocked && errors.As(err, &wie) {
 			return &kvpb.LockResponse{Skipped: true}, nil
 		}
 		return nil, wrapEval(req, err)
+	}
+	if held {
+		// Its own lock or intent on the key is already stronger.
+		return &kvpb.LockResponse{}, nil
 	}
 	ec.prop.unreplAcquired = append(ec.prop.unreplAcquired, kvpb.Intent{Key: req.Key, Txn: ec.txn.TxnMeta})
 	return &kvpb.LockResponse{}, nil

@@ -58,6 +58,14 @@ type Raft interface {
 	// answer without a round of consensus right now (raftnode's read
 	// lease: a quorum heard from it within the lease duration).
 	ReadLease() (term uint64, ok bool)
+	// ReadMark and ReadConfirmed are raft's ReadIndex, for when the read
+	// lease runs out because heartbeat rounds take longer than it (an
+	// overloaded node): ReadConfirmed(mark) reports the lease's term and
+	// whether a quorum acknowledged a heartbeat round of it sent at or
+	// after mark (ReadMark, taken when a request arrived), which lets the
+	// replica answer that request.
+	ReadMark() int64
+	ReadConfirmed(mark int64) (term uint64, ok bool)
 	// Propose appends data to the group's log if this replica still holds
 	// the lease of term; an error means nothing was proposed.
 	Propose(term uint64, data []byte) error
@@ -143,6 +151,7 @@ func (r *Replica) leaseTerm(ctx context.Context) (term uint64, done func(), err 
 	if ok && r.enterLease(term) {
 		return r.startUnder(ctx, term)
 	}
+	mark := g.ReadMark()
 	if _, leader := g.Lease(); term == 0 && leader != g.NodeID() {
 		return 0, nil, r.notLeaseholder(leader)
 	}
@@ -152,7 +161,11 @@ func (r *Replica) leaseTerm(ctx context.Context) (term uint64, done func(), err 
 	// only bring it back here. Or it is draining its lease for a
 	// transfer: the request waits for the transfer to start (then it
 	// follows the lease, once the leader hint names the new holder) or
-	// to be called off.
+	// to be called off. Or it leads with a lease whose heartbeat rounds
+	// take longer than the read lease lasts, so that the read lease never
+	// holds: a round sent after the request arrived and acknowledged by a
+	// quorum lets it answer (ReadConfirmed) instead of sending the
+	// request away from the only replica that can answer it.
 	t := time.NewTicker(time.Millisecond)
 	defer t.Stop()
 	deadline := time.Now().Add(leaseWait)
@@ -163,6 +176,9 @@ func (r *Replica) leaseTerm(ctx context.Context) (term uint64, done func(), err 
 		case <-t.C:
 		}
 		if term, ok = g.ReadLease(); ok && r.enterLease(term) {
+			return r.startUnder(ctx, term)
+		}
+		if term, ok = g.ReadConfirmed(mark); ok && r.enterLease(term) {
 			return r.startUnder(ctx, term)
 		}
 		_, leader := g.Lease()

@@ -72,6 +72,16 @@ type KVResult struct {
 	Errors  uint64
 	Elapsed time.Duration
 	Mean    time.Duration
+	// Reads and Writes are the summaries of each kind of operation.
+	Reads, Writes OpSummary
+}
+
+// OpSummary is one kind of operation's summary line.
+type OpSummary struct {
+	Ops, Errors uint64
+	Rate        float64 // per second
+	Mean        time.Duration
+	P50, P99    time.Duration
 }
 
 // Rate is the run's operations per second.
@@ -189,6 +199,11 @@ func (o *op) record(d time.Duration, err error) {
 func RunKV(ctx context.Context, cfg KVConfig) error {
 	_, err := runKV(ctx, cfg)
 	return err
+}
+
+// RunKVResult is RunKV returning what it measured (benchmarks).
+func RunKVResult(ctx context.Context, cfg KVConfig) (KVResult, error) {
+	return runKV(ctx, cfg)
 }
 
 func runKV(ctx context.Context, cfg KVConfig) (KVResult, error) {
@@ -315,6 +330,12 @@ loop:
 		o.mu.Unlock()
 		all.merge(&h)
 		res.Errors += o.errs
+		sum := OpSummary{Ops: h.n, Errors: o.errs, Rate: float64(h.n) / elapsed.Seconds(), Mean: h.mean(), P50: h.quantile(0.50), P99: h.quantile(0.99)}
+		if o == read {
+			res.Reads = sum
+		} else {
+			res.Writes = sum
+		}
 		fmt.Fprintf(cfg.Out, "%7.1fs %8d %14d %14.1f %8.1f %8.1f %8.1f %8.1f %8.1f  %s\n",
 			elapsed.Seconds(), o.errs, h.n, float64(h.n)/elapsed.Seconds(), ms(h.mean()),
 			ms(h.quantile(0.50)), ms(h.quantile(0.95)), ms(h.quantile(0.99)), ms(h.max), o.name)
@@ -330,8 +351,15 @@ loop:
 // round prints its summary and a verdict line; the result is the best
 // passing round (zero Ops when none passed).
 func SearchKV(ctx context.Context, cfg KVConfig, maxMean time.Duration, rounds int) (KVResult, error) {
+	best, _, err := SearchKVDetail(ctx, cfg, maxMean, rounds)
+	return best, err
+}
+
+// SearchKVDetail is SearchKV also returning its first, unthrottled round
+// (what a search that found no rate under the bound can still report).
+func SearchKVDetail(ctx context.Context, cfg KVConfig, maxMean time.Duration, rounds int) (best, unthrottled KVResult, err error) {
 	if cfg.Duration <= 0 {
-		return KVResult{}, errors.New("a search needs --duration for each round")
+		return KVResult{}, KVResult{}, errors.New("a search needs --duration for each round")
 	}
 	cfg.Quiet = true
 	try := func(rate float64) (KVResult, bool, error) {
@@ -354,9 +382,8 @@ func SearchKV(ctx context.Context, cfg KVConfig, maxMean time.Duration, rounds i
 	}
 	first, ok, err := try(0)
 	if err != nil || ok {
-		return first, err
+		return first, first, err
 	}
-	var best KVResult
 	lo, hi := 0.0, first.Rate()
 	for range rounds {
 		if ctx.Err() != nil {
@@ -365,7 +392,7 @@ func SearchKV(ctx context.Context, cfg KVConfig, maxMean time.Duration, rounds i
 		mid := (lo + hi) / 2
 		r, ok, err := try(mid)
 		if err != nil {
-			return best, err
+			return best, first, err
 		}
 		if ok {
 			lo = mid
@@ -381,7 +408,7 @@ func SearchKV(ctx context.Context, cfg KVConfig, maxMean time.Duration, rounds i
 	} else {
 		fmt.Fprintf(cfg.Out, "search: no rate tried kept the mean latency under %.1f ms\n", ms(maxMean))
 	}
-	return best, nil
+	return best, first, nil
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

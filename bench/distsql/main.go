@@ -17,7 +17,7 @@
 // primary-key column (docs/distributed.md), so both tables here have
 // PRIMARY KEY (repo_id, event_id).
 //
-// Usage: go run ./bench/distsql [-rows 100000] [-runs 3] [-shards 32] [-global]
+// Usage: go run ./bench/distsql [-rows 100000] [-runs 3] [-shards 32] [-global] [-log]
 package main
 
 import (
@@ -45,6 +45,7 @@ var (
 	flagRuns   = flag.Int("runs", 3, "timed runs of each query and mode; medians are reported")
 	flagShards = flag.Int("shards", 32, "shards of the distributed table")
 	flagGlobal = flag.Bool("global", false, "simulated inter-region latency (cairn demo --global)")
+	flagLog    = flag.Bool("log", false, "the nodes' logs on stderr (discarded otherwise)")
 )
 
 const seedEmail = `'{"commits":[{"author":{"email":"test@gmail.com"}}]}'`
@@ -61,13 +62,13 @@ var queries = []struct{ name, sql string }{
 func load(table string, lo, hi int) string {
 	return fmt.Sprintf(`INSERT INTO %s SELECT i,
   (ARRAY['PushEvent','WatchEvent','IssuesEvent','CreateEvent'])[1 + i %% 4], true,
-  CASE WHEN i %% 1000 = 0 THEN 17330407 ELSE (i * 7919) %% 5000 END,
+  CASE WHEN i %% 1000 = 0 THEN 17330407 ELSE (i::bigint * 7919) %% 5000 END,
   CASE WHEN i %% 4 = 0 THEN jsonb_build_object('commits', jsonb_build_array(jsonb_build_object(
       'author', jsonb_build_object('email', CASE WHEN i %% 400 = 0 THEN 'test@gmail.com' ELSE 'u' || (i %% 977) || '@example.com' END, 'name', 'user' || (i %% 977)),
       'sha', md5(i::text), 'message', 'commit number ' || i, 'distinct', true)),
     'push_id', i, 'size', 1, 'ref', 'refs/heads/master')
   ELSE jsonb_build_object('action', 'started') END,
-  jsonb_build_object('id', (i * 7919) %% 5000, 'name', 'org/repo' || ((i * 7919) %% 5000), 'url', 'https://api.github.com/repos/org/repo' || ((i * 7919) %% 5000)),
+  jsonb_build_object('id', (i::bigint * 7919) %% 5000, 'name', 'org/repo' || ((i::bigint * 7919) %% 5000), 'url', 'https://api.github.com/repos/org/repo' || ((i::bigint * 7919) %% 5000)),
   jsonb_build_object('id', i %% 3000, 'login', 'actor' || (i %% 3000), 'gravatar_id', '', 'url', 'https://api.github.com/users/actor' || (i %% 3000)),
   jsonb_build_object('id', i %% 50, 'login', 'org' || (i %% 50)),
   '2015-01-01 00:00:00'::timestamp + (i || ' seconds')::interval
@@ -80,7 +81,11 @@ const ddl = `CREATE TABLE %s (event_id bigint, event_type text, event_public boo
 func main() {
 	flag.Parse()
 	ctx := context.Background()
-	c, err := localcluster.Start(ctx, localcluster.Options{Nodes: 3, Global: *flagGlobal, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	logTo := io.Discard
+	if *flagLog {
+		logTo = os.Stderr
+	}
+	c, err := localcluster.Start(ctx, localcluster.Options{Nodes: 3, Global: *flagGlobal, Logger: slog.New(slog.NewTextHandler(logTo, nil))})
 	if err != nil {
 		log.Fatal(err)
 	}

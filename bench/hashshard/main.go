@@ -1,24 +1,36 @@
 // Command hashshard runs the hash-sharded-indexes seed's benchmarks (issue
-// 16) on a 3-node cluster of `cairn start --join` processes on loopback,
-// built from this tree, each store adding -sync-latency to every sync
-// (`--debug-sync-latency`, storage/simfs) so that a write pays a disk's
-// latency and the result is not only two cores' CPU.
+// 16) on a cluster of `cairn start --join` processes on loopback (3 nodes
+// unless -nodes), built from this tree, each store adding -sync-latency to
+// every sync (`--debug-sync-latency`, storage/simfs) so that a write pays a
+// disk's latency and the result is not only two cores' CPU.
 //
 // For each of the seed's four schemas (kv with a primary key on k, sharded
-// into -buckets buckets or not, with or without an index on v) it prints:
+// into -buckets buckets or not, with or without an index on v) and each of
+// -runs runs it measures:
 //
 //   - sequential kv0 (writes only, --sequential): the highest throughput
-//     whose mean latency stays under -max-latency (the seed's kv0bench),
-//     and each node's share of the write batches its leaseholders
-//     evaluated meanwhile (from /metrics, cairn_tablet_write_batches_total);
-//   - --read-percent 90 --sequential: reads/s and writes/s with p50/p99;
+//     whose mean latency stays under -max-latency (the seed's kv0bench;
+//     the unthrottled round when no rate stays under it), and each node's
+//     share of the write batches its leaseholders evaluated meanwhile
+//     (from /metrics, cairn_tablet_write_batches_total);
+//   - --read-percent 90 --sequential: reads/s with p50/p99;
 //   - for the sharded schemas, EXPLAIN ANALYZE of SELECT * FROM kv ORDER BY
-//     k LIMIT 5 (rows read per bucket).
+//     k LIMIT 5 (rows read per bucket; first run only).
+//
+// It then prints the median of the runs per schema and each goal of issue
+// 16 against its figure: sharded ≥ 2.5× unsharded on sequential writes;
+// each node's share of the writes within 20% of the mean; reads of the
+// sharded table as fast as of the unsharded one.
+//
+// -scaling 1,3,5 runs the seed's scaling comparison instead: sequential
+// kv0 (the same search) on schemas 1 and 2 on clusters of each size,
+// printed beside the seed's claim of linear scaling.
 //
 // The baseline of each sharded figure is the unsharded schema in the same
-// run. Usage: go run ./bench/hashshard [-buckets 10] [-duration 10s]
-// [-concurrency 16] [-sync-latency 2ms] [-max-latency 10ms] [-runs 1]
-// [-only 1,2,3,4] [-port 48400]
+// run. The load average is printed at the start and the end; the project
+// runs benchmarks only under 4. Usage: go run ./bench/hashshard [-buckets
+// 10] [-duration 10s] [-concurrency 16] [-sync-latency 2ms] [-max-latency
+// 10ms] [-runs 3] [-nodes 3] [-only 1,2,3,4] [-scaling 1,3,5] [-port 48400]
 package main
 
 import (
@@ -28,6 +40,7 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -48,7 +61,10 @@ var (
 	flagMaxLatency  = flag.Duration("max-latency", 10*time.Millisecond, "mean latency bound of the kv0 search")
 	flagRounds      = flag.Int("search-rounds", 4, "bisection rounds of the kv0 search")
 	flagOnly        = flag.String("only", "1,2,3,4", "schemas to run (the seed's numbering)")
-	flagPort        = flag.Int("port", 48400, "first of nine consecutive loopback ports: RPC, SQL and HTTP of each node")
+	flagRuns        = flag.Int("runs", 3, "runs of every measurement; the medians are reported")
+	flagNodes       = flag.Int("nodes", 3, "cluster size of the schema runs")
+	flagScaling     = flag.String("scaling", "", "cluster sizes of a scaling run (e.g. 1,3,5) instead of the schema runs")
+	flagPort        = flag.Int("port", 48400, "first of the loopback ports: RPC, SQL and HTTP of each node (3 per node; a scaling run uses 3 per node of each size, consecutively)")
 )
 
 type schema struct {
@@ -72,6 +88,18 @@ func main() {
 	}
 }
 
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
+
 func run(ctx context.Context) error {
 	dir, err := os.MkdirTemp("", "bench-hashshard-")
 	if err != nil {
@@ -82,88 +110,300 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var addrs []string
-	for i := range 9 {
-		addrs = append(addrs, fmt.Sprintf("127.0.0.1:%d", *flagPort+i))
+	fmt.Printf("load average at the start: %s\n", loadavg())
+	defer func() { fmt.Printf("load average at the end: %s\n", loadavg()) }()
+	if *flagScaling != "" {
+		return scaling(ctx, bin, dir)
 	}
-	var nodes []*proc.Node
-	for i := range 3 {
-		nodes = append(nodes, &proc.Node{Dir: filepath.Join(dir, fmt.Sprintf("n%d", i+1)), RPC: addrs[i], SQL: addrs[3+i], HTTP: addrs[6+i]})
-	}
-	join := []string{nodes[0].RPC, nodes[1].RPC, nodes[2].RPC}
-	for _, n := range nodes {
-		if err := n.Start(bin, join, "--debug-sync-latency", flagSyncLatency.String()); err != nil {
-			return err
-		}
-		defer n.Kill()
-	}
-	c, err := nodes[0].Connect(ctx, 2*time.Minute)
+	nodes, stop, err := startCluster(ctx, bin, filepath.Join(dir, "c"), *flagNodes, *flagPort)
 	if err != nil {
 		return err
 	}
-	defer c.Close(ctx)
-	fmt.Printf("3 nodes on loopback, --debug-sync-latency %v, %d workers, %v per run, %d buckets\n\n", *flagSyncLatency, *flagConcurrency, *flagDuration, *flagBuckets)
-	for _, s := range schemas {
-		if !slices.Contains(strings.Split(*flagOnly, ","), strconv.Itoa(s.n)) {
-			continue
-		}
-		cfg := workload.KVConfig{URL: nodes[0].URL(), Sequential: true, Concurrency: *flagConcurrency, Duration: *flagDuration,
-			Batch: 1, HashSharded: s.sharded, SecondaryIndex: s.index, Drop: true, Out: os.Stdout, Quiet: true}
-		if s.sharded {
-			cfg.Buckets = *flagBuckets
-		}
-		if err := workload.InitKV(ctx, cfg); err != nil {
-			return err
-		}
-		fmt.Printf("== %s: %s\n", s.name, workload.KVSchema(cfg))
-		before, err := writeBatches(nodes)
-		if err != nil {
-			return err
-		}
-		best, err := workload.SearchKV(ctx, cfg, *flagMaxLatency, *flagRounds)
-		if err != nil {
-			return err
-		}
-		after, err := writeBatches(nodes)
-		if err != nil {
-			return err
-		}
-		var total float64
-		for i := range nodes {
-			total += after[i] - before[i]
-		}
-		if best.Ops > 0 {
-			fmt.Printf("kv0 sequential: max %.1f ops/s under %v mean; write batches per node:", best.Rate(), *flagMaxLatency)
-		} else {
-			fmt.Printf("kv0 sequential: no rate tried stayed under %v mean; write batches per node:", *flagMaxLatency)
-		}
-		for i := range nodes {
-			fmt.Printf(" n%d %.0f%%", i+1, 100*(after[i]-before[i])/total)
-		}
-		fmt.Println()
-		cfg.ReadPercent = 90
-		fmt.Println("kv90 sequential:")
-		if err := workload.RunKV(ctx, cfg); err != nil {
-			return err
-		}
-		if s.sharded {
-			rows, err := c.Query(ctx, "EXPLAIN ANALYZE SELECT * FROM kv ORDER BY k LIMIT 5")
+	defer stop()
+	fmt.Printf("%d nodes on loopback, --debug-sync-latency %v, %d workers, %v per run, %d buckets, %d runs\n\n",
+		len(nodes), *flagSyncLatency, *flagConcurrency, *flagDuration, *flagBuckets, *flagRuns)
+	results := map[int][]result{}
+	for r := 1; r <= *flagRuns; r++ {
+		for _, s := range schemas {
+			if !slices.Contains(strings.Split(*flagOnly, ","), strconv.Itoa(s.n)) {
+				continue
+			}
+			fmt.Printf("== run %d, %s\n", r, s.name)
+			res, err := measure(ctx, nodes, s, r == 1, true)
 			if err != nil {
 				return err
 			}
-			fmt.Println("EXPLAIN ANALYZE SELECT * FROM kv ORDER BY k LIMIT 5:")
-			for rows.Next() {
-				var line string
-				if err := rows.Scan(&line); err != nil {
-					return err
-				}
-				fmt.Println("  " + line)
+			results[s.n] = append(results[s.n], res)
+			fmt.Println()
+		}
+	}
+	report(results, len(nodes))
+	return nil
+}
+
+// startCluster starts n nodes under dir on ports from port on and
+// connects to the first (waiting for the cluster); stop kills them.
+func startCluster(ctx context.Context, bin, dir string, n, port int) ([]*proc.Node, func(), error) {
+	var nodes []*proc.Node
+	stop := func() {
+		for _, nd := range nodes {
+			nd.Kill()
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, nil, err
+	}
+	var join []string
+	for i := range n {
+		join = append(join, fmt.Sprintf("127.0.0.1:%d", port+i))
+	}
+	for i := range n {
+		nd := &proc.Node{Dir: filepath.Join(dir, fmt.Sprintf("n%d", i+1)), RPC: join[i],
+			SQL: fmt.Sprintf("127.0.0.1:%d", port+n+i), HTTP: fmt.Sprintf("127.0.0.1:%d", port+2*n+i)}
+		if err := nd.Start(bin, join, "--debug-sync-latency", flagSyncLatency.String()); err != nil {
+			stop()
+			return nil, nil, err
+		}
+		nodes = append(nodes, nd)
+	}
+	c, err := nodes[0].Connect(ctx, 2*time.Minute)
+	if err != nil {
+		stop()
+		return nil, nil, err
+	}
+	c.Close(ctx)
+	return nodes, stop, nil
+}
+
+// result is one run of one schema.
+type result struct {
+	kv0      float64 // ops/s: the search's best, else the unthrottled round's
+	kv0Under bool    // the search found a rate under the bound
+	kv0Mean  time.Duration
+	shares   []float64 // each node's share of the write batches
+	kv90     workload.KVResult
+}
+
+// measure runs one schema's measurements on nodes (kv90 too when asked);
+// explain prints EXPLAIN ANALYZE of the ORDER BY k LIMIT 5 of a sharded
+// schema.
+func measure(ctx context.Context, nodes []*proc.Node, s schema, explain, kv90 bool) (result, error) {
+	var res result
+	cfg := workload.KVConfig{URL: nodes[0].URL(), Sequential: true, Concurrency: *flagConcurrency, Duration: *flagDuration,
+		Batch: 1, HashSharded: s.sharded, SecondaryIndex: s.index, Drop: true, Out: os.Stdout, Quiet: true}
+	if s.sharded {
+		cfg.Buckets = *flagBuckets
+	}
+	if err := workload.InitKV(ctx, cfg); err != nil {
+		return res, err
+	}
+	fmt.Println(workload.KVSchema(cfg))
+	before, err := writeBatches(nodes)
+	if err != nil {
+		return res, err
+	}
+	best, first, err := workload.SearchKVDetail(ctx, cfg, *flagMaxLatency, *flagRounds)
+	if err != nil {
+		return res, err
+	}
+	after, err := writeBatches(nodes)
+	if err != nil {
+		return res, err
+	}
+	var total float64
+	for i := range nodes {
+		total += after[i] - before[i]
+	}
+	for i := range nodes {
+		res.shares = append(res.shares, (after[i]-before[i])/total)
+	}
+	if best.Ops > 0 {
+		res.kv0, res.kv0Under, res.kv0Mean = best.Rate(), true, best.Mean
+	} else {
+		res.kv0, res.kv0Mean = first.Rate(), first.Mean
+	}
+	if !kv90 {
+		return res, nil
+	}
+	cfg.ReadPercent = 90
+	fmt.Println("kv90 sequential:")
+	if res.kv90, err = workload.RunKVResult(ctx, cfg); err != nil {
+		return res, err
+	}
+	if s.sharded && explain {
+		c, err := nodes[0].Connect(ctx, time.Minute)
+		if err != nil {
+			return res, err
+		}
+		defer c.Close(ctx)
+		rows, err := c.Query(ctx, "EXPLAIN ANALYZE SELECT * FROM kv ORDER BY k LIMIT 5")
+		if err != nil {
+			return res, err
+		}
+		fmt.Println("EXPLAIN ANALYZE SELECT * FROM kv ORDER BY k LIMIT 5:")
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				return res, err
 			}
-			if err := rows.Err(); err != nil {
-				return err
+			fmt.Println("  " + line)
+		}
+		if err := rows.Err(); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func pick(rs []result, f func(result) float64) []float64 {
+	var out []float64
+	for _, r := range rs {
+		out = append(out, f(r))
+	}
+	return out
+}
+
+func msOf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// report prints the medians per schema and the issue's goals.
+func report(results map[int][]result, n int) {
+	fmt.Printf("medians of %d runs\n\n", *flagRuns)
+	fmt.Println("| schema | kv0 ops/s (mean ms) | under the bound in | write batches per node | kv90 reads/s (p50 / p99 ms) |")
+	fmt.Println("|---|---:|---|---|---:|")
+	for _, s := range schemas {
+		rs := results[s.n]
+		if len(rs) == 0 {
+			continue
+		}
+		under := 0
+		for _, r := range rs {
+			if r.kv0Under {
+				under++
 			}
 		}
-		fmt.Println()
+		var shares []string
+		for i := range n {
+			shares = append(shares, fmt.Sprintf("%.0f%%", 100*median(pick(rs, func(r result) float64 { return r.shares[i] }))))
+		}
+		fmt.Printf("| %s | %.0f (%.1f) | %d of %d runs | %s | %.0f (%.1f / %.1f) |\n", s.name,
+			median(pick(rs, func(r result) float64 { return r.kv0 })), median(pick(rs, func(r result) float64 { return msOf(r.kv0Mean) })),
+			under, len(rs), strings.Join(shares, " / "),
+			median(pick(rs, func(r result) float64 { return r.kv90.Reads.Rate })),
+			median(pick(rs, func(r result) float64 { return msOf(r.kv90.Reads.P50) })),
+			median(pick(rs, func(r result) float64 { return msOf(r.kv90.Reads.P99) })))
+	}
+	fmt.Println()
+	ratio := func(a, b int, f func(result) float64) (float64, bool) {
+		ra, rb := results[a], results[b]
+		if len(ra) == 0 || len(rb) == 0 {
+			return 0, false
+		}
+		// The median of the per-run ratios: each run's pair met the same
+		// machine.
+		var xs []float64
+		for i := range min(len(ra), len(rb)) {
+			xs = append(xs, f(ra[i])/f(rb[i]))
+		}
+		return median(xs), true
+	}
+	kv0 := func(r result) float64 { return r.kv0 }
+	reads := func(r result) float64 { return r.kv90.Reads.Rate }
+	for _, p := range [][2]int{{1, 2}, {3, 4}} {
+		if x, ok := ratio(p[0], p[1], kv0); ok {
+			fmt.Printf("goal: sharded >= 2.5x unsharded on sequential writes, schema %d/%d: %.2fx -> %s\n", p[0], p[1], x, verdict(x >= 2.5))
+		}
+	}
+	for _, sn := range []int{1, 3} {
+		rs := results[sn]
+		if len(rs) == 0 {
+			continue
+		}
+		worst := 0.0
+		mean := 1 / float64(n)
+		for i := range n {
+			sh := median(pick(rs, func(r result) float64 { return r.shares[i] }))
+			worst = max(worst, math.Abs(sh-mean)/mean)
+		}
+		fmt.Printf("goal: each node's share of writes within 20%% of the mean, schema %d: furthest %.0f%% from it -> %s\n", sn, 100*worst, verdict(worst <= 0.2))
+	}
+	for _, p := range [][2]int{{1, 2}, {3, 4}} {
+		if x, ok := ratio(p[0], p[1], reads); ok {
+			fmt.Printf("goal: reads with k = ? as fast sharded as unsharded, schema %d/%d: %.2fx -> %s\n", p[0], p[1], x, verdict(x >= 0.95))
+		}
+	}
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "NOT met"
+}
+
+// scaling runs sequential kv0 on schemas 1 and 2 on clusters of each
+// size in -scaling, -runs times, and prints the medians beside the seed's
+// claim (linear: n nodes give n times one node's throughput).
+func scaling(ctx context.Context, bin, dir string) error {
+	var sizes []int
+	for _, f := range strings.Split(*flagScaling, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return fmt.Errorf("-scaling %q: %q is not a cluster size", *flagScaling, f)
+		}
+		sizes = append(sizes, n)
+	}
+	fmt.Printf("scaling: sequential kv0 at %v nodes, --debug-sync-latency %v, %d workers, %v per round, %d buckets, %d runs\n\n",
+		sizes, *flagSyncLatency, *flagConcurrency, *flagDuration, *flagBuckets, *flagRuns)
+	type row struct {
+		n                  int
+		sharded, unsharded []float64
+	}
+	var rows []row
+	port := *flagPort
+	for _, n := range sizes {
+		nodes, stop, err := startCluster(ctx, bin, filepath.Join(dir, fmt.Sprintf("s%d", n)), n, port)
+		if err != nil {
+			return err
+		}
+		port += 3 * n
+		rw := row{n: n}
+		for r := 1; r <= *flagRuns; r++ {
+			for _, s := range schemas[:2] {
+				fmt.Printf("== %d nodes, run %d, %s\n", n, r, s.name)
+				res, err := measure(ctx, nodes, s, false, false)
+				if err != nil {
+					stop()
+					return err
+				}
+				if s.sharded {
+					rw.sharded = append(rw.sharded, res.kv0)
+				} else {
+					rw.unsharded = append(rw.unsharded, res.kv0)
+				}
+			}
+		}
+		stop()
+		rows = append(rows, rw)
+	}
+	fmt.Printf("\nmedians of %d runs (kv0: highest rate under %v mean, else unthrottled)\n\n", *flagRuns, *flagMaxLatency)
+	fmt.Println("| nodes | sharded ops/s | × its 1st size | unsharded ops/s | × its 1st size | sharded/unsharded | the seed's claim (linear) |")
+	fmt.Println("|---:|---:|---:|---:|---:|---:|---:|")
+	for _, r := range rows {
+		sh, un := median(r.sharded), median(r.unsharded)
+		sh0, un0 := median(rows[0].sharded), median(rows[0].unsharded)
+		fmt.Printf("| %d | %.0f | %.2f | %.0f | %.2f | %.2f | %.2f |\n", r.n, sh, sh/sh0, un, un/un0, sh/un, float64(r.n)/float64(rows[0].n))
 	}
 	return nil
 }

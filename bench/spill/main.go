@@ -58,6 +58,16 @@ func queries(n int) []query {
 	}
 }
 
+// onePartition are window functions read by position over one partition
+// of all n rows (lag/lead, a sliding frame): not part of the concurrency
+// round, which runs the four queries above.
+func onePartition(n int) []query {
+	return []query{
+		{"window lag/lead, 1 partition", fmt.Sprintf(`SELECT count(*), sum(x) FROM (SELECT lag(g, 3) OVER w - lead(g, 1000, 0) OVER w AS x FROM generate_series(1, %d) g WINDOW w AS (ORDER BY g DESC)) s`, n)},
+		{"window sliding, 1 partition", fmt.Sprintf(`SELECT count(*), sum(x) FROM (SELECT sum(g) OVER (ORDER BY g DESC ROWS BETWEEN 5 PRECEDING AND 5 FOLLOWING) AS x FROM generate_series(1, %d) g) s`, n)},
+	}
+}
+
 func main() {
 	flag.Parse()
 	log.SetFlags(0)
@@ -114,7 +124,7 @@ func run() error {
 
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight|tabwriter.Debug)
 	fmt.Fprintln(tw, "query\tCairn s\tPostgreSQL s\tratio\tCairn peak RSS MiB\tanswer\t")
-	for _, q := range queries(*flagRows) {
+	for _, q := range append(queries(*flagRows), onePartition(*flagRows)...) {
 		if !strings.Contains(q.name, *flagOnly) {
 			continue
 		}

@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
@@ -89,6 +92,10 @@ func TestJoinProcesses(t *testing.T) {
 		time.Sleep(300 * time.Millisecond)
 	}
 	t.Logf("cairn node status:\n%s", status)
+	// Equal replica counts include learners: a tablet whose third replica
+	// is still a learner has two voters, and killing node 1 would leave it
+	// without a quorum. Wait until every tablet has three voters.
+	waitFullyReplicated(t, ms[1].HTTP, 3, 60*time.Second)
 	c3 := connect(ms[2])
 	c2 := connect(ms[1])
 	count := func(c *pgx.Conn) int {
@@ -125,5 +132,44 @@ func TestJoinProcesses(t *testing.T) {
 	ms[0].start(t, bin, nil)
 	if n := count(connect(ms[0])); n != 51 {
 		t.Fatalf("node 1, restarted plainly, sees %d rows, want 51", n)
+	}
+}
+
+// waitFullyReplicated polls the admin API at httpAddr until every tablet
+// has want voters and no learners.
+func waitFullyReplicated(t *testing.T, httpAddr string, want int, timeout time.Duration) {
+	t.Helper()
+	var last string
+	deadline := time.Now().Add(timeout)
+	for {
+		var tablets []struct {
+			ID       uint64 `json:"tablet_id"`
+			Replicas []int  `json:"replicas"`
+			Learners []int  `json:"learners"`
+		}
+		resp, err := http.Get("http://" + httpAddr + "/api/tablets")
+		if err == nil {
+			err = json.NewDecoder(resp.Body).Decode(&tablets)
+			resp.Body.Close()
+		}
+		if err == nil {
+			ok := len(tablets) > 0
+			last = ""
+			for _, tb := range tablets {
+				if len(tb.Replicas) != want || len(tb.Learners) != 0 {
+					ok = false
+					last += fmt.Sprintf("tablet %d: voters %v, learners %v; ", tb.ID, tb.Replicas, tb.Learners)
+				}
+			}
+			if ok {
+				return
+			}
+		} else {
+			last = err.Error()
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("tablets never had %d voters and no learners: %s", want, last)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }

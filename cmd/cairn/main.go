@@ -68,6 +68,7 @@ import (
 
 	"github.com/cairn-db/cairn/security"
 	"github.com/cairn-db/cairn/server"
+	"github.com/cairn-db/cairn/storage"
 	"github.com/cairn-db/cairn/storage/simfs"
 )
 
@@ -109,7 +110,7 @@ commands:
 usage:
   cairn start --store DIR (--certs-dir DIR | --insecure) [--sql-addr HOST:PORT] [--rpc-addr HOST:PORT] [--http-addr HOST:PORT]
               [--join ADDR,... | --unreplicated] [--locality key=value,...] [--initial-password PW]
-              [--accept-sql-without-tls] [--replication-factor N] [--dead-after DURATION]
+              [--store-profile ssd|hdd|object-store|auto] [--accept-sql-without-tls] [--replication-factor N] [--dead-after DURATION]
               [--latency-map R1:R2=RTT,...] [--lease-preferences region=R,...|spread|none]
   cairn cert create-ca --ca-key FILE [--certs-dir DIR]
   cairn cert create-node HOST... --ca-key FILE [--certs-dir DIR]
@@ -194,8 +195,12 @@ type startFlags struct {
 	// certsDir is --certs-dir: where a secure node's certificates are
 	// (loaded into cfg.Certs by cmdStart).
 	certsDir string
-	// syncLatency is --debug-sync-latency.
-	syncLatency time.Duration
+	// storeProfile is --store-profile.
+	storeProfile string
+	// syncLatency is --debug-sync-latency, storeLatency
+	// --debug-store-latency.
+	syncLatency  time.Duration
+	storeLatency string
 }
 
 func parseStart(args []string, stderr io.Writer) (startFlags, error) {
@@ -210,6 +215,7 @@ func parseStart(args []string, stderr io.Writer) (startFlags, error) {
 	fs.BoolVar(&f.unreplicated, "unreplicated", false, "a single node without raft that no other node can join (stores made by a plain start before one-node clusters could grow)")
 	fs.IntVar(&f.cfg.ReplicationFactor, "replication-factor", 3, "voters per tablet once that many nodes are live (replicated clusters)")
 	fs.DurationVar(&f.cfg.DeadAfter, "dead-after", 60*time.Second, "time without a heartbeat after which a node is dead and its replicas are replaced")
+	fs.StringVar(&f.storeProfile, "store-profile", storage.ProfileAuto, "the kind of device the store is on, which the planner prices reads by: ssd, hdd, object-store, or auto (hdd when the store's disk is rotational on Linux, else ssd); the storage.profile setting overrides it per session")
 	fs.StringVar(&f.cfg.Locality, "locality", "", "key=value[,key=value...], e.g. region=us-east1")
 	fs.StringVar(&f.colocWarnStr, "colocation-warn-size", "1GiB", "size past which a colocation tablet logs a warning and the admin UI flags it (e.g. 512MiB; 0: never)")
 	fs.StringVar(&f.cfg.LatencyMap, "latency-map", "", "simulated round-trip times between regions, e.g. us-west:us-east=60ms,us-east:eu=86ms (needs --join)")
@@ -234,6 +240,7 @@ func parseStart(args []string, stderr io.Writer) (startFlags, error) {
 	fs.Float64Var(&f.cfg.TabletSplitQPS, "tablet-split-qps", 2500, "batches per second (over 10s) past which a tablet splits by load (0: never by load; 2500 is store.DefaultSplitQPS)")
 	fs.DurationVar(&f.cfg.DiskStallFence, "disk-stall-fence", 10*time.Second, "how long one write or sync of the store may hang before the node stops itself, so that its leases move to healthy nodes (negative: never)")
 	fs.DurationVar(&f.syncLatency, "debug-sync-latency", 0, "add this much to every sync of the store's files (storage/simfs), so that benchmarks on loopback pay a disk's write latency (bench/hashshard); never in production")
+	fs.StringVar(&f.storeLatency, "debug-store-latency", "", "make the store's disk read like an hdd (0.2 ms per read and 150 MiB/s, 10 ms more per seek, short forward gaps at 150 MiB/s) or an object-store (read in 1 MiB chunks: 20 ms per request, 100 MiB/s) (storage/simfs), and count reads, bytes and seeks in /metrics, so that benchmarks on a fast disk show random reads; never in production")
 	fs.BoolVar(&f.cfg.FaultInjection, "debug-fault-injection", false, "serve /debug/faults (partitions, clock offsets, lease transfers, splits) for the chaos tests (test/chaos); never in production")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -278,11 +285,27 @@ func parseStart(args []string, stderr io.Writer) (startFlags, error) {
 	if f.cfg.TabletSplitQPS == 0 {
 		f.cfg.TabletSplitQPS = -1
 	}
+	if f.cfg.StoreProfile, err = storage.ParseProfile(f.storeProfile); err != nil {
+		return f, usagef("--store-profile: %v", err)
+	}
 	if f.syncLatency < 0 {
 		return f, usagef("--debug-sync-latency %v: want 0 or more", f.syncLatency)
 	}
-	if f.syncLatency > 0 {
-		f.cfg.FS = simfs.New(vfs.Default, simfs.Options{Profile: simfs.Profile{Name: "debug-sync-latency", SyncLatency: f.syncLatency}})
+	if f.syncLatency > 0 || f.storeLatency != "" {
+		// Reads priced as the profile says, syncs as --debug-sync-latency
+		// says (a profile's own sync latency would slow every commit of a
+		// benchmark's load).
+		p := simfs.Profile{Name: "debug-sync-latency"}
+		if f.storeLatency != "" {
+			if f.storeLatency != storage.ProfileHDD && f.storeLatency != storage.ProfileObjectStore {
+				return f, usagef("--debug-store-latency %q: want hdd or object-store", f.storeLatency)
+			}
+			if p, err = simfs.Named(f.storeLatency); err != nil {
+				return f, usagef("--debug-store-latency: %v", err)
+			}
+		}
+		p.SyncLatency = f.syncLatency
+		f.cfg.FS = simfs.New(vfs.Default, simfs.Options{Profile: p})
 	}
 	if f.cacheMiB < 1 || f.cacheMiB > 1<<20 {
 		return f, usagef("--cache-mib %d: want 1 to %d", f.cacheMiB, 1<<20)

@@ -220,3 +220,49 @@ func TestDebugSyncLatency(t *testing.T) {
 		t.Fatalf("without the flag: FS = %v, %v", f.cfg.FS, err)
 	}
 }
+
+// TestStoreProfileFlags: --store-profile takes the profiles and auto
+// (the default), and --debug-store-latency opens the store on a simfs
+// that prices reads as the profile says and syncs as --debug-sync-latency
+// says; anything else is a usage error.
+func TestStoreProfileFlags(t *testing.T) {
+	for _, c := range []struct {
+		args    []string
+		profile string
+		read    simfs.Profile // zero: no simulated disk
+		sync    time.Duration
+		err     string
+	}{
+		{args: nil, profile: "auto"},
+		{args: []string{"--store-profile", "HDD"}, profile: "hdd"},
+		{args: []string{"--store-profile", "object-store"}, profile: "object-store"},
+		{args: []string{"--store-profile", "tape"}, err: `--store-profile: unknown storage profile "tape"`},
+		{args: []string{"--debug-store-latency", "hdd"}, profile: "auto", read: simfs.HDD},
+		{args: []string{"--debug-store-latency", "object-store", "--debug-sync-latency", "3ms"}, profile: "auto", read: simfs.ObjectStore, sync: 3 * time.Millisecond},
+		{args: []string{"--debug-store-latency", "ssd"}, err: `--debug-store-latency "ssd": want hdd or object-store`},
+	} {
+		f, err := parseStart(append([]string{"--store", "x"}, c.args...), io.Discard)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%v: err %v, want %q", c.args, err, c.err)
+			}
+			continue
+		}
+		if err != nil || f.cfg.StoreProfile != c.profile {
+			t.Errorf("%v: profile %q, %v; want %q", c.args, f.cfg.StoreProfile, err, c.profile)
+			continue
+		}
+		sfs, ok := f.cfg.FS.(*simfs.FS)
+		if c.read.Name == "" {
+			if f.cfg.FS != nil {
+				t.Errorf("%v: FS %v, want none", c.args, f.cfg.FS)
+			}
+			continue
+		}
+		p := sfs.Profile()
+		if !ok || p.Name != c.read.Name || p.ReadLatency != c.read.ReadLatency || p.SeekLatency != c.read.SeekLatency ||
+			p.Bandwidth != c.read.Bandwidth || p.SyncLatency != c.sync {
+			t.Errorf("%v: simulated disk %+v, want the reads of %+v and syncs of %v", c.args, p, c.read, c.sync)
+		}
+	}
+}

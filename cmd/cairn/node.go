@@ -174,9 +174,13 @@ func (a *apiClient) nodes() ([]server.NodeInfo, error) {
 
 func printNodes(w io.Writer, nodes []server.NodeInfo) {
 	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "id\trpc address\tsql address\tlocality\tliveness\treplicas\tleaders")
+	fmt.Fprintln(tw, "id\trpc address\tsql address\tlocality\tstorage\tliveness\treplicas\tleaders")
 	for _, n := range nodes {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%d\n", n.NodeID, n.RPCAddr, n.SQLAddr, n.Locality, n.Liveness, n.Replicas, n.Leaders)
+		profile := n.StoreProfile
+		if profile == "" {
+			profile = "-" // a node whose record predates storage profiles
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", n.NodeID, n.RPCAddr, n.SQLAddr, n.Locality, profile, n.Liveness, n.Replicas, n.Leaders)
 	}
 	tw.Flush()
 }

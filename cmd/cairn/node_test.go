@@ -25,14 +25,14 @@ import (
 func TestNodeCommands(t *testing.T) {
 	ctx := context.Background()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	startNode := func(join func(self string) []string) *server.Server {
+	startNode := func(profile string, join func(self string) []string) *server.Server {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
 		addr := ln.Addr().String()
 		s, err := server.Start(ctx, server.Config{Insecure: true, RPCAddr: addr, RPCListener: ln, Join: join(addr), Logger: quiet,
-			LivenessTTL: 400 * time.Millisecond, ReplicateInterval: 100 * time.Millisecond, Locality: "region=r" + addr[len(addr)-1:]})
+			LivenessTTL: 400 * time.Millisecond, ReplicateInterval: 100 * time.Millisecond, Locality: "region=r" + addr[len(addr)-1:], StoreProfile: profile})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -40,8 +40,10 @@ func TestNodeCommands(t *testing.T) {
 		return s
 	}
 	var first string
-	n1 := startNode(func(self string) []string { first = self; return []string{self} })
-	startNode(func(string) []string { return []string{first} })
+	// Each node's storage profile travels in its node record, so node 1
+	// lists node 2's.
+	n1 := startNode("hdd", func(self string) []string { first = self; return []string{self} })
+	startNode("object-store", func(string) []string { return []string{first} })
 	host := n1.HTTPAddr().String()
 	node := func(args ...string) string {
 		t.Helper()
@@ -52,7 +54,7 @@ func TestNodeCommands(t *testing.T) {
 		return out.String()
 	}
 	status := node("status", "--host", host)
-	for _, want := range []string{`(?m)^id\s+rpc address\s+sql address\s+locality\s+liveness\s+replicas\s+leaders$`, `(?m)^1\s+\S+\s+\S+\s+region=r\S*\s+live\s+1\s+1$`, `(?m)^2\s+\S+\s+\S+\s+region=r\S*\s+live\s+0\s+0$`} {
+	for _, want := range []string{`(?m)^id\s+rpc address\s+sql address\s+locality\s+storage\s+liveness\s+replicas\s+leaders$`, `(?m)^1\s+\S+\s+\S+\s+region=r\S*\s+hdd\s+live\s+1\s+1$`, `(?m)^2\s+\S+\s+\S+\s+region=r\S*\s+object-store\s+live\s+0\s+0$`} {
 		if !regexp.MustCompile(want).MatchString(status) {
 			t.Fatalf("cairn node status:\n%s\nwant a line matching %s", status, want)
 		}
@@ -106,7 +108,7 @@ func TestNodeCommandsAuth(t *testing.T) {
 	}{
 		{"no password", nil, []string{"status"}, 1, "", `GET /api/nodes: the node requires a login \(401 Unauthorized\): give --user and the role's password in CAIRN_PASSWORD or --password-file`},
 		{"wrong password", map[string]string{"CAIRN_PASSWORD": "nope"}, []string{"status"}, 1, "", `logging in as "postgres" failed \(401 Unauthorized\): password authentication failed for user "postgres"`},
-		{"PGPASSWORD", map[string]string{"PGPASSWORD": "root-pw"}, []string{"status"}, 0, `(?m)^1\s+\S+\s+\S+\s+\s+live\s+1\s+1$`, ""},
+		{"PGPASSWORD", map[string]string{"PGPASSWORD": "root-pw"}, []string{"status"}, 0, `(?m)^1\s+\S+\s+\S+\s+\s+ssd\s+live\s+1\s+1$`, ""},
 		{"any role may list", map[string]string{"CAIRN_PASSWORD": "view-pw"}, []string{"status", "--user", "viewer"}, 0, `(?m)^1\s.*\slive\s`, ""},
 		{"only a superuser may decommission", map[string]string{"CAIRN_PASSWORD": "view-pw"}, []string{"decommission", "1", "--user", "viewer", "--wait", "1s"}, 1, "",
 			`POST /api/nodes/1/decommission: role "viewer" is not allowed to \(403 Forbidden\): role "viewer" is not a superuser`},

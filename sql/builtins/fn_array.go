@@ -225,6 +225,21 @@ func init() {
 			}
 			return &sliceIter{rows: rows}, nil
 		}})
+	// _pg_expandarray is information_schema's: each element of an array
+	// with its 1-based position n (pgjdbc reads primary and index keys
+	// with it, from int2vectors, which count from 0).
+	registerFn("_pg_expandarray", Overload{Args: []*types.T{aa}, Class: Generator, Strict: true,
+		Return: func(a []*types.T) *types.T {
+			return types.MakeRecord([]types.Field{{Name: "x", T: a[0].Elem}, {Name: "n", T: i4}})
+		},
+		Columns: func(a []*types.T) []Column { return []Column{{"x", a[0].Elem}, {"n", i4}} },
+		SRF: func(_ EvalContext, a []types.Datum) (RowIter, error) {
+			rows := make([][]types.Datum, len(arr(a[0]).Elems))
+			for i, e := range arr(a[0]).Elems {
+				rows[i] = []types.Datum{e, types.DInt(i + 1)}
+			}
+			return &sliceIter{rows: rows}, nil
+		}})
 	subs := func(_ EvalContext, a []types.Datum) (RowIter, error) {
 		x := arr(a[0])
 		if i64(a[1]) != 1 {

@@ -25,6 +25,14 @@ type BackendSignals interface {
 	SignalBackend(pid int32, terminate bool, wait time.Duration) (bool, error)
 }
 
+// JobCanceller asks a running job to stop (CANCEL JOB, cairn_cancel_job);
+// the session's EvalContext implements it.
+type JobCanceller interface {
+	// CancelJob asks job id to stop: 42704 if there is no such job, 55000
+	// if it is not running.
+	CancelJob(id int64) error
+}
+
 func signalsOf(ctx EvalContext) (BackendSignals, error) {
 	if bs, ok := ctx.(BackendSignals); ok {
 		return bs, nil
@@ -33,6 +41,17 @@ func signalsOf(ctx EvalContext) (BackendSignals, error) {
 }
 
 func init() {
+	registerFn("cairn_cancel_job", Overload{Args: []*types.T{types.Int8}, Return: Fixed(types.Bool), Strict: true, Volatility: Volatile,
+		Fn: func(ctx EvalContext, a []types.Datum) (types.Datum, error) {
+			jc, ok := ctx.(JobCanceller)
+			if !ok {
+				return nil, pgerror.New(pgerrcode.ObjectNotInPrerequisiteState, "jobs cannot be canceled in this context")
+			}
+			if err := jc.CancelJob(i64(a[0])); err != nil {
+				return nil, err
+			}
+			return types.DBool(true), nil
+		}})
 	registerFn("pg_cancel_backend", Overload{Args: []*types.T{types.Int4}, Return: Fixed(types.Bool), Strict: true, Volatility: Volatile,
 		Fn: func(ctx EvalContext, a []types.Datum) (types.Datum, error) {
 			bs, err := signalsOf(ctx)

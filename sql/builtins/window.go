@@ -7,9 +7,18 @@ import (
 )
 
 // Window functions run over one partition at a time. The executor sorts
-// the partition by its ORDER BY and hands it over whole; a WindowFunc
-// fills one result per row (invariant 6: results depend only on the
-// partition, its order and the frame, never on how rows were produced).
+// the partition by its ORDER BY and hands it over, in memory (Args, Keys)
+// or behind PartitionRows (a partition larger than work_mem, read from
+// disk through a bounded cache); a WindowFunc passes one result per row,
+// in row order, to its emit function (invariant 6: results depend only on
+// the partition, its order and the frame, never on how rows were
+// produced or where they are held).
+//
+// Frames are computed by a frameCursor, row after row: every frame bound
+// only moves forward (rows are sorted, offsets are constants), so each
+// bound walks the partition once. Nothing here holds more than a few
+// rows of its own: a partition's size costs memory only in the Args and
+// Keys the executor gives.
 
 // Partition is a sorted window partition.
 type Partition struct {
@@ -21,21 +30,67 @@ type Partition struct {
 	// Desc says the first ORDER BY column sorts descending, which RANGE
 	// offset frames need to know which way "preceding" is.
 	Desc bool
+	// NullsFirst says NULLs of the first ORDER BY column sort first: a
+	// RANGE offset frame of a non-NULL row never holds NULL rows, and
+	// needs to know on which side they lie.
+	NullsFirst bool
+	// Rows, when not nil, holds the partition in place of Args and Keys.
+	Rows PartitionRows
+}
+
+// PartitionRows gives a partition's rows by position, for a partition
+// not held in memory. Functions read rows close to the current one (its
+// frame, its lag/lead offset), mostly in increasing order.
+type PartitionRows interface {
+	Len() int
+	// Row returns row i's argument values and ORDER BY values (nil keys
+	// without ORDER BY). The caller must not change them.
+	Row(i int) (args, keys []types.Datum, err error)
 }
 
 // Len returns the number of rows.
-func (p *Partition) Len() int { return len(p.Args) }
-
-func (p *Partition) peers(i, j int) bool {
-	if p.Keys == nil {
-		return true
+func (p *Partition) Len() int {
+	if p.Rows != nil {
+		return p.Rows.Len()
 	}
-	for k := range p.Keys[i] {
-		if types.Compare(p.Keys[i][k], p.Keys[j][k]) != 0 {
-			return false
+	return len(p.Args)
+}
+
+func (p *Partition) arg(i int) ([]types.Datum, error) {
+	if p.Rows != nil {
+		a, _, err := p.Rows.Row(i)
+		return a, err
+	}
+	return p.Args[i], nil
+}
+
+// key returns row i's ORDER BY values, nil without ORDER BY.
+func (p *Partition) key(i int) ([]types.Datum, error) {
+	if p.Rows != nil {
+		_, k, err := p.Rows.Row(i)
+		return k, err
+	}
+	if p.Keys == nil {
+		return nil, nil
+	}
+	return p.Keys[i], nil
+}
+
+func (p *Partition) peers(i, j int) (bool, error) {
+	ki, err := p.key(i)
+	if err != nil || ki == nil {
+		return true, err
+	}
+	kj, err := p.key(j)
+	if err != nil {
+		return false, err
+	}
+	for k := range ki {
+		if types.Compare(ki[k], kj[k]) != 0 {
+			return false, nil
 		}
 	}
-	return true
+	return true, nil
 }
 
 // FrameMode is ROWS, RANGE or GROUPS.
@@ -86,137 +141,237 @@ type Frame struct {
 	Mode       FrameMode
 	Start, End Bound
 	// Exclude removes the current row, its peer group or its peers from
-	// the frame (FrameBounds still returns the whole range: use
-	// FrameIncludes for each row of it).
+	// the frame.
 	Exclude FrameExclude
-}
-
-// FrameIncludes reports whether row j of row i's frame range survives the
-// frame's EXCLUDE clause.
-func FrameIncludes(p *Partition, f Frame, i, j int) bool {
-	switch f.Exclude {
-	case ExcludeCurrentRow:
-		return j != i
-	case ExcludeGroup:
-		return !p.peers(i, j)
-	case ExcludeTies:
-		return j == i || !p.peers(i, j)
-	}
-	return true
 }
 
 // DefaultFrame is the frame without a frame clause: RANGE BETWEEN UNBOUNDED
 // PRECEDING AND CURRENT ROW (with no ORDER BY, the whole partition).
 var DefaultFrame = Frame{Mode: Range, Start: Bound{Kind: UnboundedPreceding}, End: Bound{Kind: CurrentRow}}
 
-// WindowFunc computes a window function over a partition: out[i] receives
-// row i's result. len(out) == p.Len().
+// WindowFunc computes a window function over a partition: it calls emit
+// once per row, in row order, with that row's result.
 type WindowFunc interface {
-	Compute(ctx EvalContext, p *Partition, frame Frame, out []types.Datum) error
+	Compute(ctx EvalContext, p *Partition, frame Frame, emit func(types.Datum) error) error
 }
 
-// FrameBounds returns row i's frame as the half-open row range [start,
-// end) of p (start >= end: an empty frame).
-func FrameBounds(ctx EvalContext, p *Partition, f Frame, i int) (start, end int, err error) {
-	start, err = boundRow(ctx, p, f, f.Start, i, true)
-	if err != nil {
-		return 0, 0, err
-	}
-	end, err = boundRow(ctx, p, f, f.End, i, false)
-	return start, end, err
-}
+// span is a half-open row range [start, end).
+type span struct{ start, end int }
 
-func boundRow(ctx EvalContext, p *Partition, f Frame, b Bound, i int, isStart bool) (int, error) {
+func (s span) len() int { return max(s.end-s.start, 0) }
+
+// peerGroup is the idx-th peer group (from 0) of a partition: rows
+// [start, end).
+type peerGroup struct{ idx, start, end int }
+
+// nextGroup moves g to the following peer group (past the last one: an
+// empty group at the partition's end).
+func nextGroup(p *Partition, g *peerGroup) error {
 	n := p.Len()
-	switch b.Kind {
+	g.idx++
+	g.start = g.end
+	if g.start >= n {
+		return nil
+	}
+	g.end = g.start + 1
+	for g.end < n {
+		same, err := p.peers(g.start, g.end)
+		if err != nil {
+			return err
+		}
+		if !same {
+			break
+		}
+		g.end++
+	}
+	return nil
+}
+
+// frameCursor computes the frames of a partition's rows in order.
+type frameCursor struct {
+	ctx        EvalContext
+	p          *Partition
+	f          Frame
+	i          int       // the current row; -1 before the first
+	cur        peerGroup // the current row's peer group
+	start, end boundCursor
+}
+
+// boundCursor is where one frame bound stands.
+type boundCursor struct {
+	b       Bound
+	isStart bool
+	off     int64     // ROWS and GROUPS offsets
+	g       peerGroup // GROUPS offsets: the peer group the bound is in
+	pos     int       // RANGE offsets: the first row not before the bound
+}
+
+func newFrameCursor(ctx EvalContext, p *Partition, f Frame) (*frameCursor, error) {
+	c := &frameCursor{ctx: ctx, p: p, f: f, i: -1, cur: peerGroup{idx: -1}}
+	c.start = boundCursor{b: f.Start, isStart: true, g: peerGroup{idx: -1}}
+	c.end = boundCursor{b: f.End, g: peerGroup{idx: -1}}
+	for _, b := range []*boundCursor{&c.start, &c.end} {
+		if p.Len() == 0 || b.b.Kind != OffsetPreceding && b.b.Kind != OffsetFollowing {
+			continue
+		}
+		if f.Mode != Range {
+			off, err := rowsOffset(b.b.Offset, b.isStart)
+			if err != nil {
+				return nil, err
+			}
+			b.off = off
+			continue
+		}
+		k, err := p.key(0)
+		if err != nil {
+			return nil, err
+		}
+		if len(k) != 1 {
+			return nil, errUnsupported("RANGE with offset PRECEDING/FOLLOWING requires exactly one ORDER BY column")
+		}
+	}
+	return c, nil
+}
+
+// next moves to the next row and returns its frame as up to three spans
+// of rows, in order, that survive the EXCLUDE clause.
+func (c *frameCursor) next() ([3]span, error) {
+	var out [3]span
+	c.i++
+	if c.i >= c.cur.end {
+		if err := nextGroup(c.p, &c.cur); err != nil {
+			return out, err
+		}
+	}
+	s, err := c.bound(&c.start)
+	if err != nil {
+		return out, err
+	}
+	e, err := c.bound(&c.end)
+	if err != nil {
+		return out, err
+	}
+	e = max(e, s)
+	i := c.i
+	switch c.f.Exclude {
+	case ExcludeNoOthers:
+		out[0] = span{s, e}
+	case ExcludeCurrentRow:
+		out[0], out[1] = span{s, min(e, i)}, span{max(s, i+1), e}
+	case ExcludeGroup:
+		out[0], out[1] = span{s, min(e, c.cur.start)}, span{max(s, c.cur.end), e}
+	case ExcludeTies:
+		out[0], out[1], out[2] = span{s, min(e, c.cur.start)}, span{max(s, i), min(e, i+1)}, span{max(s, c.cur.end), e}
+	}
+	return out, nil
+}
+
+// bound returns the current row's bound b: the frame's first row (a
+// start) or the row after its last (an end), clamped to the partition.
+func (c *frameCursor) bound(b *boundCursor) (int, error) {
+	n, i := c.p.Len(), c.i
+	switch b.b.Kind {
 	case UnboundedPreceding:
 		return 0, nil
 	case UnboundedFollowing:
 		return n, nil
 	case CurrentRow:
-		if f.Mode == Rows {
-			if isStart {
-				return i, nil
-			}
-			return i + 1, nil
+		switch {
+		case c.f.Mode != Rows && b.isStart:
+			return c.cur.start, nil
+		case c.f.Mode != Rows:
+			return c.cur.end, nil
+		case b.isStart:
+			return i, nil
 		}
-		j := i
-		if isStart {
-			for j > 0 && p.peers(j-1, i) {
-				j--
-			}
-			return j, nil
-		}
-		for j+1 < n && p.peers(j+1, i) {
-			j++
-		}
-		return j + 1, nil
+		return i + 1, nil
 	}
-	if f.Mode == Groups {
-		return groupsOffsetRow(p, b, i, isStart)
-	}
-	if f.Mode == Rows {
-		off, err := rowsOffset(b.Offset, isStart)
-		if err != nil {
-			return 0, err
-		}
+	switch c.f.Mode {
+	case Rows:
 		pos := int64(i)
-		if b.Kind == OffsetPreceding {
-			pos -= off
+		if b.b.Kind == OffsetPreceding {
+			pos -= b.off
 		} else {
-			pos += off
+			pos += b.off
 		}
-		if !isStart {
+		if !b.isStart {
 			pos++
 		}
 		return int(min(max(pos, 0), int64(n))), nil
+	case Groups:
+		// The bound's group is off groups before or after the current
+		// row's; before the first, the frame starts at the first row and,
+		// as an end, is empty.
+		target := int64(c.cur.idx)
+		if b.b.Kind == OffsetPreceding {
+			target -= b.off
+		} else {
+			target += b.off
+		}
+		if target < 0 {
+			return 0, nil
+		}
+		for int64(b.g.idx) < target {
+			if b.g.idx >= 0 && b.g.end >= n {
+				return n, nil
+			}
+			if err := nextGroup(c.p, &b.g); err != nil {
+				return 0, err
+			}
+		}
+		if b.isStart {
+			return b.g.start, nil
+		}
+		return b.g.end, nil
 	}
-	return rangeOffsetRow(ctx, p, b, i, isStart)
+	return c.rangeBound(b)
 }
 
-// groupsOffsetRow finds a GROUPS frame bound: the first row of the peer
-// group n groups before or after row i's (start), or the row after the
-// last one of that group (end), clamped to the partition.
-func groupsOffsetRow(p *Partition, b Bound, i int, isStart bool) (int, error) {
-	off, err := rowsOffset(b.Offset, isStart)
+// rangeBound finds a RANGE offset bound: for a start, the first row whose
+// key is >= key(i) - offset (PRECEDING, ascending); for an end, the row
+// after the last one <= key(i) + offset; directions mirror for DESC. A
+// NULL current row's frame bound is its peer group's (NULLs are peers of
+// each other only), and a non-NULL row's frame holds no NULL row.
+func (c *frameCursor) rangeBound(b *boundCursor) (int, error) {
+	p := c.p
+	k, err := p.key(c.i)
 	if err != nil {
 		return 0, err
 	}
-	n := p.Len()
-	groupStart := func(j int) int {
-		for j > 0 && p.peers(j-1, j) {
-			j--
+	key := k[0]
+	if types.IsNull(key) {
+		if b.isStart {
+			return c.cur.start, nil
 		}
-		return j
+		return c.cur.end, nil
 	}
-	groupEnd := func(j int) int {
-		for j+1 < n && p.peers(j+1, j) {
-			j++
+	// "Preceding" moves against the sort direction.
+	subtract := (b.b.Kind == OffsetPreceding) != p.Desc
+	limit, err := offsetKey(c.ctx, key, b.b.Offset, subtract)
+	if err != nil {
+		return 0, err
+	}
+	// Advance while row pos lies before the bound in sort order.
+	for n := p.Len(); b.pos < n; b.pos++ {
+		kj, err := p.key(b.pos)
+		if err != nil {
+			return 0, err
 		}
-		return j + 1
-	}
-	j := groupStart(i)
-	if b.Kind == OffsetPreceding {
-		for k := int64(0); k < off; k++ {
-			if j == 0 {
-				// Before the first group: the frame starts at the first
-				// row and, as an end, is empty.
-				return 0, nil
+		if types.IsNull(kj[0]) {
+			if !p.NullsFirst {
+				break
 			}
-			j = groupStart(j - 1)
+			continue
 		}
-	} else {
-		for k := int64(0); k < off; k++ {
-			j = groupEnd(j)
-			if j >= n {
-				return n, nil
-			}
+		cmp := types.Compare(kj[0], limit)
+		if p.Desc {
+			cmp = -cmp
+		}
+		if cmp > 0 || (b.isStart && cmp == 0) {
+			break
 		}
 	}
-	if isStart {
-		return j, nil
-	}
-	return groupEnd(j), nil
+	return b.pos, nil
 }
 
 func rowsOffset(d types.Datum, isStart bool) (int64, error) {
@@ -233,57 +388,6 @@ func rowsOffset(d types.Datum, isStart bool) (int64, error) {
 	}
 	return int64(v), nil
 }
-
-// rangeOffsetRow finds the first row whose key is >= key(i) - offset
-// (start, for PRECEDING in ascending order) or the row after the last one
-// <= key(i) + offset (end), mirroring directions for DESC.
-func rangeOffsetRow(ctx EvalContext, p *Partition, b Bound, i int, isStart bool) (int, error) {
-	if p.Keys == nil || len(p.Keys[i]) != 1 {
-		return 0, errUnsupported("RANGE with offset PRECEDING/FOLLOWING requires exactly one ORDER BY column")
-	}
-	key := p.Keys[i][0]
-	if types.IsNull(key) {
-		// NULLs are peers of each other only.
-		j := i
-		if isStart {
-			for j > 0 && types.IsNull(p.Keys[j-1][0]) {
-				j--
-			}
-			return j, nil
-		}
-		for j+1 < p.Len() && types.IsNull(p.Keys[j+1][0]) {
-			j++
-		}
-		return j + 1, nil
-	}
-	// "Preceding" moves against the sort direction.
-	subtract := (b.Kind == OffsetPreceding) != p.Desc
-	limit, err := offsetKey(ctx, key, b.Offset, subtract)
-	if err != nil {
-		return 0, err
-	}
-	// before(j): row j lies before the frame limit in sort order.
-	before := func(j int) bool {
-		k := p.Keys[j][0]
-		if types.IsNull(k) {
-			return false
-		}
-		c := types.Compare(k, limit)
-		if p.Desc {
-			c = -c
-		}
-		if isStart {
-			return c < 0
-		}
-		return c <= 0
-	}
-	j := 0
-	for j < p.Len() && before(j) {
-		j++
-	}
-	return j, nil
-}
-
 func offsetKey(ctx EvalContext, key, off types.Datum, subtract bool) (types.Datum, error) {
 	if types.IsNull(off) {
 		return nil, errNullFrameOffset("starting or ending")
@@ -354,68 +458,73 @@ func init() {
 // rankFunc implements the ranking functions, which ignore the frame.
 type rankFunc string
 
-func (k rankFunc) Compute(_ EvalContext, p *Partition, _ Frame, out []types.Datum) error {
+func (k rankFunc) Compute(_ EvalContext, p *Partition, _ Frame, emit func(types.Datum) error) error {
 	n := p.Len()
-	rank, dense := 0, 0
-	for i := 0; i < n; {
-		j := i + 1
-		for j < n && p.peers(i, j) {
-			j++
-		}
-		rank, dense = i+1, dense+1
-		for r := i; r < j; r++ {
-			switch k {
-			case "row_number":
-				out[r] = types.DInt(r + 1)
-			case "rank":
-				out[r] = types.DInt(rank)
-			case "dense_rank":
-				out[r] = types.DInt(dense)
-			case "percent_rank":
-				if n == 1 {
-					out[r] = types.DFloat(0)
-				} else {
-					out[r] = types.DFloat(float64(rank-1) / float64(n-1))
-				}
-			case "cume_dist":
-				out[r] = types.DFloat(float64(j) / float64(n))
+	g := peerGroup{idx: -1}
+	for r := 0; r < n; r++ {
+		if r >= g.end {
+			if err := nextGroup(p, &g); err != nil {
+				return err
 			}
 		}
-		i = j
+		var d types.Datum
+		switch k {
+		case "row_number":
+			d = types.DInt(r + 1)
+		case "rank":
+			d = types.DInt(g.start + 1)
+		case "dense_rank":
+			d = types.DInt(g.idx + 1)
+		case "percent_rank":
+			if n == 1 {
+				d = types.DFloat(0)
+			} else {
+				d = types.DFloat(float64(g.start) / float64(n-1))
+			}
+		case "cume_dist":
+			d = types.DFloat(float64(g.end) / float64(n))
+		}
+		if err := emit(d); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
 type ntileFunc struct{}
 
-func (ntileFunc) Compute(_ EvalContext, p *Partition, _ Frame, out []types.Datum) error {
-	n := p.Len()
+func (ntileFunc) Compute(_ EvalContext, p *Partition, _ Frame, emit func(types.Datum) error) error {
+	n := int64(p.Len())
 	if n == 0 {
 		return nil
 	}
 	// The bucket count is evaluated once per partition, from the first row.
-	arg := p.Args[0][0]
-	if types.IsNull(arg) {
-		for i := range out {
-			out[i] = types.DNull
-		}
-		return nil
+	args, err := p.arg(0)
+	if err != nil {
+		return err
 	}
-	buckets := int64(arg.(types.DInt))
-	if buckets <= 0 {
-		return errInvalidArgWindow("argument of ntile must be greater than zero")
+	var buckets int64
+	if !types.IsNull(args[0]) {
+		if buckets = int64(args[0].(types.DInt)); buckets <= 0 {
+			return errInvalidArgWindow("argument of ntile must be greater than zero")
+		}
 	}
 	// The first n % buckets buckets get one extra row.
-	per, extra := int64(n)/buckets, int64(n)%buckets
-	row := int64(0)
-	for b := int64(1); b <= buckets && row < int64(n); b++ {
-		size := per
-		if b <= extra {
-			size++
+	var per, extra int64
+	if buckets > 0 {
+		per, extra = n/buckets, n%buckets
+	}
+	for r := int64(0); r < n; r++ {
+		var d types.Datum = types.DNull
+		if buckets > 0 {
+			if big := extra * (per + 1); r < big {
+				d = types.DInt(r/(per+1) + 1)
+			} else {
+				d = types.DInt(extra + (r-big)/per + 1)
+			}
 		}
-		for k := int64(0); k < size; k++ {
-			out[row] = types.DInt(b)
-			row++
+		if err := emit(d); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -425,25 +534,37 @@ func (ntileFunc) Compute(_ EvalContext, p *Partition, _ Frame, out []types.Datum
 // default; they ignore the frame.
 type shiftFunc struct{ dir int }
 
-func (s shiftFunc) Compute(_ EvalContext, p *Partition, _ Frame, out []types.Datum) error {
-	for i := range out {
-		args := p.Args[i]
+func (s shiftFunc) Compute(_ EvalContext, p *Partition, _ Frame, emit func(types.Datum) error) error {
+	n := int64(p.Len())
+	for i := int64(0); i < n; i++ {
+		args, err := p.arg(int(i))
+		if err != nil {
+			return err
+		}
 		off := int64(1)
+		var d types.Datum = types.DNull
 		if len(args) > 1 {
 			if types.IsNull(args[1]) {
-				out[i] = types.DNull
+				if err := emit(d); err != nil {
+					return err
+				}
 				continue
 			}
 			off = int64(args[1].(types.DInt))
 		}
-		j := int64(i) + off*int64(s.dir)
+		j := i + off*int64(s.dir)
 		switch {
-		case j >= 0 && j < int64(p.Len()):
-			out[i] = p.Args[j][0]
+		case j >= 0 && j < n:
+			at, err := p.arg(int(j))
+			if err != nil {
+				return err
+			}
+			d = at[0]
 		case len(args) > 2:
-			out[i] = args[2]
-		default:
-			out[i] = types.DNull
+			d = args[2]
+		}
+		if err := emit(d); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -451,64 +572,57 @@ func (s shiftFunc) Compute(_ EvalContext, p *Partition, _ Frame, out []types.Dat
 
 type nthFunc struct{ kind string }
 
-func (f nthFunc) Compute(ctx EvalContext, p *Partition, frame Frame, out []types.Datum) error {
-	for i := range out {
-		s, e, err := FrameBounds(ctx, p, frame, i)
+func (f nthFunc) Compute(ctx EvalContext, p *Partition, frame Frame, emit func(types.Datum) error) error {
+	c, err := newFrameCursor(ctx, p, frame)
+	if err != nil {
+		return err
+	}
+	for i, n := 0, p.Len(); i < n; i++ {
+		spans, err := c.next()
 		if err != nil {
 			return err
 		}
-		if frame.Exclude != ExcludeNoOthers {
-			// The frame's rows that survive the exclusion, in order.
-			var rows []int
-			for j := s; j < e; j++ {
-				if FrameIncludes(p, frame, i, j) {
-					rows = append(rows, j)
-				}
-			}
-			k := -1
-			switch f.kind {
-			case "first":
-				k = 0
-			case "last":
-				k = len(rows) - 1
-			default:
-				if types.IsNull(p.Args[i][1]) {
-					break
-				}
-				nth := int64(p.Args[i][1].(types.DInt))
-				if nth <= 0 {
-					return errInvalidArgWindow("argument of nth_value must be greater than zero")
-				}
-				k = int(min(nth-1, int64(len(rows))))
-			}
-			if k >= 0 && k < len(rows) {
-				out[i] = p.Args[rows[k]][0]
-			} else {
-				out[i] = types.DNull
-			}
-			continue
+		size := 0
+		for _, s := range spans {
+			size += s.len()
 		}
-		var j int
+		// k: the position in the frame's surviving rows.
+		k := -1
 		switch f.kind {
 		case "first":
-			j = s
+			k = 0
 		case "last":
-			j = e - 1
+			k = size - 1
 		default:
-			if types.IsNull(p.Args[i][1]) {
-				out[i] = types.DNull
-				continue
+			args, err := p.arg(i)
+			if err != nil {
+				return err
 			}
-			nth := int64(p.Args[i][1].(types.DInt))
+			if types.IsNull(args[1]) {
+				break
+			}
+			nth := int64(args[1].(types.DInt))
 			if nth <= 0 {
 				return errInvalidArgWindow("argument of nth_value must be greater than zero")
 			}
-			j = s + int(min(nth-1, int64(p.Len())))
+			k = int(min(nth-1, int64(size)))
 		}
-		if j >= s && j < e {
-			out[i] = p.Args[j][0]
-		} else {
-			out[i] = types.DNull
+		var d types.Datum = types.DNull
+		if k >= 0 && k < size {
+			for _, s := range spans {
+				if k < s.len() {
+					at, err := p.arg(s.start + k)
+					if err != nil {
+						return err
+					}
+					d = at[0]
+					break
+				}
+				k -= s.len()
+			}
+		}
+		if err := emit(d); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -517,45 +631,63 @@ func (f nthFunc) Compute(ctx EvalContext, p *Partition, frame Frame, out []types
 // AggregateWindow runs an aggregate as a window function (sum(x) OVER
 // ...). Frames that only grow (start fixed, end non-decreasing — the
 // default frame and ROWS UNBOUNDED PRECEDING) reuse one accumulator;
-// other frames re-aggregate each row's frame, which is O(rows × frame).
+// other frames re-aggregate each row's frame, which is O(rows × frame),
+// as PostgreSQL does for an aggregate without an inverse transition
+// function or under EXCLUDE.
 func AggregateWindow(newAgg func() Aggregate) WindowFunc { return aggWindow{newAgg} }
 
 type aggWindow struct{ newAgg func() Aggregate }
 
-func (w aggWindow) Compute(ctx EvalContext, p *Partition, frame Frame, out []types.Datum) error {
+func (w aggWindow) Compute(ctx EvalContext, p *Partition, frame Frame, emit func(types.Datum) error) error {
+	c, err := newFrameCursor(ctx, p, frame)
+	if err != nil {
+		return err
+	}
+	add := func(a Aggregate, s span) error {
+		for j := s.start; j < s.end; j++ {
+			args, err := p.arg(j)
+			if err != nil {
+				return err
+			}
+			if err := a.Add(ctx, args); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	var acc Aggregate
 	accStart, accEnd := 0, 0
-	for i := range out {
-		s, e, err := FrameBounds(ctx, p, frame, i)
+	for i, n := 0, p.Len(); i < n; i++ {
+		spans, err := c.next()
 		if err != nil {
 			return err
 		}
-		e = max(e, s)
+		var d types.Datum
 		if frame.Exclude != ExcludeNoOthers {
 			// The frame has holes: aggregate its surviving rows afresh.
 			a := w.newAgg()
-			for j := s; j < e; j++ {
-				if !FrameIncludes(p, frame, i, j) {
-					continue
-				}
-				if err := a.Add(ctx, p.Args[j]); err != nil {
+			for _, s := range spans {
+				if err := add(a, s); err != nil {
 					return err
 				}
 			}
-			if out[i], err = a.Result(); err != nil {
+			if d, err = a.Result(); err != nil {
 				return err
 			}
-			continue
-		}
-		if acc == nil || s != accStart || e < accEnd {
-			acc, accStart, accEnd = w.newAgg(), s, s
-		}
-		for ; accEnd < e; accEnd++ {
-			if err := acc.Add(ctx, p.Args[accEnd]); err != nil {
+		} else {
+			s, e := spans[0].start, spans[0].end
+			if acc == nil || s != accStart || e < accEnd {
+				acc, accStart, accEnd = w.newAgg(), s, s
+			}
+			if err := add(acc, span{accEnd, e}); err != nil {
+				return err
+			}
+			accEnd = max(accEnd, e)
+			if d, err = acc.Result(); err != nil {
 				return err
 			}
 		}
-		if out[i], err = acc.Result(); err != nil {
+		if err := emit(d); err != nil {
 			return err
 		}
 	}

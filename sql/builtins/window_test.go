@@ -60,9 +60,24 @@ func runWindow(t *testing.T, name string, frame Frame, extra []types.Datum, desc
 			p.Args[i] = extra
 		}
 	}
-	out := make([]types.Datum, p.Len())
-	if err := w.Compute(testCtx(), p, frame, out); err != nil {
+	var out []types.Datum
+	if err := w.Compute(testCtx(), p, frame, func(d types.Datum) error { out = append(out, d); return nil }); err != nil {
 		return "ERROR: " + err.Error()
+	}
+	// The same partition behind PartitionRows (as a spilled one is read)
+	// gives the same results.
+	var behind []types.Datum
+	rows := &Partition{Rows: memRows{p}, Desc: p.Desc, NullsFirst: p.NullsFirst}
+	if err := w.Compute(testCtx(), rows, frame, func(d types.Datum) error { behind = append(behind, d); return nil }); err != nil {
+		t.Fatalf("%s behind PartitionRows: %v", name, err)
+	}
+	if len(behind) != len(out) {
+		t.Fatalf("%s behind PartitionRows: %d results, in memory %d", name, len(behind), len(out))
+	}
+	for i := range out {
+		if types.Compare(behind[i], out[i]) != 0 {
+			t.Fatalf("%s behind PartitionRows: row %d is %v, in memory %v", name, i, behind[i], out[i])
+		}
 	}
 	s := make([]string, len(out))
 	for i, d := range out {

@@ -60,3 +60,34 @@ func (t *Table) DropColumn(name string) error {
 	t.Columns = out
 	return nil
 }
+
+// ForgetPackingVersions drops the packing versions no packed row uses any
+// more (rowenc invariant 5): oldest is a version at or below which every
+// packed row of the table, at every timestamp a read may still use, was
+// written (what a census of the primary index found, capped by the
+// schema version whose drops are known to have committed before any
+// transaction still open began; server/gc.go). It raises
+// RowFormat.OldestPacked to oldest and removes the dropped columns only
+// older versions had, returning their IDs (nil: the descriptor is
+// unchanged and need not be written).
+func (t *Table) ForgetPackingVersions(oldest uint32) []rowenc.ColumnID {
+	oldest = min(oldest, t.RowFormat.SchemaVersion)
+	var gone []rowenc.ColumnID
+	kept := t.DroppedColumns[:0:0]
+	for _, c := range t.DroppedColumns {
+		if c.DroppedIn <= oldest {
+			gone = append(gone, c.ID)
+			continue
+		}
+		kept = append(kept, c)
+	}
+	if len(gone) == 0 {
+		return nil
+	}
+	t.DroppedColumns = kept
+	if len(kept) == 0 {
+		t.DroppedColumns = nil
+	}
+	t.RowFormat.OldestPacked = max(t.RowFormat.OldestPacked, oldest)
+	return gone
+}

@@ -13,6 +13,8 @@ import (
 //
 //	d/<id: 4 bytes BE>                    descriptor (encoding.go)
 //	v/<id: 4 bytes BE>                    stamp: version uvarint | 16-byte nonce (cache.go)
+//	w/<id: 4 bytes BE><parity: 1 byte>    writers' validation key of the versions of that
+//	                                      parity (WriterKey): empty value
 //	n/<parent><schema><name>              namespace entry -> id uvarint; parent and
 //	                                      schema are ordered ints, name an ordered string
 //	                                      (rowenc key encodings), so the entries of one
@@ -24,6 +26,7 @@ import (
 var (
 	descPrefix    = []byte("d/")
 	stampPrefix   = []byte("v/")
+	writerPrefix  = []byte("w/")
 	nsPrefix      = []byte("n/")
 	rolePrefix    = []byte("r/")
 	idCounterName = []byte("id")
@@ -36,13 +39,29 @@ func idKey(prefix []byte, id ID) []byte {
 func descKey(id ID) []byte  { return idKey(descPrefix, id) }
 func stampKey(id ID) []byte { return idKey(stampPrefix, id) }
 
+// DescriptorKey is the key of descriptor id: a read of it returns, with
+// the descriptor, the timestamp it was last written at.
+func DescriptorKey(id ID) []byte { return descKey(id) }
+
 // StampKey is the key of descriptor id's stamp, which every write of the
-// descriptor rewrites: a transaction whose writes were shaped by the
-// descriptor validates at commit that nobody wrote it since
-// (kv.Txn.ValidateAtCommit).
+// descriptor rewrites (the node caches validate against it; writers
+// validate WriterKey instead).
 func StampKey(id ID) []byte { return stampKey(id) }
 func idCounterKey() []byte  { return keys.System(idCounterName) }
-func genKey() []byte        { return keys.System([]byte("g")) }
+
+// WriterKey is the key a transaction that wrote rows shaped by version
+// version of descriptor id validates at commit (kv.Txn.ValidateAtCommit).
+// There is one per parity of the version: an ordinary change writes both,
+// so every writer of an older version fails its commit; an online schema
+// change's step (Writer.UpdateStep) writes only its new version's, so
+// writers of the version just before it (the other parity) still commit
+// and only writers two versions behind fail. That is the two-version
+// invariant of F1's online schema changes, enforced at commit: no row is
+// ever written through a version older than one step behind the newest.
+func WriterKey(id ID, version uint64) []byte {
+	return append(idKey(writerPrefix, id), byte(version%2))
+}
+func genKey() []byte { return keys.System([]byte("g")) }
 
 // nsPrefixKey is the prefix of the namespace entries under (parent, schema).
 func nsPrefixKey(parent, schema ID) []byte {

@@ -32,7 +32,8 @@ func (t *Table) RowSchema() (*rowenc.Schema, error) {
 		cols = append(cols, rowenc.Column{ID: c.ID, Type: c.Type, Added: c.AddedIn, Dropped: c.DroppedIn})
 	}
 	sort.Slice(cols, func(i, j int) bool { return cols[i].ID < cols[j].ID })
-	s, err := rowenc.NewSchema(t.RowFormat.SchemaVersion, cols)
+	s, err := rowenc.NewSchemaWithHistory(t.RowFormat.SchemaVersion, cols,
+		rowenc.SchemaHistory{OldestPacked: t.RowFormat.OldestPacked, NextColumnID: t.NextColumnID})
 	if err != nil {
 		return nil, fmt.Errorf("table %q: %w", t.Name, err)
 	}

@@ -18,6 +18,16 @@ import (
 // When the copy is complete the job swaps the target's location into the
 // descriptor (MoveTarget) in one catalog write and frees the old storage.
 //
+// A move may also be a rewrite (Target set): ALTER INDEX ... SET
+// (bucket_count = n) and ALTER PRIMARY KEY to the same columns run online
+// as a job (sql/ddl rekey.go) by "moving" the table to its new descriptor,
+// whose columns and index keys differ (a new shard column, the old one
+// dropped) but whose rows are the same rows: writers convert each row to
+// the target's columns (RowConv) before MoveWrite. Such a target never
+// changes which rows collide on a unique key (the indexes are unique on the
+// same user columns: only the hashing differs), so uniqueness checked
+// where the table lives still holds in the target.
+//
 // The target never shares keys with the current location: the table's
 // group differs (its database's colocation group on one side, a group of
 // its own on the other), every global index gets a fresh group, and every
@@ -32,8 +42,11 @@ type TableMove struct {
 	GroupID      uint64       `json:"group_id"`
 	Partitioning Partitioning `json:"partitioning"`
 	// Indexes are the target's placement of every index, the primary one
-	// included, by index ID.
+	// included, by index ID (a colocation move; empty for a rewrite).
 	Indexes []MovedIndex `json:"indexes"`
+	// Target, for a rewrite, is the table's whole next descriptor (every
+	// index in fresh storage); the fields above are then unused.
+	Target *Table `json:"target,omitempty"`
 }
 
 // MovedIndex is where one index of a moving table goes.
@@ -52,6 +65,14 @@ func (t *Table) MoveTarget() (*Table, error) {
 	m := t.Move
 	if m == nil {
 		return nil, fmt.Errorf("catalog: table %q is not being moved", t.Name)
+	}
+	if m.Target != nil {
+		// The job built Target from this version of t; the name may have
+		// changed since (Rename does not wait for moves).
+		c := *m.Target
+		c.layout, c.Move = nil, nil
+		c.ID, c.Name, c.Version = t.ID, t.Name, t.Version
+		return &c, nil
 	}
 	c := *t
 	c.layout = nil
@@ -93,6 +114,59 @@ func (t *Table) MoveLayout() (*rowenc.TableLayout, error) {
 		return nil, err
 	}
 	return target.Layout()
+}
+
+// RowConv returns the conversion of rows of from (in from.Columns order)
+// to rows of to, a rewrite of it (TableMove.Target): a column to keeps (by
+// ID) keeps its value; a column new in to is a generated column whose
+// value compute gives (compiled over from's row). A column of to that is
+// neither is an error: existing rows would have no value for it.
+func RowConv(from, to *Table, compute func(c *Column) (func(old []types.Datum) (types.Datum, error), error)) (func(old []types.Datum) ([]types.Datum, error), error) {
+	type source struct {
+		old int
+		ev  func(old []types.Datum) (types.Datum, error)
+	}
+	pos := make(map[rowenc.ColumnID]int, len(from.Columns))
+	for i, c := range from.Columns {
+		pos[c.ID] = i
+	}
+	srcs := make([]source, len(to.Columns))
+	for i := range to.Columns {
+		c := &to.Columns[i]
+		if p, ok := pos[c.ID]; ok {
+			srcs[i] = source{old: p}
+			continue
+		}
+		if c.ComputedExpr == "" {
+			return nil, fmt.Errorf("catalog: new column %q of table %q has no value for existing rows", c.Name, to.Name)
+		}
+		ev, err := compute(c)
+		if err != nil {
+			return nil, fmt.Errorf("catalog: column %q of table %q: %w", c.Name, to.Name, err)
+		}
+		srcs[i] = source{old: -1, ev: ev}
+	}
+	return func(r []types.Datum) ([]types.Datum, error) {
+		if r == nil {
+			return nil, nil
+		}
+		nr := make([]types.Datum, len(srcs))
+		for i, s := range srcs {
+			switch {
+			case s.ev != nil:
+				v, err := s.ev(r)
+				if err != nil {
+					return nil, err
+				}
+				nr[i] = v
+			case s.old < len(r) && r[s.old] != nil:
+				nr[i] = r[s.old]
+			default:
+				nr[i] = types.DNull
+			}
+		}
+		return nr, nil
+	}, nil
 }
 
 // MoveWrite adds to b the writes that make a move target (written by w,
@@ -146,8 +220,13 @@ type putOnly struct{ rowenc.Writes }
 func (p putOnly) CPut(key, value, _ []byte, _ bool) { p.Put(key, value) }
 
 // ErrMoving is the error of a schema change of a table that a job is
-// moving (see Writer.Update).
+// moving or rewriting (see Writer.Update).
 func ErrMoving(t *Table) error {
+	if t.Move.Target != nil {
+		return pgerror.New(pgerrcode.ObjectNotInPrerequisiteState,
+			"table %q is being rewritten by job %d", t.Name, t.Move.JobID).
+			WithHint("Wait for the job to finish (SHOW JOB %d). A job whose node stopped is rolled back by the next ALTER INDEX ... SET (bucket_count) or ALTER PRIMARY KEY of %s.", t.Move.JobID, t.Name)
+	}
 	return pgerror.New(pgerrcode.ObjectNotInPrerequisiteState,
 		"table %q is being moved by job %d", t.Name, t.Move.JobID).
 		WithHint("Wait for the job to finish (SHOW JOB %d). A job whose node stopped is rolled back by the next ALTER TABLE %s SET (colocated = ...).", t.Move.JobID, t.Name)

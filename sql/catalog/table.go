@@ -148,6 +148,9 @@ type Index struct {
 	StorageID uint32 `json:"storage_id,omitempty"`
 	// Comment is COMMENT ON INDEX's text.
 	Comment string `json:"comment,omitempty"`
+	// JobID is the job building the index while it is not public (sql/ddl
+	// index_job.go): whoever finds that job orphaned rolls the index back.
+	JobID int64 `json:"job_id,omitempty"`
 }
 
 // MinShardBuckets and MaxShardBuckets bound a hash-sharded index's bucket
@@ -190,6 +193,10 @@ const (
 	// IndexBackfilling: as write-only while a job fills in the entries of
 	// rows that existed before.
 	IndexBackfilling IndexState = "backfilling"
+	// IndexValidating: as write-only while the build checks the entries
+	// against the table (a unique index's count of entries against its
+	// rows).
+	IndexValidating IndexState = "validating"
 	// IndexPublic: complete; the planner may read it.
 	IndexPublic IndexState = "public"
 )
@@ -283,6 +290,11 @@ type RowFormat struct {
 	// SchemaVersion is the row schema version: it increments on every ADD
 	// or DROP of a stored column, and packed rows record it.
 	SchemaVersion uint32 `json:"schema_version"`
+	// OldestPacked is the oldest row schema version a packed row of the
+	// table may have been written under (0: any). ForgetPackingVersions
+	// raises it when a census finds no older packed row, and forgets the
+	// dropped columns only older versions had (rowenc.SchemaHistory).
+	OldestPacked uint32 `json:"oldest_packed,omitempty"`
 }
 
 // ColumnByID returns the live column with id, or nil.

@@ -138,8 +138,13 @@ func (t *Table) validate() error {
 			return fmt.Errorf("dropped column %d has no type", c.ID)
 		case c.DroppedIn <= c.AddedIn || c.DroppedIn > t.RowFormat.SchemaVersion:
 			return fmt.Errorf("dropped column %d has versions added=%d dropped=%d", c.ID, c.AddedIn, c.DroppedIn)
+		case c.DroppedIn <= t.RowFormat.OldestPacked:
+			return fmt.Errorf("dropped column %d (dropped in %d) is kept though no packed row is older than version %d", c.ID, c.DroppedIn, t.RowFormat.OldestPacked)
 		}
 		ids[c.ID] = true
+	}
+	if t.RowFormat.OldestPacked > t.RowFormat.SchemaVersion {
+		return fmt.Errorf("oldest packed row version %d is above the row schema version %d", t.RowFormat.OldestPacked, t.RowFormat.SchemaVersion)
 	}
 	if t.PrimaryIndex.ID != PrimaryIndexID {
 		return fmt.Errorf("primary index has ID %d, want %d", t.PrimaryIndex.ID, PrimaryIndexID)
@@ -211,7 +216,7 @@ func (t *Table) validateIndex(idx *Index) error {
 		return fmt.Errorf("%d directions for %d key columns", len(idx.KeyDirections), len(idx.KeyColumnIDs))
 	}
 	switch idx.State {
-	case IndexDeleteOnly, IndexWriteOnly, IndexBackfilling, IndexPublic:
+	case IndexDeleteOnly, IndexWriteOnly, IndexBackfilling, IndexValidating, IndexPublic:
 	default:
 		return fmt.Errorf("unknown state %q", idx.State)
 	}

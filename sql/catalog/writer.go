@@ -31,6 +31,9 @@ type Writer struct {
 	Reader
 	// bumped: this Writer has written the next catalog generation.
 	bumped bool
+	// step: the next put is an online schema change's step (UpdateStep):
+	// it invalidates only writers two versions behind.
+	step bool
 }
 
 // NewWriter returns a Writer over txn; cache may be nil.
@@ -252,6 +255,10 @@ func (w *Writer) put(ctx context.Context, d Descriptor) error {
 	var batch kv.Batch
 	batch.Put(descKey(d.DescID()), b)
 	batch.Put(stampKey(d.DescID()), newStamp(d.DescVersion()))
+	batch.Put(WriterKey(d.DescID(), d.DescVersion()), nil)
+	if !w.step {
+		batch.Put(WriterKey(d.DescID(), d.DescVersion()+1), nil)
+	}
 	if err := w.txn.Run(ctx, &batch); err != nil {
 		return fmt.Errorf("writing %s: %w", describe(d), err)
 	}
@@ -312,6 +319,18 @@ func (w *Writer) Update(ctx context.Context, d Descriptor) error {
 		return w.syncIndexNames(ctx, cur.(*Table), t)
 	}
 	return nil
+}
+
+// UpdateStep is Update for one step of an online schema change (an index
+// moving from one state to the next, sql/ddl's index build): writers that
+// resolved the version just before it may still commit (WriterKey), so
+// the step fails no concurrent writer that the schema changer waited for.
+// The caller guarantees the two versions are compatible: every row
+// written through either is right for both.
+func (w *Writer) UpdateStep(ctx context.Context, d Descriptor) error {
+	w.step = true
+	defer func() { w.step = false }()
+	return w.Update(ctx, d)
 }
 
 // Rename renames d (a changed copy, or a fresh Clone) to newName in its
@@ -412,6 +431,8 @@ func (w *Writer) remove(ctx context.Context, d Descriptor) error {
 	b.Del(nsKey(dbID, schemaID, d.DescName()))
 	b.Del(descKey(d.DescID()))
 	b.Del(stampKey(d.DescID()))
+	b.Del(WriterKey(d.DescID(), 0))
+	b.Del(WriterKey(d.DescID(), 1))
 	if err := w.txn.Run(ctx, &b); err != nil {
 		return fmt.Errorf("dropping %s: %w", describe(d), err)
 	}

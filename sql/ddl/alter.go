@@ -122,6 +122,9 @@ func (e *executor) alterTable(ctx context.Context, n *pg_query.AlterTableStmt) (
 // alterOther handles the ALTER INDEX / SEQUENCE / VIEW subcommands that are
 // parsed as AlterTableStmt (OWNER TO, SET (...)).
 func (e *executor) alterOther(ctx context.Context, n *pg_query.AlterTableStmt) error {
+	// ALTER INDEX ... SET (bucket_count = n) alone may run as a job
+	// (rekey.go).
+	e.singleAlter = len(n.Cmds) == 1
 	for _, cn := range n.Cmds {
 		cmd := cn.GetAlterTableCmd()
 		switch cmd.GetSubtype() {

@@ -2,7 +2,6 @@ package ddl
 
 import (
 	"context"
-	"fmt"
 	"slices"
 
 	"github.com/jackc/pgerrcode"
@@ -23,7 +22,9 @@ import (
 // secondary).
 //
 // Both build the new descriptor (the new key, a new shard column and its
-// check, the old shard column dropped once no index uses it) and write
+// check, the old shard column dropped once no index uses it). When only
+// the hashing changes and the statement is alone, a job makes the change
+// online (rekey.go). Otherwise they write
 // every row and index entry under it into fresh storage with committed
 // values, in the statement's transaction (rewrite, as ALTER COLUMN TYPE
 // and ADD PRIMARY KEY do). The old storage is unreachable once the new
@@ -101,6 +102,18 @@ func (e *executor) alterPrimaryKey(ctx context.Context, cur *catalog.Table, con 
 	if con.Conname != "" {
 		name = truncateIdent(con.Conname)
 	}
+	if slices.Equal(oldUser, ids) && e.onlineRekeyOK(cur) {
+		// Only the hashing changes: rows and uniqueness stay as they are,
+		// so the change runs online (rekey.go).
+		build := func(cur *catalog.Table) (*catalog.Table, error) {
+			return e.rehashPrimaryKey(cur, name, ids, buckets)
+		}
+		t, err := build(cur)
+		if err != nil || t == nil {
+			return err
+		}
+		return e.rekeyOnline(ctx, cur, build)
+	}
 	t.PrimaryIndex = catalog.Index{ID: catalog.PrimaryIndexID, Name: name, Unique: true, Kind: catalog.IndexBTree, State: catalog.IndexPublic,
 		KeyColumnIDs: ids, KeyDirections: make([]rowenc.Order, len(ids))}
 	if buckets > 0 {
@@ -154,25 +167,36 @@ func (e *executor) rebucketIndex(ctx context.Context, cur *catalog.Table, name s
 	if err != nil {
 		return err
 	}
-	t := cloneTable(cur)
-	idx := t.IndexByName(name)
-	if idx == nil {
-		return pgerror.New(pgerrcode.UndefinedObject, "index %q does not exist", name)
+	build := func(cur *catalog.Table) (*catalog.Table, error) {
+		t := cloneTable(cur)
+		idx := t.IndexByName(name)
+		if idx == nil {
+			return nil, pgerror.New(pgerrcode.UndefinedObject, "index %q does not exist", name)
+		}
+		if idx.HashSharding == nil {
+			return nil, pgerror.New(pgerrcode.FeatureNotSupported, "index %q is not hash sharded: its bucket count cannot be set", name).
+				WithHint("Create a hash-sharded index (USING HASH WITH (bucket_count = n)) instead.")
+		}
+		if idx.HashSharding.Buckets == n {
+			return nil, nil
+		}
+		idx.KeyColumnIDs = slices.Clone(idx.KeyColumnIDs[1:])
+		idx.KeyDirections = slices.Clone(idx.KeyDirections[1:])
+		idx.HashSharding = nil
+		if _, _, err := e.shardIndex(t, idx, n); err != nil {
+			return nil, err
+		}
+		dropUnusedShardColumns(t)
+		return t, nil
 	}
-	if idx.HashSharding == nil {
-		return pgerror.New(pgerrcode.FeatureNotSupported, "index %q is not hash sharded: its bucket count cannot be set", name).
-			WithHint("Create a hash-sharded index (USING HASH WITH (bucket_count = n)) instead.")
-	}
-	if idx.HashSharding.Buckets == n {
-		return nil
-	}
-	idx.KeyColumnIDs = slices.Clone(idx.KeyColumnIDs[1:])
-	idx.KeyDirections = slices.Clone(idx.KeyDirections[1:])
-	idx.HashSharding = nil
-	if _, _, err := e.shardIndex(t, idx, n); err != nil {
+	// Errors (and a count that changes nothing) before any job starts.
+	t, err := build(cur)
+	if err != nil || t == nil {
 		return err
 	}
-	dropUnusedShardColumns(t)
+	if e.onlineRekeyOK(cur) {
+		return e.rekeyOnline(ctx, cur, build)
+	}
 	return e.rewriteByColumns(ctx, cur, t, nil)
 }
 
@@ -181,54 +205,36 @@ func (e *executor) rebucketIndex(ctx context.Context, cur *catalog.Table, name s
 // shard column) is computed from the old row. check, if set, sees each
 // old row first.
 func (e *executor) rewriteByColumns(ctx context.Context, cur, newT *catalog.Table, check func(old []types.Datum) error) error {
-	type source struct {
-		old int
-		ev  sem.Evaluator
+	conv, err := e.rowConv(cur, newT)
+	if err != nil {
+		return err
 	}
-	srcs := make([]source, len(newT.Columns))
-	for i, c := range newT.Columns {
-		if p := slices.IndexFunc(cur.Columns, func(x catalog.Column) bool { return x.ID == c.ID }); p >= 0 {
-			srcs[i] = source{old: p}
-			continue
-		}
-		if c.ComputedExpr == "" {
-			return fmt.Errorf("ddl: new column %q has no value for existing rows", c.Name)
-		}
-		ex, err := e.buildOverTable(cur, c.ComputedExpr, nil)
-		if err != nil {
-			return err
-		}
-		if ex, err = sem.CoerceToAssign(ex, c.Type, c.Name); err != nil {
-			return err
-		}
-		ev, err := compileRow(cur, ex)
-		if err != nil {
-			return err
-		}
-		srcs[i] = source{old: -1, ev: ev}
-	}
-	ectx := e.newEvalContext()
 	return e.rewrite(ctx, cur, newT, func(r []types.Datum) ([]types.Datum, error) {
 		if check != nil {
 			if err := check(r); err != nil {
 				return nil, err
 			}
 		}
-		nr := make([]types.Datum, len(srcs))
-		for i, s := range srcs {
-			switch {
-			case s.ev != nil:
-				v, err := s.ev(ectx, r)
-				if err != nil {
-					return nil, err
-				}
-				nr[i] = v
-			case s.old < len(r) && r[s.old] != nil:
-				nr[i] = r[s.old]
-			default:
-				nr[i] = types.DNull
-			}
+		return conv(r)
+	})
+}
+
+// rowConv converts rows of cur to rows of newT (catalog.RowConv), new
+// generated columns computed from the old row.
+func (e *executor) rowConv(cur, newT *catalog.Table) (func([]types.Datum) ([]types.Datum, error), error) {
+	ectx := e.newEvalContext()
+	return catalog.RowConv(cur, newT, func(c *catalog.Column) (func([]types.Datum) (types.Datum, error), error) {
+		ex, err := e.buildOverTable(cur, c.ComputedExpr, nil)
+		if err != nil {
+			return nil, err
 		}
-		return nr, nil
+		if ex, err = sem.CoerceToAssign(ex, c.Type, c.Name); err != nil {
+			return nil, err
+		}
+		ev, err := compileRow(cur, ex)
+		if err != nil {
+			return nil, err
+		}
+		return func(r []types.Datum) (types.Datum, error) { return ev(ectx, r) }, nil
 	})
 }

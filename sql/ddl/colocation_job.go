@@ -115,9 +115,38 @@ func (e *executor) jobTxn(ctx context.Context, fn func(je *executor) error) erro
 	return err
 }
 
+// movePlan decides, in a job transaction je over table t as it is now,
+// the move a job makes (JobID set): nil when there is nothing to do (the
+// table is already as asked).
+type movePlan func(je *executor, t *catalog.Table, jobID int64) (*catalog.TableMove, error)
+
 // moveOnline moves table id to where probe says (Colocated, Partitioning)
 // as a job, and returns when the job has ended: nil if it succeeded.
 func (e *executor) moveOnline(ctx context.Context, cur *catalog.Table, probe *catalog.Table) error {
+	return e.runTableJob(ctx, cur, MoveJobType, func(je *executor, t *catalog.Table, jobID int64) (*catalog.TableMove, error) {
+		if movedTo(t, probe) {
+			// Moved there by another session since the statement read
+			// the table: nothing to do.
+			return nil, nil
+		}
+		return je.moveTarget(je.ctx, t, probe, jobID)
+	})
+}
+
+// movedTo says whether t is where probe says a move takes it: colocated
+// or not, and (for a distributed table or one made ordinary again,
+// ddl.alterDistribution) partitioned as probe is.
+func movedTo(t, probe *catalog.Table) bool {
+	if t.Colocated != probe.Colocated {
+		return false
+	}
+	return t.Colocated || !(probe.Partitioning.Distributed || t.Partitioning.Distributed) || t.Partitioning == probe.Partitioning
+}
+
+// runTableJob runs the move plan decides (a colocation move, or a
+// rewrite: rekey.go) of table cur as a job of type jobType, and returns
+// when the job has ended: nil if it succeeded.
+func (e *executor) runTableJob(ctx context.Context, cur *catalog.Table, jobType string, plan movePlan) error {
 	desc := e.stmt.Original
 	if desc == "" {
 		desc = e.stmt.SQL
@@ -126,7 +155,7 @@ func (e *executor) moveOnline(ctx context.Context, cur *catalog.Table, probe *ca
 	if err != nil {
 		return err
 	}
-	job, err := jobs.Create(ctx, e.x.DB, jobs.Record{Type: MoveJobType, Description: desc, User: e.x.User, Payload: payload})
+	job, err := jobs.Create(ctx, e.x.DB, jobs.Record{Type: jobType, Description: desc, User: e.x.User, Payload: payload})
 	if err != nil {
 		return err
 	}
@@ -134,7 +163,7 @@ func (e *executor) moveOnline(ctx context.Context, cur *catalog.Table, probe *ca
 	bg := context.WithoutCancel(ctx)
 	stop := job.KeepAlive(bg)
 	defer stop()
-	moving, err := e.runMove(ctx, job, cur.ID, probe)
+	moving, err := e.runMove(ctx, job, cur.ID, cur.Name, plan)
 	if errors.Is(err, errJobDied) {
 		return err
 	}
@@ -164,79 +193,89 @@ func (e *executor) moveOnline(ctx context.Context, cur *catalog.Table, probe *ca
 	return nil
 }
 
+// startAttempts bounds how often step 1 plans again because the table
+// changed between planning and publishing the move.
+const startAttempts = 5
+
 // runMove is steps 1 to 4 of the move (see above). It returns the move
-// version of the descriptor once step 1 committed (nil if the table was
-// already where probe says).
-func (e *executor) runMove(ctx context.Context, job *jobs.Job, id catalog.ID, probe *catalog.Table) (*catalog.Table, error) {
-	// 1. start. The target is allocated and its tablets split before the
+// version of the descriptor once step 1 committed (nil if plan found
+// nothing to do).
+func (e *executor) runMove(ctx context.Context, job *jobs.Job, id catalog.ID, name string, plan movePlan) (*catalog.Table, error) {
+	// 1. start. The target is planned and its tablets split before the
 	// move is published, so that writers never write into tablets being
-	// split under them.
-	var move *catalog.TableMove
-	var target *catalog.Table
-	err := e.jobTxn(ctx, func(je *executor) error {
-		move, target = nil, nil
-		t, err := je.x.Writer.TableByID(ctx, id)
-		if err != nil {
-			return err
-		}
-		if t.Move != nil {
-			return catalog.ErrMoving(t)
-		}
-		if movedTo(t, probe) {
-			// Moved there by another session since the statement read
-			// the table: nothing to do.
-			return nil
-		}
-		if move, err = je.moveTarget(ctx, t, probe, job.ID()); err != nil {
-			return err
-		}
-		nt := cloneTable(t)
-		nt.Move = move
-		target, err = nt.MoveTarget()
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("starting the move of table %q: %w", probe.Name, err)
-	}
-	if move == nil {
-		return nil, nil
-	}
-	if err := e.splitTable(ctx, target); err != nil {
-		return nil, err
-	}
+	// split under them; the move is published only over the descriptor
+	// version it was planned from (a rewrite's target is that version
+	// rewritten).
 	var moving *catalog.Table
-	err = e.jobTxn(ctx, func(je *executor) error {
-		moving = nil
-		t, err := je.x.Writer.TableByID(ctx, id)
+	for attempt := 1; ; attempt++ {
+		var move *catalog.TableMove
+		var target *catalog.Table
+		var version uint64
+		err := e.jobTxn(ctx, func(je *executor) error {
+			move, target = nil, nil
+			t, err := je.x.Writer.TableByID(ctx, id)
+			if err != nil {
+				return err
+			}
+			if t.Move != nil {
+				return catalog.ErrMoving(t)
+			}
+			if move, err = plan(je, t, job.ID()); err != nil || move == nil {
+				return err
+			}
+			version = t.Version
+			nt := cloneTable(t)
+			nt.Move = move
+			target, err = nt.MoveTarget()
+			return err
+		})
 		if err != nil {
-			return err
+			return nil, fmt.Errorf("starting the change of table %q: %w", name, err)
 		}
-		if t.Move != nil {
-			return catalog.ErrMoving(t)
+		if move == nil {
+			return nil, nil
 		}
-		if movedTo(t, probe) {
+		if err := e.splitTarget(ctx, target); err != nil {
+			return nil, err
+		}
+		changed := false
+		err = e.jobTxn(ctx, func(je *executor) error {
+			moving, changed = nil, false
+			t, err := je.x.Writer.TableByID(ctx, id)
+			if err != nil {
+				return err
+			}
+			if t.Move != nil {
+				return catalog.ErrMoving(t)
+			}
+			if t.Version != version {
+				changed = true
+				return nil
+			}
+			nt := cloneTable(t)
+			nt.Move = move
+			if err := je.x.Writer.Update(ctx, nt); err != nil {
+				return err
+			}
+			moving = nt
 			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("starting the change of table %q: %w", name, err)
 		}
-		nt := cloneTable(t)
-		nt.Move = move
-		if err := je.x.Writer.Update(ctx, nt); err != nil {
-			return err
+		if !changed {
+			break
 		}
-		moving = nt
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("starting the move of table %q: %w", probe.Name, err)
-	}
-	if moving == nil {
-		return nil, nil
+		if attempt == startAttempts {
+			return nil, pgerror.New(pgerrcode.SerializationFailure, "table %q kept changing while the job started", name)
+		}
 	}
 	// 2. copy.
 	if err := e.copyForMove(ctx, job, moving); err != nil {
 		return moving, err
 	}
 	// 3. switch.
-	err = e.jobTxn(ctx, func(je *executor) error {
+	err := e.jobTxn(ctx, func(je *executor) error {
 		t, err := je.x.Writer.TableByID(ctx, id)
 		if err != nil {
 			return err
@@ -251,11 +290,15 @@ func (e *executor) runMove(ctx context.Context, job *jobs.Job, id catalog.ID, pr
 		if err := je.x.Writer.Update(ctx, nt); err != nil {
 			return err
 		}
+		if t.Move.Target != nil {
+			// A rewrite stays in its groups.
+			return nil
+		}
 		// The zone settings follow the table to its new group.
 		return je.refreshTableZone(ctx, id, true)
 	})
 	if err != nil {
-		return moving, fmt.Errorf("switching table %q over: %w", probe.Name, err)
+		return moving, fmt.Errorf("switching table %q over: %w", name, err)
 	}
 	// 4. free. The move is done: what follows cannot fail it.
 	bg := context.WithoutCancel(ctx)
@@ -264,14 +307,19 @@ func (e *executor) runMove(ctx context.Context, job *jobs.Job, id catalog.ID, pr
 	return moving, nil
 }
 
-// movedTo says whether t is where probe says a move takes it: colocated
-// or not, and (for a distributed table or one made ordinary again,
-// ddl.alterDistribution) partitioned as probe is.
-func movedTo(t, probe *catalog.Table) bool {
-	if t.Colocated != probe.Colocated {
-		return false
+// splitTarget splits the tablets a move's target needs before it takes
+// writes: a hash-partitioned table's group, and a tablet per bucket of
+// each hash-sharded index.
+func (e *executor) splitTarget(ctx context.Context, target *catalog.Table) error {
+	if err := e.splitTable(ctx, target); err != nil {
+		return err
 	}
-	return t.Colocated || !(probe.Partitioning.Distributed || t.Partitioning.Distributed) || t.Partitioning == probe.Partitioning
+	for _, idx := range append([]*catalog.Index{&target.PrimaryIndex}, indexPtrs(target.Indexes)...) {
+		if err := e.splitShards(ctx, target, idx.ID); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // moveTarget allocates where t goes (probe's Colocated and Partitioning):
@@ -339,13 +387,23 @@ func (e *executor) copyForMove(ctx context.Context, job *jobs.Job, moving *catal
 	if err != nil {
 		return err
 	}
-	tl, err := moving.MoveLayout()
+	target, err := moving.MoveTarget()
 	if err != nil {
 		return err
 	}
-	w, err := e.rowWriter(moving, tl)
+	tl, err := target.Layout()
 	if err != nil {
 		return err
+	}
+	w, err := e.rowWriter(target, tl)
+	if err != nil {
+		return err
+	}
+	conv := func(r []types.Datum) ([]types.Datum, error) { return r, nil }
+	if moving.Move.Target != nil {
+		if conv, err = e.rowConv(moving, target); err != nil {
+			return err
+		}
 	}
 	span := oldL.IndexSpan(&oldL.Primary)
 	total, err := e.countKeys(ctx, span)
@@ -398,7 +456,11 @@ func (e *executor) copyForMove(ctx context.Context, job *jobs.Job, moving *catal
 			}
 			b := &kv.Batch{}
 			for _, r := range rows {
-				if err := catalog.MoveWrite(w, b, r, r); err != nil {
+				nr, err := conv(r)
+				if err != nil {
+					return err
+				}
+				if err := catalog.MoveWrite(w, b, nr, nr); err != nil {
 					return err
 				}
 			}
@@ -488,7 +550,13 @@ func (e *executor) rollBackMove(ctx context.Context, id catalog.ID, jobID int64,
 		}
 		if t.Move == nil || t.Move.JobID != jobID {
 			// The target's storage IDs are the job's alone.
-			switched = moving != nil && moving.Move != nil && t.PrimaryIndex.StorageID == moving.Move.Indexes[0].StorageID
+			if moving != nil && moving.Move != nil {
+				mt, err := moving.MoveTarget()
+				if err != nil {
+					return err
+				}
+				switched = t.PrimaryIndex.StorageID == mt.PrimaryIndex.StorageID
+			}
 			return nil
 		}
 		if target, err = t.MoveLayout(); err != nil {

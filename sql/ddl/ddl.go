@@ -8,11 +8,14 @@ import (
 	"github.com/jackc/pgerrcode"
 	pg_query "github.com/pganalyze/pg_query_go/v6"
 
+	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/kv"
 	"github.com/cairn-db/cairn/sql/catalog"
+	"github.com/cairn-db/cairn/sql/mon"
 	"github.com/cairn-db/cairn/sql/parser"
 	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/cairn-db/cairn/sql/plan"
+	"github.com/cairn-db/cairn/sql/rowcontainer"
 	"github.com/cairn-db/cairn/sql/types"
 )
 
@@ -44,10 +47,26 @@ type Context struct {
 	// that other sessions see commit one by one (colocation_job.go).
 	// False keeps every change in Txn, which a ROLLBACK undoes.
 	AutoCommit bool
+	// InBlock says the statement runs in a BEGIN block (CREATE INDEX
+	// CONCURRENTLY is refused there, 25001, as in PostgreSQL).
+	InBlock bool
 	// HashBuckets is the bucket count of USING HASH without one (the
 	// session's sql.defaults.default_hash_sharded_index_bucket_count);
 	// "": DefaultHashBuckets.
 	HashBuckets string
+	// DrainTimestamp is the cluster-wide lower bound of the read
+	// timestamps of open transactions that may write rows (kv.DB.
+	// DrainTimestamp over every node), which an online index build waits
+	// to pass each step's commit (index_job.go); nil: this node's DB's.
+	DrainTimestamp func(ctx context.Context) (hlc.Timestamp, error)
+	// Memory and TempStorage are the node's SQL memory budget and
+	// temporary storage, which an index build's sort reserves in and
+	// spills to (index_backfill.go); nil: its own budget, no spilling.
+	Memory      *mon.Budget
+	TempStorage *rowcontainer.TempStorage
+	// BackendPID is the session's process id, shown by
+	// pg_stat_progress_create_index for its index builds.
+	BackendPID int32
 }
 
 // Exec runs one DDL statement inside x.Txn and returns its command tag as

@@ -4,9 +4,12 @@
 // Exec with the statement's transaction; everything Exec changes (catalog
 // descriptors through catalog.Writer, index backfills, row rewrites, data
 // deletion) happens in that transaction, so a ROLLBACK undoes a DDL
-// statement as in PostgreSQL. The one exception is sequence positions
+// statement as in PostgreSQL. The exceptions: sequence positions
 // (ALTER SEQUENCE RESTART, TRUNCATE ... RESTART IDENTITY), which live
-// outside transactions like every sequence value (sql/sequence).
+// outside transactions like every sequence value (sql/sequence), and the
+// jobs a statement of its own runs in transactions of their own: the
+// online move of a table (colocation_job.go) and the online CREATE INDEX
+// (index_job.go, index_backfill.go).
 //
 // It owns: the translation of DDL parse trees into descriptor changes with
 // PostgreSQL 15's checks, messages, SQLSTATEs, command tags and generated
@@ -20,13 +23,16 @@
 // descriptor).
 //
 // Files: ddl.go (Exec, name resolution), table.go (CREATE TABLE and the
-// constraint builder ALTER reuses), index.go (CREATE INDEX, backfill),
+// constraint builder ALTER reuses), index.go (CREATE INDEX, the
+// transactional backfill), index_job.go and index_backfill.go (online
+// CREATE INDEX: states, drains, sorted parallel backfill, validation),
 // drop.go (DROP, dependencies and CASCADE, databases and schemas),
 // alter.go (ALTER TABLE, RENAME, rewrites and validation), seqddl.go
 // (sequences, storage parameters), misc.go (views, TRUNCATE, COMMENT,
 // roles), privileges.go (GRANT, REVOKE, ownership checks), exprindex.go
 // (indexes on expressions), hashshard.go and alterpk.go (hash-sharded
-// indexes, changing a key in place), names.go.
+// indexes, changing a key in place), rekey.go (the online key change),
+// names.go.
 //
 // Decisions:
 //
@@ -62,7 +68,9 @@
 //     key, a CHECK on it, and a tablet per bucket (split in parallel);
 //     ALTER INDEX ... SET (bucket_count) and ALTER PRIMARY KEY
 //     (cairn_alter_primary_key) rewrite the table under the new key
-//     (alterpk.go).
+//     (alterpk.go): online as a job when only the hashing changes and
+//     the statement is alone (rekey.go), else in the statement's
+//     transaction.
 //   - Name choice (t_pkey, t_v_idx, ...) and DROP/ALTER INDEX look each
 //     name up (catalog.Reader.IndexTable) rather than reading every
 //     relation of the schema, so DDL does not slow down as tables

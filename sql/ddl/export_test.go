@@ -1,5 +1,7 @@
 package ddl
 
+import "github.com/cairn-db/cairn/sql/catalog"
+
 // Hooks for the external tests (package ddl_test), which start whole
 // servers: package server imports this one, so they cannot live in it.
 
@@ -14,3 +16,30 @@ func SetMoveAfterPage(fn func(jobID int64, page int) error) func(jobID int64, pa
 // ErrJobDied, returned by the hook, makes the move stop where it is as if
 // its node had died.
 var ErrJobDied = errJobDied
+
+// SetIndexHooks installs hooks into online index builds (index_job.go):
+// atState runs after each step committed and drained, afterPage after
+// each backfill page. It returns the previous ones.
+func SetIndexHooks(atState func(jobID int64, st catalog.IndexState) error, afterPage func(jobID int64, rows int64) error) (func(int64, catalog.IndexState) error, func(int64, int64) error) {
+	ps, pp := indexTestingHooks.atState, indexTestingHooks.afterPage
+	indexTestingHooks.atState, indexTestingHooks.afterPage = atState, afterPage
+	return ps, pp
+}
+
+// LastBackfill says what the last online backfill on this process did:
+// the tablet pieces it read, the sorted runs it spilled, the entries it
+// wrote.
+func LastBackfill() (pieces, runs int, entries int64) {
+	s := lastBackfill.Load()
+	if s == nil {
+		return 0, 0, 0
+	}
+	return s.pieces, s.runs, s.entries
+}
+
+// SetIndexBuildMemory sets IndexBuildMemory and returns the previous value.
+func SetIndexBuildMemory(n int64) int64 {
+	prev := IndexBuildMemory
+	IndexBuildMemory = n
+	return prev
+}

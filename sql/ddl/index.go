@@ -49,6 +49,9 @@ func (e *executor) createIndex(ctx context.Context, n *pg_query.IndexStmt) error
 	if n.NullsNotDistinct {
 		return notSupported("NULLS NOT DISTINCT is not supported yet")
 	}
+	if n.Concurrent && e.x.InBlock {
+		return pgerror.New(pgerrcode.ActiveSQLTransaction, "CREATE INDEX CONCURRENTLY cannot run inside a transaction block")
+	}
 	buckets, opts, err := e.takeHashBuckets(n.Options, optHashBuckets)
 	if err != nil {
 		return err
@@ -171,6 +174,17 @@ func (e *executor) createIndex(ctx context.Context, n *pg_query.IndexStmt) error
 		if fresh {
 			fill = append(slices.Clone(fill), shard)
 		}
+	}
+	if len(fill) == 0 && e.onlineIndexOK() {
+		// Online, as a job (index_job.go); it places the index and gives
+		// it storage in its own first transaction.
+		if err := b.relNames.err; err != nil {
+			return err
+		}
+		if table.Move != nil {
+			return catalog.ErrMoving(table)
+		}
+		return e.createIndexOnline(ctx, t.ID, idx, n.Concurrent)
 	}
 	if err := e.placeIndex(ctx, t, &idx); err != nil {
 		return err

@@ -36,7 +36,10 @@ type tableInfo struct {
 	// moveWriter, while a job moves the table (catalog.TableMove), keeps
 	// the move's target in step with every row change (catalog.MoveWrite).
 	moveWriter *rowenc.RowWriter
-	pos        map[rowenc.ColumnID]int
+	// moveConv, when the move is a rewrite (catalog.TableMove.Target),
+	// converts the table's rows to the target's columns for moveWriter.
+	moveConv func(old []types.Datum) ([]types.Datum, error)
+	pos      map[rowenc.ColumnID]int
 	// partial holds the compiled predicate of each partial index, by ID.
 	partial map[uint32]sem.Evaluator
 
@@ -215,6 +218,11 @@ func (s *dmlState) table(desc *catalog.Table) (*tableInfo, error) {
 		}
 		mw := ti.writer
 		mw.Table, mw.KeyOnly = ml, nil
+		if desc.Move.Target != nil {
+			if err := s.rewriteTarget(ti, &mw); err != nil {
+				return nil, fmt.Errorf("table %q rewrite target: %w", desc.Name, err)
+			}
+		}
 		ti.moveWriter = &mw
 	}
 	s.tables[desc.ID] = ti
@@ -226,6 +234,63 @@ func (s *dmlState) table(desc *catalog.Table) (*tableInfo, error) {
 		ti.out = append(ti.out, fk)
 	}
 	return ti, nil
+}
+
+// rewriteTarget prepares ti to maintain the target of a rewrite
+// (catalog.TableMove.Target): rows are converted to the target's columns
+// (its new shard columns computed from the row), and mw's partial-index
+// predicates are compiled over the target's rows.
+func (s *dmlState) rewriteTarget(ti *tableInfo, mw *rowenc.RowWriter) error {
+	desc := ti.desc
+	target, err := desc.MoveTarget()
+	if err != nil {
+		return err
+	}
+	conv, err := catalog.RowConv(desc, target, func(c *catalog.Column) (func([]types.Datum) (types.Datum, error), error) {
+		e, err := buildTextExpr(desc, c.ComputedExpr, nil, -1, s.tctx)
+		if err != nil {
+			return nil, err
+		}
+		if e, err = sem.CoerceToAssign(e, c.Type, c.Name); err != nil {
+			return nil, err
+		}
+		ev, err := sem.Compile(e, nil)
+		if err != nil {
+			return nil, err
+		}
+		return func(row []types.Datum) (types.Datum, error) { return ev(s.ev, row) }, nil
+	})
+	if err != nil {
+		return err
+	}
+	preds := map[uint32]sem.Evaluator{}
+	for i := range target.Indexes {
+		idx := &target.Indexes[i]
+		if idx.Predicate == "" {
+			continue
+		}
+		e, err := buildTextExpr(target, idx.Predicate, types.Bool, -1, s.tctx)
+		if err != nil {
+			return fmt.Errorf("index %q predicate: %w", idx.Name, err)
+		}
+		if preds[uint32(idx.ID)], err = sem.Compile(e, nil); err != nil {
+			return fmt.Errorf("index %q predicate: %w", idx.Name, err)
+		}
+	}
+	mw.InPartialIndex = func(idx *rowenc.IndexLayout, row []types.Datum) (bool, error) {
+		ev := preds[idx.ID]
+		if ev == nil {
+			return true, nil
+		}
+		d, err := ev(s.ev, row)
+		if err != nil {
+			return false, err
+		}
+		b, ok := d.(types.DBool)
+		return ok && bool(b), nil
+	}
+	ti.moveConv = conv
+	return nil
 }
 
 // tableByID reads a table descriptor in the statement's transaction.
@@ -445,7 +510,7 @@ func (s *dmlState) write(ctx context.Context, ti *tableInfo, old, new []types.Da
 		// commits before this transaction does must fail its commit
 		// (kv/txn_validate.go), or the row could miss what the change
 		// built (a new index) or land where it no longer looks.
-		s.x.Txn.ValidateAtCommit(catalog.StampKey(ti.desc.ID), ti.resolvedAt)
+		s.x.Txn.ValidateAtCommit(catalog.WriterKey(ti.desc.ID, ti.desc.Version), ti.resolvedAt)
 		ti.validating = true
 	}
 	limit := batchSize
@@ -478,7 +543,17 @@ func (s *dmlState) write(ctx context.Context, ti *tableInfo, old, new []types.Da
 		return err
 	}
 	if ti.moveWriter != nil {
-		if err := catalog.MoveWrite(ti.moveWriter, s.batch, old, new); err != nil {
+		mo, mn := old, new
+		if ti.moveConv != nil {
+			var err error
+			if mo, err = ti.moveConv(old); err != nil {
+				return err
+			}
+			if mn, err = ti.moveConv(new); err != nil {
+				return err
+			}
+		}
+		if err := catalog.MoveWrite(ti.moveWriter, s.batch, mo, mn); err != nil {
 			return err
 		}
 	}

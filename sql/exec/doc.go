@@ -28,7 +28,9 @@
 // slices that later operators may keep (sorts, hash tables). Parallelism
 // comes from KV: one kv.Batch of many lookups is split per tablet and the
 // parts are sent in parallel, so index and lookup joins batch up to
-// lookupBatch input rows per round trip. Scans page with a growing limit
+// lookupBatch input rows per round trip (Context.LookupBatch: the storage
+// profile's size), and send a batch's keys sorted, each distinct key once,
+// so that every tablet reads its part in storage order (lookup.go). Scans page with a growing limit
 // (firstPage to maxPage keys) so LIMIT 1 reads one small page. Context
 // cancellation is checked between KV pages and every checkEvery rows of
 // CPU-only loops.

@@ -43,6 +43,17 @@ type Context struct {
 	// TempStorage is where operators spill past WorkMem; nil: they hold
 	// everything in memory, bounded only by Memory.
 	TempStorage *rowcontainer.TempStorage
+	// LookupBatch is how many input rows an index or lookup join looks
+	// up per kv.Batch (the session's storage profile sizes it: larger on
+	// HDD and object storage, where a batch's sorted keys share seeks and
+	// requests); 0: lookupBatch.
+	LookupBatch int
+	// LookupInputOrder sends a batch's lookups in input order, unsorted
+	// and with repeated keys read again, as Cairn did before reads in
+	// storage order (lookup.go): the baseline of bench/readplan, and a
+	// test's proof that sorting is what orders the keys. Never in
+	// production.
+	LookupInputOrder bool
 }
 
 // Rows is a running plan. Next returns the next row (owned by the caller

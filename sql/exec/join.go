@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"bytes"
 	"context"
 	"errors"
 
@@ -28,6 +29,13 @@ import (
 // block nested-loop join (nlStep): a block of left rows within work_mem
 // against one read of the right side, so memory stays within work_mem
 // and the right side is read once per block, not per left row.
+//
+// A hash join's partition that cannot usefully be split again (past
+// maxSpillLevel levels, or skewed: every right row of its parent went to
+// it, as when all keys are equal) is joined the same way, as a block
+// nested loop over its spilled sides with the keys compared row by row,
+// instead of being held in memory: heavy skew costs time (the join's
+// output is the product of the equal keys' rows anyway), never memory.
 type joinOp struct {
 	r       *runner
 	n       *plan.Join
@@ -68,12 +76,25 @@ type joinOp struct {
 	rmatched   []uint64
 	leftDone   bool
 	final      bool
+	// nlLeft is where the block nested loop's left rows come from: left,
+	// or a skewed partition's left file (nlPart; nlLeftFile is removed
+	// when the partition is done, and the join goes on with the queue).
+	// blkKeys are the block's left keys (nil: a NULL key) when the join
+	// has equality keys.
+	nlLeft     op
+	nlPart     bool
+	nlLeftFile *rowcontainer.File
+	blkKeys    [][]byte
+	rkey       []byte
 }
 
 // joinPart is a pair of spilled partitions (either may be nil: no rows).
 type joinPart struct {
 	left, right *rowcontainer.File
 	level       int
+	// skewed: the split that made this pair sent it every right row of
+	// its parent, so splitting it again would most likely do the same.
+	skewed bool
 }
 
 func (r *runner) buildJoin(n *plan.Join) (op, error) {
@@ -146,7 +167,8 @@ func (o *joinOp) build(ctx context.Context) error {
 			return o.spill(ctx, 0, o.rrows, row, o.right, o.left)
 		}
 		if err != nil && !hashed && o.r.canSpill(0, len(o.rrows)) {
-			return o.spillNested(ctx, row)
+			o.nlLeft = o.left
+			return o.spillNested(ctx, row, o.right)
 		}
 		if errors.Is(err, mon.ErrWorkMem) {
 			err = o.acc.Force(size)
@@ -208,8 +230,14 @@ func (o *joinOp) spill(ctx context.Context, level int, held [][]types.Datum, pen
 		}
 	}
 	var parts []joinPart
+	rightParts := 0
+	for _, f := range rps.files {
+		if f != nil {
+			rightParts++
+		}
+	}
 	for i := range rps.files {
-		p := joinPart{left: lps.files[i], right: rps.files[i], level: level + 1}
+		p := joinPart{left: lps.files[i], right: rps.files[i], level: level + 1, skewed: rightParts == 1}
 		for _, f := range []*rowcontainer.File{p.left, p.right} {
 			if f != nil {
 				if err := f.Seal(); err != nil {
@@ -281,12 +309,24 @@ func (o *joinOp) nextPart(ctx context.Context) (bool, error) {
 			}
 			size := o.rowCost(row)
 			err = o.acc.Grow(size)
-			if err != nil && o.r.canSpill(p.level, len(o.rrows)) {
+			if err != nil && !p.skewed && o.r.canSpill(p.level, len(o.rrows)) {
 				if err := o.spill(ctx, p.level, o.rrows, row, right, left); err != nil {
 					return false, err
 				}
 				spilled = true
 				break
+			}
+			if err != nil && o.r.canSpill(0, len(o.rrows)) {
+				// Splitting again would not help: a block nested loop
+				// over the pair's files.
+				if err := o.spillNested(ctx, row, right); err != nil {
+					return false, err
+				}
+				o.nlLeft, o.nlPart, o.nlLeftFile = left, true, p.left
+				if p.right != nil {
+					p.right.Close()
+				}
+				return true, nil
 			}
 			if errors.Is(err, mon.ErrWorkMem) {
 				err = o.acc.Force(size)
@@ -415,8 +455,15 @@ func (o *joinOp) Next(ctx context.Context) ([]types.Datum, error) {
 		o.out, o.oi = o.out[:0], 0
 		if o.rbuf != nil {
 			done, err := o.nlStep(ctx)
-			if err != nil || done {
+			if err != nil {
 				return nil, err
+			}
+			if done && o.nlPart {
+				o.endNestedPart()
+				continue
+			}
+			if done {
+				return nil, nil
 			}
 			continue
 		}
@@ -473,6 +520,9 @@ func (o *joinOp) Close() {
 	if o.rbuf != nil {
 		o.rbuf.Close()
 	}
+	if o.nlLeftFile != nil {
+		o.nlLeftFile.Close()
+	}
 	o.blk = nil
 	if o.blkAcc != nil {
 		o.blkAcc.Clear()
@@ -481,9 +531,12 @@ func (o *joinOp) Close() {
 
 // spillNested moves a nested-loop join's right side to a Buffer: the rows
 // held, pending, then the rest of right.
-func (o *joinOp) spillNested(ctx context.Context, pending []types.Datum) error {
+func (o *joinOp) spillNested(ctx context.Context, pending []types.Datum, right op) error {
 	o.rbuf = rowcontainer.NewBuffer(o.r.account(), o.r.scope)
-	o.blkAcc = o.r.account()
+	if o.blkAcc == nil {
+		o.blkAcc = o.r.account()
+	}
+	o.leftDone, o.final, o.rmatched = false, false, nil
 	for i, row := range o.rrows {
 		if err := o.rbuf.Add(row); err != nil {
 			return err
@@ -502,11 +555,30 @@ func (o *joinOp) spillNested(ctx context.Context, pending []types.Datum) error {
 			}
 		}
 		var err error
-		if pending, err = o.right.Next(ctx); err != nil {
+		if pending, err = right.Next(ctx); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// endNestedPart ends the block nested loop of a skewed partition: its
+// files and memory go, and the join goes on with the queue.
+func (o *joinOp) endNestedPart() {
+	if o.rit != nil {
+		o.rit.Close()
+		o.rit = nil
+	}
+	o.rbuf.Close()
+	o.rbuf = nil
+	o.nlLeft.Close()
+	if o.nlLeftFile != nil {
+		o.nlLeftFile.Close()
+	}
+	o.nlLeft, o.nlPart, o.nlLeftFile = nil, false, nil
+	o.blk, o.blkKeys, o.blkMatched, o.rmatched = nil, nil, nil, nil
+	o.blkAcc.Clear()
+	o.acc.Clear()
 }
 
 // nlStep advances the block nested loop by one right row (or one block
@@ -527,10 +599,10 @@ func (o *joinOp) nlStep(ctx context.Context) (done bool, err error) {
 		// The next block of left rows, within work_mem (at least
 		// minSpillRows: a tinier budget would read the right side once
 		// per row).
-		o.blk = o.blk[:0]
+		o.blk, o.blkKeys = o.blk[:0], o.blkKeys[:0]
 		o.blkAcc.Clear()
 		for full := false; !full; {
-			row, err := o.left.Next(ctx)
+			row, err := o.nlLeft.Next(ctx)
 			if err != nil {
 				return false, err
 			}
@@ -549,6 +621,18 @@ func (o *joinOp) nlStep(ctx context.Context) (done bool, err error) {
 				full = len(o.blk)+1 >= minSpillRows
 			}
 			o.blk = append(o.blk, row)
+			if len(o.rightEq) > 0 {
+				var key []byte
+				if !hasNull(row, o.leftEq) {
+					if key, err = hashKey(nil, row, o.leftEq); err != nil {
+						return false, err
+					}
+					if err := o.blkAcc.Force(int64(len(key)) + 24); err != nil {
+						return false, err
+					}
+				}
+				o.blkKeys = append(o.blkKeys, key)
+			}
 		}
 		if len(o.blk) == 0 {
 			return false, nil
@@ -590,8 +674,20 @@ func (o *joinOp) nlStep(ctx context.Context) (done bool, err error) {
 		}
 		return false, nil
 	}
+	rnull := false
+	if len(o.rightEq) > 0 {
+		// A skewed hash partition: keys must be equal (NULL never is).
+		if rnull = hasNull(rrow, o.rightEq); !rnull {
+			if o.rkey, err = hashKey(o.rkey[:0], rrow, o.rightEq); err != nil {
+				return false, err
+			}
+		}
+	}
 	for i, l := range o.blk {
 		if o.blkMatched[i] && (kind == plan.SemiJoin || kind == plan.AntiJoin) {
+			continue
+		}
+		if len(o.rightEq) > 0 && (rnull || o.blkKeys[i] == nil || !bytes.Equal(o.blkKeys[i], o.rkey)) {
 			continue
 		}
 		o.comb = append(append(o.comb[:0], l...), rrow...)

@@ -1,7 +1,9 @@
 package exec
 
 import (
+	"bytes"
 	"context"
+	"slices"
 
 	"github.com/cairn-db/cairn/keys"
 	"github.com/cairn-db/cairn/kv"
@@ -18,6 +20,14 @@ import (
 // of an index (a primary row's span, or the entries of a non-unique
 // prefix) and decodes each scan's rows separately, so the results stay
 // paired with the input rows and in their order.
+//
+// Reads in storage order (read-planning.txt): the batch's keys are sorted
+// and repeated keys read once, so each tablet (a contiguous key range:
+// kv.DistSender keeps the order of the requests it sends it) reads its
+// part of the batch front to back, and a disk seeks at most once per
+// block instead of once per key. The results go back to the input rows
+// they belong to, so the operator's output order is the input's whatever
+// the reading order.
 type lookuper struct {
 	r      *runner
 	node   plan.Node
@@ -96,39 +106,65 @@ func (lk *lookuper) key(row []types.Datum) (key []byte, ok bool, err error) {
 // newer column entries), and the scan reads all of them in one request.
 func (lk *lookuper) lookup(ctx context.Context, in [][]types.Datum) ([][][]types.Datum, error) {
 	out := make([][][]types.Datum, len(in))
-	b := &kv.Batch{}
-	which := make([]int, 0, len(in))
+	type probe struct {
+		key []byte
+		row int // input position
+	}
+	probes := make([]probe, 0, len(in))
 	for i, row := range in {
 		k, ok, err := lk.key(row)
 		if err != nil {
 			return nil, err
 		}
-		if !ok {
+		if ok {
+			probes = append(probes, probe{k, i})
+		}
+	}
+	if len(probes) == 0 {
+		return out, nil
+	}
+	if !lk.r.x.LookupInputOrder {
+		// Storage order; stable, so equal keys keep their input order
+		// (which only matters to the dedup below: they share a read).
+		slices.SortStableFunc(probes, func(a, b probe) int { return bytes.Compare(a.key, b.key) })
+	}
+	b := &kv.Batch{}
+	// reads[j] is the scan of probes[j]'s key: the index in b of the
+	// first probe with that key.
+	reads := make([]int, len(probes))
+	scans := 0
+	for j, p := range probes {
+		if j > 0 && !lk.r.x.LookupInputOrder && bytes.Equal(p.key, probes[j-1].key) {
+			reads[j] = reads[j-1]
 			continue
 		}
-		b.Scan(k, keys.PrefixEnd(k), 0)
-		which = append(which, i)
-	}
-	if len(which) == 0 {
-		return out, nil
+		reads[j] = scans
+		scans++
+		b.Scan(p.key, keys.PrefixEnd(p.key), 0)
 	}
 	tctx, tr := lk.r.x.Stats.trace(ctx)
 	if err := lk.r.x.Txn.Run(tctx, b); err != nil {
 		return nil, err
 	}
-	lk.r.x.Stats.addKV(lk.node, len(which))
+	lk.r.x.Stats.addKV(lk.node, scans)
 	lk.r.x.Stats.addRead(lk.node, tr, b.Results)
 	noteKeyOnly(ctx, lk.f)
-	for j, i := range which {
+	for j, p := range probes {
+		if j > 0 && reads[j] == reads[j-1] {
+			// The same key as the previous probe: the same rows, which
+			// the join only reads.
+			out[p.row] = out[probes[j-1].row]
+			continue
+		}
 		var rows [][]types.Datum
 		emit := func(row []types.Datum) error { rows = append(rows, row); return nil }
-		if err := lk.f.Add(b.Results[j].Rows, emit); err != nil {
+		if err := lk.f.Add(b.Results[reads[j]].Rows, emit); err != nil {
 			return nil, err
 		}
 		if err := lk.f.Finish(emit); err != nil {
 			return nil, err
 		}
-		out[i] = rows
+		out[p.row] = rows
 	}
 	return out, nil
 }
@@ -155,7 +191,11 @@ func (o *batchJoinOp) Next(ctx context.Context) ([]types.Datum, error) {
 		}
 		o.out, o.oi = o.out[:0], 0
 		o.batch = o.batch[:0]
-		for len(o.batch) < lookupBatch {
+		size := o.lk.r.x.LookupBatch
+		if size <= 0 {
+			size = lookupBatch
+		}
+		for len(o.batch) < size {
 			row, err := o.in.Next(ctx)
 			if err != nil {
 				return nil, err

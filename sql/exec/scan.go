@@ -27,7 +27,8 @@ const (
 	// share one round trip.
 	spansPerBatch = 64
 	// lookupBatch is how many input rows an index or lookup join
-	// collects before sending one kv.Batch for all of them.
+	// collects before sending one kv.Batch for all of them, unless
+	// Context.LookupBatch says otherwise.
 	lookupBatch = 1000
 )
 

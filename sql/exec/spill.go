@@ -155,8 +155,10 @@ func largeSize(d types.Datum) int64 {
 }
 
 // maxSpillLevel bounds recursive repartitioning: a partition still too
-// large after this many levels is held in memory (Force), since its keys
-// are then almost surely equal (no further split can help).
+// large after this many levels has keys that are almost surely equal (no
+// further split can help). Hash aggregation, DISTINCT and set operations
+// then hold it in memory (Force: one group, one key); a hash join joins
+// it as a block nested loop over its files (join.go).
 const maxSpillLevel = 6
 
 // spillFanout is the number of hash partitions a spilling operator makes

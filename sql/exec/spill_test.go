@@ -116,6 +116,17 @@ func TestSpillingOperators(t *testing.T) {
 		{"not exists", `SELECT g FROM ` + g + ` WHERE NOT EXISTS (SELECT 1 FROM ` + g2 + ` WHERE h = g)`, false, true},
 		{"window", `SELECT g, m, row_number() OVER (PARTITION BY m ORDER BY g DESC), sum(g) OVER (PARTITION BY s) FROM ` + g, true, false},
 		{"window ordered", `SELECT g, rank() OVER (ORDER BY m), lag(g) OVER (ORDER BY g) FROM ` + g + ` ORDER BY g`, true, false},
+		// Functions and frames read by position over a spilled partition
+		// (window_spill.go, computeSpilledRandom): lag, lead, nth_value,
+		// sliding ROWS/RANGE/GROUPS frames, EXCLUDE, NULL keys both ways.
+		{"window lag lead", `SELECT g, lag(g, 3) OVER w, lead(s, 700, 'none') OVER w, lag(g, m) OVER w FROM ` + g + ` WINDOW w AS (PARTITION BY g % 2 ORDER BY k, g)`, true, false},
+		{"window nth_value", `SELECT g, nth_value(g, 5) OVER (ORDER BY g ROWS BETWEEN 2 PRECEDING AND 10 FOLLOWING), nth_value(s, 600) OVER (ORDER BY k, g) FROM ` + g, true, false},
+		{"window rows sliding", `SELECT g, sum(g) OVER (ORDER BY g ROWS BETWEEN 3 PRECEDING AND 2 FOLLOWING), count(s) OVER (ORDER BY g DESC ROWS BETWEEN 1 FOLLOWING AND 900 FOLLOWING) FROM ` + g, true, false},
+		{"window range sliding", `SELECT g, sum(g) OVER (ORDER BY k RANGE BETWEEN 2 PRECEDING AND 1 FOLLOWING), max(g) OVER (ORDER BY k DESC RANGE BETWEEN 5 PRECEDING AND 5 PRECEDING) FROM ` + g, true, false},
+		{"window range nulls", `SELECT g, count(*) OVER (ORDER BY CASE WHEN m = 0 THEN NULL ELSE k END RANGE BETWEEN 3 PRECEDING AND 3 FOLLOWING), count(*) OVER (ORDER BY CASE WHEN m = 0 THEN NULL ELSE k END DESC RANGE BETWEEN 3 PRECEDING AND 3 FOLLOWING), sum(g) OVER (ORDER BY CASE WHEN m = 1 THEN NULL ELSE k END NULLS FIRST RANGE BETWEEN CURRENT ROW AND 40 FOLLOWING) FROM ` + g, false, false},
+		{"window groups", `SELECT g, sum(g) OVER (ORDER BY k GROUPS BETWEEN 1 PRECEDING AND 2 FOLLOWING), first_value(g) OVER (ORDER BY k GROUPS BETWEEN 3 FOLLOWING AND 300 FOLLOWING) FROM ` + g, false, false},
+		{"window exclude", `SELECT g, sum(g) OVER (ORDER BY m ROWS BETWEEN 2 PRECEDING AND 2 FOLLOWING EXCLUDE CURRENT ROW), count(*) OVER (ORDER BY k RANGE BETWEEN 1 PRECEDING AND 1 FOLLOWING EXCLUDE GROUP), string_agg(g::text, ',') OVER (ORDER BY k ROWS BETWEEN 3 PRECEDING AND 3 FOLLOWING EXCLUDE TIES), nth_value(g, 2) OVER (ORDER BY m ROWS BETWEEN CURRENT ROW AND 5 FOLLOWING EXCLUDE GROUP) FROM ` + g, false, false},
+		{"window whole with exclude", `SELECT g, count(*) OVER (PARTITION BY m ORDER BY k ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING EXCLUDE GROUP), last_value(g) OVER (ORDER BY g RANGE BETWEEN UNBOUNDED PRECEDING AND 10 FOLLOWING) FROM ` + g, false, false},
 		{"cte", `WITH c AS MATERIALIZED (SELECT g FROM ` + g + `) SELECT count(*) FROM c a JOIN c b ON a.g = b.g`, true, false},
 	}
 	ctx := context.Background()
@@ -238,4 +249,30 @@ func TestSubqueryAccounted(t *testing.T) {
 		t.Errorf("%s: the set did not spill", q)
 	}
 	e.leftovers(t, q)
+}
+
+// TestSubqueryHeldBounded: a subquery whose values are held (an IN list
+// in a select list, under OR, NOT IN in a select list, correlated, an
+// ARRAY) reserves them in the node budget as they arrive: over 50
+// million rows under a 1 MiB budget, each stops with 53200 at the budget
+// and its hint (held without a check, the values would take gigabytes
+// before any reservation), and leaves nothing reserved.
+func TestSubqueryHeldBounded(t *testing.T) {
+	e := newSpillEnv(t, 0)
+	e.node = mon.NewBudget("SQL memory", 1<<20)
+	const big = `(SELECT generate_series(1, 50000000))`
+	for _, q := range []string{
+		`SELECT g IN ` + big + ` FROM generate_series(1, 3) g`,
+		`SELECT g NOT IN ` + big + ` FROM generate_series(1, 3) g`,
+		`SELECT count(*) FROM generate_series(1, 3) g WHERE g < 0 OR g IN ` + big,
+		`SELECT count(*) FROM generate_series(1, 3) g WHERE g IN (SELECT h FROM generate_series(1, 50000000) h WHERE h % 3 <> g)`,
+		`SELECT array_length(ARRAY` + big + `, 1)`,
+	} {
+		_, err := e.run(context.Background(), q, 4<<20)
+		var pe *pgerror.Error
+		if !errors.As(err, &pe) || pe.Code != pgerrcode.OutOfMemory || !strings.Contains(pe.Hint, "held in memory") {
+			t.Errorf("%s: got %v, want 53200 with a hint", q, err)
+		}
+		e.leftovers(t, q)
+	}
 }

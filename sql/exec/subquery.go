@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"errors"
+
 	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/cairn-db/cairn/sql/plan"
 	"github.com/cairn-db/cairn/sql/rowcontainer"
@@ -95,43 +97,68 @@ func (r *runner) subqueryRows(id int) (*plan.Subquery, []types.Datum, error) {
 	if vals, ok := st.results[string(key)]; ok {
 		return s, vals, nil
 	}
-	vals, err := r.runSubquery(s)
-	if err != nil {
-		return nil, nil, err
-	}
 	if len(st.results) >= maxCorrelatedCache {
 		st.results = map[string][]types.Datum{}
 		r.heldAccount().Shrink(st.bytes)
 		st.bytes = 0
 	}
-	// The values are held for the statement (an IN list's whole
-	// subquery): reserved past work_mem, bounded by the node budget.
-	n := int64(len(key)) + 64
-	for _, v := range vals {
-		n += 16 + rowcontainer.DatumSize(v)
-	}
-	if err := r.heldAccount().Force(n); err != nil {
+	vals, n, err := r.runSubquery(s)
+	if err != nil {
 		return nil, nil, err
 	}
-	st.bytes += n
+	// The map entry and its key.
+	if err := r.heldAccount().Force(int64(len(key)) + 64); err != nil {
+		r.heldAccount().Shrink(n)
+		return nil, nil, err
+	}
+	st.bytes += n + int64(len(key)) + 64
 	st.results[string(key)] = vals
 	return s, vals, nil
 }
 
-func (r *runner) runSubquery(s *plan.Subquery) ([]types.Datum, error) {
+// subqueryChunk is how much a subquery's held values reserve at a time.
+const subqueryChunk = 64 << 10
+
+// runSubquery runs s and returns the first column of its rows and the
+// bytes reserved for them. The values are held for the statement (an IN
+// list outside a WHERE's AND list, an ARRAY, a correlated subquery's
+// cached results) and cannot spill: they are reserved in the node budget
+// past work_mem as they arrive, so a subquery too large for the budget
+// stops with 53200 at the budget instead of growing until the node runs
+// out of memory.
+func (r *runner) runSubquery(s *plan.Subquery) ([]types.Datum, int64, error) {
+	vals, n, err := r.collectSubquery(s)
+	if err != nil {
+		r.heldAccount().Shrink(n)
+		var pe *pgerror.Error
+		if errors.As(err, &pe) && pe.Code == pgerrcode.OutOfMemory && pe.Hint == "" {
+			err = pe.WithHint("The values of a subquery used as an IN list outside a WHERE's AND list, an ARRAY or a correlated subquery are held in memory; rewrite it as a join, or raise --max-sql-memory.")
+		}
+		return nil, 0, err
+	}
+	return vals, n, nil
+}
+
+// collectSubquery runs s, reserving what it holds; on error the caller
+// shrinks the bytes returned.
+func (r *runner) collectSubquery(s *plan.Subquery) ([]types.Datum, int64, error) {
+	acc := r.heldAccount()
+	var reserved, used int64
 	o, err := r.build(s.Root)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer o.Close()
 	vals := []types.Datum{}
 	for {
 		row, err := o.Next(r.ctx)
 		if err != nil {
-			return nil, err
+			return nil, reserved, err
 		}
 		if row == nil {
-			return vals, nil
+			// Keep what the values hold; give back the rest of the chunk.
+			acc.Shrink(reserved - used)
+			return vals, used, nil
 		}
 		var d types.Datum = types.DNull
 		if len(row) > 0 {
@@ -139,11 +166,19 @@ func (r *runner) runSubquery(s *plan.Subquery) ([]types.Datum, error) {
 		}
 		switch s.Kind {
 		case sem.ExistsSubquery:
-			return append(vals, types.DBool(true)), nil
+			return append(vals, types.DBool(true)), used, nil
 		case sem.ScalarSubquery:
 			if len(vals) == 1 {
-				return nil, sem.ErrScalarSubqueryRows()
+				return nil, reserved, sem.ErrScalarSubqueryRows()
 			}
+		}
+		used += 16 + rowcontainer.DatumSize(d)
+		if used > reserved {
+			grow := max(used-reserved, subqueryChunk)
+			if err := acc.Force(grow); err != nil {
+				return nil, reserved, err
+			}
+			reserved += grow
 		}
 		vals = append(vals, d)
 	}

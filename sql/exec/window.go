@@ -264,10 +264,15 @@ func (o *windowOp) compute(ctx context.Context, fi int, it rowcontainer.Iterator
 	// work_mem (window_spill.go); first is the partition's first row.
 	var spilled *rowcontainer.Buffer
 	var first []types.Datum
-	stream := windowStreamOf(s) != streamNone && o.r.scope.Spillable()
+	canSpill := o.r.scope.Spillable()
 	flush := func() error {
 		if spilled != nil {
-			err := o.computeSpilled(ctx, fi, spilled, emit)
+			var err error
+			if windowStreamOf(s) != streamNone {
+				err = o.computeSpilled(ctx, fi, spilled, emit)
+			} else {
+				err = o.computeSpilledRandom(ctx, fi, spilled, emit)
+			}
 			spilled.Close()
 			spilled = nil
 			return err
@@ -319,9 +324,9 @@ func (o *windowOp) compute(ctx context.Context, fi int, it rowcontainer.Iterator
 		}
 		n := rowcontainer.RowSize(row)
 		err = o.acc.Grow(n)
-		if err != nil && stream && len(part) >= minSpillRows {
+		if err != nil && canSpill && len(part) >= minSpillRows {
 			// Past work_mem: the partition goes to a buffer that spills,
-			// and is computed reading it front to back.
+			// and is computed reading it from there (window_spill.go).
 			spilled = rowcontainer.NewBuffer(o.r.account(), o.r.scope)
 			for i, r := range append(part, row) {
 				if err := spilled.Add(r); err != nil {
@@ -336,8 +341,8 @@ func (o *windowOp) compute(ctx context.Context, fi int, it rowcontainer.Iterator
 			continue
 		}
 		if err != nil {
-			// A partition computed whole in memory is held past work_mem
-			// if need be, bounded by the node budget.
+			// Without temporary storage, a partition is held past
+			// work_mem if need be, bounded by the node budget.
 			if err = o.acc.Force(n); err != nil {
 				return err
 			}
@@ -358,12 +363,10 @@ func (it *opIter) Close()                                          {}
 func (r *runner) computePartition(s *windowSpec, rows [][]types.Datum, base int) ([]types.Datum, error) {
 	n := len(rows)
 	np := len(s.part)
-	o := s.f.Fn.Overload
-	argTypes := s.f.Fn.ArgTypes
 	p := &builtins.Partition{Args: make([][]types.Datum, n)}
 	if len(s.order) > 0 {
 		p.Keys = make([][]types.Datum, n)
-		p.Desc = s.f.OrderBy[0].Desc
+		p.Desc, p.NullsFirst = s.f.OrderBy[0].Desc, s.f.OrderBy[0].NullsFirst
 	}
 	for j, row := range rows {
 		args, err := evalAll(s.args, row)
@@ -382,19 +385,24 @@ func (r *runner) computePartition(s *windowSpec, rows [][]types.Datum, base int)
 			p.Keys[j] = row[base+np : base+np+len(s.order)]
 		}
 	}
-	var wf builtins.WindowFunc
+	out := make([]types.Datum, 0, n)
+	err := newWindowFunc(s).Compute(r.fn(), p, s.frame, func(d types.Datum) error {
+		out = append(out, d)
+		return nil
+	})
+	return out, err
+}
+
+// newWindowFunc returns the builtins.WindowFunc computing s.
+func newWindowFunc(s *windowSpec) builtins.WindowFunc {
+	o := s.f.Fn.Overload
+	argTypes := s.f.Fn.ArgTypes
 	if o.NewWindow != nil {
-		wf = o.NewWindow(argTypes)
-	} else {
-		newAgg := func() builtins.Aggregate { return o.NewAggregate(argTypes) }
-		if s.filter != nil {
-			newAgg = func() builtins.Aggregate { return filteredAgg{o.NewAggregate(argTypes)} }
-		}
-		wf = builtins.AggregateWindow(newAgg)
+		return o.NewWindow(argTypes)
 	}
-	out := make([]types.Datum, n)
-	if err := wf.Compute(r.fn(), p, s.frame, out); err != nil {
-		return nil, err
+	newAgg := func() builtins.Aggregate { return o.NewAggregate(argTypes) }
+	if s.filter != nil {
+		newAgg = func() builtins.Aggregate { return filteredAgg{o.NewAggregate(argTypes)} }
 	}
-	return out, nil
+	return builtins.AggregateWindow(newAgg)
 }

@@ -12,18 +12,28 @@ import (
 
 // Window partitions larger than work_mem.
 //
-// builtins.WindowFunc computes a partition held whole in memory. A
-// partition past work_mem goes instead to a rowcontainer.Buffer (on disk
-// past work_mem) when its function's results can be computed reading the
-// partition front to back, with two readers of the buffer: one ahead,
-// finding where the current row's peer group (or the partition) ends and
-// feeding the aggregate, one behind, emitting the rows with their results.
-// Memory is then the two readers' buffers and one accumulator, whatever
-// the partition's size. The shapes below cover the ranking functions and
-// aggregates over frames that start at the partition's first row (the
-// default frame, ROWS UNBOUNDED PRECEDING, the whole partition); other
-// functions (lag, lead, nth_value, sliding or excluding frames) hold their
-// partition in memory, bounded by the node budget (53200 past it).
+// builtins.WindowFunc computes a partition in memory or behind
+// builtins.PartitionRows. A partition past work_mem goes to a
+// rowcontainer.Buffer (on disk past work_mem) and is computed from there
+// in one of two ways:
+//
+//   - Streaming (computeSpilled), when the function's results can be
+//     computed reading the partition front to back: the ranking functions
+//     and aggregates or first/last_value over frames that start at the
+//     partition's first row (the default frame, ROWS UNBOUNDED PRECEDING,
+//     the whole partition). Two readers of the buffer: one ahead, finding
+//     where the current row's peer group (or the partition) ends and
+//     feeding the aggregate, one behind, emitting the rows with their
+//     results.
+//   - By position (computeSpilledRandom), for every other function and
+//     frame (lag, lead, nth_value, sliding ROWS/RANGE/GROUPS frames,
+//     EXCLUDE): builtins' own WindowFunc reads the rows it needs through a
+//     rowcontainer.RowReader, a cache of a few blocks of consecutive rows
+//     (their arguments and ORDER BY values), while a reader behind emits
+//     the rows with their results as they come.
+//
+// Either way, memory is a few buffers and blocks, whatever the
+// partition's size.
 
 // windowStream is how a function's results are computed in one pass over
 // a spilled partition.
@@ -314,4 +324,80 @@ func rankResult(name string, idx, rank, dense, end, n, ntiles int64) types.Datum
 	} else {
 		return types.DInt(extra + (idx-big)/per + 1)
 	}
+}
+
+// spilledBlocks is how many blocks of rows a RowReader over a spilled
+// partition caches: enough for the regions a function reads at once (the
+// current row and its peer group's end, a frame's start and end, the
+// groups a GROUPS frame counts, a lag/lead or nth_value row).
+const spilledBlocks = 8
+
+// spilledRows is a spilled partition as builtins.PartitionRows: each row
+// transformed, when its block is read, to its arguments then its ORDER
+// BY values.
+type spilledRows struct {
+	rr    *rowcontainer.RowReader
+	n     int
+	nargs int
+	keyed bool
+}
+
+func (p *spilledRows) Len() int { return p.n }
+
+func (p *spilledRows) Row(i int) (args, keys []types.Datum, err error) {
+	r, err := p.rr.Row(int64(i))
+	if err != nil {
+		return nil, nil, err
+	}
+	if p.keyed {
+		keys = r[p.nargs:]
+	}
+	return r[:p.nargs:p.nargs], keys, nil
+}
+
+// computeSpilledRandom computes function fi over the partition in buf
+// (rows in window order, sort keys from position base) with builtins'
+// WindowFunc reading rows by position, and passes each row on with its
+// result.
+func (o *windowOp) computeSpilledRandom(ctx context.Context, fi int, buf *rowcontainer.Buffer, emit func([]types.Datum) error) error {
+	s := o.specs[fi]
+	base := o.width + len(o.specs) + 1
+	okeys := base + len(s.part)
+	nk := len(s.order)
+	nargs := len(s.args)
+	if s.filter != nil {
+		nargs++
+	}
+	rr, err := buf.RowReader(o.acc, spilledBlocks, func(row []types.Datum) ([]types.Datum, error) {
+		args, err := windowArgs(s, row)
+		if err != nil {
+			return nil, err
+		}
+		return append(args[:nargs:nargs], row[okeys:okeys+nk]...), nil
+	})
+	if err != nil {
+		return err
+	}
+	defer rr.Close()
+	behind, err := buf.Iter()
+	if err != nil {
+		return err
+	}
+	defer behind.Close()
+	p := &builtins.Partition{Rows: &spilledRows{rr: rr, n: int(buf.Len()), nargs: nargs, keyed: nk > 0}}
+	if nk > 0 {
+		p.Desc, p.NullsFirst = s.f.OrderBy[0].Desc, s.f.OrderBy[0].NullsFirst
+	}
+	return newWindowFunc(s).Compute(o.r.fn(), p, s.frame, func(d types.Datum) error {
+		row, err := behind.Next(ctx)
+		if err != nil {
+			return err
+		}
+		if row == nil {
+			return pgerror.New(pgerrcode.InternalError, "exec: spilled window partition ended early")
+		}
+		row = row[:base:base]
+		row[o.width+fi] = d
+		return emit(row)
+	})
 }

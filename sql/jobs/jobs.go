@@ -1,6 +1,7 @@
 // Package jobs owns the records of long-running work the SQL layer does
-// outside a statement's transaction (today: moving a table in or out of
-// its database's colocation tablet, sql/ddl colocation_job.go). A job
+// outside a statement's transaction (moving a table in or out of its
+// database's colocation tablet, sql/ddl colocation_job.go; an online index
+// build, sql/ddl index_job.go). A job
 // record says what the work is, who asked for it, where it stands
 // (running, succeeded, failed, canceled), how far it got
 // (fraction_completed) and when it was created, started, last heard of
@@ -10,6 +11,7 @@
 //
 //	j/<id>   the record, JSON (id: 8 bytes big-endian)
 //	jid      the ID counter (kvpb.IncrementRequest)
+//	jc/<id>  a cancel request (CANCEL JOB), written once, never removed
 //
 // A record is written outside any user transaction (kv.DB.Put), so
 // another session sees progress as it is made. The package runs nothing
@@ -25,6 +27,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -151,6 +154,62 @@ func (j *Job) Progress(ctx context.Context, f float64) error {
 	}
 	j.r.Modified = time.Now().UTC()
 	return j.writeLocked(ctx)
+}
+
+// SetPayload records the work's state (Record.Payload) and the share of
+// it done (as Progress), in one write: an index build's phase and row
+// counts, which pg_stat_progress_create_index shows.
+func (j *Job) SetPayload(ctx context.Context, payload json.RawMessage, f float64) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	f = min(max(f, 0), 1)
+	if f > j.r.Fraction {
+		j.r.Fraction = f
+	}
+	j.r.Payload = payload
+	j.r.Modified = time.Now().UTC()
+	return j.writeLocked(ctx)
+}
+
+// cancelKey is where CANCEL JOB asks a running job to stop: a key of its
+// own, so the job's heartbeats (which rewrite the record) cannot lose it.
+func cancelKey(id int64) []byte {
+	return binary.BigEndian.AppendUint64(keys.System([]byte("jc/")), uint64(id))
+}
+
+// RequestCancel asks running job id to stop (CANCEL JOB). The job sees it
+// at its next check (CancelRequested) and rolls back. It fails with
+// ErrNotRunning if the job is not running.
+func RequestCancel(ctx context.Context, db *kv.DB, id int64) error {
+	r, ok, err := Get(ctx, db, id)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%w: job %d does not exist", ErrNoJob, id)
+	}
+	if r.Status != StatusRunning {
+		return fmt.Errorf("%w: job %d is %s", ErrNotRunning, id, r.Status)
+	}
+	if err := db.Put(ctx, cancelKey(id), []byte{1}); err != nil {
+		return fmt.Errorf("jobs: canceling job %d: %w", id, err)
+	}
+	return nil
+}
+
+// Errors of RequestCancel.
+var (
+	ErrNoJob      = errors.New("jobs: no such job")
+	ErrNotRunning = errors.New("jobs: not running")
+)
+
+// CancelRequested reports whether CANCEL JOB asked j to stop.
+func (j *Job) CancelRequested(ctx context.Context) (bool, error) {
+	_, ok, err := j.db.Get(ctx, cancelKey(j.r.ID))
+	if err != nil {
+		return false, fmt.Errorf("jobs: reading job %d's cancel request: %w", j.r.ID, err)
+	}
+	return ok, nil
 }
 
 // Heartbeat rewrites the record so that it does not count as orphaned.

@@ -12,10 +12,9 @@
 // operator is past work_mem: it must spill and carry on) and a 53200
 // error from the node Budget (the node is out of SQL memory: the operator
 // spills what it can, and if even its minimum is refused, the statement
-// fails with 53200). State an operator cannot spill (a window partition
-// for the functions that still need it whole, such as lag, lead and
-// sliding frames; one group's buffered aggregate inputs; one large value)
-// is reserved with
+// fails with 53200). State an operator cannot spill (one group's
+// buffered aggregate inputs; one large value; a spilled window
+// partition's cache of rows read by position) is reserved with
 // Force, which ignores work_mem but not the node budget.
 //
 // What it owns: the arithmetic of reservations and their SQLSTATEs. What

@@ -1,6 +1,7 @@
 package opt
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/cairn-db/cairn/sql/catalog"
@@ -29,7 +30,8 @@ func (o *optimizer) lookupJoins(n plan.Node) plan.Node {
 	if !ok || j.Lateral || len(j.LeftEq) == 0 {
 		return n
 	}
-	if lj := o.lookupJoin(j); lj != nil {
+	lj, alt := o.lookupJoin(j)
+	if lj != nil {
 		return lj
 	}
 	kind := plan.InnerJoin
@@ -38,11 +40,16 @@ func (o *optimizer) lookupJoins(n plan.Node) plan.Node {
 	case plan.RightJoin:
 		kind = plan.LeftJoin
 	default:
+		o.noteChoice(n, alt)
 		return n
 	}
 	swapped := &plan.Join{Kind: kind, Left: j.Right, Right: j.Left, On: j.On, LeftEq: j.RightEq, RightEq: j.LeftEq}
-	lj := o.lookupJoin(swapped)
+	lj, alt2 := o.lookupJoin(swapped)
 	if lj == nil {
+		if alt == nil || (alt2 != nil && alt2.RejectedCost < alt.RejectedCost) {
+			alt = alt2
+		}
+		o.noteChoice(n, alt)
 		return n
 	}
 	p := &plan.Project{Input: lj, Cols: j.Columns()}
@@ -53,20 +60,49 @@ func (o *optimizer) lookupJoins(n plan.Node) plan.Node {
 	return p
 }
 
+// JoinChoice is how lookupJoins chose between a lookup join and a hash
+// join: the estimated cost of the method chosen and of the best method
+// rejected, in the cost model's units (Costs). A hash join's figure is
+// reading its right side whole; a lookup join's is the lookups (seeks,
+// round trips) and the rows they read. Both sides pay for the left input
+// alike, so it is left out.
+type JoinChoice struct {
+	Chosen       string
+	ChosenCost   float64
+	Rejected     string
+	RejectedCost float64
+}
+
+// String is EXPLAIN (VERBOSE)'s line.
+func (c JoinChoice) String() string {
+	return fmt.Sprintf("Join Method Cost: %s %.0f (rejected: %s %.0f)", c.Chosen, c.ChosenCost, c.Rejected, c.RejectedCost)
+}
+
+func (o *optimizer) noteChoice(n plan.Node, c *JoinChoice) {
+	if c == nil {
+		return
+	}
+	if o.choices == nil {
+		o.choices = map[plan.Node]JoinChoice{}
+	}
+	o.choices[n] = *c
+}
+
 // lookupJoin returns the cheapest LookupJoin equivalent to j, or nil when
-// a hash join is cheaper or none applies.
-func (o *optimizer) lookupJoin(j *plan.Join) *plan.LookupJoin {
+// a hash join is cheaper or none applies; when a lookup join was priced
+// and lost, alt says by how much.
+func (o *optimizer) lookupJoin(j *plan.Join) (_ *plan.LookupJoin, alt *JoinChoice) {
 	switch j.Kind {
 	case plan.InnerJoin, plan.LeftJoin, plan.SemiJoin, plan.AntiJoin:
 	default:
-		return nil
+		return nil, nil
 	}
 	right, ok := o.orig[j.Right]
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	if _, empty := j.Right.(*plan.Values); empty {
-		return nil
+		return nil, nil
 	}
 	leftRows := o.estimate(j.Left)
 	limit := o.costs.TableRows
@@ -74,11 +110,12 @@ func (o *optimizer) lookupJoin(j *plan.Join) *plan.LookupJoin {
 		limit = math.Max(ts.RowCount, 1)
 	}
 	if leftRows >= limit {
-		return nil
+		return nil, nil
 	}
 	hashCost := o.bestAccess(right).cost
 	var best *plan.LookupJoin
 	bestCost, bestRows := hashCost, 0.0
+	lostCost := math.Inf(1) // the cheapest lookup join that lost
 	for _, idx := range lookupIndexes(right.Table) {
 		keyCols, full := lookupKeys(j, right, idx)
 		if len(keyCols) == 0 || !covers(right, idx) {
@@ -96,6 +133,7 @@ func (o *optimizer) lookupJoin(j *plan.Join) *plan.LookupJoin {
 		}
 		cost := o.costs.lookupCost(leftRows) + leftRows*perKey*o.costs.SeqRow
 		if cost >= bestCost {
+			lostCost = min(lostCost, cost)
 			continue
 		}
 		lj := &plan.LookupJoin{
@@ -110,13 +148,17 @@ func (o *optimizer) lookupJoin(j *plan.Join) *plan.LookupJoin {
 		best, bestCost, bestRows = lj, cost, leftRows*perKey
 	}
 	if best == nil {
-		return nil
+		if math.IsInf(lostCost, 1) {
+			return nil, nil
+		}
+		return nil, &JoinChoice{Chosen: "hash join", ChosenCost: hashCost, Rejected: "lookup join", RejectedCost: lostCost}
 	}
 	o.rows[best] = bestRows
 	if r, ok := o.joinRows(j, leftRows, o.estimate(j.Right)); ok {
 		o.rows[best] = r
 	}
-	return best
+	o.noteChoice(best, &JoinChoice{Chosen: "lookup join", ChosenCost: bestCost, Rejected: "hash join", RejectedCost: hashCost})
+	return best, nil
 }
 
 // lookupIndexes lists the indexes a lookup join may read: the primary

@@ -2,6 +2,7 @@ package opt
 
 import (
 	"testing"
+	"time"
 
 	"github.com/cairn-db/cairn/sql/plan"
 )
@@ -141,5 +142,41 @@ func TestLookupJoins(t *testing.T) {
 		want: `
 		lookup-join inner u@u_pkey keys=(#1) cols=(x#3,y#4,z#5) on=(t.a = u.x)
 		  scan t@t_b cols=(a#1,b#2) spans=[/5 - /5]`,
+	}})
+}
+
+// TestLookupJoinsRoundTrip: the network's round trips are part of the
+// choice. A hundred lookups in batches of ten are ten round trips: on a
+// local SSD they beat reading u whole, but with 60 ms between the nodes
+// (Costs.WithRoundTrip) the one round trip of the full read wins.
+func TestLookupJoinsRoundTrip(t *testing.T) {
+	local := DefaultCosts
+	local.LookupBatch = 10
+	far := local.WithRoundTrip(60 * time.Millisecond)
+	if want := local.RoundTrip + 1200; far.RoundTrip != want {
+		t.Fatalf("60 ms at 50 µs a unit: RoundTrip %v, want %v", far.RoundTrip, want)
+	}
+	if same := local.WithRoundTrip(0); same != local {
+		t.Fatalf("no round trip changed the costs: %+v", same)
+	}
+	rangeLeft := func(b *builder) plan.Node {
+		l := b.filter(b.scan("t", "a", "b"), "b IN (1, 2, 3, 4, 5, 6, 7, 8, 9, 10)")
+		return b.join(plan.InnerJoin, l, b.scan("u"), "t.b = u.x")
+	}
+	runCases(t, []optCase{{
+		name:  "one node: lookups",
+		costs: &local,
+		build: rangeLeft,
+		want: `
+		lookup-join inner u@u_pkey keys=(#2) cols=(x#3,y#4,z#5) on=(t.b = u.x)
+		  scan t@t_b cols=(a#1,b#2) spans=[/1 - /1] [/2 - /2] [/3 - /3] [/4 - /4] [/5 - /5] [/6 - /6] [/7 - /7] [/8 - /8] [/9 - /9] [/10 - /10]`,
+	}, {
+		name:  "60 ms between nodes: hash join",
+		costs: &far,
+		build: rangeLeft,
+		want: `
+		join inner on=(t.b = u.x) eq=(#2)=(#3)
+		  scan t@t_b cols=(a#1,b#2) spans=[/1 - /1] [/2 - /2] [/3 - /3] [/4 - /4] [/5 - /5] [/6 - /6] [/7 - /7] [/8 - /8] [/9 - /9] [/10 - /10]
+		  scan u@u_pkey cols=(x#3,y#4,z#5)`,
 	}})
 }

@@ -156,6 +156,9 @@ type optimizer struct {
 	// records each search made, for tests.
 	limits   JoinLimits
 	searches []searchRecord
+	// choices records, per join lookupJoins decided, the cost of the
+	// method chosen and of the best one rejected (EXPLAIN (VERBOSE)).
+	choices map[plan.Node]JoinChoice
 }
 
 func (o *optimizer) optimize(ctx context.Context, n plan.Node) (plan.Node, error) {

@@ -30,9 +30,17 @@ func OptimizeStats(ctx context.Context, p *plan.Plan, costs Costs, st Statistics
 // optimizer expects each node of the optimized plan to produce (per run),
 // for EXPLAIN (COSTS ON).
 func OptimizeEstimated(ctx context.Context, p *plan.Plan, costs Costs, st Statistics, lim JoinLimits) (map[plan.Node]float64, error) {
+	est, _, err := OptimizeExplained(ctx, p, costs, st, lim)
+	return est, err
+}
+
+// OptimizeExplained is OptimizeEstimated, also returning how each join of
+// the optimized plan chose between a lookup join and a hash join
+// (EXPLAIN (VERBOSE)).
+func OptimizeExplained(ctx context.Context, p *plan.Plan, costs Costs, st Statistics, lim JoinLimits) (map[plan.Node]float64, map[plan.Node]JoinChoice, error) {
 	o, err := newOptimizer(costs, st, lim).run(ctx, p)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out := map[plan.Node]float64{}
 	see := func(n plan.Node) {
@@ -45,7 +53,13 @@ func OptimizeEstimated(ctx context.Context, p *plan.Plan, costs Costs, st Statis
 	for _, c := range p.CTEs {
 		see(c)
 	}
-	return out, nil
+	choices := map[plan.Node]JoinChoice{}
+	for n, c := range o.choices {
+		if _, ok := out[n]; ok { // still in the plan
+			choices[n] = c
+		}
+	}
+	return out, choices, nil
 }
 
 // colStat is what the optimizer knows of a column a scan of a table with

@@ -153,8 +153,8 @@ func init() {
 	}, {
 		name:   "show-jobs",
 		sites:  []site{siteStatement},
-		before: "SHOW JOBS; SHOW JOB n",
-		after:  "SELECT ... FROM cairn_catalog.jobs [WHERE job_id = n]",
+		before: "SHOW JOBS; SHOW JOB n; CANCEL JOB n",
+		after:  "SELECT ... FROM cairn_catalog.jobs [WHERE job_id = n]; SELECT cairn_cancel_job(n)",
 		apply:  applyShowJobs,
 	}}
 }

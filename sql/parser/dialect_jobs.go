@@ -5,6 +5,7 @@ package parser
 //
 //	SHOW JOBS    → SELECT <columns> FROM cairn_catalog.jobs ORDER BY job_id
 //	SHOW JOB n   → ... WHERE job_id = n
+//	CANCEL JOB n → SELECT cairn_cancel_job(n)
 //
 // The view is package jobs' records (sql/pgcatalog jobs.go).
 
@@ -12,6 +13,15 @@ const showJobsSelect = "SELECT job_id, job_type, description, user_name, status,
 	"created, started, modified, finished, error FROM cairn_catalog.jobs"
 
 func applyShowJobs(w *stmtRewriter, i int) (int, error) {
+	if i == 0 && w.word(0) == "cancel" && w.word(1) == "job" {
+		end := len(w.toks) - 1
+		if end != 2 || !w.tok(2).isNumber() {
+			return i, w.errorAt(2, "expected a job ID")
+		}
+		w.note(&w.notes, "show-jobs", 0, end)
+		id := w.src[w.toks[2].start:w.toks[2].end]
+		return len(w.toks), w.replace(0, end, synth(w.toks[0].start, "SELECT cairn_cancel_job("+id+")"))
+	}
 	if i != 0 || w.word(0) != "show" {
 		return i, nil
 	}

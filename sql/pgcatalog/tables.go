@@ -343,7 +343,9 @@ func genType(_ context.Context, _ *snapshot, t *vtable) ([][]types.Datum, error)
 		if typ.Family == types.UnknownFamily {
 			kind, name = "p", "unknown"
 		}
+		in, outFn := builtins.TypeIOFuncs(typ)
 		out = append(out, t.row("oid", typ.Oid, "typname", name, "typnamespace", oidPgCatalog,
+			"typinput", types.DOid(in), "typoutput", types.DOid(outFn),
 			"typowner", oidSuperuser, "typlen", length, "typbyval", byval, "typtype", kind,
 			"typcategory", string(cat), "typispreferred", pref, "typisdefined", true, "typdelim", ",",
 			"typsubscript", subscript, "typelem", elem, "typarray", arr, "typalign", align,
@@ -395,7 +397,7 @@ func genIndex(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error
 			out = append(out, t.row("indexrelid", indexOID(d.ID, ix.ID), "indrelid", d.ID,
 				"indnatts", len(indkey), "indnkeyatts", len(keys), "indisunique", ix.Unique || ix.ID == catalog.PrimaryIndexID,
 				"indisprimary", ix.ID == catalog.PrimaryIndexID, "indimmediate", true, "indisvalid", public,
-				"indisready", public || ix.State == catalog.IndexWriteOnly || ix.State == catalog.IndexBackfilling,
+				"indisready", public || ix.State == catalog.IndexWriteOnly || ix.State == catalog.IndexBackfilling || ix.State == catalog.IndexValidating,
 				"indislive", true, "indkey", indkey, "indcollation", coll, "indclass", class, "indoption", opt,
 				"indpred", pred, "indexprs", indexprs))
 		}

@@ -814,22 +814,41 @@ func spanCondFrom(t0 *catalog.Table, idx *catalog.Index, spans []Span, off int) 
 		eq := 0
 		for eq < len(sp.Start) && eq < len(sp.End) && types.Compare(sp.Start[eq], sp.End[eq]) == 0 &&
 			(eq < len(sp.Start)-1 || sp.EndInclusive && !sp.StartExclusive) {
-			conds = append(conds, fmt.Sprintf("%s = %s", name(eq), lit(eq, sp.Start[eq])))
+			if types.IsNull(sp.Start[eq]) {
+				conds = append(conds, name(eq)+" IS NULL")
+			} else {
+				conds = append(conds, fmt.Sprintf("%s = %s", name(eq), lit(eq, sp.Start[eq])))
+			}
 			eq++
 		}
-		if eq < len(sp.Start) {
+		// NULLs sort after every value in an ascending key, so a span
+		// bounded above by NULL (exclusive) is the span's way of leaving
+		// NULLs out: Postgres prints that as IS NOT NULL, or not at all
+		// when a lower bound already excludes them.
+		hasStart := eq < len(sp.Start)
+		if hasStart {
 			op := ">="
 			if sp.StartExclusive {
 				op = ">"
 			}
-			conds = append(conds, fmt.Sprintf("%s %s %s", name(eq), op, lit(eq, sp.Start[eq])))
+			if types.IsNull(sp.Start[eq]) && !sp.StartExclusive && eq >= len(sp.End) {
+				conds = append(conds, name(eq)+" IS NULL")
+			} else {
+				conds = append(conds, fmt.Sprintf("%s %s %s", name(eq), op, lit(eq, sp.Start[eq])))
+			}
 		}
 		if eq < len(sp.End) {
 			op := "<"
 			if sp.EndInclusive {
 				op = "<="
 			}
-			conds = append(conds, fmt.Sprintf("%s %s %s", name(eq), op, lit(eq, sp.End[eq])))
+			switch {
+			case types.IsNull(sp.End[eq]) && !sp.EndInclusive && hasStart:
+			case types.IsNull(sp.End[eq]) && !sp.EndInclusive:
+				conds = append(conds, name(eq)+" IS NOT NULL")
+			default:
+				conds = append(conds, fmt.Sprintf("%s %s %s", name(eq), op, lit(eq, sp.End[eq])))
+			}
 		}
 		if len(conds) == 1 {
 			alts = append(alts, "("+conds[0]+")")

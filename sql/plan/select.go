@@ -1205,15 +1205,26 @@ func (b *builder) bindTarget(s *scope, rt *pg_query.ResTarget) ([]*target, error
 					ferr = err
 					return false
 				}
-				if len(cols) != 1 {
-					ferr = b.errAt(notSupported("set-returning function %s returning several columns is not supported in the select list", funcName(fc)), fc.Location)
-					return false
-				}
-				name := fmt.Sprintf("\x00srf%d", len(ss.cols))
-				ss.cols[name] = cols[0]
 				t.srfs = append(t.srfs, &SetFunc{Call: call, Cols: cols})
-				x.Node = &pg_query.Node_ColumnRef{ColumnRef: &pg_query.ColumnRef{
-					Fields: []*pg_query.Node{pg_query.MakeStrNode(name)}, Location: fc.Location}}
+				// Each output column becomes a placeholder reference; a
+				// function of several columns (a composite result, as
+				// pgjdbc's _pg_expandarray) is the record of them, named
+				// as its columns are, which (f(...)).col reads.
+				refs := make([]*pg_query.Node, len(cols))
+				names := make([]*pg_query.Node, len(cols))
+				for i, c := range cols {
+					name := fmt.Sprintf("\x00srf%d", len(ss.cols))
+					ss.cols[name] = c
+					refs[i] = &pg_query.Node{Node: &pg_query.Node_ColumnRef{ColumnRef: &pg_query.ColumnRef{
+						Fields: []*pg_query.Node{pg_query.MakeStrNode(name)}, Location: fc.Location}}}
+					names[i] = pg_query.MakeStrNode(c.Name)
+				}
+				if len(refs) == 1 {
+					x.Node = refs[0].Node
+				} else {
+					x.Node = &pg_query.Node_RowExpr{RowExpr: &pg_query.RowExpr{Args: refs, Colnames: names,
+						RowFormat: pg_query.CoercionForm_COERCE_IMPLICIT_CAST, Location: fc.Location}}
+				}
 				return false
 			}
 			return true

@@ -19,6 +19,10 @@ type Buffer struct {
 	bytes int64
 	file  *File
 	n     int64
+	// blocks holds, once the rows are on disk, the file offset of every
+	// blockRows-th row, for RowReader (reserved in acc: 8 bytes per
+	// blockRows rows).
+	blocks []int64
 }
 
 // NewBuffer returns an empty buffer reserving in acc and spilling into
@@ -31,7 +35,7 @@ func NewBuffer(acc *mon.Account, scope *Scope) *Buffer {
 func (b *Buffer) Add(row []types.Datum) error {
 	b.n++
 	if b.file != nil {
-		return b.file.Append(row)
+		return b.appendFile(row)
 	}
 	n := RowSize(row)
 	err := b.acc.Grow(n)
@@ -42,7 +46,7 @@ func (b *Buffer) Add(row []types.Datum) error {
 		}
 		b.file = f
 		for i, r := range b.rows {
-			if err := f.Append(r); err != nil {
+			if err := b.appendFile(r); err != nil {
 				return err
 			}
 			b.rows[i] = nil
@@ -50,7 +54,7 @@ func (b *Buffer) Add(row []types.Datum) error {
 		b.rows = nil
 		b.acc.Shrink(b.bytes)
 		b.bytes = 0
-		return f.Append(row)
+		return b.appendFile(row)
 	}
 	if errors.Is(err, mon.ErrWorkMem) {
 		err = b.acc.Force(n)
@@ -61,6 +65,18 @@ func (b *Buffer) Add(row []types.Datum) error {
 	b.bytes += n
 	b.rows = append(b.rows, row)
 	return nil
+}
+
+// appendFile writes row to the buffer's file, noting where each block of
+// blockRows rows starts.
+func (b *Buffer) appendFile(row []types.Datum) error {
+	if b.file.Rows()%blockRows == 0 {
+		if err := b.acc.Force(8); err != nil {
+			return err
+		}
+		b.blocks = append(b.blocks, b.file.Size())
+	}
+	return b.file.Append(row)
 }
 
 // Len is the number of rows added.
@@ -90,8 +106,9 @@ func (b *Buffer) Close() {
 		b.file = nil
 	}
 	b.rows = nil
-	b.acc.Shrink(b.bytes)
+	b.acc.Shrink(b.bytes + 8*int64(len(b.blocks)))
 	b.bytes = 0
+	b.blocks = nil
 }
 
 type bufIter struct {

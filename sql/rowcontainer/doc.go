@@ -1,10 +1,13 @@
 // Package rowcontainer holds rows that may not fit in memory: an external
 // merge sorter (Sorter), a bounded top-k sorter (TopK), a spillable
-// append-only row list (Buffer) and the temporary files they spill to
+// append-only row list (Buffer) with a reader by position through a
+// bounded cache of row blocks (RowReader) and the temporary files they
+// spill to
 // (TempStorage, Scope, File). SQL operators
 // (sql/exec: sorts, hash aggregation and join partitions, DISTINCT,
-// windows, buffered results) use it, and index builds can share the
-// Sorter: it orders any rows by a caller's comparison.
+// windows, buffered results) use it, and so do online index builds
+// (sql/ddl index_backfill.go), which sort their entries with the Sorter:
+// it orders any rows by a caller's comparison.
 //
 // Flow:
 //

@@ -417,6 +417,82 @@ func TestBuffer(t *testing.T) {
 	}
 }
 
+// TestRowReader: rows read by position, in memory and spilled, in random
+// order and in the patterns window functions use (forward with a lagging
+// and a leading reader), are the rows added, each transformed once per
+// block read; the cache stays within its blocks, and Close releases it.
+func TestRowReader(t *testing.T) {
+	const n = 5000
+	for _, workMem := range []int64{0, 1 << 10} {
+		ts := newTemp(t, 0)
+		node := mon.NewBudget("SQL memory", 0)
+		scope := ts.NewScope()
+		b := NewBuffer(node.NewAccount(workMem), scope)
+		for i := range n {
+			if err := b.Add([]types.Datum{types.DInt(i), types.DString("row")}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if b.Spilled() != (workMem > 0) {
+			t.Fatalf("work_mem %d: spilled %v", workMem, b.Spilled())
+		}
+		cacheAcc := node.NewAccount(0)
+		transforms := 0
+		rr, err := b.RowReader(cacheAcc, 3, func(r []types.Datum) ([]types.Datum, error) {
+			transforms++
+			return []types.Datum{r[0].(types.DInt) * 2}, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		check := func(i int64) {
+			t.Helper()
+			r, err := rr.Row(i)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r[0] != types.DInt(2*i) {
+				t.Fatalf("work_mem %d: row %d is %v", workMem, i, r)
+			}
+		}
+		// Forward, with readers 700 behind and 300 ahead (lag, lead).
+		for i := int64(0); i < n; i++ {
+			check(i)
+			if i >= 700 {
+				check(i - 700)
+			}
+			if i+300 < n {
+				check(i + 300)
+			}
+		}
+		// Three regions further apart than the cache holds: each reads
+		// each block once (a cache that thrashed would read a block
+		// per access, about 3n blocks).
+		if transforms > 3*(n+blockRows) {
+			t.Errorf("work_mem %d: %d rows transformed for %d rows", workMem, transforms, n)
+		}
+		if peak := cacheAcc.Used(); peak > 3*blockRows*RowSize([]types.Datum{types.DInt(0)}) {
+			t.Errorf("work_mem %d: cache holds %d bytes", workMem, peak)
+		}
+		rng := rand.New(rand.NewPCG(1, 2))
+		for range 2000 {
+			check(rng.Int64N(n))
+		}
+		if _, err := rr.Row(n); err == nil {
+			t.Errorf("row %d of %d: no error", n, n)
+		}
+		rr.Close()
+		if cacheAcc.Used() != 0 {
+			t.Errorf("after Close: cache holds %d bytes", cacheAcc.Used())
+		}
+		b.Close()
+		scope.Close()
+		if node.Used() != 0 || ts.Disk().Used() != 0 || filesIn(t, ts.Dir()) != 0 {
+			t.Fatalf("after Close: memory %d, disk %d, files %d", node.Used(), ts.Disk().Used(), filesIn(t, ts.Dir()))
+		}
+	}
+}
+
 // TestTempStorageCleansAtStart: a node's temporary directory is emptied
 // when it starts (files a crashed node left behind).
 func TestTempStorageCleansAtStart(t *testing.T) {

@@ -247,19 +247,25 @@ func (r *Reader) Next() ([]types.Datum, error) {
 		r.Close()
 		return nil, nil
 	}
-	l, err := binary.ReadUvarint(r.r)
+	r.n++
+	return readRow(r.r, &r.buf, &r.file.c)
+}
+
+// readRow reads and decodes one length-prefixed row from r, using *buf
+// for its bytes.
+func readRow(r *bufio.Reader, buf *[]byte, c *codec) ([]types.Datum, error) {
+	l, err := binary.ReadUvarint(r)
 	if err != nil {
 		return nil, fmt.Errorf("rowcontainer: reading temporary file: %w", err)
 	}
-	if uint64(cap(r.buf)) < l {
-		r.buf = make([]byte, l)
+	if uint64(cap(*buf)) < l {
+		*buf = make([]byte, l)
 	}
-	r.buf = r.buf[:l]
-	if _, err := io.ReadFull(r.r, r.buf); err != nil {
+	*buf = (*buf)[:l]
+	if _, err := io.ReadFull(r, *buf); err != nil {
 		return nil, fmt.Errorf("rowcontainer: reading temporary file: %w", err)
 	}
-	r.n++
-	return r.file.c.decodeRow(r.buf)
+	return c.decodeRow(*buf)
 }
 
 // Close releases the reader's descriptor; Next returns nil after it.

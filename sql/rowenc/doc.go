@@ -112,7 +112,11 @@
 //     (FuzzDecodeKey, FuzzDecodeRow).
 //  5. A Schema keeps a dropped column until no packed row written while it
 //     existed survives; a row written under a newer version than the
-//     reader's schema is ErrSchemaTooOld, never misread.
+//     reader's schema is ErrSchemaTooOld, and a packed row under a version
+//     the schema forgot (SchemaHistory.OldestPacked) is ErrCorrupt, never
+//     misread. GC rewrites a packed row written under an older version
+//     (repack.go), and VACUUM forgets the versions a census of the table
+//     finds unused (TestForgetPackingVersions).
 //  6. Within one table and bucket, primary keys sort in primary-key order;
 //     all keys of a group lie in GroupSpan and a table's in its TableSpans
 //     (TestPrimaryKeyOrderProperty, TestColocatedGroupIsContiguous,

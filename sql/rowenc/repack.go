@@ -1,6 +1,7 @@
 package rowenc
 
 import (
+	"encoding/binary"
 	"sync/atomic"
 
 	"github.com/cairn-db/cairn/hlc"
@@ -29,8 +30,10 @@ import (
 //     (an unknown one was added by a newer schema than it knows), and the
 //     row was written under that version or an older one.
 //
-// The packed row is written under the schema's version, so repacking moves
-// old rows to the current version: a dropped column's bytes are left out,
+// A packed row with no column entries is rewritten too when it was
+// written under an older version than the schema's. The packed row is
+// written under the schema's version, so repacking moves old rows to the
+// current version: a dropped column's bytes are left out,
 // and once no row written under a version that had it survives, the
 // catalog may forget the column (invariant 5).
 type Repacker struct {
@@ -103,6 +106,14 @@ func (r *Repacker) Repack(threshold hlc.Timestamp, rowKey []byte, base mvcc.RowV
 		return nil, false
 	}
 	s := t.Layout.Schema
+	if len(cols) == 0 {
+		// A row alone is rewritten only to move it off an older packing
+		// version (what lets the catalog forget a dropped column's type).
+		rd := valueReader{b: base.Value[1:]}
+		if v, err := rd.uvarint(); err != nil || v >= uint64(s.Version) {
+			return nil, false
+		}
+	}
 	m := NewRowMerger(s)
 	m.SetBase(base.Value, base.Timestamp)
 	for _, c := range cols {
@@ -119,12 +130,53 @@ func (r *Repacker) Repack(threshold hlc.Timestamp, rowKey []byte, base mvcc.RowV
 	return out, true
 }
 
-// knows reports whether column id is in the schema, live or dropped.
+// knows reports whether column id is in the schema, live or dropped, or
+// is a dropped column it forgot (SchemaHistory.NextColumnID), whose
+// entries a repack leaves out.
 func (s *Schema) knows(id ColumnID) bool {
+	if id < s.History.NextColumnID {
+		return true
+	}
 	for i := range s.Columns {
 		if s.Columns[i].ID == id {
 			return true
 		}
 	}
 	return false
+}
+
+// PackedVersion implements mvcc.RowFormats for a census (kvpb.GCRequest
+// Census): the owner of a table data key is its index (CensusOwner),
+// whatever table r knows, and a packed row's version is the one its
+// value starts with.
+func (r *Repacker) PackedVersion(key, value []byte) (owner []byte, version uint32, ok bool) {
+	p, _, err := DecodeKeyPrefix(key)
+	if err != nil {
+		return nil, 0, false
+	}
+	owner = CensusOwner(p.Group, p.Table, p.Index)
+	if !IsPacked(value) {
+		return owner, 0, false
+	}
+	rd := valueReader{b: value[1:]}
+	v, err := rd.uvarint()
+	if err != nil || v > uint64(^uint32(0)) {
+		return owner, 0, false
+	}
+	return owner, uint32(v), true
+}
+
+var _ mvcc.RowFormats = (*Repacker)(nil)
+
+// CensusOwner names an index in a census: its group, table and index
+// key ID (buckets of a hash-partitioned table are one owner).
+func CensusOwner(group uint64, table, index uint32) []byte {
+	b := binary.BigEndian.AppendUint64(nil, group)
+	b = binary.BigEndian.AppendUint32(b, table)
+	return binary.BigEndian.AppendUint32(b, index)
+}
+
+// PrimaryCensusOwner is CensusOwner of t's primary index.
+func (t *TableLayout) PrimaryCensusOwner() []byte {
+	return CensusOwner(t.GroupID, t.ID, t.Primary.keyID())
 }

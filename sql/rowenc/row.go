@@ -258,6 +258,9 @@ func decodeBase(s *Schema, base []byte, row []types.Datum) error {
 		}
 		return nil
 	case tagPacked:
+		if uint32(v) < s.History.OldestPacked {
+			return corrupt(fmt.Sprintf("packed row under schema version %d, which was forgotten (oldest kept %d)", v, s.History.OldestPacked))
+		}
 	default:
 		return corrupt(fmt.Sprintf("row tag %#x", base[0]))
 	}

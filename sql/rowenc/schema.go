@@ -46,6 +46,8 @@ func (c *Column) presentAt(v uint32) bool {
 type Schema struct {
 	Version uint32
 	Columns []Column
+	// History is what the schema remembers of the versions forgotten.
+	History SchemaHistory
 
 	live []int // indexes into Columns of the columns present at Version
 
@@ -53,9 +55,35 @@ type Schema struct {
 	layouts map[uint32][]int
 }
 
+// SchemaHistory says which packing versions a Schema has forgotten
+// (invariant 5): the catalog forgets a dropped column once a census of
+// the table found no packed row written under a version that had it.
+type SchemaHistory struct {
+	// OldestPacked is the oldest version a packed row may have been
+	// written under: older versions' layouts may lack forgotten columns,
+	// so a packed row under one is refused (ErrCorrupt), never misread.
+	// Unpacked rows (liveness) of any version stay readable: what they
+	// hold does not depend on dropped columns.
+	OldestPacked uint32
+	// NextColumnID is above every column ID the table ever had (0: not
+	// known): a column entry whose ID is below it and not in Columns
+	// belongs to a forgotten dropped column, which readers ignore and a
+	// repack leaves out, rather than to a column a newer schema added.
+	NextColumnID ColumnID
+}
+
 // NewSchema validates cols and returns the schema at version.
 func NewSchema(version uint32, cols []Column) (*Schema, error) {
-	s := &Schema{Version: version, Columns: cols, layouts: map[uint32][]int{}}
+	return NewSchemaWithHistory(version, cols, SchemaHistory{})
+}
+
+// NewSchemaWithHistory is NewSchema for a table some of whose packing
+// versions were forgotten.
+func NewSchemaWithHistory(version uint32, cols []Column, h SchemaHistory) (*Schema, error) {
+	if h.OldestPacked > version {
+		return nil, fmt.Errorf("rowenc: oldest packed version %d is above schema version %d", h.OldestPacked, version)
+	}
+	s := &Schema{Version: version, Columns: cols, History: h, layouts: map[uint32][]int{}}
 	for i := range cols {
 		c := &cols[i]
 		if i > 0 && cols[i-1].ID >= c.ID {
@@ -69,6 +97,9 @@ func NewSchema(version uint32, cols []Column) (*Schema, error) {
 		}
 		if c.presentAt(version) {
 			s.live = append(s.live, i)
+		}
+		if h.NextColumnID != 0 && c.ID >= h.NextColumnID {
+			return nil, fmt.Errorf("rowenc: column %d is not below the next column ID %d", c.ID, h.NextColumnID)
 		}
 	}
 	return s, nil

@@ -239,6 +239,12 @@ func (b *builder) buildIndirection(ind *pg_query.A_Indirection) (Expr, error) {
 		return b.tooManySubscripts(e, ind.Indirection, slices > 0)
 	}
 	for _, n := range ind.Indirection {
+		if f := n.GetString_(); f != nil {
+			if e, err = b.fieldSelect(e, f.Sval, loc); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		idx, ok := n.Node.(*pg_query.Node_AIndices)
 		if !ok {
 			return nil, b.pos(loc, errUnsupported("field selection is not supported"))

@@ -128,7 +128,7 @@ func (b *builder) build(n *pg_query.Node) (Expr, error) {
 	case *pg_query.Node_SubLink:
 		return b.buildSubLink(v.SubLink)
 	case *pg_query.Node_RowExpr:
-		return nil, b.pos(v.RowExpr.Location, errUnsupported("row expressions are only supported in comparisons"))
+		return b.buildRow(v.RowExpr)
 	case *pg_query.Node_CollateClause:
 		// The binder strips the collations Cairn has (default, C, POSIX):
 		// any other names one that does not exist here.
@@ -1035,4 +1035,46 @@ func isAggregateName(name string) bool {
 		}
 	}
 	return len(ovs) > 0
+}
+
+// buildRow builds ROW(a, b, ...) as a record value (comparisons of rows
+// are expanded field by field before this). Its fields are named by
+// Colnames where the binder set them (a set-returning function's columns),
+// else f1, f2, ... as PostgreSQL names an anonymous row's.
+func (b *builder) buildRow(r *pg_query.RowExpr) (Expr, error) {
+	args := make([]Expr, len(r.Args))
+	fields := make([]types.Field, len(r.Args))
+	for i, a := range r.Args {
+		e, err := b.build(a)
+		if err != nil {
+			return nil, err
+		}
+		if e.Type().Family == types.UnknownFamily {
+			// An untyped literal in a row is text, as in PostgreSQL.
+			if e, err = b.coerce(e, types.Text, location(a)); err != nil {
+				return nil, err
+			}
+		}
+		args[i] = e
+		fields[i] = types.Field{Name: "f" + strconv.Itoa(i+1), T: e.Type()}
+		if i < len(r.Colnames) {
+			fields[i].Name = r.Colnames[i].GetString_().GetSval()
+		}
+	}
+	return &RowCons{Args: args, T: types.MakeRecord(fields)}, nil
+}
+
+// fieldSelect builds (e).name.
+func (b *builder) fieldSelect(e Expr, name string, loc int32) (Expr, error) {
+	t := e.Type()
+	if t.Family != types.RecordFamily {
+		return nil, b.pos(loc, pgerror.New(pgerrcode.WrongObjectType,
+			"column notation .%s applied to type %s, which is not a composite type", name, t.Name()))
+	}
+	i := t.FieldIndex(name)
+	if i < 0 {
+		return nil, b.pos(loc, pgerror.New(pgerrcode.UndefinedColumn,
+			"could not identify column \"%s\" in record data type", name))
+	}
+	return &FieldSelect{Arg: e, Index: i}, nil
 }

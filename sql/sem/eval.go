@@ -210,6 +210,36 @@ func (c *compiler) compile(e Expr) (evalFn, error) {
 		}, nil
 	case *Subscript:
 		return c.subscript(v)
+	case *RowCons:
+		args, err := c.compileAll(v.Args)
+		if err != nil {
+			return nil, err
+		}
+		t := v.T
+		return func(ctx *EvalContext, row []types.Datum) (types.Datum, error) {
+			ds := make([]types.Datum, len(args))
+			for i, f := range args {
+				d, err := f(ctx, row)
+				if err != nil {
+					return nil, err
+				}
+				ds[i] = d
+			}
+			return &types.DTuple{T: t, Elems: ds}, nil
+		}, nil
+	case *FieldSelect:
+		arg, err := c.compile(v.Arg)
+		if err != nil {
+			return nil, err
+		}
+		i := v.Index
+		return func(ctx *EvalContext, row []types.Datum) (types.Datum, error) {
+			d, err := arg(ctx, row)
+			if err != nil || types.IsNull(d) {
+				return types.DNull, err
+			}
+			return d.(*types.DTuple).Elems[i], nil
+		}, nil
 	case *SubqueryRef:
 		return c.subquery(v)
 	case *AggRef:

@@ -228,6 +228,19 @@ type ArrayExpr struct {
 	T     *types.T
 }
 
+// RowCons is ROW(Args...) used as a value: a record of type T, whose
+// fields are named by the binder (f1, f2, ... for a plain ROW).
+type RowCons struct {
+	Args []Expr
+	T    *types.T
+}
+
+// FieldSelect is (Arg).field: field Index of a record.
+type FieldSelect struct {
+	Arg   Expr
+	Index int
+}
+
 // Subscript is Array[Index] (1-based; out of range or NULL yields NULL).
 type Subscript struct {
 	Array, Index Expr
@@ -316,6 +329,8 @@ func (e *AnyAll) Type() *types.T      { return types.Bool }
 func (e *RowCmp) Type() *types.T      { return types.Bool }
 func (e *ArrayExpr) Type() *types.T   { return e.T }
 func (e *Subscript) Type() *types.T   { return subscriptType(e.Array.Type()) }
+func (e *RowCons) Type() *types.T     { return e.T }
+func (e *FieldSelect) Type() *types.T { return e.Arg.Type().Fields[e.Index].T }
 func (e *SubqueryRef) Type() *types.T { return e.T }
 func (e *AggCall) Type() *types.T     { return e.Fn.Return }
 func (e *AggRef) Type() *types.T      { return e.T }
@@ -343,6 +358,8 @@ func (*AnyAll) expr()      {}
 func (*RowCmp) expr()      {}
 func (*ArrayExpr) expr()   {}
 func (*Subscript) expr()   {}
+func (*RowCons) expr()     {}
+func (*FieldSelect) expr() {}
 func (*SubqueryRef) expr() {}
 func (*AggCall) expr()     {}
 func (*AggRef) expr()      {}

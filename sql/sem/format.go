@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cairn-db/cairn/sql/builtins"
 	"github.com/cairn-db/cairn/sql/types"
 )
 
@@ -154,6 +155,12 @@ func (e *RowCmp) String() string {
 }
 
 func (e *ArrayExpr) String() string { return "ARRAY[" + joinExprs(e.Elems, ", ") + "]" }
+
+func (e *RowCons) String() string { return "ROW(" + joinExprs(e.Args, ", ") + ")" }
+
+func (e *FieldSelect) String() string {
+	return "(" + e.Arg.String() + ")." + builtins.QuoteIdent(e.Arg.Type().Fields[e.Index].Name)
+}
 
 func (e *Subscript) String() string {
 	if _, ok := e.Array.(*ColRef); ok {

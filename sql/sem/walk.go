@@ -104,6 +104,10 @@ func children(e Expr) []Expr {
 		return v.Elems
 	case *Subscript:
 		return []Expr{v.Array, v.Index}
+	case *RowCons:
+		return v.Args
+	case *FieldSelect:
+		return []Expr{v.Arg}
 	case *SubqueryRef:
 		if v.Left != nil {
 			return []Expr{v.Left}
@@ -172,6 +176,10 @@ func withChildren(e Expr, k []Expr) Expr {
 		return &ArrayExpr{Elems: k, T: v.T}
 	case *Subscript:
 		return &Subscript{Array: k[0], Index: k[1]}
+	case *RowCons:
+		return &RowCons{Args: k, T: v.T}
+	case *FieldSelect:
+		return &FieldSelect{Arg: k[0], Index: v.Index}
 	case *SubqueryRef:
 		c := *v
 		c.Left = k[0]

@@ -27,7 +27,7 @@ const autoStatsSetting = "sql.stats.automatic_collection.enabled"
 
 // optimize runs the optimizer over p with the node's table statistics.
 func (s *Session) optimize(ctx context.Context, p *plan.Plan) error {
-	return opt.OptimizeStats(ctx, p, opt.DefaultCosts, func(t *catalog.Table) *stats.Table {
+	return opt.OptimizeStats(ctx, p, s.costs(), func(t *catalog.Table) *stats.Table {
 		return s.b.stats.Get(ctx, t)
 	}, s.joinLimits())
 }
@@ -35,9 +35,57 @@ func (s *Session) optimize(ctx context.Context, p *plan.Plan) error {
 // optimizeEstimated is optimize, also returning the row estimates of the
 // optimized plan's nodes (EXPLAIN (COSTS ON)).
 func (s *Session) optimizeEstimated(ctx context.Context, p *plan.Plan) (map[plan.Node]float64, error) {
-	return opt.OptimizeEstimated(ctx, p, opt.DefaultCosts, func(t *catalog.Table) *stats.Table {
+	return opt.OptimizeEstimated(ctx, p, s.costs(), func(t *catalog.Table) *stats.Table {
 		return s.b.stats.Get(ctx, t)
 	}, s.joinLimits())
+}
+
+// optimizeExplained is optimizeEstimated, also returning each join's
+// choice of method (EXPLAIN (VERBOSE)).
+func (s *Session) optimizeExplained(ctx context.Context, p *plan.Plan) (map[plan.Node]float64, map[plan.Node]opt.JoinChoice, error) {
+	return opt.OptimizeExplained(ctx, p, s.costs(), func(t *catalog.Table) *stats.Table {
+		return s.b.stats.Get(ctx, t)
+	}, s.joinLimits())
+}
+
+// verboseAnnotation is EXPLAIN (VERBOSE)'s: the estimate of each node
+// when est is not nil (COSTS ON), and under each join the cost of the
+// method chosen and of the best one rejected.
+func verboseAnnotation(est map[plan.Node]float64, choices map[plan.Node]opt.JoinChoice) func(plan.Node) string {
+	rows := estimateAnnotation(est)
+	return func(n plan.Node) string {
+		out := ""
+		if est != nil {
+			out = rows(n)
+		}
+		if c, ok := choices[n]; ok {
+			if out != "" {
+				out += "\n"
+			}
+			out += c.String()
+		}
+		return out
+	}
+}
+
+// lookupBatch is the batch size of index and lookup joins: the storage
+// profile's (opt.Costs.LookupBatch), or sql.testing.lookup_batch's.
+func (s *Session) lookupBatch() int {
+	if n, _ := strconv.Atoi(s.vars["sql.testing.lookup_batch"]); n > 0 {
+		return n
+	}
+	return int(s.costs().LookupBatch)
+}
+
+// costs is the cost model of the session's storage.profile (the node's
+// --store-profile unless SET overrides it; SET has checked the name),
+// with the network's round trips of a node in a cluster.
+func (s *Session) costs() opt.Costs {
+	c, _ := opt.ProfileCosts(s.vars["storage.profile"])
+	if rtt := s.b.cfg.NetworkRTT; rtt != nil {
+		c = c.WithRoundTrip(rtt())
+	}
+	return c
 }
 
 // joinLimits reads the join search settings (join_collapse_limit,

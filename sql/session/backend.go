@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/kv"
 	"github.com/cairn-db/cairn/pgwire"
 	"github.com/cairn-db/cairn/sql/catalog"
@@ -51,9 +52,21 @@ type Config struct {
 	// unaccounted, and nothing spills (sql/exec's spill.go).
 	Memory      *mon.Budget
 	TempStorage *rowcontainer.TempStorage
+	// StoreProfile is the node's storage profile (storage.Profiles; the
+	// resolved --store-profile): the default of each session's
+	// storage.profile setting. "": ssd.
+	StoreProfile string
+	// NetworkRTT, when set, is the round-trip time a batch to the
+	// tablets' leaseholders pays on the network (the node's measured RTTs
+	// to its peers); the planner adds it to its round trips
+	// (opt.Costs.WithRoundTrip). nil: a node that is a cluster of one.
+	NetworkRTT func() time.Duration
 	// GC runs VACUUM's garbage collection (vacuum.go); nil: VACUUM only
 	// checks its tables (a Backend without a store, in unit tests).
 	GC GC
+	// DrainTimestamp is the cluster-wide bound online schema changes wait
+	// on (ddl.Context.DrainTimestamp); nil: this node's kv.DB's.
+	DrainTimestamp func(ctx context.Context) (hlc.Timestamp, error)
 }
 
 // Backend implements pgwire.Backend over a kv.DB. One Backend serves a
@@ -183,6 +196,9 @@ func (b *Backend) NewSession(ctx context.Context, info pgwire.StartupInfo) (pgwi
 	s.vars["superuser_reserved_connections"] = strconv.Itoa(b.cfg.SuperuserReservedConnections)
 	s.vars["authentication_timeout"] = formatDuration(b.cfg.AuthTimeout)
 	s.vars["session_authorization"] = role.Name
+	if b.cfg.StoreProfile != "" {
+		s.vars["storage.profile"] = b.cfg.StoreProfile
+	}
 	if role.Superuser {
 		s.vars["is_superuser"] = "on"
 	}
@@ -300,3 +316,9 @@ func versionNum(v string) string {
 	}
 	return strconv.Itoa(ma*10000 + mi)
 }
+
+// CatalogWriter returns a catalog writer over txn (nil: one to derive
+// per-transaction writers from with InTxn) that goes through the node's
+// cache, for schema work the node runs outside any session (rolling back
+// an orphaned index build, sql/ddl).
+func (b *Backend) CatalogWriter(txn *kv.Txn) *catalog.Writer { return catalog.NewWriter(txn, b.cache) }

@@ -33,6 +33,10 @@ type cursor struct {
 	// declared describes a DECLAREd cursor for pg_cursors (nil for a
 	// protocol portal's).
 	declared *plan.SessionCursor
+	// held: a WITH HOLD cursor, its rows in memory (materialize);
+	// heldCommitted: its declaring transaction committed, so a later
+	// rollback leaves it open.
+	held, heldCommitted bool
 }
 
 func newCursor(s *Session, p *plan.Plan, rows exec.Rows) *cursor {

@@ -11,6 +11,7 @@ import (
 	"github.com/cairn-db/cairn/sql/parser"
 	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/cairn-db/cairn/sql/plan"
+	"github.com/cairn-db/cairn/sql/types"
 	"github.com/jackc/pgerrcode"
 	pg_query "github.com/pganalyze/pg_query_go/v6"
 )
@@ -18,7 +19,16 @@ import (
 // SQL cursors (DECLARE, FETCH, MOVE, CLOSE): psycopg2's named cursors and
 // similar server-side cursors. A cursor is a running plan kept in the
 // session until CLOSE or the end of its transaction; only forward fetches
-// are supported (Cairn's plans do not scroll), and WITH HOLD is refused.
+// are supported (Cairn's plans do not scroll).
+//
+// A cursor WITH HOLD (Django's QuerySet.iterator() in autocommit declares
+// one) outlives its transaction: its rows are read to the end at DECLARE,
+// in the declaring transaction's snapshot, and kept in the session's
+// memory until CLOSE or the session ends. PostgreSQL reads them at COMMIT
+// instead, from the same snapshot, so the rows are the same; the
+// difference is when an error in the query shows (at DECLARE here). A held
+// cursor goes away if its declaring transaction rolls back, as in
+// PostgreSQL.
 
 // Cursor options of DeclareCursorStmt (PostgreSQL's CURSOR_OPT_*).
 const (
@@ -27,11 +37,9 @@ const (
 )
 
 func (s *Session) declareCursor(x *stmtState, st *parser.Statement, n *pg_query.DeclareCursorStmt, w pgwire.ResultWriter) error {
-	if !s.block {
+	hold := n.Options&cursorOptHold != 0
+	if !s.block && !hold {
 		return pgerror.New(pgerrcode.NoActiveSQLTransaction, "DECLARE CURSOR can only be used in transaction blocks")
-	}
-	if n.Options&cursorOptHold != 0 {
-		return notSupported("DECLARE CURSOR WITH HOLD is not supported")
 	}
 	if n.Options&cursorOptScroll != 0 {
 		return notSupported("DECLARE SCROLL CURSOR is not supported")
@@ -52,7 +60,12 @@ func (s *Session) declareCursor(x *stmtState, st *parser.Statement, n *pg_query.
 		s.sqlCursors = make(map[string]*cursor)
 	}
 	// is_binary stays false: FETCH sends text whatever DECLARE said.
-	c.declared = &plan.SessionCursor{Name: n.Portalname, Statement: st.Original, Created: time.Now()}
+	c.declared = &plan.SessionCursor{Name: n.Portalname, Statement: st.Original, Holdable: hold, Created: time.Now()}
+	if hold {
+		if err := c.materialize(x.ctx); err != nil {
+			return err
+		}
+	}
 	s.sqlCursors[n.Portalname] = c
 	return w.Complete("DECLARE CURSOR")
 }
@@ -68,7 +81,7 @@ func (s *Session) DescribeCursor(name string) ([]pgwire.Column, bool) {
 }
 
 // cursorRows lists the open SQL cursors for pg_cursors, by name. None can
-// be held or scrolled (both are refused at DECLARE).
+// be scrolled (refused at DECLARE).
 func (s *Session) cursorRows() []plan.SessionCursor {
 	out := make([]plan.SessionCursor, 0, len(s.sqlCursors))
 	for _, c := range s.sqlCursors {
@@ -168,4 +181,61 @@ func (s *Session) closeCursor(n *pg_query.ClosePortalStmt, w pgwire.ResultWriter
 	c.close()
 	delete(s.sqlCursors, n.Portalname)
 	return w.Complete("CLOSE CURSOR")
+}
+
+// materialize reads a cursor's remaining rows into memory and ends its
+// plan, so that the cursor no longer needs its transaction (WITH HOLD).
+func (c *cursor) materialize(ctx context.Context) error {
+	var rows [][]types.Datum
+	for {
+		row, err := c.rows.Next(ctx)
+		if err != nil {
+			c.close()
+			return err
+		}
+		if row == nil {
+			break
+		}
+		rows = append(rows, append([]types.Datum(nil), row...))
+	}
+	c.rows.Close()
+	delete(c.s.cursors, c) // the transaction's end no longer closes it
+	c.rows = &heldRows{rows: rows}
+	c.held = true
+	return nil
+}
+
+// heldRows are a held cursor's rows, read at DECLARE.
+type heldRows struct {
+	rows [][]types.Datum
+	next int
+}
+
+func (h *heldRows) Next(context.Context) ([]types.Datum, error) {
+	if h.next >= len(h.rows) {
+		return nil, nil
+	}
+	h.next++
+	return h.rows[h.next-1], nil
+}
+
+func (h *heldRows) Close()              { h.rows = nil }
+func (h *heldRows) RowsAffected() int64 { return int64(h.next) }
+
+// keepHeldCursors is what the end of a transaction leaves of the SQL
+// cursors: the held ones, unless the transaction that declared them rolls
+// back (committed: the transaction ended with a commit).
+func (s *Session) keepHeldCursors(committed bool) map[string]*cursor {
+	var keep map[string]*cursor
+	for name, c := range s.sqlCursors {
+		if !c.held || !committed && !c.heldCommitted {
+			continue
+		}
+		c.heldCommitted = true
+		if keep == nil {
+			keep = map[string]*cursor{}
+		}
+		keep[name] = c
+	}
+	return keep
 }

@@ -244,7 +244,12 @@ func (s *Session) ddlContext(x *stmtState, txn *kv.Txn, w pgwire.ResultWriter, s
 		PackedSizeLimit: limit,
 		DB:              s.b.db,
 		AutoCommit:      !s.block && !s.multiImplicit,
+		InBlock:         s.block,
 		HashBuckets:     s.vars["sql.defaults.default_hash_sharded_index_bucket_count"],
+		DrainTimestamp:  s.b.cfg.DrainTimestamp,
+		BackendPID:      int32(s.pid),
+		Memory:          s.b.cfg.Memory,
+		TempStorage:     s.b.cfg.TempStorage,
 	}
 }
 
@@ -319,6 +324,9 @@ func (s *Session) execContext(x *stmtState, txn *kv.Txn, params []types.Datum) *
 		Virtual:         &a.virt,
 		PackedRows:      packed,
 		PackedSizeLimit: limit,
+		// The storage profile sizes lookup batches (opt.Costs.LookupBatch).
+		LookupBatch:      s.lookupBatch(),
+		LookupInputOrder: s.vars["sql.testing.lookup_input_order"] == "on",
 		CatalogWriter: func() *catalog.Writer {
 			s.txnWroteCatalog = true
 			// Catalog writes go out as intents, as DDL's do; a failed

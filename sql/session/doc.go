@@ -78,7 +78,8 @@
 //   - extra_float_digits is accepted (-15..3, as in Postgres) but floats
 //     always print in the shortest exact form, which is what 1..3 mean in
 //     PostgreSQL 12+; values of 0 and below do not round the output.
-//   - Cursors WITH HOLD or SCROLL, and FETCH backward, are 0A000.
+//   - SCROLL cursors and FETCH backward are 0A000; a cursor WITH HOLD
+//     reads its rows to the end at DECLARE and keeps them in memory.
 //   - Plans are custom: every Execute binds its statement again, with the
 //     parameter values in the plan as constants (PostgreSQL's custom
 //     plans, params.go), so $n in WHERE gives index spans. The one

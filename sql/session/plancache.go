@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/cairn-db/cairn/kv"
+	"github.com/cairn-db/cairn/sql/builtins"
 	"github.com/cairn-db/cairn/sql/catalog"
 	"github.com/cairn-db/cairn/sql/parser"
 	"github.com/cairn-db/cairn/sql/pgerror"
@@ -30,8 +31,13 @@ import (
 // scan of exactly one point span made of the parameter values, whatever
 // they are (a NULL parameter aside: the statement then re-plans). For
 // such a statement the first Execute keeps the optimized plan; later ones
-// copy it with the new values as the span. Anything else re-plans every
-// time, as PostgreSQL's custom plans do.
+// copy it with the new values as the span. A hash-sharded primary key
+// (CockroachDB's USING HASH) is the same shape with the shard column in
+// front: the optimizer derives the shard from the values (the point lies
+// in one bucket), and so does instantiate, with builtins.ShardBucket when
+// the shard column holds the expression the DDL writes (an index on an
+// expression re-plans). Anything else re-plans every time, as
+// PostgreSQL's custom plans do.
 //
 // The cached plan is valid for one catalog generation (descriptors,
 // hence indexes and column types, are those the generation names), one
@@ -60,8 +66,12 @@ type pointPlan struct {
 	// p is the optimized plan of the Execute that made it; it is never
 	// started itself, only copied.
 	p *plan.Plan
-	// params[i] is the parameter (0-based) giving primary-key column i.
+	// params[i] is the parameter (0-based) giving primary-key column i
+	// (after the shard column of a hash-sharded key).
 	params []int
+	// buckets, for a hash-sharded primary key, is its bucket count: the
+	// span starts with the bucket of the parameters' values.
+	buckets uint32
 }
 
 // planCacheKey returns the key for a statement of the current
@@ -86,12 +96,22 @@ func (s *Session) planCacheKey(ctx context.Context, txn *kv.Txn) (planKey, bool,
 // parameters name, or nil if they do not fit it (a NULL, a different
 // type).
 func (pp *pointPlan) instantiate(params []types.Datum) *plan.Plan {
-	key := make([]types.Datum, len(pp.params))
-	for i, j := range pp.params {
+	key := make([]types.Datum, 0, len(pp.params)+1)
+	if pp.buckets > 0 {
+		key = append(key, nil) // the shard, below
+	}
+	for _, j := range pp.params {
 		if j >= len(params) || types.IsNull(params[j]) {
 			return nil
 		}
-		key[i] = params[j]
+		key = append(key, params[j])
+	}
+	if pp.buckets > 0 {
+		b, err := builtins.ShardBucket(pp.buckets, key[1:]...)
+		if err != nil {
+			return nil
+		}
+		key[0] = types.DInt(b)
 	}
 	p := *pp.p
 	p.Root = copyChain(pp.p.Root, func(sc *plan.Scan) {
@@ -119,7 +139,7 @@ func copyChain(n plan.Node, f func(*plan.Scan)) plan.Node {
 
 // pointParams inspects a bound plan, before its parameters are
 // substituted: if its only parameters appear as `col = $n` conjuncts of
-// one predicate holding nothing else, with the column of the parameter's
+// one predicate holding nothing else (or `col IN ($n)` of one element), with the column of the parameter's
 // exact type, it returns the parameters so used (0-based; nil: not a
 // candidate).
 func pointParams(p *plan.Plan, nparams int) []int {
@@ -139,15 +159,28 @@ func pointParams(p *plan.Plan, nparams int) []int {
 	var out []int
 	seen := map[int]bool{}
 	for _, c := range conjunctsOf(holders[0]) {
-		cmp, ok := c.(*sem.Cmp)
-		if !ok || cmp.Op != sem.EQ {
+		var l, r sem.Expr
+		switch v := c.(type) {
+		case *sem.Cmp:
+			if v.Op != sem.EQ {
+				return nil
+			}
+			l, r = v.Left, v.Right
+		case *sem.In:
+			// `col IN ($n)`, one element, is `col = $n` (the kv
+			// workload's reads of one key).
+			if v.Negated || len(v.List) != 1 {
+				return nil
+			}
+			l, r = v.Left, v.List[0]
+		default:
 			return nil
 		}
-		ref, rok := cmp.Left.(*sem.ColRef)
-		prm, pok := cmp.Right.(*sem.Param)
+		ref, rok := l.(*sem.ColRef)
+		prm, pok := r.(*sem.Param)
 		if !rok || !pok {
-			ref, rok = cmp.Right.(*sem.ColRef)
-			prm, pok = cmp.Left.(*sem.Param)
+			ref, rok = r.(*sem.ColRef)
+			prm, pok = l.(*sem.Param)
 		}
 		if !rok || !pok || prm.Index < 1 || prm.Index > nparams || seen[prm.Index-1] ||
 			!ref.T.Identical(prm.T) || !pointKeyType(prm.T) {
@@ -213,16 +246,31 @@ func newPointPlan(key planKey, p *plan.Plan, candidates []int, params []types.Da
 	t := sc.Table
 	if t == nil || (sc.Index != nil && sc.Index.ID != t.PrimaryIndex.ID) || sc.Filter != nil ||
 		sc.Buckets != nil || t.Partitioning.Kind == catalog.PartitionHash || sc.HardLimit != 0 ||
-		len(sc.Spans) != 1 || len(t.PrimaryIndex.KeyColumnIDs) != len(candidates) {
-		return nil
-	}
-	sp := sc.Spans[0]
-	if sp.StartExclusive || !sp.EndInclusive || len(sp.Start) != len(candidates) || len(sp.End) != len(candidates) {
+		len(sc.Spans) != 1 {
 		return nil
 	}
 	pp := &pointPlan{key: key}
+	first := 0 // the first key column a parameter gives
+	if hs := t.PrimaryIndex.HashSharding; hs != nil {
+		if !standardShard(t, &t.PrimaryIndex) {
+			return nil
+		}
+		pp.buckets, first = uint32(hs.Buckets), 1
+	}
+	sp := sc.Spans[0]
+	n := first + len(candidates)
+	if len(t.PrimaryIndex.KeyColumnIDs) != n || sp.StartExclusive || !sp.EndInclusive || len(sp.Start) != n || len(sp.End) != n {
+		return nil
+	}
+	if first == 1 {
+		// The optimizer's shard must be the one instantiate computes.
+		b, err := builtins.ShardBucket(pp.buckets, sp.Start[1:]...)
+		if err != nil || types.IsNull(sp.Start[0]) || types.Compare(sp.Start[0], types.DInt(b)) != 0 || types.Compare(sp.End[0], sp.Start[0]) != 0 {
+			return nil
+		}
+	}
 	used := map[int]bool{}
-	for i := range sp.Start {
+	for i := first; i < n; i++ {
 		if types.IsNull(sp.Start[i]) || types.Compare(sp.Start[i], sp.End[i]) != 0 {
 			return nil
 		}
@@ -248,6 +296,25 @@ func newPointPlan(key planKey, p *plan.Plan, candidates []int, params []types.Da
 	c.Root = copyChain(p.Root, func(*plan.Scan) {})
 	pp.p = &c
 	return pp
+}
+
+// standardShard reports whether idx's shard column holds the expression
+// the DDL writes over its key columns after the shard (builtins.ShardExpr),
+// which builtins.ShardBucket computes.
+func standardShard(t *catalog.Table, idx *catalog.Index) bool {
+	col := t.ColumnByID(idx.HashSharding.ShardColumnID)
+	if col == nil || len(idx.KeyColumnIDs) < 2 || idx.KeyColumnIDs[0] != col.ID {
+		return false
+	}
+	args := make([]string, 0, len(idx.KeyColumnIDs)-1)
+	for _, id := range idx.KeyColumnIDs[1:] {
+		c := t.ColumnByID(id)
+		if c == nil || c.IsIndexExpr() {
+			return false
+		}
+		args = append(args, builtins.QuoteIdent(c.Name))
+	}
+	return col.ComputedExpr == builtins.ShardExpr(args, idx.HashSharding.Buckets)
 }
 
 // Simple-protocol statements. A query sent as text carries its values as

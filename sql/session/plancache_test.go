@@ -121,6 +121,56 @@ func TestPreparedPointPlanCache(t *testing.T) {
 		t.Errorf("kv2 (2, y): %s", got)
 	}
 
+	// A hash-sharded primary key: the bucket is computed from each
+	// execution's values, so every key is found in its own bucket.
+	mustExec(t, b, "CREATE TABLE hkv (k int PRIMARY KEY USING HASH WITH (bucket_count = 8), v int)")
+	mustExec(t, b, "INSERT INTO hkv SELECT g, g * 3 FROM generate_series(1, 64) g")
+	mustExec(t, b, "CREATE TABLE hkv2 (a int, b text, v int, PRIMARY KEY (a, b) USING HASH WITH (bucket_count = 5))")
+	mustExec(t, b, "INSERT INTO hkv2 VALUES (1, 'x', 11), (1, 'y', 12), (2, 'x', 21)")
+	hits0 = metric(t, srv, "cairn_sql_plan_cache_hits_total")
+	for i := 1; i <= 64; i++ {
+		if got, want := get(a, "SELECT v FROM hkv WHERE k = $1", i), strconv.Itoa(i*3); got != want {
+			t.Fatalf("hkv k %d: %s, want %s", i, got, want)
+		}
+	}
+	if hits := metric(t, srv, "cairn_sql_plan_cache_hits_total") - hits0; hits < 60 {
+		t.Errorf("%v of 64 executions on a hash-sharded key reused the plan", hits)
+	}
+	// The kv workload's read of one key: IN of one element.
+	hits0 = metric(t, srv, "cairn_sql_plan_cache_hits_total")
+	for i := 1; i <= 20; i++ {
+		if got, want := get(a, "SELECT v FROM hkv WHERE k IN ($1)", i), strconv.Itoa(i*3); got != want {
+			t.Fatalf("hkv k IN (%d): %s, want %s", i, got, want)
+		}
+	}
+	if hits := metric(t, srv, "cairn_sql_plan_cache_hits_total") - hits0; hits < 16 {
+		t.Errorf("%v of 20 executions of k IN ($1) reused the plan", hits)
+	}
+	for _, tc := range []struct {
+		arg  any
+		want string
+	}{{nil, "none"}, {65, "none"}, {-3, "none"}, {9, "27"}} {
+		if got := get(a, "SELECT v FROM hkv WHERE k = $1", tc.arg); got != tc.want {
+			t.Errorf("hkv k %v: %s, want %s", tc.arg, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		a    int
+		b    string
+		want string
+	}{{1, "y", "12"}, {2, "x", "21"}, {1, "x", "11"}, {2, "y", "none"}} {
+		if got := get(a, "SELECT v FROM hkv2 WHERE b = $2 AND a = $1", tc.a, tc.b); got != tc.want {
+			t.Errorf("hkv2 (%d, %s): %s, want %s", tc.a, tc.b, got, tc.want)
+		}
+	}
+	// A new bucket count: the cached plan's buckets are the old ones.
+	mustExec(t, b, "ALTER INDEX hkv_pkey SET (bucket_count = 3)")
+	for i := 1; i <= 64; i += 7 {
+		if got, want := get(a, "SELECT v FROM hkv WHERE k = $1", i), strconv.Itoa(i*3); got != want {
+			t.Fatalf("hkv k %d after the bucket count changed: %s, want %s", i, got, want)
+		}
+	}
+
 	// Another session's DDL: the old plan names the old table.
 	mustExec(t, b, "ALTER TABLE acct RENAME TO acct_old")
 	mustExec(t, b, "CREATE TABLE acct (id int PRIMARY KEY, bal int)")

@@ -168,6 +168,28 @@ func TestPortalSuspension(t *testing.T) {
 	if got != want {
 		t.Errorf("declared cursor:\ngot  %s\nwant %s", got, want)
 	}
+	// Any error inside a block aborts it, whichever message caused it:
+	// Describe and Bind of what does not exist included (PostgreSQL 15
+	// answers E, and the next statement 25P02, until ROLLBACK).
+	for _, bad := range []pgproto3.FrontendMessage{
+		&pgproto3.Describe{ObjectType: 'P', Name: "nosuch"},
+		&pgproto3.Describe{ObjectType: 'S', Name: "nosuch"},
+		&pgproto3.Bind{PreparedStatement: "nosuch"},
+		&pgproto3.Execute{Portal: "nosuch"},
+	} {
+		fe.Send(&pgproto3.Query{String: "BEGIN"})
+		fe.Send(bad)
+		fe.Send(&pgproto3.Sync{})
+		fe.Send(&pgproto3.Query{String: "SELECT 1"})
+		fe.Send(&pgproto3.Query{String: "ROLLBACK"})
+		if err := fe.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		got = readUntilReady(t, fe) + " " + readUntilReady(t, fe) + " " + readUntilReady(t, fe) + " " + readUntilReady(t, fe)
+		if !strings.HasSuffix(got, "ReadyForQuery(E) Error(25P02 current transaction is aborted, commands ignored until end of transaction block) ReadyForQuery(E) CommandComplete(ROLLBACK) ReadyForQuery(I)") {
+			t.Errorf("%T in a block:\ngot  %s\nwant the block aborted (E), then 25P02, then ROLLBACK", bad, got)
+		}
+	}
 }
 
 // readUntilReady reads backend messages up to ReadyForQuery and renders

@@ -342,7 +342,7 @@ func (s *Session) endTxn(ctx context.Context, commit bool) error {
 	for c := range s.cursors {
 		c.close()
 	}
-	s.cursors, s.sqlCursors = nil, nil
+	s.cursors = nil
 	var err error
 	if s.txn != nil {
 		if commit {
@@ -368,6 +368,7 @@ func (s *Session) endTxn(ctx context.Context, commit bool) error {
 			s.vars[k] = v
 		}
 	}
+	s.sqlCursors = s.keepHeldCursors(commit)
 	s.applyDerived()
 	s.endTxnStats(commit)
 	s.txn, s.inTxn, s.block, s.aborted, s.extImplicit = nil, false, false, false, false
@@ -383,7 +384,7 @@ func (s *Session) abortBlock(ctx context.Context) {
 	for c := range s.cursors {
 		c.close()
 	}
-	s.cursors, s.sqlCursors = nil, nil
+	s.cursors, s.sqlCursors = nil, s.keepHeldCursors(false)
 	// Without savepoints nothing can resume the transaction: roll it back
 	// now to release its locks early. With them, ROLLBACK TO needs it.
 	if s.txn != nil && len(s.savepoints) == 0 {
@@ -393,6 +394,10 @@ func (s *Session) abortBlock(ctx context.Context) {
 	}
 	s.aborted = true
 }
+
+// FailStatement implements pgwire.StatementFailer: an error pgwire found
+// in the extended protocol fails the statement as one of ours would.
+func (s *Session) FailStatement(ctx context.Context) { s.failStatement(ctx) }
 
 // failStatement reacts to a statement's error: a block becomes aborted,
 // an implicit transaction rolls back.

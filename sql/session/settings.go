@@ -97,6 +97,8 @@ var settingsList = []*setting{
 	{name: "storage.packed_rows.enabled", def: "on", check: checkBool, desc: "Stores each row's columns packed in one value."},
 	{name: "sql.stats.automatic_collection.enabled", def: "on", check: checkBool, desc: "Collects table statistics in the background when this session's changes make them stale."},
 	{name: "sql.testing.work_mem_bytes", def: "0", check: checkIntRange(0, 1<<40), desc: "For tests: when above 0, the per-operator memory limit in bytes, overriding work_mem (so tiny inputs spill)."},
+	{name: "sql.testing.lookup_batch", def: "0", check: checkIntRange(0, 1<<20), desc: "For benchmarks: when above 0, the input rows an index or lookup join looks up per batch, overriding the storage profile's size."},
+	{name: "sql.testing.lookup_input_order", def: "off", check: checkBool, desc: "For benchmarks: index and lookup joins read their keys in input order, unsorted, as Cairn did before reads in storage order (bench/readplan's baseline)."},
 	{name: "sql.defaults.default_hash_sharded_index_bucket_count", def: "16", check: checkIntRange(2, 2048), desc: "Bucket count of a hash-sharded index created with USING HASH and no BUCKET_COUNT."},
 	{name: "storage.packed_rows.size_limit", def: "0", check: checkIntRange(0, 1<<30), desc: "Largest packed row in bytes (0: no limit); larger rows are stored one column per key."},
 	{name: "distsql", def: "auto", check: checkEnum("off", "auto", "on"), desc: "Sets when a statement runs as distributed fragments on the tablets' leaseholders (off; auto: when its fragments are on more than one node; on: whenever it qualifies)."},
@@ -105,6 +107,10 @@ var settingsList = []*setting{
 	{name: "join_collapse_limit", def: "8", check: checkIntRange(1, math.MaxInt32), desc: "Sets the FROM-list size beyond which JOIN constructs are not flattened."},
 	{name: "from_collapse_limit", def: "8", check: checkIntRange(1, math.MaxInt32), desc: "Sets the FROM-list size beyond which subqueries are not collapsed."},
 	{name: "geqo", def: "on", check: checkBool, desc: "Enables the heuristic join search (Cairn's is greedy, not genetic) for FROM lists of geqo_threshold items or more."},
+	// storage.profile prices the planner's reads (sql/opt's Costs): its
+	// default is the node's --store-profile (NewSession), and SET
+	// overrides it for the session (docs/sql.md, "Storage profiles").
+	{name: "storage.profile", def: "ssd", check: checkEnum("ssd", "hdd", "object-store"), desc: "Sets the storage profile the planner prices reads by (ssd, hdd, object-store); defaults to the node's --store-profile."},
 	{name: "geqo_threshold", def: "12", check: checkIntRange(2, math.MaxInt32), desc: "Sets the threshold of FROM items beyond which the heuristic join search is used."},
 }
 

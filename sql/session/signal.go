@@ -1,11 +1,14 @@
 package session
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/cairn-db/cairn/sql/builtins"
 	"github.com/cairn-db/cairn/sql/catalog"
+	"github.com/cairn-db/cairn/sql/ddl"
+	"github.com/cairn-db/cairn/sql/jobs"
 	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/jackc/pgerrcode"
 )
@@ -72,4 +75,25 @@ func (e *evalCtx) warn(msg string) {
 	if x := e.x; x.w != nil {
 		x.s.notice(x.w, "WARNING", pgerrcode.Warning, msg)
 	}
+}
+
+// CancelJob is builtins.JobCanceller: CANCEL JOB asks the job to stop
+// through its cancel key (jobs.RequestCancel); the job rolls back.
+func (e *evalCtx) CancelJob(id int64) error {
+	// Only index builds watch their cancel key (sql/ddl index_job.go); a
+	// table move is cancelled through its statement.
+	if r, ok, err := jobs.Get(e.x.ctx, e.x.s.b.db, id); err != nil {
+		return err
+	} else if ok && r.Type != ddl.IndexJobType {
+		return pgerror.New(pgerrcode.FeatureNotSupported, "CANCEL JOB of a %s job is not supported", r.Type).
+			WithHint("Cancel the statement running it (pg_cancel_backend).")
+	}
+	err := jobs.RequestCancel(e.x.ctx, e.x.s.b.db, id)
+	switch {
+	case errors.Is(err, jobs.ErrNoJob):
+		return pgerror.New(pgerrcode.UndefinedObject, "job with ID %d does not exist", id)
+	case errors.Is(err, jobs.ErrNotRunning):
+		return pgerror.New(pgerrcode.ObjectNotInPrerequisiteState, "job %d is not running", id)
+	}
+	return err
 }

@@ -23,7 +23,7 @@ var explainColumns = []plan.Column{{Name: "QUERY PLAN", T: types.Text}}
 
 // explain runs EXPLAIN [ANALYZE] [(options)] over a plannable statement.
 func (s *Session) explain(x *stmtState, st *parser.Statement, n *pg_query.ExplainStmt, w pgwire.ResultWriter, b *bound) error {
-	analyze, costs := false, false
+	analyze, costs, verbose := false, false, false
 	summary := true // with ANALYZE, as in PostgreSQL; SUMMARY OFF drops it
 	for _, o := range n.Options {
 		de := o.GetDefElem()
@@ -59,7 +59,15 @@ func (s *Session) explain(x *stmtState, st *parser.Statement, n *pg_query.Explai
 				return pgerror.New(pgerrcode.SyntaxError, "summary requires a Boolean value")
 			}
 			summary = on == "on"
-		case "verbose", "settings", "buffers", "wal", "timing", "generic_plan":
+		case "verbose":
+			// Cairn's VERBOSE adds, under each join the optimizer chose a
+			// method for, that method's cost and the best rejected one's.
+			on, err := checkBool(s, v)
+			if err != nil {
+				return pgerror.New(pgerrcode.SyntaxError, "verbose requires a Boolean value")
+			}
+			verbose = on == "on"
+		case "settings", "buffers", "wal", "timing", "generic_plan":
 			// Accepted; the text format prints what plan.Explain prints.
 		default:
 			return pgerror.New(pgerrcode.SyntaxError, "unrecognized EXPLAIN option %q", de.Defname)
@@ -117,32 +125,46 @@ func (s *Session) explain(x *stmtState, st *parser.Statement, n *pg_query.Explai
 			return err
 		}
 		substituteParams(p, b.params, x.types())
-		var est map[plan.Node]float64
-		if !costs {
-			err = s.optimize(x.ctx, p)
-		} else {
-			est, err = s.optimizeEstimated(x.ctx, p)
-		}
-		if err != nil {
-			return err
+		// The annotation of each node: estimated costs (and, VERBOSE, the
+		// join choices) unless COSTS OFF, then where it would run.
+		var base func(plan.Node) string
+		switch {
+		case verbose:
+			est, choices, err := s.optimizeExplained(x.ctx, p)
+			if err != nil {
+				return err
+			}
+			if !costs {
+				est = nil
+			}
+			base = verboseAnnotation(est, choices)
+		case !costs:
+			if err := s.optimize(x.ctx, p); err != nil {
+				return err
+			}
+		default:
+			est, err := s.optimizeEstimated(x.ctx, p)
+			if err != nil {
+				return err
+			}
+			base = estimateAnnotation(est)
 		}
 		// Which subtrees would run as distributed fragments, and where
 		// (nil when none would).
 		dist := exec.DistributionAnnotator(x.ctx, s.execContext(x, txn, b.params), p)
-		var annotate func(plan.Node) string
-		switch {
-		case costs:
+		annotate := base
+		if dist != nil {
 			annotate = func(n plan.Node) string {
-				a := estimateAnnotation(est)(n)
-				if dist != nil {
-					if d := dist(n); d != "" {
-						a += "\n" + d
-					}
+				d := dist(n)
+				if base == nil {
+					return d
+				}
+				a := base(n)
+				if d != "" {
+					a += "\n" + d
 				}
 				return a
 			}
-		case dist != nil:
-			annotate = dist
 		}
 		lines = plan.Explain(p, annotate)
 	}
@@ -362,7 +384,7 @@ func (s *Session) vacuum(x *stmtState, n *pg_query.VacuumStmt, w pgwire.ResultWr
 			if err != nil {
 				return err
 			}
-			targets = append(targets, vacuumTarget{name: fmt.Sprintf("%q", rel.Table.Name), spans: l.TableSpans()})
+			targets = append(targets, vacuumTarget{name: fmt.Sprintf("%q", rel.Table.Name), id: rel.Table.ID, spans: l.TableSpans()})
 		}
 	}
 	if n.IsVacuumcmd {

@@ -287,6 +287,8 @@ func datumType(d Datum) *T {
 		return Text
 	case ArrayFamily:
 		return MustArray(d.(*DArray).Elem)
+	case RecordFamily:
+		return d.(*DTuple).T
 	}
 	for _, t := range Scalars {
 		if t.Family == d.Family() {

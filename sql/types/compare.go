@@ -138,6 +138,10 @@ func Compare(a, b Datum) int {
 			}
 			return cmp.Compare(len(x.Elems), len(y.Elems))
 		}
+	case *DTuple:
+		if y, ok := b.(*DTuple); ok {
+			return compareRecords(x, y)
+		}
 	}
 	panic("types.Compare: cannot compare " + a.Family().String() + " with " + b.Family().String())
 }
@@ -234,6 +238,13 @@ func hashKey(dst []byte, d Datum) []byte {
 		return binary.BigEndian.AppendUint64(dst, uint64(rem))
 	case *DJSON:
 		return v.JSON.appendHashKey(append(dst, byte(JSONBFamily)))
+	case *DTuple:
+		dst = append(dst, byte(RecordFamily))
+		dst = binary.BigEndian.AppendUint32(dst, uint32(len(v.Elems)))
+		for _, e := range v.Elems {
+			dst = hashKey(dst, e)
+		}
+		return dst
 	case *DArray:
 		dst = append(dst, byte(ArrayFamily))
 		dst = binary.BigEndian.AppendUint32(dst, uint32(len(v.Elems)))

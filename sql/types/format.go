@@ -78,6 +78,8 @@ func AppendFormat(dst []byte, ctx *Context, t *T, d Datum) []byte {
 			return appendVector(dst, v)
 		}
 		return appendArray(appendBounds(dst, v), ctx, v)
+	case *DTuple:
+		return appendRecord(dst, ctx, v)
 	}
 	panic("types.Format: unknown datum " + d.Family().String())
 }

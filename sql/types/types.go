@@ -39,6 +39,10 @@ const (
 	// EnumFamily is a user-defined enum type (CREATE TYPE ... AS ENUM);
 	// its members are in T.Enum (see enum.go).
 	EnumFamily
+	// RecordFamily is an anonymous composite value, PostgreSQL's record
+	// (ROW(...), a set-returning function of several columns in a select
+	// list); its fields are in T.Fields (see record.go).
+	RecordFamily
 )
 
 var familyNames = [...]string{
@@ -47,6 +51,7 @@ var familyNames = [...]string{
 	TimeFamily: "time", TimestampFamily: "timestamp", TimestampTZFamily: "timestamptz",
 	IntervalFamily: "interval", UUIDFamily: "uuid", JSONBFamily: "jsonb", OidFamily: "oid",
 	ArrayFamily: "array", JSONTextFamily: "json", EnumFamily: "enum",
+	RecordFamily: "record",
 }
 
 func (f Family) String() string {
@@ -71,6 +76,8 @@ type T struct {
 	Elem *T
 	// Enum holds the labels of an EnumFamily type (nil otherwise).
 	Enum *EnumMeta
+	// Fields are the named fields of a RecordFamily type, in order.
+	Fields []Field
 }
 
 // The built-in types. Ts with modifiers are built by MakeVarChar, MakeChar,
@@ -287,6 +294,8 @@ func (t *T) Equivalent(u *T) bool {
 // "character varying(10)", "timestamp with time zone", "integer[]".
 func (t *T) Name() string {
 	switch t.Family {
+	case RecordFamily:
+		return "record"
 	case EnumFamily:
 		return t.Enum.Name
 	case ArrayFamily:
@@ -369,6 +378,9 @@ func (t *T) String() string { return t.Name() }
 
 // PGName returns the pg_type.typname of t ("int4", "_int4", "varchar").
 func (t *T) PGName() string {
+	if t.Family == RecordFamily {
+		return "record"
+	}
 	if IsVector(t) {
 		return vectorName(t)
 	}

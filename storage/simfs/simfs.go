@@ -2,6 +2,21 @@
 // that adds a storage profile's latency to reads and syncs, fails writes and
 // syncs on demand (a full or broken disk), and counts what it sees.
 //
+// A profile prices a read by where it lands: every read pays ReadLatency
+// (a sequential block off a disk, one request to an object store), a read
+// that does not start where the previous read of the same file handle
+// ended pays SeekLatency too (a disk head moving), and Bandwidth charges
+// for the bytes. A disk that reads a short way ahead lets the platter
+// turn under the head rather than seek: a forward gap it passes over in
+// less than SeekLatency at Bandwidth costs that instead, and counts as a
+// skip, not a seek. An object store is read in large chunks (Chunk): a
+// read the handle's recently fetched chunks hold costs nothing, and each
+// chunk it misses is one request (ReadLatency plus the chunk at
+// Bandwidth), as an engine over S3 keeps what it fetched in a local cache. So a fast disk can play an HDD or S3 (cairn start
+// --debug-store-latency), and random access shows in the counters
+// (Stats.Seeks) and the time charged (Stats.Charged) whatever the real
+// disk is.
+//
 // Callers: storage tests (group commit is measured by counting WAL syncs;
 // durability is tested by failing them), the slow-disk demo and the read
 // planner's benchmarks, which open a storage.Engine with
@@ -13,7 +28,16 @@
 //
 //  1. Every read (Read, ReadAt) and sync (Sync, SyncData, SyncTo) on a file
 //     opened through FS is counted and delayed by the current profile's
-//     latency before it reaches the wrapped file.
+//     latency before it reaches the wrapped file. A read is a seek when it
+//     is the handle's first or does not start at the offset where the
+//     handle's previous read ended (Read continues at the handle's own
+//     position), unless it starts ahead of that offset by a gap that
+//     passes at Bandwidth in less than SeekLatency (a skip). The delay of
+//     a read is ReadLatency, plus SeekLatency for a seek or the gap's time
+//     for a skip, plus its length over Bandwidth, in one wait. With Chunk
+//     set, a read instead pays one request (ReadLatency plus Chunk over
+//     Bandwidth) for each chunk it touches that is not among the last
+//     chunkMemory chunks its handle fetched, and is neither seek nor skip.
 //  2. While a write error is injected, every Create, ReuseForWrite, Write,
 //     WriteAt, Preallocate and sync returns it and changes nothing underneath,
 //     so nothing written through FS becomes durable.
@@ -25,7 +49,10 @@
 package simfs
 
 import (
+	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -37,8 +64,20 @@ import (
 type Profile struct {
 	Name string
 	// ReadLatency is added to every read call that reaches the filesystem
-	// (block cache misses; a seek on a disk, a GET on an object store).
+	// (block cache misses): a sequential read off a disk, a GET on an
+	// object store.
 	ReadLatency time.Duration
+	// SeekLatency is added to a read that does not continue where the
+	// previous read of its file handle ended (invariant 1).
+	SeekLatency time.Duration
+	// Bandwidth, in bytes per second, charges each read its length over
+	// it; 0: free.
+	Bandwidth int64
+	// Chunk, when above 0, is the size of the pieces the storage is read
+	// in: each read pays for the chunks it needs that the handle has not
+	// fetched recently (its last chunkMemory), one request each, and
+	// nothing else (invariant 1).
+	Chunk int64
 	// SyncLatency is added to every sync.
 	SyncLatency time.Duration
 }
@@ -50,11 +89,49 @@ var (
 	Memory = Profile{Name: "memory"}
 	// SSD is a local NVMe/SATA SSD: ~0.1 ms per random read or flush.
 	SSD = Profile{Name: "ssd", ReadLatency: 100 * time.Microsecond, SyncLatency: 100 * time.Microsecond}
-	// HDD is a spinning disk: a ~10 ms seek per random read and per sync.
-	HDD = Profile{Name: "hdd", ReadLatency: 10 * time.Millisecond, SyncLatency: 10 * time.Millisecond}
-	// ObjectStore is remote object storage: ~20 ms per request.
-	ObjectStore = Profile{Name: "object-store", ReadLatency: 20 * time.Millisecond, SyncLatency: 20 * time.Millisecond}
+	// HDD is a spinning disk: 0.2 ms per read in order (read-planning.txt's
+	// figure), 150 MB/s, a ~10 ms seek more per read out of order (short
+	// forward gaps pass under the head instead: 10 ms is ~1.5 MB), and a
+	// rotation per sync.
+	HDD = Profile{Name: "hdd", ReadLatency: 200 * time.Microsecond, SeekLatency: 10 * time.Millisecond, Bandwidth: 150 << 20, SyncLatency: 10 * time.Millisecond}
+	// ObjectStore is remote object storage read in 1 MiB chunks: ~20 ms
+	// per request wherever it reads, and 100 MiB/s.
+	ObjectStore = Profile{Name: "object-store", ReadLatency: 20 * time.Millisecond, Bandwidth: 100 << 20, Chunk: 1 << 20, SyncLatency: 20 * time.Millisecond}
 )
+
+// Named returns the profile called name: memory, ssd, hdd or
+// object-store.
+func Named(name string) (Profile, error) {
+	for _, p := range []Profile{Memory, SSD, HDD, ObjectStore} {
+		if p.Name == name {
+			return p, nil
+		}
+	}
+	return Profile{}, fmt.Errorf("simfs: unknown profile %q: want memory, ssd, hdd or object-store", name)
+}
+
+// transfer is the time n bytes take at the profile's bandwidth.
+func (p *Profile) transfer(n int64) time.Duration {
+	if p.Bandwidth <= 0 {
+		return 0
+	}
+	return time.Duration(n * int64(time.Second) / p.Bandwidth)
+}
+
+// readCost prices a read of n bytes (invariant 1): gap is how far ahead
+// of the previous read's end it starts (0: adjacent, negative: behind)
+// and first whether it is the handle's first read.
+func (p *Profile) readCost(n int, gap int64, first bool) (d time.Duration, seek, skip bool) {
+	d = p.ReadLatency + p.transfer(int64(n))
+	switch {
+	case !first && gap == 0:
+	case !first && gap > 0 && p.SeekLatency > 0 && p.Bandwidth > 0 && p.transfer(gap) < p.SeekLatency:
+		d, skip = d+p.transfer(gap), true
+	default:
+		d, seek = d+p.SeekLatency, true
+	}
+	return d, seek, skip
+}
 
 // Options configure an FS.
 type Options struct {
@@ -68,7 +145,20 @@ type Options struct {
 
 // Stats counts operations on files opened through an FS.
 type Stats struct {
-	Reads int64
+	// Reads counts read calls (an object store's requests), ReadBytes the
+	// bytes they asked for, Seeks those that were not adjacent to the
+	// previous read of their file handle and Skips those a short way
+	// ahead of it (invariant 1).
+	Reads     int64
+	ReadBytes int64
+	Seeks     int64
+	Skips     int64
+	// Requests counts what the storage was asked for: each read that
+	// reached it, or with Profile.Chunk each chunk fetched.
+	Requests int64
+	// Charged is the latency the profiles added to reads, whether or not
+	// Options.Sleep waited it out: the time the simulated disk spent.
+	Charged time.Duration
 	// Syncs counts every sync, WALSyncs those on write-ahead log files (a
 	// Pebble WAL is named *.log), which is what group commit saves.
 	Syncs    int64
@@ -88,7 +178,8 @@ type FS struct {
 	// stall is closed when a stall ends; nil while the disk answers.
 	stall atomic.Pointer[chan struct{}]
 
-	reads, syncs, walSyncs, writes, failed atomic.Int64
+	reads, readBytes, seeks, skips, requests, charged atomic.Int64
+	syncs, walSyncs, writes, failed                   atomic.Int64
 }
 
 var _ vfs.FS = (*FS)(nil)
@@ -154,6 +245,11 @@ func (fs *FS) wait() {
 func (fs *FS) Stats() Stats {
 	return Stats{
 		Reads:     fs.reads.Load(),
+		ReadBytes: fs.readBytes.Load(),
+		Seeks:     fs.seeks.Load(),
+		Skips:     fs.skips.Load(),
+		Requests:  fs.requests.Load(),
+		Charged:   time.Duration(fs.charged.Load()),
 		Syncs:     fs.syncs.Load(),
 		WALSyncs:  fs.walSyncs.Load(),
 		Writes:    fs.writes.Load(),
@@ -232,12 +328,76 @@ type file struct {
 	vfs.File
 	fs  *FS
 	wal bool
+
+	mu sync.Mutex
+	// read is set once the handle has been read; next is the offset
+	// where its last read ended, pos where Read continues.
+	read bool
+	next int64
+	pos  int64
+	// chunks are the last chunkMemory chunks fetched (Profile.Chunk),
+	// oldest first.
+	chunks []int64
 }
 
-func (f *file) read() {
+// chunkMemory is how many chunks a handle remembers having fetched.
+const chunkMemory = 16
+
+// fetch returns how many of the chunks [off, off+n) touches the handle
+// has not fetched recently, and remembers them. f.mu is held.
+func (f *file) fetch(chunk, off int64, n int) (missing int64) {
+	last := off
+	if n > 0 {
+		last = off + int64(n) - 1
+	}
+	for c := off / chunk; c <= last/chunk; c++ {
+		if i := slices.Index(f.chunks, c); i >= 0 {
+			// Fetched recently: move it to the newest end.
+			f.chunks = append(slices.Delete(f.chunks, i, i+1), c)
+			continue
+		}
+		missing++
+		if len(f.chunks) == chunkMemory {
+			f.chunks = slices.Delete(f.chunks, 0, 1)
+		}
+		f.chunks = append(f.chunks, c)
+	}
+	return missing
+}
+
+// charge counts a read of n bytes at off (pos for Read: off < 0) and waits
+// out its cost (invariant 1).
+func (f *file) charge(off int64, n int) {
 	f.fs.wait()
+	f.mu.Lock()
+	if off < 0 {
+		off = f.pos
+		f.pos += int64(n)
+	}
+	p := f.fs.profile.Load()
+	first, gap := !f.read, off-f.next
+	f.read, f.next = true, off+int64(n)
+	var d time.Duration
+	var seek, skip bool
+	requests := int64(1)
+	if p.Chunk > 0 {
+		requests = f.fetch(p.Chunk, off, n)
+		d = time.Duration(requests) * (p.ReadLatency + p.transfer(p.Chunk))
+	} else {
+		d, seek, skip = p.readCost(n, gap, first)
+	}
+	f.mu.Unlock()
 	f.fs.reads.Add(1)
-	if d := f.fs.profile.Load().ReadLatency; d > 0 {
+	f.fs.readBytes.Add(int64(n))
+	f.fs.requests.Add(requests)
+	if seek {
+		f.fs.seeks.Add(1)
+	}
+	if skip {
+		f.fs.skips.Add(1)
+	}
+	if d > 0 {
+		f.fs.charged.Add(int64(d))
 		f.fs.sleep(d)
 	}
 }
@@ -265,12 +425,21 @@ func (f *file) sync() error {
 }
 
 func (f *file) Read(p []byte) (int, error) {
-	f.read()
-	return f.File.Read(p)
+	f.charge(-1, len(p))
+	n, err := f.File.Read(p)
+	if n < len(p) {
+		// A short read (the end of the file): the next Read continues
+		// where this one stopped.
+		f.mu.Lock()
+		f.pos -= int64(len(p) - n)
+		f.next = f.pos
+		f.mu.Unlock()
+	}
+	return n, err
 }
 
 func (f *file) ReadAt(p []byte, off int64) (int, error) {
-	f.read()
+	f.charge(off, len(p))
 	return f.File.ReadAt(p, off)
 }
 

@@ -56,12 +56,16 @@ func TestLatencyAndCounts(t *testing.T) {
 	}
 	_ = d.Close()
 
-	want := Stats{Reads: 2, Syncs: 2, WALSyncs: 1, Writes: 1}
+	// Both reads are seeks: the first of the handle, and a Read from
+	// position 0 after a ReadAt that ended at 5.
+	hddRead := 10*time.Millisecond + 200*time.Microsecond + HDD.transfer(5)
+	want := Stats{Reads: 2, ReadBytes: 10, Seeks: 2, Requests: 2, Charged: hddRead + 100*time.Microsecond, Syncs: 2, WALSyncs: 1, Writes: 1}
 	if got := fs.Stats(); got != want {
 		t.Fatalf("stats = %+v, want %+v", got, want)
 	}
-	// HDD sync, HDD read, SSD read; the Memory-profile dir sync sleeps not.
-	wantSlept := []time.Duration{10 * time.Millisecond, 10 * time.Millisecond, 100 * time.Microsecond}
+	// HDD sync, HDD read with a seek, SSD read; the Memory-profile dir
+	// sync sleeps not.
+	wantSlept := []time.Duration{10 * time.Millisecond, hddRead, 100 * time.Microsecond}
 	if !slices.Equal(rec.slept, wantSlept) {
 		t.Fatalf("slept %v, want %v", rec.slept, wantSlept)
 	}
@@ -162,5 +166,197 @@ func TestStall(t *testing.T) {
 	}
 	if st, err := mem.Stat("000002.log"); err != nil || st.Size() != 4 || fs.Stalled() {
 		t.Fatalf("after the stall: %v, %v, stalled %v", st, err, fs.Stalled())
+	}
+}
+
+// TestReadCharges checks the pricing of invariant 1 read by read: what is
+// a seek and what a skip (per handle, Read and ReadAt alike), what each
+// profile charges, and the counters of seeks, skips, bytes and time.
+func TestReadCharges(t *testing.T) {
+	mem := vfs.NewMem()
+	w, err := mem.Create("000001.sst", vfs.WriteCategoryUnspecified)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(make([]byte, 4<<20)); err != nil {
+		t.Fatal(err)
+	}
+	_ = w.Close()
+	type read struct {
+		off  int64 // -1: Read
+		n    int
+		gap  int64 // from the previous read's end
+		seek bool  // on a disk: a jump back, a long jump ahead, a first read
+		miss bool  // in 1 MiB chunks: a chunk the handle has not fetched
+	}
+	// The reads of one handle: in order, a short jump ahead, a step back,
+	// in order again, a long jump ahead, then Read from the handle's
+	// position 0 (the last read ended elsewhere) and a second Read that
+	// continues it.
+	reads := []read{
+		{0, 4096, 0, true, true}, {4096, 4096, 0, false, false}, {8192, 1000, 0, false, false},
+		{65536, 4096, 65536 - 9192, false, false}, {4096, 4096, 0, true, false}, {8192, 4096, 0, false, false},
+		{3 << 20, 4096, 3<<20 - 12288, true, true},
+		{-1, 100, 0, true, false}, {-1, 100, 0, false, false},
+	}
+	bw := func(n int64, perSec int64) time.Duration { return time.Duration(n * int64(time.Second) / perSec) }
+	for _, c := range []struct {
+		profile Profile
+		// cost is what a read costs; seeks and skips are what the
+		// profile counts (a profile without seek latency never skips).
+		cost        func(r read) time.Duration
+		seeks, skip func(r read) bool
+		chunked     bool
+	}{
+		{HDD, func(r read) time.Duration {
+			d := 200*time.Microsecond + bw(int64(r.n), 150<<20)
+			switch {
+			case r.seek:
+				d += 10 * time.Millisecond
+			case r.gap > 0:
+				d += bw(r.gap, 150<<20) // 55 kB: 0.35 ms under the head
+			}
+			return d
+		}, func(r read) bool { return r.seek }, func(r read) bool { return !r.seek && r.gap > 0 }, false},
+		{ObjectStore, func(r read) time.Duration {
+			// A chunk missed is a request: 20 ms, and 1 MiB at 100 MiB/s.
+			if r.miss {
+				return 30 * time.Millisecond
+			}
+			return 0
+		}, func(read) bool { return false }, func(read) bool { return false }, true},
+		{Memory, func(read) time.Duration { return 0 }, func(r read) bool { return r.seek || r.gap > 0 }, func(read) bool { return false }, false},
+	} {
+		t.Run(c.profile.Name, func(t *testing.T) {
+			rec := &recorder{}
+			fs := New(mem, Options{Profile: c.profile, Sleep: rec.sleep})
+			f, err := fs.Open("000001.sst")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			var want Stats
+			var wantSlept []time.Duration
+			for i, r := range reads {
+				buf := make([]byte, r.n)
+				if r.off < 0 {
+					_, err = f.Read(buf)
+				} else {
+					_, err = f.ReadAt(buf, r.off)
+				}
+				if err != nil {
+					t.Fatalf("read %d: %v", i, err)
+				}
+				want.Reads++
+				want.ReadBytes += int64(r.n)
+				if c.seeks(r) {
+					want.Seeks++
+				}
+				if c.skip(r) {
+					want.Skips++
+				}
+				if !c.chunked || r.miss {
+					want.Requests++
+				}
+				if d := c.cost(r); d > 0 {
+					want.Charged += d
+					wantSlept = append(wantSlept, d)
+				}
+				if got := fs.Stats(); got != want {
+					t.Fatalf("after read %d %+v: stats %+v, want %+v", i, r, got, want)
+				}
+			}
+			if !slices.Equal(rec.slept, wantSlept) {
+				t.Fatalf("slept %v, want %v", rec.slept, wantSlept)
+			}
+			// A second handle of the same file starts with a seek, or
+			// fetches its chunk again.
+			g, err := fs.Open("000001.sst")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer g.Close()
+			if _, err := g.ReadAt(make([]byte, 10), 12288); err != nil {
+				t.Fatal(err)
+			}
+			if got := fs.Stats(); c.chunked && got.Requests != want.Requests+1 || !c.chunked && got.Seeks != want.Seeks+1 {
+				t.Fatalf("a new handle's first read: %+v, want one more seek or request than %+v", got, want)
+			}
+		})
+	}
+}
+
+func TestNamed(t *testing.T) {
+	for _, name := range []string{"memory", "ssd", "hdd", "object-store"} {
+		if p, err := Named(name); err != nil || p.Name != name {
+			t.Errorf("Named(%q) = %+v, %v", name, p, err)
+		}
+	}
+	if _, err := Named("tape"); err == nil {
+		t.Error("Named(tape) succeeded")
+	}
+}
+
+// TestChunkMemory: a handle remembers the last chunkMemory chunks it
+// fetched; a read spanning two chunks fetches both; the one read longest
+// ago is forgotten first, and reading one again makes it the newest.
+func TestChunkMemory(t *testing.T) {
+	p := Profile{Name: "chunks", ReadLatency: time.Millisecond, Chunk: 100}
+	fs := New(vfs.NewMem(), Options{Profile: p, Sleep: func(time.Duration) {}})
+	w, err := fs.Create("f", vfs.WriteCategoryUnspecified)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(make([]byte, 100*(chunkMemory+2))); err != nil {
+		t.Fatal(err)
+	}
+	_ = w.Close()
+	f, err := fs.Open("f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	requests := func(off int64, n int) int64 {
+		t.Helper()
+		before := fs.Stats().Requests
+		if _, err := f.ReadAt(make([]byte, n), off); err != nil {
+			t.Fatal(err)
+		}
+		return fs.Stats().Requests - before
+	}
+	for _, c := range []struct {
+		off  int64
+		n    int
+		want int64
+	}{
+		{0, 10, 1},   // chunk 0
+		{50, 100, 1}, // chunks 0 and 1: 1 is new
+		{120, 10, 0},
+	} {
+		if got := requests(c.off, c.n); got != c.want {
+			t.Fatalf("read [%d, %d): %d requests, want %d", c.off, c.off+int64(c.n), got, c.want)
+		}
+	}
+	// Chunks 2 .. 15 fill the memory (16 chunks: 0 .. 15); reading 0
+	// again makes 1 the oldest; chunk 16 then pushes 1 out, not 0.
+	for c := int64(2); c < chunkMemory; c++ {
+		if got := requests(c*100, 1); got != 1 {
+			t.Fatalf("chunk %d: %d requests", c, got)
+		}
+	}
+	if got := requests(0, 1); got != 0 {
+		t.Fatalf("chunk 0 again: %d requests", got)
+	}
+	if got := requests(chunkMemory*100, 1); got != 1 {
+		t.Fatalf("chunk %d: %d requests", chunkMemory, got)
+	}
+	if got := requests(0, 1); got != 0 {
+		t.Fatalf("chunk 0, recently read: %d requests, want 0", got)
+	}
+	if got := requests(100, 1); got != 1 {
+		t.Fatalf("chunk 1, the oldest when chunk %d came: %d requests, want 1", chunkMemory, got)
+	}
+	if got := fs.Stats().Charged; got != time.Duration(fs.Stats().Requests)*time.Millisecond {
+		t.Fatalf("charged %v for %d requests of 1 ms", got, fs.Stats().Requests)
 	}
 }

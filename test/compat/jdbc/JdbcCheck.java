@@ -15,7 +15,7 @@ import java.util.List;
  * runs the source file directly, with the driver jar Maven fetched) with
  * a jdbc:postgresql URL; each check runs on its own and a failure of any
  * makes the exit status 1. Against PostgreSQL 15 every check passes
- * (KNOWN_GAPS then report that they work).
+ * too.
  */
 public class JdbcCheck {
   interface Check {
@@ -25,36 +25,11 @@ public class JdbcCheck {
   static final List<String> failures = new ArrayList<>();
   static String url;
 
-  /**
-   * Calls known not to work yet, with the SQLSTATE they fail with: the
-   * check passes only if they still fail so, and a gap that closes fails
-   * the run until it is removed from here (docs/sql.md lists the same).
-   * pgjdbc's getPrimaryKeys and getIndexInfo select
-   * (information_schema._pg_expandarray(i.indkey)).n, a set-returning
-   * function of a composite type in the select list; getTypeInfo compares
-   * typinput with 'pg_catalog.array_in'::regproc, and Cairn has no type
-   * input functions in pg_proc.
-   */
-  static final java.util.Map<String, String> KNOWN_GAPS = java.util.Map.of(
-      "metadata_primary_keys", "42883",
-      "metadata_index_info", "42883",
-      "metadata_type_info", "42883");
-
   static void check(String name, Check fn) {
-    String gap = KNOWN_GAPS.get(name);
     try (Connection c = DriverManager.getConnection(url, "postgres", "")) {
       fn.run(c);
-      if (gap != null) {
-        failures.add(name);
-        System.out.println("jdbc: " + name + " FAILED: works now; remove it from KNOWN_GAPS");
-      } else {
-        System.out.println("jdbc: " + name + " ok");
-      }
+      System.out.println("jdbc: " + name + " ok");
     } catch (Throwable e) {
-      if (gap != null && e instanceof SQLException && gap.equals(((SQLException) e).getSQLState())) {
-        System.out.println("jdbc: " + name + " KNOWN GAP (" + gap + ": " + e.getMessage().split("\n")[0] + ")");
-        return;
-      }
       failures.add(name);
       System.out.println("jdbc: " + name + " FAILED: " + e);
     }
@@ -84,6 +59,11 @@ public class JdbcCheck {
       st.execute("CREATE TABLE jdbc_child (id bigserial PRIMARY KEY, parent_id int NOT NULL"
           + " REFERENCES jdbc_parent (id), qty numeric(8,2), note text)");
       st.execute("CREATE INDEX jdbc_child_parent_idx ON jdbc_child (parent_id, qty)");
+      // A key whose columns are not in table order: KEY_SEQ must follow
+      // the key, not the table.
+      st.execute("DROP TABLE IF EXISTS jdbc_multi");
+      st.execute("CREATE TABLE jdbc_multi (a int, b text, c int, PRIMARY KEY (c, a))");
+      st.execute("CREATE UNIQUE INDEX jdbc_multi_b_c ON jdbc_multi (b DESC, c)");
     }
 
     check("queries_and_errors", c -> {
@@ -124,38 +104,129 @@ public class JdbcCheck {
     check("metadata_tables_columns", c -> {
       DatabaseMetaData md = c.getMetaData();
       expect(md.getDatabaseProductName().equals("PostgreSQL"), md.getDatabaseProductName());
-      List<String> tables = column(md.getTables(null, "public", "jdbc_%", new String[] {"TABLE"}), "TABLE_NAME");
-      expect(tables.equals(List.of("jdbc_child", "jdbc_parent")), "tables " + tables);
-      List<String> cols = column(md.getColumns(null, "public", "jdbc_child", "%"), "COLUMN_NAME");
-      expect(cols.equals(List.of("id", "parent_id", "qty", "note")), "columns " + cols);
+      List<String> tables = new ArrayList<>();
+      ResultSet rs = md.getTables(null, "public", "jdbc_%", new String[] {"TABLE"});
+      while (rs.next()) {
+        tables.add(rs.getString("TABLE_NAME") + ":" + rs.getString("TABLE_TYPE"));
+      }
+      rs.close();
+      expect(tables.equals(List.of("jdbc_child:TABLE", "jdbc_multi:TABLE", "jdbc_parent:TABLE")), "tables " + tables);
+      // DBeaver's and Hibernate's column metadata: types, sizes,
+      // nullability, defaults, auto-increment.
+      List<String> cols = new ArrayList<>();
+      rs = md.getColumns(null, "public", "jdbc_child", "%");
+      while (rs.next()) {
+        cols.add(rs.getString("COLUMN_NAME") + ":" + rs.getString("TYPE_NAME") + ":" + rs.getInt("DATA_TYPE") + ":"
+            + rs.getInt("COLUMN_SIZE") + ":" + rs.getInt("DECIMAL_DIGITS") + ":" + rs.getString("IS_NULLABLE") + ":"
+            + rs.getString("IS_AUTOINCREMENT") + ":" + rs.getInt("ORDINAL_POSITION"));
+      }
+      rs.close();
+      expect(cols.equals(List.of("id:bigserial:-5:19:0:NO:YES:1", "parent_id:int4:4:10:0:NO:NO:2",
+          "qty:numeric:2:8:2:YES:NO:3", "note:text:12:2147483647:0:YES:NO:4")), "columns " + cols);
       List<String> schemas = column(md.getSchemas(), "TABLE_SCHEM");
-      expect(schemas.contains("public"), "schemas " + schemas);
+      expect(schemas.contains("public") && schemas.contains("pg_catalog") && schemas.contains("information_schema"),
+          "schemas " + schemas);
+      List<String> filtered = column(md.getSchemas(null, "pub%"), "TABLE_SCHEM");
+      expect(filtered.equals(List.of("public")), "schemas like pub% " + filtered);
     });
 
     check("metadata_primary_keys", c -> {
-      List<String> pk = column(c.getMetaData().getPrimaryKeys(null, "public", "jdbc_child"), "COLUMN_NAME");
+      DatabaseMetaData md = c.getMetaData();
+      List<String> pk = column(md.getPrimaryKeys(null, "public", "jdbc_child"), "COLUMN_NAME");
       expect(pk.equals(List.of("id")), "pk " + pk);
+      List<String> keys = new ArrayList<>();
+      ResultSet rs = md.getPrimaryKeys(null, "public", "jdbc_multi");
+      while (rs.next()) {
+        keys.add(rs.getString("COLUMN_NAME") + ":" + rs.getInt("KEY_SEQ") + ":" + rs.getString("PK_NAME"));
+      }
+      rs.close();
+      expect(keys.equals(List.of("c:1:jdbc_multi_pkey", "a:2:jdbc_multi_pkey")), "composite pk " + keys);
     });
 
     check("metadata_index_info", c -> {
-      List<String> ix = column(c.getMetaData().getIndexInfo(null, "public", "jdbc_child", false, false), "INDEX_NAME");
-      expect(ix.contains("jdbc_child_parent_idx") && ix.contains("jdbc_child_pkey"), "indexes " + ix);
+      List<String> ix = new ArrayList<>();
+      ResultSet rs = c.getMetaData().getIndexInfo(null, "public", "jdbc_child", false, false);
+      while (rs.next()) {
+        ix.add(rs.getString("INDEX_NAME") + ":" + rs.getInt("ORDINAL_POSITION") + ":" + rs.getString("COLUMN_NAME")
+            + ":" + rs.getBoolean("NON_UNIQUE"));
+      }
+      rs.close();
+      expect(ix.equals(List.of("jdbc_child_pkey:1:id:false", "jdbc_child_parent_idx:1:parent_id:true",
+          "jdbc_child_parent_idx:2:qty:true")), "indexes " + ix);
+      List<String> uniq = new ArrayList<>();
+      rs = c.getMetaData().getIndexInfo(null, "public", "jdbc_multi", true, false);
+      while (rs.next()) {
+        uniq.add(rs.getString("INDEX_NAME") + ":" + rs.getString("COLUMN_NAME") + ":" + rs.getString("ASC_OR_DESC"));
+      }
+      rs.close();
+      expect(uniq.equals(List.of("jdbc_multi_b_c:b:D", "jdbc_multi_b_c:c:A", "jdbc_multi_pkey:c:A",
+          "jdbc_multi_pkey:a:A")), "unique indexes " + uniq);
     });
 
     check("metadata_imported_keys", c -> {
-      List<String> fk = column(c.getMetaData().getImportedKeys(null, "public", "jdbc_child"), "PKTABLE_NAME");
-      expect(fk.equals(List.of("jdbc_parent")), "imported keys " + fk);
+      DatabaseMetaData md = c.getMetaData();
+      List<String> fk = new ArrayList<>();
+      ResultSet rs = md.getImportedKeys(null, "public", "jdbc_child");
+      while (rs.next()) {
+        fk.add(rs.getString("PKTABLE_NAME") + "." + rs.getString("PKCOLUMN_NAME") + "<-" + rs.getString("FKTABLE_NAME")
+            + "." + rs.getString("FKCOLUMN_NAME") + ":" + rs.getInt("KEY_SEQ") + ":" + rs.getString("FK_NAME") + ":"
+            + rs.getString("PK_NAME"));
+      }
+      rs.close();
+      List<String> want = List.of("jdbc_parent.id<-jdbc_child.parent_id:1:jdbc_child_parent_id_fkey:jdbc_parent_pkey");
+      expect(fk.equals(want), "imported keys " + fk);
+      List<String> ek = new ArrayList<>();
+      rs = md.getExportedKeys(null, "public", "jdbc_parent");
+      while (rs.next()) {
+        ek.add(rs.getString("PKTABLE_NAME") + "." + rs.getString("PKCOLUMN_NAME") + "<-" + rs.getString("FKTABLE_NAME")
+            + "." + rs.getString("FKCOLUMN_NAME") + ":" + rs.getInt("KEY_SEQ") + ":" + rs.getString("FK_NAME") + ":"
+            + rs.getString("PK_NAME"));
+      }
+      rs.close();
+      expect(ek.equals(want), "exported keys " + ek);
     });
 
     check("metadata_type_info", c -> {
-      List<String> types = column(c.getMetaData().getTypeInfo(), "TYPE_NAME");
-      expect(types.contains("int4") && types.contains("text") && types.contains("_int4"), "types " + types.size());
+      // pgjdbc maps each pg_type row to a java.sql.Types code; it tells
+      // arrays by typinput = 'array_in'::regproc.
+      java.util.Map<String, Integer> types = new java.util.HashMap<>();
+      ResultSet rs = c.getMetaData().getTypeInfo();
+      while (rs.next()) {
+        types.put(rs.getString("TYPE_NAME"), rs.getInt("DATA_TYPE"));
+      }
+      rs.close();
+      for (var want : java.util.Map.of("int4", java.sql.Types.INTEGER, "int8", java.sql.Types.BIGINT,
+          "text", java.sql.Types.VARCHAR, "numeric", java.sql.Types.NUMERIC, "bool", java.sql.Types.BIT,
+          "timestamptz", java.sql.Types.TIMESTAMP, "_int4", java.sql.Types.ARRAY, "_text", java.sql.Types.ARRAY,
+          "uuid", java.sql.Types.OTHER).entrySet()) {
+        expect(want.getValue().equals(types.get(want.getKey())),
+            want.getKey() + ": DATA_TYPE " + types.get(want.getKey()) + ", want " + want.getValue());
+      }
+    });
+
+    check("array_columns", c -> {
+      // getColumns' DATA_TYPE for an array column goes through the same
+      // typinput test; getArray reads the value.
+      try (Statement st = c.createStatement()) {
+        st.execute("DROP TABLE IF EXISTS jdbc_arr");
+        st.execute("CREATE TABLE jdbc_arr (id int PRIMARY KEY, tags text[])");
+        st.execute("INSERT INTO jdbc_arr VALUES (1, ARRAY['a', 'b c'])");
+        ResultSet rs = c.getMetaData().getColumns(null, "public", "jdbc_arr", "tags");
+        expect(rs.next() && rs.getInt("DATA_TYPE") == java.sql.Types.ARRAY && rs.getString("TYPE_NAME").equals("_text"),
+            "tags column metadata");
+        rs.close();
+        rs = st.executeQuery("SELECT tags FROM jdbc_arr");
+        expect(rs.next(), "a row");
+        String[] tags = (String[]) rs.getArray(1).getArray();
+        expect(java.util.Arrays.equals(tags, new String[] {"a", "b c"}), "tags " + java.util.Arrays.toString(tags));
+        st.execute("DROP TABLE jdbc_arr");
+      }
     });
 
     if (!failures.isEmpty()) {
       System.out.println("jdbc: FAILED: " + String.join(", ", failures));
       System.exit(1);
     }
-    System.out.println("jdbc: all checks ok, " + KNOWN_GAPS.size() + " known gaps");
+    System.out.println("jdbc: all checks ok");
   }
 }

@@ -1,0 +1,88 @@
+package server
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/cairn-db/cairn/hlc"
+	"github.com/cairn-db/cairn/keys"
+	"github.com/cairn-db/cairn/sql/ddl"
+)
+
+// Online schema changes' drains (sql/ddl index_job.go): each node
+// publishes, beside its protected timestamp, its kv.DB.DrainTimestamp
+// (the lowest read timestamp of its open transactions that may write
+// rows) as a record ptd/<node>; drainTimestamp is the minimum of this
+// node's value and every record younger than ptsStale. A record is
+// published after the value is computed, so a record published after a
+// step committed bounds every transaction of its node that could still
+// write through the version before; a silent node's record is ignored
+// after a minute, which can at worst let a step go on while a writer of
+// that node is left behind, and that writer then fails its commit
+// (catalog.WriterKey), never writes wrongly.
+
+var ptdPrefix = keys.System([]byte("ptd/"))
+
+func ptdKey(node uint64) []byte {
+	return binary.BigEndian.AppendUint64(append([]byte(nil), ptdPrefix...), node)
+}
+
+// publishDrainTimestamp writes this node's drain record.
+func (s *Server) publishDrainTimestamp(ctx context.Context) {
+	p := s.db.DrainTimestamp()
+	if err := s.db.Put(ctx, ptdKey(s.nodeID()), encodePTS(p, s.db.Clock().Now().WallTime)); err != nil && ctx.Err() == nil {
+		s.log.Debug("cairn: publishing the drain timestamp", "err", err)
+	}
+}
+
+// drainTimestamp is session.Config.DrainTimestamp.
+func (s *Server) drainTimestamp(ctx context.Context) (hlc.Timestamp, error) {
+	if s.db == nil {
+		return hlc.Timestamp{}, fmt.Errorf("drain timestamp: the node is not serving yet")
+	}
+	p := s.db.DrainTimestamp()
+	if s.repl == nil {
+		return p, nil
+	}
+	rows, err := s.db.Scan(ctx, ptdPrefix, keys.PrefixEnd(ptdPrefix), 0)
+	if err != nil {
+		return hlc.Timestamp{}, fmt.Errorf("reading drain timestamp records: %w", err)
+	}
+	now := s.db.Clock().Now().WallTime
+	for _, kv := range rows {
+		ts, wall, err := decodePTS(kv.Value)
+		if err != nil {
+			return hlc.Timestamp{}, err
+		}
+		if now-wall > ptsStale.Nanoseconds() {
+			continue
+		}
+		if ts.Less(p) {
+			p = ts
+		}
+	}
+	return p, nil
+}
+
+// orphanCheckEvery is how often a node looks for orphaned index builds.
+const orphanCheckEvery = 5 * time.Second
+
+// rollBackOrphanedJobs rolls back the index builds whose node stopped
+// (ddl.RollBackOrphanedIndexBuilds), at most every orphanCheckEvery.
+func (s *Server) rollBackOrphanedJobs(ctx context.Context) {
+	if s.backend == nil || time.Since(s.lastOrphanCheck) < orphanCheckEvery {
+		return
+	}
+	s.lastOrphanCheck = time.Now()
+	ctx, cancel := context.WithTimeout(ctx, ddl.DrainTimeout+15*time.Second)
+	defer cancel()
+	n, err := ddl.RollBackOrphanedIndexBuilds(ctx, s.db, s.backend.CatalogWriter(nil), s.drainTimestamp)
+	if err != nil && ctx.Err() == nil {
+		s.log.Warn("cairn: rolling back orphaned index builds", "err", err)
+	}
+	if n > 0 {
+		s.log.Info("cairn: rolled back orphaned index builds", "jobs", n)
+	}
+}

@@ -1,0 +1,200 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/cairn-db/cairn/storage/simfs"
+)
+
+// TestStoreProfile starts a node with --store-profile hdd: the nodes API
+// and the admin UI show it, sessions start with storage.profile = hdd
+// and plan with its costs (a join whose hundred lookups an SSD would
+// make becomes a hash join), and SET overrides it for one session, RESET
+// puts it back and a bad value is 22023 leaving it alone.
+func TestStoreProfile(t *testing.T) {
+	ctx := context.Background()
+	s := start(t, Config{Insecure: true, StoreProfile: "hdd"})
+	defer s.Stop(ctx)
+
+	var nodes []NodeInfo
+	getJSON(t, s, "/api/nodes", &nodes)
+	if len(nodes) != 1 || nodes[0].StoreProfile != "hdd" {
+		t.Fatalf("nodes: %+v, want one with store_profile hdd", nodes)
+	}
+	if _, _, body := httpGet(t, s, "/"); !strings.Contains(body, "<td>hdd</td>") {
+		t.Errorf("the overview page shows no hdd storage cell:\n%s", body)
+	}
+
+	pg := connectDB(t, s, "postgres")
+	show := func() string {
+		t.Helper()
+		var v string
+		if err := pg.QueryRow(ctx, "SHOW storage.profile").Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	explain := func() string {
+		t.Helper()
+		rows, err := pg.Query(ctx, "EXPLAIN SELECT * FROM small JOIN big ON small.b = big.k WHERE small.a BETWEEN 1 AND 100", pgx.QueryExecModeSimpleProtocol)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(lines, "\n")
+	}
+	execAll(t, pg,
+		"CREATE TABLE big (k int PRIMARY KEY, v int)",
+		"INSERT INTO big SELECT g, g FROM generate_series(1, 2000) g",
+		"CREATE TABLE small (a int PRIMARY KEY, b int)",
+		"INSERT INTO small SELECT g, g * 7 FROM generate_series(1, 2000) g",
+		"ANALYZE big", "ANALYZE small")
+	if v := show(); v != "hdd" {
+		t.Fatalf("SHOW storage.profile = %q, want the node's hdd", v)
+	}
+	hdd := explain()
+	execAll(t, pg, "SET storage.profile = 'ssd'")
+	if v := show(); v != "ssd" {
+		t.Fatalf("after SET: %q", v)
+	}
+	ssd := explain()
+	if !strings.Contains(ssd, "Lookup Join") || strings.Contains(hdd, "Lookup Join") {
+		t.Errorf("want a lookup join on ssd only:\nhdd:\n%s\nssd:\n%s", hdd, ssd)
+	}
+	// The lookup join's batches: one of up to 1000 rows on ssd; of ten
+	// rows each with sql.testing.lookup_batch = 10.
+	analyze := func() string {
+		t.Helper()
+		rows, err := pg.Query(ctx, "EXPLAIN ANALYZE SELECT * FROM small JOIN big ON small.b = big.k WHERE small.a BETWEEN 1 AND 100", pgx.QueryExecModeSimpleProtocol)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, l := range lines {
+			if !strings.Contains(l, "Lookup Join") {
+				continue
+			}
+			for _, d := range lines[i+1:] {
+				if strings.Contains(d, "KV:") {
+					return d
+				}
+			}
+		}
+		t.Fatalf("no lookup join:\n%s", strings.Join(lines, "\n"))
+		return ""
+	}
+	if kv := analyze(); !strings.Contains(kv, "KV: 100 requests in 1 round trip") {
+		t.Errorf("ssd lookup batches: %q", kv)
+	}
+	execAll(t, pg, "SET sql.testing.lookup_batch = 10")
+	if kv := analyze(); !strings.Contains(kv, "KV: 100 requests in 10 round trips") {
+		t.Errorf("batches of 10: %q", kv)
+	}
+	execAll(t, pg, "RESET sql.testing.lookup_batch")
+	_, err := pg.Exec(ctx, "SET storage.profile = 'floppy'")
+	if pe := (*pgconn.PgError)(nil); !errors.As(err, &pe) || pe.Code != "22023" {
+		t.Errorf("SET storage.profile = 'floppy': %v, want 22023", err)
+	}
+	if v := show(); v != "ssd" {
+		t.Errorf("after the failed SET: %q", v)
+	}
+	execAll(t, pg, "RESET storage.profile")
+	if v := show(); v != "hdd" {
+		t.Errorf("after RESET: %q, want the node's hdd", v)
+	}
+}
+
+// TestStoreProfileErrors: an unknown profile stops the node from
+// starting; auto on an in-memory store is ssd.
+func TestStoreProfileErrors(t *testing.T) {
+	ctx := context.Background()
+	if s, err := Start(ctx, Config{Insecure: true, StoreProfile: "tape", Logger: quiet()}); err == nil || !strings.Contains(err.Error(), `unknown storage profile "tape"`) {
+		if s != nil {
+			s.Stop(ctx)
+		}
+		t.Fatalf("Start with profile tape: %v", err)
+	}
+	s := start(t, Config{Insecure: true, StoreProfile: "auto"})
+	defer s.Stop(ctx)
+	var nodes []NodeInfo
+	getJSON(t, s, "/api/nodes", &nodes)
+	if len(nodes) != 1 || nodes[0].StoreProfile != "ssd" {
+		t.Fatalf("nodes: %+v, want an in-memory store to be ssd", nodes)
+	}
+}
+
+// TestDiskMetrics: a node on a simulated disk (--debug-store-latency)
+// exports its read counters in /metrics, and they grow when a query
+// reads flushed data; a node on a plain filesystem exports none.
+func TestDiskMetrics(t *testing.T) {
+	ctx := context.Background()
+	var slept atomic.Int64
+	disk := simfs.New(vfs.NewMem(), simfs.Options{Profile: simfs.HDD, Sleep: func(d time.Duration) { slept.Add(int64(d)) }})
+	s := start(t, Config{Insecure: true, FS: disk})
+	defer s.Stop(ctx)
+	read := func() map[string]float64 {
+		t.Helper()
+		_, _, body := httpGet(t, s, "/metrics")
+		var p expfmt.TextParser
+		fams, err := p.TextToMetricFamilies(strings.NewReader(body))
+		if err != nil {
+			t.Fatalf("/metrics does not parse: %v", err)
+		}
+		out := map[string]float64{}
+		for _, name := range []string{"cairn_store_reads_total", "cairn_store_read_bytes_total", "cairn_store_seeks_total", "cairn_store_skips_total", "cairn_store_requests_total", "cairn_store_read_latency_charged_seconds_total"} {
+			f := fams[name]
+			if f == nil || f.GetType() != dto.MetricType_COUNTER || len(f.GetMetric()) != 1 {
+				t.Fatalf("%s: %v, want one counter", name, f)
+			}
+			out[name] = f.GetMetric()[0].GetCounter().GetValue()
+		}
+		if f := fams["cairn_store_simulated_profile"]; f == nil || f.GetMetric()[0].GetLabel()[0].GetValue() != "hdd" {
+			t.Fatalf("cairn_store_simulated_profile: %v", f)
+		}
+		return out
+	}
+	pg := connectDB(t, s, "postgres")
+	execAll(t, pg, "CREATE TABLE t (id int PRIMARY KEY, v text)", "INSERT INTO t SELECT g, repeat('x', 100) FROM generate_series(1, 5000) g")
+	if err := s.eng.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	before := read()
+	// The flush wrote a new sstable that no read has cached yet, so the
+	// scan reads its blocks from the filesystem.
+	execAll(t, pg, "SELECT count(*) FROM t")
+	after := read()
+	if after["cairn_store_reads_total"] <= before["cairn_store_reads_total"] ||
+		after["cairn_store_read_bytes_total"] <= before["cairn_store_read_bytes_total"] ||
+		after["cairn_store_seeks_total"] < 1 {
+		t.Errorf("a scan of flushed data moved no counter: before %v, after %v", before, after)
+	}
+	// Every charge is waited out through Options.Sleep, and the waits
+	// (read later) cover what /metrics reported.
+	charged := time.Duration(after["cairn_store_read_latency_charged_seconds_total"] * float64(time.Second))
+	if charged <= 0 || time.Duration(slept.Load()) < charged-time.Microsecond {
+		t.Errorf("charged %v in /metrics, %v waited", charged, time.Duration(slept.Load()))
+	}
+
+	plain := start(t, Config{Insecure: true})
+	defer plain.Stop(ctx)
+	if _, _, body := httpGet(t, plain, "/metrics"); strings.Contains(body, "cairn_store_reads_total") {
+		t.Error("a node without a simulated disk exports its counters")
+	}
+}

@@ -1,0 +1,381 @@
+package ddl
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cairn-db/cairn/hlc"
+	"github.com/cairn-db/cairn/keys"
+	"github.com/cairn-db/cairn/kv"
+	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/sql/catalog"
+	"github.com/cairn-db/cairn/sql/mon"
+	"github.com/cairn-db/cairn/sql/rowcontainer"
+	"github.com/cairn-db/cairn/sql/rowenc"
+	"github.com/cairn-db/cairn/sql/sem"
+	"github.com/cairn-db/cairn/sql/types"
+)
+
+// The online build's backfill (index_job.go, step 3):
+//
+//	tablets of the table ──► readers (≤ backfillReaders at once), one
+//	    piece per tablet, ScanAt(T_b) pages, rows → index entries
+//	         │ batches of entries over a channel
+//	         ▼
+//	rowcontainer.Sorter (the executor's external merge sort: in memory up
+//	    to IndexBuildMemory, sorted runs spilled to temporary files,
+//	    k-way merge)
+//	         │ the entries in key order
+//	         ▼
+//	adjacent keys equal ⇒ 23505; batches cut at target tablets' bounds
+//	         │
+//	         ▼
+//	writers (≤ backfillWriters at once): BulkPut at T_b, one tablet each
+//
+// Every entry is read at T_b (the backfill transaction's read timestamp,
+// kept open so GC spares it) and written at T_b; see index_job.go for why
+// that is exact under concurrent writers.
+
+// IndexBuildMemory is what one build's sort may hold in memory before it
+// spills (PostgreSQL's maintenance_work_mem default). A variable so that
+// tests can make it spill.
+var IndexBuildMemory int64 = 64 << 20
+
+// backfillReaders and backfillWriters bound the build's parallel tablet
+// reads and writes.
+var (
+	backfillReaders = max(2, min(runtime.GOMAXPROCS(0), 8))
+	backfillWriters = max(2, min(runtime.GOMAXPROCS(0), 8))
+)
+
+// entryBatch is how many entries a reader hands the sorter at once.
+const entryBatch = 512
+
+// backfillStats says what one backfill did (tests and EXPLAIN of builds).
+type backfillStats struct {
+	pieces, runs int
+	entries      int64
+}
+
+// lastBackfill is the stats of the last backfill on this node (tests).
+var lastBackfill atomic.Pointer[backfillStats]
+
+// backfill writes the entry of every row of t as of the backfill
+// timestamp.
+func (b *indexBuild) backfill(ctx context.Context, t *catalog.Table) error {
+	layout, err := t.Layout()
+	if err != nil {
+		return err
+	}
+	il := layout.Index(uint32(b.indexID))
+	if il == nil {
+		return fmt.Errorf("ddl: index %d of table %q missing from its layout", b.indexID, t.Name)
+	}
+	pred := t.IndexByID(b.indexID).Predicate
+	return b.e.x.DB.Txn(ctx, kv.Serializable, func(ctx context.Context, txn *kv.Txn) error {
+		// The transaction only holds T_b against GC; the reads go
+		// around it, tablet by tablet in parallel.
+		txn.ExemptFromDrain()
+		ts := txn.ReadTimestamp()
+		b.progress.TuplesDone = 0
+		return b.sortedBackfill(ctx, t, layout, il, pred, ts)
+	})
+}
+
+// tabletPieces cuts span at the bounds of the tablets it covers.
+func tabletPieces(ctx context.Context, db *kv.DB, span kvpb.Span) ([]kvpb.Span, error) {
+	var out []kvpb.Span
+	for k := span.Key; bytes.Compare(k, span.EndKey) < 0; {
+		d, err := db.TabletCache().Lookup(ctx, k, false)
+		if err != nil {
+			return nil, fmt.Errorf("looking up the tablet of %q: %w", k, err)
+		}
+		end := span.EndKey
+		if len(d.EndKey) > 0 && bytes.Compare(d.EndKey, end) < 0 {
+			end = d.EndKey
+		}
+		if bytes.Compare(end, k) <= 0 {
+			return nil, fmt.Errorf("tablet %d ends at %q, at or before %q", d.TabletID, d.EndKey, k)
+		}
+		out = append(out, kvpb.Span{Key: k, EndKey: end})
+		k = end
+	}
+	return out, nil
+}
+
+func (b *indexBuild) sortedBackfill(ctx context.Context, t *catalog.Table, layout *rowenc.TableLayout, il *rowenc.IndexLayout,
+	predText string, ts hlc.Timestamp) error {
+	db := b.e.x.DB
+	pieces, err := tabletPieces(ctx, db, layout.IndexSpan(&layout.Primary))
+	if err != nil {
+		return err
+	}
+	stats := &backfillStats{pieces: len(pieces)}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+
+	// Readers: one piece each, at most backfillReaders at once.
+	entries := make(chan [][2][]byte, backfillReaders*2)
+	var readErr error
+	var readOnce sync.Once
+	fail := func(err error) {
+		readOnce.Do(func() { readErr = err; cancel(err) })
+	}
+	var wg sync.WaitGroup
+	var done atomic.Int64
+	sem := make(chan struct{}, backfillReaders)
+	go func() {
+		for _, p := range pieces {
+			sem <- struct{}{}
+			wg.Add(1)
+			go func(p kvpb.Span) {
+				defer wg.Done()
+				defer func() { <-sem }()
+				if err := b.readPiece(ctx, t, layout, il, predText, ts, p, entries, &done); err != nil {
+					fail(err)
+				}
+			}(p)
+		}
+		wg.Wait()
+		close(entries)
+	}()
+
+	// The sort: the executor's external sorter over (key, value) rows.
+	acc := b.buildAccount()
+	defer acc.Clear()
+	var scope *rowcontainer.Scope
+	if ts := b.e.x.TempStorage; ts != nil {
+		scope = ts.NewScope()
+		defer scope.Close()
+	}
+	sorter := rowcontainer.NewSorter(compareEntries, acc, scope)
+	defer sorter.Close()
+	sorter.SetKey(entryKey)
+	lastReport := int64(0)
+	for batch := range entries {
+		if ctx.Err() != nil {
+			continue // draining after a failure
+		}
+		for _, e := range batch {
+			if err := sorter.Add(ctx, []types.Datum{types.DBytes(e[0]), types.DBytes(e[1])}); err != nil {
+				fail(err)
+				break
+			}
+		}
+		if n := done.Load(); n-lastReport >= backfillPageKVs {
+			lastReport = n
+			b.progress.TuplesDone = n
+			b.writeProgress(ctx)
+			if h := indexTestingHooks.afterPage; h != nil {
+				if err := h(b.job.ID(), n); err != nil {
+					fail(err)
+				}
+			}
+			if ok, err := b.job.CancelRequested(ctx); err == nil && ok {
+				b.cancel(errJobCanceled)
+				fail(context.Cause(ctx))
+			}
+		}
+	}
+	if readErr != nil {
+		return readErr
+	}
+	if err := context.Cause(ctx); err != nil {
+		return err
+	}
+	b.progress.TuplesDone = done.Load()
+	b.writeProgress(ctx)
+	if h := indexTestingHooks.afterPage; h != nil {
+		if err := h(b.job.ID(), b.progress.TuplesDone); err != nil {
+			return err
+		}
+	}
+	it, err := sorter.Sort(ctx)
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	stats.runs = sorter.SortedRuns
+
+	// Writers: one batch (one tablet's keys) each, at most
+	// backfillWriters at once.
+	writes := make(chan *kv.Batch, backfillWriters)
+	var writeErr error
+	var writeOnce sync.Once
+	var wwg sync.WaitGroup
+	for range backfillWriters {
+		wwg.Add(1)
+		go func() {
+			defer wwg.Done()
+			for wb := range writes {
+				if ctx.Err() != nil {
+					continue
+				}
+				if err := db.RunBulkAt(ctx, wb, ts); err != nil {
+					writeOnce.Do(func() { writeErr = fmt.Errorf("writing index %q: %w", il.Name, err); cancel(writeErr) })
+				}
+			}
+		}()
+	}
+	err = b.cutAndWrite(ctx, layout, il, it, writes, stats)
+	close(writes)
+	wwg.Wait()
+	if writeErr != nil {
+		return writeErr
+	}
+	if err != nil {
+		return err
+	}
+	lastBackfill.Store(stats)
+	return nil
+}
+
+// cutAndWrite walks the sorted entries, fails on two equal keys (a
+// duplicate in a unique index: other indexes' keys end with the primary
+// key), and sends batches that each stay within one target tablet.
+func (b *indexBuild) cutAndWrite(ctx context.Context, layout *rowenc.TableLayout, il *rowenc.IndexLayout,
+	it rowcontainer.Iterator, writes chan<- *kv.Batch, stats *backfillStats) error {
+	db := b.e.x.DB
+	var prev []byte
+	var batch *kv.Batch
+	var end []byte // the current batch's tablet's end key
+	flush := func() error {
+		if batch == nil || batch.Len() == 0 {
+			return nil
+		}
+		select {
+		case writes <- batch:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+		batch = nil
+		return nil
+	}
+	for {
+		row, err := it.Next(ctx)
+		if err != nil {
+			return err
+		}
+		if row == nil {
+			break
+		}
+		k, v := []byte(row[0].(types.DBytes)), []byte(row[1].(types.DBytes))
+		if prev != nil && bytes.Equal(prev, k) {
+			return uniqueBuildError(layout.ConvertWriteError(&kvpb.ConditionFailedError{Key: k}))
+		}
+		prev = k
+		stats.entries++
+		if batch != nil && (batch.Len() >= bulkBackfillBatch || (len(end) > 0 && bytes.Compare(k, end) >= 0)) {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		if batch == nil {
+			batch = &kv.Batch{}
+			d, err := db.TabletCache().Lookup(ctx, k, false)
+			if err != nil {
+				return fmt.Errorf("looking up the tablet of %q: %w", k, err)
+			}
+			end = d.EndKey
+		}
+		batch.BulkPut(k, v, false)
+	}
+	return flush()
+}
+
+// readPiece reads one tablet's part of the table at ts, a page at a time,
+// and sends the rows' index entries to out.
+func (b *indexBuild) readPiece(ctx context.Context, t *catalog.Table, layout *rowenc.TableLayout, il *rowenc.IndexLayout,
+	predText string, ts hlc.Timestamp, piece kvpb.Span, out chan<- [][2][]byte, done *atomic.Int64) error {
+	var pred sem.Evaluator
+	if predText != "" {
+		var err error
+		if pred, err = b.e.compileOverTable(t, predText); err != nil {
+			return err
+		}
+	}
+	ectx := &sem.EvalContext{}
+	f, err := rowenc.NewRowFetcher(layout, &layout.Primary, nil)
+	if err != nil {
+		return err
+	}
+	buf := make([][2][]byte, 0, entryBatch)
+	send := func() error {
+		if len(buf) == 0 {
+			return nil
+		}
+		select {
+		case out <- buf:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+		buf = make([][2][]byte, 0, entryBatch)
+		return nil
+	}
+	emit := func(row []types.Datum) error {
+		done.Add(1)
+		if pred != nil {
+			v, err := pred(ectx, row)
+			if err != nil {
+				return err
+			}
+			if bv, ok := v.(types.DBool); !ok || !bool(bv) {
+				return nil
+			}
+		}
+		ent, err := layout.EncodeIndexEntry(il, row)
+		if err != nil {
+			return err
+		}
+		buf = append(buf, [2][]byte{ent.Key, ent.Value})
+		if len(buf) == entryBatch {
+			return send()
+		}
+		return nil
+	}
+	for start := piece.Key; ; {
+		kvs, err := b.e.x.DB.ScanAt(ctx, start, piece.EndKey, backfillPageKVs, ts)
+		if err != nil {
+			return fmt.Errorf("scanning table %q: %w", t.Name, err)
+		}
+		if err := f.Add(kvs, emit); err != nil {
+			return err
+		}
+		if len(kvs) < backfillPageKVs {
+			break
+		}
+		start = keys.Next(kvs[len(kvs)-1].Key)
+	}
+	if err := f.Finish(emit); err != nil {
+		return err
+	}
+	return send()
+}
+
+// buildAccount is the sort's memory account: IndexBuildMemory of the
+// node's SQL budget (its own budget on a node without one).
+func (b *indexBuild) buildAccount() *mon.Account {
+	if m := b.e.x.Memory; m != nil {
+		return m.NewAccount(IndexBuildMemory)
+	}
+	return mon.NewBudget("index build", IndexBuildMemory*2).NewAccount(IndexBuildMemory)
+}
+
+func compareEntries(a, b []types.Datum) int {
+	return bytes.Compare([]byte(a[0].(types.DBytes)), []byte(b[0].(types.DBytes)))
+}
+
+// entryKey abbreviates an entry's key to its first 8 bytes (zero-padded):
+// equal abbreviations fall back to compareEntries, so the order is the
+// keys' bytewise order.
+func entryKey(row []types.Datum) (uint64, bool) {
+	k := string(row[0].(types.DBytes))
+	var b [8]byte
+	copy(b[:], k)
+	return binary.BigEndian.Uint64(b[:]), true
+}

@@ -1,0 +1,536 @@
+package ddl_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/cairn-db/cairn/keys"
+	"github.com/cairn-db/cairn/server"
+	"github.com/cairn-db/cairn/sql/catalog"
+	"github.com/cairn-db/cairn/sql/ddl"
+	"github.com/cairn-db/cairn/sql/jobs"
+	"github.com/cairn-db/cairn/sql/rowenc"
+	"github.com/cairn-db/cairn/sql/types"
+)
+
+// Online CREATE INDEX (index_job.go) over pgwire against a whole node:
+// writers run through every state of the build, and afterwards the index
+// holds exactly one entry per row.
+
+// indexWriters run transactions against table t (k, v, w) on keys of
+// their own (k % n == i) until stopped, counting commits and 40001s.
+type indexWriters struct {
+	commits  atomic.Int64
+	retries  atomic.Int64
+	stop     chan struct{}
+	wg       sync.WaitGroup
+	errs     chan error
+	conflict string // a SQLSTATE the writers count as refused, not as failure
+	refused  atomic.Int64
+}
+
+func startIndexWriters(t *testing.T, url string, n int, initial int64, conflict string) *indexWriters {
+	ws := &indexWriters{stop: make(chan struct{}), errs: make(chan error, n), conflict: conflict}
+	ctx := context.Background()
+	for i := range n {
+		c := connect(t, url, "postgres")
+		ws.wg.Add(1)
+		go func() {
+			defer ws.wg.Done()
+			rng := rand.New(rand.NewSource(int64(i)))
+			next := initial + int64(i) + 1
+			for next%int64(n) != int64(i) {
+				next++
+			}
+			for {
+				select {
+				case <-ws.stop:
+					return
+				default:
+				}
+				err := ws.one(ctx, c, i, n, rng, &next, initial)
+				switch {
+				case err == nil:
+					ws.commits.Add(1)
+				case sqlState(err) == "40001":
+					ws.retries.Add(1)
+				case conflict != "" && sqlState(err) == conflict:
+					ws.refused.Add(1)
+				default:
+					ws.errs <- fmt.Errorf("writer %d: %w", i, err)
+					return
+				}
+			}
+		}()
+	}
+	return ws
+}
+
+// one runs one transaction: writer 0 in implicit ones over the simple
+// protocol, odd writers at SERIALIZABLE, the others at READ COMMITTED;
+// each inserts a row, updates one of its rows' v, and now and then
+// deletes one.
+func (ws *indexWriters) one(ctx context.Context, c *pgx.Conn, i, n int, rng *rand.Rand, next *int64, initial int64) error {
+	own := func() int64 {
+		k := rng.Int63n(initial + 1)
+		return k - k%int64(n) + int64(i)
+	}
+	k := *next
+	v := rng.Int63n(1000)
+	if i == 0 {
+		if _, err := c.Exec(ctx, "INSERT INTO t VALUES ($1, $2, $3)", pgx.QueryExecModeSimpleProtocol, k, v, k); err != nil {
+			return err
+		}
+		*next += int64(n)
+		_, err := c.Exec(ctx, "UPDATE t SET v = v + 1 WHERE k = $1", pgx.QueryExecModeSimpleProtocol, own())
+		return err
+	}
+	iso := pgx.ReadCommitted
+	if i%2 == 1 {
+		iso = pgx.Serializable
+	}
+	tx, err := c.BeginTx(ctx, pgx.TxOptions{IsoLevel: iso})
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, "INSERT INTO t VALUES ($1, $2, $3)", k, v, k); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, "UPDATE t SET v = $2 WHERE k = $1", own(), rng.Int63n(1000)); err != nil {
+		return err
+	}
+	if rng.Intn(4) == 0 {
+		if _, err := tx.Exec(ctx, "DELETE FROM t WHERE k = $1", own()); err != nil {
+			return err
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return err
+	}
+	*next += int64(n)
+	return nil
+}
+
+// waitCommits waits until the writers have committed d more transactions.
+func (ws *indexWriters) waitCommits(d int64) error {
+	want := ws.commits.Load() + d
+	deadline := time.Now().Add(30 * time.Second)
+	for ws.commits.Load() < want {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("writers stuck at %d commits (want %d)", ws.commits.Load(), want)
+		}
+		select {
+		case err := <-ws.errs:
+			ws.errs <- err
+			return err
+		case <-time.After(time.Millisecond):
+		}
+	}
+	return nil
+}
+
+func (ws *indexWriters) finish(t *testing.T) {
+	t.Helper()
+	close(ws.stop)
+	ws.wg.Wait()
+	close(ws.errs)
+	for err := range ws.errs {
+		t.Fatal(err)
+	}
+}
+
+// checkIndexExact reads every row of t and the index's whole span and
+// fails unless the index holds exactly the rows' entries.
+func checkIndexExact(t *testing.T, s *server.Server, c *pgx.Conn, index string) {
+	t.Helper()
+	ctx := context.Background()
+	desc := moveState(t, s, c, "t")
+	ix := desc.IndexByName(index)
+	if ix == nil || ix.State != catalog.IndexPublic || ix.JobID != 0 {
+		t.Fatalf("index %s: %+v", index, ix)
+	}
+	layout, err := desc.Layout()
+	if err != nil {
+		t.Fatal(err)
+	}
+	il := layout.Index(uint32(ix.ID))
+	rows, err := c.Query(ctx, "SELECT k, v, w FROM t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{}
+	n := 0
+	for rows.Next() {
+		var k, v, w int64
+		if err := rows.Scan(&k, &v, &w); err != nil {
+			t.Fatal(err)
+		}
+		ent, err := layout.EncodeIndexEntry(il, []types.Datum{types.DInt(k), types.DInt(v), types.DInt(w)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[string(ent.Key)] = true
+		n++
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	sp := layout.IndexSpan(il)
+	kvs, err := s.DB().Scan(ctx, sp.Key, sp.EndKey, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	extra := 0
+	for _, kv := range kvs {
+		if !want[string(kv.Key)] {
+			extra++
+		}
+		delete(want, string(kv.Key))
+	}
+	if extra != 0 || len(want) != 0 {
+		t.Fatalf("index %s over %d rows: %d entries, %d extra, %d rows missing", index, n, len(kvs), extra, len(want))
+	}
+	t.Logf("index %s: %d entries for %d rows", index, len(kvs), n)
+}
+
+func setIndexHooks(t *testing.T, atState func(int64, catalog.IndexState) error, afterPage func(int64, int64) error) {
+	prevS, prevP := ddl.SetIndexHooks(atState, afterPage)
+	t.Cleanup(func() { ddl.SetIndexHooks(prevS, prevP) })
+}
+
+// TestOnlineCreateIndexUnderWriters runs writers (implicit, READ
+// COMMITTED and SERIALIZABLE transactions) through every state of a
+// CREATE INDEX: none may fail, and the index must be exact afterwards.
+func TestOnlineCreateIndexUnderWriters(t *testing.T) {
+	s, url := startNode(t, t.TempDir())
+	c := connect(t, url, "postgres")
+	const initial = 6000
+	mustExec(t, c, "CREATE TABLE t (k INT PRIMARY KEY, v INT, w INT)")
+	mustExec(t, c, fmt.Sprintf("INSERT INTO t SELECT g, g %% 1000, g FROM generate_series(1, %d) g", initial))
+	ws := startIndexWriters(t, url, 4, initial, "")
+	var states []catalog.IndexState
+	var pages atomic.Int64
+	setIndexHooks(t, func(_ int64, st catalog.IndexState) error {
+		states = append(states, st)
+		return ws.waitCommits(20)
+	}, func(_ int64, _ int64) error {
+		if pages.Add(1) <= 2 {
+			return ws.waitCommits(10)
+		}
+		return nil
+	})
+	if err := ws.waitCommits(10); err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, c, "CREATE INDEX t_v ON t (v)")
+	if err := ws.waitCommits(10); err != nil {
+		t.Fatal(err)
+	}
+	ws.finish(t)
+	t.Logf("writers: %d commits, %d 40001; states %v; backfill pages %d", ws.commits.Load(), ws.retries.Load(), states, pages.Load())
+	if got := fmt.Sprint(states); got != "[delete_only write_only backfilling validating]" {
+		t.Errorf("states seen: %s", got)
+	}
+	if pages.Load() < 3 {
+		t.Errorf("backfill pages %d: the writers did not run through a paged backfill", pages.Load())
+	}
+	if n := ws.retries.Load(); n != 0 {
+		t.Errorf("%d writer transactions failed with 40001 during the build", n)
+	}
+	checkIndexExact(t, s, c, "t_v")
+	var status string
+	var frac float64
+	if err := c.QueryRow(context.Background(), "SELECT status, fraction_completed FROM cairn_catalog.jobs WHERE job_type = 'CREATE INDEX'").Scan(&status, &frac); err != nil {
+		t.Fatal(err)
+	}
+	if status != "succeeded" || frac != 1 {
+		t.Errorf("job: %s %v", status, frac)
+	}
+}
+
+// TestOnlineCreateUniqueIndexDuplicate builds a unique index over rows
+// with a duplicate, and while writers insert a duplicate of an existing
+// row during the build: the build fails with 23505 naming the key, the
+// index is gone from the descriptor and its storage is empty, and the job
+// is failed.
+func TestOnlineCreateUniqueIndexDuplicate(t *testing.T) {
+	s, url := startNode(t, t.TempDir())
+	c := connect(t, url, "postgres")
+	ctx := context.Background()
+	mustExec(t, c, "CREATE TABLE t (k INT PRIMARY KEY, v INT, w INT)")
+	mustExec(t, c, "INSERT INTO t SELECT g, g, g FROM generate_series(1, 3000) g")
+	mustExec(t, c, "UPDATE t SET v = 1234 WHERE k = 2999")
+
+	before := moveState(t, s, c, "t")
+	_, err := c.Exec(ctx, "CREATE UNIQUE INDEX t_v ON t (v)")
+	if sqlState(err) != "23505" || !strings.Contains(err.Error(), `could not create unique index "t_v"`) {
+		t.Fatalf("CREATE UNIQUE INDEX over a duplicate: %v", err)
+	}
+	if detail := pgDetail(err); detail != "Key (v)=(1234) is duplicated." {
+		t.Errorf("detail %q", detail)
+	}
+	after := moveState(t, s, c, "t")
+	if len(after.Indexes) != len(before.Indexes) {
+		t.Fatalf("indexes after the failed build: %+v", after.Indexes)
+	}
+	assertNoIndexStorage(t, s, before, after)
+	var status, jerr string
+	if err := c.QueryRow(ctx, "SELECT status, error FROM cairn_catalog.jobs WHERE job_type = 'CREATE INDEX'").Scan(&status, &jerr); err != nil {
+		t.Fatal(err)
+	}
+	if status != "failed" || !strings.Contains(jerr, "could not create unique index") {
+		t.Errorf("job: %s %q", status, jerr)
+	}
+	// The name is free again and a unique index builds once the
+	// duplicate is gone.
+	mustExec(t, c, "UPDATE t SET v = 2999 WHERE k = 2999")
+	mustExec(t, c, "CREATE UNIQUE INDEX t_v ON t (v)")
+	checkIndexExact(t, s, c, "t_v")
+	if _, err := c.Exec(ctx, "INSERT INTO t VALUES (5000, 7, 7)"); sqlState(err) != "23505" {
+		t.Errorf("insert of a duplicate after the build: %v", err)
+	}
+}
+
+// TestOnlineCreateUniqueIndexRacingDuplicate inserts, while the index is
+// write-only and before the backfill, a row whose key duplicates an
+// existing row's: the writer's entry shadows the backfill's, and the
+// validation finds the duplicate.
+func TestOnlineCreateUniqueIndexRacingDuplicate(t *testing.T) {
+	s, url := startNode(t, t.TempDir())
+	c := connect(t, url, "postgres")
+	other := connect(t, url, "postgres")
+	ctx := context.Background()
+	mustExec(t, c, "CREATE TABLE t (k INT PRIMARY KEY, v INT, w INT)")
+	mustExec(t, c, "INSERT INTO t SELECT g, g, g FROM generate_series(1, 3000) g")
+	before := moveState(t, s, c, "t")
+	setIndexHooks(t, func(_ int64, st catalog.IndexState) error {
+		if st == catalog.IndexBackfilling {
+			// Write-only and before the backfill: the unique check of
+			// this insert cannot see row 17's entry yet.
+			_, err := other.Exec(ctx, "INSERT INTO t VALUES (9000, 17, 0)")
+			return err
+		}
+		return nil
+	}, nil)
+	_, err := c.Exec(ctx, "CREATE UNIQUE INDEX t_v ON t (v)")
+	if sqlState(err) != "23505" || pgDetail(err) != "Key (v)=(17) is duplicated." {
+		t.Fatalf("CREATE UNIQUE INDEX racing a duplicate: %v (%s)", err, pgDetail(err))
+	}
+	after := moveState(t, s, c, "t")
+	if len(after.Indexes) != len(before.Indexes) {
+		t.Fatalf("indexes after the failed build: %+v", after.Indexes)
+	}
+	assertNoIndexStorage(t, s, before, after)
+}
+
+// assertNoIndexStorage fails if any key of t's group belongs to an index
+// that neither descriptor names.
+func assertNoIndexStorage(t *testing.T, s *server.Server, before, after *catalog.Table) {
+	t.Helper()
+	named := map[uint32]bool{uint32(after.PrimaryIndex.ID): true, after.PrimaryIndex.StorageID: true}
+	for _, d := range []*catalog.Table{before, after} {
+		for _, ix := range d.Indexes {
+			named[uint32(ix.ID)], named[ix.StorageID] = true, true
+		}
+	}
+	for id, n := range keysByIndex(t, s, after) {
+		if !named[id] {
+			t.Errorf("%d keys left under index or storage ID %d", n, id)
+		}
+	}
+}
+
+// TestOnlineCreateIndexCanceled cancels a build mid-backfill with CANCEL
+// JOB: the statement fails with 57014, the index is rolled back.
+func TestOnlineCreateIndexCanceled(t *testing.T) {
+	s, url := startNode(t, t.TempDir())
+	c := connect(t, url, "postgres")
+	other := connect(t, url, "postgres")
+	ctx := context.Background()
+	mustExec(t, c, "CREATE TABLE t (k INT PRIMARY KEY, v INT, w INT)")
+	mustExec(t, c, "INSERT INTO t SELECT g, g, g FROM generate_series(1, 5000) g")
+	before := moveState(t, s, c, "t")
+	paused := make(chan int64, 1)
+	release := make(chan struct{})
+	var once sync.Once
+	setIndexHooks(t, nil, func(job int64, _ int64) error {
+		once.Do(func() { paused <- job; <-release })
+		return nil
+	})
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Exec(ctx, "CREATE INDEX t_v ON t (v)")
+		done <- err
+	}()
+	job := <-paused
+	var phase string
+	var tuples int64
+	if err := other.QueryRow(ctx, "SELECT phase, tuples_done FROM pg_stat_progress_create_index WHERE relid = 't'::regclass").Scan(&phase, &tuples); err != nil {
+		t.Fatal(err)
+	}
+	if phase != "building index: scanning table" {
+		t.Errorf("phase %q tuples %d", phase, tuples)
+	}
+	mustExec(t, other, fmt.Sprintf("CANCEL JOB %d", job))
+	close(release)
+	if err := <-done; sqlState(err) != "57014" {
+		t.Fatalf("canceled CREATE INDEX: %v", err)
+	}
+	var status string
+	if err := other.QueryRow(ctx, "SELECT status FROM cairn_catalog.jobs WHERE job_id = $1", job).Scan(&status); err != nil {
+		t.Fatal(err)
+	}
+	if status != string(jobs.StatusCanceled) {
+		t.Errorf("job status %s", status)
+	}
+	if _, err := other.Exec(ctx, fmt.Sprintf("CANCEL JOB %d", job)); sqlState(err) != "55000" {
+		t.Errorf("CANCEL JOB of a finished job: %v", err)
+	}
+	if _, err := other.Exec(ctx, "CANCEL JOB 987654"); sqlState(err) != "42704" {
+		t.Errorf("CANCEL JOB of no job: %v", err)
+	}
+	tx, err := other.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "CREATE INDEX CONCURRENTLY t_w ON t (w)"); sqlState(err) != "25001" {
+		t.Errorf("CREATE INDEX CONCURRENTLY in a block: %v", err)
+	}
+	_ = tx.Rollback(ctx)
+	after := moveState(t, s, c, "t")
+	if len(after.Indexes) != len(before.Indexes) {
+		t.Fatalf("indexes after the canceled build: %+v", after.Indexes)
+	}
+	assertNoIndexStorage(t, s, before, after)
+}
+
+// keysByIndex counts the table data keys of desc's table by the index
+// (or storage) ID they carry, over the whole table keyspace (a rolled-back
+// global index had a group of its own that no descriptor names now).
+func keysByIndex(t *testing.T, s *server.Server, desc *catalog.Table) map[uint32]int {
+	t.Helper()
+	kvs, err := s.DB().Scan(context.Background(), keys.TableDataMin, []byte{0xff, 0xff}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[uint32]int{}
+	for _, kv := range kvs {
+		if p, _, err := rowenc.DecodeKeyPrefix(kv.Key); err == nil && p.Table == uint32(desc.ID) {
+			out[p.Index]++
+		}
+	}
+	return out
+}
+
+// pgDetail is a PostgreSQL error's DETAIL.
+func pgDetail(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Detail
+	}
+	return ""
+}
+
+// TestOnlineCreateIndexOrphanRolledBack stops a build after its backfill as if
+// its node had died (the job's heartbeat stops, nothing more is written),
+// restarts the node, and checks that the node's orphan check rolls the
+// build back: the index leaves the descriptor, its entries are cleared,
+// the job ends failed, and the table stays writable and indexable.
+func TestOnlineCreateIndexOrphanRolledBack(t *testing.T) {
+	defer func(o, h time.Duration) { jobs.OrphanAfter, jobs.HeartbeatEvery = o, h }(jobs.OrphanAfter, jobs.HeartbeatEvery)
+	jobs.OrphanAfter, jobs.HeartbeatEvery = time.Second, 50*time.Millisecond
+	dir := t.TempDir()
+	s, url := startNode(t, dir)
+	ctx := context.Background()
+	c := connect(t, url, "postgres")
+	mustExec(t, c, "CREATE TABLE t (k INT PRIMARY KEY, v INT, w INT)")
+	mustExec(t, c, "INSERT INTO t SELECT g, g, g FROM generate_series(1, 5000) g")
+	before := moveState(t, s, c, "t")
+	setIndexHooks(t, func(_ int64, st catalog.IndexState) error {
+		if st == catalog.IndexValidating {
+			return ddl.ErrJobDied // after the backfill wrote every entry
+		}
+		return nil
+	}, nil)
+	if _, err := c.Exec(ctx, "CREATE INDEX t_v ON t (v)"); err == nil {
+		t.Fatal("the dying build succeeded")
+	}
+	mid := moveState(t, s, c, "t")
+	ix := mid.IndexByName("t_v")
+	if ix == nil || ix.State != catalog.IndexValidating {
+		t.Fatalf("mid-build index: %+v", ix)
+	}
+	if n := keysByIndex(t, s, mid)[ix.StorageID]; n != 5000 {
+		t.Fatalf("the backfill wrote %d entries, want 5000", n)
+	}
+	setIndexHooks(t, nil, nil)
+	c.Close(ctx)
+	s.Stop(ctx)
+	s, url = startNode(t, dir)
+	c = connect(t, url, "postgres")
+	// Writers keep writing meanwhile (they maintain the half-built index).
+	mustExec(t, c, "INSERT INTO t VALUES (6000, 6, 6)")
+	var status, jerr string
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		if err := c.QueryRow(ctx, "SELECT status, coalesce(error, '') FROM cairn_catalog.jobs WHERE job_type = 'CREATE INDEX'").Scan(&status, &jerr); err != nil {
+			t.Fatal(err)
+		}
+		if status != "running" || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if status != "failed" || !strings.Contains(jerr, "node running the job stopped") {
+		t.Fatalf("orphaned job: %s %q", status, jerr)
+	}
+	after := moveState(t, s, c, "t")
+	if len(after.Indexes) != len(before.Indexes) {
+		t.Fatalf("indexes after the roll-back: %+v", after.Indexes)
+	}
+	assertNoIndexStorage(t, s, before, after)
+	mustExec(t, c, "INSERT INTO t VALUES (6001, 7, 7)")
+	mustExec(t, c, "CREATE INDEX t_v ON t (v)")
+	checkIndexExact(t, s, c, "t_v")
+}
+
+// TestOnlineBackfillSortedSpilled builds an index of a table split into
+// several tablets with a sort budget far below the entries' size: the
+// backfill reads one piece per tablet, spills sorted runs, merges them,
+// and the index is exact; a unique build over a duplicate whose two rows
+// live in different tablets fails on the sorted stream's adjacent keys.
+func TestOnlineBackfillSortedSpilled(t *testing.T) {
+	defer ddl.SetIndexBuildMemory(ddl.SetIndexBuildMemory(64 << 10))
+	s, url := startNode(t, t.TempDir())
+	c := connect(t, url, "postgres")
+	ctx := context.Background()
+	mustExec(t, c, "CREATE TABLE t (k INT PRIMARY KEY, v INT, w INT) SPLIT INTO 4 TABLETS")
+	mustExec(t, c, "INSERT INTO t SELECT g, (g * 7919) % 20000, g FROM generate_series(1, 20000) g")
+	mustExec(t, c, "CREATE INDEX t_v ON t (v)")
+	pieces, runs, entries := ddl.LastBackfill()
+	t.Logf("backfill: %d pieces, %d sorted runs, %d entries", pieces, runs, entries)
+	if pieces < 4 || runs < 2 || entries != 20000 {
+		t.Errorf("backfill: %d pieces (want >= 4), %d runs (want >= 2), %d entries (want 20000)", pieces, runs, entries)
+	}
+	checkIndexExact(t, s, c, "t_v")
+	var n int64
+	if err := c.QueryRow(ctx, "SELECT count(*) FROM t WHERE v = 7919").Scan(&n); err != nil || n != 1 {
+		t.Errorf("count through the index: %d %v", n, err)
+	}
+	mustExec(t, c, "UPDATE t SET w = 5 WHERE k = 19999")
+	mustExec(t, c, "UPDATE t SET w = 5 WHERE k = 3")
+	_, err := c.Exec(ctx, "CREATE UNIQUE INDEX t_w ON t (w)")
+	if sqlState(err) != "23505" || pgDetail(err) != "Key (w)=(5) is duplicated." {
+		t.Fatalf("unique build over a duplicate: %v (%s)", err, pgDetail(err))
+	}
+}
