@@ -17,7 +17,7 @@
 // primary-key column (docs/distributed.md), so both tables here have
 // PRIMARY KEY (repo_id, event_id).
 //
-// Usage: go run ./bench/distsql [-rows 100000] [-runs 3] [-shards 32] [-global]
+// Usage: go run ./bench/distsql [-rows 100000] [-runs 3] [-shards 32] [-global] [-log]
 package main
 
 import (

@@ -133,6 +133,16 @@ func (e *executor) moveOnline(ctx context.Context, cur *catalog.Table, probe *ca
 	})
 }
 
+// movedTo says whether t is where probe says a move takes it: colocated
+// or not, and (for a distributed table or one made ordinary again,
+// ddl.alterDistribution) partitioned as probe is.
+func movedTo(t, probe *catalog.Table) bool {
+	if t.Colocated != probe.Colocated {
+		return false
+	}
+	return t.Colocated || !(probe.Partitioning.Distributed || t.Partitioning.Distributed) || t.Partitioning == probe.Partitioning
+}
+
 // runTableJob runs the move plan decides (a colocation move, or a
 // rewrite: rekey.go) of table cur as a job of type jobType, and returns
 // when the job has ended: nil if it succeeded.
@@ -310,16 +320,6 @@ func (e *executor) splitTarget(ctx context.Context, target *catalog.Table) error
 		}
 	}
 	return nil
-}
-
-// movedTo says whether t is where probe says a move takes it: colocated
-// or not, and (for a distributed table or one made ordinary again,
-// ddl.alterDistribution) partitioned as probe is.
-func movedTo(t, probe *catalog.Table) bool {
-	if t.Colocated != probe.Colocated {
-		return false
-	}
-	return t.Colocated || !(probe.Partitioning.Distributed || t.Partitioning.Distributed) || t.Partitioning == probe.Partitioning
 }
 
 // moveTarget allocates where t goes (probe's Colocated and Partitioning):
