@@ -3,7 +3,7 @@ GO       ?= go
 PKGS     ?= ./...
 TIMEOUT  ?= 20m
 
-.PHONY: all build demo test testrace lint fmt vet fuzz bench bench-kv bench-cluster bench-colocation bench-packedrows deps chaos
+.PHONY: all build demo test testrace lint fmt vet fuzz bench bench-kv bench-cluster bench-colocation bench-packedrows bench-readplan bench-joinchoice deps chaos
 
 all: build
 
@@ -75,6 +75,15 @@ bench-colocation:
 bench-packedrows:
 	$(GO) build -o bin/cairn-bench ./cmd/cairn
 	$(GO) run ./bench/packedrows -cairn bin/cairn-bench $(BENCHFLAGS)
+
+# Reads in storage order and the storage-aware join choice (issue 19) on a
+# disk that plays an HDD or an object store (storage/simfs); minutes each.
+# Both refuse to run at a load average of 4 or more (-force overrides).
+bench-readplan:
+	$(GO) run ./bench/readplan $(BENCHFLAGS)
+
+bench-joinchoice:
+	$(GO) run ./bench/joinchoice $(BENCHFLAGS)
 
 # SQL logic tests (test/logic/) against a throwaway PostgreSQL 15: this is how
 # every expected result in test/logic/testdata is validated. LOGICFLAGS passes

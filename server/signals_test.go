@@ -222,6 +222,36 @@ func TestCancelLongSort(t *testing.T) {
 	}
 }
 
+// TestCancelDDL: a cancel stops a DDL statement part way through its
+// work (CREATE TABLE AS over a series that would take minutes to write),
+// with 57014, and leaves nothing of it behind.
+func TestCancelDDL(t *testing.T) {
+	s := start(t, Config{Insecure: true})
+	defer s.Stop(context.Background())
+	ctx := context.Background()
+	w, obs := connect(t, s), connect(t, s)
+	defer w.Close(ctx)
+	defer obs.Close(ctx)
+	pid := pidOf(t, w)
+	done := make(chan error, 1)
+	go func() {
+		_, err := w.Exec(ctx, "CREATE TABLE big AS SELECT g, g * 2 AS h FROM generate_series(1, 1000000000) g")
+		done <- err
+	}()
+	waitActivity(t, obs, pid, "state = 'active' AND query LIKE 'CREATE TABLE big%'")
+	var ok bool
+	if err := obs.QueryRow(ctx, "SELECT pg_cancel_backend($1)", pid).Scan(&ok); err != nil || !ok {
+		t.Fatalf("pg_cancel_backend: %v, %v", ok, err)
+	}
+	if code, msg := pgErr(<-done); code != "57014" {
+		t.Fatalf("cancelled CREATE TABLE AS: %s %s, want 57014", code, msg)
+	}
+	var n int
+	if err := w.QueryRow(ctx, "SELECT count(*) FROM pg_class WHERE relname = 'big'").Scan(&n); err != nil || n != 0 {
+		t.Fatalf("after the cancel: %d tables named big, %v", n, err)
+	}
+}
+
 // TestIdleTimeouts: idle_in_transaction_session_timeout ends a session
 // idle in a block with FATAL 25P03 and releases its locks;
 // idle_session_timeout ends one idle outside a block with 57P05.

@@ -126,6 +126,9 @@ func TestSpillingOperators(t *testing.T) {
 		{"window range nulls", `SELECT g, count(*) OVER (ORDER BY CASE WHEN m = 0 THEN NULL ELSE k END RANGE BETWEEN 3 PRECEDING AND 3 FOLLOWING), count(*) OVER (ORDER BY CASE WHEN m = 0 THEN NULL ELSE k END DESC RANGE BETWEEN 3 PRECEDING AND 3 FOLLOWING), sum(g) OVER (ORDER BY CASE WHEN m = 1 THEN NULL ELSE k END NULLS FIRST RANGE BETWEEN CURRENT ROW AND 40 FOLLOWING) FROM ` + g, false, false},
 		{"window groups", `SELECT g, sum(g) OVER (ORDER BY k GROUPS BETWEEN 1 PRECEDING AND 2 FOLLOWING), first_value(g) OVER (ORDER BY k GROUPS BETWEEN 3 FOLLOWING AND 300 FOLLOWING) FROM ` + g, false, false},
 		{"window exclude", `SELECT g, sum(g) OVER (ORDER BY m ROWS BETWEEN 2 PRECEDING AND 2 FOLLOWING EXCLUDE CURRENT ROW), count(*) OVER (ORDER BY k RANGE BETWEEN 1 PRECEDING AND 1 FOLLOWING EXCLUDE GROUP), string_agg(g::text, ',') OVER (ORDER BY k ROWS BETWEEN 3 PRECEDING AND 3 FOLLOWING EXCLUDE TIES), nth_value(g, 2) OVER (ORDER BY m ROWS BETWEEN CURRENT ROW AND 5 FOLLOWING EXCLUDE GROUP) FROM ` + g, false, false},
+		// Closed while the last stage is part way through a spilled
+		// partition.
+		{"window limit", `SELECT g, lag(g) OVER (PARTITION BY m ORDER BY g), sum(g) OVER (ORDER BY k ROWS 3 PRECEDING) FROM ` + g + ` LIMIT 700`, true, false},
 		{"window whole with exclude", `SELECT g, count(*) OVER (PARTITION BY m ORDER BY k ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING EXCLUDE GROUP), last_value(g) OVER (ORDER BY g RANGE BETWEEN UNBOUNDED PRECEDING AND 10 FOLLOWING) FROM ` + g, false, false},
 		{"cte", `WITH c AS MATERIALIZED (SELECT g FROM ` + g + `) SELECT count(*) FROM c a JOIN c b ON a.g = b.g`, true, false},
 	}

@@ -106,7 +106,9 @@ func (r *runner) buildWindow(n *plan.Window) (op, error) {
 // rowcontainer.Sorter, so only one partition at a time is in memory and
 // the sorts spill past work_mem. The last sort is by the first function's
 // keys, which is the order PostgreSQL's WindowAgg emits rows in; the input
-// position as the last key keeps each sort stable.
+// position as the last key keeps each sort stable. That last stage is
+// computed as Next asks for rows, a partition at a time: a partition in
+// memory is returned from memory, a spilled one through a Buffer.
 //
 // Rows in flight are laid out as
 //
@@ -116,23 +118,63 @@ type windowOp struct {
 	in    op
 	specs []*windowSpec
 	width int
-	out   rowcontainer.Iterator
 	sorts []*rowcontainer.Sorter
-	buf   *rowcontainer.Buffer // the output
-	acc   *mon.Account         // the partition being computed
+	acc   *mon.Account // the partition being computed
+	ran   bool
+	// The output: last, the first function's stage, stepped a partition
+	// at a time; its rows in queue (a partition in memory, still
+	// reserved in acc) or read from out (a spilled partition's results,
+	// in outBuf; without functions, the input).
+	last   *windowStage
+	queue  [][]types.Datum
+	qi     int
+	out    rowcontainer.Iterator
+	outBuf *rowcontainer.Buffer
 }
 
 func (o *windowOp) Next(ctx context.Context) ([]types.Datum, error) {
-	if o.out == nil {
+	if !o.ran {
+		o.ran = true
 		if err := o.run(ctx); err != nil {
 			return nil, err
 		}
 	}
-	row, err := o.out.Next(ctx)
-	if err != nil || row == nil {
-		return nil, err
+	w := o.width + len(o.specs)
+	for {
+		if o.out != nil {
+			row, err := o.out.Next(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if row != nil {
+				return row[:w:w], nil
+			}
+			o.out.Close()
+			o.out = nil
+			if o.outBuf != nil {
+				o.outBuf.Close()
+				o.outBuf = nil
+			}
+		}
+		if o.qi < len(o.queue) {
+			row := o.queue[o.qi]
+			o.queue[o.qi] = nil
+			o.qi++
+			return row[:w:w], nil
+		}
+		if o.last == nil {
+			return nil, nil
+		}
+		o.queue, o.qi = o.queue[:0], 0
+		more, err := o.last.step(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if !more {
+			o.last.it.Close()
+			o.last = nil
+		}
 	}
-	return row[: o.width+len(o.specs) : o.width+len(o.specs)], nil
 }
 
 func (o *windowOp) Close() {
@@ -140,12 +182,16 @@ func (o *windowOp) Close() {
 	if o.out != nil {
 		o.out.Close()
 	}
+	if o.last != nil {
+		o.last.it.Close()
+	}
 	for _, s := range o.sorts {
 		s.Close()
 	}
-	if o.buf != nil {
-		o.buf.Close()
+	if o.outBuf != nil {
+		o.outBuf.Close()
 	}
+	o.queue = nil
 	if o.acc != nil {
 		o.acc.Clear()
 	}
@@ -221,122 +267,145 @@ func (o *windowOp) run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		var next *rowcontainer.Sorter
-		if fi > 0 {
-			next = o.newSort(o.specs[fi-1])
-		}
-		emit := func(row []types.Datum) error {
-			if next == nil {
-				return nil
-			}
-			return o.addStage(ctx, next, o.specs[fi-1], row)
-		}
 		if fi == 0 {
-			// The first function's order is the output's: its rows go
-			// to a buffer (in memory or spilled) read back as they are.
-			o.buf = rowcontainer.NewBuffer(o.r.account(), o.r.scope)
-			emit = o.buf.Add
+			// The first function's order is the output's: Next steps
+			// its stage a partition at a time.
+			o.last = &windowStage{o: o, fi: 0, it: it, emit: o.emitOut, keepAcc: true, onSpill: o.spillOut}
+			return nil
 		}
-		if err := o.compute(ctx, fi, it, emit); err != nil {
-			it.Close()
-			return err
+		next := o.newSort(o.specs[fi-1])
+		st := &windowStage{o: o, fi: fi, it: it, emit: func(row []types.Datum) error {
+			return o.addStage(ctx, next, o.specs[fi-1], row)
+		}}
+		for {
+			more, err := st.step(ctx)
+			if err != nil {
+				it.Close()
+				return err
+			}
+			if !more {
+				break
+			}
 		}
 		it.Close()
 		srt = next
 	}
-	out, err := o.buf.Iter()
-	if err != nil {
-		return err
-	}
-	o.out = out
 	return nil
 }
 
-// compute reads function fi's sorted stage, one partition at a time,
-// fills in the function's result and passes each row on.
-func (o *windowOp) compute(ctx context.Context, fi int, it rowcontainer.Iterator, emit func([]types.Datum) error) error {
-	s := o.specs[fi]
+// emitOut queues a row of the last stage's partition for Next: in
+// memory, or in outBuf when the partition spilled.
+func (o *windowOp) emitOut(row []types.Datum) error {
+	if o.outBuf != nil {
+		return o.outBuf.Add(row)
+	}
+	o.queue = append(o.queue, row)
+	return nil
+}
+
+// spillOut starts outBuf for a spilled partition of the last stage.
+func (o *windowOp) spillOut() {
+	o.outBuf = rowcontainer.NewBuffer(o.r.account(), o.r.scope)
+}
+
+// outDone makes Next read outBuf once the partition is computed.
+func (o *windowOp) outDone() error {
+	if o.outBuf == nil {
+		return nil
+	}
+	it, err := o.outBuf.Iter()
+	if err != nil {
+		return err
+	}
+	o.out = it
+	return nil
+}
+
+// windowStage computes function fi over its sorted stage, one partition
+// per step, passing each row with its result to emit. keepAcc leaves a
+// partition held in memory reserved in o.acc until the next step (emit
+// kept its rows); onSpill is called before a spilled partition's rows
+// are emitted.
+type windowStage struct {
+	o       *windowOp
+	fi      int
+	it      rowcontainer.Iterator
+	emit    func([]types.Datum) error
+	keepAcc bool
+	onSpill func()
+	// pending is the first row of the next partition, read ahead.
+	pending []types.Datum
+	done    bool
+}
+
+// step computes the next partition; false when none is left.
+func (st *windowStage) step(ctx context.Context) (bool, error) {
+	o := st.o
+	if st.keepAcc {
+		o.acc.Clear()
+	}
+	if st.done {
+		return false, nil
+	}
+	s := o.specs[st.fi]
 	nf := len(o.specs)
 	base := o.width + nf + 1
-	np := len(s.part)
 	var part [][]types.Datum
 	// spilled holds the partition instead of part once it outgrew
 	// work_mem (window_spill.go); first is the partition's first row.
 	var spilled *rowcontainer.Buffer
 	var first []types.Datum
-	canSpill := o.r.scope.Spillable()
-	flush := func() error {
-		if spilled != nil {
-			var err error
-			if windowStreamOf(s) != streamNone {
-				err = o.computeSpilled(ctx, fi, spilled, emit)
-			} else {
-				err = o.computeSpilledRandom(ctx, fi, spilled, emit)
-			}
-			spilled.Close()
-			spilled = nil
-			return err
-		}
-		if len(part) == 0 {
-			return nil
-		}
-		res, err := o.r.computePartition(s, part, base)
-		if err != nil {
-			return err
-		}
-		for j, row := range part {
-			row = row[:base:base]
-			row[o.width+fi] = res[j]
-			if err := emit(row); err != nil {
-				return err
-			}
-		}
-		part = part[:0]
-		o.acc.Clear()
-		return nil
-	}
-	partKeys := make([]sortKey, np)
+	partKeys := make([]sortKey, len(s.part))
 	for i := range partKeys {
 		partKeys[i] = sortKey{pos: base + i}
 	}
+	canSpill := o.r.scope.Spillable()
 	for {
-		row, err := it.Next(ctx)
-		if err != nil {
-			return err
+		row := st.pending
+		st.pending = nil
+		if row == nil {
+			var err error
+			if row, err = st.it.Next(ctx); err != nil {
+				if spilled != nil {
+					spilled.Close()
+				}
+				return false, err
+			}
 		}
 		if row == nil {
-			return flush()
+			st.done = true
+			break
 		}
 		if first != nil && compareRows(partKeys, first, row) != 0 {
-			if err := flush(); err != nil {
-				return err
-			}
-			first = nil
+			st.pending = row
+			break
 		}
 		if first == nil {
 			first = row
 		}
 		if spilled != nil {
 			if err := spilled.Add(row); err != nil {
-				return err
+				spilled.Close()
+				return false, err
 			}
 			continue
 		}
 		n := rowcontainer.RowSize(row)
-		err = o.acc.Grow(n)
+		err := o.acc.Grow(n)
 		if err != nil && canSpill && len(part) >= minSpillRows {
 			// Past work_mem: the partition goes to a buffer that spills,
 			// and is computed reading it from there (window_spill.go).
 			spilled = rowcontainer.NewBuffer(o.r.account(), o.r.scope)
 			for i, r := range append(part, row) {
 				if err := spilled.Add(r); err != nil {
-					return err
+					spilled.Close()
+					return false, err
 				}
 				if i < len(part) {
 					part[i] = nil
 				}
 			}
-			part = part[:0]
+			part = nil
 			o.acc.Clear()
 			continue
 		}
@@ -344,11 +413,45 @@ func (o *windowOp) compute(ctx context.Context, fi int, it rowcontainer.Iterator
 			// Without temporary storage, a partition is held past
 			// work_mem if need be, bounded by the node budget.
 			if err = o.acc.Force(n); err != nil {
-				return err
+				return false, err
 			}
 		}
 		part = append(part, row)
 	}
+	if spilled != nil {
+		defer spilled.Close()
+		if st.onSpill != nil {
+			st.onSpill()
+		}
+		var err error
+		if windowStreamOf(s) != streamNone {
+			err = o.computeSpilled(ctx, st.fi, spilled, st.emit)
+		} else {
+			err = o.computeSpilledRandom(ctx, st.fi, spilled, st.emit)
+		}
+		if err == nil && st.onSpill != nil {
+			err = o.outDone()
+		}
+		return err == nil, err
+	}
+	if len(part) == 0 {
+		return false, nil
+	}
+	res, err := o.r.computePartition(s, part, base)
+	if err != nil {
+		return false, err
+	}
+	for j, row := range part {
+		row = row[:base:base]
+		row[o.width+st.fi] = res[j]
+		if err := st.emit(row); err != nil {
+			return false, err
+		}
+	}
+	if !st.keepAcc {
+		o.acc.Clear()
+	}
+	return true, nil
 }
 
 // opIter adapts an op to a rowcontainer.Iterator.

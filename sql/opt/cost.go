@@ -39,7 +39,15 @@ type Costs struct {
 	// UnitTime is about what one unit costs on this profile (SeqRow's
 	// time): WithRoundTrip turns a network round trip into units by it.
 	UnitTime time.Duration
+	// SeqScanOff and IndexScanOff are PostgreSQL's enable_seqscan and
+	// enable_indexscan turned off: the plan avoids that kind of scan
+	// wherever another way exists (disableCost), as in PostgreSQL.
+	SeqScanOff, IndexScanOff bool
 }
+
+// disableCost is what a disabled kind of scan costs on top of its own
+// price: enough that any other plan wins (PostgreSQL's disable_cost).
+const disableCost = 1e10
 
 // WithRoundTrip adds a network round trip of rtt (the node's measured
 // round-trip time to the other nodes, whose leaseholders a batch reaches)

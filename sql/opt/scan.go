@@ -103,6 +103,12 @@ func (o *optimizer) accesses(s *plan.Scan) []access {
 	if chosen.ID != primary.ID {
 		return out
 	}
+	if o.costs.IndexScanOff && len(fc.cons) > 0 {
+		// A sequential scan filtering every row: the plan PostgreSQL
+		// falls back on with enable_indexscan off (otherwise a bounded
+		// read of the primary index always costs less).
+		out = append(out, o.accessVia(s, chosen, &filterConstraints{conj: fc.conj, col: fc.col, cons: map[rowenc.ColumnID]constraint{}}, nil))
+	}
 	for i := range s.Table.Indexes {
 		idx := &s.Table.Indexes[i]
 		if idx.State != catalog.IndexPublic || (idx.Kind != "" && idx.Kind != catalog.IndexBTree) {
@@ -211,6 +217,11 @@ func (o *optimizer) accessVia(s *plan.Scan, idx *catalog.Index, fc *filterConstr
 	}
 	a := access{node: scan, scan: scan, orig: &orig, rows: rows, out: out}
 	a.cost = o.costs.scanCost(rows)
+	// A read of the whole primary index (every bucket of a hash-sharded
+	// one) is the sequential scan.
+	if seq := idx.ID == s.Table.PrimaryIndex.ID && estSpans.used == 0; seq && o.costs.SeqScanOff || !seq && o.costs.IndexScanOff {
+		a.cost += disableCost
+	}
 	if idx.ID == s.Table.PrimaryIndex.ID {
 		scan.Filter = and(residual)
 		return a

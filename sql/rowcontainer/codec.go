@@ -33,9 +33,10 @@ const (
 	tagOid
 	tagArray
 	tagEnum
+	tagRecord
 )
 
-// codec encodes rows self-describingly. Array element types (*types.T,
+// codec encodes rows self-describingly. Array element and record types (*types.T,
 // immutable and shared) are written as indexes into typs, which is why a
 // codec belongs to one File: it is what reads the file back.
 type codec struct {
@@ -137,6 +138,17 @@ func (c *codec) appendDatum(dst []byte, d types.Datum) ([]byte, error) {
 		return dst, nil
 	case types.DEnum:
 		return appendStr(appendStr(append(dst, tagEnum), v.PhysRep), v.Label), nil
+	case *types.DTuple:
+		dst = append(dst, tagRecord)
+		dst = binary.AppendUvarint(dst, uint64(c.typeIndex(v.T)))
+		dst = binary.AppendUvarint(dst, uint64(len(v.Elems)))
+		for _, e := range v.Elems {
+			var err error
+			if dst, err = c.appendDatum(dst, e); err != nil {
+				return nil, err
+			}
+		}
+		return dst, nil
 	}
 	return nil, fmt.Errorf("rowcontainer: cannot spill a %T value", d)
 }
@@ -288,6 +300,22 @@ func (c *codec) datum(r *reader) types.Datum {
 	case tagEnum:
 		p := r.str()
 		return types.DEnum{PhysRep: p, Label: r.str()}
+	case tagRecord:
+		ti := r.uvarint()
+		if ti >= uint64(len(c.typs)) {
+			r.fail("record type")
+			return types.DNull
+		}
+		n := r.uvarint()
+		if n > uint64(len(r.b)) {
+			r.fail("record length")
+			return types.DNull
+		}
+		t := &types.DTuple{T: c.typs[ti], Elems: make([]types.Datum, n)}
+		for i := range t.Elems {
+			t.Elems[i] = c.datum(r)
+		}
+		return t
 	default:
 		r.fail(fmt.Sprintf("tag %d", tag))
 		return types.DNull
@@ -324,6 +352,12 @@ func DatumSize(d types.Datum) int64 {
 		// its text length is a fair proxy for its tree.
 		return 64 + 2*int64(len(v.JSON.String()))
 	case *types.DArray:
+		n := int64(48 + 16*len(v.Elems))
+		for _, e := range v.Elems {
+			n += DatumSize(e)
+		}
+		return n
+	case *types.DTuple:
 		n := int64(48 + 16*len(v.Elems))
 		for _, e := range v.Elems {
 			n += DatumSize(e)

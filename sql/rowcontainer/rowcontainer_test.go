@@ -331,6 +331,8 @@ func TestCodecRoundTrip(t *testing.T) {
 		&types.DArray{Elem: types.Int8, Elems: []types.Datum{types.DInt(1), types.DNull}},
 		&types.DArray{Elem: types.Int2, Elems: []types.Datum{types.DInt(7)}, ZeroBased: true},
 		types.DEnum{PhysRep: "\x80", Label: "happy"},
+		&types.DTuple{T: types.MakeRecord([]types.Field{{Name: "x", T: types.Int2}, {Name: "n", T: types.Text}}),
+			Elems: []types.Datum{types.DInt(3), types.DNull}},
 	}
 	ts := newTemp(t, 0)
 	scope := ts.NewScope()
@@ -360,6 +362,9 @@ func TestCodecRoundTrip(t *testing.T) {
 	}
 	if a, ok := got[19].(*types.DArray); !ok || !a.ZeroBased {
 		t.Errorf("zero-based array not kept: %#v", got[19])
+	}
+	if r, ok := got[21].(*types.DTuple); !ok || r.T != row[21].(*types.DTuple).T {
+		t.Errorf("record type not kept: %#v", got[21])
 	}
 	if f, ok := got[4].(types.DFloat); !ok || !math.Signbit(float64(f)) {
 		t.Errorf("-0 not kept: %v", got[4])

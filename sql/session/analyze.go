@@ -82,6 +82,7 @@ func (s *Session) lookupBatch() int {
 // with the network's round trips of a node in a cluster.
 func (s *Session) costs() opt.Costs {
 	c, _ := opt.ProfileCosts(s.vars["storage.profile"])
+	c.SeqScanOff, c.IndexScanOff = s.vars["enable_seqscan"] == "off", s.vars["enable_indexscan"] == "off"
 	if rtt := s.b.cfg.NetworkRTT; rtt != nil {
 		c = c.WithRoundTrip(rtt())
 	}

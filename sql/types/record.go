@@ -1,6 +1,8 @@
 package types
 
 import (
+	"encoding/binary"
+
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
@@ -9,8 +11,9 @@ import (
 // queries: ROW(a, b) outside a comparison, and a set-returning function of
 // several columns called in a select list (pgjdbc's
 // information_schema._pg_expandarray(indkey), read back as (keys).x). A
-// record is a value only: it cannot be stored in a table column, and it
-// has no binary wire form (clients read it as text, as pgjdbc does).
+// record is a value only: it cannot be stored in a table column or be read
+// from a client, and goes to clients as text or in record_send's binary
+// form (pgx asks for that).
 //
 // Invariants:
 //  1. A *DTuple has exactly len(T.Fields) elements, element i of type
@@ -113,4 +116,27 @@ func compareRecords(x, y *DTuple) int {
 		return 1
 	}
 	return 0
+}
+
+// appendRecordBinary appends r as PostgreSQL's record_send writes it: the
+// field count, then each field's type OID, length (-1: NULL) and binary
+// value.
+func appendRecordBinary(dst []byte, r *DTuple) ([]byte, error) {
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(r.Elems)))
+	for i, e := range r.Elems {
+		ft := r.T.Fields[i].T
+		dst = binary.BigEndian.AppendUint32(dst, wireOID(ft))
+		if IsNull(e) {
+			dst = binary.BigEndian.AppendUint32(dst, 0xffffffff)
+			continue
+		}
+		at := len(dst)
+		dst = append(dst, 0, 0, 0, 0)
+		var err error
+		if dst, err = EncodeBinary(dst, ft, e); err != nil {
+			return nil, err
+		}
+		binary.BigEndian.PutUint32(dst[at:], uint32(len(dst)-at-4))
+	}
+	return dst, nil
 }

@@ -29,6 +29,9 @@ func EncodeBinary(dst []byte, t *T, d Datum) ([]byte, error) {
 	if e, ok := d.(DEnum); ok {
 		return append(dst, e.Label...), nil // enum_send: the label as text
 	}
+	if r, ok := d.(*DTuple); ok {
+		return appendRecordBinary(dst, r)
+	}
 	v, err := toPGValue(t, d)
 	if err != nil {
 		return nil, err

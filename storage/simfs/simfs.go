@@ -179,7 +179,10 @@ type FS struct {
 	stall atomic.Pointer[chan struct{}]
 
 	reads, readBytes, seeks, skips, requests, charged atomic.Int64
-	syncs, walSyncs, writes, failed                   atomic.Int64
+	// overslept is how much real sleeps overshot what they were asked
+	// (sleepOnAverage), still to be taken off later waits.
+	overslept                       atomic.Int64
+	syncs, walSyncs, writes, failed atomic.Int64
 }
 
 var _ vfs.FS = (*FS)(nil)
@@ -188,10 +191,30 @@ var _ vfs.FS = (*FS)(nil)
 func New(inner vfs.FS, opts Options) *FS {
 	fs := &FS{FS: inner, sleep: opts.Sleep}
 	if fs.sleep == nil {
-		fs.sleep = time.Sleep
+		fs.sleep = fs.sleepOnAverage
 	}
 	fs.SetProfile(opts.Profile)
 	return fs
+}
+
+// sleepOnAverage waits d on average: a sleep overshoots (timer slack,
+// a busy machine: a 0.1 ms sleep often takes 1 ms), and the overshoot is
+// taken off the next waits, so that thousands of small charges add up to
+// the time charged rather than to that many timer wakeups. Concurrent
+// waiters share the credit, so it is exact only on average.
+func (fs *FS) sleepOnAverage(d time.Duration) {
+	if credit := time.Duration(fs.overslept.Load()); credit > 0 {
+		take := min(credit, d)
+		fs.overslept.Add(-int64(take))
+		if d -= take; d <= 0 {
+			return
+		}
+	}
+	start := time.Now()
+	time.Sleep(d)
+	if over := time.Since(start) - d; over > 0 {
+		fs.overslept.Add(int64(over))
+	}
 }
 
 // SetProfile switches the latency profile (a disk that turns slow).

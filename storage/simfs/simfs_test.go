@@ -360,3 +360,21 @@ func TestChunkMemory(t *testing.T) {
 		t.Fatalf("charged %v for %d requests of 1 ms", got, fs.Stats().Requests)
 	}
 }
+
+// TestSleepOnAverage: what a real sleep overshot is taken off the next
+// waits, which then do not sleep at all while the credit lasts.
+func TestSleepOnAverage(t *testing.T) {
+	fs := New(vfs.NewMem(), Options{})
+	fs.overslept.Store(int64(250 * time.Microsecond))
+	fs.sleepOnAverage(100 * time.Microsecond)
+	fs.sleepOnAverage(100 * time.Microsecond)
+	if left := time.Duration(fs.overslept.Load()); left != 50*time.Microsecond {
+		t.Fatalf("after two waits of 100 µs on 250 µs of credit: %v left, want 50 µs", left)
+	}
+	// The third wait uses the rest and sleeps 50 µs: whatever that
+	// overshoots is the new credit, never negative.
+	fs.sleepOnAverage(100 * time.Microsecond)
+	if left := fs.overslept.Load(); left < 0 {
+		t.Fatalf("credit %v after a real sleep", time.Duration(left))
+	}
+}

@@ -58,6 +58,18 @@ CREATE TABLE dump_extra.audit (
 );
 CREATE UNIQUE INDEX audit_parent_at_idx ON dump_extra.audit (parent_id, at);
 CREATE VIEW dump_extra.recent AS SELECT a.id, a.what, p.code FROM dump_extra.audit a JOIN public.dump_parent p ON p.id = a.parent_id WHERE a.id > 10;
+-- A stored generated column, an expression index, an index with INCLUDE
+-- columns, a foreign key with ON DELETE CASCADE, a named CHECK.
+CREATE TABLE dump_extra.shapes (
+  id int PRIMARY KEY,
+  parent_id bigint REFERENCES public.dump_parent (id) ON DELETE CASCADE,
+  w numeric(8,2) NOT NULL,
+  h numeric(8,2) NOT NULL,
+  area numeric GENERATED ALWAYS AS (w * h) STORED,
+  name text CONSTRAINT shapes_name_nonempty CHECK (name <> '')
+);
+CREATE INDEX shapes_lower_name_idx ON dump_extra.shapes (lower(name));
+CREATE INDEX shapes_w_idx ON dump_extra.shapes (w) INCLUDE (h);
 
 INSERT INTO dump_parent (code) SELECT 'p' || g FROM generate_series(1, 50) g;
 INSERT INTO dump_child (parent_id, qty, note)
@@ -75,3 +87,5 @@ SELECT setval('dump_ticket', 1230);
 INSERT INTO a_ticketed (what) VALUES ('first'), ('second');
 INSERT INTO orders (item) VALUES ('tea'), ('cake');
 INSERT INTO dump_extra.batches (label) VALUES ('b1'), ('b2'), ('b3');
+INSERT INTO dump_extra.shapes (id, parent_id, w, h, name)
+  SELECT g, 1 + g % 50, g, g / 2.0, 'Shape ' || g FROM generate_series(1, 30) g;

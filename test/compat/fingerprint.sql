@@ -22,6 +22,10 @@ SELECT 'dump_types', k, ident, b, i2, i8, f8, n, t, c, by, d, ts, tz, iv, u, j, 
 SELECT 'a_ticketed', ticket, what FROM a_ticketed ORDER BY ticket;
 SELECT 'audit', count(*), md5(string_agg(id || '|' || parent_id || '|' || at || '|' || what, ',' ORDER BY id)) FROM dump_extra.audit;
 SELECT 'recent', count(*), md5(string_agg(id || '|' || what || '|' || code, ',' ORDER BY id)) FROM dump_extra.recent;
+SELECT column_name, is_generated, generation_expression FROM information_schema.columns
+  WHERE table_schema = 'dump_extra' AND table_name = 'shapes' ORDER BY ordinal_position;
+SELECT 'shapes', count(*), md5(string_agg(id || '|' || parent_id || '|' || w || '|' || h || '|' || area || '|' || name, ',' ORDER BY id))
+  FROM dump_extra.shapes;
 SELECT 'orders', no, item FROM orders ORDER BY no;
 SELECT 'batches', no, label FROM dump_extra.batches ORDER BY no;
 SELECT nextval('order_no'), nextval('dump_extra.batch_no');

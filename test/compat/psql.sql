@@ -56,6 +56,12 @@ CREATE TABLE compat_s.items (k bigint PRIMARY KEY, v text DEFAULT 'x');
 \df now
 \df gen_random_uuid
 \df abs
+\dt+ compat_orgs
+\dv+
+\ds+
+\di+ compat_users_pkey
+\dn+ compat_s
+\dp compat_orgs
 
 -- pg_dump 15's index query (as quoted in the colocated-tables seed), with
 -- the parameters pg_dump binds.

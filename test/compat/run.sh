@@ -3,10 +3,11 @@
 # `cairn start` process. Every step runs even when an earlier one failed; the
 # run fails if any did, and the summary at the end names them.
 #
-#   psql      test/compat/psql.sql (meta-commands \d \d+ \dt \di \dv \ds \dx
-#             \dn \du \l \df, \copy, transactions, errors, pg_dump's index
-#             query) must print exactly what PostgreSQL 15 prints
-#             (psql.expected), after normalize.sed hides OIDs and page counts
+#   psql      test/compat/psql.sql (meta-commands \d \d+ \dt \dt+ \di \di+
+#             \dv \dv+ \ds \ds+ \dx \dn \dn+ \du \l \df \dp, \copy,
+#             transactions, errors, pg_dump's index query) must print
+#             exactly what PostgreSQL 15 prints (psql.expected), after
+#             normalize.sed hides OIDs, page counts, sizes and padding
 #   pgbench   -i -s 10, then -T 30 -c 8 -j 2 in the simple and prepared
 #             protocols: transactions processed, 0 failed, balances add up
 #   sysbench  oltp_read_write (Debian's sysbench), 4 tables of 10000 rows,
@@ -27,7 +28,10 @@
 #             queries, errors, prepared batches, arrays, and what
 #             DatabaseMetaData's getTables, getColumns, getSchemas,
 #             getPrimaryKeys, getIndexInfo, getImportedKeys,
-#             getExportedKeys and getTypeInfo return
+#             getExportedKeys, getSQLKeywords and getTypeInfo return, and
+#             what catalog queries of DBeaver's kind find;
+#             test/compat/hibernate/HibernateCheck.java with Hibernate ORM
+#             (Maven resolves it): schema creation, validation, CRUD, HQL
 #   go        test/compat/gocheck (its own Go module): pgx (binary
 #             parameters and results, batches, CopyFrom, transactions,
 #             errors, a pool) and GORM (AutoMigrate, CRUD, soft delete,
@@ -36,8 +40,10 @@
 #             parameters and types, prepared statements, transactions,
 #             errors, a cursor, a pool
 #   pg_dump   a full dump of dump_schema.sql's database (two schemas,
-#             tables of most types, serial and identity columns, sequences,
-#             indexes, constraints, views, comments, rows) restores with
+#             tables of most types, serial, identity and stored generated
+#             columns, sequences, indexes (partial, expression, INCLUDE),
+#             constraints (ON DELETE CASCADE, named CHECK), views,
+#             comments, rows) restores with
 #             psql -v ON_ERROR_STOP=1 into a fresh Cairn database and into
 #             PostgreSQL 15 (scripts/pg15.sh), and fingerprint.sql reads the
 #             same definitions, rows and sequence positions from all three;
@@ -242,7 +248,25 @@ if want jdbc; then
     java -cp "$jar" test/compat/jdbc/JdbcCheck.java "jdbc:postgresql://127.0.0.1:$port/postgres?sslmode=disable" ||
       fail jdbc "JdbcCheck.java (pgjdbc $jdbcver)"
   fi
-  row jdbc pgjdbc "$jdbcver" "JdbcCheck.java: queries, errors, batches, arrays; DatabaseMetaData getTables, getColumns, getSchemas, getPrimaryKeys, getIndexInfo, getImported/ExportedKeys, getTypeInfo with their content"
+  # Hibernate ORM (and its pgjdbc) from Maven Central: pom.xml only
+  # resolves the classpath; java runs HibernateCheck.java from source.
+  hib=test/compat/hibernate
+  if mvn -q -f "$hib/pom.xml" dependency:build-classpath -Dmdep.outputFile="$work/hibernate.cp" >"$work/mvn-hibernate.out" 2>&1; then
+    java -cp "$(cat "$work/hibernate.cp")" "$hib/HibernateCheck.java" "jdbc:postgresql://127.0.0.1:$port/postgres?sslmode=disable" \
+      >"$work/hibernate.out" 2>&1
+    rc=$?
+    grep '^hibernate:' "$work/hibernate.out"
+    if [ $rc -ne 0 ]; then
+      tail -40 "$work/hibernate.out"
+      fail hibernate "HibernateCheck.java"
+    fi
+  else
+    cat "$work/mvn-hibernate.out"
+    fail hibernate "resolving Hibernate with mvn failed"
+  fi
+  row hibernate "Hibernate ORM (pgjdbc)" "$(sed -n 's:.*<hibernate.version>\(.*\)</hibernate.version>.*:\1:p' "$hib/pom.xml")" \
+    "HibernateCheck.java: hbm2ddl create, hbm2ddl validate (and its failure on a missing column), CRUD, HQL, constraint errors"
+  row jdbc pgjdbc "$jdbcver" "JdbcCheck.java: queries, errors, batches, arrays; DatabaseMetaData getTables, getColumns, getSchemas, getPrimaryKeys, getIndexInfo, getImported/ExportedKeys, getSQLKeywords, getTypeInfo with their content; DBeaver-style catalog queries"
 fi
 
 if want go; then

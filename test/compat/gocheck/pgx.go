@@ -62,6 +62,13 @@ func checkPgx(url string) error {
 		return fmt.Errorf("read back %q %v %v %v %v %v %v %v", name, f.Float64, gotAt, tags, doc, gotR, ok, score)
 	}
 
+	// A record (pgx reads it in binary, record_send's form).
+	var rec any
+	if err := conn.QueryRow(ctx, `SELECT ROW(7::int2, NULL::int, 'x'::text)`).Scan(&rec); err != nil ||
+		fmt.Sprint(rec) != "[7 <nil> x]" {
+		return fmt.Errorf("record %v: %v", rec, err)
+	}
+
 	step("pgx", "batch and CopyFrom")
 	b := &pgx.Batch{}
 	for i := 2; i <= 10; i++ {

@@ -186,6 +186,64 @@ public class JdbcCheck {
       expect(ek.equals(want), "exported keys " + ek);
     });
 
+    check("metadata_sql_keywords", c -> {
+      // getSQLKeywords reads pg_get_keywords(); DBeaver and Hibernate ask.
+      List<String> kw = List.of(c.getMetaData().getSQLKeywords().split(","));
+      expect(kw.contains("returning") && kw.contains("ilike") && !kw.contains("select"), "keywords " + kw.size());
+    });
+
+    check("dbeaver_navigator", c -> {
+      // Catalog queries of the kind DBeaver's PostgreSQL navigator runs
+      // (its own SQL, not DatabaseMetaData's), with what they must find.
+      try (Statement st = c.createStatement()) {
+        List<String> dbs = column(st.executeQuery("SELECT db.oid,db.* FROM pg_catalog.pg_database db"
+            + " WHERE datallowconn AND NOT datistemplate ORDER BY db.datname"), "datname");
+        expect(dbs.contains("postgres"), "databases " + dbs);
+        List<String> nsps = column(st.executeQuery("SELECT n.oid,n.*,d.description FROM pg_catalog.pg_namespace n"
+            + " LEFT OUTER JOIN pg_catalog.pg_description d ON d.objoid=n.oid AND d.objsubid=0"
+            + " AND d.classoid='pg_namespace'::regclass ORDER BY nspname"), "nspname");
+        expect(nsps.contains("public") && nsps.contains("pg_catalog"), "schemas " + nsps);
+        List<String> rels = column(st.executeQuery("SELECT c.oid,c.*,t.relname AS tabrelname,rt.relnamespace AS refnamespace,"
+            + "d.description, CASE WHEN c.relkind='p' THEN pg_get_partkeydef(c.oid) ELSE NULL END AS partition_key"
+            + " FROM pg_catalog.pg_class c LEFT OUTER JOIN pg_catalog.pg_class t ON t.oid=c.reltoastrelid"
+            + " LEFT OUTER JOIN pg_catalog.pg_class rt ON rt.oid=c.reloftype LEFT OUTER JOIN pg_catalog.pg_description d"
+            + " ON d.objoid=c.oid AND d.classoid='pg_class'::regclass AND d.objsubid=0"
+            + " WHERE c.relnamespace='public'::regnamespace AND c.relkind NOT IN ('i','I','c') AND c.relname LIKE 'jdbc_%'"
+            + " ORDER BY c.relname"), "relname");
+        expect(rels.equals(List.of("jdbc_child", "jdbc_child_id_seq", "jdbc_multi", "jdbc_parent")), "relations " + rels);
+        List<String> cols = new ArrayList<>();
+        ResultSet rs = st.executeQuery("SELECT c.relname,a.*,pg_catalog.pg_get_expr(ad.adbin, ad.adrelid, true) AS def_value,"
+            + "dsc.description,dep.objid FROM pg_catalog.pg_attribute a INNER JOIN pg_catalog.pg_class c ON (a.attrelid=c.oid)"
+            + " LEFT OUTER JOIN pg_catalog.pg_attrdef ad ON (a.attrelid=ad.adrelid AND a.attnum = ad.adnum)"
+            + " LEFT OUTER JOIN pg_catalog.pg_description dsc ON (c.oid=dsc.objoid AND a.attnum = dsc.objsubid)"
+            + " LEFT OUTER JOIN pg_depend dep ON dep.refobjid = a.attrelid AND dep.deptype = 'i'"
+            + " AND dep.refobjsubid = a.attnum AND dep.classid = dep.refclassid"
+            + " WHERE NOT a.attisdropped AND c.relkind NOT IN ('i','I','c') AND c.oid='jdbc_child'::regclass"
+            + " AND a.attnum > 0 ORDER BY a.attnum");
+        while (rs.next()) {
+          cols.add(rs.getString("attname") + "=" + rs.getString("def_value"));
+        }
+        rs.close();
+        expect(cols.equals(List.of("id=nextval('jdbc_child_id_seq'::regclass)", "parent_id=null", "qty=null",
+            "note=null")), "columns " + cols);
+        List<String> cons = column(st.executeQuery("SELECT c.oid,pg_catalog.pg_get_constraintdef(c.oid, true) AS consrc,"
+            + "c.*,t.relname AS tabrelname,CASE WHEN c.confrelid IS NOT NULL AND c.confrelid <> 0 THEN"
+            + " (SELECT relname FROM pg_catalog.pg_class WHERE oid = c.confrelid) END AS reftabname"
+            + " FROM pg_catalog.pg_constraint c LEFT JOIN pg_catalog.pg_class t ON c.conrelid=t.oid"
+            + " WHERE t.relname = 'jdbc_child' ORDER BY c.conname"), "consrc");
+        expect(cons.equals(List.of("FOREIGN KEY (parent_id) REFERENCES jdbc_parent(id)", "PRIMARY KEY (id)")),
+            "constraints " + cons);
+        List<String> idx = column(st.executeQuery("SELECT i.*,c.relnamespace,c.relname,"
+            + " pg_catalog.pg_get_indexdef(i.indexrelid) AS indexdef, c.relam, am.amname FROM pg_catalog.pg_index i"
+            + " INNER JOIN pg_catalog.pg_class c ON c.oid=i.indexrelid LEFT JOIN pg_catalog.pg_am am ON am.oid=c.relam"
+            + " WHERE i.indrelid='jdbc_child'::regclass ORDER BY c.relname"), "indexdef");
+        expect(idx.equals(List.of("CREATE INDEX jdbc_child_parent_idx ON public.jdbc_child USING btree (parent_id, qty)",
+            "CREATE UNIQUE INDEX jdbc_child_pkey ON public.jdbc_child USING btree (id)")), "indexes " + idx);
+        List<String> roles = column(st.executeQuery("SELECT a.oid,a.* FROM pg_catalog.pg_roles a ORDER BY a.rolname"), "rolname");
+        expect(roles.contains("postgres"), "roles " + roles);
+      }
+    });
+
     check("metadata_type_info", c -> {
       // pgjdbc maps each pg_type row to a java.sql.Types code; it tells
       // arrays by typinput = 'array_in'::regproc.

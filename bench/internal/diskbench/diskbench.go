@@ -1,0 +1,184 @@
+// Package diskbench runs one Cairn node on a simulated disk for the read
+// planning benchmarks (bench/readplan, bench/joinchoice): a store in a
+// directory, opened through storage/simfs so that the disk can play an
+// HDD or an object store while the tables load at full speed, restarted
+// between timed queries so that every one starts with a cold block cache.
+//
+// It owns only that harness; what it measures is each program's.
+package diskbench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/cairn-db/cairn/server"
+	"github.com/cairn-db/cairn/storage/simfs"
+)
+
+// Node is a node on a simulated disk and a connection to it.
+type Node struct {
+	Disk *simfs.FS
+	Conn *pgx.Conn
+	s    *server.Server
+	cfg  server.Config
+}
+
+// Start opens a node whose store is dir, on a disk with no latency, with a
+// block cache of cacheMiB (small, so that tables do not fit in it).
+func Start(ctx context.Context, dir string, cacheMiB int64) (*Node, error) {
+	n := &Node{Disk: simfs.New(vfs.Default, simfs.Options{Profile: simfs.Memory})}
+	n.cfg = server.Config{StoreDir: dir, FS: n.Disk, Insecure: true, CacheSize: cacheMiB << 20,
+		StoreProfile: "ssd", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	return n, n.start(ctx)
+}
+
+func (n *Node) start(ctx context.Context) error {
+	s, err := server.Start(ctx, n.cfg)
+	if err != nil {
+		return err
+	}
+	n.s = s
+	c, err := pgx.Connect(ctx, fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", s.Addr()))
+	if err != nil {
+		_ = s.Stop(ctx)
+		return err
+	}
+	n.Conn = c
+	return nil
+}
+
+// Restart stops and starts the node on the same store, which empties the
+// block cache.
+func (n *Node) Restart(ctx context.Context) error {
+	n.Conn.Close(ctx)
+	if err := n.s.Stop(ctx); err != nil {
+		return err
+	}
+	return n.start(ctx)
+}
+
+// Stop stops the node.
+func (n *Node) Stop(ctx context.Context) error {
+	n.Conn.Close(ctx)
+	return n.s.Stop(ctx)
+}
+
+// Compact writes what was loaded into sorted files on disk.
+func (n *Node) Compact(ctx context.Context) error { return n.s.CompactStore(ctx) }
+
+// Exec runs statements, failing on the first error.
+func (n *Node) Exec(ctx context.Context, sqls ...string) error {
+	for _, q := range sqls {
+		if _, err := n.Conn.Exec(ctx, q); err != nil {
+			return fmt.Errorf("%s: %w", q, err)
+		}
+	}
+	return nil
+}
+
+// Explain returns the plan of q.
+func (n *Node) Explain(ctx context.Context, q string) (string, error) {
+	rows, err := n.Conn.Query(ctx, "EXPLAIN "+q, pgx.QueryExecModeSimpleProtocol)
+	if err != nil {
+		return "", err
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return strings.Join(lines, "\n"), err
+}
+
+// Result is one timed query: its wall time, the disk's counters over it,
+// and the first column of its one row (checked equal across variants).
+type Result struct {
+	Wall   time.Duration
+	Disk   simfs.Stats
+	Answer string
+}
+
+// Time restarts the node (a cold block cache), runs setup, switches the
+// disk to profile and times q, whose one row it returns as text.
+func (n *Node) Time(ctx context.Context, profile simfs.Profile, setup []string, q string) (Result, error) {
+	if err := n.Restart(ctx); err != nil {
+		return Result{}, err
+	}
+	if err := n.Exec(ctx, setup...); err != nil {
+		return Result{}, err
+	}
+	n.Disk.SetProfile(profile)
+	defer n.Disk.SetProfile(simfs.Memory)
+	before := n.Disk.Stats()
+	start := time.Now()
+	var vals []any
+	rows, err := n.Conn.Query(ctx, q, pgx.QueryExecModeSimpleProtocol)
+	if err == nil {
+		for rows.Next() {
+			vals, err = rows.Values()
+		}
+		rows.Close()
+		if err == nil {
+			err = rows.Err()
+		}
+	}
+	wall := time.Since(start)
+	after := n.Disk.Stats()
+	if err != nil {
+		return Result{}, fmt.Errorf("%s: %w", q, err)
+	}
+	d := simfs.Stats{Reads: after.Reads - before.Reads, ReadBytes: after.ReadBytes - before.ReadBytes,
+		Seeks: after.Seeks - before.Seeks, Skips: after.Skips - before.Skips, Requests: after.Requests - before.Requests,
+		Charged: after.Charged - before.Charged}
+	return Result{Wall: wall, Disk: d, Answer: fmt.Sprint(vals...)}, nil
+}
+
+// Median is the run of median wall time.
+func Median(rs []Result) Result {
+	s := slices.Clone(rs)
+	slices.SortFunc(s, func(a, b Result) int { return int(a.Wall - b.Wall) })
+	return s[len(s)/2]
+}
+
+// Load is the 1-minute load average (/proc/loadavg).
+func Load() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return -1
+	}
+	f, _ := strconv.ParseFloat(strings.Fields(string(b))[0], 64)
+	return f
+}
+
+// CheckLoad refuses to benchmark on a machine busier than max (the
+// project's rule: benchmarks run below a load of 4) unless force.
+func CheckLoad(max float64, force bool) error {
+	if l := Load(); l >= max && !force {
+		return fmt.Errorf("load average %.1f is not below %.1f: the figures would measure the other processes (-force to run anyway)", l, max)
+	}
+	return nil
+}
+
+// Spread is a multiplier m for which g ↦ g·m mod n is a permutation of
+// 0..n-1 that scatters consecutive g over the range (m near n/φ, prime to
+// n): probe keys in no order a disk could read ahead, unlike a small prime
+// multiplier, whose images of consecutive g ascend in runs of n/m.
+func Spread(n int) int {
+	gcd := func(a, b int) int {
+		for b != 0 {
+			a, b = b, a%b
+		}
+		return a
+	}
+	m := max(int(float64(n)*0.6180339887), 1)
+	for gcd(m, n) != 1 {
+		m--
+	}
+	return m
+}
