@@ -6,6 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/kvpb"
 )
@@ -181,6 +183,40 @@ func (t *Txn) AfterCommit(fn func(ctx context.Context)) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.mu.afterCommit = append(t.mu.afterCommit, afterCommitFn{seq: t.mu.proto.Sequence, fn: fn})
+}
+
+// OnFinish registers fn to run once the transaction has ended, committed
+// or rolled back (a rollback to a savepoint does not end it, and keeps
+// the registration), on a background goroutine of the DB with its own
+// deadline: how a bulk load settles the fresh storage it wrote, whose
+// fate is known only then (sql/bulkclean). A transaction
+// that ends with its process never runs it; the caller must keep a
+// durable record for that case.
+func (t *Txn) OnFinish(fn func(ctx context.Context)) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.mu.state != txnPending {
+		return
+	}
+	t.mu.onFinish = append(t.mu.onFinish, fn)
+}
+
+// TxnOpen reports whether a transaction of db with id is open (begun,
+// not yet committed or rolled back).
+func (db *DB) TxnOpen(id uuid.UUID) bool {
+	db.active.mu.Lock()
+	open := make([]*Txn, 0, len(db.active.txns))
+	for t := range db.active.txns {
+		open = append(open, t)
+	}
+	db.active.mu.Unlock()
+	// Outside the registry's lock, as ProtectedTimestamp reads them.
+	for _, t := range open {
+		if t.ID() == id {
+			return true
+		}
+	}
+	return false
 }
 
 // forgetAfterCommitAfterLocked drops the registrations made after write

@@ -2,6 +2,7 @@ package kv
 
 import (
 	"context"
+	"github.com/google/uuid"
 	"sync"
 	"time"
 
@@ -93,6 +94,8 @@ type DB struct {
 	resolveSem chan struct{}
 	// active are the open transactions (protected.go).
 	active activeTxns
+	// incarnation: see Incarnation.
+	incarnation uuid.UUID
 }
 
 // goBackground runs fn on a tracked goroutine, unless the DB is closed.
@@ -112,15 +115,24 @@ func NewDB(sender kvpb.Sender, lookup TabletLookup, clock *hlc.Clock, opts Optio
 	cache := NewTabletCache(lookup)
 	ctx, cancel := context.WithCancel(context.Background())
 	return &DB{
-		ds:         NewDistSender(sender, cache, clock, opts.MaxRoutingRetries),
-		cache:      cache,
-		clock:      clock,
-		opts:       opts,
-		stopCtx:    ctx,
-		stop:       cancel,
-		resolveSem: make(chan struct{}, opts.ResolveConcurrency),
+		ds:          NewDistSender(sender, cache, clock, opts.MaxRoutingRetries),
+		cache:       cache,
+		clock:       clock,
+		opts:        opts,
+		stopCtx:     ctx,
+		stop:        cancel,
+		resolveSem:  make(chan struct{}, opts.ResolveConcurrency),
+		incarnation: uuid.New(),
 	}
 }
+
+// Incarnation names this DB for its life: a record that names another
+// incarnation of the same node was left by a process that has ended, with
+// all its transactions.
+func (db *DB) Incarnation() uuid.UUID { return db.incarnation }
+
+// NodeID is Options.NodeID.
+func (db *DB) NodeID() uint64 { return db.opts.NodeID }
 
 // Close stops heartbeats and waits for background intent resolution to end.
 // Open transactions are abandoned (their tablets will abort them once their

@@ -97,6 +97,8 @@ type Txn struct {
 		afterCommit []afterCommitFn
 		// drainExempt: left out of DB.DrainTimestamp (protected.go).
 		drainExempt bool
+		// onFinish runs once the transaction ended either way (bulk.go).
+		onFinish []func(context.Context)
 		// validate are the keys the writes depend on, checked at commit
 		// (txn_validate.go).
 		validate map[string]validation

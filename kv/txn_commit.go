@@ -397,6 +397,16 @@ func (t *Txn) finishLocked(s txnState) {
 	if t.mu.hb != nil {
 		t.mu.hb.stop()
 	}
+	if fns := t.mu.onFinish; len(fns) > 0 {
+		t.mu.onFinish = nil
+		t.db.goBackground(func() {
+			ctx, cancel := context.WithTimeout(t.db.stopCtx, afterCommitTimeout)
+			defer cancel()
+			for _, fn := range fns {
+				fn(ctx)
+			}
+		})
+	}
 }
 
 func (t *Txn) isAborted() bool {

@@ -55,7 +55,7 @@ type RowVersion struct {
 // GCOptions are GC's options.
 type GCOptions struct {
 	// MaxVersions (0: no limit) stops GC at the first row boundary after
-	// that many removed versions.
+	// that many removed versions and repacked rows.
 	MaxVersions int
 	// Repacker, when set, lets GC repack rows and drop column entries no
 	// reader at or above the threshold can see (invariant 10).
@@ -341,7 +341,11 @@ func GCWith(rw storage.ReadWriter, start, end []byte, threshold hlc.Timestamp, o
 			if err != nil {
 				return GCStats{}, nil, err
 			}
-			if boundary && opts.MaxVersions > 0 && s.st.Versions >= opts.MaxVersions {
+			// Rows repacked count toward the bound: a rewrite in place
+			// removes no version but writes one, and a table whose rows
+			// all moved off an old version would otherwise be rewritten
+			// in one request.
+			if boundary && opts.MaxVersions > 0 && s.st.Versions+s.st.Repacked >= opts.MaxVersions {
 				resume = bytes.Clone(k.Key)
 				break
 			}

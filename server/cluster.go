@@ -478,9 +478,10 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 	ls.Set(s.db)
 	distKV.Set(s.db)
 	r.distsql.SetNode(id)
+	gw := distsql.NewGateway(registry.Resolve, s.rpcCreds.DialOptions()...)
 	r.dist = &distsql.Runner{
-		Planner:   &distsql.Planner{Gateway: id, Tablets: s.db.TabletCache(), Leaseholder: lh.Leaseholder},
-		Gateway:   distsql.NewGateway(registry.Resolve, s.rpcCreds.DialOptions()...),
+		Planner:   &distsql.Planner{Gateway: id, Tablets: s.db.TabletCache(), Leaseholder: lh.Leaseholder, Avoid: gw.Suspect},
+		Gateway:   gw,
 		MaxOffset: clusterMaxOffset,
 	}
 	kvRef.p.Store(s.store)

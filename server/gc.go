@@ -15,6 +15,8 @@ package server
 //     than ptsStale (a node gone) is ignored, which can at worst make a
 //     transaction of a partitioned node fail with snapshot_too_old.
 //
+//   - (every bulkSweepInterval) the sweep of failed bulk loads'
+//     leftovers (sql/bulkclean);
 //   - the row repacker (rowenc.Repacker, mvcc invariant 10): the layouts
 //     of every table, read from the descriptors (one scan that never
 //     waits for or pushes a DDL holding one) at most every
@@ -33,12 +35,14 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/keys"
 	"github.com/cairn-db/cairn/kv"
 	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/sql/bulkclean"
 	"github.com/cairn-db/cairn/sql/catalog"
 	"github.com/cairn-db/cairn/sql/rowenc"
 	"github.com/cairn-db/cairn/sql/session"
@@ -50,12 +54,19 @@ const (
 	ptsPublishInterval    = time.Second
 	ptsStale              = time.Minute
 	repackRefreshInterval = 10 * time.Second
+	// bulkSweepInterval is how often a node settles the records of bulk
+	// loads whose transaction ended without settling them
+	// (sql/bulkclean): those of a process that died, at the first round
+	// after a restart.
+	bulkSweepInterval = 10 * time.Second
 )
 
 // gcState is the server's part of GC.
 type gcState struct {
 	zones  zone.Cache
 	repack rowenc.Repacker
+	// bulkSwept counts the failed bulk loads the sweep cleared.
+	bulkSwept atomic.Int64
 
 	// mu guards the repacker's table refresh.
 	mu sync.Mutex
@@ -215,6 +226,7 @@ func (s *Server) startGCQueue(ctx context.Context) {
 		defer s.wg.Done()
 		t := time.NewTicker(ptsPublishInterval)
 		defer t.Stop()
+		var swept time.Time // the first round sweeps what a crash left
 		for {
 			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			if err := s.gc.zones.Refresh(rctx, s.db.Scan); err != nil && ctx.Err() == nil {
@@ -230,6 +242,15 @@ func (s *Server) startGCQueue(ctx context.Context) {
 			s.rollBackOrphanedJobs(ctx)
 			if err := s.refreshRepackTables(rctx, false); err != nil && ctx.Err() == nil {
 				s.log.Debug("cairn: gc: reading tables", "err", err)
+			}
+			if time.Since(swept) >= bulkSweepInterval {
+				swept = time.Now()
+				if n, err := bulkclean.Sweep(rctx, s.db); err != nil && ctx.Err() == nil {
+					s.log.Debug("cairn: gc: sweeping failed bulk loads", "err", err)
+				} else if n > 0 {
+					s.gc.bulkSwept.Add(int64(n))
+					s.log.Info("cairn: gc: cleared the storage of failed bulk loads", "loads", n)
+				}
 			}
 			cancel()
 			s.store.GCPass(ctx, false)
@@ -292,6 +313,7 @@ func (g gcRunner) Collect(ctx context.Context, spans []kvpb.Span) (session.GCRes
 				r := br.Responses[0].(*kvpb.GCResponse)
 				res.Versions += int64(r.Removed)
 				res.Bytes += r.RemovedBytes
+				res.Repacked += int64(r.Repacked)
 				at = r.ResumeKey
 			}
 			from = end

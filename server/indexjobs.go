@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -51,7 +52,14 @@ func (s *Server) drainTimestamp(ctx context.Context) (hlc.Timestamp, error) {
 		return hlc.Timestamp{}, fmt.Errorf("reading drain timestamp records: %w", err)
 	}
 	now := s.db.Clock().Now().WallTime
+	own := ptdKey(s.nodeID())
 	for _, kv := range rows {
+		if bytes.Equal(kv.Key, own) {
+			// This node's own value is p, fresher than its record (which
+			// the GC loop publishes, and which is not rewritten while
+			// that loop rolls an orphaned build back and waits here).
+			continue
+		}
 		ts, wall, err := decodePTS(kv.Value)
 		if err != nil {
 			return hlc.Timestamp{}, err

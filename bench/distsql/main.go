@@ -1,17 +1,23 @@
-// Command distsql compares distributed scans (issue 17) with gateway-only
-// reads on three local nodes: a table of -rows rows split into tablets of
-// -per-tablet × 20,000 rows while it loads (leases spread by cairn
-// start's balancer), then aggregate and filtered scans each run with SET distsql =
-// off and = on, -runs times each, alternating; it prints the median wall
-// time of each and off/on (above 1: distributed is faster). With -global
-// the nodes get `cairn demo --global`'s simulated latencies.
+// Command distsql compares distributed execution (issue 17) with
+// gateway-only execution on three local nodes, on a table shaped like the
+// seed's github_events (parallel-indexing.txt: the same columns; PushEvent
+// payloads with commits arrays of authors and emails; repo, actor and org
+// objects), loaded twice: as a regular table (range partitioned, split
+// while it loads into tablets whose leases cairn start's balancer
+// spreads) and as a distributed one (create_distributed_table, -shards
+// shards). Each of the seed's two SELECTs (all repos, one repo_id), with
+// no index, and the issue's GROUP BY repo_id top 10 runs on each table
+// with SET distsql = off and = on, -runs times each, alternating, answers
+// compared; it prints the median wall time of each, off/on (above 1:
+// distributed is faster) and, from EXPLAIN ANALYZE, the fragments and the
+// rows and bytes they shipped to the gateway. With -global the nodes get
+// `cairn demo --global`'s simulated latencies.
 //
-// What is distributed today is the scan's KV reading (fragments on the
-// tablets' leaseholders stream to the gateway in parallel, each up to
-// its window); filters, projections and aggregation still run at the
-// gateway, so every row crosses the network either way.
+// The seed's table has no primary key; Cairn distributes by the first
+// primary-key column (docs/distributed.md), so both tables here have
+// PRIMARY KEY (repo_id, event_id).
 //
-// Usage: go run ./bench/distsql [-rows 300000] [-runs 3] [-per-tablet 2] [-global]
+// Usage: go run ./bench/distsql [-rows 100000] [-runs 3] [-shards 32] [-global]
 package main
 
 import (
@@ -22,7 +28,9 @@ import (
 	"log"
 	"log/slog"
 	"os"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -33,19 +41,42 @@ import (
 )
 
 var (
-	flagRows      = flag.Int("rows", 300_000, "rows in the table")
-	flagRuns      = flag.Int("runs", 3, "timed runs of each query and mode; medians are reported")
-	flagPerTablet = flag.Int("per-tablet", 2, "loading batches of 20,000 rows per tablet")
-	flagGlobal    = flag.Bool("global", false, "simulated inter-region latency (cairn demo --global)")
-	flagLog       = flag.Bool("log", false, "the nodes' logs on stderr (discarded otherwise)")
+	flagRows   = flag.Int("rows", 100_000, "rows in each table")
+	flagRuns   = flag.Int("runs", 3, "timed runs of each query and mode; medians are reported")
+	flagShards = flag.Int("shards", 32, "shards of the distributed table")
+	flagGlobal = flag.Bool("global", false, "simulated inter-region latency (cairn demo --global)")
+	flagLog    = flag.Bool("log", false, "the nodes' logs on stderr (discarded otherwise)")
 )
 
+const seedEmail = `'{"commits":[{"author":{"email":"test@gmail.com"}}]}'`
+
 var queries = []struct{ name, sql string }{
-	{"count+sum", "SELECT count(*), sum(x) FROM t"},
-	{"grouped", "SELECT g, count(*), sum(x) FROM t GROUP BY g ORDER BY g"},
-	{"filtered", "SELECT count(*) FROM t WHERE x > 990"},
-	{"top-10", "SELECT k, x FROM t ORDER BY x DESC, k LIMIT 10"},
+	{"all repos (seed)", "SELECT repo_id, jsonb_array_elements(payload->'commits') FROM %s WHERE event_type = 'PushEvent' AND payload @> " + seedEmail},
+	{"one repo (seed)", "SELECT repo_id, jsonb_array_elements(payload->'commits') FROM %s WHERE event_type = 'PushEvent' AND payload @> " + seedEmail + " AND repo_id = 17330407"},
+	{"top-10 repos", "SELECT repo_id, count(*) FROM %s GROUP BY repo_id ORDER BY 2 DESC, 1 LIMIT 10"},
 }
+
+// load fills table with rows lo..hi of github_events-shaped data: a
+// quarter PushEvents, whose payload holds one commit; one in 400 of them
+// by test@gmail.com; every thousandth event in repo 17330407.
+func load(table string, lo, hi int) string {
+	return fmt.Sprintf(`INSERT INTO %s SELECT i,
+  (ARRAY['PushEvent','WatchEvent','IssuesEvent','CreateEvent'])[1 + i %% 4], true,
+  CASE WHEN i %% 1000 = 0 THEN 17330407 ELSE (i::bigint * 7919) %% 5000 END,
+  CASE WHEN i %% 4 = 0 THEN jsonb_build_object('commits', jsonb_build_array(jsonb_build_object(
+      'author', jsonb_build_object('email', CASE WHEN i %% 400 = 0 THEN 'test@gmail.com' ELSE 'u' || (i %% 977) || '@example.com' END, 'name', 'user' || (i %% 977)),
+      'sha', md5(i::text), 'message', 'commit number ' || i, 'distinct', true)),
+    'push_id', i, 'size', 1, 'ref', 'refs/heads/master')
+  ELSE jsonb_build_object('action', 'started') END,
+  jsonb_build_object('id', (i::bigint * 7919) %% 5000, 'name', 'org/repo' || ((i::bigint * 7919) %% 5000), 'url', 'https://api.github.com/repos/org/repo' || ((i::bigint * 7919) %% 5000)),
+  jsonb_build_object('id', i %% 3000, 'login', 'actor' || (i %% 3000), 'gravatar_id', '', 'url', 'https://api.github.com/users/actor' || (i %% 3000)),
+  jsonb_build_object('id', i %% 50, 'login', 'org' || (i %% 50)),
+  '2015-01-01 00:00:00'::timestamp + (i || ' seconds')::interval
+FROM generate_series(%d, %d) AS i ON CONFLICT DO NOTHING`, table, lo, hi)
+}
+
+const ddl = `CREATE TABLE %s (event_id bigint, event_type text, event_public boolean, repo_id bigint,
+  payload jsonb, repo jsonb, actor jsonb, org jsonb, created_at timestamp, PRIMARY KEY (repo_id, event_id))`
 
 func main() {
 	flag.Parse()
@@ -69,62 +100,79 @@ func main() {
 			log.Fatalf("%s: %v", sql, err)
 		}
 	}
-	must("CREATE TABLE t (k INT PRIMARY KEY, g INT, x INT, pad TEXT)")
-	for lo := 1; lo <= *flagRows; lo += 20_000 {
-		hi := min(lo+19_999, *flagRows)
-		// Idempotent, so a batch that failed while leases moved (the
-		// balancer runs during the load) can simply run again.
-		load := fmt.Sprintf("INSERT INTO t SELECT i, i %% 100, (i::bigint * 7919) %% 1000, repeat('p', 40) FROM generate_series(%d, %d) AS i ON CONFLICT (k) DO NOTHING", lo, hi)
-		for attempt := 1; ; attempt++ {
-			_, err := conn.Exec(ctx, load)
-			if err == nil {
-				break
+	must("SET distsql = off")
+	must(fmt.Sprintf(ddl, "regular"))
+	must(fmt.Sprintf(ddl, "distributed"))
+	must(fmt.Sprintf("SELECT create_distributed_table('distributed', 'repo_id', shard_count => %d)", *flagShards))
+	const batch = 10_000
+	for lo := 1; lo <= *flagRows; lo += batch {
+		hi := min(lo+batch-1, *flagRows)
+		for _, table := range []string{"regular", "distributed"} {
+			// Idempotent, so a batch that failed while leases moved
+			// (the balancer runs during the load) can simply run again.
+			for attempt := 1; ; attempt++ {
+				_, err := conn.Exec(ctx, load(table, lo, hi))
+				if err == nil {
+					break
+				}
+				if attempt == 5 {
+					log.Fatalf("loading %s rows %d..%d: %v", table, lo, hi, err)
+				}
+				log.Printf("loading %s rows %d..%d (attempt %d): %v", table, lo, hi, attempt, err)
 			}
-			if attempt == 5 {
-				log.Fatalf("loading rows %d..%d: %v", lo, hi, err)
-			}
-			log.Printf("loading rows %d..%d (attempt %d): %v", lo, hi, attempt, err)
 		}
-		if (hi/20_000)%*flagPerTablet == 0 {
+		if (hi/batch)%4 == 0 {
 			splitAfterLast(ctx, c)
 		}
 	}
-	must("SET distsql = on")
-	var plan []string
-	rs, err := conn.Query(ctx, "EXPLAIN ANALYZE SELECT count(*) FROM t")
-	if err != nil {
-		log.Fatal(err)
-	}
-	for rs.Next() {
-		var line string
-		_ = rs.Scan(&line)
-		plan = append(plan, line)
-	}
-	rs.Close()
-	fmt.Printf("rows %d, runs %d, global %t; placement as EXPLAIN ANALYZE shows it:\n%s\n\n", *flagRows, *flagRuns, *flagGlobal, strings.Join(plan, "\n"))
+	fmt.Printf("rows %d per table, runs %d, shards %d, global %t\n\n", *flagRows, *flagRuns, *flagShards, *flagGlobal)
 
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "query\toff ms\ton ms\toff/on\t")
+	fmt.Fprintln(tw, "query\ttable\toff ms\ton ms\toff/on\tfragments\trows shipped\tbytes shipped\t")
 	for _, q := range queries {
-		times := map[string][]time.Duration{}
-		var want string
-		for range *flagRuns {
-			for _, mode := range []string{"off", "on"} {
-				must("SET distsql = " + mode)
-				start := time.Now()
-				got := result(ctx, conn, q.sql)
-				times[mode] = append(times[mode], time.Since(start))
-				if want == "" {
-					want = got
-				} else if got != want {
-					log.Fatalf("%s: distsql=%s answered %q, before %q", q.name, mode, got, want)
+		for _, table := range []string{"regular", "distributed"} {
+			sql := fmt.Sprintf(q.sql, table)
+			times := map[string][]time.Duration{}
+			var want string
+			for range *flagRuns {
+				for _, mode := range []string{"off", "on"} {
+					must("SET distsql = " + mode)
+					start := time.Now()
+					got := result(ctx, conn, sql)
+					times[mode] = append(times[mode], time.Since(start))
+					if want == "" {
+						want = got
+					} else if got != want {
+						log.Fatalf("%s on %s: distsql=%s answered %q, before %q", q.name, table, mode, got, want)
+					}
 				}
 			}
+			must("SET distsql = on")
+			frags, shippedRows, shippedBytes := shipped(ctx, conn, sql)
+			off, on := median(times["off"]), median(times["on"])
+			fmt.Fprintf(tw, "%s\t%s\t%.1f\t%.1f\t%.2f×\t%d\t%d\t%d\t\n", q.name, table, ms(off), ms(on), float64(off)/float64(on), frags, shippedRows, shippedBytes)
 		}
-		off, on := median(times["off"]), median(times["on"])
-		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.2f×\t\n", q.name, ms(off), ms(on), float64(off)/float64(on))
 	}
 	tw.Flush()
+}
+
+var fragLine = regexp.MustCompile(`Fragment \d+: node \d+, tablet \d+: (\d+) (?:rows?|keys?) \((\d+)( bytes|kB)\)`)
+
+// shipped runs EXPLAIN ANALYZE of sql and sums what its fragments
+// shipped to the gateway.
+func shipped(ctx context.Context, conn *pgx.Conn, sql string) (frags int, rows, bytes int64) {
+	plan := result(ctx, conn, "EXPLAIN ANALYZE "+sql)
+	for _, m := range fragLine.FindAllStringSubmatch(plan, -1) {
+		n, _ := strconv.ParseInt(m[1], 10, 64)
+		b, _ := strconv.ParseInt(m[2], 10, 64)
+		if m[3] == "kB" {
+			b *= 1024
+		}
+		frags++
+		rows += n
+		bytes += b
+	}
+	return frags, rows, bytes
 }
 
 // splitAfterLast splits the user keyspace just after its last key, so

@@ -19,11 +19,19 @@
 //     compaction as for wide.
 //
 // Repacking by GC: -after-gc is a list of steps separated by ";", run
-// after the updates: SQL statements, and "sleep DURATION". The default
-// makes GC repack the updated rows: a 1 s GC TTL for the table, a wait
-// past it and past the server's refresh of the table layouts GC repacks
-// with (10 s), and a VACUUM. The scan and the compacted size are then
-// measured again and printed in rows of their own ("" skips all of it).
+// after partial updates ({t} names the table): SQL statements, and "sleep
+// DURATION". The default makes GC repack the updated rows: a 1 s GC TTL
+// for the table, a wait past it and past the server's refresh of the
+// table layouts GC repacks with (10 s), and a VACUUM. For narrow, the
+// node is stopped after the updates so the compacted size and block-cache
+// footprint before GC are measured, then started again on the same store
+// for the steps; the scan, the sizes, the footprint and the partial
+// updates are then measured again. For wide, after the seed's
+// measurements the node is started again, one column of every row is
+// updated (UPDATE wide SET c500 = c500 + 1: a column entry per row), the
+// steps run, and the compacted size and footprint are measured again. All
+// are printed in rows of their own ("" skips all of it). A COPY after GC
+// would measure nothing GC changed, so none is made.
 //
 // Usage:
 //
@@ -63,8 +71,8 @@ var (
 	flagWideCols = flag.Int("wide-cols", 1000, "columns of the wide table (the seed's 1,000)")
 	flagScans    = flag.Int("scans", 3, "sequential scans of the 10-column table per run (the median is kept)")
 	flagUpdates  = flag.Int("updates", 5000, "single-column UPDATEs by primary key per run")
-	flagAfterGC  = flag.String("after-gc", "ALTER TABLE narrow CONFIGURE ZONE USING gc.ttlseconds = 1; sleep 12s; VACUUM narrow",
-		`steps run after the updates to make GC repack the 10-column table: SQL statements and "sleep DURATION", separated by ";" ("": none, and no after-GC rows)`)
+	flagAfterGC  = flag.String("after-gc", "ALTER TABLE {t} CONFIGURE ZONE USING gc.ttlseconds = 1; sleep 12s; VACUUM {t}",
+		`steps run after the partial updates to make GC repack a table ({t}: its name): SQL statements and "sleep DURATION", separated by ";" ("": none, and no after-GC rows)`)
 	flagPort  = flag.Int("port", 37100, "first of the three ports the node listens on (sql, http, rpc)")
 	flagDir   = flag.String("dir", "", "where the stores go (default: a temporary directory, removed at the end)")
 	flagModes = flag.String("modes", "packed,unpacked", "modes to run")
@@ -86,6 +94,13 @@ type result struct {
 	gcRepacked      float64
 	gcNarrowDisk    int64
 	gcNarrowLogical int64
+	narrowCache     int64 // block cache after one pass over narrow, compacted, before GC
+	gcNarrowCache   int64
+	// wide after a partial update of one column in every row and GC
+	gcWideRepacked float64
+	gcWideDisk     int64
+	gcWideLogical  int64
+	gcWideCache    int64
 }
 
 func main() {
@@ -245,6 +260,44 @@ func runOnce(dir, mode string, run int) (result, error) {
 	if r.wideDisk, r.wideCache, err = compactAndMeasure(store, true); err != nil {
 		return r, err
 	}
+	if *flagAfterGC != "" {
+		if n, err = startNode(store); err != nil {
+			return r, err
+		}
+		err = func() error {
+			conn, err := session(ctx, n, mode)
+			if err != nil {
+				return err
+			}
+			defer conn.Close(ctx)
+			before, err := metric(fmt.Sprintf("http://127.0.0.1:%d/metrics", *flagPort+1), "cairn_gc_rows_repacked_total")
+			if err != nil {
+				return err
+			}
+			col := fmt.Sprintf("c%d", *flagWideCols/2)
+			if _, err := conn.Exec(ctx, fmt.Sprintf("UPDATE wide SET %s = %[1]s + 1", col)); err != nil {
+				return fmt.Errorf("update wide: %w", err)
+			}
+			if err := afterGC(ctx, conn, "wide"); err != nil {
+				return err
+			}
+			after, err := metric(fmt.Sprintf("http://127.0.0.1:%d/metrics", *flagPort+1), "cairn_gc_rows_repacked_total")
+			if err != nil {
+				return err
+			}
+			r.gcWideRepacked = after - before
+			return conn.QueryRow(ctx, "SELECT pg_table_size('wide')").Scan(&r.gcWideLogical)
+		}()
+		if stopErr := n.stop(); err == nil {
+			err = stopErr
+		}
+		if err != nil {
+			return r, err
+		}
+		if r.gcWideDisk, r.gcWideCache, err = compactAndMeasure(store, true); err != nil {
+			return r, err
+		}
+	}
 
 	// 2. The narrow table.
 	store = filepath.Join(dir, fmt.Sprintf("%s-%d-narrow", mode, run))
@@ -256,7 +309,7 @@ func runOnce(dir, mode string, run int) (result, error) {
 		if err != nil {
 			return err
 		}
-		defer conn.Close(ctx)
+		defer func() { conn.Close(ctx) }()
 		if _, err := conn.Exec(ctx, `CREATE TABLE narrow (id bigint PRIMARY KEY, c1 bigint, c2 bigint, c3 bigint,
 			c4 int, c5 int, c6 text, c7 text, c8 text, c9 float8)`); err != nil {
 			return err
@@ -285,19 +338,23 @@ func runOnce(dir, mode string, run int) (result, error) {
 			return err
 		}
 		if *flagAfterGC != "" {
-			for _, step := range strings.Split(*flagAfterGC, ";") {
-				step = strings.TrimSpace(step)
-				if d, ok := strings.CutPrefix(step, "sleep "); ok {
-					dur, err := time.ParseDuration(d)
-					if err != nil {
-						return fmt.Errorf("-after-gc %q: %w", step, err)
-					}
-					time.Sleep(dur)
-					continue
-				}
-				if _, err := conn.Exec(ctx, step); err != nil {
-					return fmt.Errorf("-after-gc %q: %w", step, err)
-				}
+			// The compacted size and footprint before GC: stop, measure,
+			// start again on the same store.
+			conn.Close(ctx)
+			if err := n.stop(); err != nil {
+				return err
+			}
+			if r.narrowDisk, r.narrowCache, err = compactAndMeasure(store, true); err != nil {
+				return err
+			}
+			if n, err = startNode(store); err != nil {
+				return err
+			}
+			if conn, err = session(ctx, n, mode); err != nil {
+				return err
+			}
+			if err := afterGC(ctx, conn, "narrow"); err != nil {
+				return err
 			}
 			if r.gcScanSecs, err = scan(ctx, conn); err != nil {
 				return err
@@ -326,18 +383,37 @@ func runOnce(dir, mode string, run int) (result, error) {
 	if err != nil {
 		return r, err
 	}
-	disk, _, err := compactAndMeasure(store, false)
+	disk, cached, err := compactAndMeasure(store, true)
 	if err != nil {
 		return r, err
 	}
 	if *flagAfterGC != "" {
 		// The updates' versions are below the GC threshold only if GC
 		// ran: the after-GC statement's effect is what this size shows.
-		r.gcNarrowDisk = disk
+		r.gcNarrowDisk, r.gcNarrowCache = disk, cached
 	} else {
-		r.narrowDisk = disk
+		r.narrowDisk, r.narrowCache = disk, cached
 	}
 	return r, nil
+}
+
+// afterGC runs the -after-gc steps for table.
+func afterGC(ctx context.Context, conn *pgx.Conn, table string) error {
+	for _, step := range strings.Split(*flagAfterGC, ";") {
+		step = strings.ReplaceAll(strings.TrimSpace(step), "{t}", table)
+		if d, ok := strings.CutPrefix(step, "sleep "); ok {
+			dur, err := time.ParseDuration(d)
+			if err != nil {
+				return fmt.Errorf("-after-gc %q: %w", step, err)
+			}
+			time.Sleep(dur)
+			continue
+		}
+		if _, err := conn.Exec(ctx, step); err != nil {
+			return fmt.Errorf("-after-gc %q: %w", step, err)
+		}
+	}
+	return nil
 }
 
 // scan runs -scans sequential scans reading every column of narrow and
@@ -464,14 +540,19 @@ func report(results map[string][]result) {
 	row("wide block cache, one pass", "cache", "B", func(r result) float64 { return float64(r.wideCache) }, "lower")
 	row("partial updates/s", "upd", "/s", func(r result) float64 { return r.updatesPerSec }, "higher")
 	row("narrow pg_table_size, after updates", "", "B", func(r result) float64 { return float64(r.narrowLogical) }, "lower")
-	if *flagAfterGC == "" {
-		row("narrow on disk, compacted", "", "B", func(r result) float64 { return float64(r.narrowDisk) }, "lower")
-	} else {
+	row("narrow on disk, compacted, after updates", "", "B", func(r result) float64 { return float64(r.narrowDisk) }, "lower")
+	row("narrow block cache, one pass, after updates", "", "B", func(r result) float64 { return float64(r.narrowCache) }, "lower")
+	if *flagAfterGC != "" {
 		row("after GC: seq scan narrow (s)", "scan", "s", func(r result) float64 { return r.gcScanSecs }, "lower")
 		row("after GC: narrow on disk, compacted", "", "B", func(r result) float64 { return float64(r.gcNarrowDisk) }, "lower")
+		row("after GC: narrow block cache, one pass", "", "B", func(r result) float64 { return float64(r.gcNarrowCache) }, "lower")
 		row("after GC: narrow pg_table_size", "", "B", func(r result) float64 { return float64(r.gcNarrowLogical) }, "lower")
 		row("after GC: partial updates per second", "", "/s", func(r result) float64 { return r.gcUpdatesPerSec }, "higher")
-		row("rows GC repacked", "", "", func(r result) float64 { return r.gcRepacked }, "")
+		row("rows GC repacked, narrow", "", "", func(r result) float64 { return r.gcRepacked }, "")
+		row("after 1 column updated in every row + GC: wide on disk, compacted", "wide", "B", func(r result) float64 { return float64(r.gcWideDisk) }, "lower")
+		row("  same: wide block cache, one pass", "cache", "B", func(r result) float64 { return float64(r.gcWideCache) }, "lower")
+		row("  same: wide pg_table_size", "", "B", func(r result) float64 { return float64(r.gcWideLogical) }, "lower")
+		row("  same: rows GC repacked, wide", "", "", func(r result) float64 { return r.gcWideRepacked }, "")
 	}
 	w.Flush()
 }

@@ -197,7 +197,9 @@ func (w *Writer) fillTableDefaults(ctx context.Context, t *Table) error {
 			continue
 		}
 		idx.Placement = IndexGlobal
-		if t.Colocated || t.Partitioning.Distributed {
+		if t.Colocated || t.Partitioning.Distributed && !idx.Unique {
+			// (A distributed table's unique index stays global: one
+			// place enforces its keys across every bucket.)
 			idx.Placement = IndexLocal
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cairn-db/cairn/kv"
 	"github.com/cairn-db/cairn/sql/builtins"
+	"github.com/cairn-db/cairn/sql/bulkclean"
 	"github.com/cairn-db/cairn/sql/catalog"
 	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/cairn-db/cairn/sql/rowenc"
@@ -343,7 +344,8 @@ func (e *executor) rowWriter(t *catalog.Table, l *rowenc.TableLayout) (*rowenc.R
 // place and stored as the next descriptor version) as committed values
 // (kv.Txn.RunBulk), not intents: only the descriptor version this
 // transaction writes names that storage, so nobody reads it before the
-// transaction commits, and a failure or ROLLBACK leaves it unreachable.
+// transaction commits, and a failure or ROLLBACK leaves it unreachable,
+// to be cleared once the transaction ended (sql/bulkclean).
 // The old storage is left as it is, unreachable garbage once the
 // transaction commits (as a failed bulk load's is): deleting it would cost
 // an intent per KV, which is what this path avoids.
@@ -371,6 +373,14 @@ func (e *executor) rewrite(ctx context.Context, oldT, newT *catalog.Table, conv 
 	}
 	if err := e.x.Writer.Update(ctx, newT); err != nil {
 		return fmt.Errorf("moving table %q to fresh storage: %w", newT.Name, err)
+	}
+	// A failed rewrite's new storage is cleared (sql/bulkclean).
+	var fresh []uint32
+	for _, idx := range append([]*catalog.Index{&newT.PrimaryIndex}, indexPtrs(newT.Indexes)...) {
+		fresh = append(fresh, idx.StorageID)
+	}
+	if err := bulkclean.Record(ctx, e.x.Txn, newT, fresh); err != nil {
+		return err
 	}
 	// Hash-sharded indexes keep a tablet per bucket in their new storage.
 	for _, idx := range append([]*catalog.Index{&newT.PrimaryIndex}, indexPtrs(newT.Indexes)...) {

@@ -207,13 +207,21 @@ const maxParallelSplits = 32
 func (e *executor) alterColocation(ctx context.Context, cur *catalog.Table, opts []*pg_query.Node) ([]*pg_query.Node, error) {
 	asked := false
 	split := false
+	var distribute *pg_query.DefElem
 	for _, d := range defElems(opts) {
 		switch d.Defname {
 		case "colocated", "colocation":
 			asked = asked || d.Defnamespace == ""
 		case "cairn_split_tablets":
 			split = split || d.Defnamespace == ""
+		case "cairn_distribution_column":
+			if d.Defnamespace == "" {
+				distribute = d
+			}
 		}
+	}
+	if distribute != nil {
+		return e.alterDistribution(ctx, cur, opts, distribute)
 	}
 	if !asked && !split {
 		return opts, nil
@@ -293,4 +301,99 @@ func (e *executor) alterColocation(ctx context.Context, cur *catalog.Table, opts
 		return nil, err
 	}
 	return rest, nil
+}
+
+// DefaultShardCount is citus.shard_count's default, as in Citus.
+const DefaultShardCount = 32
+
+// alterDistribution makes cur a Citus-style distributed table, or an
+// ordinary one again (docs/distributed.md): ALTER TABLE t SET
+// (cairn_distribution_column = 'col' [, cairn_split_tablets = n]) is what
+// create_distributed_table(t, col, shard_count => n) runs (sql/session,
+// citus.go), and an empty cairn_distribution_column what undistribute_table
+// runs. A distributed table is hash partitioned on its distribution
+// column into n tablets with its secondary indexes local (beside their
+// rows, in the same tablets; unique ones global), moved there as ALTER TABLE ... SET
+// (colocated = ...) moves a table: online as a job when the statement
+// is a transaction of its own, while reads and writes go on.
+//
+// The distribution column must be the first primary-key column: rows
+// are hashed on leading primary-key columns (rowenc), and Cairn does not
+// yet rewrite a primary key to put another column first (0A000).
+func (e *executor) alterDistribution(ctx context.Context, cur *catalog.Table, opts []*pg_query.Node, d *pg_query.DefElem) ([]*pg_query.Node, error) {
+	col := defString(d)
+	shards := 0
+	var rest []*pg_query.Node
+	for _, o := range opts {
+		od := o.GetDefElem()
+		switch {
+		case od == nil || od.Defnamespace != "":
+			rest = append(rest, o)
+		case od.Defname == "cairn_distribution_column":
+		case od.Defname == "cairn_split_tablets":
+			n, err := defInt64(od)
+			if err != nil {
+				return nil, err
+			}
+			if n < 1 || n > 64000 {
+				return nil, pgerror.New(pgerrcode.InvalidParameterValue, "shard_count must be between 1 and 64000, not %d", n)
+			}
+			shards = int(n)
+		default:
+			rest = append(rest, o)
+		}
+	}
+	if err := checkStorageParams(rest, false); err != nil {
+		return nil, err
+	}
+	if cur.Colocated {
+		return nil, pgerror.New(pgerrcode.FeatureNotSupported, "cannot distribute table %q: it is in its colocated database's tablet", cur.Name).
+			WithHint("Move it out first: ALTER TABLE %s SET (colocated = false).", cur.Name)
+	}
+	probe := &catalog.Table{Name: cur.Name}
+	if col == "" && shards != 0 {
+		// A new shard count for a distributed table
+		// (alter_distributed_table(t, shard_count => n)): its column.
+		if !cur.Partitioning.Distributed || len(cur.PrimaryIndex.KeyColumnIDs) == 0 {
+			return nil, pgerror.New(pgerrcode.InvalidTableDefinition, "table %q is not distributed", cur.Name)
+		}
+		col = cur.ColumnByID(cur.PrimaryIndex.KeyColumnIDs[0]).Name
+	}
+	if col != "" {
+		c := cur.ColumnByName(col)
+		if c == nil {
+			return nil, pgerror.New(pgerrcode.UndefinedColumn, "column \"%s\" of relation \"%s\" does not exist", col, cur.Name)
+		}
+		if len(cur.PrimaryIndex.KeyColumnIDs) == 0 || cur.PrimaryIndex.KeyColumnIDs[0] != c.ID || cur.IsShardColumn(c.ID) {
+			return nil, notSupported("cannot distribute table %q by column %q: the distribution column must be the first column of the primary key", cur.Name, col)
+		}
+		if shards == 0 {
+			shards = DefaultShardCount
+		}
+		probe.Partitioning = catalog.Partitioning{Kind: catalog.PartitionHash, HashColumns: 1, InitialTablets: shards, Distributed: true}
+	} else {
+		// Undistributed: range partitioned, as CREATE TABLE makes an
+		// ordinary table (catalog.Writer).
+		probe.Partitioning = catalog.Partitioning{Kind: catalog.PartitionRange}
+		if !cur.Partitioning.Distributed {
+			return nil, pgerror.New(pgerrcode.InvalidTableDefinition, "table %q is not distributed", cur.Name)
+		}
+	}
+	if cur.Move != nil {
+		if !e.onlineMoveOK() {
+			return nil, catalog.ErrMoving(cur)
+		}
+		if err := e.recoverOrphanedMove(ctx, cur); err != nil {
+			return nil, err
+		}
+	}
+	if probe.Partitioning == cur.Partitioning {
+		return rest, nil
+	}
+	if !e.onlineMoveOK() {
+		return nil, pgerror.New(pgerrcode.FeatureNotSupported, "distributing or undistributing table %q inside a transaction block is not supported", cur.Name).
+			WithHint("Run it as a statement of its own: it moves the table online, as a job.")
+	}
+	e.movedOnline = true
+	return rest, e.moveOnline(ctx, cur, probe)
 }

@@ -124,7 +124,7 @@ type movePlan func(je *executor, t *catalog.Table, jobID int64) (*catalog.TableM
 // as a job, and returns when the job has ended: nil if it succeeded.
 func (e *executor) moveOnline(ctx context.Context, cur *catalog.Table, probe *catalog.Table) error {
 	return e.runTableJob(ctx, cur, MoveJobType, func(je *executor, t *catalog.Table, jobID int64) (*catalog.TableMove, error) {
-		if t.Colocated == probe.Colocated {
+		if movedTo(t, probe) {
 			// Moved there by another session since the statement read
 			// the table: nothing to do.
 			return nil, nil
@@ -312,6 +312,16 @@ func (e *executor) splitTarget(ctx context.Context, target *catalog.Table) error
 	return nil
 }
 
+// movedTo says whether t is where probe says a move takes it: colocated
+// or not, and (for a distributed table or one made ordinary again,
+// ddl.alterDistribution) partitioned as probe is.
+func movedTo(t, probe *catalog.Table) bool {
+	if t.Colocated != probe.Colocated {
+		return false
+	}
+	return t.Colocated || !(probe.Partitioning.Distributed || t.Partitioning.Distributed) || t.Partitioning == probe.Partitioning
+}
+
 // moveTarget allocates where t goes (probe's Colocated and Partitioning):
 // the database's colocation group with local indexes, or a group of its
 // own and one per secondary index; fresh storage for every index.
@@ -334,7 +344,32 @@ func (e *executor) moveTarget(ctx context.Context, t, probe *catalog.Table, jobI
 	if err != nil {
 		return nil, err
 	}
+	if probe.Partitioning.Kind == catalog.PartitionRange {
+		// A range-partitioned table is the group named by its own ID
+		// (undistribute_table); its fresh storage IDs keep the rows
+		// apart from anything the group held before.
+		g = t.ID
+	}
 	m.GroupID, m.Partitioning = uint64(g), probe.Partitioning
+	if probe.Partitioning.Distributed {
+		// A distributed table's indexes live beside its rows, bucket by
+		// bucket (catalog.Partitioning.Distributed), except unique ones:
+		// a key must be unique across all buckets, which an index of
+		// its own (global) enforces in one place, whatever the
+		// distribution column (Citus refuses such constraints).
+		for i, idx := range t.Indexes {
+			if idx.Unique {
+				ig, err := e.x.Writer.AllocateID(ctx)
+				if err != nil {
+					return nil, err
+				}
+				m.Indexes = append(m.Indexes, catalog.MovedIndex{ID: idx.ID, Placement: catalog.IndexGlobal, GroupID: uint64(ig), StorageID: sids[1+i]})
+				continue
+			}
+			m.Indexes = append(m.Indexes, catalog.MovedIndex{ID: idx.ID, Placement: catalog.IndexLocal, StorageID: sids[1+i]})
+		}
+		return m, nil
+	}
 	for i, idx := range t.Indexes {
 		ig, err := e.x.Writer.AllocateID(ctx)
 		if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cairn-db/cairn/keys"
 	"github.com/cairn-db/cairn/kv"
+	"github.com/cairn-db/cairn/sql/bulkclean"
 	"github.com/cairn-db/cairn/sql/catalog"
 	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/cairn-db/cairn/sql/rowenc"
@@ -232,7 +233,9 @@ func (e *executor) placeIndex(ctx context.Context, t *catalog.Table, idx *catalo
 	if idx.State == "" {
 		idx.State = catalog.IndexPublic
 	}
-	if t.Colocated || t.Partitioning.Distributed {
+	if t.Colocated || t.Partitioning.Distributed && !idx.Unique {
+		// A distributed table's unique index is global: one place
+		// enforces its keys across every bucket.
 		idx.Placement = catalog.IndexLocal
 		return nil
 	}
@@ -299,7 +302,7 @@ func checkOpclass(el *pg_query.IndexElem, c *catalog.Column) error {
 // version this transaction wrote names. Their entries are then written as
 // committed values (kv.Txn.RunBulk), not intents: nobody else can read
 // them before the transaction commits, a rolled-back CREATE INDEX leaves
-// them unreachable, and there is nothing to resolve at commit (the
+// them unreachable (and sql/bulkclean clears them), and there is nothing to resolve at commit (the
 // uniqueness check is the BulkPut's MustNotExist). Otherwise they are
 // transactional writes, as ALTER TABLE's new constraints' indexes are.
 //
@@ -337,6 +340,18 @@ func (e *executor) backfill(ctx context.Context, t *catalog.Table, ids []catalog
 	run, limit := e.x.Txn.Run, backfillPage
 	if fresh {
 		run, limit = e.x.Txn.RunBulk, bulkBackfillBatch
+		// A failed build's storage is cleared (sql/bulkclean).
+		var storage []uint32
+		for _, id := range ids {
+			sid := t.IndexByID(id).StorageID
+			if sid == 0 {
+				sid = uint32(id)
+			}
+			storage = append(storage, sid)
+		}
+		if err := bulkclean.Record(ctx, e.x.Txn, t, storage); err != nil {
+			return err
+		}
 	}
 	flush := func() error {
 		if batch == nil || batch.Len() == 0 {

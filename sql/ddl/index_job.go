@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgerrcode"
@@ -159,6 +160,11 @@ func (e *executor) createIndexOnline(ctx context.Context, tableID catalog.ID, id
 		return err
 	}
 	b.job = job
+	// While this process runs the job it is alive, whatever its heartbeat
+	// says (a stalled disk can delay heartbeats past jobs.OrphanAfter):
+	// this node's orphan check leaves it alone.
+	liveIndexJobs.Store(job.ID(), struct{}{})
+	defer liveIndexJobs.Delete(job.ID())
 	bg := context.WithoutCancel(ctx)
 	stop := job.KeepAlive(bg)
 	defer stop()
@@ -195,6 +201,9 @@ func (e *executor) createIndexOnline(ctx context.Context, tableID catalog.ID, id
 }
 
 var errJobCanceled = errors.New("ddl: job canceled")
+
+// liveIndexJobs are the index builds this process is running.
+var liveIndexJobs sync.Map // int64 → struct{}
 
 // watchCancel ends the job's context when CANCEL JOB asks it to stop.
 func (b *indexBuild) watchCancel(ctx context.Context, cancel context.CancelCauseFunc) {
@@ -595,6 +604,9 @@ func RollBackOrphanedIndexBuilds(ctx context.Context, db *kv.DB, w *catalog.Writ
 	now := time.Now()
 	for _, r := range recs {
 		if r.Type != IndexJobType || !r.Orphaned(now) {
+			continue
+		}
+		if _, live := liveIndexJobs.Load(r.ID); live {
 			continue
 		}
 		var p IndexProgress

@@ -242,8 +242,10 @@ func TestOnlineCreateIndexUnderWriters(t *testing.T) {
 	if got := fmt.Sprint(states); got != "[delete_only write_only backfilling validating]" {
 		t.Errorf("states seen: %s", got)
 	}
-	if pages.Load() < 3 {
-		t.Errorf("backfill pages %d: the writers did not run through a paged backfill", pages.Load())
+	// The hook runs at least once mid-backfill (every 2,000 rows read)
+	// and once when the reads are done, before any entry is written.
+	if pages.Load() < 2 {
+		t.Errorf("backfill progress reports %d: the writers did not run through the backfill", pages.Load())
 	}
 	if n := ws.retries.Load(); n != 0 {
 		t.Errorf("%d writer transactions failed with 40001 during the build", n)

@@ -44,7 +44,9 @@
 //     gateway) cancels the flow's context, which cancels every fragment's
 //     stream and so every remote scan; Next returns that first error with
 //     its SQLSTATE. Cancelling the caller's context (statement_timeout,
-//     CancelRequest) does the same.
+//     CancelRequest) does the same. A node that cannot be reached fails
+//     the flow retryably and gets no fragments for a while
+//     (Gateway.Suspect).
 //  6. Batches of one fragment arrive in key order; batches of different
 //     fragments interleave in any order (Batch.Fragment says whose).
 package distsql

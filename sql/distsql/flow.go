@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/cairn-db/cairn/kvpb"
 	"github.com/cairn-db/cairn/rpc"
@@ -11,6 +12,8 @@ import (
 	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/jackc/pgerrcode"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // Gateway starts flows from this node: it keeps one gRPC connection per
@@ -21,6 +24,32 @@ type Gateway struct {
 
 	mu    sync.Mutex
 	conns map[uint64]*grpc.ClientConn
+	// suspects are nodes a fragment's stream could not reach, until when
+	// the planner places no fragment on them (Suspect).
+	suspects map[uint64]time.Time
+}
+
+// suspectFor is how long a node whose stream broke gets no fragments:
+// long enough for its leases to move if it died.
+const suspectFor = 5 * time.Second
+
+// Suspect says whether node recently could not be reached (a Planner's
+// Avoid): fragments of its tablets then run on the gateway, which reads
+// them through its KV router (invariant 1).
+func (g *Gateway) Suspect(node uint64) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	until, ok := g.suspects[node]
+	return ok && time.Now().Before(until)
+}
+
+func (g *Gateway) suspect(node uint64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.suspects == nil {
+		g.suspects = map[uint64]time.Time{}
+	}
+	g.suspects[node] = time.Now().Add(suspectFor)
 }
 
 // NewGateway returns a gateway that finds nodes' RPC addresses with
@@ -263,6 +292,15 @@ func (g *Gateway) run(f *Flow, fr Fragment) error {
 func (g *Gateway) streamErr(f *Flow, fr Fragment, err error) error {
 	if f.fctx.Err() != nil {
 		return nil // someone else's failure or the caller's cancel
+	}
+	if status.Code(err) == codes.Unavailable {
+		// The node is gone or unreachable: the statement may run again
+		// (a retryable error, which the session retries for an
+		// implicit transaction that has sent no rows), and its
+		// fragments then go elsewhere for a while.
+		g.suspect(fr.Node)
+		return &kvpb.TransactionRetryError{Reason: kvpb.RetrySerializable,
+			Detail: fmt.Sprintf("distsql: fragment %d on node %d unreachable: %v", fr.Spec.Fragment, fr.Node, err)}
 	}
 	return pgerror.Wrapf(err, pgerrcode.ConnectionFailure, "distsql: fragment %d on node %d: %v", fr.Spec.Fragment, fr.Node, err)
 }

@@ -20,6 +20,9 @@ type Planner struct {
 	// Leaseholder returns the node believed to hold tablet's lease (0:
 	// unknown).
 	Leaseholder func(kvpb.TabletID) uint64
+	// Avoid, when set, names nodes to place no fragment on for now
+	// (Gateway.Suspect): their fragments run on the gateway.
+	Avoid func(node uint64) bool
 }
 
 // PlanScan returns one fragment per tablet that span touches, in key
@@ -40,7 +43,7 @@ func (p *Planner) PlanScan(ctx context.Context, span kvpb.Span, snap Snapshot) (
 		if p.Leaseholder != nil {
 			node = p.Leaseholder(d.TabletID)
 		}
-		if node == 0 {
+		if node == 0 || (p.Avoid != nil && p.Avoid(node)) {
 			node = p.Gateway
 		}
 		out = append(out, Fragment{Node: node, Spec: Spec{

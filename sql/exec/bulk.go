@@ -8,6 +8,7 @@ import (
 
 	"github.com/cairn-db/cairn/kv"
 	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/sql/bulkclean"
 	"github.com/cairn-db/cairn/sql/catalog"
 )
 
@@ -36,9 +37,10 @@ import (
 //   - Atomicity: the rows are reachable only through the new descriptor
 //     version. A failed load fails its transaction (or, in a block, is
 //     rolled back to a savepoint taken before it, which undoes the
-//     descriptor write), and the storage it wrote becomes unreachable
-//     garbage; the IDs are never handed out again, so nothing can surface
-//     it later.
+//     descriptor write), and the storage it wrote becomes unreachable;
+//     the IDs are never handed out again, so nothing can surface it
+//     later, and it is cleared once the transaction ends (or, if its
+//     process died, by the node's sweep): sql/bulkclean.
 //   - Isolation: other transactions read the new version only at or above
 //     the commit timestamp, above the rows' timestamp (just below the
 //     transaction's read timestamp, so its own later reads see them and
@@ -234,6 +236,15 @@ func moveToFreshStorage(ctx context.Context, x *Context, tb *catalog.Table) (*ca
 	}
 	if err := w.Update(ctx, &nt); err != nil {
 		return nil, fmt.Errorf("moving table %q to fresh storage: %w", tb.Name, err)
+	}
+	// Before any row goes there: what a failed load leaves is found and
+	// cleared (sql/bulkclean).
+	storage := []uint32{nt.PrimaryIndex.StorageID}
+	for _, idx := range nt.Indexes {
+		storage = append(storage, idx.StorageID)
+	}
+	if err := bulkclean.Record(ctx, x.Txn, &nt, storage); err != nil {
+		return nil, err
 	}
 	return &nt, nil
 }

@@ -601,97 +601,55 @@ func copyFrom(ctx context.Context, x *Context, env *plan.Env, stmt *pg_query.Cop
 		tctx = env.Types
 	}
 	binary := fo.Format == copyfmt.Binary
-	header := o.fmt.Header
-	for {
-		fields, err := rd.Read()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return 0, copyLineError(err, tb.Name, rd.Line()+1, "", "")
-		}
-		line := rd.Line()
-		if header {
-			header = false
-			if o.headerMatch {
-				if err := checkHeader(t, fields, o.fmt.Null); err != nil {
-					return 0, copyLineError(err, tb.Name, line, "", "")
+	parse := &copyParser{rd: rd, t: t, tb: tb, o: o, forceNotNull: forceNotNull, forceNull: forceNull,
+		tctx: tctx, binary: binary, header: o.fmt.Header}
+	batches, stop := parse.start(ctx)
+	defer stop()
+	for batch := range batches {
+		for _, pr := range batch.rows {
+			row, line := pr.row, pr.line
+			if line%checkEvery == 0 {
+				if err := ctx.Err(); err != nil {
+					return 0, err
 				}
 			}
-			continue
-		}
-		if line%checkEvery == 0 {
-			if err := ctx.Err(); err != nil {
-				return 0, err
-			}
-		}
-		if len(fields) != t.width() {
-			switch {
-			case binary:
-				err = badCopyData("row field count is %d, expected %d", len(fields), t.width())
-			case len(fields) > t.width():
-				err = badCopyData("extra data after last expected column")
-			default:
-				err = badCopyData("missing data for column %q", t.names[len(fields)])
-			}
-			return 0, copyLineError(err, tb.Name, line, "", "")
-		}
-		row := make([]types.Datum, len(tb.Columns))
-		for i, f := range fields {
-			p := t.pos[i]
-			if f == nil && forceNotNull[i] {
-				f = []byte(o.fmt.Null)
-			} else if f != nil && forceNull[i] && string(f) == o.fmt.Null {
-				f = nil
-			}
-			if f == nil {
-				row[p] = types.DNull
-				continue
-			}
-			var d types.Datum
-			if binary {
-				d, err = types.DecodeBinary(t.typs[i], f)
-			} else {
-				d, err = types.ParseDatum(tctx, t.typs[i], string(f))
-			}
-			if err != nil {
-				return 0, copyLineError(err, tb.Name, line, t.names[i], string(f))
-			}
-			row[p] = d
-		}
-		for i := range row {
-			if given[i] {
-				continue
-			}
-			row[i] = types.DNull
-			ev, err := ti.defaultEval(i)
-			if err != nil {
-				return 0, err
-			}
-			if ev != nil {
-				if row[i], err = ev(s.ev, nil); err != nil {
-					return 0, copyLineError(err, tb.Name, line, "", "")
+			for i := range row {
+				if given[i] {
+					continue
+				}
+				row[i] = types.DNull
+				ev, err := ti.defaultEval(i)
+				if err != nil {
+					return 0, err
+				}
+				if ev != nil {
+					if row[i], err = ev(s.ev, nil); err != nil {
+						return 0, copyLineError(err, tb.Name, line, "", "")
+					}
 				}
 			}
-		}
-		if where != nil {
-			d, err := where(s.ev, row)
-			if err != nil {
+			if where != nil {
+				d, err := where(s.ev, row)
+				if err != nil {
+					return 0, copyLineError(err, tb.Name, line, "", "")
+				}
+				if b, ok := d.(types.DBool); !ok || !bool(b) {
+					continue
+				}
+			}
+			// The row's own constraint errors name its line; a failed
+			// uniqueness condition is found when the batch runs and names the
+			// line of the row that failed (dmlState.flush).
+			if err := in.spec.finish(s, row); err != nil {
 				return 0, copyLineError(err, tb.Name, line, "", "")
 			}
-			if b, ok := d.(types.DBool); !ok || !bool(b) {
-				continue
+			s.curLine = line
+			if err := in.insertFinished(ctx, row, nil); err != nil {
+				return 0, err
 			}
 		}
-		// The row's own constraint errors name its line; a failed
-		// uniqueness condition is found when the batch runs and names the
-		// line of the row that failed (dmlState.flush).
-		if err := in.spec.finish(s, row); err != nil {
-			return 0, copyLineError(err, tb.Name, line, "", "")
-		}
-		s.curLine = line
-		if err := in.insertFinished(ctx, row, nil); err != nil {
-			return 0, err
+		if batch.err != nil {
+			return 0, batch.err
 		}
 	}
 	if err := s.flush(ctx); err != nil {

@@ -3,6 +3,7 @@ package exec
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -384,4 +385,43 @@ func TestCopyVirtual(t *testing.T) {
 	}
 	_, err = e.copyIn("COPY vt FROM STDIN", nil)
 	expectErr(t, err, pgerrcode.InsufficientPrivilege, `permission denied: "vt" is a system catalog`, "")
+}
+
+// TestCopyFromPipelined: COPY's parse stage runs ahead of the writes
+// (copy_parse.go) in batches; rows spanning many batches are all written
+// in order, and an error in a later batch names its line and leaves
+// nothing (the statement fails after the rows before it were written,
+// as the sequential loop did).
+func TestCopyFromPipelined(t *testing.T) {
+	e := newDMLEnv(t)
+	tb := tTable()
+	e.create(tb)
+	const rows = 10*copyParseBatch + 17
+	var data strings.Builder
+	for i := 1; i <= rows; i++ {
+		fmt.Fprintf(&data, "%d\tr%d\t%d\n", i, i, i)
+	}
+	n, err := e.copyIn("COPY t (a, b, c) FROM STDIN", []byte(data.String()))
+	if err != nil || n != rows {
+		t.Fatalf("COPY = %d, %s", n, describeErr(err))
+	}
+	if got := strings.Count(e.rows(tb.ID), "("); got != rows {
+		t.Fatalf("table holds %d rows, want %d", got, rows)
+	}
+	data.Reset()
+	const bad = 7*copyParseBatch + 3
+	for i := 1; i <= rows; i++ {
+		v := fmt.Sprint(i)
+		if i == bad {
+			v = "notanint"
+		}
+		fmt.Fprintf(&data, "%d\ts%d\t%s\n", rows+i, i, v)
+	}
+	_, err = e.copyIn("COPY t (a, b, c) FROM STDIN", []byte(data.String()))
+	if err == nil || !strings.Contains(describeErr(err), fmt.Sprintf("line %d", bad)) {
+		t.Fatalf("COPY with a bad line %d: %s", bad, describeErr(err))
+	}
+	if got := strings.Count(e.rows(tb.ID), "("); got != rows {
+		t.Fatalf("table holds %d rows after the failed COPY, want %d", got, rows)
+	}
 }

@@ -175,7 +175,7 @@ func toInt64(v any) int64 {
 // (always NULL: no privileges yet), xid is int8.
 var colTypes = map[string]*types.T{
 	"oid": types.Oid, "name": types.Name, `"char"`: types.Char, "text": types.Text,
-	"regproc": types.RegProc, "regtype": types.RegType, "smallint": types.Int2,
+	"regproc": types.RegProc, "regtype": types.RegType, "regclass": types.RegClass, "smallint": types.Int2,
 	"integer": types.Int4, "bigint": types.Int8, "real": types.Float4, "boolean": types.Bool,
 	"pg_node_tree": types.Text, "aclitem[]": types.MustArray(types.Text),
 	"text[]": types.MustArray(types.Text), `"char"[]`: types.MustArray(types.Char),

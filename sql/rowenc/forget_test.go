@@ -122,3 +122,32 @@ func TestForgetPackingVersions(t *testing.T) {
 		t.Fatalf("a packed row under a forgotten version read as %v, want ErrCorrupt", err)
 	}
 }
+
+// Rows rewritten alone count toward a GC request's bound, so a table whose
+// every row moves off an old version is rewritten in bounded requests.
+func TestRepackAloneIsBounded(t *testing.T) {
+	e := newRepackEnv(t)
+	for k := range int64(5) {
+		e.insert(ts(10), row(k+1, "x", int(k), "d"))
+	}
+	e.alter(ts(20), func(tb *catalog.Table) error { return tb.DropColumn("d") })
+	var rp rowenc.Repacker
+	rp.SetTables([]rowenc.RepackTable{{Layout: e.cur().l, Since: e.cur().since}})
+	span := e.cur().l.IndexSpan(&e.cur().l.Primary)
+	e.batch(func(b *storage.Batch) error {
+		st, resume, err := mvcc.GCWith(b, span.Key, span.EndKey, ts(30), mvcc.GCOptions{MaxVersions: 2, Repacker: &rp})
+		if err == nil && (st.Repacked != 2 || st.Versions != 0 || resume == nil) {
+			t.Errorf("a request bounded at 2: repacked %d, removed %d, resume %q; want 2, 0 and a resume key", st.Repacked, st.Versions, resume)
+		}
+		return err
+	})
+	if got, want := e.raw(), "P2 P2 P1 P1 P1"; got != want {
+		t.Fatalf("after one bounded request: %s, want %s", got, want)
+	}
+	if st := e.gc(ts(30), 2); st.Repacked != 3 {
+		t.Fatalf("the rest took %d repacks, want 3", st.Repacked)
+	}
+	if got, want := e.read(ts(30)), "(1,x,0) (2,x,1) (3,x,2) (4,x,3) (5,x,4)"; got != want {
+		t.Fatalf("rows: %s, want %s", got, want)
+	}
+}

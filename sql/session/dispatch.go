@@ -69,6 +69,9 @@ func (s *Session) newStmt(ctx context.Context, w pgwire.ResultWriter) *stmtState
 func isPlannable(st *parser.Statement) bool {
 	switch n := node(st).(type) {
 	case *pg_query.Node_SelectStmt:
+		if c, err := asCitusCall(n.SelectStmt); c != nil || err != nil {
+			return false // DDL in a SELECT's shape (citus.go)
+		}
 		return n.SelectStmt.IntoClause == nil // SELECT INTO is CREATE TABLE AS
 	case *pg_query.Node_InsertStmt, *pg_query.Node_UpdateStmt, *pg_query.Node_DeleteStmt:
 		return true
@@ -102,6 +105,17 @@ func (s *Session) dispatch(x *stmtState, g stmtGroup, w pgwire.ResultWriter) err
 	case *pg_query.Node_SelectStmt, *pg_query.Node_InsertStmt, *pg_query.Node_UpdateStmt, *pg_query.Node_DeleteStmt:
 		if sel, ok := n.(*pg_query.Node_SelectStmt); ok && sel.SelectStmt.IntoClause != nil {
 			return s.createTableAs(x, st, selectIntoAsCTAS(sel.SelectStmt), w)
+		}
+		if sel, ok := n.(*pg_query.Node_SelectStmt); ok && g.scanned == nil {
+			// SELECT create_distributed_table(...) and the other
+			// Citus functions are DDL (citus.go).
+			c, err := asCitusCall(sel.SelectStmt)
+			if err != nil {
+				return err
+			}
+			if c != nil {
+				return s.runCitus(x, st, c, w)
+			}
 		}
 		c, err := s.startQuery(x, g)
 		if err != nil {

@@ -65,6 +65,16 @@ func (s *Session) prepare(ctx context.Context, sql string, paramOIDs []uint32) (
 		}
 		declared[i] = t
 	}
+	if sel, ok := node(ps.g.main).(*pg_query.Node_SelectStmt); ok {
+		if c, err := asCitusCall(sel.SelectStmt); err != nil {
+			return nil, err
+		} else if c != nil {
+			// Run as DDL at Execute (citus.go); its one void column.
+			ps.cols = citusColumns(c)
+			ps.paramTypes = nil
+			return ps, nil
+		}
+	}
 	switch n := node(ps.g.main).(type) {
 	case *pg_query.Node_SelectStmt, *pg_query.Node_InsertStmt, *pg_query.Node_UpdateStmt, *pg_query.Node_DeleteStmt:
 		p, pts, err := s.describe(ctx, ps.g.main, declared)

@@ -22,7 +22,9 @@ import (
 // requests at the same threshold (now − TTL, lowered to the protected
 // timestamp), so it removes nothing the queue would not remove, only
 // sooner. VACUUM VERBOSE reports, per table, what it removed, as INFO
-// messages like PostgreSQL's. FULL, FREEZE and the other options change
+// messages like PostgreSQL's, and how many rows GC repacked (folded a
+// packed row and its column entries into one, or rewrote a row packed
+// under an older schema version). FULL, FREEZE and the other options change
 // nothing more: there is no heap to compact or freeze.
 //
 // After collecting a table, VACUUM also drops the packing versions of its
@@ -52,9 +54,10 @@ type GC interface {
 	Census(ctx context.Context, spans []kvpb.Span) (CensusResult, error)
 }
 
-// GCResult is what a GC pass removed: old versions and their bytes.
+// GCResult is what a GC pass did: the old versions it removed and their
+// bytes (net of what repacking wrote), and the rows it repacked.
 type GCResult struct {
-	Versions, Bytes int64
+	Versions, Bytes, Repacked int64
 }
 
 // CensusResult is GC.Census's answer.
@@ -92,7 +95,7 @@ func (s *Session) collectGarbage(ctx context.Context, targets []vacuumTarget, al
 			return fmt.Errorf("vacuuming %s: %w", t.name, err)
 		}
 		if verbose {
-			s.notice(w, "INFO", "00000", fmt.Sprintf("finished vacuuming %s: removed %d old row versions (%d bytes)", t.name, res.Versions, res.Bytes))
+			s.notice(w, "INFO", "00000", fmt.Sprintf("finished vacuuming %s: removed %d old row versions (%d bytes), repacked %d rows", t.name, res.Versions, res.Bytes, res.Repacked))
 		}
 	}
 	ids := make([]catalog.ID, 0, len(targets))

@@ -62,6 +62,26 @@ CREATE TABLE compat_s.items (k bigint PRIMARY KEY, v text DEFAULT 'x');
 \di+ compat_users_pkey
 \dn+ compat_s
 \dp compat_orgs
+\z compat_orgs
+\db
+\dg
+\dL
+\dE
+\dm
+\dD
+\dP
+\dc
+\dO
+\dX
+\dy
+\des
+\dew
+\det
+\dRp
+\dRs
+\drds
+\dl
+\dconfig search_path
 
 -- pg_dump 15's index query (as quoted in the colocated-tables seed), with
 -- the parameters pg_dump binds.

@@ -4,8 +4,10 @@
 # run fails if any did, and the summary at the end names them.
 #
 #   psql      test/compat/psql.sql (meta-commands \d \d+ \dt \dt+ \di \di+
-#             \dv \dv+ \ds \ds+ \dx \dn \dn+ \du \l \df \dp, \copy,
-#             transactions, errors, pg_dump's index query) must print
+#             \dv \dv+ \ds \ds+ \dx \dn \dn+ \du \dg \l \df \dp \z \db
+#             \dL \dE \dm \dD \dP \dc \dO \dX \dy \des \dew \det \dRp
+#             \dRs \drds \dl \dconfig, \copy, transactions, errors,
+#             pg_dump's index query) must print
 #             exactly what PostgreSQL 15 prints (psql.expected), after
 #             normalize.sed hides OIDs, page counts, sizes and padding
 #   pgbench   -i -s 10, then -T 30 -c 8 -j 2 in the simple and prepared

@@ -1,0 +1,199 @@
+// Command indexbuild measures CREATE INDEX on large tables (issue #18,
+// bench/indexbuild): on a plain `cairn start` (built from this tree, ports
+// from -port) it loads a table of each size in -rows
+// (k INT PRIMARY KEY, v INT scattered, pad TEXT) and times, -runs times
+// each, alternating:
+//
+//   - online: `CREATE INDEX` as a statement of its own, the online job
+//     with its parallel, sorted backfill (sql/ddl index_backfill.go);
+//   - row by row: the same index built in a transaction block
+//     (`BEGIN; CREATE INDEX ...; COMMIT`), the transactional build that
+//     scans the table and writes entries in table order, batch by batch
+//     (the build before issue #18; the feature off, in the same program).
+//
+// It prints the median of each, their ratio, and the node's peak RSS
+// growth during each build (sampled every 20 ms), beside the seed's
+// 19 s / 15 min / 280 min table (read-planning.txt, part 2). The issue's
+// hdd storage profile (issue #19) does not exist in this tree yet, so
+// only the default profile is measured.
+//
+// Usage: go run ./bench/indexbuild [-rows 1000000,3000000] [-runs 3]
+// [-port 48300] [-keep]
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+var (
+	flagRows = flag.String("rows", "1000000", "table sizes, comma-separated")
+	flagRuns = flag.Int("runs", 3, "builds of each kind per size; the median is reported")
+	flagPort = flag.Int("port", 48300, "first of three ports: SQL, HTTP, RPC")
+	flagKeep = flag.Bool("keep", false, "keep the store directory")
+)
+
+func main() {
+	flag.Parse()
+	if err := run(context.Background()); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func run(ctx context.Context) error {
+	var sizes []int
+	for _, s := range strings.Split(*flagRows, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil {
+			return fmt.Errorf("-rows: %v", err)
+		}
+		sizes = append(sizes, n)
+	}
+	dir, err := os.MkdirTemp("", "bench-indexbuild-")
+	if err != nil {
+		return err
+	}
+	if !*flagKeep {
+		defer os.RemoveAll(dir)
+	}
+	bin := filepath.Join(dir, "cairn")
+	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/cairn").CombinedOutput(); err != nil {
+		return fmt.Errorf("building cairn: %v\n%s", err, out)
+	}
+	p := *flagPort
+	cmd := exec.Command(bin, "start", "--store", filepath.Join(dir, "store"), "--insecure",
+		"--sql-addr", fmt.Sprintf("127.0.0.1:%d", p), "--http-addr", fmt.Sprintf("127.0.0.1:%d", p+1),
+		"--rpc-addr", fmt.Sprintf("127.0.0.1:%d", p+2))
+	logf, err := os.Create(filepath.Join(dir, "cairn.log"))
+	if err != nil {
+		return err
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	defer func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() }()
+	url := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", p)
+	var conn *pgx.Conn
+	for deadline := time.Now().Add(time.Minute); ; {
+		if conn, err = pgx.Connect(ctx, url); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("cairn did not start: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	defer conn.Close(ctx)
+	exec := func(sql string) error {
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			return fmt.Errorf("%s: %w", sql, err)
+		}
+		return nil
+	}
+	pid := cmd.Process.Pid
+	// build times sql and samples the node's RSS meanwhile.
+	build := func(sqls ...string) (time.Duration, int64, error) {
+		before, _ := rssKiB(pid)
+		var peak atomic.Int64
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			t := time.NewTicker(20 * time.Millisecond)
+			defer t.Stop()
+			for {
+				if r, err := rssKiB(pid); err == nil && r > peak.Load() {
+					peak.Store(r)
+				}
+				select {
+				case <-stop:
+					return
+				case <-t.C:
+				}
+			}
+		}()
+		start := time.Now()
+		for _, s := range sqls {
+			if err := exec(s); err != nil {
+				close(stop)
+				<-done
+				return 0, 0, err
+			}
+		}
+		d := time.Since(start)
+		close(stop)
+		<-done
+		return d, max(peak.Load()-before, 0), nil
+	}
+	fmt.Printf("cairn start (one node, default storage profile), CREATE INDEX t (v); median of %d runs\n\n", *flagRuns)
+	fmt.Printf("%10s %12s %12s %8s %14s %14s\n", "rows", "online s", "row-by-row s", "ratio", "online +RSS MB", "rbr +RSS MB")
+	for _, n := range sizes {
+		if err := exec("DROP TABLE IF EXISTS t"); err != nil {
+			return err
+		}
+		if err := exec("CREATE TABLE t (k INT PRIMARY KEY, v INT, pad TEXT)"); err != nil {
+			return err
+		}
+		const chunk = 200_000
+		for lo := 1; lo <= n; lo += chunk {
+			hi := min(lo+chunk-1, n)
+			if err := exec(fmt.Sprintf("INSERT INTO t SELECT g, (g * 7919) %% %d, repeat('x', 20) FROM generate_series(%d, %d) g", n, lo, hi)); err != nil {
+				return err
+			}
+		}
+		var on, rbr, onMem, rbrMem []float64
+		for range *flagRuns {
+			d, m, err := build("CREATE INDEX t_v ON t (v)")
+			if err != nil {
+				return err
+			}
+			on, onMem = append(on, d.Seconds()), append(onMem, float64(m)/1024)
+			if err := exec("DROP INDEX t_v"); err != nil {
+				return err
+			}
+			d, m, err = build("BEGIN", "CREATE INDEX t_v ON t (v)", "COMMIT")
+			if err != nil {
+				return err
+			}
+			rbr, rbrMem = append(rbr, d.Seconds()), append(rbrMem, float64(m)/1024)
+			if err := exec("DROP INDEX t_v"); err != nil {
+				return err
+			}
+		}
+		fmt.Printf("%10d %12.2f %12.2f %7.2fx %14.0f %14.0f\n", n, median(on), median(rbr), median(rbr)/median(on), median(onMem), median(rbrMem))
+	}
+	fmt.Printf("\nseed (read-planning.txt part 2, LightDB on hdd): 1M rows 19 s, 3M 15 min, 10M 280 min\n")
+	return nil
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func rssKiB(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			return strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS for %d", pid)
+}

@@ -1,0 +1,158 @@
+package distsql_test
+
+// The Citus distributed-table API on three real servers (issue 17):
+// create_distributed_table moves a table with data into hash shards
+// online as a job, the Citus views describe it, its scans run as one
+// fragment per shard with the same answers, router queries stay on one
+// tablet, and undistribute_table moves it back.
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func TestCitusAPI(t *testing.T) {
+	servers := startServers(t)
+	c := connect(t, servers[0])
+	mustExec(t, c, "CREATE TABLE events (repo_id INT, id INT, actor TEXT, n INT, PRIMARY KEY (repo_id, id))")
+	mustExec(t, c, "CREATE INDEX ON events (actor)")
+	mustExec(t, c, "INSERT INTO events SELECT i % 97, i, 'a' || (i % 13), i % 5 FROM generate_series(1, 5000) AS i")
+	queries := []string{
+		"SELECT repo_id, count(*) FROM events GROUP BY repo_id ORDER BY 2 DESC, 1 LIMIT 10",
+		"SELECT count(*), sum(n), min(actor) FROM events",
+		"SELECT id, n FROM events WHERE repo_id = 42 ORDER BY id",
+		"SELECT id FROM events WHERE actor = 'a7' ORDER BY id LIMIT 5",
+	}
+	before := map[string]string{}
+	for _, q := range queries {
+		before[q] = strings.Join(rows(t, c, q), "\n")
+	}
+
+	// Bad calls change nothing.
+	for _, bad := range []struct{ sql, code string }{
+		{"SELECT create_distributed_table('events', 'id')", "0A000"},
+		{"SELECT create_distributed_table('events', 'nope')", "42703"},
+		{"SELECT create_distributed_table('nosuch', 'repo_id')", "42P01"},
+		{"SELECT create_distributed_table('events', 'repo_id', colocate_with => 'other')", "0A000"},
+		{"SELECT create_distributed_table('events', 'repo_id', shard_count => 0)", "22023"},
+		{"SELECT create_reference_table('events')", "0A000"},
+		{"SELECT undistribute_table('events')", "42P16"},
+	} {
+		_, err := c.Exec(context.Background(), bad.sql)
+		if err == nil || !strings.Contains(err.Error(), bad.code) {
+			t.Errorf("%s: %v, want %s", bad.sql, err, bad.code)
+		}
+	}
+	if got := rows(t, c, "SELECT count(*) FROM pg_dist_partition"); got[0] != "0" {
+		t.Fatalf("after failed calls pg_dist_partition has %v rows", got)
+	}
+
+	// Inside a transaction block the online move cannot run.
+	mustExec(t, c, "BEGIN")
+	if _, err := c.Exec(context.Background(), "SELECT create_distributed_table('events', 'repo_id')"); err == nil || !strings.Contains(err.Error(), "0A000") {
+		t.Errorf("in a block: %v, want 0A000", err)
+	}
+	mustExec(t, c, "ROLLBACK")
+
+	// Another session writes while the table moves; every write is there
+	// afterwards.
+	w := connect(t, servers[1])
+	stop := make(chan struct{})
+	wrote := make(chan int)
+	go func() {
+		n := 0
+		for i := 100000; ; i++ {
+			select {
+			case <-stop:
+				wrote <- n
+				return
+			default:
+			}
+			if _, err := w.Exec(context.Background(), fmt.Sprintf("INSERT INTO events VALUES (%d, %d, 'w', 0)", i%97, i)); err == nil {
+				n++
+			}
+		}
+	}()
+	mustExec(t, c, "SET citus.shard_count = 8")
+	got := rows(t, c, "SELECT create_distributed_table('events', 'repo_id')")
+	close(stop)
+	n := <-wrote
+	if len(got) != 1 {
+		t.Fatalf("create_distributed_table returned %v", got)
+	}
+	if cnt := rows(t, c, "SELECT count(*) FROM events WHERE id >= 100000"); cnt[0] != fmt.Sprint(n) || n == 0 {
+		t.Fatalf("%d concurrent inserts succeeded, %v rows are there", n, cnt)
+	}
+	t.Logf("%d rows inserted by another session during the move", n)
+	mustExec(t, c, "DELETE FROM events WHERE id >= 100000")
+	// It ran as a job.
+	if got := rows(t, c, "SELECT count(*) FROM cairn_catalog.jobs WHERE status = 'succeeded' AND description LIKE '%create_distributed_table%'"); got[0] != "1" {
+		jobs := rows(t, c, "SHOW JOBS")
+		t.Errorf("no succeeded job for the distribution: %v", jobs)
+	}
+	for _, q := range queries {
+		if got := strings.Join(rows(t, c, q), "\n"); got != before[q] {
+			t.Errorf("%s after distribution:\n%s\nbefore:\n%s", q, got, before[q])
+		}
+	}
+	if got := rows(t, c, "SELECT concat_ws(' ', logicalrelid::text, partmethod::text, repmodel::text) FROM pg_dist_partition"); strings.Join(got, ";") != "events h s" {
+		t.Errorf("pg_dist_partition: %v", got)
+	}
+	if got := rows(t, c, "SELECT concat_ws(' ', table_name::text, citus_table_type, distribution_column, shard_count) FROM citus_tables"); strings.Join(got, ";") != "events distributed repo_id 8" {
+		t.Errorf("citus_tables: %v", got)
+	}
+	if got := rows(t, c, "SELECT concat_ws(' ', count(*), min(shardminvalue::int), max(shardmaxvalue::int)) FROM pg_dist_shard"); strings.Join(got, ";") != "8 0 65535" {
+		t.Errorf("pg_dist_shard: %v", got)
+	}
+	// Every shard is on a node and holds some bytes.
+	if got := rows(t, c, "SELECT count(*), count(nodename), min(shard_size) > 0 FROM citus_shards WHERE nodename LIKE 'n_'"); strings.Join(got, ";") != "8 8 true" {
+		t.Errorf("citus_shards: %v (%v)", got, rows(t, c, "SELECT shardid, nodename, shard_size FROM citus_shards"))
+	}
+	if got := rows(t, c, "SELECT shardcount FROM pg_dist_colocation"); strings.Join(got, ";") != "8" {
+		t.Errorf("pg_dist_colocation: %v", got)
+	}
+	if got := rows(t, c, "SELECT count(DISTINCT tablet_id) FROM cairn_catalog.tablets WHERE table_name = 'events' AND index_name IS NULL"); got[0] != "8" {
+		t.Errorf("events is in %v tablets, want 8", got)
+	}
+	// A scan of the whole table runs one fragment per shard, each
+	// shipping one row per group it holds.
+	mustExec(t, c, "SET distsql = on")
+	plan := strings.Join(rows(t, c, "EXPLAIN ANALYZE "+queries[0]), "\n")
+	if st := fragmentStats(plan); len(st) != 8 {
+		t.Errorf("%d fragments for 8 shards:\n%s", len(st), plan)
+	} else {
+		for _, f := range st {
+			if f.rows > 97 {
+				t.Errorf("a fragment shipped %d rows for 97 groups", f.rows)
+			}
+		}
+	}
+	// The distribution column fixed: a router query on one tablet.
+	plan = strings.Join(rows(t, c, "EXPLAIN ANALYZE "+queries[2]), "\n")
+	if strings.Contains(plan, "Distribution") || !strings.Contains(plan, "to 1 tablet") {
+		t.Errorf("router query:\n%s", plan)
+	}
+	t.Logf("router query:\n%s", plan)
+
+	mustExec(t, c, "SELECT alter_distributed_table('events', distribution_column => 'repo_id', shard_count => 4)")
+	if got := rows(t, c, "SELECT shard_count FROM citus_tables"); strings.Join(got, ";") != "4" {
+		t.Errorf("shard_count after alter_distributed_table: %v", got)
+	}
+	for _, q := range queries {
+		if got := strings.Join(rows(t, c, q), "\n"); got != before[q] {
+			t.Errorf("%s after alter_distributed_table:\n%s\nbefore:\n%s", q, got, before[q])
+		}
+	}
+
+	mustExec(t, c, "SELECT undistribute_table('events')")
+	if got := rows(t, c, "SELECT count(*) FROM citus_tables"); got[0] != "0" {
+		t.Errorf("citus_tables after undistribute_table: %v", got)
+	}
+	for _, q := range queries {
+		if got := strings.Join(rows(t, c, q), "\n"); got != before[q] {
+			t.Errorf("%s after undistribute_table:\n%s\nbefore:\n%s", q, got, before[q])
+		}
+	}
+}

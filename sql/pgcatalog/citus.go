@@ -1,0 +1,184 @@
+package pgcatalog
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	"github.com/cairn-db/cairn/sql/catalog"
+	"github.com/cairn-db/cairn/sql/plan"
+	"github.com/cairn-db/cairn/sql/rowenc"
+	"github.com/cairn-db/cairn/sql/types"
+)
+
+// Citus's metadata relations (issue 17; docs/distributed.md), with the
+// columns Citus documents, over the current database's distributed
+// tables (catalog.Partitioning.Distributed). A distributed table is a
+// colocation group of its own, whose ID is its table group's; its
+// shards are the bucket ranges it was split into (rowenc's 65,536
+// buckets, where Citus hashes into int32 ranges), shard IDs the table's
+// OID times 100,000 plus the shard's index. citus_shards names a shard's
+// node by its leaseholder's node ID (nodename 'n<id>', nodeport 0): Cairn
+// moves shards' leases between nodes, and the catalog does not know the
+// nodes' addresses. Not there yet: reference tables.
+
+// OIDs of the Citus relations, after cairn_catalog's.
+const (
+	oidPgDistPartition  = 15010
+	oidPgDistShard      = 15011
+	oidPgDistColocation = 15012
+	oidCitusTables      = 15013
+	oidCitusShards      = 15014
+)
+
+func init() {
+	define("pg_catalog", "pg_dist_partition", oidPgDistPartition, false,
+		`logicalrelid:regclass partmethod:"char" partkey:text colocationid:integer repmodel:"char" autoconverted:boolean`, genDistPartition)
+	define("pg_catalog", "pg_dist_shard", oidPgDistShard, false,
+		`logicalrelid:regclass shardid:bigint shardstorage:"char" shardminvalue:text shardmaxvalue:text`, genDistShard)
+	define("pg_catalog", "pg_dist_colocation", oidPgDistColocation, false,
+		`colocationid:integer shardcount:integer replicationfactor:integer distributioncolumntype:oid distributioncolumncollation:oid`, genDistColocation)
+	define("pg_catalog", "citus_tables", oidCitusTables, true,
+		`table_name:regclass citus_table_type:text distribution_column:name colocation_id:integer table_size:text shard_count:integer table_owner:name access_method:name`, genCitusTables)
+	define("pg_catalog", "citus_shards", oidCitusShards, true,
+		`table_name:regclass shardid:bigint shard_name:text citus_table_type:text colocation_id:integer nodename:text nodeport:integer shard_size:bigint`, genCitusShards)
+}
+
+// genCitusShards lists every shard with the node leading the tablet
+// that holds its first bucket and the bytes of the tablets within its
+// bucket range, as the node's tablet directory reports them (no
+// nodename or size without one).
+func genCitusShards(ctx context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
+	var tablets []plan.TabletState
+	if s.env.Tablets != nil {
+		var err error
+		if tablets, err = s.env.Tablets.Tablets(ctx); err != nil {
+			return nil, fmt.Errorf("citus_shards: %w", err)
+		}
+	}
+	var out [][]types.Datum
+	for _, r := range s.distributed() {
+		d := r.desc.(*catalog.Table)
+		for i, rg := range shardRanges(d.Partitioning.InitialTablets) {
+			sp := rowenc.BucketSpan(d.GroupID, uint16(rg[0]), uint16(rg[1]))
+			var node any
+			var size int64
+			for _, tb := range tablets {
+				if bytes.Compare(tb.StartKey, sp.EndKey) < 0 && (len(tb.EndKey) == 0 || bytes.Compare(sp.Key, tb.EndKey) < 0) {
+					size += tb.LiveBytes
+					if node == nil && tb.Leader != 0 && bytes.Compare(tb.StartKey, sp.Key) <= 0 {
+						node = fmt.Sprintf("n%d", tb.Leader)
+					}
+				}
+			}
+			id := int64(r.oid())*100000 + int64(i)
+			out = append(out, t.row("table_name", regclass(r.oid()), "shardid", id, "shard_name", fmt.Sprintf("%s_%d", d.Name, id),
+				"citus_table_type", "distributed", "colocation_id", int64(d.GroupID), "nodename", node, "nodeport", int64(0), "shard_size", size))
+		}
+	}
+	return out, nil
+}
+
+// distributed lists the current database's distributed tables.
+func (s *snapshot) distributed() []rel {
+	var out []rel
+	for _, r := range s.tables() {
+		if t := r.desc.(*catalog.Table); t.Partitioning.Distributed {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// distColumn is a distributed table's distribution column: the first
+// primary-key column (ddl.alterDistribution).
+func distColumn(t *catalog.Table) *catalog.Column {
+	if len(t.PrimaryIndex.KeyColumnIDs) == 0 {
+		return nil
+	}
+	return t.ColumnByID(t.PrimaryIndex.KeyColumnIDs[0])
+}
+
+// attnum is c's position among t's columns, from 1 (pg_attribute's).
+func attnum(t *catalog.Table, c *catalog.Column) int {
+	for i := range t.Columns {
+		if t.Columns[i].ID == c.ID {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+func regclass(oid uint32) types.Datum { return types.DOid(oid) }
+
+func genDistPartition(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
+	var out [][]types.Datum
+	for _, r := range s.distributed() {
+		d := r.desc.(*catalog.Table)
+		c := distColumn(d)
+		if c == nil {
+			continue
+		}
+		n := attnum(d, c)
+		// partkey as Citus stores it: the column's Var node.
+		key := fmt.Sprintf("{VAR :varno 1 :varattno %d :vartype %d :vartypmod %d :varcollid %d :varnullingrels (b) :varlevelsup 0 :varnosyn 1 :varattnosyn %d :location -1}",
+			n, c.Type.Oid, c.Type.Typmod(), collationOf(c.Type), n)
+		out = append(out, t.row("logicalrelid", regclass(r.oid()), "partmethod", "h", "partkey", key,
+			"colocationid", int64(d.GroupID), "repmodel", "s", "autoconverted", false))
+	}
+	return out, nil
+}
+
+// shardRanges are the bucket ranges of a table split into n tablets, as
+// ddl splits them (rowenc.NumBuckets buckets in even runs).
+func shardRanges(n int) [][2]int {
+	if n < 1 {
+		n = 1
+	}
+	out := make([][2]int, n)
+	for i := range n {
+		out[i] = [2]int{i * rowenc.NumBuckets / n, (i+1)*rowenc.NumBuckets/n - 1}
+	}
+	return out
+}
+
+func genDistShard(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
+	var out [][]types.Datum
+	for _, r := range s.distributed() {
+		d := r.desc.(*catalog.Table)
+		for i, rg := range shardRanges(d.Partitioning.InitialTablets) {
+			out = append(out, t.row("logicalrelid", regclass(r.oid()), "shardid", int64(r.oid())*100000+int64(i),
+				"shardstorage", "t", "shardminvalue", fmt.Sprint(rg[0]), "shardmaxvalue", fmt.Sprint(rg[1])))
+		}
+	}
+	return out, nil
+}
+
+func genDistColocation(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
+	var out [][]types.Datum
+	for _, r := range s.distributed() {
+		d := r.desc.(*catalog.Table)
+		c := distColumn(d)
+		if c == nil {
+			continue
+		}
+		out = append(out, t.row("colocationid", int64(d.GroupID), "shardcount", int64(d.Partitioning.InitialTablets),
+			"replicationfactor", int64(1), "distributioncolumntype", types.DOid(c.Type.Oid), "distributioncolumncollation", types.DOid(collationOf(c.Type))))
+	}
+	return out, nil
+}
+
+func genCitusTables(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
+	var out [][]types.Datum
+	for _, r := range s.distributed() {
+		d := r.desc.(*catalog.Table)
+		c := distColumn(d)
+		if c == nil {
+			continue
+		}
+		out = append(out, t.row("table_name", regclass(r.oid()), "citus_table_type", "distributed", "distribution_column", c.Name,
+			"colocation_id", int64(d.GroupID), "shard_count", int64(d.Partitioning.InitialTablets),
+			"table_owner", owner(d.Owner), "access_method", "heap"))
+	}
+	return out, nil
+}
