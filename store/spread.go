@@ -14,7 +14,9 @@ import (
 // moves). Picking by ordinal over the sorted voters, not by each
 // leaseholder's view of the counts, makes a DDL's bucket tablets, which
 // share their voters when they come from one split range, land exactly
-// round-robin whichever node answers (issue 16).
+// round-robin whichever node answers (issue 16). Only the voters that may
+// take leases (RaftConfig.LeaseEligible) count, so a dead or
+// decommissioning node's share goes to the others.
 //
 // A target that is not caught up yet (a split's new replicas are probed
 // before they replicate) is not forced: the answer is not Done and the
@@ -42,7 +44,12 @@ func (s *Store) spreadLease(req *kvpb.SpreadLeaseRequest) (*kvpb.SpreadLeaseResp
 		return nil, &kvpb.NotLeaseholderError{TabletID: id, Replica: self, Leader: g.Leader}
 	}
 	voters := slices.Sorted(slices.Values(g.Voters))
-	if len(voters) < 2 {
+	if el := s.cfg.Raft.LeaseEligible; el != nil {
+		// Dead, decommissioning and clock-fenced voters take no lease:
+		// waiting for them would only run out the caller's time.
+		voters = slices.DeleteFunc(voters, func(v uint64) bool { return !el(v) })
+	}
+	if len(voters) == 0 || len(voters) == 1 && voters[0] == self {
 		return &kvpb.SpreadLeaseResponse{Done: true, Target: self}, nil
 	}
 	to := voters[((req.Ordinal%len(voters))+len(voters))%len(voters)]
