@@ -35,11 +35,15 @@ func TestHashShardedLeasesSpread(t *testing.T) {
 	for _, tc := range []struct{ name, ddl string }{
 		{"kv", `CREATE TABLE kv (k int PRIMARY KEY USING HASH WITH (bucket_count = 9), v int)`},
 		{"kv2", `CREATE TABLE kv2 (k int, v int, PRIMARY KEY (k) USING HASH WITH (bucket_count = 9))`},
+		// A hash-partitioned table's initial tablets (splitTable).
+		{"kv3", `CREATE TABLE kv3 (k int PRIMARY KEY, v int) WITH (cairn_split_tablets = 9)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
 			if _, err := conn.Exec(ctx, tc.ddl); err != nil {
 				t.Fatal(err)
 			}
+			t.Logf("%s took %v", tc.ddl, time.Since(start))
 			var got map[int32]int
 			deadline := time.Now().Add(10 * time.Second)
 			for {
