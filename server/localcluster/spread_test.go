@@ -32,11 +32,13 @@ func TestHashShardedLeasesSpread(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	for _, tc := range []struct{ name, ddl string }{
-		{"kv", `CREATE TABLE kv (k int PRIMARY KEY USING HASH WITH (bucket_count = 9), v int)`},
-		{"kv2", `CREATE TABLE kv2 (k int, v int, PRIMARY KEY (k) USING HASH WITH (bucket_count = 9))`},
+	for _, tc := range []struct{ name, ddl, table, index string }{
+		{"kv", `CREATE TABLE kv (k int PRIMARY KEY USING HASH WITH (bucket_count = 9), v int)`, "kv", ""},
+		{"kv2", `CREATE TABLE kv2 (k int, v int, PRIMARY KEY (k) USING HASH WITH (bucket_count = 9))`, "kv2", ""},
 		// A hash-partitioned table's initial tablets (splitTable).
-		{"kv3", `CREATE TABLE kv3 (k int PRIMARY KEY, v int) WITH (cairn_split_tablets = 9)`},
+		{"kv3", `CREATE TABLE kv3 (k int PRIMARY KEY, v int) WITH (cairn_split_tablets = 9)`, "kv3", ""},
+		// A secondary hash-sharded index built online (index_job).
+		{"kv_v", `CREATE INDEX kv_v ON kv (v) USING HASH WITH (bucket_count = 9)`, "kv", "kv_v"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			start := time.Now()
@@ -47,7 +49,7 @@ func TestHashShardedLeasesSpread(t *testing.T) {
 			var got map[int32]int
 			deadline := time.Now().Add(10 * time.Second)
 			for {
-				got, err = bucketLeaders(ctx, conn, tc.name)
+				got, err = bucketLeaders(ctx, conn, tc.table, tc.index)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -55,7 +57,7 @@ func TestHashShardedLeasesSpread(t *testing.T) {
 					break
 				}
 				if time.Now().After(deadline) {
-					t.Fatalf("leases of %s's 9 bucket tablets per node: %v, want 3 each (within one)", tc.name, got)
+					t.Fatalf("leases of %s %s's 9 bucket tablets per node: %v, want 3 each (within one)", tc.table, tc.index, got)
 				}
 				time.Sleep(50 * time.Millisecond)
 			}
@@ -64,10 +66,11 @@ func TestHashShardedLeasesSpread(t *testing.T) {
 	}
 }
 
-// bucketLeaders counts the leases of table's primary index tablets per
-// leader node (0: unknown).
-func bucketLeaders(ctx context.Context, conn *pgx.Conn, table string) (map[int32]int, error) {
-	rows, err := conn.Query(ctx, `SELECT coalesce(leader, 0) FROM cairn_catalog.tablets WHERE table_name = $1 AND index_name IS NULL`, table)
+// bucketLeaders counts the leases of the tablets of table's index (""
+// its rows) per leader node (0: unknown).
+func bucketLeaders(ctx context.Context, conn *pgx.Conn, table, index string) (map[int32]int, error) {
+	rows, err := conn.Query(ctx, `SELECT coalesce(leader, 0) FROM cairn_catalog.tablets
+		WHERE table_name = $1 AND coalesce(index_name, '') = $2`, table, index)
 	if err != nil {
 		return nil, err
 	}
