@@ -43,16 +43,10 @@ func (s *Store) spreadLease(req *kvpb.SpreadLeaseRequest) (*kvpb.SpreadLeaseResp
 	if g.Lease == 0 {
 		return nil, &kvpb.NotLeaseholderError{TabletID: id, Replica: self, Leader: g.Leader}
 	}
-	voters := slices.Sorted(slices.Values(g.Voters))
-	if el := s.cfg.Raft.LeaseEligible; el != nil {
-		// Dead, decommissioning and clock-fenced voters take no lease:
-		// waiting for them would only run out the caller's time.
-		voters = slices.DeleteFunc(voters, func(v uint64) bool { return !el(v) })
+	to := spreadTarget(g.Voters, s.cfg.Raft.LeaseEligible, req.Ordinal)
+	if to == 0 {
+		return &kvpb.SpreadLeaseResponse{Done: true, Target: self}, nil // no voter may take it
 	}
-	if len(voters) == 0 || len(voters) == 1 && voters[0] == self {
-		return &kvpb.SpreadLeaseResponse{Done: true, Target: self}, nil
-	}
-	to := voters[((req.Ordinal%len(voters))+len(voters))%len(voters)]
 	if to == self {
 		return &kvpb.SpreadLeaseResponse{Done: true, Target: to}, nil
 	}
@@ -64,4 +58,20 @@ func (s *Store) spreadLease(req *kvpb.SpreadLeaseRequest) (*kvpb.SpreadLeaseResp
 		return &kvpb.SpreadLeaseResponse{Target: to}, nil
 	}
 	return &kvpb.SpreadLeaseResponse{Target: to}, nil
+}
+
+// spreadTarget is the voter at place ordinal (modulo their number) among
+// voters in ascending node ID order, leaving out those eligible refuses
+// (dead, decommissioning and clock-fenced voters take no lease: waiting
+// for them would only run out the caller's time); 0 when none is left.
+func spreadTarget(voters []uint64, eligible func(uint64) bool, ordinal int) uint64 {
+	vs := slices.Sorted(slices.Values(voters))
+	if eligible != nil {
+		vs = slices.DeleteFunc(vs, func(v uint64) bool { return !eligible(v) })
+	}
+	if len(vs) == 0 {
+		return 0
+	}
+	n := len(vs)
+	return vs[(ordinal%n+n)%n]
 }
