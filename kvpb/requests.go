@@ -26,13 +26,14 @@ const (
 	MethodLock
 	MethodBulkPut
 	MethodClearRange
+	MethodSpreadLease
 	numMethods
 )
 
 var methodNames = [numMethods]string{
 	"Get", "Scan", "Put", "ConditionalPut", "Delete", "DeleteRange", "EndTxn",
 	"HeartbeatTxn", "PushTxn", "QueryTxn", "ResolveIntent", "ResolveIntentRange",
-	"GC", "Split", "Refresh", "Increment", "Lock", "BulkPut", "ClearRange",
+	"GC", "Split", "Refresh", "Increment", "Lock", "BulkPut", "ClearRange", "SpreadLease",
 }
 
 func (m Method) String() string {

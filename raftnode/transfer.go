@@ -242,6 +242,25 @@ func (n *Node) Groups() []GroupInfo {
 	return out
 }
 
+// Group describes this node's replica of tabletID as Groups does (ok
+// false: no replica here).
+func (n *Node) Group(tabletID uint64) (GroupInfo, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	r := n.replicas[tabletID]
+	if r == nil {
+		return GroupInfo{}, false
+	}
+	g := GroupInfo{TabletID: tabletID, Lease: r.lease.Load(), Leader: r.leader.Load(),
+		Voters: slices.Clone(pb.EnsureConfState(r.conf).GetVoters())}
+	if g.Lease != 0 {
+		st := r.rn.Status()
+		g.Active = activeVoters(st.Progress, g.Voters)
+		g.CaughtUp = caughtUp(st, g.Voters, n.cfg.NodeID)
+	}
+	return g, true
+}
+
 func activeVoters(prs map[uint64]tracker.Progress, voters []uint64) []uint64 {
 	var out []uint64
 	for _, v := range voters {

@@ -66,6 +66,7 @@ var requestTypes = []reflect.Type{
 	reflect.TypeFor[kvpb.LockRequest](),
 	reflect.TypeFor[kvpb.BulkPutRequest](),
 	reflect.TypeFor[kvpb.ClearRangeRequest](),
+	reflect.TypeFor[kvpb.SpreadLeaseRequest](),
 }
 
 var responseTypes = []reflect.Type{
@@ -88,6 +89,7 @@ var responseTypes = []reflect.Type{
 	reflect.TypeFor[kvpb.LockResponse](),
 	reflect.TypeFor[kvpb.BulkPutResponse](),
 	reflect.TypeFor[kvpb.ClearRangeResponse](),
+	reflect.TypeFor[kvpb.SpreadLeaseResponse](),
 }
 
 // errorTypes are the typed kvpb errors that keep their type across the

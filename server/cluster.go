@@ -429,7 +429,7 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 		},
 	}, s.eng, r.transport)
 	ls := &kv.LateSender{}
-	if s.store, err = store.Open(ctx, s.eng, clock, s.gcConfig(s.splitConfig(store.Config{Sender: ls, Raft: &store.RaftConfig{Node: r.raft, Peers: peers, Membership: true}}))); err != nil {
+	if s.store, err = store.Open(ctx, s.eng, clock, s.gcConfig(s.splitConfig(store.Config{Sender: ls, Raft: &store.RaftConfig{Node: r.raft, Peers: peers, Membership: true, LeaseEligible: r.spreadEligible}}))); err != nil {
 		return fmt.Errorf("opening tablets: %w", err)
 	}
 	st.Store(s.store)

@@ -64,6 +64,16 @@ func (r *replication) startLeaseBalancer(cfg Config) {
 // membership view did not find it dead, and this node's clock monitor
 // does not measure its clock beyond the tolerance (such a node fences
 // itself: it would not take the lease up).
+// spreadEligible is store.RaftConfig.LeaseEligible: leaseEligible once
+// the node's membership and clock monitor run (the store opens before
+// them; no DDL spreads leases before then).
+func (r *replication) spreadEligible(id uint64) bool {
+	if r.member == nil || r.clock == nil {
+		return true
+	}
+	return r.leaseEligible(id)
+}
+
 func (r *replication) leaseEligible(id uint64) bool {
 	rec, ok := r.registry.Get(id)
 	if !ok || rec.Status != membership.StatusActive || !slices.Contains(r.member.ClockPeers(), id) {

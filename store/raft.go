@@ -29,6 +29,11 @@ type RaftConfig struct {
 	// arrive (member.go). With Peers empty the node joined a running
 	// cluster: it starts with no tablet at all.
 	Membership bool
+	// LeaseEligible, if set, reports whether a node may take leases now
+	// (not dead, decommissioning or fenced by its clock; the lease
+	// balancer's Eligible). A SpreadLeaseRequest spreads over the
+	// eligible voters only (nil: every voter).
+	LeaseEligible func(node uint64) bool
 }
 
 // raftGroup adapts a raftnode replica to tablet.Raft.

@@ -399,6 +399,16 @@ func (s *Store) send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchRes
 			return &kvpb.BatchResponse{Responses: []kvpb.Response{&kvpb.SplitResponse{Left: left, Right: right}}, Now: s.clock.Now()}, nil
 		}
 	}
+	if sl, ok := ba.Requests[0].(*kvpb.SpreadLeaseRequest); ok {
+		if len(ba.Requests) != 1 {
+			return nil, &kvpb.InvalidArgumentError{Msg: "a SpreadLease must be alone in its batch"}
+		}
+		resp, err := s.spreadLease(sl)
+		if err != nil {
+			return nil, err
+		}
+		return &kvpb.BatchResponse{Responses: []kvpb.Response{resp}, Now: s.clock.Now()}, nil
+	}
 	if ba.TabletID != 0 {
 		r := s.Replica(ba.TabletID)
 		if r == nil {

@@ -119,7 +119,11 @@ func (e *executor) splitTable(ctx context.Context, t *catalog.Table) error {
 		keys = append(keys, rowenc.BucketSpan(t.GroupID, uint16(i*rowenc.NumBuckets/n), 0).Key)
 	}
 	keys = append(keys, g.EndKey)
-	return e.splitAt(ctx, keys)
+	if err := e.splitAt(ctx, keys); err != nil {
+		return err
+	}
+	e.spreadLeases(ctx, keys[:len(keys)-1], int(t.ID))
+	return nil
 }
 
 // splitDatabaseGroup makes a colocated database's group one tablet of its

@@ -225,9 +225,10 @@ func dropUnusedShardColumns(t *catalog.Table) {
 
 // splitShards splits the tablets of a new hash-sharded index at the
 // bounds of its group and at each bucket's first key, so that every
-// bucket is a tablet of its own before the index takes writes; the
-// store's balancer then spreads them and their leases over the nodes like
-// any tablet. Splits are not transactional (see splitAt). Without a
+// bucket is a tablet of its own before the index takes writes, then
+// hands the buckets' leases round-robin over the tablets' voters
+// (spreadLeases) so that every node takes an equal share of the writes
+// from the first one. Splits are not transactional (see splitAt). Without a
 // kv.DB (unit tests of the descriptor alone) nothing is split.
 func (e *executor) splitShards(ctx context.Context, t *catalog.Table, id catalog.IndexID) error {
 	if e.x.DB == nil {
@@ -264,5 +265,10 @@ func (e *executor) splitShards(ctx context.Context, t *catalog.Table, id catalog
 		keys = append(keys, k)
 	}
 	keys = append(keys, group.EndKey)
-	return e.splitAt(ctx, keys)
+	if err := e.splitAt(ctx, keys); err != nil {
+		return err
+	}
+	// Bucket b's tablet starts at keys[b] (bucket 0 at the group's start).
+	e.spreadLeases(ctx, keys[:len(keys)-1], int(t.ID)+int(id))
+	return nil
 }

@@ -53,7 +53,13 @@ func (e *executor) rekeyOnline(ctx context.Context, cur *catalog.Table, build fu
 			return err
 		}
 	}
+	if err := indexesPublic(cur); err != nil {
+		return err
+	}
 	return e.runTableJob(ctx, cur, RekeyJobType, func(je *executor, t *catalog.Table, jobID int64) (*catalog.TableMove, error) {
+		if err := indexesPublic(t); err != nil {
+			return nil, err
+		}
 		nt, err := build(t)
 		if err != nil || nt == nil {
 			return nil, err
@@ -89,4 +95,18 @@ func (e *executor) rehashPrimaryKey(cur *catalog.Table, name string, ids []rowen
 	pk.StorageID, pk.Placement, pk.GroupID = old.StorageID, old.Placement, old.GroupID
 	dropUnusedShardColumns(t)
 	return t, nil
+}
+
+// indexesPublic refuses a key change of a table with an index still being
+// built by its job (index_job.go): the rewrite would copy the index
+// mid-build into the target, and the build's later steps, refused while
+// the table is being rewritten, would leave it there half made.
+func indexesPublic(t *catalog.Table) error {
+	for _, idx := range t.Indexes {
+		if idx.State != catalog.IndexPublic {
+			return pgerror.New(pgerrcode.ObjectNotInPrerequisiteState, "index %q of table %q is being built", idx.Name, t.Name).
+				WithHint("Wait for its CREATE INDEX job to finish (SHOW JOBS), then change the key.")
+		}
+	}
+	return nil
 }

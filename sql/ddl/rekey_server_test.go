@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/cairn-db/cairn/sql/catalog"
 	"github.com/cairn-db/cairn/sql/ddl"
 )
 
@@ -99,7 +100,7 @@ func TestRekeyOnlineUnderLoad(t *testing.T) {
 			}
 			var id int64
 			var f float64
-			err := watch.QueryRow(ctx, "SELECT job_id, fraction_completed FROM cairn_catalog.jobs WHERE status = 'running'").Scan(&id, &f)
+			err := watch.QueryRow(ctx, "SELECT job_id, fraction_completed FROM cairn_catalog.jobs WHERE status = 'running' AND job_type = $1", ddl.RekeyJobType).Scan(&id, &f)
 			if errors.Is(err, pgx.ErrNoRows) {
 				continue
 			}
@@ -245,7 +246,7 @@ func TestRekeyOnlineUnderLoad(t *testing.T) {
 			}
 		}
 	}
-	got := jobRows(t, c)
+	got := rekeyJobRows(t, c)
 	want := []string{"succeeded: ", "succeeded: ", "succeeded: "}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("jobs: %q, want %q", got, want)
@@ -315,9 +316,72 @@ func TestRekeyOnlineFailureRollsBack(t *testing.T) {
 		t.Errorf("the failed change's target still holds %d keys", n)
 	}
 	checkTable(t, c, "hs", 3000, nil)
-	if got := jobRows(t, c); len(got) != 1 || !strings.HasPrefix(got[0], "failed: ") || !strings.Contains(got[0], "injected failure") {
+	if got := rekeyJobRows(t, c); len(got) != 1 || !strings.HasPrefix(got[0], "failed: ") || !strings.Contains(got[0], "injected failure") {
 		t.Errorf("jobs: %q", got)
 	}
 	// The table takes schema changes again.
 	mustExec(t, c, "ALTER TABLE hs ADD COLUMN z int")
+}
+
+// rekeyJobRows returns status and error of every key-change job, oldest
+// first.
+func rekeyJobRows(t *testing.T, c *pgx.Conn) []string {
+	t.Helper()
+	rows, err := c.Query(context.Background(), "SELECT status || ': ' || coalesce(error, '') FROM cairn_catalog.jobs WHERE job_type = $1 ORDER BY job_id", ddl.RekeyJobType)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestRekeyWaitsForIndexBuild: while a CREATE INDEX job holds its index
+// in write_only, a bucket-count change of the table is refused with 55000
+// and changes nothing; once the build is done, it runs.
+func TestRekeyWaitsForIndexBuild(t *testing.T) {
+	s, url := startNode(t, t.TempDir())
+	defer s.Stop(context.Background())
+	ctx := context.Background()
+	c := connect(t, url, "postgres")
+	mustExec(t, c, "CREATE TABLE hs (id int PRIMARY KEY USING HASH WITH (bucket_count = 4), v int)")
+	mustExec(t, c, "INSERT INTO hs SELECT i, i FROM generate_series(1, 500) i")
+	held := make(chan struct{})
+	release := make(chan struct{})
+	var once sync.Once
+	prevS, prevP := ddl.SetIndexHooks(func(_ int64, st catalog.IndexState) error {
+		if st == catalog.IndexWriteOnly {
+			once.Do(func() { close(held); <-release })
+		}
+		return nil
+	}, nil)
+	defer ddl.SetIndexHooks(prevS, prevP)
+	built := make(chan error, 1)
+	go func() {
+		_, err := connect(t, url, "postgres").Exec(ctx, "CREATE INDEX hs_v ON hs (v)")
+		built <- err
+	}()
+	select {
+	case <-held:
+	case err := <-built:
+		t.Fatalf("CREATE INDEX ended before write_only: %v", err)
+	}
+	_, err := c.Exec(ctx, "ALTER INDEX hs_pkey SET (bucket_count = 6)")
+	close(release)
+	if sqlState(err) != "55000" || !strings.Contains(err.Error(), `index "hs_v" of table "hs" is being built`) {
+		t.Errorf("ALTER INDEX during an index build: want 55000 (being built), got %v", err)
+	}
+	if err := <-built; err != nil {
+		t.Fatalf("CREATE INDEX: %v", err)
+	}
+	if got := moveState(t, s, c, "hs").PrimaryIndex.HashSharding.Buckets; got != 4 {
+		t.Errorf("bucket count %d after the refused change, want 4", got)
+	}
+	mustExec(t, c, "ALTER INDEX hs_pkey SET (bucket_count = 6)")
+	var n int64
+	if err := c.QueryRow(ctx, "SELECT count(*) FROM hs WHERE v BETWEEN 1 AND 500").Scan(&n); err != nil || n != 500 {
+		t.Errorf("after the change: %d rows, %v", n, err)
+	}
 }

@@ -1,0 +1,27 @@
+package kvpb
+
+// SpreadLeaseRequest asks the leaseholder of the tablet holding Key to
+// hand its lease to the voter at place Ordinal (modulo their number) of
+// the tablet's voters in ascending node ID order. Sent with consecutive
+// ordinals over the bucket tablets of a new hash-sharded index (or
+// hash-partitioned table), it spreads their leases round-robin over the
+// nodes before the index takes writes (issue 16). It is a store
+// operation, alone in its batch, routed to the leaseholder like a write.
+type SpreadLeaseRequest struct {
+	Key     []byte
+	Ordinal int
+}
+
+// SpreadLeaseResponse says where the lease stands. Done: the replica that
+// answered holds the lease and is the wanted node (or there is nothing to
+// spread: one voter, or no replication). Otherwise a transfer to Target
+// was started, or could not be yet (Target not caught up); the caller
+// asks again until Done or its time runs out.
+type SpreadLeaseResponse struct {
+	Done   bool
+	Target uint64
+}
+
+func (*SpreadLeaseRequest) Method() Method  { return MethodSpreadLease }
+func (*SpreadLeaseResponse) Method() Method { return MethodSpreadLease }
+func (r *SpreadLeaseRequest) Span() Span    { return Span{Key: r.Key} }

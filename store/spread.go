@@ -1,0 +1,77 @@
+package store
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/cairn-db/cairn/kvpb"
+)
+
+// spreadLease serves a kvpb.SpreadLeaseRequest: the leaseholder of the
+// tablet holding req.Key hands its lease to the voter at req.Ordinal
+// (modulo their number) in ascending node ID order, through
+// raftnode.Node.TransferLeader (drained first, like the balancer's
+// moves). Picking by ordinal over the sorted voters, not by each
+// leaseholder's view of the counts, makes a DDL's bucket tablets, which
+// share their voters when they come from one split range, land exactly
+// round-robin whichever node answers (issue 16). Only the voters that may
+// take leases (RaftConfig.LeaseEligible) count, so a dead or
+// decommissioning node's share goes to the others.
+//
+// A target that is not caught up yet (a split's new replicas are probed
+// before they replicate) is not forced: the answer is not Done and the
+// caller asks again. A replica without the lease answers
+// NotLeaseholderError so the router finds the holder, as for a split.
+func (s *Store) spreadLease(req *kvpb.SpreadLeaseRequest) (*kvpb.SpreadLeaseResponse, error) {
+	r := s.replicaForKey(req.Key)
+	if r == nil {
+		if s.cfg.Raft != nil && s.cfg.Raft.Membership {
+			return nil, &kvpb.TabletNotFoundError{}
+		}
+		return nil, fmt.Errorf("store: spread lease at %q: %w", req.Key, ErrNoTablet)
+	}
+	if s.cfg.Raft == nil {
+		return &kvpb.SpreadLeaseResponse{Done: true}, nil // one node: nothing to spread
+	}
+	id := r.Desc().TabletID
+	rn := s.cfg.Raft.Node
+	g, ok := rn.Group(uint64(id))
+	if !ok {
+		return nil, &kvpb.TabletNotFoundError{TabletID: id}
+	}
+	self := rn.NodeID()
+	if g.Lease == 0 {
+		return nil, &kvpb.NotLeaseholderError{TabletID: id, Replica: self, Leader: g.Leader}
+	}
+	to := spreadTarget(g.Voters, s.cfg.Raft.LeaseEligible, req.Ordinal)
+	if to == 0 {
+		return &kvpb.SpreadLeaseResponse{Done: true, Target: self}, nil // no voter may take it
+	}
+	if to == self {
+		return &kvpb.SpreadLeaseResponse{Done: true, Target: to}, nil
+	}
+	if !slices.Contains(g.CaughtUp, to) {
+		return &kvpb.SpreadLeaseResponse{Target: to}, nil
+	}
+	if err := rn.TransferLeader(uint64(id), to); err != nil {
+		// Refused (proposals did not drain): the caller asks again.
+		return &kvpb.SpreadLeaseResponse{Target: to}, nil
+	}
+	return &kvpb.SpreadLeaseResponse{Target: to}, nil
+}
+
+// spreadTarget is the voter at place ordinal (modulo their number) among
+// voters in ascending node ID order, leaving out those eligible refuses
+// (dead, decommissioning and clock-fenced voters take no lease: waiting
+// for them would only run out the caller's time); 0 when none is left.
+func spreadTarget(voters []uint64, eligible func(uint64) bool, ordinal int) uint64 {
+	vs := slices.Sorted(slices.Values(voters))
+	if eligible != nil {
+		vs = slices.DeleteFunc(vs, func(v uint64) bool { return !eligible(v) })
+	}
+	if len(vs) == 0 {
+		return 0
+	}
+	n := len(vs)
+	return vs[(ordinal%n+n)%n]
+}
