@@ -17,7 +17,8 @@ import (
 // PostgreSQL 15 installs by default. Creating one only records it in the
 // database descriptor (pg_extension, \dx); its functions exist either way.
 var knownExtensions = map[string]struct{ version, comment string }{
-	// gen_random_uuid only: digest, crypt, hmac and pgp_* are missing.
+	// gen_random_uuid, gen_random_bytes, digest, hmac: crypt, gen_salt
+	// and pgp_* are missing.
 	"pgcrypto": {"1.3", "cryptographic functions"},
 	// uuid_generate_v1/v1mc/v3/v4/v5, uuid_nil, uuid_ns_*.
 	"uuid-ossp": {"1.1", "generate universally unique identifiers (UUIDs)"},
