@@ -88,6 +88,25 @@ type Database struct {
 	// Zone is ALTER DATABASE ... CONFIGURE ZONE's placement settings
 	// (package zone); nil: the cluster's.
 	Zone *zone.Config `json:"zone,omitempty"`
+	// Extensions are the database's CREATE EXTENSION records (pg_extension),
+	// in creation order. Only extensions whose functions Cairn has built in
+	// can be created (ddl/extension.go), so a record adds no functions: it
+	// is what \dx, pg_dump and migration tools read back.
+	Extensions []Extension `json:"extensions,omitempty"`
+}
+
+// Extension is one installed extension of a database.
+type Extension struct {
+	// OID is the extension's pg_extension OID, allocated from the
+	// descriptor ID space so that it never collides with another object's.
+	OID      ID     `json:"oid"`
+	Name     string `json:"name"`
+	Version  string `json:"version"`
+	SchemaID ID     `json:"schema_id"`
+	Owner    string `json:"owner"`
+	// Comment is the extension's description (pg_description), the
+	// comment of its control file when created.
+	Comment string `json:"comment,omitempty"`
 }
 
 // Schema is a schema of a database.

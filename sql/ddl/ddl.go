@@ -93,6 +93,8 @@ func Exec(ctx context.Context, x *Context, stmt *parser.Statement) (string, erro
 		return "CREATE SCHEMA", e.createSchema(ctx, n.CreateSchemaStmt)
 	case *pg_query.Node_CreateSeqStmt:
 		return "CREATE SEQUENCE", e.createSequence(ctx, n.CreateSeqStmt)
+	case *pg_query.Node_CreateExtensionStmt:
+		return "CREATE EXTENSION", e.createExtension(ctx, n.CreateExtensionStmt)
 	case *pg_query.Node_AlterSeqStmt:
 		return "ALTER SEQUENCE", e.alterSequence(ctx, n.AlterSeqStmt)
 	case *pg_query.Node_ViewStmt:

@@ -45,6 +45,8 @@ func (e *executor) drop(ctx context.Context, n *pg_query.DropStmt) (string, erro
 		return "DROP INDEX", e.dropIndexes(ctx, n, cascade)
 	case pg_query.ObjectType_OBJECT_SCHEMA:
 		return "DROP SCHEMA", e.dropSchemas(ctx, n, cascade)
+	case pg_query.ObjectType_OBJECT_EXTENSION:
+		return "DROP EXTENSION", e.dropExtensions(ctx, n)
 	case pg_query.ObjectType_OBJECT_MATVIEW:
 		return "", notSupported("materialized views are not supported yet")
 	}

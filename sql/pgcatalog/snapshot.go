@@ -31,6 +31,7 @@ const (
 	oidLangInternal      = 12
 	oidPgClass           = 1259
 	oidPgConstraint      = 2606
+	oidPgExtension       = 3079
 	oidPgNamespace       = 2615
 	oidPgAttrdef         = 2604
 	oidPgRewrite         = 2618

@@ -30,6 +30,7 @@ var pgGens = map[string]genFn{
 	"pg_sequence":      genSequence,
 	"pg_sequences":     genSequences,
 	"pg_database":      genDatabase,
+	"pg_extension":     genExtension,
 	"pg_roles":         genRoles,
 	"pg_authid":        genRoles,
 	"pg_auth_members":  genAuthMembers,
@@ -674,6 +675,24 @@ func genDatabase(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, er
 	return out, nil
 }
 
+// genExtension lists the current database's CREATE EXTENSION records,
+// read from the snapshot's database list (the session's descriptor may
+// predate a CREATE EXTENSION of its own transaction).
+func genExtension(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
+	db := s.db
+	for _, d := range s.dbs {
+		if d.ID == s.db.ID {
+			db = d
+		}
+	}
+	var out [][]types.Datum
+	for _, x := range db.Extensions {
+		out = append(out, t.row("oid", x.OID, "extname", x.Name, "extowner", roleOID(owner(x.Owner)),
+			"extnamespace", nspOID(x.SchemaID), "extrelocatable", true, "extversion", x.Version))
+	}
+	return out, nil
+}
+
 // genRoles serves pg_roles and pg_authid (which share their columns but
 // for rolconfig and oid order); passwords are never shown.
 func genRoles(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
@@ -745,6 +764,16 @@ func genDescription(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum,
 			add(d.ID, 0, d.Comment)
 		case *catalog.Sequence:
 			add(d.ID, 0, d.Comment)
+		}
+	}
+	for _, d := range s.dbs {
+		if d.ID != s.db.ID {
+			continue
+		}
+		for _, x := range d.Extensions {
+			if x.Comment != "" {
+				out = append(out, t.row("objoid", x.OID, "classoid", oidPgExtension, "objsubid", 0, "description", x.Comment))
+			}
 		}
 	}
 	// Schemas' comments (public's "standard public schema" among them,
