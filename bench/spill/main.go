@@ -12,7 +12,7 @@
 // an OFFSET past all but the last row), so the client's transfer does not
 // dominate; PostgreSQL cannot skip the work (no LIMIT, no top-N).
 //
-// Usage: go run ./bench/spill [-rows 10000000] [-runs 3] [-conc 10] [-port 34100]
+// Usage: go run ./bench/spill [-rows 10000000] [-runs 3] [-conc 10] [-port 34100] [-one-partition=false]
 package main
 
 import (
@@ -45,6 +45,7 @@ var (
 	flagSkipPG   = flag.Bool("skip-pg", false, "do not run PostgreSQL")
 	flagOnly     = flag.String("only", "", "run only queries whose names contain this")
 	flagTimeout  = flag.Duration("timeout", 30*time.Minute, "give up on one query after this long")
+	flagOnePart  = flag.Bool("one-partition", true, "also run the window queries over one partition of all the rows")
 )
 
 type query struct{ name, sql string }
@@ -124,7 +125,11 @@ func run() error {
 
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight|tabwriter.Debug)
 	fmt.Fprintln(tw, "query\tCairn s\tPostgreSQL s\tratio\tCairn peak RSS MiB\tanswer\t")
-	for _, q := range append(queries(*flagRows), onePartition(*flagRows)...) {
+	qs := queries(*flagRows)
+	if *flagOnePart {
+		qs = append(qs, onePartition(*flagRows)...)
+	}
+	for _, q := range qs {
 		if !strings.Contains(q.name, *flagOnly) {
 			continue
 		}
