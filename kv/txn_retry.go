@@ -74,7 +74,27 @@ func (t *Txn) priority() int32 {
 // returned. fn must not start goroutines that outlive it, and must be safe
 // to run more than once.
 func (db *DB) Txn(ctx context.Context, iso IsolationLevel, fn func(ctx context.Context, txn *Txn) error) error {
+	return db.runTxn(ctx, iso, false, fn)
+}
+
+// BackgroundTxn is Txn for work no client waits on (a schema-change job's
+// steps and copies): its first transaction has the lowest ordinary
+// priority, so in a deadlock with a client's transaction it is the victim
+// (tablet's deadlockVictim picks the lower priority) and the client's
+// statement goes on: an online change keeps its promise that writers do
+// not fail because of it. Its retries keep that priority (Txn's floor
+// rule would give them a random one, which could deadlock with the same
+// client again and win); a job that keeps losing runs out of retries and
+// fails, to be rolled back and run again, rather than fail a client.
+func (db *DB) BackgroundTxn(ctx context.Context, iso IsolationLevel, fn func(ctx context.Context, txn *Txn) error) error {
+	return db.runTxn(ctx, iso, true, fn)
+}
+
+func (db *DB) runTxn(ctx context.Context, iso IsolationLevel, background bool, fn func(ctx context.Context, txn *Txn) error) error {
 	txn := db.NewTxn(ctx, "", iso)
+	if background {
+		txn.lowestPriority()
+	}
 	for attempt := 1; ; attempt++ {
 		err := fn(ctx, txn)
 		if err == nil {
@@ -105,10 +125,21 @@ func (db *DB) Txn(ctx context.Context, iso IsolationLevel, fn func(ctx context.C
 			prio := txn.priority()
 			_ = txn.Rollback(ctx)
 			txn = db.newTxn(ctx, "", iso, prio)
+			if background {
+				txn.lowestPriority()
+			}
 		default:
 			return perr
 		}
 	}
+}
+
+// lowestPriority gives a transaction that has sent nothing yet the
+// lowest ordinary priority (BackgroundTxn).
+func (t *Txn) lowestPriority() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.mu.proto.Priority = 1
 }
 
 // commitIfPending commits unless the closure already finished the

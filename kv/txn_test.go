@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -739,5 +740,55 @@ func TestHeartbeatFindsAbort(t *testing.T) {
 	}
 	if err := a.Rollback(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestBackgroundTxnIsDeadlockVictim: a background transaction (a
+// schema-change job's) and a client's deadlock, each holding the key the
+// other wants; the background one is the victim every time, the client's
+// write goes through untouched, and BackgroundTxn retries and commits.
+func TestBackgroundTxnIsDeadlockVictim(t *testing.T) {
+	for i := range 5 {
+		e := newTestEnv(t, envOptions{splits: []string{"m"}})
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		client := e.db.NewTxn(ctx, "client", Snapshot)
+		if err := client.Put(ctx, []byte("k1"), []byte("client")); err != nil {
+			t.Fatal(err)
+		}
+		holding := make(chan struct{})
+		var attempts atomic.Int32
+		var wg sync.WaitGroup
+		var bgErr error
+		wg.Go(func() {
+			bgErr = e.db.BackgroundTxn(ctx, Snapshot, func(ctx context.Context, txn *Txn) error {
+				n := attempts.Add(1)
+				if err := txn.Put(ctx, []byte("x2"), []byte("job")); err != nil {
+					return err
+				}
+				if n == 1 {
+					close(holding)
+				}
+				return txn.Put(ctx, []byte("k1"), []byte("job"))
+			})
+		})
+		<-holding
+		// The client now wants x2, which the job holds: a cycle.
+		if err := client.Put(ctx, []byte("x2"), []byte("client")); err != nil {
+			t.Fatalf("run %d: the client's write failed in a deadlock with a background transaction: %v", i, err)
+		}
+		if err := client.Commit(ctx); err != nil {
+			t.Fatalf("run %d: client commit: %v", i, err)
+		}
+		wg.Wait()
+		if bgErr != nil {
+			t.Fatalf("run %d: the background transaction did not retry to a commit: %v", i, bgErr)
+		}
+		if n := attempts.Load(); n < 2 {
+			t.Fatalf("run %d: the background transaction ran %d times; it should have been the victim and retried", i, n)
+		}
+		if got := e.mustGet("k1") + "," + e.mustGet("x2"); got != "job,job" {
+			t.Fatalf("run %d: final values %q, want the retried job's over the client's", i, got)
+		}
+		cancel()
 	}
 }

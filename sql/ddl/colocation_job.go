@@ -103,7 +103,7 @@ func (e *executor) onlineMoveOK() bool {
 // executor whose catalog Writer writes through the node's cache.
 func (e *executor) jobTxn(ctx context.Context, fn func(je *executor) error) error {
 	var txns []*kv.Txn
-	err := e.x.DB.Txn(ctx, kv.Serializable, func(ctx context.Context, txn *kv.Txn) error {
+	err := e.x.DB.BackgroundTxn(ctx, kv.Serializable, func(ctx context.Context, txn *kv.Txn) error {
 		txns = append(txns, txn)
 		x := *e.x
 		x.Txn, x.Writer = txn, e.x.Writer.InTxn(txn)
@@ -420,7 +420,7 @@ func (e *executor) copyForMove(ctx context.Context, job *jobs.Job, moving *catal
 		var next []byte
 		var read int
 		attempt := 0
-		err := e.x.DB.Txn(ctx, kv.Serializable, func(ctx context.Context, txn *kv.Txn) error {
+		err := e.x.DB.BackgroundTxn(ctx, kv.Serializable, func(ctx context.Context, txn *kv.Txn) error {
 			// A page that had to restart is read again smaller.
 			if attempt++; attempt > 1 {
 				limit = max(limit/2, 16)

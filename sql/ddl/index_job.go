@@ -468,7 +468,7 @@ func (b *indexBuild) validate(ctx context.Context, t *catalog.Table) error {
 		}
 	}
 	ectx := &sem.EvalContext{}
-	return b.e.x.DB.Txn(ctx, kv.Serializable, func(ctx context.Context, txn *kv.Txn) error {
+	return b.e.x.DB.BackgroundTxn(ctx, kv.Serializable, func(ctx context.Context, txn *kv.Txn) error {
 		txn.ExemptFromDrain()
 		var entries int64
 		span := layout.IndexSpan(il)
