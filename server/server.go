@@ -307,7 +307,15 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		onStall = nil
 	}
 	s.initTLS()
-	if s.eng, err = storage.Open(cfg.StoreDir, storage.Options{FS: fs, CacheSize: cfg.CacheSize, OnFatal: onFatal, DiskStallThreshold: min(time.Second, fence), OnDiskStall: onStall}); err != nil {
+	// A store on disk, or on a simulated one, reads SSTs ahead in
+	// windows its profile sizes (storage/readahead.go); one in memory
+	// has nothing to gain.
+	readAhead := int64(0)
+	if _, sim := fs.(*simfs.FS); cfg.StoreDir != "" || sim {
+		readAhead = storage.ReadAheadFor(cfg.StoreProfile)
+	}
+	if s.eng, err = storage.Open(cfg.StoreDir, storage.Options{FS: fs, CacheSize: cfg.CacheSize, OnFatal: onFatal,
+		DiskStallThreshold: min(time.Second, fence), OnDiskStall: onStall, ReadAhead: readAhead}); err != nil {
 		return nil, fmt.Errorf("opening the store in %q: %w", cfg.StoreDir, err)
 	}
 	if len(cfg.Join) > 0 {
