@@ -145,6 +145,12 @@ type Config struct {
 	// GCTTL is how long old versions stay readable where no zone sets
 	// gc.ttlseconds (gc.go; 0: store.DefaultGCTTL, 4 hours).
 	GCTTL time.Duration
+	// NoGCLoop, for benchmarks of cold reads only, runs no background GC
+	// loop: its first pass after a start scans every tablet the node
+	// leads whole (the GC queue's state is in memory), which fills the
+	// block cache with the tables a cold-read benchmark means to read
+	// from the disk (bench/internal/diskbench). VACUUM still collects.
+	NoGCLoop bool
 	// CacheSize is the engine's block cache in bytes; 0 means the
 	// storage package's default (64 MiB). cairn start sets 256 MiB.
 	CacheSize int64
@@ -432,7 +438,9 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}()
 	s.startAdmin(runCtx)
 	s.startSplitQueue(runCtx)
-	s.startGCQueue(runCtx)
+	if !cfg.NoGCLoop {
+		s.startGCQueue(runCtx)
+	}
 	log.Info(fmt.Sprintf("cairn node ready: sql=%s http=%s", s.sqlLn.Addr(), s.httpLn.Addr()),
 		"store", storeName(cfg.StoreDir), "insecure", cfg.Insecure, "locality", cfg.Locality,
 		"store_profile", s.cfg.StoreProfile, "store_profile_source", profileWhy)
