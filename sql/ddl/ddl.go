@@ -95,6 +95,10 @@ func Exec(ctx context.Context, x *Context, stmt *parser.Statement) (string, erro
 		return "CREATE SEQUENCE", e.createSequence(ctx, n.CreateSeqStmt)
 	case *pg_query.Node_CreateExtensionStmt:
 		return "CREATE EXTENSION", e.createExtension(ctx, n.CreateExtensionStmt)
+	case *pg_query.Node_CreateEnumStmt:
+		return "CREATE TYPE", e.createEnum(ctx, n.CreateEnumStmt)
+	case *pg_query.Node_AlterEnumStmt:
+		return "ALTER TYPE", e.alterEnum(ctx, n.AlterEnumStmt)
 	case *pg_query.Node_AlterSeqStmt:
 		return "ALTER SEQUENCE", e.alterSequence(ctx, n.AlterSeqStmt)
 	case *pg_query.Node_ViewStmt:

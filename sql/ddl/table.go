@@ -278,7 +278,7 @@ var serialTypes = map[string]*types.T{
 }
 
 // columnType resolves a column's type, recognising the serial pseudo-types.
-func columnType(tn *pg_query.TypeName) (typ *types.T, serial bool, err error) {
+func columnType(tc *types.Context, tn *pg_query.TypeName) (typ *types.T, serial bool, err error) {
 	if tn == nil {
 		return nil, false, pgerror.New(pgerrcode.SyntaxError, "column has no type")
 	}
@@ -288,7 +288,7 @@ func columnType(tn *pg_query.TypeName) (typ *types.T, serial bool, err error) {
 			return t, true, nil
 		}
 	}
-	t, err := sem.TypeFromAST(tn)
+	t, err := sem.TypeFromAST(tc, tn)
 	return t, false, err
 }
 
@@ -299,7 +299,7 @@ func (b *tableBuilder) addColumnDef(ctx context.Context, cd *pg_query.ColumnDef)
 	if b.t.ColumnByName(name) != nil {
 		return pgerror.New(pgerrcode.DuplicateColumn, "column %q specified more than once", name)
 	}
-	typ, serial, err := columnType(cd.TypeName)
+	typ, serial, err := columnType(b.e.types(), cd.TypeName)
 	if err != nil {
 		return err
 	}

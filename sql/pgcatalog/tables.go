@@ -17,13 +17,14 @@ import (
 type genFn = func(ctx context.Context, s *snapshot, t *vtable) ([][]types.Datum, error)
 
 // pgGens generate the pg_catalog relations; a relation of pgSpecs without
-// one is always empty in Cairn (no inheritance, triggers, enums, ...).
+// one is always empty in Cairn (no inheritance, triggers, ...).
 var pgGens = map[string]genFn{
 	"pg_namespace":     genNamespace,
 	"pg_class":         genClass,
 	"pg_stats":         genStats,
 	"pg_attribute":     genAttribute,
 	"pg_type":          genType,
+	"pg_enum":          genEnum,
 	"pg_index":         genIndex,
 	"pg_constraint":    genConstraint,
 	"pg_attrdef":       genAttrdef,
@@ -320,9 +321,10 @@ var pseudoTypes = []struct {
 }{
 	{2276, "any", false}, {2277, "anyarray", true}, {2283, "anyelement", false}, {2776, "anynonarray", false},
 	{5077, "anycompatible", false}, {5078, "anycompatiblearray", true}, {2249, "record", true}, {2278, "void", false},
+	{3500, "anyenum", false},
 }
 
-func genType(_ context.Context, _ *snapshot, t *vtable) ([][]types.Datum, error) {
+func genType(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
 	var out [][]types.Datum
 	for _, typ := range builtinTypes() {
 		length, byval, align, storage := typeAttrs(typ)
@@ -361,7 +363,7 @@ func genType(_ context.Context, _ *snapshot, t *vtable) ([][]types.Datum, error)
 			"typowner", oidSuperuser, "typlen", length, "typbyval", byval, "typtype", "p", "typcategory", "P",
 			"typisdefined", true, "typdelim", ",", "typalign", align, "typstorage", storage, "typtypmod", -1))
 	}
-	return out, nil
+	return append(out, userTypeRows(s, t)...), nil
 }
 
 func genIndex(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
@@ -764,6 +766,10 @@ func genDescription(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum,
 			add(d.ID, 0, d.Comment)
 		case *catalog.Sequence:
 			add(d.ID, 0, d.Comment)
+		case *catalog.TypeDesc:
+			if d.Comment != "" {
+				out = append(out, t.row("objoid", uint32(d.ID), "classoid", oidPgType, "objsubid", 0, "description", d.Comment))
+			}
 		}
 	}
 	for _, d := range s.dbs {

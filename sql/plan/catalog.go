@@ -120,6 +120,10 @@ func (c *kvCatalog) inSchema(ctx context.Context, sc *catalog.Schema, name strin
 		return Relation{View: d}, nil
 	case *catalog.Sequence:
 		return Relation{Sequence: d}, nil
+	case *catalog.TypeDesc:
+		// A type shares the relation namespace; to a query it is no
+		// relation, as in PostgreSQL.
+		return Relation{}, undefinedRelation(name)
 	}
 	return Relation{}, fmt.Errorf("plan: relation %q is a %T", name, d)
 }

@@ -229,8 +229,8 @@ func (t *T) Size() int16 {
 		return int16(t.Width / 8)
 	case FloatFamily:
 		return int16(t.Width / 8)
-	case DateFamily, OidFamily:
-		return 4
+	case DateFamily, OidFamily, EnumFamily:
+		return 4 // an enum is a 4-byte OID in PostgreSQL
 	case TimeFamily, TimestampFamily, TimestampTZFamily:
 		return 8
 	case IntervalFamily, UUIDFamily:

@@ -83,6 +83,26 @@ CREATE TABLE compat_s.items (k bigint PRIMARY KEY, v text DEFAULT 'x');
 \dl
 \dconfig search_path
 
+-- Enum types: \dT and \dT+ (labels in declaration order, one added in
+-- the middle), a table using them, a type in another schema.
+CREATE TYPE compat_mood AS ENUM ('sad', 'ok', 'happy');
+ALTER TYPE compat_mood ADD VALUE 'meh' BEFORE 'ok';
+CREATE TYPE compat_s.color AS ENUM ('red', 'green');
+COMMENT ON TYPE compat_mood IS 'how it feels';
+CREATE TABLE compat_feelings (id int PRIMARY KEY, m compat_mood NOT NULL DEFAULT 'ok',
+  c compat_s.color DEFAULT 'red', ms compat_mood[]);
+INSERT INTO compat_feelings VALUES (1, 'happy', 'green', '{sad,meh}'), (2, 'sad', NULL, NULL), (3, 'meh', 'red', '{}');
+INSERT INTO compat_feelings (id) VALUES (4);
+SELECT * FROM compat_feelings ORDER BY m, id;
+\d compat_feelings
+\dT
+\dT+
+\dT compat_s.*
+\dT+ compat_s.color
+DROP TABLE compat_feelings;
+DROP TYPE compat_mood, compat_s.color;
+\dT
+
 -- pg_dump 15's index query (as quoted in the colocated-tables seed), with
 -- the parameters pg_dump binds.
 PREPARE dump_indexes AS SELECT
