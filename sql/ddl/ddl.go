@@ -99,6 +99,8 @@ func Exec(ctx context.Context, x *Context, stmt *parser.Statement) (string, erro
 		return "CREATE TYPE", e.createEnum(ctx, n.CreateEnumStmt)
 	case *pg_query.Node_AlterEnumStmt:
 		return "ALTER TYPE", e.alterEnum(ctx, n.AlterEnumStmt)
+	case *pg_query.Node_CreateDomainStmt:
+		return "CREATE DOMAIN", e.createDomain(ctx, n.CreateDomainStmt)
 	case *pg_query.Node_AlterSeqStmt:
 		return "ALTER SEQUENCE", e.alterSequence(ctx, n.AlterSeqStmt)
 	case *pg_query.Node_ViewStmt:

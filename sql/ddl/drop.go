@@ -50,7 +50,9 @@ func (e *executor) drop(ctx context.Context, n *pg_query.DropStmt) (string, erro
 	case pg_query.ObjectType_OBJECT_EXTENSION:
 		return "DROP EXTENSION", e.dropExtensions(ctx, n)
 	case pg_query.ObjectType_OBJECT_TYPE:
-		return "DROP TYPE", e.dropTypes(ctx, n, cascade)
+		return "DROP TYPE", e.dropTypes(ctx, n, cascade, false)
+	case pg_query.ObjectType_OBJECT_DOMAIN:
+		return "DROP DOMAIN", e.dropTypes(ctx, n, cascade, true)
 	case pg_query.ObjectType_OBJECT_MATVIEW:
 		return "", notSupported("materialized views are not supported yet")
 	}

@@ -98,6 +98,14 @@ func (e *executor) enumOf(ctx context.Context, names []string) (*catalog.TypeDes
 	return td, sc, nil
 }
 
+// enumOnly refuses a domain where an enum is required (ADD/RENAME VALUE).
+func enumOnly(td *catalog.TypeDesc) error {
+	if td.Domain != nil {
+		return pgerror.New(pgerrcode.WrongObjectType, "%s is not an enum", td.Name)
+	}
+	return nil
+}
+
 func (e *executor) createEnum(ctx context.Context, n *pg_query.CreateEnumStmt) error {
 	names := nameList(n.TypeName)
 	rv, err := rangeVarOfNames(names)
@@ -141,6 +149,9 @@ func (e *executor) createEnum(ctx context.Context, n *pg_query.CreateEnumStmt) e
 func (e *executor) alterEnum(ctx context.Context, n *pg_query.AlterEnumStmt) error {
 	td, sc, err := e.enumOf(ctx, nameList(n.TypeName))
 	if err != nil {
+		return err
+	}
+	if err := enumOnly(td); err != nil {
 		return err
 	}
 	if err := e.checkOwner(ctx, td); err != nil {
@@ -204,7 +215,8 @@ func (e *executor) renameType(ctx context.Context, n *pg_query.RenameStmt, newNa
 }
 
 // dropTypes is DROP TYPE [IF EXISTS] t, ... [CASCADE | RESTRICT].
-func (e *executor) dropTypes(ctx context.Context, n *pg_query.DropStmt, cascade bool) error {
+// domainOnly (DROP DOMAIN) refuses a type that is no domain, 42809.
+func (e *executor) dropTypes(ctx context.Context, n *pg_query.DropStmt, cascade, domainOnly bool) error {
 	for _, obj := range n.Objects {
 		names := typeNameParts(obj)
 		td, sc, rel, err := e.lookupType(ctx, names)
@@ -222,6 +234,9 @@ func (e *executor) dropTypes(ctx context.Context, n *pg_query.DropStmt, cascade 
 				continue
 			}
 			return errTypeMissing(names)
+		}
+		if domainOnly && td.Domain == nil {
+			return pgerror.New(pgerrcode.WrongObjectType, "\"%s\" is not a domain", td.Name)
 		}
 		if err := e.checkOwner(ctx, td); err != nil {
 			return err
@@ -276,7 +291,16 @@ type typeUser struct {
 }
 
 func usesType(t *types.T, td *catalog.TypeDesc) bool {
-	return t != nil && (t.Oid == uint32(td.ID) || t.Oid == uint32(td.ArrayID))
+	if t == nil {
+		return false
+	}
+	if t.Domain != nil && t.Domain.Oid == uint32(td.ID) {
+		return true
+	}
+	if t.Family == types.ArrayFamily && t.Elem != nil && t.Elem.Domain != nil && t.Elem.Domain.Oid == uint32(td.ID) {
+		return true
+	}
+	return td.Domain == nil && (t.Oid == uint32(td.ID) || t.Oid == uint32(td.ArrayID))
 }
 
 // typeUsers lists the database's tables and views whose columns use td.
@@ -309,6 +333,13 @@ func (e *executor) typeUsers(ctx context.Context, td *catalog.TypeDesc) ([]typeU
 						break
 					}
 				}
+			case *catalog.TypeDesc:
+				// A domain over the type.
+				if v.Domain != nil && v.ID != td.ID {
+					if bt, err := v.Type(sc.Name); err == nil && usesType(types.BaseType(bt), td) {
+						out = append(out, typeUser{d, fmt.Sprintf("type %s depends on type %s", v.Name, td.Name)})
+					}
+				}
 			}
 		}
 	}
@@ -323,13 +354,24 @@ func (e *executor) refreshTypeUsers(ctx context.Context, td *catalog.TypeDesc, s
 	if err != nil {
 		return err
 	}
-	et := td.EnumType(schema)
+	et, err := td.Type(schema)
+	if err != nil {
+		return err
+	}
 	at, err := types.MakeArray(et)
 	if err != nil {
 		return err
 	}
 	retype := func(t *types.T) *types.T {
 		switch {
+		case td.Domain != nil:
+			// A renamed domain: its columns' copies get the new name.
+			if t.Domain != nil && t.Domain.Oid == uint32(td.ID) {
+				return et
+			}
+			return t
+		case t.Oid == uint32(td.ID) && t.Domain != nil:
+			return types.MakeDomain(et, t.Domain) // a domain over the enum
 		case t.Oid == uint32(td.ID):
 			return et
 		case t.Oid == uint32(td.ArrayID):
@@ -339,6 +381,19 @@ func (e *executor) refreshTypeUsers(ctx context.Context, td *catalog.TypeDesc, s
 	}
 	for _, u := range users {
 		switch v := u.desc.(type) {
+		case *catalog.TypeDesc:
+			if td.Domain != nil {
+				continue
+			}
+			// A domain over the enum: its base type's copy of the members.
+			c, err := catalog.Clone(v)
+			if err != nil {
+				return err
+			}
+			c.Domain = catalog.NewDomainDesc(et, v.Domain.NotNull, v.Domain.Default, v.Domain.Checks)
+			if err := e.x.Writer.Update(ctx, c); err != nil {
+				return err
+			}
 		case *catalog.Table:
 			c := cloneTable(v)
 			for i := range c.Columns {

@@ -674,7 +674,7 @@ func (e *executor) alterOwner(ctx context.Context, n *pg_query.AlterOwnerStmt) (
 		d = s
 	case pg_query.ObjectType_OBJECT_DATABASE:
 		d, err = e.x.Writer.Database(ctx, strVal(n.Object))
-	case pg_query.ObjectType_OBJECT_TYPE:
+	case pg_query.ObjectType_OBJECT_TYPE, pg_query.ObjectType_OBJECT_DOMAIN:
 		d, _, err = e.enumOf(ctx, typeNameParts(n.Object))
 	default:
 		return tag, notSupported("%s OWNER TO is not supported yet", tag)

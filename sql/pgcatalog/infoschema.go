@@ -145,13 +145,16 @@ func genColumns(ctx context.Context, s *snapshot, t *vtable) ([][]types.Datum, e
 			"datetime_precision", dtPrec, "udt_catalog", s.db.Name, "udt_schema", udtSchema, "udt_name", udt,
 			"dtd_identifier", strconv.Itoa(pos), "is_self_referencing", "NO", "is_identity", "NO", "identity_cycle", "NO",
 			"is_generated", "NEVER", "is_updatable", "YES"}
+		if typ.Domain != nil {
+			base = append(base, "domain_catalog", s.db.Name, "domain_schema", typ.Domain.Schema, "domain_name", typ.Domain.Name)
+		}
 		out = append(out, t.row(append(base, kv...)...))
 	}
 	for _, r := range s.rels {
 		switch d := r.desc.(type) {
 		case *catalog.Table:
 			for _, c := range visibleColumns(d) {
-				kv := []any{"is_nullable", yesNo(c.Nullable)}
+				kv := []any{"is_nullable", yesNo(c.Nullable && (c.Type.Domain == nil || !c.Type.Domain.NotNull))}
 				switch {
 				case c.ComputedExpr != "":
 					kv = append(kv, "is_generated", "ALWAYS", "generation_expression", c.ComputedExpr)

@@ -546,7 +546,7 @@ func (res *Resolver) ConstraintDefPretty(oid uint32, pretty bool) (string, bool)
 	}
 	t, sc := res.table(tid)
 	if t == nil {
-		return "", false
+		return res.domainConstraintDef(oid, pretty)
 	}
 	byID := func(id catalog.ID) *catalog.Table { tb, _ := res.table(id); return tb }
 	for _, c := range tableConstraints(t, sc, byID) {

@@ -229,7 +229,11 @@ func attrRow(t *vtable, rel uint32, name string, typ *types.T, num int, kv ...an
 	if typ.Family == types.ArrayFamily {
 		ndims = 1
 	}
-	base := []any{"attrelid", rel, "attname", name, "atttypid", typ.Oid, "attstattarget", -1, "attlen", length,
+	typOid := typ.Oid
+	if typ.Domain != nil {
+		typOid = typ.Domain.Oid // pg_attribute names the domain
+	}
+	base := []any{"attrelid", rel, "attname", name, "atttypid", typOid, "attstattarget", -1, "attlen", length,
 		"attnum", num, "attndims", ndims, "attcacheoff", -1, "atttypmod", typ.Typmod(), "attbyval", byval,
 		"attalign", align, "attstorage", storage, "attcompression", "", "attidentity", "", "attgenerated", "",
 		"attislocal", true, "attcollation", collationOf(typ)}
@@ -593,7 +597,7 @@ func genConstraint(ctx context.Context, s *snapshot, t *vtable) ([][]types.Datum
 		}
 		out = append(out, t.row(kv...))
 	}
-	return out, nil
+	return append(out, domainConstraintRows(s, t)...), nil
 }
 
 func genAttrdef(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {

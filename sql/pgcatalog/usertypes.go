@@ -58,7 +58,8 @@ func (res *Resolver) ResolveType(schema, name string) (*types.T, bool, error) {
 			return nil, false, err
 		}
 		if td != nil {
-			return td.EnumType(sc.Name), true, nil
+			t, err := td.Type(sc.Name)
+			return t, err == nil, err
 		}
 		// "_t" is t's array type, as PostgreSQL names it.
 		if elem, ok := strings.CutPrefix(name, "_"); ok {
@@ -66,8 +67,14 @@ func (res *Resolver) ResolveType(schema, name string) (*types.T, bool, error) {
 				return nil, false, err
 			}
 			if td != nil {
-				t, err := types.MakeArray(td.EnumType(sc.Name))
-				return t, err == nil, err
+				t, err := td.Type(sc.Name)
+				if err != nil {
+					return nil, false, err
+				}
+				if t, err = types.MakeArray(t); err != nil {
+					return nil, false, err
+				}
+				return t, true, nil
 			}
 		}
 	}
@@ -80,7 +87,10 @@ func (res *Resolver) TypeByOID(oid uint32) (*types.T, bool) {
 	if td == nil {
 		return nil, false
 	}
-	t := td.EnumType(sc.Name)
+	t, err := td.Type(sc.Name)
+	if err != nil {
+		return nil, false
+	}
 	if array {
 		a, err := types.MakeArray(t)
 		return a, err == nil
@@ -123,7 +133,7 @@ func (res *Resolver) typeName(oid uint32) (string, bool) {
 		return "", false
 	}
 	name := quoteIdent(td.Name)
-	if t, ok, err := res.ResolveType("", td.Name); err != nil || !ok || t.Oid != uint32(td.ID) {
+	if t, ok, err := res.ResolveType("", td.Name); err != nil || !ok || types.TypeOID(t) != uint32(td.ID) {
 		name = quoteIdent(sc.Name) + "." + name
 	}
 	if array {
@@ -162,7 +172,7 @@ func (res *Resolver) resolveTypeName(name string) (uint32, error) {
 			return 0, err
 		}
 	}
-	return t.Oid, nil
+	return types.TypeOID(t), nil
 }
 
 // TypeIsVisible implements builtins.TypeVisibility.
@@ -172,7 +182,7 @@ func (res *Resolver) TypeIsVisible(oid uint32) (visible, ok bool) {
 		return false, false
 	}
 	t, found, err := res.ResolveType("", td.Name)
-	return err == nil && found && t.Oid == uint32(td.ID), true
+	return err == nil && found && types.TypeOID(t) == uint32(td.ID), true
 }
 
 // userTypes are the snapshot's type descriptors with their schemas.
@@ -198,6 +208,10 @@ func userTypeRows(s *snapshot, t *vtable) [][]types.Datum {
 	for _, r := range s.userTypes() {
 		td := r.desc.(*catalog.TypeDesc)
 		nsp, own := nspOID(r.schema.ID), roleOID(owner(td.Owner))
+		if td.Domain != nil {
+			out = append(out, domainTypeRows(t, td, r.schema, nsp, own, arrIn, arrOut)...)
+			continue
+		}
 		out = append(out, t.row("oid", uint32(td.ID), "typname", td.Name, "typnamespace", nsp,
 			"typowner", own, "typlen", 4, "typbyval", true, "typtype", "e", "typcategory", "E",
 			"typisdefined", true, "typdelim", ",", "typarray", uint32(td.ArrayID),
@@ -230,4 +244,81 @@ func genEnum(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error)
 		}
 	}
 	return out, nil
+}
+
+// domainTypeRows are a domain's pg_type row (typtype d, the base type's
+// storage, typbasetype, typtypmod, typnotnull, typdefault) and its array
+// type's.
+func domainTypeRows(t *vtable, td *catalog.TypeDesc, sc *catalog.Schema, nsp, own, arrIn, arrOut uint32) [][]types.Datum {
+	dt, err := td.Type(sc.Name)
+	if err != nil {
+		return nil
+	}
+	base := types.BaseType(dt)
+	length, byval, align, storage := typeAttrs(base)
+	cat, _ := base.Category()
+	in, outFn := builtins.TypeIOFuncs(base)
+	var def any
+	if td.Domain.Default != "" {
+		def = td.Domain.Default
+	}
+	arrAlign := "i"
+	if align == "d" {
+		arrAlign = "d"
+	}
+	return [][]types.Datum{
+		t.row("oid", uint32(td.ID), "typname", td.Name, "typnamespace", nsp,
+			"typowner", own, "typlen", length, "typbyval", byval, "typtype", "d", "typcategory", string(cat),
+			"typisdefined", true, "typdelim", ",", "typarray", uint32(td.ArrayID),
+			"typinput", types.DOid(in), "typoutput", types.DOid(outFn), "typalign", align, "typstorage", storage,
+			"typnotnull", td.Domain.NotNull, "typbasetype", base.Oid, "typtypmod", base.Typmod(),
+			"typcollation", collationOf(base), "typdefault", def, "typdefaultbin", def),
+		t.row("oid", uint32(td.ArrayID), "typname", "_"+td.Name, "typnamespace", nsp,
+			"typowner", own, "typlen", -1, "typbyval", false, "typtype", "b", "typcategory", "A",
+			"typisdefined", true, "typdelim", ",", "typelem", uint32(td.ID),
+			"typinput", types.DOid(arrIn), "typoutput", types.DOid(arrOut),
+			"typalign", arrAlign, "typstorage", "x", "typtypmod", -1, "typcollation", collationOf(base)),
+	}
+}
+
+// domainConstraintOID is the pg_constraint OID of a domain's i-th CHECK
+// (the table constraints' numbering, with the domain's ID as the table's).
+func domainConstraintOID(typeID catalog.ID, i int) uint32 {
+	return derivedOID(kindConstr, typeID, uint32(subCheck+i))
+}
+
+// domainConstraintRows are pg_constraint's rows for the domains' CHECKs
+// (contypid set, conrelid 0).
+func domainConstraintRows(s *snapshot, t *vtable) [][]types.Datum {
+	var out [][]types.Datum
+	for _, r := range s.userTypes() {
+		td := r.desc.(*catalog.TypeDesc)
+		if td.Domain == nil {
+			continue
+		}
+		for i, c := range td.Domain.Checks {
+			out = append(out, t.row("oid", domainConstraintOID(td.ID, i), "conname", c.Name,
+				"connamespace", nspOID(r.schema.ID), "contype", "c", "convalidated", true,
+				"contypid", uint32(td.ID), "conislocal", true, "connoinherit", false,
+				"confupdtype", " ", "confdeltype", " ", "confmatchtype", " ", "conbin", c.Expr))
+		}
+	}
+	return out
+}
+
+// domainConstraintDef is pg_get_constraintdef of a domain's CHECK.
+func (res *Resolver) domainConstraintDef(oid uint32, pretty bool) (string, bool) {
+	_, tid, sub := splitOID(oid)
+	d, err := res.r.ByID(res.ctx, tid)
+	if err != nil {
+		return "", false
+	}
+	td, ok := d.(*catalog.TypeDesc)
+	if !ok || td.Domain == nil || sub < subCheck || int(sub-subCheck) >= len(td.Domain.Checks) {
+		return "", false
+	}
+	if pretty {
+		return "CHECK (" + prettyExpr(td.Domain.Checks[sub-subCheck].Expr) + ")", true
+	}
+	return "CHECK (" + td.Domain.Checks[sub-subCheck].Expr + ")", true
 }

@@ -24,6 +24,9 @@ func typeText(t *types.T) string {
 	if e.Family == types.ArrayFamily && e.Elem != nil {
 		e, suffix = e.Elem, "[]"
 	}
+	if e.Domain != nil && e.Domain.Schema != "" {
+		return builtins.QuoteIdent(e.Domain.Schema) + "." + builtins.QuoteIdent(e.Domain.Name) + suffix
+	}
 	if e.Family == types.EnumFamily && e.Enum != nil && e.Enum.Schema != "" {
 		return builtins.QuoteIdent(e.Enum.Schema) + "." + builtins.QuoteIdent(e.Enum.Name) + suffix
 	}

@@ -83,6 +83,13 @@ func (b *builder) literal(c *Const, to *types.T, loc int32) (Expr, error) {
 }
 
 func (b *builder) explicitCast(e Expr, to *types.T, loc int32) (Expr, error) {
+	if to.Domain != nil && !e.Type().Identical(to) {
+		inner, err := b.explicitCast(e, types.BaseType(to), loc)
+		if err != nil {
+			return nil, err
+		}
+		return b.toDomain(inner, to, true)
+	}
 	if c, ok := e.(*Const); ok && c.T.Family == types.UnknownFamily {
 		// Parse as the unmodified type, then apply the modifiers as a cast
 		// does ('abcd'::varchar(2) is 'ab', not an error).
@@ -131,7 +138,21 @@ func CoerceToAssign(e Expr, colType *types.T, colName string) (Expr, error) {
 	return b.assign(e, colType, colName, -1)
 }
 
+// CoerceToAssignIn is CoerceToAssign with the session's type context,
+// which a domain's CHECK expressions may need (a cast to a user type).
+func CoerceToAssignIn(tc *types.Context, e Expr, colType *types.T, colName string) (Expr, error) {
+	b := &builder{ctx: BuildContext{Types: tc}}
+	return b.assign(e, colType, colName, -1)
+}
+
 func (b *builder) assign(e Expr, colType *types.T, colName string, loc int32) (Expr, error) {
+	if colType.Domain != nil && !e.Type().Identical(colType) {
+		inner, err := b.assign(e, types.BaseType(colType), colName, loc)
+		if err != nil {
+			return nil, err
+		}
+		return b.toDomain(inner, colType, false)
+	}
 	from := e.Type()
 	if from.Identical(colType) {
 		return e, nil

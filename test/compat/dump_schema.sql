@@ -100,3 +100,10 @@ INSERT INTO tickets VALUES (1, 'open', '{sad,happy}'), (2, 'closed', NULL), (3, 
 ALTER TYPE dump_extra.status ADD VALUE 'held' BEFORE 'closed';
 ALTER TYPE mood ADD VALUE 'meh' AFTER 'sad';
 INSERT INTO tickets VALUES (4, 'held', '{meh,ok}');
+-- Domains: NOT NULL, DEFAULT and named and unnamed CHECKs, one in the
+-- second schema, columns and rows using them.
+CREATE DOMAIN email AS text CONSTRAINT email_at CHECK (VALUE LIKE '%@%');
+CREATE DOMAIN dump_extra.qty AS int NOT NULL DEFAULT 1 CHECK (VALUE > 0) CHECK (VALUE < 1000);
+CREATE TABLE contacts (id int PRIMARY KEY, mail email, n dump_extra.qty);
+INSERT INTO contacts VALUES (1, 'a@example.com', 5), (2, NULL, 7);
+INSERT INTO contacts (id, mail) VALUES (3, 'c@example.com');

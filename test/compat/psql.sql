@@ -103,6 +103,36 @@ DROP TABLE compat_feelings;
 DROP TYPE compat_mood, compat_s.color;
 \dT
 
+-- Domains: \dD, \dD+, a table using them, \copy checking them.
+CREATE DOMAIN compat_pos AS numeric(8,2) CHECK (VALUE > 0);
+CREATE DOMAIN compat_s.code AS varchar(4) NOT NULL DEFAULT 'NONE' CONSTRAINT code_upper CHECK (VALUE = upper(VALUE));
+CREATE TABLE compat_prices (id int PRIMARY KEY, price compat_pos, code compat_s.code);
+\copy compat_prices (id, price, code) FROM stdin
+1	9.99	AB
+2	0.50	CD
+\.
+\copy compat_prices (id, price) FROM stdin
+3	1.25
+\.
+SELECT * FROM compat_prices ORDER BY id;
+\d compat_prices
+\dD
+\dD+
+\dD compat_s.*
+\set ON_ERROR_STOP off
+\copy compat_prices (id, price, code) FROM stdin
+4	-1.00	X
+\.
+\copy compat_prices (id, price, code) FROM stdin
+4	1.00	\N
+\.
+INSERT INTO compat_prices VALUES (5, 2, 'lower');
+INSERT INTO compat_prices VALUES (5, 2, 'low');
+\set ON_ERROR_STOP on
+DROP TABLE compat_prices;
+DROP DOMAIN compat_pos, compat_s.code;
+\dD
+
 -- pg_dump 15's index query (as quoted in the colocated-tables seed), with
 -- the parameters pg_dump binds.
 PREPARE dump_indexes AS SELECT
