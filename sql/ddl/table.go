@@ -123,8 +123,9 @@ func (e *executor) createTable(ctx context.Context, n *pg_query.CreateStmt) erro
 		return notSupported("partitioned tables are not supported yet")
 	case n.OfTypename != nil:
 		return notSupported("typed tables are not supported yet")
-	case n.Oncommit != pg_query.OnCommitAction_ONCOMMIT_NOOP && n.Oncommit != pg_query.OnCommitAction_ON_COMMIT_ACTION_UNDEFINED:
-		return notSupported("ON COMMIT is not supported yet")
+	case n.Oncommit != pg_query.OnCommitAction_ONCOMMIT_NOOP && n.Oncommit != pg_query.OnCommitAction_ON_COMMIT_ACTION_UNDEFINED &&
+		n.Relation.Relpersistence != "t" && n.Relation.Schemaname != "pg_temp":
+		return pgerror.New(pgerrcode.InvalidTableDefinition, "ON COMMIT can only be used on temporary tables")
 	case n.AccessMethod != "" && n.AccessMethod != "heap":
 		return pgerror.New(pgerrcode.UndefinedObject, "access method %q does not exist", n.AccessMethod)
 	}
@@ -250,6 +251,12 @@ func (e *executor) createTable(ctx context.Context, n *pg_query.CreateStmt) erro
 	// COPY or INSERT ... SELECT into it may load in bulk (sql/exec,
 	// bulkLoadTable).
 	e.x.Txn.MarkNew(catalog.NewTableMark(b.t.ID))
+	switch n.Oncommit {
+	case pg_query.OnCommitAction_ONCOMMIT_DROP:
+		e.x.OnCommit(b.t.ID, OnCommitDrop)
+	case pg_query.OnCommitAction_ONCOMMIT_DELETE_ROWS:
+		e.x.OnCommit(b.t.ID, OnCommitDeleteRows)
+	}
 	return nil
 }
 

@@ -140,19 +140,22 @@ func genClass(ctx context.Context, s *snapshot, t *vtable) ([][]types.Datum, err
 			// Foreign keys are triggers in PostgreSQL, on both tables.
 			out = append(out, classRow(t, r.oid(), d.Name, nsp, d.Owner, "r", len(visibleColumns(d)),
 				append([]any{"relacl", aclText(d.ACL), "relhasindex", len(ixs) > 0, "relchecks", len(d.Checks),
-					"relhastriggers", len(d.ForeignKeys) > 0 || len(d.ReferencedBy) > 0}, classStats(all[d.ID])...)...))
+					"relhastriggers", len(d.ForeignKeys) > 0 || len(d.ReferencedBy) > 0,
+					"relpersistence", persistence(r.schema)}, classStats(all[d.ID])...)...))
 			for _, ix := range ixs {
 				keys, _, stored := keyColumns(d, ix)
 				am := oidBtree
 				if ix.Kind == catalog.IndexGIN {
 					am = oidGin
 				}
-				out = append(out, classRow(t, indexOID(d.ID, ix.ID), ix.Name, nsp, d.Owner, "i", len(keys)+len(stored), "relam", am))
+				out = append(out, classRow(t, indexOID(d.ID, ix.ID), ix.Name, nsp, d.Owner, "i", len(keys)+len(stored), "relam", am,
+					"relpersistence", persistence(r.schema)))
 			}
 		case *catalog.View:
 			out = append(out, classRow(t, r.oid(), d.Name, nsp, d.Owner, "v", len(d.Columns), "relacl", aclText(d.ACL)))
 		case *catalog.Sequence:
-			out = append(out, classRow(t, r.oid(), d.Name, nsp, d.Owner, "S", 3, "relacl", aclText(d.ACL)))
+			out = append(out, classRow(t, r.oid(), d.Name, nsp, d.Owner, "S", 3, "relacl", aclText(d.ACL),
+				"relpersistence", persistence(r.schema)))
 		}
 	}
 	for _, v := range ordered {
@@ -1277,4 +1280,13 @@ func genStatActivity(ctx context.Context, s *snapshot, t *vtable) ([][]types.Dat
 		out = append(out, t.row(row...))
 	}
 	return out, nil
+}
+
+// persistence is pg_class.relpersistence: 't' in a session's temporary
+// schema, 'p' elsewhere.
+func persistence(sc *catalog.Schema) string {
+	if sc != nil && sc.Temp {
+		return "t"
+	}
+	return "p"
 }

@@ -250,6 +250,8 @@ func (s *Session) ddlContext(x *stmtState, txn *kv.Txn, w pgwire.ResultWriter, s
 		BackendPID:      int32(s.pid),
 		Memory:          s.b.cfg.Memory,
 		TempStorage:     s.b.cfg.TempStorage,
+		TempSchema:      s.tempSchema,
+		OnCommit:        s.recordOnCommit,
 	}
 }
 

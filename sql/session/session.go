@@ -48,9 +48,11 @@ func autoRetryBackoff(ctx context.Context, attempt int) bool {
 type Session struct {
 	// spCache is searchPath's last answer and what it depends on.
 	spCache struct {
-		setting, user string
-		out           []string
+		setting, user, temp string
+		out                 []string
 	}
+	// temp is the session's temporary tables (temp.go).
+	temp  tempState
 	b     *Backend
 	user  string
 	super bool
@@ -160,6 +162,7 @@ func (s *Session) Close() {
 	if s.inTxn {
 		s.endTxn(context.Background(), false)
 	}
+	s.dropTempSchema(context.Background())
 	s.locks.close()
 	s.b.sessions.remove(s.act)
 }
@@ -228,19 +231,27 @@ func (s *Session) regTypes(ctx context.Context, txn *kv.Txn) *types.Context {
 // its capacity ends with it, so appending copies.
 func (s *Session) searchPath() []string {
 	setting := s.vars["search_path"]
-	if s.spCache.out != nil && s.spCache.setting == setting && s.spCache.user == s.user {
+	if s.spCache.out != nil && s.spCache.setting == setting && s.spCache.user == s.user && s.spCache.temp == s.temp.name {
 		return s.spCache.out
 	}
 	raw := parseSearchPath(setting)
-	out := make([]string, 0, len(raw))
+	out := make([]string, 0, len(raw)+1)
+	if s.temp.name != "" {
+		// The session's temporary schema is searched first, as
+		// PostgreSQL's pg_temp is unless the path lists it elsewhere.
+		out = append(out, s.temp.name)
+	}
 	for _, p := range raw {
 		if p == "$user" {
 			p = s.user
 		}
+		if p == "pg_temp" {
+			continue // listed first already
+		}
 		out = append(out, p)
 	}
 	out = out[:len(out):len(out)]
-	s.spCache.setting, s.spCache.user, s.spCache.out = setting, s.user, out
+	s.spCache.setting, s.spCache.user, s.spCache.temp, s.spCache.out = setting, s.user, s.temp.name, out
 	return out
 }
 
@@ -346,7 +357,11 @@ func (s *Session) endTxn(ctx context.Context, commit bool) error {
 	var err error
 	if s.txn != nil {
 		if commit {
-			if err = s.txn.Commit(ctx); err != nil {
+			err = s.onCommitActions(ctx, s.txn)
+			if err != nil {
+				_ = s.txn.Rollback(context.WithoutCancel(ctx))
+				commit = false
+			} else if err = s.txn.Commit(ctx); err != nil {
 				_ = s.txn.Rollback(context.WithoutCancel(ctx))
 				commit = false
 			} else {
