@@ -115,6 +115,10 @@ func (s *Session) internalDDL(ctx context.Context, txn *kv.Txn, sql string) erro
 	if err != nil {
 		return err
 	}
+	// As execDDL: a schema change's writes are intents others meet.
+	if err := txn.DisableWriteBuffering(ctx); err != nil {
+		return err
+	}
 	s.txnWroteCatalog = true
 	dc := &ddl.Context{
 		Txn: txn, Writer: catalog.NewWriter(txn, s.b.cache), Database: s.db, User: s.user,
@@ -125,4 +129,25 @@ func (s *Session) internalDDL(ctx context.Context, txn *kv.Txn, sql string) erro
 	}
 	_, err = ddl.Exec(ctx, dc, &stmts[0])
 	return err
+}
+
+// discardTemp is DISCARD TEMP (and part of DISCARD ALL): the session's
+// temporary tables are dropped, in the open block's transaction if there
+// is one, else at once.
+func (s *Session) discardTemp() error {
+	if s.temp.name == "" {
+		return nil
+	}
+	ctx := context.Background()
+	if !s.block {
+		s.dropTempSchema(ctx)
+		s.temp = tempState{}
+		return nil
+	}
+	txn := s.kvTxn()
+	_, ok, err := catalog.NewReader(txn, s.b.cache).LookupSchema(ctx, s.db.ID, s.temp.name)
+	if err != nil || !ok {
+		return err
+	}
+	return s.internalDDL(ctx, txn, "DROP SCHEMA "+builtins.QuoteIdent(s.temp.name)+" CASCADE")
 }

@@ -55,3 +55,31 @@ func TestTempTablesDroppedAtClose(t *testing.T) {
 		t.Errorf("%d relations of the temporary table left", n)
 	}
 }
+
+// TestDiscardTemp: DISCARD TEMP and DISCARD ALL drop the session's
+// temporary tables (connection poolers send DISCARD ALL between clients).
+func TestDiscardTemp(t *testing.T) {
+	url := startServer(t)
+	c := connect(t, url, nil)
+	for _, discard := range []string{"DISCARD TEMP", "DISCARD ALL"} {
+		if _, err := simple(c, "CREATE TEMP TABLE d (x int); INSERT INTO d VALUES (1)"); err != nil {
+			t.Fatalf("before %s: %v", discard, err)
+		}
+		if _, err := simple(c, discard); err != nil {
+			t.Fatalf("%s: %v", discard, err)
+		}
+		if _, err := simple(c, "SELECT * FROM d"); sqlState(err) != "42P01" {
+			t.Errorf("after %s: %v, want 42P01", discard, err)
+		}
+	}
+	// Inside a block, DISCARD TEMP drops them in the block's transaction.
+	if _, err := simple(c, "CREATE TEMP TABLE d (x int)"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := simple(c, "BEGIN; DISCARD TEMP; ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := simple(c, "SELECT * FROM d"); err != nil {
+		t.Errorf("after a rolled-back DISCARD TEMP: %v", err)
+	}
+}
