@@ -52,7 +52,9 @@ type Session struct {
 		out                 []string
 	}
 	// temp is the session's temporary tables (temp.go).
-	temp  tempState
+	temp tempState
+	// notes is the session's LISTEN/NOTIFY state (notify.go).
+	notes notifyState
 	b     *Backend
 	user  string
 	super bool
@@ -163,6 +165,7 @@ func (s *Session) Close() {
 		s.endTxn(context.Background(), false)
 	}
 	s.dropTempSchema(context.Background())
+	s.closeNotify()
 	s.locks.close()
 	s.b.sessions.remove(s.act)
 }
@@ -386,6 +389,7 @@ func (s *Session) endTxn(ctx context.Context, commit bool) error {
 	s.sqlCursors = s.keepHeldCursors(commit)
 	s.applyDerived()
 	s.endTxnStats(commit)
+	s.endTxnNotify(commit)
 	s.txn, s.inTxn, s.block, s.aborted, s.extImplicit = nil, false, false, false, false
 	s.savedVars, s.localVars, s.savepoints = nil, nil, nil
 	s.locks.endTxn()
