@@ -274,7 +274,7 @@ func shippable(e sem.Expr) bool {
 	}
 	sem.Walk(e, func(x sem.Expr) bool {
 		switch v := x.(type) {
-		case *sem.Param, *sem.SubqueryRef, *sem.AggCall, *sem.AggRef, *sem.WindowRef:
+		case *sem.Param, *sem.SubqueryRef, *sem.AggCall, *sem.AggRef, *sem.WindowRef, *sem.DomainCoerce:
 			ok = false
 		case *sem.FuncCall:
 			immutable(v.Fn)
