@@ -156,7 +156,9 @@ func (sh *sqlShell) watchInterrupts() (stop func()) {
 				if sh.running.Load() {
 					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 					if err := sh.conn.CancelRequest(ctx); err != nil {
-						fmt.Fprintf(sh.errOut, "could not send cancel request: %v\n", err)
+						fmt.Fprintf(sh.errOut, "\ncould not send cancel request: %v\n", err)
+					} else {
+						fmt.Fprintln(sh.errOut, "\nCancel request sent") // as psql says
 					}
 					cancel()
 				}

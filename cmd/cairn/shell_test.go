@@ -132,7 +132,7 @@ func TestShellInterrupt(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("shell: %v", err)
 	}
-	if !strings.Contains(errOut.String(), "ERROR:  canceling statement due to user request") {
+	if e := errOut.String(); !strings.Contains(e, "Cancel request sent\n") || !strings.Contains(e, "ERROR:  canceling statement due to user request") {
 		t.Errorf("stderr: %q", errOut.String())
 	}
 	if !strings.Contains(out.String(), "answer\n--------\n     42\n") {
