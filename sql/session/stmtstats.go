@@ -1,6 +1,7 @@
 package session
 
 import (
+	"errors"
 	"hash/fnv"
 	"math"
 	"sort"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cairn-db/cairn/pgwire"
 	"github.com/cairn-db/cairn/sql/catalog"
@@ -33,8 +35,23 @@ import (
 // the 5% least called entries are dropped, as PostgreSQL does.
 const maxStatementEntries = 5000
 
-// maxSessionFingerprints bounds a session's fingerprint cache.
-const maxSessionFingerprints = 256
+// maxSessionFingerprints bounds a session's fingerprint cache; texts
+// longer than maxCachedText are not cached (a bulk INSERT's megabytes
+// would pin memory for nothing: the next one differs).
+const (
+	maxSessionFingerprints = 256
+	maxCachedText          = 4 << 10
+)
+
+// maxQueryText bounds the text an entry keeps (PostgreSQL keeps the whole
+// text in a file; here it is memory): a longer normalized text is cut
+// there and ends in "...".
+const maxQueryText = 16 << 10
+
+// largeText is the length from which a text is fingerprinted by hashing
+// its normalized form rather than by libpg_query's fingerprint, which
+// would parse it a second time.
+const largeText = 64 << 10
 
 type stmtKey struct {
 	user string
@@ -147,6 +164,9 @@ type fingerprint struct {
 // new text of a known shape (new constants) a scan; only a new shape a
 // parse.
 func (s *Session) fingerprintOf(sql string, sh *queryShape) fingerprint {
+	if len(sql) > maxCachedText {
+		return computeFingerprint(sql)
+	}
 	if sh != nil {
 		if f, ok := s.fps.byShape[sh.key]; ok {
 			return f
@@ -195,14 +215,27 @@ func computeFingerprint(sql string) fingerprint {
 	if err != nil {
 		norm = sql // dialect syntax libpg_query does not parse
 	}
-	f.query = strings.TrimSpace(norm)
-	id, err := pg_query.FingerprintToUInt64(sql)
+	norm = strings.TrimSpace(norm)
+	var id uint64
+	if len(sql) > largeText {
+		err = errors.New("hashed")
+	} else {
+		id, err = pg_query.FingerprintToUInt64(sql)
+	}
 	if err != nil {
 		h := fnv.New64a()
-		h.Write([]byte(f.query))
+		h.Write([]byte(norm))
 		id = h.Sum64()
 	}
 	f.id = int64(id)
+	if len(norm) > maxQueryText {
+		cut := maxQueryText
+		for cut > 0 && !utf8.RuneStart(norm[cut]) {
+			cut--
+		}
+		norm = norm[:cut] + "..."
+	}
+	f.query = norm
 	return f
 }
 
