@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/cairn-db/cairn/sql/catalog"
 	"github.com/cairn-db/cairn/sql/rowenc"
@@ -790,6 +791,9 @@ func spanCondFrom(t0 *catalog.Table, idx *catalog.Index, spans []Span, off int) 
 			i += off
 			if i < len(idx.KeyColumnIDs) {
 				if c := t0.ColumnByID(idx.KeyColumnIDs[i]); c != nil {
+					if c.IsIndexExpr() {
+						return indexExprText(c.ComputedExpr)
+					}
 					return quoteIdentIfNeeded(c.Name)
 				}
 			}
@@ -925,4 +929,43 @@ func planChildren(n Node) []Node {
 		return []Node{v.Input}
 	}
 	return nil
+}
+
+// indexExprText is how an index expression stands in an Index Cond, as
+// PostgreSQL prints it: the expression, parenthesized unless it is one
+// function call (its hidden column's name means nothing to the user).
+func indexExprText(e string) string {
+	if enclosed(e) {
+		return e
+	}
+	i := 0
+	for i < len(e) && (e[i] == '_' || e[i] == '.' || unicode.IsLetter(rune(e[i])) || unicode.IsDigit(rune(e[i]))) {
+		i++
+	}
+	if i > 0 && enclosed(e[i:]) {
+		return e
+	}
+	return "(" + e + ")"
+}
+
+// enclosed reports whether e is one parenthesized group: "(" whose
+// matching ")" ends it (string literals aside, which index expressions
+// print rarely enough that an extra pair of parentheses is the cost).
+func enclosed(e string) bool {
+	if !strings.HasPrefix(e, "(") || !strings.HasSuffix(e, ")") {
+		return false
+	}
+	depth := 0
+	for j := 0; j < len(e); j++ {
+		switch e[j] {
+		case '(':
+			depth++
+		case ')':
+			depth--
+			if depth == 0 && j != len(e)-1 {
+				return false
+			}
+		}
+	}
+	return true
 }
