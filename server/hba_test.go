@@ -156,18 +156,29 @@ hostssl   all       gina     all            scram-sha-256 clientcert=verify-full
 }
 
 // TestHBAInsecure: an insecure node trusts every login whatever the
-// rules say.
+// rules say; SET/SHOW CLUSTER SETTING are ALTER SYSTEM and SHOW.
 func TestHBAInsecure(t *testing.T) {
 	s := start(t, Config{Insecure: true})
 	defer s.Stop(context.Background())
 	ctx := context.Background()
 	c := connect(t, s)
 	defer c.Close(ctx)
-	if _, err := c.Exec(ctx, "ALTER SYSTEM SET server.host_based_authentication.configuration = 'host all all all reject'"); err != nil {
+	// CockroachDB's statements work too (parser's cluster-setting rule).
+	if _, err := c.Exec(ctx, "SET CLUSTER SETTING server.host_based_authentication.configuration = 'host all all all reject'"); err != nil {
 		t.Fatal(err)
+	}
+	var v string
+	if err := c.QueryRow(ctx, "SHOW CLUSTER SETTING server.host_based_authentication.configuration").Scan(&v); err != nil || v != "host all all all reject" {
+		t.Fatalf("SHOW CLUSTER SETTING: %q, %v", v, err)
 	}
 	c2 := connect(t, s)
 	c2.Close(ctx)
+	if _, err := c.Exec(ctx, "SET CLUSTER SETTING server.host_based_authentication.configuration = DEFAULT"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.QueryRow(ctx, "SHOW server.host_based_authentication.configuration").Scan(&v); err != nil || v != "" {
+		t.Fatalf("after = DEFAULT: %q, %v", v, err)
+	}
 }
 
 // psqlUser runs psql against url with password and returns current_user,
