@@ -71,6 +71,7 @@ func (s *Server) activityRoutes(mux *http.ServeMux) {
 		}
 		return recs, true
 	}
+	mux.HandleFunc("GET /api/timeseries", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, s.obs.points()) })
 	mux.HandleFunc("GET /api/statements", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, s.statements()) })
 	mux.HandleFunc("GET /api/sessions", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, s.sessions()) })
 	mux.HandleFunc("GET /api/jobs", func(w http.ResponseWriter, r *http.Request) {

@@ -46,6 +46,14 @@ var uiFuncs = template.FuncMap{
 		return now.Sub(t).Round(time.Millisecond).String()
 	},
 	"pathEscape": url.PathEscape,
+	// dict makes a map of key, value pairs, for a template's argument.
+	"dict": func(kv ...any) map[string]any {
+		m := map[string]any{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[fmt.Sprint(kv[i])] = kv[i+1]
+		}
+		return m
+	},
 	"colocatedCount": func(d DatabaseInfo) int {
 		n := 0
 		for _, t := range d.Tables {
@@ -105,6 +113,10 @@ type uiPage struct {
 	Sessions   []plan.SessionActivity
 	Jobs       []jobs.Record
 	Now        time.Time
+	// The overview's charts of the node's recent statements
+	// (timeseries.go) and how many points they have.
+	QPSChart, MeanChart, P99Chart chart
+	SeriesPoints                  int
 }
 
 // apiIndex is GET /api/'s answer: the endpoints and what they return.
@@ -119,6 +131,7 @@ var apiIndex = []struct {
 	{"/api/tables/{id}/tablets", "the tablets of the table with descriptor ID id"},
 	{"/api/tablets", "every tablet: span, size, replicas, leader, reads and writes per second, tables"},
 	{"/api/tablets/{id}", "one tablet"},
+	{"/api/timeseries", "this node's statements per second, mean and 99th-percentile latency, one point a second over the last ten minutes"},
 	{"/api/statements", "this node's statements by fingerprint (pg_stat_statements), the most time-consuming first (a superuser)"},
 	{"/api/sessions", "this node's sessions and what each runs (pg_stat_activity) (a superuser)"},
 	{"/api/jobs", "the cluster's jobs, newest first, with status and progress (a superuser)"},
@@ -249,6 +262,11 @@ func (s *Server) adminRoutes(mux *http.ServeMux) {
 				p.UserTables += len(d.Tables)
 			}
 		}
+		pts := s.obs.points()
+		p.QPSChart = lineChart(pts, func(p SeriesPoint) float64 { return p.QPS })
+		p.MeanChart = lineChart(pts, func(p SeriesPoint) float64 { return p.MeanMs })
+		p.P99Chart = lineChart(pts, func(p SeriesPoint) float64 { return p.P99Ms })
+		p.SeriesPoints = len(pts)
 		s.render(w, r, "overview", p)
 	}))
 	mux.HandleFunc("GET /databases", view(false, func(w http.ResponseWriter, r *http.Request, v *adminView) {

@@ -34,6 +34,8 @@ type nodeMetrics struct {
 	kv         *prometheus.HistogramVec
 	raftCommit prometheus.Histogram
 	lockWait   prometheus.Histogram
+	// series is the recent statement rate and latency (timeseries.go).
+	series series
 }
 
 func newNodeMetrics() *nodeMetrics {

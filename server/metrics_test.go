@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"math"
 	"net"
 	"strings"
 	"testing"
@@ -122,6 +123,26 @@ func TestObservability(t *testing.T) {
 		}
 	}
 
+	// The overview's charts: a sample with statements in it, within a
+	// few of the admin loop's one-second samples.
+	for {
+		var pts []SeriesPoint
+		getJSON(t, s, "/api/timeseries", &pts)
+		if len(pts) > 0 && pts[len(pts)-1].QPS > 0 {
+			last := pts[len(pts)-1]
+			if last.MeanMs <= 0 || last.P99Ms <= 0 {
+				t.Errorf("a sample with statements has no latency: %+v", last)
+			}
+			break
+		}
+		if _, err := watcher.Exec(ctx, "SELECT 1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if code, _, body := httpGet(t, s, "/"); code != 200 || !strings.Contains(body, `id="chart-qps"`) || !strings.Contains(body, `<polyline class="chart-line" points="`) {
+		t.Errorf("overview: %d, no QPS chart:\n%s", code, body)
+	}
+
 	// pg_stat_statements: the three point SELECTs are one entry.
 	var calls, rows int64
 	var query string
@@ -156,5 +177,31 @@ func TestObservability(t *testing.T) {
 	}
 	if hidden == 0 || shown != 0 {
 		t.Errorf("viewer sees %d hidden and %d of postgres's statements", hidden, shown)
+	}
+}
+
+// TestQuantile: the 99th percentile interpolates within its bucket, as
+// Prometheus's histogram_quantile does.
+func TestQuantile(t *testing.T) {
+	cum := func(c ...uint64) []uint64 {
+		out := make([]uint64, len(latencyBuckets))
+		for i := range out {
+			out[i] = c[min(i, len(c)-1)]
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		n    uint64
+		cum  []uint64
+		want float64 // seconds
+	}{
+		{100, cum(0, 10, 100), 100e-6 + 100e-6*89/90},
+		{100, cum(100), 50e-6 * 0.99},
+		{4, cum(0, 0, 0, 4), 200e-6 + 200e-6*0.99},
+		{10, cum(0), latencyBuckets[len(latencyBuckets)-1]}, // all past the last bound
+	} {
+		if got := quantile(0.99, tc.n, tc.cum); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("quantile(0.99, %d, %v) = %g, want %g", tc.n, tc.cum[:4], got, tc.want)
+		}
 	}
 }
