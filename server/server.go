@@ -29,7 +29,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
-	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -206,6 +205,8 @@ type Server struct {
 	db      *kv.DB
 	backend *session.Backend
 	pg      *pgwire.Server
+	// obs holds the node's histograms and /metrics registry (metrics.go).
+	obs *nodeMetrics
 	// rpcCreds are the node's RPC transport credentials (tls.go; nil:
 	// plaintext).
 	rpcCreds *rpc.Creds
@@ -257,7 +258,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if cfg.StoreProfile == "" || cfg.StoreProfile == storage.ProfileAuto {
 		cfg.StoreProfile, profileWhy = storage.DetectProfile(cfg.StoreDir)
 	}
-	s := &Server{cfg: cfg, log: log, started: time.Now(), failed: make(chan error, 1)}
+	s := &Server{cfg: cfg, log: log, started: time.Now(), failed: make(chan error, 1), obs: newNodeMetrics()}
 	s.admin.warnSize.Store(cfg.ColocationWarnSize)
 	defer func() {
 		if err != nil {
@@ -339,10 +340,10 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		if err := refuseReplicatedStore(s.eng); err != nil {
 			return nil, err
 		}
-		if s.store, err = store.Open(ctx, s.eng, clock, s.gcConfig(s.splitConfig(store.Config{}))); err != nil {
+		if s.store, err = store.Open(ctx, s.eng, clock, s.gcConfig(s.splitConfig(store.Config{Observe: s.obs.tabletObservers()}))); err != nil {
 			return nil, fmt.Errorf("opening tablets: %w", err)
 		}
-		s.db = kv.NewDB(s.store, s.store, clock, cfg.DB)
+		s.db = kv.NewDB(s.obs.timed(s.store), s.store, clock, cfg.DB)
 	}
 	if s.repl != nil {
 		// The first own request waits for the clock's first verdict: with
@@ -384,7 +385,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		s.repl.distsql.SetProcessor(&exec.FragmentProcessor{DB: s.db, Memory: sqlMem, TempStorage: tempStorage})
 	}
 	s.backend = session.NewBackend(s.db, session.Config{ServerPort: port, Logger: log, Tablets: tabletDirectory{s},
-		Memory: sqlMem, TempStorage: tempStorage,
+		Memory: sqlMem, TempStorage: tempStorage, ObserveStatement: s.obs.observeStatement,
 		// A node without Join is a whole cluster of one: all DDL comes
 		// through it, so it may keep the catalog generation in memory.
 		// Members of a cluster are each a SQL gateway and read it per
@@ -403,6 +404,8 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		MaxStartupConnections: cfg.MaxStartupConnections, AuthTimeout: cfg.AuthTimeout}
 	if cfg.Certs != nil {
 		pgcfg.TLS, pgcfg.RefuseRemotePlaintext = cfg.Certs.SQLServer(), !cfg.AcceptSQLWithoutTLS
+		// The cluster setting's rules, when set, decide logins instead.
+		pgcfg.HBA = s.backend.HBAConfig
 	}
 	if s.pg, err = pgwire.NewServer(pgcfg); err != nil {
 		s.sqlLn.Close()
@@ -589,7 +592,7 @@ func (s *Server) httpHandler() http.Handler {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintln(w, "ok")
 	})
-	mux.HandleFunc("/metrics", s.metrics)
+	mux.Handle("/metrics", s.metricsHandler())
 	mux.HandleFunc("GET /api/gc/sizes", s.gcSizes)
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
@@ -605,11 +608,10 @@ func (s *Server) httpHandler() http.Handler {
 	return s.withAuth(mux)
 }
 
-// metrics writes a minimal Prometheus text exposition.
-func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
+// writeMetrics writes the node's counters and gauges in the Prometheus
+// text format, for metricsHandler to gather with the registry's
+// histograms and the Go and process collectors (metrics.go).
+func (s *Server) writeMetrics(w io.Writer) {
 	hits, misses := s.backend.CacheStats()
 	planHits, planMisses, genHits, genReads := s.backend.PlanStats()
 	for _, m := range []struct {
@@ -624,8 +626,6 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 		{"cairn_sql_plan_cache_misses_total", "counter", "Prepared-statement executions that planned.", float64(planMisses)},
 		{"cairn_sql_catalog_generation_local_total", "counter", "Statements answered from the node-local catalog generation.", float64(genHits)},
 		{"cairn_sql_catalog_generation_reads_total", "counter", "Statements that read the catalog generation key.", float64(genReads)},
-		{"go_goroutines", "gauge", "Number of goroutines.", float64(runtime.NumGoroutine())},
-		{"go_memstats_heap_alloc_bytes", "gauge", "Heap bytes allocated and in use.", float64(ms.HeapAlloc)},
 	} {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s %g\n", m.name, m.help, m.name, m.typ, m.name, m.v)
 	}

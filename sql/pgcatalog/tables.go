@@ -50,6 +50,11 @@ var pgGens = map[string]genFn{
 	"pg_opclass":       genOpclass,
 	"pg_rewrite":       genRewrite,
 	"pg_stat_activity": genStatActivity,
+	// pg_stat_statements is the extension's view, always present: the
+	// node's statements by fingerprint (VirtualEnv.Statements), those of
+	// roles the user is a member of in full, others' query text hidden as
+	// PostgreSQL hides it.
+	"pg_stat_statements": genStatStatements,
 	// pg_cursors lists the session's own open cursors (VirtualEnv.Cursors):
 	// psycopg 3's server-side cursors look themselves up in it.
 	"pg_cursors": func(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
@@ -1289,4 +1294,32 @@ func persistence(sc *catalog.Schema) string {
 		return "t"
 	}
 	return "p"
+}
+
+func genStatStatements(ctx context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
+	if s.env.Statements == nil {
+		return nil, nil
+	}
+	var auth *catalog.Authorizer
+	var out [][]types.Datum
+	for _, st := range s.env.Statements() {
+		query := st.Query
+		if st.User != s.user() {
+			if auth == nil {
+				var err error
+				if auth, err = catalog.NewAuthorizer(ctx, s.env.Catalog, s.user(), nil); err != nil {
+					return nil, err
+				}
+			}
+			if !auth.HasRole(st.User) {
+				query = "<insufficient privilege>"
+			}
+		}
+		out = append(out, t.row("userid", roleOID(st.User), "dbid", st.DatabaseID, "toplevel", true,
+			"queryid", st.QueryID, "query", query, "calls", st.Calls,
+			"total_exec_time", types.DFloat(st.TotalMs), "min_exec_time", types.DFloat(st.MinMs),
+			"max_exec_time", types.DFloat(st.MaxMs), "mean_exec_time", types.DFloat(st.MeanMs),
+			"stddev_exec_time", types.DFloat(st.StddevMs), "rows", st.Rows))
+	}
+	return out, nil
 }

@@ -535,6 +535,22 @@ type VirtualEnv struct {
 	// Cursors lists the session's open SQL cursors for pg_cursors; nil
 	// shows none.
 	Cursors func() []SessionCursor
+	// Statements lists the node's statement statistics for
+	// pg_stat_statements; nil shows none.
+	Statements func() []StatementStats
+}
+
+// StatementStats is one entry of pg_stat_statements: the statements of
+// one fingerprint run by one user in one database on this node.
+type StatementStats struct {
+	User       string
+	DatabaseID uint32
+	QueryID    int64
+	Query      string
+	Calls      int64
+	// Times are milliseconds, as pg_stat_statements reports them.
+	TotalMs, MinMs, MaxMs, MeanMs, StddevMs float64
+	Rows                                    int64
 }
 
 // SessionCursor is one open cursor as pg_cursors shows it.

@@ -133,6 +133,8 @@ func (s *Session) dispatch(x *stmtState, g stmtGroup, w pgwire.ResultWriter) err
 		return s.txnControl(x, n.TransactionStmt, w)
 	case *pg_query.Node_VariableSetStmt:
 		return s.set(x, n.VariableSetStmt, w)
+	case *pg_query.Node_AlterSystemStmt:
+		return s.alterSystem(x, n.AlterSystemStmt, w)
 	case *pg_query.Node_VariableShowStmt:
 		return s.show(n.VariableShowStmt.Name, w, false)
 	case *pg_query.Node_ExplainStmt:
@@ -313,10 +315,11 @@ func (s *Session) execContext(x *stmtState, txn *kv.Txn, params []types.Datum) *
 		Txn: txn, Catalog: r, Database: s.db, User: s.user, Settings: s.settingRows,
 		// pg_stat_activity shows this backend with the pid the
 		// client got in BackendKeyData, as pg_backend_pid() does.
-		Session:  a.ec.Session(),
-		Tablets:  s.b.cfg.Tablets,
-		Activity: s.b.sessions.snapshot,
-		Cursors:  s.cursorRows,
+		Session:    a.ec.Session(),
+		Tablets:    s.b.cfg.Tablets,
+		Activity:   s.b.sessions.snapshot,
+		Cursors:    s.cursorRows,
+		Statements: s.b.stmts.snapshot,
 	}
 	workMem, _, _ := mon.ParseKB(s.vars["work_mem"])
 	workMem <<= 10

@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"time"
 
 	"github.com/cairn-db/cairn/kv"
 	"github.com/cairn-db/cairn/pgwire"
@@ -290,6 +291,16 @@ func (pt *portal) Close() {
 
 // Execute implements pgwire.Portal.
 func (pt *portal) Execute(ctx context.Context, w pgwire.ResultWriter, maxRows int) (bool, error) {
+	start := time.Now()
+	sw := &statsWriter{ResultWriter: w}
+	suspended, err := pt.execute(ctx, sw, maxRows)
+	if err == nil && !sw.empty {
+		pt.ps.s.recordStatement(pt.ps.sql, nil, time.Since(start), sw.rows)
+	}
+	return suspended, err
+}
+
+func (pt *portal) execute(ctx context.Context, w pgwire.ResultWriter, maxRows int) (bool, error) {
 	ps, s := pt.ps, pt.ps.s
 	if pt.cur != nil {
 		return pt.resume(ctx, w, maxRows)

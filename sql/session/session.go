@@ -83,6 +83,10 @@ type Session struct {
 	// parameterized text (plancache.go).
 	simplePlans map[string]*simpleEntry
 	shapes      map[string]*shapeEntry
+	// curShape is the shape of the Query message running (nil: none);
+	// fps caches fingerprints by shape or text (stmtstats.go).
+	curShape *queryShape
+	fps      fingerprints
 
 	// Transaction state (see the package doc). txn is created lazily by
 	// the first statement that reads or writes.
@@ -571,11 +575,23 @@ var errInFailedTxn = pgerror.New(pgerrcode.InFailedSQLTransaction, "current tran
 
 // SimpleQuery implements pgwire.Session.
 func (s *Session) SimpleQuery(ctx context.Context, sql string, w pgwire.ResultWriter) error {
+	start := time.Now()
+	sw := &statsWriter{ResultWriter: w}
+	s.curShape = nil
+	err := s.simpleQuery(ctx, sql, sw)
+	if err == nil && !sw.empty {
+		s.recordStatement(sql, s.curShape, time.Since(start), sw.rows)
+	}
+	return err
+}
+
+func (s *Session) simpleQuery(ctx context.Context, sql string, w pgwire.ResultWriter) error {
 	s.statementStarts(sql)
 	if err := s.flushReports(w); err != nil {
 		return err
 	}
 	sh := shapeOf(sql)
+	s.curShape = sh
 	if g, ok := s.shapeGroup(sql, sh); ok {
 		// A single SELECT of a known shape, not parsed (plancache.go).
 		if s.inTxn {

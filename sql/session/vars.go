@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"strings"
 
 	"github.com/cairn-db/cairn/pgwire"
@@ -260,6 +261,16 @@ func (s *Session) show(name string, w pgwire.ResultWriter, described bool) error
 			rows = append(rows, []string{r[0], r[1], r[2]})
 		}
 	} else if v, ok := s.txnSetting(name); ok {
+		rows = [][]string{{v}}
+	} else if cs, ok := lookupClusterSetting(name); ok {
+		ctx := context.Background()
+		if s.cur != nil {
+			ctx = s.cur.ctx
+		}
+		v, err := s.b.ClusterSetting(ctx, cs.name)
+		if err != nil {
+			return err
+		}
 		rows = [][]string{{v}}
 	} else {
 		st, err := lookupSetting(name)
