@@ -33,14 +33,15 @@ import (
 )
 
 var (
-	flagAt      = flag.String("at", "0,1000,5000,10000", "table counts at which to time DDL")
-	flagSample  = flag.Int("sample", 50, "CREATE TABLE + CREATE INDEX pairs timed at each checkpoint")
-	flagRuns    = flag.Int("runs", 3, "repetitions of each checkpoint's sample; the median run is reported")
-	flagBuckets = flag.Int("buckets", 2048, "bucket count of the hash-sharded index timed at the end (0: none)")
-	flagIdle    = flag.Duration("idle", 30*time.Second, "measure idle CPU over this long at the end (0: skip)")
-	flagPort    = flag.Int("port", 48100, "first of three ports: SQL, HTTP, RPC")
-	flagProfile = flag.Int("cpuprofile-at", -1, "take a 20s CPU profile of the node while creating tables past this count (-1: none)")
-	flagKeep    = flag.Bool("keep", false, "keep the store directory")
+	flagAt       = flag.String("at", "0,1000,5000,10000", "table counts at which to time DDL")
+	flagSample   = flag.Int("sample", 50, "CREATE TABLE + CREATE INDEX pairs timed at each checkpoint")
+	flagRuns     = flag.Int("runs", 3, "repetitions of each checkpoint's sample; the median run is reported")
+	flagBuckets  = flag.Int("buckets", 2048, "bucket count of the hash-sharded index timed at the end (0: none)")
+	flagIdle     = flag.Duration("idle", 30*time.Second, "measure idle CPU over this long at the end (0: skip)")
+	flagPort     = flag.Int("port", 48100, "first of three ports: SQL, HTTP, RPC")
+	flagProfile  = flag.Int("cpuprofile-at", -1, "take a 20s CPU profile of the node while creating tables past this count (-1: none)")
+	flagKeep     = flag.Bool("keep", false, "keep the store directory")
+	flagIdleProf = flag.String("idle-cpuprofile", "", "after the idle measurement, write a 20s CPU profile of the idle node here")
 )
 
 func main() {
@@ -187,6 +188,9 @@ func run(ctx context.Context) error {
 			return err
 		}
 		fmt.Printf("\nidle with %d tables (%d tablets): %.2f%% of a core over %v, RSS %d MiB\n", n, tablets, cpu, *flagIdle, rss>>10)
+		if *flagIdleProf != "" {
+			profile(p+1, *flagIdleProf)
+		}
 	}
 	return nil
 }
