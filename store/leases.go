@@ -180,10 +180,14 @@ type LeaseBalancer struct {
 	refused map[uint64]time.Time
 	// eligibleNow caches Eligible's answers for one pass.
 	eligibleNow map[uint64]bool
-	// domains caches Domain's answers (tablet → domain) since
-	// domainsAt.
-	domains   map[uint64]string
+	// domainOf caches Domain's answers since domainsAt, as small
+	// numbers (tablet → domain; 0: none) that domainID assigns, so a
+	// pass counts in slices rather than string-keyed maps.
+	domainOf  map[uint64]int32
+	domainID  map[string]int32
 	domainsAt time.Time
+	// dom is the pass's lease counts per domain (reused).
+	dom domainCounts
 	// now is the clock (tests replace it).
 	now func() time.Time
 }
@@ -235,7 +239,7 @@ func NewLeaseBalancer(cfg LeaseBalancerConfig, self uint64) *LeaseBalancer {
 		cfg.Region = func(uint64) string { return "" }
 	}
 	return &LeaseBalancer{cfg: cfg, self: self, held: map[uint64]heldLease{}, moves: map[uint64]leaseMove{},
-		avoid: map[uint64]time.Time{}, refused: map[uint64]time.Time{}, domains: map[uint64]string{}, now: time.Now}
+		avoid: map[uint64]time.Time{}, refused: map[uint64]time.Time{}, domainOf: map[uint64]int32{}, domainID: map[string]int32{}, now: time.Now}
 }
 
 // Run makes a pass every interval until ctx ends.
@@ -276,7 +280,7 @@ func (b *LeaseBalancer) Pass() int {
 	}
 	dom := b.domainCounts(groups, now)
 	moves := 0
-	for _, g := range groups {
+	for i, g := range groups {
 		if moves >= maxTransfersPerPass {
 			break
 		}
@@ -290,9 +294,12 @@ func (b *LeaseBalancer) Pass() int {
 		if p.None {
 			continue
 		}
-		d := b.domains[g.TabletID]
-		if _, ok := dom[domainNode{d, b.self}]; !ok {
-			d = "" // no domain, or a domain of one tablet here
+		var d int32
+		if dom != nil {
+			d = dom.of[i]
+		}
+		if dom == nil || dom.size[d] < 2 {
+			d = 0 // no domain, or a domain of one tablet here
 		}
 		to := b.target(g, p, count, dom, d)
 		if to == 0 {
@@ -305,72 +312,94 @@ func (b *LeaseBalancer) Pass() int {
 		b.moves[g.TabletID] = leaseMove{to: to, since: now}
 		count[b.self]--
 		count[to]++
-		if d != "" {
-			dom[domainNode{d, b.self}]--
-			dom[domainNode{d, to}]++
+		if d != 0 {
+			dom.add(d, b.self, -1)
+			dom.add(d, to, 1)
 		}
 		moves++
 	}
 	return moves
 }
 
-// domainNode is a node's place in a domain's lease counts.
-type domainNode struct {
-	domain string
-	node   uint64
+// domainCounts are each node's lease counts per domain in one pass.
+type domainCounts struct {
+	// nodes are the nodes seen, in column order (a few: a linear
+	// search beats a map).
+	nodes []uint64
+	// count[d*len(nodes)+c] is nodes[c]'s count of domain d's leases.
+	count []int32
+	// size is each domain's number of tablets here.
+	size []int32
+	// of is each group's domain, in the order of the pass's groups.
+	of []int32
 }
 
-// domainCounts is each node's lease count per domain as this node sees
-// them (leader hints, as for the totals), for the domains with at least
-// two tablets here (a domain of one is always spread); it refreshes the
-// domain cache, dropping tablets no longer here. Nothing when this node
-// holds no lease it could move (a cluster of one).
-func (b *LeaseBalancer) domainCounts(groups []raftnode.GroupInfo, now time.Time) map[domainNode]int {
+func (c *domainCounts) col(node uint64) int { return slices.Index(c.nodes, node) }
+
+func (c *domainCounts) get(d int32, node uint64) int {
+	i := c.col(node)
+	if i < 0 {
+		return 0
+	}
+	return int(c.count[int(d)*len(c.nodes)+i])
+}
+
+func (c *domainCounts) add(d int32, node uint64, n int) {
+	if i := c.col(node); i >= 0 {
+		c.count[int(d)*len(c.nodes)+i] += int32(n)
+	}
+}
+
+// domainCounts counts each node's leases per domain as this node sees
+// them (leader hints, as for the totals), refreshing the domain cache
+// (dropping tablets no longer here). Nil when there are no domains or
+// this node holds no lease it could move (a cluster of one).
+func (b *LeaseBalancer) domainCounts(groups []raftnode.GroupInfo, now time.Time) *domainCounts {
 	if b.cfg.Domain == nil || !slices.ContainsFunc(groups, func(g raftnode.GroupInfo) bool { return g.Lease != 0 && len(g.Voters) >= 2 }) {
 		return nil
 	}
-	if now.Sub(b.domainsAt) >= domainRefresh {
-		clear(b.domains)
+	if now.Sub(b.domainsAt) >= domainRefresh || len(b.domainOf) > 2*len(groups)+64 {
+		clear(b.domainOf)
+		clear(b.domainID)
 		b.domainsAt = now
 	}
-	size := map[string]int{}
-	for _, g := range groups {
-		d, ok := b.domains[g.TabletID]
+	c := &b.dom
+	c.nodes = c.nodes[:0]
+	c.of = slices.Grow(c.of[:0], len(groups))[:len(groups)]
+	for i, g := range groups {
+		d, ok := b.domainOf[g.TabletID]
 		if !ok {
-			d = b.cfg.Domain(g.TabletID)
-			b.domains[g.TabletID] = d
+			if name := b.cfg.Domain(g.TabletID); name != "" {
+				if d, ok = b.domainID[name]; !ok {
+					d = int32(len(b.domainID) + 1)
+					b.domainID[name] = d
+				}
+			}
+			b.domainOf[g.TabletID] = d
 		}
-		if d != "" {
-			size[d]++
-		}
-	}
-	if len(b.domains) > len(groups) {
-		here := make(map[uint64]bool, len(groups))
-		for _, g := range groups {
-			here[g.TabletID] = true
-		}
-		for id := range b.domains {
-			if !here[id] {
-				delete(b.domains, id)
+		c.of[i] = d
+		for _, v := range g.Voters {
+			if !slices.Contains(c.nodes, v) {
+				c.nodes = append(c.nodes, v)
 			}
 		}
 	}
-	out := map[domainNode]int{}
-	for _, g := range groups {
-		d := b.domains[g.TabletID]
-		if size[d] < 2 {
+	n := len(b.domainID) + 1
+	c.size = slices.Grow(c.size[:0], n)[:n]
+	clear(c.size)
+	c.count = slices.Grow(c.count[:0], n*len(c.nodes))[:n*len(c.nodes)]
+	clear(c.count)
+	for i, g := range groups {
+		d := c.of[i]
+		if d == 0 {
 			continue
 		}
-		for _, v := range g.Voters {
-			if _, ok := out[domainNode{d, v}]; !ok {
-				out[domainNode{d, v}] = 0
-			}
-		}
+		c.size[d]++
 		if g.Leader != 0 {
-			out[domainNode{d, g.Leader}]++
+			c.add(d, g.Leader, 1)
 		}
 	}
-	return out
+	return c
 }
 
 // track notes when each lease was taken up, and which transfers ended
@@ -453,7 +482,7 @@ func (b *LeaseBalancer) eligible(node uint64) bool {
 // more of them, else to the candidate with the fewest leases in all if
 // this node holds at least two more and that candidate fewer of d (or if
 // this node may not hold leases itself).
-func (b *LeaseBalancer) target(g raftnode.GroupInfo, p LeasePreferences, count map[uint64]int, dom map[domainNode]int, d string) uint64 {
+func (b *LeaseBalancer) target(g raftnode.GroupInfo, p LeasePreferences, count map[uint64]int, dom *domainCounts, d int32) uint64 {
 	var cands []uint64
 	for _, v := range g.CaughtUp {
 		if v != b.self && b.eligible(v) {
@@ -471,10 +500,10 @@ func (b *LeaseBalancer) target(g raftnode.GroupInfo, p LeasePreferences, count m
 	// dc is a node's count of d's leases (0 for every node without a
 	// domain, or in a domain of one tablet).
 	dc := func(v uint64) int {
-		if d == "" {
+		if d == 0 {
 			return 0
 		}
-		return dom[domainNode{d, v}]
+		return dom.get(d, v)
 	}
 	// to: the fewest of d's leases, then the fewest in all, then the
 	// lowest ID; byCount: the fewest in all among those holding fewer of
@@ -487,7 +516,7 @@ func (b *LeaseBalancer) target(g raftnode.GroupInfo, p LeasePreferences, count m
 		if to == 0 || dc(v) < dc(to) || dc(v) == dc(to) && (count[v] < count[to] || count[v] == count[to] && v < to) {
 			to = v
 		}
-		if d != "" && dc(v) >= dc(b.self) {
+		if d != 0 && dc(v) >= dc(b.self) {
 			continue
 		}
 		if byCount == 0 || count[v] < count[byCount] || count[v] == count[byCount] && v < byCount {
