@@ -58,6 +58,10 @@ func TestSoloLeadersNotTicked(t *testing.T) {
 	if got := ticked(); len(got) != 0 {
 		t.Fatalf("solo leaders with their lease: ticked %v, want none", got)
 	}
+	// Described without a raft status (nothing in it to move a lease to).
+	if g, ok := n.Group(3); !ok || g.Lease == 0 || !slices.Equal(g.Active, []uint64{1}) || len(g.CaughtUp) != 0 {
+		t.Fatalf("a solo leader's group: %+v (%v)", g, ok)
+	}
 	before := n.Replica(2).Applied()
 	if err := n.Propose(2, []byte("x")); err != nil {
 		t.Fatal(err)
