@@ -42,6 +42,7 @@ var (
 	flagProfile  = flag.Int("cpuprofile-at", -1, "take a 20s CPU profile of the node while creating tables past this count (-1: none)")
 	flagKeep     = flag.Bool("keep", false, "keep the store directory")
 	flagIdleProf = flag.String("idle-cpuprofile", "", "after the idle measurement, write a 20s CPU profile of the idle node here")
+	flagHeapProf = flag.String("heapprofile", "", "at the end, write a heap profile of the node here")
 )
 
 func main() {
@@ -121,7 +122,14 @@ func run(ctx context.Context) error {
 		return end.Sub(start), nil
 	}
 	fmt.Printf("cairn start (one node), pairs of CREATE TABLE + CREATE INDEX; median of %d runs of %d pairs\n\n", *flagRuns, *flagSample)
-	fmt.Printf("%10s %12s %8s %10s %10s %10s %10s\n", "tables", "ms/pair", "ratio", "table ms", "index ms", "insert ms", "fill s")
+	fmt.Printf("%10s %12s %8s %10s %10s %10s %10s %10s\n", "tables", "ms/pair", "ratio", "table ms", "index ms", "insert ms", "fill s", "RSS MiB")
+	rssMiB := func() int64 {
+		kib, err := rssKiB(cmd.Process.Pid)
+		if err != nil {
+			return -1
+		}
+		return kib >> 10
+	}
 	var base float64
 	fillStart := time.Now()
 	profiled := false
@@ -153,7 +161,7 @@ func run(ctx context.Context) error {
 		if base == 0 {
 			base = m
 		}
-		fmt.Printf("%10d %12.2f %7.2fx %10.2f %10.2f %10.2f %10.1f\n", target, m, m/base, median(tCreate), median(tIndex), median(tInsert), fill)
+		fmt.Printf("%10d %12.2f %7.2fx %10.2f %10.2f %10.2f %10.1f %10d\n", target, m, m/base, median(tCreate), median(tIndex), median(tInsert), fill, rssMiB())
 		fillStart = time.Now()
 	}
 	if *flagBuckets > 0 {
@@ -164,7 +172,7 @@ func run(ctx context.Context) error {
 		if _, err := conn.Exec(ctx, fmt.Sprintf("CREATE INDEX ON hs (v) USING HASH WITH (bucket_count = %d)", *flagBuckets)); err != nil {
 			return err
 		}
-		fmt.Printf("\nCREATE INDEX ... USING HASH WITH (bucket_count = %d) with %d tables: %.2f s\n", *flagBuckets, n, time.Since(start).Seconds())
+		fmt.Printf("\nCREATE INDEX ... USING HASH WITH (bucket_count = %d) with %d tables: %.2f s (RSS after: %d MiB)\n", *flagBuckets, n, time.Since(start).Seconds(), rssMiB())
 	}
 	var tablets int
 	if err := conn.QueryRow(ctx, "SELECT count(*) FROM cairn_catalog.tablets").Scan(&tablets); err != nil {
@@ -191,6 +199,9 @@ func run(ctx context.Context) error {
 		if *flagIdleProf != "" {
 			profile(p+1, *flagIdleProf)
 		}
+		if *flagHeapProf != "" {
+			fetch(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/heap", p+1), *flagHeapProf)
+		}
 	}
 	return nil
 }
@@ -202,7 +213,12 @@ func median(xs []float64) float64 {
 }
 
 func profile(httpPort int, path string) {
-	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=20", httpPort))
+	fetch(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=20", httpPort), path)
+}
+
+// fetch writes what url answers to path.
+func fetch(url, path string) {
+	resp, err := http.Get(url)
 	if err != nil {
 		log.Printf("profile: %v", err)
 		return
