@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 
 	"github.com/cairn-db/cairn/sql/builtins"
 	"github.com/cairn-db/cairn/sql/mon"
@@ -24,7 +25,31 @@ type aggSpec struct {
 	// buffered: ORDER BY or DISTINCT needs the group's inputs before
 	// feeding the accumulator.
 	buffered bool
+	// collects: the accumulator keeps every input (array_agg,
+	// string_agg, the JSON aggregates), so its state grows with them.
+	collects bool
 }
+
+// collectingAggs are the aggregates whose state holds their inputs; what
+// they hold is measured as the inputs' size (holdsOf).
+var collectingAggs = map[string]bool{
+	"array_agg": true, "string_agg": true, "json_agg": true, "jsonb_agg": true,
+	"json_object_agg": true, "jsonb_object_agg": true,
+}
+
+// aggBaseName is an aggregate's name without its schema, lower case.
+func aggBaseName(name string) string {
+	name = strings.ToLower(name)
+	if i := strings.LastIndexByte(name, '.'); i >= 0 {
+		name = name[i+1:]
+	}
+	return name
+}
+
+// maxAggValue bounds what one collecting aggregate of one group holds:
+// its result is one value, and a value is at most 1 GB (as in
+// PostgreSQL, whose string and array builders stop there).
+var maxAggValue int64 = 1 << 30
 
 // aggInput is one row's arguments (and ORDER BY values) for a buffered
 // aggregate.
@@ -36,13 +61,19 @@ type aggState struct {
 	acc  builtins.Aggregate
 	buf  []aggInput
 	seen map[string]struct{} // DISTINCT without ORDER BY
+	// held is what a collecting accumulator holds (its inputs' size).
+	held int64
 }
 
 type group struct {
 	vals []types.Datum
 	aggs []aggState
-	// bytes counts what addRow buffered for ORDER BY and DISTINCT
-	// aggregates, for the hash aggregation's account.
+	// bytes counts what the group holds beyond its fixed size: inputs
+	// buffered for ORDER BY and DISTINCT aggregates, DISTINCT's seen keys
+	// and collecting accumulators' inputs, reserved by the operator
+	// (Force: a group cannot spill, so only the node budget bounds it,
+	// and a statement past it fails with 53200 instead of growing until
+	// the node runs out of memory).
 	bytes int64
 }
 
@@ -53,7 +84,7 @@ func (r *runner) compileAggs(aggs []plan.Aggregate, cols []plan.Column) ([]*aggS
 		if a.Fn == nil || a.Fn.Overload.NewAggregate == nil {
 			return nil, pgerror.New(pgerrcode.InternalError, "exec: %s is not an aggregate", a.Name)
 		}
-		s := &aggSpec{a: a, buffered: a.Distinct || len(a.OrderBy) > 0}
+		s := &aggSpec{a: a, buffered: a.Distinct || len(a.OrderBy) > 0, collects: collectingAggs[aggBaseName(a.Name)]}
 		for _, e := range a.Args {
 			f, err := r.compile(e, cols)
 			if err != nil {
@@ -128,6 +159,7 @@ func (r *runner) addRow(specs []*aggSpec, g *group, row []types.Datum) error {
 				continue
 			}
 			st.seen[string(k)] = struct{}{}
+			g.bytes += int64(len(k)) + 64
 		} else if s.buffered {
 			order, err := evalAll(s.order, row)
 			if err != nil {
@@ -140,7 +172,26 @@ func (r *runner) addRow(specs []*aggSpec, g *group, row []types.Datum) error {
 		if err := st.acc.Add(r.fn(), args); err != nil {
 			return err
 		}
+		if s.collects {
+			if err := st.hold(s, g, args); err != nil {
+				return err
+			}
+		}
 	}
+	return nil
+}
+
+// hold counts args into a collecting accumulator's state: in the group's
+// bytes, and against maxAggValue (54000 past it, as PostgreSQL's string
+// and array builders refuse to grow past 1 GB).
+func (st *aggState) hold(s *aggSpec, g *group, args []types.Datum) error {
+	n := rowcontainer.RowSize(args)
+	if st.held+n > maxAggValue {
+		return pgerror.New(pgerrcode.ProgramLimitExceeded, "out of memory").
+			WithDetail("The result of %s would exceed 1 GB (%d bytes held, %d more).", s.a.Name, st.held, n)
+	}
+	st.held += n
+	g.bytes += n
 	return nil
 }
 
@@ -169,6 +220,14 @@ func (r *runner) finish(specs []*aggSpec, g *group) ([]types.Datum, error) {
 				}
 				if err := st.acc.Add(r.fn(), in.args); err != nil {
 					return nil, err
+				}
+				if s.collects {
+					// The buffered inputs are already reserved; only
+					// the 1 GB bound is checked here.
+					if st.held += rowcontainer.RowSize(in.args); st.held > maxAggValue {
+						return nil, pgerror.New(pgerrcode.ProgramLimitExceeded, "out of memory").
+							WithDetail("The result of %s would exceed 1 GB.", s.a.Name)
+					}
 				}
 			}
 			st.buf = nil
@@ -214,7 +273,7 @@ func (r *runner) groupByOver(n *plan.GroupBy, cols []plan.Column, in op) (op, er
 		return v
 	}
 	if n.Ordered && len(gpos) > 0 {
-		return r.streamGroupBy(in, specs, gpos, groupVals), nil
+		return r.streamGroupBy(in, specs, gpos, groupVals, r.account()), nil
 	}
 	return &hashAggOp{r: r, in: in, specs: specs, gpos: gpos, groupVals: groupVals, acc: r.account()}, nil
 }
@@ -373,7 +432,10 @@ func (o *hashAggOp) Close() {
 
 // streamGroupBy aggregates input sorted by the group columns, emitting a
 // group as soon as the next one starts.
-func (r *runner) streamGroupBy(in op, specs []*aggSpec, gpos []int, groupVals func([]types.Datum) []types.Datum) op {
+//
+// What the current group holds (group.bytes) is reserved in acc and
+// released when the group is emitted.
+func (r *runner) streamGroupBy(in op, specs []*aggSpec, gpos []int, groupVals func([]types.Datum) []types.Datum, acc *mon.Account) op {
 	var cur *group
 	var curKey, key []byte
 	done := false
@@ -396,12 +458,17 @@ func (r *runner) streamGroupBy(in op, specs []*aggSpec, gpos []int, groupVals fu
 					return nil, err
 				}
 				cur = nil
+				acc.Clear()
 			}
 			if cur == nil {
 				cur = r.newGroup(specs, groupVals(row))
 				curKey = append(curKey[:0], key...)
 			}
+			before := cur.bytes
 			if err := r.addRow(specs, cur, row); err != nil {
+				return nil, err
+			}
+			if err := acc.Force(cur.bytes - before); err != nil {
 				return nil, err
 			}
 			if out != nil {
@@ -411,8 +478,9 @@ func (r *runner) streamGroupBy(in op, specs []*aggSpec, gpos []int, groupVals fu
 		if cur != nil {
 			g := cur
 			cur = nil
+			defer acc.Clear()
 			return r.finish(specs, g)
 		}
 		return nil, nil
-	}, close: in.Close}
+	}, close: func() { in.Close(); acc.Clear() }}
 }
