@@ -2,7 +2,10 @@ package exec
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/cairn-db/cairn/sql/builtins"
 	"github.com/cairn-db/cairn/sql/mon"
@@ -101,11 +104,12 @@ func (r *runner) buildWindow(n *plan.Window) (op, error) {
 	return &windowOp{r: r, in: in, specs: specs, width: len(cols)}, nil
 }
 
-// windowOp computes window functions one at a time, last first, each over
-// its input sorted by (PARTITION BY, ORDER BY, input position) with a
-// rowcontainer.Sorter, so only one partition at a time is in memory and
-// the sorts spill past work_mem. The last sort is by the first function's
-// keys, which is the order PostgreSQL's WindowAgg emits rows in; the input
+// windowOp computes window functions a stage at a time, each stage the
+// functions sharing one (PARTITION BY, ORDER BY) (stageGroups), last
+// first, each over its input sorted by (PARTITION BY, ORDER BY, input
+// position) with a rowcontainer.Sorter, so only one partition at a time
+// is in memory and the sorts spill past work_mem. The last sort is by the
+// first function's keys, which is the order PostgreSQL's WindowAgg emits rows in; the input
 // position as the last key keeps each sort stable. That last stage is
 // computed as Next asks for rows, a partition at a time: a partition in
 // memory is returned from memory, a spilled one through a Buffer.
@@ -240,7 +244,8 @@ func (o *windowOp) run(ctx context.Context) error {
 		return nil
 	}
 	o.acc = o.r.account()
-	last := o.specs[nf-1]
+	groups := o.stageGroups()
+	last := o.specs[groups[0][0]]
 	srt := o.newSort(last)
 	for seq := 0; ; seq++ {
 		if seq%checkEvery == checkEvery-1 {
@@ -262,20 +267,21 @@ func (o *windowOp) run(ctx context.Context) error {
 			return err
 		}
 	}
-	for fi := nf - 1; fi >= 0; fi-- {
+	for gi, g := range groups {
 		it, err := srt.Sort(ctx)
 		if err != nil {
 			return err
 		}
-		if fi == 0 {
+		if gi == len(groups)-1 {
 			// The first function's order is the output's: Next steps
 			// its stage a partition at a time.
-			o.last = &windowStage{o: o, fi: 0, it: it, emit: o.emitOut, keepAcc: true, onSpill: o.spillOut}
+			o.last = &windowStage{o: o, fis: g, it: it, emit: o.emitOut, keepAcc: true, onSpill: o.spillOut}
 			return nil
 		}
-		next := o.newSort(o.specs[fi-1])
-		st := &windowStage{o: o, fi: fi, it: it, emit: func(row []types.Datum) error {
-			return o.addStage(ctx, next, o.specs[fi-1], row)
+		ns := o.specs[groups[gi+1][0]]
+		next := o.newSort(ns)
+		st := &windowStage{o: o, fis: g, it: it, emit: func(row []types.Datum) error {
+			return o.addStage(ctx, next, ns, row)
 		}}
 		for {
 			more, err := st.step(ctx)
@@ -321,14 +327,15 @@ func (o *windowOp) outDone() error {
 	return nil
 }
 
-// windowStage computes function fi over its sorted stage, one partition
-// per step, passing each row with its result to emit. keepAcc leaves a
+// windowStage computes functions fis (whose PARTITION BY and ORDER BY are
+// the same, stageGroups) over their sorted stage, one partition per step,
+// passing each row with its results to emit. keepAcc leaves a
 // partition held in memory reserved in o.acc until the next step (emit
 // kept its rows); onSpill is called before a spilled partition's rows
 // are emitted.
 type windowStage struct {
 	o       *windowOp
-	fi      int
+	fis     []int
 	it      rowcontainer.Iterator
 	emit    func([]types.Datum) error
 	keepAcc bool
@@ -347,7 +354,7 @@ func (st *windowStage) step(ctx context.Context) (bool, error) {
 	if st.done {
 		return false, nil
 	}
-	s := o.specs[st.fi]
+	s := o.specs[st.fis[0]]
 	nf := len(o.specs)
 	base := o.width + nf + 1
 	var part [][]types.Datum
@@ -423,12 +430,7 @@ func (st *windowStage) step(ctx context.Context) (bool, error) {
 		if st.onSpill != nil {
 			st.onSpill()
 		}
-		var err error
-		if windowStreamOf(s) != streamNone {
-			err = o.computeSpilled(ctx, st.fi, spilled, st.emit)
-		} else {
-			err = o.computeSpilledRandom(ctx, st.fi, spilled, st.emit)
-		}
+		err := o.computeSpilledGroup(ctx, st.fis, spilled, st.emit)
 		if err == nil && st.onSpill != nil {
 			err = o.outDone()
 		}
@@ -437,13 +439,17 @@ func (st *windowStage) step(ctx context.Context) (bool, error) {
 	if len(part) == 0 {
 		return false, nil
 	}
-	res, err := o.r.computePartition(s, part, base)
-	if err != nil {
-		return false, err
+	for _, fi := range st.fis {
+		res, err := o.r.computePartition(o.specs[fi], part, base)
+		if err != nil {
+			return false, err
+		}
+		for j, row := range part {
+			row[o.width+fi] = res[j]
+		}
 	}
-	for j, row := range part {
+	for _, row := range part {
 		row = row[:base:base]
-		row[o.width+st.fi] = res[j]
 		if err := st.emit(row); err != nil {
 			return false, err
 		}
@@ -452,6 +458,67 @@ func (st *windowStage) step(ctx context.Context) (bool, error) {
 		o.acc.Clear()
 	}
 	return true, nil
+}
+
+// stageGroups groups the functions into sorted stages, in the order they
+// run: functions whose PARTITION BY and ORDER BY are the same share one
+// sort and are computed over each partition together (PostgreSQL's
+// WindowAgg does the same for one WINDOW), so two functions OVER w sort
+// the rows once. The group holding the first function runs last: its
+// order is the output's. Keys calling a volatile function never share.
+func (o *windowOp) stageGroups() [][]int {
+	var groups [][]int
+	index := map[string]int{}
+	for fi := len(o.specs) - 1; fi >= 0; fi-- {
+		k, ok := windowKeyOf(o.specs[fi].f)
+		if gi, seen := index[k]; ok && seen {
+			groups[gi] = append(groups[gi], fi)
+			continue
+		}
+		if ok {
+			index[k] = len(groups)
+		}
+		groups = append(groups, []int{fi})
+	}
+	// Move the group of function 0 to the end.
+	for gi, g := range groups {
+		if slices.Contains(g, 0) && gi != len(groups)-1 {
+			groups = append(append(groups[:gi:gi], groups[gi+1:]...), g)
+			break
+		}
+	}
+	return groups
+}
+
+// windowKeyOf renders f's PARTITION BY and ORDER BY with columns by ID;
+// false when a key calls a volatile function.
+func windowKeyOf(f *plan.WindowFunc) (string, bool) {
+	var b strings.Builder
+	ok := true
+	key := func(e sem.Expr) {
+		sem.Walk(e, func(x sem.Expr) bool {
+			if c, isFn := x.(*sem.FuncCall); isFn && c.Fn != nil && c.Fn.Overload != nil && c.Fn.Overload.Volatility == builtins.Volatile {
+				ok = false
+			}
+			return ok
+		})
+		b.WriteString(sem.Map(e, func(x sem.Expr) sem.Expr {
+			if c, isCol := x.(*sem.ColRef); isCol {
+				return &sem.ColRef{ID: c.ID, T: c.T, Name: "#" + strconv.Itoa(int(c.ID))}
+			}
+			return x
+		}).String())
+		b.WriteByte(0)
+	}
+	for _, e := range f.PartitionBy {
+		key(e)
+	}
+	b.WriteByte(1)
+	for _, s := range f.OrderBy {
+		key(s.Expr)
+		fmt.Fprintf(&b, "%v%v", s.Desc, s.NullsFirst)
+	}
+	return b.String(), ok
 }
 
 // opIter adapts an op to a rowcontainer.Iterator.

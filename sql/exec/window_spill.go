@@ -129,10 +129,43 @@ func windowArgs(s *windowSpec, row []types.Datum) ([]types.Datum, error) {
 	return args, nil
 }
 
+// computeSpilledGroup computes functions fis over the partition in buf,
+// one pass each: every function but the last passes its rows, keys kept,
+// to a buffer the next one reads; the last emits them.
+func (o *windowOp) computeSpilledGroup(ctx context.Context, fis []int, buf *rowcontainer.Buffer, emit func([]types.Datum) error) error {
+	cur := buf
+	for i, fi := range fis {
+		out, trim := emit, true
+		var next *rowcontainer.Buffer
+		if i < len(fis)-1 {
+			next = rowcontainer.NewBuffer(o.r.account(), o.r.scope)
+			out, trim = next.Add, false
+		}
+		var err error
+		if windowStreamOf(o.specs[fi]) != streamNone {
+			err = o.computeSpilled(ctx, fi, cur, out, trim)
+		} else {
+			err = o.computeSpilledRandom(ctx, fi, cur, out, trim)
+		}
+		if cur != buf {
+			cur.Close()
+		}
+		if err != nil {
+			if next != nil {
+				next.Close()
+			}
+			return err
+		}
+		cur = next
+	}
+	return nil
+}
+
 // computeSpilled computes function fi over the partition in buf (rows
-// in window order, sort keys from position base) and passes each row on,
-// as compute does for a partition in memory.
-func (o *windowOp) computeSpilled(ctx context.Context, fi int, buf *rowcontainer.Buffer, emit func([]types.Datum) error) error {
+// in window order, sort keys from position base) and passes each row on
+// (cut to its results when trim, else with its keys), as compute does for
+// a partition in memory.
+func (o *windowOp) computeSpilled(ctx context.Context, fi int, buf *rowcontainer.Buffer, emit func([]types.Datum) error, trim bool) error {
 	s := o.specs[fi]
 	kind := windowStreamOf(s)
 	base := o.width + len(o.specs) + 1
@@ -271,7 +304,9 @@ func (o *windowOp) computeSpilled(ctx context.Context, fi int, buf *rowcontainer
 			case streamRank:
 				res = rankResult(s.f.Name, idx, rank, dense, end, n, ntiles)
 			}
-			row = row[:base:base]
+			if trim {
+				row = row[:base:base]
+			}
 			row[o.width+fi] = res
 			if err := emit(row); err != nil {
 				return err
@@ -359,7 +394,7 @@ func (p *spilledRows) Row(i int) (args, keys []types.Datum, err error) {
 // (rows in window order, sort keys from position base) with builtins'
 // WindowFunc reading rows by position, and passes each row on with its
 // result.
-func (o *windowOp) computeSpilledRandom(ctx context.Context, fi int, buf *rowcontainer.Buffer, emit func([]types.Datum) error) error {
+func (o *windowOp) computeSpilledRandom(ctx context.Context, fi int, buf *rowcontainer.Buffer, emit func([]types.Datum) error, trim bool) error {
 	s := o.specs[fi]
 	base := o.width + len(o.specs) + 1
 	okeys := base + len(s.part)
@@ -396,7 +431,9 @@ func (o *windowOp) computeSpilledRandom(ctx context.Context, fi int, buf *rowcon
 		if row == nil {
 			return pgerror.New(pgerrcode.InternalError, "exec: spilled window partition ended early")
 		}
-		row = row[:base:base]
+		if trim {
+			row = row[:base:base]
+		}
 		row[o.width+fi] = d
 		return emit(row)
 	})
