@@ -404,33 +404,49 @@ func (o *windowOp) computeSpilledRandom(ctx context.Context, fi int, buf *rowcon
 		nargs++
 	}
 	rr, err := buf.RowReader(o.acc, spilledBlocks, func(row []types.Datum) ([]types.Datum, error) {
-		args, err := windowArgs(s, row)
-		if err != nil {
-			return nil, err
+		out := make([]types.Datum, 0, nargs+nk)
+		for _, f := range s.args {
+			d, err := f(row)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, d)
 		}
-		return append(args[:nargs:nargs], row[okeys:okeys+nk]...), nil
+		if s.filter != nil {
+			d, err := s.filter(row)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, d)
+		}
+		return append(out, row[okeys:okeys+nk]...), nil
 	})
 	if err != nil {
 		return err
 	}
 	defer rr.Close()
-	behind, err := buf.Iter()
-	if err != nil {
-		return err
-	}
-	defer behind.Close()
 	p := &builtins.Partition{Rows: &spilledRows{rr: rr, n: int(buf.Len()), nargs: nargs, keyed: nk > 0}}
 	if nk > 0 {
 		p.Desc, p.NullsFirst = s.f.OrderBy[0].Desc, s.f.OrderBy[0].NullsFirst
 	}
+	// The rows are emitted from the blocks the function reads (RowReader.Raw):
+	// the row being emitted was just read for its own arguments, or for a
+	// neighbour's, so it is almost always cached.
+	var next int64
 	return newWindowFunc(s).Compute(o.r.fn(), p, s.frame, func(d types.Datum) error {
-		row, err := behind.Next(ctx)
+		if next%checkEvery == checkEvery-1 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		if next >= buf.Len() {
+			return pgerror.New(pgerrcode.InternalError, "exec: spilled window function emitted more rows than its partition has")
+		}
+		row, err := rr.Raw(next)
 		if err != nil {
 			return err
 		}
-		if row == nil {
-			return pgerror.New(pgerrcode.InternalError, "exec: spilled window partition ended early")
-		}
+		next++
 		if trim {
 			row = row[:base:base]
 		}
