@@ -2,7 +2,9 @@ package exec
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"iter"
 	"slices"
 	"strconv"
 	"strings"
@@ -128,12 +130,12 @@ type windowOp struct {
 	// The output: last, the first function's stage, stepped a partition
 	// at a time; its rows in queue (a partition in memory, still
 	// reserved in acc) or read from out (a spilled partition's results,
-	// in outBuf; without functions, the input).
-	last   *windowStage
-	queue  [][]types.Datum
-	qi     int
-	out    rowcontainer.Iterator
-	outBuf *rowcontainer.Buffer
+	// computed as they are asked for, streamSpilled; without functions,
+	// the input).
+	last  *windowStage
+	queue [][]types.Datum
+	qi    int
+	out   rowcontainer.Iterator
 }
 
 func (o *windowOp) Next(ctx context.Context) ([]types.Datum, error) {
@@ -155,10 +157,6 @@ func (o *windowOp) Next(ctx context.Context) ([]types.Datum, error) {
 			}
 			o.out.Close()
 			o.out = nil
-			if o.outBuf != nil {
-				o.outBuf.Close()
-				o.outBuf = nil
-			}
 		}
 		if o.qi < len(o.queue) {
 			row := o.queue[o.qi]
@@ -191,9 +189,6 @@ func (o *windowOp) Close() {
 	}
 	for _, s := range o.sorts {
 		s.Close()
-	}
-	if o.outBuf != nil {
-		o.outBuf.Close()
 	}
 	o.queue = nil
 	if o.acc != nil {
@@ -275,7 +270,7 @@ func (o *windowOp) run(ctx context.Context) error {
 		if gi == len(groups)-1 {
 			// The first function's order is the output's: Next steps
 			// its stage a partition at a time.
-			o.last = &windowStage{o: o, fis: g, it: it, emit: o.emitOut, keepAcc: true, onSpill: o.spillOut}
+			o.last = &windowStage{o: o, fis: g, it: it, emit: o.emitOut, keepAcc: true, stream: true}
 			return nil
 		}
 		ns := o.specs[groups[gi+1][0]]
@@ -299,47 +294,67 @@ func (o *windowOp) run(ctx context.Context) error {
 	return nil
 }
 
-// emitOut queues a row of the last stage's partition for Next: in
-// memory, or in outBuf when the partition spilled.
+// emitOut queues a row of the last stage's partition in memory for Next.
 func (o *windowOp) emitOut(row []types.Datum) error {
-	if o.outBuf != nil {
-		return o.outBuf.Add(row)
-	}
 	o.queue = append(o.queue, row)
 	return nil
 }
 
-// spillOut starts outBuf for a spilled partition of the last stage.
-func (o *windowOp) spillOut() {
-	o.outBuf = rowcontainer.NewBuffer(o.r.account(), o.r.scope)
+// errStopped ends a spilled partition's computation whose reader closed.
+var errStopped = errors.New("exec: window output closed")
+
+// streamSpilled makes Next read the last stage's spilled partition (which
+// it then owns) as its rows are computed: computeSpilledGroup runs as a
+// coroutine (iter.Pull2) yielding each row, so the results are not
+// written to disk and read back. Closing the iterator stops it.
+func (o *windowOp) streamSpilled(ctx context.Context, fis []int, spilled *rowcontainer.Buffer) {
+	next, stop := iter.Pull2(func(yield func([]types.Datum, error) bool) {
+		err := o.computeSpilledGroup(ctx, fis, spilled, func(row []types.Datum) error {
+			if !yield(row, nil) {
+				return errStopped
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, errStopped) {
+			yield(nil, err)
+		}
+	})
+	o.out = &pullIter{next: next, stop: stop, buf: spilled}
 }
 
-// outDone makes Next read outBuf once the partition is computed.
-func (o *windowOp) outDone() error {
-	if o.outBuf == nil {
-		return nil
+// pullIter reads a coroutine's rows as a rowcontainer.Iterator.
+type pullIter struct {
+	next func() ([]types.Datum, error, bool)
+	stop func()
+	buf  *rowcontainer.Buffer
+}
+
+func (it *pullIter) Next(context.Context) ([]types.Datum, error) {
+	row, err, ok := it.next()
+	if !ok {
+		return nil, nil
 	}
-	it, err := o.outBuf.Iter()
-	if err != nil {
-		return err
-	}
-	o.out = it
-	return nil
+	return row, err
+}
+
+func (it *pullIter) Close() {
+	it.stop()
+	it.buf.Close()
 }
 
 // windowStage computes functions fis (whose PARTITION BY and ORDER BY are
 // the same, stageGroups) over their sorted stage, one partition per step,
 // passing each row with its results to emit. keepAcc leaves a
 // partition held in memory reserved in o.acc until the next step (emit
-// kept its rows); onSpill is called before a spilled partition's rows
-// are emitted.
+// kept its rows); stream (the last stage) hands a spilled partition to
+// Next instead of emitting it (streamSpilled).
 type windowStage struct {
 	o       *windowOp
 	fis     []int
 	it      rowcontainer.Iterator
 	emit    func([]types.Datum) error
 	keepAcc bool
-	onSpill func()
+	stream  bool
 	// pending is the first row of the next partition, read ahead.
 	pending []types.Datum
 	done    bool
@@ -426,14 +441,12 @@ func (st *windowStage) step(ctx context.Context) (bool, error) {
 		part = append(part, row)
 	}
 	if spilled != nil {
+		if st.stream {
+			o.streamSpilled(ctx, st.fis, spilled)
+			return true, nil
+		}
 		defer spilled.Close()
-		if st.onSpill != nil {
-			st.onSpill()
-		}
 		err := o.computeSpilledGroup(ctx, st.fis, spilled, st.emit)
-		if err == nil && st.onSpill != nil {
-			err = o.outDone()
-		}
 		return err == nil, err
 	}
 	if len(part) == 0 {
