@@ -120,6 +120,7 @@ func TestSpillingOperators(t *testing.T) {
 		{"in correlated", `SELECT g FROM ` + g + ` WHERE k IN (SELECT j FROM ` + g2 + ` WHERE n = m)`, false, false},
 		{"not in correlated", `SELECT g, s FROM ` + g + ` WHERE k NOT IN (SELECT CASE WHEN h = 1000 THEN NULL ELSE j END FROM ` + g2 + ` WHERE n = m + 1)`, false, false},
 		{"in int widths", `SELECT g FROM ` + g + ` WHERE g IN (SELECT h::int2 FROM ` + g2 + `)`, false, false},
+		{"in cast", `SELECT g FROM ` + g + ` WHERE g::numeric IN (SELECT h FROM ` + g2 + `)`, false, false},
 		{"window", `SELECT g, m, row_number() OVER (PARTITION BY m ORDER BY g DESC), sum(g) OVER (PARTITION BY s) FROM ` + g, true, false},
 		{"window ordered", `SELECT g, rank() OVER (ORDER BY m), lag(g) OVER (ORDER BY g) FROM ` + g + ` ORDER BY g`, true, false},
 		// Functions and frames read by position over a spilled partition

@@ -19,9 +19,10 @@ import (
 //   - `EXISTS (sub)` or `NOT EXISTS (sub)` with sub correlated: a semi or
 //     anti join whose condition is sub's correlated conjuncts;
 //   - `x IN (sub)` (`x = ANY`), correlated, or uncorrelated with x and
-//     the subquery's column of different integer widths (which the
-//     executor's own IN filter, sql/exec/inset.go, does not take): a semi
-//     join on x = y and the correlated conjuncts;
+//     the subquery's column of different integer widths or a column cast
+//     to the operator's type (which the executor's own IN filter,
+//     sql/exec/inset.go, does not take): a semi join on x = y (y cast as
+//     sem casts it) and the correlated conjuncts;
 //   - `x NOT IN (sub)` with sub correlated: an anti join on the correlated
 //     conjuncts and `x = y OR x IS NULL OR y IS NULL`. A row is kept when
 //     no inner row passes that test, which is NOT IN's truth exactly: its
@@ -143,6 +144,7 @@ func (o *optimizer) semiJoin(p *plan.Plan, in plan.Node, c sem.Expr, uses map[in
 		outer[id] = struct{}{}
 	}
 	correlated := len(outer) > 0
+	needCast := false // y needs a cast to the operator's right type
 	switch s.Kind {
 	case sem.ExistsSubquery:
 		if !correlated {
@@ -152,10 +154,9 @@ func (o *optimizer) semiJoin(p *plan.Plan, in plan.Node, c sem.Expr, uses map[in
 		if s.Op != sem.EQ || s.Fn == nil || len(s.Fn.ArgTypes) != 2 || s.Col == nil || s.Left == nil || pinned(s.Left) {
 			return nil, nil
 		}
-		if to := s.Fn.ArgTypes[1]; !s.Col.Identical(to) && (s.Col.Family != to.Family || s.Col.Oid != to.Oid) {
-			return nil, nil // the column would need a cast to the operator's type
-		}
-		if !correlated && (not || !intWidths(s.Left.Type(), s.Col)) {
+		to := s.Fn.ArgTypes[1]
+		needCast = !s.Col.Identical(to) && (s.Col.Family != to.Family || s.Col.Oid != to.Oid)
+		if !correlated && (not || !needCast && !intWidths(s.Left.Type(), s.Col)) {
 			return nil, nil
 		}
 	default:
@@ -296,6 +297,12 @@ func (o *optimizer) semiJoin(p *plan.Plan, in plan.Node, c sem.Expr, uses map[in
 			}
 			ycol = cols[0]
 			yexpr = colRefOf(ycol)
+		}
+		if needCast {
+			// As sem casts the subquery's values to the operator's type.
+			to := s.Fn.ArgTypes[1]
+			yexpr = &sem.Cast{Expr: yexpr, To: to, Context: types.CastImplicit}
+			ycol = plan.Column{ID: o.newID(), Name: ycol.Name, T: to}
 		}
 		xcol := leftKey(s.Left)
 		yref := colRefOf(ycol)
