@@ -63,6 +63,11 @@ type aggState struct {
 	seen map[string]struct{} // DISTINCT without ORDER BY
 	// held is what a collecting accumulator holds (its inputs' size).
 	held int64
+	// bufBytes is what buf or seen holds; srt, once it passed the
+	// group's spillAt, the inputs buffered since (spillAgg).
+	bufBytes int64
+	srt      *rowcontainer.Sorter
+	n        int64 // inputs added to srt, their tiebreak
 }
 
 type group struct {
@@ -75,6 +80,12 @@ type group struct {
 	// and a statement past it fails with 53200 instead of growing until
 	// the node runs out of memory).
 	bytes int64
+	// spillAt, when positive, is the work_mem past which one buffered
+	// aggregate's inputs go to a sorter that spills (spillAgg). Only an
+	// aggregation holding one group at a time (no GROUP BY, or a
+	// streaming one) sets it: a hash table's many groups could each hold
+	// work_mem.
+	spillAt int64
 }
 
 func (r *runner) compileAggs(aggs []plan.Aggregate, cols []plan.Column) ([]*aggSpec, error) {
@@ -158,15 +169,46 @@ func (r *runner) addRow(specs []*aggSpec, g *group, row []types.Datum) error {
 			if _, dup := st.seen[string(k)]; dup {
 				continue
 			}
+			if st.srt != nil {
+				// Past spillAt the seen set stays as it is: a value not
+				// in it waits in the sorter, deduplicated at finish.
+				if err := r.spilledInput(s, st, args, nil); err != nil {
+					return err
+				}
+				continue
+			}
 			st.seen[string(k)] = struct{}{}
 			g.bytes += int64(len(k)) + 64
+			st.bufBytes += int64(len(k)) + 64
+			if g.spillAt > 0 && st.bufBytes > g.spillAt && len(st.seen) >= minSpillRows {
+				r.spillAgg(s, st)
+			}
 		} else if s.buffered {
 			order, err := evalAll(s.order, row)
 			if err != nil {
 				return err
 			}
+			if st.srt != nil {
+				if err := r.spilledInput(s, st, args, order); err != nil {
+					return err
+				}
+				continue
+			}
 			st.buf = append(st.buf, aggInput{args, order})
-			g.bytes += rowcontainer.RowSize(args) + rowcontainer.RowSize(order)
+			n := rowcontainer.RowSize(args) + rowcontainer.RowSize(order)
+			g.bytes += n
+			st.bufBytes += n
+			if g.spillAt > 0 && st.bufBytes > g.spillAt && len(st.buf) >= minSpillRows {
+				r.spillAgg(s, st)
+				for _, in := range st.buf {
+					if err := r.spilledInput(s, st, in.args, in.order); err != nil {
+						return err
+					}
+				}
+				st.buf = nil
+				g.bytes -= st.bufBytes
+				st.bufBytes = 0
+			}
 			continue
 		}
 		if err := st.acc.Add(r.fn(), args); err != nil {
@@ -179,6 +221,79 @@ func (r *runner) addRow(specs []*aggSpec, g *group, row []types.Datum) error {
 		}
 	}
 	return nil
+}
+
+// reserveDelta reserves (Force) or releases a change of what a group
+// holds.
+func reserveDelta(acc *mon.Account, d int64) error {
+	if d < 0 {
+		acc.Shrink(-d)
+		return nil
+	}
+	return acc.Force(d)
+}
+
+// spillAgg starts the sorter of a buffered aggregate whose inputs passed
+// its group's spillAt: rows (ORDER BY values, arguments, tiebreak),
+// ordered by the ORDER BY values, then (DISTINCT) the arguments, then
+// the order they came in, so finish feeds them as the in-memory path
+// does, with equal arguments adjacent for DISTINCT.
+func (r *runner) spillAgg(s *aggSpec, st *aggState) {
+	no, na := len(s.order), len(s.args)
+	keys := append([]sortKey{}, s.keys...)
+	if s.a.Distinct {
+		for j := range na {
+			keys = append(keys, sortKey{pos: no + j})
+		}
+	}
+	keys = append(keys, sortKey{pos: no + na})
+	st.srt = rowcontainer.NewSorter(func(a, b []types.Datum) int { return compareRows(keys, a, b) }, r.account(), r.scope)
+}
+
+// spilledInput adds one input to a spilled aggregate's sorter.
+func (r *runner) spilledInput(s *aggSpec, st *aggState, args, order []types.Datum) error {
+	row := make([]types.Datum, 0, len(order)+len(args)+1)
+	row = append(append(append(row, order...), args...), types.DInt(st.n))
+	st.n++
+	return st.srt.Add(r.ctx, row)
+}
+
+// feedSpilled feeds a spilled aggregate's sorted inputs to its
+// accumulator, skipping repeated arguments for DISTINCT.
+func (r *runner) feedSpilled(s *aggSpec, st *aggState) error {
+	defer func() { st.srt.Close(); st.srt = nil }()
+	it, err := st.srt.Sort(r.ctx)
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	no, na := len(s.order), len(s.args)
+	var prev, key []byte
+	for {
+		row, err := it.Next(r.ctx)
+		if err != nil || row == nil {
+			return err
+		}
+		args := row[no : no+na]
+		if s.a.Distinct {
+			if key, err = hashKey(key[:0], args, allPositions(na)); err != nil {
+				return err
+			}
+			if prev != nil && string(prev) == string(key) {
+				continue
+			}
+			prev = append(prev[:0], key...)
+		}
+		if err := st.acc.Add(r.fn(), args); err != nil {
+			return err
+		}
+		if s.collects {
+			if st.held += rowcontainer.RowSize(args); st.held > maxAggValue {
+				return pgerror.New(pgerrcode.ProgramLimitExceeded, "out of memory").
+					WithDetail("The result of %s would exceed 1 GB.", s.a.Name)
+			}
+		}
+	}
 }
 
 // hold counts args into a collecting accumulator's state: in the group's
@@ -201,6 +316,11 @@ func (r *runner) finish(specs []*aggSpec, g *group) ([]types.Datum, error) {
 	out := append([]types.Datum(nil), g.vals...)
 	for i, s := range specs {
 		st := &g.aggs[i]
+		if st.srt != nil {
+			if err := r.feedSpilled(s, st); err != nil {
+				return nil, err
+			}
+		}
 		if st.buf != nil {
 			slices.SortStableFunc(st.buf, func(a, b aggInput) int { return compareRows(s.keys, a.order, b.order) })
 			var seen map[string]struct{}
@@ -394,6 +514,9 @@ func (o *hashAggOp) aggregate(ctx context.Context, src op, level int) error {
 				return err
 			}
 			g = o.r.newGroup(o.specs, o.groupVals(row))
+			if len(o.gpos) == 0 && o.r.scope.Spillable() {
+				g.spillAt = o.acc.Limit()
+			}
 			index[string(key)] = g
 			groups = append(groups, g)
 		}
@@ -401,7 +524,7 @@ func (o *hashAggOp) aggregate(ctx context.Context, src op, level int) error {
 		if err := o.r.addRow(o.specs, g, row); err != nil {
 			return err
 		}
-		if err := o.acc.Force(g.bytes - before); err != nil {
+		if err := reserveDelta(o.acc, g.bytes-before); err != nil {
 			return err
 		}
 	}
@@ -463,12 +586,15 @@ func (r *runner) streamGroupBy(in op, specs []*aggSpec, gpos []int, groupVals fu
 			if cur == nil {
 				cur = r.newGroup(specs, groupVals(row))
 				curKey = append(curKey[:0], key...)
+				if r.scope.Spillable() {
+					cur.spillAt = acc.Limit()
+				}
 			}
 			before := cur.bytes
 			if err := r.addRow(specs, cur, row); err != nil {
 				return nil, err
 			}
-			if err := acc.Force(cur.bytes - before); err != nil {
+			if err := reserveDelta(acc, cur.bytes-before); err != nil {
 				return nil, err
 			}
 			if out != nil {

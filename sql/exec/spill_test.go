@@ -88,6 +88,11 @@ func TestSpillingOperators(t *testing.T) {
 		{"group by many groups", `SELECT g / 2, count(*) FROM ` + g + ` GROUP BY g / 2`, false, false},
 		{"group by ordered agg", `SELECT k, string_agg(g::text, ',' ORDER BY g DESC), count(DISTINCT s) FROM ` + g + ` GROUP BY k`, false, false},
 		{"scalar agg", `SELECT count(*), sum(g) FROM ` + g, true, true},
+		// One group at a time (no GROUP BY, a streaming one): DISTINCT
+		// and ORDER BY aggregates' inputs spill to a sorter.
+		{"scalar distinct agg", `SELECT count(DISTINCT g), sum(DISTINCT k), count(DISTINCT s), max(DISTINCT s) FROM ` + g, true, false},
+		{"scalar ordered agg", `SELECT string_agg(g::text, ',' ORDER BY k, g DESC), array_agg(DISTINCT m ORDER BY m), array_agg(s ORDER BY m) FROM ` + g, true, false},
+		{"streaming distinct agg", `SELECT m, count(DISTINCT k), string_agg(DISTINCT s, ',' ORDER BY s) FROM (SELECT * FROM ` + g + ` ORDER BY m) o GROUP BY m`, false, false},
 		{"distinct", `SELECT DISTINCT s FROM ` + g, true, false},
 		{"distinct on", `SELECT DISTINCT ON (k) k, g FROM ` + g + ` ORDER BY k, g DESC`, true, false},
 		{"union", `SELECT k FROM ` + g + ` UNION SELECT j FROM ` + g2, true, false},
@@ -299,6 +304,25 @@ func TestAggregateHeldBounded(t *testing.T) {
 	if got, err := e.run(context.Background(), q, 4<<20); err != nil || got != "3892\n" {
 		t.Errorf("%s: got %q, %v", q, got, err)
 	}
+}
+
+// TestDistinctAggregateSpills: a DISTINCT aggregate over one group whose
+// values outgrow work_mem finishes within a node budget far smaller than
+// the values (its inputs past work_mem go to a sorter that spills), with
+// PostgreSQL's answer.
+func TestDistinctAggregateSpills(t *testing.T) {
+	e := newSpillEnv(t, 0)
+	e.node = mon.NewBudget("SQL memory", 2<<20)
+	q := `SELECT count(DISTINCT g), sum(DISTINCT g % 1000), count(DISTINCT g::text) FROM generate_series(1, 200000) g`
+	before := e.temp.FilesCreated()
+	got, err := e.run(context.Background(), q, 256<<10)
+	if err != nil || got != "200000 499500 200000\n" {
+		t.Fatalf("got %q, %v", got, err)
+	}
+	if e.temp.FilesCreated() == before {
+		t.Errorf("%s: nothing spilled", q)
+	}
+	e.leftovers(t, q)
 }
 
 // TestSubqueryHeldBounded: a subquery whose values are held (an IN list
