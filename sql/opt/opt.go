@@ -9,9 +9,12 @@
 // statistics its caller supplies (OptimizeStats; sql/stats collects them)
 // and, for tables without statistics, the explicit heuristics of cost.go.
 //
-// The rewrites run in this order on every tree of a plan (the root, each
-// subquery, each materialized CTE), after prune.go has dropped the
-// columns nothing reads from every Scan:
+// First, decorrelate.go turns the sublinks a WHERE or HAVING tests
+// (correlated EXISTS, NOT EXISTS, IN and NOT IN) into semi and anti
+// joins, as PostgreSQL's pull_up_sublinks does. The rewrites then run in
+// this order on every tree of a plan (the root, each subquery, each
+// materialized CTE), after prune.go has dropped the columns nothing reads
+// from every Scan:
 //
 //  1. pushdown.go: filters are split into conjuncts and moved as close to
 //     the data as their columns allow, into Scan/IndexJoin/VirtualScan
@@ -102,6 +105,7 @@ func newOptimizer(costs Costs, st Statistics, lim JoinLimits) *optimizer {
 // optimized plan.
 func (o *optimizer) run(ctx context.Context, p *plan.Plan) (*optimizer, error) {
 	o.nextID = maxColumnID(p) + 1
+	o.decorrelate(p)
 	prune(p)
 	var err error
 	if p.Root, err = o.optimize(ctx, p.Root); err != nil {
