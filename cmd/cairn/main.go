@@ -103,7 +103,7 @@ commands:
   sql        a SQL shell on a node (or run one string with -e)
   demo       an in-memory node with sample tables, and a shell on it
   node       list a cluster's nodes, or decommission one
-  workload   load generators (kv) against a node
+  workload   load generators (kv, github-events) against a node
   version    print this build's version
   help       print this text
 
@@ -124,6 +124,7 @@ usage:
   cairn workload init kv [--hash-sharded [--buckets N]] [--secondary-index] [--drop] [URL]
   cairn workload run kv [--sequential] [--read-percent P] [--concurrency N] [--duration D] [--batch N]
               [--max-rate R] [--search-avg-latency D [--search-rounds N]] [--hash-sharded [--buckets N] --init] [URL]
+  cairn workload github-events init [--rows N] [--table T] [--drop] [--distributed [--shards N]] [--batch N] [URL]
 `
 
 // run is main without the process: it returns the exit status.
