@@ -189,6 +189,10 @@ type Join struct {
 	// far the optimizer flattens it into one join search); false for the
 	// joins the binder makes of a FROM list's commas.
 	Explicit bool
+	// LeftRows, RightRows and Rows are the optimizer's row estimates of
+	// the inputs and of the join's output (0: not estimated). The cost
+	// model of distributed joins (sql/exec, distsql_join.go) reads them.
+	LeftRows, RightRows, Rows float64
 }
 
 // LookupJoin joins Input with a table by looking up, for each batch of
