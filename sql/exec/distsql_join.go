@@ -157,7 +157,23 @@ func (r *runner) distJoin(n *plan.Join) (op, error) {
 			return nil, nil
 		}
 	}
-	lch, rch := r.distChainAt(n.Left, false), r.distChainAt(n.Right, false)
+	var lch, rch *distChain
+	if r.dist.auto {
+		// auto: at least one input must span nodes by itself; checked
+		// first so that small joins pay no expression checks. The
+		// other may then be on one node (a reference table, a small
+		// table to broadcast).
+		lch, rch = r.distChainAt(n.Left, true), r.distChainAt(n.Right, true)
+		if lch == nil && rch == nil {
+			return nil, nil
+		}
+	}
+	if lch == nil {
+		lch = r.distChainAt(n.Left, false)
+	}
+	if rch == nil {
+		rch = r.distChainAt(n.Right, false)
+	}
 	// A scan's own limit holds over all its tablets together: a
 	// fragment cannot apply it to its part of a join.
 	if lch != nil && lch.gatewayLimit > 0 {
