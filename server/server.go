@@ -382,7 +382,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if s.repl != nil {
 		// Fragments other gateways send run their SQL here, under this
 		// node's SQL memory and temporary storage.
-		s.repl.distsql.SetProcessor(&exec.FragmentProcessor{DB: s.db, Memory: sqlMem, TempStorage: tempStorage})
+		s.repl.distsql.SetProcessor(&exec.FragmentProcessor{DB: s.db, Memory: sqlMem, TempStorage: tempStorage, Runner: s.repl.dist})
 	}
 	s.backend = session.NewBackend(s.db, session.Config{ServerPort: port, Logger: log, Tablets: tabletDirectory{s},
 		Memory: sqlMem, TempStorage: tempStorage, ObserveStatement: s.obs.observeStatement,
@@ -540,6 +540,16 @@ func (s *Server) HTTPAddr() net.Addr { return s.httpLn.Addr() }
 
 // DB is the node's KV client (for tests and tools in the same process).
 func (s *Server) DB() *kv.DB { return s.db }
+
+// DistSQLMetrics are this node's distributed execution figures: the
+// fragments it runs now, those waiting for credit, batches sent (zero
+// for a node that is not replicated).
+func (s *Server) DistSQLMetrics() distsql.Metrics {
+	if s.repl == nil || s.repl.distsql == nil {
+		return distsql.Metrics{}
+	}
+	return s.repl.distsql.Metrics()
+}
 
 // Stop ends client connections (57P01 to each), stops HTTP, then closes
 // the KV client, the store and the engine, in that order.

@@ -123,6 +123,22 @@ func (o *optimizer) run(ctx context.Context, p *plan.Plan) (*optimizer, error) {
 	}
 	// Columns only a filter read are not needed once spans enforce it.
 	prune(p)
+	// Hash joins keep their estimates for execution, which chooses how
+	// to distribute them (sql/exec, distsql_join.go).
+	note := func(n plan.Node) {
+		walk(n, func(x plan.Node) {
+			if j, ok := x.(*plan.Join); ok {
+				j.LeftRows, j.RightRows, j.Rows = o.estimate(j.Left), o.estimate(j.Right), o.estimate(j)
+			}
+		})
+	}
+	note(p.Root)
+	for _, sq := range p.Subqueries {
+		note(sq.Root)
+	}
+	for _, c := range p.CTEs {
+		note(c)
+	}
 	return o, ctx.Err()
 }
 
