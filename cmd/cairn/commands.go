@@ -198,11 +198,18 @@ func workloadCommand(stdout, stderr io.Writer) *cobra.Command {
 	}
 	return group(&cobra.Command{
 		Use:   "workload",
-		Short: "load generators (kv) against a node",
-		Long:  "CockroachDB's kv workload: a table kv (k, v) and a mix of point reads and writes.",
+		Short: "load generators (kv, github-events) against a node",
+		Long: `CockroachDB's kv workload: a table kv (k, v) and a mix of point reads and
+writes; and github-events: rows shaped like the distributed-tables seed's
+github_events (jsonb payloads of PushEvents), to load a table.`,
 	}, run,
 		sub("init", "create the kv table", "  cairn workload init kv 'postgresql://postgres@127.0.0.1:26257/postgres?sslmode=disable'"),
 		sub("run", "run the kv workload", "  cairn workload run kv --read-percent 95 --concurrency 16 --duration 1m 'postgresql://postgres@127.0.0.1:26257/postgres?sslmode=disable'"),
+		leaf(&cobra.Command{
+			Use:     "github-events init --rows N [--table T] [--drop] [--distributed [--shards N]] [--batch N] [URL]",
+			Short:   "create and fill a github_events table like the seed's",
+			Example: "  cairn workload github-events init --rows 100000 --distributed --shards 32 'postgresql://postgres@127.0.0.1:26257/postgres?sslmode=disable'",
+		}, nil, func(args []string) error { return run(append([]string{"github-events"}, args...)) }),
 	)
 }
 
