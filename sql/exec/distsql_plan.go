@@ -105,7 +105,7 @@ func (r *runner) distChainOf(n plan.Node) *distChain {
 		break
 	}
 	scan, ok := n.(*plan.Scan)
-	if !ok || scan.Lock != plan.LockNone || scan.Reverse || scan.ShardMerge {
+	if !ok || scan.Lock != plan.LockNone || scan.Reverse || scan.ShardMerge || scan.Inverted != nil {
 		return nil
 	}
 	if scan.HardLimit > 0 {
