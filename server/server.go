@@ -48,6 +48,8 @@ import (
 	"github.com/cairn-db/cairn/sql/catalog"
 	"github.com/cairn-db/cairn/sql/distsql"
 	"github.com/cairn-db/cairn/sql/exec"
+	"github.com/cairn-db/cairn/sql/mon"
+	"github.com/cairn-db/cairn/sql/rowcontainer"
 	"github.com/cairn-db/cairn/sql/session"
 	"github.com/cairn-db/cairn/storage"
 	"github.com/cairn-db/cairn/storage/simfs"
@@ -193,6 +195,10 @@ type Server struct {
 	// tempCleanup removes the temporary directory of a node without a
 	// store dir (sqlmem.go).
 	tempCleanup func()
+	// sqlMem and tempStorage are the node's SQL memory budget and
+	// temporary storage (an adopted index build's sort uses them).
+	sqlMem      *mon.Budget
+	tempStorage *rowcontainer.TempStorage
 
 	eng *storage.Engine
 	// simfs is the store's simulated filesystem: under fault injection,
@@ -379,6 +385,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	s.tempCleanup = tempCleanup
+	s.sqlMem, s.tempStorage = sqlMem, tempStorage
 	if s.repl != nil {
 		// Fragments other gateways send run their SQL here, under this
 		// node's SQL memory and temporary storage.

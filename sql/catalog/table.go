@@ -148,6 +148,9 @@ type Index struct {
 	StorageID uint32 `json:"storage_id,omitempty"`
 	// Comment is COMMENT ON INDEX's text.
 	Comment string `json:"comment,omitempty"`
+	// Opclass is a GIN index's operator class (rowenc.JSONBOps,
+	// JSONBPathOps or ArrayOps); "" for btree indexes.
+	Opclass string `json:"opclass,omitempty"`
 	// JobID is the job building the index while it is not public (sql/ddl
 	// index_job.go): whoever finds that job orphaned rolls the index back.
 	JobID int64 `json:"job_id,omitempty"`
@@ -167,6 +170,15 @@ const (
 type HashSharding struct {
 	Buckets       int32           `json:"buckets"`
 	ShardColumnID rowenc.ColumnID `json:"shard_column_id"`
+}
+
+// InvertedOpclass is the operator class of a GIN index ("" for btree):
+// what rowenc's inverted entries extract from its column.
+func (idx *Index) InvertedOpclass() string {
+	if idx.Kind != IndexGIN {
+		return ""
+	}
+	return idx.Opclass
 }
 
 // IndexKind is the index access method.

@@ -526,6 +526,9 @@ func copyFrom(ctx context.Context, x *Context, env *plan.Env, stmt *pg_query.Cop
 	}
 	tb := t.table
 	s := newDMLState(x, nil)
+	// Bulk batches still being written end before the statement does,
+	// whatever its outcome.
+	defer s.waitBulk()
 	s.copyLines = true
 	if nt, err := bulkLoadTable(ctx, x, tb, true); err != nil {
 		return 0, err

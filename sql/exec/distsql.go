@@ -44,7 +44,7 @@ func (r *runner) setting(name string) string {
 // SERIALIZABLE transaction qualifies only when it is read-only. A
 // transaction that has written reads its own writes only locally.
 func (r *runner) distEligible(ctx context.Context, n *plan.Scan) bool {
-	if n.Reverse || (n.HardLimit > 0 && n.Filter != nil) || n.Lock != plan.LockNone {
+	if n.Reverse || (n.HardLimit > 0 && n.Filter != nil) || n.Lock != plan.LockNone || n.Inverted != nil {
 		return false
 	}
 	return r.distTxnOK(ctx)

@@ -120,7 +120,7 @@ func (r *runner) distChainAt(n plan.Node, oneNodeLocal bool) *distChain {
 		break
 	}
 	scan, ok := n.(*plan.Scan)
-	if !ok || scan.Lock != plan.LockNone || scan.Reverse || scan.ShardMerge {
+	if !ok || scan.Lock != plan.LockNone || scan.Reverse || scan.ShardMerge || scan.Inverted != nil {
 		return nil
 	}
 	if scan.HardLimit > 0 {

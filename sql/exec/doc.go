@@ -4,7 +4,8 @@
 // (Stats).
 //
 // What it owns: every query operator (scan.go: index scans with spans,
-// hash buckets and ordered k-way merges; lookup.go: batched index and
+// hash buckets and ordered k-way merges; gin.go: GIN token lookups
+// intersected into primary keys; lookup.go: batched index and
 // lookup joins; join.go, mergejoin.go, agg.go, window.go, setop.go,
 // basic.go), subquery
 // evaluation (subquery.go: sem.SubqueryValues with per-binding caching),

@@ -275,6 +275,9 @@ type scanOp struct {
 }
 
 func (r *runner) buildScan(n *plan.Scan) (op, error) {
+	if n.Inverted != nil {
+		return r.buildInvertedScan(n)
+	}
 	if n.Filter != nil {
 		// x [NOT] IN (uncorrelated subquery) as a conjunct (inset.go).
 		if o, err := r.buildInSetScan(n); err != nil || o != nil {

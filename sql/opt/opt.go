@@ -26,7 +26,9 @@
 //     index does not cover the columns the query reads. A hash-sharded
 //     index's spans always fix its shard: to the shards the predicate's
 //     values (or small integer and date ranges) hash to, else to each
-//     bucket in turn.
+//     bucket in turn. gin.go: a GIN index answers @>, ?, ?|, ?& and &&
+//     against constants with token lookups, every conjunct rechecked on
+//     the rows found.
 //  3. joinorder.go, joinsearch.go: inner-join trees are cut into join
 //     lists as PostgreSQL's deconstruct_jointree does (explicit JOINs
 //     merged up to join_collapse_limit items, nested lists up to

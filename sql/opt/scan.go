@@ -84,7 +84,8 @@ func scanInfo(s *plan.Scan) map[sem.ColumnID]colInfo {
 }
 
 // accesses lists every way to read s: its own index (the primary index
-// unless the binder chose one) and each public secondary btree index.
+// unless the binder chose one), each public secondary btree index, and
+// each public GIN index a conjunct can use (gin.go).
 func (o *optimizer) accesses(s *plan.Scan) []access {
 	conj := conjuncts(s.Filter)
 	for _, c := range conj {
@@ -112,7 +113,7 @@ func (o *optimizer) accesses(s *plan.Scan) []access {
 	}
 	for i := range s.Table.Indexes {
 		idx := &s.Table.Indexes[i]
-		if idx.State != catalog.IndexPublic || (idx.Kind != "" && idx.Kind != catalog.IndexBTree) {
+		if idx.State != catalog.IndexPublic || (idx.Kind != "" && idx.Kind != catalog.IndexBTree && idx.Kind != catalog.IndexGIN) {
 			continue
 		}
 		implied := map[int]bool{}
@@ -121,6 +122,12 @@ func (o *optimizer) accesses(s *plan.Scan) []access {
 			if implied, ok = partialImplied(s, idx, conj); !ok {
 				continue
 			}
+		}
+		if idx.Kind == catalog.IndexGIN {
+			if a, ok := o.invertedAccess(s, idx, conj, implied); ok {
+				out = append(out, a)
+			}
+			continue
 		}
 		ifc := fc
 		if rc, rinfo, ok := o.indexExprConjuncts(s, idx, conj, info); ok {

@@ -397,7 +397,11 @@ func genIndex(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error
 				if i < len(keys) {
 					typ := d.ColumnByID(id).Type
 					coll = append(coll, int64(collationOf(typ)))
-					class = append(class, int64(defaultOpclass(ix.Kind, typ)))
+					oc := defaultOpclass(ix.Kind, typ)
+					if ix.Opclass == rowenc.JSONBPathOps {
+						oc = oidJSONBPathOps
+					}
+					class = append(class, int64(oc))
 					opt = append(opt, indoption(orders[i]))
 				}
 			}
@@ -883,6 +887,9 @@ func indexDef(sc *catalog.Schema, d *catalog.Table, ix *catalog.Index, col int, 
 			b.WriteString(", ")
 		}
 		b.WriteString(keyText(d, k, pretty))
+		if ix.Opclass == rowenc.JSONBPathOps {
+			b.WriteString(" jsonb_path_ops")
+		}
 		switch o := orders[i]; {
 		case o&rowenc.Descending != 0 && o&rowenc.NullsFirst == 0:
 			b.WriteString(" DESC NULLS LAST")
@@ -981,6 +988,10 @@ type opclass struct {
 	keyType        uint32
 }
 
+// oidJSONBPathOps is the one operator class here that is not its type's
+// default: jsonb's second GIN class, used when an index names it.
+const oidJSONBPathOps = 4037
+
 var opclasses = []opclass{
 	{10003, oidBtree, "bool_ops", 16, 424, 0}, {10006, oidBtree, "bytea_ops", 17, 428, 0},
 	{3124, oidBtree, "int8_ops", 20, 1976, 0}, {1979, oidBtree, "int2_ops", 21, 1976, 0},
@@ -993,6 +1004,7 @@ var opclasses = []opclass{
 	{10000, oidBtree, "array_ops", 2277, 397, 0}, {10065, oidBtree, "uuid_ops", 2950, 2968, 0},
 	{10088, oidBtree, "jsonb_ops", 3802, 4033, 0},
 	{10064, oidGin, "array_ops", 2277, 2745, 2283}, {10090, oidGin, "jsonb_ops", 3802, 4036, 25},
+	{oidJSONBPathOps, oidGin, "jsonb_path_ops", 3802, 4037, 23},
 }
 
 // defaultOpclass is the operator class an index of kind on a column of
@@ -1013,7 +1025,7 @@ func defaultOpclass(kind catalog.IndexKind, t *types.T) uint32 {
 		in = types.Text.Oid
 	}
 	for _, c := range opclasses {
-		if c.method == am && c.inType == in {
+		if c.method == am && c.inType == in && c.oid != oidJSONBPathOps {
 			return c.oid
 		}
 	}
@@ -1024,7 +1036,7 @@ func genOpclass(_ context.Context, _ *snapshot, t *vtable) ([][]types.Datum, err
 	var out [][]types.Datum
 	for _, c := range opclasses {
 		out = append(out, t.row("oid", c.oid, "opcmethod", c.method, "opcname", c.name, "opcnamespace", oidPgCatalog,
-			"opcowner", oidSuperuser, "opcfamily", c.family, "opcintype", c.inType, "opcdefault", true,
+			"opcowner", oidSuperuser, "opcfamily", c.family, "opcintype", c.inType, "opcdefault", c.oid != oidJSONBPathOps,
 			"opckeytype", c.keyType))
 	}
 	return out, nil

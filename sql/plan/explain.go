@@ -257,7 +257,12 @@ func (e *explainer) describe(n Node) (title string, details []string, children [
 	switch v := n.(type) {
 	case *Scan:
 		title = "Seq Scan on " + quoteIdentIfNeeded(v.Table.Name)
-		if v.Index != nil && v.Index.ID != catalog.PrimaryIndexID || len(v.Spans) > 0 || v.Ordered || v.Reverse {
+		if v.Inverted != nil && v.Index != nil {
+			title = fmt.Sprintf("Inverted Index Scan using %s on %s", quoteIdentIfNeeded(v.Index.Name), quoteIdentIfNeeded(v.Table.Name))
+			if v.Inverted.Cond != nil {
+				details = append(details, "Index Cond: "+exprText(v.Inverted.Cond))
+			}
+		} else if v.Index != nil && v.Index.ID != catalog.PrimaryIndexID || len(v.Spans) > 0 || v.Ordered || v.Reverse {
 			idx := &v.Table.PrimaryIndex
 			if v.Index != nil {
 				idx = v.Index

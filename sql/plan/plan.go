@@ -140,6 +140,20 @@ type Scan struct {
 	Lock      LockStrength
 	// LockWait applies when Lock is set.
 	LockWait LockWaitPolicy
+	// Inverted, on a GIN index, reads the entries of tokens instead of
+	// Spans (see InvertedScan); the scan yields the primary-key columns
+	// of the rows that may match, each once, in no particular order.
+	Inverted *InvertedScan
+}
+
+// InvertedScan is what a scan of a GIN index looks up: the rows holding,
+// for every group, at least one of the group's tokens (an AND of ORs;
+// rowenc/gin.go makes the tokens). The rows are a superset of those
+// satisfying Cond, which stays in the filter above (the recheck).
+type InvertedScan struct {
+	Groups [][][]byte
+	// Cond is the predicate the tokens come from (EXPLAIN's Index Cond).
+	Cond sem.Expr
 }
 
 // IndexJoin looks up the primary-index rows of the rows Input (a Scan of
