@@ -102,6 +102,9 @@ type Txn struct {
 		// validate are the keys the writes depend on, checked at commit
 		// (txn_validate.go).
 		validate map[string]validation
+		// validatedAt is the write timestamp all of validate was last
+		// checked at (empty: not since the last registration).
+		validatedAt hlc.Timestamp
 		// buf holds the writes not yet sent (txn_buffer.go); nil when
 		// buffering is off or was turned off by a flush.
 		buf *writeBuffer

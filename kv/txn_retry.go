@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/kvpb"
 )
 
@@ -46,6 +47,7 @@ func (t *Txn) PrepareForRetry(ctx context.Context) error {
 	t.mu.created = nil
 	t.mu.afterCommit = nil
 	t.mu.validate = nil
+	t.mu.validatedAt = hlc.Timestamp{}
 	t.mu.retryErr = nil
 	// The old epoch's buffered writes are discarded like its intents; a
 	// transaction that sent none buffers again.

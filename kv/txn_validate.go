@@ -53,6 +53,7 @@ type validation struct {
 func (t *Txn) ValidateAtCommit(key []byte, since hlc.Timestamp) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.mu.validatedAt = hlc.Timestamp{}
 	if t.mu.validate == nil {
 		t.mu.validate = map[string]validation{}
 	}
@@ -85,11 +86,13 @@ func (t *Txn) forgetValidationsAfterLocked(seq int32) {
 }
 
 // validateAtCommit checks the registered keys at the write timestamp the
-// commit is about to be sent at (see above). A failure is recorded as
-// the transaction's retryable error.
+// commit is about to be sent at (see above), unless they were already
+// checked at that timestamp (validatedAt: the commit of buffered writes
+// checks them alongside the buffer, checkBufferedAndValidate). A failure
+// is recorded as the transaction's retryable error.
 func (t *Txn) validateAtCommit(ctx context.Context) error {
 	t.mu.Lock()
-	if len(t.mu.validate) == 0 {
+	if len(t.mu.validate) == 0 || (!t.mu.validatedAt.IsEmpty() && t.mu.validatedAt == t.mu.proto.WriteTimestamp) {
 		t.mu.Unlock()
 		return nil
 	}
@@ -108,6 +111,11 @@ func (t *Txn) validateAtCommit(ctx context.Context) error {
 		}
 		return t.setRetryable(err)
 	}
+	t.mu.Lock()
+	if t.mu.proto.Epoch == txn.Epoch {
+		t.mu.validatedAt = txn.WriteTimestamp
+	}
+	t.mu.Unlock()
 	return nil
 }
 

@@ -3,7 +3,9 @@ package kv
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/cairn-db/cairn/kvpb"
 )
@@ -162,5 +164,123 @@ func TestValidateAtCommitPushesLaterWriter(t *testing.T) {
 	}
 	if !txn.CommitTimestamp().Less(ddl.CommitTimestamp()) {
 		t.Fatalf("ddl committed at %s, not above %s", ddl.CommitTimestamp(), txn.CommitTimestamp())
+	}
+}
+
+// refreshGate holds every batch carrying a RefreshRequest until it has
+// seen both a strict one (the commit's validation) and a plain one (the
+// buffered writes' check), or until the test's deadline: if the commit
+// sent them one after the other, the first would be held until then.
+type refreshGate struct {
+	kvpb.Sender
+	mu             sync.Mutex
+	strict, plain  bool
+	both           chan struct{}
+	together, seen int
+}
+
+func (g *refreshGate) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchResponse, error) {
+	kind := ""
+	for _, r := range ba.Requests {
+		if rr, ok := r.(*kvpb.RefreshRequest); ok {
+			kind = "plain"
+			if rr.Strict {
+				kind = "strict"
+			}
+		}
+	}
+	if kind == "" {
+		return g.Sender.Send(ctx, ba)
+	}
+	g.mu.Lock()
+	g.seen++
+	if kind == "strict" {
+		g.strict = true
+	} else {
+		g.plain = true
+	}
+	if g.strict && g.plain {
+		select {
+		case <-g.both:
+		default:
+			close(g.both)
+		}
+	}
+	g.mu.Unlock()
+	select {
+	case <-g.both:
+		g.mu.Lock()
+		g.together++
+		g.mu.Unlock()
+	case <-time.After(10 * time.Second):
+	}
+	return g.Sender.Send(ctx, ba)
+}
+
+// TestBufferedCommitValidatesWithCheck: a buffered transaction's commit
+// checks its buffered keys (written by an earlier statement, so from an
+// older snapshot) and validates its registered keys in parallel, not one
+// round trip after the other, on both commit paths; and a write of a
+// registered key in the window still fails the commit.
+func TestBufferedCommitValidatesWithCheck(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name    string
+		keys    []string // written by the first statement
+		onePC   bool
+		intrude bool // write d in the window
+	}{
+		{name: "one phase", keys: []string{"x"}, onePC: true},
+		{name: "two phases", keys: []string{"a", "x"}},
+		{name: "one phase/write in window", keys: []string{"x"}, intrude: true},
+		{name: "two phases/write in window", keys: []string{"a", "x"}, intrude: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := &refreshGate{both: make(chan struct{})}
+			e := newTestEnv(t, envOptions{splits: []string{"c", "m"}, wrapSender: func(s kvpb.Sender) kvpb.Sender {
+				g.Sender = s
+				return g
+			}})
+			e.mustPut("d", "v1")
+			txn := e.db.NewTxn(ctx, "w", ReadCommitted)
+			txn.EnableWriteBuffering()
+			txn.ValidateAtCommit([]byte("d"), txn.ReadTimestamp())
+			for _, k := range tc.keys {
+				mustOK(t, txn.Put(ctx, []byte(k), []byte("row")))
+			}
+			// A second statement: the buffered keys now date from an older
+			// snapshot, so the commit checks them.
+			mustOK(t, txn.Step(ctx))
+			if tc.intrude {
+				e.mustPut("d", "v2")
+			}
+			err := txn.Commit(ctx)
+			if tc.intrude {
+				var retry *kvpb.TransactionRetryError
+				if !errors.As(err, &retry) {
+					t.Fatalf("commit: %v, want a retryable TransactionRetryError", err)
+				}
+				_ = txn.Rollback(ctx)
+				if got := e.mustGet("x"); got != "<none>" {
+					t.Fatalf("x = %q after the failed commit", got)
+				}
+			} else {
+				mustOK(t, err)
+				for _, k := range tc.keys {
+					if got := e.mustGet(k); got != "row" {
+						t.Fatalf("%s = %q after the commit", k, got)
+					}
+				}
+				if txn.OnePhaseCommitted() != tc.onePC {
+					t.Fatalf("one phase: %v, want %v", txn.OnePhaseCommitted(), tc.onePC)
+				}
+			}
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			if !g.strict || !g.plain || g.together != g.seen {
+				t.Fatalf("validation sent: %v, check sent: %v, %d of %d refresh batches in flight together",
+					g.strict, g.plain, g.together, g.seen)
+			}
+		})
 	}
 }

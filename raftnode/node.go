@@ -628,8 +628,12 @@ func (n *Node) Campaign(tabletID uint64) error {
 // ProcessReady handles every group that has work, in one round: their new
 // entries, hard states and snapshots go into one batch and one synced
 // commit; then their messages are sent and their committed entries
-// applied (one more batch, for all groups). It reports whether any group
-// had work.
+// applied (one more batch, for all groups). When that synced new
+// entries, a second pass in the same round, with no proposal let in
+// between, applies what the sync committed (every entry of a group whose
+// only voter is this node): a proposer is answered after one sync, not
+// after the next round's as well. The observers see both passes as one
+// round. It reports whether any group had work.
 func (n *Node) ProcessReady() (bool, error) {
 	more, after, err := n.processReady()
 	if err == nil && n.relook.Swap(false) {
@@ -646,12 +650,6 @@ func (n *Node) ProcessReady() (bool, error) {
 func (n *Node) processReady() (bool, []func(), error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	type ready struct {
-		r      *Replica
-		rd     raft.Ready
-		prevHS *pb.HardState
-	}
-	var rds []ready
 	var ids []uint64
 	if n.allDirty {
 		ids = make([]uint64, 0, len(n.replicas))
@@ -678,6 +676,88 @@ func (n *Node) processReady() (bool, []func(), error) {
 		return false, nil, nil
 	}
 	slices.Sort(ids) // a deterministic order for simulations
+	outs := make(map[uint64]*passOut, len(ids))
+	synced, err := n.pass(ids, outs)
+	if err != nil {
+		return true, nil, err
+	}
+	if synced {
+		// A second pass, still under the lock, so no proposal can join
+		// it: an entry this pass made durable is committed by Advance
+		// when its group has no other voter (or its followers had
+		// already acknowledged), and is applied now. Left to the next
+		// round it would wait for that round's sync of the entries
+		// proposed meanwhile: two syncs per write under load instead of
+		// one (docs/performance.md, item 9).
+		var again []uint64
+		for _, id := range ids {
+			if r := n.replicas[id]; r != nil && r.rn.HasReady() {
+				again = append(again, id)
+			}
+		}
+		if len(again) > 0 {
+			if _, err := n.pass(again, outs); err != nil {
+				return true, nil, err
+			}
+		}
+	}
+	var after []func()
+	for _, id := range ids {
+		o := outs[id]
+		r := o.r
+		obs, _ := r.sm.(ApplyObserver)
+		if obs != nil && (len(o.entries) > 0 || o.snap) {
+			entries, snap := o.entries, o.snap
+			after = append(after, func() { obs.Applied(entries, snap) })
+		}
+		if f := r.updateLease(obs); f != nil {
+			after = append(after, f)
+		}
+		if n.cfg.OnRemoved != nil && r.applied > 0 && !isMember(r.conf, n.cfg.NodeID) && len(r.conf.GetVoters()) > 0 {
+			id := r.TabletID
+			after = append(after, func() { n.cfg.OnRemoved(id) })
+		}
+	}
+	// Truncate logs that grew past LogKeep applied entries. The entries
+	// stay readable until the commit, and nothing reads them before.
+	compact := n.eng.NewBatch()
+	defer compact.Close()
+	for _, id := range ids {
+		r := outs[id].r
+		first, _ := r.log.FirstIndex()
+		if r.applied >= first+2*n.cfg.LogKeep {
+			if err := r.log.Compact(compact, r.applied-n.cfg.LogKeep, r.conf); err != nil {
+				return true, nil, fmt.Errorf("raftnode: tablet %d: compacting: %w", r.TabletID, err)
+			}
+		}
+	}
+	if !compact.Empty() {
+		if err := compact.CommitNoSync(); err != nil {
+			return true, nil, fmt.Errorf("raftnode: compacting logs: %w", err)
+		}
+	}
+	return true, after, nil
+}
+
+// passOut is what a round's passes did to one replica: the entries
+// applied, in order, and whether a snapshot replaced its state first.
+type passOut struct {
+	r       *Replica
+	entries []*pb.Entry
+	snap    bool
+}
+
+// pass takes the Ready of each of ids (which must have one, or be gone),
+// persists them all with one commit (synced if any must be), sends their
+// messages, applies their committed entries and advances them, adding
+// to outs. synced reports that it synced new entries. n.mu is held.
+func (n *Node) pass(ids []uint64, outs map[uint64]*passOut) (synced bool, _ error) {
+	type ready struct {
+		r      *Replica
+		rd     raft.Ready
+		prevHS *pb.HardState
+	}
+	var rds []ready
 	persist := n.eng.NewBatch()
 	defer persist.Close()
 	apply := n.eng.NewBatch()
@@ -701,20 +781,20 @@ func (n *Node) processReady() (bool, []func(), error) {
 		if ps != nil {
 			if err := n.applyStreamed(r, &rd, prevHS, ps, persist); err != nil {
 				ps.done <- err
-				return true, nil, fmt.Errorf("raftnode: tablet %d: %w", id, err)
+				return false, fmt.Errorf("raftnode: tablet %d: %w", id, err)
 			}
 			// Answered once persist has committed (below).
 			streamedIn = append(streamedIn, ps)
 		} else if !raft.IsEmptySnap(rd.Snapshot) {
 			if ss, ok := r.sm.(SnapshotStreamer); ok && ss.IsStreamHeader(rd.Snapshot.GetData()) {
 				// Step and ReceiveSnapshot let none through.
-				return true, nil, fmt.Errorf("raftnode: tablet %d: %w", id, ErrSnapshotFromStream)
+				return false, fmt.Errorf("raftnode: tablet %d: %w", id, ErrSnapshotFromStream)
 			}
 			if err := r.log.ApplySnapshot(persist, rd.Snapshot); err != nil {
-				return true, nil, fmt.Errorf("raftnode: tablet %d: %w", id, err)
+				return false, fmt.Errorf("raftnode: tablet %d: %w", id, err)
 			}
 			if err := r.sm.ApplySnapshot(persist, rd.Snapshot); err != nil {
-				return true, nil, fmt.Errorf("raftnode: tablet %d: applying a snapshot: %w", id, err)
+				return false, fmt.Errorf("raftnode: tablet %d: applying a snapshot: %w", id, err)
 			}
 		}
 		if !raft.IsEmptySnap(rd.Snapshot) {
@@ -722,15 +802,15 @@ func (n *Node) processReady() (bool, []func(), error) {
 			r.applied = rd.Snapshot.GetMetadata().GetIndex()
 			r.conf = pb.EnsureConfState(rd.Snapshot.GetMetadata().GetConfState())
 			if err := n.putApplied(persist, id, r.applied); err != nil {
-				return true, nil, err
+				return false, err
 			}
 		}
 		if err := r.log.Append(persist, rd.Entries); err != nil {
-			return true, nil, fmt.Errorf("raftnode: tablet %d: %w", id, err)
+			return false, fmt.Errorf("raftnode: tablet %d: %w", id, err)
 		}
 		if !raft.IsEmptyHardState(rd.HardState) {
 			if err := r.log.SetHardState(persist, rd.HardState); err != nil {
-				return true, nil, err
+				return false, err
 			}
 		}
 		rds = append(rds, ready{r, rd, prevHS})
@@ -742,6 +822,9 @@ func (n *Node) processReady() (bool, []func(), error) {
 		// relearned from the leader.
 		if raft.MustSync(x.rd.HardState, x.prevHS, len(x.rd.Entries)) || !raft.IsEmptySnap(x.rd.Snapshot) {
 			mustSync = true
+		}
+		if len(x.rd.Entries) > 0 {
+			synced = true
 		}
 	}
 	commit := persist.CommitNoSync
@@ -755,7 +838,7 @@ func (n *Node) processReady() (bool, []func(), error) {
 			for _, ps := range streamedIn {
 				ps.done <- err
 			}
-			return true, nil, fmt.Errorf("raftnode: persisting a round: %w", err)
+			return false, fmt.Errorf("raftnode: persisting a round: %w", err)
 		}
 	}
 	for _, ps := range streamedIn {
@@ -782,7 +865,7 @@ func (n *Node) processReady() (bool, []func(), error) {
 					for _, s := range streams {
 						s(false)
 					}
-					return true, nil, fmt.Errorf("raftnode: tablet %d: making a snapshot: %w", x.r.TabletID, err)
+					return false, fmt.Errorf("raftnode: tablet %d: making a snapshot: %w", x.r.TabletID, err)
 				}
 				n.SnapshotsSent.Add(1)
 				if stream != nil {
@@ -823,31 +906,31 @@ func (n *Node) processReady() (bool, []func(), error) {
 				applied[i] = append(applied[i], e)
 				if len(e.GetData()) > 0 {
 					if err := r.sm.Apply(apply, e); err != nil {
-						return true, nil, fmt.Errorf("raftnode: tablet %d: applying entry %d: %w", r.TabletID, e.GetIndex(), err)
+						return false, fmt.Errorf("raftnode: tablet %d: applying entry %d: %w", r.TabletID, e.GetIndex(), err)
 					}
 				}
 			case pb.EntryType_EntryConfChange:
 				var cc pb.ConfChange
 				if err := proto.Unmarshal(e.GetData(), &cc); err != nil {
-					return true, nil, fmt.Errorf("raftnode: tablet %d: entry %d: %w", r.TabletID, e.GetIndex(), err)
+					return false, fmt.Errorf("raftnode: tablet %d: entry %d: %w", r.TabletID, e.GetIndex(), err)
 				}
 				r.conf = r.rn.ApplyConfChange(&cc)
 				if err := r.log.SetConfState(apply, r.conf); err != nil {
-					return true, nil, err
+					return false, err
 				}
 			case pb.EntryType_EntryConfChangeV2:
 				var cc pb.ConfChangeV2
 				if err := proto.Unmarshal(e.GetData(), &cc); err != nil {
-					return true, nil, fmt.Errorf("raftnode: tablet %d: entry %d: %w", r.TabletID, e.GetIndex(), err)
+					return false, fmt.Errorf("raftnode: tablet %d: entry %d: %w", r.TabletID, e.GetIndex(), err)
 				}
 				r.conf = r.rn.ApplyConfChange(&cc)
 				if err := r.log.SetConfState(apply, r.conf); err != nil {
-					return true, nil, err
+					return false, err
 				}
 			}
 			r.applied = e.GetIndex()
 			if err := n.putApplied(apply, r.TabletID, r.applied); err != nil {
-				return true, nil, err
+				return false, err
 			}
 		}
 	}
@@ -857,10 +940,9 @@ func (n *Node) processReady() (bool, []func(), error) {
 		// (A later synced commit makes it durable too: the WAL is one
 		// sequence.)
 		if err := apply.CommitNoSync(); err != nil {
-			return true, nil, fmt.Errorf("raftnode: applying a round: %w", err)
+			return false, fmt.Errorf("raftnode: applying a round: %w", err)
 		}
 	}
-	var after []func()
 	for i, x := range rds {
 		for _, rs := range x.rd.ReadStates {
 			if len(rs.RequestCtx) == 8 {
@@ -874,38 +956,15 @@ func (n *Node) processReady() (bool, []func(), error) {
 			}
 		}
 		x.r.rn.Advance(x.rd)
-		obs, _ := x.r.sm.(ApplyObserver)
-		if obs != nil && (len(applied[i]) > 0 || !raft.IsEmptySnap(x.rd.Snapshot)) {
-			entries, snap := applied[i], !raft.IsEmptySnap(x.rd.Snapshot)
-			after = append(after, func() { obs.Applied(entries, snap) })
+		o := outs[x.r.TabletID]
+		if o == nil {
+			o = &passOut{r: x.r}
+			outs[x.r.TabletID] = o
 		}
-		if f := x.r.updateLease(obs); f != nil {
-			after = append(after, f)
-		}
-		if n.cfg.OnRemoved != nil && x.r.applied > 0 && !isMember(x.r.conf, n.cfg.NodeID) && len(x.r.conf.GetVoters()) > 0 {
-			id := x.r.TabletID
-			after = append(after, func() { n.cfg.OnRemoved(id) })
-		}
+		o.entries = append(o.entries, applied[i]...)
+		o.snap = o.snap || !raft.IsEmptySnap(x.rd.Snapshot)
 	}
-	// Truncate logs that grew past LogKeep applied entries. The entries
-	// stay readable until the commit, and nothing reads them before.
-	compact := n.eng.NewBatch()
-	defer compact.Close()
-	for _, x := range rds {
-		r := x.r
-		first, _ := r.log.FirstIndex()
-		if r.applied >= first+2*n.cfg.LogKeep {
-			if err := r.log.Compact(compact, r.applied-n.cfg.LogKeep, r.conf); err != nil {
-				return true, nil, fmt.Errorf("raftnode: tablet %d: compacting: %w", r.TabletID, err)
-			}
-		}
-	}
-	if !compact.Empty() {
-		if err := compact.CommitNoSync(); err != nil {
-			return true, nil, fmt.Errorf("raftnode: compacting logs: %w", err)
-		}
-	}
-	return true, after, nil
+	return synced, nil
 }
 
 // updateLease refreshes the replica's leader hint and lease after a

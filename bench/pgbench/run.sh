@@ -25,6 +25,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . test/compat/lib.sh
+# Cairn runs as a plain `cairn start` (a replicated cluster of one), what
+# users run (issue 22). CAIRN_UNREPLICATED=--unreplicated measures the
+# single unreplicated node that the figures before 2026-11-29 used.
+CAIRN_UNREPLICATED=${CAIRN_UNREPLICATED-}
 
 runs=3 secs=15 clients=4 scale=1 rows=1000000 do_tps=1 do_bulk=1 only= cairn_opts=
 while [ $# -gt 0 ]; do
@@ -59,6 +63,7 @@ bindir=$(dirname "$(command -v postgres || echo /usr/lib/postgresql/15/bin/postg
 runuser -u postgres -- "$bindir/pg_ctl" -D "$work/pg/data" -l "$work/pg/server.log" -w \
   -o "-c listen_addresses=127.0.0.1 -p $pgport -k $work/pg -c fsync=on -c synchronous_commit=on" start >/dev/null
 cairn_start "$work/cairn" "$work/cairn-node" $cport
+echo "cairn: start ${CAIRN_UNREPLICATED:-(plain: a replicated cluster of one)}; load: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 pg_url="postgres://postgres@127.0.0.1:$pgport/postgres?sslmode=disable"
 cairn_url="postgres://postgres@127.0.0.1:$cport/postgres?sslmode=disable"
@@ -166,3 +171,4 @@ COMMIT;") "
     awk -v n="$name" -v c="$cm" -v p="$pm" 'BEGIN { printf "%-24s %12.2f %12.2f %7.2fx\n", n, c, p, (p > 0 ? c / p : 0) }'
   done
 fi
+echo "load at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
