@@ -35,7 +35,9 @@
 //  4. lookup.go: joins whose right side is a table scan with an index on
 //     the join keys become batched LookupJoins when the left side is small
 //     enough that lookups beat reading the whole right table under the
-//     storage profile (inner joins may swap sides for it).
+//     storage profile (inner joins may swap sides for it); a join that
+//     stays one of both sides read whole is a merge join when both can
+//     be read in the order of its keys (merge.go), a hash join otherwise.
 //
 // Row estimates come from the table statistics the caller supplies
 // (OptimizeStats, stats.go: most common values, distinct counts and

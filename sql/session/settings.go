@@ -108,6 +108,7 @@ var settingsList = []*setting{
 	{name: "from_collapse_limit", def: "8", check: checkIntRange(1, math.MaxInt32), desc: "Sets the FROM-list size beyond which subqueries are not collapsed."},
 	{name: "enable_seqscan", def: "on", check: checkBool, desc: "Enables the planner's use of sequential-scan plans."},
 	{name: "enable_indexscan", def: "on", check: checkBool, desc: "Enables the planner's use of index-scan plans."},
+	{name: "enable_mergejoin", def: "on", check: checkBool, desc: "Enables the planner's use of merge-join plans."},
 	{name: "geqo", def: "on", check: checkBool, desc: "Enables the heuristic join search (Cairn's is greedy, not genetic) for FROM lists of geqo_threshold items or more."},
 	// storage.profile prices the planner's reads (sql/opt's Costs): its
 	// default is the node's --store-profile (NewSession), and SET
