@@ -6,7 +6,7 @@
 #   psql      test/compat/psql.sql (meta-commands \d \d+ \dt \dt+ \di \di+
 #             \dv \dv+ \ds \ds+ \dx \dn \dn+ \du \dg \l \df \dp \z \db
 #             \dL \dE \dm \dD \dP \dc \dO \dX \dy \des \dew \det \dRp
-#             \dRs \drds \dl \dconfig \dT \dT+ (enum types) \dD \dD+
+#             \dRs \drds \dl \dconfig \sf lower(text) \dT \dT+ (enum types) \dD \dD+
 #             (domains), \copy (into domains too), transactions, errors,
 #             pg_dump's index query) must print
 #             exactly what PostgreSQL 15 prints (psql.expected), after
