@@ -56,6 +56,7 @@ CREATE TABLE compat_s.items (k bigint PRIMARY KEY, v text DEFAULT 'x');
 \df now
 \df gen_random_uuid
 \df abs
+\sf lower(text)
 \dt+ compat_orgs
 \dv+
 \ds+
