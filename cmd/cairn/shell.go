@@ -69,7 +69,7 @@ func shell(ctx context.Context, url, exec string, in io.Reader, out, errOut io.W
 	sh := &sqlShell{conn: conn, out: out, errOut: errOut}
 	defer sh.watchInterrupts()()
 	if exec != "" {
-		return sh.run(ctx, exec)
+		return sh.run(ctx, exec, false)
 	}
 	lines, err := newLineReader(in, out, errOut)
 	if err != nil {
@@ -114,17 +114,14 @@ func shell(ctx context.Context, url, exec string, in io.Reader, out, errOut io.W
 		buf.WriteString(line)
 		buf.WriteByte('\n')
 		if statementComplete(buf.String()) {
-			if err := sh.run(ctx, buf.String()); err != nil {
-				fmt.Fprintf(errOut, "ERROR:  %v\n", pgMessage(err))
-				if conn.IsClosed() {
-					return err
-				}
+			if err := sh.run(ctx, buf.String(), true); err != nil && conn.IsClosed() {
+				return err
 			}
 			buf.Reset()
 		}
 	}
 	if strings.TrimSpace(buf.String()) != "" {
-		if err := sh.run(ctx, buf.String()); err != nil {
+		if err := sh.run(ctx, buf.String(), false); err != nil {
 			return errors.New(pgMessage(err))
 		}
 	}
@@ -174,8 +171,9 @@ func (sh *sqlShell) watchInterrupts() (stop func()) {
 }
 
 // run runs sql (a backslash command when it starts with one) and prints
-// its results, and the time it took under \timing.
-func (sh *sqlShell) run(ctx context.Context, sql string) error {
+// its results, then its error (as "ERROR:  ..." when report is set; else
+// it is returned), then the time it took under \timing, in psql's order.
+func (sh *sqlShell) run(ctx context.Context, sql string, report bool) error {
 	if t := strings.TrimSpace(sql); strings.HasPrefix(t, `\`) {
 		return sh.meta(ctx, t)
 	}
@@ -183,6 +181,9 @@ func (sh *sqlShell) run(ctx context.Context, sql string) error {
 	sh.running.Store(true)
 	err := sh.runSQL(ctx, sql)
 	sh.running.Store(false)
+	if err != nil && report {
+		fmt.Fprintf(sh.errOut, "ERROR:  %v\n", pgMessage(err))
+	}
 	if sh.timing {
 		fmt.Fprintf(sh.out, "Time: %.3f ms\n", float64(time.Since(start).Microseconds())/1000)
 	}
