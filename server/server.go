@@ -144,6 +144,12 @@ type Config struct {
 	// GCTTL is how long old versions stay readable where no zone sets
 	// gc.ttlseconds (gc.go; 0: store.DefaultGCTTL, 4 hours).
 	GCTTL time.Duration
+	// NoGCLoop, for benchmarks of cold reads only, runs no background GC
+	// loop: its first pass after a start scans every tablet the node
+	// leads whole (the GC queue's state is in memory), which fills the
+	// block cache with the tables a cold-read benchmark means to read
+	// from the disk (bench/internal/diskbench). VACUUM still collects.
+	NoGCLoop bool
 	// CacheSize is the engine's block cache in bytes; 0 means the
 	// storage package's default (64 MiB). cairn start sets 256 MiB.
 	CacheSize int64
@@ -308,7 +314,15 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		onStall = nil
 	}
 	s.initTLS()
-	if s.eng, err = storage.Open(cfg.StoreDir, storage.Options{FS: fs, CacheSize: cfg.CacheSize, OnFatal: onFatal, DiskStallThreshold: min(time.Second, fence), OnDiskStall: onStall}); err != nil {
+	// A store on disk, or on a simulated one, reads SSTs ahead in
+	// windows its profile sizes (storage/readahead.go); one in memory
+	// has nothing to gain.
+	readAhead := int64(0)
+	if _, sim := fs.(*simfs.FS); cfg.StoreDir != "" || sim {
+		readAhead = storage.ReadAheadFor(cfg.StoreProfile)
+	}
+	if s.eng, err = storage.Open(cfg.StoreDir, storage.Options{FS: fs, CacheSize: cfg.CacheSize, OnFatal: onFatal,
+		DiskStallThreshold: min(time.Second, fence), OnDiskStall: onStall, ReadAhead: readAhead}); err != nil {
 		return nil, fmt.Errorf("opening the store in %q: %w", cfg.StoreDir, err)
 	}
 	if len(cfg.Join) > 0 {
@@ -368,7 +382,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if s.repl != nil {
 		// Fragments other gateways send run their SQL here, under this
 		// node's SQL memory and temporary storage.
-		s.repl.distsql.SetProcessor(&exec.FragmentProcessor{DB: s.db, Memory: sqlMem, TempStorage: tempStorage})
+		s.repl.distsql.SetProcessor(&exec.FragmentProcessor{DB: s.db, Memory: sqlMem, TempStorage: tempStorage, Runner: s.repl.dist})
 	}
 	s.backend = session.NewBackend(s.db, session.Config{ServerPort: port, Logger: log, Tablets: tabletDirectory{s},
 		Memory: sqlMem, TempStorage: tempStorage, ObserveStatement: s.obs.observeStatement,
@@ -427,7 +441,9 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}()
 	s.startAdmin(runCtx)
 	s.startSplitQueue(runCtx)
-	s.startGCQueue(runCtx)
+	if !cfg.NoGCLoop {
+		s.startGCQueue(runCtx)
+	}
 	log.Info(fmt.Sprintf("cairn node ready: sql=%s http=%s", s.sqlLn.Addr(), s.httpLn.Addr()),
 		"store", storeName(cfg.StoreDir), "insecure", cfg.Insecure, "locality", cfg.Locality,
 		"store_profile", s.cfg.StoreProfile, "store_profile_source", profileWhy)
@@ -524,6 +540,16 @@ func (s *Server) HTTPAddr() net.Addr { return s.httpLn.Addr() }
 
 // DB is the node's KV client (for tests and tools in the same process).
 func (s *Server) DB() *kv.DB { return s.db }
+
+// DistSQLMetrics are this node's distributed execution figures: the
+// fragments it runs now, those waiting for credit, batches sent (zero
+// for a node that is not replicated).
+func (s *Server) DistSQLMetrics() distsql.Metrics {
+	if s.repl == nil || s.repl.distsql == nil {
+		return distsql.Metrics{}
+	}
+	return s.repl.distsql.Metrics()
+}
 
 // Stop ends client connections (57P01 to each), stops HTTP, then closes
 // the KV client, the store and the engine, in that order.

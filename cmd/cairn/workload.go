@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"os/signal"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"github.com/cairn-db/cairn/workload"
+	"github.com/cairn-db/cairn/workload/githubevents"
+	"github.com/jackc/pgx/v5"
 )
 
 // workloadFlags are workload init|run kv's flags.
@@ -50,6 +53,9 @@ func workloadFlagSet(verb string, f *workloadFlags) *flag.FlagSet {
 // `cockroach workload` for its kv workload (package workload). The URL
 // may come as the last argument, as in CockroachDB, or as --url.
 func cmdWorkload(args []string, stdout, stderr io.Writer) error {
+	if len(args) >= 2 && (args[0] == "github-events" || args[1] == "github-events") {
+		return cmdGitHubEvents(args, stdout, stderr)
+	}
 	if len(args) < 2 || (args[0] != "init" && args[0] != "run") || args[1] != "kv" {
 		return usagef("want: workload init kv [flags] [URL] | workload run kv [flags] [URL]")
 	}
@@ -105,4 +111,57 @@ func cmdWorkload(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	return workload.RunKV(ctx, cfg)
+}
+
+// cmdGitHubEvents is `cairn workload github-events init --rows N [flags]
+// [URL]` (also `workload init github-events`): the seed's github_events
+// table, loaded with COPY (package workload/githubevents).
+func cmdGitHubEvents(args []string, stdout, stderr io.Writer) error {
+	if args[0] != "init" && args[1] != "init" {
+		return usagef("want: workload github-events init --rows N [--table T] [--drop] [--distributed [--shards N]] [URL]")
+	}
+	fs := flag.NewFlagSet("workload github-events init", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	url := fs.String("url", "postgres://postgres@127.0.0.1:26257/postgres?sslmode=disable", "PostgreSQL URL of a node")
+	var cfg githubevents.Config
+	fs.Int64Var(&cfg.Rows, "rows", 100_000, "events to load")
+	fs.StringVar(&cfg.Table, "table", "github_events", "table name")
+	fs.BoolVar(&cfg.Drop, "drop", false, "drop an existing table first")
+	fs.BoolVar(&cfg.Distributed, "distributed", false, "create_distributed_table on repo_id before loading")
+	fs.IntVar(&cfg.Shards, "shards", 0, "shard count with --distributed (0: citus.shard_count)")
+	fs.Int64Var(&cfg.Batch, "batch", 10_000, "rows per COPY")
+	var rest []string
+	tail := args[2:]
+	for len(tail) > 0 {
+		if err := fs.Parse(tail); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return err
+			}
+			return usageError{err.Error()}
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		rest = append(rest, fs.Arg(0))
+		tail = fs.Args()[1:]
+	}
+	switch len(rest) {
+	case 0:
+	case 1:
+		*url = rest[0]
+	default:
+		return usagef("unexpected arguments: %s", strings.Join(rest[1:], " "))
+	}
+	if cfg.Rows < 0 {
+		return usagef("--rows must not be negative")
+	}
+	cfg.Out = stdout
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	conn, err := pgx.Connect(ctx, *url)
+	if err != nil {
+		return fmt.Errorf("workload github-events: %w", err)
+	}
+	defer conn.Close(context.Background())
+	return githubevents.Init(ctx, conn, cfg)
 }

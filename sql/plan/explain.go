@@ -327,7 +327,19 @@ func (e *explainer) describe(n Node) (title string, details []string, children [
 		return t, append(d, "Filter: "+exprText(v.Pred)), c
 	case *Join:
 		hash := len(v.LeftEq) > 0
-		if hash {
+		if hash && v.Merge {
+			// PostgreSQL's form: both sides read in key order, no Hash
+			// node.
+			title = "Merge" + joinKindWord(v.Kind) + " Join"
+			if v.Kind == InnerJoin {
+				title = "Merge Join"
+			}
+			details = append(details, "Merge Cond: "+e.hashCond(v))
+			if rest := residual(v.On, v.LeftEq, v.RightEq); rest != nil {
+				details = append(details, "Join Filter: "+exprText(rest))
+			}
+			children = []Node{v.Left, v.Right}
+		} else if hash {
 			title = "Hash" + joinKindWord(v.Kind) + " Join"
 			if v.Kind == InnerJoin {
 				title = "Hash Join"

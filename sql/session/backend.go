@@ -94,6 +94,8 @@ type Backend struct {
 	commits [3]atomic.Uint64
 	// sessions are the node's open sessions (activity.go).
 	sessions registry
+	// notify is the node's LISTEN/NOTIFY channels (notify.go).
+	notify notifyHub
 	// stmts is the node's pg_stat_statements (stmtstats.go).
 	stmts stmtStats
 }

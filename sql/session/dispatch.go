@@ -166,13 +166,20 @@ func (s *Session) dispatch(x *stmtState, g stmtGroup, w pgwire.ResultWriter) err
 		}
 		return s.execDDL(x, g, w)
 	case *pg_query.Node_ListenStmt:
-		// Accepted so that clients which LISTEN at startup work; nothing
-		// in Cairn sends notifications yet, so there is nothing to hear.
+		if err := checkChannel(n.ListenStmt.Conditionname); err != nil {
+			return err
+		}
+		s.queueListen(n.ListenStmt.Conditionname, true)
 		return w.Complete("LISTEN")
 	case *pg_query.Node_UnlistenStmt:
+		s.queueListen(n.UnlistenStmt.Conditionname, false)
 		return w.Complete("UNLISTEN")
 	case *pg_query.Node_NotifyStmt:
-		return pgerror.New(pgerrcode.FeatureNotSupported, "NOTIFY is not supported")
+		// PostgreSQL allows NOTIFY in a read-only transaction.
+		if err := s.queueNotify(n.NotifyStmt.Conditionname, n.NotifyStmt.Payload); err != nil {
+			return err
+		}
+		return w.Complete("NOTIFY")
 	case nil:
 		return w.EmptyQuery()
 	}
@@ -252,6 +259,8 @@ func (s *Session) ddlContext(x *stmtState, txn *kv.Txn, w pgwire.ResultWriter, s
 		BackendPID:      int32(s.pid),
 		Memory:          s.b.cfg.Memory,
 		TempStorage:     s.b.cfg.TempStorage,
+		TempSchema:      s.tempSchema,
+		OnCommit:        s.recordOnCommit,
 	}
 }
 

@@ -311,6 +311,9 @@ func (s *Session) discard(n *pg_query.DiscardStmt, w pgwire.ResultWriter) error 
 		s.applyDerived()
 		s.prepared = make(map[string]*sqlPrepared)
 		s.locks.UnlockAll()
+		if err := s.discardTemp(); err != nil {
+			return err
+		}
 		return w.Complete("DISCARD ALL")
 	case pg_query.DiscardMode_DISCARD_PLANS:
 		// There is no plan cache yet: nothing to discard.
@@ -318,7 +321,9 @@ func (s *Session) discard(n *pg_query.DiscardStmt, w pgwire.ResultWriter) error 
 	case pg_query.DiscardMode_DISCARD_SEQUENCES:
 		return w.Complete("DISCARD SEQUENCES")
 	default:
-		// No temporary tables exist in Cairn.
+		if err := s.discardTemp(); err != nil {
+			return err
+		}
 		return w.Complete("DISCARD TEMP")
 	}
 }
