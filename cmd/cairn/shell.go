@@ -71,7 +71,8 @@ func shell(ctx context.Context, url, exec string, in io.Reader, out, errOut io.W
 	if exec != "" {
 		return sh.run(ctx, exec, false)
 	}
-	lines, err := newLineReader(in, out, errOut)
+	comp := newCompleter(sh)
+	lines, err := newLineReader(in, out, errOut, comp)
 	if err != nil {
 		return err
 	}
@@ -114,7 +115,9 @@ func shell(ctx context.Context, url, exec string, in io.Reader, out, errOut io.W
 		buf.WriteString(line)
 		buf.WriteByte('\n')
 		if statementComplete(buf.String()) {
-			if err := sh.run(ctx, buf.String(), true); err != nil && conn.IsClosed() {
+			err := sh.run(ctx, buf.String(), true)
+			comp.changed(buf.String())
+			if err != nil && conn.IsClosed() {
 				return err
 			}
 			buf.Reset()
@@ -232,8 +235,9 @@ type lineReader interface {
 }
 
 // newLineReader edits lines with readline (history in
-// ~/.cairn_sql_history) when in is a terminal, and scans in otherwise.
-func newLineReader(in io.Reader, out, errOut io.Writer) (lineReader, error) {
+// ~/.cairn_sql_history, Tab completing with comp) when in is a terminal,
+// and scans in otherwise.
+func newLineReader(in io.Reader, out, errOut io.Writer, comp readline.AutoCompleter) (lineReader, error) {
 	if f, ok := in.(*os.File); ok && isTerminal(in) {
 		history := ""
 		if home, err := os.UserHomeDir(); err == nil {
@@ -242,7 +246,7 @@ func newLineReader(in io.Reader, out, errOut io.Writer) (lineReader, error) {
 		rl, err := readline.NewEx(&readline.Config{
 			Prompt: "cairn> ", HistoryFile: history, HistorySearchFold: true,
 			InterruptPrompt: "^C", EOFPrompt: `\q`,
-			Stdin: f, Stdout: out, Stderr: errOut,
+			Stdin: f, Stdout: out, Stderr: errOut, AutoComplete: comp,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("starting the line editor: %w", err)
