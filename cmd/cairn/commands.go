@@ -70,11 +70,11 @@ SIGINT.`,
 		leaf(&cobra.Command{
 			Use:   "sql",
 			Short: "a SQL shell on a node (or run one string with -e)",
-			Long: `An interactive SQL shell: line editing and history (~/.cairn_sql_history)
-on a terminal, statements end with ';', Ctrl-C cancels the running
-statement (or clears the line), and psql's \d, \dt, \l, \x, \timing and
-\? work. Without a terminal it reads statements from stdin; -e runs one
-string and exits.`,
+			Long: `An interactive SQL shell: line editing, history (~/.cairn_sql_history)
+and Tab completion of keywords and table names on a terminal, statements
+end with ';', Ctrl-C cancels the running statement (or clears the line),
+and psql's \d, \dt, \l, \x, \timing and \? work. Without a terminal it
+reads statements from stdin; -e runs one string and exits.`,
 			Example: `  cairn sql --url 'postgresql://postgres@127.0.0.1:26257/postgres?sslmode=verify-full&sslrootcert=certs/ca.crt&sslcert=certs/client.postgres.crt&sslkey=certs/client.postgres.key'
   cairn sql --url 'postgresql://postgres@127.0.0.1:26257/postgres?sslmode=disable' -e 'SELECT 1'`,
 		}, func() *flag.FlagSet { return sqlFlagSet(&sqlFlags{}) },

@@ -69,9 +69,10 @@ func shell(ctx context.Context, url, exec string, in io.Reader, out, errOut io.W
 	sh := &sqlShell{conn: conn, out: out, errOut: errOut}
 	defer sh.watchInterrupts()()
 	if exec != "" {
-		return sh.run(ctx, exec)
+		return sh.run(ctx, exec, false)
 	}
-	lines, err := newLineReader(in, out, errOut)
+	comp := newCompleter(sh)
+	lines, err := newLineReader(in, out, errOut, comp)
 	if err != nil {
 		return err
 	}
@@ -114,17 +115,16 @@ func shell(ctx context.Context, url, exec string, in io.Reader, out, errOut io.W
 		buf.WriteString(line)
 		buf.WriteByte('\n')
 		if statementComplete(buf.String()) {
-			if err := sh.run(ctx, buf.String()); err != nil {
-				fmt.Fprintf(errOut, "ERROR:  %v\n", pgMessage(err))
-				if conn.IsClosed() {
-					return err
-				}
+			err := sh.run(ctx, buf.String(), true)
+			comp.changed(buf.String())
+			if err != nil && conn.IsClosed() {
+				return err
 			}
 			buf.Reset()
 		}
 	}
 	if strings.TrimSpace(buf.String()) != "" {
-		if err := sh.run(ctx, buf.String()); err != nil {
+		if err := sh.run(ctx, buf.String(), false); err != nil {
 			return errors.New(pgMessage(err))
 		}
 	}
@@ -174,8 +174,9 @@ func (sh *sqlShell) watchInterrupts() (stop func()) {
 }
 
 // run runs sql (a backslash command when it starts with one) and prints
-// its results, and the time it took under \timing.
-func (sh *sqlShell) run(ctx context.Context, sql string) error {
+// its results, then its error (as "ERROR:  ..." when report is set; else
+// it is returned), then the time it took under \timing, in psql's order.
+func (sh *sqlShell) run(ctx context.Context, sql string, report bool) error {
 	if t := strings.TrimSpace(sql); strings.HasPrefix(t, `\`) {
 		return sh.meta(ctx, t)
 	}
@@ -183,6 +184,9 @@ func (sh *sqlShell) run(ctx context.Context, sql string) error {
 	sh.running.Store(true)
 	err := sh.runSQL(ctx, sql)
 	sh.running.Store(false)
+	if err != nil && report {
+		fmt.Fprintf(sh.errOut, "ERROR:  %v\n", pgMessage(err))
+	}
 	if sh.timing {
 		fmt.Fprintf(sh.out, "Time: %.3f ms\n", float64(time.Since(start).Microseconds())/1000)
 	}
@@ -231,8 +235,9 @@ type lineReader interface {
 }
 
 // newLineReader edits lines with readline (history in
-// ~/.cairn_sql_history) when in is a terminal, and scans in otherwise.
-func newLineReader(in io.Reader, out, errOut io.Writer) (lineReader, error) {
+// ~/.cairn_sql_history, Tab completing with comp) when in is a terminal,
+// and scans in otherwise.
+func newLineReader(in io.Reader, out, errOut io.Writer, comp readline.AutoCompleter) (lineReader, error) {
 	if f, ok := in.(*os.File); ok && isTerminal(in) {
 		history := ""
 		if home, err := os.UserHomeDir(); err == nil {
@@ -241,7 +246,7 @@ func newLineReader(in io.Reader, out, errOut io.Writer) (lineReader, error) {
 		rl, err := readline.NewEx(&readline.Config{
 			Prompt: "cairn> ", HistoryFile: history, HistorySearchFold: true,
 			InterruptPrompt: "^C", EOFPrompt: `\q`,
-			Stdin: f, Stdout: out, Stderr: errOut,
+			Stdin: f, Stdout: out, Stderr: errOut, AutoComplete: comp,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("starting the line editor: %w", err)

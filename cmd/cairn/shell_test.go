@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/cairn-db/cairn/server"
 )
@@ -167,4 +168,52 @@ func TestCommandTree(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestShellCompletion: Tab completes backslash commands, keywords in the
+// case they were typed, and the database's relations, read again after
+// DDL.
+func TestShellCompletion(t *testing.T) {
+	url := startNode(t)
+	var out, errOut bytes.Buffer
+	sh, closeShell := openShell(t, url, &out, &errOut)
+	defer closeShell()
+	c := newCompleter(sh)
+	do := func(line string) []string {
+		cands, n := c.Do([]rune(line), len([]rune(line)))
+		var got []string
+		for _, r := range cands {
+			got = append(got, string(r))
+		}
+		if len(cands) > 0 && n == 0 {
+			t.Errorf("Do(%q): candidates for an empty word", line)
+		}
+		return got
+	}
+	if got := do(`\ti`); len(got) != 1 || got[0] != "ming " {
+		t.Errorf(`\ti: %q`, got)
+	}
+	if got := do("sel"); len(got) != 1 || got[0] != "ect " {
+		t.Errorf("sel: %q", got)
+	}
+	if got := do("SELECT * FROM accou"); len(got) != 0 {
+		t.Errorf("before CREATE TABLE: %q", got)
+	}
+	if err := sh.run(context.Background(), "CREATE TABLE accounts (id int PRIMARY KEY)", true); err != nil {
+		t.Fatal(err)
+	}
+	c.changed("CREATE TABLE accounts (id int PRIMARY KEY)")
+	if got := do("SELECT * FROM accou"); len(got) != 1 || got[0] != "nts " {
+		t.Errorf("after CREATE TABLE: %q", got)
+	}
+}
+
+// openShell connects a sqlShell to url.
+func openShell(t *testing.T, url string, out, errOut io.Writer) (*sqlShell, func()) {
+	t.Helper()
+	conn, err := pgconn.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &sqlShell{conn: conn, out: out, errOut: errOut}, func() { conn.Close(context.Background()) }
 }
