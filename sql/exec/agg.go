@@ -362,6 +362,22 @@ func (r *runner) finish(specs []*aggSpec, g *group) ([]types.Datum, error) {
 }
 
 func (r *runner) buildGroupBy(n *plan.GroupBy) (op, error) {
+	if !n.Ordered && len(n.GroupCols) > 0 && slices.ContainsFunc(n.Aggs, func(a plan.Aggregate) bool {
+		return a.Distinct || len(a.OrderBy) > 0
+	}) {
+		// As PostgreSQL plans it: a GROUP BY with DISTINCT or ORDER BY
+		// aggregates sorts its input by the group columns (a sort that
+		// spills) and aggregates one group at a time, so each group's
+		// buffered inputs can spill too (spillAt); hashed, every group
+		// in the table could hold work_mem.
+		order := make([]plan.Ordering, len(n.GroupCols))
+		for i, c := range n.GroupCols {
+			order[i] = plan.Ordering{Col: c}
+		}
+		c := *n
+		c.Input, c.Ordered = &plan.Sort{Input: n.Input, Order: order}, true
+		n = &c
+	}
 	in, err := r.build(n.Input)
 	if err != nil {
 		return nil, err

@@ -323,6 +323,14 @@ func TestDistinctAggregateSpills(t *testing.T) {
 		t.Errorf("%s: nothing spilled", q)
 	}
 	e.leftovers(t, q)
+	// With GROUP BY: the input sorted by the group columns, one group at
+	// a time.
+	q = `SELECT g % 2, count(DISTINCT g), count(DISTINCT g % 1000) FROM generate_series(1, 200000) g GROUP BY 1 ORDER BY 1`
+	got, err = e.run(context.Background(), q, 256<<10)
+	if err != nil || got != "0 100000 500\n1 100000 500\n" {
+		t.Fatalf("got %q, %v", got, err)
+	}
+	e.leftovers(t, q)
 }
 
 // TestSubqueryHeldBounded: a subquery whose values are held (an IN list
