@@ -62,7 +62,11 @@ func readsInOrder(n plan.Node, order []plan.Ordering) bool {
 		cols[k.Col] = struct{}{}
 	}
 	s := orderedScan(n, cols)
-	if s == nil || s.Table == nil {
+	if s == nil || s.Table == nil || bucketed(s) {
+		// A hash-partitioned table (a distributed table's) yields key
+		// order only by merging every bucket's stream at one node; read
+		// unordered, a hash join of it runs in the distributed layer's
+		// fragments, next to the tablets (sql/exec, distsql_join.go).
 		return false
 	}
 	rev, merge, ok := scanProvides(s, order)
