@@ -266,6 +266,23 @@ type Partitioning struct {
 	// indexes default to local so that index writes and builds stay on the
 	// row's tablet.
 	Distributed bool `json:"distributed,omitempty"`
+	// ColocationID is a distributed table's Citus colocation group (the
+	// tables it was colocated with share it and its shard count); 0: a
+	// group of its own, numbered by its table group (ColocationOf).
+	ColocationID uint64 `json:"colocation_id,omitempty"`
+	// Reference marks a Citus reference table (create_reference_table):
+	// an ordinary table that distributed joins read whole in every
+	// fragment instead of moving the other input (docs/distributed.md).
+	Reference bool `json:"reference,omitempty"`
+}
+
+// ColocationOf is t's Citus colocation ID: its Partitioning.ColocationID,
+// or its table group's ID when it has a group of its own.
+func ColocationOf(t *Table) uint64 {
+	if t.Partitioning.ColocationID != 0 {
+		return t.Partitioning.ColocationID
+	}
+	return t.GroupID
 }
 
 // PartitionKind is a table's partitioning scheme.

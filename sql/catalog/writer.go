@@ -120,7 +120,7 @@ func (w *Writer) checkName(d Descriptor, name string) error {
 	if _, ok := virtualSchemas[name]; ok {
 		return duplicate(d, name)
 	}
-	if strings.HasPrefix(name, "pg_") {
+	if strings.HasPrefix(name, "pg_") && !(d.(*Schema).Temp && strings.HasPrefix(name, "pg_temp_")) {
 		return reservedSchema(name)
 	}
 	return nil

@@ -117,9 +117,12 @@ var indexPhases = map[catalog.IndexState]string{
 }
 
 // onlineIndexOK says whether this CREATE INDEX may run as a job: a
-// statement of its own on a node with a KV client.
+// statement of its own on a node with a KV client. Not an inline INDEX of
+// CREATE TABLE (a derived statement): its table exists only in the
+// statement's transaction, which the job cannot see, and being empty it
+// has nothing to backfill online.
 func (e *executor) onlineIndexOK() bool {
-	return e.x.AutoCommit && e.x.DB != nil
+	return e.x.AutoCommit && e.x.DB != nil && !e.stmt.Derived
 }
 
 // indexBuild is one online build's state, held by the job's code.

@@ -6,7 +6,8 @@
 #   psql      test/compat/psql.sql (meta-commands \d \d+ \dt \dt+ \di \di+
 #             \dv \dv+ \ds \ds+ \dx \dn \dn+ \du \dg \l \df \dp \z \db
 #             \dL \dE \dm \dD \dP \dc \dO \dX \dy \des \dew \det \dRp
-#             \dRs \drds \dl \dconfig, \copy, transactions, errors,
+#             \dRs \drds \dl \dconfig \dT \dT+ (enum types) \dD \dD+
+#             (domains), \copy (into domains too), transactions, errors,
 #             pg_dump's index query) must print
 #             exactly what PostgreSQL 15 prints (psql.expected), after
 #             normalize.sed hides OIDs, page counts, sizes and padding
@@ -45,7 +46,9 @@
 #             tables of most types, serial, identity and stored generated
 #             columns, sequences, indexes (partial, expression, INCLUDE),
 #             constraints (ON DELETE CASCADE, named CHECK), views,
-#             comments, rows) restores with
+#             enum types (labels added later, enum arrays, a type in the
+#             second schema), domains (NOT NULL, DEFAULT, CHECKs), comments,
+#             rows) restores with
 #             psql -v ON_ERROR_STOP=1 into a fresh Cairn database and into
 #             PostgreSQL 15 (scripts/pg15.sh), and fingerprint.sql reads the
 #             same definitions, rows and sequence positions from all three;
