@@ -161,7 +161,7 @@ func run(ctx context.Context) error {
 		// (docs/architecture.md, "Bulk loads"), minutes faster than
 		// transactional inserts at these sizes.
 		for _, s := range []string{"BEGIN", "CREATE TABLE t (k INT PRIMARY KEY, v INT, pad TEXT)",
-			fmt.Sprintf("INSERT INTO t SELECT g, (g * 7919) %% %d, repeat('x', 20) FROM generate_series(1, %d) g", n, n), "COMMIT"} {
+			fmt.Sprintf("INSERT INTO t SELECT g, (g::int8 * 7919) %% %d, repeat('x', 20) FROM generate_series(1, %d) g", n, n), "COMMIT"} {
 			if err := exec(s); err != nil {
 				return err
 			}
