@@ -2,7 +2,7 @@
 // gateway-only execution on three local nodes, on a table shaped like the
 // seed's github_events (parallel-indexing.txt: the same columns; PushEvent
 // payloads with commits arrays of authors and emails; repo, actor and org
-// objects), loaded twice: as a regular table (range partitioned, split
+// objects; package workload/githubevents, loaded with COPY), loaded twice: as a regular table (range partitioned, split
 // while it loads into tablets whose leases cairn start's balancer
 // spreads) and as a distributed one (create_distributed_table, -shards
 // shards). Each of the seed's two SELECTs (all repos, one repo_id), with
@@ -37,6 +37,7 @@ import (
 
 	"github.com/cairn-db/cairn/kvpb"
 	"github.com/cairn-db/cairn/server/localcluster"
+	"github.com/cairn-db/cairn/workload/githubevents"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -48,35 +49,11 @@ var (
 	flagLog    = flag.Bool("log", false, "the nodes' logs on stderr (discarded otherwise)")
 )
 
-const seedEmail = `'{"commits":[{"author":{"email":"test@gmail.com"}}]}'`
-
 var queries = []struct{ name, sql string }{
-	{"all repos (seed)", "SELECT repo_id, jsonb_array_elements(payload->'commits') FROM %s WHERE event_type = 'PushEvent' AND payload @> " + seedEmail},
-	{"one repo (seed)", "SELECT repo_id, jsonb_array_elements(payload->'commits') FROM %s WHERE event_type = 'PushEvent' AND payload @> " + seedEmail + " AND repo_id = 17330407"},
+	{"all repos (seed)", "SELECT repo_id, jsonb_array_elements(payload->'commits') FROM %s WHERE event_type = 'PushEvent' AND payload @> '" + githubevents.SeedContains + "'"},
+	{"one repo (seed)", "SELECT repo_id, jsonb_array_elements(payload->'commits') FROM %s WHERE event_type = 'PushEvent' AND payload @> '" + githubevents.SeedContains + "' AND repo_id = " + fmt.Sprint(githubevents.SeedRepoID)},
 	{"top-10 repos", "SELECT repo_id, count(*) FROM %s GROUP BY repo_id ORDER BY 2 DESC, 1 LIMIT 10"},
 }
-
-// load fills table with rows lo..hi of github_events-shaped data: a
-// quarter PushEvents, whose payload holds one commit; one in 400 of them
-// by test@gmail.com; every thousandth event in repo 17330407.
-func load(table string, lo, hi int) string {
-	return fmt.Sprintf(`INSERT INTO %s SELECT i,
-  (ARRAY['PushEvent','WatchEvent','IssuesEvent','CreateEvent'])[1 + i %% 4], true,
-  CASE WHEN i %% 1000 = 0 THEN 17330407 ELSE (i::bigint * 7919) %% 5000 END,
-  CASE WHEN i %% 4 = 0 THEN jsonb_build_object('commits', jsonb_build_array(jsonb_build_object(
-      'author', jsonb_build_object('email', CASE WHEN i %% 400 = 0 THEN 'test@gmail.com' ELSE 'u' || (i %% 977) || '@example.com' END, 'name', 'user' || (i %% 977)),
-      'sha', md5(i::text), 'message', 'commit number ' || i, 'distinct', true)),
-    'push_id', i, 'size', 1, 'ref', 'refs/heads/master')
-  ELSE jsonb_build_object('action', 'started') END,
-  jsonb_build_object('id', (i::bigint * 7919) %% 5000, 'name', 'org/repo' || ((i::bigint * 7919) %% 5000), 'url', 'https://api.github.com/repos/org/repo' || ((i::bigint * 7919) %% 5000)),
-  jsonb_build_object('id', i %% 3000, 'login', 'actor' || (i %% 3000), 'gravatar_id', '', 'url', 'https://api.github.com/users/actor' || (i %% 3000)),
-  jsonb_build_object('id', i %% 50, 'login', 'org' || (i %% 50)),
-  '2015-01-01 00:00:00'::timestamp + (i || ' seconds')::interval
-FROM generate_series(%d, %d) AS i ON CONFLICT DO NOTHING`, table, lo, hi)
-}
-
-const ddl = `CREATE TABLE %s (event_id bigint, event_type text, event_public boolean, repo_id bigint,
-  payload jsonb, repo jsonb, actor jsonb, org jsonb, created_at timestamp, PRIMARY KEY (repo_id, event_id))`
 
 func main() {
 	flag.Parse()
@@ -101,24 +78,31 @@ func main() {
 		}
 	}
 	must("SET distsql = off")
-	must(fmt.Sprintf(ddl, "regular"))
-	must(fmt.Sprintf(ddl, "distributed"))
+	must(githubevents.DDL("regular"))
+	must(githubevents.DDL("distributed"))
 	must(fmt.Sprintf("SELECT create_distributed_table('distributed', 'repo_id', shard_count => %d)", *flagShards))
 	const batch = 10_000
-	for lo := 1; lo <= *flagRows; lo += batch {
-		hi := min(lo+batch-1, *flagRows)
+	for lo := int64(0); lo < int64(*flagRows); lo += batch {
+		hi := min(lo+batch, int64(*flagRows))
 		for _, table := range []string{"regular", "distributed"} {
-			// Idempotent, so a batch that failed while leases moved
-			// (the balancer runs during the load) can simply run again.
+			// A COPY is one transaction: one that failed while leases
+			// moved (the balancer runs during the load) runs again
+			// unless its rows are there after all (an ambiguous
+			// result, 40003, may have committed).
 			for attempt := 1; ; attempt++ {
-				_, err := conn.Exec(ctx, load(table, lo, hi))
+				err := githubevents.Copy(ctx, conn, table, lo, hi)
 				if err == nil {
 					break
 				}
-				if attempt == 5 {
-					log.Fatalf("loading %s rows %d..%d: %v", table, lo, hi, err)
+				var n int64
+				if cerr := conn.QueryRow(ctx, fmt.Sprintf("SELECT count(*) FROM %s WHERE event_id >= %d AND event_id < %d", table, lo, hi)).Scan(&n); cerr == nil && n == hi-lo {
+					log.Printf("loading %s: %v; its rows are there", table, err)
+					break
 				}
-				log.Printf("loading %s rows %d..%d (attempt %d): %v", table, lo, hi, attempt, err)
+				if attempt == 5 {
+					log.Fatalf("loading %s: %v", table, err)
+				}
+				log.Printf("loading %s (attempt %d): %v", table, attempt, err)
 			}
 		}
 		if (hi/batch)%4 == 0 {

@@ -49,4 +49,10 @@
 //     (Gateway.Suspect).
 //  6. Batches of one fragment arrive in key order; batches of different
 //     fragments interleave in any order (Batch.Fragment says whose).
+//  7. Flows nest: a fragment may start a flow of its own through its
+//     node's Gateway (a repartitioned join's consumer reads its
+//     producers, sql/exec distsql_join.go), under its stream's context,
+//     so cancelling the outer flow cancels the inner one, and an inner
+//     fragment's error fails the consumer and so the outer flow
+//     (invariant 5 across both).
 package distsql
