@@ -23,20 +23,27 @@ const (
 // authenticate runs trust (Insecure), certificate (a verified client
 // certificate: certauth.go) or SCRAM-SHA-256 authentication for user and
 // sends AuthenticationOk on success. A plaintext client the node refuses
-// (checkTransport) is refused first.
+// (checkTransport) is refused first. When Config.HBA returns rules, they
+// decide instead (hbaauth.go).
 //
 // In secure mode an unknown role, or one without a password, goes through
 // a full SCRAM exchange against made-up credentials and fails like a wrong
 // password (28P01), as PostgreSQL's mock authentication does: a client
 // cannot probe which roles exist.
 func (c *conn) authenticate(ctx context.Context, user, database string) (Role, error) {
+	rule, err := c.hbaRule(ctx, user, database)
+	if err != nil {
+		return Role{}, err
+	}
+	if rule != nil {
+		return c.authenticateRule(ctx, rule, user, database)
+	}
 	if err := c.checkTransport(user, database); err != nil {
 		return Role{}, err
 	}
-	role, err := c.srv.cfg.Backend.LookupRole(ctx, user)
-	exists := err == nil
-	if err != nil && !errors.Is(err, ErrRoleNotFound) {
-		return Role{}, fmt.Errorf("looking up role %q: %w", user, err)
+	role, exists, err := c.lookupRole(ctx, user)
+	if err != nil {
+		return Role{}, err
 	}
 	certUser, withCert := c.certUser()
 	if c.srv.cfg.Insecure || withCert {
@@ -48,31 +55,57 @@ func (c *conn) authenticate(ctx context.Context, user, database string) (Role, e
 		if !exists {
 			return Role{}, pgerror.New(pgerrcode.InvalidAuthorizationSpecification, "role %q does not exist", user)
 		}
-	} else {
-		var creds scram.StoredCredentials
-		ok := false
-		if exists && role.SCRAMVerifier != "" {
-			creds, err = pgauth.ParseVerifier(role.SCRAMVerifier)
-			ok = err == nil
-			if err != nil {
-				c.log.Warn("pgwire: role has an unusable password verifier", "err", err)
-			}
-		}
-		if !ok {
-			creds = mockCredentials()
-		}
-		if err := c.scramExchange(user, creds); err != nil {
-			return Role{}, err
-		}
-		if !ok {
-			return Role{}, passwordFailed(user)
-		}
+	} else if err := c.scramAuth(user, role, exists); err != nil {
+		return Role{}, err
 	}
+	return c.authOK(role)
+}
+
+// lookupRole returns the role named user and whether it exists.
+func (c *conn) lookupRole(ctx context.Context, user string) (Role, bool, error) {
+	role, err := c.srv.cfg.Backend.LookupRole(ctx, user)
+	if err != nil && !errors.Is(err, ErrRoleNotFound) {
+		return Role{}, false, fmt.Errorf("looking up role %q: %w", user, err)
+	}
+	return role, err == nil, nil
+}
+
+// authOK ends a successful authentication: a role that may not log in is
+// still refused.
+func (c *conn) authOK(role Role) (Role, error) {
 	if !role.CanLogin {
-		return Role{}, pgerror.New(pgerrcode.InvalidAuthorizationSpecification, "role %q is not permitted to log in", user)
+		return Role{}, pgerror.New(pgerrcode.InvalidAuthorizationSpecification, "role %q is not permitted to log in", role.Name)
 	}
 	c.be.Send(&pgproto3.AuthenticationOk{})
 	return role, nil
+}
+
+// scramAuth runs SCRAM-SHA-256 for user against the role's verifier, or
+// against made-up credentials for an unknown role or one without a
+// password, which then fails like a wrong password.
+func (c *conn) scramAuth(user string, role Role, exists bool) error {
+	creds, ok := c.storedCredentials(role, exists)
+	if err := c.scramExchange(user, creds); err != nil {
+		return err
+	}
+	if !ok {
+		return passwordFailed(user)
+	}
+	return nil
+}
+
+// storedCredentials parses the role's verifier; ok is false (and the
+// credentials are made up) when there is none to check against.
+func (c *conn) storedCredentials(role Role, exists bool) (creds scram.StoredCredentials, ok bool) {
+	if exists && role.SCRAMVerifier != "" {
+		var err error
+		creds, err = pgauth.ParseVerifier(role.SCRAMVerifier)
+		if err == nil {
+			return creds, true
+		}
+		c.log.Warn("pgwire: role has an unusable password verifier", "err", err)
+	}
+	return mockCredentials(), false
 }
 
 func passwordFailed(user string) error {

@@ -81,6 +81,24 @@ type Idler interface {
 	Idle() (timeout time.Duration, err error)
 }
 
+// Notification is an asynchronous notification (NOTIFY) for the client:
+// pgwire sends it as a NotificationResponse.
+type Notification struct {
+	PID              uint32 // the notifying session's process id
+	Channel, Payload string
+}
+
+// Notifier is implemented by a Session whose client may LISTEN. pgwire
+// hands it wake when the session starts; the session calls wake, from
+// any goroutine, after queueing notifications, and pgwire takes them
+// (TakeNotifications) and sends them: at once when the connection is
+// idle outside a transaction block, else just before the next
+// ReadyForQuery that ends a transaction, as PostgreSQL delivers them.
+type Notifier interface {
+	SetNotifyWaker(wake func())
+	TakeNotifications() []Notification
+}
+
 // CursorDescriber is implemented by a Session with SQL cursors (DECLARE):
 // in PostgreSQL a declared cursor is a portal, so Describe of a portal
 // pgwire does not know asks the session (psycopg 3's named cursors

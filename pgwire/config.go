@@ -1,9 +1,12 @@
 package pgwire
 
 import (
+	"context"
 	"crypto/tls"
 	"log/slog"
 	"time"
+
+	"github.com/cairn-db/cairn/pgwire/hba"
 )
 
 // Defaults for Config's zero values.
@@ -57,6 +60,13 @@ type Config struct {
 	// that do not upgrade to TLS (28000, before any password is sent);
 	// loopback clients may still log in without TLS.
 	RefuseRemotePlaintext bool
+	// HBA, when set, returns the host-based authentication rules in force
+	// on a secure node (hbaauth.go): the first rule a connection matches
+	// names its method, and RefuseRemotePlaintext no longer applies (the
+	// rules say what plaintext clients may do). It returns nil when no
+	// rules are configured, and the built-in rules above apply. An
+	// insecure node ignores it.
+	HBA func(ctx context.Context) (*hba.Config, error)
 	// MaxConnections bounds the authenticated sessions (PostgreSQL's
 	// max_connections); past it a new client gets 53300 "sorry, too many
 	// clients already". Connections still authenticating do not count:

@@ -76,6 +76,14 @@ type conn struct {
 	queryCancel context.CancelCauseFunc // non-nil while a statement runs
 	copyWatch   bool                    // watchCopy's deadline may still be set
 	interrupted error                   // errShutdown once Close began
+
+	// notifyMu guards idleRead, which says the connection goroutine is
+	// blocked reading the client's next message outside a transaction
+	// block, so wakeNotify may write notifications itself;
+	// betweenTxns says the last ReadyForQuery was idle (no block open).
+	notifyMu    sync.Mutex
+	idleRead    bool
+	betweenTxns bool
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -302,6 +310,9 @@ func (c *conn) run(ctx context.Context) error {
 		return err
 	}
 	c.sess = sess
+	if n, ok := sess.(Notifier); ok {
+		n.SetNotifyWaker(c.wakeNotify)
+	}
 	status := cfg.defaultParameterStatus(user, info.Params)
 	for k, v := range sess.ParameterStatus() {
 		status[k] = v
@@ -376,6 +387,11 @@ func (c *conn) readyForQuery() error {
 	if idler, ok := c.sess.(Idler); ok {
 		idle, idleErr = idler.Idle()
 	}
+	// Notifications reach a client outside transaction blocks only.
+	c.betweenTxns = status == TxnIdle
+	if c.betweenTxns {
+		c.queueNotifications()
+	}
 	c.be.Send(&pgproto3.ReadyForQuery{TxStatus: byte(status)})
 	if err := c.flush(); err != nil {
 		return err
@@ -408,7 +424,16 @@ func (c *conn) setIdleDeadline(t time.Time) {
 // loop serves messages until Terminate or a connection-ending error.
 func (c *conn) loop(ctx context.Context) error {
 	for {
+		c.notifyMu.Lock()
+		c.idleRead = c.betweenTxns
+		if c.idleRead && c.queueNotifications() {
+			_ = c.be.Flush() // a write error shows on the next read
+		}
+		c.notifyMu.Unlock()
 		msg, err := c.receive()
+		c.notifyMu.Lock()
+		c.idleRead, c.betweenTxns = false, false
+		c.notifyMu.Unlock()
 		if err != nil {
 			if c.idleErr != nil && errors.Is(err, os.ErrDeadlineExceeded) && !c.isInterrupted() {
 				return c.idleErr
@@ -544,4 +569,33 @@ func (c *conn) sync(ctx context.Context) error {
 		return err
 	}
 	return c.readyForQuery()
+}
+
+// queueNotifications buffers the session's pending notifications as
+// NotificationResponse messages and reports whether there were any. The
+// caller flushes; it must be the connection's goroutine, or hold
+// notifyMu while the connection is idle (wakeNotify).
+func (c *conn) queueNotifications() bool {
+	n, ok := c.sess.(Notifier)
+	if !ok {
+		return false
+	}
+	ns := n.TakeNotifications()
+	for _, m := range ns {
+		c.be.Send(&pgproto3.NotificationResponse{PID: m.PID, Channel: m.Channel, Payload: m.Payload})
+	}
+	return len(ns) > 0
+}
+
+// wakeNotify is the session's Notifier waker: an idle connection (blocked
+// reading the client's next message, outside a transaction) gets its
+// notifications now; a busy one sends them before its next
+// ReadyForQuery. Only the connection's goroutine writes otherwise, and
+// never while idleRead is set.
+func (c *conn) wakeNotify() {
+	c.notifyMu.Lock()
+	defer c.notifyMu.Unlock()
+	if c.idleRead && c.queueNotifications() {
+		_ = c.be.Flush()
+	}
 }

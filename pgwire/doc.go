@@ -1,6 +1,6 @@
 // Package pgwire is Cairn's PostgreSQL wire-protocol server (protocol 3.0):
-// startup and TLS negotiation, trust, client-certificate and SCRAM-SHA-256
-// authentication, the
+// startup and TLS negotiation, trust, client-certificate, SCRAM-SHA-256
+// and clear-text password authentication under host-based rules (hba), the
 // simple and extended query protocols, COPY in both directions, cancel
 // requests and error reporting with SQLSTATEs. Over TLS it also offers
 // SCRAM-SHA-256-PLUS (tls-server-end-point channel binding).
@@ -61,4 +61,11 @@
 //     password. A client certificate logs in only if it verified against
 //     the TLS config's ClientCAs, and only as the user its CommonName
 //     names (certauth.go).
+//  10. When Config.HBA returns rules (a secure node only), the first rule
+//     the connection matches decides its method and invariant 9's
+//     refusal of plaintext gives way to the rules; a connection no rule
+//     matches, or a reject rule, is refused (28000) before it sends a
+//     password. The superuser postgres presenting its own client
+//     certificate is the one exception, so no rules lock operators out
+//     (hbaauth.go).
 package pgwire

@@ -231,7 +231,12 @@ func (n *Node) Groups() []GroupInfo {
 	for id, r := range n.replicas {
 		g := GroupInfo{TabletID: id, Lease: r.lease.Load(), Leader: r.leader.Load(),
 			Voters: slices.Clone(pb.EnsureConfState(r.conf).GetVoters())}
-		if g.Lease != 0 {
+		switch {
+		case g.Lease != 0 && r.solo.Load():
+			// No other node: nothing a status would add (a copy of
+			// every progress, per group, per balancer pass).
+			g.Active = []uint64{n.cfg.NodeID}
+		case g.Lease != 0:
 			st := r.rn.Status()
 			g.Active = activeVoters(st.Progress, g.Voters)
 			g.CaughtUp = caughtUp(st, g.Voters, n.cfg.NodeID)
@@ -253,7 +258,10 @@ func (n *Node) Group(tabletID uint64) (GroupInfo, bool) {
 	}
 	g := GroupInfo{TabletID: tabletID, Lease: r.lease.Load(), Leader: r.leader.Load(),
 		Voters: slices.Clone(pb.EnsureConfState(r.conf).GetVoters())}
-	if g.Lease != 0 {
+	switch {
+	case g.Lease != 0 && r.solo.Load():
+		g.Active = []uint64{n.cfg.NodeID}
+	case g.Lease != 0:
 		st := r.rn.Status()
 		g.Active = activeVoters(st.Progress, g.Voters)
 		g.CaughtUp = caughtUp(st, g.Voters, n.cfg.NodeID)

@@ -40,8 +40,10 @@ import (
 //	           /api/login, /api/logout
 //	any role   every other GET: the pages and /api/ (any role may read the
 //	           cluster's shape, as any PostgreSQL role may read pg_class)
-//	superuser  /debug/pprof (profiles expose memory) and every request that
-//	           is not a GET or HEAD (POST /api/nodes/{id}/decommission)
+//	superuser  /debug/pprof (profiles expose memory), the activity pages
+//	           and their JSON (/statements, /sessions, /jobs: other roles'
+//	           SQL text) and every request that is not a GET or HEAD
+//	           (POST /api/nodes/{id}/decommission)
 //
 // The role is read from the catalog on every request, so DROP ROLE,
 // ALTER ROLE ... NOLOGIN or NOSUPERUSER take effect at once, and a
@@ -66,7 +68,7 @@ func accessFor(r *http.Request) access {
 	case p == "/health", p == "/metrics", strings.HasPrefix(p, "/ui/"),
 		p == "/login", p == "/logout", p == "/api/login", p == "/api/logout":
 		return accessOpen
-	case strings.HasPrefix(p, "/debug/"):
+	case strings.HasPrefix(p, "/debug/"), activityPaths[p]:
 		return accessSuperuser
 	case r.Method != http.MethodGet && r.Method != http.MethodHead:
 		return accessSuperuser

@@ -11,6 +11,10 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"time"
+
+	"github.com/cairn-db/cairn/sql/jobs"
+	"github.com/cairn-db/cairn/sql/plan"
 )
 
 // The admin UI's routes. Pages are html/template files embedded from ui/
@@ -33,8 +37,23 @@ var uiFuncs = template.FuncMap{
 		}
 		return fmt.Sprint(v)
 	},
-	"rate":       func(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) },
+	"rate":    func(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) },
+	"percent": func(f float64) string { return strconv.FormatFloat(100*f, 'f', 0, 64) + "%" },
+	"since": func(now, t time.Time) string {
+		if t.IsZero() {
+			return "–"
+		}
+		return now.Sub(t).Round(time.Millisecond).String()
+	},
 	"pathEscape": url.PathEscape,
+	// dict makes a map of key, value pairs, for a template's argument.
+	"dict": func(kv ...any) map[string]any {
+		m := map[string]any{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[fmt.Sprint(kv[i])] = kv[i+1]
+		}
+		return m
+	},
 	"colocatedCount": func(d DatabaseInfo) int {
 		n := 0
 		for _, t := range d.Tables {
@@ -50,7 +69,7 @@ var uiFuncs = template.FuncMap{
 var uiPages = func() map[string]*template.Template {
 	base := template.Must(template.New("").Funcs(uiFuncs).ParseFS(uiFiles, "ui/layout.html"))
 	pages := map[string]*template.Template{}
-	for _, name := range []string{"overview", "databases", "database", "table", "tablets"} {
+	for _, name := range []string{"overview", "databases", "database", "table", "tablets", "statements", "sessions", "jobs"} {
 		pages[name] = template.Must(template.Must(base.Clone()).ParseFS(uiFiles, "ui/"+name+".html"))
 	}
 	return pages
@@ -88,6 +107,16 @@ type uiPage struct {
 	// Insecure says the node lets anyone in.
 	User     string
 	Insecure bool
+	// The activity pages' rows (admin_activity.go) and when they were
+	// read.
+	Statements []StatementInfo
+	Sessions   []plan.SessionActivity
+	Jobs       []jobs.Record
+	Now        time.Time
+	// The overview's charts of the node's recent statements
+	// (timeseries.go) and how many points they have.
+	QPSChart, MeanChart, P99Chart chart
+	SeriesPoints                  int
 }
 
 // apiIndex is GET /api/'s answer: the endpoints and what they return.
@@ -102,6 +131,10 @@ var apiIndex = []struct {
 	{"/api/tables/{id}/tablets", "the tablets of the table with descriptor ID id"},
 	{"/api/tablets", "every tablet: span, size, replicas, leader, reads and writes per second, tables"},
 	{"/api/tablets/{id}", "one tablet"},
+	{"/api/timeseries", "this node's statements per second, mean and 99th-percentile latency, one point a second over the last ten minutes"},
+	{"/api/statements", "this node's statements by fingerprint (pg_stat_statements), the most time-consuming first (a superuser)"},
+	{"/api/sessions", "this node's sessions and what each runs (pg_stat_activity) (a superuser)"},
+	{"/api/jobs", "the cluster's jobs, newest first, with status and progress (a superuser)"},
 	{"POST /api/login", "log in as a SQL role ({\"username\", \"password\"} as JSON or a form): sets an HTTP-only session cookie"},
 	{"POST /api/logout", "end the session of the cookie sent"},
 	{"POST /api/nodes/{id}/decommission", "decommission node id (a superuser; ?done=1 once it holds no replica)"},
@@ -115,7 +148,10 @@ func writeJSON(w http.ResponseWriter, v any) {
 }
 
 func (s *Server) render(w http.ResponseWriter, r *http.Request, name string, p *uiPage) {
-	p.Self, p.WarnSize = s.nodeID(), p.View.WarnSize
+	p.Self = s.nodeID()
+	if p.View != nil {
+		p.WarnSize = p.View.WarnSize
+	}
 	pr := principalOf(r)
 	p.User, p.Insecure = pr.User, s.cfg.Insecure
 	if p.Tablets == nil && p.View != nil {
@@ -226,6 +262,11 @@ func (s *Server) adminRoutes(mux *http.ServeMux) {
 				p.UserTables += len(d.Tables)
 			}
 		}
+		pts := s.obs.points()
+		p.QPSChart = lineChart(pts, func(p SeriesPoint) float64 { return p.QPS })
+		p.MeanChart = lineChart(pts, func(p SeriesPoint) float64 { return p.MeanMs })
+		p.P99Chart = lineChart(pts, func(p SeriesPoint) float64 { return p.P99Ms })
+		p.SeriesPoints = len(pts)
 		s.render(w, r, "overview", p)
 	}))
 	mux.HandleFunc("GET /databases", view(false, func(w http.ResponseWriter, r *http.Request, v *adminView) {
@@ -247,6 +288,7 @@ func (s *Server) adminRoutes(mux *http.ServeMux) {
 			s.render(w, r, "table", &uiPage{Title: "Table " + t.Name, Active: "databases", View: v, Table: t, Tablets: tabletsOf(v.Tablets, t.Tablets)})
 		}
 	}))
+	s.activityRoutes(mux)
 	mux.HandleFunc("GET /tablets", view(false, func(w http.ResponseWriter, r *http.Request, v *adminView) {
 		s.render(w, r, "tablets", &uiPage{Title: "Tablets", Active: "tablets", View: v})
 	}))

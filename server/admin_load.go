@@ -103,6 +103,7 @@ func (s *Server) startAdmin(ctx context.Context) {
 		for {
 			now := time.Now()
 			s.admin.load.record(now, s.tabletCounts(s.store.Tablets()))
+			s.obs.sample(now)
 			if now.Sub(lastCheck) >= colocationCheckEvery {
 				lastCheck = now
 				// Bounded: a catalog read that cannot finish (no quorum)

@@ -155,7 +155,7 @@ func TestAdminUI(t *testing.T) {
 	}
 	var index []struct{ Path string }
 	getJSON(t, s, "/api/", &index)
-	if len(index) != 10 || index[0].Path != "/api/nodes" || index[9].Path != "POST /api/nodes/{id}/decommission" {
+	if len(index) != 14 || index[0].Path != "/api/nodes" || index[13].Path != "POST /api/nodes/{id}/decommission" {
 		t.Errorf("/api/: %+v", index)
 	}
 	var shopTables []TableInfo

@@ -429,7 +429,7 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 		},
 	}, s.eng, r.transport)
 	ls := &kv.LateSender{}
-	if s.store, err = store.Open(ctx, s.eng, clock, s.gcConfig(s.splitConfig(store.Config{Sender: ls, Raft: &store.RaftConfig{Node: r.raft, Peers: peers, Membership: true, LeaseEligible: r.spreadEligible}}))); err != nil {
+	if s.store, err = store.Open(ctx, s.eng, clock, s.gcConfig(s.splitConfig(store.Config{Sender: ls, Observe: s.obs.tabletObservers(), Raft: &store.RaftConfig{Node: r.raft, Peers: peers, Membership: true, LeaseEligible: r.spreadEligible}}))); err != nil {
 		return fmt.Errorf("opening tablets: %w", err)
 	}
 	st.Store(s.store)
@@ -474,7 +474,7 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 	})
 	dbOpts := cfg.DB
 	dbOpts.NodeID = id // the gateway observes its own clock (kv.Options.NodeID)
-	s.db = kv.NewDB(clockmon.Guard(lh, r.clock), r.member, clock, dbOpts)
+	s.db = kv.NewDB(s.obs.timed(clockmon.Guard(lh, r.clock)), r.member, clock, dbOpts)
 	ls.Set(s.db)
 	distKV.Set(s.db)
 	r.distsql.SetNode(id)

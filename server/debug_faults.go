@@ -174,3 +174,14 @@ func (s *Server) faultRoutes(mux *http.ServeMux) {
 		writeJSON(w, map[string]any{"split": right.TabletID != 0, "left": left.TabletID, "right": right.TabletID})
 	})
 }
+
+// TransferLease hands this node's lease of tabletID to node to, as
+// /debug/faults/transfer-leases does for every lease it holds (tests
+// place a lease with it). It fails when this node does not hold the
+// lease; the transfer completes asynchronously.
+func (s *Server) TransferLease(tabletID kvpb.TabletID, to uint64) error {
+	if s.repl == nil {
+		return fmt.Errorf("server: node %d is not replicated", s.nodeID())
+	}
+	return s.repl.raft.TransferLeader(uint64(tabletID), to)
+}

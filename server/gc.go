@@ -239,7 +239,7 @@ func (s *Server) startGCQueue(ctx context.Context) {
 				}
 				s.publishDrainTimestamp(rctx)
 			}
-			s.rollBackOrphanedJobs(ctx)
+			s.resumeOrphanedJobs(ctx)
 			if err := s.refreshRepackTables(rctx, false); err != nil && ctx.Err() == nil {
 				s.log.Debug("cairn: gc: reading tables", "err", err)
 			}

@@ -3,7 +3,8 @@ package server
 // Simulated geography and lease placement of a clustered node (issue #4):
 // --latency-map makes the RPC layer delay messages between regions
 // (rpc/geo.go), and every clustered node runs a store.LeaseBalancer that
-// balances its tablet leases over the nodes by count, or, with
+// balances its tablet leases over the nodes by count (each index's
+// among themselves first, then the totals), or, with
 // --lease-preferences region=R,..., moves them to the preferred region
 // first (`none`: leases stay where elections put them).
 
@@ -49,7 +50,8 @@ func newGeography(cfg Config, id uint64) *rpc.Geography {
 // lease_preferences) for their tablets. Leases go only to eligible nodes.
 func (r *replication) startLeaseBalancer(cfg Config) {
 	prefs, _ := store.ParseLeasePreferences(cfg.LeasePreferences)
-	b := store.NewLeaseBalancer(store.LeaseBalancerConfig{Node: r.raft, Region: r.geo.Region, Prefs: prefs, ZonePrefs: r.zones.prefs, Eligible: r.leaseEligible}, r.id)
+	b := store.NewLeaseBalancer(store.LeaseBalancerConfig{Node: r.raft, Region: r.geo.Region, Prefs: prefs, ZonePrefs: r.zones.prefs, Eligible: r.leaseEligible,
+		Domain: r.zones.domain}, r.id)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

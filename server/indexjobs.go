@@ -77,20 +77,24 @@ func (s *Server) drainTimestamp(ctx context.Context) (hlc.Timestamp, error) {
 // orphanCheckEvery is how often a node looks for orphaned index builds.
 const orphanCheckEvery = 5 * time.Second
 
-// rollBackOrphanedJobs rolls back the index builds whose node stopped
-// (ddl.RollBackOrphanedIndexBuilds), at most every orphanCheckEvery.
-func (s *Server) rollBackOrphanedJobs(ctx context.Context) {
+// resumeOrphanedJobs takes over the index builds whose node stopped
+// (ddl.ResumeOrphanedIndexBuilds), at most every orphanCheckEvery; the
+// builds go on in the background.
+func (s *Server) resumeOrphanedJobs(ctx context.Context) {
 	if s.backend == nil || time.Since(s.lastOrphanCheck) < orphanCheckEvery {
 		return
 	}
 	s.lastOrphanCheck = time.Now()
-	ctx, cancel := context.WithTimeout(ctx, ddl.DrainTimeout+15*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	n, err := ddl.RollBackOrphanedIndexBuilds(ctx, s.db, s.backend.CatalogWriter(nil), s.drainTimestamp)
+	n, err := ddl.ResumeOrphanedIndexBuilds(ctx, ddl.ResumeContext{
+		DB: s.db, Writer: s.backend.CatalogWriter(nil), DrainTimestamp: s.drainTimestamp,
+		Memory: s.sqlMem, TempStorage: s.tempStorage,
+	})
 	if err != nil && ctx.Err() == nil {
-		s.log.Warn("cairn: rolling back orphaned index builds", "err", err)
+		s.log.Warn("cairn: resuming orphaned index builds", "err", err)
 	}
 	if n > 0 {
-		s.log.Info("cairn: rolled back orphaned index builds", "jobs", n)
+		s.log.Info("cairn: took over orphaned index builds", "jobs", n)
 	}
 }

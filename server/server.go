@@ -29,7 +29,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
-	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -49,6 +48,8 @@ import (
 	"github.com/cairn-db/cairn/sql/catalog"
 	"github.com/cairn-db/cairn/sql/distsql"
 	"github.com/cairn-db/cairn/sql/exec"
+	"github.com/cairn-db/cairn/sql/mon"
+	"github.com/cairn-db/cairn/sql/rowcontainer"
 	"github.com/cairn-db/cairn/sql/session"
 	"github.com/cairn-db/cairn/storage"
 	"github.com/cairn-db/cairn/storage/simfs"
@@ -145,6 +146,12 @@ type Config struct {
 	// GCTTL is how long old versions stay readable where no zone sets
 	// gc.ttlseconds (gc.go; 0: store.DefaultGCTTL, 4 hours).
 	GCTTL time.Duration
+	// NoGCLoop, for benchmarks of cold reads only, runs no background GC
+	// loop: its first pass after a start scans every tablet the node
+	// leads whole (the GC queue's state is in memory), which fills the
+	// block cache with the tables a cold-read benchmark means to read
+	// from the disk (bench/internal/diskbench). VACUUM still collects.
+	NoGCLoop bool
 	// CacheSize is the engine's block cache in bytes; 0 means the
 	// storage package's default (64 MiB). cairn start sets 256 MiB.
 	CacheSize int64
@@ -188,6 +195,10 @@ type Server struct {
 	// tempCleanup removes the temporary directory of a node without a
 	// store dir (sqlmem.go).
 	tempCleanup func()
+	// sqlMem and tempStorage are the node's SQL memory budget and
+	// temporary storage (an adopted index build's sort uses them).
+	sqlMem      *mon.Budget
+	tempStorage *rowcontainer.TempStorage
 
 	eng *storage.Engine
 	// simfs is the store's simulated filesystem: under fault injection,
@@ -200,6 +211,8 @@ type Server struct {
 	db      *kv.DB
 	backend *session.Backend
 	pg      *pgwire.Server
+	// obs holds the node's histograms and /metrics registry (metrics.go).
+	obs *nodeMetrics
 	// rpcCreds are the node's RPC transport credentials (tls.go; nil:
 	// plaintext).
 	rpcCreds *rpc.Creds
@@ -251,7 +264,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if cfg.StoreProfile == "" || cfg.StoreProfile == storage.ProfileAuto {
 		cfg.StoreProfile, profileWhy = storage.DetectProfile(cfg.StoreDir)
 	}
-	s := &Server{cfg: cfg, log: log, started: time.Now(), failed: make(chan error, 1)}
+	s := &Server{cfg: cfg, log: log, started: time.Now(), failed: make(chan error, 1), obs: newNodeMetrics()}
 	s.admin.warnSize.Store(cfg.ColocationWarnSize)
 	defer func() {
 		if err != nil {
@@ -307,7 +320,15 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		onStall = nil
 	}
 	s.initTLS()
-	if s.eng, err = storage.Open(cfg.StoreDir, storage.Options{FS: fs, CacheSize: cfg.CacheSize, OnFatal: onFatal, DiskStallThreshold: min(time.Second, fence), OnDiskStall: onStall}); err != nil {
+	// A store on disk, or on a simulated one, reads SSTs ahead in
+	// windows its profile sizes (storage/readahead.go); one in memory
+	// has nothing to gain.
+	readAhead := int64(0)
+	if _, sim := fs.(*simfs.FS); cfg.StoreDir != "" || sim {
+		readAhead = storage.ReadAheadFor(cfg.StoreProfile)
+	}
+	if s.eng, err = storage.Open(cfg.StoreDir, storage.Options{FS: fs, CacheSize: cfg.CacheSize, OnFatal: onFatal,
+		DiskStallThreshold: min(time.Second, fence), OnDiskStall: onStall, ReadAhead: readAhead}); err != nil {
 		return nil, fmt.Errorf("opening the store in %q: %w", cfg.StoreDir, err)
 	}
 	if len(cfg.Join) > 0 {
@@ -325,10 +346,10 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		if err := refuseReplicatedStore(s.eng); err != nil {
 			return nil, err
 		}
-		if s.store, err = store.Open(ctx, s.eng, clock, s.gcConfig(s.splitConfig(store.Config{}))); err != nil {
+		if s.store, err = store.Open(ctx, s.eng, clock, s.gcConfig(s.splitConfig(store.Config{Observe: s.obs.tabletObservers()}))); err != nil {
 			return nil, fmt.Errorf("opening tablets: %w", err)
 		}
-		s.db = kv.NewDB(s.store, s.store, clock, cfg.DB)
+		s.db = kv.NewDB(s.obs.timed(s.store), s.store, clock, cfg.DB)
 	}
 	if s.repl != nil {
 		// The first own request waits for the clock's first verdict: with
@@ -364,13 +385,14 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	s.tempCleanup = tempCleanup
+	s.sqlMem, s.tempStorage = sqlMem, tempStorage
 	if s.repl != nil {
 		// Fragments other gateways send run their SQL here, under this
 		// node's SQL memory and temporary storage.
-		s.repl.distsql.SetProcessor(&exec.FragmentProcessor{DB: s.db, Memory: sqlMem, TempStorage: tempStorage})
+		s.repl.distsql.SetProcessor(&exec.FragmentProcessor{DB: s.db, Memory: sqlMem, TempStorage: tempStorage, Runner: s.repl.dist})
 	}
 	s.backend = session.NewBackend(s.db, session.Config{ServerPort: port, Logger: log, Tablets: tabletDirectory{s},
-		Memory: sqlMem, TempStorage: tempStorage,
+		Memory: sqlMem, TempStorage: tempStorage, ObserveStatement: s.obs.observeStatement,
 		// A node without Join is a whole cluster of one: all DDL comes
 		// through it, so it may keep the catalog generation in memory.
 		// Members of a cluster are each a SQL gateway and read it per
@@ -389,6 +411,8 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		MaxStartupConnections: cfg.MaxStartupConnections, AuthTimeout: cfg.AuthTimeout}
 	if cfg.Certs != nil {
 		pgcfg.TLS, pgcfg.RefuseRemotePlaintext = cfg.Certs.SQLServer(), !cfg.AcceptSQLWithoutTLS
+		// The cluster setting's rules, when set, decide logins instead.
+		pgcfg.HBA = s.backend.HBAConfig
 	}
 	if s.pg, err = pgwire.NewServer(pgcfg); err != nil {
 		s.sqlLn.Close()
@@ -424,7 +448,9 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}()
 	s.startAdmin(runCtx)
 	s.startSplitQueue(runCtx)
-	s.startGCQueue(runCtx)
+	if !cfg.NoGCLoop {
+		s.startGCQueue(runCtx)
+	}
 	log.Info(fmt.Sprintf("cairn node ready: sql=%s http=%s", s.sqlLn.Addr(), s.httpLn.Addr()),
 		"store", storeName(cfg.StoreDir), "insecure", cfg.Insecure, "locality", cfg.Locality,
 		"store_profile", s.cfg.StoreProfile, "store_profile_source", profileWhy)
@@ -522,6 +548,16 @@ func (s *Server) HTTPAddr() net.Addr { return s.httpLn.Addr() }
 // DB is the node's KV client (for tests and tools in the same process).
 func (s *Server) DB() *kv.DB { return s.db }
 
+// DistSQLMetrics are this node's distributed execution figures: the
+// fragments it runs now, those waiting for credit, batches sent (zero
+// for a node that is not replicated).
+func (s *Server) DistSQLMetrics() distsql.Metrics {
+	if s.repl == nil || s.repl.distsql == nil {
+		return distsql.Metrics{}
+	}
+	return s.repl.distsql.Metrics()
+}
+
 // Stop ends client connections (57P01 to each), stops HTTP, then closes
 // the KV client, the store and the engine, in that order.
 func (s *Server) Stop(ctx context.Context) error {
@@ -573,7 +609,7 @@ func (s *Server) httpHandler() http.Handler {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintln(w, "ok")
 	})
-	mux.HandleFunc("/metrics", s.metrics)
+	mux.Handle("/metrics", s.metricsHandler())
 	mux.HandleFunc("GET /api/gc/sizes", s.gcSizes)
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
@@ -589,11 +625,10 @@ func (s *Server) httpHandler() http.Handler {
 	return s.withAuth(mux)
 }
 
-// metrics writes a minimal Prometheus text exposition.
-func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
+// writeMetrics writes the node's counters and gauges in the Prometheus
+// text format, for metricsHandler to gather with the registry's
+// histograms and the Go and process collectors (metrics.go).
+func (s *Server) writeMetrics(w io.Writer) {
 	hits, misses := s.backend.CacheStats()
 	planHits, planMisses, genHits, genReads := s.backend.PlanStats()
 	for _, m := range []struct {
@@ -608,8 +643,6 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 		{"cairn_sql_plan_cache_misses_total", "counter", "Prepared-statement executions that planned.", float64(planMisses)},
 		{"cairn_sql_catalog_generation_local_total", "counter", "Statements answered from the node-local catalog generation.", float64(genHits)},
 		{"cairn_sql_catalog_generation_reads_total", "counter", "Statements that read the catalog generation key.", float64(genReads)},
-		{"go_goroutines", "gauge", "Number of goroutines.", float64(runtime.NumGoroutine())},
-		{"go_memstats_heap_alloc_bytes", "gauge", "Heap bytes allocated and in use.", float64(ms.HeapAlloc)},
 	} {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s %g\n", m.name, m.help, m.name, m.typ, m.name, m.v)
 	}

@@ -3,13 +3,15 @@ package server
 // Placement settings per table group (package zone; ALTER ... CONFIGURE
 // ZONE): a clustered node keeps a zone.Cache of the zone records,
 // refreshed every zoneRefresh, and gives the replicate queue and the
-// lease balancer each tablet's settings by the tablet's start key.
+// lease balancer each tablet's settings by the tablet's start key (and
+// the lease balancer each tablet's domain, the index it starts in).
 
 import (
 	"context"
 	"time"
 
 	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/sql/rowenc"
 	"github.com/cairn-db/cairn/store"
 	"github.com/cairn-db/cairn/zone"
 )
@@ -48,6 +50,18 @@ func (z *zones) prefs(id uint64) (store.LeasePreferences, bool) {
 		return store.LeasePreferences{}, false
 	}
 	return store.LeasePreferences{Regions: c.LeasePreferences}, true
+}
+
+// domain is store.LeaseBalancerConfig.Domain: the index (or table
+// group) tablet id holds, whose tablets' leases are balanced among
+// themselves ("": none, or the tablet is not here).
+func (z *zones) domain(id uint64) string {
+	r := z.st.Replica(kvpb.TabletID(id))
+	if r == nil {
+		return ""
+	}
+	d := r.Desc()
+	return rowenc.LeaseDomain(d.StartKey, d.EndKey)
 }
 
 // start refreshes the cache until stopped.

@@ -13,9 +13,11 @@
 //	engine.go    Open, Engine, the Reader/Writer interfaces, Ingest, sizes
 //	batch.go     Batch (atomic, synced writes) and Snapshot
 //	iterator.go  Iterator over engine keys within user-key bounds
+//	reuse.go     ReusingReader: one iterator walks a batch's scans forward
 //	sst.go       SSTWriter: SSTs built outside the engine, for Ingest
 //	fatal.go     how a failing disk fails the engine instead of the process
 //	profile.go   storage profiles (ssd, hdd, object-store) and auto-detection
+//	readahead.go SSTs read in order are read ahead in windows sized by the profile
 //	simfs/       a vfs.FS that simulates disk latency, faults and counts I/O
 //
 // Engine keys. A user key k with timestamp t is stored as

@@ -41,6 +41,10 @@ type Options struct {
 	// and answers nothing. It must not block.
 	DiskStallThreshold time.Duration
 	OnDiskStall        func(vfs.DiskSlowInfo)
+	// ReadAhead, when positive, is the largest window an SST read in
+	// order is read ahead in (readahead.go; ReadAheadFor sizes it by the
+	// store's profile); 0 leaves read-ahead to Pebble and the OS.
+	ReadAhead int64
 }
 
 // Engine is one node's Pebble instance. It is safe for concurrent use.
@@ -53,6 +57,8 @@ type Engine struct {
 	wo    *pebble.WriteOptions
 	// healthCloser stops the disk-stall watcher (nil: none).
 	healthCloser io.Closer
+	// ra reads SSTs ahead (nil: Options.ReadAhead was 0).
+	ra *readaheadFS
 	// failed is set once Pebble reports a fatal error (see fatal.go); every
 	// later write returns it.
 	failed  atomic.Pointer[error]
@@ -74,6 +80,11 @@ func Open(dir string, opts Options) (*Engine, error) {
 	var healthCloser io.Closer
 	if opts.DiskStallThreshold > 0 && opts.OnDiskStall != nil {
 		pfs, healthCloser = vfs.WithDiskHealthChecks(fs, opts.DiskStallThreshold, nil, opts.OnDiskStall)
+	}
+	var ra *readaheadFS
+	if opts.ReadAhead > 0 {
+		ra = newReadaheadFS(pfs, opts.ReadAhead)
+		pfs = ra
 	}
 	po := &pebble.Options{
 		Comparer:           Comparer,
@@ -109,7 +120,15 @@ func Open(dir string, opts Options) (*Engine, error) {
 	if opts.NoSync {
 		wo = pebble.NoSync
 	}
-	return &Engine{db: db, opts: po, fs: fs, dir: dir, cache: cache, wo: wo, onFatal: opts.OnFatal, healthCloser: healthCloser}, nil
+	return &Engine{db: db, opts: po, fs: fs, dir: dir, cache: cache, wo: wo, onFatal: opts.OnFatal, healthCloser: healthCloser, ra: ra}, nil
+}
+
+// ReadAheadStats counts what read-ahead did (zero without it).
+func (e *Engine) ReadAheadStats() ReadAheadStats {
+	if e.ra == nil {
+		return ReadAheadStats{}
+	}
+	return e.ra.stats()
 }
 
 // Close closes the engine. Iterators, snapshots and batches must be closed

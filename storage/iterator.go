@@ -20,6 +20,8 @@ type Iterator struct {
 	// seeking an iterator for a point read allocates nothing else here.
 	popts  pebble.IterOptions
 	bufArr [64]byte
+	// reuse, when set, takes the iterator back on Close (ReusingReader).
+	reuse *ReusingReader
 }
 
 func (i *Iterator) decode(valid bool) bool {
@@ -98,5 +100,11 @@ func (i *Iterator) UnsafeValue() ([]byte, error) {
 	return v, nil
 }
 
-// Close releases the iterator.
-func (i *Iterator) Close() error { return i.it.Close() }
+// Close releases the iterator (to its ReusingReader, if it came from one).
+func (i *Iterator) Close() error {
+	if i.reuse != nil {
+		i.reuse.free = append(i.reuse.free, i)
+		return nil
+	}
+	return i.it.Close()
+}

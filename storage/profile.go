@@ -78,6 +78,9 @@ func profileFromSysfs(sysfs, dev string) (profile, why string) {
 		name := filepath.Base(d)
 		switch strings.TrimSpace(string(b)) {
 		case "1":
+			if virtualDisk(name) {
+				return ProfileHDD, fmt.Sprintf("%s is rotational (a virtual disk, whose flag need not say what backs it: --store-profile ssd if an SSD does)", name)
+			}
 			return ProfileHDD, fmt.Sprintf("%s is rotational", name)
 		case "0":
 			return ProfileSSD, fmt.Sprintf("%s is not rotational", name)
@@ -86,4 +89,13 @@ func profileFromSysfs(sysfs, dev string) (profile, why string) {
 		}
 	}
 	return ProfileSSD, fmt.Sprintf("device %s (%s) has no queue/rotational", dev, devDir)
+}
+
+// virtualDisk reports whether a block device's name is a hypervisor's
+// paravirtual disk (virtio vdX, Xen xvdX): virtio-blk reports rotational
+// unless the host says otherwise, whatever the disk behind it, so auto
+// plans such a VM's store as hdd. The ready line says so, and the
+// operator decides (docs/sql.md, "Storage profiles").
+func virtualDisk(name string) bool {
+	return strings.HasPrefix(name, "vd") || strings.HasPrefix(name, "xvd")
 }

@@ -38,10 +38,12 @@ func TestProfileFromSysfs(t *testing.T) {
 	}
 	mk("devices/pci0/nvme0n1", "0")
 	mk("devices/virtual/block/weird", "x")
+	mk("devices/pci0/virtio1/block/vda", "1")
 	link("8:0", "devices/pci0/sda")
 	link("8:1", "devices/pci0/sda/sda1")
 	link("259:0", "devices/pci0/nvme0n1")
 	link("7:9", "devices/virtual/block/weird")
+	link("253:0", "devices/pci0/virtio1/block/vda")
 	for _, c := range []struct {
 		dev, want, why string
 	}{
@@ -49,6 +51,9 @@ func TestProfileFromSysfs(t *testing.T) {
 		{"8:1", ProfileHDD, "sda is rotational"},
 		{"259:0", ProfileSSD, "nvme0n1 is not rotational"},
 		{"7:9", ProfileSSD, `holds "x"`},
+		// A virtio disk (this project's VMs): hdd, as its flag says, with
+		// a word on what the flag is worth.
+		{"253:0", ProfileHDD, "vda is rotational (a virtual disk"},
 		{"1:1", ProfileSSD, "no sysfs entry"},
 	} {
 		got, why := profileFromSysfs(root, c.dev)

@@ -21,6 +21,21 @@ package store
 //     whose holder is the only voter in the best region it can have is
 //     pinned: it never moves for balance, and counts like any other.
 //   - `none` turns placement off: leases stay where elections put them.
+//   - Per domain first (issue 16): the tablets of one index (the buckets
+//     of a hash-sharded index, the tablets a table was split into; the
+//     domain comes from a tablet's start key, Domain) are balanced among
+//     themselves before the totals are, so a sharded index's write load
+//     stays on every node. A node holding more than one lease of a domain
+//     above a candidate's count in that domain hands one to it (the
+//     candidate with the fewest of the domain's leases, then the fewest
+//     in all). A move for the totals alone only goes to a node holding
+//     fewer of the tablet's domain than this node, so it never makes any
+//     domain's spread wider: domain moves strictly narrow their domain,
+//     total moves narrow the totals and widen no domain, so the two never
+//     undo each other. CockroachDB reaches the same end with its
+//     load-based lease rebalancing (the hot buckets are where the QPS is);
+//     counting per index needs no load to be seen first, and a sharded
+//     index's buckets take equal shares of its writes by construction.
 //
 // A candidate is another voter that is caught up (raftnode's
 // GroupInfo.CaughtUp: heard from recently, replicating, within
@@ -127,6 +142,13 @@ type LeaseBalancerConfig struct {
 	// (ALTER ... CONFIGURE ZONE USING lease_preferences; package zone),
 	// ok false when its zone sets none and Prefs applies.
 	ZonePrefs func(tablet uint64) (p LeasePreferences, ok bool)
+	// Domain, if set, names the set of tablets tablet id's leases are
+	// balanced within before the totals (the index it holds:
+	// rowenc.LeaseDomain of its span); "" puts it in none. The answers
+	// are cached for domainRefresh: a split changes a tablet's span, and
+	// asking for every tablet every pass would cost O(tablets) lookups
+	// a second on an idle node.
+	Domain func(tablet uint64) string
 	// Interval between passes (0: 1s), each jittered by up to a fifth.
 	Interval time.Duration
 	// MinHold is how long a node keeps a lease before the balancer may
@@ -158,6 +180,14 @@ type LeaseBalancer struct {
 	refused map[uint64]time.Time
 	// eligibleNow caches Eligible's answers for one pass.
 	eligibleNow map[uint64]bool
+	// domainOf caches Domain's answers since domainsAt, as small
+	// numbers (tablet → domain; 0: none) that domainID assigns, so a
+	// pass counts in slices rather than string-keyed maps.
+	domainOf  map[uint64]int32
+	domainID  map[string]int32
+	domainsAt time.Time
+	// dom is the pass's lease counts per domain (reused).
+	dom domainCounts
 	// now is the clock (tests replace it).
 	now func() time.Time
 }
@@ -174,6 +204,11 @@ type leaseMove struct {
 
 // maxTransfersPerPass bounds the leases one node moves per pass.
 const maxTransfersPerPass = 8
+
+// domainRefresh is how long Domain's answers are kept: a tablet split
+// meanwhile is balanced with its old domain until then (a new hash-sharded
+// index's buckets are spread by the DDL itself).
+const domainRefresh = 10 * time.Second
 
 // moveWait is how long a transfer may take before the balancer counts it
 // failed (its target did not end up leading); avoidFor is how long the
@@ -204,7 +239,7 @@ func NewLeaseBalancer(cfg LeaseBalancerConfig, self uint64) *LeaseBalancer {
 		cfg.Region = func(uint64) string { return "" }
 	}
 	return &LeaseBalancer{cfg: cfg, self: self, held: map[uint64]heldLease{}, moves: map[uint64]leaseMove{},
-		avoid: map[uint64]time.Time{}, refused: map[uint64]time.Time{}, now: time.Now}
+		avoid: map[uint64]time.Time{}, refused: map[uint64]time.Time{}, domainOf: map[uint64]int32{}, domainID: map[string]int32{}, now: time.Now}
 }
 
 // Run makes a pass every interval until ctx ends.
@@ -243,8 +278,9 @@ func (b *LeaseBalancer) Pass() int {
 			count[g.Leader]++
 		}
 	}
+	dom := b.domainCounts(groups, now)
 	moves := 0
-	for _, g := range groups {
+	for i, g := range groups {
 		if moves >= maxTransfersPerPass {
 			break
 		}
@@ -258,7 +294,14 @@ func (b *LeaseBalancer) Pass() int {
 		if p.None {
 			continue
 		}
-		to := b.target(g, p, count)
+		var d int32
+		if dom != nil {
+			d = dom.of[i]
+		}
+		if dom == nil || dom.size[d] < 2 {
+			d = 0 // no domain, or a domain of one tablet here
+		}
+		to := b.target(g, p, count, dom, d)
 		if to == 0 {
 			continue
 		}
@@ -269,9 +312,94 @@ func (b *LeaseBalancer) Pass() int {
 		b.moves[g.TabletID] = leaseMove{to: to, since: now}
 		count[b.self]--
 		count[to]++
+		if d != 0 {
+			dom.add(d, b.self, -1)
+			dom.add(d, to, 1)
+		}
 		moves++
 	}
 	return moves
+}
+
+// domainCounts are each node's lease counts per domain in one pass.
+type domainCounts struct {
+	// nodes are the nodes seen, in column order (a few: a linear
+	// search beats a map).
+	nodes []uint64
+	// count[d*len(nodes)+c] is nodes[c]'s count of domain d's leases.
+	count []int32
+	// size is each domain's number of tablets here.
+	size []int32
+	// of is each group's domain, in the order of the pass's groups.
+	of []int32
+}
+
+func (c *domainCounts) col(node uint64) int { return slices.Index(c.nodes, node) }
+
+func (c *domainCounts) get(d int32, node uint64) int {
+	i := c.col(node)
+	if i < 0 {
+		return 0
+	}
+	return int(c.count[int(d)*len(c.nodes)+i])
+}
+
+func (c *domainCounts) add(d int32, node uint64, n int) {
+	if i := c.col(node); i >= 0 {
+		c.count[int(d)*len(c.nodes)+i] += int32(n)
+	}
+}
+
+// domainCounts counts each node's leases per domain as this node sees
+// them (leader hints, as for the totals), refreshing the domain cache
+// (dropping tablets no longer here). Nil when there are no domains or
+// this node holds no lease it could move (a cluster of one).
+func (b *LeaseBalancer) domainCounts(groups []raftnode.GroupInfo, now time.Time) *domainCounts {
+	if b.cfg.Domain == nil || !slices.ContainsFunc(groups, func(g raftnode.GroupInfo) bool { return g.Lease != 0 && len(g.Voters) >= 2 }) {
+		return nil
+	}
+	if now.Sub(b.domainsAt) >= domainRefresh || len(b.domainOf) > 2*len(groups)+64 {
+		clear(b.domainOf)
+		clear(b.domainID)
+		b.domainsAt = now
+	}
+	c := &b.dom
+	c.nodes = c.nodes[:0]
+	c.of = slices.Grow(c.of[:0], len(groups))[:len(groups)]
+	for i, g := range groups {
+		d, ok := b.domainOf[g.TabletID]
+		if !ok {
+			if name := b.cfg.Domain(g.TabletID); name != "" {
+				if d, ok = b.domainID[name]; !ok {
+					d = int32(len(b.domainID) + 1)
+					b.domainID[name] = d
+				}
+			}
+			b.domainOf[g.TabletID] = d
+		}
+		c.of[i] = d
+		for _, v := range g.Voters {
+			if !slices.Contains(c.nodes, v) {
+				c.nodes = append(c.nodes, v)
+			}
+		}
+	}
+	n := len(b.domainID) + 1
+	c.size = slices.Grow(c.size[:0], n)[:n]
+	clear(c.size)
+	c.count = slices.Grow(c.count[:0], n*len(c.nodes))[:n*len(c.nodes)]
+	clear(c.count)
+	for i, g := range groups {
+		d := c.of[i]
+		if d == 0 {
+			continue
+		}
+		c.size[d]++
+		if g.Leader != 0 {
+			c.add(d, g.Leader, 1)
+		}
+	}
+	return c
 }
 
 // track notes when each lease was taken up, and which transfers ended
@@ -347,11 +475,14 @@ func (b *LeaseBalancer) eligible(node uint64) bool {
 	return ok
 }
 
-// target is where g's lease (held here) should go under p, or 0: the
-// least loaded candidate of the best region the preferences can have;
-// within this node's own region only if this node holds at least two
-// more leases than it (or may not hold leases itself).
-func (b *LeaseBalancer) target(g raftnode.GroupInfo, p LeasePreferences, count map[uint64]int) uint64 {
+// target is where g's lease (held here) should go under p, or 0: a
+// candidate of the best region the preferences can have. Within this
+// node's own region the lease moves only to balance: to the candidate
+// with the fewest leases of g's domain d if this node holds at least two
+// more of them, else to the candidate with the fewest leases in all if
+// this node holds at least two more and that candidate fewer of d (or if
+// this node may not hold leases itself).
+func (b *LeaseBalancer) target(g raftnode.GroupInfo, p LeasePreferences, count map[uint64]int, dom *domainCounts, d int32) uint64 {
 	var cands []uint64
 	for _, v := range g.CaughtUp {
 		if v != b.self && b.eligible(v) {
@@ -366,13 +497,30 @@ func (b *LeaseBalancer) target(g raftnode.GroupInfo, p LeasePreferences, count m
 	for _, v := range cands {
 		best = min(best, b.rank(p.Regions, v))
 	}
-	to := uint64(0)
+	// dc is a node's count of d's leases (0 for every node without a
+	// domain, or in a domain of one tablet).
+	dc := func(v uint64) int {
+		if d == 0 {
+			return 0
+		}
+		return dom.get(d, v)
+	}
+	// to: the fewest of d's leases, then the fewest in all, then the
+	// lowest ID; byCount: the fewest in all among those holding fewer of
+	// d's leases than this node (any, without a domain).
+	to, byCount := uint64(0), uint64(0)
 	for _, v := range cands {
 		if b.rank(p.Regions, v) != best {
 			continue
 		}
-		if to == 0 || count[v] < count[to] || count[v] == count[to] && v < to {
+		if to == 0 || dc(v) < dc(to) || dc(v) == dc(to) && (count[v] < count[to] || count[v] == count[to] && v < to) {
 			to = v
+		}
+		if d != 0 && dc(v) >= dc(b.self) {
+			continue
+		}
+		if byCount == 0 || count[v] < count[byCount] || count[v] == count[byCount] && v < byCount {
+			byCount = v
 		}
 	}
 	switch {
@@ -385,8 +533,11 @@ func (b *LeaseBalancer) target(g raftnode.GroupInfo, p LeasePreferences, count m
 	case b.cfg.Eligible != nil && !b.eligible(b.self):
 		// Decommissioning: shed leases whatever the counts.
 		return to
-	case count[b.self] > count[to]+1:
+	case dc(b.self) > dc(to)+1:
+		// The domain's leases are uneven.
 		return to
+	case byCount != 0 && count[b.self] > count[byCount]+1:
+		return byCount
 	}
 	return 0
 }

@@ -220,3 +220,144 @@ func TestLeaseBalancerBacksOffRefusedTablet(t *testing.T) {
 		}
 	}
 }
+
+// fakeCluster is the truth three nodes' balancers see: every tablet has
+// voters 1, 2, 3, all caught up, and the leader of its map entry.
+type fakeCluster struct {
+	leader map[uint64]uint64 // tablet → leaseholder
+	term   map[uint64]uint64 // tablet → lease term (new at each transfer)
+	moves  int
+}
+
+// node is node self's view, as a LeaseNode.
+func (c *fakeCluster) node(self uint64) LeaseNode { return fakeClusterNode{c, self} }
+
+type fakeClusterNode struct {
+	c    *fakeCluster
+	self uint64
+}
+
+func (n fakeClusterNode) Groups() []raftnode.GroupInfo {
+	var out []raftnode.GroupInfo
+	for id := uint64(1); id <= uint64(len(n.c.leader)); id++ {
+		g := raftnode.GroupInfo{TabletID: id, Leader: n.c.leader[id], Voters: []uint64{1, 2, 3}}
+		if g.Leader == n.self {
+			g.Lease, g.Active = n.c.term[id], []uint64{1, 2, 3}
+			for _, v := range g.Voters {
+				if v != n.self {
+					g.CaughtUp = append(g.CaughtUp, v)
+				}
+			}
+		}
+		out = append(out, g)
+	}
+	return out
+}
+
+func (n fakeClusterNode) TransferLeader(tablet, to uint64) error {
+	if n.c.leader[tablet] != n.self {
+		return errors.New("not the leaseholder")
+	}
+	n.c.leader[tablet], n.c.term[tablet] = to, n.c.term[tablet]+1
+	n.c.moves++
+	return nil
+}
+
+// spreads reports each domain's leases per node ("total": all of them)
+// and whether every domain's and the totals are within one between nodes.
+func (c *fakeCluster) spreads(domain func(uint64) string) (map[string][3]int, bool) {
+	out := map[string][3]int{}
+	add := func(d string, l uint64) {
+		v := out[d]
+		v[l-1]++
+		out[d] = v
+	}
+	for id, l := range c.leader {
+		add("total", l)
+		if d := domain(id); d != "" {
+			add(d, l)
+		}
+	}
+	ok := true
+	for _, v := range out {
+		ok = ok && max(v[0], v[1], v[2])-min(v[0], v[1], v[2]) <= 1
+	}
+	return out, ok
+}
+
+// TestLeaseBalancerSpreadsDomains: three nodes' balancers, each pass of
+// each after the hold time. Three nine-tablet indexes (domains a, b, c)
+// each have every lease on one node (a on node 1, b on 2, c on 3), beside
+// five tablets of no domain: the totals are within one, so balancing the
+// totals alone moves nothing (the control, without Domain), while with
+// domains every index ends with three leases per node and the totals
+// stay within one, and then nothing moves any more.
+func TestLeaseBalancerSpreadsDomains(t *testing.T) {
+	domain := func(id uint64) string {
+		switch {
+		case id == 0 || id > 27:
+			return ""
+		case id <= 9:
+			return "a"
+		case id <= 18:
+			return "b"
+		}
+		return "c"
+	}
+	for _, tc := range []struct {
+		name    string
+		domains bool
+		want    string // leases per node per domain once stable
+	}{
+		{"totals only", false, "map[a:[9 0 0] b:[0 9 0] c:[0 0 9] total:[11 11 10]]"},
+		{"per domain", true, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &fakeCluster{leader: map[uint64]uint64{}, term: map[uint64]uint64{}}
+			for id := uint64(1); id <= 32; id++ {
+				c.leader[id], c.term[id] = (id-1)/9+1, 1
+				if id > 27 {
+					c.leader[id] = (id-28)%3 + 1 // 1, 2, 3, 1, 2
+				}
+			}
+			now := time.Unix(1000, 0)
+			var bs []*LeaseBalancer
+			for n := uint64(1); n <= 3; n++ {
+				cfg := LeaseBalancerConfig{Node: c.node(n)}
+				if tc.domains {
+					cfg.Domain = domain
+				}
+				b := NewLeaseBalancer(cfg, n)
+				b.now = func() time.Time { return now }
+				b.Pass()
+				bs = append(bs, b)
+			}
+			stable := -1
+			for round := range 50 {
+				now = now.Add(bs[0].cfg.MinHold)
+				before := c.moves
+				for _, b := range bs {
+					b.Pass()
+				}
+				if c.moves == before {
+					stable = round
+					break
+				}
+			}
+			if stable < 0 {
+				t.Fatalf("still moving after 50 rounds (%d moves)", c.moves)
+			}
+			got, ok := c.spreads(domain)
+			if !tc.domains {
+				if fmt.Sprint(got) != tc.want || c.moves != 0 {
+					t.Errorf("totals only: %v after %d moves, want %s and none", got, c.moves, tc.want)
+				}
+				return
+			}
+			if !ok {
+				t.Errorf("per domain: leases per node %v after %d moves, want every domain and the totals within one", got, c.moves)
+			}
+			t.Logf("stable after %d rounds, %d moves: %v", stable, c.moves, got)
+		})
+	}
+}

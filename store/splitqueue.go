@@ -8,7 +8,11 @@ package store
 //     (EstimateDiskUsage over its span, what the admin UI shows: data
 //     still in memtables counts once flushed) exceeds SplitSize, it
 //     splits at the row boundary nearest the key that halves the bytes of
-//     the tablet's keys and values (all versions);
+//     the tablet's keys and values (all versions). The estimate is taken
+//     again only once the tablet has evaluated a write since the last
+//     (every non-read batch counts, bulk loads included), or after
+//     sizeRecheck: with 20,000 idle tablets an estimate of each every
+//     second was an idle node's CPU (issue 16, bench/ddl);
 //   - by load: when the tablet's batches per second over the last
 //     loadWindow exceed SplitQPS, it splits at the row boundary nearest
 //     the median of the request keys the replica sampled
@@ -59,6 +63,9 @@ const (
 	splitBackoff      = 5 * time.Second
 	splitTimeout      = 10 * time.Second
 	unsplittableRetry = time.Minute
+	// sizeRecheck is how long a tablet without writes keeps its last
+	// size estimate (a snapshot or a flush does not make it larger).
+	sizeRecheck = time.Minute
 	// maxFamilySuffix bounds the column-ID suffix of a column entry (an
 	// ordered varint of a uint32 takes at most 5 bytes; 10 leaves room).
 	maxFamilySuffix = 10
@@ -96,6 +103,16 @@ type splitQueue struct {
 	qps     float64
 	rates   map[kvpb.TabletID][]rateSample
 	backoff map[kvpb.TabletID]backoff
+	// sized is, per tablet, its write count and generation at its last
+	// size estimate and when that was; estimates counts the estimates.
+	sized     map[kvpb.TabletID]sizeCheck
+	estimates int
+}
+
+// sizeCheck is a tablet's state at its last size estimate.
+type sizeCheck struct {
+	writes, gen int64
+	at          time.Time
 }
 
 // RunSplitQueue splits this store's tablets by size and load (see above)
@@ -125,7 +142,7 @@ func (s *Store) RunSplitQueue(ctx context.Context) {
 
 func newSplitQueue(s *Store) *splitQueue {
 	q := &splitQueue{s: s, size: s.cfg.SplitSize, qps: s.cfg.SplitQPS,
-		rates: map[kvpb.TabletID][]rateSample{}, backoff: map[kvpb.TabletID]backoff{}}
+		rates: map[kvpb.TabletID][]rateSample{}, backoff: map[kvpb.TabletID]backoff{}, sized: map[kvpb.TabletID]sizeCheck{}}
 	if q.size == 0 {
 		q.size = DefaultSplitSize
 	}
@@ -171,7 +188,7 @@ func (q *splitQueue) pass(ctx context.Context) int {
 			}
 			delete(q.backoff, d.TabletID)
 		}
-		key, bySize, err := q.splitKey(d, r, rate)
+		key, bySize, err := q.splitKey(d, r, rate, now)
 		if err != nil {
 			s.splits.errors.Add(1)
 			q.backoff[d.TabletID] = backoff{gen: d.Generation, until: now.Add(splitBackoff)}
@@ -209,6 +226,11 @@ func (q *splitQueue) pass(ctx context.Context) int {
 			delete(q.rates, id)
 		}
 	}
+	for id := range q.sized {
+		if !seen[id] {
+			delete(q.sized, id)
+		}
+	}
 	return done
 }
 
@@ -233,15 +255,20 @@ func (q *splitQueue) rate(id kvpb.TabletID, now time.Time, count int64) float64 
 
 // splitKey decides whether tablet d splits and where (nil: not now).
 // A tablet over a threshold with no split point backs off.
-func (q *splitQueue) splitKey(d kvpb.TabletDescriptor, r *tablet.Replica, rate float64) (key []byte, bySize bool, err error) {
+func (q *splitQueue) splitKey(d kvpb.TabletDescriptor, r *tablet.Replica, rate float64, now time.Time) (key []byte, bySize bool, err error) {
 	s := q.s
 	over := false
-	if q.size > 0 {
+	writes := r.Metrics().WriteBatches.Load()
+	if c, ok := q.sized[d.TabletID]; q.size > 0 && (!ok || c.writes != writes || c.gen != d.Generation || now.Sub(c.at) >= sizeRecheck) {
+		q.estimates++
 		size, err := s.eng.EstimateDiskUsage(d.StartKey, d.EndKey)
 		if err != nil {
 			return nil, false, err
 		}
-		if size > uint64(q.size) {
+		if size <= uint64(q.size) {
+			q.sized[d.TabletID] = sizeCheck{writes: writes, gen: d.Generation, at: now}
+		} else {
+			delete(q.sized, d.TabletID) // over: looked at every pass until split
 			over = true
 			mid, err := s.middleKey(d)
 			if err != nil {

@@ -287,3 +287,45 @@ func TestSplitQueueByLoadKeepsUnitsWhole(t *testing.T) {
 	e.checkRows(rows)
 	t.Logf("%d splits (at unit bounds); tablets %v", splits, e.s.Tablets())
 }
+
+// TestSplitQueueEstimatesSizeAfterWrites: the queue estimates a tablet's
+// size again only once it has taken a write since the last estimate (or
+// the estimate is sizeRecheck old), so idle tablets cost no estimate per
+// pass; a tablet written past the split size is still split.
+func TestSplitQueueEstimatesSizeAfterWrites(t *testing.T) {
+	const splitSize = 16 << 10
+	e := newEnv(t, Config{SplitSize: splitSize, SplitQPS: -1, SplitUnit: rowenc.SplitUnit})
+	ctx := context.Background()
+	for _, k := range [][]byte{rowenc.GroupSpan(100).Key, rowenc.GroupSpan(101).Key, rowenc.GroupSpan(101).EndKey} {
+		if _, _, err := e.s.Split(ctx, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.settle()
+	tablets := len(e.s.Tablets())
+	q := newSplitQueue(e.s)
+	pass := func(what string, wantEstimates, wantSplits int) {
+		t.Helper()
+		before := q.estimates
+		if n := q.pass(ctx); n != wantSplits || q.estimates-before != wantEstimates {
+			t.Fatalf("%s: %d estimates and %d splits, want %d and %d", what, q.estimates-before, n, wantEstimates, wantSplits)
+		}
+	}
+	pass("first pass", tablets, 0)
+	pass("no writes", 0, 0)
+	e.putRows(sqlRows(t, 100, 100, 5), 10)
+	pass("five rows into group 100", 1, 0)
+	pass("no writes again", 0, 0)
+	for id, c := range q.sized {
+		c.at = c.at.Add(-sizeRecheck)
+		q.sized[id] = c
+	}
+	pass("estimates sizeRecheck old", tablets, 0)
+	e.putRows(sqlRows(t, 101, 101, 300), 100)
+	if err := e.eng.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if n := q.pass(ctx); n != 1 {
+		t.Fatalf("group 101 written past the split size: %d splits, want 1", n)
+	}
+}

@@ -22,6 +22,8 @@ import (
 // Config configures a store and the replicas it opens. Zero fields take
 // the tablet package's defaults.
 type Config struct {
+	// Observe: see tablet.Config.
+	Observe *tablet.Observers
 	// TxnLivenessThreshold: see tablet.Config.
 	TxnLivenessThreshold time.Duration
 	// MaxValueSize: see tablet.Config.
@@ -255,6 +257,7 @@ func (s *Store) tabletConfig() tablet.Config {
 		OnSplit:              s.onSplit,
 		OnSplitBySnapshot:    s.onSplitBySnapshot,
 		Repacker:             s.evalRepacker(),
+		Observe:              s.cfg.Observe,
 	}
 }
 

@@ -1,8 +1,10 @@
 package store
 
 // Transaction cleanup (issue #14), run by the GC queue over each tablet it
-// leads every Config.GCTxnCleanupAge / 2 at most. What it finds on a
-// snapshot of the tablet:
+// leads every Config.GCTxnCleanupAge / 2 at most, and not again over a
+// tablet where it found no intent and no record until that tablet takes a
+// write (every intent and record is written by a batch the tablet counts).
+// What it finds on a snapshot of the tablet:
 //
 //   - an intent whose transaction started more than GCTxnCleanupAge ago:
 //     the coordinator is probably gone (killed, partitioned). It pushes the
@@ -63,15 +65,20 @@ func (s *Store) cleanupSender() kvpb.Sender {
 	return s
 }
 
-// cleanupTxns runs the cleanup over tablet d (see above).
-func (s *Store) cleanupTxns(ctx context.Context, d kvpb.TabletDescriptor) error {
+// cleanupTxns runs the cleanup over tablet d (see above). clean reports
+// that the tablet held no intent and no transaction record at all: until
+// it takes a write, a later cleanup would find nothing either.
+func (s *Store) cleanupTxns(ctx context.Context, d kvpb.TabletDescriptor) (clean bool, err error) {
+	s.gc.stats.txnScans.Add(1)
 	now := s.clock.Now()
 	cutoff := hlc.Timestamp{WallTime: now.WallTime - s.txnCleanupAge().Nanoseconds()}
 	snap := s.eng.NewSnapshot()
 	intents, err := mvcc.ScanIntents(snap, d.StartKey, d.EndKey, txnCleanupMaxIntents)
 	var pending, final []kvpb.Transaction
+	records := 0
 	if err == nil {
 		err = mvcc.ScanTxnRecords(snap, d.StartKey, d.EndKey, func(rec kvpb.Transaction) (bool, error) {
+			records++
 			switch {
 			case rec.Status.IsFinal() && rec.WriteTimestamp.Forward(rec.LastHeartbeat).Less(cutoff):
 				final = append(final, rec)
@@ -83,7 +90,10 @@ func (s *Store) cleanupTxns(ctx context.Context, d kvpb.TabletDescriptor) error 
 	}
 	snap.Close()
 	if err != nil {
-		return err
+		return false, err
+	}
+	if len(intents) == 0 && records == 0 {
+		return true, nil
 	}
 	ir := tablet.NewIntentResolver(s.cleanupSender(), s.LookupTablet, s.clock)
 
@@ -104,7 +114,7 @@ func (s *Store) cleanupTxns(ctx context.Context, d kvpb.TabletDescriptor) error 
 		holder := ins[0].Txn
 		pushee, err := s.pushForCleanup(ctx, holder)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if !pushee.Status.IsFinal() {
 			continue
@@ -119,7 +129,7 @@ func (s *Store) cleanupTxns(ctx context.Context, d kvpb.TabletDescriptor) error 
 			ks = append(ks, in.Key)
 		}
 		if err := ir.ResolveIntents(ctx, meta, pushee.Status, ks, pushee.IgnoredSeqNums...); err != nil {
-			return err
+			return false, err
 		}
 		s.gc.stats.intentsResolved.Add(int64(len(ks)))
 	}
@@ -127,7 +137,7 @@ func (s *Store) cleanupTxns(ctx context.Context, d kvpb.TabletDescriptor) error 
 	// Expired pending records: abort them (the next cleanup removes them).
 	for _, rec := range pending {
 		if _, err := s.pushForCleanup(ctx, rec.TxnMeta); err != nil {
-			return err
+			return false, err
 		}
 	}
 
@@ -135,15 +145,15 @@ func (s *Store) cleanupTxns(ctx context.Context, d kvpb.TabletDescriptor) error 
 	for _, rec := range final {
 		if len(rec.LockSpans) > 0 {
 			if err := ir.ResolveSpans(ctx, rec.TxnMeta, rec.Status, rec.LockSpans, rec.IgnoredSeqNums...); err != nil {
-				return err
+				return false, err
 			}
 		}
 		if err := tablet.GCTxnRecord(ctx, s.cleanupSender(), s.clock, rec.TxnMeta); err != nil {
-			return err
+			return false, err
 		}
 		s.gc.stats.recordsRemoved.Add(1)
 	}
-	return nil
+	return false, nil
 }
 
 // pushForCleanup pushes txn to abort without waiting and returns its

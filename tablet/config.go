@@ -69,6 +69,21 @@ type Config struct {
 	// 10). Only the leaseholder uses it, while evaluating: followers
 	// apply the resulting batch, so they need no schema.
 	Repacker mvcc.Repacker
+	// Observe, when set, receives latencies for the node's histograms
+	// (server's /metrics); the replica calls it from the request's own
+	// goroutine and must not be slowed by it.
+	Observe *Observers
+}
+
+// Observers receive the latencies a replica measures. A nil func is not
+// called.
+type Observers struct {
+	// RaftCommit is the time from proposing a command to this replica
+	// applying it (the leaseholder's view of a replicated write).
+	RaftCommit func(time.Duration)
+	// LockWait is the time a batch waited for other transactions' locks
+	// before it re-evaluated (or gave up).
+	LockWait func(time.Duration)
 }
 
 func (c Config) withDefaults() Config {

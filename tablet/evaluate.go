@@ -76,6 +76,16 @@ func (r *Replica) evaluate(ba *kvpb.BatchRequest, desc kvpb.TabletDescriptor, op
 	}
 	if readOnly(ba) {
 		ec.rd = r.eng
+		if len(ba.Requests) > 1 {
+			// Many reads (a lookup join's batch, sorted by key): one
+			// iterator walks them forward, keeping the blocks it holds
+			// (storage.ReusingReader). Latches cover the whole batch, so
+			// its view, fixed when the first iterator opens, is what
+			// each read would have seen.
+			rr := r.eng.NewReusingReader()
+			defer rr.Close()
+			ec.rd = rr
+		}
 	} else {
 		ec.b = r.eng.NewBatch()
 		defer ec.b.Close()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/cairn-db/cairn/kvpb"
@@ -129,4 +130,106 @@ func TestSpansOverlapMatchesDefinition(t *testing.T) {
 			t.Fatalf("spansOverlap(%s, %s) = %v, want %v", a, b, got, want)
 		}
 	})
+}
+
+// TestLatchIndexMatchesPairwise: a guard of many spans (indexed) conflicts
+// with another exactly when some pair of their spans does, whichever of
+// the two is indexed.
+func TestLatchIndexMatchesPairwise(t *testing.T) {
+	keyGen := rapid.SampledFrom([]string{"a", "a\x00", "ab", "b", "b\x00", "ba", "c", "cc", "d"})
+	spanGen := rapid.Custom(func(t *rapid.T) latchSpan {
+		k := keyGen.Draw(t, "key")
+		w := rapid.Bool().Draw(t, "write")
+		if rapid.IntRange(0, 3).Draw(t, "kind") > 0 {
+			return latchSpan{span: kvpb.Span{Key: []byte(k)}, write: w}
+		}
+		e := keyGen.Draw(t, "end")
+		if e <= k {
+			return latchSpan{span: kvpb.Span{Key: []byte(k)}, write: w}
+		}
+		return latchSpan{span: kvpb.Span{Key: []byte(k), EndKey: []byte(e)}, write: w}
+	})
+	pairwise := func(a, b []latchSpan) bool {
+		for _, x := range a {
+			for _, y := range b {
+				if (x.write || y.write) && spansOverlap(x.span, y.span) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	conflicts, checks := 0, 0
+	rapid.Check(t, func(t *rapid.T) {
+		a := rapid.SliceOfN(spanGen, 1, 6).Draw(t, "a")
+		b := rapid.SliceOfN(spanGen, 1, 6).Draw(t, "b")
+		want := pairwise(a, b)
+		for _, ix := range [][2]bool{{true, false}, {false, true}, {true, true}} {
+			ga, gb := &latchGuard{spans: a}, &latchGuard{spans: b}
+			if ix[0] {
+				ga.idx = newLatchIndex(a)
+			}
+			if ix[1] {
+				gb.idx = newLatchIndex(b)
+			}
+			if got := ga.conflicts(gb); got != want {
+				t.Fatalf("indexed %v: conflicts(%v, %v) = %v, want %v", ix, a, b, got, want)
+			}
+			if got := gb.conflicts(ga); got != want {
+				t.Fatalf("indexed %v: conflicts(%v, %v) = %v, want %v", ix, b, a, got, want)
+			}
+		}
+		checks++
+		if want {
+			conflicts++
+		}
+	})
+	if conflicts == 0 || conflicts == checks {
+		t.Fatalf("%d of %d cases conflict: the generator tests one side only", conflicts, checks)
+	}
+}
+
+// TestLatchManagerLargeGuards: guards of a bulk load's size are indexed
+// at acquisition; two that share one key of their thousands still wait
+// for each other, and two that share none do not.
+func TestLatchManagerLargeGuards(t *testing.T) {
+	m := newLatchManager()
+	ctx := context.Background()
+	keys := func(from, n int) []latchSpan {
+		out := make([]latchSpan, n)
+		for i := range out {
+			out[i] = latchSpan{span: kvpb.Span{Key: []byte(fmt.Sprintf("k%06d", from+(i*7919)%n))}, write: true}
+		}
+		return out
+	}
+	g1, err := m.acquire(ctx, keys(0, 5000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g1.idx == nil {
+		t.Fatal("a guard of 5000 spans was not indexed")
+	}
+	g2, err := m.acquire(ctx, keys(5000, 5000)) // disjoint: at once
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.release(g2)
+	acquired := make(chan *latchGuard)
+	go func() {
+		g, err := m.acquire(ctx, keys(4999, 5000)) // shares k004999
+		if err != nil {
+			t.Error(err)
+		}
+		acquired <- g
+	}()
+	for m.numHeld() != 2 {
+		waitABit()
+	}
+	select {
+	case <-acquired:
+		t.Fatal("a guard sharing a key acquired while the holder held it")
+	default:
+	}
+	m.release(g1)
+	m.release(<-acquired)
 }

@@ -27,6 +27,10 @@ func (r *Replica) waitForLocks(ctx context.Context, ba *kvpb.BatchRequest, w *lo
 	}
 	r.metrics.LockWaiting.Add(1)
 	defer r.metrics.LockWaiting.Add(-1)
+	if o := r.cfg.Observe; o != nil && o.LockWait != nil {
+		began := time.Now()
+		defer func() { o.LockWait(time.Since(began)) }()
+	}
 	defer func() {
 		for _, in := range w.intents {
 			r.locks.dequeue(in.Key, w.waiter)

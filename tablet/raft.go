@@ -314,6 +314,7 @@ func (r *Replica) commitOr(ctx context.Context, term uint64, p *Proposal, abando
 	rs.pending[id] = pp
 	rs.mu.Unlock()
 	data := encodeCommand(id, rs.group.NodeID(), term, p)
+	proposed := time.Now()
 	if err := rs.group.Propose(term, data); err != nil {
 		rs.mu.Lock()
 		delete(rs.pending, id)
@@ -322,6 +323,9 @@ func (r *Replica) commitOr(ctx context.Context, term uint64, p *Proposal, abando
 		return fmt.Errorf("tablet %d: proposing: %v: %w", r.Desc().TabletID, err, r.notLeaseholder(leader))
 	}
 	err := r.waitProposal(ctx.Done(), term, id, pp)
+	if err == nil && r.cfg.Observe != nil && r.cfg.Observe.RaftCommit != nil {
+		r.cfg.Observe.RaftCommit(time.Since(proposed))
+	}
 	if !errors.Is(err, errCallerGone) {
 		return err
 	}

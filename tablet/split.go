@@ -137,7 +137,7 @@ func splitRecordKey(left, right kvpb.TabletID) []byte {
 func (r *Replica) applySplit(t *SplitTrigger, register func(*Replica)) {
 	key := t.Right.StartKey
 	right := newReplica(r.eng, r.clock, t.Right, r.cfg, r.tscache.splitOff(key), r.locks.splitOff(key))
-	right.tombs = r.tombs.clone()
+	right.tombs = r.tombs.splitOff(key)
 	r.mu.RLock()
 	for id, reason := range r.mu.abortReasons {
 		right.mu.abortReasons[id] = reason

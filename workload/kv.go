@@ -43,7 +43,11 @@ import (
 
 // KVConfig configures the kv workload.
 type KVConfig struct {
-	URL         string
+	URL string
+	// URLs, when set, are the gateways the workers of a run connect to,
+	// round-robin (as CockroachDB's workload takes every node's URL), so
+	// no one node parses every statement; URL still serves init.
+	URLs        []string
 	Sequential  bool
 	ReadPercent int // 0..100
 	Concurrency int
@@ -227,7 +231,11 @@ func runKV(ctx context.Context, cfg KVConfig) (KVResult, error) {
 		}
 	}()
 	for i := range conns {
-		c, err := pgx.Connect(ctx, cfg.URL)
+		url := cfg.URL
+		if len(cfg.URLs) > 0 {
+			url = cfg.URLs[i%len(cfg.URLs)]
+		}
+		c, err := pgx.Connect(ctx, url)
 		if err != nil {
 			return KVResult{}, fmt.Errorf("connect worker %d: %w", i, err)
 		}

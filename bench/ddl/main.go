@@ -33,14 +33,16 @@ import (
 )
 
 var (
-	flagAt      = flag.String("at", "0,1000,5000,10000", "table counts at which to time DDL")
-	flagSample  = flag.Int("sample", 50, "CREATE TABLE + CREATE INDEX pairs timed at each checkpoint")
-	flagRuns    = flag.Int("runs", 3, "repetitions of each checkpoint's sample; the median run is reported")
-	flagBuckets = flag.Int("buckets", 2048, "bucket count of the hash-sharded index timed at the end (0: none)")
-	flagIdle    = flag.Duration("idle", 30*time.Second, "measure idle CPU over this long at the end (0: skip)")
-	flagPort    = flag.Int("port", 48100, "first of three ports: SQL, HTTP, RPC")
-	flagProfile = flag.Int("cpuprofile-at", -1, "take a 20s CPU profile of the node while creating tables past this count (-1: none)")
-	flagKeep    = flag.Bool("keep", false, "keep the store directory")
+	flagAt       = flag.String("at", "0,1000,5000,10000", "table counts at which to time DDL")
+	flagSample   = flag.Int("sample", 50, "CREATE TABLE + CREATE INDEX pairs timed at each checkpoint")
+	flagRuns     = flag.Int("runs", 3, "repetitions of each checkpoint's sample; the median run is reported")
+	flagBuckets  = flag.Int("buckets", 2048, "bucket count of the hash-sharded index timed at the end (0: none)")
+	flagIdle     = flag.Duration("idle", 30*time.Second, "measure idle CPU over this long at the end (0: skip)")
+	flagPort     = flag.Int("port", 48100, "first of three ports: SQL, HTTP, RPC")
+	flagProfile  = flag.Int("cpuprofile-at", -1, "take a 20s CPU profile of the node while creating tables past this count (-1: none)")
+	flagKeep     = flag.Bool("keep", false, "keep the store directory")
+	flagIdleProf = flag.String("idle-cpuprofile", "", "after the idle measurement, write a 20s CPU profile of the idle node here")
+	flagHeapProf = flag.String("heapprofile", "", "at the end, write a heap profile of the node here")
 )
 
 func main() {
@@ -120,7 +122,14 @@ func run(ctx context.Context) error {
 		return end.Sub(start), nil
 	}
 	fmt.Printf("cairn start (one node), pairs of CREATE TABLE + CREATE INDEX; median of %d runs of %d pairs\n\n", *flagRuns, *flagSample)
-	fmt.Printf("%10s %12s %8s %10s %10s %10s %10s\n", "tables", "ms/pair", "ratio", "table ms", "index ms", "insert ms", "fill s")
+	fmt.Printf("%10s %12s %8s %10s %10s %10s %10s %10s\n", "tables", "ms/pair", "ratio", "table ms", "index ms", "insert ms", "fill s", "RSS MiB")
+	rssMiB := func() int64 {
+		kib, err := rssKiB(cmd.Process.Pid)
+		if err != nil {
+			return -1
+		}
+		return kib >> 10
+	}
 	var base float64
 	fillStart := time.Now()
 	profiled := false
@@ -152,7 +161,7 @@ func run(ctx context.Context) error {
 		if base == 0 {
 			base = m
 		}
-		fmt.Printf("%10d %12.2f %7.2fx %10.2f %10.2f %10.2f %10.1f\n", target, m, m/base, median(tCreate), median(tIndex), median(tInsert), fill)
+		fmt.Printf("%10d %12.2f %7.2fx %10.2f %10.2f %10.2f %10.1f %10d\n", target, m, m/base, median(tCreate), median(tIndex), median(tInsert), fill, rssMiB())
 		fillStart = time.Now()
 	}
 	if *flagBuckets > 0 {
@@ -163,7 +172,7 @@ func run(ctx context.Context) error {
 		if _, err := conn.Exec(ctx, fmt.Sprintf("CREATE INDEX ON hs (v) USING HASH WITH (bucket_count = %d)", *flagBuckets)); err != nil {
 			return err
 		}
-		fmt.Printf("\nCREATE INDEX ... USING HASH WITH (bucket_count = %d) with %d tables: %.2f s\n", *flagBuckets, n, time.Since(start).Seconds())
+		fmt.Printf("\nCREATE INDEX ... USING HASH WITH (bucket_count = %d) with %d tables: %.2f s (RSS after: %d MiB)\n", *flagBuckets, n, time.Since(start).Seconds(), rssMiB())
 	}
 	var tablets int
 	if err := conn.QueryRow(ctx, "SELECT count(*) FROM cairn_catalog.tablets").Scan(&tablets); err != nil {
@@ -187,6 +196,12 @@ func run(ctx context.Context) error {
 			return err
 		}
 		fmt.Printf("\nidle with %d tables (%d tablets): %.2f%% of a core over %v, RSS %d MiB\n", n, tablets, cpu, *flagIdle, rss>>10)
+		if *flagIdleProf != "" {
+			profile(p+1, *flagIdleProf)
+		}
+		if *flagHeapProf != "" {
+			fetch(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/heap", p+1), *flagHeapProf)
+		}
 	}
 	return nil
 }
@@ -198,7 +213,12 @@ func median(xs []float64) float64 {
 }
 
 func profile(httpPort int, path string) {
-	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=20", httpPort))
+	fetch(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=20", httpPort), path)
+}
+
+// fetch writes what url answers to path.
+func fetch(url, path string) {
+	resp, err := http.Get(url)
 	if err != nil {
 		log.Printf("profile: %v", err)
 		return

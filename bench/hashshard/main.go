@@ -26,11 +26,20 @@
 // kv0 (the same search) on schemas 1 and 2 on clusters of each size,
 // printed beside the seed's claim of linear scaling.
 //
+// By default the workers connect to every node round-robin, as the seed's
+// workload did (-gateways first: all to node 1). With -node-cpu F each
+// node process gets a CPU quota of F cores (a cgroup, cpulimit.go): on a
+// machine of two cores, nodes otherwise share the same CPUs, so moving
+// work from one node to three adds no capacity, which is the whole of what
+// hash sharding buys a cluster of separate machines; the quota makes each
+// node a small machine of its own, as -sync-latency makes its store a disk.
+//
 // The baseline of each sharded figure is the unsharded schema in the same
 // run. The load average is printed at the start and the end; the project
 // runs benchmarks only under 4. Usage: go run ./bench/hashshard [-buckets
 // 10] [-duration 10s] [-concurrency 16] [-sync-latency 2ms] [-max-latency
-// 10ms] [-runs 3] [-nodes 3] [-only 1,2,3,4] [-scaling 1,3,5] [-port 48400]
+// 10ms] [-runs 3] [-nodes 3] [-only 1,2,3,4] [-scaling 1,3,5] [-gateways all|first]
+// [-node-cpu F] [-port 48400]
 package main
 
 import (
@@ -64,6 +73,8 @@ var (
 	flagRuns        = flag.Int("runs", 3, "runs of every measurement; the medians are reported")
 	flagNodes       = flag.Int("nodes", 3, "cluster size of the schema runs")
 	flagScaling     = flag.String("scaling", "", "cluster sizes of a scaling run (e.g. 1,3,5) instead of the schema runs")
+	flagGateways    = flag.String("gateways", "all", "nodes the workers connect to: all (round-robin, as the seed's workload did) or first")
+	flagNodeCPU     = flag.Float64("node-cpu", 0, "CPUs each node process may use (a cgroup CPU quota, so that nodes on one machine play separate machines; 0: no limit)")
 	flagPort        = flag.Int("port", 48400, "first of the loopback ports: RPC, SQL and HTTP of each node (3 per node; a scaling run uses 3 per node of each size, consecutively)")
 )
 
@@ -120,8 +131,8 @@ func run(ctx context.Context) error {
 		return err
 	}
 	defer stop()
-	fmt.Printf("%d nodes on loopback, --debug-sync-latency %v, %d workers, %v per run, %d buckets, %d runs\n\n",
-		len(nodes), *flagSyncLatency, *flagConcurrency, *flagDuration, *flagBuckets, *flagRuns)
+	fmt.Printf("%d nodes on loopback, --debug-sync-latency %v, %d workers, %v per run, %d buckets, %d runs, gateways %s, CPUs per node %s\n\n",
+		len(nodes), *flagSyncLatency, *flagConcurrency, *flagDuration, *flagBuckets, *flagRuns, *flagGateways, cpuText())
 	results := map[int][]result{}
 	for r := 1; r <= *flagRuns; r++ {
 		for _, s := range schemas {
@@ -145,9 +156,13 @@ func run(ctx context.Context) error {
 // connects to the first (waiting for the cluster); stop kills them.
 func startCluster(ctx context.Context, bin, dir string, n, port int) ([]*proc.Node, func(), error) {
 	var nodes []*proc.Node
+	var limits []*cpuLimit
 	stop := func() {
 		for _, nd := range nodes {
 			nd.Kill()
+		}
+		for _, l := range limits {
+			l.remove()
 		}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -165,6 +180,14 @@ func startCluster(ctx context.Context, bin, dir string, n, port int) ([]*proc.No
 			return nil, nil, err
 		}
 		nodes = append(nodes, nd)
+		if *flagNodeCPU > 0 {
+			l, err := limitCPU(fmt.Sprintf("cairn-bench-%d-n%d", port, i+1), nd.Pid(), *flagNodeCPU)
+			if err != nil {
+				stop()
+				return nil, nil, err
+			}
+			limits = append(limits, l)
+		}
 	}
 	c, err := nodes[0].Connect(ctx, 2*time.Minute)
 	if err != nil {
@@ -189,7 +212,13 @@ type result struct {
 // schema.
 func measure(ctx context.Context, nodes []*proc.Node, s schema, explain, kv90 bool) (result, error) {
 	var res result
-	cfg := workload.KVConfig{URL: nodes[0].URL(), Sequential: true, Concurrency: *flagConcurrency, Duration: *flagDuration,
+	var urls []string
+	if *flagGateways == "all" {
+		for _, nd := range nodes {
+			urls = append(urls, nd.URL())
+		}
+	}
+	cfg := workload.KVConfig{URL: nodes[0].URL(), URLs: urls, Sequential: true, Concurrency: *flagConcurrency, Duration: *flagDuration,
 		Batch: 1, HashSharded: s.sharded, SecondaryIndex: s.index, Drop: true, Out: os.Stdout, Quiet: true}
 	if s.sharded {
 		cfg.Buckets = *flagBuckets
@@ -364,8 +393,8 @@ func scaling(ctx context.Context, bin, dir string) error {
 		}
 		sizes = append(sizes, n)
 	}
-	fmt.Printf("scaling: sequential kv0 at %v nodes, --debug-sync-latency %v, %d workers, %v per round, %d buckets, %d runs\n\n",
-		sizes, *flagSyncLatency, *flagConcurrency, *flagDuration, *flagBuckets, *flagRuns)
+	fmt.Printf("scaling: sequential kv0 at %v nodes, --debug-sync-latency %v, %d workers, %v per round, %d buckets, %d runs, gateways %s, CPUs per node %s\n\n",
+		sizes, *flagSyncLatency, *flagConcurrency, *flagDuration, *flagBuckets, *flagRuns, *flagGateways, cpuText())
 	type row struct {
 		n                  int
 		sharded, unsharded []float64

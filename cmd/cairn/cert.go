@@ -48,15 +48,9 @@ func cmdCert(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(stderr, certUsage)
 		return usagef("unknown cert subcommand %q", sub)
 	}
-	fs := flag.NewFlagSet("cert "+sub, flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var o security.Options
-	fs.StringVar(&o.CertsDir, "certs-dir", defaultCertsDir(), "the certificates directory")
-	if sub != "list" {
-		fs.StringVar(&o.CAKey, "ca-key", "", "the CA's private key file (required; keep it off the nodes)")
-		fs.BoolVar(&o.Overwrite, "overwrite", false, "replace existing files")
-		fs.DurationVar(&o.Lifetime, "lifetime", 0, fmt.Sprintf("validity (default %s for the CA, %s for the others)", security.DefaultCALifetime, security.DefaultCertLifetime))
-	}
+	fs := certFlagSet(sub, &o)
+	fs.SetOutput(stderr)
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -113,6 +107,18 @@ func cmdCert(args []string, stdout, stderr io.Writer) error {
 		return tw.Flush()
 	}
 	return nil
+}
+
+// certFlagSet defines the flags of cert sub into o.
+func certFlagSet(sub string, o *security.Options) *flag.FlagSet {
+	fs := flag.NewFlagSet("cert "+sub, flag.ContinueOnError)
+	fs.StringVar(&o.CertsDir, "certs-dir", defaultCertsDir(), "the certificates directory")
+	if sub != "list" {
+		fs.StringVar(&o.CAKey, "ca-key", "", "the CA's private key file (required; keep it off the nodes)")
+		fs.BoolVar(&o.Overwrite, "overwrite", false, "replace existing files")
+		fs.DurationVar(&o.Lifetime, "lifetime", 0, fmt.Sprintf("validity (default %s for the CA, %s for the others)", security.DefaultCALifetime, security.DefaultCertLifetime))
+	}
+	return fs
 }
 
 // parseInterleaved parses fs's flags wherever they stand among the

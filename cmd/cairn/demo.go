@@ -32,13 +32,27 @@ INSERT INTO products VALUES (1, 'granite', 12.50), (2, 'slate', 8.00), (3, 'basa
 INSERT INTO orders (id, customer_id, product_id, quantity) VALUES (1, 1, 2, 3), (2, 2, 1, 1), (3, 3, 3, 2), (4, 1, 3, 5);
 `
 
-func cmdDemo(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+// demoFlags are demo's flags.
+type demoFlags struct {
+	noShell, global bool
+	nodes           int
+	leasePrefs      string
+}
+
+func demoFlagSet(f *demoFlags) *flag.FlagSet {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.BoolVar(&f.noShell, "no-shell", false, "serve until interrupted instead of opening the SQL shell")
+	fs.IntVar(&f.nodes, "nodes", 1, "number of in-process nodes of one cluster")
+	fs.BoolVar(&f.global, "global", false, "place the nodes in regions us-west, us-east and eu with simulated round trips (60, 86, 145 ms); needs --nodes 3 or more")
+	fs.StringVar(&f.leasePrefs, "lease-preferences", "", "where tablet leases go: region=NAME[,...], spread (the default) or none (as cairn start)")
+	return fs
+}
+
+func cmdDemo(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	var df demoFlags
+	fs := demoFlagSet(&df)
 	fs.SetOutput(stderr)
-	noShell := fs.Bool("no-shell", false, "serve until interrupted instead of opening the SQL shell")
-	nodes := fs.Int("nodes", 1, "number of in-process nodes of one cluster")
-	global := fs.Bool("global", false, "place the nodes in regions us-west, us-east and eu with simulated round trips (60, 86, 145 ms); needs --nodes 3 or more")
-	leasePrefs := fs.String("lease-preferences", "", "where tablet leases go: region=NAME[,...], spread (the default) or none (as cairn start)")
+	noShell, nodes, global, leasePrefs := &df.noShell, &df.nodes, &df.global, &df.leasePrefs
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
@@ -57,7 +71,13 @@ func cmdDemo(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if *leasePrefs != "" && *nodes == 1 {
 		return usagef("--lease-preferences needs --nodes 2 or more")
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	// With the shell, Ctrl-C cancels a statement (shell.go), not the
+	// demo.
+	sigs := []os.Signal{syscall.SIGTERM}
+	if *noShell {
+		sigs = append(sigs, syscall.SIGINT)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), sigs...)
 	defer stop()
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	c, err := localcluster.Start(ctx, localcluster.Options{Nodes: *nodes, Global: *global, LeasePreferences: *leasePrefs, Logger: log})

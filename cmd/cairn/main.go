@@ -42,8 +42,13 @@
 //
 // demo starts an in-memory insecure node with a few sample tables, prints
 // its URL and opens the SQL shell (or, with --no-shell, serves until
-// interrupted). sql is a small interactive shell (pgx, psql-like aligned
-// output; statements end with ';'; \q quits) or, with -e, runs one string.
+// interrupted). sql is an interactive shell (shell.go: line editing and
+// history through chzyer/readline on a terminal, psql-like aligned or
+// expanded output, psql's \d, \dt, \l, \x, \timing, \?; Ctrl-C cancels
+// the running statement) or, with -e, runs one string.
+//
+// The command tree, help and shell completion are spf13/cobra's
+// (commands.go); each command parses its own flags with package flag.
 //
 // This package owns the command line only: flag parsing, signals and the
 // shell; the node itself is server.Start.
@@ -93,84 +98,6 @@ func tuneGC() {
 	}
 }
 
-const usage = `Cairn, a distributed SQL database that speaks PostgreSQL.
-
-usage: cairn COMMAND [FLAGS]   (cairn COMMAND --help lists a command's flags)
-
-commands:
-  start      run a node: serve SQL, the admin UI and other nodes
-  cert       create and list the certificates of a secure cluster
-  sql        a SQL shell on a node (or run one string with -e)
-  demo       an in-memory node with sample tables, and a shell on it
-  node       list a cluster's nodes, or decommission one
-  workload   load generators (kv) against a node
-  version    print this build's version
-  help       print this text
-
-usage:
-  cairn start --store DIR (--certs-dir DIR | --insecure) [--sql-addr HOST:PORT] [--rpc-addr HOST:PORT] [--http-addr HOST:PORT]
-              [--join ADDR,... | --unreplicated] [--locality key=value,...] [--initial-password PW]
-              [--store-profile ssd|hdd|object-store|auto] [--accept-sql-without-tls] [--replication-factor N] [--dead-after DURATION]
-              [--latency-map R1:R2=RTT,...] [--lease-preferences region=R,...|spread|none]
-  cairn cert create-ca --ca-key FILE [--certs-dir DIR]
-  cairn cert create-node HOST... --ca-key FILE [--certs-dir DIR]
-  cairn cert create-client USER --ca-key FILE [--certs-dir DIR]
-  cairn cert list [--certs-dir DIR]
-  cairn demo [--no-shell] [--nodes 3 --global]
-  cairn sql --url URL [-e SQL]
-  cairn node status --host HTTP-HOST:PORT [--certs-dir DIR] [--user ROLE] [--password-file FILE]
-  cairn node decommission N --host HTTP-HOST:PORT [--certs-dir DIR] [--user ROLE] [--password-file FILE]
-              (a secure node's password: --password-file, else CAIRN_PASSWORD, else PGPASSWORD)
-  cairn workload init kv [--hash-sharded [--buckets N]] [--secondary-index] [--drop] [URL]
-  cairn workload run kv [--sequential] [--read-percent P] [--concurrency N] [--duration D] [--batch N]
-              [--max-rate R] [--search-avg-latency D [--search-rounds N]] [--hash-sharded [--buckets N] --init] [URL]
-`
-
-// run is main without the process: it returns the exit status.
-func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return 2
-	}
-	var err error
-	switch args[0] {
-	case "start":
-		err = cmdStart(args[1:], stdout, stderr)
-	case "demo":
-		err = cmdDemo(args[1:], stdin, stdout, stderr)
-	case "sql":
-		err = cmdSQL(args[1:], stdin, stdout, stderr)
-	case "node":
-		err = cmdNode(args[1:], stdout, stderr)
-	case "workload":
-		err = cmdWorkload(args[1:], stdout, stderr)
-	case "cert":
-		err = cmdCert(args[1:], stdout, stderr)
-	case "version", "--version":
-		fmt.Fprint(stdout, versionText())
-		return 0
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return 0
-	default:
-		fmt.Fprintf(stderr, "cairn: unknown command %q\n%s", args[0], usage)
-		return 2
-	}
-	if err == nil {
-		return 0
-	}
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	var ue usageError
-	if errors.As(err, &ue) {
-		fmt.Fprintf(stderr, "cairn %s: %v\n", args[0], err)
-		return 2
-	}
-	fmt.Fprintf(stderr, "cairn %s: %v\n", args[0], err)
-	return 1
-}
-
 // usageError is a mistake on the command line (exit status 2).
 type usageError struct{ msg string }
 
@@ -203,10 +130,10 @@ type startFlags struct {
 	storeLatency string
 }
 
-func parseStart(args []string, stderr io.Writer) (startFlags, error) {
-	var f startFlags
+// startFlagSet defines start's flags into f (the command line parses
+// them; the help and shell completion list them).
+func startFlagSet(f *startFlags) *flag.FlagSet {
 	fs := flag.NewFlagSet("start", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	fs.StringVar(&f.cfg.StoreDir, "store", "", "directory of the node's store (required)")
 	fs.StringVar(&f.cfg.SQLAddr, "sql-addr", "127.0.0.1:26257", "address for PostgreSQL clients")
 	fs.StringVar(&f.cfg.RPCAddr, "rpc-addr", "127.0.0.1:26357", "address for other nodes (listened on with --join)")
@@ -242,6 +169,13 @@ func parseStart(args []string, stderr io.Writer) (startFlags, error) {
 	fs.DurationVar(&f.syncLatency, "debug-sync-latency", 0, "add this much to every sync of the store's files (storage/simfs), so that benchmarks on loopback pay a disk's write latency (bench/hashshard); never in production")
 	fs.StringVar(&f.storeLatency, "debug-store-latency", "", "make the store's disk read like an hdd (0.2 ms per read and 150 MiB/s, 10 ms more per seek, short forward gaps at 150 MiB/s) or an object-store (read in 1 MiB chunks: 20 ms per request, 100 MiB/s) (storage/simfs), and count reads, bytes and seeks in /metrics, so that benchmarks on a fast disk show random reads; never in production")
 	fs.BoolVar(&f.cfg.FaultInjection, "debug-fault-injection", false, "serve /debug/faults (partitions, clock offsets, lease transfers, splits) for the chaos tests (test/chaos); never in production")
+	return fs
+}
+
+func parseStart(args []string, stderr io.Writer) (startFlags, error) {
+	var f startFlags
+	fs := startFlagSet(&f)
+	fs.SetOutput(stderr)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return f, err

@@ -27,7 +27,7 @@ func TestFlagValidation(t *testing.T) {
 		code int
 		want string // in stderr
 	}{
-		{args: nil, code: 2, want: "usage:"},
+		{args: nil, code: 2, want: "Usage:"},
 		{args: []string{"frobnicate"}, code: 2, want: `unknown command "frobnicate"`},
 		{args: []string{"start"}, code: 2, want: "--store is required"},
 		{args: []string{"start", "--store", "x", "--join", "10.0.0.1:26357", "--replication-factor", "0"}, code: 2, want: "--replication-factor must be at least 1"},

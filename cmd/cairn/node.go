@@ -26,19 +26,32 @@ import (
 // --password-file or the environment (CAIRN_PASSWORD, else PGPASSWORD),
 // never a prompt, so scripts can run it. status needs any role that can
 // log in, decommission a superuser.
+// nodeFlags are node status's and node decommission's flags.
+type nodeFlags struct {
+	host, url, certsDir, user, pwFile string
+	wait                              time.Duration
+}
+
+func nodeFlagSet(sub string, f *nodeFlags) *flag.FlagSet {
+	fs := flag.NewFlagSet("node "+sub, flag.ContinueOnError)
+	fs.StringVar(&f.host, "host", "", "HTTP address of any node (its --http-addr)")
+	fs.StringVar(&f.url, "url", "", "base URL of any node's HTTP API (http://HOST:PORT or https://...); instead of --host")
+	fs.StringVar(&f.certsDir, "certs-dir", "", "certificates directory whose ca.crt verifies a secure node's HTTPS (with it --host means https://)")
+	fs.DurationVar(&f.wait, "wait", 10*time.Minute, "decommission: how long to wait for the replicas to move")
+	fs.StringVar(&f.user, "user", "postgres", "SQL role to log in as (a secure node; decommission needs a superuser)")
+	fs.StringVar(&f.pwFile, "password-file", "", "file holding the role's password (else $CAIRN_PASSWORD, else $PGPASSWORD)")
+	return fs
+}
+
 func cmdNode(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		return usagef("node needs a subcommand: status or decommission")
 	}
 	sub, args := args[0], args[1:]
-	fs := flag.NewFlagSet("node "+sub, flag.ContinueOnError)
+	var nf nodeFlags
+	fs := nodeFlagSet(sub, &nf)
 	fs.SetOutput(stderr)
-	host := fs.String("host", "", "HTTP address of any node (its --http-addr)")
-	url := fs.String("url", "", "base URL of any node's HTTP API (http://HOST:PORT or https://...); instead of --host")
-	certsDir := fs.String("certs-dir", "", "certificates directory whose ca.crt verifies a secure node's HTTPS (with it --host means https://)")
-	wait := fs.Duration("wait", 10*time.Minute, "decommission: how long to wait for the replicas to move")
-	user := fs.String("user", "postgres", "SQL role to log in as (a secure node; decommission needs a superuser)")
-	pwFile := fs.String("password-file", "", "file holding the role's password (else $CAIRN_PASSWORD, else $PGPASSWORD)")
+	host, url, certsDir, wait, user, pwFile := &nf.host, &nf.url, &nf.certsDir, &nf.wait, &nf.user, &nf.pwFile
 	// The node ID of decommission may come before the flags.
 	var target string
 	if sub == "decommission" && len(args) > 0 && !strings.HasPrefix(args[0], "-") {

@@ -19,6 +19,7 @@ package pgauth
 
 import (
 	"crypto/rand"
+	"crypto/subtle"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -98,4 +99,21 @@ func ParseVerifier(v string) (scram.StoredCredentials, error) {
 		StoredKey:  stored,
 		ServerKey:  server,
 	}, nil
+}
+
+// CheckPassword reports whether password derives creds (PostgreSQL's
+// check of a clear-text password against a SCRAM verifier, for the
+// password authentication method). The keys are compared in constant
+// time.
+func CheckPassword(password string, creds scram.StoredCredentials) bool {
+	v, err := VerifierWithSalt(password, []byte(creds.Salt), creds.Iters)
+	if err != nil {
+		return false
+	}
+	got, err := ParseVerifier(v)
+	if err != nil {
+		return false
+	}
+	return subtle.ConstantTimeCompare(got.StoredKey, creds.StoredKey) == 1 &&
+		subtle.ConstantTimeCompare(got.ServerKey, creds.ServerKey) == 1
 }

@@ -157,3 +157,21 @@ func TestPostgreSQLVector(t *testing.T) {
 		t.Fatalf("got %s\nwant %s", got, fromPostgres)
 	}
 }
+
+// TestCheckPassword checks clear-text passwords against a verifier
+// PostgreSQL made (the password method of host-based authentication).
+func TestCheckPassword(t *testing.T) {
+	const fromPostgres = "SCRAM-SHA-256$4096:gn4HOwJb09LK6KX0tDxm8Q==$d4p52DcUMEwQ6Pb53A8S+JO+chdUmOLBH336msbJX+A=:1HQz2vtOnlK1vRj8mYZ1qVSUF5D1KbS6BdLlno5PSrI="
+	creds, err := ParseVerifier(fromPostgres)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		password string
+		ok       bool
+	}{{"s3cret", true}, {"s3cret ", false}, {"S3cret", false}, {"", false}} {
+		if got := CheckPassword(tc.password, creds); got != tc.ok {
+			t.Errorf("CheckPassword(%q) = %v, want %v", tc.password, got, tc.ok)
+		}
+	}
+}

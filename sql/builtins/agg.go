@@ -73,7 +73,7 @@ func init() {
 	minmax := []*types.T{types.Int2, types.Int4, types.Int8, types.Float4, types.Float8, types.Numeric,
 		types.Text, types.BPChar, types.Bytea, types.Date, types.Time, types.Timestamp, types.TimestampTZ,
 		types.Interval, types.UUID, types.Oid, types.Bool, types.JSONB}
-	for _, t := range append(minmax, AnyArray) {
+	for _, t := range append(minmax, AnyArray, AnyEnum) {
 		registerAgg("min", []*types.T{t}, SameAsArg(0), func([]*types.T) Aggregate { return &minMaxAgg{dir: -1} })
 		registerAgg("max", []*types.T{t}, SameAsArg(0), func([]*types.T) Aggregate { return &minMaxAgg{dir: 1} })
 	}

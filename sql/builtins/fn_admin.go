@@ -2,6 +2,7 @@ package builtins
 
 import (
 	"math"
+	"sort"
 	"strconv"
 	"time"
 
@@ -145,4 +146,46 @@ func init() {
 		Fn: func(_ EvalContext, a []types.Datum) (types.Datum, error) {
 			return types.DString(sizePretty(i64(a[0]))), nil
 		}})
+}
+
+// NotifyContext is implemented by the EvalContext of a session that can
+// send and hear notifications: pg_notify queues a NOTIFY for the
+// transaction's commit, pg_listening_channels lists what it listens to.
+type NotifyContext interface {
+	Notify(channel, payload string) error
+	ListeningChannels() []string
+}
+
+func init() {
+	text := types.Text
+	registerFn("pg_notify", Overload{Args: []*types.T{text, text}, Return: Fixed(types.Unknown), Volatility: Volatile,
+		Fn: func(ctx EvalContext, a []types.Datum) (types.Datum, error) {
+			nc, ok := ctx.(NotifyContext)
+			if !ok {
+				return nil, pgerror.New(pgerrcode.FeatureNotSupported, "pg_notify is not available here")
+			}
+			// PostgreSQL's pg_notify is not strict: a NULL channel is an
+			// empty one (an error), a NULL payload an empty payload.
+			ch, payload := "", ""
+			if !types.IsNull(a[0]) {
+				ch = string(a[0].(types.DString))
+			}
+			if !types.IsNull(a[1]) {
+				payload = string(a[1].(types.DString))
+			}
+			return types.DString(""), nc.Notify(ch, payload)
+		}})
+	registerFn("pg_listening_channels", Overload{Return: Fixed(text), Class: Generator, Volatility: Stable,
+		SRF: func(ctx EvalContext, _ []types.Datum) (RowIter, error) {
+			var rows [][]types.Datum
+			if nc, ok := ctx.(NotifyContext); ok {
+				chs := nc.ListeningChannels()
+				sort.Strings(chs)
+				for _, c := range chs {
+					rows = append(rows, []types.Datum{types.DString(c)})
+				}
+			}
+			return &sliceIter{rows: rows}, nil
+		},
+		Columns: func([]*types.T) []Column { return []Column{{"pg_listening_channels", text}} }})
 }

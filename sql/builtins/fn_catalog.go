@@ -46,6 +46,12 @@ type CatalogInfo interface {
 	RelKind(relOID uint32) (string, bool)
 }
 
+// TypeVisibility is implemented by a CatalogInfo that knows user-defined
+// types: pg_type_is_visible of one (ok false: no such type).
+type TypeVisibility interface {
+	TypeIsVisible(typeOID uint32) (visible, ok bool)
+}
+
 // PrettyViewInfo is implemented by a CatalogInfo that prints
 // pg_get_viewdef(oid, true), the pretty form.
 type PrettyViewInfo interface {
@@ -128,9 +134,18 @@ var encodingNames = map[int64]string{0: "SQL_ASCII", 6: "UTF8"}
 func init() {
 	oid, text, b, i4 := types.Oid, types.Text, types.Bool, types.Int4
 	registerFn("format_type", Overload{Args: []*types.T{oid, i4}, Return: Fixed(text), Volatility: Stable,
-		Fn: func(_ EvalContext, a []types.Datum) (types.Datum, error) {
+		Fn: func(ctx EvalContext, a []types.Datum) (types.Datum, error) {
 			if types.IsNull(a[0]) {
 				return types.DNull, nil
+			}
+			// A user-defined type (an enum or its array) is named by the
+			// catalog, qualified when not visible, as PostgreSQL does.
+			if _, ok := types.OidToType(oidArg(a[0])); !ok {
+				if ci := catalogInfo(ctx); ci != nil {
+					if name, ok := ci.RegName(types.RegType, oidArg(a[0])); ok {
+						return types.DString(name), nil
+					}
+				}
 			}
 			if types.IsNull(a[1]) {
 				return types.DString(FormatType(oidArg(a[0]), 0, false)), nil
@@ -146,6 +161,7 @@ func init() {
 		e := str(a[0])
 		if tc := ctx.Types(); tc != nil {
 			e = QualifyRegclassLiterals(tc.Reg, e)
+			e = UnqualifyVisibleTypes(tc.Reg, e)
 		}
 		if len(a) > 2 && bool(a[2].(types.DBool)) {
 			return types.DString(unwrapParens(e)), nil
@@ -183,11 +199,30 @@ func init() {
 			}
 			return types.DBool(v), nil
 		}})
-	// Types and functions all live in pg_catalog, which is always searched.
-	for _, name := range []string{"pg_type_is_visible", "pg_function_is_visible"} {
-		registerFn(name, Overload{Args: []*types.T{oid}, Return: Fixed(b), Strict: true, Volatility: Stable,
-			Fn: func(EvalContext, []types.Datum) (types.Datum, error) { return types.DBool(true), nil }})
-	}
+	// Built-in types and functions all live in pg_catalog, which is
+	// always searched; a user-defined type is visible when its bare name
+	// finds it on the search path (TypeVisibility).
+	registerFn("pg_function_is_visible", Overload{Args: []*types.T{oid}, Return: Fixed(b), Strict: true, Volatility: Stable,
+		Fn: func(EvalContext, []types.Datum) (types.Datum, error) { return types.DBool(true), nil }})
+	registerFn("pg_type_is_visible", Overload{Args: []*types.T{oid}, Return: Fixed(b), Strict: true, Volatility: Stable,
+		Fn: func(ctx EvalContext, a []types.Datum) (types.Datum, error) {
+			if _, ok := types.OidToType(oidArg(a[0])); ok {
+				return types.DBool(true), nil
+			}
+			if tc := ctx.Types(); tc != nil {
+				if tv, ok := tc.Reg.(TypeVisibility); ok {
+					if v, ok := tv.TypeIsVisible(oidArg(a[0])); ok {
+						return types.DBool(v), nil
+					}
+				}
+			}
+			// Pseudo-types and OIDs naming nothing: PostgreSQL answers
+			// true for the former, NULL for the latter.
+			if oidArg(a[0]) < firstNormalOID {
+				return types.DBool(true), nil
+			}
+			return types.DNull, nil
+		}})
 	registerFn("pg_get_userbyid", Overload{Args: []*types.T{oid}, Return: Fixed(text), Strict: true, Volatility: Stable,
 		Fn: func(ctx EvalContext, a []types.Datum) (types.Datum, error) {
 			if tc := ctx.Types(); tc != nil && tc.Reg != nil {
@@ -688,4 +723,31 @@ func ReferencedRelations(reg types.RegResolver, expr string) []uint32 {
 		}
 	}
 	return out
+}
+
+// qualifiedCast matches a cast to a schema-qualified type name in stored
+// expression text, where enum types are always qualified (sem's
+// typeText).
+var qualifiedCast = regexp.MustCompile(`::((?:"(?:[^"]|"")+"|[a-z_][a-z0-9_$]*)\.(?:"(?:[^"]|"")+"|[a-z_][a-z0-9_$]*))(\[\])?`)
+
+// UnqualifyVisibleTypes prints the user-defined types cast to in expr as
+// regtype's output would: bare when the search path finds them,
+// qualified otherwise (PostgreSQL's ruleutils prints an OID so). Names
+// that resolve to no user type are left as written.
+func UnqualifyVisibleTypes(reg types.RegResolver, expr string) string {
+	if reg == nil || !strings.Contains(expr, "::") {
+		return expr
+	}
+	return qualifiedCast.ReplaceAllStringFunc(expr, func(m string) string {
+		sub := qualifiedCast.FindStringSubmatch(m)
+		oid, err := reg.ResolveReg(types.RegType, sub[1])
+		if err != nil {
+			return m
+		}
+		name, ok := reg.RegName(types.RegType, oid)
+		if !ok {
+			return m
+		}
+		return "::" + name + sub[2]
+	})
 }

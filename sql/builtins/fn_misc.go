@@ -48,7 +48,7 @@ func init() {
 	// untyped literal's is unknown, as in Postgres.
 	registerFn("pg_typeof", Overload{Args: []*types.T{Any}, Return: Fixed(types.RegType), Volatility: Stable,
 		Bind: func(at, call []*types.T) Fn {
-			oid := types.DOid(at[0].Oid)
+			oid := types.DOid(types.TypeOID(at[0]))
 			if call[0].Family == types.UnknownFamily {
 				oid = types.DOid(types.Unknown.Oid)
 			}

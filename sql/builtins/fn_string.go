@@ -49,17 +49,32 @@ func substring(s string, start int64, count int64, hasCount bool) (string, error
 	return string(rs[from:to]), nil
 }
 
-func pad(s string, n int64, fill string, left bool) string {
+// maxTextValue is the largest text value a function builds (PostgreSQL's
+// MaxAllocSize, 1 GB): past it, 54000 before anything is allocated, so
+// one call cannot take the node's memory (lpad('x', 2000000000) would
+// otherwise allocate 8 GB of runes).
+const maxTextValue = 1 << 30
+
+func errLengthTooLarge() error {
+	return pgerror.New(pgerrcode.ProgramLimitExceeded, "requested length too large")
+}
+
+func pad(s string, n int64, fill string, left bool) (string, error) {
 	if n <= 0 {
-		return ""
+		return "", nil
 	}
 	rs := []rune(s)
-	if int64(len(rs)) >= n {
-		return string(rs[:n])
-	}
 	fr := []rune(fill)
 	if len(fr) == 0 {
-		return s
+		n = min(n, int64(len(rs))) // nothing to pad with
+	}
+	// PostgreSQL's bound: the worst case, 4 bytes a character in UTF-8,
+	// plus a header, within MaxAllocSize.
+	if 4*n+4 > maxTextValue-1 {
+		return "", errLengthTooLarge()
+	}
+	if int64(len(rs)) >= n {
+		return string(rs[:n]), nil
 	}
 	need := int(n) - len(rs)
 	p := make([]rune, need)
@@ -67,9 +82,9 @@ func pad(s string, n int64, fill string, left bool) string {
 		p[i] = fr[i%len(fr)]
 	}
 	if left {
-		return string(p) + s
+		return string(p) + s, nil
 	}
-	return s + string(p)
+	return s + string(p), nil
 }
 
 func initcap(s string) string {
@@ -335,6 +350,10 @@ func formatFn(ctx EvalContext, fmtStr string, args []types.Datum) (string, error
 			return "", errInvalidParam("unterminated format() type specifier").
 				WithHint("For a single \"%%\" use \"%%%%\".")
 		}
+		if int64(b.Len())+int64(width) > maxTextValue {
+			return "", pgerror.New(pgerrcode.ProgramLimitExceeded, "out of memory").
+				WithDetail("Cannot enlarge string buffer containing %d bytes by %d more bytes.", b.Len(), width)
+		}
 		if argIdx >= len(args) {
 			return "", errInvalidParam("too few arguments for format()")
 		}
@@ -418,10 +437,15 @@ func init() {
 		})
 	}
 	textFn("replace", []*types.T{text, text, text}, text, func(a []types.Datum) (types.Datum, error) {
-		if str(a[1]) == "" {
+		from, to := str(a[1]), str(a[2])
+		if from == "" {
 			return a[0], nil
 		}
-		return types.DString(strings.ReplaceAll(str(a[0]), str(a[1]), str(a[2]))), nil
+		if len(to) > len(from) && int64(len(str(a[0])))+int64(strings.Count(str(a[0]), from))*int64(len(to)-len(from)) > maxTextValue {
+			return nil, pgerror.New(pgerrcode.ProgramLimitExceeded, "out of memory").
+				WithDetail("The result of replace() would exceed 1 GB.")
+		}
+		return types.DString(strings.ReplaceAll(str(a[0]), from, to)), nil
 	})
 	textFn("translate", []*types.T{text, text, text}, text, func(a []types.Datum) (types.Datum, error) {
 		return types.DString(translate(str(a[0]), str(a[1]), str(a[2]))), nil
@@ -440,10 +464,12 @@ func init() {
 	for _, n := range []string{"lpad", "rpad"} {
 		left := n == "lpad"
 		textFn(n, []*types.T{text, i4}, text, func(a []types.Datum) (types.Datum, error) {
-			return types.DString(pad(str(a[0]), i64(a[1]), " ", left)), nil
+			p, err := pad(str(a[0]), i64(a[1]), " ", left)
+			return types.DString(p), err
 		})
 		textFn(n, []*types.T{text, i4, text}, text, func(a []types.Datum) (types.Datum, error) {
-			return types.DString(pad(str(a[0]), i64(a[1]), str(a[2]), left)), nil
+			p, err := pad(str(a[0]), i64(a[1]), str(a[2]), left)
+			return types.DString(p), err
 		})
 	}
 	textFn("left", []*types.T{text, i4}, text, func(a []types.Datum) (types.Datum, error) {

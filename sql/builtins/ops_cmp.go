@@ -74,6 +74,9 @@ func init() {
 		}
 		// Arrays compare element-wise, for any element type.
 		ovs = append(ovs, Overload{Args: []*types.T{AnyArray, AnyArray}, Return: Fixed(types.Bool), Fn: cmpFn(op), Strict: true})
+		// Enums compare with their own type, in declaration order
+		// (types.Compare orders DEnum by representation).
+		ovs = append(ovs, Overload{Args: []*types.T{AnyEnum, AnyEnum}, Return: Fixed(types.Bool), Fn: cmpFn(op), Strict: true})
 		registerBinary(op, ovs...)
 	}
 	// Mixed date/timestamp comparisons need the session zone to compare a

@@ -58,11 +58,14 @@ var (
 	// array_append(int[], numeric) yields numeric[]; all-unknown means text.
 	AnyCompatible      = &types.T{Family: types.UnknownFamily, Oid: 5077}
 	AnyCompatibleArray = &types.T{Family: types.UnknownFamily, Oid: 5078}
+	// AnyEnum is AnyElement restricted to enum types (the enum
+	// comparison operators, min/max, enum_first, enum_range).
+	AnyEnum = &types.T{Family: types.UnknownFamily, Oid: 3500}
 )
 
 func isPseudo(t *types.T) bool {
 	switch t {
-	case AnyElement, AnyArray, Any, AnyNonArray, AnyCompatible, AnyCompatibleArray:
+	case AnyElement, AnyArray, Any, AnyNonArray, AnyCompatible, AnyCompatibleArray, AnyEnum:
 		return true
 	}
 	return false
@@ -84,6 +87,8 @@ func typeName(t *types.T) string {
 		return "anycompatible"
 	case AnyCompatibleArray:
 		return "anycompatiblearray"
+	case AnyEnum:
+		return "anyenum"
 	}
 	return t.Name()
 }

@@ -39,7 +39,10 @@ func TestPadLength(t *testing.T) {
 		fill := rapid.StringN(1, 4, -1).Draw(t, "fill")
 		n := rapid.Int64Range(0, 40).Draw(t, "n")
 		for _, left := range []bool{true, false} {
-			p := pad(s, n, fill, left)
+			p, err := pad(s, n, fill, left)
+			if err != nil {
+				t.Fatalf("pad(%q, %d, %q, left=%v): %v", s, n, fill, left, err)
+			}
 			if got := int64(utf8.RuneCountInString(p)); got != n {
 				t.Fatalf("pad(%q, %d, %q, left=%v) = %q has %d characters", s, n, fill, left, p, got)
 			}

@@ -405,6 +405,10 @@ func bindPolymorphic(params, args []*types.T) (*types.T, bool) {
 			if !bind(a) {
 				return nil, false
 			}
+		case AnyEnum:
+			if a.Family != types.EnumFamily || !bind(a) {
+				return nil, false
+			}
 		case AnyArray:
 			if a.Family != types.ArrayFamily || !bind(a.Elem) {
 				return nil, false
@@ -474,7 +478,7 @@ func finish(c *candidate, args []*types.T) (*Resolved, error) {
 				return nil, err
 			}
 			at[i] = arr
-		case AnyElement:
+		case AnyElement, AnyEnum:
 			if elem == nil {
 				return nil, errPolymorphicUnknown()
 			}

@@ -17,17 +17,30 @@ type typeRef struct {
 	// Enum is a copy of the enum type (or array element type) the column
 	// uses (typedesc.go); nil for built-in types.
 	Enum *enumRef `json:"enum,omitempty"`
+	// Domain is a copy of the domain the column's type is (OID, Typmod
+	// and Enum then describe its base type); nil for other types. Domains
+	// cannot be altered, so the copy never goes stale.
+	Domain *types.DomainMeta `json:"domain,omitempty"`
 }
 
 func refOf(t *types.T) typeRef {
 	if t == nil {
 		return typeRef{}
 	}
-	return typeRef{OID: t.Oid, Typmod: t.Typmod(), Enum: enumRefOf(t)}
+	return typeRef{OID: t.Oid, Typmod: t.Typmod(), Enum: enumRefOf(t), Domain: t.Domain}
 }
 
 // resolve rebuilds the type a typeRef names.
 func (r typeRef) resolve() (*types.T, error) {
+	if r.Domain != nil {
+		base := r
+		base.Domain = nil
+		t, err := base.resolve()
+		if err != nil {
+			return nil, err
+		}
+		return types.MakeDomain(t, r.Domain), nil
+	}
 	if r.Enum != nil {
 		return r.Enum.resolve(r.OID)
 	}

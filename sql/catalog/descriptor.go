@@ -123,6 +123,9 @@ type Schema struct {
 	Comment string `json:"comment,omitempty"`
 	// ACL is the object's privileges (privilege.go); nil is the default.
 	ACL []ACLItem `json:"acl,omitempty"`
+	// Temp marks a session's schema of temporary tables (pg_temp_...),
+	// which the session creates on first use and drops when it ends.
+	Temp bool `json:"temp,omitempty"`
 }
 
 // View is a view: its query text and the columns it produces.

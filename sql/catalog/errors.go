@@ -28,9 +28,6 @@ var (
 	// ErrVersionMismatch: Update of a descriptor whose stored version is
 	// not the one the caller read (a stale copy).
 	ErrVersionMismatch = errors.New("catalog: descriptor changed since it was read")
-	// ErrGINUnsupported: Layout of a table with a GIN index, whose
-	// inverted entries rowenc cannot encode yet.
-	ErrGINUnsupported = errors.New("catalog: gin index entries cannot be encoded yet")
 )
 
 func undefinedDatabase(name string) error {

@@ -42,9 +42,8 @@ func (t *Table) RowSchema() (*rowenc.Schema, error) {
 
 // Layout returns what rowenc's table encoders need, with rows laid out in
 // Columns order. Every index but the primary one is included, whatever its
-// state (writers maintain indexes from delete-only on); GIN indexes are
-// refused because rowenc has no inverted-entry encoding yet, and writing a
-// table without maintaining its index would corrupt it.
+// state (writers maintain indexes from delete-only on); a GIN index is an
+// inverted one (rowenc gin.go) with its operator class.
 func (t *Table) Layout() (*rowenc.TableLayout, error) {
 	s, err := t.RowSchema()
 	if err != nil {
@@ -64,11 +63,7 @@ func (t *Table) Layout() (*rowenc.TableLayout, error) {
 		l.Columns = append(l.Columns, rowenc.TableColumn{ID: c.ID, Name: c.Name, Type: c.Type})
 	}
 	for i := range t.Indexes {
-		idx := &t.Indexes[i]
-		if idx.Kind == IndexGIN {
-			return nil, fmt.Errorf("table %q index %q: %w", t.Name, idx.Name, ErrGINUnsupported)
-		}
-		l.Secondary = append(l.Secondary, indexLayout(idx))
+		l.Secondary = append(l.Secondary, indexLayout(&t.Indexes[i]))
 	}
 	if err := l.Init(); err != nil {
 		return nil, err
@@ -116,5 +111,6 @@ func indexLayout(idx *Index) rowenc.IndexLayout {
 		Partial:      idx.Predicate != "",
 		Sharded:      idx.HashSharding != nil,
 		DeleteOnly:   idx.State == IndexDeleteOnly,
+		Inverted:     idx.InvertedOpclass(),
 	}
 }

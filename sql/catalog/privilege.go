@@ -341,6 +341,8 @@ func ObjectKindWord(k Kind) string {
 		return "schema"
 	case KindDatabase:
 		return "database"
+	case KindType:
+		return "type"
 	}
 	return "relation"
 }

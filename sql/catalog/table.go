@@ -148,6 +148,9 @@ type Index struct {
 	StorageID uint32 `json:"storage_id,omitempty"`
 	// Comment is COMMENT ON INDEX's text.
 	Comment string `json:"comment,omitempty"`
+	// Opclass is a GIN index's operator class (rowenc.JSONBOps,
+	// JSONBPathOps or ArrayOps); "" for btree indexes.
+	Opclass string `json:"opclass,omitempty"`
 	// JobID is the job building the index while it is not public (sql/ddl
 	// index_job.go): whoever finds that job orphaned rolls the index back.
 	JobID int64 `json:"job_id,omitempty"`
@@ -167,6 +170,15 @@ const (
 type HashSharding struct {
 	Buckets       int32           `json:"buckets"`
 	ShardColumnID rowenc.ColumnID `json:"shard_column_id"`
+}
+
+// InvertedOpclass is the operator class of a GIN index ("" for btree):
+// what rowenc's inverted entries extract from its column.
+func (idx *Index) InvertedOpclass() string {
+	if idx.Kind != IndexGIN {
+		return ""
+	}
+	return idx.Opclass
 }
 
 // IndexKind is the index access method.
@@ -266,6 +278,23 @@ type Partitioning struct {
 	// indexes default to local so that index writes and builds stay on the
 	// row's tablet.
 	Distributed bool `json:"distributed,omitempty"`
+	// ColocationID is a distributed table's Citus colocation group (the
+	// tables it was colocated with share it and its shard count); 0: a
+	// group of its own, numbered by its table group (ColocationOf).
+	ColocationID uint64 `json:"colocation_id,omitempty"`
+	// Reference marks a Citus reference table (create_reference_table):
+	// an ordinary table that distributed joins read whole in every
+	// fragment instead of moving the other input (docs/distributed.md).
+	Reference bool `json:"reference,omitempty"`
+}
+
+// ColocationOf is t's Citus colocation ID: its Partitioning.ColocationID,
+// or its table group's ID when it has a group of its own.
+func ColocationOf(t *Table) uint64 {
+	if t.Partitioning.ColocationID != 0 {
+		return t.Partitioning.ColocationID
+	}
+	return t.GroupID
 }
 
 // PartitionKind is a table's partitioning scheme.

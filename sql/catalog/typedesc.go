@@ -30,6 +30,36 @@ type TypeDesc struct {
 	Members    []EnumDesc `json:"members"`
 	// Comment is COMMENT ON TYPE's text.
 	Comment string `json:"comment,omitempty"`
+	// Domain, when set, makes the descriptor a domain (CREATE DOMAIN)
+	// rather than an enum; Members is then empty.
+	Domain *DomainDesc `json:"domain,omitempty"`
+}
+
+// DomainDesc is a domain's definition: its base type and constraints.
+type DomainDesc struct {
+	Base    typeRef             `json:"base"`
+	NotNull bool                `json:"not_null,omitempty"`
+	Default string              `json:"default,omitempty"`
+	Checks  []types.DomainCheck `json:"checks,omitempty"`
+}
+
+// NewDomainDesc describes a domain over base.
+func NewDomainDesc(base *types.T, notNull bool, def string, checks []types.DomainCheck) *DomainDesc {
+	return &DomainDesc{Base: refOf(base), NotNull: notNull, Default: def, Checks: checks}
+}
+
+// Type returns the SQL type the descriptor defines (an enum or a
+// domain); schema is the name of its schema.
+func (t *TypeDesc) Type(schema string) (*types.T, error) {
+	if t.Domain == nil {
+		return t.EnumType(schema), nil
+	}
+	base, err := t.Domain.Base.resolve()
+	if err != nil {
+		return nil, err
+	}
+	return types.MakeDomain(base, &types.DomainMeta{Oid: uint32(t.ID), Schema: schema, Name: t.Name,
+		NotNull: t.Domain.NotNull, Default: t.Domain.Default, Checks: t.Domain.Checks}), nil
 }
 
 // EnumDesc is one stored enum member (types.EnumMember).

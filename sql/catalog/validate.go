@@ -257,8 +257,15 @@ func (t *Table) validateIndex(idx *Index) error {
 	switch idx.Kind {
 	case IndexBTree:
 	case IndexGIN:
-		if len(idx.KeyColumnIDs) != 1 || idx.Unique {
-			return errors.New("a gin index has one key column and is not unique")
+		if len(idx.KeyColumnIDs) != 1 || idx.Unique || len(idx.StoreColumnIDs) > 0 || idx.HashSharding != nil {
+			return errors.New("a gin index has one key column, no stored column and no hash sharding, and is not unique")
+		}
+		c := t.ColumnByID(idx.KeyColumnIDs[0])
+		switch {
+		case (idx.Opclass == rowenc.JSONBOps || idx.Opclass == rowenc.JSONBPathOps) && c.Type.Family == types.JSONBFamily:
+		case idx.Opclass == rowenc.ArrayOps && c.Type.Family == types.ArrayFamily:
+		default:
+			return fmt.Errorf("gin operator class %q does not fit column %q", idx.Opclass, c.Name)
 		}
 	default:
 		return fmt.Errorf("unknown kind %q", idx.Kind)

@@ -120,7 +120,7 @@ func (w *Writer) checkName(d Descriptor, name string) error {
 	if _, ok := virtualSchemas[name]; ok {
 		return duplicate(d, name)
 	}
-	if strings.HasPrefix(name, "pg_") {
+	if strings.HasPrefix(name, "pg_") && !(d.(*Schema).Temp && strings.HasPrefix(name, "pg_temp_")) {
 		return reservedSchema(name)
 	}
 	return nil
@@ -197,9 +197,10 @@ func (w *Writer) fillTableDefaults(ctx context.Context, t *Table) error {
 			continue
 		}
 		idx.Placement = IndexGlobal
-		if t.Colocated || t.Partitioning.Distributed && !idx.Unique {
+		if t.Colocated || t.Partitioning.Distributed && !idx.Unique && idx.Kind != IndexGIN {
 			// (A distributed table's unique index stays global: one
-			// place enforces its keys across every bucket.)
+			// place enforces its keys across every bucket; so does a
+			// GIN index, whose token must be one span.)
 			idx.Placement = IndexLocal
 		}
 	}

@@ -934,7 +934,7 @@ func (e *executor) alterColumnType(ctx context.Context, cur *catalog.Table, cmd 
 	if err != nil {
 		return err
 	}
-	typ, serial, err := columnType(cd.TypeName)
+	typ, serial, err := columnType(e.types(), cd.TypeName)
 	if err != nil {
 		return err
 	}
@@ -1355,6 +1355,10 @@ func (e *executor) dropIdentity(ctx context.Context, cur *catalog.Table, cmd *pg
 func (e *executor) rename(ctx context.Context, n *pg_query.RenameStmt) (string, error) {
 	newName := truncateIdent(n.Newname)
 	switch n.RenameType {
+	case pg_query.ObjectType_OBJECT_TYPE:
+		return "ALTER TYPE", e.renameType(ctx, n, newName)
+	case pg_query.ObjectType_OBJECT_DOMAIN:
+		return "ALTER DOMAIN", e.renameType(ctx, n, newName)
 	case pg_query.ObjectType_OBJECT_TABLE, pg_query.ObjectType_OBJECT_VIEW, pg_query.ObjectType_OBJECT_SEQUENCE:
 		tag := alterTag(n.RenameType)
 		d, _, err := e.lookupRelation(ctx, n.Relation)

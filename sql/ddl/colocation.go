@@ -324,15 +324,30 @@ const DefaultShardCount = 32
 // The distribution column must be the first primary-key column: rows
 // are hashed on leading primary-key columns (rowenc), and Cairn does not
 // yet rewrite a primary key to put another column first (0A000).
+//
+// cairn_reference = true (create_reference_table) marks an ordinary
+// table a reference table, in its descriptor only: it stays where it is.
+// cairn_colocate_with = 'default' | 'none' | '<table>' is Citus's
+// colocate_with: a named table (which must be distributed, on a column
+// of the same type) lends its shard count and colocation ID; 'default'
+// joins the colocation group of an existing distributed table with the
+// same shard count and column type, as Citus's default does; 'none' and
+// no option make a group of its own.
 func (e *executor) alterDistribution(ctx context.Context, cur *catalog.Table, opts []*pg_query.Node, d *pg_query.DefElem) ([]*pg_query.Node, error) {
 	col := defString(d)
 	shards := 0
+	reference := false
+	colocateWith := ""
 	var rest []*pg_query.Node
 	for _, o := range opts {
 		od := o.GetDefElem()
 		switch {
 		case od == nil || od.Defnamespace != "":
 			rest = append(rest, o)
+		case od.Defname == "cairn_reference":
+			reference = defString(od) == "true"
+		case od.Defname == "cairn_colocate_with":
+			colocateWith = defString(od)
 		case od.Defname == "cairn_distribution_column":
 		case od.Defname == "cairn_split_tablets":
 			n, err := defInt64(od)
@@ -354,6 +369,37 @@ func (e *executor) alterDistribution(ctx context.Context, cur *catalog.Table, op
 		return nil, pgerror.New(pgerrcode.FeatureNotSupported, "cannot distribute table %q: it is in its colocated database's tablet", cur.Name).
 			WithHint("Move it out first: ALTER TABLE %s SET (colocated = false).", cur.Name)
 	}
+	if reference || (col == "" && shards == 0 && cur.Partitioning.Reference) {
+		// create_reference_table, or undistribute_table of a reference
+		// table: the descriptor's mark only.
+		if reference && (cur.Partitioning.Distributed || cur.Partitioning.Reference) {
+			return nil, pgerror.New(pgerrcode.InvalidTableDefinition, "table %q is already distributed", cur.Name)
+		}
+		if reference && cur.Partitioning.Kind == catalog.PartitionHash {
+			return nil, notSupported("cannot make hash-partitioned table %q a reference table", cur.Name)
+		}
+		t := cloneTable(cur)
+		t.Partitioning.Reference = reference
+		return rest, e.x.Writer.Update(ctx, t)
+	}
+	colocation := uint64(0)
+	if col == "" && (shards != 0 || (colocateWith != "" && colocateWith != "none" && colocateWith != "default")) {
+		// alter_distributed_table without a column: the table's own.
+		if !cur.Partitioning.Distributed || len(cur.PrimaryIndex.KeyColumnIDs) == 0 {
+			return nil, pgerror.New(pgerrcode.InvalidTableDefinition, "table %q is not distributed", cur.Name)
+		}
+		col = cur.ColumnByID(cur.PrimaryIndex.KeyColumnIDs[0]).Name
+	}
+	if colocateWith != "" && colocateWith != "none" && col != "" {
+		c := cur.ColumnByName(col)
+		if c == nil {
+			return nil, pgerror.New(pgerrcode.UndefinedColumn, "column \"%s\" of relation \"%s\" does not exist", col, cur.Name)
+		}
+		var err error
+		if colocation, shards, err = e.colocationWith(ctx, cur, c, colocateWith, shards); err != nil {
+			return nil, err
+		}
+	}
 	probe := &catalog.Table{Name: cur.Name}
 	if col == "" && shards != 0 {
 		// A new shard count for a distributed table
@@ -374,7 +420,7 @@ func (e *executor) alterDistribution(ctx context.Context, cur *catalog.Table, op
 		if shards == 0 {
 			shards = DefaultShardCount
 		}
-		probe.Partitioning = catalog.Partitioning{Kind: catalog.PartitionHash, HashColumns: 1, InitialTablets: shards, Distributed: true}
+		probe.Partitioning = catalog.Partitioning{Kind: catalog.PartitionHash, HashColumns: 1, InitialTablets: shards, Distributed: true, ColocationID: colocation}
 	} else {
 		// Undistributed: range partitioned, as CREATE TABLE makes an
 		// ordinary table (catalog.Writer).
@@ -400,4 +446,73 @@ func (e *executor) alterDistribution(ctx context.Context, cur *catalog.Table, op
 	}
 	e.movedOnline = true
 	return rest, e.moveOnline(ctx, cur, probe)
+}
+
+// colocationWith resolves colocate_with => with for cur distributed on
+// column c: the colocation ID to take (0: a group of its own) and the
+// shard count (shards, if the caller gave one). A named table must be
+// distributed on a column of c's type, and a shard count given with it
+// must be its own (Citus refuses the pair otherwise).
+func (e *executor) colocationWith(ctx context.Context, cur *catalog.Table, c *catalog.Column, with string, shards int) (uint64, int, error) {
+	distType := func(t *catalog.Table) *catalog.Column {
+		if !t.Partitioning.Distributed || len(t.PrimaryIndex.KeyColumnIDs) == 0 {
+			return nil
+		}
+		return t.ColumnByID(t.PrimaryIndex.KeyColumnIDs[0])
+	}
+	if with == "default" {
+		want := shards
+		if want == 0 {
+			want = DefaultShardCount
+		}
+		schemas, err := e.x.Writer.Schemas(ctx, e.x.Database.ID)
+		if err != nil {
+			return 0, 0, err
+		}
+		for _, s := range schemas {
+			rels, err := e.x.Writer.Relations(ctx, e.x.Database.ID, s.ID)
+			if err != nil {
+				return 0, 0, err
+			}
+			for _, d := range rels {
+				t, ok := d.(*catalog.Table)
+				if !ok || t.ID == cur.ID {
+					continue
+				}
+				if dc := distType(t); dc != nil && dc.Type.Oid == c.Type.Oid && t.Partitioning.InitialTablets == want {
+					return catalog.ColocationOf(t), shards, nil
+				}
+			}
+		}
+		return 0, shards, nil
+	}
+	res, err := pg_query.Parse("SELECT 1 FROM " + with)
+	var rv *pg_query.RangeVar
+	if err == nil && len(res.Stmts) == 1 {
+		if sel := res.Stmts[0].Stmt.GetSelectStmt(); sel != nil && len(sel.FromClause) == 1 {
+			rv = sel.FromClause[0].GetRangeVar()
+		}
+	}
+	if rv == nil {
+		return 0, 0, pgerror.New(pgerrcode.InvalidParameterValue, "colocate_with => %q is not a table name", with)
+	}
+	other, err := e.lookupTable(ctx, rv)
+	if err != nil {
+		return 0, 0, err
+	}
+	oc := distType(other)
+	if oc == nil {
+		return 0, 0, pgerror.New(pgerrcode.InvalidParameterValue, "cannot colocate table %q with table %q: it is not a distributed table", cur.Name, other.Name)
+	}
+	if oc.Type.Oid != c.Type.Oid {
+		return 0, 0, pgerror.New(pgerrcode.InvalidParameterValue, "cannot colocate tables %s and %s", other.Name, cur.Name).
+			WithDetail("Distribution column types don't match for %s and %s.", other.Name, cur.Name)
+	}
+	if shards != 0 && shards != other.Partitioning.InitialTablets {
+		return 0, 0, pgerror.New(pgerrcode.InvalidParameterValue, "cannot colocate table %q with table %q of %d shards in %d shards", cur.Name, other.Name, other.Partitioning.InitialTablets, shards)
+	}
+	if other.ID == cur.ID {
+		return catalog.ColocationOf(cur), other.Partitioning.InitialTablets, nil
+	}
+	return catalog.ColocationOf(other), other.Partitioning.InitialTablets, nil
 }

@@ -356,9 +356,11 @@ func (e *executor) moveTarget(ctx context.Context, t, probe *catalog.Table, jobI
 		// bucket (catalog.Partitioning.Distributed), except unique ones:
 		// a key must be unique across all buckets, which an index of
 		// its own (global) enforces in one place, whatever the
-		// distribution column (Citus refuses such constraints).
+		// distribution column (Citus refuses such constraints). A GIN
+		// index stays global too: each token's entries must be one span
+		// (sql/exec gin.go), not spread over every bucket.
 		for i, idx := range t.Indexes {
-			if idx.Unique {
+			if idx.Unique || idx.Kind == catalog.IndexGIN {
 				ig, err := e.x.Writer.AllocateID(ctx)
 				if err != nil {
 					return nil, err

@@ -67,7 +67,28 @@ type Context struct {
 	// BackendPID is the session's process id, shown by
 	// pg_stat_progress_create_index for its index builds.
 	BackendPID int32
+	// TempSchema returns the session's schema of temporary tables
+	// (CREATE TEMP TABLE, pg_temp.t), creating it in the statement's
+	// transaction on first use; nil: temporary objects are refused
+	// (0A000).
+	TempSchema func(ctx context.Context, w *catalog.Writer) (*catalog.Schema, error)
+	// OnCommit records a temporary table's ON COMMIT DROP or DELETE ROWS,
+	// which the session carries out at the end of each transaction that
+	// commits; nil: refused like TempSchema.
+	OnCommit func(table catalog.ID, action OnCommitAction)
 }
+
+// OnCommitAction is what happens to a temporary table when a transaction
+// commits (CREATE TEMP TABLE ... ON COMMIT).
+type OnCommitAction int
+
+const (
+	// OnCommitDrop drops the table at the end of the transaction that
+	// created it.
+	OnCommitDrop OnCommitAction = iota + 1
+	// OnCommitDeleteRows empties it at the end of every transaction.
+	OnCommitDeleteRows
+)
 
 // Exec runs one DDL statement inside x.Txn and returns its command tag as
 // PostgreSQL prints it.
@@ -95,6 +116,12 @@ func Exec(ctx context.Context, x *Context, stmt *parser.Statement) (string, erro
 		return "CREATE SEQUENCE", e.createSequence(ctx, n.CreateSeqStmt)
 	case *pg_query.Node_CreateExtensionStmt:
 		return "CREATE EXTENSION", e.createExtension(ctx, n.CreateExtensionStmt)
+	case *pg_query.Node_CreateEnumStmt:
+		return "CREATE TYPE", e.createEnum(ctx, n.CreateEnumStmt)
+	case *pg_query.Node_AlterEnumStmt:
+		return "ALTER TYPE", e.alterEnum(ctx, n.AlterEnumStmt)
+	case *pg_query.Node_CreateDomainStmt:
+		return "CREATE DOMAIN", e.createDomain(ctx, n.CreateDomainStmt)
 	case *pg_query.Node_AlterSeqStmt:
 		return "ALTER SEQUENCE", e.alterSequence(ctx, n.AlterSeqStmt)
 	case *pg_query.Node_ViewStmt:
@@ -204,8 +231,14 @@ func (e *executor) creationSchema(ctx context.Context, rv *pg_query.RangeVar) (*
 	if rv.Catalogname != "" && rv.Catalogname != e.x.Database.Name {
 		return nil, notSupported("cross-database references are not implemented: %s.%s.%s", rv.Catalogname, rv.Schemaname, rv.Relname)
 	}
-	if rv.Relpersistence == "t" {
-		return nil, notSupported("temporary tables are not supported yet")
+	if rv.Relpersistence == "t" || rv.Schemaname == "pg_temp" {
+		if rv.Schemaname != "" && rv.Schemaname != "pg_temp" {
+			return nil, pgerror.New(pgerrcode.InvalidTableDefinition, "cannot create temporary relation in non-temporary schema")
+		}
+		if e.x.TempSchema == nil || e.x.OnCommit == nil {
+			return nil, notSupported("temporary tables are not supported here")
+		}
+		return e.x.TempSchema(ctx, e.x.Writer)
 	}
 	if rv.Schemaname != "" {
 		s, err := e.x.Writer.Schema(ctx, e.x.Database.ID, rv.Schemaname)
@@ -265,6 +298,8 @@ func (e *executor) lookupRelation(ctx context.Context, rv *pg_query.RangeVar) (c
 	schemas := []string{rv.Schemaname}
 	if rv.Schemaname == "" {
 		schemas = e.searchPath()
+	} else if rv.Schemaname == "pg_temp" {
+		schemas = []string{tempOf(e.x.SearchPath)}
 	}
 	for _, name := range schemas {
 		s, err := e.x.Writer.Schema(ctx, e.x.Database.ID, name)
@@ -361,4 +396,13 @@ func nameList(nodes []*pg_query.Node) []string {
 		out = append(out, strVal(n))
 	}
 	return out
+}
+
+// tempOf is the session's temporary schema as its search path lists it
+// first ("" when it has none): PostgreSQL's pg_temp alias.
+func tempOf(path []string) string {
+	if len(path) > 0 && strings.HasPrefix(path[0], "pg_temp_") {
+		return path[0]
+	}
+	return ""
 }

@@ -32,7 +32,10 @@
 // roles), privileges.go (GRANT, REVOKE, ownership checks), exprindex.go
 // (indexes on expressions), hashshard.go and alterpk.go (hash-sharded
 // indexes, changing a key in place), rekey.go (the online key change),
-// names.go.
+// enum.go (CREATE/ALTER/DROP TYPE of enums, and the copies of a type's
+// members in the descriptors of the tables using it), domain.go (CREATE
+// DOMAIN), names.go. Temporary tables are ordinary tables in the
+// session's own schema, which Context.TempSchema supplies.
 //
 // Decisions:
 //

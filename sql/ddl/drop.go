@@ -28,6 +28,8 @@ func kindWord(k catalog.Kind) string {
 		return "schema"
 	case catalog.KindDatabase:
 		return "database"
+	case catalog.KindType:
+		return "type"
 	}
 	return "table"
 }
@@ -47,6 +49,10 @@ func (e *executor) drop(ctx context.Context, n *pg_query.DropStmt) (string, erro
 		return "DROP SCHEMA", e.dropSchemas(ctx, n, cascade)
 	case pg_query.ObjectType_OBJECT_EXTENSION:
 		return "DROP EXTENSION", e.dropExtensions(ctx, n)
+	case pg_query.ObjectType_OBJECT_TYPE:
+		return "DROP TYPE", e.dropTypes(ctx, n, cascade, false)
+	case pg_query.ObjectType_OBJECT_DOMAIN:
+		return "DROP DOMAIN", e.dropTypes(ctx, n, cascade, true)
 	case pg_query.ObjectType_OBJECT_MATVIEW:
 		return "", notSupported("materialized views are not supported yet")
 	}
@@ -81,6 +87,10 @@ func (e *executor) dropRelations(ctx context.Context, n *pg_query.DropStmt, kind
 	for _, obj := range n.Objects {
 		rv := rangeVarOf(obj)
 		d, _, err := e.lookupRelation(ctx, rv)
+		if err == nil && d.DescKind() == catalog.KindType {
+			// A type is no relation (it shares their namespace).
+			err = pgerror.New(pgerrcode.UndefinedTable, "relation %q does not exist", rv.Relname)
+		}
 		if pgerror.Code(err) == pgerrcode.UndefinedTable {
 			if n.MissingOk {
 				e.notice("00000", fmt.Sprintf("%s %q does not exist, skipping", kindWord(kind), rv.Relname))
@@ -261,6 +271,19 @@ func (e *executor) dropRelation(ctx context.Context, d catalog.Descriptor, casca
 			return err
 		}
 		return sequence.Clear(ctx, e.x.Txn, v.ID)
+	case *catalog.TypeDesc:
+		// DROP SCHEMA ... CASCADE: the schema's tables went first
+		// (dropSchemaContents); columns elsewhere still using the type
+		// would be left without it.
+		users, err := e.typeUsers(ctx, v)
+		if err != nil {
+			return err
+		}
+		for _, u := range users {
+			if !ds.dropped[u.desc.DescID()] {
+				return notSupported("cannot drop type %s: %s (drop or alter it first)", v.Name, u.what)
+			}
+		}
 	}
 	return e.x.Writer.Drop(ctx, cur)
 }
@@ -558,6 +581,10 @@ func (e *executor) dropSchemaContents(ctx context.Context, s *catalog.Schema, ds
 	if err != nil {
 		return err
 	}
+	// Types last, once the tables using them are gone.
+	slices.SortStableFunc(rels, func(a, b catalog.Descriptor) int {
+		return cmpBool(a.DescKind() == catalog.KindType, b.DescKind() == catalog.KindType)
+	})
 	for _, r := range rels {
 		if ds.dropped[r.DescID()] {
 			continue
@@ -733,4 +760,15 @@ func splitQualified(s string) []string {
 		}
 	}
 	return append(out, cur.String())
+}
+
+// cmpBool orders false before true.
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
 }

@@ -40,9 +40,22 @@ func (e *executor) createIndex(ctx context.Context, n *pg_query.IndexStmt) error
 	if err := e.checkOwner(ctx, table); err != nil {
 		return err
 	}
+	gin := false
 	switch am := strings.ToLower(n.AccessMethod); am {
 	case "", "btree":
-	case "hash", "gin", "gist", "spgist", "brin":
+	case "gin":
+		// PostgreSQL's DefineIndex checks these before the columns.
+		if n.Unique {
+			return notSupported("access method \"gin\" does not support unique indexes")
+		}
+		if len(n.IndexIncludingParams) > 0 {
+			return notSupported("access method \"gin\" does not support included columns")
+		}
+		if len(n.IndexParams) > 1 {
+			return notSupported("multicolumn gin indexes are not supported yet")
+		}
+		gin = true
+	case "hash", "gist", "spgist", "brin":
 		return notSupported("access method %q is not supported yet", am)
 	default:
 		return pgerror.New(pgerrcode.UndefinedObject, "access method %q does not exist", am)
@@ -75,6 +88,24 @@ func (e *executor) createIndex(ctx context.Context, n *pg_query.IndexStmt) error
 		el := p.GetIndexElem()
 		if el == nil {
 			return notSupported("index element %s is not supported yet", stmtName(p))
+		}
+		if gin {
+			if el.Expr != nil || el.Name == "" {
+				return notSupported("gin indexes on expressions are not supported yet")
+			}
+			c := t.ColumnByName(el.Name)
+			if c == nil {
+				return pgerror.New(pgerrcode.UndefinedColumn, "column %q does not exist", el.Name)
+			}
+			oc, err := ginOpclass(el, c)
+			if err != nil {
+				return err
+			}
+			idx.Kind, idx.Opclass = catalog.IndexGIN, oc
+			idx.KeyColumnIDs = append(idx.KeyColumnIDs, c.ID)
+			idx.KeyDirections = append(idx.KeyDirections, rowenc.Asc)
+			colNames = append(colNames, c.Name)
+			continue
 		}
 		if el.Expr != nil || el.Name == "" {
 			id, name, err := e.addExprColumn(t, el.Expr)
@@ -233,9 +264,11 @@ func (e *executor) placeIndex(ctx context.Context, t *catalog.Table, idx *catalo
 	if idx.State == "" {
 		idx.State = catalog.IndexPublic
 	}
-	if t.Colocated || t.Partitioning.Distributed && !idx.Unique {
+	if t.Colocated || t.Partitioning.Distributed && !idx.Unique && idx.Kind != catalog.IndexGIN {
 		// A distributed table's unique index is global: one place
-		// enforces its keys across every bucket.
+		// enforces its keys across every bucket. So is a GIN index: a
+		// token's entries must be one span (a local one would spread
+		// each token over the 65,536 buckets).
 		idx.Placement = catalog.IndexLocal
 		return nil
 	}
@@ -292,6 +325,51 @@ func checkOpclass(el *pg_query.IndexElem, c *catalog.Column) error {
 	return pgerror.New(pgerrcode.UndefinedObject, "operator class %q does not exist for access method \"btree\"", oc)
 }
 
+// ginOpclass resolves a GIN index column's operator class as PostgreSQL
+// does: the type's default when none is named (jsonb_ops for jsonb,
+// array_ops for arrays), else the named one if it accepts the type.
+func ginOpclass(el *pg_query.IndexElem, c *catalog.Column) (string, error) {
+	if el.Ordering != pg_query.SortByDir_SORTBY_DEFAULT {
+		return "", notSupported("access method \"gin\" does not support ASC/DESC options")
+	}
+	if el.NullsOrdering != pg_query.SortByNulls_SORTBY_NULLS_DEFAULT {
+		return "", notSupported("access method \"gin\" does not support NULLS FIRST/LAST options")
+	}
+	if len(el.Collation) > 0 {
+		return "", notSupported("collations are not supported by type %s", c.Type.Name())
+	}
+	var def string
+	switch {
+	case c.Type.Family == types.JSONBFamily:
+		def = rowenc.JSONBOps
+	case c.Type.Family == types.ArrayFamily:
+		def = rowenc.ArrayOps
+	}
+	oc := def
+	if len(el.Opclass) > 0 {
+		names := nameList(el.Opclass)
+		oc = strings.ToLower(names[len(names)-1])
+		switch oc {
+		case rowenc.JSONBOps, rowenc.JSONBPathOps, rowenc.ArrayOps:
+		default:
+			return "", pgerror.New(pgerrcode.UndefinedObject, "operator class %q does not exist for access method \"gin\"", oc)
+		}
+		if oc != def && !(oc == rowenc.JSONBPathOps && def == rowenc.JSONBOps) {
+			return "", pgerror.New(pgerrcode.DatatypeMismatch, "operator class %q does not accept data type %s", oc, c.Type.Name())
+		}
+	}
+	if oc == "" {
+		return "", pgerror.New(pgerrcode.UndefinedObject, "data type %s has no default operator class for access method \"gin\"", c.Type.Name()).
+			WithHint("You must specify an operator class for the index or define a default operator class for the data type.")
+	}
+	if oc == rowenc.ArrayOps {
+		if f := c.Type.Elem.Family; f == types.JSONBFamily || f == types.JSONTextFamily {
+			return "", notSupported("gin indexes on arrays of %s are not supported yet", c.Type.Elem.Name())
+		}
+	}
+	return oc, nil
+}
+
 // backfill writes the entries of the given (new) indexes of t for every
 // row t holds, as the statement's transaction reads them: the index is
 // complete when the transaction commits. A duplicate in a unique index
@@ -337,6 +415,7 @@ func (e *executor) backfill(ctx context.Context, t *catalog.Table, ids []catalog
 	}
 	ectx := &sem.EvalContext{}
 	var batch *kv.Batch
+	var ents []rowenc.IndexEntry
 	run, limit := e.x.Txn.Run, backfillPage
 	if fresh {
 		run, limit = e.x.Txn.RunBulk, bulkBackfillBatch
@@ -375,20 +454,22 @@ func (e *executor) backfill(ctx context.Context, t *catalog.Table, ids []catalog
 					continue
 				}
 			}
-			ent, err := layout.EncodeIndexEntry(tg.idx, row)
-			if err != nil {
+			var err error
+			if ents, err = layout.EncodeIndexEntries(ents[:0], tg.idx, row); err != nil {
 				return err
 			}
 			if batch == nil {
 				batch = &kv.Batch{}
 			}
-			switch {
-			case fresh:
-				batch.BulkPut(ent.Key, ent.Value, ent.Unique)
-			case ent.Unique:
-				batch.CPut(ent.Key, ent.Value, nil, false)
-			default:
-				batch.Put(ent.Key, ent.Value)
+			for _, ent := range ents {
+				switch {
+				case fresh:
+					batch.BulkPut(ent.Key, ent.Value, ent.Unique)
+				case ent.Unique:
+					batch.CPut(ent.Key, ent.Value, nil, false)
+				default:
+					batch.Put(ent.Key, ent.Value)
+				}
 			}
 		}
 		if batch != nil && batch.Len() >= limit {

@@ -305,6 +305,7 @@ func (b *indexBuild) readPiece(ctx context.Context, t *catalog.Table, layout *ro
 		return err
 	}
 	buf := make([][2][]byte, 0, entryBatch)
+	var ents []rowenc.IndexEntry
 	send := func() error {
 		if len(buf) == 0 {
 			return nil
@@ -328,12 +329,14 @@ func (b *indexBuild) readPiece(ctx context.Context, t *catalog.Table, layout *ro
 				return nil
 			}
 		}
-		ent, err := layout.EncodeIndexEntry(il, row)
-		if err != nil {
+		var err error
+		if ents, err = layout.EncodeIndexEntries(ents[:0], il, row); err != nil {
 			return err
 		}
-		buf = append(buf, [2][]byte{ent.Key, ent.Value})
-		if len(buf) == entryBatch {
+		for _, ent := range ents {
+			buf = append(buf, [2][]byte{ent.Key, ent.Value})
+		}
+		if len(buf) >= entryBatch {
 			return send()
 		}
 		return nil

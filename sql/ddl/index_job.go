@@ -17,8 +17,10 @@ import (
 	"github.com/cairn-db/cairn/kvpb"
 	"github.com/cairn-db/cairn/sql/catalog"
 	"github.com/cairn-db/cairn/sql/jobs"
+	"github.com/cairn-db/cairn/sql/mon"
 	"github.com/cairn-db/cairn/sql/parser"
 	"github.com/cairn-db/cairn/sql/pgerror"
+	"github.com/cairn-db/cairn/sql/rowcontainer"
 	"github.com/cairn-db/cairn/sql/rowenc"
 	"github.com/cairn-db/cairn/sql/sem"
 	"github.com/cairn-db/cairn/sql/types"
@@ -72,8 +74,9 @@ import (
 // (safe from any non-public state: nobody reads it), and after a drain its
 // storage is cleared; the job ends failed or canceled. A node that dies
 // mid-build leaves the index in a non-public state and its job running
-// with a stale heartbeat; RollBackOrphanedIndexBuilds (run by every node)
-// rolls it back the same way once the job is older than jobs.OrphanAfter.
+// with a stale heartbeat; ResumeOrphanedIndexBuilds (run by every node)
+// claims the job once it is older than jobs.OrphanAfter and goes on from
+// that state.
 
 // IndexJobType is the job type of an online index build.
 const IndexJobType = "CREATE INDEX"
@@ -117,9 +120,12 @@ var indexPhases = map[catalog.IndexState]string{
 }
 
 // onlineIndexOK says whether this CREATE INDEX may run as a job: a
-// statement of its own on a node with a KV client.
+// statement of its own on a node with a KV client. Not an inline INDEX of
+// CREATE TABLE (a derived statement): its table exists only in the
+// statement's transaction, which the job cannot see, and being empty it
+// has nothing to backfill online.
 func (e *executor) onlineIndexOK() bool {
-	return e.x.AutoCommit && e.x.DB != nil
+	return e.x.AutoCommit && e.x.DB != nil && !e.stmt.Derived
 }
 
 // indexBuild is one online build's state, held by the job's code.
@@ -263,34 +269,59 @@ func (b *indexBuild) run(ctx context.Context, idx catalog.Index) error {
 	if err := b.settle(ctx, ts, catalog.IndexDeleteOnly); err != nil {
 		return err
 	}
+	return b.from(ctx, catalog.IndexDeleteOnly)
+}
+
+// from takes the build on from state cur, whose step has committed and
+// drained: the remaining steps, the backfill and the validation. A build
+// resumed on another node (ResumeOrphanedIndexBuilds) starts here too.
+func (b *indexBuild) from(ctx context.Context, cur catalog.IndexState) error {
 	// 2. write_only, 3. backfilling.
-	for _, st := range []catalog.IndexState{catalog.IndexWriteOnly, catalog.IndexBackfilling} {
-		if ts, err = b.setState(ctx, st); err != nil {
+	next := map[catalog.IndexState]catalog.IndexState{
+		catalog.IndexDeleteOnly: catalog.IndexWriteOnly,
+		catalog.IndexWriteOnly:  catalog.IndexBackfilling,
+	}
+	for cur == catalog.IndexDeleteOnly || cur == catalog.IndexWriteOnly {
+		st := next[cur]
+		ts, err := b.setState(ctx, st)
+		if err != nil {
 			return err
 		}
 		if err := b.settle(ctx, ts, st); err != nil {
 			return err
 		}
+		cur = st
+	}
+	if cur == catalog.IndexBackfilling {
+		t, err := b.table(ctx)
+		if err != nil {
+			return err
+		}
+		if err := b.backfill(ctx, t); err != nil {
+			return err
+		}
+		// 4. validating.
+		ts, err := b.setState(ctx, catalog.IndexValidating)
+		if err != nil {
+			return err
+		}
+		if err := b.settle(ctx, ts, catalog.IndexValidating); err != nil {
+			return err
+		}
+		cur = catalog.IndexValidating
+	}
+	if cur != catalog.IndexValidating {
+		return fmt.Errorf("ddl: index build cannot go on from state %q", cur)
 	}
 	t, err := b.table(ctx)
 	if err != nil {
-		return err
-	}
-	if err := b.backfill(ctx, t); err != nil {
-		return err
-	}
-	// 4. validating.
-	if ts, err = b.setState(ctx, catalog.IndexValidating); err != nil {
-		return err
-	}
-	if err := b.settle(ctx, ts, catalog.IndexValidating); err != nil {
 		return err
 	}
 	if err := b.validate(ctx, t); err != nil {
 		return err
 	}
 	// 5. public.
-	if ts, err = b.setState(ctx, catalog.IndexPublic); err != nil {
+	if _, err := b.setState(ctx, catalog.IndexPublic); err != nil {
 		return err
 	}
 	b.report(ctx, catalog.IndexPublic)
@@ -590,13 +621,34 @@ func rollBackIndex(ctx context.Context, db *kv.DB, w *catalog.Writer, stmt *pars
 
 var errNothingToRollBack = errors.New("ddl: nothing to roll back")
 
-// RollBackOrphanedIndexBuilds rolls back the index builds whose jobs are
-// orphaned (their node stopped, jobs.Record.Orphaned): the index leaves
-// the descriptor, its storage is cleared, and the job ends failed. Every
-// node runs it now and then (server); two nodes doing it at once is safe
-// (the second finds nothing to roll back).
-func RollBackOrphanedIndexBuilds(ctx context.Context, db *kv.DB, w *catalog.Writer, drainTS func(context.Context) (hlc.Timestamp, error)) (int, error) {
-	recs, err := jobs.List(ctx, db)
+// ResumeContext is what a node hands ResumeOrphanedIndexBuilds: its KV
+// client and catalog writer, the cluster's drain timestamp, and its SQL
+// memory and temporary storage for the backfill's sort.
+type ResumeContext struct {
+	DB             *kv.DB
+	Writer         *catalog.Writer
+	DrainTimestamp func(context.Context) (hlc.Timestamp, error)
+	Memory         *mon.Budget
+	TempStorage    *rowcontainer.TempStorage
+}
+
+// ResumeOrphanedIndexBuilds takes over the index builds whose jobs are
+// orphaned (their node stopped, jobs.Record.Orphaned) and goes on with
+// each from the state its index is in: it claims the job (jobs.Claim: of
+// several nodes checking at once, one wins), keeps it alive, drains
+// (transactions the dead coordinator's last step left behind end first),
+// then runs the remaining steps in a goroutine of its own; a backfill cut
+// short is run again from the start at a new timestamp (entries the dead
+// one wrote are the same entries, or shadowed by later writers). A build
+// that fails from there is rolled back as on its first node. It returns
+// how many builds it took over. Every node runs it now and then
+// (server).
+//
+// Resuming, not rolling back, is the choice CockroachDB makes for its
+// schema-change jobs: a long build lost with its node would otherwise
+// have to start over from a client that is gone.
+func ResumeOrphanedIndexBuilds(ctx context.Context, rc ResumeContext) (int, error) {
+	recs, err := jobs.List(ctx, rc.DB)
 	if err != nil {
 		return 0, err
 	}
@@ -613,22 +665,95 @@ func RollBackOrphanedIndexBuilds(ctx context.Context, db *kv.DB, w *catalog.Writ
 		if err := json.Unmarshal(r.Payload, &p); err != nil {
 			return n, fmt.Errorf("job %d: %w", r.ID, err)
 		}
-		job, err := jobs.Adopt(ctx, db, r.ID)
+		job, ok, err := jobs.Claim(ctx, rc.DB, r.ID)
 		if err != nil {
 			return n, err
 		}
-		x := &Context{DB: db, DrainTimestamp: drainTS}
-		deadline := time.Now().Add(DrainTimeout)
-		if p.IndexID != 0 {
-			err = rollBackIndex(ctx, db, w, nil, p.TableID, p.IndexID, r.ID, func(ctx context.Context, ts hlc.Timestamp) error {
-				return drainAfter(ctx, x, ts, deadline)
-			})
-			if pe := pgerror.Flatten(err); err != nil && (pe == nil || pe.Code != pgerrcode.UndefinedTable) {
-				return n, fmt.Errorf("rolling back job %d: %w", r.ID, err)
-			}
+		if !ok {
+			continue // another node took it, or it came back
 		}
-		_ = job.Finish(ctx, jobs.StatusFailed, errors.New("the node running the job stopped; the index build was rolled back"))
 		n++
+		b, state, err := adoptBuild(ctx, rc, job, p)
+		if err != nil || b == nil {
+			// Nothing left to build (the index went public, or was never
+			// placed, or was rolled back) or the table is gone.
+			status, cause := jobs.StatusFailed, err
+			if err == nil && state == catalog.IndexPublic {
+				status = jobs.StatusSucceeded
+			} else if err == nil {
+				cause = errors.New("the node running the job stopped before the index was placed")
+			}
+			_ = job.Finish(ctx, status, cause)
+			continue
+		}
+		liveIndexJobs.Store(job.ID(), struct{}{})
+		go b.resume(state)
 	}
 	return n, nil
+}
+
+// adoptBuild finds the index job's build in its table's descriptor (the
+// index whose JobID is the job's: the payload may predate the first step)
+// and returns it ready to go on, with the state its index is in; nil
+// when there is nothing to build (state public: the build had finished).
+func adoptBuild(ctx context.Context, rc ResumeContext, job *jobs.Job, p IndexProgress) (*indexBuild, catalog.IndexState, error) {
+	x := &Context{DB: rc.DB, Writer: rc.Writer, DrainTimestamp: rc.DrainTimestamp, Memory: rc.Memory, TempStorage: rc.TempStorage, AutoCommit: true}
+	// The build outlives ctx (the caller's check): its executor has a
+	// context of its own.
+	e := &executor{x: x, ctx: context.Background()}
+	b := &indexBuild{e: e, job: job, tableID: p.TableID, progress: p, drainDeadline: time.Now().Add(DrainTimeout)}
+	t, err := b.table(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	for i := range t.Indexes {
+		if ix := &t.Indexes[i]; ix.JobID == job.ID() {
+			b.indexID = ix.ID
+			b.progress.IndexID = ix.ID
+			return b, ix.State, nil
+		}
+	}
+	if p.IndexID != 0 {
+		if ix := t.IndexByID(p.IndexID); ix != nil && ix.State == catalog.IndexPublic {
+			return nil, catalog.IndexPublic, nil
+		}
+	}
+	return nil, "", nil
+}
+
+// resume runs an adopted build from state cur to its end, in the
+// background: the statement that started it is gone with its node.
+func (b *indexBuild) resume(cur catalog.IndexState) {
+	defer liveIndexJobs.Delete(b.job.ID())
+	bg := context.Background()
+	stop := b.job.KeepAlive(bg)
+	defer stop()
+	ctx, cancel := context.WithCancelCause(bg)
+	defer cancel(nil)
+	b.cancel = cancel
+	go b.watchCancel(ctx, cancel)
+	slog.Info("cairn: resuming an orphaned index build", "job", b.job.ID(), "table", b.tableID, "index", b.indexID, "state", cur)
+	// Transactions the dead coordinator's last step left behind end
+	// first, as after any step.
+	err := b.settle(ctx, b.e.x.DB.Clock().Now(), cur)
+	if err == nil {
+		err = b.from(ctx, cur)
+	}
+	if errors.Is(err, errJobDied) {
+		return
+	}
+	if err == nil {
+		_ = b.job.Finish(bg, jobs.StatusSucceeded, nil)
+		return
+	}
+	status := jobs.StatusFailed
+	if ctx.Err() != nil {
+		status = jobs.StatusCanceled
+	}
+	cause := err
+	if rbErr := rollBackIndex(bg, b.e.x.DB, b.e.x.Writer, nil, b.tableID, b.indexID, b.job.ID(), b.drain); rbErr != nil {
+		cause = fmt.Errorf("%w (rolling back: %v)", err, rbErr)
+	}
+	slog.Info("cairn: resumed index build failed", "job", b.job.ID(), "err", cause)
+	_ = b.job.Finish(bg, status, cause)
 }

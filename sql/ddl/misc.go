@@ -391,6 +391,8 @@ func indexLayoutPtrs(xs []rowenc.IndexLayout) []*rowenc.IndexLayout {
 func (e *executor) comment(ctx context.Context, n *pg_query.CommentStmt) error {
 	text := n.Comment
 	switch n.Objtype {
+	case pg_query.ObjectType_OBJECT_TYPE:
+		return e.commentOnType(ctx, n)
 	case pg_query.ObjectType_OBJECT_TABLE, pg_query.ObjectType_OBJECT_VIEW, pg_query.ObjectType_OBJECT_SEQUENCE:
 		rv := rangeVarOf(n.Object)
 		d, _, err := e.lookupRelation(ctx, rv)

@@ -44,6 +44,8 @@ func descOwner(d catalog.Descriptor) string {
 		o = v.Owner
 	case *catalog.Database:
 		o = v.Owner
+	case *catalog.TypeDesc:
+		o = v.Owner
 	}
 	if o == "" {
 		return catalog.SuperuserName
@@ -89,6 +91,12 @@ func withOwnerACL(d catalog.Descriptor, owner string, acl []catalog.ACLItem) cat
 	case *catalog.Database:
 		c := *v
 		c.Owner, c.ACL = owner, acl
+		return &c
+	case *catalog.TypeDesc:
+		// Types keep no ACL: USAGE on a type is PUBLIC's, as PostgreSQL's
+		// default.
+		c := *v
+		c.Owner = owner
 		return &c
 	}
 	return d
@@ -666,6 +674,8 @@ func (e *executor) alterOwner(ctx context.Context, n *pg_query.AlterOwnerStmt) (
 		d = s
 	case pg_query.ObjectType_OBJECT_DATABASE:
 		d, err = e.x.Writer.Database(ctx, strVal(n.Object))
+	case pg_query.ObjectType_OBJECT_TYPE, pg_query.ObjectType_OBJECT_DOMAIN:
+		d, _, err = e.enumOf(ctx, typeNameParts(n.Object))
 	default:
 		return tag, notSupported("%s OWNER TO is not supported yet", tag)
 	}

@@ -153,7 +153,7 @@ func applySeqOpts(seq *catalog.Sequence, opts []*pg_query.Node, init bool, typ *
 		switch d.Defname {
 		case "as":
 			tn := d.Arg.GetTypeName()
-			t, err := sem.TypeFromAST(tn)
+			t, err := sem.TypeFromAST(nil, tn)
 			if err != nil {
 				return false, nil, err
 			}

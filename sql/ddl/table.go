@@ -123,8 +123,9 @@ func (e *executor) createTable(ctx context.Context, n *pg_query.CreateStmt) erro
 		return notSupported("partitioned tables are not supported yet")
 	case n.OfTypename != nil:
 		return notSupported("typed tables are not supported yet")
-	case n.Oncommit != pg_query.OnCommitAction_ONCOMMIT_NOOP && n.Oncommit != pg_query.OnCommitAction_ON_COMMIT_ACTION_UNDEFINED:
-		return notSupported("ON COMMIT is not supported yet")
+	case n.Oncommit != pg_query.OnCommitAction_ONCOMMIT_NOOP && n.Oncommit != pg_query.OnCommitAction_ON_COMMIT_ACTION_UNDEFINED &&
+		n.Relation.Relpersistence != "t" && n.Relation.Schemaname != "pg_temp":
+		return pgerror.New(pgerrcode.InvalidTableDefinition, "ON COMMIT can only be used on temporary tables")
 	case n.AccessMethod != "" && n.AccessMethod != "heap":
 		return pgerror.New(pgerrcode.UndefinedObject, "access method %q does not exist", n.AccessMethod)
 	}
@@ -250,6 +251,12 @@ func (e *executor) createTable(ctx context.Context, n *pg_query.CreateStmt) erro
 	// COPY or INSERT ... SELECT into it may load in bulk (sql/exec,
 	// bulkLoadTable).
 	e.x.Txn.MarkNew(catalog.NewTableMark(b.t.ID))
+	switch n.Oncommit {
+	case pg_query.OnCommitAction_ONCOMMIT_DROP:
+		e.x.OnCommit(b.t.ID, OnCommitDrop)
+	case pg_query.OnCommitAction_ONCOMMIT_DELETE_ROWS:
+		e.x.OnCommit(b.t.ID, OnCommitDeleteRows)
+	}
 	return nil
 }
 
@@ -278,7 +285,7 @@ var serialTypes = map[string]*types.T{
 }
 
 // columnType resolves a column's type, recognising the serial pseudo-types.
-func columnType(tn *pg_query.TypeName) (typ *types.T, serial bool, err error) {
+func columnType(tc *types.Context, tn *pg_query.TypeName) (typ *types.T, serial bool, err error) {
 	if tn == nil {
 		return nil, false, pgerror.New(pgerrcode.SyntaxError, "column has no type")
 	}
@@ -288,7 +295,7 @@ func columnType(tn *pg_query.TypeName) (typ *types.T, serial bool, err error) {
 			return t, true, nil
 		}
 	}
-	t, err := sem.TypeFromAST(tn)
+	t, err := sem.TypeFromAST(tc, tn)
 	return t, false, err
 }
 
@@ -299,7 +306,7 @@ func (b *tableBuilder) addColumnDef(ctx context.Context, cd *pg_query.ColumnDef)
 	if b.t.ColumnByName(name) != nil {
 		return pgerror.New(pgerrcode.DuplicateColumn, "column %q specified more than once", name)
 	}
-	typ, serial, err := columnType(cd.TypeName)
+	typ, serial, err := columnType(b.e.types(), cd.TypeName)
 	if err != nil {
 		return err
 	}

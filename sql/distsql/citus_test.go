@@ -35,9 +35,9 @@ func TestCitusAPI(t *testing.T) {
 		{"SELECT create_distributed_table('events', 'id')", "0A000"},
 		{"SELECT create_distributed_table('events', 'nope')", "42703"},
 		{"SELECT create_distributed_table('nosuch', 'repo_id')", "42P01"},
-		{"SELECT create_distributed_table('events', 'repo_id', colocate_with => 'other')", "0A000"},
+		{"SELECT create_distributed_table('events', 'repo_id', colocate_with => 'other')", "42P01"},
 		{"SELECT create_distributed_table('events', 'repo_id', shard_count => 0)", "22023"},
-		{"SELECT create_reference_table('events')", "0A000"},
+		{"SELECT create_reference_table('nosuch')", "42P01"},
 		{"SELECT undistribute_table('events')", "42P16"},
 	} {
 		_, err := c.Exec(context.Background(), bad.sql)

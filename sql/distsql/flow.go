@@ -302,6 +302,13 @@ func (g *Gateway) streamErr(f *Flow, fr Fragment, err error) error {
 		return &kvpb.TransactionRetryError{Reason: kvpb.RetrySerializable,
 			Detail: fmt.Sprintf("distsql: fragment %d on node %d unreachable: %v", fr.Spec.Fragment, fr.Node, err)}
 	}
+	switch status.Code(err) {
+	case codes.DeadlineExceeded, codes.Canceled:
+		// The statement's deadline (statement_timeout), which gRPC
+		// carries to the server: the server's timer may end the stream
+		// a moment before this side's context reports it.
+		return pgerror.Wrapf(err, pgerrcode.QueryCanceled, "distsql: fragment %d on node %d: %v", fr.Spec.Fragment, fr.Node, err)
+	}
 	return pgerror.Wrapf(err, pgerrcode.ConnectionFailure, "distsql: fragment %d on node %d: %v", fr.Spec.Fragment, fr.Node, err)
 }
 

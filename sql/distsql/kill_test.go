@@ -9,10 +9,14 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/server"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -29,18 +33,10 @@ func TestNodeDiesDuringDistributedQueries(t *testing.T) {
 		"SELECT k FROM t WHERE x = 999 ORDER BY k DESC LIMIT 3",
 	}
 
-	// The node to stop: one running fragments (never the gateway).
-	var victim int
-	for _, m := range regexp.MustCompile(`Fragment \d+: node (\d+)`).FindAllStringSubmatch(strings.Join(rows(t, c, "EXPLAIN "+queries[0]), "\n"), -1) {
-		for i, s := range servers[1:] {
-			if m[1] == fmt.Sprint(s.NodeID()) {
-				victim = i + 1
-			}
-		}
-	}
-	if victim == 0 {
-		t.Skip("every fragment's lease is on the gateway: no node to stop under a fragment")
-	}
+	// The node to stop: one running fragments (never the gateway). When
+	// every lease is on the gateway, one tablet's lease moves to another
+	// node first, so the test never depends on where leases landed.
+	victim := fragmentNodeOtherThanGateway(t, servers, c, queries[0])
 	type result struct {
 		err  error
 		took time.Duration
@@ -120,4 +116,53 @@ func TestNodeDiesDuringDistributedQueries(t *testing.T) {
 		t.Errorf("session after the node stopped: %v", got)
 	}
 	t.Logf("stopped node %d; now:\n%s", servers[victim].NodeID(), strings.Join(rows(t, c, "EXPLAIN ANALYZE "+queries[0]), "\n"))
+}
+
+// fragmentNodeOtherThanGateway returns the index in servers of a node
+// (never servers[0], the gateway of c) that runs a fragment of q: it
+// moves the lease of q's first tablet to servers[1] or servers[2] (the
+// one not holding it) and runs q until the gateway places that tablet's
+// fragment there, so the test never depends on where leases landed.
+func fragmentNodeOtherThanGateway(t *testing.T, servers []*server.Server, c *pgx.Conn, q string) int {
+	t.Helper()
+	frag := regexp.MustCompile(`Fragment \d+: node (\d+), tablet (\d+)`)
+	first := func() (node, tablet uint64) {
+		m := frag.FindStringSubmatch(strings.Join(rows(t, c, "EXPLAIN "+q), "\n"))
+		if m == nil {
+			t.Fatalf("EXPLAIN %s shows no fragments", q)
+		}
+		node, _ = strconv.ParseUint(m[1], 10, 64)
+		tablet, _ = strconv.ParseUint(m[2], 10, 64)
+		return node, tablet
+	}
+	node, tablet := first()
+	// Always a move (to a node that is neither the gateway nor the
+	// holder), so the placement below is exercised every run.
+	target := 1
+	if node == servers[1].NodeID() {
+		target = 2
+	}
+	to := servers[target].NodeID()
+	moved := false
+	for _, s := range servers {
+		if s != servers[target] && s.TransferLease(kvpb.TabletID(tablet), to) == nil {
+			moved = true
+			break
+		}
+	}
+	if !moved {
+		t.Fatalf("no node could hand tablet %d's lease to node %d", tablet, to)
+	}
+	// The gateway learns of the move when a fragment's read meets the
+	// new leaseholder; the query runs until then (bounded).
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		rows(t, c, q)
+		if now, _ := first(); now == to {
+			t.Logf("moved tablet %d's lease from node %d to node %d", tablet, node, to)
+			return target
+		}
+	}
+	t.Fatalf("tablet %d's fragment never moved to node %d after its lease did", tablet, to)
+	return 0
 }

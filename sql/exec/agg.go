@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 
 	"github.com/cairn-db/cairn/sql/builtins"
 	"github.com/cairn-db/cairn/sql/mon"
@@ -24,7 +25,31 @@ type aggSpec struct {
 	// buffered: ORDER BY or DISTINCT needs the group's inputs before
 	// feeding the accumulator.
 	buffered bool
+	// collects: the accumulator keeps every input (array_agg,
+	// string_agg, the JSON aggregates), so its state grows with them.
+	collects bool
 }
+
+// collectingAggs are the aggregates whose state holds their inputs; what
+// they hold is measured as the inputs' size (holdsOf).
+var collectingAggs = map[string]bool{
+	"array_agg": true, "string_agg": true, "json_agg": true, "jsonb_agg": true,
+	"json_object_agg": true, "jsonb_object_agg": true,
+}
+
+// aggBaseName is an aggregate's name without its schema, lower case.
+func aggBaseName(name string) string {
+	name = strings.ToLower(name)
+	if i := strings.LastIndexByte(name, '.'); i >= 0 {
+		name = name[i+1:]
+	}
+	return name
+}
+
+// maxAggValue bounds what one collecting aggregate of one group holds:
+// its result is one value, and a value is at most 1 GB (as in
+// PostgreSQL, whose string and array builders stop there).
+var maxAggValue int64 = 1 << 30
 
 // aggInput is one row's arguments (and ORDER BY values) for a buffered
 // aggregate.
@@ -36,14 +61,31 @@ type aggState struct {
 	acc  builtins.Aggregate
 	buf  []aggInput
 	seen map[string]struct{} // DISTINCT without ORDER BY
+	// held is what a collecting accumulator holds (its inputs' size).
+	held int64
+	// bufBytes is what buf or seen holds; srt, once it passed the
+	// group's spillAt, the inputs buffered since (spillAgg).
+	bufBytes int64
+	srt      *rowcontainer.Sorter
+	n        int64 // inputs added to srt, their tiebreak
 }
 
 type group struct {
 	vals []types.Datum
 	aggs []aggState
-	// bytes counts what addRow buffered for ORDER BY and DISTINCT
-	// aggregates, for the hash aggregation's account.
+	// bytes counts what the group holds beyond its fixed size: inputs
+	// buffered for ORDER BY and DISTINCT aggregates, DISTINCT's seen keys
+	// and collecting accumulators' inputs, reserved by the operator
+	// (Force: a group cannot spill, so only the node budget bounds it,
+	// and a statement past it fails with 53200 instead of growing until
+	// the node runs out of memory).
 	bytes int64
+	// spillAt, when positive, is the work_mem past which one buffered
+	// aggregate's inputs go to a sorter that spills (spillAgg). Only an
+	// aggregation holding one group at a time (no GROUP BY, or a
+	// streaming one) sets it: a hash table's many groups could each hold
+	// work_mem.
+	spillAt int64
 }
 
 func (r *runner) compileAggs(aggs []plan.Aggregate, cols []plan.Column) ([]*aggSpec, error) {
@@ -53,7 +95,7 @@ func (r *runner) compileAggs(aggs []plan.Aggregate, cols []plan.Column) ([]*aggS
 		if a.Fn == nil || a.Fn.Overload.NewAggregate == nil {
 			return nil, pgerror.New(pgerrcode.InternalError, "exec: %s is not an aggregate", a.Name)
 		}
-		s := &aggSpec{a: a, buffered: a.Distinct || len(a.OrderBy) > 0}
+		s := &aggSpec{a: a, buffered: a.Distinct || len(a.OrderBy) > 0, collects: collectingAggs[aggBaseName(a.Name)]}
 		for _, e := range a.Args {
 			f, err := r.compile(e, cols)
 			if err != nil {
@@ -127,20 +169,144 @@ func (r *runner) addRow(specs []*aggSpec, g *group, row []types.Datum) error {
 			if _, dup := st.seen[string(k)]; dup {
 				continue
 			}
+			if st.srt != nil {
+				// Past spillAt the seen set stays as it is: a value not
+				// in it waits in the sorter, deduplicated at finish.
+				if err := r.spilledInput(s, st, args, nil); err != nil {
+					return err
+				}
+				continue
+			}
 			st.seen[string(k)] = struct{}{}
+			g.bytes += int64(len(k)) + 64
+			st.bufBytes += int64(len(k)) + 64
+			if g.spillAt > 0 && st.bufBytes > g.spillAt && len(st.seen) >= minSpillRows {
+				r.spillAgg(s, st)
+			}
 		} else if s.buffered {
 			order, err := evalAll(s.order, row)
 			if err != nil {
 				return err
 			}
+			if st.srt != nil {
+				if err := r.spilledInput(s, st, args, order); err != nil {
+					return err
+				}
+				continue
+			}
 			st.buf = append(st.buf, aggInput{args, order})
-			g.bytes += rowcontainer.RowSize(args) + rowcontainer.RowSize(order)
+			n := rowcontainer.RowSize(args) + rowcontainer.RowSize(order)
+			g.bytes += n
+			st.bufBytes += n
+			if g.spillAt > 0 && st.bufBytes > g.spillAt && len(st.buf) >= minSpillRows {
+				r.spillAgg(s, st)
+				for _, in := range st.buf {
+					if err := r.spilledInput(s, st, in.args, in.order); err != nil {
+						return err
+					}
+				}
+				st.buf = nil
+				g.bytes -= st.bufBytes
+				st.bufBytes = 0
+			}
 			continue
 		}
 		if err := st.acc.Add(r.fn(), args); err != nil {
 			return err
 		}
+		if s.collects {
+			if err := st.hold(s, g, args); err != nil {
+				return err
+			}
+		}
 	}
+	return nil
+}
+
+// reserveDelta reserves (Force) or releases a change of what a group
+// holds.
+func reserveDelta(acc *mon.Account, d int64) error {
+	if d < 0 {
+		acc.Shrink(-d)
+		return nil
+	}
+	return acc.Force(d)
+}
+
+// spillAgg starts the sorter of a buffered aggregate whose inputs passed
+// its group's spillAt: rows (ORDER BY values, arguments, tiebreak),
+// ordered by the ORDER BY values, then (DISTINCT) the arguments, then
+// the order they came in, so finish feeds them as the in-memory path
+// does, with equal arguments adjacent for DISTINCT.
+func (r *runner) spillAgg(s *aggSpec, st *aggState) {
+	no, na := len(s.order), len(s.args)
+	keys := append([]sortKey{}, s.keys...)
+	if s.a.Distinct {
+		for j := range na {
+			keys = append(keys, sortKey{pos: no + j})
+		}
+	}
+	keys = append(keys, sortKey{pos: no + na})
+	st.srt = rowcontainer.NewSorter(func(a, b []types.Datum) int { return compareRows(keys, a, b) }, r.account(), r.scope)
+}
+
+// spilledInput adds one input to a spilled aggregate's sorter.
+func (r *runner) spilledInput(s *aggSpec, st *aggState, args, order []types.Datum) error {
+	row := make([]types.Datum, 0, len(order)+len(args)+1)
+	row = append(append(append(row, order...), args...), types.DInt(st.n))
+	st.n++
+	return st.srt.Add(r.ctx, row)
+}
+
+// feedSpilled feeds a spilled aggregate's sorted inputs to its
+// accumulator, skipping repeated arguments for DISTINCT.
+func (r *runner) feedSpilled(s *aggSpec, st *aggState) error {
+	defer func() { st.srt.Close(); st.srt = nil }()
+	it, err := st.srt.Sort(r.ctx)
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	no, na := len(s.order), len(s.args)
+	var prev, key []byte
+	for {
+		row, err := it.Next(r.ctx)
+		if err != nil || row == nil {
+			return err
+		}
+		args := row[no : no+na]
+		if s.a.Distinct {
+			if key, err = hashKey(key[:0], args, allPositions(na)); err != nil {
+				return err
+			}
+			if prev != nil && string(prev) == string(key) {
+				continue
+			}
+			prev = append(prev[:0], key...)
+		}
+		if err := st.acc.Add(r.fn(), args); err != nil {
+			return err
+		}
+		if s.collects {
+			if st.held += rowcontainer.RowSize(args); st.held > maxAggValue {
+				return pgerror.New(pgerrcode.ProgramLimitExceeded, "out of memory").
+					WithDetail("The result of %s would exceed 1 GB.", s.a.Name)
+			}
+		}
+	}
+}
+
+// hold counts args into a collecting accumulator's state: in the group's
+// bytes, and against maxAggValue (54000 past it, as PostgreSQL's string
+// and array builders refuse to grow past 1 GB).
+func (st *aggState) hold(s *aggSpec, g *group, args []types.Datum) error {
+	n := rowcontainer.RowSize(args)
+	if st.held+n > maxAggValue {
+		return pgerror.New(pgerrcode.ProgramLimitExceeded, "out of memory").
+			WithDetail("The result of %s would exceed 1 GB (%d bytes held, %d more).", s.a.Name, st.held, n)
+	}
+	st.held += n
+	g.bytes += n
 	return nil
 }
 
@@ -150,6 +316,11 @@ func (r *runner) finish(specs []*aggSpec, g *group) ([]types.Datum, error) {
 	out := append([]types.Datum(nil), g.vals...)
 	for i, s := range specs {
 		st := &g.aggs[i]
+		if st.srt != nil {
+			if err := r.feedSpilled(s, st); err != nil {
+				return nil, err
+			}
+		}
 		if st.buf != nil {
 			slices.SortStableFunc(st.buf, func(a, b aggInput) int { return compareRows(s.keys, a.order, b.order) })
 			var seen map[string]struct{}
@@ -170,6 +341,14 @@ func (r *runner) finish(specs []*aggSpec, g *group) ([]types.Datum, error) {
 				if err := st.acc.Add(r.fn(), in.args); err != nil {
 					return nil, err
 				}
+				if s.collects {
+					// The buffered inputs are already reserved; only
+					// the 1 GB bound is checked here.
+					if st.held += rowcontainer.RowSize(in.args); st.held > maxAggValue {
+						return nil, pgerror.New(pgerrcode.ProgramLimitExceeded, "out of memory").
+							WithDetail("The result of %s would exceed 1 GB.", s.a.Name)
+					}
+				}
 			}
 			st.buf = nil
 		}
@@ -183,6 +362,22 @@ func (r *runner) finish(specs []*aggSpec, g *group) ([]types.Datum, error) {
 }
 
 func (r *runner) buildGroupBy(n *plan.GroupBy) (op, error) {
+	if !n.Ordered && len(n.GroupCols) > 0 && slices.ContainsFunc(n.Aggs, func(a plan.Aggregate) bool {
+		return a.Distinct || len(a.OrderBy) > 0
+	}) {
+		// As PostgreSQL plans it: a GROUP BY with DISTINCT or ORDER BY
+		// aggregates sorts its input by the group columns (a sort that
+		// spills) and aggregates one group at a time, so each group's
+		// buffered inputs can spill too (spillAt); hashed, every group
+		// in the table could hold work_mem.
+		order := make([]plan.Ordering, len(n.GroupCols))
+		for i, c := range n.GroupCols {
+			order[i] = plan.Ordering{Col: c}
+		}
+		c := *n
+		c.Input, c.Ordered = &plan.Sort{Input: n.Input, Order: order}, true
+		n = &c
+	}
 	in, err := r.build(n.Input)
 	if err != nil {
 		return nil, err
@@ -214,7 +409,7 @@ func (r *runner) groupByOver(n *plan.GroupBy, cols []plan.Column, in op) (op, er
 		return v
 	}
 	if n.Ordered && len(gpos) > 0 {
-		return r.streamGroupBy(in, specs, gpos, groupVals), nil
+		return r.streamGroupBy(in, specs, gpos, groupVals, r.account()), nil
 	}
 	return &hashAggOp{r: r, in: in, specs: specs, gpos: gpos, groupVals: groupVals, acc: r.account()}, nil
 }
@@ -335,6 +530,9 @@ func (o *hashAggOp) aggregate(ctx context.Context, src op, level int) error {
 				return err
 			}
 			g = o.r.newGroup(o.specs, o.groupVals(row))
+			if len(o.gpos) == 0 && o.r.scope.Spillable() {
+				g.spillAt = o.acc.Limit()
+			}
 			index[string(key)] = g
 			groups = append(groups, g)
 		}
@@ -342,7 +540,7 @@ func (o *hashAggOp) aggregate(ctx context.Context, src op, level int) error {
 		if err := o.r.addRow(o.specs, g, row); err != nil {
 			return err
 		}
-		if err := o.acc.Force(g.bytes - before); err != nil {
+		if err := reserveDelta(o.acc, g.bytes-before); err != nil {
 			return err
 		}
 	}
@@ -373,7 +571,10 @@ func (o *hashAggOp) Close() {
 
 // streamGroupBy aggregates input sorted by the group columns, emitting a
 // group as soon as the next one starts.
-func (r *runner) streamGroupBy(in op, specs []*aggSpec, gpos []int, groupVals func([]types.Datum) []types.Datum) op {
+//
+// What the current group holds (group.bytes) is reserved in acc and
+// released when the group is emitted.
+func (r *runner) streamGroupBy(in op, specs []*aggSpec, gpos []int, groupVals func([]types.Datum) []types.Datum, acc *mon.Account) op {
 	var cur *group
 	var curKey, key []byte
 	done := false
@@ -396,12 +597,20 @@ func (r *runner) streamGroupBy(in op, specs []*aggSpec, gpos []int, groupVals fu
 					return nil, err
 				}
 				cur = nil
+				acc.Clear()
 			}
 			if cur == nil {
 				cur = r.newGroup(specs, groupVals(row))
 				curKey = append(curKey[:0], key...)
+				if r.scope.Spillable() {
+					cur.spillAt = acc.Limit()
+				}
 			}
+			before := cur.bytes
 			if err := r.addRow(specs, cur, row); err != nil {
+				return nil, err
+			}
+			if err := reserveDelta(acc, cur.bytes-before); err != nil {
 				return nil, err
 			}
 			if out != nil {
@@ -411,8 +620,9 @@ func (r *runner) streamGroupBy(in op, specs []*aggSpec, gpos []int, groupVals fu
 		if cur != nil {
 			g := cur
 			cur = nil
+			defer acc.Clear()
 			return r.finish(specs, g)
 		}
 		return nil, nil
-	}, close: in.Close}
+	}, close: func() { in.Close(); acc.Clear() }}
 }

@@ -70,6 +70,20 @@ func csvRows(n, bad, dup int) string {
 	return b.String()
 }
 
+// csvRowsDupLater is csvRows(n, 0, 0) but for line at, whose id is that
+// of the later line of.
+func csvRowsDupLater(n, at, of int) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		id := i
+		if i == at {
+			id = of
+		}
+		fmt.Fprintf(&b, "%d,%d,row-%d\n", id, (i*7919)%1000003, i)
+	}
+	return b.String()
+}
+
 func copyIn(c *pgx.Conn, table, data string) (int64, error) {
 	tag, err := c.PgConn().CopyFrom(context.Background(), strings.NewReader(data), "COPY "+table+" FROM STDIN WITH (FORMAT csv)")
 	return tag.RowsAffected(), err
@@ -142,6 +156,10 @@ func TestBulkCopyAtomic(t *testing.T) {
 		{"duplicate primary key", csvRows(30000, 0, 25000), "23505", "line 25000"},
 		{"duplicate primary key in a middle batch", csvRows(30000, 0, 15000), "23505", "line 15000"},
 		{"duplicate in one batch", csvRows(300, 0, 200), "23505", "line 200"},
+		// Two batches in flight at once (parallel bulk writes): the
+		// second occurrence in input order is the row that fails,
+		// whichever batch reached the tablet first.
+		{"duplicate of a later row in flight", csvRowsDupLater(30000, 15000, 25000), "23505", "line 25000"},
 	} {
 		exec(t, c, "BEGIN")
 		exec(t, c, fmt.Sprintf(ddl, "t"))

@@ -526,6 +526,9 @@ func copyFrom(ctx context.Context, x *Context, env *plan.Env, stmt *pg_query.Cop
 	}
 	tb := t.table
 	s := newDMLState(x, nil)
+	// Bulk batches still being written end before the statement does,
+	// whatever its outcome.
+	defer s.waitBulk()
 	s.copyLines = true
 	if nt, err := bulkLoadTable(ctx, x, tb, true); err != nil {
 		return 0, err
@@ -601,6 +604,10 @@ func copyFrom(ctx context.Context, x *Context, env *plan.Env, stmt *pg_query.Cop
 		tctx = env.Types
 	}
 	binary := fo.Format == copyfmt.Binary
+	domains, err := copyDomains(tb, given, tctx)
+	if err != nil {
+		return 0, err
+	}
 	parse := &copyParser{rd: rd, t: t, tb: tb, o: o, forceNotNull: forceNotNull, forceNull: forceNull,
 		tctx: tctx, binary: binary, header: o.fmt.Header}
 	batches, stop := parse.start(ctx)
@@ -625,6 +632,20 @@ func copyFrom(ctx context.Context, x *Context, env *plan.Env, stmt *pg_query.Cop
 				if ev != nil {
 					if row[i], err = ev(s.ev, nil); err != nil {
 						return 0, copyLineError(err, tb.Name, line, "", "")
+					}
+				} else if d := domains[i].def; d != nil {
+					if row[i], err = d(s.ev, nil); err != nil {
+						return 0, copyLineError(err, tb.Name, line, "", "")
+					}
+				}
+			}
+			for i, d := range domains {
+				if d.check != nil {
+					if _, err := d.check(s.ev, row); err != nil {
+						if !given[i] {
+							return 0, copyLineError(err, tb.Name, line, "", "")
+						}
+						return 0, copyDomainError(err, tb.Name, line, tb.Columns[i].Name, tctx, tb.Columns[i].Type, row[i])
 					}
 				}
 			}
@@ -900,4 +921,51 @@ func (w *copyWriter) appendForcedCSV(dst []byte) []byte {
 		dst = append(dst, quote)
 	}
 	return append(dst, '\n')
+}
+
+// copyDomain is what COPY FROM does for a column of a domain type: check
+// the value against the domain (the binder does it for INSERT and
+// UPDATE), and, for a column the COPY does not give and that has no
+// default of its own, compute the domain's default.
+type copyDomain struct {
+	check, def sem.Evaluator
+}
+
+func copyDomains(tb *catalog.Table, given []bool, tctx *types.Context) ([]copyDomain, error) {
+	out := make([]copyDomain, len(tb.Columns))
+	for i := range tb.Columns {
+		c := &tb.Columns[i]
+		if c.Type.Domain == nil || c.ComputedExpr != "" {
+			continue
+		}
+		e, err := sem.CoerceToAssignIn(tctx, &sem.ColRef{ID: sem.ColumnID(i), Name: c.Name, T: types.BaseType(c.Type)}, c.Type, c.Name)
+		if err != nil {
+			return nil, err
+		}
+		if out[i].check, err = sem.Compile(e, nil); err != nil {
+			return nil, err
+		}
+		if !given[i] && c.DefaultExpr == "" && c.Identity == "" && c.Type.Domain.Default != "" {
+			d, err := buildTextExpr(tb, c.Type.Domain.Default, types.BaseType(c.Type), -1, tctx)
+			if err != nil {
+				return nil, err
+			}
+			if out[i].def, err = sem.Compile(d, nil); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
+// copyDomainError is copyLineError for a copied value its domain refuses:
+// PostgreSQL names the column and the input, "null input" for a NULL.
+func copyDomainError(err error, table string, line int, col string, tctx *types.Context, t *types.T, d types.Datum) error {
+	if !types.IsNull(d) {
+		return copyLineError(err, table, line, col, types.Format(tctx, t, d))
+	}
+	if _, ok := errors.AsType[*pgerror.Error](err); !ok {
+		return err
+	}
+	return pgerror.Flatten(err).WithWhere("COPY %s, line %d, column %s: null input", table, line, col)
 }

@@ -12,6 +12,8 @@ package exec
 import (
 	"context"
 	"fmt"
+	"slices"
+	"time"
 
 	"github.com/cairn-db/cairn/kv"
 	"github.com/cairn-db/cairn/sql/builtins"
@@ -42,7 +44,7 @@ func (r *runner) setting(name string) string {
 // SERIALIZABLE transaction qualifies only when it is read-only. A
 // transaction that has written reads its own writes only locally.
 func (r *runner) distEligible(ctx context.Context, n *plan.Scan) bool {
-	if n.Reverse || (n.HardLimit > 0 && n.Filter != nil) || n.Lock != plan.LockNone {
+	if n.Reverse || (n.HardLimit > 0 && n.Filter != nil) || n.Lock != plan.LockNone || n.Inverted != nil {
 		return false
 	}
 	return r.distTxnOK(ctx)
@@ -129,13 +131,15 @@ func annotateDist(ns *NodeStats) string {
 	if len(ns.Fragments) == 0 {
 		return ""
 	}
-	return "\n" + distributionText(ns.Fragments, ns.FragmentStats, ns.FragmentRows)
+	return "\n" + distributionText(ns.Fragments, ns.FragmentStats, ns.FragmentRows, ns.DistJoin)
 }
 
-// distributionText is the "Distribution: ..." line of frags and a line
-// per fragment: its node and tablet, and with stats (EXPLAIN ANALYZE)
-// the rows (or keys) and bytes it shipped and its time.
-func distributionText(frags []distsql.Fragment, stats []distsql.FragmentStats, rows bool) string {
+// distributionText is the "Distribution: ..." line of frags, the line of
+// a distributed join (join, if any), and a line per fragment: its node
+// and tablet (or hash partition), and with stats (EXPLAIN ANALYZE) the
+// rows (or keys) and bytes it shipped and its time; then, with stats, a
+// line per node: its fragments' rows, bytes and longest time.
+func distributionText(frags []distsql.Fragment, stats []distsql.FragmentStats, rows bool, join string) string {
 	dist := "local"
 	nodes := distsql.Nodes(frags)
 	if nodes > 1 {
@@ -143,21 +147,51 @@ func distributionText(frags []distsql.Fragment, stats []distsql.FragmentStats, r
 	}
 	out := fmt.Sprintf("Distribution: %s, %d %s on %d %s", dist, len(frags), plural(int64(len(frags)), "fragment", "fragments"),
 		nodes, plural(int64(nodes), "node", "nodes"))
+	if join != "" {
+		out += "\n" + join
+	}
+	one, many := "key", "keys"
+	if rows {
+		one, many = "row", "rows"
+	}
+	type perNode struct {
+		frags       int
+		rows, bytes int64
+		time        time.Duration
+	}
+	var order []uint64
+	byNode := map[uint64]*perNode{}
 	for i, f := range frags {
-		out += fmt.Sprintf("\nFragment %d: node %d, tablet %d", i, f.Node, f.Spec.TabletID)
+		if f.Spec.TabletID == 0 && len(f.Spec.Span.Key) == 0 {
+			out += fmt.Sprintf("\nFragment %d: node %d, hash partition %d of %d", i, f.Node, i, len(frags))
+		} else {
+			out += fmt.Sprintf("\nFragment %d: node %d, tablet %d", i, f.Node, f.Spec.TabletID)
+		}
 		if i < len(stats) {
 			st := stats[i]
-			one, many := "key", "keys"
-			if rows {
-				one, many = "row", "rows"
-			}
 			out += fmt.Sprintf(": %d %s (%s)", st.Rows, plural(st.Rows, one, many), byteSize(st.Bytes))
 			if st.Time > 0 {
 				out += fmt.Sprintf(" in %.3f ms", float64(st.Time.Nanoseconds())/1e6)
 			} else {
 				out += ", stopped early"
 			}
+			pn := byNode[f.Node]
+			if pn == nil {
+				pn = &perNode{}
+				byNode[f.Node] = pn
+				order = append(order, f.Node)
+			}
+			pn.frags++
+			pn.rows += st.Rows
+			pn.bytes += st.Bytes
+			pn.time = max(pn.time, st.Time)
 		}
+	}
+	slices.Sort(order)
+	for _, id := range order {
+		pn := byNode[id]
+		out += fmt.Sprintf("\nNode %d: %d %s, %d %s (%s), longest %.3f ms", id, pn.frags, plural(int64(pn.frags), "fragment", "fragments"),
+			pn.rows, plural(pn.rows, one, many), byteSize(pn.bytes), float64(pn.time.Nanoseconds())/1e6)
 	}
 	return out
 }

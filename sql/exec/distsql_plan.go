@@ -31,6 +31,7 @@ import (
 	"github.com/cairn-db/cairn/sql/distsql"
 	"github.com/cairn-db/cairn/sql/plan"
 	"github.com/cairn-db/cairn/sql/rowcontainer"
+	"github.com/cairn-db/cairn/sql/rowenc"
 	"github.com/cairn-db/cairn/sql/sem"
 	"github.com/cairn-db/cairn/sql/types"
 )
@@ -87,10 +88,24 @@ type distChain struct {
 	// gatewayLimit is the scan's HardLimit, which the gateway applies
 	// again to the fragments' rows together.
 	gatewayLimit int64
+	// env maps the chain top's columns to expressions over the
+	// fragment's scan columns.
+	env map[sem.ColumnID]sem.Expr
+	// layout is the table's layout when the chain is a whole scan of a
+	// hash-partitioned index (a distributed table's): what a colocated
+	// join needs (distsql_join.go).
+	layout *rowenc.TableLayout
 }
 
-// distChainOf returns the distributable chain rooted at n, or nil.
+// distChainOf returns the distributable chain rooted at n, or nil (with
+// distsql = auto, also when its fragments would all be on one node).
 func (r *runner) distChainOf(n plan.Node) *distChain {
+	return r.distChainAt(n, r.dist.auto)
+}
+
+// distChainAt is distChainOf, refusing one-node chains only when
+// oneNodeLocal (a join judges its two inputs' nodes together).
+func (r *runner) distChainAt(n plan.Node, oneNodeLocal bool) *distChain {
 	ch := &distChain{top: n}
 	for {
 		ch.nodes = append(ch.nodes, n)
@@ -105,7 +120,7 @@ func (r *runner) distChainOf(n plan.Node) *distChain {
 		break
 	}
 	scan, ok := n.(*plan.Scan)
-	if !ok || scan.Lock != plan.LockNone || scan.Reverse || scan.ShardMerge {
+	if !ok || scan.Lock != plan.LockNone || scan.Reverse || scan.ShardMerge || scan.Inverted != nil {
 		return nil
 	}
 	if scan.HardLimit > 0 {
@@ -143,6 +158,9 @@ func (r *runner) distChainOf(n plan.Node) *distChain {
 			return nil
 		}
 		ch.spans = []kvpb.Span{l.IndexSpan(idx)}
+		if idx.IsPrimary() {
+			ch.layout = l
+		}
 	} else if ch.spans, err = indexSpans(l, idx, 0, scan.Spans); err != nil || len(ch.spans) == 0 {
 		return nil
 	}
@@ -156,7 +174,7 @@ func (r *runner) distChainOf(n plan.Node) *distChain {
 		}
 		ch.frags = append(ch.frags, f...)
 	}
-	if r.dist.auto && distsql.Nodes(ch.frags) < 2 {
+	if oneNodeLocal && distsql.Nodes(ch.frags) < 2 {
 		return nil
 	}
 	ch.scan = scan
@@ -197,6 +215,7 @@ func (r *runner) distChainOf(n plan.Node) *distChain {
 			env = next
 		}
 	}
+	ch.env = env
 	for i, f := range filters {
 		if i > 0 {
 			ch.proc.Filter += " AND "
@@ -274,7 +293,7 @@ func shippable(e sem.Expr) bool {
 	}
 	sem.Walk(e, func(x sem.Expr) bool {
 		switch v := x.(type) {
-		case *sem.Param, *sem.SubqueryRef, *sem.AggCall, *sem.AggRef, *sem.WindowRef:
+		case *sem.Param, *sem.SubqueryRef, *sem.AggCall, *sem.AggRef, *sem.WindowRef, *sem.DomainCoerce:
 			ok = false
 		case *sem.FuncCall:
 			immutable(v.Fn)
@@ -345,6 +364,8 @@ func (r *runner) tryDist(n plan.Node) (op, error) {
 		return nil, nil
 	case *plan.GroupBy:
 		return r.distGroupBy(n)
+	case *plan.Join:
+		return r.distJoin(n)
 	case *plan.Sort:
 		return r.distSort(n)
 	case *plan.Project, *plan.Filter, *plan.Scan:
@@ -545,15 +566,25 @@ func (r *runner) distDisplay(n plan.Node, ch *distChain) plan.Node {
 	return n
 }
 
+// How a flow's batches are consumed (startFlow).
+const (
+	flowOrdered = iota // fragment by fragment
+	flowMerged         // each fragment on its own (NextOf)
+	flowAny            // as they come
+)
+
 // startFlow stamps frags with the statement's snapshot and starts them.
-func (r *runner) startFlow(ctx context.Context, frags []distsql.Fragment, merged bool) *distsql.Flow {
+func (r *runner) startFlow(ctx context.Context, frags []distsql.Fragment, mode int) *distsql.Flow {
 	run := distsql.FromContext(r.ctx)
 	snap := run.SnapshotAt(r.x.Txn.ReadTimestamp())
 	for i := range frags {
 		frags[i].Spec.Snapshot = snap
 	}
-	if merged {
+	switch mode {
+	case flowMerged:
 		return run.Gateway.StartMerged(ctx, frags, r.x.Memory)
+	case flowAny:
+		return run.Gateway.Start(ctx, frags, r.x.Memory)
 	}
 	return run.Gateway.StartOrdered(ctx, frags, r.x.Memory)
 }
@@ -571,12 +602,13 @@ func decodeRows(b distsql.Batch, buf [][]types.Datum) ([][]types.Datum, error) {
 
 // distRowsOp returns the rows of its fragments, fragment by fragment (so
 // in key order for a chain in key order), at most limit of them when
-// limit > 0.
+// limit > 0; with anyOrder, in the order they arrive.
 type distRowsOp struct {
 	r        *runner
 	node     plan.Node
 	frags    []distsql.Fragment
 	limit    int64
+	anyOrder bool
 	flow     *distsql.Flow
 	buf      [][]types.Datum
 	bi       int
@@ -590,7 +622,11 @@ func (o *distRowsOp) Next(ctx context.Context) ([]types.Datum, error) {
 			return nil, nil
 		}
 		if o.flow == nil {
-			o.flow = o.r.startFlow(ctx, o.frags, false)
+			mode := flowOrdered
+			if o.anyOrder {
+				mode = flowAny
+			}
+			o.flow = o.r.startFlow(ctx, o.frags, mode)
 		}
 		b, ok, err := o.flow.Next()
 		if err != nil {
@@ -679,7 +715,7 @@ func (o *distMergeOp) Next(ctx context.Context) ([]types.Datum, error) {
 	}
 	if !o.started {
 		o.started = true
-		o.flow = o.r.startFlow(ctx, o.frags, true)
+		o.flow = o.r.startFlow(ctx, o.frags, flowMerged)
 		o.streams = make([]fragStream, len(o.frags))
 		o.h.keys = o.keys
 		for i := range o.frags {
@@ -750,6 +786,8 @@ func (h *fragHeap) Pop() any {
 type distPlanned struct {
 	display plan.Node
 	frags   []distsql.Fragment
+	// join says how a distributed join runs (distsql_join.go).
+	join string
 }
 
 // DistributionAnnotator returns plain EXPLAIN's annotation of p as x
@@ -774,7 +812,7 @@ func DistributionAnnotator(ctx context.Context, x *Context, p *plan.Plan) func(p
 			o, err := r.tryDist(n)
 			if err == nil && o != nil && r.dist.planned != nil {
 				o.Close()
-				notes[r.dist.planned.display] = distributionText(r.dist.planned.frags, nil, false)
+				notes[r.dist.planned.display] = distributionText(r.dist.planned.frags, nil, false, r.dist.planned.join)
 				return
 			}
 		}
@@ -782,7 +820,7 @@ func DistributionAnnotator(ctx context.Context, x *Context, p *plan.Plan) func(p
 			// A scan whose expressions cannot ship may still read its
 			// KVs through fragments (kvStream.startDist).
 			if frags := r.kvFragments(sc); frags != nil {
-				notes[n] = distributionText(frags, nil, false)
+				notes[n] = distributionText(frags, nil, false, "")
 			}
 			return
 		}

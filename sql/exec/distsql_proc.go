@@ -66,6 +66,12 @@ type fragProc struct {
 	// WorkMem is the gateway session\'s work_mem: a fragment\'s operators
 	// spill past it as the statement\'s would locally.
 	WorkMem int64 `json:"work_mem,omitempty"`
+	// Join, when set, makes the fragment a join (distsql_join.go): the
+	// scan above is one of its inputs (none for a repartition consumer).
+	Join *fragJoin `json:"join,omitempty"`
+	// Partition, when set, keeps only the rows of one hash partition
+	// (a repartitioned join's producer).
+	Partition *fragPartition `json:"partition,omitempty"`
 }
 
 // fragAgg is one partial aggregate: the function Name over the outputs
@@ -137,29 +143,48 @@ type FragmentProcessor struct {
 	Memory      *mon.Budget
 	WorkMem     int64
 	TempStorage *rowcontainer.TempStorage
+	// Runner is the node's distributed execution: a repartitioned
+	// join's consumer starts its producers' flows through its gateway
+	// (nil: this node refuses such fragments).
+	Runner *distsql.Runner
 }
 
 var _ distsql.Processor = (*FragmentProcessor)(nil)
 
 // Run implements distsql.Processor.
 func (p *FragmentProcessor) Run(ctx context.Context, spec distsql.Spec, emit func(rows [][]byte) error) error {
-	root, workMem, err := decodeFragment(spec.Proc)
-	if err != nil {
-		return err
+	var fp fragProc
+	if err := json.Unmarshal(spec.Proc, &fp); err != nil {
+		return pgerror.New(pgerrcode.ProtocolViolation, "exec: corrupt distributed fragment: %v", err)
 	}
+	workMem := fp.WorkMem
 	if workMem <= 0 {
 		workMem = p.WorkMem
 	}
 	txn := p.DB.NewSnapshotTxn(ctx, "distsql fragment", spec.Snapshot.ReadTimestamp, spec.Snapshot.UncertaintyLimit)
 	x := &Context{Txn: txn, Eval: &sem.EvalContext{}, Memory: p.Memory, WorkMem: workMem, TempStorage: p.TempStorage}
-	r := newRunner(ctx, x, &plan.Plan{Root: root, Tag: "SELECT", ReadOnly: true})
+	r := newRunner(ctx, x, &plan.Plan{Tag: "SELECT", ReadOnly: true})
 	defer r.release()
 	r.fragSpan = &spec.Span
-	o, err := r.build(root)
+	var o op
+	var err error
+	if fp.Join != nil {
+		o, err = p.runJoin(ctx, r, &fp, spec)
+	} else {
+		var root plan.Node
+		if root, err = fp.plan(); err == nil {
+			r.p.Root = root
+			o, err = r.build(root)
+		}
+	}
 	if err != nil {
 		return err
 	}
 	defer o.Close()
+	keep, err := fp.Partition.filter(fp.width())
+	if err != nil {
+		return err
+	}
 	var batch [][]byte
 	for k := 0; ; k++ {
 		if k%checkEvery == checkEvery-1 {
@@ -173,6 +198,9 @@ func (p *FragmentProcessor) Run(ctx context.Context, spec distsql.Spec, emit fun
 		}
 		if row == nil {
 			break
+		}
+		if keep != nil && !keep(row) {
+			continue
 		}
 		b, err := rowcontainer.EncodeRow(nil, row)
 		if err != nil {
@@ -192,38 +220,73 @@ func (p *FragmentProcessor) Run(ctx context.Context, spec distsql.Spec, emit fun
 	return nil
 }
 
-// decodeFragment builds the plan a fragment's processing describes.
-func decodeFragment(b []byte) (plan.Node, int64, error) {
-	var fp fragProc
-	if err := json.Unmarshal(b, &fp); err != nil {
-		return nil, 0, pgerror.New(pgerrcode.ProtocolViolation, "exec: corrupt distributed fragment: %v", err)
+// width is how many outputs fp's chain has.
+func (fp *fragProc) width() int {
+	if fp.Exprs != nil {
+		return len(fp.Exprs)
 	}
-	n, err := fp.plan()
-	return n, fp.WorkMem, err
+	return len(fp.Cols)
+}
+
+// filter returns whether a row of width outputs belongs to pt's
+// partition (nil: pt is nil, every row does). A row with a NULL key
+// belongs to none: it matches nothing in an inner join.
+func (pt *fragPartition) filter(width int) (func([]types.Datum) bool, error) {
+	if pt == nil {
+		return nil, nil
+	}
+	if pt.N <= 0 || pt.P < 0 || pt.P >= pt.N {
+		return nil, pgerror.New(pgerrcode.ProtocolViolation, "exec: partition %d of %d", pt.P, pt.N)
+	}
+	for _, c := range pt.Cols {
+		if c < 0 || c >= width {
+			return nil, pgerror.New(pgerrcode.ProtocolViolation, "exec: partition key %d of %d outputs", c, width)
+		}
+	}
+	var buf []byte
+	return func(row []types.Datum) bool {
+		if hasNull(row, pt.Cols) {
+			return false
+		}
+		var err error
+		if buf, err = hashKey(buf[:0], row, pt.Cols); err != nil {
+			return false
+		}
+		return partitionOf(buf, pt.N) == pt.P
+	}, nil
 }
 
 // plan builds the plan fp describes.
 func (fp *fragProc) plan() (plan.Node, error) {
+	top, _, err := fp.chainPlan()
+	if err != nil {
+		return nil, err
+	}
+	return fp.above(top)
+}
+
+// chainPlan builds fp's scan and the filter and outputs over it.
+func (fp *fragProc) chainPlan() (plan.Node, *plan.Scan, error) {
 	d, err := catalog.Decode(fp.Table)
 	if err != nil {
-		return nil, pgerror.Wrapf(err, pgerrcode.ProtocolViolation, "exec: distributed fragment's table: %v", err)
+		return nil, nil, pgerror.Wrapf(err, pgerrcode.ProtocolViolation, "exec: distributed fragment's table: %v", err)
 	}
 	t, ok := d.(*catalog.Table)
 	if !ok {
-		return nil, pgerror.New(pgerrcode.ProtocolViolation, "exec: distributed fragment reads a %T, not a table", d)
+		return nil, nil, pgerror.New(pgerrcode.ProtocolViolation, "exec: distributed fragment reads a %T, not a table", d)
 	}
 	scan := &plan.Scan{Table: t, TableCols: fp.Cols, HardLimit: fp.HardLimit, Ordered: true}
 	if fp.Index != 0 && fp.Index != t.PrimaryIndex.ID {
 		if scan.Index = t.IndexByID(fp.Index); scan.Index == nil {
-			return nil, pgerror.New(pgerrcode.ProtocolViolation, "exec: table %q has no index %d", t.Name, fp.Index)
+			return nil, nil, pgerror.New(pgerrcode.ProtocolViolation, "exec: table %q has no index %d", t.Name, fp.Index)
 		}
 	}
 	if scan.Cols, err = scanCols(t, fp.Cols); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if fp.Filter != "" {
 		if scan.Filter, err = buildFragExpr(fp.Filter, scan.Cols, types.Bool); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	var top plan.Node = scan
@@ -232,13 +295,19 @@ func (fp *fragProc) plan() (plan.Node, error) {
 		for i, text := range fp.Exprs {
 			e, err := buildFragExpr(text, scan.Cols, nil)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			pr.Exprs = append(pr.Exprs, e)
 			pr.Cols = append(pr.Cols, plan.Column{ID: sem.ColumnID(len(scan.Cols) + 1 + i), Name: "_e" + strconv.Itoa(i+1), T: e.Type()})
 		}
 		top = pr
 	}
+	return top, scan, nil
+}
+
+// above builds fp's aggregation, sort and limit over the chain's top.
+func (fp *fragProc) above(top plan.Node) (plan.Node, error) {
+	scanWidth := len(fp.Cols)
 	cols := top.Columns()
 	at := func(i int) (plan.Column, error) {
 		if i < 0 || i >= len(cols) {
@@ -256,7 +325,7 @@ func (fp *fragProc) plan() (plan.Node, error) {
 			gb.GroupCols = append(gb.GroupCols, c.ID)
 			gb.Cols = append(gb.Cols, c)
 		}
-		next := sem.ColumnID(len(scan.Cols) + len(cols) + 1)
+		next := sem.ColumnID(scanWidth + len(cols) + 1)
 		for _, a := range fp.Aggs {
 			agg := plan.Aggregate{Name: a.Name, Star: a.Star}
 			var argTypes []*types.T

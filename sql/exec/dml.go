@@ -401,6 +401,9 @@ func (r *runner) buildInsert(n *plan.Insert) (op, error) {
 	materialize := readsTable(r.p, n.Input, n.Table.ID)
 	_, values := n.Input.(*plan.Values)
 	o.run = func(ctx context.Context) error {
+		// Bulk batches still being written end before the statement does,
+		// whatever its outcome.
+		defer s.waitBulk()
 		// INSERT ... SELECT into a table created or truncated in this
 		// transaction (CREATE TABLE AS) loads in bulk (bulk.go); ON CONFLICT needs the
 		// transactional path's reads, and a VALUES list is too short to

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"slices"
 	"sort"
 	"strings"
 
@@ -137,6 +139,9 @@ type dmlState struct {
 	// bulkErr is what kv.BulkWrites refused.
 	bulk    bool
 	bulkErr error
+	// inflight are the bulk batches being written, oldest first, at most
+	// bulkWriters of them (startBulk).
+	inflight []*bulkWrite
 
 	// Deferred foreign-key work, run at the end of the statement as
 	// PostgreSQL's RI triggers are (after every row is written, so rows of
@@ -518,7 +523,12 @@ func (s *dmlState) write(ctx context.Context, ti *tableInfo, old, new []types.Da
 		limit = bulkBatchRows
 	}
 	if s.batch != nil && (s.batchTable != ti || s.batchRows >= limit) {
-		if err := s.flush(ctx); err != nil {
+		flush := s.flush
+		if s.bulk {
+			// Written in the background while the next batch fills.
+			flush = s.startBulk
+		}
+		if err := flush(ctx); err != nil {
 			return err
 		}
 	}
@@ -571,8 +581,18 @@ type lineRow struct {
 // unique index entry is key: the last such row, since when two rows of
 // the batch share the key it is the second that failed.
 func (s *dmlState) lineOf(ti *tableInfo, key []byte) (int, bool) {
-	for j := len(s.batchLines) - 1; j >= 0; j-- {
-		lr := s.batchLines[j]
+	return lineOfKey(ti, s.batchLines, key, true)
+}
+
+// lineOfKey finds the line of the last (or first) row of lines whose
+// primary key or unique index entry is key.
+func lineOfKey(ti *tableInfo, lines []lineRow, key []byte, last bool) (int, bool) {
+	for n := range lines {
+		j := n
+		if last {
+			j = len(lines) - 1 - n
+		}
+		lr := lines[j]
 		if k, err := ti.primaryKey(lr.row); err == nil && string(k) == string(key) {
 			return lr.line, true
 		}
@@ -589,8 +609,17 @@ func (s *dmlState) lineOf(ti *tableInfo, key []byte) (int, bool) {
 	return 0, false
 }
 
-// flush runs the pending batch in the transaction.
+// flush runs the pending batch in the transaction and, for a bulk load,
+// waits for every batch still being written: what follows (foreign-key
+// checks, reads, the end of the statement) sees all the rows.
 func (s *dmlState) flush(ctx context.Context) error {
+	if s.bulk {
+		if err := s.startBulk(ctx); err != nil {
+			s.waitBulk()
+			return err
+		}
+		return s.finishBulk(ctx, 0)
+	}
 	b, ti := s.batch, s.batchTable
 	s.batch, s.batchTable, s.batchRows = nil, nil, 0
 	lines := s.batchLines
@@ -598,25 +627,114 @@ func (s *dmlState) flush(ctx context.Context) error {
 	if b == nil || b.Len() == 0 {
 		return nil
 	}
-	run := s.x.Txn.Run
-	if s.bulk {
-		run = s.x.Txn.RunBulk
-	}
-	if err := run(ctx, b); err != nil {
-		conv := ti.layout.ConvertWriteError(err)
-		if pe, ok := conv.(*pgerror.Error); ok && pe.TableName != "" {
-			conv = pe.WithTable(ti.schemaName(s.x), pe.TableName)
-		}
-		if cf, ok := errors.AsType[*kvpb.ConditionFailedError](err); ok && s.copyLines {
-			s.batchLines = lines
-			if line, ok := s.lineOf(ti, cf.Key); ok {
-				conv = copyLineError(conv, ti.desc.Name, line, "", "")
-			}
-			s.batchLines = s.batchLines[:0]
-		}
-		return conv
+	if err := s.x.Txn.Run(ctx, b); err != nil {
+		return s.writeError(ti, err, lines, nil)
 	}
 	return nil
+}
+
+// writeError converts a failed batch's error for the client: SQLSTATE,
+// table, and for COPY the line of the row that failed. later are the
+// bulk batches that were written beside it and succeeded: a duplicate
+// key one of them wrote first, the row of the failed batch being the
+// first of the two in the input, is reported at that batch's row, which
+// PostgreSQL, inserting in input order, would have refused.
+func (s *dmlState) writeError(ti *tableInfo, err error, lines []lineRow, later [][]lineRow) error {
+	conv := ti.layout.ConvertWriteError(err)
+	if pe, ok := conv.(*pgerror.Error); ok && pe.TableName != "" {
+		conv = pe.WithTable(ti.schemaName(s.x), pe.TableName)
+	}
+	if cf, ok := errors.AsType[*kvpb.ConditionFailedError](err); ok && s.copyLines {
+		for _, l := range later {
+			if line, ok := lineOfKey(ti, l, cf.Key, false); ok {
+				return copyLineError(conv, ti.desc.Name, line, "", "")
+			}
+		}
+		if line, ok := lineOfKey(ti, lines, cf.Key, true); ok {
+			conv = copyLineError(conv, ti.desc.Name, line, "", "")
+		}
+	}
+	return conv
+}
+
+// Parallel bulk writes (issue #18). A bulk load's batches are written
+// outside the transaction (kv.Txn.RunBulk, safe to call concurrently), so
+// the statement need not wait for one before filling the next: up to
+// bulkWriters batches are in flight at once, each split by the DistSender
+// into one request per tablet, sent in parallel. Atomicity is the bulk
+// path's own: the rows are reachable only through the descriptor version
+// the transaction writes, so a failure anywhere fails the statement, and
+// what any batch wrote is cleared with the rest (sql/bulkclean). Every
+// batch is waited for before the statement returns, success or not, so
+// nothing lands after that clear. Two batches writing one key meet in
+// the tablet's latches, and the second fails its MustNotExist check.
+
+// bulkWriters bounds the bulk batches in flight.
+var bulkWriters = max(2, min(runtime.GOMAXPROCS(0), 4))
+
+// bulkWrite is one bulk batch being written.
+type bulkWrite struct {
+	ti    *tableInfo
+	lines []lineRow
+	done  chan struct{}
+	err   error
+}
+
+// startBulk sends the pending batch in the background, first waiting
+// for the oldest batch in flight when bulkWriters are.
+func (s *dmlState) startBulk(ctx context.Context) error {
+	b, ti := s.batch, s.batchTable
+	s.batch, s.batchTable, s.batchRows = nil, nil, 0
+	lines := slices.Clone(s.batchLines)
+	s.batchLines = s.batchLines[:0]
+	if b == nil || b.Len() == 0 {
+		return nil
+	}
+	if len(s.inflight) >= bulkWriters {
+		if err := s.finishBulk(ctx, bulkWriters-1); err != nil {
+			return err
+		}
+	}
+	w := &bulkWrite{ti: ti, lines: lines, done: make(chan struct{})}
+	s.inflight = append(s.inflight, w)
+	txn := s.x.Txn
+	go func() {
+		defer close(w.done)
+		w.err = txn.RunBulk(ctx, b)
+	}()
+	return nil
+}
+
+// finishBulk waits until at most keep batches are in flight, oldest
+// first; on a failure it waits for every batch and returns the error of
+// the oldest failed one.
+func (s *dmlState) finishBulk(ctx context.Context, keep int) error {
+	for len(s.inflight) > keep {
+		w := s.inflight[0]
+		<-w.done
+		if w.err != nil {
+			rest := s.inflight[1:]
+			s.waitBulk()
+			var later [][]lineRow
+			for _, o := range rest {
+				if o.err == nil && o.ti == w.ti {
+					later = append(later, o.lines)
+				}
+			}
+			return s.writeError(w.ti, w.err, w.lines, later)
+		}
+		s.inflight = s.inflight[1:]
+	}
+	return nil
+}
+
+// waitBulk waits for every batch in flight, whatever their outcome: a
+// failed statement must not leave writes landing after it returned.
+func (s *dmlState) waitBulk() {
+	for _, w := range s.inflight {
+		<-w.done
+	}
+	s.inflight = nil
 }
 
 // --- reading ---
@@ -864,7 +982,7 @@ func (ti *tableInfo) prefixIndex(pos []int) (*rowenc.IndexLayout, []int) {
 	for i := range ti.layout.Secondary {
 		idx := &ti.layout.Secondary[i]
 		d := ti.desc.IndexByID(catalog.IndexID(idx.ID))
-		if d == nil || d.State != catalog.IndexPublic || d.Predicate != "" {
+		if d == nil || d.State != catalog.IndexPublic || d.Predicate != "" || idx.Inverted != "" {
 			continue
 		}
 		if idx.Local && !oneBucket {

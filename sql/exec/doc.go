@@ -4,8 +4,10 @@
 // (Stats).
 //
 // What it owns: every query operator (scan.go: index scans with spans,
-// hash buckets and ordered k-way merges; lookup.go: batched index and
-// lookup joins; join.go, agg.go, window.go, setop.go, basic.go), subquery
+// hash buckets and ordered k-way merges; gin.go: GIN token lookups
+// intersected into primary keys; lookup.go: batched index and
+// lookup joins; join.go, mergejoin.go, agg.go, window.go, setop.go,
+// basic.go), subquery
 // evaluation (subquery.go: sem.SubqueryValues with per-binding caching),
 // outer references (op.go: runner.compile) and the statement's runner
 // seam. The DML operators (dml*.go, copy*.go) belong to the DML executor

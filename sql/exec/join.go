@@ -101,6 +101,9 @@ func (r *runner) buildJoin(n *plan.Join) (op, error) {
 	if n.Lateral {
 		return r.buildLateralJoin(n)
 	}
+	if n.Merge {
+		return r.buildMergeJoin(n)
+	}
 	lcols, rcols := n.Left.Columns(), n.Right.Columns()
 	o := &joinOp{r: r, n: n, lw: len(lcols), rw: len(rcols), acc: r.account()}
 	var err error

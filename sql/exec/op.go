@@ -76,6 +76,9 @@ type runner struct {
 	// fragSpan, in a distributed fragment's runner (distsql_proc.go), is
 	// the KV span its one scan reads instead of the scan's own spans.
 	fragSpan *kvpb.Span
+	// fragScans, in a join fragment, is the span each of its scans reads
+	// (a colocated join reads two tablets).
+	fragScans map[*plan.Scan]kvpb.Span
 	// dist is the gateway's state of distributed planning
 	// (distsql_plan.go); nil until first used.
 	dist *distState

@@ -275,6 +275,9 @@ type scanOp struct {
 }
 
 func (r *runner) buildScan(n *plan.Scan) (op, error) {
+	if n.Inverted != nil {
+		return r.buildInvertedScan(n)
+	}
 	if n.Filter != nil {
 		// x [NOT] IN (uncorrelated subquery) as a conjunct (inset.go).
 		if o, err := r.buildInSetScan(n); err != nil || o != nil {
@@ -352,7 +355,11 @@ func (r *runner) buildScan(n *plan.Scan) (op, error) {
 		// (for a bucketed index, part of the group's span: the fetcher
 		// skips other indexes' keys, as for a local scan of every
 		// bucket).
-		s, err := newStream([]kvpb.Span{*r.fragSpan})
+		span := *r.fragSpan
+		if sp, ok := r.fragScans[n]; ok {
+			span = sp
+		}
+		s, err := newStream([]kvpb.Span{span})
 		if err != nil {
 			return nil, err
 		}

@@ -50,6 +50,8 @@ type NodeStats struct {
 	// FragmentRows: the fragments shipped rows (they ran SQL,
 	// distsql_plan.go), not KVs.
 	FragmentRows bool
+	// DistJoin says how a distributed join ran (distsql_join.go).
+	DistJoin string
 	// Remote: the node ran inside its plan's distributed fragments, not
 	// at the gateway (its figures are its fragments', on the node above).
 	Remote bool

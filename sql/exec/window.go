@@ -2,7 +2,12 @@ package exec
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"iter"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/cairn-db/cairn/sql/builtins"
 	"github.com/cairn-db/cairn/sql/mon"
@@ -101,11 +106,12 @@ func (r *runner) buildWindow(n *plan.Window) (op, error) {
 	return &windowOp{r: r, in: in, specs: specs, width: len(cols)}, nil
 }
 
-// windowOp computes window functions one at a time, last first, each over
-// its input sorted by (PARTITION BY, ORDER BY, input position) with a
-// rowcontainer.Sorter, so only one partition at a time is in memory and
-// the sorts spill past work_mem. The last sort is by the first function's
-// keys, which is the order PostgreSQL's WindowAgg emits rows in; the input
+// windowOp computes window functions a stage at a time, each stage the
+// functions sharing one (PARTITION BY, ORDER BY) (stageGroups), last
+// first, each over its input sorted by (PARTITION BY, ORDER BY, input
+// position) with a rowcontainer.Sorter, so only one partition at a time
+// is in memory and the sorts spill past work_mem. The last sort is by the
+// first function's keys, which is the order PostgreSQL's WindowAgg emits rows in; the input
 // position as the last key keeps each sort stable. That last stage is
 // computed as Next asks for rows, a partition at a time: a partition in
 // memory is returned from memory, a spilled one through a Buffer.
@@ -124,12 +130,12 @@ type windowOp struct {
 	// The output: last, the first function's stage, stepped a partition
 	// at a time; its rows in queue (a partition in memory, still
 	// reserved in acc) or read from out (a spilled partition's results,
-	// in outBuf; without functions, the input).
-	last   *windowStage
-	queue  [][]types.Datum
-	qi     int
-	out    rowcontainer.Iterator
-	outBuf *rowcontainer.Buffer
+	// computed as they are asked for, streamSpilled; without functions,
+	// the input).
+	last  *windowStage
+	queue [][]types.Datum
+	qi    int
+	out   rowcontainer.Iterator
 }
 
 func (o *windowOp) Next(ctx context.Context) ([]types.Datum, error) {
@@ -151,10 +157,6 @@ func (o *windowOp) Next(ctx context.Context) ([]types.Datum, error) {
 			}
 			o.out.Close()
 			o.out = nil
-			if o.outBuf != nil {
-				o.outBuf.Close()
-				o.outBuf = nil
-			}
 		}
 		if o.qi < len(o.queue) {
 			row := o.queue[o.qi]
@@ -187,9 +189,6 @@ func (o *windowOp) Close() {
 	}
 	for _, s := range o.sorts {
 		s.Close()
-	}
-	if o.outBuf != nil {
-		o.outBuf.Close()
 	}
 	o.queue = nil
 	if o.acc != nil {
@@ -240,7 +239,8 @@ func (o *windowOp) run(ctx context.Context) error {
 		return nil
 	}
 	o.acc = o.r.account()
-	last := o.specs[nf-1]
+	groups := o.stageGroups()
+	last := o.specs[groups[0][0]]
 	srt := o.newSort(last)
 	for seq := 0; ; seq++ {
 		if seq%checkEvery == checkEvery-1 {
@@ -262,20 +262,21 @@ func (o *windowOp) run(ctx context.Context) error {
 			return err
 		}
 	}
-	for fi := nf - 1; fi >= 0; fi-- {
+	for gi, g := range groups {
 		it, err := srt.Sort(ctx)
 		if err != nil {
 			return err
 		}
-		if fi == 0 {
+		if gi == len(groups)-1 {
 			// The first function's order is the output's: Next steps
 			// its stage a partition at a time.
-			o.last = &windowStage{o: o, fi: 0, it: it, emit: o.emitOut, keepAcc: true, onSpill: o.spillOut}
+			o.last = &windowStage{o: o, fis: g, it: it, emit: o.emitOut, keepAcc: true, stream: true}
 			return nil
 		}
-		next := o.newSort(o.specs[fi-1])
-		st := &windowStage{o: o, fi: fi, it: it, emit: func(row []types.Datum) error {
-			return o.addStage(ctx, next, o.specs[fi-1], row)
+		ns := o.specs[groups[gi+1][0]]
+		next := o.newSort(ns)
+		st := &windowStage{o: o, fis: g, it: it, emit: func(row []types.Datum) error {
+			return o.addStage(ctx, next, ns, row)
 		}}
 		for {
 			more, err := st.step(ctx)
@@ -293,46 +294,67 @@ func (o *windowOp) run(ctx context.Context) error {
 	return nil
 }
 
-// emitOut queues a row of the last stage's partition for Next: in
-// memory, or in outBuf when the partition spilled.
+// emitOut queues a row of the last stage's partition in memory for Next.
 func (o *windowOp) emitOut(row []types.Datum) error {
-	if o.outBuf != nil {
-		return o.outBuf.Add(row)
-	}
 	o.queue = append(o.queue, row)
 	return nil
 }
 
-// spillOut starts outBuf for a spilled partition of the last stage.
-func (o *windowOp) spillOut() {
-	o.outBuf = rowcontainer.NewBuffer(o.r.account(), o.r.scope)
+// errStopped ends a spilled partition's computation whose reader closed.
+var errStopped = errors.New("exec: window output closed")
+
+// streamSpilled makes Next read the last stage's spilled partition (which
+// it then owns) as its rows are computed: computeSpilledGroup runs as a
+// coroutine (iter.Pull2) yielding each row, so the results are not
+// written to disk and read back. Closing the iterator stops it.
+func (o *windowOp) streamSpilled(ctx context.Context, fis []int, spilled *rowcontainer.Buffer) {
+	next, stop := iter.Pull2(func(yield func([]types.Datum, error) bool) {
+		err := o.computeSpilledGroup(ctx, fis, spilled, func(row []types.Datum) error {
+			if !yield(row, nil) {
+				return errStopped
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, errStopped) {
+			yield(nil, err)
+		}
+	})
+	o.out = &pullIter{next: next, stop: stop, buf: spilled}
 }
 
-// outDone makes Next read outBuf once the partition is computed.
-func (o *windowOp) outDone() error {
-	if o.outBuf == nil {
-		return nil
-	}
-	it, err := o.outBuf.Iter()
-	if err != nil {
-		return err
-	}
-	o.out = it
-	return nil
+// pullIter reads a coroutine's rows as a rowcontainer.Iterator.
+type pullIter struct {
+	next func() ([]types.Datum, error, bool)
+	stop func()
+	buf  *rowcontainer.Buffer
 }
 
-// windowStage computes function fi over its sorted stage, one partition
-// per step, passing each row with its result to emit. keepAcc leaves a
+func (it *pullIter) Next(context.Context) ([]types.Datum, error) {
+	row, err, ok := it.next()
+	if !ok {
+		return nil, nil
+	}
+	return row, err
+}
+
+func (it *pullIter) Close() {
+	it.stop()
+	it.buf.Close()
+}
+
+// windowStage computes functions fis (whose PARTITION BY and ORDER BY are
+// the same, stageGroups) over their sorted stage, one partition per step,
+// passing each row with its results to emit. keepAcc leaves a
 // partition held in memory reserved in o.acc until the next step (emit
-// kept its rows); onSpill is called before a spilled partition's rows
-// are emitted.
+// kept its rows); stream (the last stage) hands a spilled partition to
+// Next instead of emitting it (streamSpilled).
 type windowStage struct {
 	o       *windowOp
-	fi      int
+	fis     []int
 	it      rowcontainer.Iterator
 	emit    func([]types.Datum) error
 	keepAcc bool
-	onSpill func()
+	stream  bool
 	// pending is the first row of the next partition, read ahead.
 	pending []types.Datum
 	done    bool
@@ -347,7 +369,7 @@ func (st *windowStage) step(ctx context.Context) (bool, error) {
 	if st.done {
 		return false, nil
 	}
-	s := o.specs[st.fi]
+	s := o.specs[st.fis[0]]
 	nf := len(o.specs)
 	base := o.width + nf + 1
 	var part [][]types.Datum
@@ -419,31 +441,28 @@ func (st *windowStage) step(ctx context.Context) (bool, error) {
 		part = append(part, row)
 	}
 	if spilled != nil {
+		if st.stream {
+			o.streamSpilled(ctx, st.fis, spilled)
+			return true, nil
+		}
 		defer spilled.Close()
-		if st.onSpill != nil {
-			st.onSpill()
-		}
-		var err error
-		if windowStreamOf(s) != streamNone {
-			err = o.computeSpilled(ctx, st.fi, spilled, st.emit)
-		} else {
-			err = o.computeSpilledRandom(ctx, st.fi, spilled, st.emit)
-		}
-		if err == nil && st.onSpill != nil {
-			err = o.outDone()
-		}
+		err := o.computeSpilledGroup(ctx, st.fis, spilled, st.emit)
 		return err == nil, err
 	}
 	if len(part) == 0 {
 		return false, nil
 	}
-	res, err := o.r.computePartition(s, part, base)
-	if err != nil {
-		return false, err
+	for _, fi := range st.fis {
+		res, err := o.r.computePartition(o.specs[fi], part, base)
+		if err != nil {
+			return false, err
+		}
+		for j, row := range part {
+			row[o.width+fi] = res[j]
+		}
 	}
-	for j, row := range part {
+	for _, row := range part {
 		row = row[:base:base]
-		row[o.width+st.fi] = res[j]
 		if err := st.emit(row); err != nil {
 			return false, err
 		}
@@ -452,6 +471,67 @@ func (st *windowStage) step(ctx context.Context) (bool, error) {
 		o.acc.Clear()
 	}
 	return true, nil
+}
+
+// stageGroups groups the functions into sorted stages, in the order they
+// run: functions whose PARTITION BY and ORDER BY are the same share one
+// sort and are computed over each partition together (PostgreSQL's
+// WindowAgg does the same for one WINDOW), so two functions OVER w sort
+// the rows once. The group holding the first function runs last: its
+// order is the output's. Keys calling a volatile function never share.
+func (o *windowOp) stageGroups() [][]int {
+	var groups [][]int
+	index := map[string]int{}
+	for fi := len(o.specs) - 1; fi >= 0; fi-- {
+		k, ok := windowKeyOf(o.specs[fi].f)
+		if gi, seen := index[k]; ok && seen {
+			groups[gi] = append(groups[gi], fi)
+			continue
+		}
+		if ok {
+			index[k] = len(groups)
+		}
+		groups = append(groups, []int{fi})
+	}
+	// Move the group of function 0 to the end.
+	for gi, g := range groups {
+		if slices.Contains(g, 0) && gi != len(groups)-1 {
+			groups = append(append(groups[:gi:gi], groups[gi+1:]...), g)
+			break
+		}
+	}
+	return groups
+}
+
+// windowKeyOf renders f's PARTITION BY and ORDER BY with columns by ID;
+// false when a key calls a volatile function.
+func windowKeyOf(f *plan.WindowFunc) (string, bool) {
+	var b strings.Builder
+	ok := true
+	key := func(e sem.Expr) {
+		sem.Walk(e, func(x sem.Expr) bool {
+			if c, isFn := x.(*sem.FuncCall); isFn && c.Fn != nil && c.Fn.Overload != nil && c.Fn.Overload.Volatility == builtins.Volatile {
+				ok = false
+			}
+			return ok
+		})
+		b.WriteString(sem.Map(e, func(x sem.Expr) sem.Expr {
+			if c, isCol := x.(*sem.ColRef); isCol {
+				return &sem.ColRef{ID: c.ID, T: c.T, Name: "#" + strconv.Itoa(int(c.ID))}
+			}
+			return x
+		}).String())
+		b.WriteByte(0)
+	}
+	for _, e := range f.PartitionBy {
+		key(e)
+	}
+	b.WriteByte(1)
+	for _, s := range f.OrderBy {
+		key(s.Expr)
+		fmt.Fprintf(&b, "%v%v", s.Desc, s.NullsFirst)
+	}
+	return b.String(), ok
 }
 
 // opIter adapts an op to a rowcontainer.Iterator.

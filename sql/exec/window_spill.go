@@ -129,10 +129,43 @@ func windowArgs(s *windowSpec, row []types.Datum) ([]types.Datum, error) {
 	return args, nil
 }
 
+// computeSpilledGroup computes functions fis over the partition in buf,
+// one pass each: every function but the last passes its rows, keys kept,
+// to a buffer the next one reads; the last emits them.
+func (o *windowOp) computeSpilledGroup(ctx context.Context, fis []int, buf *rowcontainer.Buffer, emit func([]types.Datum) error) error {
+	cur := buf
+	for i, fi := range fis {
+		out, trim := emit, true
+		var next *rowcontainer.Buffer
+		if i < len(fis)-1 {
+			next = rowcontainer.NewBuffer(o.r.account(), o.r.scope)
+			out, trim = next.Add, false
+		}
+		var err error
+		if windowStreamOf(o.specs[fi]) != streamNone {
+			err = o.computeSpilled(ctx, fi, cur, out, trim)
+		} else {
+			err = o.computeSpilledRandom(ctx, fi, cur, out, trim)
+		}
+		if cur != buf {
+			cur.Close()
+		}
+		if err != nil {
+			if next != nil {
+				next.Close()
+			}
+			return err
+		}
+		cur = next
+	}
+	return nil
+}
+
 // computeSpilled computes function fi over the partition in buf (rows
-// in window order, sort keys from position base) and passes each row on,
-// as compute does for a partition in memory.
-func (o *windowOp) computeSpilled(ctx context.Context, fi int, buf *rowcontainer.Buffer, emit func([]types.Datum) error) error {
+// in window order, sort keys from position base) and passes each row on
+// (cut to its results when trim, else with its keys), as compute does for
+// a partition in memory.
+func (o *windowOp) computeSpilled(ctx context.Context, fi int, buf *rowcontainer.Buffer, emit func([]types.Datum) error, trim bool) error {
 	s := o.specs[fi]
 	kind := windowStreamOf(s)
 	base := o.width + len(o.specs) + 1
@@ -271,7 +304,9 @@ func (o *windowOp) computeSpilled(ctx context.Context, fi int, buf *rowcontainer
 			case streamRank:
 				res = rankResult(s.f.Name, idx, rank, dense, end, n, ntiles)
 			}
-			row = row[:base:base]
+			if trim {
+				row = row[:base:base]
+			}
 			row[o.width+fi] = res
 			if err := emit(row); err != nil {
 				return err
@@ -359,7 +394,7 @@ func (p *spilledRows) Row(i int) (args, keys []types.Datum, err error) {
 // (rows in window order, sort keys from position base) with builtins'
 // WindowFunc reading rows by position, and passes each row on with its
 // result.
-func (o *windowOp) computeSpilledRandom(ctx context.Context, fi int, buf *rowcontainer.Buffer, emit func([]types.Datum) error) error {
+func (o *windowOp) computeSpilledRandom(ctx context.Context, fi int, buf *rowcontainer.Buffer, emit func([]types.Datum) error, trim bool) error {
 	s := o.specs[fi]
 	base := o.width + len(o.specs) + 1
 	okeys := base + len(s.part)
@@ -369,34 +404,52 @@ func (o *windowOp) computeSpilledRandom(ctx context.Context, fi int, buf *rowcon
 		nargs++
 	}
 	rr, err := buf.RowReader(o.acc, spilledBlocks, func(row []types.Datum) ([]types.Datum, error) {
-		args, err := windowArgs(s, row)
-		if err != nil {
-			return nil, err
+		out := make([]types.Datum, 0, nargs+nk)
+		for _, f := range s.args {
+			d, err := f(row)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, d)
 		}
-		return append(args[:nargs:nargs], row[okeys:okeys+nk]...), nil
+		if s.filter != nil {
+			d, err := s.filter(row)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, d)
+		}
+		return append(out, row[okeys:okeys+nk]...), nil
 	})
 	if err != nil {
 		return err
 	}
 	defer rr.Close()
-	behind, err := buf.Iter()
-	if err != nil {
-		return err
-	}
-	defer behind.Close()
 	p := &builtins.Partition{Rows: &spilledRows{rr: rr, n: int(buf.Len()), nargs: nargs, keyed: nk > 0}}
 	if nk > 0 {
 		p.Desc, p.NullsFirst = s.f.OrderBy[0].Desc, s.f.OrderBy[0].NullsFirst
 	}
+	// The rows are emitted from the blocks the function reads (RowReader.Raw):
+	// the row being emitted was just read for its own arguments, or for a
+	// neighbour's, so it is almost always cached.
+	var next int64
 	return newWindowFunc(s).Compute(o.r.fn(), p, s.frame, func(d types.Datum) error {
-		row, err := behind.Next(ctx)
+		if next%checkEvery == checkEvery-1 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		if next >= buf.Len() {
+			return pgerror.New(pgerrcode.InternalError, "exec: spilled window function emitted more rows than its partition has")
+		}
+		row, err := rr.Raw(next)
 		if err != nil {
 			return err
 		}
-		if row == nil {
-			return pgerror.New(pgerrcode.InternalError, "exec: spilled window partition ended early")
+		next++
+		if trim {
+			row = row[:base:base]
 		}
-		row = row[:base:base]
 		row[o.width+fi] = d
 		return emit(row)
 	})

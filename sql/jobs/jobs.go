@@ -133,6 +133,44 @@ func Adopt(ctx context.Context, db *kv.DB, id int64) (*Job, error) {
 	return &Job{db: db, r: r}, nil
 }
 
+// Claim takes over job id to go on with its work, if it is still
+// orphaned: its record is read and rewritten (a heartbeat) in one
+// serializable transaction, so of two nodes claiming it at once one wins
+// and the other finds it alive (false). The caller keeps it alive
+// (KeepAlive) from then on.
+func Claim(ctx context.Context, db *kv.DB, id int64) (*Job, bool, error) {
+	var r Record
+	claimed := false
+	err := db.Txn(ctx, kv.Serializable, func(ctx context.Context, txn *kv.Txn) error {
+		claimed = false
+		b, ok, err := txn.Get(ctx, recordKey(id))
+		if err != nil || !ok {
+			return err
+		}
+		if r, err = decode(b); err != nil {
+			return err
+		}
+		now := time.Now()
+		if !r.Orphaned(now) {
+			return nil
+		}
+		r.Modified = now.UTC()
+		enc, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		claimed = true
+		return txn.Put(ctx, recordKey(id), enc)
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("jobs: claiming job %d: %w", id, err)
+	}
+	if !claimed {
+		return nil, false, nil
+	}
+	return &Job{db: db, r: r}, true, nil
+}
+
 // ID returns the job's ID.
 func (j *Job) ID() int64 { return j.r.ID }
 

@@ -43,6 +43,9 @@ type Costs struct {
 	// enable_indexscan turned off: the plan avoids that kind of scan
 	// wherever another way exists (disableCost), as in PostgreSQL.
 	SeqScanOff, IndexScanOff bool
+	// MergeJoinOff is PostgreSQL's enable_mergejoin turned off: no merge
+	// join (merge.go), a hash join where one would have been.
+	MergeJoinOff bool
 }
 
 // disableCost is what a disabled kind of scan costs on top of its own

@@ -370,7 +370,11 @@ func describe(n plan.Node) string {
 		}
 		add("project %s", strings.Join(es, ", "))
 	case *plan.Join:
-		add("join %s", kindName(v.Kind))
+		if v.Merge {
+			add("merge-join %s", kindName(v.Kind))
+		} else {
+			add("join %s", kindName(v.Kind))
+		}
 		if v.On != nil {
 			add("on=%s", v.On)
 		}

@@ -40,8 +40,7 @@ func (o *optimizer) lookupJoins(n plan.Node) plan.Node {
 	case plan.RightJoin:
 		kind = plan.LeftJoin
 	default:
-		o.noteChoice(n, alt)
-		return n
+		return o.keepJoin(j, alt)
 	}
 	swapped := &plan.Join{Kind: kind, Left: j.Right, Right: j.Left, On: j.On, LeftEq: j.RightEq, RightEq: j.LeftEq}
 	lj, alt2 := o.lookupJoin(swapped)
@@ -49,8 +48,7 @@ func (o *optimizer) lookupJoins(n plan.Node) plan.Node {
 		if alt == nil || (alt2 != nil && alt2.RejectedCost < alt.RejectedCost) {
 			alt = alt2
 		}
-		o.noteChoice(n, alt)
-		return n
+		return o.keepJoin(j, alt)
 	}
 	p := &plan.Project{Input: lj, Cols: j.Columns()}
 	for _, c := range p.Cols {
@@ -58,6 +56,17 @@ func (o *optimizer) lookupJoins(n plan.Node) plan.Node {
 	}
 	o.rows[p] = o.rows[lj]
 	return p
+}
+
+// keepJoin keeps j a join of both sides read whole: a merge join when
+// both can be read in key order (merge.go), else a hash join; alt is the
+// lookup join that lost, if one was priced.
+func (o *optimizer) keepJoin(j *plan.Join, alt *JoinChoice) plan.Node {
+	if hc, ok := o.hashJoinCost(j); ok && o.mergeJoin(j, hc) {
+		return j
+	}
+	o.noteChoice(j, alt)
+	return j
 }
 
 // JoinChoice is how lookupJoins chose between a lookup join and a hash

@@ -11,6 +11,8 @@ import (
 // and on the storage profile.
 func TestLookupJoins(t *testing.T) {
 	hdd, obj := HDDCosts, ObjectStoreCosts
+	hddNoMerge := HDDCosts
+	hddNoMerge.MergeJoinOff = true
 	// tenLeft: about 10 rows of t (b = 5 on a non-unique index) joined to
 	// u on its primary key.
 	tenLeft := func(kind plan.JoinKind) func(b *builder) plan.Node {
@@ -91,18 +93,18 @@ func TestLookupJoins(t *testing.T) {
 			return b.join(plan.LeftJoin, b.scan("u"), r, "t.a = u.x")
 		},
 		want: `
-		join left on=(t.a = u.x) eq=(#3)=(#1)
-		  scan u@u_pkey cols=(x#3,y#4,z#5)
-		  scan t@t_b cols=(a#1,b#2) spans=[/5 - /5]`,
+		merge-join left on=(t.a = u.x) eq=(#3)=(#1)
+		  scan u@u_pkey cols=(x#3,y#4,z#5) ordered
+		  scan t@t_b cols=(a#1,b#2) spans=[/5 - /5] ordered`,
 	}, {
-		name: "unfiltered left side: hash join",
+		name: "unfiltered left side: both read whole, in key order: a merge join",
 		build: func(b *builder) plan.Node {
 			return b.join(plan.InnerJoin, b.scan("t", "a", "b"), b.scan("u"), "t.a = u.x")
 		},
 		want: `
-		join inner on=(t.a = u.x) eq=(#1)=(#3)
-		  scan t@t_pkey cols=(a#1,b#2)
-		  scan u@u_pkey cols=(x#3,y#4,z#5)`,
+		merge-join inner on=(t.a = u.x) eq=(#1)=(#3)
+		  scan t@t_pkey cols=(a#1,b#2) ordered
+		  scan u@u_pkey cols=(x#3,y#4,z#5) ordered`,
 	}, {
 		name: "full joins never",
 		build: func(b *builder) plan.Node {
@@ -120,21 +122,29 @@ func TestLookupJoins(t *testing.T) {
 		lookup-join inner u@u_pkey keys=(#2) cols=(x#3,y#4,z#5) on=(t.b = u.x)
 		  scan t@t_b cols=(a#1,b#2) spans=[/1 - /1] [/2 - /2] [/3 - /3] [/4 - /4] [/5 - /5] [/6 - /6] [/7 - /7] [/8 - /8] [/9 - /9] [/10 - /10]`,
 	}, {
-		name:  "HDD: the same lookups cost a seek each, so hash join",
+		name:  "HDD: the same lookups cost a seek each, so both sides are read in order (merge join)",
 		costs: &hdd,
+		build: rangeLeft,
+		want: `
+		merge-join inner on=(t.b = u.x) eq=(#2)=(#3)
+		  scan t@t_b cols=(a#1,b#2) spans=[/1 - /1] [/2 - /2] [/3 - /3] [/4 - /4] [/5 - /5] [/6 - /6] [/7 - /7] [/8 - /8] [/9 - /9] [/10 - /10] ordered
+		  scan u@u_pkey cols=(x#3,y#4,z#5) ordered`,
+	}, {
+		name:  "HDD with enable_mergejoin off: a hash join",
+		costs: &hddNoMerge,
 		build: rangeLeft,
 		want: `
 		join inner on=(t.b = u.x) eq=(#2)=(#3)
 		  scan t@t_b cols=(a#1,b#2) spans=[/1 - /1] [/2 - /2] [/3 - /3] [/4 - /4] [/5 - /5] [/6 - /6] [/7 - /7] [/8 - /8] [/9 - /9] [/10 - /10]
 		  scan u@u_pkey cols=(x#3,y#4,z#5)`,
 	}, {
-		name:  "object store: round trips dominate, hash join",
+		name:  "object store: round trips dominate, merge join",
 		costs: &obj,
 		build: rangeLeft,
 		want: `
-		join inner on=(t.b = u.x) eq=(#2)=(#3)
-		  scan t@t_b cols=(a#1,b#2) spans=[/1 - /1] [/2 - /2] [/3 - /3] [/4 - /4] [/5 - /5] [/6 - /6] [/7 - /7] [/8 - /8] [/9 - /9] [/10 - /10]
-		  scan u@u_pkey cols=(x#3,y#4,z#5)`,
+		merge-join inner on=(t.b = u.x) eq=(#2)=(#3)
+		  scan t@t_b cols=(a#1,b#2) spans=[/1 - /1] [/2 - /2] [/3 - /3] [/4 - /4] [/5 - /5] [/6 - /6] [/7 - /7] [/8 - /8] [/9 - /9] [/10 - /10] ordered
+		  scan u@u_pkey cols=(x#3,y#4,z#5) ordered`,
 	}, {
 		name:  "object store: ten lookups still win",
 		costs: &obj,
@@ -171,12 +181,12 @@ func TestLookupJoinsRoundTrip(t *testing.T) {
 		lookup-join inner u@u_pkey keys=(#2) cols=(x#3,y#4,z#5) on=(t.b = u.x)
 		  scan t@t_b cols=(a#1,b#2) spans=[/1 - /1] [/2 - /2] [/3 - /3] [/4 - /4] [/5 - /5] [/6 - /6] [/7 - /7] [/8 - /8] [/9 - /9] [/10 - /10]`,
 	}, {
-		name:  "60 ms between nodes: hash join",
+		name:  "60 ms between nodes: merge join",
 		costs: &far,
 		build: rangeLeft,
 		want: `
-		join inner on=(t.b = u.x) eq=(#2)=(#3)
-		  scan t@t_b cols=(a#1,b#2) spans=[/1 - /1] [/2 - /2] [/3 - /3] [/4 - /4] [/5 - /5] [/6 - /6] [/7 - /7] [/8 - /8] [/9 - /9] [/10 - /10]
-		  scan u@u_pkey cols=(x#3,y#4,z#5)`,
+		merge-join inner on=(t.b = u.x) eq=(#2)=(#3)
+		  scan t@t_b cols=(a#1,b#2) spans=[/1 - /1] [/2 - /2] [/3 - /3] [/4 - /4] [/5 - /5] [/6 - /6] [/7 - /7] [/8 - /8] [/9 - /9] [/10 - /10] ordered
+		  scan u@u_pkey cols=(x#3,y#4,z#5) ordered`,
 	}})
 }

@@ -9,9 +9,12 @@
 // statistics its caller supplies (OptimizeStats; sql/stats collects them)
 // and, for tables without statistics, the explicit heuristics of cost.go.
 //
-// The rewrites run in this order on every tree of a plan (the root, each
-// subquery, each materialized CTE), after prune.go has dropped the
-// columns nothing reads from every Scan:
+// First, decorrelate.go turns the sublinks a WHERE or HAVING tests
+// (correlated EXISTS, NOT EXISTS, IN and NOT IN) into semi and anti
+// joins, as PostgreSQL's pull_up_sublinks does. The rewrites then run in
+// this order on every tree of a plan (the root, each subquery, each
+// materialized CTE), after prune.go has dropped the columns nothing reads
+// from every Scan:
 //
 //  1. pushdown.go: filters are split into conjuncts and moved as close to
 //     the data as their columns allow, into Scan/IndexJoin/VirtualScan
@@ -23,7 +26,9 @@
 //     index does not cover the columns the query reads. A hash-sharded
 //     index's spans always fix its shard: to the shards the predicate's
 //     values (or small integer and date ranges) hash to, else to each
-//     bucket in turn.
+//     bucket in turn. gin.go: a GIN index answers @>, ?, ?|, ?& and &&
+//     against constants with token lookups, every conjunct rechecked on
+//     the rows found.
 //  3. joinorder.go, joinsearch.go: inner-join trees are cut into join
 //     lists as PostgreSQL's deconstruct_jointree does (explicit JOINs
 //     merged up to join_collapse_limit items, nested lists up to
@@ -35,7 +40,9 @@
 //  4. lookup.go: joins whose right side is a table scan with an index on
 //     the join keys become batched LookupJoins when the left side is small
 //     enough that lookups beat reading the whole right table under the
-//     storage profile (inner joins may swap sides for it).
+//     storage profile (inner joins may swap sides for it); a join that
+//     stays one of both sides read whole is a merge join when both can
+//     be read in the order of its keys (merge.go), a hash join otherwise.
 //
 // Row estimates come from the table statistics the caller supplies
 // (OptimizeStats, stats.go: most common values, distinct counts and
@@ -100,6 +107,7 @@ func newOptimizer(costs Costs, st Statistics, lim JoinLimits) *optimizer {
 // optimized plan.
 func (o *optimizer) run(ctx context.Context, p *plan.Plan) (*optimizer, error) {
 	o.nextID = maxColumnID(p) + 1
+	o.decorrelate(p)
 	prune(p)
 	var err error
 	if p.Root, err = o.optimize(ctx, p.Root); err != nil {
@@ -117,6 +125,22 @@ func (o *optimizer) run(ctx context.Context, p *plan.Plan) (*optimizer, error) {
 	}
 	// Columns only a filter read are not needed once spans enforce it.
 	prune(p)
+	// Hash joins keep their estimates for execution, which chooses how
+	// to distribute them (sql/exec, distsql_join.go).
+	note := func(n plan.Node) {
+		walk(n, func(x plan.Node) {
+			if j, ok := x.(*plan.Join); ok {
+				j.LeftRows, j.RightRows, j.Rows = o.estimate(j.Left), o.estimate(j.Right), o.estimate(j)
+			}
+		})
+	}
+	note(p.Root)
+	for _, sq := range p.Subqueries {
+		note(sq.Root)
+	}
+	for _, c := range p.CTEs {
+		note(c)
+	}
 	return o, ctx.Err()
 }
 

@@ -136,6 +136,9 @@ func entryKey(t *catalog.Table, idx *catalog.Index) ([]rowenc.ColumnID, []rowenc
 // the order of the columns after the shard is provided by merging the
 // buckets' streams (merge: plan.Scan.ShardMerge).
 func scanProvides(s *plan.Scan, order []plan.Ordering) (rev, merge, ok bool) {
+	if s.Inverted != nil {
+		return false, false, false // rows in no order (a GIN index)
+	}
 	idx := s.Index
 	if idx == nil {
 		idx = &s.Table.PrimaryIndex
@@ -497,7 +500,7 @@ func prefixIs(cols []sem.ColumnID, want colSet) bool {
 func providedOrder(n plan.Node) []sem.ColumnID {
 	switch v := n.(type) {
 	case *plan.Scan:
-		if !v.Ordered || v.Table == nil {
+		if !v.Ordered || v.Table == nil || v.Inverted != nil {
 			return nil
 		}
 		idx := v.Index

@@ -17,7 +17,9 @@ func TestOptimizePlan(t *testing.T) {
 	b := newBuilder(t)
 	u := b.scan("u")
 	exists := &sem.SubqueryRef{ID: 1, Kind: sem.ExistsSubquery, T: types.Bool}
-	root := &plan.Filter{Input: u, Pred: &sem.And{Args: []sem.Expr{exists, b.expr("u.y = 2")}}}
+	// Under OR, so decorrelate.go leaves it a subquery.
+	cond := &sem.Or{Args: []sem.Expr{exists, b.expr("u.z = 'q'")}}
+	root := &plan.Filter{Input: u, Pred: &sem.And{Args: []sem.Expr{cond, b.expr("u.y = 2")}}}
 	sub := b.filter(b.scan("t", "a", "b"), "t.a = u.x AND t.b = 3")
 	cte := b.filter(b.scan("h"), "k = 7")
 	ds := b.scan("t", "a", "b", "c", "d")
@@ -35,7 +37,7 @@ func TestOptimizePlan(t *testing.T) {
 	}
 	got := format(p.Root) + "--\n" + format(p.Subqueries[0].Root) + "--\n" + format(p.CTEs[0]) + "--\n" + format(p.CTEs[1])
 	want := dedent(strings.TrimLeft(`
-		filter (EXISTS (SubPlan 1))
+		filter ((EXISTS (SubPlan 1)) OR (u.z = 'q'::text))
 		  index-join u keys=(#1) cols=(x#1,y#2,z#3)
 		    scan u@u_y cols=(x#1,y#2) spans=[/2 - /2]
 		--

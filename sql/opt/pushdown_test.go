@@ -37,18 +37,18 @@ func TestPushdown(t *testing.T) {
 			return b.filter(j, "u.x = t.a AND u.z = 'q' AND t.c LIKE 'p%' AND u.y < length(t.c)")
 		},
 		want: `
-		join inner on=((u.x = t.a) AND (u.y < length(t.c))) eq=(#1)=(#4)
-		  scan u@u_pkey cols=(x#1,y#2,z#3) filter=(u.z = 'q'::text)
-		  scan t@t_pkey cols=(a#4,c#5) filter=(t.c ~~ 'p%'::text)`,
+		merge-join inner on=((u.x = t.a) AND (u.y < length(t.c))) eq=(#1)=(#4)
+		  scan u@u_pkey cols=(x#1,y#2,z#3) filter=(u.z = 'q'::text) ordered
+		  scan t@t_pkey cols=(a#4,c#5) filter=(t.c ~~ 'p%'::text) ordered`,
 	}, {
 		name: "inner join ON conjuncts move into the sides; equalities stay in On as keys",
 		build: func(b *builder) plan.Node {
 			return b.join(plan.InnerJoin, b.scan("u"), b.scan("t", "a", "c"), "t.a = u.x AND t.c LIKE 'p%' AND u.z LIKE 'z%'")
 		},
 		want: `
-		join inner on=(t.a = u.x) eq=(#1)=(#4)
-		  scan u@u_pkey cols=(x#1,y#2,z#3) filter=(u.z ~~ 'z%'::text)
-		  scan t@t_pkey cols=(a#4,c#5) filter=(t.c ~~ 'p%'::text)`,
+		merge-join inner on=(t.a = u.x) eq=(#1)=(#4)
+		  scan u@u_pkey cols=(x#1,y#2,z#3) filter=(u.z ~~ 'z%'::text) ordered
+		  scan t@t_pkey cols=(a#4,c#5) filter=(t.c ~~ 'p%'::text) ordered`,
 	}, {
 		name: "left join: WHERE on the left goes down, on the right stays; ON right-only goes right, ON left-only stays",
 		build: func(b *builder) plan.Node {
@@ -57,9 +57,9 @@ func TestPushdown(t *testing.T) {
 		},
 		want: `
 		filter (t.c IS NULL)
-		  join left on=((u.x = t.a) AND (u.z ~~ 'l%'::text)) eq=(#1)=(#4)
-		    scan u@u_pkey cols=(x#1,y#2,z#3) filter=(u.y > 1)
-		    scan t@t_pkey cols=(a#4,c#5) filter=(t.c ~~ 'r%'::text)`,
+		  merge-join left on=((u.x = t.a) AND (u.z ~~ 'l%'::text)) eq=(#1)=(#4)
+		    scan u@u_pkey cols=(x#1,y#2,z#3) filter=(u.y > 1) ordered
+		    scan t@t_pkey cols=(a#4,c#5) filter=(t.c ~~ 'r%'::text) ordered`,
 	}, {
 		name: "right join mirrors left",
 		build: func(b *builder) plan.Node {
@@ -88,18 +88,18 @@ func TestPushdown(t *testing.T) {
 			return b.join(plan.AntiJoin, b.scan("u"), b.scan("t", "a", "c"), "u.x = t.a AND u.z LIKE 'l%' AND t.c LIKE 'r%'")
 		},
 		want: `
-		join anti on=((u.x = t.a) AND (u.z ~~ 'l%'::text)) eq=(#1)=(#4)
-		  scan u@u_pkey cols=(x#1,y#2,z#3)
-		  scan t@t_pkey cols=(a#4,c#5) filter=(t.c ~~ 'r%'::text)`,
+		merge-join anti on=((u.x = t.a) AND (u.z ~~ 'l%'::text)) eq=(#1)=(#4)
+		  scan u@u_pkey cols=(x#1,y#2,z#3) ordered
+		  scan t@t_pkey cols=(a#4,c#5) filter=(t.c ~~ 'r%'::text) ordered`,
 	}, {
 		name: "semi join: left-only ON conjuncts filter the left side",
 		build: func(b *builder) plan.Node {
 			return b.join(plan.SemiJoin, b.scan("u"), b.scan("t", "a", "c"), "u.x = t.a AND u.z LIKE 'l%'")
 		},
 		want: `
-		join semi on=(u.x = t.a) eq=(#1)=(#4)
-		  scan u@u_pkey cols=(x#1,y#2,z#3) filter=(u.z ~~ 'l%'::text)
-		  scan t@t_pkey cols=(a#4)`,
+		merge-join semi on=(u.x = t.a) eq=(#1)=(#4)
+		  scan u@u_pkey cols=(x#1,y#2,z#3) filter=(u.z ~~ 'l%'::text) ordered
+		  scan t@t_pkey cols=(a#4) ordered`,
 	}, {
 		name: "volatile predicates stay put",
 		build: func(b *builder) plan.Node {

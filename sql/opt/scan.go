@@ -84,7 +84,8 @@ func scanInfo(s *plan.Scan) map[sem.ColumnID]colInfo {
 }
 
 // accesses lists every way to read s: its own index (the primary index
-// unless the binder chose one) and each public secondary btree index.
+// unless the binder chose one), each public secondary btree index, and
+// each public GIN index a conjunct can use (gin.go).
 func (o *optimizer) accesses(s *plan.Scan) []access {
 	conj := conjuncts(s.Filter)
 	for _, c := range conj {
@@ -93,7 +94,8 @@ func (o *optimizer) accesses(s *plan.Scan) []access {
 			return []access{{node: &plan.Values{Cols: s.Cols}, orig: s}}
 		}
 	}
-	fc := readConstraints(conj, scanInfo(s))
+	info := scanInfo(s)
+	fc := readConstraints(conj, info)
 	primary := &s.Table.PrimaryIndex
 	chosen := s.Index
 	if chosen == nil {
@@ -111,7 +113,7 @@ func (o *optimizer) accesses(s *plan.Scan) []access {
 	}
 	for i := range s.Table.Indexes {
 		idx := &s.Table.Indexes[i]
-		if idx.State != catalog.IndexPublic || (idx.Kind != "" && idx.Kind != catalog.IndexBTree) {
+		if idx.State != catalog.IndexPublic || (idx.Kind != "" && idx.Kind != catalog.IndexBTree && idx.Kind != catalog.IndexGIN) {
 			continue
 		}
 		implied := map[int]bool{}
@@ -121,9 +123,83 @@ func (o *optimizer) accesses(s *plan.Scan) []access {
 				continue
 			}
 		}
-		out = append(out, o.accessVia(s, idx, fc, implied))
+		if idx.Kind == catalog.IndexGIN {
+			if a, ok := o.invertedAccess(s, idx, conj, implied); ok {
+				out = append(out, a)
+			}
+			continue
+		}
+		ifc := fc
+		if rc, rinfo, ok := o.indexExprConjuncts(s, idx, conj, info); ok {
+			// The spans bound the index's expression columns; the filter
+			// left over still evaluates the query's own expressions.
+			ifc = readConstraints(rc, rinfo)
+			ifc.conj = conj
+		}
+		out = append(out, o.accessVia(s, idx, ifc, implied))
 	}
 	return out
+}
+
+// indexExprConjuncts rewrites conj for reading through idx: every
+// subexpression equal to one of idx's key expressions (compared as
+// printed over the same columns, as partialImplied compares predicates)
+// becomes a reference to a fresh column ID standing for that expression
+// index's hidden column, which the returned info maps to the table column.
+// Only the span constraints see the rewritten conjuncts: the hidden column
+// is never read (prune.go dropped it, and the primary row does not hold
+// it), so a conjunct the spans do not enforce stays in the filter as the
+// query wrote it. ok is false when the filter mentions none of idx's key
+// expressions.
+func (o *optimizer) indexExprConjuncts(s *plan.Scan, idx *catalog.Index, conj []sem.Expr, info map[sem.ColumnID]colInfo) ([]sem.Expr, map[sem.ColumnID]colInfo, bool) {
+	var targets map[string]*sem.ColRef
+	var rinfo map[sem.ColumnID]colInfo
+	for _, k := range idx.KeyColumnIDs {
+		c := s.Table.ColumnByID(k)
+		if c == nil || !c.IsIndexExpr() {
+			continue
+		}
+		byTableCol := map[rowenc.ColumnID]sem.ColumnID{}
+		for i, sc := range s.Cols {
+			byTableCol[s.TableCols[i]] = sc.ID
+		}
+		e, err := buildTableExpr(s.Table, c.ComputedExpr, nil, func(tc *catalog.Column) (sem.ColumnID, bool) {
+			id, ok := byTableCol[tc.ID]
+			return id, ok
+		})
+		if err != nil || volatileOrStable(e) {
+			continue
+		}
+		if targets == nil {
+			targets = map[string]*sem.ColRef{}
+			rinfo = make(map[sem.ColumnID]colInfo, len(info)+1)
+			for id, ci := range info {
+				rinfo[id] = ci
+			}
+		}
+		id := o.newID()
+		targets[canon(e)] = &sem.ColRef{ID: id, T: c.Type, Name: c.Name}
+		rinfo[id] = colInfo{tableCol: c.ID, t: c.Type}
+	}
+	if targets == nil {
+		return nil, nil, false
+	}
+	changed := false
+	out := make([]sem.Expr, len(conj))
+	for i, e := range conj {
+		out[i] = sem.Map(e, func(x sem.Expr) sem.Expr {
+			switch x.(type) {
+			case *sem.ColRef, *sem.Const:
+				return x
+			}
+			if r, ok := targets[canon(x)]; ok {
+				changed = true
+				return r
+			}
+			return x
+		})
+	}
+	return out, rinfo, changed
 }
 
 // partialImplied reports whether the query's conjuncts include every

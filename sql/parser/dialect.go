@@ -151,6 +151,12 @@ func init() {
 		after:  "SELECT 't' AS table_name, cairn_show_create_table('t'::regclass) AS create_statement",
 		apply:  applyShowCreate,
 	}, {
+		name:   "cluster-setting",
+		sites:  []site{siteStatement},
+		before: "SET CLUSTER SETTING name = value | DEFAULT; SHOW CLUSTER SETTING name",
+		after:  "ALTER SYSTEM SET name = value | ALTER SYSTEM RESET name; SHOW name",
+		apply:  applyClusterSetting,
+	}, {
 		name:   "show-jobs",
 		sites:  []site{siteStatement},
 		before: "SHOW JOBS; SHOW JOB n; CANCEL JOB n",

@@ -97,7 +97,8 @@ func parseRewritten(sql string) ([]Statement, error) {
 // so that parsing it needs no rewrite, hence no scan (the scan is a second
 // call into libpg_query: a tenth of the CPU of a point SELECT sent as a
 // simple query). Every rule starts from CREATE, ALTER, SHOW ZONE, SHOW
-// JOB[S] or a type alias (STRING, BYTES; walk.go), so text without those
+// JOB[S], SET|SHOW CLUSTER SETTING or a type alias (STRING, BYTES;
+// walk.go), so text without those
 // letters, in any case, is left byte for byte; without comments, a
 // statement's text as the grammar delimits it, trimmed, is what the pieces
 // of the scan would give as Original.
@@ -109,7 +110,7 @@ func Plain(sql string) bool {
 		switch c := sql[i] | 0x20; c { // ASCII lower case; EqualFold checks
 		case 'c', 'a', 's', 'b', 'z', 'j':
 			rest := sql[i:]
-			for _, w := range [...]string{"create", "alter", "string", "bytes", "zone", "job"} {
+			for _, w := range [...]string{"create", "alter", "string", "bytes", "zone", "job", "cluster"} {
 				if len(rest) >= len(w) && w[0] == c && strings.EqualFold(rest[:len(w)], w) {
 					return false
 				}

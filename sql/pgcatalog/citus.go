@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/cairn-db/cairn/kvpb"
 	"github.com/cairn-db/cairn/sql/catalog"
 	"github.com/cairn-db/cairn/sql/plan"
 	"github.com/cairn-db/cairn/sql/rowenc"
@@ -20,7 +21,11 @@ import (
 // OID times 100,000 plus the shard's index. citus_shards names a shard's
 // node by its leaseholder's node ID (nodename 'n<id>', nodeport 0): Cairn
 // moves shards' leases between nodes, and the catalog does not know the
-// nodes' addresses. Not there yet: reference tables.
+// nodes' addresses. A reference table (create_reference_table) is one
+// shard of its whole key range, with partmethod 'n', replication model
+// 't' and no distribution column, as Citus shows one; tables colocated
+// with each other (colocate_with) share a colocation ID
+// (catalog.ColocationOf).
 
 // OIDs of the Citus relations, after cairn_catalog's.
 const (
@@ -57,10 +62,23 @@ func genCitusShards(ctx context.Context, s *snapshot, t *vtable) ([][]types.Datu
 		}
 	}
 	var out [][]types.Datum
-	for _, r := range s.distributed() {
+	for _, r := range s.citusTables() {
 		d := r.desc.(*catalog.Table)
-		for i, rg := range shardRanges(d.Partitioning.InitialTablets) {
-			sp := rowenc.BucketSpan(d.GroupID, uint16(rg[0]), uint16(rg[1]))
+		kind := "distributed"
+		var spans []kvpb.Span
+		if d.Partitioning.Reference {
+			kind = "reference"
+			l, err := d.Layout()
+			if err != nil {
+				return nil, fmt.Errorf("citus_shards: %w", err)
+			}
+			spans = l.TableSpans()[:1]
+		} else {
+			for _, rg := range shardRanges(d.Partitioning.InitialTablets) {
+				spans = append(spans, rowenc.BucketSpan(d.GroupID, uint16(rg[0]), uint16(rg[1])))
+			}
+		}
+		for i, sp := range spans {
 			var node any
 			var size int64
 			for _, tb := range tablets {
@@ -73,17 +91,18 @@ func genCitusShards(ctx context.Context, s *snapshot, t *vtable) ([][]types.Datu
 			}
 			id := int64(r.oid())*100000 + int64(i)
 			out = append(out, t.row("table_name", regclass(r.oid()), "shardid", id, "shard_name", fmt.Sprintf("%s_%d", d.Name, id),
-				"citus_table_type", "distributed", "colocation_id", int64(d.GroupID), "nodename", node, "nodeport", int64(0), "shard_size", size))
+				"citus_table_type", kind, "colocation_id", int64(catalog.ColocationOf(d)), "nodename", node, "nodeport", int64(0), "shard_size", size))
 		}
 	}
 	return out, nil
 }
 
-// distributed lists the current database's distributed tables.
-func (s *snapshot) distributed() []rel {
+// citusTables lists the current database's distributed and reference
+// tables.
+func (s *snapshot) citusTables() []rel {
 	var out []rel
 	for _, r := range s.tables() {
-		if t := r.desc.(*catalog.Table); t.Partitioning.Distributed {
+		if t := r.desc.(*catalog.Table); t.Partitioning.Distributed || t.Partitioning.Reference {
 			out = append(out, r)
 		}
 	}
@@ -113,8 +132,13 @@ func regclass(oid uint32) types.Datum { return types.DOid(oid) }
 
 func genDistPartition(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
 	var out [][]types.Datum
-	for _, r := range s.distributed() {
+	for _, r := range s.citusTables() {
 		d := r.desc.(*catalog.Table)
+		if d.Partitioning.Reference {
+			out = append(out, t.row("logicalrelid", regclass(r.oid()), "partmethod", "n", "partkey", nil,
+				"colocationid", int64(catalog.ColocationOf(d)), "repmodel", "t", "autoconverted", false))
+			continue
+		}
 		c := distColumn(d)
 		if c == nil {
 			continue
@@ -124,7 +148,7 @@ func genDistPartition(_ context.Context, s *snapshot, t *vtable) ([][]types.Datu
 		key := fmt.Sprintf("{VAR :varno 1 :varattno %d :vartype %d :vartypmod %d :varcollid %d :varnullingrels (b) :varlevelsup 0 :varnosyn 1 :varattnosyn %d :location -1}",
 			n, c.Type.Oid, c.Type.Typmod(), collationOf(c.Type), n)
 		out = append(out, t.row("logicalrelid", regclass(r.oid()), "partmethod", "h", "partkey", key,
-			"colocationid", int64(d.GroupID), "repmodel", "s", "autoconverted", false))
+			"colocationid", int64(catalog.ColocationOf(d)), "repmodel", "s", "autoconverted", false))
 	}
 	return out, nil
 }
@@ -144,8 +168,13 @@ func shardRanges(n int) [][2]int {
 
 func genDistShard(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
 	var out [][]types.Datum
-	for _, r := range s.distributed() {
+	for _, r := range s.citusTables() {
 		d := r.desc.(*catalog.Table)
+		if d.Partitioning.Reference {
+			out = append(out, t.row("logicalrelid", regclass(r.oid()), "shardid", int64(r.oid())*100000,
+				"shardstorage", "t", "shardminvalue", nil, "shardmaxvalue", nil))
+			continue
+		}
 		for i, rg := range shardRanges(d.Partitioning.InitialTablets) {
 			out = append(out, t.row("logicalrelid", regclass(r.oid()), "shardid", int64(r.oid())*100000+int64(i),
 				"shardstorage", "t", "shardminvalue", fmt.Sprint(rg[0]), "shardmaxvalue", fmt.Sprint(rg[1])))
@@ -154,15 +183,31 @@ func genDistShard(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, e
 	return out, nil
 }
 
+// genDistColocation lists each colocation group once: the distributed
+// tables sharing a colocation ID, and each reference table (shard count
+// 1, replication factor -1 and no column type, as Citus shows the
+// reference tables' group).
 func genDistColocation(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
 	var out [][]types.Datum
-	for _, r := range s.distributed() {
+	seen := map[uint64]bool{}
+	for _, r := range s.citusTables() {
 		d := r.desc.(*catalog.Table)
+		id := catalog.ColocationOf(d)
+		if seen[id] {
+			continue
+		}
+		if d.Partitioning.Reference {
+			seen[id] = true
+			out = append(out, t.row("colocationid", int64(id), "shardcount", int64(1),
+				"replicationfactor", int64(-1), "distributioncolumntype", types.DOid(0), "distributioncolumncollation", types.DOid(0)))
+			continue
+		}
 		c := distColumn(d)
 		if c == nil {
 			continue
 		}
-		out = append(out, t.row("colocationid", int64(d.GroupID), "shardcount", int64(d.Partitioning.InitialTablets),
+		seen[id] = true
+		out = append(out, t.row("colocationid", int64(id), "shardcount", int64(d.Partitioning.InitialTablets),
 			"replicationfactor", int64(1), "distributioncolumntype", types.DOid(c.Type.Oid), "distributioncolumncollation", types.DOid(collationOf(c.Type))))
 	}
 	return out, nil
@@ -170,14 +215,20 @@ func genDistColocation(_ context.Context, s *snapshot, t *vtable) ([][]types.Dat
 
 func genCitusTables(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
 	var out [][]types.Datum
-	for _, r := range s.distributed() {
+	for _, r := range s.citusTables() {
 		d := r.desc.(*catalog.Table)
+		if d.Partitioning.Reference {
+			out = append(out, t.row("table_name", regclass(r.oid()), "citus_table_type", "reference", "distribution_column", "<none>",
+				"colocation_id", int64(catalog.ColocationOf(d)), "shard_count", int64(1),
+				"table_owner", owner(d.Owner), "access_method", "heap"))
+			continue
+		}
 		c := distColumn(d)
 		if c == nil {
 			continue
 		}
 		out = append(out, t.row("table_name", regclass(r.oid()), "citus_table_type", "distributed", "distribution_column", c.Name,
-			"colocation_id", int64(d.GroupID), "shard_count", int64(d.Partitioning.InitialTablets),
+			"colocation_id", int64(catalog.ColocationOf(d)), "shard_count", int64(d.Partitioning.InitialTablets),
 			"table_owner", owner(d.Owner), "access_method", "heap"))
 	}
 	return out, nil

@@ -82,6 +82,8 @@ func dataType(t *types.T) string {
 		return "ARRAY"
 	case t.Oid == types.BPChar.Oid:
 		return "character"
+	case t.Family == types.EnumFamily:
+		return "USER-DEFINED"
 	}
 	if u, ok := types.OidToType(t.Oid); ok {
 		return u.Name()
@@ -129,21 +131,30 @@ func genColumns(ctx context.Context, s *snapshot, t *vtable) ([][]types.Datum, e
 	var out [][]types.Datum
 	add := func(schema, table string, pos int, name string, typ *types.T, kv ...any) {
 		charMax, octetMax, numPrec, numRadix, numScale, dtPrec := typeFacets(typ)
-		udt := typ.PGName()
+		udt, udtSchema := typ.PGName(), "pg_catalog"
+		if e := typ; e.Family == types.EnumFamily || e.Family == types.ArrayFamily && e.Elem.Family == types.EnumFamily {
+			if e.Family == types.ArrayFamily {
+				e = e.Elem
+			}
+			udtSchema = e.Enum.Schema
+		}
 		base := []any{"table_catalog", s.db.Name, "table_schema", schema, "table_name", table, "column_name", name,
 			"ordinal_position", pos, "is_nullable", "YES", "data_type", dataType(typ),
 			"character_maximum_length", charMax, "character_octet_length", octetMax,
 			"numeric_precision", numPrec, "numeric_precision_radix", numRadix, "numeric_scale", numScale,
-			"datetime_precision", dtPrec, "udt_catalog", s.db.Name, "udt_schema", "pg_catalog", "udt_name", udt,
+			"datetime_precision", dtPrec, "udt_catalog", s.db.Name, "udt_schema", udtSchema, "udt_name", udt,
 			"dtd_identifier", strconv.Itoa(pos), "is_self_referencing", "NO", "is_identity", "NO", "identity_cycle", "NO",
 			"is_generated", "NEVER", "is_updatable", "YES"}
+		if typ.Domain != nil {
+			base = append(base, "domain_catalog", s.db.Name, "domain_schema", typ.Domain.Schema, "domain_name", typ.Domain.Name)
+		}
 		out = append(out, t.row(append(base, kv...)...))
 	}
 	for _, r := range s.rels {
 		switch d := r.desc.(type) {
 		case *catalog.Table:
 			for _, c := range visibleColumns(d) {
-				kv := []any{"is_nullable", yesNo(c.Nullable)}
+				kv := []any{"is_nullable", yesNo(c.Nullable && (c.Type.Domain == nil || !c.Type.Domain.NotNull))}
 				switch {
 				case c.ComputedExpr != "":
 					kv = append(kv, "is_generated", "ALWAYS", "generation_expression", c.ComputedExpr)

@@ -139,8 +139,16 @@ func (res *Resolver) relInSchema(sc *catalog.Schema, name string) (uint32, bool,
 		return 0, false, nil
 	}
 	id, ok, err := res.r.LookupID(res.ctx, res.db.ID, sc.ID, name)
-	if err != nil || ok {
-		return uint32(id), ok, err
+	if err != nil {
+		return 0, false, err
+	}
+	if ok {
+		// Types share the namespace (catalog.KindType) but are no
+		// relations: 'mood'::regclass does not find enum type mood.
+		if d, err := res.r.ByID(res.ctx, id); err == nil && d.DescKind() == catalog.KindType {
+			return 0, false, nil
+		}
+		return uint32(id), true, nil
 	}
 	// Index names live inside their tables' descriptors.
 	s, err := res.load()
@@ -359,6 +367,8 @@ func (res *Resolver) ResolveReg(kind *types.T, name string) (uint32, error) {
 		return 0, types.RegNotFound(kind, name)
 	case types.RegProc.Oid, types.RegProcedure.Oid:
 		return resolveProc(kind, name)
+	case types.RegType.Oid:
+		return res.resolveTypeName(name)
 	}
 	return 0, types.RegNotFound(kind, name)
 }
@@ -419,6 +429,8 @@ func resolveProc(kind *types.T, name string) (uint32, error) {
 // RegName implements types.RegResolver.
 func (res *Resolver) RegName(kind *types.T, oid uint32) (string, bool) {
 	switch kind.Oid {
+	case types.RegType.Oid:
+		return res.typeName(oid)
 	case types.RegProc.Oid, types.RegProcedure.Oid:
 		o, ok := builtins.ByOID(oid)
 		if !ok || o.Name() == "" {
@@ -534,7 +546,7 @@ func (res *Resolver) ConstraintDefPretty(oid uint32, pretty bool) (string, bool)
 	}
 	t, sc := res.table(tid)
 	if t == nil {
-		return "", false
+		return res.domainConstraintDef(oid, pretty)
 	}
 	byID := func(id catalog.ID) *catalog.Table { tb, _ := res.table(id); return tb }
 	for _, c := range tableConstraints(t, sc, byID) {
@@ -620,6 +632,10 @@ func (res *Resolver) Description(oid uint32, catalogName string, sub int32) (str
 	case "pg_database":
 		if res.db != nil && uint32(res.db.ID) == oid && sub == 0 {
 			return nonEmpty(res.db.Comment)
+		}
+	case "pg_type":
+		if td, _, array := res.typeDescByOID(oid); td != nil && !array && sub == 0 {
+			return nonEmpty(td.Comment)
 		}
 	}
 	return "", false

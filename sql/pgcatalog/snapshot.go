@@ -35,6 +35,7 @@ const (
 	oidPgNamespace       = 2615
 	oidPgAttrdef         = 2604
 	oidPgRewrite         = 2618
+	oidPgType            = 1247
 	oidEncodingUTF8      = 6
 )
 

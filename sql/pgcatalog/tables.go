@@ -17,13 +17,14 @@ import (
 type genFn = func(ctx context.Context, s *snapshot, t *vtable) ([][]types.Datum, error)
 
 // pgGens generate the pg_catalog relations; a relation of pgSpecs without
-// one is always empty in Cairn (no inheritance, triggers, enums, ...).
+// one is always empty in Cairn (no inheritance, triggers, ...).
 var pgGens = map[string]genFn{
 	"pg_namespace":     genNamespace,
 	"pg_class":         genClass,
 	"pg_stats":         genStats,
 	"pg_attribute":     genAttribute,
 	"pg_type":          genType,
+	"pg_enum":          genEnum,
 	"pg_index":         genIndex,
 	"pg_constraint":    genConstraint,
 	"pg_attrdef":       genAttrdef,
@@ -49,6 +50,11 @@ var pgGens = map[string]genFn{
 	"pg_opclass":       genOpclass,
 	"pg_rewrite":       genRewrite,
 	"pg_stat_activity": genStatActivity,
+	// pg_stat_statements is the extension's view, always present: the
+	// node's statements by fingerprint (VirtualEnv.Statements), those of
+	// roles the user is a member of in full, others' query text hidden as
+	// PostgreSQL hides it.
+	"pg_stat_statements": genStatStatements,
 	// pg_cursors lists the session's own open cursors (VirtualEnv.Cursors):
 	// psycopg 3's server-side cursors look themselves up in it.
 	"pg_cursors": func(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
@@ -139,19 +145,22 @@ func genClass(ctx context.Context, s *snapshot, t *vtable) ([][]types.Datum, err
 			// Foreign keys are triggers in PostgreSQL, on both tables.
 			out = append(out, classRow(t, r.oid(), d.Name, nsp, d.Owner, "r", len(visibleColumns(d)),
 				append([]any{"relacl", aclText(d.ACL), "relhasindex", len(ixs) > 0, "relchecks", len(d.Checks),
-					"relhastriggers", len(d.ForeignKeys) > 0 || len(d.ReferencedBy) > 0}, classStats(all[d.ID])...)...))
+					"relhastriggers", len(d.ForeignKeys) > 0 || len(d.ReferencedBy) > 0,
+					"relpersistence", persistence(r.schema)}, classStats(all[d.ID])...)...))
 			for _, ix := range ixs {
 				keys, _, stored := keyColumns(d, ix)
 				am := oidBtree
 				if ix.Kind == catalog.IndexGIN {
 					am = oidGin
 				}
-				out = append(out, classRow(t, indexOID(d.ID, ix.ID), ix.Name, nsp, d.Owner, "i", len(keys)+len(stored), "relam", am))
+				out = append(out, classRow(t, indexOID(d.ID, ix.ID), ix.Name, nsp, d.Owner, "i", len(keys)+len(stored), "relam", am,
+					"relpersistence", persistence(r.schema)))
 			}
 		case *catalog.View:
 			out = append(out, classRow(t, r.oid(), d.Name, nsp, d.Owner, "v", len(d.Columns), "relacl", aclText(d.ACL)))
 		case *catalog.Sequence:
-			out = append(out, classRow(t, r.oid(), d.Name, nsp, d.Owner, "S", 3, "relacl", aclText(d.ACL)))
+			out = append(out, classRow(t, r.oid(), d.Name, nsp, d.Owner, "S", 3, "relacl", aclText(d.ACL),
+				"relpersistence", persistence(r.schema)))
 		}
 	}
 	for _, v := range ordered {
@@ -228,7 +237,11 @@ func attrRow(t *vtable, rel uint32, name string, typ *types.T, num int, kv ...an
 	if typ.Family == types.ArrayFamily {
 		ndims = 1
 	}
-	base := []any{"attrelid", rel, "attname", name, "atttypid", typ.Oid, "attstattarget", -1, "attlen", length,
+	typOid := typ.Oid
+	if typ.Domain != nil {
+		typOid = typ.Domain.Oid // pg_attribute names the domain
+	}
+	base := []any{"attrelid", rel, "attname", name, "atttypid", typOid, "attstattarget", -1, "attlen", length,
 		"attnum", num, "attndims", ndims, "attcacheoff", -1, "atttypmod", typ.Typmod(), "attbyval", byval,
 		"attalign", align, "attstorage", storage, "attcompression", "", "attidentity", "", "attgenerated", "",
 		"attislocal", true, "attcollation", collationOf(typ)}
@@ -320,9 +333,10 @@ var pseudoTypes = []struct {
 }{
 	{2276, "any", false}, {2277, "anyarray", true}, {2283, "anyelement", false}, {2776, "anynonarray", false},
 	{5077, "anycompatible", false}, {5078, "anycompatiblearray", true}, {2249, "record", true}, {2278, "void", false},
+	{3500, "anyenum", false},
 }
 
-func genType(_ context.Context, _ *snapshot, t *vtable) ([][]types.Datum, error) {
+func genType(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
 	var out [][]types.Datum
 	for _, typ := range builtinTypes() {
 		length, byval, align, storage := typeAttrs(typ)
@@ -361,7 +375,7 @@ func genType(_ context.Context, _ *snapshot, t *vtable) ([][]types.Datum, error)
 			"typowner", oidSuperuser, "typlen", length, "typbyval", byval, "typtype", "p", "typcategory", "P",
 			"typisdefined", true, "typdelim", ",", "typalign", align, "typstorage", storage, "typtypmod", -1))
 	}
-	return out, nil
+	return append(out, userTypeRows(s, t)...), nil
 }
 
 func genIndex(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
@@ -383,7 +397,11 @@ func genIndex(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error
 				if i < len(keys) {
 					typ := d.ColumnByID(id).Type
 					coll = append(coll, int64(collationOf(typ)))
-					class = append(class, int64(defaultOpclass(ix.Kind, typ)))
+					oc := defaultOpclass(ix.Kind, typ)
+					if ix.Opclass == rowenc.JSONBPathOps {
+						oc = oidJSONBPathOps
+					}
+					class = append(class, int64(oc))
 					opt = append(opt, indoption(orders[i]))
 				}
 			}
@@ -591,7 +609,7 @@ func genConstraint(ctx context.Context, s *snapshot, t *vtable) ([][]types.Datum
 		}
 		out = append(out, t.row(kv...))
 	}
-	return out, nil
+	return append(out, domainConstraintRows(s, t)...), nil
 }
 
 func genAttrdef(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
@@ -764,6 +782,10 @@ func genDescription(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum,
 			add(d.ID, 0, d.Comment)
 		case *catalog.Sequence:
 			add(d.ID, 0, d.Comment)
+		case *catalog.TypeDesc:
+			if d.Comment != "" {
+				out = append(out, t.row("objoid", uint32(d.ID), "classoid", oidPgType, "objsubid", 0, "description", d.Comment))
+			}
 		}
 	}
 	for _, d := range s.dbs {
@@ -865,6 +887,9 @@ func indexDef(sc *catalog.Schema, d *catalog.Table, ix *catalog.Index, col int, 
 			b.WriteString(", ")
 		}
 		b.WriteString(keyText(d, k, pretty))
+		if ix.Opclass == rowenc.JSONBPathOps {
+			b.WriteString(" jsonb_path_ops")
+		}
 		switch o := orders[i]; {
 		case o&rowenc.Descending != 0 && o&rowenc.NullsFirst == 0:
 			b.WriteString(" DESC NULLS LAST")
@@ -963,6 +988,10 @@ type opclass struct {
 	keyType        uint32
 }
 
+// oidJSONBPathOps is the one operator class here that is not its type's
+// default: jsonb's second GIN class, used when an index names it.
+const oidJSONBPathOps = 4037
+
 var opclasses = []opclass{
 	{10003, oidBtree, "bool_ops", 16, 424, 0}, {10006, oidBtree, "bytea_ops", 17, 428, 0},
 	{3124, oidBtree, "int8_ops", 20, 1976, 0}, {1979, oidBtree, "int2_ops", 21, 1976, 0},
@@ -975,6 +1004,7 @@ var opclasses = []opclass{
 	{10000, oidBtree, "array_ops", 2277, 397, 0}, {10065, oidBtree, "uuid_ops", 2950, 2968, 0},
 	{10088, oidBtree, "jsonb_ops", 3802, 4033, 0},
 	{10064, oidGin, "array_ops", 2277, 2745, 2283}, {10090, oidGin, "jsonb_ops", 3802, 4036, 25},
+	{oidJSONBPathOps, oidGin, "jsonb_path_ops", 3802, 4037, 23},
 }
 
 // defaultOpclass is the operator class an index of kind on a column of
@@ -995,7 +1025,7 @@ func defaultOpclass(kind catalog.IndexKind, t *types.T) uint32 {
 		in = types.Text.Oid
 	}
 	for _, c := range opclasses {
-		if c.method == am && c.inType == in {
+		if c.method == am && c.inType == in && c.oid != oidJSONBPathOps {
 			return c.oid
 		}
 	}
@@ -1006,7 +1036,7 @@ func genOpclass(_ context.Context, _ *snapshot, t *vtable) ([][]types.Datum, err
 	var out [][]types.Datum
 	for _, c := range opclasses {
 		out = append(out, t.row("oid", c.oid, "opcmethod", c.method, "opcname", c.name, "opcnamespace", oidPgCatalog,
-			"opcowner", oidSuperuser, "opcfamily", c.family, "opcintype", c.inType, "opcdefault", true,
+			"opcowner", oidSuperuser, "opcfamily", c.family, "opcintype", c.inType, "opcdefault", c.oid != oidJSONBPathOps,
 			"opckeytype", c.keyType))
 	}
 	return out, nil
@@ -1265,6 +1295,43 @@ func genStatActivity(ctx context.Context, s *snapshot, t *vtable) ([][]types.Dat
 			"state_change", ts(a.StateChange), "wait_event_type", str(a.WaitEventType), "wait_event", str(a.WaitEvent),
 			"state", a.State, "query", a.Query)
 		out = append(out, t.row(row...))
+	}
+	return out, nil
+}
+
+// persistence is pg_class.relpersistence: 't' in a session's temporary
+// schema, 'p' elsewhere.
+func persistence(sc *catalog.Schema) string {
+	if sc != nil && sc.Temp {
+		return "t"
+	}
+	return "p"
+}
+
+func genStatStatements(ctx context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
+	if s.env.Statements == nil {
+		return nil, nil
+	}
+	var auth *catalog.Authorizer
+	var out [][]types.Datum
+	for _, st := range s.env.Statements() {
+		query := st.Query
+		if st.User != s.user() {
+			if auth == nil {
+				var err error
+				if auth, err = catalog.NewAuthorizer(ctx, s.env.Catalog, s.user(), nil); err != nil {
+					return nil, err
+				}
+			}
+			if !auth.HasRole(st.User) {
+				query = "<insufficient privilege>"
+			}
+		}
+		out = append(out, t.row("userid", roleOID(st.User), "dbid", st.DatabaseID, "toplevel", true,
+			"queryid", st.QueryID, "query", query, "calls", st.Calls,
+			"total_exec_time", types.DFloat(st.TotalMs), "min_exec_time", types.DFloat(st.MinMs),
+			"max_exec_time", types.DFloat(st.MaxMs), "mean_exec_time", types.DFloat(st.MeanMs),
+			"stddev_exec_time", types.DFloat(st.StddevMs), "rows", st.Rows))
 	}
 	return out, nil
 }

@@ -3,6 +3,7 @@ package plan
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgerrcode"
 
@@ -53,6 +54,15 @@ func (c *kvCatalog) LookupRelation(ctx context.Context, schema, name string) (Re
 				return Relation{Virtual: vt}, nil
 			}
 			return Relation{}, undefinedRelation(schema + "." + name)
+		}
+		if schema == "pg_temp" {
+			// The session's temporary schema, listed first when it has one.
+			if len(c.path) == 0 || !strings.HasPrefix(c.path[0], "pg_temp_") {
+				return Relation{}, undefinedRelation(schema + "." + name)
+			}
+			schema = c.path[0]
+		} else if strings.HasPrefix(schema, "pg_temp_") && (len(c.path) == 0 || c.path[0] != schema) {
+			return Relation{}, pgerror.New(pgerrcode.FeatureNotSupported, "cannot access temporary tables of other sessions")
 		}
 		sc, err := c.r.Schema(ctx, c.db.ID, schema)
 		if err != nil {
@@ -120,6 +130,10 @@ func (c *kvCatalog) inSchema(ctx context.Context, sc *catalog.Schema, name strin
 		return Relation{View: d}, nil
 	case *catalog.Sequence:
 		return Relation{Sequence: d}, nil
+	case *catalog.TypeDesc:
+		// A type shares the relation namespace; to a query it is no
+		// relation, as in PostgreSQL.
+		return Relation{}, undefinedRelation(name)
 	}
 	return Relation{}, fmt.Errorf("plan: relation %q is a %T", name, d)
 }

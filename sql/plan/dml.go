@@ -95,6 +95,13 @@ func (b *builder) storedBuild(text, what string, s sem.Scope, colType *types.T, 
 
 func (b *builder) defaultExpr(c *catalog.Column) (sem.Expr, error) {
 	text := defaultText(c)
+	if text == "" && c.Type.Domain != nil && c.ComputedExpr == "" {
+		// A column of a domain without a default of its own takes the
+		// domain's, else NULL, which a NOT NULL domain refuses.
+		if text = c.Type.Domain.Default; text == "" {
+			return sem.CoerceToAssignIn(b.env.Types, &sem.Const{Datum: types.DNull, T: types.BaseType(c.Type)}, c.Type, c.Name)
+		}
+	}
 	if text == "" {
 		return &sem.Const{Datum: types.DNull, T: c.Type}, nil
 	}
@@ -403,7 +410,7 @@ func (b *builder) buildInsert(ins *pg_query.InsertStmt) (Node, error) {
 			}
 			var e sem.Expr = colRef(in[i])
 			if !in[i].T.Identical(c.Type) {
-				ce, err := sem.CoerceToAssign(e, c.Type, c.Name)
+				ce, err := sem.CoerceToAssignIn(b.env.Types, e, c.Type, c.Name)
 				if err != nil {
 					return nil, err
 				}
@@ -423,7 +430,7 @@ func (b *builder) buildInsert(ins *pg_query.InsertStmt) (Node, error) {
 	ins2.Defaults = make([]sem.Expr, len(t.Columns))
 	for i := range t.Columns {
 		c := &t.Columns[i]
-		if defaultText(c) == "" {
+		if defaultText(c) == "" && c.Type.Domain == nil {
 			continue
 		}
 		if ins2.Defaults[i], err = b.defaultExpr(c); err != nil {
@@ -682,7 +689,7 @@ func (b *builder) assignments(t *catalog.Table, s *scope, list []*pg_query.Node,
 						multi[sl.Location] = sc
 					}
 					c2 := t.ColumnByName(rt.Name)
-					e, err := sem.CoerceToAssign(colRef(sc[ma.Colno-1]), c2.Type, c2.Name)
+					e, err := sem.CoerceToAssignIn(b.env.Types, colRef(sc[ma.Colno-1]), c2.Type, c2.Name)
 					if err != nil {
 						return nil, nil, b.errAt(err, rt.Location)
 					}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/cairn-db/cairn/sql/catalog"
 	"github.com/cairn-db/cairn/sql/rowenc"
@@ -256,7 +257,12 @@ func (e *explainer) describe(n Node) (title string, details []string, children [
 	switch v := n.(type) {
 	case *Scan:
 		title = "Seq Scan on " + quoteIdentIfNeeded(v.Table.Name)
-		if v.Index != nil && v.Index.ID != catalog.PrimaryIndexID || len(v.Spans) > 0 || v.Ordered || v.Reverse {
+		if v.Inverted != nil && v.Index != nil {
+			title = fmt.Sprintf("Inverted Index Scan using %s on %s", quoteIdentIfNeeded(v.Index.Name), quoteIdentIfNeeded(v.Table.Name))
+			if v.Inverted.Cond != nil {
+				details = append(details, "Index Cond: "+exprText(v.Inverted.Cond))
+			}
+		} else if v.Index != nil && v.Index.ID != catalog.PrimaryIndexID || len(v.Spans) > 0 || v.Ordered || v.Reverse {
 			idx := &v.Table.PrimaryIndex
 			if v.Index != nil {
 				idx = v.Index
@@ -326,7 +332,19 @@ func (e *explainer) describe(n Node) (title string, details []string, children [
 		return t, append(d, "Filter: "+exprText(v.Pred)), c
 	case *Join:
 		hash := len(v.LeftEq) > 0
-		if hash {
+		if hash && v.Merge {
+			// PostgreSQL's form: both sides read in key order, no Hash
+			// node.
+			title = "Merge" + joinKindWord(v.Kind) + " Join"
+			if v.Kind == InnerJoin {
+				title = "Merge Join"
+			}
+			details = append(details, "Merge Cond: "+e.hashCond(v))
+			if rest := residual(v.On, v.LeftEq, v.RightEq); rest != nil {
+				details = append(details, "Join Filter: "+exprText(rest))
+			}
+			children = []Node{v.Left, v.Right}
+		} else if hash {
 			title = "Hash" + joinKindWord(v.Kind) + " Join"
 			if v.Kind == InnerJoin {
 				title = "Hash Join"
@@ -790,6 +808,9 @@ func spanCondFrom(t0 *catalog.Table, idx *catalog.Index, spans []Span, off int) 
 			i += off
 			if i < len(idx.KeyColumnIDs) {
 				if c := t0.ColumnByID(idx.KeyColumnIDs[i]); c != nil {
+					if c.IsIndexExpr() {
+						return indexExprText(c.ComputedExpr)
+					}
 					return quoteIdentIfNeeded(c.Name)
 				}
 			}
@@ -925,4 +946,43 @@ func planChildren(n Node) []Node {
 		return []Node{v.Input}
 	}
 	return nil
+}
+
+// indexExprText is how an index expression stands in an Index Cond, as
+// PostgreSQL prints it: the expression, parenthesized unless it is one
+// function call (its hidden column's name means nothing to the user).
+func indexExprText(e string) string {
+	if enclosed(e) {
+		return e
+	}
+	i := 0
+	for i < len(e) && (e[i] == '_' || e[i] == '.' || unicode.IsLetter(rune(e[i])) || unicode.IsDigit(rune(e[i]))) {
+		i++
+	}
+	if i > 0 && enclosed(e[i:]) {
+		return e
+	}
+	return "(" + e + ")"
+}
+
+// enclosed reports whether e is one parenthesized group: "(" whose
+// matching ")" ends it (string literals aside, which index expressions
+// print rarely enough that an extra pair of parentheses is the cost).
+func enclosed(e string) bool {
+	if !strings.HasPrefix(e, "(") || !strings.HasSuffix(e, ")") {
+		return false
+	}
+	depth := 0
+	for j := 0; j < len(e); j++ {
+		switch e[j] {
+		case '(':
+			depth++
+		case ')':
+			depth--
+			if depth == 0 && j != len(e)-1 {
+				return false
+			}
+		}
+	}
+	return true
 }

@@ -98,7 +98,7 @@ func (b *builder) jsonToRecord(rf *pg_query.RangeFunction, s *scope) (n Node, la
 		if def == nil {
 			return nil, false, true, notSupported("unexpected column definition in %s", name)
 		}
-		t, err := sem.TypeFromAST(def.TypeName)
+		t, err := sem.TypeFromAST(b.env.Types, def.TypeName)
 		if err != nil {
 			return nil, false, true, b.errAt(err, def.Location)
 		}

@@ -108,7 +108,7 @@ func tableFromAST(cs *pg_query.CreateStmt, id catalog.ID) *catalog.Table {
 		switch x := e.Node.(type) {
 		case *pg_query.Node_ColumnDef:
 			cd := x.ColumnDef
-			typ, err := sem.TypeFromAST(cd.TypeName)
+			typ, err := sem.TypeFromAST(nil, cd.TypeName)
 			if err != nil {
 				typ = types.Text
 			}

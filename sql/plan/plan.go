@@ -140,6 +140,20 @@ type Scan struct {
 	Lock      LockStrength
 	// LockWait applies when Lock is set.
 	LockWait LockWaitPolicy
+	// Inverted, on a GIN index, reads the entries of tokens instead of
+	// Spans (see InvertedScan); the scan yields the primary-key columns
+	// of the rows that may match, each once, in no particular order.
+	Inverted *InvertedScan
+}
+
+// InvertedScan is what a scan of a GIN index looks up: the rows holding,
+// for every group, at least one of the group's tokens (an AND of ORs;
+// rowenc/gin.go makes the tokens). The rows are a superset of those
+// satisfying Cond, which stays in the filter above (the recheck).
+type InvertedScan struct {
+	Groups [][][]byte
+	// Cond is the predicate the tokens come from (EXPLAIN's Index Cond).
+	Cond sem.Expr
 }
 
 // IndexJoin looks up the primary-index rows of the rows Input (a Scan of
@@ -189,6 +203,15 @@ type Join struct {
 	// far the optimizer flattens it into one join search); false for the
 	// joins the binder makes of a FROM list's commas.
 	Explicit bool
+	// Merge: a merge join (sql/exec's mergeJoinOp) rather than a hash
+	// join. sql/opt sets it only on an inner, left, semi or anti join
+	// both of whose sides yield rows sorted ascending by LeftEq and
+	// RightEq (scans that read an index in that order).
+	Merge bool
+	// LeftRows, RightRows and Rows are the optimizer's row estimates of
+	// the inputs and of the join's output (0: not estimated). The cost
+	// model of distributed joins (sql/exec, distsql_join.go) reads them.
+	LeftRows, RightRows, Rows float64
 }
 
 // LookupJoin joins Input with a table by looking up, for each batch of
@@ -530,6 +553,22 @@ type VirtualEnv struct {
 	// Cursors lists the session's open SQL cursors for pg_cursors; nil
 	// shows none.
 	Cursors func() []SessionCursor
+	// Statements lists the node's statement statistics for
+	// pg_stat_statements; nil shows none.
+	Statements func() []StatementStats
+}
+
+// StatementStats is one entry of pg_stat_statements: the statements of
+// one fingerprint run by one user in one database on this node.
+type StatementStats struct {
+	User       string
+	DatabaseID uint32
+	QueryID    int64
+	Query      string
+	Calls      int64
+	// Times are milliseconds, as pg_stat_statements reports them.
+	TotalMs, MinMs, MaxMs, MeanMs, StddevMs float64
+	Rows                                    int64
 }
 
 // SessionCursor is one open cursor as pg_cursors shows it.

@@ -39,8 +39,10 @@ type RowReader struct {
 }
 
 type cachedBlock struct {
-	idx   int64
-	rows  [][]types.Datum
+	idx  int64
+	rows [][]types.Datum
+	// raw are the stored rows before the transform (Raw).
+	raw   [][]types.Datum
 	bytes int64
 	used  uint64
 }
@@ -68,22 +70,42 @@ func (b *Buffer) RowReader(acc *mon.Account, maxBlocks int, transform func([]typ
 
 // Row returns row i (0 <= i < Len) after the transform.
 func (rr *RowReader) Row(i int64) ([]types.Datum, error) {
+	blk, off, err := rr.block(i)
+	if err != nil {
+		return nil, err
+	}
+	return blk.rows[off], nil
+}
+
+// Raw returns row i as stored, before the transform: a window function's
+// reader behind (the row it emits) finds it in the blocks the function
+// just read instead of decoding the buffer a second time. The row is the
+// caller's to change (a block read again is decoded afresh; a buffer in
+// memory shares its rows, as Iter does).
+func (rr *RowReader) Raw(i int64) ([]types.Datum, error) {
+	blk, off, err := rr.block(i)
+	if err != nil {
+		return nil, err
+	}
+	return blk.raw[off], nil
+}
+
+// block returns the cached block holding row i, reading it if need be,
+// and i's offset in it.
+func (rr *RowReader) block(i int64) (*cachedBlock, int64, error) {
 	if i < 0 || i >= rr.b.n {
-		return nil, fmt.Errorf("rowcontainer: row %d of a buffer of %d", i, rr.b.n)
+		return nil, 0, fmt.Errorf("rowcontainer: row %d of a buffer of %d", i, rr.b.n)
 	}
 	bi, off := i/blockRows, i%blockRows
 	rr.tick++
 	for k := range rr.cache {
 		if c := &rr.cache[k]; c.idx == bi {
 			c.used = rr.tick
-			return c.rows[off], nil
+			return c, off, nil
 		}
 	}
 	blk, err := rr.load(bi)
-	if err != nil {
-		return nil, err
-	}
-	return blk.rows[off], nil
+	return blk, off, err
 }
 
 // load reads block bi into the cache, evicting the least recently used
@@ -92,6 +114,7 @@ func (rr *RowReader) load(bi int64) (*cachedBlock, error) {
 	first := bi * blockRows
 	n := min(blockRows, rr.b.n-first)
 	rows := make([][]types.Datum, n)
+	raw := make([][]types.Datum, n)
 	var bytes int64
 	for k := range rows {
 		var row []types.Datum
@@ -107,13 +130,16 @@ func (rr *RowReader) load(bi int64) (*cachedBlock, error) {
 		if err != nil {
 			return nil, err
 		}
-		rows[k] = out
+		rows[k], raw[k] = out, row
 		bytes += RowSize(out)
+		if rr.fd != nil {
+			bytes += RowSize(row)
+		}
 	}
 	if err := rr.acc.Force(bytes); err != nil {
 		return nil, err
 	}
-	blk := cachedBlock{idx: bi, rows: rows, bytes: bytes, used: rr.tick}
+	blk := cachedBlock{idx: bi, rows: rows, raw: raw, bytes: bytes, used: rr.tick}
 	if len(rr.cache) < rr.maxBlocks {
 		rr.cache = append(rr.cache, blk)
 		return &rr.cache[len(rr.cache)-1], nil

@@ -94,7 +94,11 @@
 // update or delete as KV operations on every index, ConditionalPuts where
 // uniqueness must hold, and TableLayout.ConvertWriteError maps a failed
 // condition to Postgres's 23505. RowFetcher (fetcher.go) decodes a scan
-// back into rows through a RowMerger.
+// back into rows through a RowMerger. A GIN index (IndexLayout.Inverted,
+// gin.go) holds one entry per token of its column's value instead, keyed
+// by the token and the primary key; EncodeIndexEntries encodes both
+// kinds, and a RowFetcher refuses inverted indexes (their entries are not
+// rows).
 //
 // Invariants:
 //
@@ -128,4 +132,9 @@
 //     (TestIndexModel, TestRowWriterRoundTrip).
 //  8. A write that would duplicate a primary key or a unique index key
 //     (NULLs distinct) fails as a whole with 23505 (TestUniqueViolation).
+//  9. Inverted tokens over-approximate: a value satisfying jsonb @>, ?,
+//     ?|, ?& or array @>, && against a constant holds the tokens the
+//     planner looks up for it (TestInvertedTokensSuperset); after any
+//     sequence of RowWriter changes an inverted index holds exactly the
+//     live rows' entries (TestInvertedRowWriterModel).
 package rowenc

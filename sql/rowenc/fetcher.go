@@ -51,6 +51,9 @@ type RowFetcher struct {
 // needed (nil: every column the index has). Emitted rows are full width
 // (len(t.Columns)); columns not kept, or not in the index, are nil.
 func NewRowFetcher(t *TableLayout, idx *IndexLayout, needed []ColumnID) (*RowFetcher, error) {
+	if idx.Inverted != "" {
+		return nil, fmt.Errorf("rowenc: index %q is inverted: its entries are tokens, not rows", idx.Name)
+	}
 	f := &RowFetcher{t: t, idx: idx}
 	if needed != nil {
 		f.needed = []int{}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"strconv"
 
 	"github.com/cairn-db/cairn/keys"
 	"github.com/cairn-db/cairn/kvpb"
@@ -193,4 +194,67 @@ func DecodeKeyPrefix(key []byte) (KeyPrefix, []byte, error) {
 	}
 	p = KeyPrefix{Group: uint64(g), Bucket: uint16(bucket), Table: uint32(tbl), Index: uint32(idx)}
 	return p, r.b, nil
+}
+
+// LeaseDomain names the set of tablets whose leases the lease balancer
+// keeps spread over the nodes as one (store.LeaseBalancerConfig.Domain),
+// from a tablet's span: the index it holds ("g<group>/t<table>/i<index>"),
+// so the bucket tablets of a hash-sharded index, and the tablets an index
+// was split into, are one domain; else its table group ("g<group>": a
+// table that is one tablet, or the bucket ranges of a hash-partitioned
+// table, which start at a group and bucket alone); else "" (system keys,
+// the start of table data: no domain). The index is the start key's,
+// else the end key's when the tablet holds part of it: bucket 0 of a
+// hash-sharded index starts at its group's first key (the splits
+// include the group's bounds) and ends inside the index, at bucket 1.
+func LeaseDomain(start, end []byte) string {
+	g, table, index, n := decodeDomain(start)
+	switch {
+	case n == 0:
+		return ""
+	case n >= 3:
+		return domainName(g, table, index, 3)
+	}
+	if eg, et, ei, en := decodeDomain(end); en == 4 && eg == g {
+		return domainName(eg, et, ei, 3)
+	}
+	return domainName(g, table, index, n)
+}
+
+// decodeDomain reads the group, bucket, table and index of a table data
+// key as far as they go: n is how many of group, table, index (and, as
+// 4, index with more key after it) it holds, 0 for no table data.
+func decodeDomain(k []byte) (g, table, index int64, n int) {
+	if !bytes.HasPrefix(k, keys.TableDataMin) || len(k) == len(keys.TableDataMin) {
+		return 0, 0, 0, 0
+	}
+	r := keyReader{b: k[len(keys.TableDataMin):]}
+	var err error
+	if g, err = r.orderedInt(); err != nil || g < 0 {
+		return 0, 0, 0, 0
+	}
+	if _, err := r.bigEndian(2, 0); err != nil {
+		return g, 0, 0, 1
+	}
+	if table, err = r.orderedInt(); err != nil || table < 0 {
+		return g, 0, 0, 1
+	}
+	if index, err = r.orderedInt(); err != nil || index < 0 {
+		return g, table, 0, 2
+	}
+	if len(r.b) == 0 {
+		return g, table, index, 3
+	}
+	return g, table, index, 4
+}
+
+func domainName(g, table, index int64, n int) string {
+	d := "g" + strconv.FormatInt(g, 10)
+	if n >= 2 {
+		d += "/t" + strconv.FormatInt(table, 10)
+	}
+	if n >= 3 {
+		d += "/i" + strconv.FormatInt(index, 10)
+	}
+	return d
 }

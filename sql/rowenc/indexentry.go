@@ -32,6 +32,9 @@ func (t *TableLayout) EncodeIndexEntry(idx *IndexLayout, row []types.Datum) (Ind
 	if idx.primary {
 		return IndexEntry{}, fmt.Errorf("rowenc: EncodeIndexEntry of the primary index %q", idx.Name)
 	}
+	if idx.Inverted != "" {
+		return IndexEntry{}, fmt.Errorf("rowenc: EncodeIndexEntry of the inverted index %q (EncodeIndexEntries)", idx.Name)
+	}
 	if err := t.checkRow(row); err != nil {
 		return IndexEntry{}, err
 	}

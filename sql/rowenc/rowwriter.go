@@ -220,6 +220,16 @@ func (w *RowWriter) insert(b Writes, row []types.Datum) error {
 		if idx.DeleteOnly {
 			continue
 		}
+		if idx.Inverted != "" {
+			ents, err := w.invertedEntries(idx, row)
+			if err != nil {
+				return err
+			}
+			for _, e := range ents {
+				b.Put(e.Key, e.Value)
+			}
+			continue
+		}
 		ie, ok, err := w.entry(idx, row)
 		if err != nil {
 			return err
@@ -244,6 +254,16 @@ func (w *RowWriter) delete(b Writes, row []types.Datum) error {
 		b.DelRange(key, keys.PrefixEnd(key))
 	}
 	for i := range t.Secondary {
+		if idx := &t.Secondary[i]; idx.Inverted != "" {
+			ents, err := w.invertedEntries(idx, row)
+			if err != nil {
+				return err
+			}
+			for _, e := range ents {
+				b.Del(e.Key)
+			}
+			continue
+		}
 		ie, ok, err := w.entry(&t.Secondary[i], row)
 		if err != nil {
 			return err
@@ -297,6 +317,9 @@ func (w *RowWriter) updatePrimary(b Writes, key []byte, old, new []types.Datum) 
 }
 
 func (w *RowWriter) updateIndex(b Writes, idx *IndexLayout, old, new []types.Datum) error {
+	if idx.Inverted != "" {
+		return w.updateInverted(b, idx, old, new)
+	}
 	oe, oldIn, err := w.entry(idx, old)
 	if err != nil {
 		return err
@@ -343,4 +366,53 @@ func putEntry(b Writes, e IndexEntry) {
 		return
 	}
 	b.Put(e.Key, e.Value)
+}
+
+// invertedEntries returns an inverted index's entries for row (none when
+// a partial index does not hold it).
+func (w *RowWriter) invertedEntries(idx *IndexLayout, row []types.Datum) ([]IndexEntry, error) {
+	if idx.Partial {
+		if w.InPartialIndex == nil {
+			return nil, fmt.Errorf("rowenc: partial index %q needs RowWriter.InPartialIndex", idx.Name)
+		}
+		in, err := w.InPartialIndex(idx, row)
+		if err != nil || !in {
+			return nil, err
+		}
+	}
+	return w.Table.EncodeIndexEntries(nil, idx, row)
+}
+
+// updateInverted changes an inverted index's entries of a row whose
+// primary key stays: the tokens it lost are deleted, the tokens it gained
+// written (none in delete-only), the ones it kept left alone.
+func (w *RowWriter) updateInverted(b Writes, idx *IndexLayout, old, new []types.Datum) error {
+	oe, err := w.invertedEntries(idx, old)
+	if err != nil {
+		return err
+	}
+	ne, err := w.invertedEntries(idx, new)
+	if err != nil {
+		return err
+	}
+	if idx.DeleteOnly {
+		ne = nil
+	}
+	kept := make(map[string]bool, len(oe))
+	for _, e := range oe {
+		kept[string(e.Key)] = false
+	}
+	for _, e := range ne {
+		if _, ok := kept[string(e.Key)]; ok {
+			kept[string(e.Key)] = true
+			continue
+		}
+		b.Put(e.Key, e.Value)
+	}
+	for _, e := range oe {
+		if !kept[string(e.Key)] {
+			b.Del(e.Key)
+		}
+	}
+	return nil
 }

@@ -64,6 +64,9 @@ type IndexLayout struct {
 	// DeleteOnly indexes (an online schema change's first state) get their
 	// entries deleted but never written.
 	DeleteOnly bool
+	// Inverted, when set, makes a GIN index with this operator class
+	// (gin.go): one key column, one entry per token of its value.
+	Inverted string
 
 	keyPos      []int   // row positions of KeyColumns
 	suffixPos   []int   // row positions of the primary-key columns not in KeyColumns
@@ -131,13 +134,30 @@ func (t *TableLayout) initIndex(idx *IndexLayout) error {
 		if !ok {
 			return fmt.Errorf("rowenc: index %q key column %d is not a column of %q", idx.Name, id, t.Name)
 		}
-		if t.Columns[p].Type.Family == types.JSONBFamily {
+		if t.Columns[p].Type.Family == types.JSONBFamily && idx.Inverted == "" {
 			return fmt.Errorf("index %q column %q: %w", idx.Name, t.Columns[p].Name, ErrNotKeyEncodable)
 		}
 		idx.keyPos = append(idx.keyPos, p)
 	}
 	if idx.primary {
 		return nil
+	}
+	if idx.Inverted != "" {
+		if len(idx.KeyColumns) != 1 || idx.Unique || len(idx.StoreColumns) > 0 {
+			return fmt.Errorf("rowenc: inverted index %q needs one key column, no stored column, and is not unique", idx.Name)
+		}
+		switch idx.Inverted {
+		case JSONBOps, JSONBPathOps:
+			if t.Columns[idx.keyPos[0]].Type.Family != types.JSONBFamily {
+				return fmt.Errorf("rowenc: inverted index %q: %s needs a jsonb column", idx.Name, idx.Inverted)
+			}
+		case ArrayOps:
+			if t.Columns[idx.keyPos[0]].Type.Family != types.ArrayFamily {
+				return fmt.Errorf("rowenc: inverted index %q: %s needs an array column", idx.Name, idx.Inverted)
+			}
+		default:
+			return fmt.Errorf("rowenc: inverted index %q: unknown operator class %q", idx.Name, idx.Inverted)
+		}
 	}
 	idx.suffixPos, idx.suffixOrder = idx.suffixPos[:0], idx.suffixOrder[:0]
 	for i, id := range t.Primary.KeyColumns {

@@ -808,7 +808,7 @@ func (b *builder) buildMinMax(m *pg_query.MinMaxExpr) (Expr, error) {
 }
 
 func (b *builder) buildTypeCast(tc *pg_query.TypeCast) (Expr, error) {
-	to, err := TypeFromAST(tc.TypeName)
+	to, err := TypeFromAST(b.ctx.Types, tc.TypeName)
 	if err != nil {
 		return nil, b.pos(tc.TypeName.GetLocation(), err)
 	}

@@ -185,6 +185,8 @@ func (c *compiler) compile(e Expr) (evalFn, error) {
 		return c.minMax(v)
 	case *Cast:
 		return c.cast(v)
+	case *DomainCoerce:
+		return c.compileDomain(v)
 	case *In:
 		return c.in(v)
 	case *AnyAll:

@@ -14,9 +14,28 @@ import (
 // casts as (x)::type, constants labelled with their type unless an int4,
 // a decimal-looking numeric, a boolean or an untyped literal.
 
+// typeText is a type as expressions print it: built-in types by their
+// SQL names, an enum (or an array of one) qualified by its schema, so
+// that stored expression text (DEFAULT, CHECK) reads the same whatever
+// the search path of the session that binds it (pg_get_expr prints the
+// name bare again when the search path finds it, as PostgreSQL does).
+func typeText(t *types.T) string {
+	e, suffix := t, ""
+	if e.Family == types.ArrayFamily && e.Elem != nil {
+		e, suffix = e.Elem, "[]"
+	}
+	if e.Domain != nil && e.Domain.Schema != "" {
+		return builtins.QuoteIdent(e.Domain.Schema) + "." + builtins.QuoteIdent(e.Domain.Name) + suffix
+	}
+	if e.Family == types.EnumFamily && e.Enum != nil && e.Enum.Schema != "" {
+		return builtins.QuoteIdent(e.Enum.Schema) + "." + builtins.QuoteIdent(e.Enum.Name) + suffix
+	}
+	return t.Name()
+}
+
 func (e *Const) String() string {
 	if types.IsNull(e.Datum) {
-		return "NULL::" + e.T.Name()
+		return "NULL::" + typeText(e.T)
 	}
 	text := types.Format(nil, e.T, e.Datum)
 	switch e.T.Family {
@@ -36,7 +55,7 @@ func (e *Const) String() string {
 			return text
 		}
 	}
-	return quote(text) + "::" + e.T.Name()
+	return quote(text) + "::" + typeText(e.T)
 }
 
 // quote is Postgres's simple_quote_literal: doubled quotes, and an E”
@@ -114,7 +133,7 @@ func (e *MinMax) String() string {
 	return "LEAST(" + joinExprs(e.Args, ", ") + ")"
 }
 
-func (e *Cast) String() string { return "(" + e.Expr.String() + ")::" + e.To.Name() }
+func (e *Cast) String() string { return "(" + e.Expr.String() + ")::" + typeText(e.To) }
 
 func (e *In) String() string {
 	op, q := "=", "ANY"

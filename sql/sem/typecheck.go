@@ -83,6 +83,13 @@ func (b *builder) literal(c *Const, to *types.T, loc int32) (Expr, error) {
 }
 
 func (b *builder) explicitCast(e Expr, to *types.T, loc int32) (Expr, error) {
+	if to.Domain != nil && !e.Type().Identical(to) {
+		inner, err := b.explicitCast(e, types.BaseType(to), loc)
+		if err != nil {
+			return nil, err
+		}
+		return b.toDomain(inner, to, true)
+	}
 	if c, ok := e.(*Const); ok && c.T.Family == types.UnknownFamily {
 		// Parse as the unmodified type, then apply the modifiers as a cast
 		// does ('abcd'::varchar(2) is 'ab', not an error).
@@ -131,7 +138,21 @@ func CoerceToAssign(e Expr, colType *types.T, colName string) (Expr, error) {
 	return b.assign(e, colType, colName, -1)
 }
 
+// CoerceToAssignIn is CoerceToAssign with the session's type context,
+// which a domain's CHECK expressions may need (a cast to a user type).
+func CoerceToAssignIn(tc *types.Context, e Expr, colType *types.T, colName string) (Expr, error) {
+	b := &builder{ctx: BuildContext{Types: tc}}
+	return b.assign(e, colType, colName, -1)
+}
+
 func (b *builder) assign(e Expr, colType *types.T, colName string, loc int32) (Expr, error) {
+	if colType.Domain != nil && !e.Type().Identical(colType) {
+		inner, err := b.assign(e, types.BaseType(colType), colName, loc)
+		if err != nil {
+			return nil, err
+		}
+		return b.toDomain(inner, colType, false)
+	}
 	from := e.Type()
 	if from.Identical(colType) {
 		return e, nil
@@ -163,8 +184,11 @@ func unmodified(t *types.T) *types.T {
 }
 
 // TypeFromAST resolves a type name of the AST (a CAST target, a column
-// definition) with its modifiers and array bounds.
-func TypeFromAST(tn *pg_query.TypeName) (*types.T, error) {
+// definition) with its modifiers and array bounds. Built-in names are
+// found first (pg_catalog is searched first, as in PostgreSQL); other
+// names, and every schema-qualified one, are user-defined types looked up
+// through tc's TypeResolver (nil tc: built-in types only).
+func TypeFromAST(tc *types.Context, tn *pg_query.TypeName) (*types.T, error) {
 	if tn == nil {
 		return nil, errUnsupported("missing type name")
 	}
@@ -177,13 +201,34 @@ func TypeFromAST(tn *pg_query.TypeName) (*types.T, error) {
 	if len(parts) == 2 && parts[0] == "pg_catalog" {
 		parts = parts[1:]
 	}
-	if len(parts) != 1 || tn.PctType || tn.Setof {
+	if len(parts) < 1 || len(parts) > 2 || tn.PctType || tn.Setof {
 		return nil, pgerror.New(pgerrcode.UndefinedObject, "type %q does not exist", strings.Join(parts, "."))
 	}
-	name := parts[0]
-	t, err := types.LookupName(name)
-	if err != nil {
-		return nil, err
+	var t *types.T
+	var err error
+	if len(parts) == 1 {
+		t, err = types.LookupName(parts[0])
+	}
+	if t == nil {
+		ut := tc.UserTypes()
+		if ut == nil {
+			if err == nil {
+				err = pgerror.New(pgerrcode.UndefinedObject, "type %q does not exist", strings.Join(parts, "."))
+			}
+			return nil, err
+		}
+		schema, name := "", parts[len(parts)-1]
+		if len(parts) == 2 {
+			schema = parts[0]
+		}
+		u, found, uerr := ut.ResolveType(schema, name)
+		if uerr != nil {
+			return nil, uerr
+		}
+		if !found {
+			return nil, pgerror.New(pgerrcode.UndefinedObject, "type \"%s\" does not exist", strings.Join(parts, "."))
+		}
+		t = u
 	}
 	var mods []int32
 	for _, m := range tn.Typmods {

@@ -94,6 +94,8 @@ func children(e Expr) []Expr {
 		return v.Args
 	case *Cast:
 		return []Expr{v.Expr}
+	case *DomainCoerce:
+		return []Expr{v.Arg}
 	case *In:
 		return append([]Expr{v.Left}, v.List...)
 	case *AnyAll:
@@ -165,6 +167,8 @@ func withChildren(e Expr, k []Expr) Expr {
 		return &MinMax{Greatest: v.Greatest, Args: k, T: v.T}
 	case *Cast:
 		return &Cast{Expr: k[0], To: v.To, Context: v.Context}
+	case *DomainCoerce:
+		return &DomainCoerce{Arg: k[0], T: v.T, Checks: v.Checks, Explicit: v.Explicit, Display: v.Display}
 	case *In:
 		return &In{Left: k[0], List: k[1:], Eq: v.Eq, Negated: v.Negated}
 	case *AnyAll:

@@ -83,6 +83,7 @@ func (s *Session) lookupBatch() int {
 func (s *Session) costs() opt.Costs {
 	c, _ := opt.ProfileCosts(s.vars["storage.profile"])
 	c.SeqScanOff, c.IndexScanOff = s.vars["enable_seqscan"] == "off", s.vars["enable_indexscan"] == "off"
+	c.MergeJoinOff = s.vars["enable_mergejoin"] == "off"
 	if rtt := s.b.cfg.NetworkRTT; rtt != nil {
 		c = c.WithRoundTrip(rtt())
 	}

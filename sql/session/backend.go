@@ -30,6 +30,10 @@ type Config struct {
 	ServerPort int32
 	// Logger receives session logs; nil means slog.Default().
 	Logger *slog.Logger
+	// ObserveStatement, when set, receives the latency of every statement
+	// that completed, with its kind (StatementKind): the server's
+	// histogram.
+	ObserveStatement func(kind string, d time.Duration)
 	// Tablets is the node's tablet directory (cairn_catalog.tablets);
 	// nil leaves that view empty.
 	Tablets plan.TabletDirectory
@@ -90,6 +94,10 @@ type Backend struct {
 	commits [3]atomic.Uint64
 	// sessions are the node's open sessions (activity.go).
 	sessions registry
+	// notify is the node's LISTEN/NOTIFY channels (notify.go).
+	notify notifyHub
+	// stmts is the node's pg_stat_statements (stmtstats.go).
+	stmts stmtStats
 }
 
 var _ pgwire.Backend = (*Backend)(nil)

@@ -151,35 +151,52 @@ func (s *Session) runCitus(x *stmtState, st *parser.Statement, c *citusCall, w p
 		if t, ok := c.args["distribution_type"]; ok && t != "hash" {
 			return pgerror.New(pgerrcode.FeatureNotSupported, "distribution_type %q is not supported: Cairn distributes by hash", t)
 		}
-		switch cw := c.args["colocate_with"]; cw {
-		case "", "default", "none":
-			// Each distributed table is a colocation group of its own
-			// (docs/distributed.md, "Decisions").
+		// colocate_with: 'default' (Citus's default: the group of a
+		// table with the same shard count and column type), 'none' (a
+		// group of its own) or a table, whose shard count the new one
+		// takes (ddl.colocationWith).
+		cw := c.args["colocate_with"]
+		named := false
+		switch cw {
+		case "":
+			if c.fn != "alter_distributed_table" {
+				cw = "default"
+			}
+		case "default", "none":
 		default:
-			return pgerror.New(pgerrcode.FeatureNotSupported, "colocate_with => %s is not supported yet", quoteLiteral(cw))
+			q, err := quotedRelation(cw)
+			if err != nil {
+				return err
+			}
+			cw, named = q, true
+		}
+		if cw != "" {
+			opts = append(opts, "cairn_colocate_with = "+quoteLiteral(cw))
 		}
 		col, ok := c.args["distribution_column"]
 		if !ok && c.fn != "alter_distributed_table" {
 			return pgerror.New(pgerrcode.UndefinedFunction, "function %s needs a distribution_column", c.fn)
 		}
 		n := c.args["shard_count"]
-		if !ok && n == "" {
-			return pgerror.New(pgerrcode.FeatureNotSupported, "alter_distributed_table changes distribution_column or shard_count; other changes are not supported yet")
+		if !ok && n == "" && !named {
+			return pgerror.New(pgerrcode.FeatureNotSupported, "alter_distributed_table changes distribution_column, shard_count or colocate_with (a table); other changes are not supported yet")
 		}
 		// Without a column (alter_distributed_table(t, shard_count =>
 		// n)) the table keeps its own (ddl.alterDistribution).
 		opts = append(opts, "cairn_distribution_column = "+quoteLiteral(col))
-		if n == "" {
+		if n == "" && !named {
 			n = s.vars["citus.shard_count"]
 		}
-		if _, err := strconv.Atoi(n); err != nil {
-			return pgerror.New(pgerrcode.InvalidParameterValue, "shard_count must be an integer, not %q", n)
+		if n != "" {
+			if _, err := strconv.Atoi(n); err != nil {
+				return pgerror.New(pgerrcode.InvalidParameterValue, "shard_count must be an integer, not %q", n)
+			}
+			opts = append(opts, "cairn_split_tablets = "+n)
 		}
-		opts = append(opts, "cairn_split_tablets = "+n)
 	case "undistribute_table":
 		opts = append(opts, "cairn_distribution_column = ''")
 	case "create_reference_table":
-		return pgerror.New(pgerrcode.FeatureNotSupported, "create_reference_table is not supported yet")
+		opts = append(opts, "cairn_distribution_column = ''", "cairn_reference = true")
 	}
 	stmts, err := parser.Parse(fmt.Sprintf("ALTER TABLE %s SET (%s)", rel, strings.Join(opts, ", ")))
 	if err != nil {

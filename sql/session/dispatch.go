@@ -133,6 +133,8 @@ func (s *Session) dispatch(x *stmtState, g stmtGroup, w pgwire.ResultWriter) err
 		return s.txnControl(x, n.TransactionStmt, w)
 	case *pg_query.Node_VariableSetStmt:
 		return s.set(x, n.VariableSetStmt, w)
+	case *pg_query.Node_AlterSystemStmt:
+		return s.alterSystem(x, n.AlterSystemStmt, w)
 	case *pg_query.Node_VariableShowStmt:
 		return s.show(n.VariableShowStmt.Name, w, false)
 	case *pg_query.Node_ExplainStmt:
@@ -164,13 +166,20 @@ func (s *Session) dispatch(x *stmtState, g stmtGroup, w pgwire.ResultWriter) err
 		}
 		return s.execDDL(x, g, w)
 	case *pg_query.Node_ListenStmt:
-		// Accepted so that clients which LISTEN at startup work; nothing
-		// in Cairn sends notifications yet, so there is nothing to hear.
+		if err := checkChannel(n.ListenStmt.Conditionname); err != nil {
+			return err
+		}
+		s.queueListen(n.ListenStmt.Conditionname, true)
 		return w.Complete("LISTEN")
 	case *pg_query.Node_UnlistenStmt:
+		s.queueListen(n.UnlistenStmt.Conditionname, false)
 		return w.Complete("UNLISTEN")
 	case *pg_query.Node_NotifyStmt:
-		return pgerror.New(pgerrcode.FeatureNotSupported, "NOTIFY is not supported")
+		// PostgreSQL allows NOTIFY in a read-only transaction.
+		if err := s.queueNotify(n.NotifyStmt.Conditionname, n.NotifyStmt.Payload); err != nil {
+			return err
+		}
+		return w.Complete("NOTIFY")
 	case nil:
 		return w.EmptyQuery()
 	}
@@ -250,6 +259,8 @@ func (s *Session) ddlContext(x *stmtState, txn *kv.Txn, w pgwire.ResultWriter, s
 		BackendPID:      int32(s.pid),
 		Memory:          s.b.cfg.Memory,
 		TempStorage:     s.b.cfg.TempStorage,
+		TempSchema:      s.tempSchema,
+		OnCommit:        s.recordOnCommit,
 	}
 }
 
@@ -304,10 +315,11 @@ func (s *Session) execContext(x *stmtState, txn *kv.Txn, params []types.Datum) *
 		Txn: txn, Catalog: r, Database: s.db, User: s.user, Settings: s.settingRows,
 		// pg_stat_activity shows this backend with the pid the
 		// client got in BackendKeyData, as pg_backend_pid() does.
-		Session:  a.ec.Session(),
-		Tablets:  s.b.cfg.Tablets,
-		Activity: s.b.sessions.snapshot,
-		Cursors:  s.cursorRows,
+		Session:    a.ec.Session(),
+		Tablets:    s.b.cfg.Tablets,
+		Activity:   s.b.sessions.snapshot,
+		Cursors:    s.cursorRows,
+		Statements: s.b.stmts.snapshot,
 	}
 	workMem, _, _ := mon.ParseKB(s.vars["work_mem"])
 	workMem <<= 10

@@ -72,8 +72,10 @@
 //
 // # Not done here
 //
-//   - LISTEN/UNLISTEN are accepted and do nothing: nothing in Cairn sends
-//     notifications yet, so a listener would never hear one. NOTIFY is 0A000.
+//   - LISTEN/UNLISTEN/NOTIFY reach the sessions of one node only
+//     (notify.go); sessions on other nodes do not hear them.
+//   - Temporary tables live in a schema of the session's own, dropped
+//     when it ends (temp.go).
 //   - Advisory locks are node-local (see AdvisoryLocks).
 //   - extra_float_digits is accepted (-15..3, as in Postgres) but floats
 //     always print in the shortest exact form, which is what 1..3 mean in

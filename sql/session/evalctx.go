@@ -64,3 +64,14 @@ func (l lockTimeout) Lock(ctx context.Context, key builtins.AdvisoryKey, shared,
 func (e *evalCtx) Sequences() builtins.SequenceOps { return e.x.s.seqs }
 
 var _ builtins.SettingsAccess = (*evalCtx)(nil)
+
+var _ builtins.NotifyContext = (*evalCtx)(nil)
+
+// Notify is pg_notify: NOTIFY channel, payload at the transaction's
+// commit (notify.go).
+func (e *evalCtx) Notify(channel, payload string) error {
+	return e.x.s.queueNotify(channel, payload)
+}
+
+// ListeningChannels is pg_listening_channels().
+func (e *evalCtx) ListeningChannels() []string { return e.x.s.listeningChannels() }

@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"time"
 
 	"github.com/cairn-db/cairn/kv"
 	"github.com/cairn-db/cairn/pgwire"
@@ -55,15 +56,48 @@ func (s *Session) prepare(ctx context.Context, sql string, paramOIDs []uint32) (
 		return nil, errInFailedTxn
 	}
 	declared := make([]*types.T, len(paramOIDs))
+	var userOIDs map[int]uint32 // declared OIDs of no built-in type
 	for i, oid := range paramOIDs {
 		if oid == 0 {
 			continue
 		}
 		t, ok := types.OidToType(oid)
 		if !ok {
-			return nil, pgerror.New(pgerrcode.UndefinedObject, "type with OID %d does not exist", oid)
+			if userOIDs == nil {
+				userOIDs = map[int]uint32{}
+			}
+			userOIDs[i] = oid
+			continue
 		}
 		declared[i] = t
+	}
+	if userOIDs != nil {
+		// An enum type (a client that looked it up declares it): found
+		// in the catalog, in the open transaction or a short one.
+		find := func(ctx context.Context, txn *kv.Txn) error {
+			ut := s.regTypes(ctx, txn).UserTypes()
+			for i, oid := range userOIDs {
+				var t *types.T
+				ok := false
+				if ut != nil {
+					t, ok = ut.TypeByOID(oid)
+				}
+				if !ok {
+					return pgerror.New(pgerrcode.UndefinedObject, "type with OID %d does not exist", oid)
+				}
+				declared[i] = t
+			}
+			return nil
+		}
+		var err error
+		if s.inTxn && !s.aborted {
+			err = find(ctx, s.kvTxn())
+		} else {
+			err = s.b.db.Txn(ctx, kv.Serializable, find)
+		}
+		if err != nil {
+			return nil, sqlError(ctx, err)
+		}
 	}
 	if sel, ok := node(ps.g.main).(*pg_query.Node_SelectStmt); ok {
 		if c, err := asCitusCall(sel.SelectStmt); err != nil {
@@ -257,6 +291,16 @@ func (pt *portal) Close() {
 
 // Execute implements pgwire.Portal.
 func (pt *portal) Execute(ctx context.Context, w pgwire.ResultWriter, maxRows int) (bool, error) {
+	start := time.Now()
+	sw := &statsWriter{ResultWriter: w}
+	suspended, err := pt.execute(ctx, sw, maxRows)
+	if err == nil && !sw.empty {
+		pt.ps.s.recordStatement(pt.ps.sql, nil, time.Since(start), sw.rows)
+	}
+	return suspended, err
+}
+
+func (pt *portal) execute(ctx context.Context, w pgwire.ResultWriter, maxRows int) (bool, error) {
 	ps, s := pt.ps, pt.ps.s
 	if pt.cur != nil {
 		return pt.resume(ctx, w, maxRows)

@@ -48,9 +48,13 @@ func autoRetryBackoff(ctx context.Context, attempt int) bool {
 type Session struct {
 	// spCache is searchPath's last answer and what it depends on.
 	spCache struct {
-		setting, user string
-		out           []string
+		setting, user, temp string
+		out                 []string
 	}
+	// temp is the session's temporary tables (temp.go).
+	temp tempState
+	// notes is the session's LISTEN/NOTIFY state (notify.go).
+	notes notifyState
 	b     *Backend
 	user  string
 	super bool
@@ -79,6 +83,10 @@ type Session struct {
 	// parameterized text (plancache.go).
 	simplePlans map[string]*simpleEntry
 	shapes      map[string]*shapeEntry
+	// curShape is the shape of the Query message running (nil: none);
+	// fps caches fingerprints by shape or text (stmtstats.go).
+	curShape *queryShape
+	fps      fingerprints
 
 	// Transaction state (see the package doc). txn is created lazily by
 	// the first statement that reads or writes.
@@ -160,6 +168,8 @@ func (s *Session) Close() {
 	if s.inTxn {
 		s.endTxn(context.Background(), false)
 	}
+	s.dropTempSchema(context.Background())
+	s.closeNotify()
 	s.locks.close()
 	s.b.sessions.remove(s.act)
 }
@@ -228,19 +238,27 @@ func (s *Session) regTypes(ctx context.Context, txn *kv.Txn) *types.Context {
 // its capacity ends with it, so appending copies.
 func (s *Session) searchPath() []string {
 	setting := s.vars["search_path"]
-	if s.spCache.out != nil && s.spCache.setting == setting && s.spCache.user == s.user {
+	if s.spCache.out != nil && s.spCache.setting == setting && s.spCache.user == s.user && s.spCache.temp == s.temp.name {
 		return s.spCache.out
 	}
 	raw := parseSearchPath(setting)
-	out := make([]string, 0, len(raw))
+	out := make([]string, 0, len(raw)+1)
+	if s.temp.name != "" {
+		// The session's temporary schema is searched first, as
+		// PostgreSQL's pg_temp is unless the path lists it elsewhere.
+		out = append(out, s.temp.name)
+	}
 	for _, p := range raw {
 		if p == "$user" {
 			p = s.user
 		}
+		if p == "pg_temp" {
+			continue // listed first already
+		}
 		out = append(out, p)
 	}
 	out = out[:len(out):len(out)]
-	s.spCache.setting, s.spCache.user, s.spCache.out = setting, s.user, out
+	s.spCache.setting, s.spCache.user, s.spCache.temp, s.spCache.out = setting, s.user, s.temp.name, out
 	return out
 }
 
@@ -346,7 +364,11 @@ func (s *Session) endTxn(ctx context.Context, commit bool) error {
 	var err error
 	if s.txn != nil {
 		if commit {
-			if err = s.txn.Commit(ctx); err != nil {
+			err = s.onCommitActions(ctx, s.txn)
+			if err != nil {
+				_ = s.txn.Rollback(context.WithoutCancel(ctx))
+				commit = false
+			} else if err = s.txn.Commit(ctx); err != nil {
 				_ = s.txn.Rollback(context.WithoutCancel(ctx))
 				commit = false
 			} else {
@@ -371,6 +393,7 @@ func (s *Session) endTxn(ctx context.Context, commit bool) error {
 	s.sqlCursors = s.keepHeldCursors(commit)
 	s.applyDerived()
 	s.endTxnStats(commit)
+	s.endTxnNotify(commit)
 	s.txn, s.inTxn, s.block, s.aborted, s.extImplicit = nil, false, false, false, false
 	s.savedVars, s.localVars, s.savepoints = nil, nil, nil
 	s.locks.endTxn()
@@ -552,11 +575,23 @@ var errInFailedTxn = pgerror.New(pgerrcode.InFailedSQLTransaction, "current tran
 
 // SimpleQuery implements pgwire.Session.
 func (s *Session) SimpleQuery(ctx context.Context, sql string, w pgwire.ResultWriter) error {
+	start := time.Now()
+	sw := &statsWriter{ResultWriter: w}
+	s.curShape = nil
+	err := s.simpleQuery(ctx, sql, sw)
+	if err == nil && !sw.empty {
+		s.recordStatement(sql, s.curShape, time.Since(start), sw.rows)
+	}
+	return err
+}
+
+func (s *Session) simpleQuery(ctx context.Context, sql string, w pgwire.ResultWriter) error {
 	s.statementStarts(sql)
 	if err := s.flushReports(w); err != nil {
 		return err
 	}
 	sh := shapeOf(sql)
+	s.curShape = sh
 	if g, ok := s.shapeGroup(sql, sh); ok {
 		// A single SELECT of a known shape, not parsed (plancache.go).
 		if s.inTxn {

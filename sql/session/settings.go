@@ -104,10 +104,12 @@ var settingsList = []*setting{
 	{name: "distsql", def: "auto", check: checkEnum("off", "auto", "on"), desc: "Sets when a statement runs as distributed fragments on the tablets' leaseholders (off; auto: when its fragments are on more than one node; on: whenever it qualifies)."},
 	{name: "citus.shard_count", def: "32", check: checkIntRange(1, 64000), desc: "Sets the number of shards (tablets) create_distributed_table gives a table without shard_count, as in Citus."},
 	{name: "sql.testing.distsql_pushdown", def: "on", check: checkBool, desc: "For tests: off keeps filters, projections, aggregation and sorting at the gateway of a distributed statement (its fragments ship KVs), to measure what pushdown saves."},
+	{name: "sql.testing.distsql_join", def: "auto", check: checkEnum("auto", "off", "colocated", "reference", "broadcast", "repartition"), desc: "For tests: how a distributed join runs when that way applies (auto: the cost model chooses; off: joins run at the gateway)."},
 	{name: "join_collapse_limit", def: "8", check: checkIntRange(1, math.MaxInt32), desc: "Sets the FROM-list size beyond which JOIN constructs are not flattened."},
 	{name: "from_collapse_limit", def: "8", check: checkIntRange(1, math.MaxInt32), desc: "Sets the FROM-list size beyond which subqueries are not collapsed."},
 	{name: "enable_seqscan", def: "on", check: checkBool, desc: "Enables the planner's use of sequential-scan plans."},
 	{name: "enable_indexscan", def: "on", check: checkBool, desc: "Enables the planner's use of index-scan plans."},
+	{name: "enable_mergejoin", def: "on", check: checkBool, desc: "Enables the planner's use of merge-join plans."},
 	{name: "geqo", def: "on", check: checkBool, desc: "Enables the heuristic join search (Cairn's is greedy, not genetic) for FROM lists of geqo_threshold items or more."},
 	// storage.profile prices the planner's reads (sql/opt's Costs): its
 	// default is the node's --store-profile (NewSession), and SET

@@ -274,7 +274,7 @@ func (s *Session) sqlPrepare(x *stmtState, st *parser.Statement, n *pg_query.Pre
 	}
 	declared := make([]*types.T, len(n.Argtypes))
 	for i, a := range n.Argtypes {
-		t, err := sem.TypeFromAST(a.GetTypeName())
+		t, err := sem.TypeFromAST(x.types(), a.GetTypeName())
 		if err != nil {
 			return err
 		}

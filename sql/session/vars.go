@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"strings"
 
 	"github.com/cairn-db/cairn/pgwire"
@@ -261,6 +262,16 @@ func (s *Session) show(name string, w pgwire.ResultWriter, described bool) error
 		}
 	} else if v, ok := s.txnSetting(name); ok {
 		rows = [][]string{{v}}
+	} else if cs, ok := lookupClusterSetting(name); ok {
+		ctx := context.Background()
+		if s.cur != nil {
+			ctx = s.cur.ctx
+		}
+		v, err := s.b.ClusterSetting(ctx, cs.name)
+		if err != nil {
+			return err
+		}
+		rows = [][]string{{v}}
 	} else {
 		st, err := lookupSetting(name)
 		if err != nil {
@@ -300,6 +311,9 @@ func (s *Session) discard(n *pg_query.DiscardStmt, w pgwire.ResultWriter) error 
 		s.applyDerived()
 		s.prepared = make(map[string]*sqlPrepared)
 		s.locks.UnlockAll()
+		if err := s.discardTemp(); err != nil {
+			return err
+		}
 		return w.Complete("DISCARD ALL")
 	case pg_query.DiscardMode_DISCARD_PLANS:
 		// There is no plan cache yet: nothing to discard.
@@ -307,7 +321,9 @@ func (s *Session) discard(n *pg_query.DiscardStmt, w pgwire.ResultWriter) error 
 	case pg_query.DiscardMode_DISCARD_SEQUENCES:
 		return w.Complete("DISCARD SEQUENCES")
 	default:
-		// No temporary tables exist in Cairn.
+		if err := s.discardTemp(); err != nil {
+			return err
+		}
 		return w.Complete("DISCARD TEMP")
 	}
 }

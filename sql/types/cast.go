@@ -223,6 +223,13 @@ func castDatum(ctx *Context, d Datum, from, to *T, explicit bool) (Datum, error)
 		if to.Family == BytesFamily {
 			return v, nil
 		}
+	case DEnum:
+		// Only to the same enum type (CastKindOf has no other): the value
+		// is found again among to's members, so a label renamed since the
+		// value was read prints as it now is.
+		if to.Family == EnumFamily && (from.Family != EnumFamily || from.Oid == to.Oid) {
+			return EnumFromPhysRep(to, []byte(v.PhysRep))
+		}
 	case DUUID:
 		if to.Family == UUIDFamily {
 			return v, nil

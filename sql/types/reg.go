@@ -167,3 +167,26 @@ func wireOID(t *T) uint32 {
 	}
 	return t.Oid
 }
+
+// TypeResolver is implemented by a RegResolver that also knows the
+// user-defined types (CREATE TYPE ... AS ENUM): type names this package
+// does not know (a cast's target, a column definition) are looked up
+// through it. sql/pgcatalog's resolver implements it.
+type TypeResolver interface {
+	// ResolveType returns the user-defined type schema.name names
+	// (schema "": the first match on the search path; a name "_t" is the
+	// array of t, as in PostgreSQL). found is false when there is none.
+	ResolveType(schema, name string) (t *T, found bool, err error)
+	// TypeByOID returns the user-defined type, or the array of one, whose
+	// pg_type OID is oid.
+	TypeByOID(oid uint32) (*T, bool)
+}
+
+// UserTypes returns the context's TypeResolver, nil when it has none.
+func (c *Context) UserTypes() TypeResolver {
+	if c == nil || c.Reg == nil {
+		return nil
+	}
+	tr, _ := c.Reg.(TypeResolver)
+	return tr
+}

@@ -76,6 +76,9 @@ type T struct {
 	Elem *T
 	// Enum holds the labels of an EnumFamily type (nil otherwise).
 	Enum *EnumMeta
+	// Domain, when set, makes this a domain over the type the other
+	// fields describe (domain.go).
+	Domain *DomainMeta
 	// Fields are the named fields of a RecordFamily type, in order.
 	Fields []Field
 }
@@ -229,8 +232,8 @@ func (t *T) Size() int16 {
 		return int16(t.Width / 8)
 	case FloatFamily:
 		return int16(t.Width / 8)
-	case DateFamily, OidFamily:
-		return 4
+	case DateFamily, OidFamily, EnumFamily:
+		return 4 // an enum is a 4-byte OID in PostgreSQL
 	case TimeFamily, TimestampFamily, TimestampTZFamily:
 		return 8
 	case IntervalFamily, UUIDFamily:
@@ -271,6 +274,9 @@ func (t *T) Identical(u *T) bool {
 	if t.Family != u.Family || t.Oid != u.Oid || t.Width != u.Width || t.Precision != u.Precision || t.Scale != u.Scale {
 		return false
 	}
+	if (t.Domain == nil) != (u.Domain == nil) || t.Domain != nil && t.Domain.Oid != u.Domain.Oid {
+		return false // a value must pass the domain's checks to become one
+	}
 	if t.Family == ArrayFamily {
 		return t.Elem.Identical(u.Elem)
 	}
@@ -293,6 +299,9 @@ func (t *T) Equivalent(u *T) bool {
 // Name returns the type as Postgres's format_type prints it, e.g.
 // "character varying(10)", "timestamp with time zone", "integer[]".
 func (t *T) Name() string {
+	if t.Domain != nil {
+		return t.Domain.Name
+	}
 	switch t.Family {
 	case RecordFamily:
 		return "record"

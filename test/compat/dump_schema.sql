@@ -89,3 +89,21 @@ INSERT INTO orders (item) VALUES ('tea'), ('cake');
 INSERT INTO dump_extra.batches (label) VALUES ('b1'), ('b2'), ('b3');
 INSERT INTO dump_extra.shapes (id, parent_id, w, h, name)
   SELECT g, 1 + g % 50, g, g / 2.0, 'Shape ' || g FROM generate_series(1, 30) g;
+-- Enum types: a label added in the middle after the table has rows (the
+-- dump lists labels in enumsortorder), an enum array column, a type in a
+-- second schema, a comment on a type.
+CREATE TYPE mood AS ENUM ('sad', 'ok', 'happy');
+CREATE TYPE dump_extra.status AS ENUM ('new', 'open', 'closed');
+COMMENT ON TYPE dump_extra.status IS 'ticket states';
+CREATE TABLE tickets (id int PRIMARY KEY, st dump_extra.status NOT NULL DEFAULT 'new', moods mood[]);
+INSERT INTO tickets VALUES (1, 'open', '{sad,happy}'), (2, 'closed', NULL), (3, 'new', '{}');
+ALTER TYPE dump_extra.status ADD VALUE 'held' BEFORE 'closed';
+ALTER TYPE mood ADD VALUE 'meh' AFTER 'sad';
+INSERT INTO tickets VALUES (4, 'held', '{meh,ok}');
+-- Domains: NOT NULL, DEFAULT and named and unnamed CHECKs, one in the
+-- second schema, columns and rows using them.
+CREATE DOMAIN email AS text CONSTRAINT email_at CHECK (VALUE LIKE '%@%');
+CREATE DOMAIN dump_extra.qty AS int NOT NULL DEFAULT 1 CHECK (VALUE > 0) CHECK (VALUE < 1000);
+CREATE TABLE contacts (id int PRIMARY KEY, mail email, n dump_extra.qty);
+INSERT INTO contacts VALUES (1, 'a@example.com', 5), (2, NULL, 7);
+INSERT INTO contacts (id, mail) VALUES (3, 'c@example.com');

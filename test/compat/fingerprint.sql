@@ -27,6 +27,16 @@ SELECT column_name, is_generated, generation_expression FROM information_schema.
 SELECT 'shapes', count(*), md5(string_agg(id || '|' || parent_id || '|' || w || '|' || h || '|' || area || '|' || name, ',' ORDER BY id))
   FROM dump_extra.shapes;
 SELECT 'orders', no, item FROM orders ORDER BY no;
+SELECT n.nspname, t.typname, t.typtype, string_agg(e.enumlabel, ',' ORDER BY e.enumsortorder), obj_description(t.oid, 'pg_type')
+  FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace JOIN pg_enum e ON e.enumtypid = t.oid
+  WHERE n.nspname IN ('public', 'dump_extra') GROUP BY 1, 2, 3, t.oid ORDER BY 1, 2;
+SELECT 'tickets', id, st, moods, format_type(pg_typeof(st), NULL) FROM tickets ORDER BY st, id;
+SELECT n.nspname, t.typname, format_type(t.typbasetype, t.typtypmod), t.typnotnull, t.typdefault,
+  (SELECT string_agg(c.conname || ' ' || pg_get_constraintdef(c.oid), ', ' ORDER BY c.conname) FROM pg_constraint c WHERE c.contypid = t.oid)
+  FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace
+  WHERE t.typtype = 'd' AND n.nspname IN ('public', 'dump_extra') ORDER BY 1, 2;
+SELECT 'contacts', id, mail, n, format_type(a.atttypid, a.atttypmod) FROM contacts, pg_attribute a
+  WHERE a.attrelid = 'contacts'::regclass AND a.attname = 'n' ORDER BY id;
 SELECT 'batches', no, label FROM dump_extra.batches ORDER BY no;
 SELECT nextval('order_no'), nextval('dump_extra.batch_no');
 SELECT nextval('dump_parent_id_seq'), nextval('dump_child_id_seq'), nextval('dump_ticket'), nextval('dump_extra.audit_id_seq');

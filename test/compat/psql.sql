@@ -56,6 +56,7 @@ CREATE TABLE compat_s.items (k bigint PRIMARY KEY, v text DEFAULT 'x');
 \df now
 \df gen_random_uuid
 \df abs
+\sf lower(text)
 \dt+ compat_orgs
 \dv+
 \ds+
@@ -82,6 +83,56 @@ CREATE TABLE compat_s.items (k bigint PRIMARY KEY, v text DEFAULT 'x');
 \drds
 \dl
 \dconfig search_path
+
+-- Enum types: \dT and \dT+ (labels in declaration order, one added in
+-- the middle), a table using them, a type in another schema.
+CREATE TYPE compat_mood AS ENUM ('sad', 'ok', 'happy');
+ALTER TYPE compat_mood ADD VALUE 'meh' BEFORE 'ok';
+CREATE TYPE compat_s.color AS ENUM ('red', 'green');
+COMMENT ON TYPE compat_mood IS 'how it feels';
+CREATE TABLE compat_feelings (id int PRIMARY KEY, m compat_mood NOT NULL DEFAULT 'ok',
+  c compat_s.color DEFAULT 'red', ms compat_mood[]);
+INSERT INTO compat_feelings VALUES (1, 'happy', 'green', '{sad,meh}'), (2, 'sad', NULL, NULL), (3, 'meh', 'red', '{}');
+INSERT INTO compat_feelings (id) VALUES (4);
+SELECT * FROM compat_feelings ORDER BY m, id;
+\d compat_feelings
+\dT
+\dT+
+\dT compat_s.*
+\dT+ compat_s.color
+DROP TABLE compat_feelings;
+DROP TYPE compat_mood, compat_s.color;
+\dT
+
+-- Domains: \dD, \dD+, a table using them, \copy checking them.
+CREATE DOMAIN compat_pos AS numeric(8,2) CHECK (VALUE > 0);
+CREATE DOMAIN compat_s.code AS varchar(4) NOT NULL DEFAULT 'NONE' CONSTRAINT code_upper CHECK (VALUE = upper(VALUE));
+CREATE TABLE compat_prices (id int PRIMARY KEY, price compat_pos, code compat_s.code);
+\copy compat_prices (id, price, code) FROM stdin
+1	9.99	AB
+2	0.50	CD
+\.
+\copy compat_prices (id, price) FROM stdin
+3	1.25
+\.
+SELECT * FROM compat_prices ORDER BY id;
+\d compat_prices
+\dD
+\dD+
+\dD compat_s.*
+\set ON_ERROR_STOP off
+\copy compat_prices (id, price, code) FROM stdin
+4	-1.00	X
+\.
+\copy compat_prices (id, price, code) FROM stdin
+4	1.00	\N
+\.
+INSERT INTO compat_prices VALUES (5, 2, 'lower');
+INSERT INTO compat_prices VALUES (5, 2, 'low');
+\set ON_ERROR_STOP on
+DROP TABLE compat_prices;
+DROP DOMAIN compat_pos, compat_s.code;
+\dD
 
 -- pg_dump 15's index query (as quoted in the colocated-tables seed), with
 -- the parameters pg_dump binds.

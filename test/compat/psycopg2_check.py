@@ -7,7 +7,9 @@ any failed. The same script passes against PostgreSQL 15.
 import datetime
 import decimal
 import io
+import select
 import sys
+import time
 import traceback
 import uuid
 
@@ -264,6 +266,62 @@ def autocommit_and_transactions(conn):
     cur.execute("SELECT count(*) FROM py_copy WHERE a >= 12")
     assert cur.fetchone()[0] == 0
     conn.rollback()
+
+
+@check
+def listen_notify(conn):
+    # psycopg2's documented loop: LISTEN in autocommit, select() on the
+    # connection, poll(), read conn.notifies. One notification from a
+    # NOTIFY, one from pg_notify in a transaction block.
+    conn.autocommit = True
+    conn.cursor().execute("LISTEN py_events")
+    other = psycopg2.connect(url)
+    other.autocommit = True
+    oc = other.cursor()
+    oc.execute("NOTIFY py_events, 'one'")
+    oc.execute("BEGIN")
+    oc.execute("SELECT pg_notify('py_events', 'two')")
+    oc.execute("COMMIT")
+    got = []
+    deadline = time.time() + 10
+    while len(got) < 2 and time.time() < deadline:
+        if select.select([conn], [], [], 1) != ([], [], []):
+            conn.poll()
+            while conn.notifies:
+                n = conn.notifies.pop(0)
+                got.append((n.channel, n.payload, n.pid))
+    assert [(c, p) for c, p, _ in got] == [("py_events", "one"), ("py_events", "two")], got
+    assert got[0][2] == other.get_backend_pid(), (got, other.get_backend_pid())
+    other.close()
+
+
+@check
+def enum_and_domain(conn):
+    cur = conn.cursor()
+    cur.execute("DROP TABLE IF EXISTS py_moods")
+    cur.execute("DROP TYPE IF EXISTS py_mood")
+    cur.execute("DROP DOMAIN IF EXISTS py_pos")
+    cur.execute("CREATE TYPE py_mood AS ENUM ('sad', 'ok', 'happy')")
+    cur.execute("CREATE DOMAIN py_pos AS int CHECK (VALUE > 0)")
+    cur.execute("CREATE TABLE py_moods (id py_pos PRIMARY KEY, m py_mood)")
+    cur.execute("INSERT INTO py_moods VALUES (%s, %s), (%s, %s)", (1, "happy", 2, "sad"))
+    cur.execute("SELECT id, m FROM py_moods WHERE m >= %s ORDER BY m", ("sad",))
+    assert cur.fetchall() == [(2, "sad"), (1, "happy")]
+    conn.commit()
+    try:
+        cur.execute("INSERT INTO py_moods VALUES (%s, %s)", (0, "ok"))
+        raise AssertionError("the domain's CHECK let 0 in")
+    except psycopg2.errors.CheckViolation:
+        conn.rollback()
+    try:
+        cur.execute("INSERT INTO py_moods VALUES (%s, %s)", (3, "angry"))
+        raise AssertionError("an unknown label went in")
+    except psycopg2.errors.InvalidTextRepresentation:
+        conn.rollback()
+    cur.execute("DROP TABLE py_moods")
+    cur.execute("DROP TYPE py_mood")
+    cur.execute("DROP DOMAIN py_pos")
+    conn.commit()
 
 
 @check

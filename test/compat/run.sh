@@ -6,7 +6,8 @@
 #   psql      test/compat/psql.sql (meta-commands \d \d+ \dt \dt+ \di \di+
 #             \dv \dv+ \ds \ds+ \dx \dn \dn+ \du \dg \l \df \dp \z \db
 #             \dL \dE \dm \dD \dP \dc \dO \dX \dy \des \dew \det \dRp
-#             \dRs \drds \dl \dconfig, \copy, transactions, errors,
+#             \dRs \drds \dl \dconfig \sf lower(text) \dT \dT+ (enum types) \dD \dD+
+#             (domains), \copy (into domains too), transactions, errors,
 #             pg_dump's index query) must print
 #             exactly what PostgreSQL 15 prints (psql.expected), after
 #             normalize.sed hides OIDs, page counts, sizes and padding
@@ -17,7 +18,8 @@
 #             retries deadlocks, serialization failures and unique
 #             violations, which PostgreSQL 15 has under this load too),
 #             every table keeps its row count
-#   python    psycopg2_check.py; psycopg3_check.py (named server-side
+#   python    psycopg2_check.py (LISTEN/NOTIFY, enums and domains too);
+#             psycopg3_check.py (named server-side
 #             cursors, COPY, pipeline, prepared statements, regclass
 #             parameters); sqlalchemy_check.py on psycopg2 and on psycopg 3
 #             (Core, ORM, reflection, Alembic autogenerate); asyncpg_check.py
@@ -45,7 +47,9 @@
 #             tables of most types, serial, identity and stored generated
 #             columns, sequences, indexes (partial, expression, INCLUDE),
 #             constraints (ON DELETE CASCADE, named CHECK), views,
-#             comments, rows) restores with
+#             enum types (labels added later, enum arrays, a type in the
+#             second schema), domains (NOT NULL, DEFAULT, CHECKs), comments,
+#             rows) restores with
 #             psql -v ON_ERROR_STOP=1 into a fresh Cairn database and into
 #             PostgreSQL 15 (scripts/pg15.sh), and fingerprint.sql reads the
 #             same definitions, rows and sequence positions from all three;
@@ -221,7 +225,7 @@ if want python; then
     "$venv/bin/pip" install -q psycopg2-binary 'psycopg[binary]>=3' asyncpg 'SQLAlchemy[asyncio]>=2,<3' alembic 'Django>=5,<6'
   pyver() { "$venv/bin/python" -c 'import importlib.metadata, sys; print(importlib.metadata.version(sys.argv[1]))' "$1"; }
   "$venv/bin/python" test/compat/psycopg2_check.py "$url" || fail psycopg2 "psycopg2_check.py"
-  row psycopg2 psycopg2 "$(pyver psycopg2-binary)" "psycopg2_check.py: types, errors, COPY, named cursors, transactions"
+  row psycopg2 psycopg2 "$(pyver psycopg2-binary)" "psycopg2_check.py: types, errors, COPY, named cursors, transactions, LISTEN/NOTIFY (select and poll), enum and domain columns"
   "$venv/bin/python" test/compat/psycopg3_check.py "$url" || fail psycopg3 "psycopg3_check.py"
   row psycopg3 "psycopg 3" "$(pyver psycopg)" "psycopg3_check.py: named server-side cursors, COPY both ways, pipeline, prepared statements, regclass parameters"
   for driver in psycopg2 psycopg; do

@@ -18,7 +18,7 @@
 # against the cluster CA), and keep /metrics open.
 #
 # Screenshots: OUTDIR/overview.png, OUTDIR/database.png, OUTDIR/tablets.png,
-# OUTDIR/login.png
+# OUTDIR/statements.png, OUTDIR/jobs.png, OUTDIR/sessions.png, OUTDIR/login.png
 # (OUTDIR defaults to /tmp/cairn-admin-ui), OUTDIR/secure.png.
 # CAIRN_E2E_PORT (default 54611; +1 to +5 are taken too) picks the nodes'
 # ports.
@@ -97,6 +97,15 @@ page overview / '<tr class="node-row" data-node-id="1">' '>live<' 'system catalo
 page database /databases/ui_shop 'Database ui_shop' 'public.products' 'public.orders' 'public.events' \
   'products_category_idx' '2 tables share this tablet' 'class="badge coloc"'
 page tablets /tablets 'class="tablet-row' 'ui_shop.public.events' 'postgres.public.ui_accounts' 'system.descriptors' 'reads/s'
+# The activity pages: the statements run above, the index build's job
+# (done), and a session caught running a statement.
+page statements /statements 'class="statement-row"' 'CREATE INDEX products_category_idx ON products (category)' 'INSERT INTO products SELECT g'
+page jobs /jobs 'class="job-row"' 'products_category_idx' 'value="1"></progress> 100%' 'succeeded'
+psql -X -q "$base/ui_shop?sslmode=disable" -c "SELECT pg_sleep(20)" >/dev/null 2>&1 &
+sleeper=$!
+until [ "$(psql -X -qAt "$base/postgres?sslmode=disable" -c "SELECT count(*) FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(20)'")" = 1 ]; do sleep 0.2; done
+page sessions /sessions 'class="session-row"' 'SELECT pg_sleep(20)' '>active<' '>ui_shop<'
+kill "$sleeper" 2>/dev/null || true
 page login '/login?next=%2Ftablets' 'id="login-form"' 'name="password"' 'value="/tablets"' 'runs with <code>--insecure</code>'
 
 # A secure node: the browser lands on the login form.

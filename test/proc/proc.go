@@ -171,6 +171,16 @@ func (n *Node) Start(bin string, join []string, extra ...string) error {
 }
 
 // Running reports whether the node has a process (possibly stopped).
+// Pid is the running process's ID (0 when it is not running).
+func (n *Node) Pid() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cmd == nil || n.cmd.Process == nil {
+		return 0
+	}
+	return n.cmd.Process.Pid
+}
+
 func (n *Node) Running() bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/cairn-db/cairn/server"
+	"github.com/cairn-db/cairn/workload/githubevents"
+	"github.com/jackc/pgx/v5"
+)
+
+// TestWorkloadGitHubEvents runs `cairn workload github-events init`
+// against an in-memory node: the table has the rows asked for, the
+// seed's query finds the ones githubevents.SeedMatches counts, and bad
+// flags are usage errors that load nothing.
+func TestWorkloadGitHubEvents(t *testing.T) {
+	ctx := context.Background()
+	s, err := server.Start(ctx, server.Config{Insecure: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Stop(context.Background()) }()
+	url := fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", s.Addr())
+	var out, errOut bytes.Buffer
+	if err := cmdWorkload([]string{"github-events", "init", "--rows", "1200", "--batch", "500", url}, &out, &errOut); err != nil {
+		t.Fatalf("%v\n%s", err, errOut.String())
+	}
+	if !strings.Contains(out.String(), "loaded 1200 of 1200 rows into github_events") {
+		t.Errorf("progress lines:\n%s", out.String())
+	}
+	// Flags may follow the URL; --drop replaces the table.
+	if err := cmdWorkload([]string{"init", "github-events", url, "--rows", "1500", "--drop", "--table", "ev"}, &out, &errOut); err != nil {
+		t.Fatalf("%v\n%s", err, errOut.String())
+	}
+	for _, bad := range [][]string{
+		{"github-events", "run", url},
+		{"github-events", "init", "--rows", "-1", url},
+		{"github-events", "init", "--nope", url},
+	} {
+		if err := cmdWorkload(bad, &out, &errOut); err == nil {
+			t.Errorf("workload %v: no error", bad)
+		}
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	all, _ := githubevents.SeedMatches(1500)
+	for table, want := range map[string][2]int64{"github_events": {1200, 0}, "ev": {1500, all}} {
+		var n, seed int64
+		if err := conn.QueryRow(ctx, fmt.Sprintf("SELECT count(*), count(*) FILTER (WHERE event_type = 'PushEvent' AND payload @> '%s') FROM %s",
+			githubevents.SeedContains, table)).Scan(&n, &seed); err != nil {
+			t.Fatal(err)
+		}
+		if n != want[0] || (want[1] != 0 && seed != want[1]) {
+			t.Errorf("%s: %d rows, %d by %s; want %d, %d", table, n, seed, githubevents.SeedEmail, want[0], want[1])
+		}
+	}
+}
