@@ -120,8 +120,8 @@ func main() {
 	tw.Flush()
 	ratio := func(a, b time.Duration) float64 { return float64(a) / float64(b) }
 	fmt.Printf("count(*): hdd/ssd = %.2f× wall, %.2f× disk (goal: at most 1.5×)\n", ratio(med[1].Wall, med[0].Wall), ratio(med[1].Disk.Charged, med[0].Disk.Charged))
-	fmt.Printf("lookup join of %d rows on hdd: %d seeks for %d reads of %.1f MiB (%d blocks of 4 KiB) (goal: at most one seek per block read)\n",
-		*flagLookups, med[2].Disk.Seeks, med[2].Disk.Reads, float64(med[2].Disk.ReadBytes)/(1<<20), med[2].Disk.ReadBytes/4096)
+	fmt.Printf("lookup join of %d rows on hdd: %d seeks for %d reads of %.1f MiB (a read is a block or a read-ahead window) (goal: at most one seek per block read)\n",
+		*flagLookups, med[2].Disk.Seeks, med[2].Disk.Reads, float64(med[2].Disk.ReadBytes)/(1<<20))
 	fmt.Printf("%d lookups on hdd: input order / sorted = %.1f× wall, %.1f× disk\n", *flagBaseline, ratio(med[3].Wall, med[4].Wall), ratio(med[3].Disk.Charged, med[4].Disk.Charged))
 	fmt.Printf("median of %d runs; load average %.1f at the start, %.1f at the end\n", *flagRuns, startLoad, diskbench.Load())
 }
