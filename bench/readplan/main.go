@@ -105,7 +105,7 @@ func main() {
 	}
 
 	tw := tabwriter.NewWriter(os.Stdout, 2, 8, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "group\tvariant\twall\tdisk\treads\tseeks\tskips\tseeks/read\t")
+	fmt.Fprintln(tw, "group\tvariant\twall\tdisk\treads\tMiB read\tseeks\tskips\tseeks/read\t")
 	med := make([]diskbench.Result, len(variants))
 	for i, v := range variants {
 		m := diskbench.Median(results[i])
@@ -114,13 +114,14 @@ func main() {
 		if m.Disk.Reads > 0 {
 			perRead = float64(m.Disk.Seeks) / float64(m.Disk.Reads)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%.3f\t\n", v.group, v.name, m.Wall.Round(time.Millisecond),
-			m.Disk.Charged.Round(time.Millisecond), m.Disk.Reads, m.Disk.Seeks, m.Disk.Skips, perRead)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%.1f\t%d\t%d\t%.3f\t\n", v.group, v.name, m.Wall.Round(time.Millisecond),
+			m.Disk.Charged.Round(time.Millisecond), m.Disk.Reads, float64(m.Disk.ReadBytes)/(1<<20), m.Disk.Seeks, m.Disk.Skips, perRead)
 	}
 	tw.Flush()
 	ratio := func(a, b time.Duration) float64 { return float64(a) / float64(b) }
 	fmt.Printf("count(*): hdd/ssd = %.2f× wall, %.2f× disk (goal: at most 1.5×)\n", ratio(med[1].Wall, med[0].Wall), ratio(med[1].Disk.Charged, med[0].Disk.Charged))
-	fmt.Printf("lookup join of %d rows on hdd: %d seeks for %d block reads (goal: at most one seek per block)\n", *flagLookups, med[2].Disk.Seeks, med[2].Disk.Reads)
+	fmt.Printf("lookup join of %d rows on hdd: %d seeks for %d reads of %.1f MiB (a read is a block or a read-ahead window) (goal: at most one seek per block read)\n",
+		*flagLookups, med[2].Disk.Seeks, med[2].Disk.Reads, float64(med[2].Disk.ReadBytes)/(1<<20))
 	fmt.Printf("%d lookups on hdd: input order / sorted = %.1f× wall, %.1f× disk\n", *flagBaseline, ratio(med[3].Wall, med[4].Wall), ratio(med[3].Disk.Charged, med[4].Disk.Charged))
 	fmt.Printf("median of %d runs; load average %.1f at the start, %.1f at the end\n", *flagRuns, startLoad, diskbench.Load())
 }

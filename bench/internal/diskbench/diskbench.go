@@ -208,7 +208,7 @@ func Setup(ctx context.Context, name, dir string, cacheMiB int64, rows, lookups 
 		"BEGIN", "CREATE TABLE t (k INT8 PRIMARY KEY, v INT8, pad TEXT)",
 		fmt.Sprintf("INSERT INTO t SELECT g, g %% 1000, repeat('x', 40) FROM generate_series(1, %d) g", rows), "COMMIT",
 		"BEGIN", "CREATE TABLE p (id INT8 PRIMARY KEY, k INT8)",
-		fmt.Sprintf("INSERT INTO p SELECT g, (g * %d) %% %d + 1 FROM generate_series(1, %d) g", Spread(rows), rows, lookups), "COMMIT",
+		fmt.Sprintf("INSERT INTO p SELECT g, (g::int8 * %d) %% %d + 1 FROM generate_series(1, %d) g", Spread(rows), rows, lookups), "COMMIT",
 		"ANALYZE t", "ANALYZE p"); err != nil {
 		done()
 		return nil, nil, err
