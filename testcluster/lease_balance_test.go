@@ -3,6 +3,7 @@ package testcluster
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -149,14 +150,6 @@ func holders(c *Cluster) map[uint64]uint64 {
 // the balancer spreads the others around them: node 3's count is what
 // the preference gives it, the rest balanced over nodes 1 and 2.
 func TestLeasePreferencesWinOverBalance(t *testing.T) {
-	// Tablets 1..4 prefer eu; the rest have no preference. Tablet IDs
-	// come from a counter: tablet 1 splits into 2..10 in order.
-	prefs := func(id uint64) (store.LeasePreferences, bool) {
-		if id <= 4 {
-			return store.LeasePreferences{Regions: []string{"eu"}}, true
-		}
-		return store.LeasePreferences{}, false
-	}
 	c := StartCluster(t, ClusterOptions{
 		Geo: &GeoOptions{Localities: []string{"region=us-west", "region=us-east", "region=eu"}},
 	})
@@ -164,6 +157,30 @@ func TestLeasePreferencesWinOverBalance(t *testing.T) {
 	splitAt(t, c, l, "abcdefghi")
 	const tablets = 10
 	gatherLeases(t, c, 1, tablets)
+	// The four lowest tablet IDs prefer eu; the rest have no preference.
+	// Taken from the tablets that exist, not assumed to be 1..4: a split
+	// retried under load consumes an ID from the counter, and the test
+	// then had only three preferred tablets and waited for a fourth.
+	var ids []uint64
+	for _, g := range c.Nodes[0].Raft.Groups() {
+		ids = append(ids, g.TabletID)
+	}
+	slices.Sort(ids)
+	if len(ids) != tablets {
+		t.Fatalf("node 1 has %d tablets, want %d", len(ids), tablets)
+	}
+	preferred := map[uint64]bool{}
+	for _, id := range ids[:4] {
+		preferred[id] = true
+	}
+	t.Logf("tablets %v; preferring eu: %v", ids, ids[:4])
+	// Written before the balancers start and only read after.
+	prefs := func(id uint64) (store.LeasePreferences, bool) {
+		if preferred[id] {
+			return store.LeasePreferences{Regions: []string{"eu"}}, true
+		}
+		return store.LeasePreferences{}, false
+	}
 	c.RunLeaseBalancers(store.LeaseBalancerConfig{ZonePrefs: prefs})
 	waitLeases(t, c, "preferences and balance", func() (map[uint64]int, bool) {
 		counts, held := runningLeases(c)
@@ -171,7 +188,7 @@ func TestLeasePreferencesWinOverBalance(t *testing.T) {
 			return counts, false
 		}
 		for _, g := range c.Nodes[2].Raft.Groups() {
-			if g.TabletID <= 4 && g.Lease == 0 {
+			if preferred[g.TabletID] && g.Lease == 0 {
 				return counts, false // a preferred lease not in eu
 			}
 		}
