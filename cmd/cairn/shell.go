@@ -148,8 +148,9 @@ type sqlShell struct {
 func (sh *sqlShell) watchInterrupts() (stop func()) {
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, os.Interrupt)
-	done := make(chan struct{})
+	done, exited := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(exited)
 		for {
 			select {
 			case <-ch:
@@ -170,6 +171,10 @@ func (sh *sqlShell) watchInterrupts() (stop func()) {
 	return func() {
 		signal.Stop(ch)
 		close(done)
+		// A cancel request in flight finishes and says so before the
+		// shell returns: the cancelled statement's error can arrive
+		// before CancelRequest does, and the shell may end meanwhile.
+		<-exited
 	}
 }
 
