@@ -89,7 +89,7 @@ bench-joinchoice:
 # every expected result in test/logic/testdata is validated. LOGICFLAGS passes
 # runner flags, e.g. LOGICFLAGS='-file=joins -rewrite'.
 LOGIC_PG_DIR  ?= /tmp/cairn-logic-pg
-LOGIC_PG_PORT ?= 54315
+LOGIC_PG_PORT ?= 30900
 LOGICFLAGS    ?=
 .PHONY: logic-pg
 logic-pg:

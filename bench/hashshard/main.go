@@ -39,7 +39,7 @@
 // runs benchmarks only under 4. Usage: go run ./bench/hashshard [-buckets
 // 10] [-duration 10s] [-concurrency 16] [-sync-latency 2ms] [-max-latency
 // 10ms] [-runs 3] [-nodes 3] [-only 1,2,3,4] [-scaling 1,3,5] [-gateways all|first]
-// [-node-cpu F] [-port 48400]
+// [-node-cpu F] [-port 30400]
 package main
 
 import (
@@ -75,7 +75,7 @@ var (
 	flagScaling     = flag.String("scaling", "", "cluster sizes of a scaling run (e.g. 1,3,5) instead of the schema runs")
 	flagGateways    = flag.String("gateways", "all", "nodes the workers connect to: all (round-robin, as the seed's workload did) or first")
 	flagNodeCPU     = flag.Float64("node-cpu", 0, "CPUs each node process may use (a cgroup CPU quota, so that nodes on one machine play separate machines; 0: no limit)")
-	flagPort        = flag.Int("port", 48400, "first of the loopback ports: RPC, SQL and HTTP of each node (3 per node; a scaling run uses 3 per node of each size, consecutively)")
+	flagPort        = flag.Int("port", 30400, "first of the loopback ports: RPC, SQL and HTTP of each node (3 per node; a scaling run uses 3 per node of each size, consecutively)")
 )
 
 type schema struct {

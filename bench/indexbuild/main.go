@@ -19,7 +19,7 @@
 // seeks on whatever disk the machine has), as the issue asks.
 //
 // Usage: go run ./bench/indexbuild [-rows 1000000,3000000] [-runs 3]
-// [-profile ssd|hdd] [-port 48300] [-keep] [-bin path/to/cairn]
+// [-profile ssd|hdd] [-port 30300] [-keep] [-bin path/to/cairn]
 package main
 
 import (
@@ -42,7 +42,7 @@ import (
 var (
 	flagRows    = flag.String("rows", "1000000", "table sizes, comma-separated")
 	flagRuns    = flag.Int("runs", 3, "builds of each kind per size; the median is reported")
-	flagPort    = flag.Int("port", 48300, "first of three ports: SQL, HTTP, RPC")
+	flagPort    = flag.Int("port", 30300, "first of three ports: SQL, HTTP, RPC")
 	flagKeep    = flag.Bool("keep", false, "keep the store directory")
 	flagProfile = flag.String("profile", "ssd", "storage profile: ssd (the disk as it is) or hdd (simulated read latency and seeks)")
 	flagBin     = flag.String("bin", "", "a cairn binary to run instead of building one from this tree")

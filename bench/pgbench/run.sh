@@ -50,7 +50,7 @@ work=$(mktemp -d /tmp/cairn-pgbench.XXXXXX)
 chmod 755 "$work"
 # BENCH_PORT_BASE lets two runs share the machine (PostgreSQL on BASE,
 # Cairn on BASE+10..12).
-base=${BENCH_PORT_BASE:-54411}
+base=${BENCH_PORT_BASE:-30500}
 pgport=$base cport=$((base + 10))
 trap 'cairn_stop; ./scripts/pg15.sh stop "$work/pg" $pgport >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 

@@ -12,7 +12,7 @@
 // an OFFSET past all but the last row), so the client's transfer does not
 // dominate; PostgreSQL cannot skip the work (no LIMIT, no top-N).
 //
-// Usage: go run ./bench/spill [-rows 10000000] [-runs 3] [-conc 10] [-port 34100] [-one-partition=false]
+// Usage: go run ./bench/spill [-rows 10000000] [-runs 3] [-conc 10] [-port 30100] [-one-partition=false]
 package main
 
 import (
@@ -39,7 +39,7 @@ var (
 	flagRuns     = flag.Int("runs", 3, "timed runs per query and system; medians are reported")
 	flagConc     = flag.Int("conc", 10, "concurrent queries in the concurrency round (0: skip)")
 	flagConcRows = flag.Int("conc-rows", 0, "rows per query of the concurrency round (0: -rows)")
-	flagPort     = flag.Int("port", 34100, "first of the ports used (Cairn SQL, Cairn HTTP, Cairn RPC, PostgreSQL)")
+	flagPort     = flag.Int("port", 30100, "first of the ports used (Cairn SQL, Cairn HTTP, Cairn RPC, PostgreSQL)")
 	flagWorkMem  = flag.String("work-mem", "4MB", "work_mem on both systems")
 	flagSQLMem   = flag.String("max-sql-memory", "25%", "Cairn's --max-sql-memory")
 	flagSkipPG   = flag.Bool("skip-pg", false, "do not run PostgreSQL")

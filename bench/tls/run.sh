@@ -22,7 +22,7 @@
 #   bench/tls/run.sh [-runs N] [-T SECONDS] [-c CLIENTS] [-skip-cluster]
 #
 # Each workload runs N times (default 3) in each mode, alternating, and
-# the median is reported. BENCH_PORT_BASE (default 54431; the next 20
+# the median is reported. BENCH_PORT_BASE (default 30600; the next 20
 # ports too) picks the ports.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -39,7 +39,7 @@ while [ $# -gt 0 ]; do
 done
 
 work=$(mktemp -d /tmp/cairn-tlsbench.XXXXXX)
-base=${BENCH_PORT_BASE:-54431}
+base=${BENCH_PORT_BASE:-30600}
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done

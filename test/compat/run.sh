@@ -73,8 +73,8 @@
 # be on the PATH); pgx and GORM through the Go module proxy; node-postgres
 # through npm (node and npm must be on the PATH).
 #
-# CAIRN_COMPAT_PORT (default 54511; +1 and +2 are taken too),
-# CAIRN_COMPAT_PG_PORT (default 54521: --regen and pg_dump), CAIRN_COMPAT_VENV,
+# CAIRN_COMPAT_PORT (default 30700; +1 and +2 are taken too),
+# CAIRN_COMPAT_PG_PORT (default 30720: --regen and pg_dump), CAIRN_COMPAT_VENV,
 # CAIRN_COMPAT_PGBENCH_SECONDS (default 30) and CAIRN_COMPAT_ONLY (a space
 # separated subset of "psql pgbench sysbench python jdbc go node pg_dump
 # ui"),
@@ -98,7 +98,7 @@ psql_script() {
 }
 
 if [ "${1:-}" = --regen ]; then
-  pgport=${CAIRN_COMPAT_PG_PORT:-54521}
+  pgport=${CAIRN_COMPAT_PG_PORT:-30720}
   pgdir=$work/pg15
   chmod 755 "$work" # as root, the server runs as the postgres user
   pgurl=$(scripts/pg15.sh start "$pgdir" "$pgport") || exit 1
@@ -123,7 +123,7 @@ fail() {
 rows=()
 row() { rows+=("$1|$2|$3|$4"); }
 
-port=${CAIRN_COMPAT_PORT:-54511}
+port=${CAIRN_COMPAT_PORT:-30700}
 trap 'cairn_stop' EXIT
 cairn_build "$work/cairn" || exit 1
 cairn_start "$work/cairn" "$work/node" "$port" || exit 1
@@ -344,7 +344,7 @@ if want pg_dump; then
       fail pg_dump "restoring the dump into Cairn failed"
     fi
     # Into PostgreSQL 15.
-    pgport=${CAIRN_COMPAT_PG_PORT:-54521}
+    pgport=${CAIRN_COMPAT_PG_PORT:-30720}
     chmod 755 "$work" # as root, the server runs as the postgres user
     if pgurl=$(scripts/pg15.sh start "$work/pg15" "$pgport"); then
       pgdst="postgres://postgres@127.0.0.1:$pgport/dumppg?sslmode=disable"

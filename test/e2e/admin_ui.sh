@@ -20,7 +20,7 @@
 # Screenshots: OUTDIR/overview.png, OUTDIR/database.png, OUTDIR/tablets.png,
 # OUTDIR/statements.png, OUTDIR/jobs.png, OUTDIR/sessions.png, OUTDIR/login.png
 # (OUTDIR defaults to /tmp/cairn-admin-ui), OUTDIR/secure.png.
-# CAIRN_E2E_PORT (default 54611; +1 to +5 are taken too) picks the nodes'
+# CAIRN_E2E_PORT (default 30800; +1 to +5 are taken too) picks the nodes'
 # ports.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -36,7 +36,7 @@ if ! command -v psql >/dev/null; then
 fi
 
 work=$(mktemp -d /tmp/cairn-e2e.XXXXXX)
-port=${CAIRN_E2E_PORT:-54611}
+port=${CAIRN_E2E_PORT:-30800}
 secure_pid=
 stop_secure() {
   if [ -n "$secure_pid" ] && kill -0 "$secure_pid" 2>/dev/null; then

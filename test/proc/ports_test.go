@@ -44,3 +44,24 @@ func TestFreeAddrsInRange(t *testing.T) {
 		seen[a] = true
 	}
 }
+
+// TestFreeAddrsDefaultRange: without CAIRN_TEST_PORTS the addresses come
+// from DefaultPorts, outside the kernel's ephemeral range.
+func TestFreeAddrsDefaultRange(t *testing.T) {
+	t.Setenv("CAIRN_TEST_PORTS", "")
+	lo, hi, ok := portRange(DefaultPorts)
+	if !ok || hi >= 32768 {
+		t.Fatalf("DefaultPorts %q: must parse and lie below 32768", DefaultPorts)
+	}
+	addrs, err := FreeAddrs(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range addrs {
+		_, p, _ := net.SplitHostPort(a)
+		n, _ := strconv.Atoi(p)
+		if n < lo || n > hi {
+			t.Errorf("address %s outside %s", a, DefaultPorts)
+		}
+	}
+}

@@ -46,10 +46,17 @@ func Build(dir string) (string, error) {
 	return bin, nil
 }
 
-// FreeAddrs returns n loopback addresses that were free a moment ago.
-// With CAIRN_TEST_PORTS=lo-hi in the environment they are drawn from that
-// range (tests sharing a machine each keep to their own), else the kernel
-// picks ephemeral ones.
+// DefaultPorts is the range FreeAddrs draws from when CAIRN_TEST_PORTS is
+// not set. It lies below Linux's ephemeral range (32768-60999 by default):
+// a port the kernel picked for a probe and released is the kind it hands
+// to the next outgoing connection, so a node started on it a moment later
+// could find it taken ("bind: address already in use"); ports outside that
+// range are only ever taken by a listener that asks for them.
+const DefaultPorts = "10000-19999"
+
+// FreeAddrs returns n loopback addresses that were free a moment ago,
+// drawn from CAIRN_TEST_PORTS=lo-hi when it is set (tests sharing a
+// machine each keep to their own range) and from DefaultPorts otherwise.
 func FreeAddrs(n int) ([]string, error) {
 	var out []string
 	var lns []net.Listener
@@ -59,27 +66,24 @@ func FreeAddrs(n int) ([]string, error) {
 		}
 	}()
 	lo, hi, ranged := portRange(os.Getenv("CAIRN_TEST_PORTS"))
-	next := lo
-	if ranged {
-		// Start anywhere in the range: a node's old ports may still be
-		// in TIME_WAIT, and two tests of one run pick in turn.
-		next = lo + int(portSeq.Add(uint64(rand.IntN(hi-lo+1))))%(hi-lo+1)
+	if !ranged {
+		lo, hi, _ = portRange(DefaultPorts)
 	}
+	// Start anywhere in the range: a node's old ports may still be in
+	// TIME_WAIT, and the test packages of one `go test ./...` run, each a
+	// process of its own, pick at once.
+	next := lo + int(portSeq.Add(uint64(rand.IntN(hi-lo+1))))%(hi-lo+1)
 	for range n {
 		var ln net.Listener
 		var err error
-		if !ranged {
-			ln, err = net.Listen("tcp", "127.0.0.1:0")
-		} else {
-			for tries := 0; tries <= hi-lo; tries++ {
-				p := next
-				next++
-				if next > hi {
-					next = lo
-				}
-				if ln, err = net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p)); err == nil {
-					break
-				}
+		for tries := 0; tries <= hi-lo; tries++ {
+			p := next
+			next++
+			if next > hi {
+				next = lo
+			}
+			if ln, err = net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p)); err == nil {
+				break
 			}
 		}
 		if err != nil {
