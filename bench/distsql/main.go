@@ -18,6 +18,7 @@
 // PRIMARY KEY (repo_id, event_id).
 //
 // Usage: go run ./bench/distsql [-rows 100000] [-runs 3] [-shards 32] [-global] [-log]
+//	[-only NAME] [-cpuprofile FILE]
 package main
 
 import (
@@ -29,6 +30,7 @@ import (
 	"log/slog"
 	"os"
 	"regexp"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -47,6 +49,9 @@ var (
 	flagShards = flag.Int("shards", 32, "shards of the distributed table")
 	flagGlobal = flag.Bool("global", false, "simulated inter-region latency (cairn demo --global)")
 	flagLog    = flag.Bool("log", false, "the nodes' logs on stderr (discarded otherwise)")
+	flagOnly   = flag.String("only", "", "run only the queries whose names contain this")
+
+	flagCPUProfile = flag.String("cpuprofile", "", "write a CPU profile of the query phase (all three nodes run in this process) to this file")
 )
 
 var queries = []struct{ name, sql string }{
@@ -110,10 +115,25 @@ func main() {
 		}
 	}
 	fmt.Printf("rows %d per table, runs %d, shards %d, global %t\n\n", *flagRows, *flagRuns, *flagShards, *flagGlobal)
+	if *flagCPUProfile != "" {
+		// The queries only, not the load: the nodes run in this process,
+		// so the profile shows the fragments' work as well as the gateway's.
+		f, err := os.Create(*flagCPUProfile)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			log.Fatal(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "query\ttable\toff ms\ton ms\toff/on\tfragments\trows shipped\tbytes shipped\t")
 	for _, q := range queries {
+		if !strings.Contains(q.name, *flagOnly) {
+			continue
+		}
 		for _, table := range []string{"regular", "distributed"} {
 			sql := fmt.Sprintf(q.sql, table)
 			times := map[string][]time.Duration{}

@@ -2,9 +2,7 @@ package types
 
 import (
 	"cmp"
-	"encoding/json"
 	"errors"
-	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -106,12 +104,11 @@ func ParseJSON(s string) (JSON, error) {
 		// encoding/json would silently substitute U+FFFD; Postgres rejects.
 		return JSON{}, errInvalidUTF8(s)
 	}
-	dec := json.NewDecoder(strings.NewReader(s))
-	dec.UseNumber()
-	v, err := parseJSONValue(dec, 0)
+	p := jsonParser{s: s}
+	v, err := p.value(0)
 	if err == nil {
-		if _, err2 := dec.Token(); err2 != io.EOF {
-			err = errors.New("extra data after the JSON value")
+		if p.skipSpace(); p.i < len(s) {
+			err = p.fail("end of input")
 		}
 	}
 	if err != nil {
@@ -127,75 +124,6 @@ func ParseJSON(s string) (JSON, error) {
 
 // maxJSONDepth bounds nesting so hostile input cannot exhaust the stack.
 const maxJSONDepth = 1000
-
-func parseJSONValue(dec *json.Decoder, depth int) (JSON, error) {
-	if depth > maxJSONDepth {
-		return JSON{}, pgerror.New(pgerrcode.StatementTooComplex, "stack depth limit exceeded")
-	}
-	tok, err := dec.Token()
-	if err != nil {
-		if err == io.EOF {
-			return JSON{}, errors.New("the input string ended unexpectedly")
-		}
-		return JSON{}, err
-	}
-	switch v := tok.(type) {
-	case nil:
-		return JSONNullValue, nil
-	case bool:
-		return JSONBoolValue(v), nil
-	case string:
-		return jsonString(v)
-	case json.Number:
-		d, _, err := apd.NewFromString(string(v))
-		if err != nil {
-			return JSON{}, err
-		}
-		if !numericInRange(d) {
-			return JSON{}, pgerror.New(pgerrcode.NumericValueOutOfRange, "value overflows numeric format")
-		}
-		normalizeZero(d)
-		return JSON{Kind: JSONNumber, Num: d}, nil
-	case json.Delim:
-		switch v {
-		case '[':
-			elems := []JSON{}
-			for dec.More() {
-				e, err := parseJSONValue(dec, depth+1)
-				if err != nil {
-					return JSON{}, err
-				}
-				elems = append(elems, e)
-			}
-			if _, err := dec.Token(); err != nil {
-				return JSON{}, err
-			}
-			return JSONArrayValue(elems...), nil
-		case '{':
-			pairs := []JSONPair{}
-			for dec.More() {
-				kt, err := dec.Token()
-				if err != nil {
-					return JSON{}, err
-				}
-				key, err := jsonString(kt.(string))
-				if err != nil {
-					return JSON{}, err
-				}
-				val, err := parseJSONValue(dec, depth+1)
-				if err != nil {
-					return JSON{}, err
-				}
-				pairs = append(pairs, JSONPair{Key: key.Str, Value: val})
-			}
-			if _, err := dec.Token(); err != nil {
-				return JSON{}, err
-			}
-			return JSONObjectValue(pairs...), nil
-		}
-	}
-	return JSON{}, errors.New("unexpected token")
-}
 
 func jsonString(s string) (JSON, error) {
 	if strings.IndexByte(s, 0) >= 0 {
