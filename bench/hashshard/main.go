@@ -39,7 +39,7 @@
 // runs benchmarks only under 4. Usage: go run ./bench/hashshard [-buckets
 // 10] [-duration 10s] [-concurrency 16] [-sync-latency 2ms] [-max-latency
 // 10ms] [-runs 3] [-nodes 3] [-only 1,2,3,4] [-scaling 1,3,5] [-gateways all|first]
-// [-node-cpu F] [-port 30400]
+// [-node-cpu F] [-diagnose DIR] [-port 30400]
 package main
 
 import (
@@ -75,6 +75,7 @@ var (
 	flagScaling     = flag.String("scaling", "", "cluster sizes of a scaling run (e.g. 1,3,5) instead of the schema runs")
 	flagGateways    = flag.String("gateways", "all", "nodes the workers connect to: all (round-robin, as the seed's workload did) or first")
 	flagNodeCPU     = flag.Float64("node-cpu", 0, "CPUs each node process may use (a cgroup CPU quota, so that nodes on one machine play separate machines; 0: no limit)")
+	flagDiagnose    = flag.String("diagnose", "", "directory: after each schema's runs, one more unthrottled kv0 run printing each node's and the clients' CPU per write and the nodes' throttling, with a CPU profile of every node written there (diagnose.go)")
 	flagPort        = flag.Int("port", 30400, "first of the loopback ports: RPC, SQL and HTTP of each node (3 per node; a scaling run uses 3 per node of each size, consecutively)")
 )
 
@@ -126,7 +127,7 @@ func run(ctx context.Context) error {
 	if *flagScaling != "" {
 		return scaling(ctx, bin, dir)
 	}
-	nodes, stop, err := startCluster(ctx, bin, filepath.Join(dir, "c"), *flagNodes, *flagPort)
+	nodes, limits, stop, err := startCluster(ctx, bin, filepath.Join(dir, "c"), *flagNodes, *flagPort)
 	if err != nil {
 		return err
 	}
@@ -140,7 +141,7 @@ func run(ctx context.Context) error {
 				continue
 			}
 			fmt.Printf("== run %d, %s\n", r, s.name)
-			res, err := measure(ctx, nodes, s, r == 1, true)
+			res, err := measure(ctx, nodes, limits, s, r, r == 1, true)
 			if err != nil {
 				return err
 			}
@@ -154,7 +155,8 @@ func run(ctx context.Context) error {
 
 // startCluster starts n nodes under dir on ports from port on and
 // connects to the first (waiting for the cluster); stop kills them.
-func startCluster(ctx context.Context, bin, dir string, n, port int) ([]*proc.Node, func(), error) {
+// limits are the nodes' CPU quotas (none without -node-cpu).
+func startCluster(ctx context.Context, bin, dir string, n, port int) ([]*proc.Node, []*cpuLimit, func(), error) {
 	var nodes []*proc.Node
 	var limits []*cpuLimit
 	stop := func() {
@@ -166,7 +168,7 @@ func startCluster(ctx context.Context, bin, dir string, n, port int) ([]*proc.No
 		}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	var join []string
 	for i := range n {
@@ -177,14 +179,14 @@ func startCluster(ctx context.Context, bin, dir string, n, port int) ([]*proc.No
 			SQL: fmt.Sprintf("127.0.0.1:%d", port+n+i), HTTP: fmt.Sprintf("127.0.0.1:%d", port+2*n+i)}
 		if err := nd.Start(bin, join, "--debug-sync-latency", flagSyncLatency.String()); err != nil {
 			stop()
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		nodes = append(nodes, nd)
 		if *flagNodeCPU > 0 {
 			l, err := limitCPU(fmt.Sprintf("cairn-bench-%d-n%d", port, i+1), nd.Pid(), *flagNodeCPU)
 			if err != nil {
 				stop()
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 			limits = append(limits, l)
 		}
@@ -192,10 +194,10 @@ func startCluster(ctx context.Context, bin, dir string, n, port int) ([]*proc.No
 	c, err := nodes[0].Connect(ctx, 2*time.Minute)
 	if err != nil {
 		stop()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	c.Close(ctx)
-	return nodes, stop, nil
+	return nodes, limits, stop, nil
 }
 
 // result is one run of one schema.
@@ -207,10 +209,10 @@ type result struct {
 	kv90     workload.KVResult
 }
 
-// measure runs one schema's measurements on nodes (kv90 too when asked);
-// explain prints EXPLAIN ANALYZE of the ORDER BY k LIMIT 5 of a sharded
-// schema.
-func measure(ctx context.Context, nodes []*proc.Node, s schema, explain, kv90 bool) (result, error) {
+// measure runs run number run of one schema's measurements on nodes
+// (kv90 too when asked, and -diagnose's run); explain prints EXPLAIN
+// ANALYZE of the ORDER BY k LIMIT 5 of a sharded schema.
+func measure(ctx context.Context, nodes []*proc.Node, limits []*cpuLimit, s schema, run int, explain, kv90 bool) (result, error) {
 	var res result
 	var urls []string
 	if *flagGateways == "all" {
@@ -250,6 +252,11 @@ func measure(ctx context.Context, nodes []*proc.Node, s schema, explain, kv90 bo
 		res.kv0, res.kv0Under, res.kv0Mean = best.Rate(), true, best.Mean
 	} else {
 		res.kv0, res.kv0Mean = first.Rate(), first.Mean
+	}
+	if *flagDiagnose != "" {
+		if err := diagnose(ctx, nodes, limits, cfg, s, run); err != nil {
+			return res, err
+		}
 	}
 	if !kv90 {
 		return res, nil
@@ -402,7 +409,7 @@ func scaling(ctx context.Context, bin, dir string) error {
 	var rows []row
 	port := *flagPort
 	for _, n := range sizes {
-		nodes, stop, err := startCluster(ctx, bin, filepath.Join(dir, fmt.Sprintf("s%d", n)), n, port)
+		nodes, limits, stop, err := startCluster(ctx, bin, filepath.Join(dir, fmt.Sprintf("s%d", n)), n, port)
 		if err != nil {
 			return err
 		}
@@ -411,7 +418,7 @@ func scaling(ctx context.Context, bin, dir string) error {
 		for r := 1; r <= *flagRuns; r++ {
 			for _, s := range schemas[:2] {
 				fmt.Printf("== %d nodes, run %d, %s\n", n, r, s.name)
-				res, err := measure(ctx, nodes, s, false, false)
+				res, err := measure(ctx, nodes, limits, s, r, false, false)
 				if err != nil {
 					stop()
 					return err

@@ -50,10 +50,12 @@ type Context struct {
 	// InBlock says the statement runs in a BEGIN block (CREATE INDEX
 	// CONCURRENTLY is refused there, 25001, as in PostgreSQL).
 	InBlock bool
-	// HashBuckets is the bucket count of USING HASH without one (the
-	// session's sql.defaults.default_hash_sharded_index_bucket_count);
-	// "": DefaultHashBuckets.
-	HashBuckets string
+	// HashBuckets returns the bucket count of USING HASH without one
+	// (the cluster setting
+	// sql.defaults.default_hash_sharded_index_bucket_count), read only
+	// when a statement needs it; nil, or a value that is not a count in
+	// [2, 2048]: DefaultHashBuckets.
+	HashBuckets func(ctx context.Context) (string, error)
 	// DrainTimestamp is the cluster-wide lower bound of the read
 	// timestamps of open transactions that may write rows (kv.DB.
 	// DrainTimestamp over every node), which an online index build waits

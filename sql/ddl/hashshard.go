@@ -46,9 +46,9 @@ import (
 // (catalog.Index.UserKeyColumnIDs).
 
 // DefaultHashBuckets is the bucket count of USING HASH without a count
-// when the session does not set
-// sql.defaults.default_hash_sharded_index_bucket_count (CockroachDB's
-// default).
+// while the cluster setting
+// sql.defaults.default_hash_sharded_index_bucket_count is not set
+// (CockroachDB's default).
 const DefaultHashBuckets = 16
 
 // Storage parameters of the dialect (sql/parser/doc.go).
@@ -58,7 +58,7 @@ const (
 )
 
 // takeHashBuckets removes option name from opts and returns its bucket
-// count (0 when absent). "default" reads the session's default.
+// count (0 when absent). "default" reads the cluster's default.
 func (e *executor) takeHashBuckets(opts []*pg_query.Node, name string) (int32, []*pg_query.Node, error) {
 	var buckets int32
 	var rest []*pg_query.Node
@@ -102,16 +102,29 @@ func checkConstraintParams(opts []*pg_query.Node) error {
 func (e *executor) bucketCount(d *pg_query.DefElem) (int32, error) {
 	s := defString(d)
 	if strings.EqualFold(s, "default") {
-		n, err := strconv.Atoi(e.x.HashBuckets)
-		if err != nil || n < catalog.MinShardBuckets || n > catalog.MaxShardBuckets {
-			n = DefaultHashBuckets
-		}
-		return int32(n), nil
+		return e.defaultHashBuckets()
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || n < catalog.MinShardBuckets || n > catalog.MaxShardBuckets {
 		return 0, pgerror.New(pgerrcode.InvalidParameterValue, "hash sharded index bucket count must be between %d and %d, not %s",
 			catalog.MinShardBuckets, catalog.MaxShardBuckets, s)
+	}
+	return int32(n), nil
+}
+
+// defaultHashBuckets is the bucket count of USING HASH alone: the
+// cluster setting's (checked when it was set), else DefaultHashBuckets.
+func (e *executor) defaultHashBuckets() (int32, error) {
+	if e.x.HashBuckets == nil {
+		return DefaultHashBuckets, nil
+	}
+	v, err := e.x.HashBuckets(e.ctx)
+	if err != nil {
+		return 0, fmt.Errorf("ddl: reading the default bucket count: %w", err)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < catalog.MinShardBuckets || n > catalog.MaxShardBuckets {
+		return DefaultHashBuckets, nil
 	}
 	return int32(n), nil
 }

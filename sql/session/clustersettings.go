@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/cairn-db/cairn/keys"
@@ -25,17 +26,26 @@ import (
 // SYSTEM RESET, by a superuser outside a transaction block, and shown by
 // SHOW name. A value is checked before it is written: a bad one is 22023
 // and changes nothing. Readers (pgwire's host-based authentication, at
-// every login) read the key in a transaction of their own, so a change is
-// in force on every node from the next login on.
+// every login; DDL, for each USING HASH without a bucket count) read the
+// key in a transaction of their own, so a change is in force on every
+// node from the next login or statement on. A setting never set (or
+// reset) reads as its default.
 
 // HBASetting is the host-based authentication rules in pg_hba.conf
 // syntax (package pgwire/hba); empty means the built-in rules
 // (docs/security.md).
 const HBASetting = "server.host_based_authentication.configuration"
 
+// HashBucketsSetting is the bucket count of a hash-sharded index created
+// with USING HASH and no count (CockroachDB's setting of that name and
+// default; sql/ddl reads it).
+const HashBucketsSetting = "sql.defaults.default_hash_sharded_index_bucket_count"
+
 // clusterSetting is one cluster setting Cairn knows.
 type clusterSetting struct {
 	name, desc string
+	// def is the value while the setting is not set.
+	def string
 	// check validates a non-empty value.
 	check func(string) error
 }
@@ -49,20 +59,37 @@ var clusterSettings = map[string]*clusterSetting{
 			return err
 		},
 	},
+	HashBucketsSetting: {
+		name: HashBucketsSetting,
+		desc: "Bucket count of a hash-sharded index created with USING HASH and no BUCKET_COUNT.",
+		def:  "16",
+		check: func(v string) error {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil || n < 2 || n > 2048 {
+				return fmt.Errorf("%q is not a bucket count between 2 and 2048", v)
+			}
+			return nil
+		},
+	},
 }
 
 func clusterSettingKey(name string) []byte { return keys.System([]byte("cs/" + name)) }
 
-// ClusterSetting returns the value of the cluster setting name ("" when
-// it was never set or was reset), read in a transaction of its own.
+// ClusterSetting returns the value of the cluster setting name (its
+// default when it was never set or was reset), read in a transaction of
+// its own.
 func (b *Backend) ClusterSetting(ctx context.Context, name string) (string, error) {
+	var def string
+	if cs, ok := lookupClusterSetting(name); ok {
+		def = cs.def
+	}
 	var v string
 	err := b.db.Txn(ctx, kv.Serializable, func(ctx context.Context, txn *kv.Txn) error {
 		val, ok, err := txn.Get(ctx, clusterSettingKey(name))
 		if err != nil {
 			return err
 		}
-		v = ""
+		v = def
 		if ok {
 			v = string(val)
 		}
@@ -72,6 +99,12 @@ func (b *Backend) ClusterSetting(ctx context.Context, name string) (string, erro
 		return "", fmt.Errorf("reading cluster setting %s: %w", name, err)
 	}
 	return v, nil
+}
+
+// hashBuckets is ddl.Context.HashBuckets: the cluster's default bucket
+// count of USING HASH.
+func (s *Session) hashBuckets(ctx context.Context) (string, error) {
+	return s.b.ClusterSetting(ctx, HashBucketsSetting)
 }
 
 // HBAConfig returns the host-based authentication rules in force, or nil

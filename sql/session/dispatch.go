@@ -254,7 +254,7 @@ func (s *Session) ddlContext(x *stmtState, txn *kv.Txn, w pgwire.ResultWriter, s
 		DB:              s.b.db,
 		AutoCommit:      !s.block && !s.multiImplicit,
 		InBlock:         s.block,
-		HashBuckets:     s.vars["sql.defaults.default_hash_sharded_index_bucket_count"],
+		HashBuckets:     s.hashBuckets,
 		DrainTimestamp:  s.b.cfg.DrainTimestamp,
 		BackendPID:      int32(s.pid),
 		Memory:          s.b.cfg.Memory,

@@ -99,7 +99,6 @@ var settingsList = []*setting{
 	{name: "sql.testing.work_mem_bytes", def: "0", check: checkIntRange(0, 1<<40), desc: "For tests: when above 0, the per-operator memory limit in bytes, overriding work_mem (so tiny inputs spill)."},
 	{name: "sql.testing.lookup_batch", def: "0", check: checkIntRange(0, 1<<20), desc: "For benchmarks: when above 0, the input rows an index or lookup join looks up per batch, overriding the storage profile's size."},
 	{name: "sql.testing.lookup_input_order", def: "off", check: checkBool, desc: "For benchmarks: index and lookup joins read their keys in input order, unsorted, as Cairn did before reads in storage order (bench/readplan's baseline)."},
-	{name: "sql.defaults.default_hash_sharded_index_bucket_count", def: "16", check: checkIntRange(2, 2048), desc: "Bucket count of a hash-sharded index created with USING HASH and no BUCKET_COUNT."},
 	{name: "storage.packed_rows.size_limit", def: "0", check: checkIntRange(0, 1<<30), desc: "Largest packed row in bytes (0: no limit); larger rows are stored one column per key."},
 	{name: "distsql", def: "auto", check: checkEnum("off", "auto", "on"), desc: "Sets when a statement runs as distributed fragments on the tablets' leaseholders (off; auto: when its fragments are on more than one node; on: whenever it qualifies)."},
 	{name: "citus.shard_count", def: "32", check: checkIntRange(1, 64000), desc: "Sets the number of shards (tablets) create_distributed_table gives a table without shard_count, as in Citus."},
@@ -145,7 +144,13 @@ func lookupSetting(name string) (*setting, error) {
 	if s, ok := settingsByName[strings.ToLower(name)]; ok {
 		return s, nil
 	}
-	return nil, pgerror.New(pgerrcode.UndefinedObject, "unrecognized configuration parameter %q", name)
+	err := pgerror.New(pgerrcode.UndefinedObject, "unrecognized configuration parameter %q", name)
+	if cs, ok := lookupClusterSetting(name); ok {
+		// SHOW finds cluster settings by name; SET and RESET set a
+		// session's parameters only.
+		return nil, err.WithHint("%s is a cluster setting: SET CLUSTER SETTING %s = value, or ALTER SYSTEM SET.", cs.name, cs.name)
+	}
+	return nil, err
 }
 
 func invalidValue(name, v string) error {
