@@ -43,6 +43,13 @@ type LeaseholderConfig struct {
 	Replicas func(kvpb.TabletID) []uint64
 	// AllNodes lists every node of the cluster.
 	AllNodes func() []uint64
+	// FollowerReads, if set, reports whether this node holds a replica of
+	// a tablet that may serve reads without the lease (a closed
+	// timestamp: tablet/closedts.go). A transaction's plain reads of such
+	// a tablet go to that local replica first; it answers or refuses
+	// (NotLeaseholderError) without a round trip, and a refusal is routed
+	// as usual.
+	FollowerReads func(kvpb.TabletID) bool
 	// Timeout bounds how long one batch looks for its leaseholder (an
 	// election takes a few election timeouts). Default 10s.
 	Timeout time.Duration
@@ -77,6 +84,20 @@ func (s *LeaseholderSender) setLeader(tablet kvpb.TabletID, node uint64) {
 func (s *LeaseholderSender) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchResponse, error) {
 	if ba.TabletID == 0 {
 		return s.cfg.Node(s.cfg.LocalNode).Send(ctx, ba)
+	}
+	if s.followerRead(ba) {
+		br, err := s.cfg.Node(s.cfg.LocalNode).Send(ctx, ba)
+		var nle *kvpb.NotLeaseholderError
+		var km *kvpb.TabletKeyMismatchError
+		var nf *kvpb.TabletNotFoundError
+		if err == nil || !(errors.As(err, &nle) || errors.As(err, &km) || errors.As(err, &nf)) {
+			// Served here (or failed for a reason no other replica
+			// would fix, such as an uncertain value). The leaseholder
+			// cache is left alone: this node does not hold the lease.
+			// A refusal, or a replica here that has not caught up with
+			// a split, sends the batch the usual way.
+			return br, err
+		}
 	}
 	candidates := s.cfg.Replicas(ba.TabletID)
 	if len(candidates) == 0 {
@@ -140,6 +161,24 @@ func (s *LeaseholderSender) Send(ctx context.Context, ba *kvpb.BatchRequest) (*k
 			next = candidates[0]
 		}
 	}
+}
+
+// followerRead reports whether ba should try this node's own replica
+// first (LeaseholderConfig.FollowerReads): a transaction's plain reads,
+// if it has written nothing (no anchor key; a follower may not have its
+// intents yet).
+func (s *LeaseholderSender) followerRead(ba *kvpb.BatchRequest) bool {
+	if s.cfg.FollowerReads == nil || ba.Txn == nil || len(ba.Txn.Key) != 0 || s.Leaseholder(ba.TabletID) == s.cfg.LocalNode {
+		return false
+	}
+	for _, req := range ba.Requests {
+		switch req.(type) {
+		case *kvpb.GetRequest, *kvpb.ScanRequest:
+		default:
+			return false
+		}
+	}
+	return s.cfg.FollowerReads(ba.TabletID)
 }
 
 func untried(nodes []uint64, tried map[uint64]bool) (uint64, bool) {

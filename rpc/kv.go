@@ -169,6 +169,7 @@ func (s *KVSender) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.Batch
 	if s.t.cfg.Faults.IsCut(s.nodeID) {
 		return nil, s.notSent(ba, ErrCut)
 	}
+	s.t.countKV(ba.TabletID)
 	req, err := encodeBatchRequest(nil, ba)
 	if err != nil {
 		return nil, err

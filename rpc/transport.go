@@ -3,6 +3,7 @@ package rpc
 import (
 	"context"
 	"fmt"
+	"github.com/cairn-db/cairn/kvpb"
 	"io"
 	"log/slog"
 	"net"
@@ -166,6 +167,27 @@ type Transport struct {
 	// Dropped counts envelopes dropped because a peer's queue was full or
 	// its connection failed.
 	Dropped atomic.Int64
+	// kvSent counts the KV batches this node sent to other nodes, by
+	// tablet (kvpb.TabletID → *atomic.Int64; KVBatchesSent).
+	kvSent sync.Map
+}
+
+// countKV counts a KV batch sent to another node for tablet.
+func (t *Transport) countKV(tablet kvpb.TabletID) {
+	c, ok := t.kvSent.Load(tablet)
+	if !ok {
+		c, _ = t.kvSent.LoadOrStore(tablet, new(atomic.Int64))
+	}
+	c.(*atomic.Int64).Add(1)
+}
+
+// KVBatchesSent is how many KV batches for tablet this node has sent to
+// other nodes: what a read served by a local replica avoids.
+func (t *Transport) KVBatchesSent(tablet kvpb.TabletID) int64 {
+	if c, ok := t.kvSent.Load(tablet); ok {
+		return c.(*atomic.Int64).Load()
+	}
+	return 0
 }
 
 type queued struct {

@@ -79,6 +79,8 @@ type replication struct {
 	monDone chan struct{}
 	// zones gives the queues each tablet's placement settings (zones.go).
 	zones *zones
+	// stopCloser stops the closed-timestamp closer (closedts.go).
+	stopCloser func()
 	// faults cuts this node off from chosen peers (nil unless
 	// Config.FaultInjection; debug_faults.go).
 	faults *rpc.Faults
@@ -457,7 +459,8 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 		Replicas: func(t kvpb.TabletID) []uint64 {
 			return slices.Clone(r.raft.Config(uint64(t)).GetVoters())
 		},
-		AllNodes: registry.IDs,
+		AllNodes:      registry.IDs,
+		FollowerReads: followerReads(s.store),
 	})
 	r.pinger = rpc.NewClockPinger(registry.Resolve)
 	r.pinger.Faults = r.faults
@@ -480,7 +483,7 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 	r.distsql.SetNode(id)
 	gw := distsql.NewGateway(registry.Resolve, s.rpcCreds.DialOptions()...)
 	r.dist = &distsql.Runner{
-		Planner:   &distsql.Planner{Gateway: id, Tablets: s.db.TabletCache(), Leaseholder: lh.Leaseholder, Avoid: gw.Suspect},
+		Planner:   &distsql.Planner{Gateway: id, Tablets: s.db.TabletCache(), Leaseholder: lh.Leaseholder, Avoid: gw.Suspect, Local: followerReads(s.store)},
 		Gateway:   gw,
 		MaxOffset: clusterMaxOffset,
 	}
@@ -501,6 +504,7 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 	}()
 	go func() { defer close(r.monDone); r.clock.Run(runCtx) }()
 	r.zones.start(s)
+	r.startCloser(s)
 	r.startLeaseBalancer(cfg)
 	s.log.Info("cairn: replicating", "node", id, "join", cfg.Join)
 	return nil
@@ -553,6 +557,9 @@ const raftTick = 50 * time.Millisecond
 // stop ends the RPC server and the raft scheduler (the store is closed
 // before, the engine after).
 func (r *replication) stopServing() {
+	if r.stopCloser != nil {
+		r.stopCloser()
+	}
 	if r.zones != nil {
 		r.zones.close()
 	}

@@ -40,6 +40,7 @@ import (
 	"github.com/cairn-db/cairn/clockmon"
 	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/kv"
+	"github.com/cairn-db/cairn/kvpb"
 	"github.com/cairn-db/cairn/membership"
 	"github.com/cairn-db/cairn/pgwire"
 	"github.com/cairn-db/cairn/pgwire/pgauth"
@@ -54,6 +55,7 @@ import (
 	"github.com/cairn-db/cairn/storage"
 	"github.com/cairn-db/cairn/storage/simfs"
 	"github.com/cairn-db/cairn/store"
+	"github.com/cairn-db/cairn/tablet"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
@@ -556,6 +558,24 @@ func (s *Server) DistSQLMetrics() distsql.Metrics {
 		return distsql.Metrics{}
 	}
 	return s.repl.distsql.Metrics()
+}
+
+// Replica is this node's replica of tablet (nil: none here), for tests
+// in the same process.
+func (s *Server) Replica(id kvpb.TabletID) *tablet.Replica {
+	if s.store == nil {
+		return nil
+	}
+	return s.store.Replica(id)
+}
+
+// RemoteKVBatches is how many KV batches for tablet this node has sent
+// to other nodes (zero for a node that is not replicated).
+func (s *Server) RemoteKVBatches(tablet kvpb.TabletID) int64 {
+	if s.repl == nil {
+		return 0
+	}
+	return s.repl.transport.KVBatchesSent(tablet)
 }
 
 // Stop ends client connections (57P01 to each), stops HTTP, then closes

@@ -45,6 +45,9 @@ type Proposal struct {
 	// them would abort every transaction that started before the lease
 	// changed and had not written its record yet.
 	TxnTombstones []kvpb.Transaction
+	// ClosedTS, when set, closes the tablet at that timestamp: no write
+	// will land at or below it (closedts.go). The batch persists it.
+	ClosedTS hlc.Timestamp
 
 	// Unreplicated lock effects, applied by the leaseholder that evaluated
 	// the batch once it committed (applyUnreplicated), never encoded into
@@ -53,6 +56,9 @@ type Proposal struct {
 	unreplAcquired []kvpb.Intent
 	unreplReleased []LockRelease
 	unreplEnded    uuid.UUID
+	// wroteAt is the highest timestamp the batch wrote a user key at,
+	// for the leaseholder's answer (closedts.go, rule 3); not encoded.
+	wroteAt hlc.Timestamp
 }
 
 // LockRelease names txn's intents in Span.
@@ -137,6 +143,13 @@ func (r *Replica) applyEffects(p *Proposal, leaseholder bool) {
 	}
 	for _, t := range p.TxnTombstones {
 		r.tombs.add(t.TxnMeta, t.Status)
+	}
+	if !p.ClosedTS.IsEmpty() {
+		// Every replica, so that whichever takes the lease next keeps the
+		// promise (closedts.go, rule 2); the leaseholder raised its own
+		// before proposing.
+		r.tscache.raiseLowWater(p.ClosedTS)
+		r.advanceClosed(p.ClosedTS)
 	}
 	if leaseholder {
 		for _, a := range p.ResolveAsync {

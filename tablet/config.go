@@ -120,6 +120,14 @@ type Metrics struct {
 	// ObservedTimestampsStamped counts transactional batches this replica
 	// stamped with its node's clock reading (uncertainty.go).
 	ObservedTimestampsStamped atomic.Int64
+	// TimestampsClosed counts the closed timestamps this replica proposed
+	// as leaseholder; FollowerReads the reads it served as a follower
+	// below an applied closed timestamp, FollowerReadsRefused those it
+	// sent on to the leaseholder (an intent, or the closed timestamp did
+	// not arrive in time); FutureWriteWaits the writes whose answer waited
+	// for the physical clock to pass a timestamp a closed timestamp pushed
+	// them to (closedts.go).
+	TimestampsClosed, FollowerReads, FollowerReadsRefused, FutureWriteWaits atomic.Int64
 	// OnePhaseCommits counts transactions committed without intents.
 	OnePhaseCommits atomic.Int64
 	// IntentsWritten counts intents laid down by applied proposals.

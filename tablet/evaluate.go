@@ -22,6 +22,10 @@ type evalOptions struct {
 	// leaseholder under the lease evaluated under (uncertainty.go); zero:
 	// the global one.
 	localLimit hlc.Timestamp
+	// follower: a follower serves the batch below its closed timestamp
+	// (closedts.go): its lock table is not the leaseholder's, so reads
+	// always look at the lock keyspace.
+	follower bool
 }
 
 // evalCtx is the state of one batch's evaluation. txn is the batch's
@@ -189,11 +193,13 @@ func (ec *evalCtx) writeTS(span kvpb.Span) hlc.Timestamp {
 		if ts.LessEq(rts) {
 			ts = rts.Next()
 		}
+		ec.prop.wroteAt = ec.prop.wroteAt.Forward(ts)
 		return ts
 	}
 	if ec.txn.WriteTimestamp.LessEq(rts) && rtxn != ec.txn.ID {
 		ec.txn.WriteTimestamp = rts.Next()
 	}
+	ec.prop.wroteAt = ec.prop.wroteAt.Forward(ec.txn.WriteTimestamp)
 	return ec.txn.WriteTimestamp
 }
 

@@ -38,6 +38,11 @@ func (ec *evalCtx) bulkPut(req *kvpb.BulkPutRequest) (kvpb.Response, error) {
 		if ts.LessEq(th) {
 			return nil, invalidArg("BulkPut at %s is at or below the GC threshold %s", ts, th)
 		}
+		// Nor at or below a closed timestamp: it bypasses the timestamp
+		// cache that keeps other writes above one (closedts.go, rule 1).
+		if c := ec.r.closedProposed(); ts.LessEq(c) {
+			return nil, invalidArg("BulkPut at %s is at or below the tablet's closed timestamp %s", ts, c)
+		}
 		if err := ec.checkBulkKeys(); err != nil {
 			return nil, wrapEval(req, err)
 		}

@@ -115,6 +115,9 @@ func (r *Replica) evaluateOnePC(ba *kvpb.BatchRequest, desc kvpb.TabletDescripto
 	// Committed: its unreplicated locks here are released once the values
 	// are applied, so their waiters find the new versions.
 	ec.prop.unreplEnded = ba.Txn.ID
+	// A commit moved above a closed timestamp lands in the future; its
+	// answer waits for it (closedts.go, rule 3).
+	ec.prop.wroteAt = ts
 	if !ec.b.Empty() {
 		ec.prop.Repr = append([]byte(nil), ec.b.Repr()...)
 	}

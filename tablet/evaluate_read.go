@@ -80,7 +80,7 @@ func (ec *evalCtx) refresh(req *kvpb.RefreshRequest) (kvpb.Response, error) {
 // the evaluation batch until Apply). With Config.VerifyLockTable the engine
 // is checked too.
 func (ec *evalCtx) noLocksIn(start, end []byte) (bool, error) {
-	if len(ec.prop.LocksAcquired) > 0 || !ec.r.locks.noneIn(start, end) {
+	if ec.opts.follower || len(ec.prop.LocksAcquired) > 0 || !ec.r.locks.noneIn(start, end) {
 		return false, nil
 	}
 	if ec.r.cfg.VerifyLockTable {

@@ -20,8 +20,9 @@ import (
 // otherwise.
 //
 // Version 2 added the transaction tombstones at the end; entries of
-// version 1, still in logs written before, decode with none.
-const proposalVersion = 2
+// version 1, still in logs written before, decode with none. Version 3
+// added the closed timestamp after them (closedts.go).
+const proposalVersion = 3
 
 // ErrBadProposal is DecodeProposal's refusal of malformed input.
 var ErrBadProposal = errors.New("tablet: malformed proposal")
@@ -75,6 +76,7 @@ func EncodeProposal(dst []byte, p *Proposal) []byte {
 		e.txnMeta(t.TxnMeta)
 		e.varint(int64(t.Status))
 	}
+	e.ts(p.ClosedTS)
 	return e.b
 }
 
@@ -84,7 +86,7 @@ func DecodeProposal(b []byte) (*Proposal, error) {
 		return nil, ErrBadProposal
 	}
 	version := b[0]
-	if version != 1 && version != proposalVersion {
+	if version < 1 || version > proposalVersion {
 		return nil, fmt.Errorf("%w: version %d", ErrBadProposal, b[0])
 	}
 	d := dec{b: b[1:]}
@@ -148,6 +150,9 @@ func DecodeProposal(b []byte) (*Proposal, error) {
 				p.TxnTombstones[i].Status = kvpb.TxnStatus(d.int8())
 			}
 		}
+	}
+	if version >= 3 {
+		p.ClosedTS = d.ts()
 	}
 	if d.err != nil {
 		return nil, d.err

@@ -640,6 +640,10 @@ func (r *Replica) adoptSnapshotDesc() {
 func (m *RaftStateMachine) LeaseAcquired(term uint64, alone bool) {
 	r := m.r
 	r.rebuildFromEngine()
+	// Whatever timestamp a replica may have served follower reads under
+	// (closedts.go, rule 2): this replica applied every closing entry that
+	// committed before its lease.
+	r.tscache.raiseLowWater(r.ClosedTimestamp())
 	if alone {
 		// No other node ever led the group, and this node's own reads
 		// before a restart are below the low-water mark New set from the
@@ -669,6 +673,11 @@ func (r *Replica) rebuildFromEngine() {
 		r.mu.Lock()
 		r.mu.gcThreshold = r.mu.gcThreshold.Forward(th)
 		r.mu.Unlock()
+	}
+	if c, err := loadClosedTS(r.eng, desc.TabletID); err == nil && !c.IsEmpty() {
+		// A snapshot may carry a closing this replica never applied.
+		r.tscache.raiseLowWater(c)
+		r.advanceClosed(c)
 	}
 	r.txnWait.notifyAll()
 }

@@ -33,6 +33,15 @@ type Replica struct {
 	samples loadSampler
 	// raft is set when the replica is one of a raft group's (raft.go).
 	raft raftState
+	// closed is the highest closed timestamp applied (closedts.go) and
+	// proposed, the highest this replica proposed as leaseholder;
+	// advanced, when set, is closed when ts moves.
+	closed struct {
+		mu       sync.Mutex
+		ts       hlc.Timestamp
+		proposed hlc.Timestamp
+		advanced chan struct{}
+	}
 
 	// async tracks background intent resolution so Close can wait for it.
 	asyncMu     sync.Mutex
@@ -70,8 +79,15 @@ func New(eng *storage.Engine, clock *hlc.Clock, desc kvpb.TabletDescriptor, cfg 
 	// Writes must land above both every read served before a restart
 	// (which the clock, never going backwards, bounds) and the GC
 	// threshold.
-	r := newReplica(eng, clock, desc, cfg, newTSCache(clock.Now().Forward(th), cfg.TSCacheMaxEntries), newLockTable())
+	closed, err := loadClosedTS(eng, desc.TabletID)
+	if err != nil {
+		return nil, fmt.Errorf("tablet: load closed timestamp of %s: %w", &desc, err)
+	}
+	// ... and every closed timestamp any replica may have served reads
+	// under (closedts.go, rule 2).
+	r := newReplica(eng, clock, desc, cfg, newTSCache(clock.Now().Forward(th).Forward(closed), cfg.TSCacheMaxEntries), newLockTable())
 	r.mu.gcThreshold = th
+	r.closed.ts = closed
 	intents, err := mvcc.ScanIntents(eng, desc.StartKey, desc.EndKey, 0)
 	if err != nil {
 		return nil, fmt.Errorf("tablet: rebuild lock table of %s: %w", &desc, err)
@@ -143,6 +159,9 @@ func (r *Replica) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchR
 		return nil, ErrClosed
 	}
 	if err := r.refuseIfFollower(); err != nil {
+		if br, served, ferr := r.followerRead(ctx, ba); served {
+			return br, ferr
+		}
 		return nil, err
 	}
 	if err := r.validate(ba); err != nil {
@@ -163,7 +182,7 @@ func (r *Replica) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchR
 		exec.Timestamp = r.clock.Now()
 	}
 	for wtoRetries := 0; ; {
-		br, w, err := r.executeOnce(ctx, &exec, evalOptions{serverTS: serverTS})
+		br, wroteAt, w, err := r.executeOnce(ctx, &exec, evalOptions{serverTS: serverTS})
 		if err != nil {
 			// Declared here, not above: errors.As needs its address, which
 			// moves it to the heap, and the success path should not pay.
@@ -175,9 +194,19 @@ func (r *Replica) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchR
 				exec.Timestamp = r.clock.Now().Forward(wto.ActualTimestamp)
 				continue
 			}
+			if wto != nil || errors.As(err, &wto) {
+				// The writer retries at the version's timestamp, which a
+				// closed timestamp may have put in the future.
+				if werr := r.waitPhysical(ctx, wto.ActualTimestamp, false); werr != nil {
+					return nil, werr
+				}
+			}
 			return nil, err
 		}
 		if w == nil {
+			if err := r.waitPhysical(ctx, wroteAt, true); err != nil {
+				return nil, err
+			}
 			if err := r.commitWait(ctx, !ba.IsReadOnly()); err != nil {
 				return nil, err
 			}
@@ -259,14 +288,15 @@ type waitFor struct {
 }
 
 // executeOnce runs one pass of ba under latches: evaluate, then apply. A
-// non-transactional ba must carry its timestamp. A conflict it may wait on
+// non-transactional ba must carry its timestamp. wroteAt is the highest
+// timestamp the batch wrote a user key at (zero: none). A conflict it may wait on
 // is registered (under the latches, so no release can be missed) and
 // returned instead of an error.
-func (r *Replica) executeOnce(ctx context.Context, ba *kvpb.BatchRequest, opts evalOptions) (*kvpb.BatchResponse, *waitFor, error) {
+func (r *Replica) executeOnce(ctx context.Context, ba *kvpb.BatchRequest, opts evalOptions) (br *kvpb.BatchResponse, wroteAt hlc.Timestamp, w *waitFor, err error) {
 	desc := r.Desc()
 	g, err := r.latches.acquire(ctx, latchSpans(ba, desc))
 	if err != nil {
-		return nil, nil, err
+		return nil, hlc.Timestamp{}, nil, err
 	}
 	// handedOff: a proposal the caller gave up on is still in flight, and
 	// its latches and lease hold go when its fate is known (commitOr).
@@ -279,13 +309,13 @@ func (r *Replica) executeOnce(ctx context.Context, ba *kvpb.BatchRequest, opts e
 	// The span may have shrunk (split) while we waited.
 	desc = r.Desc()
 	if err := checkKeys(ba, desc); err != nil {
-		return nil, nil, err
+		return nil, hlc.Timestamp{}, nil, err
 	}
 	// Under latches: a lease lost from here on fails the proposal, never
 	// lets another leaseholder's conflicting write in between.
 	term, done, err := r.leaseTerm(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, hlc.Timestamp{}, nil, err
 	}
 	defer func() {
 		if !handedOff {
@@ -308,9 +338,9 @@ func (r *Replica) executeOnce(ctx context.Context, ba *kvpb.BatchRequest, opts e
 	prop, br, err := r.evaluate(ba, desc, opts)
 	if err != nil {
 		if w := r.registerWait(ba, err); w != nil {
-			return nil, w, nil
+			return nil, hlc.Timestamp{}, w, nil
 		}
-		return nil, nil, err
+		return nil, hlc.Timestamp{}, nil, err
 	}
 	if err := r.commitOr(ctx, term, prop, func(settled <-chan struct{}) {
 		handedOff = true
@@ -320,11 +350,11 @@ func (r *Replica) executeOnce(ctx context.Context, ba *kvpb.BatchRequest, opts e
 			r.latches.release(g)
 		}()
 	}); err != nil {
-		return nil, nil, err
+		return nil, hlc.Timestamp{}, nil, err
 	}
 	r.applyUnreplicated(prop)
 	r.recordReads(ba, br)
-	return br, nil, nil
+	return br, prop.wroteAt, nil, nil
 }
 
 // registerWait decides whether err is a conflict to wait on and, if so,

@@ -101,9 +101,14 @@ func (r *Replica) evaluateSplit(desc kvpb.TabletDescriptor, splitKey []byte, rig
 		return nil, fmt.Errorf("tablet: split %s: %w", &desc, err)
 	}
 	// The right side inherits the replicated state it shares with the
-	// left: the GC threshold.
+	// left: the GC threshold and the closed timestamp (closedts.go).
 	if th := r.gcThreshold(); !th.IsEmpty() {
 		if err := writeGCThreshold(b, rightID, th); err != nil {
+			return nil, fmt.Errorf("tablet: split %s: %w", &desc, err)
+		}
+	}
+	if c := r.closedProposed(); !c.IsEmpty() {
+		if err := b.Put(storage.MVCCKey{Key: closedTSKey(rightID)}, encodeTS(c)); err != nil {
 			return nil, fmt.Errorf("tablet: split %s: %w", &desc, err)
 		}
 	}
@@ -144,6 +149,7 @@ func (r *Replica) applySplit(t *SplitTrigger, register func(*Replica)) {
 	}
 	right.mu.gcThreshold = r.mu.gcThreshold
 	r.mu.RUnlock()
+	right.closed.ts = r.ClosedTimestamp()
 	// Register the right replica before shrinking the left one, so a
 	// router always finds some replica claiming every key; one that picks
 	// the left in between fails its key check under latches and retries.

@@ -43,13 +43,21 @@ type Config struct {
 	// GCTTLSeconds is gc.ttlseconds: how long a version stays readable
 	// after a newer one replaced it (0: inherited).
 	GCTTLSeconds int64 `json:"gc_ttlseconds,omitempty"`
+	// GlobalReads makes the group's tablets readable at the present time
+	// from every replica (CockroachDB's global_reads): their leaseholders
+	// close timestamps in the future (tablet/closedts.go). Set for a
+	// Citus reference table (create_reference_table); never inherited
+	// from the database.
+	GlobalReads bool `json:"global_reads,omitempty"`
 }
 
 // MaxGCTTLSeconds bounds gc.ttlseconds (CockroachDB's bound, 2^31-1).
 const MaxGCTTLSeconds = 1<<31 - 1
 
 // IsZero reports a config that sets nothing.
-func (c Config) IsZero() bool { return c.NumReplicas == 0 && !c.PrefsSet && c.GCTTLSeconds == 0 }
+func (c Config) IsZero() bool {
+	return c.NumReplicas == 0 && !c.PrefsSet && c.GCTTLSeconds == 0 && !c.GlobalReads
+}
 
 // Merge returns c with the fields it leaves unset taken from parent.
 func (c Config) Merge(parent Config) Config {
@@ -223,4 +231,18 @@ func (c *Cache) Lookup(key []byte) (Config, bool) {
 		return Config{}, false
 	}
 	return r.cfg, true
+}
+
+// GlobalSpans returns the key spans of the groups whose settings ask for
+// global reads.
+func (c *Cache) GlobalSpans() []kvpb.Span {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	var out []kvpb.Span
+	for _, r := range c.recs {
+		if r.cfg.GlobalReads {
+			out = append(out, kvpb.Span{Key: r.group, EndKey: keys.PrefixEnd(r.group)})
+		}
+	}
+	return out
 }

@@ -6,14 +6,17 @@
 package localcluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"sync"
 
 	"github.com/cairn-db/cairn/server"
+	"github.com/cairn-db/cairn/test/proc"
 )
 
 // GlobalRegions are the regions of a --global cluster, node i (from 0) in
@@ -53,8 +56,24 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 		return nil, fmt.Errorf("a global cluster needs at least %d nodes (one per region), not %d", len(GlobalRegions), o.Nodes)
 	}
 	c := &Cluster{Regions: make([]string, o.Nodes)}
+	// With CAIRN_TEST_PORTS=lo-hi every listener is in that range (engineers
+	// sharing a machine each keep to their own, below the kernel's
+	// ephemeral ports); without it the kernel picks free ports.
+	var addrs []string
+	if os.Getenv("CAIRN_TEST_PORTS") != "" {
+		var err error
+		if addrs, err = proc.FreeAddrs(3 * o.Nodes); err != nil {
+			return nil, fmt.Errorf("ports from CAIRN_TEST_PORTS: %w", err)
+		}
+	}
+	addr := func(i int) string {
+		if addrs == nil {
+			return ""
+		}
+		return addrs[i]
+	}
 	if o.Nodes == 1 && !o.Global {
-		s, err := server.Start(ctx, server.Config{Insecure: true, Logger: o.Logger, LeasePreferences: o.LeasePreferences})
+		s, err := server.Start(ctx, server.Config{Insecure: true, Logger: o.Logger, LeasePreferences: o.LeasePreferences, SQLAddr: addr(0), HTTPAddr: addr(1)})
 		if err != nil {
 			return nil, err
 		}
@@ -64,7 +83,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	lns := make([]net.Listener, o.Nodes)
 	join := make([]string, o.Nodes)
 	for i := range lns {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		ln, err := net.Listen("tcp", cmp.Or(addr(3*i+2), "127.0.0.1:0"))
 		if err != nil {
 			for _, l := range lns[:i] {
 				l.Close()
@@ -77,6 +96,8 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	for i := range cfgs {
 		cfgs[i] = server.Config{
 			Insecure:         true,
+			SQLAddr:          addr(3 * i),
+			HTTPAddr:         addr(3*i + 1),
 			RPCAddr:          join[i],
 			RPCListener:      lns[i],
 			Join:             join,

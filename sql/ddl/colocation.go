@@ -380,7 +380,13 @@ func (e *executor) alterDistribution(ctx context.Context, cur *catalog.Table, op
 		}
 		t := cloneTable(cur)
 		t.Partitioning.Reference = reference
-		return rest, e.x.Writer.Update(ctx, t)
+		if err := e.x.Writer.Update(ctx, t); err != nil {
+			return nil, err
+		}
+		// A reference table's zone asks for global reads: every replica
+		// serves present-time reads (zone.Config.GlobalReads,
+		// tablet/closedts.go); undistribute_table drops that.
+		return rest, e.refreshTableZone(ctx, t.ID, true)
 	}
 	colocation := uint64(0)
 	if col == "" && (shards != 0 || (colocateWith != "" && colocateWith != "none" && colocateWith != "default")) {

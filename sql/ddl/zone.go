@@ -247,6 +247,7 @@ func (e *executor) writeZones(ctx context.Context, db *catalog.Database, tables 
 			own = *t.Zone
 		}
 		eff := own.Merge(parent)
+		eff.GlobalReads = t.Partitioning.Reference
 		if err := put(t.GroupID, eff); err != nil {
 			return err
 		}

@@ -23,6 +23,11 @@ type Planner struct {
 	// Avoid, when set, names nodes to place no fragment on for now
 	// (Gateway.Suspect): their fragments run on the gateway.
 	Avoid func(node uint64) bool
+	// Local, when set, reports a tablet this node reads from its own
+	// replica without the lease (a closed one: a reference table's,
+	// tablet/closedts.go): its fragment runs on the gateway, so the read
+	// crosses no link.
+	Local func(kvpb.TabletID) bool
 }
 
 // PlanScan returns one fragment per tablet that span touches, in key
@@ -43,7 +48,7 @@ func (p *Planner) PlanScan(ctx context.Context, span kvpb.Span, snap Snapshot) (
 		if p.Leaseholder != nil {
 			node = p.Leaseholder(d.TabletID)
 		}
-		if node == 0 || (p.Avoid != nil && p.Avoid(node)) {
+		if node == 0 || (p.Avoid != nil && p.Avoid(node)) || (p.Local != nil && p.Local(d.TabletID)) {
 			node = p.Gateway
 		}
 		out = append(out, Fragment{Node: node, Spec: Spec{

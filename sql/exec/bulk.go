@@ -77,9 +77,12 @@ const bulkBatchRows = 10000
 // existing allows it for a table that existed before the transaction
 // (COPY).
 func bulkLoadTable(ctx context.Context, x *Context, tb *catalog.Table, existing bool) (*catalog.Table, error) {
-	if x.Txn == nil || tb.Move != nil {
+	if x.Txn == nil || tb.Move != nil || tb.Partitioning.Reference {
 		// A table a job is moving is written transactionally: the load
-		// would have to fill the move's target too.
+		// would have to fill the move's target too. So is a reference
+		// table: its tablets are closed in the future (global reads,
+		// tablet/closedts.go), and a BulkPut, which the timestamp cache
+		// does not push, cannot land above that.
 		return nil, nil
 	}
 	created := x.Txn.IsNew(catalog.NewTableMark(tb.ID))

@@ -1,0 +1,285 @@
+package tablet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cairn-db/cairn/hlc"
+	"github.com/cairn-db/cairn/keys"
+	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/storage"
+)
+
+// Closed timestamps and follower reads (docs/architecture.md, "Reference
+// tables: global reads"; issue 17). A tablet whose zone asks for global
+// reads (a reference table's) is *closed* by its leaseholder at a
+// timestamp in the future, C = now + lead, every closeInterval: a
+// promise, carried through the raft log to every replica, that no write
+// will ever land at or below C. A follower that has applied that promise
+// can then serve a read at any timestamp at or below C from its own
+// engine, with no round trip to the leaseholder. The promise holds by
+// three rules:
+//
+//  1. Closing takes write latches over the whole tablet (its keys and its
+//     transaction records), raises the timestamp cache's low-water mark
+//     to C, and only then proposes the closing entry. A write evaluated
+//     before held its latches until it applied, so its entry precedes the
+//     closing one in the log; a write evaluated after is pushed above C
+//     by the timestamp cache (invariant 4). BulkPut, which bypasses the
+//     timestamp cache, is refused at or below the closed timestamp.
+//  2. Every replica raises its own timestamp cache to C when it applies
+//     the closing entry, and C is persisted with it (replicated state,
+//     "closed-ts", carried by snapshots and inherited by a split's right
+//     side), so a replica that takes the lease later, after a restart
+//     too, never lets a write in at or below a promise any replica may
+//     have served reads under.
+//  3. A write pushed above the physical clock (by a closed timestamp in
+//     the future) is not answered before this node's physical clock has
+//     passed its timestamp (Send), so the coordinator and every later
+//     reader see it in the past: after the answer, a reader anywhere
+//     starts with an uncertainty limit at or above it.
+//
+// A follower serves a transactional Get or Scan when its applied closed
+// timestamp is at or above the transaction's read timestamp and global
+// uncertainty limit (it cannot use observed timestamps: they bound only
+// the leaseholder's own writes), reads the lock keyspace (its lock table
+// is not what the leaseholder's is), records nothing in the timestamp
+// cache, and sends the request on (NotLeaseholderError) when it meets an
+// intent or the promise does not arrive within followerReadWait.
+
+// closedTSKey is where a tablet's closed timestamp is persisted, in its
+// replicated state.
+func closedTSKey(id kvpb.TabletID) []byte {
+	return keys.TabletReplicated(uint64(id), "closed-ts")
+}
+
+// loadClosedTS reads tablet id's persisted closed timestamp (zero: never
+// closed).
+func loadClosedTS(r storage.Reader, id kvpb.TabletID) (hlc.Timestamp, error) {
+	v, ok, err := r.Get(storage.MVCCKey{Key: closedTSKey(id)})
+	if err != nil || !ok {
+		return hlc.Timestamp{}, err
+	}
+	return decodeTS(v)
+}
+
+// ClosedTimestamp returns the highest closed timestamp this replica has
+// applied (zero: the tablet was never closed).
+func (r *Replica) ClosedTimestamp() hlc.Timestamp {
+	r.closed.mu.Lock()
+	defer r.closed.mu.Unlock()
+	return r.closed.ts
+}
+
+// closedProposed is the highest of the closed timestamps this replica
+// applied or proposed: what a split's right side must inherit, since a
+// closing proposed before the split may apply after the split's
+// evaluation and before its entry.
+func (r *Replica) closedProposed() hlc.Timestamp {
+	r.closed.mu.Lock()
+	defer r.closed.mu.Unlock()
+	return r.closed.ts.Forward(r.closed.proposed)
+}
+
+// advanceClosed records an applied closed timestamp and wakes the
+// follower reads waiting for it.
+func (r *Replica) advanceClosed(ts hlc.Timestamp) {
+	r.closed.mu.Lock()
+	defer r.closed.mu.Unlock()
+	if !r.closed.ts.Less(ts) {
+		return
+	}
+	r.closed.ts = ts
+	if r.closed.advanced != nil {
+		close(r.closed.advanced)
+		r.closed.advanced = nil
+	}
+}
+
+// closedAtLeast waits until the applied closed timestamp is at or above
+// ts, for at most wait, and reports whether it is.
+func (r *Replica) closedAtLeast(ctx context.Context, ts hlc.Timestamp, wait time.Duration) bool {
+	var deadline <-chan time.Time
+	for {
+		r.closed.mu.Lock()
+		if ts.LessEq(r.closed.ts) {
+			r.closed.mu.Unlock()
+			return true
+		}
+		if r.closed.advanced == nil {
+			r.closed.advanced = make(chan struct{})
+		}
+		ch := r.closed.advanced
+		r.closed.mu.Unlock()
+		if deadline == nil {
+			t := time.NewTimer(wait)
+			defer t.Stop()
+			deadline = t.C
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// ErrNotClosable: CloseTimestamp on a replica that is not replicated.
+var ErrNotClosable = errors.New("tablet: only a replicated tablet's leaseholder closes timestamps")
+
+// HoldsLease reports whether this replica holds its group's lease now.
+func (r *Replica) HoldsLease() bool {
+	if r.raft.group == nil {
+		return false
+	}
+	term, _ := r.raft.group.Lease()
+	return term != 0
+}
+
+// CloseTimestamp closes the tablet at its clock's physical time plus lead
+// (rule 1 of the file comment) and returns that timestamp once the
+// closing entry is proposed; it is in force on a replica once applied
+// there. Only the leaseholder closes; another replica answers
+// NotLeaseholderError. Closes of one replica must not run concurrently
+// (the store's closer calls it from one goroutine).
+func (r *Replica) CloseTimestamp(ctx context.Context, lead time.Duration) (hlc.Timestamp, error) {
+	if r.raft.group == nil {
+		return hlc.Timestamp{}, ErrNotClosable
+	}
+	if err := r.refuseIfFollower(); err != nil {
+		return hlc.Timestamp{}, err
+	}
+	desc := r.Desc()
+	recLo, recHi := keys.TxnRecordSpan(desc.StartKey, desc.EndKey)
+	g, err := r.latches.acquire(ctx, []latchSpan{
+		{span: kvpb.Span{Key: desc.StartKey, EndKey: desc.EndKey}, write: true},
+		{span: kvpb.Span{Key: recLo, EndKey: recHi}, write: true},
+	})
+	if err != nil {
+		return hlc.Timestamp{}, err
+	}
+	defer r.latches.release(g)
+	if cur := r.Desc(); cur.Generation != desc.Generation {
+		return hlc.Timestamp{}, fmt.Errorf("tablet %d: split while closing: %w", desc.TabletID, keyMismatch(desc.StartKey, cur))
+	}
+	term, done, err := r.leaseTerm(ctx)
+	if err != nil {
+		return hlc.Timestamp{}, err
+	}
+	defer done()
+	c := hlc.Timestamp{WallTime: r.clock.PhysicalNow() + int64(lead)}.Forward(r.ClosedTimestamp())
+	// Before the entry exists: from here on no write evaluates at or
+	// below c on this leaseholder.
+	r.tscache.raiseLowWater(c)
+	r.closed.mu.Lock()
+	r.closed.proposed = r.closed.proposed.Forward(c)
+	r.closed.mu.Unlock()
+	b := r.eng.NewWriteOnlyBatch()
+	defer b.Close()
+	if err := b.Put(storage.MVCCKey{Key: closedTSKey(desc.TabletID)}, encodeTS(c)); err != nil {
+		return hlc.Timestamp{}, fmt.Errorf("tablet %d: closing at %s: %w", desc.TabletID, c, err)
+	}
+	p := &Proposal{Repr: append([]byte(nil), b.Repr()...), ClosedTS: c}
+	// Proposed without waiting for it to apply: every write that could
+	// land at or below c is already before it in the log (rule 1), and
+	// the latches need not be held for a round of consensus. A proposal
+	// that never commits closes nothing; the next one will.
+	data := encodeCommand(0, r.raft.group.NodeID(), term, p)
+	if err := r.raft.group.Propose(term, data); err != nil {
+		_, leader := r.raft.group.Lease()
+		return hlc.Timestamp{}, fmt.Errorf("tablet %d: proposing closed timestamp %s: %v: %w", desc.TabletID, c, err, r.notLeaseholder(leader))
+	}
+	r.metrics.TimestampsClosed.Add(1)
+	return c, nil
+}
+
+// followerReadWait bounds how long a follower waits for the closed
+// timestamp a read needs before sending the read on to the leaseholder.
+// The closer runs every closeInterval and closes lead ahead, so a healthy
+// follower needs no wait at all; this covers a closer delayed by load.
+const followerReadWait = 2 * time.Second
+
+// followerReadable reports whether ba may be served by a follower: the
+// plain reads (Get, Scan; locking reads are LockRequests, refreshes are
+// left to the leaseholder) of a transaction that has written nothing
+// (no anchor key): its own intents may be above the closed timestamp and
+// not yet applied here, and it must read them.
+func followerReadable(ba *kvpb.BatchRequest) bool {
+	if ba.Txn == nil || len(ba.Txn.Key) != 0 || len(ba.Requests) == 0 {
+		return false
+	}
+	for _, req := range ba.Requests {
+		switch req.(type) {
+		case *kvpb.GetRequest, *kvpb.ScanRequest:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// followerRead serves ba on this follower if it can (served true), under
+// the rules of the file comment; served false means the caller refuses
+// it as it would any request to a follower.
+func (r *Replica) followerRead(ctx context.Context, ba *kvpb.BatchRequest) (br *kvpb.BatchResponse, served bool, err error) {
+	if !followerReadable(ba) || r.ClosedTimestamp().IsEmpty() {
+		return nil, false, nil
+	}
+	if err := r.validate(ba); err != nil {
+		return nil, true, err
+	}
+	need := ba.Txn.ReadTimestamp.Forward(ba.Txn.GlobalUncertaintyLimit)
+	if !r.closedAtLeast(ctx, need, followerReadWait) {
+		r.metrics.FollowerReadsRefused.Add(1)
+		return nil, false, nil
+	}
+	exec := *ba
+	r.stampObservation(&exec)
+	// The global uncertainty limit (localLimit zero): an observation of
+	// this node's clock bounds what this node wrote as leaseholder, not
+	// what the leaseholder elsewhere wrote.
+	_, br, err = r.evaluate(&exec, r.Desc(), evalOptions{follower: true})
+	if err != nil {
+		var wie *kvpb.WriteIntentError
+		if errors.As(err, &wie) {
+			// An intent is the leaseholder's to wait on and push.
+			r.metrics.FollowerReadsRefused.Add(1)
+			return nil, false, nil
+		}
+		return nil, true, err
+	}
+	r.metrics.FollowerReads.Add(1)
+	br.Now = r.clock.Now()
+	return br, true, nil
+}
+
+// waitPhysical holds an answer that reveals ts (a batch that wrote at
+// ts, or a WriteTooOldError naming a version at ts) until this node's
+// physical clock has passed ts (rule 3 of the file comment): its receiver
+// moves its clock and its transaction up to ts, and refuses neither once
+// ts is in the past. Only a write pushed by a closed timestamp lands that
+// far ahead; any other is at most the hybrid clock, which commitWait
+// covers. wrote: the batch applied, so giving up is ambiguous.
+func (r *Replica) waitPhysical(ctx context.Context, ts hlc.Timestamp, wrote bool) error {
+	d := time.Duration(ts.WallTime - r.clock.PhysicalNow())
+	if d <= 0 {
+		return nil
+	}
+	r.metrics.FutureWriteWaits.Add(1)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		err := fmt.Errorf("tablet %d: waiting for the clock to pass a write at %s: %w", r.Desc().TabletID, ts, ctx.Err())
+		if wrote {
+			return &kvpb.AmbiguousResultError{Cause: err}
+		}
+		return err
+	case <-t.C:
+		return nil
+	}
+}
