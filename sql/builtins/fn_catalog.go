@@ -46,6 +46,50 @@ type CatalogInfo interface {
 	RelKind(relOID uint32) (string, bool)
 }
 
+// FuncText names a text the pg_get_function_* functions print.
+type FuncText int
+
+// The texts of UserFunctionInfo.UserFunctionText.
+const (
+	FuncArguments         FuncText = iota // pg_get_function_arguments
+	FuncIdentityArguments                 // pg_get_function_identity_arguments
+	FuncResult                            // pg_get_function_result
+	FuncSQLBody                           // pg_get_function_sqlbody
+	FuncDef                               // pg_get_functiondef
+)
+
+// UserFunctionInfo is implemented by a CatalogInfo that knows the
+// user-defined functions (CREATE FUNCTION): ok is false when oid names
+// none, null when the text is SQL NULL.
+type UserFunctionInfo interface {
+	UserFunctionText(oid uint32, what FuncText) (text string, null, ok bool)
+	FunctionIsVisible(oid uint32) (visible, ok bool)
+}
+
+// userFunctionText answers a pg_get_function_* call on a user function;
+// ok is false when the OID is not one.
+func userFunctionText(ctx EvalContext, oid uint32, what FuncText) (types.Datum, bool) {
+	if oid < firstNormalOID {
+		return nil, false
+	}
+	tc := ctx.Types()
+	if tc == nil {
+		return nil, false
+	}
+	ui, ok := tc.Reg.(UserFunctionInfo)
+	if !ok {
+		return nil, false
+	}
+	text, null, ok := ui.UserFunctionText(oid, what)
+	if !ok {
+		return nil, false
+	}
+	if null {
+		return types.DNull, true
+	}
+	return types.DString(text), true
+}
+
 // TypeVisibility is implemented by a CatalogInfo that knows user-defined
 // types: pg_type_is_visible of one (ok false: no such type).
 type TypeVisibility interface {
@@ -203,7 +247,16 @@ func init() {
 	// always searched; a user-defined type is visible when its bare name
 	// finds it on the search path (TypeVisibility).
 	registerFn("pg_function_is_visible", Overload{Args: []*types.T{oid}, Return: Fixed(b), Strict: true, Volatility: Stable,
-		Fn: func(EvalContext, []types.Datum) (types.Datum, error) { return types.DBool(true), nil }})
+		Fn: func(ctx EvalContext, a []types.Datum) (types.Datum, error) {
+			if tc := ctx.Types(); tc != nil && oidArg(a[0]) >= firstNormalOID {
+				if ui, ok := tc.Reg.(UserFunctionInfo); ok {
+					if v, ok := ui.FunctionIsVisible(oidArg(a[0])); ok {
+						return types.DBool(v), nil
+					}
+				}
+			}
+			return types.DBool(true), nil
+		}})
 	registerFn("pg_type_is_visible", Overload{Args: []*types.T{oid}, Return: Fixed(b), Strict: true, Volatility: Stable,
 		Fn: func(ctx EvalContext, a []types.Datum) (types.Datum, error) {
 			if _, ok := types.OidToType(oidArg(a[0])); ok {
@@ -384,8 +437,11 @@ func init() {
 	}
 	// The function-introspection functions read the built-in registry
 	// (every function is built in).
-	procText := func(f func(o *Overload) string) Fn {
-		return func(_ EvalContext, a []types.Datum) (types.Datum, error) {
+	procText := func(what FuncText, f func(o *Overload) string) Fn {
+		return func(ctx EvalContext, a []types.Datum) (types.Datum, error) {
+			if d, ok := userFunctionText(ctx, oidArg(a[0]), what); ok {
+				return d, nil
+			}
 			o, ok := ByOID(oidArg(a[0]))
 			if !ok || o.Name() == "" {
 				return types.DNull, nil
@@ -407,11 +463,11 @@ func init() {
 		return s
 	}
 	registerFn("pg_get_function_arguments", Overload{Args: []*types.T{oid}, Return: Fixed(text), Strict: true,
-		Volatility: Stable, Fn: procText(args)})
+		Volatility: Stable, Fn: procText(FuncArguments, args)})
 	registerFn("pg_get_function_identity_arguments", Overload{Args: []*types.T{oid}, Return: Fixed(text), Strict: true,
-		Volatility: Stable, Fn: procText(args)})
+		Volatility: Stable, Fn: procText(FuncIdentityArguments, args)})
 	registerFn("pg_get_function_result", Overload{Args: []*types.T{oid}, Return: Fixed(text), Strict: true,
-		Volatility: Stable, Fn: procText(func(o *Overload) string {
+		Volatility: Stable, Fn: procText(FuncResult, func(o *Overload) string {
 			if o.Class == Generator && o.Columns != nil {
 				if cols := o.Columns(o.Args); len(cols) == 1 {
 					return "SETOF " + typeName(cols[0].Type)
@@ -420,16 +476,24 @@ func init() {
 			}
 			return typeName(returnType(o))
 		})})
-	// psql's \df+ reads pg_get_function_sqlbody; no Cairn function has a
-	// SQL-standard body (every one is built in), so it is NULL, as for
-	// PostgreSQL's internal functions.
+	// psql's \df+ reads pg_get_function_sqlbody: a user function's
+	// SQL-standard body (BEGIN ATOMIC or RETURN), NULL for every other
+	// function, as for PostgreSQL's internal ones.
 	registerFn("pg_get_function_sqlbody", Overload{Args: []*types.T{oid}, Return: Fixed(text), Strict: true,
-		Volatility: Stable, Fn: func(EvalContext, []types.Datum) (types.Datum, error) { return types.DNull, nil }})
+		Volatility: Stable, Fn: func(ctx EvalContext, a []types.Datum) (types.Datum, error) {
+			if d, ok := userFunctionText(ctx, oidArg(a[0]), FuncSQLBody); ok {
+				return d, nil
+			}
+			return types.DNull, nil
+		}})
 	// pg_get_functiondef prints a built-in function as PostgreSQL prints
 	// its internal ones (psql's \sf): LANGUAGE internal, the options
 	// pg_proc lists, and the function's own name as its source.
 	registerFn("pg_get_functiondef", Overload{Args: []*types.T{oid}, Return: Fixed(text), Strict: true,
-		Volatility: Stable, Fn: func(_ EvalContext, a []types.Datum) (types.Datum, error) {
+		Volatility: Stable, Fn: func(ctx EvalContext, a []types.Datum) (types.Datum, error) {
+			if d, ok := userFunctionText(ctx, oidArg(a[0]), FuncDef); ok {
+				return d, nil
+			}
 			o, ok := ByOID(oidArg(a[0]))
 			if !ok || o.Name() == "" {
 				return types.DNull, nil

@@ -33,7 +33,8 @@
 //  4. DDL is transactional: a rolled-back transaction leaves no name, no
 //     descriptor and no consumed ID (TestRollbackLeavesNothing).
 //  5. A name is held by at most one descriptor in its namespace (databases;
-//     schemas of a database; relations of a schema), enforced by a
+//     schemas of a database; relations, types and functions of a schema,
+//     a function under its name and input types: funcdesc.go), enforced by a
 //     ConditionalPut on the namespace key, with Postgres's SQLSTATEs
 //     (TestNameCollisions).
 package catalog

@@ -28,6 +28,7 @@ type envelope struct {
 	View          *View     `json:"view,omitempty"`
 	Sequence      *Sequence `json:"sequence,omitempty"`
 	Type          *TypeDesc `json:"type,omitempty"`
+	Function      *FuncDesc `json:"function,omitempty"`
 }
 
 // Encode returns d's stored form. It validates d first: the catalog never
@@ -50,6 +51,8 @@ func Encode(d Descriptor) ([]byte, error) {
 		e.Sequence = v
 	case *TypeDesc:
 		e.Type = v
+	case *FuncDesc:
+		e.Function = v
 	}
 	return json.Marshal(e)
 }
@@ -87,6 +90,9 @@ func Decode(b []byte) (Descriptor, error) {
 	}
 	if e.Type != nil {
 		ds = append(ds, e.Type)
+	}
+	if e.Function != nil {
+		ds = append(ds, e.Function)
 	}
 	if len(ds) != 1 {
 		return nil, fmt.Errorf("%w: envelope holds %d descriptors", ErrBadDescriptor, len(ds))

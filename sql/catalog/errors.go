@@ -62,6 +62,8 @@ func duplicate(d Descriptor, name string) error {
 		return pgerror.New(pgerrcode.DuplicateDatabase, "database %q already exists", name)
 	case KindSchema:
 		return pgerror.New(pgerrcode.DuplicateSchema, "schema %q already exists", name)
+	case KindFunction:
+		return pgerror.New(pgerrcode.DuplicateFunction, "function %q already exists with same argument types", d.DescName())
 	}
 	return pgerror.New(pgerrcode.DuplicateTable, "relation %q already exists", name)
 }

@@ -343,6 +343,8 @@ func ObjectKindWord(k Kind) string {
 		return "database"
 	case KindType:
 		return "type"
+	case KindFunction:
+		return "function"
 	}
 	return "relation"
 }

@@ -251,8 +251,8 @@ func (r *Reader) Schemas(ctx context.Context, dbID ID) ([]*Schema, error) {
 	return out, nil
 }
 
-// Relations lists the tables, views and sequences of a schema in name
-// order: one scan of the namespace.
+// Relations lists the tables, views, sequences, types and functions of a
+// schema in namespace-name order: one scan of the namespace.
 func (r *Reader) Relations(ctx context.Context, dbID, schemaID ID) ([]Descriptor, error) {
 	return r.list(ctx, dbID, schemaID)
 }

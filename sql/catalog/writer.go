@@ -90,7 +90,7 @@ func (w *Writer) Create(ctx context.Context, d Descriptor) error {
 			return err
 		}
 	}
-	if err := w.claimName(ctx, d, d.DescName()); err != nil {
+	if err := w.claimName(ctx, d, nsName(d)); err != nil {
 		return err
 	}
 	if err := w.put(ctx, d); err != nil {
@@ -344,11 +344,17 @@ func (w *Writer) Rename(ctx context.Context, d Descriptor, newName string) error
 	if err := w.checkName(d, newName); err != nil {
 		return err
 	}
-	if err := w.claimName(ctx, d, newName); err != nil {
+	// A function's entry carries its signature (nsName): rename the
+	// name part only.
+	newEntry := newName
+	if f, ok := d.(*FuncDesc); ok {
+		newEntry = NamespaceName(newName, f.InputTypes())
+	}
+	if err := w.claimName(ctx, d, newEntry); err != nil {
 		return err
 	}
 	dbID, schemaID := cur.Parent()
-	if err := w.txn.Delete(ctx, nsKey(dbID, schemaID, cur.DescName())); err != nil {
+	if err := w.txn.Delete(ctx, nsKey(dbID, schemaID, nsName(cur))); err != nil {
 		return fmt.Errorf("releasing name %q: %w", cur.DescName(), err)
 	}
 	d.setName(newName)
@@ -429,7 +435,7 @@ func (w *Writer) remove(ctx context.Context, d Descriptor) error {
 	}
 	dbID, schemaID := d.Parent()
 	var b kv.Batch
-	b.Del(nsKey(dbID, schemaID, d.DescName()))
+	b.Del(nsKey(dbID, schemaID, nsName(d)))
 	b.Del(descKey(d.DescID()))
 	b.Del(stampKey(d.DescID()))
 	b.Del(WriterKey(d.DescID(), 0))

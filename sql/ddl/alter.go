@@ -1359,6 +1359,8 @@ func (e *executor) rename(ctx context.Context, n *pg_query.RenameStmt) (string, 
 		return "ALTER TYPE", e.renameType(ctx, n, newName)
 	case pg_query.ObjectType_OBJECT_DOMAIN:
 		return "ALTER DOMAIN", e.renameType(ctx, n, newName)
+	case pg_query.ObjectType_OBJECT_FUNCTION:
+		return "ALTER FUNCTION", e.renameFunction(ctx, n, newName)
 	case pg_query.ObjectType_OBJECT_TABLE, pg_query.ObjectType_OBJECT_VIEW, pg_query.ObjectType_OBJECT_SEQUENCE:
 		tag := alterTag(n.RenameType)
 		d, _, err := e.lookupRelation(ctx, n.Relation)

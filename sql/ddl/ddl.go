@@ -32,6 +32,10 @@ type Context struct {
 	Catalog plan.Catalog
 	// Describe binds a query (a view's SELECT) and returns its columns.
 	Describe func(ctx context.Context, sql string) ([]plan.Column, error)
+	// CheckFunctionBodies is the check_function_bodies setting: CREATE
+	// FUNCTION binds the body (off: only parses it, as pg_dump's restore
+	// needs when a function reads a table created later).
+	CheckFunctionBodies bool
 	// Notice sends a NOTICE to the client (code is a SQLSTATE).
 	Notice          func(code, msg string)
 	PackedRows      bool
@@ -124,6 +128,8 @@ func Exec(ctx context.Context, x *Context, stmt *parser.Statement) (string, erro
 		return "ALTER TYPE", e.alterEnum(ctx, n.AlterEnumStmt)
 	case *pg_query.Node_CreateDomainStmt:
 		return "CREATE DOMAIN", e.createDomain(ctx, n.CreateDomainStmt)
+	case *pg_query.Node_CreateFunctionStmt:
+		return e.createFunction(ctx, n.CreateFunctionStmt)
 	case *pg_query.Node_AlterSeqStmt:
 		return "ALTER SEQUENCE", e.alterSequence(ctx, n.AlterSeqStmt)
 	case *pg_query.Node_ViewStmt:

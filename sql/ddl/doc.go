@@ -34,7 +34,8 @@
 // indexes, changing a key in place), rekey.go (the online key change),
 // enum.go (CREATE/ALTER/DROP TYPE of enums, and the copies of a type's
 // members in the descriptors of the tables using it), domain.go (CREATE
-// DOMAIN), names.go. Temporary tables are ordinary tables in the
+// DOMAIN), function.go (CREATE/DROP/ALTER FUNCTION of SQL functions, the
+// body checked through Context.Describe), names.go. Temporary tables are ordinary tables in the
 // session's own schema, which Context.TempSchema supplies.
 //
 // Decisions:

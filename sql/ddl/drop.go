@@ -30,6 +30,8 @@ func kindWord(k catalog.Kind) string {
 		return "database"
 	case catalog.KindType:
 		return "type"
+	case catalog.KindFunction:
+		return "function"
 	}
 	return "table"
 }
@@ -53,6 +55,8 @@ func (e *executor) drop(ctx context.Context, n *pg_query.DropStmt) (string, erro
 		return "DROP TYPE", e.dropTypes(ctx, n, cascade, false)
 	case pg_query.ObjectType_OBJECT_DOMAIN:
 		return "DROP DOMAIN", e.dropTypes(ctx, n, cascade, true)
+	case pg_query.ObjectType_OBJECT_FUNCTION:
+		return "DROP FUNCTION", e.dropFunctions(ctx, n)
 	case pg_query.ObjectType_OBJECT_MATVIEW:
 		return "", notSupported("materialized views are not supported yet")
 	}

@@ -46,6 +46,8 @@ func descOwner(d catalog.Descriptor) string {
 		o = v.Owner
 	case *catalog.TypeDesc:
 		o = v.Owner
+	case *catalog.FuncDesc:
+		o = v.Owner
 	}
 	if o == "" {
 		return catalog.SuperuserName
@@ -91,6 +93,12 @@ func withOwnerACL(d catalog.Descriptor, owner string, acl []catalog.ACLItem) cat
 	case *catalog.Database:
 		c := *v
 		c.Owner, c.ACL = owner, acl
+		return &c
+	case *catalog.FuncDesc:
+		// Functions keep no ACL: EXECUTE is PUBLIC's, as PostgreSQL's
+		// default.
+		c := *v
+		c.Owner = owner
 		return &c
 	case *catalog.TypeDesc:
 		// Types keep no ACL: USAGE on a type is PUBLIC's, as PostgreSQL's
@@ -676,6 +684,8 @@ func (e *executor) alterOwner(ctx context.Context, n *pg_query.AlterOwnerStmt) (
 		d, err = e.x.Writer.Database(ctx, strVal(n.Object))
 	case pg_query.ObjectType_OBJECT_TYPE, pg_query.ObjectType_OBJECT_DOMAIN:
 		d, _, err = e.enumOf(ctx, typeNameParts(n.Object))
+	case pg_query.ObjectType_OBJECT_FUNCTION:
+		d, err = e.lookupFunction(ctx, n.Object.GetObjectWithArgs(), false)
 	default:
 		return tag, notSupported("%s OWNER TO is not supported yet", tag)
 	}

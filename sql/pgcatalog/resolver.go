@@ -278,8 +278,8 @@ func (s *snapshot) relByName(sc *catalog.Schema, name string) (uint32, bool) {
 		return 0, false
 	}
 	for _, r := range s.rels {
-		if r.schema.ID != sc.ID {
-			continue
+		if r.schema.ID != sc.ID || r.desc.DescKind() == catalog.KindFunction {
+			continue // functions share the namespace but are no relations
 		}
 		if r.desc.DescName() == name {
 			return r.oid(), true
@@ -366,7 +366,14 @@ func (res *Resolver) ResolveReg(kind *types.T, name string) (uint32, error) {
 		}
 		return 0, types.RegNotFound(kind, name)
 	case types.RegProc.Oid, types.RegProcedure.Oid:
-		return resolveProc(kind, name)
+		oid, err := resolveProc(kind, name)
+		if pgerror.Code(err) != pgerrcode.UndefinedFunction {
+			return oid, err
+		}
+		if uoid, found, uerr := res.resolveUserProc(kind, name); uerr != nil || found {
+			return uoid, uerr
+		}
+		return 0, err
 	case types.RegType.Oid:
 		return res.resolveTypeName(name)
 	}
@@ -434,7 +441,7 @@ func (res *Resolver) RegName(kind *types.T, oid uint32) (string, bool) {
 	case types.RegProc.Oid, types.RegProcedure.Oid:
 		o, ok := builtins.ByOID(oid)
 		if !ok || o.Name() == "" {
-			return "", false
+			return res.userProcName(oid, kind.Oid == types.RegProcedure.Oid)
 		}
 		if kind.Oid == types.RegProc.Oid {
 			return o.Name(), true

@@ -1083,8 +1083,8 @@ func constraintDef(c constraint, pretty bool) string {
 	return def
 }
 
-func genProc(_ context.Context, _ *snapshot, t *vtable) ([][]types.Datum, error) {
-	var out [][]types.Datum
+func genProc(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
+	out := procRows(s, t)
 	seen := map[uint32]bool{}
 	for _, name := range builtins.Names() {
 		for _, o := range builtins.Lookup(name) {
@@ -1148,6 +1148,16 @@ func returnOID(o *builtins.Overload) (oid uint32) {
 // column a sequence belongs to (serial: 'a', identity: 'i').
 func genDepend(ctx context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
 	var out [][]types.Datum
+	// A SQL-standard function body → the relations it reads (normal
+	// dependencies), so pg_dump creates the function after them.
+	for _, r := range s.rels {
+		if f, ok := r.desc.(*catalog.FuncDesc); ok {
+			for _, dep := range f.DependsOn {
+				out = append(out, t.row("classid", oidPgProc, "objid", f.ID, "objsubid", 0,
+					"refclassid", oidPgClass, "refobjid", dep, "refobjsubid", 0, "deptype", "n"))
+			}
+		}
+	}
 	for _, r := range s.sequences() {
 		q := r.desc.(*catalog.Sequence)
 		if q.OwnedBy == nil {

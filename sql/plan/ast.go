@@ -2,52 +2,15 @@ package plan
 
 import (
 	pg_query "github.com/pganalyze/pg_query_go/v6"
-	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/cairn-db/cairn/sql/builtins"
+	"github.com/cairn-db/cairn/sql/parser"
 )
 
 // walkAST visits every Node below m in field declaration order (the
 // order sem.Build evaluates them in), pre-order; visit returning false
 // skips a node's children.
-func walkAST(n *pg_query.Node, visit func(*pg_query.Node) bool) {
-	if n == nil || n.Node == nil {
-		return
-	}
-	if !visit(n) {
-		return
-	}
-	walkMsg(n.ProtoReflect(), visit)
-}
-
-var nodeFullName = (&pg_query.Node{}).ProtoReflect().Descriptor().FullName()
-
-func walkMsg(m protoreflect.Message, visit func(*pg_query.Node) bool) {
-	fields := m.Descriptor().Fields()
-	for i := 0; i < fields.Len(); i++ {
-		fd := fields.Get(i)
-		if fd.Kind() != protoreflect.MessageKind || !m.Has(fd) {
-			continue
-		}
-		one := func(v protoreflect.Message) {
-			if v.Descriptor().FullName() == nodeFullName {
-				if n, ok := v.Interface().(*pg_query.Node); ok {
-					walkAST(n, visit)
-					return
-				}
-			}
-			walkMsg(v, visit)
-		}
-		if fd.IsList() {
-			l := m.Get(fd).List()
-			for j := 0; j < l.Len(); j++ {
-				one(l.Get(j).Message())
-			}
-		} else if !fd.IsMap() {
-			one(m.Get(fd).Message())
-		}
-	}
-}
+func walkAST(n *pg_query.Node, visit func(*pg_query.Node) bool) { parser.WalkAST(n, visit) }
 
 // callsIn returns the function calls of an expression's AST in pre-order,
 // not looking into subqueries: windows are those with OVER, aggs the

@@ -89,6 +89,9 @@ type builder struct {
 	lastWT     int
 	// viewDepth guards against a view whose definition reaches itself.
 	viewDepth int
+	// inlineDepth counts nested inlined SQL function calls (sem's
+	// BuildContext.Inlining), which guards against recursive functions.
+	inlineDepth int
 	// selectDepth is how many query expressions enclose the one being
 	// bound (data-modifying CTEs are only allowed at the top).
 	selectDepth int
@@ -352,6 +355,7 @@ func (b *builder) semCtx(s *scope, clause string) sem.BuildContext {
 		Types:    b.env.Types,
 		Clause:   clause,
 		Position: b.stmt.Position,
+		Inlining: &b.inlineDepth,
 	}
 	bc.Subqueries = &subqueryPlanner{b: b, s: s}
 	if s != nil {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/jackc/pgerrcode"
 	pg_query "github.com/pganalyze/pg_query_go/v6"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/cairn-db/cairn/sql/builtins"
 	"github.com/cairn-db/cairn/sql/catalog"
@@ -267,10 +268,54 @@ func freshColsLike(b *builder, cols []Column) []Column {
 	return out
 }
 
+// userSetFunction binds a set-returning user-defined function in FROM as
+// the LATERAL subquery sem.InlineSetCall makes of it. ok is false when rf
+// is something else.
+func (b *builder) userSetFunction(rf *pg_query.RangeFunction, s *scope) (n Node, lateral, ok bool, err error) {
+	if len(rf.Functions) != 1 {
+		return nil, false, false, nil
+	}
+	items := rf.Functions[0].GetList().GetItems()
+	if len(items) == 0 {
+		return nil, false, false, nil
+	}
+	fc := items[0].GetFuncCall()
+	if fc == nil || isGeneratorName(funcName(fc)) {
+		return nil, false, false, nil
+	}
+	var lat []sem.ColumnID
+	side := &scope{b: b, parent: s, outer: &lat, ctes: s.ctes}
+	sel, cols, ok, err := sem.InlineSetCall(b.semCtx(side, "FROM"), fc)
+	if err != nil || !ok {
+		return nil, false, ok, err
+	}
+	if rf.Ordinality || len(rf.Coldeflist) > 0 {
+		return nil, false, true, notSupported("WITH ORDINALITY and column definition lists are not supported on user-defined functions")
+	}
+	alias := &pg_query.Alias{Aliasname: funcName(fc)}
+	if rf.Alias != nil {
+		alias = proto.Clone(rf.Alias).(*pg_query.Alias)
+		// SETOF scalar aliased t names its column t, as in PostgreSQL.
+		if len(alias.Colnames) == 0 && len(cols) == 1 && cols[0].Name == funcName(fc) {
+			alias.Colnames = []*pg_query.Node{pg_query.MakeStrNode(alias.Aliasname)}
+		}
+	}
+	// The body is inlined: its own calls count as nested (sem's
+	// BuildContext.Inlining), so a function that calls itself stops.
+	b.inlineDepth++
+	defer func() { b.inlineDepth-- }()
+	n, lateral, err = b.fromItem(&pg_query.Node{Node: &pg_query.Node_RangeSubselect{RangeSubselect: &pg_query.RangeSubselect{
+		Lateral: true, Subquery: sel, Alias: alias}}}, s)
+	return n, lateral, true, err
+}
+
 // rangeFunction binds functions in FROM: set-returning ones become a
 // ProjectSet over one row, others a one-row Project.
 func (b *builder) rangeFunction(rf *pg_query.RangeFunction, s *scope) (Node, bool, error) {
 	if n, lateral, ok, err := b.jsonToRecord(rf, s); ok {
+		return n, lateral, err
+	}
+	if n, lateral, ok, err := b.userSetFunction(rf, s); ok || err != nil {
 		return n, lateral, err
 	}
 	if len(rf.Coldeflist) > 0 {

@@ -853,7 +853,30 @@ func (b *builder) buildFuncCall(fc *pg_query.FuncCall) (Expr, error) {
 	for i, a := range args {
 		argTypes[i] = a.Type()
 	}
+	// Built-in functions first, as pg_catalog is searched first (and
+	// qualified built-ins, crdb_internal.f, resolve by their last name).
+	schema := funcSchema(fc.Funcname)
 	res, err := builtins.ResolveFuncNamed(name, argTypes, names)
+	if pgerror.Code(err) == pgerrcode.UndefinedFunction && schema != "pg_catalog" {
+		// Not a built-in: a user-defined function (udf.go), inlined.
+		cands, uerr := b.userFunctions(schema, name)
+		if uerr != nil {
+			return nil, uerr
+		}
+		f, slots, uerr := matchUserFunc(cands, name, argTypes, names)
+		if uerr != nil {
+			return nil, b.pos(fc.Location, uerr)
+		}
+		if f != nil {
+			if fc.Over != nil {
+				return nil, b.pos(fc.Location, pgerrorOverNonWindow(name))
+			}
+			if fc.AggDistinct || fc.AggFilter != nil || len(fc.AggOrder) > 0 || fc.AggStar {
+				return nil, b.pos(fc.Location, errNotAggregate("DISTINCT, FILTER or ORDER BY", name))
+			}
+			return b.buildUserCall(fc, f, slots)
+		}
+	}
 	if err != nil {
 		return nil, b.pos(fc.Location, err)
 	}

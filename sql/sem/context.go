@@ -43,6 +43,11 @@ type BuildContext struct {
 	// Position maps an AST location to the 1-based position reported to
 	// the client (parser.Statement.Position); nil means location+1.
 	Position func(location int32) int
+	// Inlining counts the user-defined function calls being inlined
+	// around the expression (udf.go), shared by every BuildContext of one
+	// statement so a function that calls itself, directly or through a
+	// subquery, stops at maxInlineDepth; nil: counted per Build.
+	Inlining *int
 }
 
 // ParamTypes holds the types of a statement's parameters $1..$n. Slots a

@@ -20,8 +20,9 @@
 // Files: expr.go (the nodes), format.go (EXPLAIN-style String), build.go
 // (AST → Expr), funcargs.go (named arguments, WITHIN GROUP arguments), typecheck.go (coercions, assignment, type names),
 // fold.go (Fold, NormalizeBool), walk.go (Walk, Map, Aggregates), eval.go
-// (Compile, Eval), context.go (BuildContext, Scope, ParamTypes),
-// errors.go.
+// (Compile, Eval), context.go (BuildContext, Scope, ParamTypes), udf.go
+// (inlining calls of user-defined SQL functions, found through the
+// FunctionResolver the type context's resolver implements), errors.go.
 //
 // Invariants:
 //

@@ -249,18 +249,19 @@ func (s *Session) ddlContext(x *stmtState, txn *kv.Txn, w pgwire.ResultWriter, s
 			}
 			s.notice(w, "NOTICE", code, msg)
 		},
-		PackedRows:      packed,
-		PackedSizeLimit: limit,
-		DB:              s.b.db,
-		AutoCommit:      !s.block && !s.multiImplicit,
-		InBlock:         s.block,
-		HashBuckets:     s.hashBuckets,
-		DrainTimestamp:  s.b.cfg.DrainTimestamp,
-		BackendPID:      int32(s.pid),
-		Memory:          s.b.cfg.Memory,
-		TempStorage:     s.b.cfg.TempStorage,
-		TempSchema:      s.tempSchema,
-		OnCommit:        s.recordOnCommit,
+		CheckFunctionBodies: s.vars["check_function_bodies"] != "off",
+		PackedRows:          packed,
+		PackedSizeLimit:     limit,
+		DB:                  s.b.db,
+		AutoCommit:          !s.block && !s.multiImplicit,
+		InBlock:             s.block,
+		HashBuckets:         s.hashBuckets,
+		DrainTimestamp:      s.b.cfg.DrainTimestamp,
+		BackendPID:          int32(s.pid),
+		Memory:              s.b.cfg.Memory,
+		TempStorage:         s.b.cfg.TempStorage,
+		TempSchema:          s.tempSchema,
+		OnCommit:            s.recordOnCommit,
 	}
 }
 

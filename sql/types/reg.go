@@ -145,6 +145,9 @@ func appendReg(dst []byte, ctx *Context, t *T, v DOid) []byte {
 		if uint32(v) == Unknown.Oid {
 			return append(dst, "unknown"...) // pg_typeof of an untyped literal
 		}
+		if uint32(v) == 2249 {
+			return append(dst, "record"...) // prorettype of RETURNS TABLE
+		}
 	}
 	if ctx != nil && ctx.Reg != nil {
 		if name, ok := ctx.Reg.RegName(t, uint32(v)); ok {

@@ -1,5 +1,6 @@
 """An asyncpg client against Cairn: connect, errors, prepared statements,
-executemany, COPY, a pool, and SQLAlchemy 2's async engine on top.
+executemany, COPY, a pool, and SQLAlchemy 2's async engine on top
+(reflection, and the ORM with an AsyncSession).
 
 Run by test/compat/run.sh with the connection URL as its argument. Each
 check runs on its own connection with a deadline (a protocol mismatch shows
@@ -169,6 +170,71 @@ async def sqlalchemy_async():
         await engine.dispose()
 
 
+async def sqlalchemy_async_orm():
+    # The ORM on the async engine: a declarative model pair with a
+    # relationship, AsyncSession add/commit, a select with selectinload,
+    # an update, a rollback that leaves nothing, a delete.
+    import sqlalchemy as sa
+    from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker, create_async_engine
+    from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship, selectinload
+
+    class Base(DeclarativeBase):
+        pass
+
+    class Author(Base):
+        __tablename__ = "ap_orm_authors"
+        id: Mapped[int] = mapped_column(primary_key=True)
+        name: Mapped[str] = mapped_column(sa.String(50), unique=True)
+        books: Mapped[list["Book"]] = relationship(back_populates="author", cascade="all, delete-orphan")
+
+    class Book(Base):
+        __tablename__ = "ap_orm_books"
+        id: Mapped[int] = mapped_column(primary_key=True)
+        title: Mapped[str]
+        price: Mapped[decimal.Decimal] = mapped_column(sa.Numeric(8, 2))
+        author_id: Mapped[int] = mapped_column(sa.ForeignKey("ap_orm_authors.id"))
+        author: Mapped[Author] = relationship(back_populates="books")
+
+    engine = create_async_engine(url.replace("postgres://", "postgresql+asyncpg://", 1).split("?")[0])
+    try:
+        async with engine.begin() as c:
+            await c.run_sync(Base.metadata.drop_all)
+            await c.run_sync(Base.metadata.create_all)
+        Session = async_sessionmaker(engine, expire_on_commit=False)
+        async with Session() as s:
+            s.add_all([Author(name="ann", books=[Book(title="a1", price=decimal.Decimal("9.50")),
+                                                 Book(title="a2", price=decimal.Decimal("12.00"))]),
+                       Author(name="bob", books=[Book(title="b1", price=decimal.Decimal("5.25"))])])
+            await s.commit()
+        async with Session() as s:
+            authors = (await s.execute(sa.select(Author).options(selectinload(Author.books)).order_by(Author.name))).scalars().all()
+            got = [(a.name, sorted(b.title for b in a.books)) for a in authors]
+            assert got == [("ann", ["a1", "a2"]), ("bob", ["b1"])], got
+            total = (await s.execute(sa.select(sa.func.sum(Book.price)))).scalar()
+            assert total == decimal.Decimal("26.75"), total
+            authors[1].name = "robert"
+            await s.commit()
+        async with Session() as s:
+            s.add(Author(name="ann"))  # unique violation
+            try:
+                await s.commit()
+                raise AssertionError("duplicate name committed")
+            except sa.exc.IntegrityError:
+                await s.rollback()
+            bob = (await s.execute(sa.select(Author).where(Author.name == "robert"))).scalar_one()
+            await s.delete(bob)
+            await s.commit()
+        async with Session() as s:
+            names = (await s.execute(sa.select(Author.name).order_by(Author.name))).scalars().all()
+            assert names == ["ann"], names
+            n = (await s.execute(sa.select(sa.func.count()).select_from(Book))).scalar()
+            assert n == 2, n
+        async with engine.begin() as c:
+            await c.run_sync(Base.metadata.drop_all)
+    finally:
+        await engine.dispose()
+
+
 async def main():
     conn = await asyncpg.connect(url)
     await conn.execute("DROP TABLE IF EXISTS ap_items, ap_copy")
@@ -179,7 +245,8 @@ async def main():
     await conn.close()
     for fn in checks:
         await run_one(fn)
-    for name, fn in [("pool", pool), ("sqlalchemy_async_reflection", sqlalchemy_async)]:
+    extra = [("pool", pool), ("sqlalchemy_async_reflection", sqlalchemy_async), ("sqlalchemy_async_orm", sqlalchemy_async_orm)]
+    for name, fn in extra:
         try:
             await asyncio.wait_for(fn(), DEADLINE)
             print("asyncpg: %s ok" % name)
@@ -193,4 +260,4 @@ asyncio.run(main())
 if failures:
     print("asyncpg: FAILED: %s" % ", ".join(failures))
     sys.exit(1)
-print("asyncpg: all %d checks ok" % (len(checks) + 2))
+print("asyncpg: all %d checks ok" % (len(checks) + 3))

@@ -107,3 +107,16 @@ CREATE DOMAIN dump_extra.qty AS int NOT NULL DEFAULT 1 CHECK (VALUE > 0) CHECK (
 CREATE TABLE contacts (id int PRIMARY KEY, mail email, n dump_extra.qty);
 INSERT INTO contacts VALUES (1, 'a@example.com', 5), (2, NULL, 7);
 INSERT INTO contacts (id, mail) VALUES (3, 'c@example.com');
+-- SQL functions: a $$ body reading a table (pg_dump creates functions
+-- before tables, with check_function_bodies off), a STRICT IMMUTABLE one
+-- with a default, a RETURN body, a BEGIN ATOMIC body, RETURNS TABLE in the
+-- second schema, and overloads.
+CREATE FUNCTION parent_code(pid bigint) RETURNS text LANGUAGE sql STABLE AS $$ SELECT code FROM dump_parent WHERE id = pid $$;
+CREATE FUNCTION add_tax(amount numeric, rate numeric DEFAULT 0.2) RETURNS numeric LANGUAGE sql IMMUTABLE STRICT AS 'SELECT round(amount * (1 + rate), 2)';
+CREATE FUNCTION add_tax(amount integer) RETURNS integer LANGUAGE sql IMMUTABLE RETURN amount + amount / 5;
+CREATE FUNCTION child_count(pid bigint) RETURNS bigint LANGUAGE sql STABLE
+BEGIN ATOMIC
+  SELECT count(*) FROM dump_child WHERE parent_id = pid;
+END;
+CREATE FUNCTION dump_extra.shapes_over(min_area numeric) RETURNS TABLE(id int, area numeric) LANGUAGE sql STABLE
+  AS $$ SELECT id, area FROM dump_extra.shapes WHERE area > min_area $$;

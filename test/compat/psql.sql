@@ -134,6 +134,25 @@ DROP TABLE compat_prices;
 DROP DOMAIN compat_pos, compat_s.code;
 \dD
 
+-- SQL functions: \df, \df+ and \sf of user functions (overloads, a
+-- default, STRICT, SETOF, RETURNS TABLE, another schema), then dropped.
+CREATE FUNCTION compat_add(a integer, b integer DEFAULT 1) RETURNS integer LANGUAGE sql IMMUTABLE STRICT AS $$ SELECT a + b $$;
+CREATE FUNCTION compat_add(a text, b text) RETURNS text LANGUAGE sql AS $$ SELECT a || b $$;
+CREATE FUNCTION compat_s.evens(n int) RETURNS SETOF int LANGUAGE sql STABLE AS 'SELECT g FROM generate_series(2, n, 2) g';
+CREATE FUNCTION compat_s.pairs(n int) RETURNS TABLE(i int, sq bigint) LANGUAGE sql AS 'SELECT g, g::bigint * g FROM generate_series(1, n) g';
+SELECT compat_add(1, 2), compat_add(5), compat_add('a', 'b');
+SELECT * FROM compat_s.evens(6);
+SELECT * FROM compat_s.pairs(3);
+\df compat_*
+\df+ compat_add
+\df compat_s.*
+\sf compat_add(integer, integer)
+\sf compat_s.pairs
+\sf+ compat_add(text, text)
+DROP FUNCTION compat_add(int, int), compat_add(text, text);
+DROP FUNCTION compat_s.evens, compat_s.pairs;
+\df compat_*
+
 -- pg_dump 15's index query (as quoted in the colocated-tables seed), with
 -- the parameters pg_dump binds.
 PREPARE dump_indexes AS SELECT

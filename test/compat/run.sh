@@ -7,7 +7,8 @@
 #             \dv \dv+ \ds \ds+ \dx \dn \dn+ \du \dg \l \df \dp \z \db
 #             \dL \dE \dm \dD \dP \dc \dO \dX \dy \des \dew \det \dRp
 #             \dRs \drds \dl \dconfig \sf lower(text) \dT \dT+ (enum types) \dD \dD+
-#             (domains), \copy (into domains too), transactions, errors,
+#             (domains), \df \df+ \sf \sf+ (SQL functions), \copy (into
+#             domains too), transactions, errors,
 #             pg_dump's index query) must print
 #             exactly what PostgreSQL 15 prints (psql.expected), after
 #             normalize.sed hides OIDs, page counts, sizes and padding
@@ -25,7 +26,7 @@
 #             (Core, ORM, reflection, Alembic autogenerate); asyncpg_check.py
 #             (asyncpg: errors while preparing, prepared statements,
 #             executemany, COPY, cursors, a pool, SQLAlchemy 2's async
-#             engine reflecting a table); django_check.py (Django 5 on
+#             engine reflecting a table and its ORM on an AsyncSession); django_check.py (Django 5 on
 #             psycopg 3: migrate, ORM, QuerySet.iterator(), transactions,
 #             inspectdb)
 #   jdbc      test/compat/jdbc/JdbcCheck.java with pgjdbc (mvn fetches it):
@@ -48,7 +49,9 @@
 #             columns, sequences, indexes (partial, expression, INCLUDE),
 #             constraints (ON DELETE CASCADE, named CHECK), views,
 #             enum types (labels added later, enum arrays, a type in the
-#             second schema), domains (NOT NULL, DEFAULT, CHECKs), comments,
+#             second schema), domains (NOT NULL, DEFAULT, CHECKs), SQL
+#             functions (string, RETURN and BEGIN ATOMIC bodies, overloads,
+#             RETURNS TABLE), comments,
 #             rows) restores with
 #             psql -v ON_ERROR_STOP=1 into a fresh Cairn database and into
 #             PostgreSQL 15 (scripts/pg15.sh), and fingerprint.sql reads the
@@ -140,7 +143,7 @@ if want psql; then
     cat "$work/psql.diff"
     fail psql "output differs from PostgreSQL 15's (- expected, + Cairn)"
   fi
-  row psql psql "$(psql --version | awk '{print $3}')" "psql.sql: the \\d family (+ forms), \\copy, transactions, errors; output equal to PostgreSQL 15's"
+  row psql psql "$(psql --version | awk '{print $3}')" "psql.sql: the \\d family (+ forms), \\df, \\df+ and \\sf of SQL functions, \\copy, transactions, errors; output equal to PostgreSQL 15's"
 fi
 
 if want pgbench; then
@@ -238,7 +241,7 @@ if want python; then
     "django_check.py: makemigrations, migrate, ORM CRUD, QuerySet.iterator() (WITH HOLD cursors), atomic and savepoints, select_for_update, inspectdb, migrate to zero"
   "$venv/bin/python" test/compat/asyncpg_check.py "$url" || fail asyncpg "asyncpg_check.py"
   row asyncpg "asyncpg (and SQLAlchemy's async engine)" "$(pyver asyncpg)" \
-    "asyncpg_check.py: errors while preparing, prepared statements, executemany, COPY, cursors, pool, async reflection"
+    "asyncpg_check.py: errors while preparing, prepared statements, executemany, COPY, cursors, pool, async reflection and ORM (AsyncSession)"
 fi
 
 if want jdbc; then
@@ -393,7 +396,7 @@ if want pg_dump; then
 fi
 
 if want pg_dump; then
-  row pg_dump pg_dump "$(pg_dump --version | awk '{print $3}')" "dump_schema.sql dumped from Cairn restored into Cairn and PostgreSQL 15, and PostgreSQL 15's dump restored into Cairn: same definitions, rows, sequences"
+  row pg_dump pg_dump "$(pg_dump --version | awk '{print $3}')" "dump_schema.sql dumped from Cairn restored into Cairn and PostgreSQL 15, and PostgreSQL 15's dump restored into Cairn: same definitions, SQL functions (and their results), rows, sequences"
 fi
 
 if want ui; then
