@@ -25,9 +25,10 @@ package rpc
 //
 // Decision: the reflection-driven codec of package wire rather than
 // generated .proto types: kvpb stays plain Go structs that every layer
-// uses directly, and the tags are the schema. Its cost against the
-// positional codec it replaced is in BenchmarkKVCodec (rpc.go's package
-// doc has the figures).
+// uses directly, and the tags are the schema. Against the positional
+// codec it replaced (BenchmarkKVCodec, bench/README.md), encode+decode of
+// 100 puts took 0.94x the time, with 9% more bytes on the wire and 20%
+// more allocated; of a transaction's 10 puts and commit, 0.87x the time.
 
 import (
 	"context"
