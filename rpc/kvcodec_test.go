@@ -373,6 +373,8 @@ func TestKVSchemaNeverReusesNumbers(t *testing.T) {
 		schema = append(schema, fmt.Sprintf("error %d *%s", m.Num, m.Type))
 	}
 	wiretest.CheckSchema(t, "testdata/kv_schema", schema, *rewriteSchema)
+	// And this package's other messages: raft batches, Hello, clock pings.
+	wiretest.CheckSchema(t, "testdata/msg_schema", msgCodec.Schema(), *rewriteSchema)
 }
 
 // A batch from a newer build, with fields this build does not know (in

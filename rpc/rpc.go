@@ -21,11 +21,13 @@
 // under the content subtype "cairn-raw".
 //
 // Every message between nodes is versioned by numbered fields, so that
-// two builds (a rolling upgrade) talk to each other: a raft batch and a
-// KV batch are in the protocol buffers wire format through package wire
-// (field numbers in struct tags; unknown fields skipped, missing ones
-// zero), raft messages are raft's own protobuf, and the node service's
-// payloads are JSON objects with named fields (membership).
+// two builds (a rolling upgrade) talk to each other: raft batches (and a
+// snapshot stream's header), KV batches, the Hello exchange of
+// localities and clock pings are in the protocol buffers wire format
+// through package wire (field numbers in struct tags; unknown fields
+// skipped, missing ones zero; testdata/*_schema keep every number used),
+// raft messages are raft's own protobuf, and the membership methods'
+// payloads are JSON objects with named fields (unknown names ignored).
 //
 // The same server also serves KV batches (Serve with WithKV; kv.go): a
 // gateway's kv.DistSender reaches the node holding a tablet through
@@ -96,9 +98,23 @@ type raftEnvelope struct {
 	Msg []byte `wire:"2"`
 }
 
-var raftCodec = func() *wire.Codec {
+// hello is the Hello exchange's message (geo.go): a node's ID and
+// locality.
+type hello struct {
+	Node     uint64 `wire:"1"`
+	Locality string `wire:"2"`
+}
+
+// clockReading is a clock ping's answer (clock.go).
+type clockReading struct {
+	UnixNanos int64 `wire:"1"`
+}
+
+// msgCodec carries this package's own messages (the KV ones have
+// kvCodec); read-only after init.
+var msgCodec = func() *wire.Codec {
 	c := wire.NewCodec()
-	c.MustRegister(reflect.TypeFor[raftBatch]())
+	c.MustRegister(reflect.TypeFor[raftBatch](), reflect.TypeFor[hello](), reflect.TypeFor[clockReading]())
 	return c
 }()
 
@@ -115,7 +131,7 @@ func encodeBatch(dst []byte, envs []raftnode.Envelope) ([]byte, error) {
 		}
 		rb.Envelopes[i] = raftEnvelope{TabletID: e.TabletID, Msg: m}
 	}
-	return raftCodec.Marshal(dst, &rb)
+	return msgCodec.Marshal(dst, &rb)
 }
 
 var errCorrupt = errors.New("rpc: corrupt batch")
@@ -124,7 +140,7 @@ var errCorrupt = errors.New("rpc: corrupt batch")
 // never a panic.
 func decodeBatch(b []byte) ([]raftnode.Envelope, error) {
 	var rb raftBatch
-	if err := raftCodec.Unmarshal(b, &rb); err != nil {
+	if err := msgCodec.Unmarshal(b, &rb); err != nil {
 		return nil, fmt.Errorf("%w: %w", errCorrupt, err)
 	}
 	out := make([]raftnode.Envelope, 0, len(rb.Envelopes))
