@@ -45,9 +45,9 @@
 //     input.
 //  5. A Union member the decoder does not know (a newer build's new
 //     request type) is an error wrapping ErrUnknownMember: the message
-//     cannot be understood, and saying so beats guessing. New members are
-//     therefore sent only once the cluster version says every node knows
-//     them.
+//     cannot be understood, and saying so beats guessing. A new member
+//     must therefore be sent only once the cluster version says every
+//     node knows it (package clusterversion).
 //
 // A Codec is configured at init and read-only afterwards: Marshal and
 // Unmarshal are safe for concurrent use.
