@@ -255,10 +255,12 @@ func (c *Codec) decodeField(b []byte, typ protowire.Type, cd *coder, v reflect.V
 		}
 		return n, nil
 	case kRepeated:
-		// Grow in place: no temporary element per occurrence.
+		// Grow in place (no temporary element per occurrence), doubling,
+		// so that all the slice's allocations together are at most four
+		// times its elements' size (invariant 4).
 		i := v.Len()
 		if i == v.Cap() {
-			v.Grow(1)
+			v.Grow(max(i, 1))
 		}
 		v.SetLen(i + 1)
 		n, err := c.decodeField(b, typ, cd.elem, v.Index(i), depth)

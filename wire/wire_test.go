@@ -3,6 +3,7 @@ package wire
 import (
 	"errors"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -268,4 +269,60 @@ func TestLongBodies(t *testing.T) {
 	if err := c.Unmarshal(b, &got); err != nil || !reflect.DeepEqual(got, v) {
 		t.Fatalf("round trip failed: %v", err)
 	}
+}
+
+// What a decode allocates is linear in its input (invariant 4): the
+// smallest element a repeated field can have (a tag and an empty body, two
+// bytes) costs at most its Go size times the slice's growth.
+func TestAllocationLinear(t *testing.T) {
+	c := testCodec(t, reflect.TypeFor[msgV2]())
+	var in []byte
+	for range 50000 {
+		in = append(in, 0x32, 0x00) // Spans: an empty inner
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	var v msgV2
+	if err := c.Unmarshal(in, &v); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	elem := int(reflect.TypeFor[inner]().Size())
+	// Appending doubles the slice: at most twice the elements' size in
+	// all, plus the final slice.
+	limit := uint64(len(v.Spans)*elem*4 + 64<<10)
+	if got := after.TotalAlloc - before.TotalAlloc; len(v.Spans) != 50000 || got > limit {
+		t.Fatalf("decoding %d bytes into %d elements allocated %d bytes (limit %d)", len(in), len(v.Spans), got, limit)
+	}
+}
+
+func FuzzUnmarshal(f *testing.F) {
+	c := NewCodec()
+	if err := c.Union(reflect.TypeFor[shape](), Member{1, reflect.TypeFor[square]()}, Member{2, reflect.TypeFor[rect]()}); err != nil {
+		f.Fatal(err)
+	}
+	c.MustRegister(reflect.TypeFor[msgV2](), reflect.TypeFor[drawing]())
+	good, _ := c.Marshal(nil, &msgV2{Key: []byte("k"), Count: -3, Owner: &inner{A: 1}, Spans: []inner{{B: true}}})
+	f.Add(good)
+	d, _ := c.Marshal(nil, &drawing{Shapes: []shape{&square{Side: 1}, &rect{W: 2}}, Main: &rect{}})
+	f.Add(d)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var v msgV2
+		if err := c.Unmarshal(b, &v); err == nil {
+			again, err := c.Marshal(nil, &v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var back msgV2
+			if err := c.Unmarshal(again, &back); err != nil || !reflect.DeepEqual(back, v) {
+				t.Fatalf("re-encoded message does not round-trip: %v", err)
+			}
+		}
+		var dr drawing
+		if err := c.Unmarshal(b, &dr); err == nil {
+			if _, err := c.Marshal(nil, &dr); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
 }
