@@ -118,6 +118,10 @@ func TestClusterVersionRollingUpgrade(t *testing.T) {
 	if got := showVersion(t, n2, "version"); got != "1.0" {
 		t.Fatalf("a new cluster of 1.0 binaries is at version %q", got)
 	}
+	// The admin API says which node runs which binary.
+	if nodes := apiNodes(t, n2); nodes[1].BinaryVersion != "1.0" || nodes[2].BinaryVersion != "1.1" {
+		t.Fatalf("/api/nodes binary versions: %q and %q", nodes[1].BinaryVersion, nodes[2].BinaryVersion)
+	}
 	if err := n2.repl.member.RefreshVersion(ctx); err != nil {
 		t.Fatal(err)
 	}
