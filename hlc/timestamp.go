@@ -11,8 +11,8 @@ import (
 // sharing a wall time. The zero Timestamp is "no timestamp" and sorts before
 // every other one.
 type Timestamp struct {
-	WallTime int64
-	Logical  int32
+	WallTime int64 `wire:"1"`
+	Logical  int32 `wire:"2"`
 }
 
 // MaxTimestamp sorts after every timestamp a clock can produce.

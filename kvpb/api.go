@@ -28,29 +28,29 @@ const (
 type Header struct {
 	// Timestamp is where a non-transactional batch reads and writes. Zero
 	// means "now" at the tablet. Ignored when Txn is set (invariant 2).
-	Timestamp hlc.Timestamp
+	Timestamp hlc.Timestamp `wire:"1"`
 	// Txn is the transaction the batch runs in, or nil.
-	Txn *Transaction
+	Txn *Transaction `wire:"2"`
 	// TabletID is the tablet the sender believes holds every key of the
 	// batch; the tablet refuses with *TabletKeyMismatchError otherwise.
 	// Zero lets a store route by key (single-tablet batches only).
-	TabletID TabletID
+	TabletID TabletID `wire:"3"`
 	// WaitPolicy applies to conflicts with other transactions' locks.
-	WaitPolicy WaitPolicy
+	WaitPolicy WaitPolicy `wire:"4"`
 	// LockTimeout bounds each wait for one conflicting lock (the session's
 	// lock_timeout); zero waits as long as the batch's context allows. A
 	// wait that runs out fails with a *WriteIntentError whose LockTimeout
 	// is set.
-	LockTimeout time.Duration
+	LockTimeout time.Duration `wire:"5"`
 	// Now is the sender's clock reading; the receiver's clock is moved up to
 	// it (and refuses it if it is too far ahead).
-	Now hlc.Timestamp
+	Now hlc.Timestamp `wire:"6"`
 }
 
 // BatchRequest is the one request shape (invariant 1).
 type BatchRequest struct {
-	Header
-	Requests []Request
+	Header   `wire:"1"`
+	Requests []Request `wire:"2"`
 }
 
 // Add appends requests and returns the batch for chaining.
@@ -71,14 +71,14 @@ func (ba *BatchRequest) IsReadOnly() bool {
 
 // BatchResponse answers a BatchRequest.
 type BatchResponse struct {
-	Responses []Response
+	Responses []Response `wire:"1"`
 	// Txn is the transaction as the tablet left it (its WriteTimestamp may
 	// have moved forward, its Status changed by EndTxn); nil if Header.Txn
 	// was nil.
-	Txn *Transaction
+	Txn *Transaction `wire:"2"`
 	// Now is the tablet's clock reading, for the sender's clock.
-	Now hlc.Timestamp
+	Now hlc.Timestamp `wire:"3"`
 	// OnePhaseCommit reports that an EndTxn in the batch committed the
 	// transaction without writing intents or a record.
-	OnePhaseCommit bool
+	OnePhaseCommit bool `wire:"4"`
 }

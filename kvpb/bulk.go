@@ -20,8 +20,9 @@ type (
 	// Key already has a version or an intent: the uniqueness check of a
 	// primary key or unique index entry.
 	BulkPutRequest struct {
-		Key, Value   []byte
-		MustNotExist bool
+		Key          []byte `wire:"1"`
+		Value        []byte `wire:"2"`
+		MustNotExist bool   `wire:"3"`
 	}
 	// BulkPutResponse is empty.
 	BulkPutResponse struct{}
@@ -43,7 +44,10 @@ type (
 	// storage of a truncated table, which the committed descriptor
 	// version replaced by fresh storage IDs. The caller guarantees that;
 	// the tablet cannot check it.
-	ClearRangeRequest struct{ Key, EndKey []byte }
+	ClearRangeRequest struct {
+		Key    []byte `wire:"1"`
+		EndKey []byte `wire:"2"`
+	}
 	// ClearRangeResponse is empty.
 	ClearRangeResponse struct{}
 )

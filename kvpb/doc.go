@@ -17,4 +17,10 @@
 //     (reads) and WriteTimestamp (writes).
 //  3. Errors returned by Send are values of the types in errors.go (possibly
 //     wrapped); callers classify them with errors.As, never by message.
+//  4. Every field of a type that travels between nodes carries a wire
+//     field number (`wire:"N"`, package wire; rpc's KV codec). A number
+//     is never changed or given to another field, even after its field is
+//     removed (rpc/testdata/kv_schema keeps them all): a new field takes
+//     the next unused number, so nodes of two builds understand each
+//     other during a rolling upgrade.
 package kvpb

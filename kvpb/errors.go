@@ -26,8 +26,8 @@ import (
 // TabletKeyMismatchError: the batch's keys are not (all) in the tablet it
 // was sent to. Tablet is the tablet's current descriptor, if it exists.
 type TabletKeyMismatchError struct {
-	Key    []byte
-	Tablet *TabletDescriptor
+	Key    []byte            `wire:"1"`
+	Tablet *TabletDescriptor `wire:"2"`
 }
 
 func (e *TabletKeyMismatchError) Error() string {
@@ -35,7 +35,9 @@ func (e *TabletKeyMismatchError) Error() string {
 }
 
 // TabletNotFoundError: the addressed tablet does not exist here.
-type TabletNotFoundError struct{ TabletID TabletID }
+type TabletNotFoundError struct {
+	TabletID TabletID `wire:"1"`
+}
 
 func (e *TabletNotFoundError) Error() string {
 	return fmt.Sprintf("tablet %d not found", e.TabletID)
@@ -45,9 +47,9 @@ func (e *TabletNotFoundError) Error() string {
 // timestamp. The write was not done; ActualTimestamp is the lowest timestamp
 // at which it could be.
 type WriteTooOldError struct {
-	Key             []byte
-	Timestamp       hlc.Timestamp
-	ActualTimestamp hlc.Timestamp
+	Key             []byte        `wire:"1"`
+	Timestamp       hlc.Timestamp `wire:"2"`
+	ActualTimestamp hlc.Timestamp `wire:"3"`
 }
 
 func (e *WriteTooOldError) Error() string {
@@ -58,10 +60,10 @@ func (e *WriteTooOldError) Error() string {
 // ExistingTimestamp within the uncertainty window; the reader must move its
 // read timestamp above ExistingTimestamp.
 type ReadWithinUncertaintyIntervalError struct {
-	Key               []byte
-	ReadTimestamp     hlc.Timestamp
-	ExistingTimestamp hlc.Timestamp
-	UncertaintyLimit  hlc.Timestamp
+	Key               []byte        `wire:"1"`
+	ReadTimestamp     hlc.Timestamp `wire:"2"`
+	ExistingTimestamp hlc.Timestamp `wire:"3"`
+	UncertaintyLimit  hlc.Timestamp `wire:"4"`
 }
 
 func (e *ReadWithinUncertaintyIntervalError) Error() string {
@@ -95,8 +97,8 @@ func (r RetryReason) String() string {
 
 // TransactionRetryError: the transaction must restart at a new epoch.
 type TransactionRetryError struct {
-	Reason RetryReason
-	Detail string
+	Reason RetryReason `wire:"1"`
+	Detail string      `wire:"2"`
 }
 
 func (e *TransactionRetryError) Error() string {
@@ -138,7 +140,9 @@ func (r AbortReason) String() string {
 
 // TransactionAbortedError: the transaction is aborted; a new one may retry
 // the work.
-type TransactionAbortedError struct{ Reason AbortReason }
+type TransactionAbortedError struct {
+	Reason AbortReason `wire:"1"`
+}
 
 func (e *TransactionAbortedError) Error() string {
 	return fmt.Sprintf("transaction aborted: %s", e.Reason)
@@ -148,8 +152,8 @@ func (e *TransactionAbortedError) Error() string {
 // wait (WaitError), could not push them, or waited longer than the batch's
 // Header.LockTimeout for one of them (LockTimeout set).
 type WriteIntentError struct {
-	Intents     []Intent
-	LockTimeout bool
+	Intents     []Intent `wire:"1"`
+	LockTimeout bool     `wire:"2"`
 }
 
 func (e *WriteIntentError) Error() string {
@@ -164,7 +168,9 @@ func (e *WriteIntentError) Error() string {
 
 // TransactionPushError: a push did not succeed; the pushee is alive and
 // wins on priority.
-type TransactionPushError struct{ Pushee Transaction }
+type TransactionPushError struct {
+	Pushee Transaction `wire:"1"`
+}
 
 func (e *TransactionPushError) Error() string {
 	return fmt.Sprintf("failed to push %s", e.Pushee.String())
@@ -172,8 +178,8 @@ func (e *TransactionPushError) Error() string {
 
 // ConditionFailedError: a ConditionalPut's expectation did not hold.
 type ConditionFailedError struct {
-	Key         []byte
-	ActualValue []byte // nil if the key has no visible value
+	Key         []byte `wire:"1"`
+	ActualValue []byte `wire:"2"` // nil if the key has no visible value
 }
 
 func (e *ConditionFailedError) Error() string {
@@ -186,9 +192,9 @@ func (e *ConditionFailedError) Error() string {
 // TransactionStatusError: the request is invalid for the transaction's
 // state (e.g. committing an already committed transaction).
 type TransactionStatusError struct {
-	Txn    TxnMeta
-	Status TxnStatus
-	Msg    string
+	Txn    TxnMeta   `wire:"1"`
+	Status TxnStatus `wire:"2"`
+	Msg    string    `wire:"3"`
 }
 
 func (e *TransactionStatusError) Error() string {
@@ -198,7 +204,9 @@ func (e *TransactionStatusError) Error() string {
 // InvalidArgumentError: the request is malformed (empty key, value over the
 // size limit, timestamp beyond the clock offset, key outside the keyspace).
 // Nothing was written.
-type InvalidArgumentError struct{ Msg string }
+type InvalidArgumentError struct {
+	Msg string `wire:"1"`
+}
 
 func (e *InvalidArgumentError) Error() string { return "invalid argument: " + e.Msg }
 
@@ -207,8 +215,9 @@ func (e *InvalidArgumentError) Error() string { return "invalid argument: " + e.
 // may have been garbage collected. Nothing was read; the SQL layer maps it
 // to 72000 snapshot_too_old.
 type BatchTimestampBeforeGCError struct {
-	Timestamp, Threshold hlc.Timestamp
-	Msg                  string
+	Timestamp hlc.Timestamp `wire:"1"`
+	Threshold hlc.Timestamp `wire:"2"`
+	Msg       string        `wire:"3"`
 }
 
 func (e *BatchTimestampBeforeGCError) Error() string {
@@ -217,7 +226,9 @@ func (e *BatchTimestampBeforeGCError) Error() string {
 
 // AmbiguousResultError: the outcome of a commit cannot be known (the
 // connection to its tablet was lost after the request was sent).
-type AmbiguousResultError struct{ Cause error }
+type AmbiguousResultError struct {
+	Cause error `wire:"1"`
+}
 
 func (e *AmbiguousResultError) Error() string {
 	return fmt.Sprintf("result is ambiguous: %v", e.Cause)

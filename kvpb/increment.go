@@ -15,11 +15,13 @@ type (
 	// non-transactional write, a batch may touch the key once: a second
 	// increment of it at the batch's timestamp is a WriteTooOldError.
 	IncrementRequest struct {
-		Key       []byte
-		Increment int64
+		Key       []byte `wire:"1"`
+		Increment int64  `wire:"2"`
 	}
 	// IncrementResponse holds the value written.
-	IncrementResponse struct{ NewValue int64 }
+	IncrementResponse struct {
+		NewValue int64 `wire:"1"`
+	}
 )
 
 func (*IncrementRequest) Method() Method  { return MethodIncrement }

@@ -8,8 +8,8 @@ package kvpb
 // nodes before the index takes writes (issue 16). It is a store
 // operation, alone in its batch, routed to the leaseholder like a write.
 type SpreadLeaseRequest struct {
-	Key     []byte
-	Ordinal int
+	Key     []byte `wire:"1"`
+	Ordinal int    `wire:"2"`
 }
 
 // SpreadLeaseResponse says where the lease stands. Done: the replica that
@@ -18,8 +18,8 @@ type SpreadLeaseRequest struct {
 // was started, or could not be yet (Target not caught up); the caller
 // asks again until Done or its time runs out.
 type SpreadLeaseResponse struct {
-	Done   bool
-	Target uint64
+	Done   bool   `wire:"1"`
+	Target uint64 `wire:"2"`
 }
 
 func (*SpreadLeaseRequest) Method() Method  { return MethodSpreadLease }

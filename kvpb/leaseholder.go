@@ -9,11 +9,11 @@ import "fmt"
 // leads the tablet; the router retries there, or on another replica when it
 // is zero (an election is under way).
 type NotLeaseholderError struct {
-	TabletID TabletID
+	TabletID TabletID `wire:"1"`
 	// Replica is the node that refused.
-	Replica uint64
+	Replica uint64 `wire:"2"`
 	// Leader is the refusing replica's hint of the leaseholder's node.
-	Leader uint64
+	Leader uint64 `wire:"3"`
 }
 
 func (e *NotLeaseholderError) Error() string {

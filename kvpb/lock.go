@@ -34,12 +34,15 @@ type (
 	// ResolveIntent with UnreplicatedOnly; a lease change or split may
 	// lose it.
 	LockRequest struct {
-		Key, EndKey  []byte
-		SkipLocked   bool
-		Unreplicated bool
+		Key          []byte `wire:"1"`
+		EndKey       []byte `wire:"2"`
+		SkipLocked   bool   `wire:"3"`
+		Unreplicated bool   `wire:"4"`
 	}
 	// LockResponse reports whether the lock was skipped.
-	LockResponse struct{ Skipped bool }
+	LockResponse struct {
+		Skipped bool `wire:"1"`
+	}
 )
 
 func (*LockRequest) Method() Method  { return MethodLock }

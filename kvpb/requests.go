@@ -76,38 +76,44 @@ type Response interface{ Method() Method }
 
 // KeyValue is one row of a read.
 type KeyValue struct {
-	Key       []byte
-	Value     []byte
-	Timestamp hlc.Timestamp
+	Key       []byte        `wire:"1"`
+	Value     []byte        `wire:"2"`
+	Timestamp hlc.Timestamp `wire:"3"`
 }
 
 type (
 	// GetRequest reads the newest visible value of Key.
-	GetRequest struct{ Key []byte }
+	GetRequest struct {
+		Key []byte `wire:"1"`
+	}
 	// GetResponse holds it; Value is nil when the key has no visible value.
 	GetResponse struct {
-		Value     []byte
-		Timestamp hlc.Timestamp
+		Value     []byte        `wire:"1"`
+		Timestamp hlc.Timestamp `wire:"2"`
 	}
 
 	// ScanRequest reads the visible values in [Key, EndKey), forward or
 	// reverse, stopping after MaxKeys rows or MaxBytes of keys and values
 	// (zero means no limit; at least one row is returned when any exists).
 	ScanRequest struct {
-		Key, EndKey []byte
-		Reverse     bool
-		MaxKeys     int64
-		MaxBytes    int64
+		Key      []byte `wire:"1"`
+		EndKey   []byte `wire:"2"`
+		Reverse  bool   `wire:"3"`
+		MaxKeys  int64  `wire:"4"`
+		MaxBytes int64  `wire:"5"`
 	}
 	// ScanResponse holds the rows in scan order; ResumeSpan is the part of
 	// the span not yet read when a limit stopped the scan (nil otherwise).
 	ScanResponse struct {
-		Rows       []KeyValue
-		ResumeSpan *Span
+		Rows       []KeyValue `wire:"1"`
+		ResumeSpan *Span      `wire:"2"`
 	}
 
 	// PutRequest writes Value at Key.
-	PutRequest struct{ Key, Value []byte }
+	PutRequest struct {
+		Key   []byte `wire:"1"`
+		Value []byte `wire:"2"`
+	}
 	// PutResponse is empty.
 	PutResponse struct{}
 
@@ -115,23 +121,33 @@ type (
 	// equals Expected (ExpectExists) or there is none (!ExpectExists);
 	// otherwise it fails with *ConditionFailedError.
 	ConditionalPutRequest struct {
-		Key, Value   []byte
-		Expected     []byte
-		ExpectExists bool
+		Key          []byte `wire:"1"`
+		Value        []byte `wire:"2"`
+		Expected     []byte `wire:"3"`
+		ExpectExists bool   `wire:"4"`
 	}
 	// ConditionalPutResponse is empty.
 	ConditionalPutResponse struct{}
 
 	// DeleteRequest writes a tombstone at Key.
-	DeleteRequest struct{ Key []byte }
+	DeleteRequest struct {
+		Key []byte `wire:"1"`
+	}
 	// DeleteResponse reports whether a visible value was deleted.
-	DeleteResponse struct{ Found bool }
+	DeleteResponse struct {
+		Found bool `wire:"1"`
+	}
 
 	// DeleteRangeRequest writes tombstones over every visible key in
 	// [Key, EndKey).
-	DeleteRangeRequest struct{ Key, EndKey []byte }
+	DeleteRangeRequest struct {
+		Key    []byte `wire:"1"`
+		EndKey []byte `wire:"2"`
+	}
 	// DeleteRangeResponse lists the deleted keys.
-	DeleteRangeResponse struct{ Keys [][]byte }
+	DeleteRangeResponse struct {
+		Keys [][]byte `wire:"1"`
+	}
 
 	// EndTxnRequest commits or aborts the header's transaction. Key is the
 	// transaction's anchor (its record's key). LockSpans are the spans it
@@ -139,15 +155,15 @@ type (
 	// A batch holding all of a transaction's writes followed by EndTxn on
 	// one tablet commits in one phase (no intents, no record).
 	EndTxnRequest struct {
-		Key       []byte
-		Commit    bool
-		LockSpans []Span
+		Key       []byte `wire:"1"`
+		Commit    bool   `wire:"2"`
+		LockSpans []Span `wire:"3"`
 		// MayMoveCommit: the coordinator takes a commit timestamp above
 		// the batch's, its reads needing no refresh (READ COMMITTED). A
 		// one-phase commit that a later read of one of its keys would
 		// push then commits above that read instead of failing, once its
 		// writes have passed their checks at the batch's timestamp.
-		MayMoveCommit bool
+		MayMoveCommit bool `wire:"4"`
 	}
 	// EndTxnResponse is empty; the final transaction is in BatchResponse.Txn.
 	EndTxnResponse struct{}
@@ -155,11 +171,13 @@ type (
 	// HeartbeatTxnRequest proves the coordinator of the header's transaction
 	// is alive; it creates the pending record if there is none yet.
 	HeartbeatTxnRequest struct {
-		Key []byte
-		Now hlc.Timestamp
+		Key []byte        `wire:"1"`
+		Now hlc.Timestamp `wire:"2"`
 	}
 	// HeartbeatTxnResponse returns the record (which may be aborted).
-	HeartbeatTxnResponse struct{ Txn Transaction }
+	HeartbeatTxnResponse struct {
+		Txn Transaction `wire:"1"`
+	}
 
 	// PushTxnRequest asks the tablet holding Pushee's record to move Pushee
 	// out of Pusher's way: abort it (PushAbort), or move its write timestamp
@@ -167,30 +185,32 @@ type (
 	// abandoned, or loses on priority; otherwise it fails with
 	// *TransactionPushError and the caller waits in the tablet's wait queue.
 	PushTxnRequest struct {
-		Key      []byte // Pushee.Key: where the record lives
-		Pusher   Transaction
-		Pushee   TxnMeta
-		PushTo   hlc.Timestamp
-		PushType PushType
+		Key      []byte        `wire:"1"` // Pushee.Key: where the record lives
+		Pusher   Transaction   `wire:"2"`
+		Pushee   TxnMeta       `wire:"3"`
+		PushTo   hlc.Timestamp `wire:"4"`
+		PushType PushType      `wire:"5"`
 	}
 	// PushTxnResponse returns the pushee as it now is.
-	PushTxnResponse struct{ Pushee Transaction }
+	PushTxnResponse struct {
+		Pushee Transaction `wire:"1"`
+	}
 
 	// QueryTxnRequest reads a transaction record and the IDs of the
 	// transactions waiting on it (for deadlock detection).
 	QueryTxnRequest struct {
-		Key []byte
-		Txn TxnMeta
+		Key []byte  `wire:"1"`
+		Txn TxnMeta `wire:"2"`
 	}
 	// QueryTxnResponse answers it. Found is false when no record exists.
 	QueryTxnResponse struct {
-		Txn         Transaction
-		Found       bool
-		WaitingTxns []TxnMeta
+		Txn         Transaction `wire:"1"`
+		Found       bool        `wire:"2"`
+		WaitingTxns []TxnMeta   `wire:"3"`
 		// AbortReason is why Txn was aborted, when it is and the record's
 		// tablet still knows (a waiter aborted as a deadlock victim learns
 		// it this way); AbortPushed otherwise.
-		AbortReason AbortReason
+		AbortReason AbortReason `wire:"4"`
 	}
 
 	// ResolveIntentRequest settles Txn's intent on Key: committed intents
@@ -199,15 +219,15 @@ type (
 	// resolves to its newest value not written at IgnoredSeqNums (the
 	// transaction's, from its record), or disappears if every one was.
 	ResolveIntentRequest struct {
-		Key            []byte
-		Txn            TxnMeta
-		Status         TxnStatus
-		IgnoredSeqNums []SeqRange
+		Key            []byte     `wire:"1"`
+		Txn            TxnMeta    `wire:"2"`
+		Status         TxnStatus  `wire:"3"`
+		IgnoredSeqNums []SeqRange `wire:"4"`
 		// UnreplicatedOnly releases Txn's unreplicated lock on Key
 		// (LockRequest.Unreplicated) and leaves storage alone: how a
 		// buffered transaction's coordinator frees the locks it took on
 		// keys it never wrote.
-		UnreplicatedOnly bool
+		UnreplicatedOnly bool `wire:"5"`
 	}
 	// ResolveIntentResponse is empty.
 	ResolveIntentResponse struct{}
@@ -215,16 +235,19 @@ type (
 	// ResolveIntentRangeRequest does the same for every intent of Txn in
 	// [Key, EndKey).
 	ResolveIntentRangeRequest struct {
-		Key, EndKey    []byte
-		Txn            TxnMeta
-		Status         TxnStatus
-		IgnoredSeqNums []SeqRange
+		Key            []byte     `wire:"1"`
+		EndKey         []byte     `wire:"2"`
+		Txn            TxnMeta    `wire:"3"`
+		Status         TxnStatus  `wire:"4"`
+		IgnoredSeqNums []SeqRange `wire:"5"`
 		// UnreplicatedOnly: as for ResolveIntentRequest, every
 		// unreplicated lock of Txn in the span.
-		UnreplicatedOnly bool
+		UnreplicatedOnly bool `wire:"6"`
 	}
 	// ResolveIntentRangeResponse reports how many intents were resolved.
-	ResolveIntentRangeResponse struct{ Resolved int }
+	ResolveIntentRangeResponse struct {
+		Resolved int `wire:"1"`
+	}
 
 	// GCRequest removes, in [Key, EndKey), every version hidden by a newer
 	// version at or below Threshold, and tombstones at or below it.
@@ -250,11 +273,12 @@ type (
 	// index), so the catalog can forget formats no row uses any more
 	// (sql/rowenc invariant 5). MaxVersions bounds it as for GC.
 	GCRequest struct {
-		Key, EndKey []byte
-		Threshold   hlc.Timestamp
-		MaxVersions int
-		TxnRecords  []TxnMeta
-		Census      bool
+		Key         []byte        `wire:"1"`
+		EndKey      []byte        `wire:"2"`
+		Threshold   hlc.Timestamp `wire:"3"`
+		MaxVersions int           `wire:"4"`
+		TxnRecords  []TxnMeta     `wire:"5"`
+		Census      bool          `wire:"6"`
 	}
 	// GCResponse reports how many versions were removed and their key
 	// and value bytes; ResumeKey, when set, is where a bounded request
@@ -264,25 +288,30 @@ type (
 	// TxnRecordsRemoved counts the records of TxnRecords deleted.
 	// Census is a census request's answer, one entry per owner seen.
 	GCResponse struct {
-		Removed           int
-		RemovedBytes      int64
-		ResumeKey         []byte
-		Repacked          int
-		TxnRecordsRemoved int
-		Census            []PackedCensus
+		Removed           int            `wire:"1"`
+		RemovedBytes      int64          `wire:"2"`
+		ResumeKey         []byte         `wire:"3"`
+		Repacked          int            `wire:"4"`
+		TxnRecordsRemoved int            `wire:"5"`
+		Census            []PackedCensus `wire:"6"`
 	}
 	// PackedCensus is what a census found of one owner's packed rows:
 	// the lowest format version among them and how many values it read.
 	PackedCensus struct {
-		Owner      []byte
-		MinVersion uint32
-		Values     int64
+		Owner      []byte `wire:"1"`
+		MinVersion uint32 `wire:"2"`
+		Values     int64  `wire:"3"`
 	}
 
 	// SplitRequest splits the tablet holding SplitKey at SplitKey.
-	SplitRequest struct{ SplitKey []byte }
+	SplitRequest struct {
+		SplitKey []byte `wire:"1"`
+	}
 	// SplitResponse holds the two tablets that result.
-	SplitResponse struct{ Left, Right TabletDescriptor }
+	SplitResponse struct {
+		Left  TabletDescriptor `wire:"1"`
+		Right TabletDescriptor `wire:"2"`
+	}
 
 	// RefreshRequest checks that nothing was committed, and no other
 	// transaction holds an intent, in [Key, EndKey) (EndKey empty: the key
@@ -296,9 +325,10 @@ type (
 	// commit-time validation of descriptor stamps, kv/txn_validate.go);
 	// the timestamp cache still records the span at ReadTimestamp.
 	RefreshRequest struct {
-		Key, EndKey []byte
-		From        hlc.Timestamp
-		Strict      bool
+		Key    []byte        `wire:"1"`
+		EndKey []byte        `wire:"2"`
+		From   hlc.Timestamp `wire:"3"`
+		Strict bool          `wire:"4"`
 	}
 	// RefreshResponse is empty.
 	RefreshResponse struct{}

@@ -10,7 +10,8 @@ import (
 // numbers. Transaction.IgnoredSeqNums lists the ranges whose writes a
 // ROLLBACK TO SAVEPOINT undid.
 type SeqRange struct {
-	Start, End int32
+	Start int32 `wire:"1"`
+	End   int32 `wire:"2"`
 }
 
 func (r SeqRange) String() string { return fmt.Sprintf("[%d,%d]", r.Start, r.End) }

@@ -10,12 +10,12 @@ type TabletID uint64
 
 // TabletDescriptor says which span of keys a tablet holds.
 type TabletDescriptor struct {
-	TabletID TabletID
-	StartKey []byte
-	EndKey   []byte
+	TabletID TabletID `wire:"1"`
+	StartKey []byte   `wire:"2"`
+	EndKey   []byte   `wire:"3"`
 	// Generation increases on every split or merge involving the tablet, so
 	// a routing cache can tell which of two descriptors is newer.
-	Generation int64
+	Generation int64 `wire:"4"`
 }
 
 // ContainsKey reports whether k is in [StartKey, EndKey).

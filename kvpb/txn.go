@@ -36,25 +36,25 @@ func (s TxnStatus) IsFinal() bool { return s == Committed || s == Aborted }
 
 // TxnMeta is the part of a transaction that travels with each intent.
 type TxnMeta struct {
-	ID uuid.UUID
+	ID uuid.UUID `wire:"1"`
 	// Key anchors the transaction record: the record lives on the tablet
 	// holding Key (the transaction's first written key).
-	Key []byte
+	Key []byte `wire:"2"`
 	// Epoch increases when the transaction restarts; intents written at an
 	// older epoch are overwritten or discarded.
-	Epoch int32
+	Epoch int32 `wire:"3"`
 	// WriteTimestamp is the provisional commit timestamp; intents are written
 	// at it and it only moves forward.
-	WriteTimestamp hlc.Timestamp
+	WriteTimestamp hlc.Timestamp `wire:"4"`
 	// MinTimestamp is the timestamp the transaction started at.
-	MinTimestamp hlc.Timestamp
+	MinTimestamp hlc.Timestamp `wire:"5"`
 	// Priority breaks deadlocks and push contests: higher wins.
-	Priority int32
+	Priority int32 `wire:"6"`
 	// Sequence numbers the transaction's writes so a replayed write is
 	// recognised and a savepoint can name the writes made after it
 	// (Transaction.IgnoredSeqNums). The coordinator gives every batch that
 	// writes a higher sequence than the one before.
-	Sequence int32
+	Sequence int32 `wire:"7"`
 }
 
 // Short is the first eight hex digits of the ID, for logs and test output.
@@ -63,29 +63,29 @@ func (m TxnMeta) Short() string { return m.ID.String()[:8] }
 // Transaction is the full state of a transaction, as its coordinator keeps
 // it and as its record stores it.
 type Transaction struct {
-	TxnMeta
-	Name   string
-	Status TxnStatus
+	TxnMeta `wire:"1"`
+	Name    string    `wire:"2"`
+	Status  TxnStatus `wire:"3"`
 	// ReadTimestamp is where the transaction reads. It starts at
 	// MinTimestamp and moves forward only by a successful refresh or a
 	// restart.
-	ReadTimestamp hlc.Timestamp
+	ReadTimestamp hlc.Timestamp `wire:"4"`
 	// GlobalUncertaintyLimit is ReadTimestamp's wall time plus the maximum
 	// clock offset at the start: a value above ReadTimestamp and at or below
 	// it may have been written before the transaction started in real time.
-	GlobalUncertaintyLimit hlc.Timestamp
+	GlobalUncertaintyLimit hlc.Timestamp `wire:"5"`
 	// LastHeartbeat is when the coordinator last proved it is alive; a
 	// pending record not heartbeaten for TxnLivenessThreshold is abandoned.
-	LastHeartbeat hlc.Timestamp
+	LastHeartbeat hlc.Timestamp `wire:"6"`
 	// LockSpans are the keys the transaction may hold intents on; the
 	// committed or aborted record keeps them so anyone can clean up.
-	LockSpans []Span
+	LockSpans []Span `wire:"7"`
 	// IgnoredSeqNums are the sequence numbers (of the current epoch) whose
 	// writes were rolled back to a savepoint: sorted, disjoint, inclusive
 	// ranges. The transaction's own reads skip values written at them,
 	// and resolving its intents at commit discards them (seqrange.go).
 	// Empty for a transaction that never rolled back to a savepoint.
-	IgnoredSeqNums []SeqRange
+	IgnoredSeqNums []SeqRange `wire:"8"`
 	// ObservedTimestamps are clock readings of the nodes the transaction
 	// has visited, the first one per node, taken after the transaction (or,
 	// under READ COMMITTED, its current statement's snapshot) started. On a
@@ -96,14 +96,14 @@ type Transaction struct {
 	// "Observed timestamps"). Coordinator state: the record does not
 	// store it. A slice, not a map: the rpc codec carries no maps, and a
 	// transaction visits few nodes.
-	ObservedTimestamps []ObservedTimestamp
+	ObservedTimestamps []ObservedTimestamp `wire:"9"`
 }
 
 // ObservedTimestamp is a node's clock reading taken while serving the
 // transaction.
 type ObservedTimestamp struct {
-	NodeID    uint64
-	Timestamp hlc.Timestamp
+	NodeID    uint64        `wire:"1"`
+	Timestamp hlc.Timestamp `wire:"2"`
 }
 
 // ObservedTimestamp returns the transaction's observation of node.
@@ -172,14 +172,14 @@ func (t *Transaction) String() string {
 
 // Intent is a provisional write of a transaction on one key.
 type Intent struct {
-	Key []byte
-	Txn TxnMeta
+	Key []byte  `wire:"1"`
+	Txn TxnMeta `wire:"2"`
 }
 
 // Span is [Key, EndKey); an empty EndKey means the single key Key.
 type Span struct {
-	Key    []byte
-	EndKey []byte
+	Key    []byte `wire:"1"`
+	EndKey []byte `wire:"2"`
 }
 
 func (s Span) String() string {

@@ -6,7 +6,9 @@
 // node that holds no replica of it, and the replicate queue: each
 // tablet's leaseholder adds learners on nodes without a replica, promotes
 // them once caught up, and removes replicas of dead, decommissioning or
-// surplus nodes, so every tablet keeps its replication factor of voters.
+// surplus nodes, so every tablet keeps its replication factor of voters;
+// and the cluster version (version.go): it refuses nodes whose binary
+// cannot run at it and raises it once every node runs a newer binary.
 //
 // It decides; the store (store/member.go) and the raft node
 // (raftnode/member.go) carry out: a replica is created on its node by the

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cairn-db/cairn/clusterversion"
 	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/keys"
 	"github.com/cairn-db/cairn/kv"
@@ -59,7 +60,10 @@ type Config struct {
 	// LearnerTimeout is how long a learner may take to catch up before it
 	// is removed and another node tried (default 60s).
 	LearnerTimeout time.Duration
-	Logger         *slog.Logger
+	// Version is the node's view of the versions (nil: this build's
+	// binary, starting at the oldest cluster version it runs in).
+	Version *clusterversion.Handle
+	Logger  *slog.Logger
 }
 
 func (c *Config) setDefaults() {
@@ -80,6 +84,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.Version == nil {
+		c.Version = clusterversion.NewHandle(clusterversion.Version{}, clusterversion.Version{})
 	}
 }
 
@@ -109,6 +116,7 @@ func New(cfg Config) *Member {
 	if cfg.Self.Status == "" {
 		cfg.Self.Status = StatusActive
 	}
+	cfg.Self = cfg.Self.WithVersion(cfg.Version)
 	cfg.Registry.Set(cfg.Self)
 	id, _, _ := ReadIdentity(cfg.Engine)
 	return &Member{cfg: cfg, clusterID: id.ClusterID, learners: map[[2]uint64]time.Time{}}
@@ -140,6 +148,9 @@ func (m *Member) Start(ctx context.Context, db *kv.DB) error {
 	if err := m.checkClusterID(ctx); err != nil {
 		return err
 	}
+	if err := m.checkVersion(ctx); err != nil {
+		return err
+	}
 	if err := m.register(ctx); err != nil {
 		return err
 	}
@@ -154,8 +165,9 @@ func (m *Member) Start(ctx context.Context, db *kv.DB) error {
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	m.stop = cancel
-	m.wg.Add(3)
+	m.wg.Add(4)
 	go m.loop(runCtx, m.cfg.LivenessTTL/3, func(ctx context.Context) error { return m.heartbeat(ctx) })
+	go m.loop(runCtx, m.cfg.LivenessTTL, m.RefreshVersion)
 	go m.loop(runCtx, m.cfg.ScanInterval, m.scan)
 	go m.loop(runCtx, m.gcInterval(), func(ctx context.Context) error { m.gcReplicas(ctx); return nil })
 	return nil
@@ -215,6 +227,10 @@ func (m *Member) checkClusterID(ctx context.Context) error {
 			cid = newClusterID()
 		}
 		if err := txn.Put(ctx, keys.ClusterID, []byte(cid)); err != nil {
+			return err
+		}
+		// A new cluster starts at its first nodes' binary version.
+		if err := txn.Put(ctx, clusterversion.Key(), []byte(m.cfg.Version.Binary().String())); err != nil {
 			return err
 		}
 		return txn.Put(ctx, keys.InitialMembers, []byte(fmt.Sprint(m.cfg.InitialMembers)))
@@ -399,6 +415,12 @@ func (m *Member) handleJoin(ctx context.Context, in []byte) ([]byte, error) {
 	}
 	if req.ClusterID != "" && req.ClusterID != cid {
 		return nil, refuse("the store belongs to cluster %s, and the node at %s is in cluster %s", req.ClusterID, m.cfg.Self.RPCAddr, cid)
+	}
+	if err := m.checkJoiner(ctx, req.Node); err != nil {
+		if _, ok := status.FromError(err); ok {
+			return nil, err
+		}
+		return nil, status.Error(codes.Unavailable, err.Error())
 	}
 	rec := req.Node
 	rec.Status = StatusActive

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/cairn-db/cairn/clusterversion"
 )
 
 // Node statuses in the node table.
@@ -34,6 +36,18 @@ type NodeRecord struct {
 	// so every node's admin UI shows every node's.
 	StoreProfile string `json:"store_profile,omitempty"`
 	Status       string `json:"status"`
+	// BinaryVersion and MinSupportedVersion are the node's binary's
+	// version and the oldest cluster version it runs in (package
+	// clusterversion): the cluster version rises to the lowest
+	// BinaryVersion once every node advertises one above it.
+	BinaryVersion       string `json:"binary_version,omitempty"`
+	MinSupportedVersion string `json:"min_supported_version,omitempty"`
+}
+
+// WithVersion returns r advertising h's versions.
+func (r NodeRecord) WithVersion(h *clusterversion.Handle) NodeRecord {
+	r.BinaryVersion, r.MinSupportedVersion = h.Binary().String(), h.MinSupported().String()
+	return r
 }
 
 // LivenessRecord is a node's heartbeat (keys.Liveness): written by the

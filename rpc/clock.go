@@ -7,7 +7,6 @@ package rpc
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"sync"
 
@@ -33,7 +32,11 @@ type clockService interface {
 type clockServer struct{ now func() int64 }
 
 func (c clockServer) ping() []byte {
-	return binary.BigEndian.AppendUint64(nil, uint64(c.now()))
+	b, err := msgCodec.Marshal(nil, &clockReading{UnixNanos: c.now()})
+	if err != nil {
+		panic(err) // a registered struct of one number
+	}
+	return b
 }
 
 var clockServiceDesc = grpc.ServiceDesc{
@@ -106,10 +109,14 @@ func (p *ClockPinger) Ping(ctx context.Context, node uint64) (int64, error) {
 	if err := c.Invoke(ctx, clockFullMethod, &req, &reply); err != nil {
 		return 0, fmt.Errorf("rpc: clock ping to node %d: %w", node, err)
 	}
-	if len(reply) != 8 {
-		return 0, fmt.Errorf("rpc: clock ping to node %d: a reply of %d bytes", node, len(reply))
+	var r clockReading
+	if err := msgCodec.Unmarshal(reply, &r); err != nil {
+		return 0, fmt.Errorf("rpc: clock ping to node %d: %w", node, err)
 	}
-	return int64(binary.BigEndian.Uint64(reply)), nil
+	if r.UnixNanos == 0 {
+		return 0, fmt.Errorf("rpc: clock ping to node %d: a reply without a reading", node)
+	}
+	return r.UnixNanos, nil
 }
 
 // Close closes the connections.

@@ -14,7 +14,6 @@ package rpc
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -176,16 +175,19 @@ func (g *Geography) learn(node uint64, locality string) {
 const helloMethod = "/" + nodeServiceName + "/Hello"
 
 func encodeHello(node uint64, locality string) []byte {
-	b := binary.AppendUvarint(nil, node)
-	return append(b, locality...)
+	b, err := msgCodec.Marshal(nil, &hello{Node: node, Locality: locality})
+	if err != nil {
+		panic(err) // a registered struct of a number and a string
+	}
+	return b
 }
 
 func decodeHello(b []byte) (uint64, string, error) {
-	n, k := binary.Uvarint(b)
-	if k <= 0 {
-		return 0, "", errCorrupt
+	var h hello
+	if err := msgCodec.Unmarshal(b, &h); err != nil {
+		return 0, "", fmt.Errorf("%w: %w", errCorrupt, err)
 	}
-	return n, string(b[k:]), nil
+	return h.Node, h.Locality, nil
 }
 
 // helloHandler records the caller's locality in g and answers with this

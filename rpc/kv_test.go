@@ -135,7 +135,8 @@ func TestKVServiceMatchesStore(t *testing.T) {
 					t.Fatalf("retryable: remote %v, direct %v", kvpb.IsRetryable(gotErr), kvpb.IsRetryable(wantErr))
 				}
 				// The typed error in the chain is the same, fields included.
-				for _, et := range errorTypes {
+				for _, m := range errorTypes {
+					et := m.Type
 					w, g := reflect.New(reflect.PointerTo(et)), reflect.New(reflect.PointerTo(et))
 					wok := errors.As(wantErr, w.Interface())
 					gok := errors.As(gotErr, g.Interface())

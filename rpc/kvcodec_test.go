@@ -3,12 +3,16 @@ package rpc
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"reflect"
 	"testing"
 
 	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/wire"
+	"github.com/cairn-db/cairn/wire/wiretest"
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // filler sets every field of a value to a distinct non-zero value, by
@@ -51,11 +55,11 @@ func (f *filler) fill(t *testing.T, v reflect.Value) {
 		case errorIface:
 			v.Set(reflect.ValueOf(&kvpb.TabletNotFoundError{TabletID: kvpb.TabletID(f.n)}))
 		case requestIface:
-			p := reflect.New(requestTypes[f.n%len(requestTypes)])
+			p := reflect.New(requestTypes[f.n%len(requestTypes)].Type)
 			f.fill(t, p.Elem())
 			v.Set(p)
 		case responseIface:
-			p := reflect.New(responseTypes[f.n%len(responseTypes)])
+			p := reflect.New(responseTypes[f.n%len(responseTypes)].Type)
 			f.fill(t, p.Elem())
 			v.Set(p)
 		default:
@@ -75,10 +79,10 @@ func TestEveryMethodHasTags(t *testing.T) {
 	for m := kvpb.Method(0); m.String() != "Method(?)"; m++ {
 		var req, resp bool
 		for _, rt := range requestTypes {
-			req = req || reflect.New(rt).Interface().(kvpb.Request).Method() == m
+			req = req || reflect.New(rt.Type).Interface().(kvpb.Request).Method() == m
 		}
 		for _, rt := range responseTypes {
-			resp = resp || reflect.New(rt).Interface().(kvpb.Response).Method() == m
+			resp = resp || reflect.New(rt.Type).Interface().(kvpb.Response).Method() == m
 		}
 		if !req || !resp {
 			t.Errorf("method %s: request tagged %v, response tagged %v", m, req, resp)
@@ -88,7 +92,8 @@ func TestEveryMethodHasTags(t *testing.T) {
 
 func TestKVCodecRoundTripRequests(t *testing.T) {
 	f := &filler{}
-	for _, rt := range requestTypes {
+	for _, m := range requestTypes {
+		rt := m.Type
 		t.Run(rt.Name(), func(t *testing.T) {
 			ba := &kvpb.BatchRequest{}
 			f.fill(t, reflect.ValueOf(&ba.Header).Elem())
@@ -112,7 +117,8 @@ func TestKVCodecRoundTripRequests(t *testing.T) {
 
 func TestKVCodecRoundTripResponses(t *testing.T) {
 	f := &filler{}
-	for _, rt := range responseTypes {
+	for _, m := range responseTypes {
+		rt := m.Type
 		t.Run(rt.Name(), func(t *testing.T) {
 			br := &kvpb.BatchResponse{}
 			f.fill(t, reflect.ValueOf(br).Elem())
@@ -138,8 +144,8 @@ func TestKVCodecRoundTripResponses(t *testing.T) {
 func TestKVCodecRoundTripErrors(t *testing.T) {
 	f := &filler{}
 	var cases []error
-	for _, et := range errorTypes {
-		e := reflect.New(et)
+	for _, m := range errorTypes {
+		e := reflect.New(m.Type)
 		f.fill(t, e.Elem())
 		cases = append(cases, e.Interface().(error))
 	}
@@ -235,23 +241,38 @@ func TestKVCodecGarbage(t *testing.T) {
 			t.Errorf("decodeBatchRequest(%x) accepted garbage", b)
 		}
 	}
-	for _, b := range [][]byte{nil, {2}, {replyError, 200}, {replyError, errTagNil}, {replyResponse, 0xff}} {
+	for _, b := range [][]byte{
+		nil,
+		{2},
+		{replyError, 0, 0, 0, 0},                // an error with no message
+		{replyError, 1, 0, 0, 0, 0x08},          // a cut-off field
+		{replyResponse, 0xff},                   // a cut-off frame
+		{replyResponse, 2, 0, 0, 0, 0x0a, 0x05}, // a length beyond the input
+		{replyError, 2, 0, 0, 0, 0x08, 0x07},    // an unknown context error
+	} {
 		if _, _, err := decodeReply(b); err == nil {
 			t.Errorf("decodeReply(%x) accepted garbage", b)
 		}
 	}
 	// A huge length with few bytes behind it is refused before allocating.
-	huge := []byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f}
+	huge, _ := appendFramed(nil, func(b []byte) ([]byte, error) {
+		return append(b, 0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f), nil
+	})
 	if _, err := decodeBatchRequest(huge); err == nil {
 		t.Error("huge length accepted")
 	}
-	// Errors nested deeper than maxErrorDepth are refused.
-	deep := []byte{replyError}
-	for range maxErrorDepth + 4 {
-		deep = append(deep, errTagTyped+11) // AmbiguousResultError
+	// Errors nested deeper than the wire's depth limit are refused:
+	// AmbiguousResultErrors (errorTypes number 12, Cause numbered 1), each
+	// the cause of the next.
+	deep := protowire.AppendString(protowire.AppendTag(nil, errMsg, protowire.BytesType), "x")
+	for range wire.MaxDepth {
+		cause := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), deep)
+		typed := protowire.AppendBytes(protowire.AppendTag(nil, 12, protowire.BytesType), cause)
+		deep = protowire.AppendString(protowire.AppendTag(nil, errMsg, protowire.BytesType), "x")
+		deep = protowire.AppendBytes(protowire.AppendTag(deep, errTyped, protowire.BytesType), typed)
 	}
-	deep = append(deep, errTagNil)
-	if _, _, err := decodeReply(deep); err == nil {
+	frame, _ := appendFramed([]byte{replyError}, func(b []byte) ([]byte, error) { return append(b, deep...), nil })
+	if _, _, err := decodeReply(frame); err == nil {
 		t.Error("deeply nested errors accepted")
 	}
 }
@@ -288,23 +309,125 @@ func FuzzKVDecode(f *testing.F) {
 	})
 }
 
-// BenchmarkKVCodec encodes and decodes a batch of 100 puts, the figure the
-// package doc quotes (go test -run XXX -bench KVCodec -benchmem ./rpc).
+// BenchmarkKVCodec encodes and decodes two batches with this package's
+// codec (wire) and with the positional codec it replaced
+// (kvcodec_legacy_test.go), the figures the package doc quotes:
+//
+//	go test -run XXX -bench KVCodec -benchmem -count 3 ./rpc
+//
+// puts100 is a bulk batch of 100 puts; txn10 a transaction's batch of 10
+// puts and its commit, with the Transaction in the header.
 func BenchmarkKVCodec(b *testing.B) {
-	ba := &kvpb.BatchRequest{}
+	puts := &kvpb.BatchRequest{}
 	for i := range 100 {
-		ba.Add(&kvpb.PutRequest{Key: fmt.Appendf(nil, "key-%06d", i), Value: make([]byte, 40)})
+		puts.Add(&kvpb.PutRequest{Key: fmt.Appendf(nil, "key-%06d", i), Value: make([]byte, 40)})
 	}
-	b.ReportAllocs()
-	var buf []byte
-	for b.Loop() {
-		var err error
-		if buf, err = encodeBatchRequest(buf[:0], ba); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := decodeBatchRequest(buf); err != nil {
-			b.Fatal(err)
+	txn := &kvpb.BatchRequest{Header: kvpb.Header{Timestamp: hlc.Timestamp{WallTime: 1e18}, Txn: &kvpb.Transaction{
+		TxnMeta:       kvpb.TxnMeta{Key: []byte("key-000000"), WriteTimestamp: hlc.Timestamp{WallTime: 1e18, Logical: 2}, MinTimestamp: hlc.Timestamp{WallTime: 1e18}, Priority: 12345, Sequence: 10},
+		Name:          "sql txn",
+		ReadTimestamp: hlc.Timestamp{WallTime: 1e18}, GlobalUncertaintyLimit: hlc.Timestamp{WallTime: 1e18 + 5e8},
+		ObservedTimestamps: []kvpb.ObservedTimestamp{{NodeID: 1, Timestamp: hlc.Timestamp{WallTime: 1e18}}},
+	}, TabletID: 7, Now: hlc.Timestamp{WallTime: 1e18}}}
+	for i := range 10 {
+		txn.Add(&kvpb.PutRequest{Key: fmt.Appendf(nil, "key-%06d", i), Value: make([]byte, 40)})
+	}
+	txn.Add(&kvpb.EndTxnRequest{Key: []byte("key-000000"), Commit: true})
+	type codec struct {
+		name string
+		enc  func([]byte, *kvpb.BatchRequest) ([]byte, error)
+		dec  func([]byte) (*kvpb.BatchRequest, error)
+	}
+	for _, batch := range []struct {
+		name string
+		ba   *kvpb.BatchRequest
+	}{{"puts100", puts}, {"txn10", txn}} {
+		for _, c := range []codec{
+			{"wire", encodeBatchRequest, decodeBatchRequest},
+			{"positional", legacyEncodeBatchRequest, legacyDecodeBatchRequest},
+		} {
+			b.Run(batch.name+"/"+c.name, func(b *testing.B) {
+				b.ReportAllocs()
+				var buf []byte
+				for b.Loop() {
+					var err error
+					if buf, err = c.enc(buf[:0], batch.ba); err != nil {
+						b.Fatal(err)
+					}
+					if _, err := c.dec(buf); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(len(buf)), "wire-bytes")
+			})
 		}
 	}
-	b.ReportMetric(float64(len(buf)), "wire-bytes")
+}
+
+var rewriteSchema = flag.Bool("rewrite-schema", false, "record new wire fields in testdata/kv_schema")
+
+// Every number the KV messages ever used is in testdata/kv_schema, and
+// none is given to another field (wire invariant 1).
+func TestKVSchemaNeverReusesNumbers(t *testing.T) {
+	schema := kvCodec.Schema()
+	for _, m := range errorTypes {
+		schema = append(schema, fmt.Sprintf("error %d *%s", m.Num, m.Type))
+	}
+	wiretest.CheckSchema(t, "testdata/kv_schema", schema, *rewriteSchema)
+	// And this package's other messages: raft batches, Hello, clock pings.
+	wiretest.CheckSchema(t, "testdata/msg_schema", msgCodec.Schema(), *rewriteSchema)
+}
+
+// A batch from a newer build, with fields this build does not know (in
+// the header, in a request, in a typed error), decodes: the unknown fields
+// are skipped. One carrying a request type this build does not know is
+// refused with an error that says so.
+func TestKVFromNewerBuild(t *testing.T) {
+	unknown := func(b []byte) []byte {
+		b = protowire.AppendTag(b, 900, protowire.BytesType)
+		return protowire.AppendString(b, "a field of a later build")
+	}
+	ba := &kvpb.BatchRequest{Header: kvpb.Header{TabletID: 3}}
+	ba.Add(&kvpb.PutRequest{Key: []byte("k"), Value: []byte("v")})
+	hdr, err := kvCodec.AppendStruct(nil, reflect.ValueOf(&ba.Header).Elem(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put, err := kvCodec.AppendStruct(nil, reflect.ValueOf(ba.Requests[0]).Elem(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// BatchRequest: Header is field 1, Requests field 2; PutRequest is
+	// member 3 of the Request union.
+	member := protowire.AppendBytes(protowire.AppendTag(nil, 3, protowire.BytesType), unknown(put))
+	msg := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), unknown(hdr))
+	msg = protowire.AppendBytes(protowire.AppendTag(msg, 2, protowire.BytesType), member)
+	msg = unknown(msg)
+	frame, _ := appendFramed(nil, func(b []byte) ([]byte, error) { return append(b, msg...), nil })
+	got, err := decodeBatchRequest(frame)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, ba) {
+		t.Fatalf("got %#v, want %#v", got, ba)
+	}
+
+	// A request type numbered 99: not one this build knows.
+	newReq := protowire.AppendBytes(protowire.AppendTag(nil, 99, protowire.BytesType), nil)
+	msg = protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), newReq)
+	frame, _ = appendFramed(nil, func(b []byte) ([]byte, error) { return append(b, msg...), nil })
+	if _, err := decodeBatchRequest(frame); !errors.Is(err, wire.ErrUnknownMember) {
+		t.Fatalf("an unknown request type decoded: %v", err)
+	}
+
+	// A typed error of a type this build does not know arrives as its
+	// message.
+	body := protowire.AppendString(protowire.AppendTag(nil, errMsg, protowire.BytesType), "a new kind of failure")
+	typed := protowire.AppendBytes(protowire.AppendTag(nil, 77, protowire.BytesType), unknown(nil))
+	body = protowire.AppendBytes(protowire.AppendTag(body, errTyped, protowire.BytesType), typed)
+	frame, _ = appendFramed([]byte{replyError}, func(b []byte) ([]byte, error) { return append(b, body...), nil })
+	_, rerr, err := decodeReply(frame)
+	var re *RemoteError
+	if err != nil || !errors.As(rerr, &re) || re.Msg != "a new kind of failure" {
+		t.Fatalf("unknown typed error: %v, %v", rerr, err)
+	}
 }

@@ -42,7 +42,7 @@ func TestBatchRoundTrip(t *testing.T) {
 	if len(got) != 2 || got[1].TabletID != 1<<40 || !proto.Equal(got[0].Msg, envs[0].Msg) || !proto.Equal(got[1].Msg, envs[1].Msg) {
 		t.Fatalf("round trip: %v", got)
 	}
-	for _, bad := range [][]byte{nil, {5}, b[:len(b)-1], append(b[:len(b):len(b)], 0), {1, 1, 200, 1}} {
+	for _, bad := range [][]byte{{5}, b[:len(b)-1], append(b[:len(b):len(b)], 0), {1, 1, 200, 1}} {
 		if _, err := decodeBatch(bad); err == nil {
 			t.Errorf("decodeBatch(%x) accepted garbage", bad)
 		}

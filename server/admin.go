@@ -42,6 +42,10 @@ type NodeStatus struct {
 	StoreProfile string    `json:"store_profile"`
 	Liveness     string    `json:"liveness"`
 	StartedAt    time.Time `json:"started_at"`
+	// BinaryVersion is the version of the binary the node advertises
+	// (package clusterversion): during a rolling upgrade, which nodes run
+	// the new one. "" for a node that advertises none.
+	BinaryVersion string `json:"binary_version"`
 }
 
 // NodeSource lists the cluster's nodes. The default (memberNodes) lists
@@ -83,6 +87,7 @@ func (m memberNodes) Nodes(ctx context.Context) ([]NodeStatus, error) {
 	self := NodeStatus{
 		NodeID: int(s.nodeID()), SQLAddr: s.Addr().String(), RPCAddr: s.cfg.RPCAddr, HTTPAddr: s.HTTPAddr().String(),
 		Locality: s.cfg.Locality, StoreProfile: s.cfg.StoreProfile, Liveness: LivenessLive, StartedAt: s.started,
+		BinaryVersion: s.version.Binary().String(),
 	}
 	if s.repl == nil {
 		return []NodeStatus{self}, nil

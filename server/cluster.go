@@ -156,7 +156,7 @@ func (s *Server) identify(ctx context.Context, registry *membership.Registry) (i
 			return 0, nil, err
 		}
 	}
-	self := membership.NodeRecord{RPCAddr: cfg.RPCAddr, Locality: cfg.Locality, StoreProfile: s.cfg.StoreProfile}
+	self := membership.NodeRecord{RPCAddr: cfg.RPCAddr, Locality: cfg.Locality, StoreProfile: s.cfg.StoreProfile}.WithVersion(s.version)
 	others := slices.DeleteFunc(slices.Clone(cfg.Join), func(a string) bool { return a == cfg.RPCAddr })
 	initial := func() []uint64 {
 		ps := make([]uint64, len(cfg.Join))
@@ -450,6 +450,7 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 		DeadAfter:         cfg.DeadAfter,
 		LivenessTTL:       cfg.LivenessTTL,
 		ScanInterval:      cfg.ReplicateInterval,
+		Version:           s.version,
 		Logger:            s.log,
 	})
 	r.senders = rpc.NewNodeSenders(r.transport, id, s.store)

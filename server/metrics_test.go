@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 )
@@ -76,6 +77,16 @@ func TestObservability(t *testing.T) {
 	}
 
 	_, _, body := httpGet(t, s, "/metrics")
+	// Every metric's name, type and help follow Prometheus's conventions
+	// (promlint: base units such as _seconds and _bytes, _total on
+	// counters only, a help text, no reserved suffixes).
+	problems, err := promlint.New(strings.NewReader(body)).Lint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("/metrics: %s: %s", p.Metric, p.Text)
+	}
 	var p expfmt.TextParser
 	fams, err := p.TextToMetricFamilies(strings.NewReader(body))
 	if err != nil {

@@ -49,7 +49,7 @@ func (m membershipNodes) Nodes(ctx context.Context) ([]NodeStatus, error) {
 		if rec.Status == membership.StatusDecommissioning {
 			st = membership.StatusDecommissioning + " (" + st + ")"
 		}
-		ns := NodeStatus{NodeID: int(rec.NodeID), SQLAddr: rec.SQLAddr, RPCAddr: rec.RPCAddr, HTTPAddr: rec.HTTPAddr, Locality: rec.Locality, StoreProfile: rec.StoreProfile, Liveness: st}
+		ns := NodeStatus{NodeID: int(rec.NodeID), SQLAddr: rec.SQLAddr, RPCAddr: rec.RPCAddr, HTTPAddr: rec.HTTPAddr, Locality: rec.Locality, StoreProfile: rec.StoreProfile, Liveness: st, BinaryVersion: rec.BinaryVersion}
 		if rec.NodeID == s.repl.id {
 			ns.StartedAt = s.started
 		}

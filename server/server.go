@@ -38,6 +38,7 @@ import (
 	_ "time/tzdata"
 
 	"github.com/cairn-db/cairn/clockmon"
+	"github.com/cairn-db/cairn/clusterversion"
 	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/kv"
 	"github.com/cairn-db/cairn/kvpb"
@@ -77,6 +78,10 @@ type Config struct {
 	// RPCListener, when set with Join, is used instead of listening on
 	// RPCAddr (tests pick free ports this way).
 	RPCListener net.Listener
+	// BinaryVersion and MinSupportedVersion stand in for this build's
+	// versions (package clusterversion); zero means the build's own.
+	// Tests set them to play a node of an older or a newer build.
+	BinaryVersion, MinSupportedVersion clusterversion.Version
 	// Insecure lets any existing role with LOGIN connect without a
 	// password. Otherwise clients authenticate with SCRAM-SHA-256 (or a
 	// client certificate, with Certs).
@@ -189,6 +194,9 @@ const defaultDiskStallFence = 10 * time.Second
 // Server is a running node.
 type Server struct {
 	cfg Config
+	// version is the node's view of the versions (its binary's, the
+	// cluster's).
+	version *clusterversion.Handle
 	// lastOrphanCheck is when the node last looked for orphaned index
 	// builds (indexjobs.go); only the GC loop touches it.
 	lastOrphanCheck time.Time
@@ -266,7 +274,8 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if cfg.StoreProfile == "" || cfg.StoreProfile == storage.ProfileAuto {
 		cfg.StoreProfile, profileWhy = storage.DetectProfile(cfg.StoreDir)
 	}
-	s := &Server{cfg: cfg, log: log, started: time.Now(), failed: make(chan error, 1), obs: newNodeMetrics()}
+	s := &Server{cfg: cfg, log: log, started: time.Now(), failed: make(chan error, 1), obs: newNodeMetrics(),
+		version: clusterversion.NewHandle(cfg.BinaryVersion, cfg.MinSupportedVersion)}
 	s.admin.warnSize.Store(cfg.ColocationWarnSize)
 	defer func() {
 		if err != nil {
@@ -407,7 +416,8 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		StoreProfile:                 s.cfg.StoreProfile,
 		NetworkRTT:                   s.NetworkRTT,
 		GC:                           gcRunner{s},
-		DrainTimestamp:               s.drainTimestamp})
+		DrainTimestamp:               s.drainTimestamp,
+		ClusterVersion:               s.clusterVersion()})
 	pgcfg := pgwire.Config{Backend: s.backend, Insecure: cfg.Insecure, Logger: log,
 		MaxConnections: cfg.MaxConnections, SuperuserReservedConnections: cfg.SuperuserReservedConnections,
 		MaxStartupConnections: cfg.MaxStartupConnections, AuthTimeout: cfg.AuthTimeout}

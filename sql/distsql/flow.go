@@ -371,11 +371,10 @@ func (f *Flow) ackItem(held *item) {
 		return
 	}
 	f.release(held.size)
-	var e enc
-	e.u(1)
+	m := encodeCredit(1)
 	// A fragment that has finished no longer reads credits; its stream
 	// refuses the send, which is harmless.
-	_ = held.stream.SendMsg(&e.b)
+	_ = held.stream.SendMsg(&m)
 	*held = item{}
 }
 

@@ -127,9 +127,8 @@ func (s *Server) flow(stream grpc.ServerStream) error {
 				// this fragment has nobody left to send to.
 				return
 			}
-			d := dec{b: m}
-			n := d.u()
-			if d.done() != nil {
+			n, err := decodeCredit(m)
+			if err != nil || n > maxWindow {
 				return
 			}
 			for range n {

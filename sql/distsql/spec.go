@@ -11,8 +11,8 @@ import (
 // Snapshot is where every fragment of a flow reads (invariant 2): the
 // gateway transaction's read timestamp and its global uncertainty limit.
 type Snapshot struct {
-	ReadTimestamp    hlc.Timestamp
-	UncertaintyLimit hlc.Timestamp
+	ReadTimestamp    hlc.Timestamp `wire:"1"`
+	UncertaintyLimit hlc.Timestamp `wire:"2"`
 }
 
 // Spec is what a fragment is told to do: scan Span (within tablet
@@ -28,14 +28,14 @@ type Snapshot struct {
 // processor's business.
 type Spec struct {
 	// Fragment is the fragment's index in its flow.
-	Fragment  int
-	TabletID  kvpb.TabletID
-	Span      kvpb.Span
-	Snapshot  Snapshot
-	BatchRows int
-	Window    int
-	Limit     int64
-	Proc      []byte
+	Fragment  int           `wire:"1"`
+	TabletID  kvpb.TabletID `wire:"2"`
+	Span      kvpb.Span     `wire:"3"`
+	Snapshot  Snapshot      `wire:"4"`
+	BatchRows int           `wire:"5"`
+	Window    int           `wire:"6"`
+	Limit     int64         `wire:"7"`
+	Proc      []byte        `wire:"8"`
 }
 
 // Defaults of a Spec's batching.
@@ -62,11 +62,11 @@ func (f Fragment) String() string {
 // ANALYZE: its node, the KVs and bytes it shipped, the batches, and the
 // time from its start to its last batch.
 type FragmentStats struct {
-	Node    uint64
-	Rows    int64
-	Bytes   int64
-	Batches int64
-	Time    time.Duration
+	Node    uint64        `wire:"1"`
+	Rows    int64         `wire:"2"`
+	Bytes   int64         `wire:"3"`
+	Batches int64         `wire:"4"`
+	Time    time.Duration `wire:"5"`
 }
 
 func durationOf(ns int64) time.Duration { return time.Duration(ns) }

@@ -71,6 +71,17 @@ type Config struct {
 	// DrainTimestamp is the cluster-wide bound online schema changes wait
 	// on (ddl.Context.DrainTimestamp); nil: this node's kv.DB's.
 	DrainTimestamp func(ctx context.Context) (hlc.Timestamp, error)
+	// ClusterVersion raises the cluster version (SET CLUSTER SETTING
+	// version); nil on an unreplicated node, a cluster of one whose
+	// version is its binary's.
+	ClusterVersion ClusterVersioner
+}
+
+// ClusterVersioner raises the cluster version (membership.Member). An
+// error wrapping clusterversion.ErrSetRefused is the user's: the version
+// cannot be taken now.
+type ClusterVersioner interface {
+	SetClusterVersion(ctx context.Context, version string) error
 }
 
 // Backend implements pgwire.Backend over a kv.DB. One Backend serves a

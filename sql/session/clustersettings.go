@@ -2,11 +2,13 @@ package session
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/cairn-db/cairn/clusterversion"
 	"github.com/cairn-db/cairn/keys"
 	"github.com/cairn-db/cairn/kv"
 	"github.com/cairn-db/cairn/pgwire"
@@ -48,9 +50,37 @@ type clusterSetting struct {
 	def string
 	// check validates a non-empty value.
 	check func(string) error
+	// set, when set, writes the value instead of the plain key (the
+	// cluster version, which membership checks against every node).
+	set func(ctx context.Context, b *Backend, value string) error
+	// dflt is what SHOW says while the key is absent.
+	dflt func() string
 }
 
 var clusterSettings = map[string]*clusterSetting{
+	// The cluster version (package clusterversion): raised, never
+	// lowered or reset, through membership, which checks that every
+	// node's binary runs it (docs/operations.md, "Upgrading").
+	clusterversion.Setting: {
+		name: clusterversion.Setting,
+		desc: "The cluster version: the behaviour every node may use. Raised automatically once every node runs a newer binary, or by hand; never lowered.",
+		check: func(v string) error {
+			_, err := clusterversion.Parse(v)
+			return err
+		},
+		set: setClusterVersion,
+		// Absent only on an unreplicated node: a cluster of one at its
+		// binary's version (a cluster records it at bootstrap).
+		dflt: func() string { return clusterversion.Binary.String() },
+	},
+	clusterversion.PreserveDowngradeSetting: {
+		name: clusterversion.PreserveDowngradeSetting,
+		desc: "Set to the current cluster version, holds the automatic cluster version upgrade (the binaries can still be rolled back) until reset or until SET CLUSTER SETTING version raises it.",
+		check: func(v string) error {
+			_, err := clusterversion.Parse(v)
+			return err
+		},
+	},
 	HBASetting: {
 		name: HBASetting,
 		desc: "Host-based authentication rules in pg_hba.conf syntax; empty means the built-in rules.",
@@ -101,10 +131,33 @@ func (b *Backend) ClusterSetting(ctx context.Context, name string) (string, erro
 	return v, nil
 }
 
+<<<<<<< HEAD
 // hashBuckets is ddl.Context.HashBuckets: the cluster's default bucket
 // count of USING HASH.
 func (s *Session) hashBuckets(ctx context.Context) (string, error) {
 	return s.b.ClusterSetting(ctx, HashBucketsSetting)
+=======
+// setClusterVersion is SET CLUSTER SETTING version = v: through
+// membership on a node of a cluster; on a cluster of one the version is
+// its binary's and nothing else is accepted.
+func setClusterVersion(ctx context.Context, b *Backend, v string) error {
+	if v == "" {
+		return pgerror.New(pgerrcode.InvalidParameterValue, "the cluster version cannot be reset: it only rises")
+	}
+	if b.cfg.ClusterVersion == nil {
+		if want, _ := clusterversion.Parse(v); want != clusterversion.Binary {
+			return pgerror.New(pgerrcode.InvalidParameterValue, "invalid value for parameter %q: a node that is a cluster of one runs at its binary's version %s", clusterversion.Setting, clusterversion.Binary)
+		}
+		return b.setClusterSetting(ctx, clusterversion.Setting, v)
+	}
+	if err := b.cfg.ClusterVersion.SetClusterVersion(ctx, v); err != nil {
+		if errors.Is(err, clusterversion.ErrSetRefused) {
+			return pgerror.New(pgerrcode.InvalidParameterValue, "invalid value for parameter %q: %v", clusterversion.Setting, err)
+		}
+		return err
+	}
+	return nil
+>>>>>>> ef4129497764ba45eec8b524aa4b10192b21d088
 }
 
 // HBAConfig returns the host-based authentication rules in force, or nil
@@ -150,6 +203,9 @@ func (s *Session) alterSystem(x *stmtState, n *pg_query.AlterSystemStmt, w pgwir
 		}
 		sort.Strings(names)
 		for _, name := range names {
+			if clusterSettings[name].set != nil {
+				continue // the cluster version is not reset
+			}
 			if err := s.b.setClusterSetting(x.ctx, name, ""); err != nil {
 				return err
 			}
@@ -179,6 +235,12 @@ func (s *Session) alterSystem(x *stmtState, n *pg_query.AlterSystemStmt, w pgwir
 		if err := cs.check(v); err != nil {
 			return pgerror.New(pgerrcode.InvalidParameterValue, "invalid value for parameter %q: %v", cs.name, err)
 		}
+	}
+	if cs.set != nil {
+		if err := cs.set(x.ctx, s.b, v); err != nil {
+			return err
+		}
+		return w.Complete("ALTER SYSTEM")
 	}
 	if err := s.b.setClusterSetting(x.ctx, cs.name, v); err != nil {
 		return err

@@ -271,6 +271,9 @@ func (s *Session) show(name string, w pgwire.ResultWriter, described bool) error
 		if err != nil {
 			return err
 		}
+		if v == "" && cs.dflt != nil {
+			v = cs.dflt()
+		}
 		rows = [][]string{{v}}
 	} else {
 		st, err := lookupSetting(name)
