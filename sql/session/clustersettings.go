@@ -131,12 +131,12 @@ func (b *Backend) ClusterSetting(ctx context.Context, name string) (string, erro
 	return v, nil
 }
 
-<<<<<<< HEAD
 // hashBuckets is ddl.Context.HashBuckets: the cluster's default bucket
 // count of USING HASH.
 func (s *Session) hashBuckets(ctx context.Context) (string, error) {
 	return s.b.ClusterSetting(ctx, HashBucketsSetting)
-=======
+}
+
 // setClusterVersion is SET CLUSTER SETTING version = v: through
 // membership on a node of a cluster; on a cluster of one the version is
 // its binary's and nothing else is accepted.
@@ -157,7 +157,6 @@ func setClusterVersion(ctx context.Context, b *Backend, v string) error {
 		return err
 	}
 	return nil
->>>>>>> ef4129497764ba45eec8b524aa4b10192b21d088
 }
 
 // HBAConfig returns the host-based authentication rules in force, or nil
