@@ -18,6 +18,7 @@
 // PRIMARY KEY (repo_id, event_id).
 //
 // Usage: go run ./bench/distsql [-rows 100000] [-runs 3] [-shards 32] [-global] [-log]
+//
 //	[-only NAME] [-cpuprofile FILE]
 package main
 
