@@ -17,9 +17,9 @@
 // primary-key column (docs/distributed.md), so both tables here have
 // PRIMARY KEY (repo_id, event_id).
 //
-// Usage: go run ./bench/distsql [-rows 100000] [-runs 3] [-shards 32] [-global] [-log]
+// Usage:
 //
-//	[-only NAME] [-cpuprofile FILE]
+//	go run ./bench/distsql [-rows 100000] [-runs 3] [-shards 32] [-global] [-log] [-only NAME] [-cpuprofile FILE]
 package main
 
 import (
