@@ -393,6 +393,17 @@ func (e *executor) comment(ctx context.Context, n *pg_query.CommentStmt) error {
 	switch n.Objtype {
 	case pg_query.ObjectType_OBJECT_TYPE:
 		return e.commentOnType(ctx, n)
+	case pg_query.ObjectType_OBJECT_FUNCTION:
+		f, err := e.lookupFunction(ctx, n.Object.GetObjectWithArgs(), false)
+		if err != nil {
+			return err
+		}
+		if err := e.checkOwner(ctx, f); err != nil {
+			return err
+		}
+		c := *f
+		c.Comment = text
+		return e.x.Writer.Update(ctx, &c)
 	case pg_query.ObjectType_OBJECT_TABLE, pg_query.ObjectType_OBJECT_VIEW, pg_query.ObjectType_OBJECT_SEQUENCE:
 		rv := rangeVarOf(n.Object)
 		d, _, err := e.lookupRelation(ctx, rv)

@@ -614,6 +614,10 @@ func (res *Resolver) Description(oid uint32, catalogName string, sub int32) (str
 				return nonEmpty(v.Comment)
 			}
 		}
+	case "pg_proc":
+		if f, _ := res.funcByOID(oid); f != nil && sub == 0 {
+			return nonEmpty(f.Comment)
+		}
 	case "pg_constraint":
 		kind, tid, _ := splitOID(oid)
 		if kind != kindConstr || sub != 0 {

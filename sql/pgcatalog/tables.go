@@ -786,6 +786,10 @@ func genDescription(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum,
 			if d.Comment != "" {
 				out = append(out, t.row("objoid", uint32(d.ID), "classoid", oidPgType, "objsubid", 0, "description", d.Comment))
 			}
+		case *catalog.FuncDesc:
+			if d.Comment != "" {
+				out = append(out, t.row("objoid", uint32(d.ID), "classoid", oidPgProc, "objsubid", 0, "description", d.Comment))
+			}
 		}
 	}
 	for _, d := range s.dbs {

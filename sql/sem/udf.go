@@ -1,6 +1,7 @@
 package sem
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -237,9 +238,28 @@ func (b *builder) buildUserCall(fc *pg_query.FuncCall, f *UserFunc, slots []int)
 	}
 	e, err := b.build(body)
 	if err != nil {
-		return nil, err
+		return nil, b.inlineError(f, fc.Location, err)
 	}
 	return b.coerceResult(e, f.Return, fc.Location)
+}
+
+// inlineError places an error met while binding an inlined body at the
+// call (the body's own offsets mean nothing in the caller's text) and
+// says where it came from, as PostgreSQL's CONTEXT does.
+func (b *builder) inlineError(f *UserFunc, loc int32, err error) error {
+	var pe *PositionError
+	if errors.As(err, &pe) && pe == err {
+		err = pe.Err
+	}
+	var pg *pgerror.Error
+	if errors.As(err, &pg) && pg == err {
+		where := fmt.Sprintf("SQL function \"%s\" during inlining", f.Name)
+		if pg.Where != "" {
+			where = pg.Where + "\n" + where
+		}
+		err = pg.WithWhere("%s", where)
+	}
+	return b.pos(loc, err)
 }
 
 // coerceResult converts an inlined body's value to the declared result

@@ -120,3 +120,4 @@ BEGIN ATOMIC
 END;
 CREATE FUNCTION dump_extra.shapes_over(min_area numeric) RETURNS TABLE(id int, area numeric) LANGUAGE sql STABLE
   AS $$ SELECT id, area FROM dump_extra.shapes WHERE area > min_area $$;
+COMMENT ON FUNCTION parent_code(bigint) IS 'the code of a parent';

@@ -37,7 +37,8 @@ SELECT n.nspname, t.typname, format_type(t.typbasetype, t.typtypmod), t.typnotnu
   WHERE t.typtype = 'd' AND n.nspname IN ('public', 'dump_extra') ORDER BY 1, 2;
 SELECT 'contacts', id, mail, n, format_type(a.atttypid, a.atttypmod) FROM contacts, pg_attribute a
   WHERE a.attrelid = 'contacts'::regclass AND a.attname = 'n' ORDER BY id;
-SELECT n.nspname, p.proname, pg_get_function_arguments(p.oid), pg_get_function_result(p.oid), p.provolatile, p.proisstrict
+SELECT n.nspname, p.proname, pg_get_function_arguments(p.oid), pg_get_function_result(p.oid), p.provolatile, p.proisstrict,
+  obj_description(p.oid, 'pg_proc')
   FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname IN ('public', 'dump_extra') ORDER BY 1, 2, 3;
 SELECT 'functions', parent_code(3), add_tax(10.00), add_tax(10.00, 0.5), add_tax(10), child_count(1),
   (SELECT count(*) FROM dump_extra.shapes_over(100)), (SELECT sum(area) FROM dump_extra.shapes_over(100));

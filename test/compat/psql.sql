@@ -140,6 +140,7 @@ CREATE FUNCTION compat_add(a integer, b integer DEFAULT 1) RETURNS integer LANGU
 CREATE FUNCTION compat_add(a text, b text) RETURNS text LANGUAGE sql AS $$ SELECT a || b $$;
 CREATE FUNCTION compat_s.evens(n int) RETURNS SETOF int LANGUAGE sql STABLE AS 'SELECT g FROM generate_series(2, n, 2) g';
 CREATE FUNCTION compat_s.pairs(n int) RETURNS TABLE(i int, sq bigint) LANGUAGE sql AS 'SELECT g, g::bigint * g FROM generate_series(1, n) g';
+COMMENT ON FUNCTION compat_add(text, text) IS 'joins two texts';
 SELECT compat_add(1, 2), compat_add(5), compat_add('a', 'b');
 SELECT * FROM compat_s.evens(6);
 SELECT * FROM compat_s.pairs(3);
