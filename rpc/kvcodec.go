@@ -67,6 +67,7 @@ var requestTypes = []reflect.Type{
 	reflect.TypeFor[kvpb.BulkPutRequest](),
 	reflect.TypeFor[kvpb.ClearRangeRequest](),
 	reflect.TypeFor[kvpb.SpreadLeaseRequest](),
+	reflect.TypeFor[kvpb.AddSSTableRequest](),
 }
 
 var responseTypes = []reflect.Type{
@@ -90,6 +91,7 @@ var responseTypes = []reflect.Type{
 	reflect.TypeFor[kvpb.BulkPutResponse](),
 	reflect.TypeFor[kvpb.ClearRangeResponse](),
 	reflect.TypeFor[kvpb.SpreadLeaseResponse](),
+	reflect.TypeFor[kvpb.AddSSTableResponse](),
 }
 
 // errorTypes are the typed kvpb errors that keep their type across the

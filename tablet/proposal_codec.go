@@ -20,8 +20,14 @@ import (
 // otherwise.
 //
 // Version 2 added the transaction tombstones at the end; entries of
-// version 1, still in logs written before, decode with none.
-const proposalVersion = 2
+// version 1, still in logs written before, decode with none. Version 3
+// adds the SST to ingest after them; a proposal without one is still
+// written as version 2, so only AddSSTable's entries need a replica that
+// knows version 3.
+const (
+	proposalVersion    = 2
+	proposalVersionSST = 3
+)
 
 // ErrBadProposal is DecodeProposal's refusal of malformed input.
 var ErrBadProposal = errors.New("tablet: malformed proposal")
@@ -29,7 +35,11 @@ var ErrBadProposal = errors.New("tablet: malformed proposal")
 // EncodeProposal appends p's encoding to dst.
 func EncodeProposal(dst []byte, p *Proposal) []byte {
 	e := enc{b: dst}
-	e.b = append(e.b, proposalVersion)
+	if len(p.SST) > 0 {
+		e.b = append(e.b, proposalVersionSST)
+	} else {
+		e.b = append(e.b, proposalVersion)
+	}
 	e.bytes(p.Repr)
 	e.uvarint(uint64(len(p.LocksAcquired)))
 	for _, in := range p.LocksAcquired {
@@ -75,6 +85,9 @@ func EncodeProposal(dst []byte, p *Proposal) []byte {
 		e.txnMeta(t.TxnMeta)
 		e.varint(int64(t.Status))
 	}
+	if len(p.SST) > 0 {
+		e.bytes(p.SST)
+	}
 	return e.b
 }
 
@@ -84,7 +97,7 @@ func DecodeProposal(b []byte) (*Proposal, error) {
 		return nil, ErrBadProposal
 	}
 	version := b[0]
-	if version != 1 && version != proposalVersion {
+	if version != 1 && version != proposalVersion && version != proposalVersionSST {
 		return nil, fmt.Errorf("%w: version %d", ErrBadProposal, b[0])
 	}
 	d := dec{b: b[1:]}
@@ -147,6 +160,11 @@ func DecodeProposal(b []byte) (*Proposal, error) {
 				p.TxnTombstones[i].TxnMeta = d.txnMeta()
 				p.TxnTombstones[i].Status = kvpb.TxnStatus(d.int8())
 			}
+		}
+	}
+	if version >= proposalVersionSST {
+		if p.SST = d.bytes(); len(p.SST) == 0 && d.err == nil {
+			d.fail("a version 3 proposal without an SST")
 		}
 	}
 	if d.err != nil {

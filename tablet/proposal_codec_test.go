@@ -89,6 +89,8 @@ func genProposal() *rapid.Generator[*Proposal] {
 		p.TxnTombstones = nilIfEmpty(rapid.SliceOfN(rapid.Custom(func(t *rapid.T) kvpb.Transaction {
 			return kvpb.Transaction{TxnMeta: genMeta().Draw(t, "txn"), Status: kvpb.TxnStatus(rapid.Int8().Draw(t, "status"))}
 		}), 0, 3).Draw(t, "tombstones"))
+		// An empty SST is none: the encoding has no place for it.
+		p.SST = nilIfEmpty(genBytes().Draw(t, "sst"))
 		return p
 	})
 }
