@@ -2,6 +2,7 @@ package tablet
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"slices"
 
@@ -159,8 +160,12 @@ func (ec *evalCtx) addSSTable(req *kvpb.AddSSTableRequest) (kvpb.Response, error
 // persisted) ingests the same versions again: the engine ends up holding
 // exactly what it held after the first time, since only identical
 // versions can meet (mvcc.CheckSST allows nothing else into an SST).
+//
+// It runs with a context of its own: a committed entry must be applied
+// whole even while the replica closes (a failure stops the raft node,
+// which applies the entry again when it restarts).
 func (r *Replica) applySST(sst []byte) error {
-	if err := r.eng.IngestBytes(r.ctx, sst); err != nil {
+	if err := r.eng.IngestBytes(context.Background(), sst); err != nil {
 		return fmt.Errorf("tablet %d: ingesting an SST of %d bytes: %w", r.Desc().TabletID, len(sst), err)
 	}
 	r.metrics.SSTsIngested.Add(1)
