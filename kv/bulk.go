@@ -1,15 +1,20 @@
 package kv
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/cairn-db/cairn/hlc"
+	"github.com/cairn-db/cairn/keys"
 	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/mvcc"
+	"github.com/cairn-db/cairn/storage"
 )
 
 // Bulk writes: committed values a transaction writes into storage that
@@ -81,6 +86,33 @@ func (db *DB) RunBulkAt(ctx context.Context, b *Batch, ts hlc.Timestamp) error {
 		return err
 	}
 	return b.fill(br)
+}
+
+// AddSSTable ingests data, an SST of committed versions at exactly ts of
+// keys in [start, end) (kvpb.AddSSTableRequest says what the caller
+// guarantees), outside any transaction. The span should lie within one
+// tablet; when it does not (the tablet split after the caller cut it),
+// each tablet gets its part of the SST. It returns how many versions were
+// ingested. The caller keeps ts above the GC threshold meanwhile (a
+// transaction reading at ts, as for RunBulkAt).
+func (db *DB) AddSSTable(ctx context.Context, start, end, data []byte, ts hlc.Timestamp) (int64, error) {
+	if ts.IsEmpty() {
+		return 0, fmt.Errorf("kv: AddSSTable without a timestamp")
+	}
+	ba := &kvpb.BatchRequest{Requests: []kvpb.Request{&kvpb.AddSSTableRequest{Key: start, EndKey: end, Data: data}}}
+	ba.Timestamp = ts
+	br, err := db.ds.Send(ctx, ba)
+	if err != nil {
+		return 0, err
+	}
+	if len(br.Responses) != 1 {
+		return 0, fmt.Errorf("kv: AddSSTable answered with %d responses", len(br.Responses))
+	}
+	resp, ok := br.Responses[0].(*kvpb.AddSSTableResponse)
+	if !ok {
+		return 0, fmt.Errorf("kv: AddSSTable answered with a %s", br.Responses[0].Method())
+	}
+	return resp.Versions, nil
 }
 
 // DB returns the database the transaction runs on, for the few writes that
@@ -241,4 +273,146 @@ func (t *Txn) runAfterCommit(ctx context.Context) {
 	for _, a := range fns {
 		a.fn(ctx)
 	}
+}
+
+// SortedStream is the part of a bulk load whose keys arrive in strictly
+// increasing order from one batch to the next (a table's primary index
+// when COPY's input is in primary-key order), loaded into fresh storage
+// that no other writer reaches (kvpb.BulkPutRequest's guarantee): no key
+// of it can exist already and no other batch of the load holds one, so
+// its uniqueness checks cannot fail, and its keys go into SSTs that the
+// tablets ingest (AddSSTable) instead of BulkPuts through their
+// memtables. The caller must call Take in the order the load builds its
+// batches. Once a batch's keys do not continue the order the stream is
+// broken: that batch and every later one go as BulkPuts, whose checks
+// then find any duplicate of a key already ingested, provided the runs
+// in flight were waited for first (Broken).
+type SortedStream struct {
+	// In selects the keys of the stream.
+	In     func(key []byte) bool
+	last   []byte
+	broken bool
+	// SSTs counts the SSTs the stream's runs were ingested as.
+	SSTs atomic.Int64
+}
+
+// Broken reports whether the stream's order broke: every batch from
+// then on goes as BulkPuts. Its caller must let the runs still in flight
+// finish before it sends a BulkPut of the stream's keys, so that the
+// BulkPut's uniqueness check meets any key they hold.
+func (s *SortedStream) Broken() bool { return s.broken }
+
+// SortedRun is the keys and values Take moved out of one batch, sorted.
+type SortedRun struct {
+	stream *SortedStream
+	kvs    [][2][]byte
+	// n is how many requests the batch had before Take.
+	n int
+}
+
+// Take moves the BulkPuts of b that the stream selects out of b, sorted,
+// when they continue its order: distinct, and above every key taken
+// before. Otherwise (or once the stream is broken) it takes nothing and
+// returns nil. The run is to be written with the rest of b by
+// RunBulkSorted.
+func (s *SortedStream) Take(b *Batch) *SortedRun {
+	if s.broken {
+		return nil
+	}
+	var kvs [][2][]byte
+	for _, r := range b.reqs {
+		if bp, ok := r.(*kvpb.BulkPutRequest); ok && s.In(bp.Key) {
+			kvs = append(kvs, [2][]byte{bp.Key, bp.Value})
+		}
+	}
+	if len(kvs) == 0 {
+		return nil
+	}
+	slices.SortFunc(kvs, func(a, b [2][]byte) int { return bytes.Compare(a[0], b[0]) })
+	ordered := s.last == nil || bytes.Compare(kvs[0][0], s.last) > 0
+	for i := 1; ordered && i < len(kvs); i++ {
+		ordered = bytes.Compare(kvs[i-1][0], kvs[i][0]) < 0
+	}
+	if !ordered {
+		s.broken = true
+		return nil
+	}
+	s.last = kvs[len(kvs)-1][0]
+	run := &SortedRun{stream: s, kvs: kvs, n: len(b.reqs)}
+	b.reqs = slices.DeleteFunc(b.reqs, func(r kvpb.Request) bool {
+		bp, ok := r.(*kvpb.BulkPutRequest)
+		return ok && s.In(bp.Key)
+	})
+	return run
+}
+
+// sortedRunSSTBytes is the most entry bytes one SST of a sorted run
+// holds (tablet's limit on an inline SST is well above it).
+const sortedRunSSTBytes = 8 << 20
+
+// RunBulkSorted is RunBulk of b and of run (nil: none), whose entries
+// are ingested as SSTs at the same timestamp as b's BulkPuts, one per
+// target tablet (and per sortedRunSSTBytes). Like RunBulk it may be
+// called concurrently, and a failure may leave part of it written.
+func (t *Txn) RunBulkSorted(ctx context.Context, b *Batch, run *SortedRun) error {
+	if run == nil {
+		return t.RunBulk(ctx, b)
+	}
+	t.mu.Lock()
+	if err := t.usableLocked(); err != nil {
+		t.mu.Unlock()
+		return err
+	}
+	ts := t.mu.proto.ReadTimestamp.Prev()
+	t.mu.Unlock()
+	if err := t.db.ingestSorted(ctx, run, ts); err != nil {
+		return err
+	}
+	if err := t.RunBulk(ctx, b); err != nil {
+		return err
+	}
+	b.Results = make([]Result, run.n)
+	return nil
+}
+
+// ingestSorted writes run's entries as SSTs of versions at ts, cut at the
+// bounds of the tablets the routing cache knows (a split it has not
+// heard of is handled by the DistSender, which cuts again).
+func (db *DB) ingestSorted(ctx context.Context, run *SortedRun, ts hlc.Timestamp) error {
+	var sb *storage.SSTBuilder
+	var end []byte
+	flush := func() error {
+		if sb == nil {
+			return nil
+		}
+		first, last := sb.Bounds()
+		data, err := sb.Finish()
+		sb = nil
+		if err != nil {
+			return err
+		}
+		if _, err := db.AddSSTable(ctx, first, keys.Next(last), data, ts); err != nil {
+			return err
+		}
+		run.stream.SSTs.Add(1)
+		return nil
+	}
+	for _, e := range run.kvs {
+		if sb != nil && (sb.DataBytes() >= sortedRunSSTBytes || (len(end) > 0 && bytes.Compare(e[0], end) >= 0)) {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		if sb == nil {
+			d, err := db.cache.Lookup(ctx, e[0], false)
+			if err != nil {
+				return fmt.Errorf("kv: looking up the tablet of %q: %w", e[0], err)
+			}
+			sb, end = storage.NewSSTBuilder(), d.EndKey
+		}
+		if err := mvcc.PutSSTVersion(sb, e[0], ts, e[1]); err != nil {
+			return err
+		}
+	}
+	return flush()
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/keys"
 	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/storage"
 )
 
 // DistSender is the router: it sends a BatchRequest whose keys may lie on
@@ -117,6 +118,9 @@ func (ds *DistSender) divideAndSend(ctx context.Context, ba *kvpb.BatchRequest, 
 	} else if ok {
 		return ds.sendWhole(ctx, ba, d, attempt)
 	}
+	if sst, ok := ba.Requests[0].(*kvpb.AddSSTableRequest); ok && len(ba.Requests) == 1 {
+		return ds.sendSSTPieces(ctx, ba, sst, attempt)
+	}
 	groups, err := ds.divide(ctx, ba.Requests)
 	if err != nil {
 		return nil, err
@@ -196,6 +200,42 @@ func (ds *DistSender) divide(ctx context.Context, reqs []kvpb.Request) ([]tablet
 		}
 	}
 	return groups, nil
+}
+
+// sendSSTPieces sends an AddSSTable whose span covers several tablets
+// (cut before a split, or for a span the caller did not cut at tablet
+// bounds): each tablet gets the part of the SST inside it, in parallel,
+// and tablets whose part holds no key get nothing. A piece refused
+// because its tablet split meanwhile comes back here through
+// sendToTablet and is cut again.
+func (ds *DistSender) sendSSTPieces(ctx context.Context, ba *kvpb.BatchRequest, sst *kvpb.AddSSTableRequest, attempt int) (*kvpb.BatchResponse, error) {
+	var groups []tabletGroup
+	var cutErr error
+	err := ds.forEachTablet(ctx, sst.Span(), func(d kvpb.TabletDescriptor, s kvpb.Span) {
+		if cutErr != nil {
+			return
+		}
+		data, n, err := storage.CutSST(sst.Data, s.Key, s.EndKey)
+		if err != nil {
+			cutErr = fmt.Errorf("kv: cutting an SST at tablet %d's bounds: %w", d.TabletID, err)
+			return
+		}
+		if n == 0 {
+			return
+		}
+		req := &kvpb.AddSSTableRequest{Key: s.Key, EndKey: s.EndKey, Data: data}
+		groups = append(groups, tabletGroup{desc: d, pieces: []piece{{reqIdx: 0, seq: len(groups), req: req}}})
+	})
+	if err == nil {
+		err = cutErr
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(groups) == 0 {
+		return &kvpb.BatchResponse{Responses: []kvpb.Response{&kvpb.AddSSTableResponse{}}}, nil
+	}
+	return ds.sendParallel(ctx, ba, groups, attempt)
 }
 
 // forEachTablet calls fn for every tablet the span touches, in key order,
@@ -571,6 +611,12 @@ func combine(r kvpb.Request, resps []kvpb.Response) (kvpb.Response, error) {
 		return resps[0], nil
 	case *kvpb.ClearRangeRequest:
 		return resps[0], nil
+	case *kvpb.AddSSTableRequest:
+		out := &kvpb.AddSSTableResponse{}
+		for _, resp := range resps {
+			out.Versions += resp.(*kvpb.AddSSTableResponse).Versions
+		}
+		return out, nil
 	case *kvpb.LockRequest:
 		out := &kvpb.LockResponse{}
 		for _, resp := range resps {

@@ -55,3 +55,35 @@ type (
 func (*ClearRangeRequest) Method() Method  { return MethodClearRange }
 func (*ClearRangeResponse) Method() Method { return MethodClearRange }
 func (r *ClearRangeRequest) Span() Span    { return Span{Key: r.Key, EndKey: r.EndKey} }
+
+type (
+	// AddSSTableRequest ingests Data, an SST of committed versions at
+	// exactly the batch's Header.Timestamp of keys inside [Key, EndKey)
+	// (mvcc.PutSSTVersion builds them), on every replica of the tablet:
+	// the SST travels in the raft entry and each replica links it into
+	// its engine (storage.Engine.Ingest), skipping the WAL and the
+	// memtable. Like BulkPut it is never transactional, ignores the
+	// timestamp cache and checks nothing against what the span holds:
+	// it is for storage nobody else writes at or below that timestamp
+	// (an index backfill's entries at its backfill timestamp, which any
+	// concurrent writer's later versions shadow). Only table data may be
+	// ingested, and the request must be alone in its batch.
+	//
+	// The span must lie within one tablet. A caller whose tablet split
+	// after it cut the SST gets *TabletKeyMismatchError like any request;
+	// kv's DistSender then sends each tablet the part of Data inside it
+	// (storage.CutSST).
+	AddSSTableRequest struct {
+		Key    []byte `wire:"1"`
+		EndKey []byte `wire:"2"`
+		Data   []byte `wire:"3"`
+	}
+	// AddSSTableResponse says how many versions were ingested.
+	AddSSTableResponse struct {
+		Versions int64 `wire:"1"`
+	}
+)
+
+func (*AddSSTableRequest) Method() Method  { return MethodAddSSTable }
+func (*AddSSTableResponse) Method() Method { return MethodAddSSTable }
+func (r *AddSSTableRequest) Span() Span    { return Span{Key: r.Key, EndKey: r.EndKey} }

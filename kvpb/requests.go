@@ -27,6 +27,7 @@ const (
 	MethodBulkPut
 	MethodClearRange
 	MethodSpreadLease
+	MethodAddSSTable
 	numMethods
 )
 
@@ -34,6 +35,7 @@ var methodNames = [numMethods]string{
 	"Get", "Scan", "Put", "ConditionalPut", "Delete", "DeleteRange", "EndTxn",
 	"HeartbeatTxn", "PushTxn", "QueryTxn", "ResolveIntent", "ResolveIntentRange",
 	"GC", "Split", "Refresh", "Increment", "Lock", "BulkPut", "ClearRange", "SpreadLease",
+	"AddSSTable",
 }
 
 func (m Method) String() string {

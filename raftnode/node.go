@@ -64,6 +64,18 @@ type ApplyObserver interface {
 	LeaseAcquired(term uint64, alone bool)
 }
 
+// BatchSplitter is optionally implemented by a StateMachine some of whose
+// entries do more than add to the apply batch: the tablet's AddSSTable
+// entries ingest an SST into the engine during Apply. Such an entry must
+// find the batch empty: the node commits the batch of the entries before
+// it first (with their applied index), so what the entry does directly
+// lands after them and before the entries after it, as it would if each
+// entry had a batch of its own. The node never interprets the entry; the
+// state machine says which entries these are.
+type BatchSplitter interface {
+	NeedsEmptyBatch(e *pb.Entry) bool
+}
+
 // ErrNotLeader is ProposeAt's refusal: the replica does not hold the
 // lease of the term the proposal was evaluated under.
 var ErrNotLeader = errors.New("raftnode: not the leaseholder at the proposal's term")
@@ -761,7 +773,7 @@ func (n *Node) pass(ids []uint64, outs map[uint64]*passOut) (synced bool, _ erro
 	persist := n.eng.NewBatch()
 	defer persist.Close()
 	apply := n.eng.NewBatch()
-	defer apply.Close()
+	defer func() { apply.Close() }()
 	// streamedIn are the streamed snapshots applied this round, whose
 	// senders are answered once persist has committed.
 	var streamedIn []*pendingSnap
@@ -904,6 +916,14 @@ func (n *Node) pass(ids []uint64, outs map[uint64]*passOut) (synced bool, _ erro
 			switch e.GetType() {
 			case pb.EntryType_EntryNormal:
 				applied[i] = append(applied[i], e)
+				if bs, ok := r.sm.(BatchSplitter); ok && len(e.GetData()) > 0 && !apply.Empty() && bs.NeedsEmptyBatch(e) {
+					// Not synced, like the round's last commit below.
+					if err := apply.CommitNoSync(); err != nil {
+						return false, fmt.Errorf("raftnode: applying a round: %w", err)
+					}
+					apply.Close()
+					apply = n.eng.NewBatch()
+				}
 				if len(e.GetData()) > 0 {
 					if err := r.sm.Apply(apply, e); err != nil {
 						return false, fmt.Errorf("raftnode: tablet %d: applying entry %d: %w", r.TabletID, e.GetIndex(), err)

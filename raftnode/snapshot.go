@@ -323,10 +323,12 @@ func (n *Node) applyStreamed(r *Replica, rd *raft.Ready, prevHS *pb.HardState, p
 
 // RecoverSnapshots finishes the streamed snapshots a crash interrupted
 // between their ingest and their raft state (see the file comment) and
-// removes the images left behind. It must run before any replica of the
+// removes the images left behind, and the staging files of SSTs a crash
+// caught before their ingest (storage.IngestFilePrefix: their entries
+// are applied again from the log). It must run before any replica of the
 // engine is opened (the store calls it first).
 func RecoverSnapshots(eng *storage.Engine) error {
-	if err := eng.RemoveFiles("snap-in-", "snap-out-"); err != nil {
+	if err := eng.RemoveFiles("snap-in-", "snap-out-", storage.IngestFilePrefix); err != nil {
 		return err
 	}
 	lo := keys.StoreLocal(intentSuffix)

@@ -13,9 +13,8 @@ package rpc
 //
 // The request and response types are wire Unions numbered by
 // requestTypes and responseTypes; a new kvpb method gets new numbers, and
-// its callers must send it only once the cluster version that introduces
-// it is active (clusterversion.Handle.IsActive): a node that does not
-// know a request type refuses the batch (wire invariant 5). Errors have
+// a node sends it only once the cluster version says every node knows it
+// (an unknown request type is refused, wire invariant 5). Errors have
 // their own message (encodeError): a typed kvpb error keeps its type and
 // fields, so retry logic works unchanged across the wire; one a node does
 // not know arrives as a RemoteError with its message.
@@ -67,6 +66,7 @@ var requestTypes = []wire.Member{
 	{Num: 18, Type: reflect.TypeFor[kvpb.BulkPutRequest]()},
 	{Num: 19, Type: reflect.TypeFor[kvpb.ClearRangeRequest]()},
 	{Num: 20, Type: reflect.TypeFor[kvpb.SpreadLeaseRequest]()},
+	{Num: 21, Type: reflect.TypeFor[kvpb.AddSSTableRequest]()},
 }
 
 var responseTypes = []wire.Member{
@@ -90,6 +90,7 @@ var responseTypes = []wire.Member{
 	{Num: 18, Type: reflect.TypeFor[kvpb.BulkPutResponse]()},
 	{Num: 19, Type: reflect.TypeFor[kvpb.ClearRangeResponse]()},
 	{Num: 20, Type: reflect.TypeFor[kvpb.SpreadLeaseResponse]()},
+	{Num: 21, Type: reflect.TypeFor[kvpb.AddSSTableResponse]()},
 }
 
 // errorTypes number the typed kvpb errors that keep their type across

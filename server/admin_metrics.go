@@ -14,7 +14,7 @@ func (s *Server) tabletMetrics(w io.Writer) {
 	self := int(s.nodeID())
 	descs := s.store.Tablets()
 	var replicas, leaders int
-	var onePC, intents, pushes, deadlocks, lockTimeouts, lockCanceled, lockWaiting int64
+	var onePC, intents, pushes, deadlocks, lockTimeouts, lockCanceled, lockWaiting, ssts, sstBytes int64
 	type tabletLine struct {
 		id          uint64
 		reads, wrts int64
@@ -38,6 +38,8 @@ func (s *Server) tabletMetrics(w io.Writer) {
 		lockTimeouts += m.LockTimeouts.Load()
 		lockCanceled += m.LockWaitsCanceled.Load()
 		lockWaiting += m.LockWaiting.Load()
+		ssts += m.SSTsIngested.Load()
+		sstBytes += m.SSTBytesIngested.Load()
 		size, _ := s.eng.EstimateDiskUsage(d.StartKey, d.EndKey)
 		lines = append(lines, tabletLine{uint64(d.TabletID), m.ReadBatches.Load(), m.WriteBatches.Load(), size})
 	}
@@ -48,6 +50,8 @@ func (s *Server) tabletMetrics(w io.Writer) {
 	scalar("cairn_leaders", "gauge", "Tablets whose raft leader is this node (all of them on a single node).", leaders)
 	scalar("cairn_tablet_one_phase_commits_total", "counter", "Transactions this node's replicas committed in one phase (no intents).", onePC)
 	scalar("cairn_tablet_intents_written_total", "counter", "Intents laid down by this node's replicas.", intents)
+	scalar("cairn_tablet_ssts_ingested_total", "counter", "SSTs this node's replicas ingested (AddSSTable: index backfills, sorted bulk loads).", ssts)
+	scalar("cairn_tablet_sst_bytes_ingested_total", "counter", "Bytes of the SSTs this node's replicas ingested.", sstBytes)
 	scalar("cairn_tablet_pushes_waited_total", "counter", "Pushes that waited in a replica's transaction wait queue.", pushes)
 	scalar("cairn_tablet_deadlocks_broken_total", "counter", "Deadlocks broken by this node's replicas.", deadlocks)
 	scalar("cairn_tablet_lock_timeouts_total", "counter", "Lock waits on this node's replicas that ran past the waiter's lock_timeout.", lockTimeouts)

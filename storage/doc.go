@@ -15,6 +15,8 @@
 //	iterator.go  Iterator over engine keys within user-key bounds
 //	reuse.go     ReusingReader: one iterator walks a batch's scans forward
 //	sst.go       SSTWriter: SSTs built outside the engine, for Ingest
+//	sst_mem.go   SSTBuilder: SSTs built in memory, sent as bytes, checked
+//	             (CheckSSTPoints), cut (CutSST) and ingested (IngestBytes)
 //	fatal.go     how a failing disk fails the engine instead of the process
 //	profile.go   storage profiles (ssd, hdd, object-store) and auto-detection
 //	readahead.go SSTs read in order are read ahead in windows sized by the profile
@@ -46,7 +48,8 @@
 //     commit, Commit returns an error wrapping ErrEngineFailed, and from then
 //     on the engine refuses every write and every new read (the failed write
 //     may sit unacknowledged in a memtable) until it is reopened.
-//  6. An SST built by SSTWriter is ingested atomically and shadows what the
-//     engine held for the same keys, memtable included; its range deletions
-//     remove older data in their spans but not the SST's own entries.
+//  6. An SST built by SSTWriter or SSTBuilder is ingested atomically and
+//     shadows what the engine held for the same keys, memtable included;
+//     its range deletions remove older data in their spans but not the
+//     SST's own entries.
 package storage

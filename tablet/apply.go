@@ -48,6 +48,11 @@ type Proposal struct {
 	// ClosedTS, when set, closes the tablet at that timestamp: no write
 	// will land at or below it (closedts.go). The batch persists it.
 	ClosedTS hlc.Timestamp
+	// SST, when set, is an SST of committed versions (AddSSTable) that
+	// every replica ingests into its engine before committing Repr: it
+	// goes through neither the WAL nor a memtable. It travels inline in
+	// the entry (at most maxSSTSize).
+	SST []byte
 
 	// Unreplicated lock effects, applied by the leaseholder that evaluated
 	// the batch once it committed (applyUnreplicated), never encoded into
@@ -93,6 +98,11 @@ type SplitTrigger struct {
 // The caller holds the latches p was evaluated under. A split trigger is
 // applied by Split, not here.
 func (r *Replica) Apply(p *Proposal) error {
+	if len(p.SST) > 0 {
+		if err := r.applySST(p.SST); err != nil {
+			return err
+		}
+	}
 	if len(p.Repr) > 0 {
 		if err := r.eng.ApplyBatchRepr(p.Repr); err != nil {
 			return fmt.Errorf("tablet: apply proposal to %s: %w", r.descPtr(), err)

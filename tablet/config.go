@@ -145,4 +145,8 @@ type Metrics struct {
 	LockWaitsCanceled atomic.Int64
 	// LockWaiting is the number of batches waiting for locks right now.
 	LockWaiting atomic.Int64
+	// SSTsIngested and SSTBytesIngested count the SSTs of AddSSTable
+	// proposals this replica ingested (once per application: an entry
+	// applied again after a restart counts again).
+	SSTsIngested, SSTBytesIngested atomic.Int64
 }

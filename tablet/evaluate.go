@@ -166,6 +166,8 @@ func (ec *evalCtx) evalRequest(req kvpb.Request) (kvpb.Response, error) {
 		return ec.bulkPut(req)
 	case *kvpb.ClearRangeRequest:
 		return ec.clearRange(req)
+	case *kvpb.AddSSTableRequest:
+		return ec.addSSTable(req)
 	}
 	return nil, invalidArg("tablet cannot evaluate %s", req.Method())
 }

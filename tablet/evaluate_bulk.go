@@ -2,6 +2,8 @@ package tablet
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"slices"
 
 	"github.com/cairn-db/cairn/keys"
@@ -111,4 +113,67 @@ func (ec *evalCtx) clearRange(req *kvpb.ClearRangeRequest) (kvpb.Response, error
 		return nil, wrapEval(req, err)
 	}
 	return &kvpb.ClearRangeResponse{}, nil
+}
+
+// maxSSTSize bounds the SST an AddSSTable may carry: it travels inline in
+// the raft entry (and so in every append message to a follower, and in
+// the log until it is truncated), which must stay well within one RPC.
+const maxSSTSize = 32 << 20
+
+// addSSTable evaluates a kvpb.AddSSTableRequest: it checks the SST
+// (mvcc.CheckSST: committed versions at exactly the batch timestamp,
+// inside the request's span, which validate placed inside the tablet)
+// and hands it to the proposal, whose every replica ingests it when
+// applying (applySST). Nothing is written to the evaluation batch: the
+// versions reach the engine only by ingestion. As for BulkPut, the
+// timestamp must lie above the GC threshold.
+func (ec *evalCtx) addSSTable(req *kvpb.AddSSTableRequest) (kvpb.Response, error) {
+	if ec.txn != nil {
+		return nil, invalidArg("AddSSTable cannot run in a transaction")
+	}
+	if len(ec.ba.Requests) != 1 {
+		return nil, invalidArg("AddSSTable must be alone in its batch")
+	}
+	ts := ec.ba.Timestamp
+	if ts.IsEmpty() {
+		return nil, invalidArg("AddSSTable needs the batch timestamp")
+	}
+	if bytes.Compare(req.Key, keys.TableDataMin) < 0 {
+		return nil, invalidArg("AddSSTable of %s: only table data can be ingested", req.Span())
+	}
+	if len(req.Data) > maxSSTSize {
+		return nil, invalidArg("AddSSTable: an SST of %d bytes exceeds the limit of %d", len(req.Data), maxSSTSize)
+	}
+	ec.r.mu.RLock()
+	th := ec.r.mu.gcThreshold
+	ec.r.mu.RUnlock()
+	if ts.LessEq(th) {
+		return nil, invalidArg("AddSSTable at %s is at or below the GC threshold %s", ts, th)
+	}
+	n, err := mvcc.CheckSST(req.Data, req.Key, req.EndKey, ts, ec.r.cfg.MaxValueSize)
+	if err != nil {
+		return nil, wrapEval(req, err)
+	}
+	if n > 0 {
+		ec.prop.SST = req.Data
+	}
+	return &kvpb.AddSSTableResponse{Versions: int64(n)}, nil
+}
+
+// applySST ingests the SST of an applied proposal into the replica's
+// engine. Applying an entry again (a restart before its applied index was
+// persisted) ingests the same versions again: the engine ends up holding
+// exactly what it held after the first time, since only identical
+// versions can meet (mvcc.CheckSST allows nothing else into an SST).
+//
+// It runs with a context of its own: a committed entry must be applied
+// whole even while the replica closes (a failure stops the raft node,
+// which applies the entry again when it restarts).
+func (r *Replica) applySST(sst []byte) error {
+	if err := r.eng.IngestBytes(context.Background(), sst); err != nil {
+		return fmt.Errorf("tablet %d: ingesting an SST of %d bytes: %w", r.Desc().TabletID, len(sst), err)
+	}
+	r.metrics.SSTsIngested.Add(1)
+	r.metrics.SSTBytesIngested.Add(int64(len(sst)))
+	return nil
 }

@@ -21,8 +21,14 @@ import (
 //
 // Version 2 added the transaction tombstones at the end; entries of
 // version 1, still in logs written before, decode with none. Version 3
-// added the closed timestamp after them (closedts.go).
-const proposalVersion = 3
+// added the closed timestamp after them (closedts.go). Version 4 adds the
+// SST to ingest after that; a proposal without one is still written as
+// version 3, so only AddSSTable's entries need a replica that knows
+// version 4.
+const (
+	proposalVersion    = 3
+	proposalVersionSST = 4
+)
 
 // ErrBadProposal is DecodeProposal's refusal of malformed input.
 var ErrBadProposal = errors.New("tablet: malformed proposal")
@@ -30,7 +36,11 @@ var ErrBadProposal = errors.New("tablet: malformed proposal")
 // EncodeProposal appends p's encoding to dst.
 func EncodeProposal(dst []byte, p *Proposal) []byte {
 	e := enc{b: dst}
-	e.b = append(e.b, proposalVersion)
+	if len(p.SST) > 0 {
+		e.b = append(e.b, proposalVersionSST)
+	} else {
+		e.b = append(e.b, proposalVersion)
+	}
 	e.bytes(p.Repr)
 	e.uvarint(uint64(len(p.LocksAcquired)))
 	for _, in := range p.LocksAcquired {
@@ -77,6 +87,9 @@ func EncodeProposal(dst []byte, p *Proposal) []byte {
 		e.varint(int64(t.Status))
 	}
 	e.ts(p.ClosedTS)
+	if len(p.SST) > 0 {
+		e.bytes(p.SST)
+	}
 	return e.b
 }
 
@@ -86,7 +99,7 @@ func DecodeProposal(b []byte) (*Proposal, error) {
 		return nil, ErrBadProposal
 	}
 	version := b[0]
-	if version < 1 || version > proposalVersion {
+	if version < 1 || version > proposalVersionSST {
 		return nil, fmt.Errorf("%w: version %d", ErrBadProposal, b[0])
 	}
 	d := dec{b: b[1:]}
@@ -153,6 +166,11 @@ func DecodeProposal(b []byte) (*Proposal, error) {
 	}
 	if version >= 3 {
 		p.ClosedTS = d.ts()
+	}
+	if version >= proposalVersionSST {
+		if p.SST = d.bytes(); len(p.SST) == 0 && d.err == nil {
+			d.fail("a version 4 proposal without an SST")
+		}
 	}
 	if d.err != nil {
 		return nil, d.err

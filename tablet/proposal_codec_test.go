@@ -90,6 +90,8 @@ func genProposal() *rapid.Generator[*Proposal] {
 			return kvpb.Transaction{TxnMeta: genMeta().Draw(t, "txn"), Status: kvpb.TxnStatus(rapid.Int8().Draw(t, "status"))}
 		}), 0, 3).Draw(t, "tombstones"))
 		p.ClosedTS = genTS().Draw(t, "closed")
+		// An empty SST is none: the encoding has no place for it.
+		p.SST = nilIfEmpty(genBytes().Draw(t, "sst"))
 		return p
 	})
 }

@@ -274,12 +274,12 @@ func (r *Replica) notLeaseholder(leader uint64) error {
 }
 
 // localOnly reports whether p changes nothing replicated: no batch, no
-// split, no GC threshold, no transaction tombstone. Such a proposal (a
+// SST, no split, no GC threshold, no transaction tombstone. Such a proposal (a
 // read that found intents to resolve, a push answered from memory) needs
 // no consensus. A tombstone must reach every replica, so that the next
 // leaseholder refuses the record too.
 func localOnly(p *Proposal) bool {
-	return len(p.Repr) == 0 && p.Split == nil && p.GCThreshold.IsEmpty() && len(p.TxnTombstones) == 0
+	return len(p.Repr) == 0 && len(p.SST) == 0 && p.Split == nil && p.GCThreshold.IsEmpty() && len(p.TxnTombstones) == 0
 }
 
 // commit makes p happen: directly (a replica without raft, or a proposal
@@ -425,7 +425,7 @@ const leaseCheck = 50 * time.Millisecond
 const commandVersion = 1
 
 func encodeCommand(id, node, term uint64, p *Proposal) []byte {
-	b := make([]byte, 0, 32+len(p.Repr))
+	b := make([]byte, 0, 32+len(p.Repr)+len(p.SST))
 	b = append(b, commandVersion)
 	b = binary.AppendUvarint(b, id)
 	b = binary.AppendUvarint(b, node)
@@ -460,6 +460,14 @@ func (r *Replica) StateMachine() *RaftStateMachine { return &RaftStateMachine{r:
 // Apply adds a committed entry's batch to b. An entry committed at a term
 // other than the one its proposal was evaluated under is skipped on every
 // replica alike (see the file comment).
+//
+// An entry with an SST (AddSSTable) ingests it here, before b commits:
+// the raft node commits the batch of the entries before it first
+// (NeedsEmptyBatch), so the ingestion lands above all of them and below
+// all that follow, as if it were a batch of its own. A crash between the
+// ingest and b's commit (which records the entry as applied) applies the
+// entry again on restart, which ingests the same versions again
+// (applySST).
 func (m *RaftStateMachine) Apply(b *storage.Batch, e *pb.Entry) error {
 	r := m.r
 	id, node, term, p, err := decodeCommand(e.GetData())
@@ -470,6 +478,14 @@ func (m *RaftStateMachine) Apply(b *storage.Batch, e *pb.Entry) error {
 	if term != e.GetTerm() {
 		c.rejected = true
 	} else {
+		if len(p.SST) > 0 {
+			if !b.Empty() {
+				return fmt.Errorf("tablet %d: entry %d ingests an SST but the apply batch holds earlier entries' writes", r.Desc().TabletID, e.GetIndex())
+			}
+			if err := r.applySST(p.SST); err != nil {
+				return fmt.Errorf("tablet %d: entry %d: %w", r.Desc().TabletID, e.GetIndex(), err)
+			}
+		}
 		if len(p.Repr) > 0 {
 			if err := b.ApplyRepr(p.Repr); err != nil {
 				return fmt.Errorf("tablet %d: entry %d: %w", r.Desc().TabletID, e.GetIndex(), err)
@@ -479,6 +495,32 @@ func (m *RaftStateMachine) Apply(b *storage.Batch, e *pb.Entry) error {
 	}
 	r.raft.applied = append(r.raft.applied, c)
 	return nil
+}
+
+// NeedsEmptyBatch reports whether entry e ingests an SST, which must not
+// be applied with earlier entries' writes still in the apply batch
+// (raftnode.BatchSplitter). Only the command header and the proposal's
+// version byte are read.
+func (m *RaftStateMachine) NeedsEmptyBatch(e *pb.Entry) bool {
+	return commandIngests(e.GetData())
+}
+
+// commandIngests reports whether an encoded command carries an SST: its
+// proposal is of version proposalVersionSST, which only a proposal with
+// one is.
+func commandIngests(b []byte) bool {
+	if len(b) == 0 || b[0] != commandVersion {
+		return false
+	}
+	b = b[1:]
+	for range 3 {
+		_, n := binary.Uvarint(b)
+		if n <= 0 {
+			return false
+		}
+		b = b[n:]
+	}
+	return len(b) > 0 && b[0] == proposalVersionSST
 }
 
 // Applied performs the in-memory effects of the entries whose batches just

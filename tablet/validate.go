@@ -69,7 +69,7 @@ func (r *Replica) validateRequest(ba *kvpb.BatchRequest, i int, req kvpb.Request
 		return invalidArg("%s: empty span %s", m, s)
 	}
 	switch m {
-	case kvpb.MethodScan, kvpb.MethodDeleteRange, kvpb.MethodResolveIntentRange, kvpb.MethodGC, kvpb.MethodClearRange:
+	case kvpb.MethodScan, kvpb.MethodDeleteRange, kvpb.MethodResolveIntentRange, kvpb.MethodGC, kvpb.MethodClearRange, kvpb.MethodAddSSTable:
 		if len(s.EndKey) == 0 {
 			return invalidArg("%s: missing end key", m)
 		}
@@ -117,7 +117,7 @@ func (r *Replica) validateRequest(ba *kvpb.BatchRequest, i int, req kvpb.Request
 		if (m == kvpb.MethodEndTxn || m == kvpb.MethodHeartbeatTxn) && len(ba.Txn.Key) > 0 && !bytes.Equal(s.Key, ba.Txn.Key) {
 			return invalidArg("%s: key %q is not the transaction's anchor %q", m, s.Key, ba.Txn.Key)
 		}
-	case kvpb.MethodPushTxn, kvpb.MethodQueryTxn, kvpb.MethodResolveIntent, kvpb.MethodResolveIntentRange, kvpb.MethodGC, kvpb.MethodIncrement, kvpb.MethodClearRange:
+	case kvpb.MethodPushTxn, kvpb.MethodQueryTxn, kvpb.MethodResolveIntent, kvpb.MethodResolveIntentRange, kvpb.MethodGC, kvpb.MethodIncrement, kvpb.MethodClearRange, kvpb.MethodAddSSTable:
 		if ba.Txn != nil {
 			return invalidArg("%s cannot run in a transaction", m)
 		}

@@ -43,3 +43,30 @@ func SetIndexBuildMemory(n int64) int64 {
 	IndexBuildMemory = n
 	return prev
 }
+
+// LastBackfillSSTs is how many SSTs the last online backfill on this
+// process cut and had ingested.
+func LastBackfillSSTs() int {
+	s := lastBackfill.Load()
+	if s == nil {
+		return 0
+	}
+	return s.ssts
+}
+
+// SetBeforeIngest installs fn to run before each SST of an online
+// backfill is sent, with its span (nil removes it); it returns the
+// previous hook.
+func SetBeforeIngest(fn func(jobID int64, start, end []byte) error) func(int64, []byte, []byte) error {
+	prev := indexTestingHooks.beforeIngest
+	indexTestingHooks.beforeIngest = fn
+	return prev
+}
+
+// SetBackfillSSTBytes sets the size at which a backfill cuts its SSTs
+// and returns the previous one.
+func SetBackfillSSTBytes(n int64) int64 {
+	prev := backfillSSTBytes
+	backfillSSTBytes = n
+	return prev
+}

@@ -13,12 +13,14 @@ import (
 	"github.com/cairn-db/cairn/keys"
 	"github.com/cairn-db/cairn/kv"
 	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/mvcc"
 	"github.com/cairn-db/cairn/sql/catalog"
 	"github.com/cairn-db/cairn/sql/mon"
 	"github.com/cairn-db/cairn/sql/rowcontainer"
 	"github.com/cairn-db/cairn/sql/rowenc"
 	"github.com/cairn-db/cairn/sql/sem"
 	"github.com/cairn-db/cairn/sql/types"
+	"github.com/cairn-db/cairn/storage"
 )
 
 // The online build's backfill (index_job.go, step 3):
@@ -32,10 +34,12 @@ import (
 //	    k-way merge)
 //	         │ the entries in key order
 //	         ▼
-//	adjacent keys equal ⇒ 23505; batches cut at target tablets' bounds
+//	adjacent keys equal ⇒ 23505; SSTs of versions at T_b cut at target
+//	    tablets' bounds and at backfillSSTBytes
 //	         │
 //	         ▼
-//	writers (≤ backfillWriters at once): BulkPut at T_b, one tablet each
+//	writers (≤ backfillWriters at once): AddSSTable, one tablet each,
+//	    through its raft log; every replica ingests the SST
 //
 // Every entry is read at T_b (the backfill transaction's read timestamp,
 // kept open so GC spares it) and written at T_b; see index_job.go for why
@@ -58,8 +62,8 @@ const entryBatch = 512
 
 // backfillStats says what one backfill did (tests and EXPLAIN of builds).
 type backfillStats struct {
-	pieces, runs int
-	entries      int64
+	pieces, runs, ssts int
+	entries            int64
 }
 
 // lastBackfill is the stats of the last backfill on this node (tests).
@@ -202,9 +206,9 @@ func (b *indexBuild) sortedBackfill(ctx context.Context, t *catalog.Table, layou
 	defer it.Close()
 	stats.runs = sorter.SortedRuns
 
-	// Writers: one batch (one tablet's keys) each, at most
+	// Writers: one SST (one tablet's keys) each, at most
 	// backfillWriters at once.
-	writes := make(chan *kv.Batch, backfillWriters)
+	writes := make(chan *storage.SSTBuilder, backfillWriters)
 	var writeErr error
 	var writeOnce sync.Once
 	var wwg sync.WaitGroup
@@ -212,17 +216,17 @@ func (b *indexBuild) sortedBackfill(ctx context.Context, t *catalog.Table, layou
 		wwg.Add(1)
 		go func() {
 			defer wwg.Done()
-			for wb := range writes {
+			for sb := range writes {
 				if ctx.Err() != nil {
 					continue
 				}
-				if err := db.RunBulkAt(ctx, wb, ts); err != nil {
+				if err := b.ingest(ctx, sb, ts); err != nil {
 					writeOnce.Do(func() { writeErr = fmt.Errorf("writing index %q: %w", il.Name, err); cancel(writeErr) })
 				}
 			}
 		}()
 	}
-	err = b.cutAndWrite(ctx, layout, il, it, writes, stats)
+	err = b.cutSSTs(ctx, layout, it, ts, writes, stats)
 	close(writes)
 	wwg.Wait()
 	if writeErr != nil {
@@ -235,25 +239,56 @@ func (b *indexBuild) sortedBackfill(ctx context.Context, t *catalog.Table, layou
 	return nil
 }
 
-// cutAndWrite walks the sorted entries, fails on two equal keys (a
-// duplicate in a unique index: other indexes' keys end with the primary
-// key), and sends batches that each stay within one target tablet.
-func (b *indexBuild) cutAndWrite(ctx context.Context, layout *rowenc.TableLayout, il *rowenc.IndexLayout,
-	it rowcontainer.Iterator, writes chan<- *kv.Batch, stats *backfillStats) error {
+// backfillSSTBytes is the most entry bytes (keys and values, before
+// compression) one SST of a backfill holds: large enough that an
+// ingestion's fixed costs (a raft round, a file, a manifest edit on
+// every replica) are spread over many entries, small enough to travel
+// inline in a raft entry (tablet's maxSSTSize) with room to spare.
+var backfillSSTBytes int64 = 8 << 20
+
+// ingest finishes sb and ingests it at ts (kv.DB.AddSSTable): the SST
+// travels through the raft log of its tablet and every replica links it
+// into its engine. A tablet that split since the SST was cut gets its
+// part of it (the DistSender cuts it again at the new bounds).
+func (b *indexBuild) ingest(ctx context.Context, sb *storage.SSTBuilder, ts hlc.Timestamp) error {
+	first, last := sb.Bounds()
+	start, end := append([]byte(nil), first...), keys.Next(last)
+	data, err := sb.Finish()
+	if err != nil {
+		return err
+	}
+	if h := indexTestingHooks.beforeIngest; h != nil {
+		if err := h(b.job.ID(), start, end); err != nil {
+			return err
+		}
+	}
+	if _, err := b.e.x.DB.AddSSTable(ctx, start, end, data, ts); err != nil {
+		return err
+	}
+	return nil
+}
+
+// cutSSTs walks the sorted entries, fails on two equal keys (a duplicate
+// in a unique index: other indexes' keys end with the primary key), and
+// hands the writers SSTs of the entries as committed versions at ts, each
+// within one target tablet and at most backfillSSTBytes.
+func (b *indexBuild) cutSSTs(ctx context.Context, layout *rowenc.TableLayout, it rowcontainer.Iterator, ts hlc.Timestamp,
+	writes chan<- *storage.SSTBuilder, stats *backfillStats) error {
 	db := b.e.x.DB
 	var prev []byte
-	var batch *kv.Batch
-	var end []byte // the current batch's tablet's end key
+	var sb *storage.SSTBuilder
+	var end []byte // the current SST's tablet's end key
 	flush := func() error {
-		if batch == nil || batch.Len() == 0 {
+		if sb == nil || sb.Count() == 0 {
 			return nil
 		}
 		select {
-		case writes <- batch:
+		case writes <- sb:
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		}
-		batch = nil
+		stats.ssts++
+		sb = nil
 		return nil
 	}
 	for {
@@ -270,20 +305,22 @@ func (b *indexBuild) cutAndWrite(ctx context.Context, layout *rowenc.TableLayout
 		}
 		prev = k
 		stats.entries++
-		if batch != nil && (batch.Len() >= bulkBackfillBatch || (len(end) > 0 && bytes.Compare(k, end) >= 0)) {
+		if sb != nil && (sb.DataBytes() >= backfillSSTBytes || (len(end) > 0 && bytes.Compare(k, end) >= 0)) {
 			if err := flush(); err != nil {
 				return err
 			}
 		}
-		if batch == nil {
-			batch = &kv.Batch{}
+		if sb == nil {
+			sb = storage.NewSSTBuilder()
 			d, err := db.TabletCache().Lookup(ctx, k, false)
 			if err != nil {
 				return fmt.Errorf("looking up the tablet of %q: %w", k, err)
 			}
 			end = d.EndKey
 		}
-		batch.BulkPut(k, v, false)
+		if err := mvcc.PutSSTVersion(sb, k, ts, v); err != nil {
+			return err
+		}
 	}
 	return flush()
 }

@@ -62,7 +62,8 @@ import (
 // writer still open would fail its commit). Rows committed at or below T_b
 // are in the backfill's snapshot (an intent below T_b is pushed above it
 // by the read, or resolved). The backfill writes each entry as a
-// committed version at exactly T_b (kv.DB.RunBulkAt): a writer's later
+// committed version at exactly T_b, in SSTs that every replica of the
+// target tablet ingests (kv.DB.AddSSTable): a writer's later
 // change of the row writes above T_b and shadows it; an entry a writer
 // already wrote above T_b shadows the backfill's. A unique violation a
 // writer's entry hid (its key shadowing an older row's) shows as fewer
@@ -93,6 +94,9 @@ var indexTestingHooks struct {
 	atState func(jobID int64, state catalog.IndexState) error
 	// afterPage runs after each backfill page.
 	afterPage func(jobID int64, rows int64) error
+	// beforeIngest runs before each SST of the backfill is sent, with
+	// its span.
+	beforeIngest func(jobID int64, start, end []byte) error
 }
 
 // IndexProgress is an index build job's payload: what it builds and where

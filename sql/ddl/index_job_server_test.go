@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/cairn-db/cairn/keys"
+	"github.com/cairn-db/cairn/kvpb"
 	"github.com/cairn-db/cairn/server"
 	"github.com/cairn-db/cairn/sql/catalog"
 	"github.com/cairn-db/cairn/sql/ddl"
@@ -626,9 +627,12 @@ func TestOnlineBackfillSortedSpilled(t *testing.T) {
 	mustExec(t, c, "INSERT INTO t SELECT g, (g * 7919) % 20000, g FROM generate_series(1, 20000) g")
 	mustExec(t, c, "CREATE INDEX t_v ON t (v)")
 	pieces, runs, entries := ddl.LastBackfill()
-	t.Logf("backfill: %d pieces, %d sorted runs, %d entries", pieces, runs, entries)
+	t.Logf("backfill: %d pieces, %d sorted runs, %d entries, %d SSTs", pieces, runs, entries, ddl.LastBackfillSSTs())
 	if pieces < 4 || runs < 2 || entries != 20000 {
 		t.Errorf("backfill: %d pieces (want >= 4), %d runs (want >= 2), %d entries (want 20000)", pieces, runs, entries)
+	}
+	if n := ddl.LastBackfillSSTs(); n < 1 {
+		t.Errorf("backfill ingested %d SSTs", n)
 	}
 	checkIndexExact(t, s, c, "t_v")
 	var n int64
@@ -706,4 +710,61 @@ func TestOnlineIndexDistributedTable(t *testing.T) {
 	if checked != 8000 {
 		t.Fatalf("checked %d rows", checked)
 	}
+}
+
+// TestOnlineBackfillSplitDuringIngest builds an index while writers
+// change the table, its entries cut into many small SSTs; before the
+// second SST is sent, the tablet it was cut for splits inside its span.
+// The SST is cut again at the new bound (each tablet ingests its part)
+// and the index is exact.
+func TestOnlineBackfillSplitDuringIngest(t *testing.T) {
+	defer ddl.SetBackfillSSTBytes(ddl.SetBackfillSSTBytes(32 << 10))
+	s, url := startNode(t, t.TempDir())
+	c := connect(t, url, "postgres")
+	ctx := context.Background()
+	const initial = 20000
+	mustExec(t, c, "CREATE TABLE t (k INT PRIMARY KEY, v INT, w INT)")
+	mustExec(t, c, fmt.Sprintf("INSERT INTO t SELECT g, (g * 7919) %% 5000, g FROM generate_series(1, %d) g", initial))
+	ws := startIndexWriters(t, url, 3, initial, "")
+	var calls atomic.Int32
+	var split atomic.Pointer[[]byte]
+	prev := ddl.SetBeforeIngest(func(_ int64, start, end []byte) error {
+		if calls.Add(1) != 2 {
+			return nil
+		}
+		// Between the SST's first entry and the next one.
+		splitAt := keys.Next(start)
+		split.Store(&splitAt)
+		ba := &kvpb.BatchRequest{}
+		ba.Add(&kvpb.SplitRequest{SplitKey: splitAt})
+		if _, err := s.DB().Send(ctx, ba); err != nil {
+			return fmt.Errorf("splitting at %q: %w", splitAt, err)
+		}
+		return nil
+	})
+	t.Cleanup(func() { ddl.SetBeforeIngest(prev) })
+	if err := ws.waitCommits(10); err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, c, "CREATE INDEX t_v ON t (v)")
+	if err := ws.waitCommits(10); err != nil {
+		t.Fatal(err)
+	}
+	ws.finish(t)
+	if split.Load() == nil {
+		t.Fatalf("the build sent %d SSTs; the split never happened", calls.Load())
+	}
+	splitAt := *split.Load()
+	d, err := s.DB().TabletCache().Lookup(ctx, splitAt, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(d.StartKey) != string(splitAt) {
+		t.Fatalf("the tablet holding %q starts at %q", splitAt, d.StartKey)
+	}
+	t.Logf("%d SSTs, split at %q; writers: %d commits, %d 40001", ddl.LastBackfillSSTs(), splitAt, ws.commits.Load(), ws.retries.Load())
+	if n := ddl.LastBackfillSSTs(); n < 3 {
+		t.Errorf("backfill cut %d SSTs, want several", n)
+	}
+	checkIndexExact(t, s, c, "t_v")
 }

@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -44,6 +45,8 @@ type tableInfo struct {
 	pos      map[rowenc.ColumnID]int
 	// partial holds the compiled predicate of each partial index, by ID.
 	partial map[uint32]sem.Evaluator
+	// sorted is the bulk load's stream of primary-index keys (sortedRun).
+	sorted *kv.SortedStream
 
 	// Built on demand from the descriptor's SQL text (COPY and the
 	// foreign-key actions, which have no binder-built expressions).
@@ -678,6 +681,18 @@ type bulkWrite struct {
 	lines []lineRow
 	done  chan struct{}
 	err   error
+	// run: part of the batch is a sorted run, ingested as SSTs.
+	run bool
+}
+
+// runsInflight reports whether a batch in flight carries a sorted run.
+func (s *dmlState) runsInflight() bool {
+	for _, w := range s.inflight {
+		if w.run {
+			return true
+		}
+	}
+	return false
 }
 
 // startBulk sends the pending batch in the background, first waiting
@@ -695,14 +710,41 @@ func (s *dmlState) startBulk(ctx context.Context) error {
 			return err
 		}
 	}
-	w := &bulkWrite{ti: ti, lines: lines, done: make(chan struct{})}
+	run := ti.sortedRun(b)
+	if run == nil && ti.sorted.Broken() && s.runsInflight() {
+		// The stream broke: this batch's puts of the primary index go
+		// as BulkPuts and may repeat a key of a run still in flight,
+		// whose ingestion checks nothing. Once the runs are in, the
+		// BulkPut's uniqueness check finds any such key.
+		if err := s.finishBulk(ctx, 0); err != nil {
+			return err
+		}
+	}
+	w := &bulkWrite{ti: ti, lines: lines, done: make(chan struct{}), run: run != nil}
 	s.inflight = append(s.inflight, w)
 	txn := s.x.Txn
 	go func() {
 		defer close(w.done)
-		w.err = txn.RunBulk(ctx, b)
+		w.err = txn.RunBulkSorted(ctx, b, run)
 	}()
 	return nil
+}
+
+// sortedRun takes out of b the table's primary-index puts when they
+// continue the load's primary-key order (kv.SortedStream): a COPY whose
+// input is in key order (pgbench's accounts, a dump's tables) has its
+// rows ingested as SSTs, and only its other indexes' entries go as
+// BulkPuts. The bulk path writes only fresh storage no one else reaches,
+// which is what the stream needs. Called in batch order, on the
+// statement's goroutine.
+func (ti *tableInfo) sortedRun(b *kv.Batch) *kv.SortedRun {
+	if ti.sorted == nil {
+		sp := ti.layout.IndexSpan(&ti.layout.Primary)
+		ti.sorted = &kv.SortedStream{In: func(k []byte) bool {
+			return bytes.Compare(k, sp.Key) >= 0 && bytes.Compare(k, sp.EndKey) < 0
+		}}
+	}
+	return ti.sorted.Take(b)
 }
 
 // finishBulk waits until at most keep batches are in flight, oldest

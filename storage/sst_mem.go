@@ -1,0 +1,211 @@
+package storage
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/sstable"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// SSTs that travel as bytes: an index backfill builds them in memory at
+// the node that sorts the entries, one per target tablet, and sends them
+// to the tablet, whose replicas each ingest them (tablet's AddSSTable).
+// They are written with the options every engine opens with (comparer,
+// table format, bloom filters), so any engine of the cluster can ingest
+// one as it is.
+
+// sstOptions are the Pebble options SSTs are written and read with
+// outside an engine: Open's comparer, format and filters.
+var sstOptions = sync.OnceValue(func() *pebble.Options {
+	o := &pebble.Options{Comparer: Comparer, FormatMajorVersion: pebble.FormatNewest}
+	for i := range o.Levels {
+		o.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+	}
+	o.EnsureDefaults()
+	return o
+})
+
+// memWritable is an objstorage.Writable over a byte slice.
+type memWritable struct{ buf bytes.Buffer }
+
+func (w *memWritable) Write(p []byte) error { _, err := w.buf.Write(p); return err }
+func (w *memWritable) Finish() error        { return nil }
+func (w *memWritable) Abort()               {}
+
+// SSTBuilder builds an SST of point entries in memory. Entries must
+// arrive in strictly increasing engine-key order (ErrOutOfOrder). It is
+// not safe for concurrent use.
+type SSTBuilder struct {
+	out         *memWritable
+	w           *sstable.Writer
+	lastKey     []byte
+	first, last []byte // user keys of the first and last entry
+	count       int
+	dataBytes   int64
+	done        bool
+}
+
+// NewSSTBuilder starts an empty SST in memory.
+func NewSSTBuilder() *SSTBuilder {
+	o := sstOptions()
+	out := &memWritable{}
+	return &SSTBuilder{out: out, w: sstable.NewWriter(out, o.MakeWriterOptions(0, pebble.FormatNewest.MaxTableFormat()))}
+}
+
+// Put adds key with value; key must sort after every key put before.
+func (b *SSTBuilder) Put(key MVCCKey, value []byte) error {
+	if b.done {
+		return ErrSSTFinished
+	}
+	if err := checkWriteKey(key); err != nil {
+		return fmt.Errorf("storage: sst put: %w", err)
+	}
+	enc := key.Encode(nil)
+	if b.lastKey != nil && Comparer.Compare(enc, b.lastKey) <= 0 {
+		return fmt.Errorf("%w: put %s after %s", ErrOutOfOrder, key, Comparer.FormatKey(b.lastKey))
+	}
+	if err := b.w.Set(enc, value); err != nil {
+		return fmt.Errorf("storage: sst put %s: %w", key, err)
+	}
+	if b.first == nil {
+		b.first = append([]byte(nil), key.Key...)
+	}
+	b.last = append(b.last[:0], key.Key...)
+	b.lastKey = enc
+	b.count++
+	b.dataBytes += int64(len(enc) + len(value))
+	return nil
+}
+
+// Count is the number of entries put so far.
+func (b *SSTBuilder) Count() int { return b.count }
+
+// DataBytes is the size of the keys and values put so far, before
+// compression: what a caller cuts its SSTs by.
+func (b *SSTBuilder) DataBytes() int64 { return b.dataBytes }
+
+// Bounds returns the user keys of the first and last entry put (nil when
+// none was).
+func (b *SSTBuilder) Bounds() (first, last []byte) { return b.first, b.last }
+
+// Finish completes the table and returns its bytes.
+func (b *SSTBuilder) Finish() ([]byte, error) {
+	if b.done {
+		return nil, ErrSSTFinished
+	}
+	b.done = true
+	if err := b.w.Close(); err != nil {
+		return nil, fmt.Errorf("storage: finish in-memory sst: %w", err)
+	}
+	return b.out.buf.Bytes(), nil
+}
+
+// ForEachSST calls fn with every point entry of the SST data whose user
+// key lies in [lower, upper) (nil bounds: unbounded), in order. The key
+// and value are valid only during the call. A range deletion or range
+// key in the SST is an error: the SSTs that travel as bytes hold point
+// entries only.
+func ForEachSST(data []byte, lower, upper []byte, fn func(key MVCCKey, value []byte) error) (err error) {
+	iopts := &pebble.IterOptions{KeyTypes: pebble.IterKeyTypePointsAndRanges}
+	if lower != nil {
+		iopts.LowerBound = MVCCKey{Key: lower}.Encode(nil)
+	}
+	if upper != nil {
+		iopts.UpperBound = MVCCKey{Key: upper}.Encode(nil)
+	}
+	it, err := pebble.NewExternalIter(sstOptions(), iopts, [][]sstable.ReadableFile{{vfs.NewMemFile(data)}})
+	if err != nil {
+		return fmt.Errorf("storage: reading an sst of %d bytes: %w", len(data), err)
+	}
+	defer func() {
+		if cerr := it.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("storage: reading an sst: %w", cerr)
+		}
+	}()
+	for ok := it.First(); ok; ok = it.Next() {
+		if _, hasRange := it.HasPointAndRange(); hasRange {
+			return fmt.Errorf("storage: sst holds a range key or deletion at %s", Comparer.FormatKey(it.Key()))
+		}
+		k, err := DecodeMVCCKey(it.Key())
+		if err != nil {
+			return fmt.Errorf("storage: sst key: %w", err)
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return fmt.Errorf("storage: sst value at %s: %w", k, err)
+		}
+		if err := fn(k, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CutSST returns an SST of the entries of data whose user keys lie in
+// [lower, upper), and how many there are (0: data is nil). A caller whose
+// SST no longer fits one tablet (it split) sends each tablet its part.
+func CutSST(data []byte, lower, upper []byte) (out []byte, n int, err error) {
+	b := NewSSTBuilder()
+	if err := ForEachSST(data, lower, upper, func(k MVCCKey, v []byte) error { return b.Put(k, v) }); err != nil {
+		return nil, 0, err
+	}
+	if b.Count() == 0 {
+		return nil, 0, nil
+	}
+	out, err = b.Finish()
+	return out, b.Count(), err
+}
+
+// IngestFilePrefix starts the names of the files IngestBytes stages SSTs
+// in; a crash can leave one behind, which the node removes at start
+// (raftnode.RecoverSnapshots).
+const IngestFilePrefix = "ingest-"
+
+// IngestBytes writes the SST data to a file of the engine's directory and
+// ingests it (Ingest): it lands above everything the engine holds
+// without going through the WAL or a memtable. The file is gone
+// afterwards, whether the ingest succeeded or not.
+func (e *Engine) IngestBytes(ctx context.Context, data []byte) error {
+	var id [8]byte
+	_, _ = rand.Read(id[:])
+	path, err := e.WriteFile(IngestFilePrefix+hex.EncodeToString(id[:])+".sst", bytes.NewReader(data))
+	if err != nil {
+		return err
+	}
+	if err := e.Ingest(ctx, []string{path}); err != nil {
+		_ = e.RemoveFile(path)
+		return err
+	}
+	// Pebble linked the file and removed the original; this is for a
+	// filesystem where it had to copy and could not remove it.
+	return e.RemoveFile(path)
+}
+
+// CheckSSTPoints fails unless data is an SST that holds only point
+// puts (no deletion of any kind, no range key, no merge operand) and
+// returns how many: an SST that came over the network is ingested only
+// if it can add versions and nothing else (a range deletion in it
+// would remove whatever the engine held in its span).
+func CheckSSTPoints(data []byte) (int, error) {
+	r, err := sstable.NewMemReader(data, sstOptions().MakeReaderOptions())
+	if err != nil {
+		return 0, fmt.Errorf("storage: not an sst (%d bytes): %w", len(data), err)
+	}
+	defer r.Close()
+	p, err := r.ReadPropertiesBlock(context.Background(), nil)
+	if err != nil {
+		return 0, fmt.Errorf("storage: reading an sst's properties: %w", err)
+	}
+	if p.NumDeletions != 0 || p.NumRangeDeletions != 0 || p.NumRangeKeys() != 0 || p.NumMergeOperands != 0 {
+		return 0, fmt.Errorf("storage: sst holds %d deletions, %d range deletions, %d range keys, %d merge operands (only puts may be ingested)",
+			p.NumDeletions, p.NumRangeDeletions, p.NumRangeKeys(), p.NumMergeOperands)
+	}
+	return int(p.NumEntries), nil
+}
