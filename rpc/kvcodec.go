@@ -13,8 +13,9 @@ package rpc
 //
 // The request and response types are wire Unions numbered by
 // requestTypes and responseTypes; a new kvpb method gets new numbers, and
-// a node sends it only once the cluster version says every node knows it
-// (an unknown request type is refused, wire invariant 5). Errors have
+// its callers must send it only once the cluster version that introduces
+// it is active (clusterversion.Handle.IsActive): a node that does not
+// know a request type refuses the batch (wire invariant 5). Errors have
 // their own message (encodeError): a typed kvpb error keeps its type and
 // fields, so retry logic works unchanged across the wire; one a node does
 // not know arrives as a RemoteError with its message.
