@@ -132,6 +132,11 @@ func TestSpillingOperators(t *testing.T) {
 		// (window_spill.go, computeSpilledRandom): lag, lead, nth_value,
 		// sliding ROWS/RANGE/GROUPS frames, EXCLUDE, NULL keys both ways.
 		{"window lag lead", `SELECT g, lag(g, 3) OVER w, lead(s, 700, 'none') OVER w, lag(g, m) OVER w FROM ` + g + ` WINDOW w AS (PARTITION BY g % 2 ORDER BY k, g)`, true, false},
+		// lag/lead by constants share one pass over a ring of rows
+		// (computeSpilledShift): negative and zero offsets, defaults read
+		// from the current row, offsets past the partition, and one
+		// reaching past the ring (read by position instead).
+		{"window lag lead constants", `SELECT g, lag(g, -2) OVER w, lead(g, 0) OVER w, lag(g, 5, g * 10) OVER w, lead(s, 2999, 'end') OVER w, lead(g, 2500) OVER w, lag(k, 1) OVER (ORDER BY g DESC) FROM ` + g + ` WINDOW w AS (ORDER BY m, g)`, true, false},
 		{"window nth_value", `SELECT g, nth_value(g, 5) OVER (ORDER BY g ROWS BETWEEN 2 PRECEDING AND 10 FOLLOWING), nth_value(s, 600) OVER (ORDER BY k, g) FROM ` + g, true, false},
 		{"window rows sliding", `SELECT g, sum(g) OVER (ORDER BY g ROWS BETWEEN 3 PRECEDING AND 2 FOLLOWING), count(s) OVER (ORDER BY g DESC ROWS BETWEEN 1 FOLLOWING AND 900 FOLLOWING) FROM ` + g, true, false},
 		{"window range sliding", `SELECT g, sum(g) OVER (ORDER BY k RANGE BETWEEN 2 PRECEDING AND 1 FOLLOWING), max(g) OVER (ORDER BY k DESC RANGE BETWEEN 5 PRECEDING AND 5 PRECEDING) FROM ` + g, true, false},
