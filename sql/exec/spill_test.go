@@ -442,3 +442,31 @@ func TestCollectingGroupBySpills(t *testing.T) {
 	}
 	e.leftovers(t, q)
 }
+
+// TestGrowingFramesAndSublinksBounded: window aggregates over a frame
+// growing from the partition's first row (the default frame with ORDER
+// BY, ROWS UNBOUNDED PRECEDING, RANGE with large peer groups) over one
+// 50,000-row partition (some 5 MiB in memory), and scalar and EXISTS subqueries in a select
+// list, below a LIMIT or a GROUP BY, finish under a 1 MiB node budget
+// with a 256 KiB work_mem, the partition on disk, and leave nothing
+// behind.
+func TestGrowingFramesAndSublinksBounded(t *testing.T) {
+	e := newSpillEnv(t, 0)
+	e.node = mon.NewBudget("SQL memory", 1<<20)
+	const n = `generate_series(1, 50000) g`
+	for _, c := range []struct{ q, want string }{
+		{`SELECT count(*), sum(x) FROM (SELECT sum(g) OVER (ORDER BY g) AS x FROM ` + n + `) s`, "50000 20834583350000\n"},
+		{`SELECT count(*), sum(x) FROM (SELECT sum(g) OVER (ORDER BY g ROWS UNBOUNDED PRECEDING) AS x FROM ` + n + `) s`, "50000 20834583350000\n"},
+		{`SELECT count(*), sum(x) FROM (SELECT count(*) OVER (ORDER BY g / 1000 RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS x FROM ` + n + `) s`, "50000 1274999001\n"},
+		{`SELECT count(*) FILTER (WHERE x) FROM (SELECT EXISTS (SELECT 1 FROM generate_series(1, 50000) h WHERE h = g * 2500) AS x FROM generate_series(1, 30) g) s`, "20\n"},
+		{`SELECT sum(x) FROM (SELECT (SELECT max(h) FROM generate_series(1, 50000) h WHERE h <= g * 1000) AS x FROM generate_series(1, 3) g) s`, "6000\n"},
+		{`SELECT count(*) FROM generate_series(1, 3) g WHERE g IN (SELECT h FROM generate_series(1, 50000) h ORDER BY h DESC LIMIT 40000)`, "0\n"},
+		{`SELECT count(*) FROM generate_series(1, 3) g WHERE g IN (SELECT h % 20000 FROM generate_series(1, 50000) h GROUP BY 1)`, "3\n"},
+	} {
+		got, err := e.run(context.Background(), c.q, 256<<10)
+		if err != nil || got != c.want {
+			t.Errorf("%s: got %q, %v; want %q", c.q, got, err, c.want)
+		}
+		e.leftovers(t, c.q)
+	}
+}
