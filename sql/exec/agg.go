@@ -224,13 +224,26 @@ func (r *runner) addRow(specs []*aggSpec, g *group, row []types.Datum) error {
 }
 
 // reserveDelta reserves (Force) or releases a change of what a group
-// holds.
-func reserveDelta(acc *mon.Account, d int64) error {
+// holds. A refusal of the node budget is 53200 with a hint naming what
+// could not spill: one group's state is one value being built.
+func reserveDelta(acc *mon.Account, d int64, specs []*aggSpec) error {
 	if d < 0 {
 		acc.Shrink(-d)
 		return nil
 	}
-	return acc.Force(d)
+	err := acc.Force(d)
+	var pe *pgerror.Error
+	if err != nil && errors.As(err, &pe) && pe.Code == pgerrcode.OutOfMemory && pe.Hint == "" {
+		name := "an aggregate"
+		for _, s := range specs {
+			if s.collects {
+				name = s.a.Name
+				break
+			}
+		}
+		err = pe.WithHint("The state of %s for one group (array_agg, string_agg and the JSON aggregates keep their inputs) is held in memory until the group ends: it is one value and cannot spill. Raise --max-sql-memory, or aggregate smaller groups.", name)
+	}
+	return err
 }
 
 // spillAgg starts the sorter of a buffered aggregate whose inputs passed
@@ -363,13 +376,18 @@ func (r *runner) finish(specs []*aggSpec, g *group) ([]types.Datum, error) {
 
 func (r *runner) buildGroupBy(n *plan.GroupBy) (op, error) {
 	if !n.Ordered && len(n.GroupCols) > 0 && slices.ContainsFunc(n.Aggs, func(a plan.Aggregate) bool {
-		return a.Distinct || len(a.OrderBy) > 0
+		return a.Distinct || len(a.OrderBy) > 0 || collectingAggs[aggBaseName(a.Name)]
 	}) {
 		// As PostgreSQL plans it: a GROUP BY with DISTINCT or ORDER BY
 		// aggregates sorts its input by the group columns (a sort that
 		// spills) and aggregates one group at a time, so each group's
 		// buffered inputs can spill too (spillAt); hashed, every group
-		// in the table could hold work_mem.
+		// in the table could hold work_mem. The same for aggregates
+		// that keep their inputs (array_agg, string_agg, the JSON
+		// aggregates): their state cannot be written out, and in a hash
+		// table every group's grows at once, so past the node budget
+		// the statement would stop with 53200; sorted, only the group
+		// being aggregated holds its inputs (one value's worth).
 		order := make([]plan.Ordering, len(n.GroupCols))
 		for i, c := range n.GroupCols {
 			order[i] = plan.Ordering{Col: c}
@@ -540,7 +558,7 @@ func (o *hashAggOp) aggregate(ctx context.Context, src op, level int) error {
 		if err := o.r.addRow(o.specs, g, row); err != nil {
 			return err
 		}
-		if err := reserveDelta(o.acc, g.bytes-before); err != nil {
+		if err := reserveDelta(o.acc, g.bytes-before, o.specs); err != nil {
 			return err
 		}
 	}
@@ -610,7 +628,7 @@ func (r *runner) streamGroupBy(in op, specs []*aggSpec, gpos []int, groupVals fu
 			if err := r.addRow(specs, cur, row); err != nil {
 				return nil, err
 			}
-			if err := reserveDelta(acc, cur.bytes-before); err != nil {
+			if err := reserveDelta(acc, cur.bytes-before, specs); err != nil {
 				return nil, err
 			}
 			if out != nil {

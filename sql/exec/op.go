@@ -49,6 +49,11 @@ type runner struct {
 	outer map[sem.ColumnID]types.Datum
 
 	subs map[int]*subqueryState
+	// sets are uncorrelated IN subqueries' value sets (subset.go), nil
+	// for a subquery sem compares value by value; setKey is a lookup's
+	// key buffer.
+	sets   map[int]*subquerySet
+	setKey []byte
 	// ctes are the materialized CTEs, run once on first use.
 	ctes map[int][][]types.Datum
 	// work are the current iteration's rows of each recursive CTE.

@@ -31,7 +31,8 @@ import (
 //   - Nested-loop joins (join.go): the inner side goes to a Buffer and
 //     is joined with blocks of outer rows.
 //   - [NOT] IN (subquery) in a WHERE (inset.go): the value set's keys go
-//     to a Sorter and are merged with the sorted input rows.
+//     to a Sorter and are merged with the sorted input rows; elsewhere
+//     (subset.go), the sorted keys go to a Buffer that rows look x up in.
 //   - Windows (window.go): rows are sorted per function with a Sorter;
 //     one partition at a time is in memory, or, past work_mem, read from
 //     a Buffer front to back for functions that stream (window_spill.go).
@@ -57,6 +58,7 @@ func (r *runner) heldAccount() *mon.Account {
 // release gives back the statement's memory and removes its temporary
 // files (exec's side of rowcontainer invariant 4 and mon invariant 4).
 func (r *runner) release() {
+	r.closeSets()
 	r.mem.Close()
 	_ = r.scope.Close()
 	if r.largePeak >= freeOSThreshold {

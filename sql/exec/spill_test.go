@@ -132,6 +132,11 @@ func TestSpillingOperators(t *testing.T) {
 		// (window_spill.go, computeSpilledRandom): lag, lead, nth_value,
 		// sliding ROWS/RANGE/GROUPS frames, EXCLUDE, NULL keys both ways.
 		{"window lag lead", `SELECT g, lag(g, 3) OVER w, lead(s, 700, 'none') OVER w, lag(g, m) OVER w FROM ` + g + ` WINDOW w AS (PARTITION BY g % 2 ORDER BY k, g)`, true, false},
+		// lag/lead by constants share one pass over a ring of rows
+		// (computeSpilledShift): negative and zero offsets, defaults read
+		// from the current row, offsets past the partition, and one
+		// reaching past the ring (read by position instead).
+		{"window lag lead constants", `SELECT g, lag(g, -2) OVER w, lead(g, 0) OVER w, lag(g, 5, g * 10) OVER w, lead(s, 2999, 'end') OVER w, lead(g, 2500) OVER w, lag(k, 1) OVER (ORDER BY g DESC) FROM ` + g + ` WINDOW w AS (ORDER BY m, g)`, true, false},
 		{"window nth_value", `SELECT g, nth_value(g, 5) OVER (ORDER BY g ROWS BETWEEN 2 PRECEDING AND 10 FOLLOWING), nth_value(s, 600) OVER (ORDER BY k, g) FROM ` + g, true, false},
 		{"window rows sliding", `SELECT g, sum(g) OVER (ORDER BY g ROWS BETWEEN 3 PRECEDING AND 2 FOLLOWING), count(s) OVER (ORDER BY g DESC ROWS BETWEEN 1 FOLLOWING AND 900 FOLLOWING) FROM ` + g, true, false},
 		{"window range sliding", `SELECT g, sum(g) OVER (ORDER BY k RANGE BETWEEN 2 PRECEDING AND 1 FOLLOWING), max(g) OVER (ORDER BY k DESC RANGE BETWEEN 5 PRECEDING AND 5 PRECEDING) FROM ` + g, true, false},
@@ -236,17 +241,22 @@ func TestLargeValue(t *testing.T) {
 
 func runtimeGosched() { runtime.Gosched() }
 
-// TestSubqueryAccounted: an IN subquery's values outside a WHERE (here a
-// select list) are reserved in the node budget while the statement holds
-// them; past it, 53200. In a WHERE, the same set spills (inset.go) and
-// the statement completes within a 1 MiB node budget (held, its
+// TestSubqueryAccounted: an uncorrelated IN subquery's values outside a
+// WHERE (here a FILTER) are a set that spills (subset.go), and a
+// correlated one's are reserved in the node budget while the statement
+// holds them; past it, 53200. In a WHERE, the same set spills (inset.go)
+// and the statement completes within a 1 MiB node budget (held, its
 // 200,000 values would take over 10 MiB).
 func TestSubqueryAccounted(t *testing.T) {
 	e := newSpillEnv(t, 0)
 	e.node = mon.NewBudget("SQL memory", 1<<20)
 	q := `SELECT count(*) FILTER (WHERE g IN (SELECT generate_series(1, 200000))) FROM generate_series(1, 10) g`
-	_, err := e.run(context.Background(), q, 4<<20)
-	if pgerror.Code(err) != pgerrcode.OutOfMemory {
+	if got, err := e.run(context.Background(), q, 4<<20); err != nil || got != "10\n" {
+		t.Fatalf("got %q, %v", got, err)
+	}
+	e.leftovers(t, q)
+	q = `SELECT count(*) FILTER (WHERE g IN (SELECT h + g - g FROM generate_series(1, 200000) h)) FROM generate_series(1, 10) g`
+	if _, err := e.run(context.Background(), q, 4<<20); pgerror.Code(err) != pgerrcode.OutOfMemory {
 		t.Fatalf("got %v, want 53200", err)
 	}
 	e.leftovers(t, q)
@@ -334,19 +344,17 @@ func TestDistinctAggregateSpills(t *testing.T) {
 }
 
 // TestSubqueryHeldBounded: a subquery whose values are held (an IN list
-// in a select list, under OR, NOT IN in a select list, correlated through
-// its select list, which sql/opt does not turn into a join, an ARRAY) reserves them in the node budget as they arrive: over 50
-// million rows under a 1 MiB budget, each stops with 53200 at the budget
-// and its hint (held without a check, the values would take gigabytes
-// before any reservation), and leaves nothing reserved.
+// correlated through its select list, which sql/opt does not turn into a
+// join, an ARRAY, which is one value) reserves them in the node budget as
+// they arrive: over 50 million rows under a 1 MiB budget, each stops with
+// 53200 at the budget and its hint (held without a check, the values
+// would take gigabytes before any reservation), and leaves nothing
+// reserved.
 func TestSubqueryHeldBounded(t *testing.T) {
 	e := newSpillEnv(t, 0)
 	e.node = mon.NewBudget("SQL memory", 1<<20)
 	const big = `(SELECT generate_series(1, 50000000))`
 	for _, q := range []string{
-		`SELECT g IN ` + big + ` FROM generate_series(1, 3) g`,
-		`SELECT g NOT IN ` + big + ` FROM generate_series(1, 3) g`,
-		`SELECT count(*) FROM generate_series(1, 3) g WHERE g < 0 OR g IN ` + big,
 		`SELECT count(*) FROM generate_series(1, 3) g WHERE g IN (SELECT h + g - g FROM generate_series(1, 50000000) h)`,
 		`SELECT array_length(ARRAY` + big + `, 1)`,
 	} {
@@ -356,5 +364,109 @@ func TestSubqueryHeldBounded(t *testing.T) {
 			t.Errorf("%s: got %v, want 53200 with a hint", q, err)
 		}
 		e.leftovers(t, q)
+	}
+}
+
+// TestCorrelatedCacheBounded: a correlated IN subquery that is not a join
+// (correlated through its select list, in a FILTER) caches each outer
+// binding's values only up to work_mem: 300 bindings of 5,000 values
+// (some 48 MiB together) finish under a 1 MiB node budget, where the
+// cache used to keep them all and stop with 53200.
+func TestCorrelatedCacheBounded(t *testing.T) {
+	e := newSpillEnv(t, 0)
+	e.node = mon.NewBudget("SQL memory", 1<<20)
+	q := `SELECT count(*) FILTER (WHERE g * 10 IN (SELECT h + g - g FROM generate_series(1, 5000) h)) FROM generate_series(1, 300) g`
+	if got, err := e.run(context.Background(), q, 256<<10); err != nil || got != "300\n" {
+		t.Fatalf("%s: got %q, %v", q, got, err)
+	}
+	e.leftovers(t, q)
+}
+
+// TestSubquerySetSpills: x IN (uncorrelated subquery) and NOT IN outside
+// a WHERE's AND list (a select list, under OR, in CASE) look x up in a
+// set that spills past work_mem (subset.go): 200,000 values, which held
+// would take some 14 MiB, finish under a 1 MiB node budget with
+// PostgreSQL's answers (NULL rules included), write temporary files and
+// leave nothing behind.
+func TestSubquerySetSpills(t *testing.T) {
+	e := newSpillEnv(t, 0)
+	e.node = mon.NewBudget("SQL memory", 1<<20)
+	const big = `(SELECT generate_series(1, 200000))`
+	const bigNull = `(SELECT CASE WHEN h = 5 THEN NULL ELSE h END FROM generate_series(1, 200000) h)`
+	const vals = `(VALUES (1, 0), (2, 7), (3, 199999), (4, 200001), (5, NULL), (6, 5), (7, 200000)) v(i, g)`
+	for _, c := range []struct{ q, want string }{
+		{`SELECT i, g IN ` + big + `, g NOT IN ` + big + `, g <> ALL ` + big + ` FROM ` + vals + ` ORDER BY i`,
+			"1 f t t\n2 t f f\n3 t f f\n4 f t t\n5 NULL NULL NULL\n6 t f f\n7 t f f\n"},
+		{`SELECT i, g IN ` + bigNull + `, g NOT IN ` + bigNull + ` FROM ` + vals + ` ORDER BY i`,
+			"1 NULL NULL\n2 t f\n3 t f\n4 NULL NULL\n5 NULL NULL\n6 NULL NULL\n7 t f\n"},
+		{`SELECT count(*) FROM generate_series(1, 3000) g WHERE g < 0 OR g * 80 IN ` + big, "2500\n"},
+		{`SELECT sum(CASE WHEN g % 2 = 0 THEN (g * 100 NOT IN ` + big + `)::int ELSE 10 END) FROM generate_series(1, 3000) g`, "15500\n"},
+		{`SELECT count(*) FILTER (WHERE g::text IN (SELECT h::text FROM generate_series(1, 100000) h)) FROM generate_series(99990, 100010) g`, "11\n"},
+	} {
+		before := e.temp.FilesCreated()
+		got, err := e.run(context.Background(), c.q, 4<<20)
+		if err != nil || got != c.want {
+			t.Errorf("%s: got %q, %v; want %q", c.q, got, err, c.want)
+		}
+		if e.temp.FilesCreated() == before {
+			t.Errorf("%s: the set did not spill", c.q)
+		}
+		e.leftovers(t, c.q)
+	}
+}
+
+// TestCollectingGroupBySpills: a GROUP BY with aggregates that keep their
+// inputs (array_agg, string_agg, jsonb_agg) aggregates its sorted input a
+// group at a time, so a thousand groups whose inputs together take tens
+// of MiB finish under a 2 MiB node budget (hashed, every group held its
+// inputs at once and the statement stopped with 53200); one group whose
+// inputs alone pass the budget is 53200 with a hint that it cannot spill.
+func TestCollectingGroupBySpills(t *testing.T) {
+	e := newSpillEnv(t, 0)
+	e.node = mon.NewBudget("SQL memory", 2<<20)
+	q := `SELECT count(*), sum(c), sum(l), sum(j) FROM (SELECT g % 1000 AS k, cardinality(array_agg(g)) AS c, length(string_agg(g::text, ',')) AS l, jsonb_array_length(jsonb_agg(g)) AS j FROM generate_series(1, 300000) g GROUP BY 1) s`
+	before := e.temp.FilesCreated()
+	got, err := e.run(context.Background(), q, 256<<10)
+	if err != nil || got != "1000 300000 1987895 300000\n" {
+		t.Fatalf("%s: got %q, %v", q, got, err)
+	}
+	if e.temp.FilesCreated() == before {
+		t.Errorf("%s: nothing spilled", q)
+	}
+	e.leftovers(t, q)
+	q = `SELECT g % 2, cardinality(array_agg(g)) FROM generate_series(1, 300000) g GROUP BY 1`
+	_, err = e.run(context.Background(), q, 256<<10)
+	var pe *pgerror.Error
+	if !errors.As(err, &pe) || pe.Code != pgerrcode.OutOfMemory || !strings.Contains(pe.Hint, "array_agg") || !strings.Contains(pe.Hint, "cannot spill") {
+		t.Errorf("%s: got %v, want 53200 with a hint", q, err)
+	}
+	e.leftovers(t, q)
+}
+
+// TestGrowingFramesAndSublinksBounded: window aggregates over a frame
+// growing from the partition's first row (the default frame with ORDER
+// BY, ROWS UNBOUNDED PRECEDING, RANGE with large peer groups) over one
+// 50,000-row partition (some 5 MiB in memory), and scalar and EXISTS subqueries in a select
+// list, below a LIMIT or a GROUP BY, finish under a 1 MiB node budget
+// with a 256 KiB work_mem, the partition on disk, and leave nothing
+// behind.
+func TestGrowingFramesAndSublinksBounded(t *testing.T) {
+	e := newSpillEnv(t, 0)
+	e.node = mon.NewBudget("SQL memory", 1<<20)
+	const n = `generate_series(1, 50000) g`
+	for _, c := range []struct{ q, want string }{
+		{`SELECT count(*), sum(x) FROM (SELECT sum(g) OVER (ORDER BY g) AS x FROM ` + n + `) s`, "50000 20834583350000\n"},
+		{`SELECT count(*), sum(x) FROM (SELECT sum(g) OVER (ORDER BY g ROWS UNBOUNDED PRECEDING) AS x FROM ` + n + `) s`, "50000 20834583350000\n"},
+		{`SELECT count(*), sum(x) FROM (SELECT count(*) OVER (ORDER BY g / 1000 RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS x FROM ` + n + `) s`, "50000 1274999001\n"},
+		{`SELECT count(*) FILTER (WHERE x) FROM (SELECT EXISTS (SELECT 1 FROM generate_series(1, 50000) h WHERE h = g * 2500) AS x FROM generate_series(1, 30) g) s`, "20\n"},
+		{`SELECT sum(x) FROM (SELECT (SELECT max(h) FROM generate_series(1, 50000) h WHERE h <= g * 1000) AS x FROM generate_series(1, 3) g) s`, "6000\n"},
+		{`SELECT count(*) FROM generate_series(1, 3) g WHERE g IN (SELECT h FROM generate_series(1, 50000) h ORDER BY h DESC LIMIT 40000)`, "0\n"},
+		{`SELECT count(*) FROM generate_series(1, 3) g WHERE g IN (SELECT h % 20000 FROM generate_series(1, 50000) h GROUP BY 1)`, "3\n"},
+	} {
+		got, err := e.run(context.Background(), c.q, 256<<10)
+		if err != nil || got != c.want {
+			t.Errorf("%s: got %q, %v; want %q", c.q, got, err, c.want)
+		}
+		e.leftovers(t, c.q)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/cairn-db/cairn/sql/plan"
 	"github.com/cairn-db/cairn/sql/rowcontainer"
-	"github.com/cairn-db/cairn/sql/rowenc"
 	"github.com/cairn-db/cairn/sql/sem"
 	"github.com/cairn-db/cairn/sql/types"
 	"github.com/jackc/pgerrcode"
@@ -23,8 +22,8 @@ type subqueryState struct {
 }
 
 // maxCorrelatedCache bounds the results a correlated subquery keeps;
-// beyond it the cache is dropped and refilled, so memory stays bounded
-// when every outer row is distinct.
+// beyond it, or beyond work_mem of values, the cache is dropped and
+// refilled, so memory stays bounded when every outer row is distinct.
 const maxCorrelatedCache = 10000
 
 func (r *runner) subquery(id int) *plan.Subquery {
@@ -89,15 +88,21 @@ func (r *runner) subqueryRows(id int) (*plan.Subquery, []types.Datum, error) {
 		if !ok {
 			return nil, nil, pgerror.New(pgerrcode.InternalError, "exec: subquery %d: outer column %d has no binding", id, oid)
 		}
+		// hashKey, not rowenc.EncodeKey: an outer value of a type
+		// without a key encoding (json, jsonb) binds a subquery too.
 		var err error
-		if key, err = rowenc.EncodeKey(key, d, rowenc.Asc); err != nil {
+		if key, err = hashKey(key, []types.Datum{d}, []int{0}); err != nil {
 			return nil, nil, err
 		}
 	}
 	if vals, ok := st.results[string(key)]; ok {
 		return s, vals, nil
 	}
-	if len(st.results) >= maxCorrelatedCache {
+	if len(st.results) >= maxCorrelatedCache || (len(st.results) > 0 && st.bytes > r.mem.WorkMem() && r.mem.WorkMem() > 0) {
+		// Past maxCorrelatedCache bindings, or work_mem of cached
+		// values, start again: what a correlated subquery holds is one
+		// binding's values plus at most work_mem, however many outer
+		// rows there are.
 		st.results = map[string][]types.Datum{}
 		r.heldAccount().Shrink(st.bytes)
 		st.bytes = 0
@@ -121,8 +126,8 @@ const subqueryChunk = 64 << 10
 
 // runSubquery runs s and returns the first column of its rows and the
 // bytes reserved for them. The values are held for the statement (an IN
-// list outside a WHERE's AND list, an ARRAY, a correlated subquery's
-// cached results) and cannot spill: they are reserved in the node budget
+// list that subset.go does not look up, an ARRAY, a correlated
+// subquery's cached results) and cannot spill: they are reserved in the node budget
 // past work_mem as they arrive, so a subquery too large for the budget
 // stops with 53200 at the budget instead of growing until the node runs
 // out of memory.
@@ -132,7 +137,7 @@ func (r *runner) runSubquery(s *plan.Subquery) ([]types.Datum, int64, error) {
 		r.heldAccount().Shrink(n)
 		var pe *pgerror.Error
 		if errors.As(err, &pe) && pe.Code == pgerrcode.OutOfMemory && pe.Hint == "" {
-			err = pe.WithHint("The values of a subquery used as an IN list outside a WHERE's AND list, an ARRAY or a correlated subquery are held in memory; rewrite it as a join, or raise --max-sql-memory.")
+			err = pe.WithHint("The values of an ARRAY(subquery), of a correlated subquery, and of an IN (subquery) comparing values whose equality is not exact (bpchar) are held in memory; rewrite it as a join, or raise --max-sql-memory.")
 		}
 		return nil, 0, err
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/cairn-db/cairn/sql/builtins"
 	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/cairn-db/cairn/sql/rowcontainer"
+	"github.com/cairn-db/cairn/sql/sem"
 	"github.com/cairn-db/cairn/sql/types"
 	"github.com/jackc/pgerrcode"
 )
@@ -133,19 +134,42 @@ func windowArgs(s *windowSpec, row []types.Datum) ([]types.Datum, error) {
 // one pass each: every function but the last passes its rows, keys kept,
 // to a buffer the next one reads; the last emits them.
 func (o *windowOp) computeSpilledGroup(ctx context.Context, fis []int, buf *rowcontainer.Buffer, emit func([]types.Datum) error) error {
+	// lag and lead by constant offsets are computed together in the last
+	// pass, over a window of rows read once (computeSpilledShift); each
+	// other function takes a pass of its own.
+	var passes [][]int
+	var shifts []shiftSpec
+	for _, fi := range fis {
+		if sh, ok := o.shiftSpecOf(fi); ok {
+			shifts = append(shifts, sh)
+			continue
+		}
+		passes = append(passes, []int{fi})
+	}
+	if back, ahead := shiftReach(shifts); back+ahead+1 > maxShiftWindow {
+		for _, sh := range shifts {
+			passes = append(passes, []int{sh.fi})
+		}
+		shifts = nil
+	} else if len(shifts) > 0 {
+		passes = append(passes, nil)
+	}
 	cur := buf
-	for i, fi := range fis {
+	for i, pass := range passes {
 		out, trim := emit, true
 		var next *rowcontainer.Buffer
-		if i < len(fis)-1 {
+		if i < len(passes)-1 {
 			next = rowcontainer.NewBuffer(o.r.account(), o.r.scope)
 			out, trim = next.Add, false
 		}
 		var err error
-		if windowStreamOf(o.specs[fi]) != streamNone {
-			err = o.computeSpilled(ctx, fi, cur, out, trim)
-		} else {
-			err = o.computeSpilledRandom(ctx, fi, cur, out, trim)
+		switch {
+		case pass == nil:
+			err = o.computeSpilledShift(ctx, shifts, cur, out, trim)
+		case windowStreamOf(o.specs[pass[0]]) != streamNone:
+			err = o.computeSpilled(ctx, pass[0], cur, out, trim)
+		default:
+			err = o.computeSpilledRandom(ctx, pass[0], cur, out, trim)
 		}
 		if cur != buf {
 			cur.Close()
@@ -453,4 +477,142 @@ func (o *windowOp) computeSpilledRandom(ctx context.Context, fi int, buf *rowcon
 		row[o.width+fi] = d
 		return emit(row)
 	})
+}
+
+// maxShiftWindow bounds the rows computeSpilledShift holds: as many as
+// the RowReader of computeSpilledRandom caches, which a lag or lead
+// reaching further uses instead.
+const maxShiftWindow = spilledBlocks * rowcontainer.BlockRows
+
+// shiftSpec is a lag or lead whose offset is a constant: its value at
+// row i is its argument at row i+delta, or its default (evaluated at row
+// i; NULL without one) when that row is outside the partition.
+type shiftSpec struct {
+	fi    int
+	arg   rowFn
+	def   rowFn
+	delta int64
+}
+
+// shiftSpecOf recognizes function fi as a lag or lead by a constant,
+// non-NULL offset.
+func (o *windowOp) shiftSpecOf(fi int) (shiftSpec, bool) {
+	s := o.specs[fi]
+	dir := int64(1)
+	switch s.f.Name {
+	case "lag":
+		dir = -1
+	case "lead":
+	default:
+		return shiftSpec{}, false
+	}
+	if s.f.Fn.Overload.NewWindow == nil || s.filter != nil || len(s.args) == 0 {
+		return shiftSpec{}, false
+	}
+	sh := shiftSpec{fi: fi, arg: s.args[0], delta: dir}
+	if len(s.f.Args) > 1 {
+		c, ok := s.f.Args[1].(*sem.Const)
+		if !ok {
+			return shiftSpec{}, false
+		}
+		off, ok := c.Datum.(types.DInt)
+		if !ok {
+			return shiftSpec{}, false
+		}
+		sh.delta = dir * int64(off)
+	}
+	if len(s.args) > 2 {
+		sh.def = s.args[2]
+	}
+	return sh, true
+}
+
+// shiftReach is how far behind and ahead of the current row shifts read.
+func shiftReach(shifts []shiftSpec) (back, ahead int64) {
+	for _, sh := range shifts {
+		back, ahead = max(back, -sh.delta), max(ahead, sh.delta)
+	}
+	return back, ahead
+}
+
+// computeSpilledShift computes lag and lead by constant offsets over the
+// partition in buf in one pass, as PostgreSQL's WindowAgg reads its
+// tuplestore: the rows from back rows behind the current one to ahead
+// rows past it are held in a ring (each with its functions' arguments,
+// evaluated once as it is read), the buffer is read front to back once,
+// and each row is emitted with its results when the row ahead of it is
+// read. Nothing is read by position, and the functions share the pass.
+func (o *windowOp) computeSpilledShift(ctx context.Context, shifts []shiftSpec, buf *rowcontainer.Buffer, emit func([]types.Datum) error, trim bool) error {
+	base := o.width + len(o.specs) + 1
+	n := buf.Len()
+	back, ahead := shiftReach(shifts)
+	w := back + ahead + 1
+	rows := make([][]types.Datum, w)
+	vals := make([][]types.Datum, w)
+	sizes := make([]int64, w)
+	acc := o.r.account()
+	defer acc.Clear()
+	it, err := buf.Iter()
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	var read int64
+	readRow := func() error {
+		row, err := it.Next(ctx)
+		if err != nil {
+			return err
+		}
+		if row == nil {
+			return pgerror.New(pgerrcode.InternalError, "exec: spilled window partition of %d rows ended at %d", n, read)
+		}
+		v := make([]types.Datum, len(shifts))
+		for k, sh := range shifts {
+			if v[k], err = sh.arg(row); err != nil {
+				return err
+			}
+		}
+		slot := read % w
+		acc.Shrink(sizes[slot])
+		// Held past work_mem if need be: at most maxShiftWindow rows.
+		size := rowcontainer.RowSize(row) + rowcontainer.RowSize(v)
+		if err := acc.Force(size); err != nil {
+			return err
+		}
+		rows[slot], vals[slot], sizes[slot] = row, v, size
+		read++
+		return nil
+	}
+	for i := int64(0); i < n; i++ {
+		if i%checkEvery == checkEvery-1 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		for read < n && read <= i+ahead {
+			if err := readRow(); err != nil {
+				return err
+			}
+		}
+		slot := i % w
+		row := rows[slot]
+		for k, sh := range shifts {
+			var d types.Datum = types.DNull
+			if j := i + sh.delta; j >= 0 && j < n {
+				d = vals[j%w][k]
+			} else if sh.def != nil {
+				if d, err = sh.def(row); err != nil {
+					return err
+				}
+			}
+			row[o.width+sh.fi] = d
+		}
+		if trim {
+			row = row[:base:base]
+		}
+		if err := emit(row); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -32,7 +32,10 @@
 //     (or for Force).
 //  4. Statement.Close closes every Account opened through it, so a
 //     statement that ends, fails or is cancelled returns all its memory to
-//     the node Budget, whatever its operators did.
+//     the node Budget, whatever its operators did. (An account holding
+//     nothing may leave the statement's list, so the list does not grow
+//     with every operator a correlated subquery opens per outer row; it
+//     rejoins the list when it reserves again.)
 //  5. Accounts and Statements are used by one goroutine (the statement's);
 //     Budgets are safe for concurrent use.
 package mon

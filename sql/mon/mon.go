@@ -87,6 +87,11 @@ type Account struct {
 	b     *Budget
 	limit int64 // <= 0: only the budget bounds it
 	used  int64
+	// s is the statement the account belongs to (nil outside one);
+	// listed says s holds it in its list, which an account holding
+	// nothing may leave (Statement.prune) and rejoins when it reserves.
+	s      *Statement
+	listed bool
 }
 
 // NewAccount opens an account of b outside any statement (tests, index
@@ -117,6 +122,9 @@ func (a *Account) Force(n int64) error {
 		}
 	}
 	a.used += n
+	if a.s != nil && !a.listed {
+		a.s.list(a)
+	}
 	return nil
 }
 
@@ -148,7 +156,13 @@ type Statement struct {
 	b        *Budget
 	workMem  int64
 	accounts []*Account
+	// pruneAt is the list's length at which NewAccount next drops the
+	// accounts holding nothing (prune).
+	pruneAt int
 }
+
+// minPrune is the shortest account list a statement prunes.
+const minPrune = 1024
 
 // NewStatement opens a statement's accounting in b, each operator
 // bounded by workMem bytes.
@@ -163,10 +177,41 @@ func (s *Statement) NewAccount() *Account {
 	if s == nil {
 		return &Account{}
 	}
-	a := &Account{b: s.b, limit: s.workMem}
-	s.accounts = append(s.accounts, a)
+	if len(s.accounts) >= max(s.pruneAt, minPrune) {
+		s.prune()
+	}
+	a := &Account{b: s.b, limit: s.workMem, s: s}
+	s.list(a)
 	return a
 }
+
+// list adds a to the statement's accounts.
+func (s *Statement) list(a *Account) {
+	a.listed = true
+	s.accounts = append(s.accounts, a)
+}
+
+// prune drops the accounts that hold nothing from the list (invariant 4
+// holds: one that reserves again rejoins it), so a statement that opens
+// accounts without end (a correlated subquery's operators, opened again
+// for every outer row) keeps a list as long as what it holds at once,
+// not one entry for every operator it ever ran.
+func (s *Statement) prune() {
+	kept := s.accounts[:0]
+	for _, a := range s.accounts {
+		if a.used > 0 {
+			kept = append(kept, a)
+		} else {
+			a.listed = false
+		}
+	}
+	clear(s.accounts[len(kept):])
+	s.accounts = kept
+	s.pruneAt = 2 * len(kept)
+}
+
+// Accounts is the length of the statement's account list (for tests).
+func (s *Statement) Accounts() int { return len(s.accounts) }
 
 // WorkMem is the per-operator limit in bytes (0 for a nil Statement:
 // unbounded).
@@ -196,6 +241,7 @@ func (s *Statement) Close() {
 	}
 	for _, a := range s.accounts {
 		a.Clear()
+		a.listed = false
 	}
 	s.accounts = nil
 }

@@ -112,3 +112,39 @@ func TestParseKB(t *testing.T) {
 		}
 	}
 }
+
+// TestStatementPrunesEmptyAccounts: a statement that opens accounts
+// without end (a correlated subquery's operators, for every outer row)
+// keeps a list as long as what holds memory, and an account that left
+// the list while empty rejoins it when it reserves, so Close still
+// returns everything (invariant 4).
+func TestStatementPrunesEmptyAccounts(t *testing.T) {
+	node := NewBudget("SQL memory", 0)
+	st := node.NewStatement(1 << 20)
+	kept := st.NewAccount()
+	if err := kept.Grow(10); err != nil {
+		t.Fatal(err)
+	}
+	idle := st.NewAccount()
+	for range 100000 {
+		a := st.NewAccount()
+		if err := a.Grow(100); err != nil {
+			t.Fatal(err)
+		}
+		a.Clear()
+	}
+	if n := st.Accounts(); n > 2*minPrune+2 {
+		t.Fatalf("%d accounts listed after 100000 emptied ones", n)
+	}
+	// idle was pruned while empty; reserving brings it back.
+	if err := idle.Force(7); err != nil {
+		t.Fatal(err)
+	}
+	if got := node.Used(); got != 17 {
+		t.Fatalf("node used %d, want 17", got)
+	}
+	st.Close()
+	if got := node.Used(); got != 0 {
+		t.Fatalf("node used %d after Close, want 0", got)
+	}
+}

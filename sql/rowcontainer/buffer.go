@@ -45,15 +45,19 @@ func (b *Buffer) Add(row []types.Datum) error {
 			return ferr
 		}
 		b.file = f
-		for i, r := range b.rows {
-			if err := b.appendFile(r); err != nil {
-				return err
-			}
-			b.rows[i] = nil
-		}
+		// The rows' reservation goes first: they are leaving memory,
+		// and under a node budget they filled, writing them needs a
+		// little of it (the block offsets).
+		rows := b.rows
 		b.rows = nil
 		b.acc.Shrink(b.bytes)
 		b.bytes = 0
+		for i, r := range rows {
+			if err := b.appendFile(r); err != nil {
+				return err
+			}
+			rows[i] = nil
+		}
 		return b.appendFile(row)
 	}
 	if errors.Is(err, mon.ErrWorkMem) {

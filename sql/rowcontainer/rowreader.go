@@ -14,6 +14,10 @@ import (
 // a time, and how often a spilled Buffer notes a file offset.
 const blockRows = 256
 
+// BlockRows is blockRows for callers that index a Buffer by block (the
+// first row of each block is where a RowReader's read starts).
+const BlockRows = blockRows
+
 // RowReader reads a Buffer's rows by position (window functions' lag,
 // lead, nth_value and sliding frames over a partition larger than
 // work_mem). It keeps at most maxBlocks blocks of blockRows consecutive

@@ -191,6 +191,20 @@ func (s *Sorter) Sort(ctx context.Context) (Iterator, error) {
 	if wm := s.acc.Limit(); wm > 0 {
 		order = int(min(max(wm/readBuf, minMerge), maxMerge))
 	}
+	// Under a node budget with little left (a small --max-sql-memory,
+	// or many statements at once), a merge of that order would be
+	// refused its read buffers (53200); take an order whose buffers fit
+	// in half of what the node can grant now, down to minMerge, which
+	// costs more merge passes instead.
+	for order > minMerge && min(order, len(s.runs)) > minMerge {
+		probe := 2 * int64(min(order, len(s.runs))) * readBuf
+		if err := s.acc.Force(probe); err == nil {
+			s.acc.Shrink(probe)
+			break
+		}
+		order /= 2
+	}
+	order = max(order, minMerge)
 	// Merge in passes until one merge can take every run, merging only
 	// as many runs as needed to bring their number down to the order
 	// (with 300 runs and order 128, 128 runs and then 46, not all 300:

@@ -33,6 +33,38 @@ type SubqueryValues interface {
 	Column(id int) ([]types.Datum, error)
 }
 
+// SubquerySets is what a SubqueryValues may also implement to answer
+// x = ANY (subquery) (IN) and x <> ALL (subquery) (NOT IN) by looking x
+// up in a set of the column's values, which it may keep on disk, instead
+// of handing sem every value to compare x with. ok is false when it does
+// not answer for ref (sem then compares with Column's values).
+type SubquerySets interface {
+	Member(ref *SubqueryRef, x types.Datum) (m SetMembership, ok bool, err error)
+}
+
+// SetMembership is what a SubquerySets knows of a subquery's column for
+// one x: whether it has no value, whether a value equals x (x not NULL),
+// and whether a value is NULL.
+type SetMembership struct {
+	Empty, Found, HasNull bool
+}
+
+// result is x = ANY (all false) or x <> ALL (all true) by SQL's rules, as
+// anyOf computes it from the values themselves.
+func (m SetMembership) result(x types.Datum, all bool) types.Datum {
+	switch {
+	case m.Empty:
+		return types.DBool(all)
+	case types.IsNull(x):
+		return types.DNull
+	case m.Found:
+		return types.DBool(!all)
+	case m.HasNull:
+		return types.DNull
+	}
+	return types.DBool(all)
+}
+
 func (c *EvalContext) fn() builtins.EvalContext {
 	if c.Fn == nil {
 		return &builtins.FixedContext{}
@@ -742,6 +774,8 @@ func (c *compiler) subquery(v *SubqueryRef) (evalFn, error) {
 		return nil, err
 	}
 	fn, all, col := v.Fn, v.Kind == AllSubquery, v.Col
+	// IN and NOT IN (<> ALL) are set lookups.
+	setOp := (!all && v.Op == EQ) || (all && v.Op == NE)
 	castTo := fn.ArgTypes[1]
 	needCast := col != nil && !col.Identical(castTo) && !(col.Family == castTo.Family && col.Oid == castTo.Oid)
 	buf := make([]types.Datum, 2)
@@ -752,6 +786,15 @@ func (c *compiler) subquery(v *SubqueryRef) (evalFn, error) {
 		x, err := l(ctx, row)
 		if err != nil {
 			return nil, err
+		}
+		if sets, ok := ctx.Subqueries.(SubquerySets); ok && setOp {
+			m, ok, err := sets.Member(v, x)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				return m.result(x, all), nil
+			}
 		}
 		vals, err := ctx.Subqueries.Column(id)
 		if err != nil {
