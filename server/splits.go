@@ -1,7 +1,11 @@
 package server
 
 import (
+	"bytes"
 	"context"
+
+	"github.com/cairn-db/cairn/keys"
+	"github.com/cairn-db/cairn/kvpb"
 
 	"github.com/cairn-db/cairn/sql/rowenc"
 	"github.com/cairn-db/cairn/store"
@@ -14,8 +18,22 @@ import (
 func (s *Server) splitConfig(c store.Config) store.Config {
 	c.SplitSize = s.cfg.TabletSplitSize
 	c.SplitQPS = s.cfg.TabletSplitQPS
-	c.SplitUnit = rowenc.SplitUnit
+	c.SplitUnit = s.splitUnit
 	return c
+}
+
+// splitUnit is rowenc.SplitUnit, except that a group whose zone record
+// says it holds one table (a distributed table's, zone.Config.OneTable)
+// splits at any row boundary, so its grown shards split.
+func (s *Server) splitUnit(key []byte) (kvpb.Span, bool) {
+	unit, ok := rowenc.SplitUnit(key)
+	if !ok || s.repl == nil || s.repl.zones == nil || bytes.Compare(key, keys.TableDataMin) < 0 {
+		return unit, ok
+	}
+	if cfg, found := s.repl.zones.cache.Lookup(key); found && cfg.OneTable {
+		return kvpb.Span{}, false
+	}
+	return unit, ok
 }
 
 // startSplitQueue runs the store's split queue until ctx ends.

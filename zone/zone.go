@@ -49,6 +49,13 @@ type Config struct {
 	// Citus reference table (create_reference_table); never inherited
 	// from the database.
 	GlobalReads bool `json:"global_reads,omitempty"`
+	// OneTable says the group holds the rows of one table only (a
+	// distributed table's hash-partitioned group), so the split queue may
+	// divide it at any row boundary as it does an ordinary table's
+	// group: a grown shard splits (rowenc.SplitUnit keeps every other
+	// group whose ID is not its table's whole). Set by the SQL layer, never
+	// inherited.
+	OneTable bool `json:"one_table,omitempty"`
 }
 
 // MaxGCTTLSeconds bounds gc.ttlseconds (CockroachDB's bound, 2^31-1).
@@ -56,7 +63,7 @@ const MaxGCTTLSeconds = 1<<31 - 1
 
 // IsZero reports a config that sets nothing.
 func (c Config) IsZero() bool {
-	return c.NumReplicas == 0 && !c.PrefsSet && c.GCTTLSeconds == 0 && !c.GlobalReads
+	return c.NumReplicas == 0 && !c.PrefsSet && c.GCTTLSeconds == 0 && !c.GlobalReads && !c.OneTable
 }
 
 // Merge returns c with the fields it leaves unset taken from parent.

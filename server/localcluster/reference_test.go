@@ -301,9 +301,12 @@ func dial(t *testing.T, ctx context.Context, c *Cluster, node int) *pgx.Conn {
 	return conn
 }
 
+// mustExec runs sql in the simple protocol, as psql runs a script:
+// there an implicit transaction commits before the answer is sent, so
+// the session reruns one whose commit fails retryably (40001).
 func mustExec(t *testing.T, ctx context.Context, conn *pgx.Conn, sql string) {
 	t.Helper()
-	if _, err := conn.Exec(ctx, sql); err != nil {
+	if _, err := conn.Exec(ctx, sql, pgx.QueryExecModeSimpleProtocol); err != nil {
 		t.Fatalf("%s: %v", sql, err)
 	}
 }

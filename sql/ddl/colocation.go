@@ -325,6 +325,10 @@ const DefaultShardCount = 32
 // are hashed on leading primary-key columns (rowenc), and Cairn does not
 // yet rewrite a primary key to put another column first (0A000).
 //
+// cairn_citus_create = true (create_distributed_table and its
+// _concurrently form) refuses a table that is already distributed or a
+// reference table (42P16), as Citus does.
+//
 // cairn_reference = true (create_reference_table) marks an ordinary
 // table a reference table, in its descriptor only: it stays where it is.
 // cairn_colocate_with = 'default' | 'none' | '<table>' is Citus's
@@ -336,7 +340,7 @@ const DefaultShardCount = 32
 func (e *executor) alterDistribution(ctx context.Context, cur *catalog.Table, opts []*pg_query.Node, d *pg_query.DefElem) ([]*pg_query.Node, error) {
 	col := defString(d)
 	shards := 0
-	reference := false
+	reference, create := false, false
 	colocateWith := ""
 	var rest []*pg_query.Node
 	for _, o := range opts {
@@ -346,6 +350,8 @@ func (e *executor) alterDistribution(ctx context.Context, cur *catalog.Table, op
 			rest = append(rest, o)
 		case od.Defname == "cairn_reference":
 			reference = defString(od) == "true"
+		case od.Defname == "cairn_citus_create":
+			create = defString(od) == "true"
 		case od.Defname == "cairn_colocate_with":
 			colocateWith = defString(od)
 		case od.Defname == "cairn_distribution_column":
@@ -368,6 +374,12 @@ func (e *executor) alterDistribution(ctx context.Context, cur *catalog.Table, op
 	if cur.Colocated {
 		return nil, pgerror.New(pgerrcode.FeatureNotSupported, "cannot distribute table %q: it is in its colocated database's tablet", cur.Name).
 			WithHint("Move it out first: ALTER TABLE %s SET (colocated = false).", cur.Name)
+	}
+	if create && (cur.Partitioning.Distributed || cur.Partitioning.Reference) {
+		// create_distributed_table(_concurrently) of a table that is
+		// already one, as Citus answers; alter_distributed_table changes
+		// one.
+		return nil, pgerror.New(pgerrcode.InvalidTableDefinition, "table %q is already distributed", cur.Name)
 	}
 	if reference || (col == "" && shards == 0 && cur.Partitioning.Reference) {
 		// create_reference_table, or undistribute_table of a reference

@@ -248,7 +248,10 @@ func (e *executor) writeZones(ctx context.Context, db *catalog.Database, tables 
 		}
 		eff := own.Merge(parent)
 		eff.GlobalReads = t.Partitioning.Reference
-		if err := put(t.GroupID, eff); err != nil {
+		// A distributed table's group is its own: its shards may split.
+		one := eff
+		one.OneTable = t.Partitioning.Distributed && t.GroupID != uint64(t.ID)
+		if err := put(t.GroupID, one); err != nil {
 			return err
 		}
 		for i := range t.Indexes {

@@ -27,6 +27,12 @@ import (
 // ephemeral source port of some other connection.
 func startServers(t *testing.T) []*server.Server {
 	t.Helper()
+	return startServersWith(t, func(*server.Config) {})
+}
+
+// startServersWith starts three servers with configs changed by with.
+func startServersWith(t *testing.T, with func(*server.Config)) []*server.Server {
+	t.Helper()
 	ctx := context.Background()
 	var lns []net.Listener
 	var join []string
@@ -43,8 +49,10 @@ func startServers(t *testing.T) []*server.Server {
 	var wg sync.WaitGroup
 	for i := range 3 {
 		wg.Go(func() {
-			servers[i], errs[i] = server.Start(ctx, server.Config{Insecure: true, Join: join, RPCAddr: join[i], RPCListener: lns[i],
-				Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			cfg := server.Config{Insecure: true, Join: join, RPCAddr: join[i], RPCListener: lns[i],
+				Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+			with(&cfg)
+			servers[i], errs[i] = server.Start(ctx, cfg)
 		})
 	}
 	wg.Wait()

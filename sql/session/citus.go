@@ -173,6 +173,9 @@ func (s *Session) runCitus(x *stmtState, st *parser.Statement, c *citusCall, w p
 		if cw != "" {
 			opts = append(opts, "cairn_colocate_with = "+quoteLiteral(cw))
 		}
+		if c.fn != "alter_distributed_table" {
+			opts = append(opts, "cairn_citus_create = true")
+		}
 		col, ok := c.args["distribution_column"]
 		if !ok && c.fn != "alter_distributed_table" {
 			return pgerror.New(pgerrcode.UndefinedFunction, "function %s needs a distribution_column", c.fn)
@@ -210,6 +213,14 @@ func (s *Session) runCitus(x *stmtState, st *parser.Statement, c *citusCall, w p
 	if err := s.execDDL(x, stmtGroup{main: &stmts[0]}, quietWriter{w}); err != nil {
 		return err
 	}
+	if c.fn == "create_reference_table" && holdCitusResult(c, w) {
+		// Sent after the commit, so a retryable failure of the commit
+		// (the zone record it writes can be pushed by the nodes' zone
+		// readers) reruns the call instead of failing it. Only this one:
+		// the others run an online move whose own transactions have
+		// committed, and a rerun would find the table moved.
+		return w.Complete("SELECT 1")
+	}
 	if err := w.BeginRows(describeColumns(citusColumns(c), nil)); err != nil {
 		return err
 	}
@@ -217,6 +228,14 @@ func (s *Session) runCitus(x *stmtState, st *parser.Statement, c *citusCall, w p
 		return err
 	}
 	return w.Complete("SELECT 1")
+}
+
+// holdCitusResult hands the call's one void row to an implicit
+// transaction's writer to send after the commit, and reports whether it
+// did (trackingWriter.holdRows).
+func holdCitusResult(c *citusCall, w pgwire.ResultWriter) bool {
+	h, ok := w.(rowHolder)
+	return ok && h.holdRows(describeColumns(citusColumns(c), nil), [][][]byte{{{}}})
 }
 
 // citusColumns is a Citus call's result: one column named after the

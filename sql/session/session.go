@@ -669,6 +669,16 @@ func (s *Session) autocommit(ctx context.Context, groups []stmtGroup, w pgwire.R
 		tw := &trackingWriter{ResultWriter: w, hold: true}
 		err := s.autocommitOnce(ctx, groups, tw)
 		if err == nil {
+			if tw.heldCols != nil {
+				if err := w.BeginRows(tw.heldCols); err != nil {
+					return err
+				}
+				for _, r := range tw.heldRows {
+					if err := w.WriteRow(r); err != nil {
+						return err
+					}
+				}
+			}
 			if tw.held != "" {
 				if err := w.Complete(tw.held); err != nil {
 					return err
@@ -732,6 +742,28 @@ type trackingWriter struct {
 	sent bool
 	hold bool
 	held string
+	// heldCols and heldRows are a small result kept until the implicit
+	// transaction commits (holdRows), so that a retry is still possible.
+	heldCols []pgwire.Column
+	heldRows [][][]byte
+}
+
+// holdRows keeps a result to send once the transaction has committed
+// (the Citus functions' one void row: their DDL commits with the
+// implicit transaction, whose retryable failure must not reach the
+// client when a rerun can succeed). It reports false when the writer
+// does not hold (not an implicit transaction's): send it now.
+func (t *trackingWriter) holdRows(cols []pgwire.Column, rows [][][]byte) bool {
+	if !t.hold {
+		return false
+	}
+	t.heldCols, t.heldRows = cols, rows
+	return true
+}
+
+// rowHolder is implemented by trackingWriter.
+type rowHolder interface {
+	holdRows(cols []pgwire.Column, rows [][][]byte) bool
 }
 
 func (t *trackingWriter) BeginRows(cols []pgwire.Column) error {
