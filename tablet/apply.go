@@ -15,27 +15,27 @@ import (
 type Proposal struct {
 	// Repr is the storage batch (storage.Batch.Repr); empty for a batch
 	// that writes nothing.
-	Repr []byte
+	Repr []byte `wire:"1"`
 	// LocksAcquired are the intents the batch wrote.
-	LocksAcquired []kvpb.Intent
+	LocksAcquired []kvpb.Intent `wire:"2"`
 	// LocksReleased are the intents the batch resolved.
-	LocksReleased []LockRelease
+	LocksReleased []LockRelease `wire:"3"`
 	// LocksUpdated are intents that stay but moved (resolved as pending at
 	// a pushed timestamp); their waiters re-evaluate.
-	LocksUpdated []LockRelease
+	LocksUpdated []LockRelease `wire:"4"`
 	// TxnUpdates are transaction records the batch finalised or changed,
 	// whose waiters must re-check them.
-	TxnUpdates []TxnUpdate
+	TxnUpdates []TxnUpdate `wire:"5"`
 	// OnePhaseCommit is set when the batch committed a transaction in one
 	// phase.
-	OnePhaseCommit bool
+	OnePhaseCommit bool `wire:"6"`
 	// GCThreshold, when set, raises the tablet's GC threshold.
-	GCThreshold hlc.Timestamp
+	GCThreshold hlc.Timestamp `wire:"7"`
 	// Split, when set, splits the tablet (see split.go).
-	Split *SplitTrigger
+	Split *SplitTrigger `wire:"8"`
 	// ResolveAsync lists intents outside this tablet that a finished
 	// transaction left; the leaseholder resolves them after applying.
-	ResolveAsync []AsyncResolve
+	ResolveAsync []AsyncResolve `wire:"9"`
 	// TxnTombstones are the transactions whose final records the batch
 	// deleted (or never wrote). Every replica remembers them at their
 	// write timestamps, so whichever holds the lease next still refuses
@@ -44,54 +44,55 @@ type Proposal struct {
 	// a new lease forget them all, and the low-water mark standing in for
 	// them would abort every transaction that started before the lease
 	// changed and had not written its record yet.
-	TxnTombstones []kvpb.Transaction
+	TxnTombstones []kvpb.Transaction `wire:"10"`
 	// ClosedTS, when set, closes the tablet at that timestamp: no write
 	// will land at or below it (closedts.go). The batch persists it.
-	ClosedTS hlc.Timestamp
+	ClosedTS hlc.Timestamp `wire:"11"`
 	// SST, when set, is an SST of committed versions (AddSSTable) that
 	// every replica ingests into its engine before committing Repr: it
 	// goes through neither the WAL nor a memtable. It travels inline in
 	// the entry (at most maxSSTSize).
-	SST []byte
+	SST []byte `wire:"12"`
 
 	// Unreplicated lock effects, applied by the leaseholder that evaluated
 	// the batch once it committed (applyUnreplicated), never encoded into
 	// the log: acquired locks, released keys, and the transaction whose
 	// EndTxn ran here (all its unreplicated locks on the tablet go).
-	unreplAcquired []kvpb.Intent
-	unreplReleased []LockRelease
-	unreplEnded    uuid.UUID
+	unreplAcquired []kvpb.Intent `wire:"-"`
+	unreplReleased []LockRelease `wire:"-"`
+	unreplEnded    uuid.UUID     `wire:"-"`
 	// wroteAt is the highest timestamp the batch wrote a user key at,
 	// for the leaseholder's answer (closedts.go, rule 3); not encoded.
-	wroteAt hlc.Timestamp
+	wroteAt hlc.Timestamp `wire:"-"`
 }
 
 // LockRelease names txn's intents in Span.
 type LockRelease struct {
-	Span kvpb.Span
-	Txn  uuid.UUID
+	Span kvpb.Span `wire:"1"`
+	Txn  uuid.UUID `wire:"2"`
 }
 
 // TxnUpdate says a transaction record changed, and if it was aborted, why.
 type TxnUpdate struct {
-	ID          uuid.UUID
-	Status      kvpb.TxnStatus
-	AbortReason kvpb.AbortReason
+	ID          uuid.UUID        `wire:"1"`
+	Status      kvpb.TxnStatus   `wire:"2"`
+	AbortReason kvpb.AbortReason `wire:"3"`
 }
 
 // AsyncResolve asks for Txn's intents in Spans to be resolved to Status.
 // IgnoredSeqNums are the transaction's rolled back sequence numbers, whose
 // values a commit discards.
 type AsyncResolve struct {
-	Txn            kvpb.TxnMeta
-	Status         kvpb.TxnStatus
-	Spans          []kvpb.Span
-	IgnoredSeqNums []kvpb.SeqRange
+	Txn            kvpb.TxnMeta    `wire:"1"`
+	Status         kvpb.TxnStatus  `wire:"2"`
+	Spans          []kvpb.Span     `wire:"3"`
+	IgnoredSeqNums []kvpb.SeqRange `wire:"4"`
 }
 
 // SplitTrigger carries the two descriptors a split produces.
 type SplitTrigger struct {
-	Left, Right kvpb.TabletDescriptor
+	Left  kvpb.TabletDescriptor `wire:"1"`
+	Right kvpb.TabletDescriptor `wire:"2"`
 }
 
 // Apply commits p's batch (synced) and then applies its in-memory effects.

@@ -24,8 +24,9 @@
 // Invariants:
 //
 //  1. Every field of a registered struct carries a tag `wire:"N"` with N a
-//     valid protobuf field number, unique within its struct; Register
-//     refuses a struct with an untagged or unexported field, a duplicate
+//     valid protobuf field number, unique within its struct, or `wire:"-"`
+//     for one that never leaves its node; Register refuses a struct with
+//     an untagged or unexported field, a duplicate
 //     number, or a field of a kind it cannot carry (maps, funcs, channels,
 //     interfaces that are neither a Union nor a Custom). A number, once
 //     used, is never given to another field: each user keeps a golden

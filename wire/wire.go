@@ -187,10 +187,13 @@ func (c *Codec) structFor(t reflect.Type) (*structInfo, error) {
 	maxNum := protowire.Number(0)
 	for i := range t.NumField() {
 		sf := t.Field(i)
-		if !sf.IsExported() {
-			return nil, fmt.Errorf("wire: %s.%s: unexported fields cannot travel", t, sf.Name)
-		}
 		tag, ok := sf.Tag.Lookup("wire")
+		if tag == "-" {
+			continue // a field that stays on its node, said so
+		}
+		if !sf.IsExported() {
+			return nil, fmt.Errorf("wire: %s.%s: unexported fields cannot travel (tag it `wire:\"-\"` if it stays behind)", t, sf.Name)
+		}
 		if !ok {
 			return nil, fmt.Errorf("wire: %s.%s has no wire tag (invariant 1)", t, sf.Name)
 		}

@@ -177,6 +177,15 @@ func TestRegisterRefuses(t *testing.T) {
 		A int `wire:"1"`
 		b int
 	}
+	type skipped struct {
+		A int `wire:"1"`
+		b int `wire:"-"`
+		C int `wire:"-"`
+	}
+	if err := NewCodec().Register(reflect.TypeFor[skipped]()); err != nil {
+		t.Errorf("fields tagged - are left out: %v", err)
+	}
+	_ = skipped{b: 0}
 	type withMap struct {
 		M map[string]int `wire:"1"`
 	}
