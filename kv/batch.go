@@ -18,6 +18,8 @@ type Batch struct {
 	// *kvpb.WriteIntentError (kvpb.WaitError: SELECT ... NOWAIT). Only
 	// Txn.Run honours it.
 	WaitPolicy kvpb.WaitPolicy
+	// lockOnRead are the spans LockOnRead asked for.
+	lockOnRead []kvpb.Span
 }
 
 // Result is the answer to one operation of a Batch.
@@ -86,6 +88,20 @@ func (b *Batch) ReverseScan(start, end []byte, maxRows int64) {
 // savepoint rollbacks notwithstanding. Only Txn.Run accepts it.
 func (b *Batch) Lock(key, end []byte, skipLocked bool) {
 	b.reqs = append(b.reqs, &kvpb.LockRequest{Key: key, EndKey: end, SkipLocked: skipLocked})
+}
+
+// LockOnRead asks, for a batch of reads run by a transaction that
+// buffers its writes with locks, that the transaction's unreplicated lock
+// on the span [key, end) be taken in the same round trip as the reads,
+// ahead of them (Txn.runLockingRead). The lock then stands for every
+// later buffered write of the transaction inside the span, which takes no
+// lock of its own and so needs no round trip. That is right when every
+// writer of a key in the span also writes or locks key, where this lock
+// sits in the tablet's lock table: a SQL row's span and row key (every
+// INSERT, UPDATE and DELETE of a row writes or locks its row key). Without
+// such a transaction the reads run as they are and nothing is locked.
+func (b *Batch) LockOnRead(key, end []byte) {
+	b.lockOnRead = append(b.lockOnRead, kvpb.Span{Key: key, EndKey: end})
 }
 
 // Len returns the number of operations added.

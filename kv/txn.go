@@ -118,6 +118,11 @@ type Txn struct {
 		// lockSpans, so the EndTxn or rollback that ends the transaction
 		// releases them.
 		memLocked map[string]struct{}
+		// readLocked are the spans of the locks locking reads took
+		// (Batch.LockOnRead), sorted by start key: each stands for the
+		// transaction's writes inside it, which take no lock of their
+		// own.
+		readLocked []kvpb.Span
 		// memLockSent: some unreplicated lock was (or may have been)
 		// sent, so the transaction's end must release them.
 		memLockSent bool
@@ -348,6 +353,11 @@ func (t *Txn) Run(ctx context.Context, b *Batch) error {
 	if len(b.reqs) == 0 {
 		b.Results = nil
 		return nil
+	}
+	if len(b.lockOnRead) > 0 {
+		if handled, err := t.runLockingRead(ctx, b); handled || err != nil {
+			return err
+		}
 	}
 	if t.buffering() {
 		if handled, err := t.runBuffered(ctx, b); handled || err != nil {

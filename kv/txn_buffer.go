@@ -55,6 +55,9 @@ import (
 //     writes) before the point writes. Its Result.Keys are not known.
 //   - An UPDATE's row Lock, sent in a batch with its writes, is buffered
 //     and sent first in the committing batch (bufferedLock).
+//   - A read with Batch.LockOnRead takes the unreplicated lock of its
+//     span in the read's own batch (runLockingRead; an UPDATE's read of
+//     its one row), and the writes inside that span then take none.
 //   - Anything else flushes the buffer and turns buffering off for the
 //     rest of the transaction: a Lock on its own (SELECT FOR UPDATE: its
 //     lock must be in the tablet now), a batch that mixes reads and writes,
@@ -253,6 +256,16 @@ func (wb *writeBuffer) inSpan(start, end []byte) []*bufferedKey {
 	return wb.keys[lo:hi]
 }
 
+// overlaps reports whether the buffer holds anything a read of sp (a
+// point when EndKey is nil) would have to lay over what KV returns.
+func (wb *writeBuffer) overlaps(sp kvpb.Span, ignored []kvpb.SeqRange) bool {
+	if sp.EndKey == nil {
+		_, _, known := wb.resolve(sp.Key, ignored)
+		return known
+	}
+	return len(wb.inSpan(sp.Key, sp.EndKey)) > 0 || wb.rangeIn(sp.Key, sp.EndKey, ignored)
+}
+
 func (wb *writeBuffer) empty() bool {
 	return wb == nil || (len(wb.keys) == 0 && len(wb.locks) == 0 && len(wb.ranges) == 0)
 }
@@ -388,12 +401,7 @@ func (t *Txn) bufferWrites(ctx context.Context, b *Batch) error {
 		}
 		if len(ids) > 0 {
 			t.mu.Lock()
-			if t.mu.memLocked == nil {
-				t.mu.memLocked = make(map[string]struct{}, len(ids))
-			}
-			for _, id := range ids {
-				t.mu.memLocked[id] = struct{}{}
-			}
+			t.noteMemLockedLocked(ids)
 			t.mu.Unlock()
 		}
 	}
@@ -409,7 +417,7 @@ func (t *Txn) bufferWrites(ctx context.Context, b *Batch) error {
 
 // lockSpansLocked lists the unreplicated locks b's writes need (one per
 // written key, row lock and range deletion, except those the transaction
-// already holds) and prepares for sending them: their spans join the lock
+// already holds or a locking read's span covers) and prepares for sending them: their spans join the lock
 // spans first (so whatever ends the transaction releases them even if the
 // send fails midway), the anchor is fixed if it was not, and the heartbeat
 // starts, since a pusher that meets the locks judges the transaction by
@@ -419,6 +427,7 @@ func (t *Txn) lockSpansLocked(b *Batch) (locks []kvpb.Request, ids []string, nee
 	if t.db.opts.NoUnreplicatedLocks || t.mu.noMemLocks {
 		return nil, nil, false
 	}
+	var sps []kvpb.Span
 	for _, r := range b.reqs {
 		var sp kvpb.Span
 		switch req := r.(type) {
@@ -431,6 +440,46 @@ func (t *Txn) lockSpansLocked(b *Batch) (locks []kvpb.Request, ids []string, nee
 		default:
 			continue
 		}
+		if !t.readLockedCoversLocked(sp) {
+			sps = append(sps, sp)
+		}
+	}
+	return t.newMemLocksLocked(sps)
+}
+
+// readLockedCoversLocked reports whether sp (a point when EndKey is nil)
+// lies inside a span a locking read locked (Batch.LockOnRead), which
+// stands for the transaction's writes there. t.mu is held.
+func (t *Txn) readLockedCoversLocked(sp kvpb.Span) bool {
+	rl := t.mu.readLocked
+	i, _ := slices.BinarySearchFunc(rl, sp.Key, func(s kvpb.Span, k []byte) int {
+		if bytes.Compare(s.Key, k) <= 0 {
+			return -1
+		}
+		return 1
+	})
+	if i == 0 {
+		return false
+	}
+	s := rl[i-1]
+	if sp.EndKey == nil {
+		return bytes.Compare(sp.Key, s.EndKey) < 0
+	}
+	return bytes.Compare(sp.EndKey, s.EndKey) <= 0
+}
+
+// addReadLockedLocked records a span a locking read locked, keeping the
+// list sorted by start key. t.mu is held.
+func (t *Txn) addReadLockedLocked(sp kvpb.Span) {
+	i, _ := slices.BinarySearchFunc(t.mu.readLocked, sp.Key, func(s kvpb.Span, k []byte) int { return bytes.Compare(s.Key, k) })
+	t.mu.readLocked = slices.Insert(t.mu.readLocked, i, sp)
+}
+
+// newMemLocksLocked returns the unreplicated LockRequests for the spans
+// among sps the transaction does not hold yet, with their ids (to note
+// once taken) and needRecord, as lockSpansLocked. t.mu is held.
+func (t *Txn) newMemLocksLocked(sps []kvpb.Span) (locks []kvpb.Request, ids []string, needRecord bool) {
+	for _, sp := range sps {
 		id := string(sp.Key) + "\x00" + string(sp.EndKey)
 		if _, ok := t.mu.memLocked[id]; ok || slices.Contains(ids, id) {
 			continue
@@ -452,6 +501,93 @@ func (t *Txn) lockSpansLocked(b *Batch) (locks []kvpb.Request, ids []string, nee
 		needRecord = age >= t.db.opts.HeartbeatInterval
 	}
 	return locks, ids, needRecord
+}
+
+// noteMemLockedLocked records the locks of ids (newMemLocksLocked) as
+// held. t.mu is held.
+func (t *Txn) noteMemLockedLocked(ids []string) {
+	if t.mu.memLocked == nil {
+		t.mu.memLocked = make(map[string]struct{}, len(ids))
+	}
+	for _, id := range ids {
+		t.mu.memLocked[id] = struct{}{}
+	}
+}
+
+// runLockingRead runs a batch of reads with locks to take on the read
+// (Batch.LockOnRead): the transaction's unreplicated locks on those spans
+// go first in the batch, so a concurrent writer's lock makes the read wait
+// as the later write would have, and the read happens under the lock. It
+// is an UPDATE's read of the row it changes (CockroachDB's implicit
+// SELECT FOR UPDATE): the lock its buffered write needs is then taken
+// here, and the write is buffered without a round trip. handled false:
+// run b as an ordinary read (the transaction takes no unreplicated locks,
+// b holds anything but reads, or the buffer holds writes b reads, whose
+// locks are held already).
+func (t *Txn) runLockingRead(ctx context.Context, b *Batch) (handled bool, err error) {
+	t.mu.Lock()
+	if t.mu.buf == nil || t.db.opts.NoUnreplicatedLocks || t.mu.noMemLocks || b.WaitPolicy != kvpb.WaitBlock {
+		t.mu.Unlock()
+		return false, nil
+	}
+	if err := t.usableLocked(); err != nil {
+		t.mu.Unlock()
+		return false, err
+	}
+	ignored := t.mu.proto.IgnoredSeqNums
+	for _, r := range b.reqs {
+		var sp kvpb.Span
+		switch req := r.(type) {
+		case *kvpb.GetRequest:
+			sp = kvpb.Span{Key: req.Key}
+		case *kvpb.ScanRequest:
+			sp = kvpb.Span{Key: req.Key, EndKey: req.EndKey}
+		default:
+			t.mu.Unlock()
+			return false, nil
+		}
+		if t.mu.buf.overlaps(sp, ignored) {
+			t.mu.Unlock()
+			return false, nil
+		}
+	}
+	locks, ids, needRecord := t.newMemLocksLocked(b.lockOnRead)
+	if len(locks) > 0 {
+		// The batch reads what it locks; recorded as read before it is
+		// sent, so that a WriteTooOld the lock meets (a version newer
+		// than the snapshot) is refreshed as it was when the lock
+		// followed the read: it fails if the locked row changed since
+		// the snapshot (40001 under REPEATABLE READ and SERIALIZABLE,
+		// a statement retry under READ COMMITTED), never letting the
+		// statement move past a change it did not read.
+		for _, sp := range b.lockOnRead {
+			t.mu.readSpans.add(sp)
+		}
+	}
+	t.mu.Unlock()
+	if len(locks) == 0 {
+		return false, nil
+	}
+	if needRecord {
+		if err := t.beatNow(ctx); err != nil {
+			return true, err
+		}
+	}
+	reqs := make([]kvpb.Request, 0, len(locks)+len(b.reqs))
+	reqs = append(append(reqs, locks...), b.reqs...)
+	br, err := t.send(ctx, reqs, sendOpts{wait: b.WaitPolicy, unreplicated: true})
+	if err != nil {
+		return true, err
+	}
+	t.mu.Lock()
+	t.noteMemLockedLocked(ids)
+	for _, l := range locks {
+		t.addReadLockedLocked(l.Span())
+	}
+	t.mu.Unlock()
+	rest := *br
+	rest.Responses = br.Responses[len(locks):]
+	return true, b.fill(&rest)
 }
 
 // bufferWritesLocked buffers b's writes given the stored values of the

@@ -3,6 +3,8 @@ package kv
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -210,5 +212,111 @@ func TestBufferedLocksSavepointRolledBack(t *testing.T) {
 	if err := e.db.Put(wctx, []byte("x"), []byte("2")); err != nil {
 		var wie *kvpb.WriteIntentError
 		t.Fatalf("write of the rolled-back key after commit: %v (intent error %t)", err, errors.As(err, &wie))
+	}
+}
+
+// txnBatchCounter counts the batches of one transaction (by name) that
+// reach the store, heartbeats aside.
+type txnBatchCounter struct {
+	kvpb.Sender
+	mu    sync.Mutex
+	name  string
+	count int
+}
+
+func (c *txnBatchCounter) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchResponse, error) {
+	c.mu.Lock()
+	if ba.Txn != nil && ba.Txn.Name == c.name && ba.Requests[0].Method() != kvpb.MethodHeartbeatTxn {
+		c.count++
+	}
+	c.mu.Unlock()
+	return c.Sender.Send(ctx, ba)
+}
+
+func (c *txnBatchCounter) n() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.count
+}
+
+// TestLockOnReadSavesRoundTrip: an UPDATE-shaped statement of a buffering
+// transaction (read the row, then buffer a Put of its key with a Lock of
+// its span) costs two batches; with Batch.LockOnRead on the read, the lock
+// is taken in the read's batch and the write buffers without one. The
+// lock is held from the read on: another transaction's locking read of
+// the row waits until the first commits (in one phase), then reads its
+// value. A read of a key the buffer holds runs without the lock (the
+// write's lock is held already).
+func TestLockOnReadSavesRoundTrip(t *testing.T) {
+	for _, lockOnRead := range []bool{false, true} {
+		t.Run(fmt.Sprintf("lockOnRead=%v", lockOnRead), func(t *testing.T) {
+			c := &txnBatchCounter{name: "update"}
+			e := newTestEnv(t, envOptions{wrapSender: func(s kvpb.Sender) kvpb.Sender {
+				c.Sender = s
+				return c
+			}})
+			ctx := context.Background()
+			e.mustPut("r", "0")
+			read := func(txn *Txn, lock bool) (string, error) {
+				b := &Batch{}
+				b.Scan([]byte("r"), []byte("s"), 0)
+				if lock {
+					b.LockOnRead([]byte("r"), []byte("s"))
+				}
+				if err := txn.Run(ctx, b); err != nil {
+					return "", err
+				}
+				if len(b.Results[0].Rows) != 1 {
+					return "", fmt.Errorf("%d rows", len(b.Results[0].Rows))
+				}
+				return string(b.Results[0].Rows[0].Value), nil
+			}
+			txn := e.db.NewTxn(ctx, "update", ReadCommitted)
+			txn.EnableWriteBuffering()
+			if v, err := read(txn, lockOnRead); err != nil || v != "0" {
+				t.Fatalf("read: %q, %v", v, err)
+			}
+			if n := c.n(); n != 1 {
+				t.Fatalf("%d batches for the read, want 1", n)
+			}
+			w := &Batch{}
+			w.Put([]byte("r"), []byte("1"))
+			w.Lock([]byte("r"), []byte("s"), false)
+			mustOK(t, txn.Run(ctx, w))
+			want := 2
+			if lockOnRead {
+				want = 1
+			}
+			if n := c.n(); n != want {
+				t.Fatalf("%d batches after the write, want %d", n, want)
+			}
+			// The buffer holds r now: a locking read of it reads through
+			// the buffer, with no new lock.
+			if v, err := read(txn, true); err != nil || v != "1" {
+				t.Fatalf("read of the buffered row: %q, %v", v, err)
+			}
+
+			t2 := e.db.NewTxn(ctx, "second", ReadCommitted)
+			t2.EnableWriteBuffering()
+			done := make(chan error, 1)
+			var got string
+			go func() {
+				var err error
+				got, err = read(t2, true)
+				done <- err
+			}()
+			if !stillRunning(done) {
+				t.Fatal("a second locking read did not wait for the row's lock")
+			}
+			mustOK(t, txn.Commit(ctx))
+			if !txn.OnePhaseCommitted() {
+				t.Fatal("the UPDATE did not commit in one phase")
+			}
+			mustOK(t, <-done)
+			if got != "1" {
+				t.Fatalf("second read after the commit: %q, want 1", got)
+			}
+			mustOK(t, t2.Commit(ctx))
+		})
 	}
 }

@@ -575,7 +575,9 @@ func (r *runner) buildUpdate(n *plan.Update) (op, error) {
 			return nil, err
 		}
 	}
+	r.lockOnRead = lockingPointScan(n)
 	input, err := r.build(n.Input)
+	r.lockOnRead = nil
 	if err != nil {
 		return nil, err
 	}

@@ -198,3 +198,39 @@ func (s *dmlState) lockUpdated(ti *tableInfo, old, new []types.Datum) error {
 	s.batch.Lock(key, keys.PrefixEnd(key), false)
 	return nil
 }
+
+// lockingPointScan returns the scan under an UPDATE of one row by its
+// whole primary key (projections over a scan of one point of the primary
+// index, no filter), whose read then takes the row's lock
+// (kv.Batch.LockOnRead over the row's span): the span lockUpdated locks,
+// so the buffered write of the row needs no round trip to lock it
+// (kv.Txn.runLockingRead). PostgreSQL's UPDATE too locks the row it reads
+// to change. A row that does not exist stays locked (its span) until the
+// transaction ends; an INSERT of it waits for that, where PostgreSQL's
+// would not.
+func lockingPointScan(n *plan.Update) *plan.Scan {
+	in := n.Input
+	for {
+		p, ok := in.(*plan.Project)
+		if !ok {
+			break
+		}
+		in = p.Input
+	}
+	sc, ok := in.(*plan.Scan)
+	if !ok || sc.Table == nil || sc.Table.ID != n.Table.ID || sc.Lock != plan.LockNone || sc.Filter != nil || sc.Inverted != nil ||
+		(sc.Index != nil && sc.Index.ID != sc.Table.PrimaryIndex.ID) || len(sc.Spans) != 1 {
+		return nil
+	}
+	sp := sc.Spans[0]
+	nk := len(sc.Table.PrimaryIndex.KeyColumnIDs)
+	if sp.StartExclusive || !sp.EndInclusive || len(sp.Start) != nk || len(sp.End) != nk {
+		return nil
+	}
+	for i := range sp.Start {
+		if types.IsNull(sp.Start[i]) || types.Compare(sp.Start[i], sp.End[i]) != 0 {
+			return nil
+		}
+	}
+	return sc
+}

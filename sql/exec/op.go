@@ -37,6 +37,10 @@ type runner struct {
 	x *Context
 	p *plan.Plan
 
+	// lockOnRead is the scan of the row a single-row UPDATE changes
+	// (lockingPointScan): its read takes the row's lock.
+	lockOnRead *plan.Scan
+
 	// ev is the EvalContext every compiled expression runs with: the
 	// session's, with Subqueries answered by this runner.
 	ev sem.EvalContext

@@ -121,6 +121,9 @@ type kvStream struct {
 	// kvBound, when > 0, bounds every KV the scan needs (a HardLimit
 	// without a filter): each fragment of a flow gets it.
 	kvBound int64
+	// lockOnRead, when set, is the row span the first read locks
+	// (kv.Batch.LockOnRead; the row of a single-row UPDATE).
+	lockOnRead *kvpb.Span
 }
 
 func (s *kvStream) next(ctx context.Context) ([]types.Datum, error) {
@@ -168,6 +171,10 @@ func (s *kvStream) fill(ctx context.Context) error {
 	}
 	b := &kv.Batch{}
 	n := s.stage(b)
+	if s.lockOnRead != nil {
+		b.LockOnRead(s.lockOnRead.Key, s.lockOnRead.EndKey)
+		s.lockOnRead = nil
+	}
 	tctx, tr := s.r.x.Stats.trace(ctx)
 	if err := s.r.x.Txn.Run(tctx, b); err != nil {
 		return err
@@ -380,6 +387,19 @@ func (r *runner) buildScan(n *plan.Scan) (op, error) {
 		}
 		s.distCandidate = len(sp) == 1 && r.distEligible(r.ctx, n)
 		s.kvBound = kvBound
+		if n == r.lockOnRead && len(sp) == 1 {
+			// The span lockUpdated locks: the row key as the writer
+			// makes it, from the point's key values.
+			row := make([]types.Datum, len(l.Columns))
+			for i, p := range keyPos {
+				row[p] = n.Spans[0].Start[i]
+			}
+			key, err := l.PrimaryKey(nil, row)
+			if err != nil {
+				return nil, err
+			}
+			s.lockOnRead = &kvpb.Span{Key: key, EndKey: keys.PrefixEnd(key)}
+		}
 		o.streams = []*kvStream{s}
 		return o, nil
 	}

@@ -449,7 +449,7 @@ func (s *Session) startPlanCached(x *stmtState, st *parser.Statement, paramTypes
 			return nil, err
 		}
 		if keyOK && slot.pp != nil && slot.pp.key == key {
-			if p := slot.pp.instantiate(params); p != nil {
+			if p := slot.pp.instantiate(params, x.types()); p != nil {
 				if err := s.checkPrivileges(x.ctx, txn, p); err != nil {
 					return nil, err
 				}
@@ -467,21 +467,28 @@ func (s *Session) startPlanCached(x *stmtState, st *parser.Statement, paramTypes
 	if err != nil {
 		return nil, err
 	}
-	var candidates []int
+	var shape *genericShape
 	if keyOK {
-		if candidates = pointParams(p, len(params)); candidates == nil {
+		if shape = genericShapeOf(p, len(params)); shape == nil {
 			slot.misses++
 		}
 	}
 	if err := s.checkPrivileges(x.ctx, txn, p); err != nil {
 		return nil, err
 	}
-	substituteParams(p, params, x.types())
+	if shape != nil {
+		// Only the WHERE's parameters become constants (the span); the
+		// others stay placeholders the executor reads, as in the plan
+		// kept (plancache.go).
+		shape.bindWhere(params, x.types())
+	} else {
+		substituteParams(p, params, x.types())
+	}
 	if err := s.optimize(x.ctx, p); err != nil {
 		return nil, err
 	}
-	if candidates != nil {
-		if pp := newPointPlan(key, p, candidates, params); pp != nil {
+	if shape != nil {
+		if pp := newGenericPlan(key, p, shape, params, x.types()); pp != nil {
 			slot.pp = pp
 		} else {
 			slot.misses++

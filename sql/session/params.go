@@ -27,21 +27,25 @@ func substituteParams(p *plan.Plan, params []types.Datum, tc *types.Context) {
 	if len(params) == 0 {
 		return
 	}
-	bind := func(e sem.Expr) sem.Expr {
-		changed := false
-		e = sem.Map(e, func(e sem.Expr) sem.Expr {
-			if pr, ok := e.(*sem.Param); ok && pr.Index >= 1 && pr.Index <= len(params) {
-				changed = true
-				return &sem.Const{Datum: params[pr.Index-1], T: pr.T}
-			}
-			return e
-		})
-		if !changed {
-			return e // the binder folded it already
-		}
-		return sem.Fold(tc, e)
-	}
+	bind := func(e sem.Expr) sem.Expr { return bindParams(e, params, tc) }
 	walkExprs(reflect.ValueOf(p), bind, make(map[uintptr]bool))
+}
+
+// bindParams returns e with $n replaced by its value and folded (e itself
+// when it holds no parameter).
+func bindParams(e sem.Expr, params []types.Datum, tc *types.Context) sem.Expr {
+	changed := false
+	m := sem.Map(e, func(e sem.Expr) sem.Expr {
+		if pr, ok := e.(*sem.Param); ok && pr.Index >= 1 && pr.Index <= len(params) {
+			changed = true
+			return &sem.Const{Datum: params[pr.Index-1], T: pr.T}
+		}
+		return e
+	})
+	if !changed {
+		return e // the binder folded it already
+	}
+	return sem.Fold(tc, m)
 }
 
 // walkExprs visits every settable sem.Expr reachable from v through the

@@ -11,36 +11,60 @@ import (
 	"github.com/cairn-db/cairn/sql/parser"
 	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/cairn-db/cairn/sql/plan"
+	"github.com/cairn-db/cairn/sql/rowenc"
 	"github.com/cairn-db/cairn/sql/sem"
 	"github.com/cairn-db/cairn/sql/types"
 	"github.com/jackc/pgerrcode"
 	pg_query "github.com/pganalyze/pg_query_go/v6"
 )
 
-// The plan cache of prepared statements: a generic plan for one shape,
-// the point lookup by primary key.
+// The plan cache of prepared statements: generic plans for the shapes
+// whose plan does not depend on the parameter values but through the
+// span of one index scan.
 //
 // Every Execute binds and optimizes its statement again with the
 // parameters as constants (custom plans, params.go), which is what lets
 // `WHERE k = $1` become a point read; binding and optimizing were a
 // quarter of the CPU of a prepared point SELECT. The optimizer derives
 // spans from constants only, so a plan cannot in general be reused for
-// other values. One shape can, with no optimizer support: a SELECT whose
-// WHERE is nothing but `pkcol = $n` for every primary-key column (of a
-// table without hash buckets), which optimizes to projections over a
-// scan of exactly one point span made of the parameter values, whatever
-// they are (a NULL parameter aside: the statement then re-plans). For
-// such a statement the first Execute keeps the optimized plan; later ones
-// copy it with the new values as the span. A hash-sharded primary key
-// (CockroachDB's USING HASH) is the same shape with the shard column in
-// front: the optimizer derives the shard from the values (the point lies
-// in one bucket), and so does instantiate, with builtins.ShardBucket when
-// the shard column holds the expression the DDL writes (an index on an
-// expression re-plans). Anything else re-plans every time, as
-// PostgreSQL's custom plans do.
+// other values. These shapes can, with no optimizer support:
+//
+//   - a SELECT, UPDATE or DELETE of one table (no FROM, USING, subquery
+//     or CTE) whose WHERE is nothing but `col = e` (or `col IN (e)`)
+//     conjuncts, each e made of parameters, constants and casts only, of
+//     exactly the column's type, and which optimizes to an UPDATE or
+//     DELETE over projections over one scan of an index (or an index
+//     join over it) reading one span whose key prefix is, column by
+//     column, the values of those e and nothing else: no residual filter,
+//     no partial index. The rows such a scan reads are the rows with those
+//     values whatever the values are, so the plan serves any of them;
+//     only the span is made again at each Execute, from the values (a
+//     NULL, or an e that does not evaluate, re-plans: the custom plan
+//     reports the error or the empty result);
+//   - an INSERT ... VALUES (no subquery): its plan is made without the
+//     values at all, so it is the same for every value.
+//
+// Parameters outside that WHERE (UPDATE's SET, RETURNING, the select
+// list, VALUES) stay placeholders in the generic plan and the executor
+// reads them (sem.EvalContext.Params). The optimizer never sees a value
+// it could derive anything but the span from (the cached plan is also
+// checked to hold no constant equal to a key value, in case the
+// optimizer copied one somewhere).
+//
+// The plan is kept at the first Execute that makes it, not after five
+// custom plans as PostgreSQL does: PostgreSQL compares the generic plan's
+// cost with the custom plans' because its generic plan may be worse;
+// this one is the plan the custom plan would be, so there is nothing to
+// compare. A hash-sharded key (CockroachDB's USING HASH) is the same
+// shape with the shard column in front: the optimizer derives the shard
+// from the values (the point lies in one bucket), and so does
+// instantiate, with builtins.ShardBucket when the shard column holds the
+// expression the DDL writes (an index on an expression re-plans).
+// Anything else re-plans every time, as PostgreSQL's custom plans do.
 //
 // The cached plan is valid for one catalog generation (descriptors,
-// hence indexes and column types, are those the generation names), one
+// hence indexes, column types, defaults and constraints, are those the
+// generation names; any descriptor change makes a new generation), one
 // database, user and search path (name resolution), and the settings the
 // binder folds constants with; planKey holds them all and a mismatch
 // re-plans (and caches the new plan). EXPLAIN and EXPLAIN ANALYZE always
@@ -48,7 +72,7 @@ import (
 
 // planSlot is a prepared statement's plan cache.
 type planSlot struct {
-	pp *pointPlan
+	pp *genericPlan
 	// misses counts Executes that could not make a cached plan.
 	misses int
 }
@@ -60,17 +84,21 @@ type planKey struct {
 	user, searchPath, timeZone, dateStyle, intv string
 }
 
-// pointPlan is a cached point-lookup plan.
-type pointPlan struct {
+// genericPlan is a cached plan (see above).
+type genericPlan struct {
 	key planKey
 	// p is the optimized plan of the Execute that made it; it is never
 	// started itself, only copied.
 	p *plan.Plan
-	// params[i] is the parameter (0-based) giving primary-key column i
-	// (after the shard column of a hash-sharded key).
-	params []int
+	// scan: p reads one span of an index, made of keys; false for an
+	// INSERT ... VALUES, which p serves as it is.
+	scan bool
+	// keys[i] computes the span's key column i (after the shard column of
+	// a hash-sharded key) from the parameters: a *sem.Param, or
+	// parameters, constants and casts that fold to a constant.
+	keys []sem.Expr
 	// buckets, for a hash-sharded primary key, is its bucket count: the
-	// span starts with the bucket of the parameters' values.
+	// span starts with the bucket of the key values.
 	buckets uint32
 }
 
@@ -92,104 +120,208 @@ func (s *Session) planCacheKey(ctx context.Context, txn *kv.Txn) (planKey, bool,
 	}, true, nil
 }
 
-// instantiate returns a copy of the cached plan reading the point the
-// parameters name, or nil if they do not fit it (a NULL, a different
-// type).
-func (pp *pointPlan) instantiate(params []types.Datum) *plan.Plan {
-	key := make([]types.Datum, 0, len(pp.params)+1)
-	if pp.buckets > 0 {
+// instantiate returns a copy of the cached plan for params, or nil if
+// they do not fit it (a NULL key value, a key expression that does not
+// evaluate).
+func (gp *genericPlan) instantiate(params []types.Datum, tc *types.Context) *plan.Plan {
+	p := *gp.p
+	if !gp.scan {
+		p.Root = copyChain(gp.p.Root, nil)
+		return &p
+	}
+	key := make([]types.Datum, 0, len(gp.keys)+1)
+	if gp.buckets > 0 {
 		key = append(key, nil) // the shard, below
 	}
-	for _, j := range pp.params {
-		if j >= len(params) || types.IsNull(params[j]) {
+	for _, e := range gp.keys {
+		d := keyValue(e, params, tc)
+		if d == nil {
 			return nil
 		}
-		key = append(key, params[j])
+		key = append(key, d)
 	}
-	if pp.buckets > 0 {
-		b, err := builtins.ShardBucket(pp.buckets, key[1:]...)
+	if gp.buckets > 0 {
+		b, err := builtins.ShardBucket(gp.buckets, key[1:]...)
 		if err != nil {
 			return nil
 		}
 		key[0] = types.DInt(b)
 	}
-	p := *pp.p
-	p.Root = copyChain(pp.p.Root, func(sc *plan.Scan) {
+	p.Root = copyChain(gp.p.Root, func(sc *plan.Scan) {
 		sc.Spans = []plan.Span{{Start: key, End: key, EndInclusive: true}}
 	})
 	return &p
 }
 
-// copyChain copies the Project nodes down to the Scan, and the Scan,
-// applying f to the copy of the Scan. The expressions are shared: nothing
-// changes them once built (sem.Map copies).
+// keyValue evaluates a key expression of a generic plan over params: nil
+// when it is NULL or does not fold to a constant (an error the custom
+// plan will report).
+func keyValue(e sem.Expr, params []types.Datum, tc *types.Context) types.Datum {
+	if pr, ok := e.(*sem.Param); ok {
+		if pr.Index < 1 || pr.Index > len(params) || types.IsNull(params[pr.Index-1]) {
+			return nil
+		}
+		return params[pr.Index-1]
+	}
+	c, ok := bindParams(e, params, tc).(*sem.Const)
+	if !ok || types.IsNull(c.Datum) {
+		return nil
+	}
+	return c.Datum
+}
+
+// copyChain copies the nodes of a cached plan's chain down to its Scan,
+// and the Scan, applying f (when not nil) to the copy of the Scan. The
+// expressions are shared: nothing changes them once built (sem.Map
+// copies).
 func copyChain(n plan.Node, f func(*plan.Scan)) plan.Node {
 	switch v := n.(type) {
+	case *plan.Insert:
+		c := *v
+		return &c
+	case *plan.Update:
+		c := *v
+		c.Input = copyChain(v.Input, f)
+		return &c
+	case *plan.Delete:
+		c := *v
+		c.Input = copyChain(v.Input, f)
+		return &c
 	case *plan.Project:
+		c := *v
+		c.Input = copyChain(v.Input, f)
+		return &c
+	case *plan.IndexJoin:
 		c := *v
 		c.Input = copyChain(v.Input, f)
 		return &c
 	case *plan.Scan:
 		c := *v
-		f(&c)
+		if f != nil {
+			f(&c)
+		}
 		return &c
 	}
 	panic("session: cached plan of an unexpected shape")
 }
 
-// pointParams inspects a bound plan, before its parameters are
-// substituted: if its only parameters appear as `col = $n` conjuncts of
-// one predicate holding nothing else (or `col IN ($n)` of one element), with the column of the parameter's
-// exact type, it returns the parameters so used (0-based; nil: not a
-// candidate).
-func pointParams(p *plan.Plan, nparams int) []int {
-	if nparams == 0 || len(p.Subqueries) > 0 || len(p.CTEs) > 0 || !p.ReadOnly {
+// genericShape is what a bound plan, before its parameters are
+// substituted, says about a generic plan for it (see above).
+type genericShape struct {
+	// where is the WHERE over the scanned table (nil: an INSERT ...
+	// VALUES, which has no key).
+	where *plan.Filter
+	// keys maps each table column the WHERE fixes to the expression of
+	// parameters giving its value.
+	keys map[rowenc.ColumnID]sem.Expr
+}
+
+// genericShapeOf returns p's shape if it may keep a generic plan, else
+// nil.
+func genericShapeOf(p *plan.Plan, nparams int) *genericShape {
+	if nparams == 0 || len(p.Subqueries) > 0 || len(p.CTEs) > 0 {
 		return nil
 	}
-	var holders []sem.Expr
-	walkExprs(reflect.ValueOf(p), func(e sem.Expr) sem.Expr {
-		if hasParam(e) {
-			holders = append(holders, e)
+	n := p.Root
+	switch v := n.(type) {
+	case *plan.Insert:
+		if _, ok := v.Input.(*plan.Values); !ok {
+			return nil
 		}
-		return e
-	}, make(map[uintptr]bool))
-	if len(holders) != 1 {
+		return &genericShape{}
+	case *plan.Update:
+		pr, ok := v.Input.(*plan.Project)
+		if !ok {
+			return nil
+		}
+		n = pr.Input
+	case *plan.Delete:
+		n = v.Input
+	default:
+		if !p.ReadOnly {
+			return nil
+		}
+		for {
+			pr, ok := n.(*plan.Project)
+			if !ok {
+				break
+			}
+			n = pr.Input
+		}
+	}
+	f, ok := n.(*plan.Filter)
+	if !ok {
 		return nil
 	}
-	var out []int
-	seen := map[int]bool{}
-	for _, c := range conjunctsOf(holders[0]) {
-		var l, r sem.Expr
-		switch v := c.(type) {
-		case *sem.Cmp:
-			if v.Op != sem.EQ {
-				return nil
-			}
-			l, r = v.Left, v.Right
-		case *sem.In:
-			// `col IN ($n)`, one element, is `col = $n` (the kv
-			// workload's reads of one key).
-			if v.Negated || len(v.List) != 1 {
-				return nil
-			}
-			l, r = v.Left, v.List[0]
+	sc, ok := f.Input.(*plan.Scan)
+	if !ok || sc.Table == nil || sc.Inverted != nil || sc.Filter != nil || len(sc.Spans) > 0 {
+		return nil
+	}
+	byID := make(map[sem.ColumnID]rowenc.ColumnID, len(sc.Cols))
+	for i, c := range sc.Cols {
+		byID[c.ID] = sc.TableCols[i]
+	}
+	keys := map[rowenc.ColumnID]sem.Expr{}
+	for _, c := range conjunctsOf(f.Pred) {
+		col, e, ok := keyConjunct(c, byID)
+		if !ok || keys[col] != nil {
+			return nil
+		}
+		keys[col] = e
+	}
+	return &genericShape{where: f, keys: keys}
+}
+
+// keyConjunct recognizes `col = e` (either way round) or `col IN (e)`,
+// e a parameter expression of col's exact type, col a column of the scan
+// (byID maps the scan's column IDs to the table's).
+func keyConjunct(c sem.Expr, byID map[sem.ColumnID]rowenc.ColumnID) (rowenc.ColumnID, sem.Expr, bool) {
+	var l, r sem.Expr
+	switch v := c.(type) {
+	case *sem.Cmp:
+		if v.Op != sem.EQ {
+			return 0, nil, false
+		}
+		l, r = v.Left, v.Right
+	case *sem.In:
+		// `col IN ($n)`, one element, is `col = $n` (the kv
+		// workload's reads of one key).
+		if v.Negated || len(v.List) != 1 {
+			return 0, nil, false
+		}
+		l, r = v.Left, v.List[0]
+	default:
+		return 0, nil, false
+	}
+	ref, ok := l.(*sem.ColRef)
+	e := r
+	if !ok {
+		ref, ok = r.(*sem.ColRef)
+		e = l
+	}
+	if !ok || !paramExpr(e) || !ref.T.Identical(e.Type()) || !pointKeyType(ref.T) {
+		return 0, nil, false
+	}
+	col, ok := byID[ref.ID]
+	return col, e, ok
+}
+
+// paramExpr: e is made of parameters (at least one), constants and
+// casts only, so that it folds to a constant once the parameters are
+// substituted (unless the cast fails).
+func paramExpr(e sem.Expr) bool {
+	ok, params := true, false
+	sem.Walk(e, func(x sem.Expr) bool {
+		switch x.(type) {
+		case *sem.Param:
+			params = true
+		case *sem.Const, *sem.Cast:
 		default:
-			return nil
+			ok = false
 		}
-		ref, rok := l.(*sem.ColRef)
-		prm, pok := r.(*sem.Param)
-		if !rok || !pok {
-			ref, rok = r.(*sem.ColRef)
-			prm, pok = l.(*sem.Param)
-		}
-		if !rok || !pok || prm.Index < 1 || prm.Index > nparams || seen[prm.Index-1] ||
-			!ref.T.Identical(prm.T) || !pointKeyType(prm.T) {
-			return nil
-		}
-		seen[prm.Index-1] = true
-		out = append(out, prm.Index-1)
-	}
-	return out
+		return ok
+	})
+	return ok && params
 }
 
 // pointKeyType: key types whose equality is plain value equality (no
@@ -204,17 +336,6 @@ func pointKeyType(t *types.T) bool {
 	return false
 }
 
-func hasParam(e sem.Expr) bool {
-	found := false
-	sem.Map(e, func(x sem.Expr) sem.Expr {
-		if _, ok := x.(*sem.Param); ok {
-			found = true
-		}
-		return x
-	})
-	return found
-}
-
 func conjunctsOf(e sem.Expr) []sem.Expr {
 	if a, ok := e.(*sem.And); ok {
 		var out []sem.Expr
@@ -226,76 +347,127 @@ func conjunctsOf(e sem.Expr) []sem.Expr {
 	return []sem.Expr{e}
 }
 
-// newPointPlan checks that the optimized plan p, made with params, is
-// Projects over a Scan of the primary index reading one point whose key
-// values are, column by column, those of the parameters used (candidates,
-// from pointParams), each parameter once; it returns the cached form, or
-// nil. p is copied, so starting p later does not touch the cache.
-func newPointPlan(key planKey, p *plan.Plan, candidates []int, params []types.Datum) *pointPlan {
-	var sc *plan.Scan
-	for n := p.Root; sc == nil; {
-		switch v := n.(type) {
-		case *plan.Project:
-			n = v.Input
-		case *plan.Scan:
-			sc = v
-		default:
+// bindWhere substitutes the parameters of the shape's WHERE (and only
+// there) in the bound plan, which the optimizer then makes spans of.
+func (g *genericShape) bindWhere(params []types.Datum, tc *types.Context) {
+	if g.where != nil {
+		g.where.Pred = bindParams(g.where.Pred, params, tc)
+	}
+}
+
+// newGenericPlan checks that p, the plan of shape g optimized with the
+// WHERE's parameters as constants (params), is one of the generic shapes
+// and returns its cached form, or nil. p is copied, so starting p later
+// does not touch the cache.
+func newGenericPlan(key planKey, p *plan.Plan, g *genericShape, params []types.Datum, tc *types.Context) *genericPlan {
+	gp := &genericPlan{key: key}
+	c := *p
+	if g.where == nil {
+		if _, ok := p.Root.(*plan.Insert); !ok {
 			return nil
 		}
+		c.Root = copyChain(p.Root, nil)
+		gp.p = &c
+		return gp
 	}
-	t := sc.Table
-	if t == nil || (sc.Index != nil && sc.Index.ID != t.PrimaryIndex.ID) || sc.Filter != nil ||
-		sc.Buckets != nil || t.Partitioning.Kind == catalog.PartitionHash || sc.HardLimit != 0 ||
-		len(sc.Spans) != 1 {
+	vals := make(map[rowenc.ColumnID]types.Datum, len(g.keys))
+	for col, e := range g.keys {
+		d := keyValue(e, params, tc)
+		if d == nil {
+			return nil
+		}
+		vals[col] = d
+	}
+	n := p.Root
+	switch v := n.(type) {
+	case *plan.Update:
+		n = v.Input
+	case *plan.Delete:
+		n = v.Input
+	}
+	for {
+		pr, ok := n.(*plan.Project)
+		if !ok {
+			break
+		}
+		n = pr.Input
+	}
+	if ij, ok := n.(*plan.IndexJoin); ok {
+		if ij.Filter != nil {
+			return nil
+		}
+		n = ij.Input
+	}
+	sc, ok := n.(*plan.Scan)
+	if !ok {
 		return nil
 	}
-	pp := &pointPlan{key: key}
+	t := sc.Table
+	idx := sc.Index
+	if idx == nil && t != nil {
+		idx = &t.PrimaryIndex
+	}
+	if t == nil || sc.Filter != nil || sc.Inverted != nil || sc.Buckets != nil || idx.Predicate != "" ||
+		t.Partitioning.Kind == catalog.PartitionHash || sc.HardLimit != 0 || len(sc.Spans) != 1 {
+		return nil
+	}
 	first := 0 // the first key column a parameter gives
-	if hs := t.PrimaryIndex.HashSharding; hs != nil {
-		if !standardShard(t, &t.PrimaryIndex) {
+	if hs := idx.HashSharding; hs != nil {
+		if idx.ID != t.PrimaryIndex.ID || !standardShard(t, idx) {
 			return nil
 		}
-		pp.buckets, first = uint32(hs.Buckets), 1
+		gp.buckets, first = uint32(hs.Buckets), 1
 	}
 	sp := sc.Spans[0]
-	n := first + len(candidates)
-	if len(t.PrimaryIndex.KeyColumnIDs) != n || sp.StartExclusive || !sp.EndInclusive || len(sp.Start) != n || len(sp.End) != n {
+	n2 := len(sp.Start)
+	if n2-first != len(g.keys) || n2 > len(idx.KeyColumnIDs) || len(sp.End) != n2 || sp.StartExclusive || !sp.EndInclusive {
 		return nil
 	}
 	if first == 1 {
 		// The optimizer's shard must be the one instantiate computes.
-		b, err := builtins.ShardBucket(pp.buckets, sp.Start[1:]...)
+		b, err := builtins.ShardBucket(gp.buckets, sp.Start[1:]...)
 		if err != nil || types.IsNull(sp.Start[0]) || types.Compare(sp.Start[0], types.DInt(b)) != 0 || types.Compare(sp.End[0], sp.Start[0]) != 0 {
 			return nil
 		}
 	}
-	used := map[int]bool{}
-	for i := first; i < n; i++ {
-		if types.IsNull(sp.Start[i]) || types.Compare(sp.Start[i], sp.End[i]) != 0 {
+	for i := first; i < n2; i++ {
+		col := idx.KeyColumnIDs[i]
+		e, ok := g.keys[col]
+		d := vals[col]
+		if !ok || types.IsNull(sp.Start[i]) || reflect.TypeOf(d) != reflect.TypeOf(sp.Start[i]) ||
+			types.Compare(d, sp.Start[i]) != 0 || types.Compare(sp.End[i], sp.Start[i]) != 0 {
 			return nil
 		}
-		// The parameter whose value this is; two candidates with equal
-		// values make the column's source ambiguous.
-		src := -1
-		for _, j := range candidates {
-			if j < len(params) && !types.IsNull(params[j]) &&
-				reflect.TypeOf(params[j]) == reflect.TypeOf(sp.Start[i]) && types.Compare(params[j], sp.Start[i]) == 0 {
-				if src >= 0 {
-					return nil
-				}
-				src = j
-			}
-		}
-		if src < 0 || used[src] {
-			return nil
-		}
-		used[src] = true
-		pp.params = append(pp.params, src)
+		gp.keys = append(gp.keys, e)
 	}
-	c := *p
 	c.Root = copyChain(p.Root, func(*plan.Scan) {})
-	pp.p = &c
-	return pp
+	gp.p, gp.scan = &c, true
+	if holdsValue(gp.p, vals) {
+		return nil
+	}
+	return gp
+}
+
+// holdsValue reports whether an expression of p holds a constant equal
+// to one of vals: a key value the optimizer copied out of the WHERE,
+// which the plan would then keep for other values (the optimizer does
+// not do that today; this keeps it from going wrong if it ever does).
+func holdsValue(p *plan.Plan, vals map[rowenc.ColumnID]types.Datum) bool {
+	found := false
+	walkExprs(reflect.ValueOf(p), func(e sem.Expr) sem.Expr {
+		sem.Walk(e, func(x sem.Expr) bool {
+			if c, ok := x.(*sem.Const); ok && !types.IsNull(c.Datum) {
+				for _, d := range vals {
+					if reflect.TypeOf(d) == reflect.TypeOf(c.Datum) && types.Compare(d, c.Datum) == 0 {
+						found = true
+					}
+				}
+			}
+			return !found
+		})
+		return e
+	}, make(map[uintptr]bool))
+	return found
 }
 
 // standardShard reports whether idx's shard column holds the expression
@@ -366,7 +538,7 @@ func (s *Session) startQuery(x *stmtState, g stmtGroup) (*cursor, error) {
 				return nil, err
 			}
 			if ok && key == e.slot.pp.key {
-				if p := e.slot.pp.instantiate(params); p != nil {
+				if p := e.slot.pp.instantiate(params, x.types()); p != nil {
 					if err := s.checkPrivileges(x.ctx, txn, p); err != nil {
 						return nil, err
 					}
@@ -580,15 +752,15 @@ func (s *Session) makeSimplePlan(x *stmtState, e *simpleEntry, lits []parser.Lit
 	if !ok {
 		return nil
 	}
-	candidates := pointParams(p, len(params))
-	if candidates == nil {
+	shape := genericShapeOf(p, len(params))
+	if shape == nil {
 		return nil
 	}
-	substituteParams(p, params, x.types())
+	shape.bindWhere(params, x.types())
 	if err := s.optimize(x.ctx, p); err != nil {
 		return nil
 	}
-	if pp := newPointPlan(key, p, candidates, params); pp != nil {
+	if pp := newGenericPlan(key, p, shape, params, x.types()); pp != nil {
 		e.slot.pp, e.types, e.slot.misses = pp, pts, 0
 	}
 	return nil

@@ -361,3 +361,221 @@ func TestSimpleQueryPlanCache(t *testing.T) {
 		t.Errorf("after DROP TABLE: %s, want error 42P01", got)
 	}
 }
+
+// TestPreparedGenericPlans: prepared UPDATE, DELETE and INSERT, and a
+// SELECT through a secondary index, keep one plan across parameter
+// values (the hits counter), answer as fresh plans would for varying
+// values, NULLs and a parameter cast to the key's type, and a schema
+// change makes them plan again.
+func TestPreparedGenericPlans(t *testing.T) {
+	ctx := context.Background()
+	srv, err := server.Start(ctx, server.Config{Insecure: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Stop(context.Background()) })
+	url := fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", srv.Addr())
+	a, b := connect(t, url, nil), connect(t, url, nil)
+	mustExec(t, b, "CREATE TABLE acct (id int PRIMARY KEY, bal int, note text)")
+	mustExec(t, b, "INSERT INTO acct SELECT g, g * 10, 'n' || g FROM generate_series(1, 50) g")
+	mustExec(t, b, "CREATE TABLE people (id int PRIMARY KEY, city text, age int)")
+	mustExec(t, b, "CREATE INDEX people_city ON people (city)")
+	mustExec(t, b, "INSERT INTO people SELECT g, 'c' || (g % 5), g FROM generate_series(1, 40) g")
+	mustExec(t, b, "CREATE TABLE hist (n serial PRIMARY KEY, id int, delta int, at timestamptz DEFAULT now())")
+
+	hits := func() float64 { return metric(t, srv, "cairn_sql_plan_cache_hits_total") }
+	misses := func() float64 { return metric(t, srv, "cairn_sql_plan_cache_misses_total") }
+	exec := func(sql string, args ...any) int64 {
+		t.Helper()
+		tag, err := a.Exec(ctx, sql, args...)
+		if err != nil {
+			t.Fatalf("%s %v: %v", sql, args, err)
+		}
+		return tag.RowsAffected()
+	}
+	// bal reads one account with a plain query (not a cached plan).
+	bal := func(id int) string {
+		t.Helper()
+		var v *int
+		err := b.QueryRow(ctx, fmt.Sprintf("SELECT bal FROM acct WHERE id = %d", id), pgx.QueryExecModeSimpleProtocol).Scan(&v)
+		if err == pgx.ErrNoRows {
+			return "none"
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v == nil {
+			return "null"
+		}
+		return strconv.Itoa(*v)
+	}
+
+	// UPDATE by primary key, the parameter of SET a placeholder of the
+	// kept plan: every execution after the first reuses it.
+	const upd = "UPDATE acct SET bal = bal + $1 WHERE id = $2"
+	h0 := hits()
+	for i := 1; i <= 20; i++ {
+		if n := exec(upd, i, i); n != 1 {
+			t.Fatalf("update id %d: %d rows", i, n)
+		}
+	}
+	if got := hits() - h0; got < 19 {
+		t.Fatalf("%v of 20 UPDATEs reused the plan", got)
+	}
+	for i := 1; i <= 20; i++ {
+		if got, want := bal(i), strconv.Itoa(i*11); got != want {
+			t.Fatalf("id %d after the updates: %s, want %s", i, got, want)
+		}
+	}
+	if got, want := bal(21), "210"; got != want {
+		t.Fatalf("id 21 (not updated): %s, want %s", got, want)
+	}
+	// A NULL key matches nothing; a NULL in SET is written.
+	if n := exec(upd, 5, nil); n != 0 {
+		t.Errorf("update id NULL: %d rows", n)
+	}
+	if n := exec(upd, nil, 3); n != 1 || bal(3) != "null" {
+		t.Errorf("update bal + NULL: %d rows, bal %s", n, bal(3))
+	}
+	if n := exec(upd, 1, 999); n != 0 {
+		t.Errorf("update a missing id: %d rows", n)
+	}
+
+	// A key parameter cast to the key's type: the cast is made at each
+	// execution, and a value it rejects is the custom plan's error.
+	const updCast = "UPDATE acct SET note = $1 WHERE id = $2::text::int"
+	h0 = hits()
+	for i := 1; i <= 10; i++ {
+		if n := exec(updCast, "x"+strconv.Itoa(i), strconv.Itoa(i)); n != 1 {
+			t.Fatalf("update id '%d': %d rows", i, n)
+		}
+	}
+	if got := hits() - h0; got < 9 {
+		t.Errorf("%v of 10 UPDATEs with a cast key reused the plan", got)
+	}
+	var note string
+	if err := b.QueryRow(ctx, "SELECT note FROM acct WHERE id = 7", pgx.QueryExecModeSimpleProtocol).Scan(&note); err != nil || note != "x7" {
+		t.Errorf("note of 7: %q, %v", note, err)
+	}
+	if _, err := a.Exec(ctx, updCast, "y", "seven"); sqlState(err) != "22P02" {
+		t.Errorf("update id 'seven': %v, want 22P02", err)
+	}
+	if _, err := a.Exec(ctx, updCast, "y", " 8 "); err != nil {
+		t.Errorf("update id ' 8 ': %v", err)
+	} else if err := b.QueryRow(ctx, "SELECT note FROM acct WHERE id = 8", pgx.QueryExecModeSimpleProtocol).Scan(&note); err != nil || note != "y" {
+		t.Errorf("note of 8: %q, %v", note, err)
+	}
+
+	// INSERT ... VALUES: the default (a sequence, the time) is evaluated
+	// at every execution, not kept with the plan.
+	const ins = "INSERT INTO hist (id, delta) VALUES ($1, $2)"
+	h0 = hits()
+	for i := 1; i <= 10; i++ {
+		exec(ins, i, -i)
+	}
+	if got := hits() - h0; got < 9 {
+		t.Errorf("%v of 10 INSERTs reused the plan", got)
+	}
+	exec(ins, nil, nil)
+	var rows, distinct, sum, nulls int64
+	if err := b.QueryRow(ctx, "SELECT count(*), count(DISTINCT n), sum(id + delta), count(*) - count(id) FROM hist",
+		pgx.QueryExecModeSimpleProtocol).Scan(&rows, &distinct, &sum, &nulls); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 11 || distinct != 11 || sum != 0 || nulls != 1 {
+		t.Errorf("hist: %d rows, %d distinct n, sum %d, %d NULL ids; want 11, 11, 0, 1", rows, distinct, sum, nulls)
+	}
+
+	// SELECT through a secondary index (an index join).
+	sel := func(city any) string {
+		t.Helper()
+		r, err := a.Query(ctx, "SELECT id, age FROM people WHERE city = $1", city)
+		if err != nil {
+			t.Fatal(err)
+		}
+		type row struct{ ID, Age int }
+		got, err := pgx.CollectRows(r, pgx.RowToStructByPos[row])
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := 0
+		for _, x := range got {
+			if x.ID != x.Age {
+				t.Fatalf("row %+v", x)
+			}
+			sum += x.ID
+		}
+		return fmt.Sprintf("%d rows, sum %d", len(got), sum)
+	}
+	h0 = hits()
+	for range 2 {
+		for c := range 5 {
+			// ids g with g % 5 = c among 1..40: 8 of them.
+			want := 0
+			for g := 1; g <= 40; g++ {
+				if g%5 == c {
+					want += g
+				}
+			}
+			if got := sel("c" + strconv.Itoa(c)); got != fmt.Sprintf("8 rows, sum %d", want) {
+				t.Fatalf("city c%d: %s", c, got)
+			}
+		}
+	}
+	if got := hits() - h0; got < 9 {
+		t.Errorf("%v of 10 index SELECTs reused the plan", got)
+	}
+	if got := sel(nil); got != "0 rows, sum 0" {
+		t.Errorf("city NULL: %s", got)
+	}
+	if got := sel("nowhere"); got != "0 rows, sum 0" {
+		t.Errorf("city nowhere: %s", got)
+	}
+
+	// DELETE by primary key.
+	const del = "DELETE FROM acct WHERE id = $1"
+	h0 = hits()
+	for i := 41; i <= 50; i++ {
+		if n := exec(del, i); n != 1 {
+			t.Fatalf("delete id %d: %d rows", i, n)
+		}
+	}
+	if got := hits() - h0; got < 9 {
+		t.Errorf("%v of 10 DELETEs reused the plan", got)
+	}
+	if got := count(t, b, "SELECT count(*) FROM acct"); got != 40 {
+		t.Errorf("%d accounts after the deletes, want 40", got)
+	}
+
+	// A schema change: the kept plans name the old descriptors, so the
+	// next execution of each plans again (a miss), then keeps the new
+	// plan. Without the index the SELECT is a full scan, still right.
+	mustExec(t, b, "DROP INDEX people_city")
+	mustExec(t, b, "ALTER TABLE acct ADD COLUMN flag int DEFAULT 7")
+	m0, h0 := misses(), hits()
+	cities := sel("c1")
+	n1 := exec(upd, 100, 10)
+	if got := misses() - m0; got != 2 {
+		t.Errorf("%v misses after the schema change, want 2 (one per statement)", got)
+	}
+	if got := hits() - h0; got != 0 {
+		t.Errorf("%v hits after the schema change, want 0", got)
+	}
+	h0 = hits()
+	n2 := exec(upd, 1, 10)
+	if got := hits() - h0; got != 1 {
+		t.Errorf("%v hits for the update after re-planning, want 1", got)
+	}
+	if cities != "8 rows, sum 148" {
+		t.Errorf("city c1 without the index: %s", cities)
+	}
+	if n1 != 1 || n2 != 1 || bal(10) != "211" {
+		t.Errorf("updates after ADD COLUMN: %d and %d rows, bal %s, want 211", n1, n2, bal(10))
+	}
+	// The column's type changes under the cached UPDATE's SET: the new
+	// descriptor's type is the one written.
+	mustExec(t, b, "ALTER TABLE acct ALTER COLUMN bal TYPE bigint")
+	if n := exec(upd, 1, 10); n != 1 || bal(10) != "212" {
+		t.Errorf("update after ALTER TYPE: %d rows, bal %s", n, bal(10))
+	}
+}
