@@ -116,6 +116,17 @@ type StatementFailer interface {
 	FailStatement(ctx context.Context)
 }
 
+// ResultHolder is implemented by a Session that may keep the end of an
+// Execute (its CommandComplete, or a result it sends only after the
+// commit) back until the Sync that commits the implicit transaction, so
+// that a commit failing with a retryable error can rerun the statement
+// before the client has heard anything of it. pgwire calls ReleaseHeld
+// before it handles any message other than Sync: replies keep the order
+// of the messages, and a client that sent Flush waits for the Execute's.
+type ResultHolder interface {
+	ReleaseHeld(w ResultWriter) error
+}
+
 // TxnStatus is the transaction state reported in ReadyForQuery.
 type TxnStatus byte
 
@@ -154,8 +165,10 @@ type Session interface {
 
 	// Sync ends the extended protocol's implicit transaction, if any (a Sync
 	// outside a transaction block commits the work of the preceding
-	// Executes). An error is reported before ReadyForQuery.
-	Sync(ctx context.Context) error
+	// Executes). A session that held back an Execute's result
+	// (ResultHolder) sends it to w first. An error is reported before
+	// ReadyForQuery.
+	Sync(ctx context.Context, w ResultWriter) error
 
 	// TxnStatus is called before each ReadyForQuery.
 	TxnStatus() TxnStatus

@@ -452,6 +452,13 @@ func (c *conn) loop(ctx context.Context) error {
 			}
 		}
 		var stmtErr error
+		if h, ok := c.sess.(ResultHolder); ok {
+			if _, sync := msg.(*pgproto3.Sync); !sync {
+				if err := h.ReleaseHeld(&resultWriter{c: c, extended: true}); err != nil {
+					return err
+				}
+			}
+		}
 		switch m := msg.(type) {
 		case *pgproto3.Query:
 			stmtErr = c.simpleQuery(ctx, m.String)
@@ -563,7 +570,7 @@ func (c *conn) simpleQuery(ctx context.Context, sql string) error {
 
 func (c *conn) sync(ctx context.Context) error {
 	sctx, done := c.statementContext(ctx)
-	err := statementError(sctx, c.sess.Sync(sctx))
+	err := statementError(sctx, c.sess.Sync(sctx, &resultWriter{c: c, extended: true}))
 	done()
 	if err != nil {
 		return err

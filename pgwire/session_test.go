@@ -87,8 +87,8 @@ func (s *testSession) ParameterStatus() map[string]string {
 	return map[string]string{"is_superuser": "on"}
 }
 
-func (s *testSession) TxnStatus() TxnStatus           { return s.txn }
-func (s *testSession) Sync(ctx context.Context) error { return nil }
+func (s *testSession) TxnStatus() TxnStatus                           { return s.txn }
+func (s *testSession) Sync(ctx context.Context, w ResultWriter) error { return nil }
 
 func (s *testSession) Close() {
 	s.b.mu.Lock()

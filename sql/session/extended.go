@@ -294,6 +294,9 @@ func (pt *portal) Execute(ctx context.Context, w pgwire.ResultWriter, maxRows in
 	start := time.Now()
 	sw := &statsWriter{ResultWriter: w}
 	suspended, err := pt.execute(ctx, sw, maxRows)
+	if h := pt.ps.s.extHeld; err == nil && h != nil && h.pt == pt {
+		sw.count(h.tag)
+	}
 	if err == nil && !sw.empty {
 		pt.ps.s.recordStatement(pt.ps.sql, nil, time.Since(start), sw.rows)
 	}
@@ -329,10 +332,24 @@ func (pt *portal) execute(ctx context.Context, w pgwire.ResultWriter, maxRows in
 		return false, s.flushReports(w)
 	}
 	for attempt := 0; ; attempt++ {
-		tw := &trackingWriter{ResultWriter: w}
+		// An implicit transaction's statement keeps its CommandComplete
+		// back (rows, if any, go out at once): the commit at Sync is
+		// where a buffered write first meets other writers, and while the
+		// client has heard nothing of the statement a retryable failure
+		// there can still be rerun (Sync, heldExecute).
+		tw := &trackingWriter{ResultWriter: w, hold: started}
 		suspended, err := pt.run(ctx, tw, maxRows)
 		if err == nil {
-			return suspended, nil
+			h := &heldExecute{pt: pt}
+			h.take(tw)
+			if h.tag == "" {
+				return suspended, nil
+			}
+			if tw.sent || suspended || maxRows != 0 {
+				return suspended, h.send(w)
+			}
+			s.extHeld = h
+			return false, nil
 		}
 		if started && isRetryable(err) && !tw.sent && attempt < maxAutoRetries && ctx.Err() == nil {
 			_ = s.endTxn(ctx, false)
@@ -412,15 +429,102 @@ type bound struct {
 	params     []types.Datum
 }
 
-// Sync implements pgwire.Session: it commits the implicit transaction of
-// the preceding Executes.
-func (s *Session) Sync(ctx context.Context) error {
-	if s.inTxn && !s.block {
-		// The commit is where buffered writes meet other transactions'
-		// locks: statement_timeout and lock_timeout bound it too.
-		sctx, cancel := s.stmtContext(ctx)
-		defer cancel()
-		return sqlError(sctx, s.endTxn(sctx, true))
+// heldExecute is an Execute whose CommandComplete the session holds until
+// Sync: the only statement of an implicit transaction, run to completion
+// without sending a row, with no message from the client since.
+type heldExecute struct {
+	pt *portal
+	// cols and rows: a result the statement asked to send only after the
+	// commit (trackingWriter.holdRows: a Citus call's void row).
+	cols []pgwire.Column
+	rows [][][]byte
+	tag  string
+}
+
+// take keeps what tw held back.
+func (h *heldExecute) take(tw *trackingWriter) {
+	h.cols, h.rows, h.tag = tw.heldCols, tw.heldRows, tw.held
+}
+
+// send writes the held result to w.
+func (h *heldExecute) send(w pgwire.ResultWriter) error {
+	if h.cols != nil {
+		if err := w.BeginRows(h.cols); err != nil {
+			return err
+		}
+		for _, r := range h.rows {
+			if err := w.WriteRow(r); err != nil {
+				return err
+			}
+		}
 	}
-	return nil
+	return w.Complete(h.tag)
+}
+
+// ReleaseHeld implements pgwire.ResultHolder: the client sent another
+// message after the Execute, which may wait for its reply (a Flush) or
+// whose reply must follow it, so the held CommandComplete goes out now and
+// the implicit transaction can no longer be rerun.
+func (s *Session) ReleaseHeld(w pgwire.ResultWriter) error {
+	h := s.extHeld
+	if h == nil {
+		return nil
+	}
+	s.extHeld = nil
+	return h.send(w)
+}
+
+// Sync implements pgwire.Session: it commits the implicit transaction of
+// the preceding Executes. When that transaction is one held Execute, a
+// commit failing with a retryable error (40001: a write-write conflict, a
+// refresh that failed after a push) reruns the statement in a new
+// transaction, up to maxAutoRetries times, as the simple protocol reruns
+// its implicit transactions: the client has heard nothing of it yet, so
+// it sees one statement that succeeded, as it would in PostgreSQL, where
+// an autocommitted UPDATE does not fail because another one touched the
+// row first.
+func (s *Session) Sync(ctx context.Context, w pgwire.ResultWriter) error {
+	h := s.extHeld
+	s.extHeld = nil
+	if !s.inTxn || s.block {
+		if h != nil {
+			return h.send(w)
+		}
+		return nil
+	}
+	// The commit is where buffered writes meet other transactions'
+	// locks: statement_timeout and lock_timeout bound it too.
+	sctx, cancel := s.stmtContext(ctx)
+	defer cancel()
+	for attempt := 0; ; attempt++ {
+		err := s.endTxn(sctx, true)
+		if h == nil {
+			return sqlError(sctx, err)
+		}
+		if err == nil || !isRetryable(err) || attempt >= maxAutoRetries || sctx.Err() != nil || !autoRetryBackoff(sctx, attempt) {
+			if werr := h.send(w); werr != nil {
+				return werr
+			}
+			return sqlError(sctx, err)
+		}
+		s.log.Debug("session: rerunning the implicit transaction of an Execute", "attempt", attempt+1, "err", err)
+		// The rerun is the statement's only outcome the client hears:
+		// its error, or its rows and tag.
+		s.beginTxn(false)
+		s.extImplicit = true
+		tw := &trackingWriter{ResultWriter: w, hold: true}
+		if _, err := h.pt.run(sctx, tw, 0); err != nil {
+			s.failStatement(sctx)
+			_ = s.endTxn(sctx, false)
+			return err
+		}
+		h.take(tw)
+		if tw.sent {
+			// Rows went out this time: the commit's outcome is final.
+			if werr := h.send(w); werr != nil {
+				return werr
+			}
+			return sqlError(sctx, s.endTxn(sctx, true))
+		}
+	}
 }

@@ -94,6 +94,9 @@ type Session struct {
 	// extImplicit: an implicit transaction opened by an extended-protocol
 	// Execute, committed at Sync.
 	extImplicit bool
+	// extHeld is the Execute whose CommandComplete waits for Sync (nil:
+	// none); see Sync.
+	extHeld     *heldExecute
 	txn         *kv.Txn
 	txnIso      kv.IsolationLevel
 	txnIsoName  string

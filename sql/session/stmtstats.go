@@ -309,12 +309,18 @@ type statsWriter struct {
 }
 
 func (w *statsWriter) Complete(tag string) error {
+	w.count(tag)
+	return w.ResultWriter.Complete(tag)
+}
+
+// count adds the rows of a command tag ("UPDATE 3"), whether it is sent
+// now or held until Sync (heldExecute).
+func (w *statsWriter) count(tag string) {
 	if i := strings.LastIndexByte(tag, ' '); i >= 0 {
 		if n, err := strconv.ParseInt(tag[i+1:], 10, 64); err == nil {
 			w.rows += n
 		}
 	}
-	return w.ResultWriter.Complete(tag)
 }
 
 func (w *statsWriter) EmptyQuery() error {
