@@ -2,16 +2,19 @@ package exec
 
 import (
 	"context"
+	"slices"
 
 	"github.com/cairn-db/cairn/kv"
 	"github.com/cairn-db/cairn/kvpb"
 	"github.com/cairn-db/cairn/sql/plan"
 	"github.com/cairn-db/cairn/sql/rowenc"
+	"github.com/cairn-db/cairn/sql/sem"
 	"github.com/cairn-db/cairn/sql/types"
 )
 
 // count(*) at the tablets. A GROUP BY without group columns whose
-// aggregates are all count(*) (no DISTINCT, FILTER or ORDER BY), over a
+// aggregates all count every row (count(*), count(1), count of a
+// primary-key column; no DISTINCT, FILTER or ORDER BY), over a
 // scan of a table's primary index with no filter, limit or lock, needs
 // no row: it needs how many rows the scan's spans hold. Each tablet
 // counts the row keys of its part (kv.Batch.Count with
@@ -29,14 +32,40 @@ func (r *runner) countable(n *plan.GroupBy) bool {
 	if r.fragSpan != nil || r.x.Txn == nil || len(n.GroupCols) > 0 || len(n.Aggs) == 0 {
 		return false
 	}
+	s, ok := n.Input.(*plan.Scan)
+	if !ok || s.Filter != nil || s.Inverted != nil || s.HardLimit > 0 || s.Lock != plan.LockNone || s == r.lockOnRead ||
+		(s.Index != nil && s.Index.ID != s.Table.PrimaryIndex.ID) {
+		return false
+	}
 	for _, a := range n.Aggs {
-		if !a.Star || len(a.Args) > 0 || a.Distinct || a.Filter != nil || len(a.OrderBy) > 0 || aggBaseName(a.Name) != "count" {
+		if a.Distinct || a.Filter != nil || len(a.OrderBy) > 0 || aggBaseName(a.Name) != "count" || !countsRows(s, a) {
 			return false
 		}
 	}
-	s, ok := n.Input.(*plan.Scan)
-	return ok && s.Filter == nil && s.Inverted == nil && s.HardLimit == 0 && s.Lock == plan.LockNone && s != r.lockOnRead &&
-		(s.Index == nil || s.Index.ID == s.Table.PrimaryIndex.ID)
+	return true
+}
+
+// countsRows reports whether a, a count over s's rows, counts every row:
+// count(*), count of a constant that is not NULL (count(1)), or count of
+// a primary-key column (never NULL).
+func countsRows(s *plan.Scan, a plan.Aggregate) bool {
+	if a.Star {
+		return len(a.Args) == 0
+	}
+	if len(a.Args) != 1 {
+		return false
+	}
+	switch e := a.Args[0].(type) {
+	case *sem.Const:
+		return !types.IsNull(e.Datum)
+	case *sem.ColRef:
+		for i, c := range s.Cols {
+			if c.ID == e.ID {
+				return slices.Contains(s.Table.PrimaryIndex.KeyColumnIDs, s.TableCols[i])
+			}
+		}
+	}
+	return false
 }
 
 // countPushdown returns the operator for n if n is such a count, or nil.

@@ -8,11 +8,12 @@ import (
 	"github.com/cairn-db/cairn/sql/types"
 )
 
-// TestCountPushdown: count(*) over a primary-index scan without a filter
-// is counted at the tablets (count.go): the KV layer returns no key, for
-// packed and unpacked rows, a whole table or spans of it, and several
-// count(*)s; a count with a filter, of a column, or over a secondary
-// index reads rows as before and agrees.
+// TestCountPushdown: count(*) (or count(1), or of a primary-key column)
+// over a primary-index scan without a filter is counted at the tablets
+// (count.go): the KV layer returns no key, for packed and unpacked rows,
+// a whole table or spans of it, and several counts; a count with a
+// filter, of NULL, of a nullable column, or over a secondary index reads
+// rows as before and agrees.
 func TestCountPushdown(t *testing.T) {
 	e := newEnv(t)
 	const n = 1000
@@ -46,6 +47,8 @@ func TestCountPushdown(t *testing.T) {
 					s.Filter = e.expr("v = 3", s.Cols...)
 					return s
 				}, []string{"count(*)"}, "143", false},
+				{"constant and key column", func() *plan.Scan { return e.scan(tbl, nil, "k") }, []string{"count(1)", "count(k)", "count(*)"}, "1000 1000 1000", true},
+				{"NULL", func() *plan.Scan { return e.scan(tbl, nil) }, []string{"count(NULL::int8)"}, "0", false},
 				{"column", func() *plan.Scan { return e.scan(tbl, nil, "v") }, []string{"count(v)"}, "1000", false},
 				{"secondary index", func() *plan.Scan { return e.scan(tbl, &tbl.Indexes[0], "v") }, []string{"count(*)"}, "1000", false},
 			} {
