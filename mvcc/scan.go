@@ -156,13 +156,13 @@ func (s *scanner) run(r storage.Reader) (err error) {
 			continue
 		}
 		if found {
-			s.found++
 			size := int64(len(kv.Key) + len(kv.Value))
 			if s.opts.MaxBytes > 0 && len(s.rows) > 0 && s.nbytes+size > s.opts.MaxBytes {
 				s.setResume(cur)
 				break
 			}
 			s.rows = append(s.rows, kv)
+			s.found++
 			s.nbytes += size
 		}
 	}
