@@ -92,6 +92,15 @@ func (r *runner) countPushdown(n *plan.GroupBy) (op, error) {
 	return &countOp{r: r, node: n, spans: spans, aggs: len(n.Aggs)}, nil
 }
 
+// countPage bounds the rows one count request examines. A tablet holds
+// its read latch over the span while it counts, and read latches hold
+// writers back: unlimited, a count of a 512 MiB tablet would stall every
+// write to the table for as long as it took. 65,536 rows take a few
+// milliseconds; a million rows are 16 round trips instead of one. (The
+// price: a limited request walks a span's tablets one after another
+// instead of in parallel, kv's dist_sender_seq.go.)
+var countPage int64 = 1 << 16 // a variable for tests
+
 // countOp yields the one row of a count(*) GROUP BY (countPushdown).
 type countOp struct {
 	r     *runner
@@ -108,9 +117,6 @@ func (o *countOp) Next(ctx context.Context) ([]types.Datum, error) {
 	o.done = true
 	tags := rowenc.RowKeyTags()
 	var n int64
-	// Unlimited counts: the KV layer sends each tablet its part of every
-	// span at once, in parallel, and a tablet counts its part in one
-	// evaluation (tablets are bounded in size by splits).
 	for len(o.spans) > 0 {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -118,7 +124,7 @@ func (o *countOp) Next(ctx context.Context) ([]types.Datum, error) {
 		b := &kv.Batch{}
 		k := min(len(o.spans), spansPerBatch)
 		for _, sp := range o.spans[:k] {
-			b.Count(sp.Key, sp.EndKey, tags, 0)
+			b.Count(sp.Key, sp.EndKey, tags, countPage)
 		}
 		tctx, tr := o.r.x.Stats.trace(ctx)
 		if err := o.r.x.Txn.Run(tctx, b); err != nil {
