@@ -37,6 +37,8 @@ type Result struct {
 	// Skipped: a Lock with skipLocked found the row locked by another
 	// transaction and took no lock.
 	Skipped bool
+	// Count is what a Count counted (Rows is then empty).
+	Count int64
 }
 
 // Get reads key.
@@ -71,6 +73,15 @@ func (b *Batch) DelRange(start, end []byte) {
 // Scan reads up to maxRows (0: all) rows of [start, end) in key order.
 func (b *Batch) Scan(start, end []byte, maxRows int64) {
 	b.reqs = append(b.reqs, &kvpb.ScanRequest{Key: start, EndKey: end, MaxKeys: maxRows})
+}
+
+// Count counts the visible values of [start, end) whose first byte is
+// one of tags, at the tablets, without returning them (kvpb.ScanRequest's
+// CountTags); maxKeys (0: all) bounds the visible values examined, and
+// ResumeSpan says what is left. Results[i].Count holds the count, the
+// transaction's buffered writes included.
+func (b *Batch) Count(start, end, tags []byte, maxKeys int64) {
+	b.reqs = append(b.reqs, &kvpb.ScanRequest{Key: start, EndKey: end, MaxKeys: maxKeys, CountTags: tags})
 }
 
 // ReverseScan reads up to maxRows (0: all) rows of [start, end) in reverse
@@ -123,6 +134,9 @@ func (b *Batch) fill(br *kvpb.BatchResponse) error {
 			}
 		case *kvpb.ScanResponse:
 			r.Rows, r.ResumeSpan = resp.Rows, resp.ResumeSpan
+			if tags := req.(*kvpb.ScanRequest).CountTags; len(tags) > 0 {
+				r.Count, r.Rows = kvpb.CountOf(resp, tags), nil
+			}
 		case *kvpb.DeleteResponse:
 			r.Found = resp.Found
 		case *kvpb.DeleteRangeResponse:

@@ -229,7 +229,9 @@ func (st *seqReq) result(reverse bool) (kvpb.Response, error) {
 		// Pieces arrived in walk order, which is already scan order.
 		out := &kvpb.ScanResponse{ResumeSpan: st.resume}
 		for _, r := range st.resps {
-			out.Rows = append(out.Rows, r.(*kvpb.ScanResponse).Rows...)
+			sr := r.(*kvpb.ScanResponse)
+			out.Rows = append(out.Rows, sr.Rows...)
+			out.Count += sr.Count
 		}
 		return out, nil
 	}

@@ -722,6 +722,10 @@ func (t *Txn) readThroughBuffer(ctx context.Context, b *Batch) (bool, error) {
 			}
 			overlaps = true
 			sr := *req
+			// A count at the tablets cannot see the buffered keys: KV
+			// returns the span's rows, and the count is taken after
+			// merging (below).
+			sr.CountTags = nil
 			switch {
 			case sr.MaxKeys > 0 && p.hasRange:
 				// A range deletion can hide any number of the rows KV
@@ -780,6 +784,10 @@ func (t *Txn) readThroughBuffer(ctx context.Context, b *Batch) (bool, error) {
 				return true, fmt.Errorf("kv: unexpected %s response to a scan", br.Responses[p.sent].Method())
 			}
 			res.Rows, res.ResumeSpan = mergeScan(req, sr.Rows, sr.ResumeSpan, p.over, resolve, ownTS)
+			if len(req.CountTags) > 0 {
+				res.Count = kvpb.CountOf(&kvpb.ScanResponse{Rows: res.Rows, Count: sr.Count}, req.CountTags)
+				res.Rows = nil
+			}
 		}
 	}
 	return true, nil

@@ -1,6 +1,10 @@
 package kvpb
 
-import "github.com/cairn-db/cairn/hlc"
+import (
+	"bytes"
+
+	"github.com/cairn-db/cairn/hlc"
+)
 
 // Method names a request type.
 type Method int8
@@ -97,18 +101,28 @@ type (
 	// ScanRequest reads the visible values in [Key, EndKey), forward or
 	// reverse, stopping after MaxKeys rows or MaxBytes of keys and values
 	// (zero means no limit; at least one row is returned when any exists).
+	//
+	// With CountTags the scan counts instead (mvcc.ScanOptions.CountTags):
+	// the visible values whose first byte is one of CountTags, returned
+	// as ScanResponse.Count, with no rows; MaxKeys bounds the visible
+	// values examined. A node that predates the field ignores it and
+	// returns the rows: a reader takes Count plus the tagged values of
+	// Rows (CountOf), which is right for either answer.
 	ScanRequest struct {
-		Key      []byte `wire:"1"`
-		EndKey   []byte `wire:"2"`
-		Reverse  bool   `wire:"3"`
-		MaxKeys  int64  `wire:"4"`
-		MaxBytes int64  `wire:"5"`
+		Key       []byte `wire:"1"`
+		EndKey    []byte `wire:"2"`
+		Reverse   bool   `wire:"3"`
+		MaxKeys   int64  `wire:"4"`
+		MaxBytes  int64  `wire:"5"`
+		CountTags []byte `wire:"6"`
 	}
 	// ScanResponse holds the rows in scan order; ResumeSpan is the part of
 	// the span not yet read when a limit stopped the scan (nil otherwise).
+	// Count answers a scan with CountTags.
 	ScanResponse struct {
 		Rows       []KeyValue `wire:"1"`
 		ResumeSpan *Span      `wire:"2"`
+		Count      int64      `wire:"3"`
 	}
 
 	// PutRequest writes Value at Key.
@@ -395,3 +409,17 @@ func (r *ResolveIntentRangeRequest) Span() Span { return Span{Key: r.Key, EndKey
 func (r *GCRequest) Span() Span                 { return Span{Key: r.Key, EndKey: r.EndKey} }
 func (r *SplitRequest) Span() Span              { return Span{Key: r.SplitKey} }
 func (r *RefreshRequest) Span() Span            { return Span{Key: r.Key, EndKey: r.EndKey} }
+
+// CountOf is what a scan with CountTags counted: resp.Count, plus the
+// values of resp.Rows whose first byte is one of tags (rows a node that
+// ignores CountTags returned, or that a transaction's write buffer merged
+// into the answer).
+func CountOf(resp *ScanResponse, tags []byte) int64 {
+	n := resp.Count
+	for _, kv := range resp.Rows {
+		if len(kv.Value) > 0 && bytes.IndexByte(tags, kv.Value[0]) >= 0 {
+			n++
+		}
+	}
+	return n
+}

@@ -64,6 +64,13 @@ type Config struct {
 	// binary, starting at the oldest cluster version it runs in).
 	Version *clusterversion.Handle
 	Logger  *slog.Logger
+	// BeforeAdmit, if set, runs before the node admits a joining node
+	// (handleJoin, past its refusals); an error answers the joiner
+	// Unavailable, and it retries. The server stops its node-local
+	// catalog generation here: a cluster of one must stop answering
+	// statements from memory before a second SQL gateway exists
+	// (sql/catalog's localgen.go).
+	BeforeAdmit func(ctx context.Context) error
 }
 
 func (c *Config) setDefaults() {
@@ -361,6 +368,26 @@ func (m *Member) View(ctx context.Context) (*View, error) {
 	return v, nil
 }
 
+// OnlyNode reports whether the node table, read through db, names no node
+// but self (an empty table, before the first node registers, counts).
+func OnlyNode(ctx context.Context, db *kv.DB, self uint64) (bool, error) {
+	lo, hi := keys.NodeRecordSpan()
+	rows, err := db.Scan(ctx, lo, hi, 0)
+	if err != nil {
+		return false, fmt.Errorf("membership: reading the node table: %w", err)
+	}
+	for _, r := range rows {
+		rec, err := decode[NodeRecord](r.Value)
+		if err != nil {
+			return false, err
+		}
+		if rec.NodeID != self {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
 // ClockPeers lists the nodes this node's clock is checked against
 // (clockmon): those not decommissioned, less those the last View found
 // dead. A dead node has no fresh measurement and would count against
@@ -421,6 +448,11 @@ func (m *Member) handleJoin(ctx context.Context, in []byte) ([]byte, error) {
 			return nil, err
 		}
 		return nil, status.Error(codes.Unavailable, err.Error())
+	}
+	if m.cfg.BeforeAdmit != nil {
+		if err := m.cfg.BeforeAdmit(ctx); err != nil {
+			return nil, status.Error(codes.Unavailable, err.Error())
+		}
 	}
 	rec := req.Node
 	rec.Status = StatusActive

@@ -26,10 +26,13 @@ package mvcc
 //	    failing call left behind. Output: the result or error, then the dump.
 //
 //	get k=<key> ts=<ts> [t=<name>] [inconsistent]
-//	scan k=<key> end=<key> ts=<ts> [t=<name>] [reverse] [max=<n>] [maxbytes=<n>] [inconsistent]
+//	scan k=<key> end=<key> ts=<ts> [t=<name>] [reverse] [max=<n>] [maxbytes=<n>] [inconsistent] [count=<chars>]
 //	    Reads of the engine. With t= the read uses the transaction (its own
 //	    intents, its uncertainty limit); ts is still the read timestamp.
-//	    local=<ts> sets ReadOptions.LocalUncertaintyLimit.
+//	    local=<ts> sets ReadOptions.LocalUncertaintyLimit. count= counts
+//	    the visible values whose first character is one of chars
+//	    (ScanOptions.CountTags) and prints "count: n" before the rows
+//	    (none: count mode returns no rows).
 //
 //	resolve t=<name> k=<key> [end=<key>] [max=<n>] status=<pending|committed|aborted>
 //	    Resolves with the coordinator's current copy of the transaction
@@ -322,9 +325,13 @@ func (h *harness) run(t *testing.T, td *datadriven.TestData) string {
 			Reverse:     td.HasArg("reverse"),
 			MaxKeys:     a.int("max"),
 			MaxBytes:    a.int("maxbytes"),
+			CountTags:   a.bytes("count"),
 		})
 		if err != nil {
 			return h.fmtErr(err)
+		}
+		if td.HasArg("count") {
+			fmt.Fprintf(&out, "count: %d\n", res.Count)
 		}
 		for _, kv := range res.Rows {
 			fmt.Fprintf(&out, "scan: %q -> %q @%s\n", kv.Key, kv.Value, kv.Timestamp)

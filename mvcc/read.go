@@ -59,6 +59,14 @@ type ScanOptions struct {
 	// would exceed it is left for the resume span, except that the first
 	// row is always returned. 0 is unlimited.
 	MaxBytes int64
+	// CountTags, when non-empty, makes the scan count instead of return:
+	// Rows stays empty and Count is the number of visible values whose
+	// first byte is one of CountTags (a SQL table's row keys, told from
+	// its column entries by their values' tag: sql/rowenc). MaxKeys then
+	// bounds the visible values examined, tagged or not; MaxBytes is
+	// ignored. Locks, intents and uncertainty are met exactly as by a
+	// scan that returns the rows.
+	CountTags []byte
 }
 
 // ScanResult is the answer of Scan.
@@ -70,6 +78,8 @@ type ScanResult struct {
 	ResumeSpan *kvpb.Span
 	// Intents are the intents an Inconsistent scan ignored.
 	Intents []kvpb.Intent
+	// Count is the number of tagged values counted (ScanOptions.CountTags).
+	Count int64
 }
 
 // Get reads the value of key visible at ts (invariant 5).
@@ -157,7 +167,7 @@ func Scan(r storage.Reader, start, end []byte, ts hlc.Timestamp, opts ScanOption
 	if err := s.conflictErr(); err != nil {
 		return ScanResult{}, err
 	}
-	return ScanResult{Rows: s.rows, ResumeSpan: s.resume, Intents: s.ignored}, nil
+	return ScanResult{Rows: s.rows, ResumeSpan: s.resume, Intents: s.ignored, Count: s.count}, nil
 }
 
 // readState holds what a read decides per key: the timestamps and what it

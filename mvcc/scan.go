@@ -21,10 +21,14 @@ type scanner struct {
 	vit, lit *storage.Iterator
 	vOK, lOK bool
 
-	rows   []kvpb.KeyValue
-	nbytes int64
-	resume *kvpb.Span
-	valBuf []byte
+	rows []kvpb.KeyValue
+	// found counts the visible values met (MaxKeys), and count those
+	// counted (CountTags); tag holds the counted value's first byte.
+	found, count int64
+	tag          [1]byte
+	nbytes       int64
+	resume       *kvpb.Span
+	valBuf       []byte
 	// arena holds the copies of the keys and values the scan returns, so
 	// rows share a few large allocations instead of two small ones each.
 	arena []byte
@@ -56,6 +60,22 @@ func (s *scanner) copyOut(b []byte) []byte {
 	return s.arena[off:len(s.arena):len(s.arena)]
 }
 
+// copyValue takes a visible value out of iterator memory: a copy in the
+// arena, or in count mode only its first byte (the value is not
+// returned, only its tag looked at).
+func (s *scanner) copyValue(b []byte) []byte {
+	if !s.counting() {
+		return s.copyOut(b)
+	}
+	if len(b) == 0 {
+		return s.tag[:0]
+	}
+	s.tag[0] = b[0]
+	return s.tag[:1]
+}
+
+func (s *scanner) counting() bool { return len(s.opts.CountTags) > 0 }
+
 func (s *scanner) run(r storage.Reader) (err error) {
 	if s.vit, err = r.NewIter(storage.IterOptions{LowerBound: s.start, UpperBound: s.end}); err != nil {
 		return fmt.Errorf("mvcc: scan: %w", err)
@@ -77,6 +97,12 @@ func (s *scanner) run(r storage.Reader) (err error) {
 		s.lOK = s.lit != nil && s.lit.First()
 	}
 	for {
+		if s.counting() {
+			// Nothing the scan returns points into the arena but a
+			// resume key, set just before the loop ends: the previous
+			// key's copy can be overwritten.
+			s.arena = s.arena[:0]
+		}
 		cur, lockHere, ok, err := s.current()
 		if err != nil {
 			return err
@@ -122,6 +148,13 @@ func (s *scanner) run(r storage.Reader) (err error) {
 				return fmt.Errorf("mvcc: scan locks: %w", err)
 			}
 		}
+		if found && s.counting() {
+			s.found++
+			if len(kv.Value) > 0 && bytes.IndexByte(s.opts.CountTags, kv.Value[0]) >= 0 {
+				s.count++
+			}
+			continue
+		}
 		if found {
 			size := int64(len(kv.Key) + len(kv.Value))
 			if s.opts.MaxBytes > 0 && len(s.rows) > 0 && s.nbytes+size > s.opts.MaxBytes {
@@ -129,6 +162,7 @@ func (s *scanner) run(r storage.Reader) (err error) {
 				break
 			}
 			s.rows = append(s.rows, kv)
+			s.found++
 			s.nbytes += size
 		}
 	}
@@ -179,7 +213,7 @@ func (s *scanner) step(it *storage.Iterator) bool {
 }
 
 func (s *scanner) limitReached() bool {
-	return (s.opts.MaxKeys > 0 && int64(len(s.rows)) >= s.opts.MaxKeys) ||
+	return (s.opts.MaxKeys > 0 && s.found >= s.opts.MaxKeys) ||
 		(s.opts.MaxBytes > 0 && s.nbytes >= s.opts.MaxBytes)
 }
 
@@ -202,7 +236,7 @@ func (s *scanner) versions(cur []byte, read bool) (kvpb.KeyValue, bool, error) {
 		var found bool
 		if read {
 			var err error
-			if kv, found, err = s.readVersions(s.vit, cur, true, s.copyOut); err != nil {
+			if kv, found, err = s.readVersions(s.vit, cur, true, s.copyValue); err != nil {
 				return kvpb.KeyValue{}, false, err
 			}
 		}
@@ -249,5 +283,5 @@ func (s *scanner) versions(cur []byte, read bool) (kvpb.KeyValue, bool, error) {
 	if tomb {
 		return kvpb.KeyValue{}, false, nil
 	}
-	return kvpb.KeyValue{Key: cur, Value: s.copyOut(v), Timestamp: bestTS}, true, nil
+	return kvpb.KeyValue{Key: cur, Value: s.copyValue(v), Timestamp: bestTS}, true, nil
 }

@@ -452,6 +452,7 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 		ScanInterval:      cfg.ReplicateInterval,
 		Version:           s.version,
 		Logger:            s.log,
+		BeforeAdmit:       s.shareCatalog,
 	})
 	r.senders = rpc.NewNodeSenders(r.transport, id, s.store)
 	lh := kv.NewLeaseholderSender(kv.LeaseholderConfig{

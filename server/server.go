@@ -220,7 +220,12 @@ type Server struct {
 	gc      gcState
 	db      *kv.DB
 	backend *session.Backend
-	pg      *pgwire.Server
+	// catalogMu orders the backend's creation against a join admitted
+	// meanwhile; catalogShared: the node admitted another, so it is no
+	// longer its cluster's only SQL gateway (catalogwriter.go).
+	catalogMu     sync.Mutex
+	catalogShared bool
+	pg            *pgwire.Server
 	// obs holds the node's histograms and /metrics registry (metrics.go).
 	obs *nodeMetrics
 	// rpcCreds are the node's RPC transport credentials (tls.go; nil:
@@ -402,14 +407,23 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		// node's SQL memory and temporary storage.
 		s.repl.distsql.SetProcessor(&exec.FragmentProcessor{DB: s.db, Memory: sqlMem, TempStorage: tempStorage, Runner: s.repl.dist})
 	}
+	sole, err := s.soleCatalogWriter(ctx)
+	if err != nil {
+		s.sqlLn.Close()
+		s.httpLn.Close()
+		return nil, err
+	}
+	s.catalogMu.Lock()
+	sole = sole && !s.catalogShared
 	s.backend = session.NewBackend(s.db, session.Config{ServerPort: port, Logger: log, Tablets: tabletDirectory{s},
 		Memory: sqlMem, TempStorage: tempStorage, ObserveStatement: s.obs.observeStatement,
-		// A node without Join is a whole cluster of one: all DDL comes
-		// through it, so it may keep the catalog generation in memory.
-		// Members of a cluster are each a SQL gateway and read it per
-		// statement until generation leases exist (docs/architecture.md,
-		// "Catalog generation").
-		SoleCatalogWriter:            len(cfg.Join) == 0,
+		// A cluster of one (no Join, or only its own address with no
+		// other node registered) is the only SQL gateway: all DDL comes
+		// through it, so it keeps the catalog generation in memory until
+		// it admits a second node (catalogwriter.go). Members of a
+		// larger cluster read it per statement until generation leases
+		// exist (docs/architecture.md, "Catalog generation").
+		SoleCatalogWriter:            sole,
 		MaxConnections:               cfg.MaxConnections,
 		SuperuserReservedConnections: cfg.SuperuserReservedConnections,
 		AuthTimeout:                  cfg.AuthTimeout,
@@ -418,6 +432,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		GC:                           gcRunner{s},
 		DrainTimestamp:               s.drainTimestamp,
 		ClusterVersion:               s.clusterVersion()})
+	s.catalogMu.Unlock()
 	pgcfg := pgwire.Config{Backend: s.backend, Insecure: cfg.Insecure, Logger: log,
 		MaxConnections: cfg.MaxConnections, SuperuserReservedConnections: cfg.SuperuserReservedConnections,
 		MaxStartupConnections: cfg.MaxStartupConnections, AuthTimeout: cfg.AuthTimeout}

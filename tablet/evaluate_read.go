@@ -39,11 +39,12 @@ func (ec *evalCtx) scan(req *kvpb.ScanRequest) (kvpb.Response, error) {
 		Reverse:     req.Reverse,
 		MaxKeys:     req.MaxKeys,
 		MaxBytes:    req.MaxBytes,
+		CountTags:   req.CountTags,
 	})
 	if err != nil {
 		return nil, wrapEval(req, err)
 	}
-	return &kvpb.ScanResponse{Rows: res.Rows, ResumeSpan: res.ResumeSpan}, nil
+	return &kvpb.ScanResponse{Rows: res.Rows, ResumeSpan: res.ResumeSpan, Count: res.Count}, nil
 }
 
 // refresh checks that the transaction's earlier reads of the span are still

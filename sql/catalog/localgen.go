@@ -52,10 +52,15 @@ import (
 //
 // Several SQL gateways (issue #4) break the condition: a DDL through
 // another node neither marks itself pending here nor fences what this
-// node served. Such a node must not call UseLocalGeneration; it then
-// reads the generation key per statement (one KV read, as before).
+// node served. A node of such a cluster reads the generation key per
+// statement (one KV read, as before). A cluster of one that another node
+// may join later uses the local generation until then, and calls
+// StopLocalGeneration before it admits the second node (the server does,
+// from membership's join handler): that stops answering from memory for
+// good and fences every timestamp served, so a DDL through the new node,
+// which can only begin after the join, commits above all of them.
 // docs/architecture.md ("Catalog generation") records the decision and
-// the lease that would lift it.
+// the lease that would lift it for clusters of several gateways.
 type localGen struct {
 	db *kv.DB
 	// npending mirrors len(pending), read without the lock by EndDDL's
@@ -75,7 +80,10 @@ type localGen struct {
 	served, fenced hlc.Timestamp
 	// epoch counts DDL registrations and ends; a priming read is kept
 	// only if it did not change during the read.
-	epoch   uint64
+	epoch uint64
+	// stopped: StopLocalGeneration was called; nothing is answered from
+	// memory again.
+	stopped bool
 	pending map[*kv.Txn]struct{}
 	// fencing is closed when the fence read in progress ends.
 	fencing chan struct{}
@@ -112,7 +120,7 @@ func (c *Cache) LocalGenStats() LocalGenStats {
 func (lg *localGen) lookup(ts hlc.Timestamp) ([]byte, bool) {
 	lg.mu.Lock()
 	defer lg.mu.Unlock()
-	if !lg.known || len(lg.pending) > 0 || ts.Less(lg.from) {
+	if !lg.known || lg.stopped || len(lg.pending) > 0 || ts.Less(lg.from) {
 		lg.stats.Reads++
 		return nil, false
 	}
@@ -133,7 +141,7 @@ func (lg *localGen) currentEpoch() uint64 {
 func (lg *localGen) prime(gen []byte, ts hlc.Timestamp, epoch uint64) {
 	lg.mu.Lock()
 	defer lg.mu.Unlock()
-	if lg.known || lg.epoch != epoch || len(lg.pending) > 0 || ts.Less(lg.floor) {
+	if lg.known || lg.stopped || lg.epoch != epoch || len(lg.pending) > 0 || ts.Less(lg.floor) {
 		return
 	}
 	lg.known, lg.gen, lg.from = true, slices.Clone(gen), ts
@@ -149,6 +157,51 @@ func (lg *localGen) beginDDL(ctx context.Context, txn *kv.Txn) error {
 		lg.epoch++
 		lg.known = false
 	}
+	lg.mu.Unlock()
+	return lg.awaitFence(ctx)
+}
+
+// StopLocalGeneration makes the cache read the generation key per
+// statement from now on, as a node of a cluster of several SQL gateways
+// must, and returns once every read timestamp it answered from memory is
+// fenced: at or below a read of the generation key in KV, so that any
+// later write of the key, through any node, commits above all of them.
+// It is for a cluster of one about to admit a second node, and must
+// return before that node is admitted; an error (the fence read failed)
+// leaves memory off but the fence owed, and a retry fences again.
+// Without UseLocalGeneration it does nothing.
+func (c *Cache) StopLocalGeneration(ctx context.Context) error {
+	lg := c.local
+	if lg == nil {
+		return nil
+	}
+	lg.mu.Lock()
+	if !lg.stopped {
+		lg.stopped = true
+		lg.known = false
+		lg.epoch++
+	}
+	lg.mu.Unlock()
+	return lg.awaitFence(ctx)
+}
+
+// LocalGenerationStopped reports whether StopLocalGeneration was called.
+func (c *Cache) LocalGenerationStopped() bool {
+	lg := c.local
+	if lg == nil {
+		return false
+	}
+	lg.mu.Lock()
+	defer lg.mu.Unlock()
+	return lg.stopped
+}
+
+// awaitFence returns once every timestamp served from memory is at or
+// below a fence read's, running one if none in progress covers them. The
+// caller must already have made lookup refuse (a pending DDL, or
+// stopped), so that served no longer moves.
+func (lg *localGen) awaitFence(ctx context.Context) error {
+	lg.mu.Lock()
 	for {
 		if lg.served.LessEq(lg.fenced) {
 			lg.mu.Unlock()

@@ -129,3 +129,76 @@ func TestLocalGeneration(t *testing.T) {
 		t.Error("a rolled-back table is visible")
 	}
 }
+
+// TestStopLocalGeneration: after StopLocalGeneration no statement is
+// answered from memory, and a DDL through another node's cache (one
+// without the local generation) whose transaction began before the stop
+// still commits above every timestamp the first cache served from memory
+// (the stop's fence), and is seen by the first cache's next statement.
+func TestStopLocalGeneration(t *testing.T) {
+	ctx := context.Background()
+	db := newTestDB(t)
+	cache, other := NewCache(), NewCache()
+	cache.UseLocalGeneration(db)
+	lookup := func(name string) (found bool) {
+		t.Helper()
+		run(t, db, func(ctx context.Context, txn *kv.Txn) error {
+			_, err := NewReader(txn, cache).UseGeneration().Table(ctx, PostgresDatabaseID, PublicSchemaID, name)
+			if err != nil && pgerror.Code(err) != "42P01" {
+				return err
+			}
+			found = err == nil
+			return nil
+		})
+		return found
+	}
+	var first *kv.Txn
+	run(t, db, func(ctx context.Context, txn *kv.Txn) error {
+		first = txn
+		return NewWriter(txn, cache).Create(ctx, simpleTable("a"))
+	})
+	cache.EndDDL(first)
+
+	ddl := db.NewTxn(ctx, "ddl through another node", kv.Serializable)
+	// b first: the lookups from memory that follow read no key the DDL
+	// writes, so only the fence can push the DDL above them.
+	if lookup("b") || !lookup("a") || !lookup("a") {
+		t.Fatal("want a and not b")
+	}
+	if s := cache.LocalGenStats(); s.Hits == 0 {
+		t.Fatalf("stats %+v: nothing answered from memory before the stop", s)
+	}
+	served := cache.local.served
+	if cache.LocalGenerationStopped() {
+		t.Fatal("stopped before StopLocalGeneration")
+	}
+	if err := cache.StopLocalGeneration(ctx); err != nil {
+		t.Fatal(err)
+	}
+	stopped := cache.LocalGenStats()
+	if stopped.Fences == 0 || !cache.LocalGenerationStopped() {
+		t.Fatalf("stats %+v, stopped %v: want a fence and the cache stopped", stopped, cache.LocalGenerationStopped())
+	}
+	if err := NewWriter(ddl, other).Create(ctx, simpleTable("b")); err != nil {
+		t.Fatal(err)
+	}
+	if err := ddl.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if c := ddl.CommitTimestamp(); !served.Less(c) {
+		t.Fatalf("the other node's DDL committed at %s, not above %s served from memory", c, served)
+	}
+	if !lookup("b") || !lookup("a") {
+		t.Fatal("the first cache misses the other node's table or its own")
+	}
+	if s := cache.LocalGenStats(); s.Hits != stopped.Hits || s.Reads != stopped.Reads+2 {
+		t.Fatalf("stats %+v -> %+v: want both statements to read the generation key", stopped, s)
+	}
+	// A second stop (another join) has nothing left to fence.
+	if err := cache.StopLocalGeneration(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s := cache.LocalGenStats(); s.Fences != stopped.Fences {
+		t.Fatalf("stats %+v: a second stop fenced again with nothing served", s)
+	}
+}

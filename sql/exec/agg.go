@@ -375,6 +375,9 @@ func (r *runner) finish(specs []*aggSpec, g *group) ([]types.Datum, error) {
 }
 
 func (r *runner) buildGroupBy(n *plan.GroupBy) (op, error) {
+	if o, err := r.countPushdown(n); err != nil || o != nil {
+		return o, err
+	}
 	if !n.Ordered && len(n.GroupCols) > 0 && slices.ContainsFunc(n.Aggs, func(a plan.Aggregate) bool {
 		return a.Distinct || len(a.OrderBy) > 0 || collectingAggs[aggBaseName(a.Name)]
 	}) {

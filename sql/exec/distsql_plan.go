@@ -363,6 +363,10 @@ func (r *runner) tryDist(n plan.Node) (op, error) {
 		}
 		return nil, nil
 	case *plan.GroupBy:
+		// Counted at the tablets (count.go), no fragment need see a row.
+		if o, err := r.countPushdown(n); err != nil || o != nil {
+			return o, err
+		}
 		return r.distGroupBy(n)
 	case *plan.Join:
 		return r.distJoin(n)
@@ -810,6 +814,11 @@ func DistributionAnnotator(ctx context.Context, x *Context, p *plan.Plan) func(p
 		if r.dist.on {
 			r.dist.planned = nil
 			o, err := r.tryDist(n)
+			if _, ok := o.(*countOp); ok {
+				// Counted at the tablets (count.go): nothing below runs.
+				o.Close()
+				return
+			}
 			if err == nil && o != nil && r.dist.planned != nil {
 				o.Close()
 				notes[r.dist.planned.display] = distributionText(r.dist.planned.frags, nil, false, r.dist.planned.join)

@@ -7,7 +7,7 @@
 // hash buckets and ordered k-way merges; gin.go: GIN token lookups
 // intersected into primary keys; lookup.go: batched index and
 // lookup joins; join.go, mergejoin.go, agg.go, window.go, setop.go,
-// basic.go), subquery
+// basic.go; count.go: count(*) of a table counted at the tablets), subquery
 // evaluation (subquery.go: sem.SubqueryValues with per-binding caching),
 // outer references (op.go: runner.compile) and the statement's runner
 // seam. The DML operators (dml*.go, copy*.go) belong to the DML executor

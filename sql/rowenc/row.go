@@ -17,6 +17,14 @@ const (
 	tagColumnNull = 0x04 // column key: [tag]; the column was set to NULL
 )
 
+// RowKeyTags are the tags of a row key's values: a key of a primary
+// index whose visible value starts with one of them is a row that exists
+// (RowMerger.Exists), and no column entry's value does. A count of rows at
+// the tablets (kv.Batch.Count) counts the values that start with them, so
+// that column entries and deleted rows are left out without decoding a
+// key.
+func RowKeyTags() []byte { return []byte{tagPacked, tagLiveness} }
+
 // PackRow appends the packed encoding of row under s.Version:
 //
 //	0x01 | version uvarint | n uvarint | bitmap ceil(n/8) | values

@@ -41,8 +41,9 @@ type Config struct {
 	// this Backend, so the node may keep the catalog generation in memory
 	// instead of reading it per statement (catalog.Cache.
 	// UseLocalGeneration). True for a node that is a cluster of one; a
-	// node of a cluster with several SQL gateways must leave it false
-	// (docs/architecture.md, "Catalog generation").
+	// node of a cluster with several SQL gateways must leave it false,
+	// and a cluster of one must call StopLocalCatalog before it admits a
+	// second node (docs/architecture.md, "Catalog generation").
 	SoleCatalogWriter bool
 	// MaxConnections, SuperuserReservedConnections and AuthTimeout are the
 	// pgwire server's limits, shown (read-only) as max_connections,
@@ -139,6 +140,21 @@ func NewBackend(db *kv.DB, cfg Config) *Backend {
 	}
 	b.refresher = stats.NewRefresher(db, b.stats, b.cache, log)
 	return b
+}
+
+// StopLocalCatalog ends the in-memory catalog generation of a
+// SoleCatalogWriter node for good (catalog.Cache.StopLocalGeneration):
+// once it returns nil, another node may write the catalog. A no-op on
+// other nodes.
+func (b *Backend) StopLocalCatalog(ctx context.Context) error {
+	return b.cache.StopLocalGeneration(ctx)
+}
+
+// LocalCatalog reports whether statements may still be answered from the
+// in-memory catalog generation (SoleCatalogWriter, and StopLocalCatalog
+// not called).
+func (b *Backend) LocalCatalog() bool {
+	return b.cfg.SoleCatalogWriter && !b.cache.LocalGenerationStopped()
 }
 
 // readCatalog runs f in a short read transaction of its own.
