@@ -428,6 +428,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		SuperuserReservedConnections: cfg.SuperuserReservedConnections,
 		AuthTimeout:                  cfg.AuthTimeout,
 		StoreProfile:                 s.cfg.StoreProfile,
+		BlockCacheBytes:              storage.CacheSizeOr(cfg.CacheSize),
 		NetworkRTT:                   s.NetworkRTT,
 		GC:                           gcRunner{s},
 		DrainTimestamp:               s.drainTimestamp,

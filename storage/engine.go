@@ -65,17 +65,22 @@ type Engine struct {
 	onFatal func(error)
 }
 
+// CacheSizeOr is the block cache a store opened with Options.CacheSize
+// size has: size, or the default of 64 MiB for 0.
+func CacheSizeOr(size int64) int64 {
+	if size == 0 {
+		return 64 << 20
+	}
+	return size
+}
+
 // Open opens (creating if needed) the engine in dir.
 func Open(dir string, opts Options) (*Engine, error) {
 	fs := opts.FS
 	if fs == nil {
 		fs = vfs.Default
 	}
-	size := opts.CacheSize
-	if size == 0 {
-		size = 64 << 20
-	}
-	cache := pebble.NewCache(size)
+	cache := pebble.NewCache(CacheSizeOr(opts.CacheSize))
 	pfs := fs
 	var healthCloser io.Closer
 	if opts.DiskStallThreshold > 0 && opts.OnDiskStall != nil {

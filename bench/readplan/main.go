@@ -19,9 +19,10 @@
 // for that run. The wall time includes the simulated latency (slept) and
 // the CPU; "disk" is the latency the profile charged alone.
 //
-// The lookup join is planned with storage.profile = ssd (on hdd costs
-// the planner rightly prefers a hash join for so many lookups) and
-// batched as hdd batches (sql.testing.lookup_batch = 10000).
+// The lookup join is forced with enable_hashjoin and enable_mergejoin off
+// (the benchmark measures how lookups read the disk, whatever plan the
+// costs would choose) and batched as hdd batches
+// (sql.testing.lookup_batch = 10000).
 //
 // Usage: go run ./bench/readplan [-rows 1000000] [-lookups 100000]
 // [-baseline-lookups 5000] [-runs 3] [-cache-mib 64] [-force]
@@ -64,7 +65,7 @@ func main() {
 	defer done()
 	fmt.Printf("loaded %d + %d rows in %s; load average %.1f\n", *flagRows, *flagLookups, time.Since(loadStart).Round(time.Second), startLoad)
 
-	lookupSetup := []string{"SET storage.profile = 'ssd'", "SET sql.testing.lookup_batch = 10000"}
+	lookupSetup := []string{"SET enable_hashjoin = off", "SET enable_mergejoin = off", "SET sql.testing.lookup_batch = 10000"}
 	join := "SELECT count(*), sum(t.v) FROM p JOIN t ON t.k = p.k"
 	if err := n.Exec(ctx, lookupSetup...); err != nil {
 		log.Fatal(err)

@@ -6,38 +6,95 @@ import (
 )
 
 // Costs is the cost model: explicit heuristics standing in for the
-// statistics Cairn does not collect yet, and the storage profile that
-// prices sequential reads, random reads and round trips (DESIGN §8: the
-// planner knows whether storage is a local SSD, an HDD or an object
-// store, and chooses lookups or full reads accordingly). Costs are in
-// abstract units; only their ratios matter.
+// statistics a table may not have, and the storage profile that prices
+// reads (DESIGN §8: the planner knows whether storage is a local SSD, an
+// HDD or an object store, and chooses lookups or full reads accordingly).
+//
+// Costs are in units of SeqRow, reading one row of a scan in order (about
+// UnitTime of CPU on the machines measured, bench/README.md "bench/readplan
+// and bench/joinchoice"); the storage's reads are priced in the same unit
+// from their latencies, so CPU and I/O add up. The storage is read in
+// blocks (BlockBytes: a 4 KiB block of an SST on a disk, a 1 MiB chunk of
+// an object store, storage/simfs's profiles):
+//
+//   - a scan reads its blocks in order, ReadAhead bytes per read
+//     (storage/readahead.go's window): tableIO;
+//   - a batch of lookups reads only the blocks its sorted keys fall in
+//     (at most the table's), each a read of its own (BlockRead, plus a
+//     Seek when far from the last: an HDD's head; a short way ahead the
+//     head passes over the gap, BlockTransfer a block), except the blocks
+//     read-ahead serves once neighbouring blocks are read, so a batch
+//     dense enough to touch every block costs about what reading the
+//     table does (batchIO);
+//   - a table that fits in the node's block cache (CacheBytes) is read at
+//     most once by all the batches of a join together; a larger one is
+//     read again by every batch (the later batches find the early blocks
+//     evicted), as PostgreSQL's index_pages_fetched assumes of
+//     effective_cache_size; an object store's chunks, once fetched, stay
+//     on the node (KeepsFetched), so its batches fetch each at most once.
+//
+// A hash join reads its right side whole and puts every row in its table
+// (HashRow, CPU); a lookup join pays LookupRow of CPU per key besides the
+// blocks and round trips of its batches.
 type Costs struct {
 	Name string
-	// TableRows is the size assumed of every table.
+	// TableRows is the size assumed of a table without statistics, and
+	// RowBytes the size of one of its rows (primary index key and value;
+	// statistics say a table's own, stats.Table.Bytes).
 	TableRows float64
+	RowBytes  float64
 	// EqRows is how many rows one value of a non-unique key prefix
 	// matches; a unique index's full key matches one row.
 	EqRows float64
 	// RangeFraction is the part of its input a range predicate keeps.
 	RangeFraction float64
-	// SeqRow is reading one row of a scan (rows arrive in key order).
+	// SeqRow is reading one row of a scan (rows arrive in key order): the
+	// unit.
 	SeqRow float64
-	// LookupRow is reading one row by key in a batched lookup (index join,
-	// lookup join): sql/exec sorts a batch's keys before it reads them
-	// (lookup.go), so a batch reads each tablet front to back, but keys
-	// far apart still cost a seek each.
+	// LookupRow is the CPU of looking up one key in a sorted batch (the
+	// key's encoding, its seek in the tablet's iterator, the row's return
+	// in input order), besides the blocks it reads (batchIO) and the
+	// rows it finds (SeqRow each).
 	LookupRow float64
+	// HashRow is putting one row in a hash join's table (the executor
+	// builds on the join's right side).
+	HashRow float64
+	// BlockBytes is the unit the storage is read in; BlockRead one read
+	// of a block by itself (the read call, or an object store's request
+	// with the chunk's transfer); Seek what reaching a block far from the
+	// last read adds (a spinning disk's head; 0 where nothing moves);
+	// BlockTransfer passing one block in order (a disk's bandwidth),
+	// which is what a gap a sorted batch skips costs at most.
+	BlockBytes    float64
+	BlockRead     float64
+	Seek          float64
+	BlockTransfer float64
+	// ReadAhead is how many bytes one read of a scan in order fetches
+	// (the read-ahead window the profile grows to).
+	ReadAhead float64
+	// CacheBytes is the node's block cache: a table that fits is read
+	// from the storage at most once by a join's lookups.
+	CacheBytes float64
+	// KeepsFetched says the blocks fetched stay on the node whatever
+	// CacheBytes: an engine over an object store keeps the chunks it
+	// fetched (storage/simfs: each file handle its last 16, and a
+	// table's files are smaller), so a join's batches fetch each chunk
+	// at most once. bench/joinchoice measured it: 100,000 lookups into a
+	// 1,000,000-row table, 4x a 16 MiB block cache, fetched 126 chunks in
+	// ten batches, fewer than the hash join's read.
+	KeepsFetched bool
 	// RoundTrip is one request/response between the SQL layer and the
 	// tablets; LookupBatch keys share one. LookupBatch is also how many
 	// input rows sql/exec puts in one batch on this profile
-	// (exec.Context.LookupBatch): more where a seek or a request costs
-	// more, so that a batch's sorted keys lie closer together.
+	// (exec.Context.LookupBatch): more where a read costs more, so that
+	// a batch's sorted keys lie closer together.
 	RoundTrip   float64
 	LookupBatch float64
 	// SortRow is sorting one row (a Sort the index order would avoid).
 	SortRow float64
-	// UnitTime is about what one unit costs on this profile (SeqRow's
-	// time): WithRoundTrip turns a network round trip into units by it.
+	// UnitTime is about what one unit costs (SeqRow's time): the
+	// profiles' latencies are priced by it, and WithRoundTrip turns a
+	// network round trip into units by it.
 	UnitTime time.Duration
 	// SeqScanOff and IndexScanOff are PostgreSQL's enable_seqscan and
 	// enable_indexscan turned off: the plan avoids that kind of scan
@@ -46,6 +103,11 @@ type Costs struct {
 	// MergeJoinOff is PostgreSQL's enable_mergejoin turned off: no merge
 	// join (merge.go), a hash join where one would have been.
 	MergeJoinOff bool
+	// HashJoinOff and NestLoopOff are PostgreSQL's enable_hashjoin and
+	// enable_nestloop turned off: a hash join (NestLoopOff: a lookup
+	// join, Cairn's index nested loop) costs disableCost more, so the
+	// other method is taken wherever it applies.
+	HashJoinOff, NestLoopOff bool
 }
 
 // disableCost is what a disabled kind of scan costs on top of its own
@@ -64,30 +126,57 @@ func (c Costs) WithRoundTrip(rtt time.Duration) Costs {
 	return c
 }
 
-// DefaultCosts is a local SSD: random reads cost about two sequential
-// ones.
-var DefaultCosts = Costs{
-	Name: "ssd", TableRows: 1000, EqRows: 10, RangeFraction: 1.0 / 3,
-	SeqRow: 1, LookupRow: 2, RoundTrip: 20, LookupBatch: 1000, SortRow: 0.5,
-	UnitTime: 50 * time.Microsecond,
+// unitTime is the time of one unit on every profile: reading one row of
+// a join's scan in order, decoded, on a loaded two-core machine. From
+// bench/joinchoice (20,000 keys into 200,000 rows, and 100,000 into
+// 1,000,000): the hash join took 5-6.5 µs a row of scan and build
+// (SeqRow and HashRow), the lookup join, its disk's time taken off,
+// 14-25 µs a key (LookupRow and the row's SeqRow).
+const unitTime = 5 * time.Microsecond
+
+// units prices a latency.
+func units(d time.Duration) float64 { return float64(d) / float64(unitTime) }
+
+// base is what the profiles share: the heuristics for tables without
+// statistics, the CPU of rows and keys, the round trip to the tablets of
+// the node (in process), the block cache of storage's default.
+var base = Costs{
+	TableRows: 1000, RowBytes: 64, EqRows: 10, RangeFraction: 1.0 / 3,
+	SeqRow: 1, LookupRow: 3, HashRow: 0.3, SortRow: 0.5, RoundTrip: 20,
+	CacheBytes: 64 << 20, UnitTime: unitTime,
 }
 
-// HDDCosts is a spinning disk: every lookup may pay a seek (~10 ms
-// against ~0.2 ms for a sequential read, read-planning.txt).
-var HDDCosts = Costs{
-	Name: "hdd", TableRows: 1000, EqRows: 10, RangeFraction: 1.0 / 3,
-	SeqRow: 1, LookupRow: 50, RoundTrip: 20, LookupBatch: 10000, SortRow: 0.5,
-	UnitTime: 200 * time.Microsecond,
-}
+// DefaultCosts is a local SSD (storage/simfs.SSD): 0.1 ms a read wherever
+// it is, read ahead 256 KiB at a time in order.
+var DefaultCosts = func() Costs {
+	c := base
+	c.Name, c.LookupBatch = "ssd", 1000
+	c.BlockBytes, c.BlockRead, c.ReadAhead = 4096, units(100*time.Microsecond), 256<<10
+	return c
+}()
 
-// ObjectStoreCosts is a cloud object store: a round trip costs tens of
-// milliseconds and blocks are large, so a few lookups cost more than
-// reading the table.
-var ObjectStoreCosts = Costs{
-	Name: "object-store", TableRows: 1000, EqRows: 10, RangeFraction: 1.0 / 3,
-	SeqRow: 1, LookupRow: 20, RoundTrip: 2000, LookupBatch: 10000, SortRow: 0.5,
-	UnitTime: 10 * time.Microsecond,
-}
+// HDDCosts is a spinning disk (storage/simfs.HDD, read-planning.txt):
+// 0.2 ms a read, 10 ms more to seek, 150 MiB/s, read ahead 2 MiB at a
+// time in order.
+var HDDCosts = func() Costs {
+	c := base
+	c.Name, c.LookupBatch = "hdd", 10000
+	c.BlockBytes, c.BlockRead, c.ReadAhead = 4096, units(200*time.Microsecond), 2<<20
+	c.Seek = units(10 * time.Millisecond)
+	c.BlockTransfer = units(time.Second) * 4096 / (150 << 20)
+	return c
+}()
+
+// ObjectStoreCosts is a cloud object store (storage/simfs.ObjectStore):
+// read in 1 MiB chunks, each a request of 20 ms plus its transfer at
+// 100 MiB/s, in order or not.
+var ObjectStoreCosts = func() Costs {
+	c := base
+	c.Name, c.LookupBatch = "object-store", 10000
+	c.BlockBytes, c.BlockRead, c.ReadAhead = 1<<20, units(30*time.Millisecond), 1<<20
+	c.KeepsFetched = true
+	return c
+}()
 
 // ProfileCosts returns the cost model of a storage profile by name (ssd,
 // hdd, object-store: storage.Profiles); ok is false for any other name.
@@ -105,15 +194,99 @@ func ProfileCosts(name string) (c Costs, ok bool) {
 // its pages have grown (sql/exec's maxPage).
 const scanPage = 8192
 
-// scanCost prices reading rows: one round trip per page (the reader sends
-// many spans in one request).
-func (c Costs) scanCost(rows float64) float64 {
-	pages := max(1, math.Ceil(rows/scanPage))
-	return rows*c.SeqRow + pages*c.RoundTrip
+// tableSize is what the cost model knows of a table's size: its rows and
+// the bytes of its primary index (statistics', or the heuristics').
+type tableSize struct {
+	rows, bytes float64
 }
 
-// lookupCost prices looking up keys rows by key, in batches.
-func (c Costs) lookupCost(keys float64) float64 {
-	batches := float64(int((keys + c.LookupBatch - 1) / c.LookupBatch))
-	return keys*c.LookupRow + max(batches, 1)*c.RoundTrip
+// rowBytes is the size of one of t's rows.
+func (t tableSize) rowBytes() float64 { return t.bytes / math.Max(t.rows, 1) }
+
+// scanCost prices reading rows of t in order: the rows, one round trip
+// per page (the reader sends many spans in one request), and the storage
+// reads of their bytes.
+func (c Costs) scanCost(rows float64, t tableSize) float64 {
+	pages := max(1, math.Ceil(rows/scanPage))
+	return rows*c.SeqRow + pages*c.RoundTrip + c.tableIO(rows*t.rowBytes())
 }
+
+// tableIO prices reading bytes of storage in order: one read per
+// read-ahead window, and the blocks passed.
+func (c Costs) tableIO(bytes float64) float64 {
+	reads := max(1, math.Ceil(bytes/c.ReadAhead))
+	blocks := max(1, math.Ceil(bytes/c.BlockBytes))
+	return reads*c.BlockRead + blocks*c.BlockTransfer
+}
+
+// blocksTouched is how many of n blocks k keys spread at random over them
+// fall in (Cardenas' formula): k when k is much smaller than n, all n when
+// k is much larger.
+func blocksTouched(k, n float64) float64 {
+	if k <= 0 || n <= 0 {
+		return 0
+	}
+	if n <= 1 {
+		return 1
+	}
+	return n * -math.Expm1(k*math.Log1p(-1/n))
+}
+
+// readAheadStart is the first read-ahead window (storage/readahead.go:
+// 64 KiB, opened after two reads in a row each start where the previous
+// ended, then growing to ReadAhead).
+const readAheadStart = 64 << 10
+
+// batchIO prices the storage reads of one batch of k sorted keys into a
+// table of n blocks (bytes in all). The batch reads the blocks its keys
+// fall in (blocksTouched), front to back. A touched block whose
+// neighbour is touched too (chance d, the share of blocks touched) lets
+// read-ahead open a window of w blocks, which serves the next w·d
+// touched blocks as a scan would, so a share w·d/(1+w·d) of them arrive
+// read ahead (a sparse batch: almost none; a dense one: almost all).
+// Every other touched block is a read of its own, with a seek on a disk
+// whose head moves, at most what passing over the untouched blocks in
+// between costs (BlockTransfer a block): a batch spans at most the
+// table's blocks, and one that touches all of them costs about reading
+// the table (its few reads not read ahead on top).
+func (c Costs) batchIO(k, n, bytes float64) float64 {
+	touched := blocksTouched(k, n)
+	d := touched / n
+	w := max(1, readAheadStart/c.BlockBytes)
+	ahead := w * d / (1 + w*d)
+	reads := touched * (1 - ahead)
+	inOrder := c.tableIO(bytes) / n // a block's share of reading the table
+	gaps := n - touched             // the blocks passed between touched ones
+	return reads*c.BlockRead + min(reads*c.Seek, gaps*c.BlockTransfer) + touched*ahead*inOrder
+}
+
+// lookupCost prices looking up keys keys in t in batches of LookupBatch
+// sorted keys (sql/exec sorts each batch before reading it): each key's
+// CPU, each batch's round trip, and the blocks the batches read (batchIO):
+// once in all when t fits in the block cache (or the storage keeps what
+// it fetched), else once per batch. A
+// lookup of a few keys costs a few reads however large t is; many keys
+// cost at most a read of t per batch. The rows found are the caller's to
+// price (SeqRow each).
+func (c Costs) lookupCost(keys float64, t tableSize) float64 {
+	if keys <= 0 {
+		return c.RoundTrip
+	}
+	batches := max(1, math.Ceil(keys/c.LookupBatch))
+	perBatch := keys / batches
+	n := max(1, math.Ceil(t.bytes/c.BlockBytes))
+	var io float64
+	if t.bytes <= c.CacheBytes || c.KeepsFetched {
+		// What a block costs in one batch, for every block the batches
+		// touch together (a block read by an earlier batch is cached).
+		one := blocksTouched(perBatch, n)
+		all := blocksTouched(keys, n)
+		io = c.batchIO(perBatch, n, t.bytes) / one * all
+	} else {
+		io = batches * c.batchIO(perBatch, n, t.bytes)
+	}
+	return keys*c.LookupRow + batches*c.RoundTrip + io
+}
+
+// hashBuildCost prices putting rows in a hash join's table.
+func (c Costs) hashBuildCost(rows float64) float64 { return rows * c.HashRow }

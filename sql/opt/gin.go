@@ -92,7 +92,8 @@ func (o *optimizer) invertedAccess(s *plan.Scan, idx *catalog.Index, conj []sem.
 			Filter: and(residual), Lock: s.Lock, LockWait: s.LockWait},
 		scan: scan, orig: &orig, rows: rows,
 	}
-	a.cost = c.scanCost(entries) + c.lookupCost(rows)
+	size := o.tableSize(s.Table)
+	a.cost = c.scanCost(entries, size) + c.lookupCost(rows, size)
 	if c.IndexScanOff {
 		a.cost += disableCost
 	}

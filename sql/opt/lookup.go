@@ -62,19 +62,37 @@ func (o *optimizer) lookupJoins(n plan.Node) plan.Node {
 // both can be read in key order (merge.go), else a hash join; alt is the
 // lookup join that lost, if one was priced.
 func (o *optimizer) keepJoin(j *plan.Join, alt *JoinChoice) plan.Node {
-	if hc, ok := o.hashJoinCost(j); ok && o.mergeJoin(j, hc) {
+	read, ok := o.rightReadCost(j)
+	if !ok {
+		o.noteChoice(j, alt)
 		return j
+	}
+	hash := o.hashCost(j, read)
+	if o.mergeJoin(j) {
+		c := &JoinChoice{Chosen: "merge join", ChosenCost: read, Rejected: "hash join", RejectedCost: hash}
+		if alt != nil && alt.RejectedCost < hash {
+			c.Rejected, c.RejectedCost = alt.Rejected, alt.RejectedCost
+		}
+		o.noteChoice(j, c)
+		return j
+	}
+	if alt != nil {
+		// The lookup join lost to this hash join (priced as a merge
+		// join where one seemed possible but its sides could not be
+		// ordered).
+		alt.Chosen, alt.ChosenCost = "hash join", hash
 	}
 	o.noteChoice(j, alt)
 	return j
 }
 
-// JoinChoice is how lookupJoins chose between a lookup join and a hash
-// join: the estimated cost of the method chosen and of the best method
-// rejected, in the cost model's units (Costs). A hash join's figure is
-// reading its right side whole; a lookup join's is the lookups (seeks,
-// round trips) and the rows they read. Both sides pay for the left input
-// alike, so it is left out.
+// JoinChoice is how lookupJoins chose between a lookup join, a merge join
+// and a hash join: the estimated cost of the method chosen and of the
+// best method rejected, in the cost model's units (Costs). A merge join's
+// figure is reading its right side whole; a hash join's is that and
+// building its hash table from those rows; a lookup join's is its
+// batches' keys, round trips and storage reads, and the rows they find.
+// Every method reads the left input alike, so it is left out.
 type JoinChoice struct {
 	Chosen       string
 	ChosenCost   float64
@@ -121,9 +139,16 @@ func (o *optimizer) lookupJoin(j *plan.Join) (_ *plan.LookupJoin, alt *JoinChoic
 	if leftRows >= limit {
 		return nil, nil
 	}
-	hashCost := o.bestAccess(right).cost
+	// The alternative: reading the right side whole, for a merge join
+	// where one can be, else a hash join.
+	read := o.bestAccess(right).cost
+	other, otherCost := "hash join", o.hashCost(j, read)
+	if o.canMerge(j) {
+		other, otherCost = "merge join", read
+	}
+	size := o.tableSize(right.Table)
 	var best *plan.LookupJoin
-	bestCost, bestRows := hashCost, 0.0
+	bestCost, bestRows := otherCost, 0.0
 	lostCost := math.Inf(1) // the cheapest lookup join that lost
 	for _, idx := range lookupIndexes(right.Table) {
 		keyCols, full := lookupKeys(j, right, idx)
@@ -140,7 +165,10 @@ func (o *optimizer) lookupJoin(j *plan.Join) (_ *plan.LookupJoin, alt *JoinChoic
 		if r, ok := o.lookupRowsPerKey(right, idx, len(keyCols), full); ok {
 			perKey = r
 		}
-		cost := o.costs.lookupCost(leftRows) + leftRows*perKey*o.costs.SeqRow
+		cost := o.costs.lookupCost(leftRows, size) + leftRows*perKey*o.costs.SeqRow
+		if o.costs.NestLoopOff {
+			cost += disableCost
+		}
 		if cost >= bestCost {
 			lostCost = min(lostCost, cost)
 			continue
@@ -160,13 +188,13 @@ func (o *optimizer) lookupJoin(j *plan.Join) (_ *plan.LookupJoin, alt *JoinChoic
 		if math.IsInf(lostCost, 1) {
 			return nil, nil
 		}
-		return nil, &JoinChoice{Chosen: "hash join", ChosenCost: hashCost, Rejected: "lookup join", RejectedCost: lostCost}
+		return nil, &JoinChoice{Chosen: other, ChosenCost: otherCost, Rejected: "lookup join", RejectedCost: lostCost}
 	}
 	o.rows[best] = bestRows
 	if r, ok := o.joinRows(j, leftRows, o.estimate(j.Right)); ok {
 		o.rows[best] = r
 	}
-	o.noteChoice(best, &JoinChoice{Chosen: "lookup join", ChosenCost: bestCost, Rejected: "hash join", RejectedCost: hashCost})
+	o.noteChoice(best, &JoinChoice{Chosen: "lookup join", ChosenCost: bestCost, Rejected: other, RejectedCost: otherCost})
 	return best, nil
 }
 

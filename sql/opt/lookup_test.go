@@ -11,8 +11,29 @@ import (
 // and on the storage profile.
 func TestLookupJoins(t *testing.T) {
 	hdd, obj := HDDCosts, ObjectStoreCosts
-	hddNoMerge := HDDCosts
-	hddNoMerge.MergeJoinOff = true
+	// big: tables without statistics of a million rows of 100 bytes (100
+	// MB, more than the 64 MiB block cache), 5,000 rows per value of a
+	// non-unique key, so that rangeLeft looks up 50,000 keys.
+	big := func(c Costs) Costs {
+		c.TableRows, c.RowBytes, c.EqRows = 1e6, 100, 5000
+		return c
+	}
+	bigSSD, bigHDD := big(DefaultCosts), big(HDDCosts)
+	// dense: 10,000 rows per value, so rangeLeft looks up 100,000 keys.
+	dense := func(c Costs) Costs {
+		c = big(c)
+		c.EqRows = 10000
+		return c
+	}
+	denseHDD, denseObj := dense(HDDCosts), dense(ObjectStoreCosts)
+	denseHDDNoMerge := denseHDD
+	denseHDDNoMerge.MergeJoinOff = true
+	denseHDDNoHash := denseHDDNoMerge
+	denseHDDNoHash.HashJoinOff = true
+	denseHDDCached := denseHDD
+	denseHDDCached.CacheBytes = 1 << 30
+	bigSSDNoLoop := bigSSD
+	bigSSDNoLoop.NestLoopOff = true
 	// tenLeft: about 10 rows of t (b = 5 on a non-unique index) joined to
 	// u on its primary key.
 	tenLeft := func(kind plan.JoinKind) func(b *builder) plan.Node {
@@ -122,24 +143,73 @@ func TestLookupJoins(t *testing.T) {
 		lookup-join inner u@u_pkey keys=(#2) cols=(x#3,y#4,z#5) on=(t.b = u.x)
 		  scan t@t_b cols=(a#1,b#2) spans=[/1 - /1] [/2 - /2] [/3 - /3] [/4 - /4] [/5 - /5] [/6 - /6] [/7 - /7] [/8 - /8] [/9 - /9] [/10 - /10]`,
 	}, {
-		name:  "HDD: the same lookups cost a seek each, so both sides are read in order (merge join)",
+		name:  "HDD: a hundred sorted lookups into a small table read it once in order, as a full read would",
 		costs: &hdd,
+		build: rangeLeft,
+		want: `
+		lookup-join inner u@u_pkey keys=(#2) cols=(x#3,y#4,z#5) on=(t.b = u.x)
+		  scan t@t_b cols=(a#1,b#2) spans=[/1 - /1] [/2 - /2] [/3 - /3] [/4 - /4] [/5 - /5] [/6 - /6] [/7 - /7] [/8 - /8] [/9 - /9] [/10 - /10]`,
+	}, {
+		name:  "object store: the small table is one chunk, fetched once either way",
+		costs: &obj,
+		build: rangeLeft,
+		want: `
+		lookup-join inner u@u_pkey keys=(#2) cols=(x#3,y#4,z#5) on=(t.b = u.x)
+		  scan t@t_b cols=(a#1,b#2) spans=[/1 - /1] [/2 - /2] [/3 - /3] [/4 - /4] [/5 - /5] [/6 - /6] [/7 - /7] [/8 - /8] [/9 - /9] [/10 - /10]`,
+	}, {
+		name:  "a 100 MB table, 50,000 keys: on SSD fifty batches of sorted reads cost less than reading it whole",
+		costs: &bigSSD,
+		build: rangeLeft,
+		want: `
+		lookup-join inner u@u_pkey keys=(#2) cols=(x#3,y#4,z#5) on=(t.b = u.x)
+		  scan t@t_b cols=(a#1,b#2) spans=[/1 - /1] [/2 - /2] [/3 - /3] [/4 - /4] [/5 - /5] [/6 - /6] [/7 - /7] [/8 - /8] [/9 - /9] [/10 - /10]`,
+	}, {
+		name:  "the same on an HDD: each of five batches of 10,000 keys passes over it again",
+		costs: &bigHDD,
+		build: rangeLeft,
+		want: `
+		lookup-join inner u@u_pkey keys=(#2) cols=(x#3,y#4,z#5) on=(t.b = u.x)
+		  scan t@t_b cols=(a#1,b#2) spans=[/1 - /1] [/2 - /2] [/3 - /3] [/4 - /4] [/5 - /5] [/6 - /6] [/7 - /7] [/8 - /8] [/9 - /9] [/10 - /10]`,
+	}, {
+		name:  "100,000 keys on an HDD: ten passes cost more than one read in order (merge join)",
+		costs: &denseHDD,
 		build: rangeLeft,
 		want: `
 		merge-join inner on=(t.b = u.x) eq=(#2)=(#3)
 		  scan t@t_b cols=(a#1,b#2) spans=[/1 - /1] [/2 - /2] [/3 - /3] [/4 - /4] [/5 - /5] [/6 - /6] [/7 - /7] [/8 - /8] [/9 - /9] [/10 - /10] ordered
 		  scan u@u_pkey cols=(x#3,y#4,z#5) ordered`,
 	}, {
+		name:  "the same on an object store, which keeps the chunks it fetched: one pass, lookups",
+		costs: &denseObj,
+		build: rangeLeft,
+		want: `
+		lookup-join inner u@u_pkey keys=(#2) cols=(x#3,y#4,z#5) on=(t.b = u.x)
+		  scan t@t_b cols=(a#1,b#2) spans=[/1 - /1] [/2 - /2] [/3 - /3] [/4 - /4] [/5 - /5] [/6 - /6] [/7 - /7] [/8 - /8] [/9 - /9] [/10 - /10]`,
+	}, {
 		name:  "HDD with enable_mergejoin off: a hash join",
-		costs: &hddNoMerge,
+		costs: &denseHDDNoMerge,
 		build: rangeLeft,
 		want: `
 		join inner on=(t.b = u.x) eq=(#2)=(#3)
 		  scan t@t_b cols=(a#1,b#2) spans=[/1 - /1] [/2 - /2] [/3 - /3] [/4 - /4] [/5 - /5] [/6 - /6] [/7 - /7] [/8 - /8] [/9 - /9] [/10 - /10]
 		  scan u@u_pkey cols=(x#3,y#4,z#5)`,
 	}, {
-		name:  "object store: round trips dominate, merge join",
-		costs: &obj,
+		name:  "with enable_hashjoin off as well: the lookup join",
+		costs: &denseHDDNoHash,
+		build: rangeLeft,
+		want: `
+		lookup-join inner u@u_pkey keys=(#2) cols=(x#3,y#4,z#5) on=(t.b = u.x)
+		  scan t@t_b cols=(a#1,b#2) spans=[/1 - /1] [/2 - /2] [/3 - /3] [/4 - /4] [/5 - /5] [/6 - /6] [/7 - /7] [/8 - /8] [/9 - /9] [/10 - /10]`,
+	}, {
+		name:  "an HDD whose block cache holds the table: all batches pass over it once, lookups",
+		costs: &denseHDDCached,
+		build: rangeLeft,
+		want: `
+		lookup-join inner u@u_pkey keys=(#2) cols=(x#3,y#4,z#5) on=(t.b = u.x)
+		  scan t@t_b cols=(a#1,b#2) spans=[/1 - /1] [/2 - /2] [/3 - /3] [/4 - /4] [/5 - /5] [/6 - /6] [/7 - /7] [/8 - /8] [/9 - /9] [/10 - /10]`,
+	}, {
+		name:  "SSD with enable_nestloop off: no lookup join",
+		costs: &bigSSDNoLoop,
 		build: rangeLeft,
 		want: `
 		merge-join inner on=(t.b = u.x) eq=(#2)=(#3)
@@ -163,8 +233,8 @@ func TestLookupJoinsRoundTrip(t *testing.T) {
 	local := DefaultCosts
 	local.LookupBatch = 10
 	far := local.WithRoundTrip(60 * time.Millisecond)
-	if want := local.RoundTrip + 1200; far.RoundTrip != want {
-		t.Fatalf("60 ms at 50 µs a unit: RoundTrip %v, want %v", far.RoundTrip, want)
+	if want := local.RoundTrip + 12000; far.RoundTrip != want {
+		t.Fatalf("60 ms at 5 µs a unit: RoundTrip %v, want %v", far.RoundTrip, want)
 	}
 	if same := local.WithRoundTrip(0); same != local {
 		t.Fatalf("no round trip changed the costs: %+v", same)

@@ -8,13 +8,13 @@ import (
 // the order of the join's equality keys needs no hash table: sql/exec's
 // merge join reads both sides front to back once and holds only the right
 // rows of one key. Its reads are the hash join's (the right side whole,
-// in order), so it costs the same in Costs' units, and where both apply
-// the planner takes the merge join: at equal reads it holds one key's
+// in order) without the hash table's build (Costs.HashRow), so where both
+// apply the merge join costs less and is taken; it also holds one key's
 // rows instead of the whole right side, never spills to disk, and keeps
-// its left side's order. So the three methods split by profile: a lookup
-// join where few keys are looked up on cheap seeks (ssd); a merge join
-// where the inputs are ordered and seeks or requests are dear (hdd,
-// object-store); a hash join otherwise (TestJoinMethodByProfile).
+// its left side's order. So the three methods split by cost: a lookup
+// join where the keys looked up cost less than reading the right side
+// whole, else a merge join where the inputs are ordered, else a hash
+// join.
 
 // mergeOrders returns the orderings a merge join of j needs of its left
 // and right sides (ascending by the equality keys in LeftEq's order), or
@@ -73,27 +73,32 @@ func readsInOrder(n plan.Node, order []plan.Ordering) bool {
 	return ok && !rev && !merge
 }
 
-// mergeJoin makes j a merge join when both sides can be read in the
-// order of its keys and it would otherwise be a hash join (hashCost: the
-// hash join's price, which the merge join's equals), and records the
-// choice; it reports whether it did.
-func (o *optimizer) mergeJoin(j *plan.Join, hashCost float64) bool {
+// canMerge reports whether j could be a merge join: its kind and keys
+// allow one, enable_mergejoin is on, and both sides can be read in the
+// order of its keys (mergeJoin then asks them to).
+func (o *optimizer) canMerge(j *plan.Join) bool {
 	lo, ro, ok := mergeOrders(j)
-	if !ok || o.costs.MergeJoinOff || !readsInOrder(j.Left, lo) || !readsInOrder(j.Right, ro) {
+	return ok && !o.costs.MergeJoinOff && readsInOrder(j.Left, lo) && readsInOrder(j.Right, ro)
+}
+
+// mergeJoin makes j a merge join when it can be one (canMerge) and its
+// sides provide the order; it reports whether it did.
+func (o *optimizer) mergeJoin(j *plan.Join) bool {
+	if !o.canMerge(j) {
 		return false
 	}
+	lo, ro, _ := mergeOrders(j)
 	if !o.provide(j.Left, lo) || !o.provide(j.Right, ro) {
 		return false
 	}
 	j.Merge = true
-	o.noteChoice(j, &JoinChoice{Chosen: "merge join", ChosenCost: hashCost, Rejected: "hash join", RejectedCost: hashCost})
 	return true
 }
 
-// hashJoinCost is what a hash join of j costs in the units lookupJoin
-// compares: reading its right side whole; ok false when the right side
-// is not a planned scan.
-func (o *optimizer) hashJoinCost(j *plan.Join) (float64, bool) {
+// rightReadCost is what reading j's right side whole costs (the reads of
+// a hash or merge join, in the units lookupJoin compares); ok false when
+// the right side is not a planned scan.
+func (o *optimizer) rightReadCost(j *plan.Join) (float64, bool) {
 	right, ok := o.orig[j.Right]
 	if !ok {
 		return 0, false
@@ -102,4 +107,15 @@ func (o *optimizer) hashJoinCost(j *plan.Join) (float64, bool) {
 		return 0, false
 	}
 	return o.bestAccess(right).cost, true
+}
+
+// hashCost is what a hash join of j costs given read, the reading of its
+// right side: that, and every row of it put in the hash table (plus
+// disableCost with enable_hashjoin off).
+func (o *optimizer) hashCost(j *plan.Join, read float64) float64 {
+	cost := read + o.costs.hashBuildCost(o.estimate(j.Right))
+	if o.costs.HashJoinOff {
+		cost += disableCost
+	}
+	return cost
 }

@@ -428,9 +428,9 @@ func (o *optimizer) limitOrder(l *plan.Limit) {
 		if a.scan.Filter != nil {
 			rows = min(a.rows, per/o.costs.RangeFraction)
 		}
-		cost := o.costs.scanCost(rows)
+		cost := o.costs.scanCost(rows, o.tableSize(orig.Table))
 		if isJoin {
-			cost += o.costs.lookupCost(want)
+			cost += o.costs.lookupCost(want, o.tableSize(orig.Table))
 		}
 		if cost < bestCost {
 			a := a

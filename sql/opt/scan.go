@@ -292,7 +292,7 @@ func (o *optimizer) accessVia(s *plan.Scan, idx *catalog.Index, fc *filterConstr
 		Spans: sr.spans, Buckets: buckets(s.Table, idx, cons), Lock: s.Lock, LockWait: s.LockWait,
 	}
 	a := access{node: scan, scan: scan, orig: &orig, rows: rows, out: out}
-	a.cost = o.costs.scanCost(rows)
+	a.cost = o.costs.scanCost(rows, o.tableSize(s.Table))
 	// A read of the whole primary index (every bucket of a hash-sharded
 	// one) is the sequential scan.
 	if seq := idx.ID == s.Table.PrimaryIndex.ID && estSpans.used == 0; seq && o.costs.SeqScanOff || !seq && o.costs.IndexScanOff {
@@ -359,7 +359,7 @@ func (o *optimizer) accessVia(s *plan.Scan, idx *catalog.Index, fc *filterConstr
 		Input: scan, Table: s.Table, KeyCols: keyCols,
 		Cols: s.Cols, TableCols: s.TableCols, Filter: and(late), Lock: s.Lock, LockWait: s.LockWait,
 	}
-	a.cost += o.costs.lookupCost(rows)
+	a.cost += o.costs.lookupCost(rows, o.tableSize(s.Table))
 	return a
 }
 

@@ -263,3 +263,18 @@ func (o *optimizer) lookupRowsPerKey(right *plan.Scan, idx *catalog.Index, nkeys
 	}
 	return math.Max(rows, 1), true
 }
+
+// tableSize is t's size: its statistics' rows and bytes, or the cost
+// model's heuristics without any (TableRows rows of RowBytes).
+func (o *optimizer) tableSize(t *catalog.Table) tableSize {
+	c := o.costs
+	if ts := o.tableStats(t); ts != nil {
+		rows := math.Max(ts.RowCount, 1)
+		bytes := float64(ts.Bytes)
+		if bytes <= 0 {
+			bytes = rows * c.RowBytes
+		}
+		return tableSize{rows: rows, bytes: bytes}
+	}
+	return tableSize{rows: c.TableRows, bytes: c.TableRows * c.RowBytes}
+}

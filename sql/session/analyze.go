@@ -84,6 +84,10 @@ func (s *Session) costs() opt.Costs {
 	c, _ := opt.ProfileCosts(s.vars["storage.profile"])
 	c.SeqScanOff, c.IndexScanOff = s.vars["enable_seqscan"] == "off", s.vars["enable_indexscan"] == "off"
 	c.MergeJoinOff = s.vars["enable_mergejoin"] == "off"
+	c.HashJoinOff, c.NestLoopOff = s.vars["enable_hashjoin"] == "off", s.vars["enable_nestloop"] == "off"
+	if n := s.b.cfg.BlockCacheBytes; n > 0 {
+		c.CacheBytes = float64(n)
+	}
 	if rtt := s.b.cfg.NetworkRTT; rtt != nil {
 		c = c.WithRoundTrip(rtt())
 	}

@@ -61,6 +61,10 @@ type Config struct {
 	// resolved --store-profile): the default of each session's
 	// storage.profile setting. "": ssd.
 	StoreProfile string
+	// BlockCacheBytes is the node's block cache (the planner reads a
+	// table that fits in it once for all of a join's lookup batches,
+	// opt.Costs.CacheBytes). 0: the cost model's default.
+	BlockCacheBytes int64
 	// NetworkRTT, when set, is the round-trip time a batch to the
 	// tablets' leaseholders pays on the network (the node's measured RTTs
 	// to its peers); the planner adds it to its round trips

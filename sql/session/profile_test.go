@@ -18,12 +18,12 @@ func TestProfileCostsAndBatches(t *testing.T) {
 	}{
 		{"ssd", "0", 0, 1000, 20},
 		{"hdd", "0", 0, 10000, 20},
-		{"object-store", "0", 0, 10000, 2000},
+		{"object-store", "0", 0, 10000, 20},
 		{"hdd", "250", 0, 250, 20},
-		// 10 ms at ssd's 50 µs a unit, hdd's 200 µs, object-store's 10 µs.
-		{"ssd", "0", 10 * time.Millisecond, 1000, 20 + 200},
-		{"hdd", "0", 10 * time.Millisecond, 10000, 20 + 50},
-		{"object-store", "0", 10 * time.Millisecond, 10000, 2000 + 1000},
+		// 10 ms at 5 µs a unit (every profile's).
+		{"ssd", "0", 10 * time.Millisecond, 1000, 20 + 2000},
+		{"hdd", "0", 10 * time.Millisecond, 10000, 20 + 2000},
+		{"object-store", "0", 10 * time.Millisecond, 10000, 20 + 2000},
 	} {
 		b := &Backend{}
 		if c.rtt > 0 {

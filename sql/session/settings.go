@@ -109,6 +109,8 @@ var settingsList = []*setting{
 	{name: "enable_seqscan", def: "on", check: checkBool, desc: "Enables the planner's use of sequential-scan plans."},
 	{name: "enable_indexscan", def: "on", check: checkBool, desc: "Enables the planner's use of index-scan plans."},
 	{name: "enable_mergejoin", def: "on", check: checkBool, desc: "Enables the planner's use of merge-join plans."},
+	{name: "enable_hashjoin", def: "on", check: checkBool, desc: "Enables the planner's use of hash join plans."},
+	{name: "enable_nestloop", def: "on", check: checkBool, desc: "Enables the planner's use of nested-loop join plans."},
 	{name: "geqo", def: "on", check: checkBool, desc: "Enables the heuristic join search (Cairn's is greedy, not genetic) for FROM lists of geqo_threshold items or more."},
 	// storage.profile prices the planner's reads (sql/opt's Costs): its
 	// default is the node's --store-profile (NewSession), and SET
