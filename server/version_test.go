@@ -71,6 +71,13 @@ func (c *memberCluster) restartAs(id uint64, binary clusterversion.Version) (*Se
 	return s, err
 }
 
+func apiVersion(t *testing.T, s *Server) VersionInfo {
+	t.Helper()
+	var v VersionInfo
+	getJSON(t, s, "/api/version", &v)
+	return v
+}
+
 func showVersion(t *testing.T, s *Server, setting string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -127,6 +134,18 @@ func TestClusterVersionRollingUpgrade(t *testing.T) {
 	}
 	if got := showVersion(t, n2, "version"); got != "1.0" {
 		t.Fatalf("with node 1 on 1.0, the cluster version rose to %q", got)
+	}
+	// So do /api/version (cairn node status's first line) and the admin
+	// UI's overview: node 2 runs 1.1 in a cluster at 1.0.
+	if v := apiVersion(t, n2); v != (VersionInfo{NodeID: 2, BinaryVersion: "1.1", MinSupportedVersion: "1.0", ClusterVersion: "1.0"}) {
+		t.Fatalf("/api/version on node 2: %+v", v)
+	}
+	_, _, page := httpGet(t, n2, "/")
+	for _, want := range []string{`<div class="card" id="cluster-version"><div class="n">1.0</div>cluster version</div>`, `runs a binary of version 1.1`,
+		`<td class="binary-version">1.0</td>`, `<td class="binary-version">1.1</td>`} {
+		if !strings.Contains(page, want) {
+			t.Fatalf("the overview of node 2 lacks %s:\n%s", want, page)
+		}
 	}
 	if code, msg := execErr(t, n2, "SET CLUSTER SETTING version = '1.1'"); code != "22023" || !strings.Contains(msg, "node 1 runs a binary of version 1.0") {
 		t.Fatalf("raising the version above node 1's binary: %s %s", code, msg)
