@@ -59,19 +59,33 @@ func Parse(s string) (Version, error) {
 	return Version{int32(a), int32(b)}, nil
 }
 
+// The cluster versions that gate a behaviour, by what they brought; the
+// code that uses it asks IsActive of its constant.
+var (
+	// V1_0: versioned node-to-node messages (numbered fields, package
+	// wire) and cluster versions. The version rolling upgrades start from.
+	V1_0 = Version{1, 0}
+	// VersionedTabletState: the timestamps of a tablet's replicated state
+	// (its GC threshold and closed timestamp) start with a format version
+	// (tablet/stateformat.go). A 1.0 binary reads only the unversioned
+	// form, so a replica writes the versioned one only from here on.
+	VersionedTabletState = Version{1, 1}
+)
+
 // Versions are every cluster version, oldest first, with what it brought.
 var Versions = []struct {
 	Version Version
 	What    string
 }{
-	{Version{1, 0}, "versioned node-to-node messages (numbered fields, package wire) and cluster versions: the version rolling upgrades start from"},
+	{V1_0, "versioned node-to-node messages (numbered fields, package wire) and cluster versions: the version rolling upgrades start from"},
+	{VersionedTabletState, "a tablet's GC threshold and closed timestamp are stored with a format version"},
 }
 
 // Binary is this build's version; MinSupported the oldest cluster version
 // it can run in.
 var (
 	Binary       = Versions[len(Versions)-1].Version
-	MinSupported = Version{1, 0}
+	MinSupported = V1_0
 )
 
 // Key is where the cluster version lives: the cluster setting "version"

@@ -360,7 +360,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		// A cluster of one runs at its binary's version: no other node
 		// can be too old for what it writes.
 		s.version.SetActive(s.version.Binary())
-		if s.store, err = store.Open(ctx, s.eng, clock, s.gcConfig(s.splitConfig(store.Config{Observe: s.obs.tabletObservers()}))); err != nil {
+		if s.store, err = store.Open(ctx, s.eng, clock, s.gcConfig(s.splitConfig(store.Config{Observe: s.obs.tabletObservers(), Version: s.version}))); err != nil {
 			return nil, fmt.Errorf("opening tablets: %w", err)
 		}
 		s.db = kv.NewDB(s.obs.timed(s.store), s.store, clock, cfg.DB)

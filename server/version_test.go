@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/cairn-db/cairn/clusterversion"
+	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/storage"
+	"github.com/cairn-db/cairn/tablet"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -216,5 +219,107 @@ func TestClusterVersionRisesByItself(t *testing.T) {
 	}
 	if got := showVersion(t, n2, "version"); got != "1.1" {
 		t.Fatalf("SHOW CLUSTER SETTING version = %q", got)
+	}
+}
+
+// storedGCFormats returns the format version (tablet.StateFormat) of every
+// GC threshold stored on node s, by tablet.
+func storedGCFormats(t *testing.T, s *Server) map[kvpb.TabletID]int {
+	t.Helper()
+	out := map[kvpb.TabletID]int{}
+	for _, d := range s.store.Tablets() {
+		b, ok, err := s.eng.Get(storage.MVCCKey{Key: tablet.GCThresholdKey(d.TabletID)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			continue
+		}
+		v, err := tablet.StateFormat(b)
+		if err != nil {
+			t.Fatalf("tablet %d's GC threshold %x: %v", d.TabletID, b, err)
+		}
+		out[d.TabletID] = v
+	}
+	return out
+}
+
+// TestClusterVersionGatesTabletStateFormat: the versioned GC threshold of
+// cluster version 1.1 (clusterversion.VersionedTabletState), which a 1.0
+// binary cannot read, is written only once 1.1 is active. In a cluster at
+// 1.0 (node 1 plays a 1.0 binary), VACUUM stores thresholds in the 1.0
+// form, also through the 1.1 node; once every node runs 1.1 and the
+// version rises, VACUUM stores the versioned form, and a node restarted
+// on the store reads both.
+func TestClusterVersionGatesTabletStateFormat(t *testing.T) {
+	c := newMemberCluster(t, 60*time.Second)
+	n1, err := c.newNode(nil, v10, v10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n2, err := c.newNode([]string{c.addrs[1]}, v11, v10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	execSQL(t, n2, "CREATE TABLE t (k INT PRIMARY KEY, v INT)")
+	execSQL(t, n2, "ALTER TABLE t CONFIGURE ZONE USING gc.ttlseconds = 1")
+	execSQL(t, n2, "INSERT INTO t VALUES (1, 1), (2, 2)")
+	// formats is every stored threshold's format on both nodes, and
+	// whether one is of version want.
+	formats := func(want int) (map[int]int, bool) {
+		count := map[int]int{}
+		for _, s := range []*Server{n1, n2} {
+			for _, v := range storedGCFormats(t, s) {
+				count[v]++
+			}
+		}
+		return count, count[want] > 0
+	}
+	vacuumUntilFormat := func(via *Server, want int) map[int]int {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			execSQL(t, via, "UPDATE t SET v = v + 1")
+			execSQL(t, via, "VACUUM t")
+			if count, ok := formats(want); ok {
+				return count
+			}
+			if time.Now().After(deadline) {
+				count, _ := formats(want)
+				t.Fatalf("no GC threshold of format %d after VACUUM: formats %v", want, count)
+			}
+		}
+	}
+	if count := vacuumUntilFormat(n2, 0); count[1] != 0 {
+		t.Fatalf("at cluster version 1.0, GC thresholds were stored in the versioned form: formats %v", count)
+	}
+
+	if n1, err = c.restartAs(1, v11); err != nil {
+		t.Fatal(err)
+	}
+	// Each node's version loop would find it in a liveness interval;
+	// stepped here: the first raises the version, the second learns it.
+	for _, s := range []*Server{n1, n2} {
+		if err := s.repl.member.RefreshVersion(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n1.version.Active() != v11 || n2.version.Active() != v11 {
+		t.Fatalf("the cluster version is %s on node 1 and %s on node 2 with every node on 1.1", n1.version.Active(), n2.version.Active())
+	}
+	vacuumUntilFormat(n1, 1)
+
+	// Node 2 restarted on its store opens its replicas, whose thresholds
+	// are now in both forms, and serves.
+	if n2, err = c.restartAs(2, v11); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn := connect(t, n2)
+	defer conn.Close(ctx)
+	var n int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM t").Scan(&n); err != nil || n != 2 {
+		t.Fatalf("after the restart: %d rows, %v", n, err)
 	}
 }
