@@ -65,11 +65,11 @@ var (
 	// V1_0: versioned node-to-node messages (numbered fields, package
 	// wire) and cluster versions. The version rolling upgrades start from.
 	V1_0 = Version{1, 0}
-	// VersionedTabletState: the timestamps of a tablet's replicated state
+	// VersionedState: the timestamps of a tablet's replicated state
 	// (its GC threshold and closed timestamp) start with a format version
 	// (tablet/stateformat.go). A 1.0 binary reads only the unversioned
 	// form, so a replica writes the versioned one only from here on.
-	VersionedTabletState = Version{1, 1}
+	VersionedState = Version{1, 1}
 )
 
 // Versions are every cluster version, oldest first, with what it brought.
@@ -78,7 +78,7 @@ var Versions = []struct {
 	What    string
 }{
 	{V1_0, "versioned node-to-node messages (numbered fields, package wire) and cluster versions: the version rolling upgrades start from"},
-	{VersionedTabletState, "a tablet's GC threshold and closed timestamp are stored with a format version"},
+	{VersionedState, "a tablet's GC threshold and closed timestamp are stored with a format version"},
 }
 
 // Binary is this build's version; MinSupported the oldest cluster version

@@ -411,7 +411,8 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 	r.transport = rpc.NewTransport(rpc.TransportConfig{Resolve: registry.Resolve, Logger: s.log, Geo: r.geo, Faults: r.faults, Creds: s.rpcCreds})
 	var st atomic.Pointer[store.Store]
 	r.raft = raftnode.NewNode(raftnode.Config{
-		NodeID: id,
+		NodeID:  id,
+		Version: s.version,
 		// Snapshots too large for a raft message stream as SSTs;
 		// messages (several to a frame) stay well under the limit.
 		SendSnapshot:        r.transport.SendSnapshot,

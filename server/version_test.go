@@ -10,6 +10,7 @@ import (
 
 	"github.com/cairn-db/cairn/clusterversion"
 	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/raftnode"
 	"github.com/cairn-db/cairn/storage"
 	"github.com/cairn-db/cairn/tablet"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -244,9 +245,9 @@ func storedGCFormats(t *testing.T, s *Server) map[kvpb.TabletID]int {
 	return out
 }
 
-// TestClusterVersionGatesTabletStateFormat: the versioned GC threshold of
-// cluster version 1.1 (clusterversion.VersionedTabletState), which a 1.0
-// binary cannot read, is written only once 1.1 is active. In a cluster at
+// TestClusterVersionGatesTabletStateFormat: the versioned GC threshold and
+// applied index of cluster version 1.1 (clusterversion.VersionedState),
+// which a 1.0 binary cannot read, are written only once 1.1 is active. In a cluster at
 // 1.0 (node 1 plays a 1.0 binary), VACUUM stores thresholds in the 1.0
 // form, also through the 1.1 node; once every node runs 1.1 and the
 // version rises, VACUUM stores the versioned form, and a node restarted
@@ -290,8 +291,28 @@ func TestClusterVersionGatesTabletStateFormat(t *testing.T) {
 			}
 		}
 	}
+	// applied is the format of every applied index (raftnode) stored on
+	// both nodes, counted by version.
+	applied := func() map[int]int {
+		count := map[int]int{}
+		for _, s := range []*Server{n1, n2} {
+			for _, d := range s.store.Tablets() {
+				v, ok, err := raftnode.AppliedFormat(s.eng, uint64(d.TabletID))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ok {
+					count[v]++
+				}
+			}
+		}
+		return count
+	}
 	if count := vacuumUntilFormat(n2, 0); count[1] != 0 {
 		t.Fatalf("at cluster version 1.0, GC thresholds were stored in the versioned form: formats %v", count)
+	}
+	if count := applied(); count[1] != 0 || count[0] == 0 {
+		t.Fatalf("at cluster version 1.0, applied indexes are stored in formats %v, want only the 1.0 form", count)
 	}
 
 	if n1, err = c.restartAs(1, v11); err != nil {
@@ -308,6 +329,9 @@ func TestClusterVersionGatesTabletStateFormat(t *testing.T) {
 		t.Fatalf("the cluster version is %s on node 1 and %s on node 2 with every node on 1.1", n1.version.Active(), n2.version.Active())
 	}
 	vacuumUntilFormat(n1, 1)
+	if count := applied(); count[1] == 0 {
+		t.Fatalf("at cluster version 1.1, after writes, applied indexes are stored in formats %v, want the versioned form", count)
+	}
 
 	// Node 2 restarted on its store opens its replicas, whose thresholds
 	// are now in both forms, and serves.

@@ -2,7 +2,6 @@ package tablet
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 
 	"github.com/cairn-db/cairn/clusterversion"
@@ -23,10 +22,9 @@ import (
 // The state timestamp format. Before cluster version 1.1 a timestamp of
 // the tablet's replicated state was 12 bytes, the wall time (big endian,
 // 8 bytes, never negative) then the logical counter (4): no version. From
-// 1.1 (clusterversion.VersionedTabletState) it is a version byte with the
-// high bit set, which no wall time begins with, then the version's
-// payload; version 1's is those 12 bytes. So the legacy value and every
-// versioned one are told apart by the first byte alone.
+// 1.1 (clusterversion.VersionedState) it is a version byte, then the
+// version's payload; version 1's is those 12 bytes (clusterversion's
+// format.go: the first byte alone tells the forms apart).
 //
 // A binary of 1.0 reads only the 12 bytes: a replica of one would fail to
 // load a versioned value (its snapshot, its restart). So the versioned
@@ -39,33 +37,28 @@ import (
 // ErrFutureFormat: a stored value or raft entry is in a version of its
 // format that this binary does not know: a newer binary wrote it. It is
 // never guessed at.
-var ErrFutureFormat = errors.New("tablet: written in a format version this binary does not know")
+var ErrFutureFormat = clusterversion.ErrFutureFormat
 
-// futureFormat returns ErrFutureFormat for what (such as "the GC
-// threshold") at version v, this binary reading up to max.
-func futureFormat(what string, v, max int) error {
-	return fmt.Errorf("%w: %s is in format version %d, and this binary (version %s) reads up to %d: a newer binary wrote it; run a binary at least as new as the cluster version",
-		ErrFutureFormat, what, v, clusterversion.Binary, max)
-}
+// futureFormat returns ErrFutureFormat for what (such as "the raft
+// command") at version v, this binary reading up to max.
+func futureFormat(what string, v, max int) error { return clusterversion.FutureFormat(what, v, max) }
 
 const (
-	// stateVersioned marks a versioned state timestamp: the high bit of
-	// its first byte, whose low bits are the version.
-	stateVersioned byte = 0x80
 	// stateFormatV1 is the version this binary writes and the newest it
 	// reads.
 	stateFormatV1 = 1
-	// stateLegacyLen is the length of the unversioned (1.0) form.
-	stateLegacyLen = 12
+	// stateTSLen is the length of a state timestamp's payload (and of
+	// the whole unversioned form).
+	stateTSLen = 12
 )
 
 // encodeStateTS encodes a timestamp of the tablet's replicated state,
 // versioned once the cluster version that reads the versioned form is
 // active (versioned).
 func encodeStateTS(ts hlc.Timestamp, versioned bool) []byte {
-	b := make([]byte, 0, 1+stateLegacyLen)
+	b := make([]byte, 0, 1+stateTSLen)
 	if versioned {
-		b = append(b, stateVersioned|stateFormatV1)
+		b = clusterversion.AppendFormat(b, stateFormatV1)
 	}
 	b = binary.BigEndian.AppendUint64(b, uint64(ts.WallTime))
 	return binary.BigEndian.AppendUint32(b, uint32(ts.Logical))
@@ -74,20 +67,14 @@ func encodeStateTS(ts hlc.Timestamp, versioned bool) []byte {
 // decodeStateTS decodes what encodeStateTS wrote, in either form; what
 // names the value for errors.
 func decodeStateTS(what string, b []byte) (hlc.Timestamp, error) {
-	v, err := StateFormat(b)
-	switch {
-	case errors.Is(err, ErrFutureFormat):
-		return hlc.Timestamp{}, futureFormat(what, v, stateFormatV1)
-	case err != nil:
-		return hlc.Timestamp{}, fmt.Errorf("tablet: %s: %w", what, err)
+	v, p, err := clusterversion.SplitFormat(what, b, stateFormatV1)
+	if err != nil {
+		return hlc.Timestamp{}, err
 	}
-	if v == 0 && len(b) != stateLegacyLen || v == stateFormatV1 && len(b) != 1+stateLegacyLen {
+	if len(p) != stateTSLen {
 		return hlc.Timestamp{}, fmt.Errorf("tablet: %s of %d bytes in format version %d", what, len(b), v)
 	}
-	if v > 0 {
-		b = b[1:]
-	}
-	return hlc.Timestamp{WallTime: int64(binary.BigEndian.Uint64(b)), Logical: int32(binary.BigEndian.Uint32(b[8:]))}, nil
+	return hlc.Timestamp{WallTime: int64(binary.BigEndian.Uint64(p)), Logical: int32(binary.BigEndian.Uint32(p[8:]))}, nil
 }
 
 // StateFormat returns the format version of a stored state timestamp (the
@@ -95,20 +82,8 @@ func decodeStateTS(what string, b []byte) (hlc.Timestamp, error) {
 // cluster version 1.0, else the version its first byte names. A version
 // above the newest this binary reads is ErrFutureFormat.
 func StateFormat(b []byte) (int, error) {
-	if len(b) == 0 {
-		return 0, errors.New("empty value")
-	}
-	if b[0]&stateVersioned == 0 {
-		return 0, nil
-	}
-	switch v := int(b[0] &^ stateVersioned); {
-	case v == 0:
-		return 0, fmt.Errorf("version byte %#x names no format", b[0])
-	case v > stateFormatV1:
-		return v, futureFormat("a state timestamp", v, stateFormatV1)
-	default:
-		return v, nil
-	}
+	v, _, err := clusterversion.SplitFormat("a state timestamp", b, stateFormatV1)
+	return v, err
 }
 
 // versionedState reports whether this replica writes the versioned form
@@ -116,5 +91,5 @@ func StateFormat(b []byte) (int, error) {
 // active. A replica with no Config.Version belongs to no cluster whose
 // other nodes could be older, and writes it.
 func (r *Replica) versionedState() bool {
-	return r.cfg.Version == nil || r.cfg.Version.IsActive(clusterversion.VersionedTabletState)
+	return r.cfg.Version == nil || r.cfg.Version.IsActive(clusterversion.VersionedState)
 }

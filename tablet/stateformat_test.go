@@ -87,7 +87,7 @@ func TestFutureFormatsRefused(t *testing.T) {
 // the unversioned form a 1.0 binary reads; once 1.1 is active, in the
 // versioned one. A replica reopened on the store reads back either.
 func TestStateFormatGatedOnClusterVersion(t *testing.T) {
-	v := clusterversion.NewHandle(clusterversion.VersionedTabletState, clusterversion.V1_0)
+	v := clusterversion.NewHandle(clusterversion.VersionedState, clusterversion.V1_0)
 	h := newHarness(t, Config{Version: v})
 	h.manual.Set(int64(1000 * 1000))
 	stored := func() []byte {
@@ -119,7 +119,7 @@ func TestStateFormatGatedOnClusterVersion(t *testing.T) {
 		t.Fatalf("reopened on the 1.0 form: threshold %s", got)
 	}
 
-	v.SetActive(clusterversion.VersionedTabletState)
+	v.SetActive(clusterversion.VersionedState)
 	gc(20)
 	if b := stored(); len(b) != 13 || b[0] != 0x81 {
 		t.Fatalf("at cluster version 1.1 the GC threshold is stored as %x, want the versioned form", b)
