@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cairn-db/cairn/clusterversion"
+	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/kvpb"
 	"github.com/cairn-db/cairn/raftnode"
 	"github.com/cairn-db/cairn/storage"
@@ -345,5 +346,35 @@ func TestClusterVersionGatesTabletStateFormat(t *testing.T) {
 	var n int
 	if err := conn.QueryRow(ctx, "SELECT count(*) FROM t").Scan(&n); err != nil || n != 2 {
 		t.Fatalf("after the restart: %d rows, %v", n, err)
+	}
+}
+
+// A protected timestamp record (every node reads every node's) is written
+// in the 20-byte form of 1.0 until 1.1 is active, then with a format
+// version; both read back, and a future version is refused by name.
+func TestProtectedTimestampRecordFormat(t *testing.T) {
+	s := &Server{version: clusterversion.NewHandle(v11, v10)}
+	p := hlc.Timestamp{WallTime: 1_700_000_000_000_000_000, Logical: 3}
+	const wall = 1_700_000_000_500_000_000
+	check := func(b []byte) {
+		t.Helper()
+		if got, w, err := decodePTS(b); err != nil || got != p || w != wall {
+			t.Fatalf("%x decodes to %s, %d, %v", b, got, w, err)
+		}
+	}
+	if b := s.encodePTS(p, wall); len(b) != 20 {
+		t.Fatalf("at cluster version 1.0 a record is %x, want the 20-byte form", b)
+	} else {
+		check(b)
+	}
+	s.version.SetActive(v11)
+	b := s.encodePTS(p, wall)
+	if len(b) != 21 || b[0] != 0x81 {
+		t.Fatalf("at cluster version 1.1 a record is %x, want the versioned form", b)
+	}
+	check(b)
+	b[0] = 0x82
+	if _, _, err := decodePTS(b); !errors.Is(err, clusterversion.ErrFutureFormat) || !strings.Contains(err.Error(), "a protected timestamp record is in format version 2") {
+		t.Fatalf("a future record format: %v", err)
 	}
 }
