@@ -1,6 +1,7 @@
 package clusterversion
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 )
@@ -51,4 +52,46 @@ func SplitFormat(what string, b []byte, max int) (v int, payload []byte, err err
 	default:
 		return v, b[1:], nil
 	}
+}
+
+// JSON records (the node table, liveness records, zone configurations)
+// carry their format version as a top-level "format_version" member from
+// 1.1 on. A 1.0 binary decodes them with encoding/json, which skips a
+// member it does not know, so this needs no gate; a record without the
+// member is version 0, what 1.0 wrote.
+
+// MarshalFormat returns v, which must encode as a JSON object, as JSON
+// with "format_version": version first.
+func MarshalFormat(v any, version int) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) < 2 || b[0] != '{' {
+		return nil, fmt.Errorf("clusterversion: %T does not encode as a JSON object", v)
+	}
+	out := fmt.Appendf(make([]byte, 0, len(b)+20), `{"format_version":%d`, version)
+	if len(b) > 2 {
+		out = append(out, ',')
+	}
+	return append(out, b[1:]...), nil
+}
+
+// JSONFormat returns the format version of a JSON record (0 without
+// "format_version"); one above max is FutureFormat's error, and what
+// names the record in errors.
+func JSONFormat(what string, b []byte, max int) (int, error) {
+	var f struct {
+		V int `json:"format_version"`
+	}
+	if err := json.Unmarshal(b, &f); err != nil {
+		return 0, fmt.Errorf("%s: %w", what, err)
+	}
+	switch {
+	case f.V < 0:
+		return 0, fmt.Errorf("%s: format version %d", what, f.V)
+	case f.V > max:
+		return f.V, FutureFormat(what, f.V, max)
+	}
+	return f.V, nil
 }
