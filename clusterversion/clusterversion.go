@@ -54,7 +54,7 @@ func Parse(s string) (Version, error) {
 	a, err1 := strconv.ParseInt(maj, 10, 32)
 	b, err2 := strconv.ParseInt(min, 10, 32)
 	if !ok || err1 != nil || err2 != nil || a < 0 || b < 0 {
-		return Version{}, fmt.Errorf("%q is not a version (major.minor, such as %s)", s, Binary)
+		return Version{}, fmt.Errorf("%q is not a version (major.minor, such as %s)", s, V1_0)
 	}
 	return Version{int32(a), int32(b)}, nil
 }
@@ -84,9 +84,34 @@ var Versions = []struct {
 // Binary is this build's version; MinSupported the oldest cluster version
 // it can run in.
 var (
-	Binary       = Versions[len(Versions)-1].Version
+	Binary       = buildVersion(testingBinary, Versions[len(Versions)-1].Version)
 	MinSupported = V1_0
 )
+
+// testingBinary, set only when a test links a binary with
+//
+//	-ldflags -X github.com/cairn-db/cairn/clusterversion.testingBinary=1.0
+//
+// makes the build claim that binary version, so that a test runs real
+// processes of an "older" and a "newer" build side by side
+// (cmd/cairn.TestUpgradeProcesses). Such a build still has this build's
+// code: it reads every format, and writes what the cluster version
+// allows, as a binary of that version would. Release builds never set it.
+var testingBinary string
+
+// buildVersion is Binary: s when a test build set it, else dflt. A
+// version this build does not know is a broken test build: it panics at
+// start rather than run under a made-up version.
+func buildVersion(s string, dflt Version) Version {
+	if s == "" {
+		return dflt
+	}
+	v, err := Parse(s)
+	if err != nil || dflt.Less(v) || v.Less(V1_0) {
+		panic(fmt.Sprintf("clusterversion: the test build's binary version %q is not one of this build's versions (%s to %s)", s, V1_0, dflt))
+	}
+	return v
+}
 
 // Key is where the cluster version lives: the cluster setting "version"
 // (SHOW CLUSTER SETTING version reads it).

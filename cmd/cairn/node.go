@@ -227,7 +227,9 @@ func printVersion(w io.Writer, v *server.VersionInfo) {
 
 func printNodes(w io.Writer, nodes []server.NodeInfo) {
 	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "id\trpc address\tsql address\tlocality\tstorage\tliveness\tbinary\treplicas\tleaders")
+	// The binary before the liveness: scripts read the last three
+	// columns as liveness, replicas and leaders.
+	fmt.Fprintln(tw, "id\trpc address\tsql address\tlocality\tstorage\tbinary\tliveness\treplicas\tleaders")
 	for _, n := range nodes {
 		profile := n.StoreProfile
 		if profile == "" {
@@ -237,7 +239,7 @@ func printNodes(w io.Writer, nodes []server.NodeInfo) {
 		if binary == "" {
 			binary = "-" // a node whose build predates cluster versions
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", n.NodeID, n.RPCAddr, n.SQLAddr, n.Locality, profile, n.Liveness, binary, n.Replicas, n.Leaders)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", n.NodeID, n.RPCAddr, n.SQLAddr, n.Locality, profile, binary, n.Liveness, n.Replicas, n.Leaders)
 	}
 	tw.Flush()
 }

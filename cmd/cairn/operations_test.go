@@ -102,7 +102,7 @@ func TestOperationsGuide(t *testing.T) {
 	// version and each node's binary (the last status lists nodes 1-3).
 	ver := regexp.QuoteMeta(clusterversion.Binary.String())
 	if !regexp.MustCompile(`(?m)^cluster version: `+ver+` \(as node 1 knows it\)$`).MatchString(got) ||
-		!regexp.MustCompile(`(?m)^3 +\S+ +\S+ .*\blive +`+ver+` `).MatchString(got) {
+		!regexp.MustCompile(`(?m)^3 +\S+ +\S+ .* `+ver+` +live\b`).MatchString(got) {
 		t.Errorf("node status never showed cluster version %s and node 3's binary:\n%s", clusterversion.Binary, proc.Tail(got, 8000))
 	}
 }
