@@ -130,6 +130,12 @@ func TestClusterVersionRollingUpgrade(t *testing.T) {
 	if got := showVersion(t, n2, "version"); got != "1.0" {
 		t.Fatalf("a new cluster of 1.0 binaries is at version %q", got)
 	}
+	// A binary that no longer runs in clusters as old as 1.0 is refused
+	// too, with why.
+	if _, err := c.newNode([]string{c.addrs[1]}, clusterversion.Version{Major: 1, Minor: 2}, v11); err == nil ||
+		!strings.Contains(err.Error(), "runs in clusters at version 1.1 or later and the cluster version is 1.0") {
+		t.Fatalf("a binary of 1.2 that runs in clusters at 1.1 or later joining a 1.0 cluster: %v", err)
+	}
 	// The admin API says which node runs which binary.
 	if nodes := apiNodes(t, n2); nodes[1].BinaryVersion != "1.0" || nodes[2].BinaryVersion != "1.1" {
 		t.Fatalf("/api/nodes binary versions: %q and %q", nodes[1].BinaryVersion, nodes[2].BinaryVersion)
