@@ -7,6 +7,10 @@
 // older node would misread) is used only once IsActive says the cluster
 // version has reached the version that introduced it.
 //
+// It also owns how a stored format that had no version in 1.0 gains one
+// (format.go), so that every reader of one tells the forms apart alike
+// and refuses a future version with ErrFutureFormat.
+//
 // This package only names versions and checks them; membership stores the
 // cluster version, raises it (automatically once every node runs a newer
 // binary, or by SET CLUSTER SETTING version) and refuses nodes whose
