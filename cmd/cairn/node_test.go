@@ -112,7 +112,7 @@ func TestNodeCommandsAuth(t *testing.T) {
 	}{
 		{"no password", nil, []string{"status"}, 1, "", `GET /api/nodes: the node requires a login \(401 Unauthorized\): give --user and the role's password in CAIRN_PASSWORD or --password-file`},
 		{"wrong password", map[string]string{"CAIRN_PASSWORD": "nope"}, []string{"status"}, 1, "", `logging in as "postgres" failed \(401 Unauthorized\): password authentication failed for user "postgres"`},
-		{"PGPASSWORD", map[string]string{"PGPASSWORD": "root-pw"}, []string{"status"}, 0, `(?m)^1\s+\S+\s+\S+\s+\s+ssd\s+live\s+1\s+1$`, ""},
+		{"PGPASSWORD", map[string]string{"PGPASSWORD": "root-pw"}, []string{"status"}, 0, `(?m)^1\s+\S+\s+\S+\s+\s+ssd\s+` + regexp.QuoteMeta(clusterversion.Binary.String()) + `\s+live\s+1\s+1$`, ""},
 		{"any role may list", map[string]string{"CAIRN_PASSWORD": "view-pw"}, []string{"status", "--user", "viewer"}, 0, `(?m)^1\s.*\slive\s`, ""},
 		{"only a superuser may decommission", map[string]string{"CAIRN_PASSWORD": "view-pw"}, []string{"decommission", "1", "--user", "viewer", "--wait", "1s"}, 1, "",
 			`POST /api/nodes/1/decommission: role "viewer" is not allowed to \(403 Forbidden\): role "viewer" is not a superuser`},
