@@ -7,6 +7,10 @@
 // older node would misread) is used only once IsActive says the cluster
 // version has reached the version that introduced it.
 //
+// It also owns how a stored format that had no version in 1.0 gains one
+// (format.go), so that every reader of one tells the forms apart alike
+// and refuses a future version with ErrFutureFormat.
+//
 // This package only names versions and checks them; membership stores the
 // cluster version, raises it (automatically once every node runs a newer
 // binary, or by SET CLUSTER SETTING version) and refuses nodes whose
@@ -54,25 +58,64 @@ func Parse(s string) (Version, error) {
 	a, err1 := strconv.ParseInt(maj, 10, 32)
 	b, err2 := strconv.ParseInt(min, 10, 32)
 	if !ok || err1 != nil || err2 != nil || a < 0 || b < 0 {
-		return Version{}, fmt.Errorf("%q is not a version (major.minor, such as %s)", s, Binary)
+		return Version{}, fmt.Errorf("%q is not a version (major.minor, such as %s)", s, V1_0)
 	}
 	return Version{int32(a), int32(b)}, nil
 }
+
+// The cluster versions that gate a behaviour, by what they brought; the
+// code that uses it asks IsActive of its constant.
+var (
+	// V1_0: versioned node-to-node messages (numbered fields, package
+	// wire) and cluster versions. The version rolling upgrades start from.
+	V1_0 = Version{1, 0}
+	// VersionedState: the timestamps of a tablet's replicated state
+	// (its GC threshold and closed timestamp) start with a format version
+	// (tablet/stateformat.go). A 1.0 binary reads only the unversioned
+	// form, so a replica writes the versioned one only from here on.
+	VersionedState = Version{1, 1}
+)
 
 // Versions are every cluster version, oldest first, with what it brought.
 var Versions = []struct {
 	Version Version
 	What    string
 }{
-	{Version{1, 0}, "versioned node-to-node messages (numbered fields, package wire) and cluster versions: the version rolling upgrades start from"},
+	{V1_0, "versioned node-to-node messages (numbered fields, package wire) and cluster versions: the version rolling upgrades start from"},
+	{VersionedState, "a tablet's GC threshold and closed timestamp are stored with a format version"},
 }
 
 // Binary is this build's version; MinSupported the oldest cluster version
 // it can run in.
 var (
-	Binary       = Versions[len(Versions)-1].Version
-	MinSupported = Version{1, 0}
+	Binary       = buildVersion(testingBinary, Versions[len(Versions)-1].Version)
+	MinSupported = V1_0
 )
+
+// testingBinary, set only when a test links a binary with
+//
+//	-ldflags -X github.com/cairn-db/cairn/clusterversion.testingBinary=1.0
+//
+// makes the build claim that binary version, so that a test runs real
+// processes of an "older" and a "newer" build side by side
+// (cmd/cairn.TestUpgradeProcesses). Such a build still has this build's
+// code: it reads every format, and writes what the cluster version
+// allows, as a binary of that version would. Release builds never set it.
+var testingBinary string
+
+// buildVersion is Binary: s when a test build set it, else dflt. A
+// version this build does not know is a broken test build: it panics at
+// start rather than run under a made-up version.
+func buildVersion(s string, dflt Version) Version {
+	if s == "" {
+		return dflt
+	}
+	v, err := Parse(s)
+	if err != nil || dflt.Less(v) || v.Less(V1_0) {
+		panic(fmt.Sprintf("clusterversion: the test build's binary version %q is not one of this build's versions (%s to %s)", s, V1_0, dflt))
+	}
+	return v
+}
 
 // Key is where the cluster version lives: the cluster setting "version"
 // (SHOW CLUSTER SETTING version reads it).

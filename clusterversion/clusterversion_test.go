@@ -83,3 +83,25 @@ func TestHandleOnlyRises(t *testing.T) {
 		t.Fatalf("the default handle is %s/%s", d.Binary(), d.MinSupported())
 	}
 }
+
+// A test build may claim an older binary version it knows
+// (testingBinary); anything else is refused at start.
+func TestBuildVersion(t *testing.T) {
+	v11 := Version{1, 1}
+	if got := buildVersion("", v11); got != v11 {
+		t.Errorf("no test version: %s", got)
+	}
+	if got := buildVersion("1.0", v11); got != V1_0 {
+		t.Errorf("test version 1.0: %s", got)
+	}
+	for _, bad := range []string{"1.2", "0.9", "one"} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("test version %q was taken", bad)
+				}
+			}()
+			buildVersion(bad, v11)
+		}()
+	}
+}

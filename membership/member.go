@@ -272,7 +272,7 @@ func (m *Member) register(ctx context.Context) error {
 			return err
 		}
 		if ok {
-			old, err := decode[NodeRecord](v)
+			old, err := decodeRecord[NodeRecord](v)
 			if err != nil {
 				return err
 			}
@@ -281,7 +281,7 @@ func (m *Member) register(ctx context.Context) error {
 			}
 			self.Status = old.Status
 		}
-		return txn.Put(ctx, keys.NodeRecord(self.NodeID), encode(self))
+		return txn.Put(ctx, keys.NodeRecord(self.NodeID), encodeRecord(self))
 	})
 }
 
@@ -305,7 +305,7 @@ func (m *Member) heartbeat(ctx context.Context) error {
 			l.Members[n]++
 		}
 	}
-	return m.db.Put(ctx, keys.Liveness(m.NodeID()), encode(l))
+	return m.db.Put(ctx, keys.Liveness(m.NodeID()), encodeRecord(l))
 }
 
 func (m *Member) readLiveness(ctx context.Context, id uint64) (LivenessRecord, bool, error) {
@@ -313,7 +313,7 @@ func (m *Member) readLiveness(ctx context.Context, id uint64) (LivenessRecord, b
 	if err != nil || !ok {
 		return LivenessRecord{}, false, err
 	}
-	l, err := decode[LivenessRecord](v)
+	l, err := decodeRecord[LivenessRecord](v)
 	return l, err == nil, err
 }
 
@@ -328,7 +328,7 @@ func (m *Member) View(ctx context.Context) (*View, error) {
 	v := &View{Now: time.Unix(0, m.cfg.Clock.Now().WallTime), Nodes: map[uint64]NodeRecord{}, Liveness: map[uint64]LivenessRecord{}, DeadAfter: m.cfg.DeadAfter}
 	var recs []NodeRecord
 	for _, r := range rows {
-		rec, err := decode[NodeRecord](r.Value)
+		rec, err := decodeRecord[NodeRecord](r.Value)
 		if err != nil {
 			return nil, err
 		}
@@ -340,7 +340,7 @@ func (m *Member) View(ctx context.Context) (*View, error) {
 		return nil, fmt.Errorf("membership: reading liveness: %w", err)
 	}
 	for _, r := range rows {
-		l, err := decode[LivenessRecord](r.Value)
+		l, err := decodeRecord[LivenessRecord](r.Value)
 		if err != nil {
 			return nil, err
 		}
@@ -418,7 +418,7 @@ func (m *Member) SetStatus(ctx context.Context, id uint64, st string) error {
 		if !ok {
 			return fmt.Errorf("membership: no node %d", id)
 		}
-		rec, err := decode[NodeRecord](v)
+		rec, err := decodeRecord[NodeRecord](v)
 		if err != nil {
 			return err
 		}
@@ -426,7 +426,7 @@ func (m *Member) SetStatus(ctx context.Context, id uint64, st string) error {
 			return fmt.Errorf("membership: node %d is decommissioned", id)
 		}
 		rec.Status = st
-		return txn.Put(ctx, keys.NodeRecord(id), encode(rec))
+		return txn.Put(ctx, keys.NodeRecord(id), encodeRecord(rec))
 	})
 }
 
@@ -467,7 +467,7 @@ func (m *Member) handleJoin(ctx context.Context, in []byte) ([]byte, error) {
 			return nil, refuse("node %d is not a member of cluster %s", req.NodeID, cid)
 		}
 		if ok {
-			old, err := decode[NodeRecord](v)
+			old, err := decodeRecord[NodeRecord](v)
 			if err != nil {
 				return nil, status.Error(codes.Internal, err.Error())
 			}
@@ -493,7 +493,7 @@ func (m *Member) handleJoin(ctx context.Context, in []byte) ([]byte, error) {
 			return nil, status.Error(codes.Unavailable, err.Error())
 		}
 		rec.NodeID = id
-		if err := m.db.Put(ctx, keys.NodeRecord(id), encode(rec)); err != nil {
+		if err := m.db.Put(ctx, keys.NodeRecord(id), encodeRecord(rec)); err != nil {
 			return nil, status.Error(codes.Unavailable, err.Error())
 		}
 		m.cfg.Registry.Set(rec)
@@ -529,7 +529,7 @@ func (m *Member) allocateNodeID(ctx context.Context) (uint64, error) {
 		return 0, err
 	}
 	for _, r := range rows {
-		if rec, err := decode[NodeRecord](r.Value); err == nil {
+		if rec, err := decodeRecord[NodeRecord](r.Value); err == nil {
 			floor = max(floor, int64(rec.NodeID))
 		}
 	}

@@ -79,6 +79,32 @@ func decode[T any](b []byte) (T, error) {
 	return v, nil
 }
 
+// recordFormat is the format version of the node table's records and the
+// liveness records, which membership stores as JSON objects with a
+// "format_version" member (clusterversion.MarshalFormat; a 1.0 binary
+// skips the member, so writing it needs no gate). A record without it
+// was written by 1.0: version 0, the same shape.
+const recordFormat = 1
+
+// encodeRecord is a stored record's value.
+func encodeRecord(v any) []byte {
+	b, err := clusterversion.MarshalFormat(v, recordFormat)
+	if err != nil {
+		panic(err) // plain structs of strings and numbers
+	}
+	return b
+}
+
+// decodeRecord reads what encodeRecord (or a 1.0 binary's encode) wrote,
+// refusing a format version this binary does not know.
+func decodeRecord[T any](b []byte) (T, error) {
+	var v T
+	if _, err := clusterversion.JSONFormat(fmt.Sprintf("membership: a stored %T", v), b, recordFormat); err != nil {
+		return v, err
+	}
+	return decode[T](b)
+}
+
 func encode(v any) []byte {
 	b, err := json.Marshal(v)
 	if err != nil {

@@ -32,7 +32,11 @@
 //	                  (LogStore.Shared: its leases wait out the clock
 //	                  offset even with one voter)
 //
-// and one store-local key per tablet (keys.StoreLocal): snapi <tablet BE8>,
+// In the tablet's replicated state (keys.TabletReplicated(tabletID, ...)),
+// rfta holds the applied index: 8 bytes big endian, preceded from cluster
+// version 1.1 by a format version byte (node.go, putApplied).
+//
+// And one store-local key per tablet (keys.StoreLocal): snapi <tablet BE8>,
 // the intent of a streamed snapshot being applied (snapshot.go), whose
 // image is ingested between the intent and the raft state.
 package raftnode

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/cairn-db/cairn/clusterversion"
 	"io"
 	"slices"
 	"sync"
@@ -247,6 +248,11 @@ type Config struct {
 	// was ingested and before its raft state is written; an error fails
 	// the round as an engine failure would (tests of a crash there).
 	TestingAfterIngest func(tabletID, index uint64) error
+	// Version is the node's view of the cluster version: the applied
+	// index is stored with a format version only once every node's
+	// binary reads it (putApplied). Nil: a node of no cluster, which
+	// writes this build's formats.
+	Version *clusterversion.Handle
 }
 
 // Node drives every raft group of one node: it steps messages into them,
@@ -1051,19 +1057,56 @@ func (n *Node) readApplied(tabletID uint64) (uint64, error) {
 	return readApplied(n.eng, tabletID)
 }
 
+// The applied index's format: 8 bytes, big endian, in 1.0; from
+// clusterversion.VersionedState a format version byte, then those 8 bytes
+// (clusterversion's format.go). A 1.0 binary reads only the first form,
+// and may run on this store again until the cluster version rises (a
+// rolling upgrade rolled back), so the second is written only from then.
+const appliedFormatV1 = 1
+
 func readApplied(eng *storage.Engine, tabletID uint64) (uint64, error) {
 	v, ok, err := eng.Get(storage.MVCCKey{Key: keys.TabletReplicated(tabletID, appliedSuffix)})
 	if err != nil || !ok {
 		return 0, err
 	}
-	if len(v) != 8 {
-		return 0, fmt.Errorf("raftnode: tablet %d: applied index of %d bytes", tabletID, len(v))
+	return decodeApplied(tabletID, v)
+}
+
+// AppliedFormat returns the format version of tablet's stored applied
+// index on eng (0: the 1.0 form); ok false if none is stored.
+func AppliedFormat(eng *storage.Engine, tabletID uint64) (v int, ok bool, err error) {
+	b, ok, err := eng.Get(storage.MVCCKey{Key: keys.TabletReplicated(tabletID, appliedSuffix)})
+	if err != nil || !ok {
+		return 0, false, err
 	}
-	return binary.BigEndian.Uint64(v), nil
+	if _, err := decodeApplied(tabletID, b); err != nil {
+		return 0, true, err
+	}
+	v, _, err = clusterversion.SplitFormat("the applied index", b, appliedFormatV1)
+	return v, true, err
+}
+
+func decodeApplied(tabletID uint64, v []byte) (uint64, error) {
+	f, p, err := clusterversion.SplitFormat(fmt.Sprintf("raftnode: tablet %d: the applied index", tabletID), v, appliedFormatV1)
+	if err != nil {
+		return 0, err
+	}
+	if len(p) != 8 {
+		return 0, fmt.Errorf("raftnode: tablet %d: applied index of %d bytes in format version %d", tabletID, len(v), f)
+	}
+	return binary.BigEndian.Uint64(p), nil
 }
 
 func (n *Node) putApplied(b *storage.Batch, tabletID, index uint64) error {
-	return b.Put(n.appliedKey(tabletID), binary.BigEndian.AppendUint64(nil, index))
+	return b.Put(n.appliedKey(tabletID), n.encodeApplied(index))
+}
+
+func (n *Node) encodeApplied(index uint64) []byte {
+	b := make([]byte, 0, 9)
+	if n.cfg.Version == nil || n.cfg.Version.IsActive(clusterversion.VersionedState) {
+		b = clusterversion.AppendFormat(b, appliedFormatV1)
+	}
+	return binary.BigEndian.AppendUint64(b, index)
 }
 
 // discardLogger drops raft's logs (the node logs what matters itself).

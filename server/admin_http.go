@@ -117,6 +117,8 @@ type uiPage struct {
 	// (timeseries.go) and how many points they have.
 	QPSChart, MeanChart, P99Chart chart
 	SeriesPoints                  int
+	// Version is the overview's versions, as this node knows them.
+	Version VersionInfo
 }
 
 // apiIndex is GET /api/'s answer: the endpoints and what they return.
@@ -124,7 +126,8 @@ var apiIndex = []struct {
 	Path string `json:"path"`
 	What string `json:"what"`
 }{
-	{"/api/nodes", "the nodes: ID, addresses, locality, liveness, replicas and leaders"},
+	{"/api/nodes", "the nodes: ID, addresses, locality, liveness, binary version, replicas and leaders"},
+	{"/api/version", "this node's binary version, the oldest cluster version it runs in, and the cluster version as it knows it"},
 	{"/api/databases", "every database (the system catalog first) with its tables and tablets"},
 	{"/api/databases/{db}/tables", "a database's tables (404: no such database)"},
 	{"/api/system/tables", "the system catalog's parts, a colocated group"},
@@ -267,6 +270,7 @@ func (s *Server) adminRoutes(mux *http.ServeMux) {
 		p.MeanChart = lineChart(pts, func(p SeriesPoint) float64 { return p.MeanMs })
 		p.P99Chart = lineChart(pts, func(p SeriesPoint) float64 { return p.P99Ms })
 		p.SeriesPoints = len(pts)
+		p.Version = s.versionInfo()
 		s.render(w, r, "overview", p)
 	}))
 	mux.HandleFunc("GET /databases", view(false, func(w http.ResponseWriter, r *http.Request, v *adminView) {

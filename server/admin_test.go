@@ -19,6 +19,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
+	"github.com/cairn-db/cairn/clusterversion"
 	"github.com/cairn-db/cairn/sql/rowenc"
 	"github.com/cairn-db/cairn/storage"
 )
@@ -155,8 +156,12 @@ func TestAdminUI(t *testing.T) {
 	}
 	var index []struct{ Path string }
 	getJSON(t, s, "/api/", &index)
-	if len(index) != 14 || index[0].Path != "/api/nodes" || index[13].Path != "POST /api/nodes/{id}/decommission" {
+	if len(index) != 15 || index[0].Path != "/api/nodes" || index[14].Path != "POST /api/nodes/{id}/decommission" {
 		t.Errorf("/api/: %+v", index)
+	}
+	// A cluster of one runs at its binary's version.
+	if v := apiVersion(t, s); v.ClusterVersion != clusterversion.Binary.String() || v.BinaryVersion != v.ClusterVersion {
+		t.Errorf("/api/version of a cluster of one: %+v", v)
 	}
 	var shopTables []TableInfo
 	getJSON(t, s, "/api/databases/shop/tables", &shopTables)

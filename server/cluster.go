@@ -411,7 +411,8 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 	r.transport = rpc.NewTransport(rpc.TransportConfig{Resolve: registry.Resolve, Logger: s.log, Geo: r.geo, Faults: r.faults, Creds: s.rpcCreds})
 	var st atomic.Pointer[store.Store]
 	r.raft = raftnode.NewNode(raftnode.Config{
-		NodeID: id,
+		NodeID:  id,
+		Version: s.version,
 		// Snapshots too large for a raft message stream as SSTs;
 		// messages (several to a frame) stay well under the limit.
 		SendSnapshot:        r.transport.SendSnapshot,
@@ -431,7 +432,7 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 		},
 	}, s.eng, r.transport)
 	ls := &kv.LateSender{}
-	if s.store, err = store.Open(ctx, s.eng, clock, s.gcConfig(s.splitConfig(store.Config{Sender: ls, Observe: s.obs.tabletObservers(), Raft: &store.RaftConfig{Node: r.raft, Peers: peers, Membership: true, LeaseEligible: r.spreadEligible}}))); err != nil {
+	if s.store, err = store.Open(ctx, s.eng, clock, s.gcConfig(s.splitConfig(store.Config{Sender: ls, Observe: s.obs.tabletObservers(), Version: s.version, Raft: &store.RaftConfig{Node: r.raft, Peers: peers, Membership: true, LeaseEligible: r.spreadEligible}}))); err != nil {
 		return fmt.Errorf("opening tablets: %w", err)
 	}
 	st.Store(s.store)

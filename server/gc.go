@@ -33,6 +33,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"github.com/cairn-db/cairn/clusterversion"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -98,19 +99,38 @@ func ptsKey(node uint64) []byte {
 }
 
 // encodePTS is a record: the protected timestamp and the wall time it was
-// published at.
-func encodePTS(p hlc.Timestamp, wall int64) []byte {
-	b := binary.BigEndian.AppendUint64(nil, uint64(p.WallTime))
+// published at, 20 bytes (big endian), the form of cluster version 1.0;
+// from clusterversion.VersionedState a format version byte first
+// (clusterversion's format.go), once the version is active: a 1.0 node
+// reads only the 20 bytes, and every node reads every node's record.
+func (s *Server) encodePTS(p hlc.Timestamp, wall int64) []byte {
+	b := make([]byte, 0, 1+ptsLen)
+	if s.version.IsActive(clusterversion.VersionedState) {
+		b = clusterversion.AppendFormat(b, ptsFormatV1)
+	}
+	b = binary.BigEndian.AppendUint64(b, uint64(p.WallTime))
 	b = binary.BigEndian.AppendUint32(b, uint32(p.Logical))
 	return binary.BigEndian.AppendUint64(b, uint64(wall))
 }
 
+const (
+	// ptsFormatV1 is the newest format of a protected timestamp record
+	// this binary reads, and the one it writes once it may.
+	ptsFormatV1 = 1
+	// ptsLen is the length of its payload (and of the 1.0 form).
+	ptsLen = 20
+)
+
 func decodePTS(b []byte) (hlc.Timestamp, int64, error) {
-	if len(b) != 20 {
+	_, p, err := clusterversion.SplitFormat("a protected timestamp record", b, ptsFormatV1)
+	if err != nil {
+		return hlc.Timestamp{}, 0, err
+	}
+	if len(p) != ptsLen {
 		return hlc.Timestamp{}, 0, fmt.Errorf("protected timestamp record of %d bytes", len(b))
 	}
-	return hlc.Timestamp{WallTime: int64(binary.BigEndian.Uint64(b)), Logical: int32(binary.BigEndian.Uint32(b[8:]))},
-		int64(binary.BigEndian.Uint64(b[12:])), nil
+	return hlc.Timestamp{WallTime: int64(binary.BigEndian.Uint64(p)), Logical: int32(binary.BigEndian.Uint32(p[8:]))},
+		int64(binary.BigEndian.Uint64(p[12:])), nil
 }
 
 // gcConfig adds the GC queue's settings to a store's config.
@@ -234,7 +254,7 @@ func (s *Server) startGCQueue(ctx context.Context) {
 			}
 			if s.repl != nil {
 				p := s.db.ProtectedTimestamp()
-				if err := s.db.Put(rctx, ptsKey(s.nodeID()), encodePTS(p, s.db.Clock().Now().WallTime)); err != nil && ctx.Err() == nil {
+				if err := s.db.Put(rctx, ptsKey(s.nodeID()), s.encodePTS(p, s.db.Clock().Now().WallTime)); err != nil && ctx.Err() == nil {
 					s.log.Debug("cairn: gc: publishing the protected timestamp", "err", err)
 				}
 				s.publishDrainTimestamp(rctx)

@@ -33,7 +33,7 @@ func ptdKey(node uint64) []byte {
 // publishDrainTimestamp writes this node's drain record.
 func (s *Server) publishDrainTimestamp(ctx context.Context) {
 	p := s.db.DrainTimestamp()
-	if err := s.db.Put(ctx, ptdKey(s.nodeID()), encodePTS(p, s.db.Clock().Now().WallTime)); err != nil && ctx.Err() == nil {
+	if err := s.db.Put(ctx, ptdKey(s.nodeID()), s.encodePTS(p, s.db.Clock().Now().WallTime)); err != nil && ctx.Err() == nil {
 		s.log.Debug("cairn: publishing the drain timestamp", "err", err)
 	}
 }

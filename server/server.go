@@ -362,7 +362,10 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		if err := refuseReplicatedStore(s.eng); err != nil {
 			return nil, err
 		}
-		if s.store, err = store.Open(ctx, s.eng, clock, s.gcConfig(s.splitConfig(store.Config{Observe: s.obs.tabletObservers()}))); err != nil {
+		// A cluster of one runs at its binary's version: no other node
+		// can be too old for what it writes.
+		s.version.SetActive(s.version.Binary())
+		if s.store, err = store.Open(ctx, s.eng, clock, s.gcConfig(s.splitConfig(store.Config{Observe: s.obs.tabletObservers(), Version: s.version}))); err != nil {
 			return nil, fmt.Errorf("opening tablets: %w", err)
 		}
 		s.db = kv.NewDB(s.obs.timed(s.store), s.store, clock, cfg.DB)
@@ -664,6 +667,7 @@ func (s *Server) httpHandler() http.Handler {
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	s.adminRoutes(mux)
 	s.nodeRoutes(mux)
+	s.versionRoutes(mux)
 	if s.cfg.FaultInjection {
 		s.faultRoutes(mux)
 	}

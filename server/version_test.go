@@ -9,6 +9,11 @@ import (
 	"time"
 
 	"github.com/cairn-db/cairn/clusterversion"
+	"github.com/cairn-db/cairn/hlc"
+	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/raftnode"
+	"github.com/cairn-db/cairn/storage"
+	"github.com/cairn-db/cairn/tablet"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -71,6 +76,13 @@ func (c *memberCluster) restartAs(id uint64, binary clusterversion.Version) (*Se
 	return s, err
 }
 
+func apiVersion(t *testing.T, s *Server) VersionInfo {
+	t.Helper()
+	var v VersionInfo
+	getJSON(t, s, "/api/version", &v)
+	return v
+}
+
 func showVersion(t *testing.T, s *Server, setting string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -118,6 +130,12 @@ func TestClusterVersionRollingUpgrade(t *testing.T) {
 	if got := showVersion(t, n2, "version"); got != "1.0" {
 		t.Fatalf("a new cluster of 1.0 binaries is at version %q", got)
 	}
+	// A binary that no longer runs in clusters as old as 1.0 is refused
+	// too, with why.
+	if _, err := c.newNode([]string{c.addrs[1]}, clusterversion.Version{Major: 1, Minor: 2}, v11); err == nil ||
+		!strings.Contains(err.Error(), "runs in clusters at version 1.1 or later and the cluster version is 1.0") {
+		t.Fatalf("a binary of 1.2 that runs in clusters at 1.1 or later joining a 1.0 cluster: %v", err)
+	}
 	// The admin API says which node runs which binary.
 	if nodes := apiNodes(t, n2); nodes[1].BinaryVersion != "1.0" || nodes[2].BinaryVersion != "1.1" {
 		t.Fatalf("/api/nodes binary versions: %q and %q", nodes[1].BinaryVersion, nodes[2].BinaryVersion)
@@ -127,6 +145,18 @@ func TestClusterVersionRollingUpgrade(t *testing.T) {
 	}
 	if got := showVersion(t, n2, "version"); got != "1.0" {
 		t.Fatalf("with node 1 on 1.0, the cluster version rose to %q", got)
+	}
+	// So do /api/version (cairn node status's first line) and the admin
+	// UI's overview: node 2 runs 1.1 in a cluster at 1.0.
+	if v := apiVersion(t, n2); v != (VersionInfo{NodeID: 2, BinaryVersion: "1.1", MinSupportedVersion: "1.0", ClusterVersion: "1.0"}) {
+		t.Fatalf("/api/version on node 2: %+v", v)
+	}
+	_, _, page := httpGet(t, n2, "/")
+	for _, want := range []string{`<div class="card" id="cluster-version"><div class="n">1.0</div>cluster version</div>`, `runs a binary of version 1.1`,
+		`<td class="binary-version">1.0</td>`, `<td class="binary-version">1.1</td>`} {
+		if !strings.Contains(page, want) {
+			t.Fatalf("the overview of node 2 lacks %s:\n%s", want, page)
+		}
 	}
 	if code, msg := execErr(t, n2, "SET CLUSTER SETTING version = '1.1'"); code != "22023" || !strings.Contains(msg, "node 1 runs a binary of version 1.0") {
 		t.Fatalf("raising the version above node 1's binary: %s %s", code, msg)
@@ -197,5 +227,160 @@ func TestClusterVersionRisesByItself(t *testing.T) {
 	}
 	if got := showVersion(t, n2, "version"); got != "1.1" {
 		t.Fatalf("SHOW CLUSTER SETTING version = %q", got)
+	}
+}
+
+// storedGCFormats returns the format version (tablet.StateFormat) of every
+// GC threshold stored on node s, by tablet.
+func storedGCFormats(t *testing.T, s *Server) map[kvpb.TabletID]int {
+	t.Helper()
+	out := map[kvpb.TabletID]int{}
+	for _, d := range s.store.Tablets() {
+		b, ok, err := s.eng.Get(storage.MVCCKey{Key: tablet.GCThresholdKey(d.TabletID)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			continue
+		}
+		v, err := tablet.StateFormat(b)
+		if err != nil {
+			t.Fatalf("tablet %d's GC threshold %x: %v", d.TabletID, b, err)
+		}
+		out[d.TabletID] = v
+	}
+	return out
+}
+
+// TestClusterVersionGatesTabletStateFormat: the versioned GC threshold and
+// applied index of cluster version 1.1 (clusterversion.VersionedState),
+// which a 1.0 binary cannot read, are written only once 1.1 is active. In a cluster at
+// 1.0 (node 1 plays a 1.0 binary), VACUUM stores thresholds in the 1.0
+// form, also through the 1.1 node; once every node runs 1.1 and the
+// version rises, VACUUM stores the versioned form, and a node restarted
+// on the store reads both.
+func TestClusterVersionGatesTabletStateFormat(t *testing.T) {
+	c := newMemberCluster(t, 60*time.Second)
+	n1, err := c.newNode(nil, v10, v10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n2, err := c.newNode([]string{c.addrs[1]}, v11, v10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	execSQL(t, n2, "CREATE TABLE t (k INT PRIMARY KEY, v INT)")
+	execSQL(t, n2, "ALTER TABLE t CONFIGURE ZONE USING gc.ttlseconds = 1")
+	execSQL(t, n2, "INSERT INTO t VALUES (1, 1), (2, 2)")
+	// formats is every stored threshold's format on both nodes, and
+	// whether one is of version want.
+	formats := func(want int) (map[int]int, bool) {
+		count := map[int]int{}
+		for _, s := range []*Server{n1, n2} {
+			for _, v := range storedGCFormats(t, s) {
+				count[v]++
+			}
+		}
+		return count, count[want] > 0
+	}
+	vacuumUntilFormat := func(via *Server, want int) map[int]int {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			execSQL(t, via, "UPDATE t SET v = v + 1")
+			execSQL(t, via, "VACUUM t")
+			if count, ok := formats(want); ok {
+				return count
+			}
+			if time.Now().After(deadline) {
+				count, _ := formats(want)
+				t.Fatalf("no GC threshold of format %d after VACUUM: formats %v", want, count)
+			}
+		}
+	}
+	// applied is the format of every applied index (raftnode) stored on
+	// both nodes, counted by version.
+	applied := func() map[int]int {
+		count := map[int]int{}
+		for _, s := range []*Server{n1, n2} {
+			for _, d := range s.store.Tablets() {
+				v, ok, err := raftnode.AppliedFormat(s.eng, uint64(d.TabletID))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ok {
+					count[v]++
+				}
+			}
+		}
+		return count
+	}
+	if count := vacuumUntilFormat(n2, 0); count[1] != 0 {
+		t.Fatalf("at cluster version 1.0, GC thresholds were stored in the versioned form: formats %v", count)
+	}
+	if count := applied(); count[1] != 0 || count[0] == 0 {
+		t.Fatalf("at cluster version 1.0, applied indexes are stored in formats %v, want only the 1.0 form", count)
+	}
+
+	if n1, err = c.restartAs(1, v11); err != nil {
+		t.Fatal(err)
+	}
+	// Each node's version loop would find it in a liveness interval;
+	// stepped here: the first raises the version, the second learns it.
+	for _, s := range []*Server{n1, n2} {
+		if err := s.repl.member.RefreshVersion(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n1.version.Active() != v11 || n2.version.Active() != v11 {
+		t.Fatalf("the cluster version is %s on node 1 and %s on node 2 with every node on 1.1", n1.version.Active(), n2.version.Active())
+	}
+	vacuumUntilFormat(n1, 1)
+	if count := applied(); count[1] == 0 {
+		t.Fatalf("at cluster version 1.1, after writes, applied indexes are stored in formats %v, want the versioned form", count)
+	}
+
+	// Node 2 restarted on its store opens its replicas, whose thresholds
+	// are now in both forms, and serves.
+	if n2, err = c.restartAs(2, v11); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn := connect(t, n2)
+	defer conn.Close(ctx)
+	var n int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM t").Scan(&n); err != nil || n != 2 {
+		t.Fatalf("after the restart: %d rows, %v", n, err)
+	}
+}
+
+// A protected timestamp record (every node reads every node's) is written
+// in the 20-byte form of 1.0 until 1.1 is active, then with a format
+// version; both read back, and a future version is refused by name.
+func TestProtectedTimestampRecordFormat(t *testing.T) {
+	s := &Server{version: clusterversion.NewHandle(v11, v10)}
+	p := hlc.Timestamp{WallTime: 1_700_000_000_000_000_000, Logical: 3}
+	const wall = 1_700_000_000_500_000_000
+	check := func(b []byte) {
+		t.Helper()
+		if got, w, err := decodePTS(b); err != nil || got != p || w != wall {
+			t.Fatalf("%x decodes to %s, %d, %v", b, got, w, err)
+		}
+	}
+	if b := s.encodePTS(p, wall); len(b) != 20 {
+		t.Fatalf("at cluster version 1.0 a record is %x, want the 20-byte form", b)
+	} else {
+		check(b)
+	}
+	s.version.SetActive(v11)
+	b := s.encodePTS(p, wall)
+	if len(b) != 21 || b[0] != 0x81 {
+		t.Fatalf("at cluster version 1.1 a record is %x, want the versioned form", b)
+	}
+	check(b)
+	b[0] = 0x82
+	if _, _, err := decodePTS(b); !errors.Is(err, clusterversion.ErrFutureFormat) || !strings.Contains(err.Error(), "a protected timestamp record is in format version 2") {
+		t.Fatalf("a future record format: %v", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/cairn-db/cairn/clusterversion"
 	"slices"
 	"sync"
 	"time"
@@ -24,6 +25,8 @@ import (
 type Config struct {
 	// Observe: see tablet.Config.
 	Observe *tablet.Observers
+	// Version: see tablet.Config.
+	Version *clusterversion.Handle
 	// TxnLivenessThreshold: see tablet.Config.
 	TxnLivenessThreshold time.Duration
 	// MaxValueSize: see tablet.Config.
@@ -258,6 +261,7 @@ func (s *Store) tabletConfig() tablet.Config {
 		OnSplitBySnapshot:    s.onSplitBySnapshot,
 		Repacker:             s.evalRepacker(),
 		Observe:              s.cfg.Observe,
+		Version:              s.cfg.Version,
 	}
 }
 

@@ -62,7 +62,7 @@ func loadClosedTS(r storage.Reader, id kvpb.TabletID) (hlc.Timestamp, error) {
 	if err != nil || !ok {
 		return hlc.Timestamp{}, err
 	}
-	return decodeTS(v)
+	return decodeStateTS(fmt.Sprintf("tablet %d: the closed timestamp", id), v)
 }
 
 // ClosedTimestamp returns the highest closed timestamp this replica has
@@ -180,7 +180,7 @@ func (r *Replica) CloseTimestamp(ctx context.Context, lead time.Duration) (hlc.T
 	r.closed.mu.Unlock()
 	b := r.eng.NewWriteOnlyBatch()
 	defer b.Close()
-	if err := b.Put(storage.MVCCKey{Key: closedTSKey(desc.TabletID)}, encodeTS(c)); err != nil {
+	if err := b.Put(storage.MVCCKey{Key: closedTSKey(desc.TabletID)}, encodeStateTS(c, r.versionedState())); err != nil {
 		return hlc.Timestamp{}, fmt.Errorf("tablet %d: closing at %s: %w", desc.TabletID, c, err)
 	}
 	p := &Proposal{Repr: append([]byte(nil), b.Repr()...), ClosedTS: c}

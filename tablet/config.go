@@ -2,6 +2,7 @@ package tablet
 
 import (
 	"context"
+	"github.com/cairn-db/cairn/clusterversion"
 	"sync/atomic"
 	"time"
 
@@ -73,6 +74,11 @@ type Config struct {
 	// (server's /metrics); the replica calls it from the request's own
 	// goroutine and must not be slowed by it.
 	Observe *Observers
+	// Version is the node's view of the cluster version: the replica
+	// writes a stored format only once every node's binary reads it
+	// (stateformat.go). Nil: a replica of no cluster, which writes this
+	// build's formats.
+	Version *clusterversion.Handle
 }
 
 // Observers receive the latencies a replica measures. A nil func is not

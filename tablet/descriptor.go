@@ -40,6 +40,9 @@ func EncodeDescriptor(dst []byte, d kvpb.TabletDescriptor) []byte {
 func DecodeDescriptor(b []byte) (kvpb.TabletDescriptor, error) {
 	orig := b
 	var d kvpb.TabletDescriptor
+	if len(b) > 0 && b[0] > descriptorVersion {
+		return d, fmt.Errorf("%w: %w", ErrBadDescriptor, futureFormat("the tablet descriptor", int(b[0]), descriptorVersion))
+	}
 	if len(b) == 0 || b[0] != descriptorVersion {
 		return d, fmt.Errorf("%w: unknown version", ErrBadDescriptor)
 	}

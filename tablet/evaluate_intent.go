@@ -62,7 +62,7 @@ func (ec *evalCtx) gc(req *kvpb.GCRequest) (kvpb.Response, error) {
 		return nil, wrapEval(req, err)
 	}
 	if ec.r.gcThreshold().Less(req.Threshold) {
-		if err := writeGCThreshold(ec.b, ec.desc.TabletID, req.Threshold); err != nil {
+		if err := ec.r.writeGCThreshold(ec.b, ec.desc.TabletID, req.Threshold); err != nil {
 			return nil, wrapEval(req, err)
 		}
 		ec.prop.GCThreshold = req.Threshold

@@ -1,7 +1,6 @@
 package tablet
 
 import (
-	"encoding/binary"
 	"fmt"
 
 	"github.com/cairn-db/cairn/hlc"
@@ -21,17 +20,9 @@ func gcThresholdKey(id kvpb.TabletID) []byte {
 	return keys.TabletReplicated(uint64(id), "gc-threshold")
 }
 
-func encodeTS(ts hlc.Timestamp) []byte {
-	b := binary.BigEndian.AppendUint64(nil, uint64(ts.WallTime))
-	return binary.BigEndian.AppendUint32(b, uint32(ts.Logical))
-}
-
-func decodeTS(b []byte) (hlc.Timestamp, error) {
-	if len(b) != 12 {
-		return hlc.Timestamp{}, fmt.Errorf("tablet: GC threshold of %d bytes", len(b))
-	}
-	return hlc.Timestamp{WallTime: int64(binary.BigEndian.Uint64(b)), Logical: int32(binary.BigEndian.Uint32(b[8:]))}, nil
-}
+// GCThresholdKey is where tablet id's GC threshold is stored, in its
+// replicated state (a state timestamp: stateformat.go).
+func GCThresholdKey(id kvpb.TabletID) []byte { return gcThresholdKey(id) }
 
 // loadGCThreshold reads the persisted threshold of tablet id (zero if none).
 func loadGCThreshold(r storage.Reader, id kvpb.TabletID) (hlc.Timestamp, error) {
@@ -39,11 +30,13 @@ func loadGCThreshold(r storage.Reader, id kvpb.TabletID) (hlc.Timestamp, error) 
 	if err != nil || !ok {
 		return hlc.Timestamp{}, err
 	}
-	return decodeTS(v)
+	return decodeStateTS(fmt.Sprintf("tablet %d: the GC threshold", id), v)
 }
 
-func writeGCThreshold(w storage.Writer, id kvpb.TabletID, ts hlc.Timestamp) error {
-	return w.Put(storage.MVCCKey{Key: gcThresholdKey(id)}, encodeTS(ts))
+// writeGCThreshold writes tablet id's GC threshold into w, in the format
+// the cluster version allows (stateformat.go).
+func (r *Replica) writeGCThreshold(w storage.Writer, id kvpb.TabletID, ts hlc.Timestamp) error {
+	return w.Put(storage.MVCCKey{Key: gcThresholdKey(id)}, encodeStateTS(ts, r.versionedState()))
 }
 
 func (r *Replica) gcThreshold() hlc.Timestamp {

@@ -197,7 +197,7 @@ func (h *harness) dump() string {
 			out.WriteString("\n")
 		case bytes.HasSuffix(key.Key, []byte("gc-threshold")):
 			v, _ := it.UnsafeValue()
-			th, err := decodeTS(v)
+			th, err := decodeStateTS("gc-threshold", v)
 			if err != nil {
 				h.t.Fatal(err)
 			}

@@ -89,6 +89,9 @@ func DecodeProposal(b []byte) (*Proposal, error) {
 		}
 		return p, nil
 	}
+	if version > proposalVersionSST {
+		return nil, futureFormat("the proposal", int(version), proposalVersionSST)
+	}
 	if version != 1 && version != 2 {
 		return nil, fmt.Errorf("%w: version %d", ErrBadProposal, b[0])
 	}

@@ -434,7 +434,12 @@ func encodeCommand(id, node, term uint64, p *Proposal) []byte {
 }
 
 func decodeCommand(b []byte) (id, node, term uint64, p *Proposal, err error) {
-	if len(b) == 0 || b[0] != commandVersion {
+	switch {
+	case len(b) > 0 && b[0] > commandVersion:
+		// A newer binary's header: refused by name, never read as this
+		// one's (stateformat.go).
+		return 0, 0, 0, nil, futureFormat("the raft command", int(b[0]), commandVersion)
+	case len(b) == 0 || b[0] != commandVersion:
 		return 0, 0, 0, nil, fmt.Errorf("%w: bad command header", ErrBadProposal)
 	}
 	b = b[1:]

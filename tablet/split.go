@@ -103,12 +103,12 @@ func (r *Replica) evaluateSplit(desc kvpb.TabletDescriptor, splitKey []byte, rig
 	// The right side inherits the replicated state it shares with the
 	// left: the GC threshold and the closed timestamp (closedts.go).
 	if th := r.gcThreshold(); !th.IsEmpty() {
-		if err := writeGCThreshold(b, rightID, th); err != nil {
+		if err := r.writeGCThreshold(b, rightID, th); err != nil {
 			return nil, fmt.Errorf("tablet: split %s: %w", &desc, err)
 		}
 	}
 	if c := r.closedProposed(); !c.IsEmpty() {
-		if err := b.Put(storage.MVCCKey{Key: closedTSKey(rightID)}, encodeTS(c)); err != nil {
+		if err := b.Put(storage.MVCCKey{Key: closedTSKey(rightID)}, encodeStateTS(c, r.versionedState())); err != nil {
 			return nil, fmt.Errorf("tablet: split %s: %w", &desc, err)
 		}
 	}

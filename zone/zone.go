@@ -15,6 +15,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/cairn-db/cairn/clusterversion"
 	"slices"
 	"sort"
 	"strings"
@@ -172,11 +173,21 @@ func Span() kvpb.Span {
 	return kvpb.Span{Key: p, EndKey: keys.PrefixEnd(p)}
 }
 
-// Encode is a record's value.
-func Encode(c Config) ([]byte, error) { return json.Marshal(c) }
+// Format is the format version of a zone record: a JSON object with a
+// "format_version" member (clusterversion.MarshalFormat; a 1.0 binary
+// skips the member). A record without it was written by 1.0: version 0,
+// the same shape.
+const Format = 1
 
-// Decode reads a record's value.
+// Encode is a record's value.
+func Encode(c Config) ([]byte, error) { return clusterversion.MarshalFormat(c, Format) }
+
+// Decode reads a record's value, refusing a format version this binary
+// does not know.
 func Decode(b []byte) (Config, error) {
+	if _, err := clusterversion.JSONFormat("zone record", b, Format); err != nil {
+		return Config{}, err
+	}
 	var c Config
 	if err := json.Unmarshal(b, &c); err != nil {
 		return Config{}, fmt.Errorf("zone record: %w", err)

@@ -2,10 +2,13 @@ package zone
 
 import (
 	"context"
+	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/cairn-db/cairn/clusterversion"
 	"github.com/cairn-db/cairn/kvpb"
 )
 
@@ -91,5 +94,25 @@ func TestCacheLookup(t *testing.T) {
 		if ok != (tc.want != 0) || got.NumReplicas != tc.want {
 			t.Errorf("%x: %+v %v, want num_replicas %d", tc.key, got, ok, tc.want)
 		}
+	}
+}
+
+// A zone record is stored with its format version; one written by 1.0
+// (without it) still reads, and one from a later format is refused, not
+// misread.
+func TestRecordFormat(t *testing.T) {
+	c := Config{NumReplicas: 5, GlobalReads: true}
+	b, err := Encode(c)
+	if err != nil || !strings.HasPrefix(string(b), `{"format_version":1,`) {
+		t.Fatalf("Encode: %s, %v", b, err)
+	}
+	if got, err := Decode(b); err != nil || !reflect.DeepEqual(got, c) {
+		t.Fatalf("Decode(%s) = %+v, %v", b, got, err)
+	}
+	if got, err := Decode([]byte(`{"num_replicas":5,"global_reads":true}`)); err != nil || !reflect.DeepEqual(got, c) {
+		t.Fatalf("a 1.0 record: %+v, %v", got, err)
+	}
+	if _, err := Decode([]byte(`{"format_version":2,"num_replicas":5}`)); !errors.Is(err, clusterversion.ErrFutureFormat) || !strings.Contains(err.Error(), "zone record is in format version 2") {
+		t.Fatalf("a future record: %v", err)
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"github.com/cairn-db/cairn/clusterversion"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -63,7 +64,8 @@ func TestVersionAndHelp(t *testing.T) {
 	if code := run([]string{"version"}, nil, &out, &errOut); code != 0 {
 		t.Fatalf("version: exit %d", code)
 	}
-	if !regexp.MustCompile(`^cairn \S+\ncommit: +\S+\nbuilt: +\S+\ngo: +` + regexp.QuoteMeta(runtime.Version()) + `\b`).MatchString(out.String()) {
+	if !regexp.MustCompile(`^cairn \S+\ncommit: +\S+\nbuilt: +\S+\ngo: +` + regexp.QuoteMeta(runtime.Version()) + `\b.*\nbinary: +version ` +
+		regexp.QuoteMeta(clusterversion.Binary.String()) + `, runs in clusters at version ` + regexp.QuoteMeta(clusterversion.MinSupported.String()) + ` or later\n$`).MatchString(out.String()) {
 		t.Errorf("version:\n%s", out.String())
 	}
 	out.Reset()

@@ -113,6 +113,11 @@ func cmdNode(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
+		v, err := c.version()
+		if err != nil {
+			return err
+		}
+		printVersion(stdout, v)
 		printNodes(stdout, nodes)
 		return nil
 	case "decommission":
@@ -170,8 +175,16 @@ func (a *apiClient) call(method, path string) ([]byte, error) {
 	case resp.StatusCode == http.StatusForbidden:
 		return nil, fmt.Errorf("%s %s: role %q is not allowed to (%s): %s", method, path, a.user, resp.Status, msg)
 	}
-	return nil, fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, msg)
+	return nil, &statusError{code: resp.StatusCode, msg: fmt.Sprintf("%s %s: %s: %s", method, path, resp.Status, msg)}
 }
+
+// statusError is call's error for a status it has no advice for.
+type statusError struct {
+	code int
+	msg  string
+}
+
+func (e *statusError) Error() string { return e.msg }
 
 func (a *apiClient) nodes() ([]server.NodeInfo, error) {
 	b, err := a.call(http.MethodGet, "/api/nodes")
@@ -185,15 +198,48 @@ func (a *apiClient) nodes() ([]server.NodeInfo, error) {
 	return nodes, nil
 }
 
+// version reads the answering node's versions (GET /api/version). A
+// node whose build predates the endpoint answers 404: nil, no error, so
+// status still lists the nodes in the middle of a rolling upgrade.
+func (a *apiClient) version() (*server.VersionInfo, error) {
+	b, err := a.call(http.MethodGet, "/api/version")
+	if se := (*statusError)(nil); errors.As(err, &se) && se.code == http.StatusNotFound {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	var v server.VersionInfo
+	if err := json.Unmarshal(b, &v); err != nil {
+		return nil, fmt.Errorf("GET /api/version: %w", err)
+	}
+	return &v, nil
+}
+
+// printVersion prints the cluster version above the node table (the
+// binary of each node is a column of it).
+func printVersion(w io.Writer, v *server.VersionInfo) {
+	if v == nil {
+		fmt.Fprintln(w, "cluster version: unknown (the node asked predates /api/version)")
+		return
+	}
+	fmt.Fprintf(w, "cluster version: %s (as node %d knows it)\n", v.ClusterVersion, v.NodeID)
+}
+
 func printNodes(w io.Writer, nodes []server.NodeInfo) {
 	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "id\trpc address\tsql address\tlocality\tstorage\tliveness\treplicas\tleaders")
+	// The binary before the liveness: scripts read the last three
+	// columns as liveness, replicas and leaders.
+	fmt.Fprintln(tw, "id\trpc address\tsql address\tlocality\tstorage\tbinary\tliveness\treplicas\tleaders")
 	for _, n := range nodes {
 		profile := n.StoreProfile
 		if profile == "" {
 			profile = "-" // a node whose record predates storage profiles
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", n.NodeID, n.RPCAddr, n.SQLAddr, n.Locality, profile, n.Liveness, n.Replicas, n.Leaders)
+		binary := n.BinaryVersion
+		if binary == "" {
+			binary = "-" // a node whose build predates cluster versions
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", n.NodeID, n.RPCAddr, n.SQLAddr, n.Locality, profile, binary, n.Liveness, n.Replicas, n.Leaders)
 	}
 	tw.Flush()
 }

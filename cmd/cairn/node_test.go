@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairn-db/cairn/clusterversion"
 	"github.com/cairn-db/cairn/server"
 	"github.com/jackc/pgx/v5"
 )
@@ -54,7 +55,10 @@ func TestNodeCommands(t *testing.T) {
 		return out.String()
 	}
 	status := node("status", "--host", host)
-	for _, want := range []string{`(?m)^id\s+rpc address\s+sql address\s+locality\s+storage\s+liveness\s+replicas\s+leaders$`, `(?m)^1\s+\S+\s+\S+\s+region=r\S*\s+hdd\s+live\s+1\s+1$`, `(?m)^2\s+\S+\s+\S+\s+region=r\S*\s+object-store\s+live\s+0\s+0$`} {
+	// The cluster version heads the table, and each node's binary version
+	// is a column: both nodes run this build.
+	bin := regexp.QuoteMeta(clusterversion.Binary.String())
+	for _, want := range []string{`(?m)^cluster version: ` + bin + ` \(as node 1 knows it\)$`, `(?m)^id\s+rpc address\s+sql address\s+locality\s+storage\s+binary\s+liveness\s+replicas\s+leaders$`, `(?m)^1\s+\S+\s+\S+\s+region=r\S*\s+hdd\s+` + bin + `\s+live\s+1\s+1$`, `(?m)^2\s+\S+\s+\S+\s+region=r\S*\s+object-store\s+` + bin + `\s+live\s+0\s+0$`} {
 		if !regexp.MustCompile(want).MatchString(status) {
 			t.Fatalf("cairn node status:\n%s\nwant a line matching %s", status, want)
 		}
@@ -62,7 +66,7 @@ func TestNodeCommands(t *testing.T) {
 	if out := node("decommission", "2", "--url", "http://"+host); !strings.Contains(out, "node 2 is decommissioned") {
 		t.Fatalf("cairn node decommission 2:\n%s", out)
 	}
-	if status := node("status", "--host", host); !regexp.MustCompile(`(?m)^2\s.*\sdecommissioned\s+0\s+0$`).MatchString(status) {
+	if status := node("status", "--host", host); !regexp.MustCompile(`(?m)^2\s.*\s` + bin + `\s+decommissioned\s+0\s+0$`).MatchString(status) {
 		t.Fatalf("cairn node status after decommissioning node 2:\n%s", status)
 	}
 }
@@ -108,7 +112,7 @@ func TestNodeCommandsAuth(t *testing.T) {
 	}{
 		{"no password", nil, []string{"status"}, 1, "", `GET /api/nodes: the node requires a login \(401 Unauthorized\): give --user and the role's password in CAIRN_PASSWORD or --password-file`},
 		{"wrong password", map[string]string{"CAIRN_PASSWORD": "nope"}, []string{"status"}, 1, "", `logging in as "postgres" failed \(401 Unauthorized\): password authentication failed for user "postgres"`},
-		{"PGPASSWORD", map[string]string{"PGPASSWORD": "root-pw"}, []string{"status"}, 0, `(?m)^1\s+\S+\s+\S+\s+\s+ssd\s+live\s+1\s+1$`, ""},
+		{"PGPASSWORD", map[string]string{"PGPASSWORD": "root-pw"}, []string{"status"}, 0, `(?m)^1\s+\S+\s+\S+\s+\s+ssd\s+` + regexp.QuoteMeta(clusterversion.Binary.String()) + `\s+live\s+1\s+1$`, ""},
 		{"any role may list", map[string]string{"CAIRN_PASSWORD": "view-pw"}, []string{"status", "--user", "viewer"}, 0, `(?m)^1\s.*\slive\s`, ""},
 		{"only a superuser may decommission", map[string]string{"CAIRN_PASSWORD": "view-pw"}, []string{"decommission", "1", "--user", "viewer", "--wait", "1s"}, 1, "",
 			`POST /api/nodes/1/decommission: role "viewer" is not allowed to \(403 Forbidden\): role "viewer" is not a superuser`},

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairn-db/cairn/clusterversion"
 	"github.com/cairn-db/cairn/test/proc"
 )
 
@@ -96,5 +97,12 @@ func TestOperationsGuide(t *testing.T) {
 	}
 	if !regexp.MustCompile(`(?m)^4 +\S+ +\S+ .*\blive\b`).MatchString(got) {
 		t.Errorf("node status never listed node 4 live:\n%s", proc.Tail(got, 8000))
+	}
+	// After the upgrade section's restart, node status gives the cluster
+	// version and each node's binary (the last status lists nodes 1-3).
+	ver := regexp.QuoteMeta(clusterversion.Binary.String())
+	if !regexp.MustCompile(`(?m)^cluster version: `+ver+` \(as node 1 knows it\)$`).MatchString(got) ||
+		!regexp.MustCompile(`(?m)^3 +\S+ +\S+ .* `+ver+` +live\b`).MatchString(got) {
+		t.Errorf("node status never showed cluster version %s and node 3's binary:\n%s", clusterversion.Binary, proc.Tail(got, 8000))
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/cairn-db/cairn/clusterversion"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -14,7 +15,8 @@ var version = ""
 
 // versionText is `cairn version`: the release, the commit it was built
 // from (with "+modified" when the work tree had changes) and when, and the
-// Go toolchain and platform, as one line each.
+// Go toolchain and platform, and the binary's cluster versions, as one
+// line each.
 func versionText() string {
 	v, commit, when := buildInfo()
 	var b strings.Builder
@@ -22,6 +24,9 @@ func versionText() string {
 	fmt.Fprintf(&b, "commit:   %s\n", commit)
 	fmt.Fprintf(&b, "built:    %s\n", when)
 	fmt.Fprintf(&b, "go:       %s %s/%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	// What a rolling upgrade needs to know of this binary
+	// (docs/operations.md, "Upgrade").
+	fmt.Fprintf(&b, "binary:   version %s, runs in clusters at version %s or later\n", clusterversion.Binary, clusterversion.MinSupported)
 	return b.String()
 }
 

@@ -93,7 +93,7 @@ page() {
 }
 
 page overview / '<tr class="node-row" data-node-id="1">' '>live<' 'system catalog' '>ui_shop</a>' 'Colocated groups' \
-  'id="insecure-banner"'
+  'id="insecure-banner"' 'id="cluster-version"' 'cluster version</div>' 'class="binary-version"'
 page database /databases/ui_shop 'Database ui_shop' 'public.products' 'public.orders' 'public.events' \
   'products_category_idx' '2 tables share this tablet' 'class="badge coloc"'
 page tablets /tablets 'class="tablet-row' 'ui_shop.public.events' 'postgres.public.ui_accounts' 'system.descriptors' 'reads/s'

@@ -37,9 +37,14 @@ import (
 
 // Build compiles cmd/cairn into dir and returns the binary's path. It runs
 // `go build` from the module, wherever the calling test's package is.
-func Build(dir string) (string, error) {
-	bin := filepath.Join(dir, "cairn")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/cairn-db/cairn/cmd/cairn")
+func Build(dir string) (string, error) { return BuildNamed(dir, "cairn") }
+
+// BuildNamed is Build into dir/name, with extra flags for go build (such
+// as -ldflags).
+func BuildNamed(dir, name string, flags ...string) (string, error) {
+	bin := filepath.Join(dir, name)
+	args := append(append([]string{"build", "-o", bin}, flags...), "github.com/cairn-db/cairn/cmd/cairn")
+	cmd := exec.Command("go", args...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build cmd/cairn: %v\n%s", err, out)
 	}
