@@ -32,6 +32,9 @@ type Resolver struct {
 	snap *snapshot
 	// sizes counts relations' bytes (sizes.go); nil without a node.
 	sizes plan.SpanSizes
+	// tablets is the node's tablet directory (the shard rebalancer's
+	// plan, rebalance.go); nil without a node.
+	tablets plan.TabletDirectory
 }
 
 var (

@@ -41,6 +41,7 @@ var errNoSizes = pgerror.New(pgerrcode.FeatureNotSupported, "object sizes are no
 // fail with 0A000.
 func (res *Resolver) SetSizes(d plan.TabletDirectory) {
 	res.sizes, _ = d.(plan.SpanSizes)
+	res.tablets = d
 }
 
 // RelationSize implements builtins.SizeInfo.

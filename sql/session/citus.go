@@ -39,6 +39,8 @@ var citusParams = map[string][]string{
 	"undistribute_table":                    {"table_name", "cascade_via_foreign_keys"},
 	"alter_distributed_table":               {"table_name", "distribution_column", "shard_count", "colocate_with", "cascade_to_colocated"},
 	"create_reference_table":                {"table_name"},
+	// Not DDL: lease transfers (rebalance.go).
+	"rebalance_table_shards": {"relation", "threshold", "max_shard_moves", "excluded_shard_list", "shard_transfer_mode", "drain_only", "rebalance_strategy"},
 }
 
 // asCitusCall returns sel as a Citus call, or nil when it is anything
@@ -82,7 +84,7 @@ func asCitusCall(sel *pg_query.SelectStmt) (*citusCall, error) {
 		}
 		c.args[pname] = v
 	}
-	if c.args["table_name"] == "" {
+	if containsStr(params, "table_name") && c.args["table_name"] == "" {
 		return nil, pgerror.New(pgerrcode.UndefinedFunction, "function %s needs a table_name", name)
 	}
 	return c, nil
@@ -111,6 +113,8 @@ func constArg(n *pg_query.Node) (string, bool) {
 		return ac.GetSval().Sval, true
 	case ac.GetIval() != nil:
 		return strconv.Itoa(int(ac.GetIval().Ival)), true
+	case ac.GetFval() != nil:
+		return ac.GetFval().Fval, true
 	case ac.GetBoolval() != nil:
 		return strconv.FormatBool(ac.GetBoolval().Boolval), true
 	}
@@ -141,6 +145,12 @@ func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''
 // function would: one row holding void (an empty value, as PostgreSQL
 // prints void).
 func (s *Session) runCitus(x *stmtState, st *parser.Statement, c *citusCall, w pgwire.ResultWriter) error {
+	if c.fn == "rebalance_table_shards" {
+		if err := s.rebalanceShards(x, st, c); err != nil {
+			return err
+		}
+		return citusVoid(c, w)
+	}
 	rel, err := quotedRelation(c.args["table_name"])
 	if err != nil {
 		return err
@@ -221,6 +231,11 @@ func (s *Session) runCitus(x *stmtState, st *parser.Statement, c *citusCall, w p
 		// committed, and a rerun would find the table moved.
 		return w.Complete("SELECT 1")
 	}
+	return citusVoid(c, w)
+}
+
+// citusVoid answers a Citus call with its one void row.
+func citusVoid(c *citusCall, w pgwire.ResultWriter) error {
 	if err := w.BeginRows(describeColumns(citusColumns(c), nil)); err != nil {
 		return err
 	}
