@@ -2,6 +2,7 @@ package builtins
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgerrcode"
 
@@ -154,3 +155,63 @@ func init() {
 // leases move between nodes and the catalog knows no node addresses, so
 // the name is the node ID and the port 0.
 func NodeName(id int32) string { return fmt.Sprintf("n%d", id) }
+
+// RebalanceJob is one rebalance as citus_rebalance_status shows it.
+type RebalanceJob struct {
+	ID int64
+	// State is Citus's citus_job_status: running, finished, cancelled or
+	// failed.
+	State       string
+	Description string
+	// Started and Finished (zero: not yet).
+	Started, Finished time.Time
+	// Moves is how many moves the plan had, Done how many were made.
+	Moves, Done int
+}
+
+// RebalanceStatusInfo is implemented by a CatalogInfo that can read the
+// rebalance jobs.
+type RebalanceStatusInfo interface {
+	RebalanceJobs() ([]RebalanceJob, error)
+}
+
+func init() {
+	cols := []Column{
+		{"job_id", types.Int8}, {"state", types.Text}, {"job_type", types.Name}, {"description", types.Text},
+		{"started_at", types.TimestampTZ}, {"finished_at", types.TimestampTZ}, {"details", types.JSONB},
+	}
+	ts := func(t time.Time) types.Datum {
+		if t.IsZero() {
+			return types.DNull
+		}
+		return types.TimestampTZFromTime(t)
+	}
+	for n := 0; n <= 1; n++ {
+		o := Overload{Args: []*types.T{types.Bool}[:n], Class: Generator, Return: Fixed(types.Int8), Volatility: Volatile,
+			Columns: func([]*types.T) []Column { return cols },
+			SRF: func(ctx EvalContext, _ []types.Datum) (RowIter, error) {
+				ri, _ := catalogInfo(ctx).(RebalanceStatusInfo)
+				if ri == nil {
+					return &sliceIter{}, nil
+				}
+				recs, err := ri.RebalanceJobs()
+				if err != nil {
+					return nil, err
+				}
+				var rows [][]types.Datum
+				for _, r := range recs {
+					details, err := types.ParseJSON(fmt.Sprintf(`{"task_state_counts": {"done": %d, "runnable": %d}}`, r.Done, r.Moves-r.Done))
+					if err != nil {
+						return nil, err
+					}
+					rows = append(rows, []types.Datum{types.DInt(r.ID), types.DString(r.State), types.DString("rebalance"),
+						types.DString(r.Description), ts(r.Started), ts(r.Finished), types.NewJSON(details)})
+				}
+				return &sliceIter{rows: rows}, nil
+			}}
+		if n == 1 {
+			o.ArgNames, o.Defaults = []string{"raw"}, []types.Datum{types.DBool(false)}
+		}
+		registerFn("citus_rebalance_status", o)
+	}
+}

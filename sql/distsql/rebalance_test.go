@@ -56,12 +56,15 @@ func TestRebalanceShardsBySize(t *testing.T) {
 	}
 	// The two largest shards on node 1, the next two on node 2, the
 	// smallest on node 3: two leases each, bytes far apart.
-	for i, sh := range shards {
-		moveLeaseTo(t, servers[0], sh.start, []int32{3, 3, 2, 2, 1, 1}[i])
+	skew := func() map[string]int64 {
+		for i, sh := range shards {
+			moveLeaseTo(t, servers[0], sh.start, []int32{3, 3, 2, 2, 1, 1}[i])
+		}
+		return waitServedBytes(t, c, 6, func(nodes map[string]int64) bool {
+			return nodes["n1"] > nodes["n2"] && nodes["n2"] > nodes["n3"] && nodes["n3"] > 0
+		})
 	}
-	before := waitServedBytes(t, c, 6, func(nodes map[string]int64) bool {
-		return nodes["n1"] > nodes["n2"] && nodes["n2"] > nodes["n3"] && nodes["n3"] > 0
-	})
+	before := skew()
 	t.Logf("bytes served before: %v", before)
 
 	plan := rows(t, c, "SELECT concat_ws(' ', table_name::text, shardid, shard_size, sourcename, sourceport, targetname, targetport) FROM get_rebalance_table_shards_plan()")
@@ -105,6 +108,31 @@ func TestRebalanceShardsBySize(t *testing.T) {
 	}
 	if got := rows(t, c, "SELECT count(*) FROM citus_shards GROUP BY nodename ORDER BY 1"); strings.Join(got, ",") != "2,2,2" {
 		t.Errorf("shards per node after the rebalance: %v", got)
+	}
+
+	// The same in the background: citus_rebalance_start answers the
+	// job's ID and citus_rebalance_wait returns once it has ended.
+	if _, err := c.Exec(ctx, "SELECT citus_rebalance_stop()"); err == nil || !strings.Contains(err.Error(), "55000") {
+		t.Errorf("citus_rebalance_stop with no rebalance running: %v, want 55000", err)
+	}
+	before = skew()
+	id := rows(t, c, "SELECT citus_rebalance_start()")
+	if len(id) != 1 || id[0] == "<nil>" || id[0] == "" {
+		t.Fatalf("citus_rebalance_start: %v", id)
+	}
+	mustExec(t, c, "SELECT citus_rebalance_wait()")
+	if got := rows(t, c, "SELECT concat_ws(' ', job_type, status) FROM cairn_catalog.jobs WHERE job_id = "+id[0]); strings.Join(got, ",") != "REBALANCE succeeded" {
+		t.Errorf("job %s after citus_rebalance_wait: %v", id[0], got)
+	}
+	after = waitServedBytes(t, c, 6, func(map[string]int64) bool { return true })
+	if spread(after) >= spread(before) {
+		t.Errorf("bytes served per node %v after citus_rebalance_start, %v before", after, before)
+	}
+	// citus_rebalance_status lists both rebalances, finished, every move
+	// done.
+	status := rows(t, c, "SELECT concat_ws(' ', job_id, state, job_type, (details->'task_state_counts'->>'done')::int > 0, details->'task_state_counts'->>'runnable', started_at IS NOT NULL, finished_at IS NOT NULL) FROM citus_rebalance_status() ORDER BY job_id")
+	if len(status) != 2 || status[1] != id[0]+" finished rebalance t 0 t t" || !strings.HasSuffix(status[0], " finished rebalance t 0 t t") {
+		t.Errorf("citus_rebalance_status: %v", status)
 	}
 }
 

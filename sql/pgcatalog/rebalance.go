@@ -3,13 +3,16 @@ package pgcatalog
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/jackc/pgerrcode"
 
 	"github.com/cairn-db/cairn/sql/builtins"
 	"github.com/cairn-db/cairn/sql/catalog"
+	"github.com/cairn-db/cairn/sql/jobs"
 	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/cairn-db/cairn/sql/rebalance"
 	"github.com/cairn-db/cairn/sql/rowenc"
@@ -153,3 +156,39 @@ func shardOf(b, n int) int {
 	}
 	return max(n, 1) - 1
 }
+
+var _ builtins.RebalanceStatusInfo = (*Resolver)(nil)
+
+// SetJobs gives the resolver what it reads the jobs through
+// (citus_rebalance_status): the statement's transaction.
+func (res *Resolver) SetJobs(rd jobs.Reader) { res.jobs = rd }
+
+// RebalanceJobs implements builtins.RebalanceStatusInfo: the rebalance
+// jobs (sql/session's REBALANCE), oldest first, their moves counted from
+// the plan each recorded as its payload and their progress.
+func (res *Resolver) RebalanceJobs() ([]builtins.RebalanceJob, error) {
+	if res.jobs == nil {
+		return nil, nil
+	}
+	recs, err := jobs.List(res.ctx, res.jobs)
+	if err != nil {
+		return nil, fmt.Errorf("citus_rebalance_status: %w", err)
+	}
+	var out []builtins.RebalanceJob
+	for _, r := range recs {
+		if r.Type != RebalanceJobType {
+			continue
+		}
+		var moves []json.RawMessage
+		_ = json.Unmarshal(r.Payload, &moves)
+		state := map[jobs.Status]string{jobs.StatusRunning: "running", jobs.StatusSucceeded: "finished",
+			jobs.StatusCanceled: "cancelled", jobs.StatusFailed: "failed"}[r.Status]
+		out = append(out, builtins.RebalanceJob{ID: r.ID, State: state, Description: r.Description,
+			Started: r.Started, Finished: r.Finished, Moves: len(moves), Done: int(math.Round(r.Fraction * float64(len(moves))))})
+	}
+	return out, nil
+}
+
+// RebalanceJobType is the job type of a rebalance (sql/session records
+// them).
+const RebalanceJobType = "REBALANCE"

@@ -41,6 +41,9 @@ var citusParams = map[string][]string{
 	"create_reference_table":                {"table_name"},
 	// Not DDL: lease transfers (rebalance.go).
 	"rebalance_table_shards": {"relation", "threshold", "max_shard_moves", "excluded_shard_list", "shard_transfer_mode", "drain_only", "rebalance_strategy"},
+	"citus_rebalance_start":  {"rebalance_strategy", "drain_only", "shard_transfer_mode", "parallel_transfer_reference_tables", "parallel_transfer_colocated_shards"},
+	"citus_rebalance_wait":   {},
+	"citus_rebalance_stop":   {},
 }
 
 // asCitusCall returns sel as a Citus call, or nil when it is anything
@@ -145,8 +148,29 @@ func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''
 // function would: one row holding void (an empty value, as PostgreSQL
 // prints void).
 func (s *Session) runCitus(x *stmtState, st *parser.Statement, c *citusCall, w pgwire.ResultWriter) error {
-	if c.fn == "rebalance_table_shards" {
+	switch c.fn {
+	case "rebalance_table_shards":
 		if err := s.rebalanceShards(x, st, c); err != nil {
+			return err
+		}
+		return citusVoid(c, w)
+	case "citus_rebalance_start":
+		id, ok, err := s.rebalanceStart(x, st, c)
+		if err != nil {
+			return err
+		}
+		var v []byte // NULL: nothing to move
+		if ok {
+			v = []byte(id)
+		}
+		return citusRow(c, w, v)
+	case "citus_rebalance_wait":
+		if err := s.rebalanceWait(x); err != nil {
+			return err
+		}
+		return citusVoid(c, w)
+	case "citus_rebalance_stop":
+		if err := s.rebalanceStop(x); err != nil {
 			return err
 		}
 		return citusVoid(c, w)
@@ -235,11 +259,15 @@ func (s *Session) runCitus(x *stmtState, st *parser.Statement, c *citusCall, w p
 }
 
 // citusVoid answers a Citus call with its one void row.
-func citusVoid(c *citusCall, w pgwire.ResultWriter) error {
+func citusVoid(c *citusCall, w pgwire.ResultWriter) error { return citusRow(c, w, []byte{}) }
+
+// citusRow answers a Citus call with one row of one value in text (nil:
+// NULL), typed unknown as citusColumns says.
+func citusRow(c *citusCall, w pgwire.ResultWriter, v []byte) error {
 	if err := w.BeginRows(describeColumns(citusColumns(c), nil)); err != nil {
 		return err
 	}
-	if err := w.WriteRow([][]byte{{}}); err != nil {
+	if err := w.WriteRow([][]byte{v}); err != nil {
 		return err
 	}
 	return w.Complete("SELECT 1")
