@@ -197,6 +197,30 @@ func (db *DB) ClearRange(ctx context.Context, start, end []byte) error {
 	return db.Run(ctx, b)
 }
 
+// clearRangesBatch is how many ClearRange requests ClearRanges sends in
+// one batch: a table of a shared hash group is freed as one span per
+// bucket (65,536), which one batch would make one proposal per tablet of
+// tens of thousands of range deletions.
+const clearRangesBatch = 1024
+
+// ClearRanges is ClearRange of each span, in batches of clearRangesBatch
+// requests (each cut per tablet and sent in parallel). It stops at the
+// first error, leaving the spans after it as they were.
+func (db *DB) ClearRanges(ctx context.Context, spans []kvpb.Span) error {
+	for len(spans) > 0 {
+		n := min(len(spans), clearRangesBatch)
+		b := &Batch{}
+		for _, sp := range spans[:n] {
+			b.reqs = append(b.reqs, &kvpb.ClearRangeRequest{Key: sp.Key, EndKey: sp.EndKey})
+		}
+		if err := db.Run(ctx, b); err != nil {
+			return err
+		}
+		spans = spans[n:]
+	}
+	return nil
+}
+
 // afterCommitFn is an AfterCommit function and the write sequence it was
 // registered at.
 type afterCommitFn struct {

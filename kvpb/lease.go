@@ -5,11 +5,14 @@ package kvpb
 // the tablet's voters in ascending node ID order. Sent with consecutive
 // ordinals over the bucket tablets of a new hash-sharded index (or
 // hash-partitioned table), it spreads their leases round-robin over the
-// nodes before the index takes writes (issue 16). It is a store
-// operation, alone in its batch, routed to the leaseholder like a write.
+// nodes before the index takes writes (issue 16). With Node set it hands
+// the lease to that voter instead (the shard rebalancer's moves,
+// sql/rebalance). It is a store operation, alone in its batch, routed to
+// the leaseholder like a write.
 type SpreadLeaseRequest struct {
 	Key     []byte `wire:"1"`
 	Ordinal int    `wire:"2"`
+	Node    uint64 `wire:"3"`
 }
 
 // SpreadLeaseResponse says where the lease stands. Done: the replica that

@@ -579,6 +579,13 @@ func (s *Server) HTTPAddr() net.Addr { return s.httpLn.Addr() }
 // DB is the node's KV client (for tests and tools in the same process).
 func (s *Server) DB() *kv.DB { return s.db }
 
+// SQLCommits are the SQL transactions this node's sessions committed,
+// by the phases their commit took (cairn_sql_commits_total): for tests
+// in the same process.
+func (s *Server) SQLCommits() (readOnly, onePhase, twoPhase uint64) {
+	return s.backend.CommitStats()
+}
+
 // DistSQLMetrics are this node's distributed execution figures: the
 // fragments it runs now, those waiting for credit, batches sent (zero
 // for a node that is not replicated).

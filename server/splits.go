@@ -22,16 +22,18 @@ func (s *Server) splitConfig(c store.Config) store.Config {
 	return c
 }
 
-// splitUnit is rowenc.SplitUnit, except that a group whose zone record
-// says it holds one table (a distributed table's, zone.Config.OneTable)
-// splits at any row boundary, so its grown shards split.
+// splitUnit is rowenc.SplitUnit, except that a distributed table's group
+// (its zone record says zone.Config.BucketSplits) splits between any two
+// of its buckets: a grown shard splits, and the rows of one bucket of
+// every table colocated in the group stay in one tablet
+// (rowenc.BucketUnit).
 func (s *Server) splitUnit(key []byte) (kvpb.Span, bool) {
 	unit, ok := rowenc.SplitUnit(key)
 	if !ok || s.repl == nil || s.repl.zones == nil || bytes.Compare(key, keys.TableDataMin) < 0 {
 		return unit, ok
 	}
-	if cfg, found := s.repl.zones.cache.Lookup(key); found && cfg.OneTable {
-		return kvpb.Span{}, false
+	if cfg, found := s.repl.zones.cache.Lookup(key); found && (cfg.BucketSplits || cfg.OneTable) {
+		return rowenc.BucketUnit(key)
 	}
 	return unit, ok
 }

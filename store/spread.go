@@ -44,6 +44,15 @@ func (s *Store) spreadLease(req *kvpb.SpreadLeaseRequest) (*kvpb.SpreadLeaseResp
 		return nil, &kvpb.NotLeaseholderError{TabletID: id, Replica: self, Leader: g.Leader}
 	}
 	to := spreadTarget(g.Voters, s.cfg.Raft.LeaseEligible, req.Ordinal)
+	if req.Node != 0 {
+		// A named voter (the shard rebalancer): one that is no voter or
+		// may take no lease is refused, not replaced by another.
+		eligible := s.cfg.Raft.LeaseEligible
+		if !slices.Contains(g.Voters, req.Node) || eligible != nil && !eligible(req.Node) {
+			return nil, fmt.Errorf("store: node %d is not a voter of tablet %d that may take its lease: %w", req.Node, id, ErrNotVoter)
+		}
+		to = req.Node
+	}
 	if to == 0 {
 		return &kvpb.SpreadLeaseResponse{Done: true, Target: self}, nil // no voter may take it
 	}

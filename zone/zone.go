@@ -50,12 +50,17 @@ type Config struct {
 	// Citus reference table (create_reference_table); never inherited
 	// from the database.
 	GlobalReads bool `json:"global_reads,omitempty"`
-	// OneTable says the group holds the rows of one table only (a
-	// distributed table's hash-partitioned group), so the split queue may
-	// divide it at any row boundary as it does an ordinary table's
-	// group: a grown shard splits (rowenc.SplitUnit keeps every other
-	// group whose ID is not its table's whole). Set by the SQL layer, never
-	// inherited.
+	// BucketSplits says the group is a distributed table's
+	// hash-partitioned group, which the tables colocated with it share
+	// (docs/distributed.md): the split queue may divide it, so a grown
+	// shard splits, but only between buckets, so that the rows of one
+	// bucket of every table in the group stay in one tablet (rowenc.SplitUnit
+	// keeps every other group whose ID is not its table's whole). Set by
+	// the SQL layer, never inherited.
+	BucketSplits bool `json:"bucket_splits,omitempty"`
+	// OneTable is what records written before BucketSplits say instead
+	// (a distributed group then held one table, split at any row); it is
+	// read as BucketSplits.
 	OneTable bool `json:"one_table,omitempty"`
 }
 
@@ -64,7 +69,7 @@ const MaxGCTTLSeconds = 1<<31 - 1
 
 // IsZero reports a config that sets nothing.
 func (c Config) IsZero() bool {
-	return c.NumReplicas == 0 && !c.PrefsSet && c.GCTTLSeconds == 0 && !c.GlobalReads && !c.OneTable
+	return c.NumReplicas == 0 && !c.PrefsSet && c.GCTTLSeconds == 0 && !c.GlobalReads && !c.BucketSplits && !c.OneTable
 }
 
 // Merge returns c with the fields it leaves unset taken from parent.

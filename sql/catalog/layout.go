@@ -58,6 +58,9 @@ func (t *Table) Layout() (*rowenc.TableLayout, error) {
 	}
 	if t.Partitioning.Kind == PartitionHash {
 		l.HashColumns = t.Partitioning.HashColumns
+		// A distributed table's group is its Citus colocation group,
+		// which the tables colocated with it share.
+		l.SharedGroup = t.Partitioning.Distributed
 	}
 	for _, c := range t.Columns {
 		l.Columns = append(l.Columns, rowenc.TableColumn{ID: c.ID, Name: c.Name, Type: c.Type})

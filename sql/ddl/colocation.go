@@ -122,6 +122,11 @@ func (e *executor) splitTable(ctx context.Context, t *catalog.Table) error {
 	if err := e.splitAt(ctx, keys); err != nil {
 		return err
 	}
+	if t.Partitioning.Distributed && t.Partitioning.ColocationID == t.GroupID {
+		// Joining a colocation group's existing tablets: their leases
+		// stay where they are (where rebalance_table_shards put them).
+		return nil
+	}
 	e.spreadLeases(ctx, keys[:len(keys)-1], int(t.ID))
 	return nil
 }

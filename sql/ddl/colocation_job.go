@@ -51,8 +51,9 @@ import (
 //     that resolved the move version commit below it, so the target holds
 //     every write; readers switch with the descriptor.
 //  4. free: after MoveClearDelay (statements that resolved the old version
-//     before the switch finish reading), the old storage's exact spans are
-//     removed by range deletions (kvpb.ClearRangeRequest).
+//     before the switch finish reading), the old storage's exact spans
+//     (rowenc.TableLayout.StorageSpans) are removed by range deletions
+//     (kvpb.ClearRangeRequest).
 //
 // A failure or a cancellation before the switch commits rolls the move
 // back: the move is dropped from the descriptor, the target's storage is
@@ -340,6 +341,17 @@ func (e *executor) moveTarget(ctx context.Context, t, probe *catalog.Table, jobI
 		}
 		return m, nil
 	}
+	if probe.Partitioning.Distributed && probe.Partitioning.ColocationID != 0 {
+		// A Citus colocation group is a table group (DESIGN §5): the
+		// table joins the hash-partitioned group of the tables it is
+		// colocated with (ColocationOf: the first one's group, split
+		// into the same shard count), so rows with equal distribution
+		// values are in one bucket of one group, hence one tablet, and a
+		// transaction writing them commits in one phase. Its fresh
+		// storage IDs keep its rows apart from whatever it left there.
+		m.GroupID, m.Partitioning = probe.Partitioning.ColocationID, probe.Partitioning
+		return m, e.distributedIndexes(ctx, t, m, sids)
+	}
 	g, err := e.x.Writer.AllocateID(ctx)
 	if err != nil {
 		return nil, err
@@ -352,25 +364,7 @@ func (e *executor) moveTarget(ctx context.Context, t, probe *catalog.Table, jobI
 	}
 	m.GroupID, m.Partitioning = uint64(g), probe.Partitioning
 	if probe.Partitioning.Distributed {
-		// A distributed table's indexes live beside its rows, bucket by
-		// bucket (catalog.Partitioning.Distributed), except unique ones:
-		// a key must be unique across all buckets, which an index of
-		// its own (global) enforces in one place, whatever the
-		// distribution column (Citus refuses such constraints). A GIN
-		// index stays global too: each token's entries must be one span
-		// (sql/exec gin.go), not spread over every bucket.
-		for i, idx := range t.Indexes {
-			if idx.Unique || idx.Kind == catalog.IndexGIN {
-				ig, err := e.x.Writer.AllocateID(ctx)
-				if err != nil {
-					return nil, err
-				}
-				m.Indexes = append(m.Indexes, catalog.MovedIndex{ID: idx.ID, Placement: catalog.IndexGlobal, GroupID: uint64(ig), StorageID: sids[1+i]})
-				continue
-			}
-			m.Indexes = append(m.Indexes, catalog.MovedIndex{ID: idx.ID, Placement: catalog.IndexLocal, StorageID: sids[1+i]})
-		}
-		return m, nil
+		return m, e.distributedIndexes(ctx, t, m, sids)
 	}
 	for i, idx := range t.Indexes {
 		ig, err := e.x.Writer.AllocateID(ctx)
@@ -380,6 +374,29 @@ func (e *executor) moveTarget(ctx context.Context, t, probe *catalog.Table, jobI
 		m.Indexes = append(m.Indexes, catalog.MovedIndex{ID: idx.ID, Placement: catalog.IndexGlobal, GroupID: uint64(ig), StorageID: sids[1+i]})
 	}
 	return m, nil
+}
+
+// distributedIndexes places t's secondary indexes for m, a move to a
+// distributed table's group, with the fresh storage IDs sids[1:]. A
+// distributed table's indexes live beside its rows, bucket by bucket
+// (catalog.Partitioning.Distributed), except unique ones: a key must be
+// unique across all buckets, which an index of its own (global) enforces
+// in one place, whatever the distribution column (Citus refuses such
+// constraints). A GIN index stays global too: each token's entries must be
+// one span (sql/exec gin.go), not spread over every bucket.
+func (e *executor) distributedIndexes(ctx context.Context, t *catalog.Table, m *catalog.TableMove, sids []uint32) error {
+	for i, idx := range t.Indexes {
+		if idx.Unique || idx.Kind == catalog.IndexGIN {
+			ig, err := e.x.Writer.AllocateID(ctx)
+			if err != nil {
+				return err
+			}
+			m.Indexes = append(m.Indexes, catalog.MovedIndex{ID: idx.ID, Placement: catalog.IndexGlobal, GroupID: uint64(ig), StorageID: sids[1+i]})
+			continue
+		}
+		m.Indexes = append(m.Indexes, catalog.MovedIndex{ID: idx.ID, Placement: catalog.IndexLocal, StorageID: sids[1+i]})
+	}
+	return nil
 }
 
 // copyForMove copies every row of moving's current storage into its
@@ -531,9 +548,7 @@ func (e *executor) finishMove(ctx context.Context, moving *catalog.Table) {
 	case <-ctx.Done():
 		return
 	}
-	for _, sp := range exactSpans(oldL) {
-		_ = e.x.DB.ClearRange(ctx, sp.Key, sp.EndKey)
-	}
+	_ = e.x.DB.ClearRanges(ctx, oldL.StorageSpans())
 }
 
 // rollBackMove undoes the move of job jobID of table id if it has not
@@ -571,33 +586,10 @@ func (e *executor) rollBackMove(ctx context.Context, id catalog.ID, jobID int64,
 	if err != nil || target == nil {
 		return switched, err
 	}
-	for _, sp := range exactSpans(target) {
-		if err := e.x.DB.ClearRange(ctx, sp.Key, sp.EndKey); err != nil {
-			return false, fmt.Errorf("clearing the target of the move of table %d: %w", id, err)
-		}
+	if err := e.x.DB.ClearRanges(ctx, target.StorageSpans()); err != nil {
+		return false, fmt.Errorf("clearing the target of the move of table %d: %w", id, err)
 	}
 	return false, nil
-}
-
-// exactSpans lists spans holding exactly l's storage, and nothing of
-// another table or of another storage of this one: the whole group of a
-// hash-partitioned table (a group of its own), else the primary and local
-// indexes' spans under their storage IDs; then each global index.
-func exactSpans(l *rowenc.TableLayout) []kvpb.Span {
-	var out []kvpb.Span
-	if l.HashColumns > 0 {
-		out = append(out, rowenc.GroupSpan(l.GroupID))
-	} else {
-		out = append(out, l.IndexSpan(&l.Primary))
-	}
-	for i := range l.Secondary {
-		idx := &l.Secondary[i]
-		if idx.Local && l.HashColumns > 0 {
-			continue // in the group span above
-		}
-		out = append(out, l.IndexSpan(idx))
-	}
-	return out
 }
 
 // recoverOrphanedMove handles the move a table's descriptor still holds

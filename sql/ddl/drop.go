@@ -356,28 +356,28 @@ func (e *executor) dropTable(ctx context.Context, t *catalog.Table, ds *dropSet)
 }
 
 // clearDataAfterCommit frees a dropped table's storage once the
-// transaction has committed: a range deletion (kv.DB.ClearRange) of each
-// of its spans (the table's keyspace in its group, which holds its primary
-// and local indexes under every storage ID they ever had, garbage of
-// aborted loads included, or the whole group of a hash-partitioned table,
-// which is its own; and each global index), instead of a tombstone intent
-// per row in the transaction. No descriptor names the table after the
+// transaction has committed: a range deletion (kv.DB.ClearRanges) of each
+// of its spans (rowenc.FreeSpans: the table's keyspace in its group, which
+// holds its primary and local indexes under every storage ID they ever
+// had, garbage of aborted loads included; the whole group of a
+// hash-partitioned table that has one of its own, or the table's keyspace
+// in each bucket of a distributed table's group, which the tables
+// colocated with it share; and each global index), instead of a tombstone
+// intent per row in the transaction. No descriptor names the table after the
 // commit and its ID is never handed out again, so nothing can write
 // there; a rollback (or one to a savepoint before the DROP) never runs
 // it. A clear cut short leaves unreachable garbage.
 func (e *executor) clearDataAfterCommit(layout *rowenc.TableLayout) {
-	spans := layout.TableSpans()
+	spans := layout.FreeSpans()
 	db := e.x.Txn.DB()
 	e.x.Txn.AfterCommit(func(ctx context.Context) {
-		for _, sp := range spans {
-			_ = db.ClearRange(ctx, sp.Key, sp.EndKey)
-		}
+		_ = db.ClearRanges(ctx, spans)
 	})
 }
 
 // clearData deletes every KV of a table (its rows and index entries).
 func (e *executor) clearData(ctx context.Context, layout *rowenc.TableLayout) error {
-	for _, sp := range layout.TableSpans() {
+	for _, sp := range layout.FreeSpans() {
 		if _, err := e.x.Txn.DelRange(ctx, sp.Key, sp.EndKey); err != nil {
 			return fmt.Errorf("clearing table data: %w", err)
 		}

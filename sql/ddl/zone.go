@@ -248,9 +248,11 @@ func (e *executor) writeZones(ctx context.Context, db *catalog.Database, tables 
 		}
 		eff := own.Merge(parent)
 		eff.GlobalReads = t.Partitioning.Reference
-		// A distributed table's group is its own: its shards may split.
+		// A distributed table's group, which the tables colocated with it
+		// share: its shards may split, between buckets. The group's record
+		// is one for all of them: the last table written sets it.
 		one := eff
-		one.OneTable = t.Partitioning.Distributed && t.GroupID != uint64(t.ID)
+		one.BucketSplits = t.Partitioning.Distributed && t.GroupID != uint64(t.ID)
 		if err := put(t.GroupID, one); err != nil {
 			return err
 		}

@@ -58,27 +58,12 @@ func TestCitusAPI(t *testing.T) {
 
 	// Another session writes while the table moves; every write is there
 	// afterwards.
-	w := connect(t, servers[1])
-	stop := make(chan struct{})
-	wrote := make(chan int)
-	go func() {
-		n := 0
-		for i := 100000; ; i++ {
-			select {
-			case <-stop:
-				wrote <- n
-				return
-			default:
-			}
-			if _, err := w.Exec(context.Background(), fmt.Sprintf("INSERT INTO events VALUES (%d, %d, 'w', 0)", i%97, i)); err == nil {
-				n++
-			}
-		}
-	}()
+	stop := writeAlong(connect(t, servers[1]), 100000, func(i int) string {
+		return fmt.Sprintf("INSERT INTO events VALUES (%d, %d, 'w', 0)", i%97, i)
+	})
 	mustExec(t, c, "SET citus.shard_count = 8")
 	got := rows(t, c, "SELECT create_distributed_table('events', 'repo_id')")
-	close(stop)
-	n := <-wrote
+	n := stop()
 	if len(got) != 1 {
 		t.Fatalf("create_distributed_table returned %v", got)
 	}

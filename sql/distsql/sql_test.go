@@ -86,6 +86,32 @@ func mustExec(t *testing.T, c *pgx.Conn, sql string) {
 	}
 }
 
+// writeAlong runs the statements stmt(from), stmt(from+1), ... through c
+// on a goroutine of its own until stop is called, which returns how many
+// succeeded: another session's writes while a test changes the table.
+func writeAlong(c *pgx.Conn, from int, stmt func(i int) string) (stop func() int) {
+	done := make(chan struct{})
+	wrote := make(chan int)
+	go func() {
+		n := 0
+		for i := from; ; i++ {
+			select {
+			case <-done:
+				wrote <- n
+				return
+			default:
+			}
+			if _, err := c.Exec(context.Background(), stmt(i)); err == nil {
+				n++
+			}
+		}
+	}()
+	return func() int {
+		close(done)
+		return <-wrote
+	}
+}
+
 // rows returns a query's rows as text, one string per row.
 func rows(t *testing.T, c *pgx.Conn, sql string) []string {
 	t.Helper()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cairn-db/cairn/sql/builtins"
 	"github.com/cairn-db/cairn/sql/catalog"
+	"github.com/cairn-db/cairn/sql/jobs"
 	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/cairn-db/cairn/sql/plan"
 	"github.com/cairn-db/cairn/sql/rowenc"
@@ -32,6 +33,11 @@ type Resolver struct {
 	snap *snapshot
 	// sizes counts relations' bytes (sizes.go); nil without a node.
 	sizes plan.SpanSizes
+	// tablets is the node's tablet directory (the shard rebalancer's
+	// plan, rebalance.go); nil without a node.
+	tablets plan.TabletDirectory
+	// jobs reads the job records (citus_rebalance_status); nil: none.
+	jobs jobs.Reader
 }
 
 var (

@@ -41,6 +41,7 @@ var errNoSizes = pgerror.New(pgerrcode.FeatureNotSupported, "object sizes are no
 // fail with 0A000.
 func (res *Resolver) SetSizes(d plan.TabletDirectory) {
 	res.sizes, _ = d.(plan.SpanSizes)
+	res.tablets = d
 }
 
 // RelationSize implements builtins.SizeInfo.
@@ -150,13 +151,15 @@ func (res *Resolver) DatabaseSizeByName(name string) (int64, error) {
 }
 
 // databaseBytes sums the spans of the database's tables
-// (rowenc.TableSpans: rows with local indexes, then global indexes).
+// (rowenc.TableSpans: rows with local indexes, then global indexes), each
+// span once: colocated distributed tables share their group's.
 func (res *Resolver) databaseBytes(db *catalog.Database) (int64, error) {
 	schemas, err := res.r.Schemas(res.ctx, db.ID)
 	if err != nil {
 		return 0, fmt.Errorf("pgcatalog: size of database %s: %w", db.Name, err)
 	}
 	var n int64
+	counted := map[string]bool{}
 	for _, sc := range schemas {
 		if sc.Virtual {
 			continue
@@ -175,6 +178,10 @@ func (res *Resolver) databaseBytes(db *catalog.Database) (int64, error) {
 				return 0, fmt.Errorf("pgcatalog: size of %s: %w", t.Name, err)
 			}
 			for _, sp := range l.TableSpans() {
+				if counted[string(sp.Key)] {
+					continue
+				}
+				counted[string(sp.Key)] = true
 				sz, err := res.sizes.SpanSizes(res.ctx, sp.Key, sp.EndKey, nil)
 				if err != nil {
 					return 0, fmt.Errorf("pgcatalog: size of %s: %w", t.Name, err)

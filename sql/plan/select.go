@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/jackc/pgerrcode"
@@ -1405,14 +1406,26 @@ func (b *builder) bindSRF(s *scope, fc *pg_query.FuncCall, clause string) (*sem.
 		return nil, nil, b.errAt(notSupported("VARIADIC is not supported"), fc.Location)
 	}
 	name := funcName(fc)
+	// Named arguments (get_rebalance_table_shards_plan(threshold => 0.2))
+	// as in an expression (sem's buildCallArgs): after the positional
+	// ones, each name once; the parameters none supplies take their
+	// defaults.
 	argTypes := make([]*types.T, len(fc.Args))
+	argNodes := make([]*pg_query.Node, len(fc.Args))
+	names := make([]string, len(fc.Args))
 	for i, a := range fc.Args {
+		if na := a.GetNamedArgExpr(); na != nil {
+			if slices.Contains(names[:i], na.Name) {
+				return nil, nil, b.errAt(pgerror.New(pgerrcode.SyntaxError, "argument name \"%s\" used more than once", na.Name), na.Location)
+			}
+			names[i], a = na.Name, na.Arg
+		} else if i > 0 && names[i-1] != "" {
+			return nil, nil, b.errAt(pgerror.New(pgerrcode.SyntaxError, "positional argument cannot follow named argument"), fc.Location)
+		}
+		argNodes[i] = a
 		if isUntypedLiteral(a) {
 			argTypes[i] = types.Unknown
 			continue
-		}
-		if a.GetNamedArgExpr() != nil {
-			return nil, nil, b.errAt(notSupported("named arguments are not supported"), fc.Location)
 		}
 		e, err := build(a, nil)
 		if err != nil {
@@ -1420,14 +1433,29 @@ func (b *builder) bindSRF(s *scope, fc *pg_query.FuncCall, clause string) (*sem.
 		}
 		argTypes[i] = e.Type()
 	}
-	res, err := builtins.ResolveFunc(name, argTypes)
+	res, err := builtins.ResolveFuncNamed(name, argTypes, names)
 	if err != nil {
 		return nil, nil, b.errAt(err, fc.Location)
 	}
-	args := make([]sem.Expr, len(fc.Args))
-	for i, a := range fc.Args {
-		if args[i], err = build(a, res.ArgTypes[i]); err != nil {
-			return nil, nil, err
+	var args []sem.Expr
+	if res.Order == nil {
+		args = make([]sem.Expr, len(argNodes))
+		for i, a := range argNodes {
+			if args[i], err = build(a, res.ArgTypes[i]); err != nil {
+				return nil, nil, err
+			}
+		}
+	} else {
+		o := res.Overload
+		args = make([]sem.Expr, len(res.Order))
+		for p, i := range res.Order {
+			if i < 0 {
+				args[p] = &sem.Const{Datum: o.Defaults[p-(len(o.Args)-len(o.Defaults))], T: res.ArgTypes[p]}
+				continue
+			}
+			if args[p], err = build(argNodes[i], res.ArgTypes[p]); err != nil {
+				return nil, nil, err
+			}
 		}
 	}
 	call := &sem.FuncCall{Fn: res, Args: args}

@@ -142,7 +142,8 @@ func (t *TableLayout) IndexSpan(idx *IndexLayout) kvpb.Span {
 
 // TableSpans lists spans holding all of t's data: its primary and local
 // indexes (one span, exact unless bucketed, see IndexSpan), then each
-// global index. DROP TABLE clears them.
+// global index. They may hold other tables' data (a shared hash group):
+// what clears a table uses FreeSpans.
 func (t *TableLayout) TableSpans() []kvpb.Span {
 	var out []kvpb.Span
 	if t.HashColumns > 0 {
@@ -158,6 +159,64 @@ func (t *TableLayout) TableSpans() []kvpb.Span {
 		}
 	}
 	return out
+}
+
+// FreeSpans lists spans holding all of t's data and nothing of another
+// table: what DROP TABLE clears. They are TableSpans, except that a table
+// in a shared hash group (SharedGroup) has one span per bucket,
+// group/b/table, instead of its group's.
+func (t *TableLayout) FreeSpans() []kvpb.Span {
+	out := t.TableSpans()
+	if t.HashColumns == 0 || !t.SharedGroup {
+		return out
+	}
+	spans := make([]kvpb.Span, 0, NumBuckets+len(out)-1)
+	for b := range NumBuckets {
+		p := EncodeTableIndexPrefix(binary.BigEndian.AppendUint16(GroupPrefix(nil, t.GroupID), uint16(b)), t.ID, 0)
+		p = p[:len(p)-1] // the table prefix, without the index
+		spans = append(spans, kvpb.Span{Key: p, EndKey: keys.PrefixEnd(p)})
+	}
+	return append(spans, out[1:]...)
+}
+
+// StorageSpans lists spans holding exactly t's storage as this layout
+// names it, and nothing of another table or of another storage of this
+// one (a table moved or rewritten has fresh storage IDs beside the old
+// ones until the old are freed): the whole group of a hash-partitioned
+// table with a group of its own, one span per bucket and local index of
+// one in a shared group (SharedGroup), else the primary and local
+// indexes' spans; then each global index.
+func (t *TableLayout) StorageSpans() []kvpb.Span {
+	var out []kvpb.Span
+	var bucketed []*IndexLayout
+	switch {
+	case t.HashColumns > 0 && t.SharedGroup:
+		bucketed = append(bucketed, &t.Primary)
+	case t.HashColumns > 0:
+		out = append(out, GroupSpan(t.GroupID))
+	default:
+		out = append(out, t.IndexSpan(&t.Primary))
+	}
+	for i := range t.Secondary {
+		idx := &t.Secondary[i]
+		switch {
+		case !t.bucketed(idx):
+			out = append(out, t.IndexSpan(idx))
+		case t.SharedGroup:
+			bucketed = append(bucketed, idx)
+		}
+		// Otherwise in the group span above.
+	}
+	if len(bucketed) == 0 {
+		return out
+	}
+	spans := make([]kvpb.Span, 0, NumBuckets*len(bucketed)+len(out))
+	for b := range NumBuckets {
+		for _, idx := range bucketed {
+			spans = append(spans, t.IndexBucketSpan(idx, uint16(b)))
+		}
+	}
+	return append(spans, out...)
 }
 
 // KeyPrefix is the decoded prefix of a table data key.

@@ -38,3 +38,16 @@ func SplitUnit(key []byte) (unit kvpb.Span, ok bool) {
 	}
 	return kvpb.Span{}, false
 }
+
+// BucketUnit is the split unit of a key in a group split between buckets
+// (a distributed table's group, shared by the tables colocated with it):
+// the key's bucket, [group/b, group/b+1), so that a split never separates
+// rows of equal distribution values of two colocated tables. A key that is
+// not a row's (a bare group prefix a DDL split at) has none.
+func BucketUnit(key []byte) (kvpb.Span, bool) {
+	p, _, err := DecodeKeyPrefix(key)
+	if err != nil {
+		return kvpb.Span{}, false
+	}
+	return BucketSpan(p.Group, p.Bucket, p.Bucket), true
+}

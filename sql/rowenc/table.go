@@ -21,6 +21,11 @@ type TableLayout struct {
 	// HashColumns is how many leading primary-key columns the row's
 	// bucket is hashed from; 0 puts every row in bucket 0.
 	HashColumns int
+	// SharedGroup marks a hash-partitioned table whose group other
+	// tables may share (a Citus colocation group): its data is not the
+	// whole group, so what frees it (FreeSpans, StorageSpans) clears it
+	// bucket by bucket.
+	SharedGroup bool
 	Columns     []TableColumn
 	Primary     IndexLayout
 	Secondary   []IndexLayout

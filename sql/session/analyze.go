@@ -309,8 +309,10 @@ func hasOption(opts []*pg_query.Node, name string) bool {
 }
 
 // Close stops the Backend's background work (automatic statistics
-// collections), waiting for what is running: the server calls it before
-// closing the storage they read.
+// collections, background rebalances), waiting for what is running: the
+// server calls it before closing the storage they read.
 func (b *Backend) Close() {
 	b.refresher.Stop()
+	b.bg.cancel()
+	b.bg.wg.Wait()
 }

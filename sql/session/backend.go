@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -114,6 +115,14 @@ type Backend struct {
 	notify notifyHub
 	// stmts is the node's pg_stat_statements (stmtstats.go).
 	stmts stmtStats
+	// bg is the background work that outlives its statement
+	// (citus_rebalance_start, rebalance.go): Close ends its context and
+	// waits for it.
+	bg struct {
+		ctx    context.Context
+		cancel context.CancelFunc
+		wg     sync.WaitGroup
+	}
 }
 
 var _ pgwire.Backend = (*Backend)(nil)
@@ -143,6 +152,7 @@ func NewBackend(db *kv.DB, cfg Config) *Backend {
 		b.cache.UseLocalGeneration(db)
 	}
 	b.refresher = stats.NewRefresher(db, b.stats, b.cache, log)
+	b.bg.ctx, b.bg.cancel = context.WithCancel(context.Background())
 	return b
 }
 

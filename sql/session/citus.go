@@ -39,6 +39,11 @@ var citusParams = map[string][]string{
 	"undistribute_table":                    {"table_name", "cascade_via_foreign_keys"},
 	"alter_distributed_table":               {"table_name", "distribution_column", "shard_count", "colocate_with", "cascade_to_colocated"},
 	"create_reference_table":                {"table_name"},
+	// Not DDL: lease transfers (rebalance.go).
+	"rebalance_table_shards": {"relation", "threshold", "max_shard_moves", "excluded_shard_list", "shard_transfer_mode", "drain_only", "rebalance_strategy"},
+	"citus_rebalance_start":  {"rebalance_strategy", "drain_only", "shard_transfer_mode", "parallel_transfer_reference_tables", "parallel_transfer_colocated_shards"},
+	"citus_rebalance_wait":   {},
+	"citus_rebalance_stop":   {},
 }
 
 // asCitusCall returns sel as a Citus call, or nil when it is anything
@@ -82,7 +87,7 @@ func asCitusCall(sel *pg_query.SelectStmt) (*citusCall, error) {
 		}
 		c.args[pname] = v
 	}
-	if c.args["table_name"] == "" {
+	if containsStr(params, "table_name") && c.args["table_name"] == "" {
 		return nil, pgerror.New(pgerrcode.UndefinedFunction, "function %s needs a table_name", name)
 	}
 	return c, nil
@@ -111,6 +116,8 @@ func constArg(n *pg_query.Node) (string, bool) {
 		return ac.GetSval().Sval, true
 	case ac.GetIval() != nil:
 		return strconv.Itoa(int(ac.GetIval().Ival)), true
+	case ac.GetFval() != nil:
+		return ac.GetFval().Fval, true
 	case ac.GetBoolval() != nil:
 		return strconv.FormatBool(ac.GetBoolval().Boolval), true
 	}
@@ -141,6 +148,33 @@ func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''
 // function would: one row holding void (an empty value, as PostgreSQL
 // prints void).
 func (s *Session) runCitus(x *stmtState, st *parser.Statement, c *citusCall, w pgwire.ResultWriter) error {
+	switch c.fn {
+	case "rebalance_table_shards":
+		if err := s.rebalanceShards(x, st, c); err != nil {
+			return err
+		}
+		return citusVoid(c, w)
+	case "citus_rebalance_start":
+		id, ok, err := s.rebalanceStart(x, st, c)
+		if err != nil {
+			return err
+		}
+		var v []byte // NULL: nothing to move
+		if ok {
+			v = []byte(id)
+		}
+		return citusRow(c, w, v)
+	case "citus_rebalance_wait":
+		if err := s.rebalanceWait(x); err != nil {
+			return err
+		}
+		return citusVoid(c, w)
+	case "citus_rebalance_stop":
+		if err := s.rebalanceStop(x); err != nil {
+			return err
+		}
+		return citusVoid(c, w)
+	}
 	rel, err := quotedRelation(c.args["table_name"])
 	if err != nil {
 		return err
@@ -221,10 +255,19 @@ func (s *Session) runCitus(x *stmtState, st *parser.Statement, c *citusCall, w p
 		// committed, and a rerun would find the table moved.
 		return w.Complete("SELECT 1")
 	}
+	return citusVoid(c, w)
+}
+
+// citusVoid answers a Citus call with its one void row.
+func citusVoid(c *citusCall, w pgwire.ResultWriter) error { return citusRow(c, w, []byte{}) }
+
+// citusRow answers a Citus call with one row of one value in text (nil:
+// NULL), typed unknown as citusColumns says.
+func citusRow(c *citusCall, w pgwire.ResultWriter, v []byte) error {
 	if err := w.BeginRows(describeColumns(citusColumns(c), nil)); err != nil {
 		return err
 	}
-	if err := w.WriteRow([][]byte{{}}); err != nil {
+	if err := w.WriteRow([][]byte{v}); err != nil {
 		return err
 	}
 	return w.Complete("SELECT 1")

@@ -232,6 +232,9 @@ func (s *Session) regTypes(ctx context.Context, txn *kv.Txn) *types.Context {
 	if s.b.cfg.Tablets != nil {
 		res.SetSizes(s.b.cfg.Tablets) // pg_table_size and friends
 	}
+	if txn != nil {
+		res.SetJobs(txn) // citus_rebalance_status
+	}
 	return &types.Context{Location: s.loc, Reg: res}
 }
 

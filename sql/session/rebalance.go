@@ -1,0 +1,302 @@
+package session
+
+// rebalance_table_shards (Citus; docs/distributed.md "Rebalancing
+// shards"): the session asks the catalog for the plan
+// (builtins.RebalanceInfo, the same one get_rebalance_table_shards_plan
+// shows) and carries its moves out, in order, as lease transfers
+// (kvpb.SpreadLeaseRequest with the target node), as a job with progress
+// (SHOW JOBS). Nothing is copied: every voter holds the shard's bytes, so
+// reads and writes go on, each waiting at most for a lease transfer.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgerrcode"
+
+	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/sql/builtins"
+	"github.com/cairn-db/cairn/sql/jobs"
+	"github.com/cairn-db/cairn/sql/parser"
+	"github.com/cairn-db/cairn/sql/pgcatalog"
+	"github.com/cairn-db/cairn/sql/pgerror"
+	"github.com/cairn-db/cairn/sql/types"
+)
+
+// RebalanceJobType is the job type of rebalance_table_shards and
+// citus_rebalance_start (citus_rebalance_status lists them).
+const RebalanceJobType = pgcatalog.RebalanceJobType
+
+// rebalanceMoveTimeout bounds how long one move waits for its lease to
+// arrive (a target that is behind catches up first). A variable for tests.
+var rebalanceMoveTimeout = 10 * time.Second
+
+// rebalanceMovePoll is the pause between asks of a move not done yet.
+const rebalanceMovePoll = 20 * time.Millisecond
+
+// rebalanceShards runs rebalance_table_shards call c in the statement.
+func (s *Session) rebalanceShards(x *stmtState, st *parser.Statement, c *citusCall) error {
+	job, moves, err := s.startRebalance(x, st, c)
+	if err != nil || job == nil {
+		return err
+	}
+	return runRebalance(x.ctx, s.b, job, moves)
+}
+
+// startRebalance plans call c's moves and records them as a running job
+// (nil when there is nothing to move). One rebalance runs at a time, as
+// in Citus: another one running is 55000.
+func (s *Session) startRebalance(x *stmtState, st *parser.Statement, c *citusCall) (*jobs.Job, []builtins.RebalanceMove, error) {
+	req, err := s.rebalanceRequest(x, c)
+	if err != nil {
+		return nil, nil, err
+	}
+	ri, ok := x.types().Reg.(builtins.RebalanceInfo)
+	if !ok {
+		return nil, nil, pgerror.New(pgerrcode.FeatureNotSupported, "%s needs a node's tablet directory", c.fn)
+	}
+	ctx := x.ctx
+	if running, err := runningRebalance(ctx, s.b); err != nil {
+		return nil, nil, err
+	} else if running != nil {
+		return nil, nil, pgerror.New(pgerrcode.ObjectNotInPrerequisiteState, "A rebalance is already running as job %d", running.ID).
+			WithHint("Wait for it with SELECT citus_rebalance_wait(), or stop it with SELECT citus_rebalance_stop().")
+	}
+	moves, err := ri.RebalancePlan(req)
+	if err != nil || len(moves) == 0 {
+		return nil, nil, err
+	}
+	desc := st.SQL
+	if st.Original != "" {
+		desc = st.Original
+	}
+	payload, err := json.Marshal(moves)
+	if err != nil {
+		return nil, nil, err
+	}
+	job, err := jobs.Create(ctx, s.b.db, jobs.Record{Type: RebalanceJobType, Description: desc, User: s.user, Payload: payload})
+	if err != nil {
+		return nil, nil, err
+	}
+	return job, moves, nil
+}
+
+// runningRebalance is the rebalance job running now (nil: none). A job
+// whose node stopped (jobs.Record.Orphaned) does not count: its moves
+// stopped with it.
+func runningRebalance(ctx context.Context, b *Backend) (*jobs.Record, error) {
+	recs, err := jobs.List(ctx, b.db)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	for i := len(recs) - 1; i >= 0; i-- {
+		if r := recs[i]; r.Type == RebalanceJobType && r.Status == jobs.StatusRunning && !r.Orphaned(now) {
+			return &r, nil
+		}
+	}
+	return nil, nil
+}
+
+// runRebalance makes job's moves in order, reporting progress, until
+// they are done, one fails, ctx ends or citus_rebalance_stop asks it to
+// stop (checked before each move); it ends the job accordingly.
+func runRebalance(ctx context.Context, b *Backend, job *jobs.Job, moves []builtins.RebalanceMove) error {
+	bg := context.WithoutCancel(ctx)
+	stop := job.KeepAlive(bg)
+	defer stop()
+	for i, m := range moves {
+		if stopped, err := job.CancelRequested(ctx); err == nil && stopped {
+			err := pgerror.New(pgerrcode.QueryCanceled, "the rebalance was stopped by citus_rebalance_stop after %d of %d moves", i, len(moves))
+			_ = job.Finish(bg, jobs.StatusCanceled, err)
+			return err
+		}
+		if err := moveLease(ctx, b, m); err != nil {
+			status := jobs.StatusFailed
+			if ctx.Err() != nil {
+				status = jobs.StatusCanceled
+			}
+			_ = job.Finish(bg, status, err)
+			return err
+		}
+		_ = job.Progress(ctx, float64(i+1)/float64(len(moves)))
+	}
+	return job.Finish(bg, jobs.StatusSucceeded, nil)
+}
+
+// rebalanceStart runs citus_rebalance_start call c: the moves run on this
+// node in the background (until they end or the node stops) and the call
+// answers the job's ID at once, or NULL with a notice when nothing would
+// move.
+func (s *Session) rebalanceStart(x *stmtState, st *parser.Statement, c *citusCall) (string, bool, error) {
+	job, moves, err := s.startRebalance(x, st, c)
+	if err != nil {
+		return "", false, err
+	}
+	if job == nil {
+		s.notice(x.w, "NOTICE", "00000", "No moves available for rebalancing")
+		return "", false, nil
+	}
+	s.b.goBackground(func(ctx context.Context) { _ = runRebalance(ctx, s.b, job, moves) })
+	s.notice(x.w, "NOTICE", "00000", fmt.Sprintf("Scheduled %d moves as job %d", len(moves), job.ID()))
+	return strconv.FormatInt(job.ID(), 10), true, nil
+}
+
+// rebalanceWait runs citus_rebalance_wait: it returns once no rebalance
+// is running, failing (55000) if the latest one failed.
+func (s *Session) rebalanceWait(x *stmtState) error {
+	for {
+		running, err := runningRebalance(x.ctx, s.b)
+		if err != nil {
+			return err
+		}
+		if running == nil {
+			break
+		}
+		select {
+		case <-x.ctx.Done():
+			return x.ctx.Err()
+		case <-time.After(rebalanceMovePoll):
+		}
+	}
+	recs, err := jobs.List(x.ctx, s.b.db)
+	if err != nil {
+		return err
+	}
+	for i := len(recs) - 1; i >= 0; i-- {
+		if r := recs[i]; r.Type == RebalanceJobType {
+			if r.Status == jobs.StatusFailed {
+				return pgerror.New(pgerrcode.ObjectNotInPrerequisiteState, "rebalance job %d failed: %s", r.ID, r.Error)
+			}
+			break
+		}
+	}
+	return nil
+}
+
+// rebalanceStop runs citus_rebalance_stop: the running rebalance stops
+// before its next move (55000 when none runs).
+func (s *Session) rebalanceStop(x *stmtState) error {
+	running, err := runningRebalance(x.ctx, s.b)
+	if err != nil {
+		return err
+	}
+	if running == nil {
+		return pgerror.New(pgerrcode.ObjectNotInPrerequisiteState, "no ongoing rebalance that can be cancelled")
+	}
+	return jobs.RequestCancel(x.ctx, s.b.db, running.ID)
+}
+
+// moveLease hands the lease of m's tablet to m.Target, asking again until
+// the tablet's leaseholder is the target (kvpb.SpreadLeaseResponse.Done)
+// or rebalanceMoveTimeout has passed. The request is routed by the
+// tablet's start key, so a tablet that split since the plan moves its
+// first part.
+func moveLease(ctx context.Context, b *Backend, m builtins.RebalanceMove) error {
+	mctx, cancel := context.WithTimeout(ctx, rebalanceMoveTimeout)
+	defer cancel()
+	var last error
+	for {
+		ba := &kvpb.BatchRequest{}
+		ba.Add(&kvpb.SpreadLeaseRequest{Key: m.Key, Node: uint64(m.Target)})
+		br, err := b.db.Send(mctx, ba)
+		if err == nil && len(br.Responses) == 1 {
+			if r, ok := br.Responses[0].(*kvpb.SpreadLeaseResponse); ok && r.Done {
+				return nil
+			}
+		}
+		if err != nil {
+			last = err
+		}
+		select {
+		case <-mctx.Done():
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			e := pgerror.New(pgerrcode.ObjectNotInPrerequisiteState, "could not move shard %d (tablet %d) from %s to %s within %s",
+				m.ShardID, m.Tablet, builtins.NodeName(m.Source), builtins.NodeName(m.Target), rebalanceMoveTimeout)
+			if last != nil {
+				e = e.WithDetail("%v", last)
+			}
+			return e
+		case <-time.After(rebalanceMovePoll):
+		}
+	}
+}
+
+// rebalanceRequest reads c's arguments as Citus's: relation (a table
+// name), threshold, max_shard_moves, excluded_shard_list ('{1,2}'),
+// shard_transfer_mode (auto, force_logical or block_writes: all the
+// same here, since a move copies nothing), drain_only and
+// rebalance_strategy.
+func (s *Session) rebalanceRequest(x *stmtState, c *citusCall) (builtins.RebalanceRequest, error) {
+	var rel uint32
+	if name, ok := c.args["relation"]; ok {
+		oid, err := x.types().Reg.ResolveReg(types.RegClass, name)
+		if err != nil {
+			return builtins.RebalanceRequest{}, err
+		}
+		rel = oid
+	}
+	bad := func(param, v string) error {
+		return pgerror.New(pgerrcode.InvalidTextRepresentation, "invalid input for %s: %q", param, v)
+	}
+	threshold, maxMoves, excluded, drain, strategy := types.Datum(types.DNull), types.Datum(types.DNull), types.Datum(types.DNull), types.Datum(types.DNull), types.Datum(types.DNull)
+	if v, ok := c.args["threshold"]; ok {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return builtins.RebalanceRequest{}, bad("threshold", v)
+		}
+		threshold = types.DFloat(f)
+	}
+	if v, ok := c.args["max_shard_moves"]; ok {
+		n, err := strconv.ParseInt(v, 10, 32)
+		if err != nil {
+			return builtins.RebalanceRequest{}, bad("max_shard_moves", v)
+		}
+		maxMoves = types.DInt(n)
+	}
+	if v, ok := c.args["excluded_shard_list"]; ok {
+		body, found := strings.CutPrefix(strings.TrimSpace(v), "{")
+		body, found2 := strings.CutSuffix(body, "}")
+		if !found || !found2 {
+			return builtins.RebalanceRequest{}, bad("excluded_shard_list", v)
+		}
+		a := types.NewArray(types.Int8)
+		for _, f := range strings.Split(body, ",") {
+			if f = strings.TrimSpace(f); f == "" {
+				continue
+			}
+			n, err := strconv.ParseInt(f, 10, 64)
+			if err != nil {
+				return builtins.RebalanceRequest{}, bad("excluded_shard_list", v)
+			}
+			a.Elems = append(a.Elems, types.DInt(n))
+		}
+		excluded = a
+	}
+	if v, ok := c.args["shard_transfer_mode"]; ok && v != "auto" && v != "force_logical" && v != "block_writes" {
+		return builtins.RebalanceRequest{}, pgerror.New(pgerrcode.InvalidTextRepresentation, "invalid input value for enum citus.shard_transfer_mode: %q", v)
+	}
+	if v, ok := c.args["drain_only"]; ok {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return builtins.RebalanceRequest{}, bad("drain_only", v)
+		}
+		drain = types.DBool(b)
+	}
+	if v, ok := c.args["rebalance_strategy"]; ok {
+		strategy = types.DString(v)
+	}
+	return builtins.RebalanceOptions(rel, threshold, maxMoves, excluded, drain, strategy)
+}
+
+// goBackground runs fn on a goroutine of the Backend's, whose context
+// ends when the Backend closes (Close waits for fn to return).
+func (b *Backend) goBackground(fn func(ctx context.Context)) {
+	b.bg.wg.Go(func() { fn(b.bg.ctx) })
+}
