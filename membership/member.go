@@ -105,6 +105,9 @@ type Member struct {
 	lastRebalance time.Time
 	// dead are the nodes the last View found dead (ClockPeers).
 	dead map[uint64]bool
+	// testingHolds, when set, answers holdsReplica instead of the node
+	// asked.
+	testingHolds func(node, tablet uint64) bool
 
 	stop context.CancelFunc
 	wg   sync.WaitGroup

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cairn-db/cairn/rpc"
 	pb "go.etcd.io/raft/v3/raftpb"
 )
 
@@ -22,7 +23,8 @@ import (
 //     wait;
 //  3. too few good voters (live, active nodes): add a learner on an
 //     eligible node without a replica, preferring a locality the tablet
-//     has no voter in, then the node with the fewest replicas;
+//     has no voter in, then the node with the fewest replicas (never on
+//     a node that still holds a replica of the tablet: addable);
 //  4. a voter on a node that is leaving (dead, decommissioning): remove
 //     it once the good voters suffice;
 //  5. more good voters than the replication factor: remove one (in the
@@ -71,7 +73,7 @@ func (m *Member) scan(ctx context.Context) error {
 		if term, _ := rep.Lease(); term == 0 {
 			continue
 		}
-		if err := m.considerTablet(id, v); err != nil {
+		if err := m.considerTablet(ctx, id, v); err != nil {
 			m.cfg.Logger.Debug("membership: replicate queue", "tablet", id, "err", err)
 		}
 	}
@@ -79,7 +81,7 @@ func (m *Member) scan(ctx context.Context) error {
 }
 
 // considerTablet makes at most one change to tablet id's group.
-func (m *Member) considerTablet(id uint64, v *View) error {
+func (m *Member) considerTablet(ctx context.Context, id uint64, v *View) error {
 	n := m.cfg.Raft
 	self := m.NodeID()
 	cs := n.Config(id)
@@ -126,7 +128,7 @@ func (m *Member) considerTablet(id uint64, v *View) error {
 		}
 	}
 	if len(good) < need {
-		if t := m.pickTarget(v, voters, good); t != 0 {
+		if t := m.addable(ctx, id, v, voters, good); t != 0 {
 			return m.change(id, pb.ConfChangeType_ConfChangeAddLearnerNode, t, "add learner")
 		}
 	}
@@ -153,7 +155,7 @@ func (m *Member) considerTablet(id uint64, v *View) error {
 		return m.change(id, pb.ConfChangeType_ConfChangeRemoveNode, victim, "remove surplus voter")
 	}
 	if len(good) == need && len(leaving) == 0 {
-		return m.rebalance(id, v, voters, good)
+		return m.rebalance(ctx, id, v, voters, good)
 	}
 	return nil
 }
@@ -178,14 +180,14 @@ func (m *Member) replicationFactor(id uint64) int {
 // is promoted (rule 5). One move per node per heartbeat interval, so the
 // counts it decides on (from the heartbeats) have caught up with the
 // previous move.
-func (m *Member) rebalance(id uint64, v *View, voters, good []uint64) error {
+func (m *Member) rebalance(ctx context.Context, id uint64, v *View, voters, good []uint64) error {
 	m.mu.Lock()
 	wait := time.Since(m.lastRebalance) < m.cfg.LivenessTTL/3+m.cfg.ScanInterval
 	m.mu.Unlock()
 	if wait {
 		return nil
 	}
-	t := m.pickTarget(v, voters, nil)
+	t := m.addable(ctx, id, v, voters, nil)
 	if t == 0 {
 		return nil
 	}
@@ -242,6 +244,48 @@ func (m *Member) handOff(id uint64, good []uint64) error {
 		}
 	}
 	return nil
+}
+
+// addable is pickTarget's choice among the nodes that hold no replica of
+// tablet id (0: none). A node may still hold one the group removed: it
+// was down or cut off when removed, or has not applied its removal yet,
+// and replica GC (gc.go) or that application destroys it in a while.
+// Added back before then, the stale replica would catch up by log
+// through the entry removing it, destroy itself applying it, and leave
+// the leader counting entries in a log that is gone (raft panicked on the
+// next heartbeat: raftnode's pastLastIndex); added after, its replica
+// starts empty and comes up by snapshot. A node that cannot be asked is
+// passed over this time.
+func (m *Member) addable(ctx context.Context, id uint64, v *View, members, good []uint64) uint64 {
+	skip := slices.Clone(members)
+	for {
+		t := m.pickTarget(v, skip, good)
+		if t == 0 {
+			return 0
+		}
+		holds, err := m.holdsReplica(ctx, v, t, id)
+		if err == nil && !holds {
+			return t
+		}
+		m.cfg.Logger.Debug("membership: not adding a learner on a node holding a replica", "tablet", id, "node", t, "err", err)
+		skip = append(skip, t)
+	}
+}
+
+// holdsReplica asks node whether it holds a replica of tablet id
+// (testingHolds answers instead when set).
+func (m *Member) holdsReplica(ctx context.Context, v *View, node, id uint64) (bool, error) {
+	if m.testingHolds != nil {
+		return m.testingHolds(node, id), nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	out, err := rpc.Call(cctx, m.cfg.Creds, v.Nodes[node].RPCAddr, methodReplicaStatus, encode(replicaStatusRequest{TabletID: id}))
+	if err != nil {
+		return false, err
+	}
+	resp, err := decode[replicaStatusResponse](out)
+	return resp.Holds, err
 }
 
 // pickTarget chooses an eligible node holding no replica of the tablet:

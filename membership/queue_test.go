@@ -1,6 +1,9 @@
 package membership
 
 import (
+	"context"
+	"log/slog"
+	"slices"
 	"testing"
 	"time"
 )
@@ -108,6 +111,49 @@ func TestPickTargetAndVictim(t *testing.T) {
 	} {
 		if got := m.pickVictim(v, tc.good); got != tc.want {
 			t.Errorf("pickVictim(%v) = %d, want %d", tc.good, got, tc.want)
+		}
+	}
+}
+
+// TestAddableSkipsNodesHoldingAReplica: the queue adds a learner only on
+// a node that holds no replica of the tablet (one the group removed but
+// that is not destroyed yet would catch up by log through its own
+// removal and destroy itself while the leader counted on its log);
+// pickTarget's order otherwise.
+func TestAddableSkipsNodesHoldingAReplica(t *testing.T) {
+	rec := func(id uint64, loc string) NodeRecord {
+		return NodeRecord{NodeID: id, Locality: loc, Status: StatusActive}
+	}
+	v := view(map[uint64]NodeRecord{
+		1: rec(1, "region=a"), 2: rec(2, "region=a"), 3: rec(3, "region=b"),
+		4: rec(4, "region=a"), 5: rec(5, "region=c"), 6: rec(6, "region=c"),
+	}, map[uint64]LivenessRecord{
+		1: liveRec(1, 9), 2: liveRec(2, 8), 3: liveRec(3, 5),
+		4: liveRec(4, 0), 5: liveRec(5, 7), 6: liveRec(6, 3),
+	})
+	const tablet = 7
+	for _, tc := range []struct {
+		holding []uint64
+		want    uint64
+	}{
+		{nil, 6},
+		// The next in pickTarget's order: region c's other node.
+		{[]uint64{6}, 5},
+		// Then the emptiest of the rest.
+		{[]uint64{5, 6}, 4},
+		{[]uint64{2, 4, 5, 6}, 0},
+	} {
+		m := &Member{cfg: Config{Self: NodeRecord{NodeID: 1}, Logger: slog.New(slog.DiscardHandler)}}
+		var asked []uint64
+		m.testingHolds = func(node, id uint64) bool {
+			if id != tablet {
+				t.Fatalf("asked about tablet %d, want %d", id, tablet)
+			}
+			asked = append(asked, node)
+			return slices.Contains(tc.holding, node)
+		}
+		if got := m.addable(context.Background(), tablet, v, []uint64{1, 3}, []uint64{1, 3}); got != tc.want {
+			t.Errorf("holding %v: addable = %d (asked %v), want %d", tc.holding, got, asked, tc.want)
 		}
 	}
 }
