@@ -33,6 +33,10 @@ type replicaStatusRequest struct {
 type replicaStatusResponse struct {
 	Leaseholder bool     `json:"leaseholder"`
 	Members     []uint64 `json:"members,omitempty"`
+	// Holds: the answering node holds a replica of the tablet, a member
+	// or not (the replicate queue's addable asks; a node of an older
+	// build leaves it out, and is added to as before).
+	Holds bool `json:"holds,omitempty"`
 }
 
 func (m *Member) handleReplicaStatus(ctx context.Context, in []byte) ([]byte, error) {
@@ -42,6 +46,7 @@ func (m *Member) handleReplicaStatus(ctx context.Context, in []byte) ([]byte, er
 	}
 	var resp replicaStatusResponse
 	if rep := m.cfg.Raft.Replica(req.TabletID); rep != nil {
+		resp.Holds = true
 		if term, _ := rep.Lease(); term != 0 {
 			cs := m.cfg.Raft.Config(req.TabletID)
 			resp.Leaseholder = true

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairn-db/cairn/clusterversion"
@@ -44,6 +45,12 @@ type Config struct {
 	// ReplicationFactor is the number of voters each tablet aims for
 	// (default 3); a tablet has fewer while fewer nodes are live.
 	ReplicationFactor int
+	// Domain, if set, names the domain of tablet id: the set of tablets
+	// (one index's, such as a hash-sharded index's buckets) whose
+	// replicas the replicate queue spreads over the nodes among
+	// themselves before it looks at each node's total ("": none). The
+	// lease balancer balances leases by the same domains.
+	Domain func(tablet uint64) string
 	// ZoneReplicas, if set, returns the number of voters tablet id's zone
 	// asks for (ALTER ... CONFIGURE ZONE USING num_replicas; package
 	// zone), 0 when it sets none and ReplicationFactor applies.
@@ -108,10 +115,22 @@ type Member struct {
 	// learners remembers when the queue first saw each learner
 	// ({tablet, node}), to give up on one that never catches up.
 	learners map[[2]uint64]time.Time
-	// lastRebalance is when this node last started a rebalancing move.
-	lastRebalance time.Time
+	// considered holds, per tablet, the rebalancing move its scans have
+	// found worth making without a break (queue.go's seenLongEnough);
+	// movingFrom, per tablet, the voter the move this node started takes
+	// the replica from (rule 5 removes that one).
+	considered map[uint64]consideredMove
+	movingFrom map[uint64]startedMove
+	// scans counts the replicate queue's completed scans (Scans).
+	scans atomic.Uint64
+	// nextRebalance is when this node may start its next rebalancing
+	// move (queue.go's rebalance).
+	nextRebalance time.Time
 	// dead are the nodes the last View found dead (ClockPeers).
 	dead map[uint64]bool
+	// testingHolds, when set, answers holdsReplica instead of the node
+	// asked.
+	testingHolds func(node, tablet uint64) bool
 
 	stop context.CancelFunc
 	wg   sync.WaitGroup
@@ -126,7 +145,8 @@ func New(cfg Config) *Member {
 	cfg.Self = cfg.Self.WithVersion(cfg.Version)
 	cfg.Registry.Set(cfg.Self)
 	id, _, _ := ReadIdentity(cfg.Engine)
-	return &Member{cfg: cfg, clusterID: id.ClusterID, learners: map[[2]uint64]time.Time{}}
+	return &Member{cfg: cfg, clusterID: id.ClusterID, learners: map[[2]uint64]time.Time{},
+		considered: map[uint64]consideredMove{}, movingFrom: map[uint64]startedMove{}}
 }
 
 // NodeID is this node's ID.
@@ -290,7 +310,14 @@ func (m *Member) register(ctx context.Context) error {
 func (m *Member) heartbeat(ctx context.Context) error {
 	now := m.cfg.Clock.Now().WallTime
 	l := LivenessRecord{NodeID: m.NodeID(), Epoch: m.epoch, Updated: now, Expiration: now + int64(m.cfg.LivenessTTL), Members: map[uint64]int{}}
-	for _, id := range m.cfg.Raft.Tablets() {
+	tablets := m.cfg.Raft.Tablets()
+	held := map[string]int{}
+	for _, id := range tablets {
+		if d := m.domainOf(id); d != "" {
+			held[d]++
+		}
+	}
+	for _, id := range tablets {
 		l.Replicas++
 		rep := m.cfg.Raft.Replica(id)
 		if rep == nil {
@@ -301,11 +328,35 @@ func (m *Member) heartbeat(ctx context.Context) error {
 		}
 		l.Leaders++
 		cs := m.cfg.Raft.Config(id)
+		d := m.domainOf(id)
+		if held[d] < 2 {
+			d = ""
+		}
 		for _, n := range append(slices.Clone(cs.GetVoters()), cs.GetLearners()...) {
 			l.Members[n]++
+			if d != "" {
+				if l.Domains == nil {
+					l.Domains = map[string]map[uint64]int{}
+				}
+				if l.Domains[d] == nil {
+					l.Domains[d] = map[uint64]int{}
+				}
+				l.Domains[d][n]++
+			}
 		}
 	}
 	return m.db.Put(ctx, keys.Liveness(m.NodeID()), encodeRecord(l))
+}
+
+// domainOf is Config.Domain's answer for tablet id ("" without one).
+// Not cached: a split changes a tablet's domain (a new table's buckets
+// are split off tablets that held none), and counts reported from a
+// cache lagging it set off moves that the corrected counts undid.
+func (m *Member) domainOf(id uint64) string {
+	if m.cfg.Domain == nil {
+		return ""
+	}
+	return m.cfg.Domain(id)
 }
 
 func (m *Member) readLiveness(ctx context.Context, id uint64) (LivenessRecord, bool, error) {

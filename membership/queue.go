@@ -1,11 +1,14 @@
 package membership
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"time"
 
+	"github.com/cairn-db/cairn/rpc"
 	pb "go.etcd.io/raft/v3/raftpb"
 )
 
@@ -22,13 +25,17 @@ import (
 //     wait;
 //  3. too few good voters (live, active nodes): add a learner on an
 //     eligible node without a replica, preferring a locality the tablet
-//     has no voter in, then the node with the fewest replicas;
+//     has no voter in, then the node with the fewest replicas (never on
+//     a node that still holds a replica of the tablet: addable);
 //  4. a voter on a node that is leaving (dead, decommissioning): remove
 //     it once the good voters suffice;
 //  5. more good voters than the replication factor: remove one (in the
-//     most crowded locality, then on the fullest node);
+//     most crowded locality, then on the node with the most replicas of
+//     the tablet's domain, then the fullest node);
 //  6. at its target: rebalance (rebalance), adding a learner on a node
-//     with clearly fewer replicas, which rule 5 then evens out.
+//     with clearly fewer replicas of the tablet's domain (one index's
+//     tablets, such as a hash-sharded index's buckets), or of all
+//     tablets, which rule 5 then evens out.
 //
 // A leaseholder never removes itself: it hands leadership to another good
 // voter first, and the new leaseholder's queue removes it.
@@ -71,15 +78,21 @@ func (m *Member) scan(ctx context.Context) error {
 		if term, _ := rep.Lease(); term == 0 {
 			continue
 		}
-		if err := m.considerTablet(id, v); err != nil {
+		if err := m.considerTablet(ctx, id, v); err != nil {
 			m.cfg.Logger.Debug("membership: replicate queue", "tablet", id, "err", err)
 		}
 	}
+	m.forgetMoves()
+	m.scans.Add(1)
 	return nil
 }
 
+// Scans counts the replicate queue's scans of every tablet this node
+// leads (tests wait on it to see the queue has looked again).
+func (m *Member) Scans() uint64 { return m.scans.Load() }
+
 // considerTablet makes at most one change to tablet id's group.
-func (m *Member) considerTablet(id uint64, v *View) error {
+func (m *Member) considerTablet(ctx context.Context, id uint64, v *View) error {
 	n := m.cfg.Raft
 	self := m.NodeID()
 	cs := n.Config(id)
@@ -126,7 +139,7 @@ func (m *Member) considerTablet(id uint64, v *View) error {
 		}
 	}
 	if len(good) < need {
-		if t := m.pickTarget(v, voters, good); t != 0 {
+		if t := m.addable(ctx, id, v, voters, good, m.domainOf(id)); t != 0 {
 			return m.change(id, pb.ConfChangeType_ConfChangeAddLearnerNode, t, "add learner")
 		}
 	}
@@ -146,14 +159,23 @@ func (m *Member) considerTablet(id uint64, v *View) error {
 		return m.change(id, pb.ConfChangeType_ConfChangeRemoveNode, victim, "remove leaving voter")
 	}
 	if len(good) > rf {
-		victim := m.pickVictim(v, good)
+		victim := m.pickVictim(v, good, m.domainOf(id))
+		m.mu.Lock()
+		if mv, ok := m.movingFrom[id]; ok && slices.Contains(good, mv.from) {
+			// The voter a rebalancing move of this node's chose: the
+			// counts may have changed since, and removing another would
+			// make a different move than the one decided.
+			victim = mv.from
+		}
+		delete(m.movingFrom, id)
+		m.mu.Unlock()
 		if victim == self {
 			return m.handOff(id, good)
 		}
 		return m.change(id, pb.ConfChangeType_ConfChangeRemoveNode, victim, "remove surplus voter")
 	}
 	if len(good) == need && len(leaving) == 0 {
-		return m.rebalance(id, v, voters, good)
+		return m.rebalance(ctx, id, v, voters, good)
 	}
 	return nil
 }
@@ -170,33 +192,135 @@ func (m *Member) replicationFactor(id uint64) int {
 }
 
 // rebalance moves one replica of a tablet at its target towards a node
-// with fewer (a node that joined a cluster of full ones): it adds a
-// learner on the emptiest eligible node without a replica when that node
-// holds at least rebalanceGap fewer replicas than the fullest voter and
-// is in a locality no other voter has, or the fullest voter shares its
-// locality; the surplus voter, the fullest, is removed once the learner
-// is promoted (rule 5). One move per node per heartbeat interval, so the
-// counts it decides on (from the heartbeats) have caught up with the
-// previous move.
-func (m *Member) rebalance(id uint64, v *View, voters, good []uint64) error {
+// with fewer: it adds a learner on the eligible node without a replica
+// with the fewest replicas of the tablet's domain (Config.Domain), then
+// the fewest in all, and rule 5 then removes the voter pickVictim
+// chooses, the one with the most of the domain, then the most in all
+// (the same order, so the move made is the one decided). A move is made
+// when it narrows the spread at both ends (issue 16):
+//
+//   - for the domain, when the fullest voter holds at least rebalanceGap
+//     more of the domain's replicas than the target (after the move the
+//     one holds no fewer than the other: a move never just swaps them);
+//   - for the totals (a node that joined full ones), when the fullest
+//     voter holds rebalanceGap more replicas in all and the target fewer
+//     of the domain than it, so that no domain's spread widens.
+//
+// Domain moves shrink the sum of squares of the domain's counts by at
+// least 2 and total moves shrink the totals' without growing any
+// domain's, so the two never undo each other and placement settles. The
+// counts are the leaders' reports in the liveness records, which lag a
+// move by up to a heartbeat interval; so each node makes one move per
+// heartbeat interval and a scan, stretched by a random part up to as
+// much again, so that nodes reading the same counts do not all move onto
+// the same target at once. A target must be in a locality no other voter
+// has, unless the fullest voter shares its locality with another.
+func (m *Member) rebalance(ctx context.Context, id uint64, v *View, voters, good []uint64) error {
 	m.mu.Lock()
-	wait := time.Since(m.lastRebalance) < m.cfg.LivenessTTL/3+m.cfg.ScanInterval
+	wait := time.Now().Before(m.nextRebalance)
 	m.mu.Unlock()
 	if wait {
 		return nil
 	}
-	t := m.pickTarget(v, voters, nil)
+	d := m.domainOf(id)
+	t := m.pickTarget(v, voters, nil, d)
 	if t == 0 {
 		return nil
 	}
-	var full uint64
-	for _, g := range good {
-		if full == 0 || v.Liveness[g].Replicas > v.Liveness[full].Replicas {
-			full = g
+	from, why, ok := m.worthMoving(v, good, t, d)
+	if !m.seenLongEnough(id, [2]uint64{from, t}, ok) {
+		return nil
+	}
+	// Asked only now: a call per tablet and scan would cost too much.
+	if holds, err := m.holdsReplica(ctx, v, t, id); err != nil || holds {
+		return nil
+	}
+	pause := m.cfg.LivenessTTL/3 + m.cfg.ScanInterval
+	m.mu.Lock()
+	m.nextRebalance = time.Now().Add(pause + rand.N(pause))
+	m.movingFrom[id] = startedMove{from: from, at: time.Now()}
+	m.mu.Unlock()
+	return m.change(id, pb.ConfChangeType_ConfChangeAddLearnerNode, t, why+": add learner")
+}
+
+// seenLongEnough reports whether the move from→to of tablet id (seen
+// says whether this scan found it worth making) has been found worth
+// making in every scan for moveSettle. The counts are the leaders'
+// reports, each written at its own moment: a lease that just moved is
+// counted by its old holder's record and its new one's until the old
+// one's next heartbeat, or by neither, and a balanced domain looked
+// uneven for that while (the five-node test thrashed on it). A real
+// imbalance outlasts every node's next heartbeat; such a blip does not.
+func (m *Member) seenLongEnough(id uint64, move [2]uint64, seen bool) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !seen {
+		delete(m.considered, id)
+		return false
+	}
+	now := time.Now()
+	settle := 2*(m.cfg.LivenessTTL/3) + m.cfg.ScanInterval
+	c, ok := m.considered[id]
+	if !ok || c.move != move || now.Sub(c.last) > settle {
+		// New, or not looked at since (the lease was elsewhere).
+		m.considered[id] = consideredMove{move: move, since: now, last: now}
+		return false
+	}
+	c.last = now
+	m.considered[id] = c
+	if now.Sub(c.since) < settle {
+		return false
+	}
+	delete(m.considered, id)
+	return true
+}
+
+// startedMove is a rebalancing move this node started: the voter the
+// replica comes off, and when.
+type startedMove struct {
+	from uint64
+	at   time.Time
+}
+
+// forgetMoves drops what rebalance remembers of tablets that are no
+// longer looked at (their lease went elsewhere, or the learner was
+// given up on).
+func (m *Member) forgetMoves() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := time.Now()
+	for id, c := range m.considered {
+		if now.Sub(c.last) > time.Minute {
+			delete(m.considered, id)
 		}
 	}
-	if v.Liveness[full].Replicas-v.Liveness[t].Replicas < rebalanceGap {
-		return nil
+	for id, mv := range m.movingFrom {
+		if now.Sub(mv.at) > m.cfg.LearnerTimeout+time.Minute {
+			delete(m.movingFrom, id)
+		}
+	}
+}
+
+// consideredMove is a rebalancing move of a tablet found worth making in
+// every scan from since to last.
+type consideredMove struct {
+	move        [2]uint64 // from, to
+	since, last time.Time
+}
+
+// worthMoving decides whether a tablet of domain d with good voters good
+// should move a replica to node t (rebalance's rules), from which voter,
+// and why.
+func (m *Member) worthMoving(v *View, good []uint64, t uint64, d string) (from uint64, why string, ok bool) {
+	full := m.pickVictim(v, good, d)
+	lf, lt := v.load(d, full), v.load(d, t)
+	switch {
+	case d != "" && lf.dom-lt.dom >= rebalanceGap:
+		why = fmt.Sprintf("rebalance domain %q from node %d (%d replicas of it, node %d %d)", d, full, lf.dom, t, lt.dom)
+	case lf.total-lt.total >= rebalanceGap && (d == "" || lt.dom < lf.dom):
+		why = fmt.Sprintf("rebalance from node %d (%d replicas, node %d %d)", full, lf.total, t, lt.total)
+	default:
+		return full, "", false
 	}
 	others := map[string]bool{}
 	shared := false
@@ -208,16 +332,28 @@ func (m *Member) rebalance(id uint64, v *View, voters, good []uint64) error {
 	}
 	if others[v.Nodes[t].Locality] && !shared {
 		// Moving would put two voters in one locality.
-		return nil
+		return full, "", false
 	}
-	m.mu.Lock()
-	m.lastRebalance = time.Now()
-	m.mu.Unlock()
-	return m.change(id, pb.ConfChangeType_ConfChangeAddLearnerNode, t, fmt.Sprintf("rebalance from node %d: add learner", full))
+	return full, why, true
 }
 
 // rebalanceGap is the difference in replica counts worth a move.
 const rebalanceGap = 2
+
+// load is what the queue ranks nodes by: their replicas of a tablet's
+// domain, then their replicas in all.
+type load struct{ dom, total int }
+
+func (v *View) load(d string, node uint64) load {
+	return load{v.DomainReplicasOn(d, node), v.Liveness[node].Replicas}
+}
+
+func (a load) cmp(b load) int {
+	if c := cmp.Compare(a.dom, b.dom); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.total, b.total)
+}
 
 func (m *Member) forgetLearner(key [2]uint64) {
 	m.mu.Lock()
@@ -244,26 +380,67 @@ func (m *Member) handOff(id uint64, good []uint64) error {
 	return nil
 }
 
+// addable is pickTarget's choice among the nodes that hold no replica of
+// tablet id (0: none). A node may still hold one the group removed: it
+// was down or cut off when removed, or has not applied its removal yet,
+// and replica GC (gc.go) or that application destroys it in a while.
+// Added back before then, the stale replica would catch up by log
+// through the entry removing it, destroy itself applying it, and leave
+// the leader counting entries in a log that is gone (raft panicked on the
+// next heartbeat: raftnode's pastLastIndex); added after, its replica
+// starts empty and comes up by snapshot. A node that cannot be asked is
+// passed over this time.
+func (m *Member) addable(ctx context.Context, id uint64, v *View, members, good []uint64, d string) uint64 {
+	skip := slices.Clone(members)
+	for {
+		t := m.pickTarget(v, skip, good, d)
+		if t == 0 {
+			return 0
+		}
+		holds, err := m.holdsReplica(ctx, v, t, id)
+		if err == nil && !holds {
+			return t
+		}
+		m.cfg.Logger.Debug("membership: not adding a learner on a node holding a replica", "tablet", id, "node", t, "err", err)
+		skip = append(skip, t)
+	}
+}
+
+// holdsReplica asks node whether it holds a replica of tablet id
+// (testingHolds answers instead when set).
+func (m *Member) holdsReplica(ctx context.Context, v *View, node, id uint64) (bool, error) {
+	if m.testingHolds != nil {
+		return m.testingHolds(node, id), nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	out, err := rpc.Call(cctx, m.cfg.Creds, v.Nodes[node].RPCAddr, methodReplicaStatus, encode(replicaStatusRequest{TabletID: id}))
+	if err != nil {
+		return false, err
+	}
+	resp, err := decode[replicaStatusResponse](out)
+	return resp.Holds, err
+}
+
 // pickTarget chooses an eligible node holding no replica of the tablet:
 // first one whose locality no good voter has, then the one with the
-// fewest replicas, then the lowest ID. 0: none.
-func (m *Member) pickTarget(v *View, members, good []uint64) uint64 {
+// fewest replicas of domain d, then the fewest in all, then the lowest
+// ID. 0: none.
+func (m *Member) pickTarget(v *View, members, good []uint64, d string) uint64 {
 	used := map[string]bool{}
 	for _, g := range good {
 		used[v.Nodes[g].Locality] = true
 	}
 	var best uint64
-	bestKey := [2]int{}
+	var bestUsed bool
+	var bestLoad load
 	for nid := range v.Nodes {
 		if !v.Eligible(nid) || slices.Contains(members, nid) {
 			continue
 		}
-		k := [2]int{0, v.Liveness[nid].Replicas}
-		if used[v.Nodes[nid].Locality] {
-			k[0] = 1
-		}
-		if best == 0 || k[0] < bestKey[0] || (k[0] == bestKey[0] && (k[1] < bestKey[1] || (k[1] == bestKey[1] && nid < best))) {
-			best, bestKey = nid, k
+		u, l := used[v.Nodes[nid].Locality], v.load(d, nid)
+		if best == 0 || (!u && bestUsed) || (u == bestUsed && (l.cmp(bestLoad) < 0 || (l.cmp(bestLoad) == 0 && nid < best))) {
+			best, bestUsed, bestLoad = nid, u, l
 		}
 	}
 	return best
@@ -271,19 +448,21 @@ func (m *Member) pickTarget(v *View, members, good []uint64) uint64 {
 
 // pickVictim chooses the good voter to remove when there are too many:
 // one in the most crowded locality, then on the node with the most
-// replicas (this node too: the caller then hands its lease over, and the
-// next leaseholder removes it).
-func (m *Member) pickVictim(v *View, good []uint64) uint64 {
+// replicas of domain d, then the most in all, then the highest ID (this
+// node too: the caller then hands its lease over, and the next
+// leaseholder removes it).
+func (m *Member) pickVictim(v *View, good []uint64, d string) uint64 {
 	count := map[string]int{}
 	for _, g := range good {
 		count[v.Nodes[g].Locality]++
 	}
 	var best uint64
-	bestKey := [2]int{}
+	var bestCrowd int
+	var bestLoad load
 	for _, g := range good {
-		k := [2]int{count[v.Nodes[g].Locality], v.Liveness[g].Replicas}
-		if best == 0 || k[0] > bestKey[0] || (k[0] == bestKey[0] && (k[1] > bestKey[1] || (k[1] == bestKey[1] && g > best))) {
-			best, bestKey = g, k
+		c, l := count[v.Nodes[g].Locality], v.load(d, g)
+		if best == 0 || c > bestCrowd || (c == bestCrowd && (l.cmp(bestLoad) > 0 || (l.cmp(bestLoad) == 0 && g > best))) {
+			best, bestCrowd, bestLoad = g, c, l
 		}
 	}
 	return best

@@ -1,6 +1,10 @@
 package membership
 
 import (
+	"context"
+	"log/slog"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -91,7 +95,7 @@ func TestPickTargetAndVictim(t *testing.T) {
 		// Members never, ineligible nodes never.
 		{[]uint64{1, 2, 3, 4, 5, 6}, []uint64{1, 2, 3, 4, 5, 6}, 0},
 	} {
-		if got := m.pickTarget(v, tc.members, tc.good); got != tc.want {
+		if got := m.pickTarget(v, tc.members, tc.good, ""); got != tc.want {
 			t.Errorf("pickTarget(members %v) = %d, want %d", tc.members, got, tc.want)
 		}
 	}
@@ -106,8 +110,109 @@ func TestPickTargetAndVictim(t *testing.T) {
 		{[]uint64{3, 5, 1, 7}, 1},
 		{[]uint64{3, 5, 6}, 5},
 	} {
-		if got := m.pickVictim(v, tc.good); got != tc.want {
+		if got := m.pickVictim(v, tc.good, ""); got != tc.want {
 			t.Errorf("pickVictim(%v) = %d, want %d", tc.good, got, tc.want)
 		}
+	}
+}
+
+// TestAddableSkipsNodesHoldingAReplica: the queue adds a learner only on
+// a node that holds no replica of the tablet (one the group removed but
+// that is not destroyed yet would catch up by log through its own
+// removal and destroy itself while the leader counted on its log);
+// pickTarget's order otherwise.
+func TestAddableSkipsNodesHoldingAReplica(t *testing.T) {
+	rec := func(id uint64, loc string) NodeRecord {
+		return NodeRecord{NodeID: id, Locality: loc, Status: StatusActive}
+	}
+	v := view(map[uint64]NodeRecord{
+		1: rec(1, "region=a"), 2: rec(2, "region=a"), 3: rec(3, "region=b"),
+		4: rec(4, "region=a"), 5: rec(5, "region=c"), 6: rec(6, "region=c"),
+	}, map[uint64]LivenessRecord{
+		1: liveRec(1, 9), 2: liveRec(2, 8), 3: liveRec(3, 5),
+		4: liveRec(4, 0), 5: liveRec(5, 7), 6: liveRec(6, 3),
+	})
+	const tablet = 7
+	for _, tc := range []struct {
+		holding []uint64
+		want    uint64
+	}{
+		{nil, 6},
+		// The next in pickTarget's order: region c's other node.
+		{[]uint64{6}, 5},
+		// Then the emptiest of the rest.
+		{[]uint64{5, 6}, 4},
+		{[]uint64{2, 4, 5, 6}, 0},
+	} {
+		m := &Member{cfg: Config{Self: NodeRecord{NodeID: 1}, Logger: slog.New(slog.DiscardHandler)}}
+		var asked []uint64
+		m.testingHolds = func(node, id uint64) bool {
+			if id != tablet {
+				t.Fatalf("asked about tablet %d, want %d", id, tablet)
+			}
+			asked = append(asked, node)
+			return slices.Contains(tc.holding, node)
+		}
+		if got := m.addable(context.Background(), tablet, v, []uint64{1, 3}, []uint64{1, 3}, ""); got != tc.want {
+			t.Errorf("holding %v: addable = %d (asked %v), want %d", tc.holding, got, asked, tc.want)
+		}
+	}
+}
+
+// TestRebalanceByDomain tables rebalance's choices on five nodes in one
+// locality: the target is the node with the fewest replicas of the
+// tablet's domain (then in all), the replica comes off the voter with
+// the most, and a move is made only when it narrows the spread at both
+// ends: two more of the domain, or, for the totals, two more in all and
+// fewer of the domain on the target.
+func TestRebalanceByDomain(t *testing.T) {
+	const d = "idx"
+	for _, tc := range []struct {
+		name          string
+		dom, total    [5]int // nodes 1..5
+		good          []uint64
+		d             string
+		target, from  uint64
+		move          bool
+		wantWhyPrefix string
+	}{
+		{"bucket replicas piled on three nodes", [5]int{8, 7, 7, 4, 4}, [5]int{20, 20, 20, 20, 20}, []uint64{1, 2, 3}, d, 4, 1, true, "rebalance domain"},
+		{"a gap of two is worth a move", [5]int{7, 6, 6, 6, 5}, [5]int{20, 20, 20, 20, 20}, []uint64{1, 2, 3}, d, 5, 1, true, "rebalance domain"},
+		{"a gap of one would only swap", [5]int{7, 6, 6, 6, 5}, [5]int{20, 20, 20, 20, 20}, []uint64{2, 3, 4}, d, 5, 4, false, ""},
+		{"ties go to the fuller node in all", [5]int{7, 7, 5, 5, 6}, [5]int{20, 21, 20, 19, 20}, []uint64{1, 2, 3}, d, 4, 2, true, "rebalance domain"},
+		{"totals uneven, domain even: a move would widen the domain", [5]int{6, 6, 6, 6, 6}, [5]int{30, 20, 20, 10, 20}, []uint64{1, 2, 3}, d, 4, 1, false, ""},
+		{"totals uneven, fewer of the domain on the target", [5]int{7, 6, 6, 6, 6}, [5]int{30, 20, 20, 28, 10}, []uint64{1, 2, 3}, d, 5, 1, true, "rebalance from"},
+		{"no domain: totals alone", [5]int{}, [5]int{12, 11, 11, 10, 11}, []uint64{1, 2, 3}, "", 4, 1, true, "rebalance from"},
+		{"no domain, totals within one", [5]int{}, [5]int{11, 11, 11, 10, 11}, []uint64{1, 2, 3}, "", 4, 3, false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nodes := map[uint64]NodeRecord{}
+			live := map[uint64]LivenessRecord{}
+			report := map[uint64]int{}
+			for i := range 5 {
+				id := uint64(i + 1)
+				nodes[id] = NodeRecord{NodeID: id, Status: StatusActive}
+				live[id] = liveRec(id, tc.total[i])
+				report[id] = tc.dom[i]
+			}
+			// One leader's report holds the domain's counts; the view sums
+			// them over every record.
+			l := live[1]
+			l.Domains = map[string]map[uint64]int{d: report}
+			live[1] = l
+			v := view(nodes, live)
+			m := &Member{cfg: Config{Self: NodeRecord{NodeID: 1}}}
+			target := m.pickTarget(v, tc.good, nil, tc.d)
+			if target != tc.target {
+				t.Fatalf("target %d, want %d", target, tc.target)
+			}
+			if from := m.pickVictim(v, tc.good, tc.d); from != tc.from {
+				t.Errorf("replica taken from node %d, want %d", from, tc.from)
+			}
+			_, why, ok := m.worthMoving(v, tc.good, target, tc.d)
+			if ok != tc.move || !strings.HasPrefix(why, tc.wantWhyPrefix) {
+				t.Errorf("worthMoving = %q, %v; want a move %v (%q...)", why, ok, tc.move, tc.wantWhyPrefix)
+			}
+		})
 	}
 }

@@ -69,6 +69,13 @@ type LivenessRecord struct {
 	// the leaders see it (a removed replica that never learned of its
 	// removal is not counted).
 	Members map[uint64]int `json:"members,omitempty"`
+	// Domains counts the same per domain (Config.Domain: the tablets of
+	// one index, such as a hash-sharded index's buckets), for the
+	// domains this node holds at least two replicas of: a domain of one
+	// tablet cannot be uneven, and leaving those out keeps the record
+	// small with thousands of one-tablet tables. Summed over all nodes,
+	// each node's replicas of the domain (View.DomainReplicasOn).
+	Domains map[string]map[uint64]int `json:"domains,omitempty"`
 }
 
 func decode[T any](b []byte) (T, error) {
@@ -236,6 +243,19 @@ func (v *View) Leaving(id uint64) bool {
 		return true
 	}
 	return v.State(id) == Dead
+}
+
+// DomainReplicasOn sums, over every leader's report, the replicas of
+// domain d on node id (0 for d "").
+func (v *View) DomainReplicasOn(d string, id uint64) int {
+	if d == "" {
+		return 0
+	}
+	n := 0
+	for _, l := range v.Liveness {
+		n += l.Domains[d][id]
+	}
+	return n
 }
 
 // ReplicasOn sums, over every leader's report, the replicas on node id.

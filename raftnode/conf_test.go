@@ -25,36 +25,10 @@ func TestMembershipChange(t *testing.T) {
 		s.step(true, false)
 	}
 	const tid = 1
-	leader := func() *simNode {
-		for range 500 {
-			for _, n := range s.nodes {
-				if n.up && n.node.Replica(tid).Status().RaftState == raft.StateLeader {
-					return n
-				}
-			}
-			s.step(false, false)
-		}
-		t.Fatal("no leader")
-		return nil
-	}
+	leader := func() *simNode { return s.leader(tid) }
 	change := func(typ pb.ConfChangeType, node uint64, done func(*pb.ConfState) bool) {
 		t.Helper()
-		for attempt := 0; ; attempt++ {
-			if attempt == 20 {
-				t.Fatalf("change %v of node %d never applied", typ, node)
-			}
-			l := leader()
-			cc := &pb.ConfChangeV2{Changes: []*pb.ConfChangeSingle{{Type: &typ, NodeId: &node}}}
-			if err := l.node.ProposeConfChange(tid, cc); err != nil {
-				t.Fatal(err)
-			}
-			for range 300 {
-				s.step(true, false)
-				if done(l.node.Config(tid)) {
-					return
-				}
-			}
-		}
+		s.change(tid, typ, node, done)
 	}
 	change(pb.ConfChangeType_ConfChangeAddLearnerNode, 4, func(cs *pb.ConfState) bool { return slices.Contains(cs.GetLearners(), 4) })
 	if got := n4.sms[tid].contents(); len(got) == 0 {
@@ -120,4 +94,41 @@ func TestMembershipChange(t *testing.T) {
 			}
 		}
 	}
+}
+
+// leader steps the simulation until tablet tid has a leader among the
+// nodes up, and returns it.
+func (s *sim) leader(tid uint64) *simNode {
+	s.t.Helper()
+	for range 500 {
+		for _, n := range s.nodes {
+			if n.up && n.node.Replica(tid) != nil && n.node.Replica(tid).Status().RaftState == raft.StateLeader {
+				return n
+			}
+		}
+		s.step(false, false)
+	}
+	s.t.Fatal("no leader")
+	return nil
+}
+
+// change proposes a configuration change of node to tablet tid's group
+// at its leader, stepping (with proposals) until done holds of the
+// leader's configuration, again if it is lost.
+func (s *sim) change(tid uint64, typ pb.ConfChangeType, node uint64, done func(*pb.ConfState) bool) {
+	s.t.Helper()
+	for range 20 {
+		l := s.leader(tid)
+		cc := &pb.ConfChangeV2{Changes: []*pb.ConfChangeSingle{{Type: &typ, NodeId: &node}}}
+		if err := l.node.ProposeConfChange(tid, cc); err != nil {
+			s.t.Fatal(err)
+		}
+		for range 300 {
+			s.step(true, false)
+			if done(l.node.Config(tid)) {
+				return
+			}
+		}
+	}
+	s.t.Fatalf("change %v of node %d never applied", typ, node)
 }

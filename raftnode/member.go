@@ -21,6 +21,36 @@ func fromLeader(m *pb.Message) bool {
 	return false
 }
 
+// pastLastIndex reports whether m is a heartbeat whose commit index is
+// past the end of r's log. The leader sends a heartbeat the commit index
+// capped at what it knows the member has (its Match), so such a heartbeat
+// was meant for an earlier replica of this node in the group, one that
+// had acknowledged those entries and was since destroyed: a heartbeat
+// sent before the leader applied this node's removal that arrives after
+// the replica applied it and was destroyed (and an empty one made again
+// for the message), or a heartbeat to a stale replica re-added to the
+// group that caught up by log through its own earlier removal and was
+// destroyed applying it. Raft, asked to commit entries it has not got,
+// panics ("tocommit(N) is out of range [lastIndex(M)]"); dropped, it is
+// one more lost message, which raft tolerates. The leader's
+// progress for this node stays wrong until the node leaves the group
+// again: the replicate queue removes a learner that never catches up, and
+// never adds one on a node that still holds a replica of the tablet
+// (membership/queue.go), which is what leads here.
+func (r *Replica) pastLastIndex(m *pb.Message) bool {
+	if m.GetType() != pb.MessageType_MsgHeartbeat || m.GetCommit() == 0 {
+		return false
+	}
+	last, err := r.log.LastIndex()
+	return err == nil && m.GetCommit() > last
+}
+
+// beyondEmptyLog reports whether m, for a tablet this node has no
+// replica of, would be pastLastIndex for the empty replica made for it.
+func beyondEmptyLog(m *pb.Message) bool {
+	return m.GetType() == pb.MessageType_MsgHeartbeat && m.GetCommit() > 0
+}
+
 // isMember reports whether node is a voter or learner of cs (in either
 // half of a joint configuration).
 func isMember(cs *pb.ConfState, node uint64) bool {

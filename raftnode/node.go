@@ -477,6 +477,11 @@ func (n *Node) Step(env Envelope) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	r := n.replicas[env.TabletID]
+	if r == nil && beyondEmptyLog(env.Msg) {
+		// See pastLastIndex: an empty replica made for it could only
+		// drop it.
+		return nil
+	}
 	if r == nil && n.cfg.OnUnknownTablet != nil && fromLeader(env.Msg) {
 		n.mu.Unlock()
 		n.cfg.OnUnknownTablet(env.TabletID)
@@ -491,6 +496,9 @@ func (n *Node) Step(env Envelope) error {
 		return nil
 	}
 	if n.fenced.Load() && fencedIn(env.Msg) {
+		return nil
+	}
+	if r.pastLastIndex(env.Msg) {
 		return nil
 	}
 	if ss, ok := r.sm.(SnapshotStreamer); ok && env.Msg.GetType() == pb.MessageType_MsgSnap && ss.IsStreamHeader(env.Msg.GetSnapshot().GetData()) {

@@ -67,6 +67,11 @@ type simNode struct {
 	// joining: the node's replicas start empty, to be added to the groups
 	// by a configuration change.
 	joining bool
+	// comeAndGo: the node's replicas are destroyed when they apply a
+	// configuration without it and made again, empty, by a leader's
+	// message (raftnode.Config.OnRemoved and OnUnknownTablet, as the
+	// store does).
+	comeAndGo bool
 	// downUntil is the step a crashed node restarts at.
 	downUntil int
 }
@@ -213,7 +218,28 @@ func (s *sim) start(n *simNode) {
 		s.t.Fatalf("node %d: opening its engine: %v", n.id, err)
 	}
 	n.eng = eng
-	n.node = NewNode(Config{NodeID: n.id, ElectionTicks: 10, HeartbeatTicks: 2, LogKeep: 20, MaxSizePerMsg: 4 << 10}, eng, simTransport{s, n.id})
+	cfg := Config{NodeID: n.id, ElectionTicks: 10, HeartbeatTicks: 2, LogKeep: 20, MaxSizePerMsg: 4 << 10}
+	if n.comeAndGo {
+		cfg.OnUnknownTablet = func(tid uint64) {
+			if _, err := n.node.AddReplica(tid, nil, n.sms[tid]); err != nil {
+				s.t.Errorf("node %d: making a replica of tablet %d: %v", n.id, tid, err)
+			}
+		}
+		cfg.OnRemoved = func(tid uint64) {
+			if err := n.node.RemoveReplica(tid); err != nil {
+				s.t.Errorf("node %d: removing its replica of tablet %d: %v", n.id, tid, err)
+			}
+			sm := n.sms[tid]
+			b := n.eng.NewBatch()
+			defer b.Close()
+			if err := b.ClearRange(sm.key(0).Key, sm.key(1<<64-1).Key); err == nil {
+				err = b.Commit()
+			} else {
+				s.t.Errorf("node %d: clearing tablet %d: %v", n.id, tid, err)
+			}
+		}
+	}
+	n.node = NewNode(cfg, eng, simTransport{s, n.id})
 	// Time is the step count; a tick is three steps.
 	n.node.now = func() int64 { return int64(s.now) }
 	n.node.setTiming(10 * 3)
@@ -338,7 +364,11 @@ func (s *sim) checkLeaders() {
 			continue
 		}
 		for tid := uint64(1); tid <= simTablets; tid++ {
-			st := n.node.Replica(tid).Status()
+			rep := n.node.Replica(tid)
+			if rep == nil {
+				continue
+			}
+			st := rep.Status()
 			if st.RaftState != raft.StateLeader {
 				continue
 			}
@@ -351,6 +381,9 @@ func (s *sim) checkLeaders() {
 	for tid := uint64(1); tid <= simTablets; tid++ {
 		for _, a := range s.nodes {
 			if !a.up {
+				continue
+			}
+			if a.node.Replica(tid) == nil {
 				continue
 			}
 			if ta, _ := a.node.Replica(tid).Lease(); ta != 0 {
@@ -366,7 +399,7 @@ func (s *sim) checkLeaders() {
 	// answer would miss that were acknowledged before the request came).
 	for tid := uint64(1); tid <= simTablets; tid++ {
 		for _, a := range s.nodes {
-			if !a.up {
+			if !a.up || a.node.Replica(tid) == nil {
 				continue
 			}
 			for _, back := range []int{3, 12, 40} {
@@ -391,7 +424,7 @@ func (s *sim) checkLeaders() {
 	// (it could have taken writes the reader would miss).
 	for tid := uint64(1); tid <= simTablets; tid++ {
 		for _, a := range s.nodes {
-			if !a.up {
+			if !a.up || a.node.Replica(tid) == nil {
 				continue
 			}
 			ta, ok := a.node.Replica(tid).ReadLease()
@@ -400,7 +433,7 @@ func (s *sim) checkLeaders() {
 			}
 			s.readLeases++
 			for _, b := range s.nodes {
-				if !b.up || b == a {
+				if !b.up || b == a || b.node.Replica(tid) == nil {
 					continue
 				}
 				if tb, _ := b.node.Replica(tid).Lease(); tb > ta {

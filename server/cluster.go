@@ -448,6 +448,7 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 		Creds:             s.rpcCreds,
 		ReplicationFactor: cfg.ReplicationFactor,
 		ZoneReplicas:      r.zones.replicas,
+		Domain:            r.zones.domain,
 		DeadAfter:         cfg.DeadAfter,
 		LivenessTTL:       cfg.LivenessTTL,
 		ScanInterval:      cfg.ReplicateInterval,
