@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"hash/maphash"
 
 	"github.com/cairn-db/cairn/sql/mon"
 	"github.com/cairn-db/cairn/sql/pgerror"
@@ -53,9 +54,9 @@ type joinOp struct {
 	// the current partition's left file; nil between partitions.
 	probe   op
 	rrows   [][]types.Datum
-	table   map[string][]int // hash key -> right row indexes; nil: nested loop
-	matched []bool           // right rows some left row matched (RIGHT/FULL)
-	queue   []joinPart       // spilled partition pairs still to join
+	table   *hashTable // over rrows; nil: nested loop, or no right rows
+	matched []bool     // right rows some left row matched (RIGHT/FULL)
+	queue   []joinPart // spilled partition pairs still to join
 	out     [][]types.Datum
 	oi      int
 	keybuf  []byte
@@ -262,17 +263,10 @@ func (o *joinOp) index() {
 	if len(o.rightEq) == 0 {
 		return
 	}
-	o.table = make(map[string][]int, len(o.rrows))
-	for i, row := range o.rrows {
-		if hasNull(row, o.rightEq) {
-			continue
-		}
-		var err error
-		if o.keybuf, err = hashKey(o.keybuf[:0], row, o.rightEq); err != nil {
-			continue
-		}
-		o.table[string(o.keybuf)] = append(o.table[string(o.keybuf)], i)
-	}
+	// A seed of its own: the partitions' hash put all of a partition's
+	// keys in the same residue class.
+	o.table = &hashTable{seed: maphash.MakeSeed()}
+	o.keybuf = o.table.build(o.rrows, o.rightEq, o.keybuf)
 }
 
 // nextPart loads the next queued partition pair; false when none is left.
@@ -375,43 +369,28 @@ func (p *fileProbe) Close() {
 	}
 }
 
-func (o *joinOp) candidates(left []types.Datum) ([]int, error) {
-	if o.table == nil {
-		if len(o.rightEq) > 0 {
-			return []int{}, nil
-		}
-		return nil, nil
-	}
-	if hasNull(left, o.leftEq) {
-		return []int{}, nil
-	}
-	var err error
-	if o.keybuf, err = hashKey(o.keybuf[:0], left, o.leftEq); err != nil {
-		return nil, err
-	}
-	c := o.table[string(o.keybuf)]
-	if c == nil {
-		c = []int{}
-	}
-	return c, nil
-}
-
-// probeRow joins one left row, queueing its output rows.
+// probeRow joins one left row, queueing its output rows: against the
+// right rows whose keys equal its keys (a hash join), or every right row
+// (a nested loop: no equality keys).
 func (o *joinOp) probeRow(left []types.Datum) error {
-	cand, err := o.candidates(left)
-	if err != nil {
-		return err
-	}
-	n := len(o.rrows)
-	if cand != nil {
-		n = len(cand)
-	}
 	kind := o.n.Kind
 	matched := false
-	for k := 0; k < n; k++ {
+	var c chain
+	all := len(o.rightEq) == 0
+	if !all && o.table != nil && !hasNull(left, o.leftEq) {
+		var err error
+		if o.keybuf, err = hashKey(o.keybuf[:0], left, o.leftEq); err != nil {
+			return err
+		}
+		c = o.table.lookup(o.keybuf)
+	}
+	for k := 0; ; k++ {
 		i := k
-		if cand != nil {
-			i = cand[k]
+		if !all {
+			i = c.next()
+		}
+		if i < 0 || i >= len(o.rrows) {
+			break
 		}
 		o.comb = append(append(o.comb[:0], left...), o.rrows[i]...)
 		ok, err := o.on(o.comb)
