@@ -91,8 +91,9 @@ type File struct {
 	w        *bufio.Writer // nil when sealed
 	c        codec
 	buf      []byte
-	size     int64 // bytes appended
-	reserved int64 // bytes reserved in the disk budget
+	hdr      [binary.MaxVarintLen64]byte // a row's length; a local would escape (bufio may pass it on): an allocation per row
+	size     int64                       // bytes appended
+	reserved int64                       // bytes reserved in the disk budget
 	rows     int64
 	closed   bool
 }
@@ -158,9 +159,8 @@ func (f *File) Append(row []types.Datum) error {
 		}
 		f.reserved += chunk
 	}
-	var hdr [binary.MaxVarintLen64]byte
-	n := binary.PutUvarint(hdr[:], uint64(len(f.buf)))
-	if _, err := f.w.Write(hdr[:n]); err != nil {
+	n := binary.PutUvarint(f.hdr[:], uint64(len(f.buf)))
+	if _, err := f.w.Write(f.hdr[:n]); err != nil {
 		return fmt.Errorf("rowcontainer: writing temporary file: %w", err)
 	}
 	if _, err := f.w.Write(f.buf); err != nil {
