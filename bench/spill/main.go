@@ -13,13 +13,16 @@
 // dominate; PostgreSQL cannot skip the work (no LIMIT, no top-N).
 //
 // Usage: go run ./bench/spill [-rows 10000000] [-runs 3] [-conc 10] [-port 30100] [-one-partition=false]
+// [-cpuprofile DIR [-profile-seconds 10]]
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"log"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -46,6 +49,8 @@ var (
 	flagOnly     = flag.String("only", "", "run only queries whose names contain this")
 	flagTimeout  = flag.Duration("timeout", 30*time.Minute, "give up on one query after this long")
 	flagOnePart  = flag.Bool("one-partition", true, "also run the window queries over one partition of all the rows")
+	flagProfile  = flag.String("cpuprofile", "", "write a CPU profile of Cairn's first run of each query to this directory (from /debug/pprof, -profile-seconds long)")
+	flagProfSecs = flag.Int("profile-seconds", 10, "length of each -cpuprofile profile, from the query's start")
 )
 
 type query struct{ name, sql string }
@@ -136,8 +141,20 @@ func run() error {
 		var ct, pt []float64
 		var answer, pgAnswer string
 		_ = resetHWM(pid)
-		for range *flagRuns {
+		for run := range *flagRuns {
+			var prof chan error
+			if run == 0 && *flagProfile != "" {
+				prof = make(chan error, 1)
+				go func() {
+					prof <- cpuProfile(p+1, filepath.Join(*flagProfile, strings.ReplaceAll(q.name, " ", "_")+".pprof"))
+				}()
+			}
 			t, a, err := timed(ctx, cairnURL, q.sql)
+			if prof != nil {
+				if err := <-prof; err != nil {
+					return fmt.Errorf("profiling %s: %v", q.name, err)
+				}
+			}
 			if err != nil {
 				return fmt.Errorf("cairn %s: %v", q.name, err)
 			}
@@ -229,6 +246,28 @@ func timed(ctx context.Context, url, q string) (float64, string, error) {
 		return 0, "", err
 	}
 	return time.Since(start).Seconds(), strings.Join(out, ";"), nil
+}
+
+// cpuProfile writes a CPU profile of the Cairn node whose HTTP port is
+// port (an --insecure node serves /debug/pprof to anyone) to path.
+func cpuProfile(port int, path string) error {
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=%d", port, *flagProfSecs))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET /debug/pprof/profile: %s", resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func waitReady(ctx context.Context, url string) error {

@@ -140,11 +140,16 @@ func (a *intSumAgg) Merge(o Aggregate) error {
 }
 
 // decSumAgg is sum/avg over int8 and numeric (ints summed exactly as
-// numeric, as Postgres does).
+// numeric, as Postgres does). Ints are summed in an int64 while the sum
+// fits (PostgreSQL's int8 sum keeps an int128 for the same reason): an
+// apd addition per row allocated, and was most of a sum's cost. The
+// first overflow or non-int input moves the sum to sum, exactly.
 type decSumAgg struct {
-	avg bool
-	sum apd.Decimal
-	n   int64
+	avg  bool
+	isum int64       // the sum so far, while !dec
+	dec  bool        // the sum is in sum, not isum
+	sum  apd.Decimal // the sum so far, once dec
+	n    int64
 }
 
 func toDecimal(d types.Datum) *apd.Decimal {
@@ -161,28 +166,57 @@ func toDecimal(d types.Datum) *apd.Decimal {
 	panic("builtins: not a number: " + d.Family().String())
 }
 
+// toDec moves the int64 sum into sum.
+func (a *decSumAgg) toDec() {
+	if !a.dec {
+		a.sum.SetInt64(a.isum)
+		a.dec = true
+	}
+}
+
 func (a *decSumAgg) Add(_ EvalContext, args []types.Datum) error {
 	if types.IsNull(args[0]) {
 		return nil
 	}
+	if v, ok := args[0].(types.DInt); ok && !a.dec {
+		if s, ok := addInt64(a.isum, int64(v)); ok {
+			a.isum = s
+			a.n++
+			return nil
+		}
+	}
 	if a.n == 0 {
 		a.sum.Set(toDecimal(args[0]))
-	} else if err := numAdd(&a.sum, &a.sum, toDecimal(args[0])); err != nil {
-		return err
+		a.dec = true
+	} else {
+		a.toDec()
+		if err := numAdd(&a.sum, &a.sum, toDecimal(args[0])); err != nil {
+			return err
+		}
 	}
 	a.n++
 	return checkNumeric(&a.sum)
+}
+
+// addInt64 is a+b, and false if it overflows.
+func addInt64(a, b int64) (int64, bool) {
+	s := a + b
+	return s, (s > a) == (b > 0)
 }
 
 func (a *decSumAgg) Result() (types.Datum, error) {
 	if a.n == 0 {
 		return types.DNull, nil
 	}
+	sum := &a.sum
+	if !a.dec {
+		sum = apd.New(a.isum, 0)
+	}
 	if !a.avg {
-		return newDec(&a.sum), nil
+		return newDec(sum), nil
 	}
 	var r apd.Decimal
-	if err := numDiv(&r, &a.sum, apd.New(a.n, 0)); err != nil {
+	if err := numDiv(&r, sum, apd.New(a.n, 0)); err != nil {
 		return nil, err
 	}
 	return newDec(&r), nil
@@ -193,10 +227,25 @@ func (a *decSumAgg) Merge(o Aggregate) error {
 	if b.n == 0 {
 		return nil
 	}
+	if !a.dec && !b.dec {
+		if s, ok := addInt64(a.isum, b.isum); ok {
+			a.isum = s
+			a.n += b.n
+			return nil
+		}
+	}
+	bsum := &b.sum
+	if !b.dec {
+		bsum = apd.New(b.isum, 0)
+	}
 	if a.n == 0 {
-		a.sum.Set(&b.sum)
-	} else if err := numAdd(&a.sum, &a.sum, &b.sum); err != nil {
-		return err
+		a.sum.Set(bsum)
+		a.dec = true
+	} else {
+		a.toDec()
+		if err := numAdd(&a.sum, &a.sum, bsum); err != nil {
+			return err
+		}
 	}
 	a.n += b.n
 	return nil

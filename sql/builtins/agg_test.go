@@ -104,6 +104,10 @@ func TestAggregates(t *testing.T) {
 		{"variance", types.Int4, "7", "NULL"},
 		{"sum", types.Int8, "9223372036854775807,1", "9223372036854775808"},
 		{"avg", types.Int8, "9223372036854775807,1", "4611686018427387904"},
+		{"sum", types.Int8, "9223372036854775807,1,-2", "9223372036854775806"},
+		{"sum", types.Int8, "-9223372036854775808,-1,5", "-9223372036854775804"},
+		{"sum", types.Int8, "-9223372036854775808,9223372036854775807", "-1"},
+		{"avg", types.Int8, "-9223372036854775808,-9223372036854775808", "-9223372036854775808"},
 		{"sum", types.Int2, "", "NULL"},
 		{"count(*)", types.Int4, "", "0"},
 		{"array_agg", types.Int4, "", "NULL"},
@@ -154,7 +158,19 @@ func TestStringAggAndObjectAgg(t *testing.T) {
 // splitting the input across two accumulators and merging gives what one
 // accumulator over all rows gives.
 func TestMergeMatchesSequential(t *testing.T) {
-	rows := parseCol(t, types.Int8, "5,NULL,-3,12,7,0,NULL,9")
+	// The second set's sums leave int64 and come back (decSumAgg's
+	// int64 sum and its move to numeric, in Add and in Merge).
+	for _, rows := range [][]types.Datum{
+		parseCol(t, types.Int8, "5,NULL,-3,12,7,0,NULL,9"),
+		parseCol(t, types.Int8, "9223372036854775807,5,NULL,-9223372036854775808,-9223372036854775808,9,9223372036854775807"),
+		parseCol(t, types.Int8, "9223372036854775807,NULL,5"),
+		parseCol(t, types.Int8, "-9223372036854775808,-1"),
+	} {
+		mergeMatchesSequential(t, rows)
+	}
+}
+
+func mergeMatchesSequential(t *testing.T, rows []types.Datum) {
 	for _, name := range []string{"count", "sum", "avg", "min", "max", "bit_and", "bit_or"} {
 		r, err := ResolveFunc(name, []*types.T{types.Int8})
 		if err != nil {

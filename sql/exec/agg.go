@@ -232,8 +232,11 @@ func reserveDelta(acc *mon.Account, d int64, specs []*aggSpec) error {
 		return nil
 	}
 	err := acc.Force(d)
+	if err == nil {
+		return nil // before pe, which escapes: no allocation per row
+	}
 	var pe *pgerror.Error
-	if err != nil && errors.As(err, &pe) && pe.Code == pgerrcode.OutOfMemory && pe.Hint == "" {
+	if errors.As(err, &pe) && pe.Code == pgerrcode.OutOfMemory && pe.Hint == "" {
 		name := "an aggregate"
 		for _, s := range specs {
 			if s.collects {

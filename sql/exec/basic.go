@@ -281,14 +281,14 @@ func (r *runner) buildSort(n *plan.Sort) (op, error) {
 	return &sortOp{r: r, n: n, in: in, cmp: func(a, b []types.Datum) int { return compareRows(keys, a, b) }, key: abbrevKey(n.Input.Columns(), keys)}, nil
 }
 
-// abbrevKey is the abbreviated first sort key of rows laid out as cols
-// (rowcontainer.FirstKey), or nil.
+// abbrevKey is the abbreviated sort key of rows laid out as cols
+// (rowcontainer.NormalizedKey over the sort columns), or nil.
 func abbrevKey(cols []plan.Column, keys []sortKey) rowcontainer.KeyFunc {
-	if len(keys) == 0 || cols[keys[0].pos].T == nil {
-		return nil
+	kc := make([]rowcontainer.KeyCol, len(keys))
+	for i, k := range keys {
+		kc[i] = rowcontainer.KeyCol{T: cols[k.pos].T, Pos: k.pos, Desc: k.desc, NullsFirst: k.nullsFirst}
 	}
-	k := keys[0]
-	return rowcontainer.FirstKey(cols[k.pos].T, k.pos, k.desc, k.nullsFirst)
+	return rowcontainer.NormalizedKey(kc)
 }
 
 // topK evaluates a top-k sort's bound: limit+offset, or -1 (sort

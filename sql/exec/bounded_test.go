@@ -2,6 +2,7 @@ package exec
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/cairn-db/cairn/sql/mon"
@@ -132,5 +133,30 @@ func TestHashJoinSkew(t *testing.T) {
 		if mem.node.Peak() < 2<<20 {
 			t.Errorf("%s: in memory, peak %s: the right side is not over the budget", q, mon.FormatBytes(mem.node.Peak()))
 		}
+	}
+}
+
+// TestHashJoinWritesLeftOnce: a hash join whose right side needs two
+// levels of partitions splits the right partitions again before it reads
+// the left side (presplit, join.go), so the left rows are written to
+// disk once, not once per level; the right rows are written once per
+// level. Both sides have n rows (whichever the planner builds on), the
+// right side about 16 times work_mem's worth in each first-level
+// partition: every row of it is written twice, every left row once.
+func TestHashJoinWritesLeftOnce(t *testing.T) {
+	const n = 150_000
+	q := fmt.Sprintf(`SELECT count(*) FROM (SELECT g AS a FROM generate_series(1, %d) g) x JOIN (SELECT g * 2 AS b FROM generate_series(1, %d) g) y ON a = b`, n, n)
+	e := newSpillEnv(t, 0)
+	before := e.temp.RowsWritten()
+	got, err := e.run(context.Background(), q, 256<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("%d\n", n/2); got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	e.leftovers(t, q)
+	if w := e.temp.RowsWritten() - before; w <= 2*n || w > 3*n {
+		t.Errorf("%d rows written for two sides of %d rows: want the right side twice (two levels) and the left once, %d", w, n, 3*n)
 	}
 }

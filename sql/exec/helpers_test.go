@@ -20,12 +20,12 @@ import (
 // env is one node with the catalog bootstrapped, shared by a test's
 // subtests.
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	db     *kv.DB
 	nextID sem.ColumnID
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	n := testcluster.StartNode(t, testcluster.Options{})
 	e := &env{t: t, db: n.DB, nextID: 100}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"hash/maphash"
 
 	"github.com/cairn-db/cairn/sql/mon"
 	"github.com/cairn-db/cairn/sql/pgerror"
@@ -53,9 +54,9 @@ type joinOp struct {
 	// the current partition's left file; nil between partitions.
 	probe   op
 	rrows   [][]types.Datum
-	table   map[string][]int // hash key -> right row indexes; nil: nested loop
-	matched []bool           // right rows some left row matched (RIGHT/FULL)
-	queue   []joinPart       // spilled partition pairs still to join
+	table   *hashTable // over rrows; nil: nested loop, or no right rows
+	matched []bool     // right rows some left row matched (RIGHT/FULL)
+	queue   []joinPart // spilled partition pairs still to join
 	out     [][]types.Datum
 	oi      int
 	keybuf  []byte
@@ -189,58 +190,181 @@ func (o *joinOp) build(ctx context.Context) error {
 // spill splits a join at level into partitions of level+1: the right
 // rows held (held, then pending, then the rest of right), then every
 // row of left. The pairs go to the front of the queue.
+//
+// A right partition that will not fit in work_mem (the rows' costs,
+// summed as they are written) is split again at once, before the left
+// side is read (presplit), and the left rows are routed straight to the
+// finest partitions: the left side, usually the larger, is written
+// once, as PostgreSQL's hash join writes each batch once, instead of
+// being written to a partition, read back and split again in nextPart.
 func (o *joinOp) spill(ctx context.Context, level int, held [][]types.Datum, pending []types.Datum, right, left op) error {
 	o.rrows, o.table, o.matched = nil, nil, nil
 	rps, _ := o.r.newPartitions(level + 1)
-	lps, _ := o.r.newPartitions(level + 1)
-	add := func(ps *partitions, row []types.Datum, pos []int) error {
+	root := &splitNode{level: level + 1, right: rps}
+	addRight := func(row []types.Datum) error {
 		var err error
-		if o.keybuf, err = hashKey(o.keybuf[:0], row, pos); err != nil {
+		if o.keybuf, err = hashKey(o.keybuf[:0], row, o.rightEq); err != nil {
 			return err
 		}
-		return ps.add(o.part.of(level, o.keybuf), row)
+		return root.add(o.part.of(level, o.keybuf), row, o.rowCost(row))
 	}
 	for _, row := range held {
-		if err := add(rps, row, o.rightEq); err != nil {
+		if err := addRight(row); err != nil {
 			return err
 		}
 	}
 	o.acc.Clear()
-	if err := add(rps, pending, o.rightEq); err != nil {
+	if err := addRight(pending); err != nil {
 		return err
 	}
-	for _, side := range []struct {
-		src op
-		ps  *partitions
-		pos []int
-	}{{right, rps, o.rightEq}, {left, lps, o.leftEq}} {
-		for k := 0; ; k++ {
-			if k%checkEvery == checkEvery-1 {
-				if err := ctx.Err(); err != nil {
-					return err
+	for k := 0; ; k++ {
+		if k%checkEvery == checkEvery-1 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		row, err := right.Next(ctx)
+		if err != nil {
+			return err
+		}
+		if row == nil {
+			break
+		}
+		if err := addRight(row); err != nil {
+			return err
+		}
+	}
+	if err := o.presplit(ctx, root); err != nil {
+		return err
+	}
+	for k := 0; ; k++ {
+		if k%checkEvery == checkEvery-1 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		row, err := left.Next(ctx)
+		if err != nil {
+			return err
+		}
+		if row == nil {
+			break
+		}
+		if o.keybuf, err = hashKey(o.keybuf[:0], row, o.leftEq); err != nil {
+			return err
+		}
+		n, i := root, o.part.of(level, o.keybuf)
+		for n.sub[i] != nil {
+			n = n.sub[i]
+			i = o.part.of(n.level-1, o.keybuf)
+		}
+		if n.left == nil {
+			n.left, _ = o.r.newPartitions(n.level)
+		}
+		if err := n.left.add(i, row); err != nil {
+			return err
+		}
+	}
+	var parts []joinPart
+	if err := root.pairs(&parts); err != nil {
+		return err
+	}
+	o.queue = append(parts, o.queue...)
+	return nil
+}
+
+// splitNode is one split of a spilled hash join: the partitions at level
+// of the right rows and of the left rows, and, for each partition split
+// again by presplit, its sub-split at level+1 instead of files.
+type splitNode struct {
+	level       int
+	right, left *partitions // left: nil until a left row comes
+	costs       [spillFanout]int64
+	sub         [spillFanout]*splitNode
+}
+
+func (n *splitNode) add(i int, row []types.Datum, cost int64) error {
+	n.costs[i] += cost
+	return n.right.add(i, row)
+}
+
+// skewed reports whether the split sent every right row to one
+// partition (splitting it again would most likely do the same). It
+// counts costs, not files: presplit replaces a partition's file by its
+// sub-split.
+func (n *splitNode) skewed() bool {
+	parts := 0
+	for _, c := range n.costs {
+		if c > 0 {
+			parts++
+		}
+	}
+	return parts == 1
+}
+
+// presplit splits again, recursively, each right partition of n whose
+// rows cost more than work_mem, while a split helps (canSpill, not
+// skewed).
+func (o *joinOp) presplit(ctx context.Context, n *splitNode) error {
+	limit := o.acc.Limit()
+	if limit <= 0 || n.skewed() {
+		return nil
+	}
+	for i, f := range n.right.files {
+		if f == nil || n.costs[i] <= limit || !o.r.canSpill(n.level, int(f.Rows())) {
+			continue
+		}
+		if err := f.Seal(); err != nil {
+			return err
+		}
+		src, err := openSource(f)
+		if err != nil {
+			return err
+		}
+		ps, _ := o.r.newPartitions(n.level + 1)
+		sub := &splitNode{level: n.level + 1, right: ps}
+		for {
+			row, err := src.Next(ctx)
+			if err == nil && row != nil {
+				if o.keybuf, err = hashKey(o.keybuf[:0], row, o.rightEq); err == nil {
+					err = sub.add(o.part.of(n.level, o.keybuf), row, o.rowCost(row))
 				}
 			}
-			row, err := side.src.Next(ctx)
 			if err != nil {
+				src.r.Close()
+				ps.close()
 				return err
 			}
 			if row == nil {
 				break
 			}
-			if err := add(side.ps, row, side.pos); err != nil {
+		}
+		src.r.Close()
+		f.Close()
+		n.right.files[i] = nil
+		n.sub[i] = sub
+		if err := o.presplit(ctx, sub); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pairs appends the join's partition pairs under n, sealed, in
+// partition order.
+func (n *splitNode) pairs(parts *[]joinPart) error {
+	skewed := n.skewed()
+	for i := range n.right.files {
+		if n.sub[i] != nil {
+			if err := n.sub[i].pairs(parts); err != nil {
 				return err
 			}
+			continue
 		}
-	}
-	var parts []joinPart
-	rightParts := 0
-	for _, f := range rps.files {
-		if f != nil {
-			rightParts++
+		p := joinPart{right: n.right.files[i], level: n.level, skewed: skewed}
+		if n.left != nil {
+			p.left = n.left.files[i]
 		}
-	}
-	for i := range rps.files {
-		p := joinPart{left: lps.files[i], right: rps.files[i], level: level + 1, skewed: rightParts == 1}
 		for _, f := range []*rowcontainer.File{p.left, p.right} {
 			if f != nil {
 				if err := f.Seal(); err != nil {
@@ -249,10 +373,9 @@ func (o *joinOp) spill(ctx context.Context, level int, held [][]types.Datum, pen
 			}
 		}
 		if p.left != nil || p.right != nil {
-			parts = append(parts, p)
+			*parts = append(*parts, p)
 		}
 	}
-	o.queue = append(parts, o.queue...)
 	return nil
 }
 
@@ -262,17 +385,10 @@ func (o *joinOp) index() {
 	if len(o.rightEq) == 0 {
 		return
 	}
-	o.table = make(map[string][]int, len(o.rrows))
-	for i, row := range o.rrows {
-		if hasNull(row, o.rightEq) {
-			continue
-		}
-		var err error
-		if o.keybuf, err = hashKey(o.keybuf[:0], row, o.rightEq); err != nil {
-			continue
-		}
-		o.table[string(o.keybuf)] = append(o.table[string(o.keybuf)], i)
-	}
+	// A seed of its own: the partitions' hash put all of a partition's
+	// keys in the same residue class.
+	o.table = &hashTable{seed: maphash.MakeSeed()}
+	o.keybuf = o.table.build(o.rrows, o.rightEq, o.keybuf)
 }
 
 // nextPart loads the next queued partition pair; false when none is left.
@@ -375,43 +491,28 @@ func (p *fileProbe) Close() {
 	}
 }
 
-func (o *joinOp) candidates(left []types.Datum) ([]int, error) {
-	if o.table == nil {
-		if len(o.rightEq) > 0 {
-			return []int{}, nil
-		}
-		return nil, nil
-	}
-	if hasNull(left, o.leftEq) {
-		return []int{}, nil
-	}
-	var err error
-	if o.keybuf, err = hashKey(o.keybuf[:0], left, o.leftEq); err != nil {
-		return nil, err
-	}
-	c := o.table[string(o.keybuf)]
-	if c == nil {
-		c = []int{}
-	}
-	return c, nil
-}
-
-// probeRow joins one left row, queueing its output rows.
+// probeRow joins one left row, queueing its output rows: against the
+// right rows whose keys equal its keys (a hash join), or every right row
+// (a nested loop: no equality keys).
 func (o *joinOp) probeRow(left []types.Datum) error {
-	cand, err := o.candidates(left)
-	if err != nil {
-		return err
-	}
-	n := len(o.rrows)
-	if cand != nil {
-		n = len(cand)
-	}
 	kind := o.n.Kind
 	matched := false
-	for k := 0; k < n; k++ {
+	var c chain
+	all := len(o.rightEq) == 0
+	if !all && o.table != nil && !hasNull(left, o.leftEq) {
+		var err error
+		if o.keybuf, err = hashKey(o.keybuf[:0], left, o.leftEq); err != nil {
+			return err
+		}
+		c = o.table.lookup(o.keybuf)
+	}
+	for k := 0; ; k++ {
 		i := k
-		if cand != nil {
-			i = cand[k]
+		if !all {
+			i = c.next()
+		}
+		if i < 0 || i >= len(o.rrows) {
+			break
 		}
 		o.comb = append(append(o.comb[:0], left...), o.rrows[i]...)
 		ok, err := o.on(o.comb)

@@ -24,7 +24,7 @@ func ids(cs ...plan.Column) []sem.ColumnID {
 
 func (e *env) check(name string, root plan.Node, want string, subs ...*plan.Subquery) {
 	e.t.Helper()
-	e.t.Run(name, func(t *testing.T) {
+	e.t.(*testing.T).Run(name, func(t *testing.T) { // tests only: benchmarks use run
 		t.Helper()
 		out, err := e.run(&plan.Plan{Root: root, Subqueries: subs}, nil)
 		if err != nil {
@@ -38,7 +38,7 @@ func (e *env) check(name string, root plan.Node, want string, subs ...*plan.Subq
 
 func (e *env) checkErr(name string, root plan.Node, code string, subs ...*plan.Subquery) {
 	e.t.Helper()
-	e.t.Run(name, func(t *testing.T) {
+	e.t.(*testing.T).Run(name, func(t *testing.T) { // tests only: benchmarks use run
 		_, err := e.run(&plan.Plan{Root: root, Subqueries: subs}, nil)
 		if got := pgerror.Code(err); got != code {
 			t.Errorf("got %v (%s), want %s", err, got, code)

@@ -22,7 +22,7 @@ type spillEnv struct {
 	temp *rowcontainer.TempStorage
 }
 
-func newSpillEnv(t *testing.T, diskLimit int64) *spillEnv {
+func newSpillEnv(t testing.TB, diskLimit int64) *spillEnv {
 	temp, err := rowcontainer.NewTempStorage(t.TempDir()+"/temp", diskLimit)
 	if err != nil {
 		t.Fatal(err)
@@ -38,7 +38,7 @@ func (e *spillEnv) run(ctx context.Context, q string, workMem int64) (string, er
 
 // leftovers fails the test if the statement left memory reserved or
 // temporary files behind.
-func (e *spillEnv) leftovers(t *testing.T, q string) {
+func (e *spillEnv) leftovers(t testing.TB, q string) {
 	t.Helper()
 	if used := e.node.Used(); used != 0 {
 		t.Errorf("%s: %d bytes of SQL memory still reserved", q, used)

@@ -207,29 +207,47 @@ func (o *windowOp) newSort(s *windowSpec) *rowcontainer.Sorter {
 	}
 	keys = append(keys, sortKey{pos: seq})
 	srt := rowcontainer.NewSorter(func(a, b []types.Datum) int { return compareRows(keys, a, b) }, o.r.account(), o.r.scope)
-	// The first key abbreviated: PARTITION BY's first value, else ORDER
-	// BY's, else the input position.
-	t := types.Int8
-	switch {
-	case len(s.f.PartitionBy) > 0:
-		t = s.f.PartitionBy[0].Type()
-	case len(s.f.OrderBy) > 0:
-		t = s.f.OrderBy[0].Expr.Type()
+	// The keys abbreviated together (rowcontainer.NormalizedKey):
+	// PARTITION BY's values, ORDER BY's, the input position, so rows of
+	// one partition are ordered by the key too, not only told apart from
+	// other partitions' rows.
+	cols := make([]rowcontainer.KeyCol, len(keys))
+	for i, k := range keys {
+		t := types.Int8 // the position
+		switch {
+		case i < len(s.f.PartitionBy):
+			t = s.f.PartitionBy[i].Type()
+		case i < len(s.keys):
+			t = s.f.OrderBy[i-len(s.f.PartitionBy)].Expr.Type()
+		}
+		cols[i] = rowcontainer.KeyCol{T: t, Pos: k.pos, Desc: k.desc, NullsFirst: k.nullsFirst}
 	}
-	srt.SetKey(rowcontainer.FirstKey(t, keys[0].pos, keys[0].desc, keys[0].nullsFirst))
+	srt.SetKey(rowcontainer.NormalizedKey(cols))
 	o.sorts = append(o.sorts, srt)
 	return srt
 }
 
 // addStage adds row (input columns, results, position) to the stage of
-// spec s with its sort keys appended.
-func (o *windowOp) addStage(ctx context.Context, srt *rowcontainer.Sorter, s *windowSpec, row []types.Datum) error {
-	k, err := evalAll(append(slices.Clip(s.part), s.order...), row)
-	if err != nil {
-		return err
-	}
+// spec s with its sort keys appended: in place when row is fresh (the
+// input's, made with room for them), else in a copy (a row of the
+// previous stage, which that stage may still read, keys included).
+func (o *windowOp) addStage(ctx context.Context, srt *rowcontainer.Sorter, s *windowSpec, row []types.Datum, fresh bool) error {
 	seq := o.width + len(o.specs)
-	return srt.Add(ctx, append(row[:seq+1:seq+1], k...))
+	out := row[:seq+1]
+	if !fresh || cap(row) < seq+1+len(s.keys) {
+		out = make([]types.Datum, seq+1, seq+1+len(s.keys))
+		copy(out, row)
+	}
+	for _, fns := range [2][]rowFn{s.part, s.order} {
+		for _, f := range fns {
+			d, err := f(row)
+			if err != nil {
+				return err
+			}
+			out = append(out, d)
+		}
+	}
+	return srt.Add(ctx, out)
 }
 
 func (o *windowOp) run(ctx context.Context) error {
@@ -258,7 +276,7 @@ func (o *windowOp) run(ctx context.Context) error {
 		staged := make([]types.Datum, o.width+nf+1, o.width+nf+1+len(last.keys))
 		copy(staged, row)
 		staged[o.width+nf] = types.DInt(seq)
-		if err := o.addStage(ctx, srt, last, staged); err != nil {
+		if err := o.addStage(ctx, srt, last, staged, true); err != nil {
 			return err
 		}
 	}
@@ -276,7 +294,7 @@ func (o *windowOp) run(ctx context.Context) error {
 		ns := o.specs[groups[gi+1][0]]
 		next := o.newSort(ns)
 		st := &windowStage{o: o, fis: g, it: it, emit: func(row []types.Datum) error {
-			return o.addStage(ctx, next, ns, row)
+			return o.addStage(ctx, next, ns, row, false)
 		}}
 		for {
 			more, err := st.step(ctx)

@@ -27,10 +27,12 @@
 // round-trips exactly (numeric scale, -0, interval fields, array element
 // types); comparisons run on decoded values, so every type orders as
 // types.Compare orders it (Cairn's only collation is C). A caller may
-// give the Sorter a KeyFunc: an abbreviation of the first sort key to a
-// uint64 (ints, floats, dates, times, strings' first 8 bytes), compared
-// first, so most comparisons of the in-memory sort and of the merge
-// compare two integers and the comparison runs only on ties.
+// give the Sorter a KeyFunc: an abbreviation of the sort keys to a uint64
+// (NormalizedKey: the first 8 bytes of an order-preserving encoding of
+// the sort columns one after the other, so small ints leave room for the
+// next column), compared first, so most comparisons of the in-memory sort
+// and of the merge compare two integers and the comparison runs only on
+// ties.
 //
 // What it must not touch: it knows nothing of plans, KV or sessions; the
 // caller supplies the comparison, the account and the scope.

@@ -82,45 +82,110 @@ func filesIn(t *testing.T, dir string) int {
 // colTypes are the types of randDatum's kinds.
 var colTypes = []*types.T{types.Int8, types.Text, types.Float8, types.Numeric}
 
-// TestFirstKey: wherever two values' abbreviated keys differ, they order
-// as the comparison orders them (NULLs, -0, NaN, infinities, strings with
-// NUL bytes and common prefixes, both directions and NULL placements).
-func TestFirstKey(t *testing.T) {
+// TestNormalizedKey: wherever two rows' normalized keys differ, they order
+// as the comparison orders them, over one to three columns of ints (few
+// values, and any int64, whose encodings take 1 to 9 bytes), strings
+// (NUL bytes, common prefixes), floats (-0, NaN, infinities), bools and
+// dates, both directions and NULL placements, with a numeric column that
+// ends the key.
+func TestNormalizedKey(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	for kind := 0; kind < 3; kind++ {
-		for _, desc := range []bool{false, true} {
-			for _, nullsFirst := range []bool{false, true} {
-				kf := FirstKey(colTypes[kind], 0, desc, nullsFirst)
-				cmp := compareBy([]key{{col: 0, desc: desc, nullsFirst: nullsFirst}})
-				decided := 0
-				for i := 0; i < 20000; i++ {
-					a := []types.Datum{randDatum(rng, kind)}
-					b := []types.Datum{randDatum(rng, kind)}
-					ka, oka := kf(a)
-					kb, okb := kf(b)
-					if !oka || !okb {
-						t.Fatalf("kind %d: %v or %v not abbreviated", kind, a[0], b[0])
-					}
-					if ka == kb {
-						continue
-					}
-					decided++
-					if want := cmp(a, b); (ka < kb) != (want < 0) || want == 0 {
-						t.Fatalf("kind %d desc %v nullsFirst %v: %v (key %x) vs %v (key %x): comparison says %d", kind, desc, nullsFirst, a[0], ka, b[0], kb, want)
-					}
-				}
-				if decided == 0 {
-					t.Fatalf("kind %d: no comparison decided by the key", kind)
-				}
+	// kinds: randDatum's 0..2, then 4 any int64, 5 bool, 6 date, 3 numeric.
+	typeOf := map[int]*types.T{0: types.Int8, 1: types.Text, 2: types.Float8, 3: types.Numeric, 4: types.Int8, 5: types.Bool, 6: types.Date}
+	for trial := 0; trial < 300; trial++ {
+		ncols := 1 + rng.IntN(3)
+		var cols []KeyCol
+		var keys []key
+		kinds := make([]int, ncols)
+		for c := range ncols {
+			kinds[c] = []int{0, 1, 2, 3, 4, 5, 6}[rng.IntN(7)]
+			desc, nullsFirst := rng.IntN(2) == 0, rng.IntN(2) == 0
+			cols = append(cols, KeyCol{T: typeOf[kinds[c]], Pos: c, Desc: desc, NullsFirst: nullsFirst})
+			keys = append(keys, key{col: c, desc: desc, nullsFirst: nullsFirst})
+		}
+		kf := NormalizedKey(cols)
+		if kinds[0] == 3 {
+			if kf != nil {
+				t.Fatal("a numeric first column has no normalized key")
+			}
+			continue
+		}
+		cmp := compareBy(keys)
+		row := func() []types.Datum {
+			r := make([]types.Datum, ncols)
+			for c, k := range kinds {
+				r[c] = randKeyDatum(rng, k)
+			}
+			return r
+		}
+		for i := 0; i < 2000; i++ {
+			a, b := row(), row()
+			ka, oka := kf(a)
+			kb, okb := kf(b)
+			if !oka || !okb {
+				t.Fatalf("kinds %v: %v or %v not abbreviated", kinds, a, b)
+			}
+			if ka == kb {
+				continue
+			}
+			if want := cmp(a, b); (ka < kb) != (want < 0) || want == 0 {
+				t.Fatalf("cols %+v: %v (key %016x) vs %v (key %016x): comparison says %d", cols, a, ka, b, kb, want)
 			}
 		}
-	}
-	if FirstKey(types.Numeric, 0, false, false) != nil {
-		t.Fatal("numeric has no abbreviation")
 	}
 	// A value of another Go type than the column's is not abbreviated.
 	if _, ok := FirstKey(types.Int8, 0, false, false)([]types.Datum{types.DFloat(1)}); ok {
 		t.Fatal("a float in an int column was abbreviated")
+	}
+}
+
+// TestNormalizedKeyDecidesSmallInts: two int columns of small values (a
+// window's PARTITION BY g % 1000 ORDER BY g over 10M rows) fit in the key
+// together, so it decides every pair of rows that differ: the sort never
+// falls to the comparison for them.
+func TestNormalizedKeyDecidesSmallInts(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, desc := range []bool{false, true} {
+		kf := NormalizedKey([]KeyCol{{T: types.Int8, Pos: 0}, {T: types.Int8, Pos: 1, Desc: desc}})
+		cmp := compareBy([]key{{col: 0}, {col: 1, desc: desc}})
+		for i := 0; i < 20000; i++ {
+			g1, g2 := rng.Int64N(10_000_000), rng.Int64N(10_000_000)
+			a := []types.Datum{types.DInt(g1 % 1000), types.DInt(g1)}
+			b := []types.Datum{types.DInt(g2 % 1000), types.DInt(g2)}
+			ka, _ := kf(a)
+			kb, _ := kf(b)
+			if c := cmp(a, b); c != 0 && ka == kb {
+				t.Fatalf("desc %v: %v and %v differ but share the key %016x", desc, a, b, ka)
+			}
+		}
+	}
+}
+
+// randKeyDatum is randDatum's kinds and TestNormalizedKey's others.
+func randKeyDatum(rng *rand.Rand, kind int) types.Datum {
+	if kind < 4 {
+		return randDatum(rng, kind)
+	}
+	if rng.IntN(8) == 0 {
+		return types.DNull
+	}
+	switch kind {
+	case 4:
+		// Magnitudes of every byte length, both signs, and the ends.
+		switch rng.IntN(4) {
+		case 0:
+			return types.DInt([]int64{math.MinInt64, math.MaxInt64, 0, -1, 1, 255, 256, -256, -257}[rng.IntN(9)])
+		default:
+			v := int64(rng.Uint64() >> rng.IntN(64))
+			if rng.IntN(2) == 0 {
+				v = -v
+			}
+			return types.DInt(v)
+		}
+	case 5:
+		return types.DBool(rng.IntN(2) == 0)
+	default:
+		return types.DDate(rng.Int64N(40000) - 20000)
 	}
 }
 

@@ -54,7 +54,7 @@ func NewSorter(cmp Compare, acc *mon.Account, scope *Scope) *Sorter {
 	return &Sorter{cmp: cmp, acc: acc, scope: scope}
 }
 
-// SetKey makes the sorter abbreviate rows' first sort key with key
+// SetKey makes the sorter abbreviate rows' sort keys with key
 // (before the first Add): most comparisons of the in-memory sort and of
 // the merge then compare two integers.
 func (s *Sorter) SetKey(key KeyFunc) { s.key = key }

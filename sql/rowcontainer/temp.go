@@ -20,13 +20,27 @@ type TempStorage struct {
 	dir  string
 	disk *mon.Budget
 	seq  atomic.Uint64
-	// files counts the files ever made (FilesCreated).
+	// files counts the files ever made (FilesCreated), rows the rows
+	// ever appended to them, counted as files are sealed or closed
+	// (RowsWritten).
 	files atomic.Uint64
+	rows  atomic.Int64
 }
 
 // FilesCreated is the number of temporary files made since start (a
 // figure for tests and metrics: a statement that spilled made some).
 func (t *TempStorage) FilesCreated() uint64 { return t.files.Load() }
+
+// RowsWritten is the number of rows appended to temporary files since
+// start, as of their files' last Seal or Close (a figure for tests: how
+// many times an operator wrote its rows).
+func (t *TempStorage) RowsWritten() int64 { return t.rows.Load() }
+
+// count adds the rows appended since the last count to RowsWritten.
+func (f *File) count() {
+	f.s.t.rows.Add(f.rows - f.counted)
+	f.counted = f.rows
+}
 
 // NewTempStorage makes dir the node's temporary directory, removing what
 // an earlier run left there (a node that crashed mid-spill), with limit
@@ -91,9 +105,11 @@ type File struct {
 	w        *bufio.Writer // nil when sealed
 	c        codec
 	buf      []byte
-	size     int64 // bytes appended
-	reserved int64 // bytes reserved in the disk budget
+	hdr      [binary.MaxVarintLen64]byte // a row's length; a local would escape (bufio may pass it on): an allocation per row
+	size     int64                       // bytes appended
+	reserved int64                       // bytes reserved in the disk budget
 	rows     int64
+	counted  int64 // rows added to the storage's RowsWritten
 	closed   bool
 }
 
@@ -158,9 +174,8 @@ func (f *File) Append(row []types.Datum) error {
 		}
 		f.reserved += chunk
 	}
-	var hdr [binary.MaxVarintLen64]byte
-	n := binary.PutUvarint(hdr[:], uint64(len(f.buf)))
-	if _, err := f.w.Write(hdr[:n]); err != nil {
+	n := binary.PutUvarint(f.hdr[:], uint64(len(f.buf)))
+	if _, err := f.w.Write(f.hdr[:n]); err != nil {
 		return fmt.Errorf("rowcontainer: writing temporary file: %w", err)
 	}
 	if _, err := f.w.Write(f.buf); err != nil {
@@ -174,6 +189,7 @@ func (f *File) Append(row []types.Datum) error {
 // Seal flushes what was appended and releases the write buffer and
 // descriptor (a later Append opens them again).
 func (f *File) Seal() error {
+	f.count()
 	if f.w == nil {
 		return nil
 	}
@@ -220,6 +236,7 @@ func (f *File) Close() {
 		return
 	}
 	f.closed = true
+	f.count()
 	if f.f != nil {
 		_ = f.f.Close()
 		f.f, f.w = nil, nil
