@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -159,7 +160,7 @@ func (b *indexBuild) sortedBackfill(ctx context.Context, t *catalog.Table, layou
 	}
 	sorter := rowcontainer.NewSorter(compareEntries, acc, scope)
 	defer sorter.Close()
-	sorter.SetKey(entryKey)
+	sorter.SetKey(entryKeyAfter(string(layout.IndexSpan(il).Key)))
 	lastReport := int64(0)
 	for batch := range entries {
 		if ctx.Err() != nil {
@@ -406,16 +407,28 @@ func (b *indexBuild) buildAccount() *mon.Account {
 	return mon.NewBudget("index build", IndexBuildMemory*2).NewAccount(IndexBuildMemory)
 }
 
+// compareEntries orders entries by key. DBytes is a string: comparing
+// the strings costs no copy (converting each to []byte, as this did,
+// allocated twice per comparison: a third of a 1M-row build's sort).
 func compareEntries(a, b []types.Datum) int {
-	return bytes.Compare([]byte(a[0].(types.DBytes)), []byte(b[0].(types.DBytes)))
+	return strings.Compare(string(a[0].(types.DBytes)), string(b[0].(types.DBytes)))
 }
 
-// entryKey abbreviates an entry's key to its first 8 bytes (zero-padded):
+// entryKeyAfter abbreviates an entry's key to the 8 bytes after prefix,
+// the start of the index's span (every entry of the build begins with
+// it, so abbreviating it would tell no two entries apart), zero-padded:
 // equal abbreviations fall back to compareEntries, so the order is the
-// keys' bytewise order.
-func entryKey(row []types.Datum) (uint64, bool) {
-	k := string(row[0].(types.DBytes))
-	var b [8]byte
-	copy(b[:], k)
-	return binary.BigEndian.Uint64(b[:]), true
+// keys' bytewise order. A key without the prefix (none is expected) gets
+// no abbreviation; among keys sharing it the abbreviations order as the
+// keys do, so the mix stays consistent.
+func entryKeyAfter(prefix string) rowcontainer.KeyFunc {
+	return func(row []types.Datum) (uint64, bool) {
+		k, ok := strings.CutPrefix(string(row[0].(types.DBytes)), prefix)
+		if !ok {
+			return 0, false
+		}
+		var b [8]byte
+		copy(b[:], k)
+		return binary.BigEndian.Uint64(b[:]), true
+	}
 }
