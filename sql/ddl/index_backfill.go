@@ -51,12 +51,16 @@ import (
 // tests can make it spill.
 var IndexBuildMemory int64 = 64 << 20
 
-// backfillReaders and backfillWriters bound the build's parallel tablet
-// reads and writes.
-var (
-	backfillReaders = max(2, min(runtime.GOMAXPROCS(0), 8))
-	backfillWriters = max(2, min(runtime.GOMAXPROCS(0), 8))
-)
+// backfillReaders bounds the build's parallel tablet reads.
+var backfillReaders = max(2, min(runtime.GOMAXPROCS(0), 8))
+
+// backfillWriters bounds the SSTs being ingested at once: one replicated
+// while the next is sent. More gain little when, as usual, a fresh
+// index's entries all go to its one tablet (whose raft log takes them one
+// at a time), and two SSTs of backfillSSTBytes stay under raft's bound on
+// a group's uncommitted entries (64 MiB, raftnode), past which it drops
+// proposals.
+const backfillWriters = 2
 
 // entryBatch is how many entries a reader hands the sorter at once.
 const entryBatch = 512
@@ -241,11 +245,13 @@ func (b *indexBuild) sortedBackfill(ctx context.Context, t *catalog.Table, layou
 }
 
 // backfillSSTBytes is the most entry bytes (keys and values, before
-// compression) one SST of a backfill holds: large enough that an
-// ingestion's fixed costs (a raft round, a file, a manifest edit on
-// every replica) are spread over many entries, small enough to travel
-// inline in a raft entry (tablet's maxSSTSize) with room to spare.
-var backfillSSTBytes int64 = 8 << 20
+// compression) one SST of a backfill holds, as for a sorted bulk load
+// (kv.SortedSSTBytes): large enough that an ingestion's fixed costs (a
+// raft round, a file, a manifest edit on every replica) are spread over
+// many entries and that later scans of the index open few files (seeks,
+// on an hdd), small enough to travel inline in a raft entry (tablet's
+// maxSSTSize, 32 MiB) with room for the SST's own blocks.
+var backfillSSTBytes = kv.SortedSSTBytes
 
 // ingest finishes sb and ingests it at ts (kv.DB.AddSSTable): the SST
 // travels through the raft log of its tablet and every replica links it
