@@ -135,7 +135,7 @@ func (b *indexBuild) sortedBackfill(ctx context.Context, t *catalog.Table, layou
 	defer cancel(nil)
 
 	// Readers: one piece each, at most backfillReaders at once.
-	entries := make(chan [][2][]byte, backfillReaders*2)
+	entries := make(chan [][]types.Datum, backfillReaders*2)
 	var readErr error
 	var readOnce sync.Once
 	fail := func(err error) {
@@ -178,7 +178,7 @@ func (b *indexBuild) sortedBackfill(ctx context.Context, t *catalog.Table, layou
 			continue // draining after a failure
 		}
 		for _, e := range batch {
-			if err := sorter.Add(ctx, []types.Datum{types.DBytes(e[0]), types.DBytes(e[1])}); err != nil {
+			if err := sorter.Add(ctx, e); err != nil {
 				fail(err)
 				break
 			}
@@ -356,7 +356,7 @@ func (b *indexBuild) cutSSTs(ctx context.Context, layout *rowenc.TableLayout, it
 // readPiece reads one tablet's part of the table at ts, a page at a time,
 // and sends the rows' index entries to out.
 func (b *indexBuild) readPiece(ctx context.Context, t *catalog.Table, layout *rowenc.TableLayout, il *rowenc.IndexLayout,
-	predText string, ts hlc.Timestamp, piece kvpb.Span, out chan<- [][2][]byte, done *atomic.Int64) error {
+	predText string, ts hlc.Timestamp, piece kvpb.Span, out chan<- [][]types.Datum, done *atomic.Int64) error {
 	var pred sem.Evaluator
 	if predText != "" {
 		var err error
@@ -369,7 +369,9 @@ func (b *indexBuild) readPiece(ctx context.Context, t *catalog.Table, layout *ro
 	if err != nil {
 		return err
 	}
-	buf := make([][2][]byte, 0, entryBatch)
+	// The sorter's rows are built here, on the readers' goroutines:
+	// the goroutine feeding the sort is the build's serial part.
+	buf := make([][]types.Datum, 0, entryBatch)
 	var ents []rowenc.IndexEntry
 	send := func() error {
 		if len(buf) == 0 {
@@ -380,7 +382,7 @@ func (b *indexBuild) readPiece(ctx context.Context, t *catalog.Table, layout *ro
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		}
-		buf = make([][2][]byte, 0, entryBatch)
+		buf = make([][]types.Datum, 0, entryBatch)
 		return nil
 	}
 	emit := func(row []types.Datum) error {
@@ -399,7 +401,7 @@ func (b *indexBuild) readPiece(ctx context.Context, t *catalog.Table, layout *ro
 			return err
 		}
 		for _, ent := range ents {
-			buf = append(buf, [2][]byte{ent.Key, ent.Value})
+			buf = append(buf, []types.Datum{types.DBytes(ent.Key), types.DBytes(ent.Value)})
 		}
 		if len(buf) >= entryBatch {
 			return send()
