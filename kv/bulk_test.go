@@ -488,3 +488,54 @@ func TestSortedStreamCuts(t *testing.T) {
 		})
 	}
 }
+
+// TestSortedStreamTimestampMoves: every version of an SST is at one
+// timestamp (the tablet refuses any other), so when the bulk timestamp
+// moves between batches (a READ COMMITTED statement boundary) the stream
+// seals its SST and starts another at the new one; both are readable.
+func TestSortedStreamTimestampMoves(t *testing.T) {
+	ctx := context.Background()
+	e := newTestEnv(t, envOptions{})
+	txn := e.db.NewTxn(ctx, "bulk", ReadCommitted)
+	defer func() { _ = txn.Rollback(ctx) }()
+	s := &SortedStream{In: func([]byte) bool { return true }}
+	take := func(k string) {
+		t.Helper()
+		b := &Batch{}
+		b.BulkPut([]byte("\x03"+k), []byte("v"+k), true)
+		r, err := s.Take(ctx, txn, b)
+		if err != nil || r == nil {
+			t.Fatalf("Take: %v, %v", r, err)
+		}
+		if err := txn.RunBulkSorted(ctx, b, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	take("a")
+	take("b")
+	before := txn.ReadTimestamp()
+	if err := txn.Step(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !before.Less(txn.ReadTimestamp()) {
+		t.Fatalf("Step left the read timestamp at %v", txn.ReadTimestamp())
+	}
+	take("c")
+	r, err := s.Flush()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.RunBulkSorted(ctx, &Batch{}, r); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.SSTs.Load(); n != 2 {
+		t.Errorf("%d SSTs, want 2 (cut where the timestamp moved)", n)
+	}
+	rows, err := txn.Scan(ctx, []byte("\x03"), []byte("\x04"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 3 {
+		t.Errorf("the transaction reads %d rows, want 3", len(rows))
+	}
+}
