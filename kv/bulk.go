@@ -310,38 +310,66 @@ func (t *Txn) runAfterCommit(ctx context.Context) {
 // batches. Once a batch's keys do not continue the order the stream is
 // broken: that batch and every later one go as BulkPuts, whose checks
 // then find any duplicate of a key already ingested, provided the runs
-// in flight were waited for first (Broken).
+// in flight and the stream's last SST (Flush) were ingested first
+// (Broken).
+//
+// The stream fills one SST across batches and seals it only at its
+// target tablet's end, at SortedSSTBytes, or when the bulk timestamp
+// moves: a load of sorted input is then a few large SSTs, not one per
+// batch (a 1M-row load was 100 SSTs of 10,000 rows, which an hdd paid
+// for in seeks on every later scan of the table).
 type SortedStream struct {
 	// In selects the keys of the stream.
 	In     func(key []byte) bool
 	last   []byte
 	broken bool
+	// The SST being filled: its entries' timestamp and the end key of
+	// the tablet it is for (nil: the last tablet).
+	pending    *storage.SSTBuilder
+	pendingTS  hlc.Timestamp
+	pendingEnd []byte
 	// SSTs counts the SSTs the stream's runs were ingested as.
 	SSTs atomic.Int64
 }
 
 // Broken reports whether the stream's order broke: every batch from
 // then on goes as BulkPuts. Its caller must let the runs still in flight
-// finish before it sends a BulkPut of the stream's keys, so that the
-// BulkPut's uniqueness check meets any key they hold.
+// finish, and ingest the stream's last SST (Flush), before it sends a
+// BulkPut of the stream's keys, so that the BulkPut's uniqueness check
+// meets any key they hold.
 func (s *SortedStream) Broken() bool { return s.broken }
 
-// SortedRun is the keys and values Take moved out of one batch, sorted.
+// SortedRun is what Take moved out of one batch: the SSTs the stream
+// sealed meanwhile (none while the current one fills), to be ingested
+// with the rest of the batch.
 type SortedRun struct {
 	stream *SortedStream
-	kvs    [][2][]byte
+	ssts   []sealedSST
 	// n is how many requests the batch had before Take.
 	n int
 }
 
+type sealedSST struct {
+	start, end, data []byte
+	ts               hlc.Timestamp
+}
+
+// SortedSSTBytes is the most entry bytes (keys and values, before
+// compression) one SST of a sorted stream holds: as large as the tablet's
+// limit on an SST travelling inline in a raft entry (32 MiB) allows with
+// room for the SST's own blocks, index and filter. A variable so that
+// tests can cut small SSTs.
+var SortedSSTBytes int64 = 24 << 20
+
 // Take moves the BulkPuts of b that the stream selects out of b, sorted,
-// when they continue its order: distinct, and above every key taken
-// before. Otherwise (or once the stream is broken) it takes nothing and
-// returns nil. The run is to be written with the rest of b by
-// RunBulkSorted.
-func (s *SortedStream) Take(b *Batch) *SortedRun {
+// into the stream's SST when they continue its order: distinct, and above
+// every key taken before. Otherwise (or once the stream is broken) it
+// takes nothing and returns nil. The run is to be written with the rest
+// of b by t.RunBulkSorted; the versions are at t's bulk timestamp (just
+// below its read timestamp), as RunBulk's.
+func (s *SortedStream) Take(ctx context.Context, t *Txn, b *Batch) (*SortedRun, error) {
 	if s.broken {
-		return nil
+		return nil, nil
 	}
 	var kvs [][2][]byte
 	for _, r := range b.reqs {
@@ -350,7 +378,7 @@ func (s *SortedStream) Take(b *Batch) *SortedRun {
 		}
 	}
 	if len(kvs) == 0 {
-		return nil
+		return nil, nil
 	}
 	slices.SortFunc(kvs, func(a, b [2][]byte) int { return bytes.Compare(a[0], b[0]) })
 	ordered := s.last == nil || bytes.Compare(kvs[0][0], s.last) > 0
@@ -359,24 +387,73 @@ func (s *SortedStream) Take(b *Batch) *SortedRun {
 	}
 	if !ordered {
 		s.broken = true
-		return nil
+		return nil, nil
+	}
+	t.mu.Lock()
+	err := t.usableLocked()
+	ts := t.mu.proto.ReadTimestamp.Prev()
+	t.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	run := &SortedRun{stream: s, n: len(b.reqs)}
+	for _, e := range kvs {
+		if s.pending != nil && (s.pending.DataBytes() >= SortedSSTBytes || s.pendingTS != ts ||
+			(len(s.pendingEnd) > 0 && bytes.Compare(e[0], s.pendingEnd) >= 0)) {
+			if err := s.seal(run); err != nil {
+				return nil, err
+			}
+		}
+		if s.pending == nil {
+			d, err := t.db.cache.Lookup(ctx, e[0], false)
+			if err != nil {
+				return nil, fmt.Errorf("kv: looking up the tablet of %q: %w", e[0], err)
+			}
+			s.pending, s.pendingTS, s.pendingEnd = storage.NewSSTBuilder(), ts, d.EndKey
+		}
+		if err := mvcc.PutSSTVersion(s.pending, e[0], ts, e[1]); err != nil {
+			return nil, err
+		}
 	}
 	s.last = kvs[len(kvs)-1][0]
-	run := &SortedRun{stream: s, kvs: kvs, n: len(b.reqs)}
 	b.reqs = slices.DeleteFunc(b.reqs, func(r kvpb.Request) bool {
 		bp, ok := r.(*kvpb.BulkPutRequest)
 		return ok && s.In(bp.Key)
 	})
-	return run
+	return run, nil
 }
 
-// sortedRunSSTBytes is the most entry bytes one SST of a sorted run
-// holds (tablet's limit on an inline SST is well above it).
-const sortedRunSSTBytes = 8 << 20
+// Flush seals the SST being filled into a run of its own (nil: none), to
+// be ingested by RunBulkSorted with an empty batch. The load calls it
+// before anything reads what it wrote (the statement's end, a check) and
+// when the stream breaks.
+func (s *SortedStream) Flush() (*SortedRun, error) {
+	if s.pending == nil {
+		return nil, nil
+	}
+	run := &SortedRun{stream: s}
+	if err := s.seal(run); err != nil {
+		return nil, err
+	}
+	return run, nil
+}
 
-// RunBulkSorted is RunBulk of b and of run (nil: none), whose entries
-// are ingested as SSTs at the same timestamp as b's BulkPuts, one per
-// target tablet (and per sortedRunSSTBytes). Like RunBulk it may be
+// seal finishes the SST being filled and adds it to run.
+func (s *SortedStream) seal(run *SortedRun) error {
+	sb := s.pending
+	s.pending, s.pendingEnd = nil, nil
+	first, last := sb.Bounds()
+	start, end := append([]byte(nil), first...), keys.Next(last)
+	data, err := sb.Finish()
+	if err != nil {
+		return err
+	}
+	run.ssts = append(run.ssts, sealedSST{start: start, end: end, data: data, ts: s.pendingTS})
+	return nil
+}
+
+// RunBulkSorted is RunBulk of b and the ingestion of run's SSTs (run nil:
+// none), each at the timestamp its entries carry. Like RunBulk it may be
 // called concurrently, and a failure may leave part of it written.
 func (t *Txn) RunBulkSorted(ctx context.Context, b *Batch, run *SortedRun) error {
 	if run == nil {
@@ -387,56 +464,18 @@ func (t *Txn) RunBulkSorted(ctx context.Context, b *Batch, run *SortedRun) error
 		t.mu.Unlock()
 		return err
 	}
-	ts := t.mu.proto.ReadTimestamp.Prev()
 	t.mu.Unlock()
-	if err := t.db.ingestSorted(ctx, run, ts); err != nil {
-		return err
+	for _, sst := range run.ssts {
+		// A split the routing cache had not heard of when the SST was
+		// cut is handled by the DistSender, which cuts it again.
+		if _, err := t.db.AddSSTable(ctx, sst.start, sst.end, sst.data, sst.ts); err != nil {
+			return err
+		}
+		run.stream.SSTs.Add(1)
 	}
 	if err := t.RunBulk(ctx, b); err != nil {
 		return err
 	}
 	b.Results = make([]Result, run.n)
 	return nil
-}
-
-// ingestSorted writes run's entries as SSTs of versions at ts, cut at the
-// bounds of the tablets the routing cache knows (a split it has not
-// heard of is handled by the DistSender, which cuts again).
-func (db *DB) ingestSorted(ctx context.Context, run *SortedRun, ts hlc.Timestamp) error {
-	var sb *storage.SSTBuilder
-	var end []byte
-	flush := func() error {
-		if sb == nil {
-			return nil
-		}
-		first, last := sb.Bounds()
-		data, err := sb.Finish()
-		sb = nil
-		if err != nil {
-			return err
-		}
-		if _, err := db.AddSSTable(ctx, first, keys.Next(last), data, ts); err != nil {
-			return err
-		}
-		run.stream.SSTs.Add(1)
-		return nil
-	}
-	for _, e := range run.kvs {
-		if sb != nil && (sb.DataBytes() >= sortedRunSSTBytes || (len(end) > 0 && bytes.Compare(e[0], end) >= 0)) {
-			if err := flush(); err != nil {
-				return err
-			}
-		}
-		if sb == nil {
-			d, err := db.cache.Lookup(ctx, e[0], false)
-			if err != nil {
-				return fmt.Errorf("kv: looking up the tablet of %q: %w", e[0], err)
-			}
-			sb, end = storage.NewSSTBuilder(), d.EndKey
-		}
-		if err := mvcc.PutSSTVersion(sb, e[0], ts, e[1]); err != nil {
-			return err
-		}
-	}
-	return flush()
 }

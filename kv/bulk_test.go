@@ -343,7 +343,8 @@ func TestAddSSTableSplitBetweenCutAndIngest(t *testing.T) {
 }
 
 // TestSortedStream: batches whose selected keys continue ascending are
-// taken out as runs and ingested as SSTs at the bulk timestamp, the rest
+// taken out as runs and filled into one SST at the bulk timestamp,
+// ingested once the stream breaks (Flush), the rest
 // of each batch written as BulkPuts beside them; the first batch that
 // goes back breaks the stream for good; a BulkPut of a key a finished
 // run ingested fails its uniqueness check.
@@ -362,9 +363,23 @@ func TestSortedStream(t *testing.T) {
 	}
 	run := func(b *Batch, wantRun bool) error {
 		t.Helper()
-		r := s.Take(b)
+		r, err := s.Take(ctx, txn, b)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if (r != nil) != wantRun {
 			t.Fatalf("Take: run %v, want %v (broken %v)", r != nil, wantRun, s.Broken())
+		}
+		if r == nil && s.Broken() {
+			// As the bulk load does: the SST being filled goes in
+			// before any BulkPut of the stream's keys.
+			fr, err := s.Flush()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := txn.RunBulkSorted(ctx, &Batch{}, fr); err != nil {
+				t.Fatal(err)
+			}
 		}
 		return txn.RunBulkSorted(ctx, b, r)
 	}
@@ -375,8 +390,8 @@ func TestSortedStream(t *testing.T) {
 	if err := run(batch("p5", "b1", "p4"), true); err != nil {
 		t.Fatal(err)
 	}
-	if n := s.SSTs.Load(); n != 2 {
-		t.Fatalf("%d SSTs, want 2 (one per run, all in the tablet of p)", n)
+	if n := s.SSTs.Load(); n != 0 {
+		t.Fatalf("%d SSTs, want 0 (the runs fill one SST, not ingested yet)", n)
 	}
 	// Goes back below p5: broken, written as BulkPuts; p2 was ingested.
 	err := run(batch("p6", "p2"), false)
@@ -387,7 +402,7 @@ func TestSortedStream(t *testing.T) {
 	if err := run(batch("p9"), false); err != nil {
 		t.Fatal(err)
 	}
-	if !s.Broken() || s.SSTs.Load() != 2 {
+	if !s.Broken() || s.SSTs.Load() != 1 {
 		t.Fatalf("broken %v, %d SSTs", s.Broken(), s.SSTs.Load())
 	}
 	rows, err := txn.Scan(ctx, []byte("\x03"), []byte("\x04"), 0)
@@ -402,5 +417,125 @@ func TestSortedStream(t *testing.T) {
 	got = slices.DeleteFunc(got, func(s string) bool { return s == "p6=vp6" })
 	if want := "a1=va1 b1=vb1 p1=vp1 p2=vp2 p3=vp3 p4=vp4 p5=vp5 p9=vp9 x1=vx1"; strings.Join(got, " ") != want {
 		t.Fatalf("the transaction reads %q, want %q", strings.Join(got, " "), want)
+	}
+}
+
+// TestSortedStreamCuts: a stream's SST is cut only at its tablet's end,
+// at SortedSSTBytes, or at Flush, whatever the batches: sorted input in
+// many batches is a few SSTs (one per batch made 100 small SSTs of a
+// 1M-row load), and every key is readable afterwards.
+func TestSortedStreamCuts(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name     string
+		sstBytes int64
+		batches  [][]string
+		want     int64
+	}{
+		{"one tablet, many batches", 24 << 20, [][]string{{"a1", "a2"}, {"b1"}, {"c1", "c2"}, {"d1"}}, 1},
+		{"across the split at m", 24 << 20, [][]string{{"a1", "k1"}, {"l1", "n1"}, {"o1"}}, 2},
+		{"a tiny size: one SST per key", 1, [][]string{{"a1", "a2"}, {"b1"}}, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			defer func(prev int64) { SortedSSTBytes = prev }(SortedSSTBytes)
+			SortedSSTBytes = tc.sstBytes
+			e := newTestEnv(t, envOptions{splits: []string{"\x03m"}})
+			txn := e.db.NewTxn(ctx, "bulk", Serializable)
+			defer func() { _ = txn.Rollback(ctx) }()
+			s := &SortedStream{In: func([]byte) bool { return true }}
+			var want []string
+			for _, ks := range tc.batches {
+				b := &Batch{}
+				for _, k := range ks {
+					b.BulkPut([]byte("\x03"+k), []byte("v"+k), true)
+					want = append(want, k)
+				}
+				r, err := s.Take(ctx, txn, b)
+				if err != nil || r == nil {
+					t.Fatalf("Take: %v, %v", r, err)
+				}
+				if err := txn.RunBulkSorted(ctx, b, r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r, err := s.Flush()
+			if err != nil || r == nil {
+				t.Fatalf("Flush: %v, %v", r, err)
+			}
+			if err := txn.RunBulkSorted(ctx, &Batch{}, r); err != nil {
+				t.Fatal(err)
+			}
+			if r, _ := s.Flush(); r != nil {
+				t.Errorf("a second Flush returned a run")
+			}
+			if n := s.SSTs.Load(); n != tc.want {
+				t.Errorf("%d SSTs, want %d", n, tc.want)
+			}
+			rows, err := txn.Scan(ctx, []byte("\x03"), []byte("\x04"), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, r := range rows {
+				if string(r.Value) != "v"+string(r.Key[1:]) {
+					t.Errorf("%q = %q", r.Key, r.Value)
+				}
+				got = append(got, string(r.Key[1:]))
+			}
+			if strings.Join(got, " ") != strings.Join(want, " ") {
+				t.Errorf("the transaction reads %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+// TestSortedStreamTimestampMoves: every version of an SST is at one
+// timestamp (the tablet refuses any other), so when the bulk timestamp
+// moves between batches (a READ COMMITTED statement boundary) the stream
+// seals its SST and starts another at the new one; both are readable.
+func TestSortedStreamTimestampMoves(t *testing.T) {
+	ctx := context.Background()
+	e := newTestEnv(t, envOptions{})
+	txn := e.db.NewTxn(ctx, "bulk", ReadCommitted)
+	defer func() { _ = txn.Rollback(ctx) }()
+	s := &SortedStream{In: func([]byte) bool { return true }}
+	take := func(k string) {
+		t.Helper()
+		b := &Batch{}
+		b.BulkPut([]byte("\x03"+k), []byte("v"+k), true)
+		r, err := s.Take(ctx, txn, b)
+		if err != nil || r == nil {
+			t.Fatalf("Take: %v, %v", r, err)
+		}
+		if err := txn.RunBulkSorted(ctx, b, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	take("a")
+	take("b")
+	before := txn.ReadTimestamp()
+	if err := txn.Step(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !before.Less(txn.ReadTimestamp()) {
+		t.Fatalf("Step left the read timestamp at %v", txn.ReadTimestamp())
+	}
+	take("c")
+	r, err := s.Flush()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.RunBulkSorted(ctx, &Batch{}, r); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.SSTs.Load(); n != 2 {
+		t.Errorf("%d SSTs, want 2 (cut where the timestamp moved)", n)
+	}
+	rows, err := txn.Scan(ctx, []byte("\x03"), []byte("\x04"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 3 {
+		t.Errorf("the transaction reads %d rows, want 3", len(rows))
 	}
 }

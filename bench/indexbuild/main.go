@@ -18,15 +18,21 @@
 // --debug-store-latency hdd (storage/simfs: an hdd's read latency and
 // seeks on whatever disk the machine has), as the issue asks.
 //
+// It also prints the load's time and the SSTs it and each build ingested
+// (the node's cairn_tablet_ssts_ingested_total). -online-only skips the
+// row-by-row build.
+//
 // Usage: go run ./bench/indexbuild [-rows 1000000,3000000] [-runs 3]
-// [-profile ssd|hdd] [-port 30300] [-keep] [-bin path/to/cairn]
+// [-profile ssd|hdd] [-port 30300] [-keep] [-bin path/to/cairn] [-online-only]
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"log"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -46,6 +52,7 @@ var (
 	flagKeep    = flag.Bool("keep", false, "keep the store directory")
 	flagProfile = flag.String("profile", "ssd", "storage profile: ssd (the disk as it is) or hdd (simulated read latency and seeks)")
 	flagBin     = flag.String("bin", "", "a cairn binary to run instead of building one from this tree")
+	flagOnline  = flag.Bool("online-only", false, "time only the online build (skip the row-by-row build, minutes per run at 1M rows and more), each run building an index of its own name, none dropped")
 	flagKind    = flag.String("kind", "btree", "btree: CREATE INDEX t_v ON t (v); gin: a GIN index on a jsonb payload shaped like the seed's GitHub events, and the seed's containment query with and without it")
 )
 
@@ -152,27 +159,47 @@ func run(ctx context.Context) error {
 		return runGIN(sizes, exec, build, conn)
 	}
 	fmt.Printf("cairn start (one node, storage profile %s), CREATE INDEX t (v); median of %d runs\n\n", *flagProfile, *flagRuns)
-	fmt.Printf("%10s %12s %12s %8s %14s %14s\n", "rows", "online s", "row-by-row s", "ratio", "online +RSS MB", "rbr +RSS MB")
+	fmt.Printf("%10s %12s %12s %8s %14s %14s %8s %10s %10s\n", "rows", "online s", "row-by-row s", "ratio", "online +RSS MB", "rbr +RSS MB",
+		"load s", "load SSTs", "index SSTs")
+	httpAddr := fmt.Sprintf("127.0.0.1:%d", p+1)
 	for _, n := range sizes {
 		if err := exec("DROP TABLE IF EXISTS t"); err != nil {
 			return err
 		}
 		// Created and loaded in one transaction: the bulk path
 		// (docs/architecture.md, "Bulk loads"), minutes faster than
-		// transactional inserts at these sizes.
+		// transactional inserts at these sizes. Its rows are in key
+		// order, so they are ingested as SSTs filled across batches
+		// (kv.SortedStream): those files are what every build scans.
+		s0 := sstsIngested(httpAddr)
+		loadStart := time.Now()
 		for _, s := range []string{"BEGIN", "CREATE TABLE t (k INT PRIMARY KEY, v INT, pad TEXT)",
 			fmt.Sprintf("INSERT INTO t SELECT g, (g::int8 * 7919) %% %d, repeat('x', 20) FROM generate_series(1, %d) g", n, n), "COMMIT"} {
 			if err := exec(s); err != nil {
 				return err
 			}
 		}
-		var on, rbr, onMem, rbrMem []float64
-		for range *flagRuns {
-			d, m, err := build("CREATE INDEX t_v ON t (v)")
+		loadS := time.Since(loadStart).Seconds()
+		loadSSTs := sstsIngested(httpAddr) - s0
+		var on, rbr, onMem, rbrMem, idxSSTs []float64
+		for r := range *flagRuns {
+			s0 := sstsIngested(httpAddr)
+			name := "t_v"
+			if *flagOnline {
+				// A new name each run and no DROP INDEX between them
+				// (it deletes the entries in its transaction: minutes at
+				// 10M rows); a build reads only the table's rows.
+				name = fmt.Sprintf("t_v%d", r)
+			}
+			d, m, err := build(fmt.Sprintf("CREATE INDEX %s ON t (v)", name))
 			if err != nil {
 				return err
 			}
 			on, onMem = append(on, d.Seconds()), append(onMem, float64(m)/1024)
+			idxSSTs = append(idxSSTs, float64(sstsIngested(httpAddr)-s0))
+			if *flagOnline {
+				continue
+			}
 			if err := exec("DROP INDEX t_v"); err != nil {
 				return err
 			}
@@ -185,10 +212,45 @@ func run(ctx context.Context) error {
 				return err
 			}
 		}
-		fmt.Printf("%10d %12.2f %12.2f %7.2fx %14.0f %14.0f\n", n, median(on), median(rbr), median(rbr)/median(on), median(onMem), median(rbrMem))
+		if *flagOnline {
+			fmt.Printf("%10d %12.2f %12s %8s %14.0f %14s %8.1f %10d %10.0f\n", n, median(on), "-", "-", median(onMem), "-",
+				loadS, loadSSTs, median(idxSSTs))
+			continue
+		}
+		fmt.Printf("%10d %12.2f %12.2f %7.2fx %14.0f %14.0f %8.1f %10d %10.0f\n", n, median(on), median(rbr), median(rbr)/median(on),
+			median(onMem), median(rbrMem), loadS, loadSSTs, median(idxSSTs))
 	}
 	fmt.Printf("\nseed (read-planning.txt part 2, LightDB on hdd): 1M rows 19 s, 3M 15 min, 10M 280 min\n")
 	return nil
+}
+
+// sstsIngested is the node's cairn_tablet_ssts_ingested_total (-1 when
+// it cannot be read: the columns then say nothing).
+func sstsIngested(addr string) int64 {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return -1
+	}
+	var n int64
+	found := false
+	for _, l := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(l, "cairn_tablet_ssts_ingested_total"); ok {
+			f := strings.Fields(rest)
+			if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
+				n += int64(v)
+				found = true
+			}
+		}
+	}
+	if !found {
+		return -1
+	}
+	return n
 }
 
 func median(xs []float64) float64 {

@@ -10,6 +10,7 @@
 # -only runs just the named TPS workload (select-only, simple-update, ...);
 # -cairn-options passes OPTS as PGOPTIONS to Cairn's pgbench runs only
 # (e.g. '-c cairn_buffered_writes=on'), to compare a session setting.
+# CAIRN_BIN=path runs that cairn binary instead of building this tree.
 #
 # Each workload runs N times (default 3) on each system, alternating, and the
 # median is reported. Both run on loopback with synced commits (Postgres
@@ -54,7 +55,9 @@ base=${BENCH_PORT_BASE:-30500}
 pgport=$base cport=$((base + 10))
 trap 'cairn_stop; ./scripts/pg15.sh stop "$work/pg" $pgport >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 
-cairn_build "$work/cairn"
+# CAIRN_BIN runs a binary built beforehand (another commit's, to compare
+# in one session) instead of building this tree's.
+if [ -n "${CAIRN_BIN:-}" ]; then cp "$CAIRN_BIN" "$work/cairn"; else cairn_build "$work/cairn"; fi
 ./scripts/pg15.sh start "$work/pg" $pgport >/dev/null
 # pg15.sh starts with fsync=off for logic tests; the benchmark compares
 # durable commits, so restart Postgres with fsync on.

@@ -621,6 +621,12 @@ func (s *dmlState) flush(ctx context.Context) error {
 			s.waitBulk()
 			return err
 		}
+		for _, ti := range s.tables {
+			if err := s.flushSorted(ctx, ti); err != nil {
+				s.waitBulk()
+				return err
+			}
+		}
 		return s.finishBulk(ctx, 0)
 	}
 	b, ti := s.batch, s.batchTable
@@ -710,12 +716,21 @@ func (s *dmlState) startBulk(ctx context.Context) error {
 			return err
 		}
 	}
-	run := ti.sortedRun(b)
-	if run == nil && ti.sorted.Broken() && s.runsInflight() {
+	run, err := ti.sortedRun(ctx, s.x.Txn, b)
+	if err != nil {
+		return err
+	}
+	if run == nil && ti.sorted.Broken() {
 		// The stream broke: this batch's puts of the primary index go
 		// as BulkPuts and may repeat a key of a run still in flight,
-		// whose ingestion checks nothing. Once the runs are in, the
-		// BulkPut's uniqueness check finds any such key.
+		// or of the SST the stream was filling, whose ingestion checks
+		// nothing. Once they are in, the BulkPut's uniqueness check
+		// finds any such key.
+		if err := s.flushSorted(ctx, ti); err != nil {
+			return err
+		}
+	}
+	if run == nil && ti.sorted.Broken() && s.runsInflight() {
 		if err := s.finishBulk(ctx, 0); err != nil {
 			return err
 		}
@@ -737,14 +752,36 @@ func (s *dmlState) startBulk(ctx context.Context) error {
 // BulkPuts. The bulk path writes only fresh storage no one else reaches,
 // which is what the stream needs. Called in batch order, on the
 // statement's goroutine.
-func (ti *tableInfo) sortedRun(b *kv.Batch) *kv.SortedRun {
+func (ti *tableInfo) sortedRun(ctx context.Context, txn *kv.Txn, b *kv.Batch) (*kv.SortedRun, error) {
 	if ti.sorted == nil {
 		sp := ti.layout.IndexSpan(&ti.layout.Primary)
 		ti.sorted = &kv.SortedStream{In: func(k []byte) bool {
 			return bytes.Compare(k, sp.Key) >= 0 && bytes.Compare(k, sp.EndKey) < 0
 		}}
 	}
-	return ti.sorted.Take(b)
+	return ti.sorted.Take(ctx, txn, b)
+}
+
+// flushSorted ingests the SST that ti's sorted stream is filling (the
+// stream fills one across batches, kv.SortedStream), as a bulk write of
+// its own in flight, so that what waits for the writes in flight
+// (finishBulk) also waits for it.
+func (s *dmlState) flushSorted(ctx context.Context, ti *tableInfo) error {
+	if ti == nil || ti.sorted == nil {
+		return nil
+	}
+	run, err := ti.sorted.Flush()
+	if err != nil || run == nil {
+		return err
+	}
+	w := &bulkWrite{ti: ti, done: make(chan struct{}), run: true}
+	s.inflight = append(s.inflight, w)
+	txn := s.x.Txn
+	go func() {
+		defer close(w.done)
+		w.err = txn.RunBulkSorted(ctx, &kv.Batch{}, run)
+	}()
+	return nil
 }
 
 // finishBulk waits until at most keep batches are in flight, oldest

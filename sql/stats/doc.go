@@ -20,7 +20,9 @@
 // Automatic statistics (refresh.go): sessions report the rows their
 // committed DML and COPY changed per table (Refresher.NotifyMutations);
 // a table changed by more than 20% of its rows plus 500 is collected again
-// in the background, in a transaction of the refresher's own. A session
+// in the background, in a transaction of the refresher's own, which an online schema
+// change's drains leave out (it writes no rows: kv.Txn.ExemptFromDrain;
+// TestRefreshHoldsNoDrain). A session
 // turns its reports off with SET sql.stats.automatic_collection.enabled =
 // off.
 //

@@ -103,6 +103,14 @@ func (r *Refresher) refresh(id catalog.ID) {
 	// a writer got in between. Statistics are estimates; a snapshot a few
 	// milliseconds older than the save is as good.
 	err := r.db.Txn(r.ctx, kv.Serializable, func(ctx context.Context, txn *kv.Txn) error {
+		// It writes nothing: an online schema change need not wait
+		// for it (kv.Txn.ExemptFromDrain). A collection over a table
+		// just loaded reads it whole, and a CREATE INDEX right after
+		// the load waited seconds for it between its first two steps.
+		txn.ExemptFromDrain()
+		if h := refreshTestingHook; h != nil {
+			h(txn)
+		}
 		t, err := catalog.NewReader(txn, r.descs).TableByID(ctx, id)
 		if err != nil {
 			return err
@@ -124,6 +132,10 @@ func (r *Refresher) refresh(id catalog.ID) {
 	}
 	r.log.Debug("stats: automatic collection", "table", id, "rows", ts.RowCount, "took", time.Since(start))
 }
+
+// refreshTestingHook, when set, runs at the start of each automatic
+// collection's read transaction (tests).
+var refreshTestingHook func(txn *kv.Txn)
 
 // Stop cancels the running collections and waits for them.
 func (r *Refresher) Stop() {

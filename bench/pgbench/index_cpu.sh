@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# CREATE INDEX's wall and CPU seconds on a plain `cairn start` (issue 18):
+# pgbench's bulk table, (id int8 primary key, a int8, b text, c float8),
+# loaded with psql's \copy of ROWS generated rows (the same as run.sh's) into
+# an existing table, then RUNS builds of an index on the scattered column a
+# (new names, no DROP INDEX between them), each timed and charged the
+# node's CPU (utime + stime from /proc). CPU seconds move far less than
+# wall seconds on a loaded machine. Automatic statistics are off for the
+# loading session, so no collection runs beside the builds.
+#
+#   bench/pgbench/index_cpu.sh [-rows ROWS] [-runs N]
+#
+# CAIRN_BIN=path runs that binary instead of building this tree's;
+# BENCH_PORT_BASE (default 30600) is the SQL port, +1 RPC, +2 HTTP.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+. test/compat/lib.sh
+rows=1000000 runs=3
+while [ $# -gt 0 ]; do
+  case $1 in
+  -rows) rows=$2; shift 2 ;;
+  -runs) runs=$2; shift 2 ;;
+  *) echo "unknown flag $1" >&2; exit 2 ;;
+  esac
+done
+port=${BENCH_PORT_BASE:-30600}
+work=$(mktemp -d /tmp/cairn-indexcpu.XXXXXX)
+CAIRN_UNREPLICATED=${CAIRN_UNREPLICATED-}
+trap 'cairn_stop; rm -rf "$work"' EXIT
+if [ -n "${CAIRN_BIN:-}" ]; then cp "$CAIRN_BIN" "$work/cairn"; else cairn_build "$work/cairn"; fi
+awk -v n="$rows" 'BEGIN { for (i = 1; i <= n; i++)
+  printf "%d,%d,row-%019d,%.4f\n", i, (i * 7919) % 1000003, (i * 104729) % 1000000007, i * 0.37 }' >"$work/rows.csv"
+cairn_start "$work/cairn" "$work/node" "$port"
+url="postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable"
+psql -X -q -v ON_ERROR_STOP=1 -c "CREATE TABLE b (id int8 PRIMARY KEY, a int8, b text, c float8)" "$url"
+PGOPTIONS="-c sql.stats.automatic_collection.enabled=off" \
+  psql -X -q -v ON_ERROR_STOP=1 -c "\\copy b FROM '$work/rows.csv' WITH (FORMAT csv)" "$url"
+cpu() { awk '{print $14 + $15}' "/proc/$CAIRN_PID/stat"; }
+tck=$(getconf CLK_TCK)
+for r in $(seq 1 "$runs"); do
+  c0=$(cpu) t0=$(date +%s%N)
+  psql -X -q -v ON_ERROR_STOP=1 -c "CREATE INDEX b_a$r ON b (a)" "$url"
+  t1=$(date +%s%N) c1=$(cpu)
+  awk -v r="$r" -v a="$t0" -v b="$t1" -v c="$((c1 - c0))" -v t="$tck" -v l="$(cut -d' ' -f1 /proc/loadavg)" \
+    'BEGIN { printf "run %d: wall %.2f s, cpu %.2f s, load %s\n", r, (b - a) / 1e9, c / t, l }'
+done
+got=$(psql -X -qtA -c "SELECT count(*) FROM b WHERE a = 7919" "$url")
+[ "$got" = 1 ] || { echo "the index answers $got rows for a = 7919, want 1" >&2; exit 1; }
