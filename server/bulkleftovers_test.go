@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/cairn-db/cairn/keys"
+	"github.com/cairn-db/cairn/kv"
 	"github.com/cairn-db/cairn/mvcc"
 )
 
@@ -90,7 +91,19 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 	waitFor(t, what, 30*time.Second, func() (bool, string) { return cond(), "" })
 }
 
+// smallSortedSSTs makes a sorted bulk load ingest an SST every 64 KiB of
+// rows (kv.SortedSSTBytes, 24 MiB otherwise, which these loads never
+// reach before their end), so that a load paused in the middle has
+// written rows for the cases below to find and remove. It must run before
+// the node starts.
+func smallSortedSSTs(t *testing.T) {
+	prev := kv.SortedSSTBytes
+	kv.SortedSSTBytes = 64 << 10
+	t.Cleanup(func() { kv.SortedSSTBytes = prev })
+}
+
 func TestFailedBulkLoadLeavesNothing(t *testing.T) {
+	smallSortedSSTs(t)
 	s := start(t, Config{Insecure: true})
 	defer s.Stop(context.Background())
 	ctx := context.Background()
@@ -234,6 +247,7 @@ func TestBulkLoadCrashChild(t *testing.T) {
 	if dir == "" {
 		t.Skip("run by TestBulkLoadCrash only")
 	}
+	smallSortedSSTs(t)
 	s := start(t, Config{Insecure: true, StoreDir: dir})
 	ctx := context.Background()
 	c := connect(t, s)
