@@ -214,6 +214,49 @@ func TestAuthTimeout(t *testing.T) {
 	}
 }
 
+// TestAuthTimeoutTLS: on a server with TLS, the pre-authentication
+// bound covers the TLS handshake too (issue 21: "pre-auth limits stay").
+// A client that gets the 'S' answer and then sends nothing, or half a
+// TLS record, is hung up on by the server, well before the test's own
+// ten-second read deadline would end the wait.
+func TestAuthTimeoutTLS(t *testing.T) {
+	ts := startServer(t, func(c *Config) {
+		c.AuthTimeout = 50 * time.Millisecond
+		c.Insecure = false
+		c.TLS = selfSignedTLS(t)
+	})
+	for name, after := range map[string][]byte{
+		"silent after S":         nil,
+		"half a TLS record head": {0x16, 0x03, 0x01},
+	} {
+		t.Run(name, func(t *testing.T) {
+			nc, err := net.Dial("tcp", ts.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer nc.Close()
+			nc.SetDeadline(time.Now().Add(10 * time.Second))
+			if _, err := nc.Write(sslRequest); err != nil {
+				t.Fatal(err)
+			}
+			var b [1]byte
+			if _, err := io.ReadFull(nc, b[:]); err != nil || b[0] != 'S' {
+				t.Fatalf("answer to SSLRequest: %q, %v; want S", b[:], err)
+			}
+			if len(after) > 0 {
+				if _, err := nc.Write(after); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// Whatever the server sends (a TLS alert at most), it then
+			// closes: the copy ends with EOF, not the read deadline.
+			if _, err := io.Copy(io.Discard, nc); err != nil {
+				t.Fatalf("the server held the stalled handshake open: %v", err)
+			}
+		})
+	}
+}
+
 // TestTLSSCRAM authenticates over TLS with and without channel binding
 // (SCRAM-SHA-256-PLUS is offered only over TLS).
 func TestTLSSCRAM(t *testing.T) {

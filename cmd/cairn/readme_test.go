@@ -154,3 +154,28 @@ func TestReadmeSecureQuickStart(t *testing.T) {
 		t.Fatalf("psql with the banner's URL: %v: %s", err, out)
 	}
 }
+
+// TestReadmeDefaults: the addresses README.md gives as `cairn start`'s
+// defaults, and the --join it tells a second node to use, are the flags'
+// defaults in the code (which `cairn start --help` prints), so a user on
+// defaults is not sent to the SQL port to join (issue 21).
+func TestReadmeDefaults(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Join(strings.Fields(string(readme)), " ")
+	m := regexp.MustCompile("The defaults are SQL on (\\S+), other nodes on (\\S+) \\(`--rpc-addr`\\) and the admin UI on (\\S+) \\(`--http-addr`\\)").FindStringSubmatch(text)
+	if m == nil {
+		t.Fatal("README.md no longer states start's default addresses in the sentence this test reads")
+	}
+	fs := startFlagSet(&startFlags{})
+	for i, name := range []string{"sql-addr", "rpc-addr", "http-addr"} {
+		if def := fs.Lookup(name).DefValue; m[i+1] != def {
+			t.Errorf("README.md says --%s defaults to %s; the code's default is %s", name, m[i+1], def)
+		}
+	}
+	if rpc := fs.Lookup("rpc-addr").DefValue; !strings.Contains(text, "`--join "+rpc+"` (the first node's `--rpc-addr`") {
+		t.Errorf("README.md does not tell a second node to join %s, the default --rpc-addr", rpc)
+	}
+}
