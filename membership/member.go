@@ -430,25 +430,27 @@ func (m *Member) View(ctx context.Context) (*View, error) {
 }
 
 // ReportedLeases is node id's lease count as its liveness record, when
-// the last View read it live, reports it: all its leases (domain ""), or
+// the last View read it live, reports it, and when it was written (id's
+// clock): all its leases (domain ""), or
 // those of domain's tablets (0 when it holds fewer than two replicas of
 // the domain: the record leaves such domains out). ok false without a
 // live record. A record is up to a heartbeat old. The lease balancer
 // compares counts by it (store.LeaseBalancerConfig.Reported): a node
 // sees another's leases only over the tablets it holds a replica of.
-func (m *Member) ReportedLeases(id uint64, domain string) (n int, ok bool) {
+func (m *Member) ReportedLeases(id uint64, domain string) (n int, at time.Time, ok bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	l, ok := m.reports[id]
 	if !ok {
-		return 0, false
+		return 0, time.Time{}, false
 	}
+	at = time.Unix(0, l.Updated)
 	if domain == "" {
-		return l.Leaders, true
+		return l.Leaders, at, true
 	}
 	// The record counts, per domain, the replicas of the groups the node
 	// leads: its own entry is the groups it leads.
-	return l.Domains[domain][id], true
+	return l.Domains[domain][id], at, true
 }
 
 // OnlyNode reports whether the node table, read through db, names no node

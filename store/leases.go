@@ -157,11 +157,12 @@ type LeaseBalancerConfig struct {
 	Domain func(tablet uint64) string
 	// Reported, if set, returns node's lease count as it last reported
 	// it (its liveness record), over domain's tablets ("": all its
-	// leases); ok false when it reported none. A node is then compared
-	// by its report (or the leases this node sees it hold, if more);
+	// leases), and when (node's clock); ok false when it reported none.
+	// A node is then compared by its report plus the leases this node
+	// handed it since (or the leases this node sees it hold, if more);
 	// without, by the leases the two share (pairCounts), which settles
 	// too but may leave a node two above another.
-	Reported func(node uint64, domain string) (n int, ok bool)
+	Reported func(node uint64, domain string) (n int, at time.Time, ok bool)
 	// Interval between passes (0: 1s), each jittered by up to a fifth.
 	Interval time.Duration
 	// MinHold is how long a node keeps a lease before the balancer may
@@ -194,8 +195,11 @@ type LeaseBalancer struct {
 	// eligibleNow caches Eligible's answers for one pass.
 	eligibleNow map[uint64]bool
 	// reportedNow caches Reported's answers for one pass ({node,
-	// domain ID} → count, -1: none).
+	// domain ID} → count with the leases sent since, -1: none).
 	reportedNow map[[2]uint64]int
+	// sent are the transfers this node started within sentFor, oldest
+	// first: a report does not count those made after it.
+	sent []sentLease
 	// domainOf caches Domain's answers since domainsAt, as small
 	// numbers (tablet → domain; 0: none) that domainID assigns, so a
 	// pass counts in slices rather than string-keyed maps.
@@ -218,6 +222,23 @@ type leaseMove struct {
 	to    uint64
 	since time.Time
 }
+
+type sentLease struct {
+	to     uint64
+	domain string
+	at     time.Time
+}
+
+// sentFor is how long a transfer is remembered for Reported's counts:
+// longer than a heartbeat interval (3 s by default) and the time its
+// record takes to be read (a membership scan, 1 s). sentSlack is taken
+// off a report's time before comparing: the reporter's clock may run
+// up to the maximum offset ahead of this node's, and a lease counted
+// twice only delays a move, one missed may overshoot.
+const (
+	sentFor   = 30 * time.Second
+	sentSlack = time.Second
+)
 
 // maxTransfersPerPass bounds the leases one node moves per pass.
 const maxTransfersPerPass = 8
@@ -283,6 +304,9 @@ func (b *LeaseBalancer) Pass() int {
 	b.track(groups, now)
 	b.eligibleNow = map[uint64]bool{}
 	clear(b.reportedNow)
+	for len(b.sent) > 0 && now.Sub(b.sent[0].at) > sentFor {
+		b.sent = b.sent[1:]
+	}
 	// Leases counted in pairs, over the groups both nodes are voters of
 	// (Pairs), each count exact in this node's view.
 	pc := pairsOf(b.self, groups)
@@ -318,6 +342,16 @@ func (b *LeaseBalancer) Pass() int {
 			continue
 		}
 		b.moves[g.TabletID] = leaseMove{to: to, since: now}
+		if b.cfg.Reported != nil {
+			var name string
+			if d != 0 {
+				name = b.domainName[d]
+			}
+			b.sent = append(b.sent, sentLease{to: to, domain: name, at: now})
+			// The cached counts of to are a move short now.
+			delete(b.reportedNow, [2]uint64{to, 0})
+			delete(b.reportedNow, [2]uint64{to, uint64(d)})
+		}
 		// The lease leaves this node's count against every other voter
 		// of g and joins to's against this node.
 		for _, v := range g.Voters {
@@ -655,10 +689,10 @@ func (b *LeaseBalancer) target(g raftnode.GroupInfo, p LeasePreferences, pc pair
 
 // gap is how many more leases (of domain d; 0: all) this node holds than
 // node v. With v's report (Reported) it is own, this node's count,
-// against the report, or against seen, the leases this node sees v hold,
-// if more: a report is up to a heartbeat old (a move since is seen at
-// once if this node made it), seen is fresh but a part. Without a
-// report it is pair, the gap over the leases both are voters of.
+// against the report plus the leases this node sent v since it, or
+// against seen, the leases this node sees v hold, if more: a report is
+// up to a heartbeat old, seen is fresh but a part. Without a report it
+// is pair, the gap over the leases both are voters of.
 func (b *LeaseBalancer) gap(v uint64, d int32, own, seen, pair int) int {
 	if b.cfg.Reported == nil {
 		return pair
@@ -670,9 +704,16 @@ func (b *LeaseBalancer) gap(v uint64, d int32, own, seen, pair int) int {
 		if d != 0 {
 			name = b.domainName[d]
 		}
-		var ok bool
-		if n, ok = b.cfg.Reported(v, name); !ok {
-			n = -1
+		r, at, ok := b.cfg.Reported(v, name)
+		n = -1
+		if ok {
+			n = r
+			since := at.Add(-sentSlack)
+			for _, s := range b.sent {
+				if s.to == v && (d == 0 || s.domain == name) && s.at.After(since) {
+					n++
+				}
+			}
 		}
 		b.reportedNow[key] = n
 	}

@@ -232,7 +232,8 @@ type fakeCluster struct {
 	voters map[uint64][]uint64 // tablet → voters (nil: 1, 2, 3)
 	moves  int
 	// reports are the nodes' last reported lease counts (report).
-	reports map[[2]string]int
+	reports    map[[2]string]int
+	reportedAt time.Time
 }
 
 func (c *fakeCluster) votersOf(id uint64) []uint64 {
@@ -460,7 +461,7 @@ func TestLeaseBalancerSettlesOnMoreNodesThanReplicas(t *testing.T) {
 					if reports {
 						// Once a round: each node sees the others' moves
 						// of the round only by its replicas' leaders.
-						c.report(domain)
+						c.report(domain, now)
 					}
 					for _, b := range bs {
 						b.Pass()
@@ -497,10 +498,11 @@ func TestLeaseBalancerSettlesOnMoreNodesThanReplicas(t *testing.T) {
 	}
 }
 
-// report has every node report its leases (in all and per domain), as
-// its liveness record does each heartbeat; reported returns them.
-func (c *fakeCluster) report(domain func(uint64) string) {
-	c.reports = map[[2]string]int{}
+// report has every node report its leases (in all and per domain) at
+// time at, as its liveness record does each heartbeat; reported returns
+// them.
+func (c *fakeCluster) report(domain func(uint64) string, at time.Time) {
+	c.reports, c.reportedAt = map[[2]string]int{}, at
 	for id, l := range c.leader {
 		c.reports[[2]string{fmt.Sprint(l), ""}]++
 		if d := domain(id); d != "" {
@@ -510,8 +512,8 @@ func (c *fakeCluster) report(domain func(uint64) string) {
 }
 
 // reported is LeaseBalancerConfig.Reported: the last reports.
-func (c *fakeCluster) reported(node uint64, d string) (int, bool) {
-	return c.reports[[2]string{fmt.Sprint(node), d}], c.reports != nil
+func (c *fakeCluster) reported(node uint64, d string) (int, time.Time, bool) {
+	return c.reports[[2]string{fmt.Sprint(node), d}], c.reportedAt, c.reports != nil
 }
 
 // randomVoter picks a first leaseholder among a tablet's voters, the
@@ -519,4 +521,44 @@ func (c *fakeCluster) reported(node uint64, d string) (int, bool) {
 func randomVoter(seed uint64) func(uint64, []uint64) uint64 {
 	r := rand.New(rand.NewPCG(seed, 16))
 	return func(_ uint64, v []uint64) uint64 { return v[r.IntN(len(v))] }
+}
+
+// TestLeaseBalancerCountsSentSinceReport: node 2 reported 3 leases over
+// tablets node 1 holds no replica of, node 3 reported 9; node 1 leads 9.
+// Node 1 hands node 2 leases until it is within one of node 2's report
+// plus what it sent since: three, not four (counting only what it sees
+// node 2 hold, the report would stay at 3 until the next heartbeat and
+// node 2 would end two above node 1). Passes later, with no new report,
+// nothing more moves; a report older than the transfers counts them
+// anew.
+func TestLeaseBalancerCountsSentSinceReport(t *testing.T) {
+	node := &fakeLeaseNode{self: 1, groups: leaseGroups(map[uint64]int{1: 9}, []uint64{2, 3}), moved: map[uint64]int{}, apply: true}
+	now := time.Unix(1000, 0)
+	reportedAt := now
+	reports := map[uint64]int{2: 3, 3: 9}
+	b := NewLeaseBalancer(LeaseBalancerConfig{Node: node, Reported: func(n uint64, d string) (int, time.Time, bool) {
+		r, ok := reports[n]
+		return r, reportedAt, ok && d == ""
+	}}, 1)
+	b.now = func() time.Time { return now }
+	b.Pass()
+	now = now.Add(b.cfg.MinHold)
+	b.Pass()
+	if fmt.Sprint(node.moved) != "map[2:3]" {
+		t.Fatalf("transfers per target %v, want three to node 2", node.moved)
+	}
+	for range 3 {
+		now = now.Add(b.cfg.MinHold)
+		b.Pass()
+	}
+	if fmt.Sprint(node.moved) != "map[2:3]" {
+		t.Fatalf("with the same reports later: transfers per target %v, want still three to node 2", node.moved)
+	}
+	// Node 2's new report counts the three: 6 against node 1's 6.
+	reports[2], reportedAt = 6, now
+	now = now.Add(b.cfg.MinHold)
+	b.Pass()
+	if fmt.Sprint(node.moved) != "map[2:3]" {
+		t.Errorf("after node 2's next report: transfers per target %v, want still three to node 2", node.moved)
+	}
 }
