@@ -128,6 +128,9 @@ type Member struct {
 	nextRebalance time.Time
 	// dead are the nodes the last View found dead (ClockPeers).
 	dead map[uint64]bool
+	// reports are the live nodes' liveness records as the last View
+	// read them (ReportedLeases).
+	reports map[uint64]LivenessRecord
 	// testingHolds, when set, answers holdsReplica instead of the node
 	// asked.
 	testingHolds func(node, tablet uint64) bool
@@ -413,10 +416,41 @@ func (m *Member) View(ctx context.Context) (*View, error) {
 			dead[id] = true
 		}
 	}
+	reports := map[uint64]LivenessRecord{}
+	for id, l := range v.Liveness {
+		if v.State(id) == Live {
+			reports[id] = l
+		}
+	}
 	m.mu.Lock()
 	m.dead = dead
+	m.reports = reports
 	m.mu.Unlock()
 	return v, nil
+}
+
+// ReportedLeases is node id's lease count as its liveness record, when
+// the last View read it live, reports it, and when it was written (id's
+// clock): all its leases (domain ""), or
+// those of domain's tablets (0 when it holds fewer than two replicas of
+// the domain: the record leaves such domains out). ok false without a
+// live record. A record is up to a heartbeat old. The lease balancer
+// compares counts by it (store.LeaseBalancerConfig.Reported): a node
+// sees another's leases only over the tablets it holds a replica of.
+func (m *Member) ReportedLeases(id uint64, domain string) (n int, at time.Time, ok bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l, ok := m.reports[id]
+	if !ok {
+		return 0, time.Time{}, false
+	}
+	at = time.Unix(0, l.Updated)
+	if domain == "" {
+		return l.Leaders, at, true
+	}
+	// The record counts, per domain, the replicas of the groups the node
+	// leads: its own entry is the groups it leads.
+	return l.Domains[domain][id], at, true
 }
 
 // OnlyNode reports whether the node table, read through db, names no node

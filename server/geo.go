@@ -48,10 +48,13 @@ func newGeography(cfg Config, id uint64) *rpc.Geography {
 // leases balanced by count over the nodes unless the flag's preferences
 // say otherwise, and the zones' (ALTER ... CONFIGURE ZONE USING
 // lease_preferences) for their tablets. Leases go only to eligible nodes.
+// Other nodes' counts come from their liveness records (membership's
+// ReportedLeases): with more nodes than replicas no node sees all of
+// another's leases.
 func (r *replication) startLeaseBalancer(cfg Config) {
 	prefs, _ := store.ParseLeasePreferences(cfg.LeasePreferences)
 	b := store.NewLeaseBalancer(store.LeaseBalancerConfig{Node: r.raft, Region: r.geo.Region, Prefs: prefs, ZonePrefs: r.zones.prefs, Eligible: r.leaseEligible,
-		Domain: r.zones.domain}, r.id)
+		Domain: r.zones.domain, Reported: r.member.ReportedLeases}, r.id)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

@@ -11,9 +11,15 @@ package store
 //   - By default leases are balanced by count over the nodes (CockroachDB's
 //     lease-count rebalancing, YugabyteDB's leader balancing): a node holding
 //     more than one lease above the least loaded candidate of a tablet it
-//     leads hands that tablet to it. Every node sees every group it has a
-//     replica of, with its leader, so each computes the same counts for
-//     the nodes they share.
+//     leads hands that tablet to it. A node's own count is exact (it sees
+//     every lease it holds); another's is its last report (Reported: its
+//     liveness record, up to a heartbeat old), or the leases this node
+//     sees it hold if more. Without a report the two are compared over the
+//     groups both are voters of (pairCounts), both exact in this node's
+//     view. Never against all of this node's own: with more nodes than
+//     replicas a node sees only part of another's leases, so every node
+//     found itself the fullest and leases churned for ever on an idle
+//     cluster (TestLeaseBalancerSettlesOnMoreNodesThanReplicas).
 //   - Preferences (CockroachDB's lease_preferences, YugabyteDB's preferred
 //     zones) come first: an ordered list of regions; a lease held outside
 //     the most preferred region that has a candidate moves there, and
@@ -149,6 +155,14 @@ type LeaseBalancerConfig struct {
 	// asking for every tablet every pass would cost O(tablets) lookups
 	// a second on an idle node.
 	Domain func(tablet uint64) string
+	// Reported, if set, returns node's lease count as it last reported
+	// it (its liveness record), over domain's tablets ("": all its
+	// leases), and when (node's clock); ok false when it reported none.
+	// A node is then compared by its report plus the leases this node
+	// handed it since (or the leases this node sees it hold, if more);
+	// without, by the leases the two share (pairCounts), which settles
+	// too but may leave a node two above another.
+	Reported func(node uint64, domain string) (n int, at time.Time, ok bool)
 	// Interval between passes (0: 1s), each jittered by up to a fifth.
 	Interval time.Duration
 	// MinHold is how long a node keeps a lease before the balancer may
@@ -180,12 +194,19 @@ type LeaseBalancer struct {
 	refused map[uint64]time.Time
 	// eligibleNow caches Eligible's answers for one pass.
 	eligibleNow map[uint64]bool
+	// reportedNow caches Reported's answers for one pass ({node,
+	// domain ID} → count with the leases sent since, -1: none).
+	reportedNow map[[2]uint64]int
+	// sent are the transfers this node started within sentFor, oldest
+	// first: a report does not count those made after it.
+	sent []sentLease
 	// domainOf caches Domain's answers since domainsAt, as small
 	// numbers (tablet → domain; 0: none) that domainID assigns, so a
 	// pass counts in slices rather than string-keyed maps.
-	domainOf  map[uint64]int32
-	domainID  map[string]int32
-	domainsAt time.Time
+	domainOf   map[uint64]int32
+	domainID   map[string]int32
+	domainName []string // by ID; [0] is ""
+	domainsAt  time.Time
 	// dom is the pass's lease counts per domain (reused).
 	dom domainCounts
 	// now is the clock (tests replace it).
@@ -201,6 +222,23 @@ type leaseMove struct {
 	to    uint64
 	since time.Time
 }
+
+type sentLease struct {
+	to     uint64
+	domain string
+	at     time.Time
+}
+
+// sentFor is how long a transfer is remembered for Reported's counts:
+// longer than a heartbeat interval (3 s by default) and the time its
+// record takes to be read (a membership scan, 1 s). sentSlack is taken
+// off a report's time before comparing: the reporter's clock may run
+// up to the maximum offset ahead of this node's, and a lease counted
+// twice only delays a move, one missed may overshoot.
+const (
+	sentFor   = 30 * time.Second
+	sentSlack = time.Second
+)
 
 // maxTransfersPerPass bounds the leases one node moves per pass.
 const maxTransfersPerPass = 8
@@ -239,7 +277,7 @@ func NewLeaseBalancer(cfg LeaseBalancerConfig, self uint64) *LeaseBalancer {
 		cfg.Region = func(uint64) string { return "" }
 	}
 	return &LeaseBalancer{cfg: cfg, self: self, held: map[uint64]heldLease{}, moves: map[uint64]leaseMove{},
-		avoid: map[uint64]time.Time{}, refused: map[uint64]time.Time{}, domainOf: map[uint64]int32{}, domainID: map[string]int32{}, now: time.Now}
+		avoid: map[uint64]time.Time{}, refused: map[uint64]time.Time{}, reportedNow: map[[2]uint64]int{}, domainOf: map[uint64]int32{}, domainID: map[string]int32{}, now: time.Now}
 }
 
 // Run makes a pass every interval until ctx ends.
@@ -265,19 +303,13 @@ func (b *LeaseBalancer) Pass() int {
 	now := b.now()
 	b.track(groups, now)
 	b.eligibleNow = map[uint64]bool{}
-	// Every node's leases as this node sees them (its leases and its
-	// replicas' leader hints), every voter counted even with none.
-	count := map[uint64]int{}
-	for _, g := range groups {
-		for _, v := range g.Voters {
-			if _, ok := count[v]; !ok {
-				count[v] = 0
-			}
-		}
-		if g.Leader != 0 {
-			count[g.Leader]++
-		}
+	clear(b.reportedNow)
+	for len(b.sent) > 0 && now.Sub(b.sent[0].at) > sentFor {
+		b.sent = b.sent[1:]
 	}
+	// Leases counted in pairs, over the groups both nodes are voters of
+	// (Pairs), each count exact in this node's view.
+	pc := pairsOf(b.self, groups)
 	dom := b.domainCounts(groups, now)
 	moves := 0
 	for i, g := range groups {
@@ -301,7 +333,7 @@ func (b *LeaseBalancer) Pass() int {
 		if dom == nil || dom.size[d] < 2 {
 			d = 0 // no domain, or a domain of one tablet here
 		}
-		to := b.target(g, p, count, dom, d)
+		to := b.target(g, p, pc, dom, d)
 		if to == 0 {
 			continue
 		}
@@ -310,15 +342,84 @@ func (b *LeaseBalancer) Pass() int {
 			continue
 		}
 		b.moves[g.TabletID] = leaseMove{to: to, since: now}
-		count[b.self]--
-		count[to]++
+		if b.cfg.Reported != nil {
+			var name string
+			if d != 0 {
+				name = b.domainName[d]
+			}
+			b.sent = append(b.sent, sentLease{to: to, domain: name, at: now})
+			// The cached counts of to are a move short now.
+			delete(b.reportedNow, [2]uint64{to, 0})
+			delete(b.reportedNow, [2]uint64{to, uint64(d)})
+		}
+		// The lease leaves this node's count against every other voter
+		// of g and joins to's against this node.
+		for _, v := range g.Voters {
+			if v != b.self {
+				pc.mine[v]--
+				if d != 0 {
+					dom.addMine(d, v, -1)
+				}
+			}
+		}
+		pc.theirs[to]++
+		pc.own--
 		if d != 0 {
-			dom.add(d, b.self, -1)
 			dom.add(d, to, 1)
+			dom.own[d]--
 		}
 		moves++
 	}
 	return moves
+}
+
+// pairCounts are this node's leases against each other node's, counted
+// over the groups both are voters of. Both counts are exact in this
+// node's view: it holds a replica of every such group and sees its
+// leader. A node's leases over all groups are not: with more nodes than
+// replicas this node sees another's leases only over the groups it
+// shares with it, and against all of its own it would find itself the
+// fullest, hand a lease on, and so would every node (the churn of
+// bench/README.md, "Five nodes"). With every node a voter of every group
+// (as many nodes as replicas) the pairs are the totals.
+type pairCounts struct {
+	// mine[v] is this node's leases of groups v is a voter of; theirs[v]
+	// is v's leases of groups this node is a voter of.
+	mine, theirs map[uint64]int
+	// own is this node's leases in all.
+	own int
+}
+
+// gap is how many more of the leases this node and v share it holds.
+func (c pairCounts) gap(v uint64) int { return c.mine[v] - c.theirs[v] }
+
+// pairsOf counts self's leases in pairs over groups (leader hints for
+// the others'), every voter of a group self votes in counted even with
+// none.
+func pairsOf(self uint64, groups []raftnode.GroupInfo) pairCounts {
+	c := pairCounts{mine: map[uint64]int{}, theirs: map[uint64]int{}}
+	for _, g := range groups {
+		if !slices.Contains(g.Voters, self) {
+			continue
+		}
+		for _, v := range g.Voters {
+			if v == self {
+				continue
+			}
+			if g.Leader == self {
+				c.mine[v]++
+			} else if _, ok := c.mine[v]; !ok {
+				c.mine[v] = 0
+			}
+		}
+		if g.Leader == self {
+			c.own++
+		}
+		if g.Leader != 0 && g.Leader != self && slices.Contains(g.Voters, g.Leader) {
+			c.theirs[g.Leader]++
+		}
+	}
+	return c
 }
 
 // domainCounts are each node's lease counts per domain in one pass.
@@ -326,10 +427,14 @@ type domainCounts struct {
 	// nodes are the nodes seen, in column order (a few: a linear
 	// search beats a map).
 	nodes []uint64
-	// count[d*len(nodes)+c] is nodes[c]'s count of domain d's leases.
-	count []int32
-	// size is each domain's number of tablets here.
-	size []int32
+	// count[d*len(nodes)+c] is nodes[c]'s count of domain d's leases
+	// over the groups this node is a voter of; mine[d*len(nodes)+c] is
+	// this node's count of them over the groups nodes[c] is a voter of
+	// (pairCounts, per domain).
+	count, mine []int32
+	// size is each domain's number of tablets here; own is this node's
+	// leases of each.
+	size, own []int32
 	// of is each group's domain, in the order of the pass's groups.
 	of []int32
 }
@@ -350,8 +455,24 @@ func (c *domainCounts) add(d int32, node uint64, n int) {
 	}
 }
 
-// domainCounts counts each node's leases per domain as this node sees
-// them (leader hints, as for the totals), refreshing the domain cache
+// gap is how many more of domain d's leases this node holds than node,
+// over the groups both are voters of.
+func (c *domainCounts) gap(d int32, node uint64) int {
+	i := c.col(node)
+	if i < 0 {
+		return 0
+	}
+	return int(c.mine[int(d)*len(c.nodes)+i] - c.count[int(d)*len(c.nodes)+i])
+}
+
+func (c *domainCounts) addMine(d int32, node uint64, n int) {
+	if i := c.col(node); i >= 0 {
+		c.mine[int(d)*len(c.nodes)+i] += int32(n)
+	}
+}
+
+// domainCounts counts leases per domain in pairs as this node sees
+// them (leader hints, as pairsOf for the totals), refreshing the domain cache
 // (dropping tablets no longer here). Nil when there are no domains or
 // this node holds no lease it could move (a cluster of one).
 func (b *LeaseBalancer) domainCounts(groups []raftnode.GroupInfo, now time.Time) *domainCounts {
@@ -361,6 +482,7 @@ func (b *LeaseBalancer) domainCounts(groups []raftnode.GroupInfo, now time.Time)
 	if now.Sub(b.domainsAt) >= domainRefresh || len(b.domainOf) > 2*len(groups)+64 {
 		clear(b.domainOf)
 		clear(b.domainID)
+		b.domainName = append(b.domainName[:0], "")
 		b.domainsAt = now
 	}
 	c := &b.dom
@@ -373,6 +495,10 @@ func (b *LeaseBalancer) domainCounts(groups []raftnode.GroupInfo, now time.Time)
 				if d, ok = b.domainID[name]; !ok {
 					d = int32(len(b.domainID) + 1)
 					b.domainID[name] = d
+					if len(b.domainName) == 0 {
+						b.domainName = append(b.domainName, "")
+					}
+					b.domainName = append(b.domainName, name)
 				}
 			}
 			b.domainOf[g.TabletID] = d
@@ -387,15 +513,30 @@ func (b *LeaseBalancer) domainCounts(groups []raftnode.GroupInfo, now time.Time)
 	n := len(b.domainID) + 1
 	c.size = slices.Grow(c.size[:0], n)[:n]
 	clear(c.size)
+	c.own = slices.Grow(c.own[:0], n)[:n]
+	clear(c.own)
 	c.count = slices.Grow(c.count[:0], n*len(c.nodes))[:n*len(c.nodes)]
 	clear(c.count)
+	c.mine = slices.Grow(c.mine[:0], n*len(c.nodes))[:n*len(c.nodes)]
+	clear(c.mine)
 	for i, g := range groups {
 		d := c.of[i]
 		if d == 0 {
 			continue
 		}
 		c.size[d]++
-		if g.Leader != 0 {
+		if !slices.Contains(g.Voters, b.self) {
+			continue
+		}
+		switch {
+		case g.Leader == b.self:
+			c.own[d]++
+			for _, v := range g.Voters {
+				if v != b.self {
+					c.addMine(d, v, 1)
+				}
+			}
+		case g.Leader != 0 && slices.Contains(g.Voters, g.Leader):
 			c.add(d, g.Leader, 1)
 		}
 	}
@@ -477,12 +618,14 @@ func (b *LeaseBalancer) eligible(node uint64) bool {
 
 // target is where g's lease (held here) should go under p, or 0: a
 // candidate of the best region the preferences can have. Within this
-// node's own region the lease moves only to balance: to the candidate
-// with the fewest leases of g's domain d if this node holds at least two
-// more of them, else to the candidate with the fewest leases in all if
-// this node holds at least two more and that candidate fewer of d (or if
-// this node may not hold leases itself).
-func (b *LeaseBalancer) target(g raftnode.GroupInfo, p LeasePreferences, count map[uint64]int, dom *domainCounts, d int32) uint64 {
+// node's own region the lease moves only to balance, each candidate
+// compared with this node over the groups both are voters of (pc, dom):
+// to the candidate this node holds the most more of g's domain d's
+// leases than, if at least two more; else to the candidate it holds the
+// most more leases in all than, if at least two more and it also holds
+// more of d's than that candidate (or if this node may not hold leases
+// itself).
+func (b *LeaseBalancer) target(g raftnode.GroupInfo, p LeasePreferences, pc pairCounts, dom *domainCounts, d int32) uint64 {
 	var cands []uint64
 	for _, v := range g.CaughtUp {
 		if v != b.self && b.eligible(v) {
@@ -497,29 +640,31 @@ func (b *LeaseBalancer) target(g raftnode.GroupInfo, p LeasePreferences, count m
 	for _, v := range cands {
 		best = min(best, b.rank(p.Regions, v))
 	}
-	// dc is a node's count of d's leases (0 for every node without a
-	// domain, or in a domain of one tablet).
-	dc := func(v uint64) int {
+	// dg is how many more of d's leases this node holds than v (0 for
+	// every node without a domain, or in a domain of one tablet); tg
+	// the same in all (gap).
+	dg := func(v uint64) int {
 		if d == 0 {
 			return 0
 		}
-		return dom.get(d, v)
+		return b.gap(v, d, int(dom.own[d]), dom.get(d, v), dom.gap(d, v))
 	}
-	// to: the fewest of d's leases, then the fewest in all, then the
-	// lowest ID; byCount: the fewest in all among those holding fewer of
-	// d's leases than this node (any, without a domain).
+	tg := func(v uint64) int { return b.gap(v, 0, pc.own, pc.theirs[v], pc.gap(v)) }
+	// to: the widest gap in d's leases, then in all, then the lowest
+	// ID; byCount: the widest gap in all among those this node holds
+	// more of d's leases than (any, without a domain).
 	to, byCount := uint64(0), uint64(0)
 	for _, v := range cands {
 		if b.rank(p.Regions, v) != best {
 			continue
 		}
-		if to == 0 || dc(v) < dc(to) || dc(v) == dc(to) && (count[v] < count[to] || count[v] == count[to] && v < to) {
+		if to == 0 || dg(v) > dg(to) || dg(v) == dg(to) && (tg(v) > tg(to) || tg(v) == tg(to) && v < to) {
 			to = v
 		}
-		if d != 0 && dc(v) >= dc(b.self) {
+		if d != 0 && dg(v) <= 0 {
 			continue
 		}
-		if byCount == 0 || count[v] < count[byCount] || count[v] == count[byCount] && v < byCount {
+		if byCount == 0 || tg(v) > tg(byCount) || tg(v) == tg(byCount) && v < byCount {
 			byCount = v
 		}
 	}
@@ -533,11 +678,47 @@ func (b *LeaseBalancer) target(g raftnode.GroupInfo, p LeasePreferences, count m
 	case b.cfg.Eligible != nil && !b.eligible(b.self):
 		// Decommissioning: shed leases whatever the counts.
 		return to
-	case dc(b.self) > dc(to)+1:
+	case dg(to) > 1:
 		// The domain's leases are uneven.
 		return to
-	case byCount != 0 && count[b.self] > count[byCount]+1:
+	case byCount != 0 && tg(byCount) > 1:
 		return byCount
 	}
 	return 0
+}
+
+// gap is how many more leases (of domain d; 0: all) this node holds than
+// node v. With v's report (Reported) it is own, this node's count,
+// against the report plus the leases this node sent v since it, or
+// against seen, the leases this node sees v hold, if more: a report is
+// up to a heartbeat old, seen is fresh but a part. Without a report it
+// is pair, the gap over the leases both are voters of.
+func (b *LeaseBalancer) gap(v uint64, d int32, own, seen, pair int) int {
+	if b.cfg.Reported == nil {
+		return pair
+	}
+	key := [2]uint64{v, uint64(d)}
+	n, cached := b.reportedNow[key]
+	if !cached {
+		name := ""
+		if d != 0 {
+			name = b.domainName[d]
+		}
+		r, at, ok := b.cfg.Reported(v, name)
+		n = -1
+		if ok {
+			n = r
+			since := at.Add(-sentSlack)
+			for _, s := range b.sent {
+				if s.to == v && (d == 0 || s.domain == name) && s.at.After(since) {
+					n++
+				}
+			}
+		}
+		b.reportedNow[key] = n
+	}
+	if n < 0 {
+		return pair
+	}
+	return own - max(n, seen)
 }
