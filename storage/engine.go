@@ -63,6 +63,10 @@ type Engine struct {
 	// later write returns it.
 	failed  atomic.Pointer[error]
 	onFatal func(error)
+	// tables counts flushes and ingestions: the events after which
+	// EstimateDiskUsage, which sees only SSTs, can answer more for a span
+	// nothing has written to since (TableGeneration).
+	tables *atomic.Int64
 }
 
 // CacheSizeOr is the block cache a store opened with Options.CacheSize
@@ -112,6 +116,11 @@ func Open(dir string, opts Options) (*Engine, error) {
 	// The memory is taken as it is written (at most two memtables in
 	// flight before writes wait for a flush).
 	po.MemTableSize = 64 << 20
+	tables := new(atomic.Int64)
+	po.EventListener = &pebble.EventListener{
+		FlushEnd:      func(pebble.FlushInfo) { tables.Add(1) },
+		TableIngested: func(pebble.TableIngestInfo) { tables.Add(1) },
+	}
 	po.EnsureDefaults()
 	db, err := pebble.Open(dir, po)
 	if err != nil {
@@ -125,7 +134,7 @@ func Open(dir string, opts Options) (*Engine, error) {
 	if opts.NoSync {
 		wo = pebble.NoSync
 	}
-	return &Engine{db: db, opts: po, fs: fs, dir: dir, cache: cache, wo: wo, onFatal: opts.OnFatal, healthCloser: healthCloser, ra: ra}, nil
+	return &Engine{db: db, opts: po, fs: fs, dir: dir, cache: cache, wo: wo, onFatal: opts.OnFatal, healthCloser: healthCloser, ra: ra, tables: tables}, nil
 }
 
 // ReadAheadStats counts what read-ahead did (zero without it).
@@ -295,6 +304,11 @@ func (e *Engine) EstimateDiskUsage(start, end []byte) (uint64, error) {
 	}
 	return n, nil
 }
+
+// TableGeneration counts the flushes and ingestions so far. A span's
+// EstimateDiskUsage can change without a write to it only when this does
+// (a write to it sits in a memtable, uncounted, until a flush).
+func (e *Engine) TableGeneration() int64 { return e.tables.Load() }
 
 // Metrics returns Pebble's metrics (levels, compactions, WAL, caches) for
 // the node's /metrics endpoint and debug pages.

@@ -64,7 +64,9 @@ const (
 	splitTimeout      = 10 * time.Second
 	unsplittableRetry = time.Minute
 	// sizeRecheck is how long a tablet without writes keeps its last
-	// size estimate (a snapshot or a flush does not make it larger).
+	// size estimate while no flush or ingestion happened either. (The
+	// estimate sees only SSTs: a flush moves a tablet's recent writes
+	// from the memtable into it, so a flush makes it stale too.)
 	sizeRecheck = time.Minute
 	// maxFamilySuffix bounds the column-ID suffix of a column entry (an
 	// ordered varint of a uint32 takes at most 5 bytes; 10 leaves room).
@@ -112,7 +114,9 @@ type splitQueue struct {
 // sizeCheck is a tablet's state at its last size estimate.
 type sizeCheck struct {
 	writes, gen int64
-	at          time.Time
+	// tables is the engine's TableGeneration at the estimate.
+	tables int64
+	at     time.Time
 }
 
 // RunSplitQueue splits this store's tablets by size and load (see above)
@@ -259,14 +263,15 @@ func (q *splitQueue) splitKey(d kvpb.TabletDescriptor, r *tablet.Replica, rate f
 	s := q.s
 	over := false
 	writes := r.Metrics().WriteBatches.Load()
-	if c, ok := q.sized[d.TabletID]; q.size > 0 && (!ok || c.writes != writes || c.gen != d.Generation || now.Sub(c.at) >= sizeRecheck) {
+	tables := s.eng.TableGeneration()
+	if c, ok := q.sized[d.TabletID]; q.size > 0 && (!ok || c.writes != writes || c.gen != d.Generation || c.tables != tables || now.Sub(c.at) >= sizeRecheck) {
 		q.estimates++
 		size, err := s.eng.EstimateDiskUsage(d.StartKey, d.EndKey)
 		if err != nil {
 			return nil, false, err
 		}
 		if size <= uint64(q.size) {
-			q.sized[d.TabletID] = sizeCheck{writes: writes, gen: d.Generation, at: now}
+			q.sized[d.TabletID] = sizeCheck{writes: writes, gen: d.Generation, tables: tables, at: now}
 		} else {
 			delete(q.sized, d.TabletID) // over: looked at every pass until split
 			over = true
