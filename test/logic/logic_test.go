@@ -1,11 +1,14 @@
 package logic
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime/pprof"
+	"strings"
 	"testing"
 )
 
@@ -57,11 +60,17 @@ func runLogic(t *testing.T, settings map[string]string, rewrite bool) {
 	if engine != EngineCairn && engine != EnginePostgres {
 		t.Fatalf("CAIRN_LOGIC_ENGINE=%q: want %s or %s", engine, EngineCairn, EnginePostgres)
 	}
+	var onTimeout func(string, int)
 	if url == "" {
 		if newServer == nil {
 			t.Fatalf("no server: set CAIRN_LOGIC_URL, or assign newServer once Cairn's SQL server exists")
 		}
 		url = newServer(t)
+		// The server runs in this process: a record that times out
+		// leaves the stacks of what the server was doing.
+		onTimeout = func(file string, line int) {
+			t.Logf("%s:%d timed out; the server's goroutines in cairn's code:\n%s", file, line, cairnGoroutines(400))
+		}
 	}
 	filter, err := regexp.Compile(*fileFilter)
 	if err != nil {
@@ -79,7 +88,7 @@ func runLogic(t *testing.T, settings map[string]string, rewrite bool) {
 		}
 		ran++
 		t.Run(name, func(t *testing.T) {
-			cfg := Config{URL: url, Engine: engine, Rewrite: rewrite, Settings: settings}
+			cfg := Config{URL: url, Engine: engine, Rewrite: rewrite, Settings: settings, OnTimeout: onTimeout}
 			rep, err := RunFile(context.Background(), cfg, path)
 			if err != nil {
 				t.Fatal(err)
@@ -102,4 +111,30 @@ func runLogic(t *testing.T, settings map[string]string, rewrite bool) {
 	if ran == 0 {
 		t.Fatalf("no logic file matches -file=%q", *fileFilter)
 	}
+}
+
+// cairnGoroutines returns the stacks of this process's goroutines that
+// run Cairn's code outside this test package, at most maxLines lines;
+// those in the SQL layer (statements, jobs) come first, the node's
+// background loops after them.
+func cairnGoroutines(maxLines int) string {
+	var buf bytes.Buffer
+	if err := pprof.Lookup("goroutine").WriteTo(&buf, 2); err != nil {
+		return err.Error()
+	}
+	var sql, other []string
+	for _, g := range strings.Split(buf.String(), "\n\n") {
+		switch {
+		case !strings.Contains(g, "cairn-db/cairn/") || strings.Contains(g, "cairn-db/cairn/test/logic."):
+		case strings.Contains(g, "cairn-db/cairn/sql/"):
+			sql = append(sql, g)
+		default:
+			other = append(other, g)
+		}
+	}
+	out := strings.Split(strings.Join(append(sql, other...), "\n\n"), "\n")
+	if len(out) > maxLines {
+		out = append(out[:maxLines], "...")
+	}
+	return strings.Join(out, "\n")
 }

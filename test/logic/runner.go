@@ -127,6 +127,11 @@ type Config struct {
 	// a tiny work_mem so that every sort, hash table and window spills to
 	// disk, and the files' expected results must not change.
 	Settings map[string]string
+	// OnTimeout, if set, is called when a record runs past
+	// StatementTimeout, before the next record: TestLogic prints the
+	// in-process server's SQL goroutines there, so a rare hang seen only
+	// in CI leaves its stacks in the log.
+	OnTimeout func(file string, line int)
 }
 
 // Report is the outcome of one file.
@@ -271,6 +276,9 @@ func (r *fileRun) run(ctx context.Context) error {
 		r.report.Ran++
 		rctx, cancel := context.WithTimeout(ctx, r.cfg.StatementTimeout)
 		r.runRecord(rctx, i, rec, conn)
+		if errors.Is(rctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil && r.cfg.OnTimeout != nil {
+			r.cfg.OnTimeout(r.f.Name, rec.Line)
+		}
 		cancel()
 		if conn.IsClosed() {
 			// A timeout or a broken connection: start the session afresh so
