@@ -476,7 +476,7 @@ func (o *hashAggOp) Next(ctx context.Context) ([]types.Datum, error) {
 		}
 		if !o.started {
 			o.started = true
-			if err := o.aggregate(ctx, o.in, 0); err != nil {
+			if err := o.aggregate(ctx, o.in, 0, -1); err != nil {
 				return nil, err
 			}
 			continue
@@ -488,7 +488,7 @@ func (o *hashAggOp) Next(ctx context.Context) ([]types.Datum, error) {
 		o.queue = o.queue[1:]
 		src, err := openSource(p.f)
 		if err == nil {
-			err = o.aggregate(ctx, src, p.level)
+			err = o.aggregate(ctx, src, p.level, p.f.Rows())
 		}
 		p.f.Close()
 		if err != nil {
@@ -498,8 +498,9 @@ func (o *hashAggOp) Next(ctx context.Context) ([]types.Datum, error) {
 }
 
 // aggregate aggregates the rows of src (the input at level 0, a spilled
-// partition after) into o.out, queueing what did not fit.
-func (o *hashAggOp) aggregate(ctx context.Context, src op, level int) error {
+// partition of total rows after; total < 0: not known) into o.out,
+// queueing what did not fit.
+func (o *hashAggOp) aggregate(ctx context.Context, src op, level int, total int64) error {
 	o.acc.Clear()
 	o.out, o.oi = o.out[:0], 0
 	var groups []*group
@@ -525,7 +526,7 @@ func (o *hashAggOp) aggregate(ctx context.Context, src op, level int) error {
 		g := index[string(key)]
 		if g == nil {
 			if ps != nil {
-				if err := ps.add(o.part.of(level, key), row); err != nil {
+				if err := ps.add(o.part.ofN(level, key, len(ps.files)), row); err != nil {
 					return err
 				}
 				continue
@@ -539,10 +540,10 @@ func (o *hashAggOp) aggregate(ctx context.Context, src op, level int) error {
 				if o.part == nil {
 					o.part = newPartitioner()
 				}
-				if ps, err = o.r.newPartitions(level + 1); err != nil {
+				if ps, err = o.r.newPartitionsN(level+1, hashAggFanout(total, int64(k))); err != nil {
 					return err
 				}
-				if err := ps.add(o.part.of(level, key), row); err != nil {
+				if err := ps.add(o.part.ofN(level, key, len(ps.files)), row); err != nil {
 					return err
 				}
 				continue
@@ -582,6 +583,36 @@ func (o *hashAggOp) aggregate(ctx context.Context, src op, level int) error {
 	}
 	o.queue = appendParts(o.queue, ps)
 	return nil
+}
+
+// Hash aggregation's split of the rows left once its table is full.
+// Every row spilled is written and read once more per level, and a split
+// too fine for what is left makes files of a few rows each (a file's
+// creation costs more than a thousand rows' writes), so the split is
+// sized to what is left, as PostgreSQL's hash_choose_num_partitions
+// does from its estimate of the groups left:
+//
+//   - Of the statement's input, the size is unknown: maxAggFanout, so a
+//     large input needs one more level only past maxAggFanout tables'
+//     worth of groups (2,000,000-odd groups at 4 MB), and the write
+//     buffers of the files being filled (16 KiB each, outside work_mem,
+//     as are every spilling operator's) stay at 1 MiB.
+//   - Of a spilled partition of total rows whose table filled after
+//     consumed rows: the groups left are taken to arrive as densely as
+//     the table's did, (total-consumed)/consumed tables' worth, plus a
+//     half for error (more rows per group than so far only makes the
+//     parts smaller), at least minAggFanout.
+const (
+	minAggFanout = 4
+	maxAggFanout = 64
+)
+
+func hashAggFanout(total, consumed int64) int {
+	if total < 0 || consumed <= 0 {
+		return maxAggFanout
+	}
+	n := 1 + 3*(total-consumed)/(2*consumed)
+	return int(min(max(n, minAggFanout), maxAggFanout))
 }
 
 func (o *hashAggOp) Close() {

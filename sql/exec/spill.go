@@ -182,18 +182,29 @@ func newPartitioner() *partitioner {
 }
 
 func (p *partitioner) of(level int, key []byte) int {
-	return int(maphash.Bytes(p.seeds[level], key) % spillFanout)
+	return p.ofN(level, key, spillFanout)
+}
+
+// ofN is of for a level split n ways.
+func (p *partitioner) ofN(level int, key []byte, n int) int {
+	return int(maphash.Bytes(p.seeds[level], key) % uint64(n))
 }
 
 // partitions is one level's spill files, made on their first row.
 type partitions struct {
 	r     *runner
-	files [spillFanout]*rowcontainer.File
+	files []*rowcontainer.File
 	level int
 }
 
 func (r *runner) newPartitions(level int) (*partitions, error) {
-	return &partitions{r: r, level: level}, nil
+	return r.newPartitionsN(level, spillFanout)
+}
+
+// newPartitionsN is newPartitions split n ways (hash aggregation sizes
+// its splits: hashAggFanout).
+func (r *runner) newPartitionsN(level, n int) (*partitions, error) {
+	return &partitions{r: r, level: level, files: make([]*rowcontainer.File, n)}, nil
 }
 
 // add appends row to partition i.
