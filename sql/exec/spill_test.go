@@ -494,7 +494,7 @@ func TestHashAggFanout(t *testing.T) {
 		{40000, 20000, minAggFanout},    // 1 + 1.5 = 2, raised to 4
 		{120000, 20000, 8},              // 1 + 1.5*5 = 8
 		{156000, 20000, 11},             // 1 + 1.5*6.8 = 11
-		{10000000, 20000, maxAggFanout}, // 750 ways, capped
+		{10000000, 20000, maxAggFanout}, // 751 ways, capped
 	} {
 		if got := hashAggFanout(c.total, c.consumed); got != c.want {
 			t.Errorf("hashAggFanout(%d, %d) = %d, want %d", c.total, c.consumed, got, c.want)

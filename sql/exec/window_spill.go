@@ -567,6 +567,9 @@ func (o *windowOp) computeSpilledShift(ctx context.Context, shifts []shiftSpec, 
 	return nil
 }
 
+// shiftChunk is how much a shiftIter's account grows at a time.
+const shiftChunk = 16 << 10
+
 // shiftIter computes lag and lead by constant offsets over one
 // partition's rows, as src returns them in window order (nil at the
 // partition's end), in one pass, as PostgreSQL's WindowAgg reads its
@@ -588,6 +591,7 @@ type shiftIter struct {
 	rows   [][]types.Datum
 	vals   [][]types.Datum
 	sizes  []int64
+	held   int64 // the sizes' sum
 	acc    *mon.Account
 	read   int64 // rows read from src
 	n      int64 // the partition's rows once src ended; -1 before
@@ -621,11 +625,16 @@ func (si *shiftIter) fill(ctx context.Context) error {
 		}
 	}
 	slot := si.read % si.w
-	si.acc.Shrink(si.sizes[slot])
-	// Held past work_mem if need be: at most maxShiftWindow rows.
+	// Held past work_mem if need be: at most maxShiftWindow rows. The
+	// account grows by shiftChunk at a time and is not shrunk as rows
+	// leave the ring (the node budget's lock once a chunk, not twice a
+	// row); Close gives it all back.
 	size := rowcontainer.RowSize(row) + rowcontainer.RowSize(v)
-	if err := si.acc.Force(size); err != nil {
-		return err
+	si.held += size - si.sizes[slot]
+	if more := si.held - si.acc.Used(); more > 0 {
+		if err := si.acc.Force(max(more, shiftChunk)); err != nil {
+			return err
+		}
 	}
 	si.rows[slot], si.vals[slot], si.sizes[slot] = row, v, size
 	si.read++
