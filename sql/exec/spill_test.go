@@ -184,33 +184,43 @@ func TestSpillingOperators(t *testing.T) {
 	}
 }
 
-// TestSpillCancel: a statement cancelled while it spills releases its
-// memory and removes its files.
+// TestSpillCancel: a statement cancelled while it spills (its first file
+// exists) stops with the context's error, releases its memory and
+// removes its files: a sort, a hash aggregation, a hash join, a window
+// over a spilled partition, DISTINCT.
 func TestSpillCancel(t *testing.T) {
 	e := newSpillEnv(t, 0)
-	ctx, cancel := context.WithCancel(context.Background())
-	q := `SELECT g FROM generate_series(1, 200000) g ORDER BY g DESC`
-	var err error
-	_, err = e.queryWith(ctx, q, func(x *Context) {
-		x.Memory, x.WorkMem, x.TempStorage = e.node, 64<<10, e.temp
-		// Cancel once the sort has spilled: the first run's file exists.
-		go func() {
-			defer cancel()
-			for {
-				if e.temp.Disk().Used() > 0 {
-					return
+	for _, q := range []string{
+		`SELECT g FROM generate_series(1, 200000) g ORDER BY g DESC`,
+		`SELECT g % 100000, count(*) FROM generate_series(1, 200000) g GROUP BY 1`,
+		`SELECT count(*) FROM generate_series(1, 200000) a JOIN generate_series(1, 200000) b ON a = b`,
+		`SELECT lag(g, 2) OVER (ORDER BY g DESC), lead(g) OVER (ORDER BY g DESC) FROM generate_series(1, 200000) g`,
+		`SELECT DISTINCT g % 150000 FROM generate_series(1, 200000) g`,
+	} {
+		ctx, cancel := context.WithCancel(context.Background())
+		_, err := e.queryWith(ctx, q, func(x *Context) {
+			x.Memory, x.WorkMem, x.TempStorage = e.node, 64<<10, e.temp
+			// Cancel once the operator has spilled: its first file
+			// exists.
+			go func() {
+				defer cancel()
+				for {
+					if e.temp.Disk().Used() > 0 {
+						return
+					}
+					if ctx.Err() != nil {
+						return
+					}
+					runtimeGosched()
 				}
-				if ctx.Err() != nil {
-					return
-				}
-				runtimeGosched()
-			}
-		}()
-	})
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("got %v, want context.Canceled", err)
+			}()
+		})
+		cancel()
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("%s: got %v, want context.Canceled", q, err)
+		}
+		e.leftovers(t, q)
 	}
-	e.leftovers(t, q)
 }
 
 // TestSpillDiskBudget: when temporary disk runs out as well, the
