@@ -57,8 +57,17 @@ type aggInput struct {
 	args, order []types.Datum
 }
 
+// aggState is one aggregate's state in one group. Most aggregates
+// (count, sum, min, max, ...) need only their accumulator; what buffered
+// (DISTINCT, ORDER BY) and collecting aggregates need besides is in x,
+// made only for them, so each of a hash table's groups holds 24 bytes an
+// aggregate beside the accumulator instead of 80 (aggStateCost).
 type aggState struct {
-	acc  builtins.Aggregate
+	acc builtins.Aggregate
+	x   *aggExtra // nil unless the spec is buffered or collects
+}
+
+type aggExtra struct {
 	buf  []aggInput
 	seen map[string]struct{} // DISTINCT without ORDER BY
 	// held is what a collecting accumulator holds (its inputs' size).
@@ -68,6 +77,38 @@ type aggState struct {
 	bufBytes int64
 	srt      *rowcontainer.Sorter
 	n        int64 // inputs added to srt, their tiebreak
+}
+
+// What a group costs in a hash aggregation besides its key's bytes: the
+// group (groupCost: the struct, 64 bytes, and its place in the index and
+// the list of groups, about 48 for a map slot, the key's string header
+// and a pointer), per value 24 (its interface and, for most values, a
+// boxed word; DatumSize adds what a value holds beyond that), and per
+// aggregate its aggState and accumulator (aggStateCost: 24 bytes and, for
+// the common accumulators, one small object: count's is 16 bytes), plus
+// aggExtraCost for a buffered or collecting one.
+const (
+	groupCost    = 64 + 48
+	groupValCost = 24
+	aggStateCost = 24 + 24
+	aggExtraCost = 80
+)
+
+// groupSize is what a new group of specs keyed by key over row's values
+// at gpos costs (its values are kept: groupVals; the rest of the row is
+// not).
+func groupSize(specs []*aggSpec, key []byte, row []types.Datum, gpos []int) int64 {
+	n := int64(len(key)) + groupCost + int64(groupValCost*len(gpos))
+	for _, p := range gpos {
+		n += rowcontainer.DatumSize(row[p])
+	}
+	for _, s := range specs {
+		n += aggStateCost
+		if s.buffered || s.collects {
+			n += aggExtraCost
+		}
+	}
+	return n
 }
 
 type group struct {
@@ -126,8 +167,11 @@ func (r *runner) newGroup(specs []*aggSpec, vals []types.Datum) *group {
 	g := &group{vals: vals, aggs: make([]aggState, len(specs))}
 	for i, s := range specs {
 		g.aggs[i].acc = s.a.Fn.Overload.NewAggregate(s.a.Fn.ArgTypes)
+		if s.buffered || s.collects {
+			g.aggs[i].x = &aggExtra{}
+		}
 		if s.a.Distinct && len(s.a.OrderBy) == 0 {
-			g.aggs[i].seen = map[string]struct{}{}
+			g.aggs[i].x.seen = map[string]struct{}{}
 		}
 	}
 	return g
@@ -161,15 +205,15 @@ func (r *runner) addRow(specs []*aggSpec, g *group, row []types.Datum) error {
 			return err
 		}
 		st := &g.aggs[i]
-		if st.seen != nil {
+		if st.x != nil && st.x.seen != nil {
 			k, err := hashKey(nil, args, allPositions(len(args)))
 			if err != nil {
 				return err
 			}
-			if _, dup := st.seen[string(k)]; dup {
+			if _, dup := st.x.seen[string(k)]; dup {
 				continue
 			}
-			if st.srt != nil {
+			if st.x.srt != nil {
 				// Past spillAt the seen set stays as it is: a value not
 				// in it waits in the sorter, deduplicated at finish.
 				if err := r.spilledInput(s, st, args, nil); err != nil {
@@ -177,10 +221,10 @@ func (r *runner) addRow(specs []*aggSpec, g *group, row []types.Datum) error {
 				}
 				continue
 			}
-			st.seen[string(k)] = struct{}{}
+			st.x.seen[string(k)] = struct{}{}
 			g.bytes += int64(len(k)) + 64
-			st.bufBytes += int64(len(k)) + 64
-			if g.spillAt > 0 && st.bufBytes > g.spillAt && len(st.seen) >= minSpillRows {
+			st.x.bufBytes += int64(len(k)) + 64
+			if g.spillAt > 0 && st.x.bufBytes > g.spillAt && len(st.x.seen) >= minSpillRows {
 				r.spillAgg(s, st)
 			}
 		} else if s.buffered {
@@ -188,26 +232,26 @@ func (r *runner) addRow(specs []*aggSpec, g *group, row []types.Datum) error {
 			if err != nil {
 				return err
 			}
-			if st.srt != nil {
+			if st.x.srt != nil {
 				if err := r.spilledInput(s, st, args, order); err != nil {
 					return err
 				}
 				continue
 			}
-			st.buf = append(st.buf, aggInput{args, order})
+			st.x.buf = append(st.x.buf, aggInput{args, order})
 			n := rowcontainer.RowSize(args) + rowcontainer.RowSize(order)
 			g.bytes += n
-			st.bufBytes += n
-			if g.spillAt > 0 && st.bufBytes > g.spillAt && len(st.buf) >= minSpillRows {
+			st.x.bufBytes += n
+			if g.spillAt > 0 && st.x.bufBytes > g.spillAt && len(st.x.buf) >= minSpillRows {
 				r.spillAgg(s, st)
-				for _, in := range st.buf {
+				for _, in := range st.x.buf {
 					if err := r.spilledInput(s, st, in.args, in.order); err != nil {
 						return err
 					}
 				}
-				st.buf = nil
-				g.bytes -= st.bufBytes
-				st.bufBytes = 0
+				st.x.buf = nil
+				g.bytes -= st.x.bufBytes
+				st.x.bufBytes = 0
 			}
 			continue
 		}
@@ -263,22 +307,22 @@ func (r *runner) spillAgg(s *aggSpec, st *aggState) {
 		}
 	}
 	keys = append(keys, sortKey{pos: no + na})
-	st.srt = rowcontainer.NewSorter(func(a, b []types.Datum) int { return compareRows(keys, a, b) }, r.account(), r.scope)
+	st.x.srt = rowcontainer.NewSorter(func(a, b []types.Datum) int { return compareRows(keys, a, b) }, r.account(), r.scope)
 }
 
 // spilledInput adds one input to a spilled aggregate's sorter.
 func (r *runner) spilledInput(s *aggSpec, st *aggState, args, order []types.Datum) error {
 	row := make([]types.Datum, 0, len(order)+len(args)+1)
-	row = append(append(append(row, order...), args...), types.DInt(st.n))
-	st.n++
-	return st.srt.Add(r.ctx, row)
+	row = append(append(append(row, order...), args...), types.DInt(st.x.n))
+	st.x.n++
+	return st.x.srt.Add(r.ctx, row)
 }
 
 // feedSpilled feeds a spilled aggregate's sorted inputs to its
 // accumulator, skipping repeated arguments for DISTINCT.
 func (r *runner) feedSpilled(s *aggSpec, st *aggState) error {
-	defer func() { st.srt.Close(); st.srt = nil }()
-	it, err := st.srt.Sort(r.ctx)
+	defer func() { st.x.srt.Close(); st.x.srt = nil }()
+	it, err := st.x.srt.Sort(r.ctx)
 	if err != nil {
 		return err
 	}
@@ -304,7 +348,7 @@ func (r *runner) feedSpilled(s *aggSpec, st *aggState) error {
 			return err
 		}
 		if s.collects {
-			if st.held += rowcontainer.RowSize(args); st.held > maxAggValue {
+			if st.x.held += rowcontainer.RowSize(args); st.x.held > maxAggValue {
 				return pgerror.New(pgerrcode.ProgramLimitExceeded, "out of memory").
 					WithDetail("The result of %s would exceed 1 GB.", s.a.Name)
 			}
@@ -317,11 +361,11 @@ func (r *runner) feedSpilled(s *aggSpec, st *aggState) error {
 // and array builders refuse to grow past 1 GB).
 func (st *aggState) hold(s *aggSpec, g *group, args []types.Datum) error {
 	n := rowcontainer.RowSize(args)
-	if st.held+n > maxAggValue {
+	if st.x.held+n > maxAggValue {
 		return pgerror.New(pgerrcode.ProgramLimitExceeded, "out of memory").
-			WithDetail("The result of %s would exceed 1 GB (%d bytes held, %d more).", s.a.Name, st.held, n)
+			WithDetail("The result of %s would exceed 1 GB (%d bytes held, %d more).", s.a.Name, st.x.held, n)
 	}
-	st.held += n
+	st.x.held += n
 	g.bytes += n
 	return nil
 }
@@ -332,18 +376,26 @@ func (r *runner) finish(specs []*aggSpec, g *group) ([]types.Datum, error) {
 	out := append([]types.Datum(nil), g.vals...)
 	for i, s := range specs {
 		st := &g.aggs[i]
-		if st.srt != nil {
+		if st.x == nil {
+			d, err := st.acc.Result()
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, d)
+			continue
+		}
+		if st.x.srt != nil {
 			if err := r.feedSpilled(s, st); err != nil {
 				return nil, err
 			}
 		}
-		if st.buf != nil {
-			slices.SortStableFunc(st.buf, func(a, b aggInput) int { return compareRows(s.keys, a.order, b.order) })
+		if st.x.buf != nil {
+			slices.SortStableFunc(st.x.buf, func(a, b aggInput) int { return compareRows(s.keys, a.order, b.order) })
 			var seen map[string]struct{}
 			if s.a.Distinct {
 				seen = map[string]struct{}{}
 			}
-			for _, in := range st.buf {
+			for _, in := range st.x.buf {
 				if seen != nil {
 					k, err := hashKey(nil, in.args, allPositions(len(in.args)))
 					if err != nil {
@@ -360,13 +412,13 @@ func (r *runner) finish(specs []*aggSpec, g *group) ([]types.Datum, error) {
 				if s.collects {
 					// The buffered inputs are already reserved; only
 					// the 1 GB bound is checked here.
-					if st.held += rowcontainer.RowSize(in.args); st.held > maxAggValue {
+					if st.x.held += rowcontainer.RowSize(in.args); st.x.held > maxAggValue {
 						return nil, pgerror.New(pgerrcode.ProgramLimitExceeded, "out of memory").
 							WithDetail("The result of %s would exceed 1 GB.", s.a.Name)
 					}
 				}
 			}
-			st.buf = nil
+			st.x.buf = nil
 		}
 		d, err := st.acc.Result()
 		if err != nil {
@@ -476,7 +528,7 @@ func (o *hashAggOp) Next(ctx context.Context) ([]types.Datum, error) {
 		}
 		if !o.started {
 			o.started = true
-			if err := o.aggregate(ctx, o.in, 0); err != nil {
+			if err := o.aggregate(ctx, o.in, 0, -1); err != nil {
 				return nil, err
 			}
 			continue
@@ -488,7 +540,7 @@ func (o *hashAggOp) Next(ctx context.Context) ([]types.Datum, error) {
 		o.queue = o.queue[1:]
 		src, err := openSource(p.f)
 		if err == nil {
-			err = o.aggregate(ctx, src, p.level)
+			err = o.aggregate(ctx, src, p.level, p.f.Rows())
 		}
 		p.f.Close()
 		if err != nil {
@@ -498,8 +550,9 @@ func (o *hashAggOp) Next(ctx context.Context) ([]types.Datum, error) {
 }
 
 // aggregate aggregates the rows of src (the input at level 0, a spilled
-// partition after) into o.out, queueing what did not fit.
-func (o *hashAggOp) aggregate(ctx context.Context, src op, level int) error {
+// partition of total rows after; total < 0: not known) into o.out,
+// queueing what did not fit.
+func (o *hashAggOp) aggregate(ctx context.Context, src op, level int, total int64) error {
 	o.acc.Clear()
 	o.out, o.oi = o.out[:0], 0
 	var groups []*group
@@ -525,12 +578,12 @@ func (o *hashAggOp) aggregate(ctx context.Context, src op, level int) error {
 		g := index[string(key)]
 		if g == nil {
 			if ps != nil {
-				if err := ps.add(o.part.of(level, key), row); err != nil {
+				if err := ps.add(o.part.ofN(level, key, len(ps.files)), row); err != nil {
 					return err
 				}
 				continue
 			}
-			size := int64(len(key)) + 64 + rowcontainer.RowSize(row) + int64(96*len(o.specs))
+			size := groupSize(o.specs, key, row, o.gpos)
 			err := o.acc.Grow(size)
 			if err != nil && len(o.gpos) > 0 && o.r.canSpill(level, len(groups)) {
 				// The table is full: from now on, rows of new groups
@@ -539,10 +592,10 @@ func (o *hashAggOp) aggregate(ctx context.Context, src op, level int) error {
 				if o.part == nil {
 					o.part = newPartitioner()
 				}
-				if ps, err = o.r.newPartitions(level + 1); err != nil {
+				if ps, err = o.r.newPartitionsN(level+1, hashAggFanout(total, int64(k))); err != nil {
 					return err
 				}
-				if err := ps.add(o.part.of(level, key), row); err != nil {
+				if err := ps.add(o.part.ofN(level, key, len(ps.files)), row); err != nil {
 					return err
 				}
 				continue
@@ -582,6 +635,37 @@ func (o *hashAggOp) aggregate(ctx context.Context, src op, level int) error {
 	}
 	o.queue = appendParts(o.queue, ps)
 	return nil
+}
+
+// Hash aggregation's split of the rows left once its table is full.
+// Every row spilled is written and read once more per level, and a split
+// too fine for what is left makes files of a few rows each (a file's
+// creation costs more than a thousand rows' writes), so the split is
+// sized to what is left, as PostgreSQL's hash_choose_num_partitions
+// does from its estimate of the groups left:
+//
+//   - Of the statement's input, the size is unknown: maxAggFanout, so a
+//     large input needs one more level only past maxAggFanout tables'
+//     worth of groups (5,000,000-odd groups at 4 MB), and the write
+//     buffers of the files being filled (4 KiB each at 256 ways, outside
+//     work_mem, as are every spilling operator's: partitionBuffers) stay
+//     at 1 MiB.
+//   - Of a spilled partition of total rows whose table filled after
+//     consumed rows: the groups left are taken to arrive as densely as
+//     the table's did, (total-consumed)/consumed tables' worth, plus a
+//     half for error (more rows per group than so far only makes the
+//     parts smaller), at least minAggFanout.
+const (
+	minAggFanout = 4
+	maxAggFanout = 256
+)
+
+func hashAggFanout(total, consumed int64) int {
+	if total < 0 || consumed <= 0 {
+		return maxAggFanout
+	}
+	n := 1 + 3*(total-consumed)/(2*consumed)
+	return int(min(max(n, minAggFanout), maxAggFanout))
 }
 
 func (o *hashAggOp) Close() {

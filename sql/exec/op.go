@@ -105,6 +105,12 @@ func newRunner(ctx context.Context, x *Context, p *plan.Plan) *runner {
 	if x.Eval != nil {
 		r.ev = *x.Eval
 	}
+	if r.ev.Fn == nil {
+		// Without a session (distributed fragments, tests), one fixed
+		// context for the statement: fn and sem's evaluator would
+		// otherwise make one per aggregate input and builtin call.
+		r.ev.Fn = &builtins.FixedContext{}
+	}
 	if x.Memory != nil || x.WorkMem > 0 {
 		r.mem = x.Memory.NewStatement(x.WorkMem)
 	}
@@ -119,12 +125,7 @@ func newRunner(ctx context.Context, x *Context, p *plan.Plan) *runner {
 func (r *runner) evalCtx() *sem.EvalContext { return &r.ev }
 
 // fn is the session as builtins (aggregates, windows, SRFs) see it.
-func (r *runner) fn() builtins.EvalContext {
-	if r.ev.Fn == nil {
-		return &builtins.FixedContext{}
-	}
-	return r.ev.Fn
-}
+func (r *runner) fn() builtins.EvalContext { return r.ev.Fn }
 
 // rowFn evaluates a compiled expression over one input row.
 type rowFn func(row []types.Datum) (types.Datum, error)

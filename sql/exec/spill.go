@@ -182,24 +182,45 @@ func newPartitioner() *partitioner {
 }
 
 func (p *partitioner) of(level int, key []byte) int {
-	return int(maphash.Bytes(p.seeds[level], key) % spillFanout)
+	return p.ofN(level, key, spillFanout)
+}
+
+// ofN is of for a level split n ways.
+func (p *partitioner) ofN(level int, key []byte, n int) int {
+	return int(maphash.Bytes(p.seeds[level], key) % uint64(n))
 }
 
 // partitions is one level's spill files, made on their first row.
 type partitions struct {
 	r     *runner
-	files [spillFanout]*rowcontainer.File
+	files []*rowcontainer.File
 	level int
+	wbuf  int // each file's write buffer
 }
 
+// partitionBuffers bounds the write buffers of one split's files
+// together: a 16-way split gives each its 16 KiB, a 256-way one 4 KiB.
+const (
+	partitionBuffers = 1 << 20
+	minPartitionBuf  = 4 << 10
+	maxPartitionBuf  = 16 << 10
+)
+
 func (r *runner) newPartitions(level int) (*partitions, error) {
-	return &partitions{r: r, level: level}, nil
+	return r.newPartitionsN(level, spillFanout)
+}
+
+// newPartitionsN is newPartitions split n ways (hash aggregation sizes
+// its splits: hashAggFanout).
+func (r *runner) newPartitionsN(level, n int) (*partitions, error) {
+	wbuf := min(max(partitionBuffers/n, minPartitionBuf), maxPartitionBuf)
+	return &partitions{r: r, level: level, files: make([]*rowcontainer.File, n), wbuf: wbuf}, nil
 }
 
 // add appends row to partition i.
 func (ps *partitions) add(i int, row []types.Datum) error {
 	if ps.files[i] == nil {
-		f, err := ps.r.scope.NewFile()
+		f, err := ps.r.scope.NewFileBuffered(ps.wbuf)
 		if err != nil {
 			return err
 		}

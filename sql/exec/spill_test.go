@@ -137,6 +137,14 @@ func TestSpillingOperators(t *testing.T) {
 		// from the current row, offsets past the partition, and one
 		// reaching past the ring (read by position instead).
 		{"window lag lead constants", `SELECT g, lag(g, -2) OVER w, lead(g, 0) OVER w, lag(g, 5, g * 10) OVER w, lead(s, 2999, 'end') OVER w, lead(g, 2500) OVER w, lag(k, 1) OVER (ORDER BY g DESC) FROM ` + g + ` WINDOW w AS (ORDER BY m, g)`, true, false},
+		// A stage of nothing but such lag/lead is computed straight
+		// from its sorted rows, never written to a Buffer
+		// (windowStage.streamShifts): as the last stage (the rows Next
+		// returns), as an earlier one, over partitions ending one after
+		// another, with a second stage mixing a shift with an aggregate
+		// (the Buffer path).
+		{"window shifts streamed last", `SELECT g, lag(g, 3) OVER w, lead(s, 1, 'end') OVER w, lag(g, 0) OVER w, lead(g, -2, g * 10) OVER w, row_number() OVER (ORDER BY g) FROM ` + g + ` WINDOW w AS (PARTITION BY g % 3 ORDER BY k DESC, g)`, true, false},
+		{"window shifts streamed first", `SELECT g, row_number() OVER (ORDER BY g DESC), lag(g, 2) OVER w, lead(s, 40) OVER w, lag(g, 1, -1) OVER (ORDER BY m, g), sum(g) OVER (ORDER BY m, g) FROM ` + g + ` WINDOW w AS (PARTITION BY m ORDER BY k, g)`, true, false},
 		{"window nth_value", `SELECT g, nth_value(g, 5) OVER (ORDER BY g ROWS BETWEEN 2 PRECEDING AND 10 FOLLOWING), nth_value(s, 600) OVER (ORDER BY k, g) FROM ` + g, true, false},
 		{"window rows sliding", `SELECT g, sum(g) OVER (ORDER BY g ROWS BETWEEN 3 PRECEDING AND 2 FOLLOWING), count(s) OVER (ORDER BY g DESC ROWS BETWEEN 1 FOLLOWING AND 900 FOLLOWING) FROM ` + g, true, false},
 		{"window range sliding", `SELECT g, sum(g) OVER (ORDER BY k RANGE BETWEEN 2 PRECEDING AND 1 FOLLOWING), max(g) OVER (ORDER BY k DESC RANGE BETWEEN 5 PRECEDING AND 5 PRECEDING) FROM ` + g, true, false},
@@ -176,33 +184,43 @@ func TestSpillingOperators(t *testing.T) {
 	}
 }
 
-// TestSpillCancel: a statement cancelled while it spills releases its
-// memory and removes its files.
+// TestSpillCancel: a statement cancelled while it spills (its first file
+// exists) stops with the context's error, releases its memory and
+// removes its files: a sort, a hash aggregation, a hash join, a window
+// over a spilled partition, DISTINCT.
 func TestSpillCancel(t *testing.T) {
 	e := newSpillEnv(t, 0)
-	ctx, cancel := context.WithCancel(context.Background())
-	q := `SELECT g FROM generate_series(1, 200000) g ORDER BY g DESC`
-	var err error
-	_, err = e.queryWith(ctx, q, func(x *Context) {
-		x.Memory, x.WorkMem, x.TempStorage = e.node, 64<<10, e.temp
-		// Cancel once the sort has spilled: the first run's file exists.
-		go func() {
-			defer cancel()
-			for {
-				if e.temp.Disk().Used() > 0 {
-					return
+	for _, q := range []string{
+		`SELECT g FROM generate_series(1, 200000) g ORDER BY g DESC`,
+		`SELECT g % 100000, count(*) FROM generate_series(1, 200000) g GROUP BY 1`,
+		`SELECT count(*) FROM generate_series(1, 200000) a JOIN generate_series(1, 200000) b ON a = b`,
+		`SELECT lag(g, 2) OVER (ORDER BY g DESC), lead(g) OVER (ORDER BY g DESC) FROM generate_series(1, 200000) g`,
+		`SELECT DISTINCT g % 150000 FROM generate_series(1, 200000) g`,
+	} {
+		ctx, cancel := context.WithCancel(context.Background())
+		_, err := e.queryWith(ctx, q, func(x *Context) {
+			x.Memory, x.WorkMem, x.TempStorage = e.node, 64<<10, e.temp
+			// Cancel once the operator has spilled: its first file
+			// exists.
+			go func() {
+				defer cancel()
+				for {
+					if e.temp.Disk().Used() > 0 {
+						return
+					}
+					if ctx.Err() != nil {
+						return
+					}
+					runtimeGosched()
 				}
-				if ctx.Err() != nil {
-					return
-				}
-				runtimeGosched()
-			}
-		}()
-	})
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("got %v, want context.Canceled", err)
+			}()
+		})
+		cancel()
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("%s: got %v, want context.Canceled", q, err)
+		}
+		e.leftovers(t, q)
 	}
-	e.leftovers(t, q)
 }
 
 // TestSpillDiskBudget: when temporary disk runs out as well, the
@@ -468,5 +486,28 @@ func TestGrowingFramesAndSublinksBounded(t *testing.T) {
 			t.Errorf("%s: got %q, %v; want %q", c.q, got, err, c.want)
 		}
 		e.leftovers(t, c.q)
+	}
+}
+
+// TestHashAggFanout: the statement's input (size unknown) splits the
+// most ways; a spilled partition splits by how many tables' worth of
+// rows are left past the one that filled, with half as much again for
+// error, within [minAggFanout, maxAggFanout].
+func TestHashAggFanout(t *testing.T) {
+	for _, c := range []struct {
+		total, consumed int64
+		want            int
+	}{
+		{-1, 20000, maxAggFanout},
+		{1000, 0, maxAggFanout},
+		{20001, 20000, minAggFanout},    // one row left over
+		{40000, 20000, minAggFanout},    // 1 + 1.5 = 2, raised to 4
+		{120000, 20000, 8},              // 1 + 1.5*5 = 8
+		{156000, 20000, 11},             // 1 + 1.5*6.8 = 11
+		{10000000, 20000, maxAggFanout}, // 751 ways, capped
+	} {
+		if got := hashAggFanout(c.total, c.consumed); got != c.want {
+			t.Errorf("hashAggFanout(%d, %d) = %d, want %d", c.total, c.consumed, got, c.want)
+		}
 	}
 }

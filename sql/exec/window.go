@@ -433,6 +433,9 @@ func (st *windowStage) step(ctx context.Context) (bool, error) {
 		n := rowcontainer.RowSize(row)
 		err := o.acc.Grow(n)
 		if err != nil && canSpill && len(part) >= minSpillRows {
+			if shifts, ok := o.shiftsOnly(st.fis); ok {
+				return st.streamShifts(ctx, shifts, append(part, row), first, partKeys)
+			}
 			// Past work_mem: the partition goes to a buffer that spills,
 			// and is computed reading it from there (window_spill.go).
 			spilled = rowcontainer.NewBuffer(o.r.account(), o.r.scope)
@@ -481,6 +484,79 @@ func (st *windowStage) step(ctx context.Context) (bool, error) {
 	}
 	for _, row := range part {
 		row = row[:base:base]
+		if err := st.emit(row); err != nil {
+			return false, err
+		}
+	}
+	if !st.keepAcc {
+		o.acc.Clear()
+	}
+	return true, nil
+}
+
+// shiftsOnly returns the shifts of functions fis when every one is a lag
+// or lead by a constant offset and together they reach no further than
+// maxShiftWindow rows.
+func (o *windowOp) shiftsOnly(fis []int) ([]shiftSpec, bool) {
+	shifts := make([]shiftSpec, 0, len(fis))
+	for _, fi := range fis {
+		sh, ok := o.shiftSpecOf(fi)
+		if !ok {
+			return nil, false
+		}
+		shifts = append(shifts, sh)
+	}
+	back, ahead := shiftReach(shifts)
+	return shifts, back+ahead+1 <= maxShiftWindow
+}
+
+// streamShifts computes a partition past work_mem whose functions are all
+// lag and lead by constant offsets (shiftsOnly) straight from the stage's
+// sorted rows: held (the rows read so far, reserved in o.acc) and then the
+// rest of the partition as the shiftIter asks for them, so the partition
+// is never written to a Buffer and read back (which is what its size
+// would otherwise cost: one more write and read of every row). The last
+// stage hands the iterator to Next; another stage emits its rows now.
+func (st *windowStage) streamShifts(ctx context.Context, shifts []shiftSpec, held [][]types.Datum, first []types.Datum, partKeys []sortKey) (bool, error) {
+	o := st.o
+	ended := false
+	src := func(ctx context.Context) ([]types.Datum, error) {
+		if len(held) > 0 {
+			row := held[0]
+			held[0], held = nil, held[1:]
+			return row, nil
+		}
+		if ended {
+			return nil, nil
+		}
+		row, err := st.it.Next(ctx)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case row == nil:
+			st.done, ended = true, true
+			return nil, nil
+		case compareRows(partKeys, first, row) != 0:
+			st.pending, ended = row, true
+			return nil, nil
+		}
+		return row, nil
+	}
+	si := o.newShiftIter(shifts, src, true)
+	if st.stream {
+		o.out = si
+		return true, nil
+	}
+	defer si.Close()
+	for {
+		row, err := si.Next(ctx)
+		if err != nil {
+			return false, err
+		}
+		if row == nil {
+			break
+		}
 		if err := st.emit(row); err != nil {
 			return false, err
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/cairn-db/cairn/sql/builtins"
+	"github.com/cairn-db/cairn/sql/mon"
 	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/cairn-db/cairn/sql/rowcontainer"
 	"github.com/cairn-db/cairn/sql/sem"
@@ -536,83 +537,154 @@ func shiftReach(shifts []shiftSpec) (back, ahead int64) {
 }
 
 // computeSpilledShift computes lag and lead by constant offsets over the
-// partition in buf in one pass, as PostgreSQL's WindowAgg reads its
-// tuplestore: the rows from back rows behind the current one to ahead
-// rows past it are held in a ring (each with its functions' arguments,
-// evaluated once as it is read), the buffer is read front to back once,
-// and each row is emitted with its results when the row ahead of it is
-// read. Nothing is read by position, and the functions share the pass.
+// partition in buf in one pass (a shiftIter reading it front to back)
+// and passes each row on with its results.
 func (o *windowOp) computeSpilledShift(ctx context.Context, shifts []shiftSpec, buf *rowcontainer.Buffer, emit func([]types.Datum) error, trim bool) error {
-	base := o.width + len(o.specs) + 1
-	n := buf.Len()
-	back, ahead := shiftReach(shifts)
-	w := back + ahead + 1
-	rows := make([][]types.Datum, w)
-	vals := make([][]types.Datum, w)
-	sizes := make([]int64, w)
-	acc := o.r.account()
-	defer acc.Clear()
 	it, err := buf.Iter()
 	if err != nil {
 		return err
 	}
 	defer it.Close()
-	var read int64
-	readRow := func() error {
-		row, err := it.Next(ctx)
+	si := o.newShiftIter(shifts, func(ctx context.Context) ([]types.Datum, error) { return it.Next(ctx) }, trim)
+	defer si.Close()
+	var emitted int64
+	for {
+		row, err := si.Next(ctx)
 		if err != nil {
 			return err
 		}
 		if row == nil {
-			return pgerror.New(pgerrcode.InternalError, "exec: spilled window partition of %d rows ended at %d", n, read)
+			break
 		}
-		v := make([]types.Datum, len(shifts))
-		for k, sh := range shifts {
-			if v[k], err = sh.arg(row); err != nil {
-				return err
-			}
-		}
-		slot := read % w
-		acc.Shrink(sizes[slot])
-		// Held past work_mem if need be: at most maxShiftWindow rows.
-		size := rowcontainer.RowSize(row) + rowcontainer.RowSize(v)
-		if err := acc.Force(size); err != nil {
-			return err
-		}
-		rows[slot], vals[slot], sizes[slot] = row, v, size
-		read++
-		return nil
-	}
-	for i := int64(0); i < n; i++ {
-		if i%checkEvery == checkEvery-1 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
-		for read < n && read <= i+ahead {
-			if err := readRow(); err != nil {
-				return err
-			}
-		}
-		slot := i % w
-		row := rows[slot]
-		for k, sh := range shifts {
-			var d types.Datum = types.DNull
-			if j := i + sh.delta; j >= 0 && j < n {
-				d = vals[j%w][k]
-			} else if sh.def != nil {
-				if d, err = sh.def(row); err != nil {
-					return err
-				}
-			}
-			row[o.width+sh.fi] = d
-		}
-		if trim {
-			row = row[:base:base]
-		}
+		emitted++
 		if err := emit(row); err != nil {
 			return err
 		}
 	}
+	if n := buf.Len(); emitted != n {
+		return pgerror.New(pgerrcode.InternalError, "exec: spilled window partition of %d rows ended at %d", n, emitted)
+	}
 	return nil
+}
+
+// shiftChunk is how much a shiftIter's account grows at a time.
+const shiftChunk = 16 << 10
+
+// shiftIter computes lag and lead by constant offsets over one
+// partition's rows, as src returns them in window order (nil at the
+// partition's end), in one pass, as PostgreSQL's WindowAgg reads its
+// tuplestore: the rows from back rows behind the current one to ahead
+// rows past it are held in a ring (each with its functions' arguments,
+// evaluated once as it is read), and each row is returned with its
+// results once the row ahead of it is read (or the partition ended).
+// Nothing is read by position, the functions share the pass, and the
+// partition's size need not be known: src can be a spilled Buffer or,
+// when a stage holds only such functions, the stage's sorted rows
+// themselves, so the partition is never written out (windowStage.step).
+type shiftIter struct {
+	o      *windowOp
+	shifts []shiftSpec
+	src    func(context.Context) ([]types.Datum, error)
+	trim   bool
+	ahead  int64
+	w      int64 // ring size: back + ahead + 1
+	rows   [][]types.Datum
+	vals   [][]types.Datum
+	sizes  []int64
+	held   int64 // the sizes' sum
+	acc    *mon.Account
+	read   int64 // rows read from src
+	n      int64 // the partition's rows once src ended; -1 before
+	i      int64 // the next row to return
+}
+
+func (o *windowOp) newShiftIter(shifts []shiftSpec, src func(context.Context) ([]types.Datum, error), trim bool) *shiftIter {
+	back, ahead := shiftReach(shifts)
+	w := back + ahead + 1
+	return &shiftIter{
+		o: o, shifts: shifts, src: src, trim: trim, ahead: ahead, w: w,
+		rows: make([][]types.Datum, w), vals: make([][]types.Datum, w), sizes: make([]int64, w),
+		acc: o.r.account(), n: -1,
+	}
+}
+
+// fill reads one row from src into the ring.
+func (si *shiftIter) fill(ctx context.Context) error {
+	row, err := si.src(ctx)
+	if err != nil {
+		return err
+	}
+	if row == nil {
+		si.n = si.read
+		return nil
+	}
+	v := make([]types.Datum, len(si.shifts))
+	for k, sh := range si.shifts {
+		if v[k], err = sh.arg(row); err != nil {
+			return err
+		}
+	}
+	slot := si.read % si.w
+	// Held past work_mem if need be: at most maxShiftWindow rows. The
+	// account grows by shiftChunk at a time and is not shrunk as rows
+	// leave the ring (the node budget's lock once a chunk, not twice a
+	// row); Close gives it all back.
+	size := rowcontainer.RowSize(row) + rowcontainer.RowSize(v)
+	si.held += size - si.sizes[slot]
+	if more := si.held - si.acc.Used(); more > 0 {
+		if err := si.acc.Force(max(more, shiftChunk)); err != nil {
+			return err
+		}
+	}
+	si.rows[slot], si.vals[slot], si.sizes[slot] = row, v, size
+	si.read++
+	return nil
+}
+
+// Next returns the next row with its results, or nil after the
+// partition's last.
+func (si *shiftIter) Next(ctx context.Context) ([]types.Datum, error) {
+	i := si.i
+	if i%checkEvery == checkEvery-1 {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	for si.n < 0 && si.read <= i+si.ahead {
+		if err := si.fill(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if si.n >= 0 && i >= si.n {
+		return nil, nil
+	}
+	o := si.o
+	slot := i % si.w
+	row := si.rows[slot]
+	si.rows[slot] = nil
+	for k, sh := range si.shifts {
+		var d types.Datum = types.DNull
+		if j := i + sh.delta; j >= 0 && (si.n < 0 || j < si.n) {
+			d = si.vals[j%si.w][k]
+		} else if sh.def != nil {
+			var err error
+			if d, err = sh.def(row); err != nil {
+				return nil, err
+			}
+		}
+		row[o.width+sh.fi] = d
+	}
+	si.i++
+	if si.trim {
+		base := o.width + len(o.specs) + 1
+		row = row[:base:base]
+	}
+	return row, nil
+}
+
+// Close releases the ring's reservation.
+func (si *shiftIter) Close() {
+	si.acc.Clear()
+	clear(si.rows)
+	clear(si.vals)
 }

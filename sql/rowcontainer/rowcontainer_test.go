@@ -337,6 +337,65 @@ func TestSorterDiskBudget(t *testing.T) {
 	}
 }
 
+// TestFileDiskReservation: a file being filled reserves disk ahead of
+// what it holds (at least what it holds: invariant 2), and a sealed one
+// holds exactly its bytes, so many small queued files (a 256-way hash
+// split) do not hold a chunk each; appending again reserves again.
+func TestFileDiskReservation(t *testing.T) {
+	ts := newTemp(t, 0)
+	scope := ts.NewScope()
+	defer scope.Close()
+	var files []*File
+	for i := range 256 {
+		f, err := scope.NewFileBuffered(4 << 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j := range i + 1 {
+			if err := f.Append([]types.Datum{types.DInt(j), types.DString("row")}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if ts.Disk().Used() < f.Size() {
+			t.Fatalf("file %d: %d bytes reserved for %d written", i, ts.Disk().Used(), f.Size())
+		}
+		if err := f.Seal(); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	var size int64
+	for _, f := range files {
+		size += f.Size()
+	}
+	if used := ts.Disk().Used(); used != size {
+		t.Fatalf("256 sealed files of %d bytes hold %d bytes of disk budget", size, used)
+	}
+	if err := files[0].Append([]types.Datum{types.DInt(-1), types.DString("again")}); err != nil {
+		t.Fatal(err)
+	}
+	if used := ts.Disk().Used(); used <= size {
+		t.Fatalf("an append after Seal reserved nothing: %d bytes for %d", used, size)
+	}
+	rd, err := files[0].Reader(4 << 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []int64{0, -1} {
+		row, err := rd.Next()
+		if err != nil || row == nil || row[0] != types.DInt(want) {
+			t.Fatalf("read %v, %v; want %d", row, err, want)
+		}
+	}
+	rd.Close()
+	for _, f := range files {
+		f.Close()
+	}
+	if used := ts.Disk().Used(); used != 0 {
+		t.Fatalf("%d bytes reserved after every file closed (invariant 2)", used)
+	}
+}
+
 // TestSorterCancel: a cancelled context stops the merge, and closing the
 // scope removes the runs.
 func TestSorterCancel(t *testing.T) {

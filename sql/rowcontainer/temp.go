@@ -106,6 +106,7 @@ type File struct {
 	c        codec
 	buf      []byte
 	hdr      [binary.MaxVarintLen64]byte // a row's length; a local would escape (bufio may pass it on): an allocation per row
+	wbuf     int                         // the write buffer's size
 	size     int64                       // bytes appended
 	reserved int64                       // bytes reserved in the disk budget
 	rows     int64
@@ -113,15 +114,27 @@ type File struct {
 	closed   bool
 }
 
-// diskChunk is how much disk budget a File reserves at a time, so the
-// shared budget's lock is taken once per chunk, not per row.
-const diskChunk = 256 << 10
+// diskChunk is the most disk budget a File reserves at a time, so the
+// shared budget's lock is taken once per chunk, not per row. A file
+// reserves as much again as it holds, from minDiskChunk up to diskChunk,
+// and Seal gives back what it did not use: an operator filling many small
+// files (a hash split 256 ways) does not hold a chunk per file.
+const (
+	diskChunk    = 256 << 10
+	minDiskChunk = 16 << 10
+)
 
-// writeBuf is a File's write buffer while it is appended to.
+// writeBuf is a File's write buffer while it is appended to, unless
+// NewFileBuffered says otherwise.
 const writeBuf = 16 << 10
 
 // NewFile creates a temporary file in the scope.
-func (s *Scope) NewFile() (*File, error) {
+func (s *Scope) NewFile() (*File, error) { return s.NewFileBuffered(writeBuf) }
+
+// NewFileBuffered is NewFile with a write buffer of bufSize bytes: an
+// operator filling many files at once (hash partitions) gives each a
+// smaller one, so their buffers together stay small.
+func (s *Scope) NewFileBuffered(bufSize int) (*File, error) {
 	if !s.Spillable() {
 		return nil, fmt.Errorf("rowcontainer: no temporary storage to spill to")
 	}
@@ -140,7 +153,7 @@ func (s *Scope) NewFile() (*File, error) {
 		return nil, fmt.Errorf("rowcontainer: creating temporary file: %w", err)
 	}
 	s.t.files.Add(1)
-	file := &File{s: s, name: name, f: f, w: bufio.NewWriterSize(f, writeBuf)}
+	file := &File{s: s, name: name, f: f, w: bufio.NewWriterSize(f, bufSize), wbuf: bufSize}
 	if s.files == nil {
 		s.files = map[*File]struct{}{}
 	}
@@ -159,7 +172,7 @@ func (f *File) Append(row []types.Datum) error {
 		if err != nil {
 			return fmt.Errorf("rowcontainer: reopening temporary file: %w", err)
 		}
-		f.f, f.w = fd, bufio.NewWriterSize(fd, writeBuf)
+		f.f, f.w = fd, bufio.NewWriterSize(fd, f.wbuf)
 	}
 	var err error
 	f.buf, err = f.c.appendRow(f.buf[:0], row)
@@ -168,7 +181,7 @@ func (f *File) Append(row []types.Datum) error {
 	}
 	need := f.size + int64(len(f.buf)) + binary.MaxVarintLen64
 	if need > f.reserved {
-		chunk := max(need-f.reserved, diskChunk)
+		chunk := max(need-f.reserved, min(max(f.size, minDiskChunk), diskChunk))
 		if err := f.s.t.disk.Reserve(chunk); err != nil {
 			return err
 		}
@@ -203,6 +216,12 @@ func (f *File) Seal() error {
 	}
 	if err != nil {
 		return fmt.Errorf("rowcontainer: writing temporary file: %w", err)
+	}
+	// Give back the reserved disk the file did not use; a later Append
+	// reserves again.
+	if unused := f.reserved - f.size; unused > 0 {
+		f.s.t.disk.Release(unused)
+		f.reserved = f.size
 	}
 	return nil
 }
