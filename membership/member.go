@@ -131,6 +131,9 @@ type Member struct {
 	// reports are the live nodes' liveness records as the last View
 	// read them (ReportedLeases).
 	reports map[uint64]LivenessRecord
+	// placeView is the View Place last read, at placeViewAt.
+	placeView   *View
+	placeViewAt time.Time
 	// testingHolds, when set, answers holdsReplica instead of the node
 	// asked.
 	testingHolds func(node, tablet uint64) bool
