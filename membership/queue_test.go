@@ -255,3 +255,28 @@ func TestLearnerEntriesForgotten(t *testing.T) {
 		}
 	}
 }
+
+// TestGCCandidate tables which replicas replica GC asks the leaseholder
+// about. A learner removed while it missed its removal keeps the leader
+// it heard last (a learner never campaigns, so nothing clears it); it
+// was never asked about and lived on forever.
+func TestGCCandidate(t *testing.T) {
+	for _, tc := range []struct {
+		name                 string
+		term, leader         uint64
+		learner, placeholder bool
+		want                 bool
+	}{
+		{"leaseholder", 5, 1, false, false, false},
+		{"leaseholder that is a learner in a stale view", 5, 1, true, false, false},
+		{"voter following a leader", 0, 2, false, false, false},
+		{"voter that lost its leader", 0, 0, false, false, true},
+		{"learner with a leader (removed or catching up)", 0, 2, true, false, true},
+		{"learner without a leader", 0, 0, true, false, true},
+		{"empty placeholder with a leader", 0, 2, false, true, true},
+	} {
+		if got := gcCandidate(tc.term, tc.leader, tc.learner, tc.placeholder); got != tc.want {
+			t.Errorf("%s: asked about %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
