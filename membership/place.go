@@ -34,7 +34,9 @@ import (
 //     learner that is not wanted, promote a wanted one once caught up;
 //     add a learner on a wanted node (never on one still holding a
 //     replica: addable's reason); remove an unwanted voter once every
-//     wanted node votes. The voter to go is recorded as the queue's
+//     wanted node votes or there is one voter too many (a promoted
+//     learner), so a bucket needing two moves makes them one after the
+//     other. The voter to go is recorded as the queue's
 //     movingFrom, so the queue, which also promotes and removes on its
 //     own scans, removes the same one.
 //  3. A leaseholder never removes itself (as in the queue): it hands the
@@ -108,6 +110,15 @@ func (m *Member) Place(ctx context.Context, id uint64, ordinal int) (lease uint6
 			victim = e
 		}
 	}
+	if victim != 0 && (len(missing) == 0 || len(voters) > len(want)) {
+		// Every wanted node votes, or a move's learner was promoted:
+		// one voter too many goes first, so a bucket that needs two
+		// moves never has more than one voter beyond its count.
+		if victim == self {
+			return lease, false, n.TransferLeader(id, lease)
+		}
+		return lease, false, m.change(id, pb.ConfChangeType_ConfChangeRemoveNode, victim, "placement: remove voter")
+	}
 	if len(missing) > 0 {
 		holds, err := m.holdsReplica(ctx, v, missing[0], id)
 		if err != nil || holds {
@@ -122,13 +133,7 @@ func (m *Member) Place(ctx context.Context, id uint64, ordinal int) (lease uint6
 		}
 		return lease, false, m.change(id, pb.ConfChangeType_ConfChangeAddLearnerNode, missing[0], "placement: add learner")
 	}
-	if victim == 0 {
-		return lease, true, nil
-	}
-	if victim == self {
-		return lease, false, n.TransferLeader(id, lease)
-	}
-	return lease, false, m.change(id, pb.ConfChangeType_ConfChangeRemoveNode, victim, "placement: remove voter")
+	return lease, true, nil
 }
 
 // placementOf is the placement of the bucket at ordinal over nodes (any
