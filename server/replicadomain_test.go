@@ -10,13 +10,14 @@ import (
 	"github.com/cairn-db/cairn/sql/rowenc"
 )
 
-// TestReplicasSpreadPerDomain: a table hash-sharded into 10 buckets on
-// three nodes, then two more nodes join (replication factor 3). Every
-// bucket starts on the first three nodes (the CREATE places buckets
-// over the nodes live then: TestBucketsPlacedAtCreation); the replicate
-// queue spreads the buckets' 30 replicas six to a node, and the lease
-// balancer their 10 leases two to a node, though the nodes' totals (the
-// system tablets too) never asked for it. Then a further 40 scans of the queue on every
+// TestReplicasSpreadPerDomain: five nodes at replication factor 3 and a
+// table hash-sharded into 10 buckets. Split off one tablet, every bucket
+// starts on the same three nodes; the CREATE places them itself
+// (TestBucketsPlacedAtCreation), and were it to fall short the replicate
+// queue would spread the buckets' 30 replicas six to a node and the
+// lease balancer their 10 leases two to a node (membership's
+// TestRebalanceByDomain tables the queue's domain rule), though the
+// nodes' totals (the system tablets too) never asked for it. Then a further 40 scans of the queue on every
 // node move none of the replicas and none of the bucket leases: balanced
 // placement stays put.
 func TestReplicasSpreadPerDomain(t *testing.T) {
@@ -26,14 +27,11 @@ func TestReplicasSpreadPerDomain(t *testing.T) {
 	c := newMemberCluster(t, 60*time.Second)
 	n1 := c.start(nil, "")
 	join := []string{c.addrs[1]}
-	for range 2 {
+	for range 4 {
 		c.start(join, "")
 	}
 	c.waitPlacement("three voters", 60*time.Second, func(v, l []uint64) bool { return len(v) == 3 && len(l) == 0 })
 	execSQL(t, n1, "CREATE TABLE sh (k INT PRIMARY KEY USING HASH WITH (bucket_count = 10), v INT)")
-	for range 2 {
-		c.start(join, "")
-	}
 	// The buckets' tablets are the ten of one domain (the only table's);
 	// cairn_catalog.tablets lists what node 1's directory knows, which
 	// with five nodes need not be every bucket.
