@@ -7,12 +7,17 @@ package kvpb
 // hash-partitioned table), it spreads their leases round-robin over the
 // nodes before the index takes writes (issue 16). With Node set it hands
 // the lease to that voter instead (the shard rebalancer's moves,
-// sql/rebalance). It is a store operation, alone in its batch, routed to
-// the leaseholder like a write.
+// sql/rebalance). With Place set it first moves the tablet's replicas to
+// the placement of the bucket at Ordinal over the live nodes, and then
+// its lease to that placement's leaseholder (membership.Member.Place):
+// on more nodes than the replication factor a new index's buckets, split
+// off one tablet, start on that tablet's voters. It is a store operation,
+// alone in its batch, routed to the leaseholder like a write.
 type SpreadLeaseRequest struct {
 	Key     []byte `wire:"1"`
 	Ordinal int    `wire:"2"`
 	Node    uint64 `wire:"3"`
+	Place   bool   `wire:"4"`
 }
 
 // SpreadLeaseResponse says where the lease stands. Done: the replica that

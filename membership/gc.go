@@ -14,10 +14,16 @@ import (
 // Replica GC. A replica removed from its group while its node was down,
 // or that missed the commit of its own removal, never applies a
 // configuration without itself: its group's leader stops sending to it.
-// It then knows no leader (its pre-votes fail, and it hears no
-// heartbeats), so every gcInterval a node asks the other nodes about each
-// of its replicas that knows no leader, or that is still an empty
-// placeholder (created by a message of a leader that then dropped it):
+// A voter then knows no leader (its pre-votes fail, and it hears no
+// heartbeats). A learner does not: it never campaigns (etcd raft's
+// tickElection starts no election on a node that is not promotable), so
+// it keeps the leader it last heard from for as long as it lives, and
+// asking only about replicas without a leader never found it. So every
+// gcInterval a node asks the other nodes about each of its replicas that
+// knows no leader, is a learner in its own configuration (a learner
+// being caught up is asked about too, and kept: the leaseholder lists
+// it), or is still an empty placeholder (created by a message of a
+// leader that then dropped it):
 // if the node holding the group's lease answers that this node is not in
 // its configuration, the replica is destroyed, as if it had applied its
 // removal. Only the leaseholder's answer counts: its configuration is the
@@ -69,7 +75,8 @@ func (m *Member) gcReplicas(ctx context.Context) {
 			continue
 		}
 		term, leader := rep.Lease()
-		if term != 0 || (leader != 0 && !m.cfg.Store.IsPlaceholder(kvpb.TabletID(id))) {
+		learner := slices.Contains(m.cfg.Raft.Config(id).GetLearners(), self)
+		if !gcCandidate(term, leader, learner, m.cfg.Store.IsPlaceholder(kvpb.TabletID(id))) {
 			continue
 		}
 		req := encode(replicaStatusRequest{TabletID: id})
@@ -96,4 +103,11 @@ func (m *Member) gcReplicas(ctx context.Context) {
 			break
 		}
 	}
+}
+
+// gcCandidate reports whether replica GC asks the other nodes about a
+// replica: not the leaseholder (term 0), and it knows no leader, is a
+// learner in its own configuration, or is an empty placeholder.
+func gcCandidate(term, leader uint64, learner, placeholder bool) bool {
+	return term == 0 && (leader == 0 || learner || placeholder)
 }

@@ -113,8 +113,9 @@ type Member struct {
 	clusterID string
 	epoch     int64
 	// learners remembers when the queue first saw each learner
-	// ({tablet, node}), to give up on one that never catches up.
-	learners map[[2]uint64]time.Time
+	// ({tablet, node}), to give up on one that never catches up, and
+	// when a scan last saw it (forgetMoves drops the ones no scan sees).
+	learners map[[2]uint64]learnerSeen
 	// considered holds, per tablet, the rebalancing move its scans have
 	// found worth making without a break (queue.go's seenLongEnough);
 	// movingFrom, per tablet, the voter the move this node started takes
@@ -131,6 +132,9 @@ type Member struct {
 	// reports are the live nodes' liveness records as the last View
 	// read them (ReportedLeases).
 	reports map[uint64]LivenessRecord
+	// placeView is the View Place last read, at placeViewAt.
+	placeView   *View
+	placeViewAt time.Time
 	// testingHolds, when set, answers holdsReplica instead of the node
 	// asked.
 	testingHolds func(node, tablet uint64) bool
@@ -148,7 +152,7 @@ func New(cfg Config) *Member {
 	cfg.Self = cfg.Self.WithVersion(cfg.Version)
 	cfg.Registry.Set(cfg.Self)
 	id, _, _ := ReadIdentity(cfg.Engine)
-	return &Member{cfg: cfg, clusterID: id.ClusterID, learners: map[[2]uint64]time.Time{},
+	return &Member{cfg: cfg, clusterID: id.ClusterID, learners: map[[2]uint64]learnerSeen{},
 		considered: map[uint64]consideredMove{}, movingFrom: map[uint64]startedMove{}}
 }
 

@@ -82,7 +82,7 @@ func (m *Member) scan(ctx context.Context) error {
 			m.cfg.Logger.Debug("membership: replicate queue", "tablet", id, "err", err)
 		}
 	}
-	m.forgetMoves()
+	m.forgetMoves(time.Now())
 	m.scans.Add(1)
 	return nil
 }
@@ -103,13 +103,7 @@ func (m *Member) considerTablet(ctx context.Context, id uint64, v *View) error {
 	now := time.Now()
 	for _, l := range learners {
 		key := [2]uint64{id, l}
-		m.mu.Lock()
-		since, ok := m.learners[key]
-		if !ok {
-			since = now
-			m.learners[key] = now
-		}
-		m.mu.Unlock()
+		since := m.learnerSince(key, now)
 		if !v.Eligible(l) || now.Sub(since) > m.cfg.LearnerTimeout {
 			m.forgetLearner(key)
 			return m.change(id, pb.ConfChangeType_ConfChangeRemoveNode, l, "remove learner")
@@ -282,13 +276,43 @@ type startedMove struct {
 	at   time.Time
 }
 
-// forgetMoves drops what rebalance remembers of tablets that are no
-// longer looked at (their lease went elsewhere, or the learner was
-// given up on).
-func (m *Member) forgetMoves() {
+// learnerSeen is when the queue first saw a learner, and when a scan
+// last did.
+type learnerSeen struct{ since, last time.Time }
+
+// learnerSince records that a scan at now saw learner key ({tablet,
+// node}) and returns since when the queue has watched it.
+func (m *Member) learnerSince(key [2]uint64, now time.Time) time.Time {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	now := time.Now()
+	w, ok := m.learners[key]
+	if !ok {
+		w.since = now
+	}
+	w.last = now
+	m.learners[key] = w
+	return w.since
+}
+
+// learnerForget is how long after a scan last saw a learner its entry
+// is dropped: the learner was promoted or removed by another
+// leaseholder, or the lease went elsewhere. Kept, such an entry grew the
+// map for every move the node ever saw start, and a learner added again
+// on the same node (a later move of the same tablet) inherited the old
+// start and was removed as timed out at once, before its snapshot.
+func (m *Member) learnerForget() time.Duration { return 5 * m.cfg.ScanInterval }
+
+// forgetMoves drops what rebalance remembers of tablets that are no
+// longer looked at (their lease went elsewhere, or the learner was
+// given up on), and the learners no scan has seen for learnerForget.
+func (m *Member) forgetMoves(now time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for key, w := range m.learners {
+		if now.Sub(w.last) > m.learnerForget() {
+			delete(m.learners, key)
+		}
+	}
 	for id, c := range m.considered {
 		if now.Sub(c.last) > time.Minute {
 			delete(m.considered, id)

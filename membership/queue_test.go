@@ -216,3 +216,67 @@ func TestRebalanceByDomain(t *testing.T) {
 		})
 	}
 }
+
+// TestLearnerEntriesForgotten: the queue's record of when it first saw
+// a learner lasts while its scans keep seeing it, and is dropped once
+// they have not for learnerForget (another leaseholder promoted or
+// removed it). A learner added again on the same node for the same
+// tablet, a later move, then starts its LearnerTimeout afresh; with the
+// entry kept it inherited the first one's start and was removed as
+// timed out at once.
+func TestLearnerEntriesForgotten(t *testing.T) {
+	m := &Member{cfg: Config{Self: NodeRecord{NodeID: 1}, ScanInterval: time.Second}, learners: map[[2]uint64]learnerSeen{}}
+	key := [2]uint64{7, 4}
+	t0 := time.Unix(1000, 0)
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	for _, step := range []struct {
+		forget    bool // a scan's end (forgetMoves) rather than a sighting
+		at        time.Duration
+		wantSince time.Duration // a sighting: the start it returns
+		wantKept  bool          // a scan's end: whether the entry is kept
+	}{
+		{at: 0, wantSince: 0},
+		{at: 2 * time.Second, wantSince: 0},
+		{forget: true, at: 4 * time.Second, wantKept: true},
+		{at: 4 * time.Second, wantSince: 0},
+		{forget: true, at: 9 * time.Second, wantKept: true},   // last seen 5 s ago: not past learnerForget
+		{forget: true, at: 10 * time.Second, wantKept: false}, // 6 s
+		{at: 90 * time.Second, wantSince: 90 * time.Second},   // added again: a fresh start
+	} {
+		if step.forget {
+			m.forgetMoves(at(step.at))
+			if _, kept := m.learners[key]; kept != step.wantKept {
+				t.Fatalf("scan ending at +%v: entry kept %v, want %v", step.at, kept, step.wantKept)
+			}
+			continue
+		}
+		if got := m.learnerSince(key, at(step.at)); !got.Equal(at(step.wantSince)) {
+			t.Fatalf("seen at +%v: watched since +%v, want +%v", step.at, got.Sub(t0), step.wantSince)
+		}
+	}
+}
+
+// TestGCCandidate tables which replicas replica GC asks the leaseholder
+// about. A learner removed while it missed its removal keeps the leader
+// it heard last (a learner never campaigns, so nothing clears it); it
+// was never asked about and lived on forever.
+func TestGCCandidate(t *testing.T) {
+	for _, tc := range []struct {
+		name                 string
+		term, leader         uint64
+		learner, placeholder bool
+		want                 bool
+	}{
+		{"leaseholder", 5, 1, false, false, false},
+		{"leaseholder that is a learner in a stale view", 5, 1, true, false, false},
+		{"voter following a leader", 0, 2, false, false, false},
+		{"voter that lost its leader", 0, 0, false, false, true},
+		{"learner with a leader (removed or catching up)", 0, 2, true, false, true},
+		{"learner without a leader", 0, 0, true, false, true},
+		{"empty placeholder with a leader", 0, 2, false, true, true},
+	} {
+		if got := gcCandidate(tc.term, tc.leader, tc.learner, tc.placeholder); got != tc.want {
+			t.Errorf("%s: asked about %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -79,6 +79,16 @@ func (r *replication) spreadEligible(id uint64) bool {
 	return r.leaseEligible(id)
 }
 
+// place is store.RaftConfig.Place: the replicate queue's placement of a
+// new index's bucket (membership.Member.Place) once the node's membership
+// runs; before then the voters stay where they are.
+func (r *replication) place(ctx context.Context, tablet uint64, ordinal int) (uint64, bool, error) {
+	if r.member == nil {
+		return 0, true, nil
+	}
+	return r.member.Place(ctx, tablet, ordinal)
+}
+
 func (r *replication) leaseEligible(id uint64) bool {
 	rec, ok := r.registry.Get(id)
 	if !ok || rec.Status != membership.StatusActive || !slices.Contains(r.member.ClockPeers(), id) {

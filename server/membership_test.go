@@ -20,10 +20,13 @@ import (
 type memberCluster struct {
 	t       *testing.T
 	deadAft time.Duration
-	mu      sync.Mutex
-	nodes   map[uint64]*Server
-	dirs    map[uint64]string
-	addrs   map[uint64]string
+	// slowQueue starts nodes with the default replicate queue and
+	// heartbeat intervals (1 s, 3 s) instead of the tests' fast ones.
+	slowQueue bool
+	mu        sync.Mutex
+	nodes     map[uint64]*Server
+	dirs      map[uint64]string
+	addrs     map[uint64]string
 }
 
 func newMemberCluster(t *testing.T, deadAfter time.Duration) *memberCluster {
@@ -37,8 +40,12 @@ func newMemberCluster(t *testing.T, deadAfter time.Duration) *memberCluster {
 }
 
 func (c *memberCluster) config(addr string, ln net.Listener, dir string, join []string, locality string) Config {
-	return Config{Insecure: true, RPCAddr: addr, RPCListener: ln, Join: join, StoreDir: dir, Locality: locality,
+	cfg := Config{Insecure: true, RPCAddr: addr, RPCListener: ln, Join: join, StoreDir: dir, Locality: locality,
 		Logger: quiet(), DeadAfter: c.deadAft, LivenessTTL: 400 * time.Millisecond, ReplicateInterval: 100 * time.Millisecond}
+	if c.slowQueue {
+		cfg.LivenessTTL, cfg.ReplicateInterval = 0, 0
+	}
+	return cfg
 }
 
 // start starts a node on a new address and store; join nil makes it a

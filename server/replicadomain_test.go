@@ -12,10 +12,12 @@ import (
 
 // TestReplicasSpreadPerDomain: five nodes at replication factor 3 and a
 // table hash-sharded into 10 buckets. Split off one tablet, every bucket
-// starts on the same three nodes; the replicate queue spreads the
-// buckets' 30 replicas six to a node, and the lease balancer their 10
-// leases two to a node, though the nodes' totals (the system tablets
-// too) never asked for it. Then a further 40 scans of the queue on every
+// starts on the same three nodes; the CREATE places them itself
+// (TestBucketsPlacedAtCreation), and were it to fall short the replicate
+// queue would spread the buckets' 30 replicas six to a node and the
+// lease balancer their 10 leases two to a node (membership's
+// TestRebalanceByDomain tables the queue's domain rule), though the
+// nodes' totals (the system tablets too) never asked for it. Then a further 40 scans of the queue on every
 // node move none of the replicas and none of the bucket leases: balanced
 // placement stays put.
 func TestReplicasSpreadPerDomain(t *testing.T) {
@@ -132,4 +134,75 @@ func TestReplicasSpreadPerDomain(t *testing.T) {
 		t.Fatalf("after the scans: replicas per node %v, leases %v", reps[1:], leases[1:])
 	}
 	t.Logf("after 40 more scans: replicas per node %v, leases %v", reps[1:], leases[1:])
+}
+
+// TestBucketsPlacedAtCreation: five nodes at replication factor 3, with
+// the default queue and heartbeat intervals (at which the replicate
+// queue alone spread a new index's buckets some 85-95 s after its
+// CREATE). The CREATE TABLE of a table hash-sharded into 10 buckets
+// places them itself (membership.Member.Place through the DDL's
+// SpreadLeaseRequests): when it returns, every bucket has three voters
+// and no learner, each node holds six of the 30 replicas and leads two
+// of the 10 buckets (within one of even), before any row is written.
+func TestBucketsPlacedAtCreation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a five-node cluster")
+	}
+	c := newMemberCluster(t, 60*time.Second)
+	c.slowQueue = true
+	n1 := c.start(nil, "")
+	join := []string{c.addrs[1]}
+	for range 4 {
+		c.start(join, "")
+	}
+	c.waitPlacement("three voters", 120*time.Second, func(v, l []uint64) bool { return len(v) == 3 && len(l) == 0 })
+	start := time.Now()
+	execSQL(t, n1, "CREATE TABLE sh (k INT PRIMARY KEY USING HASH WITH (bucket_count = 10), v INT)")
+	took := time.Since(start)
+	// Read at once, without waiting: what the first write would meet.
+	byDomain := map[string]map[uint64]bool{}
+	c.mu.Lock()
+	for _, s := range c.nodes {
+		for _, d := range s.store.Tablets() {
+			if dom := rowenc.LeaseDomain(d.StartKey, d.EndKey); dom != "" {
+				if byDomain[dom] == nil {
+					byDomain[dom] = map[uint64]bool{}
+				}
+				byDomain[dom][uint64(d.TabletID)] = true
+			}
+		}
+	}
+	c.mu.Unlock()
+	p := c.placement()
+	var ids []uint64
+	for _, tablets := range byDomain {
+		if len(tablets) == 10 {
+			ids = slices.Sorted(maps.Keys(tablets))
+		}
+	}
+	if ids == nil {
+		t.Fatalf("no domain of 10 tablets: %v", byDomain)
+	}
+	var reps, leases [6]int
+	for _, id := range ids {
+		vl, led := p[id]
+		if !led || len(vl[0]) != 3 || len(vl[1]) != 0 {
+			t.Fatalf("bucket tablet %d: led %v, voters %v, learners %v", id, led, vl[0], vl[1])
+		}
+		for _, n := range vl[0] {
+			reps[n]++
+		}
+	}
+	for id, l := range c.leaders(ids) {
+		if l == 0 {
+			t.Fatalf("bucket tablet %d has no leaseholder", id)
+		}
+		leases[l]++
+	}
+	t.Logf("CREATE TABLE took %v; replicas per node %v, leases %v", took, reps[1:], leases[1:])
+	for n := 1; n <= 5; n++ {
+		if reps[n] < 5 || reps[n] > 7 || leases[n] < 1 || leases[n] > 3 {
+			t.Fatalf("right after the CREATE: replicas per node %v (want 6 each, within one), leases %v (want 2 each, within one)", reps[1:], leases[1:])
+		}
+	}
 }

@@ -776,6 +776,8 @@ func (s *Server) diskMetrics(w io.Writer) {
 		{"cairn_store_seeks_total", "Reads that did not continue where the previous read of their file ended (a disk's seeks).", float64(st.Seeks)},
 		{"cairn_store_skips_total", "Reads a short way ahead of where the previous read of their file ended, which a disk passes over rather than seeks.", float64(st.Skips)},
 		{"cairn_store_read_latency_charged_seconds_total", "Latency the simulated disk's profile added to reads.", st.Charged.Seconds()},
+		{"cairn_store_syncs_total", "Syncs of the store's (simulated) files, each paying the profile's sync latency.", float64(st.Syncs)},
+		{"cairn_store_wal_syncs_total", "Those syncs that were of write-ahead log files: the store's commits made durable, one at a time.", float64(st.WALSyncs)},
 	} {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s counter\n%s %g\n", m.name, m.help, m.name, m.name, m.v)
 	}

@@ -177,7 +177,7 @@ func TestDiskMetrics(t *testing.T) {
 			t.Fatalf("/metrics does not parse: %v", err)
 		}
 		out := map[string]float64{}
-		for _, name := range []string{"cairn_store_reads_total", "cairn_store_read_bytes_total", "cairn_store_seeks_total", "cairn_store_skips_total", "cairn_store_requests_total", "cairn_store_read_latency_charged_seconds_total"} {
+		for _, name := range []string{"cairn_store_reads_total", "cairn_store_read_bytes_total", "cairn_store_seeks_total", "cairn_store_skips_total", "cairn_store_requests_total", "cairn_store_read_latency_charged_seconds_total", "cairn_store_syncs_total", "cairn_store_wal_syncs_total"} {
 			f := fams[name]
 			if f == nil || f.GetType() != dto.MetricType_COUNTER || len(f.GetMetric()) != 1 {
 				t.Fatalf("%s: %v, want one counter", name, f)
@@ -195,6 +195,10 @@ func TestDiskMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := read()
+	// The committed INSERTs were made durable by syncs of the WAL.
+	if before["cairn_store_wal_syncs_total"] < 1 || before["cairn_store_syncs_total"] < before["cairn_store_wal_syncs_total"] {
+		t.Errorf("after committed writes: %v syncs, %v of the WAL", before["cairn_store_syncs_total"], before["cairn_store_wal_syncs_total"])
+	}
 	// The flush wrote a new sstable that no read has cached yet, so the
 	// scan reads its blocks from the filesystem.
 	execAll(t, pg, "SELECT count(*) FROM t")

@@ -34,6 +34,12 @@ type RaftConfig struct {
 	// balancer's Eligible). A SpreadLeaseRequest spreads over the
 	// eligible voters only (nil: every voter).
 	LeaseEligible func(node uint64) bool
+	// Place, if set, makes at most one configuration change of tablet
+	// towards the placement of the bucket at ordinal, and returns the
+	// node its lease belongs on and whether the voters are placed
+	// (membership.Member.Place; a SpreadLeaseRequest with Place). nil:
+	// the voters stay, only the lease is spread.
+	Place func(ctx context.Context, tablet uint64, ordinal int) (lease uint64, placed bool, err error)
 }
 
 // raftGroup adapts a raftnode replica to tablet.Raft.

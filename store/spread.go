@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"fmt"
 	"slices"
 
@@ -22,7 +23,11 @@ import (
 // before they replicate) is not forced: the answer is not Done and the
 // caller asks again. A replica without the lease answers
 // NotLeaseholderError so the router finds the holder, as for a split.
-func (s *Store) spreadLease(req *kvpb.SpreadLeaseRequest) (*kvpb.SpreadLeaseResponse, error) {
+//
+// With req.Place the voters are placed first (RaftConfig.Place, one
+// configuration change per ask) and the lease then goes to the node the
+// placement names; until the voters are placed the answer is not Done.
+func (s *Store) spreadLease(ctx context.Context, req *kvpb.SpreadLeaseRequest) (*kvpb.SpreadLeaseResponse, error) {
 	r := s.replicaForKey(req.Key)
 	if r == nil {
 		if s.cfg.Raft != nil && s.cfg.Raft.Membership {
@@ -44,6 +49,17 @@ func (s *Store) spreadLease(req *kvpb.SpreadLeaseRequest) (*kvpb.SpreadLeaseResp
 		return nil, &kvpb.NotLeaseholderError{TabletID: id, Replica: self, Leader: g.Leader}
 	}
 	to := spreadTarget(g.Voters, s.cfg.Raft.LeaseEligible, req.Ordinal)
+	if req.Place && req.Node == 0 && s.cfg.Raft.Place != nil {
+		lease, placed, err := s.cfg.Raft.Place(ctx, uint64(id), req.Ordinal)
+		if err != nil || !placed {
+			// A change was proposed, is catching up, or could not be
+			// made now: the caller asks again.
+			return &kvpb.SpreadLeaseResponse{Target: lease}, nil
+		}
+		if lease != 0 && slices.Contains(g.Voters, lease) {
+			to = lease
+		}
+	}
 	if req.Node != 0 {
 		// A named voter (the shard rebalancer): one that is no voter or
 		// may take no lease is refused, not replaced by another.

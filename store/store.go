@@ -410,7 +410,7 @@ func (s *Store) send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchRes
 		if len(ba.Requests) != 1 {
 			return nil, &kvpb.InvalidArgumentError{Msg: "a SpreadLease must be alone in its batch"}
 		}
-		resp, err := s.spreadLease(sl)
+		resp, err := s.spreadLease(ctx, sl)
 		if err != nil {
 			return nil, err
 		}

@@ -111,6 +111,10 @@ func diagnose(ctx context.Context, nodes []*proc.Node, limits []*cpuLimit, cfg w
 	if err != nil {
 		return err
 	}
+	ws0, err := metricSums(nodes, "cairn_store_wal_syncs_total")
+	if err != nil {
+		return err
+	}
 	self0 := selfCPUSeconds()
 	start := time.Now()
 	// The profiles cover the run but its last second (the run's workers
@@ -134,14 +138,23 @@ func diagnose(ctx context.Context, nodes []*proc.Node, limits []*cpuLimit, cfg w
 	if err != nil {
 		return err
 	}
+	ws1, err := metricSums(nodes, "cairn_store_wal_syncs_total")
+	if err != nil {
+		return err
+	}
 	var wbTotal float64
 	for i := range nodes {
 		wbTotal += wb1[i] - wb0[i]
 	}
 	ops := float64(res.Ops)
 	fmt.Printf("diagnose %s, run %d: unthrottled kv0 %.0f writes/s (mean %.1f ms) over %.1f s wall\n", s.name, run, res.Rate(), msOf(res.Mean), wall)
-	fmt.Println("| process | CPU cores used | CPU ms per write | write batches led | throttled periods (s) |")
-	fmt.Println("|---|---:|---:|---:|---:|")
+	// WAL syncs: a store's commits are made durable one sync at a time
+	// (one write-ahead log), each paying -sync-latency; "WAL busy" is
+	// the share of the run the node's log spent in them, so near 100%
+	// the node's writes wait on its log, whichever of its tablets they
+	// are for.
+	fmt.Println("| process | CPU cores used | CPU ms per write | write batches led | throttled periods (s) | WAL syncs/s | writes per WAL sync | WAL busy |")
+	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|")
 	var total float64
 	for i, nd := range nodes {
 		c, err := cpuSeconds(nd.Pid())
@@ -155,13 +168,15 @@ func diagnose(ctx context.Context, nodes []*proc.Node, limits []*cpuLimit, cfg w
 			p, t := throttled(limits[i])
 			thr = fmt.Sprintf("%.0f (%.1f)", p-thr0[i][0], t-thr0[i][1])
 		}
-		fmt.Printf("| node %d | %.2f | %.2f | %.0f%% | %s |\n", i+1, used/wall, 1000*used/ops, 100*(wb1[i]-wb0[i])/wbTotal, thr)
+		syncs := ws1[i] - ws0[i]
+		fmt.Printf("| node %d | %.2f | %.2f | %.0f%% | %s | %.0f | %.1f | %.0f%% |\n", i+1, used/wall, 1000*used/ops, 100*(wb1[i]-wb0[i])/wbTotal, thr,
+			syncs/wall, ops/max(syncs, 1), 100*syncs*flagSyncLatency.Seconds()/wall)
 		if profErrs[i] != nil {
 			fmt.Printf("  (node %d's profile: %v)\n", i+1, profErrs[i])
 		}
 	}
-	fmt.Printf("| nodes together | %.2f | %.2f | | |\n", total/wall, 1000*total/ops)
-	fmt.Printf("| clients (this process) | %.2f | %.2f | | |\n\n", self/wall, 1000*self/ops)
+	fmt.Printf("| nodes together | %.2f | %.2f | | | | | |\n", total/wall, 1000*total/ops)
+	fmt.Printf("| clients (this process) | %.2f | %.2f | | | | | |\n\n", self/wall, 1000*self/ops)
 	return nil
 }
 

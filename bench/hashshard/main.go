@@ -458,6 +458,12 @@ func scaling(ctx context.Context, bin, dir string) error {
 // writeBatches sums each node's cairn_tablet_write_batches_total over its
 // tablets (only a leaseholder evaluates, so this is the node's share).
 func writeBatches(nodes []*proc.Node) ([]float64, error) {
+	return metricSums(nodes, "cairn_tablet_write_batches_total")
+}
+
+// metricSums reads each node's /metrics and sums the samples of metric
+// (every label set).
+func metricSums(nodes []*proc.Node, metric string) ([]float64, error) {
 	out := make([]float64, len(nodes))
 	for i, n := range nodes {
 		resp, err := http.Get("http://" + n.HTTP + "/metrics")
@@ -473,7 +479,7 @@ func writeBatches(nodes []*proc.Node) ([]float64, error) {
 		sc := bufio.NewScanner(&buf)
 		for sc.Scan() {
 			line := sc.Text()
-			if !strings.HasPrefix(line, "cairn_tablet_write_batches_total{") {
+			if !strings.HasPrefix(line, metric+"{") && !strings.HasPrefix(line, metric+" ") {
 				continue
 			}
 			f := strings.Fields(line)

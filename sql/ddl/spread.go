@@ -9,23 +9,29 @@ import (
 )
 
 // spreadLeaseTimeout bounds how long a DDL statement waits for the
-// leases of the bucket tablets it split off to reach their nodes. It is
-// best effort: past it the statement returns with the rest where they
-// are, and the store's lease balancer evens the counts out later.
-var spreadLeaseTimeout = 5 * time.Second
+// replicas and leases of the bucket tablets it split off to reach their
+// nodes. It is best effort: past it the statement returns with the rest
+// where they are, and the replicate queue and the lease balancer even
+// the counts out later. Placing a bucket's replicas on five nodes takes
+// up to two moves of three configuration changes each (add a learner,
+// promote it, remove a voter), all buckets at once: 3.6 s for 10 buckets
+// at a load average of 10 on two cores (server.TestBucketsPlacedAtCreation).
+var spreadLeaseTimeout = 20 * time.Second
 
 // spreadLeaseRetry is the pause between rounds of asking the tablets
 // whose lease has not arrived yet (a split's new replicas are probed for
 // a raft round or two before a transfer to them may start).
 const spreadLeaseRetry = 20 * time.Millisecond
 
-// spreadLeases hands the lease of the tablet starting at starts[i] to
-// its voter at place offset+i (kvpb.SpreadLeaseRequest): round-robin over
-// the voters in node ID order, so a new index's buckets put their write
-// load on every node in equal shares from the first write, without
-// waiting for the periodic lease balancer, which only balances each
-// node's total count (issue 16; CockroachDB leaves this to its
-// load-based rebalancer, which needs load to be seen first). offset
+// spreadLeases places the tablet starting at starts[i] as the bucket at
+// ordinal offset+i (kvpb.SpreadLeaseRequest with Place): its voters
+// round-robin over the live nodes in node ID order, from the node at
+// that place on, and its lease on that node (membership.Member.Place).
+// So a new index's buckets put their write load on every node in equal
+// shares from the first write, without waiting for the replicate queue
+// and the periodic lease balancer (issue 16; CockroachDB leaves this to
+// its load-based rebalancer, which needs load to be seen first). On as
+// many nodes as the replication factor only the leases move. offset
 // varies the starting node between indexes, so that many small indexes
 // do not all put their first bucket on the same node.
 //
@@ -53,7 +59,7 @@ func (e *executor) spreadLeases(ctx context.Context, starts [][]byte, offset int
 				sem <- struct{}{}
 				defer func() { <-sem }()
 				ba := &kvpb.BatchRequest{}
-				ba.Add(&kvpb.SpreadLeaseRequest{Key: starts[i], Ordinal: offset + i})
+				ba.Add(&kvpb.SpreadLeaseRequest{Key: starts[i], Ordinal: offset + i, Place: true})
 				br, err := e.x.DB.Send(ctx, ba)
 				if err == nil && len(br.Responses) == 1 {
 					if r, ok := br.Responses[0].(*kvpb.SpreadLeaseResponse); ok && r.Done {
