@@ -34,6 +34,11 @@ type RaftConfig struct {
 	// balancer's Eligible). A SpreadLeaseRequest spreads over the
 	// eligible voters only (nil: every voter).
 	LeaseEligible func(node uint64) bool
+	// MoveReplica, if set, makes one step of moving a tablet's replica
+	// from one node to another on its leaseholder (membership.Member.
+	// MoveReplica; kvpb.PlacementRequest). nil: a Placement asking for a
+	// move is refused.
+	MoveReplica func(ctx context.Context, tablet, from, to uint64) (done, refused bool, err error)
 }
 
 // raftGroup adapts a raftnode replica to tablet.Raft.

@@ -33,10 +33,16 @@ func startServers(t *testing.T) []*server.Server {
 // startServersWith starts three servers with configs changed by with.
 func startServersWith(t *testing.T, with func(*server.Config)) []*server.Server {
 	t.Helper()
+	return startNServers(t, 3, with)
+}
+
+// startNServers starts n servers with configs changed by with.
+func startNServers(t *testing.T, n int, with func(*server.Config)) []*server.Server {
+	t.Helper()
 	ctx := context.Background()
 	var lns []net.Listener
 	var join []string
-	for range 3 {
+	for range n {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
@@ -44,10 +50,10 @@ func startServersWith(t *testing.T, with func(*server.Config)) []*server.Server 
 		lns = append(lns, ln)
 		join = append(join, ln.Addr().String())
 	}
-	servers := make([]*server.Server, 3)
-	errs := make([]error, 3)
+	servers := make([]*server.Server, n)
+	errs := make([]error, n)
 	var wg sync.WaitGroup
-	for i := range 3 {
+	for i := range n {
 		wg.Go(func() {
 			cfg := server.Config{Insecure: true, Join: join, RPCAddr: join[i], RPCListener: lns[i],
 				Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}

@@ -3,10 +3,12 @@ package session
 // rebalance_table_shards (Citus; docs/distributed.md "Rebalancing
 // shards"): the session asks the catalog for the plan
 // (builtins.RebalanceInfo, the same one get_rebalance_table_shards_plan
-// shows) and carries its moves out, in order, as lease transfers
-// (kvpb.SpreadLeaseRequest with the target node), as a job with progress
-// (SHOW JOBS). Nothing is copied: every voter holds the shard's bytes, so
-// reads and writes go on, each waiting at most for a lease transfer.
+// shows) and carries its moves out, in order, as a job with progress
+// (SHOW JOBS): replica moves (kvpb.PlacementRequest: a learner on the
+// target, promoted, the source's voter removed, as the replicate queue
+// moves replicas) on clusters with more nodes than replicas, then lease
+// transfers (kvpb.SpreadLeaseRequest with the target node), which copy
+// nothing. Reads and writes go on through both.
 
 import (
 	"context"
@@ -150,7 +152,11 @@ func runRebalance(ctx context.Context, b *Backend, job *jobs.Job, moves []builti
 			_ = job.Finish(bg, jobs.StatusCanceled, err)
 			return err
 		}
-		if err := moveLease(ctx, b, moves[i]); err != nil && !errors.Is(err, errMoveRefused) {
+		move := moveLease
+		if moves[i].Replica {
+			move = moveReplica
+		}
+		if err := move(ctx, b, moves[i]); err != nil && !errors.Is(err, errMoveRefused) {
 			status := jobs.StatusFailed
 			if ctx.Err() != nil {
 				status = jobs.StatusCanceled
@@ -311,6 +317,56 @@ func moveLease(ctx context.Context, b *Backend, m builtins.RebalanceMove) error 
 		}
 	}
 }
+
+// rebalanceReplicaMoveTimeout bounds one replica move: a learner's
+// snapshot of the tablet, its promotion and the source's removal, each
+// made by the replicate queue's next scan. A variable for tests.
+var rebalanceReplicaMoveTimeout = 2 * time.Minute
+
+// moveReplica moves the replica of m's tablet from m.Source to m.Target
+// (kvpb.PlacementRequest, one step per ask), asking again until the
+// target is a voter and the source is not (Done),
+// rebalanceReplicaMoveTimeout has passed, or the move is refused
+// (errMoveRefused: the target may hold no replica, or the source holds
+// none any more).
+func moveReplica(ctx context.Context, b *Backend, m builtins.RebalanceMove) error {
+	mctx, cancel := context.WithTimeout(ctx, rebalanceReplicaMoveTimeout)
+	defer cancel()
+	var last error
+	for {
+		ba := &kvpb.BatchRequest{}
+		ba.Add(&kvpb.PlacementRequest{Key: m.Key, From: uint64(m.Source), To: uint64(m.Target)})
+		br, err := b.db.Send(mctx, ba)
+		if err == nil && len(br.Responses) == 1 {
+			if r, ok := br.Responses[0].(*kvpb.PlacementResponse); ok && r.Done {
+				return nil
+			} else if ok && r.Refused {
+				return fmt.Errorf("replica of shard %d (tablet %d) from %s to %s: %w", m.ShardID, m.Tablet,
+					builtins.NodeName(m.Source), builtins.NodeName(m.Target), errMoveRefused)
+			}
+		}
+		if err != nil {
+			last = err
+		}
+		select {
+		case <-mctx.Done():
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			e := pgerror.New(pgerrcode.ObjectNotInPrerequisiteState, "could not move shard %d's replica (tablet %d) from %s to %s within %s",
+				m.ShardID, m.Tablet, builtins.NodeName(m.Source), builtins.NodeName(m.Target), rebalanceReplicaMoveTimeout)
+			if last != nil {
+				e = e.WithDetail("%v", last)
+			}
+			return e
+		case <-time.After(rebalanceReplicaMovePoll):
+		}
+	}
+}
+
+// rebalanceReplicaMovePoll is the pause between asks of a replica move:
+// each step waits for a replicate queue scan.
+const rebalanceReplicaMovePoll = 100 * time.Millisecond
 
 // rebalanceRequest reads c's arguments as Citus's: relation (a table
 // name), threshold, max_shard_moves, excluded_shard_list ('{1,2}'),
