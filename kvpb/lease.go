@@ -24,10 +24,14 @@ type SpreadLeaseRequest struct {
 // answered holds the lease and is the wanted node (or there is nothing to
 // spread: one voter, or no replication). Otherwise a transfer to Target
 // was started, or could not be yet (Target not caught up); the caller
-// asks again until Done or its time runs out.
+// asks again until Done or its time runs out. Refused: Node is not a
+// voter of the tablet, or may take no lease (dead, decommissioning or
+// clock-fenced), so asking again is pointless; the shard rebalancer skips
+// that move.
 type SpreadLeaseResponse struct {
-	Done   bool   `wire:"1"`
-	Target uint64 `wire:"2"`
+	Done    bool   `wire:"1"`
+	Target  uint64 `wire:"2"`
+	Refused bool   `wire:"3"`
 }
 
 func (*SpreadLeaseRequest) Method() Method  { return MethodSpreadLease }

@@ -32,6 +32,7 @@ const (
 	MethodClearRange
 	MethodSpreadLease
 	MethodAddSSTable
+	MethodPlacement
 	numMethods
 )
 
@@ -39,7 +40,7 @@ var methodNames = [numMethods]string{
 	"Get", "Scan", "Put", "ConditionalPut", "Delete", "DeleteRange", "EndTxn",
 	"HeartbeatTxn", "PushTxn", "QueryTxn", "ResolveIntent", "ResolveIntentRange",
 	"GC", "Split", "Refresh", "Increment", "Lock", "BulkPut", "ClearRange", "SpreadLease",
-	"AddSSTable",
+	"AddSSTable", "Placement",
 }
 
 func (m Method) String() string {

@@ -53,7 +53,8 @@ type Config struct {
 	Domain func(tablet uint64) string
 	// ZoneReplicas, if set, returns the number of voters tablet id's zone
 	// asks for (ALTER ... CONFIGURE ZONE USING num_replicas; package
-	// zone), 0 when it sets none and ReplicationFactor applies.
+	// zone), 0 when it sets none and ReplicationFactor applies, or
+	// EveryNode for a voter on every eligible node.
 	ZoneReplicas func(tablet uint64) int
 	// DeadAfter is how long after its last heartbeat a node is declared
 	// dead and its replicas replaced (default 60s).

@@ -123,6 +123,12 @@ func (m *Member) considerTablet(ctx context.Context, id uint64, v *View) error {
 	}
 	rf := m.replicationFactor(id)
 	need := neededVoters(rf, eligible)
+	if rf == EveryNode {
+		// A voter on each eligible node, even when that makes their
+		// number even: a Citus reference table, which every node reads
+		// from its own replica (docs/distributed.md).
+		rf, need = max(eligible, 1), max(eligible, 1)
+	}
 	var good, leaving []uint64
 	for _, vo := range voters {
 		switch {
@@ -174,11 +180,16 @@ func (m *Member) considerTablet(ctx context.Context, id uint64, v *View) error {
 	return nil
 }
 
+// EveryNode, from Config.ZoneReplicas, asks for a voter on every
+// eligible node (the number of voters follows the nodes as they come and
+// go).
+const EveryNode = -1
+
 // replicationFactor is the number of voters tablet id aims for: its
-// zone's num_replicas, else the cluster's factor.
+// zone's num_replicas (or EveryNode), else the cluster's factor.
 func (m *Member) replicationFactor(id uint64) int {
 	if m.cfg.ZoneReplicas != nil {
-		if n := m.cfg.ZoneReplicas(id); n > 0 {
+		if n := m.cfg.ZoneReplicas(id); n > 0 || n == EveryNode {
 			return n
 		}
 	}

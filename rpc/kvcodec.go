@@ -68,6 +68,7 @@ var requestTypes = []wire.Member{
 	{Num: 19, Type: reflect.TypeFor[kvpb.ClearRangeRequest]()},
 	{Num: 20, Type: reflect.TypeFor[kvpb.SpreadLeaseRequest]()},
 	{Num: 21, Type: reflect.TypeFor[kvpb.AddSSTableRequest]()},
+	{Num: 22, Type: reflect.TypeFor[kvpb.PlacementRequest]()},
 }
 
 var responseTypes = []wire.Member{
@@ -92,6 +93,7 @@ var responseTypes = []wire.Member{
 	{Num: 19, Type: reflect.TypeFor[kvpb.ClearRangeResponse]()},
 	{Num: 20, Type: reflect.TypeFor[kvpb.SpreadLeaseResponse]()},
 	{Num: 21, Type: reflect.TypeFor[kvpb.AddSSTableResponse]()},
+	{Num: 22, Type: reflect.TypeFor[kvpb.PlacementResponse]()},
 }
 
 // errorTypes number the typed kvpb errors that keep their type across

@@ -77,9 +77,10 @@ func (s *Server) drainTimestamp(ctx context.Context) (hlc.Timestamp, error) {
 // orphanCheckEvery is how often a node looks for orphaned index builds.
 const orphanCheckEvery = 5 * time.Second
 
-// resumeOrphanedJobs takes over the index builds whose node stopped
-// (ddl.ResumeOrphanedIndexBuilds), at most every orphanCheckEvery; the
-// builds go on in the background.
+// resumeOrphanedJobs takes over the index builds and shard rebalances
+// whose node stopped (ddl.ResumeOrphanedIndexBuilds,
+// session.Backend.ResumeOrphanedRebalances), at most every
+// orphanCheckEvery; they go on in the background.
 func (s *Server) resumeOrphanedJobs(ctx context.Context) {
 	if s.backend == nil || time.Since(s.lastOrphanCheck) < orphanCheckEvery {
 		return
@@ -96,5 +97,12 @@ func (s *Server) resumeOrphanedJobs(ctx context.Context) {
 	}
 	if n > 0 {
 		s.log.Info("cairn: took over orphaned index builds", "jobs", n)
+	}
+	// Shard rebalances (citus_rebalance_start) whose node stopped go on
+	// here too.
+	if n, err := s.backend.ResumeOrphanedRebalances(ctx); err != nil && ctx.Err() == nil {
+		s.log.Warn("cairn: resuming orphaned rebalances", "err", err)
+	} else if n > 0 {
+		s.log.Info("cairn: took over orphaned rebalances", "jobs", n)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/membership"
 	"github.com/cairn-db/cairn/sql/rowenc"
 	"github.com/cairn-db/cairn/store"
 	"github.com/cairn-db/cairn/zone"
@@ -37,9 +38,15 @@ func (z *zones) lookup(id uint64) (zone.Config, bool) {
 	return z.cache.Lookup(r.Desc().StartKey)
 }
 
-// replicas is membership.Config.ZoneReplicas.
+// replicas is membership.Config.ZoneReplicas: a zone with global reads
+// (a Citus reference table's, and only theirs) has a voter on every node,
+// so that every node reads it from its own replica; num_replicas does not
+// apply to it.
 func (z *zones) replicas(id uint64) int {
 	c, _ := z.lookup(id)
+	if c.GlobalReads {
+		return membership.EveryNode
+	}
 	return c.NumReplicas
 }
 

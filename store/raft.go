@@ -40,6 +40,11 @@ type RaftConfig struct {
 	// (membership.Member.Place; a SpreadLeaseRequest with Place). nil:
 	// the voters stay, only the lease is spread.
 	Place func(ctx context.Context, tablet uint64, ordinal int) (lease uint64, placed bool, err error)
+	// MoveReplica, if set, makes one step of moving a tablet's replica
+	// from one node to another on its leaseholder (membership.Member.
+	// MoveReplica; kvpb.PlacementRequest). nil: a Placement asking for a
+	// move is refused.
+	MoveReplica func(ctx context.Context, tablet, from, to uint64) (done, refused bool, err error)
 }
 
 // raftGroup adapts a raftnode replica to tablet.Raft.

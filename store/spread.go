@@ -64,8 +64,11 @@ func (s *Store) spreadLease(ctx context.Context, req *kvpb.SpreadLeaseRequest) (
 		// A named voter (the shard rebalancer): one that is no voter or
 		// may take no lease is refused, not replaced by another.
 		eligible := s.cfg.Raft.LeaseEligible
+		// The answer says so (Refused) rather than failing: the error
+		// would reach a caller on another node as text only, and the
+		// rebalancer must tell this from a failure worth retrying.
 		if !slices.Contains(g.Voters, req.Node) || eligible != nil && !eligible(req.Node) {
-			return nil, fmt.Errorf("store: node %d is not a voter of tablet %d that may take its lease: %w", req.Node, id, ErrNotVoter)
+			return &kvpb.SpreadLeaseResponse{Target: req.Node, Refused: true}, nil
 		}
 		to = req.Node
 	}

@@ -416,6 +416,16 @@ func (s *Store) send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchRes
 		}
 		return &kvpb.BatchResponse{Responses: []kvpb.Response{resp}, Now: s.clock.Now()}, nil
 	}
+	if pl, ok := ba.Requests[0].(*kvpb.PlacementRequest); ok {
+		if len(ba.Requests) != 1 {
+			return nil, &kvpb.InvalidArgumentError{Msg: "a Placement must be alone in its batch"}
+		}
+		resp, err := s.placement(ctx, pl)
+		if err != nil {
+			return nil, err
+		}
+		return &kvpb.BatchResponse{Responses: []kvpb.Response{resp}, Now: s.clock.Now()}, nil
+	}
 	if ba.TabletID != 0 {
 		r := s.Replica(ba.TabletID)
 		if r == nil {

@@ -108,6 +108,8 @@ func (r *Replica) validateRequest(ba *kvpb.BatchRequest, i int, req kvpb.Request
 		return invalidArg("Split is a store operation and must be sent to the store alone")
 	case *kvpb.SpreadLeaseRequest:
 		return invalidArg("SpreadLease is a store operation and must be sent to the store alone")
+	case *kvpb.PlacementRequest:
+		return invalidArg("Placement is a store operation and must be sent to the store alone")
 	}
 	switch m {
 	case kvpb.MethodEndTxn, kvpb.MethodHeartbeatTxn, kvpb.MethodRefresh:

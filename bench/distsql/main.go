@@ -55,10 +55,19 @@ var (
 	flagCPUProfile = flag.String("cpuprofile", "", "write a CPU profile of the query phase (all three nodes run in this process) to this file")
 )
 
-var queries = []struct{ name, sql string }{
-	{"all repos (seed)", "SELECT repo_id, jsonb_array_elements(payload->'commits') FROM %s WHERE event_type = 'PushEvent' AND payload @> '" + githubevents.SeedContains + "'"},
-	{"one repo (seed)", "SELECT repo_id, jsonb_array_elements(payload->'commits') FROM %s WHERE event_type = 'PushEvent' AND payload @> '" + githubevents.SeedContains + "' AND repo_id = " + fmt.Sprint(githubevents.SeedRepoID)},
-	{"top-10 repos", "SELECT repo_id, count(*) FROM %s GROUP BY repo_id ORDER BY 2 DESC, 1 LIMIT 10"},
+// queries are what the program times; seed is the seed's own figure for
+// the query ("SELECT no indexes, ..." in parallel-indexing.txt: a regular
+// table and a distributed one on its cluster, 219k rows), printed beside
+// Cairn's for each table, "-" where the seed has none.
+var queries = []struct {
+	name, sql string
+	seed      map[string]string
+}{
+	{"all repos (seed)", "SELECT repo_id, jsonb_array_elements(payload->'commits') FROM %s WHERE event_type = 'PushEvent' AND payload @> '" + githubevents.SeedContains + "'",
+		map[string]string{"regular": "900", "distributed": "68"}},
+	{"one repo (seed)", "SELECT repo_id, jsonb_array_elements(payload->'commits') FROM %s WHERE event_type = 'PushEvent' AND payload @> '" + githubevents.SeedContains + "' AND repo_id = " + fmt.Sprint(githubevents.SeedRepoID),
+		map[string]string{"regular": "900", "distributed": "28"}},
+	{"top-10 repos", "SELECT repo_id, count(*) FROM %s GROUP BY repo_id ORDER BY 2 DESC, 1 LIMIT 10", nil},
 }
 
 func main() {
@@ -130,7 +139,7 @@ func main() {
 	}
 
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "query\ttable\toff ms\ton ms\toff/on\tfragments\trows shipped\tbytes shipped\t")
+	fmt.Fprintln(tw, "query\ttable\toff ms\ton ms\toff/on\tfragments\trows shipped\tbytes shipped\tseed ms\t")
 	for _, q := range queries {
 		if !strings.Contains(q.name, *flagOnly) {
 			continue
@@ -155,7 +164,11 @@ func main() {
 			must("SET distsql = on")
 			frags, shippedRows, shippedBytes := shipped(ctx, conn, sql)
 			off, on := median(times["off"]), median(times["on"])
-			fmt.Fprintf(tw, "%s\t%s\t%.1f\t%.1f\t%.2f×\t%d\t%d\t%d\t\n", q.name, table, ms(off), ms(on), float64(off)/float64(on), frags, shippedRows, shippedBytes)
+			seed := q.seed[table]
+			if seed == "" {
+				seed = "-"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%.1f\t%.1f\t%.2f×\t%d\t%d\t%d\t%s\t\n", q.name, table, ms(off), ms(on), float64(off)/float64(on), frags, shippedRows, shippedBytes, seed)
 		}
 	}
 	tw.Flush()

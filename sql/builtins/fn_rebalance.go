@@ -33,9 +33,10 @@ type RebalanceRequest struct {
 	ByShardCount bool
 }
 
-// RebalanceMove is one move of a plan: the lease of a tablet of Table's
-// colocation group, which holds (part of) shard ShardID, from node Source
-// to node Target. Key is the tablet's start key, where the move is sent.
+// RebalanceMove is one move of a plan: the lease (or, with Replica, a
+// replica) of a tablet of Table's colocation group, which holds (part of)
+// shard ShardID, from node Source to node Target. Key is the tablet's
+// start key, where the move is sent.
 type RebalanceMove struct {
 	Table          uint32
 	ShardID        int64
@@ -43,6 +44,10 @@ type RebalanceMove struct {
 	Source, Target int32
 	Tablet         uint64
 	Key            []byte
+	// Replica: the move copies the shard's replica from Source to
+	// Target, which holds none, and removes Source's (bytes stored);
+	// otherwise it hands the lease over (bytes served).
+	Replica bool `json:",omitempty"`
 }
 
 // RebalanceInfo is implemented by a CatalogInfo that can plan shard

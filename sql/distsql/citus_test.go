@@ -8,9 +8,16 @@ package distsql_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 func TestCitusAPI(t *testing.T) {
@@ -139,5 +146,121 @@ func TestCitusAPI(t *testing.T) {
 		if got := strings.Join(rows(t, c, q), "\n"); got != before[q] {
 			t.Errorf("%s after undistribute_table:\n%s\nbefore:\n%s", q, got, before[q])
 		}
+	}
+}
+
+// TestDistributeConcurrentlyOnline: create_distributed_table_concurrently
+// of a table with 20,000 rows on three nodes is an online job: while it
+// runs, another session's INSERTs all succeed, a third session's reads
+// keep answering the table's rows exactly, and a fourth sees the job
+// running in cairn_catalog.jobs (SHOW JOBS) with its progress growing,
+// some of it strictly between 0 and 1; afterwards the table is
+// distributed with every row.
+func TestDistributeConcurrentlyOnline(t *testing.T) {
+	servers := startServers(t)
+	c := connect(t, servers[0])
+	ctx := context.Background()
+	mustExec(t, c, "CREATE TABLE events (repo_id INT, id INT, actor TEXT, PRIMARY KEY (repo_id, id))")
+	mustExec(t, c, "INSERT INTO events SELECT i % 97, i, 'a' || (i % 13) FROM generate_series(1, 20000) AS i")
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make(chan error, 3)
+	// Writes.
+	var wrote atomic.Int64
+	w := connect(t, servers[1])
+	wg.Go(func() {
+		for i := 100_000; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := w.Exec(ctx, fmt.Sprintf("INSERT INTO events VALUES (%d, %d, 'w')", i%97, i)); err != nil {
+				errs <- fmt.Errorf("insert %d: %w", i, err)
+				return
+			}
+			wrote.Add(1)
+		}
+	})
+	// Reads: the rows that were there before always answer the same.
+	var reads atomic.Int64
+	r := connect(t, servers[2])
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			var n, sum int64
+			if err := r.QueryRow(ctx, "SELECT count(*), sum(id) FROM events WHERE id <= 20000").Scan(&n, &sum); err != nil {
+				errs <- fmt.Errorf("read: %w", err)
+				return
+			}
+			if n != 20000 || sum != 20000*20001/2 {
+				errs <- fmt.Errorf("read %d rows summing to %d during the move", n, sum)
+				return
+			}
+			reads.Add(1)
+		}
+	})
+	// The job's progress as another session sees it.
+	var mu sync.Mutex
+	var seen []float64
+	watch := connect(t, servers[1])
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			var f float64
+			err := watch.QueryRow(ctx, "SELECT fraction_completed FROM cairn_catalog.jobs WHERE status = 'running' AND description LIKE '%create_distributed_table_concurrently%'").Scan(&f)
+			if errors.Is(err, pgx.ErrNoRows) {
+				continue
+			}
+			if err != nil {
+				errs <- fmt.Errorf("watcher: %w", err)
+				return
+			}
+			mu.Lock()
+			seen = append(seen, f)
+			mu.Unlock()
+		}
+	})
+	mustExec(t, c, "SELECT create_distributed_table_concurrently('events', 'repo_id', shard_count => 8)")
+	close(stop)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if wrote.Load() == 0 || reads.Load() == 0 {
+		t.Errorf("during the move: %d inserts, %d reads", wrote.Load(), reads.Load())
+	}
+	mid := 0
+	for i, f := range seen {
+		if i > 0 && f < seen[i-1] {
+			t.Errorf("progress went back: %v", seen)
+			break
+		}
+		if f > 0 && f < 1 {
+			mid++
+		}
+	}
+	t.Logf("%d inserts and %d reads during the move; progress seen: %d readings, %d strictly between 0 and 1", wrote.Load(), reads.Load(), len(seen), mid)
+	if mid == 0 {
+		t.Errorf("no progress strictly between 0 and 1 was seen: %v", seen)
+	}
+	if got := rows(t, c, "SELECT concat_ws(' ', table_name::text, citus_table_type, distribution_column, shard_count) FROM citus_tables"); strings.Join(got, ";") != "events distributed repo_id 8" {
+		t.Errorf("citus_tables: %v", got)
+	}
+	if got := rows(t, c, "SELECT count(*) FROM events"); got[0] != strconv.FormatInt(20000+wrote.Load(), 10) {
+		t.Errorf("%v rows after the move, want %d", got, 20000+wrote.Load())
+	}
+	if got := rows(t, c, "SELECT count(*) FROM cairn_catalog.jobs WHERE status = 'succeeded' AND fraction_completed = 1 AND description LIKE '%create_distributed_table_concurrently%'"); got[0] != "1" {
+		t.Errorf("jobs: %v", rows(t, c, "SHOW JOBS"))
 	}
 }

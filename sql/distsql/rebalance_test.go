@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,7 +16,9 @@ import (
 
 	"github.com/cairn-db/cairn/kvpb"
 	"github.com/cairn-db/cairn/server"
+	"github.com/cairn-db/cairn/sql/jobs"
 	"github.com/cairn-db/cairn/sql/rowenc"
+	"github.com/cairn-db/cairn/sql/session"
 	"github.com/cairn-db/cairn/sql/types"
 )
 
@@ -243,4 +247,132 @@ func spread(nodes map[string]int64) int64 {
 		lo, hi = min(lo, nodes[n]), max(hi, nodes[n])
 	}
 	return hi - lo
+}
+
+// TestRebalanceStopAndResume: on three nodes, citus_rebalance_stop stops
+// a background rebalance before its next move (the job cancelled after
+// one move of two), and a background rebalance whose coordinator dies
+// after its first move is taken over by another node (a job: jobs.Claim),
+// which makes the rest from where the first stopped, and
+// citus_rebalance_wait on a surviving node waits for it.
+func TestRebalanceStopAndResume(t *testing.T) {
+	defer func(o, h time.Duration) { jobs.OrphanAfter, jobs.HeartbeatEvery = o, h }(jobs.OrphanAfter, jobs.HeartbeatEvery)
+	jobs.OrphanAfter, jobs.HeartbeatEvery = time.Second, 50*time.Millisecond
+	servers := startServers(t)
+	c1, c2 := connect(t, servers[0]), connect(t, servers[1])
+	ctx := context.Background()
+	mustExec(t, c1, "CREATE TABLE ev (k INT, id INT, pad TEXT, PRIMARY KEY (k, id))")
+	mustExec(t, c1, "SELECT create_distributed_table('ev', 'k', shard_count => 6)")
+	shards := shardTablets(t, c1, servers[0], "ev")
+	keys := shardKeys(t, shards, groupOf(t, c1, "ev"))
+	for i, k := range keys {
+		mustExec(t, c1, fmt.Sprintf("INSERT INTO ev SELECT %d, g, repeat('x', 200) FROM generate_series(1, %d) g", k, 40*(i+1)*(i+1)))
+	}
+	// Node 3 serves the two smallest shards, node 1 the middle two, node
+	// 2 the two largest: the plan is one swap between nodes 2 and 3, two
+	// moves that leave node 1 (the coordinator that dies below) alone.
+	skew := func() []string {
+		t.Helper()
+		for i, sh := range shards {
+			moveLeaseTo(t, servers[1], sh.start, []int32{3, 3, 1, 1, 2, 2}[i])
+		}
+		// Both nodes' tablet directories have the sizes (the plans
+		// are made on node 1).
+		for _, c := range []*pgx.Conn{c1, c2} {
+			waitServedBytes(t, c, 6, func(n map[string]int64) bool { return n["n2"] > n["n1"] && n["n1"] > n["n3"] && n["n3"] > 0 })
+		}
+		plan := rows(t, c1, "SELECT concat_ws(' ', shardid, sourcename, targetname) FROM get_rebalance_table_shards_plan()")
+		if len(plan) != 2 {
+			t.Fatalf("plan: %v, want one swap", plan)
+		}
+		for _, p := range plan {
+			if f := strings.Fields(p); f[1] == "n1" || f[2] == "n1" {
+				t.Fatalf("plan: %v, want node 1 left alone", plan)
+			}
+		}
+		return plan
+	}
+	status := func(c *pgx.Conn, id string) string {
+		t.Helper()
+		got := rows(t, c, "SELECT concat_ws(' ', state, details->'task_state_counts'->>'done', details->'task_state_counts'->>'runnable') FROM citus_rebalance_status() WHERE job_id = "+id)
+		return strings.Join(got, ",")
+	}
+
+	// Stopped after its first move.
+	skew()
+	reached, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(func() { session.TestingSetRebalanceBeforeMove(nil); unblock() })
+	session.TestingSetRebalanceBeforeMove(func(_ int64, i int) error {
+		if i == 1 {
+			close(reached)
+			<-release
+		}
+		return nil
+	})
+	id := rows(t, c1, "SELECT citus_rebalance_start()")
+	select {
+	case <-reached:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the rebalance never reached its second move: %v", rows(t, c2, "SELECT job_type, status, error FROM cairn_catalog.jobs"))
+	}
+	if _, err := c2.Exec(ctx, "SELECT citus_rebalance_start()"); err == nil || !strings.Contains(err.Error(), "55000") {
+		t.Errorf("citus_rebalance_start while one runs: %v, want 55000", err)
+	}
+	mustExec(t, c2, "SELECT citus_rebalance_stop()")
+	unblock()
+	mustExec(t, c1, "SELECT citus_rebalance_wait()")
+	if got := status(c2, id[0]); got != "cancelled 1 1" {
+		t.Errorf("stopped rebalance %s: %q, want cancelled with 1 move done and 1 not", id[0], got)
+	}
+	if got := rows(t, c2, "SELECT error FROM cairn_catalog.jobs WHERE job_id = "+id[0]); len(got) != 1 || !strings.Contains(got[0], "stopped by citus_rebalance_stop after 1 of 2 moves") {
+		t.Errorf("stopped rebalance's error: %v", got)
+	}
+
+	// Its coordinator dies after the first move.
+	plan := skew()
+	var died atomic.Bool
+	var mu sync.Mutex
+	var after []int // the moves begun after it died
+	session.TestingSetRebalanceBeforeMove(func(_ int64, i int) error {
+		if i == 1 && died.CompareAndSwap(false, true) {
+			return session.ErrTestingJobDied
+		}
+		if died.Load() {
+			mu.Lock()
+			after = append(after, i)
+			mu.Unlock()
+		}
+		return nil
+	})
+	id = rows(t, c1, "SELECT citus_rebalance_start()")
+	for deadline := time.Now().Add(60 * time.Second); !died.Load(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the rebalance never reached its second move: %v", rows(t, c2, "SELECT job_type, status, error FROM cairn_catalog.jobs"))
+		}
+	}
+	c1.Close(ctx)
+	if err := servers[0].Stop(ctx); err != nil {
+		t.Logf("stopping node 1: %v", err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 120*time.Second)
+	defer cancel()
+	if _, err := c2.Exec(wctx, "SELECT citus_rebalance_wait()"); err != nil {
+		t.Fatalf("citus_rebalance_wait on node 2 after node 1 died: %v (jobs %v)", err, rows(t, c2, "SELECT job_id, status, error FROM cairn_catalog.jobs"))
+	}
+	if got := status(c2, id[0]); got != "finished 2 0" {
+		t.Errorf("resumed rebalance %s: %q, want finished with both moves done", id[0], got)
+	}
+	mu.Lock()
+	if !slices.Equal(after, []int{1}) {
+		t.Errorf("moves begun after the coordinator died: %v, want only the second", after)
+	}
+	mu.Unlock()
+	for _, p := range plan {
+		f := strings.Fields(p)
+		if got := rows(t, c2, "SELECT nodename FROM citus_shards WHERE shardid = "+f[0]); len(got) != 1 || got[0] != f[2] {
+			t.Errorf("shard %s is on %v after the resumed rebalance, planned for %s", f[0], got, f[2])
+		}
+	}
 }

@@ -33,10 +33,16 @@ func startServers(t *testing.T) []*server.Server {
 // startServersWith starts three servers with configs changed by with.
 func startServersWith(t *testing.T, with func(*server.Config)) []*server.Server {
 	t.Helper()
+	return startNServers(t, 3, with)
+}
+
+// startNServers starts n servers with configs changed by with.
+func startNServers(t *testing.T, n int, with func(*server.Config)) []*server.Server {
+	t.Helper()
 	ctx := context.Background()
 	var lns []net.Listener
 	var join []string
-	for range 3 {
+	for range n {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
@@ -44,10 +50,10 @@ func startServersWith(t *testing.T, with func(*server.Config)) []*server.Server 
 		lns = append(lns, ln)
 		join = append(join, ln.Addr().String())
 	}
-	servers := make([]*server.Server, 3)
-	errs := make([]error, 3)
+	servers := make([]*server.Server, n)
+	errs := make([]error, n)
 	var wg sync.WaitGroup
-	for i := range 3 {
+	for i := range n {
 		wg.Go(func() {
 			cfg := server.Config{Insecure: true, Join: join, RPCAddr: join[i], RPCListener: lns[i],
 				Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
@@ -196,6 +202,7 @@ func TestDistSQLThroughSQL(t *testing.T) {
 		t.Errorf("EXPLAIN ANALYZE shows no fragments:\n%s", plan)
 	}
 	t.Logf("distributed:\n%s", plan)
+	checkPerNode(t, plan)
 	// count(*) is counted at the tablets (sql/exec/count.go), on both
 	// nodes, without fragments: no key comes back, and plain EXPLAIN
 	// shows no distribution either.
@@ -295,4 +302,47 @@ func shipped(st []fragStat) (rows, bytes int64) {
 		bytes += s.bytes
 	}
 	return rows, bytes
+}
+
+var (
+	fragTimeLine = regexp.MustCompile(`Fragment \d+: node (\d+), tablet \d+: (\d+) rows? \([^)]*\) in ([0-9.]+) ms`)
+	nodeLine     = regexp.MustCompile(`Node (\d+): (\d+) fragments?, (\d+) rows? \([^)]*\), longest ([0-9.]+) ms`)
+)
+
+// checkPerNode checks EXPLAIN ANALYZE's line per node against its
+// fragment lines: one line for every node that ran a fragment, with that
+// node's number of fragments, the sum of their rows and the longest of
+// their times.
+func checkPerNode(t *testing.T, plan string) {
+	t.Helper()
+	type agg struct {
+		frags, rows int64
+		longest     float64
+	}
+	want := map[string]*agg{}
+	for _, m := range fragTimeLine.FindAllStringSubmatch(plan, -1) {
+		a := want[m[1]]
+		if a == nil {
+			a = &agg{}
+			want[m[1]] = a
+		}
+		r, _ := strconv.ParseInt(m[2], 10, 64)
+		ms, _ := strconv.ParseFloat(m[3], 64)
+		a.frags++
+		a.rows += r
+		a.longest = max(a.longest, ms)
+	}
+	got := nodeLine.FindAllStringSubmatch(plan, -1)
+	if len(want) == 0 || len(got) != len(want) {
+		t.Errorf("EXPLAIN ANALYZE: %d per-node lines for fragments on %d nodes:\n%s", len(got), len(want), plan)
+		return
+	}
+	for _, m := range got {
+		a := want[m[1]]
+		f, _ := strconv.ParseInt(m[2], 10, 64)
+		r, _ := strconv.ParseInt(m[3], 10, 64)
+		if a == nil || f != a.frags || r != a.rows || m[4] != strconv.FormatFloat(a.longest, 'f', 3, 64) {
+			t.Errorf("EXPLAIN ANALYZE: node line %q, its fragments %+v:\n%s", m[0], a, plan)
+		}
+	}
 }

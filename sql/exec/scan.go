@@ -347,11 +347,13 @@ func (r *runner) buildScan(n *plan.Scan) (op, error) {
 		kvBound = (n.HardLimit + 1) * perRow
 		limit = min(limit, kvBound)
 	}
+	needles := jsonbNeedles(n)
 	newStream := func(spans []kvpb.Span) (*kvStream, error) {
 		f, err := rowenc.NewRowFetcher(l, idx, needed)
 		if err != nil {
 			return nil, err
 		}
+		f.SetNeedles(needles)
 		if n.Reverse {
 			slices.Reverse(spans)
 		}

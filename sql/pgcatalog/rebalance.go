@@ -2,18 +2,22 @@ package pgcatalog
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 
 	"github.com/jackc/pgerrcode"
 
+	"github.com/cairn-db/cairn/kvpb"
 	"github.com/cairn-db/cairn/sql/builtins"
 	"github.com/cairn-db/cairn/sql/catalog"
 	"github.com/cairn-db/cairn/sql/jobs"
 	"github.com/cairn-db/cairn/sql/pgerror"
+	"github.com/cairn-db/cairn/sql/plan"
 	"github.com/cairn-db/cairn/sql/rebalance"
 	"github.com/cairn-db/cairn/sql/rowenc"
 	"github.com/cairn-db/cairn/sql/types"
@@ -22,12 +26,12 @@ import (
 var _ builtins.RebalanceInfo = (*Resolver)(nil)
 
 // RebalancePlan implements builtins.RebalanceInfo: the shard moves
-// (lease transfers) that balance the bytes each node serves in each
-// colocation group of the database's distributed tables (or of
-// req.Relation's), planned by package rebalance over the node's tablet
-// directory: each tablet of a group's table group, its live bytes, its
-// leaseholder and its voters, as this node's replicas see them. A tablet
-// whose leaseholder this node does not know does not move.
+// (replica moves, then lease transfers) that balance the bytes each node
+// stores, then serves, in each colocation group of the database's
+// distributed tables (or of req.Relation's), planned by package rebalance
+// over the tablets of each group's table group: their live bytes,
+// leaseholders and voters as their leaseholders describe them
+// (groupTablets). A tablet whose leaseholder is not known does not move.
 func (res *Resolver) RebalancePlan(req builtins.RebalanceRequest) ([]builtins.RebalanceMove, error) {
 	s, err := res.load()
 	if err != nil {
@@ -64,7 +68,7 @@ func (res *Resolver) RebalancePlan(req builtins.RebalanceRequest) ([]builtins.Re
 	if req.MaxMoves < 0 || len(groups) == 0 || res.tablets == nil {
 		return nil, nil
 	}
-	states, err := res.tablets.Tablets(res.ctx)
+	states, err := res.groupTablets(slices.Sorted(maps.Keys(groups)))
 	if err != nil {
 		return nil, fmt.Errorf("get_rebalance_table_shards_plan: %w", err)
 	}
@@ -124,8 +128,35 @@ func (res *Resolver) RebalancePlan(req builtins.RebalanceRequest) ([]builtins.Re
 		}
 		for _, m := range rebalance.Plan(ts, nodes[gid], rebalance.Options{Threshold: req.Threshold, MaxMoves: budget}) {
 			out = append(out, builtins.RebalanceMove{Table: g.table, ShardID: m.Tablet.Shard, ShardSize: m.Tablet.Bytes,
-				Source: m.From, Target: m.To, Tablet: m.Tablet.ID, Key: keys[m.Tablet.ID]})
+				Source: m.From, Target: m.To, Tablet: m.Tablet.ID, Key: keys[m.Tablet.ID], Replica: m.Replica})
 		}
+	}
+	return out, nil
+}
+
+// clusterTablets is what a node's tablet directory offers beside its own
+// replicas (server's): the tablets of a span as their leaseholders
+// describe them, whether or not this node holds a replica.
+type clusterTablets interface {
+	TabletsIn(ctx context.Context, span kvpb.Span) ([]plan.TabletState, error)
+}
+
+// groupTablets lists the tablets of the groups: every tablet of each
+// group's span from its leaseholder when the directory can (a node of a
+// cluster with more nodes than replicas holds some of them only), else
+// the tablets this node holds a replica of.
+func (res *Resolver) groupTablets(ids []uint64) ([]plan.TabletState, error) {
+	ct, ok := res.tablets.(clusterTablets)
+	if !ok {
+		return res.tablets.Tablets(res.ctx)
+	}
+	var out []plan.TabletState
+	for _, g := range ids {
+		ts, err := ct.TabletsIn(res.ctx, rowenc.GroupSpan(g))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ts...)
 	}
 	return out, nil
 }

@@ -10,18 +10,26 @@
 // A Citus shard placement is the node that serves the shard: in Cairn the
 // leaseholder of its tablets (citus_shards' nodename), which runs its
 // reads, writes and distributed fragments. Every replica holds the bytes,
-// so a move is a lease transfer to another voter of the tablet: online,
-// with nothing copied. The unit is a tablet of a colocation group's table
-// group (a shard, or part of a grown shard that split), which carries the
-// shard of every table colocated in it.
+// so a lease move is a lease transfer to another voter of the tablet:
+// online, with nothing copied. On a cluster with more nodes than replicas
+// the bytes a node stores depend on which tablets it holds a replica of,
+// so a plan first moves replicas (replicas.go: a copy to a node holding
+// none, then the source's replica removed), then leases. The unit is a
+// tablet of a colocation group's table group (a shard, or part of a grown
+// shard that split), which carries the shard of every table colocated in
+// it.
 //
 // Invariants:
 //
-//  1. A move's target is a voter of its tablet, other than its source, and
-//     no tablet moves twice in one plan; an excluded shard never moves.
-//  2. Each move lowers the group's sum of squared node loads (bytes led per
-//     node), so a plan always ends, and applied in order its moves leave
-//     the loads no further apart than before.
+//  1. A lease move's target is a voter of its tablet, other than its
+//     source, and no tablet's lease moves twice in one plan; a replica
+//     move's source is a voter of its tablet that does not lead it, its
+//     target no voter, and no tablet's replica moves twice; an excluded
+//     shard never moves.
+//  2. Each lease move lowers the group's sum of squared node loads (bytes
+//     led per node), so a plan always ends, and applied in order its
+//     moves leave the loads no further apart than before (replica moves
+//     leave leases where they are).
 //  3. No move widens the group's spread of lease counts per node beyond
 //     one (or beyond what it was): the store's lease balancer keeps each
 //     index's (group's) lease counts within one, and a plan that broke
@@ -29,10 +37,12 @@
 //     swaps, which keep both counts.
 //  4. The plan stops once every node's load is within Threshold of the
 //     mean, or no move or swap lowers the sum of squares.
+//  5. Replica moves come first and follow rules 2 to 4 for the bytes
+//     stored per node (the bytes of every tablet it is a voter of) and
+//     replica counts per node.
 package rebalance
 
 import (
-	"cmp"
 	"slices"
 )
 
@@ -53,10 +63,12 @@ type Tablet struct {
 	Voters []int32
 }
 
-// Move hands Tablet's lease from From to To.
+// Move hands Tablet's lease from From to To or, with Replica, moves its
+// replica from From (not its leaseholder) to To (a node that holds none).
 type Move struct {
 	Tablet   Tablet
 	From, To int32
+	Replica  bool
 }
 
 // Options are the plan's parameters.
@@ -113,7 +125,7 @@ type state struct {
 }
 
 func planGroup(ts []Tablet, nodes []int32, threshold float64, budget int) []Move {
-	s := &state{tablets: slices.Clone(ts), bytes: map[int32]int64{}, count: map[int32]int{}, moved: map[uint64]bool{}}
+	s := &state{bytes: map[int32]int64{}, count: map[int32]int{}, moved: map[uint64]bool{}}
 	seen := map[int32]bool{}
 	for _, n := range nodes {
 		if !seen[n] {
@@ -121,17 +133,23 @@ func planGroup(ts []Tablet, nodes []int32, threshold float64, budget int) []Move
 			s.nodes = append(s.nodes, n)
 		}
 	}
-	for _, t := range s.tablets {
-		if !seen[t.Node] {
-			seen[t.Node] = true
-			s.nodes = append(s.nodes, t.Node)
+	for _, t := range ts {
+		for _, n := range append([]int32{t.Node}, t.Voters...) {
+			if !seen[n] {
+				seen[n] = true
+				s.nodes = append(s.nodes, n)
+			}
 		}
+	}
+	slices.Sort(s.nodes)
+	// Stored bytes first (invariant 5), then leases over the voters and
+	// leaseholders those moves leave.
+	out, after := planReplicas(ts, s.nodes, threshold, budget)
+	s.tablets = after
+	for _, t := range s.tablets {
 		s.bytes[t.Node] += t.Bytes
 		s.count[t.Node]++
 	}
-	slices.Sort(s.nodes)
-	slices.SortFunc(s.tablets, func(a, b Tablet) int { return cmp.Compare(a.ID, b.ID) })
-	var out []Move
 	for budget == 0 || len(out) < budget {
 		if s.balanced(threshold) {
 			break
@@ -150,34 +168,10 @@ func planGroup(ts []Tablet, nodes []int32, threshold float64, budget int) []Move
 
 // balanced reports whether every node's load is within threshold of the
 // mean.
-func (s *state) balanced(threshold float64) bool {
-	var total int64
-	for _, n := range s.nodes {
-		total += s.bytes[n]
-	}
-	mean := float64(total) / float64(len(s.nodes))
-	for _, n := range s.nodes {
-		if d := float64(s.bytes[n]) - mean; d > threshold*mean || -d > threshold*mean {
-			return false
-		}
-	}
-	return true
-}
+func (s *state) balanced(threshold float64) bool { return balancedLoads(s.nodes, s.bytes, threshold) }
 
 // countSpread is the largest difference of lease counts between nodes.
-func (s *state) countSpread() int {
-	lo, hi := -1, -1
-	for _, n := range s.nodes {
-		c := s.count[n]
-		if lo < 0 || c < lo {
-			lo = c
-		}
-		if c > hi {
-			hi = c
-		}
-	}
-	return hi - lo
-}
+func (s *state) countSpread() int { return spreadOf(s.nodes, s.count) }
 
 // movable says whether t may move (invariant 1) and to which nodes.
 func (s *state) movable(t Tablet, to int32) bool {

@@ -100,8 +100,30 @@ func TestPlanInvariants(t *testing.T) {
 		}
 		moves := Plan(ts, nodes, Options{})
 		node := map[uint64]int32{}
+		voters := map[uint64][]int32{}
 		for _, t := range ts {
 			node[t.ID] = t.Node
+			voters[t.ID] = slices.Clone(t.Voters)
+		}
+		stored := func(g uint64) (sq int64, spread int) {
+			b, c := map[int32]int64{}, map[int32]int{}
+			for _, t := range ts {
+				if t.Group == g {
+					for _, v := range voters[t.ID] {
+						b[v] += t.Bytes
+						c[v]++
+					}
+				}
+			}
+			lo, hi := -1, 0
+			for _, n := range nodes {
+				sq += b[n] * b[n]
+				if lo < 0 || c[n] < lo {
+					lo = c[n]
+				}
+				hi = max(hi, c[n])
+			}
+			return sq, hi - lo
 		}
 		sums := func(g uint64) (sq int64, spread int) {
 			b, c := map[int32]int64{}, map[int32]int{}
@@ -121,19 +143,45 @@ func TestPlanInvariants(t *testing.T) {
 			}
 			return sq, hi - lo
 		}
-		sq0 := map[uint64]int64{}
-		limit := map[uint64]int{}
+		sq0, rsq0 := map[uint64]int64{}, map[uint64]int64{}
+		limit, rlimit := map[uint64]int{}, map[uint64]int{}
 		for _, g := range []uint64{1, 2} {
 			sq, sp := sums(g)
 			sq0[g], limit[g] = sq, max(1, sp)
+			sq, sp = stored(g)
+			rsq0[g], rlimit[g] = sq, max(1, sp)
 		}
-		moved := map[uint64]bool{}
+		moved, replicaMoved := map[uint64]bool{}, map[uint64]bool{}
+		leaseMoves := map[uint64]bool{} // per group
 		for i, m := range moves {
-			if m.Tablet.Excluded || moved[m.Tablet.ID] || m.From == m.To || !slices.Contains(m.Tablet.Voters, m.To) || node[m.Tablet.ID] != m.From {
+			id := m.Tablet.ID
+			if m.Replica {
+				// Replica moves come first (invariant 5), off a voter
+				// that does not lead the tablet, to a node holding none.
+				if leaseMoves[m.Tablet.Group] || m.Tablet.Excluded || replicaMoved[id] || node[id] == m.From ||
+					!slices.Contains(voters[id], m.From) || slices.Contains(voters[id], m.To) {
+					rt.Fatalf("replica move %d breaks invariants 1 or 5: %+v (voters %v, leaseholder %d)", i, m, voters[id], node[id])
+				}
+				replicaMoved[id] = true
+				vs := voters[id]
+				vs[slices.Index(vs, m.From)] = m.To
+				continue
+			}
+			leaseMoves[m.Tablet.Group] = true
+			if m.Tablet.Excluded || moved[id] || m.From == m.To || !slices.Contains(voters[id], m.To) || node[id] != m.From {
 				rt.Fatalf("move %d breaks invariant 1: %+v", i, m)
 			}
-			moved[m.Tablet.ID] = true
-			node[m.Tablet.ID] = m.To
+			moved[id] = true
+			node[id] = m.To
+		}
+		for _, g := range []uint64{1, 2} {
+			sq, sp := stored(g)
+			if sq > rsq0[g] {
+				rt.Fatalf("group %d: sum of squared stored bytes %d after the plan, %d before (invariant 5)", g, sq, rsq0[g])
+			}
+			if sp > rlimit[g] {
+				rt.Fatalf("group %d: replica counts %d apart after the plan, limit %d (invariant 5)", g, sp, rlimit[g])
+			}
 		}
 		for _, g := range []uint64{1, 2} {
 			sq, sp := sums(g)
@@ -147,11 +195,74 @@ func TestPlanInvariants(t *testing.T) {
 	})
 }
 
+// groupMoved reports whether a lease of group g moves.
 func groupMoved(moves []Move, g uint64) bool {
 	for _, m := range moves {
-		if m.Tablet.Group == g {
+		if m.Tablet.Group == g && !m.Replica {
 			return true
 		}
 	}
 	return false
+}
+
+// On five nodes with three replicas, node 1 holds a replica of the three
+// largest tablets (leading none of them): the plan moves replicas off it
+// to nodes holding less, keeps replica counts within one and leads with
+// those moves (invariant 5).
+func TestPlanReplicas(t *testing.T) {
+	ts := []Tablet{
+		{ID: 1, Bytes: 100, Node: 2, Voters: []int32{1, 2, 3}},
+		{ID: 2, Bytes: 90, Node: 3, Voters: []int32{1, 3, 4}},
+		{ID: 3, Bytes: 80, Node: 4, Voters: []int32{1, 4, 5}},
+		{ID: 4, Bytes: 10, Node: 5, Voters: []int32{2, 3, 5}},
+		{ID: 5, Bytes: 10, Node: 2, Voters: []int32{2, 4, 5}},
+		{ID: 6, Bytes: 10, Node: 3, Voters: []int32{3, 4, 5}},
+	}
+	nodes := []int32{1, 2, 3, 4, 5}
+	stored := func(moves []Move) (bytes map[int32]int64, spread int) {
+		voters := map[uint64][]int32{}
+		for _, t := range ts {
+			voters[t.ID] = slices.Clone(t.Voters)
+		}
+		for _, m := range moves {
+			if m.Replica {
+				vs := voters[m.Tablet.ID]
+				vs[slices.Index(vs, m.From)] = m.To
+			}
+		}
+		bytes, count := map[int32]int64{}, map[int32]int{}
+		for _, t := range ts {
+			for _, v := range voters[t.ID] {
+				bytes[v] += t.Bytes
+				count[v]++
+			}
+		}
+		return bytes, spreadOf(nodes, count)
+	}
+	moves := Plan(ts, nodes, Options{})
+	before, _ := stored(nil)
+	after, counts := stored(moves)
+	var replicas int
+	leases := false
+	for _, m := range moves {
+		if m.Replica {
+			replicas++
+			if leases {
+				t.Errorf("a replica move after a lease move: %v", moves)
+			}
+		} else {
+			leases = true
+		}
+	}
+	extent := func(b map[int32]int64) int64 {
+		lo, hi := b[1], b[1]
+		for _, n := range nodes {
+			lo, hi = min(lo, b[n]), max(hi, b[n])
+		}
+		return hi - lo
+	}
+	if replicas == 0 || extent(after) >= extent(before) || after[1] >= before[1] || counts > 1 {
+		t.Errorf("moves %v: stored bytes %v (counts %d apart), before %v", moves, after, counts, before)
+	}
+	t.Logf("stored bytes %v after %d replica moves, %v before", after, replicas, before)
 }

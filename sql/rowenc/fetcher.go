@@ -39,6 +39,11 @@ type RowFetcher struct {
 	// needs only a point deletion (RowWriter.KeyOnly).
 	KeyOnly *KeyOnlyRows
 
+	// needles (SetNeedles) are byte strings every wanted row holds in
+	// one of its values; found marks those the pending row's values hold.
+	needles [][]byte
+	found   uint64
+
 	merger  *RowMerger
 	pending []byte // row key of the row being merged; nil when none
 	// pendingCols: the pending row has column entries.
@@ -82,6 +87,34 @@ func NewRowFetcher(t *TableLayout, idx *IndexLayout, needed []ColumnID) (*RowFet
 		f.merger = NewRowMerger(t.Schema)
 	}
 	return f, nil
+}
+
+// MaxNeedles bounds SetNeedles.
+const MaxNeedles = 64
+
+// SetNeedles makes a primary-index fetcher skip, without decoding it, any
+// row none of whose stored values (its packed value or column entries,
+// every version the scan returned) contains one of needles as bytes: the
+// caller knows that every row it wants holds each needle in some value
+// (a jsonb column's stored text holds every string of a value it
+// contains, in the one encoding it is stored in: sql/exec's
+// jsonbNeedles). Values are stored as written, so a needle in a value is
+// a run of its bytes. At most MaxNeedles; a secondary-index fetcher
+// ignores them.
+func (f *RowFetcher) SetNeedles(needles [][]byte) {
+	if len(needles) > MaxNeedles {
+		needles = needles[:MaxNeedles]
+	}
+	f.needles = needles
+}
+
+// see marks the needles v holds.
+func (f *RowFetcher) see(v []byte) {
+	for i, n := range f.needles {
+		if f.found&(1<<i) == 0 && bytes.Contains(v, n) {
+			f.found |= 1 << i
+		}
+	}
 }
 
 // Add decodes kvs and calls emit for every row they complete. emit owns
@@ -133,6 +166,7 @@ func (f *RowFetcher) addPrimary(kv *kvpb.KeyValue, rest []byte, emit func([]type
 		f.pending, f.keyRow = rowKey, keyRow
 	}
 	if len(suffix) == 0 {
+		f.see(kv.Value)
 		f.merger.SetBase(kv.Value, kv.Timestamp)
 		return nil
 	}
@@ -143,6 +177,7 @@ func (f *RowFetcher) addPrimary(kv *kvpb.KeyValue, rest []byte, emit func([]type
 // pending row.
 func (f *RowFetcher) addColumn(kv *kvpb.KeyValue, suffix []byte) error {
 	f.pendingCols = true
+	f.see(kv.Value)
 	id, err := DecodeColumnSuffix(suffix)
 	if err != nil {
 		return fmt.Errorf("key %q: %w", kv.Key, err)
@@ -158,11 +193,14 @@ func (f *RowFetcher) Finish(emit func(row []types.Datum) error) error {
 		return nil
 	}
 	defer func() {
-		f.pending, f.keyRow, f.pendingCols = nil, nil, false
+		f.pending, f.keyRow, f.pendingCols, f.found = nil, nil, false, 0
 		f.merger.Reset()
 	}()
 	if f.KeyOnly != nil && !f.pendingCols && f.merger.Exists() {
 		f.KeyOnly.Add(f.pending)
+	}
+	if n := len(f.needles); n > 0 && f.found != 1<<n-1 {
+		return nil // a row the caller does not want (SetNeedles)
 	}
 	row := f.keyRow
 	if f.noValues {

@@ -3,17 +3,22 @@ package session
 // rebalance_table_shards (Citus; docs/distributed.md "Rebalancing
 // shards"): the session asks the catalog for the plan
 // (builtins.RebalanceInfo, the same one get_rebalance_table_shards_plan
-// shows) and carries its moves out, in order, as lease transfers
-// (kvpb.SpreadLeaseRequest with the target node), as a job with progress
-// (SHOW JOBS). Nothing is copied: every voter holds the shard's bytes, so
-// reads and writes go on, each waiting at most for a lease transfer.
+// shows) and carries its moves out, in order, as a job with progress
+// (SHOW JOBS): replica moves (kvpb.PlacementRequest: a learner on the
+// target, promoted, the source's voter removed, as the replicate queue
+// moves replicas) on clusters with more nodes than replicas, then lease
+// transfers (kvpb.SpreadLeaseRequest with the target node), which copy
+// nothing. Reads and writes go on through both.
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgerrcode"
@@ -44,7 +49,7 @@ func (s *Session) rebalanceShards(x *stmtState, st *parser.Statement, c *citusCa
 	if err != nil || job == nil {
 		return err
 	}
-	return runRebalance(x.ctx, s.b, job, moves)
+	return runRebalance(x.ctx, s.b, job, moves, 0)
 }
 
 // startRebalance plans call c's moves and records them as a running job
@@ -86,46 +91,124 @@ func (s *Session) startRebalance(x *stmtState, st *parser.Statement, c *citusCal
 }
 
 // runningRebalance is the rebalance job running now (nil: none). A job
-// whose node stopped (jobs.Record.Orphaned) does not count: its moves
-// stopped with it.
+// whose node stopped (jobs.Record.Orphaned) counts too: a node takes it
+// over and goes on with it (ResumeOrphanedRebalances), so starting
+// another would run two at once.
 func runningRebalance(ctx context.Context, b *Backend) (*jobs.Record, error) {
 	recs, err := jobs.List(ctx, b.db)
 	if err != nil {
 		return nil, err
 	}
-	now := time.Now()
 	for i := len(recs) - 1; i >= 0; i-- {
-		if r := recs[i]; r.Type == RebalanceJobType && r.Status == jobs.StatusRunning && !r.Orphaned(now) {
+		if r := recs[i]; r.Type == RebalanceJobType && r.Status == jobs.StatusRunning {
 			return &r, nil
 		}
 	}
 	return nil, nil
 }
 
-// runRebalance makes job's moves in order, reporting progress, until
-// they are done, one fails, ctx ends or citus_rebalance_stop asks it to
-// stop (checked before each move); it ends the job accordingly.
-func runRebalance(ctx context.Context, b *Backend, job *jobs.Job, moves []builtins.RebalanceMove) error {
+// rebalanceTestingHooks are set by tests (TestingSetRebalanceBeforeMove).
+var rebalanceTestingHooks struct {
+	beforeMove atomic.Pointer[func(job int64, i int) error]
+}
+
+// TestingSetRebalanceBeforeMove installs fn, for tests of other packages
+// (sql/distsql's, which run whole servers in one process), to run before
+// each move of every rebalance in the process, before its stop check; nil
+// removes it. ErrTestingJobDied from fn makes the rebalance return at
+// once, leaving its job running and unfinished, as if its node had died
+// there. Never set outside tests.
+func TestingSetRebalanceBeforeMove(fn func(job int64, move int) error) {
+	if fn == nil {
+		rebalanceTestingHooks.beforeMove.Store(nil)
+		return
+	}
+	rebalanceTestingHooks.beforeMove.Store(&fn)
+}
+
+// ErrTestingJobDied: see TestingSetRebalanceBeforeMove.
+var ErrTestingJobDied = errors.New("session: the rebalance's node died (testing)")
+
+// runRebalance makes job's moves from moves[from] on in order, reporting
+// progress (the share of moves made, from which a node taking the job
+// over finds where to go on), until they are done, one fails, ctx ends
+// or citus_rebalance_stop asks it to stop (checked before each move); it
+// ends the job accordingly. A move whose target may no longer take the
+// lease (the node died or is leaving since the plan) is skipped: the
+// other moves still even the load out, and a later rebalance plans
+// without that node.
+func runRebalance(ctx context.Context, b *Backend, job *jobs.Job, moves []builtins.RebalanceMove, from int) error {
 	bg := context.WithoutCancel(ctx)
 	stop := job.KeepAlive(bg)
 	defer stop()
-	for i, m := range moves {
+	for i := from; i < len(moves); i++ {
+		if h := rebalanceTestingHooks.beforeMove.Load(); h != nil {
+			if err := (*h)(job.ID(), i); errors.Is(err, ErrTestingJobDied) {
+				return err
+			}
+		}
 		if stopped, err := job.CancelRequested(ctx); err == nil && stopped {
 			err := pgerror.New(pgerrcode.QueryCanceled, "the rebalance was stopped by citus_rebalance_stop after %d of %d moves", i, len(moves))
 			_ = job.Finish(bg, jobs.StatusCanceled, err)
 			return err
 		}
-		if err := moveLease(ctx, b, m); err != nil {
+		move := moveLease
+		if moves[i].Replica {
+			move = moveReplica
+		}
+		if err := move(ctx, b, moves[i]); err != nil && !errors.Is(err, errMoveRefused) {
 			status := jobs.StatusFailed
 			if ctx.Err() != nil {
 				status = jobs.StatusCanceled
 			}
 			_ = job.Finish(bg, status, err)
 			return err
+		} else if err != nil {
+			b.log.Warn("cairn: rebalance: move skipped", "job", job.ID(), "err", err)
 		}
 		_ = job.Progress(ctx, float64(i+1)/float64(len(moves)))
 	}
 	return job.Finish(bg, jobs.StatusSucceeded, nil)
+}
+
+// ResumeOrphanedRebalances takes over the rebalance jobs whose node
+// stopped while they ran (jobs.Record.Orphaned): it claims each
+// (jobs.Claim: of several nodes checking at once, one wins) and makes its
+// remaining moves in the background, from the first one its progress
+// does not count as made (a move made twice is a lease handed to the
+// node that already holds it: nothing happens). A citus_rebalance_stop
+// asked meanwhile stops it before its next move. It returns how many it
+// took over; every node runs it now and then (server), as it does for
+// index builds (ddl.ResumeOrphanedIndexBuilds).
+func (b *Backend) ResumeOrphanedRebalances(ctx context.Context) (int, error) {
+	recs, err := jobs.List(ctx, b.db)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	now := time.Now()
+	for _, r := range recs {
+		if r.Type != RebalanceJobType || !r.Orphaned(now) {
+			continue
+		}
+		job, ok, err := jobs.Claim(ctx, b.db, r.ID)
+		if err != nil {
+			return n, err
+		}
+		if !ok {
+			continue // another node took it, or it came back
+		}
+		n++
+		var moves []builtins.RebalanceMove
+		if err := json.Unmarshal(r.Payload, &moves); err != nil {
+			_ = job.Finish(ctx, jobs.StatusFailed, fmt.Errorf("reading the moves of rebalance job %d: %w", r.ID, err))
+			continue
+		}
+		from := min(int(math.Round(r.Fraction*float64(len(moves)))), len(moves))
+		b.log.Info("cairn: resuming an orphaned rebalance", "job", r.ID, "moves", len(moves), "done", from)
+		b.goBackground(func(ctx context.Context) { _ = runRebalance(ctx, b, job, moves, from) })
+	}
+	return n, nil
 }
 
 // rebalanceStart runs citus_rebalance_start call c: the moves run on this
@@ -141,7 +224,7 @@ func (s *Session) rebalanceStart(x *stmtState, st *parser.Statement, c *citusCal
 		s.notice(x.w, "NOTICE", "00000", "No moves available for rebalancing")
 		return "", false, nil
 	}
-	s.b.goBackground(func(ctx context.Context) { _ = runRebalance(ctx, s.b, job, moves) })
+	s.b.goBackground(func(ctx context.Context) { _ = runRebalance(ctx, s.b, job, moves, 0) })
 	s.notice(x.w, "NOTICE", "00000", fmt.Sprintf("Scheduled %d moves as job %d", len(moves), job.ID()))
 	return strconv.FormatInt(job.ID(), 10), true, nil
 }
@@ -191,9 +274,14 @@ func (s *Session) rebalanceStop(x *stmtState) error {
 	return jobs.RequestCancel(x.ctx, s.b.db, running.ID)
 }
 
+// errMoveRefused: a move's target may no longer take the lease
+// (kvpb.SpreadLeaseResponse.Refused).
+var errMoveRefused = errors.New("the target may not take the lease")
+
 // moveLease hands the lease of m's tablet to m.Target, asking again until
 // the tablet's leaseholder is the target (kvpb.SpreadLeaseResponse.Done)
-// or rebalanceMoveTimeout has passed. The request is routed by the
+// or rebalanceMoveTimeout has passed; errMoveRefused when the target is
+// no voter that may take the lease. The request is routed by the
 // tablet's start key, so a tablet that split since the plan moves its
 // first part.
 func moveLease(ctx context.Context, b *Backend, m builtins.RebalanceMove) error {
@@ -207,6 +295,8 @@ func moveLease(ctx context.Context, b *Backend, m builtins.RebalanceMove) error 
 		if err == nil && len(br.Responses) == 1 {
 			if r, ok := br.Responses[0].(*kvpb.SpreadLeaseResponse); ok && r.Done {
 				return nil
+			} else if ok && r.Refused {
+				return fmt.Errorf("shard %d (tablet %d) to %s: %w", m.ShardID, m.Tablet, builtins.NodeName(m.Target), errMoveRefused)
 			}
 		}
 		if err != nil {
@@ -227,6 +317,56 @@ func moveLease(ctx context.Context, b *Backend, m builtins.RebalanceMove) error 
 		}
 	}
 }
+
+// rebalanceReplicaMoveTimeout bounds one replica move: a learner's
+// snapshot of the tablet, its promotion and the source's removal, each
+// made by the replicate queue's next scan. A variable for tests.
+var rebalanceReplicaMoveTimeout = 2 * time.Minute
+
+// moveReplica moves the replica of m's tablet from m.Source to m.Target
+// (kvpb.PlacementRequest, one step per ask), asking again until the
+// target is a voter and the source is not (Done),
+// rebalanceReplicaMoveTimeout has passed, or the move is refused
+// (errMoveRefused: the target may hold no replica, or the source holds
+// none any more).
+func moveReplica(ctx context.Context, b *Backend, m builtins.RebalanceMove) error {
+	mctx, cancel := context.WithTimeout(ctx, rebalanceReplicaMoveTimeout)
+	defer cancel()
+	var last error
+	for {
+		ba := &kvpb.BatchRequest{}
+		ba.Add(&kvpb.PlacementRequest{Key: m.Key, From: uint64(m.Source), To: uint64(m.Target)})
+		br, err := b.db.Send(mctx, ba)
+		if err == nil && len(br.Responses) == 1 {
+			if r, ok := br.Responses[0].(*kvpb.PlacementResponse); ok && r.Done {
+				return nil
+			} else if ok && r.Refused {
+				return fmt.Errorf("replica of shard %d (tablet %d) from %s to %s: %w", m.ShardID, m.Tablet,
+					builtins.NodeName(m.Source), builtins.NodeName(m.Target), errMoveRefused)
+			}
+		}
+		if err != nil {
+			last = err
+		}
+		select {
+		case <-mctx.Done():
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			e := pgerror.New(pgerrcode.ObjectNotInPrerequisiteState, "could not move shard %d's replica (tablet %d) from %s to %s within %s",
+				m.ShardID, m.Tablet, builtins.NodeName(m.Source), builtins.NodeName(m.Target), rebalanceReplicaMoveTimeout)
+			if last != nil {
+				e = e.WithDetail("%v", last)
+			}
+			return e
+		case <-time.After(rebalanceReplicaMovePoll):
+		}
+	}
+}
+
+// rebalanceReplicaMovePoll is the pause between asks of a replica move:
+// each step waits for a replicate queue scan.
+const rebalanceReplicaMovePoll = 100 * time.Millisecond
 
 // rebalanceRequest reads c's arguments as Citus's: relation (a table
 // name), threshold, max_shard_moves, excluded_shard_list ('{1,2}'),
