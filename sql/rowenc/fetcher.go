@@ -80,6 +80,15 @@ func NewRowFetcher(t *TableLayout, idx *IndexLayout, needed []ColumnID) (*RowFet
 	}
 	if idx.primary {
 		f.merger = NewRowMerger(t.Schema)
+		if f.drop != nil && !f.noValues {
+			// The values not needed are passed over, not decoded
+			// and then cleared by project.
+			skip := make([]bool, len(t.valuePos))
+			for i, p := range t.valuePos {
+				skip[i] = f.drop[p]
+			}
+			f.merger.SetSkip(skip)
+		}
 	}
 	return f, nil
 }
