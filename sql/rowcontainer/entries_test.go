@@ -12,9 +12,9 @@ import (
 )
 
 // TestEntrySorterRandom: an EntrySorter returns every entry it was given,
-// in bytewise key order, in memory (no limit) and through runs (limits
-// down to a few KiB), and gives back all its memory, disk and files when
-// closed. Keys share a prefix, are of 0 to 20 bytes after it (shorter than
+// in bytewise key order, in memory (one sorted chunk, or a merge of
+// several) and through runs (limits down to a few KiB), and gives back
+// all its memory, disk and files when closed. Keys share a prefix, are of 0 to 20 bytes after it (shorter than
 // the abbreviation, holding 0x00 bytes, prefixes of one another), and a
 // fifth of them repeat an earlier key with another value.
 func TestEntrySorterRandom(t *testing.T) {
@@ -24,11 +24,13 @@ func TestEntrySorterRandom(t *testing.T) {
 		workMem  int64
 		n        int
 		wantRuns bool
+		wantSegs int // in memory at the end: at least
 	}{
-		{0, 5000, false},
-		{1 << 20, 5000, false},
-		{64 << 10, 5000, true},
-		{4 << 10, 3000, true},
+		{0, 5000, false, 1},
+		{1 << 20, 5000, false, 2},
+		{16 << 20, 200000, false, 3},
+		{64 << 10, 5000, true, 1},
+		{4 << 10, 3000, true, 1},
 	} {
 		rng := rand.New(rand.NewPCG(uint64(tc.workMem), 7))
 		type kv struct{ k, v []byte }
@@ -79,6 +81,9 @@ func TestEntrySorterRandom(t *testing.T) {
 		}
 		if (s.Runs > 0) != tc.wantRuns {
 			t.Fatalf("work_mem %d: %d runs, want runs: %v", tc.workMem, s.Runs, tc.wantRuns)
+		}
+		if !tc.wantRuns && len(s.segs) < tc.wantSegs {
+			t.Fatalf("work_mem %d: %d sorted chunks merged, want at least %d", tc.workMem, len(s.segs), tc.wantSegs)
 		}
 		// The same entries: equal keys come out in no set order, so
 		// compare both sorted by key, then value.
