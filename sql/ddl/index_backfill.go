@@ -405,6 +405,7 @@ func (b *indexBuild) readPiece(ctx context.Context, t *catalog.Table, layout *ro
 	if err != nil {
 		return err
 	}
+	f.ReuseRows = true // emit encodes the row and keeps nothing of it
 	// The entries are encoded here, on the readers' goroutines: the
 	// goroutine feeding the sort is the build's serial part.
 	buf := entryBufs.Get().(*entryBuf)
