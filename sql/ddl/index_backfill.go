@@ -454,18 +454,43 @@ func (b *indexBuild) readPiece(ctx context.Context, t *catalog.Table, layout *ro
 		}
 		return nil
 	}
-	for start := piece.Key; ; {
-		kvs, err := b.e.x.DB.ScanAt(ctx, start, piece.EndKey, backfillPageKVs, ts)
-		if err != nil {
-			return fmt.Errorf("scanning table %q: %w", t.Name, err)
+	// The next page is read while this one is decoded: a fresh table is
+	// often one tablet, one piece, and its reader would otherwise leave
+	// a core idle during each page's scan.
+	pages := make(chan []kvpb.KeyValue, 1)
+	var scanErr error
+	ctx, stop := context.WithCancel(ctx)
+	defer stop() // a reader that fails stops its scan
+	go func() {
+		defer close(pages)
+		for start := piece.Key; ; {
+			kvs, err := b.e.x.DB.ScanAt(ctx, start, piece.EndKey, backfillPageKVs, ts)
+			if err != nil {
+				scanErr = fmt.Errorf("scanning table %q: %w", t.Name, err)
+				return
+			}
+			select {
+			case pages <- kvs:
+			case <-ctx.Done():
+				return
+			}
+			if len(kvs) < backfillPageKVs {
+				return
+			}
+			start = keys.Next(kvs[len(kvs)-1].Key)
 		}
+	}()
+	for kvs := range pages {
 		if err := f.Add(kvs, emit); err != nil {
 			return err
 		}
-		if len(kvs) < backfillPageKVs {
-			break
-		}
-		start = keys.Next(kvs[len(kvs)-1].Key)
+	}
+	// pages is closed: scanErr is set, if ever, and the scan is over.
+	if scanErr != nil {
+		return scanErr
+	}
+	if err := ctx.Err(); err != nil {
+		return context.Cause(ctx)
 	}
 	if err := f.Finish(emit); err != nil {
 		return err
