@@ -46,6 +46,7 @@ type SSTBuilder struct {
 	out         *memWritable
 	w           *sstable.Writer
 	lastKey     []byte
+	spare       []byte // the next key's encoding buffer (Put)
 	first, last []byte // user keys of the first and last entry
 	count       int
 	dataBytes   int64
@@ -67,7 +68,10 @@ func (b *SSTBuilder) Put(key MVCCKey, value []byte) error {
 	if err := checkWriteKey(key); err != nil {
 		return fmt.Errorf("storage: sst put: %w", err)
 	}
-	enc := key.Encode(nil)
+	// The encoded key goes in a buffer swapped with lastKey's: the
+	// writer copies what it keeps, so an SST of a million entries costs
+	// no allocation per key.
+	enc := key.Encode(b.spare[:0])
 	if b.lastKey != nil && Comparer.Compare(enc, b.lastKey) <= 0 {
 		return fmt.Errorf("%w: put %s after %s", ErrOutOfOrder, key, Comparer.FormatKey(b.lastKey))
 	}
@@ -78,7 +82,7 @@ func (b *SSTBuilder) Put(key MVCCKey, value []byte) error {
 		b.first = append([]byte(nil), key.Key...)
 	}
 	b.last = append(b.last[:0], key.Key...)
-	b.lastKey = enc
+	b.lastKey, b.spare = enc, b.lastKey
 	b.count++
 	b.dataBytes += int64(len(enc) + len(value))
 	return nil

@@ -8,18 +8,27 @@
 # wall seconds on a loaded machine. Automatic statistics are off for the
 # loading session, so no collection runs beside the builds.
 #
-#   bench/pgbench/index_cpu.sh [-rows ROWS] [-runs N]
+#   bench/pgbench/index_cpu.sh [-rows ROWS] [-runs N] [-profile DIR]
+#
+# -profile DIR writes a CPU profile of each build (DIR/cpu-N.pprof, taken
+# over -profile-seconds, default 6, from the build's start) and the
+# node's live heap after each build (DIR/heap-N.pprof, after a GC), whose
+# in-use bytes are printed with the node's goroutines and RSS: a heap or a
+# goroutine count that grows build after build is what a build left
+# behind (RSS also holds what the runtime has not returned yet).
 #
 # CAIRN_BIN=path runs that binary instead of building this tree's;
 # BENCH_PORT_BASE (default 30600) is the SQL port, +1 RPC, +2 HTTP.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . test/compat/lib.sh
-rows=1000000 runs=3
+rows=1000000 runs=3 prof= profsec=6
 while [ $# -gt 0 ]; do
   case $1 in
   -rows) rows=$2; shift 2 ;;
   -runs) runs=$2; shift 2 ;;
+  -profile) prof=$2; shift 2 ;;
+  -profile-seconds) profsec=$2; shift 2 ;;
   *) echo "unknown flag $1" >&2; exit 2 ;;
   esac
 done
@@ -37,12 +46,28 @@ PGOPTIONS="-c sql.stats.automatic_collection.enabled=off" \
   psql -X -q -v ON_ERROR_STOP=1 -c "\\copy b FROM '$work/rows.csv' WITH (FORMAT csv)" "$url"
 cpu() { awk '{print $14 + $15}' "/proc/$CAIRN_PID/stat"; }
 tck=$(getconf CLK_TCK)
+admin="http://127.0.0.1:$((port + 2))/debug/pprof"
+[ -z "$prof" ] || mkdir -p "$prof"
 for r in $(seq 1 "$runs"); do
+  ppid=
+  if [ -n "$prof" ]; then
+    curl -s -o "$prof/cpu-$r.pprof" "$admin/profile?seconds=$profsec" &
+    ppid=$!
+  fi
   c0=$(cpu) t0=$(date +%s%N)
   psql -X -q -v ON_ERROR_STOP=1 -c "CREATE INDEX b_a$r ON b (a)" "$url"
   t1=$(date +%s%N) c1=$(cpu)
   awk -v r="$r" -v a="$t0" -v b="$t1" -v c="$((c1 - c0))" -v t="$tck" -v l="$(cut -d' ' -f1 /proc/loadavg)" \
     'BEGIN { printf "run %d: wall %.2f s, cpu %.2f s, load %s\n", r, (b - a) / 1e9, c / t, l }'
+  if [ -n "$prof" ]; then
+    wait "$ppid"
+    curl -s -o "$prof/heap-$r.pprof" "$admin/heap?gc=1"
+    heap=$(go tool pprof -sample_index=inuse_space -top "$prof/heap-$r.pprof" 2>/dev/null |
+      awk '/^Showing nodes/ { print $(NF-1) }')
+    gor=$(curl -s "$admin/goroutine?debug=1" | awk 'NR == 1 { print $NF }')
+    rss=$(awk '/^VmRSS/ { printf "%.0f MB", $2 / 1024 }' "/proc/$CAIRN_PID/status")
+    echo "run $r: after the build, live heap $heap, $gor goroutines, RSS $rss"
+  fi
 done
 got=$(psql -X -qtA -c "SELECT count(*) FROM b WHERE a = 7919" "$url")
 [ "$got" = 1 ] || { echo "the index answers $got rows for a = 7919, want 1" >&2; exit 1; }

@@ -3,10 +3,9 @@ package ddl
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"fmt"
 	"runtime"
-	"strings"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,9 +31,11 @@ import (
 //	    piece per tablet, ScanAt(T_b) pages, rows → index entries
 //	         │ batches of entries over a channel
 //	         ▼
-//	rowcontainer.Sorter (the executor's external merge sort: in memory up
-//	    to IndexBuildMemory, sorted runs spilled to temporary files,
-//	    k-way merge)
+//	rowcontainer.EntrySorter (the executor's external merge sort, for
+//	    rows that are bytes: entries copied into an arena, in memory up
+//	    to the build's budget, sorted runs spilled to temporary files,
+//	    k-way merge; keys compared bytewise, abbreviated past the
+//	    index's prefix)
 //	         │ the entries in key order
 //	         ▼
 //	adjacent keys equal ⇒ 23505; SSTs of versions at T_b cut at target
@@ -48,10 +49,14 @@ import (
 // kept open so GC spares it) and written at T_b; see index_job.go for why
 // that is exact under concurrent writers.
 
-// IndexBuildMemory is what one build's sort may hold in memory before it
-// spills (PostgreSQL's maintenance_work_mem default). A variable so that
-// tests can make it spill.
-var IndexBuildMemory int64 = 64 << 20
+// IndexBuildMemory is the most one build's sort holds in memory before
+// it spills, under a node budget large enough (buildAccount: at most a
+// quarter of it). An entry costs its key and value and 48 bytes, so 256
+// MiB holds the ~3M entries of a narrow index on 3M rows: a build of 1M
+// rows, PostgreSQL's maintenance_work_mem of 64 MiB spills (the runs'
+// writing and merging were a quarter of such a build's CPU), does not. A
+// variable so that tests can make it spill.
+var IndexBuildMemory int64 = 256 << 20
 
 // backfillReaders bounds the build's parallel tablet reads.
 var backfillReaders = max(2, min(runtime.GOMAXPROCS(0), 8))
@@ -70,6 +75,24 @@ var progressEvery = jobs.HeartbeatEvery / 4
 
 // entryBatch is how many entries a reader hands the sorter at once.
 const entryBatch = 512
+
+// entryBuf is a batch of index entries a reader hands the sort: their
+// keys and values back to back in buf, each entry's key and value
+// lengths in lens. Batches are recycled (entryBufs), so the entries cost
+// no allocation between the encoder and the sorter's arena.
+type entryBuf struct {
+	buf  []byte
+	lens []uint32 // key length, value length, per entry
+}
+
+var entryBufs = sync.Pool{New: func() any { return &entryBuf{} }}
+
+func (e *entryBuf) add(k, v []byte) {
+	e.buf = append(append(e.buf, k...), v...)
+	e.lens = append(e.lens, uint32(len(k)), uint32(len(v)))
+}
+
+func (e *entryBuf) len() int { return len(e.lens) / 2 }
 
 // backfillStats says what one backfill did (tests and EXPLAIN of builds).
 type backfillStats struct {
@@ -135,7 +158,7 @@ func (b *indexBuild) sortedBackfill(ctx context.Context, t *catalog.Table, layou
 	defer cancel(nil)
 
 	// Readers: one piece each, at most backfillReaders at once.
-	entries := make(chan [][]types.Datum, backfillReaders*2)
+	entries := make(chan *entryBuf, backfillReaders*2)
 	var readErr error
 	var readOnce sync.Once
 	fail := func(err error) {
@@ -168,21 +191,27 @@ func (b *indexBuild) sortedBackfill(ctx context.Context, t *catalog.Table, layou
 		scope = ts.NewScope()
 		defer scope.Close()
 	}
-	sorter := rowcontainer.NewSorter(compareEntries, acc, scope)
+	sorter := rowcontainer.NewEntrySorter(acc, scope, layout.IndexSpan(il).Key)
 	defer sorter.Close()
-	sorter.SetKey(entryKeyAfter(string(layout.IndexSpan(il).Key)))
 	lastReport := int64(0)
 	var lastWrite time.Time
 	for batch := range entries {
 		if ctx.Err() != nil {
 			continue // draining after a failure
 		}
-		for _, e := range batch {
-			if err := sorter.Add(ctx, e); err != nil {
+		off := 0
+		for i := 0; i < len(batch.lens); i += 2 {
+			k := batch.buf[off : off+int(batch.lens[i])]
+			off += len(k)
+			v := batch.buf[off : off+int(batch.lens[i+1])]
+			off += len(v)
+			if err := sorter.Add(ctx, k, v); err != nil {
 				fail(err)
 				break
 			}
 		}
+		batch.buf, batch.lens = batch.buf[:0], batch.lens[:0]
+		entryBufs.Put(batch)
 		n := done.Load()
 		if n-lastReport < backfillPageKVs {
 			continue
@@ -230,7 +259,7 @@ func (b *indexBuild) sortedBackfill(ctx context.Context, t *catalog.Table, layou
 		return err
 	}
 	defer it.Close()
-	stats.runs = sorter.SortedRuns
+	stats.runs = sorter.Runs
 
 	// Writers: one SST (one tablet's keys) each, at most
 	// backfillWriters at once.
@@ -300,10 +329,11 @@ func (b *indexBuild) ingest(ctx context.Context, sb *storage.SSTBuilder, ts hlc.
 // in a unique index: other indexes' keys end with the primary key), and
 // hands the writers SSTs of the entries as committed versions at ts, each
 // within one target tablet and at most backfillSSTBytes.
-func (b *indexBuild) cutSSTs(ctx context.Context, layout *rowenc.TableLayout, it rowcontainer.Iterator, ts hlc.Timestamp,
+func (b *indexBuild) cutSSTs(ctx context.Context, layout *rowenc.TableLayout, it rowcontainer.EntryIterator, ts hlc.Timestamp,
 	writes chan<- *storage.SSTBuilder, stats *backfillStats) error {
 	db := b.e.x.DB
-	var prev []byte
+	var prev []byte // the last key (the iterator's keys live until Next)
+	first := true
 	var sb *storage.SSTBuilder
 	var end []byte // the current SST's tablet's end key
 	flush := func() error {
@@ -320,18 +350,17 @@ func (b *indexBuild) cutSSTs(ctx context.Context, layout *rowenc.TableLayout, it
 		return nil
 	}
 	for {
-		row, err := it.Next(ctx)
+		k, v, ok, err := it.Next(ctx)
 		if err != nil {
 			return err
 		}
-		if row == nil {
+		if !ok {
 			break
 		}
-		k, v := []byte(row[0].(types.DBytes)), []byte(row[1].(types.DBytes))
-		if prev != nil && bytes.Equal(prev, k) {
-			return uniqueBuildError(layout.ConvertWriteError(&kvpb.ConditionFailedError{Key: k}))
+		if !first && bytes.Equal(prev, k) {
+			return uniqueBuildError(layout.ConvertWriteError(&kvpb.ConditionFailedError{Key: bytes.Clone(k)}))
 		}
-		prev = k
+		prev, first = append(prev[:0], k...), false
 		stats.entries++
 		if sb != nil && (sb.DataBytes() >= backfillSSTBytes || (len(end) > 0 && bytes.Compare(k, end) >= 0)) {
 			if err := flush(); err != nil {
@@ -356,7 +385,7 @@ func (b *indexBuild) cutSSTs(ctx context.Context, layout *rowenc.TableLayout, it
 // readPiece reads one tablet's part of the table at ts, a page at a time,
 // and sends the rows' index entries to out.
 func (b *indexBuild) readPiece(ctx context.Context, t *catalog.Table, layout *rowenc.TableLayout, il *rowenc.IndexLayout,
-	predText string, ts hlc.Timestamp, piece kvpb.Span, out chan<- [][]types.Datum, done *atomic.Int64) error {
+	predText string, ts hlc.Timestamp, piece kvpb.Span, out chan<- *entryBuf, done *atomic.Int64) error {
 	var pred sem.Evaluator
 	if predText != "" {
 		var err error
@@ -365,16 +394,25 @@ func (b *indexBuild) readPiece(ctx context.Context, t *catalog.Table, layout *ro
 		}
 	}
 	ectx := &sem.EvalContext{}
-	f, err := rowenc.NewRowFetcher(layout, &layout.Primary, nil)
+	// Only the columns the entries are made of are decoded (of a
+	// packed row, the others' bytes are passed over), unless a
+	// predicate reads others.
+	var needed []rowenc.ColumnID
+	if pred == nil {
+		needed = slices.Concat(layout.Primary.KeyColumns, il.KeyColumns, il.StoreColumns)
+	}
+	f, err := rowenc.NewRowFetcher(layout, &layout.Primary, needed)
 	if err != nil {
 		return err
 	}
-	// The sorter's rows are built here, on the readers' goroutines:
-	// the goroutine feeding the sort is the build's serial part.
-	buf := make([][]types.Datum, 0, entryBatch)
+	f.ReuseRows = true // emit encodes the row and keeps nothing of it
+	// The entries are encoded here, on the readers' goroutines: the
+	// goroutine feeding the sort is the build's serial part.
+	buf := entryBufs.Get().(*entryBuf)
 	var ents []rowenc.IndexEntry
+	var key, value []byte
 	send := func() error {
-		if len(buf) == 0 {
+		if buf.len() == 0 {
 			return nil
 		}
 		select {
@@ -382,7 +420,7 @@ func (b *indexBuild) readPiece(ctx context.Context, t *catalog.Table, layout *ro
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		}
-		buf = make([][]types.Datum, 0, entryBatch)
+		buf = entryBufs.Get().(*entryBuf)
 		return nil
 	}
 	emit := func(row []types.Datum) error {
@@ -397,29 +435,62 @@ func (b *indexBuild) readPiece(ctx context.Context, t *catalog.Table, layout *ro
 			}
 		}
 		var err error
-		if ents, err = layout.EncodeIndexEntries(ents[:0], il, row); err != nil {
-			return err
+		if il.Inverted == "" {
+			// One entry, encoded in buffers reused row after row.
+			if key, value, _, err = layout.AppendIndexEntry(key[:0], value[:0], il, row); err != nil {
+				return err
+			}
+			buf.add(key, value)
+		} else {
+			if ents, err = layout.EncodeIndexEntries(ents[:0], il, row); err != nil {
+				return err
+			}
+			for _, ent := range ents {
+				buf.add(ent.Key, ent.Value)
+			}
 		}
-		for _, ent := range ents {
-			buf = append(buf, []types.Datum{types.DBytes(ent.Key), types.DBytes(ent.Value)})
-		}
-		if len(buf) >= entryBatch {
+		if buf.len() >= entryBatch {
 			return send()
 		}
 		return nil
 	}
-	for start := piece.Key; ; {
-		kvs, err := b.e.x.DB.ScanAt(ctx, start, piece.EndKey, backfillPageKVs, ts)
-		if err != nil {
-			return fmt.Errorf("scanning table %q: %w", t.Name, err)
+	// The next page is read while this one is decoded: a fresh table is
+	// often one tablet, one piece, and its reader would otherwise leave
+	// a core idle during each page's scan.
+	pages := make(chan []kvpb.KeyValue, 1)
+	var scanErr error
+	ctx, stop := context.WithCancel(ctx)
+	defer stop() // a reader that fails stops its scan
+	go func() {
+		defer close(pages)
+		for start := piece.Key; ; {
+			kvs, err := b.e.x.DB.ScanAt(ctx, start, piece.EndKey, backfillPageKVs, ts)
+			if err != nil {
+				scanErr = fmt.Errorf("scanning table %q: %w", t.Name, err)
+				return
+			}
+			select {
+			case pages <- kvs:
+			case <-ctx.Done():
+				return
+			}
+			if len(kvs) < backfillPageKVs {
+				return
+			}
+			start = keys.Next(kvs[len(kvs)-1].Key)
 		}
+	}()
+	for kvs := range pages {
 		if err := f.Add(kvs, emit); err != nil {
 			return err
 		}
-		if len(kvs) < backfillPageKVs {
-			break
-		}
-		start = keys.Next(kvs[len(kvs)-1].Key)
+	}
+	// pages is closed: scanErr is set, if ever, and the scan is over.
+	if scanErr != nil {
+		return scanErr
+	}
+	if err := ctx.Err(); err != nil {
+		return context.Cause(ctx)
 	}
 	if err := f.Finish(emit); err != nil {
 		return err
@@ -428,36 +499,20 @@ func (b *indexBuild) readPiece(ctx context.Context, t *catalog.Table, layout *ro
 }
 
 // buildAccount is the sort's memory account: IndexBuildMemory of the
-// node's SQL budget (its own budget on a node without one).
+// node's SQL budget, or a quarter of that budget if less, which leaves
+// the rest to statements (its own budget on a node without one).
 func (b *indexBuild) buildAccount() *mon.Account {
 	if m := b.e.x.Memory; m != nil {
-		return m.NewAccount(IndexBuildMemory)
+		return m.NewAccount(buildMemory(m.Limit()))
 	}
 	return mon.NewBudget("index build", IndexBuildMemory*2).NewAccount(IndexBuildMemory)
 }
 
-// compareEntries orders entries by key. DBytes is a string: comparing
-// the strings costs no copy (converting each to []byte, as this did,
-// allocated twice per comparison: a third of a 1M-row build's sort).
-func compareEntries(a, b []types.Datum) int {
-	return strings.Compare(string(a[0].(types.DBytes)), string(b[0].(types.DBytes)))
-}
-
-// entryKeyAfter abbreviates an entry's key to the 8 bytes after prefix,
-// the start of the index's span (every entry of the build begins with
-// it, so abbreviating it would tell no two entries apart), zero-padded:
-// equal abbreviations fall back to compareEntries, so the order is the
-// keys' bytewise order. A key without the prefix (none is expected) gets
-// no abbreviation; among keys sharing it the abbreviations order as the
-// keys do, so the mix stays consistent.
-func entryKeyAfter(prefix string) rowcontainer.KeyFunc {
-	return func(row []types.Datum) (uint64, bool) {
-		k, ok := strings.CutPrefix(string(row[0].(types.DBytes)), prefix)
-		if !ok {
-			return 0, false
-		}
-		var b [8]byte
-		copy(b[:], k)
-		return binary.BigEndian.Uint64(b[:]), true
+// buildMemory is a build's sort budget under a node SQL budget of
+// nodeLimit (<= 0: unlimited): IndexBuildMemory, at most a quarter of it.
+func buildMemory(nodeLimit int64) int64 {
+	if nodeLimit <= 0 {
+		return IndexBuildMemory
 	}
+	return min(IndexBuildMemory, max(nodeLimit/4, 1))
 }

@@ -6,8 +6,10 @@
 // (TempStorage, Scope, File). SQL operators
 // (sql/exec: sorts, hash aggregation and join partitions, DISTINCT,
 // windows, buffered results) use it, and so do online index builds
-// (sql/ddl index_backfill.go), which sort their entries with the Sorter:
-// it orders any rows by a caller's comparison.
+// (sql/ddl index_backfill.go), which sort their entries with the
+// EntrySorter (entries.go): the same external merge sort for rows that
+// are (key, value) bytes, ordered bytewise, held in arena chunks rather
+// than as datums.
 //
 // Flow:
 //

@@ -179,7 +179,30 @@ func (f *File) Append(row []types.Datum) error {
 	if err != nil {
 		return err
 	}
-	need := f.size + int64(len(f.buf)) + binary.MaxVarintLen64
+	return f.appendRecord(f.buf)
+}
+
+// AppendBytes writes rec at the end of the file as one record, read back
+// by Reader.NextBytes: for callers whose rows are already bytes (an
+// EntrySorter's entries). A file holds records of one kind only.
+func (f *File) AppendBytes(rec []byte) error {
+	if f.closed {
+		return fmt.Errorf("rowcontainer: append to a closed file")
+	}
+	if f.w == nil {
+		fd, err := os.OpenFile(f.name, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			return fmt.Errorf("rowcontainer: reopening temporary file: %w", err)
+		}
+		f.f, f.w = fd, bufio.NewWriterSize(fd, writeBuf)
+	}
+	return f.appendRecord(rec)
+}
+
+// appendRecord writes rec length-prefixed, reserving its disk first
+// (invariant 2).
+func (f *File) appendRecord(rec []byte) error {
+	need := f.size + int64(len(rec)) + binary.MaxVarintLen64
 	if need > f.reserved {
 		chunk := max(need-f.reserved, min(max(f.size, minDiskChunk), diskChunk))
 		if err := f.s.t.disk.Reserve(chunk); err != nil {
@@ -187,14 +210,14 @@ func (f *File) Append(row []types.Datum) error {
 		}
 		f.reserved += chunk
 	}
-	n := binary.PutUvarint(f.hdr[:], uint64(len(f.buf)))
+	n := binary.PutUvarint(f.hdr[:], uint64(len(rec)))
 	if _, err := f.w.Write(f.hdr[:n]); err != nil {
 		return fmt.Errorf("rowcontainer: writing temporary file: %w", err)
 	}
-	if _, err := f.w.Write(f.buf); err != nil {
+	if _, err := f.w.Write(rec); err != nil {
 		return fmt.Errorf("rowcontainer: writing temporary file: %w", err)
 	}
-	f.size += int64(n + len(f.buf))
+	f.size += int64(n + len(rec))
 	f.rows++
 	return nil
 }
@@ -287,21 +310,44 @@ func (r *Reader) Next() ([]types.Datum, error) {
 	return readRow(r.r, &r.buf, &r.file.c)
 }
 
+// NextBytes returns the next record of a file written with AppendBytes,
+// or nil at the end. The record is the reader's buffer: valid until the
+// next call (unlike Next's rows, it is not the caller's to keep).
+func (r *Reader) NextBytes() ([]byte, error) {
+	if r.n >= r.rows {
+		r.Close()
+		return nil, nil
+	}
+	r.n++
+	if err := readRecord(r.r, &r.buf); err != nil {
+		return nil, err
+	}
+	return r.buf, nil
+}
+
 // readRow reads and decodes one length-prefixed row from r, using *buf
 // for its bytes.
 func readRow(r *bufio.Reader, buf *[]byte, c *codec) ([]types.Datum, error) {
+	if err := readRecord(r, buf); err != nil {
+		return nil, err
+	}
+	return c.decodeRow(*buf)
+}
+
+// readRecord reads one length-prefixed record from r into *buf.
+func readRecord(r *bufio.Reader, buf *[]byte) error {
 	l, err := binary.ReadUvarint(r)
 	if err != nil {
-		return nil, fmt.Errorf("rowcontainer: reading temporary file: %w", err)
+		return fmt.Errorf("rowcontainer: reading temporary file: %w", err)
 	}
 	if uint64(cap(*buf)) < l {
 		*buf = make([]byte, l)
 	}
 	*buf = (*buf)[:l]
 	if _, err := io.ReadFull(r, *buf); err != nil {
-		return nil, fmt.Errorf("rowcontainer: reading temporary file: %w", err)
+		return fmt.Errorf("rowcontainer: reading temporary file: %w", err)
 	}
-	return c.decodeRow(*buf)
+	return nil
 }
 
 // Close releases the reader's descriptor; Next returns nil after it.

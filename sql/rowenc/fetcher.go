@@ -44,6 +44,13 @@ type RowFetcher struct {
 	needles [][]byte
 	found   uint64
 
+	// ReuseRows, when set, makes the emitted rows the fetcher's: valid
+	// only during emit, their storage reused for later rows (an index
+	// build encodes each row and drops it: a row's allocation per row
+	// saved). Set before the first Add.
+	ReuseRows bool
+	rowBufs   [2][]types.Datum // ReuseRows: the pending row's and the next
+
 	merger  *RowMerger
 	pending []byte // row key of the row being merged; nil when none
 	// pendingCols: the pending row has column entries.
@@ -85,6 +92,15 @@ func NewRowFetcher(t *TableLayout, idx *IndexLayout, needed []ColumnID) (*RowFet
 	}
 	if idx.primary {
 		f.merger = NewRowMerger(t.Schema)
+		if f.drop != nil && !f.noValues {
+			// The values not needed are passed over, not decoded
+			// and then cleared by project.
+			skip := make([]bool, len(t.valuePos))
+			for i, p := range t.valuePos {
+				skip[i] = f.drop[p]
+			}
+			f.merger.SetSkip(skip)
+		}
 	}
 	return f, nil
 }
@@ -153,7 +169,7 @@ func (f *RowFetcher) addPrimary(kv *kvpb.KeyValue, rest []byte, emit func([]type
 		// need not be decoded again.
 		return f.addColumn(kv, kv.Key[len(f.pending):])
 	}
-	keyRow := make([]types.Datum, len(f.t.Columns))
+	keyRow := f.newRow()
 	suffix, err := decodeColumns(rest, f.t, keyRow, f.idx.keyPos, f.idx.KeyOrders)
 	if err != nil {
 		return fmt.Errorf("key %q: %w", kv.Key, err)
@@ -171,6 +187,23 @@ func (f *RowFetcher) addPrimary(kv *kvpb.KeyValue, rest []byte, emit func([]type
 		return nil
 	}
 	return f.addColumn(kv, suffix)
+}
+
+// newRow returns storage for the next row: a fresh row, or with
+// ReuseRows the buffer the pending row does not hold, cleared.
+func (f *RowFetcher) newRow() []types.Datum {
+	if !f.ReuseRows {
+		return make([]types.Datum, len(f.t.Columns))
+	}
+	b := &f.rowBufs[0]
+	if f.keyRow != nil && len(*b) > 0 && &(*b)[0] == &f.keyRow[0] {
+		b = &f.rowBufs[1]
+	}
+	if *b == nil {
+		*b = make([]types.Datum, len(f.t.Columns))
+	}
+	clear(*b)
+	return *b
 }
 
 // addColumn adds the column entry kv, whose key ends in suffix, to the

@@ -1,8 +1,10 @@
 package rowenc_test
 
 import (
+	"slices"
 	"testing"
 
+	"github.com/cairn-db/cairn/kvpb"
 	"github.com/cairn-db/cairn/sql/rowenc"
 	"github.com/cairn-db/cairn/sql/types"
 )
@@ -48,6 +50,26 @@ func TestFetchProjections(t *testing.T) {
 		got := fetch(t, db, l, &l.Primary, needed)
 		if rowsString(got) != rowsString(want) {
 			t.Errorf("fetch of %v = %s, want %s", needed, rowsString(got), rowsString(want))
+		}
+		// With ReuseRows, each row as emitted (copied during emit, in
+		// pages of one KV so rows span pages) is the same.
+		f, err := rowenc.NewRowFetcher(l, &l.Primary, needed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.ReuseRows = true
+		var reused [][]types.Datum
+		emit := func(r []types.Datum) error { reused = append(reused, slices.Clone(r)); return nil }
+		for _, kv := range scan(t, db, l.IndexSpan(&l.Primary)) {
+			if err := f.Add([]kvpb.KeyValue{kv}, emit); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := f.Finish(emit); err != nil {
+			t.Fatal(err)
+		}
+		if rowsString(reused) != rowsString(want) {
+			t.Errorf("fetch of %v reusing rows = %s, want %s", needed, rowsString(reused), rowsString(want))
 		}
 	}
 }

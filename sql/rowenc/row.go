@@ -128,6 +128,9 @@ type RowMerger struct {
 	baseTS  hlc.Timestamp
 	hasBase bool
 	cols    map[ColumnID]colEntry
+	// skip marks the columns (Live() order) Row leaves undecoded; nil
+	// decodes every column.
+	skip []bool
 }
 
 type colEntry struct {
@@ -139,6 +142,12 @@ type colEntry struct {
 func NewRowMerger(s *Schema) *RowMerger {
 	return &RowMerger{s: s, cols: map[ColumnID]colEntry{}}
 }
+
+// SetSkip makes Row leave the columns marked in skip (Live() order) as
+// NULL without decoding them: a scan that needs a few columns of wide
+// rows (an index build, a projection) builds no value for the others.
+// nil decodes every column again.
+func (m *RowMerger) SetSkip(skip []bool) { m.skip = skip }
 
 // Reset forgets the previous row.
 func (m *RowMerger) Reset() {
@@ -174,7 +183,7 @@ func (m *RowMerger) Row(dst []types.Datum) (row []types.Datum, ok bool, err erro
 		return dst[:0], false, nil
 	}
 	row = append(dst[:0], make([]types.Datum, len(m.s.live))...)
-	if err := decodeBase(m.s, m.base, row); err != nil {
+	if err := decodeBaseSkip(m.s, m.base, row, m.skip); err != nil {
 		return nil, false, err
 	}
 	for id, e := range m.cols {
@@ -184,6 +193,9 @@ func (m *RowMerger) Row(dst []types.Datum) (row []types.Datum, ok bool, err erro
 		i := m.s.LiveIndex(id)
 		if i < 0 {
 			continue // dropped, or unknown to this schema
+		}
+		if m.skip != nil && m.skip[i] {
+			continue
 		}
 		d, err := decodeColumnValue(m.s.Columns[m.s.live[i]].Type, e.value)
 		if err != nil {
@@ -230,6 +242,13 @@ func DecodeRow(s *Schema, base []byte, newer []ColumnValue) ([]types.Datum, erro
 // entry. Columns the writer's version lacked read as their Default;
 // columns it had but left out (NULL, or no entry yet) read as NULL.
 func decodeBase(s *Schema, base []byte, row []types.Datum) error {
+	return decodeBaseSkip(s, base, row, nil)
+}
+
+// decodeBaseSkip is decodeBase leaving the columns marked in skip (Live()
+// order; nil: none) NULL, their values passed over undecoded, as are
+// those of columns dropped since the row was written.
+func decodeBaseSkip(s *Schema, base []byte, row []types.Datum, skip []bool) error {
 	if len(base) == 0 {
 		return corrupt("empty row value")
 	}
@@ -287,18 +306,28 @@ func decodeBase(s *Schema, base []byte, row []types.Datum) error {
 	for k := range int(n) {
 		j := layout[k]
 		present := bm[k/8]&(1<<(k%8)) != 0
-		var d types.Datum = types.DNull
-		if present {
-			if d, err = r.value(s.Columns[j].Type); err != nil {
-				return fmt.Errorf("column %d: %w", s.Columns[j].ID, err)
-			}
-		}
 		for out < len(s.live) && s.live[out] < j {
 			out++
 		}
-		if out < len(s.live) && s.live[out] == j {
+		live := out < len(s.live) && s.live[out] == j // else: dropped since
+		if live && skip != nil && skip[out] {
+			row[out] = types.DNull
+			live = false
+		}
+		var d types.Datum = types.DNull
+		if present {
+			if live {
+				d, err = r.value(s.Columns[j].Type)
+			} else {
+				err = r.skip(s.Columns[j].Type)
+			}
+			if err != nil {
+				return fmt.Errorf("column %d: %w", s.Columns[j].ID, err)
+			}
+		}
+		if live {
 			row[out] = d
-		} // else: dropped since; its bytes are skipped
+		}
 	}
 	if len(r.b) != 0 {
 		return corrupt("trailing bytes after packed row")

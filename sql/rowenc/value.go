@@ -205,6 +205,45 @@ func (r *valueReader) lenPrefixed() (string, error) {
 	return string(b), nil
 }
 
+// skip passes over one value of type t without building it: a reader
+// that needs some of a packed row's columns (RowMerger.SetSkip) pays no
+// allocation for the others (a text column's string, a numeric's
+// big.Int). The value's bounds are checked as by value; its contents
+// (UTF-8, JSON syntax) are not, since nobody reads them.
+func (r *valueReader) skip(t *types.T) error {
+	var err error
+	switch t.Family {
+	case types.BoolFamily:
+		_, err = r.fixed(1)
+	case types.IntFamily, types.TimeFamily, types.TimestampFamily, types.TimestampTZFamily:
+		_, err = r.varint()
+	case types.OidFamily:
+		_, err = r.uvarint()
+	case types.DateFamily:
+		_, err = r.int32()
+	case types.FloatFamily:
+		if t.Width == 32 {
+			_, err = r.fixed(4)
+		} else {
+			_, err = r.fixed(8)
+		}
+	case types.StringFamily, types.BytesFamily, types.EnumFamily, types.JSONBFamily, types.JSONTextFamily:
+		var n uint64
+		if n, err = r.uvarint(); err == nil {
+			if n > uint64(len(r.b)) {
+				return corrupt("length beyond value")
+			}
+			_, err = r.fixed(int(n))
+		}
+	case types.UUIDFamily:
+		_, err = r.fixed(16)
+	default:
+		// Numeric, interval, arrays: rarer, decoded and dropped.
+		_, err = r.value(t)
+	}
+	return err
+}
+
 func (r *valueReader) int32() (int32, error) {
 	v, err := r.varint()
 	if err != nil {

@@ -1,0 +1,531 @@
+package rowcontainer
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/cairn-db/cairn/sql/mon"
+)
+
+// EntrySorter sorts (key, value) byte pairs by key, bytewise: an index
+// build's entries, whose keys are already in their order-preserving
+// encoding, so no comparison decodes anything (the normalized keys the
+// Sorter abbreviates rows to, here the whole key). It is the Sorter's
+// external merge sort for rows that are bytes:
+//
+//   - entries are copied into arena chunks of entryChunk bytes and
+//     indexed by 24-byte slots holding an abbreviated key (the 8 key
+//     bytes after the prefix all keys share), so a million entries cost
+//     a few dozen allocations, where rows of datums cost several each;
+//   - when a chunk is full, its slots are sorted and its bytes rewritten
+//     in that order (seal) while the chunk is still in the CPU's caches:
+//     a chunk is then a sorted segment, read front to back;
+//   - the entries in memory come out of a merge of the segments (a heap
+//     of one cursor per chunk, on the abbreviations): reading the sorted
+//     entries reads each chunk sequentially. One sort of all the slots
+//     would visit the entries' bytes in random order, a cache miss each:
+//     in a 1M-row build that was more CPU than the sort;
+//   - past the account's limit that merge is written as a run of
+//     AppendBytes records ([key length][key][value]) to a File, and Sort
+//     merges the runs with a heap over one Reader per run.
+//
+// Equal keys come out adjacent, in no particular order (the caller of an
+// index build fails on them). Accounting (invariant 1): every arena chunk
+// is reserved when made, and every entry's index slot twice (the index
+// slice doubles as it grows). Not safe for concurrent use.
+type EntrySorter struct {
+	acc    *mon.Account
+	scope  *Scope
+	prefix []byte // every key begins with it (abbreviations skip it)
+	chunk  int    // arena chunk size: entryChunk, less under a small limit
+
+	chunks [][]byte    // the arena; entries point into it
+	ents   []entrySlot // the entries in memory
+	segs   []segment   // the sealed chunks' slots
+	sealed int         // ents[:sealed] are in segs; the rest in the last chunk
+	spare  []byte      // the buffer a chunk is rewritten into (seal)
+	free   int64       // bytes reserved in acc not used yet
+	held   int64       // bytes reserved in acc for what is in memory
+	runs   []*File
+	buf    []byte // a run record being written
+
+	// Runs counts the sorted runs written (tests, EXPLAIN of builds).
+	Runs int
+}
+
+// entrySlot locates one entry in the arena: its key then its value, back
+// to back in chunks[chunk][off:].
+type entrySlot struct {
+	abbr       uint64
+	chunk, off uint32
+	klen, vlen uint32
+}
+
+// segment is the slots ents[lo:hi] of one sealed chunk, sorted, whose
+// bytes lie in the chunk in that order.
+type segment struct{ lo, hi int }
+
+const (
+	// entryChunk is the arena's allocation unit (under a large enough
+	// limit); an entry larger than a chunk gets a chunk of its own.
+	entryChunk = 1 << 20
+	// entrySlotCost is what an entry costs besides its bytes: its slot,
+	// twice (the slice's spare capacity after it doubles).
+	entrySlotCost = 2 * 24
+	// entryReserve is how much the sorter reserves in its account at a
+	// time, so the node budget's lock is taken once per many entries.
+	entryReserve = 256 << 10
+)
+
+// NewEntrySorter returns a sorter of entries whose keys all begin with
+// prefix (nil if none is known: an index's span start, which every entry
+// shares, would otherwise fill the abbreviated keys), holding at most
+// acc's limit in memory and spilling into scope (a nil or unspillable
+// scope keeps everything in memory, bounded only by the node budget).
+func NewEntrySorter(acc *mon.Account, scope *Scope, prefix []byte) *EntrySorter {
+	chunk := entryChunk
+	if l := acc.Limit(); l > 0 {
+		// A chunk is a sixteenth of work_mem at most, so a small one
+		// still holds many chunks' entries before it spills.
+		chunk = int(min(max(l/16, 4<<10), entryChunk))
+	}
+	return &EntrySorter{acc: acc, scope: scope, prefix: prefix, chunk: chunk}
+}
+
+// Len is the number of entries held in memory.
+func (s *EntrySorter) Len() int { return len(s.ents) }
+
+// Add copies the entry (key, value) into the sorter. key must begin with
+// the sorter's prefix.
+func (s *EntrySorter) Add(ctx context.Context, key, value []byte) error {
+	if uint64(len(key)) > 1<<31 || uint64(len(value)) > 1<<31 {
+		return fmt.Errorf("rowcontainer: entry of %d+%d bytes", len(key), len(value))
+	}
+	if !bytes.HasPrefix(key, s.prefix) {
+		return fmt.Errorf("rowcontainer: entry key %q lacks the sorter's prefix %q", key, s.prefix)
+	}
+	n := len(key) + len(value)
+	for {
+		last := len(s.chunks) - 1
+		room := last >= 0 && cap(s.chunks[last])-len(s.chunks[last]) >= n
+		need := int64(entrySlotCost)
+		if !room {
+			need += int64(max(n, s.chunk))
+			if len(s.chunks) == 0 {
+				need += int64(s.chunk) // the spare seal rewrites into
+			}
+		}
+		if need > s.free {
+			// Reserve, or spill (which empties the arena: look again).
+			if err := s.reserve(ctx, need); err != nil {
+				return err
+			}
+			continue
+		}
+		if !room {
+			if len(s.chunks) == 0 {
+				s.free -= int64(s.chunk)
+			}
+			s.seal()
+			s.chunks = append(s.chunks, make([]byte, 0, max(n, s.chunk)))
+			last = len(s.chunks) - 1
+			s.free -= int64(max(n, s.chunk))
+		}
+		c := s.chunks[last]
+		off := len(c)
+		c = append(c, key...)
+		c = append(c, value...)
+		s.chunks[last] = c
+		s.free -= entrySlotCost
+		s.ents = append(s.ents, entrySlot{
+			abbr: abbreviate(key, len(s.prefix)), chunk: uint32(last), off: uint32(off),
+			klen: uint32(len(key)), vlen: uint32(len(value)),
+		})
+		return nil
+	}
+}
+
+// reserve grows the account towards need free bytes: past its limit (or
+// when the node is short) it spills what is held instead, and the caller
+// looks again.
+func (s *EntrySorter) reserve(ctx context.Context, need int64) error {
+	grow := max(need-s.free, int64(min(entryReserve, s.chunk)))
+	err := s.acc.Grow(grow)
+	if err != nil && len(s.ents) >= MinRunRows && s.scope.Spillable() {
+		return s.spill(ctx)
+	}
+	if errors.Is(err, mon.ErrWorkMem) {
+		// Entries larger than work_mem, or nowhere to spill: hold them
+		// anyway; only the node budget can refuse now.
+		grow = need - s.free
+		err = s.acc.Force(grow)
+	}
+	if err != nil {
+		return err
+	}
+	s.free += grow
+	s.held += grow
+	return nil
+}
+
+func (s *EntrySorter) key(e *entrySlot) []byte {
+	return s.chunks[e.chunk][e.off : e.off+e.klen]
+}
+
+func (s *EntrySorter) value(e *entrySlot) []byte {
+	v := e.off + e.klen
+	return s.chunks[e.chunk][v : v+e.vlen]
+}
+
+func (s *EntrySorter) cmpSlot(a, b entrySlot) int {
+	if a.abbr != b.abbr {
+		if a.abbr < b.abbr {
+			return -1
+		}
+		return 1
+	}
+	return bytes.Compare(s.key(&a), s.key(&b))
+}
+
+// seal sorts the slots of the last chunk not sealed yet and rewrites the
+// chunk's bytes in their order, making it a segment.
+func (s *EntrySorter) seal() {
+	if s.sealed == len(s.ents) {
+		return
+	}
+	seg := s.ents[s.sealed:]
+	slices.SortFunc(seg, s.cmpSlot)
+	last := len(s.chunks) - 1
+	c := s.chunks[last]
+	if len(seg) > 1 && len(c) <= s.chunk {
+		// (A chunk of one large entry needs no rewriting.)
+		if s.spare == nil {
+			s.spare = make([]byte, 0, s.chunk)
+		}
+		out := s.spare[:0]
+		for i := range seg {
+			e := &seg[i]
+			off := len(out)
+			out = append(out, c[e.off:e.off+e.klen+e.vlen]...)
+			e.off = uint32(off)
+		}
+		s.chunks[last], s.spare = out, c[:0]
+	}
+	s.segs = append(s.segs, segment{s.sealed, len(s.ents)})
+	s.sealed = len(s.ents)
+}
+
+// spill writes the entries in memory, in order, as a new run and frees
+// the arena.
+func (s *EntrySorter) spill(ctx context.Context) error {
+	f, err := s.scope.NewFile()
+	if err != nil {
+		return err
+	}
+	s.runs = append(s.runs, f)
+	s.Runs++
+	it := s.memMerge()
+	for i := 0; ; i++ {
+		if err := checkCtx(ctx, i); err != nil {
+			return err
+		}
+		e := it.next()
+		if e == nil {
+			break
+		}
+		s.buf = binary.AppendUvarint(s.buf[:0], uint64(e.klen))
+		s.buf = append(s.buf, s.chunks[e.chunk][e.off:e.off+e.klen+e.vlen]...)
+		if err := f.AppendBytes(s.buf); err != nil {
+			return err
+		}
+	}
+	if err := f.Seal(); err != nil {
+		return err
+	}
+	s.release()
+	return nil
+}
+
+// release drops what is in memory and gives its reservation back.
+func (s *EntrySorter) release() {
+	s.ents, s.segs, s.sealed, s.spare = s.ents[:0], s.segs[:0], 0, nil
+	clear(s.chunks)
+	s.chunks = s.chunks[:0]
+	s.acc.Shrink(s.held)
+	s.held, s.free = 0, 0
+}
+
+// EntryIterator returns sorted entries one at a time.
+type EntryIterator interface {
+	// Next returns the next entry, ok false at the end. key and value
+	// are valid until the next call.
+	Next(ctx context.Context) (key, value []byte, ok bool, err error)
+	Close()
+}
+
+// Sort ends adding and returns the entries in key order. The iterator
+// owns the sorter's memory and files: closing it (or the sorter) releases
+// them.
+func (s *EntrySorter) Sort(ctx context.Context) (EntryIterator, error) {
+	if len(s.runs) == 0 {
+		return &entryMemIter{s: s, m: s.memMerge()}, nil
+	}
+	if len(s.ents) > 0 {
+		if err := s.spill(ctx); err != nil {
+			return nil, err
+		}
+	}
+	// One merge of every run: its read buffers are reserved past
+	// work_mem. A build of many millions of entries makes a few hundred
+	// runs at most (a run per work_mem of entries), whose buffers are a
+	// few MiB; the executor's Sorter merges in passes for the general
+	// case.
+	m := &entryMerge{s: s, bufs: int64(len(s.runs)) * readBuf}
+	if err := s.acc.Force(m.bufs); err != nil {
+		return nil, err
+	}
+	for _, f := range s.runs {
+		r, err := f.Reader(readBuf)
+		if err != nil {
+			m.Close()
+			return nil, err
+		}
+		m.readers = append(m.readers, r)
+	}
+	return m, nil
+}
+
+// Close releases the sorter's memory and removes its runs.
+func (s *EntrySorter) Close() {
+	for _, f := range s.runs {
+		f.Close()
+	}
+	s.runs = nil
+	s.release()
+	s.ents, s.chunks, s.segs, s.buf = nil, nil, nil, nil
+}
+
+type entryMemIter struct {
+	s *EntrySorter
+	m *segMerge
+	i int
+}
+
+func (m *entryMemIter) Next(ctx context.Context) ([]byte, []byte, bool, error) {
+	e := m.m.next()
+	if e == nil {
+		return nil, nil, false, nil
+	}
+	m.i++
+	if err := checkCtx(ctx, m.i); err != nil {
+		return nil, nil, false, err
+	}
+	return m.s.key(e), m.s.value(e), true, nil
+}
+
+// memMerge seals the last chunk and returns a merge of the segments.
+func (s *EntrySorter) memMerge() *segMerge {
+	s.seal()
+	m := &segMerge{s: s, heap: make([]segCursor, 0, len(s.segs))}
+	for _, g := range s.segs {
+		if g.lo < g.hi {
+			m.heap = append(m.heap, segCursor{abbr: s.ents[g.lo].abbr, i: g.lo, hi: g.hi})
+		}
+	}
+	for i := len(m.heap)/2 - 1; i >= 0; i-- {
+		m.down(i)
+	}
+	return m
+}
+
+// segMerge is a k-way merge of the sealed segments in memory: a heap of
+// one cursor per segment, ordered by the cursors' slots.
+type segMerge struct {
+	s    *EntrySorter
+	heap []segCursor
+}
+
+type segCursor struct {
+	abbr  uint64 // ents[i].abbr, kept here: most comparisons end on it
+	i, hi int
+}
+
+func (m *segMerge) less(a, b *segCursor) bool {
+	if a.abbr != b.abbr {
+		return a.abbr < b.abbr
+	}
+	if c := bytes.Compare(m.s.key(&m.s.ents[a.i]), m.s.key(&m.s.ents[b.i])); c != 0 {
+		return c < 0
+	}
+	return a.i < b.i
+}
+
+// next returns the next slot in key order, nil at the end.
+func (m *segMerge) next() *entrySlot {
+	if len(m.heap) == 0 {
+		return nil
+	}
+	top := &m.heap[0]
+	e := &m.s.ents[top.i]
+	if top.i++; top.i < top.hi {
+		top.abbr = m.s.ents[top.i].abbr
+	} else {
+		last := len(m.heap) - 1
+		m.heap[0] = m.heap[last]
+		m.heap = m.heap[:last]
+	}
+	m.down(0)
+	return e
+}
+
+func (m *segMerge) down(i int) {
+	h := m.heap
+	for {
+		l := 2*i + 1
+		if l >= len(h) {
+			return
+		}
+		c := l
+		if r := l + 1; r < len(h) && m.less(&h[r], &h[l]) {
+			c = r
+		}
+		if !m.less(&h[c], &h[i]) {
+			return
+		}
+		h[i], h[c] = h[c], h[i]
+		i = c
+	}
+}
+
+func (m *entryMemIter) Close() { m.s.Close() }
+
+// entryMerge is a k-way merge of the runs: a heap of each run's current
+// record. The record last returned stays in its reader's buffer until the
+// next call, which only then reads that run on.
+type entryMerge struct {
+	s       *EntrySorter
+	readers []*Reader
+	heap    []entryHead
+	started bool
+	pending int // run whose head was returned last; -1 none
+	n       int
+	bufs    int64
+}
+
+type entryHead struct {
+	abbr       uint64
+	key, value []byte
+	run        int
+}
+
+func (m *entryMerge) less(a, b *entryHead) bool {
+	if a.abbr != b.abbr {
+		return a.abbr < b.abbr
+	}
+	if c := bytes.Compare(a.key, b.key); c != 0 {
+		return c < 0
+	}
+	return a.run < b.run
+}
+
+// read fills h from run's next record; false at the run's end.
+func (m *entryMerge) read(run int, h *entryHead) (bool, error) {
+	rec, err := m.readers[run].NextBytes()
+	if err != nil || rec == nil {
+		return false, err
+	}
+	kl, n := binary.Uvarint(rec)
+	if n <= 0 || kl > uint64(len(rec)-n) {
+		return false, fmt.Errorf("rowcontainer: corrupt entry record in run %d", run)
+	}
+	h.key, h.value = rec[n:n+int(kl)], rec[n+int(kl):]
+	h.abbr, h.run = abbreviate(h.key, len(m.s.prefix)), run
+	return true, nil
+}
+
+func (m *entryMerge) Next(ctx context.Context) ([]byte, []byte, bool, error) {
+	if !m.started {
+		m.started, m.pending = true, -1
+		for i := range m.readers {
+			var h entryHead
+			ok, err := m.read(i, &h)
+			if err != nil {
+				return nil, nil, false, err
+			}
+			if ok {
+				m.heap = append(m.heap, h)
+			}
+		}
+		for i := len(m.heap)/2 - 1; i >= 0; i-- {
+			m.down(i)
+		}
+	} else if m.pending >= 0 {
+		// The root was returned last: move its run on.
+		ok, err := m.read(m.pending, &m.heap[0])
+		if err != nil {
+			return nil, nil, false, err
+		}
+		if !ok {
+			last := len(m.heap) - 1
+			m.heap[0] = m.heap[last]
+			m.heap = m.heap[:last]
+		}
+		m.down(0)
+		m.pending = -1
+	}
+	if len(m.heap) == 0 {
+		return nil, nil, false, nil
+	}
+	m.n++
+	if err := checkCtx(ctx, m.n); err != nil {
+		return nil, nil, false, err
+	}
+	top := &m.heap[0]
+	m.pending = top.run
+	return top.key, top.value, true, nil
+}
+
+// down restores the heap below i.
+func (m *entryMerge) down(i int) {
+	h := m.heap
+	for {
+		l := 2*i + 1
+		if l >= len(h) {
+			return
+		}
+		c := l
+		if r := l + 1; r < len(h) && m.less(&h[r], &h[l]) {
+			c = r
+		}
+		if !m.less(&h[c], &h[i]) {
+			return
+		}
+		h[i], h[c] = h[c], h[i]
+		i = c
+	}
+}
+
+func (m *entryMerge) Close() {
+	for _, r := range m.readers {
+		r.Close()
+	}
+	m.readers, m.heap = nil, nil
+	m.s.acc.Shrink(m.bufs)
+	m.bufs = 0
+	m.s.Close()
+}
+
+// abbreviate is the 8 bytes of key after its first prefix bytes,
+// zero-padded, as an integer: keys whose abbreviations differ order as
+// them (bytewise), and equal ones are compared in full.
+func abbreviate(key []byte, prefix int) uint64 {
+	var b [8]byte
+	if prefix < len(key) {
+		copy(b[:], key[prefix:])
+	}
+	return binary.BigEndian.Uint64(b[:])
+}
