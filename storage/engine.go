@@ -139,6 +139,9 @@ func (e *Engine) ReadAheadStats() ReadAheadStats {
 // Close closes the engine. Iterators, snapshots and batches must be closed
 // first.
 func (e *Engine) Close() error {
+	if e.ra != nil {
+		e.ra.stopPlans()
+	}
 	err := e.db.Close()
 	e.cache.Unref()
 	if e.healthCloser != nil {
@@ -188,6 +191,11 @@ type IterOptions struct {
 	// Prefix restricts the iterator to one user key per seek and lets Pebble
 	// use bloom filters. Only SeekGE, Next and Valid may be used.
 	Prefix bool
+	// Scan promises that the caller reads every key between the bounds
+	// (both set) in order, as a count or an unlimited scan does: the
+	// files wholly inside them are then read ahead whole, in key order
+	// (prefetch.go), when the engine reads ahead at all.
+	Scan bool
 }
 
 // fill sets po's bounds from o.
@@ -234,6 +242,9 @@ func newIter(e *Engine, r pebbleReader, opts IterOptions) (*Iterator, error) {
 		return nil, fmt.Errorf("storage: new iterator: %w", err)
 	}
 	i.it, i.buf = it, i.bufArr[:0]
+	if opts.Scan && !opts.Prefix && e.ra != nil {
+		i.plan = e.ra.planFor(e.db, e.dir, i.popts.LowerBound, i.popts.UpperBound)
+	}
 	return i, nil
 }
 

@@ -22,6 +22,9 @@ type Iterator struct {
 	bufArr [64]byte
 	// reuse, when set, takes the iterator back on Close (ReusingReader).
 	reuse *ReusingReader
+	// plan reads the files of a scan ahead (IterOptions.Scan); Close
+	// stops it.
+	plan *scanPlan
 }
 
 func (i *Iterator) decode(valid bool) bool {
@@ -102,6 +105,10 @@ func (i *Iterator) UnsafeValue() ([]byte, error) {
 
 // Close releases the iterator (to its ReusingReader, if it came from one).
 func (i *Iterator) Close() error {
+	if i.plan != nil {
+		i.plan.done(!i.it.Valid() && i.it.Error() == nil)
+		i.plan = nil
+	}
 	if i.reuse != nil {
 		i.reuse.free = append(i.reuse.free, i)
 		return nil
