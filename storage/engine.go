@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -196,6 +197,11 @@ type IterOptions struct {
 	// files wholly inside them are then read ahead whole, in key order
 	// (prefetch.go), when the engine reads ahead at all.
 	Scan bool
+	// ScanEnd, with Scan, is where the caller's scan goes on to past
+	// UpperBound (the next tablets of a scan the router cut): the files
+	// wholly inside [LowerBound, ScanEnd) are read ahead, and the plan
+	// outlives this iterator for the next one (prefetch.go, invariant 4).
+	ScanEnd []byte
 }
 
 // fill sets po's bounds from o.
@@ -243,7 +249,12 @@ func newIter(e *Engine, r pebbleReader, opts IterOptions) (*Iterator, error) {
 	}
 	i.it, i.buf = it, i.bufArr[:0]
 	if opts.Scan && !opts.Prefix && e.ra != nil {
-		i.plan = e.ra.planFor(e.db, e.dir, i.popts.LowerBound, i.popts.UpperBound)
+		end := i.popts.UpperBound
+		if opts.UpperBound != nil && bytes.Compare(opts.ScanEnd, opts.UpperBound) > 0 {
+			end = MVCCKey{Key: opts.ScanEnd}.Encode(nil)
+		}
+		i.plan = e.ra.planFor(e.db, e.dir, i.popts.LowerBound, end)
+		i.planEnd = bytes.Equal(end, i.popts.UpperBound)
 	}
 	return i, nil
 }

@@ -25,6 +25,9 @@ type Iterator struct {
 	// plan reads the files of a scan ahead (IterOptions.Scan); Close
 	// stops it.
 	plan *scanPlan
+	// planEnd: the plan ends where the iterator's bounds do (no ScanEnd
+	// beyond them).
+	planEnd bool
 }
 
 func (i *Iterator) decode(valid bool) bool {
@@ -106,7 +109,7 @@ func (i *Iterator) UnsafeValue() ([]byte, error) {
 // Close releases the iterator (to its ReusingReader, if it came from one).
 func (i *Iterator) Close() error {
 	if i.plan != nil {
-		i.plan.done(!i.it.Valid() && i.it.Error() == nil)
+		i.plan.done(i.planEnd && !i.it.Valid() && i.it.Error() == nil)
 		i.plan = nil
 	}
 	if i.reuse != nil {

@@ -44,11 +44,15 @@ import (
 //  4. At most maxPlans plans exist at once; a scan beyond them reads by
 //     runs. A scan read in pages (a count's requests, each a new iterator
 //     from where the last stopped to the same end) keeps one plan: an
-//     iterator closed before the end of its span parks its plan, and the
-//     next iterator whose span starts at or after the plan's and ends
-//     where it ends takes it over. A plan is stopped when its iterator
-//     reaches the end of the span, when a new plan needs its place (the
-//     parked plan used longest ago), or when the engine closes.
+//     iterator closed before the end of its plan parks it, and the next
+//     iterator whose span starts at or after the plan's and ends where it
+//     ends takes it over. A scan the router cut at tablets' ends goes on
+//     past each part's bound (IterOptions.ScanEnd): its plan covers the
+//     files up to the scan's end, so the next tablets' files are read
+//     while the current one's are consumed, and the next tablet's
+//     iterator takes it over. A plan is stopped when an iterator reaches
+//     the plan's end, when a new plan needs its place (the parked plan
+//     used longest ago), or when the engine closes.
 
 // maxPlans bounds the plans running at once (invariant 4).
 const maxPlans = readAheadFiles

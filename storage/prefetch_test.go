@@ -91,6 +91,47 @@ func scanPages(e *Engine, from, rows, page int, scan, settle bool) error {
 	return nil
 }
 
+// scanTablets reads the keys in order as a scan the router cut at
+// cuts (row numbers) does: each part an iterator of its own, read to its
+// end; readsOn tells each where the whole scan ends (ScanEnd). Each new
+// plan's reader is let finish first, as scanPages's settle.
+func scanTablets(e *Engine, rows int, cuts []int, readsOn bool) error {
+	i := 0
+	for p := 0; p+1 < len(cuts); p++ {
+		lo, hi := raKey(cuts[p]), raKey(cuts[p+1])
+		if p+1 == len(cuts)-1 {
+			hi = []byte("rox")
+		}
+		o := IterOptions{LowerBound: lo, UpperBound: hi, Scan: true}
+		if readsOn {
+			o.ScanEnd = []byte("rox")
+		}
+		it, err := e.NewIter(o)
+		if err != nil {
+			return err
+		}
+		if it.plan != nil {
+			it.plan.wg.Wait()
+		}
+		for ok := it.First(); ok; ok = it.Next() {
+			if !bytes.Equal(it.UnsafeKey().Key, raKey(i)) {
+				it.Close()
+				return fmt.Errorf("row %d: read %q", i, it.UnsafeKey().Key)
+			}
+			i++
+		}
+		if err := it.Err(); err != nil {
+			it.Close()
+			return err
+		}
+		it.Close()
+	}
+	if i != rows {
+		return fmt.Errorf("scanned %d rows, want %d", i, rows)
+	}
+	return nil
+}
+
 // TestScanPrefetch scans a table of eight files on a disk playing an HDD
 // (counters, not timings), its block cache cold and smaller than the
 // table: by read-ahead runs alone, each file costs several seeks (its
@@ -174,6 +215,29 @@ func TestScanPrefetch(t *testing.T) {
 			}
 		})
 	}
+	// A scan over three tablets cut inside files, each tablet's part an
+	// iterator of its own, as the router sends them. Told where the scan
+	// goes on to (ScanEnd), the first tablet's plan reads every file to
+	// the table's end, the cut ones included, and the next tablets take
+	// it over: the next tablet's files are read while the current one's
+	// are consumed. Without it each tablet plans only the files wholly
+	// inside its part.
+	tablets := func(readsOn bool) result {
+		return run(t, func(e *Engine) error { return scanTablets(e, rows, []int{0, 25000, 55000, rows}, readsOn) })
+	}
+	cut, on := tablets(false), tablets(true)
+	t.Logf("tablets, each planned alone: %+v", cut)
+	t.Logf("tablets, planned to the scan's end: %+v", on)
+	if on.disk.Seeks > int64(on.files) {
+		t.Errorf("a scan over three tablets planned to its end seeked %d times for %d files", on.disk.Seeks, on.files)
+	}
+	if on.disk.Seeks >= cut.disk.Seeks {
+		t.Errorf("planned to the scan's end: %d seeks; each tablet alone: %d", on.disk.Seeks, cut.disk.Seeks)
+	}
+	if on.plans != 0 {
+		t.Errorf("%d plans left after the last tablet reached the scan's end", on.plans)
+	}
+
 	// A short span inside one file: no file lies wholly in it, so no
 	// plan reads one (invariant 1).
 	short := run(t, func(e *Engine) error {
