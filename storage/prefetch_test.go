@@ -93,9 +93,9 @@ func scanPages(e *Engine, from, rows, page int, scan, settle bool) error {
 
 // scanTablets reads the keys in order as a scan the router cut at
 // cuts (row numbers) does: each part an iterator of its own, read to its
-// end; readsOn tells each where the whole scan ends (ScanEnd). Each new
-// plan's reader is let finish first, as scanPages's settle.
-func scanTablets(e *Engine, rows int, cuts []int, readsOn bool) error {
+// end; readsOn tells each where the whole scan ends (ScanEnd). With
+// settle each new plan's reader is let finish first, as scanPages's.
+func scanTablets(e *Engine, rows int, cuts []int, readsOn, settle bool) error {
 	i := 0
 	for p := 0; p+1 < len(cuts); p++ {
 		lo, hi := raKey(cuts[p]), raKey(cuts[p+1])
@@ -110,7 +110,7 @@ func scanTablets(e *Engine, rows int, cuts []int, readsOn bool) error {
 		if err != nil {
 			return err
 		}
-		if it.plan != nil {
+		if settle && it.plan != nil {
 			it.plan.wg.Wait()
 		}
 		for ok := it.First(); ok; ok = it.Next() {
@@ -223,7 +223,7 @@ func TestScanPrefetch(t *testing.T) {
 	// are consumed. Without it each tablet plans only the files wholly
 	// inside its part.
 	tablets := func(readsOn bool) result {
-		return run(t, func(e *Engine) error { return scanTablets(e, rows, []int{0, 25000, 55000, rows}, readsOn) })
+		return run(t, func(e *Engine) error { return scanTablets(e, rows, []int{0, 25000, 55000, rows}, readsOn, true) })
 	}
 	cut, on := tablets(false), tablets(true)
 	t.Logf("tablets, each planned alone: %+v", cut)
@@ -273,8 +273,8 @@ func TestScanPrefetch(t *testing.T) {
 	}
 }
 
-// TestScanPrefetchConcurrent runs paged scans with plans, more than
-// maxPlans at once, beside point reads of the same files (under the race
+// TestScanPrefetchConcurrent runs paged scans and scans cut at tablets
+// with plans, more than maxPlans at once, beside point reads of the same files (under the race
 // detector in make testrace), and checks every value read.
 func TestScanPrefetchConcurrent(t *testing.T) {
 	const rows, per = 30000, 5000
@@ -289,6 +289,11 @@ func TestScanPrefetchConcurrent(t *testing.T) {
 	for g := range maxPlans + 2 {
 		wg.Go(func() {
 			if err := scanPages(e, g*1000, rows, 700*(g%3), true, false); err != nil {
+				t.Error(err)
+			}
+		})
+		wg.Go(func() {
+			if err := scanTablets(e, rows, []int{0, 7000 + g*100, 19000, rows}, g%2 == 0, false); err != nil {
 				t.Error(err)
 			}
 		})
