@@ -109,6 +109,12 @@ type (
 	// values examined. A node that predates the field ignores it and
 	// returns the rows: a reader takes Count plus the tagged values of
 	// Rows (CountOf), which is right for either answer.
+	//
+	// ReadsOnTo, when above EndKey, says that the caller reads on from
+	// EndKey to it in order (a scan cut at a tablet's end by the router,
+	// which walks the next tablets after): a node may read the files of
+	// that span ahead while it answers (storage.IterOptions.ScanEnd). It
+	// changes no answer; a node that predates it ignores it.
 	ScanRequest struct {
 		Key       []byte `wire:"1"`
 		EndKey    []byte `wire:"2"`
@@ -116,6 +122,7 @@ type (
 		MaxKeys   int64  `wire:"4"`
 		MaxBytes  int64  `wire:"5"`
 		CountTags []byte `wire:"6"`
+		ReadsOnTo []byte `wire:"7"`
 	}
 	// ScanResponse holds the rows in scan order; ResumeSpan is the part of
 	// the span not yet read when a limit stopped the scan (nil otherwise).

@@ -67,6 +67,10 @@ type ScanOptions struct {
 	// ignored. Locks, intents and uncertainty are met exactly as by a
 	// scan that returns the rows.
 	CountTags []byte
+	// ReadsOnTo, when above the scan's end, is where the caller's scan
+	// goes on to after this one (kvpb.ScanRequest.ReadsOnTo): the files up
+	// to it may be read ahead (storage.IterOptions.ScanEnd).
+	ReadsOnTo []byte
 }
 
 // ScanResult is the answer of Scan.

@@ -20,6 +20,7 @@
 //	fatal.go     how a failing disk fails the engine instead of the process
 //	profile.go   storage profiles (ssd, hdd, object-store) and auto-detection
 //	readahead.go SSTs read in order are read ahead in windows sized by the profile
+//	prefetch.go  a whole-span scan's files read ahead whole, in key order
 //	simfs/       a vfs.FS that simulates disk latency, faults and counts I/O
 //
 // Engine keys. A user key k with timestamp t is stored as

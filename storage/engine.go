@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -148,6 +149,9 @@ func (e *Engine) ReadAheadStats() ReadAheadStats {
 // Close closes the engine. Iterators, snapshots and batches must be closed
 // first.
 func (e *Engine) Close() error {
+	if e.ra != nil {
+		e.ra.stopPlans()
+	}
 	err := e.db.Close()
 	e.cache.Unref()
 	if e.healthCloser != nil {
@@ -197,6 +201,16 @@ type IterOptions struct {
 	// Prefix restricts the iterator to one user key per seek and lets Pebble
 	// use bloom filters. Only SeekGE, Next and Valid may be used.
 	Prefix bool
+	// Scan promises that the caller reads every key between the bounds
+	// (both set) in order, as a count or an unlimited scan does: the
+	// files wholly inside them are then read ahead whole, in key order
+	// (prefetch.go), when the engine reads ahead at all.
+	Scan bool
+	// ScanEnd, with Scan, is where the caller's scan goes on to past
+	// UpperBound (the next tablets of a scan the router cut): the files
+	// wholly inside [LowerBound, ScanEnd) are read ahead, and the plan
+	// outlives this iterator for the next one (prefetch.go, invariant 4).
+	ScanEnd []byte
 }
 
 // fill sets po's bounds from o.
@@ -243,6 +257,14 @@ func newIter(e *Engine, r pebbleReader, opts IterOptions) (*Iterator, error) {
 		return nil, fmt.Errorf("storage: new iterator: %w", err)
 	}
 	i.it, i.buf = it, i.bufArr[:0]
+	if opts.Scan && !opts.Prefix && e.ra != nil {
+		end := i.popts.UpperBound
+		if opts.UpperBound != nil && bytes.Compare(opts.ScanEnd, opts.UpperBound) > 0 {
+			end = MVCCKey{Key: opts.ScanEnd}.Encode(nil)
+		}
+		i.plan = e.ra.planFor(e.db, e.dir, i.popts.LowerBound, end)
+		i.planEnd = bytes.Equal(end, i.popts.UpperBound)
+	}
 	return i, nil
 }
 

@@ -22,6 +22,12 @@ type Iterator struct {
 	bufArr [64]byte
 	// reuse, when set, takes the iterator back on Close (ReusingReader).
 	reuse *ReusingReader
+	// plan reads the files of a scan ahead (IterOptions.Scan); Close
+	// stops it.
+	plan *scanPlan
+	// planEnd: the plan ends where the iterator's bounds do (no ScanEnd
+	// beyond them).
+	planEnd bool
 }
 
 func (i *Iterator) decode(valid bool) bool {
@@ -102,6 +108,10 @@ func (i *Iterator) UnsafeValue() ([]byte, error) {
 
 // Close releases the iterator (to its ReusingReader, if it came from one).
 func (i *Iterator) Close() error {
+	if i.plan != nil {
+		i.plan.done(i.planEnd && !i.it.Valid() && i.it.Error() == nil)
+		i.plan = nil
+	}
 	if i.reuse != nil {
 		i.reuse.free = append(i.reuse.free, i)
 		return nil

@@ -29,6 +29,9 @@ func (r *ReusingReader) Get(key MVCCKey) ([]byte, bool, error) { return r.e.Get(
 
 // NewIter implements Reader.
 func (r *ReusingReader) NewIter(opts IterOptions) (*Iterator, error) {
+	// Its iterators outlive each scan of a batch: no plan (prefetch.go)
+	// would be stopped when its scan ends.
+	opts.Scan = false
 	if opts.Prefix {
 		return r.e.NewIter(opts)
 	}

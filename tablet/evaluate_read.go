@@ -40,6 +40,7 @@ func (ec *evalCtx) scan(req *kvpb.ScanRequest) (kvpb.Response, error) {
 		MaxKeys:     req.MaxKeys,
 		MaxBytes:    req.MaxBytes,
 		CountTags:   req.CountTags,
+		ReadsOnTo:   req.ReadsOnTo,
 	})
 	if err != nil {
 		return nil, wrapEval(req, err)

@@ -5,10 +5,17 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
+	"github.com/cockroachdb/pebble/v2/sstable"
+	"github.com/cockroachdb/pebble/v2/sstable/colblk"
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/cairn-db/cairn/keys"
 	"github.com/cairn-db/cairn/kv"
 	"github.com/cairn-db/cairn/kvpb"
 	"github.com/cairn-db/cairn/sql/catalog"
@@ -16,6 +23,8 @@ import (
 	"github.com/cairn-db/cairn/sql/rowenc"
 	"github.com/cairn-db/cairn/sql/sem"
 	"github.com/cairn-db/cairn/sql/types"
+	"github.com/cairn-db/cairn/storage"
+	"github.com/cairn-db/cairn/storage/simfs"
 	"github.com/cairn-db/cairn/testcluster"
 )
 
@@ -197,5 +206,195 @@ func TestLookupsInStorageOrder(t *testing.T) {
 	}
 	if len(batches) != 12 {
 		t.Errorf("batches of 100 rows: %d tablet batches, want 6 on each of 2 tablets", len(batches))
+	}
+}
+
+// TestLookupsReachPebbleInOrder checks the order of a lookup batch's
+// keys where they reach Pebble: in the SST's reads. Its data blocks are
+// laid out in key order, so the batch's keys reach Pebble sorted exactly
+// when the data blocks it reads from each file come in increasing
+// order. The store is on a filesystem that records every read
+// (storage/simfs's OnRead; no read-ahead in between), those a tablet
+// makes are kept, and each is mapped to the data block it starts, by the
+// file's layout as Pebble's sstable reader gives it. Sorted, a batch of 300 random keys reads its
+// blocks front to back; in input order (LookupInputOrder, Cairn before
+// reads in storage order) the same kind of batch goes back and forth,
+// which shows the check can fail. Each join reads its own half of the
+// table, so the second does not find the first's blocks in the block
+// cache.
+func TestLookupsReachPebbleInOrder(t *testing.T) {
+	ctx := context.Background()
+	mem := vfs.NewMem()
+	// layout maps the offset of each data block of an SST to its
+	// position in the file (key order).
+	layout := func(name string) (map[int64]int, error) {
+		f, err := mem.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		rf, err := objstorageprovider.NewFileReadable(f, mem, objstorageprovider.NewReadaheadConfig(), name)
+		if err != nil {
+			return nil, err
+		}
+		ks := colblk.DefaultKeySchema(storage.Comparer, 16)
+		r, err := sstable.NewReader(ctx, rf, sstable.ReaderOptions{Comparer: storage.Comparer, KeySchemas: sstable.MakeKeySchemas(&ks)})
+		if err != nil {
+			return nil, err
+		}
+		defer r.Close()
+		l, err := r.Layout()
+		if err != nil {
+			return nil, err
+		}
+		m := map[int64]int{}
+		for i, h := range l.Data {
+			m[int64(h.Offset)] = i
+		}
+		return m, nil
+	}
+	var mu sync.Mutex
+	var reads []simfs.Read
+	blocks := map[string]map[int64]int{} // by file, its layout
+	recording := false
+	disk := simfs.New(mem, simfs.Options{OnRead: func(r simfs.Read) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !recording || !strings.HasSuffix(r.Name, ".sst") {
+			return
+		}
+		// Only the reads a tablet makes evaluating a request: Pebble's
+		// own compactions and table stats read the same files in the
+		// background, whenever they are scheduled.
+		buf := make([]byte, 32<<10)
+		if !bytes.Contains(buf[:runtime.Stack(buf, false)], []byte("cairn/tablet.")) {
+			return
+		}
+		// The layout is read now: the file exists while it is read,
+		// but a compaction may remove it later.
+		if _, ok := blocks[r.Name]; !ok {
+			m, err := layout(r.Name)
+			if err != nil {
+				t.Errorf("layout of %s: %v", r.Name, err)
+			}
+			blocks[r.Name] = m
+		}
+		reads = append(reads, r)
+	}})
+	n := testcluster.StartNode(t, testcluster.Options{FS: disk})
+	// The table is loaded through a client of its own, closed once the
+	// load's intents are all resolved: their resolution, in the
+	// background, reads the table front to back, and its reads must not
+	// mix with the joins'.
+	loader := kv.NewDB(n.Store, n.Store, n.Clock, kv.Options{})
+	e := &env{t: t, db: loader, nextID: 100}
+	e.txn(func(ctx context.Context, txn *kv.Txn) error { return catalog.Bootstrap(ctx, txn, "") })
+	const rows = 20000
+	var data [][]types.Datum
+	for i := int64(1); i <= rows; i++ {
+		data = append(data, ints(i, -i))
+	}
+	tbl := e.createTable(tableSpec{name: "big", cols: []string{"k int8", "v int8"}, pk: []string{"k"}, packed: true}, data...)
+	locks := func() bool {
+		lo, hi := keys.LockSpan(keys.Min, keys.Max)
+		it, err := n.Engine.NewIter(storage.IterOptions{LowerBound: lo, UpperBound: hi})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer it.Close()
+		return it.First()
+	}
+	for locks() {
+		runtime.Gosched()
+	}
+	loader.Close()
+	e.db = n.DB
+	if err := n.Engine.Flush(); err != nil {
+		t.Fatal(err)
+	}
+
+	// join looks up 300 random keys of [lo, lo+half) in one batch and
+	// returns, per file, the data blocks read in the order read, and how
+	// many of them came before a block earlier in the file.
+	rng := rand.New(rand.NewPCG(3, 4))
+	join := func(lo int, inputOrder bool) (map[string][]int, int) {
+		t.Helper()
+		var in []string
+		for range 300 {
+			in = append(in, fmt.Sprint(lo+rng.IntN(rows/2)))
+		}
+		v := e.vals("x", in...)
+		pk := e.scan(tbl, nil, "k", "v")
+		j := &plan.LookupJoin{Kind: plan.InnerJoin, Input: v, Table: tbl, KeyCols: []sem.ColumnID{v.Cols[0].ID}, Cols: pk.Cols, TableCols: pk.TableCols}
+		found := 0
+		var got []simfs.Read
+		err := e.db.Txn(ctx, kv.Serializable, func(ctx context.Context, txn *kv.Txn) error {
+			// Only the last attempt's join (a retry reads again), and
+			// not the commit (a refresh may read the spans again).
+			mu.Lock()
+			reads, recording = nil, true
+			mu.Unlock()
+			defer func() {
+				mu.Lock()
+				got, recording = reads, false
+				mu.Unlock()
+			}()
+			found = 0
+			rs, err := Start(ctx, &Context{Txn: txn, Eval: &sem.EvalContext{}, LookupInputOrder: inputOrder, LookupBatch: 1000}, &plan.Plan{Root: j})
+			if err != nil {
+				return err
+			}
+			defer rs.Close()
+			for {
+				row, err := rs.Next(ctx)
+				if err != nil || row == nil {
+					return err
+				}
+				found++
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if found != len(in) {
+			t.Fatalf("the join found %d rows for %d keys", found, len(in))
+		}
+		order := map[string][]int{}
+		back := 0
+		mu.Lock()
+		defer mu.Unlock()
+		for _, r := range got {
+			b, ok := blocks[r.Name][r.Off]
+			if !ok {
+				continue // an index or filter block
+			}
+			if prev := order[r.Name]; len(prev) > 0 && b < prev[len(prev)-1] {
+				back++
+			}
+			order[r.Name] = append(order[r.Name], b)
+		}
+		return order, back
+	}
+
+	sorted, back := join(1, false)
+	total := 0
+	for name, bs := range sorted {
+		total += len(bs)
+		t.Logf("sorted: %s: %d data blocks read", name, len(bs))
+	}
+	// 300 keys among 10,000 rows: many blocks, or the check shows nothing.
+	if total < 20 {
+		t.Fatalf("the sorted join read %d data blocks from the disk: the table is not where the test thinks", total)
+	}
+	if back > 0 {
+		t.Errorf("sorted lookups reached Pebble out of order: %d data block reads went back in their file: %v", back, sorted)
+	}
+	input, back := join(rows/2+1, true)
+	total = 0
+	for _, bs := range input {
+		total += len(bs)
+	}
+	t.Logf("input order: %d data blocks read, %d of them back in the file", total, back)
+	if back == 0 {
+		t.Errorf("lookups in input order read their %d data blocks in order: the check cannot fail", total)
 	}
 }

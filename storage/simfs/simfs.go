@@ -18,8 +18,10 @@
 // disk is.
 //
 // Callers: storage tests (group commit is measured by counting WAL syncs;
-// durability is tested by failing them), the slow-disk demo and the read
-// planner's benchmarks, which open a storage.Engine with
+// durability is tested by failing them; Options.OnRead shows which files
+// were read where, e.g. that a sorted lookup batch reads an SST's data
+// blocks front to back), the slow-disk demo and the read planner's
+// benchmarks, which open a storage.Engine with
 // storage.Options{FS: simfs.New(...)}. It wraps any vfs.FS (vfs.Default for a
 // real disk, vfs.NewMem for memory) and must not import storage, so storage's
 // tests can use it.
@@ -141,6 +143,21 @@ type Options struct {
 	// function that records the durations, so they can check latency was
 	// applied without timing anything.
 	Sleep func(time.Duration)
+	// OnRead, when set, sees every read of a file opened through the FS,
+	// once priced and before its wait, on the reading goroutine: tests
+	// record which files were read where, and in what order.
+	OnRead func(Read)
+}
+
+// Read is one read of a file, as Options.OnRead sees it.
+type Read struct {
+	// Name is the file's name as it was opened.
+	Name string
+	// Off and Len are where the read starts and how many bytes it asks
+	// for; Seek and Skip say how it was priced (invariant 1).
+	Off        int64
+	Len        int
+	Seek, Skip bool
 }
 
 // Stats counts operations on files opened through an FS.
@@ -173,6 +190,7 @@ type Stats struct {
 type FS struct {
 	vfs.FS
 	sleep    func(time.Duration)
+	onRead   func(Read)
 	profile  atomic.Pointer[Profile]
 	writeErr atomic.Pointer[error]
 	// stall is closed when a stall ends; nil while the disk answers.
@@ -189,7 +207,7 @@ var _ vfs.FS = (*FS)(nil)
 
 // New wraps inner.
 func New(inner vfs.FS, opts Options) *FS {
-	fs := &FS{FS: inner, sleep: opts.Sleep}
+	fs := &FS{FS: inner, sleep: opts.Sleep, onRead: opts.OnRead}
 	if fs.sleep == nil {
 		fs.sleep = fs.sleepOnAverage
 	}
@@ -293,7 +311,7 @@ func (fs *FS) injected() error {
 }
 
 func (fs *FS) wrap(f vfs.File, name string) vfs.File {
-	return &file{File: f, fs: fs, wal: strings.HasSuffix(name, ".log")}
+	return &file{File: f, fs: fs, name: name, wal: strings.HasSuffix(name, ".log")}
 }
 
 // Create implements vfs.FS.
@@ -349,8 +367,9 @@ func (fs *FS) OpenDir(name string) (vfs.File, error) {
 
 type file struct {
 	vfs.File
-	fs  *FS
-	wal bool
+	fs   *FS
+	name string
+	wal  bool
 
 	mu sync.Mutex
 	// read is set once the handle has been read; next is the offset
@@ -410,6 +429,9 @@ func (f *file) charge(off int64, n int) {
 		d, seek, skip = p.readCost(n, gap, first)
 	}
 	f.mu.Unlock()
+	if f.fs.onRead != nil {
+		f.fs.onRead(Read{Name: f.name, Off: off, Len: n, Seek: seek, Skip: skip})
+	}
 	f.fs.reads.Add(1)
 	f.fs.readBytes.Add(int64(n))
 	f.fs.requests.Add(requests)

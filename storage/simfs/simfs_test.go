@@ -18,7 +18,8 @@ func (r *recorder) sleep(d time.Duration) { r.slept = append(r.slept, d) }
 // delayed by the current profile, and switching profiles takes effect at once.
 func TestLatencyAndCounts(t *testing.T) {
 	rec := &recorder{}
-	fs := New(vfs.NewMem(), Options{Profile: HDD, Sleep: rec.sleep})
+	var seen []Read
+	fs := New(vfs.NewMem(), Options{Profile: HDD, Sleep: rec.sleep, OnRead: func(r Read) { seen = append(seen, r) }})
 	f, err := fs.Create("000001.log", vfs.WriteCategoryUnspecified)
 	if err != nil {
 		t.Fatal(err)
@@ -71,6 +72,11 @@ func TestLatencyAndCounts(t *testing.T) {
 	}
 	if fs.Profile().Name != "memory" {
 		t.Fatalf("profile = %+v", fs.Profile())
+	}
+	// OnRead saw both reads, where they were and how they were priced.
+	wantSeen := []Read{{Name: "000001.log", Off: 0, Len: 5, Seek: true}, {Name: "000001.log", Off: 0, Len: 5, Seek: true}}
+	if !slices.Equal(seen, wantSeen) {
+		t.Fatalf("OnRead saw %+v, want %+v", seen, wantSeen)
 	}
 }
 
