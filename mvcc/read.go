@@ -238,7 +238,8 @@ func (rd *readState) checkLock(key []byte, lk *lockRecord) (kv kvpb.KeyValue, fo
 		// timestamp is at most the clock of the leaseholder holding it).
 		return kvpb.KeyValue{}, false, true, nil
 	}
-	in := kvpb.Intent{Key: key, Txn: lk.Txn}
+	// A copy: a counting scan reuses the memory of key for the next one.
+	in := kvpb.Intent{Key: append([]byte(nil), key...), Txn: lk.Txn}
 	if rd.inconsistent {
 		rd.ignored = append(rd.ignored, in)
 		return kvpb.KeyValue{}, false, true, nil

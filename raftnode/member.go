@@ -164,6 +164,7 @@ func (n *Node) RemoveReplica(tabletID uint64) error {
 		return fmt.Errorf("raftnode: removing the replica of tablet %d: %w", tabletID, err)
 	}
 	delete(n.replicas, tabletID)
+	n.published.Delete(tabletID)
 	if ps := r.pendingSnap; ps != nil {
 		// A streamed snapshot for the replica just removed.
 		r.pendingSnap = nil

@@ -94,8 +94,15 @@ type Replica struct {
 	log      *LogStore
 	sm       StateMachine
 	applied  uint64
-	// conf is the configuration as of applied.
+	// conf is the configuration as of applied (under the node's lock).
 	conf *pb.ConfState
+	// pubConf is conf as of the end of the last pass whose effects are
+	// committed to the engine, for Config, which must not wait for the
+	// node's lock: a round holds it through its synced commit, and the
+	// KV client asks for a tablet's voters on every request (a read
+	// waited for the fsync of every concurrent write). Never modified
+	// after it is stored.
+	pubConf atomic.Pointer[pb.ConfState]
 	// lease is the term whose leadership this replica may serve under (it
 	// leads it and has applied all earlier terms' entries); 0 when it may
 	// not. leader is the node it last knew as leader (0: none).
@@ -280,6 +287,9 @@ type Node struct {
 
 	mu       sync.Mutex
 	replicas map[uint64]*Replica
+	// published mirrors replicas (tablet ID to *Replica) for readers that
+	// must not take mu (Config); it is written under mu.
+	published sync.Map
 	// dirty are the replicas whose raft state was touched since the last
 	// round (a step, proposal, campaign, transfer or snapshot report, or
 	// a Ready processed): only they can have a Ready, so processReady
@@ -453,7 +463,9 @@ func (n *Node) AddReplica(tabletID uint64, peers []uint64, sm StateMachine) (*Re
 	}
 	_, conf, _ := ls.InitialState()
 	r := &Replica{TabletID: tabletID, node: n, rn: rn, log: ls, sm: sm, applied: applied, conf: conf, started: n.now()}
+	r.pubConf.Store(pb.EnsureConfState(conf))
 	n.replicas[tabletID] = r
+	n.published.Store(tabletID, r)
 	n.touchLocked(r)
 	return r, nil
 }
@@ -619,15 +631,15 @@ func (n *Node) ProposeConfChange(tabletID uint64, cc *pb.ConfChangeV2) error {
 }
 
 // Config returns the configuration of tabletID's group as of this
-// replica's last applied entry (nil: no such replica).
+// replica's last applied entry (nil: no such replica). It takes no lock:
+// a round in progress, with its synced commit, does not
+// delay it; it answers as of the last pass before that round.
 func (n *Node) Config(tabletID uint64) *pb.ConfState {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	r := n.replicas[tabletID]
-	if r == nil {
+	v, ok := n.published.Load(tabletID)
+	if !ok {
 		return nil
 	}
-	return proto.Clone(pb.EnsureConfState(r.conf)).(*pb.ConfState)
+	return proto.Clone(v.(*Replica).pubConf.Load()).(*pb.ConfState)
 }
 
 // Campaign makes this node's replica of tabletID stand for election.
@@ -975,6 +987,13 @@ func (n *Node) pass(ids []uint64, outs map[uint64]*passOut) (synced bool, _ erro
 		// sequence.)
 		if err := apply.CommitNoSync(); err != nil {
 			return false, fmt.Errorf("raftnode: applying a round: %w", err)
+		}
+	}
+	// The configurations this pass applied (or took from a snapshot) are
+	// committed now: publish them to Config.
+	for _, x := range rds {
+		if c := pb.EnsureConfState(x.r.conf); x.r.pubConf.Load() != x.r.conf {
+			x.r.pubConf.Store(c)
 		}
 	}
 	for i, x := range rds {

@@ -3,6 +3,9 @@ package tablet
 import (
 	"errors"
 	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
 
 	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/kvpb"
@@ -80,6 +83,13 @@ func (r *Replica) evaluate(ba *kvpb.BatchRequest, desc kvpb.TabletDescriptor, op
 	}
 	if readOnly(ba) {
 		ec.rd = r.eng
+		if len(ba.Requests) > 1 && countsOnly(ba) {
+			resps, err := ec.evalCounts()
+			if err != nil {
+				return nil, nil, err
+			}
+			return ec.prop, &kvpb.BatchResponse{Responses: resps, Txn: ec.txn}, nil
+		}
 		if len(ba.Requests) > 1 {
 			// Many reads (a lookup join's batch, sorted by key): one
 			// iterator walks them forward, keeping the blocks it holds
@@ -108,6 +118,51 @@ func (r *Replica) evaluate(ba *kvpb.BatchRequest, desc kvpb.TabletDescriptor, op
 		ec.prop.Repr = append([]byte(nil), ec.b.Repr()...)
 	}
 	return ec.prop, br, nil
+}
+
+// countsOnly reports whether every request of ba is a counting scan
+// (kvpb.ScanRequest.CountTags).
+func countsOnly(ba *kvpb.BatchRequest) bool {
+	for _, req := range ba.Requests {
+		if sc, ok := req.(*kvpb.ScanRequest); !ok || len(sc.CountTags) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// evalCounts evaluates a batch of counting scans (count(*) at the
+// tablets: sql/exec cuts a large count into such batches) on up to
+// GOMAXPROCS goroutines. Each only reads the engine, under the batch's
+// latches, so no write in their spans lands between them (as for the
+// reads of any batch), and returns a number; a count of a large table is
+// bound by this walk's CPU. The answer is sequential evaluation's: the
+// responses in order, or the error of the first request, in batch order,
+// that failed.
+func (ec *evalCtx) evalCounts() ([]kvpb.Response, error) {
+	reqs := ec.ba.Requests
+	resps := make([]kvpb.Response, len(reqs))
+	errs := make([]error, len(reqs))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(len(reqs), runtime.GOMAXPROCS(0)) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(reqs) {
+					return
+				}
+				resps[i], errs[i] = ec.scan(reqs[i].(*kvpb.ScanRequest))
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return resps, nil
 }
 
 // readOnly reports whether every request of ba only reads user data.

@@ -1,7 +1,11 @@
 package exec
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
+	"math"
+	"runtime"
 	"slices"
 
 	"github.com/cairn-db/cairn/kv"
@@ -25,6 +29,15 @@ import (
 // would have seen them (kv's write buffer). A hash-sharded (bucketed)
 // index, a distributed fragment's scan and every other shape go the
 // usual way.
+//
+// A count of many pages runs them in parallel: once a page of a span has
+// come back, the rest of the span is cut into pieces about as wide in key
+// space as that page held (countSplit), and the next batch asks for all of
+// them; the tablet evaluates a batch of counts concurrently
+// (tablet.evalCounts). Where the keys are dense as in the first page each
+// piece is about a page; where they are not, a piece comes back short or
+// resumes and is cut again. The pieces partition the span whatever the cut
+// points, so the total is exact.
 
 // countable reports whether n has the shape of such a count (its index
 // is checked by countPushdown).
@@ -101,6 +114,11 @@ func (r *runner) countPushdown(n *plan.GroupBy) (op, error) {
 // instead of in parallel, kv's dist_sender_seq.go.)
 var countPage int64 = 1 << 16 // a variable for tests
 
+// countWidth is how many pieces a resumed count span is cut into, so that
+// one batch keeps the leaseholder's cores busy: this node's core count,
+// at least 2 and at most 8. (A variable for tests.)
+var countWidth = min(max(runtime.GOMAXPROCS(0), 2), 8)
+
 // countOp yields the one row of a count(*) GROUP BY (countPushdown).
 type countOp struct {
 	r     *runner
@@ -141,6 +159,20 @@ func (o *countOp) Next(ctx context.Context) ([]types.Datum, error) {
 				rest = append(rest, *sp)
 			}
 		}
+		if len(rest) > 0 && len(rest) < countWidth && len(o.spans) <= k {
+			// Few spans left: cut each by the width of the page that
+			// stopped it, so the next batch counts in parallel.
+			var cut []kvpb.Span
+			for i, j := 0, 0; i < k; i++ {
+				sp := b.Results[i].ResumeSpan
+				if sp == nil {
+					continue
+				}
+				cut = append(cut, countSplit(o.spans[i].Key, rest[j], max(countWidth/len(rest), 2))...)
+				j++
+			}
+			rest = cut
+		}
 		o.spans = append(rest, o.spans[k:]...)
 	}
 	row := make([]types.Datum, o.aggs)
@@ -151,3 +183,47 @@ func (o *countOp) Next(ctx context.Context) ([]types.Datum, error) {
 }
 
 func (o *countOp) Close() {}
+
+// countSplit cuts rest, the unread part of a span whose page began at
+// start and stopped at rest.Key, into at most n spans: rest.Key, then cut
+// points as far apart in key space as start is from rest.Key, the last
+// span ending at rest.EndKey. Keys are compared as numbers: 8 bytes big
+// endian, from 4 bytes before the first in which start and rest.Key
+// differ, zeros past a key's end. When no cut point falls inside rest it returns rest alone.
+func countSplit(start []byte, rest kvpb.Span, n int) []kvpb.Span {
+	from := rest.Key
+	c := 0
+	for c < len(start) && c < len(from) && start[c] == from[c] {
+		c++
+	}
+	// The word starts a few shared bytes before the first that differs,
+	// so that multiples of the distance still fit in it.
+	c = max(c-4, 0)
+	word := func(k []byte) uint64 {
+		var w [8]byte
+		if c < len(k) {
+			copy(w[:], k[c:])
+		}
+		return binary.BigEndian.Uint64(w[:])
+	}
+	a, b := word(start), word(from)
+	out := []kvpb.Span{rest}
+	if b <= a {
+		return out
+	}
+	d := b - a
+	for i := 1; i < n; i++ {
+		if d > (math.MaxUint64-b)/uint64(i) { // past the largest word
+			break
+		}
+		v := b + uint64(i)*d
+		key := binary.BigEndian.AppendUint64(slices.Clone(from[:c]), v)
+		last := &out[len(out)-1]
+		if bytes.Compare(key, last.Key) <= 0 || (len(rest.EndKey) > 0 && bytes.Compare(key, rest.EndKey) >= 0) {
+			break
+		}
+		last.EndKey = key
+		out = append(out, kvpb.Span{Key: key, EndKey: rest.EndKey})
+	}
+	return out
+}

@@ -1,9 +1,13 @@
 package exec
 
 import (
+	"bytes"
+	"encoding/binary"
 	"fmt"
+	"math"
 	"testing"
 
+	"github.com/cairn-db/cairn/kvpb"
 	"github.com/cairn-db/cairn/sql/plan"
 	"github.com/cairn-db/cairn/sql/types"
 )
@@ -75,6 +79,47 @@ func TestCountPushdown(t *testing.T) {
 						t.Fatalf("counted at the tablets: %v, want %v (aggregate %+v, scan %+v)", pushed, c.pushed, st.Node(g), st.Node(s))
 					}
 				})
+			}
+		})
+	}
+}
+
+// TestCountSplit: the rest of a count span is cut into pieces about as
+// wide in key space as the page that stopped it, which partition the rest
+// exactly (consecutive, the first from its start, the last to its end);
+// no cut point falls outside it or repeats.
+func TestCountSplit(t *testing.T) {
+	k := func(prefix string, v uint64) []byte {
+		return binary.BigEndian.AppendUint64([]byte(prefix), v)
+	}
+	for _, c := range []struct {
+		name       string
+		start      []byte
+		rest       kvpb.Span
+		n          int
+		wantPieces int
+	}{
+		{"even", k("/t/", 0), kvpb.Span{Key: k("/t/", 100), EndKey: []byte("/t0")}, 4, 4},
+		{"end near", k("/t/", 0), kvpb.Span{Key: k("/t/", 100), EndKey: k("/t/", 250)}, 4, 2},
+		{"end at a cut", k("/t/", 0), kvpb.Span{Key: k("/t/", 100), EndKey: k("/t/", 200)}, 4, 1},
+		{"start a prefix of the resume key", []byte("/t/"), kvpb.Span{Key: []byte("/t/\x01"), EndKey: []byte("/t0")}, 3, 3},
+		{"no width", []byte("/t/a"), kvpb.Span{Key: []byte("/t/a\x00"), EndKey: []byte("/t0")}, 4, 1},
+		{"near the largest word", k("/t/", math.MaxUint64-30), kvpb.Span{Key: k("/t/", math.MaxUint64-20), EndKey: []byte("/t0")}, 4, 3},
+		{"one piece wanted", k("/t/", 0), kvpb.Span{Key: k("/t/", 100), EndKey: []byte("/t0")}, 1, 1},
+		{"unbounded", k("/t/", 0), kvpb.Span{Key: k("/t/", 100)}, 3, 3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := countSplit(c.start, c.rest, c.n)
+			if len(got) != c.wantPieces {
+				t.Fatalf("%d pieces %v, want %d", len(got), got, c.wantPieces)
+			}
+			if !bytes.Equal(got[0].Key, c.rest.Key) || !bytes.Equal(got[len(got)-1].EndKey, c.rest.EndKey) {
+				t.Fatalf("pieces %v do not cover %v", got, c.rest)
+			}
+			for i := 1; i < len(got); i++ {
+				if !bytes.Equal(got[i-1].EndKey, got[i].Key) || bytes.Compare(got[i].Key, got[i-1].Key) <= 0 {
+					t.Fatalf("pieces %v are not consecutive at %d", got, i)
+				}
 			}
 		})
 	}
