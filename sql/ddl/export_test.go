@@ -70,3 +70,31 @@ func SetBackfillSSTBytes(n int64) int64 {
 	backfillSSTBytes = n
 	return prev
 }
+
+// LastBackfillNodes says where the last online backfill on this process
+// read its pieces: pieces per node, and how many remote pieces were read
+// on the build's node after their fragment failed.
+func LastBackfillNodes() (nodes map[uint64]int, fellBack int64) {
+	s := lastBackfill.Load()
+	if s == nil {
+		return nil, 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	nodes = map[uint64]int{}
+	for n, c := range s.nodes {
+		nodes[n] = c
+	}
+	return nodes, s.fellBack.Load()
+}
+
+// SetBackfillRemote lets (true) or stops (false) the backfill placing
+// pieces on other nodes, and returns the previous setting.
+func SetBackfillRemote(on bool) bool { return backfillRemote.Swap(on) }
+
+// EncodeRemoteEntry and DecodeRemoteEntries are the remote readers'
+// entry encoding.
+var (
+	EncodeRemoteEntry   = appendRemoteEntry
+	DecodeRemoteEntries = decodeRemoteEntries
+)

@@ -75,6 +75,14 @@ const entryBatch = 512
 type backfillStats struct {
 	pieces, runs, ssts int
 	entries            int64
+
+	mu sync.Mutex
+	// nodes counts the pieces read on each node (0: a node outside a
+	// cluster), as the readers report it (index_backfill_dist.go).
+	nodes map[uint64]int
+	// fellBack counts remote pieces read here after their fragment
+	// failed (index_backfill_dist.go, invariant 1).
+	fellBack atomic.Int64
 }
 
 // lastBackfill is the stats of the last backfill on this node (tests).
@@ -125,8 +133,7 @@ func tabletPieces(ctx context.Context, db *kv.DB, span kvpb.Span) ([]kvpb.Span, 
 
 func (b *indexBuild) sortedBackfill(ctx context.Context, t *catalog.Table, layout *rowenc.TableLayout, il *rowenc.IndexLayout,
 	predText string, ts hlc.Timestamp) error {
-	db := b.e.x.DB
-	pieces, err := tabletPieces(ctx, db, layout.IndexSpan(&layout.Primary))
+	pieces, self, err := b.planPieces(ctx, layout, predText, ts)
 	if err != nil {
 		return err
 	}
@@ -134,29 +141,19 @@ func (b *indexBuild) sortedBackfill(ctx context.Context, t *catalog.Table, layou
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 
-	// Readers: one piece each, at most backfillReaders at once.
+	// Readers: one piece each, at most backfillReaders at once per node
+	// (index_backfill_dist.go).
 	entries := make(chan [][]types.Datum, backfillReaders*2)
 	var readErr error
 	var readOnce sync.Once
 	fail := func(err error) {
 		readOnce.Do(func() { readErr = err; cancel(err) })
 	}
-	var wg sync.WaitGroup
 	var done atomic.Int64
-	sem := make(chan struct{}, backfillReaders)
 	go func() {
-		for _, p := range pieces {
-			sem <- struct{}{}
-			wg.Add(1)
-			go func(p kvpb.Span) {
-				defer wg.Done()
-				defer func() { <-sem }()
-				if err := b.readPiece(ctx, t, layout, il, predText, ts, p, entries, &done); err != nil {
-					fail(err)
-				}
-			}(p)
+		if err := b.readPieces(ctx, t, layout, il, predText, ts, pieces, self, entries, &done, stats); err != nil {
+			fail(err)
 		}
-		wg.Wait()
 		close(entries)
 	}()
 
@@ -354,7 +351,7 @@ func (b *indexBuild) cutSSTs(ctx context.Context, layout *rowenc.TableLayout, it
 }
 
 // readPiece reads one tablet's part of the table at ts, a page at a time,
-// and sends the rows' index entries to out.
+// on this node, and sends the rows' index entries to out.
 func (b *indexBuild) readPiece(ctx context.Context, t *catalog.Table, layout *rowenc.TableLayout, il *rowenc.IndexLayout,
 	predText string, ts hlc.Timestamp, piece kvpb.Span, out chan<- [][]types.Datum, done *atomic.Int64) error {
 	var pred sem.Evaluator
@@ -364,6 +361,29 @@ func (b *indexBuild) readPiece(ctx context.Context, t *catalog.Table, layout *ro
 			return err
 		}
 	}
+	return readEntries(ctx, b.e.x.DB, t.Name, layout, il, pred, ts, piece, func(batch [][]types.Datum, rows int64) error {
+		done.Add(rows)
+		if len(batch) == 0 {
+			return nil
+		}
+		select {
+		case out <- batch:
+			return nil
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	})
+}
+
+// readEntries reads piece of the table at ts through db, a page at a
+// time, and hands send the rows' index entries ([key, value] rows for
+// the sorter) in batches of about entryBatch, with how many rows were
+// read since the last call (a batch may be empty when rows were read
+// and yielded no entry: a partial index's, a GIN index's over NULLs).
+// send owns each batch. The build's own readers (readPiece) and a
+// leaseholder's BackfillProcessor both read this way.
+func readEntries(ctx context.Context, db *kv.DB, table string, layout *rowenc.TableLayout, il *rowenc.IndexLayout,
+	pred sem.Evaluator, ts hlc.Timestamp, piece kvpb.Span, send func(batch [][]types.Datum, rows int64) error) error {
 	ectx := &sem.EvalContext{}
 	f, err := rowenc.NewRowFetcher(layout, &layout.Primary, nil)
 	if err != nil {
@@ -372,21 +392,18 @@ func (b *indexBuild) readPiece(ctx context.Context, t *catalog.Table, layout *ro
 	// The sorter's rows are built here, on the readers' goroutines:
 	// the goroutine feeding the sort is the build's serial part.
 	buf := make([][]types.Datum, 0, entryBatch)
+	var rows int64
 	var ents []rowenc.IndexEntry
-	send := func() error {
-		if len(buf) == 0 {
+	flush := func() error {
+		if len(buf) == 0 && rows == 0 {
 			return nil
 		}
-		select {
-		case out <- buf:
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		}
-		buf = make([][]types.Datum, 0, entryBatch)
-		return nil
+		err := send(buf, rows)
+		buf, rows = make([][]types.Datum, 0, entryBatch), 0
+		return err
 	}
 	emit := func(row []types.Datum) error {
-		done.Add(1)
+		rows++
 		if pred != nil {
 			v, err := pred(ectx, row)
 			if err != nil {
@@ -404,14 +421,14 @@ func (b *indexBuild) readPiece(ctx context.Context, t *catalog.Table, layout *ro
 			buf = append(buf, []types.Datum{types.DBytes(ent.Key), types.DBytes(ent.Value)})
 		}
 		if len(buf) >= entryBatch {
-			return send()
+			return flush()
 		}
 		return nil
 	}
 	for start := piece.Key; ; {
-		kvs, err := b.e.x.DB.ScanAt(ctx, start, piece.EndKey, backfillPageKVs, ts)
+		kvs, err := db.ScanAt(ctx, start, piece.EndKey, backfillPageKVs, ts)
 		if err != nil {
-			return fmt.Errorf("scanning table %q: %w", t.Name, err)
+			return fmt.Errorf("scanning table %q: %w", table, err)
 		}
 		if err := f.Add(kvs, emit); err != nil {
 			return err
@@ -424,7 +441,7 @@ func (b *indexBuild) readPiece(ctx context.Context, t *catalog.Table, layout *ro
 	if err := f.Finish(emit); err != nil {
 		return err
 	}
-	return send()
+	return flush()
 }
 
 // buildAccount is the sort's memory account: IndexBuildMemory of the
