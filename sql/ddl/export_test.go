@@ -1,6 +1,9 @@
 package ddl
 
-import "github.com/cairn-db/cairn/sql/catalog"
+import (
+	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/sql/catalog"
+)
 
 // Hooks for the external tests (package ddl_test), which start whole
 // servers: package server imports this one, so they cannot live in it.
@@ -98,3 +101,11 @@ var (
 	EncodeRemoteEntry   = appendRemoteEntry
 	DecodeRemoteEntries = decodeRemoteEntries
 )
+
+// SetRemoteRead installs fn to run as a node starts reading a piece of
+// another node's backfill, and returns the previous one.
+func SetRemoteRead(fn func(piece kvpb.Span) error) func(piece kvpb.Span) error {
+	prev := indexTestingHooks.remoteRead
+	indexTestingHooks.remoteRead = fn
+	return prev
+}

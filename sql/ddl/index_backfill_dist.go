@@ -248,6 +248,11 @@ var _ distsql.Processor = (*BackfillProcessor)(nil)
 // snapshot's timestamp and emits the rows' entries of the index Proc
 // names, each entry encoded by appendRemoteEntry.
 func (p *BackfillProcessor) Run(ctx context.Context, spec distsql.Spec, emit func(rows [][]byte) error) error {
+	if h := indexTestingHooks.remoteRead; h != nil {
+		if err := h(spec.Span); err != nil {
+			return err
+		}
+	}
 	if len(spec.Proc) == 0 || spec.Proc[0] != backfillProcTag {
 		return pgerror.New(pgerrcode.ProtocolViolation, "ddl: corrupt backfill fragment")
 	}

@@ -3,7 +3,9 @@ package ddl_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -60,6 +62,35 @@ func TestBackfillReadsOnLeaseholders(t *testing.T) {
 	}
 	if nodes, _ := ddl.LastBackfillNodes(); len(nodes) < 2 {
 		t.Errorf("the unique build read on nodes %v", nodes)
+	}
+
+	// Two remote fragments fail before sending anything (invariant 1):
+	// their pieces are read on the build's node, and the index is exact.
+	var failed atomic.Int32
+	prev := ddl.SetRemoteRead(func(kvpb.Span) error {
+		if failed.Add(1) <= 2 {
+			return errors.New("injected: this node cannot read now")
+		}
+		return nil
+	})
+	mustExec(t, c, "CREATE INDEX t_v3 ON t (v)")
+	ddl.SetRemoteRead(prev)
+	if nodes, fellBack := ddl.LastBackfillNodes(); fellBack != 2 || len(nodes) < 2 {
+		t.Errorf("with two failing fragments: pieces per node %v, %d fell back (want 2)", nodes, fellBack)
+	}
+	checkIndexExact(t, servers[0], c, "t_v3")
+
+	// A partial index is read on the build's node (invariant 3).
+	mustExec(t, c, "CREATE INDEX t_p ON t (v) WHERE w > 6000")
+	if nodes, _ := ddl.LastBackfillNodes(); len(nodes) != 1 {
+		t.Errorf("partial index read on nodes %v", nodes)
+	}
+	var want int64
+	if err := c.QueryRow(ctx, "SELECT count(*) FROM t WHERE w > 6000").Scan(&want); err != nil || want < 5000 {
+		t.Fatalf("rows with w > 6000: %d %v", want, err)
+	}
+	if _, _, n := ddl.LastBackfill(); n != want {
+		t.Errorf("partial index: %d entries, want %d", n, want)
 	}
 
 	// The same build with every piece read on the build's node: the
