@@ -157,28 +157,18 @@ func (b *indexBuild) sortedBackfill(ctx context.Context, t *catalog.Table, layou
 		close(entries)
 	}()
 
-	// The sort: the executor's external sorter over (key, value) rows.
-	acc := b.buildAccount()
-	defer acc.Clear()
-	var scope *rowcontainer.Scope
-	if ts := b.e.x.TempStorage; ts != nil {
-		scope = ts.NewScope()
-		defer scope.Close()
-	}
-	sorter := rowcontainer.NewSorter(compareEntries, acc, scope)
+	// The sort: the executor's external sorter over (key, value) rows,
+	// one per reader up to backfillReaders (index_backfill_sort.go).
+	sorter := b.newEntrySort(ctx, min(backfillReaders, len(pieces)), string(layout.IndexSpan(il).Key), fail)
 	defer sorter.Close()
-	sorter.SetKey(entryKeyAfter(string(layout.IndexSpan(il).Key)))
 	lastReport := int64(0)
 	var lastWrite time.Time
 	for batch := range entries {
 		if ctx.Err() != nil {
 			continue // draining after a failure
 		}
-		for _, e := range batch {
-			if err := sorter.Add(ctx, e); err != nil {
-				fail(err)
-				break
-			}
+		if err := sorter.Add(ctx, batch); err != nil {
+			fail(err)
 		}
 		n := done.Load()
 		if n-lastReport < backfillPageKVs {
@@ -227,7 +217,7 @@ func (b *indexBuild) sortedBackfill(ctx context.Context, t *catalog.Table, layou
 		return err
 	}
 	defer it.Close()
-	stats.runs = sorter.SortedRuns
+	stats.runs = sorter.SortedRuns()
 
 	// Writers: one SST (one tablet's keys) each, at most
 	// backfillWriters at once.
@@ -444,13 +434,13 @@ func readEntries(ctx context.Context, db *kv.DB, table string, layout *rowenc.Ta
 	return flush()
 }
 
-// buildAccount is the sort's memory account: IndexBuildMemory of the
-// node's SQL budget (its own budget on a node without one).
-func (b *indexBuild) buildAccount() *mon.Account {
+// buildAccountOf is a memory account of one of the build's sorters:
+// limit of the node's SQL budget (its own budget on a node without one).
+func (b *indexBuild) buildAccountOf(limit int64) *mon.Account {
 	if m := b.e.x.Memory; m != nil {
-		return m.NewAccount(IndexBuildMemory)
+		return m.NewAccount(limit)
 	}
-	return mon.NewBudget("index build", IndexBuildMemory*2).NewAccount(IndexBuildMemory)
+	return mon.NewBudget("index build", limit*2).NewAccount(limit)
 }
 
 // compareEntries orders entries by key. DBytes is a string: comparing
