@@ -20,6 +20,7 @@ import (
 	"github.com/cairn-db/cairn/membership"
 	"github.com/cairn-db/cairn/raftnode"
 	"github.com/cairn-db/cairn/rpc"
+	"github.com/cairn-db/cairn/sql/ddl"
 	"github.com/cairn-db/cairn/sql/distsql"
 	"github.com/cairn-db/cairn/storage"
 	"github.com/cairn-db/cairn/store"
@@ -88,6 +89,8 @@ type replication struct {
 	// node's flows (sql/distsql).
 	distsql *distsql.Server
 	dist    *distsql.Runner
+	// backfill reads pieces of other nodes' index builds here.
+	backfill *ddl.BackfillProcessor
 }
 
 // memberID returns the position (from 1) of self in join, 0 if absent.

@@ -106,3 +106,12 @@ func (s *Server) resumeOrphanedJobs(ctx context.Context) {
 		s.log.Info("cairn: took over orphaned rebalances", "jobs", n)
 	}
 }
+
+// BackfillPiecesServed is how many tablet pieces of other nodes' index
+// backfills this node has read on their behalf (0 outside a cluster).
+func (s *Server) BackfillPiecesServed() int64 {
+	if s.repl == nil || s.repl.backfill == nil {
+		return 0
+	}
+	return s.repl.backfill.Pieces.Load()
+}

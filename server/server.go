@@ -48,6 +48,7 @@ import (
 	"github.com/cairn-db/cairn/rpc"
 	"github.com/cairn-db/cairn/security"
 	"github.com/cairn-db/cairn/sql/catalog"
+	"github.com/cairn-db/cairn/sql/ddl"
 	"github.com/cairn-db/cairn/sql/distsql"
 	"github.com/cairn-db/cairn/sql/exec"
 	"github.com/cairn-db/cairn/sql/mon"
@@ -409,6 +410,9 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		// Fragments other gateways send run their SQL here, under this
 		// node's SQL memory and temporary storage.
 		s.repl.distsql.SetProcessor(&exec.FragmentProcessor{DB: s.db, Memory: sqlMem, TempStorage: tempStorage, Runner: s.repl.dist})
+		// So do the readers of other nodes' index backfills.
+		s.repl.backfill = &ddl.BackfillProcessor{DB: s.db}
+		s.repl.distsql.SetProcessorFor(ddl.BackfillProcessorName, s.repl.backfill)
 	}
 	sole, err := s.soleCatalogWriter(ctx)
 	if err != nil {

@@ -26,6 +26,8 @@
 // constraint builder ALTER reuses), index.go (CREATE INDEX, the
 // transactional backfill), index_job.go and index_backfill.go (online
 // CREATE INDEX: states, drains, sorted parallel backfill, validation),
+// index_backfill_dist.go (the backfill's readers on the tablets'
+// leaseholders, through sql/distsql),
 // drop.go (DROP, dependencies and CASCADE, databases and schemas),
 // alter.go (ALTER TABLE, RENAME, rewrites and validation), seqddl.go
 // (sequences, storage parameters), misc.go (views, TRUNCATE, COMMENT,

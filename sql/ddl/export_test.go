@@ -1,6 +1,9 @@
 package ddl
 
-import "github.com/cairn-db/cairn/sql/catalog"
+import (
+	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/sql/catalog"
+)
 
 // Hooks for the external tests (package ddl_test), which start whole
 // servers: package server imports this one, so they cannot live in it.
@@ -68,5 +71,56 @@ func SetBeforeIngest(fn func(jobID int64, start, end []byte) error) func(int64, 
 func SetBackfillSSTBytes(n int64) int64 {
 	prev := backfillSSTBytes
 	backfillSSTBytes = n
+	return prev
+}
+
+// LastBackfillNodes says where the last online backfill on this process
+// read its pieces: pieces per node, and how many remote pieces were read
+// on the build's node after their fragment failed.
+func LastBackfillNodes() (nodes map[uint64]int, fellBack int64) {
+	s := lastBackfill.Load()
+	if s == nil {
+		return nil, 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	nodes = map[uint64]int{}
+	for n, c := range s.nodes {
+		nodes[n] = c
+	}
+	return nodes, s.fellBack.Load()
+}
+
+// SetBackfillRemote lets (true) or stops (false) the backfill placing
+// pieces on other nodes, and returns the previous setting.
+func SetBackfillRemote(on bool) bool { return backfillRemote.Swap(on) }
+
+// EncodeRemoteEntry and DecodeRemoteEntries are the remote readers'
+// entry encoding.
+func EncodeRemoteEntry(b []byte, rows int64, key, value string) []byte {
+	return appendRemoteEntry(b, rows, []byte(key), []byte(value))
+}
+
+// DecodeRemoteEntries returns the [key, value] pairs and the rows read
+// enc carries.
+func DecodeRemoteEntries(enc [][]byte) ([][2]string, int64, error) {
+	b := &entryBuf{}
+	n, err := decodeRemoteEntries(b, enc)
+	if err != nil {
+		return nil, 0, err
+	}
+	var out [][2]string
+	_ = b.each(func(k, v []byte) error {
+		out = append(out, [2]string{string(k), string(v)})
+		return nil
+	})
+	return out, n, nil
+}
+
+// SetRemoteRead installs fn to run as a node starts reading a piece of
+// another node's backfill, and returns the previous one.
+func SetRemoteRead(fn func(piece kvpb.Span) error) func(piece kvpb.Span) error {
+	prev := indexTestingHooks.remoteRead
+	indexTestingHooks.remoteRead = fn
 	return prev
 }

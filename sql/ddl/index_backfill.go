@@ -94,10 +94,39 @@ func (e *entryBuf) add(k, v []byte) {
 
 func (e *entryBuf) len() int { return len(e.lens) / 2 }
 
+// each calls fn with every entry of e in order; k and v alias e.
+func (e *entryBuf) each(fn func(k, v []byte) error) error {
+	off := 0
+	for i := 0; i < len(e.lens); i += 2 {
+		k := e.buf[off : off+int(e.lens[i])]
+		off += len(k)
+		v := e.buf[off : off+int(e.lens[i+1])]
+		off += len(v)
+		if err := fn(k, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// recycle empties e and returns it to entryBufs; e is not used after.
+func (e *entryBuf) recycle() {
+	e.buf, e.lens = e.buf[:0], e.lens[:0]
+	entryBufs.Put(e)
+}
+
 // backfillStats says what one backfill did (tests and EXPLAIN of builds).
 type backfillStats struct {
 	pieces, runs, ssts int
 	entries            int64
+
+	mu sync.Mutex
+	// nodes counts the pieces read on each node (0: a node outside a
+	// cluster), as the readers report it (index_backfill_dist.go).
+	nodes map[uint64]int
+	// fellBack counts remote pieces read here after their fragment
+	// failed (index_backfill_dist.go, invariant 1).
+	fellBack atomic.Int64
 }
 
 // lastBackfill is the stats of the last backfill on this node (tests).
@@ -148,8 +177,7 @@ func tabletPieces(ctx context.Context, db *kv.DB, span kvpb.Span) ([]kvpb.Span, 
 
 func (b *indexBuild) sortedBackfill(ctx context.Context, t *catalog.Table, layout *rowenc.TableLayout, il *rowenc.IndexLayout,
 	predText string, ts hlc.Timestamp) error {
-	db := b.e.x.DB
-	pieces, err := tabletPieces(ctx, db, layout.IndexSpan(&layout.Primary))
+	pieces, self, err := b.planPieces(ctx, layout, predText, ts)
 	if err != nil {
 		return err
 	}
@@ -157,41 +185,25 @@ func (b *indexBuild) sortedBackfill(ctx context.Context, t *catalog.Table, layou
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 
-	// Readers: one piece each, at most backfillReaders at once.
+	// Readers: one piece each, at most backfillReaders at once per node
+	// (index_backfill_dist.go).
 	entries := make(chan *entryBuf, backfillReaders*2)
 	var readErr error
 	var readOnce sync.Once
 	fail := func(err error) {
 		readOnce.Do(func() { readErr = err; cancel(err) })
 	}
-	var wg sync.WaitGroup
 	var done atomic.Int64
-	sem := make(chan struct{}, backfillReaders)
 	go func() {
-		for _, p := range pieces {
-			sem <- struct{}{}
-			wg.Add(1)
-			go func(p kvpb.Span) {
-				defer wg.Done()
-				defer func() { <-sem }()
-				if err := b.readPiece(ctx, t, layout, il, predText, ts, p, entries, &done); err != nil {
-					fail(err)
-				}
-			}(p)
+		if err := b.readPieces(ctx, t, layout, il, predText, ts, pieces, self, entries, &done, stats); err != nil {
+			fail(err)
 		}
-		wg.Wait()
 		close(entries)
 	}()
 
-	// The sort: the executor's external sorter over (key, value) rows.
-	acc := b.buildAccount()
-	defer acc.Clear()
-	var scope *rowcontainer.Scope
-	if ts := b.e.x.TempStorage; ts != nil {
-		scope = ts.NewScope()
-		defer scope.Close()
-	}
-	sorter := rowcontainer.NewEntrySorter(acc, scope, layout.IndexSpan(il).Key)
+	// The sort: the executor's external sorter for entries, one per
+	// reader up to backfillReaders (index_backfill_sort.go).
+	sorter := b.newEntrySort(ctx, min(backfillReaders, len(pieces)), layout.IndexSpan(il).Key, fail)
 	defer sorter.Close()
 	lastReport := int64(0)
 	var lastWrite time.Time
@@ -199,19 +211,10 @@ func (b *indexBuild) sortedBackfill(ctx context.Context, t *catalog.Table, layou
 		if ctx.Err() != nil {
 			continue // draining after a failure
 		}
-		off := 0
-		for i := 0; i < len(batch.lens); i += 2 {
-			k := batch.buf[off : off+int(batch.lens[i])]
-			off += len(k)
-			v := batch.buf[off : off+int(batch.lens[i+1])]
-			off += len(v)
-			if err := sorter.Add(ctx, k, v); err != nil {
-				fail(err)
-				break
-			}
+		// The sort takes the batch and recycles it.
+		if err := sorter.Add(ctx, batch); err != nil {
+			fail(err)
 		}
-		batch.buf, batch.lens = batch.buf[:0], batch.lens[:0]
-		entryBufs.Put(batch)
 		n := done.Load()
 		if n-lastReport < backfillPageKVs {
 			continue
@@ -259,7 +262,7 @@ func (b *indexBuild) sortedBackfill(ctx context.Context, t *catalog.Table, layou
 		return err
 	}
 	defer it.Close()
-	stats.runs = sorter.Runs
+	stats.runs = sorter.SortedRuns()
 
 	// Writers: one SST (one tablet's keys) each, at most
 	// backfillWriters at once.
@@ -383,7 +386,7 @@ func (b *indexBuild) cutSSTs(ctx context.Context, layout *rowenc.TableLayout, it
 }
 
 // readPiece reads one tablet's part of the table at ts, a page at a time,
-// and sends the rows' index entries to out.
+// on this node, and sends the rows' index entries to out.
 func (b *indexBuild) readPiece(ctx context.Context, t *catalog.Table, layout *rowenc.TableLayout, il *rowenc.IndexLayout,
 	predText string, ts hlc.Timestamp, piece kvpb.Span, out chan<- *entryBuf, done *atomic.Int64) error {
 	var pred sem.Evaluator
@@ -393,6 +396,30 @@ func (b *indexBuild) readPiece(ctx context.Context, t *catalog.Table, layout *ro
 			return err
 		}
 	}
+	return readEntries(ctx, b.e.x.DB, t.Name, layout, il, pred, ts, piece, func(batch *entryBuf, rows int64) error {
+		done.Add(rows)
+		if batch.len() == 0 {
+			batch.recycle()
+			return nil
+		}
+		select {
+		case out <- batch:
+			return nil
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	})
+}
+
+// readEntries reads piece of the table at ts through db, a page at a
+// time, and hands send the rows' index entries in batches of about
+// entryBatch, with how many rows were read since the last call (a batch
+// may be empty when rows were read and yielded no entry: a partial
+// index's, a GIN index's over NULLs). send owns each batch. The build's
+// own readers (readPiece) and a leaseholder's BackfillProcessor both
+// read this way.
+func readEntries(ctx context.Context, db *kv.DB, table string, layout *rowenc.TableLayout, il *rowenc.IndexLayout,
+	pred sem.Evaluator, ts hlc.Timestamp, piece kvpb.Span, send func(batch *entryBuf, rows int64) error) error {
 	ectx := &sem.EvalContext{}
 	// Only the columns the entries are made of are decoded (of a
 	// packed row, the others' bytes are passed over), unless a
@@ -409,22 +436,19 @@ func (b *indexBuild) readPiece(ctx context.Context, t *catalog.Table, layout *ro
 	// The entries are encoded here, on the readers' goroutines: the
 	// goroutine feeding the sort is the build's serial part.
 	buf := entryBufs.Get().(*entryBuf)
+	var rows int64
 	var ents []rowenc.IndexEntry
 	var key, value []byte
-	send := func() error {
-		if buf.len() == 0 {
+	flush := func() error {
+		if buf.len() == 0 && rows == 0 {
 			return nil
 		}
-		select {
-		case out <- buf:
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		}
-		buf = entryBufs.Get().(*entryBuf)
-		return nil
+		err := send(buf, rows)
+		buf, rows = entryBufs.Get().(*entryBuf), 0
+		return err
 	}
 	emit := func(row []types.Datum) error {
-		done.Add(1)
+		rows++
 		if pred != nil {
 			v, err := pred(ectx, row)
 			if err != nil {
@@ -450,7 +474,7 @@ func (b *indexBuild) readPiece(ctx context.Context, t *catalog.Table, layout *ro
 			}
 		}
 		if buf.len() >= entryBatch {
-			return send()
+			return flush()
 		}
 		return nil
 	}
@@ -464,9 +488,9 @@ func (b *indexBuild) readPiece(ctx context.Context, t *catalog.Table, layout *ro
 	go func() {
 		defer close(pages)
 		for start := piece.Key; ; {
-			kvs, err := b.e.x.DB.ScanAt(ctx, start, piece.EndKey, backfillPageKVs, ts)
+			kvs, err := db.ScanAt(ctx, start, piece.EndKey, backfillPageKVs, ts)
 			if err != nil {
-				scanErr = fmt.Errorf("scanning table %q: %w", t.Name, err)
+				scanErr = fmt.Errorf("scanning table %q: %w", table, err)
 				return
 			}
 			select {
@@ -495,17 +519,25 @@ func (b *indexBuild) readPiece(ctx context.Context, t *catalog.Table, layout *ro
 	if err := f.Finish(emit); err != nil {
 		return err
 	}
-	return send()
+	return flush()
 }
 
-// buildAccount is the sort's memory account: IndexBuildMemory of the
-// node's SQL budget, or a quarter of that budget if less, which leaves
-// the rest to statements (its own budget on a node without one).
-func (b *indexBuild) buildAccount() *mon.Account {
+// buildAccountOf is a memory account of one of the build's sorters:
+// limit of the node's SQL budget (its own budget on a node without one).
+func (b *indexBuild) buildAccountOf(limit int64) *mon.Account {
 	if m := b.e.x.Memory; m != nil {
-		return m.NewAccount(buildMemory(m.Limit()))
+		return m.NewAccount(limit)
 	}
-	return mon.NewBudget("index build", IndexBuildMemory*2).NewAccount(IndexBuildMemory)
+	return mon.NewBudget("index build", limit*2).NewAccount(limit)
+}
+
+// buildLimit is the build's whole sort budget (buildMemory of the node's
+// SQL budget), shared by its sorters.
+func (b *indexBuild) buildLimit() int64 {
+	if m := b.e.x.Memory; m != nil {
+		return buildMemory(m.Limit())
+	}
+	return IndexBuildMemory
 }
 
 // buildMemory is a build's sort budget under a node SQL budget of

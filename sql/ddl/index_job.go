@@ -97,6 +97,9 @@ var indexTestingHooks struct {
 	// beforeIngest runs before each SST of the backfill is sent, with
 	// its span.
 	beforeIngest func(jobID int64, start, end []byte) error
+	// remoteRead runs as a node's BackfillProcessor starts reading a
+	// piece for another node's build; its error fails the fragment.
+	remoteRead func(piece kvpb.Span) error
 }
 
 // IndexProgress is an index build job's payload: what it builds and where

@@ -3,6 +3,7 @@ package distsql
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -26,6 +27,8 @@ type Server struct {
 	node   atomic.Uint64
 	sender kvpb.Sender
 	proc   atomic.Pointer[processorBox]
+	// named are the processors of Spec.Processor names other than "".
+	named sync.Map // string → Processor
 
 	// What Metrics reports.
 	active, blocked, batches atomic.Int64
@@ -64,6 +67,25 @@ type processorBox struct{ p Processor }
 // SetProcessor installs the node's Processor (set once the node's SQL
 // layer exists; fragments that arrive before are refused).
 func (s *Server) SetProcessor(p Processor) { s.proc.Store(&processorBox{p}) }
+
+// SetProcessorFor installs the processor of fragments whose
+// Spec.Processor is name (not ""): work other than a statement's SQL
+// that runs beside the data, such as an index backfill's reader.
+func (s *Server) SetProcessorFor(name string, p Processor) { s.named.Store(name, p) }
+
+// processor returns the processor of spec, or nil.
+func (s *Server) processor(spec Spec) Processor {
+	if spec.Processor != "" {
+		if p, ok := s.named.Load(spec.Processor); ok {
+			return p.(Processor)
+		}
+		return nil
+	}
+	if box := s.proc.Load(); box != nil {
+		return box.p
+	}
+	return nil
+}
 
 // SetNode names the node, for a server registered before the node knew
 // its ID (a joining member serves RPC first).
@@ -161,12 +183,12 @@ func (s *Server) flow(stream grpc.ServerStream) error {
 		st.Batches++
 		return stream.SendMsg(&m)
 	}
-	if spec.Proc != nil {
-		box := s.proc.Load()
-		if box == nil {
-			err = pgerror.New(pgerrcode.FeatureNotSupported, "distsql: node %d runs no SQL fragments yet", s.node.Load())
+	if spec.Proc != nil || spec.Processor != "" {
+		p := s.processor(spec)
+		if p == nil {
+			err = pgerror.New(pgerrcode.FeatureNotSupported, "distsql: node %d runs no %q fragments", s.node.Load(), spec.Processor)
 		} else {
-			err = box.p.Run(ctx, spec, func(rows [][]byte) error { return send(len(rows), encodeRows(rows)) })
+			err = p.Run(ctx, spec, func(rows [][]byte) error { return send(len(rows), encodeRows(rows)) })
 		}
 	} else {
 		err = s.scan(ctx, spec, func(kvs []kvpb.KeyValue) error { return send(len(kvs), encodeBatch(kvs)) })

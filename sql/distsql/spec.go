@@ -26,6 +26,11 @@ type Snapshot struct {
 // runs it; this package only carries it), and the batches carry encoded
 // rows (Batch.Rows) of at most BatchRows rows each. Limit is then the
 // processor's business.
+//
+// Processor names the node's processor that runs Proc: "" the SQL one
+// (sql/exec), any other name one registered with SetProcessorFor (an
+// index backfill's reader, sql/ddl). A node that has none by that name
+// refuses the fragment (0A000).
 type Spec struct {
 	// Fragment is the fragment's index in its flow.
 	Fragment  int           `wire:"1"`
@@ -36,6 +41,7 @@ type Spec struct {
 	Window    int           `wire:"6"`
 	Limit     int64         `wire:"7"`
 	Proc      []byte        `wire:"8"`
+	Processor string        `wire:"9"`
 }
 
 // Defaults of a Spec's batching.
