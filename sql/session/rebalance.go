@@ -18,6 +18,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -152,23 +153,54 @@ func runRebalance(ctx context.Context, b *Backend, job *jobs.Job, moves []builti
 			_ = job.Finish(bg, jobs.StatusCanceled, err)
 			return err
 		}
-		move := moveLease
-		if moves[i].Replica {
-			move = moveReplica
+		// The two replica moves of a swap run at once: made one after
+		// the other, they would leave the two nodes' replica counts two
+		// apart for as long as a move takes, long enough under load for
+		// the replicate queue to even the counts out with a move of its
+		// own (membership's rebalance), perhaps of the shard just moved.
+		n := 1
+		if replicaSwap(moves, i) {
+			n = 2
 		}
-		if err := move(ctx, b, moves[i]); err != nil && !errors.Is(err, errMoveRefused) {
-			status := jobs.StatusFailed
-			if ctx.Err() != nil {
-				status = jobs.StatusCanceled
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for k := range n {
+			m := moves[i+k]
+			wg.Go(func() {
+				if m.Replica {
+					errs[k] = moveReplica(ctx, b, m)
+				} else {
+					errs[k] = moveLease(ctx, b, m)
+				}
+			})
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil && !errors.Is(err, errMoveRefused) {
+				status := jobs.StatusFailed
+				if ctx.Err() != nil {
+					status = jobs.StatusCanceled
+				}
+				_ = job.Finish(bg, status, err)
+				return err
+			} else if err != nil {
+				b.log.Warn("cairn: rebalance: move skipped", "job", job.ID(), "err", err)
 			}
-			_ = job.Finish(bg, status, err)
-			return err
-		} else if err != nil {
-			b.log.Warn("cairn: rebalance: move skipped", "job", job.ID(), "err", err)
 		}
+		i += n - 1
 		_ = job.Progress(ctx, float64(i+1)/float64(len(moves)))
 	}
 	return job.Finish(bg, jobs.StatusSucceeded, nil)
+}
+
+// replicaSwap reports whether moves i and i+1 are a swap of replicas
+// between two nodes (sql/rebalance plans swaps as such a pair).
+func replicaSwap(moves []builtins.RebalanceMove, i int) bool {
+	if i+1 >= len(moves) {
+		return false
+	}
+	a, b := moves[i], moves[i+1]
+	return a.Replica && b.Replica && a.Source == b.Target && a.Target == b.Source && a.Tablet != b.Tablet
 }
 
 // ResumeOrphanedRebalances takes over the rebalance jobs whose node
