@@ -76,7 +76,7 @@ var (
 	flagGateways    = flag.String("gateways", "all", "nodes the workers connect to: all (round-robin, as the seed's workload did) or first")
 	flagNodeCPU     = flag.Float64("node-cpu", 0, "CPUs each node process may use (a cgroup CPU quota, so that nodes on one machine play separate machines; 0: no limit)")
 	flagDiagnose    = flag.String("diagnose", "", "directory: after each schema's runs, one more unthrottled kv0 run printing each node's and the clients' CPU per write and the nodes' throttling, with a CPU profile of every node written there (diagnose.go)")
-	flagSettle      = flag.Duration("settle", 0, "wait this long after creating each schema's table before measuring, so that the queues can spread its buckets' replicas and leases (on more nodes than the replication factor they start on three)")
+	flagSettle      = flag.Duration("settle", 0, "wait this long after creating each schema's table before measuring (the CREATE places the buckets' replicas and leases itself, best effort within 20 s; this leaves the queues time for whatever it did not finish)")
 	flagPort        = flag.Int("port", 30400, "first of the loopback ports: RPC, SQL and HTTP of each node (3 per node; a scaling run uses 3 per node of each size, consecutively)")
 )
 
