@@ -4,8 +4,9 @@
 // tables. It owns the plan only: a pure function from where the tablets
 // of each colocation group are served and how large they are to a list of
 // moves. It reads no catalog, sends nothing and keeps no state; sql/pgcatalog
-// gathers its input (the catalog and the node's tablet directory) and
-// sql/session carries the moves out (lease transfers).
+// gathers its input (the catalog, and each tablet as its leaseholder
+// describes it) and sql/session carries the moves out (replica moves and
+// lease transfers).
 //
 // A Citus shard placement is the node that serves the shard: in Cairn the
 // leaseholder of its tablets (citus_shards' nodename), which runs its
