@@ -105,9 +105,10 @@ func (fs *readaheadFS) planFor(db *pebble.DB, dir string, lo, hi []byte) *scanPl
 	fs.mu.Lock()
 	for _, p := range fs.plans {
 		if !p.inUse && bytes.Equal(p.hi, hi) && Comparer.Compare(lo, p.lo) >= 0 {
-			// The next page of the scan (invariant 4).
+			// The next page or tablet of the scan (invariant 4).
 			p.inUse = true
 			fs.mu.Unlock()
+			fs.takenOver.Add(1)
 			return p
 		}
 	}
@@ -159,6 +160,7 @@ func (fs *readaheadFS) planFor(db *pebble.DB, dir string, lo, hi []byte) *scanPl
 	}
 	fs.plans = append(fs.plans, p)
 	fs.mu.Unlock()
+	fs.plansMade.Add(1)
 	if evict != nil {
 		evict.stop()
 	}
