@@ -25,19 +25,20 @@ import (
 // the span will be read from end to end, one after the other in key
 // order. A scan plan reads exactly those, each front to back in windows
 // of the profile's size, the next file while the current one is
-// consumed, so the scan meets each file already in memory, footer and
-// index included.
+// consumed, so the scan meets every file after the first already in
+// memory, index included: one seek per file.
 //
 //  1. A plan reads only files whose keys all lie in the scan's span (a
 //     file the span cuts is read by runs as before: its offsets in the
 //     span are not known without its index), and only the whole span's
 //     scans ask for one, so it reads no block the scan would not read,
 //     except the files' filter blocks.
-//  2. A plan holds at most planBudget bytes of windows; the reader
-//     fetches the next window only when that has room. A window goes
-//     once every byte of it was served, and every window of a file goes
-//     once the scan reads a later file of the plan; all go when the
-//     iterator closes (Iterator.Close waits for the reader).
+//  2. A plan holds at most its budget of windows (eight of the
+//     profile's size, at most maxPlanBudget bytes); the reader fetches
+//     the next window only when that has room. A window goes once every
+//     byte of it was served, and every window of a file goes once the
+//     scan reads a later file of the plan; all go when the plan is
+//     stopped (invariant 4), which waits for the reader.
 //  3. A read is served from a plan only for bytes its windows hold or are
 //     reading; otherwise it goes on to read-ahead by runs, and from there
 //     to the disk, unchanged (errors included).
@@ -58,7 +59,7 @@ import (
 const maxPlans = readAheadFiles
 
 // maxPlanBudget caps a plan's windows (invariant 2) whatever the window
-// size: two files of 8 MiB windows on an object store.
+// size: four 8 MiB windows on an object store.
 const maxPlanBudget = 32 << 20
 
 // planFile is a file a plan reads whole.
