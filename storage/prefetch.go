@@ -96,9 +96,11 @@ type planWindow struct {
 	served int64
 }
 
-// planFor returns a plan reading the files of db wholly inside the
-// engine-key span [lo, hi) in key order, started, or nil when there is
-// no such file or maxPlans already run.
+// planFor returns a plan for a scan of the engine-key span [lo, hi): a
+// parked one the span continues (same end, a start at or after its
+// start), or a new one, started, reading the files of db wholly inside
+// the span in key order; nil when there is no such file, or maxPlans
+// exist and none is parked to give way (invariant 4).
 func (fs *readaheadFS) planFor(db *pebble.DB, dir string, lo, hi []byte) *scanPlan {
 	if fs.max <= 0 || lo == nil || hi == nil {
 		return nil
