@@ -524,11 +524,6 @@ func truncate(r kvpb.Request, s kvpb.Span) kvpb.Request {
 	case *kvpb.ScanRequest:
 		c := *t
 		c.Key, c.EndKey = s.Key, s.EndKey
-		if !c.Reverse && bytes.Compare(rs.EndKey, s.EndKey) > 0 && bytes.Compare(rs.EndKey, c.ReadsOnTo) > 0 {
-			// The scan goes on past this tablet: its node may read the
-			// rest ahead (the next tablets' files, when it holds them).
-			c.ReadsOnTo = rs.EndKey
-		}
 		return &c
 	case *kvpb.DeleteRangeRequest:
 		c := *t

@@ -164,6 +164,14 @@ func (st *seqReq) pieceIn(desc kvpb.TabletDescriptor) kvpb.Request {
 		c := *sc
 		c.Key, c.EndKey = s.Key, s.EndKey
 		c.MaxKeys, c.MaxBytes = st.keysLeft, st.bytesLeft
+		if end := st.rest.EndKey; !c.Reverse && bytes.Compare(end, s.EndKey) > 0 && bytes.Compare(end, c.ReadsOnTo) > 0 {
+			// The walk goes on past this tablet unless the limit is
+			// met here: the node may read the rest ahead (the next
+			// tablets' files, when it holds them; storage's scan plans).
+			// Only here: the parallel path sends every tablet its part
+			// at once, each reading its own.
+			c.ReadsOnTo = end
+		}
 		return &c
 	}
 	return r

@@ -77,9 +77,9 @@ func (s *scanner) copyValue(b []byte) []byte {
 func (s *scanner) counting() bool { return len(s.opts.CountTags) > 0 }
 
 func (s *scanner) run(r storage.Reader) (err error) {
-	// A count or an unlimited forward scan reads the whole span in
-	// order: its files can be read ahead whole (storage.IterOptions.Scan).
-	whole := s.counting() || (!s.opts.Reverse && s.opts.MaxKeys == 0 && s.opts.MaxBytes == 0)
+	// A forward count or unlimited scan reads the whole span in order:
+	// its files can be read ahead whole (storage.IterOptions.Scan).
+	whole := !s.opts.Reverse && (s.counting() || s.opts.MaxKeys == 0 && s.opts.MaxBytes == 0)
 	if s.vit, err = r.NewIter(storage.IterOptions{LowerBound: s.start, UpperBound: s.end, Scan: whole, ScanEnd: s.opts.ReadsOnTo}); err != nil {
 		return fmt.Errorf("mvcc: scan: %w", err)
 	}

@@ -370,6 +370,15 @@ func TestScanReadsAhead(t *testing.T) {
 			if n != 100000 {
 				t.Fatalf("count(*) = %d", n)
 			}
+			// The count reads its span whole, in pages of 65,536 rows
+			// walked tablet by tablet: its files are read ahead by one
+			// plan (storage/prefetch.go), which every later page, in
+			// the same tablet or the next, takes over.
+			plans, taken := ara.Plans-bra.Plans, ara.TakenOver-bra.TakenOver
+			t.Logf("%d scan plans, taken over %d times", plans, taken)
+			if plans < 1 || taken < int64(max(tablets-1, 1)) {
+				t.Errorf("%d scan plans taken over %d times; want the count's plan taken over by each later page and tablet (at least %d)", plans, taken, max(tablets-1, 1))
+			}
 			// Without read-ahead every 4 KiB block is a read: hundreds
 			// to thousands. With it, most are served from windows, and
 			// what reaches the disk is the windows plus a few reads of

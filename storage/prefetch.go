@@ -25,19 +25,20 @@ import (
 // the span will be read from end to end, one after the other in key
 // order. A scan plan reads exactly those, each front to back in windows
 // of the profile's size, the next file while the current one is
-// consumed, so the scan meets each file already in memory, footer and
-// index included.
+// consumed, so the scan meets every file after the first already in
+// memory, index included: one seek per file.
 //
 //  1. A plan reads only files whose keys all lie in the scan's span (a
 //     file the span cuts is read by runs as before: its offsets in the
 //     span are not known without its index), and only the whole span's
 //     scans ask for one, so it reads no block the scan would not read,
 //     except the files' filter blocks.
-//  2. A plan holds at most planBudget bytes of windows; the reader
-//     fetches the next window only when that has room. A window goes
-//     once every byte of it was served, and every window of a file goes
-//     once the scan reads a later file of the plan; all go when the
-//     iterator closes (Iterator.Close waits for the reader).
+//  2. A plan holds at most its budget of windows (eight of the
+//     profile's size, at most maxPlanBudget bytes); the reader fetches
+//     the next window only when that has room. A window goes once every
+//     byte of it was served, and every window of a file goes once the
+//     scan reads a later file of the plan; all go when the plan is
+//     stopped (invariant 4), which waits for the reader.
 //  3. A read is served from a plan only for bytes its windows hold or are
 //     reading; otherwise it goes on to read-ahead by runs, and from there
 //     to the disk, unchanged (errors included).
@@ -58,7 +59,7 @@ import (
 const maxPlans = readAheadFiles
 
 // maxPlanBudget caps a plan's windows (invariant 2) whatever the window
-// size: two files of 8 MiB windows on an object store.
+// size: four 8 MiB windows on an object store.
 const maxPlanBudget = 32 << 20
 
 // planFile is a file a plan reads whole.
@@ -95,9 +96,11 @@ type planWindow struct {
 	served int64
 }
 
-// planFor returns a plan reading the files of db wholly inside the
-// engine-key span [lo, hi) in key order, started, or nil when there is
-// no such file or maxPlans already run.
+// planFor returns a plan for a scan of the engine-key span [lo, hi): a
+// parked one the span continues (same end, a start at or after its
+// start), or a new one, started, reading the files of db wholly inside
+// the span in key order; nil when there is no such file, or maxPlans
+// exist and none is parked to give way (invariant 4).
 func (fs *readaheadFS) planFor(db *pebble.DB, dir string, lo, hi []byte) *scanPlan {
 	if fs.max <= 0 || lo == nil || hi == nil {
 		return nil
@@ -105,9 +108,10 @@ func (fs *readaheadFS) planFor(db *pebble.DB, dir string, lo, hi []byte) *scanPl
 	fs.mu.Lock()
 	for _, p := range fs.plans {
 		if !p.inUse && bytes.Equal(p.hi, hi) && Comparer.Compare(lo, p.lo) >= 0 {
-			// The next page of the scan (invariant 4).
+			// The next page or tablet of the scan (invariant 4).
 			p.inUse = true
 			fs.mu.Unlock()
+			fs.takenOver.Add(1)
 			return p
 		}
 	}
@@ -159,6 +163,7 @@ func (fs *readaheadFS) planFor(db *pebble.DB, dir string, lo, hi []byte) *scanPl
 	}
 	fs.plans = append(fs.plans, p)
 	fs.mu.Unlock()
+	fs.plansMade.Add(1)
 	if evict != nil {
 		evict.stop()
 	}

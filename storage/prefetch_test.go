@@ -237,6 +237,10 @@ func TestScanPrefetch(t *testing.T) {
 	if on.plans != 0 {
 		t.Errorf("%d plans left after the last tablet reached the scan's end", on.plans)
 	}
+	if on.ra.Plans != 1 || on.ra.TakenOver != 2 || cut.ra.Plans != 3 || cut.ra.TakenOver != 0 {
+		t.Errorf("plans made and taken over: %d and %d told the scan's end, %d and %d alone; want 1 and 2, 3 and 0",
+			on.ra.Plans, on.ra.TakenOver, cut.ra.Plans, cut.ra.TakenOver)
+	}
 
 	// A short span inside one file: no file lies wholly in it, so no
 	// plan reads one (invariant 1).

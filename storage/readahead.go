@@ -71,6 +71,9 @@ type ReadAheadStats struct {
 	// reads answered from a window, Direct those passed to the disk;
 	// Dropped the windows given up for others under the memory budget.
 	Windows, WindowBytes, Served, Direct, Dropped int64
+	// Plans counts the scan plans made (prefetch.go), TakenOver the times
+	// an iterator took over a parked one (a scan's next page or tablet).
+	Plans, TakenOver int64
 }
 
 // readaheadFS wraps the FS Pebble runs on (see the comment above).
@@ -88,6 +91,7 @@ type readaheadFS struct {
 	plans   []*scanPlan // running (prefetch.go)
 
 	windows, windowBytes, served, direct, dropped atomic.Int64
+	plansMade, takenOver                          atomic.Int64
 }
 
 // readAheadFiles is how many files may read ahead at full size at once
@@ -100,7 +104,8 @@ func newReadaheadFS(fs vfs.FS, max int64) *readaheadFS {
 
 func (fs *readaheadFS) stats() ReadAheadStats {
 	return ReadAheadStats{Windows: fs.windows.Load(), WindowBytes: fs.windowBytes.Load(),
-		Served: fs.served.Load(), Direct: fs.direct.Load(), Dropped: fs.dropped.Load()}
+		Served: fs.served.Load(), Direct: fs.direct.Load(), Dropped: fs.dropped.Load(),
+		Plans: fs.plansMade.Load(), TakenOver: fs.takenOver.Load()}
 }
 
 // reserve takes n bytes of the budget for f, dropping the windows of the
