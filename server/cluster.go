@@ -400,7 +400,7 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 			return errors.New("cairn: not replicating yet")
 		}
 		return n.ReceiveSnapshot(ctx, env, image)
-	}, append([]rpc.ServeOption{rpc.WithKV(kvRef), rpc.WithGeography(r.geo), rpc.WithClock(clock.PhysicalNow), rpc.WithFaults(r.faults), rpc.WithCreds(s.rpcCreds), r.distsql.ServeOption()}, svc.ServeOptions()...)...)
+	}, append([]rpc.ServeOption{rpc.WithKV(kvRef), rpc.WithGeography(r.geo), rpc.WithClock(clock.PhysicalNow), rpc.WithFaults(r.faults), rpc.WithCreds(s.rpcCreds), r.distsql.ServeOption(), rpc.WithMethod(methodCatalogRevoke, s.handleCatalogRevoke)}, svc.ServeOptions()...)...)
 	registry := membership.NewRegistry()
 	id, peers, err := s.identify(ctx, registry)
 	if err != nil {
