@@ -80,8 +80,14 @@ func (s *LeaseholderSender) setLeader(tablet kvpb.TabletID, node uint64) {
 	}
 }
 
-// Send implements kvpb.Sender.
+// Send implements kvpb.Sender. It names this node as the batch's
+// gateway (Header.GatewayNode) unless the batch names one.
 func (s *LeaseholderSender) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchResponse, error) {
+	if ba.GatewayNode == 0 && s.cfg.LocalNode != 0 {
+		c := *ba
+		c.GatewayNode = s.cfg.LocalNode
+		ba = &c
+	}
 	if ba.TabletID == 0 {
 		return s.cfg.Node(s.cfg.LocalNode).Send(ctx, ba)
 	}

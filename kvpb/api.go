@@ -45,6 +45,10 @@ type Header struct {
 	// Now is the sender's clock reading; the receiver's clock is moved up to
 	// it (and refuses it if it is too far ahead).
 	Now hlc.Timestamp `wire:"6"`
+	// GatewayNode is the node whose DistSender sent the batch (0:
+	// unknown); the leaseholder counts requests by it, so that leases
+	// can follow where their requests come from (store/load.go).
+	GatewayNode uint64 `wire:"7"`
 }
 
 // BatchRequest is the one request shape (invariant 1).

@@ -2,10 +2,14 @@ package server
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"slices"
 
+	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/membership"
+	"github.com/cairn-db/cairn/rpc"
+	"github.com/cairn-db/cairn/sql/catalog"
 )
 
 // A plain `cairn start` is a replicated cluster of one (Join = [RPCAddr])
@@ -66,4 +70,57 @@ func (s *Server) shareCatalog(ctx context.Context) error {
 		s.log.Info("cairn: admitting another node; this node now reads the catalog generation per statement")
 	}
 	return b.StopLocalCatalog(ctx)
+}
+
+// Generation leases (sql/catalog genlease.go): every node of a replicated
+// cluster that is not (or no longer) its only SQL gateway answers
+// statements from memory under a lease on the catalog generation, and a
+// DDL revokes the other nodes' leases through the node-service method
+// methodCatalogRevoke before it writes a new generation.
+
+// methodCatalogRevoke is the node-service method a DDL calls on a lease
+// holder: the request is the generation being replaced, the answer a
+// timestamp at or above every statement the holder answered under its
+// lease (encodeTimestamp).
+const methodCatalogRevoke = "CatalogRevoke"
+
+// catalogLease is the node's session.Config.CatalogLease.
+func (s *Server) catalogLease() *catalog.LeaseConfig {
+	return &catalog.LeaseConfig{Node: s.nodeID(), Addr: s.cfg.RPCAddr, Duration: s.cfg.CatalogLeaseDuration,
+		Revoke: func(ctx context.Context, addr string, gen []byte) (hlc.Timestamp, error) {
+			out, err := rpc.Call(ctx, s.rpcCreds, addr, methodCatalogRevoke, gen)
+			if err != nil {
+				return hlc.Timestamp{}, err
+			}
+			return decodeTimestamp(out)
+		}}
+}
+
+// handleCatalogRevoke answers methodCatalogRevoke.
+func (s *Server) handleCatalogRevoke(_ context.Context, gen []byte) ([]byte, error) {
+	s.catalogMu.Lock()
+	b := s.backend
+	s.catalogMu.Unlock()
+	if b == nil {
+		// No SQL served yet in this process; the clock bounds what a
+		// previous one served (it never runs backwards over a restart).
+		return encodeTimestamp(s.db.Clock().Now()), nil
+	}
+	return encodeTimestamp(b.RevokeCatalogLease(gen)), nil
+}
+
+func encodeTimestamp(ts hlc.Timestamp) []byte {
+	return binary.AppendVarint(binary.AppendVarint(nil, ts.WallTime), int64(ts.Logical))
+}
+
+func decodeTimestamp(b []byte) (hlc.Timestamp, error) {
+	wall, n := binary.Varint(b)
+	if n <= 0 {
+		return hlc.Timestamp{}, fmt.Errorf("catalog revoke: bad timestamp %x", b)
+	}
+	logical, m := binary.Varint(b[n:])
+	if m <= 0 || n+m != len(b) {
+		return hlc.Timestamp{}, fmt.Errorf("catalog revoke: bad timestamp %x", b)
+	}
+	return hlc.Timestamp{WallTime: wall, Logical: int32(logical)}, nil
 }

@@ -70,9 +70,11 @@ type replication struct {
 	member    *membership.Member
 	registry  *membership.Registry
 	// geo and stopBalancer: simulated geography and lease placement
-	// (geo.go).
+	// (geo.go); load counts the requests the node's tablets serve by
+	// gateway, for leases to follow (nil for a node without a region).
 	geo          *rpc.Geography
 	stopBalancer func()
+	load         *store.RequestLoad
 	// clock measures this node's clock against the other members' and
 	// fences the node when it disagrees with a majority (clockmon).
 	clock   *clockmon.Monitor
@@ -383,6 +385,9 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 	// probe each other before any has its node ID, and each must answer
 	// at once.
 	r := &replication{geo: newGeography(cfg, 0)}
+	if rpc.Region(cfg.Locality) != "" {
+		r.load = store.NewRequestLoad(0)
+	}
 	if cfg.FaultInjection {
 		r.faults = &rpc.Faults{}
 	}
@@ -403,7 +408,7 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 			return errors.New("cairn: not replicating yet")
 		}
 		return n.ReceiveSnapshot(ctx, env, image)
-	}, append([]rpc.ServeOption{rpc.WithKV(kvRef), rpc.WithGeography(r.geo), rpc.WithClock(clock.PhysicalNow), rpc.WithFaults(r.faults), rpc.WithCreds(s.rpcCreds), r.distsql.ServeOption()}, svc.ServeOptions()...)...)
+	}, append([]rpc.ServeOption{rpc.WithKV(kvRef), rpc.WithGeography(r.geo), rpc.WithClock(clock.PhysicalNow), rpc.WithFaults(r.faults), rpc.WithCreds(s.rpcCreds), r.distsql.ServeOption(), rpc.WithMethod(methodCatalogRevoke, s.handleCatalogRevoke)}, svc.ServeOptions()...)...)
 	registry := membership.NewRegistry()
 	id, peers, err := s.identify(ctx, registry)
 	if err != nil {
@@ -435,7 +440,7 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 		},
 	}, s.eng, r.transport)
 	ls := &kv.LateSender{}
-	if s.store, err = store.Open(ctx, s.eng, clock, s.gcConfig(s.splitConfig(store.Config{Sender: ls, Observe: s.obs.tabletObservers(), Version: s.version, Raft: &store.RaftConfig{Node: r.raft, Peers: peers, Membership: true, LeaseEligible: r.spreadEligible, Place: r.place, MoveReplica: r.moveReplica}}))); err != nil {
+	if s.store, err = store.Open(ctx, s.eng, clock, s.gcConfig(s.splitConfig(store.Config{Sender: ls, Observe: s.obs.tabletObservers(), Version: s.version, Raft: &store.RaftConfig{Node: r.raft, Peers: peers, Membership: true, LeaseEligible: r.spreadEligible, Place: r.place, MoveReplica: r.moveReplica}, Load: r.load}))); err != nil {
 		return fmt.Errorf("opening tablets: %w", err)
 	}
 	st.Store(s.store)

@@ -6,7 +6,9 @@ package server
 // balances its tablet leases over the nodes by count (each index's
 // among themselves first, then the totals), or, with
 // --lease-preferences region=R,..., moves them to the preferred region
-// first (`none`: leases stay where elections put them).
+// first (`none`: leases stay where elections put them). Without a region
+// preference a node with a region moves leases toward the region their
+// requests come from (store/load.go).
 
 import (
 	"context"
@@ -54,7 +56,7 @@ func newGeography(cfg Config, id uint64) *rpc.Geography {
 func (r *replication) startLeaseBalancer(cfg Config) {
 	prefs, _ := store.ParseLeasePreferences(cfg.LeasePreferences)
 	b := store.NewLeaseBalancer(store.LeaseBalancerConfig{Node: r.raft, Region: r.geo.Region, Prefs: prefs, ZonePrefs: r.zones.prefs, Eligible: r.leaseEligible,
-		Domain: r.zones.domain, Reported: r.member.ReportedLeases}, r.id)
+		Domain: r.zones.domain, Reported: r.member.ReportedLeases, Load: r.load}, r.id)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

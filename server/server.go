@@ -79,6 +79,10 @@ type Config struct {
 	// RPCListener, when set with Join, is used instead of listening on
 	// RPCAddr (tests pick free ports this way).
 	RPCListener net.Listener
+	// CatalogLeaseDuration is how long a catalog generation lease lasts
+	// on a replicated node (0: catalog.DefaultLeaseDuration): how long a
+	// DDL waits for a node it cannot reach.
+	CatalogLeaseDuration time.Duration
 	// BinaryVersion and MinSupportedVersion stand in for this build's
 	// versions (package clusterversion); zero means the build's own.
 	// Tests set them to play a node of an older or a newer build.
@@ -420,6 +424,10 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		s.httpLn.Close()
 		return nil, err
 	}
+	var lease *catalog.LeaseConfig
+	if s.repl != nil {
+		lease = s.catalogLease()
+	}
 	s.catalogMu.Lock()
 	sole = sole && !s.catalogShared
 	s.backend = session.NewBackend(s.db, session.Config{ServerPort: port, Logger: log, Tablets: tabletDirectory{s},
@@ -428,9 +436,11 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		// other node registered) is the only SQL gateway: all DDL comes
 		// through it, so it keeps the catalog generation in memory until
 		// it admits a second node (catalogwriter.go). Members of a
-		// larger cluster read it per statement until generation leases
-		// exist (docs/architecture.md, "Catalog generation").
+		// larger cluster, and a cluster of one once it admitted another
+		// node, hold generation leases (docs/architecture.md, "Catalog
+		// generation").
 		SoleCatalogWriter:            sole,
+		CatalogLease:                 lease,
 		MaxConnections:               cfg.MaxConnections,
 		SuperuserReservedConnections: cfg.SuperuserReservedConnections,
 		AuthTimeout:                  cfg.AuthTimeout,

@@ -43,6 +43,21 @@ package store
 //     counting per index needs no load to be seen first, and a sharded
 //     index's buckets take equal shares of its writes by construction.
 //
+//   - Follow the workload (issue #22; CockroachDB's load-based lease
+//     rebalancing by request locality): with Load set and no region
+//     preference (the default or `spread`, from the node or the zone),
+//     a tablet's recent requests by gateway region (RequestLoad, counted
+//     by the leaseholder) stand in for a preference. When at least
+//     loadMinRequests came in and one region other than the holder's sent
+//     at least loadMoveShare of them, the lease prefers that region; while
+//     the holder's own region sends more than half, it prefers the
+//     holder's region (so it is balanced by count only within it). The
+//     gap between the two shares is the hysteresis: a lease moved toward
+//     its requests stays while they keep coming from there. Otherwise
+//     (load even, or too little of it) leases are balanced by count as
+//     above. Explicit region preferences and `none` are never overridden,
+//     and a region without a caught-up candidate falls back to counts.
+//
 // A candidate is another voter that is caught up (raftnode's
 // GroupInfo.CaughtUp: heard from recently, replicating, within
 // raftnode.MaxTransferLag of the commit index), eligible (Eligible: not
@@ -163,6 +178,10 @@ type LeaseBalancerConfig struct {
 	// without, by the leases the two share (pairCounts), which settles
 	// too but may leave a node two above another.
 	Reported func(node uint64, domain string) (n int, at time.Time, ok bool)
+	// Load, if set, is this node's request counts by gateway; leases
+	// follow them when no region preference applies (see above). Pass
+	// rotates its windows.
+	Load *RequestLoad
 	// Interval between passes (0: 1s), each jittered by up to a fifth.
 	Interval time.Duration
 	// MinHold is how long a node keeps a lease before the balancer may
@@ -301,6 +320,7 @@ func (b *LeaseBalancer) Run(ctx context.Context) {
 func (b *LeaseBalancer) Pass() int {
 	groups := b.cfg.Node.Groups()
 	now := b.now()
+	b.cfg.Load.Rotate(now)
 	b.track(groups, now)
 	b.eligibleNow = map[uint64]bool{}
 	clear(b.reportedNow)
@@ -325,6 +345,11 @@ func (b *LeaseBalancer) Pass() int {
 		p := b.prefsOf(g.TabletID)
 		if p.None {
 			continue
+		}
+		if b.cfg.Load != nil && len(p.Regions) == 0 {
+			if r := b.loadRegion(g.TabletID); r != "" {
+				p = LeasePreferences{Regions: []string{r}}
+			}
 		}
 		var d int32
 		if dom != nil {
@@ -721,4 +746,56 @@ func (b *LeaseBalancer) gap(v uint64, d int32, own, seen, pair int) int {
 		return pair
 	}
 	return own - max(n, seen)
+}
+
+// Following the workload (see the doc comment at the top): a region other
+// than the holder's that sent at least loadMoveShare of a tablet's recent
+// requests, with at least loadMinRequests of them, draws the lease; the
+// holder's region keeps it while it sends more than half.
+const (
+	loadMinRequests = 10
+	loadMoveShare   = 0.6
+)
+
+// loadRegion is the region tablet's recent requests say its lease should
+// be in ("": none, balance by count).
+func (b *LeaseBalancer) loadRegion(tablet uint64) string {
+	counts := b.cfg.Load.Recent(tablet)
+	if len(counts) == 0 {
+		return ""
+	}
+	type regionCount struct {
+		region string
+		n      int
+	}
+	var byRegion []regionCount
+	total := 0
+	for _, c := range counts {
+		total += c.N
+		r := b.cfg.Region(c.Node)
+		if r == "" {
+			continue
+		}
+		i := slices.IndexFunc(byRegion, func(rc regionCount) bool { return rc.region == r })
+		if i < 0 {
+			byRegion = append(byRegion, regionCount{region: r})
+			i = len(byRegion) - 1
+		}
+		byRegion[i].n += c.N
+	}
+	mine := b.cfg.Region(b.self)
+	for _, rc := range byRegion {
+		if rc.region == mine && 2*rc.n > total {
+			return mine
+		}
+	}
+	if total < loadMinRequests {
+		return ""
+	}
+	for _, rc := range byRegion {
+		if rc.region != mine && float64(rc.n) >= loadMoveShare*float64(total) {
+			return rc.region
+		}
+	}
+	return ""
 }

@@ -562,3 +562,99 @@ func TestLeaseBalancerCountsSentSinceReport(t *testing.T) {
 		t.Errorf("after node 2's next report: transfers per target %v, want still three to node 2", node.moved)
 	}
 }
+
+// TestLeaseBalancerFollowsLoad: one pass of node 1's (us-west) balancer
+// with request counts by gateway (node 1 us-west, 2 us-east, 3 eu) on the
+// tablets it leads.
+func TestLeaseBalancerFollowsLoad(t *testing.T) {
+	regions := map[uint64]string{1: "us-west", 2: "us-east", 3: "eu"}
+	// each gives every tablet node 1 leads the same requests per gateway.
+	each := func(byGateway map[uint64]int) map[uint64]map[uint64]int {
+		out := map[uint64]map[uint64]int{}
+		for id := uint64(1); id <= 30; id++ {
+			out[id] = byGateway
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name     string
+		led      map[uint64]int
+		caughtUp []uint64
+		prefs    string
+		zone     func(uint64) (LeasePreferences, bool)
+		load     map[uint64]map[uint64]int // tablet → gateway → requests
+		want     map[uint64]int            // transfers per target
+	}{
+		{name: "to the region its requests come from", led: map[uint64]int{1: 1, 2: 1, 3: 1}, caughtUp: []uint64{2, 3},
+			load: map[uint64]map[uint64]int{1: {3: 20, 1: 2}}, want: map[uint64]int{3: 1}},
+		{name: "too few requests: by count", led: map[uint64]int{1: 1, 2: 1, 3: 1}, caughtUp: []uint64{2, 3},
+			load: map[uint64]map[uint64]int{1: {3: 9}}, want: map[uint64]int{}},
+		{name: "a region preference wins", led: map[uint64]int{1: 1, 2: 1, 3: 1}, caughtUp: []uint64{2, 3}, prefs: "region=us-west",
+			load: map[uint64]map[uint64]int{1: {3: 20}}, want: map[uint64]int{}},
+		{name: "none wins", led: map[uint64]int{1: 1, 2: 1, 3: 1}, caughtUp: []uint64{2, 3}, prefs: "none",
+			load: map[uint64]map[uint64]int{1: {3: 20}}, want: map[uint64]int{}},
+		{name: "a zone's region preference wins", led: map[uint64]int{1: 1, 2: 1, 3: 1}, caughtUp: []uint64{2, 3},
+			zone: func(uint64) (LeasePreferences, bool) { return LeasePreferences{Regions: []string{"us-east"}}, true },
+			load: map[uint64]map[uint64]int{1: {3: 20}}, want: map[uint64]int{2: 1}},
+		{name: "no caught-up voter there: by count", led: map[uint64]int{1: 1, 2: 1, 3: 1}, caughtUp: []uint64{2},
+			load: map[uint64]map[uint64]int{1: {3: 20}}, want: map[uint64]int{}},
+		{name: "even load: balanced by count", led: map[uint64]int{1: 9}, caughtUp: []uint64{2, 3},
+			load: each(map[uint64]int{1: 10, 2: 10, 3: 10}), want: map[uint64]int{2: 3, 3: 3}},
+		{name: "requests from the holder's region keep it there", led: map[uint64]int{1: 9}, caughtUp: []uint64{2, 3},
+			load: each(map[uint64]int{1: 20}), want: map[uint64]int{}},
+		{name: "hysteresis: 55% elsewhere does not move it", led: map[uint64]int{1: 1, 2: 1, 3: 1}, caughtUp: []uint64{2, 3},
+			load: map[uint64]map[uint64]int{1: {3: 11, 1: 9}}, want: map[uint64]int{}},
+		{name: "the holder's majority keeps it against counts", led: map[uint64]int{1: 9}, caughtUp: []uint64{2, 3},
+			load: each(map[uint64]int{1: 11, 3: 9}), want: map[uint64]int{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := ParseLeasePreferences(tc.prefs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			load := NewRequestLoad(time.Hour)
+			for tablet, byGateway := range tc.load {
+				for gw, n := range byGateway {
+					for range n {
+						load.Record(tablet, gw)
+					}
+				}
+			}
+			node := &fakeLeaseNode{self: 1, groups: leaseGroups(tc.led, tc.caughtUp), moved: map[uint64]int{}}
+			b := NewLeaseBalancer(LeaseBalancerConfig{Node: node, Prefs: p, ZonePrefs: tc.zone, Load: load,
+				Region: func(n uint64) string { return regions[n] }}, 1)
+			now := time.Unix(1000, 0)
+			b.now = func() time.Time { return now }
+			b.Pass()
+			now = now.Add(b.cfg.MinHold)
+			b.Pass()
+			if fmt.Sprint(node.moved) != fmt.Sprint(tc.want) {
+				t.Errorf("transfers per target %v, want %v", node.moved, tc.want)
+			}
+		})
+	}
+}
+
+// TestRequestLoadWindows: counts last the current window and the one
+// after it, then are forgotten.
+func TestRequestLoadWindows(t *testing.T) {
+	l := NewRequestLoad(time.Second)
+	start := l.start
+	l.Record(7, 1)
+	l.Record(7, 1)
+	l.Record(7, 0) // unknown gateway: not counted
+	l.Rotate(start.Add(time.Second))
+	l.Record(7, 2)
+	if got := fmt.Sprint(l.Recent(7)); got != "[{1 2} {2 1}]" {
+		t.Fatalf("after one window: %s", got)
+	}
+	l.Rotate(start.Add(2 * time.Second))
+	if got := fmt.Sprint(l.Recent(7)); got != "[{2 1}]" {
+		t.Fatalf("after two windows: %s", got)
+	}
+	l.Rotate(start.Add(3 * time.Second))
+	l.Rotate(start.Add(4 * time.Second))
+	if got := l.Recent(7); got != nil {
+		t.Fatalf("after four windows: %v, want the tablet forgotten", got)
+	}
+}

@@ -43,6 +43,10 @@ type Config struct {
 	// Raft, when set, makes every tablet a raft group on Raft.Node
 	// (raft.go); nil keeps the unreplicated path of a single node.
 	Raft *RaftConfig
+	// Load, when set, counts the batches each tablet serves by gateway
+	// node (load.go), for the lease balancer to follow; nil counts
+	// nothing.
+	Load *RequestLoad
 
 	// The split queue (splitqueue.go; it runs only under RunSplitQueue).
 	// SplitSize is the data size past which a tablet splits (0:
@@ -431,7 +435,11 @@ func (s *Store) send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchRes
 		if r == nil {
 			return nil, &kvpb.TabletNotFoundError{TabletID: ba.TabletID}
 		}
-		return r.Send(ctx, ba)
+		br, err := r.Send(ctx, ba)
+		if err == nil {
+			s.cfg.Load.Record(uint64(ba.TabletID), ba.GatewayNode)
+		}
+		return br, err
 	}
 	key := ba.Requests[0].Span().Key
 	if !keys.IsAddressable(key) {
@@ -450,6 +458,9 @@ func (s *Store) send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchRes
 		var br *kvpb.BatchResponse
 		br, err = r.Send(ctx, ba)
 		var mismatch *kvpb.TabletKeyMismatchError
+		if err == nil {
+			s.cfg.Load.Record(uint64(routed.TabletID), ba.GatewayNode)
+		}
 		if err == nil || !errors.As(err, &mismatch) || r.Desc().Generation == routed.Generation {
 			return br, err
 		}

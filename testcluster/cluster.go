@@ -200,6 +200,9 @@ type ClusterNode struct {
 	Leaseholders *kv.LeaseholderSender
 	// Geo is the node's geography (nil without ClusterOptions.Geo).
 	Geo *rpc.Geography
+	// Load counts the requests its tablets serve by gateway (nil unless
+	// GeoOptions.FollowLoad).
+	Load *store.RequestLoad
 
 	stopBalancer func()
 	stopSplits   func()
@@ -306,6 +309,8 @@ func (n *ClusterNode) start(ln net.Listener) error {
 	scfg := c.opts.Store
 	scfg.Sender = ls
 	scfg.Raft = &store.RaftConfig{Node: n.Raft, Peers: c.peers()}
+	n.Load = n.requestLoad()
+	scfg.Load = n.Load
 	st, err := store.Open(context.Background(), eng, n.Clock, scfg)
 	if err != nil {
 		n.transport.Close()

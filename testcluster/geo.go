@@ -2,6 +2,7 @@ package testcluster
 
 import (
 	"context"
+	"time"
 
 	"github.com/cairn-db/cairn/rpc"
 	"github.com/cairn-db/cairn/store"
@@ -20,6 +21,12 @@ type GeoOptions struct {
 	// LeaseBalancer tunes the balancers (its Interval); its Node, Region
 	// and Prefs are filled in per node.
 	LeaseBalancer store.LeaseBalancerConfig
+	// FollowLoad makes every node count its tablets' requests by gateway
+	// (store.RequestLoad, with windows of LoadWindow; 0: the default) and
+	// its balancer move leases toward them, as a server with a region
+	// does.
+	FollowLoad bool
+	LoadWindow time.Duration
 }
 
 // geography is node n's geography (nil without Geo options).
@@ -52,6 +59,7 @@ func (n *ClusterNode) startBalancer() {
 	if n.Geo != nil {
 		cfg.Region = n.Geo.Region
 	}
+	cfg.Load = n.Load
 	b := store.NewLeaseBalancer(cfg, n.ID)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -73,4 +81,12 @@ func (c *Cluster) RunLeaseBalancers(cfg store.LeaseBalancerConfig) {
 			n.startBalancer()
 		}
 	}
+}
+
+// requestLoad is node n's request counter (nil unless Geo.FollowLoad).
+func (n *ClusterNode) requestLoad() *store.RequestLoad {
+	if g := n.c.opts.Geo; g != nil && g.FollowLoad {
+		return store.NewRequestLoad(g.LoadWindow)
+	}
+	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/kv"
@@ -52,15 +53,15 @@ import (
 //
 // Several SQL gateways (issue #4) break the condition: a DDL through
 // another node neither marks itself pending here nor fences what this
-// node served. A node of such a cluster reads the generation key per
-// statement (one KV read, as before). A cluster of one that another node
+// node served. A node of such a cluster answers from memory only under
+// a generation lease (genlease.go), which every DDL revokes first. A cluster of one that another node
 // may join later uses the local generation until then, and calls
 // StopLocalGeneration before it admits the second node (the server does,
 // from membership's join handler): that stops answering from memory for
 // good and fences every timestamp served, so a DDL through the new node,
 // which can only begin after the join, commits above all of them.
-// docs/architecture.md ("Catalog generation") records the decision and
-// the lease that would lift it for clusters of several gateways.
+// docs/architecture.md ("Catalog generation", "Generation leases")
+// records the decisions.
 type localGen struct {
 	db *kv.DB
 	// npending mirrors len(pending), read without the lock by EndDDL's
@@ -84,15 +85,38 @@ type localGen struct {
 	// stopped: StopLocalGeneration was called; nothing is answered from
 	// memory again.
 	stopped bool
-	pending map[*kv.Txn]struct{}
+	// sole: UseLocalGeneration's condition holds (until stopped).
+	sole bool
+	// pending are the catalog-writing transactions in flight, each with
+	// 1 + the epoch of the transaction whose reads revoked the other
+	// nodes' leases (genlease.go; 0: not yet). A restarted transaction
+	// lost its scan of the lease records, so it revokes again.
+	pending map[*kv.Txn]int32
 	// fencing is closed when the fence read in progress ends.
 	fencing chan struct{}
 	stats   LocalGenStats
+
+	// Generation leases (genlease.go): lease is their configuration
+	// (nil: none); under a lease gen is valid for read timestamps in
+	// [from, exp). held: a revocation holds acquisitions off until a
+	// statement reads a generation other than holdGen or the clock passes
+	// holdUntil; acquiring: an acquisition is on its way.
+	lease     *LeaseConfig
+	exp       hlc.Timestamp
+	held      bool
+	holdGen   []byte
+	holdUntil hlc.Timestamp
+	acquiring bool
+}
+
+func newLocalGen(db *kv.DB) *localGen {
+	return &localGen{db: db, pending: map[*kv.Txn]int32{}}
 }
 
 // LocalGenStats counts statements answered from the node-local
-// generation and those that read the generation key, and fence reads.
-type LocalGenStats struct{ Hits, Reads, Fences uint64 }
+// generation (Hits) and those that read the generation key (Reads), fence
+// reads, and generation leases granted, revoked and failed to acquire.
+type LocalGenStats struct{ Hits, Reads, Fences, Leases, Revoked, LeaseErrors uint64 }
 
 // UseLocalGeneration makes the cache keep the catalog generation in
 // memory (see localGen). The caller promises that every catalog write of
@@ -100,7 +124,10 @@ type LocalGenStats struct{ Hits, Reads, Fences uint64 }
 // transaction that made one is ended with EndDDL; db runs the fence
 // reads.
 func (c *Cache) UseLocalGeneration(db *kv.DB) {
-	c.local = &localGen{db: db, pending: map[*kv.Txn]struct{}{}}
+	if c.local == nil {
+		c.local = newLocalGen(db)
+	}
+	c.local.sole = true
 }
 
 // LocalGenStats returns the node-local generation's counters (zero if
@@ -120,12 +147,20 @@ func (c *Cache) LocalGenStats() LocalGenStats {
 func (lg *localGen) lookup(ts hlc.Timestamp) ([]byte, bool) {
 	lg.mu.Lock()
 	defer lg.mu.Unlock()
-	if !lg.known || lg.stopped || len(lg.pending) > 0 || ts.Less(lg.from) {
+	leased := lg.leasedLocked()
+	if leased && lg.lease == nil || !lg.known || len(lg.pending) > 0 || ts.Less(lg.from) || leased && !ts.Less(lg.exp) {
 		lg.stats.Reads++
+		if leased && len(lg.pending) == 0 {
+			lg.kickLocked()
+		}
 		return nil, false
 	}
 	lg.served = lg.served.Forward(ts)
 	lg.stats.Hits++
+	if leased && time.Duration(lg.exp.WallTime-ts.WallTime) < lg.lease.Duration/2 {
+		// Renew before it runs out, while statements still use it.
+		lg.kickLocked()
+	}
 	return lg.gen, true
 }
 
@@ -141,6 +176,11 @@ func (lg *localGen) currentEpoch() uint64 {
 func (lg *localGen) prime(gen []byte, ts hlc.Timestamp, epoch uint64) {
 	lg.mu.Lock()
 	defer lg.mu.Unlock()
+	if lg.leasedLocked() {
+		// Under leases only an acquisition grants memory (genlease.go).
+		lg.seenLocked(gen)
+		return
+	}
 	if lg.known || lg.stopped || lg.epoch != epoch || len(lg.pending) > 0 || ts.Less(lg.floor) {
 		return
 	}
@@ -151,13 +191,26 @@ func (lg *localGen) prime(gen []byte, ts hlc.Timestamp, epoch uint64) {
 // An error leaves txn registered: EndDDL must still be called.
 func (lg *localGen) beginDDL(ctx context.Context, txn *kv.Txn) error {
 	lg.mu.Lock()
-	if _, ok := lg.pending[txn]; !ok {
-		lg.pending[txn] = struct{}{}
+	revoked, ok := lg.pending[txn]
+	if !ok {
+		lg.pending[txn] = 0
 		lg.npending.Add(1)
 		lg.epoch++
 		lg.known = false
 	}
+	epoch := txn.Epoch() + 1
+	revoke := lg.lease != nil && lg.leasedLocked() && revoked != epoch
 	lg.mu.Unlock()
+	if revoke {
+		if err := lg.revokeOthers(ctx, txn); err != nil {
+			return err
+		}
+		lg.mu.Lock()
+		if _, ok := lg.pending[txn]; ok {
+			lg.pending[txn] = epoch
+		}
+		lg.mu.Unlock()
+	}
 	return lg.awaitFence(ctx)
 }
 

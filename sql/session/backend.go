@@ -46,6 +46,13 @@ type Config struct {
 	// and a cluster of one must call StopLocalCatalog before it admits a
 	// second node (docs/architecture.md, "Catalog generation").
 	SoleCatalogWriter bool
+	// CatalogLease, when set, lets the node answer statements from memory
+	// under generation leases (catalog.Cache.UseGenerationLeases): from
+	// the start on a node of several SQL gateways, or once
+	// StopLocalCatalog ends SoleCatalogWriter's condition. Every node of
+	// the cluster must route its Revoke calls to the others'
+	// RevokeCatalogLease.
+	CatalogLease *catalog.LeaseConfig
 	// MaxConnections, SuperuserReservedConnections and AuthTimeout are the
 	// pgwire server's limits, shown (read-only) as max_connections,
 	// superuser_reserved_connections and authentication_timeout; zero
@@ -151,6 +158,9 @@ func NewBackend(db *kv.DB, cfg Config) *Backend {
 	if cfg.SoleCatalogWriter {
 		b.cache.UseLocalGeneration(db)
 	}
+	if cfg.CatalogLease != nil {
+		b.cache.UseGenerationLeases(db, *cfg.CatalogLease)
+	}
 	b.refresher = stats.NewRefresher(db, b.stats, b.cache, log)
 	b.bg.ctx, b.bg.cancel = context.WithCancel(context.Background())
 	return b
@@ -163,6 +173,25 @@ func NewBackend(db *kv.DB, cfg Config) *Backend {
 func (b *Backend) StopLocalCatalog(ctx context.Context) error {
 	return b.cache.StopLocalGeneration(ctx)
 }
+
+// RevokeCatalogLease gives up the node's catalog generation lease for a
+// DDL of another node about to replace generation gen, and returns a
+// timestamp at or above every statement answered under it
+// (catalog.Cache.RevokeGenerationLease).
+func (b *Backend) RevokeCatalogLease(gen []byte) hlc.Timestamp {
+	return b.cache.RevokeGenerationLease(gen)
+}
+
+// CatalogStats reports the node's catalog generation counters and its
+// descriptor cache's (tests assert that a statement under a lease reads
+// no catalog key).
+func (b *Backend) CatalogStats() (catalog.LocalGenStats, catalog.CacheStats) {
+	return b.cache.LocalGenStats(), b.cache.Stats()
+}
+
+// CatalogLeased reports whether the node holds an unexpired catalog
+// generation lease.
+func (b *Backend) CatalogLeased() bool { return b.cache.HoldsGenerationLease() }
 
 // LocalCatalog reports whether statements may still be answered from the
 // in-memory catalog generation (SoleCatalogWriter, and StopLocalCatalog

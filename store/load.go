@@ -1,0 +1,129 @@
+package store
+
+import (
+	"sync"
+	"time"
+)
+
+// Request load by gateway (issue #22, "leases follow the workload"): the
+// store counts the batches each of its tablets served by the node that
+// sent them (kvpb.Header.GatewayNode), over the current window and the
+// one before it, and the LeaseBalancer moves a lease toward the region
+// its requests come from (leases.go, loadRegion). CockroachDB's
+// load-based lease rebalancing does the same with per-locality request
+// counts on the leaseholder.
+//
+// Only batches a replica served are counted (a refusal names the
+// leaseholder and is counted there), so a tablet's counts are the
+// leaseholder's view; a lease that just arrived starts from nothing.
+// Recording is a map lookup and a short per-tablet lock, off for a node
+// without a region (there is nowhere to move toward).
+
+// DefaultLoadWindow is how long a window of request counts lasts; the
+// balancer looks at the current window and the one before, so a tablet's
+// load is its last one to two windows.
+const DefaultLoadWindow = 10 * time.Second
+
+// RequestLoad counts requests per tablet and gateway node. Safe for
+// concurrent use; the zero value is not usable (NewRequestLoad).
+type RequestLoad struct {
+	window  time.Duration
+	tablets sync.Map // tablet ID → *tabletLoad
+
+	mu    sync.Mutex
+	start time.Time // of the current window
+}
+
+// GatewayCount is one gateway's requests to a tablet.
+type GatewayCount struct {
+	Node uint64
+	N    int
+}
+
+type tabletLoad struct {
+	mu        sync.Mutex
+	cur, prev []GatewayCount // a few gateways: a linear search
+}
+
+// NewRequestLoad returns an empty tracker whose windows last window (0:
+// DefaultLoadWindow).
+func NewRequestLoad(window time.Duration) *RequestLoad {
+	if window <= 0 {
+		window = DefaultLoadWindow
+	}
+	return &RequestLoad{window: window, start: time.Now()}
+}
+
+// Record counts one batch tablet served for gateway (0: unknown, not
+// counted).
+func (l *RequestLoad) Record(tablet, gateway uint64) {
+	if l == nil || gateway == 0 {
+		return
+	}
+	v, ok := l.tablets.Load(tablet)
+	if !ok {
+		v, _ = l.tablets.LoadOrStore(tablet, &tabletLoad{})
+	}
+	t := v.(*tabletLoad)
+	t.mu.Lock()
+	t.cur = addCount(t.cur, gateway, 1)
+	t.mu.Unlock()
+}
+
+func addCount(cs []GatewayCount, node uint64, n int) []GatewayCount {
+	for i := range cs {
+		if cs[i].Node == node {
+			cs[i].N += n
+			return cs
+		}
+	}
+	return append(cs, GatewayCount{Node: node, N: n})
+}
+
+// Recent returns tablet's requests per gateway over the current window
+// and the one before (a new slice).
+func (l *RequestLoad) Recent(tablet uint64) []GatewayCount {
+	if l == nil {
+		return nil
+	}
+	v, ok := l.tablets.Load(tablet)
+	if !ok {
+		return nil
+	}
+	t := v.(*tabletLoad)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]GatewayCount, 0, len(t.cur)+len(t.prev))
+	out = append(out, t.prev...)
+	for _, c := range t.cur {
+		out = addCount(out, c.Node, c.N)
+	}
+	return out
+}
+
+// Rotate starts a new window if the current one is over at now: the
+// current counts become the previous ones, and tablets with no request in
+// either are forgotten. The balancer calls it every pass.
+func (l *RequestLoad) Rotate(now time.Time) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	if now.Sub(l.start) < l.window {
+		l.mu.Unlock()
+		return
+	}
+	l.start = now
+	l.mu.Unlock()
+	l.tablets.Range(func(k, v any) bool {
+		t := v.(*tabletLoad)
+		t.mu.Lock()
+		empty := len(t.cur) == 0 && len(t.prev) == 0
+		t.prev, t.cur = t.cur, t.prev[:0]
+		t.mu.Unlock()
+		if empty {
+			l.tablets.Delete(k)
+		}
+		return true
+	})
+}

@@ -1,0 +1,80 @@
+package testcluster
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/cairn-db/cairn/store"
+)
+
+// TestLeasesFollowTheWorkload: three nodes in us-west, us-east and eu with
+// every lease in eu; requests for five of seven tablets come only through
+// the us-west node, and their leases move to it (the balancers follow the
+// requests' region), while the two idle tablets are balanced by count; as
+// long as the requests keep coming from us-west the leases stay there,
+// although node 1 then holds four more than the others, which the balance
+// by count alone would not allow.
+func TestLeasesFollowTheWorkload(t *testing.T) {
+	c := StartCluster(t, ClusterOptions{
+		Geo: &GeoOptions{Localities: []string{"region=us-west", "region=us-east", "region=eu"}, FollowLoad: true, LoadWindow: 2 * time.Second},
+	})
+	ctx := context.Background()
+	l := c.WaitLeader(1, 10*time.Second)
+	splitAt(t, c, l, "abcdef")
+	const tablets = 7
+	gatherLeases(t, c, 3, tablets)
+	hotKeys := []string{"\x03a-key", "\x03b-key", "\x03c-key", "\x03d-key", "\x03e-key"}
+	var hot []uint64
+	for _, k := range hotKeys {
+		desc, err := c.Nodes[0].Store.LookupTablet(ctx, []byte(k), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hot = append(hot, uint64(desc.TabletID))
+	}
+	// onUS reports whether every hot tablet's lease is on node 1 (or
+	// moving: held nowhere).
+	onUS := func(moving bool) bool {
+		h := holders(c)
+		for _, id := range hot {
+			if h[id] != 1 && !(moving && h[id] == 0) {
+				return false
+			}
+		}
+		return true
+	}
+	c.RunLeaseBalancers(store.LeaseBalancerConfig{Interval: 200 * time.Millisecond, MinHold: time.Second})
+
+	us := c.Nodes[0]
+	load := func() {
+		t.Helper()
+		for _, k := range hotKeys {
+			if _, _, err := us.DB.Get(ctx, []byte(k)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for !onUS(false) {
+		if time.Now().After(deadline) {
+			t.Fatalf("hot tablets %v: holders %v after 60s of requests from us-west", hot, holders(c))
+		}
+		load()
+	}
+	// The idle tablets spread by count meanwhile or after.
+	waitLeases(t, c, "idle tablets balanced", func() (map[uint64]int, bool) {
+		load()
+		counts, held := runningLeases(c)
+		return counts, held == tablets && counts[2] == 1 && counts[3] == 1 && onUS(false)
+	})
+	// Requests keep coming from us-west: the lease stays over several
+	// hold times and passes, though counts alone would move it.
+	until := time.Now().Add(4 * time.Second)
+	for time.Now().Before(until) {
+		load()
+		if !onUS(true) {
+			t.Fatalf("a hot tablet's lease left us-west under requests from us-west: holders %v (hot %v)", holders(c), hot)
+		}
+	}
+}
