@@ -164,7 +164,7 @@ func largeSize(d types.Datum) int64 {
 const maxSpillLevel = 6
 
 // spillFanout is the number of hash partitions a spilling operator makes
-// per level.
+// per level; hash aggregation sizes its own (hashAggFanout).
 const spillFanout = 16
 
 // partitioner hashes encoded keys into partitions, with a seed per level

@@ -35,7 +35,10 @@ import (
 //     the rows with their results as they come.
 //
 // Either way, memory is a few buffers and blocks, whatever the
-// partition's size.
+// partition's size. lag and lead by constant offsets need neither: a
+// shiftIter computes them from a ring of rows read front to back, from
+// the Buffer, or, when a stage holds nothing else, from the stage's
+// sorted rows without a Buffer at all (windowStage.streamShifts).
 
 // windowStream is how a function's results are computed in one pass over
 // a spilled partition.
@@ -480,7 +483,7 @@ func (o *windowOp) computeSpilledRandom(ctx context.Context, fi int, buf *rowcon
 	})
 }
 
-// maxShiftWindow bounds the rows computeSpilledShift holds: as many as
+// maxShiftWindow bounds the rows a shiftIter holds: as many as
 // the RowReader of computeSpilledRandom caches, which a lag or lead
 // reaching further uses instead.
 const maxShiftWindow = spilledBlocks * rowcontainer.BlockRows
