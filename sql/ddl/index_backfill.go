@@ -52,10 +52,10 @@ import (
 // IndexBuildMemory is the most one build's sort holds in memory before
 // it spills, under a node budget large enough (buildAccount: at most a
 // quarter of it). An entry costs its key and value and 48 bytes, so 256
-// MiB holds the ~3M entries of a narrow index on 3M rows: a build of 1M
-// rows, PostgreSQL's maintenance_work_mem of 64 MiB spills (the runs'
-// writing and merging were a quarter of such a build's CPU), does not. A
-// variable so that tests can make it spill.
+// MiB holds the ~3M entries of a narrow index on 3M rows, where
+// PostgreSQL's maintenance_work_mem default of 64 MiB made a 1M-row
+// build spill (writing and merging the runs were a quarter of its CPU).
+// A variable so that tests can make it spill.
 var IndexBuildMemory int64 = 256 << 20
 
 // backfillReaders bounds the build's parallel tablet reads.
