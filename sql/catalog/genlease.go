@@ -11,6 +11,7 @@ import (
 	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/keys"
 	"github.com/cairn-db/cairn/kv"
+	"github.com/cairn-db/cairn/kvpb"
 )
 
 // Generation leases: the node-local generation (localgen.go) for a
@@ -271,9 +272,19 @@ func (lg *localGen) acquire() {
 // awaitFence to fence.
 func (lg *localGen) revokeOthers(ctx context.Context, txn *kv.Txn) error {
 	cfg := lg.lease
-	rows, err := txn.Scan(ctx, leasePrefix, keys.PrefixEnd(leasePrefix), 0)
-	if err != nil {
-		return fmt.Errorf("catalog: reading generation leases: %w", err)
+	// Every record but this node's own: this node renews its lease in the
+	// background while it runs statements, and a renewal committed after
+	// this scan would fail the DDL's refresh of it (a pg_dump restore's
+	// statements met 40001 that way). Its own lease needs no revoking:
+	// pending covers it (step 1).
+	own := leaseKey(cfg.Node)
+	var rows []kvpb.KeyValue
+	for _, sp := range [][2][]byte{{leasePrefix, own}, {keys.Next(own), keys.PrefixEnd(leasePrefix)}} {
+		part, err := txn.Scan(ctx, sp[0], sp[1], 0)
+		if err != nil {
+			return fmt.Errorf("catalog: reading generation leases: %w", err)
+		}
+		rows = append(rows, part...)
 	}
 	clock := lg.db.Clock()
 	var (
