@@ -60,6 +60,9 @@ func StartCluster(ctx context.Context, bin, dir string, n int, logf func(string,
 	}
 	for i := range c.Nodes {
 		if err := c.waitSQL(ctx, i, 90*time.Second); err != nil {
+			// The logs are the only witness of why a node never served:
+			// the cluster's directory is gone once the test ends.
+			err = fmt.Errorf("%w\n%s", err, c.Logs(8000))
 			c.Stop()
 			return nil, err
 		}

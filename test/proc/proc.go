@@ -28,7 +28,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -62,7 +61,16 @@ const DefaultPorts = "10000-19999"
 // FreeAddrs returns n loopback addresses that were free a moment ago,
 // drawn from CAIRN_TEST_PORTS=lo-hi when it is set (tests sharing a
 // machine each keep to their own range) and from DefaultPorts otherwise.
+//
+// A port is handed out once per process until the whole range has been:
+// the probe listeners close when FreeAddrs returns, and a cluster's nodes
+// are given their addresses one by one before any of them binds, so a
+// port free to the second call may be the first call's, not yet taken.
+// Two nodes given one port fail in ways that look like a bug in cairn
+// (a client of node 3 talking to node 1's RPC port is reset).
 func FreeAddrs(n int) ([]string, error) {
+	handed.Lock()
+	defer handed.Unlock()
 	var out []string
 	var lns []net.Listener
 	defer func() {
@@ -74,34 +82,60 @@ func FreeAddrs(n int) ([]string, error) {
 	if !ranged {
 		lo, hi, _ = portRange(DefaultPorts)
 	}
-	// Start anywhere in the range: a node's old ports may still be in
-	// TIME_WAIT, and the test packages of one `go test ./...` run, each a
-	// process of its own, pick at once.
-	next := lo + int(portSeq.Add(uint64(rand.IntN(hi-lo+1))))%(hi-lo+1)
+	if handed.ports == nil {
+		handed.ports = map[int]bool{}
+		// Start anywhere in the range: a node's old ports may still be
+		// in TIME_WAIT, and the test packages of one `go test ./...`
+		// run, each a process of its own, pick at once.
+		handed.next = lo + rand.IntN(hi-lo+1)
+	}
+	mine := map[int]bool{}
 	for range n {
 		var ln net.Listener
 		var err error
-		for tries := 0; tries <= hi-lo; tries++ {
-			p := next
-			next++
-			if next > hi {
-				next = lo
+		for pass := 0; pass < 2 && ln == nil; pass++ {
+			if pass == 1 {
+				// Every port of the range was handed out once: start the
+				// cycle over, the oldest holders being the likeliest gone.
+				clear(handed.ports)
 			}
-			if ln, err = net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p)); err == nil {
-				break
+			for tries := 0; tries <= hi-lo; tries++ {
+				p := handed.next
+				if p < lo || p > hi {
+					p = lo
+				}
+				handed.next = p + 1
+				if handed.ports[p] || mine[p] {
+					continue
+				}
+				if ln, err = net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p)); err == nil {
+					mine[p] = true
+					break
+				}
 			}
 		}
-		if err != nil {
+		if ln == nil {
+			if err == nil {
+				err = fmt.Errorf("proc: no free port in %d-%d", lo, hi)
+			}
 			return nil, err
 		}
 		lns = append(lns, ln)
 		out = append(out, ln.Addr().String())
 	}
+	for p := range mine {
+		handed.ports[p] = true
+	}
 	return out, nil
 }
 
-// portSeq spreads successive FreeAddrs calls over CAIRN_TEST_PORTS.
-var portSeq atomic.Uint64
+// handed is the process's record of the ports FreeAddrs gave out and
+// where its next search starts.
+var handed struct {
+	sync.Mutex
+	ports map[int]bool
+	next  int
+}
 
 // portRange parses "lo-hi"; ok is false when s is empty or malformed.
 func portRange(s string) (lo, hi int, ok bool) {
