@@ -228,7 +228,57 @@ func TestWindowShiftStageNotBuffered(t *testing.T) {
 	if want := fmt.Sprintf("%d %d\n", n, sum); got != want {
 		t.Fatalf("got %q, want %q (%d NULLs)", got, want, nulls)
 	}
-	_, buffered := written(maxShiftWindow + 1000)
+	_, buffered := written(maxRingRows + 1000)
+	t.Logf("rows written: %d streamed, %d through a Buffer", streamed, buffered)
+	if buffered-streamed < n/2 {
+		t.Errorf("rows written: %d streamed, %d through a Buffer: want the streamed stage to skip the partition's write (%d rows)", streamed, buffered, n)
+	}
+}
+
+// TestWindowSlidingStageNotBuffered: an aggregate over a sliding ROWS
+// frame over one partition past work_mem is computed from the stage's
+// sorted rows (a ringIter over the frame), with the answer a direct
+// computation gives; the same frame reaching past the ring (read by
+// position from a spilled Buffer) writes the partition once more at
+// least.
+func TestWindowSlidingStageNotBuffered(t *testing.T) {
+	const n = 100_000
+	e := newSpillEnv(t, 0)
+	// The frame holds rows i-before to i-after (after < 0: following).
+	written := func(before, after int) (string, int64) {
+		end := fmt.Sprintf("%d PRECEDING", after)
+		if after < 0 {
+			end = fmt.Sprintf("%d FOLLOWING", -after)
+		}
+		q := fmt.Sprintf(`SELECT count(*), sum(x) FROM (SELECT sum(g) OVER (ORDER BY g DESC ROWS BETWEEN %d PRECEDING AND %s) AS x FROM generate_series(1, %d) g) s`, before, end, n)
+		rows := e.temp.RowsWritten()
+		got, err := e.run(context.Background(), q, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.leftovers(t, q)
+		return got, e.temp.RowsWritten() - rows
+	}
+	want := func(before, after int) string {
+		// Row i (0-based) holds g = n-i; its frame is rows i-before to
+		// i-after inside the partition.
+		var sum int64
+		for i := range n {
+			for j := max(i-before, 0); j <= min(i-after, n-1); j++ {
+				sum += int64(n - j)
+			}
+		}
+		return fmt.Sprintf("%d %d\n", n, sum)
+	}
+	got, streamed := written(5, -5)
+	if w := want(5, -5); got != w {
+		t.Fatalf("got %q, want %q", got, w)
+	}
+	// Four rows, the furthest maxRingRows behind.
+	got, buffered := written(maxRingRows, maxRingRows-3)
+	if w := want(maxRingRows, maxRingRows-3); got != w {
+		t.Fatalf("past the ring: got %q, want %q", got, w)
+	}
 	t.Logf("rows written: %d streamed, %d through a Buffer", streamed, buffered)
 	if buffered-streamed < n/2 {
 		t.Errorf("rows written: %d streamed, %d through a Buffer: want the streamed stage to skip the partition's write (%d rows)", streamed, buffered, n)
