@@ -284,3 +284,37 @@ func TestWindowSlidingStageNotBuffered(t *testing.T) {
 		t.Errorf("rows written: %d streamed, %d through a Buffer: want the streamed stage to skip the partition's write (%d rows)", streamed, buffered, n)
 	}
 }
+
+// TestHashJoinSplitWithinBudget: a hash join whose right side needs two
+// levels of splits (hundreds of finest partitions, every one filled by
+// the left rows at once) keeps its memory, the files' write buffers
+// included, within work_mem: the node's peak reservation (the join is
+// the only operator holding memory) and the write buffers the temporary
+// files held at once both stay under it. At 16 KiB a file, the left
+// side's buffers alone would be 4 MiB.
+func TestHashJoinSplitWithinBudget(t *testing.T) {
+	const n, workMem = 100_000, 128 << 10
+	e := newSpillEnv(t, 0)
+	q := fmt.Sprintf(`SELECT count(*), sum(a) FROM (SELECT g AS a FROM generate_series(1, %d) g) x JOIN (SELECT g * 2 AS b FROM generate_series(1, %d) g) y ON a = b`, n, n/2)
+	files := e.temp.FilesCreated()
+	got, err := e.run(context.Background(), q, workMem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The even numbers up to n: n/2 of them, summing to n/2 (n/2 + 1).
+	if want := fmt.Sprintf("%d %d\n", n/2, int64(n/2)*int64(n/2+1)); got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	e.leftovers(t, q)
+	f := e.temp.FilesCreated() - files
+	t.Logf("%d files; peak reservation %d, peak write buffers %d, work_mem %d", f, e.node.Peak(), e.temp.WriteBuffersPeak(), workMem)
+	if f < 2*spillFanout*spillFanout/2 {
+		t.Fatalf("%d files: want two levels of splits of both sides", f)
+	}
+	if p := e.node.Peak(); p > workMem {
+		t.Errorf("peak reservation %d bytes, work_mem %d", p, workMem)
+	}
+	if p := e.temp.WriteBuffersPeak(); p > workMem {
+		t.Errorf("peak write buffers %d bytes, work_mem %d", p, workMem)
+	}
+}

@@ -197,10 +197,18 @@ func (o *joinOp) build(ctx context.Context) error {
 // finest partitions: the left side, usually the larger, is written
 // once, as PostgreSQL's hash join writes each batch once, instead of
 // being written to a partition, read back and split again in nextPart.
+//
+// The files' write buffers are memory the join holds while it splits,
+// reserved in its account and sized so that, with the one file it reads
+// meanwhile (joinReadBuf), they fit in work_mem: a split of the right
+// rows fills 16 files at a time (rightSplitBuf each), and the left rows
+// fill every finest partition at once, which share what work_mem leaves
+// (leftSplitBuf): 4,096 partitions (a 25M-row right side at 4 MB) hold
+// 1 KiB each, not 16 KiB.
 func (o *joinOp) spill(ctx context.Context, level int, held [][]types.Datum, pending []types.Datum, right, left op) error {
 	o.rrows, o.table, o.matched = nil, nil, nil
-	rps, _ := o.r.newPartitions(level + 1)
-	root := &splitNode{level: level + 1, right: rps}
+	wbuf := o.rightSplitBuf()
+	root := &splitNode{level: level + 1, right: o.r.newPartitionsBuf(level+1, wbuf)}
 	addRight := func(row []types.Datum) error {
 		var err error
 		if o.keybuf, err = hashKey(o.keybuf[:0], row, o.rightEq); err != nil {
@@ -208,12 +216,19 @@ func (o *joinOp) spill(ctx context.Context, level int, held [][]types.Datum, pen
 		}
 		return root.add(o.part.of(level, o.keybuf), row, o.rowCost(row))
 	}
-	for _, row := range held {
+	for i, row := range held {
 		if err := addRight(row); err != nil {
 			return err
 		}
+		held[i] = nil
 	}
+	// The held rows are written (and dropped): the account holds the
+	// split's buffers instead.
 	o.acc.Clear()
+	bufs := int64(spillFanout*wbuf + joinReadBuf)
+	if err := o.acc.Force(bufs); err != nil {
+		return err
+	}
 	if err := addRight(pending); err != nil {
 		return err
 	}
@@ -235,6 +250,12 @@ func (o *joinOp) spill(ctx context.Context, level int, held [][]types.Datum, pen
 		}
 	}
 	if err := o.presplit(ctx, root); err != nil {
+		return err
+	}
+	o.acc.Shrink(bufs)
+	lbuf := o.leftSplitBuf(root.leaves())
+	bufs = int64(root.leaves() * lbuf)
+	if err := o.acc.Force(bufs); err != nil {
 		return err
 	}
 	for k := 0; ; k++ {
@@ -259,7 +280,7 @@ func (o *joinOp) spill(ctx context.Context, level int, held [][]types.Datum, pen
 			i = o.part.of(n.level-1, o.keybuf)
 		}
 		if n.left == nil {
-			n.left, _ = o.r.newPartitions(n.level)
+			n.left = o.r.newPartitionsBuf(n.level, lbuf)
 		}
 		if err := n.left.add(i, row); err != nil {
 			return err
@@ -269,8 +290,41 @@ func (o *joinOp) spill(ctx context.Context, level int, held [][]types.Datum, pen
 	if err := root.pairs(&parts); err != nil {
 		return err
 	}
+	o.acc.Shrink(bufs) // pairs sealed every file
 	o.queue = append(parts, o.queue...)
 	return nil
+}
+
+// joinReadBuf is the read buffer of a spilled file the join reads
+// (openSource's).
+const joinReadBuf = 32 << 10
+
+// minJoinBuf is the smallest write buffer a spilling join gives a file:
+// a few dozen rows per write call. Only a work_mem too small for its
+// partitions (under 1 MiB for 4,096 of them) takes more than work_mem.
+const minJoinBuf = 256
+
+// rightSplitBuf is the write buffer of each file of a split of the right
+// rows: 16 files are filled at a time (spill, then each presplit), which
+// together take at most half of work_mem.
+func (o *joinOp) rightSplitBuf() int {
+	limit := o.acc.Limit()
+	if limit <= 0 {
+		return maxPartitionBuf
+	}
+	return int(min(max(limit/(2*spillFanout), minJoinBuf), maxPartitionBuf))
+}
+
+// leftSplitBuf is the write buffer of each of the leaves files the left
+// rows are routed to at once: work_mem shared between them, less the
+// file being read meanwhile (a split of a spilled pair reads its left
+// file).
+func (o *joinOp) leftSplitBuf(leaves int) int {
+	limit := o.acc.Limit()
+	if limit <= 0 {
+		return maxPartitionBuf
+	}
+	return int(min(max((limit-joinReadBuf)/int64(max(leaves, 1)), minJoinBuf), maxPartitionBuf))
 }
 
 // splitNode is one split of a spilled hash join: the partitions at level
@@ -302,10 +356,33 @@ func (n *splitNode) skewed() bool {
 	return parts == 1
 }
 
+// leaves is the number of finest partitions under n: where left rows
+// go.
+func (n *splitNode) leaves() int {
+	k := 0
+	for _, sub := range n.sub {
+		if sub != nil {
+			k += sub.leaves()
+		} else {
+			k++
+		}
+	}
+	return k
+}
+
 // presplit splits again, recursively, each right partition of n whose
 // rows cost more than work_mem, while a split helps (canSpill, not
-// skewed).
+// skewed). n's files are complete: they are sealed first, so only one
+// split's files hold write buffers and descriptors at a time, not every
+// finest partition's.
 func (o *joinOp) presplit(ctx context.Context, n *splitNode) error {
+	for _, f := range n.right.files {
+		if f != nil {
+			if err := f.Seal(); err != nil {
+				return err
+			}
+		}
+	}
 	limit := o.acc.Limit()
 	if limit <= 0 || n.skewed() {
 		return nil
@@ -321,7 +398,7 @@ func (o *joinOp) presplit(ctx context.Context, n *splitNode) error {
 		if err != nil {
 			return err
 		}
-		ps, _ := o.r.newPartitions(n.level + 1)
+		ps := o.r.newPartitionsBuf(n.level+1, n.right.wbuf)
 		sub := &splitNode{level: n.level + 1, right: ps}
 		for {
 			row, err := src.Next(ctx)
