@@ -208,13 +208,13 @@ func (o *joinOp) build(ctx context.Context) error {
 func (o *joinOp) spill(ctx context.Context, level int, held [][]types.Datum, pending []types.Datum, right, left op) error {
 	o.rrows, o.table, o.matched = nil, nil, nil
 	wbuf := o.rightSplitBuf()
-	root := &splitNode{level: level + 1, right: o.r.newPartitionsBuf(level+1, wbuf)}
+	root := newSplitNode(o.r, level+1, spillFanout, wbuf)
 	addRight := func(row []types.Datum) error {
 		var err error
 		if o.keybuf, err = hashKey(o.keybuf[:0], row, o.rightEq); err != nil {
 			return err
 		}
-		return root.add(o.part.of(level, o.keybuf), row, o.rowCost(row))
+		return root.add(o.part.ofN(level, o.keybuf, root.ways()), row, o.rowCost(row))
 	}
 	for i, row := range held {
 		if err := addRight(row); err != nil {
@@ -274,13 +274,13 @@ func (o *joinOp) spill(ctx context.Context, level int, held [][]types.Datum, pen
 		if o.keybuf, err = hashKey(o.keybuf[:0], row, o.leftEq); err != nil {
 			return err
 		}
-		n, i := root, o.part.of(level, o.keybuf)
+		n, i := root, o.part.ofN(level, o.keybuf, root.ways())
 		for n.sub[i] != nil {
 			n = n.sub[i]
-			i = o.part.of(n.level-1, o.keybuf)
+			i = o.part.ofN(n.level-1, o.keybuf, n.ways())
 		}
 		if n.left == nil {
-			n.left = o.r.newPartitionsBuf(n.level, lbuf)
+			n.left = o.r.newPartitionsBuf(n.level, n.ways(), lbuf)
 		}
 		if err := n.left.add(i, row); err != nil {
 			return err
@@ -329,12 +329,32 @@ func (o *joinOp) leftSplitBuf(leaves int) int {
 
 // splitNode is one split of a spilled hash join: the partitions at level
 // of the right rows and of the left rows, and, for each partition split
-// again by presplit, its sub-split at level+1 instead of files.
+// again by presplit, its sub-split at level+1 instead of files. A split
+// of the statement's right side is spillFanout ways (its size is not
+// known); presplit sizes a sub-split to its partition (subSplitWays).
 type splitNode struct {
 	level       int
 	right, left *partitions // left: nil until a left row comes
-	costs       [spillFanout]int64
-	sub         [spillFanout]*splitNode
+	costs       []int64
+	sub         []*splitNode
+}
+
+func newSplitNode(r *runner, level, ways, wbuf int) *splitNode {
+	return &splitNode{level: level, right: r.newPartitionsBuf(level, ways, wbuf), costs: make([]int64, ways), sub: make([]*splitNode, ways)}
+}
+
+// ways is how many partitions the split makes.
+func (n *splitNode) ways() int { return len(n.costs) }
+
+// subSplitWays is how many ways presplit splits a right partition whose
+// rows cost cost bytes: enough for each part to take two thirds of
+// work_mem (hash partitions are not all the same size), between 2 and
+// spillFanout. A fixed 16-way split of a partition a few times work_mem
+// made parts of a sixth of it: at 50M x 25M rows and 4 MB, 4,096 finest
+// partitions where ~1,000 do, each left file with a quarter of the write
+// buffer.
+func subSplitWays(cost, limit int64) int {
+	return int(min(max((3*cost+2*limit-1)/(2*limit), 2), spillFanout))
 }
 
 func (n *splitNode) add(i int, row []types.Datum, cost int64) error {
@@ -398,13 +418,13 @@ func (o *joinOp) presplit(ctx context.Context, n *splitNode) error {
 		if err != nil {
 			return err
 		}
-		ps := o.r.newPartitionsBuf(n.level+1, n.right.wbuf)
-		sub := &splitNode{level: n.level + 1, right: ps}
+		sub := newSplitNode(o.r, n.level+1, subSplitWays(n.costs[i], limit), n.right.wbuf)
+		ps := sub.right
 		for {
 			row, err := src.Next(ctx)
 			if err == nil && row != nil {
 				if o.keybuf, err = hashKey(o.keybuf[:0], row, o.rightEq); err == nil {
-					err = sub.add(o.part.of(n.level, o.keybuf), row, o.rowCost(row))
+					err = sub.add(o.part.ofN(n.level, o.keybuf, sub.ways()), row, o.rowCost(row))
 				}
 			}
 			if err != nil {
