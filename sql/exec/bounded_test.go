@@ -228,9 +228,93 @@ func TestWindowShiftStageNotBuffered(t *testing.T) {
 	if want := fmt.Sprintf("%d %d\n", n, sum); got != want {
 		t.Fatalf("got %q, want %q (%d NULLs)", got, want, nulls)
 	}
-	_, buffered := written(maxShiftWindow + 1000)
+	_, buffered := written(maxRingRows + 1000)
 	t.Logf("rows written: %d streamed, %d through a Buffer", streamed, buffered)
 	if buffered-streamed < n/2 {
 		t.Errorf("rows written: %d streamed, %d through a Buffer: want the streamed stage to skip the partition's write (%d rows)", streamed, buffered, n)
+	}
+}
+
+// TestWindowSlidingStageNotBuffered: an aggregate over a sliding ROWS
+// frame over one partition past work_mem is computed from the stage's
+// sorted rows (a ringIter over the frame), with the answer a direct
+// computation gives; the same frame reaching past the ring (read by
+// position from a spilled Buffer) writes the partition once more at
+// least.
+func TestWindowSlidingStageNotBuffered(t *testing.T) {
+	const n = 100_000
+	e := newSpillEnv(t, 0)
+	// The frame holds rows i-before to i-after (after < 0: following).
+	written := func(before, after int) (string, int64) {
+		end := fmt.Sprintf("%d PRECEDING", after)
+		if after < 0 {
+			end = fmt.Sprintf("%d FOLLOWING", -after)
+		}
+		q := fmt.Sprintf(`SELECT count(*), sum(x) FROM (SELECT sum(g) OVER (ORDER BY g DESC ROWS BETWEEN %d PRECEDING AND %s) AS x FROM generate_series(1, %d) g) s`, before, end, n)
+		rows := e.temp.RowsWritten()
+		got, err := e.run(context.Background(), q, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.leftovers(t, q)
+		return got, e.temp.RowsWritten() - rows
+	}
+	want := func(before, after int) string {
+		// Row i (0-based) holds g = n-i; its frame is rows i-before to
+		// i-after inside the partition.
+		var sum int64
+		for i := range n {
+			for j := max(i-before, 0); j <= min(i-after, n-1); j++ {
+				sum += int64(n - j)
+			}
+		}
+		return fmt.Sprintf("%d %d\n", n, sum)
+	}
+	got, streamed := written(5, -5)
+	if w := want(5, -5); got != w {
+		t.Fatalf("got %q, want %q", got, w)
+	}
+	// Four rows, the furthest maxRingRows behind.
+	got, buffered := written(maxRingRows, maxRingRows-3)
+	if w := want(maxRingRows, maxRingRows-3); got != w {
+		t.Fatalf("past the ring: got %q, want %q", got, w)
+	}
+	t.Logf("rows written: %d streamed, %d through a Buffer", streamed, buffered)
+	if buffered-streamed < n/2 {
+		t.Errorf("rows written: %d streamed, %d through a Buffer: want the streamed stage to skip the partition's write (%d rows)", streamed, buffered, n)
+	}
+}
+
+// TestHashJoinSplitWithinBudget: a hash join whose right side needs two
+// levels of splits (dozens of finest partitions, every one filled by
+// the left rows at once) keeps its memory, the files' write buffers
+// included, within work_mem: the node's peak reservation (the join is
+// the only operator holding memory) and the write buffers the temporary
+// files held at once both stay under it. At 16 KiB a file, the left
+// side's buffers alone would be 4 MiB.
+func TestHashJoinSplitWithinBudget(t *testing.T) {
+	const n, workMem = 100_000, 128 << 10
+	e := newSpillEnv(t, 0)
+	q := fmt.Sprintf(`SELECT count(*), sum(a) FROM (SELECT g AS a FROM generate_series(1, %d) g) x JOIN (SELECT g * 2 AS b FROM generate_series(1, %d) g) y ON a = b`, n, n/2)
+	files := e.temp.FilesCreated()
+	got, err := e.run(context.Background(), q, workMem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The even numbers up to n: n/2 of them, summing to n/2 (n/2 + 1).
+	if want := fmt.Sprintf("%d %d\n", n/2, int64(n/2)*int64(n/2+1)); got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	e.leftovers(t, q)
+	f := e.temp.FilesCreated() - files
+	t.Logf("%d files; peak reservation %d, peak write buffers %d, work_mem %d", f, e.node.Peak(), e.temp.WriteBuffersPeak(), workMem)
+	if f <= 4*spillFanout {
+		t.Fatalf("%d files: want two levels of splits (one level is %d right and %d left files)", f, spillFanout, spillFanout)
+	}
+	if p := e.node.Peak(); p > workMem {
+		t.Errorf("peak reservation %d bytes, work_mem %d", p, workMem)
+	}
+	if p := e.temp.WriteBuffersPeak(); p > workMem {
+		t.Errorf("peak write buffers %d bytes, work_mem %d", p, workMem)
 	}
 }

@@ -197,23 +197,38 @@ func (o *joinOp) build(ctx context.Context) error {
 // finest partitions: the left side, usually the larger, is written
 // once, as PostgreSQL's hash join writes each batch once, instead of
 // being written to a partition, read back and split again in nextPart.
+//
+// The files' write buffers are memory the join holds while it splits,
+// reserved in its account and sized so that, with the one file it reads
+// meanwhile (joinReadBuf), they fit in work_mem: a split of the right
+// rows fills 16 files at a time (rightSplitBuf each), and the left rows
+// fill every finest partition at once, which share what work_mem leaves
+// (leftSplitBuf): 4,096 partitions (a 25M-row right side at 4 MB) hold
+// 1 KiB each, not 16 KiB.
 func (o *joinOp) spill(ctx context.Context, level int, held [][]types.Datum, pending []types.Datum, right, left op) error {
 	o.rrows, o.table, o.matched = nil, nil, nil
-	rps, _ := o.r.newPartitions(level + 1)
-	root := &splitNode{level: level + 1, right: rps}
+	wbuf := o.rightSplitBuf()
+	root := newSplitNode(o.r, level+1, spillFanout, wbuf)
 	addRight := func(row []types.Datum) error {
 		var err error
 		if o.keybuf, err = hashKey(o.keybuf[:0], row, o.rightEq); err != nil {
 			return err
 		}
-		return root.add(o.part.of(level, o.keybuf), row, o.rowCost(row))
+		return root.add(o.part.ofN(level, o.keybuf, root.ways()), row, o.rowCost(row))
 	}
-	for _, row := range held {
+	for i, row := range held {
 		if err := addRight(row); err != nil {
 			return err
 		}
+		held[i] = nil
 	}
+	// The held rows are written (and dropped): the account holds the
+	// split's buffers instead.
 	o.acc.Clear()
+	bufs := int64(spillFanout*wbuf + joinReadBuf)
+	if err := o.acc.Force(bufs); err != nil {
+		return err
+	}
 	if err := addRight(pending); err != nil {
 		return err
 	}
@@ -237,6 +252,12 @@ func (o *joinOp) spill(ctx context.Context, level int, held [][]types.Datum, pen
 	if err := o.presplit(ctx, root); err != nil {
 		return err
 	}
+	o.acc.Shrink(bufs)
+	lbuf := o.leftSplitBuf(root.leaves())
+	bufs = int64(root.leaves() * lbuf)
+	if err := o.acc.Force(bufs); err != nil {
+		return err
+	}
 	for k := 0; ; k++ {
 		if k%checkEvery == checkEvery-1 {
 			if err := ctx.Err(); err != nil {
@@ -253,13 +274,13 @@ func (o *joinOp) spill(ctx context.Context, level int, held [][]types.Datum, pen
 		if o.keybuf, err = hashKey(o.keybuf[:0], row, o.leftEq); err != nil {
 			return err
 		}
-		n, i := root, o.part.of(level, o.keybuf)
+		n, i := root, o.part.ofN(level, o.keybuf, root.ways())
 		for n.sub[i] != nil {
 			n = n.sub[i]
-			i = o.part.of(n.level-1, o.keybuf)
+			i = o.part.ofN(n.level-1, o.keybuf, n.ways())
 		}
 		if n.left == nil {
-			n.left, _ = o.r.newPartitions(n.level)
+			n.left = o.r.newPartitionsBuf(n.level, n.ways(), lbuf)
 		}
 		if err := n.left.add(i, row); err != nil {
 			return err
@@ -269,18 +290,71 @@ func (o *joinOp) spill(ctx context.Context, level int, held [][]types.Datum, pen
 	if err := root.pairs(&parts); err != nil {
 		return err
 	}
+	o.acc.Shrink(bufs) // pairs sealed every file
 	o.queue = append(parts, o.queue...)
 	return nil
 }
 
+// joinReadBuf is the read buffer of a spilled file the join reads
+// (openSource's).
+const joinReadBuf = 32 << 10
+
+// minJoinBuf is the smallest write buffer a spilling join gives a file:
+// a few dozen rows per write call. Only a work_mem too small for its
+// partitions (under 1 MiB for 4,096 of them) takes more than work_mem.
+const minJoinBuf = 256
+
+// rightSplitBuf is the write buffer of each file of a split of the right
+// rows: 16 files are filled at a time (spill, then each presplit), which
+// together take at most half of work_mem.
+func (o *joinOp) rightSplitBuf() int {
+	limit := o.acc.Limit()
+	if limit <= 0 {
+		return maxPartitionBuf
+	}
+	return int(min(max(limit/(2*spillFanout), minJoinBuf), maxPartitionBuf))
+}
+
+// leftSplitBuf is the write buffer of each of the leaves files the left
+// rows are routed to at once: work_mem shared between them, less the
+// file being read meanwhile (a split of a spilled pair reads its left
+// file).
+func (o *joinOp) leftSplitBuf(leaves int) int {
+	limit := o.acc.Limit()
+	if limit <= 0 {
+		return maxPartitionBuf
+	}
+	return int(min(max((limit-joinReadBuf)/int64(max(leaves, 1)), minJoinBuf), maxPartitionBuf))
+}
+
 // splitNode is one split of a spilled hash join: the partitions at level
 // of the right rows and of the left rows, and, for each partition split
-// again by presplit, its sub-split at level+1 instead of files.
+// again by presplit, its sub-split at level+1 instead of files. A split
+// of the statement's right side is spillFanout ways (its size is not
+// known); presplit sizes a sub-split to its partition (subSplitWays).
 type splitNode struct {
 	level       int
 	right, left *partitions // left: nil until a left row comes
-	costs       [spillFanout]int64
-	sub         [spillFanout]*splitNode
+	costs       []int64
+	sub         []*splitNode
+}
+
+func newSplitNode(r *runner, level, ways, wbuf int) *splitNode {
+	return &splitNode{level: level, right: r.newPartitionsBuf(level, ways, wbuf), costs: make([]int64, ways), sub: make([]*splitNode, ways)}
+}
+
+// ways is how many partitions the split makes.
+func (n *splitNode) ways() int { return len(n.costs) }
+
+// subSplitWays is how many ways presplit splits a right partition whose
+// rows cost cost bytes: enough for each part to take two thirds of
+// work_mem (hash partitions are not all the same size), between 2 and
+// spillFanout. A fixed 16-way split of a partition a few times work_mem
+// made parts of a sixth of it: at 50M x 25M rows and 4 MB, 4,096 finest
+// partitions where ~1,000 do, each left file with a quarter of the write
+// buffer.
+func subSplitWays(cost, limit int64) int {
+	return int(min(max((3*cost+2*limit-1)/(2*limit), 2), spillFanout))
 }
 
 func (n *splitNode) add(i int, row []types.Datum, cost int64) error {
@@ -302,10 +376,33 @@ func (n *splitNode) skewed() bool {
 	return parts == 1
 }
 
+// leaves is the number of finest partitions under n: where left rows
+// go.
+func (n *splitNode) leaves() int {
+	k := 0
+	for _, sub := range n.sub {
+		if sub != nil {
+			k += sub.leaves()
+		} else {
+			k++
+		}
+	}
+	return k
+}
+
 // presplit splits again, recursively, each right partition of n whose
 // rows cost more than work_mem, while a split helps (canSpill, not
-// skewed).
+// skewed). n's files are complete: they are sealed first, so only one
+// split's files hold write buffers and descriptors at a time, not every
+// finest partition's.
 func (o *joinOp) presplit(ctx context.Context, n *splitNode) error {
+	for _, f := range n.right.files {
+		if f != nil {
+			if err := f.Seal(); err != nil {
+				return err
+			}
+		}
+	}
 	limit := o.acc.Limit()
 	if limit <= 0 || n.skewed() {
 		return nil
@@ -321,13 +418,13 @@ func (o *joinOp) presplit(ctx context.Context, n *splitNode) error {
 		if err != nil {
 			return err
 		}
-		ps, _ := o.r.newPartitions(n.level + 1)
-		sub := &splitNode{level: n.level + 1, right: ps}
+		sub := newSplitNode(o.r, n.level+1, subSplitWays(n.costs[i], limit), n.right.wbuf)
+		ps := sub.right
 		for {
 			row, err := src.Next(ctx)
 			if err == nil && row != nil {
 				if o.keybuf, err = hashKey(o.keybuf[:0], row, o.rightEq); err == nil {
-					err = sub.add(o.part.of(n.level, o.keybuf), row, o.rowCost(row))
+					err = sub.add(o.part.ofN(n.level, o.keybuf, sub.ways()), row, o.rowCost(row))
 				}
 			}
 			if err != nil {

@@ -210,6 +210,12 @@ func (r *runner) newPartitions(level int) (*partitions, error) {
 	return r.newPartitionsN(level, spillFanout)
 }
 
+// newPartitionsBuf is newPartitionsN with each file's write buffer wbuf
+// bytes (a hash join sizes them to its budget).
+func (r *runner) newPartitionsBuf(level, n, wbuf int) *partitions {
+	return &partitions{r: r, level: level, files: make([]*rowcontainer.File, n), wbuf: wbuf}
+}
+
 // newPartitionsN is newPartitions split n ways (hash aggregation sizes
 // its splits: hashAggFanout).
 func (r *runner) newPartitionsN(level, n int) (*partitions, error) {

@@ -27,6 +27,7 @@ func BenchmarkSpillQueries(b *testing.B) {
 		{"hash join", fmt.Sprintf(`SELECT count(*) FROM (SELECT g AS a FROM generate_series(1, %d) g) x JOIN (SELECT g * 2 AS b FROM generate_series(1, %d) g) y ON a = b`, n, n/2)},
 		{"window", fmt.Sprintf(`SELECT count(*), sum(rn) FROM (SELECT row_number() OVER (PARTITION BY g %% 1000 ORDER BY g DESC) AS rn FROM generate_series(1, %d) g) s`, n)},
 		{"lag-lead 1 partition", fmt.Sprintf(`SELECT count(*), sum(x) FROM (SELECT lag(g, 3) OVER w - lead(g, 1000, 0) OVER w AS x FROM generate_series(1, %d) g WINDOW w AS (ORDER BY g DESC)) s`, n)},
+		{"sliding 1 partition", fmt.Sprintf(`SELECT count(*), sum(x) FROM (SELECT sum(g) OVER (ORDER BY g DESC ROWS BETWEEN 5 PRECEDING AND 5 FOLLOWING) AS x FROM generate_series(1, %d) g) s`, n)},
 	} {
 		b.Run(q.name, func(b *testing.B) {
 			files, rows := e.temp.FilesCreated(), e.temp.RowsWritten()

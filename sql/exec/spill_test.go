@@ -133,13 +133,13 @@ func TestSpillingOperators(t *testing.T) {
 		// sliding ROWS/RANGE/GROUPS frames, EXCLUDE, NULL keys both ways.
 		{"window lag lead", `SELECT g, lag(g, 3) OVER w, lead(s, 700, 'none') OVER w, lag(g, m) OVER w FROM ` + g + ` WINDOW w AS (PARTITION BY g % 2 ORDER BY k, g)`, true, false},
 		// lag/lead by constants share one pass over a ring of rows
-		// (computeSpilledShift): negative and zero offsets, defaults read
+		// (computeSpilledRing): negative and zero offsets, defaults read
 		// from the current row, offsets past the partition, and one
 		// reaching past the ring (read by position instead).
 		{"window lag lead constants", `SELECT g, lag(g, -2) OVER w, lead(g, 0) OVER w, lag(g, 5, g * 10) OVER w, lead(s, 2999, 'end') OVER w, lead(g, 2500) OVER w, lag(k, 1) OVER (ORDER BY g DESC) FROM ` + g + ` WINDOW w AS (ORDER BY m, g)`, true, false},
 		// A stage of nothing but such lag/lead is computed straight
 		// from its sorted rows, never written to a Buffer
-		// (windowStage.streamShifts): as the last stage (the rows Next
+		// (windowStage.streamRing): as the last stage (the rows Next
 		// returns), as an earlier one, over partitions ending one after
 		// another, with a second stage mixing a shift with an aggregate
 		// (the Buffer path).
@@ -147,6 +147,15 @@ func TestSpillingOperators(t *testing.T) {
 		{"window shifts streamed first", `SELECT g, row_number() OVER (ORDER BY g DESC), lag(g, 2) OVER w, lead(s, 40) OVER w, lag(g, 1, -1) OVER (ORDER BY m, g), sum(g) OVER (ORDER BY m, g) FROM ` + g + ` WINDOW w AS (PARTITION BY m ORDER BY k, g)`, true, false},
 		{"window nth_value", `SELECT g, nth_value(g, 5) OVER (ORDER BY g ROWS BETWEEN 2 PRECEDING AND 10 FOLLOWING), nth_value(s, 600) OVER (ORDER BY k, g) FROM ` + g, true, false},
 		{"window rows sliding", `SELECT g, sum(g) OVER (ORDER BY g ROWS BETWEEN 3 PRECEDING AND 2 FOLLOWING), count(s) OVER (ORDER BY g DESC ROWS BETWEEN 1 FOLLOWING AND 900 FOLLOWING) FROM ` + g, true, false},
+		// Aggregates over ROWS frames with constant offsets are ring
+		// functions too (ringIter): frames behind, around and ahead of
+		// the row, empty ones (start after end), CURRENT ROW alone,
+		// FILTER, partitions ending one after another, a frame reaching
+		// past the ring (read by position instead); alone in their stage
+		// (streamed from the sorted rows, windowStage.streamRing) and
+		// sharing one with lag and with row_number (a Buffer's pass).
+		{"window rows ring streamed", `SELECT g, sum(g) OVER w, avg(k) OVER (PARTITION BY m ORDER BY g ROWS BETWEEN 7 PRECEDING AND 2 PRECEDING), count(s) OVER (PARTITION BY m ORDER BY g ROWS BETWEEN 3 FOLLOWING AND 1 FOLLOWING), min(s) OVER (PARTITION BY m ORDER BY g ROWS BETWEEN CURRENT ROW AND CURRENT ROW), count(*) FILTER (WHERE s IS NULL) OVER (PARTITION BY m ORDER BY g ROWS BETWEEN 40 PRECEDING AND 900 FOLLOWING), lag(g, 2) OVER w FROM ` + g + ` WINDOW w AS (PARTITION BY m ORDER BY g ROWS BETWEEN 5 PRECEDING AND 5 FOLLOWING)`, true, false},
+		{"window rows ring buffered", `SELECT g, row_number() OVER w, sum(g) OVER (w ROWS BETWEEN 2 FOLLOWING AND 6 FOLLOWING), string_agg(s, ',') OVER (w ROWS BETWEEN 4 PRECEDING AND CURRENT ROW), max(g) OVER (w ROWS BETWEEN 2990 PRECEDING AND 1 PRECEDING), lead(g, 3, 0) OVER w FROM ` + g + ` WINDOW w AS (ORDER BY k DESC, g)`, true, false},
 		{"window range sliding", `SELECT g, sum(g) OVER (ORDER BY k RANGE BETWEEN 2 PRECEDING AND 1 FOLLOWING), max(g) OVER (ORDER BY k DESC RANGE BETWEEN 5 PRECEDING AND 5 PRECEDING) FROM ` + g, true, false},
 		{"window range nulls", `SELECT g, count(*) OVER (ORDER BY CASE WHEN m = 0 THEN NULL ELSE k END RANGE BETWEEN 3 PRECEDING AND 3 FOLLOWING), count(*) OVER (ORDER BY CASE WHEN m = 0 THEN NULL ELSE k END DESC RANGE BETWEEN 3 PRECEDING AND 3 FOLLOWING), sum(g) OVER (ORDER BY CASE WHEN m = 1 THEN NULL ELSE k END NULLS FIRST RANGE BETWEEN CURRENT ROW AND 40 FOLLOWING) FROM ` + g, false, false},
 		{"window groups", `SELECT g, sum(g) OVER (ORDER BY k GROUPS BETWEEN 1 PRECEDING AND 2 FOLLOWING), first_value(g) OVER (ORDER BY k GROUPS BETWEEN 3 FOLLOWING AND 300 FOLLOWING) FROM ` + g, false, false},

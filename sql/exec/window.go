@@ -433,8 +433,8 @@ func (st *windowStage) step(ctx context.Context) (bool, error) {
 		n := rowcontainer.RowSize(row)
 		err := o.acc.Grow(n)
 		if err != nil && canSpill && len(part) >= minSpillRows {
-			if shifts, ok := o.shiftsOnly(st.fis); ok {
-				return st.streamShifts(ctx, shifts, append(part, row), first, partKeys)
+			if ring, ok := o.ringOnly(st.fis); ok {
+				return st.streamRing(ctx, ring, append(part, row), first, partKeys)
 			}
 			// Past work_mem: the partition goes to a buffer that spills,
 			// and is computed reading it from there (window_spill.go).
@@ -494,30 +494,29 @@ func (st *windowStage) step(ctx context.Context) (bool, error) {
 	return true, nil
 }
 
-// shiftsOnly returns the shifts of functions fis when every one is a lag
-// or lead by a constant offset and together they reach no further than
-// maxShiftWindow rows.
-func (o *windowOp) shiftsOnly(fis []int) ([]shiftSpec, bool) {
-	shifts := make([]shiftSpec, 0, len(fis))
+// ringOnly returns the ring functions of fis (ringFn) when every one
+// is one and together they hold no more than maxRingRows rows.
+func (o *windowOp) ringOnly(fis []int) ([]ringFn, bool) {
+	fns := make([]ringFn, 0, len(fis))
 	for _, fi := range fis {
-		sh, ok := o.shiftSpecOf(fi)
+		f, ok := o.ringFnOf(fi)
 		if !ok {
 			return nil, false
 		}
-		shifts = append(shifts, sh)
+		fns = append(fns, f)
 	}
-	back, ahead := shiftReach(shifts)
-	return shifts, back+ahead+1 <= maxShiftWindow
+	return fns, ringFits(fns)
 }
 
-// streamShifts computes a partition past work_mem whose functions are all
-// lag and lead by constant offsets (shiftsOnly) straight from the stage's
-// sorted rows: held (the rows read so far, reserved in o.acc) and then the
-// rest of the partition as the shiftIter asks for them, so the partition
-// is never written to a Buffer and read back (which is what its size
-// would otherwise cost: one more write and read of every row). The last
-// stage hands the iterator to Next; another stage emits its rows now.
-func (st *windowStage) streamShifts(ctx context.Context, shifts []shiftSpec, held [][]types.Datum, first []types.Datum, partKeys []sortKey) (bool, error) {
+// streamRing computes a partition past work_mem whose functions are all
+// ring functions (ringOnly: lag and lead by constant offsets, aggregates
+// over ROWS frames with constant offsets) straight from the stage's
+// sorted rows: held (the rows read so far, reserved in o.acc) and then
+// the rest of the partition as the ringIter asks for them, so the
+// partition is never written to a Buffer and read back (which is what its
+// size would otherwise cost: one more write and read of every row). The
+// last stage hands the iterator to Next; another stage emits its rows now.
+func (st *windowStage) streamRing(ctx context.Context, fns []ringFn, held [][]types.Datum, first []types.Datum, partKeys []sortKey) (bool, error) {
 	o := st.o
 	ended := false
 	src := func(ctx context.Context) ([]types.Datum, error) {
@@ -543,14 +542,14 @@ func (st *windowStage) streamShifts(ctx context.Context, shifts []shiftSpec, hel
 		}
 		return row, nil
 	}
-	si := o.newShiftIter(shifts, src, true)
+	ri := o.newRingIter(fns, src, true)
 	if st.stream {
-		o.out = si
+		o.out = ri
 		return true, nil
 	}
-	defer si.Close()
+	defer ri.Close()
 	for {
-		row, err := si.Next(ctx)
+		row, err := ri.Next(ctx)
 		if err != nil {
 			return false, err
 		}

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"context"
+	"slices"
 
 	"github.com/cairn-db/cairn/sql/builtins"
 	"github.com/cairn-db/cairn/sql/mon"
@@ -35,10 +36,11 @@ import (
 //     the rows with their results as they come.
 //
 // Either way, memory is a few buffers and blocks, whatever the
-// partition's size. lag and lead by constant offsets need neither: a
-// shiftIter computes them from a ring of rows read front to back, from
-// the Buffer, or, when a stage holds nothing else, from the stage's
-// sorted rows without a Buffer at all (windowStage.streamShifts).
+// partition's size. lag and lead by constant offsets and aggregates over
+// ROWS frames with constant offsets (ringFn) need neither: a ringIter
+// computes them from a ring of rows read front to back, from the Buffer,
+// or, when a stage holds nothing else, from the stage's sorted rows
+// without a Buffer at all (windowStage.streamRing).
 
 // windowStream is how a function's results are computed in one pass over
 // a spilled partition.
@@ -138,24 +140,25 @@ func windowArgs(s *windowSpec, row []types.Datum) ([]types.Datum, error) {
 // one pass each: every function but the last passes its rows, keys kept,
 // to a buffer the next one reads; the last emits them.
 func (o *windowOp) computeSpilledGroup(ctx context.Context, fis []int, buf *rowcontainer.Buffer, emit func([]types.Datum) error) error {
-	// lag and lead by constant offsets are computed together in the last
-	// pass, over a window of rows read once (computeSpilledShift); each
-	// other function takes a pass of its own.
+	// lag and lead by constant offsets and aggregates over sliding ROWS
+	// frames are computed together in the last pass, over a ring of rows
+	// read once (computeSpilledRing); each other function takes a pass
+	// of its own.
 	var passes [][]int
-	var shifts []shiftSpec
+	var ring []ringFn
 	for _, fi := range fis {
-		if sh, ok := o.shiftSpecOf(fi); ok {
-			shifts = append(shifts, sh)
+		if f, ok := o.ringFnOf(fi); ok {
+			ring = append(ring, f)
 			continue
 		}
 		passes = append(passes, []int{fi})
 	}
-	if back, ahead := shiftReach(shifts); back+ahead+1 > maxShiftWindow {
-		for _, sh := range shifts {
-			passes = append(passes, []int{sh.fi})
+	if !ringFits(ring) {
+		for _, f := range ring {
+			passes = append(passes, []int{f.fi})
 		}
-		shifts = nil
-	} else if len(shifts) > 0 {
+		ring = nil
+	} else if len(ring) > 0 {
 		passes = append(passes, nil)
 	}
 	cur := buf
@@ -169,7 +172,7 @@ func (o *windowOp) computeSpilledGroup(ctx context.Context, fis []int, buf *rowc
 		var err error
 		switch {
 		case pass == nil:
-			err = o.computeSpilledShift(ctx, shifts, cur, out, trim)
+			err = o.computeSpilledRing(ctx, ring, cur, out, trim)
 		case windowStreamOf(o.specs[pass[0]]) != streamNone:
 			err = o.computeSpilled(ctx, pass[0], cur, out, trim)
 		default:
@@ -483,76 +486,159 @@ func (o *windowOp) computeSpilledRandom(ctx context.Context, fi int, buf *rowcon
 	})
 }
 
-// maxShiftWindow bounds the rows a shiftIter holds: as many as
-// the RowReader of computeSpilledRandom caches, which a lag or lead
-// reaching further uses instead.
-const maxShiftWindow = spilledBlocks * rowcontainer.BlockRows
+// maxRingRows bounds the rows a ringIter holds: as many as the RowReader
+// of computeSpilledRandom caches, which a function reaching further uses
+// instead.
+const maxRingRows = spilledBlocks * rowcontainer.BlockRows
 
-// shiftSpec is a lag or lead whose offset is a constant: its value at
-// row i is its argument at row i+delta, or its default (evaluated at row
-// i; NULL without one) when that row is outside the partition.
-type shiftSpec struct {
-	fi    int
+// ringFn is a window function whose value at row i reads only rows a
+// constant distance from i, so a ringIter can compute it reading the
+// partition front to back once:
+//
+//   - a lag or lead whose offset is a constant (agg nil): its argument at
+//     row i+delta, or its default (evaluated at row i; NULL without one)
+//     when that row is outside the partition;
+//   - an aggregate over a ROWS frame whose bounds are both constant
+//     offsets (n PRECEDING, CURRENT ROW, n FOLLOWING) without EXCLUDE
+//     (agg set): the aggregate of its arguments over rows i+lo to i+hi
+//     that lie in the partition (none when lo > hi).
+type ringFn struct {
+	fi int
+	// lag/lead
 	arg   rowFn
 	def   rowFn
 	delta int64
+	// a sliding ROWS frame
+	agg    func() builtins.Aggregate
+	args   []rowFn // FILTER's value last (filteredAgg)
+	lo, hi int64
 }
 
-// shiftSpecOf recognizes function fi as a lag or lead by a constant,
-// non-NULL offset.
-func (o *windowOp) shiftSpecOf(fi int) (shiftSpec, bool) {
+// nvals is how many values per row the function keeps in the ring.
+func (f *ringFn) nvals() int {
+	if f.agg == nil {
+		return 1
+	}
+	return len(f.args)
+}
+
+// reach is how far behind and ahead of the current row f reads.
+func (f *ringFn) reach() (back, ahead int64) {
+	if f.agg == nil {
+		return max(-f.delta, 0), max(f.delta, 0)
+	}
+	if f.lo > f.hi {
+		return 0, 0
+	}
+	return max(-f.lo, 0), max(f.hi, 0)
+}
+
+// ringFnOf recognizes function fi as a ringFn: a lag or lead by a
+// constant, non-NULL offset, or an aggregate over a ROWS frame with
+// constant, non-negative offsets (a NULL or negative offset is left to
+// builtins, which report it).
+func (o *windowOp) ringFnOf(fi int) (ringFn, bool) {
 	s := o.specs[fi]
+	if s.f.Fn.Overload.NewWindow == nil {
+		return o.frameRingFn(fi)
+	}
 	dir := int64(1)
 	switch s.f.Name {
 	case "lag":
 		dir = -1
 	case "lead":
 	default:
-		return shiftSpec{}, false
+		return ringFn{}, false
 	}
-	if s.f.Fn.Overload.NewWindow == nil || s.filter != nil || len(s.args) == 0 {
-		return shiftSpec{}, false
+	if s.filter != nil || len(s.args) == 0 {
+		return ringFn{}, false
 	}
-	sh := shiftSpec{fi: fi, arg: s.args[0], delta: dir}
+	f := ringFn{fi: fi, arg: s.args[0], delta: dir}
 	if len(s.f.Args) > 1 {
 		c, ok := s.f.Args[1].(*sem.Const)
 		if !ok {
-			return shiftSpec{}, false
+			return ringFn{}, false
 		}
 		off, ok := c.Datum.(types.DInt)
 		if !ok {
-			return shiftSpec{}, false
+			return ringFn{}, false
 		}
-		sh.delta = dir * int64(off)
+		f.delta = dir * int64(off)
 	}
 	if len(s.args) > 2 {
-		sh.def = s.args[2]
+		f.def = s.args[2]
 	}
-	return sh, true
+	return f, true
 }
 
-// shiftReach is how far behind and ahead of the current row shifts read.
-func shiftReach(shifts []shiftSpec) (back, ahead int64) {
-	for _, sh := range shifts {
-		back, ahead = max(back, -sh.delta), max(ahead, sh.delta)
+// frameRingFn is ringFnOf for an aggregate.
+func (o *windowOp) frameRingFn(fi int) (ringFn, bool) {
+	s := o.specs[fi]
+	fr := s.frame
+	if fr.Mode != builtins.Rows || fr.Exclude != builtins.ExcludeNoOthers {
+		return ringFn{}, false
+	}
+	offset := func(b builtins.Bound) (int64, bool) {
+		switch b.Kind {
+		case builtins.CurrentRow:
+			return 0, true
+		case builtins.OffsetPreceding, builtins.OffsetFollowing:
+			v, ok := b.Offset.(types.DInt)
+			if !ok || v < 0 {
+				return 0, false
+			}
+			if b.Kind == builtins.OffsetPreceding {
+				return -int64(v), true
+			}
+			return int64(v), true
+		}
+		return 0, false
+	}
+	lo, ok1 := offset(fr.Start)
+	hi, ok2 := offset(fr.End)
+	if !ok1 || !ok2 {
+		return ringFn{}, false
+	}
+	ov := s.f.Fn.Overload
+	argTypes := s.f.Fn.ArgTypes
+	f := ringFn{fi: fi, lo: lo, hi: hi, args: s.args,
+		agg: func() builtins.Aggregate { return ov.NewAggregate(argTypes) }}
+	if s.filter != nil {
+		f.args = append(slices.Clip(s.args), s.filter)
+		f.agg = func() builtins.Aggregate { return filteredAgg{ov.NewAggregate(argTypes)} }
+	}
+	return f, true
+}
+
+// ringReach is how far behind and ahead of the current row fns read.
+func ringReach(fns []ringFn) (back, ahead int64) {
+	for i := range fns {
+		b, a := fns[i].reach()
+		back, ahead = max(back, b), max(ahead, a)
 	}
 	return back, ahead
 }
 
-// computeSpilledShift computes lag and lead by constant offsets over the
-// partition in buf in one pass (a shiftIter reading it front to back)
-// and passes each row on with its results.
-func (o *windowOp) computeSpilledShift(ctx context.Context, shifts []shiftSpec, buf *rowcontainer.Buffer, emit func([]types.Datum) error, trim bool) error {
+// ringFits reports whether fns together hold at most maxRingRows rows.
+func ringFits(fns []ringFn) bool {
+	back, ahead := ringReach(fns)
+	return back+ahead+1 <= maxRingRows
+}
+
+// computeSpilledRing computes ring functions fns over the partition in
+// buf in one pass (a ringIter reading it front to back) and passes each
+// row on with its results.
+func (o *windowOp) computeSpilledRing(ctx context.Context, fns []ringFn, buf *rowcontainer.Buffer, emit func([]types.Datum) error, trim bool) error {
 	it, err := buf.Iter()
 	if err != nil {
 		return err
 	}
 	defer it.Close()
-	si := o.newShiftIter(shifts, func(ctx context.Context) ([]types.Datum, error) { return it.Next(ctx) }, trim)
-	defer si.Close()
+	ri := o.newRingIter(fns, func(ctx context.Context) ([]types.Datum, error) { return it.Next(ctx) }, trim)
+	defer ri.Close()
 	var emitted int64
 	for {
-		row, err := si.Next(ctx)
+		row, err := ri.Next(ctx)
 		if err != nil {
 			return err
 		}
@@ -570,115 +656,160 @@ func (o *windowOp) computeSpilledShift(ctx context.Context, shifts []shiftSpec, 
 	return nil
 }
 
-// shiftChunk is how much a shiftIter's account grows at a time.
-const shiftChunk = 16 << 10
+// ringChunk is how much a ringIter's account grows at a time.
+const ringChunk = 16 << 10
 
-// shiftIter computes lag and lead by constant offsets over one
-// partition's rows, as src returns them in window order (nil at the
-// partition's end), in one pass, as PostgreSQL's WindowAgg reads its
-// tuplestore: the rows from back rows behind the current one to ahead
-// rows past it are held in a ring (each with its functions' arguments,
-// evaluated once as it is read), and each row is returned with its
-// results once the row ahead of it is read (or the partition ended).
-// Nothing is read by position, the functions share the pass, and the
-// partition's size need not be known: src can be a spilled Buffer or,
-// when a stage holds only such functions, the stage's sorted rows
-// themselves, so the partition is never written out (windowStage.step).
-type shiftIter struct {
-	o      *windowOp
-	shifts []shiftSpec
-	src    func(context.Context) ([]types.Datum, error)
-	trim   bool
-	ahead  int64
-	w      int64 // ring size: back + ahead + 1
-	rows   [][]types.Datum
-	vals   [][]types.Datum
-	sizes  []int64
-	held   int64 // the sizes' sum
-	acc    *mon.Account
-	read   int64 // rows read from src
-	n      int64 // the partition's rows once src ended; -1 before
-	i      int64 // the next row to return
+// ringIter computes ring functions over one partition's rows, as src
+// returns them in window order (nil at the partition's end), in one
+// pass, as PostgreSQL's WindowAgg reads its tuplestore: the rows from
+// back rows behind the current one to ahead rows past it are held in a
+// ring (each with its functions' arguments, evaluated once as it is
+// read), and each row is returned with its results once the row ahead
+// of it is read (or the partition ended). A sliding frame's aggregate is
+// computed afresh over the frame's rows in the ring, as builtins'
+// AggregateWindow computes it (PostgreSQL does the same for an aggregate
+// without an inverse transition). Nothing is read by position, the
+// functions share the pass, and the partition's size need not be known:
+// src can be a spilled Buffer or, when a stage holds only such
+// functions, the stage's sorted rows themselves, so the partition is
+// never written out (windowStage.streamRing).
+type ringIter struct {
+	o     *windowOp
+	fns   []ringFn
+	at    []int // where each function's values start in a row's vals
+	nv    int   // values per row
+	src   func(context.Context) ([]types.Datum, error)
+	trim  bool
+	ahead int64
+	w     int64 // ring size: back + ahead + 1
+	rows  [][]types.Datum
+	vals  [][]types.Datum
+	sizes []int64
+	held  int64 // the sizes' sum
+	acc   *mon.Account
+	read  int64 // rows read from src
+	n     int64 // the partition's rows once src ended; -1 before
+	i     int64 // the next row to return
 }
 
-func (o *windowOp) newShiftIter(shifts []shiftSpec, src func(context.Context) ([]types.Datum, error), trim bool) *shiftIter {
-	back, ahead := shiftReach(shifts)
+func (o *windowOp) newRingIter(fns []ringFn, src func(context.Context) ([]types.Datum, error), trim bool) *ringIter {
+	back, ahead := ringReach(fns)
 	w := back + ahead + 1
-	return &shiftIter{
-		o: o, shifts: shifts, src: src, trim: trim, ahead: ahead, w: w,
+	ri := &ringIter{
+		o: o, fns: fns, src: src, trim: trim, ahead: ahead, w: w,
 		rows: make([][]types.Datum, w), vals: make([][]types.Datum, w), sizes: make([]int64, w),
 		acc: o.r.account(), n: -1,
 	}
+	for i := range fns {
+		ri.at = append(ri.at, ri.nv)
+		ri.nv += fns[i].nvals()
+	}
+	return ri
 }
 
 // fill reads one row from src into the ring.
-func (si *shiftIter) fill(ctx context.Context) error {
-	row, err := si.src(ctx)
+func (ri *ringIter) fill(ctx context.Context) error {
+	row, err := ri.src(ctx)
 	if err != nil {
 		return err
 	}
 	if row == nil {
-		si.n = si.read
+		ri.n = ri.read
 		return nil
 	}
-	v := make([]types.Datum, len(si.shifts))
-	for k, sh := range si.shifts {
-		if v[k], err = sh.arg(row); err != nil {
-			return err
+	slot := ri.read % ri.w
+	v := ri.vals[slot][:0]
+	if cap(v) < ri.nv {
+		v = make([]types.Datum, 0, ri.nv)
+	}
+	for k := range ri.fns {
+		f := &ri.fns[k]
+		if f.agg == nil {
+			d, err := f.arg(row)
+			if err != nil {
+				return err
+			}
+			v = append(v, d)
+			continue
+		}
+		for _, a := range f.args {
+			d, err := a(row)
+			if err != nil {
+				return err
+			}
+			v = append(v, d)
 		}
 	}
-	slot := si.read % si.w
-	// Held past work_mem if need be: at most maxShiftWindow rows. The
-	// account grows by shiftChunk at a time and is not shrunk as rows
+	// Held past work_mem if need be: at most maxRingRows rows. The
+	// account grows by ringChunk at a time and is not shrunk as rows
 	// leave the ring (the node budget's lock once a chunk, not twice a
 	// row); Close gives it all back.
 	size := rowcontainer.RowSize(row) + rowcontainer.RowSize(v)
-	si.held += size - si.sizes[slot]
-	if more := si.held - si.acc.Used(); more > 0 {
-		if err := si.acc.Force(max(more, shiftChunk)); err != nil {
+	ri.held += size - ri.sizes[slot]
+	if more := ri.held - ri.acc.Used(); more > 0 {
+		if err := ri.acc.Force(max(more, ringChunk)); err != nil {
 			return err
 		}
 	}
-	si.rows[slot], si.vals[slot], si.sizes[slot] = row, v, size
-	si.read++
+	ri.rows[slot], ri.vals[slot], ri.sizes[slot] = row, v, size
+	ri.read++
 	return nil
 }
 
 // Next returns the next row with its results, or nil after the
 // partition's last.
-func (si *shiftIter) Next(ctx context.Context) ([]types.Datum, error) {
-	i := si.i
+func (ri *ringIter) Next(ctx context.Context) ([]types.Datum, error) {
+	i := ri.i
 	if i%checkEvery == checkEvery-1 {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 	}
-	for si.n < 0 && si.read <= i+si.ahead {
-		if err := si.fill(ctx); err != nil {
+	for ri.n < 0 && ri.read <= i+ri.ahead {
+		if err := ri.fill(ctx); err != nil {
 			return nil, err
 		}
 	}
-	if si.n >= 0 && i >= si.n {
+	if ri.n >= 0 && i >= ri.n {
 		return nil, nil
 	}
-	o := si.o
-	slot := i % si.w
-	row := si.rows[slot]
-	si.rows[slot] = nil
-	for k, sh := range si.shifts {
+	o := ri.o
+	slot := i % ri.w
+	row := ri.rows[slot]
+	ri.rows[slot] = nil
+	// Rows past the partition's end are not read yet, or never will be.
+	last := ri.read - 1
+	for k := range ri.fns {
+		f := &ri.fns[k]
+		at := ri.at[k]
 		var d types.Datum = types.DNull
-		if j := i + sh.delta; j >= 0 && (si.n < 0 || j < si.n) {
-			d = si.vals[j%si.w][k]
-		} else if sh.def != nil {
-			var err error
-			if d, err = sh.def(row); err != nil {
+		if f.agg == nil {
+			if j := i + f.delta; j >= 0 && j <= last {
+				d = ri.vals[j%ri.w][at]
+			} else if f.def != nil {
+				var err error
+				if d, err = f.def(row); err != nil {
+					return nil, err
+				}
+			}
+			row[o.width+f.fi] = d
+			continue
+		}
+		a := f.agg()
+		fn := o.r.fn()
+		for j, end := max(i+f.lo, 0), min(i+f.hi, last); j <= end; j++ {
+			if err := a.Add(fn, ri.vals[j%ri.w][at:at+len(f.args)]); err != nil {
 				return nil, err
 			}
 		}
-		row[o.width+sh.fi] = d
+		d, err := a.Result()
+		if err != nil {
+			return nil, err
+		}
+		row[o.width+f.fi] = d
 	}
-	si.i++
-	if si.trim {
+	ri.i++
+	if ri.trim {
 		base := o.width + len(o.specs) + 1
 		row = row[:base:base]
 	}
@@ -686,8 +817,8 @@ func (si *shiftIter) Next(ctx context.Context) ([]types.Datum, error) {
 }
 
 // Close releases the ring's reservation.
-func (si *shiftIter) Close() {
-	si.acc.Clear()
-	clear(si.rows)
-	clear(si.vals)
+func (ri *ringIter) Close() {
+	ri.acc.Clear()
+	clear(ri.rows)
+	clear(ri.vals)
 }

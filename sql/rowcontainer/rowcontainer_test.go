@@ -731,3 +731,62 @@ func TestTopK(t *testing.T) {
 		}
 	}
 }
+
+// TestSorterMergeOrder: the merge order is what work_mem holds minReadBuf
+// buffers for, so at 256 KiB (an order of 32) a sort of up to 32 runs is
+// merged in one pass, writing no row twice, and its merge's buffers,
+// larger when the runs are fewer, stay within work_mem; more runs than
+// the order are merged early, only as many as needed.
+func TestSorterMergeOrder(t *testing.T) {
+	ctx := context.Background()
+	const workMem = 256 << 10
+	order := workMem / minReadBuf
+	for _, runs := range []int{3, order, order + 5} {
+		ts := newTemp(t, 0)
+		node := mon.NewBudget("SQL memory", 0)
+		acc := node.NewAccount(workMem)
+		s := NewSorter(compareBy([]key{{col: 0}}), acc, ts.NewScope())
+		for i := 0; s.SortedRuns < runs-1 || i%100 != 0; i++ {
+			if err := s.Add(ctx, []types.Datum{types.DInt((i * 7919) % 100003), types.DString("row")}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		it, err := s.Sort(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.SortedRuns != runs {
+			t.Fatalf("%d runs, want %d", s.SortedRuns, runs)
+		}
+		if used := acc.Used(); used > workMem {
+			t.Errorf("%d runs: the merge holds %d bytes, work_mem %d", runs, used, workMem)
+		}
+		early := s.Runs - s.SortedRuns
+		if runs <= order && (early != 0 || s.MergedRows != 0) {
+			t.Errorf("%d runs, order %d: %d early merges writing %d rows, want one pass", runs, order, early, s.MergedRows)
+		}
+		if runs > order && early != 1 {
+			t.Errorf("%d runs, order %d: %d early merges, want 1 (of %d runs)", runs, order, early, runs-order+1)
+		}
+		var prev types.Datum
+		n := 0
+		for {
+			r, err := it.Next(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r == nil {
+				break
+			}
+			if prev != nil && types.Compare(prev, r[0]) > 0 {
+				t.Fatalf("row %d: %v after %v", n, r[0], prev)
+			}
+			prev = r[0]
+			n++
+		}
+		it.Close()
+		if acc.Used() != 0 {
+			t.Fatalf("after Close: %d bytes reserved", acc.Used())
+		}
+	}
+}

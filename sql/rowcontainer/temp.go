@@ -25,6 +25,21 @@ type TempStorage struct {
 	// (RowsWritten).
 	files atomic.Uint64
 	rows  atomic.Int64
+	// wbufs is the bytes of write buffers files hold now (files being
+	// appended to), wbufsPeak the most they held at once.
+	wbufs, wbufsPeak atomic.Int64
+}
+
+// WriteBuffersPeak is the most bytes of write buffers the storage's
+// files held at once since start (a figure for tests: an operator
+// filling many files at once sizes their buffers to its budget).
+func (t *TempStorage) WriteBuffersPeak() int64 { return t.wbufsPeak.Load() }
+
+// holdBuf counts n bytes of write buffer taken (n < 0: given back).
+func (t *TempStorage) holdBuf(n int64) {
+	v := t.wbufs.Add(n)
+	for p := t.wbufsPeak.Load(); v > p && !t.wbufsPeak.CompareAndSwap(p, v); p = t.wbufsPeak.Load() {
+	}
 }
 
 // FilesCreated is the number of temporary files made since start (a
@@ -153,6 +168,7 @@ func (s *Scope) NewFileBuffered(bufSize int) (*File, error) {
 		return nil, fmt.Errorf("rowcontainer: creating temporary file: %w", err)
 	}
 	s.t.files.Add(1)
+	s.t.holdBuf(int64(bufSize))
 	file := &File{s: s, name: name, f: f, w: bufio.NewWriterSize(f, bufSize), wbuf: bufSize}
 	if s.files == nil {
 		s.files = map[*File]struct{}{}
@@ -173,6 +189,7 @@ func (f *File) Append(row []types.Datum) error {
 			return fmt.Errorf("rowcontainer: reopening temporary file: %w", err)
 		}
 		f.f, f.w = fd, bufio.NewWriterSize(fd, f.wbuf)
+		f.s.t.holdBuf(int64(f.wbuf))
 	}
 	var err error
 	f.buf, err = f.c.appendRow(f.buf[:0], row)
@@ -194,7 +211,9 @@ func (f *File) AppendBytes(rec []byte) error {
 		if err != nil {
 			return fmt.Errorf("rowcontainer: reopening temporary file: %w", err)
 		}
+		f.wbuf = writeBuf
 		f.f, f.w = fd, bufio.NewWriterSize(fd, writeBuf)
+		f.s.t.holdBuf(int64(f.wbuf))
 	}
 	return f.appendRecord(rec)
 }
@@ -234,6 +253,7 @@ func (f *File) Seal() error {
 		err = cerr
 	}
 	f.f, f.w = nil, nil
+	f.s.t.holdBuf(-int64(f.wbuf))
 	if len(f.buf) > 4<<10 {
 		f.buf = nil
 	}
@@ -282,6 +302,7 @@ func (f *File) Close() {
 	if f.f != nil {
 		_ = f.f.Close()
 		f.f, f.w = nil, nil
+		f.s.t.holdBuf(-int64(f.wbuf))
 	}
 	_ = os.Remove(f.name)
 	f.s.t.disk.Release(f.reserved)
