@@ -19,6 +19,36 @@
 // Advance), where every read of raft.Storage happens inside a RawNode call
 // made after the previous Ready was persisted.
 //
+// # The round (Node.ProcessReady)
+//
+// A round takes the Ready of every group with work, under the node's
+// lock, and keeps these invariants (numbered for the tests and comments
+// that cite them):
+//
+//  1. Group commit: the round's raft state of every group (entries, hard
+//     states, snapshots) goes into one batch, committed with one sync
+//     when any of it must be durable (raft.MustSync, or a snapshot), so a
+//     node pays one sync per round however many of its tablets wrote.
+//  2. A committed entry is applied, with its applied index in the same
+//     batch, only after the round's raft state is committed, so the
+//     applied index never passes the durable log.
+//  3. A message that promises durability (raft's msgsAfterAppend: an
+//     acknowledgement of an append, MsgAppResp, and the votes, MsgVoteResp
+//     and MsgPreVoteResp) goes out only after that commit, and so does a
+//     snapshot (made from the applied state); every other message (a
+//     leader's appends and heartbeats, a candidate's vote requests) goes
+//     out before it, so followers sync a leader's entries while the
+//     leader syncs them (Raft thesis §10.2.1; sendsBeforeSync). This is
+//     safe because raft counts the leader's own copy of an entry, and a
+//     candidate's own vote, only at Advance, after the sync: an entry
+//     commits before its leader's sync only on a quorum of followers'
+//     durable copies (TestAppendsLeaveBeforeTheSync, and TestSimulation's
+//     crashes in the middle of a round).
+//  4. Raft reads its storage (LogStore) only in RawNode calls made after
+//     the previous round's commit: the lock is held from Ready to
+//     Advance, so no step or proposal runs while a round's state is
+//     being persisted.
+//
 // # Keys (suffixes of keys.TabletLocal(tabletID, ...))
 //
 //	rfth              the HardState (term, vote, commit)

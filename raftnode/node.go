@@ -865,6 +865,22 @@ func (n *Node) pass(ids []uint64, outs map[uint64]*passOut) (synced bool, _ erro
 			synced = true
 		}
 	}
+	fenced := n.fenced.Load()
+	// Invariant 3 (doc.go): what needs no durable state goes out before
+	// the sync, so a leader's appends reach its followers while its own
+	// log syncs, and the two syncs of a write overlap instead of running
+	// one after the other (Raft thesis §10.2.1).
+	var early []Envelope
+	for _, x := range rds {
+		for _, m := range x.rd.Messages {
+			if sendsBeforeSync(m) && !(fenced && fencedOut(m)) {
+				early = append(early, Envelope{TabletID: x.r.TabletID, Msg: m})
+			}
+		}
+	}
+	if len(early) > 0 && n.transport != nil {
+		n.transport.Send(early)
+	}
 	commit := persist.CommitNoSync
 	if mustSync {
 		commit = persist.Commit
@@ -888,10 +904,9 @@ func (n *Node) pass(ids []uint64, outs map[uint64]*passOut) (synced bool, _ erro
 		to uint64
 	}
 	var streams []func(start bool)
-	fenced := n.fenced.Load()
 	for _, x := range rds {
 		for _, m := range x.rd.Messages {
-			if fenced && fencedOut(m) {
+			if (fenced && fencedOut(m)) || sendsBeforeSync(m) {
 				continue
 			}
 			if m.GetType() == pb.MessageType_MsgSnap {
@@ -1018,6 +1033,26 @@ func (n *Node) pass(ids []uint64, outs map[uint64]*passOut) (synced bool, _ erro
 		o.snap = o.snap || !raft.IsEmptySnap(x.rd.Snapshot)
 	}
 	return synced, nil
+}
+
+// sendsBeforeSync reports whether m may be sent before the state of the
+// Ready it came in is durable (invariant 3). Ready.Messages holds, in
+// this order, raft's msgs, which depend on nothing unsynced (the messages
+// etcd raft sends at once when its storage writes are asynchronous: a
+// leader's appends and heartbeats, a candidate's vote requests, forwarded
+// proposals), and its msgsAfterAppend: the acknowledgements of appends and
+// the votes, which promise that what they answer is durable and so wait
+// for the sync. Raft counts the leader's own copy of an entry, and a
+// candidate's own vote, only at Advance, after the sync: an entry whose
+// leader crashes before its sync commits only if a quorum of followers
+// made it durable, and then a new leader has it. A snapshot waits too: it
+// is made from the applied state after the round's commit.
+func sendsBeforeSync(m *pb.Message) bool {
+	switch m.GetType() {
+	case pb.MessageType_MsgAppResp, pb.MessageType_MsgVoteResp, pb.MessageType_MsgPreVoteResp, pb.MessageType_MsgSnap:
+		return false
+	}
+	return true
 }
 
 // updateLease refreshes the replica's leader hint and lease after a

@@ -35,17 +35,18 @@ var (
 //
 // Longer runs: go test ./raftnode -run TestSimulation -sim-seeds=50 -sim-steps=20000
 func TestSimulation(t *testing.T) {
-	crashes, snapshots := 0, 0
+	crashes, midRound, snapshots := 0, 0, 0
 	for seed := 1; seed <= *simSeeds; seed++ {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-			c, s := runSim(t, uint64(seed), 3+2*(seed%2), *simSteps)
-			crashes += c
-			snapshots += s
+			s := runSim(t, uint64(seed), 3+2*(seed%2), *simSteps)
+			crashes += s.crashes
+			midRound += s.midRound
+			snapshots += s.snapshots
 		})
 	}
 	// The run must have exercised what it claims to check.
-	if crashes == 0 || snapshots == 0 {
-		t.Errorf("%d crashes and %d snapshots over all seeds: the simulation exercised too little", crashes, snapshots)
+	if crashes == 0 || midRound == 0 || snapshots == 0 {
+		t.Errorf("%d crashes (%d within a round) and %d snapshots over all seeds: the simulation exercised too little", crashes, midRound, snapshots)
 	}
 }
 
@@ -74,6 +75,10 @@ type simNode struct {
 	comeAndGo bool
 	// downUntil is the step a crashed node restarts at.
 	downUntil int
+	// crashed is the disk a node crashing in the middle of a round
+	// leaves (taken when it sent a message); the round runs on, its
+	// effects lost, and the node goes down when it returns.
+	crashed *vfs.MemFS
 }
 
 type sim struct {
@@ -90,8 +95,12 @@ type sim struct {
 	cut      uint64
 	cutUntil int
 	// crashes, snapshots and readLeases (steps × replicas serving reads)
-	// count what the run exercised.
-	crashes, snapshots, readLeases int
+	// count what the run exercised; midRound counts the crashes taken
+	// right after a node sent messages, within a round (before its sync
+	// when they were sent early: raftnode's invariant 3).
+	crashes, snapshots, readLeases, midRound int
+	// crashing: the step may crash nodes.
+	crashing bool
 	// leaders[tablet][term] is the leader first seen in term.
 	leaders map[uint64]map[uint64]uint64
 	// leaseSince[tablet][term] is the step a lease of term was first seen.
@@ -112,6 +121,20 @@ type simTransport struct {
 
 func (tr simTransport) Send(envs []Envelope) {
 	s := tr.s
+	n := s.nodes[tr.from-1]
+	if n.crashed != nil {
+		// Crashed earlier in this round: nothing more leaves it.
+		return
+	}
+	if s.crashing && s.rng.IntN(1500) == 0 && s.quorumSpared() {
+		// Crash right after these messages leave, the round's sync
+		// perhaps not done (sendsBeforeSync): what the node told others
+		// may be more than what its disk keeps.
+		defer func() {
+			s.midRound++
+			s.crashFS(n)
+		}()
+	}
 	for _, e := range envs {
 		// Raft may reuse nothing it sent, but the receiver must not share
 		// memory with the sender: clone, as a real transport serializes.
@@ -268,17 +291,41 @@ func (s *sim) start(n *simNode) {
 }
 
 func (s *sim) crash(n *simNode) {
+	s.crashFS(n)
+	s.down(n)
+}
+
+// crashFS takes what n's disk holds if n crashes now: what was synced and
+// a random part of the rest.
+func (s *sim) crashFS(n *simNode) {
 	cfg := vfs.CrashCloneCfg{UnsyncedDataPercent: s.rng.IntN(101), RNG: rand.New(rand.NewPCG(s.rng.Uint64(), 0))}
-	crashed := n.fs.CrashClone(cfg)
+	n.crashed = n.fs.CrashClone(cfg)
 	s.crashes++
+}
+
+// down stops n, whose disk crashFS took, until its restart.
+func (s *sim) down(n *simNode) {
 	_ = n.eng.Close()
-	n.fs, n.eng, n.node, n.up = crashed, nil, nil, false
+	n.fs, n.eng, n.node, n.up, n.crashed = n.crashed, nil, nil, false, nil
 	n.downUntil = s.now + 20 + s.rng.IntN(200)
+}
+
+// quorumSpared says a crash may take one more node: most of the time only
+// while a quorum stays up, but not always.
+func (s *sim) quorumSpared() bool {
+	up := 0
+	for _, n := range s.nodes {
+		if n.up {
+			up++
+		}
+	}
+	return up > len(s.nodes)/2+1 || s.rng.IntN(4) == 0
 }
 
 // step advances the simulation by one tick's worth of work.
 func (s *sim) step(propose bool, crashes bool) {
 	s.now++
+	s.crashing = crashes
 	if s.now%3 == 0 {
 		for _, n := range s.nodes {
 			if n.up {
@@ -327,6 +374,10 @@ func (s *sim) step(propose bool, crashes bool) {
 			if err != nil {
 				s.t.Fatalf("step %d: node %d: %v", s.now, n.id, err)
 			}
+			if n.crashed != nil {
+				s.down(n)
+				break
+			}
 			if !more {
 				break
 			}
@@ -337,18 +388,9 @@ func (s *sim) step(propose bool, crashes bool) {
 		s.cut = uint64(1 + s.rng.IntN(len(s.nodes)))
 		s.cutUntil = s.now + 30 + s.rng.IntN(300)
 	}
-	if crashes && s.rng.IntN(150) == 0 {
-		up := 0
-		for _, n := range s.nodes {
-			if n.up {
-				up++
-			}
-		}
-		// Keep a quorum up most of the time, but not always.
-		if up > len(s.nodes)/2+1 || s.rng.IntN(4) == 0 {
-			if n := s.nodes[s.rng.IntN(len(s.nodes))]; n.up {
-				s.crash(n)
-			}
+	if crashes && s.rng.IntN(150) == 0 && s.quorumSpared() {
+		if n := s.nodes[s.rng.IntN(len(s.nodes))]; n.up {
+			s.crash(n)
 		}
 	}
 	s.checkLeaders()
@@ -462,7 +504,7 @@ func newSim(t *testing.T, seed uint64, nodes int) *sim {
 	return s
 }
 
-func runSim(t *testing.T, seed uint64, nodes, steps int) (crashes, snapshots int) {
+func runSim(t *testing.T, seed uint64, nodes, steps int) *sim {
 	s := newSim(t, seed, nodes)
 	for range steps {
 		s.step(true, true)
@@ -502,11 +544,11 @@ func runSim(t *testing.T, seed uint64, nodes, steps int) (crashes, snapshots int
 	for _, n := range s.nodes {
 		_ = n.eng.Close()
 	}
-	t.Logf("%d nodes, %d crashes, %d snapshots applied, %d replica-steps with a read lease", nodes, s.crashes, s.snapshots, s.readLeases)
+	t.Logf("%d nodes, %d crashes (%d within a round), %d snapshots applied, %d replica-steps with a read lease", nodes, s.crashes, s.midRound, s.snapshots, s.readLeases)
 	if s.readLeases == 0 {
 		t.Errorf("no replica ever held a read lease: the check exercised nothing")
 	}
-	return s.crashes, s.snapshots
+	return s
 }
 
 // TestReadIndexWhenHeartbeatsAreSlow: when every message takes longer

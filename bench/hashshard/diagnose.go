@@ -115,6 +115,14 @@ func diagnose(ctx context.Context, nodes []*proc.Node, limits []*cpuLimit, cfg w
 	if err != nil {
 		return err
 	}
+	rcSum0, err := metricSums(nodes, "cairn_raft_commit_duration_seconds_sum")
+	if err != nil {
+		return err
+	}
+	rcN0, err := metricSums(nodes, "cairn_raft_commit_duration_seconds_count")
+	if err != nil {
+		return err
+	}
 	self0 := selfCPUSeconds()
 	start := time.Now()
 	// The profiles cover the run but its last second (the run's workers
@@ -142,6 +150,14 @@ func diagnose(ctx context.Context, nodes []*proc.Node, limits []*cpuLimit, cfg w
 	if err != nil {
 		return err
 	}
+	rcSum1, err := metricSums(nodes, "cairn_raft_commit_duration_seconds_sum")
+	if err != nil {
+		return err
+	}
+	rcN1, err := metricSums(nodes, "cairn_raft_commit_duration_seconds_count")
+	if err != nil {
+		return err
+	}
 	var wbTotal float64
 	for i := range nodes {
 		wbTotal += wb1[i] - wb0[i]
@@ -152,9 +168,12 @@ func diagnose(ctx context.Context, nodes []*proc.Node, limits []*cpuLimit, cfg w
 	// (one write-ahead log), each paying -sync-latency; "WAL busy" is
 	// the share of the run the node's log spent in them, so near 100%
 	// the node's writes wait on its log, whichever of its tablets they
-	// are for.
-	fmt.Println("| process | CPU cores used | CPU ms per write | write batches led | throttled periods (s) | WAL syncs/s | writes per WAL sync | WAL busy |")
-	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|")
+	// are for. "Raft commit" is the mean time from a proposal of the
+	// node's leaseholders to its application there
+	// (cairn_raft_commit_duration_seconds): the replication part of a
+	// write's latency.
+	fmt.Println("| process | CPU cores used | CPU ms per write | write batches led | throttled periods (s) | WAL syncs/s | writes per WAL sync | WAL busy | raft commit ms (mean) |")
+	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 	var total float64
 	for i, nd := range nodes {
 		c, err := cpuSeconds(nd.Pid())
@@ -169,14 +188,18 @@ func diagnose(ctx context.Context, nodes []*proc.Node, limits []*cpuLimit, cfg w
 			thr = fmt.Sprintf("%.0f (%.1f)", p-thr0[i][0], t-thr0[i][1])
 		}
 		syncs := ws1[i] - ws0[i]
-		fmt.Printf("| node %d | %.2f | %.2f | %.0f%% | %s | %.0f | %.1f | %.0f%% |\n", i+1, used/wall, 1000*used/ops, 100*(wb1[i]-wb0[i])/wbTotal, thr,
-			syncs/wall, ops/max(syncs, 1), 100*syncs*flagSyncLatency.Seconds()/wall)
+		rc := "-"
+		if n := rcN1[i] - rcN0[i]; n > 0 {
+			rc = fmt.Sprintf("%.1f", 1000*(rcSum1[i]-rcSum0[i])/n)
+		}
+		fmt.Printf("| node %d | %.2f | %.2f | %.0f%% | %s | %.0f | %.1f | %.0f%% | %s |\n", i+1, used/wall, 1000*used/ops, 100*(wb1[i]-wb0[i])/wbTotal, thr,
+			syncs/wall, ops/max(syncs, 1), 100*syncs*flagSyncLatency.Seconds()/wall, rc)
 		if profErrs[i] != nil {
 			fmt.Printf("  (node %d's profile: %v)\n", i+1, profErrs[i])
 		}
 	}
-	fmt.Printf("| nodes together | %.2f | %.2f | | | | | |\n", total/wall, 1000*total/ops)
-	fmt.Printf("| clients (this process) | %.2f | %.2f | | | | | |\n\n", self/wall, 1000*self/ops)
+	fmt.Printf("| nodes together | %.2f | %.2f | | | | | | |\n", total/wall, 1000*total/ops)
+	fmt.Printf("| clients (this process) | %.2f | %.2f | | | | | | |\n\n", self/wall, 1000*self/ops)
 	return nil
 }
 
