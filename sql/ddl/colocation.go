@@ -326,9 +326,9 @@ const DefaultShardCount = 32
 // (colocated = ...) moves a table: online as a job when the statement
 // is a transaction of its own, while reads and writes go on.
 //
-// The distribution column must be the first primary-key column: rows
-// are hashed on leading primary-key columns (rowenc), and Cairn does not
-// yet rewrite a primary key to put another column first (0A000).
+// The distribution column must be a primary-key column (42P16
+// otherwise): rows are hashed on it (catalog.Partitioning.HashColumn when
+// it is not the key's first), so a row's primary key fixes its shard.
 //
 // cairn_citus_create = true (create_distributed_table and its
 // _concurrently form) refuses a table that is already distributed or a
@@ -408,10 +408,10 @@ func (e *executor) alterDistribution(ctx context.Context, cur *catalog.Table, op
 	colocation := uint64(0)
 	if col == "" && (shards != 0 || (colocateWith != "" && colocateWith != "none" && colocateWith != "default")) {
 		// alter_distributed_table without a column: the table's own.
-		if !cur.Partitioning.Distributed || len(cur.PrimaryIndex.KeyColumnIDs) == 0 {
+		if !cur.Partitioning.Distributed || len(cur.HashColumnIDs()) != 1 {
 			return nil, pgerror.New(pgerrcode.InvalidTableDefinition, "table %q is not distributed", cur.Name)
 		}
-		col = cur.ColumnByID(cur.PrimaryIndex.KeyColumnIDs[0]).Name
+		col = cur.ColumnByID(cur.HashColumnIDs()[0]).Name
 	}
 	if colocateWith != "" && colocateWith != "none" && col != "" {
 		c := cur.ColumnByName(col)
@@ -427,23 +427,33 @@ func (e *executor) alterDistribution(ctx context.Context, cur *catalog.Table, op
 	if col == "" && shards != 0 {
 		// A new shard count for a distributed table
 		// (alter_distributed_table(t, shard_count => n)): its column.
-		if !cur.Partitioning.Distributed || len(cur.PrimaryIndex.KeyColumnIDs) == 0 {
+		if !cur.Partitioning.Distributed || len(cur.HashColumnIDs()) != 1 {
 			return nil, pgerror.New(pgerrcode.InvalidTableDefinition, "table %q is not distributed", cur.Name)
 		}
-		col = cur.ColumnByID(cur.PrimaryIndex.KeyColumnIDs[0]).Name
+		col = cur.ColumnByID(cur.HashColumnIDs()[0]).Name
 	}
 	if col != "" {
 		c := cur.ColumnByName(col)
 		if c == nil {
 			return nil, pgerror.New(pgerrcode.UndefinedColumn, "column \"%s\" of relation \"%s\" does not exist", col, cur.Name)
 		}
-		if len(cur.PrimaryIndex.KeyColumnIDs) == 0 || cur.PrimaryIndex.KeyColumnIDs[0] != c.ID || cur.IsShardColumn(c.ID) {
-			return nil, notSupported("cannot distribute table %q by column %q: the distribution column must be the first column of the primary key", cur.Name, col)
+		pos := slices.Index(cur.PrimaryIndex.KeyColumnIDs, c.ID)
+		if pos < 0 || cur.IsShardColumn(c.ID) {
+			// Citus's own rule: a unique constraint (the primary key
+			// included) must contain the distribution column. Cairn's
+			// other unique indexes are global and need not.
+			return nil, pgerror.New(pgerrcode.InvalidTableDefinition, "cannot distribute table %q by column %q: the distribution column must be a column of the primary key", cur.Name, col).
+				WithDetail("Rows are hashed into shards by a primary-key column, so that a row's key fixes its shard.")
 		}
 		if shards == 0 {
 			shards = DefaultShardCount
 		}
 		probe.Partitioning = catalog.Partitioning{Kind: catalog.PartitionHash, HashColumns: 1, InitialTablets: shards, Distributed: true, ColocationID: colocation}
+		if pos > 0 {
+			// Hashed on a column after the key's first: the bucket is
+			// still a function of the primary key (rowenc.HashColumn).
+			probe.Partitioning.HashColumn = c.ID
+		}
 	} else {
 		// Undistributed: range partitioned, as CREATE TABLE makes an
 		// ordinary table (catalog.Writer).
@@ -478,10 +488,10 @@ func (e *executor) alterDistribution(ctx context.Context, cur *catalog.Table, op
 // must be its own (Citus refuses the pair otherwise).
 func (e *executor) colocationWith(ctx context.Context, cur *catalog.Table, c *catalog.Column, with string, shards int) (uint64, int, error) {
 	distType := func(t *catalog.Table) *catalog.Column {
-		if !t.Partitioning.Distributed || len(t.PrimaryIndex.KeyColumnIDs) == 0 {
-			return nil
+		if ids := t.HashColumnIDs(); t.Partitioning.Distributed && len(ids) == 1 {
+			return t.ColumnByID(ids[0])
 		}
-		return t.ColumnByID(t.PrimaryIndex.KeyColumnIDs[0])
+		return nil
 	}
 	if with == "default" {
 		want := shards

@@ -109,13 +109,14 @@ func (s *snapshot) citusTables() []rel {
 	return out
 }
 
-// distColumn is a distributed table's distribution column: the first
-// primary-key column (ddl.alterDistribution).
+// distColumn is a distributed table's distribution column: the
+// primary-key column its rows are hashed on (ddl.alterDistribution).
 func distColumn(t *catalog.Table) *catalog.Column {
-	if len(t.PrimaryIndex.KeyColumnIDs) == 0 {
+	ids := t.HashColumnIDs()
+	if len(ids) != 1 {
 		return nil
 	}
-	return t.ColumnByID(t.PrimaryIndex.KeyColumnIDs[0])
+	return t.ColumnByID(ids[0])
 }
 
 // attnum is c's position among t's columns, from 1 (pg_attribute's).
