@@ -51,8 +51,9 @@ func init() {
 
 // genCitusShards lists every shard with the node leading the tablet
 // that holds its first bucket and the bytes of the tablets within its
-// bucket range, as the node's tablet directory reports them (no
-// nodename or size without one).
+// bucket range (shardTablets): from the node's tablet directory for the
+// shards whose tablets this node holds replicas of, from their
+// leaseholders for the others.
 func genCitusShards(ctx context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
 	var tablets []plan.TabletState
 	if s.env.Tablets != nil {
@@ -79,14 +80,16 @@ func genCitusShards(ctx context.Context, s *snapshot, t *vtable) ([][]types.Datu
 			}
 		}
 		for i, sp := range spans {
+			ts, err := shardTablets(ctx, s.env.Tablets, tablets, sp)
+			if err != nil {
+				return nil, fmt.Errorf("citus_shards: %w", err)
+			}
 			var node any
 			var size int64
-			for _, tb := range tablets {
-				if bytes.Compare(tb.StartKey, sp.EndKey) < 0 && (len(tb.EndKey) == 0 || bytes.Compare(sp.Key, tb.EndKey) < 0) {
-					size += tb.LiveBytes
-					if node == nil && tb.Leader != 0 && bytes.Compare(tb.StartKey, sp.Key) <= 0 {
-						node = fmt.Sprintf("n%d", tb.Leader)
-					}
+			for _, tb := range ts {
+				size += tb.LiveBytes
+				if node == nil && tb.Leader != 0 && bytes.Compare(tb.StartKey, sp.Key) <= 0 {
+					node = fmt.Sprintf("n%d", tb.Leader)
 				}
 			}
 			id := int64(r.oid())*100000 + int64(i)
@@ -95,6 +98,42 @@ func genCitusShards(ctx context.Context, s *snapshot, t *vtable) ([][]types.Datu
 		}
 	}
 	return out, nil
+}
+
+// shardTablets returns the tablets overlapping a shard's span sp: those
+// of local (the node's own replicas, in key order, their sizes cached by
+// the directory) when they cover sp whole, else, when the directory can
+// ask the cluster (clusterTablets), the tablets of sp as their
+// leaseholders describe them, one round trip and a count of the
+// tablet's bytes on its leaseholder each. A node of a cluster with more
+// nodes than replicas holds no replica of some shards; without this
+// their node and size would be unknown here. A directory that cannot
+// ask leaves the local ones.
+func shardTablets(ctx context.Context, dir plan.TabletDirectory, local []plan.TabletState, sp kvpb.Span) ([]plan.TabletState, error) {
+	var out []plan.TabletState
+	next := sp.Key // the first key of sp no tablet of out holds yet
+	covered := false
+	for _, tb := range local {
+		if bytes.Compare(tb.StartKey, sp.EndKey) >= 0 || (len(tb.EndKey) != 0 && bytes.Compare(sp.Key, tb.EndKey) >= 0) {
+			continue
+		}
+		out = append(out, tb)
+		if bytes.Compare(tb.StartKey, next) <= 0 && !covered {
+			if len(tb.EndKey) == 0 || bytes.Compare(tb.EndKey, sp.EndKey) >= 0 {
+				covered = true
+			} else if bytes.Compare(tb.EndKey, next) > 0 {
+				next = tb.EndKey
+			}
+		}
+	}
+	if covered {
+		return out, nil
+	}
+	ct, ok := dir.(clusterTablets)
+	if !ok {
+		return out, nil
+	}
+	return ct.TabletsIn(ctx, sp)
 }
 
 // citusTables lists the current database's distributed and reference
