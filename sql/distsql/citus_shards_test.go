@@ -16,8 +16,8 @@ import (
 // every shard's tablet is missing from one node, and citus_shards read
 // on that node still names the shard's leaseholder and gives its bytes
 // (asked of the leaseholder, docs/distributed.md), exactly what the
-// leaseholder counts; every node lists every shard with a node and a
-// size.
+// leaseholder counts, as does citus_shard_sizes(); every node lists
+// every shard with a node and a size.
 func TestCitusShardsWithoutLocalReplica(t *testing.T) {
 	servers := startNServers(t, 4, func(cfg *server.Config) { cfg.ReplicationFactor = 3 })
 	c := connect(t, servers[0])
@@ -37,8 +37,8 @@ func TestCitusShardsWithoutLocalReplica(t *testing.T) {
 	})
 
 	type shard struct {
-		node string
-		size int64
+		node       string
+		size, sums int64 // citus_shards' shard_size, citus_shard_sizes()' size
 	}
 	lacking := 0 // (node, shard) pairs where the node holds no replica
 	for _, s := range servers {
@@ -49,13 +49,17 @@ func TestCitusShardsWithoutLocalReplica(t *testing.T) {
 		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 			before := placements(t, servers[0], g)
 			var got []shard
-			for _, r := range rows(t, sc, "SELECT concat_ws(' ', coalesce(nodename, '-'), shard_size) FROM citus_shards WHERE table_name = 'ev'::regclass ORDER BY shardid") {
+			for _, r := range rows(t, sc, "SELECT concat_ws(' ', coalesce(c.nodename, '-'), c.shard_size, z.size) FROM citus_shards c JOIN citus_shard_sizes() z ON z.shard_id = c.shardid WHERE c.table_name = 'ev'::regclass ORDER BY c.shardid") {
 				f := strings.Fields(r)
 				n, err := strconv.ParseInt(f[1], 10, 64)
 				if err != nil {
 					t.Fatalf("citus_shards row %q: %v", r, err)
 				}
-				got = append(got, shard{f[0], n})
+				z, err := strconv.ParseInt(f[2], 10, 64)
+				if err != nil {
+					t.Fatalf("citus_shard_sizes size in %q: %v", r, err)
+				}
+				got = append(got, shard{f[0], n, z})
 			}
 			if after := placements(t, servers[0], g); !samePlacements(before, after) || len(got) != len(before) {
 				problem = "placements changed while reading citus_shards"
@@ -66,8 +70,9 @@ func TestCitusShardsWithoutLocalReplica(t *testing.T) {
 			for i, p := range before {
 				want := fmt.Sprintf("n%d", p.Leaseholder)
 				switch {
-				case !slices.Contains(p.Voters, me) && (got[i].node != want || got[i].size != p.LiveBytes):
-					problem = fmt.Sprintf("shard %d, no replica on node %d: %s %d bytes, its leaseholder says %s %d", i, me, got[i].node, got[i].size, want, p.LiveBytes)
+				case !slices.Contains(p.Voters, me) && (got[i].node != want || got[i].size != p.LiveBytes || got[i].sums != p.LiveBytes):
+					problem = fmt.Sprintf("shard %d, no replica on node %d: %s %d bytes (citus_shard_sizes %d), its leaseholder says %s %d",
+						i, me, got[i].node, got[i].size, got[i].sums, want, p.LiveBytes)
 				case got[i].node != want || got[i].size <= 0:
 					problem = fmt.Sprintf("shard %d on node %d: %s %d bytes, want %s and some bytes", i, me, got[i].node, got[i].size, want)
 				}
