@@ -57,7 +57,7 @@ func (t *Table) Layout() (*rowenc.TableLayout, error) {
 		Primary: indexLayout(&t.PrimaryIndex),
 	}
 	if t.Partitioning.Kind == PartitionHash {
-		l.HashColumns = t.Partitioning.HashColumns
+		l.HashColumns, l.HashColumn = t.Partitioning.HashColumns, t.Partitioning.HashColumn
 		// A distributed table's group is its Citus colocation group,
 		// which the tables colocated with it share.
 		l.SharedGroup = t.Partitioning.Distributed

@@ -271,6 +271,10 @@ type Partitioning struct {
 	// HashColumns is how many leading primary-key columns the bucket is
 	// hashed from (hash partitioning only).
 	HashColumns int `json:"hash_columns,omitempty"`
+	// HashColumn, when not 0, is the one primary-key column (HashColumns
+	// 1) the bucket is hashed from instead of the first: a Citus
+	// distribution column elsewhere in the key (HashColumnIDs).
+	HashColumn rowenc.ColumnID `json:"hash_column,omitempty"`
 	// InitialTablets is how many tablets the bucket space is pre-split
 	// into when the table is created.
 	InitialTablets int `json:"initial_tablets,omitempty"`
@@ -286,6 +290,23 @@ type Partitioning struct {
 	// an ordinary table that distributed joins read whole in every
 	// fragment instead of moving the other input (docs/distributed.md).
 	Reference bool `json:"reference,omitempty"`
+}
+
+// HashColumnIDs returns the primary-key columns t's rows are hashed on
+// into buckets (a distributed table's distribution column): HashColumn
+// when it is set, else the leading HashColumns; none unless t is hash
+// partitioned.
+func (t *Table) HashColumnIDs() []rowenc.ColumnID {
+	p := t.Partitioning
+	switch {
+	case p.Kind != PartitionHash:
+		return nil
+	case p.HashColumn != 0:
+		return []rowenc.ColumnID{p.HashColumn}
+	case p.HashColumns > len(t.PrimaryIndex.KeyColumnIDs):
+		return nil
+	}
+	return t.PrimaryIndex.KeyColumnIDs[:p.HashColumns:p.HashColumns]
 }
 
 // ColocationOf is t's Citus colocation ID: its Partitioning.ColocationID,
@@ -305,7 +326,7 @@ const (
 	// PartitionSingle: one bucket (colocated tables).
 	PartitionSingle PartitionKind = "single"
 	// PartitionHash: rows go to one of 65536 buckets by a hash of the
-	// leading HashColumns primary-key columns.
+	// leading HashColumns primary-key columns (or of HashColumn).
 	PartitionHash PartitionKind = "hash"
 	// PartitionRange: ordered by primary key, split by size and load.
 	PartitionRange PartitionKind = "range"

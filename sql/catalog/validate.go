@@ -3,6 +3,7 @@ package catalog
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/cairn-db/cairn/sql/rowenc"
 	"github.com/cairn-db/cairn/sql/types"
@@ -294,12 +295,15 @@ func (t *Table) validateStorage() error {
 	p := t.Partitioning
 	switch p.Kind {
 	case PartitionSingle, PartitionRange:
-		if p.HashColumns != 0 {
+		if p.HashColumns != 0 || p.HashColumn != 0 {
 			return fmt.Errorf("%s partitioning has hash columns", p.Kind)
 		}
 	case PartitionHash:
 		if p.HashColumns < 1 || p.HashColumns > len(t.PrimaryIndex.KeyColumnIDs) {
 			return fmt.Errorf("hash partitioning on %d of %d primary key columns", p.HashColumns, len(t.PrimaryIndex.KeyColumnIDs))
+		}
+		if p.HashColumn != 0 && (p.HashColumns != 1 || !slices.Contains(t.PrimaryIndex.KeyColumnIDs, p.HashColumn)) {
+			return fmt.Errorf("hash partitioning on column %d, which is not one primary key column", p.HashColumn)
 		}
 	default:
 		return fmt.Errorf("unknown partitioning %q", p.Kind)

@@ -151,6 +151,9 @@ func (e *executor) alterPrimaryKey(ctx context.Context, cur *catalog.Table, con 
 	if err := b.relNames.err; err != nil {
 		return err
 	}
+	if err := keepDistributionColumn(cur, t); err != nil {
+		return err
+	}
 	return e.rewriteByColumns(ctx, cur, t, func(r []types.Datum) error {
 		for i, p := range keyPos {
 			if p >= len(r) || r[p] == nil || types.IsNull(r[p]) {
@@ -237,4 +240,27 @@ func (e *executor) rowConv(cur, newT *catalog.Table) (func([]types.Datum) ([]typ
 		}
 		return func(r []types.Datum) (types.Datum, error) { return ev(ectx, r) }, nil
 	})
+}
+
+// keepDistributionColumn keeps a distributed table hashed on its
+// distribution column across a change of its primary key (t the new
+// descriptor of cur): the column must stay in the key (42P16, as Citus
+// requires of every unique constraint), and t hashes on it wherever it
+// now is (catalog.Partitioning.HashColumn), so rows keep their buckets
+// and the table its shards and colocation.
+func keepDistributionColumn(cur, t *catalog.Table) error {
+	dist := cur.HashColumnIDs()
+	if !cur.Partitioning.Distributed || len(dist) != 1 {
+		return nil
+	}
+	keys := t.PrimaryIndex.KeyColumnIDs
+	if !slices.Contains(keys, dist[0]) {
+		return pgerror.New(pgerrcode.InvalidTableDefinition, "cannot change the primary key of distributed table %q to leave out its distribution column %q",
+			cur.Name, cur.ColumnByID(dist[0]).Name)
+	}
+	t.Partitioning.HashColumn = 0
+	if keys[0] != dist[0] {
+		t.Partitioning.HashColumn = dist[0]
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -326,9 +327,9 @@ const DefaultShardCount = 32
 // (colocated = ...) moves a table: online as a job when the statement
 // is a transaction of its own, while reads and writes go on.
 //
-// The distribution column must be the first primary-key column: rows
-// are hashed on leading primary-key columns (rowenc), and Cairn does not
-// yet rewrite a primary key to put another column first (0A000).
+// The distribution column must be a primary-key column (42P16
+// otherwise): rows are hashed on it (catalog.Partitioning.HashColumn when
+// it is not the key's first), so a row's primary key fixes its shard.
 //
 // cairn_citus_create = true (create_distributed_table and its
 // _concurrently form) refuses a table that is already distributed or a
@@ -346,7 +347,7 @@ func (e *executor) alterDistribution(ctx context.Context, cur *catalog.Table, op
 	col := defString(d)
 	shards := 0
 	reference, create := false, false
-	colocateWith := ""
+	colocateWith, cascade := "", ""
 	var rest []*pg_query.Node
 	for _, o := range opts {
 		od := o.GetDefElem()
@@ -359,6 +360,8 @@ func (e *executor) alterDistribution(ctx context.Context, cur *catalog.Table, op
 			create = defString(od) == "true"
 		case od.Defname == "cairn_colocate_with":
 			colocateWith = defString(od)
+		case od.Defname == "cairn_cascade_colocated":
+			cascade = defString(od)
 		case od.Defname == "cairn_distribution_column":
 		case od.Defname == "cairn_split_tablets":
 			n, err := defInt64(od)
@@ -408,10 +411,10 @@ func (e *executor) alterDistribution(ctx context.Context, cur *catalog.Table, op
 	colocation := uint64(0)
 	if col == "" && (shards != 0 || (colocateWith != "" && colocateWith != "none" && colocateWith != "default")) {
 		// alter_distributed_table without a column: the table's own.
-		if !cur.Partitioning.Distributed || len(cur.PrimaryIndex.KeyColumnIDs) == 0 {
+		if !cur.Partitioning.Distributed || len(cur.HashColumnIDs()) != 1 {
 			return nil, pgerror.New(pgerrcode.InvalidTableDefinition, "table %q is not distributed", cur.Name)
 		}
-		col = cur.ColumnByID(cur.PrimaryIndex.KeyColumnIDs[0]).Name
+		col = cur.ColumnByID(cur.HashColumnIDs()[0]).Name
 	}
 	if colocateWith != "" && colocateWith != "none" && col != "" {
 		c := cur.ColumnByName(col)
@@ -427,23 +430,33 @@ func (e *executor) alterDistribution(ctx context.Context, cur *catalog.Table, op
 	if col == "" && shards != 0 {
 		// A new shard count for a distributed table
 		// (alter_distributed_table(t, shard_count => n)): its column.
-		if !cur.Partitioning.Distributed || len(cur.PrimaryIndex.KeyColumnIDs) == 0 {
+		if !cur.Partitioning.Distributed || len(cur.HashColumnIDs()) != 1 {
 			return nil, pgerror.New(pgerrcode.InvalidTableDefinition, "table %q is not distributed", cur.Name)
 		}
-		col = cur.ColumnByID(cur.PrimaryIndex.KeyColumnIDs[0]).Name
+		col = cur.ColumnByID(cur.HashColumnIDs()[0]).Name
 	}
 	if col != "" {
 		c := cur.ColumnByName(col)
 		if c == nil {
 			return nil, pgerror.New(pgerrcode.UndefinedColumn, "column \"%s\" of relation \"%s\" does not exist", col, cur.Name)
 		}
-		if len(cur.PrimaryIndex.KeyColumnIDs) == 0 || cur.PrimaryIndex.KeyColumnIDs[0] != c.ID || cur.IsShardColumn(c.ID) {
-			return nil, notSupported("cannot distribute table %q by column %q: the distribution column must be the first column of the primary key", cur.Name, col)
+		pos := slices.Index(cur.PrimaryIndex.KeyColumnIDs, c.ID)
+		if pos < 0 || cur.IsShardColumn(c.ID) {
+			// Citus's own rule: a unique constraint (the primary key
+			// included) must contain the distribution column. Cairn's
+			// other unique indexes are global and need not.
+			return nil, pgerror.New(pgerrcode.InvalidTableDefinition, "cannot distribute table %q by column %q: the distribution column must be a column of the primary key", cur.Name, col).
+				WithDetail("Rows are hashed into shards by a primary-key column, so that a row's key fixes its shard.")
 		}
 		if shards == 0 {
 			shards = DefaultShardCount
 		}
 		probe.Partitioning = catalog.Partitioning{Kind: catalog.PartitionHash, HashColumns: 1, InitialTablets: shards, Distributed: true, ColocationID: colocation}
+		if pos > 0 {
+			// Hashed on a column after the key's first: the bucket is
+			// still a function of the primary key (rowenc.HashColumn).
+			probe.Partitioning.HashColumn = c.ID
+		}
 	} else {
 		// Undistributed: range partitioned, as CREATE TABLE makes an
 		// ordinary table (catalog.Writer).
@@ -467,8 +480,79 @@ func (e *executor) alterDistribution(ctx context.Context, cur *catalog.Table, op
 		return nil, pgerror.New(pgerrcode.FeatureNotSupported, "distributing or undistributing table %q inside a transaction block is not supported", cur.Name).
 			WithHint("Run it as a statement of its own: it moves the table online, as a job.")
 	}
+	// The tables colocated with cur, read before it moves: they follow it
+	// (cascade_to_colocated => true), or a new shard count without the
+	// argument is refused when there are any, as in Citus.
+	var followers []*catalog.Table
+	if cascade != "" && cur.Partitioning.Distributed {
+		var err error
+		if followers, err = e.colocatedWith(ctx, cur); err != nil {
+			return nil, err
+		}
+		if cascade != "true" && len(followers) > 0 && probe.Partitioning.InitialTablets != cur.Partitioning.InitialTablets {
+			return nil, pgerror.New(pgerrcode.InvalidParameterValue, "cascade_to_colocated parameter is necessary").
+				WithDetail("this table is colocated with some other tables").
+				WithHint("cascade_to_colocated := false will break the current colocation, cascade_to_colocated := true will change the shard count of colocated tables too.")
+		}
+	}
 	e.movedOnline = true
-	return rest, e.moveOnline(ctx, cur, probe)
+	if err := e.moveOnline(ctx, cur, probe); err != nil {
+		return nil, err
+	}
+	if cascade != "true" {
+		return rest, nil
+	}
+	return rest, e.cascadeColocated(ctx, cur, followers)
+}
+
+// colocatedWith lists the other distributed tables of cur's colocation
+// group in the current database.
+func (e *executor) colocatedWith(ctx context.Context, cur *catalog.Table) ([]*catalog.Table, error) {
+	group := catalog.ColocationOf(cur)
+	schemas, err := e.x.Writer.Schemas(ctx, e.x.Database.ID)
+	if err != nil {
+		return nil, err
+	}
+	var out []*catalog.Table
+	for _, s := range schemas {
+		rels, err := e.x.Writer.Relations(ctx, e.x.Database.ID, s.ID)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range rels {
+			if t, ok := d.(*catalog.Table); ok && t.ID != cur.ID && t.Partitioning.Distributed && catalog.ColocationOf(t) == group {
+				out = append(out, t)
+			}
+		}
+	}
+	return out, nil
+}
+
+// cascadeColocated is alter_distributed_table's cascade_to_colocated =>
+// true, once table lead has moved: each of followers (the tables
+// colocated with it before) moves into lead's new colocation group, with
+// its shard count and its own distribution column, one online job after
+// the other, as Citus alters each with colocate_with => lead. A failure
+// leaves the followers moved so far where they are (and the statement
+// fails, naming the table); running it again moves the rest.
+func (e *executor) cascadeColocated(ctx context.Context, lead *catalog.Table, followers []*catalog.Table) error {
+	var now *catalog.Table
+	if err := e.jobTxn(ctx, func(je *executor) error {
+		var err error
+		now, err = je.x.Writer.TableByID(ctx, lead.ID)
+		return err
+	}); err != nil {
+		return err
+	}
+	for _, f := range followers {
+		probe := &catalog.Table{Name: f.Name, Partitioning: catalog.Partitioning{Kind: catalog.PartitionHash, HashColumns: 1,
+			HashColumn: f.Partitioning.HashColumn, InitialTablets: now.Partitioning.InitialTablets, Distributed: true,
+			ColocationID: catalog.ColocationOf(now)}}
+		if err := e.moveOnline(ctx, f, probe); err != nil {
+			return fmt.Errorf("cascading to colocated table %q: %w", f.Name, err)
+		}
+	}
+	return nil
 }
 
 // colocationWith resolves colocate_with => with for cur distributed on
@@ -478,10 +562,10 @@ func (e *executor) alterDistribution(ctx context.Context, cur *catalog.Table, op
 // must be its own (Citus refuses the pair otherwise).
 func (e *executor) colocationWith(ctx context.Context, cur *catalog.Table, c *catalog.Column, with string, shards int) (uint64, int, error) {
 	distType := func(t *catalog.Table) *catalog.Column {
-		if !t.Partitioning.Distributed || len(t.PrimaryIndex.KeyColumnIDs) == 0 {
-			return nil
+		if ids := t.HashColumnIDs(); t.Partitioning.Distributed && len(ids) == 1 {
+			return t.ColumnByID(ids[0])
 		}
-		return t.ColumnByID(t.PrimaryIndex.KeyColumnIDs[0])
+		return nil
 	}
 	if with == "default" {
 		want := shards

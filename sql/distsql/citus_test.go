@@ -39,7 +39,7 @@ func TestCitusAPI(t *testing.T) {
 
 	// Bad calls change nothing.
 	for _, bad := range []struct{ sql, code string }{
-		{"SELECT create_distributed_table('events', 'id')", "0A000"},
+		{"SELECT create_distributed_table('events', 'actor')", "42P16"},
 		{"SELECT create_distributed_table('events', 'nope')", "42703"},
 		{"SELECT create_distributed_table('nosuch', 'repo_id')", "42P01"},
 		{"SELECT create_distributed_table('events', 'repo_id', colocate_with => 'other')", "42P01"},
@@ -262,5 +262,51 @@ func TestDistributeConcurrentlyOnline(t *testing.T) {
 	}
 	if got := rows(t, c, "SELECT count(*) FROM cairn_catalog.jobs WHERE status = 'succeeded' AND fraction_completed = 1 AND description LIKE '%create_distributed_table_concurrently%'"); got[0] != "1" {
 		t.Errorf("jobs: %v", rows(t, c, "SHOW JOBS"))
+	}
+}
+
+// TestAlterDistributedTableCascade: alter_distributed_table(...,
+// cascade_to_colocated => true) on three nodes changes the shard count of
+// the whole colocation group, as Citus does: the tables colocated with
+// the altered one follow it into the same new tablets, keep every row,
+// and their join on the distribution column still runs tablet by tablet,
+// now in as many fragments as the new shard count.
+func TestAlterDistributedTableCascade(t *testing.T) {
+	servers := startServers(t)
+	c := connect(t, servers[0])
+	mustExec(t, c, "CREATE TABLE orders (tenant INT, id INT, v INT, PRIMARY KEY (tenant, id))")
+	mustExec(t, c, "CREATE TABLE lines (tenant INT, n INT, qty INT, PRIMARY KEY (tenant, n))")
+	mustExec(t, c, "INSERT INTO orders SELECT i % 97, i, i FROM generate_series(1, 2000) AS i")
+	mustExec(t, c, "INSERT INTO lines SELECT i % 97, i, i % 11 FROM generate_series(1, 4000) AS i")
+	mustExec(t, c, "SELECT create_distributed_table('orders', 'tenant', shard_count => 4, colocate_with => 'none')")
+	mustExec(t, c, "SELECT create_distributed_table('lines', 'tenant', colocate_with => 'orders')")
+	join := "SELECT count(*), sum(o.v), sum(l.qty) FROM orders o JOIN lines l ON o.tenant = l.tenant"
+	before := strings.Join(rows(t, c, join), ",")
+
+	if _, err := c.Exec(context.Background(), "SELECT alter_distributed_table('orders', shard_count => 8)"); err == nil || !strings.Contains(err.Error(), "22023") {
+		t.Fatalf("a new shard count of a table with colocated tables, no cascade_to_colocated: %v, want 22023", err)
+	}
+	mustExec(t, c, "SELECT alter_distributed_table('orders', shard_count => 8, cascade_to_colocated => true)")
+	if got := strings.Join(rows(t, c, "SELECT concat_ws(' ', table_name::text, shard_count) FROM citus_tables ORDER BY 1"), ","); got != "lines 8,orders 8" {
+		t.Errorf("citus_tables after the cascade: %s", got)
+	}
+	if got := rows(t, c, "SELECT count(DISTINCT colocation_id) FROM citus_tables"); got[0] != "1" {
+		t.Errorf("%s colocation groups after the cascade, want 1", got[0])
+	}
+	tabletsOf := func(table string) string {
+		return strings.Join(rows(t, c, "SELECT tablet_id FROM cairn_catalog.tablets WHERE table_name = '"+table+"' AND index_name IS NULL ORDER BY 1"), ",")
+	}
+	if o, l := tabletsOf("orders"), tabletsOf("lines"); o != l || strings.Count(o, ",") != 7 {
+		t.Errorf("orders in tablets %s, lines in %s: want the same 8", o, l)
+	}
+	if got := strings.Join(rows(t, c, join), ","); got != before {
+		t.Errorf("join after the cascade: %s, before: %s", got, before)
+	}
+	mustExec(t, c, "ANALYZE orders")
+	mustExec(t, c, "ANALYZE lines")
+	mustExec(t, c, "SET distsql = on")
+	plan := strings.Join(rows(t, c, "EXPLAIN ANALYZE "+join), "\n")
+	if !strings.Contains(plan, "Join: colocated") || len(fragmentStats(plan)) != 8 {
+		t.Errorf("the join after the cascade, %d fragments:\n%s", len(fragmentStats(plan)), plan)
 	}
 }

@@ -457,7 +457,7 @@ func (r *runner) colocatedFrags(lch, rch *distChain, leq, req []int) []distsql.F
 	if lch.layout == nil || rch.layout == nil || lch.layout.HashColumns != 1 || rch.layout.HashColumns != 1 {
 		return nil
 	}
-	lcol, rcol := lch.layout.Primary.KeyColumns[0], rch.layout.Primary.KeyColumns[0]
+	lcol, rcol := lch.layout.HashColumnIDs()[0], rch.layout.HashColumnIDs()[0]
 	keyed := false
 	for i := range leq {
 		if lch.outputColumn(leq[i]) == lcol && rch.outputColumn(req[i]) == rcol {

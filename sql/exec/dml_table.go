@@ -1077,8 +1077,8 @@ func (ti *tableInfo) prefixIndex(pos []int) (*rowenc.IndexLayout, []int) {
 // hashColumnsIn reports whether the columns at pos include every column
 // the table's bucket is hashed from (trivially, when it has none).
 func (ti *tableInfo) hashColumnsIn(pos []int) bool {
-	for i := 0; i < ti.layout.HashColumns; i++ {
-		if indexOf(pos, ti.layout.ColumnPos(ti.layout.Primary.KeyColumns[i])) < 0 {
+	for _, id := range ti.layout.HashColumnIDs() {
+		if indexOf(pos, ti.layout.ColumnPos(id)) < 0 {
 			return false
 		}
 	}

@@ -58,9 +58,10 @@ func (r *runner) newLookuper(node plan.Node, t *catalog.Table, index *catalog.In
 		return nil, err
 	}
 	if lk.bucketed {
-		// The bucket hashes the leading primary-key columns: a lookup
-		// must supply them, which only a primary-index lookup can.
-		if !idx.IsPrimary() || len(keyCols) < l.HashColumns {
+		// The bucket hashes primary-key columns (rowenc's
+		// HashColumnIDs): a lookup must supply them, which only a
+		// primary-index lookup can.
+		if !idx.IsPrimary() || !hashColumnsAmong(l, idx.KeyColumns[:len(keyCols)]) {
 			return nil, pgerror.New(pgerrcode.FeatureNotSupported,
 				"lookup into index %q of hash-partitioned table %q without its hash columns is not supported", idx.Name, t.Name)
 		}
@@ -70,6 +71,17 @@ func (r *runner) newLookuper(node plan.Node, t *catalog.Table, index *catalog.In
 	}
 	lk.scratch = make([]types.Datum, len(l.Columns))
 	return lk, nil
+}
+
+// hashColumnsAmong reports whether cols include every column l's bucket is
+// hashed from.
+func hashColumnsAmong(l *rowenc.TableLayout, cols []rowenc.ColumnID) bool {
+	for _, id := range l.HashColumnIDs() {
+		if !slices.Contains(cols, id) {
+			return false
+		}
+	}
+	return true
 }
 
 // key returns the key prefix input row looks up; ok is false when a key

@@ -389,14 +389,13 @@ func (o *optimizer) estimateRows(idx *catalog.Index, sr spanResult) float64 {
 // needs when equalities fix the primary key's hash columns (nil: all).
 // Global secondary indexes are not bucketed.
 func buckets(t *catalog.Table, idx *catalog.Index, cons map[rowenc.ColumnID]constraint) []uint16 {
-	h := t.Partitioning.HashColumns
-	if t.Partitioning.Kind != catalog.PartitionHash || h == 0 || h > len(t.PrimaryIndex.KeyColumnIDs) {
+	hashCols := t.HashColumnIDs()
+	if len(hashCols) == 0 {
 		return nil
 	}
 	if idx.ID != t.PrimaryIndex.ID && idx.Placement == catalog.IndexGlobal {
 		return nil
 	}
-	hashCols := t.PrimaryIndex.KeyColumnIDs[:h]
 	combos, ok := pointValues(hashCols, cons, maxBuckets)
 	if !ok {
 		return nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/sql/builtins"
 	"github.com/cairn-db/cairn/sql/catalog"
 	"github.com/cairn-db/cairn/sql/plan"
 	"github.com/cairn-db/cairn/sql/rowenc"
@@ -49,19 +50,51 @@ func init() {
 		`table_name:regclass shardid:bigint shard_name:text citus_table_type:text colocation_id:integer nodename:text nodeport:integer shard_size:bigint`, genCitusShards)
 }
 
-// genCitusShards lists every shard with the node leading the tablet
-// that holds its first bucket and the bytes of the tablets within its
-// bucket range, as the node's tablet directory reports them (no
-// nodename or size without one).
+// genCitusShards lists every shard (citusShards) in citus_shards'
+// columns.
 func genCitusShards(ctx context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
+	shards, err := citusShards(ctx, s, s.env.Tablets)
+	if err != nil {
+		return nil, fmt.Errorf("citus_shards: %w", err)
+	}
+	out := make([][]types.Datum, len(shards))
+	for i, sh := range shards {
+		var node any
+		if sh.node != 0 {
+			node = builtins.NodeName(sh.node)
+		}
+		out[i] = t.row("table_name", regclass(sh.rel.oid()), "shardid", sh.id, "shard_name", fmt.Sprintf("%s_%d", sh.table.Name, sh.id),
+			"citus_table_type", sh.kind, "colocation_id", int64(catalog.ColocationOf(sh.table)), "nodename", node, "nodeport", int64(0), "shard_size", sh.size)
+	}
+	return out, nil
+}
+
+// citusShard is one shard of a distributed or reference table as the
+// Citus views and citus_shard_sizes() show it.
+type citusShard struct {
+	rel   rel
+	table *catalog.Table
+	id    int64  // the table's OID times 100,000 plus the shard's index
+	kind  string // distributed or reference
+	node  int32  // the leaseholder of the tablet holding its first key; 0: unknown
+	size  int64  // the live bytes of the tablets within its span
+}
+
+// citusShards lists every shard of the database's distributed and
+// reference tables with the node leading the tablet that holds its first
+// bucket and the bytes of the tablets within its bucket range
+// (shardTablets): from the node's tablet directory for the shards whose
+// tablets this node holds replicas of, from their leaseholders for the
+// others. Without a directory, no node and no bytes.
+func citusShards(ctx context.Context, s *snapshot, dir plan.TabletDirectory) ([]citusShard, error) {
 	var tablets []plan.TabletState
-	if s.env.Tablets != nil {
+	if dir != nil {
 		var err error
-		if tablets, err = s.env.Tablets.Tablets(ctx); err != nil {
-			return nil, fmt.Errorf("citus_shards: %w", err)
+		if tablets, err = dir.Tablets(ctx); err != nil {
+			return nil, err
 		}
 	}
-	var out [][]types.Datum
+	var out []citusShard
 	for _, r := range s.citusTables() {
 		d := r.desc.(*catalog.Table)
 		kind := "distributed"
@@ -70,7 +103,7 @@ func genCitusShards(ctx context.Context, s *snapshot, t *vtable) ([][]types.Datu
 			kind = "reference"
 			l, err := d.Layout()
 			if err != nil {
-				return nil, fmt.Errorf("citus_shards: %w", err)
+				return nil, err
 			}
 			spans = l.TableSpans()[:1]
 		} else {
@@ -79,22 +112,77 @@ func genCitusShards(ctx context.Context, s *snapshot, t *vtable) ([][]types.Datu
 			}
 		}
 		for i, sp := range spans {
-			var node any
-			var size int64
-			for _, tb := range tablets {
-				if bytes.Compare(tb.StartKey, sp.EndKey) < 0 && (len(tb.EndKey) == 0 || bytes.Compare(sp.Key, tb.EndKey) < 0) {
-					size += tb.LiveBytes
-					if node == nil && tb.Leader != 0 && bytes.Compare(tb.StartKey, sp.Key) <= 0 {
-						node = fmt.Sprintf("n%d", tb.Leader)
-					}
+			sh := citusShard{rel: r, table: d, id: int64(r.oid())*100000 + int64(i), kind: kind}
+			ts, err := shardTablets(ctx, dir, tablets, sp)
+			if err != nil {
+				return nil, err
+			}
+			for _, tb := range ts {
+				sh.size += tb.LiveBytes
+				if sh.node == 0 && tb.Leader != 0 && bytes.Compare(tb.StartKey, sp.Key) <= 0 {
+					sh.node = tb.Leader
 				}
 			}
-			id := int64(r.oid())*100000 + int64(i)
-			out = append(out, t.row("table_name", regclass(r.oid()), "shardid", id, "shard_name", fmt.Sprintf("%s_%d", d.Name, id),
-				"citus_table_type", kind, "colocation_id", int64(catalog.ColocationOf(d)), "nodename", node, "nodeport", int64(0), "shard_size", size))
+			out = append(out, sh)
 		}
 	}
 	return out, nil
+}
+
+var _ builtins.ShardSizeInfo = (*Resolver)(nil)
+
+// ShardSizes implements builtins.ShardSizeInfo (citus_shard_sizes()):
+// every shard's bytes as citus_shards shows them.
+func (res *Resolver) ShardSizes() ([]builtins.ShardSize, error) {
+	s, err := res.load()
+	if err != nil {
+		return nil, err
+	}
+	shards, err := citusShards(res.ctx, s, res.tablets)
+	if err != nil {
+		return nil, fmt.Errorf("citus_shard_sizes: %w", err)
+	}
+	out := make([]builtins.ShardSize, len(shards))
+	for i, sh := range shards {
+		out[i] = builtins.ShardSize{ShardID: sh.id, Size: sh.size}
+	}
+	return out, nil
+}
+
+// shardTablets returns the tablets overlapping a shard's span sp: those
+// of local (the node's own replicas, in key order, their sizes cached by
+// the directory) when they cover sp whole, else, when the directory can
+// ask the cluster (clusterTablets), the tablets of sp as their
+// leaseholders describe them, one round trip and a count of the
+// tablet's bytes on its leaseholder each. A node of a cluster with more
+// nodes than replicas holds no replica of some shards; without this
+// their node and size would be unknown here. A directory that cannot
+// ask leaves the local ones.
+func shardTablets(ctx context.Context, dir plan.TabletDirectory, local []plan.TabletState, sp kvpb.Span) ([]plan.TabletState, error) {
+	var out []plan.TabletState
+	next := sp.Key // the first key of sp no tablet of out holds yet
+	covered := false
+	for _, tb := range local {
+		if bytes.Compare(tb.StartKey, sp.EndKey) >= 0 || (len(tb.EndKey) != 0 && bytes.Compare(sp.Key, tb.EndKey) >= 0) {
+			continue
+		}
+		out = append(out, tb)
+		if bytes.Compare(tb.StartKey, next) <= 0 && !covered {
+			if len(tb.EndKey) == 0 || bytes.Compare(tb.EndKey, sp.EndKey) >= 0 {
+				covered = true
+			} else if bytes.Compare(tb.EndKey, next) > 0 {
+				next = tb.EndKey
+			}
+		}
+	}
+	if covered {
+		return out, nil
+	}
+	ct, ok := dir.(clusterTablets)
+	if !ok {
+		return out, nil
+	}
+	return ct.TabletsIn(ctx, sp)
 }
 
 // citusTables lists the current database's distributed and reference
@@ -109,13 +197,14 @@ func (s *snapshot) citusTables() []rel {
 	return out
 }
 
-// distColumn is a distributed table's distribution column: the first
-// primary-key column (ddl.alterDistribution).
+// distColumn is a distributed table's distribution column: the
+// primary-key column its rows are hashed on (ddl.alterDistribution).
 func distColumn(t *catalog.Table) *catalog.Column {
-	if len(t.PrimaryIndex.KeyColumnIDs) == 0 {
+	ids := t.HashColumnIDs()
+	if len(ids) != 1 {
 		return nil
 	}
-	return t.ColumnByID(t.PrimaryIndex.KeyColumnIDs[0])
+	return t.ColumnByID(ids[0])
 }
 
 // attnum is c's position among t's columns, from 1 (pg_attribute's).

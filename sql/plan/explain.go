@@ -681,6 +681,22 @@ func (e *explainer) orderText(order []Ordering) string {
 	return strings.Join(keys, ", ")
 }
 
+// partitionBuckets is the EXPLAIN line of a scan of a hash-partitioned
+// table (a distributed table's shards) that equalities on its hash columns
+// restrict to some of its buckets (Scan.Buckets): which ones, so a plan
+// shows it reads only the shards holding them. A scan of every bucket has
+// none.
+func partitionBuckets(v *Scan) []string {
+	if v.Buckets == nil || v.Table.Partitioning.Kind != catalog.PartitionHash {
+		return nil
+	}
+	bs := make([]string, len(v.Buckets))
+	for i, b := range v.Buckets {
+		bs[i] = strconv.Itoa(int(b))
+	}
+	return []string{fmt.Sprintf("Buckets: %d of %d (%s)", len(bs), rowenc.NumBuckets, strings.Join(bs, ", "))}
+}
+
 // shardDetails are the EXPLAIN lines of a scan of a hash-sharded index:
 // which buckets it reads, and how an ordered read merges them.
 func shardDetails(v *Scan) []string {
@@ -690,7 +706,7 @@ func shardDetails(v *Scan) []string {
 	}
 	hs := idx.HashSharding
 	if hs == nil {
-		return nil
+		return partitionBuckets(v)
 	}
 	var buckets []string
 	perBucket := len(v.Spans) > 0

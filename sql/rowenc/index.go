@@ -28,8 +28,8 @@ import (
 const NumBuckets = 1 << 16
 
 // Bucket returns the bucket of row in t's group: 0 unless t is hash
-// partitioned, else a 16-bit hash of the key encodings of its leading
-// HashColumns primary-key columns. The hash is CRC-32 (IEEE) folded to 16
+// partitioned, else a 16-bit hash of the key encodings of its hash
+// columns (HashColumnIDs). The hash is CRC-32 (IEEE) folded to 16
 // bits: stable across releases and platforms, which placement depends on,
 // and cheap.
 func (t *TableLayout) Bucket(row []types.Datum) (uint16, error) {
@@ -38,13 +38,24 @@ func (t *TableLayout) Bucket(row []types.Datum) (uint16, error) {
 	}
 	var buf [64]byte
 	b := buf[:0]
-	for i := range t.HashColumns {
+	for _, p := range t.hashPos {
 		var err error
-		if b, err = EncodeKey(b, row[t.Primary.keyPos[i]], Asc); err != nil {
-			return 0, fmt.Errorf("hash column %q: %w", t.Columns[t.Primary.keyPos[i]].Name, err)
+		if b, err = EncodeKey(b, row[p], Asc); err != nil {
+			return 0, fmt.Errorf("hash column %q: %w", t.Columns[p].Name, err)
 		}
 	}
 	return HashBucket(b), nil
+}
+
+// HashColumnIDs returns the primary-key columns a row's bucket is hashed
+// from: HashColumn when it is set, else the leading HashColumns (none
+// for a table that is not hash partitioned). The slice may be the
+// layout's own: callers must not change it.
+func (t *TableLayout) HashColumnIDs() []ColumnID {
+	if t.HashColumn != 0 {
+		return []ColumnID{t.HashColumn}
+	}
+	return t.Primary.KeyColumns[:t.HashColumns]
 }
 
 // HashBucket folds the CRC-32 of the hash columns' key encodings to the

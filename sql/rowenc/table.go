@@ -21,6 +21,12 @@ type TableLayout struct {
 	// HashColumns is how many leading primary-key columns the row's
 	// bucket is hashed from; 0 puts every row in bucket 0.
 	HashColumns int
+	// HashColumn, when not 0, is the one primary-key column the bucket
+	// is hashed from instead (HashColumns must be 1), wherever it is in
+	// the key: a Citus distribution column that is not the key's first.
+	// The bucket is still a function of the primary key, so a row's key
+	// is still fixed by its primary-key values.
+	HashColumn ColumnID
 	// SharedGroup marks a hash-partitioned table whose group other
 	// tables may share (a Citus colocation group): its data is not the
 	// whole group, so what frees it (FreeSpans, StorageSpans) clears it
@@ -35,6 +41,7 @@ type TableLayout struct {
 
 	colPos   map[ColumnID]int
 	valuePos []int // row position of each Schema.Live() column
+	hashPos  []int // row positions of the columns the bucket is hashed from
 }
 
 // TableColumn is one column of a row.
@@ -99,9 +106,19 @@ func (t *TableLayout) Init() error {
 	if t.HashColumns < 0 || t.HashColumns > len(t.Primary.KeyColumns) {
 		return fmt.Errorf("rowenc: table %q hashes %d of %d primary-key columns", t.Name, t.HashColumns, len(t.Primary.KeyColumns))
 	}
+	if t.HashColumn != 0 && t.HashColumns != 1 {
+		return fmt.Errorf("rowenc: table %q hashes column %d but %d primary-key columns", t.Name, t.HashColumn, t.HashColumns)
+	}
 	t.Primary.primary, t.Primary.Local = true, true
 	if err := t.initIndex(&t.Primary); err != nil {
 		return err
+	}
+	t.hashPos = t.hashPos[:0]
+	for _, id := range t.HashColumnIDs() {
+		if !t.Primary.isKey(id) {
+			return fmt.Errorf("rowenc: table %q hashes column %d, which is not a primary-key column", t.Name, id)
+		}
+		t.hashPos = append(t.hashPos, t.colPos[id])
 	}
 	t.valuePos = t.valuePos[:0]
 	for _, c := range t.Schema.Live() {

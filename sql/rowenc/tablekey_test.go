@@ -3,6 +3,7 @@ package rowenc_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"sort"
 	"testing"
 
@@ -181,6 +182,57 @@ func TestHashPartitionedBuckets(t *testing.T) {
 	if len(buckets) < 950 {
 		t.Errorf("1000 sequential keys landed in only %d buckets", len(buckets))
 	}
+}
+
+// A table hashed on its second primary-key column (a Citus distribution
+// column after the key's first, catalog.Partitioning.HashColumn): the
+// bucket is the hash of that column alone, whatever the first holds, and
+// a hash column outside the primary key is refused.
+func TestHashColumnNotFirst(t *testing.T) {
+	byS := mustLayout(t, pairTable(610, 610, rowenc.Asc, rowenc.Asc, catalog.Partitioning{Kind: catalog.PartitionHash, HashColumns: 1, HashColumn: 2}, false))
+	if got := byS.HashColumnIDs(); len(got) != 1 || got[0] != 2 {
+		t.Fatalf("HashColumnIDs = %v, want [2]", got)
+	}
+	byK := mustLayout(t, pairTable(611, 611, rowenc.Asc, rowenc.Asc, catalog.Partitioning{Kind: catalog.PartitionHash, HashColumns: 1}, false))
+	differ := 0
+	for k := range int64(200) {
+		s := fmt.Sprintf("s%d", k%10)
+		b, err := byS.Bucket(pairRow(k, s, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := rowenc.HashBucket(must(rowenc.EncodeKey(nil, types.DString(s), rowenc.Asc)))
+		if b != want {
+			t.Fatalf("row (%d, %s): bucket %d, want the hash of %q alone, %d", k, s, b, s, want)
+		}
+		key, err := byS.PrimaryKey(nil, pairRow(k, s, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p, _, err := rowenc.DecodeKeyPrefix(key); err != nil || p.Bucket != b {
+			t.Fatalf("row (%d, %s): key bucket %d (%v), row bucket %d", k, s, p.Bucket, err, b)
+		}
+		if kb, _ := byK.Bucket(pairRow(k, s, 0)); kb != b {
+			differ++
+		}
+	}
+	if differ == 0 {
+		t.Error("hashing on the second key column gave every row the first column's bucket")
+	}
+	bad := pairTable(612, 612, rowenc.Asc, rowenc.Asc, catalog.Partitioning{Kind: catalog.PartitionHash, HashColumns: 1, HashColumn: 3}, false)
+	if err := bad.Validate(); err == nil {
+		t.Error("a descriptor hashed on a column outside its primary key validated")
+	}
+	if _, err := bad.Layout(); err == nil {
+		t.Error("a layout hashed on a column outside its primary key initialised")
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }
 
 // Rows of a hash-partitioned table read back through a scan of its whole

@@ -179,7 +179,33 @@ func (s *Session) runCitus(x *stmtState, st *parser.Statement, c *citusCall, w p
 	if err != nil {
 		return err
 	}
+	if err := s.runCitusDDL(x, st, c, rel, w); err != nil {
+		return err
+	}
+	if c.fn == "create_reference_table" && holdCitusResult(c, w) {
+		// Sent after the commit, so a retryable failure of the commit
+		// (the zone record it writes can be pushed by the nodes' zone
+		// readers) reruns the call instead of failing it. Only this one:
+		// the others run an online move whose own transactions have
+		// committed, and a rerun would find the table moved.
+		return w.Complete("SELECT 1")
+	}
+	return citusVoid(c, w)
+}
+
+// runCitusDDL runs c, a call on the table rel (quoted), as the ALTER
+// TABLE it stands for.
+func (s *Session) runCitusDDL(x *stmtState, st *parser.Statement, c *citusCall, rel string, w pgwire.ResultWriter) error {
 	var opts []string
+	if c.fn == "alter_distributed_table" {
+		cascade, err := cascadeOption(c)
+		if err != nil {
+			return err
+		}
+		if cascade != "" {
+			opts = append(opts, "cairn_cascade_colocated = "+quoteLiteral(cascade))
+		}
+	}
 	switch c.fn {
 	case "create_distributed_table", "create_distributed_table_concurrently", "alter_distributed_table":
 		if t, ok := c.args["distribution_type"]; ok && t != "hash" {
@@ -244,18 +270,7 @@ func (s *Session) runCitus(x *stmtState, st *parser.Statement, c *citusCall, w p
 	if st.Original != "" {
 		stmts[0].Original = st.Original
 	}
-	if err := s.execDDL(x, stmtGroup{main: &stmts[0]}, quietWriter{w}); err != nil {
-		return err
-	}
-	if c.fn == "create_reference_table" && holdCitusResult(c, w) {
-		// Sent after the commit, so a retryable failure of the commit
-		// (the zone record it writes can be pushed by the nodes' zone
-		// readers) reruns the call instead of failing it. Only this one:
-		// the others run an online move whose own transactions have
-		// committed, and a rerun would find the table moved.
-		return w.Complete("SELECT 1")
-	}
-	return citusVoid(c, w)
+	return s.execDDL(x, stmtGroup{main: &stmts[0]}, quietWriter{w})
 }
 
 // citusVoid answers a Citus call with its one void row.
@@ -292,3 +307,38 @@ func citusColumns(c *citusCall) []plan.Column {
 type quietWriter struct{ pgwire.ResultWriter }
 
 func (quietWriter) Complete(string) error { return nil }
+
+// cascadeOption checks alter_distributed_table's cascade_to_colocated
+// against the other arguments as Citus does, and returns the
+// cairn_cascade_colocated option it stands for (ddl.alterDistribution):
+// "true" (the tables colocated with this one follow it), "unspecified"
+// (a new shard count without the argument: refused if the table has
+// colocated tables, as in Citus) or "" (nothing to check: false, or no
+// new shard count).
+func cascadeOption(c *citusCall) (string, error) {
+	v, given := c.args["cascade_to_colocated"]
+	_, shards := c.args["shard_count"]
+	if !given {
+		if shards {
+			return "unspecified", nil
+		}
+		return "", nil
+	}
+	cascade, err := strconv.ParseBool(v)
+	if err != nil {
+		return "", pgerror.New(pgerrcode.InvalidTextRepresentation, "invalid input syntax for type boolean: %q", v)
+	}
+	if !cascade {
+		return "", nil
+	}
+	cw := c.args["colocate_with"]
+	switch {
+	case c.args["distribution_column"] != "":
+		return "", pgerror.New(pgerrcode.InvalidParameterValue, "distribution_column changes cannot be cascaded to colocated tables")
+	case !shards && cw == "":
+		return "", pgerror.New(pgerrcode.InvalidParameterValue, "shard_count or colocate_with is necessary for cascading to colocated tables")
+	case cw == "none":
+		return "", pgerror.New(pgerrcode.InvalidParameterValue, "colocate_with := 'none' cannot be cascaded to colocated tables")
+	}
+	return "true", nil
+}
