@@ -104,7 +104,7 @@ func (s *entrySort) Ranges(ctx context.Context, n int, minBytes int64) ([]rowcon
 			out = append(out, its[0])
 			continue
 		}
-		m, err := mergeEntryStreams(ctx, its)
+		m, err := mergeEntryStreams(ctx, its, s.sorters[0].Abbreviation)
 		if err != nil {
 			for _, it := range out {
 				it.Close()
@@ -126,9 +126,10 @@ func (s *entrySort) Bytes() int64 {
 }
 
 // mergeEntryStreams returns the merge of sorted streams its (closing it
-// closes them).
-func mergeEntryStreams(ctx context.Context, its []rowcontainer.EntryIterator) (*streamMerge, error) {
-	m := &streamMerge{its: its, heads: make([]mergeHead, len(its)), live: make([]bool, len(its)), last: -1}
+// closes them); abbr is the sorters' abbreviation of a key
+// (EntrySorter.Abbreviation).
+func mergeEntryStreams(ctx context.Context, its []rowcontainer.EntryIterator, abbr func([]byte) uint64) (*streamMerge, error) {
+	m := &streamMerge{its: its, heads: make([]streamHead, len(its)), abbr: abbr, last: -1}
 	for i := range its {
 		if err := m.advance(ctx, i); err != nil {
 			m.Close()
@@ -140,13 +141,21 @@ func mergeEntryStreams(ctx context.Context, its []rowcontainer.EntryIterator) (*
 
 // streamMerge merges a few sorted streams (one per sorter: at most
 // backfillReaders) by looking at every head for each entry: with two or
-// three streams that is one or two comparisons, and no allocation (a
-// container/heap boxes each pushed head).
+// three streams that is one or two comparisons, of the keys'
+// abbreviations first (index keys share their first bytes, which a full
+// comparison walks each time), and no allocation (a container/heap
+// boxes each pushed head).
 type streamMerge struct {
 	its   []rowcontainer.EntryIterator
-	heads []mergeHead
-	live  []bool
+	heads []streamHead
+	abbr  func([]byte) uint64
 	last  int // the stream whose head Next returned last (-1: none)
+}
+
+type streamHead struct {
+	abbr       uint64
+	key, value []byte
+	live       bool
 }
 
 // advance reads stream i's next entry into its head.
@@ -155,8 +164,19 @@ func (m *streamMerge) advance(ctx context.Context, i int) error {
 	if err != nil {
 		return err
 	}
-	m.heads[i], m.live[i] = mergeHead{key: k, value: v, from: i}, ok
+	h := &m.heads[i]
+	h.key, h.value, h.live = k, v, ok
+	if ok {
+		h.abbr = m.abbr(k)
+	}
 	return nil
+}
+
+func (h *streamHead) less(o *streamHead) bool {
+	if h.abbr != o.abbr {
+		return h.abbr < o.abbr
+	}
+	return bytes.Compare(h.key, o.key) < 0
 }
 
 // Next implements rowcontainer.EntryIterator.
@@ -169,8 +189,8 @@ func (m *streamMerge) Next(ctx context.Context) (key, value []byte, ok bool, err
 		m.last = -1
 	}
 	best := -1
-	for i, live := range m.live {
-		if live && (best < 0 || bytes.Compare(m.heads[i].key, m.heads[best].key) < 0) {
+	for i := range m.heads {
+		if h := &m.heads[i]; h.live && (best < 0 || h.less(&m.heads[best])) {
 			best = i
 		}
 	}

@@ -606,6 +606,13 @@ func abbreviate(key []byte, prefix int) uint64 {
 // or above its lower bound to the first at or above its upper bound, and
 // a merge of those sub-segments is the range in key order.
 
+// Abbreviation is key's abbreviated form in this sorter (keys must
+// begin with its prefix): the 8 bytes after the prefix as an integer.
+// Keys whose abbreviations differ order as them; equal ones must be
+// compared in full. A merge of several sorters' streams compares these
+// first, as the sorter does.
+func (s *EntrySorter) Abbreviation(key []byte) uint64 { return abbreviate(key, len(s.prefix)) }
+
 // InMemory says whether every entry added is in memory (nothing spilled),
 // which SampleKeys and Range require.
 func (s *EntrySorter) InMemory() bool { return len(s.runs) == 0 }
