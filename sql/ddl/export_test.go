@@ -124,3 +124,27 @@ func SetRemoteRead(fn func(piece kvpb.Span) error) func(piece kvpb.Span) error {
 	indexTestingHooks.remoteRead = fn
 	return prev
 }
+
+// SetCutParallelBytes sets the entry bytes from which a backfill cuts
+// its SSTs from several key ranges at once, and returns the previous.
+func SetCutParallelBytes(n int64) int64 {
+	prev := cutParallelBytes
+	cutParallelBytes = n
+	return prev
+}
+
+// LastBackfillRanges is how many key ranges the last online backfill on
+// this process cut its SSTs from at once.
+func LastBackfillRanges() int {
+	s := lastBackfill.Load()
+	if s == nil {
+		return 0
+	}
+	return s.ranges
+}
+
+// InterpolateKeys is the sub-span readers' cut points between two keys.
+func InterpolateKeys(lo, hi []byte, parts int) [][]byte { return interpolateKeys(lo, hi, parts) }
+
+// BackfillReaders is how many readers a build runs at once on a node.
+func BackfillReaders() int { return backfillReaders }

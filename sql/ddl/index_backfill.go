@@ -28,7 +28,9 @@ import (
 // The online build's backfill (index_job.go, step 3):
 //
 //	tablets of the table ──► readers (≤ backfillReaders at once), one
-//	    piece per tablet, ScanAt(T_b) pages, rows → index entries
+//	    piece per tablet (sub-spans of it when the node has fewer pieces
+//	    than readers, index_backfill_subspan.go), ScanAt(T_b) pages,
+//	    rows → index entries
 //	         │ batches of entries over a channel
 //	         ▼
 //	rowcontainer.EntrySorter (the executor's external merge sort, for
@@ -39,7 +41,8 @@ import (
 //	         │ the entries in key order
 //	         ▼
 //	adjacent keys equal ⇒ 23505; SSTs of versions at T_b cut at target
-//	    tablets' bounds and at backfillSSTBytes
+//	    tablets' bounds and at backfillSSTBytes (from several key ranges
+//	    at once when all in memory, index_backfill_cut.go)
 //	         │
 //	         ▼
 //	writers (≤ backfillWriters at once): AddSSTable, one tablet each,
@@ -118,7 +121,10 @@ func (e *entryBuf) recycle() {
 // backfillStats says what one backfill did (tests and EXPLAIN of builds).
 type backfillStats struct {
 	pieces, runs, ssts int
-	entries            int64
+	// ranges is how many key ranges the SSTs were cut from at once
+	// (index_backfill_cut.go).
+	ranges  int
+	entries int64
 
 	mu sync.Mutex
 	// nodes counts the pieces read on each node (0: a node outside a
@@ -144,7 +150,8 @@ func (b *indexBuild) backfill(ctx context.Context, t *catalog.Table) error {
 		return fmt.Errorf("ddl: index %d of table %q missing from its layout", b.indexID, t.Name)
 	}
 	pred := t.IndexByID(b.indexID).Predicate
-	return b.e.x.DB.Txn(ctx, kv.Serializable, func(ctx context.Context, txn *kv.Txn) error {
+	b.steps.mark("table")
+	err = b.e.x.DB.Txn(ctx, kv.Serializable, func(ctx context.Context, txn *kv.Txn) error {
 		// The transaction only holds T_b against GC; the reads go
 		// around it, tablet by tablet in parallel.
 		txn.ExemptFromDrain()
@@ -152,6 +159,8 @@ func (b *indexBuild) backfill(ctx context.Context, t *catalog.Table) error {
 		b.progress.TuplesDone = 0
 		return b.sortedBackfill(ctx, t, layout, il, pred, ts)
 	})
+	b.steps.mark("backfill_commit")
+	return err
 }
 
 // tabletPieces cuts span at the bounds of the tablets it covers.
@@ -177,10 +186,17 @@ func tabletPieces(ctx context.Context, db *kv.DB, span kvpb.Span) ([]kvpb.Span, 
 
 func (b *indexBuild) sortedBackfill(ctx context.Context, t *catalog.Table, layout *rowenc.TableLayout, il *rowenc.IndexLayout,
 	predText string, ts hlc.Timestamp) error {
+	b.steps.mark("backfill_start")
 	pieces, self, err := b.planPieces(ctx, layout, predText, ts)
 	if err != nil {
 		return err
 	}
+	// Fewer local pieces than readers: cut them into sub-spans
+	// (index_backfill_subspan.go).
+	if pieces, err = b.splitLocalPieces(ctx, layout, pieces, self, ts); err != nil {
+		return err
+	}
+	b.steps.mark("plan")
 	stats := &backfillStats{pieces: len(pieces)}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -257,12 +273,20 @@ func (b *indexBuild) sortedBackfill(ctx context.Context, t *catalog.Table, layou
 			return err
 		}
 	}
-	it, err := sorter.Sort(ctx)
+	b.steps.mark("read")
+	// The sorted entries, as several key ranges when they are many and
+	// all in memory (index_backfill_cut.go).
+	its, err := sorter.Ranges(ctx, cutWorkers, cutParallelBytes)
 	if err != nil {
 		return err
 	}
-	defer it.Close()
-	stats.runs = sorter.SortedRuns()
+	b.steps.mark("sort")
+	defer func() {
+		for _, it := range its {
+			it.Close()
+		}
+	}()
+	stats.runs, stats.ranges = sorter.SortedRuns(), len(its)
 
 	// Writers: one SST (one tablet's keys) each, at most
 	// backfillWriters at once.
@@ -284,9 +308,11 @@ func (b *indexBuild) sortedBackfill(ctx context.Context, t *catalog.Table, layou
 			}
 		}()
 	}
-	err = b.cutSSTs(ctx, layout, it, ts, writes, stats)
+	err = b.cutRanges(ctx, layout, its, sorter.Bytes(), ts, writes, stats)
+	b.steps.mark("cut")
 	close(writes)
 	wwg.Wait()
+	b.steps.mark("ingest")
 	if writeErr != nil {
 		return writeErr
 	}
@@ -294,6 +320,7 @@ func (b *indexBuild) sortedBackfill(ctx context.Context, t *catalog.Table, layou
 		return err
 	}
 	lastBackfill.Store(stats)
+	b.steps.note(fmt.Sprintf("pieces=%d ranges=%d runs=%d ssts=%d", stats.pieces, stats.ranges, stats.runs, stats.ssts))
 	return nil
 }
 
@@ -331,9 +358,9 @@ func (b *indexBuild) ingest(ctx context.Context, sb *storage.SSTBuilder, ts hlc.
 // cutSSTs walks the sorted entries, fails on two equal keys (a duplicate
 // in a unique index: other indexes' keys end with the primary key), and
 // hands the writers SSTs of the entries as committed versions at ts, each
-// within one target tablet and at most backfillSSTBytes.
+// within one target tablet and at most sstBytes of entries.
 func (b *indexBuild) cutSSTs(ctx context.Context, layout *rowenc.TableLayout, it rowcontainer.EntryIterator, ts hlc.Timestamp,
-	writes chan<- *storage.SSTBuilder, stats *backfillStats) error {
+	sstBytes int64, writes chan<- *storage.SSTBuilder, stats *backfillStats) error {
 	db := b.e.x.DB
 	var prev []byte // the last key (the iterator's keys live until Next)
 	first := true
@@ -365,7 +392,7 @@ func (b *indexBuild) cutSSTs(ctx context.Context, layout *rowenc.TableLayout, it
 		}
 		prev, first = append(prev[:0], k...), false
 		stats.entries++
-		if sb != nil && (sb.DataBytes() >= backfillSSTBytes || (len(end) > 0 && bytes.Compare(k, end) >= 0)) {
+		if sb != nil && (sb.DataBytes() >= sstBytes || (len(end) > 0 && bytes.Compare(k, end) >= 0)) {
 			if err := flush(); err != nil {
 				return err
 			}

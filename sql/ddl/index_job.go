@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -146,6 +147,47 @@ type indexBuild struct {
 	drainDeadline time.Time
 	// cancel ends the job's context (CANCEL JOB).
 	cancel context.CancelCauseFunc
+	// steps times the build's parts for its closing log line.
+	steps stepTimer
+}
+
+// stepTimer records how long each part of a build took, in order, for
+// the log line a build ends with: where a build's wall time goes (its
+// waits besides its CPU) shows there without a profiler.
+type stepTimer struct {
+	start, last time.Time
+	parts       []string
+}
+
+// mark ends the part named name, begun at the previous mark.
+func (s *stepTimer) mark(name string) {
+	now := time.Now()
+	if s.start.IsZero() {
+		s.start = now
+	}
+	if !s.last.IsZero() {
+		s.parts = append(s.parts, fmt.Sprintf("%s=%s", name, now.Sub(s.last).Round(time.Millisecond)))
+	}
+	s.last = now
+}
+
+// note adds what a part did to the log line.
+func (s *stepTimer) note(what string) { s.parts = append(s.parts, what) }
+
+func (s *stepTimer) String() string { return strings.Join(s.parts, " ") }
+
+// logStepsAfter is how long a build takes before its steps are logged at
+// the info level (at debug below it: tests build many small indexes).
+const logStepsAfter = time.Second
+
+// log writes the build's steps.
+func (s *stepTimer) log(job int64, table catalog.ID, index catalog.IndexID) {
+	level := slog.LevelDebug
+	if time.Since(s.start) >= logStepsAfter {
+		level = slog.LevelInfo
+	}
+	slog.Log(context.Background(), level, "cairn: index build done", "job", job, "table", table, "index", index,
+		"took", time.Since(s.start).Round(time.Millisecond), "steps", s.String())
 }
 
 // createIndexOnline builds idx (complete but for its ID, placement and
@@ -160,6 +202,7 @@ func (e *executor) createIndexOnline(ctx context.Context, tableID catalog.ID, id
 		desc = e.stmt.SQL
 	}
 	b := &indexBuild{e: e, tableID: tableID, drainDeadline: time.Now().Add(DrainTimeout)}
+	b.steps.mark("")
 	b.progress = IndexProgress{TableID: tableID, Phase: "initializing", Concurrent: concurrent, PID: e.x.BackendPID}
 	if e.x.Database != nil {
 		b.progress.Database = e.x.Database.ID
@@ -173,6 +216,7 @@ func (e *executor) createIndexOnline(ctx context.Context, tableID catalog.ID, id
 		return err
 	}
 	b.job = job
+	b.steps.mark("job")
 	// While this process runs the job it is alive, whatever its heartbeat
 	// says (a stalled disk can delay heartbeats past jobs.OrphanAfter):
 	// this node's orphan check leaves it alone.
@@ -193,6 +237,8 @@ func (e *executor) createIndexOnline(ctx context.Context, tableID catalog.ID, id
 	}
 	if err == nil {
 		_ = job.Finish(bg, jobs.StatusSucceeded, nil)
+		b.steps.mark("finish")
+		b.steps.log(job.ID(), tableID, b.indexID)
 		return nil
 	}
 	status := jobs.StatusFailed
@@ -270,9 +316,11 @@ func (b *indexBuild) run(ctx context.Context, idx catalog.Index) error {
 		return err
 	}
 	b.progress.IndexID = b.indexID
+	b.steps.mark("delete_only")
 	if err := e.splitShards(ctx, added, b.indexID); err != nil {
 		return err
 	}
+	b.steps.mark("split")
 	if err := b.settle(ctx, ts, catalog.IndexDeleteOnly); err != nil {
 		return err
 	}
@@ -294,6 +342,7 @@ func (b *indexBuild) from(ctx context.Context, cur catalog.IndexState) error {
 		if err != nil {
 			return err
 		}
+		b.steps.mark(string(st))
 		if err := b.settle(ctx, ts, st); err != nil {
 			return err
 		}
@@ -312,6 +361,7 @@ func (b *indexBuild) from(ctx context.Context, cur catalog.IndexState) error {
 		if err != nil {
 			return err
 		}
+		b.steps.mark(string(catalog.IndexValidating))
 		if err := b.settle(ctx, ts, catalog.IndexValidating); err != nil {
 			return err
 		}
@@ -327,11 +377,14 @@ func (b *indexBuild) from(ctx context.Context, cur catalog.IndexState) error {
 	if err := b.validate(ctx, t); err != nil {
 		return err
 	}
+	b.steps.mark("validate")
 	// 5. public.
 	if _, err := b.setState(ctx, catalog.IndexPublic); err != nil {
 		return err
 	}
+	b.steps.mark(string(catalog.IndexPublic))
 	b.report(ctx, catalog.IndexPublic)
+	b.steps.mark("report")
 	return nil
 }
 
@@ -339,9 +392,11 @@ func (b *indexBuild) from(ctx context.Context, cur catalog.IndexState) error {
 // testing hook.
 func (b *indexBuild) settle(ctx context.Context, ts hlc.Timestamp, st catalog.IndexState) error {
 	b.report(ctx, st)
+	b.steps.mark("report")
 	if err := b.drain(ctx, ts); err != nil {
 		return err
 	}
+	b.steps.mark("drain")
 	if h := indexTestingHooks.atState; h != nil {
 		if err := h(b.job.ID(), st); err != nil {
 			return err

@@ -61,6 +61,8 @@ type EntrySorter struct {
 
 	// Runs counts the sorted runs written (tests, EXPLAIN of builds).
 	Runs int
+	// Bytes is the keys' and values' bytes added (in memory or spilled).
+	Bytes int64
 }
 
 // entrySlot locates one entry in the arena: its key then its value, back
@@ -155,6 +157,7 @@ func (s *EntrySorter) Add(ctx context.Context, key, value []byte) error {
 		c = append(c, value...)
 		s.chunks[last] = c
 		s.free -= entrySlotCost
+		s.Bytes += int64(n)
 		s.ents = append(s.ents, entrySlot{
 			abbr: abbreviate(key, len(s.prefix)), chunk: uint32(last), off: uint32(off),
 			klen: uint32(len(key)), vlen: uint32(len(value)),
@@ -594,3 +597,95 @@ func abbreviate(key []byte, prefix int) uint64 {
 	}
 	return binary.BigEndian.Uint64(b[:])
 }
+
+// Ranges of the sorted entries, read in parallel (an index build cuts its
+// SSTs from several key ranges at once: one goroutine walking every entry
+// was the build's serial tail). They exist only while every entry is in
+// memory (no run was spilled): each sealed segment is sorted, so a key
+// range of the whole is, in each segment, the slots from the first key at
+// or above its lower bound to the first at or above its upper bound, and
+// a merge of those sub-segments is the range in key order.
+
+// Abbreviation is key's abbreviated form in this sorter (keys must
+// begin with its prefix): the 8 bytes after the prefix as an integer.
+// Keys whose abbreviations differ order as them; equal ones must be
+// compared in full. A merge of several sorters' streams compares these
+// first, as the sorter does.
+func (s *EntrySorter) Abbreviation(key []byte) uint64 { return abbreviate(key, len(s.prefix)) }
+
+// InMemory says whether every entry added is in memory (nothing spilled),
+// which SampleKeys and Range require.
+func (s *EntrySorter) InMemory() bool { return len(s.runs) == 0 }
+
+// SampleKeys ends adding and appends to dst up to perSegment keys of each
+// sorted segment, evenly spaced in it: a sample of the entries' keys in
+// proportion to where they lie (copies; every segment but the last holds
+// a chunk's worth of entries). It requires InMemory.
+func (s *EntrySorter) SampleKeys(dst [][]byte, perSegment int) [][]byte {
+	s.seal()
+	for _, g := range s.segs {
+		n := g.hi - g.lo
+		step := max(n/max(perSegment, 1), 1)
+		for i := g.lo + step/2; i < g.hi; i += step {
+			dst = append(dst, bytes.Clone(s.key(&s.ents[i])))
+		}
+	}
+	return dst
+}
+
+// Range returns the entries in memory whose keys are in [lo, hi) (a nil
+// bound is open), in key order. It requires InMemory and no Add after
+// SampleKeys or the first Range; iterators of one sorter may be read
+// concurrently (they only read it). Closing one releases nothing: the
+// sorter's Close does, after every range is done with.
+func (s *EntrySorter) Range(lo, hi []byte) EntryIterator {
+	s.seal()
+	m := &segMerge{s: s, heap: make([]segCursor, 0, len(s.segs))}
+	for _, g := range s.segs {
+		a, b := s.lowerBound(g, lo), g.hi
+		if hi != nil {
+			b = s.lowerBound(g, hi)
+		}
+		if a < b {
+			m.heap = append(m.heap, segCursor{abbr: s.ents[a].abbr, i: a, hi: b})
+		}
+	}
+	for i := len(m.heap)/2 - 1; i >= 0; i-- {
+		m.down(i)
+	}
+	return &entryRangeIter{s: s, m: m}
+}
+
+// lowerBound is the first slot of segment g whose key is at or above k
+// (g.hi if none; g.lo for a nil k).
+func (s *EntrySorter) lowerBound(g segment, k []byte) int {
+	if k == nil {
+		return g.lo
+	}
+	n, _ := slices.BinarySearchFunc(s.ents[g.lo:g.hi], k, func(e entrySlot, k []byte) int {
+		return bytes.Compare(s.key(&e), k)
+	})
+	return g.lo + n
+}
+
+// entryRangeIter is Range's iterator: a memory merge that leaves the
+// sorter open when closed.
+type entryRangeIter struct {
+	s *EntrySorter
+	m *segMerge
+	i int
+}
+
+func (r *entryRangeIter) Next(ctx context.Context) ([]byte, []byte, bool, error) {
+	e := r.m.next()
+	if e == nil {
+		return nil, nil, false, nil
+	}
+	r.i++
+	if err := checkCtx(ctx, r.i); err != nil {
+		return nil, nil, false, err
+	}
+	return r.s.key(e), r.s.value(e), true, nil
+}
+
+func (r *entryRangeIter) Close() { r.m.heap = nil }

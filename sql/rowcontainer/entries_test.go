@@ -3,9 +3,12 @@ package rowcontainer
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/cairn-db/cairn/sql/mon"
@@ -137,4 +140,127 @@ func TestEntrySorterPrefix(t *testing.T) {
 	if s.Len() != 1 {
 		t.Fatalf("%d entries held, want 1", s.Len())
 	}
+}
+
+// TestEntrySorterRanges: the sorted entries in memory, read as key
+// ranges whose bounds come from SampleKeys, read concurrently, are every
+// entry once, each range in key order and within its bounds, and equal
+// keys all in one range; a sorter that spilled is not InMemory.
+func TestEntrySorterRanges(t *testing.T) {
+	ctx := context.Background()
+	prefix := []byte{0xf3, 0x8a}
+	for _, tc := range []struct {
+		n, ranges int
+	}{
+		{0, 3},
+		{1, 2},
+		{5000, 2},
+		{200000, 4},
+		{200000, 7},
+	} {
+		rng := rand.New(rand.NewPCG(uint64(tc.n), uint64(tc.ranges)))
+		node := mon.NewBudget("SQL memory", 0)
+		s := NewEntrySorter(node.NewAccount(64<<20), nil, prefix)
+		want := map[string]int{}
+		var keys [][]byte
+		for i := range tc.n {
+			var k []byte
+			if i > 0 && rng.IntN(4) == 0 {
+				k = keys[rng.IntN(len(keys))] // duplicates: must share a range
+			} else {
+				k = append(slices.Clone(prefix), byte(rng.IntN(3)))
+				for range rng.IntN(12) {
+					k = append(k, byte(rng.IntN(256)))
+				}
+				keys = append(keys, k)
+			}
+			want[string(k)]++
+			if err := s.Add(ctx, k, []byte{byte(i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !s.InMemory() {
+			t.Fatalf("n %d: spilled under a 64 MiB limit", tc.n)
+		}
+		sample := s.SampleKeys(nil, 16)
+		slices.SortFunc(sample, bytes.Compare)
+		var bounds [][]byte
+		for i := 1; i < tc.ranges && len(sample) > 0; i++ {
+			if b := sample[i*len(sample)/tc.ranges]; len(bounds) == 0 || bytes.Compare(bounds[len(bounds)-1], b) < 0 {
+				bounds = append(bounds, b)
+			}
+		}
+		if tc.n >= 5000 && len(bounds) != tc.ranges-1 {
+			t.Fatalf("n %d: %d bounds from %d sampled keys, want %d", tc.n, len(bounds), len(sample), tc.ranges-1)
+		}
+		got := make([][][]byte, len(bounds)+1)
+		var wg sync.WaitGroup
+		errs := make([]error, len(got))
+		for i := range got {
+			var lo, hi []byte
+			if i > 0 {
+				lo = bounds[i-1]
+			}
+			if i < len(bounds) {
+				hi = bounds[i]
+			}
+			it := s.Range(lo, hi)
+			wg.Go(func() {
+				defer it.Close()
+				for {
+					k, _, ok, err := it.Next(ctx)
+					if err != nil || !ok {
+						errs[i] = err
+						return
+					}
+					if (lo != nil && bytes.Compare(k, lo) < 0) || (hi != nil && bytes.Compare(k, hi) >= 0) {
+						errs[i] = fmt.Errorf("range %d [%x, %x) holds %x", i, lo, hi, k)
+						return
+					}
+					if n := len(got[i]); n > 0 && bytes.Compare(got[i][n-1], k) > 0 {
+						errs[i] = fmt.Errorf("range %d: %x follows %x", i, k, got[i][n-1])
+						return
+					}
+					got[i] = append(got[i], slices.Clone(k))
+				}
+			})
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				t.Fatalf("n %d: %v", tc.n, err)
+			}
+		}
+		seen := map[string]int{}
+		for i, r := range got {
+			if tc.n >= 5000 && len(r) == 0 {
+				t.Errorf("n %d: range %d is empty", tc.n, i)
+			}
+			inRange := map[string]bool{}
+			for _, k := range r {
+				if seen[string(k)] > 0 && !inRange[string(k)] {
+					t.Fatalf("n %d: key %x in two ranges", tc.n, k)
+				}
+				inRange[string(k)] = true
+				seen[string(k)]++
+			}
+		}
+		if !maps.Equal(seen, want) {
+			t.Fatalf("n %d: the ranges hold %d distinct keys, want %d (or counts differ)", tc.n, len(seen), len(want))
+		}
+		s.Close()
+	}
+	// A sorter that spilled is read as one stream (Sort), not as ranges.
+	ts := newTemp(t, 0)
+	node := mon.NewBudget("SQL memory", 0)
+	s := NewEntrySorter(node.NewAccount(16<<10), ts.NewScope(), prefix)
+	for i := range 5000 {
+		if err := s.Add(ctx, append(slices.Clone(prefix), byte(i), byte(i>>8)), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.InMemory() {
+		t.Fatalf("5000 entries under a 16 KiB limit: nothing spilled")
+	}
+	s.Close()
 }
