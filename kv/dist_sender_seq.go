@@ -56,6 +56,20 @@ func (ds *DistSender) sendSequential(ctx context.Context, ba *kvpb.BatchRequest,
 	}
 	// retries counts routing refusals since the last answer.
 	retries := attempt
+	// pf is the current tablet's part sent ahead, ahead the next one's
+	// (dist_sender_prefetch.go); neither outlives the walk. walked: a
+	// tablet has answered and the walk went on, so the next ones may be
+	// read ahead.
+	var pf, ahead *scanPrefetch
+	walked := false
+	defer func() {
+		pf.drop()
+		ahead.drop()
+	}()
+	end := hi
+	if reverse {
+		end = lo
+	}
 	for !allDone(state) {
 		if (!reverse && bytes.Compare(cursor, hi) >= 0) || (reverse && bytes.Compare(cursor, lo) <= 0) {
 			return nil, fmt.Errorf("kv: walked past the batch's span with requests unfinished")
@@ -73,12 +87,26 @@ func (ds *DistSender) sendSequential(ctx context.Context, ba *kvpb.BatchRequest,
 			}
 		}
 		if len(reqs) > 0 {
-			sub := &kvpb.BatchRequest{Header: ba.Header, Requests: reqs}
-			sub.Txn = ba.Txn.Clone()
-			sub.TabletID = desc.TabletID
-			traceTablet(ctx, desc.TabletID)
-			br, err := ds.sender.Send(ctx, sub)
+			if walked {
+				ahead = ds.prefetchAfter(ctx, ba, state, desc, reverse, end)
+			}
+			var br *kvpb.BatchResponse
+			if pf != nil {
+				br = pf.take(ds, desc, idx, reqs)
+				pf = nil
+			}
+			if br == nil {
+				sub := &kvpb.BatchRequest{Header: ba.Header, Requests: reqs}
+				sub.Txn = ba.Txn.Clone()
+				sub.TabletID = desc.TabletID
+				traceTablet(ctx, desc.TabletID)
+				br, err = ds.sender.Send(ctx, sub)
+			}
 			if err != nil {
+				// The walk asks this tablet again, and reads ahead
+				// afresh from there.
+				ahead.drop()
+				ahead = nil
 				if !ds.handleRoutingError(desc, err) {
 					return nil, err
 				}
@@ -101,6 +129,8 @@ func (ds *DistSender) sendSequential(ctx context.Context, ba *kvpb.BatchRequest,
 				state[i].absorb(desc, reqs[j], br.Responses[j], reverse)
 			}
 			mergeHeader(out, br, ba.Txn)
+			pf, ahead = ahead, nil
+			walked = true
 		}
 		if reverse {
 			cursor = desc.StartKey
