@@ -268,3 +268,52 @@ func TestWalkPrefetchEndsWithTheWalk(t *testing.T) {
 		})
 	}
 }
+
+// TestPrefetchAnswerFor: how an answer read ahead becomes the answer to
+// the walk's own request (invariant 2 of dist_sender_prefetch.go): as it
+// is when nothing changed, cut to a row limit that shrank (the resume
+// span from the first row cut, either direction), and refused when the
+// request differs otherwise, its limit grew, or it is a count.
+func TestPrefetchAnswerFor(t *testing.T) {
+	rows := func(ks ...string) []kvpb.KeyValue {
+		var out []kvpb.KeyValue
+		for _, k := range ks {
+			out = append(out, kvpb.KeyValue{Key: []byte(k), Value: []byte("v")})
+		}
+		return out
+	}
+	scan := func(max int64, reverse bool) *kvpb.ScanRequest {
+		return &kvpb.ScanRequest{Key: []byte("b"), EndKey: []byte("f"), MaxKeys: max, Reverse: reverse}
+	}
+	for _, tc := range []struct {
+		name       string
+		sent, want *kvpb.ScanRequest
+		resp       *kvpb.ScanResponse
+		out        string // "" when refused
+	}{
+		{"unchanged", scan(300, false), scan(300, false), &kvpb.ScanResponse{Rows: rows("b1", "c1")}, "[b1=v c1=v]"},
+		{"cut", scan(300, false), scan(2, false), &kvpb.ScanResponse{Rows: rows("b1", "c1", "d1")}, `[b1=v c1=v] resume="d1"-"f"`},
+		{"cut reverse", scan(300, true), scan(2, true), &kvpb.ScanResponse{Rows: rows("d1", "c1", "b1")}, `[d1=v c1=v] resume="b"-"b1\x00"`},
+		{"shrunk, fewer rows", scan(300, false), scan(5, false), &kvpb.ScanResponse{Rows: rows("b1", "c1")}, "[b1=v c1=v]"},
+		{"unlimited sent", scan(0, false), scan(1, false), &kvpb.ScanResponse{Rows: rows("b1", "c1")}, `[b1=v] resume="c1"-"f"`},
+		{"limit grew", scan(2, false), scan(300, false), &kvpb.ScanResponse{Rows: rows("b1", "c1")}, ""},
+		{"limit lifted", scan(2, false), scan(0, false), &kvpb.ScanResponse{Rows: rows("b1", "c1")}, ""},
+		{"other span", scan(300, false), &kvpb.ScanRequest{Key: []byte("c"), EndKey: []byte("f"), MaxKeys: 300}, &kvpb.ScanResponse{}, ""},
+		{"count cut", &kvpb.ScanRequest{Key: []byte("b"), EndKey: []byte("f"), MaxKeys: 300, CountTags: []byte{1}},
+			&kvpb.ScanRequest{Key: []byte("b"), EndKey: []byte("f"), MaxKeys: 2, CountTags: []byte{1}}, &kvpb.ScanResponse{Count: 3}, ""},
+		{"count unchanged", &kvpb.ScanRequest{Key: []byte("b"), EndKey: []byte("f"), MaxKeys: 300, CountTags: []byte{1}},
+			&kvpb.ScanRequest{Key: []byte("b"), EndKey: []byte("f"), MaxKeys: 300, CountTags: []byte{1}}, &kvpb.ScanResponse{Count: 3}, "[]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := answerFor(tc.sent, tc.want, tc.resp)
+			switch {
+			case tc.out == "" && ok:
+				t.Fatalf("used %s, want it refused", fmtResp(got))
+			case tc.out != "" && !ok:
+				t.Fatalf("refused, want %s", tc.out)
+			case ok && fmtResp(got) != tc.out:
+				t.Fatalf("got %s, want %s", fmtResp(got), tc.out)
+			}
+		})
+	}
+}
