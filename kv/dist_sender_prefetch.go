@@ -111,16 +111,7 @@ func (ds *DistSender) prefetchAfter(ctx context.Context, ba *kvpb.BatchRequest, 
 	for i, st := range state {
 		c := &seqReq{req: st.req, rest: st.rest, done: st.done, keysLeft: st.keysLeft, bytesLeft: st.bytesLeft}
 		if st.pieceIn(desc) != nil {
-			if len(c.rest.EndKey) == 0 {
-				c.done = true
-			} else {
-				if reverse {
-					c.rest.EndKey = maxKey(c.rest.Key, desc.StartKey)
-				} else {
-					c.rest.Key = minKey(c.rest.EndKey, desc.EndKey)
-				}
-				c.done = bytes.Compare(c.rest.Key, c.rest.EndKey) >= 0
-			}
+			c.done = c.pass(desc, reverse)
 		}
 		left = left || !c.done
 		next[i] = c

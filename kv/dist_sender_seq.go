@@ -210,17 +210,12 @@ func (st *seqReq) pieceIn(desc kvpb.TabletDescriptor) kvpb.Request {
 // absorb records the answer to the piece sent to desc.
 func (st *seqReq) absorb(desc kvpb.TabletDescriptor, sent kvpb.Request, resp kvpb.Response, reverse bool) {
 	st.resps = append(st.resps, resp)
-	if len(st.rest.EndKey) == 0 {
+	point := len(st.rest.EndKey) == 0
+	empty := st.pass(desc, reverse)
+	if point {
 		st.done = true
 		return
 	}
-	// Drop the part of the span this tablet covered.
-	if reverse {
-		st.rest.EndKey = maxKey(st.rest.Key, desc.StartKey)
-	} else {
-		st.rest.Key = minKey(st.rest.EndKey, desc.EndKey)
-	}
-	empty := bytes.Compare(st.rest.Key, st.rest.EndKey) >= 0
 	sc, ok := sent.(*kvpb.ScanRequest)
 	if !ok || !isLimited(sc) {
 		st.done = empty
@@ -259,6 +254,20 @@ func (st *seqReq) absorb(desc kvpb.TabletDescriptor, sent kvpb.Request, resp kvp
 	default:
 		st.done = empty
 	}
+}
+
+// pass drops the part of the request's span that desc's tablet covers
+// and reports whether nothing is left (a point request: always).
+func (st *seqReq) pass(desc kvpb.TabletDescriptor, reverse bool) bool {
+	if len(st.rest.EndKey) == 0 {
+		return true
+	}
+	if reverse {
+		st.rest.EndKey = maxKey(st.rest.Key, desc.StartKey)
+	} else {
+		st.rest.Key = minKey(st.rest.EndKey, desc.EndKey)
+	}
+	return bytes.Compare(st.rest.Key, st.rest.EndKey) >= 0
 }
 
 // result merges the pieces answered so far.
