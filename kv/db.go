@@ -52,6 +52,11 @@ type Options struct {
 	// replicated node). A transaction records this node's clock as its
 	// observed timestamp of it at each new snapshot (txn_observed.go).
 	NodeID uint64
+	// Leaseholder, when set, names the node believed to hold a tablet's
+	// lease (0: unknown; kv.LeaseholderSender.Leaseholder). A scan walked
+	// over tablets then reads the next tablet ahead when its lease is on
+	// a node other than NodeID (dist_sender_prefetch.go).
+	Leaseholder func(kvpb.TabletID) uint64
 }
 
 func (o *Options) setDefaults() {
@@ -114,8 +119,15 @@ func NewDB(sender kvpb.Sender, lookup TabletLookup, clock *hlc.Clock, opts Optio
 	opts.setDefaults()
 	cache := NewTabletCache(lookup)
 	ctx, cancel := context.WithCancel(context.Background())
+	ds := NewDistSender(sender, cache, clock, opts.MaxRoutingRetries)
+	if lh, self := opts.Leaseholder, opts.NodeID; lh != nil && self != 0 {
+		ds.remote = func(t kvpb.TabletID) bool {
+			n := lh(t)
+			return n != 0 && n != self
+		}
+	}
 	return &DB{
-		ds:          NewDistSender(sender, cache, clock, opts.MaxRoutingRetries),
+		ds:          ds,
 		cache:       cache,
 		clock:       clock,
 		opts:        opts,
@@ -130,6 +142,11 @@ func NewDB(sender kvpb.Sender, lookup TabletLookup, clock *hlc.Clock, opts Optio
 // incarnation of the same node was left by a process that has ended, with
 // all its transactions.
 func (db *DB) Incarnation() uuid.UUID { return db.incarnation }
+
+// ScanPrefetches reports how many times scans walked over tablets sent
+// the next tablet's part ahead (its lease on another node), and how many
+// of those answers they used (dist_sender_prefetch.go).
+func (db *DB) ScanPrefetches() (sent, used int64) { return db.ds.ScanPrefetches() }
 
 // NodeID is Options.NodeID.
 func (db *DB) NodeID() uint64 { return db.opts.NodeID }

@@ -25,7 +25,9 @@ import (
 //   - A scan with a limit (MaxKeys or MaxBytes) that crosses tablets cannot
 //     be answered in parallel without reading too much, so such a batch is
 //     walked tablet by tablet in scan order until every limit is met; the
-//     scans that stop early get a resume span over the rest.
+//     scans that stop early get a resume span over the rest. While one
+//     tablet is asked, the next is asked ahead when its lease is on
+//     another node (dist_sender_prefetch.go).
 //   - A batch ending in EndTxn whose requests all land on one tablet is sent
 //     whole, so the tablet can commit it in one phase. If it spans tablets,
 //     the other requests go first (in parallel) and EndTxn is sent after they
@@ -38,6 +40,11 @@ type DistSender struct {
 	cache             *TabletCache
 	clock             *hlc.Clock
 	maxRoutingRetries int
+	// remote, when set, reports whether a tablet's lease is known to be on
+	// another node: a walk over tablets then reads such a tablet ahead
+	// (dist_sender_prefetch.go).
+	remote     func(kvpb.TabletID) bool
+	prefetches prefetchStats
 }
 
 // NewDistSender returns a router sending through sender, resolving tablets

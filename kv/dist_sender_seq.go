@@ -56,6 +56,20 @@ func (ds *DistSender) sendSequential(ctx context.Context, ba *kvpb.BatchRequest,
 	}
 	// retries counts routing refusals since the last answer.
 	retries := attempt
+	// pf is the current tablet's part sent ahead, ahead the next one's
+	// (dist_sender_prefetch.go); neither outlives the walk. walked: a
+	// tablet has answered and the walk went on, so the next ones may be
+	// read ahead.
+	var pf, ahead *scanPrefetch
+	walked := false
+	defer func() {
+		pf.drop()
+		ahead.drop()
+	}()
+	end := hi
+	if reverse {
+		end = lo
+	}
 	for !allDone(state) {
 		if (!reverse && bytes.Compare(cursor, hi) >= 0) || (reverse && bytes.Compare(cursor, lo) <= 0) {
 			return nil, fmt.Errorf("kv: walked past the batch's span with requests unfinished")
@@ -73,12 +87,26 @@ func (ds *DistSender) sendSequential(ctx context.Context, ba *kvpb.BatchRequest,
 			}
 		}
 		if len(reqs) > 0 {
-			sub := &kvpb.BatchRequest{Header: ba.Header, Requests: reqs}
-			sub.Txn = ba.Txn.Clone()
-			sub.TabletID = desc.TabletID
-			traceTablet(ctx, desc.TabletID)
-			br, err := ds.sender.Send(ctx, sub)
+			if walked {
+				ahead = ds.prefetchAfter(ctx, ba, state, desc, reverse, end)
+			}
+			var br *kvpb.BatchResponse
+			if pf != nil {
+				br = pf.take(ds, desc, idx, reqs)
+				pf = nil
+			}
+			if br == nil {
+				sub := &kvpb.BatchRequest{Header: ba.Header, Requests: reqs}
+				sub.Txn = ba.Txn.Clone()
+				sub.TabletID = desc.TabletID
+				traceTablet(ctx, desc.TabletID)
+				br, err = ds.sender.Send(ctx, sub)
+			}
 			if err != nil {
+				// The walk asks this tablet again, and reads ahead
+				// afresh from there.
+				ahead.drop()
+				ahead = nil
 				if !ds.handleRoutingError(desc, err) {
 					return nil, err
 				}
@@ -101,6 +129,8 @@ func (ds *DistSender) sendSequential(ctx context.Context, ba *kvpb.BatchRequest,
 				state[i].absorb(desc, reqs[j], br.Responses[j], reverse)
 			}
 			mergeHeader(out, br, ba.Txn)
+			pf, ahead = ahead, nil
+			walked = true
 		}
 		if reverse {
 			cursor = desc.StartKey
@@ -180,17 +210,12 @@ func (st *seqReq) pieceIn(desc kvpb.TabletDescriptor) kvpb.Request {
 // absorb records the answer to the piece sent to desc.
 func (st *seqReq) absorb(desc kvpb.TabletDescriptor, sent kvpb.Request, resp kvpb.Response, reverse bool) {
 	st.resps = append(st.resps, resp)
-	if len(st.rest.EndKey) == 0 {
+	point := len(st.rest.EndKey) == 0
+	empty := st.pass(desc, reverse)
+	if point {
 		st.done = true
 		return
 	}
-	// Drop the part of the span this tablet covered.
-	if reverse {
-		st.rest.EndKey = maxKey(st.rest.Key, desc.StartKey)
-	} else {
-		st.rest.Key = minKey(st.rest.EndKey, desc.EndKey)
-	}
-	empty := bytes.Compare(st.rest.Key, st.rest.EndKey) >= 0
 	sc, ok := sent.(*kvpb.ScanRequest)
 	if !ok || !isLimited(sc) {
 		st.done = empty
@@ -229,6 +254,20 @@ func (st *seqReq) absorb(desc kvpb.TabletDescriptor, sent kvpb.Request, resp kvp
 	default:
 		st.done = empty
 	}
+}
+
+// pass drops the part of the request's span that desc's tablet covers
+// and reports whether nothing is left (a point request: always).
+func (st *seqReq) pass(desc kvpb.TabletDescriptor, reverse bool) bool {
+	if len(st.rest.EndKey) == 0 {
+		return true
+	}
+	if reverse {
+		st.rest.EndKey = maxKey(st.rest.Key, desc.StartKey)
+	} else {
+		st.rest.Key = minKey(st.rest.EndKey, desc.EndKey)
+	}
+	return bytes.Compare(st.rest.Key, st.rest.EndKey) >= 0
 }
 
 // result merges the pieces answered so far.

@@ -64,6 +64,26 @@ type ClusterOptions struct {
 	// SplitQueue runs every node's split queue (store.RunSplitQueue, with
 	// Store's thresholds).
 	SplitQueue bool
+	// KVFilter, when set, sees every batch a node's KV server receives
+	// from another node before its store does, under the request's
+	// context; a batch it fails gets its error instead. Tests hold
+	// batches back with it.
+	KVFilter func(ctx context.Context, node uint64, ba *kvpb.BatchRequest) error
+}
+
+// filteredKV is a node's store as its KV server sees it with
+// ClusterOptions.KVFilter.
+type filteredKV struct {
+	node   uint64
+	filter func(ctx context.Context, node uint64, ba *kvpb.BatchRequest) error
+	st     kvpb.Sender
+}
+
+func (f filteredKV) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchResponse, error) {
+	if err := f.filter(ctx, f.node, ba); err != nil {
+		return nil, err
+	}
+	return f.st.Send(ctx, ba)
 }
 
 // Cluster is several nodes replicating every tablet over gRPC on
@@ -340,12 +360,17 @@ func (n *ClusterNode) start(ln net.Listener) error {
 	})
 	dbOpts := c.opts.DB
 	dbOpts.NodeID = n.ID // the gateway observes its own clock
+	dbOpts.Leaseholder = n.Leaseholders.Leaseholder
 	n.DB = kv.NewDB(clockmon.Guard(n.Leaseholders, n.ClockMonitor), st, n.Clock, dbOpts)
 	ls.Set(n.DB)
 	raftNode := n.Raft
+	var kvServed kvpb.Sender = st
+	if c.opts.KVFilter != nil {
+		kvServed = filteredKV{node: n.ID, filter: c.opts.KVFilter, st: st}
+	}
 	n.server = rpc.Serve(ln, func(env raftnode.Envelope) { _ = raftNode.Step(env) }, func(ctx context.Context, env raftnode.Envelope, image io.Reader) error {
 		return raftNode.ReceiveSnapshot(ctx, env, image)
-	}, rpc.WithKV(st), rpc.WithGeography(n.Geo), rpc.WithClock(n.Clock.PhysicalNow))
+	}, rpc.WithKV(kvServed), rpc.WithGeography(n.Geo), rpc.WithClock(n.Clock.PhysicalNow))
 	ctx, cancel := context.WithCancel(context.Background())
 	n.stopRun, n.runDone, n.monDone = cancel, make(chan error, 1), make(chan struct{})
 	go func() { n.runDone <- n.Raft.Run(ctx, c.opts.Tick) }()

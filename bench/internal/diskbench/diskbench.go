@@ -24,6 +24,7 @@ import (
 	"github.com/cairn-db/cairn/server"
 	"github.com/cairn-db/cairn/storage"
 	"github.com/cairn-db/cairn/storage/simfs"
+	"github.com/cairn-db/cairn/test/proc"
 )
 
 // Node is a node on a simulated disk and a connection to it.
@@ -48,6 +49,15 @@ func Start(ctx context.Context, dir string, cacheMiB int64) (*Node, error) {
 }
 
 func (n *Node) start(ctx context.Context) error {
+	if os.Getenv("CAIRN_TEST_PORTS") != "" {
+		// Engineers sharing a machine each keep to their port range
+		// (test/proc); without it the kernel picks free ports.
+		addrs, err := proc.FreeAddrs(2)
+		if err != nil {
+			return fmt.Errorf("ports from CAIRN_TEST_PORTS: %w", err)
+		}
+		n.cfg.SQLAddr, n.cfg.HTTPAddr = addrs[0], addrs[1]
+	}
 	s, err := server.Start(ctx, n.cfg)
 	if err != nil {
 		return err
