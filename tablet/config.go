@@ -15,6 +15,7 @@ const (
 	DefaultTxnLivenessThreshold = 5 * time.Second
 	DefaultMaxValueSize         = 64 << 20
 	DefaultPushPollInterval     = 20 * time.Millisecond
+	DefaultLockPushDelay        = 50 * time.Millisecond
 	DefaultTSCacheMaxEntries    = 1 << 16
 )
 
@@ -42,6 +43,10 @@ type Config struct {
 	// PushPollInterval is how often a waiting push re-checks its pushee and
 	// asks for its own pusher's dependents (deadlock detection).
 	PushPollInterval time.Duration
+	// LockPushDelay is how long a writer waiting for another
+	// transaction's lock waits for it to be released before pushing its
+	// holder (lockwait.go, "When a waiter pushes"); negative: at once.
+	LockPushDelay time.Duration
 	// TSCacheMaxEntries bounds the timestamp cache.
 	TSCacheMaxEntries int
 	// Sender carries pushes, queries and resolutions to whichever tablet
@@ -101,6 +106,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.PushPollInterval <= 0 {
 		c.PushPollInterval = DefaultPushPollInterval
+	}
+	if c.LockPushDelay == 0 {
+		c.LockPushDelay = DefaultLockPushDelay
 	}
 	if c.TSCacheMaxEntries <= 0 {
 		c.TSCacheMaxEntries = DefaultTSCacheMaxEntries

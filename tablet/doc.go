@@ -27,7 +27,8 @@
 //	│     │      record reads in tscache         table, txn wait queue, metrics)
 //	│     │      release latches, return         tscache.go
 //	│     ├─ WriteIntentError: enqueue on each lock (under latches),
-//	│     │      release latches, wait + push holder   locktable.go, lockwait.go
+//	│     │      release latches, wait (a writer: LockPushDelay first)
+//	│     │      + push holder                  locktable.go, lockwait.go
 //	│     ├─ TransactionPushError (a PushTxn): enqueue in the txn wait
 //	│     │      queue, release latches, wait; query own record for the
 //	│     │      wait-for graph                  txnwait.go, pushwait.go

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,6 +32,7 @@ type harness struct {
 	manual *hlc.ManualClock
 	clock  *hlc.Clock
 	r      *Replica
+	sender *selfSender
 	// mu guards txns, names and writes: Go tests send from several
 	// goroutines.
 	mu    sync.Mutex
@@ -44,10 +46,19 @@ type harness struct {
 	defaultSpans *kvpb.EndTxnRequest
 }
 
-// selfSender forwards to a replica set after construction.
-type selfSender struct{ r *Replica }
+// selfSender forwards to a replica set after construction, counting the
+// pushes it carries.
+type selfSender struct {
+	r      *Replica
+	pushes atomic.Int64
+}
 
 func (s *selfSender) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchResponse, error) {
+	for _, req := range ba.Requests {
+		if req.Method() == kvpb.MethodPushTxn {
+			s.pushes.Add(1)
+		}
+	}
 	return s.r.Send(ctx, ba)
 }
 
@@ -89,6 +100,7 @@ func (h *harness) open(cfg Config) {
 	}
 	ss.r = r
 	h.r = r
+	h.sender = ss
 }
 
 // newTxn creates a pending transaction whose timestamps are all ts. Its ID

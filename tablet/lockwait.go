@@ -69,6 +69,31 @@ type pushResult struct {
 	err    error
 }
 
+// When a waiter pushes. A push that meets a live holder fails and waits
+// in the txn wait queue of the holder's record tablet, whose only work is
+// then to notice an abandoned holder (no heartbeat for
+// TxnLivenessThreshold) and deadlocks (pushwait.go); a released lock ends
+// the wait either way. Most waits of contended writers are short (under
+// pgbench's tpcb-like every transaction queues on the one branch row for
+// about one commit), and pushing at once cost each of them a PushTxn, a
+// goroutine and a registration on the record's tablet, CPU taken from the
+// commit that holds the row. So a writer first waits LockPushDelay for the
+// release, as CockroachDB's lock table does
+// (kv.lock_table.coordinator_liveness_push_delay); a lock still held then
+// is pushed as before, which delays the detection of a deadlock or an
+// abandoned holder by that much. Pushes that can succeed at once are not
+// delayed: a reader's (it only moves the holder's timestamp) and a push
+// that wins on priority.
+
+// pushDelay is how long the waiter of ba waits on in's lock before pushing
+// its holder.
+func (r *Replica) pushDelay(ba *kvpb.BatchRequest, in kvpb.Intent) time.Duration {
+	if ba.IsReadOnly() || in.Txn.Priority == MinPriority || (ba.Txn != nil && ba.Txn.Priority == MaxPriority) {
+		return 0
+	}
+	return max(r.cfg.LockPushDelay, 0)
+}
+
 // waitForLock waits for one lock. It returns the holder's record when a
 // push got it out of the way (the caller must then resolve the intent), or
 // nil when the lock was released.
@@ -77,6 +102,37 @@ func (r *Replica) waitForLock(ctx context.Context, ba *kvpb.BatchRequest, in kvp
 	case <-released:
 		return nil, nil
 	default:
+	}
+	// The batch's lock_timeout bounds this one wait (PostgreSQL applies it
+	// to each lock acquisition, not to the statement).
+	var timedOut <-chan time.Time
+	if ba.LockTimeout > 0 {
+		t := time.NewTimer(ba.LockTimeout)
+		defer t.Stop()
+		timedOut = t.C
+	}
+	timeout := func() error {
+		r.metrics.LockTimeouts.Add(1)
+		return &kvpb.WriteIntentError{Intents: []kvpb.Intent{in}, LockTimeout: true}
+	}
+	canceled := func() error {
+		r.metrics.LockWaitsCanceled.Add(1)
+		return fmt.Errorf("tablet: waiting for lock on %q: %w", in.Key, ctx.Err())
+	}
+	if d := r.pushDelay(ba, in); d > 0 {
+		delay := time.NewTimer(d)
+		select {
+		case <-released:
+			delay.Stop()
+			return nil, nil
+		case <-timedOut:
+			delay.Stop()
+			return nil, timeout()
+		case <-ctx.Done():
+			delay.Stop()
+			return nil, canceled()
+		case <-delay.C:
+		}
 	}
 	// Push the holder while waiting: the push returns when the holder is
 	// finished, abandoned, pushed (for a reader), or a deadlock victim, or
@@ -90,20 +146,11 @@ func (r *Replica) waitForLock(ctx context.Context, ba *kvpb.BatchRequest, in kvp
 		pushee, err := r.push(pushCtx, ba, in)
 		done <- pushResult{pushee: pushee, err: err}
 	}()
-	// The batch's lock_timeout bounds this one wait (PostgreSQL applies it
-	// to each lock acquisition, not to the statement).
-	var timedOut <-chan time.Time
-	if ba.LockTimeout > 0 {
-		t := time.NewTimer(ba.LockTimeout)
-		defer t.Stop()
-		timedOut = t.C
-	}
 	select {
 	case <-timedOut:
 		cancel()
 		<-done
-		r.metrics.LockTimeouts.Add(1)
-		return nil, &kvpb.WriteIntentError{Intents: []kvpb.Intent{in}, LockTimeout: true}
+		return nil, timeout()
 	case <-released:
 		cancel()
 		// The push may have finished meanwhile with our own abort (we were
@@ -117,13 +164,11 @@ func (r *Replica) waitForLock(ctx context.Context, ba *kvpb.BatchRequest, in kvp
 	case <-ctx.Done():
 		cancel()
 		<-done
-		r.metrics.LockWaitsCanceled.Add(1)
-		return nil, fmt.Errorf("tablet: waiting for lock on %q: %w", in.Key, ctx.Err())
+		return nil, canceled()
 	case res := <-done:
 		if res.err != nil {
 			if ctx.Err() != nil {
-				r.metrics.LockWaitsCanceled.Add(1)
-				return nil, fmt.Errorf("tablet: waiting for lock on %q: %w", in.Key, ctx.Err())
+				return nil, canceled()
 			}
 			return nil, res.err
 		}

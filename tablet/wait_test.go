@@ -258,3 +258,72 @@ func TestNonTxnWriteRetriesWriteTooOld(t *testing.T) {
 		t.Fatalf("k = %q, want the later write", v)
 	}
 }
+
+// A writer waiting on a lock does not push its holder for LockPushDelay
+// (lockwait.go, "When a waiter pushes"): a lock released within it costs
+// no PushTxn. A reader pushes at once all the same.
+func TestLockWaitPushDelay(t *testing.T) {
+	h := newHarness(t, Config{LockPushDelay: time.Hour})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	h.newTxn("A", ts(10), 0)
+	h.newTxn("B", ts(20), 0)
+	h.newTxn("C", ts(30), 0)
+	h.newTxn("D", ts(10), 0)
+	if _, err := h.send(ctx, putBatch("k", "a"), "A"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.send(ctx, putBatch("r", "d"), "D"); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.send(ctx, putBatch("k", "b"), "B")
+		done <- err
+	}()
+	h.waitForWaiters("k", 1)
+	// The reader meets D's intent below its timestamp and pushes D above
+	// it without waiting out the delay (the context would end first).
+	get := &kvpb.BatchRequest{}
+	get.Add(&kvpb.GetRequest{Key: []byte("r")})
+	if _, err := h.send(ctx, get, "C"); err != nil {
+		t.Fatalf("reader: %v", err)
+	}
+	if n := h.sender.pushes.Load(); n != 1 {
+		t.Fatalf("%d pushes after the reader's, want only the reader's: the waiting writer pushed", n)
+	}
+	commit := &kvpb.BatchRequest{}
+	commit.Add(&kvpb.EndTxnRequest{Key: []byte("k"), Commit: true, LockSpans: []kvpb.Span{{Key: []byte("k")}}})
+	if _, err := h.send(ctx, commit, "A"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("waiter failed: %v", err)
+	}
+	if n := h.sender.pushes.Load(); n != 1 {
+		t.Fatalf("%d pushes, want 1 (the reader's)", n)
+	}
+}
+
+// A writer whose holder stays past LockPushDelay pushes it, so an
+// abandoned holder is still aborted and the waiter proceeds.
+func TestLockWaitPushesAfterDelay(t *testing.T) {
+	h := newHarness(t, Config{LockPushDelay: time.Millisecond, TxnLivenessThreshold: time.Second})
+	ctx := context.Background()
+	h.newTxn("A", ts(10), 0)
+	if _, err := h.send(ctx, putBatch("k", "a"), "A"); err != nil {
+		t.Fatal(err)
+	}
+	// A never heartbeats: by the clock it is long abandoned.
+	h.manual.Advance(10 * time.Second)
+	h.newTxn("B", h.clock.Now(), 0)
+	if _, err := h.send(ctx, putBatch("k", "b"), "B"); err != nil {
+		t.Fatalf("writer: %v", err)
+	}
+	if n := h.sender.pushes.Load(); n != 1 {
+		t.Fatalf("%d pushes, want 1", n)
+	}
+	if in := h.r.locks.String(); in != `"k" holder=`+h.txn("B").Short()+" waiters=0\n" {
+		t.Fatalf("lock table = %q", in)
+	}
+}
