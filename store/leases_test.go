@@ -636,7 +636,8 @@ func TestLeaseBalancerFollowsLoad(t *testing.T) {
 }
 
 // TestRequestLoadWindows: counts last the current window and the one
-// after it, then are forgotten.
+// after it; an idle tablet's load is then its last window with requests,
+// until loadMemoryWindows windows after it, and then it is forgotten.
 func TestRequestLoadWindows(t *testing.T) {
 	l := NewRequestLoad(time.Second)
 	start := l.start
@@ -654,7 +655,59 @@ func TestRequestLoadWindows(t *testing.T) {
 	}
 	l.Rotate(start.Add(3 * time.Second))
 	l.Rotate(start.Add(4 * time.Second))
+	if got := fmt.Sprint(l.Recent(7)); got != "[{2 1}]" {
+		t.Fatalf("idle after four windows: %s, want the last window with requests", got)
+	}
+	// The memory runs from the end of that window (2s).
+	l.Rotate(start.Add(2*time.Second + (loadMemoryWindows-1)*time.Second))
+	if got := fmt.Sprint(l.Recent(7)); got != "[{2 1}]" {
+		t.Fatalf("idle for %d windows: %s, want the last window with requests", loadMemoryWindows-1, got)
+	}
+	l.Rotate(start.Add(2*time.Second + loadMemoryWindows*time.Second))
 	if got := l.Recent(7); got != nil {
-		t.Fatalf("after four windows: %v, want the tablet forgotten", got)
+		t.Fatalf("idle for %d windows: %v, want the tablet forgotten", loadMemoryWindows, got)
+	}
+	// Requests again: the windows count them, and the memory follows
+	// the newest.
+	l.Record(7, 3)
+	l.Rotate(start.Add(3*time.Second + loadMemoryWindows*time.Second))
+	l.Rotate(start.Add(4*time.Second + loadMemoryWindows*time.Second))
+	if got := fmt.Sprint(l.Recent(7)); got != "[{3 1}]" {
+		t.Fatalf("idle again: %s, want [{3 1}]", got)
+	}
+}
+
+// TestLeaseBalancerIdleLeaseStays: a tablet whose clients in the
+// holder's region stopped keeps its lease there, although the balance
+// by count would move it, until the load's memory runs out; then it is
+// balanced by count.
+func TestLeaseBalancerIdleLeaseStays(t *testing.T) {
+	regions := map[uint64]string{1: "us-west", 2: "us-east", 3: "eu"}
+	load := NewRequestLoad(time.Second)
+	start := load.start
+	for tablet := uint64(1); tablet <= 9; tablet++ {
+		for range 20 {
+			load.Record(tablet, 1)
+		}
+	}
+	node := &fakeLeaseNode{self: 1, groups: leaseGroups(map[uint64]int{1: 9}, []uint64{2, 3}), moved: map[uint64]int{}}
+	b := NewLeaseBalancer(LeaseBalancerConfig{Node: node, Load: load, Region: func(n uint64) string { return regions[n] }}, 1)
+	now := start
+	b.now = func() time.Time { return now }
+	b.Pass()
+	// Idle from here on. The pass after the hold retires the window with
+	// the requests (at MinHold); the next windows are empty, then most of
+	// the memory passes.
+	retired := b.cfg.MinHold
+	for _, at := range []time.Duration{retired, retired + 2*time.Second, retired + (loadMemoryWindows-1)*time.Second} {
+		now = start.Add(at)
+		if b.Pass(); len(node.moved) != 0 {
+			t.Fatalf("idle %v: transfers %v, want none (the last requests came from the holder's region)", at, node.moved)
+		}
+	}
+	now = start.Add(retired + loadMemoryWindows*time.Second)
+	b.Pass()
+	if fmt.Sprint(node.moved) != fmt.Sprint(map[uint64]int{2: 3, 3: 3}) {
+		t.Fatalf("after the memory: transfers per target %v, want 3 to each of nodes 2 and 3", node.moved)
 	}
 }
