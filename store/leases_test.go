@@ -711,3 +711,56 @@ func TestLeaseBalancerIdleLeaseStays(t *testing.T) {
 		t.Fatalf("after the memory: transfers per target %v, want 3 to each of nodes 2 and 3", node.moved)
 	}
 }
+
+// TestRequestLoadSplit: a split's right side starts with half of the
+// left's counts, the left keeps the other half, and the right side's
+// lease then stays in the region the requests come from rather than
+// being balanced away by count.
+func TestRequestLoadSplit(t *testing.T) {
+	l := NewRequestLoad(time.Second)
+	start := l.start
+	for range 40 {
+		l.Record(4, 1)
+	}
+	l.Record(4, 3)
+	l.Rotate(start.Add(time.Second))
+	for range 21 {
+		l.Record(4, 1)
+	}
+	l.Split(4, 5)
+	l.Split(8, 9) // no counts: nothing to give
+	for _, tc := range []struct {
+		tablet uint64
+		want   string
+	}{{4, "[{1 20} {3 1} {1 11}]"}, {5, "[{1 20} {3 1} {1 11}]"}, {9, "[]"}} {
+		var got string
+		if v, ok := l.tablets.Load(tc.tablet); ok {
+			tl := v.(*tabletLoad)
+			got = fmt.Sprint(append(append([]GatewayCount(nil), tl.prev...), tl.cur...))
+		} else {
+			got = "[]"
+		}
+		if got != tc.want {
+			t.Errorf("tablet %d: windows %s, want %s", tc.tablet, got, tc.want)
+		}
+	}
+	// The right side's lease, on node 1 with node 1 holding the most,
+	// stays: its requests came from node 1's region.
+	regions := map[uint64]string{1: "us-west", 2: "us-east", 3: "eu"}
+	node := &fakeLeaseNode{self: 1, groups: leaseGroups(map[uint64]int{1: 9}, []uint64{2, 3}), moved: map[uint64]int{}}
+	loadOf := NewRequestLoad(time.Hour)
+	for range 30 {
+		loadOf.Record(1, 1)
+	}
+	for id := uint64(2); id <= 9; id++ {
+		loadOf.Split(1, id)
+	}
+	b := NewLeaseBalancer(LeaseBalancerConfig{Node: node, Load: loadOf, Region: func(n uint64) string { return regions[n] }}, 1)
+	now := time.Unix(1000, 0)
+	b.now = func() time.Time { return now }
+	b.Pass()
+	now = now.Add(b.cfg.MinHold)
+	if b.Pass(); len(node.moved) != 0 {
+		t.Fatalf("transfers %v, want none: every tablet's requests, inherited by the splits, came from us-west", node.moved)
+	}
+}

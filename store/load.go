@@ -1,6 +1,7 @@
 package store
 
 import (
+	"slices"
 	"sync"
 	"time"
 )
@@ -156,4 +157,34 @@ func (l *RequestLoad) Rotate(now time.Time) {
 		}
 		return true
 	})
+}
+
+// Split gives the right side of a split of left the left's counts,
+// halved (rounded up), and halves the left's: a load split divides the
+// requests at their median key, and CockroachDB divides its request
+// statistics the same way. Without them the new right side had no load
+// and the balance by count handed its lease to another region, under the
+// very requests that split it, until they drew it back.
+func (l *RequestLoad) Split(left, right uint64) {
+	if l == nil {
+		return
+	}
+	v, ok := l.tablets.Load(left)
+	if !ok {
+		return
+	}
+	t := v.(*tabletLoad)
+	t.mu.Lock()
+	halve(t.cur)
+	halve(t.prev)
+	halve(t.last)
+	r := &tabletLoad{cur: slices.Clone(t.cur), prev: slices.Clone(t.prev), last: slices.Clone(t.last), lastAt: t.lastAt}
+	t.mu.Unlock()
+	l.tablets.Store(right, r)
+}
+
+func halve(cs []GatewayCount) {
+	for i := range cs {
+		cs[i].N = (cs[i].N + 1) / 2
+	}
 }
