@@ -81,9 +81,10 @@ func (s *LeaseholderSender) setLeader(tablet kvpb.TabletID, node uint64) {
 }
 
 // Send implements kvpb.Sender. It names this node as the batch's
-// gateway (Header.GatewayNode) unless the batch names one.
+// gateway (Header.GatewayNode) unless the batch names one, if ctx is a
+// client's (WithClientRequests): only clients' requests draw leases.
 func (s *LeaseholderSender) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchResponse, error) {
-	if ba.GatewayNode == 0 && s.cfg.LocalNode != 0 {
+	if ba.GatewayNode == 0 && s.cfg.LocalNode != 0 && IsClientRequest(ctx) {
 		c := *ba
 		c.GatewayNode = s.cfg.LocalNode
 		ba = &c

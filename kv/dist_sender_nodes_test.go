@@ -129,3 +129,48 @@ func TestLeaseholderSenderGivesUp(t *testing.T) {
 		t.Fatalf("err = %v, want a TabletNotFoundError", err)
 	}
 }
+
+// gatewaySender records the gateway each batch it receives names.
+type gatewaySender struct{ got []uint64 }
+
+func (g *gatewaySender) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchResponse, error) {
+	g.got = append(g.got, ba.GatewayNode)
+	return &kvpb.BatchResponse{Responses: []kvpb.Response{&kvpb.GetResponse{}}}, nil
+}
+
+// TestLeaseholderSenderNamesClientGateway: only a client's batches
+// (WithClientRequests) name this node as their gateway, so that only they
+// draw leases (store/load.go); the node's own work names none, and a
+// batch that already names a gateway keeps it.
+func TestLeaseholderSenderNamesClientGateway(t *testing.T) {
+	client := WithClientRequests(context.Background())
+	for _, tc := range []struct {
+		name    string
+		ctx     context.Context
+		gateway uint64 // the batch's own
+		want    uint64
+	}{
+		{"client", client, 0, 1},
+		{"the node's own work", context.Background(), 0, 0},
+		{"named already", client, 3, 3},
+		{"named already, not a client's", context.Background(), 3, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := &gatewaySender{}
+			s := NewLeaseholderSender(LeaseholderConfig{
+				LocalNode: 1,
+				Node:      func(uint64) kvpb.Sender { return g },
+				Replicas:  func(kvpb.TabletID) []uint64 { return []uint64{1} },
+				AllNodes:  func() []uint64 { return []uint64{1} },
+			})
+			ba := &kvpb.BatchRequest{Header: kvpb.Header{TabletID: 7, GatewayNode: tc.gateway}}
+			ba.Add(&kvpb.GetRequest{Key: []byte("k")})
+			if _, err := s.Send(tc.ctx, ba); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(g.got, []uint64{tc.want}) {
+				t.Fatalf("gateways received %v, want [%d]", g.got, tc.want)
+			}
+		})
+	}
+}

@@ -45,9 +45,10 @@ type Header struct {
 	// Now is the sender's clock reading; the receiver's clock is moved up to
 	// it (and refuses it if it is too far ahead).
 	Now hlc.Timestamp `wire:"6"`
-	// GatewayNode is the node whose DistSender sent the batch (0:
-	// unknown); the leaseholder counts requests by it, so that leases
-	// can follow where their requests come from (store/load.go).
+	// GatewayNode is the node whose DistSender sent the batch for a
+	// client (0: unknown, or the node's own work: kv.WithClientRequests);
+	// the leaseholder counts requests by it, so that leases can follow
+	// where their clients' requests come from (store/load.go).
 	GatewayNode uint64 `wire:"7"`
 }
 

@@ -473,10 +473,13 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 
 	runCtx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
-	sqlCtx := runCtx
+	// Statements are clients' requests: the leaseholders they reach
+	// count them by this node, so leases follow them (the node's own
+	// loops run on runCtx and are not counted).
+	sqlCtx := kv.WithClientRequests(runCtx)
 	if s.repl != nil {
 		// Statements find the node's distributed execution here.
-		sqlCtx = distsql.WithRunner(runCtx, s.repl.dist)
+		sqlCtx = distsql.WithRunner(sqlCtx, s.repl.dist)
 	}
 	s.wg.Add(2)
 	go func() {

@@ -636,7 +636,8 @@ func TestLeaseBalancerFollowsLoad(t *testing.T) {
 }
 
 // TestRequestLoadWindows: counts last the current window and the one
-// after it, then are forgotten.
+// after it; an idle tablet's load is then its last window with requests,
+// until loadMemoryWindows windows after it, and then it is forgotten.
 func TestRequestLoadWindows(t *testing.T) {
 	l := NewRequestLoad(time.Second)
 	start := l.start
@@ -654,7 +655,112 @@ func TestRequestLoadWindows(t *testing.T) {
 	}
 	l.Rotate(start.Add(3 * time.Second))
 	l.Rotate(start.Add(4 * time.Second))
+	if got := fmt.Sprint(l.Recent(7)); got != "[{2 1}]" {
+		t.Fatalf("idle after four windows: %s, want the last window with requests", got)
+	}
+	// The memory runs from the end of that window (2s).
+	l.Rotate(start.Add(2*time.Second + (loadMemoryWindows-1)*time.Second))
+	if got := fmt.Sprint(l.Recent(7)); got != "[{2 1}]" {
+		t.Fatalf("idle for %d windows: %s, want the last window with requests", loadMemoryWindows-1, got)
+	}
+	l.Rotate(start.Add(2*time.Second + loadMemoryWindows*time.Second))
 	if got := l.Recent(7); got != nil {
-		t.Fatalf("after four windows: %v, want the tablet forgotten", got)
+		t.Fatalf("idle for %d windows: %v, want the tablet forgotten", loadMemoryWindows, got)
+	}
+	// Requests again: the windows count them, and the memory follows
+	// the newest.
+	l.Record(7, 3)
+	l.Rotate(start.Add(3*time.Second + loadMemoryWindows*time.Second))
+	l.Rotate(start.Add(4*time.Second + loadMemoryWindows*time.Second))
+	if got := fmt.Sprint(l.Recent(7)); got != "[{3 1}]" {
+		t.Fatalf("idle again: %s, want [{3 1}]", got)
+	}
+}
+
+// TestLeaseBalancerIdleLeaseStays: a tablet whose clients in the
+// holder's region stopped keeps its lease there, although the balance
+// by count would move it, until the load's memory runs out; then it is
+// balanced by count.
+func TestLeaseBalancerIdleLeaseStays(t *testing.T) {
+	regions := map[uint64]string{1: "us-west", 2: "us-east", 3: "eu"}
+	load := NewRequestLoad(time.Second)
+	start := load.start
+	for tablet := uint64(1); tablet <= 9; tablet++ {
+		for range 20 {
+			load.Record(tablet, 1)
+		}
+	}
+	node := &fakeLeaseNode{self: 1, groups: leaseGroups(map[uint64]int{1: 9}, []uint64{2, 3}), moved: map[uint64]int{}}
+	b := NewLeaseBalancer(LeaseBalancerConfig{Node: node, Load: load, Region: func(n uint64) string { return regions[n] }}, 1)
+	now := start
+	b.now = func() time.Time { return now }
+	b.Pass()
+	// Idle from here on. The pass after the hold retires the window with
+	// the requests (at MinHold); the next windows are empty, then most of
+	// the memory passes.
+	retired := b.cfg.MinHold
+	for _, at := range []time.Duration{retired, retired + 2*time.Second, retired + (loadMemoryWindows-1)*time.Second} {
+		now = start.Add(at)
+		if b.Pass(); len(node.moved) != 0 {
+			t.Fatalf("idle %v: transfers %v, want none (the last requests came from the holder's region)", at, node.moved)
+		}
+	}
+	now = start.Add(retired + loadMemoryWindows*time.Second)
+	b.Pass()
+	if fmt.Sprint(node.moved) != fmt.Sprint(map[uint64]int{2: 3, 3: 3}) {
+		t.Fatalf("after the memory: transfers per target %v, want 3 to each of nodes 2 and 3", node.moved)
+	}
+}
+
+// TestRequestLoadSplit: a split's right side starts with half of the
+// left's counts, the left keeps the other half, and the right side's
+// lease then stays in the region the requests come from rather than
+// being balanced away by count.
+func TestRequestLoadSplit(t *testing.T) {
+	l := NewRequestLoad(time.Second)
+	start := l.start
+	for range 40 {
+		l.Record(4, 1)
+	}
+	l.Record(4, 3)
+	l.Rotate(start.Add(time.Second))
+	for range 21 {
+		l.Record(4, 1)
+	}
+	l.Split(4, 5)
+	l.Split(8, 9) // no counts: nothing to give
+	for _, tc := range []struct {
+		tablet uint64
+		want   string
+	}{{4, "[{1 20} {3 1} {1 11}]"}, {5, "[{1 20} {3 1} {1 11}]"}, {9, "[]"}} {
+		var got string
+		if v, ok := l.tablets.Load(tc.tablet); ok {
+			tl := v.(*tabletLoad)
+			got = fmt.Sprint(append(append([]GatewayCount(nil), tl.prev...), tl.cur...))
+		} else {
+			got = "[]"
+		}
+		if got != tc.want {
+			t.Errorf("tablet %d: windows %s, want %s", tc.tablet, got, tc.want)
+		}
+	}
+	// The right side's lease, on node 1 with node 1 holding the most,
+	// stays: its requests came from node 1's region.
+	regions := map[uint64]string{1: "us-west", 2: "us-east", 3: "eu"}
+	node := &fakeLeaseNode{self: 1, groups: leaseGroups(map[uint64]int{1: 9}, []uint64{2, 3}), moved: map[uint64]int{}}
+	loadOf := NewRequestLoad(time.Hour)
+	for range 30 {
+		loadOf.Record(1, 1)
+	}
+	for id := uint64(2); id <= 9; id++ {
+		loadOf.Split(1, id)
+	}
+	b := NewLeaseBalancer(LeaseBalancerConfig{Node: node, Load: loadOf, Region: func(n uint64) string { return regions[n] }}, 1)
+	now := time.Unix(1000, 0)
+	b.now = func() time.Time { return now }
+	b.Pass()
+	now = now.Add(b.cfg.MinHold)
+	if b.Pass(); len(node.moved) != 0 {
+		t.Fatalf("transfers %v, want none: every tablet's requests, inherited by the splits, came from us-west", node.moved)
 	}
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"slices"
 	"sync"
 	"time"
 )
@@ -16,13 +17,28 @@ import (
 // Only batches a replica served are counted (a refusal names the
 // leaseholder and is counted there), so a tablet's counts are the
 // leaseholder's view; a lease that just arrived starts from nothing.
+// Only clients' batches name a gateway (kv.WithClientRequests), so the
+// node's own work draws no lease.
+//
+// A tablet that goes idle keeps the counts of its last window with
+// requests for loadMemoryWindows windows (10 minutes by default), so its
+// lease stays where its clients were rather than going back to the
+// balance by count the moment the load stops: a psql shell pausing for
+// half a minute found the catalog's lease moved to eu and its next
+// statements crossing the ocean again until its requests drew the lease
+// back. CockroachDB keeps per-locality request counts for about as long.
 // Recording is a map lookup and a short per-tablet lock, off for a node
 // without a region (there is nowhere to move toward).
 
 // DefaultLoadWindow is how long a window of request counts lasts; the
 // balancer looks at the current window and the one before, so a tablet's
-// load is its last one to two windows.
+// load is its last one to two windows (or, idle, its last window with
+// requests: loadMemoryWindows).
 const DefaultLoadWindow = 10 * time.Second
+
+// loadMemoryWindows is for how many windows an idle tablet's last
+// window with requests stands for its load.
+const loadMemoryWindows = 60
 
 // RequestLoad counts requests per tablet and gateway node. Safe for
 // concurrent use; the zero value is not usable (NewRequestLoad).
@@ -43,6 +59,10 @@ type GatewayCount struct {
 type tabletLoad struct {
 	mu        sync.Mutex
 	cur, prev []GatewayCount // a few gateways: a linear search
+	// last is the last window with requests, retired at lastAt: the
+	// tablet's load while cur and prev are empty.
+	last   []GatewayCount
+	lastAt time.Time
 }
 
 // NewRequestLoad returns an empty tracker whose windows last window (0:
@@ -81,7 +101,8 @@ func addCount(cs []GatewayCount, node uint64, n int) []GatewayCount {
 }
 
 // Recent returns tablet's requests per gateway over the current window
-// and the one before (a new slice).
+// and the one before, or, if both are empty, over its last window with
+// requests if that ended within loadMemoryWindows windows (a new slice).
 func (l *RequestLoad) Recent(tablet uint64) []GatewayCount {
 	if l == nil {
 		return nil
@@ -93,6 +114,9 @@ func (l *RequestLoad) Recent(tablet uint64) []GatewayCount {
 	t := v.(*tabletLoad)
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if len(t.cur) == 0 && len(t.prev) == 0 {
+		return append([]GatewayCount(nil), t.last...)
+	}
 	out := make([]GatewayCount, 0, len(t.cur)+len(t.prev))
 	out = append(out, t.prev...)
 	for _, c := range t.cur {
@@ -102,8 +126,10 @@ func (l *RequestLoad) Recent(tablet uint64) []GatewayCount {
 }
 
 // Rotate starts a new window if the current one is over at now: the
-// current counts become the previous ones, and tablets with no request in
-// either are forgotten. The balancer calls it every pass.
+// current counts become the previous ones (and, if any, the last ones),
+// and tablets with no request in either and none in the last
+// loadMemoryWindows windows are forgotten. The balancer calls it every
+// pass.
 func (l *RequestLoad) Rotate(now time.Time) {
 	if l == nil {
 		return
@@ -118,7 +144,12 @@ func (l *RequestLoad) Rotate(now time.Time) {
 	l.tablets.Range(func(k, v any) bool {
 		t := v.(*tabletLoad)
 		t.mu.Lock()
-		empty := len(t.cur) == 0 && len(t.prev) == 0
+		if len(t.cur) > 0 {
+			t.last, t.lastAt = append(t.last[:0], t.cur...), now
+		} else if len(t.prev) == 0 && now.Sub(t.lastAt) >= loadMemoryWindows*l.window {
+			t.last = nil
+		}
+		empty := len(t.cur) == 0 && len(t.prev) == 0 && t.last == nil
 		t.prev, t.cur = t.cur, t.prev[:0]
 		t.mu.Unlock()
 		if empty {
@@ -126,4 +157,34 @@ func (l *RequestLoad) Rotate(now time.Time) {
 		}
 		return true
 	})
+}
+
+// Split gives the right side of a split of left the left's counts,
+// halved (rounded up), and halves the left's: a load split divides the
+// requests at their median key, and CockroachDB divides its request
+// statistics the same way. Without them the new right side had no load
+// and the balance by count handed its lease to another region, under the
+// very requests that split it, until they drew it back.
+func (l *RequestLoad) Split(left, right uint64) {
+	if l == nil {
+		return
+	}
+	v, ok := l.tablets.Load(left)
+	if !ok {
+		return
+	}
+	t := v.(*tabletLoad)
+	t.mu.Lock()
+	halve(t.cur)
+	halve(t.prev)
+	halve(t.last)
+	r := &tabletLoad{cur: slices.Clone(t.cur), prev: slices.Clone(t.prev), last: slices.Clone(t.last), lastAt: t.lastAt}
+	t.mu.Unlock()
+	l.tablets.Store(right, r)
+}
+
+func halve(cs []GatewayCount) {
+	for i := range cs {
+		cs[i].N = (cs[i].N + 1) / 2
+	}
 }

@@ -104,6 +104,12 @@ func (s *Store) onSplit(left, right *tablet.Replica) {
 		lease, _ = rep.Lease()
 	}
 	rid := right.Desc().TabletID
+	if lease != 0 {
+		// This node leads the left side and counted its requests: the
+		// right side, which it leads too (it campaigns below), starts
+		// with half of them.
+		s.cfg.Load.Split(lid, uint64(rid))
+	}
 	if s.cfg.Raft.Membership && n.Replica(uint64(rid)) != nil {
 		// The right group's leader reached this node before it applied
 		// the split, and the message created the replica (empty, to be

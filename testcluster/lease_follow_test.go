@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairn-db/cairn/kv"
 	"github.com/cairn-db/cairn/store"
 )
 
@@ -19,7 +20,9 @@ func TestLeasesFollowTheWorkload(t *testing.T) {
 	c := StartCluster(t, ClusterOptions{
 		Geo: &GeoOptions{Localities: []string{"region=us-west", "region=us-east", "region=eu"}, FollowLoad: true, LoadWindow: 2 * time.Second},
 	})
-	ctx := context.Background()
+	// The requests are a client's: only those draw leases
+	// (kv.WithClientRequests).
+	ctx := kv.WithClientRequests(context.Background())
 	l := c.WaitLeader(1, 10*time.Second)
 	splitAt(t, c, l, "abcdef")
 	const tablets = 7
