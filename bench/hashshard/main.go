@@ -101,6 +101,20 @@ func main() {
 	}
 }
 
+// printTail prints the last n lines of the file at path.
+func printTail(path string, n int) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		fmt.Printf("(%s: %v)\n", path, err)
+		return
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	fmt.Printf("--- the last %d lines of %s\n", min(n, len(lines)), path)
+	for _, l := range lines[max(0, len(lines)-n):] {
+		fmt.Println(l)
+	}
+}
+
 func loadavg() string {
 	b, err := os.ReadFile("/proc/loadavg")
 	if err != nil {
@@ -194,6 +208,11 @@ func startCluster(ctx context.Context, bin, dir string, n, port int) ([]*proc.No
 	}
 	c, err := nodes[0].Connect(ctx, 2*time.Minute)
 	if err != nil {
+		// The cluster's directory goes with the run: show why first (a
+		// five-node start has failed this way three times, unexplained).
+		for _, nd := range nodes {
+			printTail(nd.Dir+".log", 30)
+		}
 		stop()
 		return nil, nil, nil, err
 	}
