@@ -10,6 +10,10 @@
 #
 #   bench/pgbench/index_cpu.sh [-rows ROWS] [-runs N] [-profile DIR]
 #
+# The node's log lines "index build done ... steps=" say where a build of
+# a second or more spent its time (each step, the backfill's read, sort,
+# cut and ingestion tail); they are printed at the end.
+#
 # -profile DIR writes a CPU profile of each build (DIR/cpu-N.pprof, taken
 # over -profile-seconds, default 6, from the build's start) and the
 # node's live heap after each build (DIR/heap-N.pprof, after a GC), whose
@@ -71,3 +75,6 @@ for r in $(seq 1 "$runs"); do
 done
 got=$(psql -X -qtA -c "SELECT count(*) FROM b WHERE a = 7919" "$url")
 [ "$got" = 1 ] || { echo "the index answers $got rows for a = 7919, want 1" >&2; exit 1; }
+# Where each build's time went: the node logs the steps of a build that
+# took a second or more (ddl's stepTimer; shorter ones at debug level).
+grep "index build done" "$work/node/cairn.log" | sed 's/.*took=/took=/' || true
