@@ -124,3 +124,12 @@ func SetRemoteRead(fn func(piece kvpb.Span) error) func(piece kvpb.Span) error {
 	indexTestingHooks.remoteRead = fn
 	return prev
 }
+
+// SetRemoteSent installs fn to run after a node sent a batch of a piece
+// of another node's backfill (its error fails the fragment), and returns
+// the previous one.
+func SetRemoteSent(fn func(piece kvpb.Span) error) func(piece kvpb.Span) error {
+	prev := indexTestingHooks.remoteSent
+	indexTestingHooks.remoteSent = fn
+	return prev
+}
