@@ -133,3 +133,22 @@ func SetRemoteSent(fn func(piece kvpb.Span) error) func(piece kvpb.Span) error {
 	indexTestingHooks.remoteSent = fn
 	return prev
 }
+
+// SetBackfillSplitBytes sets how many entry bytes a backfill writes into
+// a tablet of a global index before it splits it, and returns the
+// previous value.
+func SetBackfillSplitBytes(n int64) int64 {
+	prev := backfillSplitBytes
+	backfillSplitBytes = n
+	return prev
+}
+
+// LastBackfillSplits is how many tablets the last online backfill on
+// this process split as it wrote them.
+func LastBackfillSplits() int {
+	s := lastBackfill.Load()
+	if s == nil {
+		return 0
+	}
+	return s.splits
+}
