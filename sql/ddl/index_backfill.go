@@ -358,10 +358,12 @@ func (b *indexBuild) cutSSTs(ctx context.Context, layout *rowenc.TableLayout, it
 	var into int64
 	split := b.splitsWhileWriting(layout)
 	defer func() {
-		if sst != nil {
-			if cerr := sst.close(ctx); err == nil {
-				err = cerr
-			}
+		switch {
+		case sst == nil:
+		case err != nil:
+			sst.abort()
+		default:
+			err = sst.close(ctx)
 		}
 	}()
 	for {

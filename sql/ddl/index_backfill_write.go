@@ -64,6 +64,10 @@ type sstPipe struct {
 	in    chan *entryBuf
 	cur   *entryBuf
 	bytes int64 // the SST's entry bytes so far (mvcc.SSTVersionBytes)
+	// discard, set before in is closed (which orders it before the
+	// goroutine's read), drops the SST instead of ingesting it: the cut
+	// failed (a duplicate key), so the build does.
+	discard bool
 }
 
 // start begins an SST: a goroutine that puts the entries it is handed
@@ -90,7 +94,7 @@ func (w *sstWriters) start(ctx context.Context) (*sstPipe, error) {
 			w.fail(err)
 			return
 		}
-		if ctx.Err() != nil || sb.Count() == 0 {
+		if ctx.Err() != nil || sb.Count() == 0 || p.discard {
 			return
 		}
 		select {
@@ -136,6 +140,14 @@ func (p *sstPipe) close(ctx context.Context) error {
 	p.cur.recycle()
 	close(p.in)
 	return err
+}
+
+// abort ends p's input without its last batch, and its goroutine drops
+// the SST (invariant 3 still holds).
+func (p *sstPipe) abort() {
+	p.cur.recycle()
+	p.discard = true
+	close(p.in)
 }
 
 // wait waits for every SST's goroutine.

@@ -643,11 +643,22 @@ func TestOnlineBackfillSortedSpilled(t *testing.T) {
 	if err := c.QueryRow(ctx, "SELECT count(*) FROM t WHERE v = 7919").Scan(&n); err != nil || n != 1 {
 		t.Errorf("count through the index: %d %v", n, err)
 	}
-	mustExec(t, c, "UPDATE t SET w = 5 WHERE k = 19999")
-	mustExec(t, c, "UPDATE t SET w = 5 WHERE k = 3")
+	// A duplicate near the end of the sorted stream (w = 19990 in the
+	// rows 3, 19990 and 19999, in different tablets): it is found while
+	// the index's one SST is being cut, which is dropped, not ingested.
+	mustExec(t, c, "UPDATE t SET w = 19990 WHERE k = 19999")
+	mustExec(t, c, "UPDATE t SET w = 19990 WHERE k = 3")
+	var ingested atomic.Int32
+	defer ddl.SetBeforeIngest(ddl.SetBeforeIngest(func(int64, []byte, []byte) error {
+		ingested.Add(1)
+		return nil
+	}))
 	_, err := c.Exec(ctx, "CREATE UNIQUE INDEX t_w ON t (w)")
-	if sqlState(err) != "23505" || pgDetail(err) != "Key (w)=(5) is duplicated." {
+	if sqlState(err) != "23505" || pgDetail(err) != "Key (w)=(19990) is duplicated." {
 		t.Fatalf("unique build over a duplicate: %v (%s)", err, pgDetail(err))
+	}
+	if n := ingested.Load(); n != 0 {
+		t.Errorf("a unique build failing on its one SST ingested %d SSTs", n)
 	}
 }
 
