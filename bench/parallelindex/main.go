@@ -27,7 +27,7 @@
 // seconds; automatic statistics are off for the benchmark's session
 // (their collection after a COPY parses every payload beside the next
 // step). -tables runs one of the tables only; -profile DIR takes a CPU
-// profile of the node during each -index-only build; the node logs
+// profile of the node during each CREATE INDEX; the node logs
 // where each build's time went ("index backfill done": pieces per node,
 // entries, spilled runs, SSTs, splits, read/sort/write seconds), kept
 // with -keep.
@@ -310,9 +310,11 @@ func (b *bench) size(n int64) (*result, error) {
 					return nil, err
 				}
 			}
+			wait := b.profile(fmt.Sprintf("%s-%d-%d", table, n, run+1))
 			d, err = b.timed(func() error {
 				return b.exec(fmt.Sprintf("CREATE INDEX %s_payload_idx ON %s USING GIN (payload)", table, table))
 			})
+			wait()
 			if err != nil {
 				return nil, err
 			}
