@@ -31,6 +31,13 @@ func PutSSTVersion(b *storage.SSTBuilder, key []byte, ts hlc.Timestamp, value []
 	return b.Put(storage.MVCCKey{Key: key, Timestamp: ts}, encodeValue(value, false))
 }
 
+// SSTVersionBytes is what PutSSTVersion(b, key, ts, value) adds to
+// b.DataBytes(): a caller that hands the puts to another goroutine cuts
+// its SSTs by this count.
+func SSTVersionBytes(key []byte, ts hlc.Timestamp, value []byte) int64 {
+	return int64(storage.MVCCKey{Key: key, Timestamp: ts}.EncodedLen() + 1 + len(value))
+}
+
 // CheckSST fails with *kvpb.InvalidArgumentError unless data is an SST
 // that only adds committed versions (no tombstone, no deletion of any
 // kind) at exactly ts of keys inside [start, end), none local and no

@@ -22,6 +22,16 @@
 // against githubevents.SeedMatches; its time is the median of -qruns
 // executions.
 //
+// Each CREATE INDEX and COPY with GIN is also charged the node's CPU
+// seconds (/proc), which a loaded machine moves far less than wall
+// seconds; automatic statistics are off for the benchmark's session
+// (their collection after a COPY parses every payload beside the next
+// step). -tables runs one of the tables only; -profile DIR takes a CPU
+// profile of the node during each CREATE INDEX; the node logs
+// where each build's time went ("index backfill done": pieces per node,
+// entries, spilled runs, SSTs, splits, read/sort/write seconds), kept
+// with -keep.
+//
 // The seed's table has no primary key; Cairn distributes by the first
 // primary-key column (docs/distributed.md), so both tables have PRIMARY
 // KEY (repo_id, event_id) (githubevents.DDL).
@@ -29,14 +39,17 @@
 // Usage:
 //
 //	go run ./bench/parallelindex [-rows 219000,438000,876000] [-runs 3] [-shards 32]
-//	    [-port 26100] [-bin path/to/cairn] [-keep] [-qruns 3]
+//	    [-port 26100] [-bin path/to/cairn] [-keep] [-qruns 3] [-index-only]
+//	    [-tables regular,distributed] [-profile DIR [-profile-seconds 20]]
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"log"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -57,6 +70,9 @@ var (
 	flagPort   = flag.Int("port", 26100, "first of three ports: SQL, HTTP, RPC")
 	flagBin    = flag.String("bin", "", "a cairn binary to run instead of building one from this tree")
 	flagKeep   = flag.Bool("keep", false, "keep the store directory")
+	flagTables = flag.String("tables", "regular,distributed", "the tables to run, of regular and distributed")
+	flagProf   = flag.String("profile", "", "a directory: a CPU profile of the node during each CREATE INDEX (-profile-seconds from its start) goes there")
+	flagProfS  = flag.Int("profile-seconds", 20, "the length of each -profile profile")
 	flagIndex  = flag.Bool("index-only", false, "time only CREATE INDEX: load each table once, then build -runs GIN indexes of their own names (none dropped: DROP INDEX deletes a GIN index's entries in its transaction, minutes)")
 )
 
@@ -72,6 +88,7 @@ var tables = []string{"regular", "distributed"}
 
 func main() {
 	flag.Parse()
+	tables = strings.Split(*flagTables, ",")
 	if err := run(context.Background()); err != nil {
 		log.Fatal(err)
 	}
@@ -81,6 +98,7 @@ func main() {
 type result struct {
 	rows                          int64
 	copyNoIdx, createIdx, copyGIN map[string][]float64 // seconds
+	createCPU, copyGINCPU         map[string][]float64 // the node's CPU seconds
 	selNoIdx, selGIN              map[string][]float64 // ms, per query
 }
 
@@ -99,6 +117,8 @@ func run(ctx context.Context) error {
 	}
 	if !*flagKeep {
 		defer os.RemoveAll(dir)
+	} else {
+		log.Printf("store and node log (cairn.log) kept in %s", dir)
 	}
 	bin := *flagBin
 	if bin == "" {
@@ -132,7 +152,14 @@ func run(ctx context.Context) error {
 		time.Sleep(100 * time.Millisecond)
 	}
 	defer conn.Close(ctx)
-	b := &bench{ctx: ctx, conn: conn}
+	// No automatic statistics: a collection after each COPY reads the
+	// whole table (parsing every payload) beside the next step and took
+	// a quarter of the node's CPU during a 438k-row CREATE INDEX; the
+	// SELECTs' statistics come from an explicit ANALYZE.
+	if _, err := conn.Exec(ctx, "SET sql.stats.automatic_collection.enabled = off"); err != nil {
+		return err
+	}
+	b := &bench{ctx: ctx, conn: conn, pid: cmd.Process.Pid, admin: fmt.Sprintf("http://127.0.0.1:%d", p+1)}
 	fmt.Printf("cairn start (one node, %s), github_events rows from workload/githubevents; distributed: %d shards; median of %d runs, SELECTs median of %d\n",
 		time.Now().UTC().Format("2006-01-02 15:04 UTC"), *flagShards, *flagRuns, *flagQRuns)
 	var results []*result
@@ -155,6 +182,66 @@ func run(ctx context.Context) error {
 type bench struct {
 	ctx  context.Context
 	conn *pgx.Conn
+	pid  int // the node's process
+	// lastCPU is the node's CPU seconds during the last timed step.
+	lastCPU float64
+	admin   string // the node's HTTP address (/debug/pprof)
+}
+
+// profile starts a CPU profile of the node of -profile-seconds into
+// -profile's directory as name.pprof (nothing without -profile); wait
+// waits for it to be written.
+func (b *bench) profile(name string) (wait func()) {
+	if *flagProf == "" {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		resp, err := http.Get(fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", b.admin, *flagProfS))
+		if err != nil {
+			log.Printf("profile %s: %v", name, err)
+			return
+		}
+		defer resp.Body.Close()
+		data, err := io.ReadAll(resp.Body)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(*flagProf, name+".pprof"), data, 0o644)
+		}
+		if err != nil {
+			log.Printf("profile %s: %v", name, err)
+		}
+	}()
+	return func() { <-done }
+}
+
+// nodeCPU is the node's CPU seconds so far (utime + stime in
+// /proc/PID/stat, in USER_HZ ticks of 1/100 s): on a loaded machine a
+// step's wall time is mostly the share of the cores it got, its CPU
+// seconds are what it cost.
+func (b *bench) nodeCPU() float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", b.pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command's ")" (which may hold spaces): state is
+	// field 3, utime 14 and stime 15.
+	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseFloat(f[11], 64)
+	s, _ := strconv.ParseFloat(f[12], 64)
+	return (u + s) / 100
+}
+
+// load is the machine's 1-minute load average, as /proc/loadavg says.
+func load() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	return strings.Fields(string(data))[0]
 }
 
 func (b *bench) exec(sql string) error {
@@ -184,14 +271,19 @@ func (b *bench) create(table string, gin bool) error {
 	return nil
 }
 
+// timed runs f and returns its wall seconds; the node's CPU seconds
+// during it are left in b.lastCPU.
 func (b *bench) timed(f func() error) (float64, error) {
+	c := b.nodeCPU()
 	start := time.Now()
 	err := f()
+	b.lastCPU = b.nodeCPU() - c
 	return time.Since(start).Seconds(), err
 }
 
 func (b *bench) size(n int64) (*result, error) {
 	r := &result{rows: n, copyNoIdx: map[string][]float64{}, createIdx: map[string][]float64{}, copyGIN: map[string][]float64{},
+		createCPU: map[string][]float64{}, copyGINCPU: map[string][]float64{},
 		selNoIdx: map[string][]float64{}, selGIN: map[string][]float64{}}
 	copyAll := func(table string) func() error {
 		return func() error { return githubevents.Copy(b.ctx, b.conn, table, 0, n) }
@@ -218,14 +310,17 @@ func (b *bench) size(n int64) (*result, error) {
 					return nil, err
 				}
 			}
+			wait := b.profile(fmt.Sprintf("%s-%d-%d", table, n, run+1))
 			d, err = b.timed(func() error {
 				return b.exec(fmt.Sprintf("CREATE INDEX %s_payload_idx ON %s USING GIN (payload)", table, table))
 			})
+			wait()
 			if err != nil {
 				return nil, err
 			}
 			r.createIdx[table] = append(r.createIdx[table], d)
-			log.Printf("%d rows, run %d, %s: CREATE INDEX %.1f s", n, run+1, table, d)
+			r.createCPU[table] = append(r.createCPU[table], b.lastCPU)
+			log.Printf("%d rows, run %d, %s: CREATE INDEX %.1f s, node CPU %.1f s, load %s", n, run+1, table, d, b.lastCPU, load())
 			if run == 0 {
 				if r.selGIN[table], err = b.selects(table, n); err != nil {
 					return nil, err
@@ -242,7 +337,8 @@ func (b *bench) size(n int64) (*result, error) {
 				return nil, err
 			}
 			r.copyGIN[table] = append(r.copyGIN[table], d)
-			log.Printf("%d rows, run %d, %s: COPY with GIN %.1f s", n, run+1, table, d)
+			r.copyGINCPU[table] = append(r.copyGINCPU[table], b.lastCPU)
+			log.Printf("%d rows, run %d, %s: COPY with GIN %.1f s, node CPU %.1f s, load %s", n, run+1, table, d, b.lastCPU, load())
 		}
 	}
 	for _, table := range tables {
@@ -267,14 +363,17 @@ func (b *bench) indexOnly(n int64, r *result) (*result, error) {
 	}
 	for run := range *flagRuns {
 		for _, table := range tables {
+			wait := b.profile(fmt.Sprintf("%s-%d-%d", table, n, run+1))
 			d, err := b.timed(func() error {
 				return b.exec(fmt.Sprintf("CREATE INDEX %s_payload_idx%d ON %s USING GIN (payload)", table, run, table))
 			})
+			wait()
 			if err != nil {
 				return nil, err
 			}
 			r.createIdx[table] = append(r.createIdx[table], d)
-			log.Printf("%d rows, run %d, %s: CREATE INDEX %.1f s", n, run+1, table, d)
+			r.createCPU[table] = append(r.createCPU[table], b.lastCPU)
+			log.Printf("%d rows, run %d, %s: CREATE INDEX %.1f s, node CPU %.1f s, load %s", n, run+1, table, d, b.lastCPU, load())
 		}
 	}
 	for _, table := range tables {
@@ -373,9 +472,11 @@ func printResult(r *result) {
 		fmt.Printf("| %s | %.1fs | %.1fs | %.2fx |\n", name, reg, dist, reg/dist)
 	}
 	row("CREATE INDEX on "+k+" rows", r.createIdx)
+	row("CREATE INDEX, node CPU", r.createCPU)
 	row("COPY "+k+" rows no index", r.copyNoIdx)
 	if len(r.copyGIN["regular"]) > 0 {
 		row("COPY "+k+" rows with GIN", r.copyGIN)
+		row("COPY with GIN, node CPU", r.copyGINCPU)
 	}
 	for i, q := range queries {
 		for _, idx := range []struct {

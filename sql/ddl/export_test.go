@@ -148,3 +148,31 @@ func InterpolateKeys(lo, hi []byte, parts int) [][]byte { return interpolateKeys
 
 // BackfillReaders is how many readers a build runs at once on a node.
 func BackfillReaders() int { return backfillReaders }
+
+// SetRemoteSent installs fn to run after a node sent a batch of a piece
+// of another node's backfill (its error fails the fragment), and returns
+// the previous one.
+func SetRemoteSent(fn func(piece kvpb.Span) error) func(piece kvpb.Span) error {
+	prev := indexTestingHooks.remoteSent
+	indexTestingHooks.remoteSent = fn
+	return prev
+}
+
+// SetBackfillSplitBytes sets how many entry bytes a backfill writes into
+// a tablet of a global index before it splits it, and returns the
+// previous value.
+func SetBackfillSplitBytes(n int64) int64 {
+	prev := backfillSplitBytes
+	backfillSplitBytes = n
+	return prev
+}
+
+// LastBackfillSplits is how many tablets the last online backfill on
+// this process split as it wrote them.
+func LastBackfillSplits() int {
+	s := lastBackfill.Load()
+	if s == nil {
+		return 0
+	}
+	return s.splits
+}

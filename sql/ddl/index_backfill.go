@@ -3,7 +3,9 @@ package ddl
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"runtime"
 	"slices"
 	"sync"
@@ -14,7 +16,6 @@ import (
 	"github.com/cairn-db/cairn/keys"
 	"github.com/cairn-db/cairn/kv"
 	"github.com/cairn-db/cairn/kvpb"
-	"github.com/cairn-db/cairn/mvcc"
 	"github.com/cairn-db/cairn/sql/catalog"
 	"github.com/cairn-db/cairn/sql/jobs"
 	"github.com/cairn-db/cairn/sql/mon"
@@ -43,10 +44,12 @@ import (
 //	adjacent keys equal ⇒ 23505; SSTs of versions at T_b cut at target
 //	    tablets' bounds and at backfillSSTBytes (from several key ranges
 //	    at once when all in memory, index_backfill_cut.go)
-//	         │
+//	         │ batches of each SST's entries
 //	         ▼
-//	writers (≤ backfillWriters at once): AddSSTable, one tablet each,
-//	    through its raft log; every replica ingests the SST
+//	a goroutine per SST (≤ sstsBuilding at once) builds it, then
+//	    AddSSTable (≤ backfillWriters at once), one tablet each, through
+//	    its raft log; every replica ingests the SST
+//	    (index_backfill_write.go)
 //
 // Every entry is read at T_b (the backfill transaction's read timestamp,
 // kept open so GC spares it) and written at T_b; see index_job.go for why
@@ -124,7 +127,12 @@ type backfillStats struct {
 	// ranges is how many key ranges the SSTs were cut from at once
 	// (index_backfill_cut.go).
 	ranges  int
+	splits  int // tablets of the index split as it was written
 	entries int64
+	// read, sort and write are the phases' wall times: reading every
+	// piece into the sorters, the sorters' last sorts (or merge passes),
+	// and cutting and ingesting the SSTs.
+	read, sort, write time.Duration
 
 	mu sync.Mutex
 	// nodes counts the pieces read on each node (0: a node outside a
@@ -133,6 +141,18 @@ type backfillStats struct {
 	// fellBack counts remote pieces read here after their fragment
 	// failed (index_backfill_dist.go, invariant 1).
 	fellBack atomic.Int64
+}
+
+// log writes s to the node's log: what an operator (and bench/
+// parallelindex) reads to see where a build's time went and which nodes
+// read its pieces.
+func (s *backfillStats) log(job any) {
+	s.mu.Lock()
+	nodes := fmt.Sprint(s.nodes)
+	s.mu.Unlock()
+	slog.Info("cairn: index backfill done", "job", job, "pieces", s.pieces, "pieces_per_node", nodes,
+		"fell_back", s.fellBack.Load(), "entries", s.entries, "spilled_runs", s.runs, "ssts", s.ssts, "splits", s.splits,
+		"read", s.read.Round(time.Millisecond), "sort", s.sort.Round(time.Millisecond), "write", s.write.Round(time.Millisecond))
 }
 
 // lastBackfill is the stats of the last backfill on this node (tests).
@@ -210,6 +230,7 @@ func (b *indexBuild) sortedBackfill(ctx context.Context, t *catalog.Table, layou
 		readOnce.Do(func() { readErr = err; cancel(err) })
 	}
 	var done atomic.Int64
+	start := time.Now()
 	go func() {
 		if err := b.readPieces(ctx, t, layout, il, predText, ts, pieces, self, entries, &done, stats); err != nil {
 			fail(err)
@@ -274,6 +295,8 @@ func (b *indexBuild) sortedBackfill(ctx context.Context, t *catalog.Table, layou
 		}
 	}
 	b.steps.mark("read")
+	stats.read = time.Since(start)
+	start = time.Now()
 	// The sorted entries, as several key ranges when they are many and
 	// all in memory (index_backfill_cut.go).
 	its, err := sorter.Ranges(ctx, cutWorkers, cutParallelBytes)
@@ -287,31 +310,19 @@ func (b *indexBuild) sortedBackfill(ctx context.Context, t *catalog.Table, layou
 		}
 	}()
 	stats.runs, stats.ranges = sorter.SortedRuns(), len(its)
+	stats.sort = time.Since(start)
+	start = time.Now()
 
-	// Writers: one SST (one tablet's keys) each, at most
-	// backfillWriters at once.
-	writes := make(chan *storage.SSTBuilder, backfillWriters)
+	// Writers: a goroutine per SST (one tablet's keys) builds and
+	// ingests it (index_backfill_write.go).
 	var writeErr error
 	var writeOnce sync.Once
-	var wwg sync.WaitGroup
-	for range backfillWriters {
-		wwg.Add(1)
-		go func() {
-			defer wwg.Done()
-			for sb := range writes {
-				if ctx.Err() != nil {
-					continue
-				}
-				if err := b.ingest(ctx, sb, ts); err != nil {
-					writeOnce.Do(func() { writeErr = fmt.Errorf("writing index %q: %w", il.Name, err); cancel(writeErr) })
-				}
-			}
-		}()
-	}
-	err = b.cutRanges(ctx, layout, its, sorter.Bytes(), ts, writes, stats)
+	w := b.newSSTWriters(ts, len(its), func(err error) {
+		writeOnce.Do(func() { writeErr = fmt.Errorf("writing index %q: %w", il.Name, err); cancel(writeErr) })
+	})
+	err = b.cutRanges(ctx, layout, its, sorter.Bytes(), ts, w, stats)
 	b.steps.mark("cut")
-	close(writes)
-	wwg.Wait()
+	w.wait()
 	b.steps.mark("ingest")
 	if writeErr != nil {
 		return writeErr
@@ -319,8 +330,10 @@ func (b *indexBuild) sortedBackfill(ctx context.Context, t *catalog.Table, layou
 	if err != nil {
 		return err
 	}
+	stats.write = time.Since(start)
 	lastBackfill.Store(stats)
 	b.steps.note(fmt.Sprintf("pieces=%d ranges=%d runs=%d ssts=%d", stats.pieces, stats.ranges, stats.runs, stats.ssts))
+	stats.log(b.job.ID())
 	return nil
 }
 
@@ -357,28 +370,31 @@ func (b *indexBuild) ingest(ctx context.Context, sb *storage.SSTBuilder, ts hlc.
 
 // cutSSTs walks the sorted entries, fails on two equal keys (a duplicate
 // in a unique index: other indexes' keys end with the primary key), and
-// hands the writers SSTs of the entries as committed versions at ts, each
-// within one target tablet and at most sstBytes of entries.
+// hands w SSTs of the entries as committed versions at ts, each within
+// one target tablet and at most sstBytes of entries. splitOK allows it to
+// split the tablets it fills (only the cut of the one merged stream may:
+// cuts of several key ranges at once would split one tablet at once).
 func (b *indexBuild) cutSSTs(ctx context.Context, layout *rowenc.TableLayout, it rowcontainer.EntryIterator, ts hlc.Timestamp,
-	sstBytes int64, writes chan<- *storage.SSTBuilder, stats *backfillStats) error {
+	sstBytes int64, splitOK bool, w *sstWriters, stats *backfillStats) (err error) {
 	db := b.e.x.DB
 	var prev []byte // the last key (the iterator's keys live until Next)
 	first := true
-	var sb *storage.SSTBuilder
+	var sst *sstPipe
 	var end []byte // the current SST's tablet's end key
-	flush := func() error {
-		if sb == nil || sb.Count() == 0 {
-			return nil
+	// The target tablet's ID and the entry bytes cut into it since it
+	// began or was last split here (splitting below).
+	var tablet kvpb.TabletID
+	var into int64
+	split := splitOK && b.splitsWhileWriting(layout)
+	defer func() {
+		switch {
+		case sst == nil:
+		case err != nil:
+			sst.abort()
+		default:
+			err = sst.close(ctx)
 		}
-		select {
-		case writes <- sb:
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		}
-		stats.ssts++
-		sb = nil
-		return nil
-	}
+	}()
 	for {
 		k, v, ok, err := it.Next(ctx)
 		if err != nil {
@@ -392,24 +408,92 @@ func (b *indexBuild) cutSSTs(ctx context.Context, layout *rowenc.TableLayout, it
 		}
 		prev, first = append(prev[:0], k...), false
 		stats.entries++
-		if sb != nil && (sb.DataBytes() >= sstBytes || (len(end) > 0 && bytes.Compare(k, end) >= 0)) {
-			if err := flush(); err != nil {
+		if sst != nil && (sst.bytes >= sstBytes || (len(end) > 0 && bytes.Compare(k, end) >= 0)) {
+			p := sst
+			sst = nil
+			into += p.bytes
+			if err := p.close(ctx); err != nil {
 				return err
 			}
 		}
-		if sb == nil {
-			sb = storage.NewSSTBuilder()
+		if sst == nil {
 			d, err := db.TabletCache().Lookup(ctx, k, false)
 			if err != nil {
 				return fmt.Errorf("looking up the tablet of %q: %w", k, err)
 			}
+			if d.TabletID != tablet {
+				tablet, into = d.TabletID, 0
+			} else if split && into >= backfillSplitBytes {
+				// This build filled the tablet: split it at the next
+				// SST's first key, which the build knows, rather than
+				// leave the split queue to find the middle of a tablet
+				// of backfillSplitBytes or more by reading it twice
+				// (what made the builds after the first in
+				// bench/parallelindex slow). An index key stands alone,
+				// so it is a row boundary.
+				ok, err := b.splitTarget(ctx, k)
+				if err != nil {
+					return err
+				}
+				if ok {
+					stats.splits++
+				}
+				if d, err = db.TabletCache().Lookup(ctx, k, false); err != nil {
+					return fmt.Errorf("looking up the tablet of %q: %w", k, err)
+				}
+				tablet, into = d.TabletID, 0
+			}
 			end = d.EndKey
+			if sst, err = w.start(ctx); err != nil {
+				return err
+			}
+			stats.ssts++
 		}
-		if err := mvcc.PutSSTVersion(sb, k, ts, v); err != nil {
+		if err := sst.add(ctx, k, v, ts); err != nil {
 			return err
 		}
 	}
-	return flush()
+	return nil
+}
+
+// backfillSplitBytes is how many entry bytes (before compression) a
+// build writes into one tablet of a global index before it splits the
+// tablet at the next SST: half the split queue's default size
+// (store.DefaultSplitSize), so a tablet the build filled has room to grow
+// before it must be split again. A variable so that tests can make it
+// split.
+var backfillSplitBytes int64 = 256 << 20
+
+// splitsWhileWriting says whether a build of il splits the tablets it
+// fills (cutSSTs): a global index's, in a group of its own. A local
+// index's entries share the table's tablets, whose splits fall between
+// buckets or colocation units (the split queue's rules), not at an
+// entry.
+func (b *indexBuild) splitsWhileWriting(layout *rowenc.TableLayout) bool {
+	il := layout.Index(uint32(b.indexID))
+	return il != nil && !il.Local && il.GroupID != 0
+}
+
+// splitTarget splits the tablet holding key at key, and says whether it
+// did. The split only
+// spares the split queue work, so a refused or failed one (the key is
+// already a boundary or lies in a span never divided, a configuration
+// change is pending, the lease moved) is not the build's failure: it goes
+// on into the tablet as it is, and the split queue splits it later. Only
+// the build's own cancellation is returned.
+func (b *indexBuild) splitTarget(ctx context.Context, key []byte) (split bool, err error) {
+	ba := &kvpb.BatchRequest{}
+	ba.Add(&kvpb.SplitRequest{SplitKey: bytes.Clone(key)})
+	if _, err := b.e.x.DB.Send(ctx, ba); err != nil {
+		if ctx.Err() != nil {
+			return false, context.Cause(ctx)
+		}
+		if _, ok := errors.AsType[*kvpb.InvalidArgumentError](err); !ok {
+			slog.Debug("cairn: index build: splitting the index's tablet failed; going on", "key", key, "err", err)
+		}
+		return false, nil
+	}
+	return true, nil
 }
 
 // readPiece reads one tablet's part of the table at ts, a page at a time,

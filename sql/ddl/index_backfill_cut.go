@@ -34,7 +34,6 @@ import (
 	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/sql/rowcontainer"
 	"github.com/cairn-db/cairn/sql/rowenc"
-	"github.com/cairn-db/cairn/storage"
 )
 
 // cutWorkers is how many key ranges a large in-memory build cuts at once.
@@ -220,9 +219,9 @@ func (m *streamMerge) Close() {
 // backfillSSTBytes), so the first half of each is ingested while the
 // second is cut.
 func (b *indexBuild) cutRanges(ctx context.Context, layout *rowenc.TableLayout, its []rowcontainer.EntryIterator, total int64,
-	ts hlc.Timestamp, writes chan<- *storage.SSTBuilder, stats *backfillStats) error {
+	ts hlc.Timestamp, w *sstWriters, stats *backfillStats) error {
 	if len(its) == 1 {
-		return b.cutSSTs(ctx, layout, its[0], ts, backfillSSTBytes, writes, stats)
+		return b.cutSSTs(ctx, layout, its[0], ts, backfillSSTBytes, true, w, stats)
 	}
 	limit := min(backfillSSTBytes, max(total/int64(2*len(its)), minRangeSSTBytes))
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -233,7 +232,7 @@ func (b *indexBuild) cutRanges(ctx context.Context, layout *rowenc.TableLayout, 
 	each := make([]backfillStats, len(its))
 	for i, it := range its {
 		wg.Go(func() {
-			if err := b.cutSSTs(ctx, layout, it, ts, limit, writes, &each[i]); err != nil {
+			if err := b.cutSSTs(ctx, layout, it, ts, limit, false, w, &each[i]); err != nil {
 				once.Do(func() { first = err; cancel(err) })
 			}
 		})
@@ -242,6 +241,7 @@ func (b *indexBuild) cutRanges(ctx context.Context, layout *rowenc.TableLayout, 
 	for i := range each {
 		stats.ssts += each[i].ssts
 		stats.entries += each[i].entries
+		stats.splits += each[i].splits
 	}
 	return first
 }

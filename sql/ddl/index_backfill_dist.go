@@ -205,10 +205,33 @@ func (b *indexBuild) readRemote(ctx context.Context, node uint64, piece kvpb.Spa
 	}}
 	f := r.Gateway.Start(ctx, []distsql.Fragment{frag}, nil)
 	defer f.Close()
+	if delivered, err = drainRemote(ctx, f, out, done); err != nil {
+		return 0, delivered, err
+	}
+	return f.Stats()[0].Node, delivered, nil
+}
+
+// remoteBatches is the gateway's side of a remote reader's flow
+// (*distsql.Flow; a test's fake).
+type remoteBatches interface {
+	Next() (distsql.Batch, bool, error)
+}
+
+// drainRemote sends the entries of src's batches to out until src ends or
+// fails, and returns whether any entry reached out.
+//
+// The rows the fragment read count in done (the build's progress) only
+// once one of its entries reached out, or when it ended: until then a
+// failure makes the caller read the piece again on this node (invariant
+// 1), whose reader counts the same rows, so counting them as they came
+// would count them twice (a piece whose batches carry only rows: a GIN
+// index over NULLs, a fragment that fails after its last batch).
+func drainRemote(ctx context.Context, src remoteBatches, out chan<- *entryBuf, done *atomic.Int64) (delivered bool, err error) {
+	var pending int64 // rows read, not yet counted in done
 	for {
-		batch, ok, err := f.Next()
+		batch, ok, err := src.Next()
 		if err != nil {
-			return 0, delivered, err
+			return delivered, err
 		}
 		if !ok {
 			break
@@ -217,21 +240,26 @@ func (b *indexBuild) readRemote(ctx context.Context, node uint64, piece kvpb.Spa
 		rows, err := decodeRemoteEntries(ents, batch.Rows)
 		if err != nil {
 			ents.recycle()
-			return 0, delivered, err
+			return delivered, err
 		}
-		done.Add(rows)
+		pending += rows
 		if ents.len() == 0 {
 			ents.recycle()
-			continue
+		} else {
+			select {
+			case out <- ents:
+				delivered = true
+			case <-ctx.Done():
+				return delivered, context.Cause(ctx)
+			}
 		}
-		select {
-		case out <- ents:
-			delivered = true
-		case <-ctx.Done():
-			return 0, delivered, context.Cause(ctx)
+		if delivered {
+			done.Add(pending)
+			pending = 0
 		}
 	}
-	return f.Stats()[0].Node, delivered, nil
+	done.Add(pending)
+	return delivered, nil
 }
 
 // BackfillProcessor reads the pieces of index backfills that builds on
@@ -299,7 +327,13 @@ func (p *BackfillProcessor) Run(ctx context.Context, spec distsql.Spec, emit fun
 			if batch.len() == 0 {
 				enc = append(enc, appendRemoteEntry(nil, rows, nil, nil))
 			}
-			return emit(enc)
+			if err := emit(enc); err != nil {
+				return err
+			}
+			if h := indexTestingHooks.remoteSent; h != nil {
+				return h(spec.Span)
+			}
+			return nil
 		})
 	if err == nil {
 		p.Pieces.Add(1)

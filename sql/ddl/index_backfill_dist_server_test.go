@@ -79,6 +79,31 @@ func TestBackfillReadsOnLeaseholders(t *testing.T) {
 	}
 	checkIndexExact(t, servers[0], c, "t_v3")
 
+	// Remote fragments that fail after sending their pieces' rows read
+	// but no entry (a GIN index over NULLs): the pieces are read again on
+	// the build's node, and the progress counts each row once. (a is
+	// NULL in every row.)
+	mustExec(t, c, "ALTER TABLE t ADD COLUMN a INT[]")
+	var lastRows atomic.Int64
+	prevS, prevP := ddl.SetIndexHooks(nil, func(_ int64, rows int64) error {
+		lastRows.Store(rows)
+		return nil
+	})
+	prevSent := ddl.SetRemoteSent(func(kvpb.Span) error {
+		return errors.New("injected: this node failed after sending its rows")
+	})
+	mustExec(t, c, "CREATE INDEX t_a ON t USING GIN (a)")
+	ddl.SetRemoteSent(prevSent)
+	ddl.SetIndexHooks(prevS, prevP)
+	nodes, fellBack = ddl.LastBackfillNodes()
+	if _, _, n := ddl.LastBackfill(); fellBack < 2 || len(nodes) != 1 || n != 0 {
+		t.Errorf("GIN over NULLs, failing fragments: pieces per node %v, %d fell back, %d entries (want all local, >= 2 fell back, none)",
+			nodes, fellBack, n)
+	}
+	if got := lastRows.Load(); got != rows {
+		t.Errorf("GIN over NULLs, failing fragments: progress counted %d rows, want %d", got, rows)
+	}
+
 	// A partial index is read on the build's node (invariant 3).
 	mustExec(t, c, "CREATE INDEX t_p ON t (v) WHERE w > 6000")
 	if nodes, _ := ddl.LastBackfillNodes(); len(nodes) != 1 {

@@ -101,6 +101,9 @@ var indexTestingHooks struct {
 	// remoteRead runs as a node's BackfillProcessor starts reading a
 	// piece for another node's build; its error fails the fragment.
 	remoteRead func(piece kvpb.Span) error
+	// remoteSent runs after a node's BackfillProcessor sent a batch of
+	// a piece; its error fails the fragment.
+	remoteSent func(piece kvpb.Span) error
 }
 
 // IndexProgress is an index build job's payload: what it builds and where

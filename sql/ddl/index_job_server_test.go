@@ -643,12 +643,58 @@ func TestOnlineBackfillSortedSpilled(t *testing.T) {
 	if err := c.QueryRow(ctx, "SELECT count(*) FROM t WHERE v = 7919").Scan(&n); err != nil || n != 1 {
 		t.Errorf("count through the index: %d %v", n, err)
 	}
-	mustExec(t, c, "UPDATE t SET w = 5 WHERE k = 19999")
-	mustExec(t, c, "UPDATE t SET w = 5 WHERE k = 3")
+	// A duplicate near the end of the sorted stream (w = 19990 in the
+	// rows 3, 19990 and 19999, in different tablets): it is found while
+	// the index's one SST is being cut, which is dropped, not ingested.
+	mustExec(t, c, "UPDATE t SET w = 19990 WHERE k = 19999")
+	mustExec(t, c, "UPDATE t SET w = 19990 WHERE k = 3")
+	var ingested atomic.Int32
+	defer ddl.SetBeforeIngest(ddl.SetBeforeIngest(func(int64, []byte, []byte) error {
+		ingested.Add(1)
+		return nil
+	}))
 	_, err := c.Exec(ctx, "CREATE UNIQUE INDEX t_w ON t (w)")
-	if sqlState(err) != "23505" || pgDetail(err) != "Key (w)=(5) is duplicated." {
+	if sqlState(err) != "23505" || pgDetail(err) != "Key (w)=(19990) is duplicated." {
 		t.Fatalf("unique build over a duplicate: %v (%s)", err, pgDetail(err))
 	}
+	if n := ingested.Load(); n != 0 {
+		t.Errorf("a unique build failing on its one SST ingested %d SSTs", n)
+	}
+}
+
+// TestOnlineBackfillSplitsIndexTablet: a build splits the tablet of a
+// global index as it fills it (at the first key of the next SST, every
+// backfillSplitBytes), so the split queue never has to read a tablet the
+// build filled to find its middle; a local index of a distributed table,
+// whose entries share the rows' tablets, is not split at its entries.
+func TestOnlineBackfillSplitsIndexTablet(t *testing.T) {
+	defer ddl.SetBackfillSSTBytes(ddl.SetBackfillSSTBytes(16 << 10))
+	defer ddl.SetBackfillSplitBytes(ddl.SetBackfillSplitBytes(64 << 10))
+	s, url := startNode(t, t.TempDir())
+	c := connect(t, url, "postgres")
+	mustExec(t, c, "CREATE TABLE t (k INT PRIMARY KEY, v INT, w INT)")
+	mustExec(t, c, "INSERT INTO t SELECT g, (g * 7919) % 20000, g FROM generate_series(1, 20000) g")
+	mustExec(t, c, "CREATE INDEX t_v ON t (v)")
+	splits, ssts := ddl.LastBackfillSplits(), ddl.LastBackfillSSTs()
+	var tablets int
+	if err := c.QueryRow(context.Background(),
+		"SELECT count(*) FROM cairn_catalog.tablets WHERE table_name = 't' AND index_name = 't_v'").Scan(&tablets); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("t_v: %d SSTs, %d splits, %d tablets", ssts, splits, tablets)
+	// About 600 KB of entries: a split every 64 KiB.
+	if splits < 4 || tablets < splits+1 {
+		t.Errorf("t_v: %d splits, %d tablets (want >= 4 splits, a tablet more than splits)", splits, tablets)
+	}
+	checkIndexExact(t, s, c, "t_v")
+
+	mustExec(t, c, "SET citus.shard_count = 4")
+	mustExec(t, c, "SELECT create_distributed_table('t', 'k')")
+	mustExec(t, c, "CREATE INDEX t_w ON t (w)")
+	if n := ddl.LastBackfillSplits(); n != 0 {
+		t.Errorf("a local index of a distributed table: %d splits at its entries, want 0", n)
+	}
+	checkIndexExact(t, s, c, "t_w")
 }
 
 // TestOnlineIndexDistributedTable builds an index of a Citus-style
