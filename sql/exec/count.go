@@ -159,9 +159,10 @@ func (o *countOp) Next(ctx context.Context) ([]types.Datum, error) {
 				rest = append(rest, *sp)
 			}
 		}
-		if len(rest) > 0 && len(rest) < countWidth && len(o.spans) <= k {
+		if !o.r.x.ReadInOrder && len(rest) > 0 && len(rest) < countWidth && len(o.spans) <= k {
 			// Few spans left: cut each by the width of the page that
-			// stopped it, so the next batch counts in parallel.
+			// stopped it, so the next batch counts in parallel (not on
+			// a disk that seeks: Context.ReadInOrder).
 			var cut []kvpb.Span
 			for i, j := 0, 0; i < k; i++ {
 				sp := b.Results[i].ResumeSpan

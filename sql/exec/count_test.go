@@ -2,13 +2,16 @@ package exec
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"math"
 	"testing"
 
+	"github.com/cairn-db/cairn/kv"
 	"github.com/cairn-db/cairn/kvpb"
 	"github.com/cairn-db/cairn/sql/plan"
+	"github.com/cairn-db/cairn/sql/sem"
 	"github.com/cairn-db/cairn/sql/types"
 )
 
@@ -120,6 +123,49 @@ func TestCountSplit(t *testing.T) {
 				if !bytes.Equal(got[i-1].EndKey, got[i].Key) || bytes.Compare(got[i].Key, got[i-1].Key) <= 0 {
 					t.Fatalf("pieces %v are not consecutive at %d", got, i)
 				}
+			}
+		})
+	}
+}
+
+// TestCountInOrderOnSeekingDisk: on a disk that seeks
+// (Context.ReadInOrder, the hdd profile) a count reads its span front to
+// back, one page per round trip; otherwise the rest of a span is cut into
+// pieces that one round trip counts concurrently. Both count exactly.
+func TestCountInOrderOnSeekingDisk(t *testing.T) {
+	e := newEnv(t)
+	var rows [][]types.Datum
+	for i := int64(0); i < 1000; i++ {
+		rows = append(rows, []types.Datum{types.DInt(i), types.DInt(i % 7)})
+	}
+	tbl := e.createTable(tableSpec{name: "c", cols: []string{"k int8", "v int8"}, pk: []string{"k"}, packed: true}, rows...)
+	defer func(p int64) { countPage = p }(countPage)
+	countPage = 97
+	for _, inOrder := range []bool{false, true} {
+		t.Run(fmt.Sprintf("in order %t", inOrder), func(t *testing.T) {
+			s := e.scan(tbl, nil)
+			g := &plan.GroupBy{Input: s, Aggs: []plan.Aggregate{e.agg("count(*)", s.Cols...)}, Cols: []plan.Column{e.col("count", types.Int8)}}
+			st := &Stats{}
+			var got types.Datum
+			e.txn(func(ctx context.Context, txn *kv.Txn) error {
+				rs, err := Start(ctx, &Context{Txn: txn, Eval: &sem.EvalContext{}, Stats: st, ReadInOrder: inOrder}, &plan.Plan{Root: g})
+				if err != nil {
+					return err
+				}
+				defer rs.Close()
+				row, err := rs.Next(ctx)
+				if err != nil || row == nil {
+					return fmt.Errorf("count: %v, %v", row, err)
+				}
+				got = row[0]
+				return nil
+			})
+			if got.String() != "1000" {
+				t.Fatalf("count(*) = %s", got)
+			}
+			ns := st.Node(g)
+			if inOrder != (ns.KVRequests == ns.KVBatches) || ns.KVBatches < 2 {
+				t.Fatalf("%d requests in %d round trips: want one each (a page) exactly when in order", ns.KVRequests, ns.KVBatches)
 			}
 		})
 	}

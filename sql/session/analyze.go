@@ -77,6 +77,10 @@ func (s *Session) lookupBatch() int {
 	return int(s.costs().LookupBatch)
 }
 
+// readInOrder reports whether the session's storage.profile seeks (hdd):
+// then a count reads its span front to back (exec.Context.ReadInOrder).
+func (s *Session) readInOrder() bool { return s.costs().Seek > 0 }
+
 // costs is the cost model of the session's storage.profile (the node's
 // --store-profile unless SET overrides it; SET has checked the name),
 // with the network's round trips of a node in a cluster.

@@ -340,6 +340,7 @@ func (s *Session) execContext(x *stmtState, txn *kv.Txn, params []types.Datum) *
 		// The storage profile sizes lookup batches (opt.Costs.LookupBatch).
 		LookupBatch:      s.lookupBatch(),
 		LookupInputOrder: s.vars["sql.testing.lookup_input_order"] == "on",
+		ReadInOrder:      s.readInOrder(),
 		CatalogWriter: func() *catalog.Writer {
 			s.txnWroteCatalog = true
 			// Catalog writes go out as intents, as DDL's do; a failed

@@ -8,7 +8,7 @@ import (
 // TestProfileCostsAndBatches: a session plans with its storage.profile's
 // costs, adds the node's network round trip to them, and batches index
 // and lookup joins as the profile says unless sql.testing.lookup_batch
-// overrides it.
+// overrides it; a count reads in order only on a disk that seeks.
 func TestProfileCostsAndBatches(t *testing.T) {
 	for _, c := range []struct {
 		profile, override string
@@ -33,6 +33,9 @@ func TestProfileCostsAndBatches(t *testing.T) {
 		costs := s.costs()
 		if costs.Name != c.profile || costs.RoundTrip != c.roundTrip || s.lookupBatch() != c.batch {
 			t.Errorf("%+v: costs %s with round trip %v, batches of %d", c, costs.Name, costs.RoundTrip, s.lookupBatch())
+		}
+		if got := s.readInOrder(); got != (c.profile == "hdd") {
+			t.Errorf("%+v: reads in order %t", c, got)
 		}
 	}
 }
