@@ -45,7 +45,11 @@ const sstsBuilding = backfillWriters + 1
 
 // sstWriters builds and ingests a backfill's SSTs.
 type sstWriters struct {
-	b    *indexBuild
+	b *indexBuild
+	// ctx is the build's: an SST's goroutine outlives the cut that
+	// filled it (a cut of one of several key ranges runs under a context
+	// of its own, cancelled once every range is cut).
+	ctx  context.Context
 	ts   hlc.Timestamp
 	fail func(error) // the build's failure (cancels ctx)
 
@@ -56,8 +60,8 @@ type sstWriters struct {
 
 // cuts is how many cuts (key ranges, index_backfill_cut.go) fill SSTs
 // at once: each may hold one SST being filled beside those ingested.
-func (b *indexBuild) newSSTWriters(ts hlc.Timestamp, cuts int, fail func(error)) *sstWriters {
-	return &sstWriters{b: b, ts: ts, fail: fail,
+func (b *indexBuild) newSSTWriters(ctx context.Context, ts hlc.Timestamp, cuts int, fail func(error)) *sstWriters {
+	return &sstWriters{b: b, ctx: ctx, ts: ts, fail: fail,
 		building: make(chan struct{}, sstsBuilding+max(cuts, 1)-1), ingesting: make(chan struct{}, backfillWriters)}
 }
 
@@ -75,14 +79,16 @@ type sstPipe struct {
 
 // start begins an SST: a goroutine that puts the entries it is handed
 // into an SSTBuilder and, once the cut closes the pipe, ingests it. It
-// waits for a building slot.
-func (w *sstWriters) start(ctx context.Context) (*sstPipe, error) {
+// waits for a building slot as long as the cut's ctx lets it; the
+// goroutine runs under the build's (w.ctx).
+func (w *sstWriters) start(cutCtx context.Context) (*sstPipe, error) {
 	select {
 	case w.building <- struct{}{}:
-	case <-ctx.Done():
-		return nil, context.Cause(ctx)
+	case <-cutCtx.Done():
+		return nil, context.Cause(cutCtx)
 	}
 	p := &sstPipe{in: make(chan *entryBuf, 4), cur: entryBufs.Get().(*entryBuf)}
+	ctx := w.ctx
 	w.wg.Go(func() {
 		defer func() { <-w.building }()
 		sb := storage.NewSSTBuilder()
