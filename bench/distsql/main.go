@@ -13,16 +13,26 @@
 // rows and bytes they shipped to the gateway. With -global the nodes get
 // `cairn demo --global`'s simulated latencies.
 //
-// The seed's table has no primary key; Cairn distributes by the first
-// primary-key column (docs/distributed.md), so both tables here have
-// PRIMARY KEY (repo_id, event_id).
+// -leases spread (the default) holds the tables' tablets where a Citus
+// cluster holds its shards, on all three nodes: the nodes start with
+// --lease-preferences none and, once the rows are loaded, each tablet's
+// lease is handed to the nodes in turn (the program prints the count per
+// node before and after the queries). -leases follow leaves leases to
+// cairn start's balancer, which since issue 22 moves them towards the
+// region whose requests they serve: every query comes from node 1, so
+// they end up there, and "gateway-only" then reads local data.
+//
+// The seed's table has no primary key; Cairn distributes by a primary-key
+// column (docs/distributed.md), so both tables here have PRIMARY KEY
+// (repo_id, event_id).
 //
 // Usage:
 //
-//	go run ./bench/distsql [-rows 100000] [-runs 3] [-shards 32] [-global] [-log] [-only NAME] [-cpuprofile FILE]
+//	go run ./bench/distsql [-rows 100000] [-runs 3] [-shards 32] [-global] [-leases spread|follow] [-log] [-only NAME] [-cpuprofile FILE]
 package main
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -51,6 +61,7 @@ var (
 	flagGlobal = flag.Bool("global", false, "simulated inter-region latency (cairn demo --global)")
 	flagLog    = flag.Bool("log", false, "the nodes' logs on stderr (discarded otherwise)")
 	flagOnly   = flag.String("only", "", "run only the queries whose names contain this")
+	flagLeases = flag.String("leases", "spread", "spread: each tablet's lease handed to the nodes in turn and kept there; follow: the balancer's (leases follow the workload)")
 
 	flagCPUProfile = flag.String("cpuprofile", "", "write a CPU profile of the query phase (all three nodes run in this process) to this file")
 )
@@ -77,7 +88,15 @@ func main() {
 	if *flagLog {
 		logTo = os.Stderr
 	}
-	c, err := localcluster.Start(ctx, localcluster.Options{Nodes: 3, Global: *flagGlobal, Logger: slog.New(slog.NewTextHandler(logTo, nil))})
+	prefs := ""
+	switch *flagLeases {
+	case "spread":
+		prefs = "none" // leases stay where they are put
+	case "follow":
+	default:
+		log.Fatalf("-leases %q: spread or follow", *flagLeases)
+	}
+	c, err := localcluster.Start(ctx, localcluster.Options{Nodes: 3, Global: *flagGlobal, LeasePreferences: prefs, Logger: slog.New(slog.NewTextHandler(logTo, nil))})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -124,7 +143,12 @@ func main() {
 			splitAfterLast(ctx, c)
 		}
 	}
-	fmt.Printf("rows %d per table, runs %d, shards %d, global %t\n\n", *flagRows, *flagRuns, *flagShards, *flagGlobal)
+	if *flagLeases == "spread" {
+		spreadLeases(ctx, c)
+	}
+	fmt.Printf("rows %d per table, runs %d, shards %d, global %t, leases %s\n", *flagRows, *flagRuns, *flagShards, *flagGlobal, *flagLeases)
+	fmt.Printf("user-data leases per node before the queries: %s\n\n", leaseCounts(ctx, c))
+	defer func() { fmt.Printf("\nuser-data leases per node after the queries: %s\n", leaseCounts(ctx, c)) }()
 	if *flagCPUProfile != "" {
 		// The queries only, not the load: the nodes run in this process,
 		// so the profile shows the fragments' work as well as the gateway's.
@@ -217,6 +241,63 @@ func splitAfterLast(ctx context.Context, c *localcluster.Cluster) {
 	if _, err := db.Send(ctx, ba); err != nil {
 		log.Printf("split: %v (the next tablet is larger)", err)
 	}
+}
+
+// userTablets describes every tablet of the user keyspace (the tables'
+// rows and indexes) as its leaseholder sees it, in key order.
+func userTablets(ctx context.Context, c *localcluster.Cluster) []*kvpb.PlacementResponse {
+	var out []*kvpb.PlacementResponse
+	for key := []byte("\x03"); bytes.Compare(key, []byte("\x04")) < 0; {
+		ba := &kvpb.BatchRequest{}
+		ba.Add(&kvpb.PlacementRequest{Key: key})
+		br, err := c.Nodes[0].DB().Send(ctx, ba)
+		if err != nil {
+			log.Fatalf("describing the tablet at %x: %v", key, err)
+		}
+		p := br.Responses[0].(*kvpb.PlacementResponse)
+		out = append(out, p)
+		if len(p.Desc.EndKey) == 0 || bytes.Compare(p.Desc.EndKey, key) <= 0 {
+			break
+		}
+		key = p.Desc.EndKey
+	}
+	return out
+}
+
+// spreadLeases hands the lease of the i-th user tablet to node i mod 3
+// (with --lease-preferences none nothing moves them back), asking each
+// until it is done or 30 s have passed.
+func spreadLeases(ctx context.Context, c *localcluster.Cluster) {
+	for i, p := range userTablets(ctx, c) {
+		node := c.Nodes[i%len(c.Nodes)].NodeID()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			ba := &kvpb.BatchRequest{}
+			ba.Add(&kvpb.SpreadLeaseRequest{Key: p.Desc.StartKey, Node: node})
+			br, err := c.Nodes[0].DB().Send(ctx, ba)
+			if err == nil && br.Responses[0].(*kvpb.SpreadLeaseResponse).Done {
+				break
+			}
+			if err == nil && br.Responses[0].(*kvpb.SpreadLeaseResponse).Refused || time.Now().After(deadline) {
+				log.Printf("the lease of tablet %d did not reach node %d: %v", p.Desc.TabletID, node, err)
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// leaseCounts is how many user tablets each node leads ("n1 12, n2 11, n3 11").
+func leaseCounts(ctx context.Context, c *localcluster.Cluster) string {
+	counts := map[uint64]int{}
+	for _, p := range userTablets(ctx, c) {
+		counts[p.Leaseholder]++
+	}
+	var out []string
+	for _, n := range c.Nodes {
+		out = append(out, fmt.Sprintf("n%d %d", n.NodeID(), counts[n.NodeID()]))
+	}
+	return strings.Join(out, ", ")
 }
 
 func result(ctx context.Context, conn *pgx.Conn, sql string) string {
