@@ -12,14 +12,29 @@ import (
 )
 
 // splitConfig adds the split queue's settings to a store's config: the
-// thresholds from --tablet-split-size and --tablet-split-qps, and the SQL
+// thresholds from --tablet-split-size and --tablet-split-qps, the SQL
 // layer's rule for what a split must not divide (rowenc.SplitUnit: the
-// system span and shared colocation groups stay whole).
+// system span and shared colocation groups stay whole), and that a
+// split by load waits for a second node (splitByLoadUseful).
 func (s *Server) splitConfig(c store.Config) store.Config {
 	c.SplitSize = s.cfg.TabletSplitSize
 	c.SplitQPS = s.cfg.TabletSplitQPS
 	c.SplitUnit = s.splitUnit
+	c.SplitByLoadUseful = s.splitByLoadUseful
 	return c
+}
+
+// splitByLoadUseful reports whether the node table names a node, besides
+// this one, that is not decommissioned: one that could take the lease of
+// one half of a tablet split by load. On a cluster of one (a plain
+// `cairn start`, or --unreplicated) both halves stay on this node's raft
+// loop and disk, and the split only turns the transactions that span both
+// halves from one-phase commits into two-phase ones (store.Config,
+// splitqueue.go). The split queue asks each time a tablet is over the
+// threshold, so load splits begin once a second node joins.
+func (s *Server) splitByLoadUseful() bool {
+	r := s.repl
+	return r != nil && r.registry != nil && len(r.registry.IDs()) > 1
 }
 
 // splitUnit is rowenc.SplitUnit, except that a distributed table's group

@@ -82,3 +82,22 @@ func TestSplitQueueSQL(t *testing.T) {
 		t.Fatalf("app: %d rows (%v), want 2500", n, err)
 	}
 }
+
+// TestSplitByLoadWaitsForSecondNode: a cluster of one does not split by
+// load (splitByLoadUseful: both halves would stay on its one node); once
+// a second node has joined, both nodes do.
+func TestSplitByLoadWaitsForSecondNode(t *testing.T) {
+	c := newMemberCluster(t, 60*time.Second)
+	n1 := c.start(nil, "")
+	if n1.splitByLoadUseful() {
+		t.Fatal("a cluster of one would split by load")
+	}
+	n2 := c.start([]string{c.addrs[1]}, "")
+	deadline := time.Now().Add(30 * time.Second)
+	for !n1.splitByLoadUseful() || !n2.splitByLoadUseful() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after a join: node 1 splits by load %v, node 2 %v; want both", n1.splitByLoadUseful(), n2.splitByLoadUseful())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -17,7 +17,14 @@ package store
 //     loadWindow exceed SplitQPS, it splits at the row boundary nearest
 //     the median of the request keys the replica sampled
 //     (tablet.Replica.LoadSamples), if that leaves at least a fifth of
-//     the samples on each side (one hot row cannot be split).
+//     the samples on each side (one hot row cannot be split); but not
+//     while Config.SplitByLoadUseful says no: with no other node to take
+//     a half's lease, the halves are served by the same node, raft loop
+//     and disk as before, and all a split buys is transactions that span
+//     both halves, which commit in two phases instead of one (bench/README,
+//     "bench/pgbench", issue 22: after pgbench's select-only had split
+//     pgbench_accounts in 15, tpcb-like committed 96% of its transactions
+//     in two phases).
 //
 // A split key is a row boundary: an existing key that no shorter
 // existing key prefixes (a SQL row key and its column entries share the
@@ -286,7 +293,7 @@ func (q *splitQueue) splitKey(d kvpb.TabletDescriptor, r *tablet.Replica, rate f
 			}
 		}
 	}
-	if q.qps > 0 && rate > q.qps {
+	if q.qps > 0 && rate > q.qps && (s.cfg.SplitByLoadUseful == nil || s.cfg.SplitByLoadUseful()) {
 		// Too few samples yet (the rate rose since the last split, which
 		// cleared them): wait for more rather than back off.
 		if samples := r.LoadSamples(); len(samples) >= minLoadSamples {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -334,4 +335,35 @@ func TestSplitQueueEstimatesSizeAfterWrites(t *testing.T) {
 	// estimated again, and group 101 splits (it waited a minute for
 	// sizeRecheck before).
 	pass("after a flush", tablets, 1)
+}
+
+// TestSplitQueueByLoadOnlyWhenUseful: while Config.SplitByLoadUseful says
+// no (a cluster of one node), load over the threshold splits nothing;
+// once it says yes, the same load splits the tablet.
+func TestSplitQueueByLoadOnlyWhenUseful(t *testing.T) {
+	var useful atomic.Bool
+	e := newEnv(t, Config{SplitSize: -1, SplitQPS: 100, SplitUnit: rowenc.SplitUnit, SplitByLoadUseful: useful.Load})
+	rows := sqlRows(t, 100, 100, 200)
+	e.putRows(rows, 10)
+	q := newSplitQueue(e.s)
+	read := func(d time.Duration) int {
+		total := 0
+		for end := time.Now().Add(d); time.Now().Before(end); {
+			for range 200 {
+				e.get(string(rows[rand.IntN(len(rows))].key))
+			}
+			e.settle()
+			total += q.pass(context.Background())
+			time.Sleep(20 * time.Millisecond)
+		}
+		return total
+	}
+	if n := read(2500 * time.Millisecond); n != 0 {
+		t.Fatalf("%d splits by load while splitting was of no use; tablets %v", n, e.s.Tablets())
+	}
+	useful.Store(true)
+	if n := read(2500 * time.Millisecond); n == 0 {
+		t.Fatalf("no split by load once it was of use; stats %+v", e.s.SplitQueueStats())
+	}
+	e.checkRows(rows)
 }

@@ -56,6 +56,10 @@ type Config struct {
 	SplitSize     int64
 	SplitQPS      float64
 	SplitInterval time.Duration
+	// SplitByLoadUseful, when set, is asked before a split by load: false
+	// skips it (splitqueue.go, "by load"). The server's says whether the
+	// cluster has another node to take one half's lease. Nil: always.
+	SplitByLoadUseful func() bool
 	// SplitUnit names the span around a key that a split must not divide
 	// (ok false: split at any row boundary). Nil keeps the system span
 	// [keys.Min, keys.TableDataMin) whole; a node serving SQL passes
