@@ -28,10 +28,14 @@ func TestLeaseBalancerRespreadsBuckets(t *testing.T) {
 	ids := map[string][]uint64{}
 	for _, tb := range tables {
 		execSQL(t, n1, fmt.Sprintf("CREATE TABLE %s (k int PRIMARY KEY USING HASH WITH (bucket_count = 9), v int)", tb))
-		ids[tb] = zoneTablets(t, n1, "postgres", tb)
-		if len(ids[tb]) != 9 {
-			t.Fatalf("%s has %d tablets %v, want its 9 buckets'", tb, len(ids[tb]), ids[tb])
-		}
+		// cairn_catalog.tablets lists node 1's tablet directory, which
+		// learns of the buckets' splits when it next sends them a
+		// request: a scan of the table through node 1 does.
+		waitFor(t, tb+"'s nine bucket tablets in node 1's directory", 30*time.Second, func() (bool, string) {
+			execSQL(t, n1, "SELECT count(*) FROM "+tb)
+			ids[tb] = zoneTablets(t, n1, "postgres", tb)
+			return len(ids[tb]) == 9, fmt.Sprintf("%d tablets %v", len(ids[tb]), ids[tb])
+		})
 	}
 	c.waitPlacement("three voters after the splits", 30*time.Second, sameNodes(1, 2, 3))
 
