@@ -653,7 +653,7 @@ func (s *EntrySorter) Range(lo, hi []byte) EntryIterator {
 	for i := len(m.heap)/2 - 1; i >= 0; i-- {
 		m.down(i)
 	}
-	return &entryRangeIter{s: s, m: m}
+	return &entryRangeIter{entryMemIter{s: s, m: m}}
 }
 
 // lowerBound is the first slot of segment g whose key is at or above k
@@ -668,24 +668,8 @@ func (s *EntrySorter) lowerBound(g segment, k []byte) int {
 	return g.lo + n
 }
 
-// entryRangeIter is Range's iterator: a memory merge that leaves the
-// sorter open when closed.
-type entryRangeIter struct {
-	s *EntrySorter
-	m *segMerge
-	i int
-}
-
-func (r *entryRangeIter) Next(ctx context.Context) ([]byte, []byte, bool, error) {
-	e := r.m.next()
-	if e == nil {
-		return nil, nil, false, nil
-	}
-	r.i++
-	if err := checkCtx(ctx, r.i); err != nil {
-		return nil, nil, false, err
-	}
-	return r.s.key(e), r.s.value(e), true, nil
-}
+// entryRangeIter is Range's iterator: entryMemIter's merge, but closing
+// it leaves the sorter open (the other ranges still read it).
+type entryRangeIter struct{ entryMemIter }
 
 func (r *entryRangeIter) Close() { r.m.heap = nil }
