@@ -143,15 +143,30 @@ func fragmentNodeOtherThanGateway(t *testing.T, servers []*server.Server, c *pgx
 		target = 2
 	}
 	to := servers[target].NodeID()
+	// The holder may refuse for a moment (its lease not yet published
+	// after an election, proposals still draining, an automatic move
+	// under way); the move is retried until one node hands it over.
+	var errs []error
 	moved := false
-	for _, s := range servers {
-		if s != servers[target] && s.TransferLease(kvpb.TabletID(tablet), to) == nil {
-			moved = true
-			break
+	for deadline := time.Now().Add(30 * time.Second); !moved && time.Now().Before(deadline); {
+		errs = errs[:0]
+		for _, s := range servers {
+			if s == servers[target] {
+				continue
+			}
+			err := s.TransferLease(kvpb.TabletID(tablet), to)
+			if err == nil {
+				moved = true
+				break
+			}
+			errs = append(errs, err)
+		}
+		if !moved {
+			time.Sleep(50 * time.Millisecond)
 		}
 	}
 	if !moved {
-		t.Fatalf("no node could hand tablet %d's lease to node %d", tablet, to)
+		t.Fatalf("no node could hand tablet %d's lease to node %d: %v", tablet, to, errors.Join(errs...))
 	}
 	// The gateway learns of the move when a fragment's read meets the
 	// new leaseholder; the query runs until then (bounded).
