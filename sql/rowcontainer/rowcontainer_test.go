@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"slices"
 	"sort"
 	"testing"
@@ -787,6 +788,80 @@ func TestSorterMergeOrder(t *testing.T) {
 		it.Close()
 		if acc.Used() != 0 {
 			t.Fatalf("after Close: %d bytes reserved", acc.Used())
+		}
+	}
+}
+
+// TestSorterReservesWhatItHolds: what a sorter reserves (invariant 1)
+// covers the heap its rows and their slots take, measured with the
+// collector, and is not far over it: an over-count makes runs shorter
+// and a sort with more runs merges its rows twice, an under-count lets
+// the node's memory pass its budget. Each row is three values (two boxed
+// ints above 255, one NULL), the shape of a window's sorted row.
+func TestSorterReservesWhatItHolds(t *testing.T) {
+	ctx := context.Background()
+	for _, n := range []int{1000, 100_000, 300_000} {
+		node := mon.NewBudget("SQL memory", 0)
+		acc := node.NewAccount(0)
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		s := NewSorter(compareBy([]key{{col: 0}}), acc, nil)
+		for i := range n {
+			row := make([]types.Datum, 3)
+			row[0], row[2] = types.DInt(1000+i%997), types.DInt(1000+i)
+			if err := s.Add(ctx, row); err != nil {
+				t.Fatal(err)
+			}
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		held := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+		// 1% for what else the heap did meanwhile.
+		if used := acc.Used(); used < held*99/100 || used > 2*held {
+			t.Errorf("%d rows: reserved %d bytes, the heap grew by %d", n, used, held)
+		}
+		runtime.KeepAlive(s)
+		s.Close()
+		if acc.Used() != 0 {
+			t.Fatalf("%d rows: %d bytes reserved after Close", n, acc.Used())
+		}
+	}
+}
+
+// TestSorterRunLength: a run holds as many rows as work_mem has room
+// for at RowSize less its header plus a slot (slotSize) each: the slots'
+// arrays grow in smaller steps once doubling does not fit, and keep
+// their size for the next run.
+func TestSorterRunLength(t *testing.T) {
+	ctx := context.Background()
+	const workMem = 1 << 20
+	ts := newTemp(t, 0)
+	node := mon.NewBudget("SQL memory", 0)
+	acc := node.NewAccount(workMem)
+	s := NewSorter(compareBy([]key{{col: 0}}), acc, ts.NewScope())
+	defer s.Close()
+	row := func(i int) []types.Datum {
+		r := make([]types.Datum, 3)
+		r[0], r[2] = types.DInt(1000+i%997), types.DInt(1000+i)
+		return r
+	}
+	perRow := RowSize(row(0)) - rowHeaderSize + slotSize
+	var runs []int64
+	for i := 0; s.SortedRuns < 4; i++ {
+		if err := s.Add(ctx, row(i)); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(s.runs); n > len(runs) {
+			runs = append(runs, s.runs[n-1].Rows())
+		}
+	}
+	want := int64(workMem) / perRow
+	for i, r := range runs {
+		// Growing by halving steps leaves at most MinRunRows slots,
+		// plus a row's values, unfilled.
+		if r < want-MinRunRows-1 || r > want {
+			t.Errorf("run %d holds %d rows; work_mem holds %d at %d bytes a row", i, r, want, perRow)
 		}
 	}
 }

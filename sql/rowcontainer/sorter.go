@@ -1,13 +1,18 @@
 package rowcontainer
 
 import (
+	"cmp"
 	"container/heap"
 	"context"
 	"errors"
+	"math"
 	"slices"
+	"unsafe"
 
 	"github.com/cairn-db/cairn/sql/mon"
+	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/cairn-db/cairn/sql/types"
+	"github.com/jackc/pgerrcode"
 )
 
 // Compare orders two rows: negative, zero or positive.
@@ -44,9 +49,9 @@ type Sorter struct {
 
 	key   KeyFunc // nil: none
 	rows  [][]types.Datum
-	keys  []rowKey   // rows' abbreviated keys, when key is set
-	idx   []sortItem // sortMem's scratch
-	bytes int64      // reserved for rows, and idx
+	items []sortItem // one per row: its key and position; sorted by sortMem
+	bytes int64      // reserved for the rows' values (RowSize less the header)
+	slots int64      // reserved for rows' and items' capacity (slotSize each)
 	runs  []*File
 	// Runs counts the runs written (for EXPLAIN ANALYZE and tests);
 	// SortedRuns those of sorted input, the rest are merges of them.
@@ -69,31 +74,105 @@ func (s *Sorter) SetKey(key KeyFunc) { s.key = key }
 
 // Add adds a row; the sorter keeps it (the caller must not change it).
 func (s *Sorter) Add(ctx context.Context, row []types.Datum) error {
-	n := RowSize(row) + sortItemSize
-	err := s.acc.Grow(n)
+	if uint64(len(s.rows)) >= math.MaxUint32 {
+		// sortItem's position is 32 bits: 4G rows in memory is ~400 GB,
+		// past any node budget, but say so rather than wrap.
+		return pgerror.New(pgerrcode.ProgramLimitExceeded, "rowcontainer: more than %d rows to sort in memory", uint64(math.MaxUint32))
+	}
+	// The row's values, and room for its slot when rows is full.
+	v := RowSize(row) - rowHeaderSize
+	grow := s.growth()
+	err := s.acc.Grow(v + grow*slotSize)
+	if err != nil && grow > MinRunRows {
+		// Doubling does not fit: grow by as many slots as rows of this
+		// size (slots included) fit in what work_mem has left, so a run
+		// is as long as work_mem holds, not a power of two; halving
+		// when the node budget, not work_mem, refused.
+		if lim := s.acc.Limit(); lim > 0 {
+			fit := (lim - s.acc.Used() - v) / (slotSize + v)
+			grow = min(max(fit, MinRunRows), grow/2)
+			err = s.acc.Grow(v + grow*slotSize)
+		}
+		for err != nil && grow > MinRunRows {
+			grow /= 2
+			err = s.acc.Grow(v + grow*slotSize)
+		}
+	}
 	if err != nil && len(s.rows) >= MinRunRows && s.scope.Spillable() {
 		// Past work_mem, or the node is short: write what is held as a
 		// run and start again with an empty memory.
 		if err := s.spill(ctx); err != nil {
 			return err
 		}
-		err = s.acc.Grow(n)
+		grow = s.growth()
+		err = s.acc.Grow(v + grow*slotSize)
 	}
 	if errors.Is(err, mon.ErrWorkMem) {
 		// One row larger than work_mem, or nowhere to spill: hold it
 		// anyway; only the node budget can refuse now.
-		err = s.acc.Force(n)
+		err = s.acc.Force(v + grow*slotSize)
 	}
 	if err != nil {
 		return err
 	}
-	s.bytes += n
-	s.rows = append(s.rows, row)
-	if s.key != nil {
-		k, ok := s.key(row)
-		s.keys = append(s.keys, rowKey{k, ok})
+	if grow > 0 {
+		s.growSlots(int(grow))
 	}
+	s.bytes += v
+	it := sortItem{pos: uint32(len(s.rows))}
+	if s.key != nil {
+		it.key, it.ok = s.key(row)
+	}
+	s.rows = append(s.rows, row)
+	s.items = append(s.items, it)
 	return nil
+}
+
+// rowHeaderSize is the slice header RowSize counts for a row: in the
+// sorter it is the row's slot in rows, counted with the slots (slotSize)
+// rather than with the row.
+const rowHeaderSize = 24
+
+// slotSize is what a row's place in memory costs the sorter: its slice
+// header in rows and its sortItem. The sorter reserves slots for the
+// arrays' capacity, not their length, so the arrays' slack is counted
+// too (invariant 1).
+var slotSize = int64(unsafe.Sizeof([]types.Datum(nil)) + unsafe.Sizeof(sortItem{}))
+
+// growth is how many slots Add must add before appending a row: none
+// while rows has room, else as many as it has (doubling), at least
+// MinRunRows.
+func (s *Sorter) growth() int64 {
+	if len(s.rows) < cap(s.rows) {
+		return 0
+	}
+	return int64(max(cap(s.rows), MinRunRows))
+}
+
+// growSlots gives rows and items n more slots of capacity (already
+// reserved by the caller).
+func (s *Sorter) growSlots(n int) {
+	c := cap(s.rows) + n
+	s.setSlots(c)
+}
+
+// setSlots reallocates rows and items with capacity c (>= their length)
+// and records the slots' reservation; the caller reserved or releases the
+// difference.
+func (s *Sorter) setSlots(c int) {
+	rows := make([][]types.Datum, len(s.rows), c)
+	copy(rows, s.rows)
+	items := make([]sortItem, len(s.items), c)
+	copy(items, s.items)
+	s.rows, s.items = rows, items
+	s.slots = int64(c) * slotSize
+}
+
+// dropSlots releases rows and items (empty) and their reservation.
+func (s *Sorter) dropSlots() {
+	s.rows, s.items = nil, nil
+	s.acc.Shrink(s.slots)
+	s.slots = 0
 }
 
 // spill sorts the rows in memory into a new run.
@@ -106,46 +185,48 @@ func (s *Sorter) spill(ctx context.Context) error {
 	s.runs = append(s.runs, f)
 	s.Runs++
 	s.SortedRuns++
-	for i, r := range s.rows {
+	for i, it := range s.items {
 		if err := checkCtx(ctx, i); err != nil {
 			return err
 		}
-		if err := f.Append(r); err != nil {
+		if err := f.Append(s.rows[it.pos]); err != nil {
 			return err
 		}
-		s.rows[i] = nil
 	}
-	s.rows, s.idx, s.keys = s.rows[:0], nil, s.keys[:0]
+	// rows and items keep their arrays, still reserved, for the next
+	// run: a run fills about as many slots as the last one. When this
+	// run left more than a quarter of them empty (rows doubled past what
+	// work_mem held), the arrays are cut to the run's length, so the
+	// slack does not take the next run's room.
+	n := len(s.rows)
+	clear(s.rows)
+	s.rows, s.items = s.rows[:0], s.items[:0]
+	if c := cap(s.rows); n >= MinRunRows && c-n > c/4 {
+		old := s.slots
+		s.setSlots(n)
+		s.acc.Shrink(old - s.slots)
+	}
 	s.acc.Shrink(s.bytes)
+	s.bytes = 0
 	if err := f.Seal(); err != nil {
 		return err
 	}
-	s.bytes = 0
 	return nil
 }
 
-// sortMem sorts the rows in memory, stably: pattern-defeating quicksort
-// over (key, position) pairs, ties broken by position, is several times
-// faster than a stable merge sort in place (SortStableFunc's symmerge
-// does O(n log² n) comparisons). The pairs are small (24 bytes: the
-// abbreviated key and the row's position) so swaps are cheap; the rows
-// are looked up only when the keys do not decide.
+// sortMem sorts the rows in memory, stably, by sorting their items:
+// pattern-defeating quicksort over (key, position) pairs, ties broken by
+// position, is several times faster than a stable merge sort in place
+// (SortStableFunc's symmerge does O(n log² n) comparisons). The items are
+// small (16 bytes: the abbreviated key and the row's position) so swaps
+// are cheap; the rows are looked up only when the keys do not decide.
+// The rows stay where they are: the sorted order is the items'.
 func (s *Sorter) sortMem() {
-	if len(s.rows) < 2 {
+	if len(s.items) < 2 {
 		return
 	}
-	if cap(s.idx) < len(s.rows) {
-		s.idx = make([]sortItem, len(s.rows))
-	}
-	items := s.idx[:len(s.rows)]
-	for i := range s.rows {
-		items[i] = sortItem{pos: i}
-		if s.key != nil {
-			items[i].key, items[i].ok = s.keys[i].k, s.keys[i].ok
-		}
-	}
 	rows := s.rows
-	slices.SortFunc(items, func(a, b sortItem) int {
+	slices.SortFunc(s.items, func(a, b sortItem) int {
 		if a.ok && b.ok && a.key != b.key {
 			if a.key < b.key {
 				return -1
@@ -155,27 +236,18 @@ func (s *Sorter) sortMem() {
 		if c := s.cmp(rows[a.pos], rows[b.pos]); c != 0 {
 			return c
 		}
-		return a.pos - b.pos
+		return cmp.Compare(a.pos, b.pos)
 	})
-	sorted := make([][]types.Datum, len(rows))
-	for i := range items {
-		sorted[i] = rows[items[i].pos]
-	}
-	clear(rows)
-	s.rows = sorted
-	s.keys = s.keys[:0] // the merge computes them again as it reads
 }
 
+// sortItem is a row's place in the in-memory sort: its abbreviated key
+// (ok: the key is set) and its position in rows, a uint32 so the item is
+// 16 bytes.
 type sortItem struct {
 	key uint64
-	pos int
+	pos uint32
 	ok  bool
 }
-
-// sortItemSize is what a row costs besides its values: its place in
-// rows and in sortMem's copy of it (24 bytes each), its sortItem (24)
-// and its abbreviated key (16), reserved with the row.
-const sortItemSize = 88
 
 // Iterator returns rows one at a time: nil at the end.
 type Iterator interface {
@@ -195,6 +267,7 @@ func (s *Sorter) Sort(ctx context.Context) (Iterator, error) {
 			return nil, err
 		}
 	}
+	s.dropSlots() // the merge needs its memory for read buffers
 	order := maxMerge
 	if wm := s.acc.Limit(); wm > 0 {
 		order = int(min(max(wm/minReadBuf, minMerge), maxMerge))
@@ -278,7 +351,7 @@ func (s *Sorter) Close() {
 		f.Close()
 	}
 	s.runs = nil
-	s.rows, s.idx, s.keys = nil, nil, nil
+	s.dropSlots()
 	s.acc.Shrink(s.bytes)
 	s.bytes = 0
 }
@@ -289,14 +362,15 @@ type memIter struct {
 }
 
 func (m *memIter) Next(ctx context.Context) ([]types.Datum, error) {
-	if m.i >= len(m.s.rows) {
+	if m.i >= len(m.s.items) {
 		return nil, nil
 	}
 	if err := checkCtx(ctx, m.i); err != nil {
 		return nil, err
 	}
-	r := m.s.rows[m.i]
-	m.s.rows[m.i] = nil
+	pos := m.s.items[m.i].pos
+	r := m.s.rows[pos]
+	m.s.rows[pos] = nil
 	m.i++
 	return r, nil
 }
