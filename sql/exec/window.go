@@ -40,6 +40,51 @@ type windowSpec struct {
 	order  []rowFn
 	keys   []sortKey // over part values then order values
 	frame  builtins.Frame
+	// col is, for each key (part then order), the input column it reads
+	// when it is a plain column reference, else -1: such a key is read
+	// from the input column, not copied after the row (keyPos).
+	col []int
+	// computed are the keys with no column (col -1), in key order: what
+	// addStage appends after the row.
+	computed []rowFn
+}
+
+// keyPos is where key i (part then order) of s is in a staged row: its
+// input column, or its place among the computed keys after base.
+func (s *windowSpec) keyPos(i, base int) int {
+	if s.col[i] >= 0 {
+		return s.col[i]
+	}
+	for j := range i {
+		if s.col[j] < 0 {
+			base++
+		}
+	}
+	return base
+}
+
+// keyPositions is keyPos of every key, from first to last.
+func (s *windowSpec) keyPositions(base int) []int {
+	pos := make([]int, len(s.col))
+	for i := range pos {
+		pos[i] = s.keyPos(i, base)
+	}
+	return pos
+}
+
+// plainColumn is the position in cols of the column e is, or -1 when e
+// is not a column reference (the first of equal IDs, as compile binds).
+func plainColumn(e sem.Expr, cols []plan.Column) int {
+	c, ok := e.(*sem.ColRef)
+	if !ok {
+		return -1
+	}
+	for i, col := range cols {
+		if col.ID == c.ID {
+			return i
+		}
+	}
+	return -1
 }
 
 func (r *runner) buildWindow(n *plan.Window) (op, error) {
@@ -66,6 +111,10 @@ func (r *runner) buildWindow(n *plan.Window) (op, error) {
 			}
 			s.part = append(s.part, c)
 			s.keys = append(s.keys, sortKey{pos: j})
+			s.col = append(s.col, plainColumn(e, cols))
+			if s.col[len(s.col)-1] < 0 {
+				s.computed = append(s.computed, c)
+			}
 		}
 		for j, o := range f.OrderBy {
 			c, err := r.compile(o.Expr, cols)
@@ -74,6 +123,10 @@ func (r *runner) buildWindow(n *plan.Window) (op, error) {
 			}
 			s.order = append(s.order, c)
 			s.keys = append(s.keys, sortKey{pos: len(f.PartitionBy) + j, desc: o.Desc, nullsFirst: o.NullsFirst})
+			s.col = append(s.col, plainColumn(o.Expr, cols))
+			if s.col[len(s.col)-1] < 0 {
+				s.computed = append(s.computed, c)
+			}
 		}
 		for _, b := range []struct {
 			e   sem.Expr
@@ -119,11 +172,20 @@ func (r *runner) buildWindow(n *plan.Window) (op, error) {
 // Rows in flight are laid out as
 //
 //	input columns | one result per function | input position | sort keys
+//
+// where the sort keys are only those that are not input columns (a key
+// that is a plain column is compared where it is: windowSpec.keyPos), and
+// the input position is set, and sorted on, only when there are several
+// stages: with one, the sorter's own stability (rowcontainer invariant 3)
+// keeps input order among equal keys, and a NULL costs neither an
+// allocation nor a key byte.
 type windowOp struct {
 	r     *runner
 	in    op
 	specs []*windowSpec
 	width int
+	// seq: the input position is set and sorted on (several stages).
+	seq   bool
 	sorts []*rowcontainer.Sorter
 	acc   *mon.Account // the partition being computed
 	ran   bool
@@ -203,9 +265,11 @@ func (o *windowOp) newSort(s *windowSpec) *rowcontainer.Sorter {
 	base := seq + 1
 	keys := make([]sortKey, len(s.keys), len(s.keys)+1)
 	for i, k := range s.keys {
-		keys[i] = sortKey{pos: base + k.pos, desc: k.desc, nullsFirst: k.nullsFirst}
+		keys[i] = sortKey{pos: s.keyPos(i, base), desc: k.desc, nullsFirst: k.nullsFirst}
 	}
-	keys = append(keys, sortKey{pos: seq})
+	if o.seq {
+		keys = append(keys, sortKey{pos: seq})
+	}
 	srt := rowcontainer.NewSorter(func(a, b []types.Datum) int { return compareRows(keys, a, b) }, o.r.account(), o.r.scope)
 	// The keys abbreviated together (rowcontainer.NormalizedKey):
 	// PARTITION BY's values, ORDER BY's, the input position, so rows of
@@ -228,24 +292,22 @@ func (o *windowOp) newSort(s *windowSpec) *rowcontainer.Sorter {
 }
 
 // addStage adds row (input columns, results, position) to the stage of
-// spec s with its sort keys appended: in place when row is fresh (the
-// input's, made with room for them), else in a copy (a row of the
-// previous stage, which that stage may still read, keys included).
+// spec s with its computed sort keys appended: in place when row is
+// fresh (the input's, made with room for them), else in a copy (a row of
+// the previous stage, which that stage may still read, keys included).
 func (o *windowOp) addStage(ctx context.Context, srt *rowcontainer.Sorter, s *windowSpec, row []types.Datum, fresh bool) error {
 	seq := o.width + len(o.specs)
 	out := row[:seq+1]
-	if !fresh || cap(row) < seq+1+len(s.keys) {
-		out = make([]types.Datum, seq+1, seq+1+len(s.keys))
+	if !fresh || cap(row) < seq+1+len(s.computed) {
+		out = make([]types.Datum, seq+1, seq+1+len(s.computed))
 		copy(out, row)
 	}
-	for _, fns := range [2][]rowFn{s.part, s.order} {
-		for _, f := range fns {
-			d, err := f(row)
-			if err != nil {
-				return err
-			}
-			out = append(out, d)
+	for _, f := range s.computed {
+		d, err := f(row)
+		if err != nil {
+			return err
 		}
+		out = append(out, d)
 	}
 	return srt.Add(ctx, out)
 }
@@ -258,6 +320,7 @@ func (o *windowOp) run(ctx context.Context) error {
 	}
 	o.acc = o.r.account()
 	groups := o.stageGroups()
+	o.seq = len(groups) > 1
 	last := o.specs[groups[0][0]]
 	srt := o.newSort(last)
 	for seq := 0; ; seq++ {
@@ -273,9 +336,11 @@ func (o *windowOp) run(ctx context.Context) error {
 		if row == nil {
 			break
 		}
-		staged := make([]types.Datum, o.width+nf+1, o.width+nf+1+len(last.keys))
+		staged := make([]types.Datum, o.width+nf+1, o.width+nf+1+len(last.computed))
 		copy(staged, row)
-		staged[o.width+nf] = types.DInt(seq)
+		if o.seq {
+			staged[o.width+nf] = types.DInt(seq)
+		}
 		if err := o.addStage(ctx, srt, last, staged, true); err != nil {
 			return err
 		}
@@ -397,7 +462,7 @@ func (st *windowStage) step(ctx context.Context) (bool, error) {
 	var first []types.Datum
 	partKeys := make([]sortKey, len(s.part))
 	for i := range partKeys {
-		partKeys[i] = sortKey{pos: base + i}
+		partKeys[i] = sortKey{pos: s.keyPos(i, base)}
 	}
 	canSpill := o.r.scope.Spillable()
 	for {
@@ -638,11 +703,17 @@ func (it *opIter) Close()                                          {}
 // results in that order.
 func (r *runner) computePartition(s *windowSpec, rows [][]types.Datum, base int) ([]types.Datum, error) {
 	n := len(rows)
-	np := len(s.part)
+	np, nk := len(s.part), len(s.order)
 	p := &builtins.Partition{Args: make([][]types.Datum, n)}
-	if len(s.order) > 0 {
+	// The ORDER BY values of every row, gathered from where they are
+	// (keyPos) into one array: a row's are p.Keys[j].
+	var opos []int
+	var okeys []types.Datum
+	if nk > 0 {
 		p.Keys = make([][]types.Datum, n)
 		p.Desc, p.NullsFirst = s.f.OrderBy[0].Desc, s.f.OrderBy[0].NullsFirst
+		opos = s.keyPositions(base)[np:]
+		okeys = make([]types.Datum, n*nk)
 	}
 	for j, row := range rows {
 		args, err := evalAll(s.args, row)
@@ -658,7 +729,11 @@ func (r *runner) computePartition(s *windowSpec, rows [][]types.Datum, base int)
 		}
 		p.Args[j] = args
 		if p.Keys != nil {
-			p.Keys[j] = row[base+np : base+np+len(s.order)]
+			k := okeys[j*nk : (j+1)*nk : (j+1)*nk]
+			for i, at := range opos {
+				k[i] = row[at]
+			}
+			p.Keys[j] = k
 		}
 	}
 	out := make([]types.Datum, 0, n)

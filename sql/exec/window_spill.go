@@ -200,8 +200,7 @@ func (o *windowOp) computeSpilled(ctx context.Context, fi int, buf *rowcontainer
 	s := o.specs[fi]
 	kind := windowStreamOf(s)
 	base := o.width + len(o.specs) + 1
-	okeys := base + len(s.part)
-	nk := len(s.order)
+	opos := s.keyPositions(base)[len(s.part):]
 	n := buf.Len()
 	ahead, err := buf.Iter()
 	if err != nil {
@@ -214,8 +213,8 @@ func (o *windowOp) computeSpilled(ctx context.Context, fi int, buf *rowcontainer
 	}
 	defer behind.Close()
 	peers := func(a, b []types.Datum) bool {
-		for k := 0; k < nk; k++ {
-			if types.Compare(a[okeys+k], b[okeys+k]) != 0 {
+		for _, at := range opos {
+			if types.Compare(a[at], b[at]) != 0 {
 				return false
 			}
 		}
@@ -428,8 +427,8 @@ func (p *spilledRows) Row(i int) (args, keys []types.Datum, err error) {
 func (o *windowOp) computeSpilledRandom(ctx context.Context, fi int, buf *rowcontainer.Buffer, emit func([]types.Datum) error, trim bool) error {
 	s := o.specs[fi]
 	base := o.width + len(o.specs) + 1
-	okeys := base + len(s.part)
-	nk := len(s.order)
+	opos := s.keyPositions(base)[len(s.part):]
+	nk := len(opos)
 	nargs := len(s.args)
 	if s.filter != nil {
 		nargs++
@@ -450,7 +449,10 @@ func (o *windowOp) computeSpilledRandom(ctx context.Context, fi int, buf *rowcon
 			}
 			out = append(out, d)
 		}
-		return append(out, row[okeys:okeys+nk]...), nil
+		for _, at := range opos {
+			out = append(out, row[at])
+		}
+		return out, nil
 	})
 	if err != nil {
 		return err
