@@ -175,10 +175,10 @@ func (r *runner) buildWindow(n *plan.Window) (op, error) {
 //
 // where the sort keys are only those that are not input columns (a key
 // that is a plain column is compared where it is: windowSpec.keyPos), and
-// the input position is set, and sorted on, only when there are several
-// stages: with one, the sorter's own stability (rowcontainer invariant 3)
-// keeps input order among equal keys, and a NULL costs neither an
-// allocation nor a key byte.
+// the input position is there, and sorted on, only when there are
+// several stages: with one, the sorter's own stability (rowcontainer
+// invariant 3) keeps input order among equal keys, and the row is a
+// value shorter (o.base).
 type windowOp struct {
 	r     *runner
 	in    op
@@ -258,11 +258,19 @@ func (o *windowOp) Close() {
 	}
 }
 
+// base is where a staged row's computed sort keys start: after the
+// input columns, the results and, with several stages, the position.
+func (o *windowOp) base() int {
+	if o.seq {
+		return o.width + len(o.specs) + 1
+	}
+	return o.width + len(o.specs)
+}
+
 // newSort returns the sorter for function fi's stage: rows ordered by
 // its keys (after the position column), then by input position.
 func (o *windowOp) newSort(s *windowSpec) *rowcontainer.Sorter {
-	seq := o.width + len(o.specs)
-	base := seq + 1
+	seq, base := o.width+len(o.specs), o.base()
 	keys := make([]sortKey, len(s.keys), len(s.keys)+1)
 	for i, k := range s.keys {
 		keys[i] = sortKey{pos: s.keyPos(i, base), desc: k.desc, nullsFirst: k.nullsFirst}
@@ -296,10 +304,10 @@ func (o *windowOp) newSort(s *windowSpec) *rowcontainer.Sorter {
 // fresh (the input's, made with room for them), else in a copy (a row of
 // the previous stage, which that stage may still read, keys included).
 func (o *windowOp) addStage(ctx context.Context, srt *rowcontainer.Sorter, s *windowSpec, row []types.Datum, fresh bool) error {
-	seq := o.width + len(o.specs)
-	out := row[:seq+1]
-	if !fresh || cap(row) < seq+1+len(s.computed) {
-		out = make([]types.Datum, seq+1, seq+1+len(s.computed))
+	base := o.base()
+	out := row[:base]
+	if !fresh || cap(row) < base+len(s.computed) {
+		out = make([]types.Datum, base, base+len(s.computed))
 		copy(out, row)
 	}
 	for _, f := range s.computed {
@@ -336,7 +344,7 @@ func (o *windowOp) run(ctx context.Context) error {
 		if row == nil {
 			break
 		}
-		staged := make([]types.Datum, o.width+nf+1, o.width+nf+1+len(last.computed))
+		staged := make([]types.Datum, o.base(), o.base()+len(last.computed))
 		copy(staged, row)
 		if o.seq {
 			staged[o.width+nf] = types.DInt(seq)
@@ -453,8 +461,7 @@ func (st *windowStage) step(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	s := o.specs[st.fis[0]]
-	nf := len(o.specs)
-	base := o.width + nf + 1
+	base := o.base()
 	var part [][]types.Datum
 	// spilled holds the partition instead of part once it outgrew
 	// work_mem (window_spill.go); first is the partition's first row.

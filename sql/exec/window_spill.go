@@ -199,7 +199,7 @@ func (o *windowOp) computeSpilledGroup(ctx context.Context, fis []int, buf *rowc
 func (o *windowOp) computeSpilled(ctx context.Context, fi int, buf *rowcontainer.Buffer, emit func([]types.Datum) error, trim bool) error {
 	s := o.specs[fi]
 	kind := windowStreamOf(s)
-	base := o.width + len(o.specs) + 1
+	base := o.base()
 	opos := s.keyPositions(base)[len(s.part):]
 	n := buf.Len()
 	ahead, err := buf.Iter()
@@ -426,7 +426,7 @@ func (p *spilledRows) Row(i int) (args, keys []types.Datum, err error) {
 // result.
 func (o *windowOp) computeSpilledRandom(ctx context.Context, fi int, buf *rowcontainer.Buffer, emit func([]types.Datum) error, trim bool) error {
 	s := o.specs[fi]
-	base := o.width + len(o.specs) + 1
+	base := o.base()
 	opos := s.keyPositions(base)[len(s.part):]
 	nk := len(opos)
 	nargs := len(s.args)
@@ -812,7 +812,7 @@ func (ri *ringIter) Next(ctx context.Context) ([]types.Datum, error) {
 	}
 	ri.i++
 	if ri.trim {
-		base := o.width + len(o.specs) + 1
+		base := o.base()
 		row = row[:base:base]
 	}
 	return row, nil
