@@ -56,4 +56,10 @@
 //     never changes a row it was given or returned.
 //  6. Used by one goroutine at a time (the statement's), except
 //     TempStorage, which statements share.
+//  7. Temporary files hold at most the node's and the statement's share
+//     of descriptors (TempStorage.SetOpenFileLimits: by default half of
+//     RLIMIT_NOFILE for the node, 4,096 for a statement). A merge takes
+//     no more runs than its share (Scope.FileShare), down to two at a
+//     time; a descriptor refused, by these limits or by the operating
+//     system, fails the statement with 53000, never the node.
 package rowcontainer

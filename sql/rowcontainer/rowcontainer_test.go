@@ -3,12 +3,16 @@ package rowcontainer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"runtime"
 	"slices"
 	"sort"
+	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/cockroachdb/apd/v3"
@@ -863,5 +867,148 @@ func TestSorterRunLength(t *testing.T) {
 		if r < want-MinRunRows-1 || r > want {
 			t.Errorf("run %d holds %d rows; work_mem holds %d at %d bytes a row", i, r, want, perRow)
 		}
+	}
+}
+
+// sortOnce sorts n rows of a random permutation under workMem in scope
+// and checks the order; it returns the sort's error (nil when sorted).
+func sortOnce(ctx context.Context, scope *Scope, node *mon.Budget, workMem int64, n int, seed uint64) (runs int, err error) {
+	acc := node.NewAccount(workMem)
+	s := NewSorter(compareBy([]key{{col: 0}}), acc, scope)
+	defer s.Close()
+	rng := rand.New(rand.NewPCG(seed, 1))
+	for _, v := range rng.Perm(n) {
+		if err := s.Add(ctx, []types.Datum{types.DInt(v), types.DString("row")}); err != nil {
+			return s.Runs, err
+		}
+	}
+	it, err := s.Sort(ctx)
+	if err != nil {
+		return s.Runs, err
+	}
+	defer it.Close()
+	for want := 0; ; want++ {
+		r, err := it.Next(ctx)
+		if err != nil {
+			return s.Runs, err
+		}
+		if r == nil {
+			if want != n {
+				return s.Runs, fmt.Errorf("%d rows, want %d", want, n)
+			}
+			return s.SortedRuns, nil
+		}
+		if r[0] != types.DInt(want) {
+			return s.Runs, fmt.Errorf("row %d is %v", want, r[0])
+		}
+	}
+}
+
+// TestSorterOpenFileLimits: a sort of many runs holds no more
+// descriptors than its statement's and the node's limits allow
+// (invariant 7): its merge order shrinks to its share, costing merge
+// passes, and with too few descriptors for any merge it fails with 53000
+// and gives every one back. Ten statements sorting at once under a node
+// limit smaller than their runs together all finish.
+func TestSorterOpenFileLimits(t *testing.T) {
+	ctx := context.Background()
+	// An order of 64 (work_mem / minReadBuf), ~125 runs of ~1,600 rows.
+	const workMem, n = 128 << 10, 200_000
+	for _, c := range []struct {
+		node, stmt int64
+		fails      bool
+	}{
+		{node: 1000, stmt: 1000},
+		{node: 1000, stmt: 40},
+		{node: 24, stmt: 1000},
+		{node: 2, stmt: 1000, fails: true}, // a merge of two runs and its output need 3
+		{node: 1000, stmt: 2, fails: true},
+	} {
+		ts := newTemp(t, 0)
+		ts.SetOpenFileLimits(c.node, c.stmt)
+		scope := ts.NewScope()
+		runs, err := sortOnce(ctx, scope, mon.NewBudget("SQL memory", 0), workMem, n, 1)
+		switch {
+		case c.fails && pgerror.Code(err) != pgerrcode.InsufficientResources:
+			t.Errorf("limits %d/%d: %v, want 53000", c.node, c.stmt, err)
+		case !c.fails && err != nil:
+			t.Errorf("limits %d/%d: %v", c.node, c.stmt, err)
+		case !c.fails && runs < 100:
+			t.Errorf("limits %d/%d: %d runs; the test wants many", c.node, c.stmt, runs)
+		}
+		if p := ts.OpenFilesPeak(); p > min(c.node, c.stmt) {
+			t.Errorf("limits %d/%d: %d descriptors held at once", c.node, c.stmt, p)
+		}
+		scope.Close()
+		if o := ts.OpenFiles(); o != 0 {
+			t.Errorf("limits %d/%d: %d descriptors held after Close", c.node, c.stmt, o)
+		}
+	}
+
+	ts := newTemp(t, 0)
+	const nodeLimit = 60
+	ts.SetOpenFileLimits(nodeLimit, 0)
+	node := mon.NewBudget("SQL memory", 0)
+	errs := make(chan error, 10)
+	for i := range 10 {
+		go func() {
+			scope := ts.NewScope()
+			_, err := sortOnce(ctx, scope, node, workMem, n/2, uint64(i))
+			scope.Close()
+			errs <- err
+		}()
+	}
+	for range 10 {
+		// A statement may find the node's descriptors taken by the
+		// others between sizing its merge and opening its runs: 53000
+		// then, never anything else.
+		if err := <-errs; err != nil && pgerror.Code(err) != pgerrcode.InsufficientResources {
+			t.Errorf("concurrent sort: %v", err)
+		}
+	}
+	if p := ts.OpenFilesPeak(); p > nodeLimit {
+		t.Errorf("ten sorts held %d descriptors at once, node limit %d", p, nodeLimit)
+	}
+	if o := ts.OpenFiles(); o != 0 {
+		t.Errorf("%d descriptors held after the sorts", o)
+	}
+}
+
+// TestSorterProcessFileLimit: with the process's own descriptor limit
+// (RLIMIT_NOFILE) lower than the storage's, a sort the operating system
+// refuses descriptors fails with 53000, not a crash or an untyped error.
+// It runs in a child process, which lowers its own limit.
+func TestSorterProcessFileLimit(t *testing.T) {
+	if os.Getenv("CAIRN_TEST_NOFILE_CHILD") == "" {
+		cmd := exec.Command(os.Args[0], "-test.run", "^TestSorterProcessFileLimit$", "-test.v")
+		cmd.Env = append(os.Environ(), "CAIRN_TEST_NOFILE_CHILD=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("child: %v\n%s", err, out)
+		}
+		if !strings.Contains(string(out), "--- PASS: TestSorterProcessFileLimit") {
+			t.Fatalf("child did not pass:\n%s", out)
+		}
+		return
+	}
+	ctx := context.Background()
+	rl := syscall.Rlimit{Cur: 48, Max: 48}
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+		t.Fatal(err)
+	}
+	ts := newTemp(t, 0)
+	ts.SetOpenFileLimits(100000, 100000) // only the process limit binds
+	scope := ts.NewScope()
+	_, err := sortOnce(ctx, scope, mon.NewBudget("SQL memory", 0), 128<<10, 200_000, 1)
+	if pgerror.Code(err) != pgerrcode.InsufficientResources {
+		t.Fatalf("sort past the process's descriptors: %v, want 53000", err)
+	}
+	scope.Close()
+	if o := ts.OpenFiles(); o != 0 {
+		t.Fatalf("%d descriptors held after Close", o)
+	}
+	// The limit in force is the process's: a storage made now takes half.
+	if got := newTemp(t, 0).maxOpen; got != minNodeOpen {
+		t.Errorf("default node limit %d under RLIMIT_NOFILE 48, want %d", got, minNodeOpen)
 	}
 }

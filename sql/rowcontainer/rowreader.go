@@ -36,10 +36,11 @@ type RowReader struct {
 	// Reading the file: fd, a buffered reader over it, and the block the
 	// reader stands at the start of (-1: none), so consecutive blocks are
 	// read without seeking.
-	fd   *os.File
-	r    *bufio.Reader
-	at   int64
-	read []byte
+	fd    *os.File
+	scope *Scope // whose descriptor fd is
+	r     *bufio.Reader
+	at    int64
+	read  []byte
 }
 
 type cachedBlock struct {
@@ -63,11 +64,11 @@ func (b *Buffer) RowReader(acc *mon.Account, maxBlocks int, transform func([]typ
 		if err := b.file.Seal(); err != nil {
 			return nil, err
 		}
-		fd, err := os.Open(b.file.name)
+		fd, err := b.file.s.openFile(b.file.name, os.O_RDONLY, 0)
 		if err != nil {
 			return nil, fmt.Errorf("rowcontainer: reading temporary file: %w", err)
 		}
-		rr.fd = fd
+		rr.fd, rr.scope = fd, b.file.s
 	}
 	return rr, nil
 }
@@ -192,7 +193,7 @@ func (rr *RowReader) Close() {
 	}
 	rr.cache = nil
 	if rr.fd != nil {
-		_ = rr.fd.Close()
+		_ = rr.scope.closeFile(rr.fd)
 		rr.fd = nil
 	}
 }

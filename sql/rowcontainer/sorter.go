@@ -22,17 +22,20 @@ type Compare func(a, b []types.Datum) int
 // minReadBuf the smallest a Sorter's merge gives a run: the merge order
 // is as many runs as work_mem holds minReadBuf buffers for (PostgreSQL's
 // tuplesort sizes its merge by work_mem too), at least minMerge and at
-// most maxMerge (each run an open descriptor), and a merge of fewer runs
-// gives each a larger buffer, up to readBuf. Small buffers cost read
-// calls, a few thousand per 100 MB of runs, where a merge pass more
-// costs a write, a read and a decode of every row: at 4 MB an order of
-// 512 instead of 128 merges 10M rows of a window's sort (535 runs) in
-// one pass instead of writing three quarters of them again.
+// most maxMerge (each run an open descriptor, within the statement's and
+// node's share: Scope.FileShare), and a merge of fewer runs gives each a
+// larger buffer, up to readBuf. Small buffers cost read calls, ~2,000
+// per 4 MB of runs at 2 KiB, where a merge pass more costs a write, a
+// read and a decode of every row it merges: at 4 MB an order of 2,048
+// merges 50M rows of a window's sort (~1,250 runs) in one pass, where an
+// order of 512 wrote three fifths of them again. The runs are read from
+// the page cache on the machines Cairn's figures come from; on a disk
+// that seeks, a larger work_mem buys larger buffers.
 const (
 	readBuf    = 32 << 10
-	minReadBuf = 8 << 10
+	minReadBuf = 2 << 10
 	minMerge   = 8
-	maxMerge   = 512
+	maxMerge   = 2048
 )
 
 // MinRunRows is the fewest rows a run holds: a sorter under a tinier
@@ -286,6 +289,11 @@ func (s *Sorter) Sort(ctx context.Context) (Iterator, error) {
 		order /= 2
 	}
 	order = max(order, minMerge)
+	// Each run merged holds a descriptor, and an early merge one more
+	// for its output: take no more than the statement's and the node's
+	// share (Scope.FileShare), down to two runs at a time (more passes);
+	// past that, opening a run fails with 53000, not the node.
+	order = int(min(int64(order), max(s.scope.FileShare()-1, 2)))
 	// Merge in passes until one merge can take every run, merging only
 	// as many runs as needed to bring their number down to the order
 	// (with 300 runs and order 128, 128 runs and then 46, not all 300:
@@ -293,47 +301,9 @@ func (s *Sorter) Sort(ctx context.Context) (Iterator, error) {
 	// runs, which keeps the sort stable (invariant 3), and each merge
 	// holds at most order files open.
 	for len(s.runs) > order {
-		var next []*File
-		excess := len(s.runs) - order
-		for i := 0; i < len(s.runs); {
-			g := min(order, excess+1, len(s.runs)-i)
-			group := s.runs[i : i+g]
-			i += g
-			if g == 1 {
-				next = append(next, group[0])
-				continue
-			}
-			excess -= g - 1
-			m, err := s.newMerge(group)
-			if err != nil {
-				return nil, err
-			}
-			f, err := s.scope.NewFile()
-			if err != nil {
-				m.Close()
-				return nil, err
-			}
-			s.Runs++
-			for k := 0; ; k++ {
-				row, err := m.Next(ctx)
-				if err == nil && row != nil {
-					err = f.Append(row)
-					s.MergedRows++
-				}
-				if err != nil {
-					m.Close()
-					f.Close()
-					return nil, err
-				}
-				if row == nil {
-					break
-				}
-			}
-			m.Close()
-			for _, g := range group {
-				g.Close()
-			}
-			next = append(next, f)
+		next, err := s.mergePass(ctx, order)
+		if err != nil {
+			return nil, err
 		}
 		s.runs = next
 	}
@@ -343,6 +313,65 @@ func (s *Sorter) Sort(ctx context.Context) (Iterator, error) {
 	}
 	m.owner = s
 	return m, nil
+}
+
+// mergePass merges consecutive runs into one, group by group, each at
+// most order runs, until order runs are left, and returns the runs then.
+// Each merge's output is sealed as it ends, so it holds no descriptor or
+// write buffer while the next merges run. s.runs names every file the
+// sorter holds throughout (a merge's output takes its group's places),
+// so Close removes them all whenever this fails.
+func (s *Sorter) mergePass(ctx context.Context, order int) ([]*File, error) {
+	var next []*File
+	excess := len(s.runs) - order
+	for i := 0; i < len(s.runs); {
+		g := min(order, excess+1, len(s.runs)-i)
+		group := s.runs[i : i+g]
+		i += g
+		if g == 1 {
+			next = append(next, group[0])
+			continue
+		}
+		excess -= g - 1
+		m, err := s.newMerge(group)
+		if err != nil {
+			return nil, err
+		}
+		f, err := s.scope.NewFile()
+		if err != nil {
+			m.Close()
+			return nil, err
+		}
+		s.Runs++
+		for {
+			row, err := m.Next(ctx)
+			if err == nil && row != nil {
+				err = f.Append(row)
+				s.MergedRows++
+			}
+			if err == nil && row == nil {
+				err = f.Seal()
+			}
+			if err != nil {
+				m.Close()
+				f.Close()
+				return nil, err
+			}
+			if row == nil {
+				break
+			}
+		}
+		m.Close()
+		for _, g := range group {
+			g.Close()
+		}
+		// The group's files are gone: their places name the output.
+		for j := i - len(group); j < i; j++ {
+			s.runs[j] = f
+		}
+		next = append(next, f)
+	}
+	return next, nil
 }
 
 // Close releases the sorter's memory and removes its runs.

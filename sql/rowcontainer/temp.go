@@ -4,14 +4,19 @@ import (
 	"bufio"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/cairn-db/cairn/sql/mon"
+	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/cairn-db/cairn/sql/types"
+	"github.com/jackc/pgerrcode"
 )
 
 // TempStorage is a node's directory of temporary files and its disk
@@ -28,6 +33,123 @@ type TempStorage struct {
 	// wbufs is the bytes of write buffers files hold now (files being
 	// appended to), wbufsPeak the most they held at once.
 	wbufs, wbufsPeak atomic.Int64
+	// open is the descriptors the node's temporary files hold now (files
+	// being appended to, and Readers), at most maxOpen; a statement's
+	// Scope holds at most stmtMaxOpen of them (invariant 7). Set before
+	// the storage is shared (SetOpenFileLimits).
+	open, openPeak       atomic.Int64
+	maxOpen, stmtMaxOpen int64
+}
+
+// Descriptor limits by default (SetOpenFileLimits): the node's temporary
+// files may hold half of the process's descriptors (RLIMIT_NOFILE; the
+// other half is for the store's files and the network), and one
+// statement at most stmtOpenFiles of them, so ten statements merging
+// many runs at once leave descriptors to the rest of the node.
+const (
+	stmtOpenFiles   = 4096
+	minNodeOpen     = 64
+	unknownNodeOpen = 4096 // when the limit cannot be read
+)
+
+// defaultNodeOpen is half the process's soft descriptor limit (Go raises
+// it to the hard limit at start).
+func defaultNodeOpen() int64 {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil || rl.Cur == 0 {
+		return unknownNodeOpen
+	}
+	if rl.Cur >= math.MaxInt64/2 {
+		return math.MaxInt64 / 4
+	}
+	return max(int64(rl.Cur)/2, minNodeOpen)
+}
+
+// SetOpenFileLimits bounds the descriptors temporary files hold: node
+// for the whole node, stmt for one statement (<= 0: leave as it is).
+// Call it before any statement uses the storage.
+func (t *TempStorage) SetOpenFileLimits(node, stmt int64) {
+	if node > 0 {
+		t.maxOpen = node
+	}
+	if stmt > 0 {
+		t.stmtMaxOpen = stmt
+	}
+}
+
+// OpenFiles is the descriptors the node's temporary files hold now;
+// OpenFilesPeak the most they held at once since start.
+func (t *TempStorage) OpenFiles() int64     { return t.open.Load() }
+func (t *TempStorage) OpenFilesPeak() int64 { return t.openPeak.Load() }
+
+// ErrTooManyFiles is a descriptor refused by the limits of
+// SetOpenFileLimits, or by the operating system (EMFILE, ENFILE): 53000,
+// the statement fails, the node carries on.
+func errTooManyFiles(detail string, args ...any) error {
+	return pgerror.New(pgerrcode.InsufficientResources, "too many temporary files open").WithDetail(detail, args...)
+}
+
+// acquireFD takes one descriptor for the scope, or says 53000 past the
+// statement's or the node's limit.
+func (s *Scope) acquireFD() error {
+	t := s.t
+	if s.open >= t.stmtMaxOpen {
+		return errTooManyFiles("The statement holds %d temporary files open, its limit.", s.open)
+	}
+	n := t.open.Add(1)
+	if n > t.maxOpen {
+		t.open.Add(-1)
+		return errTooManyFiles("The node's temporary files hold %d descriptors, its limit.", t.maxOpen)
+	}
+	for p := t.openPeak.Load(); n > p && !t.openPeak.CompareAndSwap(p, n); p = t.openPeak.Load() {
+	}
+	s.open++
+	return nil
+}
+
+// releaseFD gives back a descriptor acquireFD took.
+func (s *Scope) releaseFD() {
+	s.open--
+	s.t.open.Add(-1)
+}
+
+// FileShare is how many more descriptors one operator of the scope
+// should take now: what the statement's limit leaves, less a few for its
+// other operators, and half of what the node's leaves, so statements
+// merging at once share the node's (each takes a share, none all).
+func (s *Scope) FileShare() int64 {
+	if !s.Spillable() {
+		return 0
+	}
+	return max(min(s.t.stmtMaxOpen-s.open-stmtOpenSpare, (s.t.maxOpen-s.t.open.Load())/2), 0)
+}
+
+// stmtOpenSpare is what FileShare leaves of a statement's descriptors to
+// its other operators.
+const stmtOpenSpare = 16
+
+// openFile opens name for the scope, holding one of its descriptors
+// until closeFile.
+func (s *Scope) openFile(name string, flag int, perm os.FileMode) (*os.File, error) {
+	if err := s.acquireFD(); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(name, flag, perm)
+	if err != nil {
+		s.releaseFD()
+		if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+			return nil, errTooManyFiles("The operating system refused a descriptor: %v.", err)
+		}
+		return nil, err
+	}
+	return f, nil
+}
+
+// closeFile closes a file openFile opened and gives back its descriptor.
+func (s *Scope) closeFile(f *os.File) error {
+	err := f.Close()
+	s.releaseFD()
+	return err
 }
 
 // WriteBuffersPeak is the most bytes of write buffers the storage's
@@ -67,7 +189,7 @@ func NewTempStorage(dir string, limit int64) (*TempStorage, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("rowcontainer: creating temporary directory %s: %w", dir, err)
 	}
-	return &TempStorage{dir: dir, disk: mon.NewBudget("temporary disk", limit)}, nil
+	return &TempStorage{dir: dir, disk: mon.NewBudget("temporary disk", limit), maxOpen: defaultNodeOpen(), stmtMaxOpen: stmtOpenFiles}, nil
 }
 
 // Dir is the temporary directory.
@@ -83,11 +205,13 @@ func (t *TempStorage) NewScope() *Scope { return &Scope{t: t} }
 // Scope is one statement's temporary files: a subdirectory made on the
 // first file and removed by Close (invariant 4).
 type Scope struct {
-	t      *TempStorage
-	dir    string
-	seq    int
-	files  map[*File]struct{}
-	closed bool
+	t       *TempStorage
+	dir     string
+	seq     int
+	files   map[*File]struct{}
+	open    int64 // descriptors its files and readers hold
+	readers map[*Reader]struct{}
+	closed  bool
 }
 
 // Spillable reports whether the scope can make files.
@@ -99,6 +223,9 @@ func (s *Scope) Close() error {
 		return nil
 	}
 	s.closed = true
+	for r := range s.readers {
+		r.Close()
+	}
 	for f := range s.files {
 		f.Close()
 	}
@@ -163,7 +290,7 @@ func (s *Scope) NewFileBuffered(bufSize int) (*File, error) {
 	}
 	s.seq++
 	name := filepath.Join(s.dir, fmt.Sprintf("%06d.rows", s.seq))
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := s.openFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("rowcontainer: creating temporary file: %w", err)
 	}
@@ -184,7 +311,7 @@ func (f *File) Append(row []types.Datum) error {
 		return fmt.Errorf("rowcontainer: append to a closed file")
 	}
 	if f.w == nil {
-		fd, err := os.OpenFile(f.name, os.O_WRONLY|os.O_APPEND, 0)
+		fd, err := f.s.openFile(f.name, os.O_WRONLY|os.O_APPEND, 0)
 		if err != nil {
 			return fmt.Errorf("rowcontainer: reopening temporary file: %w", err)
 		}
@@ -207,7 +334,7 @@ func (f *File) AppendBytes(rec []byte) error {
 		return fmt.Errorf("rowcontainer: append to a closed file")
 	}
 	if f.w == nil {
-		fd, err := os.OpenFile(f.name, os.O_WRONLY|os.O_APPEND, 0)
+		fd, err := f.s.openFile(f.name, os.O_WRONLY|os.O_APPEND, 0)
 		if err != nil {
 			return fmt.Errorf("rowcontainer: reopening temporary file: %w", err)
 		}
@@ -249,7 +376,7 @@ func (f *File) Seal() error {
 		return nil
 	}
 	err := f.w.Flush()
-	if cerr := f.f.Close(); err == nil {
+	if cerr := f.s.closeFile(f.f); err == nil {
 		err = cerr
 	}
 	f.f, f.w = nil, nil
@@ -285,11 +412,16 @@ func (f *File) Reader(bufSize int) (*Reader, error) {
 	if err := f.Seal(); err != nil {
 		return nil, err
 	}
-	fd, err := os.Open(f.name)
+	fd, err := f.s.openFile(f.name, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, fmt.Errorf("rowcontainer: reading temporary file: %w", err)
 	}
-	return &Reader{file: f, fd: fd, rows: f.rows, r: bufio.NewReaderSize(io.NewSectionReader(fd, 0, f.size), bufSize)}, nil
+	r := &Reader{file: f, fd: fd, rows: f.rows, r: bufio.NewReaderSize(io.NewSectionReader(fd, 0, f.size), bufSize)}
+	if f.s.readers == nil {
+		f.s.readers = map[*Reader]struct{}{}
+	}
+	f.s.readers[r] = struct{}{}
+	return r, nil
 }
 
 // Close removes the file and releases its disk budget.
@@ -300,7 +432,7 @@ func (f *File) Close() {
 	f.closed = true
 	f.count()
 	if f.f != nil {
-		_ = f.f.Close()
+		_ = f.s.closeFile(f.f)
 		f.f, f.w = nil, nil
 		f.s.t.holdBuf(-int64(f.wbuf))
 	}
@@ -374,8 +506,9 @@ func readRecord(r *bufio.Reader, buf *[]byte) error {
 // Close releases the reader's descriptor; Next returns nil after it.
 func (r *Reader) Close() {
 	if r.fd != nil {
-		_ = r.fd.Close()
+		_ = r.file.s.closeFile(r.fd)
 		r.fd = nil
+		delete(r.file.s.readers, r)
 	}
 	r.n = r.rows
 }
