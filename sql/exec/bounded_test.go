@@ -235,6 +235,39 @@ func TestWindowShiftStageNotBuffered(t *testing.T) {
 	}
 }
 
+// TestWindowForwardStageNotBuffered: row_number over partitions past
+// work_mem (bench/spill's window query, smaller) is computed from the
+// stage's sorted rows, with the answer a direct computation gives, and
+// writes only the sort's runs; the same partitions with percent_rank
+// beside it (read ahead: through a spilled Buffer) write them once more.
+func TestWindowForwardStageNotBuffered(t *testing.T) {
+	const n, parts = 200_000, 10
+	e := newSpillEnv(t, 0)
+	written := func(extra string) (string, int64) {
+		q := fmt.Sprintf(`SELECT count(*), sum(rn) FROM (SELECT row_number() OVER w AS rn%s FROM generate_series(1, %d) g WINDOW w AS (PARTITION BY g %% %d ORDER BY g DESC)) s`, extra, n, parts)
+		before := e.temp.RowsWritten()
+		got, err := e.run(context.Background(), q, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.leftovers(t, q)
+		return got, e.temp.RowsWritten() - before
+	}
+	got, streamed := written("")
+	p := int64(n / parts) // rows per partition: row_number sums to p(p+1)/2 in each
+	if want := fmt.Sprintf("%d %d\n", n, parts*p*(p+1)/2); got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	if streamed > n {
+		t.Errorf("%d rows written for %d rows sorted: want only the sort's runs", streamed, n)
+	}
+	_, buffered := written(", percent_rank() OVER w AS pr")
+	t.Logf("rows written: %d streamed, %d through a Buffer", streamed, buffered)
+	if buffered-streamed < n/2 {
+		t.Errorf("rows written: %d streamed, %d through a Buffer: want the streamed stage to skip the partitions' write (%d rows)", streamed, buffered, n)
+	}
+}
+
 // TestWindowSlidingStageNotBuffered: an aggregate over a sliding ROWS
 // frame over one partition past work_mem is computed from the stage's
 // sorted rows (a ringIter over the frame), with the answer a direct

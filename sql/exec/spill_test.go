@@ -139,12 +139,23 @@ func TestSpillingOperators(t *testing.T) {
 		{"window lag lead constants", `SELECT g, lag(g, -2) OVER w, lead(g, 0) OVER w, lag(g, 5, g * 10) OVER w, lead(s, 2999, 'end') OVER w, lead(g, 2500) OVER w, lag(k, 1) OVER (ORDER BY g DESC) FROM ` + g + ` WINDOW w AS (ORDER BY m, g)`, true, false},
 		// A stage of nothing but such lag/lead is computed straight
 		// from its sorted rows, never written to a Buffer
-		// (windowStage.streamRing): as the last stage (the rows Next
+		// (windowStage.streamSorted): as the last stage (the rows Next
 		// returns), as an earlier one, over partitions ending one after
 		// another, with a second stage mixing a shift with an aggregate
 		// (the Buffer path).
 		{"window shifts streamed last", `SELECT g, lag(g, 3) OVER w, lead(s, 1, 'end') OVER w, lag(g, 0) OVER w, lead(g, -2, g * 10) OVER w, row_number() OVER (ORDER BY g) FROM ` + g + ` WINDOW w AS (PARTITION BY g % 3 ORDER BY k DESC, g)`, true, false},
 		{"window shifts streamed first", `SELECT g, row_number() OVER (ORDER BY g DESC), lag(g, 2) OVER w, lead(s, 40) OVER w, lag(g, 1, -1) OVER (ORDER BY m, g), sum(g) OVER (ORDER BY m, g) FROM ` + g + ` WINDOW w AS (PARTITION BY m ORDER BY k, g)`, true, false},
+		// A stage of nothing but forward-only functions (row_number,
+		// rank, dense_rank, running aggregates, first_value, last_value
+		// to the current row; window_forward.go) is computed straight
+		// from its sorted rows: peers (k repeats within m), NULL
+		// arguments, FILTER, several stages, the last one streamed and
+		// an earlier one emitted, partitions ending one after another;
+		// with percent_rank beside them the stage goes through a
+		// Buffer.
+		{"window forward streamed", `SELECT g, row_number() OVER w, rank() OVER w, dense_rank() OVER w, sum(g) OVER (w ROWS UNBOUNDED PRECEDING), count(s) FILTER (WHERE g % 3 = 0) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW), first_value(s) OVER w, last_value(s) OVER (w ROWS BETWEEN 2 PRECEDING AND CURRENT ROW), rank() OVER (ORDER BY k DESC), row_number() OVER (PARTITION BY s ORDER BY g DESC) FROM ` + g + ` WINDOW w AS (PARTITION BY m ORDER BY k)`, false, false},
+		{"window forward no order", `SELECT g, row_number() OVER (PARTITION BY m), rank() OVER (PARTITION BY m), dense_rank() OVER (), sum(k) OVER (PARTITION BY m ROWS UNBOUNDED PRECEDING) FROM ` + g, false, false},
+		{"window forward buffered", `SELECT g, row_number() OVER w, percent_rank() OVER w, rank() OVER w FROM ` + g + ` WINDOW w AS (PARTITION BY m ORDER BY k, g)`, true, false},
 		{"window nth_value", `SELECT g, nth_value(g, 5) OVER (ORDER BY g ROWS BETWEEN 2 PRECEDING AND 10 FOLLOWING), nth_value(s, 600) OVER (ORDER BY k, g) FROM ` + g, true, false},
 		{"window rows sliding", `SELECT g, sum(g) OVER (ORDER BY g ROWS BETWEEN 3 PRECEDING AND 2 FOLLOWING), count(s) OVER (ORDER BY g DESC ROWS BETWEEN 1 FOLLOWING AND 900 FOLLOWING) FROM ` + g, true, false},
 		// Aggregates over ROWS frames with constant offsets are ring
@@ -152,7 +163,7 @@ func TestSpillingOperators(t *testing.T) {
 		// the row, empty ones (start after end), CURRENT ROW alone,
 		// FILTER, partitions ending one after another, a frame reaching
 		// past the ring (read by position instead); alone in their stage
-		// (streamed from the sorted rows, windowStage.streamRing) and
+		// (streamed from the sorted rows, windowStage.streamSorted) and
 		// sharing one with lag and with row_number (a Buffer's pass).
 		{"window rows ring streamed", `SELECT g, sum(g) OVER w, avg(k) OVER (PARTITION BY m ORDER BY g ROWS BETWEEN 7 PRECEDING AND 2 PRECEDING), count(s) OVER (PARTITION BY m ORDER BY g ROWS BETWEEN 3 FOLLOWING AND 1 FOLLOWING), min(s) OVER (PARTITION BY m ORDER BY g ROWS BETWEEN CURRENT ROW AND CURRENT ROW), count(*) FILTER (WHERE s IS NULL) OVER (PARTITION BY m ORDER BY g ROWS BETWEEN 40 PRECEDING AND 900 FOLLOWING), lag(g, 2) OVER w FROM ` + g + ` WINDOW w AS (PARTITION BY m ORDER BY g ROWS BETWEEN 5 PRECEDING AND 5 FOLLOWING)`, true, false},
 		{"window rows ring buffered", `SELECT g, row_number() OVER w, sum(g) OVER (w ROWS BETWEEN 2 FOLLOWING AND 6 FOLLOWING), string_agg(s, ',') OVER (w ROWS BETWEEN 4 PRECEDING AND CURRENT ROW), max(g) OVER (w ROWS BETWEEN 2990 PRECEDING AND 1 PRECEDING), lead(g, 3, 0) OVER w FROM ` + g + ` WINDOW w AS (ORDER BY k DESC, g)`, true, false},

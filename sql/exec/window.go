@@ -506,7 +506,14 @@ func (st *windowStage) step(ctx context.Context) (bool, error) {
 		err := o.acc.Grow(n)
 		if err != nil && canSpill && len(part) >= minSpillRows {
 			if ring, ok := o.ringOnly(st.fis); ok {
-				return st.streamRing(ctx, ring, append(part, row), first, partKeys)
+				return st.streamSorted(ctx, append(part, row), first, partKeys, func(src rowSource) rowcontainer.Iterator {
+					return o.newRingIter(ring, src, true)
+				})
+			}
+			if fwd, ok := o.forwardOnly(st.fis); ok {
+				return st.streamSorted(ctx, append(part, row), first, partKeys, func(src rowSource) rowcontainer.Iterator {
+					return o.newFwdIter(fwd, src, true)
+				})
 			}
 			// Past work_mem: the partition goes to a buffer that spills,
 			// and is computed reading it from there (window_spill.go).
@@ -580,15 +587,20 @@ func (o *windowOp) ringOnly(fis []int) ([]ringFn, bool) {
 	return fns, ringFits(fns)
 }
 
-// streamRing computes a partition past work_mem whose functions are all
-// ring functions (ringOnly: lag and lead by constant offsets, aggregates
-// over ROWS frames with constant offsets) straight from the stage's
-// sorted rows: held (the rows read so far, reserved in o.acc) and then
-// the rest of the partition as the ringIter asks for them, so the
-// partition is never written to a Buffer and read back (which is what its
-// size would otherwise cost: one more write and read of every row). The
-// last stage hands the iterator to Next; another stage emits its rows now.
-func (st *windowStage) streamRing(ctx context.Context, fns []ringFn, held [][]types.Datum, first []types.Datum, partKeys []sortKey) (bool, error) {
+// rowSource gives a partition's rows in window order, nil at its end.
+type rowSource = func(context.Context) ([]types.Datum, error)
+
+// streamSorted computes a partition past work_mem whose functions are
+// all ring functions (ringOnly: lag and lead by constant offsets,
+// aggregates over ROWS frames with constant offsets) or all forward-only
+// (forwardOnly: row_number, rank, running aggregates, window_forward.go)
+// straight from the stage's sorted rows: held (the rows read so far,
+// reserved in o.acc) and then the rest of the partition as the iterator
+// mk makes asks for them, so the partition is never written to a Buffer
+// and read back (which is what its size would otherwise cost: one more
+// write and read of every row). The last stage hands the iterator to
+// Next; another stage emits its rows now.
+func (st *windowStage) streamSorted(ctx context.Context, held [][]types.Datum, first []types.Datum, partKeys []sortKey, mk func(rowSource) rowcontainer.Iterator) (bool, error) {
 	o := st.o
 	ended := false
 	src := func(ctx context.Context) ([]types.Datum, error) {
@@ -614,7 +626,7 @@ func (st *windowStage) streamRing(ctx context.Context, fns []ringFn, held [][]ty
 		}
 		return row, nil
 	}
-	ri := o.newRingIter(fns, src, true)
+	ri := mk(src)
 	if st.stream {
 		o.out = ri
 		return true, nil

@@ -40,7 +40,7 @@ import (
 // ROWS frames with constant offsets (ringFn) need neither: a ringIter
 // computes them from a ring of rows read front to back, from the Buffer,
 // or, when a stage holds nothing else, from the stage's sorted rows
-// without a Buffer at all (windowStage.streamRing).
+// without a Buffer at all (windowStage.streamSorted).
 
 // windowStream is how a function's results are computed in one pass over
 // a spilled partition.
@@ -674,7 +674,7 @@ const ringChunk = 16 << 10
 // functions share the pass, and the partition's size need not be known:
 // src can be a spilled Buffer or, when a stage holds only such
 // functions, the stage's sorted rows themselves, so the partition is
-// never written out (windowStage.streamRing).
+// never written out (windowStage.streamSorted).
 type ringIter struct {
 	o     *windowOp
 	fns   []ringFn
