@@ -8,6 +8,14 @@
 // the queries at once on Cairn and reports whether they all completed, the
 // wall time and the peak RSS.
 //
+// It also reports the CPU time each system spent on each query (median
+// of the runs): utime + stime of the `cairn start` process, and of the
+// PostgreSQL backend serving the connection (pg_backend_pid; these
+// queries have no parallel plan), from /proc/PID/stat. On a machine
+// other work loads, wall times move with the load by several times; CPU
+// times move far less, so their ratio is the steadier comparison of the
+// two systems' work.
+//
 // Each query returns one row (an aggregate over the operator's output or
 // an OFFSET past all but the last row), so the client's transfer does not
 // dominate; PostgreSQL cannot skip the work (no LIMIT, no top-N).
@@ -129,7 +137,7 @@ func run() error {
 	fmt.Printf("rows %d, work_mem %s, --max-sql-memory %s, runs %d (median)\n\n", *flagRows, *flagWorkMem, *flagSQLMem, *flagRuns)
 
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight|tabwriter.Debug)
-	fmt.Fprintln(tw, "query\tCairn s\tPostgreSQL s\tratio\tCairn peak RSS MiB\tanswer\t")
+	fmt.Fprintln(tw, "query\tCairn s\tPostgreSQL s\tratio\tCairn CPU s\tPostgreSQL CPU s\tCPU ratio\tCairn peak RSS MiB\tanswer\t")
 	qs := queries(*flagRows)
 	if *flagOnePart {
 		qs = append(qs, onePartition(*flagRows)...)
@@ -138,7 +146,7 @@ func run() error {
 		if !strings.Contains(q.name, *flagOnly) {
 			continue
 		}
-		var ct, pt []float64
+		var ct, pt, cc, pc []float64
 		var answer, pgAnswer string
 		_ = resetHWM(pid)
 		for run := range *flagRuns {
@@ -149,7 +157,7 @@ func run() error {
 					prof <- cpuProfile(p+1, filepath.Join(*flagProfile, strings.ReplaceAll(q.name, " ", "_")+".pprof"))
 				}()
 			}
-			t, a, err := timed(ctx, cairnURL, q.sql)
+			t, c, a, err := timed(ctx, cairnURL, q.sql, func(*pgx.Conn) (int, error) { return pid, nil })
 			if prof != nil {
 				if err := <-prof; err != nil {
 					return fmt.Errorf("profiling %s: %v", q.name, err)
@@ -158,13 +166,13 @@ func run() error {
 			if err != nil {
 				return fmt.Errorf("cairn %s: %v", q.name, err)
 			}
-			ct, answer = append(ct, t), a
+			ct, cc, answer = append(ct, t), append(cc, c), a
 			if !*flagSkipPG {
-				t, a, err := timed(ctx, pgURL, q.sql)
+				t, c, a, err := timed(ctx, pgURL, q.sql, pgBackend)
 				if err != nil {
 					return fmt.Errorf("postgres %s: %v", q.name, err)
 				}
-				pt, pgAnswer = append(pt, t), a
+				pt, pc, pgAnswer = append(pt, t), append(pc, c), a
 			}
 		}
 		hwm, err := readHWM(pid)
@@ -174,12 +182,13 @@ func run() error {
 		if !*flagSkipPG && answer != pgAnswer {
 			return fmt.Errorf("%s: Cairn answered %s, PostgreSQL %s", q.name, answer, pgAnswer)
 		}
-		pgs, ratio := "-", "-"
+		pgs, ratio, pgc, cratio := "-", "-", "-", "-"
 		if len(pt) > 0 {
 			pgs, ratio = fmt.Sprintf("%.2f", median(pt)), fmt.Sprintf("%.2f×", median(ct)/median(pt))
+			pgc, cratio = fmt.Sprintf("%.2f", median(pc)), fmt.Sprintf("%.2f×", median(cc)/median(pc))
 		}
-		fmt.Fprintf(tw, "%s\t%.2f\t%s\t%s\t%d\t%s\t\n", q.name, median(ct), pgs, ratio, hwm>>10, answer)
-		fmt.Fprintf(os.Stderr, "%s done: Cairn %v, PostgreSQL %v\n", q.name, ct, pt)
+		fmt.Fprintf(tw, "%s\t%.2f\t%s\t%s\t%.2f\t%s\t%s\t%d\t%s\t\n", q.name, median(ct), pgs, ratio, median(cc), pgc, cratio, hwm>>10, answer)
+		fmt.Fprintf(os.Stderr, "%s done: Cairn %v (CPU %v), PostgreSQL %v (CPU %v)\n", q.name, ct, cc, pt, pc)
 	}
 	tw.Flush()
 
@@ -197,7 +206,7 @@ func run() error {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				_, _, errs[i] = timed(ctx, cairnURL, qs[i%len(qs)].sql)
+				_, _, _, errs[i] = timed(ctx, cairnURL, qs[i%len(qs)].sql, nil)
 			}()
 		}
 		wg.Wait()
@@ -217,22 +226,35 @@ func run() error {
 }
 
 // timed runs q on a fresh connection with work_mem set and returns its
-// wall time and its one row, printed.
-func timed(ctx context.Context, url, q string) (float64, string, error) {
+// wall time, the CPU time of the process cpuPid names (nil: 0) and its
+// one row, printed.
+func timed(ctx context.Context, url, q string, cpuPid func(*pgx.Conn) (int, error)) (float64, float64, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, *flagTimeout)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
-		return 0, "", err
+		return 0, 0, "", err
 	}
 	defer conn.Close(context.Background())
 	if _, err := conn.Exec(ctx, "SET work_mem = '"+*flagWorkMem+"'"); err != nil {
-		return 0, "", err
+		return 0, 0, "", err
+	}
+	cpu := func() (float64, error) { return 0, nil }
+	if cpuPid != nil {
+		p, err := cpuPid(conn)
+		if err != nil {
+			return 0, 0, "", err
+		}
+		cpu = func() (float64, error) { return cpuSeconds(p) }
+	}
+	cpu0, err := cpu()
+	if err != nil {
+		return 0, 0, "", err
 	}
 	start := time.Now()
 	rows, err := conn.Query(ctx, q, pgx.QueryExecModeSimpleProtocol)
 	if err != nil {
-		return 0, "", err
+		return 0, 0, "", err
 	}
 	var out []string
 	for rows.Next() {
@@ -243,9 +265,43 @@ func timed(ctx context.Context, url, q string) (float64, string, error) {
 		out = append(out, strings.Join(vals, ","))
 	}
 	if err := rows.Err(); err != nil {
-		return 0, "", err
+		return 0, 0, "", err
 	}
-	return time.Since(start).Seconds(), strings.Join(out, ";"), nil
+	wall := time.Since(start).Seconds()
+	cpu1, err := cpu()
+	if err != nil {
+		return 0, 0, "", err
+	}
+	return wall, cpu1 - cpu0, strings.Join(out, ";"), nil
+}
+
+// pgBackend is the PostgreSQL backend process serving conn.
+func pgBackend(conn *pgx.Conn) (int, error) {
+	var pid int
+	err := conn.QueryRow(context.Background(), "SELECT pg_backend_pid()").Scan(&pid)
+	return pid, err
+}
+
+// cpuSeconds is utime + stime of process pid (all its threads), from
+// /proc/PID/stat, in clock ticks of USER_HZ (100 on Linux).
+func cpuSeconds(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// Fields after the command (in parentheses, which may hold spaces):
+	// state is field 3, utime 14, stime 15.
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
+	}
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: utime %q stime %q", pid, f[11], f[12])
+	}
+	return float64(ut+st) / 100, nil
 }
 
 // cpuProfile writes a CPU profile of the Cairn node whose HTTP port is
