@@ -738,14 +738,15 @@ func TestTopK(t *testing.T) {
 }
 
 // TestSorterMergeOrder: the merge order is what work_mem holds minReadBuf
-// buffers for, so at 256 KiB (an order of 32) a sort of up to 32 runs is
-// merged in one pass, writing no row twice, and its merge's buffers,
+// buffers (and a reader's overhead) for, so at 256 KiB (an order of 102)
+// a sort of up to 102 runs is merged in one pass, writing no row twice,
+// and its merge's buffers,
 // larger when the runs are fewer, stay within work_mem; more runs than
 // the order are merged early, only as many as needed.
 func TestSorterMergeOrder(t *testing.T) {
 	ctx := context.Background()
 	const workMem = 256 << 10
-	order := workMem / minReadBuf
+	order := workMem / (minReadBuf + readerOverhead)
 	for _, runs := range []int{3, order, order + 5} {
 		ts := newTemp(t, 0)
 		node := mon.NewBudget("SQL memory", 0)
@@ -912,8 +913,9 @@ func sortOnce(ctx context.Context, scope *Scope, node *mon.Budget, workMem int64
 // limit smaller than their runs together all finish.
 func TestSorterOpenFileLimits(t *testing.T) {
 	ctx := context.Background()
-	// An order of 64 (work_mem / minReadBuf), ~125 runs of ~1,600 rows.
-	const workMem, n = 128 << 10, 200_000
+	// An order of 78 (work_mem / (minReadBuf + readerOverhead)), ~125
+	// runs of ~3,200 rows.
+	const workMem, n = 256 << 10, 400_000
 	for _, c := range []struct {
 		node, stmt int64
 		fails      bool
@@ -999,7 +1001,7 @@ func TestSorterProcessFileLimit(t *testing.T) {
 	ts := newTemp(t, 0)
 	ts.SetOpenFileLimits(100000, 100000) // only the process limit binds
 	scope := ts.NewScope()
-	_, err := sortOnce(ctx, scope, mon.NewBudget("SQL memory", 0), 128<<10, 200_000, 1)
+	_, err := sortOnce(ctx, scope, mon.NewBudget("SQL memory", 0), 256<<10, 400_000, 1)
 	if pgerror.Code(err) != pgerrcode.InsufficientResources {
 		t.Fatalf("sort past the process's descriptors: %v, want 53000", err)
 	}
@@ -1010,5 +1012,44 @@ func TestSorterProcessFileLimit(t *testing.T) {
 	// The limit in force is the process's: a storage made now takes half.
 	if got := newTemp(t, 0).maxOpen; got != minNodeOpen {
 		t.Errorf("default node limit %d under RLIMIT_NOFILE 48, want %d", got, minNodeOpen)
+	}
+}
+
+// TestSorterMergeReservesItsReaders: what a merge of many runs holds
+// (each run's read buffer, reader and row in the heap, and the decode
+// slab the readers share) is within what it reserves (invariant 1),
+// measured with the collector: the heap the merge frees when closed.
+func TestSorterMergeReservesItsReaders(t *testing.T) {
+	ctx := context.Background()
+	const workMem = 1 << 20
+	ts := newTemp(t, 0)
+	acc := mon.NewBudget("SQL memory", 0).NewAccount(workMem)
+	s := NewSorter(compareBy([]key{{col: 0}}), acc, ts.NewScope())
+	for i := 0; s.SortedRuns < 300; i++ {
+		if err := s.Add(ctx, []types.Datum{types.DInt((i * 7919) % 1000003), types.DInt(1000 + i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	it, err := s.Sort(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := it.Next(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s.Runs != s.SortedRuns {
+		t.Fatalf("%d runs merged early: the test wants one merge of all", s.Runs-s.SortedRuns)
+	}
+	var open, closed runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&open)
+	reserved := acc.Used()
+	it.Close()
+	runtime.GC()
+	runtime.ReadMemStats(&closed)
+	held := int64(open.HeapAlloc) - int64(closed.HeapAlloc)
+	t.Logf("%d runs: the merge held %d bytes, reserved %d", s.SortedRuns, held, reserved)
+	if held > reserved {
+		t.Errorf("%d runs: the merge held %d bytes, reserved %d", s.SortedRuns, held, reserved)
 	}
 }

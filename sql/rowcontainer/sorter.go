@@ -20,22 +20,31 @@ type Compare func(a, b []types.Datum) int
 
 // readBuf is the read buffer of one run during a merge, and
 // minReadBuf the smallest a Sorter's merge gives a run: the merge order
-// is as many runs as work_mem holds minReadBuf buffers for (PostgreSQL's
-// tuplesort sizes its merge by work_mem too), at least minMerge and at
-// most maxMerge (each run an open descriptor, within the statement's and
-// node's share: Scope.FileShare), and a merge of fewer runs gives each a
-// larger buffer, up to readBuf. Small buffers cost read calls, ~2,000
-// per 4 MB of runs at 2 KiB, where a merge pass more costs a write, a
-// read and a decode of every row it merges: at 4 MB an order of 2,048
-// merges 50M rows of a window's sort (~1,250 runs) in one pass, where an
-// order of 512 wrote three fifths of them again. The runs are read from
-// the page cache on the machines Cairn's figures come from; on a disk
-// that seeks, a larger work_mem buys larger buffers.
+// is as many runs as work_mem holds minReadBuf buffers and their
+// readers' overhead for (PostgreSQL's tuplesort sizes its merge by
+// work_mem too), at least minMerge and at most maxMerge (each run an
+// open descriptor, within the statement's and node's share:
+// Scope.FileShare), and a merge of fewer runs gives each a larger
+// buffer, up to readBuf. Small buffers cost read calls, ~2,000 per 4 MB
+// of runs at 2 KiB, where a merge pass more costs a write, a read and a
+// decode of every row it merges: at 4 MB an order of 1,260 merges 50M
+// rows of a window's sort (~1,240 runs) in one pass, where an order of
+// 512 wrote three fifths of them again. The runs are read from the page
+// cache on the machines Cairn's figures come from; on a disk that
+// seeks, a larger work_mem buys larger buffers.
+//
+// A run being merged also holds its reader (descriptor, buffered reader,
+// record buffer, the buffer's rounding to an allocation size), its row
+// in the heap and a part of the merge's shared decode slab:
+// readerOverhead, reserved with its buffer (invariant 1) and counted in
+// the order (TestSorterMergeReservesItsReaders). The merge's readers
+// share one slab (SetSlab), not one each.
 const (
-	readBuf    = 32 << 10
-	minReadBuf = 2 << 10
-	minMerge   = 8
-	maxMerge   = 2048
+	readBuf        = 32 << 10
+	minReadBuf     = 2 << 10
+	readerOverhead = 1280
+	minMerge       = 8
+	maxMerge       = 2048
 )
 
 // MinRunRows is the fewest rows a run holds: a sorter under a tinier
@@ -273,7 +282,7 @@ func (s *Sorter) Sort(ctx context.Context) (Iterator, error) {
 	s.dropSlots() // the merge needs its memory for read buffers
 	order := maxMerge
 	if wm := s.acc.Limit(); wm > 0 {
-		order = int(min(max(wm/minReadBuf, minMerge), maxMerge))
+		order = int(min(max(wm/(minReadBuf+readerOverhead), minMerge), maxMerge))
 	}
 	// Under a node budget with little left (a small --max-sql-memory,
 	// or many statements at once), a merge of that order would be
@@ -281,7 +290,7 @@ func (s *Sorter) Sort(ctx context.Context) (Iterator, error) {
 	// in half of what the node can grant now, down to minMerge, which
 	// costs more merge passes instead.
 	for order > minMerge && min(order, len(s.runs)) > minMerge {
-		probe := 2 * int64(min(order, len(s.runs))) * minReadBuf
+		probe := 2 * int64(min(order, len(s.runs))) * (minReadBuf + readerOverhead)
 		if err := s.acc.Force(probe); err == nil {
 			s.acc.Shrink(probe)
 			break
@@ -453,18 +462,20 @@ func (s *Sorter) newMerge(runs []*File) (*merge, error) {
 	// minReadBuf each; fewer runs share work_mem in larger buffers).
 	buf := int64(readBuf)
 	if wm := s.acc.Limit(); wm > 0 {
-		buf = min(max(wm/int64(len(runs)), minReadBuf), readBuf)
+		buf = min(max(wm/int64(len(runs))-readerOverhead, minReadBuf), readBuf)
 	}
-	m.bufs = int64(len(runs)) * buf
+	m.bufs = int64(len(runs)) * (buf + readerOverhead)
 	if err := s.acc.Force(m.bufs); err != nil {
 		return nil, err
 	}
+	slab := new([]types.Datum)
 	for _, f := range runs {
 		r, err := f.Reader(int(buf))
 		if err != nil {
 			m.Close()
 			return nil, err
 		}
+		r.SetSlab(slab)
 		m.readers = append(m.readers, r)
 	}
 	return m, nil
