@@ -21,7 +21,7 @@
 // dominate; PostgreSQL cannot skip the work (no LIMIT, no top-N).
 //
 // Usage: go run ./bench/spill [-rows 10000000] [-runs 3] [-conc 10] [-port 30100] [-one-partition=false]
-// [-cpuprofile DIR [-profile-seconds 10]]
+// [-cpuprofile DIR [-profile-seconds 10]] [-cairn BIN]
 package main
 
 import (
@@ -59,6 +59,7 @@ var (
 	flagOnePart  = flag.Bool("one-partition", true, "also run the window queries over one partition of all the rows")
 	flagProfile  = flag.String("cpuprofile", "", "write a CPU profile of Cairn's first run of each query to this directory (from /debug/pprof, -profile-seconds long)")
 	flagProfSecs = flag.Int("profile-seconds", 10, "length of each -cpuprofile profile, from the query's start")
+	flagCairn    = flag.String("cairn", "", "a cairn binary to run (default: build ./cmd/cairn first; a prebuilt one keeps the compiler out of a benchmark lock)")
 )
 
 type query struct{ name, sql string }
@@ -104,9 +105,12 @@ func run() error {
 		return err
 	}
 
-	bin := filepath.Join(dir, "cairn")
-	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/cairn").CombinedOutput(); err != nil {
-		return fmt.Errorf("building cairn: %v\n%s", err, out)
+	bin := *flagCairn
+	if bin == "" {
+		bin = filepath.Join(dir, "cairn")
+		if out, err := exec.Command("go", "build", "-o", bin, "./cmd/cairn").CombinedOutput(); err != nil {
+			return fmt.Errorf("building cairn: %v\n%s", err, out)
+		}
 	}
 	p := *flagPort
 	cmd := exec.Command(bin, "start", "--store", filepath.Join(dir, "store"), "--insecure",
