@@ -44,7 +44,10 @@ func TestLookupCost(t *testing.T) {
 		{"hdd, 100 MB: five batches pass over it five times", near(hdd.lookupCost(5e4, big)-5e4*hdd.LookupRow-5*hdd.RoundTrip, 5*hdd.batchIO(1e4, math.Ceil(1e8/4096), 1e8))},
 		{"hdd, 100 MB cached: each block read once, by whichever batch comes first", cached(hdd).lookupCost(5e4, big) < hdd.lookupCost(5e4, big)},
 		{"object store, 14 MB: once", near(obj.lookupCost(5e4, fits)-5e4*obj.LookupRow-5*obj.RoundTrip, obj.tableIO(1.4e7))},
-		{"object store, 100 MB: once, as it keeps the chunks it fetched", near(obj.lookupCost(5e4, big)-5e4*obj.LookupRow-5*obj.RoundTrip, obj.tableIO(1e8))},
+		{"object store, 100 MB: five times, each batch fetching its chunks again", near(obj.lookupCost(5e4, big)-5e4*obj.LookupRow-5*obj.RoundTrip, 5*obj.batchIO(1e4, math.Ceil(1e8/(1<<20)), 1e8))},
+		// An object store's read in order is a request per chunk,
+		// whatever the read-ahead window.
+		{"object store: 100 MB in order is a request per chunk", near(obj.tableIO(1e8), math.Ceil(1e8/(1<<20))*obj.BlockRead)},
 		// A hash join's build is CPU by the row.
 		{"hash build", hdd.hashBuildCost(1e6) == 1e6*hdd.HashRow},
 	} {
@@ -66,11 +69,13 @@ func within1pct(a, b float64) bool { return math.Abs(a-b) <= 0.01*math.Max(math.
 // both plans took. 20,000 keys into 200,000 rows, the table in the block
 // cache: lookups on every profile (a batch's sorted keys read each block
 // or chunk at most once; the hash join reads all of it and builds on
-// every row). 100,000 keys into 1,000,000 rows with a cache a quarter of
-// the table: the plan flips. On ssd each of 100 batches reads its blocks
-// again, one read each, and the hash join wins; an object store keeps
-// the chunks it fetched (KeepsFetched), so its ten batches fetch the
-// table once, less than the hash join's read and build.
+// every row). 10,000 keys into 200,000 rows with a 1 MiB cache: the plan
+// flips. On ssd each of ten batches of 1,000 keys reads a block per key
+// again, and the hash join wins; an object store takes them in one batch,
+// which fetches each chunk once, as the hash join's read does, without
+// the CPU of its 200,000 rows. 100,000 keys into 1,000,000 rows with a
+// cache a quarter of the table: a hash join on both, since each of the
+// object store's ten batches fetches every chunk again.
 func TestJoinMethodByProfile(t *testing.T) {
 	for _, tc := range []struct {
 		lookups, rows float64
@@ -78,11 +83,13 @@ func TestJoinMethodByProfile(t *testing.T) {
 		profile       Costs
 		want          string
 	}{
-		{2e4, 2e5, 64, DefaultCosts, "Join Method Cost: lookup join 92790 (rejected: hash join 261480)"},
-		{2e4, 2e5, 64, HDDCosts, "Join Method Cost: lookup join 103881 (rejected: hash join 277056)"},
-		{2e4, 2e5, 64, ObjectStoreCosts, "Join Method Cost: lookup join 158040 (rejected: hash join 338500)"},
-		{1e5, 1e6, 16, DefaultCosts, "Join Method Cost: hash join 1307360 (rejected: lookup join 1389744)"},
-		{1e5, 1e6, 16, ObjectStoreCosts, "Join Method Cost: lookup join 772200 (rejected: hash join 1674460)"},
+		{2e4, 2e5, 64, DefaultCosts, "Join Method Cost: lookup join 203154 (rejected: hash join 262467)"},
+		{2e4, 2e5, 64, HDDCosts, "Join Method Cost: lookup join 127614 (rejected: hash join 288427)"},
+		{2e4, 2e5, 64, ObjectStoreCosts, "Join Method Cost: lookup join 230067 (rejected: hash join 390833)"},
+		{1e4, 2e5, 1, DefaultCosts, "Join Method Cost: hash join 262467 (rejected: lookup join 331500)"},
+		{1e4, 2e5, 1, ObjectStoreCosts, "Join Method Cost: lookup join 180033 (rejected: hash join 390833)"},
+		{1e5, 1e6, 16, DefaultCosts, "Join Method Cost: hash join 1312267 (rejected: lookup join 3732299)"},
+		{1e5, 1e6, 16, ObjectStoreCosts, "Join Method Cost: hash join 1924100 (rejected: lookup join 6700333)"},
 	} {
 		st := func(tbl *catalog.Table) *stats.Table {
 			switch tbl.Name {

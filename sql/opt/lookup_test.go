@@ -12,13 +12,20 @@ import (
 func TestLookupJoins(t *testing.T) {
 	hdd, obj := HDDCosts, ObjectStoreCosts
 	// big: tables without statistics of a million rows of 100 bytes (100
-	// MB, more than the 64 MiB block cache), 5,000 rows per value of a
-	// non-unique key, so that rangeLeft looks up 50,000 keys.
+	// MB, more than the 64 MiB block cache), 1,000 rows per value of a
+	// non-unique key, so that rangeLeft looks up 10,000 keys.
 	big := func(c Costs) Costs {
-		c.TableRows, c.RowBytes, c.EqRows = 1e6, 100, 5000
+		c.TableRows, c.RowBytes, c.EqRows = 1e6, 100, 1000
 		return c
 	}
-	bigSSD, bigHDD := big(DefaultCosts), big(HDDCosts)
+	bigSSD, bigHDD, bigObj := big(DefaultCosts), big(HDDCosts), big(ObjectStoreCosts)
+	// fifty: 5,000 rows per value, so rangeLeft looks up 50,000 keys.
+	fifty := func(c Costs) Costs {
+		c = big(c)
+		c.EqRows = 5000
+		return c
+	}
+	fiftySSD := fifty(DefaultCosts)
 	// dense: 10,000 rows per value, so rangeLeft looks up 100,000 keys.
 	dense := func(c Costs) Costs {
 		c = big(c)
@@ -30,8 +37,11 @@ func TestLookupJoins(t *testing.T) {
 	denseHDDNoMerge.MergeJoinOff = true
 	denseHDDNoHash := denseHDDNoMerge
 	denseHDDNoHash.HashJoinOff = true
-	denseHDDCached := denseHDD
-	denseHDDCached.CacheBytes = 1 << 30
+	// twenty: 2,000 rows per value, 20,000 keys: two HDD batches.
+	twentyHDD := big(HDDCosts)
+	twentyHDD.EqRows = 2000
+	twentyHDDCached := twentyHDD
+	twentyHDDCached.CacheBytes = 1 << 30
 	bigSSDNoLoop := bigSSD
 	bigSSDNoLoop.NestLoopOff = true
 	// tenLeft: about 10 rows of t (b = 5 on a non-unique index) joined to
@@ -157,19 +167,34 @@ func TestLookupJoins(t *testing.T) {
 		lookup-join inner u@u_pkey keys=(#2) cols=(x#3,y#4,z#5) on=(t.b = u.x)
 		  scan t@t_b cols=(a#1,b#2) spans=[/1 - /1] [/2 - /2] [/3 - /3] [/4 - /4] [/5 - /5] [/6 - /6] [/7 - /7] [/8 - /8] [/9 - /9] [/10 - /10]`,
 	}, {
-		name:  "a 100 MB table, 50,000 keys: on SSD fifty batches of sorted reads cost less than reading it whole",
+		name:  "a 100 MB table, 10,000 keys: on SSD ten batches of sorted reads cost less than reading it whole",
 		costs: &bigSSD,
 		build: rangeLeft,
 		want: `
 		lookup-join inner u@u_pkey keys=(#2) cols=(x#3,y#4,z#5) on=(t.b = u.x)
 		  scan t@t_b cols=(a#1,b#2) spans=[/1 - /1] [/2 - /2] [/3 - /3] [/4 - /4] [/5 - /5] [/6 - /6] [/7 - /7] [/8 - /8] [/9 - /9] [/10 - /10]`,
 	}, {
-		name:  "the same on an HDD: each of five batches of 10,000 keys passes over it again",
+		name:  "the same on an HDD: one batch of 10,000 keys, a third of the blocks, each a read with a seek",
 		costs: &bigHDD,
 		build: rangeLeft,
 		want: `
 		lookup-join inner u@u_pkey keys=(#2) cols=(x#3,y#4,z#5) on=(t.b = u.x)
 		  scan t@t_b cols=(a#1,b#2) spans=[/1 - /1] [/2 - /2] [/3 - /3] [/4 - /4] [/5 - /5] [/6 - /6] [/7 - /7] [/8 - /8] [/9 - /9] [/10 - /10]`,
+	}, {
+		name:  "the same on an object store: one batch fetches every chunk once, as the full read does, without its rows' CPU",
+		costs: &bigObj,
+		build: rangeLeft,
+		want: `
+		lookup-join inner u@u_pkey keys=(#2) cols=(x#3,y#4,z#5) on=(t.b = u.x)
+		  scan t@t_b cols=(a#1,b#2) spans=[/1 - /1] [/2 - /2] [/3 - /3] [/4 - /4] [/5 - /5] [/6 - /6] [/7 - /7] [/8 - /8] [/9 - /9] [/10 - /10]`,
+	}, {
+		name:  "50,000 keys on SSD: fifty batches, each reading a block per key, cost more than reading it whole",
+		costs: &fiftySSD,
+		build: rangeLeft,
+		want: `
+		merge-join inner on=(t.b = u.x) eq=(#2)=(#3)
+		  scan t@t_b cols=(a#1,b#2) spans=[/1 - /1] [/2 - /2] [/3 - /3] [/4 - /4] [/5 - /5] [/6 - /6] [/7 - /7] [/8 - /8] [/9 - /9] [/10 - /10] ordered
+		  scan u@u_pkey cols=(x#3,y#4,z#5) ordered`,
 	}, {
 		name:  "100,000 keys on an HDD: ten passes cost more than one read in order (merge join)",
 		costs: &denseHDD,
@@ -179,12 +204,13 @@ func TestLookupJoins(t *testing.T) {
 		  scan t@t_b cols=(a#1,b#2) spans=[/1 - /1] [/2 - /2] [/3 - /3] [/4 - /4] [/5 - /5] [/6 - /6] [/7 - /7] [/8 - /8] [/9 - /9] [/10 - /10] ordered
 		  scan u@u_pkey cols=(x#3,y#4,z#5) ordered`,
 	}, {
-		name:  "the same on an object store, which keeps the chunks it fetched: one pass, lookups",
+		name:  "the same on an object store: each of ten batches fetches every chunk again (merge join)",
 		costs: &denseObj,
 		build: rangeLeft,
 		want: `
-		lookup-join inner u@u_pkey keys=(#2) cols=(x#3,y#4,z#5) on=(t.b = u.x)
-		  scan t@t_b cols=(a#1,b#2) spans=[/1 - /1] [/2 - /2] [/3 - /3] [/4 - /4] [/5 - /5] [/6 - /6] [/7 - /7] [/8 - /8] [/9 - /9] [/10 - /10]`,
+		merge-join inner on=(t.b = u.x) eq=(#2)=(#3)
+		  scan t@t_b cols=(a#1,b#2) spans=[/1 - /1] [/2 - /2] [/3 - /3] [/4 - /4] [/5 - /5] [/6 - /6] [/7 - /7] [/8 - /8] [/9 - /9] [/10 - /10] ordered
+		  scan u@u_pkey cols=(x#3,y#4,z#5) ordered`,
 	}, {
 		name:  "HDD with enable_mergejoin off: a hash join",
 		costs: &denseHDDNoMerge,
@@ -201,8 +227,16 @@ func TestLookupJoins(t *testing.T) {
 		lookup-join inner u@u_pkey keys=(#2) cols=(x#3,y#4,z#5) on=(t.b = u.x)
 		  scan t@t_b cols=(a#1,b#2) spans=[/1 - /1] [/2 - /2] [/3 - /3] [/4 - /4] [/5 - /5] [/6 - /6] [/7 - /7] [/8 - /8] [/9 - /9] [/10 - /10]`,
 	}, {
-		name:  "an HDD whose block cache holds the table: all batches pass over it once, lookups",
-		costs: &denseHDDCached,
+		name:  "20,000 keys on an HDD: two passes cost more than one read in order (merge join)",
+		costs: &twentyHDD,
+		build: rangeLeft,
+		want: `
+		merge-join inner on=(t.b = u.x) eq=(#2)=(#3)
+		  scan t@t_b cols=(a#1,b#2) spans=[/1 - /1] [/2 - /2] [/3 - /3] [/4 - /4] [/5 - /5] [/6 - /6] [/7 - /7] [/8 - /8] [/9 - /9] [/10 - /10] ordered
+		  scan u@u_pkey cols=(x#3,y#4,z#5) ordered`,
+	}, {
+		name:  "the same on an HDD whose block cache holds the table: the second batch finds the first's blocks, lookups",
+		costs: &twentyHDDCached,
 		build: rangeLeft,
 		want: `
 		lookup-join inner u@u_pkey keys=(#2) cols=(x#3,y#4,z#5) on=(t.b = u.x)
@@ -233,8 +267,8 @@ func TestLookupJoinsRoundTrip(t *testing.T) {
 	local := DefaultCosts
 	local.LookupBatch = 10
 	far := local.WithRoundTrip(60 * time.Millisecond)
-	if want := local.RoundTrip + 12000; far.RoundTrip != want {
-		t.Fatalf("60 ms at 5 µs a unit: RoundTrip %v, want %v", far.RoundTrip, want)
+	if want := local.RoundTrip + 20000; far.RoundTrip != want {
+		t.Fatalf("60 ms at 3 µs a unit: RoundTrip %v, want %v", far.RoundTrip, want)
 	}
 	if same := local.WithRoundTrip(0); same != local {
 		t.Fatalf("no round trip changed the costs: %+v", same)
