@@ -64,8 +64,8 @@ type Costs struct {
 	// in input order), besides the blocks it reads (batchIO) and the
 	// rows it finds (SeqRow each). From bench/joinchoice's lookup joins,
 	// their wall time less the disk's charge, per key, in the same run's
-	// unit, less the row found and the input row: 3.2 to 6.7 in eight
-	// measurements, median 4.1.
+	// unit, less the row found and the input row: 4.3 to 12 in six
+	// measurements at loads 4-6, median 7.3 (3.2 to 6.7 at loads 8-10).
 	LookupRow float64
 	// HashRow is putting one row in a hash join's table (the executor
 	// builds on the join's right side).
@@ -135,13 +135,15 @@ func (c Costs) WithRoundTrip(rtt time.Duration) Costs {
 }
 
 // unitTime is the time of one unit on every profile: reading one row of
-// a join's scan in order, decoded, on a loaded two-core machine. From
-// bench/joinchoice's hash joins on ssd (whose disk charged 3-12 ms),
-// their wall time over the units of their scan and build (SeqRow and
-// HashRow): 3.07 µs (10,000 keys into 200,000 rows), 1.64 and 3.15 µs
-// (100,000 and 30,000 keys into 1,000,000 rows), 3.1 and 2.75 µs in
-// earlier sessions (bench/README.md); the machine's load moves it by 2x.
-const unitTime = 3 * time.Microsecond
+// a join's scan in order, decoded. From bench/joinchoice's hash joins on
+// ssd (whose disk charged 3-12 ms), their wall time over the units of
+// their scan and build (SeqRow and HashRow), at the lowest loads of the
+// session (2026-11-30, loads 4-6): 0.62, 0.85 and 1.04 µs. The same joins
+// took 1.6-3.2 µs a unit at loads 8-10, where other engineers' builds
+// take the CPU; the disk's latencies do not change with the load, so a
+// unit of the loaded machine would make every read look 3x cheaper than
+// it is on a machine of its own.
+const unitTime = time.Microsecond
 
 // units prices a latency.
 func units(d time.Duration) float64 { return float64(d) / float64(unitTime) }
@@ -151,7 +153,7 @@ func units(d time.Duration) float64 { return float64(d) / float64(unitTime) }
 // the node (in process), the block cache of storage's default.
 var base = Costs{
 	TableRows: 1000, RowBytes: 64, EqRows: 10, RangeFraction: 1.0 / 3,
-	SeqRow: 1, LookupRow: 4, HashRow: 0.3, SortRow: 0.5, RoundTrip: units(100 * time.Microsecond),
+	SeqRow: 1, LookupRow: 7, HashRow: 0.3, SortRow: 0.5, RoundTrip: units(100 * time.Microsecond),
 	CacheBytes: 64 << 20, UnitTime: unitTime,
 }
 
@@ -205,20 +207,28 @@ func ProfileCosts(name string) (c Costs, ok bool) {
 const scanPage = 8192
 
 // tableSize is what the cost model knows of a table's size: its rows and
-// the bytes of its primary index (statistics', or the heuristics').
+// the bytes of its primary index (statistics', or the heuristics'), as
+// keys and values (bytes: what the block cache holds and a 4 KiB block
+// is cut from) and on disk, compressed (disk: what a read transfers and
+// an object store's chunks hold; bytes when statistics do not say).
 type tableSize struct {
-	rows, bytes float64
+	rows, bytes, disk float64
 }
 
-// rowBytes is the size of one of t's rows.
-func (t tableSize) rowBytes() float64 { return t.bytes / math.Max(t.rows, 1) }
+// diskBytes is t's size on disk.
+func (t tableSize) diskBytes() float64 {
+	if t.disk > 0 {
+		return t.disk
+	}
+	return t.bytes
+}
 
 // scanCost prices reading rows of t in order: the rows, one round trip
 // per page (the reader sends many spans in one request), and the storage
-// reads of their bytes.
+// reads of their bytes on disk.
 func (c Costs) scanCost(rows float64, t tableSize) float64 {
 	pages := max(1, math.Ceil(rows/scanPage))
-	return rows*c.SeqRow + pages*c.RoundTrip + c.tableIO(rows*t.rowBytes())
+	return rows*c.SeqRow + pages*c.RoundTrip + c.tableIO(rows*t.diskBytes()/math.Max(t.rows, 1))
 }
 
 // tableIO prices reading bytes of storage in order: one read per
@@ -265,13 +275,14 @@ func blocksTouched(k, n float64) float64 {
 // blocks in between costs (BlockTransfer a block): a batch spans at most
 // the table's blocks, and one that touches all of them costs about
 // reading the table (its few reads not read ahead on top).
-func (c Costs) batchIO(k, n, bytes float64) float64 {
+func (c Costs) batchIO(k, n, bytes, disk float64) float64 {
 	touched := blocksTouched(k, n)
 	ahead := aheadShare(touched / n)
 	reads := touched * (1 - ahead)
-	inOrder := c.tableIO(bytes) / n // a block's share of reading the table
-	gaps := n - touched             // the blocks passed between touched ones
-	return reads*c.BlockRead + min(reads*c.Seek, gaps*c.BlockTransfer) + touched*ahead*inOrder
+	inOrder := c.tableIO(disk) / n // a block's share of reading the table
+	gaps := n - touched            // the blocks passed between touched ones
+	passed := gaps * c.BlockTransfer * disk / bytes
+	return reads*c.BlockRead + min(reads*c.Seek, passed) + touched*ahead*inOrder
 }
 
 // aheadShare is the share of a sorted batch's touched blocks read ahead
@@ -292,16 +303,22 @@ func (c Costs) lookupCost(keys float64, t tableSize) float64 {
 	}
 	batches := max(1, math.Ceil(keys/c.LookupBatch))
 	perBatch := keys / batches
+	// A disk's blocks are 4 KiB of keys and values, compressed on their
+	// own; an object store's chunks are 1 MiB of the file.
+	disk := t.diskBytes()
 	n := max(1, math.Ceil(t.bytes/c.BlockBytes))
+	if c.ChunkedReads {
+		n = max(1, math.Ceil(disk/c.BlockBytes))
+	}
 	var io float64
 	if t.bytes <= c.CacheBytes {
 		// What a block costs in one batch, for every block the batches
 		// touch together (a block read by an earlier batch is cached).
 		one := blocksTouched(perBatch, n)
 		all := blocksTouched(keys, n)
-		io = c.batchIO(perBatch, n, t.bytes) / one * all
+		io = c.batchIO(perBatch, n, t.bytes, disk) / one * all
 	} else {
-		io = batches * c.batchIO(perBatch, n, t.bytes)
+		io = batches * c.batchIO(perBatch, n, t.bytes, disk)
 	}
 	return keys*c.LookupRow + batches*c.RoundTrip + io
 }

@@ -17,16 +17,16 @@ func TestProfileCostsAndBatches(t *testing.T) {
 		batch             int
 		roundTrip         float64
 	}{
-		// The round trip to the node's own tablets: 100 µs at 3 µs a unit
+		// The round trip to the node's own tablets: 100 µs at 1 µs a unit
 		// (every profile's).
-		{"ssd", "0", 0, 1000, 100.0 / 3},
-		{"hdd", "0", 0, 10000, 100.0 / 3},
-		{"object-store", "0", 0, 10000, 100.0 / 3},
-		{"hdd", "250", 0, 250, 100.0 / 3},
+		{"ssd", "0", 0, 1000, 100},
+		{"hdd", "0", 0, 10000, 100},
+		{"object-store", "0", 0, 10000, 100},
+		{"hdd", "250", 0, 250, 100},
 		// 10 ms more.
-		{"ssd", "0", 10 * time.Millisecond, 1000, 10100.0 / 3},
-		{"hdd", "0", 10 * time.Millisecond, 10000, 10100.0 / 3},
-		{"object-store", "0", 10 * time.Millisecond, 10000, 10100.0 / 3},
+		{"ssd", "0", 10 * time.Millisecond, 1000, 10100},
+		{"hdd", "0", 10 * time.Millisecond, 10000, 10100},
+		{"object-store", "0", 10 * time.Millisecond, 10000, 10100},
 	} {
 		b := &Backend{}
 		if c.rtt > 0 {
