@@ -65,6 +65,19 @@ func (s *Server) tabletStats(d kvpb.TabletDescriptor) (mvcc.SpanStats, error) {
 
 var _ plan.SpanSizes = tabletDirectory{}
 
+var _ plan.SpanDiskUsage = tabletDirectory{}
+
+// SpanDiskBytes implements plan.SpanDiskUsage over this node's engine: the
+// SSTs of the replicas it holds, in proportion where a file straddles a
+// bound (storage.Engine.EstimateDiskUsage).
+func (d tabletDirectory) SpanDiskBytes(ctx context.Context, key, endKey []byte) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	n, err := d.s.eng.EstimateDiskUsage(key, endKey)
+	return int64(n), err
+}
+
 // SpanSizes implements plan.SpanSizes over this node's engine: the
 // replicas this node holds answer for their part of the span, counted now
 // (no cache: a size right after a write includes it).

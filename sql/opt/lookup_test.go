@@ -12,13 +12,20 @@ import (
 func TestLookupJoins(t *testing.T) {
 	hdd, obj := HDDCosts, ObjectStoreCosts
 	// big: tables without statistics of a million rows of 100 bytes (100
-	// MB, more than the 64 MiB block cache), 5,000 rows per value of a
-	// non-unique key, so that rangeLeft looks up 50,000 keys.
+	// MB, more than the 64 MiB block cache), 500 rows per value of a
+	// non-unique key, so that rangeLeft looks up 5,000 keys.
 	big := func(c Costs) Costs {
-		c.TableRows, c.RowBytes, c.EqRows = 1e6, 100, 5000
+		c.TableRows, c.RowBytes, c.EqRows = 1e6, 100, 500
 		return c
 	}
-	bigSSD, bigHDD := big(DefaultCosts), big(HDDCosts)
+	bigSSD, bigHDD, bigObj := big(DefaultCosts), big(HDDCosts), big(ObjectStoreCosts)
+	// fifty: 5,000 rows per value, so rangeLeft looks up 50,000 keys.
+	fifty := func(c Costs) Costs {
+		c = big(c)
+		c.EqRows = 5000
+		return c
+	}
+	fiftySSD := fifty(DefaultCosts)
 	// dense: 10,000 rows per value, so rangeLeft looks up 100,000 keys.
 	dense := func(c Costs) Costs {
 		c = big(c)
@@ -30,8 +37,9 @@ func TestLookupJoins(t *testing.T) {
 	denseHDDNoMerge.MergeJoinOff = true
 	denseHDDNoHash := denseHDDNoMerge
 	denseHDDNoHash.HashJoinOff = true
-	denseHDDCached := denseHDD
-	denseHDDCached.CacheBytes = 1 << 30
+	// twenty: 2,000 rows per value, 20,000 keys: two HDD batches.
+	twentyHDD := big(HDDCosts)
+	twentyHDD.EqRows = 2000
 	bigSSDNoLoop := bigSSD
 	bigSSDNoLoop.NestLoopOff = true
 	// tenLeft: about 10 rows of t (b = 5 on a non-unique index) joined to
@@ -157,19 +165,34 @@ func TestLookupJoins(t *testing.T) {
 		lookup-join inner u@u_pkey keys=(#2) cols=(x#3,y#4,z#5) on=(t.b = u.x)
 		  scan t@t_b cols=(a#1,b#2) spans=[/1 - /1] [/2 - /2] [/3 - /3] [/4 - /4] [/5 - /5] [/6 - /6] [/7 - /7] [/8 - /8] [/9 - /9] [/10 - /10]`,
 	}, {
-		name:  "a 100 MB table, 50,000 keys: on SSD fifty batches of sorted reads cost less than reading it whole",
+		name:  "a 100 MB table, 5,000 keys: on SSD five batches of sorted reads cost less than reading it whole",
 		costs: &bigSSD,
 		build: rangeLeft,
 		want: `
 		lookup-join inner u@u_pkey keys=(#2) cols=(x#3,y#4,z#5) on=(t.b = u.x)
 		  scan t@t_b cols=(a#1,b#2) spans=[/1 - /1] [/2 - /2] [/3 - /3] [/4 - /4] [/5 - /5] [/6 - /6] [/7 - /7] [/8 - /8] [/9 - /9] [/10 - /10]`,
 	}, {
-		name:  "the same on an HDD: each of five batches of 10,000 keys passes over it again",
+		name:  "the same on an HDD: one batch of 5,000 keys, a block each, passing under the head between them",
 		costs: &bigHDD,
 		build: rangeLeft,
 		want: `
 		lookup-join inner u@u_pkey keys=(#2) cols=(x#3,y#4,z#5) on=(t.b = u.x)
 		  scan t@t_b cols=(a#1,b#2) spans=[/1 - /1] [/2 - /2] [/3 - /3] [/4 - /4] [/5 - /5] [/6 - /6] [/7 - /7] [/8 - /8] [/9 - /9] [/10 - /10]`,
+	}, {
+		name:  "the same on an object store: one batch fetches every chunk once, as the full read does, without its rows' CPU",
+		costs: &bigObj,
+		build: rangeLeft,
+		want: `
+		lookup-join inner u@u_pkey keys=(#2) cols=(x#3,y#4,z#5) on=(t.b = u.x)
+		  scan t@t_b cols=(a#1,b#2) spans=[/1 - /1] [/2 - /2] [/3 - /3] [/4 - /4] [/5 - /5] [/6 - /6] [/7 - /7] [/8 - /8] [/9 - /9] [/10 - /10]`,
+	}, {
+		name:  "50,000 keys on SSD: fifty batches, each reading a block per key, cost more than reading it whole",
+		costs: &fiftySSD,
+		build: rangeLeft,
+		want: `
+		merge-join inner on=(t.b = u.x) eq=(#2)=(#3)
+		  scan t@t_b cols=(a#1,b#2) spans=[/1 - /1] [/2 - /2] [/3 - /3] [/4 - /4] [/5 - /5] [/6 - /6] [/7 - /7] [/8 - /8] [/9 - /9] [/10 - /10] ordered
+		  scan u@u_pkey cols=(x#3,y#4,z#5) ordered`,
 	}, {
 		name:  "100,000 keys on an HDD: ten passes cost more than one read in order (merge join)",
 		costs: &denseHDD,
@@ -179,12 +202,13 @@ func TestLookupJoins(t *testing.T) {
 		  scan t@t_b cols=(a#1,b#2) spans=[/1 - /1] [/2 - /2] [/3 - /3] [/4 - /4] [/5 - /5] [/6 - /6] [/7 - /7] [/8 - /8] [/9 - /9] [/10 - /10] ordered
 		  scan u@u_pkey cols=(x#3,y#4,z#5) ordered`,
 	}, {
-		name:  "the same on an object store, which keeps the chunks it fetched: one pass, lookups",
+		name:  "the same on an object store: each of ten batches fetches every chunk again (merge join)",
 		costs: &denseObj,
 		build: rangeLeft,
 		want: `
-		lookup-join inner u@u_pkey keys=(#2) cols=(x#3,y#4,z#5) on=(t.b = u.x)
-		  scan t@t_b cols=(a#1,b#2) spans=[/1 - /1] [/2 - /2] [/3 - /3] [/4 - /4] [/5 - /5] [/6 - /6] [/7 - /7] [/8 - /8] [/9 - /9] [/10 - /10]`,
+		merge-join inner on=(t.b = u.x) eq=(#2)=(#3)
+		  scan t@t_b cols=(a#1,b#2) spans=[/1 - /1] [/2 - /2] [/3 - /3] [/4 - /4] [/5 - /5] [/6 - /6] [/7 - /7] [/8 - /8] [/9 - /9] [/10 - /10] ordered
+		  scan u@u_pkey cols=(x#3,y#4,z#5) ordered`,
 	}, {
 		name:  "HDD with enable_mergejoin off: a hash join",
 		costs: &denseHDDNoMerge,
@@ -201,12 +225,13 @@ func TestLookupJoins(t *testing.T) {
 		lookup-join inner u@u_pkey keys=(#2) cols=(x#3,y#4,z#5) on=(t.b = u.x)
 		  scan t@t_b cols=(a#1,b#2) spans=[/1 - /1] [/2 - /2] [/3 - /3] [/4 - /4] [/5 - /5] [/6 - /6] [/7 - /7] [/8 - /8] [/9 - /9] [/10 - /10]`,
 	}, {
-		name:  "an HDD whose block cache holds the table: all batches pass over it once, lookups",
-		costs: &denseHDDCached,
+		name:  "20,000 keys on an HDD: two passes cost more than one read in order (merge join)",
+		costs: &twentyHDD,
 		build: rangeLeft,
 		want: `
-		lookup-join inner u@u_pkey keys=(#2) cols=(x#3,y#4,z#5) on=(t.b = u.x)
-		  scan t@t_b cols=(a#1,b#2) spans=[/1 - /1] [/2 - /2] [/3 - /3] [/4 - /4] [/5 - /5] [/6 - /6] [/7 - /7] [/8 - /8] [/9 - /9] [/10 - /10]`,
+		merge-join inner on=(t.b = u.x) eq=(#2)=(#3)
+		  scan t@t_b cols=(a#1,b#2) spans=[/1 - /1] [/2 - /2] [/3 - /3] [/4 - /4] [/5 - /5] [/6 - /6] [/7 - /7] [/8 - /8] [/9 - /9] [/10 - /10] ordered
+		  scan u@u_pkey cols=(x#3,y#4,z#5) ordered`,
 	}, {
 		name:  "SSD with enable_nestloop off: no lookup join",
 		costs: &bigSSDNoLoop,
@@ -226,15 +251,16 @@ func TestLookupJoins(t *testing.T) {
 }
 
 // TestLookupJoinsRoundTrip: the network's round trips are part of the
-// choice. A hundred lookups in batches of ten are ten round trips: on a
-// local SSD they beat reading u whole, but with 60 ms between the nodes
-// (Costs.WithRoundTrip) the one round trip of the full read wins.
+// choice. A hundred lookups into a 100,000-row u in batches of five are
+// twenty round trips: on a local SSD they beat reading u whole, but with
+// 60 ms between the nodes (Costs.WithRoundTrip) the thirteen pages of
+// the full read win.
 func TestLookupJoinsRoundTrip(t *testing.T) {
 	local := DefaultCosts
-	local.LookupBatch = 10
+	local.TableRows, local.LookupBatch = 1e5, 5
 	far := local.WithRoundTrip(60 * time.Millisecond)
-	if want := local.RoundTrip + 12000; far.RoundTrip != want {
-		t.Fatalf("60 ms at 5 µs a unit: RoundTrip %v, want %v", far.RoundTrip, want)
+	if want := local.RoundTrip + 60000; far.RoundTrip != want {
+		t.Fatalf("60 ms at 1 µs a unit: RoundTrip %v, want %v", far.RoundTrip, want)
 	}
 	if same := local.WithRoundTrip(0); same != local {
 		t.Fatalf("no round trip changed the costs: %+v", same)

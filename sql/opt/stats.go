@@ -264,8 +264,9 @@ func (o *optimizer) lookupRowsPerKey(right *plan.Scan, idx *catalog.Index, nkeys
 	return math.Max(rows, 1), true
 }
 
-// tableSize is t's size: its statistics' rows and bytes, or the cost
-// model's heuristics without any (TableRows rows of RowBytes).
+// tableSize is t's size: its statistics' rows, bytes and bytes on disk,
+// or the cost model's heuristics without any (TableRows rows of
+// RowBytes, as many on disk).
 func (o *optimizer) tableSize(t *catalog.Table) tableSize {
 	c := o.costs
 	if ts := o.tableStats(t); ts != nil {
@@ -274,7 +275,7 @@ func (o *optimizer) tableSize(t *catalog.Table) tableSize {
 		if bytes <= 0 {
 			bytes = rows * c.RowBytes
 		}
-		return tableSize{rows: rows, bytes: bytes}
+		return tableSize{rows: rows, bytes: bytes, disk: float64(ts.DiskBytes)}
 	}
 	return tableSize{rows: c.TableRows, bytes: c.TableRows * c.RowBytes}
 }

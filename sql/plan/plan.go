@@ -633,6 +633,14 @@ type SpanSize struct {
 	LiveBytes, TotalBytes int64
 }
 
+// SpanDiskUsage is what a TabletDirectory may also offer: the bytes of
+// this node's disk holding a key span (the store's estimate: flushed
+// files only, every version, compressed). ANALYZE records it for the
+// planner (stats.Table.DiskBytes).
+type SpanDiskUsage interface {
+	SpanDiskBytes(ctx context.Context, key, endKey []byte) (int64, error)
+}
+
 func (n *Scan) Columns() []Column         { return n.Cols }
 func (n *IndexJoin) Columns() []Column    { return n.Cols }
 func (n *LookupJoin) Columns() []Column   { return joinCols(n.Kind, n.Input.Columns(), n.Cols) }

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -16,14 +17,16 @@ func TestProfileCostsAndBatches(t *testing.T) {
 		batch             int
 		roundTrip         float64
 	}{
-		{"ssd", "0", 0, 1000, 20},
-		{"hdd", "0", 0, 10000, 20},
-		{"object-store", "0", 0, 10000, 20},
-		{"hdd", "250", 0, 250, 20},
-		// 10 ms at 5 µs a unit (every profile's).
-		{"ssd", "0", 10 * time.Millisecond, 1000, 20 + 2000},
-		{"hdd", "0", 10 * time.Millisecond, 10000, 20 + 2000},
-		{"object-store", "0", 10 * time.Millisecond, 10000, 20 + 2000},
+		// The round trip to the node's own tablets: 100 µs at 1 µs a unit
+		// (every profile's).
+		{"ssd", "0", 0, 1000, 100},
+		{"hdd", "0", 0, 10000, 100},
+		{"object-store", "0", 0, 10000, 100},
+		{"hdd", "250", 0, 250, 100},
+		// 10 ms more.
+		{"ssd", "0", 10 * time.Millisecond, 1000, 10100},
+		{"hdd", "0", 10 * time.Millisecond, 10000, 10100},
+		{"object-store", "0", 10 * time.Millisecond, 10000, 10100},
 	} {
 		b := &Backend{}
 		if c.rtt > 0 {
@@ -31,7 +34,7 @@ func TestProfileCostsAndBatches(t *testing.T) {
 		}
 		s := &Session{b: b, vars: map[string]string{"storage.profile": c.profile, "sql.testing.lookup_batch": c.override}}
 		costs := s.costs()
-		if costs.Name != c.profile || costs.RoundTrip != c.roundTrip || s.lookupBatch() != c.batch {
+		if costs.Name != c.profile || math.Abs(costs.RoundTrip-c.roundTrip) > 1e-9 || s.lookupBatch() != c.batch {
 			t.Errorf("%+v: costs %s with round trip %v, batches of %d", c, costs.Name, costs.RoundTrip, s.lookupBatch())
 		}
 		if got := s.readInOrder(); got != (c.profile == "hdd") {

@@ -17,6 +17,12 @@ type Table struct {
 	// index entries (keys and values), for pg_class.relpages.
 	RowCount float64
 	Bytes    int64
+	// DiskBytes is what the primary index takes on disk, compressed (the
+	// store's estimate for its span, which sees flushed files only), at
+	// most Bytes; set by ANALYZE where the node's tablet directory can
+	// estimate it; 0: unknown. The planner prices an object store's
+	// chunks and a read's transfer by it (sql/opt's tableSize).
+	DiskBytes int64
 	// CollectedAt is when the collection read the table.
 	CollectedAt time.Time
 	Columns     []*Column

@@ -156,7 +156,7 @@ func TestEncodeDecode(t *testing.T) {
 		{ID: 1, Name: "a", Type: types.Int8}, {ID: 2, Name: "s", Type: types.Text},
 	}}
 	at := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
-	in := &Table{TableID: 52, RowCount: 1000, Bytes: 12345, CollectedAt: at, Columns: []*Column{
+	in := &Table{TableID: 52, RowCount: 1000, Bytes: 12345, DiskBytes: 4321, CollectedAt: at, Columns: []*Column{
 		{ID: 1, Type: types.Int8, Distinct: 1000, AvgWidth: 8, Histogram: ints(1, 500, 1000)},
 		{ID: 2, Type: types.Text, NullFrac: 0.25, Distinct: 2, AvgWidth: 4,
 			MCV: []types.Datum{types.DString("x"), types.DString("y")}, MCVFreq: []float64{0.5, 0.25}},
@@ -169,7 +169,7 @@ func TestEncodeDecode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.RowCount != 1000 || out.Bytes != 12345 || !out.CollectedAt.Equal(at) || len(out.Columns) != 2 {
+	if out.RowCount != 1000 || out.Bytes != 12345 || out.DiskBytes != 4321 || !out.CollectedAt.Equal(at) || len(out.Columns) != 2 {
 		t.Fatalf("decoded %+v", out)
 	}
 	a, s := out.Column(1), out.Column(2)

@@ -34,6 +34,7 @@ type wireTable struct {
 	V     int       `json:"v"`
 	Rows  float64   `json:"rows"`
 	Bytes int64     `json:"bytes"`
+	Disk  int64     `json:"disk_bytes,omitempty"`
 	At    time.Time `json:"at"`
 	Cols  []wireCol `json:"cols"`
 }
@@ -56,7 +57,7 @@ type wireCol struct {
 
 // Encode returns t's stored form.
 func Encode(t *Table) ([]byte, error) {
-	w := wireTable{V: wireVersion, Rows: t.RowCount, Bytes: t.Bytes, At: t.CollectedAt}
+	w := wireTable{V: wireVersion, Rows: t.RowCount, Bytes: t.Bytes, Disk: t.DiskBytes, At: t.CollectedAt}
 	for _, c := range t.Columns {
 		wc := wireCol{ID: c.ID, NullFrac: c.NullFrac, Distinct: c.Distinct, Width: c.AvgWidth, MCVFreq: c.MCVFreq, Corr: c.Correlation}
 		if c.Type != nil {
@@ -97,7 +98,7 @@ func Decode(b []byte, t *catalog.Table) (*Table, error) {
 	if w.V != wireVersion {
 		return nil, nil
 	}
-	out := &Table{TableID: t.ID, RowCount: w.Rows, Bytes: w.Bytes, CollectedAt: w.At}
+	out := &Table{TableID: t.ID, RowCount: w.Rows, Bytes: w.Bytes, DiskBytes: w.Disk, CollectedAt: w.At}
 	for _, wc := range w.Cols {
 		col := t.ColumnByID(wc.ID)
 		if col == nil || col.Type == nil || col.Type.Oid != wc.Oid || col.Type.Typmod() != wc.Typmod {
