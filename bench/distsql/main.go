@@ -28,7 +28,7 @@
 //
 // Usage:
 //
-//	go run ./bench/distsql [-rows 100000] [-runs 3] [-shards 32] [-global] [-leases spread|follow] [-log] [-only NAME] [-cpuprofile FILE]
+//	go run ./bench/distsql [-rows 100000] [-runs 3] [-shards 32] [-global] [-leases spread|follow] [-log] [-only NAME] [-explain] [-cpuprofile FILE]
 package main
 
 import (
@@ -63,6 +63,7 @@ var (
 	flagOnly   = flag.String("only", "", "run only the queries whose names contain this")
 	flagLeases = flag.String("leases", "spread", "spread: each tablet's lease handed to the nodes in turn and kept there; follow: the balancer's (leases follow the workload)")
 
+	flagExplain    = flag.Bool("explain", false, "print each query's EXPLAIN ANALYZE (distsql = on) on stderr: where the distributed time goes, fragment by fragment")
 	flagCPUProfile = flag.String("cpuprofile", "", "write a CPU profile of the query phase (all three nodes run in this process) to this file")
 )
 
@@ -204,6 +205,9 @@ var fragLine = regexp.MustCompile(`Fragment \d+: node \d+, tablet \d+: (\d+) (?:
 // shipped to the gateway.
 func shipped(ctx context.Context, conn *pgx.Conn, sql string) (frags int, rows, bytes int64) {
 	plan := result(ctx, conn, "EXPLAIN ANALYZE "+sql)
+	if *flagExplain {
+		fmt.Fprintf(os.Stderr, "EXPLAIN ANALYZE %s\n%s\n\n", sql, strings.ReplaceAll(plan, ";", "\n"))
+	}
 	for _, m := range fragLine.FindAllStringSubmatch(plan, -1) {
 		n, _ := strconv.ParseInt(m[1], 10, 64)
 		b, _ := strconv.ParseInt(m[2], 10, 64)

@@ -31,10 +31,11 @@ func sleepFor(ctx EvalContext, d time.Duration) (types.Datum, error) {
 	return types.DString(""), nil
 }
 
-// sizePretty is Postgres 15's pg_size_pretty(bigint): bytes below 10 kB,
+// SizePretty is Postgres 15's pg_size_pretty(bigint): bytes below 10 kB,
 // then the largest unit (to PB) keeping the value under 20480, halves
-// rounded away from zero.
-func sizePretty(size int64) string {
+// rounded away from zero. citus_tables.table_size (sql/pgcatalog) prints
+// sizes with it too, as Citus does.
+func SizePretty(size int64) string {
 	units := []struct {
 		name  string
 		limit int64
@@ -144,7 +145,7 @@ func init() {
 		}})
 	registerFn("pg_size_pretty", Overload{Args: []*types.T{types.Int8}, Return: Fixed(types.Text), Strict: true,
 		Fn: func(_ EvalContext, a []types.Datum) (types.Datum, error) {
-			return types.DString(sizePretty(i64(a[0]))), nil
+			return types.DString(SizePretty(i64(a[0]))), nil
 		}})
 }
 

@@ -120,11 +120,17 @@ func (t *Table) MoveLayout() (*rowenc.TableLayout, error) {
 // to rows of to, a rewrite of it (TableMove.Target): a column to keeps (by
 // ID) keeps its value; a column new in to is a generated column whose
 // value compute gives (compiled over from's row). A column of to that is
-// neither is an error: existing rows would have no value for it.
+// neither is an error: existing rows would have no value for it. A column
+// NOT NULL in to that was nullable in from (a new primary-key column)
+// fails a row whose value is NULL with 23502.
 func RowConv(from, to *Table, compute func(c *Column) (func(old []types.Datum) (types.Datum, error), error)) (func(old []types.Datum) ([]types.Datum, error), error) {
 	type source struct {
 		old int
 		ev  func(old []types.Datum) (types.Datum, error)
+		// notNull: the column is NOT NULL in to but not in from, so a
+		// NULL there must fail the conversion (23502) rather than reach
+		// the target, where nothing checks it again.
+		notNull bool
 	}
 	pos := make(map[rowenc.ColumnID]int, len(from.Columns))
 	for i, c := range from.Columns {
@@ -134,7 +140,7 @@ func RowConv(from, to *Table, compute func(c *Column) (func(old []types.Datum) (
 	for i := range to.Columns {
 		c := &to.Columns[i]
 		if p, ok := pos[c.ID]; ok {
-			srcs[i] = source{old: p}
+			srcs[i] = source{old: p, notNull: !c.Nullable && from.Columns[p].Nullable}
 			continue
 		}
 		if c.ComputedExpr == "" {
@@ -163,6 +169,9 @@ func RowConv(from, to *Table, compute func(c *Column) (func(old []types.Datum) (
 				nr[i] = r[s.old]
 			default:
 				nr[i] = types.DNull
+			}
+			if s.notNull && types.IsNull(nr[i]) {
+				return nil, pgerror.New(pgerrcode.NotNullViolation, "null value in column %q of relation %q violates not-null constraint", to.Columns[i].Name, to.Name)
 			}
 		}
 		return nr, nil

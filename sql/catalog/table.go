@@ -443,6 +443,36 @@ func (t *Table) IsShardColumn(id rowenc.ColumnID) bool {
 	return false
 }
 
+// RowIDKey reports whether t's primary key is the implicit one of a table
+// created without a PRIMARY KEY: its last key column is the hidden int8
+// rowid (sql/ddl's addRowID), alone, or after the distribution column of
+// a distributed table (create_distributed_table rewrites the key to
+// (column, rowid) so that the row's key fixes its shard,
+// docs/distributed.md). It returns rowid's column ID. Such a key is no
+// constraint the user declared: the catalogs list no primary key for it,
+// and ADD PRIMARY KEY replaces it.
+func (t *Table) RowIDKey() (rowenc.ColumnID, bool) {
+	keys := t.PrimaryIndex.KeyColumnIDs
+	if len(keys) == 0 || len(keys) > 2 || t.PrimaryIndex.HashSharding != nil {
+		return 0, false
+	}
+	last := t.ColumnByID(keys[len(keys)-1])
+	if last == nil || !last.Hidden || last.Name != RowIDColumnName || last.ComputedExpr != "" {
+		return 0, false
+	}
+	if len(keys) == 2 {
+		first := t.ColumnByID(keys[0])
+		if first == nil || first.Hidden || !t.Partitioning.Distributed {
+			return 0, false
+		}
+	}
+	return last.ID, true
+}
+
+// RowIDColumnName is the name of the hidden primary-key column of a table
+// created without a PRIMARY KEY.
+const RowIDColumnName = "rowid"
+
 func (t *Table) allIndexes() []*Index {
 	out := []*Index{&t.PrimaryIndex}
 	for i := range t.Indexes {

@@ -1107,12 +1107,14 @@ func (e *executor) addTableConstraint(ctx context.Context, cur *catalog.Table, c
 }
 
 // addPrimaryKey replaces the hidden rowid key of a table created without a
-// primary key: the key columns become NOT NULL (23502 when a row has a
+// primary key (catalog.Table.RowIDKey: rowid alone, or after a distributed
+// table's distribution column, which the new key must then contain): the
+// key columns become NOT NULL (23502 when a row has a
 // NULL), every row and index entry is rewritten under the new key (23505
 // on duplicates), and rowid is dropped.
 func (e *executor) addPrimaryKey(ctx context.Context, cur *catalog.Table, con *pg_query.Constraint, schema *catalog.Schema, relNames *relNameSet) error {
 	rowid := cur.ColumnByName(RowIDColumn)
-	if rowid == nil || !rowid.Hidden || len(cur.PrimaryIndex.KeyColumnIDs) != 1 || cur.PrimaryIndex.KeyColumnIDs[0] != rowid.ID {
+	if _, ok := cur.RowIDKey(); !ok || rowid == nil {
 		return pgerror.New(pgerrcode.InvalidTableDefinition, "multiple primary keys for table %q are not allowed", cur.Name)
 	}
 	b := &tableBuilder{e: e, schema: schema, relNames: relNames, t: cloneTable(cur)}
@@ -1136,6 +1138,11 @@ func (e *executor) addPrimaryKey(ctx context.Context, cur *catalog.Table, con *p
 	}
 	rowidPos := slices.IndexFunc(cur.Columns, func(x catalog.Column) bool { return x.ID == rowid.ID })
 	if err := b.relNames.err; err != nil {
+		return err
+	}
+	// A distributed table's key was (distribution column, rowid): the
+	// new key must contain the column, and rows stay hashed on it.
+	if err := keepDistributionColumn(cur, t); err != nil {
 		return err
 	}
 	return e.rewrite(ctx, cur, t, func(old []types.Datum) ([]types.Datum, error) {

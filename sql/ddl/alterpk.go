@@ -121,9 +121,11 @@ func (e *executor) alterPrimaryKey(ctx context.Context, cur *catalog.Table, con 
 			return err
 		}
 	}
-	rowid := cur.ColumnByName(RowIDColumn)
+	_, implicit := cur.RowIDKey()
 	switch {
-	case rowid != nil && rowid.Hidden && slices.Equal(oldUser, []rowenc.ColumnID{rowid.ID}):
+	case implicit:
+		// The hidden rowid key (alone, or after a distributed table's
+		// distribution column) was no declared constraint: rowid goes.
 		if err := t.DropColumn(RowIDColumn); err != nil {
 			return err
 		}

@@ -329,7 +329,11 @@ const DefaultShardCount = 32
 //
 // The distribution column must be a primary-key column (42P16
 // otherwise): rows are hashed on it (catalog.Partitioning.HashColumn when
-// it is not the key's first), so a row's primary key fixes its shard.
+// it is not the key's first), so a row's primary key fixes its shard. A
+// table without a primary key (its key the hidden rowid,
+// catalog.Table.RowIDKey) is the exception: its key becomes (column,
+// rowid) with the move, and rowid alone again when it is undistributed
+// (moveRekeyed).
 //
 // cairn_citus_create = true (create_distributed_table and its
 // _concurrently form) refuses a table that is already distributed or a
@@ -427,6 +431,7 @@ func (e *executor) alterDistribution(ctx context.Context, cur *catalog.Table, op
 		}
 	}
 	probe := &catalog.Table{Name: cur.Name}
+	var rekey []rowenc.ColumnID // the new primary key, when the move changes it
 	if col == "" && shards != 0 {
 		// A new shard count for a distributed table
 		// (alter_distributed_table(t, shard_count => n)): its column.
@@ -441,10 +446,22 @@ func (e *executor) alterDistribution(ctx context.Context, cur *catalog.Table, op
 			return nil, pgerror.New(pgerrcode.UndefinedColumn, "column \"%s\" of relation \"%s\" does not exist", col, cur.Name)
 		}
 		pos := slices.Index(cur.PrimaryIndex.KeyColumnIDs, c.ID)
-		if pos < 0 || cur.IsShardColumn(c.ID) {
+		if rowid, ok := cur.RowIDKey(); ok && c.ID != rowid && !c.Hidden {
+			// A table without a primary key: its hidden rowid key
+			// becomes (column, rowid), as Citus and CockroachDB users
+			// expect such a table to distribute, so that a row's key
+			// still fixes its shard (moveRekeyed).
+			if key := []rowenc.ColumnID{c.ID, rowid}; !slices.Equal(cur.PrimaryIndex.KeyColumnIDs, key) {
+				rekey = key
+			}
+			pos = 0
+		}
+		if pos < 0 || c.Hidden {
 			// Citus's own rule: a unique constraint (the primary key
 			// included) must contain the distribution column. Cairn's
-			// other unique indexes are global and need not.
+			// other unique indexes are global and need not. A hidden
+			// column (rowid, a hash-sharded index's shard column) is
+			// none a user distributes by.
 			return nil, pgerror.New(pgerrcode.InvalidTableDefinition, "cannot distribute table %q by column %q: the distribution column must be a column of the primary key", cur.Name, col).
 				WithDetail("Rows are hashed into shards by a primary-key column, so that a row's key fixes its shard.")
 		}
@@ -464,6 +481,11 @@ func (e *executor) alterDistribution(ctx context.Context, cur *catalog.Table, op
 		if !cur.Partitioning.Distributed {
 			return nil, pgerror.New(pgerrcode.InvalidTableDefinition, "table %q is not distributed", cur.Name)
 		}
+		if rowid, ok := cur.RowIDKey(); ok && len(cur.PrimaryIndex.KeyColumnIDs) > 1 {
+			// Its key was rewritten to (column, rowid) when it was
+			// distributed: rowid alone again.
+			rekey = []rowenc.ColumnID{rowid}
+		}
 	}
 	if cur.Move != nil {
 		if !e.onlineMoveOK() {
@@ -473,7 +495,7 @@ func (e *executor) alterDistribution(ctx context.Context, cur *catalog.Table, op
 			return nil, err
 		}
 	}
-	if probe.Partitioning == cur.Partitioning {
+	if probe.Partitioning == cur.Partitioning && rekey == nil {
 		return rest, nil
 	}
 	if !e.onlineMoveOK() {
@@ -496,7 +518,13 @@ func (e *executor) alterDistribution(ctx context.Context, cur *catalog.Table, op
 		}
 	}
 	e.movedOnline = true
-	if err := e.moveOnline(ctx, cur, probe); err != nil {
+	move := e.moveOnline
+	if rekey != nil {
+		move = func(ctx context.Context, cur, probe *catalog.Table) error {
+			return e.moveRekeyed(ctx, cur, probe, rekey)
+		}
+	}
+	if err := move(ctx, cur, probe); err != nil {
 		return nil, err
 	}
 	if cascade != "true" {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgerrcode"
@@ -131,6 +132,45 @@ func (e *executor) moveOnline(ctx context.Context, cur *catalog.Table, probe *ca
 			return nil, nil
 		}
 		return je.moveTarget(je.ctx, t, probe, jobID)
+	})
+}
+
+// moveRekeyed is moveOnline of a table whose primary key changes with
+// the move: the hidden rowid key of a table created without a primary
+// key becomes (distribution column, rowid) when it is distributed, and
+// rowid alone again when it is undistributed (alterDistribution). The
+// move is a rewrite (catalog.TableMove.Target) whose target is where
+// moveTarget places the table, with key as its primary key: rows keep
+// their columns (rowid among them), so writers and the copy convert
+// them by column ID, and no two rows collide on the new key that did not
+// on rowid, unique by itself. The new key's columns are NOT NULL in the
+// target; a row with a NULL there, copied or written during the move,
+// fails with 23502 (catalog.RowConv) and the move is rolled back.
+func (e *executor) moveRekeyed(ctx context.Context, cur *catalog.Table, probe *catalog.Table, key []rowenc.ColumnID) error {
+	return e.runTableJob(ctx, cur, MoveJobType, func(je *executor, t *catalog.Table, jobID int64) (*catalog.TableMove, error) {
+		if movedTo(t, probe) && slices.Equal(t.PrimaryIndex.KeyColumnIDs, key) {
+			return nil, nil
+		}
+		if _, ok := t.RowIDKey(); !ok {
+			return nil, pgerror.New(pgerrcode.SerializationFailure, "the primary key of %q changed while the job started", t.Name)
+		}
+		m, err := je.moveTarget(je.ctx, t, probe, jobID)
+		if err != nil {
+			return nil, err
+		}
+		moved := cloneTable(t)
+		moved.Move = m
+		at, err := moved.MoveTarget()
+		if err != nil {
+			return nil, err
+		}
+		nt := cloneTable(at)
+		nt.PrimaryIndex.KeyColumnIDs = slices.Clone(key)
+		nt.PrimaryIndex.KeyDirections = make([]rowenc.Order, len(key))
+		for _, id := range key {
+			nt.ColumnByID(id).Nullable = false
+		}
+		return &catalog.TableMove{JobID: jobID, Target: nt}, nil
 	})
 }
 
@@ -291,8 +331,9 @@ func (e *executor) runMove(ctx context.Context, job *jobs.Job, id catalog.ID, na
 		if err := je.x.Writer.Update(ctx, nt); err != nil {
 			return err
 		}
-		if t.Move.Target != nil {
-			// A rewrite stays in its groups.
+		if t.Move.Target != nil && t.Move.Target.GroupID == t.GroupID {
+			// A rewrite in place stays in its groups (a rewrite that
+			// also moves, moveRekeyed, does not).
 			return nil
 		}
 		// The zone settings follow the table to its new group.

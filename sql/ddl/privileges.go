@@ -737,7 +737,7 @@ func (e *executor) commentOnConstraint(ctx context.Context, n *pg_query.CommentS
 
 // tableHasConstraint reports whether t has a constraint named name.
 func tableHasConstraint(t *catalog.Table, name string) bool {
-	if t.PrimaryIndex.Name == name {
+	if _, implicit := t.RowIDKey(); t.PrimaryIndex.Name == name && !implicit {
 		for _, id := range t.PrimaryIndex.KeyColumnIDs {
 			if c := t.ColumnByID(id); c != nil && !c.Hidden {
 				return true // a declared primary key, not rowid's

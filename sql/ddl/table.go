@@ -23,7 +23,7 @@ import (
 
 // RowIDColumn is the hidden primary-key column of a table created without
 // a PRIMARY KEY.
-const RowIDColumn = "rowid"
+const RowIDColumn = catalog.RowIDColumnName
 
 // tableBuilder accumulates a table being created (or altered: ADD COLUMN
 // and ADD CONSTRAINT reuse it).
@@ -821,7 +821,7 @@ func (b *tableBuilder) addForeignKey(ctx context.Context, con *pg_query.Constrai
 		if ref == b.t && !b.hasPK {
 			return pgerror.New(pgerrcode.UndefinedObject, "there is no primary key for referenced table %q", ref.Name)
 		}
-		if ref.ColumnByID(ref.PrimaryIndex.KeyColumnIDs[0]).Hidden {
+		if _, implicit := ref.RowIDKey(); implicit || ref.ColumnByID(ref.PrimaryIndex.KeyColumnIDs[0]).Hidden {
 			return pgerror.New(pgerrcode.UndefinedObject, "there is no primary key for referenced table %q", ref.Name)
 		}
 		refIDs = append(refIDs, ref.PrimaryIndex.KeyColumnIDs...)

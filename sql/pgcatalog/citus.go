@@ -302,13 +302,35 @@ func genDistColocation(_ context.Context, s *snapshot, t *vtable) ([][]types.Dat
 	return out, nil
 }
 
-func genCitusTables(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
+// genCitusTables lists the distributed and reference tables in
+// citus_tables' columns. table_size is the sum of the table's shard sizes
+// as citus_shards counts them (citusShards: the live bytes of each
+// shard's tablets, which the tables colocated with it share), printed as
+// Citus prints it, with pg_size_pretty; NULL where no shard's size is
+// known (no tablet directory).
+func genCitusTables(ctx context.Context, s *snapshot, t *vtable) ([][]types.Datum, error) {
+	shards, err := citusShards(ctx, s, s.env.Tablets)
+	if err != nil {
+		return nil, fmt.Errorf("citus_tables: %w", err)
+	}
+	sizes := map[uint32]int64{}
+	for _, sh := range shards {
+		if s.env.Tablets != nil {
+			sizes[sh.rel.oid()] += sh.size
+		}
+	}
+	size := func(r rel) any {
+		if n, ok := sizes[r.oid()]; ok {
+			return builtins.SizePretty(n)
+		}
+		return nil
+	}
 	var out [][]types.Datum
 	for _, r := range s.citusTables() {
 		d := r.desc.(*catalog.Table)
 		if d.Partitioning.Reference {
 			out = append(out, t.row("table_name", regclass(r.oid()), "citus_table_type", "reference", "distribution_column", "<none>",
-				"colocation_id", int64(catalog.ColocationOf(d)), "shard_count", int64(1),
+				"colocation_id", int64(catalog.ColocationOf(d)), "table_size", size(r), "shard_count", int64(1),
 				"table_owner", owner(d.Owner), "access_method", "heap"))
 			continue
 		}
@@ -317,7 +339,7 @@ func genCitusTables(_ context.Context, s *snapshot, t *vtable) ([][]types.Datum,
 			continue
 		}
 		out = append(out, t.row("table_name", regclass(r.oid()), "citus_table_type", "distributed", "distribution_column", c.Name,
-			"colocation_id", int64(catalog.ColocationOf(d)), "shard_count", int64(d.Partitioning.InitialTablets),
+			"colocation_id", int64(catalog.ColocationOf(d)), "table_size", size(r), "shard_count", int64(d.Partitioning.InitialTablets),
 			"table_owner", owner(d.Owner), "access_method", "heap"))
 	}
 	return out, nil

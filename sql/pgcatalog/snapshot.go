@@ -235,8 +235,9 @@ func visibleColumns(t *catalog.Table) []*catalog.Column {
 }
 
 // indexes are a table's indexes as PostgreSQL would list them: the
-// primary index only when the user declared a primary key (some key
-// column is visible), and the secondary ones.
+// primary index only when the user declared a primary key (not the
+// hidden rowid key, catalog.Table.RowIDKey, even with a distribution
+// column before it), and the secondary ones.
 func indexes(t *catalog.Table) []*catalog.Index {
 	var out []*catalog.Index
 	if hasPrimaryKey(t) {
@@ -249,6 +250,9 @@ func indexes(t *catalog.Table) []*catalog.Index {
 }
 
 func hasPrimaryKey(t *catalog.Table) bool {
+	if _, ok := t.RowIDKey(); ok {
+		return false
+	}
 	for _, id := range t.PrimaryIndex.KeyColumnIDs {
 		if c := t.ColumnByID(id); c != nil && !c.Hidden {
 			return true
