@@ -12,6 +12,7 @@ SELECT schemaname, tablename, indexname, indexdef FROM pg_indexes
 SELECT n.nspname, c.conname, c.contype, pg_get_constraintdef(c.oid) FROM pg_constraint c
   JOIN pg_namespace n ON n.oid = c.connamespace WHERE n.nspname IN ('public', 'dump_extra') ORDER BY 1, 2;
 SELECT schemaname, viewname, definition FROM pg_views WHERE schemaname IN ('public', 'dump_extra') ORDER BY 1, 2;
+SELECT table_schema, table_name, check_option FROM information_schema.views WHERE table_schema IN ('public', 'dump_extra') ORDER BY 1, 2;
 SELECT schemaname, sequencename, data_type, start_value, increment_by, max_value, last_value
   FROM pg_sequences WHERE schemaname IN ('public', 'dump_extra') ORDER BY 1, 2;
 SELECT obj_description('dump_types'::regclass, 'pg_class'), col_description('dump_types'::regclass, 2);
