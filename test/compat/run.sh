@@ -90,7 +90,7 @@
 # separated subset of "psql pgbench sysbench python jdbc go node pg_dump
 # ui audit"),
 # CAIRN_COMPAT_SYSBENCH_SECONDS (default 30),
-# CAIRN_COMPAT_PGJDBC (default 42.7.4) and CAIRN_COMPAT_M2 (the Maven
+# CAIRN_COMPAT_PGJDBC (pgjdbc versions, default "42.7.4 42.5.6") and CAIRN_COMPAT_M2 (the Maven
 # local repository, default ~/.m2/repository) adjust a run.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -277,20 +277,24 @@ fi
 
 if want jdbc; then
   echo "== jdbc"
-  # pgjdbc from Maven Central into the local repository; java runs the
-  # check's source file directly (JDK 11+).
-  jdbcver=${CAIRN_COMPAT_PGJDBC:-42.7.4}
   # java runs the checks from source, which takes a JDK (javac's
   # compiler), not just a JRE; Hibernate 7 needs 17 or later.
   need javac default-jdk-headless && need mvn maven || fail jdbc "a JDK and Maven are missing"
-  jar=${CAIRN_COMPAT_M2:-$HOME/.m2/repository}/org/postgresql/postgresql/$jdbcver/postgresql-$jdbcver.jar
-  if [ ! -f "$jar" ] && ! mvn -q dependency:get -Dartifact="org.postgresql:postgresql:$jdbcver" >"$work/mvn.out" 2>&1; then
-    cat "$work/mvn.out"
-    fail jdbc "fetching pgjdbc $jdbcver with mvn failed"
-  else
-    java -cp "$jar" test/compat/jdbc/JdbcCheck.java "jdbc:postgresql://127.0.0.1:$port/postgres?sslmode=disable" ||
-      fail jdbc "JdbcCheck.java (pgjdbc $jdbcver)"
-  fi
+  # pgjdbc from Maven Central into the local repository, in each version
+  # of CAIRN_COMPAT_PGJDBC: the current one, and 42.5, the one issue 20
+  # found DatabaseMetaData failing with.
+  for jdbcver in ${CAIRN_COMPAT_PGJDBC:-42.7.4 42.5.6}; do
+    jar=${CAIRN_COMPAT_M2:-$HOME/.m2/repository}/org/postgresql/postgresql/$jdbcver/postgresql-$jdbcver.jar
+    if [ ! -f "$jar" ] && ! mvn -q dependency:get -Dartifact="org.postgresql:postgresql:$jdbcver" >"$work/mvn.out" 2>&1; then
+      cat "$work/mvn.out"
+      fail "jdbc-$jdbcver" "fetching pgjdbc $jdbcver with mvn failed"
+    else
+      echo "jdbc: pgjdbc $jdbcver"
+      java -cp "$jar" test/compat/jdbc/JdbcCheck.java "jdbc:postgresql://127.0.0.1:$port/postgres?sslmode=disable" ||
+        fail "jdbc-$jdbcver" "JdbcCheck.java (pgjdbc $jdbcver)"
+    fi
+    row "jdbc-$jdbcver" pgjdbc "$jdbcver" "JdbcCheck.java: queries, errors, batches, arrays; DatabaseMetaData getTables, getColumns, getSchemas, getPrimaryKeys, getIndexInfo, getImported/ExportedKeys, getSQLKeywords, getTypeInfo with their content; DBeaver-style catalog queries"
+  done
   # Hibernate ORM (and its pgjdbc) from Maven Central: pom.xml only
   # resolves the classpath; java runs HibernateCheck.java from source.
   hib=test/compat/hibernate
@@ -309,7 +313,6 @@ if want jdbc; then
   fi
   row hibernate "Hibernate ORM (pgjdbc)" "$(sed -n 's:.*<hibernate.version>\(.*\)</hibernate.version>.*:\1:p' "$hib/pom.xml")" \
     "HibernateCheck.java: hbm2ddl create, hbm2ddl validate (and its failure on a missing column), CRUD, HQL, constraint errors"
-  row jdbc pgjdbc "$jdbcver" "JdbcCheck.java: queries, errors, batches, arrays; DatabaseMetaData getTables, getColumns, getSchemas, getPrimaryKeys, getIndexInfo, getImported/ExportedKeys, getSQLKeywords, getTypeInfo with their content; DBeaver-style catalog queries"
 fi
 
 if want go; then
@@ -469,9 +472,10 @@ if want audit; then
     go) grep -qE -- "--- PASS: $3 \(" "$work/audit-${2//\//_}.out" && echo pass || echo FAIL ;;
     logic) grep -qE -- "--- PASS: TestLogic/$2 \(" "$work/audit-logic.out" && echo pass || echo FAIL ;;
     compat)
-      if ! printf '%s\n' "${rows[@]}" | grep -q -- "^$2|"; then
+      # KEY stands for KEY-anything too (jdbc: each pgjdbc version's row).
+      if ! printf '%s\n' "${rows[@]}" | grep -qE -- "^$2(-[^|]*)?\|"; then
         echo "not run"
-      elif printf '%s\n' "${failed[@]}" | grep -qx -- "$2"; then
+      elif printf '%s\n' "${failed[@]}" | grep -qxE -- "$2(-.*)?"; then
         echo FAIL
       else
         echo pass
