@@ -58,13 +58,6 @@
 #             same definitions, rows and sequence positions from all three;
 #             and the same database made in PostgreSQL 15, dumped there and
 #             restored into Cairn, reads the same as its source
-#   audit     every test audit.txt names for an item of issue 20's list
-#             (go tests of sql/session, pgwire and sql/pgcatalog, logic
-#             test files, and the client checks above): one checklist row
-#             per item, pass only if all its tests passed
-#   (a full run, without CAIRN_COMPAT_ONLY, writes docs/compatibility.md:
-#   one row per client and version, what was checked, pass or FAIL, then
-#   the audit's checklist)
 #   ui        test/e2e/admin_ui.sh on a node of its own (port + 100): headless
 #             Chromium (Debian's chromium, installed if missing) renders the
 #             admin UI's overview, a colocated database's page and the
@@ -72,6 +65,13 @@
 #             the shared tablet, and each screenshot must be a real PNG of a
 #             rendered page (kept in CAIRN_COMPAT_UI_OUT, default
 #             /tmp/cairn-compat-ui)
+#   audit     every test audit.txt names for an item of issue 20's list
+#             (go tests of sql/session, pgwire and sql/pgcatalog, logic
+#             test files, and the client checks above): one checklist row
+#             per item, pass only if all its tests passed
+#   (a full run, without CAIRN_COMPAT_ONLY, writes docs/compatibility.md:
+#   one row per client and version, what was checked, pass or FAIL, then
+#   the audit's checklist)
 #
 # `test/compat/run.sh --regen` rewrites psql.expected from a throwaway
 # PostgreSQL 15 (scripts/pg15.sh) instead. Installs what it needs, so that
@@ -90,8 +90,9 @@
 # separated subset of "psql pgbench sysbench python jdbc go node pg_dump
 # ui audit"),
 # CAIRN_COMPAT_SYSBENCH_SECONDS (default 30),
-# CAIRN_COMPAT_PGJDBC (pgjdbc versions, default "42.7.4 42.5.6") and CAIRN_COMPAT_M2 (the Maven
-# local repository, default ~/.m2/repository) adjust a run.
+# CAIRN_COMPAT_PGJDBC (the pgjdbc versions, default "42.7.4 42.5.6") and
+# CAIRN_COMPAT_M2 (the Maven local repository, default ~/.m2/repository)
+# adjust a run.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . test/compat/lib.sh
