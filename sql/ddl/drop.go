@@ -567,7 +567,9 @@ func (e *executor) dropSchemas(ctx context.Context, n *pg_query.DropStmt, cascad
 		if err := e.checkOwner(ctx, s); err != nil {
 			return err
 		}
-		schemas = append(schemas, s)
+		if !slices.ContainsFunc(schemas, func(x *catalog.Schema) bool { return x.ID == s.ID }) {
+			schemas = append(schemas, s)
+		}
 	}
 	if cascade {
 		// All the schemas' contents at once: a table in one may use a
