@@ -51,7 +51,9 @@
 #             enum types (labels added later, enum arrays, a type in the
 #             second schema), domains (NOT NULL, DEFAULT, CHECKs), SQL
 #             functions (string, RETURN and BEGIN ATOMIC bodies, overloads,
-#             RETURNS TABLE), comments,
+#             RETURNS TABLE), comments, an extension (pgcrypto, with a
+#             comment, and a gen_random_uuid default), GIN indexes, GRANTs
+#             to PUBLIC, views WITH LOCAL and CASCADED CHECK OPTION,
 #             rows) restores with
 #             psql -v ON_ERROR_STOP=1 into a fresh Cairn database and into
 #             PostgreSQL 15 (scripts/pg15.sh), and fingerprint.sql reads the
@@ -437,7 +439,7 @@ if want pg_dump; then
 fi
 
 if want pg_dump; then
-  row pg_dump pg_dump "$(pg_dump --version | awk '{print $3}')" "dump_schema.sql dumped from Cairn restored into Cairn and PostgreSQL 15, and PostgreSQL 15's dump restored into Cairn: same definitions, SQL functions (and their results), rows, sequences"
+  row pg_dump pg_dump "$(pg_dump --version | awk '{print $3}')" "dump_schema.sql (two schemas, most column types, identity and generated columns, sequences, indexes of every kind, GIN too, constraints, views with check options, enums, domains, SQL functions, an extension, comments, grants) dumped from Cairn restored into Cairn and PostgreSQL 15, and PostgreSQL 15's dump restored into Cairn: same definitions, SQL functions (and their results), rows, sequences"
 fi
 
 if want ui; then
