@@ -439,7 +439,7 @@ if want pg_dump; then
 fi
 
 if want pg_dump; then
-  row pg_dump pg_dump "$(pg_dump --version | awk '{print $3}')" "dump_schema.sql (two schemas, most column types, identity and generated columns, sequences, indexes of every kind, GIN too, constraints, views with check options, enums, domains, SQL functions, an extension, comments, grants) dumped from Cairn restored into Cairn and PostgreSQL 15, and PostgreSQL 15's dump restored into Cairn: same definitions, SQL functions (and their results), rows, sequences"
+  row pg_dump pg_dump "$(pg_dump --version | awk '{print $3}')" "dump_schema.sql (two schemas, most column types, identity and generated columns, sequences, indexes (partial, expression, INCLUDE, GIN), constraints, views with check options, enums, domains, SQL functions, an extension, comments, grants) dumped from Cairn restored into Cairn and PostgreSQL 15, and PostgreSQL 15's dump restored into Cairn: same definitions, SQL functions (and their results), rows, sequences"
 fi
 
 if want ui; then
