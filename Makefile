@@ -103,8 +103,10 @@ logic-pg:
 # -s 10 for 30 s in two protocols, sysbench oltp_read_write, psycopg2,
 # psycopg 3, asyncpg, SQLAlchemy, Alembic, Django, pgjdbc, pgx, GORM,
 # node-postgres, pg_dump, and the admin UI in headless Chromium) against a
-# `cairn start` process; installs the clients it needs (Debian packages, a
-# Python venv, Maven, Go modules, npm), so it is outside `make test`. compat-regen rewrites
+# `cairn start` process, then the tests test/compat/audit.txt names for each
+# item of issue 20; writes docs/compatibility.md. Installs the clients it
+# needs (Debian packages, a Python venv, Maven, Go modules, npm), so it is
+# outside `make test`. compat-regen rewrites
 # test/compat/psql.expected from a throwaway PostgreSQL 15. See
 # test/compat/run.sh.
 .PHONY: compat compat-regen bench-pgbench

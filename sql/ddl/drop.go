@@ -547,6 +547,7 @@ func (e *executor) dropIndex(ctx context.Context, cur *catalog.Table, name strin
 
 func (e *executor) dropSchemas(ctx context.Context, n *pg_query.DropStmt, cascade bool) error {
 	ds := &dropSet{dropped: map[catalog.ID]bool{}}
+	var schemas []*catalog.Schema
 	for _, obj := range n.Objects {
 		name := strVal(obj)
 		s, err := e.x.Writer.Schema(ctx, e.x.Database.ID, name)
@@ -566,11 +567,18 @@ func (e *executor) dropSchemas(ctx context.Context, n *pg_query.DropStmt, cascad
 		if err := e.checkOwner(ctx, s); err != nil {
 			return err
 		}
-		if cascade {
-			if err := e.dropSchemaContents(ctx, s, ds); err != nil {
-				return err
-			}
+		if !slices.ContainsFunc(schemas, func(x *catalog.Schema) bool { return x.ID == s.ID }) {
+			schemas = append(schemas, s)
 		}
+	}
+	if cascade {
+		// All the schemas' contents at once: a table in one may use a
+		// type of another.
+		if err := e.dropSchemaContents(ctx, schemas, ds); err != nil {
+			return err
+		}
+	}
+	for _, s := range schemas {
 		if err := e.x.Writer.Drop(ctx, s); err != nil {
 			return err
 		}
@@ -579,16 +587,30 @@ func (e *executor) dropSchemas(ctx context.Context, n *pg_query.DropStmt, cascad
 	return nil
 }
 
-// dropSchemaContents drops every relation of schema s (CASCADE).
-func (e *executor) dropSchemaContents(ctx context.Context, s *catalog.Schema, ds *dropSet) error {
-	rels, err := e.x.Writer.Relations(ctx, s.DatabaseID, s.ID)
-	if err != nil {
-		return err
+// dropSchemaContents drops every relation and type of the schemas
+// (CASCADE, DROP DATABASE, DROP OWNED). Relations of all the schemas go
+// first, then domains, then the other types: a column, or a domain, in one
+// schema may use a type of another, and a type is dropped only once
+// nothing left uses it.
+func (e *executor) dropSchemaContents(ctx context.Context, schemas []*catalog.Schema, ds *dropSet) error {
+	var rels []catalog.Descriptor
+	for _, s := range schemas {
+		rs, err := e.x.Writer.Relations(ctx, s.DatabaseID, s.ID)
+		if err != nil {
+			return err
+		}
+		rels = append(rels, rs...)
 	}
-	// Types last, once the tables using them are gone.
-	slices.SortStableFunc(rels, func(a, b catalog.Descriptor) int {
-		return cmpBool(a.DescKind() == catalog.KindType, b.DescKind() == catalog.KindType)
-	})
+	rank := func(d catalog.Descriptor) int {
+		switch t, ok := d.(*catalog.TypeDesc); {
+		case !ok:
+			return 0
+		case t.Domain != nil:
+			return 1
+		}
+		return 2
+	}
+	slices.SortStableFunc(rels, func(a, b catalog.Descriptor) int { return rank(a) - rank(b) })
 	for _, r := range rels {
 		if ds.dropped[r.DescID()] {
 			continue
@@ -668,10 +690,8 @@ func (e *executor) dropDatabase(ctx context.Context, n *pg_query.DropdbStmt) err
 		return err
 	}
 	ds := &dropSet{dropped: map[catalog.ID]bool{}}
-	for _, s := range schemas {
-		if err := sub.dropSchemaContents(ctx, s, ds); err != nil {
-			return err
-		}
+	if err := sub.dropSchemaContents(ctx, schemas, ds); err != nil {
+		return err
 	}
 	return e.x.Writer.Drop(ctx, db)
 }
@@ -764,15 +784,4 @@ func splitQualified(s string) []string {
 		}
 	}
 	return append(out, cur.String())
-}
-
-// cmpBool orders false before true.
-func cmpBool(a, b bool) int {
-	switch {
-	case a == b:
-		return 0
-	case a:
-		return 1
-	}
-	return -1
 }

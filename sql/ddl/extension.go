@@ -119,3 +119,29 @@ func (e *executor) dropExtensions(ctx context.Context, n *pg_query.DropStmt) err
 	c.Extensions = exts
 	return e.x.Writer.Update(ctx, &c)
 }
+
+// commentOnExtension is COMMENT ON EXTENSION name IS '...' | NULL. pg_dump
+// writes one after every CREATE EXTENSION (the control file's comment), so
+// a dump of a database with an extension restores only if it is accepted.
+func (e *executor) commentOnExtension(ctx context.Context, n *pg_query.CommentStmt) error {
+	db, err := e.x.Writer.Database(ctx, e.x.Database.Name)
+	if err != nil {
+		return err
+	}
+	name := strVal(n.Object)
+	i := slices.IndexFunc(db.Extensions, func(x catalog.Extension) bool { return x.Name == name })
+	if i < 0 {
+		return pgerror.New(pgerrcode.UndefinedObject, "extension %q does not exist", name)
+	}
+	a, err := e.authorizer(ctx)
+	if err != nil {
+		return err
+	}
+	if !a.IsOwner(db.Extensions[i].Owner) {
+		return pgerror.New(pgerrcode.InsufficientPrivilege, "must be owner of extension %s", name)
+	}
+	c := *db
+	c.Extensions = slices.Clone(db.Extensions)
+	c.Extensions[i].Comment = n.Comment
+	return e.x.Writer.Update(ctx, &c)
+}

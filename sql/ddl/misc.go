@@ -393,6 +393,8 @@ func (e *executor) comment(ctx context.Context, n *pg_query.CommentStmt) error {
 	switch n.Objtype {
 	case pg_query.ObjectType_OBJECT_TYPE:
 		return e.commentOnType(ctx, n)
+	case pg_query.ObjectType_OBJECT_EXTENSION:
+		return e.commentOnExtension(ctx, n)
 	case pg_query.ObjectType_OBJECT_FUNCTION:
 		f, err := e.lookupFunction(ctx, n.Object.GetObjectWithArgs(), false)
 		if err != nil {

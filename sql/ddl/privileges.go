@@ -455,14 +455,18 @@ func (e *executor) dropOwned(ctx context.Context, n *pg_query.DropOwnedStmt) (st
 	if err != nil {
 		return tag, err
 	}
+	var owned []*catalog.Schema
 	for _, s := range schemas {
 		if !s.Virtual && slices.Contains(roles, descOwner(s)) {
-			if err := e.dropSchemaContents(ctx, s, ds); err != nil {
-				return tag, err
-			}
-			if err := e.x.Writer.Drop(ctx, s); err != nil {
-				return tag, err
-			}
+			owned = append(owned, s)
+		}
+	}
+	if err := e.dropSchemaContents(ctx, owned, ds); err != nil {
+		return tag, err
+	}
+	for _, s := range owned {
+		if err := e.x.Writer.Drop(ctx, s); err != nil {
+			return tag, err
 		}
 	}
 	e.reportCascade(ds)

@@ -578,8 +578,9 @@ func (res *Resolver) ConstraintDefPretty(oid uint32, pretty bool) (string, bool)
 }
 
 // Description implements builtins.CatalogInfo: COMMENT ON's text for a
-// relation (pg_class) or one of its columns (subID > 0), a schema
-// (pg_namespace) or a database (pg_database).
+// relation (pg_class) or one of its columns (subID > 0), a function
+// (pg_proc), a constraint, a schema (pg_namespace), a database
+// (pg_database), a type (pg_type) or an extension (pg_extension).
 func (res *Resolver) Description(oid uint32, catalogName string, sub int32) (string, bool) {
 	nonEmpty := func(s string) (string, bool) { return s, s != "" }
 	switch catalogName {
@@ -653,6 +654,20 @@ func (res *Resolver) Description(oid uint32, catalogName string, sub int32) (str
 	case "pg_type":
 		if td, _, array := res.typeDescByOID(oid); td != nil && !array && sub == 0 {
 			return nonEmpty(td.Comment)
+		}
+	case "pg_extension":
+		// Read the database afresh: the session's descriptor may predate
+		// a CREATE EXTENSION or COMMENT ON EXTENSION it ran since.
+		if res.db == nil || sub != 0 {
+			return "", false
+		}
+		d, err := res.r.ByID(res.ctx, res.db.ID)
+		if db, ok := d.(*catalog.Database); err == nil && ok {
+			for _, x := range db.Extensions {
+				if uint32(x.OID) == oid {
+					return nonEmpty(x.Comment)
+				}
+			}
 		}
 	}
 	return "", false

@@ -157,7 +157,13 @@ func genClass(ctx context.Context, s *snapshot, t *vtable) ([][]types.Datum, err
 					"relpersistence", persistence(r.schema)))
 			}
 		case *catalog.View:
-			out = append(out, classRow(t, r.oid(), d.Name, nsp, d.Owner, "v", len(d.Columns), "relacl", aclText(d.ACL)))
+			// WITH CHECK OPTION is a reloption in PostgreSQL; pg_dump
+			// reads it from here to write the view's CHECK OPTION back.
+			var opts any
+			if d.CheckOption != "" {
+				opts = []string{"check_option=" + d.CheckOption}
+			}
+			out = append(out, classRow(t, r.oid(), d.Name, nsp, d.Owner, "v", len(d.Columns), "relacl", aclText(d.ACL), "reloptions", opts))
 		case *catalog.Sequence:
 			out = append(out, classRow(t, r.oid(), d.Name, nsp, d.Owner, "S", 3, "relacl", aclText(d.ACL),
 				"relpersistence", persistence(r.schema)))

@@ -187,6 +187,15 @@ func TestParameterStatus(t *testing.T) {
 	if got := c.PgConn().ParameterStatus("TimeZone"); got != "Asia/Tokyo" {
 		t.Errorf("TimeZone status after ROLLBACK = %q", got)
 	}
+	// asyncpg's startup packet quotes the encoding (client_encoding
+	// 'utf-8', quotes included); PostgreSQL reads it as UTF8.
+	c3 := connect(t, url+"&client_encoding=%27utf-8%27", nil)
+	if got := c3.PgConn().ParameterStatus("client_encoding"); got != "UTF8" {
+		t.Errorf("client_encoding from 'utf-8' at startup = %q", got)
+	}
+	if _, err := pgx.Connect(context.Background(), url+"&client_encoding=latin1"); sqlState(err) != "0A000" {
+		t.Errorf("client_encoding latin1 at startup: %v", err)
+	}
 	// Startup options (-c) apply too; unknown ones refuse the connection.
 	c2 := connect(t, url+"&options=-c%20statement_timeout%3D3s", nil)
 	if got := show(t, c2, "statement_timeout"); got != "3s" {

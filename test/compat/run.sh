@@ -51,15 +51,15 @@
 #             enum types (labels added later, enum arrays, a type in the
 #             second schema), domains (NOT NULL, DEFAULT, CHECKs), SQL
 #             functions (string, RETURN and BEGIN ATOMIC bodies, overloads,
-#             RETURNS TABLE), comments,
+#             RETURNS TABLE), comments, an extension (pgcrypto, with a
+#             comment, and a gen_random_uuid default), GIN indexes, GRANTs
+#             to PUBLIC, views WITH LOCAL and CASCADED CHECK OPTION,
 #             rows) restores with
 #             psql -v ON_ERROR_STOP=1 into a fresh Cairn database and into
 #             PostgreSQL 15 (scripts/pg15.sh), and fingerprint.sql reads the
 #             same definitions, rows and sequence positions from all three;
 #             and the same database made in PostgreSQL 15, dumped there and
 #             restored into Cairn, reads the same as its source
-#   (a full run, without CAIRN_COMPAT_ONLY, writes docs/compatibility.md:
-#   one row per client and version, what was checked, pass or FAIL)
 #   ui        test/e2e/admin_ui.sh on a node of its own (port + 100): headless
 #             Chromium (Debian's chromium, installed if missing) renders the
 #             admin UI's overview, a colocated database's page and the
@@ -67,30 +67,57 @@
 #             the shared tablet, and each screenshot must be a real PNG of a
 #             rendered page (kept in CAIRN_COMPAT_UI_OUT, default
 #             /tmp/cairn-compat-ui)
+#   audit     every test audit.txt names for an item of issue 20's list
+#             (go tests of sql/session, pgwire and sql/pgcatalog, logic
+#             test files, and the client checks above): one checklist row
+#             per item, pass only if all its tests passed
+#   (a full run, without CAIRN_COMPAT_ONLY, writes docs/compatibility.md:
+#   one row per client and version, what was checked, pass or FAIL, then
+#   the audit's checklist)
 #
 # `test/compat/run.sh --regen` rewrites psql.expected from a throwaway
-# PostgreSQL 15 (scripts/pg15.sh) instead. Installs what it needs: Debian's
-# postgresql-client and a Python virtualenv with psycopg2-binary,
-# psycopg 3, asyncpg, SQLAlchemy 2.x (with its asyncio extra), Alembic and
-# Django 5; Debian's sysbench; pgjdbc through mvn (a JDK 11+ and mvn must
-# be on the PATH); pgx and GORM through the Go module proxy; node-postgres
-# through npm (node and npm must be on the PATH).
+# PostgreSQL 15 (scripts/pg15.sh) instead. Installs what it needs, so that
+# a fresh Debian machine with Go runs it: Debian's postgresql-client,
+# postgresql-15 (scripts/pg15.sh), sysbench, python3-venv, a JDK and
+# Maven, nodejs and npm, and chromium (test/e2e/admin_ui.sh) when their
+# commands are missing (as root; otherwise it names the package to
+# install); a Python virtualenv with psycopg2-binary, psycopg 3, asyncpg,
+# SQLAlchemy 2.x (with its asyncio extra), Alembic and Django 5 from PyPI;
+# pgjdbc and Hibernate through mvn from Maven Central; pgx and GORM
+# through the Go module proxy; node-postgres through npm.
 #
 # CAIRN_COMPAT_PORT (default 30700; +1 and +2 are taken too),
 # CAIRN_COMPAT_PG_PORT (default 30720: --regen and pg_dump), CAIRN_COMPAT_VENV,
 # CAIRN_COMPAT_PGBENCH_SECONDS (default 30) and CAIRN_COMPAT_ONLY (a space
 # separated subset of "psql pgbench sysbench python jdbc go node pg_dump
-# ui"),
+# ui audit"),
 # CAIRN_COMPAT_SYSBENCH_SECONDS (default 30),
-# CAIRN_COMPAT_PGJDBC (default 42.7.4) and CAIRN_COMPAT_M2 (the Maven
-# local repository, default ~/.m2/repository) adjust a run.
+# CAIRN_COMPAT_PGJDBC (the pgjdbc versions, default "42.7.4 42.5.6") and
+# CAIRN_COMPAT_M2 (the Maven local repository, default ~/.m2/repository)
+# adjust a run.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . test/compat/lib.sh
 
-if ! command -v psql >/dev/null || ! command -v pgbench >/dev/null || ! command -v pg_dump >/dev/null; then
-  apt-get update -qq && apt-get install -y -qq postgresql-client >/dev/null
-fi
+# need CMD PKG... makes sure CMD is on the PATH: when it is missing and we
+# run as root (a fresh machine, CI), Debian's PKGs are installed; otherwise
+# it says what to install. It fails if CMD is still missing.
+apt_updated=
+need() {
+  local cmd=$1
+  shift
+  command -v "$cmd" >/dev/null && return 0
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "compat: installing $* (for $cmd)"
+    if [ -z "$apt_updated" ]; then apt-get update -qq >/dev/null && apt_updated=1; fi
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+  fi
+  command -v "$cmd" >/dev/null && return 0
+  echo "compat: $cmd is required: apt-get install $*" >&2
+  return 1
+}
+
+need psql postgresql-client && need pgbench postgresql-client && need pg_dump postgresql-client || exit 1
 
 work=$(mktemp -d /tmp/cairn-compat.XXXXXX)
 
@@ -114,7 +141,7 @@ if [ "${1:-}" = --regen ]; then
   exit 0
 fi
 
-only=${CAIRN_COMPAT_ONLY:-psql pgbench sysbench python jdbc go node pg_dump ui}
+only=${CAIRN_COMPAT_ONLY:-psql pgbench sysbench python jdbc go node pg_dump ui audit}
 want() { [[ " $only " == *" $1 "* ]]; }
 failed=()
 fail() {
@@ -124,6 +151,7 @@ fail() {
 # row KEY CLIENT VERSION CHECKED records a row of docs/compatibility.md:
 # it passed unless fail was called with KEY.
 rows=()
+checklist=() # the audit's rows: ITEM|TESTS|RESULT
 row() { rows+=("$1|$2|$3|$4"); }
 
 port=${CAIRN_COMPAT_PORT:-30700}
@@ -194,7 +222,7 @@ if want sysbench; then
   # 20885 transactions in one run here), so they are reported, not
   # failed. Each table must keep its row count (every transaction deletes
   # one row and inserts it back).
-  command -v sysbench >/dev/null || { apt-get update -qq && apt-get install -y -qq sysbench >/dev/null; }
+  need sysbench sysbench || fail sysbench "sysbench is missing"
   secs=${CAIRN_COMPAT_SYSBENCH_SECONDS:-30}
   sb=(--db-driver=pgsql --pgsql-host=127.0.0.1 --pgsql-port="$port" --pgsql-user=postgres --pgsql-password=
     --pgsql-db=postgres --tables=4 --table-size=10000)
@@ -223,7 +251,13 @@ fi
 if want python; then
   echo "== python"
   venv=${CAIRN_COMPAT_VENV:-/tmp/cairn-compat-venv}
-  if [ ! -x "$venv/bin/python" ]; then python3 -m venv "$venv"; fi
+  need python3 python3 python3-venv
+  # Debian's python3 makes a virtualenv only with python3-venv (ensurepip).
+  if ! python3 -c 'import ensurepip' 2>/dev/null && [ "$(id -u)" = 0 ]; then
+    echo "compat: installing python3-venv"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
+  fi
+  if [ ! -x "$venv/bin/python" ]; then rm -rf "$venv" && python3 -m venv "$venv"; fi
   "$venv/bin/python" -c 'import psycopg2, psycopg, asyncpg, greenlet, alembic, sqlalchemy, django; assert sqlalchemy.__version__ >= "2"; assert django.VERSION[0] == 5' 2>/dev/null ||
     "$venv/bin/pip" install -q psycopg2-binary 'psycopg[binary]>=3' asyncpg 'SQLAlchemy[asyncio]>=2,<3' alembic 'Django>=5,<6'
   pyver() { "$venv/bin/python" -c 'import importlib.metadata, sys; print(importlib.metadata.version(sys.argv[1]))' "$1"; }
@@ -246,17 +280,24 @@ fi
 
 if want jdbc; then
   echo "== jdbc"
-  # pgjdbc from Maven Central into the local repository; java runs the
-  # check's source file directly (JDK 11+).
-  jdbcver=${CAIRN_COMPAT_PGJDBC:-42.7.4}
-  jar=${CAIRN_COMPAT_M2:-$HOME/.m2/repository}/org/postgresql/postgresql/$jdbcver/postgresql-$jdbcver.jar
-  if [ ! -f "$jar" ] && ! mvn -q dependency:get -Dartifact="org.postgresql:postgresql:$jdbcver" >"$work/mvn.out" 2>&1; then
-    cat "$work/mvn.out"
-    fail jdbc "fetching pgjdbc $jdbcver with mvn failed"
-  else
-    java -cp "$jar" test/compat/jdbc/JdbcCheck.java "jdbc:postgresql://127.0.0.1:$port/postgres?sslmode=disable" ||
-      fail jdbc "JdbcCheck.java (pgjdbc $jdbcver)"
-  fi
+  # java runs the checks from source, which takes a JDK (javac's
+  # compiler), not just a JRE; Hibernate 7 needs 17 or later.
+  need javac default-jdk-headless && need mvn maven || fail jdbc "a JDK and Maven are missing"
+  # pgjdbc from Maven Central into the local repository, in each version
+  # of CAIRN_COMPAT_PGJDBC: the current one, and 42.5, the one issue 20
+  # found DatabaseMetaData failing with.
+  for jdbcver in ${CAIRN_COMPAT_PGJDBC:-42.7.4 42.5.6}; do
+    jar=${CAIRN_COMPAT_M2:-$HOME/.m2/repository}/org/postgresql/postgresql/$jdbcver/postgresql-$jdbcver.jar
+    if [ ! -f "$jar" ] && ! mvn -q dependency:get -Dartifact="org.postgresql:postgresql:$jdbcver" >"$work/mvn.out" 2>&1; then
+      cat "$work/mvn.out"
+      fail "jdbc-$jdbcver" "fetching pgjdbc $jdbcver with mvn failed"
+    else
+      echo "jdbc: pgjdbc $jdbcver"
+      java -cp "$jar" test/compat/jdbc/JdbcCheck.java "jdbc:postgresql://127.0.0.1:$port/postgres?sslmode=disable" ||
+        fail "jdbc-$jdbcver" "JdbcCheck.java (pgjdbc $jdbcver)"
+    fi
+    row "jdbc-$jdbcver" pgjdbc "$jdbcver" "JdbcCheck.java: queries, errors, batches, arrays; DatabaseMetaData getTables, getColumns, getSchemas, getPrimaryKeys, getIndexInfo, getImported/ExportedKeys, getSQLKeywords, getTypeInfo with their content; DBeaver-style catalog queries"
+  done
   # Hibernate ORM (and its pgjdbc) from Maven Central: pom.xml only
   # resolves the classpath; java runs HibernateCheck.java from source.
   hib=test/compat/hibernate
@@ -275,7 +316,6 @@ if want jdbc; then
   fi
   row hibernate "Hibernate ORM (pgjdbc)" "$(sed -n 's:.*<hibernate.version>\(.*\)</hibernate.version>.*:\1:p' "$hib/pom.xml")" \
     "HibernateCheck.java: hbm2ddl create, hbm2ddl validate (and its failure on a missing column), CRUD, HQL, constraint errors"
-  row jdbc pgjdbc "$jdbcver" "JdbcCheck.java: queries, errors, batches, arrays; DatabaseMetaData getTables, getColumns, getSchemas, getPrimaryKeys, getIndexInfo, getImported/ExportedKeys, getSQLKeywords, getTypeInfo with their content; DBeaver-style catalog queries"
 fi
 
 if want go; then
@@ -301,6 +341,7 @@ fi
 if want node; then
   echo "== node"
   # node-postgres (pg, with pg-cursor) from npm into the work directory.
+  need node nodejs && need npm npm || fail node-postgres "node and npm are missing"
   if (cd "$work" && npm init -y >/dev/null && npm install --no-audit --no-fund -s pg pg-cursor) >"$work/npm.out" 2>&1; then
     NODE_PATH="$work/node_modules" node test/compat/node_pg_check.js "$url" || fail node-postgres "node_pg_check.js"
     nodever=$(node -p "require('$work/node_modules/pg/package.json').version")
@@ -326,7 +367,9 @@ if want pg_dump; then
   if pg_dump "$src" >"$work/dump.sql" 2>"$work/dump.err"; then
     for obj in 'CREATE TABLE public.dump_parent' 'CREATE TABLE public.dump_child' 'CREATE TABLE dump_extra.audit' \
       'CREATE INDEX dump_child_note_idx' 'ADD CONSTRAINT dump_child_parent_id_fkey' 'CREATE VIEW public.dump_view' \
-      'COPY public.dump_child (id, parent_id, qty, note) FROM stdin;' "SELECT pg_catalog.setval('public.dump_ticket', 1250, true);"; do
+      'COPY public.dump_child (id, parent_id, qty, note) FROM stdin;' "SELECT pg_catalog.setval('public.dump_ticket', 1250, true);" \
+      'CREATE EXTENSION IF NOT EXISTS pgcrypto WITH SCHEMA public;' "COMMENT ON EXTENSION pgcrypto IS 'digests and random uuids';" \
+      'CREATE INDEX docs_body_idx ON public.docs USING gin (body);' 'GRANT SELECT ON TABLE public.docs TO PUBLIC;'; do
       grep -qF "$obj" "$work/dump.sql" || fail pg_dump "the dump has no \"$obj\""
     done
     echo "pg_dump: $(grep -c '^CREATE' "$work/dump.sql") CREATE statements, $(grep -c '^COPY' "$work/dump.sql") COPYs"
@@ -396,7 +439,7 @@ if want pg_dump; then
 fi
 
 if want pg_dump; then
-  row pg_dump pg_dump "$(pg_dump --version | awk '{print $3}')" "dump_schema.sql dumped from Cairn restored into Cairn and PostgreSQL 15, and PostgreSQL 15's dump restored into Cairn: same definitions, SQL functions (and their results), rows, sequences"
+  row pg_dump pg_dump "$(pg_dump --version | awk '{print $3}')" "dump_schema.sql (two schemas, most column types, identity and generated columns, sequences, indexes (partial, expression, INCLUDE, GIN), constraints, views with check options, enums, domains, SQL functions, an extension, comments, grants) dumped from Cairn restored into Cairn and PostgreSQL 15, and PostgreSQL 15's dump restored into Cairn: same definitions, SQL functions (and their results), rows, sequences"
 fi
 
 if want ui; then
@@ -404,6 +447,74 @@ if want ui; then
   CAIRN_E2E_PORT=$((port + 100)) test/e2e/admin_ui.sh "${CAIRN_COMPAT_UI_OUT:-/tmp/cairn-compat-ui}" ||
     fail ui "the admin UI did not render in Chromium as it must (test/e2e/admin_ui.sh)"
   row ui "Chromium (admin UI)" "$(chromium --version 2>/dev/null | awk '{print $2}')" "test/e2e/admin_ui.sh: the admin UI's pages render"
+fi
+
+if want audit; then
+  echo "== audit"
+  # audit.txt: ITEM | TEST; TEST; ... Each go package's tests run in one
+  # go test, the logic files in one TestLogic; a compat KEY is the result
+  # of that client's check above (not run when CAIRN_COMPAT_ONLY left it
+  # out). Each item's result is pass only if every one of its tests passed.
+  declare -A gotests=() logicfiles=()
+  while IFS= read -r line; do
+    [[ -z "$line" || "$line" == \#* ]] && continue
+    IFS=';' read -ra tests <<<"${line#*|}"
+    for t in "${tests[@]}"; do
+      read -r kind a b <<<"$t"
+      case $kind in
+      go) gotests[$a]+="${b%%/*}|" ;;
+      logic) logicfiles[$a]=1 ;;
+      compat) ;;
+      *) fail audit "audit.txt: unknown test kind in \"$t\"" ;;
+      esac
+    done
+  done <test/compat/audit.txt
+  # result KIND A B prints pass, FAIL or "not run" for one test.
+  result() {
+    case $1 in
+    go) grep -qE -- "--- PASS: $3 \(" "$work/audit-${2//\//_}.out" && echo pass || echo FAIL ;;
+    logic) grep -qE -- "--- PASS: TestLogic/$2 \(" "$work/audit-logic.out" && echo pass || echo FAIL ;;
+    compat)
+      # KEY stands for KEY-anything too (jdbc: each pgjdbc version's row).
+      if ! printf '%s\n' "${rows[@]}" | grep -qE -- "^$2(-[^|]*)?\|"; then
+        echo "not run"
+      elif printf '%s\n' "${failed[@]}" | grep -qxE -- "$2(-.*)?"; then
+        echo FAIL
+      else
+        echo pass
+      fi
+      ;;
+    esac
+  }
+  for pkg in "${!gotests[@]}"; do
+    go test -count=1 -v "./$pkg" -run "^($(echo "${gotests[$pkg]%|}" | tr '|' '\n' | sort -u | paste -sd'|'))\$" \
+      >"$work/audit-${pkg//\//_}.out" 2>&1
+  done
+  files=$(printf '%s\n' "${!logicfiles[@]}" | sort | paste -sd'|')
+  go test -count=1 -v ./test/logic -run '^TestLogic$' -file "^($files)\$" >"$work/audit-logic.out" 2>&1
+  checklist=()
+  while IFS= read -r line; do
+    [[ -z "$line" || "$line" == \#* ]] && continue
+    item=${line%% | *}
+    shown=()
+    verdict=pass
+    IFS=';' read -ra tests <<<"${line#*|}"
+    for t in "${tests[@]}"; do
+      read -r kind a b <<<"$t"
+      r=$(result "$kind" "$a" "$b")
+      case $r in
+      FAIL)
+        verdict=FAIL
+        fail audit "$item: $kind $a $b"
+        ;;
+      "not run") [ "$verdict" = pass ] && verdict="not run" ;;
+      esac
+      if [ "$r" = pass ]; then r=; fi
+      shown+=("\`$kind $a${b:+ $b}\`${r:+ ($r)}")
+    done
+    checklist+=("$item|$(printf '%s; ' "${shown[@]}" | sed 's/; $//')|$verdict")
+    echo "audit: $verdict: $item"
+  done <test/compat/audit.txt
 fi
 
 # A full run (no CAIRN_COMPAT_ONLY) writes docs/compatibility.md.
@@ -422,6 +533,20 @@ if [ -z "${CAIRN_COMPAT_ONLY:-}" ]; then
       for f in "${failed[@]}"; do if [ "$f" = "$key" ]; then result=FAIL; fi; done
       rest=${r#*|}
       echo "| ${rest//|/ | } | $result |"
+    done
+    echo
+    echo "## Issue 20, item by item"
+    echo
+    echo "Each item of issue 20's list of what broke, with the tests that show it"
+    echo "works (test/compat/audit.txt), as this run found them: \`go PKG TEST\` is a"
+    echo "Go test, \`logic FILE\` a file of test/logic/testdata run against Cairn"
+    echo "(and checked against PostgreSQL 15 by \`make logic-pg\`), \`compat KEY\` the"
+    echo "client check of the table above."
+    echo
+    echo "| item | shown by | result |"
+    echo "|---|---|---|"
+    for c in "${checklist[@]}"; do
+      echo "| ${c//|/ | } |"
     done
   } >docs/compatibility.md
   echo "compat: wrote docs/compatibility.md"
