@@ -28,7 +28,14 @@
 // fenced (Config.Fence; raftnode's fence gives up every lease and moves
 // leadership away) and its gateway refuses requests (Guard): a gateway
 // whose clock is behind would start transactions at timestamps too old to
-// see writes already acknowledged.
+// see writes already acknowledged. The fence is ErrUnverified (the node
+// cannot tell yet; a starting node waits in WaitVerified, Guard holds a
+// batch a while) rather than a judged offset while the peers with no
+// fresh measurement could still make the majority — 1 + in + unmeasured
+// > (peers + 1) / 2. Before, the first node of five that had measured
+// only one peer (the others' processes not yet listening) was judged out,
+// refused its own catalog bootstrap and exited, and the cluster never
+// served (bench/hashshard -nodes 5 under load).
 //
 // A peer this monitor has not reached for DeadAfter (since its last good
 // measurement, or since the monitor first listed it) is presumed dead and
@@ -44,8 +51,8 @@
 // clocks, decide which side can write (docs/architecture.md, "Losing a
 // node of two").
 //
-// A node starts fenced and is unfenced by its first good measurement (or
-// once every peer is presumed dead), so a node started with a bad clock
+// A node starts fenced and is unfenced once a majority of the cluster
+// agrees (or once every peer is presumed dead), so a node started with a bad clock
 // and a reachable peer never serves. The fence lifts by
 // itself once the measurements are good again; the node is not stopped
 // (CockroachDB exits instead), because a fenced node still replicates as
@@ -118,10 +125,11 @@ type Offset struct {
 // ErrClockOffset is what a fenced node's refusals wrap.
 var ErrClockOffset = errors.New("clock offset beyond the tolerance")
 
-// ErrUnverified is the fence of a node that has no fresh measurement of
-// any peer (just started, or cut off): it cannot tell whether its clock
-// is good. Guard waits on it rather than refusing at once.
-var ErrUnverified = errors.New("clock not yet verified against any peer")
+// ErrUnverified is the fence of a node that has too few fresh
+// measurements to judge its clock (just started, or cut off): none, or
+// fewer agreeing than a majority while the unmeasured peers could still
+// make one. Guard waits on it rather than refusing at once.
+var ErrUnverified = errors.New("clock not yet verified")
 
 // Monitor measures and judges; see the package comment.
 type Monitor struct {
@@ -258,6 +266,12 @@ func (m *Monitor) judge(peers []uint64) {
 	kind := serving
 	if fresh == 0 && n > 0 {
 		reason, kind = m.unverified(), unverified
+	} else if 2*(1+in) <= n+1 && 2*(1+in+n-fresh) > n+1 {
+		// Too few measured to decide: the peers not yet measured (at a
+		// start, those whose processes are not listening yet) could still
+		// make the majority. Only measurements can make the clock bad.
+		reason, kind = fmt.Errorf("%w: node %d's clock agrees within %v with %d of the %d peers measured, of %d (a majority of the cluster is needed): %w, the others could make the majority",
+			ErrClockOffset, m.cfg.NodeID, m.cfg.Tolerance, in, fresh, n, ErrUnverified), undecided
 	} else if 2*(1+in) <= n+1 {
 		reason, kind = fmt.Errorf("%w: node %d's clock agrees within %v with %d of its %d peers (a majority of the cluster is needed); beyond it: %s",
 			ErrClockOffset, m.cfg.NodeID, m.cfg.Tolerance, in, n, orNone(out)), offPeers
@@ -287,6 +301,8 @@ func (m *Monitor) judge(peers []uint64) {
 		return
 	case unverified:
 		m.cfg.Logger.Warn("cairn: no peer's clock measured; not serving until one is", "node", m.cfg.NodeID)
+	case undecided:
+		m.cfg.Logger.Warn("cairn: too few peers' clocks measured to decide; not serving until a majority of the cluster agrees", "node", m.cfg.NodeID, "err", reason)
 	default:
 		m.cfg.Logger.Error("cairn: clock offset: this node stops serving as leaseholder and gateway until its clock agrees with its peers", "node", m.cfg.NodeID, "err", reason)
 	}
@@ -321,12 +337,15 @@ func (m *Monitor) WaitVerified(ctx context.Context) error {
 const (
 	serving = iota
 	unverified
+	// undecided: some peers measured, too few to make a majority, and
+	// the unmeasured ones could (wraps ErrUnverified).
+	undecided
 	offPeers
 	hlcAhead
 )
 
 func (m *Monitor) unverified() error {
-	return fmt.Errorf("%w: node %d: %w", ErrClockOffset, m.cfg.NodeID, ErrUnverified)
+	return fmt.Errorf("%w: node %d: %w: no peer measured", ErrClockOffset, m.cfg.NodeID, ErrUnverified)
 }
 
 func orNone(s []string) string {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cairn-db/cairn/raftnode"
 	"github.com/cairn-db/cairn/rpc"
 	pb "go.etcd.io/raft/v3/raftpb"
 )
@@ -31,7 +32,9 @@ import (
 //     it once the good voters suffice;
 //  5. more good voters than the replication factor: remove one (in the
 //     most crowded locality, then on the node with the most replicas of
-//     the tablet's domain, then the fullest node);
+//     the tablet's domain, then the fullest node), but only one whose
+//     removal leaves a quorum of the remaining voters up in raft's view,
+//     and one that is not up first (removableVoters);
 //  6. at its target: rebalance (rebalance), adding a learner on a node
 //     with clearly fewer replicas of the tablet's domain (one index's
 //     tablets, such as a hash-sharded index's buckets), or of all
@@ -159,9 +162,20 @@ func (m *Member) considerTablet(ctx context.Context, id uint64, v *View) error {
 		return m.change(id, pb.ConfChangeType_ConfChangeRemoveNode, victim, "remove leaving voter")
 	}
 	if len(good) > rf {
-		victim := m.pickVictim(v, good, m.domainOf(id))
+		p, ok := n.Progress(id)
+		if !ok {
+			return nil // no longer leading: the new leader decides
+		}
+		up := upVoters(p)
+		cands := removableVoters(voters, good, up)
+		if len(cands) == 0 {
+			// Any removal would leave fewer active voters than a quorum
+			// of the rest: wait for the others to answer.
+			return nil
+		}
+		victim := m.pickVictim(v, cands, m.domainOf(id))
 		m.mu.Lock()
-		if mv, ok := m.movingFrom[id]; ok && slices.Contains(good, mv.from) {
+		if mv, ok := m.movingFrom[id]; ok && slices.Contains(good, mv.from) && keepsQuorum(voters, mv.from, up) {
 			// The voter a rebalancing move of this node's chose: the
 			// counts may have changed since, and removing another would
 			// make a different move than the one decided.
@@ -178,6 +192,60 @@ func (m *Member) considerTablet(ctx context.Context, id uint64, v *View) error {
 		return m.rebalance(ctx, id, v, voters, good)
 	}
 	return nil
+}
+
+// upVoters are the members of a group the leader counts as up: heard
+// from within the last election timeout (raft's RecentActive), or holding
+// everything committed. The second covers the moment after each election
+// timeout when CheckQuorum clears every follower's RecentActive until its
+// next response; a node that died at its start holds nothing.
+func upVoters(p raftnode.Progress) map[uint64]bool {
+	up := map[uint64]bool{}
+	for id, a := range p.Active {
+		up[id] = a || (p.Commit > 0 && p.Match[id] >= p.Commit)
+	}
+	return up
+}
+
+// removableVoters are the voters among good whose removal leaves a quorum
+// of the remaining voters up (upVoters), those not up first: only they
+// when any is. A liveness view can still count a node that died at its
+// start (it never wrote a record); raft's own contact cannot. Removing a
+// live voter from tablet 1's five while two others were dead left four
+// voters, two of them dead, and the cluster could not serve
+// (bench/hashshard -nodes 5).
+func removableVoters(voters, good []uint64, active map[uint64]bool) []uint64 {
+	var idle, busy []uint64
+	for _, g := range good {
+		if !keepsQuorum(voters, g, active) {
+			continue
+		}
+		if active[g] {
+			busy = append(busy, g)
+		} else {
+			idle = append(idle, g)
+		}
+	}
+	if len(idle) > 0 {
+		return idle
+	}
+	return busy
+}
+
+// keepsQuorum reports whether voters without victim still have a quorum
+// of members up.
+func keepsQuorum(voters []uint64, victim uint64, active map[uint64]bool) bool {
+	rest, up := 0, 0
+	for _, vo := range voters {
+		if vo == victim {
+			continue
+		}
+		rest++
+		if active[vo] {
+			up++
+		}
+	}
+	return 2*up > rest
 }
 
 // EveryNode, from Config.ZoneReplicas, asks for a voter on every

@@ -74,10 +74,14 @@ func (n *Node) Tablets() []uint64 {
 func (n *Node) NodeID() uint64 { return n.cfg.NodeID }
 
 // Progress is what a leader knows of its group: the commit index and,
-// for each member, the highest index known to be in its log (Match).
+// for each member, the highest index known to be in its log (Match) and
+// whether it has heard from it within the last election timeout
+// (Active: etcd raft's RecentActive, which CheckQuorum refreshes; the
+// leader itself is always active).
 type Progress struct {
 	Commit uint64
 	Match  map[uint64]uint64
+	Active map[uint64]bool
 }
 
 // Progress returns the group's progress if this node's replica of
@@ -95,8 +99,10 @@ func (n *Node) Progress(tabletID uint64) (p Progress, ok bool) {
 	}
 	p.Commit = st.GetCommit()
 	p.Match = map[uint64]uint64{}
+	p.Active = map[uint64]bool{}
 	for id, pr := range st.Progress {
 		p.Match[id] = pr.Match
+		p.Active[id] = pr.RecentActive || id == n.cfg.NodeID
 	}
 	return p, true
 }
