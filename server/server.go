@@ -110,6 +110,10 @@ type Config struct {
 	SuperuserReservedConnections int
 	MaxStartupConnections        int
 	AuthTimeout                  time.Duration
+	// StatsRefreshDelay is how long a table that went stale waits for
+	// its automatic statistics collection (0: stats.DefaultDelay, a
+	// minute; tests that watch the collection shorten it).
+	StatsRefreshDelay time.Duration
 	// StoreProfile is the kind of device the store is on (storage.Profiles,
 	// or storage.ProfileAuto; "" is auto): the planner's cost model for
 	// every session (the storage.profile setting's default), shown by the
@@ -444,6 +448,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		MaxConnections:               cfg.MaxConnections,
 		SuperuserReservedConnections: cfg.SuperuserReservedConnections,
 		AuthTimeout:                  cfg.AuthTimeout,
+		StatsRefreshDelay:            cfg.StatsRefreshDelay,
 		StoreProfile:                 s.cfg.StoreProfile,
 		BlockCacheBytes:              storage.CacheSizeOr(cfg.CacheSize),
 		NetworkRTT:                   s.NetworkRTT,

@@ -371,11 +371,13 @@ func (b *indexBuild) ingest(ctx context.Context, sb *storage.SSTBuilder, ts hlc.
 // cutSSTs walks the sorted entries, fails on two equal keys (a duplicate
 // in a unique index: other indexes' keys end with the primary key), and
 // hands w SSTs of the entries as committed versions at ts, each within
-// one target tablet and at most sstBytes of entries. splitOK allows it to
-// split the tablets it fills (only the cut of the one merged stream may:
-// cuts of several key ranges at once would split one tablet at once).
+// one target tablet and at most sstBytes of entries. It splits the
+// tablets of a global index it fills; splitFirst splits the tablet at its
+// first key too (a range after the first of several cut at once, which then
+// fills tablets no other range writes: invariant 4 of
+// index_backfill_cut.go).
 func (b *indexBuild) cutSSTs(ctx context.Context, layout *rowenc.TableLayout, it rowcontainer.EntryIterator, ts hlc.Timestamp,
-	sstBytes int64, splitOK bool, w *sstWriters, stats *backfillStats) (err error) {
+	sstBytes int64, splitFirst bool, w *sstWriters, stats *backfillStats) (err error) {
 	db := b.e.x.DB
 	var prev []byte // the last key (the iterator's keys live until Next)
 	first := true
@@ -385,7 +387,7 @@ func (b *indexBuild) cutSSTs(ctx context.Context, layout *rowenc.TableLayout, it
 	// began or was last split here (splitting below).
 	var tablet kvpb.TabletID
 	var into int64
-	split := splitOK && b.splitsWhileWriting(layout)
+	split := b.splitsWhileWriting(layout)
 	defer func() {
 		switch {
 		case sst == nil:
@@ -423,9 +425,12 @@ func (b *indexBuild) cutSSTs(ctx context.Context, layout *rowenc.TableLayout, it
 			}
 			if d.TabletID != tablet {
 				tablet, into = d.TabletID, 0
-			} else if split && into >= backfillSplitBytes {
-				// This build filled the tablet: split it at the next
-				// SST's first key, which the build knows, rather than
+			}
+			if split && (into >= backfillSplitBytes || splitFirst && stats.ssts == 0) {
+				// This build filled the tablet (or this is the first SST
+				// of a range after the first, which fills tablets of its
+				// own: invariant 4 of index_backfill_cut.go): split it at
+				// the next SST's first key, which the build knows, rather than
 				// leave the split queue to find the middle of a tablet
 				// of backfillSplitBytes or more by reading it twice
 				// (what made the builds after the first in

@@ -4,13 +4,15 @@ package ddl
 // once the readers are done, walking every sorted entry (the merge of
 // the sorter's chunks, the duplicate check, each entry's MVCC key and the
 // SST writer's blocks) was one goroutine's work, a third of a 1M-row
-// build's wall time with the other core idle. When the entries are all in
-// memory and many (cutParallelBytes), the sort hands out cutWorkers
-// iterators over consecutive key ranges, chosen from a sample of the
-// sorted chunks' keys, and each range is cut into SSTs by a goroutine of
-// its own:
+// build's wall time with the other core idle. When the entries are many
+// (cutParallelBytes), the sort hands out cutWorkers iterators over
+// consecutive key ranges, chosen from a sample of the sorted chunks' keys
+// (or of the spilled runs' marks: a sort that spilled writes what it
+// still holds as a last run, and each range merges the runs from its
+// lower bound, rowcontainer.EntrySorter.Range), and each range is cut
+// into SSTs by a goroutine of its own:
 //
-//	sorters (all in memory) ── SampleKeys ──▶ bounds b1 < b2 < ...
+//	sorters ── SampleKeys ──▶ bounds b1 < b2 < ...
 //	range [nil, b1) ─▶ cutSSTs ─┐
 //	range [b1, b2)  ─▶ cutSSTs ─┼─▶ writers (AddSSTable) as before
 //	range [bk, nil) ─▶ cutSSTs ─┘
@@ -22,8 +24,12 @@ package ddl
 //  2. Equal keys land in one range (membership is by key alone), so the
 //     unique check on adjacent keys within each range is the check on the
 //     whole sorted stream.
-//  3. A build whose sort spilled runs, or whose entries are few, is cut
-//     from the one merged stream as before (a small index stays one SST).
+//  3. A build whose entries are few is cut from the one merged stream as
+//     before (a small index stays one SST).
+//  4. A global index's tablets stay under the split size with ranges as
+//     with one stream: a build of backfillSplitBytes or more splits the
+//     index's tablet at each range's first key, so each range fills
+//     tablets of its own, and splits those as one stream does.
 
 import (
 	"bytes"
@@ -54,17 +60,13 @@ const sampleKeysPerChunk = 16
 
 // Ranges ends adding and returns the sorted entries as iterators over
 // consecutive key ranges, at most n of them (one, the merged stream,
-// unless every entry is in memory and they hold at least minBytes). The
-// caller closes every iterator; the sorters' memory goes with s.Close.
+// unless they hold at least minBytes). The caller closes every iterator;
+// the sorters' memory and runs go with s.Close.
 func (s *entrySort) Ranges(ctx context.Context, n int, minBytes int64) ([]rowcontainer.EntryIterator, error) {
 	if err := s.finish(); err != nil {
 		return nil, err
 	}
-	inMemory := true
-	for _, so := range s.sorters {
-		inMemory = inMemory && so.InMemory()
-	}
-	if n < 2 || !inMemory || s.Bytes() < minBytes {
+	if n < 2 || s.Bytes() < minBytes {
 		it, err := s.Sort(ctx)
 		if err != nil {
 			return nil, err
@@ -73,6 +75,11 @@ func (s *entrySort) Ranges(ctx context.Context, n int, minBytes int64) ([]rowcon
 	}
 	var sample [][]byte
 	for _, so := range s.sorters {
+		// A sorter that spilled writes its last run (invariant 1: every
+		// entry in a run, the ranges merge the runs).
+		if err := so.Finish(ctx); err != nil {
+			return nil, err
+		}
 		sample = so.SampleKeys(sample, sampleKeysPerChunk)
 	}
 	if len(sample) == 0 {
@@ -221,9 +228,12 @@ func (m *streamMerge) Close() {
 func (b *indexBuild) cutRanges(ctx context.Context, layout *rowenc.TableLayout, its []rowcontainer.EntryIterator, total int64,
 	ts hlc.Timestamp, w *sstWriters, stats *backfillStats) error {
 	if len(its) == 1 {
-		return b.cutSSTs(ctx, layout, its[0], ts, backfillSSTBytes, true, w, stats)
+		return b.cutSSTs(ctx, layout, its[0], ts, backfillSSTBytes, false, w, stats)
 	}
 	limit := min(backfillSSTBytes, max(total/int64(2*len(its)), minRangeSSTBytes))
+	// A large build splits a global index's tablet at each range's
+	// first key (invariant 4); a small one keeps its index in one.
+	splitFirst := total >= backfillSplitBytes
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var first error
@@ -232,7 +242,7 @@ func (b *indexBuild) cutRanges(ctx context.Context, layout *rowenc.TableLayout, 
 	each := make([]backfillStats, len(its))
 	for i, it := range its {
 		wg.Go(func() {
-			if err := b.cutSSTs(ctx, layout, it, ts, limit, false, w, &each[i]); err != nil {
+			if err := b.cutSSTs(ctx, layout, it, ts, limit, splitFirst && i > 0, w, &each[i]); err != nil {
 				once.Do(func() { first = err; cancel(err) })
 			}
 		})

@@ -58,6 +58,12 @@ type EntrySorter struct {
 	held   int64       // bytes reserved in acc for what is in memory
 	runs   []*File
 	buf    []byte // a run record being written
+	// marks[i] is run i's index: every markEvery-th record's key and
+	// place, which Range seeks by. markBytes and rangeBufs are what the
+	// marks and Range's readers hold in acc, given back by Close.
+	marks     [][]runMark
+	markBytes int64
+	rangeBufs int64
 
 	// Runs counts the sorted runs written (tests, EXPLAIN of builds).
 	Runs int
@@ -76,6 +82,26 @@ type entrySlot struct {
 // segment is the slots ents[lo:hi] of one sealed chunk, sorted, whose
 // bytes lie in the chunk in that order.
 type segment struct{ lo, hi int }
+
+// runMark is a record of a spilled run: its key (a copy), its byte
+// offset in the run's file and its number there.
+type runMark struct {
+	key     []byte
+	off, at int64
+}
+
+// markEvery is how many records of a run one mark stands for at most: a
+// range's reader of a run starts at most this many records before its
+// first key (and skips them), and a run of 8M entries keeps 8K marks. A
+// short run is marked every 1/minMarks of it, so that the marks, the
+// sample Range's bounds are chosen from, stand for every part of it.
+const (
+	markEvery = 1024
+	minMarks  = 64
+)
+
+// markCost is what a mark costs besides its key's bytes.
+const markCost = 48
 
 const (
 	// entryChunk is the arena's allocation unit (under a large enough
@@ -295,7 +321,9 @@ func (s *EntrySorter) spill(ctx context.Context) error {
 		return err
 	}
 	s.runs = append(s.runs, f)
+	s.marks = append(s.marks, nil)
 	s.Runs++
+	every := min(max(len(s.ents)/minMarks, 1), markEvery)
 	it := s.memMerge()
 	for i := 0; ; i++ {
 		if err := checkCtx(ctx, i); err != nil {
@@ -304,6 +332,15 @@ func (s *EntrySorter) spill(ctx context.Context) error {
 		e := it.next()
 		if e == nil {
 			break
+		}
+		if i%every == 0 {
+			k := bytes.Clone(s.key(e))
+			if err := s.acc.Force(int64(len(k) + markCost)); err != nil {
+				return err
+			}
+			s.markBytes += int64(len(k) + markCost)
+			last := len(s.marks) - 1
+			s.marks[last] = append(s.marks[last], runMark{key: k, off: f.Size(), at: f.Rows()})
 		}
 		s.buf = binary.AppendUvarint(s.buf[:0], uint64(e.klen))
 		s.buf = append(s.buf, s.chunks[e.chunk][e.off:e.off+e.klen+e.vlen]...)
@@ -374,7 +411,9 @@ func (s *EntrySorter) Close() {
 	}
 	s.runs = nil
 	s.release()
-	s.ents, s.chunks, s.segs, s.buf = nil, nil, nil, nil
+	s.acc.Shrink(s.markBytes + s.rangeBufs)
+	s.markBytes, s.rangeBufs = 0, 0
+	s.ents, s.chunks, s.segs, s.buf, s.marks = nil, nil, nil, nil, nil
 }
 
 type entryMemIter struct {
@@ -482,6 +521,12 @@ type entryMerge struct {
 	pending int // run whose head was returned last; -1 none
 	n       int
 	bufs    int64
+	// A Range's merge: the keys in [lo, hi) (nil: open), its readers
+	// started at the marks before lo; err is a failure of Range to open
+	// them, returned by Next. Closing it closes its readers only.
+	ranged bool
+	lo, hi []byte
+	err    error
 }
 
 type entryHead struct {
@@ -500,7 +545,8 @@ func (m *entryMerge) less(a, b *entryHead) bool {
 	return a.run < b.run
 }
 
-// read fills h from run's next record; false at the run's end.
+// read fills h from run's next record; false at the run's end (or, in a
+// Range's merge, at its first key at or above hi).
 func (m *entryMerge) read(run int, h *entryHead) (bool, error) {
 	rec, err := m.readers[run].NextBytes()
 	if err != nil || rec == nil {
@@ -511,16 +557,30 @@ func (m *entryMerge) read(run int, h *entryHead) (bool, error) {
 		return false, fmt.Errorf("rowcontainer: corrupt entry record in run %d", run)
 	}
 	h.key, h.value = rec[n:n+int(kl)], rec[n+int(kl):]
+	if m.hi != nil && bytes.Compare(h.key, m.hi) >= 0 {
+		m.readers[run].Close()
+		return false, nil
+	}
 	h.abbr, h.run = abbreviate(h.key, len(m.s.prefix)), run
 	return true, nil
 }
 
 func (m *entryMerge) Next(ctx context.Context) ([]byte, []byte, bool, error) {
+	if m.err != nil {
+		return nil, nil, false, m.err
+	}
 	if !m.started {
 		m.started, m.pending = true, -1
 		for i := range m.readers {
 			var h entryHead
 			ok, err := m.read(i, &h)
+			// A Range's reader starts at a mark below lo: skip to lo.
+			for j := 0; ok && m.lo != nil && bytes.Compare(h.key, m.lo) < 0; j++ {
+				if err := checkCtx(ctx, j); err != nil {
+					return nil, nil, false, err
+				}
+				ok, err = m.read(i, &h)
+			}
 			if err != nil {
 				return nil, nil, false, err
 			}
@@ -582,6 +642,11 @@ func (m *entryMerge) Close() {
 		r.Close()
 	}
 	m.readers, m.heap = nil, nil
+	if m.ranged {
+		// Its buffers are the sorter's rangeBufs, given back by the
+		// sorter's Close (Range's iterators may close concurrently).
+		return
+	}
 	m.s.acc.Shrink(m.bufs)
 	m.bufs = 0
 	m.s.Close()
@@ -600,11 +665,14 @@ func abbreviate(key []byte, prefix int) uint64 {
 
 // Ranges of the sorted entries, read in parallel (an index build cuts its
 // SSTs from several key ranges at once: one goroutine walking every entry
-// was the build's serial tail). They exist only while every entry is in
-// memory (no run was spilled): each sealed segment is sorted, so a key
-// range of the whole is, in each segment, the slots from the first key at
-// or above its lower bound to the first at or above its upper bound, and
-// a merge of those sub-segments is the range in key order.
+// was the build's serial tail). In memory, each sealed segment is sorted,
+// so a key range of the whole is, in each segment, the slots from the
+// first key at or above its lower bound to the first at or above its
+// upper bound, and a merge of those sub-segments is the range in key
+// order. A sorter that spilled first writes what it holds as one more run
+// (Finish), and a range is a merge of the runs, each read from its last
+// mark below the range's lower bound (the runs' index: a key every
+// markEvery records) up to its upper bound.
 
 // Abbreviation is key's abbreviated form in this sorter (keys must
 // begin with its prefix): the 8 bytes after the prefix as an integer.
@@ -613,15 +681,32 @@ func abbreviate(key []byte, prefix int) uint64 {
 // first, as the sorter does.
 func (s *EntrySorter) Abbreviation(key []byte) uint64 { return abbreviate(key, len(s.prefix)) }
 
-// InMemory says whether every entry added is in memory (nothing spilled),
-// which SampleKeys and Range require.
+// InMemory says whether every entry added is in memory (nothing spilled).
 func (s *EntrySorter) InMemory() bool { return len(s.runs) == 0 }
 
-// SampleKeys ends adding and appends to dst up to perSegment keys of each
-// sorted segment, evenly spaced in it: a sample of the entries' keys in
-// proportion to where they lie (copies; every segment but the last holds
-// a chunk's worth of entries). It requires InMemory.
+// Finish ends adding before SampleKeys and Range: a sorter that spilled
+// writes what it still holds in memory as one more run, so that every
+// entry is in a run. A sorter in memory keeps its entries there.
+func (s *EntrySorter) Finish(ctx context.Context) error {
+	if len(s.runs) == 0 || len(s.ents) == 0 {
+		return nil
+	}
+	return s.spill(ctx)
+}
+
+// SampleKeys ends adding and appends to dst keys in proportion to where
+// the entries lie (copies): in memory up to perSegment keys of each
+// sorted segment (a chunk's worth of entries), evenly spaced in it; after
+// Finish, the marks of the runs (a key every markEvery entries).
 func (s *EntrySorter) SampleKeys(dst [][]byte, perSegment int) [][]byte {
+	if len(s.runs) > 0 {
+		for _, ms := range s.marks {
+			for _, mk := range ms {
+				dst = append(dst, bytes.Clone(mk.key))
+			}
+		}
+		return dst
+	}
 	s.seal()
 	for _, g := range s.segs {
 		n := g.hi - g.lo
@@ -633,12 +718,17 @@ func (s *EntrySorter) SampleKeys(dst [][]byte, perSegment int) [][]byte {
 	return dst
 }
 
-// Range returns the entries in memory whose keys are in [lo, hi) (a nil
-// bound is open), in key order. It requires InMemory and no Add after
-// SampleKeys or the first Range; iterators of one sorter may be read
-// concurrently (they only read it). Closing one releases nothing: the
-// sorter's Close does, after every range is done with.
+// Range returns the entries whose keys are in [lo, hi) (a nil bound is
+// open), in key order. A sorter that spilled must be Finished first. No
+// Add may follow SampleKeys or the first Range, and Range is called from
+// one goroutine; the iterators it returns may be read concurrently (they
+// only read the sorter, and each run through a reader of its own).
+// Closing one releases nothing but its readers: the sorter's Close gives
+// back the memory, after every range is done with.
 func (s *EntrySorter) Range(lo, hi []byte) EntryIterator {
+	if len(s.runs) > 0 {
+		return s.runRange(lo, hi)
+	}
 	s.seal()
 	m := &segMerge{s: s, heap: make([]segCursor, 0, len(s.segs))}
 	for _, g := range s.segs {
@@ -654,6 +744,41 @@ func (s *EntrySorter) Range(lo, hi []byte) EntryIterator {
 		m.down(i)
 	}
 	return &entryRangeIter{entryMemIter{s: s, m: m}}
+}
+
+// runRange is Range over the runs: a merge of one reader per run, each
+// started at the run's last mark whose key is below lo (so that every
+// entry of key lo is read, whichever side of a mark it lies on). Its
+// read buffers are reserved past work_mem, as Sort's are.
+func (s *EntrySorter) runRange(lo, hi []byte) EntryIterator {
+	m := &entryMerge{s: s, ranged: true, lo: lo, hi: hi}
+	if len(s.ents) > 0 {
+		m.err = fmt.Errorf("rowcontainer: Range of a spilled sorter before Finish")
+		return m
+	}
+	bufs := int64(len(s.runs)) * readBuf
+	if m.err = s.acc.Force(bufs); m.err != nil {
+		return m
+	}
+	s.rangeBufs += bufs
+	for i, f := range s.runs {
+		var off, at int64
+		if lo != nil {
+			ms := s.marks[i]
+			// The first mark at or above lo; start at the one before it.
+			j, _ := slices.BinarySearchFunc(ms, lo, func(mk runMark, k []byte) int { return bytes.Compare(mk.key, k) })
+			if j > 0 {
+				off, at = ms[j-1].off, ms[j-1].at
+			}
+		}
+		r, err := f.ReaderAt(readBuf, off, at)
+		if err != nil {
+			m.err = err
+			return m
+		}
+		m.readers = append(m.readers, r)
+	}
+	return m
 }
 
 // lowerBound is the first slot of segment g whose key is at or above k

@@ -142,25 +142,34 @@ func TestEntrySorterPrefix(t *testing.T) {
 	}
 }
 
-// TestEntrySorterRanges: the sorted entries in memory, read as key
+// TestEntrySorterRanges: the sorted entries, in memory or spilled into
+// runs (a work_mem of a few KiB to 1 MiB, then Finish), read as key
 // ranges whose bounds come from SampleKeys, read concurrently, are every
 // entry once, each range in key order and within its bounds, and equal
-// keys all in one range; a sorter that spilled is not InMemory.
+// keys all in one range; the sorter's Close gives back all its memory.
 func TestEntrySorterRanges(t *testing.T) {
 	ctx := context.Background()
 	prefix := []byte{0xf3, 0x8a}
 	for _, tc := range []struct {
 		n, ranges int
+		workMem   int64 // > 0: spills
 	}{
-		{0, 3},
-		{1, 2},
-		{5000, 2},
-		{200000, 4},
-		{200000, 7},
+		{0, 3, 0},
+		{1, 2, 0},
+		{5000, 2, 0},
+		{200000, 4, 0},
+		{200000, 7, 0},
+		{5000, 3, 16 << 10},
+		{200000, 4, 1 << 20},
+		{200000, 2, 256 << 10},
 	} {
 		rng := rand.New(rand.NewPCG(uint64(tc.n), uint64(tc.ranges)))
 		node := mon.NewBudget("SQL memory", 0)
-		s := NewEntrySorter(node.NewAccount(64<<20), nil, prefix)
+		limit, scope := int64(64<<20), (*Scope)(nil)
+		if tc.workMem > 0 {
+			limit, scope = tc.workMem, newTemp(t, 0).NewScope()
+		}
+		s := NewEntrySorter(node.NewAccount(limit), scope, prefix)
 		want := map[string]int{}
 		var keys [][]byte
 		for i := range tc.n {
@@ -179,8 +188,11 @@ func TestEntrySorterRanges(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if !s.InMemory() {
-			t.Fatalf("n %d: spilled under a 64 MiB limit", tc.n)
+		if spilled := !s.InMemory(); spilled != (tc.workMem > 0) {
+			t.Fatalf("n %d, work_mem %d: spilled %v", tc.n, tc.workMem, spilled)
+		}
+		if err := s.Finish(ctx); err != nil {
+			t.Fatal(err)
 		}
 		sample := s.SampleKeys(nil, 16)
 		slices.SortFunc(sample, bytes.Compare)
@@ -246,21 +258,11 @@ func TestEntrySorterRanges(t *testing.T) {
 			}
 		}
 		if !maps.Equal(seen, want) {
-			t.Fatalf("n %d: the ranges hold %d distinct keys, want %d (or counts differ)", tc.n, len(seen), len(want))
+			t.Fatalf("n %d, work_mem %d: the ranges hold %d distinct keys, want %d (or counts differ)", tc.n, tc.workMem, len(seen), len(want))
 		}
 		s.Close()
-	}
-	// A sorter that spilled is read as one stream (Sort), not as ranges.
-	ts := newTemp(t, 0)
-	node := mon.NewBudget("SQL memory", 0)
-	s := NewEntrySorter(node.NewAccount(16<<10), ts.NewScope(), prefix)
-	for i := range 5000 {
-		if err := s.Add(ctx, append(slices.Clone(prefix), byte(i), byte(i>>8)), nil); err != nil {
-			t.Fatal(err)
+		if u := node.Used(); u != 0 {
+			t.Errorf("n %d, work_mem %d: %d bytes still reserved after Close", tc.n, tc.workMem, u)
 		}
 	}
-	if s.InMemory() {
-		t.Fatalf("5000 entries under a 16 KiB limit: nothing spilled")
-	}
-	s.Close()
 }

@@ -424,6 +424,23 @@ func (f *File) Reader(bufSize int) (*Reader, error) {
 	return r, nil
 }
 
+// ReaderAt seals the file and returns a reader of the rows appended so
+// far from the one at byte offset off, the file's row number n (the Size
+// and Rows of the file before that row was appended), buffering bufSize
+// bytes: a reader of a sorted run from a key on (EntrySorter.Range).
+func (f *File) ReaderAt(bufSize int, off, n int64) (*Reader, error) {
+	if off < 0 || n < 0 || off > f.size || n > f.rows {
+		return nil, fmt.Errorf("rowcontainer: read at row %d (offset %d) of a file of %d rows (%d bytes)", n, off, f.rows, f.size)
+	}
+	r, err := f.Reader(bufSize)
+	if err != nil {
+		return nil, err
+	}
+	r.r.Reset(io.NewSectionReader(r.fd, off, f.size-off))
+	r.rows = f.rows - n
+	return r, nil
+}
+
 // Close removes the file and releases its disk budget.
 func (f *File) Close() {
 	if f.closed {

@@ -88,6 +88,10 @@ type Config struct {
 	// version); nil on an unreplicated node, a cluster of one whose
 	// version is its binary's.
 	ClusterVersion ClusterVersioner
+	// StatsRefreshDelay is how long a table that went stale waits for
+	// its automatic statistics collection (stats.Refresher.Delay); 0:
+	// stats.DefaultDelay, a minute.
+	StatsRefreshDelay time.Duration
 }
 
 // ClusterVersioner raises the cluster version (membership.Member). An
@@ -162,6 +166,9 @@ func NewBackend(db *kv.DB, cfg Config) *Backend {
 		b.cache.UseGenerationLeases(db, *cfg.CatalogLease)
 	}
 	b.refresher = stats.NewRefresher(db, b.stats, b.cache, log)
+	if cfg.StatsRefreshDelay > 0 {
+		b.refresher.Delay = cfg.StatsRefreshDelay
+	}
 	b.bg.ctx, b.bg.cancel = context.WithCancel(context.Background())
 	return b
 }

@@ -20,8 +20,10 @@
 // Automatic statistics (refresh.go): sessions report the rows their
 // committed DML and COPY changed per table (Refresher.NotifyMutations);
 // a table changed by more than 20% of its rows plus 500 is collected again
-// in the background, in a transaction of the refresher's own, which an online schema
-// change's drains leave out (it writes no rows: kv.Txn.ExemptFromDrain;
+// in the background, a minute after it went stale (DefaultDelay,
+// PostgreSQL's autovacuum_naptime; TestRefreshWaitsAndCoalesces), in a
+// transaction of the refresher's own, which an online schema change's
+// drains leave out (it writes no rows: kv.Txn.ExemptFromDrain;
 // TestRefreshHoldsNoDrain). A session
 // turns its reports off with SET sql.stats.automatic_collection.enabled =
 // off.
@@ -42,4 +44,9 @@
 //  3. Collection reads in the transaction it is given and writes nothing
 //     but the st/<id> key (Save); the refresher uses transactions of its
 //     own, never a user's.
+//  4. An automatic collection starts Delay after the change that made its
+//     table stale, never on a session's commit path, and counts every
+//     change reported until it starts: loads in quick succession make one
+//     collection, and the statements right after a load (a CREATE INDEX
+//     reading the same rows) do not share the node's CPU with it.
 package stats

@@ -21,9 +21,26 @@ const (
 	StaleRows     = 500
 )
 
+// DefaultDelay is how long a table that went stale waits for its
+// collection: PostgreSQL's autovacuum_naptime (its autovacuum looks at
+// each database's tables once a minute), and CockroachDB's refresher
+// likewise looks at its counts once a minute. A collection reads the
+// whole table; started at the commit of the load that made the table
+// stale, it ran beside what came right after (a CREATE INDEX read the
+// same 1M rows at the same moment: half of the node's CPU during the
+// build went to the collection, bench/README.md "Issue 18"). Waiting lets
+// loads in quick succession share one collection, counted when it
+// starts, and lets the statements after a load run alone.
+const DefaultDelay = time.Minute
+
 // Refresher collects statistics in the background when tables go stale.
 // Safe for concurrent use.
 type Refresher struct {
+	// Delay is how long a stale table waits for its collection
+	// (DefaultDelay; tests shorten it). Set before the first
+	// NotifyMutations.
+	Delay time.Duration
+
 	db    *kv.DB
 	cache *Cache
 	descs *catalog.Cache
@@ -31,6 +48,10 @@ type Refresher struct {
 	// ctx bounds the background collections (Stop cancels it).
 	ctx    context.Context
 	cancel context.CancelFunc
+
+	// after starts the wait for a collection: a channel that fires after
+	// d, and a stop function (a timer; tests fire it by hand).
+	after func(d time.Duration) (<-chan time.Time, func())
 
 	mu      sync.Mutex
 	changed map[catalog.ID]int64
@@ -45,14 +66,19 @@ func NewRefresher(db *kv.DB, cache *Cache, descs *catalog.Cache, log *slog.Logge
 		log = slog.Default()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Refresher{db: db, cache: cache, descs: descs, log: log, ctx: ctx, cancel: cancel,
+	return &Refresher{Delay: DefaultDelay, db: db, cache: cache, descs: descs, log: log, ctx: ctx, cancel: cancel,
+		after: func(d time.Duration) (<-chan time.Time, func()) {
+			t := time.NewTimer(d)
+			return t.C, func() { t.Stop() }
+		},
 		changed: map[catalog.ID]int64{}, running: map[catalog.ID]bool{}}
 }
 
 // NotifyMutations records that a committed transaction changed rows rows
-// of table t, and starts a collection when t is stale. It is called on
-// the session's commit path, so it reads nothing itself: a goroutine
-// compares the changes with the table's row count.
+// of table t, and schedules a collection when t may be stale. It is
+// called on the session's commit path, so it reads nothing itself: a
+// goroutine waits Delay, then compares the changes counted by then with
+// the table's row count. Changes reported while it waits join its count.
 func (r *Refresher) NotifyMutations(t *catalog.Table, rows int64) {
 	if r == nil || t == nil || rows <= 0 {
 		return
@@ -67,18 +93,31 @@ func (r *Refresher) NotifyMutations(t *catalog.Table, rows int64) {
 	}
 	r.running[t.ID] = true
 	r.wg.Add(1)
-	go r.maybeRefresh(t, n)
+	go r.maybeRefresh(t)
 }
 
-// maybeRefresh collects t's statistics when the n changes counted make it
-// stale (more than StaleFraction of its rows plus StaleRows).
-func (r *Refresher) maybeRefresh(t *catalog.Table, n int64) {
+// maybeRefresh waits Delay, then collects t's statistics when the changes
+// counted by then make it stale (more than StaleFraction of its rows plus
+// StaleRows).
+func (r *Refresher) maybeRefresh(t *catalog.Table) {
 	defer r.wg.Done()
 	defer func() {
 		r.mu.Lock()
 		delete(r.running, t.ID)
 		r.mu.Unlock()
 	}()
+	if r.Delay > 0 {
+		wait, stop := r.after(r.Delay)
+		select {
+		case <-r.ctx.Done():
+			stop()
+			return
+		case <-wait:
+		}
+	}
+	r.mu.Lock()
+	n := r.changed[t.ID]
+	r.mu.Unlock()
 	count := 0.0
 	if ts := r.cache.Get(r.ctx, t); ts != nil {
 		count = ts.RowCount

@@ -3,6 +3,7 @@ package stats
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/kv"
@@ -30,6 +31,7 @@ func TestRefreshHoldsNoDrain(t *testing.T) {
 	}
 	defer func() { refreshTestingHook = nil }()
 	r := NewRefresher(node.DB, NewCache(node.DB), nil, nil)
+	r.Delay = 0
 	tbl := &catalog.Table{ID: 61, Name: "r", Columns: []catalog.Column{{ID: 1, Name: "a", Type: types.Int8}}}
 	r.NotifyMutations(tbl, 10*StaleRows)
 	ts := <-inside
@@ -46,4 +48,52 @@ func TestRefreshHoldsNoDrain(t *testing.T) {
 	}
 	close(release)
 	r.Stop()
+}
+
+// A stale table waits Delay for its collection (invariant 4), and the
+// changes reported meanwhile join it: two loads in quick succession make
+// one wait and one collection, which takes both loads' changes off the
+// count.
+func TestRefreshWaitsAndCoalesces(t *testing.T) {
+	node := testcluster.StartNode(t, testcluster.Options{})
+	collected := make(chan struct{}, 4)
+	refreshTestingHook = func(*kv.Txn) { collected <- struct{}{} }
+	defer func() { refreshTestingHook = nil }()
+	r := NewRefresher(node.DB, NewCache(node.DB), nil, nil)
+	fire := make(chan time.Time)
+	waiting := make(chan time.Duration, 4)
+	r.after = func(d time.Duration) (<-chan time.Time, func()) {
+		waiting <- d
+		return fire, func() {}
+	}
+	tbl := &catalog.Table{ID: 62, Name: "w", Columns: []catalog.Column{{ID: 1, Name: "a", Type: types.Int8}}}
+	r.NotifyMutations(tbl, 2*StaleRows)
+	select {
+	case d := <-waiting:
+		if d != DefaultDelay {
+			t.Fatalf("the collection waits %v, want DefaultDelay (%v)", d, DefaultDelay)
+		}
+	case <-collected:
+		t.Fatal("the collection started without waiting")
+	}
+	r.NotifyMutations(tbl, 3*StaleRows)
+	select {
+	case <-collected:
+		t.Fatal("a collection started before its wait ended")
+	case d := <-waiting:
+		t.Fatalf("a second wait (%v) for a table already waiting", d)
+	default:
+	}
+	fire <- time.Now()
+	<-collected
+	r.mu.Lock()
+	left := r.changed[tbl.ID]
+	r.mu.Unlock()
+	if left != 0 {
+		t.Errorf("%d changes left on the count after the collection, want 0 (both loads collected at once)", left)
+	}
+	r.Stop()
+	if len(waiting) != 0 {
+		t.Errorf("%d more waits after the collection, want none", len(waiting))
+	}
 }
