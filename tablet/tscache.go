@@ -33,7 +33,12 @@ import (
 // and the B-tree's search, delete and insert per read were a tenth of the
 // CPU of pgbench's select-only. Past maxRowLens distinct prefix lengths,
 // further row reads of new lengths take the span path, so a point lookup
-// never checks more than maxRowLens prefixes.
+// never checks more than maxRowLens prefixes; rowLens is kept sorted, so a
+// lookup of a key checks only the lengths up to its own. The bound was 8:
+// on a plain `cairn start` the catalog's own row reads (descriptors,
+// namespace entries of names of every length) used all eight before
+// pgbench's first SELECT, and every read of pgbench_accounts' rows took
+// the span path (bench/README.md, "Issue 22, 2026-11-30").
 // A key's answer is the maximum of the three and the low-water mark. Memory is
 // bounded: past maxEntries (all kinds together) the oldest half of the
 // entries (by timestamp) are folded into the low-water mark, which only
@@ -60,12 +65,15 @@ type tsCache struct {
 	rows          map[string]*tsRead
 	rowTree       *btreemap.BTreeMap[[]byte, *tsRead]
 	rowsUnindexed []string
-	rowLens       []int
-	maxEntries    int
+	rowLens       []int // ascending
+	// rowLensCap is maxRowLens; tests lower it to exercise the span path.
+	rowLensCap int
+	maxEntries int
 }
 
-// maxRowLens bounds the distinct prefix lengths of row reads.
-const maxRowLens = 8
+// maxRowLens bounds the distinct prefix lengths of row reads (see
+// tsCache.rowLensCap).
+const maxRowLens = 32
 
 // tsRead is the highest read of a key or interval and who made it.
 type tsRead struct {
@@ -99,7 +107,7 @@ func newTSCache(lowWater hlc.Timestamp, maxEntries int) *tsCache {
 		maxEntries = 2
 	}
 	return &tsCache{lowWater: lowWater, maxEntries: maxEntries, byKey: make(map[string]*tsRead), points: newPointTree(), entries: newSpanTree(),
-		rows: make(map[string]*tsRead), rowTree: newPointTree()}
+		rows: make(map[string]*tsRead), rowTree: newPointTree(), rowLensCap: maxRowLens}
 }
 
 // isPrefixEnd reports whether end is PrefixEnd(key): the span [key, end)
@@ -124,11 +132,11 @@ func (c *tsCache) addRowLocked(key []byte, ts hlc.Timestamp, txn uuid.UUID) bool
 		*r = r.merge(ts, txn)
 		return true
 	}
-	if !slices.Contains(c.rowLens, len(key)) {
-		if len(c.rowLens) >= maxRowLens {
+	if i, found := slices.BinarySearch(c.rowLens, len(key)); !found {
+		if len(c.rowLens) >= c.rowLensCap {
 			return false
 		}
-		c.rowLens = append(c.rowLens, len(key))
+		c.rowLens = slices.Insert(c.rowLens, i, len(key))
 	}
 	k := string(key)
 	c.rows[k] = &tsRead{ts: ts, txn: txn}
@@ -141,7 +149,7 @@ func (c *tsCache) addRowLocked(key []byte, ts hlc.Timestamp, txn uuid.UUID) bool
 func (c *tsCache) rowPrefixesLocked(best tsRead, key []byte, self bool) tsRead {
 	for _, n := range c.rowLens {
 		if n > len(key) || (!self && n == len(key)) {
-			continue
+			break // rowLens ascends
 		}
 		if r, ok := c.rows[string(key[:n])]; ok {
 			best = best.merge(r.ts, r.txn)
@@ -358,6 +366,7 @@ func (c *tsCache) splitOff(key []byte) *tsCache {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r := newTSCache(c.lowWater, c.maxEntries)
+	r.rowLensCap = c.rowLensCap
 	c.indexLocked()
 	for k, v := range c.points.Ascend(btreemap.GE(key), btreemap.Max[[]byte]()) {
 		r.addPointLocked(k, *v)
@@ -377,7 +386,7 @@ func (c *tsCache) splitOff(key []byte) *tsCache {
 	// [key, PrefixEnd(prefix)) on the right: a span entry there.
 	for _, n := range c.rowLens {
 		if n >= len(key) {
-			continue
+			break // rowLens ascends
 		}
 		if v, ok := c.rows[string(key[:n])]; ok {
 			r.addSpanLocked(append([]byte(nil), key...), keys.PrefixEnd(key[:n]), v.ts, v.txn)

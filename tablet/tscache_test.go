@@ -56,6 +56,9 @@ func TestTSCacheModel(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		maxEntries := rapid.IntRange(2, 12).Draw(t, "max")
 		c := newTSCache(hlc.Timestamp{}, maxEntries)
+		// The keys have four lengths: a lower bound on row lengths sends
+		// some row reads down the span path.
+		c.rowLensCap = rapid.IntRange(1, 5).Draw(t, "rowLensCap")
 		type read struct {
 			span kvpb.Span
 			ts   hlc.Timestamp
@@ -122,6 +125,50 @@ func TestTSCacheModel(t *testing.T) {
 			t.Fatalf("%d entries, limit %d", n, maxEntries)
 		}
 	})
+}
+
+// TestTSCacheRowLengths: row reads of many prefix lengths (a tablet
+// holding the catalog and user tables sees a dozen) stay row entries up to
+// maxRowLens lengths, a longer key's lookup sees the prefixes of every
+// shorter length, and a length past the bound is still answered, from the
+// span tree.
+func TestTSCacheRowLengths(t *testing.T) {
+	c := newTSCache(hlc.Timestamp{WallTime: 1}, 1000)
+	key := func(n int) []byte {
+		k := make([]byte, n)
+		for i := range k {
+			k[i] = 'a'
+		}
+		return k
+	}
+	for n := maxRowLens; n >= 1; n-- { // longest first: the lengths arrive out of order
+		k := key(n)
+		c.add(kvpb.Span{Key: k, EndKey: keys.PrefixEnd(k)}, hlc.Timestamp{WallTime: int64(10 + n)}, uuid.Nil)
+	}
+	if n := c.entries.Len(); n != 0 {
+		t.Fatalf("%d span entries after row reads of %d lengths, want 0", n, maxRowLens)
+	}
+	long := key(maxRowLens + 1)
+	c.add(kvpb.Span{Key: long, EndKey: keys.PrefixEnd(long)}, hlc.Timestamp{WallTime: 5}, uuid.Nil)
+	if n := c.entries.Len(); n != 1 {
+		t.Fatalf("%d span entries after a row read of a length past the bound, want 1", n)
+	}
+	for _, tc := range []struct {
+		key  []byte
+		want int64
+	}{
+		{key(1), 11},
+		{key(3), 13},
+		{append(key(3), 'b'), 13},                         // under the prefixes of lengths 1 to 3
+		{key(maxRowLens), 10 + maxRowLens},                // the longest row prefix
+		{key(maxRowLens + 1), 10 + maxRowLens},            // also under every row prefix
+		{append(key(maxRowLens+1), 'x'), 10 + maxRowLens}, // and under the span entry's
+		{[]byte("b"), 1},                                  // the low-water mark
+	} {
+		if ts, _ := c.getMax(kvpb.Span{Key: tc.key}); ts.WallTime != tc.want {
+			t.Errorf("getMax(%q) = %s, want %d", tc.key, ts, tc.want)
+		}
+	}
 }
 
 func TestTSCacheSplitOff(t *testing.T) {

@@ -12,7 +12,8 @@
 # pgbench connects to node 1, so about two thirds of the requests reach
 # their leaseholder through one more RPC, as a client of any one gateway
 # sees. Runs alternate between the two clusters; medians of N.
-# BENCH_PORT_BASE (default 30530) and the next 12 ports are used.
+# BENCH_PORT_BASE (default 30530) and the next 12 ports are used;
+# CAIRN_BIN=path runs that binary instead of building this tree.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . test/compat/lib.sh
@@ -38,7 +39,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-cairn_build "$work/cairn"
+# CAIRN_BIN runs a binary built beforehand (so that a run under the bench
+# lock compiles nothing) instead of building this tree's.
+if [ -n "${CAIRN_BIN:-}" ]; then cp "$CAIRN_BIN" "$work/cairn"; else cairn_build "$work/cairn"; fi
 
 # start_node DIR SQL RPC HTTP [JOIN] starts one node and waits for its
 # ready line.
