@@ -226,6 +226,9 @@ type LeaseBalancer struct {
 	// refused holds the tablets whose last transfer was refused (their
 	// proposals did not drain in time), until when they are left alone.
 	refused map[uint64]time.Time
+	// peers caches Peers' answer for one pass (peersRead: asked).
+	peers     []uint64
+	peersRead bool
 	// eligibleNow caches Eligible's answers for one pass.
 	eligibleNow map[uint64]bool
 	// reportedNow caches Reported's answers for one pass ({node,
@@ -339,6 +342,7 @@ func (b *LeaseBalancer) Pass() int {
 	b.track(groups, now)
 	b.eligibleNow = map[uint64]bool{}
 	clear(b.reportedNow)
+	b.peers, b.peersRead = nil, false
 	for len(b.sent) > 0 && now.Sub(b.sent[0].at) > sentFor {
 		b.sent = b.sent[1:]
 	}
@@ -763,8 +767,14 @@ func (b *LeaseBalancer) twoHop(g raftnode.GroupInfo, p LeasePreferences, dom *do
 		return 0
 	}
 	own := int(dom.own[d])
+	if own < 2 {
+		return 0 // no node can hold two fewer
+	}
+	if !b.peersRead {
+		b.peers, b.peersRead = b.cfg.Peers(), true
+	}
 	var under []uint64
-	for _, u := range b.cfg.Peers() {
+	for _, u := range b.peers {
 		if u == b.self || dom.shared(d, u) > 0 || !b.eligible(u) {
 			// u is a voter of a d tablet this node leads: the
 			// ordinary rule hands it one (once that lease was held
