@@ -458,6 +458,37 @@ func (m *Member) ReportedLeases(id uint64, domain string) (n int, at time.Time, 
 	return l.Domains[domain][id], at, true
 }
 
+// ReportingNodes are the nodes whose liveness records the last View read
+// live (those ReportedLeases answers for), in ID order.
+func (m *Member) ReportingNodes() []uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ids := make([]uint64, 0, len(m.reports))
+	for id := range m.reports {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// LeadsWith reports whether node id's liveness record, as the last View
+// read it live, says it leads a tablet of domain ("": any tablet) that
+// peer holds a replica of: id could hand peer one of the domain's leases
+// itself (store.LeaseBalancerConfig.LeadsWith). Like the counts, up to a
+// heartbeat old.
+func (m *Member) LeadsWith(id, peer uint64, domain string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l, ok := m.reports[id]
+	if !ok || id == peer {
+		return false
+	}
+	if domain == "" {
+		return l.Members[peer] > 0
+	}
+	return l.Domains[domain][peer] > 0
+}
+
 // OnlyNode reports whether the node table, read through db, names no node
 // but self (an empty table, before the first node registers, counts).
 func OnlyNode(ctx context.Context, db *kv.DB, self uint64) (bool, error) {

@@ -300,8 +300,9 @@ func (m *Member) rebalance(ctx context.Context, id uint64, v *View, voters, good
 	if t == 0 {
 		return nil
 	}
-	from, why, ok := m.worthMoving(v, good, t, d)
-	if !m.seenLongEnough(id, [2]uint64{from, t}, ok) {
+	from, why, byDomain, ok := m.worthMoving(v, good, t, d)
+	seenFor := m.settle() * time.Duration(1+m.rankAmongMovers(v, from, d, byDomain))
+	if !m.seenLongEnough(id, [2]uint64{from, t}, ok, time.Now(), seenFor) {
 		return nil
 	}
 	// Asked only now: a call per tablet and scan would cost too much.
@@ -316,32 +317,64 @@ func (m *Member) rebalance(ctx context.Context, id uint64, v *View, voters, good
 	return m.change(id, pb.ConfChangeType_ConfChangeAddLearnerNode, t, why+": add learner")
 }
 
+// settle is how long a rebalancing move must be found worth making
+// before the first node to make it does (seenLongEnough): two heartbeat
+// intervals and a scan.
+func (m *Member) settle() time.Duration { return 2*(m.cfg.LivenessTTL/3) + m.cfg.ScanInterval }
+
+// rankAmongMovers is how many live nodes with a lower ID than this one
+// could make the same move off node from: by their records, they lead a
+// tablet of domain d that from holds a replica of (for a move by the
+// domain's counts), or any tablet from holds one of. Every such
+// leaseholder reads the same reports, so each found the same imbalance
+// worth one move at the same moment, and each made it: three nodes
+// moved a replica from node 2 to node 5 within 40 ms, overshooting to
+// node 5 two above, and the moves back overshot again
+// (TestReplicasSpreadPerDomain, under load; the test then saw a
+// balanced moment and a move after it). Waiting settle once more per
+// lower-ranked node lets the first mover's learner (the records count
+// learners) reach its next report and end the others' waits (the
+// imbalance it fixes is no longer seen); the first still moves after
+// one settle. A node that cannot make the move (its tablets with from
+// all hold to already) only delays the next by a settle.
+func (m *Member) rankAmongMovers(v *View, from uint64, d string, byDomain bool) int {
+	self := m.NodeID()
+	rank := 0
+	for id, l := range v.Liveness {
+		if id >= self || v.State(id) != Live {
+			continue
+		}
+		if byDomain && l.Domains[d][from] > 0 || !byDomain && l.Members[from] > 0 {
+			rank++
+		}
+	}
+	return rank
+}
+
 // seenLongEnough reports whether the move from→to of tablet id (seen
-// says whether this scan found it worth making) has been found worth
-// making in every scan for moveSettle. The counts are the leaders'
+// says whether this scan, at now, found it worth making) has been found
+// worth making in every scan for wait (settle, or more by rank). The counts are the leaders'
 // reports, each written at its own moment: a lease that just moved is
 // counted by its old holder's record and its new one's until the old
 // one's next heartbeat, or by neither, and a balanced domain looked
 // uneven for that while (the five-node test thrashed on it). A real
 // imbalance outlasts every node's next heartbeat; such a blip does not.
-func (m *Member) seenLongEnough(id uint64, move [2]uint64, seen bool) bool {
+func (m *Member) seenLongEnough(id uint64, move [2]uint64, seen bool, now time.Time, wait time.Duration) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !seen {
 		delete(m.considered, id)
 		return false
 	}
-	now := time.Now()
-	settle := 2*(m.cfg.LivenessTTL/3) + m.cfg.ScanInterval
 	c, ok := m.considered[id]
-	if !ok || c.move != move || now.Sub(c.last) > settle {
+	if !ok || c.move != move || now.Sub(c.last) > m.settle() {
 		// New, or not looked at since (the lease was elsewhere).
 		m.considered[id] = consideredMove{move: move, since: now, last: now}
 		return false
 	}
 	c.last = now
 	m.considered[id] = c
-	if now.Sub(c.since) < settle {
+	if now.Sub(c.since) < wait {
 		return false
 	}
 	delete(m.considered, id)
@@ -414,16 +447,17 @@ type consideredMove struct {
 // worthMoving decides whether a tablet of domain d with good voters good
 // should move a replica to node t (rebalance's rules), from which voter,
 // and why.
-func (m *Member) worthMoving(v *View, good []uint64, t uint64, d string) (from uint64, why string, ok bool) {
+func (m *Member) worthMoving(v *View, good []uint64, t uint64, d string) (from uint64, why string, byDomain, ok bool) {
 	full := m.pickVictim(v, good, d)
 	lf, lt := v.load(d, full), v.load(d, t)
 	switch {
 	case d != "" && lf.dom-lt.dom >= rebalanceGap:
 		why = fmt.Sprintf("rebalance domain %q from node %d (%d replicas of it, node %d %d)", d, full, lf.dom, t, lt.dom)
+		byDomain = true
 	case lf.total-lt.total >= rebalanceGap && (d == "" || lt.dom < lf.dom):
 		why = fmt.Sprintf("rebalance from node %d (%d replicas, node %d %d)", full, lf.total, t, lt.total)
 	default:
-		return full, "", false
+		return full, "", false, false
 	}
 	others := map[string]bool{}
 	shared := false
@@ -435,9 +469,9 @@ func (m *Member) worthMoving(v *View, good []uint64, t uint64, d string) (from u
 	}
 	if others[v.Nodes[t].Locality] && !shared {
 		// Moving would put two voters in one locality.
-		return full, "", false
+		return full, "", byDomain, false
 	}
-	return full, why, true
+	return full, why, byDomain, true
 }
 
 // rebalanceGap is the difference in replica counts worth a move.

@@ -211,11 +211,88 @@ func TestRebalanceByDomain(t *testing.T) {
 			if from := m.pickVictim(v, tc.good, tc.d); from != tc.from {
 				t.Errorf("replica taken from node %d, want %d", from, tc.from)
 			}
-			_, why, ok := m.worthMoving(v, tc.good, target, tc.d)
+			_, why, _, ok := m.worthMoving(v, tc.good, target, tc.d)
 			if ok != tc.move || !strings.HasPrefix(why, tc.wantWhyPrefix) {
 				t.Errorf("worthMoving = %q, %v; want a move %v (%q...)", why, ok, tc.move, tc.wantWhyPrefix)
 			}
 		})
+	}
+}
+
+// TestRebalanceStaggeredByRank: every leaseholder of a tablet on the
+// fullest node reads the same reports and finds the same move worth
+// making; each waits one settle more per live lower-ID node that, by its
+// record, could make it too (leads a tablet of the domain, or for a
+// move by the totals any tablet, that the source holds a replica of),
+// so the first mover's learner reaches the reports before the next one
+// moves. Without it three nodes moved a replica off node 2 at once.
+func TestRebalanceStaggeredByRank(t *testing.T) {
+	const d = "idx"
+	nodes := map[uint64]NodeRecord{}
+	live := map[uint64]LivenessRecord{}
+	for id := uint64(1); id <= 5; id++ {
+		nodes[id] = NodeRecord{NodeID: id, Status: StatusActive}
+		live[id] = liveRec(id, 10)
+	}
+	// Node 1 leads a tablet of idx on node 2, node 2 one of its own,
+	// node 3 only a tablet of no domain on node 2; node 4's record has
+	// expired (it would count otherwise).
+	set := func(id uint64, members map[uint64]int, dom map[uint64]int) {
+		l := live[id]
+		l.Members = members
+		if dom != nil {
+			l.Domains = map[string]map[uint64]int{d: dom}
+		}
+		live[id] = l
+	}
+	set(1, map[uint64]int{1: 1, 2: 1, 5: 1}, map[uint64]int{1: 1, 2: 1, 5: 1})
+	set(2, map[uint64]int{2: 1, 3: 1, 4: 1}, map[uint64]int{2: 1, 3: 1, 4: 1})
+	set(3, map[uint64]int{2: 1, 3: 1, 4: 1}, nil)
+	set(4, map[uint64]int{2: 1, 4: 1, 5: 1}, map[uint64]int{2: 1, 4: 1, 5: 1})
+	l := live[4]
+	l.Updated, l.Expiration = 90e9, 95e9
+	live[4] = l
+	v := view(nodes, live)
+	for _, tc := range []struct {
+		self     uint64
+		byDomain bool
+		want     int
+	}{
+		{1, true, 0}, {2, true, 1}, {3, true, 2}, {5, true, 2},
+		{1, false, 0}, {2, false, 1}, {3, false, 2}, {5, false, 3},
+	} {
+		m := &Member{cfg: Config{Self: NodeRecord{NodeID: tc.self}}}
+		if got := m.rankAmongMovers(v, 2, d, tc.byDomain); got != tc.want {
+			t.Errorf("node %d, by domain %v: rank %d, want %d", tc.self, tc.byDomain, got, tc.want)
+		}
+	}
+
+	// A move seen in every scan is made after the wait, not before; a
+	// scan that does not see it starts the wait again.
+	m := &Member{cfg: Config{LivenessTTL: 3 * time.Second, ScanInterval: time.Second}, considered: map[uint64]consideredMove{}}
+	settle := m.settle()
+	start := time.Unix(1000, 0)
+	for _, tc := range []struct {
+		rank  int
+		scans []bool // every half settle
+		want  int    // the scan that moves (-1: none)
+	}{
+		{0, []bool{true, true, true, true}, 2},
+		{2, []bool{true, true, true, true, true, true, true, true}, 6},
+		{2, []bool{true, true, true, false, true, true, true, true}, -1},
+	} {
+		clear(m.considered)
+		got := -1
+		for i, seen := range tc.scans {
+			now := start.Add(time.Duration(i) * settle / 2)
+			if m.seenLongEnough(7, [2]uint64{2, 5}, seen, now, settle*time.Duration(1+tc.rank)) {
+				got = i
+				break
+			}
+		}
+		if got != tc.want {
+			t.Errorf("rank %d, scans %v: moved at scan %d, want %d", tc.rank, tc.scans, got, tc.want)
+		}
 	}
 }
 

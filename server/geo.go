@@ -52,11 +52,13 @@ func newGeography(cfg Config, id uint64) *rpc.Geography {
 // lease_preferences) for their tablets. Leases go only to eligible nodes.
 // Other nodes' counts come from their liveness records (membership's
 // ReportedLeases): with more nodes than replicas no node sees all of
-// another's leases.
+// another's leases. The same records say which nodes each node leads
+// a domain's tablets with (ReportingNodes, LeadsWith), for the leases no
+// holder can hand to the node short of them directly (store's twoHop).
 func (r *replication) startLeaseBalancer(cfg Config) {
 	prefs, _ := store.ParseLeasePreferences(cfg.LeasePreferences)
 	b := store.NewLeaseBalancer(store.LeaseBalancerConfig{Node: r.raft, Region: r.geo.Region, Prefs: prefs, ZonePrefs: r.zones.prefs, Eligible: r.leaseEligible,
-		Domain: r.zones.domain, Reported: r.member.ReportedLeases, Load: r.load}, r.id)
+		Domain: r.zones.domain, Reported: r.member.ReportedLeases, Peers: r.member.ReportingNodes, LeadsWith: r.member.LeadsWith, Load: r.load}, r.id)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

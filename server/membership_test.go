@@ -69,6 +69,14 @@ func (c *memberCluster) startAt(addr string, ln net.Listener, dir string, join [
 	if err != nil {
 		c.t.Fatalf("starting a node at %s: %v", addr, err)
 	}
+	// Stopped before its store directory goes: t.Cleanup runs in
+	// reverse order, and the directory's removal (TempDir's, registered
+	// before this) ran first while newMemberCluster's stop came last. A
+	// node still writing then met its WAL gone: Pebble's fatal "file
+	// does not exist" on the next WAL rotation killed the test binary
+	// after the test had passed (TestReplicasSpreadPerDomain under
+	// load). Stop is idempotent.
+	c.t.Cleanup(func() { _ = s.Stop(context.Background()) })
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.nodes[s.repl.id] = s

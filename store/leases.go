@@ -42,6 +42,14 @@ package store
 //     load-based lease rebalancing (the hot buckets are where the QPS is);
 //     counting per index needs no load to be seen first, and a sharded
 //     index's buckets take equal shares of its writes by construction.
+//   - Two hops (twoHop): with more nodes than replicas, a node two or
+//     more above another in a domain may be a voter of no tablet with
+//     it, and every holder that could reach it only one above: pairwise
+//     moves stop there for good. Such a node hands a lease to a
+//     candidate one below it that, by its report, leads a tablet of the
+//     domain with the node short of leases; the two swap counts (no
+//     spread widens) and the candidate's next pass makes the move that
+//     narrows it.
 //
 //   - Follow the workload (issue #22; CockroachDB's load-based lease
 //     rebalancing by request locality): with Load set and no region
@@ -178,6 +186,13 @@ type LeaseBalancerConfig struct {
 	// without, by the leases the two share (pairCounts), which settles
 	// too but may leave a node two above another.
 	Reported func(node uint64, domain string) (n int, at time.Time, ok bool)
+	// Peers and LeadsWith, if both set with Reported, let a domain's
+	// lease take two hops (see twoHop): Peers lists the nodes with a
+	// report, LeadsWith reports whether node's last report says it leads
+	// a tablet of domain that peer holds a replica of (so node can hand
+	// peer one of the domain's leases itself).
+	Peers     func() []uint64
+	LeadsWith func(node, peer uint64, domain string) bool
 	// Load, if set, is this node's request counts by gateway; leases
 	// follow them when no region preference applies (see above). Pass
 	// rotates its windows.
@@ -211,6 +226,9 @@ type LeaseBalancer struct {
 	// refused holds the tablets whose last transfer was refused (their
 	// proposals did not drain in time), until when they are left alone.
 	refused map[uint64]time.Time
+	// peers caches Peers' answer for one pass (peersRead: asked).
+	peers     []uint64
+	peersRead bool
 	// eligibleNow caches Eligible's answers for one pass.
 	eligibleNow map[uint64]bool
 	// reportedNow caches Reported's answers for one pass ({node,
@@ -324,6 +342,7 @@ func (b *LeaseBalancer) Pass() int {
 	b.track(groups, now)
 	b.eligibleNow = map[uint64]bool{}
 	clear(b.reportedNow)
+	b.peers, b.peersRead = nil, false
 	for len(b.sent) > 0 && now.Sub(b.sent[0].at) > sentFor {
 		b.sent = b.sent[1:]
 	}
@@ -359,6 +378,9 @@ func (b *LeaseBalancer) Pass() int {
 			d = 0 // no domain, or a domain of one tablet here
 		}
 		to := b.target(g, p, pc, dom, d)
+		if to == 0 && d != 0 {
+			to = b.twoHop(g, p, dom, d)
+		}
 		if to == 0 {
 			continue
 		}
@@ -488,6 +510,16 @@ func (c *domainCounts) gap(d int32, node uint64) int {
 		return 0
 	}
 	return int(c.mine[int(d)*len(c.nodes)+i] - c.count[int(d)*len(c.nodes)+i])
+}
+
+// shared is this node's count of domain d's leases over the groups node
+// is a voter of.
+func (c *domainCounts) shared(d int32, node uint64) int {
+	i := c.col(node)
+	if i < 0 {
+		return 0
+	}
+	return int(c.mine[int(d)*len(c.nodes)+i])
 }
 
 func (c *domainCounts) addMine(d int32, node uint64, n int) {
@@ -712,16 +744,71 @@ func (b *LeaseBalancer) target(g raftnode.GroupInfo, p LeasePreferences, pc pair
 	return 0
 }
 
-// gap is how many more leases (of domain d; 0: all) this node holds than
-// node v. With v's report (Reported) it is own, this node's count,
-// against the report plus the leases this node sent v since it, or
-// against seen, the leases this node sees v hold, if more: a report is
-// up to a heartbeat old, seen is fresh but a part. Without a report it
-// is pair, the gap over the leases both are voters of.
-func (b *LeaseBalancer) gap(v uint64, d int32, own, seen, pair int) int {
-	if b.cfg.Reported == nil {
-		return pair
+// twoHop is where g's lease (held here, of domain d) goes when no
+// candidate holds two fewer of d's leases than this node but another
+// node does (U, by its report) that this node cannot hand one to: it
+// is a voter of none of the d tablets this node leads. Balancing by
+// pairs of voters stops there for good (five nodes at three replicas:
+// leases [2 1 2 3 2] of ten buckets, node 4's three tablets all on
+// nodes 1, 3 and 5; TestLeaseBalancerTwoHops). The lease then goes to
+// a candidate X holding exactly one fewer whose report says it leads a
+// d tablet U is a voter of: the counts of this node and X swap, so no
+// spread widens, and X, now two above U, hands U a lease by the
+// ordinary rule (target) in its next pass. CockroachDB's allocator
+// reaches the same end by moving a replica with its lease; a lease hop
+// moves no data. Only balance by count (no region preference) makes
+// such moves, and only with reports: the counts of a node this node
+// shares no tablet with are known only from them. 0: none.
+func (b *LeaseBalancer) twoHop(g raftnode.GroupInfo, p LeasePreferences, dom *domainCounts, d int32) uint64 {
+	if len(p.Regions) > 0 || b.cfg.Reported == nil || b.cfg.Peers == nil || b.cfg.LeadsWith == nil {
+		return 0
 	}
+	if b.cfg.Eligible != nil && !b.eligible(b.self) {
+		return 0
+	}
+	own := int(dom.own[d])
+	if own < 2 {
+		return 0 // no node can hold two fewer
+	}
+	if !b.peersRead {
+		b.peers, b.peersRead = b.cfg.Peers(), true
+	}
+	var under []uint64
+	for _, u := range b.peers {
+		if u == b.self || dom.shared(d, u) > 0 || !b.eligible(u) {
+			// u is a voter of a d tablet this node leads: the
+			// ordinary rule hands it one (once that lease was held
+			// long enough, if not now).
+			continue
+		}
+		if n, ok := b.reported(u, d); ok && own-max(n, dom.get(d, u)) >= 2 {
+			under = append(under, u)
+		}
+	}
+	if len(under) == 0 {
+		return 0
+	}
+	name := b.domainName[d]
+	var to uint64
+	for _, x := range g.CaughtUp {
+		if x == b.self || !b.eligible(x) || to != 0 && x > to {
+			continue
+		}
+		n, ok := b.reported(x, d)
+		if !ok || own-max(n, dom.get(d, x)) != 1 {
+			continue
+		}
+		if slices.ContainsFunc(under, func(u uint64) bool { return b.cfg.LeadsWith(x, u, name) }) {
+			to = x
+		}
+	}
+	return to
+}
+
+// reported is node v's count of domain d's leases (0: all) by its report
+// (Reported) plus the leases this node sent it since; ok false without a
+// report.
+func (b *LeaseBalancer) reported(v uint64, d int32) (int, bool) {
 	key := [2]uint64{v, uint64(d)}
 	n, cached := b.reportedNow[key]
 	if !cached {
@@ -742,10 +829,23 @@ func (b *LeaseBalancer) gap(v uint64, d int32, own, seen, pair int) int {
 		}
 		b.reportedNow[key] = n
 	}
-	if n < 0 {
+	return n, n >= 0
+}
+
+// gap is how many more leases (of domain d; 0: all) this node holds than
+// node v. With v's report (Reported) it is own, this node's count,
+// against the report plus the leases this node sent v since it, or
+// against seen, the leases this node sees v hold, if more: a report is
+// up to a heartbeat old, seen is fresh but a part. Without a report it
+// is pair, the gap over the leases both are voters of.
+func (b *LeaseBalancer) gap(v uint64, d int32, own, seen, pair int) int {
+	if b.cfg.Reported == nil {
 		return pair
 	}
-	return own - max(n, seen)
+	if n, ok := b.reported(v, d); ok {
+		return own - max(n, seen)
+	}
+	return pair
 }
 
 // Following the workload (see the doc comment at the top): a region other

@@ -234,6 +234,9 @@ type fakeCluster struct {
 	// reports are the nodes' last reported lease counts (report).
 	reports    map[[2]string]int
 	reportedAt time.Time
+	// with are, by the last reports, the voters of the tablets each node
+	// leads, per domain ({node, domain} → voters).
+	with map[[2]string][]uint64
 }
 
 func (c *fakeCluster) votersOf(id uint64) []uint64 {
@@ -438,6 +441,8 @@ func TestLeaseBalancerSettlesOnMoreNodesThanReplicas(t *testing.T) {
 					cfg := LeaseBalancerConfig{Node: c.node(n), Domain: domain}
 					if reports {
 						cfg.Reported = c.reported
+						cfg.Peers = func() []uint64 { return []uint64{1, 2, 3, 4, 5} }
+						cfg.LeadsWith = c.leadsWith
 					}
 					b := NewLeaseBalancer(cfg, n)
 					b.now = func() time.Time { return now }
@@ -502,13 +507,20 @@ func TestLeaseBalancerSettlesOnMoreNodesThanReplicas(t *testing.T) {
 // time at, as its liveness record does each heartbeat; reported returns
 // them.
 func (c *fakeCluster) report(domain func(uint64) string, at time.Time) {
-	c.reports, c.reportedAt = map[[2]string]int{}, at
+	c.reports, c.reportedAt, c.with = map[[2]string]int{}, at, map[[2]string][]uint64{}
 	for id, l := range c.leader {
 		c.reports[[2]string{fmt.Sprint(l), ""}]++
+		c.with[[2]string{fmt.Sprint(l), ""}] = append(c.with[[2]string{fmt.Sprint(l), ""}], c.votersOf(id)...)
 		if d := domain(id); d != "" {
 			c.reports[[2]string{fmt.Sprint(l), d}]++
+			c.with[[2]string{fmt.Sprint(l), d}] = append(c.with[[2]string{fmt.Sprint(l), d}], c.votersOf(id)...)
 		}
 	}
+}
+
+// leadsWith is LeaseBalancerConfig.LeadsWith: by the last reports.
+func (c *fakeCluster) leadsWith(node, peer uint64, d string) bool {
+	return slices.Contains(c.with[[2]string{fmt.Sprint(node), d}], peer)
 }
 
 // reported is LeaseBalancerConfig.Reported: the last reports.
@@ -521,6 +533,86 @@ func (c *fakeCluster) reported(node uint64, d string) (int, time.Time, bool) {
 func randomVoter(seed uint64) func(uint64, []uint64) uint64 {
 	r := rand.New(rand.NewPCG(seed, 16))
 	return func(_ uint64, v []uint64) uint64 { return v[r.IntN(len(v))] }
+}
+
+// TestLeaseBalancerTwoHops: five nodes, a ten-tablet index at three
+// voters a tablet (six replicas on every node), its leases [2 1 2 3 2]
+// (TestReplicasSpreadPerDomain once stopped there): node 4 leads three
+// tablets, all on nodes 1, 3 and 5, each holding two; node 2 holds one
+// and is a voter of none of node 4's. No lease has a candidate two
+// below its holder, so balancing by pairs of voters stays there (the
+// control, without Peers and LeadsWith). With them node 4 hands a lease
+// to a node holding one fewer that leads a tablet of node 2's, which
+// then hands node 2 one: two leases a node, and then nothing moves.
+func TestLeaseBalancerTwoHops(t *testing.T) {
+	domain := func(id uint64) string {
+		if id >= 1 && id <= 10 {
+			return "bucketed"
+		}
+		return ""
+	}
+	// Tablet → voters, the leaseholder first.
+	placed := [][]uint64{
+		{4, 1, 3}, {4, 3, 5}, {4, 1, 5}, // node 4's: no node 2
+		{1, 4, 2}, {3, 4, 2}, {5, 4, 2},
+		{2, 1, 3}, {3, 2, 5}, {5, 2, 1}, {1, 3, 5},
+	}
+	for _, tc := range []struct {
+		name    string
+		twoHops bool
+		want    string // leases per node, nodes 1 to 5, once settled
+	}{
+		{"pairs and reports only", false, "[2 1 2 3 2]"},
+		{"two hops", true, "[2 2 2 2 2]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &fakeCluster{leader: map[uint64]uint64{}, term: map[uint64]uint64{}, voters: map[uint64][]uint64{}}
+			for i, v := range placed {
+				id := uint64(i + 1)
+				c.voters[id], c.term[id], c.leader[id] = slices.Sorted(slices.Values(v)), 1, v[0]
+			}
+			now := time.Unix(1000, 0)
+			c.report(domain, now)
+			var bs []*LeaseBalancer
+			for n := uint64(1); n <= 5; n++ {
+				cfg := LeaseBalancerConfig{Node: c.node(n), Domain: domain, Reported: c.reported}
+				if tc.twoHops {
+					cfg.Peers = func() []uint64 { return []uint64{1, 2, 3, 4, 5} }
+					cfg.LeadsWith = c.leadsWith
+				}
+				b := NewLeaseBalancer(cfg, n)
+				b.now = func() time.Time { return now }
+				b.Pass()
+				bs = append(bs, b)
+			}
+			const quiet = 10
+			still, round := 0, 0
+			for ; round < 100 && still < quiet; round++ {
+				now = now.Add(bs[0].cfg.MinHold)
+				c.report(domain, now)
+				before := c.moves
+				for _, b := range bs {
+					b.Pass()
+				}
+				if c.moves == before {
+					still++
+				} else {
+					still = 0
+				}
+			}
+			var leases [5]int
+			for _, l := range c.leader {
+				leases[l-1]++
+			}
+			if still < quiet {
+				t.Fatalf("still moving leases after %d rounds (%d moves; now %v)", round, c.moves, leases)
+			}
+			if got := fmt.Sprint(leases); got != tc.want {
+				t.Errorf("settled at leases per node %s after %d moves, want %s", got, c.moves, tc.want)
+			}
+			t.Logf("settled after %d rounds, %d moves: %v", round-quiet, c.moves, leases)
+		})
+	}
 }
 
 // TestLeaseBalancerCountsSentSinceReport: node 2 reported 3 leases over

@@ -271,15 +271,45 @@ func TestRebalanceStopAndResume(t *testing.T) {
 	// Node 3 serves the two smallest shards, node 1 the middle two, node
 	// 2 the two largest: the plan is one swap between nodes 2 and 3, two
 	// moves that leave node 1 (the coordinator that dies below) alone.
+	want := []int32{3, 3, 1, 1, 2, 2}
+	wantNodes := fmt.Sprint([]string{"n3", "n3", "n1", "n1", "n2", "n2"})
+	placed := func(c *pgx.Conn) string {
+		return fmt.Sprint(rows(t, c, "SELECT nodename FROM citus_shards WHERE table_name = 'ev'::regclass ORDER BY shardid"))
+	}
 	skew := func() []string {
 		t.Helper()
-		for i, sh := range shards {
-			moveLeaseTo(t, servers[1], sh.start, []int32{3, 3, 1, 1, 2, 2}[i])
+		// The store's lease balancer keeps the table's six leases two
+		// to a node: moved one at a time they pass through three on a
+		// node and one on another, and the balancer may then move one
+		// the loop placed before (under load it did, and the plan
+		// named node 1). So place them until both nodes' directories
+		// show every shard where it belongs, the counts even (then
+		// nothing moves them), again if a late move undid one.
+		for attempt := 1; ; attempt++ {
+			for i, sh := range shards {
+				moveLeaseTo(t, servers[1], sh.start, want[i])
+			}
+			var got string
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+				if got = placed(c1); got == wantNodes && placed(c2) == wantNodes {
+					break
+				}
+			}
+			if got == wantNodes && placed(c2) == wantNodes {
+				break
+			}
+			if attempt == 5 {
+				t.Fatalf("shards on %s after %d placements, want %s", got, attempt, wantNodes)
+			}
+			t.Logf("placement %d: shards on %s, want %s; placing again", attempt, got, wantNodes)
 		}
 		// Both nodes' tablet directories have the sizes (the plans
 		// are made on node 1).
 		for _, c := range []*pgx.Conn{c1, c2} {
 			waitServedBytes(t, c, 6, func(n map[string]int64) bool { return n["n2"] > n["n1"] && n["n1"] > n["n3"] && n["n3"] > 0 })
+		}
+		if got := placed(c1); got != wantNodes {
+			t.Fatalf("shards moved to %s after their placement, want %s", got, wantNodes)
 		}
 		plan := rows(t, c1, "SELECT concat_ws(' ', shardid, sourcename, targetname) FROM get_rebalance_table_shards_plan()")
 		if len(plan) != 2 {
