@@ -55,7 +55,9 @@
 //  5. A row returned by a container belongs to the caller; a container
 //     never changes a row it was given or returned.
 //  6. Used by one goroutine at a time (the statement's), except
-//     TempStorage, which statements share.
+//     TempStorage, which statements share, and a sealed EntrySorter,
+//     whose Ranges several goroutines read at once (the Scope's
+//     descriptor count and reader set are locked for them).
 //  7. Temporary files hold at most the node's and the statement's share
 //     of descriptors (TempStorage.SetOpenFileLimits: by default half of
 //     RLIMIT_NOFILE for the node, 4,096 for a statement). A merge takes

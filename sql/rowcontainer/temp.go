@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"syscall"
 
@@ -93,6 +94,8 @@ func errTooManyFiles(detail string, args ...any) error {
 // statement's or the node's limit.
 func (s *Scope) acquireFD() error {
 	t := s.t
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.open >= t.stmtMaxOpen {
 		return errTooManyFiles("The statement holds %d temporary files open, its limit.", s.open)
 	}
@@ -109,6 +112,8 @@ func (s *Scope) acquireFD() error {
 
 // releaseFD gives back a descriptor acquireFD took.
 func (s *Scope) releaseFD() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.open--
 	s.t.open.Add(-1)
 }
@@ -121,7 +126,10 @@ func (s *Scope) FileShare() int64 {
 	if !s.Spillable() {
 		return 0
 	}
-	return max(min(s.t.stmtMaxOpen-s.open-stmtOpenSpare, (s.t.maxOpen-s.t.open.Load())/2), 0)
+	s.mu.Lock()
+	open := s.open
+	s.mu.Unlock()
+	return max(min(s.t.stmtMaxOpen-open-stmtOpenSpare, (s.t.maxOpen-s.t.open.Load())/2), 0)
 }
 
 // stmtOpenSpare is what FileShare leaves of a statement's descriptors to
@@ -205,13 +213,18 @@ func (t *TempStorage) NewScope() *Scope { return &Scope{t: t} }
 // Scope is one statement's temporary files: a subdirectory made on the
 // first file and removed by Close (invariant 4).
 type Scope struct {
-	t       *TempStorage
-	dir     string
-	seq     int
-	files   map[*File]struct{}
+	t      *TempStorage
+	dir    string
+	seq    int
+	files  map[*File]struct{}
+	closed bool
+
+	// mu guards the descriptor count and the open readers: a sealed
+	// EntrySorter's Ranges read its runs from several goroutines at once
+	// (invariant 6), each opening and closing readers of the same files.
+	mu      sync.Mutex
 	open    int64 // descriptors its files and readers hold
 	readers map[*Reader]struct{}
-	closed  bool
 }
 
 // Spillable reports whether the scope can make files.
@@ -223,7 +236,13 @@ func (s *Scope) Close() error {
 		return nil
 	}
 	s.closed = true
+	s.mu.Lock()
+	readers := make([]*Reader, 0, len(s.readers))
 	for r := range s.readers {
+		readers = append(readers, r)
+	}
+	s.mu.Unlock()
+	for _, r := range readers {
 		r.Close()
 	}
 	for f := range s.files {
@@ -417,10 +436,12 @@ func (f *File) Reader(bufSize int) (*Reader, error) {
 		return nil, fmt.Errorf("rowcontainer: reading temporary file: %w", err)
 	}
 	r := &Reader{file: f, fd: fd, rows: f.rows, r: bufio.NewReaderSize(io.NewSectionReader(fd, 0, f.size), bufSize)}
+	f.s.mu.Lock()
 	if f.s.readers == nil {
 		f.s.readers = map[*Reader]struct{}{}
 	}
 	f.s.readers[r] = struct{}{}
+	f.s.mu.Unlock()
 	return r, nil
 }
 
@@ -538,7 +559,9 @@ func (r *Reader) Close() {
 	if r.fd != nil {
 		_ = r.file.s.closeFile(r.fd)
 		r.fd = nil
+		r.file.s.mu.Lock()
 		delete(r.file.s.readers, r)
+		r.file.s.mu.Unlock()
 	}
 	r.n = r.rows
 }

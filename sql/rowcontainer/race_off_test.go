@@ -1,0 +1,5 @@
+//go:build !race
+
+package rowcontainer
+
+const raceEnabled = false
