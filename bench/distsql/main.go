@@ -22,9 +22,9 @@
 // region whose requests they serve: every query comes from node 1, so
 // they end up there, and "gateway-only" then reads local data.
 //
-// The seed's table has no primary key; Cairn distributes by a primary-key
-// column (docs/distributed.md), so both tables here have PRIMARY KEY
-// (repo_id, event_id).
+// Both tables are the seed's shape, with no primary key
+// (githubevents.SeedDDL): the distributed one's hidden rowid key becomes
+// (repo_id, rowid) when it is distributed (docs/distributed.md).
 //
 // Usage:
 //
@@ -113,8 +113,8 @@ func main() {
 		}
 	}
 	must("SET distsql = off")
-	must(githubevents.DDL("regular"))
-	must(githubevents.DDL("distributed"))
+	must(githubevents.SeedDDL("regular"))
+	must(githubevents.SeedDDL("distributed"))
 	must(fmt.Sprintf("SELECT create_distributed_table('distributed', 'repo_id', shard_count => %d)", *flagShards))
 	const batch = 10_000
 	for lo := int64(0); lo < int64(*flagRows); lo += batch {

@@ -57,11 +57,23 @@ const (
 // SeedEmail (the jsonb @> operand of its two SELECTs).
 const SeedContains = `{"commits":[{"author":{"email":"test@gmail.com"}}]}`
 
-// DDL is the CREATE TABLE of table: the seed's columns. The seed's table
-// has no primary key; Cairn distributes a table by its first primary-key
-// column (docs/distributed.md), so the key is (repo_id, event_id).
+// SeedDDL is the seed's own CREATE TABLE of table: its columns and no
+// primary key (the hidden rowid is the key; create_distributed_table by
+// repo_id makes it (repo_id, rowid), docs/distributed.md). Init and
+// bench/distsql create this.
+func SeedDDL(table string) string {
+	return fmt.Sprintf(`CREATE TABLE %s (%s)`, table, columnsDDL)
+}
+
+// DDL is SeedDDL with PRIMARY KEY (repo_id, event_id), for programs that
+// want a declared key (bench/parallelindex).
 func DDL(table string) string {
-	return fmt.Sprintf(`CREATE TABLE %s (
+	return fmt.Sprintf(`CREATE TABLE %s (%s,
+  PRIMARY KEY (repo_id, event_id))`, table, columnsDDL)
+}
+
+// columnsDDL are the seed's columns.
+const columnsDDL = `
   event_id bigint,
   event_type text,
   event_public boolean,
@@ -70,9 +82,7 @@ func DDL(table string) string {
   repo jsonb,
   actor jsonb,
   org jsonb,
-  created_at timestamp,
-  PRIMARY KEY (repo_id, event_id))`, table)
-}
+  created_at timestamp`
 
 // Row is one event. Payload, Repo, Actor and Org are JSON text; Org is
 // "" for events without an organisation (a NULL, as in the archive).
@@ -265,7 +275,7 @@ func Init(ctx context.Context, conn *pgx.Conn, cfg Config) error {
 			return fmt.Errorf("githubevents: dropping %s: %w", cfg.Table, err)
 		}
 	}
-	if _, err := conn.Exec(ctx, DDL(ident)); err != nil {
+	if _, err := conn.Exec(ctx, SeedDDL(ident)); err != nil {
 		return fmt.Errorf("githubevents: creating %s: %w", cfg.Table, err)
 	}
 	if cfg.Distributed {
