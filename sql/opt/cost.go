@@ -257,7 +257,8 @@ func blocksTouched(k, n float64) float64 {
 }
 
 // batchIO prices the storage reads of one batch of k sorted keys into a
-// table of n blocks (bytes in all). The batch reads the blocks its keys
+// table of n blocks (bytes of keys and values in all, disk on disk: the
+// transfers are of those). The batch reads the blocks its keys
 // fall in (blocksTouched), front to back. Once a batch touches most of
 // the blocks it passes, read-ahead (storage/readahead.go: a window
 // after reads that continue each other, the next read in the background)
