@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -463,12 +464,7 @@ func (m *Member) ReportedLeases(id uint64, domain string) (n int, at time.Time, 
 func (m *Member) ReportingNodes() []uint64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	ids := make([]uint64, 0, len(m.reports))
-	for id := range m.reports {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids
+	return slices.Sorted(maps.Keys(m.reports))
 }
 
 // LeadsWith reports whether node id's liveness record, as the last View

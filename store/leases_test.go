@@ -456,27 +456,7 @@ func TestLeaseBalancerSettlesOnMoreNodesThanReplicas(t *testing.T) {
 				if reports {
 					within = 1
 				}
-				// Settled: ten rounds in a row without a move (every lease
-				// held past MinHold in each), within 100 rounds.
-				const quiet = 10
-				still, round := 0, 0
-				for ; round < 100 && still < quiet; round++ {
-					now = now.Add(bs[0].cfg.MinHold)
-					before := c.moves
-					if reports {
-						// Once a round: each node sees the others' moves
-						// of the round only by its replicas' leaders.
-						c.report(domain, now)
-					}
-					for _, b := range bs {
-						b.Pass()
-					}
-					if c.moves == before {
-						still++
-					} else {
-						still = 0
-					}
-				}
+				round, settled := c.settle(bs, &now, domain, reports)
 				total, index := map[uint64]int{}, map[uint64]int{}
 				for id, l := range c.leader {
 					total[l]++
@@ -484,7 +464,7 @@ func TestLeaseBalancerSettlesOnMoreNodesThanReplicas(t *testing.T) {
 						index[l]++
 					}
 				}
-				if still < quiet {
+				if !settled {
 					t.Fatalf("still moving leases after %d rounds (%d moves; now total %v, index %v)", round, c.moves, total, index)
 				}
 				spread := func(m map[uint64]int) int {
@@ -497,10 +477,40 @@ func TestLeaseBalancerSettlesOnMoreNodesThanReplicas(t *testing.T) {
 				if spread(total) > within || spread(index) > within {
 					t.Errorf("settled at leases per node %v, index %v: want each within %d", total, index, within)
 				}
-				t.Logf("settled after %d rounds, %d moves: total %v, index %v", round-quiet, c.moves, total, index)
+				t.Logf("settled after %d rounds, %d moves: total %v, index %v", round-settleQuiet, c.moves, total, index)
 			})
 		}
 	}
+}
+
+// settleQuiet is how many rounds in a row without a move count as
+// settled (every lease held past MinHold in each).
+const settleQuiet = 10
+
+// settle runs rounds of every balancer's pass, MinHold apart on the
+// clock at now, until settleQuiet rounds in a row move nothing or 100
+// rounds have run; with reports every node reports its leases once a
+// round first (each node sees the others' moves of the round only by
+// its replicas' leaders). It returns the rounds run and whether the
+// leases settled.
+func (c *fakeCluster) settle(bs []*LeaseBalancer, now *time.Time, domain func(uint64) string, reports bool) (int, bool) {
+	still, round := 0, 0
+	for ; round < 100 && still < settleQuiet; round++ {
+		*now = now.Add(bs[0].cfg.MinHold)
+		if reports {
+			c.report(domain, *now)
+		}
+		before := c.moves
+		for _, b := range bs {
+			b.Pass()
+		}
+		if c.moves == before {
+			still++
+		} else {
+			still = 0
+		}
+	}
+	return round, still >= settleQuiet
 }
 
 // report has every node report its leases (in all and per domain) at
@@ -585,32 +595,18 @@ func TestLeaseBalancerTwoHops(t *testing.T) {
 				b.Pass()
 				bs = append(bs, b)
 			}
-			const quiet = 10
-			still, round := 0, 0
-			for ; round < 100 && still < quiet; round++ {
-				now = now.Add(bs[0].cfg.MinHold)
-				c.report(domain, now)
-				before := c.moves
-				for _, b := range bs {
-					b.Pass()
-				}
-				if c.moves == before {
-					still++
-				} else {
-					still = 0
-				}
-			}
+			round, settled := c.settle(bs, &now, domain, true)
 			var leases [5]int
 			for _, l := range c.leader {
 				leases[l-1]++
 			}
-			if still < quiet {
+			if !settled {
 				t.Fatalf("still moving leases after %d rounds (%d moves; now %v)", round, c.moves, leases)
 			}
 			if got := fmt.Sprint(leases); got != tc.want {
 				t.Errorf("settled at leases per node %s after %d moves, want %s", got, c.moves, tc.want)
 			}
-			t.Logf("settled after %d rounds, %d moves: %v", round-quiet, c.moves, leases)
+			t.Logf("settled after %d rounds, %d moves: %v", round-settleQuiet, c.moves, leases)
 		})
 	}
 }
