@@ -466,7 +466,13 @@ func (e *executor) alterDistribution(ctx context.Context, cur *catalog.Table, op
 				WithDetail("Rows are hashed into shards by a primary-key column, so that a row's key fixes its shard.")
 		}
 		if shards == 0 {
+			// No count given: a distributed table keeps its own
+			// (alter_distributed_table(t, distribution_column => c), as
+			// Citus keeps it), a new one takes the default.
 			shards = DefaultShardCount
+			if cur.Partitioning.Distributed && cur.Partitioning.InitialTablets > 0 {
+				shards = cur.Partitioning.InitialTablets
+			}
 		}
 		probe.Partitioning = catalog.Partitioning{Kind: catalog.PartitionHash, HashColumns: 1, InitialTablets: shards, Distributed: true, ColocationID: colocation}
 		if pos > 0 {

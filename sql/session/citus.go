@@ -247,7 +247,9 @@ func (s *Session) runCitusDDL(x *stmtState, st *parser.Statement, c *citusCall, 
 		// Without a column (alter_distributed_table(t, shard_count =>
 		// n)) the table keeps its own (ddl.alterDistribution).
 		opts = append(opts, "cairn_distribution_column = "+quoteLiteral(col))
-		if n == "" && !named {
+		if n == "" && !named && c.fn != "alter_distributed_table" {
+			// alter_distributed_table keeps the table's shard count when
+			// none is given, as Citus does (ddl.alterDistribution).
 			n = s.vars["citus.shard_count"]
 		}
 		if n != "" {
