@@ -169,8 +169,8 @@ func (m *Member) considerTablet(ctx context.Context, id uint64, v *View) error {
 		up := upVoters(p)
 		cands := removableVoters(voters, good, up)
 		if len(cands) == 0 {
-			// Any removal would leave fewer active voters than a quorum
-			// of the rest: wait for the others to answer.
+			// Any removal would leave fewer voters up than a quorum of
+			// the rest: wait for the others to answer.
 			return nil
 		}
 		victim := m.pickVictim(v, cands, m.domainOf(id))
