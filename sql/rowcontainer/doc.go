@@ -55,5 +55,8 @@
 //  5. A row returned by a container belongs to the caller; a container
 //     never changes a row it was given or returned.
 //  6. Used by one goroutine at a time (the statement's), except
-//     TempStorage, which statements share.
+//     TempStorage, which statements share, and the iterators an
+//     EntrySorter's Range returns, which may be read at once (each reads
+//     the sorter's memory, or the runs through readers of its own, and
+//     changes neither; Range itself and Close are the owner's).
 package rowcontainer
