@@ -55,9 +55,11 @@
 //  5. A row returned by a container belongs to the caller; a container
 //     never changes a row it was given or returned.
 //  6. Used by one goroutine at a time (the statement's), except
-//     TempStorage, which statements share, and a sealed EntrySorter,
-//     whose Ranges several goroutines read at once (the Scope's
-//     descriptor count and reader set are locked for them).
+//     TempStorage, which statements share, and the iterators an
+//     EntrySorter's Range returns, which may be read at once (each reads
+//     the sorter's memory, or the runs through readers of its own, and
+//     changes neither; Range itself and Close are the owner's). The
+//     Scope's descriptor count and reader set are locked for them.
 //  7. Temporary files hold at most the node's and the statement's share
 //     of descriptors (TempStorage.SetOpenFileLimits: by default half of
 //     RLIMIT_NOFILE for the node, 4,096 for a statement). A merge takes
