@@ -3,6 +3,7 @@ package exec
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/cairn-db/cairn/sql/mon"
@@ -350,4 +351,51 @@ func TestHashJoinSplitWithinBudget(t *testing.T) {
 	if p := e.temp.WriteBuffersPeak(); p > workMem {
 		t.Errorf("peak write buffers %d bytes, work_mem %d", p, workMem)
 	}
+}
+
+// TestWindowForwardMatchesBuiltins: forward-only functions (fwdIter,
+// computed as a stage's sorted rows come) give what builtins' window
+// functions give over the same partitions: each query is run again with
+// lead(g, 0) added to its window, which makes its stage read ahead, so
+// builtins compute it (in memory, or from a spilled Buffer at work_mem
+// 1 byte). Peers, NULLs in arguments and keys, FILTER, no ORDER BY, one
+// partition and many.
+func TestWindowForwardMatchesBuiltins(t *testing.T) {
+	e := newSpillEnv(t, 0)
+	const src = `(SELECT g, g % 7 AS m, g % 300 AS k, CASE WHEN g % 11 = 0 THEN NULL ELSE g % 13 END AS v, CASE WHEN g % 5 = 0 THEN NULL ELSE 'v' || (g % 130)::text END AS s FROM generate_series(1, 3000) g) t`
+	for _, w := range []string{
+		`PARTITION BY m ORDER BY k`,
+		`PARTITION BY m ORDER BY v DESC NULLS LAST, k`,
+		`ORDER BY v NULLS FIRST`,
+		`PARTITION BY s`,
+		``,
+	} {
+		fns := `row_number() OVER w AS a, rank() OVER w AS b, dense_rank() OVER w AS c, sum(v) OVER (w ROWS UNBOUNDED PRECEDING) AS d, count(s) FILTER (WHERE g % 3 = 0) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS e, first_value(s) OVER w AS f, last_value(v) OVER (w ROWS BETWEEN CURRENT ROW AND CURRENT ROW) AS h`
+		fwd := fmt.Sprintf(`SELECT g, a, b, c, d, e, f, h FROM (SELECT g, %s FROM %s WINDOW w AS (%s)) x ORDER BY g`, fns, src, w)
+		ahead := fmt.Sprintf(`SELECT g, a, b, c, d, e, f, h FROM (SELECT g, %s, lead(g, 0) OVER w AS z FROM %s WINDOW w AS (%s)) x ORDER BY g`, fns, src, w)
+		for _, workMem := range []int64{0, 1} {
+			got, err := e.run(context.Background(), fwd, workMem)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := e.run(context.Background(), ahead, workMem)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != want {
+				t.Errorf("WINDOW w AS (%s), work_mem %d: forward-only\n%s\nbuiltins\n%s", w, workMem, firstDiff(got, want), firstDiff(want, got))
+			}
+		}
+	}
+}
+
+// firstDiff is a's first line that differs from b's, with its number.
+func firstDiff(a, b string) string {
+	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
+	for i := range al {
+		if i >= len(bl) || al[i] != bl[i] {
+			return fmt.Sprintf("line %d: %s", i+1, al[i])
+		}
+	}
+	return fmt.Sprintf("%d lines", len(al))
 }

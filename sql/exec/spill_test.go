@@ -153,7 +153,7 @@ func TestSpillingOperators(t *testing.T) {
 		// an earlier one emitted, partitions ending one after another;
 		// with percent_rank beside them the stage goes through a
 		// Buffer.
-		{"window forward streamed", `SELECT g, row_number() OVER w, rank() OVER w, dense_rank() OVER w, sum(g) OVER (w ROWS UNBOUNDED PRECEDING), count(s) FILTER (WHERE g % 3 = 0) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW), first_value(s) OVER w, last_value(s) OVER (w ROWS BETWEEN 2 PRECEDING AND CURRENT ROW), rank() OVER (ORDER BY k DESC), row_number() OVER (PARTITION BY s ORDER BY g DESC) FROM ` + g + ` WINDOW w AS (PARTITION BY m ORDER BY k)`, false, false},
+		{"window forward streamed", `SELECT g, row_number() OVER w, rank() OVER w, dense_rank() OVER w, sum(g) OVER (w ROWS UNBOUNDED PRECEDING), count(s) FILTER (WHERE g % 3 = 0) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW), first_value(s) OVER w, last_value(s) OVER (w ROWS UNBOUNDED PRECEDING), rank() OVER (ORDER BY k DESC), row_number() OVER (PARTITION BY s ORDER BY g DESC) FROM ` + g + ` WINDOW w AS (PARTITION BY m ORDER BY k)`, false, false},
 		{"window forward no order", `SELECT g, row_number() OVER (PARTITION BY m), rank() OVER (PARTITION BY m), dense_rank() OVER (), sum(k) OVER (PARTITION BY m ROWS UNBOUNDED PRECEDING) FROM ` + g, false, false},
 		{"window forward buffered", `SELECT g, row_number() OVER w, percent_rank() OVER w, rank() OVER w FROM ` + g + ` WINDOW w AS (PARTITION BY m ORDER BY k, g)`, true, false},
 		{"window nth_value", `SELECT g, nth_value(g, 5) OVER (ORDER BY g ROWS BETWEEN 2 PRECEDING AND 10 FOLLOWING), nth_value(s, 600) OVER (ORDER BY k, g) FROM ` + g, true, false},

@@ -472,6 +472,7 @@ func (st *windowStage) step(ctx context.Context) (bool, error) {
 		partKeys[i] = sortKey{pos: s.keyPos(i, base)}
 	}
 	canSpill := o.r.scope.Spillable()
+	fwd, _ := o.forwardOnly(st.fis)
 	for {
 		row := st.pending
 		st.pending = nil
@@ -494,6 +495,13 @@ func (st *windowStage) step(ctx context.Context) (bool, error) {
 		}
 		if first == nil {
 			first = row
+			if fwd != nil {
+				// Forward-only functions need no partition held, in
+				// memory or spilled: computed as the rows come.
+				return st.streamSorted(ctx, [][]types.Datum{row}, first, partKeys, func(src rowSource) rowcontainer.Iterator {
+					return o.newFwdIter(fwd, src, true)
+				})
+			}
 		}
 		if spilled != nil {
 			if err := spilled.Add(row); err != nil {
@@ -508,11 +516,6 @@ func (st *windowStage) step(ctx context.Context) (bool, error) {
 			if ring, ok := o.ringOnly(st.fis); ok {
 				return st.streamSorted(ctx, append(part, row), first, partKeys, func(src rowSource) rowcontainer.Iterator {
 					return o.newRingIter(ring, src, true)
-				})
-			}
-			if fwd, ok := o.forwardOnly(st.fis); ok {
-				return st.streamSorted(ctx, append(part, row), first, partKeys, func(src rowSource) rowcontainer.Iterator {
-					return o.newFwdIter(fwd, src, true)
 				})
 			}
 			// Past work_mem: the partition goes to a buffer that spills,
