@@ -200,6 +200,16 @@ func (s *KVSender) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.Batch
 	var reply []byte
 	var sent atomic.Bool
 	if err := conn.Invoke(context.WithValue(ctx, sentKey{}, &sent), kvFullMethod, &req, &reply); err != nil {
+		if ctx.Err() == nil && status.Code(err) == codes.DeadlineExceeded {
+			// The node's copy of this call's deadline (gRPC sends it
+			// along) can end the call a moment before ctx's own timer
+			// fires; the statement's timeout it is, not an ambiguous
+			// write (TestLockWaitEndsAcrossNodes once got 40003 where
+			// statement_timeout must answer 57014).
+			if dl, ok := ctx.Deadline(); ok && time.Until(dl) < deadlineSkew {
+				<-ctx.Done()
+			}
+		}
 		if ctx.Err() != nil {
 			// A cancelled write may still have been applied; the caller
 			// that cancelled does not wait to find out.
@@ -226,6 +236,11 @@ func (s *KVSender) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.Batch
 	}
 	return br, rerr
 }
+
+// deadlineSkew bounds how much sooner than the caller a node may see
+// the caller's deadline pass: within it, a DeadlineExceeded from the
+// node is the caller's own deadline.
+const deadlineSkew = 250 * time.Millisecond
 
 // sentKey is the context key of the *atomic.Bool that sentTracker sets
 // once a call's headers go out on a connection: before that the node
