@@ -3,6 +3,7 @@ package localcluster
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,6 +16,7 @@ import (
 	"github.com/anishathalye/porcupine"
 	"github.com/cairn-db/cairn/kvpb"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Reference tables are read on every node from its own replica
@@ -120,7 +122,23 @@ func TestReferenceTableLinearizable(t *testing.T) {
 	c, conns := startGlobal(t, ctx)
 	mustExec(t, ctx, conns[0], `CREATE TABLE reg (k int PRIMARY KEY, v text NOT NULL)`)
 	mustExec(t, ctx, conns[0], `INSERT INTO reg VALUES (1, 'init')`)
-	mustExec(t, ctx, conns[0], `SELECT create_reference_table('reg')`)
+	// Set-up, not what this test checks: 40001 is an answer a client
+	// retries, and create_reference_table gave it once in a full run
+	// (the session's own 20 automatic reruns all lost to the zone
+	// record's readers; noted as open in the closing note of
+	// 2026-11-30), so the client here retries it a few times, as a
+	// PostgreSQL client would.
+	for attempt := 1; ; attempt++ {
+		_, err := conns[0].Exec(ctx, `SELECT create_reference_table('reg')`, pgx.QueryExecModeSimpleProtocol)
+		var pe *pgconn.PgError
+		if err == nil {
+			break
+		}
+		if !errors.As(err, &pe) || pe.Code != "40001" || attempt == 3 {
+			t.Fatalf("create_reference_table('reg'), attempt %d: %v", attempt, err)
+		}
+		t.Logf("create_reference_table('reg'), attempt %d: %v; retrying", attempt, err)
+	}
 	ids := tabletsOf(t, ctx, conns[0], "reg")
 	waitClosed(t, c, ids)
 	served := followerReads(c, 1, ids) + followerReads(c, 2, ids)
