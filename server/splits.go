@@ -28,9 +28,35 @@ func (s *Server) splitConfig(c store.Config) store.Config {
 		// A node without a region is a locality of its own: a tablet
 		// whose requests come mostly through it keeps its lease here,
 		// and so would both halves of a split by load.
-		c.SplitHeldByLoad = func(tablet uint64) bool { return r.load.HeldBy(tablet, r.id) }
+		c.SplitHeldByLoad = func(tablet uint64) bool { return r.load.HeldBy(tablet, r.id) && s.aloneInDomain(tablet) }
 	}
 	return c
+}
+
+// aloneInDomain reports whether no other tablet on this node holds a part
+// of tablet's lease domain (rowenc.LeaseDomain: its index): the lease
+// balancer lets a node's requests draw only such a tablet's lease (store's
+// LeaseBalancer.locality), so only its load split would stay on this
+// node. The split queue asks only about a tablet over the load threshold
+// whose requests come through this node.
+func (s *Server) aloneInDomain(tablet uint64) bool {
+	z := s.repl.zones
+	if z == nil {
+		return true
+	}
+	name := z.domain(tablet)
+	if name == "" {
+		return true
+	}
+	n := 0
+	for _, d := range s.store.Tablets() {
+		if rowenc.LeaseDomain(d.StartKey, d.EndKey) == name {
+			if n++; n > 1 {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // splitByLoadUseful reports whether the node table names a node, besides

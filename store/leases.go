@@ -371,17 +371,20 @@ func (b *LeaseBalancer) Pass() int {
 		if p.None {
 			continue
 		}
-		if b.cfg.Load != nil && len(p.Regions) == 0 {
-			if r := b.loadRegion(g.TabletID); r != "" {
-				p = LeasePreferences{Regions: []string{r}}
-			}
-		}
 		var d int32
 		if dom != nil {
 			d = dom.of[i]
 		}
 		if dom == nil || dom.size[d] < 2 {
 			d = 0 // no domain, or a domain of one tablet here
+		}
+		if b.cfg.Load != nil && len(p.Regions) == 0 {
+			// A node locality draws only a tablet alone in its domain
+			// (see locality): an index spread over several tablets
+			// keeps them spread over the nodes.
+			if r := b.loadRegion(g.TabletID); r != "" && (d == 0 || !strings.HasPrefix(r, nodeLocality)) {
+				p = LeasePreferences{Regions: []string{r}}
+			}
 		}
 		to := b.target(g, p, pc, dom, d)
 		if to == 0 && d != 0 {
@@ -883,7 +886,12 @@ const nodeLocality = "\x00node:"
 // through one node (a schema change, a test's polling, an operator's
 // shell) do not gather leases on it. Requests spread over the gateways
 // (a client-side load balancer) send no node a majority, so the leases
-// stay balanced by count.
+// stay balanced by count. A tablet whose domain (an index) has other
+// tablets here is not drawn to a node: spreading an index's tablets over
+// the nodes spreads its load over their CPUs and disks (issue 16: the
+// buckets of a hash-sharded index), which a single gateway's requests
+// would undo; a tablet alone in its domain loses nothing by following,
+// its load is on one node either way.
 func (b *LeaseBalancer) locality(node uint64) string {
 	if r := b.cfg.Region(node); r != "" {
 		return r

@@ -675,6 +675,7 @@ func TestLeaseBalancerFollowsLoad(t *testing.T) {
 		// noRegions: no node has a region (each is a locality of its
 		// own, with loadMinNodeRequests).
 		noRegions bool
+		domain    func(uint64) string
 	}{
 		{name: "to the region its requests come from", led: map[uint64]int{1: 1, 2: 1, 3: 1}, caughtUp: []uint64{2, 3},
 			load: map[uint64]map[uint64]int{1: {3: 20, 1: 2}}, want: map[uint64]int{3: 1}},
@@ -707,6 +708,15 @@ func TestLeaseBalancerFollowsLoad(t *testing.T) {
 			load: each(map[uint64]int{1: 20}), want: map[uint64]int{2: 3, 3: 3}},
 		{name: "no regions: gateways even, by count", noRegions: true, led: map[uint64]int{1: 9}, caughtUp: []uint64{2, 3},
 			load: each(map[uint64]int{1: 400, 2: 400, 3: 400}), want: map[uint64]int{2: 3, 3: 3}},
+		{name: "no regions: an index's tablets stay spread", noRegions: true, led: map[uint64]int{1: 1, 2: 1, 3: 1}, caughtUp: []uint64{2, 3},
+			domain: func(uint64) string { return "idx" },
+			load:   map[uint64]map[uint64]int{1: {3: loadMinNodeRequests}}, want: map[uint64]int{}},
+		{name: "no regions: a tablet alone in its domain follows", noRegions: true, led: map[uint64]int{1: 1, 2: 1, 3: 1}, caughtUp: []uint64{2, 3},
+			domain: func(id uint64) string { return map[bool]string{true: "a", false: "b"}[id == 1] },
+			load:   map[uint64]map[uint64]int{1: {3: loadMinNodeRequests}}, want: map[uint64]int{3: 1}},
+		{name: "an index's tablets still follow a region", led: map[uint64]int{1: 1, 2: 1, 3: 1}, caughtUp: []uint64{2, 3},
+			domain: func(uint64) string { return "idx" },
+			load:   map[uint64]map[uint64]int{1: {3: 20}}, want: map[uint64]int{3: 1}},
 		{name: "no regions: a preference list names no node", noRegions: true, led: map[uint64]int{1: 1, 2: 1, 3: 1}, caughtUp: []uint64{2, 3}, prefs: "region=us-west",
 			load: map[uint64]map[uint64]int{1: {3: loadMinNodeRequests}}, want: map[uint64]int{}},
 	} {
@@ -729,7 +739,7 @@ func TestLeaseBalancerFollowsLoad(t *testing.T) {
 				region = nil
 			}
 			b := NewLeaseBalancer(LeaseBalancerConfig{Node: node, Prefs: p, ZonePrefs: tc.zone, Load: load,
-				Region: region}, 1)
+				Region: region, Domain: tc.domain}, 1)
 			now := time.Unix(1000, 0)
 			b.now = func() time.Time { return now }
 			b.Pass()

@@ -26,8 +26,9 @@ package store
 //     pgbench_accounts in 15, tpcb-like committed 96% of its transactions
 //     in two phases). Nor while Config.SplitHeldByLoad says the
 //     tablet's requests hold its lease on this node (a node without a
-//     region, most of them through it as gateway: leases follow the
-//     workload, leases.go, locality): both halves' leases would be held
+//     region, most of them through it as gateway, the tablet alone in its
+//     lease domain: leases follow the workload, leases.go, locality):
+//     both halves' leases would be held
 //     here by the same requests, on the same raft loop and disk (issue
 //     22: pgbench through node 1 of three split pgbench_accounts by load
 //     while every lease followed it to node 1).

@@ -63,8 +63,8 @@ type Config struct {
 	// SplitHeldByLoad, when set, is asked too, per tablet: true skips a
 	// split by load because the tablet's requests hold its lease on this
 	// node (RequestLoad.HeldBy; the server's, on a node without a region:
-	// one gateway sends most of them), where both halves' leases would
-	// stay. Nil: never.
+	// one gateway sends most of them, and the tablet is alone in its
+	// lease domain), where both halves' leases would stay. Nil: never.
 	SplitHeldByLoad func(tablet uint64) bool
 	// SplitUnit names the span around a key that a split must not divide
 	// (ok false: split at any row boundary). Nil keeps the system span
