@@ -36,6 +36,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cairn-db/cairn/bench/internal/benchflag"
 	"github.com/cairn-db/cairn/bench/internal/benchnode"
 )
 
@@ -109,13 +110,9 @@ func main() {
 }
 
 func run(ctx context.Context) error {
-	var at []int
-	for _, s := range strings.Split(*flagAt, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil {
-			return fmt.Errorf("-at: %v", err)
-		}
-		at = append(at, n)
+	at, err := benchflag.Counts("at", *flagAt, 0)
+	if err != nil {
+		return err
 	}
 	slices.Sort(at)
 	dir, err := os.MkdirTemp("", "bench-ddl-")

@@ -43,6 +43,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/cairn-db/cairn/bench/internal/benchflag"
 	"github.com/cairn-db/cairn/bench/internal/benchnode"
 )
 
@@ -65,13 +66,9 @@ func main() {
 }
 
 func run(ctx context.Context) error {
-	var sizes []int
-	for _, s := range strings.Split(*flagRows, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil {
-			return fmt.Errorf("-rows: %v", err)
-		}
-		sizes = append(sizes, n)
+	sizes, err := benchflag.Counts("rows", *flagRows, 0)
+	if err != nil {
+		return err
 	}
 	dir, err := os.MkdirTemp("", "bench-indexbuild-")
 	if err != nil {

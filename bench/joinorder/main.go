@@ -26,6 +26,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/cairn-db/cairn/bench/internal/benchflag"
 	"github.com/cairn-db/cairn/bench/internal/benchnode"
 )
 
@@ -77,13 +78,9 @@ func query(n int) string {
 
 func run() error {
 	ctx := context.Background()
-	var sizes []int
-	for _, f := range strings.Split(*flagTables, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 2 {
-			return fmt.Errorf("-tables: bad count %q", f)
-		}
-		sizes = append(sizes, n)
+	sizes, err := benchflag.Counts("tables", *flagTables, 2)
+	if err != nil {
+		return err
 	}
 	dir, err := os.MkdirTemp("", "bench-joinorder-")
 	if err != nil {

@@ -57,6 +57,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cairn-db/cairn/bench/internal/benchflag"
 	"github.com/cairn-db/cairn/bench/internal/benchnode"
 	"github.com/cairn-db/cairn/workload/githubevents"
 	"github.com/jackc/pgx/v5"
@@ -103,13 +104,9 @@ type result struct {
 }
 
 func run(ctx context.Context) error {
-	var sizes []int64
-	for _, s := range strings.Split(*flagRows, ",") {
-		n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
-		if err != nil {
-			return fmt.Errorf("-rows: %v", err)
-		}
-		sizes = append(sizes, n)
+	sizes, err := benchflag.Counts[int64]("rows", *flagRows, 0)
+	if err != nil {
+		return err
 	}
 	dir, err := os.MkdirTemp("", "bench-parallelindex-")
 	if err != nil {
