@@ -109,6 +109,8 @@ type DB struct {
 	// pushedCommits counts committing EndTxns refused because the
 	// record had been pushed (PushedCommits).
 	pushedCommits atomic.Int64
+	// clearRetries counts ClearRanges' batches sent again (ClearRetries).
+	clearRetries atomic.Int64
 }
 
 // goBackground runs fn on a tracked goroutine, unless the DB is closed.
