@@ -150,6 +150,10 @@ type Config struct {
 	// most half of DeadAfter) and ReplicateInterval (how often the
 	// replicate queue runs; 0: 1s) are for tests.
 	LivenessTTL, ReplicateInterval time.Duration
+	// ZoneRefreshInterval is how often a clustered node rereads the zone
+	// records (0: zoneRefresh, a second); tests that run the readers
+	// beside DDL shorten it.
+	ZoneRefreshInterval time.Duration
 	// ColocationWarnSize is the size in bytes past which a colocation
 	// tablet logs a warning (once per crossing) and the admin UI flags it:
 	// 0 means DefaultColocationWarnSize, negative never warns.

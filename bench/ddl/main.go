@@ -29,7 +29,6 @@ import (
 	"log"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -37,7 +36,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/cairn-db/cairn/bench/internal/benchflag"
+	"github.com/cairn-db/cairn/bench/internal/benchnode"
 )
 
 var (
@@ -110,13 +110,9 @@ func main() {
 }
 
 func run(ctx context.Context) error {
-	var at []int
-	for _, s := range strings.Split(*flagAt, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil {
-			return fmt.Errorf("-at: %v", err)
-		}
-		at = append(at, n)
+	at, err := benchflag.Counts("at", *flagAt, 0)
+	if err != nil {
+		return err
 	}
 	slices.Sort(at)
 	dir, err := os.MkdirTemp("", "bench-ddl-")
@@ -126,33 +122,19 @@ func run(ctx context.Context) error {
 	if !*flagKeep {
 		defer os.RemoveAll(dir)
 	}
-	bin := filepath.Join(dir, "cairn")
-	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/cairn").CombinedOutput(); err != nil {
-		return fmt.Errorf("building cairn: %v\n%s", err, out)
-	}
-	p := *flagPort
-	cmd := exec.Command(bin, "start", "--store", filepath.Join(dir, "store"), "--insecure",
-		"--sql-addr", fmt.Sprintf("127.0.0.1:%d", p), "--http-addr", fmt.Sprintf("127.0.0.1:%d", p+1),
-		"--rpc-addr", fmt.Sprintf("127.0.0.1:%d", p+2))
-	logf, err := os.Create(filepath.Join(dir, "cairn.log"))
+	bin, err := benchnode.Build(dir)
 	if err != nil {
 		return err
 	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
+	p := *flagPort
+	node, err := benchnode.Start(benchnode.Options{Bin: bin, Store: filepath.Join(dir, "store"), Log: filepath.Join(dir, "cairn.log"), Port: p})
+	if err != nil {
 		return err
 	}
-	defer func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() }()
-	url := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", p)
-	var conn *pgx.Conn
-	for deadline := time.Now().Add(time.Minute); ; {
-		if conn, err = pgx.Connect(ctx, url); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("cairn did not start: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
+	defer node.Kill()
+	conn, err := node.Connect(ctx)
+	if err != nil {
+		return fmt.Errorf("cairn did not start: %v", err)
 	}
 	defer conn.Close(ctx)
 
@@ -181,7 +163,7 @@ func run(ctx context.Context) error {
 	fmt.Printf("cairn start (one node), pairs of CREATE TABLE + CREATE INDEX; median of %d runs of %d pairs\n\n", *flagRuns, *flagSample)
 	fmt.Printf("%10s %12s %8s %10s %10s %10s %10s %10s\n", "tables", "ms/pair", "ratio", "table ms", "index ms", "insert ms", "fill s", "RSS MiB")
 	rssMiB := func() int64 {
-		kib, err := rssKiB(cmd.Process.Pid)
+		kib, err := rssKiB(node.Pid())
 		if err != nil {
 			return -1
 		}
@@ -189,7 +171,7 @@ func run(ctx context.Context) error {
 	}
 	var base float64
 	if *flagLock != "" {
-		nice(cmd.Process.Pid, 19)
+		nice(node.Pid(), 19)
 	}
 	fillStart := time.Now()
 	profiled := false
@@ -204,7 +186,7 @@ func run(ctx context.Context) error {
 			}
 		}
 		fill := time.Since(fillStart).Seconds()
-		unlock, err := timing(cmd.Process.Pid)
+		unlock, err := timing(node.Pid())
 		if err != nil {
 			return err
 		}
@@ -230,7 +212,7 @@ func run(ctx context.Context) error {
 		fmt.Printf("%10d %12.2f %7.2fx %10.2f %10.2f %10.2f %10.1f %10d\n", target, m, m/base, median(tCreate), median(tIndex), median(tInsert), fill, rssMiB())
 		fillStart = time.Now()
 	}
-	unlock, err := timing(cmd.Process.Pid)
+	unlock, err := timing(node.Pid())
 	if err != nil {
 		return err
 	}
@@ -250,7 +232,7 @@ func run(ctx context.Context) error {
 		tablets = -1
 	}
 	if *flagIdle > 0 {
-		pid := cmd.Process.Pid
+		pid := node.Pid()
 		c0, err := cpuTicks(pid)
 		if err != nil {
 			return err

@@ -26,6 +26,7 @@ func TestFaultSQLStates(t *testing.T) {
 		{"disk full", fmt.Errorf("storage: commit: %w", fmt.Errorf("%w: %w", storage.ErrEngineFailed, syscall.ENOSPC)), pgerrcode.DiskFull},
 		{"disk broken", fmt.Errorf("storage: commit: %w", fmt.Errorf("%w: %w", storage.ErrEngineFailed, syscall.EIO)), pgerrcode.IOError},
 		{"fenced gateway", fmt.Errorf("refusing to act as a gateway: %w", clockmon.ErrClockOffset), pgerrcode.SystemError},
+		{"gateway whose clock is not yet checked", fmt.Errorf("refusing to act as a gateway: %w", clockmon.ErrUnverified), pgerrcode.SystemError},
 		{"read below the GC threshold", fmt.Errorf("kv: scan: %w", &kvpb.BatchTimestampBeforeGCError{Msg: "Scan"}), pgerrcode.SnapshotTooOld},
 		{"retryable still 40001", &kvpb.TransactionRetryError{}, pgerrcode.SerializationFailure},
 		{"anything else", errors.New("boom"), pgerrcode.InternalError},
