@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/cairn-db/cairn/kv"
+	"github.com/cairn-db/cairn/sql/builtins"
+	"github.com/cairn-db/cairn/sql/distsql"
 	"github.com/cairn-db/cairn/sql/plan"
 	"github.com/cairn-db/cairn/sql/sem"
 	"github.com/cairn-db/cairn/sql/types"
@@ -15,10 +17,38 @@ import (
 // takesPoint reports whether Start would run root through the point-read
 // fast path (point.go).
 func (e *env) takesPoint(root plan.Node) bool {
+	return e.takesPointUnder(root, "")
+}
+
+// distsqlSetting is a session whose distsql setting is fixed.
+type distsqlSetting struct {
+	*builtins.FixedContext
+	value string
+}
+
+func (d distsqlSetting) Setting(name string, missingOK bool) (string, bool, error) {
+	if name == "distsql" {
+		return d.value, true, nil
+	}
+	return "", false, nil
+}
+
+func (d distsqlSetting) SetSetting(name, value string, reset, local bool) (string, error) {
+	return "", nil
+}
+
+// takesPointUnder is takesPoint on a node that distributes (a distsql
+// runner in the context) with distsql set to distsql; "": no runner.
+func (e *env) takesPointUnder(root plan.Node, distsqlValue string) bool {
 	e.t.Helper()
 	var o op
 	e.txn(func(ctx context.Context, txn *kv.Txn) error {
-		r := newRunner(ctx, &Context{Txn: txn, Eval: &sem.EvalContext{}}, &plan.Plan{Root: root})
+		ev := &sem.EvalContext{}
+		if distsqlValue != "" {
+			ctx = distsql.WithRunner(ctx, &distsql.Runner{})
+			ev.Fn = distsqlSetting{FixedContext: &builtins.FixedContext{}, value: distsqlValue}
+		}
+		r := newRunner(ctx, &Context{Txn: txn, Eval: ev}, &plan.Plan{Root: root})
 		defer r.release()
 		var err error
 		o, err = r.buildPoint(root)
@@ -123,6 +153,24 @@ func TestPointRead(t *testing.T) {
 					t.Errorf("general path got\n%sfast path\n%s", general, got)
 				}
 			})
+		}
+	}
+}
+
+// TestPointReadDistSQL: with distsql = on, which distributes even one row,
+// a point read is left to the general path; auto keeps one row local, as
+// the fast path does, and off never distributes.
+func TestPointReadDistSQL(t *testing.T) {
+	e := newEnv(t)
+	tbl := e.createTable(tableSpec{name: "d", cols: []string{"k int8", "v int8"}, pk: []string{"k"}}, ints(1, 10))
+	for _, tc := range []struct {
+		distsql string
+		fast    bool
+	}{{"on", false}, {"auto", true}, {"off", true}} {
+		s := e.scan(tbl, nil, "k", "v")
+		s.Spans = []plan.Span{{Start: ints(1), End: ints(1), EndInclusive: true}}
+		if got := e.takesPointUnder(s, tc.distsql); got != tc.fast {
+			t.Errorf("distsql = %s: fast path taken: %v, want %v", tc.distsql, got, tc.fast)
 		}
 	}
 }
