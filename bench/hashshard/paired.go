@@ -34,7 +34,10 @@ func pairedMode(ctx context.Context, nodes []*proc.Node) error {
 		return err
 	}
 	defer c.Close(ctx)
-	type stats struct{ lat [2][]time.Duration }
+	type stats struct {
+		lat [2][]time.Duration
+		at  [2][]time.Duration // when each read began, from the run's start
+	}
 	var ratios []string
 	var meanRatios, p50Ratios, p99Ratios []float64
 	for r := 1; r <= *flagRuns; r++ {
@@ -49,6 +52,11 @@ func pairedMode(ctx context.Context, nodes []*proc.Node) error {
 				return fmt.Errorf("%s: %w", stmt, err)
 			}
 		}
+		before, err := placement(ctx, nodes)
+		if err != nil {
+			return err
+		}
+		t0 := time.Now()
 		var mu sync.Mutex
 		var all stats
 		var wg sync.WaitGroup
@@ -93,11 +101,13 @@ func pairedMode(ctx context.Context, nodes []*proc.Node) error {
 							return
 						}
 						mine.lat[t] = append(mine.lat[t], time.Since(start))
+						mine.at[t] = append(mine.at[t], start.Sub(t0))
 					}
 				}
 				mu.Lock()
 				for t := range 2 {
 					all.lat[t] = append(all.lat[t], mine.lat[t]...)
+					all.at[t] = append(all.at[t], mine.at[t]...)
 				}
 				mu.Unlock()
 			})
@@ -106,6 +116,26 @@ func pairedMode(ctx context.Context, nodes []*proc.Node) error {
 		for _, err := range errs {
 			if err != nil {
 				return err
+			}
+		}
+		after, err := placement(ctx, nodes)
+		if err != nil {
+			return err
+		}
+		// The mean of each second, per table, before the sort below.
+		var perSec [2][]string
+		for t := range 2 {
+			secs := int(flagDuration.Seconds()) + 1
+			sum, n := make([]time.Duration, secs), make([]int, secs)
+			for i, at := range all.at[t] {
+				sec := min(int(at.Seconds()), secs-1)
+				sum[sec] += all.lat[t][i]
+				n[sec]++
+			}
+			for sec := range secs {
+				if n[sec] > 0 {
+					perSec[t] = append(perSec[t], fmt.Sprintf("%.1f", msOf(sum[sec]/time.Duration(n[sec]))))
+				}
 			}
 		}
 		var line [2]string
@@ -122,6 +152,8 @@ func pairedMode(ctx context.Context, nodes []*proc.Node) error {
 			line[t] = fmt.Sprintf("%d reads, mean %.2f ms, p50 %.2f ms, p99 %.2f ms", len(l), mean[t], p50[t], p99[t])
 		}
 		fmt.Printf("run %d (load average %s): sharded %s; unsharded %s\n", r, loadavg(), line[0], line[1])
+		fmt.Printf("  mean ms of each second: sharded %s; unsharded %s\n", strings.Join(perSec[0], " "), strings.Join(perSec[1], " "))
+		fmt.Printf("  tablets (leader/replicas) at the start: %s\n  at the end: %s\n", before, after)
 		meanRatios = append(meanRatios, mean[1]/mean[0])
 		p50Ratios = append(p50Ratios, p50[1]/p50[0])
 		p99Ratios = append(p99Ratios, p99[1]/p99[0])
@@ -130,4 +162,50 @@ func pairedMode(ctx context.Context, nodes []*proc.Node) error {
 	fmt.Printf("\nsharded read speed over unsharded (unsharded mean latency / sharded), median of %d runs: %.2fx (per run %s); p50 %.2fx, p99 %.2fx\n",
 		*flagRuns, median(meanRatios), strings.Join(ratios, ", "), median(p50Ratios), median(p99Ratios))
 	return nil
+}
+
+// placement lists kvs's and kvu's tablets with their leader and replicas
+// (cairn_catalog.tablets, which shows the tablets the node it is asked
+// on has a replica of: so asked on every node), in key order.
+func placement(ctx context.Context, nodes []*proc.Node) (string, error) {
+	type tab struct {
+		table, start, desc string
+	}
+	seen := map[int64]tab{}
+	for _, nd := range nodes {
+		c, err := nd.Connect(ctx, 10*time.Second)
+		if err != nil {
+			return "", err
+		}
+		rows, err := c.Query(ctx, "SELECT table_name, start_key, tablet_id, leader, replicas::TEXT FROM cairn_catalog.tablets WHERE table_name IN ('kvs', 'kvu') AND coalesce(index_name, '') = ''")
+		if err != nil {
+			c.Close(ctx)
+			return "", err
+		}
+		for rows.Next() {
+			var t, start, reps string
+			var id, leader int64
+			if err := rows.Scan(&t, &start, &id, &leader, &reps); err != nil {
+				rows.Close()
+				c.Close(ctx)
+				return "", err
+			}
+			seen[id] = tab{t, start, fmt.Sprintf("%s:%d@n%d%s", t, id, leader, reps)}
+		}
+		rows.Close()
+		c.Close(ctx)
+		if err := rows.Err(); err != nil {
+			return "", err
+		}
+	}
+	var tabs []tab
+	for _, t := range seen {
+		tabs = append(tabs, t)
+	}
+	slices.SortFunc(tabs, func(a, b tab) int { return strings.Compare(a.table+a.start, b.table+b.start) })
+	var out []string
+	for _, t := range tabs {
+		out = append(out, t.desc)
+	}
+	return strings.Join(out, " "), nil
 }
