@@ -90,7 +90,7 @@ func (s *Server) resumeOrphanedJobs(ctx context.Context) {
 	defer cancel()
 	n, err := ddl.ResumeOrphanedIndexBuilds(ctx, ddl.ResumeContext{
 		DB: s.db, Writer: s.backend.CatalogWriter(nil), DrainTimestamp: s.drainTimestamp,
-		Memory: s.sqlMem, TempStorage: s.tempStorage,
+		Memory: s.sqlMem, TempStorage: s.tempStorage, Jobs: &s.orphanJobs,
 	})
 	if err != nil && ctx.Err() == nil {
 		s.log.Warn("cairn: resuming orphaned index builds", "err", err)
@@ -100,7 +100,7 @@ func (s *Server) resumeOrphanedJobs(ctx context.Context) {
 	}
 	// Shard rebalances (citus_rebalance_start) whose node stopped go on
 	// here too.
-	if n, err := s.backend.ResumeOrphanedRebalances(ctx); err != nil && ctx.Err() == nil {
+	if n, err := s.backend.ResumeOrphanedRebalances(ctx, &s.orphanJobs); err != nil && ctx.Err() == nil {
 		s.log.Warn("cairn: resuming orphaned rebalances", "err", err)
 	} else if n > 0 {
 		s.log.Info("cairn: took over orphaned rebalances", "jobs", n)

@@ -51,6 +51,7 @@ import (
 	"github.com/cairn-db/cairn/sql/ddl"
 	"github.com/cairn-db/cairn/sql/distsql"
 	"github.com/cairn-db/cairn/sql/exec"
+	"github.com/cairn-db/cairn/sql/jobs"
 	"github.com/cairn-db/cairn/sql/mon"
 	"github.com/cairn-db/cairn/sql/rowcontainer"
 	"github.com/cairn-db/cairn/sql/session"
@@ -213,8 +214,11 @@ type Server struct {
 	// lastOrphanCheck is when the node last looked for orphaned index
 	// builds (indexjobs.go); only the GC loop touches it.
 	lastOrphanCheck time.Time
-	log             *slog.Logger
-	started         time.Time
+	// orphanJobs lists the jobs for that look, reading from the oldest
+	// that may be running on rather than every job ever made.
+	orphanJobs jobs.Unfinished
+	log        *slog.Logger
+	started    time.Time
 	// tempCleanup removes the temporary directory of a node without a
 	// store dir (sqlmem.go).
 	tempCleanup func()

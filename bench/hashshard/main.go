@@ -34,12 +34,20 @@
 // hash sharding buys a cluster of separate machines; the quota makes each
 // node a small machine of its own, as -sync-latency makes its store a disk.
 //
+// -reads (reads.go) and -reads-paired (paired.go) look at the read goal
+// alone: the first times kv90 and kv100 per schema and splits each
+// SELECT's time into its KV read and the rest; the second reads a sharded
+// and an unsharded table in the same moments, each worker alternating,
+// so the two meet the same machine. CAIRN_BIN names a cairn binary built
+// beforehand (so that a run under a benchmark lock does not compile).
+//
 // The baseline of each sharded figure is the unsharded schema in the same
 // run. The load average is printed at the start and the end; the project
 // runs benchmarks only under 4. Usage: go run ./bench/hashshard [-buckets
 // 10] [-duration 10s] [-concurrency 16] [-sync-latency 2ms] [-max-latency
 // 10ms] [-runs 3] [-nodes 3] [-only 1,2,3,4] [-scaling 1,3,5] [-gateways all|first]
-// [-node-cpu F] [-diagnose DIR] [-port 30400]
+// [-node-cpu F] [-diagnose DIR] [-reads] [-reads-paired [-paired-rows N]]
+// [-port 30400]
 package main
 
 import (
@@ -78,6 +86,9 @@ var (
 	flagNodeCPU     = flag.Float64("node-cpu", 0, "CPUs each node process may use (a cgroup CPU quota, so that nodes on one machine play separate machines; 0: no limit)")
 	flagDiagnose    = flag.String("diagnose", "", "directory: after each schema's runs, one more unthrottled kv0 run printing each node's and the clients' CPU per write and the nodes' throttling, with a CPU profile of every node written there (diagnose.go)")
 	flagSettle      = flag.Duration("settle", 0, "wait this long after creating each schema's table before measuring (the CREATE places the buckets' replicas and leases itself, best effort within 20 s; this leaves the queues time for whatever it did not finish)")
+	flagReads       = flag.Bool("reads", false, "instead of the schema runs, time point reads per schema and split each SELECT's time into KV and SQL (reads.go)")
+	flagPaired      = flag.Bool("reads-paired", false, "instead of the schema runs, read a sharded and an unsharded table in the same moments, each worker alternating between them (paired.go)")
+	flagPairedRows  = flag.Int("paired-rows", 10000, "rows of each table of -reads-paired")
 	flagPort        = flag.Int("port", 30400, "first of the loopback ports: RPC, SQL and HTTP of each node (3 per node; a scaling run uses 3 per node of each size, consecutively)")
 )
 
@@ -134,9 +145,13 @@ func run(ctx context.Context) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	bin, err := proc.Build(dir)
-	if err != nil {
-		return err
+	// CAIRN_BIN: a binary built beforehand, so that a run under the
+	// bench lock does not compile.
+	bin := os.Getenv("CAIRN_BIN")
+	if bin == "" {
+		if bin, err = proc.Build(dir); err != nil {
+			return err
+		}
 	}
 	fmt.Printf("load average at the start: %s\n", loadavg())
 	defer func() { fmt.Printf("load average at the end: %s\n", loadavg()) }()
@@ -150,6 +165,12 @@ func run(ctx context.Context) error {
 	defer stop()
 	fmt.Printf("%d nodes on loopback, --debug-sync-latency %v, %d workers, %v per run, %d buckets, %d runs, gateways %s, CPUs per node %s\n\n",
 		len(nodes), *flagSyncLatency, *flagConcurrency, *flagDuration, *flagBuckets, *flagRuns, *flagGateways, cpuText())
+	if *flagReads {
+		return readsMode(ctx, nodes)
+	}
+	if *flagPaired {
+		return pairedMode(ctx, nodes)
+	}
 	results := map[int][]result{}
 	for r := 1; r <= *flagRuns; r++ {
 		for _, s := range schemas {

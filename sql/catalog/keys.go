@@ -63,6 +63,12 @@ func WriterKey(id ID, version uint64) []byte {
 }
 func genKey() []byte { return keys.System([]byte("g")) }
 
+// GenerationKey is the catalog generation's key (generation.go), which
+// every DDL transaction rewrites: a reader outside the catalog (the GC
+// repacker's refresh) compares its value to tell whether any descriptor
+// changed.
+func GenerationKey() []byte { return genKey() }
+
 // nsPrefixKey is the prefix of the namespace entries under (parent, schema).
 func nsPrefixKey(parent, schema ID) []byte {
 	b := append([]byte(nil), nsPrefix...)

@@ -695,6 +695,9 @@ type ResumeContext struct {
 	DrainTimestamp func(context.Context) (hlc.Timestamp, error)
 	Memory         *mon.Budget
 	TempStorage    *rowcontainer.TempStorage
+	// Jobs, when set, lists the jobs (reading only from the oldest that
+	// may be running, jobs.Unfinished); nil reads every job.
+	Jobs *jobs.Unfinished
 }
 
 // ResumeOrphanedIndexBuilds takes over the index builds whose jobs are
@@ -713,7 +716,13 @@ type ResumeContext struct {
 // schema-change jobs: a long build lost with its node would otherwise
 // have to start over from a client that is gone.
 func ResumeOrphanedIndexBuilds(ctx context.Context, rc ResumeContext) (int, error) {
-	recs, err := jobs.List(ctx, rc.DB)
+	var recs []jobs.Record
+	var err error
+	if rc.Jobs != nil {
+		recs, err = rc.Jobs.List(ctx, rc.DB)
+	} else {
+		recs, err = jobs.List(ctx, rc.DB)
+	}
 	if err != nil {
 		return 0, err
 	}

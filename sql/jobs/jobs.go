@@ -332,8 +332,16 @@ type Reader interface {
 
 // List returns every job, oldest first.
 func List(ctx context.Context, rd Reader) ([]Record, error) {
+	return listFrom(ctx, rd, 0)
+}
+
+// listFrom returns the jobs numbered from on, oldest first.
+func listFrom(ctx context.Context, rd Reader, from int64) ([]Record, error) {
 	p := recordPrefix()
 	start, end := p, keys.PrefixEnd(p)
+	if from > 0 {
+		start = recordKey(from)
+	}
 	var out []Record
 	const page = 1000
 	for {

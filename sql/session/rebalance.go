@@ -212,8 +212,17 @@ func replicaSwap(moves []builtins.RebalanceMove, i int) bool {
 // asked meanwhile stops it before its next move. It returns how many it
 // took over; every node runs it now and then (server), as it does for
 // index builds (ddl.ResumeOrphanedIndexBuilds).
-func (b *Backend) ResumeOrphanedRebalances(ctx context.Context) (int, error) {
-	recs, err := jobs.List(ctx, b.db)
+//
+// u, when set, lists the jobs (from the oldest that may be running on,
+// jobs.Unfinished); nil reads every job.
+func (b *Backend) ResumeOrphanedRebalances(ctx context.Context, u *jobs.Unfinished) (int, error) {
+	var recs []jobs.Record
+	var err error
+	if u != nil {
+		recs, err = u.List(ctx, b.db)
+	} else {
+		recs, err = jobs.List(ctx, b.db)
+	}
 	if err != nil {
 		return 0, err
 	}
