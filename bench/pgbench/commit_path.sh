@@ -38,6 +38,9 @@ echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 pgbench -n -T "$secs" -c "$clients" -j "$clients" "${args[@]}" "$url" 2>&1 | grep -E '^tps|failed|latency average'
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 scrape "$work/m1"
+# A WAL file Pebble recycled is overwritten in place, a new one grows (an
+# fdatasync that also commits the size to the journal; bench/walsync).
+echo "WAL files now (bytes): $(stat -c %s "$work"/node/store/*.log 2>/dev/null | tr '\n' ' ')"
 awk '
   FNR == NR { a[$1] = $2; next }
   { d[$1] = $2 - a[$1] }

@@ -142,6 +142,49 @@ func main() {
 		wg.Wait()
 		report(fmt.Sprintf("fdatasync×%d", k), ds, time.Since(start))
 	}
+	// One writer, three kinds of file: a fresh file appended to (each
+	// fdatasync also commits the size change to the journal), one
+	// preallocated without its size (fallocate KEEP_SIZE, as Pebble's new
+	// WAL files: the size still changes, and the written extents too),
+	// and one written full and synced first, then overwritten from the
+	// start (a recycled WAL, or PostgreSQL's pre-zeroed WAL segments:
+	// only data to flush).
+	if *files > 0 {
+		for _, mode := range []string{"append", "prealloc", "overwrite"} {
+			f, err := os.Create(filepath.Join(d, "mode-"+mode))
+			if err != nil {
+				log.Fatal(err)
+			}
+			span := int64(*n) * int64(len(val))
+			switch mode {
+			case "prealloc":
+				if err := unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_KEEP_SIZE, 0, span); err != nil {
+					log.Fatal(err)
+				}
+			case "overwrite":
+				if _, err := f.Write(make([]byte, span)); err != nil {
+					log.Fatal(err)
+				}
+				if err := f.Sync(); err != nil {
+					log.Fatal(err)
+				}
+			}
+			ds := make([]time.Duration, *n)
+			start := time.Now()
+			for i := range ds {
+				if _, err := f.WriteAt(val, int64(i)*int64(len(val))); err != nil {
+					log.Fatal(err)
+				}
+				t := time.Now()
+				if err := unix.Fdatasync(int(f.Fd())); err != nil {
+					log.Fatal(err)
+				}
+				ds[i] = time.Since(t)
+			}
+			report(mode, ds, time.Since(start))
+			f.Close()
+		}
+	}
 	// The same, K goroutines writing their own regions of one file (as
 	// one log whose syncs overlapped would): whether the kernel lets
 	// fdatasyncs of one file run side by side.
