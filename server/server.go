@@ -737,6 +737,7 @@ func (s *Server) writeMetrics(w io.Writer) {
 	fmt.Fprintf(w, "# HELP cairn_sql_commits_total Committed SQL transactions by the phases their commit took (none: wrote nothing).\n# TYPE cairn_sql_commits_total counter\n")
 	fmt.Fprintf(w, "cairn_sql_commits_total{phase=\"none\"} %d\ncairn_sql_commits_total{phase=\"one\"} %d\ncairn_sql_commits_total{phase=\"two\"} %d\n", readOnly, onePhase, twoPhase)
 	s.tabletMetrics(w)
+	s.raftMetrics(w)
 	s.diskMetrics(w)
 }
 
