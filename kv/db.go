@@ -277,7 +277,7 @@ func (db *DB) ScanAt(ctx context.Context, start, end []byte, maxRows int64, ts h
 func (db *DB) ScanCommitted(ctx context.Context, start, end []byte, maxRows int64, staleAfter time.Duration) ([]kvpb.KeyValue, error) {
 	var ts hlc.Timestamp // zero: now, at the leaseholder
 	for range maxCommittedScanTries {
-		b := &Batch{WaitPolicy: kvpb.WaitError}
+		b := &Batch{}
 		b.Scan(start, end, maxRows)
 		ba := &kvpb.BatchRequest{Requests: b.reqs}
 		ba.WaitPolicy, ba.Timestamp = kvpb.WaitError, ts

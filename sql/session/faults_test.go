@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -38,6 +39,15 @@ func TestFaultSQLStates(t *testing.T) {
 			}
 			if !errors.Is(got, tc.err) && tc.want != pgerrcode.InternalError && tc.want != pgerrcode.SerializationFailure {
 				t.Fatalf("the cause is no longer reachable through %v", got)
+			}
+			// A fenced gateway's message says which fence: a clock not
+			// yet checked is not said to disagree.
+			disagrees := strings.Contains(got.Error(), "clock disagrees")
+			switch {
+			case errors.Is(tc.err, clockmon.ErrUnverified) && (disagrees || !strings.Contains(got.Error(), "not yet checked")):
+				t.Fatalf("a clock not yet checked: %q", got)
+			case errors.Is(tc.err, clockmon.ErrClockOffset) && !disagrees:
+				t.Fatalf("a clock judged off: %q", got)
 			}
 		})
 	}
