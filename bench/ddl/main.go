@@ -16,9 +16,16 @@
 // measurement), so that a shared machine's benchmark lock is held minutes,
 // not the half hour that filling 10,000 tables takes.
 //
+// With -ref a second node, which holds only the tables of the samples,
+// times the same sample in the same locked window, runs alternating, and
+// each checkpoint prints its pair's time over the reference's: on a
+// shared machine whose load and disk change over the half hour of a
+// fill, the ratio to the first checkpoint measures the machine as much
+// as the tables (issue 16's bench/ddl section of bench/README.md).
+//
 // Usage: go run ./bench/ddl [-at 0,1000,5000,10000] [-sample 50] [-runs 3]
 // [-buckets 2048] [-idle 30s] [-port 48100] [-cpuprofile-at 5000]
-// [-lock /work/bench.lock]
+// [-lock /work/bench.lock] [-ref]
 package main
 
 import (
@@ -38,6 +45,7 @@ import (
 
 	"github.com/cairn-db/cairn/bench/internal/benchflag"
 	"github.com/cairn-db/cairn/bench/internal/benchnode"
+	"github.com/jackc/pgx/v5"
 )
 
 var (
@@ -52,12 +60,13 @@ var (
 	flagIdleProf = flag.String("idle-cpuprofile", "", "after the idle measurement, write a 20s CPU profile of the idle node here")
 	flagHeapProf = flag.String("heapprofile", "", "at the end, write a heap profile of the node here")
 	flagLock     = flag.String("lock", "", "hold an exclusive flock on this file only while timing; fill at nice 19 outside it")
+	flagRef      = flag.Bool("ref", false, "also time each checkpoint's sample on a second node without the tables (ports -port+3..+5), in the same locked window, runs alternating: the ratio to it is the growth with the tables, whatever the machine did meanwhile")
 )
 
 // timing holds -lock's flock, with the node and this process at nice 0,
 // until the returned function is called (then nice 19 again); without
 // -lock it does nothing.
-func timing(pid int) (func(), error) {
+func timing(pids ...int) (func(), error) {
 	if *flagLock == "" {
 		return func() {}, nil
 	}
@@ -70,11 +79,15 @@ func timing(pid int) (func(), error) {
 		f.Close()
 		return nil, err
 	}
-	nice(pid, 0)
+	for _, pid := range pids {
+		nice(pid, 0)
+	}
 	fmt.Printf("  (lock taken after %.0f s, load average %s)\n", time.Since(t0).Seconds(), loadavg())
 	return func() {
 		fmt.Printf("  (lock released, load average %s)\n", loadavg())
-		nice(pid, 19)
+		for _, pid := range pids {
+			nice(pid, 19)
+		}
 		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 		f.Close()
 	}, nil
@@ -127,16 +140,30 @@ func run(ctx context.Context) error {
 		return err
 	}
 	p := *flagPort
-	node, err := benchnode.Start(benchnode.Options{Bin: bin, Store: filepath.Join(dir, "store"), Log: filepath.Join(dir, "cairn.log"), Port: p})
+	node, err := startNode(ctx, bin, dir, "store", p)
+	if node != nil {
+		defer node.Kill()
+	}
 	if err != nil {
 		return err
 	}
-	defer node.Kill()
-	conn, err := node.Connect(ctx)
-	if err != nil {
-		return fmt.Errorf("cairn did not start: %v", err)
-	}
+	conn := node.conn
 	defer conn.Close(ctx)
+	var refNode *startedNode
+	var refConn *pgx.Conn
+	pids := []int{node.Pid()}
+	if *flagRef {
+		refNode, err = startNode(ctx, bin, dir, "ref-store", p+3)
+		if refNode != nil {
+			defer refNode.Kill()
+		}
+		if err != nil {
+			return err
+		}
+		refConn = refNode.conn
+		defer refConn.Close(ctx)
+		pids = append(pids, refNode.Pid())
+	}
 
 	n := 0
 	var tCreate, tIndex, tInsert []float64
@@ -160,8 +187,28 @@ func run(ctx context.Context) error {
 		tCreate, tIndex, tInsert = append(tCreate, ms(mid.Sub(start))), append(tIndex, ms(end.Sub(mid))), append(tInsert, ms(time.Since(end)))
 		return end.Sub(start), nil
 	}
+	// refPair is pair on the reference node, which has only the tables
+	// of the samples (-ref).
+	refN := 0
+	refPair := func() (time.Duration, error) {
+		refN++
+		start := time.Now()
+		if _, err := refConn.Exec(ctx, fmt.Sprintf("CREATE TABLE t_%d (k INT PRIMARY KEY, v INT)", refN)); err != nil {
+			return 0, err
+		}
+		if _, err := refConn.Exec(ctx, fmt.Sprintf("CREATE INDEX ON t_%d (v)", refN)); err != nil {
+			return 0, err
+		}
+		d := time.Since(start)
+		_, err := refConn.Exec(ctx, fmt.Sprintf("INSERT INTO t_%d VALUES (1, 1)", refN))
+		return d, err
+	}
 	fmt.Printf("cairn start (one node), pairs of CREATE TABLE + CREATE INDEX; median of %d runs of %d pairs\n\n", *flagRuns, *flagSample)
-	fmt.Printf("%10s %12s %8s %10s %10s %10s %10s %10s\n", "tables", "ms/pair", "ratio", "table ms", "index ms", "insert ms", "fill s", "RSS MiB")
+	fmt.Printf("%10s %12s %8s %10s %10s %10s %10s %10s", "tables", "ms/pair", "ratio", "table ms", "index ms", "insert ms", "fill s", "RSS MiB")
+	if *flagRef {
+		fmt.Printf(" %10s %8s", "ref ms", "x ref")
+	}
+	fmt.Println()
 	rssMiB := func() int64 {
 		kib, err := rssKiB(node.Pid())
 		if err != nil {
@@ -171,7 +218,9 @@ func run(ctx context.Context) error {
 	}
 	var base float64
 	if *flagLock != "" {
-		nice(node.Pid(), 19)
+		for _, pid := range pids {
+			nice(pid, 19)
+		}
 	}
 	fillStart := time.Now()
 	profiled := false
@@ -186,31 +235,60 @@ func run(ctx context.Context) error {
 			}
 		}
 		fill := time.Since(fillStart).Seconds()
-		unlock, err := timing(node.Pid())
+		unlock, err := timing(pids...)
 		if err != nil {
 			return err
 		}
-		var meds []float64
+		var meds, refMeds []float64
 		tCreate, tIndex, tInsert = nil, nil, nil
-		for range *flagRuns {
+		sample := func(f func() (time.Duration, error)) (float64, error) {
 			var ts []float64
 			for range *flagSample {
-				d, err := pair()
+				d, err := f()
 				if err != nil {
-					unlock()
-					return fmt.Errorf("table %d: %v", n, err)
+					return 0, err
 				}
 				ts = append(ts, float64(d.Microseconds())/1000)
 			}
-			meds = append(meds, median(ts))
+			return median(ts), nil
+		}
+		for range *flagRuns {
+			m, err := sample(pair)
+			if err != nil {
+				unlock()
+				return fmt.Errorf("table %d: %v", n, err)
+			}
+			meds = append(meds, m)
+			if *flagRef {
+				m, err := sample(refPair)
+				if err != nil {
+					unlock()
+					return fmt.Errorf("reference node, table %d: %v", refN, err)
+				}
+				refMeds = append(refMeds, m)
+			}
 		}
 		unlock()
 		m := median(meds)
 		if base == 0 {
 			base = m
 		}
-		fmt.Printf("%10d %12.2f %7.2fx %10.2f %10.2f %10.2f %10.1f %10d\n", target, m, m/base, median(tCreate), median(tIndex), median(tInsert), fill, rssMiB())
+		fmt.Printf("%10d %12.2f %7.2fx %10.2f %10.2f %10.2f %10.1f %10d", target, m, m/base, median(tCreate), median(tIndex), median(tInsert), fill, rssMiB())
+		if *flagRef {
+			// Per run, the pair's time over the reference's in the
+			// same moments; the median of those.
+			var xs []float64
+			for i := range meds {
+				xs = append(xs, meds[i]/refMeds[i])
+			}
+			fmt.Printf(" %10.2f %7.2fx", median(refMeds), median(xs))
+		}
+		fmt.Println()
 		fillStart = time.Now()
+	}
+	if refNode != nil {
+		// The idle measurement is of the node with the tables alone.
+		refNode.Kill()
 	}
 	unlock, err := timing(node.Pid())
 	if err != nil {
@@ -257,6 +335,27 @@ func run(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// startedNode is a benchnode.Node with its connection.
+type startedNode struct {
+	*benchnode.Node
+	conn *pgx.Conn
+}
+
+// startNode starts `cairn start` on the store dir/name with the SQL,
+// HTTP and RPC ports port, port+1 and port+2, and connects to it. The
+// node is returned (to be killed) whenever it started.
+func startNode(ctx context.Context, bin, dir, name string, port int) (*startedNode, error) {
+	n, err := benchnode.Start(benchnode.Options{Bin: bin, Store: filepath.Join(dir, name), Log: filepath.Join(dir, name+".log"), Port: port})
+	if err != nil {
+		return nil, err
+	}
+	conn, err := n.Connect(ctx)
+	if err != nil {
+		return &startedNode{Node: n}, fmt.Errorf("cairn did not start: %v", err)
+	}
+	return &startedNode{Node: n, conn: conn}, nil
 }
 
 func median(xs []float64) float64 {
