@@ -128,6 +128,16 @@ func (c *Commits) Fail(node int, err error) {
 			msg = msg[:60]
 		}
 	}
+	// An internal error names no cause by its code: keep the start of its
+	// message, so a window's explanation says which internal error it was.
+	var pe *pgconn.PgError
+	if msg == "XX000" && errors.As(err, &pe) {
+		m := pe.Message
+		if len(m) > 100 {
+			m = m[:100]
+		}
+		msg += " " + m
+	}
 	c.mu.Lock()
 	c.fails = append(c.fails, failure{at: time.Now(), node: node, err: msg})
 	c.mu.Unlock()
