@@ -122,14 +122,25 @@ type Offset struct {
 	At time.Time
 }
 
-// ErrClockOffset is what a fenced node's refusals wrap.
+// ErrClockOffset is what the refusals of a node fenced for its judged
+// clock wrap: measured beyond the tolerance of a majority, or its hybrid
+// clock too far ahead of its physical one.
 var ErrClockOffset = errors.New("clock offset beyond the tolerance")
 
 // ErrUnverified is the fence of a node that has too few fresh
 // measurements to judge its clock (just started, or cut off): none, or
 // fewer agreeing than a majority while the unmeasured peers could still
-// make one. Guard waits on it rather than refusing at once.
-var ErrUnverified = errors.New("clock not yet verified")
+// make one. Guard waits on it rather than refusing at once. It does not
+// wrap ErrClockOffset: nothing says the clock is off, and a refusal
+// that said so sent operators to fix a clock that was never measured.
+var ErrUnverified = errors.New("clock not yet checked against the cluster's")
+
+// IsFenced reports whether err is a refusal for the node's clock, judged
+// (ErrClockOffset) or not yet checked (ErrUnverified): either way nothing
+// was sent.
+func IsFenced(err error) bool {
+	return errors.Is(err, ErrClockOffset) || errors.Is(err, ErrUnverified)
+}
 
 // Monitor measures and judges; see the package comment.
 type Monitor struct {
@@ -270,8 +281,8 @@ func (m *Monitor) judge(peers []uint64) {
 		// Too few measured to decide: the peers not yet measured (at a
 		// start, those whose processes are not listening yet) could still
 		// make the majority. Only measurements can make the clock bad.
-		reason, kind = fmt.Errorf("%w: node %d's clock agrees within %v with %d of the %d peers measured, of %d (a majority of the cluster is needed): %w, the others could make the majority",
-			ErrClockOffset, m.cfg.NodeID, m.cfg.Tolerance, in, fresh, n, ErrUnverified), undecided
+		reason, kind = fmt.Errorf("%w: node %d's clock agrees within %v with %d of the %d peers measured so far, of %d; a majority of the cluster is needed, and the peers not measured yet could make it",
+			ErrUnverified, m.cfg.NodeID, m.cfg.Tolerance, in, fresh, n), undecided
 	} else if 2*(1+in) <= n+1 {
 		reason, kind = fmt.Errorf("%w: node %d's clock agrees within %v with %d of its %d peers (a majority of the cluster is needed); beyond it: %s",
 			ErrClockOffset, m.cfg.NodeID, m.cfg.Tolerance, in, n, orNone(out)), offPeers
@@ -345,7 +356,7 @@ const (
 )
 
 func (m *Monitor) unverified() error {
-	return fmt.Errorf("%w: node %d: %w: no peer measured", ErrClockOffset, m.cfg.NodeID, ErrUnverified)
+	return fmt.Errorf("%w: node %d has measured no peer's clock yet", ErrUnverified, m.cfg.NodeID)
 }
 
 func orNone(s []string) string {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -169,6 +170,53 @@ func TestGuard(t *testing.T) {
 	}
 	if inner.sent != 1 {
 		t.Fatalf("a fenced gateway sent the batch")
+	}
+}
+
+// TestFenceSaysWhatHappened: a fence's message names its state. A node
+// that has not yet measured enough peers says its clock is not yet
+// checked, never that it is beyond the tolerance (a refused start used
+// to say "clock offset beyond the tolerance" for a clock nobody had
+// measured); only a judged clock says it is off. The gateway's refusal
+// carries the same words.
+func TestFenceSaysWhatHappened(t *testing.T) {
+	defer func(d time.Duration) { guardWait = d }(guardWait)
+	guardWait = 20 * time.Millisecond
+	const offsetWords = "clock offset beyond the tolerance"
+	for _, tc := range []struct {
+		name    string
+		peers   []uint64
+		offsets map[uint64]time.Duration // nil: no round at all
+		want    error
+		says    string
+	}{
+		{"new monitor, no round yet", []uint64{1, 2, 3}, nil, ErrUnverified, "node 1 has measured no peer's clock yet"},
+		{"no peer reachable", []uint64{1, 2, 3}, map[uint64]time.Duration{}, ErrUnverified, "node 1 has measured no peer's clock yet"},
+		{"five nodes, one measured and agreeing", []uint64{1, 2, 3, 4, 5}, map[uint64]time.Duration{2: 0}, ErrUnverified, "the peers not measured yet could make it"},
+		{"both peers out", []uint64{1, 2, 3}, map[uint64]time.Duration{2: time.Second, 3: time.Second}, ErrClockOffset, offsetWords},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := hlc.NewClock(hlc.UnixNano, 500*time.Millisecond)
+			peers := &fakePeers{clock: clock, off: tc.offsets}
+			m := New(Config{NodeID: 1, Clock: clock, Peers: func() []uint64 { return tc.peers }, Pinger: peers,
+				Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			if tc.offsets != nil {
+				m.Round(context.Background())
+			}
+			_, refused := Guard(&okSender{}, m).Send(context.Background(), &kvpb.BatchRequest{})
+			for _, err := range []error{m.Fenced(), refused} {
+				if !errors.Is(err, tc.want) || !IsFenced(err) {
+					t.Fatalf("fence %v, want %v", err, tc.want)
+				}
+				msg := err.Error()
+				if !strings.Contains(msg, tc.says) {
+					t.Fatalf("fence %q does not say %q", msg, tc.says)
+				}
+				if tc.want == ErrUnverified && (strings.Contains(msg, offsetWords) || errors.Is(err, ErrClockOffset)) {
+					t.Fatalf("a clock not yet checked is reported as beyond the tolerance: %q", msg)
+				}
+			}
+		})
 	}
 }
 

@@ -31,8 +31,8 @@ func (g guard) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchResp
 
 // guardWait bounds how long a batch waits for a node's first verdict on
 // its clock (a node starting before its peers: as long as a batch looks
-// for a leaseholder).
-const guardWait = 10 * time.Second
+// for a leaseholder). A variable for tests.
+var guardWait = 10 * time.Second
 
 // wait waits while the node's clock is unverified, and returns the fence
 // that remains (nil: serve).

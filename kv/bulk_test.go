@@ -539,3 +539,83 @@ func TestSortedStreamTimestampMoves(t *testing.T) {
 		t.Errorf("the transaction reads %d rows, want 3", len(rows))
 	}
 }
+
+// failClears fails the ClearRange sub-batches it is told to, then passes
+// the rest through: a refusal under load (a routing retry run out, a
+// lease moving) that a retry gets past.
+type failClears struct {
+	kvpb.Sender
+	mu   sync.Mutex
+	fail int // sub-batches left to fail
+	seen int // ClearRange sub-batches sent
+	// after: fail only once this many sub-batches have gone through.
+	after int
+}
+
+func (f *failClears) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchResponse, error) {
+	if len(ba.Requests) > 0 {
+		if _, ok := ba.Requests[0].(*kvpb.ClearRangeRequest); ok {
+			f.mu.Lock()
+			f.seen++
+			failIt := f.seen > f.after && f.fail > 0
+			if failIt {
+				f.fail--
+			}
+			f.mu.Unlock()
+			if failIt {
+				return nil, errors.New("injected: sub-batch refused")
+			}
+		}
+	}
+	return f.Sender.Send(ctx, ba)
+}
+
+// TestClearRangesRetriesABatch: ClearRanges over more spans than one
+// batch holds, with a later batch's sub-batch refused a few times,
+// clears every span (the refused batch is sent again); refused more
+// often than its attempts, it fails and leaves the spans from that batch
+// on as they were, which is what every such refusal did before the
+// retries: the flaky 2 keys left by undistribute_table.
+func TestClearRangesRetriesABatch(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		fail     int
+		wantErr  bool
+		wantLeft bool
+	}{
+		{"refused twice", 2, false, false},
+		{"refused beyond the attempts", clearRangesAttempts, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			fc := &failClears{fail: tc.fail, after: 1}
+			e := newTestEnv(t, envOptions{wrapSender: func(s kvpb.Sender) kvpb.Sender { fc.Sender = s; return fc }})
+			// One span per key, as a table's buckets in a shared group:
+			// more than a batch, so the second batch is the refused one.
+			n := clearRangesBatch + 100
+			var spans []kvpb.Span
+			for i := range n {
+				k := fmt.Appendf([]byte("\x03"), "%05d", i)
+				e.mustPut(string(k), "v")
+				spans = append(spans, kvpb.Span{Key: k, EndKey: append(slices.Clone(k), 0)})
+			}
+			err := e.db.ClearRanges(ctx, spans)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("ClearRanges: %v, want an error: %v", err, tc.wantErr)
+			}
+			rows, serr := e.db.Scan(ctx, []byte("\x03"), []byte("\x04"), 0)
+			if serr != nil {
+				t.Fatal(serr)
+			}
+			if left := len(rows) > 0; left != tc.wantLeft {
+				t.Fatalf("%d keys left after ClearRanges, want some left: %v", len(rows), tc.wantLeft)
+			}
+			if tc.wantLeft && len(rows) != n-clearRangesBatch {
+				t.Fatalf("%d keys left, want the second batch's %d", len(rows), n-clearRangesBatch)
+			}
+			if got := e.db.ClearRetries(); got != int64(min(tc.fail, clearRangesAttempts-1)) {
+				t.Fatalf("%d batches sent again, want %d", got, min(tc.fail, clearRangesAttempts-1))
+			}
+		})
+	}
+}

@@ -2,8 +2,10 @@ package kv
 
 import (
 	"context"
+	"errors"
 	"github.com/google/uuid"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairn-db/cairn/hlc"
@@ -101,6 +103,14 @@ type DB struct {
 	active activeTxns
 	// incarnation: see Incarnation.
 	incarnation uuid.UUID
+	// belowIntents counts ScanCommitted's reads that met intents and
+	// stepped below them instead of pushing (BelowIntentScans).
+	belowIntents atomic.Int64
+	// pushedCommits counts committing EndTxns refused because the
+	// record had been pushed (PushedCommits).
+	pushedCommits atomic.Int64
+	// clearRetries counts ClearRanges' batches sent again (ClearRetries).
+	clearRetries atomic.Int64
 }
 
 // goBackground runs fn on a tracked goroutine, unless the DB is closed.
@@ -244,6 +254,74 @@ func (db *DB) ScanAt(ctx context.Context, start, end []byte, maxRows int64, ts h
 	}
 	return b.Results[0].Rows, nil
 }
+
+// ScanCommitted reads up to maxRows (0: all) rows of [start, end) at one
+// timestamp, outside any transaction, without waiting for or pushing a
+// transaction that holds an intent there: for a node's background
+// readers (caches of the zone records and the like), which must never
+// make a writer lose. An ordinary read that meets an intent pushes its
+// transaction above the read's timestamp, and a serializable writer
+// pushed while it commits fails with 40001 once its in-place retries
+// (commitTwoPhase) run out; a DDL's intents on records every node
+// rereads each second lost that way (create_reference_table's zone
+// record, docs/architecture.md "Background readers never push").
+//
+// It reads at the present time; when that meets intents it reads again
+// just below the earliest of them, where they are not yet visible: a
+// consistent snapshot from before those transactions wrote, which is
+// what their commit (if any) will replace. Only an intent whose
+// transaction started more than staleAfter ago is pushed, by an ordinary
+// Scan: its coordinator may be gone, and a reader's push is what clears
+// an abandoned intent (or resolves a committed one whose resolution was
+// lost); a live transaction that old is rare and can afford the push.
+func (db *DB) ScanCommitted(ctx context.Context, start, end []byte, maxRows int64, staleAfter time.Duration) ([]kvpb.KeyValue, error) {
+	var ts hlc.Timestamp // zero: now, at the leaseholder
+	for range maxCommittedScanTries {
+		b := &Batch{}
+		b.Scan(start, end, maxRows)
+		ba := &kvpb.BatchRequest{Requests: b.reqs}
+		ba.WaitPolicy, ba.Timestamp = kvpb.WaitError, ts
+		br, err := db.ds.Send(ctx, ba)
+		if err == nil {
+			if err := b.fill(br); err != nil {
+				return nil, err
+			}
+			return b.Results[0].Rows, nil
+		}
+		wie, ok := errors.AsType[*kvpb.WriteIntentError](err)
+		if !ok || len(wie.Intents) == 0 {
+			return nil, err
+		}
+		below := wie.Intents[0].Txn.WriteTimestamp
+		oldest := wie.Intents[0].Txn.MinTimestamp
+		for _, in := range wie.Intents[1:] {
+			below = below.Backward(in.Txn.WriteTimestamp)
+			oldest = oldest.Backward(in.Txn.MinTimestamp)
+		}
+		if db.clock.Now().WallTime-oldest.WallTime > staleAfter.Nanoseconds() || below.IsEmpty() {
+			break
+		}
+		ts = below.Prev()
+		db.belowIntents.Add(1)
+	}
+	return db.Scan(ctx, start, end, maxRows)
+}
+
+// BelowIntentScans is how many times ScanCommitted met intents and read
+// again below them rather than push their transactions.
+func (db *DB) BelowIntentScans() int64 { return db.belowIntents.Load() }
+
+// PushedCommits is how many times a transaction of this DB sent its
+// commit (EndTxn) and the record had been pushed above the timestamp
+// it asked for, by another transaction or a reader that met its
+// intents: the commit then refreshes and tries again, and after
+// maxInPlaceRetries fails retryably.
+func (db *DB) PushedCommits() int64 { return db.pushedCommits.Load() }
+
+// maxCommittedScanTries bounds ScanCommitted's reads below intents before
+// it falls back to an ordinary (pushing) scan: each try steps below at
+// least one more transaction's intents.
+const maxCommittedScanTries = 4
 
 // Run sends a batch outside any transaction. A read-only batch reads every
 // tablet at one timestamp (a consistent snapshot); a batch with writes is

@@ -255,7 +255,11 @@ func (t *Txn) commitTwoPhase(ctx context.Context) error {
 			return t.finishCommitted(br)
 		}
 		var retry *kvpb.TransactionRetryError
-		if !errors.As(err, &retry) || t.isAborted() || attempt >= maxInPlaceRetries {
+		if !errors.As(err, &retry) || t.isAborted() {
+			return err
+		}
+		t.db.pushedCommits.Add(1)
+		if attempt >= maxInPlaceRetries {
 			return err
 		}
 		t.clearRetryable()

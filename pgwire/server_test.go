@@ -23,6 +23,8 @@ type testServer struct {
 	*Server
 	b    *testBackend
 	addr string
+	// stopServe cancels the context Serve runs under.
+	stopServe context.CancelFunc
 }
 
 func startServer(t testing.TB, configure func(*Config)) *testServer {
@@ -41,14 +43,16 @@ func startServer(t testing.TB, configure func(*Config)) *testServer {
 		t.Fatal(err)
 	}
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(context.Background(), ln) }()
+	ctx, stop := context.WithCancel(context.Background())
+	go func() { served <- srv.Serve(ctx, ln) }()
 	t.Cleanup(func() {
 		srv.Close()
+		stop()
 		if err := <-served; !errors.Is(err, ErrServerClosed) {
 			t.Errorf("Serve returned %v, want ErrServerClosed", err)
 		}
 	})
-	return &testServer{Server: srv, b: b, addr: ln.Addr().String()}
+	return &testServer{Server: srv, b: b, addr: ln.Addr().String(), stopServe: stop}
 }
 
 func (ts *testServer) connString(user, password string) string {
@@ -521,30 +525,46 @@ func TestPanicIsContained(t *testing.T) {
 	}
 }
 
+// TestClose: Close, or the end of the context Serve runs under, stops a
+// running statement and tells every connection 57P01 (statements run under
+// contexts of their own that only the connection's interrupt cancels).
 func TestClose(t *testing.T) {
-	ts := startServer(t, nil)
-	ts.b.sleeping = make(chan context.Context, 1)
-	ctx := context.Background()
-	idle, busy := ts.connect(t), ts.connect(t)
-	done := make(chan error, 1)
-	go func() { _, err := busy.Exec(ctx, "sleep"); done <- err }()
-	<-ts.b.sleeping
-	if err := ts.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-done; pgCode(err) != "57P01" {
-		t.Fatalf("running statement at shutdown: %v", err)
-	}
-	// The idle connection was told too; pgconn reads the FATAL on its next use.
-	if _, err := idle.Exec(ctx, "select 1"); pgCode(err) != "57P01" {
-		t.Fatalf("idle connection at shutdown: %v", err)
-	}
-	if _, err := net.Dial("tcp", ts.addr); err == nil {
-		t.Fatal("still accepting after Close")
-	}
-	ts.b.mu.Lock()
-	defer ts.b.mu.Unlock()
-	if ts.b.closed != 2 {
-		t.Fatalf("%d sessions closed, want 2", ts.b.closed)
+	for _, tc := range []struct {
+		name string
+		stop func(ts *testServer) error
+	}{
+		{"Close", func(ts *testServer) error { return ts.Close() }},
+		{"Serve's context", func(ts *testServer) error { ts.stopServe(); return nil }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ts := startServer(t, nil)
+			ts.b.sleeping = make(chan context.Context, 1)
+			ctx := context.Background()
+			idle, busy := ts.connect(t), ts.connect(t)
+			done := make(chan error, 1)
+			go func() { _, err := busy.Exec(ctx, "sleep"); done <- err }()
+			<-ts.b.sleeping
+			if err := tc.stop(ts); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-done; pgCode(err) != "57P01" {
+				t.Fatalf("running statement at shutdown: %v", err)
+			}
+			// The idle connection was told too; pgconn reads the FATAL on its next use.
+			if _, err := idle.Exec(ctx, "select 1"); pgCode(err) != "57P01" {
+				t.Fatalf("idle connection at shutdown: %v", err)
+			}
+			// Close waits for the connections' goroutines, hence their
+			// sessions' Close.
+			ts.Close()
+			if _, err := net.Dial("tcp", ts.addr); err == nil {
+				t.Fatal("still accepting after Close")
+			}
+			ts.b.mu.Lock()
+			defer ts.b.mu.Unlock()
+			if ts.b.closed != 2 {
+				t.Fatalf("%d sessions closed, want 2", ts.b.closed)
+			}
+		})
 	}
 }

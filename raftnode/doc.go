@@ -49,6 +49,26 @@
 //     Advance, so no step or proposal runs while a round's state is
 //     being persisted.
 //
+// # Why a round is not pipelined
+//
+// A proposal that arrives while a round syncs waits for the node's lock
+// (invariant 4), i.e. for the rest of that sync, and then for its own
+// round's: under pgbench's simple-update with 4 clients 1.8–2 syncs per
+// commit. Etcd raft's AsyncStorageWrites (or releasing the lock
+// during the sync) would let the next round's append start while the
+// last one syncs, but both rounds commit through the engine's one WAL,
+// and Pebble's log writer runs one fdatasync at a time: the next append
+// would wait at the WAL for the same rest of the same sync. Measured
+// (Stats, bench/pgbench/commit_path.sh; bench/README.md, "Issue 22,
+// 2026-11-30 (branch h-raftpipe)"): of a round's time the sync is
+// 91–97%, and Pebble's own fdatasync 94–97% of that; the round's work
+// around it (Readies, sends, apply, Advance, the second pass, the
+// observers) is 40–65 µs; a proposal's time in raft before its round
+// starts is 11–33 µs. A pipelined round could save that, not a sync.
+// What could save a sync is a log whose syncs overlap (this disk runs
+// fdatasyncs of one file side by side: bench/walsync), which Pebble's
+// WAL is not.
+//
 // # Keys (suffixes of keys.TabletLocal(tabletID, ...))
 //
 //	rfth              the HardState (term, vote, commit)

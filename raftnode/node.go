@@ -322,6 +322,12 @@ type Node struct {
 	relook  atomic.Bool
 	fenceMu sync.Mutex
 	fences  map[string]error
+
+	// stats are the round's and proposals' timings (stats.go);
+	// proposedAt the times of the proposals no round took yet (under
+	// mu).
+	stats      RoundStats
+	proposedAt []proposed
 }
 
 // signal wakes Run.
@@ -579,6 +585,7 @@ func (n *Node) Tick() {
 // Propose proposes data to tabletID's group (raft forwards a follower's
 // proposal to the leader; it is dropped while there is none).
 func (n *Node) Propose(tabletID uint64, data []byte) error {
+	asked, ended := time.Now(), n.stats.Rounds.Load()
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	r := n.replicas[tabletID]
@@ -587,6 +594,7 @@ func (n *Node) Propose(tabletID uint64, data []byte) error {
 	}
 	defer n.signal()
 	n.touchLocked(r)
+	n.proposedLocked(asked, time.Now(), ended)
 	return r.rn.Propose(data)
 }
 
@@ -597,6 +605,7 @@ func (n *Node) Propose(tabletID uint64, data []byte) error {
 // never applies a proposal evaluated against a stale state. Otherwise it
 // returns ErrNotLeader and nothing was proposed.
 func (n *Node) ProposeAt(tabletID, term uint64, data []byte) error {
+	asked, ended := time.Now(), n.stats.Rounds.Load()
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	r := n.replicas[tabletID]
@@ -609,6 +618,7 @@ func (n *Node) ProposeAt(tabletID, term uint64, data []byte) error {
 	}
 	defer n.signal()
 	n.touchLocked(r)
+	n.proposedLocked(asked, time.Now(), ended)
 	return r.rn.Propose(data)
 }
 
@@ -679,8 +689,12 @@ func (n *Node) ProcessReady() (bool, error) {
 	}
 	// The observers run outside the lock: they may add replicas (a split)
 	// or propose.
-	for _, f := range after {
-		f()
+	if len(after) > 0 {
+		start := time.Now()
+		for _, f := range after {
+			f()
+		}
+		n.stats.ObserveNanos.Add(int64(time.Since(start)))
 	}
 	return more, err
 }
@@ -714,8 +728,12 @@ func (n *Node) processReady() (bool, []func(), error) {
 		return false, nil, nil
 	}
 	slices.Sort(ids) // a deterministic order for simulations
+	var tm roundTimes
+	tm.start = time.Now()
+	n.roundStartedLocked(tm.start)
+	defer n.countRound(&tm)
 	outs := make(map[uint64]*passOut, len(ids))
-	synced, err := n.pass(ids, outs)
+	synced, err := n.pass(ids, outs, &tm)
 	if err != nil {
 		return true, nil, err
 	}
@@ -734,7 +752,7 @@ func (n *Node) processReady() (bool, []func(), error) {
 			}
 		}
 		if len(again) > 0 {
-			if _, err := n.pass(again, outs); err != nil {
+			if _, err := n.pass(again, outs, nil); err != nil {
 				return true, nil, err
 			}
 		}
@@ -789,7 +807,7 @@ type passOut struct {
 // persists them all with one commit (synced if any must be), sends their
 // messages, applies their committed entries and advances them, adding
 // to outs. synced reports that it synced new entries. n.mu is held.
-func (n *Node) pass(ids []uint64, outs map[uint64]*passOut) (synced bool, _ error) {
+func (n *Node) pass(ids []uint64, outs map[uint64]*passOut, tm *roundTimes) (synced bool, _ error) {
 	type ready struct {
 		r      *Replica
 		rd     raft.Ready
@@ -885,6 +903,10 @@ func (n *Node) pass(ids []uint64, outs map[uint64]*passOut) (synced bool, _ erro
 	if mustSync {
 		commit = persist.Commit
 	}
+	if tm != nil {
+		tm.synced = mustSync
+		tm.commit = time.Now()
+	}
 	if !persist.Empty() {
 		if err := commit(); err != nil {
 			// Nothing of this round is acknowledged: the engine fails
@@ -894,6 +916,9 @@ func (n *Node) pass(ids []uint64, outs map[uint64]*passOut) (synced bool, _ erro
 			}
 			return false, fmt.Errorf("raftnode: persisting a round: %w", err)
 		}
+	}
+	if tm != nil {
+		tm.committed = time.Now()
 	}
 	for _, ps := range streamedIn {
 		ps.done <- nil

@@ -3,6 +3,8 @@ package server
 import (
 	"fmt"
 	"io"
+
+	dto "github.com/prometheus/client_model/go"
 )
 
 // tabletMetrics appends the node's tablet metrics to /metrics: this
@@ -88,5 +90,45 @@ func (s *Server) tabletMetrics(w io.Writer) {
 		for _, l := range lines {
 			fmt.Fprintf(w, "%s{node=\"%d\",tablet=\"%d\"} %v\n", m.name, self, l.id, m.v(l))
 		}
+	}
+}
+
+// raftMetrics appends the raft scheduler's round and proposal timings
+// (raftnode.RoundStats) of a replicated node: the rate of each time
+// counter over the rate of its count is the mean cost of that step of a
+// replicated write.
+func (s *Server) raftMetrics(w io.Writer) {
+	if s.repl == nil || s.repl.raft == nil {
+		return
+	}
+	st := s.repl.raft.Stats()
+	for _, m := range []struct {
+		name, help string
+		v          int64
+	}{
+		{"cairn_raft_proposals_total", "Proposals this node let into raft.", st.Proposals.Load()},
+		{"cairn_raft_propose_lock_wait_seconds_total", "Time proposals waited for the raft scheduler's lock (held by a round).", st.ProposeLockNanos.Load()},
+		{"cairn_raft_propose_queue_seconds_total", "Time proposals waited in raft for the round that took them.", st.ProposeQueueNanos.Load()},
+		{"cairn_raft_proposals_late_total", "Proposals taken by a round later than the one after the round in progress when they asked for the scheduler's lock.", st.ProposalsLate.Load()},
+		{"cairn_raft_rounds_total", "Raft rounds with work.", st.Rounds.Load()},
+		{"cairn_raft_synced_rounds_total", "Raft rounds that synced their raft state.", st.SyncedRounds.Load()},
+		{"cairn_raft_round_presync_seconds_total", "Rounds' time before the commit of their raft state (Readies, batch, early sends).", st.PreSyncNanos.Load()},
+		{"cairn_raft_round_sync_seconds_total", "Rounds' time committing their raft state (synced or not).", st.SyncNanos.Load()},
+		{"cairn_raft_round_postsync_seconds_total", "Rounds' time after that commit under the lock (sends, apply, Advance, second pass).", st.PostSyncNanos.Load()},
+		{"cairn_raft_round_observe_seconds_total", "Rounds' observers (answering proposers), outside the lock.", st.ObserveNanos.Load()},
+	} {
+		v := float64(m.v)
+		if m.name != "cairn_raft_proposals_total" && m.name != "cairn_raft_proposals_late_total" && m.name != "cairn_raft_rounds_total" && m.name != "cairn_raft_synced_rounds_total" {
+			v /= 1e9
+		}
+		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s counter\n%s %g\n", m.name, m.help, m.name, m.name, v)
+	}
+	// Pebble's own WAL fsync latency: the round's sync less the commit
+	// pipeline's work around it and the scheduler's wake-up after it.
+	var h dto.Metric
+	if fl := s.eng.Metrics().LogWriter.FsyncLatency; fl != nil && fl.Write(&h) == nil && h.GetHistogram() != nil {
+		// Pebble observes it in nanoseconds (FsyncLatencyBuckets).
+		fmt.Fprintf(w, "# HELP cairn_store_wal_fsyncs_total Fsyncs of the store's write-ahead log (Pebble's LogWriter).\n# TYPE cairn_store_wal_fsyncs_total counter\ncairn_store_wal_fsyncs_total %d\n", h.GetHistogram().GetSampleCount())
+		fmt.Fprintf(w, "# HELP cairn_store_wal_fsync_seconds_total Time in those fsyncs.\n# TYPE cairn_store_wal_fsync_seconds_total counter\ncairn_store_wal_fsync_seconds_total %g\n", h.GetHistogram().GetSampleSum()/1e9)
 	}
 }

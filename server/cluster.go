@@ -385,9 +385,10 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 	// probe each other before any has its node ID, and each must answer
 	// at once.
 	r := &replication{geo: newGeography(cfg, 0)}
-	if rpc.Region(cfg.Locality) != "" {
-		r.load = store.NewRequestLoad(0)
-	}
+	// Requests are counted by gateway with or without a region: without
+	// one a busy tablet's lease follows its one gateway (store's
+	// LeaseBalancer, locality; issue 22).
+	r.load = store.NewRequestLoad(0)
 	if cfg.FaultInjection {
 		r.faults = &rpc.Faults{}
 	}

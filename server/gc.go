@@ -276,7 +276,7 @@ func (s *Server) startGCQueue(ctx context.Context) {
 		var swept time.Time // the first round sweeps what a crash left
 		for {
 			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			if err := s.gc.zones.Refresh(rctx, s.db.Scan); err != nil && ctx.Err() == nil {
+			if err := s.gc.zones.Refresh(rctx, s.backgroundScan); err != nil && ctx.Err() == nil {
 				s.log.Debug("cairn: gc: reading zone records", "err", err)
 			}
 			if s.repl != nil {

@@ -151,6 +151,10 @@ type Config struct {
 	// most half of DeadAfter) and ReplicateInterval (how often the
 	// replicate queue runs; 0: 1s) are for tests.
 	LivenessTTL, ReplicateInterval time.Duration
+	// ZoneRefreshInterval is how often a clustered node rereads the zone
+	// records (0: zoneRefresh, a second); tests that run the readers
+	// beside DDL shorten it.
+	ZoneRefreshInterval time.Duration
 	// ColocationWarnSize is the size in bytes past which a colocation
 	// tablet logs a warning (once per crossing) and the admin UI flags it:
 	// 0 means DefaultColocationWarnSize, negative never warns.
@@ -733,6 +737,7 @@ func (s *Server) writeMetrics(w io.Writer) {
 	fmt.Fprintf(w, "# HELP cairn_sql_commits_total Committed SQL transactions by the phases their commit took (none: wrote nothing).\n# TYPE cairn_sql_commits_total counter\n")
 	fmt.Fprintf(w, "cairn_sql_commits_total{phase=\"none\"} %d\ncairn_sql_commits_total{phase=\"one\"} %d\ncairn_sql_commits_total{phase=\"two\"} %d\n", readOnly, onePhase, twoPhase)
 	s.tabletMetrics(w)
+	s.raftMetrics(w)
 	s.diskMetrics(w)
 }
 

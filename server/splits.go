@@ -6,6 +6,7 @@ import (
 
 	"github.com/cairn-db/cairn/keys"
 	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/rpc"
 
 	"github.com/cairn-db/cairn/sql/rowenc"
 	"github.com/cairn-db/cairn/store"
@@ -15,13 +16,47 @@ import (
 // thresholds from --tablet-split-size and --tablet-split-qps, the SQL
 // layer's rule for what a split must not divide (rowenc.SplitUnit: the
 // system span and shared colocation groups stay whole), and that a
-// split by load waits for a second node (splitByLoadUseful).
+// split by load waits for a second node (splitByLoadUseful) and, on a
+// node without a region, for a tablet whose requests do not hold its
+// lease here (store.RequestLoad.HeldBy).
 func (s *Server) splitConfig(c store.Config) store.Config {
 	c.SplitSize = s.cfg.TabletSplitSize
 	c.SplitQPS = s.cfg.TabletSplitQPS
 	c.SplitUnit = s.splitUnit
 	c.SplitByLoadUseful = s.splitByLoadUseful
+	if r := s.repl; r != nil && r.load != nil && rpc.Region(s.cfg.Locality) == "" {
+		// A node without a region is a locality of its own: a tablet
+		// whose requests come mostly through it keeps its lease here,
+		// and so would both halves of a split by load.
+		c.SplitHeldByLoad = func(tablet uint64) bool { return r.load.HeldBy(tablet, r.id) && s.aloneInDomain(tablet) }
+	}
 	return c
+}
+
+// aloneInDomain reports whether no other tablet on this node holds a part
+// of tablet's lease domain (rowenc.LeaseDomain: its index): the lease
+// balancer lets a node's requests draw only such a tablet's lease (store's
+// LeaseBalancer.locality), so only its load split would stay on this
+// node. The split queue asks only about a tablet over the load threshold
+// whose requests come through this node.
+func (s *Server) aloneInDomain(tablet uint64) bool {
+	z := s.repl.zones
+	if z == nil {
+		return true
+	}
+	name := z.domain(tablet)
+	if name == "" {
+		return true
+	}
+	n := 0
+	for _, d := range s.store.Tablets() {
+		if rowenc.LeaseDomain(d.StartKey, d.EndKey) == name {
+			if n++; n > 1 {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // splitByLoadUseful reports whether the node table names a node, besides

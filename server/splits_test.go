@@ -101,3 +101,34 @@ func TestSplitByLoadWaitsForSecondNode(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestSplitHeldByLoadOnlyAloneInDomain: a node without a region skips a
+// split by load for a tablet whose requests hold its lease here only if
+// the tablet is alone in its lease domain (aloneInDomain): a bucket of a
+// hash-sharded index is not (the balancer keeps an index's tablets
+// spread over the nodes, so its load split is of use), a table sharing
+// the system tablet is.
+func TestSplitHeldByLoadOnlyAloneInDomain(t *testing.T) {
+	c := newMemberCluster(t, 60*time.Second)
+	n1 := c.start(nil, "")
+	execSQL(t, n1, "CREATE TABLE plain (k int PRIMARY KEY, v int)")
+	execSQL(t, n1, "CREATE TABLE sharded (k int PRIMARY KEY USING HASH WITH (bucket_count = 4), v int)")
+	var buckets []uint64
+	waitFor(t, "sharded's four bucket tablets in node 1's directory", 30*time.Second, func() (bool, string) {
+		execSQL(t, n1, "SELECT count(*) FROM sharded")
+		buckets = zoneTablets(t, n1, "postgres", "sharded")
+		return len(buckets) == 4, fmt.Sprintf("%d tablets %v", len(buckets), buckets)
+	})
+	for _, id := range buckets {
+		if n1.aloneInDomain(id) {
+			t.Errorf("bucket tablet %d alone in its domain; want it counted with the other buckets %v", id, buckets)
+		}
+	}
+	plain := zoneTablets(t, n1, "postgres", "plain")
+	if len(plain) != 1 {
+		t.Fatalf("plain in tablets %v, want one", plain)
+	}
+	if !n1.aloneInDomain(plain[0]) {
+		t.Errorf("plain's tablet %d not alone in its domain", plain[0])
+	}
+}

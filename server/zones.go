@@ -7,6 +7,7 @@ package server
 // the lease balancer each tablet's domain, the index it starts in).
 
 import (
+	"cmp"
 	"context"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/cairn-db/cairn/membership"
 	"github.com/cairn-db/cairn/sql/rowenc"
 	"github.com/cairn-db/cairn/store"
+	"github.com/cairn-db/cairn/tablet"
 	"github.com/cairn-db/cairn/zone"
 )
 
@@ -75,22 +77,40 @@ func (z *zones) domain(id uint64) string {
 func (z *zones) start(s *Server) {
 	ctx, cancel := context.WithCancel(context.Background())
 	z.stop, z.done = cancel, make(chan struct{})
+	every := cmp.Or(s.cfg.ZoneRefreshInterval, zoneRefresh)
 	go func() {
 		defer close(z.done)
 		for {
 			rctx, c := context.WithTimeout(ctx, 5*zoneRefresh)
-			if err := z.cache.Refresh(rctx, s.db.Scan); err != nil && ctx.Err() == nil {
+			if err := z.cache.Refresh(rctx, s.backgroundScan); err != nil && ctx.Err() == nil {
 				s.log.Debug("cairn: refreshing zone records", "err", err)
 			}
 			c()
 			select {
 			case <-ctx.Done():
 				return
-			case <-time.After(zoneRefresh):
+			case <-time.After(every):
 			}
 		}
 	}()
 }
+
+// backgroundScan is the zone.Scanner of a node's own periodic readers
+// (the zone caches here and in the GC queue): it never pushes a
+// transaction whose intents it meets (kv.DB.ScanCommitted), so that a
+// DDL writing a zone record (create_reference_table, CONFIGURE ZONE)
+// does not lose its commit to the nodes' rereads every second. Only an
+// intent older than backgroundPushAfter is pushed, which clears an
+// abandoned one.
+func (s *Server) backgroundScan(ctx context.Context, start, end []byte, maxRows int64) ([]kvpb.KeyValue, error) {
+	return s.db.ScanCommitted(ctx, start, end, maxRows, backgroundPushAfter)
+}
+
+// backgroundPushAfter is twice the transaction liveness threshold: a
+// transaction that started that long ago is most likely gone (a push
+// aborts it if its record has not been heartbeaten for the threshold)
+// or committed with its intents left to readers to resolve.
+const backgroundPushAfter = 2 * tablet.DefaultTxnLivenessThreshold
 
 func (z *zones) close() {
 	if z.stop != nil {

@@ -65,6 +65,11 @@ package store
 //     (load even, or too little of it) leases are balanced by count as
 //     above. Explicit region preferences and `none` are never overridden,
 //     and a region without a caught-up candidate falls back to counts.
+//     A node without a region is a locality of its own (locality), with
+//     a higher minimum (loadMinNodeRequests, for both rules): on a
+//     cluster without regions a busy tablet's lease follows the gateway
+//     that sends most of its requests, so they are served where they
+//     arrive instead of each paying a forwarding RPC.
 //
 // A candidate is another voter that is caught up (raftnode's
 // GroupInfo.CaughtUp: heard from recently, replicating, within
@@ -88,6 +93,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -365,17 +371,20 @@ func (b *LeaseBalancer) Pass() int {
 		if p.None {
 			continue
 		}
-		if b.cfg.Load != nil && len(p.Regions) == 0 {
-			if r := b.loadRegion(g.TabletID); r != "" {
-				p = LeasePreferences{Regions: []string{r}}
-			}
-		}
 		var d int32
 		if dom != nil {
 			d = dom.of[i]
 		}
 		if dom == nil || dom.size[d] < 2 {
 			d = 0 // no domain, or a domain of one tablet here
+		}
+		if b.cfg.Load != nil && len(p.Regions) == 0 {
+			// A node locality draws only a tablet alone in its domain
+			// (see locality): an index spread over several tablets
+			// keeps them spread over the nodes.
+			if r := b.loadRegion(g.TabletID); r != "" && (d == 0 || !strings.HasPrefix(r, nodeLocality)) {
+				p = LeasePreferences{Regions: []string{r}}
+			}
 		}
 		to := b.target(g, p, pc, dom, d)
 		if to == 0 && d != 0 {
@@ -650,8 +659,7 @@ func (b *LeaseBalancer) prefsOf(id uint64) LeasePreferences {
 
 // rank is a node's region's place in regions (len: not preferred).
 func (b *LeaseBalancer) rank(regions []string, node uint64) int {
-	r := b.cfg.Region(node)
-	if i := slices.Index(regions, r); i >= 0 && r != "" {
+	if i := slices.Index(regions, b.locality(node)); i >= 0 {
 		return i
 	}
 	return len(regions)
@@ -848,17 +856,52 @@ func (b *LeaseBalancer) gap(v uint64, d int32, own, seen, pair int) int {
 	return pair
 }
 
-// Following the workload (see the doc comment at the top): a region other
-// than the holder's that sent at least loadMoveShare of a tablet's recent
-// requests, with at least loadMinRequests of them, draws the lease; the
-// holder's region keeps it while it sends more than half.
+// Following the workload (see the doc comment at the top): a locality
+// other than the holder's that sent at least loadMoveShare of a tablet's
+// recent requests, with at least loadMinRequests of them, draws the
+// lease; the holder's locality keeps it while it sends more than half.
+// A node's locality is its region, or the node itself when it has none
+// (locality): then both rules need loadMinNodeRequests.
 const (
-	loadMinRequests = 10
-	loadMoveShare   = 0.6
+	loadMinRequests     = 10
+	loadMinNodeRequests = 1000
+	loadMoveShare       = 0.6
 )
 
-// loadRegion is the region tablet's recent requests say its lease should
-// be in ("": none, balance by count).
+// nodeLocality prefixes the locality of a node without a region; no
+// region (a --locality value, validated as key=value text) starts with
+// a NUL byte, so a preference list never names one by accident.
+const nodeLocality = "\x00node:"
+
+// locality is node's place for following the workload and for ranking a
+// preference list: its region, else the node itself. Decision (issue
+// #22): on a cluster without regions the requests of one gateway draw a
+// tablet's leases to that gateway, as a region's draw them to the
+// region: with pgbench through node 1 of three on loopback every read
+// but a third paid a forwarding RPC to the leaseholder (select-only at
+// RF 3 0.21x of RF 1, bench/README.md "Issue 22, 3 nodes"). The higher
+// minimum (loadMinNodeRequests, 50 to 100 a second over the one or two
+// windows counted) keeps the balance by count for everything but a busy
+// tablet, where the hop is paid by every request: a few statements
+// through one node (a schema change, a test's polling, an operator's
+// shell) do not gather leases on it. Requests spread over the gateways
+// (a client-side load balancer) send no node a majority, so the leases
+// stay balanced by count. A tablet whose domain (an index) has other
+// tablets here is not drawn to a node: spreading an index's tablets over
+// the nodes spreads its load over their CPUs and disks (issue 16: the
+// buckets of a hash-sharded index), which a single gateway's requests
+// would undo; a tablet alone in its domain loses nothing by following,
+// its load is on one node either way.
+func (b *LeaseBalancer) locality(node uint64) string {
+	if r := b.cfg.Region(node); r != "" {
+		return r
+	}
+	return nodeLocality + strconv.FormatUint(node, 10)
+}
+
+// loadRegion is the locality (locality: a region, or a node without one)
+// tablet's recent requests say its lease should be in ("": none, balance
+// by count).
 func (b *LeaseBalancer) loadRegion(tablet uint64) string {
 	counts := b.cfg.Load.Recent(tablet)
 	if len(counts) == 0 {
@@ -872,10 +915,7 @@ func (b *LeaseBalancer) loadRegion(tablet uint64) string {
 	total := 0
 	for _, c := range counts {
 		total += c.N
-		r := b.cfg.Region(c.Node)
-		if r == "" {
-			continue
-		}
+		r := b.locality(c.Node)
 		i := slices.IndexFunc(byRegion, func(rc regionCount) bool { return rc.region == r })
 		if i < 0 {
 			byRegion = append(byRegion, regionCount{region: r})
@@ -883,17 +923,20 @@ func (b *LeaseBalancer) loadRegion(tablet uint64) string {
 		}
 		byRegion[i].n += c.N
 	}
-	mine := b.cfg.Region(b.self)
+	minimum := func(r string) int {
+		if strings.HasPrefix(r, nodeLocality) {
+			return loadMinNodeRequests
+		}
+		return 0
+	}
+	mine := b.locality(b.self)
 	for _, rc := range byRegion {
-		if rc.region == mine && 2*rc.n > total {
+		if rc.region == mine && 2*rc.n > total && total >= minimum(mine) {
 			return mine
 		}
 	}
-	if total < loadMinRequests {
-		return ""
-	}
 	for _, rc := range byRegion {
-		if rc.region != mine && float64(rc.n) >= loadMoveShare*float64(total) {
+		if rc.region != mine && float64(rc.n) >= loadMoveShare*float64(total) && total >= max(loadMinRequests, minimum(rc.region)) {
 			return rc.region
 		}
 	}

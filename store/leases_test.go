@@ -672,6 +672,10 @@ func TestLeaseBalancerFollowsLoad(t *testing.T) {
 		zone     func(uint64) (LeasePreferences, bool)
 		load     map[uint64]map[uint64]int // tablet → gateway → requests
 		want     map[uint64]int            // transfers per target
+		// noRegions: no node has a region (each is a locality of its
+		// own, with loadMinNodeRequests).
+		noRegions bool
+		domain    func(uint64) string
 	}{
 		{name: "to the region its requests come from", led: map[uint64]int{1: 1, 2: 1, 3: 1}, caughtUp: []uint64{2, 3},
 			load: map[uint64]map[uint64]int{1: {3: 20, 1: 2}}, want: map[uint64]int{3: 1}},
@@ -694,6 +698,27 @@ func TestLeaseBalancerFollowsLoad(t *testing.T) {
 			load: map[uint64]map[uint64]int{1: {3: 11, 1: 9}}, want: map[uint64]int{}},
 		{name: "the holder's majority keeps it against counts", led: map[uint64]int{1: 9}, caughtUp: []uint64{2, 3},
 			load: each(map[uint64]int{1: 11, 3: 9}), want: map[uint64]int{}},
+		{name: "no regions: a busy tablet follows its gateway", noRegions: true, led: map[uint64]int{1: 1, 2: 1, 3: 1}, caughtUp: []uint64{2, 3},
+			load: map[uint64]map[uint64]int{1: {3: loadMinNodeRequests}}, want: map[uint64]int{3: 1}},
+		{name: "no regions: under the node minimum, by count", noRegions: true, led: map[uint64]int{1: 1, 2: 1, 3: 1}, caughtUp: []uint64{2, 3},
+			load: map[uint64]map[uint64]int{1: {3: loadMinNodeRequests - 1}}, want: map[uint64]int{}},
+		{name: "no regions: the holder's busy gateway keeps it against counts", noRegions: true, led: map[uint64]int{1: 9}, caughtUp: []uint64{2, 3},
+			load: each(map[uint64]int{1: 600, 3: 400}), want: map[uint64]int{}},
+		{name: "no regions: the holder's few requests do not keep it", noRegions: true, led: map[uint64]int{1: 9}, caughtUp: []uint64{2, 3},
+			load: each(map[uint64]int{1: 20}), want: map[uint64]int{2: 3, 3: 3}},
+		{name: "no regions: gateways even, by count", noRegions: true, led: map[uint64]int{1: 9}, caughtUp: []uint64{2, 3},
+			load: each(map[uint64]int{1: 400, 2: 400, 3: 400}), want: map[uint64]int{2: 3, 3: 3}},
+		{name: "no regions: an index's tablets stay spread", noRegions: true, led: map[uint64]int{1: 1, 2: 1, 3: 1}, caughtUp: []uint64{2, 3},
+			domain: func(uint64) string { return "idx" },
+			load:   map[uint64]map[uint64]int{1: {3: loadMinNodeRequests}}, want: map[uint64]int{}},
+		{name: "no regions: a tablet alone in its domain follows", noRegions: true, led: map[uint64]int{1: 1, 2: 1, 3: 1}, caughtUp: []uint64{2, 3},
+			domain: func(id uint64) string { return map[bool]string{true: "a", false: "b"}[id == 1] },
+			load:   map[uint64]map[uint64]int{1: {3: loadMinNodeRequests}}, want: map[uint64]int{3: 1}},
+		{name: "an index's tablets still follow a region", led: map[uint64]int{1: 1, 2: 1, 3: 1}, caughtUp: []uint64{2, 3},
+			domain: func(uint64) string { return "idx" },
+			load:   map[uint64]map[uint64]int{1: {3: 20}}, want: map[uint64]int{3: 1}},
+		{name: "no regions: a preference list names no node", noRegions: true, led: map[uint64]int{1: 1, 2: 1, 3: 1}, caughtUp: []uint64{2, 3}, prefs: "region=us-west",
+			load: map[uint64]map[uint64]int{1: {3: loadMinNodeRequests}}, want: map[uint64]int{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, err := ParseLeasePreferences(tc.prefs)
@@ -709,8 +734,12 @@ func TestLeaseBalancerFollowsLoad(t *testing.T) {
 				}
 			}
 			node := &fakeLeaseNode{self: 1, groups: leaseGroups(tc.led, tc.caughtUp), moved: map[uint64]int{}}
+			region := func(n uint64) string { return regions[n] }
+			if tc.noRegions {
+				region = nil
+			}
 			b := NewLeaseBalancer(LeaseBalancerConfig{Node: node, Prefs: p, ZonePrefs: tc.zone, Load: load,
-				Region: func(n uint64) string { return regions[n] }}, 1)
+				Region: region, Domain: tc.domain}, 1)
 			now := time.Unix(1000, 0)
 			b.now = func() time.Time { return now }
 			b.Pass()
@@ -718,6 +747,36 @@ func TestLeaseBalancerFollowsLoad(t *testing.T) {
 			b.Pass()
 			if fmt.Sprint(node.moved) != fmt.Sprint(tc.want) {
 				t.Errorf("transfers per target %v, want %v", node.moved, tc.want)
+			}
+		})
+	}
+}
+
+// TestRequestLoadHeldBy: a tablet's requests hold its lease on a node
+// (a locality of its own) when at least loadMinNodeRequests came and more
+// than half of them through that node.
+func TestRequestLoadHeldBy(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		byGateway map[uint64]int
+		want      bool
+	}{
+		{"all through node 1", map[uint64]int{1: loadMinNodeRequests}, true},
+		{"too few", map[uint64]int{1: loadMinNodeRequests - 1}, false},
+		{"a majority", map[uint64]int{1: 501, 2: 499}, true},
+		{"half is not a majority", map[uint64]int{1: 500, 2: 500}, false},
+		{"through another node", map[uint64]int{2: loadMinNodeRequests}, false},
+		{"no requests", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := NewRequestLoad(time.Hour)
+			for gw, n := range tc.byGateway {
+				for range n {
+					l.Record(7, gw)
+				}
+			}
+			if got := l.HeldBy(7, 1); got != tc.want {
+				t.Errorf("HeldBy(7, 1) = %v, want %v (counts %v)", got, tc.want, l.Recent(7))
 			}
 		})
 	}

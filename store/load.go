@@ -27,8 +27,10 @@ import (
 // half a minute found the catalog's lease moved to eu and its next
 // statements crossing the ocean again until its requests drew the lease
 // back. CockroachDB keeps per-locality request counts for about as long.
-// Recording is a map lookup and a short per-tablet lock, off for a node
-// without a region (there is nowhere to move toward).
+// Recording is a map lookup and a short per-tablet lock. A node without a
+// region records too: its gateway is a locality of its own (leases.go,
+// locality), so a busy tablet's lease follows the one gateway its
+// requests come through.
 
 // DefaultLoadWindow is how long a window of request counts lasts; the
 // balancer looks at the current window and the one before, so a tablet's
@@ -88,6 +90,23 @@ func (l *RequestLoad) Record(tablet, gateway uint64) {
 	t.mu.Lock()
 	t.cur = addCount(t.cur, gateway, 1)
 	t.mu.Unlock()
+}
+
+// HeldBy reports whether tablet's recent requests (Recent) hold its lease
+// on node as a locality of its own: at least loadMinNodeRequests of them,
+// more than half through node as gateway. It is the LeaseBalancer's rule
+// for keeping a lease (loadRegion) on a node without a region, so the
+// split queue asks it before a split by load whose halves would both
+// stay on node.
+func (l *RequestLoad) HeldBy(tablet, node uint64) bool {
+	total, mine := 0, 0
+	for _, c := range l.Recent(tablet) {
+		total += c.N
+		if c.Node == node {
+			mine += c.N
+		}
+	}
+	return total >= loadMinNodeRequests && 2*mine > total
 }
 
 func addCount(cs []GatewayCount, node uint64, n int) []GatewayCount {

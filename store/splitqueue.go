@@ -24,7 +24,14 @@ package store
 //     both halves, which commit in two phases instead of one (bench/README,
 //     "bench/pgbench", issue 22: after pgbench's select-only had split
 //     pgbench_accounts in 15, tpcb-like committed 96% of its transactions
-//     in two phases).
+//     in two phases). Nor while Config.SplitHeldByLoad says the
+//     tablet's requests hold its lease on this node (a node without a
+//     region, most of them through it as gateway, the tablet alone in its
+//     lease domain: leases follow the workload, leases.go, locality):
+//     both halves' leases would be held
+//     here by the same requests, on the same raft loop and disk (issue
+//     22: pgbench through node 1 of three split pgbench_accounts by load
+//     while every lease followed it to node 1).
 //
 // A split key is a row boundary: an existing key that no shorter
 // existing key prefixes (a SQL row key and its column entries share the
@@ -293,7 +300,8 @@ func (q *splitQueue) splitKey(d kvpb.TabletDescriptor, r *tablet.Replica, rate f
 			}
 		}
 	}
-	if q.qps > 0 && rate > q.qps && (s.cfg.SplitByLoadUseful == nil || s.cfg.SplitByLoadUseful()) {
+	if q.qps > 0 && rate > q.qps && (s.cfg.SplitByLoadUseful == nil || s.cfg.SplitByLoadUseful()) &&
+		(s.cfg.SplitHeldByLoad == nil || !s.cfg.SplitHeldByLoad(uint64(d.TabletID))) {
 		// Too few samples yet (the rate rose since the last split, which
 		// cleared them): wait for more rather than back off.
 		if samples := r.LoadSamples(); len(samples) >= minLoadSamples {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -339,10 +340,20 @@ func TestSplitQueueEstimatesSizeAfterWrites(t *testing.T) {
 
 // TestSplitQueueByLoadOnlyWhenUseful: while Config.SplitByLoadUseful says
 // no (a cluster of one node), load over the threshold splits nothing;
-// once it says yes, the same load splits the tablet.
+// nor while Config.SplitHeldByLoad says the tablet's requests hold its
+// lease here (one gateway sends them); once both allow it, the same load
+// splits the tablet.
 func TestSplitQueueByLoadOnlyWhenUseful(t *testing.T) {
-	var useful atomic.Bool
-	e := newEnv(t, Config{SplitSize: -1, SplitQPS: 100, SplitUnit: rowenc.SplitUnit, SplitByLoadUseful: useful.Load})
+	var useful, held atomic.Bool
+	heldAsked := map[uint64]bool{}
+	var mu sync.Mutex
+	heldBy := func(tablet uint64) bool {
+		mu.Lock()
+		heldAsked[tablet] = true
+		mu.Unlock()
+		return held.Load()
+	}
+	e := newEnv(t, Config{SplitSize: -1, SplitQPS: 100, SplitUnit: rowenc.SplitUnit, SplitByLoadUseful: useful.Load, SplitHeldByLoad: heldBy})
 	rows := sqlRows(t, 100, 100, 200)
 	e.putRows(rows, 10)
 	q := newSplitQueue(e.s)
@@ -362,6 +373,17 @@ func TestSplitQueueByLoadOnlyWhenUseful(t *testing.T) {
 		t.Fatalf("%d splits by load while splitting was of no use; tablets %v", n, e.s.Tablets())
 	}
 	useful.Store(true)
+	held.Store(true)
+	if n := read(2500 * time.Millisecond); n != 0 {
+		t.Fatalf("%d splits by load while the tablet's requests held its lease here; tablets %v", n, e.s.Tablets())
+	}
+	mu.Lock()
+	asked := len(heldAsked)
+	mu.Unlock()
+	if asked == 0 {
+		t.Fatal("SplitHeldByLoad was never asked")
+	}
+	held.Store(false)
 	if n := read(2500 * time.Millisecond); n == 0 {
 		t.Fatalf("no split by load once it was of use; stats %+v", e.s.SplitQueueStats())
 	}

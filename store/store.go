@@ -60,6 +60,12 @@ type Config struct {
 	// skips it (splitqueue.go, "by load"). The server's says whether the
 	// cluster has another node to take one half's lease. Nil: always.
 	SplitByLoadUseful func() bool
+	// SplitHeldByLoad, when set, is asked too, per tablet: true skips a
+	// split by load because the tablet's requests hold its lease on this
+	// node (RequestLoad.HeldBy; the server's, on a node without a region:
+	// one gateway sends most of them, and the tablet is alone in its
+	// lease domain), where both halves' leases would stay. Nil: never.
+	SplitHeldByLoad func(tablet uint64) bool
 	// SplitUnit names the span around a key that a split must not divide
 	// (ok false: split at any row boundary). Nil keeps the system span
 	// [keys.Min, keys.TableDataMin) whole; a node serving SQL passes

@@ -60,7 +60,11 @@ func (ir *IntentResolver) ResolveSpans(ctx context.Context, txn kvpb.TxnMeta, st
 }
 
 // sendGrouped cuts range requests at tablet boundaries and sends one batch
-// per tablet. Without a lookup every request goes alone, routed by key.
+// per tablet. Without a lookup every request goes alone, routed by key, and
+// so does a key the lookup cannot place: the lookup is the node's own
+// directory, which may not hold a tablet whose replica just moved off the
+// node while a waiter pushed its intent's holder (an INSERT then answered
+// XX000 "no tablet holds the key"); the sender routes cluster-wide.
 func (ir *IntentResolver) sendGrouped(ctx context.Context, reqs []kvpb.Request) error {
 	var lastErr error
 	for range resolveTries {
@@ -122,7 +126,17 @@ func (ir *IntentResolver) group(ctx context.Context, reqs []kvpb.Request) ([]res
 			for bytes.Compare(start, req.EndKey) < 0 {
 				desc, err := ir.lookup(ctx, start, false)
 				if err != nil {
-					return nil, fmt.Errorf("tablet: look up tablet of %q: %w", start, err)
+					if ctx.Err() != nil {
+						return nil, fmt.Errorf("tablet: look up tablet of %q: %w", start, err)
+					}
+					// The node's directory does not know where start is
+					// (a replica moved away meanwhile): the rest goes
+					// alone, routed by key by the sender, which knows
+					// the cluster.
+					piece := *req
+					piece.Key = start
+					out = append(out, resolveGroup{reqs: []kvpb.Request{&piece}})
+					break
 				}
 				end := minKey(desc.EndKey, req.EndKey)
 				piece := *req
@@ -133,7 +147,12 @@ func (ir *IntentResolver) group(ctx context.Context, reqs []kvpb.Request) ([]res
 		default:
 			desc, err := ir.lookup(ctx, req.Span().Key, false)
 			if err != nil {
-				return nil, fmt.Errorf("tablet: look up tablet of %q: %w", req.Span().Key, err)
+				if ctx.Err() != nil {
+					return nil, fmt.Errorf("tablet: look up tablet of %q: %w", req.Span().Key, err)
+				}
+				// As for a range above: routed by key, alone.
+				out = append(out, resolveGroup{reqs: []kvpb.Request{req}})
+				continue
 			}
 			add(desc.TabletID, req)
 		}

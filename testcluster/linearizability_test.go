@@ -192,7 +192,7 @@ func classifyWrite(err error) outcome {
 	case errors.As(err, &nle), errors.As(err, &tnf):
 		// Refused without evaluation, or never sent (routing errors).
 		return outcomeFailed
-	case errors.Is(err, clockmon.ErrClockOffset):
+	case clockmon.IsFenced(err):
 		// The gateway's clock monitor refused it before sending
 		// (clockmon.Guard): the node is fenced.
 		return outcomeFailed
@@ -689,6 +689,7 @@ func TestLinearizabilityClassify(t *testing.T) {
 		{"retries exhausted", &kv.RetriesExhaustedError{Attempts: 31, Last: &kvpb.TransactionRetryError{}}, outcomeFailed},
 		{"gateway closed", store.ErrClosed, outcomeFailed},
 		{"gateway fenced", fmt.Errorf("refusing to act as a gateway: %w", clockmon.ErrClockOffset), outcomeFailed},
+		{"gateway's clock not yet checked", fmt.Errorf("refusing to act as a gateway: %w", clockmon.ErrUnverified), outcomeFailed},
 		{"unknown", errors.New("something else"), outcomeAmbiguous},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -50,10 +50,11 @@ import (
 	"fmt"
 	"log"
 	"os"
-	"runtime/pprof"
 	"slices"
 	"text/tabwriter"
 	"time"
+
+	"github.com/cairn-db/cairn/bench/internal/benchflag"
 )
 
 var (
@@ -107,17 +108,11 @@ var ops = []string{"read", "write"}
 
 func main() {
 	flag.Parse()
-	if *flagProfile != "" {
-		f, err := os.Create(*flagProfile)
-		if err != nil {
-			log.Fatal(err)
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			log.Fatal(err)
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := benchflag.CPUProfile(*flagProfile)
+	if err != nil {
+		log.Fatal(err)
 	}
+	defer stopProfile()
 	startUse, startWall := readCPUUse(), time.Now()
 	var runs []runResult
 	for i := range *flagRuns {

@@ -36,12 +36,12 @@ import (
 	"log"
 	"log/slog"
 	"os"
-	"runtime/pprof"
 	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/cairn-db/cairn/bench/internal/benchflag"
 	"github.com/cairn-db/cairn/server/localcluster"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -160,17 +160,11 @@ type modeResult struct {
 
 func main() {
 	flag.Parse()
-	if *flagProfile != "" {
-		f, err := os.Create(*flagProfile)
-		if err != nil {
-			log.Fatal(err)
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			log.Fatal(err)
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := benchflag.CPUProfile(*flagProfile)
+	if err != nil {
+		log.Fatal(err)
 	}
+	defer stopProfile()
 	var results []modeResult
 	for _, mode := range strings.Split(*flagModes, ",") {
 		prefs := map[string]string{"us-west": "region=us-west", "spread": "spread"}[mode]

@@ -36,7 +36,6 @@ import (
 	"log"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -44,6 +43,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cairn-db/cairn/bench/internal/benchflag"
+	"github.com/cairn-db/cairn/bench/internal/benchnode"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -122,13 +123,9 @@ func main() {
 }
 
 func run(ctx context.Context) error {
-	var at []int
-	for _, s := range strings.Split(*flagAt, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil {
-			return fmt.Errorf("-at: %v", err)
-		}
-		at = append(at, n)
+	at, err := benchflag.Counts("at", *flagAt, 0)
+	if err != nil {
+		return err
 	}
 	slices.Sort(at)
 	dir, err := os.MkdirTemp("", "bench-ddl-")
@@ -138,32 +135,34 @@ func run(ctx context.Context) error {
 	if !*flagKeep {
 		defer os.RemoveAll(dir)
 	}
-	bin := filepath.Join(dir, "cairn")
-	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/cairn").CombinedOutput(); err != nil {
-		return fmt.Errorf("building cairn: %v\n%s", err, out)
+	bin, err := benchnode.Build(dir)
+	if err != nil {
+		return err
 	}
 	p := *flagPort
-	cmd, conn, err := startNode(ctx, bin, dir, "store", p)
-	if cmd != nil {
-		defer func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() }()
+	node, err := startNode(ctx, bin, dir, "store", p)
+	if node != nil {
+		defer node.Kill()
 	}
 	if err != nil {
 		return err
 	}
+	conn := node.conn
 	defer conn.Close(ctx)
-	var refCmd *exec.Cmd
+	var refNode *startedNode
 	var refConn *pgx.Conn
-	pids := []int{cmd.Process.Pid}
+	pids := []int{node.Pid()}
 	if *flagRef {
-		refCmd, refConn, err = startNode(ctx, bin, dir, "ref-store", p+3)
-		if refCmd != nil {
-			defer func() { _ = refCmd.Process.Kill(); _, _ = refCmd.Process.Wait() }()
+		refNode, err = startNode(ctx, bin, dir, "ref-store", p+3)
+		if refNode != nil {
+			defer refNode.Kill()
 		}
 		if err != nil {
 			return err
 		}
+		refConn = refNode.conn
 		defer refConn.Close(ctx)
-		pids = append(pids, refCmd.Process.Pid)
+		pids = append(pids, refNode.Pid())
 	}
 
 	n := 0
@@ -211,7 +210,7 @@ func run(ctx context.Context) error {
 	}
 	fmt.Println()
 	rssMiB := func() int64 {
-		kib, err := rssKiB(cmd.Process.Pid)
+		kib, err := rssKiB(node.Pid())
 		if err != nil {
 			return -1
 		}
@@ -287,11 +286,11 @@ func run(ctx context.Context) error {
 		fmt.Println()
 		fillStart = time.Now()
 	}
-	if refCmd != nil {
+	if refNode != nil {
 		// The idle measurement is of the node with the tables alone.
-		_ = refCmd.Process.Kill()
+		refNode.Kill()
 	}
-	unlock, err := timing(cmd.Process.Pid)
+	unlock, err := timing(node.Pid())
 	if err != nil {
 		return err
 	}
@@ -311,7 +310,7 @@ func run(ctx context.Context) error {
 		tablets = -1
 	}
 	if *flagIdle > 0 {
-		pid := cmd.Process.Pid
+		pid := node.Pid()
 		c0, err := cpuTicks(pid)
 		if err != nil {
 			return err
@@ -338,32 +337,25 @@ func run(ctx context.Context) error {
 	return nil
 }
 
+// startedNode is a benchnode.Node with its connection.
+type startedNode struct {
+	*benchnode.Node
+	conn *pgx.Conn
+}
+
 // startNode starts `cairn start` on the store dir/name with the SQL,
 // HTTP and RPC ports port, port+1 and port+2, and connects to it. The
-// command is returned (to be killed) whenever it started.
-func startNode(ctx context.Context, bin, dir, name string, port int) (*exec.Cmd, *pgx.Conn, error) {
-	cmd := exec.Command(bin, "start", "--store", filepath.Join(dir, name), "--insecure",
-		"--sql-addr", fmt.Sprintf("127.0.0.1:%d", port), "--http-addr", fmt.Sprintf("127.0.0.1:%d", port+1),
-		"--rpc-addr", fmt.Sprintf("127.0.0.1:%d", port+2))
-	logf, err := os.Create(filepath.Join(dir, name+".log"))
+// node is returned (to be killed) whenever it started.
+func startNode(ctx context.Context, bin, dir, name string, port int) (*startedNode, error) {
+	n, err := benchnode.Start(benchnode.Options{Bin: bin, Store: filepath.Join(dir, name), Log: filepath.Join(dir, name+".log"), Port: port})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		return nil, nil, err
+	conn, err := n.Connect(ctx)
+	if err != nil {
+		return &startedNode{Node: n}, fmt.Errorf("cairn did not start: %v", err)
 	}
-	url := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
-	for deadline := time.Now().Add(time.Minute); ; {
-		conn, err := pgx.Connect(ctx, url)
-		if err == nil {
-			return cmd, conn, nil
-		}
-		if time.Now().After(deadline) {
-			return cmd, nil, fmt.Errorf("cairn did not start: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return &startedNode{Node: n, conn: conn}, nil
 }
 
 func median(xs []float64) float64 {

@@ -41,13 +41,13 @@ import (
 	"log/slog"
 	"os"
 	"regexp"
-	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/cairn-db/cairn/bench/internal/benchflag"
 	"github.com/cairn-db/cairn/kvpb"
 	"github.com/cairn-db/cairn/server/localcluster"
 	"github.com/cairn-db/cairn/workload/githubevents"
@@ -150,18 +150,13 @@ func main() {
 	fmt.Printf("rows %d per table, runs %d, shards %d, global %t, leases %s\n", *flagRows, *flagRuns, *flagShards, *flagGlobal, *flagLeases)
 	fmt.Printf("user-data leases per node before the queries: %s\n\n", leaseCounts(ctx, c))
 	defer func() { fmt.Printf("\nuser-data leases per node after the queries: %s\n", leaseCounts(ctx, c)) }()
-	if *flagCPUProfile != "" {
-		// The queries only, not the load: the nodes run in this process,
-		// so the profile shows the fragments' work as well as the gateway's.
-		f, err := os.Create(*flagCPUProfile)
-		if err != nil {
-			log.Fatal(err)
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			log.Fatal(err)
-		}
-		defer pprof.StopCPUProfile()
+	// The queries only, not the load: the nodes run in this process,
+	// so the profile shows the fragments' work as well as the gateway's.
+	stopProfile, err := benchflag.CPUProfile(*flagCPUProfile)
+	if err != nil {
+		log.Fatal(err)
 	}
+	defer stopProfile()
 
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "query\ttable\toff ms\ton ms\toff/on\tfragments\trows shipped\tbytes shipped\tseed ms\t")

@@ -66,6 +66,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cairn-db/cairn/bench/internal/benchflag"
 	"github.com/cairn-db/cairn/test/proc"
 	"github.com/cairn-db/cairn/workload"
 )
@@ -461,13 +462,9 @@ func verdict(ok bool) string {
 // size in -scaling, -runs times, and prints the medians beside the seed's
 // claim (linear: n nodes give n times one node's throughput).
 func scaling(ctx context.Context, bin, dir string) error {
-	var sizes []int
-	for _, f := range strings.Split(*flagScaling, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 {
-			return fmt.Errorf("-scaling %q: %q is not a cluster size", *flagScaling, f)
-		}
-		sizes = append(sizes, n)
+	sizes, err := benchflag.Counts("scaling", *flagScaling, 1)
+	if err != nil {
+		return err
 	}
 	fmt.Printf("scaling: sequential kv0 at %v nodes, --debug-sync-latency %v, %d workers, %v per round, %d buckets, %d runs, gateways %s, CPUs per node %s\n\n",
 		sizes, *flagSyncLatency, *flagConcurrency, *flagDuration, *flagBuckets, *flagRuns, *flagGateways, cpuText())

@@ -34,7 +34,6 @@ import (
 	"log"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -43,6 +42,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/cairn-db/cairn/bench/internal/benchflag"
+	"github.com/cairn-db/cairn/bench/internal/benchnode"
 )
 
 var (
@@ -64,13 +66,9 @@ func main() {
 }
 
 func run(ctx context.Context) error {
-	var sizes []int
-	for _, s := range strings.Split(*flagRows, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil {
-			return fmt.Errorf("-rows: %v", err)
-		}
-		sizes = append(sizes, n)
+	sizes, err := benchflag.Counts("rows", *flagRows, 0)
+	if err != nil {
+		return err
 	}
 	dir, err := os.MkdirTemp("", "bench-indexbuild-")
 	if err != nil {
@@ -81,37 +79,23 @@ func run(ctx context.Context) error {
 	}
 	bin := *flagBin
 	if bin == "" {
-		bin = filepath.Join(dir, "cairn")
-		if out, err := exec.Command("go", "build", "-o", bin, "./cmd/cairn").CombinedOutput(); err != nil {
-			return fmt.Errorf("building cairn: %v\n%s", err, out)
+		if bin, err = benchnode.Build(dir); err != nil {
+			return err
 		}
 	}
 	p := *flagPort
-	cmd := exec.Command(bin, "start", "--store", filepath.Join(dir, "store"), "--insecure",
-		"--sql-addr", fmt.Sprintf("127.0.0.1:%d", p), "--http-addr", fmt.Sprintf("127.0.0.1:%d", p+1),
-		"--rpc-addr", fmt.Sprintf("127.0.0.1:%d", p+2), "--store-profile", *flagProfile)
+	args := []string{"--store-profile", *flagProfile}
 	if *flagProfile != "ssd" {
-		cmd.Args = append(cmd.Args, "--debug-store-latency", *flagProfile)
+		args = append(args, "--debug-store-latency", *flagProfile)
 	}
-	logf, err := os.Create(filepath.Join(dir, "cairn.log"))
+	node, err := benchnode.Start(benchnode.Options{Bin: bin, Store: filepath.Join(dir, "store"), Log: filepath.Join(dir, "cairn.log"), Port: p, Args: args})
 	if err != nil {
 		return err
 	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	defer func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() }()
-	url := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", p)
-	var conn *pgx.Conn
-	for deadline := time.Now().Add(time.Minute); ; {
-		if conn, err = pgx.Connect(ctx, url); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("cairn did not start: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
+	defer node.Kill()
+	conn, err := node.Connect(ctx)
+	if err != nil {
+		return fmt.Errorf("cairn did not start: %v", err)
 	}
 	defer conn.Close(ctx)
 	exec := func(sql string) error {
@@ -120,7 +104,7 @@ func run(ctx context.Context) error {
 		}
 		return nil
 	}
-	pid := cmd.Process.Pid
+	pid := node.Pid()
 	// build times sql and samples the node's RSS meanwhile.
 	build := func(sqls ...string) (time.Duration, int64, error) {
 		before, _ := rssKiB(pid)

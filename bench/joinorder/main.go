@@ -25,6 +25,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/cairn-db/cairn/bench/internal/benchflag"
+	"github.com/cairn-db/cairn/bench/internal/benchnode"
 )
 
 var (
@@ -75,13 +78,9 @@ func query(n int) string {
 
 func run() error {
 	ctx := context.Background()
-	var sizes []int
-	for _, f := range strings.Split(*flagTables, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 2 {
-			return fmt.Errorf("-tables: bad count %q", f)
-		}
-		sizes = append(sizes, n)
+	sizes, err := benchflag.Counts("tables", *flagTables, 2)
+	if err != nil {
+		return err
 	}
 	dir, err := os.MkdirTemp("", "bench-joinorder-")
 	if err != nil {
@@ -93,24 +92,17 @@ func run() error {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		return err
 	}
-	bin := filepath.Join(dir, "cairn")
-	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/cairn").CombinedOutput(); err != nil {
-		return fmt.Errorf("building cairn: %v\n%s", err, out)
-	}
-	p := *flagPort
-	cmd := exec.Command(bin, "start", "--store", filepath.Join(dir, "store"), "--insecure",
-		"--sql-addr", fmt.Sprintf("127.0.0.1:%d", p), "--http-addr", fmt.Sprintf("127.0.0.1:%d", p+1),
-		"--rpc-addr", fmt.Sprintf("127.0.0.1:%d", p+2))
-	logf, err := os.Create(filepath.Join(dir, "cairn.log"))
+	bin, err := benchnode.Build(dir)
 	if err != nil {
 		return err
 	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
+	p := *flagPort
+	node, err := benchnode.Start(benchnode.Options{Bin: bin, Store: filepath.Join(dir, "store"), Log: filepath.Join(dir, "cairn.log"), Port: p})
+	if err != nil {
 		return err
 	}
-	defer func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() }()
-	systems := []struct{ name, url string }{{"Cairn", fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", p)}}
+	defer node.Kill()
+	systems := []struct{ name, url string }{{"Cairn", node.URL}}
 	if !*flagSkipPG {
 		pgDir := filepath.Join(dir, "pg")
 		if out, err := exec.Command("scripts/pg15.sh", "start", pgDir, strconv.Itoa(p+3)).CombinedOutput(); err != nil {
@@ -121,7 +113,7 @@ func run() error {
 	}
 	conns := make([]*pgx.Conn, len(systems))
 	for i, s := range systems {
-		if conns[i], err = connect(ctx, s.url); err != nil {
+		if conns[i], err = benchnode.ConnectURL(ctx, s.url); err != nil {
 			return fmt.Errorf("%s: %v", s.name, err)
 		}
 		defer conns[i].Close(ctx)
@@ -182,20 +174,6 @@ func timed(ctx context.Context, conn *pgx.Conn, q string) (float64, string, erro
 		return 0, "", err
 	}
 	return float64(time.Since(start).Microseconds()) / 1000, strings.Join(out, ";"), nil
-}
-
-func connect(ctx context.Context, url string) (*pgx.Conn, error) {
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		conn, err := pgx.Connect(ctx, url)
-		if err == nil {
-			return conn, nil
-		}
-		if time.Now().After(deadline) {
-			return nil, err
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 }
 
 func median(xs []float64) float64 {

@@ -32,6 +32,8 @@ import (
 	"sort"
 	"text/tabwriter"
 	"time"
+
+	"github.com/cairn-db/cairn/bench/internal/benchflag"
 )
 
 var (
@@ -61,17 +63,11 @@ type result struct {
 func main() {
 	flag.Parse()
 	ctx := context.Background()
-	if *flagProfile != "" {
-		f, err := os.Create(*flagProfile)
-		if err != nil {
-			log.Fatal(err)
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			log.Fatal(err)
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := benchflag.CPUProfile(*flagProfile)
+	if err != nil {
+		log.Fatal(err)
 	}
+	defer stopProfile()
 	if *flagBlock != "" {
 		runtime.SetBlockProfileRate(1)
 		defer writeProfile("block", *flagBlock)

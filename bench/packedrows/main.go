@@ -41,16 +41,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -59,6 +56,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/cairn-db/cairn/bench/internal/benchnode"
 	"github.com/cairn-db/cairn/keys"
 	"github.com/cairn-db/cairn/storage"
 )
@@ -135,70 +133,25 @@ func main() {
 	report(results)
 }
 
-// node is a `cairn start` process.
-type node struct {
-	cmd  *exec.Cmd
-	sql  string
-	logf *os.File
-}
-
-func startNode(store string) (*node, error) {
-	sql := fmt.Sprintf("127.0.0.1:%d", *flagPort)
-	logf, err := os.Create(store + ".log")
+// startNode starts `cairn start` on store (benchnode) and returns once it
+// answers SQL.
+func startNode(store string) (*benchnode.Node, error) {
+	n, err := benchnode.Start(benchnode.Options{Bin: *flagCairn, Store: store, Log: store + ".log", Port: *flagPort})
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(*flagCairn, "start", "--insecure", "--store", store, "--sql-addr", sql,
-		"--http-addr", fmt.Sprintf("127.0.0.1:%d", *flagPort+1), "--rpc-addr", fmt.Sprintf("127.0.0.1:%d", *flagPort+2))
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		return nil, err
+	conn, err := n.Connect(context.Background())
+	if err != nil {
+		_ = n.Stop()
+		return nil, fmt.Errorf("cairn did not start serving SQL on %s (log: %s.log): %v", n.SQLAddr, store, err)
 	}
-	n := &node{cmd: cmd, sql: sql, logf: logf}
-	// Ready once the SQL port answers a query.
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if c, err := net.DialTimeout("tcp", sql, time.Second); err == nil {
-			c.Close()
-			conn, err := n.connect(context.Background())
-			if err == nil {
-				conn.Close(context.Background())
-				return n, nil
-			}
-		}
-		if time.Now().After(deadline) {
-			n.stop()
-			return nil, fmt.Errorf("cairn did not start serving SQL on %s (log: %s.log)", sql, store)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-func (n *node) connect(ctx context.Context) (*pgx.Conn, error) {
-	return pgx.Connect(ctx, fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", n.sql))
-}
-
-// stop sends SIGINT and waits for the process to exit, so the store is
-// closed cleanly before it is opened here.
-func (n *node) stop() error {
-	defer n.logf.Close()
-	if err := n.cmd.Process.Signal(os.Interrupt); err != nil {
-		return err
-	}
-	done := make(chan error, 1)
-	go func() { done <- n.cmd.Wait() }()
-	select {
-	case <-done:
-		return nil
-	case <-time.After(60 * time.Second):
-		_ = n.cmd.Process.Kill()
-		return errors.New("cairn did not stop within 60s of SIGINT")
-	}
+	conn.Close(context.Background())
+	return n, nil
 }
 
 // session opens a connection in mode.
-func session(ctx context.Context, n *node, mode string) (*pgx.Conn, error) {
-	conn, err := n.connect(ctx)
+func session(ctx context.Context, n *benchnode.Node, mode string) (*pgx.Conn, error) {
+	conn, err := n.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -251,7 +204,7 @@ func runOnce(dir, mode string, run int) (result, error) {
 		r.wideCopySecs = time.Since(start).Seconds()
 		return conn.QueryRow(ctx, "SELECT pg_table_size('wide')").Scan(&r.wideLogical)
 	}()
-	if stopErr := n.stop(); err == nil {
+	if stopErr := n.Stop(); err == nil {
 		err = stopErr
 	}
 	if err != nil {
@@ -288,7 +241,7 @@ func runOnce(dir, mode string, run int) (result, error) {
 			r.gcWideRepacked = after - before
 			return conn.QueryRow(ctx, "SELECT pg_table_size('wide')").Scan(&r.gcWideLogical)
 		}()
-		if stopErr := n.stop(); err == nil {
+		if stopErr := n.Stop(); err == nil {
 			err = stopErr
 		}
 		if err != nil {
@@ -341,7 +294,7 @@ func runOnce(dir, mode string, run int) (result, error) {
 			// The compacted size and footprint before GC: stop, measure,
 			// start again on the same store.
 			conn.Close(ctx)
-			if err := n.stop(); err != nil {
+			if err := n.Stop(); err != nil {
 				return err
 			}
 			if r.narrowDisk, r.narrowCache, err = compactAndMeasure(store, true); err != nil {
@@ -377,7 +330,7 @@ func runOnce(dir, mode string, run int) (result, error) {
 		}
 		return nil
 	}()
-	if stopErr := n.stop(); err == nil {
+	if stopErr := n.Stop(); err == nil {
 		err = stopErr
 	}
 	if err != nil {

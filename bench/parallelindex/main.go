@@ -51,13 +51,14 @@ import (
 	"log"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/cairn-db/cairn/bench/internal/benchflag"
+	"github.com/cairn-db/cairn/bench/internal/benchnode"
 	"github.com/cairn-db/cairn/workload/githubevents"
 	"github.com/jackc/pgx/v5"
 )
@@ -103,13 +104,9 @@ type result struct {
 }
 
 func run(ctx context.Context) error {
-	var sizes []int64
-	for _, s := range strings.Split(*flagRows, ",") {
-		n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
-		if err != nil {
-			return fmt.Errorf("-rows: %v", err)
-		}
-		sizes = append(sizes, n)
+	sizes, err := benchflag.Counts[int64]("rows", *flagRows, 0)
+	if err != nil {
+		return err
 	}
 	dir, err := os.MkdirTemp("", "bench-parallelindex-")
 	if err != nil {
@@ -122,34 +119,19 @@ func run(ctx context.Context) error {
 	}
 	bin := *flagBin
 	if bin == "" {
-		bin = filepath.Join(dir, "cairn")
-		if out, err := exec.Command("go", "build", "-o", bin, "./cmd/cairn").CombinedOutput(); err != nil {
-			return fmt.Errorf("building cairn: %v\n%s", err, out)
+		if bin, err = benchnode.Build(dir); err != nil {
+			return err
 		}
 	}
 	p := *flagPort
-	cmd := exec.Command(bin, "start", "--store", filepath.Join(dir, "store"), "--insecure",
-		"--sql-addr", fmt.Sprintf("127.0.0.1:%d", p), "--http-addr", fmt.Sprintf("127.0.0.1:%d", p+1),
-		"--rpc-addr", fmt.Sprintf("127.0.0.1:%d", p+2))
-	logf, err := os.Create(filepath.Join(dir, "cairn.log"))
+	node, err := benchnode.Start(benchnode.Options{Bin: bin, Store: filepath.Join(dir, "store"), Log: filepath.Join(dir, "cairn.log"), Port: p})
 	if err != nil {
 		return err
 	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	defer func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() }()
-	url := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", p)
-	var conn *pgx.Conn
-	for deadline := time.Now().Add(time.Minute); ; {
-		if conn, err = pgx.Connect(ctx, url); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("cairn did not start: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
+	defer node.Kill()
+	conn, err := node.Connect(ctx)
+	if err != nil {
+		return fmt.Errorf("cairn did not start: %v", err)
 	}
 	defer conn.Close(ctx)
 	// No automatic statistics: a collection after each COPY reads the
@@ -159,7 +141,7 @@ func run(ctx context.Context) error {
 	if _, err := conn.Exec(ctx, "SET sql.stats.automatic_collection.enabled = off"); err != nil {
 		return err
 	}
-	b := &bench{ctx: ctx, conn: conn, pid: cmd.Process.Pid, admin: fmt.Sprintf("http://127.0.0.1:%d", p+1)}
+	b := &bench{ctx: ctx, conn: conn, pid: node.Pid(), admin: fmt.Sprintf("http://127.0.0.1:%d", p+1)}
 	fmt.Printf("cairn start (one node, %s), github_events rows from workload/githubevents; distributed: %d shards; median of %d runs, SELECTs median of %d\n",
 		time.Now().UTC().Format("2006-01-02 15:04 UTC"), *flagShards, *flagRuns, *flagQRuns)
 	var results []*result

@@ -9,10 +9,12 @@
 # The three nodes are processes on loopback, each naming all three RPC
 # addresses in --join (initial members: every tablet a raft group of all
 # three from the start; cairn start's lease balancer spreads the leases).
-# pgbench connects to node 1, so about two thirds of the requests reach
-# their leaseholder through one more RPC, as a client of any one gateway
-# sees. Runs alternate between the two clusters; medians of N.
-# BENCH_PORT_BASE (default 30530) and the next 12 ports are used;
+# pgbench connects to node 1; a tablet whose lease is elsewhere serves
+# node 1's requests through one more RPC until its requests draw the
+# lease to node 1 (leases follow the workload: store's LeaseBalancer,
+# locality), so the script prints where pgbench_accounts' leases were
+# after each workload. Runs alternate between the two clusters; medians
+# of N. BENCH_PORT_BASE (default 30530) and the next 12 ports are used;
 # CAIRN_BIN=path runs that binary instead of building this tree.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -81,6 +83,27 @@ for url in "$rf1_url" "$rf3_url"; do
   pgbench -q -i -s "$scale" "$url" >"$work/init.log" 2>&1 || { cat "$work/init.log" >&2; exit 1; }
 done
 
+# leases prints where the RF 3 cluster's leases of the tablets holding
+# pgbench_accounts are, as node:count (from node 1's admin API, which
+# lists every tablet with its leader), and how many tablets there are.
+leases() {
+  curl -sf "http://127.0.0.1:$((base + 5))/api/tablets" |
+    jq -r '[.[] | select(any(.tables[]?; .name == "pgbench_accounts")) | .leader] | length as $n
+      | (group_by(.) | map("node \(.[0]):\(length)") | join(" ")) + " of \($n) tablets"' 2>/dev/null ||
+    echo "(admin API unavailable)"
+}
+
+# served prints the batches (read and write) each RF 3 node's replicas
+# evaluated so far, "n1 n2 n3" (their /metrics): a batch of pgbench's
+# that node 2 or 3 evaluated came to node 1 and was forwarded.
+served() {
+  local i
+  for i in 0 1 2; do
+    curl -sf "http://127.0.0.1:$((base + 5 + 3 * i))/metrics" |
+      awk '/^cairn_tablet_(read|write)_batches_total/ {n += $2} END {printf "%d ", n}' || printf '0 '
+  done
+}
+
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 tps() {
   local url=$1; shift
@@ -90,10 +113,12 @@ tps() {
   echo "$out" | sed -n 's/^tps = \([0-9.]*\) .*/\1/p'
 }
 
-printf '%-24s %12s %12s %8s\n' workload rf3_tps rf1_tps ratio
+echo "RF 3 pgbench_accounts leases after init: $(leases)"
+printf '%-24s %12s %12s %8s   %s\n' workload rf3_tps rf1_tps ratio "RF 3: pgbench_accounts leases at the end; batches served per node"
 for w in "select-only:-S" "select-only-prepared:-S -M prepared" "simple-update:-N" "tpcb-like:"; do
   name=${w%%:*} args=${w#*:}
   a=() b=()
+  s0=$(served)
   for r in $(seq 1 "$runs"); do
     # Alternate which cluster goes first.
     if [ $((r % 2)) = 1 ]; then
@@ -105,6 +130,9 @@ for w in "select-only:-S" "select-only-prepared:-S -M prepared" "simple-update:-
     fi
   done
   am=$(printf '%s\n' "${a[@]}" | median) bm=$(printf '%s\n' "${b[@]}" | median)
-  awk -v n="$name" -v a="$am" -v b="$bm" 'BEGIN { printf "%-24s %12.0f %12.0f %7.2fx\n", n, a, b, (b > 0 ? a / b : 0) }'
+  awk -v n="$name" -v a="$am" -v b="$bm" -v l="$(leases)" -v s0="$s0" -v s1="$(served)" 'BEGIN {
+    split(s0, x); split(s1, y); d1 = y[1] - x[1]; d23 = y[2] - x[2] + y[3] - x[3]
+    printf "%-24s %12.0f %12.0f %7.2fx   %s; batches served by node 1: %d, by nodes 2-3: %d (%.0f%%)\n",
+      n, a, b, (b > 0 ? a / b : 0), l, d1, d23, (d1 + d23 > 0 ? 100 * d23 / (d1 + d23) : 0) }'
 done
 echo "load at the end: $(cut -d' ' -f1-3 /proc/loadavg)"

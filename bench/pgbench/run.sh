@@ -13,7 +13,9 @@
 # CAIRN_BIN=path runs that cairn binary instead of building this tree.
 #
 # Each workload runs N times (default 3) on each system, alternating, and the
-# median is reported. Both run on loopback with synced commits (Postgres
+# median is reported, with the median of the server's CPU per transaction
+# (microseconds of user and system time of the server's processes over the
+# run, from /proc, divided by the transactions). Both run on loopback with synced commits (Postgres
 # with fsync=on, synchronous_commit=on; Cairn always syncs).
 #
 # The bulk section loads the same generated CSV file of ROWS rows (default
@@ -78,30 +80,62 @@ if [ -n "$do_tps" ]; then
     pgbench -q -i -s "$scale" "$url" >"$work/init.log" 2>&1 || { cat "$work/init.log" >&2; exit 1; }
   done
 
-  # tps URL ARGS... prints the TPS of one pgbench run.
+  # server_ticks URL prints the CPU time (clock ticks, user + system) the
+  # server behind URL has used so far: Cairn's node process; PostgreSQL's
+  # postmaster and its live children, plus what the postmaster has reaped
+  # from exited ones (each pgbench run's backends exit when it ends).
+  server_ticks() {
+    local pids t=0 p
+    if [ "$1" = "$cairn_url" ]; then
+      pids=$CAIRN_PID
+    else
+      local pm
+      pm=$(head -1 "$work/pg/data/postmaster.pid")
+      pids="$pm $(pgrep -P "$pm" | tr '\n' ' ')"
+      t=$(awk '{print $16 + $17}' "/proc/$pm/stat")
+    fi
+    for p in $pids; do
+      if [ -r "/proc/$p/stat" ]; then t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || echo 0))); fi
+    done
+    echo "$t"
+  }
+  hz=$(getconf CLK_TCK)
+
+  # tps URL ARGS... prints the TPS of one pgbench run and the server's CPU
+  # per transaction in microseconds (its background work included).
   tps() {
     local url=$1; shift
-    local out
+    local out t0 t1 rate
     local opts=
     if [ "$url" = "$cairn_url" ]; then opts=$cairn_opts; fi
+    t0=$(server_ticks "$url")
     out=$(PGOPTIONS=$opts pgbench -n -T "$secs" -c "$clients" -j "$clients" "$@" "$url" 2>&1) || { echo "$out" >&2; exit 1; }
+    sleep 0.3 # PostgreSQL's backends exit and are reaped
+    t1=$(server_ticks "$url")
     if echo "$out" | grep -q 'number of failed transactions: [1-9]'; then echo "$out" >&2; fi
-    echo "$out" | sed -n 's/^tps = \([0-9.]*\) .*/\1/p'
+    rate=$(echo "$out" | sed -n 's/^tps = \([0-9.]*\) .*/\1/p')
+    awk -v r="$rate" -v d=$((t1 - t0)) -v hz="$hz" -v s="$secs" 'BEGIN { printf "%s %.1f\n", r, (r > 0 ? d / hz * 1e6 / (r * s) : 0) }'
   }
 
-  printf '%-24s %12s %12s %8s\n' workload cairn_tps pg15_tps ratio
+  # cpu_us: the server's CPU per transaction (median of the runs), which
+  # moves less with the machine's load than TPS does.
+  printf '%-24s %12s %12s %8s %12s %12s\n' workload cairn_tps pg15_tps ratio cairn_cpu_us pg15_cpu_us
   for w in "select-only:-S" "select-only-prepared:-S -M prepared" "simple-update:-N" "tpcb-like:"; do
     name=${w%%:*} args=${w#*:}
     if [ -n "$only" ] && [ "$name" != "$only" ]; then continue; fi
-    c=() p=()
+    c=() p=() cu=() pu=()
     for _ in $(seq 1 "$runs"); do
       # shellcheck disable=SC2086
-      c+=("$(tps "$cairn_url" $args)")
+      read -r t u <<<"$(tps "$cairn_url" $args)"
+      c+=("$t") cu+=("$u")
       # shellcheck disable=SC2086
-      p+=("$(tps "$pg_url" $args)")
+      read -r t u <<<"$(tps "$pg_url" $args)"
+      p+=("$t") pu+=("$u")
     done
     cm=$(printf '%s\n' "${c[@]}" | median) pm=$(printf '%s\n' "${p[@]}" | median)
-    awk -v n="$name" -v c="$cm" -v p="$pm" 'BEGIN { printf "%-24s %12.0f %12.0f %7.2fx\n", n, c, p, (p > 0 ? c / p : 0) }'
+    cum=$(printf '%s\n' "${cu[@]}" | median) pum=$(printf '%s\n' "${pu[@]}" | median)
+    awk -v n="$name" -v c="$cm" -v p="$pm" -v cu="$cum" -v pu="$pum" \
+      'BEGIN { printf "%-24s %12.0f %12.0f %7.2fx %12.1f %12.1f\n", n, c, p, (p > 0 ? c / p : 0), cu, pu }'
   done
 fi
 

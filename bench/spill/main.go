@@ -43,6 +43,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/cairn-db/cairn/bench/internal/benchnode"
 )
 
 var (
@@ -107,25 +109,19 @@ func run() error {
 
 	bin := *flagCairn
 	if bin == "" {
-		bin = filepath.Join(dir, "cairn")
-		if out, err := exec.Command("go", "build", "-o", bin, "./cmd/cairn").CombinedOutput(); err != nil {
-			return fmt.Errorf("building cairn: %v\n%s", err, out)
+		if bin, err = benchnode.Build(dir); err != nil {
+			return err
 		}
 	}
 	p := *flagPort
-	cmd := exec.Command(bin, "start", "--store", filepath.Join(dir, "store"), "--insecure",
-		"--sql-addr", fmt.Sprintf("127.0.0.1:%d", p), "--http-addr", fmt.Sprintf("127.0.0.1:%d", p+1),
-		"--rpc-addr", fmt.Sprintf("127.0.0.1:%d", p+2), "--max-sql-memory", *flagSQLMem)
-	logf, err := os.Create(filepath.Join(dir, "cairn.log"))
+	node, err := benchnode.Start(benchnode.Options{Bin: bin, Store: filepath.Join(dir, "store"), Log: filepath.Join(dir, "cairn.log"), Port: p,
+		Args: []string{"--max-sql-memory", *flagSQLMem}})
 	if err != nil {
 		return err
 	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	defer func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() }()
-	cairnURL := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", p)
+	defer node.Kill()
+	cmd := node.Cmd
+	cairnURL := node.URL
 	pgURL := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", p+3)
 	if err := waitReady(ctx, cairnURL); err != nil {
 		return fmt.Errorf("cairn did not start: %v", err)
@@ -137,7 +133,7 @@ func run() error {
 		}
 		defer exec.Command("scripts/pg15.sh", "stop", pgDir, strconv.Itoa(p+3)).Run()
 	}
-	pid := cmd.Process.Pid
+	pid := node.Pid()
 	fmt.Printf("rows %d, work_mem %s, --max-sql-memory %s, runs %d (median)\n\n", *flagRows, *flagWorkMem, *flagSQLMem, *flagRuns)
 
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight|tabwriter.Debug)
@@ -330,19 +326,13 @@ func cpuProfile(port int, path string) error {
 	return f.Close()
 }
 
+// waitReady waits until url accepts a connection (benchnode.ConnectURL).
 func waitReady(ctx context.Context, url string) error {
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		conn, err := pgx.Connect(ctx, url)
-		if err == nil {
-			conn.Close(ctx)
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(200 * time.Millisecond)
+	conn, err := benchnode.ConnectURL(ctx, url)
+	if err != nil {
+		return err
 	}
+	return conn.Close(ctx)
 }
 
 // readHWM returns VmHWM of pid in kB.

@@ -14,6 +14,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/cairn-db/cairn/server"
 	"github.com/cairn-db/cairn/test/proc"
@@ -37,6 +38,9 @@ type Options struct {
 	LeasePreferences string
 	// Logger receives every node's logs (nil: slog.Default()).
 	Logger *slog.Logger
+	// ZoneRefreshInterval is server.Config.ZoneRefreshInterval for every
+	// node (0: the default).
+	ZoneRefreshInterval time.Duration
 }
 
 // Cluster is a running cluster of insecure in-memory nodes.
@@ -103,6 +107,8 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 			Join:             join,
 			Logger:           o.Logger,
 			LeasePreferences: o.LeasePreferences,
+
+			ZoneRefreshInterval: o.ZoneRefreshInterval,
 		}
 		if o.Global {
 			c.Regions[i] = GlobalRegions[i%len(GlobalRegions)]

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -589,7 +590,12 @@ func (e *executor) finishMove(ctx context.Context, moving *catalog.Table) {
 	case <-ctx.Done():
 		return
 	}
-	_ = e.x.DB.ClearRanges(ctx, oldL.StorageSpans())
+	if err := e.x.DB.ClearRanges(ctx, oldL.StorageSpans()); err != nil {
+		// The move is done; what is left is garbage under storage IDs no
+		// descriptor names, and a reader of the group's raw keys (a test
+		// counting them) sees it: say why.
+		slog.Warn("cairn: freeing a moved table's old storage failed; its keys stay as unreachable garbage", "table", moving.ID, "err", err)
+	}
 }
 
 // rollBackMove undoes the move of job jobID of table id if it has not

@@ -620,8 +620,30 @@ func readEntries(ctx context.Context, db *kv.DB, table string, layout *rowenc.Ta
 			start = keys.Next(kvs[len(kvs)-1].Key)
 		}
 	}()
+	// An index of plain columns with no predicate: its entries are
+	// encoded straight from the rows' bytes, no Datum built
+	// (rowenc.IndexEntryEncoder); one entry per row.
+	var enc *rowenc.IndexEntryEncoder
+	if pred == nil && il.Inverted == "" {
+		if enc, err = rowenc.NewIndexEntryEncoder(layout, il); err != nil {
+			return err
+		}
+	}
+	emitEntry := func(k, v []byte) error {
+		rows++
+		buf.add(k, v)
+		if buf.len() >= entryBatch {
+			return flush()
+		}
+		return nil
+	}
 	for kvs := range pages {
-		if err := f.Add(kvs, emit); err != nil {
+		if enc != nil {
+			err = enc.Add(kvs, emitEntry)
+		} else {
+			err = f.Add(kvs, emit)
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -632,7 +654,12 @@ func readEntries(ctx context.Context, db *kv.DB, table string, layout *rowenc.Ta
 	if err := ctx.Err(); err != nil {
 		return context.Cause(ctx)
 	}
-	if err := f.Finish(emit); err != nil {
+	if enc != nil {
+		err = enc.Finish(emitEntry)
+	} else {
+		err = f.Finish(emit)
+	}
+	if err != nil {
 		return err
 	}
 	return flush()

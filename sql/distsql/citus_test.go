@@ -32,10 +32,7 @@ func TestCitusAPI(t *testing.T) {
 		"SELECT id, n FROM events WHERE repo_id = 42 ORDER BY id",
 		"SELECT id FROM events WHERE actor = 'a7' ORDER BY id LIMIT 5",
 	}
-	before := map[string]string{}
-	for _, q := range queries {
-		before[q] = strings.Join(rows(t, c, q), "\n")
-	}
+	before := answers(t, c, queries)
 
 	// Bad calls change nothing.
 	for _, bad := range []struct{ sql, code string }{
@@ -84,11 +81,7 @@ func TestCitusAPI(t *testing.T) {
 		jobs := rows(t, c, "SHOW JOBS")
 		t.Errorf("no succeeded job for the distribution: %v", jobs)
 	}
-	for _, q := range queries {
-		if got := strings.Join(rows(t, c, q), "\n"); got != before[q] {
-			t.Errorf("%s after distribution:\n%s\nbefore:\n%s", q, got, before[q])
-		}
-	}
+	sameAnswers(t, c, "after distribution", queries, before)
 	if got := rows(t, c, "SELECT concat_ws(' ', logicalrelid::text, partmethod::text, repmodel::text) FROM pg_dist_partition"); strings.Join(got, ";") != "events h s" {
 		t.Errorf("pg_dist_partition: %v", got)
 	}
@@ -132,21 +125,13 @@ func TestCitusAPI(t *testing.T) {
 	if got := rows(t, c, "SELECT shard_count FROM citus_tables"); strings.Join(got, ";") != "4" {
 		t.Errorf("shard_count after alter_distributed_table: %v", got)
 	}
-	for _, q := range queries {
-		if got := strings.Join(rows(t, c, q), "\n"); got != before[q] {
-			t.Errorf("%s after alter_distributed_table:\n%s\nbefore:\n%s", q, got, before[q])
-		}
-	}
+	sameAnswers(t, c, "after alter_distributed_table", queries, before)
 
 	mustExec(t, c, "SELECT undistribute_table('events')")
 	if got := rows(t, c, "SELECT count(*) FROM citus_tables"); got[0] != "0" {
 		t.Errorf("citus_tables after undistribute_table: %v", got)
 	}
-	for _, q := range queries {
-		if got := strings.Join(rows(t, c, q), "\n"); got != before[q] {
-			t.Errorf("%s after undistribute_table:\n%s\nbefore:\n%s", q, got, before[q])
-		}
-	}
+	sameAnswers(t, c, "after undistribute_table", queries, before)
 }
 
 // TestDistributeConcurrentlyOnline: create_distributed_table_concurrently

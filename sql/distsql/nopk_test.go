@@ -27,10 +27,7 @@ func TestDistributeTableWithoutPrimaryKey(t *testing.T) {
 		"SELECT kind, count(*) FROM events GROUP BY kind ORDER BY kind",
 		"SELECT count(*), sum(e.v), count(DISTINCT r.name) FROM events e JOIN repos r ON e.repo = r.repo",
 	}
-	before := map[string]string{}
-	for _, q := range queries {
-		before[q] = strings.Join(rows(t, c, q), ";")
-	}
+	before := answers(t, c, queries)
 
 	mustExec(t, c, "SELECT create_distributed_table('events', 'repo', shard_count => 8)")
 	mustExec(t, c, "SELECT create_distributed_table('repos', 'repo', colocate_with => 'events')")
@@ -42,25 +39,10 @@ func TestDistributeTableWithoutPrimaryKey(t *testing.T) {
 	}
 	mustExec(t, c, "ANALYZE events")
 	mustExec(t, c, "ANALYZE repos")
-	for _, mode := range []string{"off", "on"} {
-		mustExec(t, c, "SET distsql = "+mode)
-		for _, q := range queries {
-			if got := strings.Join(rows(t, c, q), ";"); got != before[q] {
-				t.Errorf("distsql = %s, %s:\n%s\nbefore distribution:\n%s", mode, q, got, before[q])
-			}
-		}
-	}
+	sameAnswersDistSQL(t, c, queries, before)
 
 	// The distribution column fixed: one bucket, one tablet, no fragments.
-	plan := strings.Join(rows(t, c, "EXPLAIN ANALYZE "+queries[0]), "\n")
-	if strings.Contains(plan, "Distribution") || !strings.Contains(plan, "Buckets: 1 of 65536") || !strings.Contains(plan, "to 1 tablet") {
-		t.Errorf("router query on the distribution column:\n%s", plan)
-	}
-	t.Logf("router query:\n%s", plan)
+	t.Logf("router query:\n%s", routerQuery(t, c, queries[0]))
 	// The join on the distribution columns pairs each tablet with itself.
-	plan = strings.Join(rows(t, c, "EXPLAIN ANALYZE "+queries[3]), "\n")
-	if !strings.Contains(plan, "Join: colocated") || len(fragmentStats(plan)) != 8 {
-		t.Errorf("the join on the distribution column, %d fragments:\n%s", len(fragmentStats(plan)), plan)
-	}
-	t.Logf("colocated join:\n%s", plan)
+	t.Logf("colocated join:\n%s", colocatedJoin(t, c, queries[3], 8))
 }

@@ -4,7 +4,9 @@
 // (Stats).
 //
 // What it owns: every query operator (scan.go: index scans with spans,
-// hash buckets and ordered k-way merges; gin.go: GIN token lookups
+// hash buckets and ordered k-way merges; point.go: a read of one row by
+// its whole primary key, which Start runs as one operator instead of the
+// general scan; gin.go: GIN token lookups
 // intersected into primary keys; lookup.go: batched index and
 // lookup joins; join.go, mergejoin.go, agg.go, window.go, setop.go,
 // basic.go; count.go: count(*) of a table counted at the tablets), subquery

@@ -28,9 +28,10 @@ func Start(ctx context.Context, x *Context, p *plan.Plan) (Rows, error) {
 		return nil, pgerror.New(pgerrcode.InternalError, "exec: no transaction")
 	}
 	r := newRunner(ctx, x, p)
-	var root op
-	var err error
-	if distsql.FromContext(ctx) != nil && r.distOn() {
+	// A read of one row by primary key skips the general operators
+	// (point.go).
+	root, err := r.buildPoint(p.Root)
+	if root == nil && err == nil && distsql.FromContext(ctx) != nil && r.distOn() {
 		root, err = r.tryDist(p.Root)
 	}
 	if root == nil && err == nil {

@@ -656,6 +656,9 @@ func (m *entryMerge) Close() {
 // zero-padded, as an integer: keys whose abbreviations differ order as
 // them (bytewise), and equal ones are compared in full.
 func abbreviate(key []byte, prefix int) uint64 {
+	if len(key)-prefix >= 8 {
+		return binary.BigEndian.Uint64(key[prefix:]) // no copy: most keys
+	}
 	var b [8]byte
 	if prefix < len(key) {
 		copy(b[:], key[prefix:])

@@ -94,7 +94,10 @@
 // update or delete as KV operations on every index, ConditionalPuts where
 // uniqueness must hold, and TableLayout.ConvertWriteError maps a failed
 // condition to Postgres's 23505. RowFetcher (fetcher.go) decodes a scan
-// back into rows through a RowMerger. A GIN index (IndexLayout.Inverted,
+// back into rows through a RowMerger. IndexEntryEncoder (entryencoder.go)
+// gives an index build the entries AppendIndexEntry would give the rows a
+// RowFetcher decodes, from packed rows' bytes without building a Datum,
+// and through those two for the rows it does not cover. A GIN index (IndexLayout.Inverted,
 // gin.go) holds one entry per token of its column's value instead, keyed
 // by the token and the primary key; EncodeIndexEntries encodes both
 // kinds, and a RowFetcher refuses inverted indexes (their entries are not
@@ -113,7 +116,7 @@
 //     full writes, partial updates, deletes, repacks and schema changes
 //     reads like a plain map (TestMergeModel).
 //  4. Decoders never panic on arbitrary bytes; they return ErrCorrupt
-//     (FuzzDecodeKey, FuzzDecodeRow).
+//     (FuzzDecodeKey, FuzzDecodeRow, FuzzIndexEntryEncoder).
 //  5. A Schema keeps a dropped column until no packed row written while it
 //     existed survives; a row written under a newer version than the
 //     reader's schema is ErrSchemaTooOld, and a packed row under a version

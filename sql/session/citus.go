@@ -184,8 +184,9 @@ func (s *Session) runCitus(x *stmtState, st *parser.Statement, c *citusCall, w p
 	}
 	if c.fn == "create_reference_table" && holdCitusResult(c, w) {
 		// Sent after the commit, so a retryable failure of the commit
-		// (the zone record it writes can be pushed by the nodes' zone
-		// readers) reruns the call instead of failing it. Only this one:
+		// (another transaction may push the zone record it writes; the
+		// nodes' own zone readers no longer do, kv.DB.ScanCommitted)
+		// reruns the call instead of failing it. Only this one:
 		// the others run an online move whose own transactions have
 		// committed, and a rerun would find the table moved.
 		return w.Complete("SELECT 1")

@@ -24,7 +24,8 @@ import (
 //     ENOSPC, else 58030 io_error; the node stops serving after it.
 //   - A gateway fenced by its clock monitor (clockmon) is 58000
 //     system_error: nothing was sent, and another node can serve the
-//     statement.
+//     statement. The message says whether its clock was judged off
+//     (ErrClockOffset) or not yet checked (ErrUnverified).
 //   - A read below a tablet's GC threshold (kvpb.BatchTimestampBeforeGCError:
 //     a transaction whose snapshot GC was allowed to pass, which the
 //     protected timestamps prevent unless its node's record went stale)
@@ -49,6 +50,9 @@ func faultError(err error) error {
 	case errors.Is(err, storage.ErrEngineFailed):
 		return &causeError{pgerror.New(pgerrcode.IOError, "could not write to the store: the disk failed").
 			WithDetail("%s", err.Error()).WithHint("The node stops; restart it on a healthy disk."), err}
+	case errors.Is(err, clockmon.ErrUnverified):
+		return &causeError{pgerror.New(pgerrcode.SystemError, "this node has not yet checked its clock against the cluster's; it serves nothing until it has").
+			WithDetail("%s", err.Error()).WithHint("Retry in a moment (a starting node measures its peers' clocks first), or connect to another node."), err}
 	case errors.Is(err, clockmon.ErrClockOffset):
 		return &causeError{pgerror.New(pgerrcode.SystemError, "this node's clock disagrees with the cluster's; it serves nothing until it agrees").
 			WithDetail("%s", err.Error()).WithHint("Connect to another node, or fix this machine's time synchronization."), err}

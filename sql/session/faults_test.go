@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -26,6 +27,7 @@ func TestFaultSQLStates(t *testing.T) {
 		{"disk full", fmt.Errorf("storage: commit: %w", fmt.Errorf("%w: %w", storage.ErrEngineFailed, syscall.ENOSPC)), pgerrcode.DiskFull},
 		{"disk broken", fmt.Errorf("storage: commit: %w", fmt.Errorf("%w: %w", storage.ErrEngineFailed, syscall.EIO)), pgerrcode.IOError},
 		{"fenced gateway", fmt.Errorf("refusing to act as a gateway: %w", clockmon.ErrClockOffset), pgerrcode.SystemError},
+		{"gateway whose clock is not yet checked", fmt.Errorf("refusing to act as a gateway: %w", clockmon.ErrUnverified), pgerrcode.SystemError},
 		{"read below the GC threshold", fmt.Errorf("kv: scan: %w", &kvpb.BatchTimestampBeforeGCError{Msg: "Scan"}), pgerrcode.SnapshotTooOld},
 		{"retryable still 40001", &kvpb.TransactionRetryError{}, pgerrcode.SerializationFailure},
 		{"anything else", errors.New("boom"), pgerrcode.InternalError},
@@ -37,6 +39,15 @@ func TestFaultSQLStates(t *testing.T) {
 			}
 			if !errors.Is(got, tc.err) && tc.want != pgerrcode.InternalError && tc.want != pgerrcode.SerializationFailure {
 				t.Fatalf("the cause is no longer reachable through %v", got)
+			}
+			// A fenced gateway's message says which fence: a clock not
+			// yet checked is not said to disagree.
+			disagrees := strings.Contains(got.Error(), "clock disagrees")
+			switch {
+			case errors.Is(tc.err, clockmon.ErrUnverified) && (disagrees || !strings.Contains(got.Error(), "not yet checked")):
+				t.Fatalf("a clock not yet checked: %q", got)
+			case errors.Is(tc.err, clockmon.ErrClockOffset) && !disagrees:
+				t.Fatalf("a clock judged off: %q", got)
 			}
 		})
 	}

@@ -1,0 +1,104 @@
+package raftnode
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// RoundStats count where a node's proposals and rounds spend their time,
+// cumulatively, so that a rate over two reads gives the mean cost of each
+// step of a replicated write (/metrics; bench/README.md, "Issue 22:
+// the replicated write path"). A proposal's commit latency is the sum of
+//
+//	lock wait    Propose waiting for the node's lock (a round holds it)
+//	queue        in raft, until the next round takes it (Run's wake-up)
+//	pre-sync     that round's Readies, batch and early sends
+//	sync         the round's synced commit of the raft state
+//	post-sync    the sends, the apply batch, Advance and the second pass
+//	observe      the observers, which answer the proposers
+//
+// and the proposer's wake-up, which only the tablet sees. The counters are
+// read without the lock: a read in the middle of a round may see one
+// counter of it and not another.
+type RoundStats struct {
+	// Proposals counts proposals let into raft (Propose, ProposeAt);
+	// ProposeLockNanos is the time they waited for the node's lock, and
+	// ProposeQueueNanos the time from then to the start of the round
+	// that took them.
+	Proposals, ProposeLockNanos, ProposeQueueNanos atomic.Int64
+	// ProposalsLate counts proposals taken by a round later than the one
+	// after the round in progress when they asked for the lock: they
+	// waited out a whole round more than they had to (the lock went to
+	// the next round before them).
+	ProposalsLate atomic.Int64
+	// Rounds counts rounds with work, SyncedRounds those whose raft
+	// state was committed with a sync (in the first pass).
+	Rounds, SyncedRounds atomic.Int64
+	// PreSyncNanos, SyncNanos and PostSyncNanos split the rounds' time
+	// under the lock at the first pass's commit of the raft state (synced
+	// or not); ObserveNanos is the observers' time after it.
+	PreSyncNanos, SyncNanos, PostSyncNanos, ObserveNanos atomic.Int64
+}
+
+// Stats returns the node's counters (their values change as it runs).
+func (n *Node) Stats() *RoundStats { return &n.stats }
+
+// proposedLocked records a proposal let into raft at now, whose lock wait
+// began at asked. n.mu is held.
+// ended is the count of rounds ended when the proposal asked.
+func (n *Node) proposedLocked(asked, now time.Time, ended int64) {
+	n.stats.Proposals.Add(1)
+	n.stats.ProposeLockNanos.Add(int64(now.Sub(asked)))
+	n.proposedAt = append(n.proposedAt, proposed{now, ended})
+}
+
+// proposed is a proposal no round took yet: when it entered raft, and
+// how many rounds had ended when it asked for the lock.
+type proposed struct {
+	at    time.Time
+	ended int64
+}
+
+// roundStartedLocked charges the queue time of the proposals waiting for
+// this round, which takes them all. n.mu is held.
+func (n *Node) roundStartedLocked(now time.Time) {
+	var q time.Duration
+	// This round is the (started)th; a proposal that asked while round
+	// ended+1 ran belongs in round ended+2 at the latest.
+	started := n.stats.Rounds.Load() + 1
+	for _, p := range n.proposedAt {
+		q += now.Sub(p.at)
+		if started > p.ended+2 {
+			n.stats.ProposalsLate.Add(1)
+		}
+	}
+	n.stats.ProposeQueueNanos.Add(int64(q))
+	n.proposedAt = n.proposedAt[:0]
+}
+
+// roundTimes are one round's marks: its start (the lock taken), and the
+// first pass's commit of the raft state.
+type roundTimes struct {
+	start, commit, committed time.Time
+	synced                   bool
+}
+
+// countRound adds a finished round's times to the stats (at its end,
+// still under the lock). A round that failed before its commit counts
+// its whole time as pre-sync.
+func (n *Node) countRound(tm *roundTimes) {
+	end := time.Now()
+	if tm.commit.IsZero() {
+		tm.commit, tm.committed = end, end
+	}
+	if tm.committed.IsZero() {
+		tm.committed = end
+	}
+	n.stats.Rounds.Add(1)
+	if tm.synced {
+		n.stats.SyncedRounds.Add(1)
+	}
+	n.stats.PreSyncNanos.Add(int64(tm.commit.Sub(tm.start)))
+	n.stats.SyncNanos.Add(int64(tm.committed.Sub(tm.commit)))
+	n.stats.PostSyncNanos.Add(int64(end.Sub(tm.committed)))
+}
