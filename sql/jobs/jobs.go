@@ -21,6 +21,9 @@
 // OrphanAfter belongs to work that stopped without ending it (its node
 // died): Record.Orphaned tells, and the owner of that kind of work decides
 // what to do (the table move rolls it back when the table is next moved).
+// A node looking for orphans every few seconds lists through an
+// Unfinished (unfinished.go), which reads from the oldest job that may
+// still be running instead of every record ever written.
 package jobs
 
 import (
