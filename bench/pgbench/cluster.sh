@@ -80,7 +80,11 @@ echo "cairn: RF 1 (a plain start) and RF 3 (3 processes, pgbench through node 1)
 rf1_url="postgres://postgres@127.0.0.1:$base/postgres?sslmode=disable"
 rf3_url="postgres://postgres@127.0.0.1:$((base + 3))/postgres?sslmode=disable"
 for url in "$rf1_url" "$rf3_url"; do
-  pgbench -q -i -s "$scale" "$url" >"$work/init.log" 2>&1 || { cat "$work/init.log" >&2; exit 1; }
+  pgbench -q -i -s "$scale" "$url" >"$work/init.log" 2>&1 || {
+    cat "$work/init.log" >&2
+    for d in rf1 rf3-0 rf3-1 rf3-2; do echo "--- $d's log, last lines:" >&2; tail -n 20 "$work/$d/cairn.log" >&2; done
+    exit 1
+  }
 done
 
 # leases prints where the RF 3 cluster's leases of the tablets holding
