@@ -519,6 +519,14 @@ func writeBatches(nodes []*proc.Node) ([]float64, error) {
 // metricSums reads each node's /metrics and sums the samples of metric
 // (every label set).
 func metricSums(nodes []*proc.Node, metric string) ([]float64, error) {
+	return sampleSums(nodes, func(line string) bool {
+		return strings.HasPrefix(line, metric+"{") || strings.HasPrefix(line, metric+" ")
+	})
+}
+
+// sampleSums reads each node's /metrics and sums the values of the
+// sample lines keep accepts.
+func sampleSums(nodes []*proc.Node, keep func(line string) bool) ([]float64, error) {
 	out := make([]float64, len(nodes))
 	for i, n := range nodes {
 		resp, err := http.Get("http://" + n.HTTP + "/metrics")
@@ -534,12 +542,11 @@ func metricSums(nodes []*proc.Node, metric string) ([]float64, error) {
 		sc := bufio.NewScanner(&buf)
 		for sc.Scan() {
 			line := sc.Text()
-			if !strings.HasPrefix(line, metric+"{") && !strings.HasPrefix(line, metric+" ") {
+			if !keep(line) {
 				continue
 			}
 			f := strings.Fields(line)
-			v, err := strconv.ParseFloat(f[len(f)-1], 64)
-			if err == nil {
+			if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
 				out[i] += v
 			}
 		}

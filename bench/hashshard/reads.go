@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -231,31 +228,9 @@ func readRun(ctx context.Context, nodes []*proc.Node, cfg workload.KVConfig, pro
 // labeledSums is metricSums over the samples of metric whose labels
 // contain label.
 func labeledSums(nodes []*proc.Node, metric, label string) ([]float64, error) {
-	out := make([]float64, len(nodes))
-	for i, n := range nodes {
-		resp, err := http.Get("http://" + n.HTTP + "/metrics")
-		if err != nil {
-			return nil, err
-		}
-		var buf bytes.Buffer
-		_, err = buf.ReadFrom(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			return nil, err
-		}
-		sc := bufio.NewScanner(&buf)
-		for sc.Scan() {
-			line := sc.Text()
-			if !strings.HasPrefix(line, metric+"{") || !strings.Contains(line, label) {
-				continue
-			}
-			f := strings.Fields(line)
-			if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
-				out[i] += v
-			}
-		}
-	}
-	return out, nil
+	return sampleSums(nodes, func(line string) bool {
+		return strings.HasPrefix(line, metric+"{") && strings.Contains(line, label)
+	})
 }
 
 func percents(xs []float64) string {
