@@ -13,9 +13,13 @@
 //  1. The directory (keys.Directory(EndKey) → descriptor, bare keys) is the
 //     persisted truth about which tablets exist: Open loads exactly the
 //     tablets it lists, and LookupTablet reads it through the engine.
-//  2. The directory tiles [keys.Min, keys.Max): descriptors do not overlap
-//     and leave no gap. Bootstrap writes one tablet over all of it; a split
-//     replaces one entry by two in one synced batch.
+//  2. On a store that holds every tablet (no raft membership), the
+//     directory tiles [keys.Min, keys.Max): descriptors do not overlap
+//     and leave no gap (Open checks it). Bootstrap writes one tablet over
+//     all of it; a split replaces one entry by two in one synced batch. A
+//     member of a larger cluster lists only what its own replicas wrote,
+//     so its lookups can miss a key whose replica is elsewhere or just
+//     moved away (LocalTablet; the intent resolver then routes by key).
 //  3. Tablet IDs are never reused: the next ID is a store-local counter
 //     persisted before a split uses it (under raft it comes from a
 //     replicated counter, reserved 64 at a time; IDs of a block a store
