@@ -455,7 +455,15 @@ func orderedIntLen(key []byte, i int) int {
 }
 
 // keySkippable says whether keyColumnLen measures a key column of typ.
-func keySkippable(typ *types.T) bool {
+func keySkippable(typ *types.T) bool { return directKeyFamily(typ) }
+
+// keyTranscodable says whether appendKeyFromValue encodes values of typ.
+func keyTranscodable(typ *types.T) bool { return directKeyFamily(typ) }
+
+// directKeyFamily is the families the encoder handles from bytes: the
+// key columns keyColumnLen measures and the values appendKeyFromValue
+// turns into key bodies are the same families, listed once.
+func directKeyFamily(typ *types.T) bool {
 	switch typ.Family {
 	case types.BoolFamily, types.IntFamily, types.OidFamily, types.FloatFamily, types.StringFamily,
 		types.BytesFamily, types.DateFamily, types.TimeFamily, types.TimestampFamily,
@@ -571,17 +579,6 @@ func orderedIntCanonicalLen(b []byte, inv byte) int {
 		return 1 + n
 	}
 	return 0
-}
-
-// keyTranscodable says whether appendKeyFromValue encodes values of typ.
-func keyTranscodable(typ *types.T) bool {
-	switch typ.Family {
-	case types.BoolFamily, types.IntFamily, types.OidFamily, types.FloatFamily, types.StringFamily,
-		types.BytesFamily, types.DateFamily, types.TimeFamily, types.TimestampFamily,
-		types.TimestampTZFamily, types.UUIDFamily:
-		return true
-	}
-	return false
 }
 
 // appendKeyFromValue appends the ascending key body of the value of typ
