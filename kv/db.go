@@ -255,6 +255,19 @@ func (db *DB) ScanAt(ctx context.Context, start, end []byte, maxRows int64, ts h
 	return b.Results[0].Rows, nil
 }
 
+// GetCommitted is ScanCommitted for one key: its newest committed value
+// (as of just below any open transaction's intent on it), for background
+// readers of one record.
+func (db *DB) GetCommitted(ctx context.Context, key []byte, staleAfter time.Duration) ([]byte, bool, error) {
+	end := make([]byte, len(key)+1)
+	copy(end, key)
+	rows, err := db.ScanCommitted(ctx, key, end, 1, staleAfter)
+	if err != nil || len(rows) == 0 {
+		return nil, false, err
+	}
+	return rows[0].Value, true, nil
+}
+
 // ScanCommitted reads up to maxRows (0: all) rows of [start, end) at one
 // timestamp, outside any transaction, without waiting for or pushing a
 // transaction that holds an intent there: for a node's background

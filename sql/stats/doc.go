@@ -49,4 +49,8 @@
 //     change reported until it starts: loads in quick succession make one
 //     collection, and the statements right after a load (a CREATE INDEX
 //     reading the same rows) do not share the node's CPU with it.
+//  5. The planner's cache never waits for or pushes a transaction that
+//     is rewriting a statistics record: it reads the value committed
+//     before it (kv.DB.GetCommitted), so planning cannot make an ANALYZE
+//     lose its commit.
 package stats

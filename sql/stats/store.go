@@ -169,6 +169,12 @@ const CacheTTL = 10 * time.Second
 // readTimeout bounds the cache's read of one table's statistics.
 const readTimeout = 250 * time.Millisecond
 
+// pushAfter is how old an intent on a statistics record must be before
+// the cache's read pushes its transaction: twice the tablets' default
+// liveness threshold, so only a transaction that is most likely gone
+// (whose intent a push clears) is pushed.
+const pushAfter = 10 * time.Second
+
 // Cache is a node's cache of table statistics, read outside any user
 // transaction (a plan's estimates must not add the statistics keys to a
 // transaction's read set, where a concurrent ANALYZE would force a
@@ -208,10 +214,12 @@ func (c *Cache) Get(ctx context.Context, t *catalog.Table) *Table {
 	c.mu.Unlock()
 	if e == nil || now.Sub(e.readAt) > c.ttl {
 		// A transaction that wrote the key and has not ended (ANALYZE in
-		// an open block) would hold this read: planning does not wait
-		// for it, it keeps what it had until the next try.
+		// an open block) holds an intent there: planning neither waits
+		// for it nor pushes it (a pushed ANALYZE would have to refresh
+		// its reads, and every planner of the table rereads the key each
+		// TTL), it reads the value committed before it.
 		rctx, cancel := context.WithTimeout(ctx, readTimeout)
-		raw, found, err := c.db.Get(rctx, Key(t.ID))
+		raw, found, err := c.db.GetCommitted(rctx, Key(t.ID), pushAfter)
 		cancel()
 		switch {
 		case err != nil && e != nil:
