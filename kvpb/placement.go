@@ -32,6 +32,11 @@ type PlacementResponse struct {
 	LiveBytes   int64            `wire:"5"`
 	Done        bool             `wire:"6"`
 	Refused     bool             `wire:"7"`
+	// TotalBytes is every version, tombstone and lock record of the
+	// tablet, counted with LiveBytes; SizeBytes is the leaseholder's
+	// estimate of the tablet's flushed bytes on disk.
+	TotalBytes int64  `wire:"8"`
+	SizeBytes  uint64 `wire:"9"`
 }
 
 func (*PlacementRequest) Method() Method  { return MethodPlacement }

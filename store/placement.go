@@ -11,8 +11,8 @@ import (
 
 // placement serves a kvpb.PlacementRequest on the leaseholder of the
 // tablet holding req.Key: it describes the tablet (its voters and
-// learners as this replica's raft configuration has them, and its live
-// bytes, counted now) and, with From and To set, makes one step of the
+// learners as this replica's raft configuration has them, its live and
+// total bytes, counted now, and its estimated size on disk) and, with From and To set, makes one step of the
 // replica move through RaftConfig.MoveReplica. A replica without the
 // lease answers NotLeaseholderError so the router finds the holder, as
 // for a SpreadLease.
@@ -62,6 +62,11 @@ func (s *Store) placement(ctx context.Context, req *kvpb.PlacementRequest) (*kvp
 	if err != nil {
 		return nil, fmt.Errorf("store: live bytes of tablet %d: %w", desc.TabletID, err)
 	}
-	resp.LiveBytes = st.LiveBytes
+	resp.LiveBytes, resp.TotalBytes = st.LiveBytes, st.TotalBytes
+	size, err := s.eng.EstimateDiskUsage(desc.StartKey, desc.EndKey)
+	if err != nil {
+		return nil, fmt.Errorf("store: size on disk of tablet %d: %w", desc.TabletID, err)
+	}
+	resp.SizeBytes = size
 	return resp, nil
 }
