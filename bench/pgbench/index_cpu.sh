@@ -55,10 +55,14 @@ awk -v n="$rows" 'BEGIN { for (i = 1; i <= n; i++)
 cairn_start "$work/cairn" "$work/node" "$port"
 url="postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable"
 psql -X -q -v ON_ERROR_STOP=1 -c "CREATE TABLE b (id int8 PRIMARY KEY, a int8, b text, c float8)" "$url"
-PGOPTIONS="-c sql.stats.automatic_collection.enabled=$autostats" \
-  psql -X -q -v ON_ERROR_STOP=1 -c "\\copy b FROM '$work/rows.csv' WITH (FORMAT csv)" "$url"
 cpu() { awk '{print $14 + $15}' "/proc/$CAIRN_PID/stat"; }
 tck=$(getconf CLK_TCK)
+c0=$(cpu) t0=$(date +%s%N)
+PGOPTIONS="-c sql.stats.automatic_collection.enabled=$autostats" \
+  psql -X -q -v ON_ERROR_STOP=1 -c "\\copy b FROM '$work/rows.csv' WITH (FORMAT csv)" "$url"
+t1=$(date +%s%N) c1=$(cpu)
+awk -v a="$t0" -v b="$t1" -v c="$((c1 - c0))" -v t="$tck" -v l="$(cut -d' ' -f1 /proc/loadavg)" \
+  'BEGIN { printf "copy: wall %.2f s, cpu %.2f s, load %s\n", (b - a) / 1e9, c / t, l }'
 admin="http://127.0.0.1:$((port + 2))/debug/pprof"
 [ -z "$prof" ] || mkdir -p "$prof"
 [ -z "$trace" ] || mkdir -p "$trace"
