@@ -28,7 +28,11 @@ func PutSSTVersion(b *storage.SSTBuilder, key []byte, ts hlc.Timestamp, value []
 	if ts.IsEmpty() {
 		return invalidArg("sst version %q: empty timestamp", key)
 	}
-	return b.Put(storage.MVCCKey{Key: key, Timestamp: ts}, encodeValue(value, false))
+	// The version's encoding goes in the builder's buffer: a build of a
+	// million entries allocated a million values here.
+	return b.PutEncoded(storage.MVCCKey{Key: key, Timestamp: ts}, func(dst []byte) []byte {
+		return append(append(dst, tagValue), value...)
+	})
 }
 
 // SSTVersionBytes is what PutSSTVersion(b, key, ts, value) adds to

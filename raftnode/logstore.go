@@ -40,6 +40,10 @@ type LogStore struct {
 	// machine applied a change after the snapshot (nil: snap's).
 	conf *pb.ConfState
 	last uint64
+	// bytes is the encoded size of the entries appended since the log
+	// last started over (Compact, ApplySnapshot): what a sole voter's
+	// log is truncated by (Node's soloLogBytes).
+	bytes uint64
 	// shared: some other node may have led the group (Shared).
 	shared bool
 }
@@ -347,6 +351,7 @@ func (s *LogStore) Append(b *storage.Batch, ents []*pb.Entry) error {
 		if err := b.Put(s.entryKey(e.GetIndex()), v); err != nil {
 			return err
 		}
+		s.bytes += uint64(len(v))
 	}
 	newLast := ents[len(ents)-1].GetIndex()
 	if newLast < s.last {
@@ -392,7 +397,18 @@ func (s *LogStore) ApplySnapshot(b *storage.Batch, snap *pb.Snapshot) error {
 	}
 	s.conf = nil
 	s.last = meta.GetIndex()
+	s.bytes = 0
 	return nil
+}
+
+// Bytes is the encoded size of the entries appended since the log was
+// last compacted or replaced by a snapshot (0 after a restart): an
+// estimate of what the log holds, which it overstates by entries
+// replaced in place and understates by entries kept through a compaction.
+func (s *LogStore) Bytes() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.bytes
 }
 
 // Compact discards the entries before compactIndex; entry compactIndex
@@ -423,6 +439,7 @@ func (s *LogStore) Compact(b *storage.Batch, compactIndex uint64, cs *pb.ConfSta
 	if err := b.ClearRange(s.entryKey(0).Key, s.entryKey(compactIndex+1).Key); err != nil {
 		return err
 	}
+	s.bytes = 0
 	return s.putSnapMeta(b, meta)
 }
 
@@ -447,7 +464,7 @@ func (s *LogStore) Destroy(b *storage.Batch) error {
 		return err
 	}
 	s.mu.Lock()
-	s.hs, s.snap, s.conf, s.last = nil, pb.EnsureSnapshotMetadata(nil), nil, 0
+	s.hs, s.snap, s.conf, s.last, s.bytes = nil, pb.EnsureSnapshotMetadata(nil), nil, 0, 0
 	s.mu.Unlock()
 	return nil
 }

@@ -58,6 +58,19 @@ func isMember(cs *pb.ConfState, node uint64) bool {
 		slices.Contains(cs.GetVotersOutgoing(), node) || slices.Contains(cs.GetLearnersNext(), node)
 }
 
+// soleVoter reports whether node is the one member of cs: its only
+// voter, with no learner and no joint configuration.
+func soleVoter(cs *pb.ConfState, node uint64) bool {
+	return slices.Equal(cs.GetVoters(), []uint64{node}) && len(cs.GetLearners()) == 0 &&
+		len(cs.GetVotersOutgoing()) == 0 && len(cs.GetLearnersNext()) == 0
+}
+
+// soloLogBytes is how many bytes of entries a sole voter's log holds
+// before it is truncated through the applied index (Node's round): more
+// than a round of ordinary writes appends, less than one SST ingested
+// through the log (kv.SortedSSTBytes, up to 24 MiB).
+const soloLogBytes = 4 << 20
+
 // Tablets lists the tablets this node has a replica of.
 func (n *Node) Tablets() []uint64 {
 	n.mu.Lock()

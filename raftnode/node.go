@@ -776,13 +776,26 @@ func (n *Node) processReady() (bool, []func(), error) {
 	}
 	// Truncate logs that grew past LogKeep applied entries. The entries
 	// stay readable until the commit, and nothing reads them before.
+	// A group whose only member is this node's voter keeps no entries
+	// for followers, so once its log holds soloLogBytes it is truncated
+	// through the applied index: an SST ingested through the log (tens of
+	// MiB) is then deleted in the memtable it was written to, so Pebble's
+	// flush drops it instead of writing it into L0 for a compaction to
+	// rewrite (a cluster of one's index builds and bulk COPYs).
 	compact := n.eng.NewBatch()
 	defer compact.Close()
 	for _, id := range ids {
 		r := outs[id].r
 		first, _ := r.log.FirstIndex()
-		if r.applied >= first+2*n.cfg.LogKeep {
-			if err := r.log.Compact(compact, r.applied-n.cfg.LogKeep, r.conf); err != nil {
+		to := uint64(0)
+		switch {
+		case r.applied >= first+2*n.cfg.LogKeep:
+			to = r.applied - n.cfg.LogKeep
+		case r.applied >= first && r.log.Bytes() >= soloLogBytes && soleVoter(r.conf, n.cfg.NodeID):
+			to = r.applied
+		}
+		if to > 0 {
+			if err := r.log.Compact(compact, to, r.conf); err != nil {
 				return true, nil, fmt.Errorf("raftnode: tablet %d: compacting: %w", r.TabletID, err)
 			}
 		}

@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/cockroachdb/pebble/v2/sstable"
 )
 
 // memSST builds an in-memory SST of the given keys (parsed as by
@@ -124,6 +127,9 @@ func TestSSTBuilder(t *testing.T) {
 	if _, err := CheckSSTPoints(del); err == nil {
 		t.Fatal("an SST with a range deletion passed CheckSSTPoints")
 	}
+	if err := ForEachSST(del, nil, nil, func(MVCCKey, []byte) error { return nil }); err == nil {
+		t.Fatal("ForEachSST read an SST with a range deletion")
+	}
 
 	// Ingested as bytes over an engine holding a newer version of b.
 	wb := e.NewBatch()
@@ -152,5 +158,47 @@ func TestSSTBuilder(t *testing.T) {
 		if len(n) >= len(IngestFilePrefix) && n[:len(IngestFilePrefix)] == IngestFilePrefix {
 			t.Fatalf("staging file %s left behind", n)
 		}
+	}
+}
+
+// TestForEachSSTRefusesNonPuts: ForEachSST walks the table's own point
+// entries, so a point deletion or merge operand in an SST (which a
+// pebble.Iterator over it would have applied, hiding keys) is an error
+// naming it, never skipped; the puts around it are read up to it.
+func TestForEachSSTRefusesNonPuts(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		add  func(w *sstable.Writer, k []byte) error
+	}{
+		{"deletion", func(w *sstable.Writer, k []byte) error { return w.Delete(k) }},
+		{"merge", func(w *sstable.Writer, k []byte) error { return w.Merge(k, []byte("x")) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := &memWritable{}
+			w := sstable.NewWriter(out, sstOptions().MakeWriterOptions(0, sstTableFormat))
+			if err := w.Set(mustKey(t, `"a"@1,0`).Encode(nil), []byte("v")); err != nil {
+				t.Fatal(err)
+			}
+			if err := tc.add(w, mustKey(t, `"b"@1,0`).Encode(nil)); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Set(mustKey(t, `"c"@1,0`).Encode(nil), []byte("v")); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			var read []string
+			err := ForEachSST(out.buf.Bytes(), nil, nil, func(k MVCCKey, _ []byte) error {
+				read = append(read, k.String())
+				return nil
+			})
+			if err == nil || !strings.Contains(err.Error(), `"b"`) {
+				t.Fatalf("ForEachSST over an SST with a %s: %v (read %v)", tc.name, err, read)
+			}
+			if want := []string{`"a"@1,0`}; !slices.Equal(read, want) {
+				t.Fatalf("read %v before the %s, want %v", read, tc.name, want)
+			}
+		})
 	}
 }

@@ -9,6 +9,7 @@
 # loading session, so no collection runs beside the builds.
 #
 #   bench/pgbench/index_cpu.sh [-rows ROWS] [-runs N] [-profile DIR]
+#                              [-trace DIR] [-stats]
 #
 # The node's log lines "index build done ... steps=" say where a build of
 # a second or more spent its time (each step, the backfill's read, sort,
@@ -21,18 +22,26 @@
 # goroutine count that grows build after build is what a build left
 # behind (RSS also holds what the runtime has not returned yet).
 #
+# -trace DIR writes a runtime trace of each build (DIR/trace-N.out, over
+# -profile-seconds from the build's start; `go tool trace` reads it): where
+# the build's goroutines wait when its wall time is more than its CPU.
+#
+# -stats leaves automatic statistics on for the load, as run.sh does.
+#
 # CAIRN_BIN=path runs that binary instead of building this tree's;
 # BENCH_PORT_BASE (default 30600) is the SQL port, +1 RPC, +2 HTTP.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . test/compat/lib.sh
-rows=1000000 runs=3 prof= profsec=6
+rows=1000000 runs=3 prof= profsec=6 trace= autostats=off
 while [ $# -gt 0 ]; do
   case $1 in
   -rows) rows=$2; shift 2 ;;
   -runs) runs=$2; shift 2 ;;
   -profile) prof=$2; shift 2 ;;
   -profile-seconds) profsec=$2; shift 2 ;;
+  -trace) trace=$2; shift 2 ;;
+  -stats) autostats=on; shift ;;
   *) echo "unknown flag $1" >&2; exit 2 ;;
   esac
 done
@@ -46,23 +55,34 @@ awk -v n="$rows" 'BEGIN { for (i = 1; i <= n; i++)
 cairn_start "$work/cairn" "$work/node" "$port"
 url="postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable"
 psql -X -q -v ON_ERROR_STOP=1 -c "CREATE TABLE b (id int8 PRIMARY KEY, a int8, b text, c float8)" "$url"
-PGOPTIONS="-c sql.stats.automatic_collection.enabled=off" \
-  psql -X -q -v ON_ERROR_STOP=1 -c "\\copy b FROM '$work/rows.csv' WITH (FORMAT csv)" "$url"
 cpu() { awk '{print $14 + $15}' "/proc/$CAIRN_PID/stat"; }
 tck=$(getconf CLK_TCK)
+c0=$(cpu) t0=$(date +%s%N)
+PGOPTIONS="-c sql.stats.automatic_collection.enabled=$autostats" \
+  psql -X -q -v ON_ERROR_STOP=1 -c "\\copy b FROM '$work/rows.csv' WITH (FORMAT csv)" "$url"
+t1=$(date +%s%N) c1=$(cpu)
+awk -v a="$t0" -v b="$t1" -v c="$((c1 - c0))" -v t="$tck" -v l="$(cut -d' ' -f1 /proc/loadavg)" \
+  'BEGIN { printf "copy: wall %.2f s, cpu %.2f s, load %s\n", (b - a) / 1e9, c / t, l }'
 admin="http://127.0.0.1:$((port + 2))/debug/pprof"
 [ -z "$prof" ] || mkdir -p "$prof"
+[ -z "$trace" ] || mkdir -p "$trace"
 for r in $(seq 1 "$runs"); do
   ppid=
   if [ -n "$prof" ]; then
     curl -s -o "$prof/cpu-$r.pprof" "$admin/profile?seconds=$profsec" &
     ppid=$!
   fi
+  tpid=
+  if [ -n "$trace" ]; then
+    curl -s -o "$trace/trace-$r.out" "$admin/trace?seconds=$profsec" &
+    tpid=$!
+  fi
   c0=$(cpu) t0=$(date +%s%N)
   psql -X -q -v ON_ERROR_STOP=1 -c "CREATE INDEX b_a$r ON b (a)" "$url"
   t1=$(date +%s%N) c1=$(cpu)
   awk -v r="$r" -v a="$t0" -v b="$t1" -v c="$((c1 - c0))" -v t="$tck" -v l="$(cut -d' ' -f1 /proc/loadavg)" \
     'BEGIN { printf "run %d: wall %.2f s, cpu %.2f s, load %s\n", r, (b - a) / 1e9, c / t, l }'
+  [ -z "$tpid" ] || wait "$tpid"
   if [ -n "$prof" ]; then
     wait "$ppid"
     curl -s -o "$prof/heap-$r.pprof" "$admin/heap?gc=1"
