@@ -2,6 +2,7 @@ package storage
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -28,6 +29,15 @@ type Iterator struct {
 	// planEnd: the plan ends where the iterator's bounds do (no ScanEnd
 	// beyond them).
 	planEnd bool
+	// pool, when set, takes the iterator back on Close while it is
+	// current (iterpool.go); gen is the write generation its view is of,
+	// born when it was opened.
+	pool *iterPool
+	gen  uint64
+	born time.Time
+	// bounds holds the encoded bounds of a pooled iterator's next use
+	// (Pebble copies them).
+	bounds []byte
 }
 
 func (i *Iterator) decode(valid bool) bool {
@@ -114,6 +124,9 @@ func (i *Iterator) Close() error {
 	}
 	if i.reuse != nil {
 		i.reuse.free = append(i.reuse.free, i)
+		return nil
+	}
+	if i.pool != nil && i.pool.put(i) {
 		return nil
 	}
 	return i.it.Close()
