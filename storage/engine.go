@@ -70,7 +70,7 @@ type Engine struct {
 	tables *atomic.Int64
 	// iters keeps closed iterators for reads while no write has come
 	// since they were opened (iterpool.go, invariant 7).
-	iters iterPool
+	iters *iterPool
 }
 
 // CacheSizeOr is the block cache a store opened with Options.CacheSize
@@ -121,8 +121,13 @@ func Open(dir string, opts Options) (*Engine, error) {
 	// flight before writes wait for a flush).
 	po.MemTableSize = 64 << 20
 	tables := new(atomic.Int64)
+	iters := new(iterPool)
 	po.EventListener = &pebble.EventListener{
-		FlushEnd:      func(pebble.FlushInfo) { tables.Add(1) },
+		FlushEnd: func(pebble.FlushInfo) {
+			tables.Add(1)
+			iters.invalidate()
+		},
+		CompactionEnd: func(pebble.CompactionInfo) { iters.invalidate() },
 		TableIngested: func(pebble.TableIngestInfo) { tables.Add(1) },
 	}
 	po.EnsureDefaults()
@@ -138,7 +143,7 @@ func Open(dir string, opts Options) (*Engine, error) {
 	if opts.NoSync {
 		wo = pebble.NoSync
 	}
-	return &Engine{db: db, opts: po, fs: fs, dir: dir, cache: cache, wo: wo, onFatal: opts.OnFatal, healthCloser: healthCloser, ra: ra, tables: tables}, nil
+	return &Engine{db: db, opts: po, fs: fs, dir: dir, cache: cache, wo: wo, onFatal: opts.OnFatal, healthCloser: healthCloser, ra: ra, tables: tables, iters: iters}, nil
 }
 
 // ReadAheadStats counts what read-ahead did (zero without it).
@@ -307,7 +312,7 @@ func (e *Engine) NewIter(opts IterOptions) (*Iterator, error) {
 	if err != nil || !stable {
 		return it, err
 	}
-	it.pool, it.gen, it.born = &e.iters, gen, time.Now()
+	it.pool, it.gen = e.iters, gen
 	return it, nil
 }
 

@@ -2,7 +2,6 @@ package storage
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -30,11 +29,9 @@ type Iterator struct {
 	// beyond them).
 	planEnd bool
 	// pool, when set, takes the iterator back on Close while it is
-	// current (iterpool.go); gen is the write generation its view is of,
-	// born when it was opened.
+	// current (iterpool.go); gen is the write generation its view is of.
 	pool *iterPool
 	gen  uint64
-	born time.Time
 	// bounds holds the encoded bounds of a pooled iterator's next use
 	// (Pebble copies them).
 	bounds []byte

@@ -3,7 +3,6 @@ package storage
 import (
 	"sync"
 	"sync/atomic"
-	"time"
 )
 
 // iterPool keeps the engine's closed iterators for the next read while no
@@ -22,10 +21,11 @@ import (
 // Close, and is handed out again, its bounds reset (SetBounds), only while
 // begun still equals its tag. The first write after it drains the pool.
 //
-// A pooled iterator pins the memtables and files of its view (a flush or
-// compaction after it cannot free them): at most maxPooledIters of them,
-// none older than maxPooledAge when handed out, and none past the next
-// write.
+// A pooled iterator pins the memtables and files of its view, which a
+// flush or a compaction (neither is a write: no key changes) replaces. So
+// the end of either invalidates the pool as a write does, and closes what
+// it holds: a pooled iterator never keeps a flushed memtable or a
+// compacted file past the event, and at most maxPooledIters are kept.
 type iterPool struct {
 	begun, done atomic.Uint64
 	// n is len(free), read without mu by the write path to skip the lock
@@ -35,14 +35,9 @@ type iterPool struct {
 	free []*Iterator
 }
 
-const (
-	// maxPooledIters bounds the pool: the reads of a node in flight at
-	// once are about GOMAXPROCS, plus those waiting on latches.
-	maxPooledIters = 16
-	// maxPooledAge bounds how long a pooled iterator keeps files that a
-	// compaction (which is not a write: it changes no key) replaced.
-	maxPooledAge = time.Second
-)
+// maxPooledIters bounds the pool: the reads of a node in flight at once
+// are about GOMAXPROCS, plus those waiting on latches.
+const maxPooledIters = 16
 
 // beginWrite is called before a commit or ingestion makes anything
 // visible: from here on no pooled iterator is handed out.
@@ -71,7 +66,6 @@ func (p *iterPool) take() *Iterator {
 		return nil
 	}
 	gen := p.begun.Load()
-	now := time.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for n := len(p.free); n > 0; n-- {
@@ -79,7 +73,7 @@ func (p *iterPool) take() *Iterator {
 		p.free[n-1] = nil
 		p.free = p.free[:n-1]
 		p.n.Store(int32(len(p.free)))
-		if it.gen == gen && now.Sub(it.born) < maxPooledAge {
+		if it.gen == gen {
 			return it
 		}
 		_ = it.it.Close()
@@ -101,6 +95,18 @@ func (p *iterPool) put(it *Iterator) bool {
 	p.free = append(p.free, it)
 	p.n.Store(int32(len(p.free)))
 	return true
+}
+
+// invalidate is called when a flush or compaction ended (from Pebble's
+// event listener): no iterator opened before goes back to the pool, and
+// those in it are closed, on another goroutine since Pebble may hold its
+// own locks while it calls the listener.
+func (p *iterPool) invalidate() {
+	p.begun.Add(1)
+	p.done.Add(1)
+	if p.n.Load() > 0 {
+		go p.drain()
+	}
 }
 
 // drain closes every pooled iterator.

@@ -106,7 +106,6 @@ func TestIterPoolSeesEveryWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer it2.Close()
 	if it1 != it2 {
 		t.Fatal("a read with no write since the last one opened a new iterator")
 	}
@@ -117,6 +116,20 @@ func TestIterPoolSeesEveryWrite(t *testing.T) {
 	}
 	if n != len(writes) {
 		t.Fatalf("reused iterator with bounds [k/, k0) saw %d keys, want %d", n, len(writes))
+	}
+	it2.Close()
+	// A flush writes nothing but replaces the memtable the pooled
+	// iterator pins: the pool lets it go.
+	if err := e.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	it3, err := e.NewIter(IterOptions{LowerBound: []byte("k/"), UpperBound: []byte("k0")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it3.Close()
+	if it3 == it2 {
+		t.Fatal("an iterator opened before a flush was handed out after it")
 	}
 }
 
