@@ -278,6 +278,14 @@ func (c *tsCache) addSpanLocked(start, end []byte, ts hlc.Timestamp, txn uuid.UU
 
 // shrinkLocked raises the low-water mark to the median entry timestamp and
 // drops every entry at or below it.
+//
+// It runs once per maxEntries/2 additions, and its cost per addition was
+// half of the timestamp cache's under pgbench's select-only (5% of the KV
+// read of a point SELECT: bench/README.md, "Issue 22, KV read path"): a
+// sort of every entry's timestamp, then new maps refilled with the
+// survivors. The median is now selected in linear time (nthTimestamp,
+// txntombstone.go), and the point and row maps lose their dropped entries
+// in place.
 func (c *tsCache) shrinkLocked() {
 	tss := make([]hlc.Timestamp, 0, c.lenLocked())
 	for _, e := range c.entries.Ascend(btreemap.Min[[]byte](), btreemap.Max[[]byte]()) {
@@ -289,8 +297,7 @@ func (c *tsCache) shrinkLocked() {
 	for _, r := range c.rows {
 		tss = append(tss, r.ts)
 	}
-	slices.SortFunc(tss, hlc.Timestamp.Compare)
-	c.lowWater = c.lowWater.Forward(tss[len(tss)/2])
+	c.lowWater = c.lowWater.Forward(nthTimestamp(tss, len(tss)/2))
 	oldEntries := c.entries
 	c.entries = newSpanTree()
 	for k, e := range oldEntries.Ascend(btreemap.Min[[]byte](), btreemap.Max[[]byte]()) {
@@ -298,21 +305,26 @@ func (c *tsCache) shrinkLocked() {
 			c.entries.ReplaceOrInsert(k, e)
 		}
 	}
-	// Rebuilding is O(n log n), like the sort above, and happens once per
-	// maxEntries/2 additions.
-	old := c.byKey
-	c.byKey, c.points, c.unindexed = make(map[string]*tsRead, len(old)/2), newPointTree(), c.unindexed[:0]
-	for k, r := range old {
+	// The trees index the survivors again when next needed.
+	c.points, c.unindexed = newPointTree(), c.unindexed[:0]
+	for k, r := range c.byKey {
 		if c.lowWater.Less(r.ts) {
-			c.byKey[k] = r
 			c.unindexed = append(c.unindexed, k)
+		} else {
+			delete(c.byKey, k)
 		}
 	}
-	oldRows := c.rows
-	c.rows, c.rowTree, c.rowsUnindexed, c.rowLens = make(map[string]*tsRead, len(oldRows)/2), newPointTree(), c.rowsUnindexed[:0], c.rowLens[:0]
-	for k, r := range oldRows {
-		if c.lowWater.Less(r.ts) {
-			c.addRowLocked(unsafeBytes(k), r.ts, r.txn)
+	// The row lengths are those of the survivors: a subset of the lengths
+	// before, so within the bound.
+	c.rowTree, c.rowsUnindexed, c.rowLens = newPointTree(), c.rowsUnindexed[:0], c.rowLens[:0]
+	for k, r := range c.rows {
+		if !c.lowWater.Less(r.ts) {
+			delete(c.rows, k)
+			continue
+		}
+		c.rowsUnindexed = append(c.rowsUnindexed, k)
+		if i, found := slices.BinarySearch(c.rowLens, len(k)); !found {
+			c.rowLens = slices.Insert(c.rowLens, i, len(k))
 		}
 	}
 }
