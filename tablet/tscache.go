@@ -53,17 +53,19 @@ type tsCache struct {
 	// byKey holds every point entry and answers a point lookup or update
 	// in O(1). points orders them for span lookups and splits; keys added
 	// since the last such use wait in unindexed, so a stream of point
-	// reads never pays for the ordering unless something asks for it. The
-	// shared *tsRead is updated in place.
-	byKey     map[string]*tsRead
-	points    *btreemap.BTreeMap[[]byte, *tsRead]
+	// reads never pays for the ordering unless something asks for it; the
+	// trees hold keys, whose reads are in the maps. The maps hold the
+	// reads themselves, not pointers: no allocation per new key, and a
+	// shrink walks them without a cache miss per entry.
+	byKey     map[string]tsRead
+	points    *btreemap.BTreeMap[[]byte, struct{}]
 	unindexed []string
 	entries   *btreemap.BTreeMap[[]byte, *tsEntry]
 	// rows, rowTree and rowsUnindexed are byKey, points and unindexed for
 	// row reads, keyed by the prefix; rowLens are the lengths of rows'
 	// keys (a shrink recomputes them).
-	rows          map[string]*tsRead
-	rowTree       *btreemap.BTreeMap[[]byte, *tsRead]
+	rows          map[string]tsRead
+	rowTree       *btreemap.BTreeMap[[]byte, struct{}]
 	rowsUnindexed []string
 	rowLens       []int // ascending
 	// rowLensCap is maxRowLens; tests lower it to exercise the span path.
@@ -106,8 +108,8 @@ func newTSCache(lowWater hlc.Timestamp, maxEntries int) *tsCache {
 	if maxEntries < 2 {
 		maxEntries = 2
 	}
-	return &tsCache{lowWater: lowWater, maxEntries: maxEntries, byKey: make(map[string]*tsRead), points: newPointTree(), entries: newSpanTree(),
-		rows: make(map[string]*tsRead), rowTree: newPointTree(), rowLensCap: maxRowLens}
+	return &tsCache{lowWater: lowWater, maxEntries: maxEntries, byKey: make(map[string]tsRead), points: newPointTree(), entries: newSpanTree(),
+		rows: make(map[string]tsRead), rowTree: newPointTree(), rowLensCap: maxRowLens}
 }
 
 // isPrefixEnd reports whether end is PrefixEnd(key): the span [key, end)
@@ -129,7 +131,7 @@ func isPrefixEnd(key, end []byte) bool {
 // take the span path (a new prefix length past maxRowLens).
 func (c *tsCache) addRowLocked(key []byte, ts hlc.Timestamp, txn uuid.UUID) bool {
 	if r, ok := c.rows[string(key)]; ok {
-		*r = r.merge(ts, txn)
+		c.rows[string(key)] = r.merge(ts, txn)
 		return true
 	}
 	if i, found := slices.BinarySearch(c.rowLens, len(key)); !found {
@@ -139,7 +141,7 @@ func (c *tsCache) addRowLocked(key []byte, ts hlc.Timestamp, txn uuid.UUID) bool
 		c.rowLens = slices.Insert(c.rowLens, i, len(key))
 	}
 	k := string(key)
-	c.rows[k] = &tsRead{ts: ts, txn: txn}
+	c.rows[k] = tsRead{ts: ts, txn: txn}
 	c.rowsUnindexed = append(c.rowsUnindexed, k)
 	return true
 }
@@ -158,8 +160,8 @@ func (c *tsCache) rowPrefixesLocked(best tsRead, key []byte, self bool) tsRead {
 	return best
 }
 
-func newPointTree() *btreemap.BTreeMap[[]byte, *tsRead] {
-	return btreemap.New[[]byte, *tsRead](tsCacheDegree, bytes.Compare)
+func newPointTree() *btreemap.BTreeMap[[]byte, struct{}] {
+	return btreemap.New[[]byte, struct{}](tsCacheDegree, bytes.Compare)
 }
 
 func newSpanTree() *btreemap.BTreeMap[[]byte, *tsEntry] {
@@ -191,19 +193,18 @@ func (c *tsCache) overlapsLocked(start, end []byte) []*tsEntry {
 // addPointLocked inserts a point entry the cache does not have yet.
 func (c *tsCache) addPointLocked(key []byte, r tsRead) {
 	k := string(key)
-	p := &r
-	c.byKey[k] = p
+	c.byKey[k] = r
 	c.unindexed = append(c.unindexed, k)
 }
 
 // indexLocked brings points up to date with byKey.
 func (c *tsCache) indexLocked() {
 	for _, k := range c.unindexed {
-		c.points.ReplaceOrInsert(unsafeBytes(k), c.byKey[k])
+		c.points.ReplaceOrInsert(unsafeBytes(k), struct{}{})
 	}
 	c.unindexed = c.unindexed[:0]
 	for _, k := range c.rowsUnindexed {
-		c.rowTree.ReplaceOrInsert(unsafeBytes(k), c.rows[k])
+		c.rowTree.ReplaceOrInsert(unsafeBytes(k), struct{}{})
 	}
 	c.rowsUnindexed = c.rowsUnindexed[:0]
 }
@@ -217,7 +218,7 @@ func (c *tsCache) add(span kvpb.Span, ts hlc.Timestamp, txn uuid.UUID) {
 	}
 	if len(span.EndKey) == 0 {
 		if r, ok := c.byKey[string(span.Key)]; ok {
-			*r = r.merge(ts, txn)
+			c.byKey[string(span.Key)] = r.merge(ts, txn)
 		} else {
 			c.addPointLocked(span.Key, tsRead{ts: ts, txn: txn})
 		}
@@ -349,12 +350,14 @@ func (c *tsCache) getMax(span kvpb.Span) (hlc.Timestamp, uuid.UUID) {
 		best = c.rowPrefixesLocked(best, span.Key, true)
 	} else {
 		c.indexLocked()
-		for _, r := range c.points.Ascend(btreemap.GE(span.Key), btreemap.LT(span.EndKey)) {
+		for k := range c.points.Ascend(btreemap.GE(span.Key), btreemap.LT(span.EndKey)) {
+			r := c.byKey[string(k)]
 			best = best.merge(r.ts, r.txn)
 		}
 		// Row reads meeting the span: those whose prefix lies in it, and
 		// those whose prefix is a proper prefix of its start (they cover it).
-		for _, r := range c.rowTree.Ascend(btreemap.GE(span.Key), btreemap.LT(span.EndKey)) {
+		for k := range c.rowTree.Ascend(btreemap.GE(span.Key), btreemap.LT(span.EndKey)) {
+			r := c.rows[string(k)]
 			best = best.merge(r.ts, r.txn)
 		}
 		best = c.rowPrefixesLocked(best, span.Key, false)
@@ -380,10 +383,11 @@ func (c *tsCache) splitOff(key []byte) *tsCache {
 	r := newTSCache(c.lowWater, c.maxEntries)
 	r.rowLensCap = c.rowLensCap
 	c.indexLocked()
-	for k, v := range c.points.Ascend(btreemap.GE(key), btreemap.Max[[]byte]()) {
-		r.addPointLocked(k, *v)
+	for k := range c.points.Ascend(btreemap.GE(key), btreemap.Max[[]byte]()) {
+		r.addPointLocked(k, c.byKey[string(k)])
 	}
-	for k, v := range c.rowTree.Ascend(btreemap.GE(key), btreemap.Max[[]byte]()) {
+	for k := range c.rowTree.Ascend(btreemap.GE(key), btreemap.Max[[]byte]()) {
+		v := c.rows[string(k)]
 		r.addRowLocked(k, v.ts, v.txn) // r has c's lengths at most
 	}
 	for _, e := range c.entries.Ascend(btreemap.Min[[]byte](), btreemap.Max[[]byte]()) {
