@@ -241,39 +241,46 @@ func (c *tsCache) add(span kvpb.Span, ts hlc.Timestamp, txn uuid.UUID) {
 
 // addSpanLocked records a read of [start, end) at ts by txn in the span
 // tree.
+//
+// The tree is keyed by start key, so a piece of an overlapped entry that
+// keeps the entry's start is the entry itself, changed in place (its end,
+// or its timestamp merged with the read's); only pieces with new starts
+// are inserted. It deleted every overlapped entry and inserted every
+// piece before: a third of the CPU of a ten-row scan's KV path
+// (kv.BenchmarkPointRead, rows=10), where the spans read cover the tree
+// end to end and each read cuts two or three entries.
 func (c *tsCache) addSpanLocked(start, end []byte, ts hlc.Timestamp, txn uuid.UUID) {
-	// Rebuild the overlapped region: pieces of old entries outside [start,
-	// end) survive as they were, pieces inside are merged with the new read.
-	var out []tsEntry
+	var inserts []tsEntry
 	cur := start
 	for _, e := range c.overlapsLocked(start, end) {
-		c.entries.Delete(e.start)
-		if bytes.Compare(e.start, cur) < 0 {
-			// Left remainder of e before the new span.
-			out = append(out, tsEntry{start: e.start, end: cur, ts: e.ts, txn: e.txn})
-		} else if bytes.Compare(cur, e.start) < 0 {
-			out = append(out, tsEntry{start: cur, end: e.start, ts: ts, txn: txn})
-		}
-		ovStart := maxKey(e.start, start)
-		ovEnd := minKey(e.end, end)
-		m := tsEntry{start: ovStart, end: ovEnd, ts: e.ts, txn: e.txn}
+		oldEnd, oldTS, oldTxn := e.end, e.ts, e.txn
+		ovEnd := minKey(oldEnd, end)
+		merged := tsRead{ts: oldTS, txn: oldTxn}.merge(ts, txn)
 		switch {
-		case e.ts.Less(ts):
-			m.ts, m.txn = ts, txn
-		case e.ts == ts && e.txn != txn:
-			m.txn = uuid.Nil
+		case bytes.Compare(e.start, cur) < 0:
+			// e starts before the read: it keeps [e.start, cur) as it
+			// was, and the overlap is a new piece.
+			e.end = cur
+			inserts = append(inserts, tsEntry{start: cur, end: ovEnd, ts: merged.ts, txn: merged.txn})
+		default:
+			if bytes.Compare(cur, e.start) < 0 {
+				// A gap the read covers alone.
+				inserts = append(inserts, tsEntry{start: cur, end: e.start, ts: ts, txn: txn})
+			}
+			// e is the overlap, from its own start.
+			e.end, e.ts, e.txn = ovEnd, merged.ts, merged.txn
 		}
-		out = append(out, m)
+		if bytes.Compare(end, oldEnd) < 0 {
+			// e reached past the read: its rest keeps what it had.
+			inserts = append(inserts, tsEntry{start: end, end: oldEnd, ts: oldTS, txn: oldTxn})
+		}
 		cur = ovEnd
-		if bytes.Compare(end, e.end) < 0 {
-			out = append(out, tsEntry{start: end, end: e.end, ts: e.ts, txn: e.txn})
-		}
 	}
 	if bytes.Compare(cur, end) < 0 {
-		out = append(out, tsEntry{start: cur, end: end, ts: ts, txn: txn})
+		inserts = append(inserts, tsEntry{start: cur, end: end, ts: ts, txn: txn})
 	}
-	for k := range out {
-		c.entries.ReplaceOrInsert(out[k].start, &out[k])
+	for k := range inserts {
+		c.entries.ReplaceOrInsert(inserts[k].start, &inserts[k])
 	}
 }
 
