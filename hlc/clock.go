@@ -73,22 +73,40 @@ func (c *Clock) Now() Timestamp {
 // than it. If remote is more than MaxOffset ahead of the physical clock it
 // returns a *ClockOffsetError and changes nothing. With an UpperBoundStore
 // attached it may also return an error wrapping the store's, again with the
-// clock unchanged. A remote timestamp at or below the clock is a no-op.
+// clock unchanged. A remote timestamp at or below the clock is a no-op,
+// checked first: it reads no physical clock and refuses nothing (a batch
+// between a node's own KV client and its own tablets carries the node's
+// own timestamps, three Updates of them per read, and each physical
+// reading was a cost of a point read).
 func (c *Clock) Update(remote Timestamp) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if remote.LessEq(c.mu.last) {
+		return nil
+	}
 	if c.maxOffset > 0 {
 		pt := c.PhysicalNow()
 		if remote.WallTime-pt > int64(c.maxOffset) {
 			return &ClockOffsetError{Remote: remote, Physical: pt, MaxOffset: c.maxOffset}
 		}
 	}
-	if remote.LessEq(c.mu.last) {
-		return nil
-	}
 	if err := c.raiseBoundLocked(remote.WallTime); err != nil {
 		return err
 	}
 	c.mu.last = remote
 	return nil
+}
+
+// Lead returns how far the clock's wall time is ahead of the physical
+// clock (zero when it is not), from one physical reading, without moving
+// the clock: how long a leaseholder waits before answering (tablet's
+// commit wait).
+func (c *Clock) Lead() time.Duration {
+	c.mu.Lock()
+	last := c.mu.last.WallTime
+	c.mu.Unlock()
+	if d := last - c.PhysicalNow(); d > 0 {
+		return time.Duration(d)
+	}
+	return 0
 }

@@ -27,6 +27,8 @@ import (
 //	    SetPhysicalOffset(d).
 //	update ts=<wall[,logical]>
 //	    Call Update and print "ok" or the error.
+//	lead
+//	    Print Lead: how far the clock is ahead of the physical clock.
 //	fail-saves on|off
 //	    Make the store's Save fail (a full or broken disk) or succeed again.
 //	state
@@ -67,6 +69,8 @@ func TestClockDataDriven(t *testing.T) {
 			d.ScanArgs(t, "d", &s)
 			manual.Advance(parseDuration(t, s))
 			return ""
+		case "lead":
+			return clock.Lead().String()
 		case "offset":
 			var s string
 			d.ScanArgs(t, "d", &s)

@@ -16,9 +16,11 @@
 //  1. Clock.Now is strictly increasing across all calls on one Clock,
 //     whatever the physical clock does (it may stall or run backwards).
 //  2. After Update(r) succeeds, every later Now() is strictly greater than r.
-//  3. Update rejects a remote timestamp whose wall time is more than the
-//     maximum offset ahead of the local physical clock with a
-//     *ClockOffsetError and leaves the clock unchanged.
+//  3. Update rejects a remote timestamp above the clock whose wall time is
+//     more than the maximum offset ahead of the local physical clock with a
+//     *ClockOffsetError and leaves the clock unchanged. (One at or below
+//     the clock changes nothing and is accepted, even after the physical
+//     clock stepped back.)
 //  4. With an UpperBoundStore attached (EnsureUpperBound), no Now() hands out
 //     a wall time above the persisted bound, and after a restart every Now()
 //     is strictly greater than every timestamp handed out before it, even if

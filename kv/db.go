@@ -12,6 +12,15 @@ import (
 	"github.com/cairn-db/cairn/kvpb"
 )
 
+// Every transaction takes a random (version 4) ID, and uuid.New read 16
+// bytes of the system's randomness per ID: a getrandom call, 2% of the CPU
+// of a point read's KV path (kv.BenchmarkPointRead). The pool reads the
+// same randomness in batches. Transaction IDs are no secret, and nothing
+// in Cairn draws a UUID it must keep secret (uuid.New's other callers are
+// catalog nonces and distributed fragments' IDs; gen_random_uuid() reads
+// crypto/rand itself), so the pool costs nothing in what the IDs promise.
+func init() { uuid.EnableRandPool() }
+
 const (
 	defaultHeartbeatInterval  = time.Second
 	defaultMaxRetries         = 30

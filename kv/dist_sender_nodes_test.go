@@ -64,6 +64,7 @@ func TestLeaseholderSender(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var log []string
+			replicaLists := 0
 			nodes := map[uint64]*fakeNode{}
 			for id := uint64(1); id <= 3; id++ {
 				r := tc.replies[id]
@@ -75,9 +76,12 @@ func TestLeaseholderSender(t *testing.T) {
 			s := NewLeaseholderSender(LeaseholderConfig{
 				LocalNode: 1,
 				Node:      func(id uint64) kvpb.Sender { return nodes[id] },
-				Replicas:  func(kvpb.TabletID) []uint64 { return []uint64{1, 2, 3} },
-				AllNodes:  func() []uint64 { return []uint64{1, 2, 3} },
-				Timeout:   5 * time.Second,
+				Replicas: func(kvpb.TabletID) []uint64 {
+					replicaLists++
+					return []uint64{1, 2, 3}
+				},
+				AllNodes: func() []uint64 { return []uint64{1, 2, 3} },
+				Timeout:  5 * time.Second,
 			})
 			ba := &kvpb.BatchRequest{Header: kvpb.Header{TabletID: 7}}
 			ba.Add(&kvpb.PutRequest{Key: []byte("k"), Value: []byte("v")})
@@ -95,13 +99,18 @@ func TestLeaseholderSender(t *testing.T) {
 				if got := s.Leaseholder(7); got != tc.leader {
 					t.Errorf("cached leaseholder %d, want %d", got, tc.leader)
 				}
-				// The next batch goes straight to it.
+				// The next batch goes straight to it, without listing the
+				// tablet's replicas (only a refusal needs them).
 				log = log[:0]
+				lists := replicaLists
 				if _, err := s.Send(context.Background(), ba); err != nil {
 					t.Fatal(err)
 				}
 				if !slices.Equal(log, []string{fmt.Sprint(tc.leader)}) {
 					t.Errorf("second batch asked %v, want only node %d", log, tc.leader)
+				}
+				if replicaLists != lists {
+					t.Errorf("a batch its cached leaseholder answered listed the replicas %d times", replicaLists-lists)
 				}
 			}
 		})

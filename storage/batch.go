@@ -92,6 +92,8 @@ func (b *Batch) Commit() (err error) {
 		return fmt.Errorf("storage: commit: %w", err)
 	}
 	defer b.e.catchFatal(&err, "commit")
+	b.e.iters.beginWrite()
+	defer b.e.iters.endWrite()
 	if err := b.b.Commit(b.e.wo); err != nil {
 		return fmt.Errorf("storage: commit: %w", err)
 	}
@@ -106,6 +108,8 @@ func (b *Batch) CommitNoSync() (err error) {
 		return fmt.Errorf("storage: commit: %w", err)
 	}
 	defer b.e.catchFatal(&err, "commit")
+	b.e.iters.beginWrite()
+	defer b.e.iters.endWrite()
 	if err := b.b.Commit(pebble.NoSync); err != nil {
 		return fmt.Errorf("storage: commit: %w", err)
 	}

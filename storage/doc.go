@@ -14,6 +14,7 @@
 //	batch.go     Batch (atomic, synced writes) and Snapshot
 //	iterator.go  Iterator over engine keys within user-key bounds
 //	reuse.go     ReusingReader: one iterator walks a batch's scans forward
+//	iterpool.go  closed engine iterators kept for the next read until a write
 //	sst.go       SSTWriter: SSTs built outside the engine, for Ingest
 //	sst_mem.go   SSTBuilder: SSTs built in memory, sent as bytes, checked
 //	             (CheckSSTPoints), cut (CutSST) and ingested (IngestBytes)
@@ -53,4 +54,11 @@
 //     shadows what the engine held for the same keys, memtable included;
 //     its range deletions remove older data in their spans but not the
 //     SST's own entries.
+//  7. An iterator from Engine.NewIter sees every write whose Commit (or
+//     Ingest, or ApplyBatchRepr) returned before NewIter was called, as a
+//     new Pebble iterator would, although it may be a pooled one opened
+//     earlier: one is handed out again only while no write has begun
+//     since it was opened, and it was opened while none was in flight
+//     (iterpool.go). Every write to the engine goes through those calls;
+//     nothing above storage writes through DB().
 package storage

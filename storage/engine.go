@@ -68,6 +68,9 @@ type Engine struct {
 	// EstimateDiskUsage, which sees only SSTs, can answer more for a span
 	// nothing has written to since (TableGeneration).
 	tables *atomic.Int64
+	// iters keeps closed iterators for reads while no write has come
+	// since they were opened (iterpool.go, invariant 7).
+	iters *iterPool
 }
 
 // CacheSizeOr is the block cache a store opened with Options.CacheSize
@@ -118,8 +121,13 @@ func Open(dir string, opts Options) (*Engine, error) {
 	// flight before writes wait for a flush).
 	po.MemTableSize = 64 << 20
 	tables := new(atomic.Int64)
+	iters := new(iterPool)
 	po.EventListener = &pebble.EventListener{
-		FlushEnd:      func(pebble.FlushInfo) { tables.Add(1) },
+		FlushEnd: func(pebble.FlushInfo) {
+			tables.Add(1)
+			iters.invalidate()
+		},
+		CompactionEnd: func(pebble.CompactionInfo) { iters.invalidate() },
 		TableIngested: func(pebble.TableIngestInfo) { tables.Add(1) },
 	}
 	po.EnsureDefaults()
@@ -135,7 +143,7 @@ func Open(dir string, opts Options) (*Engine, error) {
 	if opts.NoSync {
 		wo = pebble.NoSync
 	}
-	return &Engine{db: db, opts: po, fs: fs, dir: dir, cache: cache, wo: wo, onFatal: opts.OnFatal, healthCloser: healthCloser, ra: ra, tables: tables}, nil
+	return &Engine{db: db, opts: po, fs: fs, dir: dir, cache: cache, wo: wo, onFatal: opts.OnFatal, healthCloser: healthCloser, ra: ra, tables: tables, iters: iters}, nil
 }
 
 // ReadAheadStats counts what read-ahead did (zero without it).
@@ -149,6 +157,7 @@ func (e *Engine) ReadAheadStats() ReadAheadStats {
 // Close closes the engine. Iterators, snapshots and batches must be closed
 // first.
 func (e *Engine) Close() error {
+	e.iters.drain()
 	if e.ra != nil {
 		e.ra.stopPlans()
 	}
@@ -271,8 +280,41 @@ func newIter(e *Engine, r pebbleReader, opts IterOptions) (*Iterator, error) {
 // Get implements Reader.
 func (e *Engine) Get(key MVCCKey) ([]byte, bool, error) { return get(e, e.db, key) }
 
-// NewIter implements Reader.
-func (e *Engine) NewIter(opts IterOptions) (*Iterator, error) { return newIter(e, e.db, opts) }
+// NewIter implements Reader. A plain iterator (not a prefix one, and not a
+// scan read ahead) comes from the engine's pool when one there is current
+// (iterpool.go), and goes back to it on Close.
+func (e *Engine) NewIter(opts IterOptions) (*Iterator, error) {
+	if opts.Prefix || (opts.Scan && e.ra != nil) {
+		return newIter(e, e.db, opts)
+	}
+	if it := e.iters.take(); it != nil {
+		if err := e.failure(); err != nil {
+			_ = it.it.Close()
+			return nil, fmt.Errorf("storage: new iterator: %w", err)
+		}
+		it.err, it.key = nil, MVCCKey{}
+		var lo, hi []byte
+		buf := it.bounds[:0]
+		if opts.LowerBound != nil {
+			buf = MVCCKey{Key: opts.LowerBound}.Encode(buf)
+			lo = buf
+		}
+		if opts.UpperBound != nil {
+			buf = MVCCKey{Key: opts.UpperBound}.Encode(buf)
+			hi = buf[len(lo):]
+		}
+		it.bounds = buf
+		it.it.SetBounds(lo, hi)
+		return it, nil
+	}
+	gen, stable := e.iters.stable()
+	it, err := newIter(e, e.db, opts)
+	if err != nil || !stable {
+		return it, err
+	}
+	it.pool, it.gen = e.iters, gen
+	return it, nil
+}
 
 // NewBatch returns an indexed batch: reads through it see its own writes on
 // top of the engine's committed state.
@@ -291,6 +333,8 @@ func (e *Engine) ApplyBatchRepr(repr []byte) (err error) {
 		return fmt.Errorf("storage: apply batch: %w", err)
 	}
 	defer e.catchFatal(&err, "apply batch")
+	e.iters.beginWrite()
+	defer e.iters.endWrite()
 	b := e.db.NewBatch()
 	defer b.Close()
 	if err := b.SetRepr(append([]byte(nil), repr...)); err != nil {
@@ -309,6 +353,8 @@ func (e *Engine) Ingest(ctx context.Context, paths []string) (err error) {
 		return fmt.Errorf("storage: ingest: %w", err)
 	}
 	defer e.catchFatal(&err, "ingest")
+	e.iters.beginWrite()
+	defer e.iters.endWrite()
 	if err := e.db.Ingest(ctx, paths); err != nil {
 		return fmt.Errorf("storage: ingest: %w", err)
 	}

@@ -28,6 +28,13 @@ type Iterator struct {
 	// planEnd: the plan ends where the iterator's bounds do (no ScanEnd
 	// beyond them).
 	planEnd bool
+	// pool, when set, takes the iterator back on Close while it is
+	// current (iterpool.go); gen is the write generation its view is of.
+	pool *iterPool
+	gen  uint64
+	// bounds holds the encoded bounds of a pooled iterator's next use
+	// (Pebble copies them).
+	bounds []byte
 }
 
 func (i *Iterator) decode(valid bool) bool {
@@ -114,6 +121,9 @@ func (i *Iterator) Close() error {
 	}
 	if i.reuse != nil {
 		i.reuse.free = append(i.reuse.free, i)
+		return nil
+	}
+	if i.pool != nil && i.pool.put(i) {
 		return nil
 	}
 	return i.it.Close()

@@ -17,7 +17,8 @@ import (
 // checked, and the disk's reads counted. A fresh iterator looks its index
 // and data blocks up again for each key and, the cache having dropped
 // them, reads them again; the reused iterator holds them, and reads each
-// data block once, in order.
+// data block once, in order. So does the engine's pooled iterator
+// (iterpool.go), handed out again while nothing is written.
 func TestReusingReader(t *testing.T) {
 	const rows = 50000
 	mem := vfs.NewMem()
@@ -56,7 +57,14 @@ func TestReusingReader(t *testing.T) {
 		after := fs.Stats()
 		return simfs.Stats{Reads: after.Reads - before.Reads, Seeks: after.Seeks - before.Seeks}, nil
 	}
-	fresh, err := lookups(e, false)
+	// Engine.NewIter would hand back its pooled iterator (iterpool.go),
+	// which holds its blocks as a ReusingReader's does: the baseline opens
+	// a new Pebble iterator per key.
+	fresh, err := lookups(freshReader{e}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pooled, err := lookups(e, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +83,7 @@ func TestReusingReader(t *testing.T) {
 	if err := rr.Close(); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%d lookups: fresh iterators %d reads, %d seeks; one reused %d reads, %d seeks", rows/50, fresh.Reads, fresh.Seeks, reused.Reads, reused.Seeks)
+	t.Logf("%d lookups: fresh iterators %d reads, %d seeks; one reused %d reads, %d seeks; pooled %d reads, %d seeks", rows/50, fresh.Reads, fresh.Seeks, reused.Reads, reused.Seeks, pooled.Reads, pooled.Seeks)
 	// Half the reads at most, and walking forward: a few seeks (the
 	// first blocks), the rest adjacent or a short skip ahead. Under
 	// -race Pebble's invariants checks sometimes drop the block an
@@ -86,4 +94,17 @@ func TestReusingReader(t *testing.T) {
 	if reused.Reads*2 > fresh.Reads || reused.Seeks*4 > reused.Reads+8 {
 		t.Errorf("reused iterator: %d reads (%d seeks), fresh ones %d: want at most half, and few seeks", reused.Reads, reused.Seeks, fresh.Reads)
 	}
+	// Engine.NewIter's pooled iterator, with no write in between, is one
+	// iterator reset to each key as well.
+	if pooled.Reads*2 > fresh.Reads || pooled.Seeks*4 > pooled.Reads+8 {
+		t.Errorf("pooled iterator: %d reads (%d seeks), fresh ones %d: want at most half, and few seeks", pooled.Reads, pooled.Seeks, fresh.Reads)
+	}
 }
+
+// freshReader opens a new Pebble iterator for every NewIter, bypassing the
+// engine's pool.
+type freshReader struct{ e *Engine }
+
+func (r freshReader) Get(key MVCCKey) ([]byte, bool, error) { return r.e.Get(key) }
+
+func (r freshReader) NewIter(opts IterOptions) (*Iterator, error) { return newIter(r.e, r.e.db, opts) }

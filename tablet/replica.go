@@ -246,12 +246,12 @@ func (r *Replica) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchR
 // testcluster's TestLinearizableRegistersClockOffset with one clock 0.8 ×
 // the maximum offset ahead (writes answered at once) and behind (a read
 // saw a write still waiting to be answered). While the hybrid clock is
-// not ahead of the physical one it costs two clock readings.
+// not ahead of the physical one it costs one clock reading.
 func (r *Replica) commitWait(ctx context.Context, wrote bool) error {
 	if r.clock.MaxOffset() == 0 {
 		return nil
 	}
-	d := time.Duration(r.clock.Now().WallTime - r.clock.PhysicalNow())
+	d := r.clock.Lead()
 	if d <= 0 {
 		return nil
 	}

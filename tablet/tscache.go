@@ -53,17 +53,19 @@ type tsCache struct {
 	// byKey holds every point entry and answers a point lookup or update
 	// in O(1). points orders them for span lookups and splits; keys added
 	// since the last such use wait in unindexed, so a stream of point
-	// reads never pays for the ordering unless something asks for it. The
-	// shared *tsRead is updated in place.
-	byKey     map[string]*tsRead
-	points    *btreemap.BTreeMap[[]byte, *tsRead]
+	// reads never pays for the ordering unless something asks for it; the
+	// trees hold keys, whose reads are in the maps. The maps hold the
+	// reads themselves, not pointers: no allocation per new key, and a
+	// shrink walks them without a cache miss per entry.
+	byKey     map[string]tsRead
+	points    *btreemap.BTreeMap[[]byte, struct{}]
 	unindexed []string
 	entries   *btreemap.BTreeMap[[]byte, *tsEntry]
 	// rows, rowTree and rowsUnindexed are byKey, points and unindexed for
 	// row reads, keyed by the prefix; rowLens are the lengths of rows'
 	// keys (a shrink recomputes them).
-	rows          map[string]*tsRead
-	rowTree       *btreemap.BTreeMap[[]byte, *tsRead]
+	rows          map[string]tsRead
+	rowTree       *btreemap.BTreeMap[[]byte, struct{}]
 	rowsUnindexed []string
 	rowLens       []int // ascending
 	// rowLensCap is maxRowLens; tests lower it to exercise the span path.
@@ -106,8 +108,8 @@ func newTSCache(lowWater hlc.Timestamp, maxEntries int) *tsCache {
 	if maxEntries < 2 {
 		maxEntries = 2
 	}
-	return &tsCache{lowWater: lowWater, maxEntries: maxEntries, byKey: make(map[string]*tsRead), points: newPointTree(), entries: newSpanTree(),
-		rows: make(map[string]*tsRead), rowTree: newPointTree(), rowLensCap: maxRowLens}
+	return &tsCache{lowWater: lowWater, maxEntries: maxEntries, byKey: make(map[string]tsRead), points: newPointTree(), entries: newSpanTree(),
+		rows: make(map[string]tsRead), rowTree: newPointTree(), rowLensCap: maxRowLens}
 }
 
 // isPrefixEnd reports whether end is PrefixEnd(key): the span [key, end)
@@ -129,7 +131,7 @@ func isPrefixEnd(key, end []byte) bool {
 // take the span path (a new prefix length past maxRowLens).
 func (c *tsCache) addRowLocked(key []byte, ts hlc.Timestamp, txn uuid.UUID) bool {
 	if r, ok := c.rows[string(key)]; ok {
-		*r = r.merge(ts, txn)
+		c.rows[string(key)] = r.merge(ts, txn)
 		return true
 	}
 	if i, found := slices.BinarySearch(c.rowLens, len(key)); !found {
@@ -139,7 +141,7 @@ func (c *tsCache) addRowLocked(key []byte, ts hlc.Timestamp, txn uuid.UUID) bool
 		c.rowLens = slices.Insert(c.rowLens, i, len(key))
 	}
 	k := string(key)
-	c.rows[k] = &tsRead{ts: ts, txn: txn}
+	c.rows[k] = tsRead{ts: ts, txn: txn}
 	c.rowsUnindexed = append(c.rowsUnindexed, k)
 	return true
 }
@@ -158,8 +160,8 @@ func (c *tsCache) rowPrefixesLocked(best tsRead, key []byte, self bool) tsRead {
 	return best
 }
 
-func newPointTree() *btreemap.BTreeMap[[]byte, *tsRead] {
-	return btreemap.New[[]byte, *tsRead](tsCacheDegree, bytes.Compare)
+func newPointTree() *btreemap.BTreeMap[[]byte, struct{}] {
+	return btreemap.New[[]byte, struct{}](tsCacheDegree, bytes.Compare)
 }
 
 func newSpanTree() *btreemap.BTreeMap[[]byte, *tsEntry] {
@@ -191,19 +193,18 @@ func (c *tsCache) overlapsLocked(start, end []byte) []*tsEntry {
 // addPointLocked inserts a point entry the cache does not have yet.
 func (c *tsCache) addPointLocked(key []byte, r tsRead) {
 	k := string(key)
-	p := &r
-	c.byKey[k] = p
+	c.byKey[k] = r
 	c.unindexed = append(c.unindexed, k)
 }
 
 // indexLocked brings points up to date with byKey.
 func (c *tsCache) indexLocked() {
 	for _, k := range c.unindexed {
-		c.points.ReplaceOrInsert(unsafeBytes(k), c.byKey[k])
+		c.points.ReplaceOrInsert(unsafeBytes(k), struct{}{})
 	}
 	c.unindexed = c.unindexed[:0]
 	for _, k := range c.rowsUnindexed {
-		c.rowTree.ReplaceOrInsert(unsafeBytes(k), c.rows[k])
+		c.rowTree.ReplaceOrInsert(unsafeBytes(k), struct{}{})
 	}
 	c.rowsUnindexed = c.rowsUnindexed[:0]
 }
@@ -217,7 +218,7 @@ func (c *tsCache) add(span kvpb.Span, ts hlc.Timestamp, txn uuid.UUID) {
 	}
 	if len(span.EndKey) == 0 {
 		if r, ok := c.byKey[string(span.Key)]; ok {
-			*r = r.merge(ts, txn)
+			c.byKey[string(span.Key)] = r.merge(ts, txn)
 		} else {
 			c.addPointLocked(span.Key, tsRead{ts: ts, txn: txn})
 		}
@@ -240,44 +241,59 @@ func (c *tsCache) add(span kvpb.Span, ts hlc.Timestamp, txn uuid.UUID) {
 
 // addSpanLocked records a read of [start, end) at ts by txn in the span
 // tree.
+//
+// The tree is keyed by start key, so a piece of an overlapped entry that
+// keeps the entry's start is the entry itself, changed in place (its end,
+// or its timestamp merged with the read's); only pieces with new starts
+// are inserted. It deleted every overlapped entry and inserted every
+// piece before: a third of the CPU of a ten-row scan's KV path
+// (kv.BenchmarkPointRead, rows=10), where the spans read cover the tree
+// end to end and each read cuts two or three entries.
 func (c *tsCache) addSpanLocked(start, end []byte, ts hlc.Timestamp, txn uuid.UUID) {
-	// Rebuild the overlapped region: pieces of old entries outside [start,
-	// end) survive as they were, pieces inside are merged with the new read.
-	var out []tsEntry
+	var inserts []tsEntry
 	cur := start
 	for _, e := range c.overlapsLocked(start, end) {
-		c.entries.Delete(e.start)
-		if bytes.Compare(e.start, cur) < 0 {
-			// Left remainder of e before the new span.
-			out = append(out, tsEntry{start: e.start, end: cur, ts: e.ts, txn: e.txn})
-		} else if bytes.Compare(cur, e.start) < 0 {
-			out = append(out, tsEntry{start: cur, end: e.start, ts: ts, txn: txn})
-		}
-		ovStart := maxKey(e.start, start)
-		ovEnd := minKey(e.end, end)
-		m := tsEntry{start: ovStart, end: ovEnd, ts: e.ts, txn: e.txn}
+		oldEnd, oldTS, oldTxn := e.end, e.ts, e.txn
+		ovEnd := minKey(oldEnd, end)
+		merged := tsRead{ts: oldTS, txn: oldTxn}.merge(ts, txn)
 		switch {
-		case e.ts.Less(ts):
-			m.ts, m.txn = ts, txn
-		case e.ts == ts && e.txn != txn:
-			m.txn = uuid.Nil
+		case bytes.Compare(e.start, cur) < 0:
+			// e starts before the read: it keeps [e.start, cur) as it
+			// was, and the overlap is a new piece.
+			e.end = cur
+			inserts = append(inserts, tsEntry{start: cur, end: ovEnd, ts: merged.ts, txn: merged.txn})
+		default:
+			if bytes.Compare(cur, e.start) < 0 {
+				// A gap the read covers alone.
+				inserts = append(inserts, tsEntry{start: cur, end: e.start, ts: ts, txn: txn})
+			}
+			// e is the overlap, from its own start.
+			e.end, e.ts, e.txn = ovEnd, merged.ts, merged.txn
 		}
-		out = append(out, m)
+		if bytes.Compare(end, oldEnd) < 0 {
+			// e reached past the read: its rest keeps what it had.
+			inserts = append(inserts, tsEntry{start: end, end: oldEnd, ts: oldTS, txn: oldTxn})
+		}
 		cur = ovEnd
-		if bytes.Compare(end, e.end) < 0 {
-			out = append(out, tsEntry{start: end, end: e.end, ts: e.ts, txn: e.txn})
-		}
 	}
 	if bytes.Compare(cur, end) < 0 {
-		out = append(out, tsEntry{start: cur, end: end, ts: ts, txn: txn})
+		inserts = append(inserts, tsEntry{start: cur, end: end, ts: ts, txn: txn})
 	}
-	for k := range out {
-		c.entries.ReplaceOrInsert(out[k].start, &out[k])
+	for k := range inserts {
+		c.entries.ReplaceOrInsert(inserts[k].start, &inserts[k])
 	}
 }
 
 // shrinkLocked raises the low-water mark to the median entry timestamp and
 // drops every entry at or below it.
+//
+// It runs once per maxEntries/2 additions, and its cost per addition was
+// half of the timestamp cache's under pgbench's select-only (5% of the KV
+// read of a point SELECT: bench/README.md, "Issue 22, KV read path"): a
+// sort of every entry's timestamp, then new maps refilled with the
+// survivors. The median is now selected in linear time (nthTimestamp,
+// txntombstone.go), and the point and row maps lose their dropped entries
+// in place.
 func (c *tsCache) shrinkLocked() {
 	tss := make([]hlc.Timestamp, 0, c.lenLocked())
 	for _, e := range c.entries.Ascend(btreemap.Min[[]byte](), btreemap.Max[[]byte]()) {
@@ -289,8 +305,7 @@ func (c *tsCache) shrinkLocked() {
 	for _, r := range c.rows {
 		tss = append(tss, r.ts)
 	}
-	slices.SortFunc(tss, hlc.Timestamp.Compare)
-	c.lowWater = c.lowWater.Forward(tss[len(tss)/2])
+	c.lowWater = c.lowWater.Forward(nthTimestamp(tss, len(tss)/2))
 	oldEntries := c.entries
 	c.entries = newSpanTree()
 	for k, e := range oldEntries.Ascend(btreemap.Min[[]byte](), btreemap.Max[[]byte]()) {
@@ -298,21 +313,26 @@ func (c *tsCache) shrinkLocked() {
 			c.entries.ReplaceOrInsert(k, e)
 		}
 	}
-	// Rebuilding is O(n log n), like the sort above, and happens once per
-	// maxEntries/2 additions.
-	old := c.byKey
-	c.byKey, c.points, c.unindexed = make(map[string]*tsRead, len(old)/2), newPointTree(), c.unindexed[:0]
-	for k, r := range old {
+	// The trees index the survivors again when next needed.
+	c.points, c.unindexed = newPointTree(), c.unindexed[:0]
+	for k, r := range c.byKey {
 		if c.lowWater.Less(r.ts) {
-			c.byKey[k] = r
 			c.unindexed = append(c.unindexed, k)
+		} else {
+			delete(c.byKey, k)
 		}
 	}
-	oldRows := c.rows
-	c.rows, c.rowTree, c.rowsUnindexed, c.rowLens = make(map[string]*tsRead, len(oldRows)/2), newPointTree(), c.rowsUnindexed[:0], c.rowLens[:0]
-	for k, r := range oldRows {
-		if c.lowWater.Less(r.ts) {
-			c.addRowLocked(unsafeBytes(k), r.ts, r.txn)
+	// The row lengths are those of the survivors: a subset of the lengths
+	// before, so within the bound.
+	c.rowTree, c.rowsUnindexed, c.rowLens = newPointTree(), c.rowsUnindexed[:0], c.rowLens[:0]
+	for k, r := range c.rows {
+		if !c.lowWater.Less(r.ts) {
+			delete(c.rows, k)
+			continue
+		}
+		c.rowsUnindexed = append(c.rowsUnindexed, k)
+		if i, found := slices.BinarySearch(c.rowLens, len(k)); !found {
+			c.rowLens = slices.Insert(c.rowLens, i, len(k))
 		}
 	}
 }
@@ -337,12 +357,14 @@ func (c *tsCache) getMax(span kvpb.Span) (hlc.Timestamp, uuid.UUID) {
 		best = c.rowPrefixesLocked(best, span.Key, true)
 	} else {
 		c.indexLocked()
-		for _, r := range c.points.Ascend(btreemap.GE(span.Key), btreemap.LT(span.EndKey)) {
+		for k := range c.points.Ascend(btreemap.GE(span.Key), btreemap.LT(span.EndKey)) {
+			r := c.byKey[string(k)]
 			best = best.merge(r.ts, r.txn)
 		}
 		// Row reads meeting the span: those whose prefix lies in it, and
 		// those whose prefix is a proper prefix of its start (they cover it).
-		for _, r := range c.rowTree.Ascend(btreemap.GE(span.Key), btreemap.LT(span.EndKey)) {
+		for k := range c.rowTree.Ascend(btreemap.GE(span.Key), btreemap.LT(span.EndKey)) {
+			r := c.rows[string(k)]
 			best = best.merge(r.ts, r.txn)
 		}
 		best = c.rowPrefixesLocked(best, span.Key, false)
@@ -368,10 +390,11 @@ func (c *tsCache) splitOff(key []byte) *tsCache {
 	r := newTSCache(c.lowWater, c.maxEntries)
 	r.rowLensCap = c.rowLensCap
 	c.indexLocked()
-	for k, v := range c.points.Ascend(btreemap.GE(key), btreemap.Max[[]byte]()) {
-		r.addPointLocked(k, *v)
+	for k := range c.points.Ascend(btreemap.GE(key), btreemap.Max[[]byte]()) {
+		r.addPointLocked(k, c.byKey[string(k)])
 	}
-	for k, v := range c.rowTree.Ascend(btreemap.GE(key), btreemap.Max[[]byte]()) {
+	for k := range c.rowTree.Ascend(btreemap.GE(key), btreemap.Max[[]byte]()) {
+		v := c.rows[string(k)]
 		r.addRowLocked(k, v.ts, v.txn) // r has c's lengths at most
 	}
 	for _, e := range c.entries.Ascend(btreemap.Min[[]byte](), btreemap.Max[[]byte]()) {

@@ -1,6 +1,7 @@
 package tablet
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/cairn-db/cairn/hlc"
@@ -229,6 +230,23 @@ func TestTSCacheSplitOffModel(t *testing.T) {
 			if got, _ := r.getMax(sp(q, "")); got.Less(want) {
 				t.Fatalf("split at %q: right side getMax(%q) = %s, below a read at %s", split, q, got, want)
 			}
+		}
+	})
+}
+
+// TestNthTimestamp checks the quickselect of a shrink's median (and of the
+// transaction tombstones' cut) against a sort, on slices with many equal
+// timestamps (reads share them).
+func TestNthTimestamp(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		tss := rapid.SliceOfN(rapid.Custom(func(t *rapid.T) hlc.Timestamp {
+			return hlc.Timestamp{WallTime: rapid.Int64Range(0, 6).Draw(t, "wall"), Logical: rapid.Int32Range(0, 2).Draw(t, "logical")}
+		}), 1, 64).Draw(t, "tss")
+		n := rapid.IntRange(0, len(tss)-1).Draw(t, "n")
+		sorted := slices.Clone(tss)
+		slices.SortFunc(sorted, hlc.Timestamp.Compare)
+		if got := nthTimestamp(tss, n); got != sorted[n] {
+			t.Fatalf("nthTimestamp(%v, %d) = %s, want %s", sorted, n, got, sorted[n])
 		}
 	})
 }
