@@ -814,3 +814,35 @@ func literalParams(tc *types.Context, pts []*types.T, lits []parser.Literal) ([]
 	}
 	return out, true
 }
+
+// Transaction control. pgbench's BEGIN and END, two of the five
+// statements of a simple-update transaction, were parsed by libpg_query
+// every time (3% of its CPU once its DML kept plans). A query string
+// that parsed into a single transaction-control statement (BEGIN, START
+// TRANSACTION, COMMIT, END, ROLLBACK, SAVEPOINT, RELEASE, with their
+// options) means the same thing whenever it is sent again: it names no
+// object and holds no value the catalog or a setting could change, so
+// the session keeps its parsed form by the exact text and runs that.
+// Nothing changes a parsed Statement once made.
+
+// maxTxnTextLen bounds the texts kept (BEGIN ISOLATION LEVEL ... fits).
+const maxTxnTextLen = 128
+
+// parseQuery parses sql (of shape sh, nil: none), through the
+// transaction-control cache.
+func (s *Session) parseQuery(sql string, sh *queryShape) ([]parser.Statement, error) {
+	if sh == nil && len(sql) <= maxTxnTextLen {
+		if stmts, ok := s.txnTexts[sql]; ok {
+			return stmts, nil
+		}
+	}
+	stmts, err := parse(sql)
+	if err != nil || sh != nil || len(sql) > maxTxnTextLen || len(stmts) != 1 || !stmts[0].IsTransactionControl() {
+		return stmts, err
+	}
+	if s.txnTexts == nil || len(s.txnTexts) >= maxSimpleEntries {
+		s.txnTexts = map[string][]parser.Statement{}
+	}
+	s.txnTexts[sql] = stmts
+	return stmts, nil
+}

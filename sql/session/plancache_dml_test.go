@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/cairn-db/cairn/server"
@@ -193,5 +194,66 @@ func TestSimpleQueryDMLPlanCache(t *testing.T) {
 	}
 	if got := one("SELECT extra::text FROM acct WHERE id = 106"); got != "9" {
 		t.Errorf("new column's default: %s", got)
+	}
+}
+
+// TestSimpleQueryTxnControlRepeated: transaction-control texts sent again
+// and again (kept parsed by their text, plancache.go) keep their meaning
+// each time: isolation options, savepoints, COMMIT of a failed block,
+// COMMIT outside a block.
+func TestSimpleQueryTxnControlRepeated(t *testing.T) {
+	ctx := context.Background()
+	srv, err := server.Start(ctx, server.Config{Insecure: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Stop(context.Background()) })
+	url := fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable&default_query_exec_mode=simple_protocol", srv.Addr())
+	var notices []string
+	a, b := connect(t, url, &notices), connect(t, url, nil)
+	mustExec(t, b, "CREATE TABLE n (k int PRIMARY KEY, v int)")
+	mustExec(t, b, "INSERT INTO n VALUES (1, 0)")
+	v := func() string {
+		t.Helper()
+		var s string
+		if err := b.QueryRow(ctx, "SELECT v::text FROM n WHERE k = 1").Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	for round := 1; round <= 3; round++ {
+		mustExec(t, a, "BEGIN ISOLATION LEVEL REPEATABLE READ;")
+		if got := show(t, a, "transaction_isolation"); got != "repeatable read" {
+			t.Errorf("round %d: isolation %q", round, got)
+		}
+		mustExec(t, a, "UPDATE n SET v = v + 1 WHERE k = 1")
+		mustExec(t, a, "SAVEPOINT s1;")
+		mustExec(t, a, "UPDATE n SET v = v + 100 WHERE k = 1")
+		mustExec(t, a, "ROLLBACK TO SAVEPOINT s1;")
+		mustExec(t, a, "END;")
+		if got, want := v(), strconv.Itoa(round); got != want {
+			t.Errorf("round %d: v = %s, want %s", round, got, want)
+		}
+		mustExec(t, a, "BEGIN;")
+		if got := show(t, a, "transaction_isolation"); got != "read committed" {
+			t.Errorf("round %d: plain BEGIN's isolation %q", round, got)
+		}
+		mustExec(t, a, "UPDATE n SET v = v + 1000 WHERE k = 1")
+		if _, err := a.Exec(ctx, "SELECT 1/0"); sqlState(err) != "22012" {
+			t.Errorf("round %d: division by zero: %v", round, err)
+		}
+		// COMMIT of a failed block rolls back (tag ROLLBACK).
+		tag, err := a.Exec(ctx, "END;")
+		if err != nil || tag.String() != "ROLLBACK" {
+			t.Errorf("round %d: END of a failed block: %q, %v", round, tag, err)
+		}
+		if got, want := v(), strconv.Itoa(round); got != want {
+			t.Errorf("round %d: after the failed block v = %s, want %s", round, got, want)
+		}
+		notices = notices[:0]
+		mustExec(t, a, "END;")
+		if len(notices) != 1 || !strings.Contains(notices[0], "there is no transaction in progress") {
+			t.Errorf("round %d: END outside a block: notices %q", round, notices)
+		}
 	}
 }
