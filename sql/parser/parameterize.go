@@ -89,6 +89,11 @@ func (s *Statement) Parameterize() (string, []Literal, bool) {
 			return "", nil, false
 		}
 		for _, t := range up.TargetList {
+			if len(t.GetResTarget().GetIndirection()) > 0 {
+				// SET a[1] = ..., SET c.f = ...: the value's type is an
+				// element's or a field's; left in the text.
+				continue
+			}
 			if k := setConst(t.GetResTarget().GetVal()); k != nil && plainConst(text, k) {
 				consts = append(consts, k)
 			}
@@ -98,6 +103,11 @@ func (s *Statement) Parameterize() (string, []Literal, bool) {
 		sel := ins.SelectStmt.GetSelectStmt()
 		if ins.WithClause != nil || ins.OnConflictClause != nil || sel == nil || len(sel.ValuesLists) != 1 {
 			return "", nil, false
+		}
+		for _, c := range ins.Cols {
+			if len(c.GetResTarget().GetIndirection()) > 0 {
+				return "", nil, false // INSERT INTO t (a[1]) ...: as SET a[1]
+			}
 		}
 		for _, item := range sel.ValuesLists[0].GetList().GetItems() {
 			if k := item.GetAConst(); k != nil && plainConst(text, k) {

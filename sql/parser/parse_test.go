@@ -267,6 +267,8 @@ func TestParameterize(t *testing.T) {
 		{"INSERT INTO h (a, b, c, m) VALUES (1, -2, 'z', CURRENT_TIMESTAMP)",
 			"INSERT INTO h (a, b, c, m) VALUES ($1, $2, $3, CURRENT_TIMESTAMP)", "[{true 1  35} {true -2  38} {false 0 z 42}]"},
 		{"INSERT INTO h VALUES (1, true, NULL, 2.5, DEFAULT) RETURNING 7", "INSERT INTO h VALUES ($1, true, NULL, 2.5, DEFAULT) RETURNING 7", "[{true 1  22}]"},
+		{"UPDATE t SET a[1] = 5, b = 6 WHERE k = 7", "UPDATE t SET a[1] = 5, b = $1 WHERE k = $2", "[{true 6  27} {true 7  39}]"},
+		{"INSERT INTO h (a[1], b) VALUES (1, 2)", "", ""},
 		{"INSERT INTO h VALUES (1), (2)", "", ""},
 		{"INSERT INTO h VALUES (1) ON CONFLICT DO NOTHING", "", ""},
 		{"INSERT INTO h VALUES (now())", "", ""},
