@@ -157,22 +157,22 @@ func TestSimpleQueryDMLPlanCache(t *testing.T) {
 	}
 
 	// RETURNING, in a block; an error fails the block.
-	var gotBal, gotID int
-	if err := a.QueryRow(ctx, "UPDATE acct SET bal = bal + 1 WHERE id = 2 RETURNING bal, id").Scan(&gotBal, &gotID); err != nil || gotBal != 2*10+2*2-21+1 || gotID != 2 {
-		t.Errorf("UPDATE RETURNING: %d %d %v", gotBal, gotID, err)
-	}
-	if err := a.QueryRow(ctx, "UPDATE acct SET bal = bal + 1 WHERE id = 3 RETURNING bal, id").Scan(&gotBal, &gotID); err != nil || gotBal != 3*10+2*3-21+1 || gotID != 3 {
-		t.Errorf("UPDATE RETURNING: %d %d %v", gotBal, gotID, err)
+	for id := 2; id <= 3; id++ {
+		var gotBal, gotID int
+		err := a.QueryRow(ctx, fmt.Sprintf("UPDATE acct SET bal = bal + 1 WHERE id = %d RETURNING bal, id", id)).Scan(&gotBal, &gotID)
+		if err != nil || gotBal != id*10+2*id-21+1 || gotID != id {
+			t.Errorf("UPDATE RETURNING of %d: %d %d %v", id, gotBal, gotID, err)
+		}
 	}
 	mustExec(t, a, "BEGIN")
-	if got := run("UPDATE acct SET bal = bal + 100 WHERE id = 4"); got != "1" {
-		t.Errorf("in a block: %s", got)
-	}
-	if got := run("INSERT INTO acct VALUES (4, 1, 1, 'dup')"); got != "error 23505" {
-		t.Errorf("duplicate key in a block: %s", got)
-	}
-	if got := run("UPDATE acct SET bal = bal + 100 WHERE id = 5"); got != "error 25P02" {
-		t.Errorf("in the failed block: %s", got)
+	for _, tc := range []struct{ sql, want string }{
+		{"UPDATE acct SET bal = bal + 100 WHERE id = 4", "1"},
+		{"INSERT INTO acct VALUES (4, 1, 1, 'dup')", "error 23505"},
+		{"UPDATE acct SET bal = bal + 100 WHERE id = 5", "error 25P02"}, // the failed block
+	} {
+		if got := run(tc.sql); got != tc.want {
+			t.Errorf("in a block, %s: %s, want %s", tc.sql, got, tc.want)
+		}
 	}
 	mustExec(t, a, "ROLLBACK")
 	if got, want := one("SELECT bal::text FROM acct WHERE id = 4"), strconv.Itoa(4*10+2*4-21); got != want {
@@ -183,14 +183,14 @@ func TestSimpleQueryDMLPlanCache(t *testing.T) {
 	// plans are of the old generation and plan again.
 	mustExec(t, b, "ALTER TABLE acct ADD COLUMN extra int DEFAULT 9")
 	mustExec(t, b, "ALTER TABLE acct ADD CONSTRAINT small_pos CHECK (small > 0)")
-	if got := run("INSERT INTO acct VALUES (105, 1, -1, 'u')"); got != "error 23514" {
-		t.Errorf("insert against the new CHECK: %s", got)
-	}
-	if got := run("INSERT INTO acct VALUES (106, 1, 1, 't')"); got != "1" {
-		t.Errorf("insert after ALTER: %s", got)
-	}
-	if got := run("UPDATE acct SET small = -3 WHERE id = 6"); got != "error 23514" {
-		t.Errorf("update against the new CHECK: %s", got)
+	for _, tc := range []struct{ sql, want string }{
+		{"INSERT INTO acct VALUES (105, 1, -1, 'u')", "error 23514"},
+		{"INSERT INTO acct VALUES (106, 1, 1, 't')", "1"},
+		{"UPDATE acct SET small = -3 WHERE id = 6", "error 23514"},
+	} {
+		if got := run(tc.sql); got != tc.want {
+			t.Errorf("after ALTER, %s: %s, want %s", tc.sql, got, tc.want)
+		}
 	}
 	if got := one("SELECT extra::text FROM acct WHERE id = 106"); got != "9" {
 		t.Errorf("new column's default: %s", got)
