@@ -576,7 +576,7 @@ func (r *runner) buildUpdate(n *plan.Update) (op, error) {
 		}
 	}
 	r.lockOnRead = lockingPointScan(n)
-	input, err := r.build(n.Input)
+	input, err := r.buildPointInput(n.Input)
 	r.lockOnRead = nil
 	if err != nil {
 		return nil, err
@@ -666,7 +666,7 @@ func (r *runner) buildDelete(n *plan.Delete) (op, error) {
 			return nil, err
 		}
 	}
-	input, err := r.build(n.Input)
+	input, err := r.buildPointInput(n.Input)
 	if err != nil {
 		return nil, err
 	}

@@ -1,64 +1,21 @@
 package exec
 
 import (
-	"context"
 	"testing"
 
 	"github.com/jackc/pgerrcode"
 
-	"github.com/cairn-db/cairn/kv"
 	"github.com/cairn-db/cairn/sql/catalog"
-	"github.com/cairn-db/cairn/sql/opt"
-	"github.com/cairn-db/cairn/sql/parser"
-	"github.com/cairn-db/cairn/sql/plan"
-	"github.com/cairn-db/cairn/sql/types"
 )
 
 // End-to-end DML: statements bound by plan.Build and optimized by
 // opt.Optimize, as the session runs them, over the tables of dml_test.go.
 
-// sql runs one statement in its own transaction.
+// sql runs one statement in its own transaction (point_dml_test.go's
+// sqlPath, the fast path allowed).
 func (e *dmlEnv) sql(q string) (string, int64, error) {
 	e.t.Helper()
-	stmts, err := parser.Parse(q)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	var out string
-	var n int64
-	err = e.db.Txn(context.Background(), kv.Serializable, func(ctx context.Context, txn *kv.Txn) error {
-		x := e.context(txn)
-		db, err := x.Catalog.Database(ctx, "postgres")
-		if err != nil {
-			return err
-		}
-		env := &plan.Env{Catalog: plan.NewCatalog(x.Catalog, db, []string{"public"}, func(string, string) plan.VirtualTable { return nil })}
-		p, err := plan.Build(ctx, env, &stmts[0])
-		if err != nil {
-			return err
-		}
-		if err := opt.Optimize(ctx, p); err != nil {
-			return err
-		}
-		rs, err := Start(ctx, x, p)
-		if err != nil {
-			return err
-		}
-		defer rs.Close()
-		var rows [][]types.Datum
-		for {
-			row, err := rs.Next(ctx)
-			if err != nil {
-				return err
-			}
-			if row == nil {
-				break
-			}
-			rows = append(rows, append([]types.Datum(nil), row...))
-		}
-		out, n = fmtRows(rows), rs.RowsAffected()
-		return nil
-	})
+	out, n, _, err := e.sqlPath(q, false)
 	return out, n, err
 }
 

@@ -3,6 +3,7 @@ package exec
 import (
 	"context"
 
+	"github.com/cairn-db/cairn/keys"
 	"github.com/cairn-db/cairn/kv"
 	"github.com/cairn-db/cairn/kvpb"
 	"github.com/cairn-db/cairn/sql/distsql"
@@ -14,11 +15,11 @@ import (
 // The point-read fast path (issue 22): a SELECT of one row by its whole
 // primary key (pgbench's select-only, a prepared statement's kept plan)
 // is, after planning, a Scan of one point span of the primary index with
-// at most one Project above it. Start runs such a plan as one operator
+// a chain of Projects above it. Start runs such a plan as one operator
 // that sends one kv.Batch of one Scan and decodes its row, instead of
 // building the general scan (buildLocking, the scan's order keys and
-// stream, the distributed-planning checks, a kvStream) and a Project
-// operator over it: together 8% of the node's CPU per point SELECT
+// stream, the distributed-planning checks, a kvStream) and Project
+// operators over it: together 8% of the node's CPU per point SELECT
 // (bench/README.md, issue 22, 2026-11-30 morning).
 //
 // Only plans whose result cannot differ take it: no row lock (FOR
@@ -28,6 +29,19 @@ import (
 // anyway (distChainAt). The read itself is the scan's: the same Scan
 // request through the statement's kv.Txn, the same RowFetcher, a resume
 // span followed as kvStream follows it.
+//
+// The point DML fast path (issue 22): the input of a single-row UPDATE
+// or DELETE by whole primary key (pgbench's `UPDATE ... SET abalance =
+// abalance + $1 WHERE aid = $2`, a chain of Projects over such a Scan) is
+// built by buildPointInput as this same operator instead of a scan, its
+// kvStream and one operator per Project. An UPDATE's read is the one
+// lockingPointScan marks (r.lockOnRead): the operator asks for the row's
+// lock in the read's own batch, as the scan does (kv.Batch.LockOnRead),
+// so the UPDATE still reads and locks its row in one KV batch and writes
+// it in the next. The writing side is unchanged (dmlState.write, the
+// constraints, secondary indexes, foreign keys, RETURNING and the row
+// count are the general path's): the fast path only leaves out the
+// operator tree of the read.
 
 // pointOp reads the one row of a point span.
 type pointOp struct {
@@ -35,25 +49,45 @@ type pointOp struct {
 	span   kvpb.Span
 	f      *rowenc.RowFetcher
 	outPos []int
-	// fns, when not nil, is the Project above the scan, compiled.
-	fns  []rowFn
-	done bool
-	row  []types.Datum
+	// lock, when set, is the row span the read locks (an UPDATE's read,
+	// r.lockOnRead).
+	lock *kvpb.Span
+	// projs, when not nil, are the Projects above the scan, compiled,
+	// innermost first.
+	projs [][]rowFn
+	done  bool
+	row   []types.Datum
 }
 
-// buildPoint returns the fast-path operator for root, or nil when root is
-// not a point read it may run (the general path runs it then).
+// buildPointInput builds the input of a DML statement: the fast-path
+// operator when it is a point read (see above), else the general one.
+func (r *runner) buildPointInput(n plan.Node) (op, error) {
+	o, err := r.buildPoint(n)
+	if o != nil || err != nil {
+		return o, err
+	}
+	return r.build(n)
+}
+
+// buildPoint returns the fast-path operator for root, a point Scan under
+// a chain of Projects, or nil when root is not a point read it may run
+// (the general path runs it then).
 func (r *runner) buildPoint(root plan.Node) (op, error) {
 	if r.x.Stats != nil || r.fragSpan != nil {
 		return nil, nil
 	}
-	proj, _ := root.(*plan.Project)
+	var projs []*plan.Project
 	n := root
-	if proj != nil {
+	for {
+		proj, ok := n.(*plan.Project)
+		if !ok {
+			break
+		}
+		projs = append(projs, proj)
 		n = proj.Input
 	}
 	scan, ok := n.(*plan.Scan)
-	if !ok || scan == r.lockOnRead || scan.Lock != plan.LockNone || scan.Filter != nil || scan.Inverted != nil ||
+	if !ok || scan.Lock != plan.LockNone || scan.Filter != nil || scan.Inverted != nil ||
 		len(scan.Spans) != 1 || scan.Buckets != nil || scan.ShardMerge {
 		return nil, nil
 	}
@@ -76,19 +110,39 @@ func (r *runner) buildPoint(root plan.Node) (op, error) {
 		return nil, nil
 	}
 	o := &pointOp{r: r, span: spans[0]}
+	if scan == r.lockOnRead {
+		// The span the UPDATE's write locks: the row key as the writer
+		// makes it, from the point's key values (as buildScan does).
+		keyPos, err := tableRowPositions(l, idx.KeyColumns)
+		if err != nil {
+			return nil, err
+		}
+		row := make([]types.Datum, len(l.Columns))
+		for i, p := range keyPos {
+			row[p] = scan.Spans[0].Start[i]
+		}
+		key, err := l.PrimaryKey(nil, row)
+		if err != nil {
+			return nil, err
+		}
+		o.lock = &kvpb.Span{Key: key, EndKey: keys.PrefixEnd(key)}
+	}
 	if o.outPos, err = tableRowPositions(l, scan.TableCols); err != nil {
 		return nil, err
 	}
 	if o.f, err = rowenc.NewRowFetcher(l, idx, scan.TableCols); err != nil {
 		return nil, err
 	}
-	if proj != nil {
-		o.fns = make([]rowFn, len(proj.Exprs))
-		for i, e := range proj.Exprs {
-			if o.fns[i], err = r.compile(e, scan.Columns()); err != nil {
+	cols := scan.Columns()
+	for i := len(projs) - 1; i >= 0; i-- {
+		fns := make([]rowFn, len(projs[i].Exprs))
+		for j, e := range projs[i].Exprs {
+			if fns[j], err = r.compile(e, cols); err != nil {
 				return nil, err
 			}
 		}
+		o.projs = append(o.projs, fns)
+		cols = projs[i].Columns()
 	}
 	return o, nil
 }
@@ -110,6 +164,10 @@ func (o *pointOp) Next(ctx context.Context) ([]types.Datum, error) {
 	for {
 		b := &kv.Batch{}
 		b.Scan(span.Key, span.EndKey, firstPage)
+		if o.lock != nil {
+			b.LockOnRead(o.lock.Key, o.lock.EndKey)
+			o.lock = nil
+		}
 		if err := o.r.x.Txn.Run(ctx, b); err != nil {
 			return nil, err
 		}
@@ -133,17 +191,17 @@ func (o *pointOp) Next(ctx context.Context) ([]types.Datum, error) {
 	}
 	row := project(o.row, o.outPos)
 	o.row = nil
-	if o.fns == nil {
-		return row, nil
-	}
-	out := make([]types.Datum, len(o.fns))
-	for i, f := range o.fns {
-		var err error
-		if out[i], err = f(row); err != nil {
-			return nil, err
+	for _, fns := range o.projs {
+		out := make([]types.Datum, len(fns))
+		for i, f := range fns {
+			var err error
+			if out[i], err = f(row); err != nil {
+				return nil, err
+			}
 		}
+		row = out
 	}
-	return out, nil
+	return row, nil
 }
 
 func (o *pointOp) Close() {}

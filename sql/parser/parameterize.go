@@ -21,23 +21,33 @@ type Literal struct {
 	Pos int
 }
 
-// Parameterize returns, for a SELECT whose WHERE clause is only `column
-// = constant` comparisons joined by AND, the constants being integers or
-// plain quoted strings, the statement's text with each such constant
-// replaced by $1, $2, ... in order of position, and the constants in that
-// order. Two statements that differ only in those constants give the same
-// text, which the session uses to find a plan made for the parameterized
-// form (sql/session/plancache.go); whether that plan may stand for the
+// Parameterize returns, for a statement of one of the shapes below whose
+// constants are integers or plain quoted strings, the statement's text
+// with each such constant replaced by $1, $2, ... in order of position,
+// and the constants in that order:
+//
+//   - a SELECT, or a DELETE without USING, whose WHERE clause is only
+//     `column = constant` comparisons joined by AND;
+//   - an UPDATE without FROM whose WHERE is the same, and whose SET
+//     constants (each taken only when it is a SET value itself, or, an
+//     integer, one operand of +, - or * whose other operand is a column)
+//     are parameterized with the WHERE's;
+//   - an INSERT of one VALUES row (no ON CONFLICT, no WITH), whose items
+//     that are constants are parameterized.
+//
+// Two statements that differ only in those constants give the same text,
+// which the session uses to find a plan made for the parameterized form
+// (sql/session/plancache.go); whether that plan may stand for the
 // statement (a quoted string is an unknown-typed literal, exactly like an
 // untyped parameter; an integer literal is int4, which the session
-// checks) is the caller's business. ok is false for any other statement,
-// or text with a $ in it (a parameter or dollar quote).
+// checks) is the caller's business. A constant in any other place stays
+// in the text. Every constant parameterized is one whose parameter takes
+// its type from a column (compared with it, assigned to it, or added to
+// it), which is why only those places are: `$1 + $2` would infer a type
+// the literals do not have. ok is false for any other statement, or text
+// with a $ in it (a parameter or dollar quote).
 func (s *Statement) Parameterize() (string, []Literal, bool) {
 	if s.rw == nil || s.AST == nil {
-		return "", nil, false
-	}
-	sel := s.AST.GetStmt().GetSelectStmt()
-	if sel == nil || sel.WhereClause == nil || sel.WithClause != nil || sel.IntoClause != nil || sel.Op != pg_query.SetOperation_SETOP_NONE {
 		return "", nil, false
 	}
 	text := s.rw.text
@@ -49,32 +59,73 @@ func (s *Statement) Parameterize() (string, []Literal, bool) {
 	if from < 0 || end > len(text) || from > end || strings.IndexByte(text[from:end], '$') >= 0 {
 		return "", nil, false
 	}
-	var conds []*pg_query.Node
-	if b := sel.WhereClause.GetBoolExpr(); b != nil {
-		if b.Boolop != pg_query.BoolExprType_AND_EXPR {
+	var consts []*pg_query.A_Const
+	switch st := s.AST.GetStmt().GetNode().(type) {
+	case *pg_query.Node_SelectStmt:
+		sel := st.SelectStmt
+		if sel.WhereClause == nil || sel.WithClause != nil || sel.IntoClause != nil || sel.Op != pg_query.SetOperation_SETOP_NONE {
 			return "", nil, false
 		}
-		conds = b.Args
-	} else {
-		conds = []*pg_query.Node{sel.WhereClause}
+		var ok bool
+		if consts, ok = whereConsts(sel.WhereClause, nil); !ok {
+			return "", nil, false
+		}
+	case *pg_query.Node_DeleteStmt:
+		del := st.DeleteStmt
+		if del.WhereClause == nil || del.WithClause != nil || len(del.UsingClause) > 0 {
+			return "", nil, false
+		}
+		var ok bool
+		if consts, ok = whereConsts(del.WhereClause, nil); !ok {
+			return "", nil, false
+		}
+	case *pg_query.Node_UpdateStmt:
+		up := st.UpdateStmt
+		if up.WhereClause == nil || up.WithClause != nil || len(up.FromClause) > 0 {
+			return "", nil, false
+		}
+		var ok bool
+		if consts, ok = whereConsts(up.WhereClause, nil); !ok {
+			return "", nil, false
+		}
+		for _, t := range up.TargetList {
+			if len(t.GetResTarget().GetIndirection()) > 0 {
+				// SET a[1] = ..., SET c.f = ...: the value's type is an
+				// element's or a field's; left in the text.
+				continue
+			}
+			if k := setConst(t.GetResTarget().GetVal()); k != nil && plainConst(text, k) {
+				consts = append(consts, k)
+			}
+		}
+	case *pg_query.Node_InsertStmt:
+		ins := st.InsertStmt
+		sel := ins.SelectStmt.GetSelectStmt()
+		if ins.WithClause != nil || ins.OnConflictClause != nil || sel == nil || len(sel.ValuesLists) != 1 {
+			return "", nil, false
+		}
+		for _, c := range ins.Cols {
+			if len(c.GetResTarget().GetIndirection()) > 0 {
+				return "", nil, false // INSERT INTO t (a[1]) ...: as SET a[1]
+			}
+		}
+		for _, item := range sel.ValuesLists[0].GetList().GetItems() {
+			if k := item.GetAConst(); k != nil && plainConst(text, k) {
+				consts = append(consts, k)
+			}
+		}
+		if len(consts) == 0 {
+			return "", nil, false
+		}
+	default:
+		return "", nil, false
 	}
 	type cut struct {
 		from, to int
 		lit      Literal
 	}
 	var cuts []cut
-	for _, c := range conds {
-		e := c.GetAExpr()
-		if e == nil || e.Kind != pg_query.A_Expr_Kind_AEXPR_OP || len(e.Name) != 1 || e.Name[0].GetString_().GetSval() != "=" {
-			return "", nil, false
-		}
-		k := e.Rexpr.GetAConst()
-		if e.Lexpr.GetColumnRef() == nil || k == nil {
-			k = e.Lexpr.GetAConst()
-			if e.Rexpr.GetColumnRef() == nil || k == nil {
-				return "", nil, false
-			}
-		}
+	for _, k := range consts {
 		lit, n, ok := literalAt(text, int(k.Location), k)
 		if !ok || int(k.Location) < from || int(k.Location)+n > end {
 			return "", nil, false
@@ -103,6 +154,74 @@ func (s *Statement) Parameterize() (string, []Literal, bool) {
 	}
 	b.WriteString(text[pos:end])
 	return strings.TrimSpace(b.String()), lits, true
+}
+
+// whereConsts appends to out the constant of each conjunct of where, a
+// conjunction of `column = constant` (either way round); ok is false for
+// any other WHERE.
+func whereConsts(where *pg_query.Node, out []*pg_query.A_Const) ([]*pg_query.A_Const, bool) {
+	conds := []*pg_query.Node{where}
+	if b := where.GetBoolExpr(); b != nil {
+		if b.Boolop != pg_query.BoolExprType_AND_EXPR {
+			return nil, false
+		}
+		conds = b.Args
+	}
+	for _, c := range conds {
+		e := c.GetAExpr()
+		if e == nil || e.Kind != pg_query.A_Expr_Kind_AEXPR_OP || len(e.Name) != 1 || e.Name[0].GetString_().GetSval() != "=" {
+			return nil, false
+		}
+		k := e.Rexpr.GetAConst()
+		if e.Lexpr.GetColumnRef() == nil || k == nil {
+			k = e.Lexpr.GetAConst()
+			if e.Rexpr.GetColumnRef() == nil || k == nil {
+				return nil, false
+			}
+		}
+		out = append(out, k)
+	}
+	return out, true
+}
+
+// setConst returns the constant of an UPDATE's SET value v that may be a
+// parameter: v itself, or the integer operand of `column op constant` or
+// `constant op column` for op +, - or * (pgbench's `abalance = abalance
+// + 123`), whose parameter takes the column's type as the literal would
+// meet it. nil: none.
+func setConst(v *pg_query.Node) *pg_query.A_Const {
+	if k := v.GetAConst(); k != nil {
+		return k
+	}
+	e := v.GetAExpr()
+	if e == nil || e.Kind != pg_query.A_Expr_Kind_AEXPR_OP || len(e.Name) != 1 || e.Lexpr == nil || e.Rexpr == nil {
+		return nil
+	}
+	switch e.Name[0].GetString_().GetSval() {
+	case "+", "-", "*":
+	default:
+		return nil
+	}
+	k := e.Rexpr.GetAConst()
+	if e.Lexpr.GetColumnRef() == nil || k == nil {
+		k = e.Lexpr.GetAConst()
+		if e.Rexpr.GetColumnRef() == nil || k == nil {
+			return nil
+		}
+	}
+	if _, ok := k.Val.(*pg_query.A_Const_Ival); !ok {
+		return nil
+	}
+	return k
+}
+
+// plainConst reports whether k is a constant Parameterize takes out (an
+// integer or a plain quoted string; not NULL, a boolean, a number with a
+// fraction or an escape string), which in SET and VALUES may otherwise stay
+// in the text.
+func plainConst(text string, k *pg_query.A_Const) bool {
+	_, _, ok := literalAt(text, int(k.Location), k)
+	return ok
 }
 
 // literalAt checks that the text at pos spells the constant k, an

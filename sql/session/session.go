@@ -83,6 +83,9 @@ type Session struct {
 	// parameterized text (plancache.go).
 	simplePlans map[string]*simpleEntry
 	shapes      map[string]*shapeEntry
+	// txnTexts are parsed transaction-control queries by text
+	// (plancache.go, parseTxnControl).
+	txnTexts map[string][]parser.Statement
 	// curShape is the shape of the Query message running (nil: none);
 	// fps caches fingerprints by shape or text (stmtstats.go).
 	curShape *queryShape
@@ -605,7 +608,7 @@ func (s *Session) simpleQuery(ctx context.Context, sql string, w pgwire.ResultWr
 		}
 		return s.autocommit(ctx, []stmtGroup{g}, w)
 	}
-	stmts, err := parse(sql)
+	stmts, err := s.parseQuery(sql, sh)
 	if err != nil {
 		if s.block {
 			s.abortBlock(ctx)
