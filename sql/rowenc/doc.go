@@ -141,4 +141,9 @@
 //     planner looks up for it (TestInvertedTokensSuperset); after any
 //     sequence of RowWriter changes an inverted index holds exactly the
 //     live rows' entries (TestInvertedRowWriterModel).
+//  10. A local inverted index of a hash-partitioned table writes every
+//     entry of a row inside the row's block (BlockUnit: the split unit
+//     of its group), under the block's first bucket, so a token's
+//     entries of a block are one span (TestBlockStartsAreShardBounds,
+//     TestLocalInvertedEntriesBesideTheirRow).
 package rowenc
