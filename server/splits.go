@@ -76,13 +76,18 @@ func (s *Server) splitByLoadUseful() bool {
 // (its zone record says zone.Config.BucketSplits) splits between any two
 // of its buckets: a grown shard splits, and the rows of one bucket of
 // every table colocated in the group stay in one tablet
-// (rowenc.BucketUnit).
+// (rowenc.BucketUnit); or, when the group's tables have local GIN
+// indexes (zone.Config.BucketBlocks), between any two of its blocks.
 func (s *Server) splitUnit(key []byte) (kvpb.Span, bool) {
 	unit, ok := rowenc.SplitUnit(key)
 	if !ok || s.repl == nil || s.repl.zones == nil || bytes.Compare(key, keys.TableDataMin) < 0 {
 		return unit, ok
 	}
 	if cfg, found := s.repl.zones.cache.Lookup(key); found && (cfg.BucketSplits || cfg.OneTable) {
+		if cfg.BucketBlocks > 0 {
+			// A local GIN index's entries sit at their block's start.
+			return rowenc.BlockUnit(key, cfg.BucketBlocks)
+		}
 		return rowenc.BucketUnit(key)
 	}
 	return unit, ok

@@ -58,6 +58,14 @@ type Config struct {
 	// keeps every other group whose ID is not its table's whole). Set by
 	// the SQL layer, never inherited.
 	BucketSplits bool `json:"bucket_splits,omitempty"`
+	// BucketBlocks, when not zero, narrows BucketSplits: the group's
+	// buckets are cut into this many blocks (block i is buckets
+	// [i*65536/n, (i+1)*65536/n), rowenc.BlockUnit), and a split falls
+	// only between two blocks, because a table of the group has a local
+	// GIN index whose entries of a row sit at the start of its block
+	// (docs/distributed.md, "Local GIN indexes"). Set by the SQL layer,
+	// never inherited.
+	BucketBlocks int `json:"bucket_blocks,omitempty"`
 	// OneTable is what records written before BucketSplits say instead
 	// (a distributed group then held one table, split at any row); it is
 	// read as BucketSplits.
@@ -69,7 +77,7 @@ const MaxGCTTLSeconds = 1<<31 - 1
 
 // IsZero reports a config that sets nothing.
 func (c Config) IsZero() bool {
-	return c.NumReplicas == 0 && !c.PrefsSet && c.GCTTLSeconds == 0 && !c.GlobalReads && !c.BucketSplits && !c.OneTable
+	return c.NumReplicas == 0 && !c.PrefsSet && c.GCTTLSeconds == 0 && !c.GlobalReads && !c.BucketSplits && !c.OneTable && c.BucketBlocks == 0
 }
 
 // Merge returns c with the fields it leaves unset taken from parent.

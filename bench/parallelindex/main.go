@@ -45,6 +45,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -61,6 +62,7 @@ import (
 	"github.com/cairn-db/cairn/bench/internal/benchnode"
 	"github.com/cairn-db/cairn/workload/githubevents"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 var (
@@ -91,6 +93,12 @@ func main() {
 	flag.Parse()
 	tables = strings.Split(*flagTables, ",")
 	if err := run(context.Background()); err != nil {
+		// A server error's detail says what a bare 40001 does not (the
+		// KV error behind a restart).
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Detail != "" {
+			log.Fatalf("%v\nDETAIL: %s", err, pe.Detail)
+		}
 		log.Fatal(err)
 	}
 }

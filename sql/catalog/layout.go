@@ -115,5 +115,6 @@ func indexLayout(idx *Index) rowenc.IndexLayout {
 		Sharded:      idx.HashSharding != nil,
 		DeleteOnly:   idx.State == IndexDeleteOnly,
 		Inverted:     idx.InvertedOpclass(),
+		Blocks:       idx.Blocks,
 	}
 }

@@ -55,6 +55,9 @@ type MovedIndex struct {
 	Placement IndexPlacement `json:"placement,omitempty"`
 	GroupID   uint64         `json:"group_id,omitempty"`
 	StorageID uint32         `json:"storage_id"`
+	// Blocks is a local GIN index's block count at the target
+	// (Index.Blocks); zero for every other index.
+	Blocks int `json:"blocks,omitempty"`
 }
 
 // MoveTarget returns a copy of t at its move's target location, without
@@ -85,7 +88,7 @@ func (t *Table) MoveTarget() (*Table, error) {
 				idx.StorageID = mi.StorageID
 				if idx.ID != t.PrimaryIndex.ID {
 					// The primary index lives in the table's group.
-					idx.Placement, idx.GroupID = mi.Placement, mi.GroupID
+					idx.Placement, idx.GroupID, idx.Blocks = mi.Placement, mi.GroupID, mi.Blocks
 				}
 				return nil
 			}

@@ -139,6 +139,13 @@ type Index struct {
 	// group (GroupID); a local one lives in the table's group and buckets.
 	Placement IndexPlacement `json:"placement,omitempty"`
 	GroupID   uint64         `json:"group_id,omitempty"`
+	// Blocks, for a local GIN index of a hash-partitioned (distributed)
+	// table, is how many blocks of buckets its entries are grouped in:
+	// the table's shard count when the index was placed, so that each
+	// shard's entries of a token are one span in the shard's tablet
+	// (rowenc.IndexLayout.Blocks, docs/distributed.md "Local GIN
+	// indexes"). Zero for every other index.
+	Blocks int `json:"blocks,omitempty"`
 	// StorageID, when set, is what the index's keys carry in place of ID:
 	// a bulk load (sql/exec COPY into a table created in its transaction,
 	// CREATE INDEX's backfill) writes committed versions into fresh

@@ -276,7 +276,7 @@ func (e *executor) alterColocation(ctx context.Context, cur *catalog.Table, opts
 		t.GroupID = e.x.Database.ColocationGroupID
 		t.Partitioning = catalog.Partitioning{Kind: catalog.PartitionSingle}
 		for i := range t.Indexes {
-			t.Indexes[i].Placement, t.Indexes[i].GroupID = catalog.IndexLocal, 0
+			t.Indexes[i].Placement, t.Indexes[i].GroupID, t.Indexes[i].Blocks = catalog.IndexLocal, 0, 0
 		}
 	} else {
 		// A group of its own, and its secondary indexes too (global), as
@@ -292,7 +292,7 @@ func (e *executor) alterColocation(ctx context.Context, cur *catalog.Table, opts
 			if err != nil {
 				return nil, err
 			}
-			t.Indexes[i].Placement, t.Indexes[i].GroupID = catalog.IndexGlobal, uint64(ig)
+			t.Indexes[i].Placement, t.Indexes[i].GroupID, t.Indexes[i].Blocks = catalog.IndexGlobal, uint64(ig), 0
 		}
 		if err := e.splitTable(ctx, t); err != nil {
 			return nil, err

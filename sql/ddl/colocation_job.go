@@ -424,11 +424,13 @@ func (e *executor) moveTarget(ctx context.Context, t, probe *catalog.Table, jobI
 // (catalog.Partitioning.Distributed), except unique ones: a key must be
 // unique across all buckets, which an index of its own (global) enforces
 // in one place, whatever the distribution column (Citus refuses such
-// constraints). A GIN index stays global too: each token's entries must be
-// one span (sql/exec gin.go), not spread over every bucket.
+// constraints). A GIN index is local, its entries grouped in blocks of
+// buckets, the target's shards (ginBlocks, docs/distributed.md "Local
+// GIN indexes"); one that was global before the move becomes local.
 func (e *executor) distributedIndexes(ctx context.Context, t *catalog.Table, m *catalog.TableMove, sids []uint32) error {
+	probe := &catalog.Table{Partitioning: m.Partitioning}
 	for i, idx := range t.Indexes {
-		if idx.Unique || idx.Kind == catalog.IndexGIN {
+		if idx.Unique {
 			ig, err := e.x.Writer.AllocateID(ctx)
 			if err != nil {
 				return err
@@ -436,7 +438,7 @@ func (e *executor) distributedIndexes(ctx context.Context, t *catalog.Table, m *
 			m.Indexes = append(m.Indexes, catalog.MovedIndex{ID: idx.ID, Placement: catalog.IndexGlobal, GroupID: uint64(ig), StorageID: sids[1+i]})
 			continue
 		}
-		m.Indexes = append(m.Indexes, catalog.MovedIndex{ID: idx.ID, Placement: catalog.IndexLocal, StorageID: sids[1+i]})
+		m.Indexes = append(m.Indexes, catalog.MovedIndex{ID: idx.ID, Placement: catalog.IndexLocal, StorageID: sids[1+i], Blocks: ginBlocks(probe, idx.Kind)})
 	}
 	return nil
 }

@@ -247,6 +247,9 @@ func (e *executor) createIndex(ctx context.Context, n *pg_query.IndexStmt) error
 	if err := e.x.Writer.Update(ctx, t); err != nil {
 		return err
 	}
+	if err := e.refreshBlocksZone(ctx, t, &idx); err != nil {
+		return err
+	}
 	if err := e.splitShards(ctx, t, idx.ID); err != nil {
 		return err
 	}
@@ -264,12 +267,13 @@ func (e *executor) placeIndex(ctx context.Context, t *catalog.Table, idx *catalo
 	if idx.State == "" {
 		idx.State = catalog.IndexPublic
 	}
-	if t.Colocated || t.Partitioning.Distributed && !idx.Unique && idx.Kind != catalog.IndexGIN {
+	if t.Colocated || t.Partitioning.Distributed && !idx.Unique {
 		// A distributed table's unique index is global: one place
-		// enforces its keys across every bucket. So is a GIN index: a
-		// token's entries must be one span (a local one would spread
-		// each token over the 65,536 buckets).
+		// enforces its keys across every bucket. A GIN index is local,
+		// its entries grouped in blocks of buckets, the table's shards
+		// (ginBlocks), so a token's entries are one span per shard.
 		idx.Placement = catalog.IndexLocal
+		idx.Blocks = ginBlocks(t, idx.Kind)
 		return nil
 	}
 	idx.Placement = catalog.IndexGlobal
@@ -279,6 +283,18 @@ func (e *executor) placeIndex(ctx context.Context, t *catalog.Table, idx *catalo
 	}
 	idx.GroupID = uint64(g)
 	return nil
+}
+
+// ginBlocks is the block count (catalog.Index.Blocks) of a local index
+// of kind on t: for a GIN index of a hash-partitioned table, its shard
+// count, so each block is a shard as splitTable first cut them (and
+// the group's zone keeps later splits between blocks, writeZones); 0
+// for every other index.
+func ginBlocks(t *catalog.Table, kind catalog.IndexKind) int {
+	if kind != catalog.IndexGIN || t.Colocated || t.Partitioning.Kind != catalog.PartitionHash {
+		return 0
+	}
+	return max(1, min(t.Partitioning.InitialTablets, rowenc.NumBuckets))
 }
 
 // keyOrder maps ASC/DESC and NULLS FIRST/LAST to a key order.

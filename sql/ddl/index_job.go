@@ -312,7 +312,7 @@ func (b *indexBuild) run(ctx context.Context, idx catalog.Index) error {
 		t.Indexes = append(t.Indexes, ix)
 		b.indexID = ix.ID
 		added = t
-		return nil
+		return je.refreshBlocksZone(ctx, t, &ix)
 	})
 	if err != nil {
 		b.indexID = 0 // nothing committed

@@ -186,6 +186,57 @@ func (e *executor) refreshTableZone(ctx context.Context, id catalog.ID, force bo
 	return e.writeZones(ctx, db, t)
 }
 
+// groupBlocks is the block count of distributed table t's group
+// (zone.Config.BucketBlocks): that of the local GIN indexes of t or of a
+// table colocated with it (they share the shard count, hence the
+// blocks), else 0. Every table of the group writes the group's record
+// (the last one written wins), so each asks about all of them.
+func (e *executor) groupBlocks(ctx context.Context, t *catalog.Table) (int, error) {
+	if n := tableBlocks(t); n > 0 {
+		return n, nil
+	}
+	tables, err := e.databaseTables(ctx, t.DatabaseID)
+	if err != nil {
+		return 0, err
+	}
+	for _, o := range tables {
+		if o.ID != t.ID && o.GroupID == t.GroupID {
+			if n := tableBlocks(o); n > 0 {
+				return n, nil
+			}
+		}
+	}
+	return 0, nil
+}
+
+// tableBlocks is the block count of t's local GIN indexes, 0 if none.
+func tableBlocks(t *catalog.Table) int {
+	for i := range t.Indexes {
+		if ix := &t.Indexes[i]; ix.Placement == catalog.IndexLocal && ix.Blocks > 0 {
+			return ix.Blocks
+		}
+	}
+	return 0
+}
+
+// refreshBlocksZone rewrites the zone record of t's group when idx, just
+// placed on t, is a local GIN index with blocks: from then on the split
+// queue splits the group only between blocks (zone.Config.BucketBlocks).
+func (e *executor) refreshBlocksZone(ctx context.Context, t *catalog.Table, idx *catalog.Index) error {
+	if idx.Blocks == 0 {
+		return nil
+	}
+	d, err := e.x.Writer.ByID(ctx, t.DatabaseID)
+	if err != nil {
+		return err
+	}
+	db, ok := d.(*catalog.Database)
+	if !ok {
+		return fmt.Errorf("table %q: database %d is a %T", t.Name, t.DatabaseID, d)
+	}
+	return e.writeZones(ctx, db, t)
+}
+
 // databaseTables lists the tables of database id.
 func (e *executor) databaseTables(ctx context.Context, id catalog.ID) ([]*catalog.Table, error) {
 	schemas, err := e.x.Writer.Schemas(ctx, id)
@@ -253,6 +304,12 @@ func (e *executor) writeZones(ctx context.Context, db *catalog.Database, tables 
 		// is one for all of them: the last table written sets it.
 		one := eff
 		one.BucketSplits = t.Partitioning.Distributed && t.GroupID != uint64(t.ID)
+		if one.BucketSplits {
+			var err error
+			if one.BucketBlocks, err = e.groupBlocks(ctx, t); err != nil {
+				return err
+			}
+		}
 		if err := put(t.GroupID, one); err != nil {
 			return err
 		}

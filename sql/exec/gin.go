@@ -19,7 +19,11 @@ import (
 // entries of every token, one batch per group (the DistSender sends each
 // tablet its part in parallel), keeps the rows' primary keys that hold a
 // token of every group, and yields them once each in primary-key order,
-// which keeps the index join's lookups in key order too.
+// which keeps the index join's lookups in key order too. A local index of
+// a distributed table has a span per token and block (rowenc
+// InvertedBlocks: the blocks of the scan's Buckets when a predicate fixed
+// them), in block order, so each batch's spans go to few tablets and the
+// DistSender reads the shards' tablets in parallel.
 //
 // The primary keys are held in memory (reserved with Account.Force, so
 // past the node's budget the statement fails with 53200): a GIN lookup
@@ -118,12 +122,15 @@ func (o *invertedOp) collect(ctx context.Context) error {
 // restricted to those in within unless within is nil (the first group).
 func (o *invertedOp) readGroup(ctx context.Context, g [][]byte, within map[string]struct{}) (_ map[string]struct{}, size int64, _ error) {
 	var spans []kvpb.Span
-	for _, tok := range g {
-		sp, err := o.l.InvertedTokenSpan(o.idx, 0, tok)
-		if err != nil {
-			return nil, 0, err
+	blocks := o.l.InvertedBlocks(o.idx, o.n.Buckets)
+	for _, b := range blocks {
+		for _, tok := range g {
+			sp, err := o.l.InvertedTokenSpan(o.idx, b, tok)
+			if err != nil {
+				return nil, 0, err
+			}
+			spans = append(spans, sp)
 		}
-		spans = append(spans, sp)
 	}
 	found := map[string]struct{}{}
 	limit := int64(firstPage)

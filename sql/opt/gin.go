@@ -26,11 +26,16 @@ const ginTokenSel = 0.01
 
 // invertedAccess plans reading s through the GIN index idx, or reports
 // false when no conjunct can use it.
-func (o *optimizer) invertedAccess(s *plan.Scan, idx *catalog.Index, conj []sem.Expr, implied map[int]bool) (access, bool) {
-	if idx.Placement != catalog.IndexGlobal && s.Table.Partitioning.Kind == catalog.PartitionHash {
-		// A local GIN index of a hash-partitioned table would need a
-		// read per bucket and token; Cairn keeps them global (ddl
-		// placeIndex), so this is only a safeguard.
+//
+// A local GIN index of a distributed table (catalog.Index.Blocks) is read
+// as one span per token and block; when equalities fix the distribution
+// column (cons), only the blocks of the buckets they hash to
+// (plan.Scan.Buckets).
+func (o *optimizer) invertedAccess(s *plan.Scan, idx *catalog.Index, conj []sem.Expr, implied map[int]bool, cons map[rowenc.ColumnID]constraint) (access, bool) {
+	if idx.Placement != catalog.IndexGlobal && s.Table.Partitioning.Kind == catalog.PartitionHash && idx.Blocks == 0 {
+		// A local GIN index without blocks would need a read per bucket
+		// and token; Cairn never makes one (ddl placeIndex), so this is
+		// only a safeguard.
 		return access{}, false
 	}
 	col := idx.KeyColumnIDs[0]
@@ -55,6 +60,9 @@ func (o *optimizer) invertedAccess(s *plan.Scan, idx *catalog.Index, conj []sem.
 		}
 	}
 	scan := &plan.Scan{Table: s.Table, Index: idx, Inverted: &plan.InvertedScan{Groups: groups, Cond: and(conds)}}
+	if idx.Blocks > 0 {
+		scan.Buckets = buckets(s.Table, idx, cons)
+	}
 	var keyCols []sem.ColumnID
 	have := map[rowenc.ColumnID]sem.ColumnID{}
 	for i, c := range s.Cols {

@@ -124,7 +124,7 @@ func (o *optimizer) accesses(s *plan.Scan) []access {
 			}
 		}
 		if idx.Kind == catalog.IndexGIN {
-			if a, ok := o.invertedAccess(s, idx, conj, implied); ok {
+			if a, ok := o.invertedAccess(s, idx, conj, implied, fc.cons); ok {
 				out = append(out, a)
 			}
 			continue

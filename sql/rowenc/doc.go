@@ -80,8 +80,9 @@
 // group of one (group = table ID); a colocated database's tables share its
 // group, so they are one span; a hash-partitioned table's bucket is CRC-32
 // of its hash columns' key encodings folded to 16 bits (HashBucket), else
-// 0. Local secondary indexes share the row's group and bucket; global ones
-// have a group of their own and bucket 0. Group IDs come from the
+// 0. Local secondary indexes share the row's group and bucket (a local
+// GIN index, the first bucket of the row's block: ginblock.go); global
+// ones have a group of their own and bucket 0. Group IDs come from the
 // catalog's descriptor ID counter, so they never collide. A hash-sharded
 // index needs nothing here: its shard column is a real (hidden, computed)
 // column that leads its key.
@@ -140,4 +141,9 @@
 //     planner looks up for it (TestInvertedTokensSuperset); after any
 //     sequence of RowWriter changes an inverted index holds exactly the
 //     live rows' entries (TestInvertedRowWriterModel).
+//  10. A local inverted index of a hash-partitioned table writes every
+//     entry of a row inside the row's block (BlockUnit: the split unit
+//     of its group), under the block's first bucket, so a token's
+//     entries of a block are one span (TestBlockStartsAreShardBounds,
+//     TestLocalInvertedEntriesBesideTheirRow).
 package rowenc

@@ -207,6 +207,7 @@ func (t *TableLayout) EncodeIndexEntries(dst []IndexEntry, idx *IndexLayout, row
 		if bucket, err = t.Bucket(row); err != nil {
 			return dst, err
 		}
+		bucket = idx.entryBucket(bucket)
 	}
 	prefix := t.IndexPrefix(nil, idx, bucket)
 	pk, err := encodeColumns(nil, t, row, t.Primary.keyPos, t.Primary.KeyOrders)
@@ -223,8 +224,9 @@ func (t *TableLayout) EncodeIndexEntries(dst []IndexEntry, idx *IndexLayout, row
 	return dst, nil
 }
 
-// InvertedTokenSpan is the span of idx's entries holding token in bucket
-// b (0 unless idx is a local index of a hash-partitioned table).
+// InvertedTokenSpan is the span of idx's entries holding token under
+// bucket b (0 unless idx is a local index of a hash-partitioned table,
+// then the start of a block: InvertedBlocks).
 func (t *TableLayout) InvertedTokenSpan(idx *IndexLayout, b uint16, token []byte) (kvpb.Span, error) {
 	k, err := EncodeKey(t.IndexPrefix(nil, idx, b), types.DBytes(token), Asc)
 	if err != nil {

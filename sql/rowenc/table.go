@@ -79,6 +79,11 @@ type IndexLayout struct {
 	// Inverted, when set, makes a GIN index with this operator class
 	// (gin.go): one key column, one entry per token of its value.
 	Inverted string
+	// Blocks, for a local inverted index of a hash-partitioned table, is
+	// how many blocks of buckets its entries are grouped in (ginblock.go):
+	// a row's entries go under the first bucket of its bucket's block.
+	// Zero for every other index.
+	Blocks int
 
 	keyPos      []int   // row positions of KeyColumns
 	suffixPos   []int   // row positions of the primary-key columns not in KeyColumns
@@ -180,6 +185,13 @@ func (t *TableLayout) initIndex(idx *IndexLayout) error {
 		default:
 			return fmt.Errorf("rowenc: inverted index %q: unknown operator class %q", idx.Name, idx.Inverted)
 		}
+		if t.bucketed(idx) && (idx.Blocks <= 0 || idx.Blocks > NumBuckets) {
+			// Without blocks each token would spread over every bucket.
+			return fmt.Errorf("rowenc: local inverted index %q of a hash-partitioned table needs 1 to %d blocks, has %d", idx.Name, NumBuckets, idx.Blocks)
+		}
+	}
+	if idx.Blocks != 0 && (idx.Inverted == "" || !t.bucketed(idx)) {
+		return fmt.Errorf("rowenc: index %q has blocks but is not a local inverted index of a hash-partitioned table", idx.Name)
 	}
 	idx.suffixPos, idx.suffixOrder = idx.suffixPos[:0], idx.suffixOrder[:0]
 	for i, id := range t.Primary.KeyColumns {
