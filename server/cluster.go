@@ -74,6 +74,7 @@ type replication struct {
 	// gateway, for leases to follow (nil for a node without a region).
 	geo          *rpc.Geography
 	stopBalancer func()
+	balancer     *store.LeaseBalancer
 	load         *store.RequestLoad
 	// clock measures this node's clock against the other members' and
 	// fences the node when it disagrees with a majority (clockmon).

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/cairn-db/cairn/membership"
 	"github.com/cairn-db/cairn/rpc"
@@ -58,7 +59,7 @@ func newGeography(cfg Config, id uint64) *rpc.Geography {
 func (r *replication) startLeaseBalancer(cfg Config) {
 	prefs, _ := store.ParseLeasePreferences(cfg.LeasePreferences)
 	b := store.NewLeaseBalancer(store.LeaseBalancerConfig{Node: r.raft, Region: r.geo.Region, Prefs: prefs, ZonePrefs: r.zones.prefs, Eligible: r.leaseEligible,
-		Domain: r.zones.domain, Reported: r.member.ReportedLeases, Peers: r.member.ReportingNodes, LeadsWith: r.member.LeadsWith, Load: r.load}, r.id)
+		Domain: r.zones.domain, Reported: r.member.ReportedLeases, Peers: r.member.ReportingNodes, LeadsWith: r.member.LeadsWith, Load: r.load, Placed: r.placedAt}, r.id)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -66,6 +67,16 @@ func (r *replication) startLeaseBalancer(cfg Config) {
 		b.Run(ctx)
 	}()
 	r.stopBalancer = func() { cancel(); <-done }
+	r.balancer = b
+}
+
+// placedAt is store.LeaseBalancerConfig.Placed: when this node's store
+// confirmed a tablet's lease placed for its index's creation.
+func (r *replication) placedAt(id uint64) time.Time {
+	if st := r.zones.st; st != nil {
+		return st.PlacedAt(id)
+	}
+	return time.Time{}
 }
 
 // leaseEligible is store.LeaseBalancerConfig.Eligible: node id may take

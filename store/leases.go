@@ -95,6 +95,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairn-db/cairn/raftnode"
@@ -180,9 +181,10 @@ type LeaseBalancerConfig struct {
 	// Domain, if set, names the set of tablets tablet id's leases are
 	// balanced within before the totals (the index it holds:
 	// rowenc.LeaseDomain of its span); "" puts it in none. The answers
-	// are cached for domainRefresh: a split changes a tablet's span, and
-	// asking for every tablet every pass would cost O(tablets) lookups
-	// a second on an idle node.
+	// are cached for domainRefresh, and dropped when a tablet appears
+	// that the cache does not hold (a split's new tablet: the split one's
+	// span changed too); asking for every tablet every pass would cost
+	// O(tablets) lookups a second on an idle node.
 	Domain func(tablet uint64) string
 	// Reported, if set, returns node's lease count as it last reported
 	// it (its liveness record), over domain's tablets ("": all its
@@ -214,6 +216,10 @@ type LeaseBalancerConfig struct {
 	// again (raftnode refuses votes for an election timeout after opening
 	// a replica), and lets a lease taken over under load serve a while.
 	MinHold time.Duration
+	// Placed, if set, returns when the lease of tablet id was placed
+	// for its index's creation (Store.PlacedAt; zero: not placed). Such
+	// a lease is not moved for placedHold after: see placedHold.
+	Placed func(tablet uint64) time.Time
 }
 
 // LeaseBalancer moves the leases of one node's groups to where the
@@ -254,6 +260,10 @@ type LeaseBalancer struct {
 	dom domainCounts
 	// now is the clock (tests replace it).
 	now func() time.Time
+	// passes counts the passes Run has finished (Passes), so that a
+	// test can wait for the balancers to have looked at the leases
+	// rather than for some time to pass.
+	passes atomic.Int64
 }
 
 type heldLease struct {
@@ -283,12 +293,33 @@ const (
 	sentSlack = time.Second
 )
 
+// placedHold is how long a lease placed at its index's creation
+// (LeaseBalancerConfig.Placed) stays where the placement put it. The
+// placement spreads a new index's bucket leases evenly (sql/ddl
+// spreadLeases), but right after it the balancers judge them on stale
+// views: other nodes' reports are up to a heartbeat (3 s) and a
+// membership scan (1 s) old, from before the placement, so a node
+// holding its even share found another with none of the domain and
+// handed it one, and that node, now above, handed one on; and a bucket
+// tablet that kept its ID through the splits (bucket 0) kept its cached
+// pre-split domain, a domain of one, and moved for the totals alone.
+// Each such move, on an index about to be read, makes its readers wait
+// for the transfer (bench/README.md, "Five-node reads": four of ten
+// bucket leases moved during a 10 s read run right after the CREATE).
+// Past the hold the reports and domains postdate the placement, and an
+// even domain draws no move (target's rules).
+// server.TestBucketLeasesStayAfterCreation.
+const placedHold = domainRefresh
+
 // maxTransfersPerPass bounds the leases one node moves per pass.
 const maxTransfersPerPass = 8
 
-// domainRefresh is how long Domain's answers are kept: a tablet split
-// meanwhile is balanced with its old domain until then (a new hash-sharded
-// index's buckets are spread by the DDL itself).
+// domainRefresh is how long Domain's answers are kept at most. A split
+// is seen sooner, by its new tablet: a new hash-sharded index's bucket 0
+// keeps the ID of the tablet it was split from, whose domain was its
+// table group's (a domain of one), and balanced with it the bucket's
+// lease moved for the totals alone right after the CREATE had placed it
+// (placedHold).
 const domainRefresh = 10 * time.Second
 
 // moveWait is how long a transfer may take before the balancer counts it
@@ -336,8 +367,12 @@ func (b *LeaseBalancer) Run(ctx context.Context) {
 		case <-time.After(d):
 		}
 		b.Pass()
+		b.passes.Add(1)
 	}
 }
+
+// Passes is how many passes Run has finished.
+func (b *LeaseBalancer) Passes() int64 { return b.passes.Load() }
 
 // Pass looks at every lease this node holds once and starts the transfers
 // the policy calls for; it returns how many it started.
@@ -366,6 +401,11 @@ func (b *LeaseBalancer) Pass() int {
 		}
 		if until, ok := b.refused[g.TabletID]; ok && now.Before(until) {
 			continue
+		}
+		if b.cfg.Placed != nil {
+			if at := b.cfg.Placed(g.TabletID); !at.IsZero() && now.Sub(at) < placedHold {
+				continue
+			}
 		}
 		p := b.prefsOf(g.TabletID)
 		if p.None {
@@ -545,7 +585,17 @@ func (b *LeaseBalancer) domainCounts(groups []raftnode.GroupInfo, now time.Time)
 	if b.cfg.Domain == nil || !slices.ContainsFunc(groups, func(g raftnode.GroupInfo) bool { return g.Lease != 0 && len(g.Voters) >= 2 }) {
 		return nil
 	}
-	if now.Sub(b.domainsAt) >= domainRefresh || len(b.domainOf) > 2*len(groups)+64 {
+	stale := now.Sub(b.domainsAt) >= domainRefresh || len(b.domainOf) > 2*len(groups)+64
+	if !stale && len(b.domainOf) > 0 {
+		// A tablet not cached is new here: a split (whose other side
+		// changed its span) or a replica added; look every tablet up
+		// again.
+		stale = slices.ContainsFunc(groups, func(g raftnode.GroupInfo) bool {
+			_, ok := b.domainOf[g.TabletID]
+			return !ok
+		})
+	}
+	if stale {
 		clear(b.domainOf)
 		clear(b.domainID)
 		b.domainName = append(b.domainName[:0], "")

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
+	"time"
 
 	"github.com/cairn-db/cairn/kvpb"
 )
@@ -27,6 +29,10 @@ import (
 // With req.Place the voters are placed first (RaftConfig.Place, one
 // configuration change per ask) and the lease then goes to the node the
 // placement names; until the voters are placed the answer is not Done.
+// The holder that answers Done records the placement (PlacedAt): the
+// lease balancer leaves the lease there for LeaseBalancerConfig.Placed's
+// hold, so that it judges the new index's leases on counts taken after
+// the placement, not on reports and domains from before it.
 func (s *Store) spreadLease(ctx context.Context, req *kvpb.SpreadLeaseRequest) (*kvpb.SpreadLeaseResponse, error) {
 	r := s.replicaForKey(req.Key)
 	if r == nil {
@@ -76,6 +82,9 @@ func (s *Store) spreadLease(ctx context.Context, req *kvpb.SpreadLeaseRequest) (
 		return &kvpb.SpreadLeaseResponse{Done: true, Target: self}, nil // no voter may take it
 	}
 	if to == self {
+		if req.Place && req.Node == 0 {
+			s.placed.mark(uint64(id), time.Now())
+		}
 		return &kvpb.SpreadLeaseResponse{Done: true, Target: to}, nil
 	}
 	if !slices.Contains(g.CaughtUp, to) {
@@ -102,4 +111,42 @@ func spreadTarget(voters []uint64, eligible func(uint64) bool, ordinal int) uint
 	}
 	n := len(vs)
 	return vs[(ordinal%n+n)%n]
+}
+
+// placedLeases are the tablets whose lease this store's replica was
+// confirmed to hold as a new index's placement wants it (a Done
+// SpreadLeaseRequest with Place), and when. Entries older than
+// placedForget are dropped as others are added.
+type placedLeases struct {
+	mu sync.Mutex
+	at map[uint64]time.Time
+}
+
+// placedForget bounds how long a placement is remembered: longer than
+// any hold the lease balancer gives it (placedHold).
+const placedForget = time.Minute
+
+func (p *placedLeases) mark(id uint64, now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.at == nil {
+		p.at = map[uint64]time.Time{}
+	}
+	if len(p.at) >= 256 {
+		for k, t := range p.at {
+			if now.Sub(t) > placedForget {
+				delete(p.at, k)
+			}
+		}
+	}
+	p.at[id] = now
+}
+
+// PlacedAt is when this store last confirmed tablet id's lease placed
+// for its index's creation (zero: never, or forgotten).
+func (s *Store) PlacedAt(id uint64) time.Time {
+	p := &s.placed
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.at[id]
 }

@@ -117,6 +117,9 @@ type Store struct {
 	// the store (member.go, PersistDescriptors).
 	descMu    sync.Mutex
 	lastDescs []byte
+	// placed records when each bucket lease was placed at its index's
+	// creation (spread.go), for the lease balancer's hold (PlacedAt).
+	placed placedLeases
 
 	// stop is cancelled by Close, cancelling every request in flight;
 	// inflight counts them so Close can wait before replicas close.

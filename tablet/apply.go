@@ -77,6 +77,11 @@ type TxnUpdate struct {
 	ID          uuid.UUID        `wire:"1"`
 	Status      kvpb.TxnStatus   `wire:"2"`
 	AbortReason kvpb.AbortReason `wire:"3"`
+	// Key anchors the transaction's record (kvpb.TxnMeta.Key): a split
+	// hands the right side only the abort reasons of records it holds
+	// (abortReasons.splitOff). Empty in proposals from before it was
+	// recorded: such a reason stays with the left side.
+	Key []byte `wire:"4"`
 }
 
 // AsyncResolve asks for Txn's intents in Spans to be resolved to Status.
@@ -136,7 +141,7 @@ func (r *Replica) applyEffects(p *Proposal, leaseholder bool) {
 				if len(r.mu.abortReasons) >= maxAbortReasons {
 					clear(r.mu.abortReasons)
 				}
-				r.mu.abortReasons[u.ID] = u.AbortReason
+				r.mu.abortReasons[u.ID] = abortReason{reason: u.AbortReason, anchor: u.Key}
 			}
 		}
 		r.mu.Unlock()

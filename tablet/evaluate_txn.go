@@ -120,7 +120,7 @@ func (ec *evalCtx) finish(final *kvpb.Transaction, reason kvpb.AbortReason) erro
 		}
 		ec.prop.TxnTombstones = append(ec.prop.TxnTombstones, kvpb.Transaction{TxnMeta: final.TxnMeta, Status: final.Status})
 	}
-	ec.prop.TxnUpdates = append(ec.prop.TxnUpdates, TxnUpdate{ID: final.ID, Status: final.Status, AbortReason: reason})
+	ec.prop.TxnUpdates = append(ec.prop.TxnUpdates, TxnUpdate{ID: final.ID, Status: final.Status, AbortReason: reason, Key: final.Key})
 	// The transaction's unreplicated locks on this tablet go with it.
 	ec.prop.unreplEnded = final.ID
 	ec.txn = final
@@ -229,7 +229,7 @@ func (ec *evalCtx) pushTxn(req *kvpb.PushTxnRequest) (kvpb.Response, error) {
 		if err := mvcc.PutTxnRecord(ec.b, &rec); err != nil {
 			return nil, wrapEval(req, err)
 		}
-		ec.prop.TxnUpdates = append(ec.prop.TxnUpdates, TxnUpdate{ID: rec.ID, Status: kvpb.Aborted, AbortReason: reason})
+		ec.prop.TxnUpdates = append(ec.prop.TxnUpdates, TxnUpdate{ID: rec.ID, Status: kvpb.Aborted, AbortReason: reason, Key: rec.Key})
 		return &kvpb.PushTxnResponse{Pushee: rec}, nil
 	}
 	if req.PushType != kvpb.PushTimestamp {

@@ -55,11 +55,20 @@ type Replica struct {
 		desc kvpb.TabletDescriptor
 		// abortReasons remembers why transactions whose records live here
 		// were aborted, so a later EndTxn or waiter can say. It is a cache:
-		// after a restart the reason falls back to AbortPushed.
-		abortReasons map[uuid.UUID]kvpb.AbortReason
+		// after a restart the reason falls back to AbortPushed. A split
+		// moves the reasons of records anchored on the right to the right
+		// side (split.go).
+		abortReasons map[uuid.UUID]abortReason
 		// gcThreshold mirrors the persisted GC threshold (gcthreshold.go).
 		gcThreshold hlc.Timestamp
 	}
+}
+
+// abortReason is why a transaction was aborted, and its record's anchor
+// key (which side of a split the record lives on).
+type abortReason struct {
+	reason kvpb.AbortReason
+	anchor []byte
 }
 
 // maxAbortReasons bounds the abort-reason cache.
@@ -111,7 +120,7 @@ func newReplica(eng *storage.Engine, clock *hlc.Clock, desc kvpb.TabletDescripto
 	}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	r.mu.desc = desc
-	r.mu.abortReasons = make(map[uuid.UUID]kvpb.AbortReason)
+	r.mu.abortReasons = make(map[uuid.UUID]abortReason)
 	return r
 }
 
@@ -147,7 +156,7 @@ func (r *Replica) abortReasonOr(id uuid.UUID, def kvpb.AbortReason) kvpb.AbortRe
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	if reason, ok := r.mu.abortReasons[id]; ok {
-		return reason
+		return reason.reason
 	}
 	return def
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/cairn-db/cairn/kvpb"
 	"github.com/cairn-db/cairn/mvcc"
 	"github.com/cairn-db/cairn/storage"
+	"github.com/google/uuid"
 )
 
 // Split divides the replica at splitKey. Under write latches over the whole
@@ -137,18 +138,33 @@ func splitRecordKey(left, right kvpb.TabletID) []byte {
 	return binary.BigEndian.AppendUint64(keys.TabletReplicated(uint64(left), splitRecordSuffix), uint64(right))
 }
 
+// splitAbortReasons moves the reasons of left whose records are anchored
+// at or after key (the right side of a split there) to right.
+func splitAbortReasons(left, right map[uuid.UUID]abortReason, key []byte) {
+	for id, reason := range left {
+		if bytes.Compare(reason.anchor, key) >= 0 {
+			right[id] = reason
+			delete(left, id)
+		}
+	}
+}
+
 // applySplit divides the in-memory state after the split batch committed.
 // The caller holds latches over the whole pre-split tablet.
 func (r *Replica) applySplit(t *SplitTrigger, register func(*Replica)) {
 	key := t.Right.StartKey
 	right := newReplica(r.eng, r.clock, t.Right, r.cfg, r.tscache.splitOff(key), r.locks.splitOff(key))
 	right.tombs = r.tombs.splitOff(key)
-	r.mu.RLock()
-	for id, reason := range r.mu.abortReasons {
-		right.mu.abortReasons[id] = reason
-	}
+	// The abort reasons of records anchored on the right move there. Each
+	// split used to copy them all (up to maxAbortReasons) to its right
+	// side, and every tablet split off one after another kept its copy:
+	// 196 MB of a node's 306 MB of heap after bench/ddl's 10,000 tables
+	// and a 2,048-bucket index (issue 16), as with the transaction
+	// tombstones (txnTombstones.splitOff).
+	r.mu.Lock()
+	splitAbortReasons(r.mu.abortReasons, right.mu.abortReasons, key)
 	right.mu.gcThreshold = r.mu.gcThreshold
-	r.mu.RUnlock()
+	r.mu.Unlock()
 	right.closed.ts = r.ClosedTimestamp()
 	// Register the right replica before shrinking the left one, so a
 	// router always finds some replica claiming every key; one that picks

@@ -48,3 +48,38 @@ func TestTxnTombstonesSplitOff(t *testing.T) {
 		t.Errorf("the right side refuses a new transaction above its low-water mark")
 	}
 }
+
+// TestAbortReasonsSplitOff: a split hands the right side the abort
+// reasons of the records anchored on it and keeps the rest; a reason
+// without an anchor (a proposal from before anchors were recorded) stays
+// left. Copying all of them to every right side kept 196 MB of a node's
+// 306 MB heap in copies after bench/ddl's 10,000 tables (issue 16).
+func TestAbortReasonsSplitOff(t *testing.T) {
+	a, m, k, none := uuid.New(), uuid.New(), uuid.New(), uuid.New()
+	left := map[uuid.UUID]abortReason{
+		a:    {kvpb.AbortPushed, []byte("a")},
+		m:    {kvpb.AbortExpired, []byte("m")},
+		k:    {kvpb.AbortDeadlock, []byte("k")},
+		none: {kvpb.AbortTimestampCache, nil},
+	}
+	right := map[uuid.UUID]abortReason{}
+	splitAbortReasons(left, right, []byte("k"))
+	for _, tc := range []struct {
+		side map[uuid.UUID]abortReason
+		name string
+		id   uuid.UUID
+		want kvpb.AbortReason
+	}{
+		{left, "left", a, kvpb.AbortPushed},
+		{left, "left", none, kvpb.AbortTimestampCache},
+		{right, "right", m, kvpb.AbortExpired},
+		{right, "right", k, kvpb.AbortDeadlock},
+	} {
+		if got, ok := tc.side[tc.id]; !ok || got.reason != tc.want {
+			t.Errorf("%s: reason %v, %v; want %v", tc.name, got.reason, ok, tc.want)
+		}
+	}
+	if len(left) != 2 || len(right) != 2 {
+		t.Errorf("after the split at k: %d reasons left, %d right; want 2 and 2", len(left), len(right))
+	}
+}
