@@ -152,12 +152,7 @@ func (o *joinOp) build(ctx context.Context) error {
 	o.built = true
 	hashed := len(o.rightEq) > 0
 	for k := 0; ; k++ {
-		if k%checkEvery == checkEvery-1 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
-		row, err := o.right.Next(ctx)
+		row, err := nextChecked(ctx, o.right, k)
 		if err != nil {
 			return err
 		}
@@ -233,12 +228,7 @@ func (o *joinOp) spill(ctx context.Context, level int, held [][]types.Datum, pen
 		return err
 	}
 	for k := 0; ; k++ {
-		if k%checkEvery == checkEvery-1 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
-		row, err := right.Next(ctx)
+		row, err := nextChecked(ctx, right, k)
 		if err != nil {
 			return err
 		}
@@ -259,12 +249,7 @@ func (o *joinOp) spill(ctx context.Context, level int, held [][]types.Datum, pen
 		return err
 	}
 	for k := 0; ; k++ {
-		if k%checkEvery == checkEvery-1 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
-		row, err := left.Next(ctx)
+		row, err := nextChecked(ctx, left, k)
 		if err != nil {
 			return err
 		}
