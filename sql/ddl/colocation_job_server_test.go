@@ -625,9 +625,16 @@ func TestOnlineMoveOrphanRolledBack(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, sql := range []string{"ALTER TABLE big ADD COLUMN z int", "DROP TABLE big", "ALTER TABLE big SET (colocated = false)", "CREATE INDEX big_note ON big (note)"} {
-		if _, err := c.Exec(ctx, sql); sqlState(err) != "55000" {
-			t.Errorf("%s during the move: want 55000, got %v", sql, err)
+	moved := fmt.Sprintf(`table "big" is being moved by job %d`, jobID)
+	for _, sql := range []string{
+		"ALTER TABLE big ADD COLUMN z int",
+		"DROP TABLE big",
+		"ALTER TABLE big SET (colocated = false)",
+		"CREATE INDEX big_note ON big (note)",
+		"CREATE TABLE big_ref (id int PRIMARY KEY, big_id int REFERENCES big (id))",
+	} {
+		if _, err := c.Exec(ctx, sql); sqlState(err) != "55000" || !strings.Contains(err.Error(), moved) {
+			t.Errorf("%s during the move: want 55000 %q, got %v", sql, moved, err)
 		}
 	}
 	moving := moveState(t, s, c, "big")
@@ -744,6 +751,66 @@ func TestOnlineMoveCanceled(t *testing.T) {
 	}
 	checkTable(t, c, "big", initial, nil)
 	mustExec(t, c, "ALTER TABLE big ADD COLUMN z int")
+}
+
+// TestOnlineMoveCopyDuring: a COPY into a table mid-move goes the
+// transactional way (docs/colocation.md), so its rows are written to both
+// storages and are all there once the move has switched the table over.
+func TestOnlineMoveCopyDuring(t *testing.T) {
+	s, url := startNode(t, t.TempDir())
+	defer s.Stop(context.Background())
+	ctx := context.Background()
+	admin := connect(t, url, "postgres")
+	mustExec(t, admin, "CREATE DATABASE co WITH colocated = true")
+	c := connect(t, url, "co")
+	const initial, copied = 3000, 200
+	mustExec(t, c, "CREATE TABLE big (id int PRIMARY KEY, v int NOT NULL, u int UNIQUE, note text)")
+	mustExec(t, c, "CREATE INDEX big_v_idx ON big (v)")
+	mustExec(t, c, fmt.Sprintf("INSERT INTO big SELECT i, i %% 97, i, 'r' || i FROM generate_series(1, %d) i", initial))
+
+	paused, release := pauseMove(t)
+	defer release(nil)
+	alterErr := make(chan error, 1)
+	mover := connect(t, url, "co")
+	go func() {
+		_, err := mover.Exec(ctx, "ALTER TABLE big SET (colocated = false)")
+		alterErr <- err
+	}()
+	<-paused
+	rows := make([][]any, copied)
+	for i := range rows {
+		id := initial + 1 + i
+		rows[i] = []any{id, id % 97, id, fmt.Sprintf("c%d", id)}
+	}
+	n, err := c.CopyFrom(ctx, pgx.Identifier{"big"}, []string{"id", "v", "u", "note"}, pgx.CopyFromRows(rows))
+	if err != nil || n != copied {
+		t.Fatalf("COPY mid-move: %d rows, %v", n, err)
+	}
+	release(nil)
+	if err := <-alterErr; err != nil {
+		t.Fatalf("the move: %v", err)
+	}
+	if after := moveState(t, s, c, "big"); after.Move != nil || after.Colocated {
+		t.Fatalf("after the move: colocated %v move %+v", after.Colocated, after.Move)
+	}
+	// Every row, and the copied ones alone, read from the new storage.
+	for _, q := range []string{
+		"SELECT count(*) FROM big",
+		"SELECT count(*) FROM big WHERE v >= 0",
+		"SELECT count(*) FROM big WHERE note LIKE 'c%'",
+	} {
+		var got int
+		if err := c.QueryRow(ctx, q).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		want := initial + copied
+		if strings.Contains(q, "LIKE") {
+			want = copied
+		}
+		if got != want {
+			t.Errorf("%s = %d after the move, want %d", q, got, want)
+		}
+	}
 }
 
 // spanKeys counts the keys of sp.
