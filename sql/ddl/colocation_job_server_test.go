@@ -553,6 +553,20 @@ func jobRows(t *testing.T, c *pgx.Conn) []string {
 	return out
 }
 
+// newBig makes, on the node at url, the colocated database co with the
+// table big (an index on v; rows 1..n, v = id % 97, u = id) that the move
+// tests move, and returns a connection to co.
+func newBig(t *testing.T, url string, n int) *pgx.Conn {
+	t.Helper()
+	admin := connect(t, url, "postgres")
+	mustExec(t, admin, "CREATE DATABASE co WITH colocated = true")
+	c := connect(t, url, "co")
+	mustExec(t, c, "CREATE TABLE big (id int PRIMARY KEY, v int NOT NULL, u int UNIQUE, note text)")
+	mustExec(t, c, "CREATE INDEX big_v_idx ON big (v)")
+	mustExec(t, c, fmt.Sprintf("INSERT INTO big SELECT i, i %% 97, i, 'r' || i FROM generate_series(1, %d) i", n))
+	return c
+}
+
 // pauseMove makes the next move stop after its second page until the
 // returned release is called with what the hook returns then; later moves
 // run through.
@@ -583,13 +597,8 @@ func TestOnlineMoveOrphanRolledBack(t *testing.T) {
 	dir := t.TempDir()
 	s, url := startNode(t, dir)
 	ctx := context.Background()
-	admin := connect(t, url, "postgres")
-	mustExec(t, admin, "CREATE DATABASE co WITH colocated = true")
-	c := connect(t, url, "co")
 	const initial = 3000
-	mustExec(t, c, "CREATE TABLE big (id int PRIMARY KEY, v int NOT NULL, u int UNIQUE, note text)")
-	mustExec(t, c, "CREATE INDEX big_v_idx ON big (v)")
-	mustExec(t, c, fmt.Sprintf("INSERT INTO big SELECT i, i %% 97, i, 'r' || i FROM generate_series(1, %d) i", initial))
+	c := newBig(t, url, initial)
 	w := &writer{table: "big", lo: 1, hi: 500, next: 100_000, model: map[int64]row{}}
 	for id := w.lo; id < w.hi; id++ {
 		w.model[id] = row{v: id % 97, u: id}
@@ -696,13 +705,8 @@ func TestOnlineMoveCanceled(t *testing.T) {
 	s, url := startNode(t, t.TempDir())
 	defer s.Stop(context.Background())
 	ctx := context.Background()
-	admin := connect(t, url, "postgres")
-	mustExec(t, admin, "CREATE DATABASE co WITH colocated = true")
-	c := connect(t, url, "co")
 	const initial = 3000
-	mustExec(t, c, "CREATE TABLE big (id int PRIMARY KEY, v int NOT NULL, u int UNIQUE, note text)")
-	mustExec(t, c, "CREATE INDEX big_v_idx ON big (v)")
-	mustExec(t, c, fmt.Sprintf("INSERT INTO big SELECT i, i %% 97, i, 'r' || i FROM generate_series(1, %d) i", initial))
+	c := newBig(t, url, initial)
 
 	paused, release := pauseMove(t)
 	defer release(nil)
@@ -760,13 +764,8 @@ func TestOnlineMoveCopyDuring(t *testing.T) {
 	s, url := startNode(t, t.TempDir())
 	defer s.Stop(context.Background())
 	ctx := context.Background()
-	admin := connect(t, url, "postgres")
-	mustExec(t, admin, "CREATE DATABASE co WITH colocated = true")
-	c := connect(t, url, "co")
 	const initial, copied = 3000, 200
-	mustExec(t, c, "CREATE TABLE big (id int PRIMARY KEY, v int NOT NULL, u int UNIQUE, note text)")
-	mustExec(t, c, "CREATE INDEX big_v_idx ON big (v)")
-	mustExec(t, c, fmt.Sprintf("INSERT INTO big SELECT i, i %% 97, i, 'r' || i FROM generate_series(1, %d) i", initial))
+	c := newBig(t, url, initial)
 
 	paused, release := pauseMove(t)
 	defer release(nil)
