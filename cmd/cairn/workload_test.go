@@ -20,12 +20,7 @@ import (
 // flags are usage errors that load nothing.
 func TestWorkloadGitHubEvents(t *testing.T) {
 	ctx := context.Background()
-	s, err := server.Start(ctx, server.Config{Insecure: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = s.Stop(context.Background()) }()
-	url := fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", s.Addr())
+	url := startWorkloadNode(t)
 	var out, errOut bytes.Buffer
 	if err := cmdWorkload([]string{"github-events", "init", "--rows", "1200", "--batch", "500", url}, &out, &errOut); err != nil {
 		t.Fatalf("%v\n%s", err, errOut.String())
@@ -71,12 +66,7 @@ func TestWorkloadGitHubEvents(t *testing.T) {
 // summary, and bad command lines are usage errors.
 func TestWorkloadKV(t *testing.T) {
 	ctx := context.Background()
-	s, err := server.Start(ctx, server.Config{Insecure: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = s.Stop(context.Background()) }()
-	url := fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", s.Addr())
+	url := startWorkloadNode(t)
 	var out, errOut bytes.Buffer
 	if err := cmdWorkload([]string{"init", "kv", "--hash-sharded", "--buckets", "4", "--secondary-index", "--drop", url}, &out, &errOut); err != nil {
 		t.Fatalf("init: %v\n%s", err, errOut.String())
@@ -115,4 +105,16 @@ func TestWorkloadKV(t *testing.T) {
 			t.Errorf("workload %v: %v, want a usage error", bad, err)
 		}
 	}
+}
+
+// startWorkloadNode starts an in-memory node for a workload command to
+// run against, stopped when the test ends, and returns its URL.
+func startWorkloadNode(t *testing.T) string {
+	t.Helper()
+	s, err := server.Start(context.Background(), server.Config{Insecure: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Stop(context.Background()) })
+	return fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", s.Addr())
 }
