@@ -586,6 +586,29 @@ func pauseMove(t *testing.T) (paused <-chan int64, release func(error)) {
 	return p, func(err error) { once.Do(func() { r <- err }) }
 }
 
+// movePaused starts ALTER TABLE big SET (colocated = false) on a
+// connection of its own, with ctx, and returns once pauseMove holds the
+// move after its second page: the job's ID, the hold's release (which the
+// caller defers, so that the node is not stopped under a held statement)
+// and the ALTER's result to come.
+func movePaused(ctx context.Context, t *testing.T, url string) (jobID int64, release func(error), alterErr <-chan error) {
+	t.Helper()
+	paused, release := pauseMove(t)
+	done := make(chan error, 1)
+	mover := connect(t, url, "co")
+	go func() {
+		_, err := mover.Exec(ctx, "ALTER TABLE big SET (colocated = false)")
+		done <- err
+	}()
+	select {
+	case jobID = <-paused:
+	case err := <-done:
+		release(nil)
+		t.Fatalf("the move ended before its second page: %v", err)
+	}
+	return jobID, release, done
+}
+
 // TestOnlineMoveOrphanRolledBack stops a move mid-copy as if its node had
 // died, restarts the node, and checks that the table stayed whole and
 // writable where it was, that other schema changes wait for the move, and
@@ -605,20 +628,8 @@ func TestOnlineMoveOrphanRolledBack(t *testing.T) {
 	}
 	rng := rand.New(rand.NewSource(7))
 
-	paused, release := pauseMove(t)
+	jobID, release, alterErr := movePaused(ctx, t, url)
 	defer release(nil)
-	alterErr := make(chan error, 1)
-	mover := connect(t, url, "co")
-	go func() {
-		_, err := mover.Exec(ctx, "ALTER TABLE big SET (colocated = false)")
-		alterErr <- err
-	}()
-	var jobID int64
-	select {
-	case jobID = <-paused:
-	case err := <-alterErr:
-		t.Fatalf("the move ended before its second page: %v", err)
-	}
 	// Mid-move: the job is running and part done; the table is written;
 	// other schema changes of it wait.
 	var status string
@@ -708,17 +719,10 @@ func TestOnlineMoveCanceled(t *testing.T) {
 	const initial = 3000
 	c := newBig(t, url, initial)
 
-	paused, release := pauseMove(t)
-	defer release(nil)
 	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	alterErr := make(chan error, 1)
-	mover := connect(t, url, "co")
-	go func() {
-		_, err := mover.Exec(actx, "ALTER TABLE big SET (colocated = false)")
-		alterErr <- err
-	}()
-	<-paused
+	_, release, alterErr := movePaused(actx, t, url)
+	defer release(nil)
 	moving := moveState(t, s, c, "big")
 	if moving.Move == nil {
 		t.Fatal("no move in the descriptor mid-move")
@@ -767,15 +771,8 @@ func TestOnlineMoveCopyDuring(t *testing.T) {
 	const initial, copied = 3000, 200
 	c := newBig(t, url, initial)
 
-	paused, release := pauseMove(t)
+	_, release, alterErr := movePaused(ctx, t, url)
 	defer release(nil)
-	alterErr := make(chan error, 1)
-	mover := connect(t, url, "co")
-	go func() {
-		_, err := mover.Exec(ctx, "ALTER TABLE big SET (colocated = false)")
-		alterErr <- err
-	}()
-	<-paused
 	rows := make([][]any, copied)
 	for i := range rows {
 		id := initial + 1 + i
