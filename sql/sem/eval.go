@@ -150,17 +150,14 @@ func eval2(ctx *EvalContext, row []types.Datum, l, r evalFn) (a, b types.Datum, 
 }
 
 // evalStrict2 evaluates the operands of a strict operator left to right:
-// a NULL left operand decides the result (NULL) and the right one is not
-// evaluated. ok reports that both are non-NULL; when it is false the
-// result is NULL, or err.
-func evalStrict2(ctx *EvalContext, row []types.Datum, l, r evalFn) (a, b types.Datum, ok bool, err error) {
+// a NULL left operand decides the result (NULL), so the right one is not
+// evaluated and b is nil. The result is NULL when either is.
+func evalStrict2(ctx *EvalContext, row []types.Datum, l, r evalFn) (a, b types.Datum, err error) {
 	if a, err = l(ctx, row); err != nil || types.IsNull(a) {
-		return nil, nil, false, err
+		return a, nil, err
 	}
-	if b, err = r(ctx, row); err != nil || types.IsNull(b) {
-		return nil, nil, false, err
-	}
-	return a, b, true, nil
+	b, err = r(ctx, row)
+	return a, b, err
 }
 
 func (c *compiler) compile(e Expr) (evalFn, error) {
@@ -393,8 +390,8 @@ func (c *compiler) cmp(v *Cmp) (evalFn, error) {
 		}, nil
 	}
 	return func(ctx *EvalContext, row []types.Datum) (types.Datum, error) {
-		a, b, ok, err := evalStrict2(ctx, row, l, r)
-		if !ok {
+		a, b, err := evalStrict2(ctx, row, l, r)
+		if err != nil || types.IsNull(a) || types.IsNull(b) {
 			return types.DNull, err
 		}
 		return apply2(ctx, fn, buf, a, b)
@@ -741,8 +738,8 @@ func (c *compiler) subscript(v *Subscript) (evalFn, error) {
 		return nil, err
 	}
 	return func(ctx *EvalContext, row []types.Datum) (types.Datum, error) {
-		a, i, ok, err := evalStrict2(ctx, row, arr, idx)
-		if !ok {
+		a, i, err := evalStrict2(ctx, row, arr, idx)
+		if err != nil || types.IsNull(a) || types.IsNull(i) {
 			return types.DNull, err
 		}
 		if name, ok := a.(types.DString); ok {
