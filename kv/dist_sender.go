@@ -527,37 +527,8 @@ func truncate(r kvpb.Request, s kvpb.Span) kvpb.Request {
 	if len(rs.EndKey) == 0 || (bytes.Equal(rs.Key, s.Key) && bytes.Equal(rs.EndKey, s.EndKey)) {
 		return r
 	}
-	switch t := r.(type) {
-	case *kvpb.ScanRequest:
-		c := *t
-		c.Key, c.EndKey = s.Key, s.EndKey
-		return &c
-	case *kvpb.DeleteRangeRequest:
-		c := *t
-		c.Key, c.EndKey = s.Key, s.EndKey
-		return &c
-	case *kvpb.ResolveIntentRangeRequest:
-		c := *t
-		c.Key, c.EndKey = s.Key, s.EndKey
-		return &c
-	case *kvpb.GCRequest:
-		c := *t
-		c.Key, c.EndKey = s.Key, s.EndKey
-		return &c
-	case *kvpb.ClearRangeRequest:
-		c := *t
-		c.Key, c.EndKey = s.Key, s.EndKey
-		return &c
-	case *kvpb.RefreshRequest:
-		c := *t
-		c.Key, c.EndKey = s.Key, s.EndKey
-		return &c
-	case *kvpb.LockRequest:
-		// A row split over tablets: each part checks its keys and locks
-		// its first one (all are covered by the lock spans).
-		c := *t
-		c.Key, c.EndKey = s.Key, s.EndKey
-		return &c
+	if sr, ok := r.(kvpb.SplittableRequest); ok {
+		return sr.WithSpan(s)
 	}
 	panic(fmt.Sprintf("kv: truncate of unexpected ranged request %s", r.Method()))
 }

@@ -56,6 +56,11 @@ func (*ClearRangeRequest) Method() Method  { return MethodClearRange }
 func (*ClearRangeResponse) Method() Method { return MethodClearRange }
 func (r *ClearRangeRequest) Span() Span    { return Span{Key: r.Key, EndKey: r.EndKey} }
 
+func (r ClearRangeRequest) WithSpan(s Span) Request {
+	r.Key, r.EndKey = s.Key, s.EndKey
+	return &r
+}
+
 type (
 	// AddSSTableRequest ingests Data, an SST of committed versions at
 	// exactly the batch's Header.Timestamp of keys inside [Key, EndKey)

@@ -48,3 +48,10 @@ type (
 func (*LockRequest) Method() Method  { return MethodLock }
 func (*LockResponse) Method() Method { return MethodLock }
 func (r *LockRequest) Span() Span    { return Span{Key: r.Key, EndKey: r.EndKey} }
+
+// WithSpan serves a row split over tablets: each part checks its own keys
+// and locks its first one (the transaction's lock spans cover them all).
+func (r LockRequest) WithSpan(s Span) Request {
+	r.Key, r.EndKey = s.Key, s.EndKey
+	return &r
+}

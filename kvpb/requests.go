@@ -78,6 +78,14 @@ type Request interface {
 	Span() Span
 }
 
+// SplittableRequest is a ranged request that a DistSender may split at
+// tablet boundaries. WithSpan returns a copy of it over s, a part of its
+// own span; the receiver is not changed (it may be shared).
+type SplittableRequest interface {
+	Request
+	WithSpan(s Span) Request
+}
+
 // Response answers one Request.
 type Response interface{ Method() Method }
 
@@ -417,6 +425,31 @@ func (r *ResolveIntentRangeRequest) Span() Span { return Span{Key: r.Key, EndKey
 func (r *GCRequest) Span() Span                 { return Span{Key: r.Key, EndKey: r.EndKey} }
 func (r *SplitRequest) Span() Span              { return Span{Key: r.SplitKey} }
 func (r *RefreshRequest) Span() Span            { return Span{Key: r.Key, EndKey: r.EndKey} }
+
+func (r ScanRequest) WithSpan(s Span) Request {
+	r.Key, r.EndKey = s.Key, s.EndKey
+	return &r
+}
+
+func (r DeleteRangeRequest) WithSpan(s Span) Request {
+	r.Key, r.EndKey = s.Key, s.EndKey
+	return &r
+}
+
+func (r ResolveIntentRangeRequest) WithSpan(s Span) Request {
+	r.Key, r.EndKey = s.Key, s.EndKey
+	return &r
+}
+
+func (r GCRequest) WithSpan(s Span) Request {
+	r.Key, r.EndKey = s.Key, s.EndKey
+	return &r
+}
+
+func (r RefreshRequest) WithSpan(s Span) Request {
+	r.Key, r.EndKey = s.Key, s.EndKey
+	return &r
+}
 
 // CountOf is what a scan with CountTags counted: resp.Count, plus the
 // values of resp.Rows whose first byte is one of tags (rows a node that

@@ -245,12 +245,23 @@ func (s *Server) protectedTimestamp(ctx context.Context) (hlc.Timestamp, error) 
 	if s.repl == nil {
 		return p, nil
 	}
-	rows, err := s.db.Scan(ctx, ptsPrefix, keys.PrefixEnd(ptsPrefix), 0)
+	return s.clusterMin(ctx, "protected timestamp", ptsPrefix, p, nil)
+}
+
+// clusterMin is the lowest of p (this node's own value) and the records
+// the nodes published under prefix (encodePTS), leaving out a record
+// older than ptsStale (its node stopped publishing it) and the one at own
+// (nil: none), whose fresher value p is.
+func (s *Server) clusterMin(ctx context.Context, what string, prefix []byte, p hlc.Timestamp, own []byte) (hlc.Timestamp, error) {
+	rows, err := s.db.Scan(ctx, prefix, keys.PrefixEnd(prefix), 0)
 	if err != nil {
-		return hlc.Timestamp{}, fmt.Errorf("reading protected timestamp records: %w", err)
+		return hlc.Timestamp{}, fmt.Errorf("reading %s records: %w", what, err)
 	}
 	now := s.db.Clock().Now().WallTime
 	for _, kv := range rows {
+		if own != nil && bytes.Equal(kv.Key, own) {
+			continue
+		}
 		ts, wall, err := decodePTS(kv.Value)
 		if err != nil {
 			return hlc.Timestamp{}, err

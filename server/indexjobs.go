@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -47,31 +46,10 @@ func (s *Server) drainTimestamp(ctx context.Context) (hlc.Timestamp, error) {
 	if s.repl == nil {
 		return p, nil
 	}
-	rows, err := s.db.Scan(ctx, ptdPrefix, keys.PrefixEnd(ptdPrefix), 0)
-	if err != nil {
-		return hlc.Timestamp{}, fmt.Errorf("reading drain timestamp records: %w", err)
-	}
-	now := s.db.Clock().Now().WallTime
-	own := ptdKey(s.nodeID())
-	for _, kv := range rows {
-		if bytes.Equal(kv.Key, own) {
-			// This node's own value is p, fresher than its record (which
-			// the GC loop publishes, and which is not rewritten while
-			// that loop rolls an orphaned build back and waits here).
-			continue
-		}
-		ts, wall, err := decodePTS(kv.Value)
-		if err != nil {
-			return hlc.Timestamp{}, err
-		}
-		if now-wall > ptsStale.Nanoseconds() {
-			continue
-		}
-		if ts.Less(p) {
-			p = ts
-		}
-	}
-	return p, nil
+	// This node's own value is p, fresher than its record (which the GC
+	// loop publishes, and which is not rewritten while that loop rolls an
+	// orphaned build back and waits here).
+	return s.clusterMin(ctx, "drain timestamp", ptdPrefix, p, ptdKey(s.nodeID()))
 }
 
 // orphanCheckEvery is how often a node looks for orphaned index builds.

@@ -64,28 +64,8 @@ func cmdWorkload(args []string, stdout, stderr io.Writer) error {
 	fs := workloadFlagSet(verb, &wf)
 	fs.SetOutput(stderr)
 	url := &wf.url
-	// Flags may follow the URL, as in CockroachDB's examples.
-	var rest []string
-	tail := args[2:]
-	for len(tail) > 0 {
-		if err := fs.Parse(tail); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return err
-			}
-			return usageError{err.Error()}
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		rest = append(rest, fs.Arg(0))
-		tail = fs.Args()[1:]
-	}
-	switch len(rest) {
-	case 0:
-	case 1:
-		*url = rest[0]
-	default:
-		return usagef("unexpected arguments: %s", strings.Join(rest[1:], " "))
+	if err := parseWithURL(fs, args[2:], url); err != nil {
+		return err
 	}
 	cfg, searchMean, searchRounds := wf.cfg, wf.searchMean, wf.searchRounds
 	cfg.URL = *url
@@ -113,6 +93,34 @@ func cmdWorkload(args []string, stdout, stderr io.Writer) error {
 	return workload.RunKV(ctx, cfg)
 }
 
+// parseWithURL parses a workload command's flags and its one optional
+// argument, the node's URL, into url. Flags may follow the URL, as in
+// CockroachDB's examples.
+func parseWithURL(fs *flag.FlagSet, args []string, url *string) error {
+	var rest []string
+	for len(args) > 0 {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return err
+			}
+			return usageError{err.Error()}
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		rest = append(rest, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	switch len(rest) {
+	case 0:
+	case 1:
+		*url = rest[0]
+	default:
+		return usagef("unexpected arguments: %s", strings.Join(rest[1:], " "))
+	}
+	return nil
+}
+
 // cmdGitHubEvents is `cairn workload github-events init --rows N [flags]
 // [URL]` (also `workload init github-events`): the seed's github_events
 // table, loaded with COPY (package workload/githubevents).
@@ -130,27 +138,8 @@ func cmdGitHubEvents(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&cfg.Distributed, "distributed", false, "create_distributed_table on repo_id before loading")
 	fs.IntVar(&cfg.Shards, "shards", 0, "shard count with --distributed (0: citus.shard_count)")
 	fs.Int64Var(&cfg.Batch, "batch", 10_000, "rows per COPY")
-	var rest []string
-	tail := args[2:]
-	for len(tail) > 0 {
-		if err := fs.Parse(tail); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return err
-			}
-			return usageError{err.Error()}
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		rest = append(rest, fs.Arg(0))
-		tail = fs.Args()[1:]
-	}
-	switch len(rest) {
-	case 0:
-	case 1:
-		*url = rest[0]
-	default:
-		return usagef("unexpected arguments: %s", strings.Join(rest[1:], " "))
+	if err := parseWithURL(fs, args[2:], url); err != nil {
+		return err
 	}
 	if cfg.Rows < 0 {
 		return usagef("--rows must not be negative")

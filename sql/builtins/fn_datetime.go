@@ -378,7 +378,7 @@ func init() {
 
 // justifyInterval is Postgres's interval_justify_interval: days into
 // months, then a sign fix-up between months and days+time, then hours into
-// days and a sign fix-up between days and time.
+// days and a sign fix-up between days and time (justifyHours).
 func justifyInterval(v types.DInterval) types.DInterval {
 	if v.Days > 0 && v.Micros > 0 || v.Days < 0 && v.Micros < 0 {
 		v.Days += int32(v.Micros / microsPerDay)
@@ -393,18 +393,11 @@ func justifyInterval(v types.DInterval) types.DInterval {
 		v.Days -= daysPerMonth
 		v.Months++
 	}
-	v.Days += int32(v.Micros / microsPerDay)
-	v.Micros %= microsPerDay
-	if v.Days > 0 && v.Micros < 0 {
-		v.Micros += microsPerDay
-		v.Days--
-	} else if v.Days < 0 && v.Micros > 0 {
-		v.Micros -= microsPerDay
-		v.Days++
-	}
-	return v
+	return justifyHours(v)
 }
 
+// justifyHours is Postgres's interval_justify_hours: whole days out of the
+// time, then a sign fix-up between days and time.
 func justifyHours(v types.DInterval) types.DInterval {
 	v.Days += int32(v.Micros / microsPerDay)
 	v.Micros %= microsPerDay

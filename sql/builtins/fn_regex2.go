@@ -368,22 +368,7 @@ func init() {
 	// expression match: the first capture group, or the whole match.
 	registerFn("substring", Overload{Args: []*types.T{text, text}, Return: Fixed(text), Strict: true,
 		Fn: func(_ EvalContext, a []types.Datum) (types.Datum, error) {
-			re, err := compileRegex(str(a[1]), false)
-			if err != nil {
-				return nil, err
-			}
-			s := str(a[0])
-			m := re.FindStringSubmatchIndex(s)
-			switch {
-			case m == nil:
-				return types.DNull, nil
-			case len(m) > 2:
-				if m[2] < 0 {
-					return types.DNull, nil
-				}
-				return types.DString(s[m[2]:m[3]]), nil
-			}
-			return types.DString(s[m[0]:m[1]]), nil
+			return substringMatch(str(a[0]), str(a[1]))
 		}})
 	// substring(s SIMILAR pat ESCAPE e), also spelled substring(s FROM
 	// pat FOR e): the part between the escape-double-quote separators,
@@ -394,22 +379,7 @@ func init() {
 			if err != nil {
 				return nil, err
 			}
-			re, err := compileRegex(str(pat), false)
-			if err != nil {
-				return nil, err
-			}
-			s := str(a[0])
-			m := re.FindStringSubmatchIndex(s)
-			switch {
-			case m == nil:
-				return types.DNull, nil
-			case len(m) > 2:
-				if m[2] < 0 {
-					return types.DNull, nil
-				}
-				return types.DString(s[m[2]:m[3]]), nil
-			}
-			return types.DString(s[m[0]:m[1]]), nil
+			return substringMatch(str(a[0]), str(pat))
 		}})
 
 	// PostgreSQL 15's regexp_replace(s, pattern, replacement, start [, N
@@ -461,4 +431,26 @@ func init() {
 				return types.DString(b.String()), nil
 			}})
 	}
+}
+
+// substringMatch is substring(s FROM pattern) once the pattern is a
+// regular expression: the part of s its first capture group matched (NULL
+// when that group took no part in the match), or the whole match when it
+// has no group; NULL when it does not match.
+func substringMatch(s, pattern string) (types.Datum, error) {
+	re, err := compileRegex(pattern, false)
+	if err != nil {
+		return nil, err
+	}
+	m := re.FindStringSubmatchIndex(s)
+	switch {
+	case m == nil:
+		return types.DNull, nil
+	case len(m) > 2:
+		if m[2] < 0 {
+			return types.DNull, nil
+		}
+		return types.DString(s[m[2]:m[3]]), nil
+	}
+	return types.DString(s[m[0]:m[1]]), nil
 }

@@ -1,6 +1,7 @@
 package builtins
 
 import (
+	"slices"
 	"strings"
 	"unicode"
 
@@ -180,41 +181,40 @@ func (p *jpParser) expect(tok string) error {
 	return nil
 }
 
-func (p *jpParser) or() (*jpNode, error) {
-	l, err := p.and()
-	for err == nil && p.peek() == "||" {
-		p.i++
+// binary parses one level of left-associative binary operators:
+// operand (op operand)*, for op among ops.
+func (p *jpParser) binary(operand func() (*jpNode, error), ops ...string) (*jpNode, error) {
+	l, err := operand()
+	for err == nil && slices.Contains(ops, p.peek()) {
+		op := p.next()
 		var r *jpNode
-		if r, err = p.and(); err == nil {
-			l = &jpNode{Kind: jpBinary, Op: "||", Args: []*jpNode{l, r}}
+		if r, err = operand(); err == nil {
+			l = &jpNode{Kind: jpBinary, Op: op, Args: []*jpNode{l, r}}
 		}
 	}
 	return l, err
 }
 
-func (p *jpParser) and() (*jpNode, error) {
-	l, err := p.not()
-	for err == nil && p.peek() == "&&" {
-		p.i++
-		var r *jpNode
-		if r, err = p.not(); err == nil {
-			l = &jpNode{Kind: jpBinary, Op: "&&", Args: []*jpNode{l, r}}
-		}
+// prefixed parses the parenthesised predicate after the prefix just
+// consumed (! or exists) as a node of kind.
+func (p *jpParser) prefixed(kind jpKind) (*jpNode, error) {
+	if err := p.expect("("); err != nil {
+		return nil, err
 	}
-	return l, err
+	e, err := p.or()
+	if err != nil {
+		return nil, err
+	}
+	return &jpNode{Kind: kind, Args: []*jpNode{e}}, p.expect(")")
 }
+
+func (p *jpParser) or() (*jpNode, error)  { return p.binary(p.and, "||") }
+func (p *jpParser) and() (*jpNode, error) { return p.binary(p.not, "&&") }
 
 func (p *jpParser) not() (*jpNode, error) {
 	if p.peek() == "!" {
 		p.i++
-		if err := p.expect("("); err != nil {
-			return nil, err
-		}
-		e, err := p.or()
-		if err != nil {
-			return nil, err
-		}
-		return &jpNode{Kind: jpNot, Args: []*jpNode{e}}, p.expect(")")
+		return p.prefixed(jpNot)
 	}
 	return p.comparison()
 }
@@ -222,14 +222,7 @@ func (p *jpParser) not() (*jpNode, error) {
 func (p *jpParser) comparison() (*jpNode, error) {
 	if p.peek() == "exists" {
 		p.i++
-		if err := p.expect("("); err != nil {
-			return nil, err
-		}
-		e, err := p.or()
-		if err != nil {
-			return nil, err
-		}
-		return &jpNode{Kind: jpExists, Args: []*jpNode{e}}, p.expect(")")
+		return p.prefixed(jpExists)
 	}
 	l, err := p.additive()
 	if err != nil {
@@ -255,29 +248,9 @@ func (p *jpParser) comparison() (*jpNode, error) {
 	return l, nil
 }
 
-func (p *jpParser) additive() (*jpNode, error) {
-	l, err := p.multiplicative()
-	for err == nil && (p.peek() == "+" || p.peek() == "-") {
-		op := p.next()
-		var r *jpNode
-		if r, err = p.multiplicative(); err == nil {
-			l = &jpNode{Kind: jpBinary, Op: op, Args: []*jpNode{l, r}}
-		}
-	}
-	return l, err
-}
+func (p *jpParser) additive() (*jpNode, error) { return p.binary(p.multiplicative, "+", "-") }
 
-func (p *jpParser) multiplicative() (*jpNode, error) {
-	l, err := p.unary()
-	for err == nil && (p.peek() == "*" || p.peek() == "/" || p.peek() == "%") {
-		op := p.next()
-		var r *jpNode
-		if r, err = p.unary(); err == nil {
-			l = &jpNode{Kind: jpBinary, Op: op, Args: []*jpNode{l, r}}
-		}
-	}
-	return l, err
-}
+func (p *jpParser) multiplicative() (*jpNode, error) { return p.binary(p.unary, "*", "/", "%") }
 
 func (p *jpParser) unary() (*jpNode, error) {
 	if op := p.peek(); op == "-" || op == "+" {
@@ -538,20 +511,27 @@ func (ev *jpEval) unwrap(items []types.JSON) []types.JSON {
 	return out
 }
 
+// unwrap is lax mode's automatic unwrapping: an array given to an accessor
+// or method that wants an object or a scalar is replaced by its elements,
+// each given to f, and f's results are concatenated.
+func unwrap(b types.JSON, f func(el types.JSON) ([]types.JSON, error)) ([]types.JSON, error) {
+	var out []types.JSON
+	for _, el := range b.Elems {
+		items, err := f(el)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, items...)
+	}
+	return out, nil
+}
+
 // step applies accessor e to one item b.
 func (ev *jpEval) step(e *jpNode, b types.JSON, cur types.JSON, last int) ([]types.JSON, error) {
 	switch e.Kind {
 	case jpKey:
 		if b.Kind == types.JSONArray && !ev.strict {
-			var out []types.JSON
-			for _, el := range b.Elems {
-				items, err := ev.step(e, el, cur, last)
-				if err != nil {
-					return nil, err
-				}
-				out = append(out, items...)
-			}
-			return out, nil
+			return unwrap(b, func(el types.JSON) ([]types.JSON, error) { return ev.step(e, el, cur, last) })
 		}
 		if b.Kind != types.JSONObject {
 			if ev.strict {
@@ -569,15 +549,7 @@ func (ev *jpEval) step(e *jpNode, b types.JSON, cur types.JSON, last int) ([]typ
 		return []types.JSON{v}, nil
 	case jpAnyKey:
 		if b.Kind == types.JSONArray && !ev.strict {
-			var out []types.JSON
-			for _, el := range b.Elems {
-				items, err := ev.step(e, el, cur, last)
-				if err != nil {
-					return nil, err
-				}
-				out = append(out, items...)
-			}
-			return out, nil
+			return unwrap(b, func(el types.JSON) ([]types.JSON, error) { return ev.step(e, el, cur, last) })
 		}
 		if b.Kind != types.JSONObject {
 			if ev.strict {
@@ -674,15 +646,7 @@ func (ev *jpEval) index(e *jpNode, cur types.JSON, last int) (int, error) {
 
 func (ev *jpEval) method(name string, b types.JSON) ([]types.JSON, error) {
 	if name != "size" && name != "type" && b.Kind == types.JSONArray && !ev.strict {
-		var out []types.JSON
-		for _, el := range b.Elems {
-			r, err := ev.method(name, el)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, r...)
-		}
-		return out, nil
+		return unwrap(b, func(el types.JSON) ([]types.JSON, error) { return ev.method(name, el) })
 	}
 	switch name {
 	case "type":

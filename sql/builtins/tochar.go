@@ -207,14 +207,7 @@ func formatToChar(t time.Time, tmpl string, withZone bool) (string, error) {
 		case "US":
 			num(int64(t.Nanosecond()/1e3), 6)
 		case "AM", "PM", "A.M.", "P.M.":
-			s := map[bool]string{true: "PM", false: "AM"}[h >= 12]
-			if strings.Contains(n.pat, ".") {
-				s = s[:1] + "." + s[1:] + "."
-			}
-			if n.pat[0] >= 'a' {
-				s = strings.ToLower(s)
-			}
-			b.WriteString(s)
+			b.WriteString(meridiem(n.pat, h >= 12))
 		case "YYYY":
 			num(year, 4)
 		case "YYY":
@@ -294,4 +287,21 @@ func init() {
 				return types.DString(s), err
 			}},
 	)
+}
+
+// meridiem is the AM/PM field of to_char as its pattern pat spells it
+// (AM, PM, A.M. or P.M., any of them lower case for lower case): the
+// morning's or, with pm, the afternoon's.
+func meridiem(pat string, pm bool) string {
+	s := "AM"
+	if pm {
+		s = "PM"
+	}
+	if strings.Contains(pat, ".") {
+		s = s[:1] + "." + s[1:] + "."
+	}
+	if pat[0] >= 'a' {
+		s = strings.ToLower(s)
+	}
+	return s
 }

@@ -77,14 +77,7 @@ func formatIntervalToChar(iv types.DInterval, tmpl string) (string, error) {
 		case "US":
 			num(frac, 6)
 		case "AM", "PM", "A.M.", "P.M.":
-			s := map[bool]string{true: "PM", false: "AM"}[hour%24 >= 12]
-			if strings.Contains(n.pat, ".") {
-				s = s[:1] + "." + s[1:] + "."
-			}
-			if n.pat[0] >= 'a' {
-				s = strings.ToLower(s)
-			}
-			b.WriteString(s)
+			b.WriteString(meridiem(n.pat, hour%24 >= 12))
 		case "YYYY":
 			numW(year, 4)
 		case "YYY":

@@ -553,6 +553,20 @@ func jobRows(t *testing.T, c *pgx.Conn) []string {
 	return out
 }
 
+// newBig makes, on the node at url, the colocated database co with the
+// table big (an index on v; rows 1..n, v = id % 97, u = id) that the move
+// tests move, and returns a connection to co.
+func newBig(t *testing.T, url string, n int) *pgx.Conn {
+	t.Helper()
+	admin := connect(t, url, "postgres")
+	mustExec(t, admin, "CREATE DATABASE co WITH colocated = true")
+	c := connect(t, url, "co")
+	mustExec(t, c, "CREATE TABLE big (id int PRIMARY KEY, v int NOT NULL, u int UNIQUE, note text)")
+	mustExec(t, c, "CREATE INDEX big_v_idx ON big (v)")
+	mustExec(t, c, fmt.Sprintf("INSERT INTO big SELECT i, i %% 97, i, 'r' || i FROM generate_series(1, %d) i", n))
+	return c
+}
+
 // pauseMove makes the next move stop after its second page until the
 // returned release is called with what the hook returns then; later moves
 // run through.
@@ -572,6 +586,29 @@ func pauseMove(t *testing.T) (paused <-chan int64, release func(error)) {
 	return p, func(err error) { once.Do(func() { r <- err }) }
 }
 
+// movePaused starts ALTER TABLE big SET (colocated = false) on a
+// connection of its own, with ctx, and returns once pauseMove holds the
+// move after its second page: the job's ID, the hold's release (which the
+// caller defers, so that the node is not stopped under a held statement)
+// and the ALTER's result to come.
+func movePaused(ctx context.Context, t *testing.T, url string) (jobID int64, release func(error), alterErr <-chan error) {
+	t.Helper()
+	paused, release := pauseMove(t)
+	done := make(chan error, 1)
+	mover := connect(t, url, "co")
+	go func() {
+		_, err := mover.Exec(ctx, "ALTER TABLE big SET (colocated = false)")
+		done <- err
+	}()
+	select {
+	case jobID = <-paused:
+	case err := <-done:
+		release(nil)
+		t.Fatalf("the move ended before its second page: %v", err)
+	}
+	return jobID, release, done
+}
+
 // TestOnlineMoveOrphanRolledBack stops a move mid-copy as if its node had
 // died, restarts the node, and checks that the table stayed whole and
 // writable where it was, that other schema changes wait for the move, and
@@ -583,33 +620,16 @@ func TestOnlineMoveOrphanRolledBack(t *testing.T) {
 	dir := t.TempDir()
 	s, url := startNode(t, dir)
 	ctx := context.Background()
-	admin := connect(t, url, "postgres")
-	mustExec(t, admin, "CREATE DATABASE co WITH colocated = true")
-	c := connect(t, url, "co")
 	const initial = 3000
-	mustExec(t, c, "CREATE TABLE big (id int PRIMARY KEY, v int NOT NULL, u int UNIQUE, note text)")
-	mustExec(t, c, "CREATE INDEX big_v_idx ON big (v)")
-	mustExec(t, c, fmt.Sprintf("INSERT INTO big SELECT i, i %% 97, i, 'r' || i FROM generate_series(1, %d) i", initial))
+	c := newBig(t, url, initial)
 	w := &writer{table: "big", lo: 1, hi: 500, next: 100_000, model: map[int64]row{}}
 	for id := w.lo; id < w.hi; id++ {
 		w.model[id] = row{v: id % 97, u: id}
 	}
 	rng := rand.New(rand.NewSource(7))
 
-	paused, release := pauseMove(t)
+	jobID, release, alterErr := movePaused(ctx, t, url)
 	defer release(nil)
-	alterErr := make(chan error, 1)
-	mover := connect(t, url, "co")
-	go func() {
-		_, err := mover.Exec(ctx, "ALTER TABLE big SET (colocated = false)")
-		alterErr <- err
-	}()
-	var jobID int64
-	select {
-	case jobID = <-paused:
-	case err := <-alterErr:
-		t.Fatalf("the move ended before its second page: %v", err)
-	}
 	// Mid-move: the job is running and part done; the table is written;
 	// other schema changes of it wait.
 	var status string
@@ -625,9 +645,16 @@ func TestOnlineMoveOrphanRolledBack(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, sql := range []string{"ALTER TABLE big ADD COLUMN z int", "DROP TABLE big", "ALTER TABLE big SET (colocated = false)", "CREATE INDEX big_note ON big (note)"} {
-		if _, err := c.Exec(ctx, sql); sqlState(err) != "55000" {
-			t.Errorf("%s during the move: want 55000, got %v", sql, err)
+	moved := fmt.Sprintf(`table "big" is being moved by job %d`, jobID)
+	for _, sql := range []string{
+		"ALTER TABLE big ADD COLUMN z int",
+		"DROP TABLE big",
+		"ALTER TABLE big SET (colocated = false)",
+		"CREATE INDEX big_note ON big (note)",
+		"CREATE TABLE big_ref (id int PRIMARY KEY, big_id int REFERENCES big (id))",
+	} {
+		if _, err := c.Exec(ctx, sql); sqlState(err) != "55000" || !strings.Contains(err.Error(), moved) {
+			t.Errorf("%s during the move: want 55000 %q, got %v", sql, moved, err)
 		}
 	}
 	moving := moveState(t, s, c, "big")
@@ -689,25 +716,13 @@ func TestOnlineMoveCanceled(t *testing.T) {
 	s, url := startNode(t, t.TempDir())
 	defer s.Stop(context.Background())
 	ctx := context.Background()
-	admin := connect(t, url, "postgres")
-	mustExec(t, admin, "CREATE DATABASE co WITH colocated = true")
-	c := connect(t, url, "co")
 	const initial = 3000
-	mustExec(t, c, "CREATE TABLE big (id int PRIMARY KEY, v int NOT NULL, u int UNIQUE, note text)")
-	mustExec(t, c, "CREATE INDEX big_v_idx ON big (v)")
-	mustExec(t, c, fmt.Sprintf("INSERT INTO big SELECT i, i %% 97, i, 'r' || i FROM generate_series(1, %d) i", initial))
+	c := newBig(t, url, initial)
 
-	paused, release := pauseMove(t)
-	defer release(nil)
 	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	alterErr := make(chan error, 1)
-	mover := connect(t, url, "co")
-	go func() {
-		_, err := mover.Exec(actx, "ALTER TABLE big SET (colocated = false)")
-		alterErr <- err
-	}()
-	<-paused
+	_, release, alterErr := movePaused(actx, t, url)
+	defer release(nil)
 	moving := moveState(t, s, c, "big")
 	if moving.Move == nil {
 		t.Fatal("no move in the descriptor mid-move")
@@ -744,6 +759,54 @@ func TestOnlineMoveCanceled(t *testing.T) {
 	}
 	checkTable(t, c, "big", initial, nil)
 	mustExec(t, c, "ALTER TABLE big ADD COLUMN z int")
+}
+
+// TestOnlineMoveCopyDuring: a COPY into a table mid-move goes the
+// transactional way (docs/colocation.md), so its rows are written to both
+// storages and are all there once the move has switched the table over.
+func TestOnlineMoveCopyDuring(t *testing.T) {
+	s, url := startNode(t, t.TempDir())
+	defer s.Stop(context.Background())
+	ctx := context.Background()
+	const initial, copied = 3000, 200
+	c := newBig(t, url, initial)
+
+	_, release, alterErr := movePaused(ctx, t, url)
+	defer release(nil)
+	rows := make([][]any, copied)
+	for i := range rows {
+		id := initial + 1 + i
+		rows[i] = []any{id, id % 97, id, fmt.Sprintf("c%d", id)}
+	}
+	n, err := c.CopyFrom(ctx, pgx.Identifier{"big"}, []string{"id", "v", "u", "note"}, pgx.CopyFromRows(rows))
+	if err != nil || n != copied {
+		t.Fatalf("COPY mid-move: %d rows, %v", n, err)
+	}
+	release(nil)
+	if err := <-alterErr; err != nil {
+		t.Fatalf("the move: %v", err)
+	}
+	if after := moveState(t, s, c, "big"); after.Move != nil || after.Colocated {
+		t.Fatalf("after the move: colocated %v move %+v", after.Colocated, after.Move)
+	}
+	// Every row, and the copied ones alone, read from the new storage.
+	for _, q := range []string{
+		"SELECT count(*) FROM big",
+		"SELECT count(*) FROM big WHERE v >= 0",
+		"SELECT count(*) FROM big WHERE note LIKE 'c%'",
+	} {
+		var got int
+		if err := c.QueryRow(ctx, q).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		want := initial + copied
+		if strings.Contains(q, "LIKE") {
+			want = copied
+		}
+		if got != want {
+			t.Errorf("%s = %d after the move, want %d", q, got, want)
+		}
+	}
 }
 
 // spanKeys counts the keys of sp.

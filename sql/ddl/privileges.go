@@ -473,18 +473,18 @@ func (e *executor) dropOwned(ctx context.Context, n *pg_query.DropOwnedStmt) (st
 	return tag, nil
 }
 
-// revokeAll removes the roles from the ACLs of the current database, its
-// schemas and its relations (the rest of DROP OWNED).
-func (e *executor) revokeAll(ctx context.Context, roles []string, ds *dropSet) error {
-	var objs []catalog.Descriptor
+// ownedObjects lists what in the current database has an owner and an
+// ACL: the database itself, its schemas (not the virtual ones) and their
+// relations. DROP OWNED, REASSIGN OWNED and DROP ROLE's dependents walk it.
+func (e *executor) ownedObjects(ctx context.Context) ([]catalog.Descriptor, error) {
 	db, err := e.x.Writer.Database(ctx, e.x.Database.Name)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	objs = append(objs, db)
+	objs := []catalog.Descriptor{db}
 	schemas, err := e.x.Writer.Schemas(ctx, e.x.Database.ID)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, s := range schemas {
 		if !s.Virtual {
@@ -493,9 +493,18 @@ func (e *executor) revokeAll(ctx context.Context, roles []string, ds *dropSet) e
 	}
 	rels, err := e.allRelations(ctx)
 	if err != nil {
+		return nil, err
+	}
+	return append(objs, rels...), nil
+}
+
+// revokeAll removes the roles from the ACLs of the current database, its
+// schemas and its relations (the rest of DROP OWNED).
+func (e *executor) revokeAll(ctx context.Context, roles []string, ds *dropSet) error {
+	objs, err := e.ownedObjects(ctx)
+	if err != nil {
 		return err
 	}
-	objs = append(objs, rels...)
 	for _, d := range objs {
 		if ds.dropped[d.DescID()] {
 			continue
@@ -543,26 +552,10 @@ func (e *executor) reassignOwned(ctx context.Context, n *pg_query.ReassignOwnedS
 	if a, _ := e.authorizer(ctx); !a.HasRole(to) {
 		return tag, pgerror.New(pgerrcode.InsufficientPrivilege, "permission denied to reassign objects")
 	}
-	var objs []catalog.Descriptor
-	db, err := e.x.Writer.Database(ctx, e.x.Database.Name)
+	objs, err := e.ownedObjects(ctx)
 	if err != nil {
 		return tag, err
 	}
-	objs = append(objs, db)
-	schemas, err := e.x.Writer.Schemas(ctx, e.x.Database.ID)
-	if err != nil {
-		return tag, err
-	}
-	for _, s := range schemas {
-		if !s.Virtual {
-			objs = append(objs, s)
-		}
-	}
-	rels, err := e.allRelations(ctx)
-	if err != nil {
-		return tag, err
-	}
-	objs = append(objs, rels...)
 	for _, d := range objs {
 		from := descOwner(d)
 		if !slices.Contains(roles, from) {
@@ -580,25 +573,10 @@ func (e *executor) reassignOwned(ctx context.Context, n *pg_query.ReassignOwnedS
 // privileges granted to it.
 func (e *executor) roleDependents(ctx context.Context, role string) ([]string, error) {
 	var out []string
-	db, err := e.x.Writer.Database(ctx, e.x.Database.Name)
+	objs, err := e.ownedObjects(ctx)
 	if err != nil {
 		return nil, err
 	}
-	objs := []catalog.Descriptor{db}
-	schemas, err := e.x.Writer.Schemas(ctx, e.x.Database.ID)
-	if err != nil {
-		return nil, err
-	}
-	for _, s := range schemas {
-		if !s.Virtual {
-			objs = append(objs, s)
-		}
-	}
-	rels, err := e.allRelations(ctx)
-	if err != nil {
-		return nil, err
-	}
-	objs = append(objs, rels...)
 	for _, d := range objs {
 		what := catalog.ObjectKindWord(d.DescKind()) + " " + d.DescName()
 		if descOwner(d) == role {

@@ -560,12 +560,7 @@ func (o *hashAggOp) aggregate(ctx context.Context, src op, level int, total int6
 	var ps *partitions
 	var key []byte
 	for k := 0; ; k++ {
-		if k%checkEvery == checkEvery-1 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
-		row, err := src.Next(ctx)
+		row, err := nextChecked(ctx, src, k)
 		if err != nil {
 			return err
 		}

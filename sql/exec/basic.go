@@ -124,12 +124,7 @@ func (r *runner) buildFilter(n *plan.Filter) (op, error) {
 	}
 	return &funcOp{next: func(ctx context.Context) ([]types.Datum, error) {
 		for k := 0; ; k++ {
-			if k%checkEvery == checkEvery-1 {
-				if err := ctx.Err(); err != nil {
-					return nil, err
-				}
-			}
-			row, err := in.Next(ctx)
+			row, err := nextChecked(ctx, in, k)
 			if err != nil || row == nil {
 				return nil, err
 			}
@@ -346,12 +341,7 @@ func (o *sortOp) Next(ctx context.Context) ([]types.Datum, error) {
 			o.s = s
 		}
 		for k := 0; ; k++ {
-			if k%checkEvery == checkEvery-1 {
-				if err := ctx.Err(); err != nil {
-					return nil, err
-				}
-			}
-			row, err := o.in.Next(ctx)
+			row, err := nextChecked(ctx, o.in, k)
 			if err != nil {
 				return nil, err
 			}

@@ -68,58 +68,41 @@ func needsTxn(t *types.T) bool {
 // start runs the parse stage and returns its batches; stop (safe to call
 // twice) ends it and waits until it no longer reads the input.
 func (p *copyParser) start(ctx context.Context) (<-chan parsedBatch, func()) {
-	out := make(chan parsedBatch, copyParseAhead)
 	inline := false
 	for _, t := range p.t.typs {
 		if needsTxn(t) {
 			inline = true
 		}
 	}
+	// Inline (parsing may read the catalog through the caller's
+	// transaction): parse one batch at a time, in step with the caller,
+	// over an unbuffered channel.
+	ahead := copyParseAhead
 	if inline {
-		// Parse on the caller's goroutine, one batch at a time.
-		ch := make(chan parsedBatch)
-		done := make(chan struct{})
-		go func() {
-			defer close(ch)
-			for {
-				b, more := p.next()
-				select {
-				case ch <- b:
-				case <-done:
-					return
-				case <-ctx.Done():
-					return
-				}
-				if !more {
-					return
-				}
-				// The caller takes this empty batch only once it is done
-				// with the last: the next is parsed while the caller
-				// waits, not while it uses its transaction.
-				select {
-				case ch <- parsedBatch{}:
-				case <-done:
-					return
-				case <-ctx.Done():
-					return
-				}
-			}
-		}()
-		return ch, stopper(done, ch)
+		ahead = 0
 	}
+	out := make(chan parsedBatch, ahead)
 	done := make(chan struct{})
+	send := func(b parsedBatch) bool {
+		select {
+		case out <- b:
+			return true
+		case <-done:
+		case <-ctx.Done():
+		}
+		return false
+	}
 	go func() {
 		defer close(out)
 		for {
 			b, more := p.next()
-			select {
-			case out <- b:
-			case <-done:
-				return
-			case <-ctx.Done():
+			if !send(b) || !more {
 				return
 			}
-			if !more {
+			// Inline, the caller takes this empty batch only once it
+			// is done with the last: the next is parsed while the
+			// caller waits, not while it uses its transaction.
+			if inline && !send(parsedBatch{}) {
 				return
 			}
 		}

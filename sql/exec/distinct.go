@@ -51,12 +51,7 @@ func (o *dedupOp) Next(ctx context.Context) ([]types.Datum, error) {
 		return row[:o.width:o.width], nil
 	}
 	for k := 0; !o.done; k++ {
-		if k%checkEvery == checkEvery-1 {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-		}
-		row, err := o.in.Next(ctx)
+		row, err := nextChecked(ctx, o.in, k)
 		if err != nil {
 			return nil, err
 		}

@@ -543,12 +543,7 @@ func (o *distJoinOp) Next(ctx context.Context) ([]types.Datum, error) {
 		o.in = in
 	}
 	for k := 0; ; k++ {
-		if k%checkEvery == checkEvery-1 {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-		}
-		row, err := o.in.Next(ctx)
+		row, err := nextChecked(ctx, o.in, k)
 		if err != nil || row == nil {
 			return nil, err
 		}

@@ -187,12 +187,7 @@ func (p *FragmentProcessor) Run(ctx context.Context, spec distsql.Spec, emit fun
 	}
 	var batch [][]byte
 	for k := 0; ; k++ {
-		if k%checkEvery == checkEvery-1 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
-		row, err := o.Next(ctx)
+		row, err := nextChecked(ctx, o, k)
 		if err != nil {
 			return err
 		}

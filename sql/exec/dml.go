@@ -583,35 +583,7 @@ func (r *runner) buildUpdate(n *plan.Update) (op, error) {
 	}
 	o := &dmlOp{input: input}
 	o.run = func(ctx context.Context) error {
-		// Materialize first: the transaction's reads see its own writes,
-		// so updating while scanning could meet updated rows again.
-		rows, err := drainCopy(ctx, input)
-		if err != nil {
-			return err
-		}
-		input.Close()
-		o.input = nil
-		seen := map[string]bool{}
-		for k, src := range rows {
-			if k%checkEvery == 0 {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-			}
-			old := make([]types.Datum, ncols)
-			for i, p := range fetchPos {
-				old[i] = src[p]
-			}
-			key, err := ti.primaryKey(old)
-			if err != nil {
-				return err
-			}
-			// A join may produce a target row more than once; Postgres
-			// updates it once.
-			if seen[string(key)] {
-				continue
-			}
-			seen[string(key)] = true
+		err := o.eachTarget(ctx, ti, ncols, fetchPos, func(old, src []types.Datum) error {
 			nr := append([]types.Datum(nil), old...)
 			for i, p := range setPos {
 				nr[p] = src[newPos[i]]
@@ -633,6 +605,10 @@ func (r *runner) buildUpdate(n *plan.Update) (op, error) {
 				}
 				o.out = append(o.out, out)
 			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 		if err := s.flush(ctx); err != nil {
 			return err
@@ -678,31 +654,7 @@ func (r *runner) buildDelete(n *plan.Delete) (op, error) {
 			// deleted by point (delete_keyonly.go).
 			ctx = ti.pointDeletes(ctx)
 		}
-		rows, err := drainCopy(ctx, input)
-		if err != nil {
-			return err
-		}
-		input.Close()
-		o.input = nil
-		seen := map[string]bool{}
-		for k, src := range rows {
-			if k%checkEvery == 0 {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-			}
-			old := make([]types.Datum, ncols)
-			for i, p := range fetchPos {
-				old[i] = src[p]
-			}
-			key, err := ti.primaryKey(old)
-			if err != nil {
-				return err
-			}
-			if seen[string(key)] {
-				continue
-			}
-			seen[string(key)] = true
+		err := o.eachTarget(ctx, ti, ncols, fetchPos, func(old, src []types.Datum) error {
 			if err := s.write(ctx, ti, old, nil); err != nil {
 				return err
 			}
@@ -717,6 +669,10 @@ func (r *runner) buildDelete(n *plan.Delete) (op, error) {
 				}
 				o.out = append(o.out, out)
 			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 		if err := s.flush(ctx); err != nil {
 			return err
@@ -724,6 +680,45 @@ func (r *runner) buildDelete(n *plan.Delete) (op, error) {
 		return s.finishFKs(ctx)
 	}
 	return o, nil
+}
+
+// eachTarget runs an UPDATE's or DELETE's input to the end and calls fn
+// once per target row: old is the table row the input fetched (at
+// fetchPos), src the input row. The input is materialized first: the
+// transaction's reads see its own writes, so writing while scanning could
+// meet written rows again. A join may produce a target row more than
+// once; Postgres writes it once, so a repeat of a primary key is skipped.
+func (o *dmlOp) eachTarget(ctx context.Context, ti *tableInfo, ncols int, fetchPos []int, fn func(old, src []types.Datum) error) error {
+	rows, err := drainCopy(ctx, o.input)
+	if err != nil {
+		return err
+	}
+	o.input.Close()
+	o.input = nil
+	seen := map[string]bool{}
+	for k, src := range rows {
+		if k%checkEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		old := make([]types.Datum, ncols)
+		for i, p := range fetchPos {
+			old[i] = src[p]
+		}
+		key, err := ti.primaryKey(old)
+		if err != nil {
+			return err
+		}
+		if seen[string(key)] {
+			continue
+		}
+		seen[string(key)] = true
+		if err := fn(old, src); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // drainCopy runs o to the end and returns copies of its rows: an operator

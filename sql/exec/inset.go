@@ -196,12 +196,7 @@ func (o *inSetOp) build(ctx context.Context) error {
 	}
 	defer sub.Close()
 	for k := 0; ; k++ {
-		if k%checkEvery == checkEvery-1 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
-		row, err := sub.Next(ctx)
+		row, err := nextChecked(ctx, sub, k)
 		if err != nil {
 			return err
 		}
@@ -279,12 +274,7 @@ func (o *inSetOp) Next(ctx context.Context) ([]types.Datum, error) {
 		return row[2:], nil
 	}
 	for k := 0; ; k++ {
-		if k%checkEvery == checkEvery-1 {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-		}
-		row, err := o.in.Next(ctx)
+		row, err := nextChecked(ctx, o.in, k)
 		if err != nil || row == nil {
 			return nil, err
 		}
@@ -360,12 +350,7 @@ func (o *inSetOp) spilled(ctx context.Context, first []types.Datum, x types.Datu
 		return err
 	}
 	for k := 0; ; k++ {
-		if k%checkEvery == checkEvery-1 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
-		row, err := o.in.Next(ctx)
+		row, err := nextChecked(ctx, o.in, k)
 		if err != nil {
 			return err
 		}

@@ -117,18 +117,28 @@ func (r *runner) buildJoin(n *plan.Join) (op, error) {
 	if len(o.leftEq) != len(o.rightEq) {
 		return nil, pgerror.New(pgerrcode.InternalError, "exec: join with %d left and %d right keys", len(o.leftEq), len(o.rightEq))
 	}
-	both := append(append([]plan.Column{}, lcols...), rcols...)
-	if o.on, err = r.compilePred(n.On, both); err != nil {
-		return nil, err
-	}
-	if o.left, err = r.build(n.Left); err != nil {
-		return nil, err
-	}
-	if o.right, err = r.build(n.Right); err != nil {
-		o.left.Close()
+	if o.on, o.left, o.right, err = r.buildJoinInputs(n); err != nil {
 		return nil, err
 	}
 	return o, nil
+}
+
+// buildJoinInputs compiles a join's ON predicate over both sides' columns
+// and builds its two inputs, the left one closed again if the right one
+// fails: what the hash join and the merge join share.
+func (r *runner) buildJoinInputs(n *plan.Join) (on func([]types.Datum) (bool, error), left, right op, err error) {
+	both := append(append([]plan.Column{}, n.Left.Columns()...), n.Right.Columns()...)
+	if on, err = r.compilePred(n.On, both); err != nil {
+		return nil, nil, nil, err
+	}
+	if left, err = r.build(n.Left); err != nil {
+		return nil, nil, nil, err
+	}
+	if right, err = r.build(n.Right); err != nil {
+		left.Close()
+		return nil, nil, nil, err
+	}
+	return on, left, right, nil
 }
 
 func hasNull(row []types.Datum, pos []int) bool {
@@ -152,12 +162,7 @@ func (o *joinOp) build(ctx context.Context) error {
 	o.built = true
 	hashed := len(o.rightEq) > 0
 	for k := 0; ; k++ {
-		if k%checkEvery == checkEvery-1 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
-		row, err := o.right.Next(ctx)
+		row, err := nextChecked(ctx, o.right, k)
 		if err != nil {
 			return err
 		}
@@ -233,12 +238,7 @@ func (o *joinOp) spill(ctx context.Context, level int, held [][]types.Datum, pen
 		return err
 	}
 	for k := 0; ; k++ {
-		if k%checkEvery == checkEvery-1 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
-		row, err := right.Next(ctx)
+		row, err := nextChecked(ctx, right, k)
 		if err != nil {
 			return err
 		}
@@ -259,12 +259,7 @@ func (o *joinOp) spill(ctx context.Context, level int, held [][]types.Datum, pen
 		return err
 	}
 	for k := 0; ; k++ {
-		if k%checkEvery == checkEvery-1 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
-		row, err := left.Next(ctx)
+		row, err := nextChecked(ctx, left, k)
 		if err != nil {
 			return err
 		}

@@ -82,15 +82,7 @@ func (r *runner) buildMergeJoin(n *plan.Join) (op, error) {
 	if len(o.leftEq) != len(o.rightEq) || len(o.leftEq) == 0 {
 		return nil, pgerror.New(pgerrcode.InternalError, "exec: merge join with %d left and %d right keys", len(o.leftEq), len(o.rightEq))
 	}
-	both := append(append([]plan.Column{}, lcols...), rcols...)
-	if o.on, err = r.compilePred(n.On, both); err != nil {
-		return nil, err
-	}
-	if o.left, err = r.build(n.Left); err != nil {
-		return nil, err
-	}
-	if o.right, err = r.build(n.Right); err != nil {
-		o.left.Close()
+	if o.on, o.left, o.right, err = r.buildJoinInputs(n); err != nil {
 		return nil, err
 	}
 	return o, nil

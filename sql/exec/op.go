@@ -311,19 +311,25 @@ func (r *runner) buildNode(n plan.Node) (op, error) {
 	return nil, pgerror.New(pgerrcode.FeatureNotSupported, "exec: plan node %T is not supported", n)
 }
 
-// drain runs o to the end and returns its rows. It checks ctx every
-// checkEvery rows: a sort or a buffer over an input that never itself
-// checks (generate_series) must still stop when the statement is
-// cancelled.
+// nextChecked is in.Next for the k-th turn of a loop that drains in: every
+// checkEvery turns it checks ctx first, since a sort, a hash table or a
+// buffer over an input that never itself checks (generate_series) must
+// still stop when the statement is cancelled.
+func nextChecked(ctx context.Context, in op, k int) ([]types.Datum, error) {
+	if k%checkEvery == checkEvery-1 {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return in.Next(ctx)
+}
+
+// drain runs o to the end and returns its rows, checking ctx as
+// nextChecked does.
 func drain(ctx context.Context, o op) ([][]types.Datum, error) {
 	var rows [][]types.Datum
 	for k := 0; ; k++ {
-		if k%checkEvery == checkEvery-1 {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-		}
-		row, err := o.Next(ctx)
+		row, err := nextChecked(ctx, o, k)
 		if err != nil {
 			return nil, err
 		}

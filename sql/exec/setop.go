@@ -129,12 +129,7 @@ func (o *setOpOp) count(ctx context.Context) error {
 	o.counts = map[string]int{}
 	o.emitted = map[string]struct{}{}
 	for k := 0; ; k++ {
-		if k%checkEvery == checkEvery-1 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
-		row, err := o.right.Next(ctx)
+		row, err := nextChecked(ctx, o.right, k)
 		if err != nil {
 			return err
 		}
@@ -222,12 +217,7 @@ func (o *setOpOp) decide(row []types.Datum, counts map[string]int, emitted map[s
 func (o *setOpOp) spilled(ctx context.Context) error {
 	o.lparts, _ = o.r.newPartitions(1)
 	for seq := 0; ; seq++ {
-		if seq%checkEvery == checkEvery-1 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
-		row, err := o.left.Next(ctx)
+		row, err := nextChecked(ctx, o.left, seq)
 		if err != nil {
 			return err
 		}

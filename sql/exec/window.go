@@ -332,12 +332,7 @@ func (o *windowOp) run(ctx context.Context) error {
 	last := o.specs[groups[0][0]]
 	srt := o.newSort(last)
 	for seq := 0; ; seq++ {
-		if seq%checkEvery == checkEvery-1 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
-		row, err := o.in.Next(ctx)
+		row, err := nextChecked(ctx, o.in, seq)
 		if err != nil {
 			return err
 		}

@@ -740,6 +740,31 @@ func (b *builder) assignments(t *catalog.Table, s *scope, list []*pg_query.Node,
 // ---------------------------------------------------------------------------
 // UPDATE and DELETE.
 
+// joinFromFilter puts an UPDATE's FROM or a DELETE's USING items, joined
+// in order, above the target's rows (node, whose columns s names), then
+// the WHERE filter over them all.
+func (b *builder) joinFromFilter(node Node, s *scope, from []*pg_query.Node, where *pg_query.Node) (Node, error) {
+	for _, it := range from {
+		n, lateral, err := b.fromItem(it, s)
+		if err != nil {
+			return nil, err
+		}
+		node = &Join{Kind: InnerJoin, Left: node, Right: n, Lateral: lateral}
+	}
+	if err := checkDupAliases(s); err != nil {
+		return nil, err
+	}
+	s.qualify = len(s.rels) > 1
+	if where != nil {
+		w, err := b.expr(s, "WHERE", rewriteRowIn(where), types.Bool)
+		if err != nil {
+			return nil, err
+		}
+		node = &Filter{Input: node, Pred: w}
+	}
+	return node, nil
+}
+
 // dmlSource scans the target table, joins the FROM/USING items and
 // filters by WHERE; it returns the node and the scan's column IDs in
 // Table.Columns order.
@@ -748,24 +773,9 @@ func (b *builder) dmlSource(t *catalog.Table, alias string, top *scope, from []*
 	s := &scope{b: b, ctes: top.ctes}
 	sc, pk := b.scanTable(t)
 	b.addRelCols(s, alias, sc.Cols, pk)
-	var node Node = sc
-	for _, it := range from {
-		n, lateral, err := b.fromItem(it, s)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		node = &Join{Kind: InnerJoin, Left: node, Right: n, Lateral: lateral}
-	}
-	if err := checkDupAliases(s); err != nil {
+	node, err := b.joinFromFilter(sc, s, from, where)
+	if err != nil {
 		return nil, nil, nil, err
-	}
-	s.qualify = len(s.rels) > 1
-	if where != nil {
-		w, err := b.expr(s, "WHERE", rewriteRowIn(where), types.Bool)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		node = &Filter{Input: node, Pred: w}
 	}
 	ids := make([]sem.ColumnID, len(sc.Cols))
 	for i, c := range sc.Cols {

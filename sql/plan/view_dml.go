@@ -414,23 +414,9 @@ func (vt *viewTarget) source(b *builder, top *scope, from []*pg_query.Node, wher
 		p.Cols = append(append([]Column(nil), node.Columns()...), p.Cols...)
 		node = p
 	}
-	for _, it := range from {
-		n, lateral, err := b.fromItem(it, s)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		node = &Join{Kind: InnerJoin, Left: node, Right: n, Lateral: lateral}
-	}
-	if err := checkDupAliases(s); err != nil {
+	node, err := b.joinFromFilter(node, s, from, where)
+	if err != nil {
 		return nil, nil, nil, err
-	}
-	s.qualify = len(s.rels) > 1
-	if where != nil {
-		w, err := b.expr(s, "WHERE", rewriteRowIn(where), types.Bool)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		node = &Filter{Input: node, Pred: w}
 	}
 	return node, s, ids, nil
 }

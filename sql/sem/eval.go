@@ -125,6 +125,41 @@ func (c *compiler) compileAll(es []Expr) ([]evalFn, error) {
 	return out, nil
 }
 
+// compile2 compiles the two operands of a binary node, left first, so a
+// build error names the left operand's fault before the right's.
+func (c *compiler) compile2(left, right Expr) (l, r evalFn, err error) {
+	if l, err = c.compile(left); err != nil {
+		return nil, nil, err
+	}
+	if r, err = c.compile(right); err != nil {
+		return nil, nil, err
+	}
+	return l, r, nil
+}
+
+// eval2 evaluates two operands left to right, both always (either may be
+// NULL): for operators that are not strict in their arguments.
+func eval2(ctx *EvalContext, row []types.Datum, l, r evalFn) (a, b types.Datum, err error) {
+	if a, err = l(ctx, row); err != nil {
+		return nil, nil, err
+	}
+	if b, err = r(ctx, row); err != nil {
+		return nil, nil, err
+	}
+	return a, b, nil
+}
+
+// evalStrict2 evaluates the operands of a strict operator left to right:
+// a NULL left operand decides the result (NULL), so the right one is not
+// evaluated and b is nil. The result is NULL when either is.
+func evalStrict2(ctx *EvalContext, row []types.Datum, l, r evalFn) (a, b types.Datum, err error) {
+	if a, err = l(ctx, row); err != nil || types.IsNull(a) {
+		return a, nil, err
+	}
+	b, err = r(ctx, row)
+	return a, b, err
+}
+
 func (c *compiler) compile(e Expr) (evalFn, error) {
 	if f, ok, err := c.compileArray(e); ok {
 		return f, err
@@ -330,11 +365,7 @@ func apply2(ctx *EvalContext, r *builtins.Resolved, buf []types.Datum, l, rv typ
 }
 
 func (c *compiler) cmp(v *Cmp) (evalFn, error) {
-	l, err := c.compile(v.Left)
-	if err != nil {
-		return nil, err
-	}
-	r, err := c.compile(v.Right)
+	l, r, err := c.compile2(v.Left, v.Right)
 	if err != nil {
 		return nil, err
 	}
@@ -343,11 +374,7 @@ func (c *compiler) cmp(v *Cmp) (evalFn, error) {
 	distinct := v.Op == IsDistinctFrom
 	if v.Op == IsDistinctFrom || v.Op == IsNotDistinctFrom {
 		return func(ctx *EvalContext, row []types.Datum) (types.Datum, error) {
-			a, err := l(ctx, row)
-			if err != nil {
-				return nil, err
-			}
-			b, err := r(ctx, row)
+			a, b, err := eval2(ctx, row, l, r)
 			if err != nil {
 				return nil, err
 			}
@@ -363,12 +390,8 @@ func (c *compiler) cmp(v *Cmp) (evalFn, error) {
 		}, nil
 	}
 	return func(ctx *EvalContext, row []types.Datum) (types.Datum, error) {
-		a, err := l(ctx, row)
-		if err != nil || types.IsNull(a) {
-			return types.DNull, err
-		}
-		b, err := r(ctx, row)
-		if err != nil || types.IsNull(b) {
+		a, b, err := evalStrict2(ctx, row, l, r)
+		if err != nil || types.IsNull(a) || types.IsNull(b) {
 			return types.DNull, err
 		}
 		return apply2(ctx, fn, buf, a, b)
@@ -516,22 +539,14 @@ func (c *compiler) caseExpr(v *Case) (evalFn, error) {
 }
 
 func (c *compiler) nullIf(v *NullIf) (evalFn, error) {
-	l, err := c.compile(v.Left)
-	if err != nil {
-		return nil, err
-	}
-	r, err := c.compile(v.Right)
+	l, r, err := c.compile2(v.Left, v.Right)
 	if err != nil {
 		return nil, err
 	}
 	buf := make([]types.Datum, 2)
 	eqFn := v.Eq
 	return func(ctx *EvalContext, row []types.Datum) (types.Datum, error) {
-		a, err := l(ctx, row)
-		if err != nil {
-			return nil, err
-		}
-		b, err := r(ctx, row)
+		a, b, err := eval2(ctx, row, l, r)
 		if err != nil {
 			return nil, err
 		}
@@ -671,22 +686,15 @@ func (c *compiler) in(v *In) (evalFn, error) {
 }
 
 func (c *compiler) anyAll(v *AnyAll) (evalFn, error) {
-	l, err := c.compile(v.Left)
-	if err != nil {
-		return nil, err
-	}
-	arr, err := c.compile(v.Array)
+	l, arr, err := c.compile2(v.Left, v.Array)
 	if err != nil {
 		return nil, err
 	}
 	fn, all := v.Fn, v.All
 	buf := make([]types.Datum, 2)
 	return func(ctx *EvalContext, row []types.Datum) (types.Datum, error) {
-		x, err := l(ctx, row)
-		if err != nil {
-			return nil, err
-		}
-		a, err := arr(ctx, row)
+		// A NULL x still needs the array: x = ANY('{}') is false.
+		x, a, err := eval2(ctx, row, l, arr)
 		if err != nil || types.IsNull(a) {
 			return types.DNull, err
 		}
@@ -708,11 +716,7 @@ func (c *compiler) rowCmp(v *RowCmp) (evalFn, error) {
 	buf := make([]types.Datum, 2)
 	return func(ctx *EvalContext, row []types.Datum) (types.Datum, error) {
 		for i := range ls {
-			a, err := ls[i](ctx, row)
-			if err != nil {
-				return nil, err
-			}
-			b, err := rs[i](ctx, row)
+			a, b, err := eval2(ctx, row, ls[i], rs[i])
 			if err != nil {
 				return nil, err
 			}
@@ -729,21 +733,13 @@ func (c *compiler) rowCmp(v *RowCmp) (evalFn, error) {
 }
 
 func (c *compiler) subscript(v *Subscript) (evalFn, error) {
-	arr, err := c.compile(v.Array)
-	if err != nil {
-		return nil, err
-	}
-	idx, err := c.compile(v.Index)
+	arr, idx, err := c.compile2(v.Array, v.Index)
 	if err != nil {
 		return nil, err
 	}
 	return func(ctx *EvalContext, row []types.Datum) (types.Datum, error) {
-		a, err := arr(ctx, row)
-		if err != nil || types.IsNull(a) {
-			return types.DNull, err
-		}
-		i, err := idx(ctx, row)
-		if err != nil || types.IsNull(i) {
+		a, i, err := evalStrict2(ctx, row, arr, idx)
+		if err != nil || types.IsNull(a) || types.IsNull(i) {
 			return types.DNull, err
 		}
 		if name, ok := a.(types.DString); ok {

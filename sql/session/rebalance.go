@@ -326,18 +326,50 @@ var errMoveRefused = errors.New("the target may not take the lease")
 // tablet's start key, so a tablet that split since the plan moves its
 // first part.
 func moveLease(ctx context.Context, b *Backend, m builtins.RebalanceMove) error {
-	mctx, cancel := context.WithTimeout(ctx, rebalanceMoveTimeout)
+	return askUntilDone(ctx, b, moveAsk{
+		req: func() kvpb.Request { return &kvpb.SpreadLeaseRequest{Key: m.Key, Node: uint64(m.Target)} },
+		answer: func(resp kvpb.Response) (done, refused bool) {
+			r, ok := resp.(*kvpb.SpreadLeaseResponse)
+			return ok && r.Done, ok && r.Refused
+		},
+		timeout: rebalanceMoveTimeout,
+		poll:    rebalanceMovePoll,
+		refused: fmt.Sprintf("shard %d (tablet %d) to %s", m.ShardID, m.Tablet, builtins.NodeName(m.Target)),
+		what: fmt.Sprintf("shard %d (tablet %d) from %s to %s",
+			m.ShardID, m.Tablet, builtins.NodeName(m.Source), builtins.NodeName(m.Target)),
+	})
+}
+
+// moveAsk is one step of a rebalance (a lease or a replica to move) as
+// askUntilDone asks for it.
+type moveAsk struct {
+	req     func() kvpb.Request                      // a fresh request for each ask
+	answer  func(kvpb.Response) (done, refused bool) // what its response says
+	timeout time.Duration                            // how long the move may take
+	poll    time.Duration                            // the pause between asks
+	refused string                                   // names the move in errMoveRefused's error
+	what    string                                   // names the move in the timeout's error
+}
+
+// askUntilDone sends a.req until its answer says the move is done (nil)
+// or refused (errMoveRefused), or a.timeout has passed (55000, with the
+// last error of a send as its detail). Each answer that is neither
+// (the leaseholder or the replicate queue is still at it) is asked again
+// after a.poll.
+func askUntilDone(ctx context.Context, b *Backend, a moveAsk) error {
+	mctx, cancel := context.WithTimeout(ctx, a.timeout)
 	defer cancel()
 	var last error
 	for {
 		ba := &kvpb.BatchRequest{}
-		ba.Add(&kvpb.SpreadLeaseRequest{Key: m.Key, Node: uint64(m.Target)})
+		ba.Add(a.req())
 		br, err := b.db.Send(mctx, ba)
 		if err == nil && len(br.Responses) == 1 {
-			if r, ok := br.Responses[0].(*kvpb.SpreadLeaseResponse); ok && r.Done {
+			done, refused := a.answer(br.Responses[0])
+			if done {
 				return nil
-			} else if ok && r.Refused {
-				return fmt.Errorf("shard %d (tablet %d) to %s: %w", m.ShardID, m.Tablet, builtins.NodeName(m.Target), errMoveRefused)
+			} else if refused {
+				return fmt.Errorf("%s: %w", a.refused, errMoveRefused)
 			}
 		}
 		if err != nil {
@@ -348,13 +380,12 @@ func moveLease(ctx context.Context, b *Backend, m builtins.RebalanceMove) error 
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			e := pgerror.New(pgerrcode.ObjectNotInPrerequisiteState, "could not move shard %d (tablet %d) from %s to %s within %s",
-				m.ShardID, m.Tablet, builtins.NodeName(m.Source), builtins.NodeName(m.Target), rebalanceMoveTimeout)
+			e := pgerror.New(pgerrcode.ObjectNotInPrerequisiteState, "could not move %s within %s", a.what, a.timeout)
 			if last != nil {
 				e = e.WithDetail("%v", last)
 			}
 			return e
-		case <-time.After(rebalanceMovePoll):
+		case <-time.After(a.poll):
 		}
 	}
 }
@@ -371,38 +402,21 @@ var rebalanceReplicaMoveTimeout = 2 * time.Minute
 // (errMoveRefused: the target may hold no replica, or the source holds
 // none any more).
 func moveReplica(ctx context.Context, b *Backend, m builtins.RebalanceMove) error {
-	mctx, cancel := context.WithTimeout(ctx, rebalanceReplicaMoveTimeout)
-	defer cancel()
-	var last error
-	for {
-		ba := &kvpb.BatchRequest{}
-		ba.Add(&kvpb.PlacementRequest{Key: m.Key, From: uint64(m.Source), To: uint64(m.Target)})
-		br, err := b.db.Send(mctx, ba)
-		if err == nil && len(br.Responses) == 1 {
-			if r, ok := br.Responses[0].(*kvpb.PlacementResponse); ok && r.Done {
-				return nil
-			} else if ok && r.Refused {
-				return fmt.Errorf("replica of shard %d (tablet %d) from %s to %s: %w", m.ShardID, m.Tablet,
-					builtins.NodeName(m.Source), builtins.NodeName(m.Target), errMoveRefused)
-			}
-		}
-		if err != nil {
-			last = err
-		}
-		select {
-		case <-mctx.Done():
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			e := pgerror.New(pgerrcode.ObjectNotInPrerequisiteState, "could not move shard %d's replica (tablet %d) from %s to %s within %s",
-				m.ShardID, m.Tablet, builtins.NodeName(m.Source), builtins.NodeName(m.Target), rebalanceReplicaMoveTimeout)
-			if last != nil {
-				e = e.WithDetail("%v", last)
-			}
-			return e
-		case <-time.After(rebalanceReplicaMovePoll):
-		}
-	}
+	return askUntilDone(ctx, b, moveAsk{
+		req: func() kvpb.Request {
+			return &kvpb.PlacementRequest{Key: m.Key, From: uint64(m.Source), To: uint64(m.Target)}
+		},
+		answer: func(resp kvpb.Response) (done, refused bool) {
+			r, ok := resp.(*kvpb.PlacementResponse)
+			return ok && r.Done, ok && r.Refused
+		},
+		timeout: rebalanceReplicaMoveTimeout,
+		poll:    rebalanceReplicaMovePoll,
+		refused: fmt.Sprintf("replica of shard %d (tablet %d) from %s to %s", m.ShardID, m.Tablet,
+			builtins.NodeName(m.Source), builtins.NodeName(m.Target)),
+		what: fmt.Sprintf("shard %d's replica (tablet %d) from %s to %s",
+			m.ShardID, m.Tablet, builtins.NodeName(m.Source), builtins.NodeName(m.Target)),
+	})
 }
 
 // rebalanceReplicaMovePoll is the pause between asks of a replica move:
