@@ -41,6 +41,12 @@ type Replica struct {
 		ts       hlc.Timestamp
 		proposed hlc.Timestamp
 		advanced chan struct{}
+		// applied is the highest raft index applied here; pending a
+		// side-transport closing waiting for it (closedts.go).
+		applied uint64
+		pending sideClosed
+		// trailing: ts came from the side transport.
+		trailing bool
 	}
 
 	// async tracks background intent resolution so Close can wait for it.

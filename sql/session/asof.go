@@ -10,6 +10,7 @@ import (
 	"github.com/cairn-db/cairn/sql/parser"
 	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/cairn-db/cairn/sql/types"
+	"github.com/cairn-db/cairn/tablet"
 	"github.com/jackc/pgerrcode"
 	pg_query "github.com/pganalyze/pg_query_go/v6"
 )
@@ -285,12 +286,22 @@ func (s *Session) stmtAsOf(st *parser.Statement) error {
 }
 
 // boundedStalenessTS picks the timestamp of a bounded-staleness read
-// whose oldest acceptable timestamp is min: the newest the cluster can
-// serve without waiting, which is now (the leaseholder serves the
-// present; a timestamp fixed by the gateway's clock has no uncertainty to
-// wait out).
+// whose oldest acceptable timestamp is min. Followers close their tablets
+// tablet.TrailingTarget behind the clock (docs/architecture.md, "AS OF
+// SYSTEM TIME"), so when min allows it the read takes follower_read_timestamp()
+// (or min, if newer), which the nearest replica serves without waiting;
+// a bound newer than any follower can serve reads at the present, on the
+// leaseholder (a timestamp fixed by the gateway's clock, with no
+// uncertainty to wait out). The choice is made before planning, without
+// asking the replicas what they closed: a follower whose closed timestamp
+// lags sends the read on to the leaseholder, which serves it at the same
+// timestamp.
 func (s *Session) boundedStalenessTS(min hlc.Timestamp) hlc.Timestamp {
-	return s.b.db.Clock().Now().Forward(min)
+	now := s.b.db.Clock().Now()
+	if min.WallTime <= now.WallTime-int64(tablet.TrailingTarget) {
+		return hlc.Timestamp{WallTime: now.WallTime - FollowerReadOffset.Nanoseconds()}.Forward(min)
+	}
+	return now.Forward(min)
 }
 
 // setTxnAsOf runs SET LOCAL cairn_as_of_system_time = 'e' (BEGIN AS OF
