@@ -254,7 +254,7 @@ func intervalNanos(iv types.DInterval) int64 {
 // transaction its timestamp (bounded staleness picks the read's
 // timestamp here); inside one it must repeat the block's own.
 func (s *Session) stmtAsOf(st *parser.Statement) error {
-	if st.AsOf == nil {
+	if st == nil || st.AsOf == nil { // nil: the empty statement
 		return nil
 	}
 	a, err := s.evalAsOf(st.AsOf)
