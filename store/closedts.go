@@ -183,19 +183,10 @@ func (s *Store) RunCloser(ctx context.Context, cfg ClosedTSConfig) {
 }
 
 // trailState is what the closer remembers of a tablet it closes
-// trailing: the replica's write-batch counter at its last closing.
+// trailing.
 type trailState struct {
-	writes int64
-	seen   int // the round it was last seen in
+	seen int // the round it was last seen in
 }
-
-// busyEvery is how many intervals apart a tablet written since its last
-// closing is closed: closing waits for the writes in flight to apply and
-// holds later ones back meanwhile (a raft round; a cross-region one in a
-// geo cluster), so a written tablet pays it once a second, not five
-// times. Its closed timestamp then trails by up to the target plus a
-// second, which follower_read_timestamp() (4.2 s) still covers.
-const busyEvery = 5
 
 // closeTrailing closes every tablet this store leads that is not a
 // global-reads one at the clock − Target and publishes the closings.
@@ -211,17 +202,15 @@ func (s *Store) closeTrailing(ctx context.Context, cfg ClosedTSConfig, global ma
 		if r == nil || global[id] || !r.HoldsLease() || (cfg.HasFollowers != nil && !cfg.HasFollowers(id)) {
 			continue
 		}
-		writes := r.Metrics().WriteBatches.Load()
 		st := state[id]
 		if st == nil {
-			st = &trailState{writes: -1}
+			st = &trailState{}
 			state[id] = st
 		}
+		// Closing never waits for or holds back a write
+		// (tablet.CloseTrailing), so a written tablet is closed every
+		// round too.
 		st.seen = round
-		if writes != st.writes && round%busyEvery != 0 {
-			continue
-		}
-		st.writes = writes
 		cctx, cancel := context.WithTimeout(ctx, cfg.Interval)
 		c, idx, err := r.CloseTrailing(cctx, target)
 		cancel()

@@ -299,12 +299,14 @@ func (r *Replica) waitPhysical(ctx context.Context, ts hlc.Timestamp, wrote bool
 // Trailing closed timestamps (docs/architecture.md, "AS OF SYSTEM TIME",
 // its follower reads; issue 22). Every other tablet is closed by its
 // leaseholder at C = physical clock − TrailingTarget, with no raft entry:
-// CloseTrailing takes the same latches and raises the timestamp cache as
-// CloseTimestamp (rule 1), then reads the replica's applied index I, and
+// CloseTrailing raises the timestamp cache as CloseTimestamp does (rule
+// 1), waits (without blocking anyone) until every write latched before
+// the raise is released, then reads the replica's applied index I, and
 // the store sends (tablet, C, I) to the other nodes in one message per
 // node (the side transport). A follower that has applied entry I holds
-// every write at or below C (each was applied on the leaseholder before
-// the latches were granted, at an index at most I), and no later write
+// every write at or below C (each was latched before the raise and
+// applied on the leaseholder before I was read, at an index at most I),
+// and no later write
 // lands at or below C on this leaseholder. The promise outlives the
 // lease without being persisted (rule 2 is not needed): a new
 // leaseholder's lease starts at its clock plus the maximum offset
@@ -346,7 +348,20 @@ type sideClosed struct {
 
 // CloseTrailing closes the tablet at the physical clock − target without
 // a raft entry, and returns C and the applied index a follower must reach
-// to use it (see above). Only the leaseholder closes.
+// to use it (see above); a zero C means nothing to send this round. Only
+// the leaseholder closes.
+//
+// It never waits and never makes a write wait. A first call raises the
+// timestamp cache to C and notes the latch manager's last sequence number
+// S: a write latched after that evaluates after the raise and lands above
+// C (latches are acquired before evaluation, which consults the cache).
+// The writes latched at or before S may still be below C and not yet
+// applied; C is returned by the first call (this one or a later round's)
+// that finds none of them still registered, with the applied index then,
+// which covers every one of them (a write holds its latches until it is
+// applied or failed). Waiting for those latches instead, as
+// CloseTimestamp does, would queue every new write of a busy tablet
+// behind the closer for a raft round, once per closing.
 func (r *Replica) CloseTrailing(ctx context.Context, target time.Duration) (hlc.Timestamp, uint64, error) {
 	if r.raft.group == nil {
 		return hlc.Timestamp{}, 0, ErrNotClosable
@@ -354,27 +369,42 @@ func (r *Replica) CloseTrailing(ctx context.Context, target time.Duration) (hlc.
 	if err := r.refuseIfFollower(); err != nil {
 		return hlc.Timestamp{}, 0, err
 	}
-	desc := r.Desc()
-	recLo, recHi := keys.TxnRecordSpan(desc.StartKey, desc.EndKey)
-	g, err := r.latches.acquire(ctx, []latchSpan{
-		{span: kvpb.Span{Key: desc.StartKey, EndKey: desc.EndKey}, write: true},
-		{span: kvpb.Span{Key: recLo, EndKey: recHi}, write: true},
-	})
-	if err != nil {
-		return hlc.Timestamp{}, 0, err
-	}
-	defer r.latches.release(g)
-	_, done, err := r.leaseTerm(ctx)
+	term, done, err := r.leaseTerm(ctx)
 	if err != nil {
 		return hlc.Timestamp{}, 0, err
 	}
 	defer done()
-	c := hlc.Timestamp{WallTime: r.clock.PhysicalNow() - int64(target)}
-	if c.LessEq(r.ClosedTimestamp()) {
-		// A leading closing (a global-reads tablet) or a later one holds.
+	r.trailing.mu.Lock()
+	defer r.trailing.mu.Unlock()
+	p := r.trailing.pending
+	if p.term != term {
+		// A closing noted under an earlier lease term is dropped: the
+		// lease may have been elsewhere in between.
+		p = trailingClosing{}
+	}
+	// The closing noted last round is returned if its writes are done;
+	// a new one is noted (and returned instead, being newer, if nothing
+	// was in flight at its raise), so a busy tablet's C advances every
+	// round, one round behind.
+	var res trailingClosing
+	if !p.c.IsEmpty() && !r.latches.registeredAtOrBelow(p.seq) {
+		res, p = p, trailingClosing{}
+	}
+	if p.c.IsEmpty() {
+		if c := (hlc.Timestamp{WallTime: r.clock.PhysicalNow() - int64(target)}); r.ClosedTimestamp().Less(c) {
+			r.tscache.raiseLowWater(c)
+			p = trailingClosing{c: c, seq: r.latches.lastSeq(), term: term}
+			if !r.latches.registeredAtOrBelow(p.seq) {
+				res, p = p, trailingClosing{}
+			}
+		}
+	}
+	r.trailing.pending = p
+	if res.c.IsEmpty() || res.c.LessEq(r.ClosedTimestamp()) {
+		// Nothing new, or a leading closing (a global-reads tablet) or
+		// a later one holds.
 		return hlc.Timestamp{}, 0, nil
 	}
-	r.tscache.raiseLowWater(c)
 	// Not into closed.proposed: a split's right side takes the left's
 	// timestamp cache, which holds c, and a BulkPut below c is not
 	// refused (see "BulkPut" in docs/architecture.md, "AS OF SYSTEM
@@ -383,7 +413,16 @@ func (r *Replica) CloseTrailing(ctx context.Context, target time.Duration) (hlc.
 	index := r.closed.applied
 	r.closed.mu.Unlock()
 	r.metrics.TimestampsClosed.Add(1)
-	return c, index, nil
+	return res.c, index, nil
+}
+
+// trailingClosing is a closing CloseTrailing has raised the timestamp
+// cache for and not yet returned: C, the last latch sequence number at
+// the raise, and the lease term it was raised under.
+type trailingClosing struct {
+	c    hlc.Timestamp
+	seq  uint64
+	term uint64
 }
 
 // SideClosed takes a closing from the side transport: C, in force once

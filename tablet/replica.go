@@ -36,6 +36,11 @@ type Replica struct {
 	// closed is the highest closed timestamp applied (closedts.go) and
 	// proposed, the highest this replica proposed as leaseholder;
 	// advanced, when set, is closed when ts moves.
+	// trailing is CloseTrailing's closing in progress (closedts.go).
+	trailing struct {
+		mu      sync.Mutex
+		pending trailingClosing
+	}
 	closed struct {
 		mu       sync.Mutex
 		ts       hlc.Timestamp
