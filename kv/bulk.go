@@ -60,7 +60,26 @@ func (t *Txn) RunBulk(ctx context.Context, b *Batch) error {
 	if err != nil {
 		return err
 	}
+	t.bulkWritten()
 	return b.fill(br)
+}
+
+// bulkWritten moves the transaction's commit timestamp to at least the
+// clock's reading once a bulk write has been answered (applied on its
+// tablets' leaseholders). The bulk values lie below the read timestamp,
+// under any trailing closed timestamp a leaseholder published before
+// they applied (docs/architecture.md, "AS OF SYSTEM TIME": a closing
+// does not refuse them), and the storage they fill becomes readable with
+// this transaction's commit: committing above the clock here puts that
+// commit above every such closing, so a follower that serves a read at
+// or above the commit closed past it after the bulk values applied, and
+// holds them. Under SERIALIZABLE the commit then refreshes the
+// transaction's reads up to there, as after any push.
+func (t *Txn) bulkWritten() {
+	now := t.db.clock.Now()
+	t.mu.Lock()
+	t.mu.proto.WriteTimestamp = t.mu.proto.WriteTimestamp.Forward(now)
+	t.mu.Unlock()
 }
 
 // RunBulkAt sends b, which must hold only BulkPuts, outside any
@@ -507,6 +526,7 @@ func (t *Txn) RunBulkSorted(ctx context.Context, b *Batch, run *SortedRun) error
 		}
 		run.stream.SSTs.Add(1)
 	}
+	t.bulkWritten()
 	if err := t.RunBulk(ctx, b); err != nil {
 		return err
 	}

@@ -30,6 +30,7 @@ func TestRunBulk(t *testing.T) {
 	if got := txnRead(t, txn, "a") + txnRead(t, txn, "z"); got != "12" {
 		t.Errorf("the transaction reads %q, want its bulk writes", got)
 	}
+
 	if n := e.allIntents(); n != 0 {
 		t.Errorf("%d intents after a bulk write", n)
 	}
@@ -58,6 +59,34 @@ func TestRunBulk(t *testing.T) {
 	}
 	if err := txn.RunBulk(ctx, b); err == nil {
 		t.Error("RunBulk in a finished transaction succeeded")
+	}
+}
+
+// TestRunBulkCommitsAboveClock: a transaction that bulk-wrote commits at
+// or above the clock's reading when its bulk write was sent, however old
+// its read timestamp (bulkWritten: above any trailing closed timestamp
+// published before the values applied), at every isolation level.
+func TestRunBulkCommitsAboveClock(t *testing.T) {
+	ctx := context.Background()
+	e := newTestEnv(t, envOptions{})
+	for _, iso := range []IsolationLevel{ReadCommitted, Snapshot, Serializable} {
+		txn := e.db.NewTxn(ctx, "bulk", iso)
+		key := []byte("k" + iso.String())
+		if err := txn.Put(ctx, append(key, 'x'), []byte("w")); err != nil {
+			t.Fatal(err)
+		}
+		before := e.db.Clock().Now()
+		b := &Batch{}
+		b.BulkPut(key, []byte("1"), true)
+		if err := txn.RunBulk(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+		if err := txn.Commit(ctx); err != nil {
+			t.Fatalf("%s: %v", iso, err)
+		}
+		if c := txn.CommitTimestamp(); c.Less(before) {
+			t.Errorf("%s: committed at %s; want at or above %s, the clock before the bulk write", iso, c, before)
+		}
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/kvpb"
 )
 
@@ -48,8 +49,12 @@ type LeaseholderConfig struct {
 	// timestamp: tablet/closedts.go). A transaction's plain reads of such
 	// a tablet go to that local replica first; it answers or refuses
 	// (NotLeaseholderError) without a round trip, and a refusal is routed
-	// as usual.
-	FollowerReads func(kvpb.TabletID) bool
+	// as usual. need is the timestamp the replica's closed timestamp
+	// must reach to serve the batch (its read timestamp or, above it, its
+	// uncertainty limit): an AS OF SYSTEM TIME read far enough in the
+	// past is served by any tablet's follower (trailing closed
+	// timestamps), a present-time one only by a global-reads tablet's.
+	FollowerReads func(id kvpb.TabletID, need hlc.Timestamp) bool
 	// Timeout bounds how long one batch looks for its leaseholder, from
 	// the first refusal (an election takes a few election timeouts).
 	// Default 10s.
@@ -202,7 +207,7 @@ func (s *LeaseholderSender) followerRead(ba *kvpb.BatchRequest) bool {
 			return false
 		}
 	}
-	return s.cfg.FollowerReads(ba.TabletID)
+	return s.cfg.FollowerReads(ba.TabletID, ba.Txn.ReadTimestamp.Forward(ba.Txn.GlobalUncertaintyLimit))
 }
 
 func untried(nodes []uint64, tried map[uint64]bool) (uint64, bool) {

@@ -19,7 +19,11 @@ import (
 // the read timestamp of every transaction of this DB that was open when it
 // was computed or starts later (a transaction's read timestamp only moves
 // forward, and a new one reads at the clock's reading when it registers,
-// taken under the same lock after P's).
+// taken under the same lock after P's), except an AS OF SYSTEM TIME
+// transaction (NewAsOfTxn) started later, which reads at a timestamp its
+// caller chose in the past: P bounds it only from its registration on, so
+// its reads below a threshold GC already raised fail with
+// BatchTimestampBeforeGCError.
 type activeTxns struct {
 	mu   sync.Mutex
 	txns map[*Txn]struct{}

@@ -195,6 +195,29 @@ func (db *DB) NewSnapshotTxn(ctx context.Context, name string, ts, limit hlc.Tim
 	return t
 }
 
+// NewAsOfTxn returns a read-only transaction that reads at exactly ts
+// with no uncertainty window: SQL's AS OF SYSTEM TIME, a historical read,
+// for which no later-written value can have happened before it. Like a
+// snapshot transaction it never moves ts and refuses writes
+// (ErrReadOnlyTxn). Unlike one it is registered with the GC protection
+// from its start to its commit or rollback (ts is below the clock, so a
+// ProtectedTimestamp taken after the registration is at or below ts; one
+// taken before may already have let GC pass ts, and then its reads fail
+// with BatchTimestampBeforeGCError, never answer wrongly), and it is left
+// out of DrainTimestamp, since it writes nothing through any descriptor.
+func (db *DB) NewAsOfTxn(ctx context.Context, name string, ts hlc.Timestamp) *Txn {
+	return db.active.register(db.clock, func(hlc.Timestamp) *Txn {
+		t := db.NewSnapshotTxn(ctx, name, ts, ts)
+		t.mu.drainExempt = true
+		return t
+	})
+}
+
+// ErrReadOnlyTxn is the error of a write sent in a snapshot or AS OF
+// SYSTEM TIME transaction (the session refuses those writes first, with
+// SQLSTATE 25006).
+var ErrReadOnlyTxn = errors.New("kv: write in a read-only (snapshot or AS OF SYSTEM TIME) transaction")
+
 // uncertaintyLimit is the end of the uncertainty window of a read starting
 // at ts: a value above ts but below this may have been written before the
 // read began in real time, by a node whose clock is behind ours.
@@ -447,6 +470,14 @@ func (t *Txn) send(ctx context.Context, reqs []kvpb.Request, opts sendOpts) (*kv
 	if err := t.usableLocked(); err != nil {
 		t.mu.Unlock()
 		return nil, err
+	}
+	if t.snapshot {
+		for _, r := range reqs {
+			if r.Method().IsWrite() {
+				t.mu.Unlock()
+				return nil, ErrReadOnlyTxn
+			}
+		}
 	}
 	needRecord := false
 	if hasTxnWrites(reqs) && !opts.unreplicated {

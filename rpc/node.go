@@ -80,3 +80,34 @@ func Call(ctx context.Context, creds *Creds, addr, name string, req []byte) ([]b
 	}
 	return out, nil
 }
+
+// NodeClient calls node-service methods on one node over a connection it
+// keeps (for periodic calls, such as the closed-timestamp side
+// transport; Call dials for each call).
+type NodeClient struct {
+	conn *grpc.ClientConn
+}
+
+// NewNodeClient makes a client of the node at addr (the connection is
+// made lazily by gRPC and remade after failures).
+func NewNodeClient(creds *Creds, addr string) (*NodeClient, error) {
+	conn, err := grpc.NewClient(addr,
+		creds.dialOption(),
+		grpc.WithDefaultCallOptions(grpc.CallContentSubtype(codecName), grpc.MaxCallSendMsgSize(MaxBatchSize), grpc.MaxCallRecvMsgSize(MaxBatchSize)))
+	if err != nil {
+		return nil, fmt.Errorf("rpc: dialing %s: %w", addr, err)
+	}
+	return &NodeClient{conn: conn}, nil
+}
+
+// Call invokes method name with req.
+func (c *NodeClient) Call(ctx context.Context, name string, req []byte) ([]byte, error) {
+	var out []byte
+	if err := c.conn.Invoke(ctx, "/"+nodeServiceName+"/"+name, &req, &out); err != nil {
+		return nil, fmt.Errorf("rpc: %s: %w", name, err)
+	}
+	return out, nil
+}
+
+// Close closes the connection.
+func (c *NodeClient) Close() error { return c.conn.Close() }

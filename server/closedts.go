@@ -1,42 +1,176 @@
 package server
 
-// Global reads for reference tables (tablet/closedts.go; docs/architecture.md,
-// "Reference tables: global reads"): a clustered node closes, as
-// leaseholder, the tablets whose zone asks for global reads, and its KV
-// router sends a transaction's reads of a tablet it has a closed replica
-// of to that replica first.
+// Closed timestamps (tablet/closedts.go; docs/architecture.md, "Reference
+// tables: global reads" and "AS OF SYSTEM TIME"): a clustered node closes,
+// as leaseholder, the tablets whose zone asks for global reads ahead of
+// the clock with raft entries, and every other tablet it leads
+// tablet.TrailingTarget behind the clock, sending those closings to the
+// followers' nodes in one node-service call per node per interval (the
+// side transport, methodSideClosed). Its KV router sends a transaction's
+// reads of a tablet to the local replica first when that replica's closed
+// timestamp covers them.
 
 import (
 	"context"
+	"slices"
+	"sync"
 
+	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/rpc"
 	"github.com/cairn-db/cairn/store"
+	"github.com/cairn-db/cairn/tablet"
 )
+
+// methodSideClosed is the node-service method carrying trailing closings
+// (store.EncodeSideClosings) to a follower's node.
+const methodSideClosed = "SideClosed"
 
 // startCloser runs the store's closer until stopCloser.
 func (r *replication) startCloser(s *Server) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
+	side := &sideTransport{r: r, s: s, clients: map[uint64]*sideClient{}}
 	go func() {
 		defer close(done)
 		s.store.RunCloser(ctx, store.ClosedTSConfig{
 			GlobalSpans: r.zones.cache.GlobalSpans,
 			Lead:        store.CloseLead(clusterMaxOffset),
 			Logger:      s.log,
+			Publish:     side.publish,
+			HasFollowers: func(id kvpb.TabletID) bool {
+				return len(side.followers(id)) > 0
+			},
 		})
 	}()
 	r.stopCloser = func() {
 		cancel()
 		<-done
+		side.close()
 	}
 }
 
+// handleSideClosed answers methodSideClosed.
+func (s *Server) handleSideClosed(_ context.Context, msg []byte) ([]byte, error) {
+	cs, err := store.DecodeSideClosings(msg)
+	if err != nil {
+		return nil, err
+	}
+	if st := s.repl.closedStore.Load(); st != nil {
+		st.SideClosed(cs)
+	}
+	return nil, nil
+}
+
+// sideTransport sends each interval's trailing closings to the nodes of
+// the tablets' other voters, one call per node, over a connection kept
+// per node. A call still in flight when the next interval's closings are
+// ready makes that node skip them (the next ones supersede them).
+type sideTransport struct {
+	r  *replication
+	s  *Server
+	mu sync.Mutex
+	// clients by node; busy while a call is in flight.
+	clients map[uint64]*sideClient
+	wg      sync.WaitGroup
+}
+
+type sideClient struct {
+	addr string
+	c    *rpc.NodeClient
+	busy bool
+}
+
+func (t *sideTransport) publish(ctx context.Context, cs []store.SideClosing) {
+	byNode := map[uint64][]store.SideClosing{}
+	for _, c := range cs {
+		for _, n := range t.followers(c.Tablet) {
+			byNode[n] = append(byNode[n], c)
+		}
+	}
+	for n, list := range byNode {
+		addr, err := t.r.registry.Resolve(n)
+		if err != nil {
+			continue
+		}
+		t.mu.Lock()
+		cl := t.clients[n]
+		if cl == nil || cl.addr != addr {
+			if cl != nil && !cl.busy {
+				_ = cl.c.Close()
+			}
+			nc, err := rpc.NewNodeClient(t.s.rpcCreds, addr)
+			if err != nil {
+				t.mu.Unlock()
+				continue
+			}
+			cl = &sideClient{addr: addr, c: nc}
+			t.clients[n] = cl
+		}
+		if cl.busy {
+			t.mu.Unlock()
+			continue
+		}
+		cl.busy = true
+		t.mu.Unlock()
+		msg := store.EncodeSideClosings(list)
+		t.wg.Go(func() {
+			cctx, cancel := context.WithTimeout(ctx, 2*tablet.TrailingTarget)
+			_, err := cl.c.Call(cctx, methodSideClosed, msg)
+			cancel()
+			if err != nil && ctx.Err() == nil {
+				t.s.log.Debug("cairn: sending closed timestamps", "node", n, "err", err)
+			}
+			t.mu.Lock()
+			cl.busy = false
+			t.mu.Unlock()
+		})
+	}
+}
+
+// followers lists the nodes other than this one holding replicas of id.
+func (t *sideTransport) followers(id kvpb.TabletID) []uint64 {
+	cfg := t.r.raft.Config(uint64(id))
+	var out []uint64
+	for _, n := range slices.Concat(cfg.GetVoters(), cfg.GetLearners()) {
+		if n != t.r.id {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func (t *sideTransport) close() {
+	t.wg.Wait()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, cl := range t.clients {
+		_ = cl.c.Close()
+	}
+	t.clients = nil
+}
+
 // followerReads is kv.LeaseholderConfig.FollowerReads: this node has a
-// replica of tablet that does not hold the lease and has applied a
-// closed timestamp.
-func followerReads(st *store.Store) func(kvpb.TabletID) bool {
+// replica of tablet that does not hold the lease and whose applied closed
+// timestamp covers need, or is a global-reads tablet's (which a
+// present-time read waits a little for, when its closer is late).
+func followerReads(st *store.Store) func(kvpb.TabletID, hlc.Timestamp) bool {
+	return func(id kvpb.TabletID, need hlc.Timestamp) bool {
+		rep := st.Replica(id)
+		if rep == nil || rep.HoldsLease() {
+			return false
+		}
+		c := rep.ClosedTimestamp()
+		return !c.IsEmpty() && (need.LessEq(c) || rep.ClosedLeads())
+	}
+}
+
+// globalFollowerReads is distsql.Planner.Local: this node has a replica
+// of a global-reads tablet that does not hold the lease, so a fragment
+// reading it at the present runs here.
+func globalFollowerReads(st *store.Store) func(kvpb.TabletID) bool {
 	return func(id kvpb.TabletID) bool {
 		rep := st.Replica(id)
-		return rep != nil && !rep.HoldsLease() && !rep.ClosedTimestamp().IsEmpty()
+		return rep != nil && !rep.HoldsLease() && rep.ClosedLeads()
 	}
 }

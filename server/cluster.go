@@ -85,6 +85,9 @@ type replication struct {
 	zones *zones
 	// stopCloser stops the closed-timestamp closer (closedts.go).
 	stopCloser func()
+	// closedStore is the store side-transport closings go to, set once
+	// it serves (closedts.go; a call may arrive before).
+	closedStore atomic.Pointer[store.Store]
 	// faults cuts this node off from chosen peers (nil unless
 	// Config.FaultInjection; debug_faults.go).
 	faults *rpc.Faults
@@ -410,7 +413,7 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 			return errors.New("cairn: not replicating yet")
 		}
 		return n.ReceiveSnapshot(ctx, env, image)
-	}, append([]rpc.ServeOption{rpc.WithKV(kvRef), rpc.WithGeography(r.geo), rpc.WithClock(clock.PhysicalNow), rpc.WithFaults(r.faults), rpc.WithCreds(s.rpcCreds), r.distsql.ServeOption(), rpc.WithMethod(methodCatalogRevoke, s.handleCatalogRevoke)}, svc.ServeOptions()...)...)
+	}, append([]rpc.ServeOption{rpc.WithKV(kvRef), rpc.WithGeography(r.geo), rpc.WithClock(clock.PhysicalNow), rpc.WithFaults(r.faults), rpc.WithCreds(s.rpcCreds), r.distsql.ServeOption(), rpc.WithMethod(methodCatalogRevoke, s.handleCatalogRevoke), rpc.WithMethod(methodSideClosed, s.handleSideClosed)}, svc.ServeOptions()...)...)
 	registry := membership.NewRegistry()
 	id, peers, err := s.identify(ctx, registry)
 	if err != nil {
@@ -498,11 +501,12 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 	r.distsql.SetNode(id)
 	gw := distsql.NewGateway(registry.Resolve, s.rpcCreds.DialOptions()...)
 	r.dist = &distsql.Runner{
-		Planner:   &distsql.Planner{Gateway: id, Tablets: s.db.TabletCache(), Leaseholder: lh.Leaseholder, Avoid: gw.Suspect, Local: followerReads(s.store)},
+		Planner:   &distsql.Planner{Gateway: id, Tablets: s.db.TabletCache(), Leaseholder: lh.Leaseholder, Avoid: gw.Suspect, Local: globalFollowerReads(s.store)},
 		Gateway:   gw,
 		MaxOffset: clusterMaxOffset,
 	}
 	kvRef.p.Store(s.store)
+	r.closedStore.Store(s.store)
 	raftRef.Store(r.raft)
 	svc.Set(r.member)
 	runCtx, cancel := context.WithCancel(context.Background())

@@ -86,12 +86,18 @@ func (r *Replica) closedProposed() hlc.Timestamp {
 // advanceClosed records an applied closed timestamp and wakes the
 // follower reads waiting for it.
 func (r *Replica) advanceClosed(ts hlc.Timestamp) {
+	r.advanceClosedFrom(ts, false)
+}
+
+// advanceClosedFrom is advanceClosed, noting whether ts came from the
+// side transport (trailing).
+func (r *Replica) advanceClosedFrom(ts hlc.Timestamp, trailing bool) {
 	r.closed.mu.Lock()
 	defer r.closed.mu.Unlock()
 	if !r.closed.ts.Less(ts) {
 		return
 	}
-	r.closed.ts = ts
+	r.closed.ts, r.closed.trailing = ts, trailing
 	if r.closed.advanced != nil {
 		close(r.closed.advanced)
 		r.closed.advanced = nil
@@ -233,7 +239,13 @@ func (r *Replica) followerRead(ctx context.Context, ba *kvpb.BatchRequest) (br *
 		return nil, true, err
 	}
 	need := ba.Txn.ReadTimestamp.Forward(ba.Txn.GlobalUncertaintyLimit)
-	if !r.closedAtLeast(ctx, need, followerReadWait) {
+	wait := followerReadWait
+	if !r.ClosedLeads() {
+		// A trailing closed timestamp moves with the clock, TrailingTarget
+		// behind it: a read above it is the leaseholder's at once.
+		wait = 0
+	}
+	if !r.closedAtLeast(ctx, need, wait) {
 		r.metrics.FollowerReadsRefused.Add(1)
 		return nil, false, nil
 	}
@@ -282,4 +294,162 @@ func (r *Replica) waitPhysical(ctx context.Context, ts hlc.Timestamp, wrote bool
 	case <-t.C:
 		return nil
 	}
+}
+
+// Trailing closed timestamps (docs/architecture.md, "AS OF SYSTEM TIME",
+// its follower reads; issue 22). Every other tablet is closed by its
+// leaseholder at C = physical clock − TrailingTarget, with no raft entry:
+// CloseTrailing raises the timestamp cache as CloseTimestamp does (rule
+// 1), waits (without blocking anyone) until every write latched before
+// the raise is released, then reads the replica's applied index I, and
+// the store sends (tablet, C, I) to the other nodes in one message per
+// node (the side transport). A follower that has applied entry I holds
+// every write at or below C (each was latched before the raise and
+// applied on the leaseholder before I was read, at an index at most I),
+// and no later write
+// lands at or below C on this leaseholder. The promise outlives the
+// lease without being persisted (rule 2 is not needed): a new
+// leaseholder's lease starts at its clock plus the maximum offset
+// (LeaseAcquired), above any C = some node's physical clock − 3 s, since
+// the clocks are within the maximum offset of each other (500 ms); a
+// restarted leaseholder's timestamp cache starts at its clock (New); a
+// split's right side inherits the leaseholder's timestamp cache. A
+// follower keeps a side C in memory only (a restart forgets it until the
+// next message).
+
+// TrailingTarget is how far behind its physical clock a leaseholder
+// closes its ordinary tablets (CockroachDB's default target duration).
+const TrailingTarget = 3 * time.Second
+
+// noteApplied records that entries up to index are applied (engine
+// batch committed), and takes up a side-transport closing waiting for it.
+func (r *Replica) noteApplied(index uint64) {
+	r.closed.mu.Lock()
+	if index > r.closed.applied {
+		r.closed.applied = index
+	}
+	var adopt hlc.Timestamp
+	if p := r.closed.pending; !p.ts.IsEmpty() && p.index <= r.closed.applied {
+		adopt = p.ts
+		r.closed.pending = sideClosed{}
+	}
+	r.closed.mu.Unlock()
+	if !adopt.IsEmpty() {
+		r.advanceClosedFrom(adopt, true)
+	}
+}
+
+// sideClosed is a closing received through the side transport, waiting
+// for its applied index.
+type sideClosed struct {
+	ts    hlc.Timestamp
+	index uint64
+}
+
+// CloseTrailing closes the tablet at the physical clock − target without
+// a raft entry, and returns C and the applied index a follower must reach
+// to use it (see above); a zero C means nothing to send this round. Only
+// the leaseholder closes.
+//
+// It never waits and never makes a write wait. A first call raises the
+// timestamp cache to C and notes the latch manager's last sequence number
+// S: a write latched after that evaluates after the raise and lands above
+// C (latches are acquired before evaluation, which consults the cache).
+// The writes latched at or before S may still be below C and not yet
+// applied; C is returned by the first call (this one or a later round's)
+// that finds none of them still registered, with the applied index then,
+// which covers every one of them (a write holds its latches until it is
+// applied or failed). Waiting for those latches instead, as
+// CloseTimestamp does, would queue every new write of a busy tablet
+// behind the closer for a raft round, once per closing.
+func (r *Replica) CloseTrailing(ctx context.Context, target time.Duration) (hlc.Timestamp, uint64, error) {
+	if r.raft.group == nil {
+		return hlc.Timestamp{}, 0, ErrNotClosable
+	}
+	if err := r.refuseIfFollower(); err != nil {
+		return hlc.Timestamp{}, 0, err
+	}
+	term, done, err := r.leaseTerm(ctx)
+	if err != nil {
+		return hlc.Timestamp{}, 0, err
+	}
+	defer done()
+	r.trailing.mu.Lock()
+	defer r.trailing.mu.Unlock()
+	p := r.trailing.pending
+	if p.term != term {
+		// A closing noted under an earlier lease term is dropped: the
+		// lease may have been elsewhere in between.
+		p = trailingClosing{}
+	}
+	// The closing noted last round is returned if its writes are done;
+	// a new one is noted (and returned instead, being newer, if nothing
+	// was in flight at its raise), so a busy tablet's C advances every
+	// round, one round behind.
+	var res trailingClosing
+	if !p.c.IsEmpty() && !r.latches.registeredAtOrBelow(p.seq) {
+		res, p = p, trailingClosing{}
+	}
+	if p.c.IsEmpty() {
+		if c := (hlc.Timestamp{WallTime: r.clock.PhysicalNow() - int64(target)}); r.ClosedTimestamp().Less(c) {
+			r.tscache.raiseLowWater(c)
+			p = trailingClosing{c: c, seq: r.latches.lastSeq(), term: term}
+			if !r.latches.registeredAtOrBelow(p.seq) {
+				res, p = p, trailingClosing{}
+			}
+		}
+	}
+	r.trailing.pending = p
+	if res.c.IsEmpty() || res.c.LessEq(r.ClosedTimestamp()) {
+		// Nothing new, or a leading closing (a global-reads tablet) or
+		// a later one holds.
+		return hlc.Timestamp{}, 0, nil
+	}
+	// Not into closed.proposed: a split's right side takes the left's
+	// timestamp cache, which holds c, and a BulkPut below c is not
+	// refused (see "BulkPut" in docs/architecture.md, "AS OF SYSTEM
+	// TIME").
+	r.closed.mu.Lock()
+	index := r.closed.applied
+	r.closed.mu.Unlock()
+	r.metrics.TimestampsClosed.Add(1)
+	return res.c, index, nil
+}
+
+// trailingClosing is a closing CloseTrailing has raised the timestamp
+// cache for and not yet returned: C, the last latch sequence number at
+// the raise, and the lease term it was raised under.
+type trailingClosing struct {
+	c    hlc.Timestamp
+	seq  uint64
+	term uint64
+}
+
+// SideClosed takes a closing from the side transport: C, in force once
+// this replica has applied entry index. The leaseholder ignores it (it
+// closes its own).
+func (r *Replica) SideClosed(c hlc.Timestamp, index uint64) {
+	if r.HoldsLease() {
+		return
+	}
+	r.closed.mu.Lock()
+	if index > r.closed.applied {
+		if r.closed.pending.ts.Less(c) {
+			r.closed.pending = sideClosed{ts: c, index: index}
+		}
+		r.closed.mu.Unlock()
+		return
+	}
+	r.closed.mu.Unlock()
+	r.advanceClosedFrom(c, true)
+}
+
+// ClosedLeads reports whether the replica's closed timestamp comes from
+// closing entries (a global-reads tablet's, closed ahead of the clock,
+// which serves present-time reads) rather than from the side transport
+// (trailing the clock, for historical reads only).
+func (r *Replica) ClosedLeads() bool {
+	r.closed.mu.Lock()
+	defer r.closed.mu.Unlock()
+	return !r.closed.ts.IsEmpty() && !r.closed.trailing
 }

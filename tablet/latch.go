@@ -140,6 +140,27 @@ func (m *latchManager) release(g *latchGuard) {
 	close(g.done)
 }
 
+// lastSeq is the sequence number of the last guard registered: a guard
+// registered later has a greater one.
+func (m *latchManager) lastSeq() uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.nextSeq
+}
+
+// registeredAtOrBelow reports whether a guard with a sequence number at
+// most seq is still registered (held or waiting).
+func (m *latchManager) registeredAtOrBelow(seq uint64) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for s := range m.held {
+		if s <= seq {
+			return true
+		}
+	}
+	return false
+}
+
 // numHeld reports how many guards are registered (held or waiting), for
 // tests.
 func (m *latchManager) numHeld() int {

@@ -541,6 +541,11 @@ func (m *RaftStateMachine) Applied(entries []*pb.Entry, snapshot bool) {
 	cmds := rs.applied
 	rs.applied = nil
 	rs.rounds.Add(1)
+	if n := len(entries); n > 0 {
+		// Before any proposer is answered: the leaseholder's applied index
+		// covers every write whose latches it released (closedts.go).
+		r.noteApplied(entries[n-1].GetIndex())
+	}
 	self := rs.group.NodeID()
 	for _, c := range cmds {
 		var pp *pendingProposal

@@ -36,11 +36,22 @@ type Replica struct {
 	// closed is the highest closed timestamp applied (closedts.go) and
 	// proposed, the highest this replica proposed as leaseholder;
 	// advanced, when set, is closed when ts moves.
+	// trailing is CloseTrailing's closing in progress (closedts.go).
+	trailing struct {
+		mu      sync.Mutex
+		pending trailingClosing
+	}
 	closed struct {
 		mu       sync.Mutex
 		ts       hlc.Timestamp
 		proposed hlc.Timestamp
 		advanced chan struct{}
+		// applied is the highest raft index applied here; pending a
+		// side-transport closing waiting for it (closedts.go).
+		applied uint64
+		pending sideClosed
+		// trailing: ts came from the side transport.
+		trailing bool
 	}
 
 	// async tracks background intent resolution so Close can wait for it.

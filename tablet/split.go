@@ -165,7 +165,9 @@ func (r *Replica) applySplit(t *SplitTrigger, register func(*Replica)) {
 	splitAbortReasons(r.mu.abortReasons, right.mu.abortReasons, key)
 	right.mu.gcThreshold = r.mu.gcThreshold
 	r.mu.Unlock()
-	right.closed.ts = r.ClosedTimestamp()
+	r.closed.mu.Lock()
+	right.closed.ts, right.closed.trailing = r.closed.ts, r.closed.trailing
+	r.closed.mu.Unlock()
 	// Register the right replica before shrinking the left one, so a
 	// router always finds some replica claiming every key; one that picks
 	// the left in between fails its key check under latches and retries.

@@ -162,6 +162,12 @@ func init() {
 		before: "SHOW JOBS; SHOW JOB n; CANCEL JOB n",
 		after:  "SELECT ... FROM cairn_catalog.jobs [WHERE job_id = n]; SELECT cairn_cancel_job(n)",
 		apply:  applyShowJobs,
+	}, {
+		name:   "as-of-system-time",
+		sites:  []site{siteStatement},
+		before: "SELECT ... FROM ... AS OF SYSTEM TIME e; BEGIN AS OF SYSTEM TIME e; SET TRANSACTION AS OF SYSTEM TIME e",
+		after:  "WITH cairn_as_of_system_time AS (SELECT e) SELECT ...; BEGIN; SET LOCAL cairn_as_of_system_time = 'e'",
+		apply:  applyAsOfSystemTime,
 	}}
 }
 

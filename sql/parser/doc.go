@@ -43,6 +43,11 @@
 //	    ALTER TABLE|DATABASE ... CONFIGURE ZONE USING option = value, ...
 //	    | DISCARD (dialect_zone.go; the DDL judges names and values).
 //
+// CockroachDB's AS OF SYSTEM TIME e travels as a first CTE of a SELECT,
+// cairn_as_of_system_time AS (SELECT e), which Parse moves out of the tree
+// into Statement.AsOf, and as SET LOCAL cairn_as_of_system_time = 'e' for
+// BEGIN (a derived statement) and SET TRANSACTION (dialect_aost.go).
+//
 // SHOW ZONE CONFIGURATION FOR|FROM DATABASE d | TABLE t and SHOW [ALL]
 // ZONE CONFIGURATIONS become a SELECT of cairn_catalog.zones; SHOW JOBS and
 // SHOW JOB n one of cairn_catalog.jobs (dialect_jobs.go).

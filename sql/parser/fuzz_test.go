@@ -16,7 +16,7 @@ var dialectWords = map[string]bool{
 	"string": true, "bytes": true, "hash": true, "index": true,
 	"asc": true, "desc": true, "stored": true, "split": true,
 	"configure": true, "zone": true, "jobs": true, "job": true, "columns": true,
-	"cluster": true,
+	"cluster": true, "system": true,
 }
 
 // FuzzRewrite checks the rewriter on arbitrary text:

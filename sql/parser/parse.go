@@ -32,6 +32,9 @@ type Statement struct {
 	// Annotations lists the dialect constructs rewritten into this
 	// statement, in the order they appear in Original.
 	Annotations []Annotation
+	// AsOf is the expression of a SELECT's AS OF SYSTEM TIME, taken out
+	// of AST (dialect_aost.go); nil when it has none.
+	AsOf *pg_query.Node
 
 	rw *rewritten
 }
@@ -68,9 +71,10 @@ func parseRewritten(sql string) ([]Statement, error) {
 		}
 		k := sort.Search(len(rw.pieces), func(k int) bool { return rw.pieces[k].rwFrom > loc }) - 1
 		st := Statement{
-			AST: raw,
-			SQL: strings.TrimSpace(rw.text[loc:end]),
-			rw:  rw,
+			AST:  raw,
+			SQL:  strings.TrimSpace(rw.text[loc:end]),
+			AsOf: extractAsOf(raw),
+			rw:   rw,
 		}
 		if k >= 0 {
 			p := &rw.pieces[k]
@@ -97,8 +101,8 @@ func parseRewritten(sql string) ([]Statement, error) {
 // so that parsing it needs no rewrite, hence no scan (the scan is a second
 // call into libpg_query: a tenth of the CPU of a point SELECT sent as a
 // simple query). Every rule starts from CREATE, ALTER, SHOW ZONE, SHOW
-// JOB[S], SET|SHOW CLUSTER SETTING or a type alias (STRING, BYTES;
-// walk.go), so text without those
+// JOB[S], SET|SHOW CLUSTER SETTING, AS OF SYSTEM TIME or a type alias
+// (STRING, BYTES; walk.go), so text without those
 // letters, in any case, is left byte for byte; without comments, a
 // statement's text as the grammar delimits it, trimmed, is what the pieces
 // of the scan would give as Original.
@@ -110,7 +114,7 @@ func Plain(sql string) bool {
 		switch c := sql[i] | 0x20; c { // ASCII lower case; EqualFold checks
 		case 'c', 'a', 's', 'b', 'z', 'j':
 			rest := sql[i:]
-			for _, w := range [...]string{"create", "alter", "string", "bytes", "zone", "job", "cluster"} {
+			for _, w := range [...]string{"create", "alter", "string", "bytes", "zone", "job", "cluster", "system"} {
 				if len(rest) >= len(w) && w[0] == c && strings.EqualFold(rest[:len(w)], w) {
 					return false
 				}

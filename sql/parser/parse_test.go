@@ -350,3 +350,36 @@ func TestScanTokens(t *testing.T) {
 		}
 	}
 }
+
+// TestParseAsOf: a SELECT's AS OF SYSTEM TIME leaves the tree (the binder
+// never sees the carrier CTE) for Statement.AsOf, and a WITH the user
+// wrote keeps its own CTEs.
+func TestParseAsOf(t *testing.T) {
+	for _, tc := range []struct {
+		sql      string
+		asOf     string // the expression's string constant; "" when none
+		userCTEs int
+	}{
+		{"SELECT * FROM t AS OF SYSTEM TIME '-10s' WHERE k = 1", "-10s", 0},
+		{"WITH x AS (SELECT 1) SELECT * FROM x AS OF SYSTEM TIME '-1s'", "-1s", 1},
+		{"SELECT * FROM t", "", 0},
+		{"WITH cairn_as_of_system_time AS (SELECT '-2s') SELECT * FROM t", "-2s", 0},
+	} {
+		stmts, err := Parse(tc.sql)
+		if err != nil || len(stmts) != 1 {
+			t.Fatalf("%s: %v (%d statements)", tc.sql, err, len(stmts))
+		}
+		st := stmts[0]
+		got := ""
+		if st.AsOf != nil {
+			got = st.AsOf.GetAConst().GetSval().GetSval()
+		}
+		if got != tc.asOf {
+			t.Errorf("%s: AsOf %q, want %q", tc.sql, got, tc.asOf)
+		}
+		ctes := len(st.AST.GetStmt().GetSelectStmt().GetWithClause().GetCtes())
+		if ctes != tc.userCTEs {
+			t.Errorf("%s: %d CTEs left, want %d", tc.sql, ctes, tc.userCTEs)
+		}
+	}
+}

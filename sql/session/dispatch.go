@@ -91,6 +91,11 @@ func (s *Session) execGroup(ctx context.Context, g stmtGroup, w pgwire.ResultWri
 // execGroupIn is execGroup in a context the caller already bounded with
 // stmtContext (autocommit, whose commit belongs to the statement).
 func (s *Session) execGroupIn(ctx context.Context, g stmtGroup, w pgwire.ResultWriter) error {
+	// Before anything opens the KV transaction: it is created at the
+	// statement's system time (asof.go).
+	if err := s.stmtAsOf(g.main); err != nil {
+		return err
+	}
 	err := s.retryStatement(ctx, g.main, w, func(w pgwire.ResultWriter) error {
 		return s.dispatch(s.newStmt(ctx, w), g, w)
 	})
@@ -130,7 +135,7 @@ func (s *Session) dispatch(x *stmtState, g stmtGroup, w pgwire.ResultWriter) err
 		_, err = c.drain(x.ctx, w, 0)
 		return err
 	case *pg_query.Node_TransactionStmt:
-		return s.txnControl(x, n.TransactionStmt, w)
+		return s.txnControl(x, n.TransactionStmt, g.derived, w)
 	case *pg_query.Node_VariableSetStmt:
 		return s.set(x, n.VariableSetStmt, w)
 	case *pg_query.Node_AlterSystemStmt:

@@ -371,6 +371,9 @@ func (pt *portal) run(ctx context.Context, w pgwire.ResultWriter, maxRows int) (
 	sctx, cancel := s.stmtContext(ctx)
 	defer cancel()
 	suspended := false
+	if err := s.stmtAsOf(pt.ps.g.main); err != nil {
+		return false, err
+	}
 	err := s.retryStatement(sctx, pt.ps.g.main, w, func(w pgwire.ResultWriter) error {
 		x := s.newStmt(sctx, w)
 		c, err := s.startPlanCached(x, pt.ps.g.main, pt.ps.paramTypes, pt.params, nil, &pt.ps.plans)

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/kv"
 	"github.com/cairn-db/cairn/kvpb"
 	"github.com/cairn-db/cairn/pgwire"
@@ -104,8 +105,11 @@ type Session struct {
 	txnIso      kv.IsolationLevel
 	txnIsoName  string
 	txnReadOnly bool
-	txnStart    time.Time
-	txnStmts    int
+	// txnAsOf is the transaction's AS OF SYSTEM TIME (asof.go); empty:
+	// none, it reads at the present.
+	txnAsOf  hlc.Timestamp
+	txnStart time.Time
+	txnStmts int
 	// savedVars are the settings at the start of the transaction (ROLLBACK
 	// restores them); localVars the values SET LOCAL overrode, restored at
 	// the end either way.
@@ -289,6 +293,7 @@ func (s *Session) beginTxn(explicit bool) {
 	s.txnIsoName = s.vars["default_transaction_isolation"]
 	s.txnIso = isolationOf(s.txnIsoName)
 	s.txnReadOnly = s.vars["default_transaction_read_only"] == "on"
+	s.txnAsOf = hlc.Timestamp{}
 	s.txnStart = time.Now()
 	s.txnStmts = 0
 	s.savedVars = nil // saved by saveVars before the first change
@@ -309,6 +314,11 @@ func (s *Session) saveVars() {
 // use. Its heartbeat lives as long as the session's transaction, not the
 // statement, so it gets a context of its own.
 func (s *Session) kvTxn() *kv.Txn {
+	if s.txn == nil && !s.txnAsOf.IsEmpty() {
+		// A historical read writes nothing, so buffers nothing.
+		s.txn = s.b.db.NewAsOfTxn(context.Background(), "sql txn as of system time", s.txnAsOf)
+		s.txnWroteCatalog = false
+	}
 	if s.txn == nil {
 		s.txn = s.b.db.NewTxn(context.Background(), "sql txn", s.txnIso)
 		s.txnWroteCatalog = false

@@ -16,7 +16,9 @@ import (
 )
 
 // txnControl runs BEGIN, COMMIT, ROLLBACK and the savepoint statements.
-func (s *Session) txnControl(x *stmtState, n *pg_query.TransactionStmt, w pgwire.ResultWriter) error {
+// derived holds BEGIN's AS OF SYSTEM TIME (the parser's SET LOCAL
+// cairn_as_of_system_time), applied with the BEGIN.
+func (s *Session) txnControl(x *stmtState, n *pg_query.TransactionStmt, derived []*parser.Statement, w pgwire.ResultWriter) error {
 	ctx := x.ctx
 	switch n.Kind {
 	case pg_query.TransactionStmtKind_TRANS_STMT_BEGIN, pg_query.TransactionStmtKind_TRANS_STMT_START:
@@ -44,6 +46,11 @@ func (s *Session) txnControl(x *stmtState, n *pg_query.TransactionStmt, w pgwire
 		}
 		if err := s.setTxnOptions(n.Options, true); err != nil {
 			return err
+		}
+		for _, d := range derived {
+			if err := s.beginAsOf(d); err != nil {
+				return err
+			}
 		}
 		return w.Complete(tag)
 
@@ -184,6 +191,9 @@ func (s *Session) setTxnIsolation(v string) error {
 }
 
 func (s *Session) setTxnReadOnly(ro bool) error {
+	if !ro && !s.txnAsOf.IsEmpty() {
+		return pgerror.New(pgerrcode.ReadOnlySQLTransaction, "AS OF SYSTEM TIME: a historical transaction is read-only")
+	}
 	if !ro && s.txnReadOnly && s.txnStmts > 0 {
 		return pgerror.New(pgerrcode.ActiveSQLTransaction, "transaction read-write mode must be set before any query")
 	}

@@ -33,6 +33,13 @@ func (s *Session) setVar(st *setting, v string) error {
 // set runs SET, SET LOCAL, SET TRANSACTION, SET SESSION
 // CHARACTERISTICS, RESET and RESET ALL.
 func (s *Session) set(x *stmtState, n *pg_query.VariableSetStmt, w pgwire.ResultWriter) error {
+	if text, ok := asOfSetText(n); ok {
+		// SET TRANSACTION AS OF SYSTEM TIME (asof.go).
+		if err := s.setTxnAsOf(text); err != nil {
+			return err
+		}
+		return w.Complete("SET")
+	}
 	switch n.Kind {
 	case pg_query.VariableSetKind_VAR_SET_MULTI:
 		switch n.Name {

@@ -1,0 +1,119 @@
+package localcluster
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/cairn-db/cairn/kvpb"
+)
+
+// Follower reads for AS OF SYSTEM TIME (docs/architecture.md, "AS OF
+// SYSTEM TIME"): every tablet's leaseholder closes it trailing the clock, and a
+// node reads at a timestamp its own replica has closed without a KV batch
+// to another node. The cluster is the --global one, leases in us-west
+// (node 1); eu (node 3) reads.
+
+// TestFollowerReadAsOfSystemTime: on eu, a SELECT of an ordinary table
+// AS OF SYSTEM TIME follower_read_timestamp(), or at a fixed timestamp
+// its replicas closed, sends no KV batch for the table's tablets to
+// another node, counts reads served by its followers, and answers what
+// was committed at that timestamp: each of a sequence of updates,
+// acknowledged from us-west and us-east before the timestamp read at was
+// taken (and the next one started after), is exactly what the read at
+// that timestamp sees. The same SELECT without the clause goes to the
+// leaseholder.
+func TestFollowerReadAsOfSystemTime(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a three-region cluster")
+	}
+	ctx := context.Background()
+	c, conns := startGlobal(t, ctx)
+	mustExec(t, ctx, conns[0], `CREATE TABLE fr (k int PRIMARY KEY, v text)`)
+	// A zone of its own gives the table tablets of its own, apart from
+	// the catalog's, which every statement's planning reads at the
+	// present (the count below is of the table's tablets).
+	mustExec(t, ctx, conns[0], `ALTER TABLE fr CONFIGURE ZONE USING gc.ttlseconds = 3600`)
+	mustExec(t, ctx, conns[0], `INSERT INTO fr SELECT i, 'v' || i FROM generate_series(1, 100) AS i`)
+	ids := tabletsOf(t, ctx, conns[0], "fr")
+	waitLeasesIn(t, c, 0, ids)
+	const reader = 2 // eu
+
+	// Updates from two regions, each acknowledged before its timestamp is
+	// taken; the next starts after.
+	type step struct {
+		at int64
+		v  string
+	}
+	var steps []step
+	for i := range 4 {
+		v := fmt.Sprintf("u%d", i)
+		mustExec(t, ctx, conns[i%2], `UPDATE fr SET v = '`+v+`' WHERE k = 7`)
+		steps = append(steps, step{at: time.Now().UnixNano(), v: v})
+	}
+	last := steps[len(steps)-1].at
+	// follower_read_timestamp() is 4.2 s behind the clock: wait until the
+	// eu replicas have closed 4.2 s past the last update, so that it
+	// covers them all and the replicas serve it.
+	waitTrailing(t, c, reader, ids, last+int64(4200*time.Millisecond))
+
+	before, served := remoteBatches(c, reader, ids), followerReads(c, reader, ids)
+	for _, q := range []struct{ sql, want string }{
+		{`SELECT v FROM fr AS OF SYSTEM TIME follower_read_timestamp() WHERE k = 7`, steps[len(steps)-1].v},
+		{`SELECT count(*), max(v) FROM fr AS OF SYSTEM TIME follower_read_timestamp()`, "100 v99"},
+		{`SELECT v FROM fr AS OF SYSTEM TIME with_max_staleness('1m') WHERE k = 7`, steps[len(steps)-1].v},
+	} {
+		if got := query1(t, ctx, conns[reader], q.sql); got != q.want {
+			t.Fatalf("%s: %q, want %q", q.sql, got, q.want)
+		}
+	}
+	for _, s := range steps {
+		q := fmt.Sprintf(`SELECT v FROM fr AS OF SYSTEM TIME '%d' WHERE k = 7`, s.at)
+		if got := query1(t, ctx, conns[reader], q); got != s.v {
+			t.Fatalf("%s: %q, want %q (acknowledged before the timestamp, the next update started after it)", q, got, s.v)
+		}
+	}
+	if n := remoteBatches(c, reader, ids) - before; n != 0 {
+		t.Fatalf("AS OF SYSTEM TIME SELECTs on eu sent %d KV batches for the table's tablets to another node, want 0", n)
+	}
+	if n := followerReads(c, reader, ids) - served; n == 0 {
+		t.Fatal("no read was served by eu's followers")
+	}
+	for _, id := range ids {
+		if c.Nodes[reader].Replica(id).HoldsLease() {
+			t.Fatalf("eu took tablet %d's lease during the reads: they may have been the leaseholder's", id)
+		}
+	}
+
+	// At the present, the read is the leaseholder's: the count sees it.
+	before = remoteBatches(c, reader, ids)
+	if got := query1(t, ctx, conns[reader], `SELECT v FROM fr WHERE k = 7`); got != steps[len(steps)-1].v {
+		t.Fatalf("present read: %q", got)
+	}
+	if n := remoteBatches(c, reader, ids) - before; n == 0 {
+		t.Fatal("a present-time SELECT on eu sent no KV batch to another node: the count sees nothing")
+	}
+}
+
+// waitTrailing waits until node's replicas of ids have closed wall time
+// wall (side-transport closings trail the clock by 3 s).
+func waitTrailing(t *testing.T, c *Cluster, node int, ids []kvpb.TabletID, wall int64) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		ok := true
+		for _, id := range ids {
+			if r := c.Nodes[node].Replica(id); r == nil || r.ClosedTimestamp().WallTime < wall {
+				ok = false
+			}
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node %d: tablets %v have not closed %s after 60 s", node+1, ids, time.Unix(0, wall))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
