@@ -4,6 +4,7 @@ import (
 	"github.com/jackc/pgerrcode"
 	pg_query "github.com/pganalyze/pg_query_go/v6"
 
+	"github.com/cairn-db/cairn/sql/builtins"
 	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/cairn-db/cairn/sql/types"
 )
@@ -289,9 +290,7 @@ func (b *builder) buildIndirection(ind *pg_query.A_Indirection) (Expr, error) {
 }
 
 // jsonbSubscript builds j[i], PostgreSQL 14's jsonb subscripting, which
-// reads as j -> i: the subscript is an int4 (an array element) or text (an
-// object key; an untyped literal or parameter is text), as PostgreSQL's
-// jsonb_subscript_transform decides.
+// reads as j -> i (jsonbSubscriptType gives the subscript's type).
 func (b *builder) jsonbSubscript(j Expr, idx *pg_query.A_Indices, loc int32) (Expr, error) {
 	if idx.IsSlice {
 		at := loc
@@ -304,23 +303,76 @@ func (b *builder) jsonbSubscript(j Expr, idx *pg_query.A_Indices, loc int32) (Ex
 	if err != nil {
 		return nil, err
 	}
-	var to *types.T
-	switch t := i.Type(); {
-	case t.Family == types.UnknownFamily:
-		to = types.Text
-	case types.ImplicitCastAllowed(t, types.Int4):
-		to = types.Int4
-	case types.ImplicitCastAllowed(t, types.Text):
-		to = types.Text
-	default:
-		return nil, b.pos(location(idx.Uidx), pgerror.New(pgerrcode.DatatypeMismatch,
-			"subscript type %s is not supported", t.Name()).
-			WithHint("jsonb subscript must be coercible to either integer or text."))
+	to, err := b.jsonbSubscriptType(i, idx.Uidx)
+	if err != nil {
+		return nil, err
 	}
 	if i, err = b.coerce(i, to, loc); err != nil {
 		return nil, err
 	}
 	return b.binary("->", j, i, loc)
+}
+
+// jsonbSubscriptType is the type jsonb subscript i is read as: int4 (an
+// array element) or text (an object key; an untyped literal or parameter
+// is text), as PostgreSQL's jsonb_subscript_transform decides.
+func (b *builder) jsonbSubscriptType(i Expr, n *pg_query.Node) (*types.T, error) {
+	switch t := i.Type(); {
+	case t.Family == types.UnknownFamily:
+		return types.Text, nil
+	case types.ImplicitCastAllowed(t, types.Int4):
+		return types.Int4, nil
+	case types.ImplicitCastAllowed(t, types.Text):
+		return types.Text, nil
+	default:
+		return nil, b.pos(location(n), pgerror.New(pgerrcode.DatatypeMismatch,
+			"subscript type %s is not supported", t.Name()).
+			WithHint("jsonb subscript must be coercible to either integer or text."))
+	}
+}
+
+// jsonbAssign builds the new value of jsonb column j for SET
+// j[s1]...[sn] = val: builtins.JSONBSubscriptAssign over the old value,
+// the subscripts as text and val as jsonb.
+func (b *builder) jsonbAssign(j Expr, ind []*pg_query.Node, val *pg_query.Node, col string) (Expr, error) {
+	args := []Expr{j}
+	firstIsInt := false
+	for k, n := range ind {
+		idx := n.GetAIndices()
+		if idx == nil {
+			return nil, errUnsupported("assignment to a field of a jsonb value is not supported; use a subscript")
+		}
+		if idx.IsSlice {
+			return nil, b.pos(location(idx.Uidx), pgerror.New(pgerrcode.DatatypeMismatch, "jsonb subscript does not support slices"))
+		}
+		i, err := b.build(idx.Uidx)
+		if err != nil {
+			return nil, err
+		}
+		to, err := b.jsonbSubscriptType(i, idx.Uidx)
+		if err != nil {
+			return nil, err
+		}
+		if k == 0 {
+			firstIsInt = to == types.Int4
+		}
+		if i, err = b.coerce(i, to, location(idx.Uidx)); err != nil {
+			return nil, err
+		}
+		if i, err = b.coerceTo(i, types.Text, types.CastExplicit, location(idx.Uidx)); err != nil {
+			return nil, err
+		}
+		args = append(args, i)
+	}
+	v, err := BuildAssign(b.ctx, val, types.JSONB, col)
+	if err != nil {
+		return nil, err
+	}
+	out := &FuncCall{Fn: builtins.JSONBSubscriptAssign(len(ind), firstIsInt), Args: append(args, v)}
+	if err := b.checkParams(out); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // tooManySubscripts builds an array with several subscripts, which
@@ -379,6 +431,9 @@ func (b *builder) subscript(n *pg_query.Node) (Expr, error) {
 func BuildArrayAssign(ctx BuildContext, arr Expr, ind []*pg_query.Node, val *pg_query.Node, col string) (Expr, error) {
 	b := &builder{ctx: ctx}
 	t := arr.Type()
+	if t.Family == types.JSONBFamily {
+		return b.jsonbAssign(arr, ind, val, col)
+	}
 	if t.Family != types.ArrayFamily {
 		return nil, pgerror.New(pgerrcode.DatatypeMismatch,
 			"cannot subscript type %s because it does not support subscripting", t.Name())
