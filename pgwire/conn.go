@@ -71,6 +71,20 @@ type conn struct {
 	// copyStop unhooks the COPY FROM STDIN watch on the statement's
 	// context (watchCopy), if one is set.
 	copyStop func() bool
+	// simpleW and extW are the connection's result writers (they hold
+	// nothing but c), and out the messages sent most often: pgproto3
+	// encodes a message into its buffer at Send and keeps nothing of it,
+	// so one value of each serves every send. A fresh one per message
+	// escaped to the heap: a writer per Execute and per Sync, a DataRow
+	// per row, a CommandComplete and its tag per statement.
+	simpleW, extW resultWriter
+	out           struct {
+		row   pgproto3.DataRow
+		cc    pgproto3.CommandComplete
+		ready pgproto3.ReadyForQuery
+		rd    pgproto3.RowDescription
+		names []byte // rd's field names
+	}
 
 	mu          sync.Mutex
 	queryCancel context.CancelCauseFunc // non-nil while a statement runs
@@ -91,6 +105,8 @@ func newConn(s *Server, nc net.Conn) *conn {
 		log: s.log.With("remote", nc.RemoteAddr().String())}
 	c.in.r = nc
 	c.br = bufio.NewReader(&c.in)
+	c.simpleW = resultWriter{c: c}
+	c.extW = resultWriter{c: c, extended: true}
 	return c
 }
 
@@ -398,7 +414,8 @@ func (c *conn) readyForQuery() error {
 	if c.betweenTxns {
 		c.queueNotifications()
 	}
-	c.be.Send(&pgproto3.ReadyForQuery{TxStatus: byte(status)})
+	c.out.ready.TxStatus = byte(status)
+	c.be.Send(&c.out.ready)
 	if err := c.flush(); err != nil {
 		return err
 	}
@@ -460,7 +477,7 @@ func (c *conn) loop(ctx context.Context) error {
 		var stmtErr error
 		if h, ok := c.sess.(ResultHolder); ok {
 			if _, sync := msg.(*pgproto3.Sync); !sync {
-				if err := h.ReleaseHeld(&resultWriter{c: c, extended: true}); err != nil {
+				if err := h.ReleaseHeld(&c.extW); err != nil {
 					return err
 				}
 			}
@@ -566,7 +583,7 @@ func (c *conn) simpleQuery(ctx context.Context, sql string) error {
 		p.Close()
 	}
 	sctx, done := c.statementContext(ctx)
-	err := statementError(sctx, c.sess.SimpleQuery(sctx, sql, &resultWriter{c: c}))
+	err := statementError(sctx, c.sess.SimpleQuery(sctx, sql, &c.simpleW))
 	done()
 	if err != nil {
 		return err
@@ -576,7 +593,7 @@ func (c *conn) simpleQuery(ctx context.Context, sql string) error {
 
 func (c *conn) sync(ctx context.Context) error {
 	sctx, done := c.statementContext(ctx)
-	err := statementError(sctx, c.sess.Sync(sctx, &resultWriter{c: c, extended: true}))
+	err := statementError(sctx, c.sess.Sync(sctx, &c.extW))
 	done()
 	if err != nil {
 		return err

@@ -47,6 +47,11 @@ func autoRetryBackoff(ctx context.Context, attempt int) bool {
 // Session is the SQL session of one connection (pgwire.Session). pgwire
 // calls it from the connection's goroutine only.
 type Session struct {
+	// heldBufs are the buffers of the next statement's held rows
+	// (stmtWriter).
+	heldBufs heldBufs
+	// rowScratch is where cursors encode rows for the client.
+	rowScratch rowScratch
 	// spCache is searchPath's last answer and what it depends on.
 	spCache struct {
 		setting, user, temp string
