@@ -165,8 +165,10 @@ func (cc connControl) Terminate() <-chan struct{} {
 }
 
 // statementContext returns the context for one statement-level call into
-// the session, cancelable by CancelRequest and Close.
-func (c *conn) statementContext(ctx context.Context) (context.Context, func()) {
+// the session, cancelable by CancelRequest and Close; the caller ends it
+// with endStatement(cancel). (A closure doing both was one more
+// allocation per Bind, Execute and Sync.)
+func (c *conn) statementContext(ctx context.Context) (context.Context, context.CancelCauseFunc) {
 	sctx, cancel := context.WithCancelCause(ctx)
 	c.mu.Lock()
 	if c.interrupted != nil {
@@ -174,13 +176,17 @@ func (c *conn) statementContext(ctx context.Context) (context.Context, func()) {
 	}
 	c.queryCancel = cancel
 	c.mu.Unlock()
-	return sctx, func() {
-		c.endCopyWatch()
-		c.mu.Lock()
-		c.queryCancel = nil
-		c.mu.Unlock()
-		cancel(nil)
-	}
+	return sctx, cancel
+}
+
+// endStatement ends the statement context statementContext returned with
+// cancel.
+func (c *conn) endStatement(cancel context.CancelCauseFunc) {
+	c.endCopyWatch()
+	c.mu.Lock()
+	c.queryCancel = nil
+	c.mu.Unlock()
+	cancel(nil)
 }
 
 // watchCopy makes the end of the statement's context interrupt a COPY
@@ -582,9 +588,9 @@ func (c *conn) simpleQuery(ctx context.Context, sql string) error {
 		delete(c.portals, "")
 		p.Close()
 	}
-	sctx, done := c.statementContext(ctx)
+	sctx, cancel := c.statementContext(ctx)
 	err := statementError(sctx, c.sess.SimpleQuery(sctx, sql, &c.simpleW))
-	done()
+	c.endStatement(cancel)
 	if err != nil {
 		return err
 	}
@@ -592,9 +598,9 @@ func (c *conn) simpleQuery(ctx context.Context, sql string) error {
 }
 
 func (c *conn) sync(ctx context.Context) error {
-	sctx, done := c.statementContext(ctx)
+	sctx, cancel := c.statementContext(ctx)
 	err := statementError(sctx, c.sess.Sync(sctx, &c.extW))
-	done()
+	c.endStatement(cancel)
 	if err != nil {
 		return err
 	}

@@ -19,10 +19,10 @@ func (c *conn) parse(ctx context.Context, m *pgproto3.Parse) error {
 			return pgerror.New(pgerrcode.DuplicatePreparedStatement, "prepared statement %q already exists", m.Name)
 		}
 	}
-	sctx, done := c.statementContext(ctx)
+	sctx, cancel := c.statementContext(ctx)
 	stmt, err := c.sess.Prepare(sctx, m.Query, append([]uint32(nil), m.ParameterOIDs...))
 	err = statementError(sctx, err)
-	done()
+	c.endStatement(cancel)
 	if err != nil {
 		return err
 	}
@@ -56,10 +56,10 @@ func (c *conn) bind(ctx context.Context, m *pgproto3.Bind) error {
 	if err != nil {
 		return err
 	}
-	sctx, done := c.statementContext(ctx)
+	sctx, cancel := c.statementContext(ctx)
 	portal, err := stmt.Bind(sctx, BindParams{Values: m.Parameters, Formats: formats, ResultFormats: resultFormats})
 	err = statementError(sctx, err)
-	done()
+	c.endStatement(cancel)
 	if err != nil {
 		return err
 	}
@@ -182,10 +182,10 @@ func (c *conn) execute(ctx context.Context, m *pgproto3.Execute) error {
 	if maxRows < 0 {
 		maxRows = 0
 	}
-	sctx, done := c.statementContext(ctx)
+	sctx, cancel := c.statementContext(ctx)
 	suspended, err := p.Execute(sctx, &c.extW, maxRows)
 	err = statementError(sctx, err)
-	done()
+	c.endStatement(cancel)
 	if err != nil {
 		return err
 	}

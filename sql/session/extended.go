@@ -28,6 +28,7 @@ type preparedStatement struct {
 	// answers, kept: pgwire asks for them at every Bind and Describe, and
 	// they change only with formats (describedFor).
 	oids         []uint32
+	stmtCols     []pgwire.Column
 	described    []pgwire.Column
 	describedFor []int16
 }
@@ -192,8 +193,14 @@ func (ps *preparedStatement) ParamOIDs() []uint32 {
 	return ps.oids
 }
 
-// Columns implements pgwire.Statement.
-func (ps *preparedStatement) Columns() []pgwire.Column { return describeColumns(ps.cols, nil) }
+// Columns implements pgwire.Statement, made once (pgwire asks at every
+// Bind, for the number of result formats).
+func (ps *preparedStatement) Columns() []pgwire.Column {
+	if ps.stmtCols == nil {
+		ps.stmtCols = describeColumns(ps.cols, nil)
+	}
+	return ps.stmtCols
+}
 
 // Close implements pgwire.Statement.
 func (ps *preparedStatement) Close() {}
