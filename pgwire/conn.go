@@ -305,7 +305,7 @@ func (c *conn) run(ctx context.Context) error {
 		c.srv.cancel(st.cancel.ProcessID, st.cancel.SecretKey)
 		return nil
 	}
-	c.be = pgproto3.NewBackend(c.br, c.nc)
+	c.be = pgproto3.NewBackend(c.br, socketWriter(c.nc))
 	c.be.SetMaxBodyLen(cfg.MaxMessageSize)
 	if st.minor > 0 || len(st.unrecognized) > 0 {
 		c.be.Send(&pgproto3.NegotiateProtocolVersion{NewestMinorProtocol: 0, UnrecognizedOptions: st.unrecognized})
