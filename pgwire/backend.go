@@ -180,7 +180,8 @@ type Session interface {
 
 // Statement is a prepared statement.
 type Statement interface {
-	// ParamOIDs returns one type OID per parameter placeholder.
+	// ParamOIDs returns one type OID per parameter placeholder. The
+	// caller must not modify the slice (the statement may keep it).
 	ParamOIDs() []uint32
 	// Columns describes the result rows, nil for a statement returning none.
 	// Format fields are ignored (they are chosen at Bind).
@@ -193,7 +194,8 @@ type Statement interface {
 	Close()
 }
 
-// BindParams are the arguments of a Bind message, normalized.
+// BindParams are the arguments of a Bind message, normalized. The session
+// must not modify them: the format slices may be shared between Binds.
 type BindParams struct {
 	Values        [][]byte // nil element = SQL NULL
 	Formats       []int16  // per value: 0 text, 1 binary

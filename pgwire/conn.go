@@ -71,6 +71,20 @@ type conn struct {
 	// copyStop unhooks the COPY FROM STDIN watch on the statement's
 	// context (watchCopy), if one is set.
 	copyStop func() bool
+	// simpleW and extW are the connection's result writers (they hold
+	// nothing but c), and out the messages sent most often: pgproto3
+	// encodes a message into its buffer at Send and keeps nothing of it,
+	// so one value of each serves every send. A fresh one per message
+	// escaped to the heap: a writer per Execute and per Sync, a DataRow
+	// per row, a CommandComplete and its tag per statement.
+	simpleW, extW resultWriter
+	out           struct {
+		row   pgproto3.DataRow
+		cc    pgproto3.CommandComplete
+		ready pgproto3.ReadyForQuery
+		rd    pgproto3.RowDescription
+		names []byte // rd's field names
+	}
 
 	mu          sync.Mutex
 	queryCancel context.CancelCauseFunc // non-nil while a statement runs
@@ -91,6 +105,8 @@ func newConn(s *Server, nc net.Conn) *conn {
 		log: s.log.With("remote", nc.RemoteAddr().String())}
 	c.in.r = nc
 	c.br = bufio.NewReader(&c.in)
+	c.simpleW = resultWriter{c: c}
+	c.extW = resultWriter{c: c, extended: true}
 	return c
 }
 
@@ -149,8 +165,10 @@ func (cc connControl) Terminate() <-chan struct{} {
 }
 
 // statementContext returns the context for one statement-level call into
-// the session, cancelable by CancelRequest and Close.
-func (c *conn) statementContext(ctx context.Context) (context.Context, func()) {
+// the session, cancelable by CancelRequest and Close; the caller ends it
+// with endStatement(cancel). (A closure doing both was one more
+// allocation per Bind, Execute and Sync.)
+func (c *conn) statementContext(ctx context.Context) (context.Context, context.CancelCauseFunc) {
 	sctx, cancel := context.WithCancelCause(ctx)
 	c.mu.Lock()
 	if c.interrupted != nil {
@@ -158,13 +176,17 @@ func (c *conn) statementContext(ctx context.Context) (context.Context, func()) {
 	}
 	c.queryCancel = cancel
 	c.mu.Unlock()
-	return sctx, func() {
-		c.endCopyWatch()
-		c.mu.Lock()
-		c.queryCancel = nil
-		c.mu.Unlock()
-		cancel(nil)
-	}
+	return sctx, cancel
+}
+
+// endStatement ends the statement context statementContext returned with
+// cancel.
+func (c *conn) endStatement(cancel context.CancelCauseFunc) {
+	c.endCopyWatch()
+	c.mu.Lock()
+	c.queryCancel = nil
+	c.mu.Unlock()
+	cancel(nil)
 }
 
 // watchCopy makes the end of the statement's context interrupt a COPY
@@ -283,7 +305,7 @@ func (c *conn) run(ctx context.Context) error {
 		c.srv.cancel(st.cancel.ProcessID, st.cancel.SecretKey)
 		return nil
 	}
-	c.be = pgproto3.NewBackend(c.br, c.nc)
+	c.be = pgproto3.NewBackend(c.br, socketWriter(c.nc))
 	c.be.SetMaxBodyLen(cfg.MaxMessageSize)
 	if st.minor > 0 || len(st.unrecognized) > 0 {
 		c.be.Send(&pgproto3.NegotiateProtocolVersion{NewestMinorProtocol: 0, UnrecognizedOptions: st.unrecognized})
@@ -398,7 +420,8 @@ func (c *conn) readyForQuery() error {
 	if c.betweenTxns {
 		c.queueNotifications()
 	}
-	c.be.Send(&pgproto3.ReadyForQuery{TxStatus: byte(status)})
+	c.out.ready.TxStatus = byte(status)
+	c.be.Send(&c.out.ready)
 	if err := c.flush(); err != nil {
 		return err
 	}
@@ -460,7 +483,7 @@ func (c *conn) loop(ctx context.Context) error {
 		var stmtErr error
 		if h, ok := c.sess.(ResultHolder); ok {
 			if _, sync := msg.(*pgproto3.Sync); !sync {
-				if err := h.ReleaseHeld(&resultWriter{c: c, extended: true}); err != nil {
+				if err := h.ReleaseHeld(&c.extW); err != nil {
 					return err
 				}
 			}
@@ -565,9 +588,9 @@ func (c *conn) simpleQuery(ctx context.Context, sql string) error {
 		delete(c.portals, "")
 		p.Close()
 	}
-	sctx, done := c.statementContext(ctx)
-	err := statementError(sctx, c.sess.SimpleQuery(sctx, sql, &resultWriter{c: c}))
-	done()
+	sctx, cancel := c.statementContext(ctx)
+	err := statementError(sctx, c.sess.SimpleQuery(sctx, sql, &c.simpleW))
+	c.endStatement(cancel)
 	if err != nil {
 		return err
 	}
@@ -575,9 +598,9 @@ func (c *conn) simpleQuery(ctx context.Context, sql string) error {
 }
 
 func (c *conn) sync(ctx context.Context) error {
-	sctx, done := c.statementContext(ctx)
-	err := statementError(sctx, c.sess.Sync(sctx, &resultWriter{c: c, extended: true}))
-	done()
+	sctx, cancel := c.statementContext(ctx)
+	err := statementError(sctx, c.sess.Sync(sctx, &c.extW))
+	c.endStatement(cancel)
 	if err != nil {
 		return err
 	}

@@ -19,10 +19,10 @@ func (c *conn) parse(ctx context.Context, m *pgproto3.Parse) error {
 			return pgerror.New(pgerrcode.DuplicatePreparedStatement, "prepared statement %q already exists", m.Name)
 		}
 	}
-	sctx, done := c.statementContext(ctx)
+	sctx, cancel := c.statementContext(ctx)
 	stmt, err := c.sess.Prepare(sctx, m.Query, append([]uint32(nil), m.ParameterOIDs...))
 	err = statementError(sctx, err)
-	done()
+	c.endStatement(cancel)
 	if err != nil {
 		return err
 	}
@@ -56,10 +56,10 @@ func (c *conn) bind(ctx context.Context, m *pgproto3.Bind) error {
 	if err != nil {
 		return err
 	}
-	sctx, done := c.statementContext(ctx)
+	sctx, cancel := c.statementContext(ctx)
 	portal, err := stmt.Bind(sctx, BindParams{Values: m.Parameters, Formats: formats, ResultFormats: resultFormats})
 	err = statementError(sctx, err)
-	done()
+	c.endStatement(cancel)
 	if err != nil {
 		return err
 	}
@@ -70,9 +70,27 @@ func (c *conn) bind(ctx context.Context, m *pgproto3.Bind) error {
 	return c.send(&pgproto3.BindComplete{}, 5)
 }
 
+// sameFormats back expandFormats' results that are all text or all
+// binary, shared read-only (BindParams says so): two slices per Bind were
+// allocated for what is nearly always "all text".
+var sameFormats = [2][64]int16{{}, func() (a [64]int16) {
+	for i := range a {
+		a[i] = 1
+	}
+	return a
+}()}
+
 // expandFormats applies the Bind message's format-code rule: none means all
 // text, one applies to all, otherwise exactly one per item.
 func expandFormats(codes []int16, n int, what string) ([]int16, error) {
+	if n <= len(sameFormats[0]) {
+		switch {
+		case len(codes) == 0:
+			return sameFormats[0][:n:n], nil
+		case len(codes) == 1 && (codes[0] == 0 || codes[0] == 1):
+			return sameFormats[codes[0]][:n:n], nil
+		}
+	}
 	out := make([]int16, n)
 	switch {
 	case len(codes) == 0:
@@ -128,19 +146,30 @@ func (c *conn) sendRowDescription(cols []Column, forStatement bool) error {
 	if len(cols) == 0 {
 		return c.send(&pgproto3.NoData{}, 5)
 	}
-	rd := &pgproto3.RowDescription{Fields: make([]pgproto3.FieldDescription, len(cols))}
-	size := 7
-	for i, col := range cols {
+	// The connection's own message and name buffer (conn.out): a Describe
+	// per Bind (libpq's PQexecPrepared) made a message, its fields and
+	// each name anew.
+	rd := &c.out.rd
+	rd.Fields = rd.Fields[:0]
+	names := c.out.names[:0]
+	for _, col := range cols {
+		names = append(names, col.Name...)
+	}
+	size, at := 7, 0
+	for _, col := range cols {
 		f := col.Format
 		if forStatement {
 			f = 0
 		}
-		rd.Fields[i] = pgproto3.FieldDescription{
-			Name: []byte(col.Name), TableOID: col.TableOID, TableAttributeNumber: col.ColumnNumber,
+		end := at + len(col.Name)
+		rd.Fields = append(rd.Fields, pgproto3.FieldDescription{
+			Name: names[at:end:end], TableOID: col.TableOID, TableAttributeNumber: col.ColumnNumber,
 			DataTypeOID: col.TypeOID, DataTypeSize: col.TypeSize, TypeModifier: col.TypeModifier, Format: f,
-		}
+		})
+		at = end
 		size += len(col.Name) + 19
 	}
+	c.out.names = names
 	return c.send(rd, size)
 }
 
@@ -153,10 +182,10 @@ func (c *conn) execute(ctx context.Context, m *pgproto3.Execute) error {
 	if maxRows < 0 {
 		maxRows = 0
 	}
-	sctx, done := c.statementContext(ctx)
-	suspended, err := p.Execute(sctx, &resultWriter{c: c, extended: true}, maxRows)
+	sctx, cancel := c.statementContext(ctx)
+	suspended, err := p.Execute(sctx, &c.extW, maxRows)
 	err = statementError(sctx, err)
-	done()
+	c.endStatement(cancel)
 	if err != nil {
 		return err
 	}

@@ -33,11 +33,17 @@ func (w *resultWriter) WriteRow(vals [][]byte) error {
 	for _, v := range vals {
 		size += 4 + len(v)
 	}
-	return w.c.send(&pgproto3.DataRow{Values: vals}, size)
+	m := &w.c.out.row
+	m.Values = vals
+	err := w.c.send(m, size)
+	m.Values = nil // the caller's; pgwire keeps nothing of it
+	return err
 }
 
 func (w *resultWriter) Complete(tag string) error {
-	return w.c.send(&pgproto3.CommandComplete{CommandTag: []byte(tag)}, 6+len(tag))
+	m := &w.c.out.cc
+	m.CommandTag = append(m.CommandTag[:0], tag...)
+	return w.c.send(m, 6+len(tag))
 }
 
 func (w *resultWriter) EmptyQuery() error {

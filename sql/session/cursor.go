@@ -28,8 +28,6 @@ type cursor struct {
 	closed bool
 	// exhausted: Next returned the end (a SQL cursor fetched to the end).
 	exhausted bool
-	buf       []byte
-	vals      [][]byte
 	// declared describes a DECLAREd cursor for pg_cursors (nil for a
 	// protocol portal's).
 	declared *plan.SessionCursor
@@ -125,15 +123,26 @@ func (c *cursor) returnsRows() bool { return len(c.cols) > 0 || c.p.Tag == "SELE
 
 func (c *cursor) writeRow(w pgwire.ResultWriter, row []types.Datum) error {
 	tc := c.tc
-	if c.buf == nil {
-		c.buf = make([]byte, 0, 256) // non-nil: an empty value is not NULL
+	// The session's buffers (rowScratch): a writer keeps nothing of vals
+	// past WriteRow, so every cursor's rows can be encoded in the same
+	// ones. They were the cursor's, made per statement, and ends was
+	// made per row.
+	sc := &c.s.rowScratch
+	if sc.buf == nil {
+		sc.buf = make([]byte, 0, 256) // non-nil: an empty value is not NULL
 	}
-	c.buf = c.buf[:0]
-	if cap(c.vals) < len(c.cols) {
-		c.vals = make([][]byte, len(c.cols))
+	if cap(sc.vals) < len(c.cols) {
+		sc.vals = make([][]byte, len(c.cols))
+		sc.ends = make([]int, len(c.cols))
 	}
-	vals := c.vals[:len(c.cols)]
-	ends := make([]int, len(c.cols))
+	buf := sc.buf[:0]
+	vals, ends := sc.vals[:len(c.cols)], sc.ends[:len(c.cols)]
+	defer func() {
+		if cap(buf) <= maxKeptHeldBuf {
+			sc.buf = buf
+		}
+		clear(vals)
+	}()
 	for i, col := range c.cols {
 		d := row[i]
 		if c.proj != nil && len(row) != len(c.cols) {
@@ -145,13 +154,13 @@ func (c *cursor) writeRow(w pgwire.ResultWriter, row []types.Datum) error {
 		}
 		if i < len(c.formats) && c.formats[i] == 1 {
 			var err error
-			if c.buf, err = types.EncodeBinary(c.buf, col.T, d); err != nil {
+			if buf, err = types.EncodeBinary(buf, col.T, d); err != nil {
 				return err
 			}
 		} else {
-			c.buf = types.AppendFormat(c.buf, tc, col.T, d)
+			buf = types.AppendFormat(buf, tc, col.T, d)
 		}
-		ends[i] = len(c.buf)
+		ends[i] = len(buf)
 	}
 	start := 0
 	for i, e := range ends {
@@ -159,7 +168,7 @@ func (c *cursor) writeRow(w pgwire.ResultWriter, row []types.Datum) error {
 			vals[i] = nil
 			continue
 		}
-		vals[i] = c.buf[start:e:e]
+		vals[i] = buf[start:e:e]
 		start = e
 	}
 	return w.WriteRow(vals)
@@ -172,4 +181,11 @@ func (c *cursor) close() {
 	c.closed = true
 	c.rows.Close()
 	delete(c.s.cursors, c)
+}
+
+// rowScratch is where cursors encode a row (cursor.writeRow).
+type rowScratch struct {
+	buf  []byte
+	vals [][]byte
+	ends []int
 }

@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/cairn-db/cairn/kv"
@@ -23,6 +24,13 @@ type preparedStatement struct {
 	paramTypes []*types.T
 	cols       []plan.Column
 	plans      planSlot // plancache.go
+	// oids and described are ParamOIDs' and the last Portal.Columns'
+	// answers, kept: pgwire asks for them at every Bind and Describe, and
+	// they change only with formats (describedFor).
+	oids         []uint32
+	stmtCols     []pgwire.Column
+	described    []pgwire.Column
+	describedFor []int16
 }
 
 var _ pgwire.Statement = (*preparedStatement)(nil)
@@ -172,17 +180,27 @@ func (s *Session) describe(ctx context.Context, st *parser.Statement, declared [
 	return p, pts, nil
 }
 
-// ParamOIDs implements pgwire.Statement.
+// ParamOIDs implements pgwire.Statement. The types are fixed once
+// prepared, so the answer is made once.
 func (ps *preparedStatement) ParamOIDs() []uint32 {
-	out := make([]uint32, len(ps.paramTypes))
-	for i, t := range ps.paramTypes {
-		out[i] = t.Oid
+	if ps.oids == nil || len(ps.oids) != len(ps.paramTypes) {
+		out := make([]uint32, len(ps.paramTypes))
+		for i, t := range ps.paramTypes {
+			out[i] = t.Oid
+		}
+		ps.oids = out
 	}
-	return out
+	return ps.oids
 }
 
-// Columns implements pgwire.Statement.
-func (ps *preparedStatement) Columns() []pgwire.Column { return describeColumns(ps.cols, nil) }
+// Columns implements pgwire.Statement, made once (pgwire asks at every
+// Bind, for the number of result formats).
+func (ps *preparedStatement) Columns() []pgwire.Column {
+	if ps.stmtCols == nil {
+		ps.stmtCols = describeColumns(ps.cols, nil)
+	}
+	return ps.stmtCols
+}
 
 // Close implements pgwire.Statement.
 func (ps *preparedStatement) Close() {}
@@ -279,8 +297,17 @@ type portal struct {
 
 var _ pgwire.Portal = (*portal)(nil)
 
-// Columns implements pgwire.Portal.
-func (pt *portal) Columns() []pgwire.Column { return describeColumns(pt.ps.cols, pt.formats) }
+// Columns implements pgwire.Portal. pgwire only reads the result, so the
+// statement keeps the last one made and hands it out again while the
+// formats are the same (libpq describes the portal of every Bind).
+func (pt *portal) Columns() []pgwire.Column {
+	ps := pt.ps
+	if ps.described == nil || !slices.Equal(ps.describedFor, pt.formats) {
+		ps.described = describeColumns(ps.cols, pt.formats)
+		ps.describedFor = slices.Clone(pt.formats)
+	}
+	return ps.described
+}
 
 // Close implements pgwire.Portal.
 func (pt *portal) Close() {

@@ -47,6 +47,13 @@ func autoRetryBackoff(ctx context.Context, attempt int) bool {
 // Session is the SQL session of one connection (pgwire.Session). pgwire
 // calls it from the connection's goroutine only.
 type Session struct {
+	// wroteCatalog reports txnWroteCatalog (catalogReader).
+	wroteCatalog func() bool
+	// heldBufs are the buffers of the next statement's held rows
+	// (stmtWriter).
+	heldBufs heldBufs
+	// rowScratch is where cursors encode rows for the client.
+	rowScratch rowScratch
 	// spCache is searchPath's last answer and what it depends on.
 	spCache struct {
 		setting, user, temp string
@@ -232,10 +239,16 @@ func (s *Session) typesCtx() *types.Context { return &types.Context{Location: s.
 // zone, and the reg* resolver over the catalog as of txn. A resolver keeps
 // its catalog snapshot, so each statement gets its own.
 func (s *Session) regTypes(ctx context.Context, txn *kv.Txn) *types.Context {
+	return s.regTypesOver(ctx, txn, s.catalogReader(txn))
+}
+
+// regTypesOver is regTypes reading the catalog through r, a reader over
+// txn.
+func (s *Session) regTypesOver(ctx context.Context, txn *kv.Txn, r *catalog.Reader) *types.Context {
 	// The resolver may be used after the statement's context ends (a
 	// portal resumed by a later Execute): it must not inherit its
 	// cancellation.
-	res := pgcatalog.NewRegResolver(context.WithoutCancel(ctx), s.catalogReader(txn), s.db, s.user, s.searchPath())
+	res := pgcatalog.NewRegResolver(context.WithoutCancel(ctx), r, s.db, s.user, s.searchPath())
 	if s.b.cfg.Tablets != nil {
 		res.SetSizes(s.b.cfg.Tablets) // pg_table_size and friends
 	}
@@ -379,7 +392,7 @@ func (s *Session) endTxn(ctx context.Context, commit bool) error {
 	for c := range s.cursors {
 		c.close()
 	}
-	s.cursors = nil
+	clear(s.cursors) // kept: a map per implicit transaction was one more allocation per statement
 	var err error
 	if s.txn != nil {
 		if commit {

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
@@ -282,8 +283,18 @@ func (s *Session) retryStatement(ctx context.Context, st *parser.Statement, w pg
 	if err != nil {
 		return run(w) // the transaction is unusable: let the statement say so
 	}
+	var sw *stmtWriter
+	defer func() { sw.giveBufs(&s.heldBufs) }()
 	for attempt := 1; ; attempt++ {
-		sw := &stmtWriter{ResultWriter: w}
+		prev := sw
+		sw = &stmtWriter{ResultWriter: w}
+		if prev == nil {
+			sw.takeBufs(&s.heldBufs)
+		} else {
+			// The failed attempt's held rows are dropped; its buffers
+			// serve the next.
+			sw.takeBufs(&prev.heldBufs)
+		}
 		err := run(sw)
 		if err == nil {
 			// A portal suspended at its row limit: what it produced goes
@@ -332,16 +343,55 @@ const (
 // it reached the client (after which the statement must not be rerun). The
 // row description and the first rows are held back (maxHeldRows) until
 // the statement completes, or more rows come.
+//
+// The held rows are copied (pgwire does not let us keep vals) into one
+// buffer, their values' headers into one slice, both the session's
+// (takeBufs, giveBufs): a point SELECT held its row in two new slices
+// and grew a third every time. The writer itself is not reused: the
+// statement's state keeps it (stmtState.w), and a cursor evaluated later
+// (a suspended portal, FETCH) may still send a WARNING through it, which
+// then passes straight through (sent).
 type stmtWriter struct {
 	pgwire.ResultWriter
 	sent bool
 	cols []pgwire.Column
 	// described: BeginRows was called (cols may be empty).
 	described bool
-	// held are rows not yet sent, copied (pgwire does not let us keep
-	// vals); heldBytes their size.
-	held      [][][]byte
+	heldBufs
 	heldBytes int
+}
+
+// heldBufs hold a stmtWriter's rows: buf their bytes, vals their values
+// (nil = NULL) row after row, ends where each row's values end in vals.
+type heldBufs struct {
+	buf  []byte
+	vals [][]byte
+	ends []int
+}
+
+// maxKeptHeldBuf bounds the held-row buffer a session keeps between
+// statements; a bigger one is dropped after its statement.
+const maxKeptHeldBuf = 64 << 10
+
+// takeBufs moves from's buffers, emptied, to w.
+func (w *stmtWriter) takeBufs(from *heldBufs) {
+	clear(from.vals) // let go of the previous rows' bytes
+	w.heldBufs = heldBufs{buf: from.buf[:0], vals: from.vals[:0], ends: from.ends[:0]}
+	*from = heldBufs{}
+}
+
+// giveBufs moves w's buffers to to, once w holds no rows (flushed, or
+// its statement failed); w keeps none, so nothing written through it
+// later can touch them.
+func (w *stmtWriter) giveBufs(to *heldBufs) {
+	if w == nil {
+		return
+	}
+	if cap(w.buf) <= maxKeptHeldBuf && cap(w.vals) <= maxHeldRows {
+		*to = w.heldBufs
+	}
+	w.heldBufs = heldBufs{}
+	w.heldBytes = 0
 }
 
 // flush sends everything held back; from then on the output is the
@@ -356,13 +406,15 @@ func (w *stmtWriter) flush() error {
 			return err
 		}
 	}
-	for i, row := range w.held {
-		w.held[i] = nil
-		if err := w.ResultWriter.WriteRow(row); err != nil {
+	start := 0
+	for _, end := range w.ends {
+		if err := w.ResultWriter.WriteRow(w.vals[start:end:end]); err != nil {
 			return err
 		}
+		start = end
 	}
-	w.held, w.heldBytes = nil, 0
+	clear(w.vals)
+	w.buf, w.vals, w.ends, w.heldBytes = w.buf[:0], w.vals[:0], w.ends[:0], 0
 	return nil
 }
 
@@ -372,21 +424,27 @@ func (w *stmtWriter) BeginRows(cols []pgwire.Column) error {
 }
 
 func (w *stmtWriter) WriteRow(vals [][]byte) error {
-	if !w.sent && len(w.held) < maxHeldRows && w.heldBytes < maxHeldBytes {
+	if !w.sent && len(w.ends) < maxHeldRows && w.heldBytes < maxHeldBytes {
 		n := 0
 		for _, v := range vals {
 			n += len(v)
 		}
-		buf := make([]byte, 0, n)
-		row := make([][]byte, len(vals))
-		for i, v := range vals {
-			if v == nil {
-				continue // NULL stays nil
-			}
-			buf = append(buf, v...)
-			row[i] = buf[len(buf)-len(v) : len(buf) : len(buf)]
+		// A value points into buf as it is when appended: a later append
+		// that moves buf leaves it in the old array, intact. buf is never
+		// nil, so an empty value stays non-NULL.
+		if w.buf == nil {
+			w.buf = make([]byte, 0, max(n, 256))
 		}
-		w.held = append(w.held, row)
+		w.buf = slices.Grow(w.buf, n)
+		for _, v := range vals {
+			if v == nil {
+				w.vals = append(w.vals, nil) // NULL stays nil
+				continue
+			}
+			w.buf = append(w.buf, v...)
+			w.vals = append(w.vals, w.buf[len(w.buf)-len(v):len(w.buf):len(w.buf)])
+		}
+		w.ends = append(w.ends, len(w.vals))
 		w.heldBytes += n + 24*len(vals)
 		return nil
 	}
