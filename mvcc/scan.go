@@ -23,9 +23,8 @@ type scanner struct {
 
 	rows []kvpb.KeyValue
 	// found counts the visible values met (MaxKeys), and count those
-	// counted (CountTags); tag holds the counted value's first byte.
+	// counted (CountTags).
 	found, count int64
-	tag          [1]byte
 	nbytes       int64
 	resume       *kvpb.Span
 	valBuf       []byte
@@ -64,17 +63,26 @@ func (s *scanner) copyOut(b []byte) []byte {
 
 // copyValue takes a visible value out of iterator memory: a copy in the
 // arena, or in count mode only its first byte (the value is not
-// returned, only its tag looked at).
+// returned, only its tag looked at), as a slice of byteValues: a slice
+// of the scanner's own memory would make every Scan's scanner escape to
+// the heap (the rows hold the values), one allocation per point read.
 func (s *scanner) copyValue(b []byte) []byte {
 	if !s.counting() {
 		return s.copyOut(b)
 	}
 	if len(b) == 0 {
-		return s.tag[:0]
+		return byteValues[:0]
 	}
-	s.tag[0] = b[0]
-	return s.tag[:1]
+	return byteValues[b[0] : int(b[0])+1 : int(b[0])+1]
 }
+
+// byteValues holds every byte value at its own index, never written.
+var byteValues = func() (v [256]byte) {
+	for i := range v {
+		v[i] = byte(i)
+	}
+	return v
+}()
 
 func (s *scanner) counting() bool { return len(s.opts.CountTags) > 0 }
 
