@@ -20,6 +20,8 @@ type Batch struct {
 	WaitPolicy kvpb.WaitPolicy
 	// lockOnRead are the spans LockOnRead asked for.
 	lockOnRead []kvpb.Span
+	// generated are the CPuts CPutGenerated added.
+	generated map[*kvpb.ConditionalPutRequest]struct{}
 }
 
 // Result is the answer to one operation of a Batch.
@@ -60,6 +62,35 @@ func (b *Batch) Put(key, value []byte) {
 // (expectExists) or it has none (!expectExists).
 func (b *Batch) CPut(key, value, expected []byte, expectExists bool) {
 	b.reqs = append(b.reqs, &kvpb.ConditionalPutRequest{Key: key, Value: value, Expected: expected, ExpectExists: expectExists})
+}
+
+// CPutGenerated writes value at key, which must have no value: a CPut
+// expecting none, for a key the caller generated to be new (the
+// unique_rowid() key of a table without a primary key). Sent as it is
+// (an unbuffered transaction, DB.Run) it is that CPut. A buffering
+// transaction (txn_buffer.go) neither reads nor locks the key at the
+// statement: the condition travels with the write and the tablet checks
+// it when the write is sent (the commit, or a flush), where a failure is
+// the retryable error of any buffered condition that no longer holds.
+// Exact either way; what it saves is the statement's round trip for a
+// check that only a clash with a key the user chose could fail.
+func (b *Batch) CPutGenerated(key, value []byte) {
+	req := &kvpb.ConditionalPutRequest{Key: key, Value: value}
+	b.reqs = append(b.reqs, req)
+	if b.generated == nil {
+		b.generated = map[*kvpb.ConditionalPutRequest]struct{}{}
+	}
+	b.generated[req] = struct{}{}
+}
+
+// isGenerated reports whether r was added by CPutGenerated.
+func (b *Batch) isGenerated(r kvpb.Request) bool {
+	cp, ok := r.(*kvpb.ConditionalPutRequest)
+	if !ok || b.generated == nil {
+		return false
+	}
+	_, ok = b.generated[cp]
+	return ok
 }
 
 // Del deletes key.

@@ -35,7 +35,11 @@ import (
 //   - A CPut is evaluated when it is buffered: against the buffer if the
 //     key has a live buffered write, else against a transactional read of
 //     the key. A failed condition is the *kvpb.ConditionFailedError the
-//     tablet would have returned, at the same statement.
+//     tablet would have returned, at the same statement. A CPut of a
+//     generated key (Batch.CPutGenerated) without a live buffered write
+//     is not read: its condition (no value) is assumed at the statement
+//     and sent with the write, so the tablet checks it then, and it takes
+//     no unreplicated lock; the statement makes no round trip for it.
 //   - What a buffered write depended on is checked when it is sent: every
 //     buffered key remembers the read timestamp of the statement that
 //     first wrote it ("since"). Before the writes leave the buffer (at
@@ -368,7 +372,7 @@ func (t *Txn) bufferWrites(ctx context.Context, b *Batch) error {
 	// The CPuts whose key has no live buffered write read it from KV.
 	var need [][]byte
 	for _, r := range b.reqs {
-		if cp, ok := r.(*kvpb.ConditionalPutRequest); ok {
+		if cp, ok := r.(*kvpb.ConditionalPutRequest); ok && !b.isGenerated(r) {
 			if _, _, known := t.mu.buf.resolve(cp.Key, t.mu.proto.IgnoredSeqNums); !known {
 				need = append(need, cp.Key)
 			}
@@ -429,6 +433,11 @@ func (t *Txn) lockSpansLocked(b *Batch) (locks []kvpb.Request, ids []string, nee
 	}
 	var sps []kvpb.Span
 	for _, r := range b.reqs {
+		if b.isGenerated(r) {
+			// A generated key: no other transaction writes it, and the
+			// condition sent with it catches one that did.
+			continue
+		}
 		var sp kvpb.Span
 		switch req := r.(type) {
 		case *kvpb.PutRequest, *kvpb.ConditionalPutRequest, *kvpb.DeleteRequest:

@@ -22,12 +22,14 @@ type writeWatcher struct {
 	mu      sync.Mutex
 	intents []string // keys written by batches without EndTxn
 	onePC   int
+	batches int // every batch sent
 }
 
 func (w *writeWatcher) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchResponse, error) {
 	br, err := w.Sender.Send(ctx, ba)
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.batches++
 	hasEnd := false
 	for _, r := range ba.Requests {
 		if r.Method() == kvpb.MethodEndTxn {
@@ -46,6 +48,12 @@ func (w *writeWatcher) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.B
 		}
 	}
 	return br, err
+}
+
+func (w *writeWatcher) sent() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.batches
 }
 
 func (w *writeWatcher) intentWrites() []string {
@@ -362,6 +370,96 @@ func TestBufferedConditionalPut(t *testing.T) {
 			}
 			if got := e.mustGet("n"); got != "theirs" {
 				t.Fatalf("n = %q: the buffered CPut overwrote a concurrent commit", got)
+			}
+			_ = txn.Rollback(ctx)
+		})
+	}
+}
+
+// TestBufferedGeneratedCPut: a CPut of a generated key (CPutGenerated)
+// costs a buffering transaction no round trip at its statement, commits
+// in one phase, and is still exact: a key that turns out to be taken
+// fails the commit with a retryable error and nothing is overwritten,
+// whether it was taken before the statement or after it. Unbuffered, it
+// is a plain CPut, checked at once.
+func TestBufferedGeneratedCPut(t *testing.T) {
+	for _, iso := range []IsolationLevel{ReadCommitted, Snapshot, Serializable} {
+		t.Run(iso.String(), func(t *testing.T) {
+			e, w := newWatchedEnv(t)
+			ctx := context.Background()
+			e.mustPut("taken", "v")
+			run := func(txn *Txn, key, value string) error {
+				b := &Batch{}
+				b.CPutGenerated([]byte(key), []byte(value))
+				return txn.Run(ctx, b)
+			}
+
+			txn := e.db.NewTxn(ctx, "generated", iso)
+			txn.EnableWriteBuffering()
+			before := w.sent()
+			mustOK(t, run(txn, "g", "1"))
+			if n := w.sent() - before; n != 0 {
+				t.Fatalf("the statement sent %d batches, want none", n)
+			}
+			if got := getStr(t, txn, "g"); got != "1" {
+				t.Fatalf("own generated write reads as %q", got)
+			}
+			mustOK(t, txn.Commit(ctx))
+			if !txn.OnePhaseCommitted() {
+				t.Fatal("did not commit in one phase")
+			}
+			if got := e.mustGet("g"); got != "1" {
+				t.Fatalf("g = %q after commit", got)
+			}
+
+			// Taken before the statement: not seen there, refused at commit.
+			txn = e.db.NewTxn(ctx, "clash", iso)
+			txn.EnableWriteBuffering()
+			mustOK(t, run(txn, "taken", "mine"))
+			if err := txn.Commit(ctx); !kvpb.IsRetryable(err) {
+				t.Fatalf("commit over a taken generated key = %v, want a retryable error", err)
+			}
+			_ = txn.Rollback(ctx)
+			if got := e.mustGet("taken"); got != "v" {
+				t.Fatalf("taken = %q: a generated CPut overwrote a row", got)
+			}
+
+			// Taken between the statement and the commit (the key has no
+			// lock to wait on).
+			txn = e.db.NewTxn(ctx, "race", iso)
+			txn.EnableWriteBuffering()
+			mustOK(t, run(txn, "h", "mine"))
+			e.mustPut("h", "theirs")
+			if err := txn.Commit(ctx); !kvpb.IsRetryable(err) {
+				t.Fatalf("commit over a generated key taken since = %v, want a retryable error", err)
+			}
+			_ = txn.Rollback(ctx)
+			if got := e.mustGet("h"); got != "theirs" {
+				t.Fatalf("h = %q: a generated CPut overwrote a concurrent commit", got)
+			}
+
+			// Flushed as intents (a schema change's writes would be): the
+			// condition goes with the flushed write.
+			txn = e.db.NewTxn(ctx, "flushed", iso)
+			txn.EnableWriteBuffering()
+			mustOK(t, run(txn, "taken", "mine"))
+			err := txn.DisableWriteBuffering(ctx)
+			if err == nil {
+				err = txn.Commit(ctx)
+			}
+			if !kvpb.IsRetryable(err) {
+				t.Fatalf("flushing a generated CPut over a taken key = %v, want a retryable error", err)
+			}
+			_ = txn.Rollback(ctx)
+			if got := e.mustGet("taken"); got != "v" {
+				t.Fatalf("taken = %q after a flushed generated CPut", got)
+			}
+
+			// Unbuffered: a plain CPut.
+			txn = e.db.NewTxn(ctx, "unbuffered", iso)
+			var cf *kvpb.ConditionFailedError
+			if err := run(txn, "taken", "mine"); !errors.As(err, &cf) {
+				t.Fatalf("unbuffered generated CPut over a taken key = %v, want ConditionFailedError", err)
 			}
 			_ = txn.Rollback(ctx)
 		})

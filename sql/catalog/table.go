@@ -480,6 +480,11 @@ func (t *Table) RowIDKey() (rowenc.ColumnID, bool) {
 // created without a PRIMARY KEY.
 const RowIDColumnName = "rowid"
 
+// RowIDDefault is the rowid column's default: values unique in the
+// cluster (the node's bits in every value), which an INSERT that leaves
+// rowid to it relies on (sql/exec's inserter.generatedKey).
+const RowIDDefault = "unique_rowid()"
+
 func (t *Table) allIndexes() []*Index {
 	out := []*Index{&t.PrimaryIndex}
 	for i := range t.Indexes {

@@ -270,7 +270,7 @@ func (b *tableBuilder) addRowID() error {
 	}
 	id := t.NextColumnID
 	t.NextColumnID++
-	t.Columns = append(t.Columns, catalog.Column{ID: id, Name: colName, Type: types.Int8, Hidden: true, DefaultExpr: "unique_rowid()"})
+	t.Columns = append(t.Columns, catalog.Column{ID: id, Name: colName, Type: types.Int8, Hidden: true, DefaultExpr: catalog.RowIDDefault})
 	t.PrimaryIndex = catalog.Index{ID: catalog.PrimaryIndexID, Name: chooseName(t.Name, "", "pkey", b.nameTaken), Unique: true,
 		KeyColumnIDs: []rowenc.ColumnID{id}, KeyDirections: []rowenc.Order{rowenc.Asc}}
 	b.hasPK = true

@@ -253,6 +253,12 @@ type inserter struct {
 	returning []rowFn
 	out       *[][]types.Datum
 	count     *int64
+	// generatedKey: the rows' primary key is the table's rowid, filled
+	// by its unique_rowid() default (the statement names no rowid), so
+	// no row can clash with one the statement did not write but by a
+	// key a user chose: the row key's uniqueness is checked when the
+	// write is sent, not read at the statement (kv.Batch.CPutGenerated).
+	generatedKey bool
 }
 
 // insert finishes row (generated columns, constraints), handles ON
@@ -301,7 +307,7 @@ func (in *inserter) insertFinished(ctx context.Context, row []types.Datum, p *pr
 			return err
 		}
 	}
-	if err := s.write(ctx, in.spec.ti, nil, row); err != nil {
+	if err := s.writeRow(ctx, in.spec.ti, nil, row, in.generatedKey); err != nil {
 		return err
 	}
 	if in.oc != nil && in.oc.update {
@@ -393,6 +399,7 @@ func (r *runner) buildInsert(n *plan.Insert) (op, error) {
 			return nil, err
 		}
 	}
+	in.generatedKey = generatedRowIDKey(n, ti, given)
 	input, err := r.build(n.Input)
 	if err != nil {
 		return nil, err
@@ -497,6 +504,22 @@ func (r *runner) buildInsert(n *plan.Insert) (op, error) {
 		return s.finishFKs(ctx)
 	}
 	return o, nil
+}
+
+// generatedRowIDKey reports whether the rows n inserts take their primary
+// key from the table's unique_rowid() default: the key is the hidden
+// rowid and the statement does not name it (given[i]: table column i is
+// an insert column), and no ON CONFLICT probes for it. Such keys are
+// unique unless a user chose one (INSERT naming rowid, UPDATE ... SET
+// rowid), which the condition still checked when the write is sent
+// catches.
+func generatedRowIDKey(n *plan.Insert, ti *tableInfo, given []bool) bool {
+	id, ok := n.Table.RowIDKey()
+	if !ok || n.OnConflict != nil {
+		return false
+	}
+	p, ok := ti.pos[id]
+	return ok && !given[p] && p < len(n.Defaults) && n.Defaults[p] != nil && n.Table.Columns[p].DefaultExpr == catalog.RowIDDefault
 }
 
 func padExprs(es []sem.Expr, n int) []sem.Expr {

@@ -513,6 +513,13 @@ func (ti *tableInfo) applyText(s *dmlState, row []types.Datum) error {
 // another table (a batch holds one table's writes so that a failed
 // uniqueness condition is reported against the right table).
 func (s *dmlState) write(ctx context.Context, ti *tableInfo, old, new []types.Datum) error {
+	return s.writeRow(ctx, ti, old, new, false)
+}
+
+// writeRow is write; generated says an insert's primary key is a
+// unique_rowid() the statement generated (inserter.generatedKey), which
+// the row writer sends as such (rowenc.RowWriter.InsertGenerated).
+func (s *dmlState) writeRow(ctx context.Context, ti *tableInfo, old, new []types.Datum, generated bool) error {
 	if !ti.validating && s.x.Txn != nil {
 		// The row is shaped by desc: a schema change of the table that
 		// commits before this transaction does must fail its commit
@@ -552,7 +559,11 @@ func (s *dmlState) write(ctx context.Context, ti *tableInfo, old, new []types.Da
 		}
 		return s.bulkErr
 	}
-	if err := ti.writer.Write(s.batch, old, new); err != nil {
+	write := ti.writer.Write
+	if generated && old == nil {
+		write = func(b rowenc.Writes, _, new []types.Datum) error { return ti.writer.InsertGenerated(b, new) }
+	}
+	if err := write(s.batch, old, new); err != nil {
 		return err
 	}
 	if ti.moveWriter != nil {

@@ -21,6 +21,23 @@ type Writes interface {
 	DelRange(start, end []byte)
 }
 
+// GeneratedKeyWrites is a Writes that takes a CPut of a key the writer
+// generated to be new (kv.Batch.CPutGenerated: a buffering transaction
+// checks its condition when the write is sent rather than at the
+// statement). A Writes without it gets a plain CPut.
+type GeneratedKeyWrites interface {
+	CPutGenerated(key, value []byte)
+}
+
+// cputGenerated adds a CPut expecting no value of a generated key to b.
+func cputGenerated(b Writes, key, value []byte) {
+	if g, ok := b.(GeneratedKeyWrites); ok {
+		g.CPutGenerated(key, value)
+		return
+	}
+	b.CPut(key, value, nil, false)
+}
+
 // PrimaryEntry is what the primary index holds for a row: the row key's
 // value (a packed row, or a liveness entry when unpacked) and, unpacked,
 // one column entry per non-NULL value column.
@@ -142,6 +159,11 @@ func (c *sizeChecked) CPut(key, value, expected []byte, expectExists bool) {
 	c.Writes.CPut(key, value, expected, expectExists)
 }
 
+func (c *sizeChecked) CPutGenerated(key, value []byte) {
+	c.check(value)
+	cputGenerated(c.Writes, key, value)
+}
+
 func (c *sizeChecked) check(v []byte) {
 	if len(v) > MaxValueSize && c.tooBig == 0 {
 		c.tooBig = len(v)
@@ -157,8 +179,23 @@ func (w *RowWriter) Write(b Writes, old, new []types.Datum) error {
 	if new == nil {
 		return w.write(b, old, nil)
 	}
+	return w.sizeChecked(b, func(c Writes) error { return w.write(c, old, new) })
+}
+
+// InsertGenerated adds the writes of inserting row, whose primary key the
+// caller generated to be new (a unique_rowid() rowid it did not take
+// from the user), to b: as Write(b, nil, row), except that the row key's
+// CPut is a GeneratedKeyWrites one when b takes it. The key's uniqueness
+// is still checked, when the write is sent.
+func (w *RowWriter) InsertGenerated(b Writes, row []types.Datum) error {
+	return w.sizeChecked(b, func(c Writes) error { return w.insert(c, row, true) })
+}
+
+// sizeChecked runs write against b through a sizeChecked and turns a
+// value over MaxValueSize into 54000.
+func (w *RowWriter) sizeChecked(b Writes, write func(Writes) error) error {
 	c := sizeChecked{Writes: b}
-	if err := w.write(&c, old, new); err != nil {
+	if err := write(&c); err != nil {
 		return err
 	}
 	if c.tooBig > 0 {
@@ -173,7 +210,7 @@ func (w *RowWriter) write(b Writes, old, new []types.Datum) error {
 	case old == nil && new == nil:
 		return nil
 	case old == nil:
-		return w.insert(b, new)
+		return w.insert(b, new, false)
 	case new == nil:
 		return w.delete(b, old)
 	}
@@ -189,7 +226,7 @@ func (w *RowWriter) write(b Writes, old, new []types.Datum) error {
 		if err := w.delete(b, old); err != nil {
 			return err
 		}
-		return w.insert(b, new)
+		return w.insert(b, new, false)
 	}
 	if err := w.updatePrimary(b, newKey, old, new); err != nil {
 		return err
@@ -202,7 +239,9 @@ func (w *RowWriter) write(b Writes, old, new []types.Datum) error {
 	return nil
 }
 
-func (w *RowWriter) insert(b Writes, row []types.Datum) error {
+// insert adds the writes of inserting row; generated: its primary key was
+// generated to be new (InsertGenerated).
+func (w *RowWriter) insert(b Writes, row []types.Datum, generated bool) error {
 	t := w.Table
 	e, err := t.EncodePrimaryRow(row, w.PackedRows, w.PackedSizeLimit)
 	if err != nil {
@@ -211,7 +250,11 @@ func (w *RowWriter) insert(b Writes, row []types.Datum) error {
 	if w.KeyOnly != nil {
 		w.KeyOnly.Forget(e.Key)
 	}
-	b.CPut(e.Key, e.Value, nil, false)
+	if generated {
+		cputGenerated(b, e.Key, e.Value)
+	} else {
+		b.CPut(e.Key, e.Value, nil, false)
+	}
 	for _, c := range e.Columns {
 		b.Put(c.Key, c.Value)
 	}
