@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/sstable"
+
+	"github.com/cairn-db/cairn/hlc"
 )
 
 // memSST builds an in-memory SST of the given keys (parsed as by
@@ -200,5 +203,44 @@ func TestForEachSSTRefusesNonPuts(t *testing.T) {
 				t.Fatalf("read %v before the %s, want %v", read, tc.name, want)
 			}
 		})
+	}
+}
+
+// TestSSTBuilderBlockSize: an SST built in memory has data blocks of
+// about sstBlockSize (32 KiB), not the engines' 4 KiB, and reads back
+// whole.
+func TestSSTBuilderBlockSize(t *testing.T) {
+	const n = 100_000
+	b := NewSSTBuilder()
+	for i := range n {
+		k := MVCCKey{Key: binary.BigEndian.AppendUint64([]byte("/Table/104/2/"), uint64(i)), Timestamp: hlc.Timestamp{WallTime: 5}}
+		if err := b.Put(k, []byte{1, byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data, err := b.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := sstable.NewMemReader(data, sstOptions().MakeReaderOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	p, err := r.ReadPropertiesBlock(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A block is cut once it reaches the target size, so each holds
+	// about sstBlockSize of entries before compression.
+	if avg := p.RawKeySize / p.NumDataBlocks; avg < sstBlockSize*3/4 {
+		t.Fatalf("%d data blocks, %d bytes of keys each: want about %d", p.NumDataBlocks, avg, sstBlockSize)
+	}
+	got := 0
+	if err := ForEachSST(data, nil, nil, func(MVCCKey, []byte) error { got++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if got != n {
+		t.Fatalf("read %d entries back, want %d", got, n)
 	}
 }

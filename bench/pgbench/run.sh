@@ -25,6 +25,10 @@
 # load into a table created in the loading transaction (BEGIN; CREATE
 # TABLE; \copy; COMMIT), which Cairn bulk-loads. Times are wall-clock
 # seconds of the psql command, client included.
+# A second table gives each server's CPU seconds for the COPY into the
+# existing table and for CREATE INDEX (from /proc, as for the TPS runs):
+# on a loaded machine the wall seconds are mostly the share of the cores
+# each server gets, and the CPU seconds move far less.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . test/compat/lib.sh
@@ -75,31 +79,32 @@ cairn_url="postgres://postgres@127.0.0.1:$cport/postgres?sslmode=disable"
 
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
+# server_ticks URL prints the CPU time (clock ticks, user + system) the
+# server behind URL has used so far: Cairn's node process; PostgreSQL's
+# postmaster and its live children, plus what the postmaster has reaped
+# from exited ones (each pgbench run's backends exit when it ends).
+server_ticks() {
+  local pids t=0 p
+  if [ "$1" = "$cairn_url" ]; then
+    pids=$CAIRN_PID
+  else
+    local pm
+    pm=$(head -1 "$work/pg/data/postmaster.pid")
+    pids="$pm $(pgrep -P "$pm" | tr '\n' ' ')"
+    t=$(awk '{print $16 + $17}' "/proc/$pm/stat")
+  fi
+  for p in $pids; do
+    if [ -r "/proc/$p/stat" ]; then t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || echo 0))); fi
+  done
+  echo "$t"
+}
+hz=$(getconf CLK_TCK)
+
 if [ -n "$do_tps" ]; then
   for url in "$pg_url" "$cairn_url"; do
     pgbench -q -i -s "$scale" "$url" >"$work/init.log" 2>&1 || { cat "$work/init.log" >&2; exit 1; }
   done
 
-  # server_ticks URL prints the CPU time (clock ticks, user + system) the
-  # server behind URL has used so far: Cairn's node process; PostgreSQL's
-  # postmaster and its live children, plus what the postmaster has reaped
-  # from exited ones (each pgbench run's backends exit when it ends).
-  server_ticks() {
-    local pids t=0 p
-    if [ "$1" = "$cairn_url" ]; then
-      pids=$CAIRN_PID
-    else
-      local pm
-      pm=$(head -1 "$work/pg/data/postmaster.pid")
-      pids="$pm $(pgrep -P "$pm" | tr '\n' ' ')"
-      t=$(awk '{print $16 + $17}' "/proc/$pm/stat")
-    fi
-    for p in $pids; do
-      if [ -r "/proc/$p/stat" ]; then t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || echo 0))); fi
-    done
-    echo "$t"
-  }
-  hz=$(getconf CLK_TCK)
 
   # tps URL ARGS... prints the TPS of one pgbench run and the server's CPU
   # per transaction in microseconds (its background work included).
@@ -168,7 +173,7 @@ if [ -n "$do_bulk" ]; then
       printf "%d,%d,row-%019d,%.4f\n", i, (i * 7919) % 1000003, (i * 104729) % 1000000007, i * 0.37
   }' >"$csv"
   chmod 644 "$csv"
-  declare -A bt
+  declare -A bt bc
   for r in $(seq 1 "$runs"); do
     # Alternate which system goes first, so neither always meets the
     # other's leftover background work (compactions, checkpoints).
@@ -178,8 +183,15 @@ if [ -n "$do_bulk" ]; then
       if [ $sys = cairn ]; then url=$cairn_url; else url=$pg_url; fi
       tbl=bulk_$r
       psql -X -q -v ON_ERROR_STOP=1 -c "CREATE TABLE $tbl (id int8 PRIMARY KEY, a int8, b text, c float8)" "$url" >/dev/null
+      c0=$(server_ticks "$url")
       bt[$sys,copy]+="$(timed "$url" "\\copy $tbl FROM '$csv' WITH (FORMAT csv)") "
+      sleep 0.3 # PostgreSQL's backend (psql's session) exits and is reaped
+      c1=$(server_ticks "$url")
       bt[$sys,index]+="$(timed "$url" "CREATE INDEX ${tbl}_a ON $tbl (a)") "
+      sleep 0.3 # PostgreSQL's backend (psql's session) exits and is reaped
+      c2=$(server_ticks "$url")
+      bc[$sys,copy]+="$(awk -v d=$((c1 - c0)) -v hz="$hz" 'BEGIN { printf "%.2f", d / hz }') "
+      bc[$sys,index]+="$(awk -v d=$((c2 - c1)) -v hz="$hz" 'BEGIN { printf "%.2f", d / hz }') "
       bt[$sys,count]+="$(timed "$url" "SELECT count(*) FROM $tbl") "
       # The same load into a table created in the loading transaction
       # (as pg_restore --single-transaction does): Cairn's bulk path.
@@ -204,6 +216,19 @@ COMMIT;") "
     copynew) name="CREATE TABLE+COPY (1 tx)" ;;
     index) name="CREATE INDEX (a)" ;;
     count) name="SELECT count(*)" ;;
+    esac
+    awk -v n="$name" -v c="$cm" -v p="$pm" 'BEGIN { printf "%-24s %12.2f %12.2f %7.2fx\n", n, c, p, (p > 0 ? c / p : 0) }'
+  done
+  # The servers' CPU seconds for the same steps (medians), which move far
+  # less with the machine's load than the wall seconds above: the COPY's
+  # includes the sleep's share of background work, PostgreSQL's the
+  # backends and parallel workers that ran it.
+  printf '%-24s %12s %12s %8s\n' "bulk server CPU" cairn_cpu_s pg15_cpu_s ratio
+  for op in copy index; do
+    cm=$(printf '%s\n' ${bc[cairn,$op]} | median) pm=$(printf '%s\n' ${bc[pg15,$op]} | median)
+    case $op in
+    copy) name="COPY FROM STDIN" ;;
+    index) name="CREATE INDEX (a)" ;;
     esac
     awk -v n="$name" -v c="$cm" -v p="$pm" 'BEGIN { printf "%-24s %12.2f %12.2f %7.2fx\n", n, c, p, (p > 0 ? c / p : 0) }'
   done
