@@ -111,6 +111,19 @@ func TestLocalGINIndex(t *testing.T) {
 		}
 	}
 
+	// Every column, no ORDER BY, no aggregate: the chain alone.
+	q := `SELECT * FROM gev WHERE payload ? 'moved'`
+	mustExec(t, c, "SET distsql = on")
+	if plan := strings.Join(rows(t, c, "EXPLAIN "+q), "\n"); !strings.Contains(plan, ", 6 fragments on ") {
+		t.Fatalf("%s: not distributed:\n%s", q, plan)
+	}
+	got, want := rows(t, c, q), rows(t, full, q)
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) || len(want) == 0 {
+		t.Fatalf("%s:\ndistributed %v\nfull scan %v", q, got, want)
+	}
+
 	// The index has no tablet of its own: each shard's entries are in
 	// the shard's tablet.
 	if got := rows(t, c, `SELECT count(*) FROM cairn_catalog.tablets i WHERE i.index_name = 'gev_payload'

@@ -477,7 +477,7 @@ func (r *runner) tryDist(n plan.Node) (op, error) {
 		return r.distJoin(n)
 	case *plan.Sort:
 		return r.distSort(n)
-	case *plan.Project, *plan.Filter, *plan.Scan:
+	case *plan.Project, *plan.Filter, *plan.Scan, *plan.IndexJoin:
 		ch := r.distChainOf(n)
 		if ch == nil {
 			return nil, nil
