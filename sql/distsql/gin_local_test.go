@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -117,7 +118,18 @@ func TestLocalGINIndex(t *testing.T) {
 	if plan := strings.Join(rows(t, c, "EXPLAIN "+q), "\n"); !strings.Contains(plan, ", 6 fragments on ") {
 		t.Fatalf("%s: not distributed:\n%s", q, plan)
 	}
+	// EXPLAIN ANALYZE counts each fragment's rows; together they are
+	// the answer's.
+	analyzed := strings.Join(rows(t, c, "EXPLAIN ANALYZE "+q), "\n")
+	var shipped int
+	for _, m := range fragmentRows.FindAllStringSubmatch(analyzed, -1) {
+		n, _ := strconv.Atoi(m[1])
+		shipped += n
+	}
 	got, want := rows(t, c, q), rows(t, full, q)
+	if shipped != len(want) {
+		t.Fatalf("EXPLAIN ANALYZE %s: the fragments shipped %d rows, the answer has %d:\n%s", q, shipped, len(want), analyzed)
+	}
 	slices.Sort(got)
 	slices.Sort(want)
 	if !slices.Equal(got, want) || len(want) == 0 {
@@ -134,6 +146,10 @@ func TestLocalGINIndex(t *testing.T) {
 
 // fragmentLine is EXPLAIN's line of one distributed fragment.
 var fragmentLine = regexp.MustCompile(`Fragment \d+: node \d+`)
+
+// fragmentRows is EXPLAIN ANALYZE's line of a fragment and the rows it
+// shipped.
+var fragmentRows = regexp.MustCompile(`Fragment \d+: node \d+, tablet \d+: (\d+) rows?`)
 
 // blockCount is the number of blocks an EXPLAIN line "Local Blocks: all
 // n" or "Local Blocks: k of n" says are read.
