@@ -3,6 +3,7 @@ package kv
 import (
 	"context"
 	"errors"
+	"fmt"
 	"github.com/google/uuid"
 	"sync"
 	"sync/atomic"
@@ -252,16 +253,31 @@ func (db *DB) Scan(ctx context.Context, start, end []byte, maxRows int64) ([]kvp
 func (db *DB) ScanAt(ctx context.Context, start, end []byte, maxRows int64, ts hlc.Timestamp) ([]kvpb.KeyValue, error) {
 	b := &Batch{}
 	b.Scan(start, end, maxRows)
-	ba := &kvpb.BatchRequest{Requests: b.reqs}
-	ba.Timestamp = ts
-	br, err := db.ds.Send(ctx, ba)
-	if err != nil {
-		return nil, err
-	}
-	if err := b.fill(br); err != nil {
+	if err := db.RunAt(ctx, b, ts); err != nil {
 		return nil, err
 	}
 	return b.Results[0].Rows, nil
+}
+
+// RunAt sends b, which must only read, outside any transaction at exactly
+// ts, with b's WaitPolicy. Its reads go into the tablets' timestamp
+// caches at ts, as a transaction's would, but into no transaction's read
+// set: a transaction whose read at its own read timestamp no later
+// commit can change (sql/exec's bulk load into an existing table, after
+// its descriptor write) reads this way, so that its commit does not
+// refresh that span.
+func (db *DB) RunAt(ctx context.Context, b *Batch, ts hlc.Timestamp) error {
+	ba := &kvpb.BatchRequest{Requests: b.reqs}
+	if !ba.IsReadOnly() {
+		return fmt.Errorf("kv: RunAt of a batch that writes")
+	}
+	ba.Timestamp = ts
+	ba.WaitPolicy = b.WaitPolicy
+	br, err := db.ds.Send(ctx, ba)
+	if err != nil {
+		return err
+	}
+	return b.fill(br)
 }
 
 // GetCommitted is ScanCommitted for one key: its newest committed value

@@ -7,15 +7,17 @@ package store
 // What it finds on a snapshot of the tablet:
 //
 //   - an intent whose transaction started more than GCTxnCleanupAge ago:
-//     the coordinator is probably gone (killed, partitioned). It pushes the
-//     transaction (PushAbort, never waiting): the push aborts it if its
-//     record expired (no heartbeat for the liveness threshold), or if it
-//     can no longer create one (tablet invariant 8), and answers with a
-//     final status if it already had one; then the intents are resolved to
-//     that status (a committed one with its record's write timestamp and
-//     ignored sequence numbers). A live transaction is left alone.
-//   - a pending record that expired: pushed the same way, so that it
-//     becomes an aborted record;
+//     the coordinator is probably gone (killed, partitioned). Unless the
+//     transaction's record shows a heartbeat within GCTxnCleanupAge
+//     (abandoned), it pushes the transaction (PushAbort, never waiting):
+//     the push aborts it if its record expired (no heartbeat for the
+//     liveness threshold), or if it can no longer create one (tablet
+//     invariant 8), and answers with a final status if it already had
+//     one; then the intents are resolved to that status (a committed one
+//     with its record's write timestamp and ignored sequence numbers). A
+//     live transaction is left alone.
+//   - a pending record with no heartbeat for GCTxnCleanupAge: pushed the
+//     same way, so that it becomes an aborted record;
 //   - a final record older than GCTxnCleanupAge (its EndTxn's resolution
 //     of intents elsewhere failed, or the node died before it ran, or a
 //     push aborted it): its lock spans are resolved to its status, then the
@@ -24,6 +26,17 @@ package store
 // Resolving intents twice is harmless (mvcc invariant 6), so the cleanup
 // needs no coordination with readers that push and resolve the same
 // intents.
+//
+// Why the cleanup waits for GCTxnCleanupAge without a heartbeat, not the
+// liveness threshold a contending pusher uses: a pusher has a statement
+// waiting on the intent and must decide quickly; the cleanup has nobody
+// waiting, and a coordinator that is alive but whose beats did not get
+// through for a few seconds (each beat is a raft write to the record's
+// tablet; a disk stalled behind a bulk load's batches delayed them by
+// over 5 s on a loaded machine) must not lose its transaction to it. A
+// COPY running over a minute was aborted that way (40001, "transaction
+// aborted", bench/parallelindex's distributed COPY with GIN, 2 of 10 runs
+// in one session, 2 of 5 in the next).
 
 import (
 	"context"
@@ -82,7 +95,7 @@ func (s *Store) cleanupTxns(ctx context.Context, d kvpb.TabletDescriptor) (clean
 			switch {
 			case rec.Status.IsFinal() && rec.WriteTimestamp.Forward(rec.LastHeartbeat).Less(cutoff):
 				final = append(final, rec)
-			case !rec.Status.IsFinal() && mvcc.IsExpired(rec, now, s.livenessThreshold()):
+			case !rec.Status.IsFinal() && abandoned(rec, now, s.txnCleanupAge()):
 				pending = append(pending, rec)
 			}
 			return true, nil
@@ -112,6 +125,11 @@ func (s *Store) cleanupTxns(ctx context.Context, d kvpb.TabletDescriptor) (clean
 	for _, id := range order {
 		ins := byTxn[id]
 		holder := ins[0].Txn
+		if alive, err := s.beatRecently(ctx, holder, now); err != nil {
+			return false, err
+		} else if alive {
+			continue
+		}
 		pushee, err := s.pushForCleanup(ctx, holder)
 		if err != nil {
 			return false, err
@@ -156,6 +174,28 @@ func (s *Store) cleanupTxns(ctx context.Context, d kvpb.TabletDescriptor) (clean
 	return false, nil
 }
 
+// abandoned reports whether rec, a transaction's record, is pending
+// with no heartbeat for age: what the cleanup pushes.
+func abandoned(rec kvpb.Transaction, now hlc.Timestamp, age time.Duration) bool {
+	return mvcc.IsExpired(rec, now, age)
+}
+
+// beatRecently reports whether txn's record, wherever it lives, is
+// pending and was heartbeat within the cleanup age: its coordinator is
+// alive, however late its last few beats were, and the cleanup leaves it
+// alone. A transaction without a record (none written yet, or already
+// removed) is for the push to judge.
+func (s *Store) beatRecently(ctx context.Context, txn kvpb.TxnMeta, now hlc.Timestamp) (bool, error) {
+	ba := &kvpb.BatchRequest{Header: kvpb.Header{Now: s.clock.Now()}}
+	ba.Add(&kvpb.QueryTxnRequest{Key: txn.Key, Txn: txn})
+	br, err := s.cleanupSender().Send(ctx, ba)
+	if err != nil {
+		return false, err
+	}
+	q := br.Responses[0].(*kvpb.QueryTxnResponse)
+	return q.Found && q.Txn.Status == kvpb.Pending && !abandoned(q.Txn, now, s.txnCleanupAge()), nil
+}
+
 // pushForCleanup pushes txn to abort without waiting and returns its
 // record as the push left it.
 func (s *Store) pushForCleanup(ctx context.Context, txn kvpb.TxnMeta) (kvpb.Transaction, error) {
@@ -174,11 +214,4 @@ func (s *Store) pushForCleanup(ctx context.Context, txn kvpb.TxnMeta) (kvpb.Tran
 		s.gc.stats.aborted.Add(1)
 	}
 	return p, nil
-}
-
-func (s *Store) livenessThreshold() time.Duration {
-	if s.cfg.TxnLivenessThreshold > 0 {
-		return s.cfg.TxnLivenessThreshold
-	}
-	return tablet.DefaultTxnLivenessThreshold
 }

@@ -153,6 +153,65 @@ func TestTxnCleanupKilledCoordinator(t *testing.T) {
 	}
 }
 
+// TestTxnCleanupSparesSlowHeartbeats: a transaction older than the
+// cleanup age whose last heartbeat is past the liveness threshold but
+// within the cleanup age (its coordinator alive, its beats held up: a
+// COPY of over a minute on a node whose disk stalled behind the load) is
+// left alone by the cleanup, its record on the intents' tablet or not;
+// once it has had no heartbeat for the cleanup age it is aborted. Before,
+// the cleanup aborted it as soon as its record passed the liveness
+// threshold, and bench/parallelindex's long COPYs failed with 40001.
+func TestTxnCleanupSparesSlowHeartbeats(t *testing.T) {
+	const age, liveness = 10 * time.Second, 2 * time.Second
+	e := txnEnv{env: newEnv(t, Config{GCTxnCleanupAge: age, TxnLivenessThreshold: liveness}), ctx: context.Background()}
+	e.settle()
+	e.manual.Set(int64(time.Hour))
+
+	// slow's record is on "a", beside its first intent; its second
+	// intent is found by the cleanup of the tablet holding "m" too.
+	slow := e.begin("a")
+	if err := e.run(slow, &kvpb.PutRequest{Key: []byte("a"), Value: []byte("1")}, &kvpb.PutRequest{Key: []byte("m"), Value: []byte("1")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.heartbeat(slow); err != nil {
+		t.Fatal(err)
+	}
+	// Older than the cleanup age, its last beat liveness*3 ago.
+	e.manual.Advance(age + time.Second)
+	if err := e.heartbeat(slow); err != nil {
+		t.Fatal(err)
+	}
+	e.manual.Advance(3 * liveness)
+	e.s.GCPass(e.ctx, true)
+	if rec, found := e.record(slow); !found || rec.Status != kvpb.Pending {
+		t.Fatalf("a transaction whose last beat was %s ago (cleanup age %s): %+v (found %v), want PENDING", 3*liveness, age, rec, found)
+	}
+	if n := e.intents(); n != 2 {
+		t.Fatalf("%d intents after the cleanup, want slow's 2", n)
+	}
+	// Its beats get through again, it commits.
+	if err := e.heartbeat(slow); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.run(slow, &kvpb.EndTxnRequest{Key: slow.Key, Commit: true, LockSpans: []kvpb.Span{{Key: []byte("a")}, {Key: []byte("m")}}}); err != nil {
+		t.Fatalf("commit after the cleanup: %v", err)
+	}
+
+	// One with no beat for the cleanup age is abandoned: aborted.
+	gone := e.begin("b")
+	if err := e.run(gone, &kvpb.PutRequest{Key: []byte("b"), Value: []byte("1")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.heartbeat(gone); err != nil {
+		t.Fatal(err)
+	}
+	e.manual.Advance(age + time.Second)
+	e.s.GCPass(e.ctx, true)
+	if rec, found := e.record(gone); !found || rec.Status != kvpb.Aborted {
+		t.Fatalf("a transaction with no beat for %s: %+v (found %v), want ABORTED", age+time.Second, rec, found)
+	}
+}
+
 // TestTxnCleanupSkipsCleanTablets: the cleanup scans a tablet it last
 // found without intents or records again only after the tablet took a
 // write, so idle tablets cost no scan every half cleanup age; one holding

@@ -3,7 +3,9 @@ package distsql_test
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -73,6 +75,15 @@ func TestLocalGINIndex(t *testing.T) {
 			if !strings.Contains(plan, wantBlocks) {
 				t.Fatalf("distsql %s: %s: EXPLAIN lacks %q:\n%s", distsql, q, wantBlocks, plan)
 			}
+			// With distsql on, each block read is a fragment on its
+			// tablet's leaseholder (the index join and its filter with
+			// it); off, none.
+			frags := len(fragmentLine.FindAllString(plan, -1))
+			if n := blockCount(t, wantBlocks); distsql == "on" && (frags != n || !strings.Contains(plan, "Distribution: ")) {
+				t.Fatalf("distsql on: %s: %d fragments, want one per block (%d):\n%s", q, frags, n, plan)
+			} else if distsql == "off" && strings.Contains(plan, "Distribution") {
+				t.Fatalf("distsql off: %s is distributed:\n%s", q, plan)
+			}
 			got, want := rows(t, c, q), rows(t, full, q)
 			if !slices.Equal(got, want) {
 				t.Fatalf("distsql %s: %s:\nthrough the local index %v\nfull scan %v", distsql, q, got, want)
@@ -82,10 +93,74 @@ func TestLocalGINIndex(t *testing.T) {
 			}
 		}
 	}
+	// Aggregates over the index join: partial in the fragments, final at
+	// the gateway, equal to a full scan's.
+	for _, q := range []string{
+		`SELECT repo_id % 4, count(*), sum(id), max(payload->>'n') FROM gev WHERE payload ? 'moved' GROUP BY 1 ORDER BY 1`,
+		`SELECT count(*), min(id) FROM gev WHERE payload @> '{"tags": ["t1"]}'`,
+	} {
+		mustExec(t, c, "SET distsql = on")
+		plan := strings.Join(rows(t, c, "EXPLAIN "+q), "\n")
+		if !strings.Contains(plan, "Inverted Index Scan using gev_payload") || !strings.Contains(plan, ", 6 fragments on ") {
+			t.Fatalf("%s: not distributed through the GIN index:\n%s", q, plan)
+		}
+		got := rows(t, c, q)
+		mustExec(t, c, "SET distsql = off")
+		local := rows(t, c, q)
+		if want := rows(t, full, q); !slices.Equal(got, want) || !slices.Equal(local, want) {
+			t.Fatalf("%s:\ndistributed %v\nlocal %v\nfull scan %v", q, got, local, want)
+		}
+	}
+
+	// Every column, no ORDER BY, no aggregate: the chain alone.
+	q := `SELECT * FROM gev WHERE payload ? 'moved'`
+	mustExec(t, c, "SET distsql = on")
+	if plan := strings.Join(rows(t, c, "EXPLAIN "+q), "\n"); !strings.Contains(plan, ", 6 fragments on ") {
+		t.Fatalf("%s: not distributed:\n%s", q, plan)
+	}
+	// EXPLAIN ANALYZE counts each fragment's rows; together they are
+	// the answer's.
+	analyzed := strings.Join(rows(t, c, "EXPLAIN ANALYZE "+q), "\n")
+	var shipped int
+	for _, m := range fragmentRows.FindAllStringSubmatch(analyzed, -1) {
+		n, _ := strconv.Atoi(m[1])
+		shipped += n
+	}
+	got, want := rows(t, c, q), rows(t, full, q)
+	if shipped != len(want) {
+		t.Fatalf("EXPLAIN ANALYZE %s: the fragments shipped %d rows, the answer has %d:\n%s", q, shipped, len(want), analyzed)
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) || len(want) == 0 {
+		t.Fatalf("%s:\ndistributed %v\nfull scan %v", q, got, want)
+	}
+
 	// The index has no tablet of its own: each shard's entries are in
 	// the shard's tablet.
 	if got := rows(t, c, `SELECT count(*) FROM cairn_catalog.tablets i WHERE i.index_name = 'gev_payload'
 		AND i.tablet_id NOT IN (SELECT r.tablet_id FROM cairn_catalog.tablets r WHERE r.table_name = 'gev' AND r.index_name IS NULL)`); got[0] != "0" {
 		t.Errorf("gev_payload has %s tablets the table's rows are not in", got[0])
 	}
+}
+
+// fragmentLine is EXPLAIN's line of one distributed fragment.
+var fragmentLine = regexp.MustCompile(`Fragment \d+: node \d+`)
+
+// fragmentRows is EXPLAIN ANALYZE's line of a fragment and the rows it
+// shipped.
+var fragmentRows = regexp.MustCompile(`Fragment \d+: node \d+, tablet \d+: (\d+) rows?`)
+
+// blockCount is the number of blocks an EXPLAIN line "Local Blocks: all
+// n" or "Local Blocks: k of n" says are read.
+func blockCount(t *testing.T, line string) int {
+	t.Helper()
+	var k, n int
+	if _, err := fmt.Sscanf(line, "Local Blocks: all %d", &n); err == nil {
+		return n
+	}
+	if _, err := fmt.Sscanf(line, "Local Blocks: %d of %d", &k, &n); err != nil {
+		t.Fatalf("%q: %v", line, err)
+	}
+	return k
 }

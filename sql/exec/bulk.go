@@ -120,6 +120,14 @@ func bulkLoadTable(ctx context.Context, x *Context, tb *catalog.Table, existing 
 // savepoint taken before it (its intent stays a lock until the
 // transaction ends, as every rolled-back write's does).
 //
+// That read is not one of the transaction's tracked reads
+// (isEmptyAt), so its commit does not refresh it: no writer can commit
+// into the old storage after the descriptor write, so the answer holds
+// up to any commit timestamp, and the span it reads is, for a
+// distributed table, the table's whole group, which the load itself
+// fills: a refresh there read every row and entry loaded, and failed on
+// any other write in the group.
+//
 // That read does not wait for another transaction's intent: it counts as
 // a row. The writer holding it is bound to fail its validation against
 // the descriptor write (or to have committed), but a writer that retries
@@ -149,7 +157,7 @@ func bulkLoadExisting(ctx context.Context, x *Context, tb *catalog.Table) (*cata
 	if err := x.Txn.ReadAtWriteTimestamp(ctx); err != nil {
 		return nil, err
 	}
-	empty, err := isEmpty(ctx, x, tb, kvpb.WaitError)
+	empty, err := isEmptyAt(ctx, x, tb)
 	if _, ok := errors.AsType[*kvpb.WriteIntentError](err); ok {
 		empty, err = false, nil
 	}
@@ -177,6 +185,28 @@ func isEmpty(ctx context.Context, x *Context, tb *catalog.Table, wait kvpb.WaitP
 	b := &kv.Batch{WaitPolicy: wait}
 	b.Scan(sp.Key, sp.EndKey, 1)
 	if err := x.Txn.Run(ctx, b); err != nil {
+		return false, err
+	}
+	return len(b.Results[0].Rows) == 0, nil
+}
+
+// isEmptyAt reports whether tb's primary index, as tb names it, holds
+// no row at the transaction's read timestamp, read outside the
+// transaction (kv.DB.RunAt) so that the span does not join its read set;
+// another transaction's intent fails it with *kvpb.WriteIntentError.
+// bulkLoadExisting calls it after its descriptor write and its
+// ReadAtWriteTimestamp: the transaction has written nothing to the old
+// storage (isEmptyNow found no lock there, its own included), so what
+// the read cannot see of its own writes is nothing.
+func isEmptyAt(ctx context.Context, x *Context, tb *catalog.Table) (bool, error) {
+	layout, err := tb.Layout()
+	if err != nil {
+		return false, fmt.Errorf("table %q: %w", tb.Name, err)
+	}
+	sp := layout.IndexSpan(&layout.Primary)
+	b := &kv.Batch{WaitPolicy: kvpb.WaitError}
+	b.Scan(sp.Key, sp.EndKey, 1)
+	if err := x.Txn.DB().RunAt(ctx, b, x.Txn.ReadTimestamp()); err != nil {
 		return false, err
 	}
 	return len(b.Results[0].Rows) == 0, nil

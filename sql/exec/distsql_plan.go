@@ -5,7 +5,9 @@ package exec
 // of them.
 //
 // A subtree distributes when it is a chain of Project and Filter nodes
-// over a Scan (distChainOf), possibly under one of:
+// over a Scan, or over an IndexJoin of an inverted scan of a local GIN
+// index (a fragment per block read, distInvertedChain) (distChainOf),
+// possibly under one of:
 //
 //	GroupBy  fragments aggregate partially (builtins.PartialOf); the
 //	         gateway merges one row per group per fragment
@@ -14,7 +16,8 @@ package exec
 //	Limit    (no sort) every fragment stops after LIMIT+OFFSET rows
 //
 // and only the chain's outputs (projected, filtered) cross the network.
-// Results are the same as local execution's, order included: fragments
+// Results are the same as local execution's, order included (an
+// inverted scan promises none): fragments
 // are a span's tablets in key order, the gateway takes them in that
 // order (distRowsOp) or merges ties by fragment (distMergeOp), and a
 // fragment runs the same operators the gateway would have.
@@ -25,6 +28,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/cairn-db/cairn/keys"
 	"github.com/cairn-db/cairn/kvpb"
@@ -133,9 +137,19 @@ func (r *runner) distChainAt(n plan.Node, oneNodeLocal bool) *distChain {
 		}
 		break
 	}
+	// An index join over an inverted scan of a local GIN index: each
+	// fragment reads its block's entries and joins them to its rows
+	// (distInvertedChain).
+	ij, _ := n.(*plan.IndexJoin)
+	if ij != nil {
+		n = ij.Input
+	}
 	scan, ok := n.(*plan.Scan)
-	if !ok || scan.Lock != plan.LockNone || scan.Reverse || scan.ShardMerge || scan.Inverted != nil {
+	if !ok || scan.Lock != plan.LockNone || scan.Reverse || scan.ShardMerge || (scan.Inverted != nil) != (ij != nil) {
 		return nil
+	}
+	if ij != nil {
+		return r.distInvertedChain(ch, ij, scan, oneNodeLocal)
 	}
 	if scan.HardLimit > 0 {
 		// A filter above a limited scan sees only the limit's rows:
@@ -197,18 +211,96 @@ func (r *runner) distChainAt(n plan.Node, oneNodeLocal bool) *distChain {
 		return nil
 	}
 	ch.scan = scan
-	if ch.cols, err = scanCols(scan.Table, scan.TableCols); err != nil {
+	if !ch.climb(scan.Cols, scan.TableCols, scan.Filter) {
 		return nil
 	}
-	for i, c := range ch.cols {
-		if c.T.Oid != scan.Cols[i].T.Oid {
+	ch.proc.Index = scan.Table.PrimaryIndex.ID
+	if scan.Index != nil {
+		ch.proc.Index = scan.Index.ID
+	}
+	ch.proc.Cols = scan.TableCols
+	ch.proc.HardLimit = scan.HardLimit
+	return ch
+}
+
+// distInvertedChain is distChainAt for a chain over ij, an index join
+// of the rows an inverted scan of a distributed table's local GIN index
+// finds (docs/distributed.md, "Local GIN indexes"). A block's entries lie
+// in the tablet of its first bucket, beside its rows, so each block of
+// the scan (all, or those of its Buckets) is a fragment on that tablet's
+// leaseholder: it reads the block's token spans, intersects them, looks
+// its rows up and filters, projects (and aggregates or sorts, as for any
+// chain) there, and only its outputs cross the network. The rows of a
+// shard that had split before the index was made lie partly in later
+// tablets: its fragment still finds them (the lookup reads any tablet),
+// remotely. A filter on the inverted scan's own columns does not ship.
+func (r *runner) distInvertedChain(ch *distChain, ij *plan.IndexJoin, scan *plan.Scan, oneNodeLocal bool) *distChain {
+	if ij.Lock != plan.LockNone || scan.Filter != nil || scan.HardLimit > 0 || ij.Table.ID != scan.Table.ID {
+		return nil
+	}
+	for _, c := range scan.Table.Columns {
+		if c.Type.Family == types.EnumFamily {
+			return nil // as distChainAt
+		}
+	}
+	l, err := r.tableLayout(scan.Table)
+	if err != nil {
+		return nil
+	}
+	idx, err := indexLayout(l, scan.Table, scan.Index)
+	if err != nil || idx.Inverted == "" || !bucketed(l, idx) || idx.Blocks == 0 {
+		// A global GIN index (an ordinary table's, or one made before
+		// local ones existed) has no blocks to cut the work by.
+		return nil
+	}
+	keyCols := make([]rowenc.ColumnID, len(ij.KeyCols))
+	for i, id := range ij.KeyCols {
+		p := slices.IndexFunc(scan.Cols, func(c plan.Column) bool { return c.ID == id })
+		if p < 0 {
 			return nil
+		}
+		keyCols[i] = scan.TableCols[p]
+	}
+	run := distsql.FromContext(r.ctx)
+	for _, b := range l.InvertedBlocks(idx, scan.Buckets) {
+		f, err := run.Planner.PlanScan(r.ctx, rowenc.BucketSpan(l.GroupID, b, b), distsql.Snapshot{})
+		if err != nil {
+			return nil
+		}
+		ch.frags = append(ch.frags, f...)
+	}
+	if len(ch.frags) == 0 || (oneNodeLocal && distsql.Nodes(ch.frags) < 2) {
+		return nil
+	}
+	ch.scan = scan
+	ch.nodes = append(ch.nodes, scan)
+	if !ch.climb(ij.Cols, ij.TableCols, ij.Filter) {
+		return nil
+	}
+	ch.proc.Index = scan.Table.PrimaryIndex.ID
+	ch.proc.Cols = ij.TableCols
+	ch.proc.Inverted = &fragInverted{Index: scan.Index.ID, Groups: scan.Inverted.Groups, KeyCols: keyCols, Buckets: scan.Buckets}
+	return ch
+}
+
+// climb fills ch's processing from the rows its source yields (cols,
+// reading the table's columns tableCols, filtered by filter) up through
+// the Filter and Project nodes of the chain: the fragment's filter and
+// output expressions. It reports false when one cannot ship.
+func (ch *distChain) climb(cols []plan.Column, tableCols []rowenc.ColumnID, filter sem.Expr) bool {
+	var err error
+	if ch.cols, err = scanCols(ch.scan.Table, tableCols); err != nil {
+		return false
+	}
+	for i, c := range ch.cols {
+		if c.T.Oid != cols[i].T.Oid {
+			return false
 		}
 	}
 	// env maps the columns of the node being climbed to expressions over
 	// the fragment's scan columns.
-	env := make(map[sem.ColumnID]sem.Expr, len(scan.Cols))
-	for i, c := range scan.Cols {
+	env := make(map[sem.ColumnID]sem.Expr, len(cols))
+	for i, c := range cols {
 		env[c.ID] = &sem.ColRef{ID: ch.cols[i].ID, T: ch.cols[i].T, Name: ch.cols[i].Name}
 	}
 	var filters []string
@@ -217,14 +309,14 @@ func (r *runner) distChainAt(n plan.Node, oneNodeLocal bool) *distChain {
 		filters = append(filters, "("+text+")")
 		return ok
 	}
-	if scan.Filter != nil && !addFilter(scan.Filter) {
-		return nil
+	if filter != nil && !addFilter(filter) {
+		return false
 	}
 	for i := len(ch.nodes) - 2; i >= 0; i-- {
 		switch v := ch.nodes[i].(type) {
 		case *plan.Filter:
 			if !addFilter(v.Pred) {
-				return nil
+				return false
 			}
 		case *plan.Project:
 			next := make(map[sem.ColumnID]sem.Expr, len(v.Exprs))
@@ -243,21 +335,15 @@ func (r *runner) distChainAt(n plan.Node, oneNodeLocal bool) *distChain {
 	}
 	for _, c := range ch.top.Columns() {
 		if c.T.Family == types.ArrayFamily {
-			return nil // rows ship without array element types
+			return false // rows ship without array element types
 		}
 		text, ok := shipExpr(env[c.ID], ch.cols, nil)
 		if !ok {
-			return nil
+			return false
 		}
 		ch.proc.Exprs = append(ch.proc.Exprs, text)
 	}
-	ch.proc.Index = scan.Table.PrimaryIndex.ID
-	if scan.Index != nil {
-		ch.proc.Index = scan.Index.ID
-	}
-	ch.proc.Cols = scan.TableCols
-	ch.proc.HardLimit = scan.HardLimit
-	return ch
+	return true
 }
 
 // subst replaces e's column references by env's expressions; a column
@@ -391,7 +477,7 @@ func (r *runner) tryDist(n plan.Node) (op, error) {
 		return r.distJoin(n)
 	case *plan.Sort:
 		return r.distSort(n)
-	case *plan.Project, *plan.Filter, *plan.Scan:
+	case *plan.Project, *plan.Filter, *plan.Scan, *plan.IndexJoin:
 		ch := r.distChainOf(n)
 		if ch == nil {
 			return nil, nil

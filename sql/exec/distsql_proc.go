@@ -8,7 +8,9 @@ package exec
 // "Distributed execution"):
 //
 //	scan of the span (the table's descriptor, one index, the columns
-//	  read, named _c1.._cn; Filter and HardLimit as plan.Scan's)
+//	  read, named _c1.._cn; Filter and HardLimit as plan.Scan's), or
+//	  (Inverted) an index join of the rows an inverted scan of a local
+//	  GIN index finds in the span's blocks, Filter its recheck
 //	→ Exprs over _c1.._cn (none: the scan's columns)
 //	→ either a partial GROUP BY (Group: positions among the outputs,
 //	  Aggs: the parts of builtins.PartialOf), or a sort (Order) and/or
@@ -72,7 +74,27 @@ type fragProc struct {
 	// Partition, when set, keeps only the rows of one hash partition
 	// (a repartitioned join's producer).
 	Partition *fragPartition `json:"partition,omitempty"`
+	// Inverted, when set, makes the scan above an index join (on the
+	// primary index, Index) of the rows an inverted scan of a local GIN
+	// index finds in the fragment's span: Filter is the join's.
+	Inverted *fragInverted `json:"inverted,omitempty"`
 }
+
+// fragInverted is the inverted scan under a fragment's index join
+// (distInvertedChain): the GIN index, the token groups (plan.InvertedScan),
+// the primary-key columns it yields (in key order) and the buckets a
+// predicate fixed (nil: all).
+type fragInverted struct {
+	Index   catalog.IndexID   `json:"index"`
+	Groups  [][][]byte        `json:"groups"`
+	KeyCols []rowenc.ColumnID `json:"key_cols"`
+	Buckets []uint16          `json:"buckets,omitempty"`
+}
+
+// invertedKeyColID numbers the columns of a fragment's inverted scan
+// (its primary-key columns), clear of the scan columns (1..n) and of
+// the outputs and aggregates numbered after them.
+const invertedKeyColID = 1 << 30
 
 // fragAgg is one partial aggregate: the function Name over the outputs
 // at Args (none and Star for count(*)).
@@ -270,6 +292,9 @@ func (fp *fragProc) chainPlan() (plan.Node, *plan.Scan, error) {
 	if !ok {
 		return nil, nil, pgerror.New(pgerrcode.ProtocolViolation, "exec: distributed fragment reads a %T, not a table", d)
 	}
+	if fp.Inverted != nil {
+		return fp.invertedPlan(t)
+	}
 	scan := &plan.Scan{Table: t, TableCols: fp.Cols, HardLimit: fp.HardLimit, Ordered: true}
 	if fp.Index != 0 && fp.Index != t.PrimaryIndex.ID {
 		if scan.Index = t.IndexByID(fp.Index); scan.Index == nil {
@@ -284,20 +309,58 @@ func (fp *fragProc) chainPlan() (plan.Node, *plan.Scan, error) {
 			return nil, nil, err
 		}
 	}
-	var top plan.Node = scan
+	top, err := fp.project(scan, scan.Cols)
+	return top, scan, err
+}
+
+// invertedPlan is chainPlan for an index join over an inverted scan
+// (fp.Inverted): the scan reads the GIN index's entries in the
+// fragment's span only (invertedOp), the join looks up their rows.
+func (fp *fragProc) invertedPlan(t *catalog.Table) (plan.Node, *plan.Scan, error) {
+	inv := fp.Inverted
+	gin := t.IndexByID(inv.Index)
+	if gin == nil || len(inv.Groups) == 0 || len(inv.KeyCols) == 0 {
+		return nil, nil, pgerror.New(pgerrcode.ProtocolViolation, "exec: table %q has no GIN index %d to scan", t.Name, inv.Index)
+	}
+	scan := &plan.Scan{Table: t, Index: gin, TableCols: inv.KeyCols, Buckets: inv.Buckets, Inverted: &plan.InvertedScan{Groups: inv.Groups}}
+	keyCols, err := scanCols(t, inv.KeyCols)
+	if err != nil {
+		return nil, nil, err
+	}
+	ij := &plan.IndexJoin{Input: scan, Table: t, TableCols: fp.Cols}
+	for i, c := range keyCols {
+		c.ID = invertedKeyColID + sem.ColumnID(i)
+		scan.Cols = append(scan.Cols, c)
+		ij.KeyCols = append(ij.KeyCols, c.ID)
+	}
+	if ij.Cols, err = scanCols(t, fp.Cols); err != nil {
+		return nil, nil, err
+	}
+	if fp.Filter != "" {
+		if ij.Filter, err = buildFragExpr(fp.Filter, ij.Cols, types.Bool); err != nil {
+			return nil, nil, err
+		}
+	}
+	top, err := fp.project(ij, ij.Cols)
+	return top, scan, err
+}
+
+// project puts fp's output expressions over cols, the rows of in.
+func (fp *fragProc) project(in plan.Node, cols []plan.Column) (plan.Node, error) {
+	top := in
 	if fp.Exprs != nil {
-		pr := &plan.Project{Input: scan}
+		pr := &plan.Project{Input: in}
 		for i, text := range fp.Exprs {
-			e, err := buildFragExpr(text, scan.Cols, nil)
+			e, err := buildFragExpr(text, cols, nil)
 			if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			pr.Exprs = append(pr.Exprs, e)
-			pr.Cols = append(pr.Cols, plan.Column{ID: sem.ColumnID(len(scan.Cols) + 1 + i), Name: "_e" + strconv.Itoa(i+1), T: e.Type()})
+			pr.Cols = append(pr.Cols, plan.Column{ID: sem.ColumnID(len(cols) + 1 + i), Name: "_e" + strconv.Itoa(i+1), T: e.Type()})
 		}
 		top = pr
 	}
-	return top, scan, nil
+	return top, nil
 }
 
 // above builds fp's aggregation, sort and limit over the chain's top.

@@ -25,6 +25,10 @@ import (
 // them), in block order, so each batch's spans go to few tablets and the
 // DistSender reads the shards' tablets in parallel.
 //
+// As a distributed fragment's scan (distInvertedChain) it reads only the
+// blocks whose entries lie in the fragment's span, the first bucket of a
+// block holding all of them.
+//
 // The primary keys are held in memory (reserved with Account.Force, so
 // past the node's budget the statement fails with 53200): a GIN lookup
 // is meant to be selective, and the planner prefers a full scan when it
@@ -128,6 +132,11 @@ func (o *invertedOp) readGroup(ctx context.Context, g [][]byte, within map[strin
 			sp, err := o.l.InvertedTokenSpan(o.idx, b, tok)
 			if err != nil {
 				return nil, 0, err
+			}
+			if f := o.r.fragSpan; f != nil && (bytes.Compare(sp.Key, f.Key) < 0 || bytes.Compare(sp.Key, f.EndKey) >= 0) {
+				// A distributed fragment reads the blocks whose
+				// entries lie in its span (distInvertedChain).
+				continue
 			}
 			spans = append(spans, sp)
 		}
