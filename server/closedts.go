@@ -165,6 +165,27 @@ func followerReads(st *store.Store) func(kvpb.TabletID, hlc.Timestamp) bool {
 	}
 }
 
+// servable is kv.Options.Servable: the newest timestamp the replica a
+// read of tablet goes to first serves without waiting. That is this
+// node's replica when it has one (LeaseholderSender tries it first): the
+// present if it holds the lease, else its applied closed timestamp (no
+// later than now: a global-reads tablet's runs ahead of the clock, and
+// zero when it has none, so the read waits for the leaseholder). Without
+// a local replica the leaseholder serves the read, at the present.
+func servable(st *store.Store) func(kvpb.TabletID, hlc.Timestamp) hlc.Timestamp {
+	return func(id kvpb.TabletID, now hlc.Timestamp) hlc.Timestamp {
+		rep := st.Replica(id)
+		if rep == nil || rep.HoldsLease() {
+			return now
+		}
+		c := rep.ClosedTimestamp()
+		if now.Less(c) {
+			return now
+		}
+		return c
+	}
+}
+
 // globalFollowerReads is distsql.Planner.Local: this node has a replica
 // of a global-reads tablet that does not hold the lease, so a fragment
 // reading it at the present runs here.

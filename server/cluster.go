@@ -495,6 +495,7 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 	dbOpts := cfg.DB
 	dbOpts.NodeID = id // the gateway observes its own clock (kv.Options.NodeID)
 	dbOpts.Leaseholder = lh.Leaseholder
+	dbOpts.Servable = servable(s.store)
 	s.db = kv.NewDB(s.obs.timed(clockmon.Guard(lh, r.clock)), r.member, clock, dbOpts)
 	ls.Set(s.db)
 	distKV.Set(s.db)
