@@ -88,6 +88,9 @@ type replication struct {
 	// closedStore is the store side-transport closings go to, set once
 	// it serves (closedts.go; a call may arrive before).
 	closedStore atomic.Pointer[store.Store]
+	// The side transport's counters (closedts.go, closerMetrics).
+	sideSent, sideSentBytes, sideSkipped              atomic.Int64
+	sideReceived, sideReceivedBytes, sideReceiveNanos atomic.Int64
 	// faults cuts this node off from chosen peers (nil unless
 	// Config.FaultInjection; debug_faults.go).
 	faults *rpc.Faults

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -192,4 +195,47 @@ func TestBoundedStalenessNegotiates(t *testing.T) {
 	if !errors.As(err, &pe) || pe.Code != "55000" || !strings.Contains(pe.Message, "could not be satisfied by a local resolved timestamp") {
 		t.Fatalf("nearest_only with a bound eu had not closed: %v, want 55000 could not be satisfied by a local resolved timestamp", err)
 	}
+
+	// The closer's work shows in /metrics: us-west closed and sent, eu
+	// received.
+	for _, m := range []struct {
+		node int
+		name string
+	}{
+		{leaseholder, "cairn_closer_rounds_total"},
+		{leaseholder, "cairn_closer_closings_total"},
+		{leaseholder, "cairn_closer_side_messages_sent_total"},
+		{leaseholder, "cairn_closer_side_bytes_sent_total"},
+		{reader, "cairn_closer_side_messages_received_total"},
+		{reader, "cairn_closer_side_bytes_received_total"},
+	} {
+		if v := metric(t, c, m.node, m.name); v <= 0 {
+			t.Errorf("node %d: %s = %g, want > 0", m.node+1, m.name, v)
+		}
+	}
+}
+
+// metric reads an unlabelled counter from node's /metrics.
+func metric(t *testing.T, c *Cluster, node int, name string) float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + c.Nodes[node].HTTPAddr().String() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("%s: %v", line, err)
+			}
+			return f
+		}
+	}
+	t.Fatalf("node %d: no %s in /metrics", node+1, name)
+	return 0
 }
