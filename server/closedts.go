@@ -232,6 +232,7 @@ func (s *Server) closerMetrics(w io.Writer) {
 		{"cairn_closer_tablets_visited_total", "Tablets those rounds looked at (every tablet of the store, each round).", float64(st.Tablets)},
 		{"cairn_closer_closings_total", "Trailing closings published (tablets this node leads that have followers, each round).", float64(st.Closed)},
 		{"cairn_closer_round_seconds_total", "Wall time of the closer's rounds, encoding the messages included.", float64(st.Nanos) / 1e9},
+		{"cairn_closer_lease_skips_total", "Tablets a round skipped because their lease did not hold without waiting.", float64(st.LeaseSkips)},
 		{"cairn_closer_side_messages_sent_total", "Side-transport calls sent to followers' nodes (one per node per round).", float64(r.sideSent.Load())},
 		{"cairn_closer_side_bytes_sent_total", "Bytes of those calls' messages.", float64(r.sideSentBytes.Load())},
 		{"cairn_closer_side_rounds_skipped_total", "Node-rounds skipped because the previous call to that node was still in flight.", float64(r.sideSkipped.Load())},

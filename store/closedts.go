@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync/atomic"
@@ -194,16 +195,19 @@ type CloserStats struct {
 	// Nanos is the wall time the rounds took, publishing included (the
 	// encoding; the sends run on their own goroutines).
 	Nanos int64
+	// LeaseSkips are the tablets a round skipped because their lease did
+	// not hold without waiting (tablet.ErrLeaseNotNow).
+	LeaseSkips int64
 }
 
 type closerCounters struct {
-	rounds, tablets, closed, nanos atomic.Int64
+	rounds, tablets, closed, nanos, leaseSkips atomic.Int64
 }
 
 // CloserStats returns the trailing closer's counts.
 func (s *Store) CloserStats() CloserStats {
 	c := &s.closer
-	return CloserStats{Rounds: c.rounds.Load(), Tablets: c.tablets.Load(), Closed: c.closed.Load(), Nanos: c.nanos.Load()}
+	return CloserStats{Rounds: c.rounds.Load(), Tablets: c.tablets.Load(), Closed: c.closed.Load(), Nanos: c.nanos.Load(), LeaseSkips: c.leaseSkips.Load()}
 }
 
 // trailState is what the closer remembers of a tablet it closes
@@ -246,6 +250,10 @@ func (s *Store) closeTrailing(ctx context.Context, cfg ClosedTSConfig, global ma
 		cctx, cancel := context.WithTimeout(ctx, cfg.Interval)
 		c, idx, err := r.CloseTrailing(cctx, target)
 		cancel()
+		if errors.Is(err, tablet.ErrLeaseNotNow) {
+			s.closer.leaseSkips.Add(1)
+			continue
+		}
 		if err != nil {
 			if ctx.Err() == nil {
 				cfg.Logger.Debug("cairn: closing a trailing timestamp", "tablet", id, "err", err)

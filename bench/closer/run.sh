@@ -62,7 +62,7 @@ value() { awk -v n="$1" '$1 == n || index($1, n "{") == 1 {s += $2} END {printf 
 # cpu I: node I's user+system CPU seconds.
 cpu() { awk '{printf "%.2f\n", ($14 + $15) / 100}' "/proc/${pids[$1]}/stat"; }
 
-names="cairn_closer_rounds_total cairn_closer_closings_total cairn_closer_round_seconds_total cairn_closer_side_messages_sent_total cairn_closer_side_bytes_sent_total cairn_closer_side_rounds_skipped_total cairn_closer_side_messages_received_total cairn_closer_side_receive_seconds_total"
+names="cairn_closer_rounds_total cairn_closer_closings_total cairn_closer_round_seconds_total cairn_closer_side_messages_sent_total cairn_closer_side_bytes_sent_total cairn_closer_side_rounds_skipped_total cairn_closer_side_messages_received_total cairn_closer_side_receive_seconds_total cairn_closer_lease_skips_total"
 # snapshot FILE: every node's CPU and closer counters, one line per node.
 snapshot() {
   date +%s.%N >"$1.t"
@@ -120,16 +120,16 @@ measure() {
     # The window is from one snapshot's start to the next's.
     w=$(echo "$(cat "$work/b.t") - $(cat "$work/a.t")" | bc -l)
     paste -d' ' "$work/a" "$work/b" | awk -v w="$w" '
-      { n = 9; for (k = 1; k <= n; k++) d[k] += $(k + n) - $k }
+      { n = 10; for (k = 1; k <= n; k++) d[k] += $(k + n) - $k }
       END {
-        printf "%.1f %.2f %.1f %.1f %.0f %.2f %.1f %.2f\n",
-          100 * d[1] / w, 1000 * d[4] / w, d[3] / w, d[5] / w, d[6] / w, d[7] / w, d[8] / w, 1000 * d[9] / w
+        printf "%.1f %.2f %.1f %.1f %.0f %.2f %.1f %.2f %.1f %.2f\n",
+          100 * d[1] / w, 1000 * d[4] / w, d[3] / w, d[5] / w, d[6] / w, d[7] / w, d[8] / w, 1000 * d[9] / w, d[10] / w, d[2] / w
       }' >>"$work/windows"
   done
-  echo "window (cluster totals per second): CPU% closer-ms closings msgs-sent bytes-sent skipped msgs-recv recv-ms"
+  echo "window (cluster totals per second): CPU% closer-ms closings msgs-sent bytes-sent skipped msgs-recv recv-ms lease-skips rounds"
   cat "$work/windows"
   local med="" k
-  for k in 1 2 3 4 5 6 7 8; do med="$med $(cut -d' ' -f$k "$work/windows" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')"; done
+  for k in 1 2 3 4 5 6 7 8 9 10; do med="$med $(cut -d' ' -f$k "$work/windows" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')"; done
   echo "median:$med"
   echo "node 1's CPU profile of the last window, the closer's share (store.RunCloser and closeTrailing, the side transport's sends, handleSideClosed):"
   go tool pprof -top -nodecount=1 -focus 'RunCloser|closeTrailing|sideTransport|handleSideClosed' "$work/cairn" "$work/prof" 2>/dev/null | grep -E "^Showing nodes|total" | head -2 || echo "(no profile)"
@@ -150,5 +150,5 @@ settle
 sleep 5
 measure "after $n tables of 500 tablets"
 echo
-echo "ratio (after / baseline), per column: CPU% closer-ms closings msgs-sent bytes-sent skipped msgs-recv recv-ms"
+echo "ratio (after / baseline), per column: CPU% closer-ms closings msgs-sent bytes-sent skipped msgs-recv recv-ms lease-skips rounds"
 awk 'NR == 1 {for (k = 1; k <= NF; k++) b[k] = $k} NR == 2 {l = ""; for (k = 1; k <= NF; k++) l = l sprintf(" %s", b[k] > 0 ? sprintf("%.2f", $k / b[k]) : "-"); print l}' "$work/medians"
