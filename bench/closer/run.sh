@@ -144,7 +144,14 @@ measure "baseline (a fresh cluster's tablets)"
 # Tables of their own tablets, pre-split (colocation.md): 500 each.
 n=$(( (tablets + 499) / 500 ))
 for t in $(seq 1 "$n"); do
-  psql -X -q "$url" -c "CREATE TABLE closer_$t (k int PRIMARY KEY) WITH (colocated = false) SPLIT INTO 500 TABLETS" >/dev/null
+  # Under load a split may not find a new tablet's leaseholder in time
+  # (the statement fails and creates nothing): try again, and say so.
+  for try in 1 2 3; do
+    if psql -X -q "$url" -c "CREATE TABLE closer_$t (k int PRIMARY KEY) WITH (colocated = false) SPLIT INTO 500 TABLETS" >/dev/null 2>"$work/err"; then break; fi
+    echo "CREATE TABLE closer_$t, try $try: $(cat "$work/err")"
+    [ "$try" = 3 ] && exit 1
+    psql -X -q "$url" -c "DROP TABLE IF EXISTS closer_$t" >/dev/null 2>&1 || true
+  done
 done
 settle
 sleep 5
