@@ -143,6 +143,8 @@ func TestBoundedStalenessNegotiates(t *testing.T) {
 	mustExec(t, ctx, conns[0], `CREATE TABLE bs (k int PRIMARY KEY, v text)`)
 	mustExec(t, ctx, conns[0], `ALTER TABLE bs CONFIGURE ZONE USING gc.ttlseconds = 3600`)
 	mustExec(t, ctx, conns[0], `INSERT INTO bs SELECT i, 'v' || i FROM generate_series(1, 10) AS i`)
+	// A view is negotiated over the tables it reads.
+	mustExec(t, ctx, conns[0], `CREATE VIEW bs_view AS SELECT k, v FROM bs`)
 	ids := tabletsOf(t, ctx, conns[0], "bs")
 	waitLeasesIn(t, c, 0, ids)
 	const leaseholder, reader = 0, 2 // us-west, eu
@@ -167,6 +169,7 @@ func TestBoundedStalenessNegotiates(t *testing.T) {
 	for _, q := range []string{
 		`SELECT v FROM bs AS OF SYSTEM TIME with_max_staleness('1m') WHERE k = 2`,
 		fmt.Sprintf(`SELECT v FROM bs AS OF SYSTEM TIME with_min_timestamp('%s', true) WHERE k = 2`, acked.UTC().Format("2006-01-02 15:04:05.999999+00")),
+		`SELECT v FROM bs_view AS OF SYSTEM TIME with_max_staleness('1m', true) WHERE k = 2`,
 	} {
 		if got := query1(t, ctx, conns[reader], q); got != "f1" {
 			t.Fatalf("on eu, %s once eu closed past the update: %q, want f1", q, got)
@@ -190,10 +193,15 @@ func TestBoundedStalenessNegotiates(t *testing.T) {
 	if remoteBatches(c, reader, ids) == before {
 		t.Fatal("a bound eu had not closed was served without the leaseholder")
 	}
-	_, err := conns[reader].Exec(ctx, `SELECT v FROM bs AS OF SYSTEM TIME with_max_staleness('1ms', true) WHERE k = 2`)
-	var pe *pgconn.PgError
-	if !errors.As(err, &pe) || pe.Code != "55000" || !strings.Contains(pe.Message, "could not be satisfied by a local resolved timestamp") {
-		t.Fatalf("nearest_only with a bound eu had not closed: %v, want 55000 could not be satisfied by a local resolved timestamp", err)
+	for _, q := range []string{
+		`SELECT v FROM bs AS OF SYSTEM TIME with_max_staleness('1ms', true) WHERE k = 2`,
+		`SELECT v FROM bs_view AS OF SYSTEM TIME with_max_staleness('1ms', true) WHERE k = 2`,
+	} {
+		_, err := conns[reader].Exec(ctx, q)
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || pe.Code != "55000" || !strings.Contains(pe.Message, "could not be satisfied by a local resolved timestamp") {
+			t.Fatalf("%s, a bound eu had not closed: %v, want 55000 could not be satisfied by a local resolved timestamp", q, err)
+		}
 	}
 
 	// The closer's work shows in /metrics: us-west closed and sent, eu

@@ -11,6 +11,7 @@ import (
 	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/kv"
 	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/sql/catalog"
 	"github.com/cairn-db/cairn/sql/parser"
 	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/cairn-db/cairn/sql/types"
@@ -334,18 +335,13 @@ func (s *Session) stmtAsOf(ctx context.Context, st *parser.Statement) error {
 //
 // The tables are the statement's named relations, resolved in the present
 // catalog (as CockroachDB plans a bounded read with its newest
-// descriptors), each read over its whole span: the negotiation does not
-// wait for the plan to know which rows it reads. A statement naming a
-// view or a sequence, whose tables are not looked into, reads at
-// follower_read_timestamp() (or the bound, if newer).
+// descriptors), a view standing for the tables it reads, each read over
+// its whole span: the negotiation does not wait for the plan to know
+// which rows it reads. A sequence's value is not negotiated over.
 func (s *Session) boundedStalenessTS(ctx context.Context, st *parser.Statement, a asOf) (hlc.Timestamp, error) {
-	spans, ok, err := s.boundedSpans(ctx, st)
+	spans, err := s.boundedSpans(ctx, st)
 	if err != nil {
 		return hlc.Timestamp{}, err
-	}
-	if !ok {
-		now := s.b.db.Clock().Now()
-		return hlc.Timestamp{WallTime: now.WallTime - FollowerReadOffset.Nanoseconds()}.Forward(a.ts), nil
 	}
 	b, err := s.b.db.NegotiateBoundedStaleness(ctx, spans, a.ts)
 	if err != nil {
@@ -357,14 +353,13 @@ func (s *Session) boundedStalenessTS(ctx context.Context, st *parser.Statement, 
 	return b.Timestamp, nil
 }
 
-// boundedSpans lists the spans of the tables st names, resolved at the
-// present in a transaction of their own; false when st names a view or a
-// sequence. A name that resolves to nothing (a CTE's) reads no table.
-func (s *Session) boundedSpans(ctx context.Context, st *parser.Statement) ([]kvpb.Span, bool, error) {
+// boundedSpans lists the spans of the tables st names, and of those the
+// views it names read, resolved at the present in a transaction of their
+// own. A name that resolves to nothing (a CTE's) reads no table.
+func (s *Session) boundedSpans(ctx context.Context, st *parser.Statement) ([]kvpb.Span, error) {
 	txn := s.b.db.NewTxn(ctx, "bounded staleness negotiation", kv.Snapshot)
 	defer func() { _ = txn.Rollback(ctx) }()
 	cat := s.resolver(txn)
-	var spans []kvpb.Span
 	var rvs []*pg_query.RangeVar
 	parser.WalkAST(st.AST.GetStmt(), func(n *pg_query.Node) bool {
 		if rv := n.GetRangeVar(); rv != nil {
@@ -372,6 +367,21 @@ func (s *Session) boundedSpans(ctx context.Context, st *parser.Statement) ([]kvp
 		}
 		return true
 	})
+	var spans []kvpb.Span
+	seen := map[catalog.ID]bool{}
+	var views []catalog.ID
+	addTable := func(t *catalog.Table) error {
+		if seen[t.ID] {
+			return nil
+		}
+		seen[t.ID] = true
+		l, err := t.SharedLayout()
+		if err != nil {
+			return err
+		}
+		spans = append(spans, l.TableSpans()...)
+		return nil
+	}
 	for _, rv := range rvs {
 		rel, err := cat.LookupRelation(ctx, rv.Schemaname, rv.Relname)
 		if err != nil {
@@ -379,20 +389,40 @@ func (s *Session) boundedSpans(ctx context.Context, st *parser.Statement) ([]kvp
 			if errors.As(err, &pe) && pe.Code == pgerrcode.UndefinedTable {
 				continue
 			}
-			return nil, false, err
+			return nil, err
 		}
 		switch {
 		case rel.Table != nil:
-			l, err := rel.Table.SharedLayout()
-			if err != nil {
-				return nil, false, err
+			if err := addTable(rel.Table); err != nil {
+				return nil, err
 			}
-			spans = append(spans, l.TableSpans()...)
-		case rel.View != nil, rel.Sequence != nil:
-			return nil, false, nil
+		case rel.View != nil:
+			views = append(views, rel.View.DependsOn...)
 		}
 	}
-	return spans, true, nil
+	// What views read, views over views included.
+	r := s.catalogReader(txn)
+	for len(views) > 0 {
+		id := views[len(views)-1]
+		views = views[:len(views)-1]
+		if seen[id] {
+			continue
+		}
+		d, err := r.ByID(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		switch d := d.(type) {
+		case *catalog.Table:
+			if err := addTable(d); err != nil {
+				return nil, err
+			}
+		case *catalog.View:
+			seen[id] = true
+			views = append(views, d.DependsOn...)
+		}
+	}
+	return spans, nil
 }
 
 // setTxnAsOf runs SET LOCAL cairn_as_of_system_time = 'e' (BEGIN AS OF
