@@ -69,6 +69,12 @@ type Options struct {
 	// over tablets then reads the next tablet ahead when its lease is on
 	// a node other than NodeID (dist_sender_prefetch.go).
 	Leaseholder func(kvpb.TabletID) uint64
+	// Servable, when set, is the newest timestamp the replica a read of
+	// a tablet goes to first serves without waiting, given the clock's
+	// reading now: now for a leaseholder, the applied closed timestamp
+	// for this node's follower (bounded.go). Unset: every tablet is
+	// read at its leaseholder, which serves the present.
+	Servable func(id kvpb.TabletID, now hlc.Timestamp) hlc.Timestamp
 }
 
 func (o *Options) setDefaults() {

@@ -40,7 +40,8 @@
 // One concern per file: dist_sender*.go route, tablet_cache.go caches,
 // txn.go sends, txn_refresh.go moves timestamps, txn_heartbeat.go keeps the
 // record alive, txn_commit.go commits, txn_retry.go restarts and retries,
-// txn_savepoint.go rolls back to savepoints.
+// txn_savepoint.go rolls back to savepoints, bounded.go negotiates a
+// bounded-staleness read's timestamp.
 //
 // Invariants:
 //

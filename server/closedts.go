@@ -12,8 +12,12 @@ package server
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"slices"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/kvpb"
@@ -30,7 +34,8 @@ const methodSideClosed = "SideClosed"
 func (r *replication) startCloser(s *Server) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	side := &sideTransport{r: r, s: s, clients: map[uint64]*sideClient{}}
+	side := &sideTransport{r: r, s: s, clients: map[uint64]*sideClient{},
+		sent: &r.sideSent, sentBytes: &r.sideSentBytes, skipped: &r.sideSkipped}
 	go func() {
 		defer close(done)
 		s.store.RunCloser(ctx, store.ClosedTSConfig{
@@ -52,6 +57,12 @@ func (r *replication) startCloser(s *Server) {
 
 // handleSideClosed answers methodSideClosed.
 func (s *Server) handleSideClosed(_ context.Context, msg []byte) ([]byte, error) {
+	start := time.Now()
+	defer func() {
+		s.repl.sideReceived.Add(1)
+		s.repl.sideReceivedBytes.Add(int64(len(msg)))
+		s.repl.sideReceiveNanos.Add(int64(time.Since(start)))
+	}()
 	cs, err := store.DecodeSideClosings(msg)
 	if err != nil {
 		return nil, err
@@ -67,9 +78,13 @@ func (s *Server) handleSideClosed(_ context.Context, msg []byte) ([]byte, error)
 // per node. A call still in flight when the next interval's closings are
 // ready makes that node skip them (the next ones supersede them).
 type sideTransport struct {
-	r  *replication
-	s  *Server
-	mu sync.Mutex
+	r *replication
+	s *Server
+	// sent, sentBytes and skipped count the calls sent, their messages'
+	// bytes and the node-rounds skipped because a call was in flight
+	// (/metrics, cairn_closer_*).
+	sent, sentBytes, skipped *atomic.Int64
+	mu                       sync.Mutex
 	// clients by node; busy while a call is in flight.
 	clients map[uint64]*sideClient
 	wg      sync.WaitGroup
@@ -109,11 +124,14 @@ func (t *sideTransport) publish(ctx context.Context, cs []store.SideClosing) {
 		}
 		if cl.busy {
 			t.mu.Unlock()
+			t.skipped.Add(1)
 			continue
 		}
 		cl.busy = true
 		t.mu.Unlock()
 		msg := store.EncodeSideClosings(list)
+		t.sent.Add(1)
+		t.sentBytes.Add(int64(len(msg)))
 		t.wg.Go(func() {
 			cctx, cancel := context.WithTimeout(ctx, 2*tablet.TrailingTarget)
 			_, err := cl.c.Call(cctx, methodSideClosed, msg)
@@ -165,6 +183,27 @@ func followerReads(st *store.Store) func(kvpb.TabletID, hlc.Timestamp) bool {
 	}
 }
 
+// servable is kv.Options.Servable: the newest timestamp the replica a
+// read of tablet goes to first serves without waiting. That is this
+// node's replica when it has one (LeaseholderSender tries it first): the
+// present if it holds the lease, else its applied closed timestamp (no
+// later than now: a global-reads tablet's runs ahead of the clock, and
+// zero when it has none, so the read waits for the leaseholder). Without
+// a local replica the leaseholder serves the read, at the present.
+func servable(st *store.Store) func(kvpb.TabletID, hlc.Timestamp) hlc.Timestamp {
+	return func(id kvpb.TabletID, now hlc.Timestamp) hlc.Timestamp {
+		rep := st.Replica(id)
+		if rep == nil || rep.HoldsLease() {
+			return now
+		}
+		c := rep.ClosedTimestamp()
+		if now.Less(c) {
+			return now
+		}
+		return c
+	}
+}
+
 // globalFollowerReads is distsql.Planner.Local: this node has a replica
 // of a global-reads tablet that does not hold the lease, so a fragment
 // reading it at the present runs here.
@@ -172,5 +211,35 @@ func globalFollowerReads(st *store.Store) func(kvpb.TabletID) bool {
 	return func(id kvpb.TabletID) bool {
 		rep := st.Replica(id)
 		return rep != nil && !rep.HoldsLease() && rep.ClosedLeads()
+	}
+}
+
+// closerMetrics appends the closed-timestamp closer's counters to
+// /metrics: its rounds and their time on this node as leaseholder, the
+// side-transport calls it sent, and those it received as follower (what
+// follower reads cost a node: bench/closer).
+func (s *Server) closerMetrics(w io.Writer) {
+	if s.repl == nil {
+		return
+	}
+	st := s.store.CloserStats()
+	r := s.repl
+	for _, m := range []struct {
+		name, help string
+		v          float64
+	}{
+		{"cairn_closer_rounds_total", "Trailing closer rounds (one per interval).", float64(st.Rounds)},
+		{"cairn_closer_tablets_visited_total", "Tablets those rounds looked at (every tablet of the store, each round).", float64(st.Tablets)},
+		{"cairn_closer_closings_total", "Trailing closings published (tablets this node leads that have followers, each round).", float64(st.Closed)},
+		{"cairn_closer_round_seconds_total", "Wall time of the closer's rounds, encoding the messages included.", float64(st.Nanos) / 1e9},
+		{"cairn_closer_lease_skips_total", "Tablets a round skipped because their lease did not hold without waiting.", float64(st.LeaseSkips)},
+		{"cairn_closer_side_messages_sent_total", "Side-transport calls sent to followers' nodes (one per node per round).", float64(r.sideSent.Load())},
+		{"cairn_closer_side_bytes_sent_total", "Bytes of those calls' messages.", float64(r.sideSentBytes.Load())},
+		{"cairn_closer_side_rounds_skipped_total", "Node-rounds skipped because the previous call to that node was still in flight.", float64(r.sideSkipped.Load())},
+		{"cairn_closer_side_messages_received_total", "Side-transport calls received from leaseholders' nodes.", float64(r.sideReceived.Load())},
+		{"cairn_closer_side_bytes_received_total", "Bytes of those calls' messages.", float64(r.sideReceivedBytes.Load())},
+		{"cairn_closer_side_receive_seconds_total", "Time spent decoding received closings and handing them to the replicas.", float64(r.sideReceiveNanos.Load()) / 1e9},
+	} {
+		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s counter\n%s %g\n", m.name, m.help, m.name, m.name, m.v)
 	}
 }

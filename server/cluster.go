@@ -88,6 +88,9 @@ type replication struct {
 	// closedStore is the store side-transport closings go to, set once
 	// it serves (closedts.go; a call may arrive before).
 	closedStore atomic.Pointer[store.Store]
+	// The side transport's counters (closedts.go, closerMetrics).
+	sideSent, sideSentBytes, sideSkipped              atomic.Int64
+	sideReceived, sideReceivedBytes, sideReceiveNanos atomic.Int64
 	// faults cuts this node off from chosen peers (nil unless
 	// Config.FaultInjection; debug_faults.go).
 	faults *rpc.Faults
@@ -495,6 +498,7 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 	dbOpts := cfg.DB
 	dbOpts.NodeID = id // the gateway observes its own clock (kv.Options.NodeID)
 	dbOpts.Leaseholder = lh.Leaseholder
+	dbOpts.Servable = servable(s.store)
 	s.db = kv.NewDB(s.obs.timed(clockmon.Guard(lh, r.clock)), r.member, clock, dbOpts)
 	ls.Set(s.db)
 	distKV.Set(s.db)

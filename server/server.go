@@ -738,6 +738,7 @@ func (s *Server) writeMetrics(w io.Writer) {
 	fmt.Fprintf(w, "cairn_sql_commits_total{phase=\"none\"} %d\ncairn_sql_commits_total{phase=\"one\"} %d\ncairn_sql_commits_total{phase=\"two\"} %d\n", readOnly, onePhase, twoPhase)
 	s.tabletMetrics(w)
 	s.raftMetrics(w)
+	s.closerMetrics(w)
 	s.diskMetrics(w)
 }
 

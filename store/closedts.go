@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairn-db/cairn/hlc"
@@ -182,6 +184,32 @@ func (s *Store) RunCloser(ctx context.Context, cfg ClosedTSConfig) {
 	}
 }
 
+// CloserStats are the trailing closer's counts since the store opened:
+// what one node pays for follower reads, per interval and per tablet it
+// leads (bench/closer reads them from /metrics).
+type CloserStats struct {
+	// Rounds are the closer's trailing rounds; Tablets the tablets those
+	// rounds looked at (every tablet the store holds), Closed the
+	// closings they published.
+	Rounds, Tablets, Closed int64
+	// Nanos is the wall time the rounds took, publishing included (the
+	// encoding; the sends run on their own goroutines).
+	Nanos int64
+	// LeaseSkips are the tablets a round skipped because their lease did
+	// not hold without waiting (tablet.ErrLeaseNotNow).
+	LeaseSkips int64
+}
+
+type closerCounters struct {
+	rounds, tablets, closed, nanos, leaseSkips atomic.Int64
+}
+
+// CloserStats returns the trailing closer's counts.
+func (s *Store) CloserStats() CloserStats {
+	c := &s.closer
+	return CloserStats{Rounds: c.rounds.Load(), Tablets: c.tablets.Load(), Closed: c.closed.Load(), Nanos: c.nanos.Load(), LeaseSkips: c.leaseSkips.Load()}
+}
+
 // trailState is what the closer remembers of a tablet it closes
 // trailing.
 type trailState struct {
@@ -195,8 +223,16 @@ func (s *Store) closeTrailing(ctx context.Context, cfg ClosedTSConfig, global ma
 	if target <= 0 {
 		target = tablet.TrailingTarget
 	}
+	start := time.Now()
 	var out []SideClosing
-	for _, d := range s.Tablets() {
+	descs := s.Tablets()
+	defer func() {
+		s.closer.rounds.Add(1)
+		s.closer.tablets.Add(int64(len(descs)))
+		s.closer.closed.Add(int64(len(out)))
+		s.closer.nanos.Add(int64(time.Since(start)))
+	}()
+	for _, d := range descs {
 		id := d.TabletID
 		r := s.Replica(id)
 		if r == nil || global[id] || !r.HoldsLease() || (cfg.HasFollowers != nil && !cfg.HasFollowers(id)) {
@@ -214,6 +250,10 @@ func (s *Store) closeTrailing(ctx context.Context, cfg ClosedTSConfig, global ma
 		cctx, cancel := context.WithTimeout(ctx, cfg.Interval)
 		c, idx, err := r.CloseTrailing(cctx, target)
 		cancel()
+		if errors.Is(err, tablet.ErrLeaseNotNow) {
+			s.closer.leaseSkips.Add(1)
+			continue
+		}
 		if err != nil {
 			if ctx.Err() == nil {
 				cfg.Logger.Debug("cairn: closing a trailing timestamp", "tablet", id, "err", err)

@@ -100,6 +100,9 @@ type Store struct {
 	clock *hlc.Clock
 	cfg   Config
 
+	// closer counts the trailing closer's work (CloserStats).
+	closer closerCounters
+
 	// Splits are not serialized store-wide: a split holds latches over
 	// its whole tablet (tablet.Replica.Split), so splits of one tablet
 	// queue there and splits of different tablets (the buckets of a new

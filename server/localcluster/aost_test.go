@@ -2,11 +2,17 @@ package localcluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/cairn-db/cairn/kvpb"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Follower reads for AS OF SYSTEM TIME (docs/architecture.md, "AS OF
@@ -116,4 +122,128 @@ func waitTrailing(t *testing.T, c *Cluster, node int, ids []kvpb.TabletID, wall 
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// TestBoundedStalenessNegotiates: with_max_staleness and
+// with_min_timestamp read at the newest timestamp the nearest replicas
+// serve without waiting (kv.DB.NegotiateBoundedStaleness). On the
+// leaseholder's node (us-west) that is the present: the read sees a write
+// acknowledged just before it. On a follower's (eu) it is the follower's
+// closed timestamp: once eu closed past a write, the read sees it without
+// a KV batch to another node, and with a bound at the write's
+// acknowledgement it never reads older. A bound newer than eu's closed
+// timestamp is read at the bound by the leaseholder, or, with
+// nearest_only, fails with 55000.
+func TestBoundedStalenessNegotiates(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a three-region cluster")
+	}
+	ctx := context.Background()
+	c, conns := startGlobal(t, ctx)
+	mustExec(t, ctx, conns[0], `CREATE TABLE bs (k int PRIMARY KEY, v text)`)
+	mustExec(t, ctx, conns[0], `ALTER TABLE bs CONFIGURE ZONE USING gc.ttlseconds = 3600`)
+	mustExec(t, ctx, conns[0], `INSERT INTO bs SELECT i, 'v' || i FROM generate_series(1, 10) AS i`)
+	// A view is negotiated over the tables it reads.
+	mustExec(t, ctx, conns[0], `CREATE VIEW bs_view AS SELECT k, v FROM bs`)
+	ids := tabletsOf(t, ctx, conns[0], "bs")
+	waitLeasesIn(t, c, 0, ids)
+	const leaseholder, reader = 0, 2 // us-west, eu
+
+	// The leaseholder's node reads the present.
+	for i, q := range []string{
+		`SELECT v FROM bs AS OF SYSTEM TIME with_max_staleness('10s') WHERE k = 1`,
+		`SELECT v FROM bs AS OF SYSTEM TIME with_min_timestamp('2020-01-01 00:00:00+00', true) WHERE k = 1`,
+	} {
+		v := fmt.Sprintf("lh%d", i)
+		mustExec(t, ctx, conns[leaseholder], `UPDATE bs SET v = '`+v+`' WHERE k = 1`)
+		if got := query1(t, ctx, conns[leaseholder], q); got != v {
+			t.Fatalf("on the leaseholder, %s right after the update: %q, want %q", q, got, v)
+		}
+	}
+
+	// eu's follower serves what it closed, and nothing older than a bound.
+	mustExec(t, ctx, conns[leaseholder], `UPDATE bs SET v = 'f1' WHERE k = 2`)
+	acked := time.Now()
+	waitTrailing(t, c, reader, ids, acked.UnixNano())
+	before, served := remoteBatches(c, reader, ids), followerReads(c, reader, ids)
+	for _, q := range []string{
+		`SELECT v FROM bs AS OF SYSTEM TIME with_max_staleness('1m') WHERE k = 2`,
+		fmt.Sprintf(`SELECT v FROM bs AS OF SYSTEM TIME with_min_timestamp('%s', true) WHERE k = 2`, acked.UTC().Format("2006-01-02 15:04:05.999999+00")),
+		`SELECT v FROM bs_view AS OF SYSTEM TIME with_max_staleness('1m', true) WHERE k = 2`,
+	} {
+		if got := query1(t, ctx, conns[reader], q); got != "f1" {
+			t.Fatalf("on eu, %s once eu closed past the update: %q, want f1", q, got)
+		}
+	}
+	if n := remoteBatches(c, reader, ids) - before; n != 0 {
+		t.Fatalf("bounded reads on eu sent %d KV batches for the table's tablets to another node, want 0", n)
+	}
+	if followerReads(c, reader, ids) == served {
+		t.Fatal("no bounded read was served by eu's followers")
+	}
+
+	// A bound eu has not closed: the leaseholder serves it at the bound,
+	// or, nearest_only, the read fails. A trailing closed timestamp is 3 s
+	// behind the clock, so a 1 ms bound is never closed on eu.
+	mustExec(t, ctx, conns[leaseholder], `UPDATE bs SET v = 'f2' WHERE k = 2`)
+	before = remoteBatches(c, reader, ids)
+	if got := query1(t, ctx, conns[reader], `SELECT v FROM bs AS OF SYSTEM TIME with_max_staleness('1ms') WHERE k = 2`); got != "f2" {
+		t.Fatalf("on eu, a 1 ms bound read %q, want f2 (the leaseholder reads at the bound)", got)
+	}
+	if remoteBatches(c, reader, ids) == before {
+		t.Fatal("a bound eu had not closed was served without the leaseholder")
+	}
+	for _, q := range []string{
+		`SELECT v FROM bs AS OF SYSTEM TIME with_max_staleness('1ms', true) WHERE k = 2`,
+		`SELECT v FROM bs_view AS OF SYSTEM TIME with_max_staleness('1ms', true) WHERE k = 2`,
+	} {
+		_, err := conns[reader].Exec(ctx, q)
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || pe.Code != "55000" || !strings.Contains(pe.Message, "could not be satisfied by a local resolved timestamp") {
+			t.Fatalf("%s, a bound eu had not closed: %v, want 55000 could not be satisfied by a local resolved timestamp", q, err)
+		}
+	}
+
+	// The closer's work shows in /metrics: us-west closed and sent, eu
+	// received.
+	for _, m := range []struct {
+		node int
+		name string
+	}{
+		{leaseholder, "cairn_closer_rounds_total"},
+		{leaseholder, "cairn_closer_closings_total"},
+		{leaseholder, "cairn_closer_side_messages_sent_total"},
+		{leaseholder, "cairn_closer_side_bytes_sent_total"},
+		{reader, "cairn_closer_side_messages_received_total"},
+		{reader, "cairn_closer_side_bytes_received_total"},
+	} {
+		if v := metric(t, c, m.node, m.name); v <= 0 {
+			t.Errorf("node %d: %s = %g, want > 0", m.node+1, m.name, v)
+		}
+	}
+}
+
+// metric reads an unlabelled counter from node's /metrics.
+func metric(t *testing.T, c *Cluster, node int, name string) float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + c.Nodes[node].HTTPAddr().String() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("%s: %v", line, err)
+			}
+			return f
+		}
+	}
+	t.Fatalf("node %d: no %s in /metrics", node+1, name)
+	return 0
 }

@@ -15,6 +15,10 @@ import (
 //	      (merged first into a WITH the user wrote); Parse moves e out of
 //	      the tree into Statement.AsOf and drops the CTE, so the binder
 //	      never sees it.
+//	EXPLAIN [ANALYZE] [VERBOSE] [(options)] SELECT ... AS OF SYSTEM TIME e ...
+//	    → the same inside the EXPLAIN: the explained SELECT carries the
+//	      CTE, and Statement.AsOf is the EXPLAIN's (the session runs the
+//	      EXPLAIN, and so plans or runs the SELECT, at that time).
 //	BEGIN | START TRANSACTION [modes] AS OF SYSTEM TIME e [modes]
 //	    → BEGIN [modes]; SET LOCAL cairn_as_of_system_time = 'e'
 //	      (the SET a derived statement of the BEGIN)
@@ -66,7 +70,11 @@ func applyAsOfSystemTime(w *stmtRewriter, i int) (int, error) {
 	}
 	switch {
 	case w.word(0) == "select" || w.word(0) == "with" || w.word(0) == "(":
-		return w.asOfSelect(at)
+		return w.asOfSelect(0, at)
+	case w.word(0) == "explain":
+		if q := w.explainedQuery(); q > 0 && q < at && (w.word(q) == "select" || w.word(q) == "with" || w.word(q) == "(") {
+			return w.asOfSelect(q, at)
+		}
 	case w.word(0) == "begin" || (w.word(0) == "start" && w.word(1) == "transaction"):
 		return w.asOfBegin(at)
 	case w.word(0) == "set" && w.word(1) == "transaction":
@@ -98,7 +106,34 @@ func (w *stmtRewriter) asOfExpr(at int, stops map[string]bool) (int, error) {
 	return last, nil
 }
 
-func (w *stmtRewriter) asOfSelect(at int) (int, error) {
+// explainedQuery returns the index of the first token of the statement
+// an EXPLAIN explains, after its options (0: none found).
+func (w *stmtRewriter) explainedQuery() int {
+	k := 1
+	if w.word(k) == "(" {
+		depth := 0
+		for ; k < len(w.toks); k++ {
+			switch w.word(k) {
+			case "(":
+				depth++
+			case ")":
+				depth--
+			}
+			if depth == 0 {
+				return k + 1
+			}
+		}
+		return 0
+	}
+	for w.word(k) == "analyze" || w.word(k) == "analyse" || w.word(k) == "verbose" {
+		k++
+	}
+	return k
+}
+
+// asOfSelect rewrites the clause at toks[at] of the SELECT starting at
+// toks[start].
+func (w *stmtRewriter) asOfSelect(start, at int) (int, error) {
 	if !w.fromBefore(at) {
 		return 0, w.errorAt(at, "AS OF SYSTEM TIME must follow a FROM clause")
 	}
@@ -108,16 +143,16 @@ func (w *stmtRewriter) asOfSelect(at int) (int, error) {
 	}
 	w.note(&w.notes, "as-of-system-time", at, last)
 	cte := []chunk{synth(w.toks[at].start, AsOfName+" AS (SELECT "), w.copyToks(at+4, last), synth(w.toks[at].start, ")")}
-	if w.word(0) == "with" {
-		after := 0
-		if w.word(1) == "recursive" {
-			after = 1
+	if w.word(start) == "with" {
+		after := start
+		if w.word(start+1) == "recursive" {
+			after++
 		}
 		cte = append([]chunk{synth(w.toks[at].start, " ")}, cte...)
 		if err := w.insertAfter(after, append(cte, synth(w.toks[at].start, ","))...); err != nil {
 			return 0, err
 		}
-	} else if err := w.insertBefore(0, append([]chunk{synth(w.toks[at].start, "WITH ")}, append(cte, synth(w.toks[at].start, " "))...)...); err != nil {
+	} else if err := w.insertBefore(start, append([]chunk{synth(w.toks[at].start, "WITH ")}, append(cte, synth(w.toks[at].start, " "))...)...); err != nil {
 		return 0, err
 	}
 	return len(w.toks), w.remove(at, last)
@@ -185,7 +220,11 @@ func (w *stmtRewriter) asOfSetTransaction(at int) (int, error) {
 // removed (with the WITH when it was alone) and its target returned. nil:
 // the statement has none.
 func extractAsOf(raw *pg_query.RawStmt) *pg_query.Node {
-	sel := raw.GetStmt().GetSelectStmt()
+	stmt := raw.GetStmt()
+	if ex := stmt.GetExplainStmt(); ex != nil {
+		stmt = ex.Query
+	}
+	sel := stmt.GetSelectStmt()
 	if sel == nil || sel.WithClause == nil || len(sel.WithClause.Ctes) == 0 {
 		return nil
 	}

@@ -351,9 +351,9 @@ func TestScanTokens(t *testing.T) {
 	}
 }
 
-// TestParseAsOf: a SELECT's AS OF SYSTEM TIME leaves the tree (the binder
-// never sees the carrier CTE) for Statement.AsOf, and a WITH the user
-// wrote keeps its own CTEs.
+// TestParseAsOf: a SELECT's AS OF SYSTEM TIME, explained or not, leaves
+// the tree (the binder never sees the carrier CTE) for Statement.AsOf,
+// and a WITH the user wrote keeps its own CTEs.
 func TestParseAsOf(t *testing.T) {
 	for _, tc := range []struct {
 		sql      string
@@ -364,6 +364,8 @@ func TestParseAsOf(t *testing.T) {
 		{"WITH x AS (SELECT 1) SELECT * FROM x AS OF SYSTEM TIME '-1s'", "-1s", 1},
 		{"SELECT * FROM t", "", 0},
 		{"WITH cairn_as_of_system_time AS (SELECT '-2s') SELECT * FROM t", "-2s", 0},
+		{"EXPLAIN SELECT * FROM t AS OF SYSTEM TIME '-3s'", "-3s", 0},
+		{"EXPLAIN ANALYZE WITH x AS (SELECT 1) SELECT * FROM x AS OF SYSTEM TIME '-4s'", "-4s", 1},
 	} {
 		stmts, err := Parse(tc.sql)
 		if err != nil || len(stmts) != 1 {
@@ -377,7 +379,11 @@ func TestParseAsOf(t *testing.T) {
 		if got != tc.asOf {
 			t.Errorf("%s: AsOf %q, want %q", tc.sql, got, tc.asOf)
 		}
-		ctes := len(st.AST.GetStmt().GetSelectStmt().GetWithClause().GetCtes())
+		stmt := st.AST.GetStmt()
+		if ex := stmt.GetExplainStmt(); ex != nil {
+			stmt = ex.Query
+		}
+		ctes := len(stmt.GetSelectStmt().GetWithClause().GetCtes())
 		if ctes != tc.userCTEs {
 			t.Errorf("%s: %d CTEs left, want %d", tc.sql, ctes, tc.userCTEs)
 		}

@@ -1,16 +1,20 @@
 package session
 
 import (
+	"context"
+	"errors"
 	"math/big"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/cairn-db/cairn/hlc"
+	"github.com/cairn-db/cairn/kv"
+	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/sql/catalog"
 	"github.com/cairn-db/cairn/sql/parser"
 	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/cairn-db/cairn/sql/types"
-	"github.com/cairn-db/cairn/tablet"
 	"github.com/jackc/pgerrcode"
 	pg_query "github.com/pganalyze/pg_query_go/v6"
 )
@@ -35,10 +39,11 @@ import (
 //   - an integer or decimal constant: an HLC timestamp as above;
 //   - a cast of a string to timestamp[tz], interval or decimal;
 //   - follower_read_timestamp(): now − FollowerReadOffset;
-//   - with_max_staleness(interval), with_min_timestamp(timestamp): bounded
-//     staleness, only for a single statement outside a block: the read
-//     may use any timestamp from the bound to now, and uses the newest the
-//     cluster can serve without waiting.
+//   - with_max_staleness(interval [, nearest_only]),
+//     with_min_timestamp(timestamp [, nearest_only]): bounded staleness,
+//     only for a single statement outside a block: the read may use any
+//     timestamp from the bound to now, and uses the newest its nearest
+//     replicas serve without waiting (boundedStalenessTS).
 //
 // A timestamp in the future is 22023 ("cannot specify timestamp in the
 // future", CockroachDB's text); one below a tablet's GC threshold fails
@@ -55,6 +60,10 @@ type asOf struct {
 	// bounded: with_max_staleness / with_min_timestamp; ts is the bound,
 	// the oldest timestamp the read may use.
 	bounded bool
+	// nearestOnly: the bounded read fails rather than leave its nearest
+	// replicas when they cannot serve the bound (the functions' second
+	// argument, false by default, as in CockroachDB).
+	nearestOnly bool
 }
 
 // evalAsOf evaluates an AS OF SYSTEM TIME expression.
@@ -104,7 +113,11 @@ func (s *Session) evalAsOfFunc(f *pg_query.FuncCall, now hlc.Timestamp) (asOf, e
 		if d < 0 {
 			return asOf{}, pgerror.New(pgerrcode.InvalidParameterValue, "interval duration for with_max_staleness must be greater or equal to 0")
 		}
-		return asOf{ts: hlc.Timestamp{WallTime: now.WallTime - d}, bounded: true}, nil
+		nearest, err := s.asOfNearestOnly(f.Args)
+		if err != nil {
+			return asOf{}, err
+		}
+		return asOf{ts: hlc.Timestamp{WallTime: now.WallTime - d}, bounded: true, nearestOnly: nearest}, nil
 	case "with_min_timestamp":
 		if len(f.Args) < 1 || len(f.Args) > 2 {
 			return asOf{}, pgerror.New(pgerrcode.UndefinedFunction, "with_min_timestamp takes a timestamp and an optional boolean")
@@ -113,9 +126,33 @@ func (s *Session) evalAsOfFunc(f *pg_query.FuncCall, now hlc.Timestamp) (asOf, e
 		if err != nil {
 			return asOf{}, err
 		}
-		return asOf{ts: hlc.Timestamp{WallTime: int64(v.(types.DTimestampTZ)) * 1000}, bounded: true}, nil
+		nearest, err := s.asOfNearestOnly(f.Args)
+		if err != nil {
+			return asOf{}, err
+		}
+		return asOf{ts: hlc.Timestamp{WallTime: int64(v.(types.DTimestampTZ)) * 1000}, bounded: true, nearestOnly: nearest}, nil
 	}
 	return asOf{}, errAsOfExpr
+}
+
+// asOfNearestOnly reads a bounded-staleness function's optional second
+// argument, nearest_only (a boolean constant).
+func (s *Session) asOfNearestOnly(args []*pg_query.Node) (bool, error) {
+	if len(args) < 2 {
+		return false, nil
+	}
+	e := args[1]
+	if tc := e.GetTypeCast(); tc != nil {
+		e = tc.Arg
+	}
+	if b, ok := e.GetAConst().GetVal().(*pg_query.A_Const_Boolval); ok {
+		return b.Boolval.Boolval, nil
+	}
+	v, err := s.asOfDatum(e, types.Bool)
+	if err != nil {
+		return false, err
+	}
+	return bool(v.(types.DBool)), nil
 }
 
 var errAsOfExpr = pgerror.New(pgerrcode.SyntaxError, "AS OF SYSTEM TIME: only constant expressions, with_min_timestamp, with_max_staleness, or follower_read_timestamp are allowed")
@@ -251,9 +288,9 @@ func intervalNanos(iv types.DInterval) int64 {
 
 // stmtAsOf applies a SELECT's AS OF SYSTEM TIME before the statement
 // touches the transaction: outside a block it gives the implicit
-// transaction its timestamp (bounded staleness picks the read's
+// transaction its timestamp (bounded staleness negotiates the read's
 // timestamp here); inside one it must repeat the block's own.
-func (s *Session) stmtAsOf(st *parser.Statement) error {
+func (s *Session) stmtAsOf(ctx context.Context, st *parser.Statement) error {
 	if st == nil || st.AsOf == nil { // nil: the empty statement
 		return nil
 	}
@@ -279,29 +316,113 @@ func (s *Session) stmtAsOf(st *parser.Statement) error {
 		return pgerror.New(pgerrcode.ActiveSQLTransaction, "AS OF SYSTEM TIME: a statement of several in one implicit transaction cannot have its own timestamp")
 	}
 	if a.bounded {
-		a.ts = s.boundedStalenessTS(a.ts)
+		if a.ts, err = s.boundedStalenessTS(ctx, st, a); err != nil {
+			return err
+		}
 	}
 	s.txnAsOf, s.txnReadOnly = a.ts, true
 	return nil
 }
 
-// boundedStalenessTS picks the timestamp of a bounded-staleness read
-// whose oldest acceptable timestamp is min. Followers close their tablets
-// tablet.TrailingTarget behind the clock (docs/architecture.md, "AS OF
-// SYSTEM TIME"), so when min allows it the read takes follower_read_timestamp()
-// (or min, if newer), which the nearest replica serves without waiting;
-// a bound newer than any follower can serve reads at the present, on the
-// leaseholder (a timestamp fixed by the gateway's clock, with no
-// uncertainty to wait out). The choice is made before planning, without
-// asking the replicas what they closed: a follower whose closed timestamp
-// lags sends the read on to the leaseholder, which serves it at the same
-// timestamp.
-func (s *Session) boundedStalenessTS(min hlc.Timestamp) hlc.Timestamp {
-	now := s.b.db.Clock().Now()
-	if min.WallTime <= now.WallTime-int64(tablet.TrailingTarget) {
-		return hlc.Timestamp{WallTime: now.WallTime - FollowerReadOffset.Nanoseconds()}.Forward(min)
+// boundedStalenessTS negotiates the timestamp of a bounded-staleness read
+// whose oldest acceptable timestamp is a.ts (CockroachDB's negotiation,
+// kv.DB.NegotiateBoundedStaleness): the newest timestamp every replica
+// the statement's tables are read from first serves without waiting, the
+// present when they are leaseholders, a follower's closed timestamp
+// otherwise, never older than the bound. When those replicas cannot serve
+// the bound the read takes the bound and goes to the leaseholders, or,
+// with nearest_only, fails (55000, CockroachDB's message).
+//
+// The tables are the statement's named relations, resolved in the present
+// catalog (as CockroachDB plans a bounded read with its newest
+// descriptors), a view standing for the tables it reads, each read over
+// its whole span: the negotiation does not wait for the plan to know
+// which rows it reads. A sequence's value is not negotiated over.
+func (s *Session) boundedStalenessTS(ctx context.Context, st *parser.Statement, a asOf) (hlc.Timestamp, error) {
+	spans, err := s.boundedSpans(ctx, st)
+	if err != nil {
+		return hlc.Timestamp{}, err
 	}
-	return now.Forward(min)
+	b, err := s.b.db.NegotiateBoundedStaleness(ctx, spans, a.ts)
+	if err != nil {
+		return hlc.Timestamp{}, err
+	}
+	if a.nearestOnly && !b.Satisfied() {
+		return hlc.Timestamp{}, pgerror.New(pgerrcode.ObjectNotInPrerequisiteState, "bounded staleness read with minimum timestamp bound of %s could not be satisfied by a local resolved timestamp of %s", a.ts, b.Resolved)
+	}
+	return b.Timestamp, nil
+}
+
+// boundedSpans lists the spans of the tables st names, and of those the
+// views it names read, resolved at the present in a transaction of their
+// own. A name that resolves to nothing (a CTE's) reads no table.
+func (s *Session) boundedSpans(ctx context.Context, st *parser.Statement) ([]kvpb.Span, error) {
+	txn := s.b.db.NewTxn(ctx, "bounded staleness negotiation", kv.Snapshot)
+	defer func() { _ = txn.Rollback(ctx) }()
+	cat := s.resolver(txn)
+	var rvs []*pg_query.RangeVar
+	parser.WalkAST(st.AST.GetStmt(), func(n *pg_query.Node) bool {
+		if rv := n.GetRangeVar(); rv != nil {
+			rvs = append(rvs, rv)
+		}
+		return true
+	})
+	var spans []kvpb.Span
+	seen := map[catalog.ID]bool{}
+	var views []catalog.ID
+	addTable := func(t *catalog.Table) error {
+		if seen[t.ID] {
+			return nil
+		}
+		seen[t.ID] = true
+		l, err := t.SharedLayout()
+		if err != nil {
+			return err
+		}
+		spans = append(spans, l.TableSpans()...)
+		return nil
+	}
+	for _, rv := range rvs {
+		rel, err := cat.LookupRelation(ctx, rv.Schemaname, rv.Relname)
+		if err != nil {
+			var pe *pgerror.Error
+			if errors.As(err, &pe) && pe.Code == pgerrcode.UndefinedTable {
+				continue
+			}
+			return nil, err
+		}
+		switch {
+		case rel.Table != nil:
+			if err := addTable(rel.Table); err != nil {
+				return nil, err
+			}
+		case rel.View != nil:
+			views = append(views, rel.View.DependsOn...)
+		}
+	}
+	// What views read, views over views included.
+	r := s.catalogReader(txn)
+	for len(views) > 0 {
+		id := views[len(views)-1]
+		views = views[:len(views)-1]
+		if seen[id] {
+			continue
+		}
+		d, err := r.ByID(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		switch d := d.(type) {
+		case *catalog.Table:
+			if err := addTable(d); err != nil {
+				return nil, err
+			}
+		case *catalog.View:
+			seen[id] = true
+			views = append(views, d.DependsOn...)
+		}
+	}
+	return spans, nil
 }
 
 // setTxnAsOf runs SET LOCAL cairn_as_of_system_time = 'e' (BEGIN AS OF

@@ -107,7 +107,7 @@ func (s *Session) execGroup(ctx context.Context, g stmtGroup, w pgwire.ResultWri
 func (s *Session) execGroupIn(ctx context.Context, g stmtGroup, w pgwire.ResultWriter) error {
 	// Before anything opens the KV transaction: it is created at the
 	// statement's system time (asof.go).
-	if err := s.stmtAsOf(g.main); err != nil {
+	if err := s.stmtAsOf(ctx, g.main); err != nil {
 		return err
 	}
 	err := s.retryStatement(ctx, g.main, w, func(w pgwire.ResultWriter) error {

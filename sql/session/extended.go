@@ -398,7 +398,7 @@ func (pt *portal) run(ctx context.Context, w pgwire.ResultWriter, maxRows int) (
 	sctx, cancel := s.stmtContext(ctx)
 	defer cancel()
 	suspended := false
-	if err := s.stmtAsOf(pt.ps.g.main); err != nil {
+	if err := s.stmtAsOf(sctx, pt.ps.g.main); err != nil {
 		return false, err
 	}
 	err := s.retryStatement(sctx, pt.ps.g.main, w, func(w pgwire.ResultWriter) error {
