@@ -53,8 +53,8 @@ func TestJoinChoiceFlipsWithProfile(t *testing.T) {
 	}
 	const q = "SELECT count(*), sum(v) FROM t JOIN u ON t.b = u.k"
 	for _, tc := range []struct{ profile, node, cost string }{
-		{"ssd", "Hash Join", "Join Method Cost: hash join 263600 (rejected: lookup join 922967)"},
-		{"hdd", "Lookup Join on u using u_pkey (batched)", "Join Method Cost: lookup join 96785 (rejected: hash join 279879)"},
+		{"ssd", "Hash Join", "Join Method Cost: hash join 263400 (rejected: lookup join 922959)"},
+		{"hdd", "Lookup Join on u using u_pkey (batched)", "Join Method Cost: lookup join 93660 (rejected: hash join 276624)"},
 		{"object-store", "Lookup Join on u using u_pkey (batched)", "Join Method Cost: lookup join 170100 (rejected: hash join 352500)"},
 	} {
 		execAll(t, pg, "SET storage.profile = '"+tc.profile+"'")
