@@ -103,7 +103,7 @@ type conn struct {
 func newConn(s *Server, nc net.Conn) *conn {
 	c := &conn{srv: s, raw: nc, nc: nc, accepted: time.Now(), done: make(chan struct{}),
 		log: s.log.With("remote", nc.RemoteAddr().String())}
-	c.in.r = nc
+	c.in.r = socketReader(nc)
 	c.br = bufio.NewReader(&c.in)
 	c.simpleW = resultWriter{c: c}
 	c.extW = resultWriter{c: c, extended: true}

@@ -23,6 +23,13 @@
 // Sub-packages: pgauth derives and parses SCRAM verifiers in PostgreSQL's
 // format; copyfmt frames COPY text, CSV and binary data.
 //
+// Output is buffered and written once per Sync, per simple Query, or when
+// a result passes flushThreshold, so a round trip costs one write(2). On
+// Linux a plain (non-TLS) socket is read and written with raw system
+// calls that wait in the netpoller as net.Conn does (rawio_linux.go):
+// as blocking system calls they kept the runtime's monitor waking every
+// 20 µs to take the connection's P away.
+//
 // Invariants:
 //
 //  1. One goroutine per connection owns the socket's reads and writes and

@@ -56,9 +56,29 @@ func newCursor(s *Session, p *plan.Plan, rows exec.Rows) *cursor {
 	return c
 }
 
-// columns describes the result for RowDescription in formats.
+// columns describes the result for RowDescription in formats. pgwire
+// only reads the description, and a kept plan's instances share its
+// columns, so the session keeps the last text-format one it made for
+// the same columns (descCache): the simple protocol described the same
+// plan anew for every statement.
 func (c *cursor) columns(formats []int16) []pgwire.Column {
-	return describeColumns(c.cols, formats)
+	if formats != nil || len(c.cols) == 0 {
+		return describeColumns(c.cols, formats)
+	}
+	dc := &c.s.descCache
+	if dc.of != &c.cols[0] || dc.n != len(c.cols) {
+		dc.of, dc.n, dc.out = &c.cols[0], len(c.cols), describeColumns(c.cols, nil)
+	}
+	return dc.out
+}
+
+// descCache is the last text-format description cursor.columns made, of
+// the n columns starting at of (holding of keeps them from being freed,
+// so no other columns can later lie there).
+type descCache struct {
+	of  *plan.Column
+	n   int
+	out []pgwire.Column
 }
 
 func describeColumns(cols []plan.Column, formats []int16) []pgwire.Column {

@@ -68,6 +68,10 @@ func (x *stmtState) txn() (*kv.Txn, error) {
 			if err := t.Step(x.ctx); err != nil {
 				return nil, err
 			}
+			// A reader made before the snapshot (a literal's type
+			// resolved first) may have read the generation as of the
+			// old one: the statement's own lookups start afresh.
+			x.rd = nil
 		}
 	}
 	return t, nil
@@ -470,7 +474,7 @@ func (s *Session) startPlanCached(x *stmtState, st *parser.Statement, paramTypes
 	var key planKey
 	keyOK := false
 	if slot != nil && stats == nil && (slot.pp != nil || slot.misses < maxPointPlanMisses) {
-		if key, keyOK, err = s.planCacheKey(x.ctx, txn); err != nil {
+		if key, keyOK, err = s.planCacheKey(x, txn); err != nil {
 			return nil, err
 		}
 		if keyOK && slot.pp != nil && slot.pp.key == key {

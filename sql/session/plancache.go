@@ -1,7 +1,6 @@
 package session
 
 import (
-	"context"
 	"reflect"
 	"strings"
 
@@ -102,19 +101,26 @@ type genericPlan struct {
 	buckets uint32
 }
 
-// planCacheKey returns the key for a statement of the current
+// planCacheKey returns the key for statement x of the current
 // transaction, and false when the transaction has written the catalog
-// (its statements read their own writes, not a generation).
-func (s *Session) planCacheKey(ctx context.Context, txn *kv.Txn) (planKey, bool, error) {
+// (its statements read their own writes, not a generation). The
+// generation is read through the statement's catalog reader, which then
+// answers the executor's lookups for it without reading it again.
+func (s *Session) planCacheKey(x *stmtState, txn *kv.Txn) (planKey, bool, error) {
 	if s.txnWroteCatalog {
 		return planKey{}, false, nil
 	}
-	gen, err := catalog.NewReader(txn, s.b.cache).UseGeneration().Generation(ctx)
+	gen, err := x.reader(txn).Generation(x.ctx)
 	if err != nil || gen == nil {
 		return planKey{}, false, err
 	}
+	// The same generation as the last statement's, nearly always: its
+	// string is kept rather than made from the bytes each time.
+	if string(gen) != s.lastGen {
+		s.lastGen = string(gen)
+	}
 	return planKey{
-		gen: string(gen), db: s.db.ID, user: s.user,
+		gen: s.lastGen, db: s.db.ID, user: s.user,
 		searchPath: s.vars["search_path"], timeZone: s.vars["timezone"],
 		dateStyle: s.vars["datestyle"], intv: s.vars["intervalstyle"],
 	}, true, nil
@@ -533,7 +539,7 @@ func (s *Session) startQuery(x *stmtState, g stmtGroup) (*cursor, error) {
 			if err != nil {
 				return nil, err
 			}
-			key, ok, err := s.planCacheKey(x.ctx, txn)
+			key, ok, err := s.planCacheKey(x, txn)
 			if err != nil {
 				return nil, err
 			}
@@ -747,7 +753,7 @@ func (s *Session) makeSimplePlan(x *stmtState, e *simpleEntry, lits []parser.Lit
 	if err != nil {
 		return err
 	}
-	key, ok, err := s.planCacheKey(x.ctx, txn)
+	key, ok, err := s.planCacheKey(x, txn)
 	if err != nil || !ok {
 		return err
 	}

@@ -47,11 +47,16 @@ func autoRetryBackoff(ctx context.Context, attempt int) bool {
 // Session is the SQL session of one connection (pgwire.Session). pgwire
 // calls it from the connection's goroutine only.
 type Session struct {
+	// lastGen is the catalog generation of the last plan cache key
+	// (planCacheKey).
+	lastGen string
 	// wroteCatalog reports txnWroteCatalog (catalogReader).
 	wroteCatalog func() bool
 	// heldBufs are the buffers of the next statement's held rows
 	// (stmtWriter).
 	heldBufs heldBufs
+	// descCache is the last result description a cursor made.
+	descCache descCache
 	// rowScratch is where cursors encode rows for the client.
 	rowScratch rowScratch
 	// spCache is searchPath's last answer and what it depends on.

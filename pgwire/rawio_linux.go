@@ -7,6 +7,81 @@ import (
 	"unsafe"
 )
 
+// socketReader returns what pgwire reads a connection's input through
+// before any TLS: for a plain TCP or Unix socket, a rawReader over it;
+// otherwise nc itself. The reasoning is socketWriter's: a read of a
+// non-blocking socket returns at once (data, EOF, or EAGAIN, after which
+// rawReader waits in the netpoller as net.Conn.Read does, with the same
+// deadlines), so it need not be a blocking system call that leaves the
+// goroutine's P for the monitor to take.
+func socketReader(nc net.Conn) io.Reader {
+	switch nc.(type) {
+	case *net.TCPConn, *net.UnixConn:
+	default:
+		return nc
+	}
+	rc, err := nc.(syscall.Conn).SyscallConn()
+	if err != nil {
+		return nc
+	}
+	return &rawReader{rc: rc}
+}
+
+// rawReader reads a non-blocking socket with raw read(2) calls, waiting
+// for input through the netpoller (RawConn.Read, which honours the
+// connection's read deadline).
+type rawReader struct {
+	rc syscall.RawConn
+	// p, n, eof and err are the read in progress; fill is made once.
+	p    []byte
+	n    int
+	eof  bool
+	err  error
+	fill func(fd uintptr) bool
+}
+
+func (r *rawReader) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if r.fill == nil {
+		r.fill = r.readSome
+	}
+	r.p, r.n, r.eof, r.err = p, 0, false, nil
+	err := r.rc.Read(r.fill)
+	n, eof := r.n, r.eof
+	if err == nil {
+		err = r.err
+	}
+	r.p, r.err = nil, nil
+	switch {
+	case err != nil:
+		return n, &net.OpError{Op: "read", Net: "tcp", Err: err}
+	case eof:
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+// readSome reads once into r.p; false asks RawConn.Read to wait until
+// the socket is readable and call it again.
+func (r *rawReader) readSome(fd uintptr) bool {
+	for {
+		m, _, errno := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&r.p[0])), uintptr(len(r.p)))
+		switch errno {
+		case 0:
+			r.n, r.eof = int(m), m == 0
+			return true
+		case syscall.EINTR:
+		case syscall.EAGAIN:
+			return false
+		default:
+			r.err = errno
+			return true
+		}
+	}
+}
+
 // socketWriter returns what pgwire writes a connection's output through:
 // for a plain TCP or Unix socket, a rawWriter over it; otherwise (TLS)
 // nc itself.

@@ -96,3 +96,36 @@ func TestRawWriterClosedPeer(t *testing.T) {
 		t.Fatalf("write to a reset connection = %v, want the reset", err)
 	}
 }
+
+// TestRawReader: what the client sends arrives whole through a reader
+// that must wait for it, its close reads as io.EOF, and a read deadline
+// ends a wait for input that never comes.
+func TestRawReader(t *testing.T) {
+	server, client := tcpPair(t)
+	r := socketReader(server)
+	if _, ok := r.(*rawReader); !ok {
+		t.Fatalf("socketReader(%T) = %T, want *rawReader", server, r)
+	}
+	server.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+	if _, err := r.Read(make([]byte, 16)); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("Read with nothing sent = %v, want a deadline error", err)
+	}
+	server.SetReadDeadline(time.Time{})
+	want := make([]byte, 4<<20)
+	for i := range want {
+		want[i] = byte(i * 13)
+	}
+	go func() {
+		for off := 0; off < len(want); off += 64 << 10 {
+			client.Write(want[off : off+64<<10])
+		}
+		client.Close()
+	}()
+	got, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatalf("ReadAll = %v (io.ReadAll ends at io.EOF without an error)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("read %d bytes, not the %d sent", len(got), len(want))
+	}
+}
