@@ -85,10 +85,27 @@ func (t *Txn) beat(hb *heartbeat) bool {
 		return true
 	}
 	if rec := br.Responses[0].(*kvpb.HeartbeatTxnResponse).Txn; rec.Status == kvpb.Aborted {
-		hb.setAborted(&kvpb.TransactionAbortedError{Reason: kvpb.AbortPushed})
+		hb.setAborted(&kvpb.TransactionAbortedError{Reason: t.abortReason(ctx, txn.TxnMeta)})
 		return false
 	}
 	return true
+}
+
+// abortReason asks the record's tablet why txn was aborted, so that the
+// client's error says it (an expired record is not a lost priority
+// contest); AbortPushed when the tablet cannot tell.
+func (t *Txn) abortReason(ctx context.Context, txn kvpb.TxnMeta) kvpb.AbortReason {
+	ba := &kvpb.BatchRequest{}
+	ba.Add(&kvpb.QueryTxnRequest{Key: txn.Key, Txn: txn})
+	br, err := t.db.ds.Send(ctx, ba)
+	if err != nil {
+		return kvpb.AbortPushed
+	}
+	q, ok := br.Responses[0].(*kvpb.QueryTxnResponse)
+	if !ok || !q.Found || q.Txn.Status != kvpb.Aborted {
+		return kvpb.AbortPushed
+	}
+	return q.AbortReason
 }
 
 func (hb *heartbeat) setAborted(err error) {

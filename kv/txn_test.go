@@ -708,6 +708,39 @@ func TestCPutAndDelRange(t *testing.T) {
 	}
 }
 
+// TestHeartbeatSaysWhyAborted: a record aborted because it expired (its
+// beats did not get through for the liveness threshold) makes the next
+// operation fail with ABORT_REASON_EXPIRED, not the PUSHED of a lost
+// priority contest: what a COPY aborted by the transaction cleanup
+// reported (bench/README, "the COPY that failed with 40001").
+func TestHeartbeatSaysWhyAborted(t *testing.T) {
+	const liveness = 2 * time.Second
+	e := newTestEnv(t, envOptions{manualClock: true, liveness: liveness, db: Options{HeartbeatInterval: time.Hour}})
+	ctx := context.Background()
+	a := e.db.NewTxn(ctx, "a", Snapshot)
+	if err := a.Put(ctx, []byte("k"), []byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	a.mu.Lock()
+	pushee, hb := a.mu.proto.TxnMeta, a.mu.hb
+	a.mu.Unlock()
+	if keepGoing := a.beat(hb); !keepGoing {
+		t.Fatal("the first heartbeat found the record aborted")
+	}
+	e.manual.Advance(liveness + time.Second)
+	ba := &kvpb.BatchRequest{}
+	ba.Add(&kvpb.PushTxnRequest{Key: pushee.Key, Pushee: pushee, PushType: kvpb.PushAbort, PushTo: e.clock.Now()})
+	if _, err := e.db.Send(ctx, ba); err != nil {
+		t.Fatal(err)
+	}
+	if keepGoing := a.beat(hb); keepGoing {
+		t.Fatal("heartbeat of an aborted record wants to keep beating")
+	}
+	if _, _, err := a.Get(ctx, []byte("other")); !isAborted(err, kvpb.AbortExpired) {
+		t.Fatalf("read after the heartbeat found the expired record aborted: got %v, want ABORT_REASON_EXPIRED", err)
+	}
+}
+
 // TestHeartbeatFindsAbort: once a heartbeat finds the record aborted, the
 // next operation fails with TransactionAbortedError (even a read, which the
 // tablet alone would have served), and PrepareForRetry refuses.
