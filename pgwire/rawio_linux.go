@@ -15,16 +15,25 @@ import (
 // deadlines), so it need not be a blocking system call that leaves the
 // goroutine's P for the monitor to take.
 func socketReader(nc net.Conn) io.Reader {
+	if rc := plainSocket(nc); rc != nil {
+		return &rawReader{rc: rc}
+	}
+	return nc
+}
+
+// plainSocket returns the raw connection of a plain TCP or Unix socket,
+// nil for anything else (a TLS connection).
+func plainSocket(nc net.Conn) syscall.RawConn {
 	switch nc.(type) {
 	case *net.TCPConn, *net.UnixConn:
 	default:
-		return nc
+		return nil
 	}
 	rc, err := nc.(syscall.Conn).SyscallConn()
 	if err != nil {
-		return nc
+		return nil
 	}
-	return &rawReader{rc: rc}
+	return rc
 }
 
 // rawReader reads a non-blocking socket with raw read(2) calls, waiting
@@ -102,16 +111,10 @@ func (r *rawReader) readSome(fd uintptr) bool {
 // netpoller as net.Conn.Write does, with the same deadlines. So it is
 // made as a raw system call, which leaves the P running.
 func socketWriter(nc net.Conn) io.Writer {
-	switch nc.(type) {
-	case *net.TCPConn, *net.UnixConn:
-	default:
-		return nc
+	if rc := plainSocket(nc); rc != nil {
+		return &rawWriter{rc: rc}
 	}
-	rc, err := nc.(syscall.Conn).SyscallConn()
-	if err != nil {
-		return nc
-	}
-	return &rawWriter{rc: rc}
+	return nc
 }
 
 // rawWriter writes to a non-blocking socket with raw write(2) calls,

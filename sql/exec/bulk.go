@@ -177,17 +177,28 @@ func bulkLoadExisting(ctx context.Context, x *Context, tb *catalog.Table) (*cata
 // row visible to the transaction; wait is what it does on another
 // transaction's intent.
 func isEmpty(ctx context.Context, x *Context, tb *catalog.Table, wait kvpb.WaitPolicy) (bool, error) {
-	layout, err := tb.Layout()
+	b, _, err := firstRowScan(tb, wait)
 	if err != nil {
-		return false, fmt.Errorf("table %q: %w", tb.Name, err)
+		return false, err
 	}
-	sp := layout.IndexSpan(&layout.Primary)
-	b := &kv.Batch{WaitPolicy: wait}
-	b.Scan(sp.Key, sp.EndKey, 1)
 	if err := x.Txn.Run(ctx, b); err != nil {
 		return false, err
 	}
 	return len(b.Results[0].Rows) == 0, nil
+}
+
+// firstRowScan is a batch that reads the first row of tb's primary index,
+// as tb names it, with wait for another transaction's intent, and that
+// index's span.
+func firstRowScan(tb *catalog.Table, wait kvpb.WaitPolicy) (*kv.Batch, kvpb.Span, error) {
+	layout, err := tb.Layout()
+	if err != nil {
+		return nil, kvpb.Span{}, fmt.Errorf("table %q: %w", tb.Name, err)
+	}
+	sp := layout.IndexSpan(&layout.Primary)
+	b := &kv.Batch{WaitPolicy: wait}
+	b.Scan(sp.Key, sp.EndKey, 1)
+	return b, sp, nil
 }
 
 // isEmptyAt reports whether tb's primary index, as tb names it, holds
@@ -199,13 +210,10 @@ func isEmpty(ctx context.Context, x *Context, tb *catalog.Table, wait kvpb.WaitP
 // storage (isEmptyNow found no lock there, its own included), so what
 // the read cannot see of its own writes is nothing.
 func isEmptyAt(ctx context.Context, x *Context, tb *catalog.Table) (bool, error) {
-	layout, err := tb.Layout()
+	b, _, err := firstRowScan(tb, kvpb.WaitError)
 	if err != nil {
-		return false, fmt.Errorf("table %q: %w", tb.Name, err)
+		return false, err
 	}
-	sp := layout.IndexSpan(&layout.Primary)
-	b := &kv.Batch{WaitPolicy: kvpb.WaitError}
-	b.Scan(sp.Key, sp.EndKey, 1)
 	if err := x.Txn.DB().RunAt(ctx, b, x.Txn.ReadTimestamp()); err != nil {
 		return false, err
 	}
@@ -224,13 +232,10 @@ func isEmptyAt(ctx context.Context, x *Context, tb *catalog.Table) (bool, error)
 // where PostgreSQL lets both through. It is a second round trip, taken
 // only when the scan found the table empty.
 func isEmptyNow(ctx context.Context, x *Context, tb *catalog.Table) (bool, error) {
-	layout, err := tb.Layout()
+	b, sp, err := firstRowScan(tb, kvpb.WaitError)
 	if err != nil {
-		return false, fmt.Errorf("table %q: %w", tb.Name, err)
+		return false, err
 	}
-	sp := layout.IndexSpan(&layout.Primary)
-	b := &kv.Batch{WaitPolicy: kvpb.WaitError}
-	b.Scan(sp.Key, sp.EndKey, 1)
 	if err := x.Txn.DB().Run(ctx, b); err != nil {
 		if _, ok := errors.AsType[*kvpb.WriteIntentError](err); ok {
 			return false, nil

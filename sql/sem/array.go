@@ -292,6 +292,16 @@ func (b *builder) buildIndirection(ind *pg_query.A_Indirection) (Expr, error) {
 // jsonbSubscript builds j[i], PostgreSQL 14's jsonb subscripting, which
 // reads as j -> i (jsonbSubscriptType gives the subscript's type).
 func (b *builder) jsonbSubscript(j Expr, idx *pg_query.A_Indices, loc int32) (Expr, error) {
+	i, err := b.jsonbSubscriptIndex(idx, loc)
+	if err != nil {
+		return nil, err
+	}
+	return b.binary("->", j, i, loc)
+}
+
+// jsonbSubscriptIndex builds one jsonb subscript, coerced to the type
+// jsonbSubscriptType gives it; a slice is 42804.
+func (b *builder) jsonbSubscriptIndex(idx *pg_query.A_Indices, loc int32) (Expr, error) {
 	if idx.IsSlice {
 		at := loc
 		if idx.Uidx != nil {
@@ -307,10 +317,7 @@ func (b *builder) jsonbSubscript(j Expr, idx *pg_query.A_Indices, loc int32) (Ex
 	if err != nil {
 		return nil, err
 	}
-	if i, err = b.coerce(i, to, loc); err != nil {
-		return nil, err
-	}
-	return b.binary("->", j, i, loc)
+	return b.coerce(i, to, loc)
 }
 
 // jsonbSubscriptType is the type jsonb subscript i is read as: int4 (an
@@ -342,22 +349,12 @@ func (b *builder) jsonbAssign(j Expr, ind []*pg_query.Node, val *pg_query.Node, 
 		if idx == nil {
 			return nil, errUnsupported("assignment to a field of a jsonb value is not supported; use a subscript")
 		}
-		if idx.IsSlice {
-			return nil, b.pos(location(idx.Uidx), pgerror.New(pgerrcode.DatatypeMismatch, "jsonb subscript does not support slices"))
-		}
-		i, err := b.build(idx.Uidx)
-		if err != nil {
-			return nil, err
-		}
-		to, err := b.jsonbSubscriptType(i, idx.Uidx)
+		i, err := b.jsonbSubscriptIndex(idx, location(idx.Uidx))
 		if err != nil {
 			return nil, err
 		}
 		if k == 0 {
-			firstIsInt = to == types.Int4
-		}
-		if i, err = b.coerce(i, to, location(idx.Uidx)); err != nil {
-			return nil, err
+			firstIsInt = i.Type().Oid == types.Int4.Oid
 		}
 		if i, err = b.coerceTo(i, types.Text, types.CastExplicit, location(idx.Uidx)); err != nil {
 			return nil, err
