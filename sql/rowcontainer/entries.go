@@ -348,7 +348,7 @@ func (s *EntrySorter) spill(ctx context.Context) error {
 		if err := checkCtx(ctx, i); err != nil {
 			return err
 		}
-		e := it.next()
+		_, e := it.next()
 		if e == nil {
 			break
 		}
@@ -396,7 +396,7 @@ type EntryIterator interface {
 // them.
 func (s *EntrySorter) Sort(ctx context.Context) (EntryIterator, error) {
 	if len(s.runs) == 0 {
-		return &entryMemIter{s: s, m: s.memMerge()}, nil
+		return &entryMemIter{m: s.memMerge(), owner: s}, nil
 	}
 	if len(s.ents) > 0 {
 		if err := s.spill(ctx); err != nil {
@@ -435,14 +435,16 @@ func (s *EntrySorter) Close() {
 	s.ents, s.chunks, s.segs, s.buf, s.marks = nil, nil, nil, nil, nil
 }
 
+// entryMemIter reads a merge of sealed segments in memory; owner, when
+// set, is the sorter its Close closes (Sort's iterator owns the sorter).
 type entryMemIter struct {
-	s *EntrySorter
-	m *segMerge
-	i int
+	m     *segMerge
+	owner *EntrySorter
+	i     int
 }
 
 func (m *entryMemIter) Next(ctx context.Context) ([]byte, []byte, bool, error) {
-	e := m.m.next()
+	s, e := m.m.next()
 	if e == nil {
 		return nil, nil, false, nil
 	}
@@ -450,62 +452,74 @@ func (m *entryMemIter) Next(ctx context.Context) ([]byte, []byte, bool, error) {
 	if err := checkCtx(ctx, m.i); err != nil {
 		return nil, nil, false, err
 	}
-	return m.s.key(e), m.s.value(e), true, nil
+	return s.key(e), s.value(e), true, nil
 }
 
 // memMerge seals the last chunk and returns a merge of the segments.
 func (s *EntrySorter) memMerge() *segMerge {
 	s.seal()
-	m := &segMerge{s: s, heap: make([]segCursor, 0, len(s.segs))}
+	m := &segMerge{srcs: []*EntrySorter{s}, heap: make([]segCursor, 0, len(s.segs))}
 	for _, g := range s.segs {
 		if g.lo < g.hi {
 			m.heap = append(m.heap, segCursor{abbr: s.ents[g.lo].abbr, i: g.lo, hi: g.hi})
 		}
 	}
-	for i := len(m.heap)/2 - 1; i >= 0; i-- {
-		m.down(i)
-	}
+	m.init()
 	return m
 }
 
-// segMerge is a k-way merge of the sealed segments in memory: a heap of
-// one cursor per segment, ordered by the cursors' slots.
+// segMerge is a k-way merge of sealed segments in memory, of one sorter
+// or of several (MergeRanges): a heap of one cursor per segment, ordered
+// by the cursors' slots.
 type segMerge struct {
-	s    *EntrySorter
+	srcs []*EntrySorter
 	heap []segCursor
 }
 
 type segCursor struct {
 	abbr  uint64 // ents[i].abbr, kept here: most comparisons end on it
 	i, hi int
+	src   int // the sorter (srcs) whose slots ents[i:hi] are
+}
+
+func (m *segMerge) init() {
+	for i := len(m.heap)/2 - 1; i >= 0; i-- {
+		m.down(i)
+	}
 }
 
 func (m *segMerge) less(a, b *segCursor) bool {
 	if a.abbr != b.abbr {
 		return a.abbr < b.abbr
 	}
-	if c := bytes.Compare(m.s.key(&m.s.ents[a.i]), m.s.key(&m.s.ents[b.i])); c != 0 {
+	sa, sb := m.srcs[a.src], m.srcs[b.src]
+	if c := bytes.Compare(sa.key(&sa.ents[a.i]), sb.key(&sb.ents[b.i])); c != 0 {
 		return c < 0
+	}
+	if a.src != b.src {
+		return a.src < b.src
 	}
 	return a.i < b.i
 }
 
-// next returns the next slot in key order, nil at the end.
-func (m *segMerge) next() *entrySlot {
+// next returns the next slot in key order and its sorter, nil at the
+// end.
+func (m *segMerge) next() (*EntrySorter, *entrySlot) {
 	if len(m.heap) == 0 {
-		return nil
+		return nil, nil
 	}
 	top := &m.heap[0]
-	e := &m.s.ents[top.i]
+	s := m.srcs[top.src]
+	e := &s.ents[top.i]
 	if top.i++; top.i < top.hi {
-		top.abbr = m.s.ents[top.i].abbr
+		top.abbr = s.ents[top.i].abbr
 	} else {
 		last := len(m.heap) - 1
 		m.heap[0] = m.heap[last]
 		m.heap = m.heap[:last]
 	}
 	m.down(0)
-	return e
+	return s, e
 }
 
 func (m *segMerge) down(i int) {
@@ -527,7 +541,11 @@ func (m *segMerge) down(i int) {
 	}
 }
 
-func (m *entryMemIter) Close() { m.s.Close() }
+func (m *entryMemIter) Close() {
+	if m.owner != nil {
+		m.owner.Close()
+	}
+}
 
 // entryMerge is a k-way merge of the runs: a heap of each run's current
 // record. The record last returned stays in its reader's buffer until the
@@ -751,21 +769,35 @@ func (s *EntrySorter) Range(lo, hi []byte) EntryIterator {
 	if len(s.runs) > 0 {
 		return s.runRange(lo, hi)
 	}
-	s.seal()
-	m := &segMerge{s: s, heap: make([]segCursor, 0, len(s.segs))}
-	for _, g := range s.segs {
-		a, b := s.lowerBound(g, lo), g.hi
-		if hi != nil {
-			b = s.lowerBound(g, hi)
-		}
-		if a < b {
-			m.heap = append(m.heap, segCursor{abbr: s.ents[a].abbr, i: a, hi: b})
+	return MergeRange([]*EntrySorter{s}, lo, hi)
+}
+
+// MergeRange is Range over several sorters in memory at once (InMemory,
+// no Add since): the entries of all of them whose keys are in [lo, hi),
+// in key order, from one merge of all their sorted segments. An index
+// build sorts its entries in several sorters at once, and a merge of
+// their Ranges compared each entry's key once more, and abbreviated it
+// again, on top of each sorter's own merge: 6% of a 1M-row build's CPU
+// (bench/README.md, issue 18, 2026-11-30 14:15). The same rules as
+// Range's hold for every sorter; closing the iterator releases nothing
+// (each sorter's Close does), and equal keys of different sorters come
+// out adjacent, in no particular order.
+func MergeRange(ss []*EntrySorter, lo, hi []byte) EntryIterator {
+	m := &segMerge{srcs: ss}
+	for src, s := range ss {
+		s.seal()
+		for _, g := range s.segs {
+			a, b := s.lowerBound(g, lo), g.hi
+			if hi != nil {
+				b = s.lowerBound(g, hi)
+			}
+			if a < b {
+				m.heap = append(m.heap, segCursor{abbr: s.ents[a].abbr, i: a, hi: b, src: src})
+			}
 		}
 	}
-	for i := len(m.heap)/2 - 1; i >= 0; i-- {
-		m.down(i)
-	}
-	return &entryRangeIter{entryMemIter{s: s, m: m}}
+	m.init()
+	return &entryRangeIter{entryMemIter{m: m}}
 }
 
 // runRange is Range over the runs: a merge of one reader per run, each
@@ -816,7 +848,7 @@ func (s *EntrySorter) lowerBound(g segment, k []byte) int {
 }
 
 // entryRangeIter is Range's iterator: entryMemIter's merge, but closing
-// it leaves the sorter open (the other ranges still read it).
+// it leaves the sorters open (the other ranges still read them).
 type entryRangeIter struct{ entryMemIter }
 
 func (r *entryRangeIter) Close() { r.m.heap = nil }
