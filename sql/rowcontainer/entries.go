@@ -26,9 +26,10 @@ import (
 //     bytes rewritten in that order (seal) while the chunk is still in
 //     the CPU's caches: a chunk is then a sorted segment, read front to
 //     back;
-//   - the entries in memory come out of a merge of the segments (a heap
-//     of one cursor per chunk, on the abbreviations): reading the sorted
-//     entries reads each chunk sequentially. One sort of all the slots
+//   - the entries in memory come out of a merge of the segments (a
+//     tournament tree of one cursor per chunk, on the abbreviations,
+//     segMerge): reading the sorted entries reads each chunk
+//     sequentially. One sort of all the slots
 //     would visit the entries' bytes in random order, a cache miss each:
 //     in a 1M-row build that was more CPU than the sort;
 //   - past the account's limit that merge is written as a run of
@@ -458,10 +459,10 @@ func (m *entryMemIter) Next(ctx context.Context) ([]byte, []byte, bool, error) {
 // memMerge seals the last chunk and returns a merge of the segments.
 func (s *EntrySorter) memMerge() *segMerge {
 	s.seal()
-	m := &segMerge{srcs: []*EntrySorter{s}, heap: make([]segCursor, 0, len(s.segs))}
+	m := &segMerge{srcs: []*EntrySorter{s}, curs: make([]segCursor, 0, len(s.segs))}
 	for _, g := range s.segs {
 		if g.lo < g.hi {
-			m.heap = append(m.heap, segCursor{abbr: s.ents[g.lo].abbr, i: g.lo, hi: g.hi})
+			m.curs = append(m.curs, segCursor{abbr: s.ents[g.lo].abbr, i: g.lo, hi: g.hi})
 		}
 	}
 	m.init()
@@ -469,11 +470,22 @@ func (s *EntrySorter) memMerge() *segMerge {
 }
 
 // segMerge is a k-way merge of sealed segments in memory, of one sorter
-// or of several (MergeRanges): a heap of one cursor per segment, ordered
-// by the cursors' slots.
+// or of several (MergeRange): a tournament tree of losers over one
+// cursor per segment. Each entry it returns costs one comparison per
+// level of the tree, on the way from the winner's leaf to the root,
+// where a binary heap's sift-down costs two (the children, then the
+// larger against the parent): the merge was 7% of a 1M-row index
+// build's CPU (bench/README.md, issue 18, 2026-11-30).
+//
+// The tree is implicit: with k cursors, internal nodes 1..k-1 hold the
+// cursor that lost there (loser[n]), node n's children are 2n and 2n+1,
+// and cursor i is leaf k+i, so every internal node has two children for
+// any k. An exhausted cursor stays in the tree and loses to every other.
 type segMerge struct {
-	srcs []*EntrySorter
-	heap []segCursor
+	srcs  []*EntrySorter
+	curs  []segCursor
+	loser []int // loser[n] for internal node n (loser[0] unused)
+	win   int   // the cursor of the least entry
 }
 
 type segCursor struct {
@@ -482,63 +494,74 @@ type segCursor struct {
 	src   int // the sorter (srcs) whose slots ents[i:hi] are
 }
 
+// init plays the tournament of the cursors.
 func (m *segMerge) init() {
-	for i := len(m.heap)/2 - 1; i >= 0; i-- {
-		m.down(i)
+	if len(m.curs) == 0 {
+		return
 	}
+	m.loser = make([]int, len(m.curs))
+	m.win = m.play(1)
 }
 
-func (m *segMerge) less(a, b *segCursor) bool {
-	if a.abbr != b.abbr {
-		return a.abbr < b.abbr
+// play returns the winner of the subtree at node n, recording the losers
+// of its internal nodes.
+func (m *segMerge) play(n int) int {
+	k := len(m.curs)
+	if n >= k {
+		return n - k
 	}
-	sa, sb := m.srcs[a.src], m.srcs[b.src]
-	if c := bytes.Compare(sa.key(&sa.ents[a.i]), sb.key(&sb.ents[b.i])); c != 0 {
+	a, b := m.play(2*n), m.play(2*n+1)
+	if m.less(b, a) {
+		a, b = b, a
+	}
+	m.loser[n] = b
+	return a
+}
+
+// less says whether cursor a's entry comes before cursor b's (an
+// exhausted cursor's after every other).
+func (m *segMerge) less(a, b int) bool {
+	ca, cb := &m.curs[a], &m.curs[b]
+	if ca.i >= ca.hi {
+		return false
+	}
+	if cb.i >= cb.hi {
+		return true
+	}
+	if ca.abbr != cb.abbr {
+		return ca.abbr < cb.abbr
+	}
+	sa, sb := m.srcs[ca.src], m.srcs[cb.src]
+	if c := bytes.Compare(sa.key(&sa.ents[ca.i]), sb.key(&sb.ents[cb.i])); c != 0 {
 		return c < 0
 	}
-	if a.src != b.src {
-		return a.src < b.src
-	}
-	return a.i < b.i
+	return a < b
 }
 
 // next returns the next slot in key order and its sorter, nil at the
 // end.
 func (m *segMerge) next() (*EntrySorter, *entrySlot) {
-	if len(m.heap) == 0 {
+	if len(m.curs) == 0 {
 		return nil, nil
 	}
-	top := &m.heap[0]
-	s := m.srcs[top.src]
-	e := &s.ents[top.i]
-	if top.i++; top.i < top.hi {
-		top.abbr = s.ents[top.i].abbr
-	} else {
-		last := len(m.heap) - 1
-		m.heap[0] = m.heap[last]
-		m.heap = m.heap[:last]
+	w := m.win
+	c := &m.curs[w]
+	if c.i >= c.hi {
+		return nil, nil // the winner is exhausted: every cursor is
 	}
-	m.down(0)
+	s := m.srcs[c.src]
+	e := &s.ents[c.i]
+	if c.i++; c.i < c.hi {
+		c.abbr = s.ents[c.i].abbr
+	}
+	// Replay cursor w's path to the root against the losers on it.
+	for n := (w + len(m.curs)) / 2; n >= 1; n /= 2 {
+		if l := m.loser[n]; m.less(l, w) {
+			m.loser[n], w = w, l
+		}
+	}
+	m.win = w
 	return s, e
-}
-
-func (m *segMerge) down(i int) {
-	h := m.heap
-	for {
-		l := 2*i + 1
-		if l >= len(h) {
-			return
-		}
-		c := l
-		if r := l + 1; r < len(h) && m.less(&h[r], &h[l]) {
-			c = r
-		}
-		if !m.less(&h[c], &h[i]) {
-			return
-		}
-		h[i], h[c] = h[c], h[i]
-		i = c
-	}
 }
 
 func (m *entryMemIter) Close() {
@@ -792,7 +815,7 @@ func MergeRange(ss []*EntrySorter, lo, hi []byte) EntryIterator {
 				b = s.lowerBound(g, hi)
 			}
 			if a < b {
-				m.heap = append(m.heap, segCursor{abbr: s.ents[a].abbr, i: a, hi: b, src: src})
+				m.curs = append(m.curs, segCursor{abbr: s.ents[a].abbr, i: a, hi: b, src: src})
 			}
 		}
 	}
@@ -851,4 +874,4 @@ func (s *EntrySorter) lowerBound(g segment, k []byte) int {
 // it leaves the sorters open (the other ranges still read them).
 type entryRangeIter struct{ entryMemIter }
 
-func (r *entryRangeIter) Close() { r.m.heap = nil }
+func (r *entryRangeIter) Close() { r.m.curs = nil }
