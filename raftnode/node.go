@@ -827,9 +827,11 @@ func (n *Node) processReady() (bool, []func(), []*applyJob, error) {
 				}
 			}
 			if len(again) > 0 {
+				start := time.Now()
 				if _, err := n.pass(again, outs, nil, &jobs); err != nil {
 					return true, nil, nil, err
 				}
+				n.stats.SecondPassNanos.Add(int64(time.Since(start)))
 			}
 		}
 	}
@@ -865,6 +867,7 @@ func (n *Node) processReady() (bool, []func(), []*applyJob, error) {
 	// MiB) is then deleted in the memtable it was written to, so Pebble's
 	// flush drops it instead of writing it into L0 for a compaction to
 	// rewrite (a cluster of one's index builds and bulk COPYs).
+	compactStart := time.Now()
 	compact := n.eng.NewBatch()
 	defer compact.Close()
 	for _, id := range ids {
@@ -892,6 +895,7 @@ func (n *Node) processReady() (bool, []func(), []*applyJob, error) {
 			return true, nil, nil, fmt.Errorf("raftnode: compacting logs: %w", err)
 		}
 	}
+	n.stats.CompactNanos.Add(int64(time.Since(compactStart)))
 	return true, after, jobs, nil
 }
 

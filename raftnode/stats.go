@@ -45,6 +45,10 @@ type RoundStats struct {
 	// applies done by workers off the rounds (apply.go), and
 	// OffloadedApplyNanos their time, which no round waits for.
 	ApplyNanos, IngestNanos, OffloadedApplies, OffloadedApplyNanos atomic.Int64
+	// SecondPassNanos is the part of PostSyncNanos spent in the rounds'
+	// second passes (their Readies, commits, applies), CompactNanos the
+	// part spent truncating logs (its batch and commit).
+	SecondPassNanos, CompactNanos atomic.Int64
 }
 
 // Stats returns the node's counters (their values change as it runs).

@@ -120,6 +120,8 @@ func (s *Server) raftMetrics(w io.Writer) {
 		{"cairn_raft_ingest_seconds_total", "State machines' Apply of entries that ingest an SST, in rounds or workers.", st.IngestNanos.Load()},
 		{"cairn_raft_offloaded_applies_total", "Applies done by workers off the rounds (large batches, SST ingestion).", st.OffloadedApplies.Load()},
 		{"cairn_raft_offloaded_apply_seconds_total", "Workers' time applying off the rounds, which no round waits for.", st.OffloadedApplyNanos.Load()},
+		{"cairn_raft_round_second_pass_seconds_total", "Rounds' second passes (part of postsync).", st.SecondPassNanos.Load()},
+		{"cairn_raft_round_compact_seconds_total", "Rounds' log truncation (part of postsync).", st.CompactNanos.Load()},
 	} {
 		v := float64(m.v)
 		if m.name != "cairn_raft_proposals_total" && m.name != "cairn_raft_proposals_late_total" && m.name != "cairn_raft_rounds_total" && m.name != "cairn_raft_synced_rounds_total" && m.name != "cairn_raft_offloaded_applies_total" {
