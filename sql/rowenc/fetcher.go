@@ -105,6 +105,21 @@ func NewRowFetcher(t *TableLayout, idx *IndexLayout, needed []ColumnID) (*RowFet
 	return f, nil
 }
 
+// Copy returns a fetcher of f's index and columns with nothing pending,
+// as NewRowFetcher would make it, sharing f's column sets (read only once
+// made) instead of computing them again: for a caller that keeps a
+// fetcher of a plan it runs many times (sql/exec's PointCache). f must be
+// fresh from NewRowFetcher; what was set on it since (KeyOnly, needles,
+// ReuseRows) is not copied.
+func (f *RowFetcher) Copy() *RowFetcher {
+	c := &RowFetcher{t: f.t, idx: f.idx, needed: f.needed, drop: f.drop, noValues: f.noValues}
+	if f.merger != nil {
+		c.merger = NewRowMerger(f.t.Schema)
+		c.merger.SetSkip(f.merger.skip)
+	}
+	return c
+}
+
 // MaxNeedles bounds SetNeedles.
 const MaxNeedles = 64
 

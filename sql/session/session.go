@@ -15,6 +15,7 @@ import (
 	"github.com/cairn-db/cairn/sql/parser"
 	"github.com/cairn-db/cairn/sql/pgcatalog"
 	"github.com/cairn-db/cairn/sql/pgerror"
+	"github.com/cairn-db/cairn/sql/plan"
 	"github.com/cairn-db/cairn/sql/sequence"
 	"github.com/cairn-db/cairn/sql/types"
 	"github.com/jackc/pgerrcode"
@@ -63,6 +64,27 @@ type Session struct {
 	spCache struct {
 		setting, user, temp string
 		out                 []string
+	}
+	// virtFns are virtualLists' method values.
+	virtFns struct {
+		activity   func() []plan.SessionActivity
+		cursors    func() []plan.SessionCursor
+		statements func() []plan.StatementStats
+	}
+	// workMemCache is workMem's last answer and the settings it read.
+	workMemCache struct {
+		ok               bool
+		workMem, testing string
+		bytes            int64
+	}
+	// timeouts are lock_timeout and statement_timeout as stmtContext
+	// last parsed them, with their text: parsed again only when a SET
+	// changed it, not for every statement.
+	timeouts struct {
+		ok         bool
+		lock, stmt string
+		lockD      time.Duration
+		stmtD      time.Duration
 	}
 	// temp is the session's temporary tables (temp.go).
 	temp tempState
@@ -146,7 +168,10 @@ type Session struct {
 	mutations    map[*catalog.Table]int64
 }
 
-var _ pgwire.Session = (*Session)(nil)
+var (
+	_ pgwire.Session        = (*Session)(nil)
+	_ pgwire.StatementBaser = (*Session)(nil)
+)
 
 // ParameterStatus implements pgwire.Session.
 func (s *Session) ParameterStatus() map[string]string {
@@ -489,15 +514,47 @@ var errLockTimeout = pgerror.New(pgerrcode.LockNotAvailable, "canceling statemen
 // its lock waits lock_timeout (kv.WithLockTimeout carries it to the
 // tablets in every batch the statement sends).
 func (s *Session) stmtContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	if d, err := parseDuration(s.vars["lock_timeout"]); err == nil && d > 0 {
-		ctx = kv.WithLockTimeout(ctx, d)
+	lockD, stmtD := s.stmtTimeouts()
+	if lockD > 0 {
+		ctx = kv.WithLockTimeout(ctx, lockD)
 	}
-	ctx = kvpb.WithLockWaitObserver(ctx, s.act)
-	d, err := parseDuration(s.vars["statement_timeout"])
-	if err != nil || d <= 0 {
-		return ctx, func() {}
+	if kvpb.LockWaitObserverOf(ctx) != s.act {
+		// Not a context pgwire derived from StatementBase's (a caller
+		// inside the node, a test).
+		ctx = kvpb.WithLockWaitObserver(ctx, s.act)
 	}
-	return context.WithTimeoutCause(ctx, d, errStatementTimeout)
+	if stmtD <= 0 {
+		return ctx, noCancel
+	}
+	return context.WithTimeoutCause(ctx, stmtD, errStatementTimeout)
+}
+
+// StatementBase implements pgwire.StatementBaser: every statement's
+// context carries the session's lock wait observer (pg_stat_activity's
+// wait_event_type 'Lock'), added once rather than by each stmtContext.
+func (s *Session) StatementBase(ctx context.Context) context.Context {
+	return kvpb.WithLockWaitObserver(ctx, s.act)
+}
+
+// noCancel is the CancelFunc of a statement context without a timeout.
+func noCancel() {}
+
+// stmtTimeouts returns lock_timeout and statement_timeout (0: none, as
+// for a value that does not parse), parsing each again only when its text
+// changed.
+func (s *Session) stmtTimeouts() (lock, stmt time.Duration) {
+	t := &s.timeouts
+	l, st := s.vars["lock_timeout"], s.vars["statement_timeout"]
+	if !t.ok || t.lock != l || t.stmt != st {
+		t.ok, t.lock, t.stmt, t.lockD, t.stmtD = true, l, st, 0, 0
+		if d, err := parseDuration(l); err == nil && d > 0 {
+			t.lockD = d
+		}
+		if d, err := parseDuration(st); err == nil && d > 0 {
+			t.stmtD = d
+		}
+	}
+	return t.lockD, t.stmtD
 }
 
 // sqlError turns an error from below into what the client should see:
