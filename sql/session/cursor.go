@@ -161,7 +161,7 @@ func (c *cursor) typesCtx() *types.Context {
 }
 
 func (c *cursor) writeRow(w pgwire.ResultWriter, row []types.Datum) error {
-	tc := c.typesCtx()
+	var tc *types.Context // made for the first value that needs it
 	// The session's buffers (rowScratch): a writer keeps nothing of vals
 	// past WriteRow, so every cursor's rows can be encoded in the same
 	// ones. They were the cursor's, made per statement, and ends was
@@ -197,6 +197,9 @@ func (c *cursor) writeRow(w pgwire.ResultWriter, row []types.Datum) error {
 				return err
 			}
 		} else {
+			if tc == nil && types.FormatUsesContext(d) {
+				tc = c.typesCtx()
+			}
 			buf = types.AppendFormat(buf, tc, col.T, d)
 		}
 		ends[i] = len(buf)
