@@ -99,6 +99,15 @@ type Notifier interface {
 	TakeNotifications() []Notification
 }
 
+// QuickBinder is implemented by a Statement whose Bind may run without
+// a statement context of its own (a cancellable context, registered for
+// CancelRequest, per call): QuickBind reports that its Bind only decodes
+// the values, reading nothing and waiting for nothing, so there is
+// nothing a cancel could interrupt.
+type QuickBinder interface {
+	QuickBind() bool
+}
+
 // StatementBaser is implemented by a Session that wants values in the
 // context of every statement-level call (the session's lock wait
 // observer): pgwire derives those contexts from StatementBase(ctx),

@@ -63,11 +63,16 @@ func (x *stmtState) reader(txn *kv.Txn) *catalog.Reader {
 // snapshot first under READ COMMITTED (once per statement).
 func (x *stmtState) txn() (*kv.Txn, error) {
 	s := x.s
+	fresh := s.txn == nil
 	t := s.kvTxn()
 	if !x.stepped {
 		x.stepped = true
 		s.txnStmts++
-		if s.txnIso == kv.ReadCommitted {
+		// A KV transaction made just now, for this statement, reads at
+		// a clock reading taken after the statement began: its snapshot
+		// is already the statement's, and Step would read the clock
+		// twice more (an implicit transaction's one statement).
+		if s.txnIso == kv.ReadCommitted && !fresh {
 			if err := t.Step(x.ctx); err != nil {
 				return nil, err
 			}

@@ -27,13 +27,34 @@ type preparedStatement struct {
 	// oids and described are ParamOIDs' and the last Portal.Columns'
 	// answers, kept: pgwire asks for them at every Bind and Describe, and
 	// they change only with formats (describedFor).
-	oids         []uint32
-	stmtCols     []pgwire.Column
+	oids     []uint32
+	stmtCols []pgwire.Column
+	// regParams caches hasRegParam(paramTypes), fixed once prepared:
+	// 0 not yet known, 1 yes, 2 no.
+	regParams    int8
 	described    []pgwire.Column
 	describedFor []int16
 }
 
-var _ pgwire.Statement = (*preparedStatement)(nil)
+var (
+	_ pgwire.Statement   = (*preparedStatement)(nil)
+	_ pgwire.QuickBinder = (*preparedStatement)(nil)
+)
+
+// QuickBind implements pgwire.QuickBinder: without a reg* parameter,
+// Bind decodes the values and reads no catalog.
+func (ps *preparedStatement) QuickBind() bool { return !ps.hasRegParam() }
+
+// hasRegParam is hasRegParam(ps.paramTypes), worked out once.
+func (ps *preparedStatement) hasRegParam() bool {
+	if ps.regParams == 0 {
+		ps.regParams = 2
+		if hasRegParam(ps.paramTypes) {
+			ps.regParams = 1
+		}
+	}
+	return ps.regParams == 1
+}
 
 // Prepare implements pgwire.Session.
 func (s *Session) Prepare(ctx context.Context, sql string, paramOIDs []uint32) (pgwire.Statement, error) {
@@ -224,7 +245,7 @@ func (ps *preparedStatement) Bind(ctx context.Context, p pgwire.BindParams) (pgw
 // describe does; other parameters need no catalog.
 func (ps *preparedStatement) decodeParams(ctx context.Context, p pgwire.BindParams) ([]types.Datum, error) {
 	s := ps.s
-	if !hasRegParam(ps.paramTypes) {
+	if !ps.hasRegParam() {
 		return decodeParams(s.typesCtx(), ps.paramTypes, p.Values, p.Formats)
 	}
 	var params []types.Datum
