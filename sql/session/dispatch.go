@@ -35,6 +35,9 @@ type stmtState struct {
 	// rd is the statement's catalog reader over rdTxn (reader).
 	rd    *catalog.Reader
 	rdTxn *kv.Txn
+	// madeTxn: the session's KV transaction was made during this
+	// statement, before txn (types).
+	madeTxn bool
 	// point is the point-read shape kept with the cached plan the
 	// statement runs (exec.PointCache), if it runs one.
 	point *exec.PointCache
@@ -43,6 +46,8 @@ type stmtState struct {
 // types is the statement's type context (see Session.regTypes).
 func (x *stmtState) types() *types.Context {
 	if x.tc == nil {
+		// A KV transaction made here is this statement's (txn).
+		x.madeTxn = x.madeTxn || x.s.txn == nil
 		txn := x.s.kvTxn()
 		x.tc = x.s.regTypesOver(x.ctx, txn, x.reader(txn))
 	}
@@ -63,7 +68,7 @@ func (x *stmtState) reader(txn *kv.Txn) *catalog.Reader {
 // snapshot first under READ COMMITTED (once per statement).
 func (x *stmtState) txn() (*kv.Txn, error) {
 	s := x.s
-	fresh := s.txn == nil
+	fresh := s.txn == nil || x.madeTxn
 	t := s.kvTxn()
 	if !x.stepped {
 		x.stepped = true

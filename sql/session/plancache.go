@@ -552,7 +552,7 @@ func (s *Session) startQuery(x *stmtState, g stmtGroup) (*cursor, error) {
 		return s.startPlan(x, st, nil, nil, nil)
 	}
 	if e.slot.pp != nil {
-		if params, ok := literalParams(x.types(), e.types, lits); ok {
+		if params, ok := literalParams(x, e.types, lits); ok {
 			txn, err := x.txn()
 			if err != nil {
 				return nil, err
@@ -786,7 +786,7 @@ func (s *Session) makeSimplePlan(x *stmtState, e *simpleEntry, lits []parser.Lit
 	if err != nil || len(pts) != len(lits) {
 		return nil
 	}
-	params, ok := literalParams(x.types(), pts, lits)
+	params, ok := literalParams(x, pts, lits)
 	if !ok {
 		return nil
 	}
@@ -807,7 +807,10 @@ func (s *Session) makeSimplePlan(x *stmtState, e *simpleEntry, lits []parser.Lit
 // literalParams converts a statement's constants to the parameter types
 // of its parameterized form, when each stands for its literal exactly
 // (see above).
-func literalParams(tc *types.Context, pts []*types.T, lits []parser.Literal) ([]types.Datum, bool) {
+//
+// The statement's type context (x.types()) is made only for a literal
+// that is not an integer: an integer key needs none.
+func literalParams(x *stmtState, pts []*types.T, lits []parser.Literal) ([]types.Datum, bool) {
 	if len(pts) != len(lits) {
 		return nil, false
 	}
@@ -815,7 +818,7 @@ func literalParams(tc *types.Context, pts []*types.T, lits []parser.Literal) ([]
 	for i, l := range lits {
 		t := pts[i]
 		if !l.IsInt {
-			d, err := types.ParseDatum(tc, t, l.Str)
+			d, err := types.ParseDatum(x.types(), t, l.Str)
 			if err != nil {
 				return nil, false
 			}

@@ -110,10 +110,14 @@ type Session struct {
 	// last sent (a slice: flushReports runs twice per statement, and a
 	// map lookup per setting was 1% of a point SELECT's CPU).
 	reported []string
-	loc      *time.Location
-	rng      *rand.Rand
-	locks    *advisoryHolder
-	prepared map[string]*sqlPrepared
+	// varsGen counts writes to vars (every site that stores a setting
+	// bumps it); reportedGen is its value when reported was last brought
+	// up to date (flushReports).
+	varsGen, reportedGen uint64
+	loc                  *time.Location
+	rng                  *rand.Rand
+	locks                *advisoryHolder
+	prepared             map[string]*sqlPrepared
 	// simplePlans are the cached plans of simple-protocol statements by
 	// parameterized text (plancache.go).
 	simplePlans map[string]*simpleEntry
@@ -181,12 +185,18 @@ func (s *Session) ParameterStatus() map[string]string {
 		out[st.name] = v
 		s.reported[i] = v
 	}
+	s.reportedGen = s.varsGen
 	return out
 }
 
 // flushReports sends ParameterStatus for reportable settings that changed
-// since they were last reported.
+// since they were last reported. It compares them only when some setting
+// was written since (varsGen): every statement calls it, and nearly none
+// follows a SET.
 func (s *Session) flushReports(w pgwire.ResultWriter) error {
+	if s.reportedGen == s.varsGen {
+		return nil
+	}
 	for i, st := range reportedSettings {
 		v := s.vars[st.key]
 		if s.reported[i] != v {
@@ -196,6 +206,7 @@ func (s *Session) flushReports(w pgwire.ResultWriter) error {
 			s.reported[i] = v
 		}
 	}
+	s.reportedGen = s.varsGen
 	return nil
 }
 
@@ -447,10 +458,12 @@ func (s *Session) endTxn(ctx context.Context, commit bool) error {
 	}
 	if !commit && s.savedVars != nil {
 		s.vars = s.savedVars
-	} else {
+		s.varsGen++
+	} else if len(s.localVars) > 0 {
 		for k, v := range s.localVars {
 			s.vars[k] = v
 		}
+		s.varsGen++
 	}
 	s.sqlCursors = s.keepHeldCursors(commit)
 	s.applyDerived()

@@ -187,6 +187,32 @@ func TestParameterStatus(t *testing.T) {
 	if got := c.PgConn().ParameterStatus("TimeZone"); got != "Asia/Tokyo" {
 		t.Errorf("TimeZone status after ROLLBACK = %q", got)
 	}
+	// Every other way a setting changes is reported too (the session
+	// compares the reported values only after a write to its settings).
+	for _, tc := range []struct {
+		sql, name, want string
+	}{
+		// SET LOCAL ends with its transaction, committed or not.
+		{"BEGIN; SET LOCAL application_name = 'local'; COMMIT", "application_name", "tester"},
+		// ROLLBACK TO SAVEPOINT restores the settings of the savepoint.
+		{"BEGIN; SAVEPOINT a; SET application_name = 'inner'; ROLLBACK TO SAVEPOINT a; COMMIT", "application_name", "tester"},
+		{"SET application_name = 'renamed'", "application_name", "renamed"},
+		// RESET ALL and DISCARD ALL return to the session's defaults,
+		// the startup packet's value among them.
+		{"RESET ALL", "application_name", "tester"},
+		{"SET application_name = 'again'", "application_name", "again"},
+		{"DISCARD ALL", "application_name", "tester"},
+	} {
+		if _, err := simple(c, tc.sql); err != nil {
+			t.Fatalf("%s: %v", tc.sql, err)
+		}
+		if _, err := simple(c, "SELECT 1"); err != nil {
+			t.Fatal(err)
+		}
+		if got := c.PgConn().ParameterStatus(tc.name); got != tc.want {
+			t.Errorf("after %s: %s status = %q, want %q", tc.sql, tc.name, got, tc.want)
+		}
+	}
 	// asyncpg's startup packet quotes the encoding (client_encoding
 	// 'utf-8', quotes included); PostgreSQL reads it as UTF8.
 	c3 := connect(t, url+"&client_encoding=%27utf-8%27", nil)
