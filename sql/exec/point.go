@@ -65,6 +65,10 @@ type pointOp struct {
 	ectx *sem.EvalContext
 	done bool
 	row  []types.Datum
+	// fetch and merger hold f when it is a kept shape's copy (one
+	// allocation for the operator and its fetcher).
+	fetch  rowenc.RowFetcher
+	merger rowenc.RowMerger
 }
 
 // PointCache keeps what the point operator of a cached plan depends on
@@ -201,7 +205,9 @@ func (r *runner) buildPointIn(root plan.Node, slot **pointShape) (op, error) {
 	if !ok || err != nil {
 		return nil, err
 	}
-	o := &pointOp{r: r, span: span, outPos: sh.outPos, f: sh.fetch.Copy(), ectx: &r.ev}
+	o := &pointOp{r: r, span: span, outPos: sh.outPos, ectx: &r.ev}
+	sh.fetch.CopyTo(&o.fetch, &o.merger)
+	o.f = &o.fetch
 	if scan == r.lockOnRead {
 		// The span the UPDATE's write locks: the row key as the writer
 		// makes it, from the point's key values (as buildScan does).

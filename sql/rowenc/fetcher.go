@@ -112,12 +112,25 @@ func NewRowFetcher(t *TableLayout, idx *IndexLayout, needed []ColumnID) (*RowFet
 // fresh from NewRowFetcher; what was set on it since (KeyOnly, needles,
 // ReuseRows) is not copied.
 func (f *RowFetcher) Copy() *RowFetcher {
-	c := &RowFetcher{t: f.t, idx: f.idx, needed: f.needed, drop: f.drop, noValues: f.noValues}
-	if f.merger != nil {
-		c.merger = NewRowMerger(f.t.Schema)
-		c.merger.SetSkip(f.merger.skip)
-	}
+	c := &RowFetcher{}
+	f.CopyTo(c, nil)
 	return c
+}
+
+// CopyTo is Copy into c, whose merger (a primary index's) is m when m is
+// not nil: a caller that keeps the fetcher inside a larger object saves
+// two allocations.
+func (f *RowFetcher) CopyTo(c *RowFetcher, m *RowMerger) {
+	*c = RowFetcher{t: f.t, idx: f.idx, needed: f.needed, drop: f.drop, noValues: f.noValues}
+	if f.merger != nil {
+		if m == nil {
+			m = NewRowMerger(f.t.Schema)
+		} else {
+			*m = RowMerger{s: f.t.Schema}
+		}
+		m.SetSkip(f.merger.skip)
+		c.merger = m
+	}
 }
 
 // MaxNeedles bounds SetNeedles.

@@ -340,8 +340,11 @@ func (pt *portal) Close() {
 // Execute implements pgwire.Portal.
 func (pt *portal) Execute(ctx context.Context, w pgwire.ResultWriter, maxRows int) (bool, error) {
 	start := time.Now()
-	sw := &statsWriter{ResultWriter: w}
-	suspended, err := pt.execute(ctx, sw, maxRows)
+	// The writers and the held result of one Execute in one allocation
+	// (three of the objects every Execute made).
+	a := &execAlloc{sw: statsWriter{ResultWriter: w}}
+	sw := &a.sw
+	suspended, err := pt.execute(ctx, sw, maxRows, a)
 	if h := pt.ps.s.extHeld; err == nil && h != nil && h.pt == pt {
 		sw.count(h.tag)
 	}
@@ -351,7 +354,15 @@ func (pt *portal) Execute(ctx context.Context, w pgwire.ResultWriter, maxRows in
 	return suspended, err
 }
 
-func (pt *portal) execute(ctx context.Context, w pgwire.ResultWriter, maxRows int) (bool, error) {
+// execAlloc holds what one Execute needs of its own: its first attempt
+// uses tw and h (later attempts make theirs).
+type execAlloc struct {
+	sw statsWriter
+	tw trackingWriter
+	h  heldExecute
+}
+
+func (pt *portal) execute(ctx context.Context, w pgwire.ResultWriter, maxRows int, a *execAlloc) (bool, error) {
 	ps, s := pt.ps, pt.ps.s
 	if pt.cur != nil {
 		return pt.resume(ctx, w, maxRows)
@@ -385,10 +396,20 @@ func (pt *portal) execute(ctx context.Context, w pgwire.ResultWriter, maxRows in
 		// where a buffered write first meets other writers, and while the
 		// client has heard nothing of the statement a retryable failure
 		// there can still be rerun (Sync, heldExecute).
-		tw := &trackingWriter{ResultWriter: w, hold: started}
+		var tw *trackingWriter
+		if attempt == 0 {
+			a.tw = trackingWriter{ResultWriter: w, hold: started}
+			tw = &a.tw
+		} else {
+			tw = &trackingWriter{ResultWriter: w, hold: started}
+		}
 		suspended, err := pt.run(ctx, tw, maxRows)
 		if err == nil {
-			h := &heldExecute{pt: pt}
+			h := &a.h
+			if attempt > 0 {
+				h = &heldExecute{}
+			}
+			h.pt = pt
 			h.take(tw)
 			if h.tag == "" {
 				return suspended, nil

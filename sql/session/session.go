@@ -77,14 +77,12 @@ type Session struct {
 		workMem, testing string
 		bytes            int64
 	}
-	// timeouts are lock_timeout and statement_timeout as stmtContext
-	// last parsed them, with their text: parsed again only when a SET
-	// changed it, not for every statement.
+	// timeouts are lock_timeout, statement_timeout and the idle
+	// timeouts as last parsed, with their text: parsed again only when a
+	// SET changed it, not for every statement (stmtContext) and every
+	// ReadyForQuery (Idle).
 	timeouts struct {
-		ok         bool
-		lock, stmt string
-		lockD      time.Duration
-		stmtD      time.Duration
+		lock, stmt, idle, idleInTxn durationSetting
 	}
 	// temp is the session's temporary tables (temp.go).
 	temp tempState
@@ -245,18 +243,18 @@ var (
 // passes, pgwire ends the connection with the FATAL error and Close rolls
 // the transaction back, releasing its locks.
 func (s *Session) Idle() (time.Duration, error) {
-	state, setting, err := "idle", "idle_session_timeout", errIdleTimeout
+	state, setting, cache, err := "idle", "idle_session_timeout", &s.timeouts.idle, errIdleTimeout
 	var xactStart time.Time
 	if s.block {
-		state, setting, err = "idle in transaction", "idle_in_transaction_session_timeout", errIdleInTxnTimeout
+		state, setting, cache, err = "idle in transaction", "idle_in_transaction_session_timeout", &s.timeouts.idleInTxn, errIdleInTxnTimeout
 		if s.aborted {
 			state = "idle in transaction (aborted)"
 		}
 		xactStart = s.txnStart
 	}
 	s.act.idle(state, xactStart, s.vars["application_name"])
-	d, perr := parseDuration(s.vars[setting])
-	if perr != nil || d <= 0 {
+	d := cache.get(s.vars[setting])
+	if d <= 0 {
 		return 0, nil
 	}
 	return d, err
@@ -557,17 +555,27 @@ func noCancel() {}
 // changed.
 func (s *Session) stmtTimeouts() (lock, stmt time.Duration) {
 	t := &s.timeouts
-	l, st := s.vars["lock_timeout"], s.vars["statement_timeout"]
-	if !t.ok || t.lock != l || t.stmt != st {
-		t.ok, t.lock, t.stmt, t.lockD, t.stmtD = true, l, st, 0, 0
-		if d, err := parseDuration(l); err == nil && d > 0 {
-			t.lockD = d
-		}
-		if d, err := parseDuration(st); err == nil && d > 0 {
-			t.stmtD = d
+	return t.lock.get(s.vars["lock_timeout"]), t.stmt.get(s.vars["statement_timeout"])
+}
+
+// durationSetting is a duration setting's last parse.
+type durationSetting struct {
+	ok   bool
+	text string
+	d    time.Duration
+}
+
+// get returns the duration text gives (0: none, as for a value that
+// does not parse or is not positive), parsing it only when it is not
+// the text parsed last.
+func (c *durationSetting) get(text string) time.Duration {
+	if !c.ok || c.text != text {
+		c.ok, c.text, c.d = true, text, 0
+		if d, err := parseDuration(text); err == nil && d > 0 {
+			c.d = d
 		}
 	}
-	return t.lockD, t.stmtD
+	return c.d
 }
 
 // sqlError turns an error from below into what the client should see:
