@@ -91,7 +91,7 @@ func (x *stmtState) txn() (*kv.Txn, error) {
 }
 
 func (s *Session) newStmt(ctx context.Context, w pgwire.ResultWriter) *stmtState {
-	x := &stmtState{s: s, ctx: ctx, start: time.Now(), w: w}
+	x := &stmtState{s: s, ctx: ctx, start: s.now(), w: w}
 	s.cur = x
 	return x
 }

@@ -344,7 +344,10 @@ func (pt *portal) Execute(ctx context.Context, w pgwire.ResultWriter, maxRows in
 	// (three of the objects every Execute made).
 	a := &execAlloc{sw: statsWriter{ResultWriter: w}}
 	sw := &a.sw
+	s := pt.ps.s
+	s.msgTime = start
 	suspended, err := pt.execute(ctx, sw, maxRows, a)
+	s.msgTime = time.Time{}
 	if h := pt.ps.s.extHeld; err == nil && h != nil && h.pt == pt {
 		sw.count(h.tag)
 	}

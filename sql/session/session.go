@@ -145,6 +145,9 @@ type Session struct {
 	// none, it reads at the present.
 	txnAsOf  hlc.Timestamp
 	txnStart time.Time
+	// msgTime is when the Query or Execute being answered arrived (now);
+	// zero between them.
+	msgTime time.Time
 	txnStmts int
 	// savedVars are the settings at the start of the transaction (ROLLBACK
 	// restores them); localVars the values SET LOCAL overrode, restored at
@@ -262,7 +265,7 @@ func (s *Session) Idle() (time.Duration, error) {
 
 // statementStarts shows the statement in pg_stat_activity.
 func (s *Session) statementStarts(sql string) {
-	now := time.Now()
+	now := s.now()
 	xactStart := now
 	if s.block {
 		xactStart = s.txnStart
@@ -338,6 +341,18 @@ func isolationOf(name string) kv.IsolationLevel {
 	return kv.ReadCommitted // read committed, and read uncommitted as in Postgres
 }
 
+// now is the time of the client message being answered (msgTime), or
+// the clock's when none is: PostgreSQL's statement_timestamp() is the
+// receipt of the latest message, and an implicit transaction starts
+// then too, so the statements and the transaction a message starts
+// share one clock reading instead of taking three.
+func (s *Session) now() time.Time {
+	if !s.msgTime.IsZero() {
+		return s.msgTime
+	}
+	return time.Now()
+}
+
 // beginTxn opens a transaction (a block when explicit) with the session's
 // default characteristics.
 func (s *Session) beginTxn(explicit bool) {
@@ -346,7 +361,7 @@ func (s *Session) beginTxn(explicit bool) {
 	s.txnIso = isolationOf(s.txnIsoName)
 	s.txnReadOnly = s.vars["default_transaction_read_only"] == "on"
 	s.txnAsOf = hlc.Timestamp{}
-	s.txnStart = time.Now()
+	s.txnStart = s.now()
 	s.txnStmts = 0
 	s.savedVars = nil // saved by saveVars before the first change
 	s.localVars = nil
@@ -691,9 +706,11 @@ var errInFailedTxn = pgerror.New(pgerrcode.InFailedSQLTransaction, "current tran
 // SimpleQuery implements pgwire.Session.
 func (s *Session) SimpleQuery(ctx context.Context, sql string, w pgwire.ResultWriter) error {
 	start := time.Now()
+	s.msgTime = start
 	sw := &statsWriter{ResultWriter: w}
 	s.curShape = nil
 	err := s.simpleQuery(ctx, sql, sw)
+	s.msgTime = time.Time{}
 	if err == nil && !sw.empty {
 		s.recordStatement(sql, s.curShape, time.Since(start), sw.rows)
 	}

@@ -545,3 +545,42 @@ func TestBeginInBlock(t *testing.T) {
 		t.Errorf("notices:\n%swant:\n%s", got, want)
 	}
 }
+
+// TestStatementTimestamps: as in PostgreSQL, statement_timestamp() is
+// the receipt of the client's message, shared by every statement of one
+// Query, and an implicit transaction starts then too (now() equals it);
+// a transaction block keeps its start across later messages.
+func TestStatementTimestamps(t *testing.T) {
+	c := connect(t, startServer(t), nil)
+	ctx := context.Background()
+	texts := func(sql string) []string {
+		t.Helper()
+		res, err := c.PgConn().Exec(ctx, sql).ReadAll()
+		if err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+		var out []string
+		for _, r := range res {
+			for _, row := range r.Rows {
+				out = append(out, string(row[0]))
+			}
+		}
+		return out
+	}
+	if got := texts("SELECT statement_timestamp() = now()"); len(got) != 1 || got[0] != "t" {
+		t.Errorf("implicit transaction: statement_timestamp() = now() is %v", got)
+	}
+	if got := texts("SELECT statement_timestamp()::text; SELECT statement_timestamp()::text"); len(got) != 2 || got[0] != got[1] {
+		t.Errorf("one Query's statements: statement_timestamp() %v", got)
+	}
+	var viaExtended bool
+	if err := c.QueryRow(ctx, "SELECT statement_timestamp() = now() AND $1::int = 1", 1).Scan(&viaExtended); err != nil || !viaExtended {
+		t.Errorf("extended protocol: statement_timestamp() = now() is %v (%v)", viaExtended, err)
+	}
+	began := texts("BEGIN; SELECT now()::text")
+	later := texts("SELECT now()::text")
+	texts("COMMIT")
+	if len(began) != 1 || len(later) != 1 || began[0] != later[0] {
+		t.Errorf("a block's now(): %v at BEGIN, %v later", began, later)
+	}
+}
