@@ -249,21 +249,8 @@ func TestPointCache(t *testing.T) {
 			if _, ok := rs.(*rows).inner.(*pointOp); !ok {
 				t.Errorf("%s: not the point operator", name)
 			}
-			var sb strings.Builder
-			for {
-				row, err := rs.Next(ctx)
-				if err != nil || row == nil {
-					out = sb.String()
-					return err
-				}
-				for i, d := range row {
-					if i > 0 {
-						sb.WriteByte(' ')
-					}
-					sb.WriteString(d.String())
-				}
-				sb.WriteByte('\n')
-			}
+			out, err = drainRows(ctx, rs)
+			return err
 		})
 		if err != nil {
 			t.Fatal(err)
