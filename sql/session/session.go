@@ -147,7 +147,7 @@ type Session struct {
 	txnStart time.Time
 	// msgTime is when the Query or Execute being answered arrived (now);
 	// zero between them.
-	msgTime time.Time
+	msgTime  time.Time
 	txnStmts int
 	// savedVars are the settings at the start of the transaction (ROLLBACK
 	// restores them); localVars the values SET LOCAL overrode, restored at
