@@ -99,6 +99,24 @@ type Notifier interface {
 	TakeNotifications() []Notification
 }
 
+// QuickBinder is implemented by a Statement whose Bind may run without
+// a statement context of its own (a cancellable context, registered for
+// CancelRequest, per call): QuickBind reports that its Bind only decodes
+// the values, reading nothing and waiting for nothing, so there is
+// nothing a cancel could interrupt.
+type QuickBinder interface {
+	QuickBind() bool
+}
+
+// StatementBaser is implemented by a Session that wants values in the
+// context of every statement-level call (the session's lock wait
+// observer): pgwire derives those contexts from StatementBase(ctx),
+// called once when the session starts, so the session need not add the
+// values to each statement's context (a context allocation per call).
+type StatementBaser interface {
+	StatementBase(ctx context.Context) context.Context
+}
+
 // CursorDescriber is implemented by a Session with SQL cursors (DECLARE):
 // in PostgreSQL a declared cursor is a portal, so Describe of a portal
 // pgwire does not know asks the session (psycopg 3's named cursors

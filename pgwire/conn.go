@@ -356,7 +356,11 @@ func (c *conn) run(ctx context.Context) error {
 	// server's cancellable one registered in, and removed from, that
 	// context's shared child set three times per extended-protocol
 	// round trip (2.2-3.5% of the node's CPU under pgbench -S -M prepared).
-	return c.loop(context.WithoutCancel(ctx))
+	ctx = context.WithoutCancel(ctx)
+	if b, ok := sess.(StatementBaser); ok {
+		ctx = b.StatementBase(ctx)
+	}
+	return c.loop(ctx)
 }
 
 // receive reads the next message. After a read error the stream position

@@ -56,10 +56,16 @@ func (c *conn) bind(ctx context.Context, m *pgproto3.Bind) error {
 	if err != nil {
 		return err
 	}
-	sctx, cancel := c.statementContext(ctx)
-	portal, err := stmt.Bind(sctx, BindParams{Values: m.Parameters, Formats: formats, ResultFormats: resultFormats})
-	err = statementError(sctx, err)
-	c.endStatement(cancel)
+	params := BindParams{Values: m.Parameters, Formats: formats, ResultFormats: resultFormats}
+	var portal Portal
+	if qb, ok := stmt.(QuickBinder); ok && qb.QuickBind() {
+		portal, err = stmt.Bind(ctx, params)
+	} else {
+		sctx, cancel := c.statementContext(ctx)
+		portal, err = stmt.Bind(sctx, params)
+		err = statementError(sctx, err)
+		c.endStatement(cancel)
+	}
 	if err != nil {
 		return err
 	}

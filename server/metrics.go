@@ -5,6 +5,7 @@ import (
 	"context"
 	"net/http"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -31,6 +32,9 @@ var latencyBuckets = prometheus.ExponentialBuckets(50e-6, 2, 20)
 type nodeMetrics struct {
 	reg        *prometheus.Registry
 	statements *prometheus.HistogramVec
+	// byKind holds statements' histogram of each kind seen
+	// (observeStatement).
+	byKind     sync.Map
 	kv         *prometheus.HistogramVec
 	raftCommit prometheus.Histogram
 	lockWait   prometheus.Histogram
@@ -70,8 +74,14 @@ func newNodeMetrics() *nodeMetrics {
 
 // observeStatement is session.Config.ObserveStatement (its kinds are
 // session.StatementKind's).
+// The histogram of each kind is looked up once and kept (byKind):
+// WithLabelValues hashed the label and allocated for every statement.
 func (m *nodeMetrics) observeStatement(kind string, d time.Duration) {
-	m.statements.WithLabelValues(kind).Observe(d.Seconds())
+	o, ok := m.byKind.Load(kind)
+	if !ok {
+		o, _ = m.byKind.LoadOrStore(kind, m.statements.WithLabelValues(kind))
+	}
+	o.(prometheus.Observer).Observe(d.Seconds())
 }
 
 // tabletObservers feed the raft commit and lock wait histograms.

@@ -62,6 +62,9 @@ type Context struct {
 	// a disk playing an HDD took 29 seeks and 29.8 MiB with the pieces,
 	// 7 and 16.8 MiB front to back (bench/README.md, issue 19).
 	ReadInOrder bool
+	// Point, when not nil, keeps the shape of a point read between the
+	// Starts of plans instantiated from one cached plan (point.go).
+	Point *PointCache
 }
 
 // Rows is a running plan. Next returns the next row (owned by the caller

@@ -160,27 +160,32 @@ func (e *env) run(p *plan.Plan, stats *Stats, params ...types.Datum) (string, er
 			return err
 		}
 		defer rs.Close()
-		var sb strings.Builder
-		for {
-			row, err := rs.Next(ctx)
-			if err != nil {
-				return err
-			}
-			if row == nil {
-				break
-			}
-			for i, d := range row {
-				if i > 0 {
-					sb.WriteByte(' ')
-				}
-				sb.WriteString(d.String())
-			}
-			sb.WriteByte('\n')
-		}
-		out = sb.String()
-		return nil
+		out, err = drainRows(ctx, rs)
+		return err
 	})
 	return out, err
+}
+
+// drainRows reads rs to its end and returns its rows formatted one per
+// line ("1 one NULL").
+func drainRows(ctx context.Context, rs Rows) (string, error) {
+	var sb strings.Builder
+	for {
+		row, err := rs.Next(ctx)
+		if err != nil {
+			return "", err
+		}
+		if row == nil {
+			return sb.String(), nil
+		}
+		for i, d := range row {
+			if i > 0 {
+				sb.WriteByte(' ')
+			}
+			sb.WriteString(d.String())
+		}
+		sb.WriteByte('\n')
+	}
 }
 
 func (e *env) mustRun(root plan.Node, subs ...*plan.Subquery) string {

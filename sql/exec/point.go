@@ -1,14 +1,18 @@
 package exec
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 
 	"github.com/cairn-db/cairn/keys"
 	"github.com/cairn-db/cairn/kv"
 	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/sql/catalog"
 	"github.com/cairn-db/cairn/sql/distsql"
 	"github.com/cairn-db/cairn/sql/plan"
 	"github.com/cairn-db/cairn/sql/rowenc"
+	"github.com/cairn-db/cairn/sql/sem"
 	"github.com/cairn-db/cairn/sql/types"
 )
 
@@ -55,14 +59,93 @@ type pointOp struct {
 	// projs, when not nil, are the Projects above the scan, compiled,
 	// innermost first.
 	projs [][]rowFn
-	done  bool
-	row   []types.Datum
+	// evs, when not nil, are the projections kept compiled
+	// (PointCache), evaluated with ectx.
+	evs  [][]sem.Evaluator
+	ectx *sem.EvalContext
+	done bool
+	row  []types.Datum
+	// fetch and merger hold f when it is a kept shape's copy (one
+	// allocation for the operator and its fetcher).
+	fetch  rowenc.RowFetcher
+	merger rowenc.RowMerger
+}
+
+// PointCache keeps what the point operator of a cached plan depends on
+// besides its key values: the table's layout and index, the index's key
+// prefix, the fetcher's column sets, the output positions and the
+// compiled projections. A session keeps one with each cached plan (a
+// prepared statement's kept plan, a query shape's: sql/session,
+// plancache.go) and passes it in Context.Point, so that each Execute of
+// the plan encodes its key into the kept prefix and reads, instead of
+// building all of that again from the plan (buildPoint was 3-5% of the
+// node's CPU per point SELECT: bench/README.md, issue 22, ninth session).
+//
+// Every plan started with a given PointCache must be instantiated from
+// one cached plan (one catalog generation; the same nodes but for the
+// Scan's spans): the cache checks that the table, the scan's columns and
+// the projections' expressions are the ones it was filled from, and
+// fills itself again when they are not. Only the shape is kept; the
+// span, the row lock of an UPDATE's read, and whether the plan may take
+// the fast path at all (EXPLAIN ANALYZE, distsql = on, a span of one
+// row) are decided at each Start as buildPoint decides them. Not safe
+// for concurrent use: one session's statements run one at a time, and
+// an operator uses the kept parts only inside its one Next.
+type PointCache struct {
+	// root is the shape of a point read at a plan's root (a SELECT),
+	// input that of a DML statement's input (buildPointInput).
+	root, input *pointShape
+}
+
+// pointShape is the part of a point operator that depends on the plan's
+// shape only (PointCache).
+type pointShape struct {
+	// table, tableCols and projExprs identify the plan the shape was
+	// made from (pointers into the cached plan, which its instantiations
+	// share).
+	table     *catalog.Table
+	tableCols []rowenc.ColumnID
+	projExprs [][]sem.Expr
+
+	l      *rowenc.TableLayout
+	idx    *rowenc.IndexLayout
+	prefix []byte // the index's key prefix
+	outPos []int
+	fetch  *rowenc.RowFetcher // copied for each operator (RowFetcher.Copy)
+	// evs are the projections' compiled expressions, innermost first;
+	// nil when one of them reads outer columns or a subquery, which
+	// compile binds per statement (the operator compiles them then).
+	evs [][]sem.Evaluator
+}
+
+// matches reports whether sh was made from the plan whose point read is
+// scan under projs.
+func (sh *pointShape) matches(scan *plan.Scan, projs []*plan.Project) bool {
+	if sh.table != scan.Table || len(sh.projExprs) != len(projs) || !sameSlice(sh.tableCols, scan.TableCols) {
+		return false
+	}
+	for i, p := range projs {
+		if !sameSlice(sh.projExprs[i], p.Exprs) {
+			return false
+		}
+	}
+	return true
+}
+
+// sameSlice: a and b are the same slice (one backing array, one length),
+// as the instantiations of a cached plan share their nodes' slices.
+func sameSlice[T any](a, b []T) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // buildPointInput builds the input of a DML statement: the fast-path
 // operator when it is a point read (see above), else the general one.
 func (r *runner) buildPointInput(n plan.Node) (op, error) {
-	o, err := r.buildPoint(n)
+	var slot **pointShape
+	if r.x.Point != nil {
+		slot = &r.x.Point.input
+	}
+	o, err := r.buildPointIn(n, slot)
 	if o != nil || err != nil {
 		return o, err
 	}
@@ -73,6 +156,15 @@ func (r *runner) buildPointInput(n plan.Node) (op, error) {
 // a chain of Projects, or nil when root is not a point read it may run
 // (the general path runs it then).
 func (r *runner) buildPoint(root plan.Node) (op, error) {
+	var slot **pointShape
+	if r.x.Point != nil && root == r.p.Root {
+		slot = &r.x.Point.root
+	}
+	return r.buildPointIn(root, slot)
+}
+
+// buildPointIn is buildPoint keeping the shape in *slot (nil: none).
+func (r *runner) buildPointIn(root plan.Node, slot **pointShape) (op, error) {
 	if r.x.Stats != nil || r.fragSpan != nil {
 		return nil, nil
 	}
@@ -94,25 +186,32 @@ func (r *runner) buildPoint(root plan.Node) (op, error) {
 	if scan.Index != nil && scan.Index.ID != scan.Table.PrimaryIndex.ID {
 		return nil, nil
 	}
-	l, err := r.tableLayout(scan.Table)
-	if err != nil {
-		return nil, nil
-	}
-	idx := &l.Primary
-	if bucketed(l, idx) {
-		return nil, nil
-	}
-	spans, err := indexSpans(l, idx, 0, scan.Spans)
-	if err != nil || !oneRow(scan.Spans, spans, len(idx.KeyColumns)) {
-		return nil, nil
-	}
 	if distsql.FromContext(r.ctx) != nil && r.setting("distsql") == "on" {
 		return nil, nil
 	}
-	o := &pointOp{r: r, span: spans[0]}
+	var sh *pointShape
+	if slot != nil && *slot != nil && (*slot).matches(scan, projs) {
+		sh = *slot
+	} else {
+		var err error
+		if sh, err = r.pointShapeOf(scan, projs); sh == nil || err != nil {
+			return nil, err
+		}
+		if slot != nil {
+			*slot = sh
+		}
+	}
+	span, ok, err := pointSpan(sh, scan.Spans[0])
+	if !ok || err != nil {
+		return nil, err
+	}
+	o := &pointOp{r: r, span: span, outPos: sh.outPos, ectx: &r.ev}
+	sh.fetch.CopyTo(&o.fetch, &o.merger)
+	o.f = &o.fetch
 	if scan == r.lockOnRead {
 		// The span the UPDATE's write locks: the row key as the writer
 		// makes it, from the point's key values (as buildScan does).
+		l, idx := sh.l, sh.idx
 		keyPos, err := tableRowPositions(l, idx.KeyColumns)
 		if err != nil {
 			return nil, err
@@ -127,11 +226,9 @@ func (r *runner) buildPoint(root plan.Node) (op, error) {
 		}
 		o.lock = &kvpb.Span{Key: key, EndKey: keys.PrefixEnd(key)}
 	}
-	if o.outPos, err = tableRowPositions(l, scan.TableCols); err != nil {
-		return nil, err
-	}
-	if o.f, err = rowenc.NewRowFetcher(l, idx, scan.TableCols); err != nil {
-		return nil, err
+	if sh.evs != nil {
+		o.evs = sh.evs
+		return o, nil
 	}
 	cols := scan.Columns()
 	for i := len(projs) - 1; i >= 0; i-- {
@@ -145,6 +242,112 @@ func (r *runner) buildPoint(root plan.Node) (op, error) {
 		cols = projs[i].Columns()
 	}
 	return o, nil
+}
+
+// pointShapeOf makes the shape of the point read of scan under projs, or
+// returns nil when it may not take the fast path whatever its key.
+func (r *runner) pointShapeOf(scan *plan.Scan, projs []*plan.Project) (*pointShape, error) {
+	l, err := r.tableLayout(scan.Table)
+	if err != nil {
+		return nil, nil
+	}
+	idx := &l.Primary
+	if bucketed(l, idx) {
+		return nil, nil
+	}
+	sh := &pointShape{table: scan.Table, tableCols: scan.TableCols, l: l, idx: idx, prefix: l.IndexPrefix(nil, idx, 0)}
+	sh.prefix = sh.prefix[:len(sh.prefix):len(sh.prefix)]
+	if sh.outPos, err = tableRowPositions(l, scan.TableCols); err != nil {
+		return nil, err
+	}
+	if sh.fetch, err = rowenc.NewRowFetcher(l, idx, scan.TableCols); err != nil {
+		return nil, err
+	}
+	sh.projExprs = make([][]sem.Expr, len(projs))
+	for i, p := range projs {
+		sh.projExprs[i] = p.Exprs
+	}
+	cols := scan.Columns()
+	evs := make([][]sem.Evaluator, 0, len(projs))
+	for i := len(projs) - 1; i >= 0 && evs != nil; i-- {
+		out := make([]sem.Evaluator, len(projs[i].Exprs))
+		for j, e := range projs[i].Exprs {
+			ev, ok, err := compileLocal(e, cols)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				evs = nil
+				break
+			}
+			out[j] = ev
+		}
+		if evs != nil {
+			evs = append(evs, out)
+		}
+		cols = projs[i].Columns()
+	}
+	sh.evs = evs
+	return sh, nil
+}
+
+// compileLocal compiles e over rows laid out as cols when it reads
+// nothing but those columns (no outer column, no subquery): then the
+// evaluator depends on no runner and may be kept (PointCache). ok is
+// false otherwise; compile must then bind it per statement.
+func compileLocal(e sem.Expr, cols []plan.Column) (sem.Evaluator, bool, error) {
+	pos := make(map[sem.ColumnID]int, len(cols))
+	for i, c := range cols {
+		if _, dup := pos[c.ID]; !dup {
+			pos[c.ID] = i
+		}
+	}
+	local := true
+	sem.Walk(e, func(e sem.Expr) bool {
+		switch v := e.(type) {
+		case *sem.ColRef:
+			if _, ok := pos[v.ID]; !ok {
+				local = false
+			}
+		case *sem.SubqueryRef:
+			local = false
+		}
+		return local
+	})
+	if !local {
+		return nil, false, nil
+	}
+	ev, err := sem.Compile(e, pos)
+	if err != nil {
+		return nil, false, fmt.Errorf("exec: compiling %s: %w", e, err)
+	}
+	return ev, true, nil
+}
+
+// pointSpan encodes the span of sp, a span of sh's index, into sh's key
+// prefix: ok is false unless it is one row's (every key column given,
+// both ends the same values), as oneRow requires of indexSpans' span.
+func pointSpan(sh *pointShape, sp plan.Span) (kvpb.Span, bool, error) {
+	n := len(sh.idx.KeyColumns)
+	if len(sp.Start) != n || len(sp.End) != n || sp.StartExclusive || !sp.EndInclusive || n == 0 {
+		return kvpb.Span{}, false, nil
+	}
+	start, err := encodePrefix(sh.prefix, sh.idx, sp.Start)
+	if err != nil {
+		return kvpb.Span{}, false, err
+	}
+	if &sp.End[0] != &sp.Start[0] {
+		// Not the shared values of a cached plan's point span: the end
+		// must encode to the same key.
+		end, err := encodePrefix(sh.prefix, sh.idx, sp.End)
+		if err != nil {
+			return kvpb.Span{}, false, err
+		}
+		if !bytes.Equal(start, end) {
+			return kvpb.Span{}, false, nil
+		}
+	}
+	return kvpb.Span{Key: start, EndKey: keys.PrefixEnd(start)}, true, nil
 }
 
 func (o *pointOp) emit(row []types.Datum) error {
@@ -196,6 +399,16 @@ func (o *pointOp) Next(ctx context.Context) ([]types.Datum, error) {
 		for i, f := range fns {
 			var err error
 			if out[i], err = f(row); err != nil {
+				return nil, err
+			}
+		}
+		row = out
+	}
+	for _, evs := range o.evs {
+		out := make([]types.Datum, len(evs))
+		for i, ev := range evs {
+			var err error
+			if out[i], err = ev(o.ectx, row); err != nil {
 				return nil, err
 			}
 		}

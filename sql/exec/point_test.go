@@ -199,3 +199,96 @@ func TestPointReadResumes(t *testing.T) {
 		t.Errorf("got %q", got)
 	}
 }
+
+// TestPointCache: plans instantiated from one cached plan (the same nodes
+// but for the Scan's span, as the session's plan cache makes them) and
+// started with one PointCache read what each would read alone; the shape
+// is made at the first Start and kept by the later ones, and a plan of
+// another shape given the same cache makes its own instead of reading
+// with the kept one.
+func TestPointCache(t *testing.T) {
+	e := newEnv(t)
+	var data [][]types.Datum
+	for i := int64(1); i <= 4; i++ {
+		data = append(data, []types.Datum{types.DInt(i), types.DInt(10 * i), types.DString(fmt.Sprint("s", i))})
+	}
+	a := e.createTable(tableSpec{name: "pca", cols: []string{"k int8", "k2 int8", "s text"}, pk: []string{"k", "-k2"}}, data...)
+	b := e.createTable(tableSpec{name: "pcb", cols: []string{"k int8", "v int8"}, pk: []string{"k"}}, ints(1, 100), ints(2, 200))
+	// The cached plans: a projection reading a parameter over a point
+	// scan of a, and a bare point scan of b.
+	sa := e.scan(a, nil, "k", "k2", "s")
+	pa := &plan.Project{Input: sa, Exprs: []sem.Expr{e.expr("k2 + $1", sa.Cols...), ref(sa.Cols[2])},
+		Cols: []plan.Column{e.col("x", types.Int8), e.col("s", types.Text)}}
+	sb := e.scan(b, nil, "v")
+	// instantiate copies the cached chain with a point span of vals, as
+	// the session's genericPlan.instantiate does.
+	instantiate := func(root plan.Node, vals ...int64) plan.Node {
+		v := ints(vals...)
+		sp := []plan.Span{{Start: v, End: v, EndInclusive: true}}
+		if p, ok := root.(*plan.Project); ok {
+			s := *p.Input.(*plan.Scan)
+			s.Spans = sp
+			c := *p
+			c.Input = &s
+			return &c
+		}
+		s := *root.(*plan.Scan)
+		s.Spans = sp
+		return &s
+	}
+	var pc PointCache
+	run := func(name string, root plan.Node, pc *PointCache, params ...types.Datum) string {
+		t.Helper()
+		var out string
+		err := e.db.Txn(context.Background(), kv.Serializable, func(ctx context.Context, txn *kv.Txn) error {
+			rs, err := Start(ctx, &Context{Txn: txn, Eval: &sem.EvalContext{Params: params}, Point: pc}, &plan.Plan{Root: root})
+			if err != nil {
+				return err
+			}
+			defer rs.Close()
+			if _, ok := rs.(*rows).inner.(*pointOp); !ok {
+				t.Errorf("%s: not the point operator", name)
+			}
+			out, err = drainRows(ctx, rs)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	var kept *pointShape
+	for _, tc := range []struct {
+		name   string
+		root   plan.Node
+		params []types.Datum
+		want   string
+		// same: the cache's shape must be the one kept from the
+		// previous case.
+		same bool
+	}{
+		{"a 2,20", instantiate(pa, 2, 20), ints(5), lines("25 s2"), false},
+		{"a 3,30", instantiate(pa, 3, 30), ints(7), lines("37 s3"), true},
+		{"a 3,31 (no row)", instantiate(pa, 3, 31), ints(7), "", true},
+		{"a 4,40", instantiate(pa, 4, 40), ints(1), lines("41 s4"), true},
+		// Another plan given the same cache: its own shape.
+		{"b 2", instantiate(sb, 2), nil, lines("200"), false},
+		{"b 1", instantiate(sb, 1), nil, lines("100"), true},
+		{"a 1,10", instantiate(pa, 1, 10), ints(0), lines("10 s1"), false},
+	} {
+		got := run(tc.name, tc.root, &pc, tc.params...)
+		if got != tc.want {
+			t.Errorf("%s: got %q, want %q", tc.name, got, tc.want)
+		}
+		if alone := run(tc.name, tc.root, nil, tc.params...); alone != got {
+			t.Errorf("%s: without the cache %q, with it %q", tc.name, alone, got)
+		}
+		if pc.root == nil {
+			t.Fatalf("%s: the cache kept no shape", tc.name)
+		}
+		if (pc.root == kept) != tc.same {
+			t.Errorf("%s: shape kept from the previous plan: %v, want %v", tc.name, pc.root == kept, tc.same)
+		}
+		kept = pc.root
+	}
+}

@@ -105,6 +105,34 @@ func NewRowFetcher(t *TableLayout, idx *IndexLayout, needed []ColumnID) (*RowFet
 	return f, nil
 }
 
+// Copy returns a fetcher of f's index and columns with nothing pending,
+// as NewRowFetcher would make it, sharing f's column sets (read only once
+// made) instead of computing them again: for a caller that keeps a
+// fetcher of a plan it runs many times (sql/exec's PointCache). f must be
+// fresh from NewRowFetcher; what was set on it since (KeyOnly, needles,
+// ReuseRows) is not copied.
+func (f *RowFetcher) Copy() *RowFetcher {
+	c := &RowFetcher{}
+	f.CopyTo(c, nil)
+	return c
+}
+
+// CopyTo is Copy into c, whose merger (a primary index's) is m when m is
+// not nil: a caller that keeps the fetcher inside a larger object saves
+// two allocations.
+func (f *RowFetcher) CopyTo(c *RowFetcher, m *RowMerger) {
+	*c = RowFetcher{t: f.t, idx: f.idx, needed: f.needed, drop: f.drop, noValues: f.noValues}
+	if f.merger != nil {
+		if m == nil {
+			m = NewRowMerger(f.t.Schema)
+		} else {
+			*m = RowMerger{s: f.t.Schema}
+		}
+		m.SetSkip(f.merger.skip)
+		c.merger = m
+	}
+}
+
 // MaxNeedles bounds SetNeedles.
 const MaxNeedles = 64
 

@@ -140,7 +140,9 @@ type colEntry struct {
 
 // NewRowMerger returns a merger for rows of schema s.
 func NewRowMerger(s *Schema) *RowMerger {
-	return &RowMerger{s: s, cols: map[ColumnID]colEntry{}}
+	// cols is made by the first AddColumn: a packed row's merge (a point
+	// read's, most often) adds none.
+	return &RowMerger{s: s}
 }
 
 // SetSkip makes Row leave the columns marked in skip (Live() order) as
@@ -168,6 +170,9 @@ func (m *RowMerger) SetBase(value []byte, ts hlc.Timestamp) {
 func (m *RowMerger) AddColumn(id ColumnID, value []byte, ts hlc.Timestamp) {
 	if old, ok := m.cols[id]; ok && ts.Less(old.ts) {
 		return
+	}
+	if m.cols == nil {
+		m.cols = map[ColumnID]colEntry{}
 	}
 	m.cols[id] = colEntry{value: value, ts: ts}
 }

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 
+	"github.com/cairn-db/cairn/kv"
 	"github.com/cairn-db/cairn/pgwire"
 	"github.com/cairn-db/cairn/sql/exec"
 	"github.com/cairn-db/cairn/sql/plan"
@@ -22,8 +23,12 @@ type cursor struct {
 	proj []int
 	// formats are the result formats (nil: all text).
 	formats []int16
-	// tc prints values (the time zone, reg* names) as of the statement.
+	// tc prints values (the time zone, reg* names) as of the statement:
+	// made at the first row from x's catalog reader over txn (typesCtx)
+	// when the statement had not made it already.
 	tc     *types.Context
+	x      *stmtState
+	txn    *kv.Txn
 	sent   int64
 	closed bool
 	// exhausted: Next returned the end (a SQL cursor fetched to the end).
@@ -141,8 +146,22 @@ func (c *cursor) drain(ctx context.Context, w pgwire.ResultWriter, maxRows int) 
 // possibly of zero columns (SELECT FROM t).
 func (c *cursor) returnsRows() bool { return len(c.cols) > 0 || c.p.Tag == "SELECT" }
 
+// typesCtx is the cursor's type context (tc), made on first use.
+func (c *cursor) typesCtx() *types.Context {
+	if c.tc == nil && c.x != nil {
+		x := c.x
+		if x.tc == nil {
+			// What x.types() makes, over the transaction the statement
+			// started in (the cursor may be read after it ended).
+			x.tc = x.s.regTypesOver(x.ctx, c.txn, x.reader(c.txn))
+		}
+		c.tc = x.tc
+	}
+	return c.tc
+}
+
 func (c *cursor) writeRow(w pgwire.ResultWriter, row []types.Datum) error {
-	tc := c.tc
+	var tc *types.Context // made for the first value that needs it
 	// The session's buffers (rowScratch): a writer keeps nothing of vals
 	// past WriteRow, so every cursor's rows can be encoded in the same
 	// ones. They were the cursor's, made per statement, and ends was
@@ -178,6 +197,9 @@ func (c *cursor) writeRow(w pgwire.ResultWriter, row []types.Datum) error {
 				return err
 			}
 		} else {
+			if tc == nil && types.FormatUsesContext(d) {
+				tc = c.typesCtx()
+			}
 			buf = types.AppendFormat(buf, tc, col.T, d)
 		}
 		ends[i] = len(buf)

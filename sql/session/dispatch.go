@@ -35,11 +35,19 @@ type stmtState struct {
 	// rd is the statement's catalog reader over rdTxn (reader).
 	rd    *catalog.Reader
 	rdTxn *kv.Txn
+	// madeTxn: the session's KV transaction was made during this
+	// statement, before txn (types).
+	madeTxn bool
+	// point is the point-read shape kept with the cached plan the
+	// statement runs (exec.PointCache), if it runs one.
+	point *exec.PointCache
 }
 
 // types is the statement's type context (see Session.regTypes).
 func (x *stmtState) types() *types.Context {
 	if x.tc == nil {
+		// A KV transaction made here is this statement's (txn).
+		x.madeTxn = x.madeTxn || x.s.txn == nil
 		txn := x.s.kvTxn()
 		x.tc = x.s.regTypesOver(x.ctx, txn, x.reader(txn))
 	}
@@ -60,11 +68,16 @@ func (x *stmtState) reader(txn *kv.Txn) *catalog.Reader {
 // snapshot first under READ COMMITTED (once per statement).
 func (x *stmtState) txn() (*kv.Txn, error) {
 	s := x.s
+	fresh := s.txn == nil || x.madeTxn
 	t := s.kvTxn()
 	if !x.stepped {
 		x.stepped = true
 		s.txnStmts++
-		if s.txnIso == kv.ReadCommitted {
+		// A KV transaction made just now, for this statement, reads at
+		// a clock reading taken after the statement began: its snapshot
+		// is already the statement's, and Step would read the clock
+		// twice more (an implicit transaction's one statement).
+		if s.txnIso == kv.ReadCommitted && !fresh {
 			if err := t.Step(x.ctx); err != nil {
 				return nil, err
 			}
@@ -78,7 +91,7 @@ func (x *stmtState) txn() (*kv.Txn, error) {
 }
 
 func (s *Session) newStmt(ctx context.Context, w pgwire.ResultWriter) *stmtState {
-	x := &stmtState{s: s, ctx: ctx, start: time.Now(), w: w}
+	x := &stmtState{s: s, ctx: ctx, start: s.now(), w: w}
 	s.cur = x
 	return x
 }
@@ -344,17 +357,11 @@ func (s *Session) execContext(x *stmtState, txn *kv.Txn, params []types.Datum) *
 		Txn: txn, Catalog: r, Database: s.db, User: s.user, Settings: s.settingRows,
 		// pg_stat_activity shows this backend with the pid the
 		// client got in BackendKeyData, as pg_backend_pid() does.
-		Session:    a.ec.Session(),
-		Tablets:    s.b.cfg.Tablets,
-		Activity:   s.b.sessions.snapshot,
-		Cursors:    s.cursorRows,
-		Statements: s.b.stmts.snapshot,
+		Session: a.ec.Session(),
+		Tablets: s.b.cfg.Tablets,
 	}
-	workMem, _, _ := mon.ParseKB(s.vars["work_mem"])
-	workMem <<= 10
-	if b, _ := strconv.ParseInt(s.vars["sql.testing.work_mem_bytes"], 10, 64); b > 0 {
-		workMem = b
-	}
+	a.virt.Activity, a.virt.Cursors, a.virt.Statements = s.virtualLists()
+	workMem := s.workMem()
 	a.ctx = exec.Context{
 		Memory:          s.b.cfg.Memory,
 		WorkMem:         workMem,
@@ -369,6 +376,7 @@ func (s *Session) execContext(x *stmtState, txn *kv.Txn, params []types.Datum) *
 		LookupBatch:      s.lookupBatch(),
 		LookupInputOrder: s.vars["sql.testing.lookup_input_order"] == "on",
 		ReadInOrder:      s.readInOrder(),
+		Point:            x.point,
 		CatalogWriter: func() *catalog.Writer {
 			s.txnWroteCatalog = true
 			// Catalog writes go out as intents, as DDL's do; a failed
@@ -379,6 +387,35 @@ func (s *Session) execContext(x *stmtState, txn *kv.Txn, params []types.Datum) *
 		},
 	}
 	return &a.ctx
+}
+
+// virtualLists returns what pg_stat_activity, pg_cursors and
+// pg_stat_statements list, as method values made once per session: made
+// in execContext they were three allocations of every statement.
+func (s *Session) virtualLists() (func() []plan.SessionActivity, func() []plan.SessionCursor, func() []plan.StatementStats) {
+	v := &s.virtFns
+	if v.activity == nil {
+		v.activity, v.cursors, v.statements = s.b.sessions.snapshot, s.cursorRows, s.b.stmts.snapshot
+	}
+	return v.activity, v.cursors, v.statements
+}
+
+// workMem is work_mem in bytes (sql.testing.work_mem_bytes, when set,
+// instead), parsed again only when either setting's text changed: every
+// statement asks for it.
+func (s *Session) workMem() int64 {
+	c := &s.workMemCache
+	wm, tb := s.vars["work_mem"], s.vars["sql.testing.work_mem_bytes"]
+	if c.ok && c.workMem == wm && c.testing == tb {
+		return c.bytes
+	}
+	b, _, _ := mon.ParseKB(wm)
+	b <<= 10
+	if t, _ := strconv.ParseInt(tb, 10, 64); t > 0 {
+		b = t
+	}
+	c.ok, c.workMem, c.testing, c.bytes = true, wm, tb, b
+	return b
 }
 
 // readOnlyLock reports a LOCK TABLE, which PostgreSQL allows in a
@@ -478,11 +515,12 @@ func (s *Session) startPlanCached(x *stmtState, st *parser.Statement, paramTypes
 			return nil, err
 		}
 		if keyOK && slot.pp != nil && slot.pp.key == key {
-			if p := slot.pp.instantiate(params, x.types()); p != nil {
+			if p := slot.pp.instantiate(params, x); p != nil {
 				if err := s.checkPrivileges(x.ctx, txn, p); err != nil {
 					return nil, err
 				}
 				s.b.planHits.Add(1)
+				x.point = &slot.pp.point
 				return s.startExec(x, txn, p, params, stats)
 			}
 		}
@@ -538,7 +576,9 @@ func (s *Session) startExec(x *stmtState, txn *kv.Txn, p *plan.Plan, params []ty
 		return nil, err
 	}
 	c := newCursor(s, p, rows)
-	c.tc = x.types()
+	// The type context prints the rows; made when the first is
+	// (cursor.typesCtx), a statement that finds none needs none.
+	c.x, c.txn = x, txn
 	return c, nil
 }
 

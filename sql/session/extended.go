@@ -27,13 +27,34 @@ type preparedStatement struct {
 	// oids and described are ParamOIDs' and the last Portal.Columns'
 	// answers, kept: pgwire asks for them at every Bind and Describe, and
 	// they change only with formats (describedFor).
-	oids         []uint32
-	stmtCols     []pgwire.Column
+	oids     []uint32
+	stmtCols []pgwire.Column
+	// regParams caches hasRegParam(paramTypes), fixed once prepared:
+	// 0 not yet known, 1 yes, 2 no.
+	regParams    int8
 	described    []pgwire.Column
 	describedFor []int16
 }
 
-var _ pgwire.Statement = (*preparedStatement)(nil)
+var (
+	_ pgwire.Statement   = (*preparedStatement)(nil)
+	_ pgwire.QuickBinder = (*preparedStatement)(nil)
+)
+
+// QuickBind implements pgwire.QuickBinder: without a reg* parameter,
+// Bind decodes the values and reads no catalog.
+func (ps *preparedStatement) QuickBind() bool { return !ps.hasRegParam() }
+
+// hasRegParam is hasRegParam(ps.paramTypes), worked out once.
+func (ps *preparedStatement) hasRegParam() bool {
+	if ps.regParams == 0 {
+		ps.regParams = 2
+		if hasRegParam(ps.paramTypes) {
+			ps.regParams = 1
+		}
+	}
+	return ps.regParams == 1
+}
 
 // Prepare implements pgwire.Session.
 func (s *Session) Prepare(ctx context.Context, sql string, paramOIDs []uint32) (pgwire.Statement, error) {
@@ -224,7 +245,7 @@ func (ps *preparedStatement) Bind(ctx context.Context, p pgwire.BindParams) (pgw
 // describe does; other parameters need no catalog.
 func (ps *preparedStatement) decodeParams(ctx context.Context, p pgwire.BindParams) ([]types.Datum, error) {
 	s := ps.s
-	if !hasRegParam(ps.paramTypes) {
+	if !ps.hasRegParam() {
 		return decodeParams(s.typesCtx(), ps.paramTypes, p.Values, p.Formats)
 	}
 	var params []types.Datum
@@ -319,8 +340,14 @@ func (pt *portal) Close() {
 // Execute implements pgwire.Portal.
 func (pt *portal) Execute(ctx context.Context, w pgwire.ResultWriter, maxRows int) (bool, error) {
 	start := time.Now()
-	sw := &statsWriter{ResultWriter: w}
-	suspended, err := pt.execute(ctx, sw, maxRows)
+	// The writers and the held result of one Execute in one allocation
+	// (three of the objects every Execute made).
+	a := &execAlloc{sw: statsWriter{ResultWriter: w}}
+	sw := &a.sw
+	s := pt.ps.s
+	s.msgTime = start
+	suspended, err := pt.execute(ctx, sw, maxRows, a)
+	s.msgTime = time.Time{}
 	if h := pt.ps.s.extHeld; err == nil && h != nil && h.pt == pt {
 		sw.count(h.tag)
 	}
@@ -330,7 +357,15 @@ func (pt *portal) Execute(ctx context.Context, w pgwire.ResultWriter, maxRows in
 	return suspended, err
 }
 
-func (pt *portal) execute(ctx context.Context, w pgwire.ResultWriter, maxRows int) (bool, error) {
+// execAlloc holds what one Execute needs of its own: its first attempt
+// uses tw and h (later attempts make theirs).
+type execAlloc struct {
+	sw statsWriter
+	tw trackingWriter
+	h  heldExecute
+}
+
+func (pt *portal) execute(ctx context.Context, w pgwire.ResultWriter, maxRows int, a *execAlloc) (bool, error) {
 	ps, s := pt.ps, pt.ps.s
 	if pt.cur != nil {
 		return pt.resume(ctx, w, maxRows)
@@ -364,10 +399,20 @@ func (pt *portal) execute(ctx context.Context, w pgwire.ResultWriter, maxRows in
 		// where a buffered write first meets other writers, and while the
 		// client has heard nothing of the statement a retryable failure
 		// there can still be rerun (Sync, heldExecute).
-		tw := &trackingWriter{ResultWriter: w, hold: started}
+		var tw *trackingWriter
+		if attempt == 0 {
+			a.tw = trackingWriter{ResultWriter: w, hold: started}
+			tw = &a.tw
+		} else {
+			tw = &trackingWriter{ResultWriter: w, hold: started}
+		}
 		suspended, err := pt.run(ctx, tw, maxRows)
 		if err == nil {
-			h := &heldExecute{pt: pt}
+			h := &a.h
+			if attempt > 0 {
+				h = &heldExecute{}
+			}
+			h.pt = pt
 			h.take(tw)
 			if h.tag == "" {
 				return suspended, nil

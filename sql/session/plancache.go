@@ -7,6 +7,7 @@ import (
 	"github.com/cairn-db/cairn/kv"
 	"github.com/cairn-db/cairn/sql/builtins"
 	"github.com/cairn-db/cairn/sql/catalog"
+	"github.com/cairn-db/cairn/sql/exec"
 	"github.com/cairn-db/cairn/sql/parser"
 	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/cairn-db/cairn/sql/plan"
@@ -99,6 +100,10 @@ type genericPlan struct {
 	// buckets, for a hash-sharded primary key, is its bucket count: the
 	// span starts with the bucket of the key values.
 	buckets uint32
+	// point is the executor's point-read shape of the plans instantiated
+	// from p, kept so that an Execute does not build it again
+	// (exec.PointCache).
+	point exec.PointCache
 }
 
 // planCacheKey returns the key for statement x of the current
@@ -129,7 +134,10 @@ func (s *Session) planCacheKey(x *stmtState, txn *kv.Txn) (planKey, bool, error)
 // instantiate returns a copy of the cached plan for params, or nil if
 // they do not fit it (a NULL key value, a key expression that does not
 // evaluate).
-func (gp *genericPlan) instantiate(params []types.Datum, tc *types.Context) *plan.Plan {
+//
+// x is the statement; its type context is made only for a key expression
+// that is not a bare parameter.
+func (gp *genericPlan) instantiate(params []types.Datum, x *stmtState) *plan.Plan {
 	p := *gp.p
 	if !gp.scan {
 		p.Root = copyChain(gp.p.Root, nil)
@@ -140,7 +148,12 @@ func (gp *genericPlan) instantiate(params []types.Datum, tc *types.Context) *pla
 		key = append(key, nil) // the shard, below
 	}
 	for _, e := range gp.keys {
-		d := keyValue(e, params, tc)
+		var d types.Datum
+		if pr, ok := e.(*sem.Param); ok {
+			d = paramValue(pr, params)
+		} else {
+			d = keyValue(e, params, x.types())
+		}
 		if d == nil {
 			return nil
 		}
@@ -164,16 +177,21 @@ func (gp *genericPlan) instantiate(params []types.Datum, tc *types.Context) *pla
 // plan will report).
 func keyValue(e sem.Expr, params []types.Datum, tc *types.Context) types.Datum {
 	if pr, ok := e.(*sem.Param); ok {
-		if pr.Index < 1 || pr.Index > len(params) || types.IsNull(params[pr.Index-1]) {
-			return nil
-		}
-		return params[pr.Index-1]
+		return paramValue(pr, params)
 	}
 	c, ok := bindParams(e, params, tc).(*sem.Const)
 	if !ok || types.IsNull(c.Datum) {
 		return nil
 	}
 	return c.Datum
+}
+
+// paramValue is keyValue of a bare parameter.
+func paramValue(pr *sem.Param, params []types.Datum) types.Datum {
+	if pr.Index < 1 || pr.Index > len(params) || types.IsNull(params[pr.Index-1]) {
+		return nil
+	}
+	return params[pr.Index-1]
 }
 
 // copyChain copies the nodes of a cached plan's chain down to its Scan,
@@ -534,7 +552,7 @@ func (s *Session) startQuery(x *stmtState, g stmtGroup) (*cursor, error) {
 		return s.startPlan(x, st, nil, nil, nil)
 	}
 	if e.slot.pp != nil {
-		if params, ok := literalParams(x.types(), e.types, lits); ok {
+		if params, ok := literalParams(x, e.types, lits); ok {
 			txn, err := x.txn()
 			if err != nil {
 				return nil, err
@@ -544,11 +562,12 @@ func (s *Session) startQuery(x *stmtState, g stmtGroup) (*cursor, error) {
 				return nil, err
 			}
 			if ok && key == e.slot.pp.key {
-				if p := e.slot.pp.instantiate(params, x.types()); p != nil {
+				if p := e.slot.pp.instantiate(params, x); p != nil {
 					if err := s.checkPrivileges(x.ctx, txn, p); err != nil {
 						return nil, err
 					}
 					s.b.planHits.Add(1)
+					x.point = &e.slot.pp.point
 					return s.startExec(x, txn, p, params, nil)
 				}
 			}
@@ -767,7 +786,7 @@ func (s *Session) makeSimplePlan(x *stmtState, e *simpleEntry, lits []parser.Lit
 	if err != nil || len(pts) != len(lits) {
 		return nil
 	}
-	params, ok := literalParams(x.types(), pts, lits)
+	params, ok := literalParams(x, pts, lits)
 	if !ok {
 		return nil
 	}
@@ -788,7 +807,10 @@ func (s *Session) makeSimplePlan(x *stmtState, e *simpleEntry, lits []parser.Lit
 // literalParams converts a statement's constants to the parameter types
 // of its parameterized form, when each stands for its literal exactly
 // (see above).
-func literalParams(tc *types.Context, pts []*types.T, lits []parser.Literal) ([]types.Datum, bool) {
+//
+// The statement's type context (x.types()) is made only for a literal
+// that is not an integer: an integer key needs none.
+func literalParams(x *stmtState, pts []*types.T, lits []parser.Literal) ([]types.Datum, bool) {
 	if len(pts) != len(lits) {
 		return nil, false
 	}
@@ -796,7 +818,7 @@ func literalParams(tc *types.Context, pts []*types.T, lits []parser.Literal) ([]
 	for i, l := range lits {
 		t := pts[i]
 		if !l.IsInt {
-			d, err := types.ParseDatum(tc, t, l.Str)
+			d, err := types.ParseDatum(x.types(), t, l.Str)
 			if err != nil {
 				return nil, false
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/cairn-db/cairn/sql/parser"
 	"github.com/cairn-db/cairn/sql/pgcatalog"
 	"github.com/cairn-db/cairn/sql/pgerror"
+	"github.com/cairn-db/cairn/sql/plan"
 	"github.com/cairn-db/cairn/sql/sequence"
 	"github.com/cairn-db/cairn/sql/types"
 	"github.com/jackc/pgerrcode"
@@ -64,6 +65,25 @@ type Session struct {
 		setting, user, temp string
 		out                 []string
 	}
+	// virtFns are virtualLists' method values.
+	virtFns struct {
+		activity   func() []plan.SessionActivity
+		cursors    func() []plan.SessionCursor
+		statements func() []plan.StatementStats
+	}
+	// workMemCache is workMem's last answer and the settings it read.
+	workMemCache struct {
+		ok               bool
+		workMem, testing string
+		bytes            int64
+	}
+	// timeouts are lock_timeout, statement_timeout and the idle
+	// timeouts as last parsed, with their text: parsed again only when a
+	// SET changed it, not for every statement (stmtContext) and every
+	// ReadyForQuery (Idle).
+	timeouts struct {
+		lock, stmt, idle, idleInTxn durationSetting
+	}
 	// temp is the session's temporary tables (temp.go).
 	temp tempState
 	// notes is the session's LISTEN/NOTIFY state (notify.go).
@@ -88,10 +108,14 @@ type Session struct {
 	// last sent (a slice: flushReports runs twice per statement, and a
 	// map lookup per setting was 1% of a point SELECT's CPU).
 	reported []string
-	loc      *time.Location
-	rng      *rand.Rand
-	locks    *advisoryHolder
-	prepared map[string]*sqlPrepared
+	// varsGen counts writes to vars (every site that stores a setting
+	// bumps it); reportedGen is its value when reported was last brought
+	// up to date (flushReports).
+	varsGen, reportedGen uint64
+	loc                  *time.Location
+	rng                  *rand.Rand
+	locks                *advisoryHolder
+	prepared             map[string]*sqlPrepared
 	// simplePlans are the cached plans of simple-protocol statements by
 	// parameterized text (plancache.go).
 	simplePlans map[string]*simpleEntry
@@ -121,6 +145,9 @@ type Session struct {
 	// none, it reads at the present.
 	txnAsOf  hlc.Timestamp
 	txnStart time.Time
+	// msgTime is when the Query or Execute being answered arrived (now);
+	// zero between them.
+	msgTime  time.Time
 	txnStmts int
 	// savedVars are the settings at the start of the transaction (ROLLBACK
 	// restores them); localVars the values SET LOCAL overrode, restored at
@@ -146,7 +173,10 @@ type Session struct {
 	mutations    map[*catalog.Table]int64
 }
 
-var _ pgwire.Session = (*Session)(nil)
+var (
+	_ pgwire.Session        = (*Session)(nil)
+	_ pgwire.StatementBaser = (*Session)(nil)
+)
 
 // ParameterStatus implements pgwire.Session.
 func (s *Session) ParameterStatus() map[string]string {
@@ -156,12 +186,18 @@ func (s *Session) ParameterStatus() map[string]string {
 		out[st.name] = v
 		s.reported[i] = v
 	}
+	s.reportedGen = s.varsGen
 	return out
 }
 
 // flushReports sends ParameterStatus for reportable settings that changed
-// since they were last reported.
+// since they were last reported. It compares them only when some setting
+// was written since (varsGen): every statement calls it, and nearly none
+// follows a SET.
 func (s *Session) flushReports(w pgwire.ResultWriter) error {
+	if s.reportedGen == s.varsGen {
+		return nil
+	}
 	for i, st := range reportedSettings {
 		v := s.vars[st.key]
 		if s.reported[i] != v {
@@ -171,6 +207,7 @@ func (s *Session) flushReports(w pgwire.ResultWriter) error {
 			s.reported[i] = v
 		}
 	}
+	s.reportedGen = s.varsGen
 	return nil
 }
 
@@ -209,18 +246,18 @@ var (
 // passes, pgwire ends the connection with the FATAL error and Close rolls
 // the transaction back, releasing its locks.
 func (s *Session) Idle() (time.Duration, error) {
-	state, setting, err := "idle", "idle_session_timeout", errIdleTimeout
+	state, setting, cache, err := "idle", "idle_session_timeout", &s.timeouts.idle, errIdleTimeout
 	var xactStart time.Time
 	if s.block {
-		state, setting, err = "idle in transaction", "idle_in_transaction_session_timeout", errIdleInTxnTimeout
+		state, setting, cache, err = "idle in transaction", "idle_in_transaction_session_timeout", &s.timeouts.idleInTxn, errIdleInTxnTimeout
 		if s.aborted {
 			state = "idle in transaction (aborted)"
 		}
 		xactStart = s.txnStart
 	}
 	s.act.idle(state, xactStart, s.vars["application_name"])
-	d, perr := parseDuration(s.vars[setting])
-	if perr != nil || d <= 0 {
+	d := cache.get(s.vars[setting])
+	if d <= 0 {
 		return 0, nil
 	}
 	return d, err
@@ -228,7 +265,7 @@ func (s *Session) Idle() (time.Duration, error) {
 
 // statementStarts shows the statement in pg_stat_activity.
 func (s *Session) statementStarts(sql string) {
-	now := time.Now()
+	now := s.now()
 	xactStart := now
 	if s.block {
 		xactStart = s.txnStart
@@ -304,6 +341,18 @@ func isolationOf(name string) kv.IsolationLevel {
 	return kv.ReadCommitted // read committed, and read uncommitted as in Postgres
 }
 
+// now is the time of the client message being answered (msgTime), or
+// the clock's when none is: PostgreSQL's statement_timestamp() is the
+// receipt of the latest message, and an implicit transaction starts
+// then too, so the statements and the transaction a message starts
+// share one clock reading instead of taking three.
+func (s *Session) now() time.Time {
+	if !s.msgTime.IsZero() {
+		return s.msgTime
+	}
+	return time.Now()
+}
+
 // beginTxn opens a transaction (a block when explicit) with the session's
 // default characteristics.
 func (s *Session) beginTxn(explicit bool) {
@@ -312,7 +361,7 @@ func (s *Session) beginTxn(explicit bool) {
 	s.txnIso = isolationOf(s.txnIsoName)
 	s.txnReadOnly = s.vars["default_transaction_read_only"] == "on"
 	s.txnAsOf = hlc.Timestamp{}
-	s.txnStart = time.Now()
+	s.txnStart = s.now()
 	s.txnStmts = 0
 	s.savedVars = nil // saved by saveVars before the first change
 	s.localVars = nil
@@ -422,10 +471,12 @@ func (s *Session) endTxn(ctx context.Context, commit bool) error {
 	}
 	if !commit && s.savedVars != nil {
 		s.vars = s.savedVars
-	} else {
+		s.varsGen++
+	} else if len(s.localVars) > 0 {
 		for k, v := range s.localVars {
 			s.vars[k] = v
 		}
+		s.varsGen++
 	}
 	s.sqlCursors = s.keepHeldCursors(commit)
 	s.applyDerived()
@@ -489,15 +540,57 @@ var errLockTimeout = pgerror.New(pgerrcode.LockNotAvailable, "canceling statemen
 // its lock waits lock_timeout (kv.WithLockTimeout carries it to the
 // tablets in every batch the statement sends).
 func (s *Session) stmtContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	if d, err := parseDuration(s.vars["lock_timeout"]); err == nil && d > 0 {
-		ctx = kv.WithLockTimeout(ctx, d)
+	lockD, stmtD := s.stmtTimeouts()
+	if lockD > 0 {
+		ctx = kv.WithLockTimeout(ctx, lockD)
 	}
-	ctx = kvpb.WithLockWaitObserver(ctx, s.act)
-	d, err := parseDuration(s.vars["statement_timeout"])
-	if err != nil || d <= 0 {
-		return ctx, func() {}
+	if kvpb.LockWaitObserverOf(ctx) != s.act {
+		// Not a context pgwire derived from StatementBase's (a caller
+		// inside the node, a test).
+		ctx = kvpb.WithLockWaitObserver(ctx, s.act)
 	}
-	return context.WithTimeoutCause(ctx, d, errStatementTimeout)
+	if stmtD <= 0 {
+		return ctx, noCancel
+	}
+	return context.WithTimeoutCause(ctx, stmtD, errStatementTimeout)
+}
+
+// StatementBase implements pgwire.StatementBaser: every statement's
+// context carries the session's lock wait observer (pg_stat_activity's
+// wait_event_type 'Lock'), added once rather than by each stmtContext.
+func (s *Session) StatementBase(ctx context.Context) context.Context {
+	return kvpb.WithLockWaitObserver(ctx, s.act)
+}
+
+// noCancel is the CancelFunc of a statement context without a timeout.
+func noCancel() {}
+
+// stmtTimeouts returns lock_timeout and statement_timeout (0: none, as
+// for a value that does not parse), parsing each again only when its text
+// changed.
+func (s *Session) stmtTimeouts() (lock, stmt time.Duration) {
+	t := &s.timeouts
+	return t.lock.get(s.vars["lock_timeout"]), t.stmt.get(s.vars["statement_timeout"])
+}
+
+// durationSetting is a duration setting's last parse.
+type durationSetting struct {
+	ok   bool
+	text string
+	d    time.Duration
+}
+
+// get returns the duration text gives (0: none, as for a value that
+// does not parse or is not positive), parsing it only when it is not
+// the text parsed last.
+func (c *durationSetting) get(text string) time.Duration {
+	if !c.ok || c.text != text {
+		c.ok, c.text, c.d = true, text, 0
+		if d, err := parseDuration(text); err == nil && d > 0 {
+			c.d = d
+		}
+	}
+	return c.d
 }
 
 // sqlError turns an error from below into what the client should see:
@@ -613,9 +706,11 @@ var errInFailedTxn = pgerror.New(pgerrcode.InFailedSQLTransaction, "current tran
 // SimpleQuery implements pgwire.Session.
 func (s *Session) SimpleQuery(ctx context.Context, sql string, w pgwire.ResultWriter) error {
 	start := time.Now()
+	s.msgTime = start
 	sw := &statsWriter{ResultWriter: w}
 	s.curShape = nil
 	err := s.simpleQuery(ctx, sql, sw)
+	s.msgTime = time.Time{}
 	if err == nil && !sw.empty {
 		s.recordStatement(sql, s.curShape, time.Since(start), sw.rows)
 	}

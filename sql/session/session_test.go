@@ -187,6 +187,32 @@ func TestParameterStatus(t *testing.T) {
 	if got := c.PgConn().ParameterStatus("TimeZone"); got != "Asia/Tokyo" {
 		t.Errorf("TimeZone status after ROLLBACK = %q", got)
 	}
+	// Every other way a setting changes is reported too (the session
+	// compares the reported values only after a write to its settings).
+	for _, tc := range []struct {
+		sql, name, want string
+	}{
+		// SET LOCAL ends with its transaction, committed or not.
+		{"BEGIN; SET LOCAL application_name = 'local'; COMMIT", "application_name", "tester"},
+		// ROLLBACK TO SAVEPOINT restores the settings of the savepoint.
+		{"BEGIN; SAVEPOINT a; SET application_name = 'inner'; ROLLBACK TO SAVEPOINT a; COMMIT", "application_name", "tester"},
+		{"SET application_name = 'renamed'", "application_name", "renamed"},
+		// RESET ALL and DISCARD ALL return to the session's defaults,
+		// the startup packet's value among them.
+		{"RESET ALL", "application_name", "tester"},
+		{"SET application_name = 'again'", "application_name", "again"},
+		{"DISCARD ALL", "application_name", "tester"},
+	} {
+		if _, err := simple(c, tc.sql); err != nil {
+			t.Fatalf("%s: %v", tc.sql, err)
+		}
+		if _, err := simple(c, "SELECT 1"); err != nil {
+			t.Fatal(err)
+		}
+		if got := c.PgConn().ParameterStatus(tc.name); got != tc.want {
+			t.Errorf("after %s: %s status = %q, want %q", tc.sql, tc.name, got, tc.want)
+		}
+	}
 	// asyncpg's startup packet quotes the encoding (client_encoding
 	// 'utf-8', quotes included); PostgreSQL reads it as UTF8.
 	c3 := connect(t, url+"&client_encoding=%27utf-8%27", nil)
@@ -517,5 +543,44 @@ func TestBeginInBlock(t *testing.T) {
 	want := strings.Repeat("WARNING 25001 there is already a transaction in progress\n", 3)
 	if got := strings.Join(notices, "\n") + "\n"; got != want {
 		t.Errorf("notices:\n%swant:\n%s", got, want)
+	}
+}
+
+// TestStatementTimestamps: as in PostgreSQL, statement_timestamp() is
+// the receipt of the client's message, shared by every statement of one
+// Query, and an implicit transaction starts then too (now() equals it);
+// a transaction block keeps its start across later messages.
+func TestStatementTimestamps(t *testing.T) {
+	c := connect(t, startServer(t), nil)
+	ctx := context.Background()
+	texts := func(sql string) []string {
+		t.Helper()
+		res, err := c.PgConn().Exec(ctx, sql).ReadAll()
+		if err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+		var out []string
+		for _, r := range res {
+			for _, row := range r.Rows {
+				out = append(out, string(row[0]))
+			}
+		}
+		return out
+	}
+	if got := texts("SELECT statement_timestamp() = now()"); len(got) != 1 || got[0] != "t" {
+		t.Errorf("implicit transaction: statement_timestamp() = now() is %v", got)
+	}
+	if got := texts("SELECT statement_timestamp()::text; SELECT statement_timestamp()::text"); len(got) != 2 || got[0] != got[1] {
+		t.Errorf("one Query's statements: statement_timestamp() %v", got)
+	}
+	var viaExtended bool
+	if err := c.QueryRow(ctx, "SELECT statement_timestamp() = now() AND $1::int = 1", 1).Scan(&viaExtended); err != nil || !viaExtended {
+		t.Errorf("extended protocol: statement_timestamp() = now() is %v (%v)", viaExtended, err)
+	}
+	began := texts("BEGIN; SELECT now()::text")
+	later := texts("SELECT now()::text")
+	texts("COMMIT")
+	if len(began) != 1 || len(later) != 1 || began[0] != later[0] {
+		t.Errorf("a block's now(): %v at BEGIN, %v later", began, later)
 	}
 }

@@ -140,6 +140,7 @@ func (s *Session) txnControl(x *stmtState, n *pg_query.TransactionStmt, derived 
 		s.savepoints = s.savepoints[:i+1]
 		s.saveVars()
 		s.vars = cloneVars(sp.vars)
+		s.varsGen++
 		s.applyDerived()
 		s.aborted = false
 		return w.Complete("ROLLBACK")

@@ -24,6 +24,7 @@ func (s *Session) setVar(st *setting, v string) error {
 	key := strings.ToLower(st.name)
 	s.saveVars()
 	s.vars[key] = canon
+	s.varsGen++
 	if key == "timezone" {
 		s.applyDerived()
 	}
@@ -84,6 +85,7 @@ func (s *Session) set(x *stmtState, n *pg_query.VariableSetStmt, w pgwire.Result
 				s.vars[k] = s.defaults[k]
 			}
 		}
+		s.varsGen++
 		s.applyDerived()
 		return w.Complete("RESET")
 	}
@@ -318,6 +320,7 @@ func (s *Session) discard(n *pg_query.DiscardStmt, w pgwire.ResultWriter) error 
 			k := strings.ToLower(st.name)
 			s.vars[k] = s.defaults[k]
 		}
+		s.varsGen++
 		s.applyDerived()
 		s.prepared = make(map[string]*sqlPrepared)
 		s.locks.UnlockAll()

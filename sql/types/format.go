@@ -84,6 +84,20 @@ func AppendFormat(dst []byte, ctx *Context, t *T, d Datum) []byte {
 	panic("types.Format: unknown datum " + d.Family().String())
 }
 
+// FormatUsesContext reports whether AppendFormat may read its Context
+// to print d (a timestamptz's time zone, a reg* type's names, inside an
+// array or record): when it does not, a caller may pass nil and skip
+// making one (a session's point SELECT of an int made the catalog
+// resolver for each row it sent).
+func FormatUsesContext(d Datum) bool {
+	switch d.(type) {
+	case dNull, DEnum, DBool, DInt, DFloat, *DDecimal, DString, DBytes, DDate, DTime, DTimestamp,
+		DInterval, DUUID, *DJSON, DJSONText:
+		return false
+	}
+	return true
+}
+
 // appendFloat prints the shortest decimal that reads back as the same float
 // of the given width, choosing plain or exponent notation as Postgres's
 // Ryu-based float8out/float4out do: plain when -4 <= exponent < 15 (float8)

@@ -1,6 +1,8 @@
 package types
 
 import (
+	"time"
+
 	"testing"
 
 	"github.com/jackc/pgerrcode"
@@ -76,5 +78,46 @@ func TestInvalidUTF8IsRejected(t *testing.T) {
 	}
 	if _, err := ParseJSON("\"\xc3\""); pgerror.Code(err) != pgerrcode.CharacterNotInRepertoire {
 		t.Errorf("ParseJSON accepted invalid UTF-8: %v", err)
+	}
+}
+
+// TestFormatUsesContext: a datum FormatUsesContext says prints without
+// the context prints the same with none as with one whose time zone is
+// not UTC; a timestamptz, which reads it, prints differently.
+func TestFormatUsesContext(t *testing.T) {
+	zone := &Context{Location: time.FixedZone("plus5", 5*3600)}
+	for _, tc := range []struct {
+		t    *T
+		text string
+		uses bool
+	}{
+		{Bool, "true", false},
+		{Int8, "42", false},
+		{Float8, "1.5", false},
+		{Numeric, "12.50", false},
+		{Text, "abc", false},
+		{Bytea, `\x0102`, false},
+		{Date, "2026-11-30", false},
+		{Time, "12:34:56", false},
+		{Timestamp, "2026-11-30 12:34:56", false},
+		{Interval, "1 day 02:00:00", false},
+		{UUID, "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", false},
+		{JSONB, `{"a": 1}`, false},
+		{TimestampTZ, "2026-11-30 12:34:56+00", true},
+	} {
+		d, err := ParseDatum(nil, tc.t, tc.text)
+		if err != nil {
+			t.Fatalf("%s %q: %v", tc.t.Name(), tc.text, err)
+		}
+		if got := FormatUsesContext(d); got != tc.uses {
+			t.Errorf("%s: FormatUsesContext = %v, want %v", tc.t.Name(), got, tc.uses)
+		}
+		without, with := string(AppendFormat(nil, nil, tc.t, d)), string(AppendFormat(nil, zone, tc.t, d))
+		if (without != with) != tc.uses {
+			t.Errorf("%s: printed %q without a context, %q with one", tc.t.Name(), without, with)
+		}
+	}
+	if FormatUsesContext(DNull) {
+		t.Error("FormatUsesContext(NULL) = true; NULL prints without a context")
 	}
 }
