@@ -438,7 +438,15 @@ func (r *Replica) recordReads(ba *kvpb.BatchRequest, br *kvpb.BatchResponse) {
 				r.tscache.add(span, ts, txnID)
 			}
 		case *kvpb.RefreshRequest:
-			r.tscache.add(req.Span(), ts, txnID)
+			rts := ts
+			if req.Strict && br.Txn != nil {
+				// A validation (kv/txn_validate.go) protects its key up
+				// to the commit timestamp: in a committing batch that is
+				// the one the tablet committed at, which a one-phase
+				// commit may have moved above the read timestamp.
+				rts = rts.Forward(br.Txn.WriteTimestamp)
+			}
+			r.tscache.add(req.Span(), rts, txnID)
 		}
 	}
 }
