@@ -558,6 +558,7 @@ func combine(r kvpb.Request, resps []kvpb.Response) (kvpb.Response, error) {
 			sr := resps[j].(*kvpb.ScanResponse)
 			out.Rows = append(out.Rows, sr.Rows...)
 			out.Count += sr.Count
+			out.DiskBytes += sr.DiskBytes
 		}
 		return out, nil
 	case *kvpb.DeleteRangeRequest:

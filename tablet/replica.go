@@ -192,6 +192,14 @@ func (r *Replica) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchR
 	} else {
 		r.maybeSample(r.metrics.WriteBatches.Add(1), ba)
 	}
+	if ba.Txn != nil && len(ba.Requests) > 1 && countsOnly(ba) {
+		return r.sendCounts(ctx, ba)
+	}
+	return r.send(ctx, ba)
+}
+
+// send is Send for a batch that was checked (validate) and counted.
+func (r *Replica) send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchResponse, error) {
 	// A non-transactional batch without a timestamp gets one here, once,
 	// so every retry after waiting reads and writes at the same time (and
 	// a reader's push asks for the timestamp it will read at).
