@@ -2,6 +2,7 @@ package exec_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/cairn-db/cairn/sql/rowenc"
 	"github.com/cairn-db/cairn/workload/githubevents"
@@ -255,4 +257,63 @@ func TestBulkCopyEmptyInBusyGroup(t *testing.T) {
 			sameThroughIndexes(t, c, full)
 		})
 	}
+}
+
+// TestBulkCopyDistributedBatches: a bulk COPY into a distributed table
+// spans many batches, each cut into a request per shard and several in
+// flight at once: a bad row or a duplicate key late in it (also one
+// duplicating a row of an earlier batch, which reached the tablets
+// first) fails it at its own input line and leaves the table empty, and
+// a load without them keeps every row.
+func TestBulkCopyDistributedBatches(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads of 90,000 rows")
+	}
+	s, url := startNode(t, t.TempDir())
+	defer s.Stop(context.Background())
+	c := connect(t, url)
+	exec(t, c, fmt.Sprintf(ddl, "d"))
+	exec(t, c, "SELECT create_distributed_table('d', 'id', shard_count => 8)")
+	const rows = 90000
+	for _, tc := range []struct {
+		name, data, state, line string
+	}{
+		{"bad row in the last batch", csvRows(rows, 85000, 0), "22P02", "line 85000"},
+		{"duplicate in the last batch", csvRows(rows, 0, 85000), "23505", "line 85000"},
+		{"duplicate of a row of the first batch, in the fifth", csvRowsDupLater(rows, 3, 50000), "23505", "line 50000"},
+	} {
+		v := tableDesc(t, s, c, "d").Version
+		_, err := copyIn(c, "d (id, a, b)", tc.data)
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || pe.Code != tc.state || !strings.Contains(pe.Where, tc.line) {
+			t.Fatalf("%s: %v (context %q), want %s at %s", tc.name, err, whereOf(err), tc.state, tc.line)
+		}
+		if n, _ := stats(t, c, "d"); n != 0 || tableDesc(t, s, c, "d").Version != v {
+			t.Fatalf("%s: the table holds %d rows, version %d (was %d)", tc.name, n, tableDesc(t, s, c, "d").Version, v)
+		}
+	}
+	v := tableDesc(t, s, c, "d").Version
+	if n, err := copyIn(c, "d (id, a, b)", csvRows(rows, 0, 0)); err != nil || n != rows {
+		t.Fatalf("COPY: %d rows, %v", n, err)
+	}
+	if tableDesc(t, s, c, "d").Version != v+1 {
+		t.Fatal("the COPY into the empty distributed table did not load in bulk")
+	}
+	n, sum := stats(t, c, "d")
+	var want int64
+	for i := int64(1); i <= rows; i++ {
+		want += (i * 7919) % 1000003
+	}
+	if n != rows || sum != want {
+		t.Fatalf("d holds %d rows summing to %d, want %d and %d", n, sum, rows, want)
+	}
+	sameThroughIndexes(t, c, "d")
+}
+
+func whereOf(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Where
+	}
+	return ""
 }
