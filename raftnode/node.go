@@ -894,6 +894,7 @@ func (n *Node) processReady() (bool, []func(), []*applyJob, error) {
 		if err := compact.CommitNoSync(); err != nil {
 			return true, nil, nil, fmt.Errorf("raftnode: compacting logs: %w", err)
 		}
+		n.noteCommit(compact)
 	}
 	n.stats.CompactNanos.Add(int64(time.Since(compactStart)))
 	return true, after, jobs, nil
@@ -1022,6 +1023,7 @@ func (n *Node) pass(ids []uint64, outs map[uint64]*passOut, tm *roundTimes, jobs
 			}
 			return false, fmt.Errorf("raftnode: persisting a round: %w", err)
 		}
+		n.noteCommit(persist)
 	}
 	if tm != nil {
 		tm.committed = time.Now()
@@ -1136,6 +1138,7 @@ func (n *Node) pass(ids []uint64, outs map[uint64]*passOut, tm *roundTimes, jobs
 		if err := apply.CommitNoSync(); err != nil {
 			return false, fmt.Errorf("raftnode: applying a round: %w", err)
 		}
+		n.noteCommit(apply)
 	}
 	n.stats.ApplyNanos.Add(int64(time.Since(applyStart)))
 	// The configurations this pass applied (or took from a snapshot) are

@@ -3,6 +3,8 @@ package raftnode
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/cairn-db/cairn/storage"
 )
 
 // RoundStats count where a node's proposals and rounds spend their time,
@@ -49,6 +51,19 @@ type RoundStats struct {
 	// second passes (their Readies, commits, applies), CompactNanos the
 	// part spent truncating logs (its batch and commit).
 	SecondPassNanos, CompactNanos atomic.Int64
+	// StallNanos and PublishNanos are, over the rounds' commits (raft
+	// state, apply, truncation), Pebble's write stalls (memtables, L0)
+	// and its wait for publication behind the batches committed before
+	// (a worker's large apply batch among them) plus the WAL sync.
+	StallNanos, PublishNanos atomic.Int64
+}
+
+// noteCommit adds a round's committed batch's waits in Pebble to the
+// stats.
+func (n *Node) noteCommit(b *storage.Batch) {
+	st := b.CommitStats()
+	n.stats.StallNanos.Add(int64(st.MemTableWriteStallDuration + st.L0ReadAmpWriteStallDuration))
+	n.stats.PublishNanos.Add(int64(st.CommitWaitDuration))
 }
 
 // Stats returns the node's counters (their values change as it runs).

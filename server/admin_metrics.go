@@ -122,6 +122,8 @@ func (s *Server) raftMetrics(w io.Writer) {
 		{"cairn_raft_offloaded_apply_seconds_total", "Workers' time applying off the rounds, which no round waits for.", st.OffloadedApplyNanos.Load()},
 		{"cairn_raft_round_second_pass_seconds_total", "Rounds' second passes (part of postsync).", st.SecondPassNanos.Load()},
 		{"cairn_raft_round_compact_seconds_total", "Rounds' log truncation (part of postsync).", st.CompactNanos.Load()},
+		{"cairn_raft_round_stall_seconds_total", "Rounds' commits waiting in Pebble's write stalls (memtables, L0).", st.StallNanos.Load()},
+		{"cairn_raft_round_publish_seconds_total", "Rounds' commits waiting for publication behind earlier batches, and for the WAL sync.", st.PublishNanos.Load()},
 	} {
 		v := float64(m.v)
 		if m.name != "cairn_raft_proposals_total" && m.name != "cairn_raft_proposals_late_total" && m.name != "cairn_raft_rounds_total" && m.name != "cairn_raft_synced_rounds_total" && m.name != "cairn_raft_offloaded_applies_total" {

@@ -116,6 +116,11 @@ func (b *Batch) CommitNoSync() (err error) {
 	return nil
 }
 
+// CommitStats are Pebble's timings of the batch's last commit: its waits
+// for write stalls (too many memtables, too many L0 files) and for its
+// publication after the batches committed before it (and its WAL sync).
+func (b *Batch) CommitStats() pebble.BatchCommitStats { return b.b.CommitStats() }
+
 // Close releases the batch; uncommitted writes are dropped.
 func (b *Batch) Close() { _ = b.b.Close() }
 
