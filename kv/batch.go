@@ -39,8 +39,10 @@ type Result struct {
 	// Skipped: a Lock with skipLocked found the row locked by another
 	// transaction and took no lock.
 	Skipped bool
-	// Count is what a Count counted (Rows is then empty).
-	Count int64
+	// Count is what a Count counted (Rows is then empty), and DiskBytes
+	// what it read from outside the tablets' block caches
+	// (kvpb.ScanResponse.DiskBytes).
+	Count, DiskBytes int64
 }
 
 // Get reads key.
@@ -166,7 +168,7 @@ func (b *Batch) fill(br *kvpb.BatchResponse) error {
 		case *kvpb.ScanResponse:
 			r.Rows, r.ResumeSpan = resp.Rows, resp.ResumeSpan
 			if tags := req.(*kvpb.ScanRequest).CountTags; len(tags) > 0 {
-				r.Count, r.Rows = kvpb.CountOf(resp, tags), nil
+				r.Count, r.Rows, r.DiskBytes = kvpb.CountOf(resp, tags), nil, resp.DiskBytes
 			}
 		case *kvpb.DeleteResponse:
 			r.Found = resp.Found

@@ -296,12 +296,13 @@ func isLimited(s *kvpb.ScanRequest) bool { return s.MaxKeys > 0 || s.MaxBytes > 
 
 // SingleTablet reports whether every request lies on one tablet (per the
 // cache), which is when a batch ending in EndTxn can commit in one phase.
+// It asks oneTablet, which is what Send asks first too: every request
+// wholly inside the tablet of the first one's key is exactly the case in
+// which dividing them would make one group holding each request whole,
+// and it allocates nothing (every commit asks, once or twice).
 func (ds *DistSender) SingleTablet(ctx context.Context, reqs []kvpb.Request) (bool, error) {
-	groups, err := ds.divide(ctx, reqs)
-	if err != nil {
-		return false, err
-	}
-	return len(groups) <= 1 && (len(groups) == 0 || len(groups[0].pieces) == len(reqs)), nil
+	_, ok, err := ds.oneTablet(ctx, reqs)
+	return ok, err
 }
 
 // sendParallel sends one sub-batch per group concurrently and merges.
@@ -557,6 +558,7 @@ func combine(r kvpb.Request, resps []kvpb.Response) (kvpb.Response, error) {
 			sr := resps[j].(*kvpb.ScanResponse)
 			out.Rows = append(out.Rows, sr.Rows...)
 			out.Count += sr.Count
+			out.DiskBytes += sr.DiskBytes
 		}
 		return out, nil
 	case *kvpb.DeleteRangeRequest:

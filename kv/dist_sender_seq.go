@@ -279,6 +279,7 @@ func (st *seqReq) result(reverse bool) (kvpb.Response, error) {
 			sr := r.(*kvpb.ScanResponse)
 			out.Rows = append(out.Rows, sr.Rows...)
 			out.Count += sr.Count
+			out.DiskBytes += sr.DiskBytes
 		}
 		return out, nil
 	}

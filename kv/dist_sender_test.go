@@ -191,3 +191,42 @@ func fmtResp(r kvpb.Response) string {
 	}
 	return "ok"
 }
+
+// TestSingleTabletAgreesWithDivide: SingleTablet (oneTablet, which
+// allocates nothing) says one tablet exactly when dividing the requests
+// makes one group holding every request whole.
+func TestSingleTabletAgreesWithDivide(t *testing.T) {
+	ctx := context.Background()
+	e := newTestEnv(t, envOptions{splits: []string{"c", "m"}})
+	pt := func(k string) kvpb.Request { return &kvpb.PutRequest{Key: []byte(k)} }
+	sc := func(k, end string) kvpb.Request { return &kvpb.ScanRequest{Key: []byte(k), EndKey: []byte(end)} }
+	for _, tc := range []struct {
+		name string
+		reqs []kvpb.Request
+		want bool
+	}{
+		{"none", nil, true},
+		{"one key", []kvpb.Request{pt("d")}, true},
+		{"two keys, one tablet", []kvpb.Request{pt("d"), pt("k"), &kvpb.EndTxnRequest{Key: []byte("d")}}, true},
+		{"two tablets", []kvpb.Request{pt("d"), pt("x")}, false},
+		{"scan to the tablet's end", []kvpb.Request{pt("d"), sc("e", "m")}, true},
+		{"scan across a split", []kvpb.Request{pt("d"), sc("e", "n")}, false},
+		{"first on another tablet", []kvpb.Request{pt("x"), pt("d")}, false},
+		{"refresh beside the writes", []kvpb.Request{&kvpb.RefreshRequest{Key: []byte("e")}, pt("d"), &kvpb.EndTxnRequest{Key: []byte("d")}}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := e.db.ds.SingleTablet(ctx, tc.reqs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			groups, err := e.db.ds.divide(ctx, tc.reqs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			divided := len(groups) == 0 || (len(groups) == 1 && len(groups[0].pieces) == len(tc.reqs))
+			if got != tc.want || divided != tc.want {
+				t.Fatalf("SingleTablet = %v, divide says %v, want %v", got, divided, tc.want)
+			}
+		})
+	}
+}

@@ -30,7 +30,8 @@
 //	                 kvpb.Sender (store / RPC) ──> tablet
 //
 // The public vocabulary: DB (NewDB, Get/Put/Delete/Scan/Run outside
-// transactions, Send for raw batches, Txn for a retried closure), Txn (one
+// transactions, RunImplicitRead for an implicit transaction's one read
+// batch, Send for raw batches, Txn for a retried closure), Txn (one
 // transaction's coordinator: Get/Put/CPut/Delete/DelRange/Scan/ReverseScan,
 // Run of a Batch, Step at statement boundaries, Savepoint,
 // RollbackToSavepoint and ReleaseSavepoint, RetryStatement (READ
@@ -41,7 +42,8 @@
 // txn.go sends, txn_refresh.go moves timestamps, txn_heartbeat.go keeps the
 // record alive, txn_commit.go commits, txn_retry.go restarts and retries,
 // txn_savepoint.go rolls back to savepoints, bounded.go negotiates a
-// bounded-staleness read's timestamp.
+// bounded-staleness read's timestamp, implicit_read.go reads an implicit
+// transaction's one batch without a coordinator.
 //
 // Invariants:
 //

@@ -34,7 +34,6 @@ func BenchmarkPointRead(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			n := testcluster.StartNode(b, testcluster.Options{Raft: true, MaxOffset: 500 * time.Millisecond})
-			ctx := context.Background()
 			const rows = 100_000
 			loadRows(b, n.DB, rows)
 			if flushed {
@@ -44,38 +43,58 @@ func BenchmarkPointRead(b *testing.B) {
 			}
 			for _, width := range []int{1, 10} {
 				b.Run(fmt.Sprintf("rows=%d", width), func(b *testing.B) {
-					b.ReportAllocs()
-					cpu := processCPU()
-					i := 0
-					for b.Loop() {
-						// A prime stride visits every row in turn without
-						// walking them in key order.
-						id := (i * 7919) % (rows - width)
-						i++
-						start := rowKey(id)
-						end := keys.PrefixEnd(rowKey(id + width - 1))
-						txn := n.DB.NewTxn(ctx, "sql txn", kv.Serializable)
-						txn.EnableWriteBufferingWithoutLocks()
-						bt := &kv.Batch{}
-						bt.Scan(start, end, 256)
-						if err := txn.Run(ctx, bt); err != nil {
-							b.Fatal(err)
-						}
-						if got := len(bt.Results[0].Rows); got != width {
-							b.Fatalf("row %d: read %d rows, want %d", id, got, width)
-						}
-						if err := txn.Commit(ctx); err != nil {
-							b.Fatal(err)
-						}
-					}
-					// On a shared machine the wall time per read moves with
-					// the load; the CPU the process spent per read (raft's
-					// ticks included) moves much less.
-					b.ReportMetric(float64(processCPU()-cpu)/float64(b.N), "cpu-ns/op")
+					pointReads(b, n, width, rows, false)
+				})
+				// The same read as an implicit transaction's only batch
+				// sent alone (DB.RunImplicitRead): no transaction is
+				// built and nothing commits.
+				b.Run(fmt.Sprintf("rows=%d/light", width), func(b *testing.B) {
+					pointReads(b, n, width, rows, true)
 				})
 			}
 		})
 	}
+}
+
+// pointReads reads width consecutive rows b.N times, each in an implicit
+// transaction, or, with light, through DB.RunImplicitRead.
+func pointReads(b *testing.B, n *testcluster.Node, width, rows int, light bool) {
+	ctx := context.Background()
+
+	b.ReportAllocs()
+	cpu := processCPU()
+	i := 0
+	for b.Loop() {
+		// A prime stride visits every row in turn without walking them
+		// in key order.
+		id := (i * 7919) % (rows - width)
+		i++
+		start := rowKey(id)
+		end := keys.PrefixEnd(rowKey(id + width - 1))
+		bt := &kv.Batch{}
+		bt.Scan(start, end, 256)
+		if light {
+			if err := n.DB.RunImplicitRead(ctx, bt); err != nil {
+				b.Fatal(err)
+			}
+		} else {
+			txn := n.DB.NewTxn(ctx, "sql txn", kv.Serializable)
+			txn.EnableWriteBufferingWithoutLocks()
+			if err := txn.Run(ctx, bt); err != nil {
+				b.Fatal(err)
+			}
+			if err := txn.Commit(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if got := len(bt.Results[0].Rows); got != width {
+			b.Fatalf("row %d: read %d rows, want %d", id, got, width)
+		}
+	}
+	// On a shared machine the wall time per read moves with the load;
+	// the CPU the process spent per read (raft's ticks included) moves
+	// much less.
+	b.ReportMetric(float64(processCPU()-cpu)/float64(b.N), "cpu-ns/op")
 }
 
 // processCPU is the user and system CPU time the process has used.

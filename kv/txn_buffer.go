@@ -927,7 +927,25 @@ func (t *Txn) bufferedSendErr(err error) error {
 // so that every later move of the transaction's timestamps checks them
 // too.
 func (t *Txn) checkBuffered(ctx context.Context, wb *writeBuffer) error {
+	txn, reqs := t.bufferChecks(wb)
+	if len(reqs) == 0 {
+		return nil
+	}
+	ba := &kvpb.BatchRequest{Requests: reqs}
+	ba.Txn = txn
+	if _, err := t.db.ds.Send(ctx, ba); err != nil {
+		return t.bufferCheckErr(err, len(reqs), txn.ReadTimestamp)
+	}
+	return nil
+}
+
+// bufferChecks adds wb's keys to the read spans and returns the
+// RefreshRequests checkBuffered sends (one per key, range deletion or
+// lock buffered at a snapshot older than the current one), with the
+// transaction as they were built for.
+func (t *Txn) bufferChecks(wb *writeBuffer) (*kvpb.Transaction, []kvpb.Request) {
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	txn := t.mu.proto.Clone()
 	var reqs []kvpb.Request
 	for _, k := range wb.keys {
@@ -948,28 +966,28 @@ func (t *Txn) checkBuffered(ctx context.Context, wb *writeBuffer) error {
 			reqs = append(reqs, &kvpb.RefreshRequest{Key: l.span.Key, EndKey: l.span.EndKey, From: l.since})
 		}
 	}
-	t.mu.Unlock()
-	if len(reqs) == 0 {
-		return nil
-	}
-	ba := &kvpb.BatchRequest{Requests: reqs}
-	ba.Txn = txn
-	if _, err := t.db.ds.Send(ctx, ba); err != nil {
-		err = fmt.Errorf("kv: checking %d buffered writes from their statements' snapshots to %s: %w", len(reqs), txn.ReadTimestamp, err)
-		if !kvpb.IsRetryable(err) {
-			return err
-		}
-		return t.setRetryable(err)
-	}
-	return nil
+	return txn, reqs
 }
 
-// takeBufferForCommit empties the buffer into the writes a commit sends,
-// after checking them: the row locks, then the live range deletions, then
-// per key the state the buffer resolves it to (a CPut keeps the condition
-// of the key's oldest live write if that one was evaluated against the
-// stored value; see bufferedWrite.cond).
-func (t *Txn) takeBufferForCommit(ctx context.Context) ([]kvpb.Request, error) {
+// bufferCheckErr is checkBuffered's error for a failed batch of n checks
+// up to readTS: retryable, and recorded as the transaction's, when the
+// tablets' error is.
+func (t *Txn) bufferCheckErr(err error, n int, readTS hlc.Timestamp) error {
+	err = fmt.Errorf("kv: checking %d buffered writes from their statements' snapshots to %s: %w", n, readTS, err)
+	if !kvpb.IsRetryable(err) {
+		return err
+	}
+	return t.setRetryable(err)
+}
+
+// takeBufferForCommit empties the buffer into the writes a commit sends:
+// the row locks, then the live range deletions, then per key the state
+// the buffer resolves it to (a CPut keeps the condition of the key's
+// oldest live write if that one was evaluated against the stored value;
+// see bufferedWrite.cond). It returns the buffer too: the writes must not
+// be sent before checkBuffered, or the checks the one-phase batch carries
+// (tryOnePhase), proved their keys unchanged.
+func (t *Txn) takeBufferForCommit() ([]kvpb.Request, *writeBuffer) {
 	t.mu.Lock()
 	wb := t.mu.buf
 	t.mu.buf = nil
@@ -982,10 +1000,7 @@ func (t *Txn) takeBufferForCommit(ctx context.Context) ([]kvpb.Request, error) {
 	if len(writes) == 0 {
 		return nil, nil
 	}
-	if err := t.checkBufferedAndValidate(ctx, wb); err != nil {
-		return nil, err
-	}
-	return writes, nil
+	return writes, wb
 }
 
 // checkBufferedAndValidate runs checkBuffered and the commit's validation
@@ -994,7 +1009,8 @@ func (t *Txn) takeBufferForCommit(ctx context.Context) ([]kvpb.Request, error) {
 // while holding its locks, which a contended row pays for in throughput.
 // Neither writes, so neither can see the other. The validation is at the
 // current write timestamp; if the commit goes out at another one, it
-// validates again.
+// validates again. A one-phase commit whose checks lie on its tablet
+// sends them in its own batch instead (tryOnePhase).
 func (t *Txn) checkBufferedAndValidate(ctx context.Context, wb *writeBuffer) error {
 	t.mu.Lock()
 	validate := len(t.mu.validate) > 0

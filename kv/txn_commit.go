@@ -72,7 +72,7 @@ func (t *Txn) CommitInBatch(ctx context.Context, b *Batch) error {
 }
 
 func (t *Txn) commit(ctx context.Context, writes []kvpb.Request) error {
-	fromBuffer := false
+	var wb *writeBuffer
 	if len(writes) == 0 && t.buffering() {
 		// The buffered writes commit as the committing batch: in one phase
 		// if they are all the transaction wrote and lie on one tablet.
@@ -82,11 +82,9 @@ func (t *Txn) commit(ctx context.Context, writes []kvpb.Request) error {
 		if err != nil {
 			return err
 		}
-		if writes, err = t.takeBufferForCommit(ctx); err != nil {
-			return err
-		}
-		fromBuffer = len(writes) > 0
+		writes, wb = t.takeBufferForCommit()
 	}
+	fromBuffer := wb != nil
 	t.mu.Lock()
 	if err := t.usableLocked(); err != nil {
 		t.mu.Unlock()
@@ -106,27 +104,52 @@ func (t *Txn) commit(ctx context.Context, writes []kvpb.Request) error {
 
 	if len(writes) > 0 {
 		if firstWrites {
-			done, err := t.tryOnePhase(ctx, writes)
+			done, err := t.tryOnePhase(ctx, writes, wb)
 			if err != nil && fromBuffer {
 				err = t.bufferedSendErr(err)
 			}
 			if done || err != nil {
 				return err
 			}
-		} else if _, err := t.send(ctx, writes, sendOpts{}); err != nil {
+		} else {
 			if fromBuffer {
-				err = t.bufferedSendErr(err)
+				if err := t.checkBufferedAndValidate(ctx, wb); err != nil {
+					return err
+				}
 			}
-			return err
+			if _, err := t.send(ctx, writes, sendOpts{}); err != nil {
+				if fromBuffer {
+					err = t.bufferedSendErr(err)
+				}
+				return err
+			}
 		}
 	}
 	return t.commitTwoPhase(ctx)
 }
 
 // tryOnePhase attempts a one-phase commit of writes, the transaction's only
-// writes. done reports the transaction committed; !done with a nil error
-// means the writes are now intents and the two-phase commit must follow.
-func (t *Txn) tryOnePhase(ctx context.Context, writes []kvpb.Request) (done bool, err error) {
+// writes; wb is the buffer they came from (nil: they were never buffered),
+// whose keys must be checked before they are written (checkBuffered).
+// done reports the transaction committed; !done with a nil error means
+// the writes are now intents and the two-phase commit must follow.
+//
+// When the buffer's checks (RefreshRequests of its keys from their
+// statements' snapshots) and the validation of the keys the writes depend
+// on (strict RefreshRequests, txn_validate.go) lie on the writes' tablet,
+// as on a node whose catalog and tables share one, they go in the
+// committing batch itself, ahead of the writes: [checks..., writes...,
+// EndTxn]. The tablet evaluates them under the batch's latches, before
+// the writes and in the same evaluation, so they prove what the separate
+// round trips proved (no version of a buffered key after its statement's
+// snapshot up to the read timestamp, where the writes' own conflict check
+// takes over; no version of a validated key above its registration at
+// all, nor another transaction's intent), and it leaves the validated keys
+// in its timestamp cache at the timestamp it commits at. A commit then
+// makes one round trip, not two, while it holds its row locks. If the
+// tablet refuses the one-phase commit the checks are made on their own,
+// as when they lie elsewhere, before the writes go out as intents.
+func (t *Txn) tryOnePhase(ctx context.Context, writes []kvpb.Request, wb *writeBuffer) (done bool, err error) {
 	anchor := writes[0].Span().Key
 	t.mu.Lock()
 	if t.mu.proto.Key != nil {
@@ -138,13 +161,38 @@ func (t *Txn) tryOnePhase(ctx context.Context, writes []kvpb.Request) (done bool
 	t.mu.Unlock()
 	// READ COMMITTED's reads need no refresh, and its buffered writes were
 	// checked from their statements' snapshots up to the timestamp sent
-	// (validateAtCommit); the tablet checks from there up. So a read that
+	// (checkBuffered); the tablet checks from there up. So a read that
 	// followed ours on one of the keys may move the commit above it.
 	endTxn := &kvpb.EndTxnRequest{Key: anchor, Commit: true, MayMoveCommit: t.iso == ReadCommitted}
 	for _, w := range writes {
 		endTxn.LockSpans = append(endTxn.LockSpans, w.Span())
 	}
 	reqs := append(append([]kvpb.Request(nil), writes...), endTxn)
+	// checked: the buffer's keys were checked on their own (or need no
+	// check), and the validation too if it was due.
+	checked := wb == nil
+	if !checked {
+		if err := t.serializableCheck(ctx); err != nil {
+			return false, err
+		}
+		_, checks := t.bufferChecks(wb)
+		_, validations := t.validationChecks()
+		checks = append(checks, validations...)
+		if len(checks) > 0 {
+			folded := append(checks, reqs...)
+			single, err := t.db.ds.SingleTablet(ctx, folded)
+			if err != nil {
+				return false, err
+			}
+			if single {
+				return t.sendOnePhase(ctx, writes, folded, endTxn, wb)
+			}
+		}
+		if err := t.checkBufferedAndValidate(ctx, wb); err != nil {
+			return false, err
+		}
+		checked = true
+	}
 	single, err := t.db.ds.SingleTablet(ctx, reqs)
 	if err != nil {
 		return false, err
@@ -159,14 +207,38 @@ func (t *Txn) tryOnePhase(ctx context.Context, writes []kvpb.Request) (done bool
 	if err := t.validateAtCommit(ctx); err != nil {
 		return false, err
 	}
+	t.mu.Lock()
+	if len(t.mu.validate) > 0 {
+		// Validated on their own, the keys are in their tablets' timestamp
+		// caches at the timestamp sent, not above: a commit moved above
+		// it could land above a schema change that writes a key after
+		// the validation and reads the table at its own timestamp. So it
+		// may not move; a refused one goes the two-phase way, which
+		// validates again at the timestamp it commits at.
+		endTxn.MayMoveCommit = false
+	}
+	t.mu.Unlock()
+	return t.sendOnePhase(ctx, writes, reqs, endTxn, nil)
+}
+
+// sendOnePhase sends the one-phase batch reqs (writes and endTxn, led by
+// checks of wb's keys if wb is not nil). If the tablet would have had to
+// move the commit timestamp, which one phase cannot do, it writes intents
+// instead (after checking wb's keys on their own) and leaves the decision
+// whether the move is allowed to the two-phase path.
+func (t *Txn) sendOnePhase(ctx context.Context, writes, reqs []kvpb.Request, endTxn *kvpb.EndTxnRequest, wb *writeBuffer) (done bool, err error) {
 	t.markCommitSent()
 	br, err := t.send(ctx, reqs, sendOpts{noHeartbeat: true})
 	var retry *kvpb.TransactionRetryError
 	if errors.As(err, &retry) && !t.isAborted() {
-		// The tablet would have had to move the commit timestamp, which
-		// one phase cannot do: write intents instead and let the two-phase
-		// path decide whether the move is allowed.
 		t.clearRetryable()
+		if wb != nil {
+			// The refusal may have been one of the checks: made on their
+			// own, they fail again if so, and nothing is written.
+			if err := t.checkBufferedAndValidate(ctx, wb); err != nil {
+				return false, err
+			}
+		}
 		_, err = t.send(ctx, writes, sendOpts{})
 		return false, err
 	}

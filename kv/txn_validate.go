@@ -91,19 +91,12 @@ func (t *Txn) forgetValidationsAfterLocked(seq int32) {
 // checks them alongside the buffer, checkBufferedAndValidate). A failure
 // is recorded as the transaction's retryable error.
 func (t *Txn) validateAtCommit(ctx context.Context) error {
-	t.mu.Lock()
-	if len(t.mu.validate) == 0 || (!t.mu.validatedAt.IsEmpty() && t.mu.validatedAt == t.mu.proto.WriteTimestamp) {
-		t.mu.Unlock()
+	txn, reqs := t.validationChecks()
+	if len(reqs) == 0 {
 		return nil
 	}
-	txn := t.mu.proto.Clone()
-	txn.ReadTimestamp = txn.WriteTimestamp
-	ba := &kvpb.BatchRequest{}
+	ba := &kvpb.BatchRequest{Requests: reqs}
 	ba.Txn = txn
-	for k, v := range t.mu.validate {
-		ba.Add(&kvpb.RefreshRequest{Key: []byte(k), From: v.since, Strict: true})
-	}
-	t.mu.Unlock()
 	if _, err := t.db.ds.Send(ctx, ba); err != nil {
 		err = fmt.Errorf("kv: validating %d keys the writes depend on at %s: %w", len(ba.Requests), txn.WriteTimestamp, err)
 		if !kvpb.IsRetryable(err) {
@@ -117,6 +110,29 @@ func (t *Txn) validateAtCommit(ctx context.Context) error {
 	}
 	t.mu.Unlock()
 	return nil
+}
+
+// validationChecks returns the strict RefreshRequests that validate the
+// registered keys, and the transaction to send them with (its read
+// timestamp moved up to its write timestamp, where the tablet leaves the
+// keys in its timestamp cache); none when nothing is registered or the
+// keys were validated at the current write timestamp already. A
+// one-phase commit sends them in its own batch (tryOnePhase), where the
+// tablet leaves the keys in its timestamp cache at the timestamp it
+// commits at.
+func (t *Txn) validationChecks() (*kvpb.Transaction, []kvpb.Request) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.mu.validate) == 0 || (!t.mu.validatedAt.IsEmpty() && t.mu.validatedAt == t.mu.proto.WriteTimestamp) {
+		return nil, nil
+	}
+	txn := t.mu.proto.Clone()
+	txn.ReadTimestamp = txn.WriteTimestamp
+	reqs := make([]kvpb.Request, 0, len(t.mu.validate))
+	for k, v := range t.mu.validate {
+		reqs = append(reqs, &kvpb.RefreshRequest{Key: []byte(k), From: v.since, Strict: true})
+	}
+	return txn, reqs
 }
 
 // ReadAtWriteTimestamp moves the transaction's read timestamp up to its

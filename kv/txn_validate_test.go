@@ -3,6 +3,7 @@ package kv
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -280,6 +281,164 @@ func TestBufferedCommitValidatesWithCheck(t *testing.T) {
 			if !g.strict || !g.plain || g.together != g.seen {
 				t.Fatalf("validation sent: %v, check sent: %v, %d of %d refresh batches in flight together",
 					g.strict, g.plain, g.together, g.seen)
+			}
+		})
+	}
+}
+
+// batchLog records, once armed, the requests of every batch sent.
+type batchLog struct {
+	kvpb.Sender
+	mu      sync.Mutex
+	armed   bool
+	batches [][]kvpb.Request
+}
+
+func (l *batchLog) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchResponse, error) {
+	l.mu.Lock()
+	if l.armed {
+		l.batches = append(l.batches, append([]kvpb.Request(nil), ba.Requests...))
+	}
+	l.mu.Unlock()
+	return l.Sender.Send(ctx, ba)
+}
+
+func (l *batchLog) arm() {
+	l.mu.Lock()
+	l.armed = true
+	l.mu.Unlock()
+}
+
+// describe names a batch's requests: the method, the key, and for a
+// refresh whether it is strict.
+func describe(reqs []kvpb.Request) []string {
+	var out []string
+	for _, r := range reqs {
+		s := r.Method().String() + " " + string(r.Span().Key)
+		if rr, ok := r.(*kvpb.RefreshRequest); ok && rr.Strict {
+			s += " strict"
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// TestOnePhaseCommitCarriesChecks: a buffered transaction whose writes,
+// buffered keys and registered keys all lie on one tablet commits in one
+// batch, [checks..., writes..., EndTxn]: the check of the keys buffered by
+// an earlier statement (READ COMMITTED's, whose snapshot moved) and the
+// strict validation of the registered key ride in the committing batch
+// instead of a round trip of their own before it. A write of either key
+// in the window still fails the commit, and nothing is written.
+func TestOnePhaseCommitCarriesChecks(t *testing.T) {
+	ctx := context.Background()
+	for _, intrude := range []string{"", "d", "k"} {
+		for _, iso := range []IsolationLevel{ReadCommitted, Snapshot, Serializable} {
+			name := "no write"
+			if intrude != "" {
+				name = "write of " + intrude
+			}
+			t.Run(name+"/"+iso.String(), func(t *testing.T) {
+				log := &batchLog{}
+				// The write of k in the window needs the unreplicated lock
+				// out of its way (as if a lease change had lost it): the
+				// check is what stops a lost update then.
+				e := newTestEnv(t, envOptions{splits: []string{"m"}, db: Options{NoUnreplicatedLocks: intrude == "k"},
+					wrapSender: func(s kvpb.Sender) kvpb.Sender {
+						log.Sender = s
+						return log
+					}})
+				e.mustPut("d", "v1")
+				e.mustPut("k", "v1")
+				txn := e.db.NewTxn(ctx, "w", iso)
+				txn.EnableWriteBuffering()
+				txn.ValidateAtCommit([]byte("d"), txn.ReadTimestamp())
+				mustOK(t, txn.Put(ctx, []byte("k"), []byte("row")))
+				mustOK(t, txn.Step(ctx))
+				if intrude != "" {
+					e.mustPut(intrude, "v2")
+				}
+				log.arm()
+				err := txn.Commit(ctx)
+				log.mu.Lock()
+				log.armed = false
+				log.mu.Unlock()
+				if intrude != "" {
+					if !kvpb.IsRetryable(err) {
+						t.Fatalf("commit: %v, want a retryable error", err)
+					}
+					_ = txn.Rollback(ctx)
+					want := "v1"
+					if intrude == "k" {
+						want = "v2"
+					}
+					if got := e.mustGet("k"); got != want {
+						t.Fatalf("k = %q after the failed commit, want %q", got, want)
+					}
+					return
+				}
+				mustOK(t, err)
+				if got := e.mustGet("k"); got != "row" {
+					t.Fatalf("k = %q after the commit", got)
+				}
+				if !txn.OnePhaseCommitted() {
+					t.Fatal("the commit did not take one phase")
+				}
+				// Only READ COMMITTED's snapshot moved at the Step, so only
+				// it checks k from the statement's snapshot.
+				want := []string{"Refresh k", "Refresh d strict", "Put k", "EndTxn k"}
+				if iso != ReadCommitted {
+					want = want[1:]
+				}
+				log.mu.Lock()
+				defer log.mu.Unlock()
+				if len(log.batches) != 1 || !slices.Equal(describe(log.batches[0]), want) {
+					var got [][]string
+					for _, b := range log.batches {
+						got = append(got, describe(b))
+					}
+					t.Fatalf("the commit sent %q, want one batch %q", got, want)
+				}
+			})
+		}
+	}
+}
+
+// TestOnePhaseValidationPushesLaterWriter: a one-phase commit that a read
+// moved above its read timestamp (READ COMMITTED's EndTxn.MayMoveCommit)
+// leaves its validated key in the timestamp cache at or above the
+// timestamp it committed at, as TestValidateAtCommitPushesLaterWriter
+// shows for a commit in two phases: a schema change that writes the key
+// afterwards commits above the row and reads it. With the row on the
+// validated key's tablet the validation rides in the committing batch;
+// on another tablet it is a round trip of its own, at the timestamp the
+// commit is sent at, so the commit must not move above that.
+func TestOnePhaseValidationPushesLaterWriter(t *testing.T) {
+	ctx := context.Background()
+	for _, row := range []string{"k", "x"} {
+		t.Run("row "+row, func(t *testing.T) {
+			e := newTestEnv(t, envOptions{splits: []string{"m"}})
+			e.mustPut("d", "v1")
+			ddl := e.db.NewTxn(ctx, "ddl", ReadCommitted)
+			txn := e.db.NewTxn(ctx, "w", ReadCommitted)
+			txn.EnableWriteBuffering()
+			txn.ValidateAtCommit([]byte("d"), txn.ReadTimestamp())
+			mustOK(t, txn.Put(ctx, []byte(row), []byte("row")))
+			// A read of the row above the transaction's timestamp.
+			e.mustGet(row)
+			mustOK(t, txn.Commit(ctx))
+			if !ddl.ReadTimestamp().Less(txn.CommitTimestamp()) {
+				t.Fatalf("setup: ddl reads at %s, not below the commit at %s", ddl.ReadTimestamp(), txn.CommitTimestamp())
+			}
+			mustOK(t, ddl.Put(ctx, []byte("d"), []byte("v2")))
+			mustOK(t, ddl.ReadAtWriteTimestamp(ctx))
+			v, ok, err := ddl.Get(ctx, []byte(row))
+			if err != nil || !ok || string(v) != "row" {
+				t.Fatalf("ddl reads %s = %q, %v, %v; want the committed row", row, v, ok, err)
+			}
+			mustOK(t, ddl.Commit(ctx))
+			if !txn.CommitTimestamp().Less(ddl.CommitTimestamp()) {
+				t.Fatalf("ddl committed at %s, not above %s", ddl.CommitTimestamp(), txn.CommitTimestamp())
 			}
 		})
 	}

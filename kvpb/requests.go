@@ -134,11 +134,14 @@ type (
 	}
 	// ScanResponse holds the rows in scan order; ResumeSpan is the part of
 	// the span not yet read when a limit stopped the scan (nil otherwise).
-	// Count answers a scan with CountTags.
+	// Count answers a scan with CountTags; DiskBytes is then what the
+	// count read from outside the tablet's block cache
+	// (mvcc.ScanResult.DiskBytes; 0 from a node that predates it).
 	ScanResponse struct {
 		Rows       []KeyValue `wire:"1"`
 		ResumeSpan *Span      `wire:"2"`
 		Count      int64      `wire:"3"`
+		DiskBytes  int64      `wire:"4"`
 	}
 
 	// PutRequest writes Value at Key.

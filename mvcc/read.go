@@ -84,6 +84,11 @@ type ScanResult struct {
 	Intents []kvpb.Intent
 	// Count is the number of tagged values counted (ScanOptions.CountTags).
 	Count int64
+	// DiskBytes, for a count (CountTags) only, is how many bytes of
+	// blocks it read from outside the block cache (storage.Iterator's
+	// DiskBytes): sql/exec's count reads a seeking disk front to back,
+	// but what the cache holds in any order.
+	DiskBytes int64
 }
 
 // Get reads the value of key visible at ts (invariant 5).
@@ -171,7 +176,7 @@ func Scan(r storage.Reader, start, end []byte, ts hlc.Timestamp, opts ScanOption
 	if err := s.conflictErr(); err != nil {
 		return ScanResult{}, err
 	}
-	return ScanResult{Rows: s.rows, ResumeSpan: s.resume, Intents: s.ignored, Count: s.count}, nil
+	return ScanResult{Rows: s.rows, ResumeSpan: s.resume, Intents: s.ignored, Count: s.count, DiskBytes: s.diskBytes}, nil
 }
 
 // readState holds what a read decides per key: the timestamps and what it

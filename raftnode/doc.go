@@ -45,9 +45,45 @@
 //     durable copies (TestAppendsLeaveBeforeTheSync, and TestSimulation's
 //     crashes in the middle of a round).
 //  4. Raft reads its storage (LogStore) only in RawNode calls made after
-//     the previous round's commit: the lock is held from Ready to
-//     Advance, so no step or proposal runs while a round's state is
-//     being persisted.
+//     the previous round's commit: the lock is held from Ready to the
+//     commit of the round's raft state, so no step or proposal runs
+//     while it is being persisted.
+//  5. A large apply leaves the round (apply.go): a group's committed
+//     entries of one Ready whose data add up to Config.ApplyOffloadBytes
+//     (64 KiB), or one of which ingests an SST (BatchSplitter), and
+//     among which there is no configuration change (applied to the
+//     RawNode, under the lock) and no snapshot, are applied by a worker,
+//     outside the node's lock, at most Config.ApplyWorkers at once. The
+//     worker starts after the round committed the group's raft state and
+//     commits the entries' effects with their applied index in a batch of
+//     its own, split where BatchSplitter asks as in the round (invariant
+//     2 holds per group). The group's Ready is advanced, and its applied
+//     index moved, by the first round after that commit; until then no
+//     round takes the group's next Ready, so a group's entries are
+//     applied one at a time in log order, while steps, ticks and
+//     proposals go on into its RawNode (raft allows them between Ready
+//     and Advance) and every other group's rounds go on: a bulk batch of
+//     one tablet holds neither the node's lock nor another tablet's
+//     heartbeats (TestSlowApplyHoldsNoOtherGroup), and the large applies
+//     of several tablets run side by side.
+//  6. A group's Apply and its observer never overlap and keep log order:
+//     Applied reports a group's entries after the batch holding them
+//     committed, and before that group's next offloaded apply starts
+//     (ProcessReady starts a round's workers after its observers).
+//     Different groups' Apply and observers may run at once, so a
+//     StateMachine's Apply touches only its own replica's state and
+//     keys (the tablet's does: its keys, its list of applied commands,
+//     the engine's ingestion).
+//  7. Nothing writes a removed replica's state: RemoveReplica cancels
+//     its offloaded apply not yet started and waits for one running; the
+//     round drops a finished apply of a replica no longer there, whose
+//     entries are not observed.
+//
+// A round therefore waits for the apply of small writes only (OLTP
+// writes: microseconds each, and handing them to a worker would make
+// their proposer wait for the next round's sync as well), and a replica's
+// applied index (Replica.Applied) can lag its engine state while a worker
+// applies.
 //
 // # Why a round is not pipelined
 //

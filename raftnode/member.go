@@ -163,6 +163,7 @@ func (n *Node) RemoveReplica(tabletID uint64) error {
 	if r == nil {
 		return nil
 	}
+	r.cancelApplyLocked()
 	hs, _, _ := r.log.InitialState()
 	b := n.eng.NewBatch()
 	defer b.Close()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"github.com/cairn-db/cairn/clusterversion"
 	"io"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -36,9 +37,11 @@ type Transport interface {
 // StateMachine is what a replica's committed entries are applied to (the
 // tablet). Apply adds an entry's effects to b, the batch that also records
 // the applied index, so that a restart never applies an entry twice or
-// loses one. Snapshot returns an image of the state as of the last applied
-// entry (for a replica that fell behind the log); ApplySnapshot replaces
-// the state with one, in b.
+// loses one. Apply runs in a round or, for a large apply, on a worker
+// (doc.go, invariant 5): at the same time as other replicas' Apply and
+// observers, never as its own replica's. Snapshot returns an image of the
+// state as of the last applied entry (for a replica that fell behind the
+// log); ApplySnapshot replaces the state with one, in b.
 type StateMachine interface {
 	Apply(b *storage.Batch, e *pb.Entry) error
 	Snapshot() ([]byte, error)
@@ -48,7 +51,8 @@ type StateMachine interface {
 // ApplyObserver is optionally implemented by a StateMachine that keeps
 // in-memory state derived from what it applies (the tablet's lock table,
 // the waiting proposers). Its methods run on the scheduler's goroutine,
-// outside the node's lock, after the round's apply batch has committed and
+// outside the node's lock, after the batch of the entries they report has
+// committed (the round's, or a worker's: doc.go, invariants 5 and 6) and
 // before the next round starts.
 type ApplyObserver interface {
 	// Applied reports the entries of this replica applied in the round, in
@@ -139,6 +143,11 @@ type Replica struct {
 	// pendingSnap is a streamed snapshot stepped into raft whose image
 	// waits for the next Ready (snapshot.go; under the node's lock).
 	pendingSnap *pendingSnap
+	// applying is the apply of this replica's committed entries that a
+	// worker is doing off the round (apply.go), from the pass that took
+	// their Ready until the round that advances it; nil when none (under
+	// the node's lock). While it is set no round takes the group's Ready.
+	applying *applyJob
 }
 
 // ReadLease returns the term of the lease (0: none) and whether it may
@@ -255,6 +264,15 @@ type Config struct {
 	// was ingested and before its raft state is written; an error fails
 	// the round as an engine failure would (tests of a crash there).
 	TestingAfterIngest func(tabletID, index uint64) error
+	// ApplyOffloadBytes: a group's committed entries of one Ready whose
+	// data add up to at least this many bytes, or that ingest an SST, are
+	// applied off the round by a worker (apply.go), so that a bulk batch
+	// does not hold every other group's round. 0: 64 KiB; negative: every
+	// apply is done inside the round.
+	ApplyOffloadBytes int
+	// ApplyWorkers bounds the offloaded applies running at once (0:
+	// GOMAXPROCS).
+	ApplyWorkers int
 	// Version is the node's view of the cluster version: the applied
 	// index is stored with a format version only once every node's
 	// binary reads it (putApplied). Nil: a node of no cluster, which
@@ -328,6 +346,20 @@ type Node struct {
 	// mu).
 	stats      RoundStats
 	proposedAt []proposed
+
+	// The offloaded applies (apply.go): applySem bounds those running,
+	// applyWG counts those started (Run waits for them: they write the
+	// engine), and completed holds the finished ones, under completedMu,
+	// until a round advances their groups. Under Run (running) each runs
+	// on a goroutine of its own; a node driven by hand (tests calling
+	// ProcessReady) runs each in place at the end of the round that made
+	// it, so that its rounds stay deterministic and no apply outlives
+	// them.
+	applySem    chan struct{}
+	applyWG     sync.WaitGroup
+	completedMu sync.Mutex
+	completed   []*applyJob
+	running     atomic.Bool
 }
 
 // signal wakes Run.
@@ -352,6 +384,9 @@ func (n *Node) Run(ctx context.Context, tick time.Duration) error {
 	n.runCtx = ctx
 	n.mu.Unlock()
 	defer n.snapWG.Wait()
+	defer n.applyWG.Wait()
+	n.running.Store(true)
+	defer n.running.Store(false)
 	defer cancel()
 	t := time.NewTicker(tick)
 	defer t.Stop()
@@ -405,8 +440,15 @@ func NewNode(cfg Config, eng *storage.Engine, t Transport) *Node {
 	if cfg.InlineSnapshotLimit == 0 {
 		cfg.InlineSnapshotLimit = defaultInlineSnapshotLimit
 	}
+	if cfg.ApplyOffloadBytes == 0 {
+		cfg.ApplyOffloadBytes = defaultApplyOffloadBytes
+	}
+	if cfg.ApplyWorkers <= 0 {
+		cfg.ApplyWorkers = runtime.GOMAXPROCS(0)
+	}
 	return &Node{cfg: cfg, eng: eng, transport: t, replicas: map[uint64]*Replica{}, dirty: map[uint64]struct{}{}, allDirty: true,
-		work: make(chan struct{}, 1), now: monoNow, runCtx: context.Background()}
+		work: make(chan struct{}, 1), now: monoNow, runCtx: context.Background(),
+		applySem: make(chan struct{}, cfg.ApplyWorkers)}
 }
 
 // touchLocked records that r's raft state changed, so the next round
@@ -676,14 +718,15 @@ func (n *Node) Campaign(tabletID uint64) error {
 // ProcessReady handles every group that has work, in one round: their new
 // entries, hard states and snapshots go into one batch and one synced
 // commit; then their messages are sent and their committed entries
-// applied (one more batch, for all groups). When that synced new
+// applied (one more batch, for all groups), except a group's large apply,
+// which a worker does off the round (apply.go). When that synced new
 // entries, a second pass in the same round, with no proposal let in
 // between, applies what the sync committed (every entry of a group whose
 // only voter is this node): a proposer is answered after one sync, not
 // after the next round's as well. The observers see both passes as one
 // round. It reports whether any group had work.
 func (n *Node) ProcessReady() (bool, error) {
-	more, after, err := n.processReady()
+	more, after, jobs, err := n.processReady()
 	if err == nil && n.relook.Swap(false) {
 		after = append(after, n.relookLeases()...)
 	}
@@ -696,67 +739,109 @@ func (n *Node) ProcessReady() (bool, error) {
 		}
 		n.stats.ObserveNanos.Add(int64(time.Since(start)))
 	}
+	// Invariant 6 (doc.go): the offloaded applies start after the
+	// observers of the entries before them.
+	for _, j := range jobs {
+		if n.running.Load() {
+			go n.runApply(j)
+		} else {
+			n.runApply(j)
+		}
+	}
 	return more, err
 }
 
-func (n *Node) processReady() (bool, []func(), error) {
+func (n *Node) processReady() (bool, []func(), []*applyJob, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	outs := map[uint64]*passOut{}
+	// The groups whose offloaded apply finished are advanced first, so
+	// this round may take their next Ready.
+	finished, err := n.advanceCompletedLocked(outs)
+	if err != nil {
+		return true, nil, nil, err
+	}
 	var ids []uint64
+	// busy are the touched groups a worker applies: no round takes their
+	// Ready, but a step may have cost them their leadership, which must
+	// end their lease now, not when the apply ends.
+	var busy []*Replica
+	look := func(id uint64, r *Replica) {
+		switch {
+		case r.applying != nil:
+			busy = append(busy, r)
+		case r.rn.HasReady():
+			ids = append(ids, id)
+		}
+	}
 	if n.allDirty {
 		ids = make([]uint64, 0, len(n.replicas))
 		for id, r := range n.replicas {
-			if r.rn.HasReady() {
-				ids = append(ids, id)
-			}
+			look(id, r)
 		}
 	} else {
 		for id := range n.dirty {
-			if r := n.replicas[id]; r != nil && r.rn.HasReady() {
-				ids = append(ids, id)
+			if r := n.replicas[id]; r != nil {
+				look(id, r)
 			}
 		}
 	}
+	for _, r := range busy {
+		// Gains nothing while busy (updateLease), so returns nil.
+		r.updateLease(nil)
+	}
 	// The groups handled now stay dirty for the next round: Advance may
-	// leave them more work.
+	// leave them more work. A group being applied off the round is
+	// touched again when its apply finishes.
 	n.allDirty = false
 	clear(n.dirty)
 	for _, id := range ids {
 		n.dirty[id] = struct{}{}
 	}
-	if len(ids) == 0 {
-		return false, nil, nil
+	if len(ids) == 0 && len(finished) == 0 {
+		return false, nil, nil, nil
 	}
 	slices.Sort(ids) // a deterministic order for simulations
-	var tm roundTimes
-	tm.start = time.Now()
-	n.roundStartedLocked(tm.start)
-	defer n.countRound(&tm)
-	outs := make(map[uint64]*passOut, len(ids))
-	synced, err := n.pass(ids, outs, &tm)
-	if err != nil {
-		return true, nil, err
-	}
-	if synced {
-		// A second pass, still under the lock, so no proposal can join
-		// it: an entry this pass made durable is committed by Advance
-		// when its group has no other voter (or its followers had
-		// already acknowledged), and is applied now. Left to the next
-		// round it would wait for that round's sync of the entries
-		// proposed meanwhile: two syncs per write under load instead of
-		// one (docs/performance.md, item 9).
-		var again []uint64
-		for _, id := range ids {
-			if r := n.replicas[id]; r != nil && r.rn.HasReady() {
-				again = append(again, id)
+	var jobs []*applyJob
+	if len(ids) > 0 {
+		var tm roundTimes
+		tm.start = time.Now()
+		n.roundStartedLocked(tm.start)
+		defer n.countRound(&tm)
+		synced, err := n.pass(ids, outs, &tm, &jobs)
+		if err != nil {
+			return true, nil, nil, err
+		}
+		if synced {
+			// A second pass, still under the lock, so no proposal can join
+			// it: an entry this pass made durable is committed by Advance
+			// when its group has no other voter (or its followers had
+			// already acknowledged), and is applied now. Left to the next
+			// round it would wait for that round's sync of the entries
+			// proposed meanwhile: two syncs per write under load instead of
+			// one (docs/performance.md, item 9).
+			var again []uint64
+			for _, id := range ids {
+				if r := n.replicas[id]; r != nil && r.applying == nil && r.rn.HasReady() {
+					again = append(again, id)
+				}
+			}
+			if len(again) > 0 {
+				start := time.Now()
+				if _, err := n.pass(again, outs, nil, &jobs); err != nil {
+					return true, nil, nil, err
+				}
+				n.stats.SecondPassNanos.Add(int64(time.Since(start)))
 			}
 		}
-		if len(again) > 0 {
-			if _, err := n.pass(again, outs, nil); err != nil {
-				return true, nil, err
-			}
+	}
+	// The groups of this round and those whose offloaded apply finished.
+	for _, id := range finished {
+		if _, ok := n.dirty[id]; !ok {
+			ids = append(ids, id)
 		}
 	}
+	slices.Sort(ids)
 	var after []func()
 	for _, id := range ids {
 		o := outs[id]
@@ -782,10 +867,15 @@ func (n *Node) processReady() (bool, []func(), error) {
 	// MiB) is then deleted in the memtable it was written to, so Pebble's
 	// flush drops it instead of writing it into L0 for a compaction to
 	// rewrite (a cluster of one's index builds and bulk COPYs).
+	compactStart := time.Now()
 	compact := n.eng.NewBatch()
 	defer compact.Close()
 	for _, id := range ids {
 		r := outs[id].r
+		if r.applying != nil {
+			// Its applied index is behind what a worker is applying.
+			continue
+		}
 		first, _ := r.log.FirstIndex()
 		to := uint64(0)
 		switch {
@@ -796,16 +886,17 @@ func (n *Node) processReady() (bool, []func(), error) {
 		}
 		if to > 0 {
 			if err := r.log.Compact(compact, to, r.conf); err != nil {
-				return true, nil, fmt.Errorf("raftnode: tablet %d: compacting: %w", r.TabletID, err)
+				return true, nil, nil, fmt.Errorf("raftnode: tablet %d: compacting: %w", r.TabletID, err)
 			}
 		}
 	}
 	if !compact.Empty() {
 		if err := compact.CommitNoSync(); err != nil {
-			return true, nil, fmt.Errorf("raftnode: compacting logs: %w", err)
+			return true, nil, nil, fmt.Errorf("raftnode: compacting logs: %w", err)
 		}
 	}
-	return true, after, nil
+	n.stats.CompactNanos.Add(int64(time.Since(compactStart)))
+	return true, after, jobs, nil
 }
 
 // passOut is what a round's passes did to one replica: the entries
@@ -819,8 +910,10 @@ type passOut struct {
 // pass takes the Ready of each of ids (which must have one, or be gone),
 // persists them all with one commit (synced if any must be), sends their
 // messages, applies their committed entries and advances them, adding
-// to outs. synced reports that it synced new entries. n.mu is held.
-func (n *Node) pass(ids []uint64, outs map[uint64]*passOut, tm *roundTimes) (synced bool, _ error) {
+// to outs. A group whose apply is large is not applied nor advanced
+// here: its apply is added to jobs, for a worker (apply.go). synced
+// reports that it synced new entries. n.mu is held.
+func (n *Node) pass(ids []uint64, outs map[uint64]*passOut, tm *roundTimes, jobs *[]*applyJob) (synced bool, _ error) {
 	type ready struct {
 		r      *Replica
 		rd     raft.Ready
@@ -985,9 +1078,21 @@ func (n *Node) pass(ids []uint64, outs map[uint64]*passOut, tm *roundTimes) (syn
 	for _, s := range streams {
 		s(true)
 	}
+	applyStart := time.Now()
 	applied := make([][]*pb.Entry, len(rds))
+	offloaded := make([]bool, len(rds))
 	for i, x := range rds {
 		r := x.r
+		if ents := n.offload(r, &x.rd); ents != nil {
+			// Invariant 5 (doc.go): applied by a worker, and advanced
+			// once that apply has committed.
+			j := &applyJob{r: r, rd: x.rd, entries: ents, done: make(chan struct{})}
+			r.applying = j
+			n.applyWG.Add(1)
+			*jobs = append(*jobs, j)
+			offloaded[i] = true
+			continue
+		}
 		for _, e := range x.rd.CommittedEntries {
 			if e.GetIndex() <= r.applied {
 				continue
@@ -995,18 +1100,8 @@ func (n *Node) pass(ids []uint64, outs map[uint64]*passOut, tm *roundTimes) (syn
 			switch e.GetType() {
 			case pb.EntryType_EntryNormal:
 				applied[i] = append(applied[i], e)
-				if bs, ok := r.sm.(BatchSplitter); ok && len(e.GetData()) > 0 && !apply.Empty() && bs.NeedsEmptyBatch(e) {
-					// Not synced, like the round's last commit below.
-					if err := apply.CommitNoSync(); err != nil {
-						return false, fmt.Errorf("raftnode: applying a round: %w", err)
-					}
-					apply.Close()
-					apply = n.eng.NewBatch()
-				}
-				if len(e.GetData()) > 0 {
-					if err := r.sm.Apply(apply, e); err != nil {
-						return false, fmt.Errorf("raftnode: tablet %d: applying entry %d: %w", r.TabletID, e.GetIndex(), err)
-					}
+				if err := n.applyNormal(&apply, r, e); err != nil {
+					return false, err
 				}
 			case pb.EntryType_EntryConfChange:
 				var cc pb.ConfChange
@@ -1042,6 +1137,7 @@ func (n *Node) pass(ids []uint64, outs map[uint64]*passOut, tm *roundTimes) (syn
 			return false, fmt.Errorf("raftnode: applying a round: %w", err)
 		}
 	}
+	n.stats.ApplyNanos.Add(int64(time.Since(applyStart)))
 	// The configurations this pass applied (or took from a snapshot) are
 	// committed now: publish them to Config.
 	for _, x := range rds {
@@ -1050,6 +1146,8 @@ func (n *Node) pass(ids []uint64, outs map[uint64]*passOut, tm *roundTimes) (syn
 		}
 	}
 	for i, x := range rds {
+		// The read states answer heartbeat rounds, which an apply does
+		// not change: taken at once, offloaded or not.
 		for _, rs := range x.rd.ReadStates {
 			if len(rs.RequestCtx) == 8 {
 				sent := int64(binary.BigEndian.Uint64(rs.RequestCtx))
@@ -1061,12 +1159,15 @@ func (n *Node) pass(ids []uint64, outs map[uint64]*passOut, tm *roundTimes) (syn
 				}
 			}
 		}
-		x.r.rn.Advance(x.rd)
 		o := outs[x.r.TabletID]
 		if o == nil {
 			o = &passOut{r: x.r}
 			outs[x.r.TabletID] = o
 		}
+		if offloaded[i] {
+			continue
+		}
+		x.r.rn.Advance(x.rd)
 		o.entries = append(o.entries, applied[i]...)
 		o.snap = o.snap || !raft.IsEmptySnap(x.rd.Snapshot)
 	}
@@ -1129,6 +1230,12 @@ func (r *Replica) updateLease(obs ApplyObserver) func() {
 	r.lease.Store(0)
 	r.readUntil.Store(0)
 	r.confirmed.Store(0)
+	if r.applying != nil {
+		// A worker applies its entries (invariant 6: LeaseAcquired
+		// rebuilds from the engine what that apply writes); the round
+		// that advances it takes the lease up.
+		return nil
+	}
 	if t, err := r.log.Term(r.applied); err != nil || t != st.GetTerm() {
 		// Entries of earlier terms may still be unapplied.
 		return nil

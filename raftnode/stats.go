@@ -38,6 +38,17 @@ type RoundStats struct {
 	// under the lock at the first pass's commit of the raft state (synced
 	// or not); ObserveNanos is the observers' time after it.
 	PreSyncNanos, SyncNanos, PostSyncNanos, ObserveNanos atomic.Int64
+	// ApplyNanos is the part of PostSyncNanos spent applying committed
+	// entries in the rounds (the apply batches and their commits);
+	// IngestNanos the state machines' Apply of entries that ingest an SST
+	// (BatchSplitter), in rounds or workers. OffloadedApplies counts the
+	// applies done by workers off the rounds (apply.go), and
+	// OffloadedApplyNanos their time, which no round waits for.
+	ApplyNanos, IngestNanos, OffloadedApplies, OffloadedApplyNanos atomic.Int64
+	// SecondPassNanos is the part of PostSyncNanos spent in the rounds'
+	// second passes (their Readies, commits, applies), CompactNanos the
+	// part spent truncating logs (its batch and commit).
+	SecondPassNanos, CompactNanos atomic.Int64
 }
 
 // Stats returns the node's counters (their values change as it runs).

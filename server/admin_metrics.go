@@ -116,9 +116,15 @@ func (s *Server) raftMetrics(w io.Writer) {
 		{"cairn_raft_round_sync_seconds_total", "Rounds' time committing their raft state (synced or not).", st.SyncNanos.Load()},
 		{"cairn_raft_round_postsync_seconds_total", "Rounds' time after that commit under the lock (sends, apply, Advance, second pass).", st.PostSyncNanos.Load()},
 		{"cairn_raft_round_observe_seconds_total", "Rounds' observers (answering proposers), outside the lock.", st.ObserveNanos.Load()},
+		{"cairn_raft_round_apply_seconds_total", "Rounds' time applying committed entries (part of postsync).", st.ApplyNanos.Load()},
+		{"cairn_raft_ingest_seconds_total", "State machines' Apply of entries that ingest an SST, in rounds or workers.", st.IngestNanos.Load()},
+		{"cairn_raft_offloaded_applies_total", "Applies done by workers off the rounds (large batches, SST ingestion).", st.OffloadedApplies.Load()},
+		{"cairn_raft_offloaded_apply_seconds_total", "Workers' time applying off the rounds, which no round waits for.", st.OffloadedApplyNanos.Load()},
+		{"cairn_raft_round_second_pass_seconds_total", "Rounds' second passes (part of postsync).", st.SecondPassNanos.Load()},
+		{"cairn_raft_round_compact_seconds_total", "Rounds' log truncation (part of postsync).", st.CompactNanos.Load()},
 	} {
 		v := float64(m.v)
-		if m.name != "cairn_raft_proposals_total" && m.name != "cairn_raft_proposals_late_total" && m.name != "cairn_raft_rounds_total" && m.name != "cairn_raft_synced_rounds_total" {
+		if m.name != "cairn_raft_proposals_total" && m.name != "cairn_raft_proposals_late_total" && m.name != "cairn_raft_rounds_total" && m.name != "cairn_raft_synced_rounds_total" && m.name != "cairn_raft_offloaded_applies_total" {
 			v /= 1e9
 		}
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s counter\n%s %g\n", m.name, m.help, m.name, m.name, v)

@@ -113,6 +113,16 @@ func (i *Iterator) UnsafeValue() ([]byte, error) {
 	return v, nil
 }
 
+// DiskBytes is how many bytes of blocks the iterator has read from
+// outside the block cache (from the disk, or the OS's or read-ahead's
+// memory in front of it) since it was opened, or taken from the pool:
+// Pebble's own count, which a pooled iterator keeps across its uses, so
+// callers take differences.
+func (i *Iterator) DiskBytes() uint64 {
+	st := i.it.Stats().InternalStats
+	return st.BlockBytes - st.BlockBytesInCache
+}
+
 // Close releases the iterator (to its ReusingReader, if it came from one).
 func (i *Iterator) Close() error {
 	if i.plan != nil {

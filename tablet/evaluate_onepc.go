@@ -20,6 +20,14 @@ import (
 // fast path is only taken when the write timestamp equals the read
 // timestamp, so "no committed version above the read timestamp" and "no
 // committed version at or above the write timestamp" are the same check.
+//
+// The batch may begin with RefreshRequests (the coordinator's checks of
+// its buffered keys and its validation of the keys its writes depend on,
+// kv.Txn.tryOnePhase): they are evaluated first, as they would have been
+// in a batch of their own just before, under this batch's latches, and a
+// failed one fails the batch with nothing written. A strict one leaves
+// its key in the timestamp cache at the commit timestamp
+// (Replica.recordReads), where a separate validation would have left it.
 
 // isOnePC reports whether ba has the shape of a one-phase commit on desc.
 func isOnePC(ba *kvpb.BatchRequest, desc kvpb.TabletDescriptor) bool {
@@ -31,7 +39,10 @@ func isOnePC(ba *kvpb.BatchRequest, desc kvpb.TabletDescriptor) bool {
 	if !ok || !et.Commit {
 		return false
 	}
-	writes := ba.Requests[:n-1]
+	writes := ba.Requests[onePCChecks(ba) : n-1]
+	if len(writes) == 0 {
+		return false
+	}
 	for _, req := range writes {
 		if !req.Method().IsTxnWrite() {
 			return false
@@ -43,6 +54,16 @@ func isOnePC(ba *kvpb.BatchRequest, desc kvpb.TabletDescriptor) bool {
 		}
 	}
 	return true
+}
+
+// onePCChecks is the number of RefreshRequests leading ba.
+func onePCChecks(ba *kvpb.BatchRequest) int {
+	for i, req := range ba.Requests {
+		if _, ok := req.(*kvpb.RefreshRequest); !ok {
+			return i
+		}
+	}
+	return len(ba.Requests)
 }
 
 // coveredByWrites reports whether one of the batch's writes spans all of s.
@@ -78,9 +99,21 @@ func (r *Replica) evaluateOnePC(ba *kvpb.BatchRequest, desc kvpb.TabletDescripto
 	} else if found {
 		return nil, nil, errNot1PC
 	}
+	checks := onePCChecks(ba)
+	br := &kvpb.BatchResponse{Responses: make([]kvpb.Response, 0, n)}
+	if checks > 0 {
+		cc := &evalCtx{r: r, rd: r.eng, ba: ba, desc: desc, txn: ba.Txn, prop: &Proposal{}, self: ba.Txn.ID}
+		for _, req := range ba.Requests[:checks] {
+			resp, err := cc.refresh(req.(*kvpb.RefreshRequest))
+			if err != nil {
+				return nil, nil, err
+			}
+			br.Responses = append(br.Responses, resp)
+		}
+	}
 	ts := ba.Txn.WriteTimestamp
 	var above hlc.Timestamp
-	for _, req := range ba.Requests[:n-1] {
+	for _, req := range ba.Requests[checks : n-1] {
 		if rts, rtxn := r.tscache.getMax(req.Span()); ts.LessEq(rts) && rtxn != ba.Txn.ID {
 			if !et.MayMoveCommit {
 				return nil, nil, &kvpb.TransactionRetryError{
@@ -99,12 +132,12 @@ func (r *Replica) evaluateOnePC(ba *kvpb.BatchRequest, desc kvpb.TabletDescripto
 		}
 		ts = above
 	}
-	ec, br, err := r.evalOnePCWrites(ba, desc, ts)
+	ec, wbr, err := r.evalOnePCWrites(ba, desc, ts)
 	defer ec.close()
 	if err != nil {
 		return nil, nil, err
 	}
-	br.Responses = append(br.Responses, &kvpb.EndTxnResponse{})
+	br.Responses = append(append(br.Responses, wbr.Responses...), &kvpb.EndTxnResponse{})
 	committed := ba.Txn.Clone()
 	committed.Status = kvpb.Committed
 	committed.WriteTimestamp = ts
@@ -124,9 +157,10 @@ func (r *Replica) evaluateOnePC(ba *kvpb.BatchRequest, desc kvpb.TabletDescripto
 	return ec.prop, br, nil
 }
 
-// evalOnePCWrites evaluates the writes of the one-phase batch ba as
-// non-transactional writes landing exactly at ts: a committed version at
-// or above ts is WriteTooOld and any other transaction's lock a conflict.
+// evalOnePCWrites evaluates the writes of the one-phase batch ba (not its
+// leading checks) as non-transactional writes landing exactly at ts: a
+// committed version at or above ts is WriteTooOld and any other
+// transaction's lock a conflict.
 // The caller closes the returned context's batch.
 func (r *Replica) evalOnePCWrites(ba *kvpb.BatchRequest, desc kvpb.TabletDescriptor, ts hlc.Timestamp) (*evalCtx, *kvpb.BatchResponse, error) {
 	n := len(ba.Requests)
@@ -136,7 +170,7 @@ func (r *Replica) evalOnePCWrites(ba *kvpb.BatchRequest, desc kvpb.TabletDescrip
 	b := r.eng.NewBatch()
 	ec := &evalCtx{r: r, b: b, rd: b, ba: &nonTxn, desc: desc, prop: &Proposal{}, fixedTS: true, self: ba.Txn.ID}
 	br := &kvpb.BatchResponse{Responses: make([]kvpb.Response, 0, n)}
-	for _, req := range ba.Requests[:n-1] {
+	for _, req := range ba.Requests[onePCChecks(ba) : n-1] {
 		resp, err := ec.evalRequest(req)
 		if err != nil {
 			var wie *kvpb.WriteIntentError

@@ -45,7 +45,7 @@ func (ec *evalCtx) scan(req *kvpb.ScanRequest) (kvpb.Response, error) {
 	if err != nil {
 		return nil, wrapEval(req, err)
 	}
-	return &kvpb.ScanResponse{Rows: res.Rows, ResumeSpan: res.ResumeSpan, Count: res.Count}, nil
+	return &kvpb.ScanResponse{Rows: res.Rows, ResumeSpan: res.ResumeSpan, Count: res.Count, DiskBytes: res.DiskBytes}, nil
 }
 
 // refresh checks that the transaction's earlier reads of the span are still

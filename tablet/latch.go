@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/bits"
 	"slices"
 	"sync"
 
@@ -49,9 +50,24 @@ func newLatchIndex(spans []latchSpan) *latchIndex {
 	slices.SortFunc(x.sorted, func(a, b latchSpan) int { return bytes.Compare(a.span.Key, b.span.Key) })
 	x.maxEnd = make([][]byte, len(x.sorted))
 	x.maxWriteEnd = make([][]byte, len(x.sorted))
+	// The exclusive ends of point spans (a bulk load's batch is all
+	// points: thousands of them) in one array, sized exactly, instead
+	// of one allocation each.
+	n := 0
+	for _, s := range x.sorted {
+		if len(s.span.EndKey) == 0 {
+			n += len(s.span.Key) + 1
+		}
+	}
+	ends := make([]byte, 0, n)
 	var all, wr []byte
 	for i, s := range x.sorted {
-		end := spanEnd(s.span)
+		end := s.span.EndKey
+		if len(end) == 0 {
+			start := len(ends)
+			ends = append(append(ends, s.span.Key...), 0)
+			end = ends[start:len(ends):len(ends)]
+		}
 		if all == nil || bytes.Compare(end, all) > 0 {
 			all = end
 		}
@@ -79,6 +95,58 @@ func (x *latchIndex) conflictsWith(a latchSpan) bool {
 	m := x.maxEnd[n-1]
 	if !a.write {
 		m = x.maxWriteEnd[n-1]
+	}
+	return m != nil && bytes.Compare(a.span.Key, m) < 0
+}
+
+// conflictsWithIndex reports whether a span of x and one of y overlap,
+// one of them a write, in one merge of the two sorted lists: two bulk
+// batches' parts on one tablet (thousands of spans each) took a binary
+// search per span of the smaller (latch acquisition's conflict checks
+// were 0.57 s of 12.2 s sampled in bench/parallelindex's distributed COPY
+// with GIN, 219k rows). Of two overlapping spans, the one starting
+// later (or, starting together, the one of y) is visited after the
+// other, and there it meets it among the spans of the other list
+// visited so far, which start at or before it: one of those overlaps it
+// iff the largest end among them (of writes only, for a read) lies
+// after its start.
+func (x *latchIndex) conflictsWithIndex(y *latchIndex) bool {
+	if bytes.Compare(x.first, y.limit) >= 0 || bytes.Compare(y.first, x.limit) >= 0 {
+		return false
+	}
+	i, j := 0, 0
+	for i < len(x.sorted) && j < len(y.sorted) {
+		if a, b := x.sorted[i], y.sorted[j]; bytes.Compare(a.span.Key, b.span.Key) <= 0 {
+			if j > 0 && y.endsAfter(j-1, a) {
+				return true
+			}
+			i++
+		} else {
+			if i > 0 && x.endsAfter(i-1, b) {
+				return true
+			}
+			j++
+		}
+	}
+	for ; i < len(x.sorted); i++ {
+		if y.endsAfter(len(y.sorted)-1, x.sorted[i]) {
+			return true
+		}
+	}
+	for ; j < len(y.sorted); j++ {
+		if x.endsAfter(len(x.sorted)-1, y.sorted[j]) {
+			return true
+		}
+	}
+	return false
+}
+
+// endsAfter reports whether a span among x.sorted[:n+1] (a write, unless
+// a is one) ends after a starts.
+func (x *latchIndex) endsAfter(n int, a latchSpan) bool {
+	m := x.maxEnd[n]
+	if !a.write {
+		m = x.maxWriteEnd[n]
 	}
 	return m != nil && bytes.Compare(a.span.Key, m) < 0
 }
@@ -170,6 +238,14 @@ func (m *latchManager) numHeld() int {
 }
 
 func (g *latchGuard) conflicts(o *latchGuard) bool {
+	if g.idx != nil && o.idx != nil {
+		// A merge costs both lengths, the lookups below the smaller
+		// length times the larger's depth.
+		n, m := min(len(g.spans), len(o.spans)), max(len(g.spans), len(o.spans))
+		if n*bits.Len(uint(m)) > n+m {
+			return g.idx.conflictsWithIndex(o.idx)
+		}
+	}
 	if g.idx != nil || o.idx != nil {
 		// Look the smaller guard's spans up in the larger one's index.
 		small, large := g, o

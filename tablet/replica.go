@@ -192,6 +192,14 @@ func (r *Replica) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchR
 	} else {
 		r.maybeSample(r.metrics.WriteBatches.Add(1), ba)
 	}
+	if ba.Txn != nil && len(ba.Requests) > 1 && countsOnly(ba) {
+		return r.sendCounts(ctx, ba)
+	}
+	return r.send(ctx, ba)
+}
+
+// send is Send for a batch that was checked (validate) and counted.
+func (r *Replica) send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchResponse, error) {
 	// A non-transactional batch without a timestamp gets one here, once,
 	// so every retry after waiting reads and writes at the same time (and
 	// a reader's push asks for the timestamp it will read at).
@@ -438,7 +446,15 @@ func (r *Replica) recordReads(ba *kvpb.BatchRequest, br *kvpb.BatchResponse) {
 				r.tscache.add(span, ts, txnID)
 			}
 		case *kvpb.RefreshRequest:
-			r.tscache.add(req.Span(), ts, txnID)
+			rts := ts
+			if req.Strict && br.Txn != nil {
+				// A validation (kv/txn_validate.go) protects its key up
+				// to the commit timestamp: in a committing batch that is
+				// the one the tablet committed at, which a one-phase
+				// commit may have moved above the read timestamp.
+				rts = rts.Forward(br.Txn.WriteTimestamp)
+			}
+			r.tscache.add(req.Span(), rts, txnID)
 		}
 	}
 }

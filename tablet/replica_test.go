@@ -34,7 +34,7 @@ package tablet
 //	          (with the coordinator's copy's ignored sequence numbers)
 //	      gc k=<key> end=<key> threshold=<ts>
 //	      bulkput k=<key> v=<value> [unique]
-//	      refresh k=<key> [end=<key>] from=<ts>
+//	      refresh k=<key> [end=<key>] from=<ts> [strict]
 //	    Output: one line per response, then the transaction as the tablet
 //	    returned it and "1pc" for a one-phase commit; or the error. A batch
 //	    in a transaction updates the coordinator's copy from the response.
@@ -307,7 +307,8 @@ func (h *harness) parseRequest(t *testing.T, line, txnName string) kvpb.Request 
 	case "gc":
 		return &kvpb.GCRequest{Key: key, EndKey: end, Threshold: mustTS(t, a["threshold"])}
 	case "refresh":
-		return &kvpb.RefreshRequest{Key: key, EndKey: end, From: mustTS(t, a["from"])}
+		_, strict := a["strict"]
+		return &kvpb.RefreshRequest{Key: key, EndKey: end, From: mustTS(t, a["from"]), Strict: strict}
 	}
 	t.Fatalf("unknown request %q", cmd)
 	return nil

@@ -569,6 +569,10 @@ func (r *linRun) check(t *testing.T) {
 	}
 }
 
+// implicitReads alternates runRegisterOp's reads between DB.Get and
+// DB.RunImplicitRead.
+var implicitReads atomic.Int64
+
 // runRegisterOp runs one operation through db. A cas is a serializable
 // transaction that reads the register and, if it holds Expected, writes
 // Value in the commit batch; finding another value ends it with
@@ -577,6 +581,21 @@ func runRegisterOp(ctx context.Context, db *kv.DB, in regInput) (regOutput, erro
 	key := []byte(in.Key)
 	switch in.Op {
 	case opRead:
+		if implicitReads.Add(1)%2 == 0 {
+			// Every other read as a SQL point SELECT outside BEGIN
+			// makes it: an implicit transaction of one read batch,
+			// which the leaseholder stamps (kv.DB.RunImplicitRead).
+			b := &kv.Batch{}
+			b.Get(key)
+			if err := db.RunImplicitRead(ctx, b); err != nil {
+				return regOutput{}, err
+			}
+			var v []byte
+			if r := b.Results[0]; r.Found {
+				v = r.Rows[0].Value
+			}
+			return regOutput{Value: string(v)}, nil
+		}
 		v, _, err := db.Get(ctx, key)
 		return regOutput{Value: string(v)}, err
 	case opWrite:

@@ -74,7 +74,7 @@ var (
 	flagBin    = flag.String("bin", "", "a cairn binary to run instead of building one from this tree")
 	flagKeep   = flag.Bool("keep", false, "keep the store directory")
 	flagTables = flag.String("tables", "regular,distributed", "the tables to run, of regular and distributed")
-	flagProf   = flag.String("profile", "", "a directory: a CPU profile of the node during each CREATE INDEX (-profile-seconds from its start) goes there")
+	flagProf   = flag.String("profile", "", "a directory: a CPU profile of the node during each CREATE INDEX and each COPY with GIN (-profile-seconds from its start) goes there")
 	flagProfS  = flag.Int("profile-seconds", 20, "the length of each -profile profile")
 	flagIndex  = flag.Bool("index-only", false, "time only CREATE INDEX: load each table once, then build -runs GIN indexes of their own names (none dropped: DROP INDEX deletes a GIN index's entries in its transaction, minutes)")
 )
@@ -225,6 +225,21 @@ func (b *bench) nodeCPU() float64 {
 	return (u + s) / 100
 }
 
+// peakRSS is the node's peak resident set so far (VmHWM in
+// /proc/PID/status), "?" when unknown.
+func (b *bench) peakRSS() string {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", b.pid))
+	if err != nil {
+		return "?"
+	}
+	for line := range strings.Lines(string(data)) {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "?"
+}
+
 // load is the machine's 1-minute load average, as /proc/loadavg says.
 func load() string {
 	data, err := os.ReadFile("/proc/loadavg")
@@ -322,13 +337,15 @@ func (b *bench) size(n int64) (*result, error) {
 			if err := b.create(table, true); err != nil {
 				return nil, err
 			}
+			wait = b.profile(fmt.Sprintf("copygin-%s-%d-%d", table, n, run+1))
 			d, err = b.timed(copyAll(table))
+			wait()
 			if err != nil {
 				return nil, err
 			}
 			r.copyGIN[table] = append(r.copyGIN[table], d)
 			r.copyGINCPU[table] = append(r.copyGINCPU[table], b.lastCPU)
-			log.Printf("%d rows, run %d, %s: COPY with GIN %.1f s, node CPU %.1f s, load %s", n, run+1, table, d, b.lastCPU, load())
+			log.Printf("%d rows, run %d, %s: COPY with GIN %.1f s, node CPU %.1f s, load %s, node peak RSS %s", n, run+1, table, d, b.lastCPU, load(), b.peakRSS())
 		}
 	}
 	for _, table := range tables {

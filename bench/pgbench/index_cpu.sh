@@ -9,7 +9,7 @@
 # loading session, so no collection runs beside the builds.
 #
 #   bench/pgbench/index_cpu.sh [-rows ROWS] [-runs N] [-profile DIR]
-#                              [-trace DIR] [-stats]
+#                              [-trace DIR] [-stats] [-unique]
 #
 # The node's log lines "index build done ... steps=" say where a build of
 # a second or more spent its time (each step, the backfill's read, sort,
@@ -28,12 +28,15 @@
 #
 # -stats leaves automatic statistics on for the load, as run.sh does.
 #
+# -unique builds UNIQUE indexes (a's values are distinct): the build then
+# validates the index after its backfill (ddl's validate).
+#
 # CAIRN_BIN=path runs that binary instead of building this tree's;
 # BENCH_PORT_BASE (default 30600) is the SQL port, +1 RPC, +2 HTTP.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . test/compat/lib.sh
-rows=1000000 runs=3 prof= profsec=6 trace= autostats=off
+rows=1000000 runs=3 prof= profsec=6 trace= autostats=off unique=
 while [ $# -gt 0 ]; do
   case $1 in
   -rows) rows=$2; shift 2 ;;
@@ -42,6 +45,7 @@ while [ $# -gt 0 ]; do
   -profile-seconds) profsec=$2; shift 2 ;;
   -trace) trace=$2; shift 2 ;;
   -stats) autostats=on; shift ;;
+  -unique) unique=UNIQUE; shift ;;
   *) echo "unknown flag $1" >&2; exit 2 ;;
   esac
 done
@@ -78,7 +82,7 @@ for r in $(seq 1 "$runs"); do
     tpid=$!
   fi
   c0=$(cpu) t0=$(date +%s%N)
-  psql -X -q -v ON_ERROR_STOP=1 -c "CREATE INDEX b_a$r ON b (a)" "$url"
+  psql -X -q -v ON_ERROR_STOP=1 -c "CREATE $unique INDEX b_a$r ON b (a)" "$url"
   t1=$(date +%s%N) c1=$(cpu)
   awk -v r="$r" -v a="$t0" -v b="$t1" -v c="$((c1 - c0))" -v t="$tck" -v l="$(cut -d' ' -f1 /proc/loadavg)" \
     'BEGIN { printf "run %d: wall %.2f s, cpu %.2f s, load %s\n", r, (b - a) / 1e9, c / t, l }'

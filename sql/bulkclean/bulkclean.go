@@ -188,37 +188,50 @@ func settleLoad(ctx context.Context, db *kv.DB, key []byte, rec loadRecord) (cle
 }
 
 // clearBucketed clears the bucketed fresh storage of rec, in each bucket
-// of its group that holds a key: it finds the next such bucket with a
-// one-key scan.
+// of its group where it holds a key. It finds those buckets with one
+// one-key scan of each bucket's span of each bucketed storage ID, sent
+// scanBatch at a time (each batch cut per tablet and read in parallel),
+// and clears them with kv.DB.ClearRanges. Walking the group instead (the
+// next key of anything, then its bucket's spans) cost a scan and a
+// range deletion, one after the other, for every bucket holding a key of
+// any table: with tens of thousands of buckets loaded, or a group shared
+// with a table holding rows, a failed load took minutes to clear.
 func clearBucketed(ctx context.Context, db *kv.DB, rec loadRecord) error {
 	if len(rec.Bucketed) == 0 {
 		return nil
 	}
-	group := rowenc.GroupSpan(rec.Group)
-	for from := group.Key; ; {
-		kvs, err := db.Scan(ctx, from, group.EndKey, 1)
-		if err != nil {
+	spans := make([]kvpb.Span, 0, rowenc.NumBuckets*len(rec.Bucketed))
+	for b := range rowenc.NumBuckets {
+		for _, id := range rec.Bucketed {
+			pre := rowenc.EncodeTableIndexPrefix(binary.BigEndian.AppendUint16(rowenc.GroupPrefix(nil, rec.Group), uint16(b)), uint32(rec.Table), id)
+			spans = append(spans, kvpb.Span{Key: pre, EndKey: keys.PrefixEnd(pre)})
+		}
+	}
+	var full []kvpb.Span
+	for len(spans) > 0 {
+		n := min(len(spans), scanBatch)
+		b := &kv.Batch{}
+		for _, sp := range spans[:n] {
+			b.Scan(sp.Key, sp.EndKey, 1)
+		}
+		if err := db.Run(ctx, b); err != nil {
 			return fmt.Errorf("finding the buckets of a failed bulk load of table %d: %w", rec.Table, err)
 		}
-		if len(kvs) == 0 {
-			return nil
-		}
-		p, _, err := rowenc.DecodeKeyPrefix(kvs[0].Key)
-		if err != nil {
-			return err
-		}
-		for _, id := range rec.Bucketed {
-			pre := rowenc.EncodeTableIndexPrefix(binary.BigEndian.AppendUint16(rowenc.GroupPrefix(nil, rec.Group), p.Bucket), uint32(rec.Table), id)
-			if err := db.ClearRange(ctx, pre, keys.PrefixEnd(pre)); err != nil {
-				return fmt.Errorf("clearing a failed bulk load of table %d: %w", rec.Table, err)
+		for i, r := range b.Results {
+			if len(r.Rows) > 0 {
+				full = append(full, spans[i])
 			}
 		}
-		if p.Bucket == ^uint16(0) {
-			return nil
-		}
-		from = rowenc.BucketSpan(rec.Group, p.Bucket+1, p.Bucket+1).Key
+		spans = spans[n:]
 	}
+	if err := db.ClearRanges(ctx, full); err != nil {
+		return fmt.Errorf("clearing a failed bulk load of table %d: %w", rec.Table, err)
+	}
+	return nil
 }
+
+// scanBatch is how many one-key scans clearBucketed sends in one batch.
+const scanBatch = 8192
 
 // Sweep is step 3 on db's node: it settles the records of
 // loads whose transaction ended without settling them, and returns how

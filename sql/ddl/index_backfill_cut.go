@@ -9,8 +9,9 @@ package ddl
 // consecutive key ranges, chosen from a sample of the sorted chunks' keys
 // (or of the spilled runs' marks: a sort that spilled writes what it
 // still holds as a last run, and each range merges the runs from its
-// lower bound, rowcontainer.EntrySorter.Range), and each range is cut
-// into SSTs by a goroutine of its own:
+// lower bound, rowcontainer.EntrySorter.Range; in memory, a range is
+// one merge of every sorter's sorted segments, rowcontainer.MergeRange),
+// and each range is cut into SSTs by a goroutine of its own:
 //
 //	sorters ── SampleKeys ──▶ bounds b1 < b2 < ...
 //	range [nil, b1) ─▶ cutSSTs ─┐
@@ -93,6 +94,10 @@ func (s *entrySort) Ranges(ctx context.Context, n int, minBytes int64) ([]rowcon
 			bounds = append(bounds, b)
 		}
 	}
+	inMemory := true
+	for _, so := range s.sorters {
+		inMemory = inMemory && so.InMemory()
+	}
 	out := make([]rowcontainer.EntryIterator, 0, len(bounds)+1)
 	for i := 0; i <= len(bounds); i++ {
 		var lo, hi []byte
@@ -101,6 +106,12 @@ func (s *entrySort) Ranges(ctx context.Context, n int, minBytes int64) ([]rowcon
 		}
 		if i < len(bounds) {
 			hi = bounds[i]
+		}
+		if inMemory {
+			// One merge of every sorter's sorted segments: a merge of
+			// each sorter's own merge cost another comparison per entry.
+			out = append(out, rowcontainer.MergeRange(s.sorters, lo, hi))
+			continue
 		}
 		its := make([]rowcontainer.EntryIterator, len(s.sorters))
 		for j, so := range s.sorters {
@@ -145,8 +156,8 @@ func mergeEntryStreams(ctx context.Context, its []rowcontainer.EntryIterator, ab
 	return m, nil
 }
 
-// streamMerge merges a few sorted streams (one per sorter: at most
-// backfillReaders) by looking at every head for each entry: with two or
+// streamMerge merges a few sorted streams (one per sorter that spilled:
+// at most backfillReaders) by looking at every head for each entry: with two or
 // three streams that is one or two comparisons, of the keys'
 // abbreviations first (index keys share their first bytes, which a full
 // comparison walks each time), and no allocation (a container/heap

@@ -1,6 +1,7 @@
 package ddl
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -547,6 +548,13 @@ const backfillPageKVs = 2000
 // step, its entries must be as many as the rows it covers. Fewer means a
 // writer's entry shadowed the backfill's entry of another row with the
 // same key: a duplicate, reported as PostgreSQL's build reports one.
+//
+// The rows are counted first, decoding only what the predicate reads
+// (the primary key alone without one); only when the counts differ does
+// a second pass over the rows, at the same timestamp, encode each row's
+// key and look for the duplicate. That pass kept a map of every key, and
+// made every unique build pay for it (a map entry and an encoded key per
+// row) where it is needed only by a build that fails.
 func (b *indexBuild) validate(ctx context.Context, t *catalog.Table) error {
 	ix := t.IndexByID(b.indexID)
 	if !ix.Unique {
@@ -564,74 +572,97 @@ func (b *indexBuild) validate(ctx context.Context, t *catalog.Table) error {
 		}
 	}
 	ectx := &sem.EvalContext{}
+	// covered says whether row is one the index covers.
+	covered := func(row []types.Datum) (bool, error) {
+		if pred == nil {
+			return true, nil
+		}
+		v, err := pred(ectx, row)
+		if err != nil {
+			return false, err
+		}
+		bv, ok := v.(types.DBool)
+		return ok && bool(bv), nil
+	}
 	return b.e.x.DB.BackgroundTxn(ctx, kv.Serializable, func(ctx context.Context, txn *kv.Txn) error {
 		txn.ExemptFromDrain()
-		var entries int64
-		span := layout.IndexSpan(il)
-		for start := span.Key; ; {
-			kvs, err := txn.Scan(ctx, start, span.EndKey, backfillPageKVs)
-			if err != nil {
-				return fmt.Errorf("validating index %q: %w", il.Name, err)
-			}
-			entries += int64(len(kvs))
-			if len(kvs) < backfillPageKVs {
-				break
-			}
-			start = keys.Next(kvs[len(kvs)-1].Key)
-		}
-		// The rows' keys: a duplicate is two rows with one key.
-		seen := map[string]struct{}{}
-		var dup []byte
-		var rows int64
-		f, err := rowenc.NewRowFetcher(layout, &layout.Primary, nil)
-		if err != nil {
-			return err
-		}
-		emit := func(row []types.Datum) error {
-			if pred != nil {
-				v, err := pred(ectx, row)
+		// scan calls fn with every page of span's KVs, at the
+		// transaction's timestamp.
+		scan := func(span kvpb.Span, fn func([]kvpb.KeyValue) error) error {
+			for start := span.Key; ; {
+				kvs, err := txn.Scan(ctx, start, span.EndKey, backfillPageKVs)
 				if err != nil {
+					return fmt.Errorf("validating index %q: %w", il.Name, err)
+				}
+				if err := fn(kvs); err != nil {
 					return err
 				}
-				if bv, ok := v.(types.DBool); !ok || !bool(bv) {
+				if len(kvs) < backfillPageKVs {
 					return nil
 				}
+				start = keys.Next(kvs[len(kvs)-1].Key)
 			}
-			rows++
+		}
+		var entries int64
+		if err := scan(layout.IndexSpan(il), func(kvs []kvpb.KeyValue) error {
+			entries += int64(len(kvs))
+			return nil
+		}); err != nil {
+			return err
+		}
+		// rows calls emit with every row of the table (of the columns
+		// in needed: nil, all).
+		rows := func(needed []rowenc.ColumnID, emit func([]types.Datum) error) error {
+			f, err := rowenc.NewRowFetcher(layout, &layout.Primary, needed)
+			if err != nil {
+				return err
+			}
+			f.ReuseRows = true // emit keeps nothing of a row
+			if err := scan(layout.IndexSpan(&layout.Primary), func(kvs []kvpb.KeyValue) error { return f.Add(kvs, emit) }); err != nil {
+				return err
+			}
+			return f.Finish(emit)
+		}
+		var needed []rowenc.ColumnID // a predicate reads any column
+		if pred == nil {
+			needed = layout.Primary.KeyColumns
+		}
+		var n int64
+		if err := rows(needed, func(row []types.Datum) error {
+			ok, err := covered(row)
+			if ok {
+				n++
+			}
+			return err
+		}); err != nil {
+			return err
+		}
+		if entries == n {
+			return nil
+		}
+		// The counts differ: find the duplicate, two rows with one key.
+		seen := map[string]struct{}{}
+		var dup []byte
+		if err := rows(nil, func(row []types.Datum) error {
+			if ok, err := covered(row); !ok || err != nil || dup != nil {
+				return err
+			}
 			ent, err := layout.EncodeIndexEntry(il, row)
 			if err != nil {
 				return err
 			}
-			if _, ok := seen[string(ent.Key)]; ok && dup == nil {
-				dup = ent.Key
+			if _, ok := seen[string(ent.Key)]; ok {
+				dup = bytes.Clone(ent.Key)
 			}
 			seen[string(ent.Key)] = struct{}{}
 			return nil
-		}
-		span = layout.IndexSpan(&layout.Primary)
-		for start := span.Key; ; {
-			kvs, err := txn.Scan(ctx, start, span.EndKey, backfillPageKVs)
-			if err != nil {
-				return fmt.Errorf("validating index %q: %w", il.Name, err)
-			}
-			if err := f.Add(kvs, emit); err != nil {
-				return err
-			}
-			if len(kvs) < backfillPageKVs {
-				break
-			}
-			start = keys.Next(kvs[len(kvs)-1].Key)
-		}
-		if err := f.Finish(emit); err != nil {
+		}); err != nil {
 			return err
 		}
 		if dup != nil {
 			return uniqueBuildError(layout.ConvertWriteError(&kvpb.ConditionFailedError{Key: dup}))
 		}
-		if entries != rows {
-			return fmt.Errorf("ddl: index %q has %d entries for %d rows", il.Name, entries, rows)
-		}
-		return nil
+		return fmt.Errorf("ddl: index %q has %d entries for %d rows", il.Name, entries, n)
 	})
 }
 

@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"github.com/cairn-db/cairn/kvpb"
 	"github.com/cairn-db/cairn/sql/bulkclean"
 	"github.com/cairn-db/cairn/sql/catalog"
+	"github.com/cairn-db/cairn/sql/rowenc"
 )
 
 // The bulk-load path of COPY FROM and INSERT ... SELECT (CREATE TABLE AS)
@@ -123,10 +125,12 @@ func bulkLoadTable(ctx context.Context, x *Context, tb *catalog.Table, existing 
 // That read is not one of the transaction's tracked reads
 // (isEmptyAt), so its commit does not refresh it: no writer can commit
 // into the old storage after the descriptor write, so the answer holds
-// up to any commit timestamp, and the span it reads is, for a
+// up to any commit timestamp, and the span it first reads is, for a
 // distributed table, the table's whole group, which the load itself
 // fills: a refresh there read every row and entry loaded, and failed on
-// any other write in the group.
+// any other write in the group. Both reads look at tb's rows only
+// (probePrimary): in a group shared with tables holding rows, the
+// per-bucket spans of tb's primary index.
 //
 // That read does not wait for another transaction's intent: it counts as
 // a row. The writer holding it is bound to fail its validation against
@@ -158,9 +162,6 @@ func bulkLoadExisting(ctx context.Context, x *Context, tb *catalog.Table) (*cata
 		return nil, err
 	}
 	empty, err := isEmptyAt(ctx, x, tb)
-	if _, ok := errors.AsType[*kvpb.WriteIntentError](err); ok {
-		empty, err = false, nil
-	}
 	if err != nil {
 		return nil, err
 	}
@@ -204,20 +205,22 @@ func firstRowScan(tb *catalog.Table, wait kvpb.WaitPolicy) (*kv.Batch, kvpb.Span
 // isEmptyAt reports whether tb's primary index, as tb names it, holds
 // no row at the transaction's read timestamp, read outside the
 // transaction (kv.DB.RunAt) so that the span does not join its read set;
-// another transaction's intent fails it with *kvpb.WriteIntentError.
-// bulkLoadExisting calls it after its descriptor write and its
-// ReadAtWriteTimestamp: the transaction has written nothing to the old
-// storage (isEmptyNow found no lock there, its own included), so what
-// the read cannot see of its own writes is nothing.
+// another transaction's intent on a row of tb fails it with
+// *kvpb.WriteIntentError. bulkLoadExisting calls it after its descriptor
+// write and its ReadAtWriteTimestamp: the transaction has written
+// nothing to the old storage (isEmptyNow found no lock there, its own
+// included), so what the read cannot see of its own writes is nothing.
 func isEmptyAt(ctx context.Context, x *Context, tb *catalog.Table) (bool, error) {
-	b, _, err := firstRowScan(tb, kvpb.WaitError)
-	if err != nil {
-		return false, err
-	}
-	if err := x.Txn.DB().RunAt(ctx, b, x.Txn.ReadTimestamp()); err != nil {
-		return false, err
-	}
-	return len(b.Results[0].Rows) == 0, nil
+	return probePrimary(ctx, tb, func(spans []kvpb.Span) (found, error) {
+		b := firstRowScans(spans)
+		if err := x.Txn.DB().RunAt(ctx, b, x.Txn.ReadTimestamp()); err != nil {
+			if wi, ok := errors.AsType[*kvpb.WriteIntentError](err); ok {
+				return found{intents: wi}, nil
+			}
+			return found{}, err
+		}
+		return found{rows: b}, nil
+	})
 }
 
 // isEmptyNow reports whether tb's primary index holds neither a
@@ -232,32 +235,156 @@ func isEmptyAt(ctx context.Context, x *Context, tb *catalog.Table) (bool, error)
 // where PostgreSQL lets both through. It is a second round trip, taken
 // only when the scan found the table empty.
 func isEmptyNow(ctx context.Context, x *Context, tb *catalog.Table) (bool, error) {
-	b, sp, err := firstRowScan(tb, kvpb.WaitError)
+	db := x.Txn.DB()
+	return probePrimary(ctx, tb, func(spans []kvpb.Span) (found, error) {
+		b := firstRowScans(spans)
+		if err := db.Run(ctx, b); err != nil {
+			if wi, ok := errors.AsType[*kvpb.WriteIntentError](err); ok {
+				return found{intents: wi}, nil
+			}
+			return found{}, err
+		}
+		if f := (found{rows: b}); f.any() {
+			return f, nil
+		}
+		probe := &kv.Batch{WaitPolicy: kvpb.WaitError}
+		for _, sp := range spans {
+			probe.Lock(sp.Key, sp.EndKey, false)
+		}
+		if err := db.Run(ctx, probe); err != nil {
+			if wi, ok := errors.AsType[*kvpb.WriteIntentError](err); ok {
+				return found{intents: wi}, nil
+			}
+			if wto, ok := errors.AsType[*kvpb.WriteTooOldError](err); ok {
+				// A version committed since the scan.
+				return found{tooOld: wto}, nil
+			}
+			return found{}, err
+		}
+		return found{}, nil
+	})
+}
+
+// found is what one probe of probePrimary met in its spans: the rows
+// its scans returned, or the intents or locks that stopped it, or the
+// version committed since its scan that its lock request met.
+type found struct {
+	rows    *kv.Batch
+	intents *kvpb.WriteIntentError
+	tooOld  *kvpb.WriteTooOldError
+}
+
+// any reports whether the probe met anything at all.
+func (f found) any() bool {
+	if f.intents != nil || f.tooOld != nil {
+		return true
+	}
+	if f.rows != nil {
+		for _, r := range f.rows.Results {
+			if len(r.Rows) > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// keys lists the keys of what the probe met.
+func (f found) keys() [][]byte {
+	var out [][]byte
+	if f.rows != nil {
+		for _, r := range f.rows.Results {
+			for _, row := range r.Rows {
+				out = append(out, row.Key)
+			}
+		}
+	}
+	if f.intents != nil {
+		for _, in := range f.intents.Intents {
+			out = append(out, in.Key)
+		}
+	}
+	if f.tooOld != nil {
+		out = append(out, f.tooOld.Key)
+	}
+	return out
+}
+
+// probePrimary reports whether tb's primary index, as tb names it, is
+// empty by what probe meets in the spans it is given: rows, intents and
+// locks all count as rows.
+//
+// The primary index's span (rowenc IndexSpan) is exact for a table that
+// is not hash partitioned, a table of a colocated database included
+// (its table and index prefix follow the group's bucket 0). A
+// distributed table's rows spread over its group's buckets, with the
+// table and index after the bucket in each key, so its one span is the
+// whole group, which the tables colocated with it share: what is met
+// there may be another table's (or one of tb's secondary indexes'). The
+// group is probed first, one read for the common case (an empty group,
+// or tb's own row met first); when only keys of others were met, tb's
+// rows are looked for exactly, in one span per bucket (rowenc.NumBuckets
+// limited scans in one batch, which the router cuts per tablet and sends
+// in parallel), so that a COPY into an empty table of a group holding
+// rows still loads in bulk. The exact probe meets nothing but tb's
+// primary index. Another table's row, intent or lock does not bear on
+// the argument of bulkLoadExisting: its writer resolved its own
+// table's descriptor, never tb's, and wrote keys under its own table
+// prefix, which the load (into tb's fresh storage) never writes.
+func probePrimary(ctx context.Context, tb *catalog.Table, probe func([]kvpb.Span) (found, error)) (bool, error) {
+	l, err := tb.Layout()
+	if err != nil {
+		return false, fmt.Errorf("table %q: %w", tb.Name, err)
+	}
+	f, err := probe([]kvpb.Span{l.IndexSpan(&l.Primary)})
+	if err != nil || !f.any() {
+		return err == nil, err
+	}
+	if !l.SharedGroup {
+		return false, nil
+	}
+	for _, k := range f.keys() {
+		if ownsPrimaryKey(l, k) {
+			return false, nil
+		}
+	}
+	f, err = probe(primaryBucketSpans(l))
 	if err != nil {
 		return false, err
 	}
-	if err := x.Txn.DB().Run(ctx, b); err != nil {
-		if _, ok := errors.AsType[*kvpb.WriteIntentError](err); ok {
-			return false, nil
-		}
-		return false, err
+	return !f.any(), nil
+}
+
+// ownsPrimaryKey reports whether key is an entry of l's primary index
+// (as l names it).
+func ownsPrimaryKey(l *rowenc.TableLayout, key []byte) bool {
+	p, _, err := rowenc.DecodeKeyPrefix(key)
+	if err != nil {
+		// Not a table key of the group: nobody's row, but no reason to
+		// call the table empty either.
+		return true
 	}
-	if len(b.Results[0].Rows) > 0 {
-		return false, nil
+	return bytes.HasPrefix(key, l.IndexPrefix(nil, &l.Primary, p.Bucket))
+}
+
+// primaryBucketSpans lists the exact span of l's primary index in each
+// bucket of its group.
+func primaryBucketSpans(l *rowenc.TableLayout) []kvpb.Span {
+	out := make([]kvpb.Span, rowenc.NumBuckets)
+	for b := range rowenc.NumBuckets {
+		out[b] = l.IndexBucketSpan(&l.Primary, uint16(b))
 	}
-	probe := &kv.Batch{WaitPolicy: kvpb.WaitError}
-	probe.Lock(sp.Key, sp.EndKey, false)
-	if err := x.Txn.DB().Run(ctx, probe); err != nil {
-		if _, ok := errors.AsType[*kvpb.WriteIntentError](err); ok {
-			return false, nil
-		}
-		if _, ok := errors.AsType[*kvpb.WriteTooOldError](err); ok {
-			// A version committed since the scan.
-			return false, nil
-		}
-		return false, err
+	return out
+}
+
+// firstRowScans is a batch that reads the first row of each of spans,
+// failing on another transaction's intent.
+func firstRowScans(spans []kvpb.Span) *kv.Batch {
+	b := &kv.Batch{WaitPolicy: kvpb.WaitError}
+	for _, sp := range spans {
+		b.Scan(sp.Key, sp.EndKey, 1)
 	}
-	return true, nil
+	return b
 }
 
 // moveToFreshStorage writes the next version of tb with every index in

@@ -2,10 +2,17 @@ package exec_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/cairn-db/cairn/sql/rowenc"
 	"github.com/cairn-db/cairn/workload/githubevents"
 )
 
@@ -46,10 +53,9 @@ func TestBulkCopyRecreated(t *testing.T) {
 				exec(t, c, "DROP TABLE IF EXISTS "+table)
 				exec(t, c, githubevents.DDL(table))
 				if tc.distributed {
-					// A group of its own: an empty table colocated with
-					// one holding rows is not seen as empty (its emptiness
-					// read covers the shared group) and loads
-					// transactionally.
+					// A group of its own, as bench/parallelindex's (an
+					// empty table in a group holding rows:
+					// TestBulkCopyEmptyInBusyGroup).
 					exec(t, c, fmt.Sprintf("SELECT create_distributed_table('%s', 'repo_id', shard_count => 8, colocate_with => 'none')", table))
 				}
 				if withGIN {
@@ -127,4 +133,187 @@ func TestBulkCopyColocatedWriter(t *testing.T) {
 	if err := c.QueryRow(context.Background(), "SELECT (SELECT count(*) FROM ca) + (SELECT count(*) FROM cb) * 1000000").Scan(&n); err != nil || n != 1005000 {
 		t.Fatalf("ca has %d rows, cb %d (%v), want 5000 and 1", n%1000000, n/1000000, err)
 	}
+}
+
+// TestBulkCopyEmptyInBusyGroup: a COPY into an empty table whose group
+// holds another table's rows (a distributed table colocated with a
+// non-empty one; a table of a colocated database) loads in bulk: the
+// emptiness probes look at the table's own primary index, per bucket for
+// a distributed table (bulk.go, probePrimary). Writers of the other
+// table, one pending across the COPY and one writing throughout, all
+// commit and none of their rows is lost; a COPY that fails late leaves
+// neither a row nor a key of the table in the group.
+func TestBulkCopyEmptyInBusyGroup(t *testing.T) {
+	s, url := startNode(t, t.TempDir())
+	defer s.Stop(context.Background())
+	ctx := context.Background()
+	admin := connect(t, url)
+	exec(t, admin, "CREATE DATABASE colo WITH colocated = true")
+	for _, tc := range []struct {
+		name   string
+		url    string
+		create func(c *pgx.Conn, full, empty string)
+	}{
+		{"distributed", url, func(c *pgx.Conn, full, empty string) {
+			exec(t, c, fmt.Sprintf("SELECT create_distributed_table('%s', 'id', shard_count => 8, colocate_with => 'none')", full))
+			exec(t, c, fmt.Sprintf("SELECT create_distributed_table('%s', 'id', colocate_with => '%s')", empty, full))
+		}},
+		{"colocated_database", strings.Replace(url, "/postgres?", "/colo?", 1), func(*pgx.Conn, string, string) {}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, pending, writer := connect(t, tc.url), connect(t, tc.url), connect(t, tc.url)
+			full, empty := "full_"+tc.name, "empty_"+tc.name
+			for _, tb := range []string{full, empty} {
+				exec(t, c, fmt.Sprintf(ddl, tb))
+			}
+			tc.create(c, full, empty)
+			if a, b := tableDesc(t, s, c, full), tableDesc(t, s, c, empty); a.GroupID != b.GroupID {
+				t.Fatalf("%s and %s are not in one group: %d and %d", full, empty, a.GroupID, b.GroupID)
+			}
+			exec(t, c, fmt.Sprintf("INSERT INTO %s (id, a, b) SELECT i, i, 'r' || i FROM generate_series(1, 2000) AS i", full))
+
+			// A COPY that fails late: nothing of it stays, in SQL or in
+			// storage.
+			v := tableDesc(t, s, c, empty).Version
+			if _, err := copyIn(c, empty+" (id, a, b)", csvRows(30000, 25000, 0)); sqlState(err) != "22P02" {
+				t.Fatalf("COPY with a bad row: %v, want 22P02", err)
+			}
+			if n, _ := stats(t, c, empty); n != 0 || tableDesc(t, s, c, empty).Version != v {
+				t.Fatalf("after a failed COPY: %d rows, version %d (was %d)", n, tableDesc(t, s, c, empty).Version, v)
+			}
+			id := uint32(tableDesc(t, s, c, empty).ID)
+			group := tableDesc(t, s, c, empty).GroupID
+			keysOf := func() int {
+				t.Helper()
+				sp := rowenc.GroupSpan(group)
+				kvs, err := s.DB().Scan(ctx, sp.Key, sp.EndKey, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				n := 0
+				for _, kv := range kvs {
+					if p, _, err := rowenc.DecodeKeyPrefix(kv.Key); err == nil && p.Table == id {
+						n++
+					}
+				}
+				return n
+			}
+			// The failed load's storage is cleared once its transaction
+			// ended, in the background (sql/bulkclean).
+			for deadline := time.Now().Add(30 * time.Second); keysOf() != 0; {
+				if time.Now().After(deadline) {
+					t.Fatalf("the failed COPY left %d keys of %s in the group", keysOf(), empty)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+
+			// A writer of the other table pending across the COPY (its
+			// intent or lock is in the group), and one writing throughout.
+			exec(t, pending, "BEGIN")
+			exec(t, pending, fmt.Sprintf("INSERT INTO %s (id, a, b) VALUES (-1, -1, 'pending')", full))
+			stop, wrote := make(chan struct{}), make(chan struct{})
+			var written int64
+			var writeErr error
+			var wg sync.WaitGroup
+			wg.Go(func() {
+				for i := int64(1); ; i++ {
+					if _, err := writer.Exec(ctx, fmt.Sprintf("INSERT INTO %s (id, a, b) VALUES (%d, 1, 'w%d')", full, 100000+i, i)); err != nil {
+						writeErr = err
+						close(wrote)
+						return
+					}
+					written = i
+					if i == 1 {
+						close(wrote)
+					}
+					select {
+					case <-stop:
+						return
+					default:
+					}
+				}
+			})
+			<-wrote
+			v = tableDesc(t, s, c, empty).Version
+			if n, err := copyIn(c, empty+" (id, a, b)", csvRows(20000, 0, 0)); err != nil || n != 20000 {
+				t.Fatalf("COPY into the empty table: %d rows, %v", n, err)
+			}
+			close(stop)
+			wg.Wait()
+			if writeErr != nil {
+				t.Fatalf("a writer of %s failed during the COPY into %s: %v", full, empty, writeErr)
+			}
+			exec(t, pending, "COMMIT")
+			if got := tableDesc(t, s, c, empty).Version; got != v+1 || !bulkLoaded(t, s, c, empty) {
+				t.Fatalf("%s went from version %d to %d: the COPY into the empty table of a busy group did not load in bulk", empty, v, got)
+			}
+			if n, _ := stats(t, c, empty); n != 20000 {
+				t.Fatalf("%s holds %d rows, want 20000", empty, n)
+			}
+			sameThroughIndexes(t, c, empty)
+			if n, _ := stats(t, c, full); n != 2000+1+written {
+				t.Fatalf("%s holds %d rows, want %d (2000, the pending one and %d written during the COPY)", full, n, 2001+written, written)
+			}
+			sameThroughIndexes(t, c, full)
+		})
+	}
+}
+
+// TestBulkCopyDistributedBatches: a bulk COPY into a distributed table
+// spans many batches, each cut into a request per shard and several in
+// flight at once: a bad row or a duplicate key late in it (also one
+// duplicating a row of an earlier batch, which reached the tablets
+// first) fails it at its own input line and leaves the table empty, and
+// a load without them keeps every row.
+func TestBulkCopyDistributedBatches(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads of 90,000 rows")
+	}
+	s, url := startNode(t, t.TempDir())
+	defer s.Stop(context.Background())
+	c := connect(t, url)
+	exec(t, c, fmt.Sprintf(ddl, "d"))
+	exec(t, c, "SELECT create_distributed_table('d', 'id', shard_count => 8)")
+	const rows = 90000
+	for _, tc := range []struct {
+		name, data, state, line string
+	}{
+		{"bad row in the last batch", csvRows(rows, 85000, 0), "22P02", "line 85000"},
+		{"duplicate in the last batch", csvRows(rows, 0, 85000), "23505", "line 85000"},
+		{"duplicate of a row of the first batch, in the fifth", csvRowsDupLater(rows, 3, 50000), "23505", "line 50000"},
+	} {
+		v := tableDesc(t, s, c, "d").Version
+		_, err := copyIn(c, "d (id, a, b)", tc.data)
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || pe.Code != tc.state || !strings.Contains(pe.Where, tc.line) {
+			t.Fatalf("%s: %v (context %q), want %s at %s", tc.name, err, whereOf(err), tc.state, tc.line)
+		}
+		if n, _ := stats(t, c, "d"); n != 0 || tableDesc(t, s, c, "d").Version != v {
+			t.Fatalf("%s: the table holds %d rows, version %d (was %d)", tc.name, n, tableDesc(t, s, c, "d").Version, v)
+		}
+	}
+	v := tableDesc(t, s, c, "d").Version
+	if n, err := copyIn(c, "d (id, a, b)", csvRows(rows, 0, 0)); err != nil || n != rows {
+		t.Fatalf("COPY: %d rows, %v", n, err)
+	}
+	if tableDesc(t, s, c, "d").Version != v+1 {
+		t.Fatal("the COPY into the empty distributed table did not load in bulk")
+	}
+	n, sum := stats(t, c, "d")
+	var want int64
+	for i := int64(1); i <= rows; i++ {
+		want += (i * 7919) % 1000003
+	}
+	if n != rows || sum != want {
+		t.Fatalf("d holds %d rows summing to %d, want %d and %d", n, sum, rows, want)
+	}
+	sameThroughIndexes(t, c, "d")
+}
+
+func whereOf(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Where
+	}
+	return ""
 }

@@ -33,11 +33,12 @@ import (
 // A count of many pages runs them in parallel: once a page of a span has
 // come back, the rest of the span is cut into pieces about as wide in key
 // space as that page held (countSplit), and the next batch asks for all of
-// them; the tablet evaluates a batch of counts concurrently
-// (tablet.evalCounts). Where the keys are dense as in the first page each
-// piece is about a page; where they are not, a piece comes back short or
-// resumes and is cut again. The pieces partition the span whatever the cut
-// points, so the total is exact.
+// them; the tablet runs a transaction's batch of counts on all its
+// cores, each page under latches of its own (tablet.Replica.sendCounts).
+// Where the keys are dense as in the first page each piece is about a
+// page; where they are not, a piece comes back short or resumes and is
+// cut again. The pieces partition the span whatever the cut points, so
+// the total is exact.
 
 // countable reports whether n has the shape of such a count (its index
 // is checked by countPushdown).
@@ -106,18 +107,38 @@ func (r *runner) countPushdown(n *plan.GroupBy) (op, error) {
 }
 
 // countPage bounds the rows one count request examines. A tablet holds
-// its read latch over the span while it counts, and read latches hold
-// writers back: unlimited, a count of a 512 MiB tablet would stall every
-// write to the table for as long as it took. 65,536 rows take a few
-// milliseconds; a million rows are 16 round trips instead of one. (The
-// price: a limited request walks a span's tablets one after another
-// instead of in parallel, kv's dist_sender_seq.go.)
-var countPage int64 = 1 << 16 // a variable for tests
+// a read latch over the request's span while it counts, and read latches
+// hold writers back: unlimited, a count of a 512 MiB tablet would stall
+// every write to the table for as long as it took. 16,384 rows take about
+// a millisecond. The tablet runs a transaction's batch of counts as one
+// request at a time per core, each under its own latches
+// (tablet.Replica.sendCounts), so a batch of many pages holds no latch
+// longer than one page. (The price of a limit: a limited request walks a
+// span's tablets one after another instead of in parallel, kv's
+// dist_sender_seq.go.)
+var countPage int64 = 1 << 14 // a variable for tests
 
-// countWidth is how many pieces a resumed count span is cut into, so that
-// one batch keeps the leaseholder's cores busy: this node's core count,
-// at least 2 and at most 8. (A variable for tests.)
+// countWidth is the number of resumed spans below which a batch's
+// resumed spans are cut (countPieces): this node's core count, at least 2
+// and at most 8. (A variable for tests.)
 var countWidth = min(max(runtime.GOMAXPROCS(0), 2), 8)
+
+// countPieces is how many pieces the resumed spans of a batch are cut
+// into for the next batch: as many as a batch carries, so that a count of
+// a million rows is two round trips (the first page, then 64 pages), and
+// the tablet's goroutines, taking pages as they free up, all stay busy
+// until the last page, which a batch of one page per core did not: each
+// round ended when its slowest page did, and between rounds the cores
+// waited for the next batch (bench/README.md, "Issue 22, ninth session").
+// (A variable for tests.)
+var countPieces = spansPerBatch
+
+// countPageInOrder is how many pages (countPage) one request of a count
+// read front to back (countOp.inOrder) examines: its pages cannot run
+// in parallel, so fewer, larger ones save round trips, as many as 65,536
+// rows (a few milliseconds of one core) did before the pages ran
+// concurrently under latches of their own.
+const countPageInOrder = 4
 
 // countOp yields the one row of a count(*) GROUP BY (countPushdown).
 type countOp struct {
@@ -126,6 +147,10 @@ type countOp struct {
 	spans []kvpb.Span
 	aggs  int
 	done  bool
+	// inOrder: the count reads its spans front to back, a page per round
+	// trip, since the node's disk seeks (Context.ReadInOrder) and a page
+	// read from it (kv.Result.DiskBytes).
+	inOrder bool
 }
 
 func (o *countOp) Next(ctx context.Context) ([]types.Datum, error) {
@@ -141,8 +166,12 @@ func (o *countOp) Next(ctx context.Context) ([]types.Datum, error) {
 		}
 		b := &kv.Batch{}
 		k := min(len(o.spans), spansPerBatch)
+		page := countPage
+		if o.inOrder {
+			page = countPageInOrder * countPage
+		}
 		for _, sp := range o.spans[:k] {
-			b.Count(sp.Key, sp.EndKey, tags, countPage)
+			b.Count(sp.Key, sp.EndKey, tags, page)
 		}
 		tctx, tr := o.r.x.Stats.trace(ctx)
 		if err := o.r.x.Txn.Run(tctx, b); err != nil {
@@ -158,18 +187,20 @@ func (o *countOp) Next(ctx context.Context) ([]types.Datum, error) {
 			if sp := b.Results[i].ResumeSpan; sp != nil {
 				rest = append(rest, *sp)
 			}
+			o.inOrder = o.inOrder || (o.r.x.ReadInOrder && b.Results[i].DiskBytes > 0)
 		}
-		if !o.r.x.ReadInOrder && len(rest) > 0 && len(rest) < countWidth && len(o.spans) <= k {
+		if !o.inOrder && len(rest) > 0 && len(rest) < countWidth && len(o.spans) <= k {
 			// Few spans left: cut each by the width of the page that
-			// stopped it, so the next batch counts in parallel (not on
-			// a disk that seeks: Context.ReadInOrder).
+			// stopped it, so the next batch counts in parallel (not
+			// from a disk that seeks, o.inOrder: what the block cache
+			// holds may be read in any order).
 			var cut []kvpb.Span
 			for i, j := 0, 0; i < k; i++ {
 				sp := b.Results[i].ResumeSpan
 				if sp == nil {
 					continue
 				}
-				cut = append(cut, countSplit(o.spans[i].Key, rest[j], max(countWidth/len(rest), 2))...)
+				cut = append(cut, countSplit(o.spans[i].Key, rest[j], max(countPieces/len(rest), 2))...)
 				j++
 			}
 			rest = cut

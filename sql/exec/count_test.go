@@ -129,9 +129,12 @@ func TestCountSplit(t *testing.T) {
 }
 
 // TestCountInOrderOnSeekingDisk: on a disk that seeks
-// (Context.ReadInOrder, the hdd profile) a count reads its span front to
-// back, one page per round trip; otherwise the rest of a span is cut into
-// pieces that one round trip counts concurrently. Both count exactly.
+// (Context.ReadInOrder, the hdd profile) a count whose page read blocks
+// from outside the block cache (kv.Result.DiskBytes) reads the rest of
+// its span front to back, one page per round trip; otherwise, and while
+// its pages come from memory (the memtable here, or the cache once a
+// count read the table), the rest of a span is cut into pieces that one
+// round trip counts concurrently. All count exactly.
 func TestCountInOrderOnSeekingDisk(t *testing.T) {
 	e := newEnv(t)
 	var rows [][]types.Datum
@@ -141,31 +144,49 @@ func TestCountInOrderOnSeekingDisk(t *testing.T) {
 	tbl := e.createTable(tableSpec{name: "c", cols: []string{"k int8", "v int8"}, pk: []string{"k"}, packed: true}, rows...)
 	defer func(p int64) { countPage = p }(countPage)
 	countPage = 97
-	for _, inOrder := range []bool{false, true} {
-		t.Run(fmt.Sprintf("in order %t", inOrder), func(t *testing.T) {
-			s := e.scan(tbl, nil)
-			g := &plan.GroupBy{Input: s, Aggs: []plan.Aggregate{e.agg("count(*)", s.Cols...)}, Cols: []plan.Column{e.col("count", types.Int8)}}
-			st := &Stats{}
-			var got types.Datum
-			e.txn(func(ctx context.Context, txn *kv.Txn) error {
-				rs, err := Start(ctx, &Context{Txn: txn, Eval: &sem.EvalContext{}, Stats: st, ReadInOrder: inOrder}, &plan.Plan{Root: g})
-				if err != nil {
-					return err
-				}
-				defer rs.Close()
-				row, err := rs.Next(ctx)
-				if err != nil || row == nil {
-					return fmt.Errorf("count: %v, %v", row, err)
-				}
-				got = row[0]
-				return nil
-			})
-			if got.String() != "1000" {
-				t.Fatalf("count(*) = %s", got)
+	count := func(t *testing.T, readInOrder bool) *NodeStats {
+		s := e.scan(tbl, nil)
+		g := &plan.GroupBy{Input: s, Aggs: []plan.Aggregate{e.agg("count(*)", s.Cols...)}, Cols: []plan.Column{e.col("count", types.Int8)}}
+		st := &Stats{}
+		var got types.Datum
+		e.txn(func(ctx context.Context, txn *kv.Txn) error {
+			rs, err := Start(ctx, &Context{Txn: txn, Eval: &sem.EvalContext{}, Stats: st, ReadInOrder: readInOrder}, &plan.Plan{Root: g})
+			if err != nil {
+				return err
 			}
-			ns := st.Node(g)
-			if inOrder != (ns.KVRequests == ns.KVBatches) || ns.KVBatches < 2 {
-				t.Fatalf("%d requests in %d round trips: want one each (a page) exactly when in order", ns.KVRequests, ns.KVBatches)
+			defer rs.Close()
+			row, err := rs.Next(ctx)
+			if err != nil || row == nil {
+				return fmt.Errorf("count: %v, %v", row, err)
+			}
+			got = row[0]
+			return nil
+		})
+		if got.String() != "1000" {
+			t.Fatalf("count(*) = %s", got)
+		}
+		return st.Node(g)
+	}
+	for _, c := range []struct {
+		name        string
+		readInOrder bool
+		flush       bool // the rows go to an SST whose blocks no read has cached yet
+		inOrder     bool
+	}{
+		{name: "ssd", inOrder: false},
+		{name: "hdd, from the memtable", readInOrder: true, inOrder: false},
+		{name: "hdd, from the disk", readInOrder: true, flush: true, inOrder: true},
+		{name: "hdd, from the cache", readInOrder: true, inOrder: false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.flush {
+				if err := e.node.Engine.Flush(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ns := count(t, c.readInOrder)
+			if c.inOrder != (ns.KVRequests == ns.KVBatches) || ns.KVBatches < 2 {
+				t.Fatalf("%d requests in %d round trips: want one each (a page) exactly when in order (%t)", ns.KVRequests, ns.KVBatches, c.inOrder)
 			}
 		})
 	}

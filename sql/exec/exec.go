@@ -55,12 +55,14 @@ type Context struct {
 	// production.
 	LookupInputOrder bool
 	// ReadInOrder says the node's disk pays a seek for a read away from
-	// the last one (the storage profile's Seek: hdd). A count then reads
-	// its span front to back, one page after another, instead of cutting
-	// the rest of it into pieces counted concurrently (count.go), which
-	// read several places of the table at once: bench/readplan's count on
-	// a disk playing an HDD took 29 seeks and 29.8 MiB with the pieces,
-	// 7 and 16.8 MiB front to back (bench/README.md, issue 19).
+	// the last one (the storage profile's Seek: hdd). A count whose page
+	// read blocks from the disk then reads the rest of its span front to
+	// back, one page after another, instead of cutting it into pieces
+	// counted concurrently (count.go), which read several places of the
+	// table at once: bench/readplan's count on a disk playing an HDD took
+	// 29 seeks and 29.8 MiB with the pieces, 7 and 16.8 MiB front to back
+	// (bench/README.md, issue 19). Pages the block cache holds are cut
+	// into pieces all the same: they read no disk.
 	ReadInOrder bool
 	// Point, when not nil, keeps the shape of a point read between the
 	// Starts of plans instantiated from one cached plan (point.go).

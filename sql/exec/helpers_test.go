@@ -22,13 +22,14 @@ import (
 type env struct {
 	t      testing.TB
 	db     *kv.DB
+	node   *testcluster.Node
 	nextID sem.ColumnID
 }
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
 	n := testcluster.StartNode(t, testcluster.Options{})
-	e := &env{t: t, db: n.DB, nextID: 100}
+	e := &env{t: t, db: n.DB, node: n, nextID: 100}
 	e.txn(func(ctx context.Context, txn *kv.Txn) error { return catalog.Bootstrap(ctx, txn, "") })
 	return e
 }

@@ -26,9 +26,10 @@ import (
 //     bytes rewritten in that order (seal) while the chunk is still in
 //     the CPU's caches: a chunk is then a sorted segment, read front to
 //     back;
-//   - the entries in memory come out of a merge of the segments (a heap
-//     of one cursor per chunk, on the abbreviations): reading the sorted
-//     entries reads each chunk sequentially. One sort of all the slots
+//   - the entries in memory come out of a merge of the segments (a
+//     tournament tree of one cursor per chunk, on the abbreviations,
+//     segMerge): reading the sorted entries reads each chunk
+//     sequentially. One sort of all the slots
 //     would visit the entries' bytes in random order, a cache miss each:
 //     in a 1M-row build that was more CPU than the sort;
 //   - past the account's limit that merge is written as a run of
@@ -348,7 +349,7 @@ func (s *EntrySorter) spill(ctx context.Context) error {
 		if err := checkCtx(ctx, i); err != nil {
 			return err
 		}
-		e := it.next()
+		_, e := it.next()
 		if e == nil {
 			break
 		}
@@ -396,7 +397,7 @@ type EntryIterator interface {
 // them.
 func (s *EntrySorter) Sort(ctx context.Context) (EntryIterator, error) {
 	if len(s.runs) == 0 {
-		return &entryMemIter{s: s, m: s.memMerge()}, nil
+		return &entryMemIter{m: s.memMerge(), owner: s}, nil
 	}
 	if len(s.ents) > 0 {
 		if err := s.spill(ctx); err != nil {
@@ -435,14 +436,16 @@ func (s *EntrySorter) Close() {
 	s.ents, s.chunks, s.segs, s.buf, s.marks = nil, nil, nil, nil, nil
 }
 
+// entryMemIter reads a merge of sealed segments in memory; owner, when
+// set, is the sorter its Close closes (Sort's iterator owns the sorter).
 type entryMemIter struct {
-	s *EntrySorter
-	m *segMerge
-	i int
+	m     *segMerge
+	owner *EntrySorter
+	i     int
 }
 
 func (m *entryMemIter) Next(ctx context.Context) ([]byte, []byte, bool, error) {
-	e := m.m.next()
+	s, e := m.m.next()
 	if e == nil {
 		return nil, nil, false, nil
 	}
@@ -450,84 +453,122 @@ func (m *entryMemIter) Next(ctx context.Context) ([]byte, []byte, bool, error) {
 	if err := checkCtx(ctx, m.i); err != nil {
 		return nil, nil, false, err
 	}
-	return m.s.key(e), m.s.value(e), true, nil
+	return s.key(e), s.value(e), true, nil
 }
 
 // memMerge seals the last chunk and returns a merge of the segments.
 func (s *EntrySorter) memMerge() *segMerge {
 	s.seal()
-	m := &segMerge{s: s, heap: make([]segCursor, 0, len(s.segs))}
+	m := &segMerge{srcs: []*EntrySorter{s}, curs: make([]segCursor, 0, len(s.segs))}
 	for _, g := range s.segs {
 		if g.lo < g.hi {
-			m.heap = append(m.heap, segCursor{abbr: s.ents[g.lo].abbr, i: g.lo, hi: g.hi})
+			m.curs = append(m.curs, segCursor{abbr: s.ents[g.lo].abbr, i: g.lo, hi: g.hi})
 		}
 	}
-	for i := len(m.heap)/2 - 1; i >= 0; i-- {
-		m.down(i)
-	}
+	m.init()
 	return m
 }
 
-// segMerge is a k-way merge of the sealed segments in memory: a heap of
-// one cursor per segment, ordered by the cursors' slots.
+// segMerge is a k-way merge of sealed segments in memory, of one sorter
+// or of several (MergeRange): a tournament tree of losers over one
+// cursor per segment. Each entry it returns costs one comparison per
+// level of the tree, on the way from the winner's leaf to the root,
+// where a binary heap's sift-down costs two (the children, then the
+// larger against the parent): the merge was 7% of a 1M-row index
+// build's CPU (bench/README.md, issue 18, 2026-11-30).
+//
+// The tree is implicit: with k cursors, internal nodes 1..k-1 hold the
+// cursor that lost there (loser[n]), node n's children are 2n and 2n+1,
+// and cursor i is leaf k+i, so every internal node has two children for
+// any k. An exhausted cursor stays in the tree and loses to every other.
 type segMerge struct {
-	s    *EntrySorter
-	heap []segCursor
+	srcs  []*EntrySorter
+	curs  []segCursor
+	loser []int // loser[n] for internal node n (loser[0] unused)
+	win   int   // the cursor of the least entry
 }
 
 type segCursor struct {
 	abbr  uint64 // ents[i].abbr, kept here: most comparisons end on it
 	i, hi int
+	src   int // the sorter (srcs) whose slots ents[i:hi] are
 }
 
-func (m *segMerge) less(a, b *segCursor) bool {
-	if a.abbr != b.abbr {
-		return a.abbr < b.abbr
+// init plays the tournament of the cursors.
+func (m *segMerge) init() {
+	if len(m.curs) == 0 {
+		return
 	}
-	if c := bytes.Compare(m.s.key(&m.s.ents[a.i]), m.s.key(&m.s.ents[b.i])); c != 0 {
+	m.loser = make([]int, len(m.curs))
+	m.win = m.play(1)
+}
+
+// play returns the winner of the subtree at node n, recording the losers
+// of its internal nodes.
+func (m *segMerge) play(n int) int {
+	k := len(m.curs)
+	if n >= k {
+		return n - k
+	}
+	a, b := m.play(2*n), m.play(2*n+1)
+	if m.less(b, a) {
+		a, b = b, a
+	}
+	m.loser[n] = b
+	return a
+}
+
+// less says whether cursor a's entry comes before cursor b's (an
+// exhausted cursor's after every other).
+func (m *segMerge) less(a, b int) bool {
+	ca, cb := &m.curs[a], &m.curs[b]
+	if ca.i >= ca.hi {
+		return false
+	}
+	if cb.i >= cb.hi {
+		return true
+	}
+	if ca.abbr != cb.abbr {
+		return ca.abbr < cb.abbr
+	}
+	sa, sb := m.srcs[ca.src], m.srcs[cb.src]
+	if c := bytes.Compare(sa.key(&sa.ents[ca.i]), sb.key(&sb.ents[cb.i])); c != 0 {
 		return c < 0
 	}
-	return a.i < b.i
+	return a < b
 }
 
-// next returns the next slot in key order, nil at the end.
-func (m *segMerge) next() *entrySlot {
-	if len(m.heap) == 0 {
-		return nil
+// next returns the next slot in key order and its sorter, nil at the
+// end.
+func (m *segMerge) next() (*EntrySorter, *entrySlot) {
+	if len(m.curs) == 0 {
+		return nil, nil
 	}
-	top := &m.heap[0]
-	e := &m.s.ents[top.i]
-	if top.i++; top.i < top.hi {
-		top.abbr = m.s.ents[top.i].abbr
-	} else {
-		last := len(m.heap) - 1
-		m.heap[0] = m.heap[last]
-		m.heap = m.heap[:last]
+	w := m.win
+	c := &m.curs[w]
+	if c.i >= c.hi {
+		return nil, nil // the winner is exhausted: every cursor is
 	}
-	m.down(0)
-	return e
+	s := m.srcs[c.src]
+	e := &s.ents[c.i]
+	if c.i++; c.i < c.hi {
+		c.abbr = s.ents[c.i].abbr
+	}
+	// Replay cursor w's path to the root against the losers on it.
+	for n := (w + len(m.curs)) / 2; n >= 1; n /= 2 {
+		if l := m.loser[n]; m.less(l, w) {
+			m.loser[n], w = w, l
+		}
+	}
+	m.win = w
+	return s, e
 }
 
-func (m *segMerge) down(i int) {
-	h := m.heap
-	for {
-		l := 2*i + 1
-		if l >= len(h) {
-			return
-		}
-		c := l
-		if r := l + 1; r < len(h) && m.less(&h[r], &h[l]) {
-			c = r
-		}
-		if !m.less(&h[c], &h[i]) {
-			return
-		}
-		h[i], h[c] = h[c], h[i]
-		i = c
+func (m *entryMemIter) Close() {
+	if m.owner != nil {
+		m.owner.Close()
 	}
 }
-
-func (m *entryMemIter) Close() { m.s.Close() }
 
 // entryMerge is a k-way merge of the runs: a heap of each run's current
 // record. The record last returned stays in its reader's buffer until the
@@ -751,21 +792,35 @@ func (s *EntrySorter) Range(lo, hi []byte) EntryIterator {
 	if len(s.runs) > 0 {
 		return s.runRange(lo, hi)
 	}
-	s.seal()
-	m := &segMerge{s: s, heap: make([]segCursor, 0, len(s.segs))}
-	for _, g := range s.segs {
-		a, b := s.lowerBound(g, lo), g.hi
-		if hi != nil {
-			b = s.lowerBound(g, hi)
-		}
-		if a < b {
-			m.heap = append(m.heap, segCursor{abbr: s.ents[a].abbr, i: a, hi: b})
+	return MergeRange([]*EntrySorter{s}, lo, hi)
+}
+
+// MergeRange is Range over several sorters in memory at once (InMemory,
+// no Add since): the entries of all of them whose keys are in [lo, hi),
+// in key order, from one merge of all their sorted segments. An index
+// build sorts its entries in several sorters at once, and a merge of
+// their Ranges compared each entry's key once more, and abbreviated it
+// again, on top of each sorter's own merge: 6% of a 1M-row build's CPU
+// (bench/README.md, issue 18, 2026-11-30 14:15). The same rules as
+// Range's hold for every sorter; closing the iterator releases nothing
+// (each sorter's Close does), and equal keys of different sorters come
+// out adjacent, in no particular order.
+func MergeRange(ss []*EntrySorter, lo, hi []byte) EntryIterator {
+	m := &segMerge{srcs: ss}
+	for src, s := range ss {
+		s.seal()
+		for _, g := range s.segs {
+			a, b := s.lowerBound(g, lo), g.hi
+			if hi != nil {
+				b = s.lowerBound(g, hi)
+			}
+			if a < b {
+				m.curs = append(m.curs, segCursor{abbr: s.ents[a].abbr, i: a, hi: b, src: src})
+			}
 		}
 	}
-	for i := len(m.heap)/2 - 1; i >= 0; i-- {
-		m.down(i)
-	}
-	return &entryRangeIter{entryMemIter{s: s, m: m}}
+	m.init()
+	return &entryRangeIter{entryMemIter{m: m}}
 }
 
 // runRange is Range over the runs: a merge of one reader per run, each
@@ -816,7 +871,7 @@ func (s *EntrySorter) lowerBound(g segment, k []byte) int {
 }
 
 // entryRangeIter is Range's iterator: entryMemIter's merge, but closing
-// it leaves the sorter open (the other ranges still read it).
+// it leaves the sorters open (the other ranges still read them).
 type entryRangeIter struct{ entryMemIter }
 
-func (r *entryRangeIter) Close() { r.m.heap = nil }
+func (r *entryRangeIter) Close() { r.m.curs = nil }

@@ -269,6 +269,101 @@ func TestEntrySorterRanges(t *testing.T) {
 	}
 }
 
+// TestEntrySorterMergeRange: MergeRange over several sorters in memory
+// (an index build's, each given a random part of the entries) returns,
+// for each key range, every entry of every sorter in the range once, in
+// key order, equal keys of different sorters included; its ranges
+// together are every entry, and closing them leaves the sorters to give
+// back their memory.
+func TestEntrySorterMergeRange(t *testing.T) {
+	ctx := context.Background()
+	prefix := []byte{0xf3, 0x8a}
+	for _, tc := range []struct {
+		n, sorters int
+		bounds     []string // after the prefix
+	}{
+		{0, 2, nil},
+		{1, 3, nil},
+		{3000, 1, []string{"\x01"}},
+		{3000, 2, nil},
+		{100000, 2, []string{"\x01"}},
+		{100000, 3, []string{"\x00\x80", "\x01", "\x01\x00", "\x02\xff"}},
+	} {
+		rng := rand.New(rand.NewPCG(uint64(tc.n), uint64(tc.sorters)))
+		node := mon.NewBudget("SQL memory", 0)
+		var ss []*EntrySorter
+		for range tc.sorters {
+			ss = append(ss, NewEntrySorter(node.NewAccount(64<<20), nil, prefix))
+		}
+		want := map[string]int{}
+		var keys [][]byte
+		for i := range tc.n {
+			var k []byte
+			if i > 0 && rng.IntN(4) == 0 {
+				k = keys[rng.IntN(len(keys))] // equal keys, often in another sorter
+			} else {
+				k = append(slices.Clone(prefix), byte(rng.IntN(3)))
+				for range rng.IntN(12) {
+					k = append(k, byte(rng.IntN(256)))
+				}
+				keys = append(keys, k)
+			}
+			v := []byte(fmt.Sprint(i))
+			want[string(k)+"="+string(v)]++
+			if err := ss[rng.IntN(len(ss))].Add(ctx, k, v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var bounds [][]byte
+		for _, b := range tc.bounds {
+			var x []byte
+			if _, err := fmt.Sscanf(`"`+b+`"`, "%q", &x); err != nil {
+				t.Fatal(err)
+			}
+			bounds = append(bounds, append(slices.Clone(prefix), x...))
+		}
+		got := map[string]int{}
+		for i := 0; i <= len(bounds); i++ {
+			var lo, hi []byte
+			if i > 0 {
+				lo = bounds[i-1]
+			}
+			if i < len(bounds) {
+				hi = bounds[i]
+			}
+			it := MergeRange(ss, lo, hi)
+			var prev []byte
+			for {
+				k, v, ok, err := it.Next(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !ok {
+					break
+				}
+				if (lo != nil && bytes.Compare(k, lo) < 0) || (hi != nil && bytes.Compare(k, hi) >= 0) {
+					t.Fatalf("n %d: range [%x, %x) holds %x", tc.n, lo, hi, k)
+				}
+				if prev != nil && bytes.Compare(prev, k) > 0 {
+					t.Fatalf("n %d: range [%x, %x): %x follows %x", tc.n, lo, hi, k, prev)
+				}
+				prev = append(prev[:0], k...)
+				got[string(k)+"="+string(v)]++
+			}
+			it.Close()
+		}
+		if !maps.Equal(got, want) {
+			t.Fatalf("n %d, %d sorters: the ranges hold %d distinct entries, want %d (or counts differ)", tc.n, tc.sorters, len(got), len(want))
+		}
+		for _, s := range ss {
+			s.Close()
+		}
+		if u := node.Used(); u != 0 {
+			t.Errorf("n %d: %d bytes still reserved after the sorters' Close", tc.n, u)
+		}
+	}
+}
+
 // TestEntrySorterSlotsDouble: the slots of entries in memory grow by
 // doubling (growSlots), so adding n entries allocates at most about 2n
 // slots besides the arena's chunks; append's growth of a slice this

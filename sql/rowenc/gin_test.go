@@ -329,3 +329,68 @@ func TestInvertedRowWriterModel(t *testing.T) {
 		}
 	}
 }
+
+// TestInvertedEntriesEncoding: each GIN entry's key is the index prefix,
+// the token as a bytea key column (EncodeKey) and the primary key, its
+// value 0, for tokens with and without NUL bytes (array_ops of small
+// integers); the entries share their arrays (EncodeIndexEntries
+// allocates keys and values once per row), so appending to one key or
+// changing one value must leave every other entry as it was.
+func TestInvertedEntriesEncoding(t *testing.T) {
+	l := mustLayout(t, ginTable(301))
+	arr := &types.DArray{Elem: types.Int4}
+	for _, v := range []int{0, 1, 256, -1, 65536} {
+		arr.Elems = append(arr.Elems, types.DInt(v))
+	}
+	row := []types.Datum{types.DInt(7), &types.DJSON{JSON: randJSON(rand.New(rand.NewPCG(1, 2)), 3)}, arr}
+	pk, err := rowenc.EncodeKey(nil, types.DInt(7), rowenc.Desc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range l.Secondary {
+		idx := &l.Secondary[i]
+		col := row[1]
+		if idx.Inverted == rowenc.ArrayOps {
+			col = row[2]
+		}
+		toks, err := rowenc.InvertedTokens(idx.Inverted, col)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(toks) == 0 {
+			t.Fatalf("index %s: no tokens", idx.Name)
+		}
+		ents, err := l.EncodeIndexEntries(nil, idx, row)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ents) != len(toks) {
+			t.Fatalf("index %s: %d entries for %d tokens", idx.Name, len(ents), len(toks))
+		}
+		want := make([]rowenc.IndexEntry, len(toks))
+		for j, tok := range toks {
+			k, err := rowenc.EncodeKey(l.IndexPrefix(nil, idx, 0), types.DBytes(tok), rowenc.Asc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want[j] = rowenc.IndexEntry{Key: append(k, pk...), Value: []byte{0}}
+		}
+		check := func(what string) {
+			t.Helper()
+			for j := range ents {
+				if !bytes.Equal(ents[j].Key, want[j].Key) || !bytes.Equal(ents[j].Value, want[j].Value) {
+					t.Fatalf("index %s, %s: entry %d is %x=%x, want %x=%x", idx.Name, what, j, ents[j].Key, ents[j].Value, want[j].Key, want[j].Value)
+				}
+			}
+		}
+		check("as encoded")
+		for j := range ents {
+			_ = append(ents[j].Key, 0xee, 0xee, 0xee)
+			_ = append(ents[j].Value, 0xee)
+		}
+		check("after appending to each")
+		ents[0].Value[0] = 9
+		want[0].Value = []byte{9}
+		check("after changing the first value")
+	}
+}

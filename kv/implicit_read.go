@@ -1,0 +1,112 @@
+package kv
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/cairn-db/cairn/kvpb"
+)
+
+// The implicit read (issue 22). A statement outside BEGIN whose whole KV
+// work is one batch of plain reads (a point SELECT by primary key) is a
+// transaction of that one batch: it reads at one timestamp and commits
+// nothing. Built as a Txn it pays for a coordinator it never uses: the
+// Txn and its registration with the GC protection (protected.go), a
+// transaction ID, its proto cloned into the batch and again by the
+// tablet, uncertainty and observed timestamps, read spans kept for a
+// refresh that never comes, the commit. RunImplicitRead sends the batch
+// without a transaction and without a timestamp, so the tablet's
+// leaseholder reads it at its own clock (DistSender.Send explains why
+// that reading sees every write acknowledged before the batch was sent:
+// no uncertainty interval is needed), which is the read a one-batch
+// transaction would have made, minus the restarts its uncertainty window
+// could cost.
+//
+// That holds on one tablet only: a batch over several tablets needs one
+// timestamp for all of them and, chosen by this node's clock, an
+// uncertainty window, so it runs as a transaction (Txn.Run and Commit,
+// retried by DB.Txn). The batch is also run that way when its tablet
+// split or moved between the routing cache's answer and the send (a
+// routing refusal), rather than be read at a gateway timestamp.
+//
+// Nothing of the read is remembered by any transaction, and the GC
+// protection does not cover it: it reads at the leaseholder's present,
+// above any GC threshold, and a tablet refuses a read below its threshold
+// (BatchTimestampBeforeGCError) rather than answer wrongly.
+
+// RunImplicitRead runs b, whose requests must all be Gets and Scans with
+// no row locks (Batch.LockOnRead), as a transaction of that one batch
+// would run it (see above), and fills b.Results. It refuses any other
+// batch: writes and locks need a transaction.
+func (db *DB) RunImplicitRead(ctx context.Context, b *Batch) error {
+	if len(b.lockOnRead) > 0 {
+		return fmt.Errorf("kv: RunImplicitRead of a batch that locks rows")
+	}
+	for _, r := range b.reqs {
+		switch r.(type) {
+		case *kvpb.GetRequest, *kvpb.ScanRequest:
+		default:
+			return fmt.Errorf("kv: RunImplicitRead of a batch with a %s", r.Method())
+		}
+	}
+	if len(b.reqs) == 0 {
+		b.Results = nil
+		return nil
+	}
+	br, ok, err := db.ds.sendOneTabletRead(ctx, b.reqs, b.WaitPolicy)
+	if err != nil {
+		return err
+	}
+	if ok {
+		return b.fill(br)
+	}
+	return db.Txn(ctx, Serializable, func(ctx context.Context, txn *Txn) error {
+		return txn.Run(ctx, b)
+	})
+}
+
+// sendOneTabletRead sends reqs, plain reads, unstamped and outside any
+// transaction to the one tablet that holds them all, so its leaseholder
+// reads them at its own clock. It reports false, having read nothing,
+// when they lie on several tablets, or when the tablet refused them as
+// not its own (a split or merge since the cache learned it): unlike
+// DistSender.Send, it never stamps them with this node's clock.
+func (ds *DistSender) sendOneTabletRead(ctx context.Context, reqs []kvpb.Request, wait kvpb.WaitPolicy) (*kvpb.BatchResponse, bool, error) {
+	for attempt := 0; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return nil, false, err
+		}
+		desc, ok, err := ds.oneTablet(ctx, reqs)
+		if err != nil || !ok {
+			return nil, false, err
+		}
+		ba := &kvpb.BatchRequest{Requests: reqs}
+		ba.WaitPolicy = wait
+		ba.LockTimeout = lockTimeoutOf(ctx)
+		ba.Now = ds.clock.Now()
+		ba.TabletID = desc.TabletID
+		traceTablet(ctx, desc.TabletID)
+		br, err := ds.sender.Send(ctx, ba)
+		if err == nil {
+			if len(br.Responses) != len(reqs) {
+				return nil, false, fmt.Errorf("kv: tablet %d answered %d responses to %d requests", desc.TabletID, len(br.Responses), len(reqs))
+			}
+			// As DistSender.Send: the tablet checked our clock against
+			// its own.
+			_ = ds.clock.Update(br.Now)
+			return br, true, nil
+		}
+		if !ds.handleRoutingError(desc, err) {
+			return nil, false, err
+		}
+		// The cache now holds the refusal's descriptor: if the reads are
+		// still on one tablet, send them there; else a transaction reads
+		// them (ok false).
+		if attempt >= ds.maxRoutingRetries {
+			return nil, false, fmt.Errorf("%w after %d attempts", ErrRoutingRetriesExhausted, attempt)
+		}
+		if err := routingBackoff(ctx, attempt); err != nil {
+			return nil, false, err
+		}
+	}
+}
