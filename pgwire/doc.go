@@ -62,7 +62,9 @@
 //  8. A statement runs under one context, cancelled by CancelRequest,
 //     ConnControl (pg_cancel_backend, pg_terminate_backend), Close, or the
 //     client's socket found closed (checkClients); the client hears 57014
-//     for a cancel, FATAL 57P01 for a termination.
+//     for a cancel, FATAL 57P01 for a termination. The one exception is
+//     the Bind of a Statement that says it is quick (QuickBinder): it
+//     only decodes values, so it runs under the connection's context.
 //  9. With TLS and RefuseRemotePlaintext, a client from another host that
 //     did not upgrade to TLS is refused (28000) before it can send a
 //     password. A client certificate logs in only if it verified against

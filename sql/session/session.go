@@ -469,17 +469,20 @@ func (s *Session) endTxn(ctx context.Context, commit bool) error {
 		}
 		s.b.cache.EndDDL(s.txn)
 	}
+	// What depends on the settings (the time zone) is made again only
+	// when they change here: every other write to them applies it.
 	if !commit && s.savedVars != nil {
 		s.vars = s.savedVars
 		s.varsGen++
+		s.applyDerived()
 	} else if len(s.localVars) > 0 {
 		for k, v := range s.localVars {
 			s.vars[k] = v
 		}
 		s.varsGen++
+		s.applyDerived()
 	}
 	s.sqlCursors = s.keepHeldCursors(commit)
-	s.applyDerived()
 	s.endTxnStats(commit)
 	s.endTxnNotify(commit)
 	s.txn, s.inTxn, s.block, s.aborted, s.extImplicit = nil, false, false, false, false

@@ -584,3 +584,31 @@ func TestStatementTimestamps(t *testing.T) {
 		t.Errorf("a block's now(): %v at BEGIN, %v later", began, later)
 	}
 }
+
+// TestTimeZoneFollowsSettings: a time zone set for a transaction only
+// (SET LOCAL, or SET rolled back) stops printing timestamps once the
+// transaction ends, and one set for the session keeps printing them.
+func TestTimeZoneFollowsSettings(t *testing.T) {
+	c := connect(t, startServer(t), nil)
+	ctx := context.Background()
+	const q = "SELECT '2026-01-01 00:00:00+00'::timestamptz::text"
+	for _, tc := range []struct{ sql, want string }{
+		{"SET TIME ZONE 'UTC'", "2026-01-01 00:00:00+00"},
+		{"BEGIN; SET LOCAL TIME ZONE 'Asia/Tokyo'", "2026-01-01 09:00:00+09"},
+		{"COMMIT", "2026-01-01 00:00:00+00"},
+		{"BEGIN; SET TIME ZONE 'Asia/Tokyo'", "2026-01-01 09:00:00+09"},
+		{"ROLLBACK", "2026-01-01 00:00:00+00"},
+		{"BEGIN; SET TIME ZONE 'Asia/Tokyo'; COMMIT", "2026-01-01 09:00:00+09"},
+	} {
+		if _, err := c.PgConn().Exec(ctx, tc.sql).ReadAll(); err != nil {
+			t.Fatalf("%s: %v", tc.sql, err)
+		}
+		res, err := c.PgConn().Exec(ctx, q).ReadAll()
+		if err != nil || len(res) != 1 || len(res[0].Rows) != 1 {
+			t.Fatalf("after %s: %v %v", tc.sql, res, err)
+		}
+		if got := string(res[0].Rows[0][0]); got != tc.want {
+			t.Errorf("after %s: %s, want %s", tc.sql, got, tc.want)
+		}
+	}
+}
