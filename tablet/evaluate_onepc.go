@@ -103,6 +103,16 @@ func (r *Replica) evaluateOnePC(ba *kvpb.BatchRequest, desc kvpb.TabletDescripto
 	br := &kvpb.BatchResponse{Responses: make([]kvpb.Response, 0, n)}
 	if checks > 0 {
 		cc := &evalCtx{r: r, rd: r.eng, ba: ba, desc: desc, txn: ba.Txn, prop: &Proposal{}, self: ba.Txn.ID}
+		if checks > 1 {
+			// One iterator, its bounds reset per check, instead of one
+			// built per check (a third of a check's CPU): as for a
+			// read-only batch of many reads (evaluate), the latches
+			// cover every checked key, so the view fixed when the
+			// iterator opens is what each check would have seen.
+			rr := r.eng.NewReusingReader()
+			defer rr.Close()
+			cc.rd = rr
+		}
 		for _, req := range ba.Requests[:checks] {
 			resp, err := cc.refresh(req.(*kvpb.RefreshRequest))
 			if err != nil {
