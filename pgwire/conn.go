@@ -55,6 +55,9 @@ type conn struct {
 	accepted time.Time        // when Accept returned it
 	tlsCert  *tls.Certificate // what the TLS handshake presented, if any
 	done     chan struct{}    // closed when serve has finished
+	// serveDone is Serve's context's Done: once it is closed no new
+	// message is served (the loop runs under a context without it).
+	serveDone <-chan struct{}
 
 	pid    uint32 // set by Server.register, then immutable
 	secret [4]byte
@@ -265,12 +268,17 @@ func (c *conn) closeSession() {
 	sess.Close()
 }
 
+// errShuttingDown ends a connection when the server shuts down.
+func errShuttingDown() error {
+	return pgerror.New(pgerrcode.AdminShutdown, "terminating connection due to administrator command")
+}
+
 // finish reports the error that ended the connection, if the client can
 // still hear it and it is worth telling.
 func (c *conn) finish(err error) {
 	switch {
-	case c.isInterrupted():
-		c.sendFatal(pgerror.New(pgerrcode.AdminShutdown, "terminating connection due to administrator command"))
+	case c.isInterrupted() || pgerror.Code(err) == pgerrcode.AdminShutdown:
+		c.sendFatal(errShuttingDown())
 	case isIOError(err):
 		c.log.Debug("pgwire: connection closed", "err", err)
 	default:
@@ -356,6 +364,7 @@ func (c *conn) run(ctx context.Context) error {
 	// server's cancellable one registered in, and removed from, that
 	// context's shared child set three times per extended-protocol
 	// round trip (2.2-3.5% of the node's CPU under pgbench -S -M prepared).
+	c.serveDone = ctx.Done()
 	ctx = context.WithoutCancel(ctx)
 	if b, ok := sess.(StatementBaser); ok {
 		ctx = b.StatementBase(ctx)
@@ -478,6 +487,15 @@ func (c *conn) loop(ctx context.Context) error {
 		}
 		if _, ok := msg.(*pgproto3.Terminate); ok {
 			return nil
+		}
+		select {
+		case <-c.serveDone:
+			// Serve's context ended: Close runs on its own goroutine
+			// (Serve's AfterFunc) and may not have reached this
+			// connection yet. No statement starts once shutdown has
+			// begun; the client hears 57P01 as it would from Close.
+			return errShuttingDown()
+		default:
 		}
 		if c.ignoreTillSync {
 			if _, ok := msg.(*pgproto3.Sync); !ok {

@@ -528,6 +528,33 @@ func TestPanicIsContained(t *testing.T) {
 // TestClose: Close, or the end of the context Serve runs under, stops a
 // running statement and tells every connection 57P01 (statements run under
 // contexts of their own that only the connection's interrupt cancels).
+// TestNoStatementAfterServeContext: once Serve's context is cancelled,
+// a statement that arrives before Close has reached its connection (Close
+// runs on Serve's AfterFunc goroutine; here it is held at the server's
+// lock) does not run: the client hears 57P01. Before, it ran, and
+// TestClose's "Serve's context" case failed about once in 20 runs.
+func TestNoStatementAfterServeContext(t *testing.T) {
+	ts := startServer(t, nil)
+	idle := ts.connect(t)
+	ts.mu.Lock()
+	locked := true
+	unlock := func() {
+		if locked {
+			locked = false
+			ts.mu.Unlock()
+		}
+	}
+	defer unlock()
+	ts.stopServe()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := idle.Exec(ctx, "select 1")
+	unlock()
+	if pgCode(err) != "57P01" {
+		t.Fatalf("a statement after Serve's context ended: %v, want 57P01", err)
+	}
+}
+
 func TestClose(t *testing.T) {
 	for _, tc := range []struct {
 		name string
