@@ -157,7 +157,7 @@ func (e *Engine) ReadAheadStats() ReadAheadStats {
 // Close closes the engine. Iterators, snapshots and batches must be closed
 // first.
 func (e *Engine) Close() error {
-	e.iters.drain()
+	e.iters.close()
 	if e.ra != nil {
 		e.ra.stopPlans()
 	}

@@ -33,6 +33,16 @@ type iterPool struct {
 	n    atomic.Int32
 	mu   sync.Mutex
 	free []*Iterator
+	// closed (under mu) is set by close: nothing is pooled after it, and
+	// no drain starts on a goroutine of its own.
+	closed bool
+	// drains counts the drains running on goroutines of their own
+	// (invalidate); close waits for them, so no pooled iterator is
+	// closed after the DB is (Pebble panics on that).
+	drains sync.WaitGroup
+	// testingDrainHook, if set, is called by a drain on a goroutine of
+	// its own once it has taken the iterators, before it closes them.
+	testingDrainHook func()
 }
 
 // maxPooledIters bounds the pool: the reads of a node in flight at once
@@ -89,7 +99,7 @@ func (p *iterPool) put(it *Iterator) bool {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.free) >= maxPooledIters {
+	if p.closed || len(p.free) >= maxPooledIters {
 		return false
 	}
 	p.free = append(p.free, it)
@@ -104,19 +114,56 @@ func (p *iterPool) put(it *Iterator) bool {
 func (p *iterPool) invalidate() {
 	p.begun.Add(1)
 	p.done.Add(1)
-	if p.n.Load() > 0 {
-		go p.drain()
+	if p.n.Load() == 0 {
+		return
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || len(p.free) == 0 {
+		return
+	}
+	// Added under mu before close can set closed, so close's Wait
+	// covers it.
+	p.drains.Add(1)
+	go func() {
+		defer p.drains.Done()
+		p.drainWith(p.testingDrainHook)
+	}()
 }
 
 // drain closes every pooled iterator.
-func (p *iterPool) drain() {
+func (p *iterPool) drain() { p.drainWith(nil) }
+
+func (p *iterPool) drainWith(hook func()) {
 	p.mu.Lock()
 	free := p.free
 	p.free = nil
 	p.n.Store(0)
 	p.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
 	for _, it := range free {
 		_ = it.it.Close()
 	}
+}
+
+// close closes the pooled iterators and waits for the drains running on
+// their own goroutines, before the engine closes the DB: a drain that
+// took the iterators just before closes them just after, and Pebble
+// panics on an iterator closed after its DB ("evicting in-use file",
+// seen once in the storage tests). Nothing is pooled after it.
+func (p *iterPool) close() {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	p.drain()
+	p.drains.Wait()
+}
+
+// isClosed reports whether close has begun.
+func (p *iterPool) isClosed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.closed
 }

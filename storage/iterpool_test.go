@@ -2,10 +2,15 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // readKey reads key's bare entry through a fresh Engine iterator bounded
@@ -206,5 +211,48 @@ func TestIterPoolConcurrentWrites(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)
+	}
+}
+
+// TestCloseWaitsForDrain: a flush or compaction ending drains the pool on
+// a goroutine of its own; Engine.Close waits for that drain to close the
+// iterators it took before the DB closes. Before, Close only drained what
+// was still pooled, and a drain that had taken the iterators just before
+// closed them after the DB: Pebble panicked ("evicting in-use file").
+func TestCloseWaitsForDrain(t *testing.T) {
+	e, err := Open("db", Options{FS: vfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := readKey(t, e, "a"); ok {
+		t.Fatal("an empty engine has key a")
+	}
+	if n := e.iters.n.Load(); n != 1 {
+		t.Fatalf("%d pooled iterators after a read, want 1", n)
+	}
+	took := make(chan struct{})
+	var dbOpenAtClose atomic.Bool
+	e.iters.testingDrainHook = func() {
+		close(took)
+		// Hold the taken iterators until Close has begun: the drain
+		// then closes them while Close runs.
+		for !e.iters.isClosed() {
+			runtime.Gosched()
+		}
+		// Close waits in drains.Wait, so the DB is still open: reading
+		// through it must work.
+		_, closer, err := e.db.Get([]byte("x"))
+		if err == nil {
+			closer.Close()
+		}
+		dbOpenAtClose.Store(err == nil || errors.Is(err, pebble.ErrNotFound))
+	}
+	e.iters.invalidate()
+	<-took
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !dbOpenAtClose.Load() {
+		t.Fatal("the drain ran after the DB was closed")
 	}
 }
