@@ -18,6 +18,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"flag"
@@ -229,12 +230,12 @@ func loadavg() string {
 	return strings.Join(f[:3], " ")
 }
 
-func median[T any](rs []result, f func(result) T, less func(a, b T) int) T {
+func median[T cmp.Ordered](rs []result, f func(result) T) T {
 	v := make([]T, len(rs))
 	for i, r := range rs {
 		v[i] = f(r)
 	}
-	slices.SortFunc(v, less)
+	slices.Sort(v)
 	return v[len(v)/2]
 }
 
@@ -258,16 +259,6 @@ func main() {
 			res[m.offload] = append(res[m.offload], r)
 		}
 	}
-	dur := func(a, b time.Duration) int { return int(a - b) }
-	flt := func(a, b float64) int {
-		switch {
-		case a < b:
-			return -1
-		case a > b:
-			return 1
-		}
-		return 0
-	}
 	fmt.Println("\nmedians            small p50    small p99    small max    bulk entries/s")
 	type row struct {
 		p50, p99, max time.Duration
@@ -277,10 +268,10 @@ func main() {
 	for _, m := range modes {
 		rs := res[m.offload]
 		r := row{
-			median(rs, func(r result) time.Duration { return r.p50 }, dur),
-			median(rs, func(r result) time.Duration { return r.p99 }, dur),
-			median(rs, func(r result) time.Duration { return r.max }, dur),
-			median(rs, func(r result) float64 { return r.bulkPerSec }, flt),
+			median(rs, func(r result) time.Duration { return r.p50 }),
+			median(rs, func(r result) time.Duration { return r.p99 }),
+			median(rs, func(r result) time.Duration { return r.max }),
+			median(rs, func(r result) float64 { return r.bulkPerSec }),
 		}
 		rows[m.offload] = r
 		fmt.Printf("%-18s %9.2f ms %9.2f ms %9.2f ms %12.1f\n", m.name, ms(r.p50), ms(r.p99), ms(r.max), r.bulk)
