@@ -87,10 +87,13 @@ func await(t *testing.T, what string, cond func() bool) {
 
 // runNode starts n's scheduler; the returned stop (idempotent) ends it
 // and waits for it and its workers.
-func runNode(t *testing.T, n *Node) (stop func()) {
+func runNode(t *testing.T, n *Node) (stop func()) { return runNodeTick(t, n, 5*time.Millisecond) }
+
+// runNodeTick is runNode with ticks of the given length.
+func runNodeTick(t *testing.T, n *Node, tick time.Duration) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- n.Run(ctx, 5*time.Millisecond) }()
+	go func() { done <- n.Run(ctx, tick) }()
 	var once sync.Once
 	return func() {
 		once.Do(func() {

@@ -78,6 +78,15 @@
 //     its offloaded apply not yet started and waits for one running; the
 //     round drops a finished apply of a replica no longer there, whose
 //     entries are not observed.
+//  8. A held group keeps its leader: while a worker applies its entries
+//     (invariant 5) the group's own queued messages wait in its Ready,
+//     so the node sends for it, outside the round, a leader's heartbeat
+//     to every other voter each tick, and a follower's answer to its
+//     leader's heartbeat (heldbeat.go). Both carry no durability promise
+//     (invariant 3 sends them before the sync anyway); without them an
+//     apply longer than an election timeout on every replica, as a bulk
+//     batch is, cost the group its leader and lease
+//     (TestHeldApplyKeepsLeadership).
 //
 // A round therefore waits for the apply of small writes only (OLTP
 // writes: microseconds each, and handing them to a worker would make

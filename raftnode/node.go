@@ -572,7 +572,11 @@ func (n *Node) Step(env Envelope) error {
 	}
 	defer n.signal()
 	n.touchLocked(r)
-	return r.rn.Step(env.Msg)
+	if err := r.rn.Step(env.Msg); err != nil {
+		return err
+	}
+	n.answerHeldLocked(r, env.Msg)
+	return nil
 }
 
 // soloBackstopTicks: every this many ticks the next round looks at every
@@ -600,12 +604,16 @@ func (n *Node) Tick() {
 	}
 	n.ticks++
 	n.ticked = n.ticked[:0]
+	var held []*Replica
 	for _, r := range n.replicas {
 		if r.solo.Load() && r.lease.Load() != 0 {
 			continue
 		}
 		n.ticked = append(n.ticked, r.TabletID)
 		r.rn.Tick()
+		if r.applying != nil {
+			held = append(held, r)
+		}
 		if r.lease.Load() != 0 && !r.alone.Load() && n.readLease.Load() > 0 {
 			// Renew the read lease: a heartbeat round whose context is
 			// its send time; raft reports it in Ready.ReadStates once a
@@ -620,6 +628,7 @@ func (n *Node) Tick() {
 			n.dirty[id] = struct{}{}
 		}
 	}
+	n.heartbeatHeldLocked(held)
 	n.retryTransfers()
 	n.signal()
 }

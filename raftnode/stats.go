@@ -47,6 +47,9 @@ type RoundStats struct {
 	// applies done by workers off the rounds (apply.go), and
 	// OffloadedApplyNanos their time, which no round waits for.
 	ApplyNanos, IngestNanos, OffloadedApplies, OffloadedApplyNanos atomic.Int64
+	// HeldHeartbeats counts the heartbeats and answers the node sent
+	// itself for groups whose Ready a worker's apply held (heldbeat.go).
+	HeldHeartbeats atomic.Int64
 	// SecondPassNanos is the part of PostSyncNanos spent in the rounds'
 	// second passes (their Readies, commits, applies), CompactNanos the
 	// part spent truncating logs (its batch and commit).
