@@ -105,6 +105,10 @@ type Cluster struct {
 	// slowEntries delays the appends carrying entries of a tablet
 	// (DelayEntries).
 	slowEntries map[uint64]time.Duration
+	// crashed holds the nodes Crash took the disk image of and has not
+	// yet stopped: nothing they send leaves (a dead process tells no one
+	// of what it did after its disk was taken).
+	crashed map[uint64]bool
 }
 
 // BlockTablet drops every raft message of tablet's group to node to
@@ -171,7 +175,7 @@ func (f filterTransport) Send(envs []raftnode.Envelope) {
 	f.c.mu.Lock()
 	kept := envs[:0:0]
 	for _, e := range envs {
-		if f.c.cut[[2]uint64{f.from, e.Msg.GetTo()}] || f.c.blocked[[2]uint64{e.TabletID, e.Msg.GetTo()}] {
+		if f.c.crashed[f.from] || f.c.cut[[2]uint64{f.from, e.Msg.GetTo()}] || f.c.blocked[[2]uint64{e.TabletID, e.Msg.GetTo()}] {
 			continue
 		}
 		if d := f.c.slowEntries[e.TabletID]; d > 0 && e.Msg.GetType() == pb.MessageType_MsgApp && len(e.Msg.GetEntries()) > 0 {
@@ -190,7 +194,7 @@ func (f filterTransport) Send(envs []raftnode.Envelope) {
 // as Send drops their messages.
 func (f filterTransport) SendSnapshot(ctx context.Context, to uint64, env raftnode.Envelope, image io.Reader) error {
 	f.c.mu.Lock()
-	cut := f.c.cut[[2]uint64{f.from, to}] || f.c.blocked[[2]uint64{env.TabletID, to}]
+	cut := f.c.crashed[f.from] || f.c.cut[[2]uint64{f.from, to}] || f.c.blocked[[2]uint64{env.TabletID, to}]
 	f.c.mu.Unlock()
 	if cut {
 		return fmt.Errorf("testcluster: snapshot of tablet %d to node %d cut off", env.TabletID, to)
@@ -411,10 +415,26 @@ func (n *ClusterNode) Stop() error {
 
 // Crash stops the node as a power loss would: its filesystem keeps only
 // what was synced (and a random part of the rest) when it is restarted.
+//
+// The node's raft messages stop leaving before its disk image is taken:
+// the node runs on until Stop, and an append it acknowledged after the
+// image (synced after it) would be an acknowledgement the restarted node
+// no longer backs, which no real crash can produce (the leader would
+// count a copy that is gone, and heartbeat a commit index past the
+// node's log forever).
 func (n *ClusterNode) Crash(seed uint64) error {
+	n.c.mu.Lock()
+	if n.c.crashed == nil {
+		n.c.crashed = map[uint64]bool{}
+	}
+	n.c.crashed[n.ID] = true
+	n.c.mu.Unlock()
 	crashed := n.fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: int(seed % 101), RNG: rand.New(rand.NewPCG(seed, 1))})
 	err := n.Stop()
 	n.fs = crashed
+	n.c.mu.Lock()
+	delete(n.c.crashed, n.ID)
+	n.c.mu.Unlock()
 	return err
 }
 
