@@ -97,7 +97,9 @@ type conn struct {
 	// notifyMu guards idleRead, which says the connection goroutine is
 	// blocked reading the client's next message outside a transaction
 	// block, so wakeNotify may write notifications itself;
-	// betweenTxns says the last ReadyForQuery was idle (no block open).
+	// betweenTxns says the last ReadyForQuery was idle (no block open)
+	// and no message has been read since; only the connection goroutine
+	// reads or writes it, and idleRead is set only while it holds.
 	notifyMu    sync.Mutex
 	idleRead    bool
 	betweenTxns bool
@@ -466,16 +468,27 @@ func (c *conn) setIdleDeadline(t time.Time) {
 // loop serves messages until Terminate or a connection-ending error.
 func (c *conn) loop(ctx context.Context) error {
 	for {
-		c.notifyMu.Lock()
-		c.idleRead = c.betweenTxns
-		if c.idleRead && c.queueNotifications() {
-			_ = c.be.Flush() // a write error shows on the next read
+		var msg pgproto3.FrontendMessage
+		var err error
+		if c.betweenTxns {
+			c.notifyMu.Lock()
+			c.idleRead = true
+			if c.queueNotifications() {
+				_ = c.be.Flush() // a write error shows on the next read
+			}
+			c.notifyMu.Unlock()
+			msg, err = c.receive()
+			c.notifyMu.Lock()
+			c.idleRead, c.betweenTxns = false, false
+			c.notifyMu.Unlock()
+		} else {
+			// Inside a transaction block, or past the first message
+			// after ReadyForQuery (Bind's Describe, Execute and Sync):
+			// idleRead is false already and only this goroutine sets
+			// it, so the lock is not taken (it was three quarters of
+			// the lock pairs of an extended-protocol round trip).
+			msg, err = c.receive()
 		}
-		c.notifyMu.Unlock()
-		msg, err := c.receive()
-		c.notifyMu.Lock()
-		c.idleRead, c.betweenTxns = false, false
-		c.notifyMu.Unlock()
 		if err != nil {
 			if c.idleErr != nil && errors.Is(err, os.ErrDeadlineExceeded) && !c.isInterrupted() {
 				return c.idleErr

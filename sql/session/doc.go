@@ -58,6 +58,15 @@
 // also feed the background refresher). Everything else that is not a
 // query or DML goes to ddl.Exec.
 //
+// # Prepared statements
+//
+// A statement of the extended protocol describes its result at Parse, and
+// the client decodes every later Execute's rows by that description. A
+// plan made after a DDL (the catalog generation changed) that returns
+// other columns (number, names, types, type modifiers) fails the Execute
+// with 0A000, PostgreSQL's "cached plan must not change result type";
+// nothing of it reaches the client (extended.go, checkResult).
+//
 // # Timeouts, cancellation and the session registry
 //
 // stmtContext bounds each statement by statement_timeout (57014) and

@@ -34,6 +34,10 @@ type preparedStatement struct {
 	regParams    int8
 	described    []pgwire.Column
 	describedFor []int16
+	// okCols is the first column of the last plan whose columns
+	// checkResult found equal to cols: the instances of a kept plan
+	// share its columns, so a hit is not compared again.
+	okCols *plan.Column
 }
 
 var (
@@ -452,6 +456,10 @@ func (pt *portal) run(ctx context.Context, w pgwire.ResultWriter, maxRows int) (
 		if err != nil {
 			return err
 		}
+		if err := pt.ps.checkResult(c.p.Columns); err != nil {
+			c.close()
+			return err
+		}
 		c.formats = pt.formats
 		if suspended, err = c.drain(sctx, w, maxRows); err != nil {
 			c.close()
@@ -463,6 +471,36 @@ func (pt *portal) run(ctx context.Context, w pgwire.ResultWriter, maxRows int) (
 		return nil
 	})
 	return suspended, sqlError(sctx, err)
+}
+
+// errResultChanged is PostgreSQL's error for a prepared statement whose
+// result a DDL changed since Parse (plancache.c, fixed_result).
+var errResultChanged = pgerror.New(pgerrcode.FeatureNotSupported, "cached plan must not change result type")
+
+// checkResult fails an Execute whose plan returns other columns than the
+// statement described at Parse: the client decodes the rows by that
+// description (and Describe of the portal repeats it), so a SELECT * that
+// a new column widened must not send rows of another shape. As in
+// PostgreSQL (equalTupleDescs), the names, types and type modifiers must
+// be the same. The columns of a kept plan's instances are its own slice,
+// checked once (okCols).
+func (ps *preparedStatement) checkResult(cols []plan.Column) error {
+	if len(cols) > 0 && len(cols) == len(ps.cols) && &cols[0] == ps.okCols {
+		return nil
+	}
+	if len(cols) != len(ps.cols) {
+		return errResultChanged
+	}
+	for i := range cols {
+		a, b := &cols[i], &ps.cols[i]
+		if a.Name != b.Name || a.T.Oid != b.T.Oid || a.T.Typmod() != b.T.Typmod() {
+			return errResultChanged
+		}
+	}
+	if len(cols) > 0 {
+		ps.okCols = &cols[0]
+	}
+	return nil
 }
 
 // resume continues a suspended portal.
