@@ -134,6 +134,13 @@ func ImplicitPointRead(p *plan.Plan) bool {
 		scan.Index != nil && scan.Index.ID != scan.Table.PrimaryIndex.ID {
 		return false
 	}
+	// One row: every key column fixed (pointSpan decides with the
+	// layout's key; a span of a key prefix would be refused at every
+	// Start).
+	sp, nkey := scan.Spans[0], len(scan.Table.PrimaryIndex.KeyColumnIDs)
+	if nkey == 0 || len(sp.Start) != nkey || len(sp.End) != nkey || sp.StartExclusive || !sp.EndInclusive {
+		return false
+	}
 	for _, c := range p.Root.Columns() {
 		if !printsAlone(c.T) {
 			return false

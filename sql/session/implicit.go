@@ -58,6 +58,10 @@ import (
 // index, hash buckets, EXPLAIN ANALYZE and distsql = on never take it
 // (the plan check, then exec.Start's).
 
+// maxImplicitRetries bounds the implicit reads of one cached plan that
+// ran again in a transaction before the plan stops trying.
+const maxImplicitRetries = 3
+
 // implicitReadHook, when set, runs before an implicit read is sent
 // (tests: a DDL committed between the plan's generation and the read).
 var implicitReadHook atomic.Pointer[func()]
@@ -95,6 +99,12 @@ func (s *Session) startImplicit(x *stmtState, pp *genericPlan, params []types.Da
 		s.txnStmts--
 		x.point, x.implicitGen = nil, nil
 		s.b.implicitRetries.Add(1)
+		// A plan refused again and again (a row longer than a page,
+		// distsql = on) stops trying: each try costs a Start. A DDL's
+		// retry makes a new plan anyway.
+		if pp.implicitRetries++; pp.implicitRetries >= maxImplicitRetries {
+			pp.implicit = false
+		}
 		return nil, false, nil
 	}
 	if err != nil {

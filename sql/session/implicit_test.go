@@ -134,9 +134,57 @@ func TestImplicitRead(t *testing.T) {
 		}
 		mustExec(t, a, "RESET default_transaction_isolation")
 	})
+	// A hash-sharded key (USING HASH) is a point of the shard and the key.
+	mustExec(t, a, "CREATE TABLE sharded (k int8 PRIMARY KEY USING HASH WITH (bucket_count = 16), v int)")
+	mustExec(t, a, "INSERT INTO sharded SELECT g, g FROM generate_series(1, 20) g")
+	get("SELECT v FROM sharded WHERE k = $1", 1)
+	r3 := reads()
+	for i := 1; i <= 5; i++ {
+		if v := get("SELECT v FROM sharded WHERE k = $1", i); v != i {
+			t.Fatalf("sharded k %d: %d", i, v)
+		}
+	}
+	if n := reads() - r3; n != 5 {
+		t.Errorf("hash-sharded key: %v of 5 read without a transaction", n)
+	}
+	// A prefix of the key is not one row: not tried at all.
+	mustExec(t, a, "CREATE TABLE two (a int, b int, v int, PRIMARY KEY (a, b))")
+	mustExec(t, a, "INSERT INTO two VALUES (1, 1, 1), (2, 1, 2)")
+	retries := func() float64 { return metric(t, srv, "cairn_sql_implicit_read_retries_total") }
+	rt := retries()
+	same("a key prefix", func() {
+		for i := 1; i <= 5; i++ {
+			get("SELECT v FROM two WHERE a = $1", i%2+1)
+		}
+	})
+	// A row of more KV entries than a page (unpacked, 300 columns) is
+	// refused after its read; the plan stops trying after three.
+	cols, vals := "k int PRIMARY KEY", "1"
+	for i := 1; i <= 300; i++ {
+		cols += fmt.Sprintf(", c%d int", i)
+		vals += fmt.Sprintf(", %d", i)
+	}
+	mustExec(t, a, "CREATE TABLE wide ("+cols+")")
+	mustExec(t, a, "SET storage.packed_rows.enabled = off")
+	mustExec(t, a, "INSERT INTO wide VALUES ("+vals+")")
+	mustExec(t, a, "RESET storage.packed_rows.enabled")
+	same("a row longer than a page", func() {
+		for range 6 {
+			if v := get("SELECT c300 FROM wide WHERE k = $1", 1); v != 300 {
+				t.Fatalf("wide: c300 = %d", v)
+			}
+		}
+	})
+	if n := retries() - rt; n != 3 {
+		t.Errorf("%v implicit reads ran again in a transaction, want 3 (the wide row's, then none)", n)
+	}
+
 	// Serializable in the simple protocol: a Query of one statement is a
 	// transaction of one read.
 	mustExec(t, a, "SET default_transaction_isolation = 'serializable'")
+	if _, err := simple(a, "SELECT bal FROM acct WHERE id = 8"); err != nil { // re-plans after the DDL above
+		t.Fatal(err)
+	}
 	r2 := reads()
 	if _, err := simple(a, "SELECT bal FROM acct WHERE id = 9"); err != nil {
 		t.Fatal(err)

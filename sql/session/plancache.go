@@ -105,8 +105,10 @@ type genericPlan struct {
 	// (exec.PointCache).
 	point exec.PointCache
 	// implicit: p may run without a kv.Txn in an implicit transaction
-	// (exec.ImplicitPointRead; implicit.go).
-	implicit bool
+	// (exec.ImplicitPointRead; implicit.go); implicitRetries counts the
+	// tries that ran again in one.
+	implicit        bool
+	implicitRetries int
 }
 
 // planCacheKey returns the key for statement x of the current
