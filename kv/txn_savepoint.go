@@ -71,6 +71,19 @@ func (t *Txn) Savepoint(ctx context.Context) (SavepointToken, error) {
 	return SavepointToken{txnID: t.mu.proto.ID, epoch: t.mu.proto.Epoch, seq: t.mu.proto.Sequence}, nil
 }
 
+// StartSavepoint returns the token Savepoint would have returned when
+// the transaction was made, before any write: its first epoch at sequence
+// 0. It is for a caller that made the transaction lazily, inside the
+// statement it would have taken a savepoint before (sql/session's
+// statement retry, whose statement may read without a transaction at
+// all). Like a token taken then, it is invalid once the transaction
+// restarted.
+func (t *Txn) StartSavepoint() SavepointToken {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return SavepointToken{txnID: t.mu.proto.ID}
+}
+
 // RollbackToSavepoint undoes the writes made since sp was taken: later
 // reads of the transaction no longer see them and its commit does not
 // write them. Writes made before sp, and the transaction itself, stay; sp

@@ -81,3 +81,40 @@ func TestRetryStatement(t *testing.T) {
 		})
 	}
 }
+
+// TestStartSavepoint: the token StartSavepoint returns after writes is
+// the one Savepoint returned before them: a statement that made its
+// transaction lazily and failed is undone back to the transaction's
+// start, and a token of the first epoch is refused after a restart.
+func TestStartSavepoint(t *testing.T) {
+	ctx := context.Background()
+	e := newTestEnv(t, envOptions{})
+	e.mustPut("k", "1")
+	txn := e.db.NewTxn(ctx, "rc", ReadCommitted)
+	early, err := txn.Savepoint(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := txn.Get(ctx, []byte("k")); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.Put(ctx, []byte("b"), []byte("b1")); err != nil {
+		t.Fatal(err)
+	}
+	if sp := txn.StartSavepoint(); sp != early {
+		t.Fatalf("StartSavepoint %+v after a write, Savepoint at the start %+v", sp, early)
+	}
+	e.mustPut("k", "2")
+	if err := txn.Put(ctx, []byte("k"), []byte("from 1")); !kvpb.IsRetryable(err) {
+		t.Fatalf("write over a concurrent commit: %v, want a retryable error", err)
+	}
+	if err := txn.RetryStatement(ctx, txn.StartSavepoint()); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, found, err := e.db.Get(ctx, []byte("b")); err != nil || found {
+		t.Fatalf("b after the retry from the start: found %v, %v", found, err)
+	}
+}

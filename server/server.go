@@ -718,6 +718,7 @@ func (s *Server) httpHandler() http.Handler {
 func (s *Server) writeMetrics(w io.Writer) {
 	hits, misses := s.backend.CacheStats()
 	planHits, planMisses, genHits, genReads := s.backend.PlanStats()
+	implicitReads, implicitRetries := s.backend.ImplicitReadStats()
 	for _, m := range []struct {
 		name, typ, help string
 		v               float64
@@ -730,6 +731,8 @@ func (s *Server) writeMetrics(w io.Writer) {
 		{"cairn_sql_plan_cache_misses_total", "counter", "Prepared-statement executions that planned.", float64(planMisses)},
 		{"cairn_sql_catalog_generation_local_total", "counter", "Statements answered from the node-local catalog generation.", float64(genHits)},
 		{"cairn_sql_catalog_generation_reads_total", "counter", "Statements that read the catalog generation key.", float64(genReads)},
+		{"cairn_sql_implicit_reads_total", "counter", "Point SELECTs read without a KV transaction.", float64(implicitReads)},
+		{"cairn_sql_implicit_read_retries_total", "counter", "Point SELECTs that tried to read without a KV transaction and ran again in one.", float64(implicitRetries)},
 	} {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s %g\n", m.name, m.help, m.name, m.typ, m.name, m.v)
 	}

@@ -331,3 +331,29 @@ func (c *Cache) EndDDL(txn *kv.Txn) {
 	// finds at or above now.
 	lg.floor = lg.floor.Forward(lg.db.Clock().Now()).Forward(txn.CommitTimestamp())
 }
+
+// GenerationAt returns the catalog generation valid at read timestamp ts
+// when the node-local generation (or a generation lease) can answer for
+// it without a KV read, and false otherwise. It is for a read that has no
+// transaction (an implicit point SELECT, issue 22: sql/session's implicit
+// read) and so no catalog Reader: the caller takes ts from the node's
+// clock. As for a Reader's lookup, ts counts as served, so a DDL that
+// begins later fences above it and commits above ts. Nothing records the
+// generation key in a transaction's read spans: a read at one timestamp
+// has no refresh to fail.
+//
+// A read at a timestamp the caller does not know exactly (a leaseholder
+// stamps it) is checked with two calls: one at a clock reading taken
+// before the read was sent (the read's timestamp is at or above it: the
+// leaseholder's clock is moved up to the sender's) and one at a reading
+// taken after its answer came back (at or above the read's: the answer
+// moved this clock up to the leaseholder's). The generation only grows
+// with the timestamp, so when both return the same generation it is the
+// one valid at the read.
+func (c *Cache) GenerationAt(ts hlc.Timestamp) ([]byte, bool) {
+	lg := c.local
+	if lg == nil {
+		return nil, false
+	}
+	return lg.lookup(ts)
+}

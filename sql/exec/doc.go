@@ -18,7 +18,10 @@
 //
 // What it must not touch: plans are read-only (the optimizer's output is
 // cached with prepared statements); descriptors come in the plan, never
-// from the catalog; KV is reached only through the statement's kv.Txn.
+// from the catalog; KV is reached only through the statement's kv.Txn,
+// or, for a statement the session runs without one (Context.Implicit),
+// through the session's ImplicitReader, in one batch read at one
+// timestamp (point.go, startImplicit).
 // One exception each, for bulk loads (bulk.go): a load into a table created
 // or truncated in its transaction, or a COPY into an empty existing table,
 // writes the table's next descriptor version (fresh storage) through a

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"context"
+	"errors"
 
 	"github.com/cairn-db/cairn/kv"
 	"github.com/cairn-db/cairn/sql/catalog"
@@ -67,7 +68,27 @@ type Context struct {
 	// Point, when not nil, keeps the shape of a point read between the
 	// Starts of plans instantiated from one cached plan (point.go).
 	Point *PointCache
+	// Implicit, when Txn is nil, reads the statement's one batch without
+	// a transaction (an implicit point SELECT, point.go): Start then runs
+	// only a plan the point operator takes, reads its row before it
+	// returns, and returns ErrImplicitRetry for anything it cannot read
+	// in that one batch.
+	Implicit ImplicitReader
 }
+
+// ImplicitReader reads one batch of plain reads with no transaction, at
+// a timestamp of its choosing (kv.DB.RunImplicitRead), and checks that
+// the plan is still the one to run at that timestamp (the session: the
+// catalog generation the plan was made under). It returns
+// ErrImplicitRetry when the statement must run again in a transaction.
+type ImplicitReader interface {
+	ReadImplicit(ctx context.Context, b *kv.Batch) error
+}
+
+// ErrImplicitRetry says that a statement started without a transaction
+// (Context.Implicit) was not run, and nothing of it was returned: the
+// caller runs it again with one.
+var ErrImplicitRetry = errors.New("exec: the implicit read must run in a transaction")
 
 // Rows is a running plan. Next returns the next row (owned by the caller
 // until the next call) or nil at the end. Close releases the plan; it may

@@ -65,10 +65,105 @@ type pointOp struct {
 	ectx *sem.EvalContext
 	done bool
 	row  []types.Datum
-	// fetch and merger hold f when it is a kept shape's copy (one
+	// fetcher and merger hold f when it is a kept shape's copy (one
 	// allocation for the operator and its fetcher).
-	fetch  rowenc.RowFetcher
-	merger rowenc.RowMerger
+	fetcher rowenc.RowFetcher
+	merger  rowenc.RowMerger
+	// read: startImplicit read the row already; readRow is it (nil: no
+	// row), which the first Next returns.
+	read    bool
+	readRow []types.Datum
+}
+
+// startImplicit reads the row of root, which must be the point operator,
+// for a statement without a transaction (Context.Implicit). The read is
+// one batch the leaseholder of the row's tablet reads at its own clock:
+// no uncertainty interval applies to it, since every write acknowledged
+// before the batch was sent is at or below that clock (the leaseholder
+// stamps a write at or below its clock and waits it out before answering:
+// tablet.Replica.commitWait), and one read at one timestamp is
+// serializable by itself. A plan the operator does not take (a filter, a
+// lock, distsql = on, a span of more than one row) and a row longer than
+// one page are refused with ErrImplicitRetry, as a second batch would be
+// a second snapshot.
+func startImplicit(ctx context.Context, root op) error {
+	o, ok := root.(*pointOp)
+	if !ok {
+		return ErrImplicitRetry
+	}
+	row, err := o.fetch(ctx)
+	if err != nil {
+		return err
+	}
+	o.done, o.read, o.readRow = true, true, row
+	return nil
+}
+
+// ImplicitPointRead reports whether p may be started without a
+// transaction (Context.Implicit): a read of one row by the whole primary
+// key, under Projects of columns, constants and parameters only, whose
+// every output value prints without the catalog (no reg* type, which
+// resolves names in the statement's transaction). It is the caller's
+// filter before it decides not to open a transaction; Start still
+// refuses (ErrImplicitRetry) what the point operator does not take.
+// Nothing evaluated above the read may read KV or the session's
+// transaction: a function could (pg_* catalog functions, nextval,
+// casts to reg*), so none is allowed.
+func ImplicitPointRead(p *plan.Plan) bool {
+	if p == nil || p.Root == nil || !p.ReadOnly {
+		return false
+	}
+	n := p.Root
+	for {
+		proj, ok := n.(*plan.Project)
+		if !ok {
+			break
+		}
+		for _, e := range proj.Exprs {
+			switch e.(type) {
+			case *sem.ColRef, *sem.Const, *sem.Param:
+			default:
+				return false
+			}
+		}
+		n = proj.Input
+	}
+	scan, ok := n.(*plan.Scan)
+	if !ok || scan.Lock != plan.LockNone || scan.Filter != nil || scan.Inverted != nil ||
+		len(scan.Spans) != 1 || scan.Buckets != nil || scan.ShardMerge ||
+		scan.Index != nil && scan.Index.ID != scan.Table.PrimaryIndex.ID {
+		return false
+	}
+	// One row: every key column fixed (pointSpan decides with the
+	// layout's key; a span of a key prefix would be refused at every
+	// Start).
+	sp, nkey := scan.Spans[0], len(scan.Table.PrimaryIndex.KeyColumnIDs)
+	if nkey == 0 || len(sp.Start) != nkey || len(sp.End) != nkey || sp.StartExclusive || !sp.EndInclusive {
+		return false
+	}
+	for _, c := range p.Root.Columns() {
+		if !printsAlone(c.T) {
+			return false
+		}
+	}
+	return true
+}
+
+// printsAlone: a value of t is printed without the statement's catalog
+// reader (types.FormatUsesContext asks for the time zone only).
+func printsAlone(t *types.T) bool {
+	if t == nil {
+		return false
+	}
+	switch t.Family {
+	case types.BoolFamily, types.IntFamily, types.FloatFamily, types.NumericFamily, types.StringFamily,
+		types.BytesFamily, types.DateFamily, types.TimeFamily, types.TimestampFamily,
+		types.TimestampTZFamily, types.IntervalFamily, types.UUIDFamily, types.JSONBFamily, types.JSONTextFamily, types.EnumFamily:
+		return true
+	case types.ArrayFamily:
+		return printsAlone(t.Elem)
+	}
+	return false
 }
 
 // PointCache keeps what the point operator of a cached plan depends on
@@ -206,8 +301,8 @@ func (r *runner) buildPointIn(root plan.Node, slot **pointShape) (op, error) {
 		return nil, err
 	}
 	o := &pointOp{r: r, span: span, outPos: sh.outPos, ectx: &r.ev}
-	sh.fetch.CopyTo(&o.fetch, &o.merger)
-	o.f = &o.fetch
+	sh.fetch.CopyTo(&o.fetcher, &o.merger)
+	o.f = &o.fetcher
 	if scan == r.lockOnRead {
 		// The span the UPDATE's write locks: the row key as the writer
 		// makes it, from the point's key values (as buildScan does).
@@ -356,25 +451,52 @@ func (o *pointOp) emit(row []types.Datum) error {
 }
 
 func (o *pointOp) Next(ctx context.Context) ([]types.Datum, error) {
+	if o.read {
+		// Read by startImplicit.
+		o.read = false
+		row := o.readRow
+		o.readRow = nil
+		return row, nil
+	}
 	if o.done {
 		return nil, nil
 	}
 	o.done = true
+	return o.fetch(ctx)
+}
+
+// fetch reads the row and projects it (nil: no row).
+func (o *pointOp) fetch(ctx context.Context) ([]types.Datum, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	implicit := o.r.x.Txn == nil
 	span := o.span
 	for {
 		b := &kv.Batch{}
 		b.Scan(span.Key, span.EndKey, firstPage)
 		if o.lock != nil {
+			if implicit {
+				return nil, ErrImplicitRetry // a lock needs a transaction
+			}
 			b.LockOnRead(o.lock.Key, o.lock.EndKey)
 			o.lock = nil
 		}
-		if err := o.r.x.Txn.Run(ctx, b); err != nil {
+		var err error
+		if implicit {
+			err = o.r.x.Implicit.ReadImplicit(ctx, b)
+		} else {
+			err = o.r.x.Txn.Run(ctx, b)
+		}
+		if err != nil {
 			return nil, err
 		}
 		res := &b.Results[0]
+		if res.ResumeSpan != nil && implicit {
+			// The next page would be another batch, read at another
+			// timestamp: the row must come from one snapshot.
+			return nil, ErrImplicitRetry
+		}
 		noteKeyOnly(ctx, o.f)
 		if err := o.f.Add(res.Rows, o.emit); err != nil {
 			return nil, err

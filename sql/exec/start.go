@@ -24,13 +24,25 @@ func Start(ctx context.Context, x *Context, p *plan.Plan) (Rows, error) {
 	if p == nil || p.Root == nil {
 		return nil, pgerror.New(pgerrcode.InternalError, "exec: empty plan")
 	}
-	if x == nil || x.Txn == nil {
+	if x == nil || x.Txn == nil && x.Implicit == nil {
 		return nil, pgerror.New(pgerrcode.InternalError, "exec: no transaction")
 	}
 	r := newRunner(ctx, x, p)
 	// A read of one row by primary key skips the general operators
 	// (point.go).
 	root, err := r.buildPoint(p.Root)
+	if x.Txn == nil {
+		// Without a transaction only the point operator runs, and it reads
+		// its row here, so that whatever the read asks of the caller
+		// (ErrImplicitRetry) comes before the caller sends anything.
+		if err == nil {
+			err = startImplicit(ctx, root)
+		}
+		if err != nil {
+			r.release()
+			return nil, err
+		}
+	}
 	if root == nil && err == nil && distsql.FromContext(ctx) != nil && r.distOn() {
 		root, err = r.tryDist(p.Root)
 	}

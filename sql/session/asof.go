@@ -312,7 +312,9 @@ func (s *Session) stmtAsOf(ctx context.Context, st *parser.Statement) error {
 		}
 		return nil
 	}
-	if s.txn != nil || s.multiImplicit {
+	// txnStmts: an earlier statement of the transaction read without a
+	// kv.Txn (implicit.go).
+	if s.txn != nil || s.txnStmts > 0 || s.multiImplicit {
 		return pgerror.New(pgerrcode.ActiveSQLTransaction, "AS OF SYSTEM TIME: a statement of several in one implicit transaction cannot have its own timestamp")
 	}
 	if a.bounded {

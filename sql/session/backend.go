@@ -117,6 +117,10 @@ type Backend struct {
 	// planHits and planMisses count prepared Executes by whether they
 	// reused a cached plan.
 	planHits, planMisses atomic.Uint64
+	// implicitReads counts statements read without a kv.Txn, and
+	// implicitRetries those that tried and ran again in one
+	// (implicit.go).
+	implicitReads, implicitRetries atomic.Uint64
 	// commits counts committed SQL transactions by the phases their
 	// commit took: [0] read-only, [1] one phase, [2] two phases.
 	commits [3]atomic.Uint64

@@ -41,6 +41,9 @@ type stmtState struct {
 	// point is the point-read shape kept with the cached plan the
 	// statement runs (exec.PointCache), if it runs one.
 	point *exec.PointCache
+	// implicitGen is the catalog generation of the plan the statement
+	// runs without a kv.Txn (implicit.go; nil: it has one).
+	implicitGen []byte
 }
 
 // types is the statement's type context (see Session.regTypes).
@@ -504,6 +507,11 @@ const maxPointPlanMisses = 3
 // startPlanCached is startPlan for a prepared statement whose plan cache
 // is slot (nil: none).
 func (s *Session) startPlanCached(x *stmtState, st *parser.Statement, paramTypes []*types.T, params []types.Datum, stats *exec.Stats, slot *planSlot) (*cursor, error) {
+	if slot != nil && stats == nil {
+		if c, ok, err := s.startImplicit(x, slot.pp, params); ok || err != nil {
+			return c, err
+		}
+	}
 	txn, err := x.txn()
 	if err != nil {
 		return nil, err
@@ -571,6 +579,9 @@ func (s *Session) startExec(x *stmtState, txn *kv.Txn, p *plan.Plan, params []ty
 	}
 	ec := s.execContext(x, txn, params)
 	ec.Stats = stats
+	if txn == nil {
+		ec.Implicit = x // implicit.go
+	}
 	rows, err := exec.Start(x.ctx, ec, p)
 	if err != nil {
 		return nil, err

@@ -104,6 +104,11 @@ type genericPlan struct {
 	// from p, kept so that an Execute does not build it again
 	// (exec.PointCache).
 	point exec.PointCache
+	// implicit: p may run without a kv.Txn in an implicit transaction
+	// (exec.ImplicitPointRead; implicit.go); implicitRetries counts the
+	// tries that ran again in one.
+	implicit        bool
+	implicitRetries int
 }
 
 // planCacheKey returns the key for statement x of the current
@@ -469,6 +474,7 @@ func newGenericPlan(key planKey, p *plan.Plan, g *genericShape, params []types.D
 	if holdsValue(gp.p, vals) {
 		return nil
 	}
+	gp.implicit = exec.ImplicitPointRead(gp.p)
 	return gp
 }
 
@@ -553,6 +559,9 @@ func (s *Session) startQuery(x *stmtState, g stmtGroup) (*cursor, error) {
 	}
 	if e.slot.pp != nil {
 		if params, ok := literalParams(x, e.types, lits); ok {
+			if c, ok, err := s.startImplicit(x, e.slot.pp, params); ok || err != nil {
+				return c, err
+			}
 			txn, err := x.txn()
 			if err != nil {
 				return nil, err

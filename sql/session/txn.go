@@ -279,10 +279,16 @@ func (s *Session) retryStatement(ctx context.Context, st *parser.Statement, w pg
 	if !s.statementRetries(st) {
 		return run(w)
 	}
-	txn := s.kvTxn()
-	sp, err := txn.Savepoint(ctx)
-	if err != nil {
-		return run(w) // the transaction is unusable: let the statement say so
+	// A transaction not made yet is not made here: the statement may read
+	// without one (implicit.go). If it makes one, its savepoint is the
+	// transaction's start (kv.Txn.StartSavepoint).
+	txn := s.txn
+	var sp kv.SavepointToken
+	if txn != nil {
+		var err error
+		if sp, err = txn.Savepoint(ctx); err != nil {
+			return run(w) // the transaction is unusable: let the statement say so
+		}
 	}
 	var sw *stmtWriter
 	defer func() { sw.giveBufs(&s.heldBufs) }()
@@ -307,12 +313,19 @@ func (s *Session) retryStatement(ctx context.Context, st *parser.Statement, w pg
 			// failed are dropped: clients take the error in their place.
 			return err
 		}
+		if txn == nil && s.txn != nil {
+			// Made by the statement: it undoes back to the start.
+			txn, sp = s.txn, s.txn.StartSavepoint()
+		}
 		if txn != s.txn {
 			return err // the statement ended the transaction
 		}
-		if rerr := txn.RetryStatement(ctx, sp); rerr != nil {
-			s.log.Debug("session: statement cannot be retried", "err", rerr)
-			return err
+		// txn nil: read without a transaction, nothing to undo.
+		if txn != nil {
+			if rerr := txn.RetryStatement(ctx, sp); rerr != nil {
+				s.log.Debug("session: statement cannot be retried", "err", rerr)
+				return err
+			}
 		}
 		s.log.Debug("session: retrying READ COMMITTED statement", "attempt", attempt, "err", err)
 		if attempt > 3 {
