@@ -360,8 +360,14 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if _, sim := fs.(*simfs.FS); cfg.StoreDir != "" || sim {
 		readAhead = storage.ReadAheadFor(cfg.StoreProfile)
 	}
+	// A store on disk writes its WAL files with zeros before using them,
+	// so that a synced commit overwrites (storage/walfill.go).
+	walFill := int64(0)
+	if cfg.StoreDir != "" {
+		walFill = storage.WALFillFor()
+	}
 	if s.eng, err = storage.Open(cfg.StoreDir, storage.Options{FS: fs, CacheSize: cfg.CacheSize, OnFatal: onFatal,
-		DiskStallThreshold: min(time.Second, fence), OnDiskStall: onStall, ReadAhead: readAhead}); err != nil {
+		DiskStallThreshold: min(time.Second, fence), OnDiskStall: onStall, ReadAhead: readAhead, WALFill: walFill}); err != nil {
 		return nil, fmt.Errorf("opening the store in %q: %w", cfg.StoreDir, err)
 	}
 	if len(cfg.Join) > 0 {

@@ -22,6 +22,7 @@
 //	profile.go   storage profiles (ssd, hdd, object-store) and auto-detection
 //	readahead.go SSTs read in order are read ahead in windows sized by the profile
 //	prefetch.go  a whole-span scan's files read ahead whole, in key order
+//	walfill.go   WAL files written with zeros before use, so syncs overwrite
 //	simfs/       a vfs.FS that simulates disk latency, faults and counts I/O
 //
 // Engine keys. A user key k with timestamp t is stored as
@@ -61,4 +62,13 @@
 //     since it was opened, and it was opened while none was in flight
 //     (iterpool.go). Every write to the engine goes through those calls;
 //     nothing above storage writes through DB().
+//  8. With Options.WALFill a WAL file Pebble creates (or recycles, when
+//     shorter) is one already written with zeros to that size whenever a
+//     filled spare is ready, so a synced commit overwrites written blocks
+//     and its fdatasync does not commit a change of the file's size
+//     (walfill.go). The zeros are written off the commit path (a spare,
+//     made ahead; only the WAL of an opening engine is filled in place):
+//     no commit waits for them. Pebble reads the zeros as the log's end
+//     and recovers what invariant 2 made durable
+//     (TestWALFilledBeforeWrites).
 package storage

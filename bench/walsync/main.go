@@ -14,7 +14,12 @@
 // after another, which bounds what any pipelining of one log can buy
 // (bench/README.md, "the replicated write path").
 //
+// With -fill K it times, instead of one engine, K pairs of fresh engines
+// alternating: WAL files as Pebble makes them, and written with zeros
+// first (storage.Options.WALFill, storage/walfill.go).
+//
 //	go run ./bench/walsync -dir /tmp/walsync -n 2000 -c 4 -files 2
+//	go run ./bench/walsync -n 1000 -c 4 -fill 3
 package main
 
 import (
@@ -40,6 +45,7 @@ func main() {
 	size := flag.Int("size", 300, "bytes of value per commit")
 	c := flag.Int("c", 4, "concurrent committers in the second measurement")
 	files := flag.Int("files", 0, "also time this many files appended and fdatasynced side by side (0: skip)")
+	fill := flag.Int("fill", 0, "instead of one engine, time this many pairs of engines with WAL files as Pebble makes them and written with zeros first (storage.Options.WALFill), alternating")
 	flag.Parse()
 	d := *dir
 	if d == "" {
@@ -49,30 +55,7 @@ func main() {
 		}
 	}
 	defer os.RemoveAll(d)
-	eng, err := storage.Open(d, storage.Options{})
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer eng.Close()
 	val := []byte(strings.Repeat("x", *size))
-	var mu sync.Mutex
-	var seq uint64
-	commit := func() time.Duration {
-		mu.Lock()
-		seq++
-		k := keys.TabletLocal(1, fmt.Sprintf("walsync%016d", seq))
-		mu.Unlock()
-		b := eng.NewWriteOnlyBatch()
-		defer b.Close()
-		if err := b.Put(storage.MVCCKey{Key: k}, val); err != nil {
-			log.Fatal(err)
-		}
-		start := time.Now()
-		if err := b.Commit(); err != nil {
-			log.Fatal(err)
-		}
-		return time.Since(start)
-	}
 	load := func() string {
 		b, _ := os.ReadFile("/proc/loadavg")
 		f := strings.Fields(string(b))
@@ -88,32 +71,74 @@ func main() {
 			sum += x
 		}
 		us := func(x time.Duration) float64 { return float64(x) / 1e3 }
-		fmt.Printf("%-12s commits %5d  mean %7.0f µs  p50 %7.0f µs  p90 %7.0f µs  %7.0f commits/s  load %s\n",
+		fmt.Printf("%-16s commits %5d  mean %7.0f µs  p50 %7.0f µs  p90 %7.0f µs  %7.0f commits/s  load %s\n",
 			name, len(ds), us(sum/time.Duration(len(ds))), us(ds[len(ds)/2]), us(ds[len(ds)*9/10]), float64(len(ds))/wall.Seconds(), load())
 	}
-	for range 50 { // warm the WAL file up
-		commit()
-	}
-	ds := make([]time.Duration, *n)
-	start := time.Now()
-	for i := range ds {
-		ds[i] = commit()
-	}
-	report("serial", ds, time.Since(start))
-	ds = make([]time.Duration, *n)
-	var wg sync.WaitGroup
-	start = time.Now()
-	for w := range *c {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; i < len(ds); i += *c {
-				ds[i] = commit()
+	// engineRuns times synced commits of a fresh engine in its own
+	// directory, serial and from -c goroutines; fill is its
+	// Options.WALFill (0: WAL files as Pebble makes them).
+	engineRuns := func(label string, fill int64) {
+		dir, err := os.MkdirTemp(d, "engine")
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer os.RemoveAll(dir)
+		eng, err := storage.Open(dir, storage.Options{WALFill: fill})
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer eng.Close()
+		var mu sync.Mutex
+		var seq uint64
+		commit := func() time.Duration {
+			mu.Lock()
+			seq++
+			k := keys.TabletLocal(1, fmt.Sprintf("walsync%016d", seq))
+			mu.Unlock()
+			b := eng.NewWriteOnlyBatch()
+			defer b.Close()
+			if err := b.Put(storage.MVCCKey{Key: k}, val); err != nil {
+				log.Fatal(err)
 			}
-		}()
+			start := time.Now()
+			if err := b.Commit(); err != nil {
+				log.Fatal(err)
+			}
+			return time.Since(start)
+		}
+		for range 50 { // warm the WAL file up
+			commit()
+		}
+		ds := make([]time.Duration, *n)
+		start := time.Now()
+		for i := range ds {
+			ds[i] = commit()
+		}
+		report(label+"serial", ds, time.Since(start))
+		ds = make([]time.Duration, *n)
+		var wg sync.WaitGroup
+		start = time.Now()
+		for w := range *c {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := w; i < len(ds); i += *c {
+					ds[i] = commit()
+				}
+			}()
+		}
+		wg.Wait()
+		report(fmt.Sprintf("%sconcurrent%d", label, *c), ds, time.Since(start))
 	}
-	wg.Wait()
-	report(fmt.Sprintf("concurrent%d", *c), ds, time.Since(start))
+	if *fill > 0 {
+		// Plain and filled WAL files (storage/walfill.go), alternating.
+		for range *fill {
+			engineRuns("plain  ", 0)
+			engineRuns("filled ", storage.WALFillFor())
+		}
+	} else {
+		engineRuns("", 0)
+	}
 	for k := 1; k <= *files; k *= 2 {
 		ds := make([]time.Duration, *n)
 		start := time.Now()
