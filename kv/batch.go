@@ -22,6 +22,9 @@ type Batch struct {
 	lockOnRead []kvpb.Span
 	// generated are the CPuts CPutGenerated added.
 	generated map[*kvpb.ConditionalPutRequest]struct{}
+	// bulkPuts is where BulkPut takes its requests from, a chunk at a
+	// time (bulk.go).
+	bulkPuts []kvpb.BulkPutRequest
 }
 
 // Result is the answer to one operation of a Batch.

@@ -449,6 +449,85 @@ func TestSortedStream(t *testing.T) {
 	}
 }
 
+// TestSortedStreamTakeOrder: Take decides whether a batch continues the
+// stream from its keys alone: a batch in ascending order continues it
+// when its first key lies above the last taken (no sort), and a batch
+// holding a key twice, or starting at or below that key, breaks it, in
+// input order or not. Many BulkPuts in one batch keep their keys and
+// values apart (BulkPut carves its requests from chunks).
+func TestSortedStreamTakeOrder(t *testing.T) {
+	ctx := context.Background()
+	e := newTestEnv(t, envOptions{})
+	txn := e.db.NewTxn(ctx, "bulk", Serializable)
+	defer func() { _ = txn.Rollback(ctx) }()
+	batch := func(ks ...string) *Batch {
+		b := &Batch{}
+		for _, k := range ks {
+			b.BulkPut([]byte("\x03"+k), []byte("v"+k), true)
+		}
+		return b
+	}
+	for _, tc := range []struct {
+		name    string
+		batches [][]string
+		runs    []bool // whether each batch continues the stream
+	}{
+		{"ascending, then ascending above", [][]string{{"a1", "a2", "a3"}, {"b1", "b2"}}, []bool{true, true}},
+		{"ascending, then one starting at the last key", [][]string{{"a1", "a2"}, {"a2", "b1"}}, []bool{true, false}},
+		{"ascending, then one starting below it", [][]string{{"a1", "a3"}, {"a2", "b1"}}, []bool{true, false}},
+		{"a key twice, in order", [][]string{{"a1", "a2", "a2", "a3"}}, []bool{false}},
+		{"a key twice, out of order", [][]string{{"a3", "a1", "a3"}}, []bool{false}},
+		{"out of order, then below", [][]string{{"a3", "a1"}, {"b1", "a2"}}, []bool{true, false}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &SortedStream{In: func([]byte) bool { return true }}
+			for i, ks := range tc.batches {
+				r, err := s.Take(ctx, txn, batch(ks...))
+				if err != nil {
+					t.Fatalf("batch %d: %v", i, err)
+				}
+				if (r != nil) != tc.runs[i] || s.Broken() == tc.runs[i] {
+					t.Fatalf("batch %d %q: run %v, broken %v; want a run %v", i, ks, r != nil, s.Broken(), tc.runs[i])
+				}
+			}
+		})
+	}
+	// 5,000 BulkPuts in one batch, in order: one run, every key with its
+	// own value.
+	b := &Batch{}
+	for i := range 5000 {
+		k := fmt.Sprintf("k%05d", i)
+		b.BulkPut([]byte("\x03"+k), []byte("v"+k), true)
+	}
+	s := &SortedStream{In: func([]byte) bool { return true }}
+	r, err := s.Take(ctx, txn, b)
+	if err != nil || r == nil {
+		t.Fatalf("Take: %v, %v", r, err)
+	}
+	if err := txn.RunBulkSorted(ctx, b, r); err != nil {
+		t.Fatal(err)
+	}
+	fr, err := s.Flush()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.RunBulkSorted(ctx, &Batch{}, fr); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := txn.Scan(ctx, []byte("\x03"), []byte("\x04"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 5000 {
+		t.Fatalf("%d rows, want 5000", len(rows))
+	}
+	for i, row := range rows {
+		if k := fmt.Sprintf("k%05d", i); string(row.Key[1:]) != k || string(row.Value) != "v"+k {
+			t.Fatalf("row %d: %q = %q", i, row.Key, row.Value)
+		}
+	}
+}
+
 // TestSortedStreamCuts: a stream's SST is cut only at its tablet's end,
 // at SortedSSTBytes, or at Flush, whatever the batches: sorted input in
 // many batches is a few SSTs (one per batch made 100 small SSTs of a

@@ -15,8 +15,9 @@
 # a second or more spent its time (each step, the backfill's read, sort,
 # cut and ingestion tail); they are printed at the end.
 #
-# -profile DIR writes a CPU profile of each build (DIR/cpu-N.pprof, taken
-# over -profile-seconds, default 6, from the build's start) and the
+# -profile DIR writes a CPU profile of the COPY (DIR/cpu-copy.pprof) and
+# of each build (DIR/cpu-N.pprof), each taken over -profile-seconds,
+# default 6, from the statement's start, and the
 # node's live heap after each build (DIR/heap-N.pprof, after a GC), whose
 # in-use bytes are printed with the node's goroutines and RSS: a heap or a
 # goroutine count that grows build after build is what a build left
@@ -61,15 +62,21 @@ url="postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable"
 psql -X -q -v ON_ERROR_STOP=1 -c "CREATE TABLE b (id int8 PRIMARY KEY, a int8, b text, c float8)" "$url"
 cpu() { awk '{print $14 + $15}' "/proc/$CAIRN_PID/stat"; }
 tck=$(getconf CLK_TCK)
+admin="http://127.0.0.1:$((port + 2))/debug/pprof"
+[ -z "$prof" ] || mkdir -p "$prof"
+[ -z "$trace" ] || mkdir -p "$trace"
+cpid=
+if [ -n "$prof" ]; then
+  curl -s -o "$prof/cpu-copy.pprof" "$admin/profile?seconds=$profsec" &
+  cpid=$!
+fi
 c0=$(cpu) t0=$(date +%s%N)
 PGOPTIONS="-c sql.stats.automatic_collection.enabled=$autostats" \
   psql -X -q -v ON_ERROR_STOP=1 -c "\\copy b FROM '$work/rows.csv' WITH (FORMAT csv)" "$url"
 t1=$(date +%s%N) c1=$(cpu)
 awk -v a="$t0" -v b="$t1" -v c="$((c1 - c0))" -v t="$tck" -v l="$(cut -d' ' -f1 /proc/loadavg)" \
   'BEGIN { printf "copy: wall %.2f s, cpu %.2f s, load %s\n", (b - a) / 1e9, c / t, l }'
-admin="http://127.0.0.1:$((port + 2))/debug/pprof"
-[ -z "$prof" ] || mkdir -p "$prof"
-[ -z "$trace" ] || mkdir -p "$trace"
+[ -z "$cpid" ] || wait "$cpid"
 for r in $(seq 1 "$runs"); do
   ppid=
   if [ -n "$prof" ]; then

@@ -101,7 +101,7 @@ func bulkLoadTable(ctx context.Context, x *Context, tb *catalog.Table, existing 
 	// Empty as this transaction sees it: its own earlier rows (intents)
 	// would otherwise sit in the current storage. Secondary indexes hold
 	// nothing when the primary one does not.
-	if empty, err := isEmpty(ctx, x, tb, kvpb.WaitBlock); err != nil || !empty {
+	if empty, err := isEmptyOwn(ctx, x, tb); err != nil || !empty {
 		return nil, err
 	}
 	nt, err := moveToFreshStorage(ctx, x, tb)
@@ -172,6 +172,34 @@ func bulkLoadExisting(ctx context.Context, x *Context, tb *catalog.Table) (*cata
 		return nil, nil
 	}
 	return nt, nil
+}
+
+// isEmptyOwn reports whether tb, created or truncated in this
+// transaction, holds no row in the storage tb names. That storage is
+// reachable only through a descriptor version this transaction wrote and
+// has not committed (CREATE TABLE's, TRUNCATE's, or an earlier bulk
+// load's move to fresh storage), so all it can hold are this
+// transaction's own writes: intents, and the committed versions of an
+// earlier bulk load, below its read timestamp. isEmptyNow, a look from
+// outside the transaction, meets both: its scan the loaded rows and
+// every intent at or below the present time, its lock probe every
+// intent whatever its timestamp. Being outside, it also adds nothing to
+// the transaction's read set and waits for no one, so probePrimary can
+// look at tb's rows alone: a distributed table created or truncated in a
+// group holding other tables' rows (and their writers' intents) loads in
+// bulk too, which a read of the group in the transaction, meeting those
+// rows first, never allowed.
+//
+// Writes buffered in the coordinator (kv/txn_buffer.go) are the
+// exception, invisible from outside; the DDL that marked tb flushed the
+// buffer and turned buffering off (sql/session execDDL, the catalog
+// writer), so there are none, but if there were, the read in the
+// transaction decides, over the group as before.
+func isEmptyOwn(ctx context.Context, x *Context, tb *catalog.Table) (bool, error) {
+	if x.Txn.BufferedWrites() > 0 {
+		return isEmpty(ctx, x, tb, kvpb.WaitBlock)
+	}
+	return isEmptyNow(ctx, x, tb)
 }
 
 // isEmpty reports whether tb's primary index, as tb names it, holds no

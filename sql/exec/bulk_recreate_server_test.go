@@ -259,6 +259,93 @@ func TestBulkCopyEmptyInBusyGroup(t *testing.T) {
 	}
 }
 
+// TestBulkLoadTruncatedInBusyGroup: a distributed table truncated in
+// the loading transaction loads in bulk although its group holds rows:
+// another table's, and its own old rows, which TRUNCATE leaves in the
+// group until its commit (bulk.go, isEmptyOwn: the table's emptiness is
+// its current storage's, looked at from outside the transaction). The
+// transaction's own rows in the new storage still make the load
+// transactional and are kept, whether intents (an INSERT before the
+// COPY) or an earlier bulk load's rows (a second COPY). A table cannot
+// be distributed inside a transaction block, so one created in the
+// loading transaction is never in a shared group.
+func TestBulkLoadTruncatedInBusyGroup(t *testing.T) {
+	s, url := startNode(t, t.TempDir())
+	defer s.Stop(context.Background())
+	c := connect(t, url)
+	exec(t, c, "SET sql.stats.automatic_collection.enabled = off")
+	fill := func(table string, n int) {
+		t.Helper()
+		exec(t, c, fmt.Sprintf("INSERT INTO %s (id, a, b) SELECT i, i, 'r' || i FROM generate_series(1, %d) AS i", table, n))
+	}
+	exec(t, c, fmt.Sprintf(ddl, "busy"))
+	exec(t, c, "SELECT create_distributed_table('busy', 'id', shard_count => 8, colocate_with => 'none')")
+	fill("busy", 2000)
+	exec(t, c, fmt.Sprintf(ddl, "trunc"))
+	exec(t, c, "SELECT create_distributed_table('trunc', 'id', colocate_with => 'busy')")
+	exec(t, c, fmt.Sprintf(ddl, "alone"))
+	exec(t, c, "SELECT create_distributed_table('alone', 'id', shard_count => 8, colocate_with => 'none')")
+	if a, b, o := tableDesc(t, s, c, "busy"), tableDesc(t, s, c, "trunc"), tableDesc(t, s, c, "alone"); a.GroupID != b.GroupID || a.GroupID == o.GroupID {
+		t.Fatalf("groups: busy %d, trunc %d, alone %d; want trunc with busy, alone apart", a.GroupID, b.GroupID, o.GroupID)
+	}
+
+	// TRUNCATE writes one descriptor version, a bulk load another.
+	load := func(table, data string, rows int64, wantVersions uint64, what string) {
+		t.Helper()
+		v := tableDesc(t, s, c, table).Version
+		exec(t, c, "BEGIN")
+		exec(t, c, "TRUNCATE "+table)
+		if strings.HasPrefix(data, "INSERT") {
+			exec(t, c, data)
+			data = csvRows(3000, 0, 0)
+		}
+		if n, err := copyIn(c, table+" (id, a, b)", data); err != nil {
+			t.Fatalf("%s: COPY after TRUNCATE: %d rows, %v", what, n, err)
+		}
+		exec(t, c, "COMMIT")
+		if got := tableDesc(t, s, c, table).Version; got != v+wantVersions {
+			t.Fatalf("%s: %s went from version %d to %d, want %d", what, table, v, got, v+wantVersions)
+		}
+		if n, _ := stats(t, c, table); n != rows {
+			t.Fatalf("%s: %s holds %d rows, want %d", what, table, n, rows)
+		}
+		sameThroughIndexes(t, c, table)
+	}
+	for _, table := range []string{"trunc", "alone"} {
+		fill(table, 100)
+		load(table, csvRows(5000, 0, 0), 5000, 2, "TRUNCATE and COPY: in bulk")
+		load(table, "INSERT INTO "+table+" (id, a, b) VALUES (-1, 5, 'mine')", 3001, 1,
+			"TRUNCATE, INSERT and COPY: transactional, the INSERT's row kept")
+	}
+
+	// An earlier bulk load's rows: the second COPY is transactional, and
+	// a duplicate of a row of the first is 23505.
+	exec(t, c, "BEGIN")
+	exec(t, c, "TRUNCATE trunc")
+	if _, err := copyIn(c, "trunc (id, a, b)", csvRows(3000, 0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := copyIn(c, "trunc (id, a, b)", "2999,1,again\n"); sqlState(err) != "23505" {
+		t.Fatalf("a second COPY repeating a key of the first: %v, want 23505", err)
+	}
+	exec(t, c, "ROLLBACK")
+	exec(t, c, "BEGIN")
+	exec(t, c, "TRUNCATE trunc")
+	for _, data := range []string{csvRows(3000, 0, 0), "-1,1,more\n-2,2,more-2\n"} {
+		if _, err := copyIn(c, "trunc (id, a, b)", data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exec(t, c, "COMMIT")
+	if n, _ := stats(t, c, "trunc"); n != 3002 {
+		t.Fatalf("after TRUNCATE and two COPYs, trunc holds %d rows, want 3002", n)
+	}
+	sameThroughIndexes(t, c, "trunc")
+	if n, _ := stats(t, c, "busy"); n != 2000 {
+		t.Fatalf("busy holds %d rows, want 2000", n)
+	}
+}
+
 // TestBulkCopyDistributedBatches: a bulk COPY into a distributed table
 // spans many batches, each cut into a request per shard and several in
 // flight at once: a bad row or a duplicate key late in it (also one

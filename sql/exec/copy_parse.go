@@ -36,6 +36,8 @@ type copyParser struct {
 	forceNotNull, forceNull []bool
 	tctx                    *types.Context
 	binary, header          bool
+	// text is a row's text fields laid end to end, made one string.
+	text []byte
 }
 
 // parsedRow is one input row: its datums (the columns COPY does not name
@@ -131,6 +133,11 @@ func stopper(done chan struct{}, ch <-chan parsedBatch) func() {
 func (p *copyParser) next() (parsedBatch, bool) {
 	var b parsedBatch
 	t, tb := p.t, p.tb
+	// The batch's rows are carved from a few slices (each row capped at
+	// its own width), not allocated one by one; they grow with the
+	// batch, so a COPY of one row allocates one row.
+	ncols := len(tb.Columns)
+	var slab []types.Datum
 	for len(b.rows) < copyParseBatch {
 		fields, err := p.rd.Read()
 		if err == io.EOF {
@@ -163,14 +170,33 @@ func (p *copyParser) next() (parsedBatch, bool) {
 			b.err = copyLineError(err, tb.Name, line, "", "")
 			return b, false
 		}
-		row := make([]types.Datum, len(tb.Columns))
+		if len(slab) < ncols {
+			k := min(max(len(b.rows), 1), copyParseBatch-len(b.rows))
+			slab = make([]types.Datum, k*ncols)
+		}
+		row := slab[:ncols:ncols]
+		slab = slab[ncols:]
+		for i, f := range fields {
+			if f == nil && p.forceNotNull[i] {
+				fields[i] = []byte(p.o.fmt.Null)
+			} else if f != nil && p.forceNull[i] && string(f) == p.o.fmt.Null {
+				fields[i] = nil
+			}
+		}
+		// Text fields are parsed from one string per row, made in one
+		// allocation: a field's string (what a text datum keeps) used to
+		// be an allocation of its own, numbers' included.
+		var text string
+		if !p.binary {
+			p.text = p.text[:0]
+			for _, f := range fields {
+				p.text = append(p.text, f...)
+			}
+			text = string(p.text)
+		}
+		off := 0
 		for i, f := range fields {
 			pos := t.pos[i]
-			if f == nil && p.forceNotNull[i] {
-				f = []byte(p.o.fmt.Null)
-			} else if f != nil && p.forceNull[i] && string(f) == p.o.fmt.Null {
-				f = nil
-			}
 			if f == nil {
 				row[pos] = types.DNull
 				continue
@@ -179,7 +205,8 @@ func (p *copyParser) next() (parsedBatch, bool) {
 			if p.binary {
 				d, err = types.DecodeBinary(t.typs[i], f)
 			} else {
-				d, err = types.ParseDatum(p.tctx, t.typs[i], string(f))
+				d, err = types.ParseDatum(p.tctx, t.typs[i], text[off:off+len(f)])
+				off += len(f)
 			}
 			if err != nil {
 				b.err = copyLineError(err, tb.Name, line, t.names[i], string(f))

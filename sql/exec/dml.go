@@ -422,10 +422,10 @@ func (r *runner) buildInsert(n *plan.Insert) (op, error) {
 			}
 			if nt != nil {
 				delete(s.tables, nt.ID)
+				s.bulk = true
 				if in.spec.ti, err = s.table(nt); err != nil {
 					return err
 				}
-				s.bulk = true
 			}
 		}
 		next := input.Next

@@ -139,9 +139,11 @@ type dmlState struct {
 	batchLines []lineRow
 
 	// bulk: the rows go to fresh storage as committed values (bulk.go);
-	// bulkErr is what kv.BulkWrites refused.
-	bulk    bool
-	bulkErr error
+	// bulkErr is what kv.BulkWrites refused; bulkWrites is the one the
+	// row being written goes through.
+	bulk       bool
+	bulkErr    error
+	bulkWrites kv.BulkWrites
 	// inflight are the bulk batches being written, oldest first, at most
 	// bulkWriters of them (startBulk).
 	inflight []*bulkWrite
@@ -186,6 +188,11 @@ func (s *dmlState) table(desc *catalog.Table) (*tableInfo, error) {
 		Table:           layout,
 		PackedRows:      s.x.PackedRows && desc.RowFormat.Packed,
 		PackedSizeLimit: s.x.PackedSizeLimit,
+	}
+	if s.bulk {
+		// A bulk load's keys and rows live until their batch is
+		// written: carved from chunks, not allocated one by one.
+		ti.writer.Arena = &rowenc.ByteArena{}
 	}
 	for i := range desc.Indexes {
 		idx := &desc.Indexes[i]
@@ -554,7 +561,10 @@ func (s *dmlState) writeRow(ctx context.Context, ti *tableInfo, old, new []types
 			// bulkLoadTable never loads a moving table in bulk.
 			return fmt.Errorf("exec: bulk load into table %q, which a job is moving", ti.desc.Name)
 		}
-		if err := ti.writer.Write(kv.BulkWrites{Batch: s.batch, Err: &s.bulkErr}, old, new); err != nil {
+		// Passed by pointer to a field: a BulkWrites value made an
+		// interface allocated once per row.
+		s.bulkWrites = kv.BulkWrites{Batch: s.batch, Err: &s.bulkErr}
+		if err := ti.writer.Write(&s.bulkWrites, old, new); err != nil {
 			return err
 		}
 		return s.bulkErr

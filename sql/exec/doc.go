@@ -29,7 +29,9 @@
 // the session's, when it gives one), allocates the storage IDs outside it
 // (catalog.AllocateStorageID), and a COPY into an existing table first
 // reads the table's storage outside it to skip that write when there are
-// rows.
+// rows, as a load into a table created or truncated in its transaction
+// reads the storage that table names (only that transaction's own writes
+// can be there).
 //
 // Execution model: one goroutine per statement. Operators return fresh row
 // slices that later operators may keep (sorts, hash tables). Parallelism

@@ -125,6 +125,71 @@ type RowWriter struct {
 	// alone: deleting one deletes that key rather than the row's span. Any
 	// other write of a row forgets it.
 	KeyOnly *KeyOnlyRows
+	// Arena, when set, holds the row keys and packed rows that inserts
+	// write: encoded in the writer's scratch buffers and copied into the
+	// arena's chunks, instead of two allocations (and a slice of values)
+	// per row. A bulk load sets it (sql/exec).
+	Arena *ByteArena
+	// keyBuf, valBuf and vals are the scratch buffers Arena's inserts
+	// encode in, and checked the size check Write passes them through.
+	keyBuf, valBuf []byte
+	vals           []types.Datum
+	checked        sizeChecked
+}
+
+// ByteArena hands out copies of byte slices carved from chunks of
+// arenaChunk bytes. A chunk is never written again once carved, so a
+// copy stays valid, and unchanged, for as long as anything holds it
+// (which keeps its whole chunk alive). A copy's capacity is its length:
+// appending to it reallocates rather than overwriting the next copy.
+// Not safe for concurrent use.
+type ByteArena struct {
+	chunk []byte
+}
+
+// arenaChunk is the size of a ByteArena's chunks; larger copies are
+// allocated alone.
+const arenaChunk = 64 << 10
+
+// Copy returns a copy of b in the arena.
+func (a *ByteArena) Copy(b []byte) []byte {
+	if len(b) > cap(a.chunk)-len(a.chunk) {
+		if len(b) > arenaChunk/8 {
+			return append([]byte(nil), b...)
+		}
+		a.chunk = make([]byte, 0, arenaChunk)
+	}
+	n := len(a.chunk)
+	a.chunk = append(a.chunk, b...)
+	return a.chunk[n:len(a.chunk):len(a.chunk)]
+}
+
+// encodePrimary is t.EncodePrimaryRow(row, ...) with the writer's
+// settings, through the arena when there is one.
+func (w *RowWriter) encodePrimary(row []types.Datum) (PrimaryEntry, error) {
+	t := w.Table
+	if w.Arena == nil || !w.PackedRows {
+		return t.EncodePrimaryRow(row, w.PackedRows, w.PackedSizeLimit)
+	}
+	key, err := t.PrimaryKey(w.keyBuf[:0], row)
+	if err != nil {
+		return PrimaryEntry{}, err
+	}
+	w.keyBuf = key
+	w.vals = w.vals[:0]
+	for _, p := range t.valuePos {
+		w.vals = append(w.vals, row[p])
+	}
+	v, err := PackRow(w.valBuf[:0], t.Schema, w.vals, w.PackedSizeLimit)
+	clear(w.vals)
+	if err != nil {
+		if errors.Is(err, ErrRowTooLarge) {
+			return t.EncodePrimaryRow(row, w.PackedRows, w.PackedSizeLimit)
+		}
+		return PrimaryEntry{}, fmt.Errorf("table %q: %w", t.Name, err)
+	}
+	w.valBuf = v
+	return PrimaryEntry{Key: w.Arena.Copy(key), Value: w.Arena.Copy(v)}, nil
 }
 
 // Insert adds the writes of inserting row to b.
@@ -179,6 +244,18 @@ func (w *RowWriter) Write(b Writes, old, new []types.Datum) error {
 	if new == nil {
 		return w.write(b, old, nil)
 	}
+	if w.Arena != nil {
+		// A writer with an arena is one goroutine's (a bulk load's):
+		// its size check is reused, not two allocations per row.
+		w.checked = sizeChecked{Writes: b}
+		err := w.write(&w.checked, old, new)
+		tooBig := w.checked.tooBig
+		w.checked = sizeChecked{}
+		if err != nil {
+			return err
+		}
+		return tooBigErr(tooBig)
+	}
 	return w.sizeChecked(b, func(c Writes) error { return w.write(c, old, new) })
 }
 
@@ -198,8 +275,14 @@ func (w *RowWriter) sizeChecked(b Writes, write func(Writes) error) error {
 	if err := write(&c); err != nil {
 		return err
 	}
-	if c.tooBig > 0 {
-		return pgerror.New(pgerrcode.ProgramLimitExceeded, "row is too big: size %d, maximum size %d", c.tooBig, MaxValueSize)
+	return tooBigErr(c.tooBig)
+}
+
+// tooBigErr is the error of a row whose value of tooBig bytes is over
+// MaxValueSize (none when tooBig is 0).
+func tooBigErr(tooBig int) error {
+	if tooBig > 0 {
+		return pgerror.New(pgerrcode.ProgramLimitExceeded, "row is too big: size %d, maximum size %d", tooBig, MaxValueSize)
 	}
 	return nil
 }
@@ -243,7 +326,7 @@ func (w *RowWriter) write(b Writes, old, new []types.Datum) error {
 // generated to be new (InsertGenerated).
 func (w *RowWriter) insert(b Writes, row []types.Datum, generated bool) error {
 	t := w.Table
-	e, err := t.EncodePrimaryRow(row, w.PackedRows, w.PackedSizeLimit)
+	e, err := w.encodePrimary(row)
 	if err != nil {
 		return err
 	}

@@ -276,4 +276,13 @@ func TestRowTooBig(t *testing.T) {
 	if err := write(t, db, w, upd(row(1, "small"), row(1, huge))); pgerror.Code(err) != pgerrcode.ProgramLimitExceeded {
 		t.Fatalf("update to a huge row: got %v, want 54000", err)
 	}
+	// A bulk load's writer (an arena, its size check reused): the same,
+	// and the next row is written.
+	w.Arena = &rowenc.ByteArena{}
+	if err := write(t, db, w, ins(row(3, huge))); pgerror.Code(err) != pgerrcode.ProgramLimitExceeded {
+		t.Fatalf("insert of a huge row through an arena: got %v, want 54000", err)
+	}
+	if err := write(t, db, w, ins(row(3, "small"))); err != nil {
+		t.Fatalf("insert of a small row through an arena after a huge one: %v", err)
+	}
 }
