@@ -135,7 +135,8 @@ httpport() { if [ "$1" = rf1 ]; then echo $((base + 2)); else echo $((base + 2 +
 
 # raftstats CLUSTER prints, per node, the raft counters the breakdown
 # needs: rounds, synced rounds, seconds of round sync, commits and their
-# seconds (cairn_raft_commit_duration_seconds), as one line of numbers.
+# seconds (cairn_raft_commit_duration_seconds), proposals, as one line of
+# numbers.
 raftstats() {
   local n=1 i
   [ "$1" = rf3 ] && n=3
@@ -144,7 +145,8 @@ raftstats() {
       /^cairn_raft_rounds_total / {r = $2} /^cairn_raft_synced_rounds_total / {s = $2}
       /^cairn_raft_round_sync_seconds_total / {y = $2}
       /^cairn_raft_commit_duration_seconds_count / {c = $2} /^cairn_raft_commit_duration_seconds_sum / {cs = $2}
-      END {printf "%d %d %.9f %d %.9f ", r, s, y, c, cs}' || printf '0 0 0 0 0 '
+      /^cairn_raft_proposals_total / {p = $2}
+      END {printf "%d %d %.9f %d %.9f %d ", r, s, y, c, cs, p}' || printf '0 0 0 0 0 0 '
   done
 }
 
@@ -214,14 +216,14 @@ for w in "select-only:-S" "select-only-prepared:-S -M prepared" "simple-update:-
       split(tx, t); split(a0, x); split(a1, y); split(b0, u); split(b1, v)
       line = "  raft per transaction:"
       for (i = 0; i < 3; i++) {
-        r = y[5*i+1] - x[5*i+1]; s = y[5*i+2] - x[5*i+2]; sy = y[5*i+3] - x[5*i+3]
-        c = y[5*i+4] - x[5*i+4]; cs = y[5*i+5] - x[5*i+5]
+        r = y[6*i+1] - x[6*i+1]; s = y[6*i+2] - x[6*i+2]; sy = y[6*i+3] - x[6*i+3]
+        c = y[6*i+4] - x[6*i+4]; cs = y[6*i+5] - x[6*i+5]; p = y[6*i+6] - x[6*i+6]
         line = line sprintf(" RF 3 node %d %.2f rounds (%.2f synced, sync %.0f µs)%s;", i + 1, r / t[1], s / t[1],
-          (s > 0 ? 1e6 * sy / s : 0), (c > 0 ? sprintf(", commit %.0f µs", 1e6 * cs / c) : ""))
+          (s > 0 ? 1e6 * sy / s : 0), (p > 0 ? sprintf(", %.2f proposals, commit %.0f µs", p / t[1], (c > 0 ? 1e6 * cs / c : 0)) : ""))
       }
-      r = v[1] - u[1]; s = v[2] - u[2]; sy = v[3] - u[3]; c = v[4] - u[4]; cs = v[5] - u[5]
-      line = line sprintf(" RF 1 %.2f rounds (%.2f synced, sync %.0f µs), commit %.0f µs", r / t[2], s / t[2],
-        (s > 0 ? 1e6 * sy / s : 0), (c > 0 ? 1e6 * cs / c : 0))
+      r = v[1] - u[1]; s = v[2] - u[2]; sy = v[3] - u[3]; c = v[4] - u[4]; cs = v[5] - u[5]; p = v[6] - u[6]
+      line = line sprintf(" RF 1 %.2f rounds (%.2f synced, sync %.0f µs), %.2f proposals, commit %.0f µs", r / t[2], s / t[2],
+        (s > 0 ? 1e6 * sy / s : 0), p / t[2], (c > 0 ? 1e6 * cs / c : 0))
       print line }'
   fi
 done
