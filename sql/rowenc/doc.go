@@ -146,4 +146,8 @@
 //     of its group), under the block's first bucket, so a token's
 //     entries of a block are one span (TestBlockStartsAreShardBounds,
 //     TestLocalInvertedEntriesBesideTheirRow).
+//  11. A RowWriter with an Arena (a bulk load's, used by one goroutine)
+//     makes exactly the writes one without makes, and every key and
+//     value it hands to Writes is its own, unchanged by later rows
+//     (TestRowWriterArena, TestByteArena).
 package rowenc
