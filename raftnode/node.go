@@ -273,6 +273,11 @@ type Config struct {
 	// ApplyWorkers bounds the offloaded applies running at once (0:
 	// GOMAXPROCS).
 	ApplyWorkers int
+	// Sideload makes the logs of state machines that are Sideloaders keep
+	// their entries' payloads in files beside them (sideload.go), once
+	// the cluster version allows it. Off, payloads stay inline; a log's
+	// side-loaded entries are read either way.
+	Sideload bool
 	// Version is the node's view of the cluster version: the applied
 	// index is stored with a format version only once every node's
 	// binary reads it (putApplied). Nil: a node of no cluster, which
@@ -474,7 +479,9 @@ func (n *Node) AddReplica(tabletID uint64, peers []uint64, sm StateMachine) (*Re
 	if err != nil {
 		return nil, err
 	}
-	ls.sideloader, _ = sm.(Sideloader)
+	if n.cfg.Sideload {
+		ls.sideloader, _ = sm.(Sideloader)
+	}
 	ls.readCounter = &n.SideloadedReads
 	if v := n.cfg.Version; v != nil {
 		// A binary of 1.1 cannot read a side-loaded record: written only

@@ -338,7 +338,7 @@ func TestSideloadCrashPoints(t *testing.T) {
 		}
 		return nil
 	}
-	cfg := Config{NodeID: 1, LogKeep: 3, ApplyOffloadBytes: -1}
+	cfg := Config{NodeID: 1, LogKeep: 3, ApplyOffloadBytes: -1, Sideload: true}
 	n, sm := start(cfg)
 	if err := n.Campaign(1); err != nil {
 		t.Fatal(err)
@@ -424,7 +424,7 @@ func TestSideloadWaitsForClusterVersion(t *testing.T) {
 	}
 	defer eng.Close()
 	v := clusterversion.NewHandle(clusterversion.SideloadedLog, clusterversion.VersionedState)
-	n := NewNode(Config{NodeID: 1, Version: v, ApplyOffloadBytes: -1}, eng, nil)
+	n := NewNode(Config{NodeID: 1, Version: v, ApplyOffloadBytes: -1, Sideload: true}, eng, nil)
 	sm := &sideSM{t: t, eng: eng, tabletID: 1}
 	if _, err := n.AddReplica(1, []uint64{1}, sm); err != nil {
 		t.Fatal(err)
@@ -455,5 +455,37 @@ func TestSideloadWaitsForClusterVersion(t *testing.T) {
 	settle()
 	if got := sideFiles(t, eng); len(got) != 1 || sm.fromFiles != 1 {
 		t.Fatalf("at cluster version 1.2: files %v, %d applied from files; want the entry side-loaded", got, sm.fromFiles)
+	}
+}
+
+// TestSideloadOff: without Config.Sideload the log keeps payloads inline
+// (the default while the side-loaded path is slower for distributed
+// tables' loads: bench/README.md, "Issue 18, tenth session").
+func TestSideloadOff(t *testing.T) {
+	eng, err := storage.Open("", storage.Options{FS: vfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	n := NewNode(Config{NodeID: 1, ApplyOffloadBytes: -1}, eng, nil)
+	sm := &sideSM{t: t, eng: eng, tabletID: 1}
+	if _, err := n.AddReplica(1, []uint64{1}, sm); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Campaign(1); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		if i == 5 {
+			if err := n.Propose(1, []byte(sidePrefix+"inline")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := n.ProcessReady(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := sideFiles(t, eng); len(got) != 0 || sm.fromFiles != 0 || n.Replica(1).Applied() < 3 {
+		t.Fatalf("Sideload off: files %v, %d applied from files, applied %d", got, sm.fromFiles, n.Replica(1).Applied())
 	}
 }

@@ -269,7 +269,7 @@ func (s *sim) start(n *simNode) {
 		s.t.Fatalf("node %d: opening its engine: %v", n.id, err)
 	}
 	n.eng = eng
-	cfg := Config{NodeID: n.id, ElectionTicks: 10, HeartbeatTicks: 2, LogKeep: 20, MaxSizePerMsg: 4 << 10}
+	cfg := Config{NodeID: n.id, ElectionTicks: 10, HeartbeatTicks: 2, LogKeep: 20, MaxSizePerMsg: 4 << 10, Sideload: true}
 	if n.comeAndGo {
 		cfg.OnUnknownTablet = func(tid uint64) {
 			if _, err := n.node.AddReplica(tid, nil, n.sms[tid]); err != nil {
