@@ -626,7 +626,7 @@ func (r *replication) stop() error {
 // SideloadEnabled reports whether the node keeps the SSTs of index builds
 // and bulk COPYs in files beside its raft log (raftnode.Config.Sideload):
 // off unless the environment sets CAIRN_RAFT_SIDELOAD=on. It is off by
-// default while a distributed table's bulk loads measured slower with it
-// (bench/README.md, "Issue 18, tenth session"); a node that ran with it
-// reads its side-loaded entries either way.
+// default while a distributed table's index build measured twice as slow
+// with it (bench/README.md, "Issue 18, tenth session"); a node that ran
+// with it reads its side-loaded entries either way.
 func SideloadEnabled() bool { return os.Getenv("CAIRN_RAFT_SIDELOAD") == "on" }
