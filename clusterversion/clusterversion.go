@@ -74,6 +74,11 @@ var (
 	// (tablet/stateformat.go). A 1.0 binary reads only the unversioned
 	// form, so a replica writes the versioned one only from here on.
 	VersionedState = Version{1, 1}
+	// SideloadedLog: an AddSSTable entry's SST is kept in a file beside
+	// the node's raft log, whose record of the entry a 1.1 binary cannot
+	// decode (raftnode/sideload.go), so a node side-loads only from here
+	// on and a 1.1 binary can be rolled back to until then.
+	SideloadedLog = Version{1, 2}
 )
 
 // Versions are every cluster version, oldest first, with what it brought.
@@ -83,6 +88,7 @@ var Versions = []struct {
 }{
 	{V1_0, "versioned node-to-node messages (numbered fields, package wire) and cluster versions: the version rolling upgrades start from"},
 	{VersionedState, "a tablet's GC threshold and closed timestamp are stored with a format version"},
+	{SideloadedLog, "SSTs ingested through raft are kept in files beside the raft log, not in its entries"},
 }
 
 // Binary is this build's version; MinSupported the oldest cluster version

@@ -91,7 +91,20 @@ func (n *Node) applyNormal(b **storage.Batch, r *Replica, e *pb.Entry) error {
 		*b = n.eng.NewBatch()
 	}
 	start := time.Now()
-	if err := r.sm.Apply(*b, e); err != nil {
+	apply := r.sm.Apply
+	if sl, ok := r.sm.(Sideloader); ok {
+		// A side-loaded entry's payload is in a file already: the state
+		// machine may link it rather than write it again.
+		path, side, err := r.log.SideloadedFile(e)
+		if err != nil {
+			return fmt.Errorf("raftnode: tablet %d: applying entry %d: %w", r.TabletID, e.GetIndex(), err)
+		}
+		if side {
+			n.SideloadedApplies.Add(1)
+			apply = func(b *storage.Batch, e *pb.Entry) error { return sl.ApplySideloaded(b, e, path) }
+		}
+	}
+	if err := apply(*b, e); err != nil {
 		return fmt.Errorf("raftnode: tablet %d: applying entry %d: %w", r.TabletID, e.GetIndex(), err)
 	}
 	if ingests {

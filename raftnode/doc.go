@@ -3,10 +3,15 @@
 // of them. This first part owns a replica's durable raft state in the
 // node's engine (LogStore): its log entries, hard state and the metadata of
 // the snapshot the log was truncated at, under the tablet's node-local keys
-// (keys.TabletLocal), which are never replicated.
+// (keys.TabletLocal), which are never replicated; and the files beside the
+// log that hold side-loaded payloads (sideload.go: an SST an entry carries
+// is kept in <engine dir>/sideload/t<tablet>/, not in the WAL, under its
+// rules S1–S4).
 //
 // It must not interpret entries (the tablet evaluates and applies the
-// write batches they carry) and must not touch replicated or user keys.
+// write batches they carry, and says which bytes of an entry are a
+// payload to side-load: Sideloader) and must not touch replicated or user
+// keys.
 //
 // # Writes go into the caller's batch
 //
@@ -130,7 +135,11 @@
 //	                  image, and its ConfState
 //	rftc              the ConfState as of the applied index, once a change
 //	                  was applied after the snapshot
-//	rftl <index BE8>  the entry at index
+//	rftl <index BE8>  the entry at index (a side-loaded one's record: a 0
+//	                  byte, the payload's place, length and CRC-32C, then
+//	                  the entry without it; sideload.go)
+//	rfto <index BE8>  the term of the side-loaded entry at index (its
+//	                  file's name), for the open's check of the files
 //	rftx              present once another node may have led the group
 //	                  (LogStore.Shared: its leases wait out the clock
 //	                  offset even with one voter)

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cairn-db/cairn/keys"
 	"github.com/cairn-db/cairn/storage"
@@ -46,6 +47,27 @@ type LogStore struct {
 	bytes uint64
 	// shared: some other node may have led the group (Shared).
 	shared bool
+
+	// sideloader marks the entries whose payload Append keeps in a file
+	// (sideload.go; nil: none, though records of side-loaded entries are
+	// still read). Set by the node before the store is used.
+	sideloader Sideloader
+	// sideloadActive says whether the cluster version lets the log write
+	// side-loaded records (nil: it does).
+	sideloadActive func() bool
+	// side is the log's side-loaded entries by index.
+	side map[uint64]sideEntry
+	// obsolete are the files of side-loaded entries that left the log,
+	// removed by ReleaseObsolete once that is durable; destroyed asks it
+	// to remove the tablet's directory too.
+	obsolete  []sideRef
+	destroyed bool
+	// sideDirReady: the tablet's directory exists and is durable.
+	sideDirReady bool
+	// sideReads counts side-loaded payloads read back, here and in
+	// readCounter (the node's, when set).
+	sideReads   atomic.Int64
+	readCounter *atomic.Int64
 }
 
 var _ raft.Storage = (*LogStore)(nil)
@@ -106,6 +128,9 @@ func OpenLogStore(eng *storage.Engine, tabletID uint64) (*LogStore, error) {
 	}
 	if s.last < s.snap.GetIndex() {
 		return nil, fmt.Errorf("raft log of tablet %d: last entry %d before the snapshot at %d", tabletID, s.last, s.snap.GetIndex())
+	}
+	if err := s.loadSide(); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
@@ -230,16 +255,27 @@ func (s *LogStore) Entries(lo, hi, maxSize uint64) ([]*pb.Entry, error) {
 		if err != nil {
 			return nil, err
 		}
-		e := &pb.Entry{}
-		if err := proto.Unmarshal(v, e); err != nil {
-			return nil, fmt.Errorf("raft log of tablet %d: decoding entry %d: %w", s.tabletID, want, err)
+		// The size is known before a side-loaded payload is read back, so
+		// an entry past maxSize costs no read of its file.
+		e, err := s.decodeEntry(want, v, false)
+		if err != nil {
+			return nil, err
 		}
 		if e.GetIndex() != want {
 			return nil, fmt.Errorf("raft log of tablet %d: entry %d missing (found %d)", s.tabletID, want, e.GetIndex())
 		}
-		size += uint64(proto.Size(e))
+		esize := uint64(proto.Size(e))
+		if rec, side, _ := parseSideRecord(v); side {
+			esize += rec.length
+		}
+		size += esize
 		if len(out) > 0 && size > maxSize {
 			break
+		}
+		if v[0] == sideRecordTag {
+			if e, err = s.decodeEntry(want, v, true); err != nil {
+				return nil, err
+			}
 		}
 		out = append(out, e)
 		want++
@@ -274,9 +310,9 @@ func (s *LogStore) Term(i uint64) (uint64, error) {
 	if !ok {
 		return 0, fmt.Errorf("raft log of tablet %d: entry %d missing", s.tabletID, i)
 	}
-	e := &pb.Entry{}
-	if err := proto.Unmarshal(v, e); err != nil {
-		return 0, fmt.Errorf("raft log of tablet %d: decoding entry %d: %w", s.tabletID, i, err)
+	e, err := s.decodeEntry(i, v, false)
+	if err != nil {
+		return 0, err
 	}
 	return e.GetTerm(), nil
 }
@@ -340,18 +376,68 @@ func (s *LogStore) Append(b *storage.Batch, ents []*pb.Entry) error {
 	if ents[0].GetIndex() > s.last+1 {
 		return fmt.Errorf("raft log of tablet %d: appending at %d leaves a gap after %d", s.tabletID, ents[0].GetIndex(), s.last)
 	}
+	// The side-loaded entries of a replaced tail leave the log, unless the
+	// same entry (index and term) comes again; their markers go with them.
+	var replaced map[uint64]sideEntry
+	for index, se := range s.side {
+		if index >= ents[0].GetIndex() {
+			if replaced == nil {
+				replaced = map[uint64]sideEntry{}
+			}
+			replaced[index] = se
+		}
+	}
+	wrote := false
 	for i, e := range ents {
 		if e.GetIndex() != ents[0].GetIndex()+uint64(i) {
 			return fmt.Errorf("raft log of tablet %d: appended entries not consecutive at %d", s.tabletID, e.GetIndex())
 		}
-		v, err := proto.Marshal(e)
-		if err != nil {
+		var v []byte
+		var err error
+		start, end, side := 0, 0, false
+		if s.sideloader != nil && e.GetType() == pb.EntryType_EntryNormal && len(e.GetData()) > 0 && (s.sideloadActive == nil || s.sideloadActive()) {
+			start, end, side = s.sideloader.SideloadedRange(e.GetData())
+			side = side && 0 <= start && start <= end && end <= len(e.GetData())
+		}
+		if side {
+			// Rule S1: the file now, the record in b.
+			old, had := replaced[e.GetIndex()]
+			same := had && old.term == e.GetTerm()
+			if v, err = s.sideRecordOf(e, start, end, !same); err != nil {
+				return err
+			}
+			wrote = wrote || !same
+			if same {
+				delete(replaced, e.GetIndex())
+			}
+			if err := b.Put(s.markKey(e.GetIndex()), binary.BigEndian.AppendUint64(nil, e.GetTerm())); err != nil {
+				return err
+			}
+			s.side[e.GetIndex()] = sideEntry{term: e.GetTerm(), checked: true}
+			s.bytes += uint64(end - start)
+		} else if v, err = proto.Marshal(e); err != nil {
 			return err
 		}
 		if err := b.Put(s.entryKey(e.GetIndex()), v); err != nil {
 			return err
 		}
 		s.bytes += uint64(len(v))
+	}
+	for index, se := range replaced {
+		s.obsolete = append(s.obsolete, sideRef{index, se.term})
+		if cur := s.side[index]; cur.term == se.term {
+			// Replaced by a plain entry, or cut off: no new marker.
+			delete(s.side, index)
+			if err := b.Delete(s.markKey(index)); err != nil {
+				return err
+			}
+		}
+	}
+	if wrote {
+		// The renames of rule S1, durable before b can commit.
+		if err := syncDir(s.fs(), s.sideDir()); err != nil {
+			return fmt.Errorf("raft log of tablet %d: %w", s.tabletID, err)
+		}
 	}
 	newLast := ents[len(ents)-1].GetIndex()
 	if newLast < s.last {
@@ -380,6 +466,11 @@ func (s *LogStore) ApplySnapshot(b *storage.Batch, snap *pb.Snapshot) error {
 	}
 	if err := b.ClearRange(s.entryKey(0).Key, s.entryKey(s.last+1).Key); err != nil {
 		return err
+	}
+	if s.dropSideLocked(0, 1<<64-1) {
+		if err := b.ClearRange(s.markKey(0).Key, s.markKey(1<<64-1).Key); err != nil {
+			return err
+		}
 	}
 	if err := s.putSnapMeta(b, meta); err != nil {
 		return err
@@ -439,6 +530,11 @@ func (s *LogStore) Compact(b *storage.Batch, compactIndex uint64, cs *pb.ConfSta
 	if err := b.ClearRange(s.entryKey(0).Key, s.entryKey(compactIndex+1).Key); err != nil {
 		return err
 	}
+	if s.dropSideLocked(0, compactIndex) {
+		if err := b.ClearRange(s.markKey(0).Key, s.markKey(compactIndex+1).Key); err != nil {
+			return err
+		}
+	}
 	s.bytes = 0
 	return s.putSnapMeta(b, meta)
 }
@@ -465,6 +561,9 @@ func (s *LogStore) Destroy(b *storage.Batch) error {
 	}
 	s.mu.Lock()
 	s.hs, s.snap, s.conf, s.last, s.bytes = nil, pb.EnsureSnapshotMetadata(nil), nil, 0, 0
+	// The markers went with the range above (rfto sorts inside rft).
+	s.dropSideLocked(0, 1<<64-1)
+	s.destroyed = true
 	s.mu.Unlock()
 	return nil
 }

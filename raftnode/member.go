@@ -183,6 +183,7 @@ func (n *Node) RemoveReplica(tabletID uint64) error {
 	if err := b.Commit(); err != nil {
 		return fmt.Errorf("raftnode: removing the replica of tablet %d: %w", tabletID, err)
 	}
+	n.releaseObsolete(r.log)
 	delete(n.replicas, tabletID)
 	n.published.Delete(tabletID)
 	if ps := r.pendingSnap; ps != nil {

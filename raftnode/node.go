@@ -273,6 +273,11 @@ type Config struct {
 	// ApplyWorkers bounds the offloaded applies running at once (0:
 	// GOMAXPROCS).
 	ApplyWorkers int
+	// Sideload makes the logs of state machines that are Sideloaders keep
+	// their entries' payloads in files beside them (sideload.go), once
+	// the cluster version allows it. Off, payloads stay inline; a log's
+	// side-loaded entries are read either way.
+	Sideload bool
 	// Version is the node's view of the cluster version: the applied
 	// index is stored with a format version only once every node's
 	// binary reads it (putApplied). Nil: a node of no cluster, which
@@ -298,6 +303,11 @@ type Node struct {
 	// taken by the receiver, SnapshotsIngested those streamed in and
 	// ingested here.
 	SnapshotsStreamed, SnapshotsIngested atomic.Int64
+	// SideloadedReads counts the side-loaded payloads read back from
+	// their files into entries (for followers' appends, or an apply of an
+	// entry raft read back), SideloadedApplies the entries applied from
+	// their files (sideload.go).
+	SideloadedReads, SideloadedApplies atomic.Int64
 	// runCtx ends when Run returns; snapWG counts the snapshot streams
 	// under way, which Run waits for (they read the engine).
 	runCtx context.Context
@@ -468,6 +478,15 @@ func (n *Node) AddReplica(tabletID uint64, peers []uint64, sm StateMachine) (*Re
 	ls, err := OpenLogStore(n.eng, tabletID)
 	if err != nil {
 		return nil, err
+	}
+	if n.cfg.Sideload {
+		ls.sideloader, _ = sm.(Sideloader)
+	}
+	ls.readCounter = &n.SideloadedReads
+	if v := n.cfg.Version; v != nil {
+		// A binary of 1.1 cannot read a side-loaded record: written only
+		// once the cluster cannot go back to one.
+		ls.sideloadActive = func() bool { return v.IsActive(clusterversion.SideloadedLog) }
 	}
 	applied, err := n.readApplied(tabletID)
 	if err != nil {
@@ -879,6 +898,7 @@ func (n *Node) processReady() (bool, []func(), []*applyJob, error) {
 	compactStart := time.Now()
 	compact := n.eng.NewBatch()
 	defer compact.Close()
+	var release []*LogStore
 	for _, id := range ids {
 		r := outs[id].r
 		if r.applying != nil {
@@ -897,13 +917,23 @@ func (n *Node) processReady() (bool, []func(), []*applyJob, error) {
 			if err := r.log.Compact(compact, to, r.conf); err != nil {
 				return true, nil, nil, fmt.Errorf("raftnode: tablet %d: compacting: %w", r.TabletID, err)
 			}
+			if r.log.HasObsolete() {
+				release = append(release, r.log)
+			}
 		}
 	}
 	if !compact.Empty() {
-		if err := compact.CommitNoSync(); err != nil {
+		// Synced only when side-loaded files are to go: a file is removed
+		// after its record's removal is durable (sideload.go, rule S3).
+		commit := compact.CommitNoSync
+		if len(release) > 0 {
+			commit = compact.Commit
+		}
+		if err := commit(); err != nil {
 			return true, nil, nil, fmt.Errorf("raftnode: compacting logs: %w", err)
 		}
 		n.noteCommit(compact)
+		n.releaseObsolete(release...)
 	}
 	n.stats.CompactNanos.Add(int64(time.Since(compactStart)))
 	return true, after, jobs, nil
@@ -1065,6 +1095,15 @@ func (n *Node) pass(ids []uint64, outs map[uint64]*passOut, tm *roundTimes, jobs
 	if tm != nil {
 		tm.committed = time.Now()
 	}
+	if mustSync {
+		// The side-loaded files of replaced tails and snapshots go now
+		// that their records' removal is durable (sideload.go, rule S3).
+		for _, x := range rds {
+			if x.r.log.HasObsolete() {
+				n.releaseObsolete(x.r.log)
+			}
+		}
+	}
 	for _, ps := range streamedIn {
 		ps.done <- nil
 	}
@@ -1212,6 +1251,18 @@ func (n *Node) pass(ids []uint64, outs map[uint64]*passOut, tm *roundTimes, jobs
 		o.snap = o.snap || !raft.IsEmptySnap(x.rd.Snapshot)
 	}
 	return synced, nil
+}
+
+// releaseObsolete removes the files of side-loaded entries the logs let
+// go of, after a synced commit. A file that cannot be removed costs disk
+// space, not correctness (the log no longer names it, and the next open
+// of the log deletes it), so the failure is logged, not returned.
+func (n *Node) releaseObsolete(logs ...*LogStore) {
+	for _, l := range logs {
+		if err := l.ReleaseObsolete(); err != nil {
+			n.cfg.Logger.Warningf("raftnode: %v", err)
+		}
+	}
 }
 
 // sendsBeforeSync reports whether m may be sent before the state of the

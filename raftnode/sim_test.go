@@ -35,7 +35,7 @@ var (
 //
 // Longer runs: go test ./raftnode -run TestSimulation -sim-seeds=50 -sim-steps=20000
 func TestSimulation(t *testing.T) {
-	crashes, midRound, snapshots, offloaded := 0, 0, 0, 0
+	crashes, midRound, snapshots, offloaded, sideReads, fromFiles := 0, 0, 0, 0, 0, 0
 	for seed := 1; seed <= *simSeeds; seed++ {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			s := runSim(t, uint64(seed), 3+2*(seed%2), *simSteps)
@@ -43,11 +43,13 @@ func TestSimulation(t *testing.T) {
 			midRound += s.midRound
 			snapshots += s.snapshots
 			offloaded += s.offloaded
+			sideReads += s.sideReads
+			fromFiles += s.fromFiles
 		})
 	}
 	// The run must have exercised what it claims to check.
-	if crashes == 0 || midRound == 0 || snapshots == 0 || offloaded == 0 {
-		t.Errorf("%d crashes (%d within a round), %d snapshots and %d offloaded applies over all seeds: the simulation exercised too little", crashes, midRound, snapshots, offloaded)
+	if crashes == 0 || midRound == 0 || snapshots == 0 || offloaded == 0 || sideReads == 0 || fromFiles == 0 {
+		t.Errorf("%d crashes (%d within a round), %d snapshots, %d offloaded applies, %d side-loaded payloads read back and %d applied from files over all seeds: the simulation exercised too little", crashes, midRound, snapshots, offloaded, sideReads, fromFiles)
 	}
 }
 
@@ -103,6 +105,9 @@ type sim struct {
 	// offloaded counts the applies done off the round (apply.go) by the
 	// nodes that offload them (the odd ones).
 	offloaded int
+	// sideReads counts side-loaded payloads read back from their files,
+	// fromFiles the entries applied from them (sideload.go).
+	sideReads, fromFiles int
 	// crashing: the step may crash nodes.
 	crashing bool
 	// leaders[tablet][term] is the leader first seen in term.
@@ -178,6 +183,25 @@ func (m *simSM) Apply(b *storage.Batch, e *pb.Entry) error {
 	return b.Put(m.key(e.GetIndex()), e.GetData())
 }
 
+// The simulation's side-loaded entries (sideload.go) are those whose data
+// starts with sidePrefix: record checks that every replica applies the
+// same bytes whether the payload came back from a file (a follower's
+// MsgApp read from a side-loaded log, an apply after a restart) or not.
+func (m *simSM) SideloadedRange(data []byte) (int, int, bool) { return sideRangeOf(data) }
+
+func (m *simSM) ApplySideloaded(b *storage.Batch, e *pb.Entry, file string) error {
+	got, err := readSideFile(m.node.eng.FS(), file)
+	if err != nil {
+		return err
+	}
+	start, end, _ := sideRangeOf(e.GetData())
+	if !bytes.Equal(got, e.GetData()[start:end]) {
+		m.s.t.Fatalf("step %d: node %d: tablet %d entry %d: file %s differs from the entry's payload", m.s.now, m.node.id, m.tabletID, e.GetIndex(), file)
+	}
+	m.s.fromFiles++
+	return m.Apply(b, e)
+}
+
 // contents reads the state: index → data.
 func (m *simSM) contents() map[uint64][]byte {
 	m.s.t.Helper()
@@ -245,7 +269,7 @@ func (s *sim) start(n *simNode) {
 		s.t.Fatalf("node %d: opening its engine: %v", n.id, err)
 	}
 	n.eng = eng
-	cfg := Config{NodeID: n.id, ElectionTicks: 10, HeartbeatTicks: 2, LogKeep: 20, MaxSizePerMsg: 4 << 10}
+	cfg := Config{NodeID: n.id, ElectionTicks: 10, HeartbeatTicks: 2, LogKeep: 20, MaxSizePerMsg: 4 << 10, Sideload: true}
 	if n.comeAndGo {
 		cfg.OnUnknownTablet = func(tid uint64) {
 			if _, err := n.node.AddReplica(tid, nil, n.sms[tid]); err != nil {
@@ -317,6 +341,7 @@ func (s *sim) crashFS(n *simNode) {
 // down stops n, whose disk crashFS took, until its restart.
 func (s *sim) down(n *simNode) {
 	s.offloaded += int(n.node.stats.OffloadedApplies.Load())
+	s.sideReads += int(n.node.SideloadedReads.Load())
 	_ = n.eng.Close()
 	n.fs, n.eng, n.node, n.up, n.crashed = n.crashed, nil, nil, false, nil
 	n.downUntil = s.now + 20 + s.rng.IntN(200)
@@ -349,7 +374,12 @@ func (s *sim) step(propose bool, crashes bool) {
 		n := s.nodes[s.rng.IntN(len(s.nodes))]
 		if n.up {
 			s.next++
-			_ = n.node.Propose(uint64(1+s.rng.IntN(simTablets)), fmt.Appendf(nil, "v%d", s.next))
+			data := fmt.Appendf(nil, "v%d", s.next)
+			if s.rng.IntN(8) == 0 {
+				// Side-loaded: a payload of about a message's size.
+				data = fmt.Appendf(nil, "%s%s|v%d", sidePrefix, bytes.Repeat([]byte{byte('a' + s.next%26)}, 500+s.rng.IntN(3000)), s.next)
+			}
+			_ = n.node.Propose(uint64(1+s.rng.IntN(simTablets)), data)
 		}
 	}
 	// Deliver what is due, in a shuffled order.
@@ -555,9 +585,31 @@ func runSim(t *testing.T, seed uint64, nodes, steps int) *sim {
 	}
 	for _, n := range s.nodes {
 		s.offloaded += int(n.node.stats.OffloadedApplies.Load())
+		s.sideReads += int(n.node.SideloadedReads.Load())
+		// Each replica's directory holds exactly its log's side-loaded
+		// entries: none leaked by a truncation, a replaced tail, a
+		// snapshot or a crash (sideload.go, rules S2 and S3).
+		for tid := uint64(1); tid <= simTablets; tid++ {
+			r := n.node.Replica(tid)
+			if r == nil {
+				continue
+			}
+			var want []string
+			r.log.mu.Lock()
+			for index, se := range r.log.side {
+				want = append(want, sideName(index, se.term))
+			}
+			r.log.mu.Unlock()
+			got, _ := n.eng.FS().List(r.log.sideDir())
+			slices.Sort(want)
+			slices.Sort(got)
+			if !slices.Equal(got, want) {
+				t.Errorf("node %d tablet %d: side-loaded files %v, the log's entries %v", n.id, tid, got, want)
+			}
+		}
 		_ = n.eng.Close()
 	}
-	t.Logf("%d nodes, %d crashes (%d within a round), %d snapshots applied, %d replica-steps with a read lease, %d applies offloaded", nodes, s.crashes, s.midRound, s.snapshots, s.readLeases, s.offloaded)
+	t.Logf("%d nodes, %d crashes (%d within a round), %d snapshots applied, %d replica-steps with a read lease, %d applies offloaded, %d side-loaded payloads read back, %d applied from files", nodes, s.crashes, s.midRound, s.snapshots, s.readLeases, s.offloaded, s.sideReads, s.fromFiles)
 	if s.readLeases == 0 {
 		t.Errorf("no replica ever held a read lease: the check exercised nothing")
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -427,8 +428,9 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 	r.transport = rpc.NewTransport(rpc.TransportConfig{Resolve: registry.Resolve, Logger: s.log, Geo: r.geo, Faults: r.faults, Creds: s.rpcCreds})
 	var st atomic.Pointer[store.Store]
 	r.raft = raftnode.NewNode(raftnode.Config{
-		NodeID:  id,
-		Version: s.version,
+		NodeID:   id,
+		Version:  s.version,
+		Sideload: SideloadEnabled(),
 		// Snapshots too large for a raft message stream as SSTs;
 		// messages (several to a frame) stay well under the limit.
 		SendSnapshot:        r.transport.SendSnapshot,
@@ -620,3 +622,11 @@ func (r *replication) stop() error {
 	}
 	return err
 }
+
+// SideloadEnabled reports whether the node keeps the SSTs of index builds
+// and bulk COPYs in files beside its raft log (raftnode.Config.Sideload):
+// off unless the environment sets CAIRN_RAFT_SIDELOAD=on. It is off by
+// default while a distributed table's index build measured twice as slow
+// with it (bench/README.md, "Issue 18, tenth session"); a node that ran
+// with it reads its side-loaded entries either way.
+func SideloadEnabled() bool { return os.Getenv("CAIRN_RAFT_SIDELOAD") == "on" }

@@ -17,7 +17,8 @@
 //	iterpool.go  closed engine iterators kept for the next read until a write
 //	sst.go       SSTWriter: SSTs built outside the engine, for Ingest
 //	sst_mem.go   SSTBuilder: SSTs built in memory, sent as bytes, checked
-//	             (CheckSSTPoints), cut (CutSST) and ingested (IngestBytes)
+//	             (CheckSSTPoints), cut (CutSST) and ingested (IngestBytes,
+//	             or IngestFile for an SST already in a file: hard-linked)
 //	fatal.go     how a failing disk fails the engine instead of the process
 //	profile.go   storage profiles (ssd, hdd, object-store) and auto-detection
 //	readahead.go SSTs read in order are read ahead in windows sized by the profile

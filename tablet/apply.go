@@ -50,8 +50,9 @@ type Proposal struct {
 	ClosedTS hlc.Timestamp `wire:"11"`
 	// SST, when set, is an SST of committed versions (AddSSTable) that
 	// every replica ingests into its engine before committing Repr: it
-	// goes through neither the WAL nor a memtable. It travels inline in
-	// the entry (at most maxSSTSize).
+	// goes through neither the WAL nor a memtable. It travels in the
+	// entry (at most maxSSTSize), which each replica's raft log keeps in
+	// a file beside it (SideloadedRange).
 	SST []byte `wire:"12"`
 
 	// Unreplicated lock effects, applied by the leaseholder that evaluated
@@ -105,7 +106,7 @@ type SplitTrigger struct {
 // applied by Split, not here.
 func (r *Replica) Apply(p *Proposal) error {
 	if len(p.SST) > 0 {
-		if err := r.applySST(p.SST); err != nil {
+		if err := r.applySST(p.SST, ""); err != nil {
 			return err
 		}
 	}

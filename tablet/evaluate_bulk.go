@@ -115,9 +115,10 @@ func (ec *evalCtx) clearRange(req *kvpb.ClearRangeRequest) (kvpb.Response, error
 	return &kvpb.ClearRangeResponse{}, nil
 }
 
-// maxSSTSize bounds the SST an AddSSTable may carry: it travels inline in
-// the raft entry (and so in every append message to a follower, and in
-// the log until it is truncated), which must stay well within one RPC.
+// maxSSTSize bounds the SST an AddSSTable may carry: it travels in the
+// raft entry, and so in every append message to a follower, which must
+// stay well within one RPC (each replica's log keeps it in a file beside
+// it: raftnode's side-loading).
 const maxSSTSize = 32 << 20
 
 // addSSTable evaluates a kvpb.AddSSTableRequest: it checks the SST
@@ -166,11 +167,19 @@ func (ec *evalCtx) addSSTable(req *kvpb.AddSSTableRequest) (kvpb.Response, error
 // exactly what it held after the first time, since only identical
 // versions can meet (mvcc.CheckSST allows nothing else into an SST).
 //
+// When the raft log keeps the SST in a file (file set: raftnode's
+// side-loading), the file is hard-linked into the engine; otherwise sst is
+// written to a staging file first.
+//
 // It runs with a context of its own: a committed entry must be applied
 // whole even while the replica closes (a failure stops the raft node,
 // which applies the entry again when it restarts).
-func (r *Replica) applySST(sst []byte) error {
-	if err := r.eng.IngestBytes(context.Background(), sst); err != nil {
+func (r *Replica) applySST(sst []byte, file string) error {
+	if file != "" {
+		if err := r.eng.IngestFile(context.Background(), file); err != nil {
+			return fmt.Errorf("tablet %d: ingesting the side-loaded SST %s (%d bytes): %w", r.Desc().TabletID, file, len(sst), err)
+		}
+	} else if err := r.eng.IngestBytes(context.Background(), sst); err != nil {
 		return fmt.Errorf("tablet %d: ingesting an SST of %d bytes: %w", r.Desc().TabletID, len(sst), err)
 	}
 	r.metrics.SSTsIngested.Add(1)

@@ -46,6 +46,7 @@ import (
 	"github.com/cairn-db/cairn/mvcc"
 	"github.com/cairn-db/cairn/storage"
 	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // Raft is the replica's handle on its raft group (the store adapts a
@@ -474,6 +475,26 @@ func (r *Replica) StateMachine() *RaftStateMachine { return &RaftStateMachine{r:
 // entry again on restart, which ingests the same versions again
 // (applySST).
 func (m *RaftStateMachine) Apply(b *storage.Batch, e *pb.Entry) error {
+	return m.apply(b, e, "")
+}
+
+// ApplySideloaded is Apply for an entry whose SST the raft log keeps in
+// file (raftnode.Sideloader): the SST is ingested from file by a hard
+// link (storage.Engine.IngestFile), so its bytes are not written again.
+func (m *RaftStateMachine) ApplySideloaded(b *storage.Batch, e *pb.Entry, file string) error {
+	return m.apply(b, e, file)
+}
+
+// SideloadedRange implements raftnode.Sideloader: an AddSSTable entry's
+// SST (the proposal's field 12, the bytes themselves without their tag
+// and length) is kept in a file beside the raft log. Only the command
+// header and the proposal's field tags are read, not the SST.
+func (m *RaftStateMachine) SideloadedRange(data []byte) (start, end int, ok bool) {
+	return sstRange(data)
+}
+
+// apply applies e, ingesting its SST from sstFile when set.
+func (m *RaftStateMachine) apply(b *storage.Batch, e *pb.Entry, sstFile string) error {
 	r := m.r
 	id, node, term, p, err := decodeCommand(e.GetData())
 	if err != nil {
@@ -487,7 +508,7 @@ func (m *RaftStateMachine) Apply(b *storage.Batch, e *pb.Entry) error {
 			if !b.Empty() {
 				return fmt.Errorf("tablet %d: entry %d ingests an SST but the apply batch holds earlier entries' writes", r.Desc().TabletID, e.GetIndex())
 			}
-			if err := r.applySST(p.SST); err != nil {
+			if err := r.applySST(p.SST, sstFile); err != nil {
 				return fmt.Errorf("tablet %d: entry %d: %w", r.Desc().TabletID, e.GetIndex(), err)
 			}
 		}
@@ -514,19 +535,63 @@ func (m *RaftStateMachine) NeedsEmptyBatch(e *pb.Entry) bool {
 // proposal is of version proposalVersionSST, which only a proposal with
 // one is.
 func commandIngests(b []byte) bool {
-	if len(b) == 0 || b[0] != commandVersion {
-		return false
-	}
-	b = b[1:]
-	for range 3 {
-		_, n := binary.Uvarint(b)
-		if n <= 0 {
-			return false
-		}
-		b = b[n:]
-	}
-	return len(b) > 0 && b[0] == proposalVersionSST
+	return proposalStart(b) >= 0
 }
+
+// proposalStart returns where an encoded command's proposal starts when
+// it is of version proposalVersionSST, else -1.
+func proposalStart(b []byte) int {
+	if len(b) == 0 || b[0] != commandVersion {
+		return -1
+	}
+	off := 1
+	for range 3 {
+		_, n := binary.Uvarint(b[off:])
+		if n <= 0 {
+			return -1
+		}
+		off += n
+	}
+	if off < len(b) && b[off] == proposalVersionSST {
+		return off
+	}
+	return -1
+}
+
+// sstRange returns where the SST's bytes lie in an encoded command that
+// carries one: the value of the proposal's field 12 (the wire codec is
+// protobuf's wire format), found by stepping over the other fields'
+// tags and lengths.
+func sstRange(b []byte) (start, end int, ok bool) {
+	off := proposalStart(b)
+	if off < 0 || len(b) < off+5 {
+		return 0, 0, false
+	}
+	off += 5 // the version byte and the frame's length
+	for off < len(b) {
+		num, typ, n := protowire.ConsumeTag(b[off:])
+		if n < 0 {
+			return 0, 0, false
+		}
+		off += n
+		if num == sstFieldNumber && typ == protowire.BytesType {
+			l, n := protowire.ConsumeVarint(b[off:])
+			if n < 0 || l > uint64(len(b)-off-n) {
+				return 0, 0, false
+			}
+			return off + n, off + n + int(l), true
+		}
+		n = protowire.ConsumeFieldValue(num, typ, b[off:])
+		if n < 0 {
+			return 0, 0, false
+		}
+		off += n
+	}
+	return 0, 0, false
+}
+
+// sstFieldNumber is Proposal.SST's wire number.
+const sstFieldNumber = 12
 
 // Applied performs the in-memory effects of the entries whose batches just
 // committed, answers their proposers, and fails the proposals that can no

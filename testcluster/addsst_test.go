@@ -89,8 +89,32 @@ func TestClusterAddSSTable(t *testing.T) {
 	for _, n := range c.Nodes {
 		waitReplicated(t, n, "\x03", "\x04", want)
 		waitFor(t, 20*time.Second, fmt.Sprintf("node %d ingesting the SST", n.ID), func() bool { return ingested(n) >= 1 })
+		// Every replica side-loaded the SST beside its log and linked
+		// that file into its engine (raftnode's sideload.go).
+		if got := n.Raft.SideloadedApplies.Load(); got < 1 {
+			t.Fatalf("node %d applied %d side-loaded entries, want the SST's", n.ID, got)
+		}
 	}
 	sameImage(lagging, third)
+
+	// A follower away while an SST is ingested catches up through the
+	// leader's appends, read back from its side-loaded log (no snapshot),
+	// and side-loads the entry itself.
+	if err := lagging.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	ingest("\x03e", 100)
+	if err := lagging.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	waitReplicated(t, lagging, "\x03", "\x04", want)
+	sameImage(lagging)
+	if got := lagging.Raft.SnapshotsApplied.Load(); got != 0 {
+		t.Fatalf("the restarted follower took %d snapshots, want it caught up by appends", got)
+	}
+	if got := lagging.Raft.SideloadedApplies.Load(); got < 1 {
+		t.Fatalf("the follower applied %d side-loaded entries after its restart, want the SST's", got)
+	}
 
 	// A later version wins on every node.
 	putRetry(t, gateway.DB, "\x03a007", "later")
