@@ -78,14 +78,6 @@
 //     its offloaded apply not yet started and waits for one running; the
 //     round drops a finished apply of a replica no longer there, whose
 //     entries are not observed.
-//  8. A pass whose raft state needs no sync and holds no entries or
-//     snapshot (a round's second pass, which only moves the commit
-//     index), and sends no snapshot, commits that state in its apply
-//     batch, unsynced as it was on its own: one engine commit under the
-//     lock instead of two, so a single voter's write costs two commits
-//     (its entry's, synced; its apply's) (TestOneRoundPerWriteAlone).
-//     Invariant 2 holds: what it applies was made durable by an earlier
-//     synced commit, and the commit index needs no sync (raft.MustSync).
 //
 // A round therefore waits for the apply of small writes only (OLTP
 // writes: microseconds each, and handing them to a worker would make
