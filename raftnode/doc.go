@@ -83,15 +83,7 @@
 //     its offloaded apply not yet started and waits for one running; the
 //     round drops a finished apply of a replica no longer there, whose
 //     entries are not observed.
-//  8. A pass whose raft state needs no sync and holds no entries or
-//     snapshot (a round's second pass, which only moves the commit
-//     index), and sends no snapshot, commits that state in its apply
-//     batch, unsynced as it was on its own: one engine commit under the
-//     lock instead of two, so a single voter's write costs two commits
-//     (its entry's, synced; its apply's) (TestOneRoundPerWriteAlone).
-//     Invariant 2 holds: what it applies was made durable by an earlier
-//     synced commit, and the commit index needs no sync (raft.MustSync).
-//  9. A held group keeps its leader: while a worker applies its entries
+//  8. A held group keeps its leader: while a worker applies its entries
 //     (invariant 5) the group's own queued messages wait in its Ready,
 //     so the node sends for it, outside the round, a leader's heartbeat
 //     to every other voter each tick, and a follower's answer to its

@@ -68,7 +68,7 @@ func status(n *Node, tablet uint64) (term, lead uint64) {
 	return st.HardState.GetTerm(), st.Lead
 }
 
-// TestHeldApplyKeepsLeadership (doc.go, invariant 9): while a large
+// TestHeldApplyKeepsLeadership (doc.go, invariant 8): while a large
 // apply holds a group's Ready on every replica of three (each replica
 // applies the same entry, so each is held, as a bulk COPY's batch holds
 // them), for many election timeouts, the group keeps its leader and term:

@@ -1,6 +1,6 @@
 package raftnode
 
-// Heartbeats of a held group (doc.go, invariant 9). While a worker
+// Heartbeats of a held group (doc.go, invariant 8). While a worker
 // applies a group's large committed entries (apply.go), no round takes
 // the group's Ready, and every message raft queues for the group waits
 // in it: its heartbeats as leader, its answers to heartbeats as

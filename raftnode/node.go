@@ -961,13 +961,7 @@ func (n *Node) pass(ids []uint64, outs map[uint64]*passOut, tm *roundTimes, jobs
 	}
 	var rds []ready
 	persist := n.eng.NewBatch()
-	// merged: persist is also the apply batch (below), closed as apply.
-	merged := false
-	defer func() {
-		if !merged {
-			persist.Close()
-		}
-	}()
+	defer persist.Close()
 	apply := n.eng.NewBatch()
 	defer func() { apply.Close() }()
 	// streamedIn are the streamed snapshots applied this round, whose
@@ -1024,9 +1018,6 @@ func (n *Node) pass(ids []uint64, outs map[uint64]*passOut, tm *roundTimes, jobs
 		rds = append(rds, ready{r, rd, prevHS})
 	}
 	mustSync := false
-	// onlyHardStates: no group has entries or a snapshot to persist, nor a
-	// snapshot to send (made from the engine's state).
-	onlyHardStates := true
 	for _, x := range rds {
 		// Only new entries, a new term or vote, or a snapshot must be
 		// durable before messages go out; a commit index can be
@@ -1036,14 +1027,6 @@ func (n *Node) pass(ids []uint64, outs map[uint64]*passOut, tm *roundTimes, jobs
 		}
 		if len(x.rd.Entries) > 0 {
 			synced = true
-		}
-		if len(x.rd.Entries) > 0 || !raft.IsEmptySnap(x.rd.Snapshot) {
-			onlyHardStates = false
-		}
-		for _, m := range x.rd.Messages {
-			if m.GetType() == pb.MessageType_MsgSnap {
-				onlyHardStates = false
-			}
 		}
 	}
 	fenced := n.fenced.Load()
@@ -1062,17 +1045,6 @@ func (n *Node) pass(ids []uint64, outs map[uint64]*passOut, tm *roundTimes, jobs
 	if len(early) > 0 && n.transport != nil {
 		n.transport.Send(early)
 	}
-	// Invariant 8 (doc.go): a pass whose raft state needs no sync, and
-	// holds no entries or snapshots (a round's second pass, which only
-	// moves the commit index), commits that state in its apply batch
-	// instead of a commit of its own: both were unsynced commits one
-	// after the other, and each commit under the lock delays every
-	// proposer and the release of the locks its entries' writers hold.
-	merged = !mustSync && len(streamedIn) == 0 && onlyHardStates
-	if merged {
-		apply.Close()
-		apply = persist
-	}
 	commit := persist.CommitNoSync
 	if mustSync {
 		commit = persist.Commit
@@ -1081,7 +1053,7 @@ func (n *Node) pass(ids []uint64, outs map[uint64]*passOut, tm *roundTimes, jobs
 		tm.synced = mustSync
 		tm.commit = time.Now()
 	}
-	if !merged && !persist.Empty() {
+	if !persist.Empty() {
 		if err := commit(); err != nil {
 			// Nothing of this round is acknowledged: the engine fails
 			// closed (storage.ErrEngineFailed) and raft must not advance.

@@ -60,17 +60,11 @@ func TestOneRoundPerWriteAlone(t *testing.T) {
 		if err := n.Propose(1, []byte(data)); err != nil {
 			t.Fatal(err)
 		}
-		commits := n.Stats().Commits.Load()
 		if _, err := n.ProcessReady(); err != nil {
 			t.Fatal(err)
 		}
 		if len(sm.observed) != i+1 || sm.observed[i] != data {
 			t.Fatalf("after one round for proposal %q: observed %q (applied %q)", data, sm.observed, sm.applied)
-		}
-		// Invariant 8: the synced commit of the entry, then one commit of
-		// the second pass's commit index with the entry's apply.
-		if got := n.Stats().Commits.Load() - commits; got != 2 {
-			t.Fatalf("the round of proposal %q made %d engine commits, want 2", data, got)
 		}
 	}
 	// Two proposals before a round: both in it.

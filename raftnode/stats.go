@@ -59,16 +59,11 @@ type RoundStats struct {
 	// and its wait for publication behind the batches committed before
 	// (a worker's large apply batch among them) plus the WAL sync.
 	StallNanos, PublishNanos atomic.Int64
-	// Commits counts the rounds' engine commits (raft state, apply,
-	// truncation), each one a pass through Pebble's commit pipeline under
-	// the node's lock.
-	Commits atomic.Int64
 }
 
 // noteCommit adds a round's committed batch's waits in Pebble to the
 // stats.
 func (n *Node) noteCommit(b *storage.Batch) {
-	n.stats.Commits.Add(1)
 	st := b.CommitStats()
 	n.stats.StallNanos.Add(int64(st.MemTableWriteStallDuration + st.L0ReadAmpWriteStallDuration))
 	n.stats.PublishNanos.Add(int64(st.CommitWaitDuration))
