@@ -5,14 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/cairn-db/cairn/server"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -101,12 +99,7 @@ func TestBufferedWritesWaitAtStatement(t *testing.T) {
 // for the first to commit, then adds to its value.
 func TestUpdateLocksWithRead(t *testing.T) {
 	ctx := context.Background()
-	srv, err := server.Start(ctx, server.Config{Insecure: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Stop(context.Background()) })
-	url := fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", srv.Addr())
+	srv, url := startNode(t)
 	a, b := connect(t, url, nil), connect(t, url, nil)
 	mustExec(t, a, "CREATE TABLE acct (id int PRIMARY KEY, bal int)")
 	mustExec(t, a, "INSERT INTO acct SELECT g, 0 FROM generate_series(1, 40) g")

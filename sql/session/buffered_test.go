@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -14,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairn-db/cairn/server"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -22,15 +19,7 @@ import (
 // database db) and the base URL of its HTTP endpoints.
 func startServerHTTP(t *testing.T) (sqlURL func(db string) string, httpURL string) {
 	t.Helper()
-	s, err := server.Start(context.Background(), server.Config{Insecure: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := s.Stop(context.Background()); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	})
+	s, _ := startNode(t)
 	return func(db string) string {
 		return fmt.Sprintf("postgres://postgres@%s/%s?sslmode=disable", s.Addr(), db)
 	}, "http://" + s.HTTPAddr().String()

@@ -3,28 +3,13 @@ package session_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/cairn-db/cairn/server"
 	"github.com/cairn-db/cairn/sql/session"
 	"github.com/jackc/pgx/v5"
 )
-
-// implicitServer starts a node (a cluster of one: the catalog generation
-// is answered from memory) and returns it with its URL.
-func implicitServer(t *testing.T) (*server.Server, string) {
-	t.Helper()
-	srv, err := server.Start(context.Background(), server.Config{Insecure: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Stop(context.Background()) })
-	return srv, fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", srv.Addr())
-}
 
 // TestImplicitRead: an autocommitted point SELECT from a cached plan, of
 // the simple and the extended protocol, reads without a KV transaction
@@ -34,7 +19,7 @@ func implicitServer(t *testing.T) (*server.Server, string) {
 // is not a point keep their transaction.
 func TestImplicitRead(t *testing.T) {
 	ctx := context.Background()
-	srv, url := implicitServer(t)
+	srv, url := startNode(t)
 	a := connect(t, url, nil)
 	mustExec(t, a, "CREATE TABLE acct (id int PRIMARY KEY, bal int, note text)")
 	mustExec(t, a, "INSERT INTO acct SELECT g, g * 10, 'n' || g FROM generate_series(1, 50) g")
@@ -202,7 +187,7 @@ func TestImplicitRead(t *testing.T) {
 // after one that read in the transaction.
 func TestImplicitReadTimestamps(t *testing.T) {
 	ctx := context.Background()
-	srv, url := implicitServer(t)
+	srv, url := startNode(t)
 	a := connect(t, url, nil)
 	mustExec(t, a, "CREATE TABLE acct (id int PRIMARY KEY, bal int)")
 	mustExec(t, a, "INSERT INTO acct VALUES (1, 10), (2, 20)")
@@ -279,7 +264,7 @@ func TestImplicitReadRacingDDL(t *testing.T) {
 		{"rename column", "CREATE TABLE r (id int PRIMARY KEY, v int, w int)", "ALTER TABLE r RENAME COLUMN w TO old_w", "SELECT w FROM r WHERE id = $1", "42703"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv, url := implicitServer(t)
+			srv, url := startNode(t)
 			a, b := connect(t, url, nil), connect(t, url, nil)
 			mustExec(t, a, tc.setup)
 			mustExec(t, a, "INSERT INTO r VALUES (1, 10, 100), (2, 20, 200)")

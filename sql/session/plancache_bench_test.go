@@ -3,14 +3,10 @@ package session_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/cairn-db/cairn/server"
 )
 
 // BenchmarkPreparedPointLookup times a prepared `SELECT v FROM t WHERE k =
@@ -23,12 +19,8 @@ import (
 //	go test ./sql/session/ -run '^$' -bench PreparedPointLookup -count 3
 func BenchmarkPreparedPointLookup(b *testing.B) {
 	ctx := context.Background()
-	srv, err := server.Start(ctx, server.Config{Insecure: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer srv.Stop(context.Background())
-	c, err := pgx.Connect(ctx, fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", srv.Addr()))
+	_, url := startNode(b)
+	c, err := pgx.Connect(ctx, url)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -3,13 +3,10 @@ package session_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/cairn-db/cairn/server"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -23,12 +20,8 @@ import (
 // inside a block and after a schema change.
 func TestSimpleQueryDMLPlanCache(t *testing.T) {
 	ctx := context.Background()
-	srv, err := server.Start(ctx, server.Config{Insecure: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Stop(context.Background()) })
-	url := fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable&default_query_exec_mode=simple_protocol", srv.Addr())
+	srv, url := startNode(t)
+	url += "&default_query_exec_mode=simple_protocol"
 	a, b := connect(t, url, nil), connect(t, url, nil)
 	mustExec(t, b, "CREATE TABLE acct (id int PRIMARY KEY, bal int NOT NULL CHECK (bal > -1000), small int2, note text)")
 	mustExec(t, b, "CREATE INDEX acct_bal ON acct (bal)")
@@ -203,12 +196,8 @@ func TestSimpleQueryDMLPlanCache(t *testing.T) {
 // COMMIT outside a block.
 func TestSimpleQueryTxnControlRepeated(t *testing.T) {
 	ctx := context.Background()
-	srv, err := server.Start(ctx, server.Config{Insecure: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Stop(context.Background()) })
-	url := fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable&default_query_exec_mode=simple_protocol", srv.Addr())
+	_, url := startNode(t)
+	url += "&default_query_exec_mode=simple_protocol"
 	var notices []string
 	a, b := connect(t, url, &notices), connect(t, url, nil)
 	mustExec(t, b, "CREATE TABLE n (k int PRIMARY KEY, v int)")

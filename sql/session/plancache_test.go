@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -44,12 +42,7 @@ func metric(t *testing.T, s *server.Server, name string) float64 {
 // search_path changes, and a transaction that itself ran DDL.
 func TestPreparedPointPlanCache(t *testing.T) {
 	ctx := context.Background()
-	srv, err := server.Start(ctx, server.Config{Insecure: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Stop(context.Background()) })
-	url := fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", srv.Addr())
+	srv, url := startNode(t)
 	a, b := connect(t, url, nil), connect(t, url, nil)
 	mustExec(t, b, "CREATE TABLE acct (id int PRIMARY KEY, bal int, note text)")
 	mustExec(t, b, "INSERT INTO acct SELECT g, g * 10, 'n' || g FROM generate_series(1, 50) g")
@@ -242,12 +235,8 @@ func TestPreparedPointPlanCache(t *testing.T) {
 // NULL, other sessions' DDL and search_path.
 func TestSimpleQueryPlanCache(t *testing.T) {
 	ctx := context.Background()
-	srv, err := server.Start(ctx, server.Config{Insecure: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Stop(context.Background()) })
-	url := fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable&default_query_exec_mode=simple_protocol", srv.Addr())
+	srv, url := startNode(t)
+	url += "&default_query_exec_mode=simple_protocol"
 	a, b := connect(t, url, nil), connect(t, url, nil)
 	mustExec(t, b, "CREATE TABLE acct (id int PRIMARY KEY, bal int)")
 	mustExec(t, b, "INSERT INTO acct SELECT g, g * 10 FROM generate_series(1, 50) g")
@@ -369,12 +358,7 @@ func TestSimpleQueryPlanCache(t *testing.T) {
 // change makes them plan again.
 func TestPreparedGenericPlans(t *testing.T) {
 	ctx := context.Background()
-	srv, err := server.Start(ctx, server.Config{Insecure: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Stop(context.Background()) })
-	url := fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", srv.Addr())
+	srv, url := startNode(t)
 	a, b := connect(t, url, nil), connect(t, url, nil)
 	mustExec(t, b, "CREATE TABLE acct (id int PRIMARY KEY, bal int, note text)")
 	mustExec(t, b, "INSERT INTO acct SELECT g, g * 10, 'n' || g FROM generate_series(1, 50) g")

@@ -4,11 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"testing"
 
-	"github.com/cairn-db/cairn/server"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -20,12 +17,7 @@ import (
 // it. A DDL that leaves the result alone re-plans and runs.
 func TestPreparedResultTypeChange(t *testing.T) {
 	ctx := context.Background()
-	srv, err := server.Start(ctx, server.Config{Insecure: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Stop(context.Background()) })
-	url := fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", srv.Addr())
+	_, url := startNode(t)
 	a, b := connect(t, url, nil), connect(t, url, nil)
 	mustExec(t, b, "CREATE TABLE rt (id int PRIMARY KEY, v int, w text)")
 	mustExec(t, b, "INSERT INTO rt VALUES (1, 10, 'x'), (2, 20, 'y')")

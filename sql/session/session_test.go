@@ -15,20 +15,28 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// startServer starts an in-memory insecure node and returns its URL.
-func startServer(t *testing.T) string {
-	t.Helper()
-	ctx := context.Background()
-	s, err := server.Start(ctx, server.Config{Insecure: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+// startNode starts an in-memory insecure node (a cluster of one, so the
+// catalog generation is answered from memory) that stops when the test
+// ends, and returns it with the URL of its postgres database.
+func startNode(tb testing.TB) (*server.Server, string) {
+	tb.Helper()
+	s, err := server.Start(context.Background(), server.Config{Insecure: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	t.Cleanup(func() {
+	tb.Cleanup(func() {
 		if err := s.Stop(context.Background()); err != nil {
-			t.Errorf("stop: %v", err)
+			tb.Errorf("stop: %v", err)
 		}
 	})
-	return fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", s.Addr())
+	return s, fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", s.Addr())
+}
+
+// startServer is startNode for tests that need only the URL.
+func startServer(t *testing.T) string {
+	t.Helper()
+	_, url := startNode(t)
+	return url
 }
 
 func connect(t *testing.T, url string, notices *[]string) *pgx.Conn {
