@@ -63,6 +63,18 @@ func TestWindows(t *testing.T) {
 	if e := a.Explain(); len(e) != 1 || !strings.Contains(e[0], "[node 2: 40001 x1]") || strings.Contains(e[0], "before") {
 		t.Fatalf("explained: %q", e)
 	}
+	// Where the clients were held: an operation longer than SlowOp that
+	// overlaps the window is listed, with its times from the window's
+	// start; a slow one that ended before the window, or a quick one, is
+	// not.
+	c.slow = append(c.slow,
+		slowOp{client: "bank/1", node: 0, start: start.Add(-900 * time.Millisecond), end: start.Add(200 * time.Millisecond), err: "ok"},
+		slowOp{client: "bank/2", node: 2, start: start.Add(100 * time.Millisecond), end: start.Add(2300 * time.Millisecond), err: "40003"})
+	c.Took("sets/0", 1, time.Now(), nil)
+	a = c.Windows(start, start.Add(2500*time.Millisecond))
+	if e := a.Explain(); len(e) != 1 || !strings.Contains(e[0], "held: [bank/2 on node 3 -0.2s..+2.0s 40003]") || strings.Contains(e[0], "bank/1") || len(c.slow) != 2 {
+		t.Fatalf("explained: %q", e)
+	}
 	// No commit at all: one window, the whole run.
 	var none Commits
 	if a := none.Windows(start, start.Add(time.Minute)); a.Max != time.Minute || a.Commits != 0 {
