@@ -221,6 +221,10 @@ type Availability struct {
 	Max, P50, P99 time.Duration
 	// Long are the windows over a second, longest first.
 	Long []Gap
+	// PerMinute counts the commits in each minute of the run (the last
+	// one possibly partial): whether throughput falls as a run goes on
+	// (its tables grow, nodes come and go) or with the machine's load.
+	PerMinute []int
 }
 
 func (a Availability) String() string {
@@ -308,12 +312,18 @@ func (c *Commits) Windows(start, end time.Time) Availability {
 		prev = t
 	}
 	gaps = append(gaps, Gap{From: prev, Len: end.Sub(prev)})
+	perMinute := make([]int, int(end.Sub(start)/time.Minute)+1)
+	for _, t := range ts {
+		if !t.Before(start) && !t.After(end) {
+			perMinute[int(t.Sub(start)/time.Minute)]++
+		}
+	}
 	lens := make([]time.Duration, len(gaps))
 	for i, g := range gaps {
 		lens[i] = g.Len
 	}
 	slices.Sort(lens)
-	a := Availability{Commits: len(ts), Max: lens[len(lens)-1], P50: lens[len(lens)/2], P99: lens[len(lens)*99/100]}
+	a := Availability{Commits: len(ts), Max: lens[len(lens)-1], P50: lens[len(lens)/2], P99: lens[len(lens)*99/100], PerMinute: perMinute}
 	for _, g := range gaps {
 		if g.Len > time.Second {
 			a.Long = append(a.Long, g)

@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -40,7 +41,7 @@ func TestWindows(t *testing.T) {
 		c.times = append(c.times, start.Add(time.Duration(ms)*time.Millisecond))
 	}
 	a := c.Windows(start, start.Add(2500*time.Millisecond))
-	if a.Commits != 5 || a.Max != 2*time.Second || len(a.Long) != 1 || a.Long[0].From != start.Add(300*time.Millisecond) {
+	if a.Commits != 5 || a.Max != 2*time.Second || len(a.Long) != 1 || a.Long[0].From != start.Add(300*time.Millisecond) || !slices.Equal(a.PerMinute, []int{5}) {
 		t.Fatalf("windows: %+v", a)
 	}
 	// The window 0.3s..2.3s is charged to the kill at 0.2s, not to the
