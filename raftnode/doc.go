@@ -92,6 +92,20 @@
 //     apply longer than an election timeout on every replica, as a bulk
 //     batch is, cost the group its leader and lease
 //     (TestHeldApplyKeepsLeadership).
+//  9. A stalled scheduler serves no lease: when the node's scheduler has
+//     run neither a tick nor a round for longer than an election timeout
+//     (Node.Stalled: a round held in a sync on a disk that stopped
+//     answering, a Pebble write stall, the process stopped), a replica
+//     of a group with another voter reports no lease and no leader hint
+//     naming itself (servableLease), and a proposal still waiting for the
+//     node's lock gives up unproposed (lockToPropose, ErrNotLeader), so
+//     requests go to the replicas that elect the next leader instead of
+//     waiting for the disk or for the disk-stall fence to end the
+//     process. The lease term is kept: once the scheduler runs again the
+//     replica serves under it unless a round finds it lost. Safety does
+//     not rest on this (writes commit through raft, reads need the read
+//     lease or a confirmed heartbeat round); a sole voter keeps its lease
+//     (TestStalledLeaderServesNoLease).
 //
 // A round therefore waits for the apply of small writes only (OLTP
 // writes: microseconds each, and handing them to a worker would make

@@ -158,11 +158,36 @@ type Replica struct {
 // its leader: CheckQuorum's rule), so no other leaseholder can have
 // served a newer write.
 func (r *Replica) ReadLease() (term uint64, ok bool) {
-	term = r.lease.Load()
-	if term == 0 || r.node.fenced.Load() {
+	term = r.servableLease()
+	if term == 0 {
 		return 0, false
 	}
 	return term, r.alone.Load() || r.node.now() < r.readUntil.Load()
+}
+
+// servableLease is the term of the lease this replica may serve under
+// now, 0 when none: the lease, unless the node is fenced or, for a group
+// with another voter, its scheduler has stalled (Node.Stalled). A leader
+// whose scheduler has run neither a tick nor a round for an election
+// timeout sent no heartbeat for as long, so its followers may already be
+// electing another leader, and it can commit nothing until the scheduler
+// runs again (a round held in a sync on a stalled disk holds the node's
+// lock, so every proposal waits for it). Answering for such a lease
+// held every request that came to it until the node fenced itself and
+// exited, 5-7 s into a disk stall in the chaos runs: refusing sends them
+// to the replicas that elect the next leader. Nothing is lost by the
+// refusal (the lease term is kept: once the scheduler runs again the
+// replica serves under it, as after a long round, unless a round finds
+// it lost), and nothing is gained unsafely: a write still commits only
+// through raft, a read still needs the read lease or a confirmed
+// heartbeat round. A group of one voter has no replica to go to and
+// keeps its lease.
+func (r *Replica) servableLease() uint64 {
+	term := r.lease.Load()
+	if term == 0 || r.node.fenced.Load() || !r.alone.Load() && r.node.Stalled() {
+		return 0
+	}
+	return term
 }
 
 // ReadMark is the node's read-lease clock now, for ReadConfirmed.
@@ -178,8 +203,8 @@ func (r *Replica) ReadMark() int64 { return r.node.now() }
 // request arrived, and what a later leaseholder writes lands above the
 // request's timestamp (its lease starts a maximum clock offset ahead).
 func (r *Replica) ReadConfirmed(mark int64) (term uint64, ok bool) {
-	term = r.lease.Load()
-	if term == 0 || r.node.fenced.Load() {
+	term = r.servableLease()
+	if term == 0 {
 		return 0, false
 	}
 	return term, r.alone.Load() || r.confirmed.Load() >= mark
@@ -198,9 +223,10 @@ func monoNow() int64 { return int64(time.Since(monoEpoch)) }
 func (r *Replica) Shared() bool { return r.log.Shared() }
 
 func (r *Replica) Lease() (term, leader uint64) {
-	if r.node.fenced.Load() {
-		// A fenced leader is handing its groups off (fence.go): it is
-		// no hint for the router.
+	if r.node.fenced.Load() || !r.alone.Load() && r.node.Stalled() {
+		// A fenced leader is handing its groups off (fence.go), a
+		// stalled one is being replaced (servableLease): it is no hint
+		// for the router.
 		if leader = r.leader.Load(); leader == r.node.cfg.NodeID {
 			leader = 0
 		}
@@ -341,6 +367,13 @@ type Node struct {
 	readLease, electionDur atomic.Int64
 	// now is the node's monotonic clock (monoNow; simulations replace it).
 	now func() int64
+	// ran is when (now) the scheduler last ran a tick or finished a
+	// round; 0 until its first tick (Stalled).
+	ran atomic.Int64
+	// stallC is closed while the scheduler is found stalled (watchStall,
+	// lockToPropose; under stallMu).
+	stallMu sync.Mutex
+	stallC  chan struct{}
 
 	// fenced is set while any reason in fences holds (fence.go); failed
 	// once the engine failed under the scheduler.
@@ -398,6 +431,7 @@ func (n *Node) Run(ctx context.Context, tick time.Duration) error {
 	n.running.Store(true)
 	defer n.running.Store(false)
 	defer cancel()
+	go n.watchStall(ctx, tick)
 	t := time.NewTicker(tick)
 	defer t.Stop()
 	for {
@@ -416,11 +450,118 @@ func (n *Node) Run(ctx context.Context, tick time.Duration) error {
 				n.fail(err)
 				return err
 			}
+			n.ran.Store(n.now())
 			if !more {
 				break
 			}
 		}
 	}
+}
+
+// lockToPropose takes the node's lock for a proposal, as n.mu.Lock does,
+// unless the scheduler is found stalled (watchStall) while the proposal
+// waits for it: then it gives up and reports false, and the lock is not
+// held. A round held in its sync on a disk that stopped answering holds
+// the lock until the disk answers or the process exits (the disk-stall
+// fence, seconds later); a proposal that had passed the lease checks
+// just before the stall was found then waited as long, with its latches
+// held and its client's transaction with it (five such in a chaos run's
+// stalled node after servableLease sent every later request elsewhere).
+// Not proposed, it is refused like any request to a replica without the
+// lease, and its gateway finds the next leaseholder. The lock is taken
+// at once when it is free; only a proposal that must wait for it (a
+// round is syncing) pays a goroutine that queues for the lock in its
+// place, so that the wait can be abandoned.
+func (n *Node) lockToPropose() bool {
+	if n.mu.TryLock() {
+		return true
+	}
+	if !n.running.Load() {
+		// Driven by hand (tests): no scheduler to stall, no watcher.
+		n.mu.Lock()
+		return true
+	}
+	stalled := n.stallSignal()
+	select {
+	case <-stalled:
+		return false
+	default:
+	}
+	// state: 0 while waiting, 1 once the queued goroutine holds the lock
+	// for the proposal, 2 once the proposal gave up (the goroutine then
+	// releases the lock as soon as it gets it).
+	var state atomic.Int32
+	got := make(chan struct{})
+	go func() {
+		n.mu.Lock()
+		if !state.CompareAndSwap(0, 1) {
+			n.mu.Unlock()
+			return
+		}
+		close(got)
+	}()
+	select {
+	case <-got:
+		return true
+	case <-stalled:
+		if state.CompareAndSwap(0, 2) {
+			return false
+		}
+		<-got
+		return true
+	}
+}
+
+// stallSignal returns the channel watchStall closes when it finds the
+// scheduler stalled; it stays closed until the scheduler runs again.
+func (n *Node) stallSignal() <-chan struct{} {
+	n.stallMu.Lock()
+	defer n.stallMu.Unlock()
+	if n.stallC == nil {
+		n.stallC = make(chan struct{})
+	}
+	return n.stallC
+}
+
+// watchStall checks, each tick until ctx ends, whether the scheduler has
+// stalled (Stalled), and closes the stall signal when it has: the
+// scheduler itself cannot say so while a round holds it.
+func (n *Node) watchStall(ctx context.Context, tick time.Duration) {
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	closed := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		stalled := n.Stalled()
+		if stalled == closed {
+			continue
+		}
+		n.stallMu.Lock()
+		if stalled {
+			if n.stallC == nil {
+				n.stallC = make(chan struct{})
+			}
+			close(n.stallC)
+		} else {
+			n.stallC = make(chan struct{})
+		}
+		n.stallMu.Unlock()
+		closed = stalled
+	}
+}
+
+// Stalled reports whether the node's scheduler has run neither a tick
+// nor a round for longer than an election timeout (servableLease): a
+// round held in the engine's sync, on a disk that stopped answering or a
+// write stall, or the process stopped. False before the first tick and
+// without an election timeout (a node driven by hand).
+func (n *Node) Stalled() bool {
+	ran, el := n.ran.Load(), n.electionDur.Load()
+	return ran != 0 && el > 0 && n.now()-ran > el
 }
 
 // setTiming sets the election timeout, in the units of n.now, and the
@@ -618,6 +759,7 @@ func (n *Node) Tick() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	now := n.now()
+	n.ran.Store(now)
 	if n.fenced.Load() {
 		n.handOffLocked()
 	}
@@ -676,7 +818,11 @@ func (n *Node) Propose(tabletID uint64, data []byte) error {
 // returns ErrNotLeader and nothing was proposed.
 func (n *Node) ProposeAt(tabletID, term uint64, data []byte) error {
 	asked, ended := time.Now(), n.stats.Rounds.Load()
-	n.mu.Lock()
+	if !n.lockToPropose() {
+		// The scheduler stalled while the proposal waited: nothing was
+		// proposed, and the lease is not servable (servableLease).
+		return ErrNotLeader
+	}
 	defer n.mu.Unlock()
 	r := n.replicas[tabletID]
 	if r == nil {

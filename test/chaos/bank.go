@@ -79,6 +79,7 @@ func (b *Bank) Run(ctx context.Context, c *Cluster, seed uint64, commits *Commit
 				})
 				cancel()
 				tr.end = time.Now()
+				commits.Took(fmt.Sprintf("bank/%d", cl), node, tr.start, tr.err)
 				if tr.outcome == OK {
 					commits.Add()
 				} else {

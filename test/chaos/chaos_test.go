@@ -91,6 +91,7 @@ func run(t *testing.T, cfg Config) *Result {
 	for _, e := range res.Availability.Explain() {
 		t.Log(e)
 	}
+	t.Logf("commits per minute: %v", res.Availability.PerMinute)
 	if m := res.Availability.MaxOf(Kill); m > 0 {
 		t.Logf("availability under single-node kills: longest window %s", m.Round(time.Millisecond))
 	}

@@ -37,7 +37,11 @@
 //     version never goes backwards.
 //  6. availability (history.go): the longest window with no commit
 //     anywhere in the cluster is printed with its distribution; under
-//     single-node kills it stays under AvailabilityTarget.
+//     single-node kills it stays under AvailabilityTarget. Each of the
+//     longest windows is explained by the failures the clients met in it
+//     and by the operations longer than SlowOp that overlapped it (which
+//     client, through which node, from when to when, how it ended): a
+//     window with no commit is one in which every client is held.
 //
 // Every run prints its seed (-chaos.seed replays it: the same nemesis
 // schedule and the same workload choices; the timings of real processes

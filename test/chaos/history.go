@@ -106,7 +106,24 @@ type Commits struct {
 	mu    sync.Mutex
 	times []time.Time
 	fails []failure
+	slow  []slowOp
 }
+
+// slowOp is one operation that took longer than SlowOp: which client ran
+// it through which node, when it started and ended, and how it ended
+// ("ok" or its error in short). A window with no commit anywhere is one
+// in which every client is inside such an operation, so the slow ones
+// that overlap a window say where each client was held, and by what.
+type slowOp struct {
+	client     string
+	node       int
+	start, end time.Time
+	err        string
+}
+
+// SlowOp is how long an operation must take to be kept for the
+// explanation of the windows it overlaps.
+const SlowOp = time.Second
 
 // failure is one failed or unknown operation: when it returned, through
 // which node, and its error in short.
@@ -121,6 +138,15 @@ func (c *Commits) Fail(node int, err error) {
 	if err == nil {
 		return
 	}
+	msg := shortError(err)
+	c.mu.Lock()
+	c.fails = append(c.fails, failure{at: time.Now(), node: node, err: msg})
+	c.mu.Unlock()
+}
+
+// shortError is err in short: its SQLSTATE, or the start of its message
+// when it has none.
+func shortError(err error) string {
 	msg := errCode(err)
 	if msg == "-" {
 		msg = err.Error()
@@ -138,8 +164,23 @@ func (c *Commits) Fail(node int, err error) {
 		}
 		msg += " " + m
 	}
+	return msg
+}
+
+// Took records, if it took longer than SlowOp, the operation that client
+// began through node at start and that has just ended with err (nil: it
+// succeeded).
+func (c *Commits) Took(client string, node int, start time.Time, err error) {
+	end := time.Now()
+	if end.Sub(start) <= SlowOp {
+		return
+	}
+	msg := "ok"
+	if err != nil {
+		msg = shortError(err)
+	}
 	c.mu.Lock()
-	c.fails = append(c.fails, failure{at: time.Now(), node: node, err: msg})
+	c.slow = append(c.slow, slowOp{client: client, node: node, start: start, end: end, err: msg})
 	c.mu.Unlock()
 }
 
@@ -167,6 +208,10 @@ type Gap struct {
 	// Errors are the failures that returned during the window (and the
 	// second after it), by node and error, for the longest windows.
 	Errors map[string]int
+	// Held are the operations longer than SlowOp that overlapped the
+	// window, for the longest windows, in the order they began: where
+	// each client was held.
+	Held []string
 }
 
 // Availability summarises the windows without a commit between start
@@ -176,6 +221,10 @@ type Availability struct {
 	Max, P50, P99 time.Duration
 	// Long are the windows over a second, longest first.
 	Long []Gap
+	// PerMinute counts the commits in each minute of the run (the last
+	// one possibly partial): whether throughput falls as a run goes on
+	// (its tables grow, nodes come and go) or with the machine's load.
+	PerMinute []int
 }
 
 func (a Availability) String() string {
@@ -263,12 +312,18 @@ func (c *Commits) Windows(start, end time.Time) Availability {
 		prev = t
 	}
 	gaps = append(gaps, Gap{From: prev, Len: end.Sub(prev)})
+	perMinute := make([]int, int(end.Sub(start)/time.Minute)+1)
+	for _, t := range ts {
+		if !t.Before(start) && !t.After(end) {
+			perMinute[int(t.Sub(start)/time.Minute)]++
+		}
+	}
 	lens := make([]time.Duration, len(gaps))
 	for i, g := range gaps {
 		lens[i] = g.Len
 	}
 	slices.Sort(lens)
-	a := Availability{Commits: len(ts), Max: lens[len(lens)-1], P50: lens[len(lens)/2], P99: lens[len(lens)*99/100]}
+	a := Availability{Commits: len(ts), Max: lens[len(lens)-1], P50: lens[len(lens)/2], P99: lens[len(lens)*99/100], PerMinute: perMinute}
 	for _, g := range gaps {
 		if g.Len > time.Second {
 			a.Long = append(a.Long, g)
@@ -277,9 +332,20 @@ func (c *Commits) Windows(start, end time.Time) Availability {
 	slices.SortFunc(a.Long, func(x, y Gap) int { return int(y.Len - x.Len) })
 	c.mu.Lock()
 	fails := slices.Clone(c.fails)
+	slow := slices.Clone(c.slow)
 	c.mu.Unlock()
+	slices.SortFunc(slow, func(x, y slowOp) int { return x.start.Compare(y.start) })
 	for i := range a.Long[:min(len(a.Long), 5)] {
 		g := &a.Long[i]
+		end := g.From.Add(g.Len)
+		for _, o := range slow {
+			if o.start.Before(end) && o.end.After(g.From) {
+				// Times from the window's start: a client held since
+				// before the window shows a negative start.
+				g.Held = append(g.Held, fmt.Sprintf("%s on node %d %+.1fs..%+.1fs %s", o.client, o.node+1,
+					o.start.Sub(g.From).Seconds(), o.end.Sub(g.From).Seconds(), o.err))
+			}
+		}
 		for _, f := range fails {
 			if !f.at.Before(g.From) && f.at.Before(g.From.Add(g.Len+time.Second)) {
 				if g.Errors == nil {
@@ -302,6 +368,12 @@ func (a Availability) Explain() []string {
 		}
 		for _, e := range slices.Sorted(maps.Keys(g.Errors)) {
 			s += fmt.Sprintf(" [%s x%d]", e, g.Errors[e])
+		}
+		if len(g.Held) > 0 {
+			s += "; held:"
+			for _, h := range g.Held {
+				s += " [" + h + "]"
+			}
 		}
 		out = append(out, s)
 	}

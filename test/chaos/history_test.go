@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -40,7 +41,7 @@ func TestWindows(t *testing.T) {
 		c.times = append(c.times, start.Add(time.Duration(ms)*time.Millisecond))
 	}
 	a := c.Windows(start, start.Add(2500*time.Millisecond))
-	if a.Commits != 5 || a.Max != 2*time.Second || len(a.Long) != 1 || a.Long[0].From != start.Add(300*time.Millisecond) {
+	if a.Commits != 5 || a.Max != 2*time.Second || len(a.Long) != 1 || a.Long[0].From != start.Add(300*time.Millisecond) || !slices.Equal(a.PerMinute, []int{5}) {
 		t.Fatalf("windows: %+v", a)
 	}
 	// The window 0.3s..2.3s is charged to the kill at 0.2s, not to the
@@ -61,6 +62,18 @@ func TestWindows(t *testing.T) {
 	a = c.Windows(start, start.Add(2500*time.Millisecond))
 	a.Charge(start, []Fault{{At: 200 * time.Millisecond, Kind: Kill}})
 	if e := a.Explain(); len(e) != 1 || !strings.Contains(e[0], "[node 2: 40001 x1]") || strings.Contains(e[0], "before") {
+		t.Fatalf("explained: %q", e)
+	}
+	// Where the clients were held: an operation longer than SlowOp that
+	// overlaps the window is listed, with its times from the window's
+	// start; a slow one that ended before the window, or a quick one, is
+	// not.
+	c.slow = append(c.slow,
+		slowOp{client: "bank/1", node: 0, start: start.Add(-900 * time.Millisecond), end: start.Add(200 * time.Millisecond), err: "ok"},
+		slowOp{client: "bank/2", node: 2, start: start.Add(100 * time.Millisecond), end: start.Add(2300 * time.Millisecond), err: "40003"})
+	c.Took("sets/0", 1, time.Now(), nil)
+	a = c.Windows(start, start.Add(2500*time.Millisecond))
+	if e := a.Explain(); len(e) != 1 || !strings.Contains(e[0], "held: [bank/2 on node 3 -0.2s..+2.0s 40003]") || strings.Contains(e[0], "bank/1") || len(c.slow) != 2 {
 		t.Fatalf("explained: %q", e)
 	}
 	// No commit at all: one window, the whole run.

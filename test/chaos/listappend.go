@@ -92,6 +92,7 @@ func (l *ListAppend) Run(ctx context.Context, c *Cluster, seed uint64, commits *
 					continue
 				}
 				tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				began := time.Now()
 				out, err := Txn(tctx, conn, l.begin(), func(ctx context.Context) error {
 					for i := range tx.Mops {
 						m := &tx.Mops[i]
@@ -115,6 +116,7 @@ func (l *ListAppend) Run(ctx context.Context, c *Cluster, seed uint64, commits *
 					return nil
 				})
 				cancel()
+				commits.Took(fmt.Sprintf("%s/%d", l.table, cl), node, began, err)
 				s.after(err, out)
 				commits.Fail(node, err)
 				switch out {

@@ -101,6 +101,7 @@ func (r *Registers) Run(ctx context.Context, c *Cluster, seed uint64, commits *C
 				}
 				ret := time.Since(r.start).Nanoseconds()
 				cancel()
+				commits.Took(fmt.Sprintf("registers/%d", cl), node, r.start.Add(time.Duration(call)), err)
 				out := Classify(err, in.inc)
 				commits.Fail(node, err)
 				s.after(err, out)

@@ -40,8 +40,10 @@ func (s *Set) Run(ctx context.Context, c *Cluster, seed uint64, commits *Commits
 					continue
 				}
 				tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				began := time.Now()
 				_, err := conn.Exec(tctx, "INSERT INTO sets VALUES ($1)", v)
 				cancel()
+				commits.Took(fmt.Sprintf("sets/%d", cl), node, began, err)
 				out := Classify(err, true)
 				ss.after(err, out)
 				if out == OK {

@@ -1,0 +1,172 @@
+package raftnode
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cairn-db/cairn/storage"
+	"github.com/cairn-db/cairn/storage/simfs"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// TestStalledLeaderServesNoLease: a leader whose scheduler is held in a
+// round's sync (a disk that stopped answering) reports no lease once an
+// election timeout has passed on its clock without a tick or a round
+// (servableLease), so requests go to the replicas electing the next
+// leader instead of waiting on it; before that it keeps the lease, and
+// once the sync ends and the scheduler ticks again it serves under the
+// same term. A group whose only voter it is keeps its lease throughout:
+// no other replica could take the requests. The node's clock is the
+// test's, so the election timeout is counted exactly, not timed.
+func TestStalledLeaderServesNoLease(t *testing.T) {
+	const tablet, lone = 1, 2
+	const election = 10 // the election timeout, in the test clock's units
+	peers := []uint64{1, 2, 3}
+	var clock atomic.Int64
+	nodes := map[uint64]*Node{}
+	wires := map[uint64]*wireLog{}
+	gate := newSyncGate()
+	for _, id := range peers {
+		opts := simfs.Options{}
+		if id == 1 {
+			opts = simfs.Options{Profile: simfs.Profile{SyncLatency: 1}, Sleep: gate.sleep}
+		}
+		eng, err := storage.Open("", storage.Options{FS: simfs.New(vfs.NewMem(), opts)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer eng.Close()
+		w := &wireLog{}
+		n := NewNode(Config{NodeID: id}, eng, w)
+		n.now = clock.Load
+		n.setTiming(election)
+		if _, err := n.AddReplica(tablet, peers, nopSM{}); err != nil {
+			t.Fatal(err)
+		}
+		nodes[id], wires[id] = n, w
+	}
+	// Before the engines close: a failed check must not leave node 1's
+	// round blocked in its sync.
+	defer gate.open()
+	if _, err := nodes[1].AddReplica(lone, []uint64{1}, nopSM{}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Store(100) // past the replicas' first election timeout
+	deliver := func() {
+		for _, id := range peers {
+			for _, e := range wires[id].take() {
+				if err := nodes[e.Msg.GetTo()].Step(e); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	for _, tab := range []uint64{tablet, lone} {
+		if err := nodes[1].Campaign(tab); err != nil {
+			t.Fatal(err)
+		}
+	}
+	leases := func() (uint64, uint64) {
+		a, _ := nodes[1].Replica(tablet).Lease()
+		b, _ := nodes[1].Replica(lone).Lease()
+		return a, b
+	}
+	for i := 0; ; i++ {
+		if a, b := leases(); a != 0 && b != 0 {
+			break
+		}
+		if i == 100 {
+			t.Fatalf("node 1 holds no leases after %d rounds", i)
+		}
+		for _, id := range peers {
+			if _, err := nodes[id].ProcessReady(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		deliver()
+	}
+	term, _ := leases()
+	// Replica takes the node's lock, which the held round will hold.
+	r, l := nodes[1].Replica(tablet), nodes[1].Replica(lone)
+	nodes[1].Tick() // the scheduler last ran now (100)
+
+	// The round that syncs the next proposal is held on the disk.
+	if err := nodes[1].Propose(tablet, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	gate.armed.Store(true)
+	round := make(chan error, 1)
+	go func() { _, err := nodes[1].ProcessReady(); round <- err }()
+	select {
+	case <-gate.began:
+	case err := <-round:
+		t.Fatalf("the round ended (%v) without syncing", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the round did not reach its sync")
+	}
+
+	// An election timeout after the last tick: still the leaseholder.
+	clock.Store(100 + election)
+	if got, leader := r.Lease(); got != term || leader != 1 || nodes[1].Stalled() {
+		t.Fatalf("an election timeout into the stall: lease %d, leader %d, stalled %v; want lease %d, leader 1, not stalled", got, leader, nodes[1].Stalled(), term)
+	}
+	// A proposal that must wait for the lock the held round holds: it
+	// waits while the scheduler is not stalled.
+	nodes[1].running.Store(true) // as under Run: the stall watcher runs
+	wctx, stopWatch := context.WithCancel(context.Background())
+	defer stopWatch()
+	go nodes[1].watchStall(wctx, time.Millisecond)
+	proposed := make(chan error, 1)
+	go func() { proposed <- nodes[1].ProposeAt(tablet, term, []byte("y")) }()
+
+	// Past it: no lease, and no hint that names itself.
+	clock.Store(100 + election + 1)
+	if !nodes[1].Stalled() {
+		t.Fatal("the scheduler held past an election timeout is not reported stalled")
+	}
+	if got, leader := r.Lease(); got != 0 || leader != 0 {
+		t.Fatalf("stalled leader: Lease() = %d, %d; want 0, 0", got, leader)
+	}
+	if got, ok := r.ReadLease(); got != 0 || ok {
+		t.Fatalf("stalled leader: ReadLease() = %d, %v; want 0, false", got, ok)
+	}
+	if got, ok := r.ReadConfirmed(0); got != 0 || ok {
+		t.Fatalf("stalled leader: ReadConfirmed(0) = %d, %v; want 0, false", got, ok)
+	}
+	if got, leader := l.Lease(); got == 0 || leader != 1 {
+		t.Fatalf("stalled sole voter: Lease() = %d, %d; want its lease, leader 1", got, leader)
+	}
+	if got, ok := l.ReadLease(); got == 0 || !ok {
+		t.Fatalf("stalled sole voter: ReadLease() = %d, %v; want its lease", got, ok)
+	}
+
+	// The waiting proposal gives up, unproposed, once the watcher finds
+	// the scheduler stalled (before, it waited for the disk).
+	select {
+	case err := <-proposed:
+		if !errors.Is(err, ErrNotLeader) {
+			t.Fatalf("proposal waiting on a stalled scheduler: %v, want ErrNotLeader", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a proposal waiting for the node's lock was still waiting 30 s after the scheduler was found stalled")
+	}
+
+	// The disk answers again: the round ends, the scheduler ticks, and
+	// the replica, still leader, serves under its term.
+	gate.open()
+	if err := <-round; err != nil {
+		t.Fatal(err)
+	}
+	nodes[1].Tick()
+	if got, leader := r.Lease(); got != term || leader != 1 || nodes[1].Stalled() {
+		t.Fatalf("after the stall: lease %d, leader %d, stalled %v; want lease %d, leader 1", got, leader, nodes[1].Stalled(), term)
+	}
+	// And proposes again (the watcher reopens its signal within ticks;
+	// a proposal that finds the lock free takes it at once anyway).
+	if err := nodes[1].ProposeAt(tablet, term, []byte("z")); err != nil {
+		t.Fatalf("proposing after the stall: %v", err)
+	}
+}
