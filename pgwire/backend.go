@@ -108,6 +108,17 @@ type QuickBinder interface {
 	QuickBind() bool
 }
 
+// QuickSyncer is implemented by a Session whose Sync may run without a
+// statement context of its own: QuickSync reports that the Sync about to
+// run ends no KV transaction (the Executes before it opened none: an
+// implicit point read, or statements that read nothing), so it reads,
+// writes and waits for nothing a cancel could interrupt. A prepared
+// point SELECT's round trip then makes one statement context, its
+// Execute's, instead of two.
+type QuickSyncer interface {
+	QuickSync() bool
+}
+
 // StatementBaser is implemented by a Session that wants values in the
 // context of every statement-level call (the session's lock wait
 // observer): pgwire derives those contexts from StatementBase(ctx),

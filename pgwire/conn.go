@@ -633,9 +633,16 @@ func (c *conn) simpleQuery(ctx context.Context, sql string) error {
 }
 
 func (c *conn) sync(ctx context.Context) error {
-	sctx, cancel := c.statementContext(ctx)
-	err := statementError(sctx, c.sess.Sync(sctx, &c.extW))
-	c.endStatement(cancel)
+	var err error
+	if qs, ok := c.sess.(QuickSyncer); ok && qs.QuickSync() {
+		// Nothing to commit: nothing a cancel could interrupt
+		// (invariant 8).
+		err = c.sess.Sync(ctx, &c.extW)
+	} else {
+		sctx, cancel := c.statementContext(ctx)
+		err = statementError(sctx, c.sess.Sync(sctx, &c.extW))
+		c.endStatement(cancel)
+	}
 	if err != nil {
 		return err
 	}

@@ -64,7 +64,9 @@
 //     client's socket found closed (checkClients); the client hears 57014
 //     for a cancel, FATAL 57P01 for a termination. The one exception is
 //     the Bind of a Statement that says it is quick (QuickBinder): it
-//     only decodes values, so it runs under the connection's context.
+//     only decodes values, so it runs under the connection's context;
+//     so does a Sync the Session says is quick (QuickSyncer): it ends
+//     no KV transaction.
 //  9. With TLS and RefuseRemotePlaintext, a client from another host that
 //     did not upgrade to TLS is refused (28000) before it can send a
 //     password. A client certificate logs in only if it verified against

@@ -595,3 +595,46 @@ func TestClose(t *testing.T) {
 		})
 	}
 }
+
+// TestQuickSync: a Sync the session says is quick (QuickSyncer: no
+// transaction to end) runs under the connection's context, which nothing
+// cancels and no statement context was made for; any other Sync runs
+// under a statement context CancelRequest can cancel (invariant 8).
+func TestQuickSync(t *testing.T) {
+	ts := startServer(t, nil)
+	conn := ts.connect(t)
+	ctx := context.Background()
+	syncs := func() []bool {
+		ts.b.mu.Lock()
+		defer ts.b.mu.Unlock()
+		out := ts.b.syncs
+		ts.b.syncs = nil
+		return out
+	}
+	var got int64
+	if err := conn.QueryRow(ctx, "select $1::int8", pgx.QueryExecModeCacheStatement, int64(7)).Scan(&got); err != nil || got != 7 {
+		t.Fatalf("select: %v %d", err, got)
+	}
+	s := syncs()
+	if len(s) == 0 {
+		t.Fatal("no Sync reached the session")
+	}
+	for i, cancellable := range s {
+		if cancellable {
+			t.Errorf("Sync %d outside a transaction ran under a cancellable statement context", i)
+		}
+	}
+	if _, err := conn.Exec(ctx, "begin", pgx.QueryExecModeSimpleProtocol); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.QueryRow(ctx, "select $1::int8", pgx.QueryExecModeCacheStatement, int64(8)).Scan(&got); err != nil || got != 8 {
+		t.Fatalf("select in a transaction: %v %d", err, got)
+	}
+	s = syncs()
+	if len(s) == 0 || !s[len(s)-1] {
+		t.Errorf("Sync in a transaction: cancellable %v, want a statement context", s)
+	}
+	if _, err := conn.Exec(ctx, "commit", pgx.QueryExecModeSimpleProtocol); err != nil {
+		t.Fatal(err)
+	}
+}

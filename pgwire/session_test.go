@@ -49,6 +49,8 @@ type testBackend struct {
 	copyRows int64
 	sleeping chan context.Context // receives the ctx of each running sleep, if non-nil
 	closed   int                  // sessions closed
+	// syncs records, per Sync, whether its context could be cancelled.
+	syncs []bool
 }
 
 func newTestBackend() *testBackend {
@@ -87,8 +89,16 @@ func (s *testSession) ParameterStatus() map[string]string {
 	return map[string]string{"is_superuser": "on"}
 }
 
-func (s *testSession) TxnStatus() TxnStatus                           { return s.txn }
-func (s *testSession) Sync(ctx context.Context, w ResultWriter) error { return nil }
+func (s *testSession) TxnStatus() TxnStatus { return s.txn }
+func (s *testSession) Sync(ctx context.Context, w ResultWriter) error {
+	s.b.mu.Lock()
+	s.b.syncs = append(s.b.syncs, ctx.Done() != nil)
+	s.b.mu.Unlock()
+	return nil
+}
+
+// QuickSync: outside begin ... commit there is nothing to end.
+func (s *testSession) QuickSync() bool { return s.txn == TxnIdle }
 
 func (s *testSession) Close() {
 	s.b.mu.Lock()

@@ -78,6 +78,7 @@ import (
 )
 
 func main() {
+	mallocHugePages(os.Args)
 	tuneGC()
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }

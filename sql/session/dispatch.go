@@ -527,6 +527,7 @@ func (s *Session) startPlanCached(x *stmtState, st *parser.Statement, paramTypes
 				if err := s.checkPrivileges(x.ctx, txn, p); err != nil {
 					return nil, err
 				}
+				slot.pp.privChecked = true
 				s.b.planHits.Add(1)
 				x.point = &slot.pp.point
 				return s.startExec(x, txn, p, params, stats)
@@ -564,6 +565,8 @@ func (s *Session) startPlanCached(x *stmtState, st *parser.Statement, paramTypes
 	}
 	if shape != nil {
 		if pp := newGenericPlan(key, p, shape, params, x.types()); pp != nil {
+			// checkPrivileges passed above, in txn, whose key is key.
+			pp.privChecked = true
 			slot.pp = pp
 		} else {
 			slot.misses++

@@ -587,6 +587,13 @@ func (s *Session) ReleaseHeld(w pgwire.ResultWriter) error {
 	return h.send(w)
 }
 
+// QuickSync implements pgwire.QuickSyncer: with no kv.Txn open, Sync's
+// end of the implicit transaction (endTxn) sends nothing to KV and waits
+// for nothing (it closes cursors and resets the transaction's state), and
+// no held result can be rerun (nothing to retry), so pgwire need not make
+// it a cancellable statement context.
+func (s *Session) QuickSync() bool { return s.txn == nil }
+
 // Sync implements pgwire.Session: it commits the implicit transaction of
 // the preceding Executes. When that transaction is one held Execute, a
 // commit failing with a retryable error (40001: a write-write conflict, a

@@ -50,8 +50,11 @@ import (
 // anyway, so the statements after it may open the kv.Txn at a later
 // timestamp. Under REPEATABLE READ or SERIALIZABLE such a transaction
 // could hold a later statement that must share the read's snapshot: it
-// keeps its kv.Txn. The user must be the superuser: checking privileges
-// reads the catalog in a transaction. The node must answer the
+// keeps its kv.Txn. A user other than the superuser must have passed the
+// privilege check with the plan under its key (genericPlan.privChecked):
+// the check reads the catalog in a transaction, and its answer is the
+// same for every Execute of the plan while the key's generation, which
+// the read is checked against, is the catalog's. The node must answer the
 // generation from memory (a cluster of one, or a generation lease:
 // catalog.Cache.GenerationAt); a node that reads it from KV per
 // statement keeps the kv.Txn. FOR UPDATE/SHARE, a filter, a secondary
@@ -71,15 +74,15 @@ var implicitReadHook atomic.Pointer[func()]
 func (s *Session) implicitReadOK() bool {
 	return s.inTxn && !s.block && !s.multiImplicit && !s.aborted && s.txn == nil &&
 		s.txnAsOf.IsEmpty() && !s.txnWroteCatalog &&
-		(s.txnIso == kv.ReadCommitted || !s.extImplicit) &&
-		s.user == catalog.SuperuserName
+		(s.txnIso == kv.ReadCommitted || !s.extImplicit)
 }
 
 // startImplicit starts pp's plan for params without a kv.Txn when it may
 // (see above). ok false: it did not, and the caller runs the statement
 // as before; nothing of it was read, written or sent.
 func (s *Session) startImplicit(x *stmtState, pp *genericPlan, params []types.Datum) (c *cursor, ok bool, err error) {
-	if pp == nil || !pp.implicit || !s.implicitReadOK() {
+	if pp == nil || !pp.implicit || !s.implicitReadOK() ||
+		!pp.privChecked && s.user != catalog.SuperuserName {
 		return nil, false, nil
 	}
 	gen, ok := s.b.cache.GenerationAt(s.b.db.Clock().Now())

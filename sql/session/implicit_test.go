@@ -2,6 +2,7 @@ package session_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/cairn-db/cairn/sql/session"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // TestImplicitRead: an autocommitted point SELECT from a cached plan, of
@@ -303,4 +305,117 @@ func TestImplicitReadRacingDDL(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestImplicitReadRoles: a user other than the superuser reads without a
+// KV transaction once the privilege check passed for the kept plan at its
+// generation, in both protocols; a REVOKE (a new generation) is obeyed at
+// the next statement, and a user without SELECT is refused every time,
+// including from a plan the simple protocol keeps before checking
+// anything.
+func TestImplicitReadRoles(t *testing.T) {
+	ctx := context.Background()
+	srv, url := implicitServer(t)
+	admin := connect(t, url, nil)
+	mustExec(t, admin, "CREATE TABLE acct (id int PRIMARY KEY, bal int)")
+	mustExec(t, admin, "INSERT INTO acct SELECT g, g * 10 FROM generate_series(1, 20) g")
+	mustExec(t, admin, "CREATE ROLE reader LOGIN")
+	mustExec(t, admin, "CREATE ROLE outsider LOGIN")
+	mustExec(t, admin, "GRANT SELECT ON acct TO reader")
+	as := func(user string) *pgx.Conn {
+		return connect(t, fmt.Sprintf("postgres://%s@%s/postgres?sslmode=disable", user, srv.Addr()), nil)
+	}
+	reader, outsider := as("reader"), as("outsider")
+	reads := func() float64 { return metric(t, srv, "cairn_sql_implicit_reads_total") }
+	const q = "SELECT bal FROM acct WHERE id = $1"
+	get := func(c *pgx.Conn, id int) (int, error) {
+		var v int
+		err := c.QueryRow(ctx, q, id).Scan(&v)
+		return v, err
+	}
+	simpleGet := func(c *pgx.Conn, id int) (string, error) {
+		res, err := c.PgConn().Exec(ctx, fmt.Sprintf("SELECT bal FROM acct WHERE id = %d", id)).ReadAll()
+		if err != nil {
+			return "", err
+		}
+		if len(res) != 1 || len(res[0].Rows) != 1 {
+			return "", fmt.Errorf("result %v", res)
+		}
+		return string(res[0].Rows[0][0]), nil
+	}
+	denied := func(what string, err error) {
+		t.Helper()
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || pe.Code != "42501" {
+			t.Fatalf("%s: %v, want 42501", what, err)
+		}
+	}
+
+	// Granted: the first Execute plans (and checks), the rest read
+	// without a transaction.
+	if _, err := get(reader, 1); err != nil {
+		t.Fatal(err)
+	}
+	r0 := reads()
+	for i := 1; i <= 5; i++ {
+		if v, err := get(reader, i); err != nil || v != i*10 {
+			t.Fatalf("reader, id %d: %d, %v", i, v, err)
+		}
+	}
+	if n := reads() - r0; n != 5 {
+		t.Errorf("reader, prepared: %v of 5 point SELECTs read without a transaction", n)
+	}
+	// The simple protocol: the shape's plan is kept unchecked, checked at
+	// its first use in a transaction, then read without one.
+	for i := 1; i <= 2; i++ {
+		if _, err := simpleGet(reader, i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r1 := reads()
+	for i := 3; i <= 6; i++ {
+		if v, err := simpleGet(reader, i); err != nil || v != fmt.Sprint(i*10) {
+			t.Fatalf("reader, simple id %d: %s, %v", i, v, err)
+		}
+	}
+	if n := reads() - r1; n != 4 {
+		t.Errorf("reader, simple: %v of 4 point SELECTs read without a transaction", n)
+	}
+
+	// Not granted: refused every time, in both protocols.
+	r2 := reads()
+	for i := 1; i <= 4; i++ {
+		_, err := get(outsider, i)
+		denied("outsider, prepared", err)
+		_, err = simpleGet(outsider, i)
+		denied("outsider, simple", err)
+	}
+	if n := reads() - r2; n != 0 {
+		t.Errorf("outsider: %v reads without a transaction", n)
+	}
+
+	// Revoked: the next statement is refused, kept plan or not.
+	mustExec(t, admin, "REVOKE SELECT ON acct FROM reader")
+	_, err := get(reader, 1)
+	denied("reader after REVOKE, prepared", err)
+	_, err = simpleGet(reader, 1)
+	denied("reader after REVOKE, simple", err)
+	// Granted again through a role: allowed again, and without a
+	// transaction after the first.
+	mustExec(t, admin, "CREATE ROLE readers")
+	mustExec(t, admin, "GRANT SELECT ON acct TO readers")
+	mustExec(t, admin, "GRANT readers TO reader")
+	if _, err := get(reader, 1); err != nil {
+		t.Fatalf("reader through readers: %v", err)
+	}
+	r3 := reads()
+	if v, err := get(reader, 2); err != nil || v != 20 {
+		t.Fatalf("reader through readers: %d, %v", v, err)
+	}
+	if n := reads() - r3; n != 1 {
+		t.Errorf("reader through readers: %v reads without a transaction, want 1", n)
+	}
+	mustExec(t, admin, "REVOKE readers FROM reader")
+	_, err = get(reader, 3)
+	denied("reader after REVOKE readers", err)
 }

@@ -109,6 +109,16 @@ type genericPlan struct {
 	// tries that ran again in one.
 	implicit        bool
 	implicitRetries int
+	// privChecked: checkPrivileges passed for a plan instantiated from p
+	// in a transaction whose plan key was key. What it checks (the
+	// user's roles and attributes, the tables' and schemas' ACLs) is
+	// catalog state, every change of which makes a new generation
+	// (catalog.Writer.bump), and key holds the user, the database and
+	// the generation: it holds for every plan of p under key. The
+	// implicit read of a user other than the superuser relies on it
+	// (implicit.go); a plan made by makeSimplePlan, which checks nothing,
+	// starts without it.
+	privChecked bool
 }
 
 // planCacheKey returns the key for statement x of the current
@@ -575,6 +585,7 @@ func (s *Session) startQuery(x *stmtState, g stmtGroup) (*cursor, error) {
 					if err := s.checkPrivileges(x.ctx, txn, p); err != nil {
 						return nil, err
 					}
+					e.slot.pp.privChecked = true
 					s.b.planHits.Add(1)
 					x.point = &e.slot.pp.point
 					return s.startExec(x, txn, p, params, nil)
