@@ -79,10 +79,30 @@ type SSTBuilder struct {
 }
 
 // NewSSTBuilder starts an empty SST in memory.
-func NewSSTBuilder() *SSTBuilder {
-	o := sstOptions()
+func NewSSTBuilder() *SSTBuilder { return NewSSTBuilderWith(SSTBuilderOptions{}) }
+
+// SSTBuilderOptions are what a caller may leave out of an SST built in
+// memory, for data that will not be read the way the part serves.
+type SSTBuilderOptions struct {
+	// NoFilter writes no bloom filter. A filter answers a point lookup
+	// of a user key the SST does not hold (Pebble's SeekPrefixGE) without
+	// reading its blocks; keys no one looks up one by one (a non-unique
+	// index's entries, each ending with its row's primary key) do not
+	// need it, and building it was a tenth of writing a 1M-entry index
+	// backfill's SSTs (bench/README.md, issue 18, 2026-11-30 eleventh
+	// session). A compaction that rewrites the entries writes the
+	// engine's filters.
+	NoFilter bool
+}
+
+// NewSSTBuilderWith starts an empty SST in memory, built with o.
+func NewSSTBuilderWith(o SSTBuilderOptions) *SSTBuilder {
+	wo := sstOptions().MakeWriterOptions(0, sstTableFormat)
+	if o.NoFilter {
+		wo.FilterPolicy = pebble.NoFilterPolicy
+	}
 	out := &memWritable{}
-	return &SSTBuilder{out: out, w: sstable.NewWriter(out, o.MakeWriterOptions(0, sstTableFormat))}
+	return &SSTBuilder{out: out, w: sstable.NewWriter(out, wo)}
 }
 
 // Put adds key with value; key must sort after every key put before.

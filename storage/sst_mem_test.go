@@ -247,6 +247,69 @@ func TestSSTBuilderBlockSize(t *testing.T) {
 	}
 }
 
+// TestSSTBuilderNoFilter: an SST built with NoFilter holds no bloom
+// filter (the default one does), is smaller, and reads back every key
+// it holds and none it does not once ingested.
+func TestSSTBuilderNoFilter(t *testing.T) {
+	ts := hlc.Timestamp{WallTime: 5}
+	key := func(i int) MVCCKey {
+		return MVCCKey{Key: binary.BigEndian.AppendUint64([]byte("/Table/104/2/"), uint64(i)), Timestamp: ts}
+	}
+	build := func(o SSTBuilderOptions) []byte {
+		t.Helper()
+		b := NewSSTBuilderWith(o)
+		for i := range 1000 {
+			if err := b.Put(key(2*i), []byte{1, byte(i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		data, err := b.Finish()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	filterOf := func(data []byte) string {
+		t.Helper()
+		r, err := sstable.NewMemReader(data, sstOptions().MakeReaderOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		p, err := r.ReadPropertiesBlock(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.FilterPolicyName
+	}
+	with, without := build(SSTBuilderOptions{}), build(SSTBuilderOptions{NoFilter: true})
+	if f := filterOf(with); f == "" {
+		t.Fatal("the default SST holds no filter")
+	}
+	if f := filterOf(without); f != "" {
+		t.Fatalf("the NoFilter SST holds filter %q", f)
+	}
+	if len(without) >= len(with) {
+		t.Fatalf("the NoFilter SST is %d bytes, the default %d: want it smaller", len(without), len(with))
+	}
+	e := openMem(t)
+	if err := e.IngestBytes(context.Background(), without); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2000 {
+		k := key(i)
+		it, err := e.NewIter(IterOptions{LowerBound: k.Key, UpperBound: append(bytes.Clone(k.Key), 0)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := it.First()
+		it.Close()
+		if found != (i%2 == 0) {
+			t.Fatalf("key %d found %v after ingesting the NoFilter SST", i, found)
+		}
+	}
+}
+
 // TestIngestFile: an SST already in a file (raftnode's side-loaded copy)
 // is ingested without consuming the file: it stays, byte for byte, for
 // its owner (Pebble links a staging name and removes that), its keys are

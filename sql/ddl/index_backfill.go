@@ -317,7 +317,7 @@ func (b *indexBuild) sortedBackfill(ctx context.Context, t *catalog.Table, layou
 	// ingests it (index_backfill_write.go).
 	var writeErr error
 	var writeOnce sync.Once
-	w := b.newSSTWriters(ctx, ts, len(its), func(err error) {
+	w := b.newSSTWriters(ctx, ts, len(its), sstOptionsFor(il), func(err error) {
 		writeOnce.Do(func() { writeErr = fmt.Errorf("writing index %q: %w", il.Name, err); cancel(writeErr) })
 	})
 	err = b.cutRanges(ctx, layout, its, sorter.Bytes(), ts, w, stats)

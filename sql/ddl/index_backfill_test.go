@@ -1,6 +1,10 @@
 package ddl
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/cairn-db/cairn/sql/rowenc"
+)
 
 // TestBuildMemory: a build's sort holds IndexBuildMemory before it
 // spills, or a quarter of the node's SQL budget when that is less, so a
@@ -18,5 +22,17 @@ func TestBuildMemory(t *testing.T) {
 		if got := buildMemory(tc.node); got != tc.want {
 			t.Errorf("node budget %d: build budget %d, want %d", tc.node, got, tc.want)
 		}
+	}
+}
+
+// TestSSTOptionsFor: a unique index's SSTs keep their bloom filters (a
+// writer's uniqueness check looks its key up), every other index's are
+// built without.
+func TestSSTOptionsFor(t *testing.T) {
+	if o := sstOptionsFor(&rowenc.IndexLayout{Unique: true}); o.NoFilter {
+		t.Error("a unique index's SSTs are built without a filter")
+	}
+	if o := sstOptionsFor(&rowenc.IndexLayout{}); !o.NoFilter {
+		t.Error("a non-unique index's SSTs are built with a filter")
 	}
 }
