@@ -104,6 +104,31 @@ func TestSSTBuilder(t *testing.T) {
 	if first, last := b.Bounds(); string(first) != "b" || string(last) != "b" {
 		t.Fatalf("bounds %q %q", first, last)
 	}
+	// The same version again, and a newer one (which sorts before it):
+	// refused too, and the builder goes on after a refusal (the writer
+	// underneath checks the order; the builder names it).
+	for _, k := range []string{`"b"@1`, `"b"@2`} {
+		if err := b.Put(mustKey(t, k), nil); !errors.Is(err, ErrOutOfOrder) {
+			t.Fatalf("put %s after \"b\"@1: %v, want ErrOutOfOrder", k, err)
+		}
+	}
+	if err := b.Put(mustKey(t, `"c"@1`), []byte("c")); err != nil {
+		t.Fatal(err)
+	}
+	if first, last := b.Bounds(); string(first) != "b" || string(last) != "c" {
+		t.Fatalf("bounds %q %q", first, last)
+	}
+	bd, err := b.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	if err := ForEachSST(bd, nil, nil, func(k MVCCKey, _ []byte) error { got = append(got, string(k.Key)); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, []string{"b", "c"}) {
+		t.Fatalf("after refused puts the SST holds %q, want b and c", got)
+	}
 
 	// Not an SST, or an SST that deletes: refused.
 	if _, err := CheckSSTPoints([]byte("not an sst")); err == nil {
