@@ -104,6 +104,31 @@ func TestSSTBuilder(t *testing.T) {
 	if first, last := b.Bounds(); string(first) != "b" || string(last) != "b" {
 		t.Fatalf("bounds %q %q", first, last)
 	}
+	// The same version again, and a newer one (which sorts before it):
+	// refused too, and the builder goes on after a refusal (the writer
+	// underneath checks the order; the builder names it).
+	for _, k := range []string{`"b"@1`, `"b"@2`} {
+		if err := b.Put(mustKey(t, k), nil); !errors.Is(err, ErrOutOfOrder) {
+			t.Fatalf("put %s after \"b\"@1: %v, want ErrOutOfOrder", k, err)
+		}
+	}
+	if err := b.Put(mustKey(t, `"c"@1`), []byte("c")); err != nil {
+		t.Fatal(err)
+	}
+	if first, last := b.Bounds(); string(first) != "b" || string(last) != "c" {
+		t.Fatalf("bounds %q %q", first, last)
+	}
+	bd, err := b.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	if err := ForEachSST(bd, nil, nil, func(k MVCCKey, _ []byte) error { got = append(got, string(k.Key)); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, []string{"b", "c"}) {
+		t.Fatalf("after refused puts the SST holds %q, want b and c", got)
+	}
 
 	// Not an SST, or an SST that deletes: refused.
 	if _, err := CheckSSTPoints([]byte("not an sst")); err == nil {
@@ -244,6 +269,69 @@ func TestSSTBuilderBlockSize(t *testing.T) {
 	}
 	if got != n {
 		t.Fatalf("read %d entries back, want %d", got, n)
+	}
+}
+
+// TestSSTBuilderNoFilter: an SST built with NoFilter holds no bloom
+// filter (the default one does), is smaller, and reads back every key
+// it holds and none it does not once ingested.
+func TestSSTBuilderNoFilter(t *testing.T) {
+	ts := hlc.Timestamp{WallTime: 5}
+	key := func(i int) MVCCKey {
+		return MVCCKey{Key: binary.BigEndian.AppendUint64([]byte("/Table/104/2/"), uint64(i)), Timestamp: ts}
+	}
+	build := func(o SSTBuilderOptions) []byte {
+		t.Helper()
+		b := NewSSTBuilderWith(o)
+		for i := range 1000 {
+			if err := b.Put(key(2*i), []byte{1, byte(i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		data, err := b.Finish()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	filterOf := func(data []byte) string {
+		t.Helper()
+		r, err := sstable.NewMemReader(data, sstOptions().MakeReaderOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		p, err := r.ReadPropertiesBlock(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.FilterPolicyName
+	}
+	with, without := build(SSTBuilderOptions{}), build(SSTBuilderOptions{NoFilter: true})
+	if f := filterOf(with); f == "" {
+		t.Fatal("the default SST holds no filter")
+	}
+	if f := filterOf(without); f != "" {
+		t.Fatalf("the NoFilter SST holds filter %q", f)
+	}
+	if len(without) >= len(with) {
+		t.Fatalf("the NoFilter SST is %d bytes, the default %d: want it smaller", len(without), len(with))
+	}
+	e := openMem(t)
+	if err := e.IngestBytes(context.Background(), without); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2000 {
+		k := key(i)
+		it, err := e.NewIter(IterOptions{LowerBound: k.Key, UpperBound: append(bytes.Clone(k.Key), 0)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := it.First()
+		it.Close()
+		if found != (i%2 == 0) {
+			t.Fatalf("key %d found %v after ingesting the NoFilter SST", i, found)
+		}
 	}
 }
 

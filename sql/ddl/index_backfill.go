@@ -3,6 +3,7 @@ package ddl
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -317,7 +318,7 @@ func (b *indexBuild) sortedBackfill(ctx context.Context, t *catalog.Table, layou
 	// ingests it (index_backfill_write.go).
 	var writeErr error
 	var writeOnce sync.Once
-	w := b.newSSTWriters(ctx, ts, len(its), func(err error) {
+	w := b.newSSTWriters(ctx, ts, len(its), sstOptionsFor(il), func(err error) {
 		writeOnce.Do(func() { writeErr = fmt.Errorf("writing index %q: %w", il.Name, err); cancel(writeErr) })
 	})
 	err = b.cutRanges(ctx, layout, its, sorter.Bytes(), ts, w, stats)
@@ -405,7 +406,7 @@ func (b *indexBuild) cutSSTs(ctx context.Context, layout *rowenc.TableLayout, it
 		if !ok {
 			break
 		}
-		if !first && bytes.Equal(prev, k) {
+		if !first && sameKey(prev, k) {
 			return uniqueBuildError(layout.ConvertWriteError(&kvpb.ConditionFailedError{Key: bytes.Clone(k)}))
 		}
 		prev, first = append(prev[:0], k...), false
@@ -459,6 +460,29 @@ func (b *indexBuild) cutSSTs(ctx context.Context, layout *rowenc.TableLayout, it
 		}
 	}
 	return nil
+}
+
+// sameKey is bytes.Equal(a, b) for adjacent keys of a sorted stream,
+// compared from their ends, 8 bytes at a time: adjacent index keys share
+// their prefix (the index's, then the leading columns') and differ near
+// their ends (the row's primary key), where bytes.Equal, comparing from
+// the front, found the difference last.
+func sameKey(a, b []byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	i := len(a)
+	for ; i >= 8; i -= 8 {
+		if binary.LittleEndian.Uint64(a[i-8:i]) != binary.LittleEndian.Uint64(b[i-8:i]) {
+			return false
+		}
+	}
+	for ; i > 0; i-- {
+		if a[i-1] != b[i-1] {
+			return false
+		}
+	}
+	return true
 }
 
 // backfillSplitBytes is how many entry bytes (before compression) a

@@ -93,7 +93,7 @@ func (b *indexBuild) newEntrySort(ctx context.Context, p int, prefix []byte, fai
 // batch.
 func addAll(ctx context.Context, so *rowcontainer.EntrySorter, batch *entryBuf) error {
 	defer batch.recycle()
-	return batch.each(func(k, v []byte) error { return so.Add(ctx, k, v) })
+	return so.AddBatch(ctx, batch.buf, batch.lens)
 }
 
 // Add hands a batch of entries to the sort, which recycles it.

@@ -36,6 +36,7 @@ import (
 
 	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/mvcc"
+	"github.com/cairn-db/cairn/sql/rowenc"
 	"github.com/cairn-db/cairn/storage"
 )
 
@@ -52,6 +53,9 @@ type sstWriters struct {
 	ctx  context.Context
 	ts   hlc.Timestamp
 	fail func(error) // the build's failure (cancels ctx)
+	// sst is how the SSTs are built: without a bloom filter for an
+	// index whose keys no one looks up one by one (sstOptionsFor).
+	sst storage.SSTBuilderOptions
 
 	building  chan struct{} // a slot per SST being built or ingested (invariant 2)
 	ingesting chan struct{} // a slot per SST being ingested (invariant 2)
@@ -60,9 +64,21 @@ type sstWriters struct {
 
 // cuts is how many cuts (key ranges, index_backfill_cut.go) fill SSTs
 // at once: each may hold one SST being filled beside those ingested.
-func (b *indexBuild) newSSTWriters(ctx context.Context, ts hlc.Timestamp, cuts int, fail func(error)) *sstWriters {
-	return &sstWriters{b: b, ctx: ctx, ts: ts, fail: fail,
+func (b *indexBuild) newSSTWriters(ctx context.Context, ts hlc.Timestamp, cuts int, sst storage.SSTBuilderOptions, fail func(error)) *sstWriters {
+	return &sstWriters{b: b, ctx: ctx, ts: ts, fail: fail, sst: sst,
 		building: make(chan struct{}, sstsBuilding+max(cuts, 1)-1), ingesting: make(chan struct{}, backfillWriters)}
+}
+
+// sstOptionsFor is how the SSTs of il's entries are built. A bloom
+// filter serves point lookups of a whole key the SST may not hold; only
+// a unique index is read that way (a writer's uniqueness check looks up
+// the key of its new entry). Every other index's key ends with its row's
+// primary key, so a writer only ever puts or deletes the entries of its
+// own rows, and its reads are of the index's spans: the filter, a tenth
+// of building a 1M-entry backfill's SSTs, serves no one until a
+// compaction rewrites the entries with the engine's filters.
+func sstOptionsFor(il *rowenc.IndexLayout) storage.SSTBuilderOptions {
+	return storage.SSTBuilderOptions{NoFilter: !il.Unique}
 }
 
 // sstPipe is one SST being cut: the cut fills cur and hands it over in
@@ -91,7 +107,7 @@ func (w *sstWriters) start(cutCtx context.Context) (*sstPipe, error) {
 	ctx := w.ctx
 	w.wg.Go(func() {
 		defer func() { <-w.building }()
-		sb := storage.NewSSTBuilder()
+		sb := storage.NewSSTBuilderWith(w.sst)
 		var err error
 		for batch := range p.in { // invariant 3: drained to the end
 			if err == nil && ctx.Err() == nil {

@@ -196,6 +196,79 @@ func (s *EntrySorter) Add(ctx context.Context, key, value []byte) error {
 	}
 }
 
+// AddBatch copies a batch of entries into the sorter, as Add of each in
+// order would: their bytes lie back to back in buf, and lens holds each
+// entry's key length then its value length. The entries that fit in the
+// arena's current chunk (and in what is reserved) are copied with one
+// copy and indexed in one loop: an index build hands the sorter batches
+// of 512 entries, and Add's per-entry checks of room and reservation and
+// its two copies were a third of the sorters' adds (bench/README.md,
+// issue 18, eleventh session). An entry that needs a new chunk or a
+// reservation (or spills) goes through Add.
+func (s *EntrySorter) AddBatch(ctx context.Context, buf []byte, lens []uint32) error {
+	if len(lens)%2 != 0 {
+		return fmt.Errorf("rowcontainer: a batch of %d entry lengths", len(lens))
+	}
+	p := len(s.prefix)
+	off := 0
+	for i := 0; i < len(lens); {
+		last := len(s.chunks) - 1
+		// The entries from i that fit the last chunk, its slots and
+		// the reservation: buf[off:off+n].
+		j, n, free := i, 0, s.free
+		if last >= 0 {
+			room := cap(s.chunks[last]) - len(s.chunks[last])
+			slots := s.slots - (len(s.ents) - s.sealed)
+			for ; j < len(lens) && slots > 0 && free >= entrySlotCost; j += 2 {
+				kl, e := int(lens[j]), int(lens[j])+int(lens[j+1])
+				if n+e > room || off+n+e > len(buf) {
+					break
+				}
+				if kl < p || !bytes.Equal(buf[off+n:off+n+p], s.prefix) {
+					break // Add refuses it, after those before
+				}
+				n += e
+				free -= entrySlotCost
+				slots--
+			}
+		}
+		if j == i {
+			// A new chunk, a reservation or a spill first: Add.
+			kl, vl := int(lens[i]), int(lens[i+1])
+			if off+kl+vl > len(buf) {
+				return fmt.Errorf("rowcontainer: a batch of %d bytes holds no entry of %d+%d at %d", len(buf), kl, vl, off)
+			}
+			if err := s.Add(ctx, buf[off:off+kl], buf[off+kl:off+kl+vl]); err != nil {
+				return err
+			}
+			off += kl + vl
+			i += 2
+			continue
+		}
+		c := s.chunks[last]
+		at := len(c)
+		s.chunks[last] = append(c, buf[off:off+n]...)
+		for ; i < j; i += 2 {
+			kl, vl := lens[i], lens[i+1]
+			if len(s.ents) == cap(s.ents) {
+				s.ents = growSlots(s.ents)
+			}
+			s.ents = append(s.ents, entrySlot{
+				abbr: abbreviate(buf[off:off+int(kl)], p), chunk: uint32(last), off: uint32(at),
+				klen: kl, vlen: vl,
+			})
+			at += int(kl + vl)
+			off += int(kl + vl)
+		}
+		s.free = free
+		s.Bytes += int64(n)
+	}
+	if off != len(buf) {
+		return fmt.Errorf("rowcontainer: a batch of %d bytes holds %d of entries", len(buf), off)
+	}
+	return nil
+}
+
 // growSlots returns ents with twice its capacity (at least minSlotsCap).
 // append grows a slice this large by about 1.25× a time, so a sorter of
 // 500k entries allocated and copied about five times its final slots

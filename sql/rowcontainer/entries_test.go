@@ -21,8 +21,16 @@ import (
 // several) and through runs (limits down to a few KiB), and gives back
 // all its memory, disk and files when closed. Keys share a prefix, are of 0 to 20 bytes after it (shorter than
 // the abbreviation, holding 0x00 bytes, prefixes of one another), and a
-// fifth of them repeat an earlier key with another value.
+// fifth of them repeat an earlier key with another value. Each case
+// runs with the entries added one by one (Add) and in batches of 1 to
+// 600 (AddBatch, as an index build adds them).
 func TestEntrySorterRandom(t *testing.T) {
+	for _, batched := range []bool{false, true} {
+		t.Run(fmt.Sprintf("batched=%v", batched), func(t *testing.T) { testEntrySorterRandom(t, batched) })
+	}
+}
+
+func testEntrySorterRandom(t *testing.T, batched bool) {
 	ctx := context.Background()
 	prefix := []byte{0xf3, 0x8a, 0x01}
 	for _, tc := range []struct {
@@ -61,8 +69,21 @@ func TestEntrySorterRandom(t *testing.T) {
 		acc := node.NewAccount(tc.workMem)
 		scope := ts.NewScope()
 		s := NewEntrySorter(acc, scope, prefix)
-		for _, e := range in {
-			if err := s.Add(ctx, e.k, e.v); err != nil {
+		for i := 0; i < len(in); {
+			if !batched {
+				if err := s.Add(ctx, in[i].k, in[i].v); err != nil {
+					t.Fatal(err)
+				}
+				i++
+				continue
+			}
+			var buf []byte
+			var lens []uint32
+			for j := min(i+1+rng.IntN(600), len(in)); i < j; i++ {
+				buf = append(append(buf, in[i].k...), in[i].v...)
+				lens = append(lens, uint32(len(in[i].k)), uint32(len(in[i].v)))
+			}
+			if err := s.AddBatch(ctx, buf, lens); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -141,6 +162,22 @@ func TestEntrySorterPrefix(t *testing.T) {
 	}
 	if s.Len() != 1 {
 		t.Fatalf("%d entries held, want 1", s.Len())
+	}
+	// In a batch: the entries before it are held, it and those after
+	// are not.
+	buf := []byte("ix/bvix/ciy/dix/e")
+	err = s.AddBatch(ctx, buf, []uint32{4, 1, 4, 0, 4, 0, 4, 0})
+	if err == nil || !strings.Contains(err.Error(), "prefix") {
+		t.Fatalf("a batch with a key without the prefix: %v, want an error naming the prefix", err)
+	}
+	if s.Len() != 3 {
+		t.Fatalf("%d entries held, want 3", s.Len())
+	}
+	// Lengths that do not match the batch's bytes.
+	for _, lens := range [][]uint32{{4}, {4, 0, 4, 1}, {4, 0}} {
+		if err := s.AddBatch(ctx, []byte("ix/fix/g"), lens); err == nil {
+			t.Fatalf("a batch of 8 bytes with lengths %v: no error", lens)
+		}
 	}
 }
 

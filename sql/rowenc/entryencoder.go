@@ -256,7 +256,10 @@ func (e *IndexEntryEncoder) Add(kvs []kvpb.KeyValue, emit func(key, value []byte
 			i++ // another table's or index's key: the fetcher skips it too
 			continue
 		}
-		if !rowKey || i == len(kvs)-1 || bytes.HasPrefix(kvs[i+1].Key, kv.Key) {
+		// (The next key extends this one only if longer: compared
+		// first, a next row key of the same length is not compared
+		// byte by byte over the prefix every key of the table shares.)
+		if next := kvs[min(i+1, len(kvs)-1)].Key; !rowKey || i == len(kvs)-1 || len(next) > len(kv.Key) && bytes.HasPrefix(next, kv.Key) {
 			// A column entry, a row with column entries, or the page's
 			// last row: the reference path.
 			if err := e.f.Add(kvs[i:i+1], e.slowEmit); err != nil {
