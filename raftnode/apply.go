@@ -178,6 +178,7 @@ func (n *Node) advanceCompletedLocked(outs map[uint64]*passOut) ([]uint64, error
 		}
 		r.applying = nil
 		r.applied = j.entries[len(j.entries)-1].GetIndex()
+		r.log.AppliedTo(r.applied)
 		r.rn.Advance(j.rd)
 		n.touchLocked(r)
 		outs[r.TabletID] = &passOut{r: r, entries: j.entries}

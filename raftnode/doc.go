@@ -24,6 +24,24 @@
 // Advance), where every read of raft.Storage happens inside a RawNode call
 // made after the previous Ready was persisted.
 //
+// # The entry cache
+//
+// Raft hands a Ready's entries to Append and, once they commit (for a
+// leader, after they are durable, i.e. in a later Ready), reads them
+// back through Entries to apply them, and their terms through Term.
+// LogStore keeps the entries appended and not yet applied (at most
+// entryCacheBytes per replica; the node calls AppliedTo as it applies)
+// and serves those reads from them, so they cost no read of the engine
+// and, for a side-loaded entry, no read of its file. Rule, cited by the
+// test:
+//
+//	C1. An entry served from the cache is the entry the log holds at
+//	    its index: every change of the log at an index changes the
+//	    cache there in the same call (Append drops the cached tail it
+//	    replaces; Compact, ApplySnapshot and Destroy drop what they
+//	    remove), and an entry the cache does not hold is read from the
+//	    engine (TestLogStoreEntryCache).
+//
 // # The round (Node.ProcessReady)
 //
 // A round takes the Ready of every group with work, under the node's

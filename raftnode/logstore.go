@@ -3,6 +3,7 @@ package raftnode
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -68,14 +69,42 @@ type LogStore struct {
 	// readCounter (the node's, when set).
 	sideReads   atomic.Int64
 	readCounter *atomic.Int64
+
+	// cache holds the entries appended and not yet applied, consecutive
+	// (cache[i] is entry cache[0].e.Index+i), at most entryCacheBytes of
+	// them, so that raft's read back of the entries it commits (to apply
+	// them, and a leader's to send them) and of their terms costs no read
+	// of the engine, nor of a side-loaded payload's file (rule C1).
+	cache      []cachedEntry
+	cacheBytes uint64
+	// cacheMax bounds cacheBytes (entryCacheBytes; tests set less).
+	cacheMax uint64
+	// cacheHits counts the entries Entries served from the cache.
+	cacheHits atomic.Int64
 }
+
+// cachedEntry is an entry of LogStore.cache and its size as Entries
+// counts it.
+type cachedEntry struct {
+	e    *pb.Entry
+	size uint64
+}
+
+// entryCacheBytes bounds a store's entry cache. The entries it holds are
+// those raft has just handed to Append and will hand back, committed, in
+// a later Ready (which holds them until they are applied anyway), so the
+// cache keeps them alive about one round longer than raft would; the
+// bound covers a replica whose entries do not commit (a follower cut
+// from its leader, a leader without a quorum) and fits the largest
+// entry, an SST of 32 MiB.
+const entryCacheBytes = 64 << 20
 
 var _ raft.Storage = (*LogStore)(nil)
 
 // OpenLogStore loads the raft state of tabletID's replica from eng (empty
 // for a replica that has none yet).
 func OpenLogStore(eng *storage.Engine, tabletID uint64) (*LogStore, error) {
-	s := &LogStore{eng: eng, tabletID: tabletID, snap: pb.EnsureSnapshotMetadata(nil)}
+	s := &LogStore{eng: eng, tabletID: tabletID, snap: pb.EnsureSnapshotMetadata(nil), cacheMax: entryCacheBytes}
 	if v, ok, err := eng.Get(s.key(hardStateSuffix)); err != nil {
 		return nil, fmt.Errorf("raft log of tablet %d: reading hard state: %w", tabletID, err)
 	} else if ok {
@@ -242,9 +271,41 @@ func (s *LogStore) Entries(lo, hi, maxSize uint64) ([]*pb.Entry, error) {
 	if lo >= hi {
 		return nil, nil
 	}
+	// The cache's part of [lo, hi), a suffix of it, is not read from the
+	// engine.
+	tail := s.cachedTail(lo, hi)
+	engHi := hi - uint64(len(tail))
+	var out []*pb.Entry
+	var size uint64
+	if lo < engHi {
+		var err error
+		if out, size, err = s.engineEntries(lo, engHi, maxSize); err != nil {
+			return nil, err
+		}
+		if uint64(len(out)) < engHi-lo {
+			// Cut by maxSize.
+			return out, nil
+		}
+	}
+	hits := 0
+	for _, c := range tail {
+		size += c.size
+		if len(out) > 0 && size > maxSize {
+			break
+		}
+		out = append(out, c.e)
+		hits++
+	}
+	s.cacheHits.Add(int64(hits))
+	return out, nil
+}
+
+// engineEntries reads the entries [lo, hi) from the engine, at most
+// maxSize bytes of them but at least one, and returns their size.
+func (s *LogStore) engineEntries(lo, hi, maxSize uint64) ([]*pb.Entry, uint64, error) {
 	it, err := s.eng.NewIter(storage.IterOptions{LowerBound: s.entryKey(lo).Key, UpperBound: s.entryKey(hi).Key})
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer it.Close()
 	var out []*pb.Entry
@@ -253,16 +314,16 @@ func (s *LogStore) Entries(lo, hi, maxSize uint64) ([]*pb.Entry, error) {
 	for ok := it.First(); ok; ok = it.Next() {
 		v, err := it.UnsafeValue()
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		// The size is known before a side-loaded payload is read back, so
 		// an entry past maxSize costs no read of its file.
 		e, err := s.decodeEntry(want, v, false)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		if e.GetIndex() != want {
-			return nil, fmt.Errorf("raft log of tablet %d: entry %d missing (found %d)", s.tabletID, want, e.GetIndex())
+			return nil, 0, fmt.Errorf("raft log of tablet %d: entry %d missing (found %d)", s.tabletID, want, e.GetIndex())
 		}
 		esize := uint64(proto.Size(e))
 		if rec, side, _ := parseSideRecord(v); side {
@@ -270,23 +331,24 @@ func (s *LogStore) Entries(lo, hi, maxSize uint64) ([]*pb.Entry, error) {
 		}
 		size += esize
 		if len(out) > 0 && size > maxSize {
+			size -= esize
 			break
 		}
 		if v[0] == sideRecordTag {
 			if e, err = s.decodeEntry(want, v, true); err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 		}
 		out = append(out, e)
 		want++
 	}
 	if err := it.Err(); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if len(out) == 0 {
-		return nil, raft.ErrUnavailable
+		return nil, 0, raft.ErrUnavailable
 	}
-	return out, nil
+	return out, size, nil
 }
 
 // Term implements raft.Storage: the term of entry i, for i in
@@ -302,6 +364,9 @@ func (s *LogStore) Term(i uint64) (uint64, error) {
 		return 0, raft.ErrCompacted
 	case i > last:
 		return 0, raft.ErrUnavailable
+	}
+	if t, ok := s.cachedTerm(i); ok {
+		return t, nil
 	}
 	v, ok, err := s.eng.Get(s.entryKey(i))
 	if err != nil {
@@ -447,6 +512,7 @@ func (s *LogStore) Append(b *storage.Batch, ents []*pb.Entry) error {
 		}
 	}
 	s.last = newLast
+	s.cacheAppendLocked(ents)
 	return nil
 }
 
@@ -489,6 +555,7 @@ func (s *LogStore) ApplySnapshot(b *storage.Batch, snap *pb.Snapshot) error {
 	s.conf = nil
 	s.last = meta.GetIndex()
 	s.bytes = 0
+	s.cacheDropLocked(1<<64 - 1)
 	return nil
 }
 
@@ -536,6 +603,7 @@ func (s *LogStore) Compact(b *storage.Batch, compactIndex uint64, cs *pb.ConfSta
 		}
 	}
 	s.bytes = 0
+	s.cacheDropLocked(compactIndex)
 	return s.putSnapMeta(b, meta)
 }
 
@@ -563,7 +631,111 @@ func (s *LogStore) Destroy(b *storage.Batch) error {
 	s.hs, s.snap, s.conf, s.last, s.bytes = nil, pb.EnsureSnapshotMetadata(nil), nil, 0, 0
 	// The markers went with the range above (rfto sorts inside rft).
 	s.dropSideLocked(0, 1<<64-1)
+	s.cacheDropLocked(1<<64 - 1)
 	s.destroyed = true
 	s.mu.Unlock()
 	return nil
+}
+
+// The entry cache (rule C1: an entry served from the cache is the entry
+// the log holds at its index, since every change of the log at an index
+// changes the cache there in the same call: Append replaces the cached
+// tail it replaces, Compact, ApplySnapshot and Destroy drop what they
+// remove).
+
+// cacheAppendLocked caches ents, just appended (consecutive, none at or
+// before the snapshot), in place of any cached entry at or after the
+// first of them. s.mu is held.
+func (s *LogStore) cacheAppendLocked(ents []*pb.Entry) {
+	first := ents[0].GetIndex()
+	if n := uint64(len(s.cache)); n > 0 {
+		cf := s.cache[0].e.GetIndex()
+		if first <= cf || first > cf+n {
+			// Replaces all of it, or leaves a gap after it (its entries
+			// were evicted or applied): it starts over.
+			s.cacheDropLocked(1<<64 - 1)
+		} else {
+			for _, c := range s.cache[first-cf:] {
+				s.cacheBytes -= c.size
+			}
+			clear(s.cache[first-cf:])
+			s.cache = s.cache[:first-cf]
+		}
+	}
+	for _, e := range ents {
+		c := cachedEntry{e: e, size: uint64(proto.Size(e))}
+		s.cache = append(s.cache, c)
+		s.cacheBytes += c.size
+	}
+	// The oldest go first: raft reads the entries in log order.
+	drop := 0
+	for drop < len(s.cache) && s.cacheBytes > s.cacheMax {
+		s.cacheBytes -= s.cache[drop].size
+		drop++
+	}
+	if drop > 0 {
+		s.cacheTrimLocked(drop)
+	}
+}
+
+// cacheTrimLocked drops the first n cached entries (their bytes already
+// taken off cacheBytes). s.mu is held.
+func (s *LogStore) cacheTrimLocked(n int) {
+	clear(s.cache[:n])
+	if n == len(s.cache) {
+		s.cache = s.cache[:0]
+		return
+	}
+	s.cache = s.cache[n:]
+}
+
+// cacheDropLocked drops the cached entries at or before index. s.mu is
+// held.
+func (s *LogStore) cacheDropLocked(index uint64) {
+	n := 0
+	for n < len(s.cache) && s.cache[n].e.GetIndex() <= index {
+		s.cacheBytes -= s.cache[n].size
+		n++
+	}
+	if n > 0 {
+		s.cacheTrimLocked(n)
+	}
+}
+
+// AppliedTo lets the entry cache go of the entries up to index, which the
+// state machine has applied: raft reads an applied entry back only to
+// send it to a follower that lacks it, which the engine serves.
+func (s *LogStore) AppliedTo(index uint64) {
+	s.mu.Lock()
+	s.cacheDropLocked(index)
+	s.mu.Unlock()
+}
+
+// cachedTail returns the cached entries of [lo, hi) when the cache holds
+// a suffix of it (none: it holds no entry at hi-1). The slice is new.
+func (s *LogStore) cachedTail(lo, hi uint64) []cachedEntry {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := uint64(len(s.cache))
+	if n == 0 {
+		return nil
+	}
+	cf := s.cache[0].e.GetIndex()
+	if hi <= cf || hi > cf+n {
+		return nil
+	}
+	from := max(lo, cf)
+	return slices.Clone(s.cache[from-cf : hi-cf])
+}
+
+// cachedTerm is Term for an entry the cache holds.
+func (s *LogStore) cachedTerm(i uint64) (uint64, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n := uint64(len(s.cache)); n > 0 {
+		if cf := s.cache[0].e.GetIndex(); i >= cf && i < cf+n {
+			return s.cache[i-cf].e.GetTerm(), true
+		}
+	}
+	return 0, false
 }

@@ -1323,6 +1323,8 @@ func (n *Node) pass(ids []uint64, outs map[uint64]*passOut, tm *roundTimes, jobs
 				return false, err
 			}
 		}
+		// The applied entries leave the log's cache (logstore.go, C1).
+		r.log.AppliedTo(r.applied)
 	}
 	if !apply.Empty() {
 		// Not synced: the applied index commits atomically with the

@@ -100,3 +100,17 @@ func TestThreeNodeCluster(t *testing.T) {
 		t.Fatalf("node 3 sees %d rows, want 102", n)
 	}
 }
+
+// TestSideloadEnabledByDefault: side-loading is on unless the environment
+// turns it off.
+func TestSideloadEnabledByDefault(t *testing.T) {
+	for _, c := range []struct {
+		env  string
+		want bool
+	}{{"", true}, {"on", true}, {"off", false}} {
+		t.Setenv("CAIRN_RAFT_SIDELOAD", c.env)
+		if got := SideloadEnabled(); got != c.want {
+			t.Errorf("CAIRN_RAFT_SIDELOAD=%q: side-loading %v, want %v", c.env, got, c.want)
+		}
+	}
+}

@@ -703,6 +703,15 @@ func (s *Server) httpHandler() http.Handler {
 	})
 	mux.Handle("/metrics", s.metricsHandler())
 	mux.HandleFunc("GET /api/gc/sizes", s.gcSizes)
+	// The store's LSM as Pebble reports it (levels, L0 sublevels, read
+	// amplification, memtables, flushable ingests): what a read of the
+	// store merges (bench/parallelindex -lsm).
+	mux.HandleFunc("GET /debug/lsm", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		m := s.eng.Metrics()
+		fmt.Fprintf(w, "%s\nread amplification %d, L0 sublevels %d, L0 files %d, memtables %d (%d bytes), flushable ingests %d\n",
+			m.String(), m.ReadAmp(), m.Levels[0].Sublevels, m.Levels[0].TablesCount, m.MemTable.Count, m.MemTable.Size, m.Flush.AsIngestCount)
+	})
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)

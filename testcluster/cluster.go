@@ -319,7 +319,7 @@ func (n *ClusterNode) start(ln net.Listener) error {
 	n.Raft = raftnode.NewNode(raftnode.Config{
 		NodeID: n.ID, LogKeep: c.opts.LogKeep,
 		// The side-loaded log is what the tests check (server turns
-		// it on with CAIRN_RAFT_SIDELOAD=on).
+		// it off with CAIRN_RAFT_SIDELOAD=off).
 		Sideload:            true,
 		SendSnapshot:        ft.SendSnapshot,
 		InlineSnapshotLimit: inline,

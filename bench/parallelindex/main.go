@@ -76,6 +76,7 @@ var (
 	flagTables = flag.String("tables", "regular,distributed", "the tables to run, of regular and distributed")
 	flagProf   = flag.String("profile", "", "a directory: a CPU profile of the node during each CREATE INDEX and each COPY with GIN (-profile-seconds from its start) goes there")
 	flagProfS  = flag.Int("profile-seconds", 20, "the length of each -profile profile")
+	flagLSM    = flag.Bool("lsm", false, "print the store's LSM (the node's /debug/lsm: levels, L0 sublevels, read amplification) before and after each CREATE INDEX")
 	flagIndex  = flag.Bool("index-only", false, "time only CREATE INDEX: load each table once, then build -runs GIN indexes of their own names (none dropped: DROP INDEX deletes a GIN index's entries in its transaction, minutes)")
 )
 
@@ -205,6 +206,25 @@ func (b *bench) profile(name string) (wait func()) {
 	return func() { <-done }
 }
 
+// lsm prints the node's LSM under title when -lsm is set.
+func (b *bench) lsm(title string) {
+	if !*flagLSM {
+		return
+	}
+	resp, err := http.Get(b.admin + "/debug/lsm")
+	if err != nil {
+		log.Printf("lsm %s: %v", title, err)
+		return
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		log.Printf("lsm %s: %v", title, err)
+		return
+	}
+	log.Printf("LSM, %s:\n%s", title, data)
+}
+
 // nodeCPU is the node's CPU seconds so far (utime + stime in
 // /proc/PID/stat, in USER_HZ ticks of 1/100 s): on a loaded machine a
 // step's wall time is mostly the share of the cores it got, its CPU
@@ -306,7 +326,7 @@ func (b *bench) size(n int64) (*result, error) {
 				return nil, err
 			}
 			r.copyNoIdx[table] = append(r.copyNoIdx[table], d)
-			log.Printf("%d rows, run %d, %s: COPY no index %.1f s", n, run+1, table, d)
+			log.Printf("%d rows, run %d, %s: COPY no index %.1f s, node CPU %.1f s, load %s", n, run+1, table, d, b.lastCPU, load())
 			if run == 0 {
 				if err := b.exec("ANALYZE " + table); err != nil {
 					return nil, err
@@ -315,11 +335,13 @@ func (b *bench) size(n int64) (*result, error) {
 					return nil, err
 				}
 			}
+			b.lsm(fmt.Sprintf("%d rows, run %d, %s: before CREATE INDEX", n, run+1, table))
 			wait := b.profile(fmt.Sprintf("%s-%d-%d", table, n, run+1))
 			d, err = b.timed(func() error {
 				return b.exec(fmt.Sprintf("CREATE INDEX %s_payload_idx ON %s USING GIN (payload)", table, table))
 			})
 			wait()
+			b.lsm(fmt.Sprintf("%d rows, run %d, %s: after CREATE INDEX", n, run+1, table))
 			if err != nil {
 				return nil, err
 			}
