@@ -55,6 +55,7 @@ var (
 	flagProfile = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flagTimeout = flag.Duration("timeout", 30*time.Minute, "give up on one statement after this long")
 	flagWarmup  = flag.Duration("warmup", time.Minute, "spread mode: how long the us-west client runs the read queries after the load, before the timed runs")
+	flagBalLog  = flag.String("balancer-log", "", "write every node's lease balancer decisions (store.LeaseBalancerConfig.Logger) to this file")
 )
 
 // pair is one row of the seed's comparison: the same statement on the
@@ -203,8 +204,17 @@ func runMode(mode, prefs string) (modeResult, error) {
 	res := modeResult{mode: mode, load: map[string]time.Duration{}}
 	ctx := context.Background()
 	log.Printf("%s: starting the global cluster (lease preferences %s)", mode, prefs)
-	c, err := localcluster.Start(ctx, localcluster.Options{Nodes: 3, Global: true, LeasePreferences: prefs,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))})
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	if *flagBalLog != "" {
+		f, err := os.OpenFile(*flagBalLog, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return res, err
+		}
+		defer f.Close()
+		logger = slog.New(balancerHandler{errs: logger.Handler(), bal: slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelDebug})})
+		logger.Debug("lease balancer log: mode " + mode)
+	}
+	c, err := localcluster.Start(ctx, localcluster.Options{Nodes: 3, Global: true, LeasePreferences: prefs, Logger: logger})
 	if err != nil {
 		return res, err
 	}
@@ -472,4 +482,31 @@ func median(xs []float64) float64 {
 		return 0
 	}
 	return s[len(s)/2]
+}
+
+// balancerHandler sends the lease balancers' records ("lease balancer
+// ..." messages, at Debug) to bal and every other record to errs (which
+// keeps only errors).
+type balancerHandler struct{ errs, bal slog.Handler }
+
+func (h balancerHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return h.errs.Enabled(ctx, l) || h.bal.Enabled(ctx, l)
+}
+
+func (h balancerHandler) Handle(ctx context.Context, r slog.Record) error {
+	if strings.HasPrefix(r.Message, "lease balancer") {
+		return h.bal.Handle(ctx, r)
+	}
+	if h.errs.Enabled(ctx, r.Level) {
+		return h.errs.Handle(ctx, r)
+	}
+	return nil
+}
+
+func (h balancerHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return balancerHandler{h.errs.WithAttrs(as), h.bal.WithAttrs(as)}
+}
+
+func (h balancerHandler) WithGroup(name string) slog.Handler {
+	return balancerHandler{h.errs.WithGroup(name), h.bal.WithGroup(name)}
 }
