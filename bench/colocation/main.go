@@ -25,7 +25,7 @@
 // is what the seed's figures are), the opted-out over the colocated time,
 // and the seed's ratio.
 //
-// Usage: go run ./bench/colocation [-runs 3] [-rows 100000] [-modes us-west,spread] [-warmup 1m] [-plans] [-cpuprofile f]
+// Usage: go run ./bench/colocation [-runs 3] [-rows 100000] [-modes us-west,spread] [-warmup 1m] [-warmup-pace 0] [-balancer-log f] [-plans] [-cpuprofile f]
 package main
 
 import (
@@ -55,6 +55,7 @@ var (
 	flagProfile = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flagTimeout = flag.Duration("timeout", 30*time.Minute, "give up on one statement after this long")
 	flagWarmup  = flag.Duration("warmup", time.Minute, "spread mode: how long the us-west client runs the read queries after the load, before the timed runs")
+	flagPace    = flag.Duration("warmup-pace", 0, "spread mode: pause between the warm-up's queries (a slower client, as on a loaded machine)")
 	flagBalLog  = flag.String("balancer-log", "", "write every node's lease balancer decisions (store.LeaseBalancerConfig.Logger) to this file")
 )
 
@@ -368,6 +369,7 @@ func warmUp(ctx context.Context, conn *pgx.Conn, d time.Duration) error {
 					return fmt.Errorf("warm-up: %s: %w", q, err)
 				}
 				n++
+				time.Sleep(*flagPace) // a client's think time, not a wait for a condition
 			}
 		}
 	}
