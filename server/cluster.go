@@ -530,7 +530,7 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 	go func() { defer close(r.monDone); r.clock.Run(runCtx) }()
 	r.zones.start(s)
 	r.startCloser(s)
-	r.startLeaseBalancer(cfg)
+	r.startLeaseBalancer(cfg, s.log)
 	s.log.Info("cairn: replicating", "node", id, "join", cfg.Join)
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -56,10 +57,11 @@ func newGeography(cfg Config, id uint64) *rpc.Geography {
 // another's leases. The same records say which nodes each node leads
 // a domain's tablets with (ReportingNodes, LeadsWith), for the leases no
 // holder can hand to the node short of them directly (store's twoHop).
-func (r *replication) startLeaseBalancer(cfg Config) {
+// Its decisions go to log at Debug level (store.LeaseBalancerConfig.Logger).
+func (r *replication) startLeaseBalancer(cfg Config, log *slog.Logger) {
 	prefs, _ := store.ParseLeasePreferences(cfg.LeasePreferences)
 	b := store.NewLeaseBalancer(store.LeaseBalancerConfig{Node: r.raft, Region: r.geo.Region, Prefs: prefs, ZonePrefs: r.zones.prefs, Eligible: r.leaseEligible,
-		Domain: r.zones.domain, Reported: r.member.ReportedLeases, Peers: r.member.ReportingNodes, LeadsWith: r.member.LeadsWith, Load: r.load, Placed: r.placedAt}, r.id)
+		Domain: r.zones.domain, Reported: r.member.ReportedLeases, Peers: r.member.ReportingNodes, LeadsWith: r.member.LeadsWith, Load: r.load, Placed: r.placedAt, Logger: log.With("node", r.id)}, r.id)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

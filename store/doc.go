@@ -35,4 +35,10 @@
 //     protected timestamp; what it removes is decided again by the
 //     leaseholder under latches (mvcc.GC), so a stale plan removes less,
 //     never more.
+//  6. A tablet's request counts by gateway (load.go) are its
+//     leaseholder's view: only the replica holding the lease counts a
+//     batch, and a node forgets a tablet's counts when it sees the lease
+//     gone (LeaseBalancer.track), so a lease that comes back is judged by
+//     requests it served in its new term only. Each node's LeaseBalancer
+//     moves only leases it holds.
 package store

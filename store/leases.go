@@ -55,7 +55,10 @@ package store
 //     rebalancing by request locality): with Load set and no region
 //     preference (the default or `spread`, from the node or the zone),
 //     a tablet's recent requests by gateway region (RequestLoad, counted
-//     by the leaseholder) stand in for a preference. When at least
+//     by the leaseholder) stand in for a preference, judged over the
+//     last one or two windows if they hold loadShortRequests, else over
+//     the last loadSpanWindows (a minute: a slow client draws its leases
+//     as a busy one does; RequestLoad.Counts). When at least
 //     loadMinRequests came in and one region other than the holder's sent
 //     at least loadMoveShare of them, the lease prefers that region; while
 //     the holder's own region sends more than half, it prefers the
@@ -91,6 +94,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -220,6 +224,12 @@ type LeaseBalancerConfig struct {
 	// for its index's creation (Store.PlacedAt; zero: not placed). Such
 	// a lease is not moved for placedHold after: see placedHold.
 	Placed func(tablet uint64) time.Time
+	// Logger, if set, receives every pass's decisions at Debug level
+	// (lease balancer pass: how long it and its steps took; lease
+	// balancer tablet: each held lease with requests, what they draw it
+	// to and what the pass did with it), so a lease that did not follow
+	// its workload can be explained from a node's log.
+	Logger *slog.Logger
 }
 
 // LeaseBalancer moves the leases of one node's groups to where the
@@ -233,8 +243,12 @@ type LeaseBalancer struct {
 	// moves are the transfers started and not yet seen to end (tablet →
 	// target and start).
 	moves map[uint64]leaseMove
-	// avoid holds the nodes a transfer recently failed to, until when.
-	avoid map[uint64]time.Time
+	// avoid holds the nodes a transfer recently failed to, until when;
+	// failed the tablets of those transfers (tablet → target): a target
+	// later seen leading one took the lease after all, only late, and
+	// is avoided no more.
+	avoid  map[uint64]time.Time
+	failed map[uint64]uint64
 	// refused holds the tablets whose last transfer was refused (their
 	// proposals did not drain in time), until when they are left alone.
 	refused map[uint64]time.Time
@@ -327,7 +341,10 @@ const domainRefresh = 10 * time.Second
 // target is then left out. A node that takes no lease (fenced by its
 // clock, it drops raft's MsgTimeoutNow) would otherwise be picked again
 // every pass, each time leaving the tablet without a leaseholder until
-// raftnode hands it elsewhere.
+// raftnode hands it elsewhere. A target later seen leading the tablet of
+// the failed transfer is forgiven at once: it takes leases, only slowly
+// (a loaded machine), and left out it could not take the leases its
+// region's requests draw to it (TestLeaseBalancerForgivesLateTransfer).
 //
 // refusedFor is how long a tablet whose transfer was refused is left
 // alone: a drain holds the tablet's requests at the door for up to
@@ -351,7 +368,7 @@ func NewLeaseBalancer(cfg LeaseBalancerConfig, self uint64) *LeaseBalancer {
 		cfg.Region = func(uint64) string { return "" }
 	}
 	return &LeaseBalancer{cfg: cfg, self: self, held: map[uint64]heldLease{}, moves: map[uint64]leaseMove{},
-		avoid: map[uint64]time.Time{}, refused: map[uint64]time.Time{}, reportedNow: map[[2]uint64]int{}, domainOf: map[uint64]int32{}, domainID: map[string]int32{}, now: time.Now}
+		avoid: map[uint64]time.Time{}, failed: map[uint64]uint64{}, refused: map[uint64]time.Time{}, reportedNow: map[[2]uint64]int{}, domainOf: map[uint64]int32{}, domainID: map[string]int32{}, now: time.Now}
 }
 
 // Run makes a pass every interval until ctx ends.
@@ -377,7 +394,16 @@ func (b *LeaseBalancer) Passes() int64 { return b.passes.Load() }
 // Pass looks at every lease this node holds once and starts the transfers
 // the policy calls for; it returns how many it started.
 func (b *LeaseBalancer) Pass() int {
+	tr := b.tracing()
+	var wall time.Time
+	if tr {
+		wall = time.Now()
+	}
 	groups := b.cfg.Node.Groups()
+	var groupsTook time.Duration
+	if tr {
+		groupsTook = time.Since(wall)
+	}
 	now := b.now()
 	b.cfg.Load.Rotate(now)
 	b.track(groups, now)
@@ -391,15 +417,22 @@ func (b *LeaseBalancer) Pass() int {
 	// (Pairs), each count exact in this node's view.
 	pc := pairsOf(b.self, groups)
 	dom := b.domainCounts(groups, now)
-	moves := 0
+	moves, held := 0, 0
+	var transferTook time.Duration
 	for i, g := range groups {
 		if moves >= maxTransfersPerPass {
 			break
 		}
-		if g.Lease == 0 || len(g.Voters) < 2 || now.Sub(b.held[g.TabletID].since) < b.cfg.MinHold {
+		if g.Lease == 0 || len(g.Voters) < 2 {
+			continue
+		}
+		held++
+		if now.Sub(b.held[g.TabletID].since) < b.cfg.MinHold {
+			b.traceTablet(tr, g, "", "held less than MinHold")
 			continue
 		}
 		if until, ok := b.refused[g.TabletID]; ok && now.Before(until) {
+			b.traceTablet(tr, g, "", "left alone after a refused transfer")
 			continue
 		}
 		if b.cfg.Placed != nil {
@@ -431,9 +464,23 @@ func (b *LeaseBalancer) Pass() int {
 			to = b.twoHop(g, p, dom, d)
 		}
 		if to == 0 {
+			b.traceTablet(tr, g, p.String(), "stays")
 			continue
 		}
-		if err := b.cfg.Node.TransferLeader(g.TabletID, to); err != nil {
+		var t0 time.Time
+		if tr {
+			t0 = time.Now()
+		}
+		err := b.cfg.Node.TransferLeader(g.TabletID, to)
+		if tr {
+			transferTook += time.Since(t0)
+			if err != nil {
+				b.traceTablet(tr, g, p.String(), fmt.Sprintf("transfer to %d refused after %v: %v", to, time.Since(t0).Round(time.Millisecond), err))
+			} else {
+				b.traceTablet(tr, g, p.String(), fmt.Sprintf("transfer to %d started in %v", to, time.Since(t0).Round(time.Millisecond)))
+			}
+		}
+		if err != nil {
 			b.refused[g.TabletID] = now.Add(refusedFor)
 			continue
 		}
@@ -466,7 +513,33 @@ func (b *LeaseBalancer) Pass() int {
 		}
 		moves++
 	}
+	if tr {
+		b.cfg.Logger.Debug("lease balancer pass", "took", time.Since(wall), "groups_took", groupsTook, "transfers_took", transferTook,
+			"groups", len(groups), "held", held, "moves", moves, "avoid", fmt.Sprint(b.avoid), "in_flight", len(b.moves))
+	}
 	return moves
+}
+
+// tracing reports whether the pass logs its decisions (Logger).
+func (b *LeaseBalancer) tracing() bool {
+	return b.cfg.Logger != nil && b.cfg.Logger.Enabled(context.Background(), slog.LevelDebug)
+}
+
+// traceTablet logs what the pass did with g's lease (held here) and why,
+// for tablets with requests (the others are balanced by count and would
+// fill the log): its requests by gateway, the preferences it was judged
+// under (want: a region from its requests, or the configured ones), its
+// caught-up voters.
+func (b *LeaseBalancer) traceTablet(tr bool, g raftnode.GroupInfo, want, what string) {
+	if !tr {
+		return
+	}
+	recent := b.cfg.Load.Counts(g.TabletID, loadShortRequests)
+	if len(recent) == 0 {
+		return
+	}
+	b.cfg.Logger.Debug("lease balancer tablet", "tablet", g.TabletID, "recent", fmt.Sprint(recent), "want", want,
+		"caught_up", fmt.Sprint(g.CaughtUp), "decision", what)
 }
 
 // pairCounts are this node's leases against each other node's, counted
@@ -666,9 +739,26 @@ func (b *LeaseBalancer) track(groups []raftnode.GroupInfo, now time.Time) {
 	for _, g := range groups {
 		seen[g.TabletID] = true
 		if g.Lease == 0 {
+			if _, ok := b.held[g.TabletID]; ok {
+				// The lease left: its counts here judged it as
+				// leaseholder, and are stale when it comes back.
+				b.cfg.Load.Forget(g.TabletID)
+			}
 			delete(b.held, g.TabletID)
 		} else if h, ok := b.held[g.TabletID]; !ok || h.term != g.Lease {
 			b.held[g.TabletID] = heldLease{term: g.Lease, since: now}
+		}
+		if to, ok := b.failed[g.TabletID]; ok && g.Leader == to {
+			// The transfer ended after moveWait (a slow machine: the
+			// target's raft loop or its first round held up): the
+			// target takes leases, and avoiding it would keep the
+			// leases its region's requests draw away from it for
+			// avoidFor.
+			delete(b.avoid, to)
+			delete(b.failed, g.TabletID)
+			if b.tracing() {
+				b.cfg.Logger.Debug("lease balancer transfer ended late", "tablet", g.TabletID, "to", to)
+			}
 		}
 		m, ok := b.moves[g.TabletID]
 		switch {
@@ -676,7 +766,12 @@ func (b *LeaseBalancer) track(groups []raftnode.GroupInfo, now time.Time) {
 		case g.Leader == m.to:
 			delete(b.moves, g.TabletID)
 		case now.Sub(m.since) >= moveWait:
+			if b.tracing() {
+				b.cfg.Logger.Debug("lease balancer transfer failed", "tablet", g.TabletID, "to", m.to, "leader", g.Leader,
+					"after", now.Sub(m.since), "avoid_for", avoidFor)
+			}
 			b.avoid[m.to] = now.Add(avoidFor)
+			b.failed[g.TabletID] = m.to
 			delete(b.moves, g.TabletID)
 		}
 	}
@@ -688,6 +783,11 @@ func (b *LeaseBalancer) track(groups []raftnode.GroupInfo, now time.Time) {
 	for n, until := range b.avoid {
 		if !now.Before(until) {
 			delete(b.avoid, n)
+		}
+	}
+	for id, to := range b.failed {
+		if _, ok := b.avoid[to]; !ok || !seen[id] {
+			delete(b.failed, id)
 		}
 	}
 	for id, until := range b.refused {
@@ -912,7 +1012,15 @@ func (b *LeaseBalancer) gap(v uint64, d int32, own, seen, pair int) int {
 // lease; the holder's locality keeps it while it sends more than half.
 // A node's locality is its region, or the node itself when it has none
 // (locality): then both rules need loadMinNodeRequests.
+//
+// loadShortRequests is how many requests the last one or two windows
+// must hold to be judged alone; with fewer the share is taken over the
+// whole span (RequestLoad.Counts, loadSpanWindows). A share of a few more
+// than loadMinRequests swings with the order the requests came in: two
+// regions taking turns three requests at a time showed 6 of 10 from
+// one, and the lease moved every 30 s (TestLeaseEvenLoadNoPingPong).
 const (
+	loadShortRequests   = 40
 	loadMinRequests     = 10
 	loadMinNodeRequests = 1000
 	loadMoveShare       = 0.6
@@ -953,7 +1061,19 @@ func (b *LeaseBalancer) locality(node uint64) string {
 // tablet's recent requests say its lease should be in ("": none, balance
 // by count).
 func (b *LeaseBalancer) loadRegion(tablet uint64) string {
-	counts := b.cfg.Load.Recent(tablet)
+	// A region's share is judged over enough requests (Counts): the
+	// last one or two windows if they hold loadShortRequests, else all
+	// of loadSpanWindows, so a minute of a slow client's requests draws
+	// the lease as a busy client's ten seconds do. A node locality's
+	// minimum is a rate (loadMinNodeRequests over one or two windows:
+	// only a busy tablet follows a gateway), so its requests are not
+	// gathered over more windows.
+	var counts []GatewayCount
+	if strings.HasPrefix(b.locality(b.self), nodeLocality) {
+		counts = b.cfg.Load.Recent(tablet)
+	} else {
+		counts = b.cfg.Load.Counts(tablet, loadShortRequests)
+	}
 	if len(counts) == 0 {
 		return ""
 	}

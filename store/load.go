@@ -8,9 +8,11 @@ import (
 
 // Request load by gateway (issue #22, "leases follow the workload"): the
 // store counts the batches each of its tablets served by the node that
-// sent them (kvpb.Header.GatewayNode), over the current window and the
-// one before it, and the LeaseBalancer moves a lease toward the region
-// its requests come from (leases.go, loadRegion). CockroachDB's
+// sent them (kvpb.Header.GatewayNode), per window, keeping the windows
+// of the last minute (loadSpanWindows), and the LeaseBalancer moves a
+// lease toward the region its requests come from (leases.go,
+// loadRegion). A node forgets a tablet's counts when its lease leaves
+// (Forget, store invariant 6). CockroachDB's
 // load-based lease rebalancing does the same with per-locality request
 // counts on the leaseholder.
 //
@@ -42,6 +44,18 @@ const DefaultLoadWindow = 10 * time.Second
 // window with requests stands for its load.
 const loadMemoryWindows = 60
 
+// loadSpanWindows is how many windows, the current one included, a
+// region's share of a tablet's requests may be judged over
+// (RequestLoad.Counts): the last one or two while they hold enough
+// requests, all of them (a minute by default) while they do not. A slow
+// client's requests then draw its lease within a minute whatever its
+// rate, where over the last one or two windows alone they never reached
+// the minimum (bench/README.md, "Issue 22, eleventh session": at load 18
+// the seed's read queries sent the colocated tablet a few batches a
+// window, under loadMinRequests, and its lease stayed where the balance
+// by count had put it).
+const loadSpanWindows = 6
+
 // RequestLoad counts requests per tablet and gateway node. Safe for
 // concurrent use; the zero value is not usable (NewRequestLoad).
 type RequestLoad struct {
@@ -61,6 +75,9 @@ type GatewayCount struct {
 type tabletLoad struct {
 	mu        sync.Mutex
 	cur, prev []GatewayCount // a few gateways: a linear search
+	// older are the windows before prev, newest first, up to
+	// loadSpanWindows-2 of them (Counts).
+	older [][]GatewayCount
 	// last is the last window with requests, retired at lastAt: the
 	// tablet's load while cur and prev are empty.
 	last   []GatewayCount
@@ -144,6 +161,64 @@ func (l *RequestLoad) Recent(tablet uint64) []GatewayCount {
 	return out
 }
 
+// Forget drops tablet's counts: its lease left this node. They were
+// this node's view as leaseholder; kept, they would judge the lease when
+// it comes back by the requests that drew it away, and a lease drawn
+// back and forth between two regions by alternating bursts moved on
+// every return (TestLeaseEvenLoadNoPingPong). CockroachDB resets a
+// replica's request statistics when its lease changes hands.
+func (l *RequestLoad) Forget(tablet uint64) {
+	if l != nil {
+		l.tablets.Delete(tablet)
+	}
+}
+
+// Counts returns tablet's requests per gateway over its newest windows
+// (a new slice): the current one and the one before if they hold at
+// least floor requests, else every window of the span (loadSpanWindows).
+// If none of them holds a request, its last window with requests (as
+// Recent).
+func (l *RequestLoad) Counts(tablet uint64, floor int) []GatewayCount {
+	if l == nil {
+		return nil
+	}
+	v, ok := l.tablets.Load(tablet)
+	if !ok {
+		return nil
+	}
+	t := v.(*tabletLoad)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]GatewayCount, 0, len(t.cur)+len(t.prev))
+	out = append(out, t.prev...)
+	for _, c := range t.cur {
+		out = addCount(out, c.Node, c.N)
+	}
+	if sumCounts(out) < floor {
+		// All of the span, not just enough windows to reach floor:
+		// a share over few more requests than floor swings with the
+		// order they came in (two regions taking turns three requests
+		// at a time showed 6 of 10 from one, loadMoveShare).
+		for _, w := range t.older {
+			for _, c := range w {
+				out = addCount(out, c.Node, c.N)
+			}
+		}
+	}
+	if len(out) == 0 {
+		return append(out, t.last...)
+	}
+	return out
+}
+
+func sumCounts(cs []GatewayCount) int {
+	n := 0
+	for _, c := range cs {
+		n += c.N
+	}
+	return n
+}
+
 // Rotate starts a new window if the current one is over at now: the
 // current counts become the previous ones (and, if any, the last ones),
 // and tablets with no request in either and none in the last
@@ -158,6 +233,9 @@ func (l *RequestLoad) Rotate(now time.Time) {
 		l.mu.Unlock()
 		return
 	}
+	// Windows that passed without a call are empty ones: a window that
+	// ended long ago is not "the one before".
+	n := min(int(now.Sub(l.start)/l.window), loadSpanWindows)
 	l.start = now
 	l.mu.Unlock()
 	l.tablets.Range(func(k, v any) bool {
@@ -168,8 +246,20 @@ func (l *RequestLoad) Rotate(now time.Time) {
 		} else if len(t.prev) == 0 && now.Sub(t.lastAt) >= loadMemoryWindows*l.window {
 			t.last = nil
 		}
-		empty := len(t.cur) == 0 && len(t.prev) == 0 && t.last == nil
-		t.prev, t.cur = t.cur, t.prev[:0]
+		// The span's windows, newest first, after the shift: n new
+		// empty ones, then cur, prev and the older ones, the oldest
+		// past the span dropped.
+		ws := make([][]GatewayCount, n, n+2+len(t.older))
+		ws = append(append(ws, t.cur, t.prev), t.older...)
+		ws = ws[:min(len(ws), loadSpanWindows)]
+		for len(ws) > 2 && len(ws[len(ws)-1]) == 0 {
+			ws = ws[:len(ws)-1] // empty tail windows add nothing
+		}
+		t.cur, t.prev, t.older = ws[0], ws[1], ws[2:]
+		if len(t.older) == 0 {
+			t.older = nil
+		}
+		empty := len(t.cur) == 0 && len(t.prev) == 0 && len(t.older) == 0 && t.last == nil
 		t.mu.Unlock()
 		if empty {
 			l.tablets.Delete(k)
@@ -197,7 +287,12 @@ func (l *RequestLoad) Split(left, right uint64) {
 	halve(t.cur)
 	halve(t.prev)
 	halve(t.last)
-	r := &tabletLoad{cur: slices.Clone(t.cur), prev: slices.Clone(t.prev), last: slices.Clone(t.last), lastAt: t.lastAt}
+	older := make([][]GatewayCount, len(t.older))
+	for i, w := range t.older {
+		halve(w)
+		older[i] = slices.Clone(w)
+	}
+	r := &tabletLoad{cur: slices.Clone(t.cur), prev: slices.Clone(t.prev), older: older, last: slices.Clone(t.last), lastAt: t.lastAt}
 	t.mu.Unlock()
 	l.tablets.Store(right, r)
 }

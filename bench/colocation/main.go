@@ -25,7 +25,7 @@
 // is what the seed's figures are), the opted-out over the colocated time,
 // and the seed's ratio.
 //
-// Usage: go run ./bench/colocation [-runs 3] [-rows 100000] [-modes us-west,spread] [-warmup 1m] [-plans] [-cpuprofile f]
+// Usage: go run ./bench/colocation [-runs 3] [-rows 100000] [-modes us-west,spread] [-warmup 1m] [-warmup-pace 0] [-start-in region] [-balancer-log f] [-plans] [-cpuprofile f]
 package main
 
 import (
@@ -55,6 +55,9 @@ var (
 	flagProfile = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flagTimeout = flag.Duration("timeout", 30*time.Minute, "give up on one statement after this long")
 	flagWarmup  = flag.Duration("warmup", time.Minute, "spread mode: how long the us-west client runs the read queries after the load, before the timed runs")
+	flagPace    = flag.Duration("warmup-pace", 0, "spread mode: pause between the warm-up's queries (a slower client, as on a loaded machine)")
+	flagStartIn = flag.String("start-in", "", "spread mode: before the warm-up, put the demo database's leases in this region (a zone's lease preference, then discarded), so the warm-up must draw them to us-west")
+	flagBalLog  = flag.String("balancer-log", "", "write every node's lease balancer decisions (store.LeaseBalancerConfig.Logger) to this file")
 )
 
 // pair is one row of the seed's comparison: the same statement on the
@@ -203,8 +206,17 @@ func runMode(mode, prefs string) (modeResult, error) {
 	res := modeResult{mode: mode, load: map[string]time.Duration{}}
 	ctx := context.Background()
 	log.Printf("%s: starting the global cluster (lease preferences %s)", mode, prefs)
-	c, err := localcluster.Start(ctx, localcluster.Options{Nodes: 3, Global: true, LeasePreferences: prefs,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))})
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	if *flagBalLog != "" {
+		f, err := os.OpenFile(*flagBalLog, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return res, err
+		}
+		defer f.Close()
+		logger = slog.New(balancerHandler{errs: logger.Handler(), bal: slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelDebug})})
+		logger.Debug("lease balancer log: mode " + mode)
+	}
+	c, err := localcluster.Start(ctx, localcluster.Options{Nodes: 3, Global: true, LeasePreferences: prefs, Logger: logger})
 	if err != nil {
 		return res, err
 	}
@@ -250,6 +262,11 @@ func runMode(mode, prefs string) (modeResult, error) {
 	if mode == "spread" {
 		// The workload from us-west draws the leases it reads (issue
 		// #22): a minute of the read queries, then no balance to wait for.
+		if *flagStartIn != "" {
+			if err := startIn(ctx, conn, *flagStartIn, c.Regions); err != nil {
+				return res, err
+			}
+		}
 		if err := warmUp(ctx, conn, *flagWarmup); err != nil {
 			return res, err
 		}
@@ -358,11 +375,44 @@ func warmUp(ctx context.Context, conn *pgx.Conn, d time.Duration) error {
 					return fmt.Errorf("warm-up: %s: %w", q, err)
 				}
 				n++
+				time.Sleep(*flagPace) // a client's think time, not a wait for a condition
 			}
 		}
 	}
 	log.Printf("spread: warm-up ran %d queries", n)
 	return nil
+}
+
+// startIn puts every lease of the demo database's tablets in region
+// (a zone's lease preference), waits for them there, and discards the
+// zone, so the leases start the warm-up away from the client and only
+// its requests can draw them back.
+func startIn(ctx context.Context, conn *pgx.Conn, region string, regions []string) error {
+	node := slices.Index(regions, region) + 1
+	if node == 0 {
+		return fmt.Errorf("-start-in %s: not one of %v", region, regions)
+	}
+	if _, err := conn.Exec(ctx, fmt.Sprintf("ALTER DATABASE colocation_demo CONFIGURE ZONE USING lease_preferences = '[[+region=%s]]'", region)); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		var total, there int
+		if err := conn.QueryRow(ctx, `SELECT count(DISTINCT tablet_id), count(DISTINCT tablet_id) FILTER (WHERE leader = $1)
+			FROM cairn_catalog.tablets WHERE database_name = 'colocation_demo'`, node).Scan(&total, &there); err != nil {
+			return err
+		}
+		if total > 0 && there == total {
+			log.Printf("spread: %d tablets of the demo database led from %s", total, region)
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("-start-in %s: %d of %d leases there after 2 minutes", region, there, total)
+		}
+		time.Sleep(500 * time.Millisecond) // polling the placement: no event to wait on
+	}
+	_, err := conn.Exec(ctx, "ALTER DATABASE colocation_demo CONFIGURE ZONE DISCARD")
+	return err
 }
 
 // settleLeases waits until the leases are where the mode wants them (all
@@ -472,4 +522,31 @@ func median(xs []float64) float64 {
 		return 0
 	}
 	return s[len(s)/2]
+}
+
+// balancerHandler sends the lease balancers' records ("lease balancer
+// ..." messages, at Debug) to bal and every other record to errs (which
+// keeps only errors).
+type balancerHandler struct{ errs, bal slog.Handler }
+
+func (h balancerHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return h.errs.Enabled(ctx, l) || h.bal.Enabled(ctx, l)
+}
+
+func (h balancerHandler) Handle(ctx context.Context, r slog.Record) error {
+	if strings.HasPrefix(r.Message, "lease balancer") {
+		return h.bal.Handle(ctx, r)
+	}
+	if h.errs.Enabled(ctx, r.Level) {
+		return h.errs.Handle(ctx, r)
+	}
+	return nil
+}
+
+func (h balancerHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return balancerHandler{h.errs.WithAttrs(as), h.bal.WithAttrs(as)}
+}
+
+func (h balancerHandler) WithGroup(name string) slog.Handler {
+	return balancerHandler{h.errs.WithGroup(name), h.bal.WithGroup(name)}
 }
