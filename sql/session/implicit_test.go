@@ -315,7 +315,7 @@ func TestImplicitReadRacingDDL(t *testing.T) {
 // anything.
 func TestImplicitReadRoles(t *testing.T) {
 	ctx := context.Background()
-	srv, url := implicitServer(t)
+	srv, url := startNode(t)
 	admin := connect(t, url, nil)
 	mustExec(t, admin, "CREATE TABLE acct (id int PRIMARY KEY, bal int)")
 	mustExec(t, admin, "INSERT INTO acct SELECT g, g * 10 FROM generate_series(1, 20) g")
