@@ -477,12 +477,25 @@ func (s *Store) send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchRes
 		if err == nil {
 			s.cfg.Load.Record(uint64(routed.TabletID), ba.GatewayNode)
 		}
-		if err == nil || !errors.As(err, &mismatch) || r.Desc().Generation == routed.Generation {
+		if err == nil || !errors.As(err, &mismatch) || !movedOn(r, routed, key) {
 			return br, err
 		}
 		// The tablet split under us: route again.
 	}
 	return nil, err
+}
+
+// movedOn reports whether a key-routed batch that r refused as outside
+// its span should be routed again: r split after routed was read, or r
+// no longer holds key at all. The second case is a split that landed
+// between the directory lookup and the read of routed (so routed is
+// already the shrunk descriptor and the generations match): the
+// directory then leads elsewhere, and comparing generations alone
+// returned the mismatch to the caller (seen as TestConcurrentSplits
+// failing under load).
+func movedOn(r *tablet.Replica, routed kvpb.TabletDescriptor, key []byte) bool {
+	d := r.Desc()
+	return d.Generation != routed.Generation || !d.ContainsKey(key)
 }
 
 // Split splits the tablet holding splitKey at splitKey (see tablet.Split).
@@ -516,7 +529,7 @@ func (s *Store) split(ctx context.Context, splitKey []byte) (left, right kvpb.Ta
 		routed := r.Desc()
 		left, right, err = s.splitReplica(ctx, r, splitKey)
 		var mismatch *kvpb.TabletKeyMismatchError
-		if err == nil || !errors.As(err, &mismatch) || r.Desc().Generation == routed.Generation {
+		if err == nil || !errors.As(err, &mismatch) || !movedOn(r, routed, splitKey) {
 			return left, right, err
 		}
 		// Another split of this tablet went first: route again.
