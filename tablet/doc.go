@@ -95,10 +95,4 @@
 //     their keys, under latches over the whole tablet). Reads use it to skip
 //     the lock keyspace when the table shows no lock in their span;
 //     Config.VerifyLockTable checks every such skip against the engine.
-//  12. A released lock is handed to its first waiter alone (FIFO); the
-//     others stay queued on the key and are woken in turn: by the release
-//     of the lock that waiter (or anyone) takes there, or by the waiter's
-//     handoffDone once it has re-evaluated without taking one, on every
-//     exit of Replica.send. Nothing else holds them: a waiter the
-//     hand-off misses still pushes after LockPushDelay (locktable.go).
 package tablet

@@ -29,17 +29,8 @@ import (
 // met but the table did not know (invariant 6), which only matters if
 // invariant 11 were broken.
 //
-// Waiters do not poll: each waiter has a channel, closed when it is its
-// turn to re-evaluate. A release hands the key to the first waiter alone
-// (FIFO, as PostgreSQL's lock queue grants a released lock to the next
-// waiter): waking them all made every waiter re-evaluate, one of them take
-// the lock and the others queue again behind it, which under pgbench's
-// tpcb-like (every transaction updates the one branch row) cost 1.66 lock
-// waits and their re-evaluations per transaction. The others stay queued
-// on the key (queued) until the woken waiter has re-evaluated: if it took
-// the lock they wait for its release; if not (handoffDone) the next one is
-// woken. Anything else that may change a waiter's answer (a holder pushed
-// to a higher timestamp, a split, a reset, another holder) wakes them all.
+// Waiters do not poll: each lock has a channel that is closed when the lock
+// is released or changes hands, and every waiter selects on it.
 type lockTable struct {
 	mu    sync.Mutex
 	locks map[string]*lockState
@@ -57,27 +48,6 @@ type lockTable struct {
 	// table. An entry whose state is no longer locks[key] is stale (reset
 	// clears locks alone) and is dropped when met.
 	unrepl map[string]*lockState
-	// queued holds, for a key whose lock was released with more than one
-	// waiter, the waiters behind the one it was handed to. Invariant: a
-	// key is in queued only while it is not in locks; the next lock taken
-	// on it adopts them (adoptLocked).
-	queued map[string]*handoff
-}
-
-// lockWaiter is one batch's place in a key's queue.
-type lockWaiter struct {
-	txn uuid.UUID // uuid.Nil for a non-transactional request
-	// ch is closed when the waiter is to re-evaluate.
-	ch chan struct{}
-}
-
-func (w *lockWaiter) wake() { close(w.ch) }
-
-// handoff is a released key's queue: owner was woken and is re-evaluating;
-// waiters wait for it to take the lock or give the key up.
-type handoff struct {
-	owner   *lockWaiter
-	waiters []*lockWaiter
 }
 
 // minShrinkPeak is the peak below which the map is never rebuilt.
@@ -107,17 +77,21 @@ type lockState struct {
 	// explicit release, and it is lost on reset and split (best effort:
 	// the commit-time check still catches a race it no longer prevents).
 	unrepl bool
-	// waiters are the batches queued on the lock, in arrival order. Each
-	// waiter's channel is made by enqueue, not with the lock: a
-	// transaction writing a million rows holds a million locks that
-	// almost never have a waiter, and a channel each was a third of their
-	// memory and of what the garbage collector had to scan during a
-	// 1M-row COPY.
-	waiters []*lockWaiter
+	// released is closed when the lock is released (the state is then
+	// removed from the map) or moves up to a pushed timestamp (the next
+	// waiter makes a fresh one); either way its waiters re-evaluate. It is
+	// made by the first waiter (enqueue), not with the lock: a transaction
+	// writing a million rows holds a million locks that almost never have
+	// a waiter, and a channel each was a third of their memory and of what
+	// the garbage collector had to scan during a 1M-row COPY.
+	released chan struct{}
+	// waiters are the transactions (uuid.Nil for non-transactional
+	// requests) queued on the lock, in arrival order, for introspection.
+	waiters []uuid.UUID
 }
 
 func newLockTable() *lockTable {
-	return &lockTable{locks: make(map[string]*lockState), unrepl: make(map[string]*lockState), queued: make(map[string]*handoff)}
+	return &lockTable{locks: make(map[string]*lockState), unrepl: make(map[string]*lockState)}
 }
 
 // acquire records that txn holds the intent on key. If another transaction
@@ -146,66 +120,7 @@ func (t *lockTable) acquireLocked(key []byte, txn kvpb.TxnMeta) *lockState {
 	l := &lockState{holder: txn}
 	t.locks[string(key)] = l
 	t.peak = max(t.peak, len(t.locks))
-	t.adoptLocked(string(key), l)
 	return l
-}
-
-// adoptLocked moves the waiters left queued on key by a hand-off behind
-// the lock just taken there: they now wait for its release, in the order
-// they came. The waiter the key was handed to, if it is not the one that
-// took the lock, queues again as it re-evaluates, behind them.
-func (t *lockTable) adoptLocked(key string, l *lockState) {
-	if h, ok := t.queued[key]; ok {
-		l.waiters = append(l.waiters, h.waiters...)
-		delete(t.queued, key)
-	}
-}
-
-// handOffLocked is a release of l (already or about to be removed from
-// locks): the first waiter is woken to re-evaluate, the rest stay queued
-// on the key until it has (handoffDone).
-func (t *lockTable) handOffLocked(key string, l *lockState) {
-	if len(l.waiters) == 0 {
-		return
-	}
-	first := l.waiters[0]
-	first.wake()
-	if rest := l.waiters[1:]; len(rest) > 0 {
-		t.queued[key] = &handoff{owner: first, waiters: rest}
-	}
-	l.waiters = nil
-}
-
-// handoffDone is called by a woken waiter once it has re-evaluated (or
-// given up) after waiting on keys: for each key handed to it that nobody
-// locked meanwhile, the next queued waiter is woken. A key that was
-// locked adopted its queue already (invariant of queued).
-func (t *lockTable) handoffDone(w *lockWait) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for i, in := range w.intents {
-		h, ok := t.queued[string(in.Key)]
-		if !ok || h.owner != w.waiters[i] {
-			continue
-		}
-		next := h.waiters[0]
-		next.wake()
-		if len(h.waiters) == 1 {
-			delete(t.queued, string(in.Key))
-			continue
-		}
-		h.owner, h.waiters = next, h.waiters[1:]
-	}
-}
-
-// wakeQueuedLocked wakes every waiter queued on key by a hand-off.
-func (t *lockTable) wakeQueuedLocked(key string) {
-	if h, ok := t.queued[key]; ok {
-		for _, w := range h.waiters {
-			w.wake()
-		}
-		delete(t.queued, key)
-	}
 }
 
 // release drops the lock on key if txn holds it, waking its waiters.
@@ -218,7 +133,7 @@ func (t *lockTable) release(key []byte, txn uuid.UUID) {
 
 func (t *lockTable) releaseLocked(key string, txn uuid.UUID) {
 	if l, ok := t.locks[key]; ok && l.holder.ID == txn {
-		t.handOffLocked(key, l)
+		l.wake()
 		delete(t.locks, key)
 		delete(t.unrepl, key)
 	}
@@ -241,7 +156,6 @@ func (t *lockTable) acquireUnreplicated(key []byte, txn kvpb.TxnMeta) {
 	t.locks[string(key)] = l
 	t.unrepl[string(key)] = l
 	t.peak = max(t.peak, len(t.locks))
-	t.adoptLocked(string(key), l)
 }
 
 // unreplConflict returns another transaction's unreplicated lock in the
@@ -307,20 +221,20 @@ func (t *lockTable) releaseUnreplicated(txn uuid.UUID, span *kvpb.Span) {
 		if span != nil && !(k >= string(span.Key) && k < string(spanEnd(*span))) {
 			continue
 		}
-		t.handOffLocked(k, l)
+		l.wake()
 		delete(t.locks, k)
 		delete(t.unrepl, k)
 	}
 	t.shrinkLocked()
 }
 
-// wake wakes every waiter of the lock: what they wait on changed in a way
-// that each must re-evaluate against (not a plain release: handOffLocked).
+// wake closes the waiters' channel, if any waiter made one; the next
+// waiter makes a new one.
 func (l *lockState) wake() {
-	for _, w := range l.waiters {
-		w.wake()
+	if l.released != nil {
+		close(l.released)
+		l.released = nil
 	}
-	l.waiters = nil
 }
 
 // releaseAll drops every lock each release's transaction holds in its span,
@@ -369,7 +283,7 @@ func (t *lockTable) releaseAll(rels []LockRelease) {
 			return 1
 		})
 		if i > 0 && k < string(spans[i-1].EndKey) {
-			t.handOffLocked(k, l)
+			l.wake()
 			delete(t.locks, k)
 			delete(t.unrepl, k)
 		}
@@ -402,46 +316,38 @@ func (t *lockTable) wakeRange(start, end []byte, txn uuid.UUID) {
 	for k, l := range t.locks {
 		if l.holder.ID == txn && bytes.Compare([]byte(k), start) >= 0 && bytes.Compare([]byte(k), end) < 0 {
 			l.wake()
+			l.waiters = nil
 		}
 	}
 }
 
-// enqueue registers a waiter (waiterTxn, uuid.Nil if none) at the end of
-// the intent's queue; its channel is closed when it is its turn. If the
-// table did not know the intent it adds it first. The caller must hold
-// latches covering the key, so the lock cannot be released between the
-// evaluation that met it and this call.
-func (t *lockTable) enqueue(in kvpb.Intent, waiterTxn uuid.UUID) *lockWaiter {
+// enqueue registers a waiter (waiterTxn, uuid.Nil if none) on the intent
+// and returns the channel closed when that lock is released. If the table
+// did not know the intent it adds it first. The caller must hold latches
+// covering the key, so the lock cannot be released between the evaluation
+// that met it and this call.
+func (t *lockTable) enqueue(in kvpb.Intent, waiterTxn uuid.UUID) <-chan struct{} {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	l, ok := t.locks[string(in.Key)]
 	if !ok || l.holder.ID != in.Txn.ID {
 		l = t.acquireLocked(in.Key, in.Txn)
 	}
-	w := &lockWaiter{txn: waiterTxn, ch: make(chan struct{})}
-	l.waiters = append(l.waiters, w)
-	return w
+	l.waiters = append(l.waiters, waiterTxn)
+	if l.released == nil {
+		l.released = make(chan struct{})
+	}
+	return l.released
 }
 
-// dequeue removes w from the queue on key (behind the lock, or behind a
-// hand-off), if it is still queued there. A waiter that leaves the queue
-// without being woken (lock timeout, cancellation, a push) takes no
-// hand-off with it; one that was handed the key answers with handoffDone.
-func (t *lockTable) dequeue(key []byte, w *lockWaiter) {
+// dequeue removes one waiter entry of waiterTxn from the lock on key, if
+// the lock is still there.
+func (t *lockTable) dequeue(key []byte, waiterTxn uuid.UUID) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if l, ok := t.locks[string(key)]; ok {
-		if i := slices.Index(l.waiters, w); i >= 0 {
+		if i := slices.Index(l.waiters, waiterTxn); i >= 0 {
 			l.waiters = slices.Delete(l.waiters, i, i+1)
-		}
-		return
-	}
-	if h, ok := t.queued[string(key)]; ok {
-		if i := slices.Index(h.waiters, w); i >= 0 {
-			h.waiters = slices.Delete(h.waiters, i, i+1)
-			if len(h.waiters) == 0 {
-				delete(t.queued, string(key))
-			}
 		}
 	}
 }
@@ -455,11 +361,6 @@ func (t *lockTable) splitOff(key []byte) *lockTable {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	r := newLockTable()
-	for k := range t.queued {
-		if bytes.Compare([]byte(k), key) >= 0 {
-			t.wakeQueuedLocked(k)
-		}
-	}
 	for k, l := range t.locks {
 		if bytes.Compare([]byte(k), key) >= 0 {
 			l.wake()
@@ -546,9 +447,6 @@ func (t *lockTable) numWaiters() int {
 	n := 0
 	for _, l := range t.locks {
 		n += len(l.waiters)
-	}
-	for _, h := range t.queued {
-		n += len(h.waiters)
 	}
 	return n
 }

@@ -28,7 +28,7 @@ func TestLockTableReleaseAll(t *testing.T) {
 			held[string(k)] = h
 		}
 		for k, h := range held {
-			chans[k] = lt.enqueue(kvpb.Intent{Key: []byte(k), Txn: kvpb.TxnMeta{ID: h}}, uuid.Nil).ch
+			chans[k] = lt.enqueue(kvpb.Intent{Key: []byte(k), Txn: kvpb.TxnMeta{ID: h}}, uuid.Nil)
 		}
 		var rels []LockRelease
 		for i := rng.Intn(8); i > 0; i-- {
@@ -81,7 +81,7 @@ func TestLockTableShrinks(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		lt.acquire([]byte(fmt.Sprintf("o%d", i)), kvpb.TxnMeta{ID: other})
 	}
-	woken := lt.enqueue(kvpb.Intent{Key: []byte("o1"), Txn: kvpb.TxnMeta{ID: other}}, uuid.Nil).ch
+	woken := lt.enqueue(kvpb.Intent{Key: []byte("o1"), Txn: kvpb.TxnMeta{ID: other}}, uuid.Nil)
 	if lt.peak != n+5 {
 		t.Fatalf("peak %d, want %d", lt.peak, n+5)
 	}

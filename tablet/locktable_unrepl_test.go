@@ -35,7 +35,7 @@ func TestLockTableUnreplicated(t *testing.T) {
 	}
 
 	// A waiter on k is woken by the release of a's locks.
-	ch := lt.enqueue(kvpb.Intent{Key: []byte("k"), Txn: a}, b.ID).ch
+	ch := lt.enqueue(kvpb.Intent{Key: []byte("k"), Txn: a}, b.ID)
 	lt.releaseUnreplicated(a.ID, &kvpb.Span{Key: []byte("k")})
 	select {
 	case <-ch:

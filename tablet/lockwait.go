@@ -12,10 +12,9 @@ import (
 
 // lockWait is a batch's registration on the locks its evaluation met.
 type lockWait struct {
-	intents []kvpb.Intent
-	// waiters are the batch's places in the intents' queues, one each.
-	waiters []*lockWaiter
-	waiter  uuid.UUID
+	intents  []kvpb.Intent
+	released []<-chan struct{}
+	waiter   uuid.UUID
 }
 
 // waitForLocks waits, lock by lock, until each conflicting lock is released
@@ -33,8 +32,8 @@ func (r *Replica) waitForLocks(ctx context.Context, ba *kvpb.BatchRequest, w *lo
 		defer func() { o.LockWait(time.Since(began)) }()
 	}
 	defer func() {
-		for i, in := range w.intents {
-			r.locks.dequeue(in.Key, w.waiters[i])
+		for _, in := range w.intents {
+			r.locks.dequeue(in.Key, w.waiter)
 		}
 	}()
 	done := make(map[uuid.UUID]bool)
@@ -42,7 +41,7 @@ func (r *Replica) waitForLocks(ctx context.Context, ba *kvpb.BatchRequest, w *lo
 		if done[in.Txn.ID] {
 			continue
 		}
-		pushee, err := r.waitForLock(ctx, ba, in, w.waiters[i].ch)
+		pushee, err := r.waitForLock(ctx, ba, in, w.released[i])
 		if err != nil {
 			return err
 		}

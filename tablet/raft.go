@@ -806,9 +806,6 @@ func (t *lockTable) reset(intents []kvpb.Intent) {
 	for _, l := range t.locks {
 		l.wake()
 	}
-	for k := range t.queued {
-		t.wakeQueuedLocked(k)
-	}
 	clear(t.locks)
 	for _, in := range intents {
 		t.acquireLocked(in.Key, in.Txn)

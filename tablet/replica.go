@@ -209,22 +209,8 @@ func (r *Replica) send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchR
 	if serverTS {
 		exec.Timestamp = r.clock.Now()
 	}
-	// woken is the last lock wait, once it has ended: the keys of a
-	// released lock may have been handed to this batch alone (FIFO,
-	// locktable.go), and the next waiter is woken once the batch has
-	// re-evaluated, whatever the outcome.
-	var woken *lockWait
-	defer func() {
-		if woken != nil {
-			r.locks.handoffDone(woken)
-		}
-	}()
 	for wtoRetries := 0; ; {
 		br, wroteAt, w, err := r.executeOnce(ctx, &exec, evalOptions{serverTS: serverTS})
-		if woken != nil {
-			r.locks.handoffDone(woken)
-			woken = nil
-		}
 		if err != nil {
 			// Declared here, not above: errors.As needs its address, which
 			// moves it to the heap, and the success path should not pay.
@@ -259,7 +245,6 @@ func (r *Replica) send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchR
 		switch {
 		case w.locks != nil:
 			err = r.waitForLocks(ctx, &exec, w.locks)
-			woken = w.locks
 		case w.push != nil:
 			pr, err = r.waitForPush(ctx, &exec, w.push)
 		}
@@ -421,7 +406,7 @@ func (r *Replica) registerWait(ba *kvpb.BatchRequest, err error) *waitFor {
 		}
 		lw := &lockWait{intents: wie.Intents, waiter: waiter}
 		for _, in := range wie.Intents {
-			lw.waiters = append(lw.waiters, r.locks.enqueue(in, waiter))
+			lw.released = append(lw.released, r.locks.enqueue(in, waiter))
 		}
 		return &waitFor{locks: lw}
 	}
