@@ -23,7 +23,10 @@ package raftnode
 //  S1. A payload's file is written to a temporary name, synced, renamed
 //      to its own and its directory synced before the batch holding the
 //      entry's record can commit (Append writes the files; the caller
-//      commits after), so a durable record always has its file.
+//      commits after), so a durable record always has its file. The
+//      payload is written through a copy (writeCopy), never from the
+//      entry's own bytes, which a vfs.File's Write may change and raft
+//      still holds (TestSideloadLeavesTheEntryAlone).
 //  S2. A file whose record the log does not hold (a crash after the file
 //      and before the record; a truncation whose file removal a crash
 //      cut short) is deleted when the log store opens; a record whose
@@ -298,7 +301,7 @@ func (s *LogStore) sideRecordOf(e *pb.Entry, start, end int, write bool) ([]byte
 		if err != nil {
 			return nil, fmt.Errorf("raft log of tablet %d: side-loading entry %d: %w", s.tabletID, e.GetIndex(), err)
 		}
-		_, err = f.Write(payload)
+		err = writeCopy(f, payload)
 		if err == nil {
 			err = f.Sync()
 		}
@@ -314,6 +317,28 @@ func (s *LogStore) sideRecordOf(e *pb.Entry, start, end int, write bool) ([]byte
 		}
 	}
 	return encodeSideRecord(uint64(start), uint64(len(payload)), crc, enc), nil
+}
+
+// sideCopyChunk bounds the buffer writeCopy copies a payload through.
+const sideCopyChunk = 1 << 20
+
+// writeCopy writes p to f through a buffer of its own. vfs.File.Write,
+// unlike io.Writer's, may modify the slice it is given (Pebble's MemFS
+// inverts it in builds with the race or invariants tag, to catch a caller
+// that keeps it), and a payload is a slice of the entry's data, which
+// raft keeps (its unstable log, the node's entry cache) and applies after
+// the append: written directly, the entry a replica applies, or sends to
+// a follower, could differ from the one its log holds.
+func writeCopy(f vfs.File, p []byte) error {
+	buf := make([]byte, min(len(p), sideCopyChunk))
+	for len(p) > 0 {
+		n := copy(buf, p)
+		if _, err := f.Write(buf[:n]); err != nil {
+			return err
+		}
+		p = p[n:]
+	}
+	return nil
 }
 
 // decodeEntry decodes the record v of entry index; a side-loaded one gets

@@ -135,7 +135,11 @@ func (e *Engine) WriteFile(name string, r io.Reader) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("storage: create %s: %w", path, err)
 	}
-	_, err = io.Copy(f, r)
+	// struct{ io.Reader } hides r's WriteTo: a bytes.Reader's would hand
+	// f.Write the caller's own slice (IngestBytes' SST), and vfs.File.Write
+	// may modify what it is given (Pebble's MemFS inverts it in race and
+	// invariants builds). io.Copy writes from a buffer of its own instead.
+	_, err = io.Copy(f, struct{ io.Reader }{r})
 	if err == nil {
 		err = f.Sync()
 	}
