@@ -182,17 +182,7 @@ func TestLogStoreEntryCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.sideloader = &sideSM{}
-	commit := func(f func(b *storage.Batch) error) {
-		t.Helper()
-		b := eng.NewBatch()
-		defer b.Close()
-		if err := f(b); err != nil {
-			t.Fatal(err)
-		}
-		if err := b.Commit(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	commit := func(f func(b *storage.Batch) error) { t.Helper(); commitBatch(t, eng, f) }
 	// check reads [lo, hi) and wants the terms and data of want, and
 	// sideReads side-loaded payloads read back so far.
 	check := func(lo, hi uint64, sideReads int64, want ...*pb.Entry) {
@@ -267,3 +257,17 @@ func TestLogStoreEntryCache(t *testing.T) {
 }
 
 func u64p(v uint64) *uint64 { return &v }
+
+// commitBatch runs f on a new batch of eng and commits it, failing the
+// test on either's error.
+func commitBatch(t *testing.T, eng *storage.Engine, f func(b *storage.Batch) error) {
+	t.Helper()
+	b := eng.NewBatch()
+	defer b.Close()
+	if err := f(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/cairn-db/cairn/clusterversion"
 	"github.com/cairn-db/cairn/keys"
 	"github.com/cairn-db/cairn/storage"
+	"github.com/cairn-db/cairn/storage/simfs"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	pb "go.etcd.io/raft/v3/raftpb"
 )
@@ -127,17 +128,7 @@ func TestSideloadLogStore(t *testing.T) {
 		return s
 	}
 	s := open()
-	commit := func(f func(b *storage.Batch) error) {
-		t.Helper()
-		b := eng.NewBatch()
-		defer b.Close()
-		if err := f(b); err != nil {
-			t.Fatal(err)
-		}
-		if err := b.Commit(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	commit := func(f func(b *storage.Batch) error) { t.Helper(); commitBatch(t, eng, f) }
 	payload := strings.Repeat("sst-bytes ", 1000)
 	big := sidePrefix + payload + "|tail"
 	commit(func(b *storage.Batch) error {
@@ -490,28 +481,6 @@ func TestSideloadOff(t *testing.T) {
 	}
 }
 
-// clobberFS is a filesystem whose files' Write zeroes the slice it was
-// given once written, as vfs.File's contract allows (Pebble's MemFS
-// inverts it in builds with the race or invariants tag), for the files
-// under the side-load directory; Pebble's own files are left alone.
-type clobberFS struct{ vfs.FS }
-
-type clobberFile struct{ vfs.File }
-
-func (fs clobberFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
-	f, err := fs.FS.Create(name, c)
-	if err != nil || !strings.Contains(name, sideloadDirName) {
-		return f, err
-	}
-	return clobberFile{f}, nil
-}
-
-func (f clobberFile) Write(p []byte) (int, error) {
-	n, err := f.File.Write(p)
-	clear(p)
-	return n, err
-}
-
 // TestSideloadLeavesTheEntryAlone: writing a payload's file must not
 // change the entry it was cut from. Raft keeps the entry it hands to
 // Append (its unstable log; the node's entry cache serves it back, C1)
@@ -520,7 +489,10 @@ func (f clobberFile) Write(p []byte) (int, error) {
 // apply an entry other than its log's (TestSimulation under -race:
 // "file ... differs from the entry's payload").
 func TestSideloadLeavesTheEntryAlone(t *testing.T) {
-	eng, err := storage.Open("", storage.Options{FS: clobberFS{vfs.NewMem()}})
+	eng, err := storage.Open("", storage.Options{FS: simfs.Clobber(vfs.NewMem(), func(name string) bool {
+		// The side-load directory's files; Pebble's own are left alone.
+		return strings.Contains(name, sideloadDirName)
+	})})
 	if err != nil {
 		t.Fatal(err)
 	}

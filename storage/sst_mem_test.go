@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/cairn-db/cairn/hlc"
+	"github.com/cairn-db/cairn/storage/simfs"
 )
 
 // memSST builds an in-memory SST of the given keys (parsed as by
@@ -249,15 +251,7 @@ func TestSSTBuilderBlockSize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := sstable.NewMemReader(data, sstOptions().MakeReaderOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	p, err := r.ReadPropertiesBlock(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := sstProperties(t, data)
 	// A block is cut once it reaches the target size, so each holds
 	// about sstBlockSize of entries before compression.
 	if avg := p.RawKeySize / p.NumDataBlocks; avg < sstBlockSize*3/4 {
@@ -296,16 +290,7 @@ func TestSSTBuilderNoFilter(t *testing.T) {
 	}
 	filterOf := func(data []byte) string {
 		t.Helper()
-		r, err := sstable.NewMemReader(data, sstOptions().MakeReaderOptions())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.Close()
-		p, err := r.ReadPropertiesBlock(context.Background(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p.FilterPolicyName
+		return sstProperties(t, data).FilterPolicyName
 	}
 	with, without := build(SSTBuilderOptions{}), build(SSTBuilderOptions{NoFilter: true})
 	if f := filterOf(with); f == "" {
@@ -393,33 +378,14 @@ func TestIngestFile(t *testing.T) {
 	}
 }
 
-// clobberFS is a filesystem whose staged ingestion files' Write clears
-// the slice it was given once written, as vfs.File's contract allows
-// (Pebble's MemFS inverts it in builds with the race or invariants tag);
-// Pebble's own files are left alone.
-type clobberFS struct{ vfs.FS }
-
-type clobberFile struct{ vfs.File }
-
-func (fs clobberFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
-	f, err := fs.FS.Create(name, c)
-	if err != nil || !strings.HasPrefix(fs.PathBase(name), IngestFilePrefix) {
-		return f, err
-	}
-	return clobberFile{f}, nil
-}
-
-func (f clobberFile) Write(p []byte) (int, error) {
-	n, err := f.File.Write(p)
-	clear(p)
-	return n, err
-}
-
 // TestIngestBytesLeavesTheDataAlone: IngestBytes must not change the SST
 // it is given (the caller's: a proposal's), whatever the filesystem's
 // Write does with the slice it is handed.
 func TestIngestBytesLeavesTheDataAlone(t *testing.T) {
-	e, err := Open("", Options{FS: clobberFS{vfs.NewMem()}})
+	e, err := Open("", Options{FS: simfs.Clobber(vfs.NewMem(), func(name string) bool {
+		// The staged ingestion files; Pebble's own are left alone.
+		return strings.HasPrefix(filepath.Base(name), IngestFilePrefix)
+	})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -435,4 +401,19 @@ func TestIngestBytesLeavesTheDataAlone(t *testing.T) {
 	if got := scanAll(t, e, "a", "z"); len(got) != 2 {
 		t.Fatalf("engine after ingest: %v, want a and b", got)
 	}
+}
+
+// sstProperties reads the properties block of an SST built in memory.
+func sstProperties(t *testing.T, data []byte) sstable.Properties {
+	t.Helper()
+	r, err := sstable.NewMemReader(data, sstOptions().MakeReaderOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	p, err := r.ReadPropertiesBlock(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

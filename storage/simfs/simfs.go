@@ -48,6 +48,9 @@
 //  4. While the disk is stalled (Stall), every read, write, sync, Create and
 //     ReuseForWrite on FS blocks, before it reaches the wrapped file, until
 //     Unstall: a disk that stops answering, not one that fails.
+//  5. Clobber's files whose name matches zero the slice Write was given,
+//     after writing it through unchanged; every other operation is the
+//     wrapped filesystem's.
 package simfs
 
 import (
