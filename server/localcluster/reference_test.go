@@ -116,6 +116,7 @@ func waitLeasesIn(t *testing.T, c *Cluster, node int, ids []kvpb.TabletID) {
 // the history is linearizable, so a read that began after a write was
 // acknowledged, on whatever node, saw that write or a later one.
 func TestReferenceTableLinearizable(t *testing.T) {
+	const minWrites, minReads = 4, 20
 	if testing.Short() {
 		t.Skip("starts a three-region cluster")
 	}
@@ -144,8 +145,30 @@ func TestReferenceTableLinearizable(t *testing.T) {
 		history = append(history, porcupine.Operation{ClientId: client, Input: in, Output: out,
 			Call: int64(call.Sub(start)), Return: int64(ret.Sub(start))})
 	}
-	wctx, cancel := context.WithTimeout(ctx, 8*time.Second)
+	// The run lasts 8 s, and longer until enough happened to check (a
+	// write to a global table waits out its future timestamp, so on a
+	// loaded machine 8 s held fewer than two), but at most 90 s.
+	wctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
+	go func() {
+		minEnd := time.NewTimer(8 * time.Second)
+		defer minEnd.Stop()
+		select {
+		case <-wctx.Done():
+			return
+		case <-minEnd.C:
+		}
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for writes.Load() < minWrites || reads.Load() < minReads {
+			select {
+			case <-wctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+		cancel()
+	}()
 	var wg sync.WaitGroup
 	client := 0
 	for _, node := range []int{0, 1} {
@@ -203,7 +226,7 @@ func TestReferenceTableLinearizable(t *testing.T) {
 		return
 	}
 	t.Logf("%d writes, %d reads; %d reads served by followers", writes.Load(), reads.Load(), followerReads(c, 1, ids)+followerReads(c, 2, ids)-served)
-	if writes.Load() < 2 || reads.Load() < 10 {
+	if writes.Load() < minWrites || reads.Load() < minReads {
 		t.Fatalf("too little happened to check: %d writes, %d reads", writes.Load(), reads.Load())
 	}
 	if followerReads(c, 1, ids)+followerReads(c, 2, ids) == served {
