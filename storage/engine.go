@@ -57,6 +57,10 @@ type Options struct {
 // memTableSize is the size of each of Pebble's memtables (Open).
 const memTableSize = 64 << 20
 
+// MemTableSize is memTableSize, for what reserves memory for memtables
+// (cairn start's --max-memory): C memory, not the Go heap's.
+const MemTableSize = memTableSize
+
 // WALFillFor is the WAL fill (Options.WALFill) for a store on disk: the
 // size Pebble preallocates each WAL file to (110% of a memtable), about
 // what one holds before the memtable it logs is flushed and the WAL
