@@ -514,6 +514,11 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 			log.Error("cairn: HTTP server stopped", "err", err)
 		}
 	}()
+	if fence >= 0 {
+		// Watched for stalls: probe, so that a node that only reads is
+		// watched too (diskstall.go).
+		s.startDiskProbe(runCtx)
+	}
 	s.startAdmin(runCtx)
 	s.startSplitQueue(runCtx)
 	if !cfg.NoGCLoop {
