@@ -44,7 +44,8 @@
 //     window with no commit is one in which every client is held.
 //  7. memory (memory.go): each node's resident memory is sampled every
 //     second; the peak per node is printed, and a peak past MaxRSS
-//     (2 GiB; CHAOS_MAX_RSS_MIB) is an anomaly. A node that exits by a
+//     (2 GiB; CHAOS_MAX_RSS_MIB) is an anomaly. Nodes run with
+//     --max-memory NodeMemory (1.5 GiB), their share of the machine. A node that exits by a
 //     SIGKILL the harness did not send is reported as such (the
 //     kernel's OOM killer sends one and the node logs nothing).
 //
