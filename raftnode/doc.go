@@ -123,7 +123,10 @@
 //     replica serves under it unless a round finds it lost. Safety does
 //     not rest on this (writes commit through raft, reads need the read
 //     lease or a confirmed heartbeat round); a sole voter keeps its lease
-//     (TestStalledLeaderServesNoLease).
+//     (TestStalledLeaderServesNoLease). Each time the watcher finds the
+//     scheduler stalled it counts it (RoundStats.SchedulerStalls,
+//     /metrics cairn_raft_scheduler_stalls_total), so a stall with no
+//     disk fault behind it (a starved CPU, a long round) shows.
 //
 // A round therefore waits for the apply of small writes only (OLTP
 // writes: microseconds each, and handing them to a worker would make

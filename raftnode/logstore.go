@@ -90,13 +90,14 @@ type cachedEntry struct {
 	size uint64
 }
 
-// entryCacheBytes bounds a store's entry cache. The entries it holds are
-// those raft has just handed to Append and will hand back, committed, in
-// a later Ready (which holds them until they are applied anyway), so the
-// cache keeps them alive about one round longer than raft would; the
-// bound covers a replica whose entries do not commit (a follower cut
-// from its leader, a leader without a quorum) and fits the largest
-// entry, an SST of 32 MiB.
+// entryCacheBytes bounds a replica's entry cache (each LogStore has its
+// own: a node with many replicas may cache this much for each of those
+// whose entries do not commit). The entries it holds are those raft has
+// just handed to Append and will hand back, committed, in a later Ready
+// (which holds them until they are applied anyway), so the cache keeps
+// them alive about one round longer than raft would; the bound covers a
+// replica whose entries do not commit (a follower cut from its leader, a
+// leader without a quorum) and fits the largest entry, an SST of 32 MiB.
 const entryCacheBytes = 64 << 20
 
 var _ raft.Storage = (*LogStore)(nil)

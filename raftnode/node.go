@@ -542,6 +542,7 @@ func (n *Node) watchStall(ctx context.Context, tick time.Duration) {
 		}
 		n.stallMu.Lock()
 		if stalled {
+			n.stats.SchedulerStalls.Add(1)
 			if n.stallC == nil {
 				n.stallC = make(chan struct{})
 			}

@@ -153,6 +153,9 @@ func TestStalledLeaderServesNoLease(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("a proposal waiting for the node's lock was still waiting 30 s after the scheduler was found stalled")
 	}
+	if n := nodes[1].Stats().SchedulerStalls.Load(); n != 1 {
+		t.Fatalf("the stall counted %d times in SchedulerStalls, want 1", n)
+	}
 
 	// The disk answers again: the round ends, the scheduler ticks, and
 	// the replica, still leader, serves under its term.

@@ -59,6 +59,12 @@ type RoundStats struct {
 	// and its wait for publication behind the batches committed before
 	// (a worker's large apply batch among them) plus the WAL sync.
 	StallNanos, PublishNanos atomic.Int64
+	// SchedulerStalls counts the times the stall watcher found the
+	// scheduler stalled (no tick and no round for an election timeout:
+	// invariant 9, the node's replicas of shared groups then serve no
+	// lease), so that a stall without a disk fault (CPU starvation, a
+	// long round) shows in /metrics.
+	SchedulerStalls atomic.Int64
 }
 
 // noteCommit adds a round's committed batch's waits in Pebble to the

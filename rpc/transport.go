@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cairn-db/cairn/raftnode"
+	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/grpc"
 )
 
@@ -24,7 +25,45 @@ const (
 	queueLen = 10000
 	// maxBatch bounds the messages of one frame.
 	maxBatch = 512
+	// defaultQueueBytes bounds the bytes of the messages waiting for one
+	// peer (TransportConfig.QueueBytes; invariant T1). Counting messages
+	// was not enough: an append that catches a follower up carries up to
+	// raft's MaxSizePerMsg (1 MiB) of entries, so queueLen of them is
+	// 10 GiB, and a chaos node that caught its peers up after restarts
+	// was killed by the kernel at 10.8 GiB (bench/README.md, "Issue 22,
+	// twelfth session: memory").
+	defaultQueueBytes = 128 << 20
+	// smallMsgBytes: a message of at most this size (a heartbeat, a vote,
+	// an acknowledgement: no entries) is bounded by queueLen alone, so
+	// that a queue full of appends still takes the messages that keep a
+	// group's leader (invariant T1).
+	smallMsgBytes = 1 << 10
+	// frameBytes bounds the messages of one frame, by their size
+	// (invariant T2): a frame is encoded whole in memory, and one larger
+	// than MaxBatchSize is refused by gRPC, which lost all of it.
+	frameBytes = 4 << 20
 )
+
+// The transport's memory bounds, per destination node (TestTransportBounds,
+// TestTransportFramesFit):
+//
+//	T1. The messages queued for a peer and not yet taken into a frame
+//	    add up to at most QueueBytes (msgBytes; 128 MiB by default) and
+//	    queueLen messages of at most smallMsgBytes (10 MiB), except
+//	    that a queue holding nothing takes one message of any size (a
+//	    side-loaded SST's append is up to 32 MiB and must not be refused
+//	    for ever). Past it Send drops the message: raft retransmits it,
+//	    so the cost of a slow, paused or dead peer is bounded in bytes,
+//	    not in messages whose size raft decides; and small messages
+//	    (heartbeats, votes, acknowledgements) still pass while the
+//	    appends wait, so a group keeps its leader.
+//	T2. A frame holds at most frameBytes of messages (half of
+//	    MaxBatchSize if that is less), except a frame of one message:
+//	    its encoding stays under MaxBatchSize, which gRPC enforces by
+//	    refusing the whole frame. Before this a follower being caught up
+//	    by many groups at once was sent frames of 512 appends of 1 MiB,
+//	    each refused whole; every group's leader read the entries again
+//	    and sent them again, and the node's heap held gigabytes of them.
 
 // Handler receives the envelopes that arrive from other nodes.
 type Handler func(raftnode.Envelope)
@@ -150,6 +189,9 @@ type TransportConfig struct {
 	// Creds are the node's transport credentials (creds.go; nil:
 	// plaintext), for raft streams, snapshots and KV batches alike.
 	Creds *Creds
+	// QueueBytes bounds the bytes queued for one peer (invariant T1; 0:
+	// defaultQueueBytes, 128 MiB).
+	QueueBytes int64
 }
 
 // Transport sends raft envelopes to other nodes: one queue, one sender
@@ -167,6 +209,9 @@ type Transport struct {
 	// Dropped counts envelopes dropped because a peer's queue was full or
 	// its connection failed.
 	Dropped atomic.Int64
+	// DroppedBytes counts the envelopes of Dropped that a peer's queue
+	// refused for its bytes (invariant T1).
+	DroppedBytes atomic.Int64
 	// kvSent counts the KV batches this node sent to other nodes, by
 	// tablet (kvpb.TabletID → *atomic.Int64; KVBatchesSent).
 	kvSent sync.Map
@@ -193,11 +238,43 @@ func (t *Transport) KVBatchesSent(tablet kvpb.TabletID) int64 {
 type queued struct {
 	env raftnode.Envelope
 	at  time.Time
+	// size is msgBytes(env.Msg), taken off peer.bytes when the message
+	// leaves the queue.
+	size int64
 }
 
 type peer struct {
 	id uint64
 	q  chan queued
+	// bytes is the size of the messages in q (invariant T1).
+	bytes atomic.Int64
+}
+
+// msgBytes is what a raft message costs in memory while it waits, about
+// its encoded size: its entries' payloads and a snapshot's data, which
+// are nearly all of a large message, and a fixed overhead for the rest.
+// It reads lengths only (Send runs in the node's round).
+func msgBytes(m *pb.Message) int64 {
+	n := int64(64 + len(m.GetContext()))
+	for _, e := range m.GetEntries() {
+		n += int64(32 + len(e.GetData()))
+	}
+	if s := m.GetSnapshot(); s != nil {
+		n += int64(len(s.GetData()))
+	}
+	return n
+}
+
+// QueuedBytes is the size of the messages queued for nodeID and not yet
+// taken into a frame (invariant T1).
+func (t *Transport) QueuedBytes(nodeID uint64) int64 {
+	t.mu.Lock()
+	p := t.peers[nodeID]
+	t.mu.Unlock()
+	if p == nil {
+		return 0
+	}
+	return p.bytes.Load()
 }
 
 // NewTransport makes a Transport; Close stops it.
@@ -209,6 +286,9 @@ func NewTransport(cfg TransportConfig) *Transport {
 		cfg.Delay = cfg.Geo.OneWay
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	if cfg.QueueBytes <= 0 {
+		cfg.QueueBytes = defaultQueueBytes
+	}
 	return &Transport{cfg: cfg, ctx: ctx, cancel: cancel, peers: map[uint64]*peer{}}
 }
 
@@ -225,12 +305,29 @@ func (t *Transport) Send(envs []raftnode.Envelope) {
 			t.Dropped.Add(1)
 			continue
 		}
+		// Invariant T1: the bytes are reserved before the message is
+		// queued, and a reservation that passes the bound is given back,
+		// unless the queue held nothing.
+		size := msgBytes(e.Msg)
+		if v := p.bytes.Add(size); size > smallMsgBytes && v > t.cfg.QueueBytes && v != size {
+			p.bytes.Add(-size)
+			t.Dropped.Add(1)
+			t.DroppedBytes.Add(1)
+			continue
+		}
 		select {
-		case p.q <- queued{env: e, at: now}:
+		case p.q <- queued{env: e, at: now, size: size}:
 		default:
+			p.bytes.Add(-size)
 			t.Dropped.Add(1)
 		}
 	}
+}
+
+// take is a message leaving p's queue: its bytes are no longer queued.
+func (p *peer) take(q queued) queued {
+	p.bytes.Add(-q.size)
+	return q
 }
 
 func (t *Transport) peer(id uint64) *peer {
@@ -279,7 +376,8 @@ func (t *Transport) run(p *peer) {
 			select {
 			case <-t.ctx.Done():
 				return
-			case first = <-p.q:
+			case q := <-p.q:
+				first = p.take(q)
 			}
 		}
 		if stream == nil {
@@ -299,19 +397,24 @@ func (t *Transport) run(p *peer) {
 			return
 		}
 		batch = append(batch[:0], first.env)
+		size, limit := first.size, frameLimit()
 	more:
-		for len(batch) < maxBatch {
+		for len(batch) < maxBatch && size < limit {
 			select {
 			case q := <-p.q:
+				q = p.take(q)
 				// Only messages already due join the batch: waiting for
 				// each newcomer's delay while more keep arriving would
 				// hold the batch back until it is full (under a steady
 				// stream of heartbeats, seconds with a 72 ms delay).
-				if !t.due(q.at, p.id) {
+				// Nor does one that would take the frame past its bound
+				// (invariant T2): it starts the next frame.
+				if !t.due(q.at, p.id) || size+q.size > limit {
 					held = &q
 					break more
 				}
 				batch = append(batch, q.env)
+				size += q.size
 			default:
 				break more
 			}
@@ -335,6 +438,11 @@ func (t *Transport) run(p *peer) {
 			stream = nil
 		}
 	}
+}
+
+// frameLimit is the bound of invariant T2 on a frame's messages.
+func frameLimit() int64 {
+	return min(frameBytes, int64(MaxBatchSize)/2)
 }
 
 // wait holds a message queued at until its injected delay has passed.

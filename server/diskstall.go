@@ -1,7 +1,9 @@
 package server
 
 import (
+	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -72,4 +74,42 @@ func (j *stallJudge) report(info vfs.DiskSlowInfo) bool {
 	prev.last = now
 	j.seen[k] = prev
 	return same && info.Duration >= j.fence
+}
+
+// diskProbeEvery is how often a node whose store is watched for stalls
+// probes its disk (storage.Engine.ProbeDisk): a write and a sync of a
+// few bytes. The watcher times only writes, so a node that only reads
+// (restarted onto a disk that then stopped answering, its SSTs cold)
+// was never fenced; with a probe each second, a stall is reported like a
+// stuck write of the store's within the threshold of a second, and the
+// judge fences on it after the fence.
+const diskProbeEvery = time.Second
+
+// startDiskProbe probes the store's disk every diskProbeEvery until ctx
+// ends. A probe stuck on a stalled disk is not waited for: the next
+// tick finds it in flight and skips, and the fence ends the process.
+func (s *Server) startDiskProbe(ctx context.Context) {
+	var inFlight atomic.Bool
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		t := time.NewTicker(diskProbeEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			if !inFlight.CompareAndSwap(false, true) {
+				continue
+			}
+			go func() {
+				defer inFlight.Store(false)
+				if err := s.eng.ProbeDisk(); err != nil && ctx.Err() == nil {
+					s.log.Warn("cairn: probing the store's disk", "err", err)
+				}
+			}()
+		}
+	}()
 }

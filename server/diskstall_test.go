@@ -1,6 +1,9 @@
 package server
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -52,5 +55,36 @@ func TestStallJudge(t *testing.T) {
 				t.Errorf("%s: report %d: fence %v, want %v", tc.name, i, got, r.want)
 			}
 		}
+	}
+}
+
+// TestDiskProbeRuns: a node whose store is watched for stalls probes its
+// disk each second (startDiskProbe; storage's
+// TestDiskProbeReportsAStallWithoutWrites shows what that buys), and one
+// whose fence is off does not.
+func TestDiskProbeRuns(t *testing.T) {
+	for _, fence := range []time.Duration{0, -1} {
+		dir := t.TempDir()
+		s := start(t, Config{Insecure: true, StoreDir: dir, DiskStallFence: fence})
+		probe := filepath.Join(dir, "cairn-disk-probe")
+		deadline := time.Now().Add(5 * diskProbeEvery)
+		for {
+			_, err := os.Stat(probe)
+			if fence >= 0 && err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				if fence >= 0 {
+					t.Errorf("fence %s: no probe file %s after %s", fence, probe, 5*diskProbeEvery)
+				}
+				break
+			}
+			if fence < 0 && err == nil {
+				t.Errorf("fence %s (off): the node probed its disk", fence)
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		_ = s.Stop(context.Background())
 	}
 }

@@ -29,6 +29,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -513,6 +514,11 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 			log.Error("cairn: HTTP server stopped", "err", err)
 		}
 	}()
+	if fence >= 0 {
+		// Watched for stalls: probe, so that a node that only reads is
+		// watched too (diskstall.go).
+		s.startDiskProbe(runCtx)
+	}
 	s.startAdmin(runCtx)
 	s.startSplitQueue(runCtx)
 	if !cfg.NoGCLoop {
@@ -748,6 +754,9 @@ func (s *Server) writeMetrics(w io.Writer) {
 		{"cairn_sql_catalog_generation_reads_total", "counter", "Statements that read the catalog generation key.", float64(genReads)},
 		{"cairn_sql_implicit_reads_total", "counter", "Point SELECTs read without a KV transaction.", float64(implicitReads)},
 		{"cairn_sql_implicit_read_retries_total", "counter", "Point SELECTs that tried to read without a KV transaction and ran again in one.", float64(implicitRetries)},
+		// What cairn start's --max-memory (or GOMEMLIMIT) made the
+		// runtime's soft limit; math.MaxInt64 when none was set.
+		{"cairn_go_memory_limit_bytes", "gauge", "The Go runtime's soft memory limit (--max-memory less the block cache and memtables, or GOMEMLIMIT).", float64(debug.SetMemoryLimit(-1))},
 	} {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s %g\n", m.name, m.help, m.name, m.typ, m.name, m.v)
 	}

@@ -57,6 +57,10 @@ type Options struct {
 // memTableSize is the size of each of Pebble's memtables (Open).
 const memTableSize = 64 << 20
 
+// MemTableSize is memTableSize, for what reserves memory for memtables
+// (cairn start's --max-memory): C memory, not the Go heap's.
+const MemTableSize = memTableSize
+
 // WALFillFor is the WAL fill (Options.WALFill) for a store on disk: the
 // size Pebble preallocates each WAL file to (110% of a memtable), about
 // what one holds before the memtable it logs is flushed and the WAL
@@ -73,6 +77,9 @@ type Engine struct {
 	wo    *pebble.WriteOptions
 	// healthCloser stops the disk-stall watcher (nil: none).
 	healthCloser io.Closer
+	// probe is ProbeDisk's file and the watched FS it writes through
+	// (diskprobe.go).
+	probe diskProbe
 	// ra reads SSTs ahead (nil: Options.ReadAhead was 0).
 	ra *readaheadFS
 	// walFill hands Pebble filled WAL files (nil: Options.WALFill was 0).
@@ -108,8 +115,10 @@ func Open(dir string, opts Options) (*Engine, error) {
 	cache := pebble.NewCache(CacheSizeOr(opts.CacheSize))
 	pfs := fs
 	var healthCloser io.Closer
+	var watched vfs.FS
 	if opts.DiskStallThreshold > 0 && opts.OnDiskStall != nil {
 		pfs, healthCloser = vfs.WithDiskHealthChecks(fs, opts.DiskStallThreshold, nil, opts.OnDiskStall)
+		watched = pfs
 	}
 	var walFill *walFillFS
 	if opts.WALFill > 0 {
@@ -172,7 +181,8 @@ func Open(dir string, opts Options) (*Engine, error) {
 	if opts.NoSync {
 		wo = pebble.NoSync
 	}
-	return &Engine{db: db, opts: po, fs: fs, dir: dir, cache: cache, wo: wo, onFatal: opts.OnFatal, healthCloser: healthCloser, ra: ra, walFill: walFill, tables: tables, iters: iters}, nil
+	return &Engine{db: db, opts: po, fs: fs, dir: dir, cache: cache, wo: wo, onFatal: opts.OnFatal, healthCloser: healthCloser, ra: ra, walFill: walFill, tables: tables, iters: iters,
+		probe: diskProbe{fs: watched, path: watchedPath(watched, dir)}}, nil
 }
 
 // ReadAheadStats counts what read-ahead did (zero without it).
@@ -196,6 +206,7 @@ func (e *Engine) Close() error {
 		e.walFill.close()
 	}
 	e.cache.Unref()
+	e.probe.close()
 	if e.healthCloser != nil {
 		e.healthCloser.Close()
 	}

@@ -45,6 +45,13 @@ func (e *Engine) NewSSTWriter(path string) (*SSTWriter, error) {
 		return nil, fmt.Errorf("storage: create sst %s: %w", path, err)
 	}
 	opts := e.opts.MakeWriterOptions(0, e.db.TableFormat())
+	// No value blocks: Pebble's writer keeps every value block in memory
+	// until Finish, and a tablet's snapshot image (this writer's user)
+	// covers the tablet's whole span, every old version included: one
+	// chaos node held 367 MiB of them streaming a snapshot
+	// (TestSSTWriterKeepsNoValueBlocks). Compactions put the old versions
+	// back into value blocks as they rewrite the table.
+	opts.DisableValueBlocks = true
 	w := sstable.NewWriter(objstorageprovider.NewFileWritable(f), opts)
 	return &SSTWriter{fs: e.fs, path: path, w: w}, nil
 }

@@ -116,6 +116,11 @@ type startFlags struct {
 	// sqlMemStr and tempDiskStr are --max-sql-memory and
 	// --max-disk-temp-storage.
 	sqlMemStr, tempDiskStr string
+	// maxMemStr is --max-memory; goMemLimit is the Go runtime's soft
+	// memory limit it makes (memlimit.go; 0: leave the runtime's, which
+	// GOMEMLIMIT set).
+	maxMemStr  string
+	goMemLimit int64
 	// unreplicated is --unreplicated; alone is a plain start (no --join):
 	// a replicated cluster of one, Join = [--rpc-addr].
 	unreplicated, alone bool
@@ -163,6 +168,7 @@ func startFlagSet(f *startFlags) *flag.FlagSet {
 	fs.Int64Var(&f.cacheMiB, "cache-mib", 256, "block cache size in MiB")
 	fs.StringVar(&f.splitSizeStr, "tablet-split-size", "512MiB", "data size past which a tablet splits (e.g. 1GiB; 0: never by size)")
 	fs.StringVar(&f.sqlMemStr, "max-sql-memory", "25%", "memory all SQL statements' operators may hold, as a size (e.g. 4GiB) or a percentage of RAM; past it a statement fails with 53200")
+	fs.StringVar(&f.maxMemStr, "max-memory", defaultMaxMemory, "memory the node should stay within, as a size (e.g. 8GiB) or a percentage of RAM: the Go runtime's soft limit is this less the block cache and memtables (C memory), so garbage is collected harder as the node nears it (docs/architecture.md, \"Node memory\"); GOMEMLIMIT, when set, wins unless this flag is given")
 	fs.StringVar(&f.tempDiskStr, "max-disk-temp-storage", "32GiB", "disk the temporary files of spilling SQL operators may use (under the store's cairn-temp directory)")
 	fs.DurationVar(&f.cfg.GCTTL, "gc-ttl", 4*time.Hour, "how long old row versions stay readable where no zone sets gc.ttlseconds (the GC queue removes them after)")
 	fs.Float64Var(&f.cfg.TabletSplitQPS, "tablet-split-qps", 2500, "batches per second (over 10s) past which a tablet splits by load (0: never by load; 2500 is store.DefaultSplitQPS)")
@@ -252,6 +258,11 @@ func parseStart(args []string, stderr io.Writer) (startFlags, error) {
 	if f.cfg.MaxDiskTempStorage, err = parseMemoryFlag(f.tempDiskStr); err != nil {
 		return f, usagef("--max-disk-temp-storage: %v", err)
 	}
+	given := false
+	fs.Visit(func(fl *flag.Flag) { given = given || fl.Name == "max-memory" })
+	if f.goMemLimit, err = goMemoryLimit(f.maxMemStr, given, os.Getenv("GOMEMLIMIT"), f.cfg.CacheSize); err != nil {
+		return f, usagef("--max-memory: %v", err)
+	}
 	switch {
 	case f.unreplicated && f.join != "":
 		return f, usagef("--unreplicated and --join exclude each other: an unreplicated node cannot be part of a cluster")
@@ -320,6 +331,10 @@ func cmdStart(args []string, stdout, stderr io.Writer) error {
 		f.cfg.RPCListener, f.cfg.RPCAddr = ln, ln.Addr().String()
 		f.cfg.Join = []string{f.cfg.RPCAddr}
 		log.Info("cairn: no --join: starting as a cluster of one that other nodes can join with --join " + f.cfg.RPCAddr)
+	}
+	if f.goMemLimit > 0 {
+		debug.SetMemoryLimit(f.goMemLimit)
+		log.Info("cairn: Go memory limit set from --max-memory", "max_memory", f.maxMemStr, "go_limit_mib", f.goMemLimit>>20)
 	}
 	srv, err := server.Start(ctx, f.cfg)
 	if err != nil {

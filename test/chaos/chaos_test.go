@@ -23,6 +23,9 @@ var (
 var bin string
 
 func TestMain(m *testing.M) {
+	if fakeNode() {
+		return
+	}
 	flag.Parse()
 	bin = *binFlag
 	var dir string

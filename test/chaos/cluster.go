@@ -42,7 +42,10 @@ type Cluster struct {
 func StartCluster(ctx context.Context, bin, dir string, n int, logf func(string, ...any), extra ...string) (*Cluster, error) {
 	// A stalled disk fences its node after DiskStallFence (the stall
 	// nemesis lasts longer).
-	c := &Cluster{bin: bin, dir: dir, logf: logf, extra: append([]string{"--debug-fault-injection", "--disk-stall-fence=" + DiskStallFence.String()}, extra...)}
+	// Each node's memory target is its share of a shared machine
+	// (memory.go, NodeMemory).
+	c := &Cluster{bin: bin, dir: dir, logf: logf, extra: append([]string{"--debug-fault-injection", "--disk-stall-fence=" + DiskStallFence.String(),
+		"--max-memory=" + NodeMemory}, extra...)}
 	for i := range n {
 		nd, err := proc.NewNode(filepath.Join(dir, fmt.Sprintf("n%d", i+1)))
 		if err != nil {

@@ -42,6 +42,12 @@
 //     and by the operations longer than SlowOp that overlapped it (which
 //     client, through which node, from when to when, how it ended): a
 //     window with no commit is one in which every client is held.
+//  7. memory (memory.go): each node's resident memory is sampled every
+//     second; the peak per node is printed, and a peak past MaxRSS
+//     (2 GiB; CHAOS_MAX_RSS_MIB) is an anomaly. Nodes run with
+//     --max-memory NodeMemory (1.5 GiB), their share of the machine. A node that exits by a
+//     SIGKILL the harness did not send is reported as such (the
+//     kernel's OOM killer sends one and the node logs nothing).
 //
 // Every run prints its seed (-chaos.seed replays it: the same nemesis
 // schedule and the same workload choices; the timings of real processes
@@ -50,5 +56,6 @@
 // (CHAOS_DURATION, 30m by default there).
 //
 // The package touches nothing of Cairn's but through its processes: SQL
-// over pgwire and the HTTP endpoints.
+// over pgwire and the HTTP endpoints, and the kernel's account of each
+// process (/proc/PID/status, for check 7).
 package chaos

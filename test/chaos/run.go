@@ -43,7 +43,9 @@ type Result struct {
 	Availability Availability
 	Summaries    []string
 	Anomalies    []string
-	Logs         string
+	// PeakRSS is each node's largest resident memory sampled (memory.go).
+	PeakRSS []int64
+	Logs    string
 }
 
 // Run starts the cluster, runs the workloads under the nemesis for
@@ -60,6 +62,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	defer c.Stop()
+	mem := WatchMemory(c)
+	defer mem.Stop()
 	for _, w := range cfg.Workloads {
 		if err := w.Setup(ctx, c); err != nil {
 			res.Logs = c.Logs(4000)
@@ -100,13 +104,25 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	for _, i := range c.Live() {
 		if c.Node(i).Exited() {
-			res.Anomalies = append(res.Anomalies, fmt.Sprintf("node %d exited by itself", i+1))
+			st := c.Node(i).ExitState()
+			if st == "signal: killed" {
+				// Not the harness's SIGKILL (Kill reaps and forgets the
+				// process): the kernel's OOM killer sends it too.
+				st += ", not by the harness: the kernel's OOM killer? (dmesg)"
+			}
+			res.Anomalies = append(res.Anomalies, fmt.Sprintf("node %d exited by itself (%s)", i+1, st))
 		}
 	}
 	for _, w := range cfg.Workloads {
 		s, a := w.Check(ctx, c)
 		res.Summaries = append(res.Summaries, s)
 		res.Anomalies = append(res.Anomalies, a...)
+	}
+	mem.Stop()
+	res.Summaries = append(res.Summaries, mem.Summary())
+	res.Anomalies = append(res.Anomalies, mem.Anomalies(maxRSS())...)
+	for i := 0; i < c.Len(); i++ {
+		res.PeakRSS = append(res.PeakRSS, mem.Peak(i))
 	}
 	if len(res.Anomalies) > 0 {
 		res.Logs = c.Logs(6000)

@@ -272,6 +272,22 @@ func (n *Node) Exited() bool {
 	}
 }
 
+// ExitState is how the process ended when it exited by itself (Exited:
+// "exit status 1", "signal: killed"), else "".
+func (n *Node) ExitState() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cmd == nil {
+		return ""
+	}
+	select {
+	case <-n.done:
+		return n.cmd.ProcessState.String()
+	default:
+		return ""
+	}
+}
+
 // URL is the node's PostgreSQL URL (user postgres, no TLS).
 func (n *Node) URL() string {
 	return "postgres://postgres@" + n.SQL + "/postgres?sslmode=disable&connect_timeout=2"
