@@ -140,25 +140,8 @@ func addCount(cs []GatewayCount, node uint64, n int) []GatewayCount {
 // and the one before, or, if both are empty, over its last window with
 // requests if that ended within loadMemoryWindows windows (a new slice).
 func (l *RequestLoad) Recent(tablet uint64) []GatewayCount {
-	if l == nil {
-		return nil
-	}
-	v, ok := l.tablets.Load(tablet)
-	if !ok {
-		return nil
-	}
-	t := v.(*tabletLoad)
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if len(t.cur) == 0 && len(t.prev) == 0 {
-		return append([]GatewayCount(nil), t.last...)
-	}
-	out := make([]GatewayCount, 0, len(t.cur)+len(t.prev))
-	out = append(out, t.prev...)
-	for _, c := range t.cur {
-		out = addCount(out, c.Node, c.N)
-	}
-	return out
+	// Counts with no floor never reaches past the window before.
+	return l.Counts(tablet, 0)
 }
 
 // Forget drops tablet's counts: its lease left this node. They were
