@@ -177,3 +177,32 @@ func TestLeaseBalancerForgivesLateTransfer(t *testing.T) {
 		t.Errorf("after node 3 took tablet 1 late: transfers %v, want one to node 3 (avoided until %v)", node.moved, b.avoid[3])
 	}
 }
+
+// TestLeaseBalancerLeaseGoneIsNoFailedTransfer: a transfer whose lease
+// left this node without the target being seen to lead (the target took
+// it and stopped before the next pass, and another node was elected) is
+// not counted failed: the target is not avoided when it comes back. In
+// testcluster.TestLeasesBalancedByDefault the node stopped right after
+// the first balance was avoided for 30 s by the node that had handed it
+// leases, from 5 s after those transfers, on every run.
+func TestLeaseBalancerLeaseGoneIsNoFailedTransfer(t *testing.T) {
+	node := &fakeLeaseNode{self: 1, groups: leaseGroups(map[uint64]int{1: 5, 2: 3}, []uint64{3}), moved: map[uint64]int{}}
+	b := NewLeaseBalancer(LeaseBalancerConfig{Node: node}, 1)
+	now := time.Unix(1000, 0)
+	b.now = func() time.Time { return now }
+	b.Pass()
+	now = now.Add(b.cfg.MinHold)
+	if b.Pass(); node.moved[3] != 2 {
+		t.Fatalf("transfers %v, want two to node 3", node.moved)
+	}
+	// Node 3 took both and stopped before this node's next pass; node 2
+	// was elected for both.
+	for i := range 2 {
+		node.groups[i].Lease, node.groups[i].Leader, node.groups[i].Active, node.groups[i].CaughtUp = 0, 2, nil, nil
+	}
+	now = now.Add(moveWait)
+	b.Pass()
+	if until, ok := b.avoid[3]; ok {
+		t.Fatalf("node 3 avoided until %v after its transfers' leases went to node 2", until)
+	}
+}
