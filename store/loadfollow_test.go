@@ -206,3 +206,27 @@ func TestLeaseBalancerLeaseGoneIsNoFailedTransfer(t *testing.T) {
 		t.Fatalf("node 3 avoided until %v after its transfers' leases went to node 2", until)
 	}
 }
+
+// TestLeaseBalancerCountsTransfersInFlight: a transfer that has not
+// ended by the next pass (a loaded machine: the target's election waits
+// for its raft loop) counts as its target's lease, as the pass that
+// started it counted it; the next pass neither hands away another lease
+// nor the same one again. Counted as this node's, node 1 balanced at
+// 4/3/3 after its first pass found itself at 6 again and moved two more.
+func TestLeaseBalancerCountsTransfersInFlight(t *testing.T) {
+	node := &fakeLeaseNode{self: 1, groups: leaseGroups(map[uint64]int{1: 6, 2: 2, 3: 2}, []uint64{2, 3}), moved: map[uint64]int{}}
+	b := NewLeaseBalancer(LeaseBalancerConfig{Node: node}, 1)
+	now := time.Unix(1000, 0)
+	b.now = func() time.Time { return now }
+	b.Pass()
+	now = now.Add(b.cfg.MinHold)
+	if b.Pass(); fmt.Sprint(node.moved) != fmt.Sprint(map[uint64]int{2: 1, 3: 1}) {
+		t.Fatalf("first pass: transfers %v, want one to node 2 and one to node 3", node.moved)
+	}
+	// Neither transfer has ended: node 1 still leads both groups.
+	now = now.Add(time.Second)
+	b.Pass()
+	if fmt.Sprint(node.moved) != fmt.Sprint(map[uint64]int{2: 1, 3: 1}) || len(node.tried) != 2 {
+		t.Errorf("second pass, transfers in flight: transfers %v of tablets %v, want the first pass's two only", node.moved, node.tried)
+	}
+}
