@@ -20,7 +20,10 @@ import (
 // leaseholder and is counted there), so a tablet's counts are the
 // leaseholder's view; a lease that just arrived starts from nothing.
 // Only clients' batches name a gateway (kv.WithClientRequests), so the
-// node's own work draws no lease.
+// node's own work draws no lease. A statement's distributed fragments
+// name their client's gateway, not the node they read on
+// (kv.WithClientGateway, sql/distsql invariant 8), so a table read only
+// through fragments draws its leases as one read by the gateway does.
 //
 // A tablet that goes idle keeps the counts of its last window with
 // requests for loadMemoryWindows windows (10 minutes by default), so its
