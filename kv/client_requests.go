@@ -21,9 +21,9 @@ import "context"
 // them: each fragment carries that gateway node (distsql.Spec.Gateway)
 // and its node runs it under WithClientGateway, so its batches name the
 // client's gateway, not the node they were read on. Without it a tablet
-// read only through fragments (a table of several tablets) counted no
-// request and its lease never followed its readers (bench/README.md,
-// "Issue 22, eleventh session").
+// read only through fragments (a table of several tablets scanned with a
+// distributed plan) counted no request and its lease never followed its
+// readers (distsql.TestFragmentsCountTheClientsGateway).
 
 type clientRequestsKey struct{}
 
