@@ -86,14 +86,18 @@ func (s *LeaseholderSender) setLeader(tablet kvpb.TabletID, node uint64) {
 	}
 }
 
-// Send implements kvpb.Sender. It names this node as the batch's
-// gateway (Header.GatewayNode) unless the batch names one, if ctx is a
-// client's (WithClientRequests): only clients' requests draw leases.
+// Send implements kvpb.Sender. It names the batch's gateway
+// (Header.GatewayNode) unless the batch names one, if ctx is a client's:
+// this node (WithClientRequests) or the node whose client a distributed
+// fragment reads for (WithClientGateway). Only clients' requests draw
+// leases.
 func (s *LeaseholderSender) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchResponse, error) {
-	if ba.GatewayNode == 0 && s.cfg.LocalNode != 0 && IsClientRequest(ctx) {
-		c := *ba
-		c.GatewayNode = s.cfg.LocalNode
-		ba = &c
+	if ba.GatewayNode == 0 && s.cfg.LocalNode != 0 {
+		if gw := ClientGateway(ctx, s.cfg.LocalNode); gw != 0 {
+			c := *ba
+			c.GatewayNode = gw
+			ba = &c
+		}
 	}
 	if ba.TabletID == 0 {
 		return s.cfg.Node(s.cfg.LocalNode).Send(ctx, ba)

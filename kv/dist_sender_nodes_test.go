@@ -163,6 +163,8 @@ func TestLeaseholderSenderNamesClientGateway(t *testing.T) {
 		{"the node's own work", context.Background(), 0, 0},
 		{"named already", client, 3, 3},
 		{"named already, not a client's", context.Background(), 3, 3},
+		{"a fragment for node 2's client", WithClientGateway(context.Background(), 2), 0, 2},
+		{"a fragment for node 2's client, named already", WithClientGateway(context.Background(), 2), 3, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := &gatewaySender{}

@@ -506,6 +506,7 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 	distKV.Set(s.db)
 	r.distsql.SetNode(id)
 	gw := distsql.NewGateway(registry.Resolve, s.rpcCreds.DialOptions()...)
+	gw.SetNode(id)
 	r.dist = &distsql.Runner{
 		Planner:   &distsql.Planner{Gateway: id, Tablets: s.db.TabletCache(), Leaseholder: lh.Leaseholder, Avoid: gw.Suspect, Local: globalFollowerReads(s.store)},
 		Gateway:   gw,

@@ -20,7 +20,10 @@ import (
 // leaseholder and is counted there), so a tablet's counts are the
 // leaseholder's view; a lease that just arrived starts from nothing.
 // Only clients' batches name a gateway (kv.WithClientRequests), so the
-// node's own work draws no lease.
+// node's own work draws no lease. A statement's distributed fragments
+// name their client's gateway, not the node they read on
+// (kv.WithClientGateway, sql/distsql invariant 8), so a table read only
+// through fragments draws its leases as one read by the gateway does.
 //
 // A tablet that goes idle keeps the counts of its last window with
 // requests for loadMemoryWindows windows (10 minutes by default), so its
@@ -140,25 +143,8 @@ func addCount(cs []GatewayCount, node uint64, n int) []GatewayCount {
 // and the one before, or, if both are empty, over its last window with
 // requests if that ended within loadMemoryWindows windows (a new slice).
 func (l *RequestLoad) Recent(tablet uint64) []GatewayCount {
-	if l == nil {
-		return nil
-	}
-	v, ok := l.tablets.Load(tablet)
-	if !ok {
-		return nil
-	}
-	t := v.(*tabletLoad)
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if len(t.cur) == 0 && len(t.prev) == 0 {
-		return append([]GatewayCount(nil), t.last...)
-	}
-	out := make([]GatewayCount, 0, len(t.cur)+len(t.prev))
-	out = append(out, t.prev...)
-	for _, c := range t.cur {
-		out = addCount(out, c.Node, c.N)
-	}
-	return out
+	// Counts with no floor never reaches past the window before.
+	return l.Counts(tablet, 0)
 }
 
 // Forget drops tablet's counts: its lease left this node. They were

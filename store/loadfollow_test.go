@@ -177,3 +177,56 @@ func TestLeaseBalancerForgivesLateTransfer(t *testing.T) {
 		t.Errorf("after node 3 took tablet 1 late: transfers %v, want one to node 3 (avoided until %v)", node.moved, b.avoid[3])
 	}
 }
+
+// TestLeaseBalancerLeaseGoneIsNoFailedTransfer: a transfer whose lease
+// left this node without the target being seen to lead (the target took
+// it and stopped before the next pass, and another node was elected) is
+// not counted failed: the target is not avoided when it comes back. In
+// testcluster.TestLeasesBalancedByDefault the node stopped right after
+// the first balance was avoided for 30 s by the node that had handed it
+// leases, from 5 s after those transfers, on every run.
+func TestLeaseBalancerLeaseGoneIsNoFailedTransfer(t *testing.T) {
+	node := &fakeLeaseNode{self: 1, groups: leaseGroups(map[uint64]int{1: 5, 2: 3}, []uint64{3}), moved: map[uint64]int{}}
+	b := NewLeaseBalancer(LeaseBalancerConfig{Node: node}, 1)
+	now := time.Unix(1000, 0)
+	b.now = func() time.Time { return now }
+	b.Pass()
+	now = now.Add(b.cfg.MinHold)
+	if b.Pass(); node.moved[3] != 2 {
+		t.Fatalf("transfers %v, want two to node 3", node.moved)
+	}
+	// Node 3 took both and stopped before this node's next pass; node 2
+	// was elected for both.
+	for i := range 2 {
+		node.groups[i].Lease, node.groups[i].Leader, node.groups[i].Active, node.groups[i].CaughtUp = 0, 2, nil, nil
+	}
+	now = now.Add(moveWait)
+	b.Pass()
+	if until, ok := b.avoid[3]; ok {
+		t.Fatalf("node 3 avoided until %v after its transfers' leases went to node 2", until)
+	}
+}
+
+// TestLeaseBalancerCountsTransfersInFlight: a transfer that has not
+// ended by the next pass (a loaded machine: the target's election waits
+// for its raft loop) counts as its target's lease, as the pass that
+// started it counted it; the next pass neither hands away another lease
+// nor the same one again. Counted as this node's, node 1 balanced at
+// 4/3/3 after its first pass found itself at 6 again and moved two more.
+func TestLeaseBalancerCountsTransfersInFlight(t *testing.T) {
+	node := &fakeLeaseNode{self: 1, groups: leaseGroups(map[uint64]int{1: 6, 2: 2, 3: 2}, []uint64{2, 3}), moved: map[uint64]int{}}
+	b := NewLeaseBalancer(LeaseBalancerConfig{Node: node}, 1)
+	now := time.Unix(1000, 0)
+	b.now = func() time.Time { return now }
+	b.Pass()
+	now = now.Add(b.cfg.MinHold)
+	if b.Pass(); fmt.Sprint(node.moved) != fmt.Sprint(map[uint64]int{2: 1, 3: 1}) {
+		t.Fatalf("first pass: transfers %v, want one to node 2 and one to node 3", node.moved)
+	}
+	// Neither transfer has ended: node 1 still leads both groups.
+	now = now.Add(time.Second)
+	b.Pass()
+	if fmt.Sprint(node.moved) != fmt.Sprint(map[uint64]int{2: 1, 3: 1}) || len(node.tried) != 2 {
+		t.Errorf("second pass, transfers in flight: transfers %v of tablets %v, want the first pass's two only", node.moved, node.tried)
+	}
+}

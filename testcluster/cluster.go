@@ -227,6 +227,9 @@ type ClusterNode struct {
 	// Load counts the requests its tablets serve by gateway (nil unless
 	// GeoOptions.FollowLoad).
 	Load *store.RequestLoad
+	// Balancer is the node's lease balancer since its last start (nil
+	// when it runs none).
+	Balancer *store.LeaseBalancer
 
 	stopBalancer func()
 	stopSplits   func()

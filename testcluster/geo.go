@@ -60,7 +60,11 @@ func (n *ClusterNode) startBalancer() {
 		cfg.Region = n.Geo.Region
 	}
 	cfg.Load = n.Load
+	if cfg.Logger != nil {
+		cfg.Logger = cfg.Logger.With("node", n.ID)
+	}
 	b := store.NewLeaseBalancer(cfg, n.ID)
+	n.Balancer = b
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

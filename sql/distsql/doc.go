@@ -55,4 +55,11 @@
 //     so cancelling the outer flow cancels the inner one, and an inner
 //     fragment's error fails the consumer and so the outer flow
 //     (invariant 5 across both).
+//  8. A fragment of a client's statement names the client's gateway node
+//     (Spec.Gateway, from kv.ClientGateway of the flow's context) and its
+//     node reads under kv.WithClientGateway, so every batch it sends is
+//     counted by the tablet's leaseholder as a request from the client's
+//     gateway (store/load.go), never from the node it ran on; a flow
+//     nested in a fragment passes the same gateway on. The node's own
+//     work (no client) names none and is not counted.
 package distsql

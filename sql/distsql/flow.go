@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/cairn-db/cairn/kv"
 	"github.com/cairn-db/cairn/kvpb"
 	"github.com/cairn-db/cairn/rpc"
 	"github.com/cairn-db/cairn/sql/mon"
@@ -21,6 +23,9 @@ import (
 type Gateway struct {
 	resolve func(nodeID uint64) (string, error)
 	dial    []grpc.DialOption
+	// node is this node's ID (SetNode): the gateway its clients'
+	// fragments name (Spec.Gateway).
+	node atomic.Uint64
 
 	mu    sync.Mutex
 	conns map[uint64]*grpc.ClientConn
@@ -61,6 +66,10 @@ func NewGateway(resolve func(nodeID uint64) (string, error), dial ...grpc.DialOp
 	}
 	return &Gateway{resolve: resolve, dial: dial, conns: map[uint64]*grpc.ClientConn{}}
 }
+
+// SetNode names the gateway's node, the one its clients' fragments
+// read for (Spec.Gateway); until it is set they name none.
+func (g *Gateway) SetNode(id uint64) { g.node.Store(id) }
 
 // Close closes the gateway's connections.
 func (g *Gateway) Close() {
@@ -163,9 +172,13 @@ func (g *Gateway) start(ctx context.Context, frags []Fragment, budget *mon.Budge
 			f.outs[i] = make(chan item)
 		}
 	}
+	// A client's statement (or a fragment run for one, invariant 7)
+	// names its gateway on every fragment (invariant 8).
+	gateway := kv.ClientGateway(ctx, g.node.Load())
 	var wg sync.WaitGroup
 	for i, fr := range frags {
 		fr.Spec.Fragment = i
+		fr.Spec.Gateway = gateway
 		if fr.Spec.Window <= 0 {
 			fr.Spec.Window = DefaultWindow
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/cairn-db/cairn/rpc"
 	"github.com/cairn-db/cairn/sql/mon"
 	"github.com/cairn-db/cairn/sql/pgerror"
+	"github.com/cairn-db/cairn/store"
 	"github.com/cairn-db/cairn/testcluster"
 	"github.com/jackc/pgerrcode"
 )
@@ -62,7 +63,13 @@ func retry(t *testing.T, what string, fn func() error) {
 
 func startEnv(t *testing.T) *env {
 	t.Helper()
-	c := testcluster.StartCluster(t, testcluster.ClusterOptions{})
+	return startEnvWith(t, testcluster.ClusterOptions{})
+}
+
+// startEnvWith is startEnv on a cluster started with opts.
+func startEnvWith(t *testing.T, opts testcluster.ClusterOptions) *env {
+	t.Helper()
+	c := testcluster.StartCluster(t, opts)
 	c.WaitLeader(1, 10*time.Second)
 	ctx := context.Background()
 	db := c.Nodes[0].DB
@@ -236,6 +243,48 @@ func TestDistributedScanMatchesGateway(t *testing.T) {
 	}
 }
 
+// TestFragmentsCountTheClientsGateway: a client's flow started on node 1
+// reads its tablets led by nodes 2 and 3 through fragments there, and
+// their leaseholders count those reads as node 1's client's (invariant
+// 8), so the leases can follow the client; a flow of the node's own work
+// is counted for nobody. Before fragments named their gateway, the
+// leaseholders counted nothing for either, and a table read only
+// through fragments never drew its leases.
+func TestFragmentsCountTheClientsGateway(t *testing.T) {
+	e := startEnvWith(t, testcluster.ClusterOptions{Geo: &testcluster.GeoOptions{FollowLoad: true}})
+	e.gw.SetNode(1)
+	frags := e.plan(t)
+	if len(frags) != 3 || Nodes(frags) != 3 {
+		t.Fatalf("plan: %v, want 3 fragments on 3 nodes", frags)
+	}
+	counts := func() map[uint64][]store.GatewayCount {
+		out := map[uint64][]store.GatewayCount{}
+		for _, fr := range frags {
+			out[fr.Node] = e.c.Nodes[fr.Node-1].Load.Recent(uint64(fr.Spec.TabletID))
+		}
+		return out
+	}
+	run := func(ctx context.Context) {
+		f := e.gw.Start(ctx, frags, nil)
+		defer f.Close()
+		if _, err := drain(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run(context.Background())
+	for node, cs := range counts() {
+		if len(cs) != 0 {
+			t.Fatalf("after the node's own flow: node %d counted %v for its tablet, want nothing", node, cs)
+		}
+	}
+	run(kv.WithClientRequests(context.Background()))
+	for node, cs := range counts() {
+		if len(cs) != 1 || cs[0].Node != 1 || cs[0].N == 0 {
+			t.Errorf("after a client's flow from node 1: node %d counted %v for its tablet, want requests from gateway 1 only", node, cs)
+		}
+	}
+}
+
 // TestFlowLimit: a limit reaches every fragment; none ships more.
 func TestFlowLimit(t *testing.T) {
 	e := startEnv(t)
@@ -401,7 +450,7 @@ func TestUncertainValueIsRetryable(t *testing.T) {
 func TestWireRoundTrip(t *testing.T) {
 	s := Spec{Fragment: 3, TabletID: 9, Span: kvpb.Span{Key: []byte("a"), EndKey: []byte("b")},
 		Snapshot:  Snapshot{ReadTimestamp: hlc.Timestamp{WallTime: 5, Logical: 2}, UncertaintyLimit: hlc.Timestamp{WallTime: 7}},
-		BatchRows: 10, Window: 2, Limit: -1, Proc: []byte("proc")}
+		BatchRows: 10, Window: 2, Limit: -1, Proc: []byte("proc"), Processor: "backfill", Gateway: 4}
 	m := encodeSpec(s)
 	got, err := decodeSpec(m)
 	if err != nil || fmt.Sprint(got) != fmt.Sprint(s) {

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cairn-db/cairn/kv"
 	"github.com/cairn-db/cairn/kvpb"
 	"github.com/cairn-db/cairn/rpc"
 	"github.com/cairn-db/cairn/sql/pgerror"
@@ -131,6 +132,11 @@ func (s *Server) flow(stream grpc.ServerStream) error {
 	defer s.active.Add(-1)
 	ctx, cancel := context.WithCancel(stream.Context())
 	defer cancel()
+	if spec.Gateway != 0 {
+		// A client's statement: its reads here count as its gateway's
+		// (invariant 8).
+		ctx = kv.WithClientGateway(ctx, spec.Gateway)
+	}
 	// Credits: the initial window, then one per batch the gateway
 	// consumed (invariant 3). The channel holds at most maxWindow, and
 	// the gateway never grants more than it was sent, so the reader

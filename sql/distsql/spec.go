@@ -31,6 +31,12 @@ type Snapshot struct {
 // (sql/exec), any other name one registered with SetProcessorFor (an
 // index backfill's reader, sql/ddl). A node that has none by that name
 // refuses the fragment (0A000).
+//
+// Gateway is the node whose client's statement the fragment serves (0:
+// the node's own work, or a gateway of an older version): the fragment
+// reads under kv.WithClientGateway, so the tablets it reads count its
+// requests as that client's gateway's (invariant 8; store/load.go) and
+// their leases can follow the client.
 type Spec struct {
 	// Fragment is the fragment's index in its flow.
 	Fragment  int           `wire:"1"`
@@ -42,6 +48,7 @@ type Spec struct {
 	Limit     int64         `wire:"7"`
 	Proc      []byte        `wire:"8"`
 	Processor string        `wire:"9"`
+	Gateway   uint64        `wire:"10"`
 }
 
 // Defaults of a Spec's batching.
