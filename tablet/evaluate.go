@@ -49,6 +49,9 @@ type evalCtx struct {
 	txn  *kvpb.Transaction
 	prop *Proposal
 	opts evalOptions
+	// propBuf is what prop points to when evaluate made it: one
+	// allocation for both.
+	propBuf Proposal
 	// fixedTS makes writes land exactly at ba.Timestamp (one-phase commit,
 	// which has checked the timestamp cache itself).
 	fixedTS bool
@@ -78,7 +81,8 @@ func (r *Replica) evaluate(ba *kvpb.BatchRequest, desc kvpb.TabletDescriptor, op
 			return prop, br, err
 		}
 	}
-	ec := &evalCtx{r: r, ba: ba, desc: desc, txn: ba.Txn.Clone(), prop: &Proposal{}, opts: opts}
+	ec := &evalCtx{r: r, ba: ba, desc: desc, txn: ba.Txn.Clone(), opts: opts}
+	ec.prop = &ec.propBuf
 	if ba.Txn != nil {
 		ec.self = ba.Txn.ID
 	}
@@ -106,7 +110,7 @@ func (r *Replica) evaluate(ba *kvpb.BatchRequest, desc kvpb.TabletDescriptor, op
 		defer ec.b.Close()
 		ec.rd = ec.b
 	}
-	br := &kvpb.BatchResponse{Responses: make([]kvpb.Response, 0, len(ba.Requests))}
+	br := newBatchResponse(len(ba.Requests))
 	for _, req := range ba.Requests {
 		resp, err := ec.evalRequest(req)
 		if err != nil {
@@ -119,6 +123,24 @@ func (r *Replica) evaluate(ba *kvpb.BatchRequest, desc kvpb.TabletDescriptor, op
 		ec.prop.Repr = append([]byte(nil), ec.b.Repr()...)
 	}
 	return ec.prop, br, nil
+}
+
+// oneResponse is a BatchResponse of one request with room for its
+// response: a batch of one (a point read) is one allocation, not two.
+type oneResponse struct {
+	br   kvpb.BatchResponse
+	resp [1]kvpb.Response
+}
+
+// newBatchResponse returns an empty BatchResponse with room for n
+// responses.
+func newBatchResponse(n int) *kvpb.BatchResponse {
+	if n == 1 {
+		o := &oneResponse{}
+		o.br.Responses = o.resp[:0]
+		return &o.br
+	}
+	return &kvpb.BatchResponse{Responses: make([]kvpb.Response, 0, n)}
 }
 
 // countsOnly reports whether every request of ba is a counting scan

@@ -108,6 +108,10 @@ type raftState struct {
 	// first and then reads active: one of the two always sees the other.
 	draining atomic.Uint64
 	active   atomic.Int64
+	// leave counts a request out of active: the done that startUnder
+	// returns, made once (newReplica) rather than as a closure per
+	// request, which allocated on every read.
+	leave func()
 	// rounds counts the rounds in which this replica applied something
 	// (Applied): a proposer whose replica lost the lease tells a replica
 	// that still learns the log's fate from one cut off by it.
@@ -208,7 +212,7 @@ func (r *Replica) enterLease(term uint64) bool {
 // startUnder waits out the start of the lease of term for a request
 // counted in by enterLease, and returns what leaseTerm does.
 func (r *Replica) startUnder(ctx context.Context, term uint64) (uint64, func(), error) {
-	done := func() { r.raft.active.Add(-1) }
+	done := r.raft.leave
 	if err := r.waitLeaseStart(ctx, term); err != nil {
 		done()
 		return 0, nil, err

@@ -130,6 +130,7 @@ func newReplica(eng *storage.Engine, clock *hlc.Clock, desc kvpb.TabletDescripto
 		tombs:   newTxnTombstones(clock.Now()),
 	}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
+	r.raft.leave = func() { r.raft.active.Add(-1) }
 	r.mu.desc = desc
 	r.mu.abortReasons = make(map[uuid.UUID]abortReason)
 	return r

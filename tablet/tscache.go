@@ -63,8 +63,15 @@ type tsCache struct {
 	entries   *btreemap.BTreeMap[[]byte, *tsEntry]
 	// rows, rowTree and rowsUnindexed are byKey, points and unindexed for
 	// row reads, keyed by the prefix; rowLens are the lengths of rows'
-	// keys (a shrink recomputes them).
-	rows          map[string]tsRead
+	// keys (a shrink recomputes them). rows maps a prefix to its read's
+	// index in rowReads, not to the read: a read of a row already there
+	// (every repeated point SELECT) is one map lookup, which does not
+	// allocate, and a write into the slice, where an assignment to a
+	// map[string]tsRead hashed the key a second time and allocated it as
+	// a string. rowReads holds exactly the reads rows indexes (a shrink
+	// compacts it).
+	rows          map[string]int
+	rowReads      []tsRead
 	rowTree       *btreemap.BTreeMap[[]byte, struct{}]
 	rowsUnindexed []string
 	rowLens       []int // ascending
@@ -109,7 +116,7 @@ func newTSCache(lowWater hlc.Timestamp, maxEntries int) *tsCache {
 		maxEntries = 2
 	}
 	return &tsCache{lowWater: lowWater, maxEntries: maxEntries, byKey: make(map[string]tsRead), points: newPointTree(), entries: newSpanTree(),
-		rows: make(map[string]tsRead), rowTree: newPointTree(), rowLensCap: maxRowLens}
+		rows: make(map[string]int), rowTree: newPointTree(), rowLensCap: maxRowLens}
 }
 
 // isPrefixEnd reports whether end is PrefixEnd(key): the span [key, end)
@@ -130,8 +137,8 @@ func isPrefixEnd(key, end []byte) bool {
 // addRowLocked records a row read of prefix key, and false when it must
 // take the span path (a new prefix length past maxRowLens).
 func (c *tsCache) addRowLocked(key []byte, ts hlc.Timestamp, txn uuid.UUID) bool {
-	if r, ok := c.rows[string(key)]; ok {
-		c.rows[string(key)] = r.merge(ts, txn)
+	if i, ok := c.rows[string(key)]; ok {
+		c.rowReads[i] = c.rowReads[i].merge(ts, txn)
 		return true
 	}
 	if i, found := slices.BinarySearch(c.rowLens, len(key)); !found {
@@ -141,9 +148,19 @@ func (c *tsCache) addRowLocked(key []byte, ts hlc.Timestamp, txn uuid.UUID) bool
 		c.rowLens = slices.Insert(c.rowLens, i, len(key))
 	}
 	k := string(key)
-	c.rows[k] = tsRead{ts: ts, txn: txn}
+	c.rows[k] = len(c.rowReads)
+	c.rowReads = append(c.rowReads, tsRead{ts: ts, txn: txn})
 	c.rowsUnindexed = append(c.rowsUnindexed, k)
 	return true
+}
+
+// rowRead returns the row read of prefix key, if there is one.
+func (c *tsCache) rowRead(key []byte) (tsRead, bool) {
+	i, ok := c.rows[string(key)]
+	if !ok {
+		return tsRead{}, false
+	}
+	return c.rowReads[i], true
 }
 
 // rowPrefixesLocked merges into best the row reads whose prefix is a
@@ -153,7 +170,7 @@ func (c *tsCache) rowPrefixesLocked(best tsRead, key []byte, self bool) tsRead {
 		if n > len(key) || (!self && n == len(key)) {
 			break // rowLens ascends
 		}
-		if r, ok := c.rows[string(key[:n])]; ok {
+		if r, ok := c.rowRead(key[:n]); ok {
 			best = best.merge(r.ts, r.txn)
 		}
 	}
@@ -302,7 +319,7 @@ func (c *tsCache) shrinkLocked() {
 	for _, r := range c.byKey {
 		tss = append(tss, r.ts)
 	}
-	for _, r := range c.rows {
+	for _, r := range c.rowReads {
 		tss = append(tss, r.ts)
 	}
 	c.lowWater = c.lowWater.Forward(nthTimestamp(tss, len(tss)/2))
@@ -325,11 +342,16 @@ func (c *tsCache) shrinkLocked() {
 	// The row lengths are those of the survivors: a subset of the lengths
 	// before, so within the bound.
 	c.rowTree, c.rowsUnindexed, c.rowLens = newPointTree(), c.rowsUnindexed[:0], c.rowLens[:0]
-	for k, r := range c.rows {
+	old := c.rowReads
+	c.rowReads = make([]tsRead, 0, len(old)/2+1)
+	for k, i := range c.rows {
+		r := old[i]
 		if !c.lowWater.Less(r.ts) {
 			delete(c.rows, k)
 			continue
 		}
+		c.rows[k] = len(c.rowReads)
+		c.rowReads = append(c.rowReads, r)
 		c.rowsUnindexed = append(c.rowsUnindexed, k)
 		if i, found := slices.BinarySearch(c.rowLens, len(k)); !found {
 			c.rowLens = slices.Insert(c.rowLens, i, len(k))
@@ -364,7 +386,7 @@ func (c *tsCache) getMax(span kvpb.Span) (hlc.Timestamp, uuid.UUID) {
 		// Row reads meeting the span: those whose prefix lies in it, and
 		// those whose prefix is a proper prefix of its start (they cover it).
 		for k := range c.rowTree.Ascend(btreemap.GE(span.Key), btreemap.LT(span.EndKey)) {
-			r := c.rows[string(k)]
+			r, _ := c.rowRead(k)
 			best = best.merge(r.ts, r.txn)
 		}
 		best = c.rowPrefixesLocked(best, span.Key, false)
@@ -394,7 +416,7 @@ func (c *tsCache) splitOff(key []byte) *tsCache {
 		r.addPointLocked(k, c.byKey[string(k)])
 	}
 	for k := range c.rowTree.Ascend(btreemap.GE(key), btreemap.Max[[]byte]()) {
-		v := c.rows[string(k)]
+		v, _ := c.rowRead(k)
 		r.addRowLocked(k, v.ts, v.txn) // r has c's lengths at most
 	}
 	for _, e := range c.entries.Ascend(btreemap.Min[[]byte](), btreemap.Max[[]byte]()) {
@@ -411,7 +433,7 @@ func (c *tsCache) splitOff(key []byte) *tsCache {
 		if n >= len(key) {
 			break // rowLens ascends
 		}
-		if v, ok := c.rows[string(key[:n])]; ok {
+		if v, ok := c.rowRead(key[:n]); ok {
 			r.addSpanLocked(append([]byte(nil), key...), keys.PrefixEnd(key[:n]), v.ts, v.txn)
 		}
 	}
