@@ -61,6 +61,9 @@ type evalCtx struct {
 	// evaluates its writes without one): its own unreplicated locks are
 	// no conflict.
 	self uuid.UUID
+	// validGen is the validation cache's generation before the batch
+	// read anything: what a refresh that reads installs at (validcache.go).
+	validGen uint64
 }
 
 // Evaluate evaluates ba against the engine without changing anything: it
@@ -78,7 +81,7 @@ func (r *Replica) evaluate(ba *kvpb.BatchRequest, desc kvpb.TabletDescriptor, op
 			return prop, br, err
 		}
 	}
-	ec := &evalCtx{r: r, ba: ba, desc: desc, txn: ba.Txn.Clone(), prop: &Proposal{}, opts: opts}
+	ec := &evalCtx{r: r, ba: ba, desc: desc, txn: ba.Txn.Clone(), prop: &Proposal{}, opts: opts, validGen: r.valid.generation()}
 	if ba.Txn != nil {
 		ec.self = ba.Txn.ID
 	}
