@@ -104,15 +104,25 @@ func AcquireLockOpts(rw storage.ReadWriter, key, end []byte, ts hlc.Timestamp, t
 // intent as a conflict it could never wait out: sysbench's
 // oltp_read_write does that in every transaction.)
 func CheckLock(r storage.Reader, key, end []byte, txn *kvpb.Transaction, opts WriteOptions) (held bool, err error) {
+	held, _, _, err = CheckLockNewest(r, key, end, txn, opts)
+	return held, err
+}
+
+// CheckLockNewest is CheckLock that also returns, when the checks passed
+// and the span is one key with no lock or intent of txn on it, the
+// timestamp of the key's newest version (empty: none) with known set; the
+// check just read it (the tablet's validation cache keeps it, so the
+// commit's refresh of the key need not read it again).
+func CheckLockNewest(r storage.Reader, key, end []byte, txn *kvpb.Transaction, opts WriteOptions) (held bool, newest hlc.Timestamp, known bool, err error) {
 	if len(key) == 0 || keys.IsLocal(key) {
-		return false, invalidArg("lock: bad key %q", key)
+		return false, hlc.Timestamp{}, false, invalidArg("lock: bad key %q", key)
 	}
 	single := len(end) == 0
 	if single {
 		end = keys.Next(key)
 	}
 	if bytes.Compare(key, end) >= 0 {
-		return false, invalidArg("lock: empty span [%q, %q)", key, end)
+		return false, hlc.Timestamp{}, false, invalidArg("lock: empty span [%q, %q)", key, end)
 	}
 	var conflicts []kvpb.Intent
 	var own map[string]bool
@@ -132,19 +142,19 @@ func CheckLock(r storage.Reader, key, end []byte, txn *kvpb.Transaction, opts Wr
 		return true, nil
 	})
 	if err != nil {
-		return false, err
+		return false, hlc.Timestamp{}, false, err
 	}
 	if len(conflicts) > 0 {
-		return false, &kvpb.WriteIntentError{Intents: conflicts}
+		return false, hlc.Timestamp{}, false, &kvpb.WriteIntentError{Intents: conflicts}
 	}
-	newest, newestKey, err := newestVersionExcept(r, key, end, own)
+	newest, newestKey, bare, err := newestVersionExcept(r, key, end, own)
 	if err != nil {
-		return false, err
+		return false, hlc.Timestamp{}, false, err
 	}
 	if ts := txn.ReadTimestamp; !newest.IsEmpty() && ts.LessEq(newest) {
-		return false, writeTooOld(newestKey, ts, newest.Next().Forward(ts))
+		return false, hlc.Timestamp{}, false, writeTooOld(newestKey, ts, newest.Next().Forward(ts))
 	}
-	return held, nil
+	return held, newest, single && own == nil && !bare, nil
 }
 
 // ReplicateLock writes txn's lock-only record at key, as AcquireLock would
@@ -177,23 +187,23 @@ func lockWalker(opts WriteOptions) func(storage.Reader, []byte, []byte, func([]b
 // newestVersion returns the timestamp of the newest committed version in
 // [start, end) and its key (zero when there is none).
 func newestVersion(r storage.Reader, start, end []byte) (hlc.Timestamp, []byte, error) {
-	return newestVersionExcept(r, start, end, nil)
+	ts, key, _, err := newestVersionExcept(r, start, end, nil)
+	return ts, key, err
 }
 
 // newestVersionExcept is newestVersion over the keys not in skip.
-func newestVersionExcept(r storage.Reader, start, end []byte, skip map[string]bool) (hlc.Timestamp, []byte, error) {
+func newestVersionExcept(r storage.Reader, start, end []byte, skip map[string]bool) (newest hlc.Timestamp, newestKey []byte, bare bool, _ error) {
 	it, err := r.NewIter(storage.IterOptions{LowerBound: start, UpperBound: end})
 	if err != nil {
-		return hlc.Timestamp{}, nil, fmt.Errorf("mvcc: read versions in [%q, %q): %w", start, end, err)
+		return hlc.Timestamp{}, nil, false, fmt.Errorf("mvcc: read versions in [%q, %q): %w", start, end, err)
 	}
 	defer it.Close()
-	var newest hlc.Timestamp
-	var newestKey []byte
 	// Versions of a key come newest first: look at the first, skip the
 	// rest.
 	for ok := it.First(); ok; {
 		k := it.UnsafeKey()
 		if k.Timestamp.IsEmpty() {
+			bare = true
 			ok = it.Next()
 			continue
 		}
@@ -207,7 +217,7 @@ func newestVersionExcept(r storage.Reader, start, end []byte, skip map[string]bo
 		ok = it.NextKey()
 	}
 	if err := it.Err(); err != nil {
-		return hlc.Timestamp{}, nil, fmt.Errorf("mvcc: read versions in [%q, %q): %w", start, end, err)
+		return hlc.Timestamp{}, nil, false, fmt.Errorf("mvcc: read versions in [%q, %q): %w", start, end, err)
 	}
-	return newest, newestKey, nil
+	return newest, newestKey, bare, nil
 }

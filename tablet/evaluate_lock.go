@@ -54,7 +54,14 @@ func (ec *evalCtx) lockUnreplicated(req *kvpb.LockRequest) (kvpb.Response, error
 	if err != nil {
 		return nil, wrapEval(req, err)
 	}
-	held, err := mvcc.CheckLock(ec.b, req.Key, req.EndKey, ec.txn, opts)
+	held, newest, known, err := mvcc.CheckLockNewest(ec.b, req.Key, req.EndKey, ec.txn, opts)
+	if err == nil && known && ec.b.Empty() && !ec.opts.follower {
+		// The key's newest version, just read from the engine alone: the
+		// commit's check of the row (a refresh from this read's
+		// timestamp, kv's checkBuffered) then passes without a read while
+		// nothing writes the key (validcache.go, invariant 12).
+		ec.r.valid.install(req.Key, newest, ec.validGen)
+	}
 	if err != nil {
 		var wie *kvpb.WriteIntentError
 		if req.SkipLocked && errors.As(err, &wie) {

@@ -7,25 +7,36 @@ import (
 	"github.com/cairn-db/cairn/storage"
 )
 
-// The validation cache: the newest version of the keys that strict point
-// refreshes check, so that the check need not seek the engine again while
+// The validation cache: the newest version of keys a transaction's
+// commit checks, so that the check need not seek the engine again while
 // nothing wrote the key (invariant 12).
 //
-// A strict point refresh (kvpb.RefreshRequest{Strict: true}, a single key)
-// is how a transaction validates at commit a key its writes depend on: a
-// table descriptor's writer key, which only a schema change writes
-// (kv/txn_validate.go). Every write of a table validates the table's key,
-// so a simple-update checks two of them and a tpcb-like transaction four,
-// each a seek of the engine (the memtable's skiplist and every level) for
-// a key that has not changed since the table was created. The check fails
-// if the key has a version above the refresh's From or another
-// transaction's intent on it; the lock table answers the second in memory
-// (invariant 11), and this cache the first: a key whose newest version
-// lies at or below From passes without a read.
+// Two kinds of commit-time check are point refreshes of keys the
+// transaction saw a moment before. A strict refresh
+// (kvpb.RefreshRequest{Strict: true}) validates a key its writes depend
+// on: a table descriptor's writer key, which only a schema change writes
+// (kv/txn_validate.go); every write of a table validates the table's key,
+// so a simple-update checks two and a tpcb-like transaction four. And a
+// buffered write is checked from the snapshot of the statement that
+// buffered it (kv's checkBuffered): under READ COMMITTED, pgbench's
+// default, every statement has its own, so every written row is checked;
+// an UPDATE's row was read and locked (an unreplicated lock, mvcc.
+// CheckLockNewest) by the same statement, which read its newest version
+// to do so. Each check was a seek of the engine (the memtable's skiplist
+// and every level). A check fails if the key has a version above the
+// refresh's From or another transaction's intent on it; the lock table
+// answers the second in memory (invariant 11), and this cache the first:
+// a key whose newest version lies at or below From passes without a read.
+// Entries come from a strict refresh that read the engine and from an
+// unreplicated lock's check; a cache full of rows locked and never written
+// is emptied.
 //
-// What makes an entry true: it is installed by a refresh that read the
-// engine under a read latch on the key, and removed whenever a write of
-// the key is applied. Every applied write names its keys in its batch
+// What makes an entry true: it is installed by an evaluation that read the
+// key's versions from the engine (not through its own batch's writes),
+// and removed whenever a write of the key is applied. Latches play no
+// part (a write above a read's timestamp does not wait for its latch),
+// nor does the lock (best effort: a lease change, a split or a reset
+// loses it). Every applied write names its keys in its batch
 // (storage.VisitReprKeys); one that cannot (an SST, a range deletion)
 // empties the cache. The removal happens twice, before the batch commits
 // (RaftStateMachine.apply, Replica.Apply) and after (applyEffects), and
@@ -46,9 +57,9 @@ type validCache struct {
 	newest  map[string]hlc.Timestamp
 }
 
-// maxValidEntries bounds the cache: the keys validated are a few per
-// table written, so a full cache stops installing (never evicts), and a
-// range write or SST empties it anyway.
+// maxValidEntries bounds the cache: a committed row's entry goes with
+// its write, so what stays is the validated writer keys, a few per table,
+// and rows locked and then not written.
 const maxValidEntries = 4096
 
 // generation returns the generation a refresh captures before it reads.
@@ -70,11 +81,15 @@ func (c *validCache) passes(key []byte, from hlc.Timestamp) bool {
 func (c *validCache) install(key []byte, newest hlc.Timestamp, gen uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.gen != gen || c.pending > 0 || len(c.newest) >= maxValidEntries {
+	if c.gen != gen || c.pending > 0 {
 		return
 	}
 	if c.newest == nil {
 		c.newest = make(map[string]hlc.Timestamp)
+	}
+	if len(c.newest) >= maxValidEntries {
+		// Rows locked and never written stay until this: start over.
+		clear(c.newest)
 	}
 	c.newest[string(key)] = newest
 }
