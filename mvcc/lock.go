@@ -104,25 +104,27 @@ func AcquireLockOpts(rw storage.ReadWriter, key, end []byte, ts hlc.Timestamp, t
 // intent as a conflict it could never wait out: sysbench's
 // oltp_read_write does that in every transaction.)
 func CheckLock(r storage.Reader, key, end []byte, txn *kvpb.Transaction, opts WriteOptions) (held bool, err error) {
-	held, _, _, err = CheckLockNewest(r, key, end, txn, opts)
-	return held, err
+	return CheckLockNewest(r, key, end, txn, opts, nil)
 }
 
-// CheckLockNewest is CheckLock that also returns, when the checks passed
-// and the span is one key with no lock or intent of txn on it, the
-// timestamp of the key's newest version (empty: none) with known set; the
-// check just read it (the tablet's validation cache keeps it, so the
-// commit's refresh of the key need not read it again).
-func CheckLockNewest(r storage.Reader, key, end []byte, txn *kvpb.Transaction, opts WriteOptions) (held bool, newest hlc.Timestamp, known bool, err error) {
+// CheckLockNewest is CheckLock that also tells seen (when not nil), for
+// each key of the span with no lock or intent of txn and no unversioned
+// value, the timestamp of its newest version, which the check reads
+// anyway; for a single key with no version at all, the empty timestamp.
+// The key aliases the iterator's memory, and what seen was told holds
+// only if the check then passes (err nil). The tablet's validation cache
+// keeps it, so that the commit's refresh of a locked row need not read
+// the row again.
+func CheckLockNewest(r storage.Reader, key, end []byte, txn *kvpb.Transaction, opts WriteOptions, seen func(key []byte, newest hlc.Timestamp)) (held bool, err error) {
 	if len(key) == 0 || keys.IsLocal(key) {
-		return false, hlc.Timestamp{}, false, invalidArg("lock: bad key %q", key)
+		return false, invalidArg("lock: bad key %q", key)
 	}
 	single := len(end) == 0
 	if single {
 		end = keys.Next(key)
 	}
 	if bytes.Compare(key, end) >= 0 {
-		return false, hlc.Timestamp{}, false, invalidArg("lock: empty span [%q, %q)", key, end)
+		return false, invalidArg("lock: empty span [%q, %q)", key, end)
 	}
 	var conflicts []kvpb.Intent
 	var own map[string]bool
@@ -142,19 +144,22 @@ func CheckLockNewest(r storage.Reader, key, end []byte, txn *kvpb.Transaction, o
 		return true, nil
 	})
 	if err != nil {
-		return false, hlc.Timestamp{}, false, err
+		return false, err
 	}
 	if len(conflicts) > 0 {
-		return false, hlc.Timestamp{}, false, &kvpb.WriteIntentError{Intents: conflicts}
+		return false, &kvpb.WriteIntentError{Intents: conflicts}
 	}
-	newest, newestKey, bare, err := newestVersionExcept(r, key, end, own)
+	newest, newestKey, bare, err := newestVersionExcept(r, key, end, own, seen)
 	if err != nil {
-		return false, hlc.Timestamp{}, false, err
+		return false, err
 	}
 	if ts := txn.ReadTimestamp; !newest.IsEmpty() && ts.LessEq(newest) {
-		return false, hlc.Timestamp{}, false, writeTooOld(newestKey, ts, newest.Next().Forward(ts))
+		return false, writeTooOld(newestKey, ts, newest.Next().Forward(ts))
 	}
-	return held, newest, single && own == nil && !bare, nil
+	if seen != nil && single && newest.IsEmpty() && !bare && own == nil {
+		seen(key, hlc.Timestamp{})
+	}
+	return held, nil
 }
 
 // ReplicateLock writes txn's lock-only record at key, as AcquireLock would
@@ -187,29 +192,36 @@ func lockWalker(opts WriteOptions) func(storage.Reader, []byte, []byte, func([]b
 // newestVersion returns the timestamp of the newest committed version in
 // [start, end) and its key (zero when there is none).
 func newestVersion(r storage.Reader, start, end []byte) (hlc.Timestamp, []byte, error) {
-	ts, key, _, err := newestVersionExcept(r, start, end, nil)
+	ts, key, _, err := newestVersionExcept(r, start, end, nil, nil)
 	return ts, key, err
 }
 
-// newestVersionExcept is newestVersion over the keys not in skip.
-func newestVersionExcept(r storage.Reader, start, end []byte, skip map[string]bool) (newest hlc.Timestamp, newestKey []byte, bare bool, _ error) {
+// newestVersionExcept is newestVersion over the keys not in skip; bare
+// reports an unversioned value in the span, and seen (when not nil) is
+// told each key's newest version, but not a key with an unversioned value.
+func newestVersionExcept(r storage.Reader, start, end []byte, skip map[string]bool, seen func(key []byte, newest hlc.Timestamp)) (newest hlc.Timestamp, newestKey []byte, bare bool, _ error) {
 	it, err := r.NewIter(storage.IterOptions{LowerBound: start, UpperBound: end})
 	if err != nil {
 		return hlc.Timestamp{}, nil, false, fmt.Errorf("mvcc: read versions in [%q, %q): %w", start, end, err)
 	}
 	defer it.Close()
 	// Versions of a key come newest first: look at the first, skip the
-	// rest.
+	// rest. A key's unversioned value sorts before its versions.
+	var bareKey []byte
 	for ok := it.First(); ok; {
 		k := it.UnsafeKey()
 		if k.Timestamp.IsEmpty() {
 			bare = true
+			bareKey = append(bareKey[:0], k.Key...)
 			ok = it.Next()
 			continue
 		}
 		if skip[string(k.Key)] {
 			ok = it.NextKey()
 			continue
+		}
+		if seen != nil && !(bareKey != nil && bytes.Equal(bareKey, k.Key)) {
+			seen(k.Key, k.Timestamp)
 		}
 		if newest.Less(k.Timestamp) {
 			newest, newestKey = k.Timestamp, append(newestKey[:0], k.Key...)

@@ -3,6 +3,7 @@ package tablet
 import (
 	"errors"
 
+	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/kvpb"
 	"github.com/cairn-db/cairn/mvcc"
 )
@@ -54,13 +55,25 @@ func (ec *evalCtx) lockUnreplicated(req *kvpb.LockRequest) (kvpb.Response, error
 	if err != nil {
 		return nil, wrapEval(req, err)
 	}
-	held, newest, known, err := mvcc.CheckLockNewest(ec.b, req.Key, req.EndKey, ec.txn, opts)
-	if err == nil && known && ec.b.Empty() && !ec.opts.follower {
-		// The key's newest version, just read from the engine alone: the
-		// commit's check of the row (a refresh from this read's
-		// timestamp, kv's checkBuffered) then passes without a read while
-		// nothing writes the key (validcache.go, invariant 12).
-		ec.r.valid.install(req.Key, newest, ec.validGen)
+	// The newest version of each key of the span, read from the engine
+	// alone (this batch wrote nothing yet): the commit's check of the row
+	// (a refresh from this read's timestamp, kv's checkBuffered) then
+	// passes without a read while nothing writes the key (validcache.go,
+	// invariant 12). Installed only once the checks passed.
+	var seen []validSeen
+	var note func(key []byte, newest hlc.Timestamp)
+	if ec.b.Empty() && !ec.opts.follower {
+		note = func(key []byte, newest hlc.Timestamp) {
+			if len(seen) < maxSeenPerLock {
+				seen = append(seen, validSeen{key: string(key), newest: newest})
+			}
+		}
+	}
+	held, err := mvcc.CheckLockNewest(ec.b, req.Key, req.EndKey, ec.txn, opts, note)
+	if err == nil {
+		for _, v := range seen {
+			ec.r.valid.install(v.key, v.newest, ec.validGen)
+		}
 	}
 	if err != nil {
 		var wie *kvpb.WriteIntentError

@@ -86,7 +86,7 @@ func (ec *evalCtx) refresh(req *kvpb.RefreshRequest) (kvpb.Response, error) {
 		if known && (ec.b == nil || ec.b.Empty()) {
 			// Read from the engine alone (not through this batch's own
 			// writes), after validGen was taken.
-			ec.r.valid.install(req.Key, newest, ec.validGen)
+			ec.r.valid.install(string(req.Key), newest, ec.validGen)
 		}
 		return &kvpb.RefreshResponse{}, nil
 	}

@@ -77,8 +77,19 @@ func (c *validCache) passes(key []byte, from hlc.Timestamp) bool {
 	return ok && ts.LessEq(from)
 }
 
+// validSeen is a key's newest version as an unreplicated lock's check
+// read it.
+type validSeen struct {
+	key    string
+	newest hlc.Timestamp
+}
+
+// maxSeenPerLock bounds what one lock's check installs: a row's keys,
+// not a locked range's.
+const maxSeenPerLock = 16
+
 // install records newest as key's newest version, read at generation gen.
-func (c *validCache) install(key []byte, newest hlc.Timestamp, gen uint64) {
+func (c *validCache) install(key string, newest hlc.Timestamp, gen uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.gen != gen || c.pending > 0 {
@@ -91,7 +102,7 @@ func (c *validCache) install(key []byte, newest hlc.Timestamp, gen uint64) {
 		// Rows locked and never written stay until this: start over.
 		clear(c.newest)
 	}
-	c.newest[string(key)] = newest
+	c.newest[key] = newest
 }
 
 // writing removes the keys of a write about to commit (repr, its batch;

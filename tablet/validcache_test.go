@@ -250,4 +250,32 @@ func TestLockedRowCheckAfterLostLock(t *testing.T) {
 	if !h.r.valid.passes([]byte(k2), readAt) {
 		t.Fatal("the locking read of a row with no version left nothing in the cache")
 	}
+
+	// A row read and locked as a span (SQL's UPDATE scans its row's span
+	// and locks it): each key of it is cached, and a write landing on one
+	// after the lock was lost fails the check of that key.
+	const row, col = "\x03row/", "\x03row/1"
+	if _, err := h.sendAt(wallTS(10), &kvpb.PutRequest{Key: []byte(col), Value: []byte("v10")}); err != nil {
+		t.Fatal(err)
+	}
+	ba = &kvpb.BatchRequest{}
+	ba.Add(&kvpb.ScanRequest{Key: []byte(row), EndKey: []byte(row + "\xff")})
+	ba.Add(&kvpb.LockRequest{Key: []byte(row), EndKey: []byte(row + "\xff"), Unreplicated: true})
+	if _, err := h.send(ctx, ba, "updater"); err != nil {
+		t.Fatal(err)
+	}
+	if !h.r.valid.passes([]byte(col), readAt) {
+		t.Fatal("the span's locking read left its key's newest version out of the cache")
+	}
+	h.r.locks.reset(nil)
+	if _, err := h.sendAt(wallTS(30), &kvpb.PutRequest{Key: []byte(col), Value: []byte("v30")}); err != nil {
+		t.Fatal(err)
+	}
+	txn := h.txn("updater").Clone()
+	txn.ReadTimestamp, txn.WriteTimestamp = wallTS(50), wallTS(50)
+	ba = &kvpb.BatchRequest{}
+	ba.Txn = txn
+	ba.Add(&kvpb.RefreshRequest{Key: []byte(col), From: readAt})
+	_, err := h.r.Send(ctx, ba)
+	wantRetry(t, "a write of a span-locked row after the lost lock", err)
 }
