@@ -104,6 +104,18 @@ func AcquireLockOpts(rw storage.ReadWriter, key, end []byte, ts hlc.Timestamp, t
 // intent as a conflict it could never wait out: sysbench's
 // oltp_read_write does that in every transaction.)
 func CheckLock(r storage.Reader, key, end []byte, txn *kvpb.Transaction, opts WriteOptions) (held bool, err error) {
+	return CheckLockNewest(r, key, end, txn, opts, nil)
+}
+
+// CheckLockNewest is CheckLock that also tells seen (when not nil), for
+// each key of the span with no lock or intent of txn and no unversioned
+// value, the timestamp of its newest version, which the check reads
+// anyway; for a single key with no version at all, the empty timestamp.
+// The key aliases the iterator's memory, and what seen was told holds
+// only if the check then passes (err nil). The tablet's validation cache
+// keeps it, so that the commit's refresh of a locked row need not read
+// the row again.
+func CheckLockNewest(r storage.Reader, key, end []byte, txn *kvpb.Transaction, opts WriteOptions, seen func(key []byte, newest hlc.Timestamp)) (held bool, err error) {
 	if len(key) == 0 || keys.IsLocal(key) {
 		return false, invalidArg("lock: bad key %q", key)
 	}
@@ -137,12 +149,15 @@ func CheckLock(r storage.Reader, key, end []byte, txn *kvpb.Transaction, opts Wr
 	if len(conflicts) > 0 {
 		return false, &kvpb.WriteIntentError{Intents: conflicts}
 	}
-	newest, newestKey, err := newestVersionExcept(r, key, end, own)
+	newest, newestKey, bare, err := newestVersionExcept(r, key, end, own, seen)
 	if err != nil {
 		return false, err
 	}
 	if ts := txn.ReadTimestamp; !newest.IsEmpty() && ts.LessEq(newest) {
 		return false, writeTooOld(newestKey, ts, newest.Next().Forward(ts))
+	}
+	if seen != nil && single && newest.IsEmpty() && !bare && own == nil {
+		seen(key, hlc.Timestamp{})
 	}
 	return held, nil
 }
@@ -177,23 +192,27 @@ func lockWalker(opts WriteOptions) func(storage.Reader, []byte, []byte, func([]b
 // newestVersion returns the timestamp of the newest committed version in
 // [start, end) and its key (zero when there is none).
 func newestVersion(r storage.Reader, start, end []byte) (hlc.Timestamp, []byte, error) {
-	return newestVersionExcept(r, start, end, nil)
+	ts, key, _, err := newestVersionExcept(r, start, end, nil, nil)
+	return ts, key, err
 }
 
-// newestVersionExcept is newestVersion over the keys not in skip.
-func newestVersionExcept(r storage.Reader, start, end []byte, skip map[string]bool) (hlc.Timestamp, []byte, error) {
+// newestVersionExcept is newestVersion over the keys not in skip; bare
+// reports an unversioned value in the span, and seen (when not nil) is
+// told each key's newest version, but not a key with an unversioned value.
+func newestVersionExcept(r storage.Reader, start, end []byte, skip map[string]bool, seen func(key []byte, newest hlc.Timestamp)) (newest hlc.Timestamp, newestKey []byte, bare bool, _ error) {
 	it, err := r.NewIter(storage.IterOptions{LowerBound: start, UpperBound: end})
 	if err != nil {
-		return hlc.Timestamp{}, nil, fmt.Errorf("mvcc: read versions in [%q, %q): %w", start, end, err)
+		return hlc.Timestamp{}, nil, false, fmt.Errorf("mvcc: read versions in [%q, %q): %w", start, end, err)
 	}
 	defer it.Close()
-	var newest hlc.Timestamp
-	var newestKey []byte
 	// Versions of a key come newest first: look at the first, skip the
-	// rest.
+	// rest. A key's unversioned value sorts before its versions.
+	var bareKey []byte
 	for ok := it.First(); ok; {
 		k := it.UnsafeKey()
 		if k.Timestamp.IsEmpty() {
+			bare = true
+			bareKey = append(bareKey[:0], k.Key...)
 			ok = it.Next()
 			continue
 		}
@@ -201,13 +220,16 @@ func newestVersionExcept(r storage.Reader, start, end []byte, skip map[string]bo
 			ok = it.NextKey()
 			continue
 		}
+		if seen != nil && !(bareKey != nil && bytes.Equal(bareKey, k.Key)) {
+			seen(k.Key, k.Timestamp)
+		}
 		if newest.Less(k.Timestamp) {
 			newest, newestKey = k.Timestamp, append(newestKey[:0], k.Key...)
 		}
 		ok = it.NextKey()
 	}
 	if err := it.Err(); err != nil {
-		return hlc.Timestamp{}, nil, fmt.Errorf("mvcc: read versions in [%q, %q): %w", start, end, err)
+		return hlc.Timestamp{}, nil, false, fmt.Errorf("mvcc: read versions in [%q, %q): %w", start, end, err)
 	}
-	return newest, newestKey, nil
+	return newest, newestKey, bare, nil
 }

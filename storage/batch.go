@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/batchrepr"
 )
 
 // Batch is an atomic group of writes. Not safe for concurrent use.
@@ -138,3 +139,36 @@ func (s *Snapshot) NewIter(opts IterOptions) (*Iterator, error) { return newIter
 
 // Close releases the snapshot.
 func (s *Snapshot) Close() { _ = s.s.Close() }
+
+// VisitReprKeys calls fn with the user key of every point write (put or
+// delete, of any version) in a batch encoded by Repr, in the batch's order;
+// the key aliases repr. It reports ranged when the batch also holds a write
+// that covers a span rather than a key (a range deletion, a range key),
+// whose keys it cannot name. A repr that does not decode is an error.
+func VisitReprKeys(repr []byte, fn func(key []byte)) (ranged bool, err error) {
+	if len(repr) == 0 {
+		return false, nil
+	}
+	r := batchrepr.Read(repr)
+	for {
+		kind, ukey, _, ok, err := r.Next()
+		if err != nil {
+			return ranged, fmt.Errorf("storage: bad batch repr: %w", err)
+		}
+		if !ok {
+			return ranged, nil
+		}
+		switch kind {
+		case pebble.InternalKeyKindSet, pebble.InternalKeyKindDelete, pebble.InternalKeyKindSingleDelete,
+			pebble.InternalKeyKindMerge, pebble.InternalKeyKindDeleteSized, pebble.InternalKeyKindSetWithDelete:
+			k, err := DecodeMVCCKey(ukey)
+			if err != nil {
+				return ranged, fmt.Errorf("storage: batch repr key: %w", err)
+			}
+			fn(k.Key)
+		case pebble.InternalKeyKindLogData:
+		default:
+			ranged = true
+		}
+	}
+}

@@ -105,6 +105,7 @@ type SplitTrigger struct {
 // The caller holds the latches p was evaluated under. A split trigger is
 // applied by Split, not here.
 func (r *Replica) Apply(p *Proposal) error {
+	r.valid.writing(p.Repr, len(p.SST) > 0)
 	if len(p.SST) > 0 {
 		if err := r.applySST(p.SST, ""); err != nil {
 			return err
@@ -124,6 +125,7 @@ func (r *Replica) Apply(p *Proposal) error {
 // reasons and GC threshold current this way; only the leaseholder that
 // evaluated p (leaseholder) resolves the intents it lists elsewhere.
 func (r *Replica) applyEffects(p *Proposal, leaseholder bool) {
+	r.valid.written(p.Repr, len(p.SST) > 0)
 	for _, in := range p.LocksAcquired {
 		r.locks.acquire(in.Key, in.Txn)
 	}

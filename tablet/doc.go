@@ -95,4 +95,13 @@
 //     their keys, under latches over the whole tablet). Reads use it to skip
 //     the lock keyspace when the table shows no lock in their span;
 //     Config.VerifyLockTable checks every such skip against the engine.
+//  12. The validation cache never passes a strict point refresh the engine
+//     would fail: an entry (a key's newest version) is installed only by a
+//     refresh that read the engine after the generation it captured, with
+//     no applied write between its two removals, and every applied write
+//     removes its keys before its batch commits and again after (an SST or
+//     a range write empties the cache, as do a snapshot, a new lease and a
+//     split); only an entry at or below the refresh's From, with no lock
+//     in the lock table, passes without a read (validcache.go,
+//     TestValidationCacheSeesEveryWrite, TestValidationCacheAroundApply).
 package tablet

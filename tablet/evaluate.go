@@ -64,6 +64,9 @@ type evalCtx struct {
 	// evaluates its writes without one): its own unreplicated locks are
 	// no conflict.
 	self uuid.UUID
+	// validGen is the validation cache's generation before the batch
+	// read anything: what a refresh that reads installs at (validcache.go).
+	validGen uint64
 }
 
 // Evaluate evaluates ba against the engine without changing anything: it
@@ -81,7 +84,7 @@ func (r *Replica) evaluate(ba *kvpb.BatchRequest, desc kvpb.TabletDescriptor, op
 			return prop, br, err
 		}
 	}
-	ec := &evalCtx{r: r, ba: ba, desc: desc, txn: ba.Txn.Clone(), opts: opts}
+	ec := &evalCtx{r: r, ba: ba, desc: desc, txn: ba.Txn.Clone(), opts: opts, validGen: r.valid.generation()}
 	ec.prop = &ec.propBuf
 	if ba.Txn != nil {
 		ec.self = ba.Txn.ID

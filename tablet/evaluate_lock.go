@@ -3,6 +3,7 @@ package tablet
 import (
 	"errors"
 
+	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/kvpb"
 	"github.com/cairn-db/cairn/mvcc"
 )
@@ -54,7 +55,26 @@ func (ec *evalCtx) lockUnreplicated(req *kvpb.LockRequest) (kvpb.Response, error
 	if err != nil {
 		return nil, wrapEval(req, err)
 	}
-	held, err := mvcc.CheckLock(ec.b, req.Key, req.EndKey, ec.txn, opts)
+	// The newest version of each key of the span, read from the engine
+	// alone (this batch wrote nothing yet): the commit's check of the row
+	// (a refresh from this read's timestamp, kv's checkBuffered) then
+	// passes without a read while nothing writes the key (validcache.go,
+	// invariant 12). Installed only once the checks passed.
+	var seen []validSeen
+	var note func(key []byte, newest hlc.Timestamp)
+	if ec.b.Empty() && !ec.opts.follower {
+		note = func(key []byte, newest hlc.Timestamp) {
+			if len(seen) < maxSeenPerLock {
+				seen = append(seen, validSeen{key: string(key), newest: newest})
+			}
+		}
+	}
+	held, err := mvcc.CheckLockNewest(ec.b, req.Key, req.EndKey, ec.txn, opts, note)
+	if err == nil {
+		for _, v := range seen {
+			ec.r.valid.install(v.key, v.newest, ec.validGen)
+		}
+	}
 	if err != nil {
 		var wie *kvpb.WriteIntentError
 		if req.SkipLocked && errors.As(err, &wie) {

@@ -102,7 +102,7 @@ func (r *Replica) evaluateOnePC(ba *kvpb.BatchRequest, desc kvpb.TabletDescripto
 	checks := onePCChecks(ba)
 	br := &kvpb.BatchResponse{Responses: make([]kvpb.Response, 0, n)}
 	if checks > 0 {
-		cc := &evalCtx{r: r, rd: r.eng, ba: ba, desc: desc, txn: ba.Txn, prop: &Proposal{}, self: ba.Txn.ID}
+		cc := &evalCtx{r: r, rd: r.eng, ba: ba, desc: desc, txn: ba.Txn, prop: &Proposal{}, self: ba.Txn.ID, validGen: r.valid.generation()}
 		if checks > 1 {
 			// One iterator, its bounds reset per check, instead of one
 			// built per check (a third of a check's CPU): as for a

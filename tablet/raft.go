@@ -508,6 +508,9 @@ func (m *RaftStateMachine) apply(b *storage.Batch, e *pb.Entry, sstFile string) 
 	if term != e.GetTerm() {
 		c.rejected = true
 	} else {
+		// Before b commits: no validation may pass on what the entry
+		// overwrites (validcache.go); applyEffects repeats it after.
+		r.valid.writing(p.Repr, len(p.SST) > 0)
 		if len(p.SST) > 0 {
 			if !b.Empty() {
 				return fmt.Errorf("tablet %d: entry %d ingests an SST but the apply batch holds earlier entries' writes", r.Desc().TabletID, e.GetIndex())
@@ -785,6 +788,7 @@ func (m *RaftStateMachine) LeaseAcquired(term uint64, alone bool) {
 // rebuildFromEngine reloads the lock table and GC threshold from the
 // engine, waking every waiter so it re-evaluates against the new view.
 func (r *Replica) rebuildFromEngine() {
+	r.valid.reset()
 	desc := r.Desc()
 	intents, err := mvcc.ScanIntents(r.eng, desc.StartKey, desc.EndKey, 0)
 	if err == nil {
@@ -950,6 +954,8 @@ func (m *RaftStateMachine) snapshotInline(limit int) (data []byte, ok bool, err 
 // awaiting their own snapshot in b and handed to Config.OnSplitBySnapshot
 // there.
 func (m *RaftStateMachine) ApplySnapshot(b *storage.Batch, snap *pb.Snapshot) error {
+	// Emptied again by Applied's rebuildFromEngine once b committed.
+	m.r.valid.reset()
 	if m.IsStreamHeader(snap.GetData()) {
 		return m.applyStreamedHeader(b, snap)
 	}

@@ -25,6 +25,9 @@ type Replica struct {
 	latches *latchManager
 	tscache *tsCache
 	locks   *lockTable
+	// valid remembers the newest version of keys that strict refreshes
+	// validate (validcache.go, invariant 12).
+	valid   validCache
 	txnWait *txnWaitQueue
 	metrics Metrics
 	// tombs guards deleted transaction records (txntombstone.go).

@@ -152,6 +152,7 @@ func splitAbortReasons(left, right map[uuid.UUID]abortReason, key []byte) {
 // applySplit divides the in-memory state after the split batch committed.
 // The caller holds latches over the whole pre-split tablet.
 func (r *Replica) applySplit(t *SplitTrigger, register func(*Replica)) {
+	r.valid.reset()
 	key := t.Right.StartKey
 	right := newReplica(r.eng, r.clock, t.Right, r.cfg, r.tscache.splitOff(key), r.locks.splitOff(key))
 	right.tombs = r.tombs.splitOff(key)

@@ -1,0 +1,157 @@
+package tablet
+
+import (
+	"sync"
+
+	"github.com/cairn-db/cairn/hlc"
+	"github.com/cairn-db/cairn/storage"
+)
+
+// The validation cache: the newest version of keys a transaction's
+// commit checks, so that the check need not seek the engine again while
+// nothing wrote the key (invariant 12).
+//
+// Two kinds of commit-time check are point refreshes of keys the
+// transaction saw a moment before. A strict refresh
+// (kvpb.RefreshRequest{Strict: true}) validates a key its writes depend
+// on: a table descriptor's writer key, which only a schema change writes
+// (kv/txn_validate.go); every write of a table validates the table's key,
+// so a simple-update checks two and a tpcb-like transaction four. And a
+// buffered write is checked from the snapshot of the statement that
+// buffered it (kv's checkBuffered): under READ COMMITTED, pgbench's
+// default, every statement has its own, so every written row is checked;
+// an UPDATE's row was read and locked (an unreplicated lock, mvcc.
+// CheckLockNewest) by the same statement, which read its newest version
+// to do so. Each check was a seek of the engine (the memtable's skiplist
+// and every level). A check fails if the key has a version above the
+// refresh's From or another transaction's intent on it; the lock table
+// answers the second in memory (invariant 11), and this cache the first:
+// a key whose newest version lies at or below From passes without a read.
+// Entries come from a strict refresh that read the engine and from an
+// unreplicated lock's check; a cache full of rows locked and never written
+// is emptied.
+//
+// What makes an entry true: it is installed by an evaluation that read the
+// key's versions from the engine (not through its own batch's writes),
+// and removed whenever a write of the key is applied. Latches play no
+// part (a write above a read's timestamp does not wait for its latch),
+// nor does the lock (best effort: a lease change, a split or a reset
+// loses it). Every applied write names its keys in its batch
+// (storage.VisitReprKeys); one that cannot (an SST, a range deletion)
+// empties the cache. The removal happens twice, before the batch commits
+// (RaftStateMachine.apply, Replica.Apply) and after (applyEffects), and
+// between the two no entry may be installed (pending): a refresh that
+// read the engine before the write committed can only have read before
+// the first removal's generation or install after the second's, and the
+// generation it captured before reading refuses both. A snapshot, a new
+// lease and a split empty the cache (rebuildFromEngine, applySplit).
+// Only answers that pass use it: an entry above From, or any doubt, reads
+// the engine as before, so a wrong entry could only ever be too new.
+type validCache struct {
+	mu sync.Mutex
+	// gen counts removals; an install is refused unless gen is what its
+	// refresh captured before reading.
+	gen uint64
+	// pending counts applied writes between their two removals.
+	pending int
+	newest  map[string]hlc.Timestamp
+}
+
+// maxValidEntries bounds the cache: a committed row's entry goes with
+// its write, so what stays is the validated writer keys, a few per table,
+// and rows locked and then not written.
+const maxValidEntries = 4096
+
+// generation returns the generation a refresh captures before it reads.
+func (c *validCache) generation() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gen
+}
+
+// passes reports whether the cache proves key has no version above from.
+func (c *validCache) passes(key []byte, from hlc.Timestamp) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ts, ok := c.newest[string(key)]
+	return ok && ts.LessEq(from)
+}
+
+// validSeen is a key's newest version as an unreplicated lock's check
+// read it.
+type validSeen struct {
+	key    string
+	newest hlc.Timestamp
+}
+
+// maxSeenPerLock bounds what one lock's check installs: a row's keys,
+// not a locked range's.
+const maxSeenPerLock = 16
+
+// install records newest as key's newest version, read at generation gen.
+func (c *validCache) install(key string, newest hlc.Timestamp, gen uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen != gen || c.pending > 0 {
+		return
+	}
+	if c.newest == nil {
+		c.newest = make(map[string]hlc.Timestamp)
+	}
+	if len(c.newest) >= maxValidEntries {
+		// Rows locked and never written stay until this: start over.
+		clear(c.newest)
+	}
+	c.newest[key] = newest
+}
+
+// writing removes the keys of a write about to commit (repr, its batch;
+// sst, whether it ingests an SST) and holds installs off until written
+// is called for it.
+func (c *validCache) writing(repr []byte, sst bool) {
+	if len(repr) == 0 && !sst {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.pending++
+	c.removeLocked(repr, sst)
+}
+
+// written removes the keys of a write whose batch committed (as writing
+// did before) and lets installs resume once no other write is between
+// its removals.
+func (c *validCache) written(repr []byte, sst bool) {
+	if len(repr) == 0 && !sst {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.pending > 0 {
+		c.pending--
+	}
+	c.removeLocked(repr, sst)
+}
+
+func (c *validCache) removeLocked(repr []byte, sst bool) {
+	c.gen++
+	if len(c.newest) == 0 {
+		return
+	}
+	ranged, err := storage.VisitReprKeys(repr, func(key []byte) {
+		delete(c.newest, string(key))
+	})
+	if sst || ranged || err != nil {
+		clear(c.newest)
+	}
+}
+
+// reset empties the cache: the replica's data changed without naming its
+// keys (a snapshot), or its view of who wrote it did (a new lease, a
+// split).
+func (c *validCache) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gen++
+	clear(c.newest)
+}
