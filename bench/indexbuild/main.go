@@ -11,8 +11,13 @@
 //     scans the table and writes entries in table order, batch by batch
 //     (the build before issue #18; the feature off, in the same program).
 //
-// It prints the median of each, their ratio, and the node's peak RSS
-// growth during each build (sampled every 20 ms), beside the seed's
+// Each build's index has a name of its own and is kept: DROP INDEX
+// deletes the entries in its transaction (minutes at 10M rows), and a
+// build reads only the table's rows. It prints each build (wall, node
+// CPU, the node's peak RSS during it, sampled every 20 ms, and its growth;
+// for the online build the sort's memory high-water mark from the node's
+// log line "index backfill done"), then the medians, their ratio and the
+// peaks, beside the seed's
 // 19 s / 15 min / 280 min table (read-planning.txt, part 2). With
 // -profile hdd the node runs with --store-profile hdd and
 // --debug-store-latency hdd (storage/simfs: an hdd's read latency and
@@ -20,10 +25,12 @@
 //
 // It also prints the load's time and the SSTs it and each build ingested
 // (the node's cairn_tablet_ssts_ingested_total). -online-only skips the
-// row-by-row build.
+// row-by-row build; -rbr-runs N runs it N times (at 10M rows one build
+// takes many minutes).
 //
 // Usage: go run ./bench/indexbuild [-rows 1000000,3000000] [-runs 3]
 // [-profile ssd|hdd] [-port 30300] [-keep] [-bin path/to/cairn] [-online-only]
+// [-rbr-runs N]
 package main
 
 import (
@@ -35,6 +42,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -55,6 +63,7 @@ var (
 	flagProfile = flag.String("profile", "ssd", "storage profile: ssd (the disk as it is) or hdd (simulated read latency and seeks)")
 	flagBin     = flag.String("bin", "", "a cairn binary to run instead of building one from this tree")
 	flagOnline  = flag.Bool("online-only", false, "time only the online build (skip the row-by-row build, minutes per run at 1M rows and more), each run building an index of its own name, none dropped")
+	flagRBRRuns = flag.Int("rbr-runs", -1, "row-by-row builds per size (-1: -runs); fewer where one takes minutes")
 	flagKind    = flag.String("kind", "btree", "btree: CREATE INDEX t_v ON t (v); gin: a GIN index on a jsonb payload shaped like the seed's GitHub events, and the seed's containment query with and without it")
 )
 
@@ -105,9 +114,13 @@ func run(ctx context.Context) error {
 		return nil
 	}
 	pid := node.Pid()
-	// build times sql and samples the node's RSS meanwhile.
-	build := func(sqls ...string) (time.Duration, int64, error) {
+	logPath := filepath.Join(dir, "cairn.log")
+	// build times sqls and samples the node's RSS meanwhile: it returns
+	// the wall time, the node's CPU seconds, its peak RSS during the
+	// build and that peak's growth over the RSS before it (KiB).
+	build := func(sqls ...string) (buildStats, error) {
 		before, _ := rssKiB(pid)
+		cpu0 := nodeCPU(pid)
 		var peak atomic.Int64
 		stop := make(chan struct{})
 		done := make(chan struct{})
@@ -131,21 +144,40 @@ func run(ctx context.Context) error {
 			if err := exec(s); err != nil {
 				close(stop)
 				<-done
-				return 0, 0, err
+				return buildStats{}, err
 			}
 		}
 		d := time.Since(start)
 		close(stop)
 		<-done
-		return d, max(peak.Load()-before, 0), nil
+		return buildStats{wall: d.Seconds(), cpu: nodeCPU(pid) - cpu0, peakMiB: float64(peak.Load()) / 1024,
+			growMiB: float64(max(peak.Load()-before, 0)) / 1024}, nil
 	}
 	if *flagKind == "gin" {
-		return runGIN(sizes, exec, build, conn)
+		return runGIN(sizes, exec, func(sqls ...string) (time.Duration, int64, error) {
+			b, err := build(sqls...)
+			return time.Duration(b.wall * float64(time.Second)), int64(b.growMiB * 1024), err
+		}, conn)
 	}
-	fmt.Printf("cairn start (one node, storage profile %s), CREATE INDEX t (v); median of %d runs\n\n", *flagProfile, *flagRuns)
-	fmt.Printf("%10s %12s %12s %8s %14s %14s %8s %10s %10s\n", "rows", "online s", "row-by-row s", "ratio", "online +RSS MB", "rbr +RSS MB",
-		"load s", "load SSTs", "index SSTs")
+	rbrRuns := *flagRuns
+	if *flagRBRRuns >= 0 {
+		rbrRuns = *flagRBRRuns
+	}
+	if *flagOnline {
+		rbrRuns = 0
+	}
+	fmt.Printf("cairn start (one node, storage profile %s), CREATE INDEX ON t (v); %d online and %d row-by-row builds, medians\n", *flagProfile, *flagRuns, rbrRuns)
+	fmt.Printf("each build's index has a name of its own and is kept (DROP INDEX deletes its entries in a transaction: minutes at 10M rows); a build reads only the table's rows\n\n")
 	httpAddr := fmt.Sprintf("127.0.0.1:%d", p+1)
+	type result struct {
+		n        int
+		loadS    float64
+		loadSSTs int64
+		on, rbr  []buildStats
+		idxSSTs  []float64
+		sortPeak []float64
+	}
+	var results []result
 	for _, n := range sizes {
 		if err := exec("DROP TABLE IF EXISTS t"); err != nil {
 			return err
@@ -163,49 +195,112 @@ func run(ctx context.Context) error {
 				return err
 			}
 		}
-		loadS := time.Since(loadStart).Seconds()
-		loadSSTs := sstsIngested(httpAddr) - s0
-		var on, rbr, onMem, rbrMem, idxSSTs []float64
-		for r := range *flagRuns {
-			s0 := sstsIngested(httpAddr)
-			name := "t_v"
-			if *flagOnline {
-				// A new name each run and no DROP INDEX between them
-				// (it deletes the entries in its transaction: minutes at
-				// 10M rows); a build reads only the table's rows.
-				name = fmt.Sprintf("t_v%d", r)
+		res := result{n: n, loadS: time.Since(loadStart).Seconds(), loadSSTs: sstsIngested(httpAddr) - s0}
+		fmt.Printf("%d rows loaded in %.1f s (%d SSTs)\n", n, res.loadS, res.loadSSTs)
+		for r := range max(*flagRuns, rbrRuns) {
+			if r < *flagRuns {
+				s0 := sstsIngested(httpAddr)
+				b, err := build(fmt.Sprintf("CREATE INDEX t_on%d ON t (v)", r))
+				if err != nil {
+					return err
+				}
+				peak := sortPeakMiB(logPath)
+				res.on, res.idxSSTs, res.sortPeak = append(res.on, b), append(res.idxSSTs, float64(sstsIngested(httpAddr)-s0)), append(res.sortPeak, peak)
+				fmt.Printf("  online %d: %s, sort peak %.1f MiB, %d SSTs\n", r+1, b, peak, sstsIngested(httpAddr)-s0)
 			}
-			d, m, err := build(fmt.Sprintf("CREATE INDEX %s ON t (v)", name))
-			if err != nil {
-				return err
-			}
-			on, onMem = append(on, d.Seconds()), append(onMem, float64(m)/1024)
-			idxSSTs = append(idxSSTs, float64(sstsIngested(httpAddr)-s0))
-			if *flagOnline {
-				continue
-			}
-			if err := exec("DROP INDEX t_v"); err != nil {
-				return err
-			}
-			d, m, err = build("BEGIN", "CREATE INDEX t_v ON t (v)", "COMMIT")
-			if err != nil {
-				return err
-			}
-			rbr, rbrMem = append(rbr, d.Seconds()), append(rbrMem, float64(m)/1024)
-			if err := exec("DROP INDEX t_v"); err != nil {
-				return err
+			if r < rbrRuns {
+				b, err := build("BEGIN", fmt.Sprintf("CREATE INDEX t_rbr%d ON t (v)", r), "COMMIT")
+				if err != nil {
+					return err
+				}
+				res.rbr = append(res.rbr, b)
+				fmt.Printf("  row by row %d: %s (%.0f rows/s)\n", r+1, b, float64(n)/b.wall)
 			}
 		}
-		if *flagOnline {
-			fmt.Printf("%10d %12.2f %12s %8s %14.0f %14s %8.1f %10d %10.0f\n", n, median(on), "-", "-", median(onMem), "-",
-				loadS, loadSSTs, median(idxSSTs))
-			continue
-		}
-		fmt.Printf("%10d %12.2f %12.2f %7.2fx %14.0f %14.0f %8.1f %10d %10.0f\n", n, median(on), median(rbr), median(rbr)/median(on),
-			median(onMem), median(rbrMem), loadS, loadSSTs, median(idxSSTs))
+		results = append(results, res)
 	}
-	fmt.Printf("\nseed (read-planning.txt part 2, LightDB on hdd): 1M rows 19 s, 3M 15 min, 10M 280 min\n")
+	fmt.Printf("\n%10s %10s %10s %10s %10s %8s %9s %9s %9s %9s %9s %7s %6s\n", "rows", "online s", "online CPU", "rbr s", "rbr CPU", "ratio",
+		"on RSS MB", "on +RSS", "sort MiB", "rbr RSS", "rbr +RSS", "load s", "SSTs")
+	for _, r := range results {
+		rbrS, rbrCPU, ratio, rbrRSS, rbrGrow := "-", "-", "-", "-", "-"
+		if len(r.rbr) > 0 {
+			rbrS = fmt.Sprintf("%.2f", medianOf(r.rbr, func(b buildStats) float64 { return b.wall }))
+			rbrCPU = fmt.Sprintf("%.2f", medianOf(r.rbr, func(b buildStats) float64 { return b.cpu }))
+			ratio = fmt.Sprintf("%.2fx", medianOf(r.rbr, func(b buildStats) float64 { return b.wall })/medianOf(r.on, func(b buildStats) float64 { return b.wall }))
+			rbrRSS = fmt.Sprintf("%.0f", maxOf(r.rbr, func(b buildStats) float64 { return b.peakMiB }))
+			rbrGrow = fmt.Sprintf("%.0f", maxOf(r.rbr, func(b buildStats) float64 { return b.growMiB }))
+		}
+		fmt.Printf("%10d %10.2f %10.2f %10s %10s %8s %9.0f %9.0f %9.1f %9s %9s %7.1f %6.0f\n", r.n,
+			medianOf(r.on, func(b buildStats) float64 { return b.wall }), medianOf(r.on, func(b buildStats) float64 { return b.cpu }),
+			rbrS, rbrCPU, ratio,
+			maxOf(r.on, func(b buildStats) float64 { return b.peakMiB }), maxOf(r.on, func(b buildStats) float64 { return b.growMiB }),
+			slices.Max(r.sortPeak), rbrRSS, rbrGrow, r.loadS, median(r.idxSSTs))
+	}
+	fmt.Printf("\n(times: medians; RSS and the sort's high-water mark: the most of any build)\n")
+	fmt.Printf("seed (read-planning.txt part 2, LightDB on hdd): 1M rows 19 s, 3M 15 min, 10M 280 min\n")
 	return nil
+}
+
+// buildStats is one build's wall and node CPU seconds, the node's peak
+// RSS during it and that peak's growth over the RSS before it.
+type buildStats struct {
+	wall, cpu, peakMiB, growMiB float64
+}
+
+func (b buildStats) String() string {
+	return fmt.Sprintf("%.2f s, CPU %.2f s, peak RSS %.0f MiB (+%.0f)", b.wall, b.cpu, b.peakMiB, b.growMiB)
+}
+
+func medianOf(bs []buildStats, f func(buildStats) float64) float64 {
+	xs := make([]float64, len(bs))
+	for i, b := range bs {
+		xs[i] = f(b)
+	}
+	return median(xs)
+}
+
+func maxOf(bs []buildStats, f func(buildStats) float64) float64 {
+	m := 0.0
+	for _, b := range bs {
+		m = max(m, f(b))
+	}
+	return m
+}
+
+// nodeCPU is the node's CPU seconds so far (utime + stime in
+// /proc/PID/stat, in ticks of 1/100 s).
+func nodeCPU(pid int) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command's ")": state is field 3, utime 14, stime 15.
+	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return (u + st) / 100
+}
+
+// sortPeakRE finds the sort's high-water mark in the backfill's log line
+// ("cairn: index backfill done ... sort_peak_bytes=N").
+var sortPeakRE = regexp.MustCompile(`index backfill done.*sort_peak_bytes=(\d+)`)
+
+// sortPeakMiB is the last online backfill's sort memory high-water mark
+// from the node's log (-1 when no line has it).
+func sortPeakMiB(logPath string) float64 {
+	data, err := os.ReadFile(logPath)
+	if err != nil {
+		return -1
+	}
+	m := sortPeakRE.FindAllSubmatch(data, -1)
+	if len(m) == 0 {
+		return -1
+	}
+	v, _ := strconv.ParseFloat(string(m[len(m)-1][1]), 64)
+	return v / (1 << 20)
 }
 
 // sstsIngested is the node's cairn_tablet_ssts_ingested_total (-1 when

@@ -40,6 +40,16 @@ func LastBackfill() (pieces, runs int, entries int64) {
 	return s.pieces, s.runs, s.entries
 }
 
+// LastBackfillSortMemory is the last online backfill's sort memory
+// high-water mark and the budget it was to stay under.
+func LastBackfillSortMemory() (peak, limit int64) {
+	s := lastBackfill.Load()
+	if s == nil {
+		return 0, 0
+	}
+	return s.sortPeak, s.sortLimit
+}
+
 // SetIndexBuildMemory sets IndexBuildMemory and returns the previous value.
 func SetIndexBuildMemory(n int64) int64 {
 	prev := IndexBuildMemory

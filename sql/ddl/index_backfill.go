@@ -125,6 +125,9 @@ func (e *entryBuf) recycle() {
 // backfillStats says what one backfill did (tests and EXPLAIN of builds).
 type backfillStats struct {
 	pieces, runs, ssts int
+	// sortPeak is the sorters' memory high-water mark (entrySort.MemPeak)
+	// and sortLimit the build's budget it stays under (buildLimit).
+	sortPeak, sortLimit int64
 	// ranges is how many key ranges the SSTs were cut from at once
 	// (index_backfill_cut.go).
 	ranges  int
@@ -153,6 +156,7 @@ func (s *backfillStats) log(job any) {
 	s.mu.Unlock()
 	slog.Info("cairn: index backfill done", "job", job, "pieces", s.pieces, "pieces_per_node", nodes,
 		"fell_back", s.fellBack.Load(), "entries", s.entries, "spilled_runs", s.runs, "ssts", s.ssts, "splits", s.splits,
+		"sort_peak_bytes", s.sortPeak, "sort_limit_bytes", s.sortLimit,
 		"read", s.read.Round(time.Millisecond), "sort", s.sort.Round(time.Millisecond), "write", s.write.Round(time.Millisecond))
 }
 
@@ -332,6 +336,7 @@ func (b *indexBuild) sortedBackfill(ctx context.Context, t *catalog.Table, layou
 		return err
 	}
 	stats.write = time.Since(start)
+	stats.sortPeak, stats.sortLimit = sorter.MemPeak(), b.buildLimit()
 	lastBackfill.Store(stats)
 	b.steps.note(fmt.Sprintf("pieces=%d ranges=%d runs=%d ssts=%d", stats.pieces, stats.ranges, stats.runs, stats.ssts))
 	stats.log(b.job.ID())

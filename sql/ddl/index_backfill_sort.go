@@ -27,6 +27,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/cairn-db/cairn/sql/mon"
 	"github.com/cairn-db/cairn/sql/rowcontainer"
 )
 
@@ -34,6 +35,7 @@ import (
 // sorters fed by goroutines of their own.
 type entrySort struct {
 	sorters []*rowcontainer.EntrySorter
+	accs    []*mon.Account // the sorters' memory accounts, in order
 	closers []func()
 	// in feeds the sorters' goroutines (nil with one sorter, fed inline).
 	in  chan *entryBuf
@@ -57,6 +59,7 @@ func (b *indexBuild) newEntrySort(ctx context.Context, p int, prefix []byte, fai
 		}
 		so := rowcontainer.NewEntrySorter(acc, scope, prefix)
 		s.sorters = append(s.sorters, so)
+		s.accs = append(s.accs, acc)
 		s.closers = append(s.closers, func() {
 			so.Close()
 			acc.Clear()
@@ -169,6 +172,18 @@ func (s *entrySort) SortedRuns() int {
 	n := 0
 	for _, so := range s.sorters {
 		n += so.Runs
+	}
+	return n
+}
+
+// MemPeak is the sum of the sorters' memory high-water marks: at least
+// the most the sort held at once, at most the build's budget (each
+// sorter's account is limited to its share). Read it once the sorters'
+// goroutines have ended (finish).
+func (s *entrySort) MemPeak() int64 {
+	var n int64
+	for _, a := range s.accs {
+		n += a.Peak()
 	}
 	return n
 }

@@ -631,6 +631,15 @@ func TestOnlineBackfillSortedSpilled(t *testing.T) {
 	if pieces < 4 || runs < 2 || entries != 20000 {
 		t.Errorf("backfill: %d pieces (want >= 4), %d runs (want >= 2), %d entries (want 20000)", pieces, runs, entries)
 	}
+	// The sorters spilled, so they filled their shares of the budget:
+	// their high-water mark (what bench/indexbuild reports from the log)
+	// is at least half of it. It may pass the budget: a spilled sort's
+	// merge reserves a read buffer per run past work_mem
+	// (rowcontainer.EntrySorter.Range), hundreds of runs under this
+	// test's 64 KiB.
+	if peak, limit := ddl.LastBackfillSortMemory(); limit != 64<<10 || peak < limit/2 {
+		t.Errorf("sort memory high-water mark %d of a budget of %d, want at least half the budget of %d", peak, limit, 64<<10)
+	}
 	// The index's fresh storage is one tablet, and 20,000 entries are far
 	// under an SST's size: however many pieces and runs, one SST (cut
 	// per batch or per run, a sorted stream is many small files that

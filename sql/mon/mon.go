@@ -87,6 +87,10 @@ type Account struct {
 	b     *Budget
 	limit int64 // <= 0: only the budget bounds it
 	used  int64
+	// peak is the most bytes the account held at once: an operator's own
+	// high-water mark (an index build's sort logs it), apart from the
+	// Budget's, which every account of the node shares.
+	peak int64
 	// s is the statement the account belongs to (nil outside one);
 	// listed says s holds it in its list, which an account holding
 	// nothing may leave (Statement.prune) and rejoins when it reserves.
@@ -122,6 +126,7 @@ func (a *Account) Force(n int64) error {
 		}
 	}
 	a.used += n
+	a.peak = max(a.peak, a.used)
 	if a.s != nil && !a.listed {
 		a.s.list(a)
 	}
@@ -150,6 +155,9 @@ func (a *Account) Used() int64 { return a.used }
 
 // Limit is the account's own limit (<= 0: none).
 func (a *Account) Limit() int64 { return a.limit }
+
+// Peak is the most bytes the account has held at once.
+func (a *Account) Peak() int64 { return a.peak }
 
 // Statement groups the accounts of one statement's operators.
 type Statement struct {

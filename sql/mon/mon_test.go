@@ -148,3 +148,29 @@ func TestStatementPrunesEmptyAccounts(t *testing.T) {
 		t.Fatalf("node used %d after Close, want 0", got)
 	}
 }
+
+// TestAccountPeak: an account's high-water mark is its own, not the
+// budget's (which other accounts share), and survives shrinking.
+func TestAccountPeak(t *testing.T) {
+	node := NewBudget("test", 0)
+	a, b := node.NewAccount(100), node.NewAccount(0)
+	for _, n := range []int64{30, 50} {
+		if err := a.Grow(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.Grow(40); !errors.Is(err, ErrWorkMem) {
+		t.Fatalf("grow past the limit: %v", err)
+	}
+	a.Shrink(60)
+	if err := b.Force(500); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Grow(10); err != nil {
+		t.Fatal(err)
+	}
+	a.Clear()
+	if a.Peak() != 80 || b.Peak() != 500 || node.Peak() != 530 {
+		t.Fatalf("peaks: a %d (want 80), b %d (want 500), budget %d (want 530)", a.Peak(), b.Peak(), node.Peak())
+	}
+}
