@@ -2,6 +2,9 @@ package server
 
 import (
 	"context"
+	"math"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -52,10 +55,19 @@ func TestJoinChoiceFlipsWithProfile(t *testing.T) {
 		wantSum += ((g*123607)%200000 + 1) % 1000
 	}
 	const q = "SELECT count(*), sum(v) FROM t JOIN u ON t.b = u.k"
-	for _, tc := range []struct{ profile, node, cost string }{
-		{"ssd", "Hash Join", "Join Method Cost: hash join 263400 (rejected: lookup join 922959)"},
-		{"hdd", "Lookup Join on u using u_pkey (batched)", "Join Method Cost: lookup join 93660 (rejected: hash join 276624)"},
-		{"object-store", "Lookup Join on u using u_pkey (batched)", "Join Method Cost: lookup join 170100 (rejected: hash join 352500)"},
+	// The costs rest on u's bytes on disk, which move by a few hundred
+	// bytes with the wall clock (the MVCC timestamps in its keys compress
+	// differently from one day to the next: 93660 became 93610 on
+	// 2026-12-01), so each is held to within 1% of the figure measured
+	// when the model was written; the choice itself must not move.
+	for _, tc := range []struct {
+		profile, node      string
+		chosen, rejected   string
+		chosenC, rejectedC float64
+	}{
+		{"ssd", "Hash Join", "hash join", "lookup join", 263400, 922959},
+		{"hdd", "Lookup Join on u using u_pkey (batched)", "lookup join", "hash join", 93660, 276624},
+		{"object-store", "Lookup Join on u using u_pkey (batched)", "lookup join", "hash join", 170100, 352500},
 	} {
 		execAll(t, pg, "SET storage.profile = '"+tc.profile+"'")
 		rows, err := pg.Query(ctx, "EXPLAIN (VERBOSE) "+q, pgx.QueryExecModeSimpleProtocol)
@@ -67,8 +79,16 @@ func TestJoinChoiceFlipsWithProfile(t *testing.T) {
 			t.Fatal(err)
 		}
 		plan := strings.Join(lines, "\n")
-		if !strings.Contains(plan, "->  "+tc.node+"\n") || !strings.Contains(plan, tc.cost) {
-			t.Errorf("storage.profile %s: want %q with %q:\n%s", tc.profile, tc.node, tc.cost, plan)
+		var chosenC, rejectedC float64
+		m := joinCostRE.FindStringSubmatch(plan)
+		if m != nil {
+			chosenC, _ = strconv.ParseFloat(m[2], 64)
+			rejectedC, _ = strconv.ParseFloat(m[4], 64)
+		}
+		if !strings.Contains(plan, "->  "+tc.node+"\n") || m == nil || m[1] != tc.chosen || m[3] != tc.rejected ||
+			!near(chosenC, tc.chosenC) || !near(rejectedC, tc.rejectedC) {
+			t.Errorf("storage.profile %s: want %q, costing %s %.0f (rejected: %s %.0f) within 1%%:\n%s",
+				tc.profile, tc.node, tc.chosen, tc.chosenC, tc.rejected, tc.rejectedC, plan)
 		}
 		var n, sum int64
 		if err := pg.QueryRow(ctx, q).Scan(&n, &sum); err != nil {
@@ -79,3 +99,10 @@ func TestJoinChoiceFlipsWithProfile(t *testing.T) {
 		}
 	}
 }
+
+// joinCostRE reads EXPLAIN (VERBOSE)'s "Join Method Cost" line: the
+// chosen method and its cost, then the rejected one and its cost.
+var joinCostRE = regexp.MustCompile(`Join Method Cost: (lookup join|hash join|merge join) (\d+) \(rejected: (lookup join|hash join|merge join) (\d+)\)`)
+
+// near reports whether got is within 1% of want.
+func near(got, want float64) bool { return math.Abs(got-want) <= want/100 }
