@@ -21,6 +21,10 @@ func start(t testing.TB, cfg Config) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Also stopped if the test ends without stopping it (a t.Fatal),
+	// before a t.TempDir it uses is removed: a running node writes its
+	// disk probe there each second. Stop is idempotent.
+	t.Cleanup(func() { _ = s.Stop(context.Background()) })
 	return s
 }
 

@@ -40,6 +40,11 @@ func startNode(t *testing.T, dir string) (*server.Server, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Stopped before dir is removed (t.TempDir's cleanup, registered
+	// first, runs last): a node left running writes its disk probe into
+	// dir each second, and the removal then fails the test ("directory
+	// not empty"). Stop is idempotent, so a test may stop it itself.
+	t.Cleanup(func() { _ = s.Stop(context.Background()) })
 	return s, fmt.Sprintf("postgres://postgres@%s/%%s?sslmode=disable", s.Addr())
 }
 
