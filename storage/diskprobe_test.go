@@ -26,17 +26,7 @@ func TestDiskProbeReportsAStallWithoutWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	b := e.NewWriteOnlyBatch()
-	if err := b.Put(MVCCKey{Key: []byte("k")}, []byte("v")); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	b.Close()
-	if err := e.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	putFlushed(t, e, []byte("v"), MVCCKey{Key: []byte("k")})
 	if err := e.ProbeDisk(); err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,25 @@ func openMem(t *testing.T) *Engine {
 	return e
 }
 
+// putFlushed writes v at each of keys in one batch and flushes it into
+// an SST, so the reads that follow come from files.
+func putFlushed(t *testing.T, e *Engine, v []byte, keys ...MVCCKey) {
+	t.Helper()
+	b := e.NewWriteOnlyBatch()
+	defer b.Close()
+	for _, k := range keys {
+		if err := b.Put(k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Flush(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func mustKey(t *testing.T, s string) MVCCKey {
 	t.Helper()
 	k, err := ParseMVCCKey(s)

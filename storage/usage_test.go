@@ -71,17 +71,7 @@ func TestReadLatencyProfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := e.NewWriteOnlyBatch()
-	if err := b.Put(MVCCKey{Key: []byte("k"), Timestamp: ts(1, 0)}, []byte("v")); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	b.Close()
-	if err := e.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	putFlushed(t, e, []byte("v"), MVCCKey{Key: []byte("k"), Timestamp: ts(1, 0)})
 	before := fs.Stats().Reads
 	if _, ok, err := e.Get(MVCCKey{Key: []byte("k"), Timestamp: ts(1, 0)}); err != nil || !ok {
 		t.Fatalf("get: ok=%v err=%v", ok, err)

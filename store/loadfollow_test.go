@@ -146,6 +146,21 @@ func compress(hs []uint64) string {
 	return out
 }
 
+// balancerPastMinHold is node 1's balancer over groups led as leads
+// says (the nodes in caughtUp caught up on each), on a clock of its own
+// (advance *now), after its first two passes: the first only finds the
+// leases, the second, MinHold later, may move them.
+func balancerPastMinHold(leads map[uint64]int, caughtUp []uint64) (*fakeLeaseNode, *LeaseBalancer, *time.Time) {
+	node := &fakeLeaseNode{self: 1, groups: leaseGroups(leads, caughtUp), moved: map[uint64]int{}}
+	b := NewLeaseBalancer(LeaseBalancerConfig{Node: node}, 1)
+	now := time.Unix(1000, 0)
+	b.now = func() time.Time { return now }
+	b.Pass()
+	now = now.Add(b.cfg.MinHold)
+	b.Pass()
+	return node, b, &now
+}
+
 // TestLeaseBalancerForgivesLateTransfer: a transfer not seen to end
 // within moveWait makes its target avoided, but once the tablet is seen
 // led by the target (the transfer ended late, on a loaded machine) the
@@ -153,16 +168,11 @@ func compress(hs []uint64) string {
 func TestLeaseBalancerForgivesLateTransfer(t *testing.T) {
 	// Node 1 leads 5, node 2 3 (not caught up: no candidate), node 3
 	// none.
-	node := &fakeLeaseNode{self: 1, groups: leaseGroups(map[uint64]int{1: 5, 2: 3}, []uint64{3}), moved: map[uint64]int{}}
-	b := NewLeaseBalancer(LeaseBalancerConfig{Node: node}, 1)
-	now := time.Unix(1000, 0)
-	b.now = func() time.Time { return now }
-	b.Pass()
-	now = now.Add(b.cfg.MinHold)
-	if b.Pass(); node.moved[3] != 2 {
+	node, b, now := balancerPastMinHold(map[uint64]int{1: 5, 2: 3}, []uint64{3})
+	if node.moved[3] != 2 {
 		t.Fatalf("transfers %v, want two to node 3", node.moved)
 	}
-	now = now.Add(moveWait)
+	*now = now.Add(moveWait)
 	b.Pass() // neither ended: node 3 avoided
 	if _, ok := b.avoid[3]; !ok {
 		t.Fatalf("node 3 not avoided after transfers that did not end within moveWait")
@@ -170,7 +180,7 @@ func TestLeaseBalancerForgivesLateTransfer(t *testing.T) {
 	// Tablet 1's transfer ends now: node 3 leads it.
 	node.groups[0].Lease, node.groups[0].Leader, node.groups[0].Active, node.groups[0].CaughtUp = 0, 3, nil, nil
 	node.moved = map[uint64]int{}
-	now = now.Add(time.Second)
+	*now = now.Add(time.Second)
 	b.Pass()
 	// Node 1 leads 4 against node 3's 1: one goes to node 3.
 	if fmt.Sprint(node.moved) != fmt.Sprint(map[uint64]int{3: 1}) {
@@ -186,13 +196,8 @@ func TestLeaseBalancerForgivesLateTransfer(t *testing.T) {
 // the first balance was avoided for 30 s by the node that had handed it
 // leases, from 5 s after those transfers, on every run.
 func TestLeaseBalancerLeaseGoneIsNoFailedTransfer(t *testing.T) {
-	node := &fakeLeaseNode{self: 1, groups: leaseGroups(map[uint64]int{1: 5, 2: 3}, []uint64{3}), moved: map[uint64]int{}}
-	b := NewLeaseBalancer(LeaseBalancerConfig{Node: node}, 1)
-	now := time.Unix(1000, 0)
-	b.now = func() time.Time { return now }
-	b.Pass()
-	now = now.Add(b.cfg.MinHold)
-	if b.Pass(); node.moved[3] != 2 {
+	node, b, now := balancerPastMinHold(map[uint64]int{1: 5, 2: 3}, []uint64{3})
+	if node.moved[3] != 2 {
 		t.Fatalf("transfers %v, want two to node 3", node.moved)
 	}
 	// Node 3 took both and stopped before this node's next pass; node 2
@@ -200,7 +205,7 @@ func TestLeaseBalancerLeaseGoneIsNoFailedTransfer(t *testing.T) {
 	for i := range 2 {
 		node.groups[i].Lease, node.groups[i].Leader, node.groups[i].Active, node.groups[i].CaughtUp = 0, 2, nil, nil
 	}
-	now = now.Add(moveWait)
+	*now = now.Add(moveWait)
 	b.Pass()
 	if until, ok := b.avoid[3]; ok {
 		t.Fatalf("node 3 avoided until %v after its transfers' leases went to node 2", until)
@@ -214,17 +219,12 @@ func TestLeaseBalancerLeaseGoneIsNoFailedTransfer(t *testing.T) {
 // nor the same one again. Counted as this node's, node 1 balanced at
 // 4/3/3 after its first pass found itself at 6 again and moved two more.
 func TestLeaseBalancerCountsTransfersInFlight(t *testing.T) {
-	node := &fakeLeaseNode{self: 1, groups: leaseGroups(map[uint64]int{1: 6, 2: 2, 3: 2}, []uint64{2, 3}), moved: map[uint64]int{}}
-	b := NewLeaseBalancer(LeaseBalancerConfig{Node: node}, 1)
-	now := time.Unix(1000, 0)
-	b.now = func() time.Time { return now }
-	b.Pass()
-	now = now.Add(b.cfg.MinHold)
-	if b.Pass(); fmt.Sprint(node.moved) != fmt.Sprint(map[uint64]int{2: 1, 3: 1}) {
+	node, b, now := balancerPastMinHold(map[uint64]int{1: 6, 2: 2, 3: 2}, []uint64{2, 3})
+	if fmt.Sprint(node.moved) != fmt.Sprint(map[uint64]int{2: 1, 3: 1}) {
 		t.Fatalf("first pass: transfers %v, want one to node 2 and one to node 3", node.moved)
 	}
 	// Neither transfer has ended: node 1 still leads both groups.
-	now = now.Add(time.Second)
+	*now = now.Add(time.Second)
 	b.Pass()
 	if fmt.Sprint(node.moved) != fmt.Sprint(map[uint64]int{2: 1, 3: 1}) || len(node.tried) != 2 {
 		t.Errorf("second pass, transfers in flight: transfers %v of tablets %v, want the first pass's two only", node.moved, node.tried)

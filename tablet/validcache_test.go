@@ -211,12 +211,17 @@ func TestLockedRowCheckAfterLostLock(t *testing.T) {
 	}
 	readAt := wallTS(20)
 	h.newTxn("updater", readAt, 0)
-	ba := &kvpb.BatchRequest{}
-	ba.Add(&kvpb.GetRequest{Key: []byte(k)})
-	ba.Add(&kvpb.LockRequest{Key: []byte(k), Unreplicated: true})
-	if _, err := h.send(ctx, ba, "updater"); err != nil {
-		t.Fatal(err)
+	// lockingRead is SELECT ... FOR UPDATE of row k by the updater.
+	lockingRead := func(k string) {
+		t.Helper()
+		ba := &kvpb.BatchRequest{}
+		ba.Add(&kvpb.GetRequest{Key: []byte(k)})
+		ba.Add(&kvpb.LockRequest{Key: []byte(k), Unreplicated: true})
+		if _, err := h.send(ctx, ba, "updater"); err != nil {
+			t.Fatal(err)
+		}
 	}
+	lockingRead(k)
 	if !h.r.valid.passes([]byte(k), readAt) {
 		t.Fatal("the locking read left the row's newest version out of the cache")
 	}
@@ -241,12 +246,7 @@ func TestLockedRowCheckAfterLostLock(t *testing.T) {
 	// And with the row unchanged, the check passes from the cache: a
 	// second row, locked the same way and left alone.
 	const k2 = "\x03account2"
-	ba = &kvpb.BatchRequest{}
-	ba.Add(&kvpb.GetRequest{Key: []byte(k2)})
-	ba.Add(&kvpb.LockRequest{Key: []byte(k2), Unreplicated: true})
-	if _, err := h.send(ctx, ba, "updater"); err != nil {
-		t.Fatal(err)
-	}
+	lockingRead(k2)
 	if !h.r.valid.passes([]byte(k2), readAt) {
 		t.Fatal("the locking read of a row with no version left nothing in the cache")
 	}
@@ -258,7 +258,7 @@ func TestLockedRowCheckAfterLostLock(t *testing.T) {
 	if _, err := h.sendAt(wallTS(10), &kvpb.PutRequest{Key: []byte(col), Value: []byte("v10")}); err != nil {
 		t.Fatal(err)
 	}
-	ba = &kvpb.BatchRequest{}
+	ba := &kvpb.BatchRequest{}
 	ba.Add(&kvpb.ScanRequest{Key: []byte(row), EndKey: []byte(row + "\xff")})
 	ba.Add(&kvpb.LockRequest{Key: []byte(row), EndKey: []byte(row + "\xff"), Unreplicated: true})
 	if _, err := h.send(ctx, ba, "updater"); err != nil {

@@ -49,6 +49,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cairn-db/cairn/bench/internal/procstat"
+
 	"github.com/cairn-db/cairn/bench/internal/benchflag"
 	"github.com/cairn-db/cairn/bench/internal/benchnode"
 	"github.com/jackc/pgx/v5"
@@ -219,7 +221,7 @@ func run(ctx context.Context) error {
 	}
 	fmt.Println()
 	rssMiB := func() int64 {
-		kib, err := rssKiB(node.Pid())
+		kib, err := procstat.RSSKiB(node.Pid())
 		if err != nil {
 			return -1
 		}
@@ -329,18 +331,18 @@ func run(ctx context.Context) error {
 	}
 	if *flagIdle > 0 {
 		pid := node.Pid()
-		c0, err := cpuTicks(pid)
+		c0, err := procstat.CPUSeconds(pid)
 		if err != nil {
 			return err
 		}
 		t0 := time.Now()
 		time.Sleep(*flagIdle)
-		c1, err := cpuTicks(pid)
+		c1, err := procstat.CPUSeconds(pid)
 		if err != nil {
 			return err
 		}
-		cpu := float64(c1-c0) / 100 / time.Since(t0).Seconds() * 100
-		rss, err := rssKiB(pid)
+		cpu := (c1 - c0) / time.Since(t0).Seconds() * 100
+		rss, err := procstat.RSSKiB(pid)
 		if err != nil {
 			return err
 		}
@@ -449,30 +451,4 @@ func fetch(url, path string) {
 	defer f.Close()
 	_, _ = io.Copy(f, resp.Body)
 	log.Printf("profile written to %s", path)
-}
-
-// cpuTicks is the process's user+system time in clock ticks (/proc/pid/stat).
-func cpuTicks(pid int) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	u, _ := strconv.ParseInt(f[11], 10, 64)
-	sy, _ := strconv.ParseInt(f[12], 10, 64)
-	return u + sy, nil
-}
-
-func rssKiB(pid int) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
-			return strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-		}
-	}
-	return 0, fmt.Errorf("no VmRSS for %d", pid)
 }

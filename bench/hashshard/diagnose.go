@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cairn-db/cairn/bench/internal/procstat"
+
 	"github.com/cairn-db/cairn/test/proc"
 	"github.com/cairn-db/cairn/workload"
 )
@@ -26,28 +28,6 @@ import (
 // (/debug/pprof/profile) to DIR/s<schema>-n<node>.pprof. It prints the
 // CPU per write of each node and of the clients: with the cores or the
 // quotas known, that bounds what spreading the leaseholders can gain.
-
-// cpuSeconds is a process's user and system CPU time so far.
-func cpuSeconds(pid int) (float64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	// Fields after the command name (which may hold spaces) in ")".
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	if len(f) < 13 {
-		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
-	}
-	// utime and stime are fields 14 and 15 of stat (12 and 13 here), in
-	// clock ticks of USER_HZ, which Linux fixes at 100 for /proc.
-	ut, err1 := strconv.ParseFloat(f[11], 64)
-	st, err2 := strconv.ParseFloat(f[12], 64)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("/proc/%d/stat: utime %q stime %q", pid, f[11], f[12])
-	}
-	return (ut + st) / 100, nil
-}
 
 func selfCPUSeconds() float64 {
 	var ru syscall.Rusage
@@ -98,7 +78,7 @@ func diagnose(ctx context.Context, nodes []*proc.Node, limits []*cpuLimit, cfg w
 	cpu0 := make([]float64, n)
 	thr0 := make([][2]float64, n)
 	for i, nd := range nodes {
-		c, err := cpuSeconds(nd.Pid())
+		c, err := procstat.CPUSeconds(nd.Pid())
 		if err != nil {
 			return err
 		}
@@ -176,7 +156,7 @@ func diagnose(ctx context.Context, nodes []*proc.Node, limits []*cpuLimit, cfg w
 	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 	var total float64
 	for i, nd := range nodes {
-		c, err := cpuSeconds(nd.Pid())
+		c, err := procstat.CPUSeconds(nd.Pid())
 		if err != nil {
 			return err
 		}

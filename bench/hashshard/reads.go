@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cairn-db/cairn/bench/internal/procstat"
+
 	"github.com/cairn-db/cairn/test/proc"
 	"github.com/cairn-db/cairn/workload"
 )
@@ -153,7 +155,7 @@ func readRun(ctx context.Context, nodes []*proc.Node, cfg workload.KVConfig, pro
 		var s snap
 		var err error
 		for _, nd := range nodes {
-			c, err := cpuSeconds(nd.Pid())
+			c, err := procstat.CPUSeconds(nd.Pid())
 			if err != nil {
 				return s, err
 			}

@@ -49,6 +49,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cairn-db/cairn/bench/internal/procstat"
+
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cairn-db/cairn/bench/internal/benchflag"
@@ -119,8 +121,8 @@ func run(ctx context.Context) error {
 	// the wall time, the node's CPU seconds, its peak RSS during the
 	// build and that peak's growth over the RSS before it (KiB).
 	build := func(sqls ...string) (buildStats, error) {
-		before, _ := rssKiB(pid)
-		cpu0 := nodeCPU(pid)
+		before, _ := procstat.RSSKiB(pid)
+		cpu0, _ := procstat.CPUSeconds(pid)
 		var peak atomic.Int64
 		stop := make(chan struct{})
 		done := make(chan struct{})
@@ -129,7 +131,7 @@ func run(ctx context.Context) error {
 			t := time.NewTicker(20 * time.Millisecond)
 			defer t.Stop()
 			for {
-				if r, err := rssKiB(pid); err == nil && r > peak.Load() {
+				if r, err := procstat.RSSKiB(pid); err == nil && r > peak.Load() {
 					peak.Store(r)
 				}
 				select {
@@ -150,7 +152,8 @@ func run(ctx context.Context) error {
 		d := time.Since(start)
 		close(stop)
 		<-done
-		return buildStats{wall: d.Seconds(), cpu: nodeCPU(pid) - cpu0, peakMiB: float64(peak.Load()) / 1024,
+		cpu1, _ := procstat.CPUSeconds(pid)
+		return buildStats{wall: d.Seconds(), cpu: cpu1 - cpu0, peakMiB: float64(peak.Load()) / 1024,
 			growMiB: float64(max(peak.Load()-before, 0)) / 1024}, nil
 	}
 	if *flagKind == "gin" {
@@ -267,23 +270,6 @@ func maxOf(bs []buildStats, f func(buildStats) float64) float64 {
 	return m
 }
 
-// nodeCPU is the node's CPU seconds so far (utime + stime in
-// /proc/PID/stat, in ticks of 1/100 s).
-func nodeCPU(pid int) float64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// Fields after the command's ")": state is field 3, utime 14, stime 15.
-	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
-	if len(f) < 13 {
-		return 0
-	}
-	u, _ := strconv.ParseFloat(f[11], 64)
-	st, _ := strconv.ParseFloat(f[12], 64)
-	return (u + st) / 100
-}
-
 // sortPeakRE finds the sort's high-water mark in the backfill's log line
 // ("cairn: index backfill done ... sort_peak_bytes=N").
 var sortPeakRE = regexp.MustCompile(`index backfill done.*sort_peak_bytes=(\d+)`)
@@ -336,19 +322,6 @@ func median(xs []float64) float64 {
 	s := slices.Clone(xs)
 	slices.Sort(s)
 	return s[len(s)/2]
-}
-
-func rssKiB(pid int) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
-			return strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-		}
-	}
-	return 0, fmt.Errorf("no VmRSS for %d", pid)
 }
 
 // ginPayload is a PushEvent payload like the seed's: a commits array of

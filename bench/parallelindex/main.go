@@ -58,6 +58,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cairn-db/cairn/bench/internal/procstat"
+
 	"github.com/cairn-db/cairn/bench/internal/benchflag"
 	"github.com/cairn-db/cairn/bench/internal/benchnode"
 	"github.com/cairn-db/cairn/workload/githubevents"
@@ -225,39 +227,13 @@ func (b *bench) lsm(title string) {
 	log.Printf("LSM, %s:\n%s", title, data)
 }
 
-// nodeCPU is the node's CPU seconds so far (utime + stime in
-// /proc/PID/stat, in USER_HZ ticks of 1/100 s): on a loaded machine a
-// step's wall time is mostly the share of the cores it got, its CPU
-// seconds are what it cost.
-func (b *bench) nodeCPU() float64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", b.pid))
-	if err != nil {
-		return 0
-	}
-	// Fields after the command's ")" (which may hold spaces): state is
-	// field 3, utime 14 and stime 15.
-	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
-	if len(f) < 13 {
-		return 0
-	}
-	u, _ := strconv.ParseFloat(f[11], 64)
-	s, _ := strconv.ParseFloat(f[12], 64)
-	return (u + s) / 100
-}
-
-// peakRSS is the node's peak resident set so far (VmHWM in
-// /proc/PID/status), "?" when unknown.
-func (b *bench) peakRSS() string {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", b.pid))
+// peakRSS is the node's peak resident set so far, "?" when unknown.
+func peakRSS(pid int) string {
+	kib, err := procstat.PeakRSSKiB(pid)
 	if err != nil {
 		return "?"
 	}
-	for line := range strings.Lines(string(data)) {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			return strings.TrimSpace(v)
-		}
-	}
-	return "?"
+	return fmt.Sprintf("%d kB", kib)
 }
 
 // load is the machine's 1-minute load average, as /proc/loadavg says.
@@ -299,10 +275,11 @@ func (b *bench) create(table string, gin bool) error {
 // timed runs f and returns its wall seconds; the node's CPU seconds
 // during it are left in b.lastCPU.
 func (b *bench) timed(f func() error) (float64, error) {
-	c := b.nodeCPU()
+	c0, _ := procstat.CPUSeconds(b.pid)
 	start := time.Now()
 	err := f()
-	b.lastCPU = b.nodeCPU() - c
+	c1, _ := procstat.CPUSeconds(b.pid)
+	b.lastCPU = c1 - c0
 	return time.Since(start).Seconds(), err
 }
 
@@ -367,7 +344,7 @@ func (b *bench) size(n int64) (*result, error) {
 			}
 			r.copyGIN[table] = append(r.copyGIN[table], d)
 			r.copyGINCPU[table] = append(r.copyGINCPU[table], b.lastCPU)
-			log.Printf("%d rows, run %d, %s: COPY with GIN %.1f s, node CPU %.1f s, load %s, node peak RSS %s", n, run+1, table, d, b.lastCPU, load(), b.peakRSS())
+			log.Printf("%d rows, run %d, %s: COPY with GIN %.1f s, node CPU %.1f s, load %s, node peak RSS %s", n, run+1, table, d, b.lastCPU, load(), peakRSS(b.pid))
 		}
 	}
 	for _, table := range tables {

@@ -42,6 +42,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/cairn-db/cairn/bench/internal/procstat"
+
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cairn-db/cairn/bench/internal/benchnode"
@@ -148,7 +150,7 @@ func run() error {
 		}
 		var ct, pt, cc, pc []float64
 		var answer, pgAnswer string
-		_ = resetHWM(pid)
+		_ = procstat.ResetPeakRSS(pid)
 		for run := range *flagRuns {
 			var prof chan error
 			if run == 0 && *flagProfile != "" {
@@ -175,7 +177,7 @@ func run() error {
 				pt, pc, pgAnswer = append(pt, t), append(pc, c), a
 			}
 		}
-		hwm, err := readHWM(pid)
+		hwm, err := procstat.PeakRSSKiB(pid)
 		if err != nil {
 			return err
 		}
@@ -197,7 +199,7 @@ func run() error {
 		if n == 0 {
 			n = *flagRows
 		}
-		_ = resetHWM(pid)
+		_ = procstat.ResetPeakRSS(pid)
 		qs := queries(n)
 		start := time.Now()
 		var wg sync.WaitGroup
@@ -210,7 +212,7 @@ func run() error {
 			}()
 		}
 		wg.Wait()
-		hwm, _ := readHWM(pid)
+		hwm, _ := procstat.PeakRSSKiB(pid)
 		failed := 0
 		for i, err := range errs {
 			if err != nil {
@@ -245,7 +247,7 @@ func timed(ctx context.Context, url, q string, cpuPid func(*pgx.Conn) (int, erro
 		if err != nil {
 			return 0, 0, "", err
 		}
-		cpu = func() (float64, error) { return cpuSeconds(p) }
+		cpu = func() (float64, error) { return procstat.CPUSeconds(p) }
 	}
 	cpu0, err := cpu()
 	if err != nil {
@@ -282,28 +284,6 @@ func pgBackend(conn *pgx.Conn) (int, error) {
 	return pid, err
 }
 
-// cpuSeconds is utime + stime of process pid (all its threads), from
-// /proc/PID/stat, in clock ticks of USER_HZ (100 on Linux).
-func cpuSeconds(pid int) (float64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	// Fields after the command (in parentheses, which may hold spaces):
-	// state is field 3, utime 14, stime 15.
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(f) < 13 {
-		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
-	}
-	ut, err1 := strconv.ParseInt(f[11], 10, 64)
-	st, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("/proc/%d/stat: utime %q stime %q", pid, f[11], f[12])
-	}
-	return float64(ut+st) / 100, nil
-}
-
 // cpuProfile writes a CPU profile of the Cairn node whose HTTP port is
 // port (an --insecure node serves /debug/pprof to anyone) to path.
 func cpuProfile(port int, path string) error {
@@ -333,25 +313,6 @@ func waitReady(ctx context.Context, url string) error {
 		return err
 	}
 	return conn.Close(ctx)
-}
-
-// readHWM returns VmHWM of pid in kB.
-func readHWM(pid int) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmHWM:" {
-			return strconv.ParseInt(f[1], 10, 64)
-		}
-	}
-	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", pid)
-}
-
-// resetHWM resets VmHWM to the current RSS (Linux 4.0+).
-func resetHWM(pid int) error {
-	return os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0)
 }
 
 func median(xs []float64) float64 {

@@ -2,13 +2,14 @@ package main
 
 import (
 	"bytes"
-	"github.com/cairn-db/cairn/clusterversion"
 	"os"
 	"path/filepath"
 	"regexp"
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/cairn-db/cairn/clusterversion"
 )
 
 // TestCertCommands runs the cert commands as a user following

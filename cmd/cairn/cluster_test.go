@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -50,10 +49,7 @@ func (m *member) kill() { m.Kill() }
 func newMembers(t *testing.T, n int, args ...string) (bin string, ms []*member) {
 	t.Helper()
 	dir := t.TempDir()
-	bin = filepath.Join(dir, "cairn")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin = buildCairn(t)
 	addrs := freeAddrs(t, 3*n)
 	ms = make([]*member, n)
 	for i := range ms {

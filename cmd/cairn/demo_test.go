@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
@@ -42,11 +41,7 @@ func TestDemoGlobal(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "cairn")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildCairn(t)
 	cmd := exec.Command(bin, "demo", "--nodes", "3", "--global", "--no-shell", "--lease-preferences", "region=us-west")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

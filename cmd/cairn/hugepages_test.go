@@ -53,10 +53,7 @@ func TestStartHugePages(t *testing.T) {
 		t.Skipf("the kernel's THP mode is %q, not madvise: nothing to ask for", m)
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "cairn")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildCairn(t)
 	cmd := exec.Command(bin, "start", "--insecure", "--store", filepath.Join(dir, "store"),
 		"--sql-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--rpc-addr", "127.0.0.1:0")
 	var env []string

@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -94,6 +96,44 @@ func TestStatementComplete(t *testing.T) {
 	}
 }
 
+// builtCairn is the cairn binary the process tests run, built once per
+// test binary (into a directory TestMain removes): five tests each built
+// their own, a minute of the package's run on a 2-core machine.
+var builtCairn struct {
+	once sync.Once
+	dir  string
+	bin  string
+	err  error
+}
+
+// buildCairn returns the path of this package's binary, built on first
+// use.
+func buildCairn(t *testing.T) string {
+	t.Helper()
+	b := &builtCairn
+	b.once.Do(func() {
+		if b.dir, b.err = os.MkdirTemp("", "cairn-bin-"); b.err != nil {
+			return
+		}
+		b.bin = filepath.Join(b.dir, "cairn")
+		if out, err := exec.Command("go", "build", "-o", b.bin, ".").CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	return b.bin
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if builtCairn.dir != "" {
+		os.RemoveAll(builtCairn.dir)
+	}
+	os.Exit(code)
+}
+
 // TestStartProcess builds cairn, makes certificates, starts a secure node
 // on a fresh store, logs in with the initial password over TLS, and stops
 // it with SIGTERM.
@@ -102,11 +142,7 @@ func TestStartProcess(t *testing.T) {
 		t.Skip("builds and runs the binary")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "cairn")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildCairn(t)
 	certs := makeCerts(t, dir, "certs")
 	cmd := exec.Command(bin, "start", "--store", filepath.Join(dir, "store"), "--certs-dir", certs,
 		"--sql-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--rpc-addr", "127.0.0.1:0")

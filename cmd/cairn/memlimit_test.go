@@ -63,10 +63,7 @@ func TestMaxMemoryProcess(t *testing.T) {
 		t.Skip("builds and runs the binary")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "cairn")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildCairn(t)
 	for i, tc := range []struct {
 		flags []string
 		env   string
