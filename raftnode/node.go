@@ -473,7 +473,7 @@ func (n *Node) Run(ctx context.Context, tick time.Duration) error {
 // round is syncing) pays a goroutine that queues for the lock in its
 // place, so that the wait can be abandoned.
 //
-// A proposal to a group whose only voter is this replica (sole) always
+// A proposal to a group whose only voter is this replica (soleVoter) always
 // waits, as servableLease keeps such a lease through a stall: no other
 // replica can take the request, so a refusal only sent it back here,
 // to be refused again while the rounds stayed long. On a cluster of one
@@ -483,7 +483,7 @@ func (n *Node) Run(ctx context.Context, tick time.Duration) error {
 // later: "no leaseholder found for tablet N within 10s" on a single
 // node (TestStalledSoleVoterProposes). A disk that truly stopped
 // answering ends the process through the disk-stall fence.
-func (n *Node) lockToPropose(sole bool) bool {
+func (n *Node) lockToPropose(tabletID uint64) bool {
 	if n.mu.TryLock() {
 		return true
 	}
@@ -493,7 +493,7 @@ func (n *Node) lockToPropose(sole bool) bool {
 		return true
 	}
 	stalled := n.stallSignal()
-	if sole {
+	if n.soleVoter(tabletID) {
 		// Nowhere else to go: wait, stalled or not.
 		select {
 		case <-stalled:
@@ -842,7 +842,7 @@ func (n *Node) Propose(tabletID uint64, data []byte) error {
 // returns ErrNotLeader and nothing was proposed.
 func (n *Node) ProposeAt(tabletID, term uint64, data []byte) error {
 	asked, ended := time.Now(), n.stats.Rounds.Load()
-	if !n.lockToPropose(n.soleVoter(tabletID)) {
+	if !n.lockToPropose(tabletID) {
 		// The scheduler stalled while the proposal waited: nothing was
 		// proposed, and the lease is not servable (servableLease).
 		return ErrNotLeader
