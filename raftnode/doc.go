@@ -123,10 +123,17 @@
 //     replica serves under it unless a round finds it lost. Safety does
 //     not rest on this (writes commit through raft, reads need the read
 //     lease or a confirmed heartbeat round); a sole voter keeps its lease
-//     (TestStalledLeaderServesNoLease). Each time the watcher finds the
+//     (TestStalledLeaderServesNoLease), and its proposals wait for the
+//     lock however long the stall lasts (TestStalledSoleVoterProposes):
+//     no other replica can take them, and a refusal came back to the
+//     same replica until the gateway gave up ("no leaseholder found
+//     within 10s" on a cluster of one whose syncs outlasted an election
+//     timeout). Each time the watcher finds the
 //     scheduler stalled it counts it (RoundStats.SchedulerStalls,
 //     /metrics cairn_raft_scheduler_stalls_total), so a stall with no
-//     disk fault behind it (a starved CPU, a long round) shows.
+//     disk fault behind it (a starved CPU, a long round) shows, and
+//     each proposal that gave up or, to a sole voter, waited through
+//     one (StallRefusals, SoleStallWaits).
 //
 // A round therefore waits for the apply of small writes only (OLTP
 // writes: microseconds each, and handing them to a worker would make

@@ -472,7 +472,18 @@ func (n *Node) Run(ctx context.Context, tick time.Duration) error {
 // at once when it is free; only a proposal that must wait for it (a
 // round is syncing) pays a goroutine that queues for the lock in its
 // place, so that the wait can be abandoned.
-func (n *Node) lockToPropose() bool {
+//
+// A proposal to a group whose only voter is this replica (soleVoter) always
+// waits, as servableLease keeps such a lease through a stall: no other
+// replica can take the request, so a refusal only sent it back here,
+// to be refused again while the rounds stayed long. On a cluster of one
+// whose syncs took longer than an election timeout (a loaded disk), or
+// whose scheduler a starved CPU held as long, every write that found a
+// round under way was refused that way until its gateway gave up, 10 s
+// later: "no leaseholder found for tablet N within 10s" on a single
+// node (TestStalledSoleVoterProposes). A disk that truly stopped
+// answering ends the process through the disk-stall fence.
+func (n *Node) lockToPropose(tabletID uint64) bool {
 	if n.mu.TryLock() {
 		return true
 	}
@@ -482,8 +493,19 @@ func (n *Node) lockToPropose() bool {
 		return true
 	}
 	stalled := n.stallSignal()
+	if n.soleVoter(tabletID) {
+		// Nowhere else to go: wait, stalled or not.
+		select {
+		case <-stalled:
+			n.stats.SoleStallWaits.Add(1)
+		default:
+		}
+		n.mu.Lock()
+		return true
+	}
 	select {
 	case <-stalled:
+		n.stats.StallRefusals.Add(1)
 		return false
 	default:
 	}
@@ -505,6 +527,7 @@ func (n *Node) lockToPropose() bool {
 		return true
 	case <-stalled:
 		if state.CompareAndSwap(0, 2) {
+			n.stats.StallRefusals.Add(1)
 			return false
 		}
 		<-got
@@ -819,7 +842,7 @@ func (n *Node) Propose(tabletID uint64, data []byte) error {
 // returns ErrNotLeader and nothing was proposed.
 func (n *Node) ProposeAt(tabletID, term uint64, data []byte) error {
 	asked, ended := time.Now(), n.stats.Rounds.Load()
-	if !n.lockToPropose() {
+	if !n.lockToPropose(tabletID) {
 		// The scheduler stalled while the proposal waited: nothing was
 		// proposed, and the lease is not servable (servableLease).
 		return ErrNotLeader
@@ -855,6 +878,15 @@ func (n *Node) ProposeConfChange(tabletID uint64, cc *pb.ConfChangeV2) error {
 	defer n.signal()
 	n.touchLocked(r)
 	return r.rn.ProposeConfChange(cc)
+}
+
+// soleVoter reports, without the node's lock, whether this node's
+// replica of tabletID is its group's only voter (Replica.alone, as of
+// the last round): such a replica keeps its lease through a stalled
+// scheduler (servableLease) and its proposals wait (lockToPropose).
+func (n *Node) soleVoter(tabletID uint64) bool {
+	v, ok := n.published.Load(tabletID)
+	return ok && v.(*Replica).alone.Load()
 }
 
 // Config returns the configuration of tabletID's group as of this

@@ -3,6 +3,7 @@ package raftnode
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -156,6 +157,9 @@ func TestStalledLeaderServesNoLease(t *testing.T) {
 	if n := nodes[1].Stats().SchedulerStalls.Load(); n != 1 {
 		t.Fatalf("the stall counted %d times in SchedulerStalls, want 1", n)
 	}
+	if n := nodes[1].Stats().StallRefusals.Load(); n != 1 {
+		t.Fatalf("StallRefusals = %d after one proposal gave up, want 1", n)
+	}
 
 	// The disk answers again: the round ends, the scheduler ticks, and
 	// the replica, still leader, serves under its term.
@@ -171,5 +175,119 @@ func TestStalledLeaderServesNoLease(t *testing.T) {
 	// a proposal that finds the lock free takes it at once anyway).
 	if err := nodes[1].ProposeAt(tablet, term, []byte("z")); err != nil {
 		t.Fatalf("proposing after the stall: %v", err)
+	}
+}
+
+// TestStalledSoleVoterProposes: a proposal to a group whose only voter
+// is this replica waits for a round held in its sync past an election
+// timeout, and is proposed once the round ends, instead of giving up as
+// a shared group's does (lockToPropose). A sole voter keeps its lease
+// through the stall (servableLease), so a refusal only sent the request
+// back to it: on a cluster of one whose syncs outlasted an election
+// timeout every write that found a round under way was refused until
+// its gateway gave up ("no leaseholder found for tablet N within 10s").
+// The node's clock is the test's, and the stall is the one the watcher
+// reports, so nothing here is timed.
+func TestStalledSoleVoterProposes(t *testing.T) {
+	const lone = 1
+	const election = 10
+	var clock atomic.Int64
+	gate := newSyncGate()
+	eng, err := storage.Open("", storage.Options{FS: simfs.New(vfs.NewMem(), simfs.Options{Profile: simfs.Profile{SyncLatency: 1}, Sleep: gate.sleep})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	n := NewNode(Config{NodeID: 1}, eng, &wireLog{})
+	n.now = clock.Load
+	n.setTiming(election)
+	r, err := n.AddReplica(lone, []uint64{1}, nopSM{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gate.open()
+	clock.Store(100)
+	if err := n.Campaign(lone); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		if term, _ := r.Lease(); term != 0 {
+			break
+		}
+		if i == 100 {
+			t.Fatalf("the sole voter holds no lease after %d rounds", i)
+		}
+		if _, err := n.ProcessReady(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	term, _ := r.Lease()
+	n.Tick() // the scheduler last ran now (100)
+
+	// The round that syncs the next proposal is held on the disk.
+	if err := n.ProposeAt(lone, term, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	gate.armed.Store(true)
+	round, roundDone := make(chan error, 1), make(chan struct{})
+	go func() {
+		defer close(roundDone)
+		_, err := n.ProcessReady()
+		round <- err
+	}()
+	// On a failure, the round ends before the engine closes.
+	defer func() { gate.open(); <-roundDone }()
+	select {
+	case <-gate.began:
+	case err := <-round:
+		t.Fatalf("the round ended (%v) without syncing", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the round did not reach its sync")
+	}
+
+	// Past an election timeout: the watcher finds the scheduler stalled.
+	n.running.Store(true) // as under Run: the stall watcher runs
+	wctx, stopWatch := context.WithCancel(context.Background())
+	defer stopWatch()
+	clock.Store(100 + election + 1)
+	go n.watchStall(wctx, time.Millisecond)
+	select {
+	case <-n.stallSignal():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the watcher did not find the scheduler stalled within 30 s")
+	}
+	if got, ok := r.ReadLease(); got != term || !ok {
+		t.Fatalf("stalled sole voter: ReadLease() = %d, %v; want %d, true", got, ok, term)
+	}
+
+	// A proposal that must wait for the held round's lock waits for it
+	// (counted in SoleStallWaits as it starts to); the old code refused
+	// it at once, unproposed, while the round still held the lock.
+	proposed := make(chan error, 1)
+	go func() { proposed <- n.ProposeAt(lone, term, []byte("y")) }()
+	for n.Stats().SoleStallWaits.Load() == 0 {
+		select {
+		case err := <-proposed:
+			t.Fatalf("a sole voter's proposal answered %v while the round held the lock; want it to wait", err)
+		case err := <-round:
+			t.Fatalf("the round ended (%v) with its sync held", err)
+		default:
+			runtime.Gosched()
+		}
+	}
+	if got := n.Stats().StallRefusals.Load(); got != 0 {
+		t.Fatalf("StallRefusals = %d for a sole voter's proposal, want 0", got)
+	}
+	gate.open()
+	if err := <-round; err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-proposed:
+		if err != nil {
+			t.Fatalf("a sole voter's proposal during a stalled round: %v, want it proposed once the round ended", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a sole voter's proposal was still waiting 30 s after the round ended")
 	}
 }

@@ -65,6 +65,13 @@ type RoundStats struct {
 	// lease), so that a stall without a disk fault (CPU starvation, a
 	// long round) shows in /metrics.
 	SchedulerStalls atomic.Int64
+	// StallRefusals counts the proposals to shared groups that gave up
+	// waiting for the node's lock because the scheduler was found
+	// stalled (ErrNotLeader: their gateways look for the next leader);
+	// SoleStallWaits the proposals to sole voters' groups that found it
+	// stalled and waited for it, having no other replica to go to
+	// (lockToPropose).
+	StallRefusals, SoleStallWaits atomic.Int64
 }
 
 // noteCommit adds a round's committed batch's waits in Pebble to the

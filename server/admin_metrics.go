@@ -125,9 +125,11 @@ func (s *Server) raftMetrics(w io.Writer) {
 		{"cairn_raft_round_stall_seconds_total", "Rounds' commits waiting in Pebble's write stalls (memtables, L0).", st.StallNanos.Load()},
 		{"cairn_raft_round_publish_seconds_total", "Rounds' commits waiting for publication behind earlier batches, and for the WAL sync.", st.PublishNanos.Load()},
 		{"cairn_raft_scheduler_stalls_total", "Times the raft scheduler ran neither a tick nor a round for an election timeout (its shared groups' leases not served meanwhile).", st.SchedulerStalls.Load()},
+		{"cairn_raft_stall_refused_proposals_total", "Proposals to groups with other voters that gave up waiting for a stalled raft scheduler (their gateways look for the next leader).", st.StallRefusals.Load()},
+		{"cairn_raft_stall_sole_waits_total", "Proposals to groups whose only voter is this node that found the raft scheduler stalled and waited for it (no other replica to go to).", st.SoleStallWaits.Load()},
 	} {
 		v := float64(m.v)
-		if m.name != "cairn_raft_proposals_total" && m.name != "cairn_raft_proposals_late_total" && m.name != "cairn_raft_rounds_total" && m.name != "cairn_raft_synced_rounds_total" && m.name != "cairn_raft_offloaded_applies_total" && m.name != "cairn_raft_scheduler_stalls_total" {
+		if m.name != "cairn_raft_proposals_total" && m.name != "cairn_raft_proposals_late_total" && m.name != "cairn_raft_rounds_total" && m.name != "cairn_raft_synced_rounds_total" && m.name != "cairn_raft_offloaded_applies_total" && m.name != "cairn_raft_scheduler_stalls_total" && m.name != "cairn_raft_stall_refused_proposals_total" && m.name != "cairn_raft_stall_sole_waits_total" {
 			v /= 1e9
 		}
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s counter\n%s %g\n", m.name, m.help, m.name, m.name, v)
