@@ -21,6 +21,7 @@ import (
 	"github.com/cairn-db/cairn/membership"
 	"github.com/cairn-db/cairn/raftnode"
 	"github.com/cairn-db/cairn/rpc"
+	"github.com/cairn-db/cairn/sql/builtins"
 	"github.com/cairn-db/cairn/sql/ddl"
 	"github.com/cairn-db/cairn/sql/distsql"
 	"github.com/cairn-db/cairn/storage"
@@ -425,6 +426,13 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 	}
 	r.id, r.registry = id, registry
 	r.geo.SetSelf(id)
+	// unique_rowid's node bits (its low 10) are this node's ID, not the
+	// process's random ones: two nodes of a cluster of up to 1024 can then
+	// never hand out the same value, where random bits clashed for one
+	// pair in 1,024 (an INSERT's generated key then failed with 23505).
+	// Nodes sharing a process (testcluster) share one generator, which
+	// keeps its values apart by itself.
+	builtins.SetUniqueRowIDNode(uint32(id))
 	r.transport = rpc.NewTransport(rpc.TransportConfig{Resolve: registry.Resolve, Logger: s.log, Geo: r.geo, Faults: r.faults, Creds: s.rpcCreds})
 	var st atomic.Pointer[store.Store]
 	r.raft = raftnode.NewNode(raftnode.Config{

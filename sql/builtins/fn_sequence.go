@@ -89,8 +89,10 @@ func init() {
 // unique_rowid: (microseconds since 1970 << 10) | node bits, moved past the
 // last value this process returned, so values are unique in the process,
 // roughly increasing in time, and positive until the year 2255. The 10
-// node bits keep processes apart: random per process unless
-// SetUniqueRowIDNode fixes them (a cluster gives each node its own).
+// node bits keep processes apart: random per process until
+// SetUniqueRowIDNode fixes them (a cluster's node sets its node ID as it
+// starts: server.startReplicated). Nothing survives a restart, so a node
+// whose clock went back may repeat a value; an INSERT's CPut refuses it.
 var (
 	lastRowID   atomic.Int64
 	rowIDNodeID atomic.Uint32
