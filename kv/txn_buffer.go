@@ -52,12 +52,7 @@ import (
 //     statement that wrote it read, exactly what an intent written at the
 //     statement guaranteed, and so also that every buffered CPut's
 //     condition still holds. A failure is a retryable error (40001 at
-//     COMMIT), never a silent overwrite. One exception: a key whose commit
-//     write is a generated key's CPut (its oldest live write is one, and
-//     the key is not deleted again) is not checked: nothing was read at
-//     its statement, and its condition, checked by the tablet with the
-//     write, is all it depends on (writeBuffer.onlyGenerated). It stays in
-//     the read spans.
+//     COMMIT), never a silent overwrite.
 //   - A DeleteRange is buffered as a range deletion: it hides the stored
 //     keys of its span and the buffered writes older than it. At commit the
 //     live ones go as DeleteRanges (around the keys written by point
@@ -108,10 +103,6 @@ type bufferedWrite struct {
 	// by a DeleteRange and inserted again expects no value where the
 	// stored row still is).
 	cond *bufferedCond
-	// generated marks a CPut of a key the caller generated to be new
-	// (Batch.CPutGenerated): not read at its statement, its condition
-	// (no value) is cond, checked by the tablet when the write is sent.
-	generated bool
 }
 
 type bufferedCond struct {
@@ -670,7 +661,6 @@ func (t *Txn) bufferWritesLocked(b *Batch, stored map[string][]byte) (over bool,
 			written[i] = bufferedWrite{seq: seq, ord: ord, value: req.Value}
 			if fromStored {
 				written[i].cond = &bufferedCond{expected: req.Expected, expectExists: req.ExpectExists}
-				written[i].generated = b.isGenerated(r)
 			}
 		}
 		pending = append(pending, i)
@@ -960,7 +950,7 @@ func (t *Txn) bufferChecks(wb *writeBuffer) (*kvpb.Transaction, []kvpb.Request) 
 	var reqs []kvpb.Request
 	for _, k := range wb.keys {
 		t.mu.readSpans.add(kvpb.Span{Key: k.key})
-		if k.since.Less(txn.ReadTimestamp) && !wb.onlyGenerated(k, txn.IgnoredSeqNums) {
+		if k.since.Less(txn.ReadTimestamp) {
 			reqs = append(reqs, &kvpb.RefreshRequest{Key: k.key, From: k.since})
 		}
 	}
@@ -977,35 +967,6 @@ func (t *Txn) bufferChecks(wb *writeBuffer) (*kvpb.Transaction, []kvpb.Request) 
 		}
 	}
 	return txn, reqs
-}
-
-// onlyGenerated reports whether k's commit write is a CPut of a generated
-// key carrying its condition (no value): its oldest live write is a
-// generated CPut, and the buffer resolves k to a value (commitWrites then
-// sends a CPut with that write's condition). Such a key needs no check
-// from its statement's snapshot: nothing was read there (the statement
-// assumed the key free), so no read can have gone stale, and the one thing
-// the write depends on, that the key holds no value, the tablet checks
-// with the write at the timestamp it lands at (mvcc.ConditionalPut reads
-// the newest version; one above the write is WriteTooOld). A row committed
-// since the statement then fails the commit as the check would have
-// (retryable: bufferedSendErr, or WriteTooOld and a failed refresh, the
-// key staying in the read spans). A key the transaction also deleted is
-// sent as a Delete, without the condition, and keeps its check: else the
-// Delete could remove another's row.
-func (wb *writeBuffer) onlyGenerated(k *bufferedKey, ignored []kvpb.SeqRange) bool {
-	var first *bufferedWrite
-	for i := range k.hist {
-		if !kvpb.SeqIgnored(ignored, k.hist[i].seq) {
-			first = &k.hist[i]
-			break
-		}
-	}
-	if first == nil || !first.generated || first.cond == nil || first.cond.expectExists {
-		return false
-	}
-	_, tomb, known := wb.resolve(k.key, ignored)
-	return known && !tomb
 }
 
 // bufferCheckErr is checkBuffered's error for a failed batch of n checks

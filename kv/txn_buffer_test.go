@@ -23,8 +23,6 @@ type writeWatcher struct {
 	intents []string // keys written by batches without EndTxn
 	onePC   int
 	batches int // every batch sent
-	// refreshed are the keys of every RefreshRequest sent.
-	refreshed []string
 }
 
 func (w *writeWatcher) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchResponse, error) {
@@ -42,9 +40,6 @@ func (w *writeWatcher) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.B
 		w.onePC++
 	}
 	for _, r := range ba.Requests {
-		if rr, ok := r.(*kvpb.RefreshRequest); ok {
-			w.refreshed = append(w.refreshed, string(rr.Key))
-		}
 		if lr, ok := r.(*kvpb.LockRequest); ok && lr.Unreplicated {
 			continue // writes nothing
 		}
@@ -468,86 +463,6 @@ func TestBufferedGeneratedCPut(t *testing.T) {
 			}
 			_ = txn.Rollback(ctx)
 		})
-	}
-}
-
-// TestGeneratedKeyNotRechecked: under READ COMMITTED a buffered key is
-// checked at commit from its statement's snapshot, but a generated key's
-// insert (CPutGenerated) is not (writeBuffer.onlyGenerated): nothing was
-// read there, and its condition, sent with the write, is checked at the
-// commit's timestamp. Every conflict still fails the commit: a row taken
-// since the statement (by the condition now), and a generated row the
-// transaction deleted again (sent as a Delete without the condition, so
-// the check stays).
-func TestGeneratedKeyNotRechecked(t *testing.T) {
-	e, w := newWatchedEnv(t)
-	ctx := context.Background()
-	refreshedKey := func(key string) bool {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		return slices.Contains(w.refreshed, key)
-	}
-	gen := func(txn *Txn, key, value string) {
-		t.Helper()
-		b := &Batch{}
-		b.CPutGenerated([]byte(key), []byte(value))
-		mustOK(t, txn.Run(ctx, b))
-	}
-	begin := func(name string) *Txn {
-		txn := e.db.NewTxn(ctx, name, ReadCommitted)
-		txn.EnableWriteBuffering()
-		return txn
-	}
-
-	// A generated key and a plain one, each written by a statement whose
-	// snapshot the next one replaced: only the plain one is checked.
-	txn := begin("insert")
-	gen(txn, "g1", "mine")
-	mustOK(t, txn.Put(ctx, []byte("p1"), []byte("mine")))
-	mustOK(t, txn.Step(ctx))
-	mustOK(t, txn.Commit(ctx))
-	if !txn.OnePhaseCommitted() {
-		t.Fatal("did not commit in one phase")
-	}
-	if !refreshedKey("p1") {
-		t.Fatal("the plain key p1 was not checked from its statement's snapshot")
-	}
-	if refreshedKey("g1") {
-		t.Fatal("the generated key g1 was checked from its statement's snapshot")
-	}
-	if got := e.mustGet("g1"); got != "mine" {
-		t.Fatalf("g1 = %q after commit", got)
-	}
-
-	// Taken between the statement and the commit: refused, not overwritten.
-	txn = begin("taken-since")
-	gen(txn, "g2", "mine")
-	mustOK(t, txn.Step(ctx))
-	e.mustPut("g2", "theirs")
-	if err := txn.Commit(ctx); !kvpb.IsRetryable(err) {
-		t.Fatalf("commit over a generated key taken since = %v, want a retryable error", err)
-	}
-	_ = txn.Rollback(ctx)
-	if got := e.mustGet("g2"); got != "theirs" {
-		t.Fatalf("g2 = %q: a generated insert overwrote a concurrent commit", got)
-	}
-
-	// Inserted; taken by another; then deleted by the transaction itself
-	// at a later statement (whose lock would have made the other wait).
-	// The commit sends a Delete, which would remove the other row: the
-	// check from the insert's snapshot must refuse it.
-	txn = begin("deleted")
-	gen(txn, "g3", "mine")
-	mustOK(t, txn.Step(ctx))
-	e.mustPut("g3", "theirs")
-	mustOK(t, txn.Step(ctx))
-	mustOK(t, txn.Delete(ctx, []byte("g3")))
-	if err := txn.Commit(ctx); !kvpb.IsRetryable(err) {
-		t.Fatalf("commit of a deleted generated key taken since = %v, want a retryable error", err)
-	}
-	_ = txn.Rollback(ctx)
-	if got := e.mustGet("g3"); got != "theirs" {
-		t.Fatalf("g3 = %q: the transaction's delete removed another's row", got)
 	}
 }
 
