@@ -57,7 +57,9 @@
 //  4. No write lands at or below a read already served on its key (the
 //     timestamp cache), except over the writer's own reads. A
 //     non-transactional write moves up; a transaction's write timestamp is
-//     pushed and the response says so.
+//     pushed and the response says so. A lock is no write here: it lands
+//     no version, so it neither consults the cache nor is moved by it, in
+//     two phases (evalCtx.lock) and in one (evaluateOnePC).
 //  5. Evaluate changes no shared state; Apply performs exactly what the
 //     Proposal lists.
 //  6. A lock that blocks a request is in the lock table, with the request
