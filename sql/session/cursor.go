@@ -42,8 +42,10 @@ type cursor struct {
 	held, heldCommitted bool
 }
 
-func newCursor(s *Session, p *plan.Plan, rows exec.Rows) *cursor {
-	c := &cursor{s: s, p: p, rows: rows, cols: p.Columns}
+// initCursor makes c the cursor over rows, the result of p, and registers
+// it with the session. c is the caller's (startExec: the statement's own).
+func initCursor(c *cursor, s *Session, p *plan.Plan, rows exec.Rows) {
+	*c = cursor{s: s, p: p, rows: rows, cols: p.Columns}
 	if p.Root != nil {
 		all := p.Root.Columns()
 		if len(all) != len(p.Columns) {
@@ -58,7 +60,6 @@ func newCursor(s *Session, p *plan.Plan, rows exec.Rows) *cursor {
 		s.cursors = make(map[*cursor]struct{})
 	}
 	s.cursors[c] = struct{}{}
-	return c
 }
 
 // columns describes the result for RowDescription in formats. pgwire

@@ -44,6 +44,14 @@ type stmtState struct {
 	// implicitGen is the catalog generation of the plan the statement
 	// runs without a kv.Txn (implicit.go; nil: it has one).
 	implicitGen []byte
+	// ec and cur are the statement's first execContext and cursor
+	// (startExec), allocated with it: two of the objects of every
+	// Execute. ecUsed and curUsed say they are taken; a second one (a
+	// statement that starts two plans) is allocated on its own.
+	ec      execCtxAlloc
+	cur     cursor
+	ecUsed  bool
+	curUsed bool
 }
 
 // types is the statement's type context (see Session.regTypes).
@@ -342,18 +350,27 @@ func (s *Session) catalogReader(txn *kv.Txn) *catalog.Reader {
 	return catalog.NewReader(txn, s.b.cache).UseGenerationUnless(s.wroteCatalog)
 }
 
+// execCtxAlloc is what execContext makes, in one allocation.
+type execCtxAlloc struct {
+	ctx  exec.Context
+	eval sem.EvalContext
+	ec   evalCtx
+	virt plan.VirtualEnv
+}
+
 func (s *Session) execContext(x *stmtState, txn *kv.Txn, params []types.Datum) *exec.Context {
 	packed, limit := s.packedRows()
 	// pg_catalog's tables and DDL's lookups read through it too.
 	r := x.reader(txn)
 	// One allocation for the context and what it points to: these were
-	// five of the objects every statement allocates.
-	a := &struct {
-		ctx  exec.Context
-		eval sem.EvalContext
-		ec   evalCtx
-		virt plan.VirtualEnv
-	}{}
+	// five of the objects every statement allocates; the statement's
+	// first is its stmtState's.
+	var a *execCtxAlloc
+	if !x.ecUsed {
+		x.ecUsed, a = true, &x.ec
+	} else {
+		a = &execCtxAlloc{}
+	}
 	a.ec = evalCtx{x: x}
 	a.eval = sem.EvalContext{Fn: &a.ec, Params: params}
 	a.virt = plan.VirtualEnv{
@@ -589,7 +606,13 @@ func (s *Session) startExec(x *stmtState, txn *kv.Txn, p *plan.Plan, params []ty
 	if err != nil {
 		return nil, err
 	}
-	c := newCursor(s, p, rows)
+	var c *cursor
+	if !x.curUsed {
+		x.curUsed, c = true, &x.cur
+	} else {
+		c = new(cursor)
+	}
+	initCursor(c, s, p, rows)
 	// The type context prints the rows; made when the first is
 	// (cursor.typesCtx), a statement that finds none needs none.
 	c.x, c.txn = x, txn

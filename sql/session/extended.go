@@ -232,14 +232,18 @@ func (ps *preparedStatement) Close() {}
 
 // Bind implements pgwire.Statement: it decodes the parameter values.
 func (ps *preparedStatement) Bind(ctx context.Context, p pgwire.BindParams) (pgwire.Portal, error) {
-	params, err := ps.decodeParams(ctx, p)
+	// The portal holds the values of up to len(paramBuf) parameters
+	// itself: one allocation for both, per Bind.
+	pt := &portal{ps: ps, formats: p.ResultFormats}
+	params, err := ps.decodeParams(ctx, p, pt.paramBuf[:0])
 	if err != nil {
 		if ps.s.block {
 			ps.s.abortBlock(ctx)
 		}
 		return nil, err
 	}
-	return &portal{ps: ps, params: params, formats: p.ResultFormats}, nil
+	pt.params = params
+	return pt, nil
 }
 
 // decodeParams decodes Bind's values. A reg* parameter in text form
@@ -247,15 +251,15 @@ func (ps *preparedStatement) Bind(ctx context.Context, p pgwire.BindParams) (pgw
 // reflection sends) is a name to look up, so it is read with the catalog
 // resolver, in the open transaction or a short one of its own, as
 // describe does; other parameters need no catalog.
-func (ps *preparedStatement) decodeParams(ctx context.Context, p pgwire.BindParams) ([]types.Datum, error) {
+func (ps *preparedStatement) decodeParams(ctx context.Context, p pgwire.BindParams, dst []types.Datum) ([]types.Datum, error) {
 	s := ps.s
 	if !ps.hasRegParam() {
-		return decodeParams(s.typesCtx(), ps.paramTypes, p.Values, p.Formats)
+		return decodeParams(s.typesCtx(), ps.paramTypes, p.Values, p.Formats, dst)
 	}
 	var params []types.Datum
 	dec := func(ctx context.Context, txn *kv.Txn) error {
 		var err error
-		params, err = decodeParams(s.regTypes(ctx, txn), ps.paramTypes, p.Values, p.Formats)
+		params, err = decodeParams(s.regTypes(ctx, txn), ps.paramTypes, p.Values, p.Formats, dst)
 		return err
 	}
 	var err error
@@ -285,9 +289,15 @@ func hasRegParam(pts []*types.T) bool {
 	return false
 }
 
-// decodeParams turns Bind's values into datums of the parameters' types.
-func decodeParams(tc *types.Context, pts []*types.T, vals [][]byte, formats []int16) ([]types.Datum, error) {
-	out := make([]types.Datum, len(vals))
+// decodeParams turns Bind's values into datums of the parameters' types,
+// in dst's array when it has room for them.
+func decodeParams(tc *types.Context, pts []*types.T, vals [][]byte, formats []int16, dst []types.Datum) ([]types.Datum, error) {
+	var out []types.Datum
+	if cap(dst) >= len(vals) {
+		out = dst[:len(vals)]
+	} else {
+		out = make([]types.Datum, len(vals))
+	}
 	for i, v := range vals {
 		if v == nil {
 			out[i] = types.DNull
@@ -318,6 +328,8 @@ type portal struct {
 	formats []int16
 	cur     *cursor
 	done    string // the tag of a portal that ran to completion
+	// paramBuf backs params when they fit (Bind).
+	paramBuf [4]types.Datum
 }
 
 var _ pgwire.Portal = (*portal)(nil)

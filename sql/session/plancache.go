@@ -153,12 +153,18 @@ func (s *Session) planCacheKey(x *stmtState, txn *kv.Txn) (planKey, bool, error)
 // x is the statement; its type context is made only for a key expression
 // that is not a bare parameter.
 func (gp *genericPlan) instantiate(params []types.Datum, x *stmtState) *plan.Plan {
-	p := *gp.p
 	if !gp.scan {
-		p.Root = copyChain(gp.p.Root, nil)
+		p := *gp.p
+		p.Root = copyChain(gp.p.Root, nil, nil)
 		return &p
 	}
-	key := make([]types.Datum, 0, len(gp.keys)+1)
+	// One allocation for the plan, its chain's nodes, the span and the
+	// key: five of the objects every Execute of a point lookup made.
+	in := &planInstance{p: *gp.p}
+	key := in.key[:0]
+	if len(gp.keys)+1 > len(in.key) {
+		key = make([]types.Datum, 0, len(gp.keys)+1)
+	}
 	if gp.buckets > 0 {
 		key = append(key, nil) // the shard, below
 	}
@@ -181,10 +187,29 @@ func (gp *genericPlan) instantiate(params []types.Datum, x *stmtState) *plan.Pla
 		}
 		key[0] = types.DInt(b)
 	}
-	p.Root = copyChain(gp.p.Root, func(sc *plan.Scan) {
-		sc.Spans = []plan.Span{{Start: key, End: key, EndInclusive: true}}
-	})
-	return &p
+	in.span[0] = plan.Span{Start: key, End: key, EndInclusive: true}
+	// The chain ends in its one Scan, which copyChain copies into
+	// in.scan.
+	in.p.Root = copyChain(gp.p.Root, nil, in)
+	in.scan.Spans = in.span[:]
+	return &in.p
+}
+
+// planInstance is what instantiate makes for one Execute of a cached
+// plan that reads a span: the plan, the Project and Scan its chain holds
+// (a point SELECT's whole chain), the span and its key, allocated
+// together. It is the Execute's own, as the separate objects were:
+// nothing else points into it, and no later Execute reuses it (a
+// suspended portal may still be reading an earlier instance).
+type planInstance struct {
+	p    plan.Plan
+	proj plan.Project
+	scan plan.Scan
+	span [1]plan.Span
+	key  [4]types.Datum
+	// usedProj: proj holds the chain's first Project (a second one is
+	// allocated on its own).
+	usedProj bool
 }
 
 // keyValue evaluates a key expression of a generic plan over params: nil
@@ -212,34 +237,46 @@ func paramValue(pr *sem.Param, params []types.Datum) types.Datum {
 // copyChain copies the nodes of a cached plan's chain down to its Scan,
 // and the Scan, applying f (when not nil) to the copy of the Scan. The
 // expressions are shared: nothing changes them once built (sem.Map
-// copies).
-func copyChain(n plan.Node, f func(*plan.Scan)) plan.Node {
+// copies). in, when not nil, lends its Project and Scan to the copies.
+func copyChain(n plan.Node, f func(*plan.Scan), in *planInstance) plan.Node {
 	switch v := n.(type) {
 	case *plan.Insert:
 		c := *v
 		return &c
 	case *plan.Update:
 		c := *v
-		c.Input = copyChain(v.Input, f)
+		c.Input = copyChain(v.Input, f, in)
 		return &c
 	case *plan.Delete:
 		c := *v
-		c.Input = copyChain(v.Input, f)
+		c.Input = copyChain(v.Input, f, in)
 		return &c
 	case *plan.Project:
+		if in != nil && !in.usedProj {
+			in.usedProj = true
+			in.proj = *v
+			in.proj.Input = copyChain(v.Input, f, in)
+			return &in.proj
+		}
 		c := *v
-		c.Input = copyChain(v.Input, f)
+		c.Input = copyChain(v.Input, f, in)
 		return &c
 	case *plan.IndexJoin:
 		c := *v
-		c.Input = copyChain(v.Input, f)
+		c.Input = copyChain(v.Input, f, in)
 		return &c
 	case *plan.Scan:
-		c := *v
-		if f != nil {
-			f(&c)
+		var c *plan.Scan
+		if in != nil {
+			c = &in.scan
+		} else {
+			c = new(plan.Scan)
 		}
-		return &c
+		*c = *v
+		if f != nil {
+			f(c)
+		}
+		return c
 	}
 	panic("session: cached plan of an unexpected shape")
 }
@@ -405,7 +442,7 @@ func newGenericPlan(key planKey, p *plan.Plan, g *genericShape, params []types.D
 		if _, ok := p.Root.(*plan.Insert); !ok {
 			return nil
 		}
-		c.Root = copyChain(p.Root, nil)
+		c.Root = copyChain(p.Root, nil, nil)
 		gp.p = &c
 		return gp
 	}
@@ -479,7 +516,7 @@ func newGenericPlan(key planKey, p *plan.Plan, g *genericShape, params []types.D
 		}
 		gp.keys = append(gp.keys, e)
 	}
-	c.Root = copyChain(p.Root, func(*plan.Scan) {})
+	c.Root = copyChain(p.Root, func(*plan.Scan) {}, nil)
 	gp.p, gp.scan = &c, true
 	if holdsValue(gp.p, vals) {
 		return nil
