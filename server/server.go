@@ -18,6 +18,13 @@
 //
 // With Config.Certs the node is secure (tls.go): mutual TLS to other
 // nodes, TLS on the SQL port, HTTPS on the HTTP port.
+//
+// Every node's clock keeps a persisted upper bound on its store
+// (clockbound.go), attached before anything reads the clock for a
+// timestamp, so that a restarted node never hands out a timestamp at or
+// below one it handed out before, however far its physical clock went
+// back; a member whose clock is more than the maximum offset behind that
+// bound waits before it serves.
 package server
 
 import (
@@ -370,6 +377,13 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if s.eng, err = storage.Open(cfg.StoreDir, storage.Options{FS: fs, CacheSize: cfg.CacheSize, OnFatal: onFatal,
 		DiskStallThreshold: min(time.Second, fence), OnDiskStall: onStall, ReadAhead: readAhead, WALFill: walFill}); err != nil {
 		return nil, fmt.Errorf("opening the store in %q: %w", cfg.StoreDir, err)
+	}
+	// No timestamp this incarnation hands out may be at or below one an
+	// earlier incarnation handed out, even when the physical clock went
+	// back across the restart: a read at such a timestamp would miss
+	// acknowledged writes (hlc invariant 4).
+	if err := restoreClockBound(ctx, clock, engineClockBound{s.eng}, log); err != nil {
+		return nil, err
 	}
 	if len(cfg.Join) > 0 {
 		ln := cfg.RPCListener

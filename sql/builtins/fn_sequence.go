@@ -91,8 +91,11 @@ func init() {
 // roughly increasing in time, and positive until the year 2255. The 10
 // node bits keep processes apart: random per process until
 // SetUniqueRowIDNode fixes them (a cluster's node sets its node ID as it
-// starts: server.startReplicated). Nothing survives a restart, so a node
-// whose clock went back may repeat a value; an INSERT's CPut refuses it.
+// starts: server.startReplicated). Nothing here survives a restart; a
+// restarted node waits until its clock is at most the maximum offset
+// (500 ms) behind its persisted clock bound (server/clockbound.go), so a
+// node whose clock went back may still repeat a value from that last half
+// second; an INSERT's CPut refuses it.
 var (
 	lastRowID   atomic.Int64
 	rowIDNodeID atomic.Uint32
