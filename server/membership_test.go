@@ -603,6 +603,8 @@ func TestWipedInitialMemberRejoins(t *testing.T) {
 			s, err := Start(context.Background(), c.config(join[i], lns[i], t.TempDir(), join, ""))
 			errs[i] = err
 			if err == nil {
+				// Stopped before its store directory goes (see startAt).
+				t.Cleanup(func() { _ = s.Stop(context.Background()) })
 				c.mu.Lock()
 				c.nodes[s.repl.id], c.addrs[s.repl.id] = s, join[i]
 				c.mu.Unlock()

@@ -33,6 +33,10 @@ func (c *memberCluster) startVersion(addr string, ln net.Listener, dir string, j
 	if err != nil {
 		return nil, err
 	}
+	// Stopped before its store directory goes, as startAt's nodes are:
+	// a node still running wrote into the directory while TempDir's
+	// cleanup removed it ("directory not empty").
+	c.t.Cleanup(func() { _ = s.Stop(context.Background()) })
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.nodes[s.repl.id] = s
