@@ -253,6 +253,12 @@ func (r *Replica) Applied() uint64 {
 	return r.applied
 }
 
+// defaultMaxInflightBytes is Config.MaxInflightBytes's default: 16
+// appends of 1 MiB per follower per group, far more than a loopback or
+// LAN round trip needs to keep a follower busy, and well under the
+// transport's per-peer queue (rpc.defaultQueueBytes, 128 MiB).
+const defaultMaxInflightBytes = 16 << 20
+
 // Config are a node's raft settings, shared by its groups.
 type Config struct {
 	NodeID uint64
@@ -260,6 +266,13 @@ type Config struct {
 	ElectionTicks, HeartbeatTicks int
 	// MaxSizePerMsg bounds the entries of one append message.
 	MaxSizePerMsg uint64
+	// MaxInflightBytes bounds the bytes of entries a leader has sent one
+	// follower of one group and not yet heard acknowledged. 0:
+	// defaultMaxInflightBytes. Without it only the count bounded them
+	// (256 messages of up to MaxSizePerMsg: 256 MiB per follower per
+	// group), so one catch-up could pass the transport's 128 MiB queue
+	// for its peer, which then dropped what raft had to send again.
+	MaxInflightBytes uint64
 	// LogKeep is how many applied entries a replica keeps in its log for
 	// followers that lag; older ones are compacted away, and a follower
 	// that needs them gets a snapshot. 0: 1,000.
@@ -606,6 +619,9 @@ func NewNode(cfg Config, eng *storage.Engine, t Transport) *Node {
 	if cfg.MaxSizePerMsg == 0 {
 		cfg.MaxSizePerMsg = 1 << 20
 	}
+	if cfg.MaxInflightBytes == 0 {
+		cfg.MaxInflightBytes = defaultMaxInflightBytes
+	}
 	if cfg.LogKeep == 0 {
 		cfg.LogKeep = 1000
 	}
@@ -685,6 +701,7 @@ func (n *Node) AddReplica(tabletID uint64, peers []uint64, sm StateMachine) (*Re
 		Applied:                   applied,
 		MaxSizePerMsg:             n.cfg.MaxSizePerMsg,
 		MaxInflightMsgs:           256,
+		MaxInflightBytes:          max(n.cfg.MaxInflightBytes, n.cfg.MaxSizePerMsg),
 		MaxUncommittedEntriesSize: 64 << 20,
 		CheckQuorum:               true,
 		PreVote:                   true,

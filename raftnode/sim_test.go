@@ -120,6 +120,10 @@ type sim struct {
 	// ReadConfirmed without a read lease.
 	confirmedReads int
 	next           int
+	// inflightBytes is the nodes' Config.MaxInflightBytes (0: default).
+	inflightBytes uint64
+	// mute is a node whose messages are all dropped (0: none).
+	mute uint64
 }
 
 // simTransport queues a node's outgoing messages on the simulated network.
@@ -269,7 +273,7 @@ func (s *sim) start(n *simNode) {
 		s.t.Fatalf("node %d: opening its engine: %v", n.id, err)
 	}
 	n.eng = eng
-	cfg := Config{NodeID: n.id, ElectionTicks: 10, HeartbeatTicks: 2, LogKeep: 20, MaxSizePerMsg: 4 << 10, Sideload: true}
+	cfg := Config{NodeID: n.id, ElectionTicks: 10, HeartbeatTicks: 2, LogKeep: 20, MaxSizePerMsg: 4 << 10, Sideload: true, MaxInflightBytes: s.inflightBytes}
 	if n.comeAndGo {
 		cfg.OnUnknownTablet = func(tid uint64) {
 			if _, err := n.node.AddReplica(tid, nil, n.sms[tid]); err != nil {
@@ -396,7 +400,7 @@ func (s *sim) step(propose bool, crashes bool) {
 	for _, m := range due {
 		n := s.nodes[m.to-1]
 		if n.up {
-			if s.isolated(m.to) || s.isolated(m.env.Msg.GetFrom()) {
+			if s.isolated(m.to) || s.isolated(m.env.Msg.GetFrom()) || m.env.Msg.GetFrom() == s.mute {
 				continue
 			}
 			if err := n.node.Step(m.env); err != nil && err != raft.ErrStepPeerNotFound && err != raft.ErrProposalDropped {
@@ -530,8 +534,17 @@ func (s *sim) checkLeaders() {
 
 // newSim starts nodes nodes, each with a replica of every tablet.
 func newSim(t *testing.T, seed uint64, nodes int) *sim {
+	return newSimWith(t, seed, nodes, nil)
+}
+
+// newSimWith is newSim with set applied to the sim before its nodes
+// start.
+func newSimWith(t *testing.T, seed uint64, nodes int, set func(*sim)) *sim {
 	s := &sim{t: t, rng: rand.New(rand.NewPCG(seed, seed*7919)), lossy: true,
 		applied: map[uint64]map[uint64][]byte{}, leaders: map[uint64]map[uint64]uint64{}, leaseSince: map[uint64]map[uint64]int{}}
+	if set != nil {
+		set(s)
+	}
 	for tid := uint64(1); tid <= simTablets; tid++ {
 		s.applied[tid] = map[uint64][]byte{}
 		s.leaders[tid] = map[uint64]uint64{}
