@@ -25,16 +25,7 @@ func TestClockBehindAfterRestart(t *testing.T) {
 	}
 	dir := t.TempDir()
 	bin := buildCairn(t)
-	n, err := proc.NewNode(filepath.Join(dir, "n1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		n.Kill()
-		if t.Failed() {
-			t.Logf("node log:\n%s", n.LogTail(6000))
-		}
-	})
+	n := newProcNode(t, filepath.Join(dir, "n1"))
 	if err := n.Start(bin, nil, "--debug-fault-injection"); err != nil {
 		t.Fatal(err)
 	}
@@ -80,4 +71,21 @@ func TestClockBehindAfterRestart(t *testing.T) {
 		t.Errorf("the restarted node did not log its wait for the clock (served %v after the write)", served)
 	}
 	t.Logf("restarted node served %v after the write", served)
+}
+
+// newProcNode returns a process node on dir that is killed when the test
+// ends, its log's tail printed if the test failed.
+func newProcNode(t *testing.T, dir string) *proc.Node {
+	t.Helper()
+	n, err := proc.NewNode(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		n.Kill()
+		if t.Failed() {
+			t.Logf("node log:\n%s", n.LogTail(6000))
+		}
+	})
+	return n
 }

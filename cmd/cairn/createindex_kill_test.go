@@ -29,16 +29,7 @@ func TestCreateIndexKilledCoordinator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := proc.NewNode(filepath.Join(dir, "n1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		n.Kill()
-		if t.Failed() {
-			t.Logf("node log:\n%s", n.LogTail(4000))
-		}
-	})
+	n := newProcNode(t, filepath.Join(dir, "n1"))
 	if err := n.Start(bin, nil); err != nil {
 		t.Fatal(err)
 	}
