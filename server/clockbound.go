@@ -23,7 +23,9 @@ var clockBoundKey = keys.StoreLocal("clock-bound")
 // restart was quick and the clock did not go back. A cluster member
 // serves only while its clock leads its physical clock by at most the
 // maximum offset (clockmon), so a quick restart waits out at most
-// interval − 500 ms before serving; a cluster of one serves at once.
+// interval − 500 ms before serving. An unreplicated node (no Join) has
+// no maximum offset and no peers: it serves at once, its clock up to
+// this far ahead of the physical one.
 const clockBoundInterval = time.Second
 
 // engineClockBound is hlc.UpperBoundStore on the node's engine: the bound
