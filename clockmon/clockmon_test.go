@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -312,5 +313,67 @@ func TestWaitVerified(t *testing.T) {
 	m.Round(ctx)
 	if err := <-done; err != nil {
 		t.Fatalf("WaitVerified after the peer is presumed dead = %v, want nil", err)
+	}
+}
+
+// hangingStore is an hlc.UpperBoundStore whose saves after the first
+// hang until release is closed: a disk that stalled.
+type hangingStore struct {
+	hlc.MemUpperBoundStore
+	saves   atomic.Int32
+	release chan struct{}
+}
+
+func (s *hangingStore) Save(b int64) error {
+	if s.saves.Add(1) > 1 {
+		<-s.release
+	}
+	return s.MemUpperBoundStore.Save(b)
+}
+
+// TestGuardRefusesPinnedReads: a gateway whose clock was pinned at its
+// persisted bound (hlc invariant 6) refuses a transaction that reads at a
+// pinned timestamp, and one stamped by the gateway there, without sending
+// them; a transaction begun before the stall, and a batch the leaseholder
+// stamps, still go.
+func TestGuardRefusesPinnedReads(t *testing.T) {
+	manual := hlc.NewManualClock(int64(time.Hour))
+	clock := hlc.NewClock(manual.UnixNano, 500*time.Millisecond)
+	store := &hangingStore{release: make(chan struct{})}
+	defer close(store.release)
+	if err := clock.EnsureUpperBound(store, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	peers := &fakePeers{clock: clock, off: map[uint64]time.Duration{2: 0, 3: 0}}
+	m := New(Config{NodeID: 1, Clock: clock, Peers: func() []uint64 { return []uint64{1, 2, 3} }, Pinger: peers,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	m.Round(context.Background())
+	inner := &okSender{}
+	g := Guard(inner, m)
+
+	before := clock.Now()
+	manual.Advance(3 * time.Second) // past the bound; the save hangs
+	pinned := clock.Now()
+	if pinned.WallTime >= manual.UnixNano() {
+		t.Fatalf("the clock did not pin: %s at physical %d", pinned, manual.UnixNano())
+	}
+	for _, tc := range []struct {
+		name   string
+		ba     *kvpb.BatchRequest
+		refuse bool
+	}{
+		{"txn begun while pinned", &kvpb.BatchRequest{Header: kvpb.Header{Txn: &kvpb.Transaction{ReadTimestamp: pinned}}}, true},
+		{"read stamped while pinned", &kvpb.BatchRequest{Header: kvpb.Header{Timestamp: pinned}}, true},
+		{"txn begun before the stall", &kvpb.BatchRequest{Header: kvpb.Header{Txn: &kvpb.Transaction{ReadTimestamp: before}}}, false},
+		{"read the leaseholder stamps", &kvpb.BatchRequest{}, false},
+	} {
+		sent := inner.sent
+		_, err := g.Send(context.Background(), tc.ba)
+		if refused := errors.Is(err, hlc.ErrPinned); refused != tc.refuse || (err != nil) != tc.refuse {
+			t.Fatalf("%s: err %v, want refused %v", tc.name, err, tc.refuse)
+		}
+		if (inner.sent == sent) != tc.refuse {
+			t.Fatalf("%s: sent %d batches, refused %v", tc.name, inner.sent-sent, tc.refuse)
+		}
 	}
 }

@@ -6,13 +6,18 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/kvpb"
 )
 
 // Guard wraps a gateway's sender (what its kv.DB sends each tablet's
 // sub-batch through) so that every batch is refused while m fences the
 // node: its timestamps come from a clock that disagrees with the
-// cluster's. A refused batch was never sent.
+// cluster's. It also refuses a batch that reads at a timestamp this
+// node's clock handed out while it was pinned at its persisted upper
+// bound (hlc invariant 6: the disk did not take the next bound in time,
+// so the timestamp lies behind real time, as a slow clock's would). A
+// refused batch was never sent.
 func Guard(s kvpb.Sender, m *Monitor) kvpb.Sender { return guard{s: s, m: m} }
 
 type guard struct {
@@ -26,7 +31,20 @@ func (g guard) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchResp
 			return nil, fmt.Errorf("refusing to act as a gateway: %w", err)
 		}
 	}
+	if err := g.m.cfg.Clock.CheckPinned(readTimestamp(ba)); err != nil {
+		return nil, fmt.Errorf("refusing to act as a gateway: %w", err)
+	}
 	return g.s.Send(ctx, ba)
+}
+
+// readTimestamp is the timestamp the gateway chose for ba's reads: its
+// transaction's read timestamp, else the batch's own (empty when the
+// leaseholder picks it: never a pinned one of this node's).
+func readTimestamp(ba *kvpb.BatchRequest) hlc.Timestamp {
+	if ba.Txn != nil {
+		return ba.Txn.ReadTimestamp
+	}
+	return ba.Timestamp
 }
 
 // guardWait bounds how long a batch waits for a node's first verdict on

@@ -31,6 +31,10 @@ type Clock struct {
 		// persist is set by EnsureUpperBound.
 		persist *persistState
 	}
+	// pinLo and pinHi are the wall times of the last stretch of
+	// timestamps handed out while pinned at the persisted bound (0: none
+	// yet); written under mu, read lock-free by CheckPinned.
+	pinLo, pinHi atomic.Int64
 }
 
 // NewClock returns a clock reading physical (Unix nanoseconds; hlc.UnixNano
@@ -60,13 +64,23 @@ func (c *Clock) SetPhysicalOffset(d time.Duration) { c.skew.Store(int64(d)) }
 func (c *Clock) Now() Timestamp {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	next := c.mu.last.Next()
-	if pt := c.PhysicalNow(); pt > c.mu.last.WallTime {
-		next = Timestamp{WallTime: pt}
+	for {
+		next := c.mu.last.Next()
+		if pt := c.PhysicalNow(); pt > c.mu.last.WallTime {
+			next = Timestamp{WallTime: pt}
+		}
+		if p := c.mu.persist; p != nil {
+			c.saveAheadLocked(next.WallTime)
+			if next.WallTime > p.bound {
+				if c.waitSaveLocked() {
+					continue // the save ended: read the clock again
+				}
+				next = c.pinLocked()
+			}
+		}
+		c.mu.last = next
+		return next
 	}
-	next = c.boundLocked(next)
-	c.mu.last = next
-	return next
 }
 
 // Update moves the clock forward to remote, so every later Now is greater
@@ -93,7 +107,15 @@ func (c *Clock) Update(remote Timestamp) error {
 	if err := c.raiseBoundLocked(remote.WallTime); err != nil {
 		return err
 	}
+	if remote.LessEq(c.mu.last) {
+		// The mutex was released while a save ran: another caller may
+		// have moved the clock past remote meanwhile.
+		return nil
+	}
 	c.mu.last = remote
+	if c.mu.persist != nil {
+		c.saveAheadLocked(remote.WallTime)
+	}
 	return nil
 }
 

@@ -31,8 +31,16 @@ import (
 //	    Print Lead: how far the clock is ahead of the physical clock.
 //	fail-saves on|off
 //	    Make the store's Save fail (a full or broken disk) or succeed again.
+//	hang-saves on|off
+//	    Make the store's Save block (a stalled disk) until hang-saves off.
+//	check-pinned ts=<wall[,logical]>
+//	    Print CheckPinned's verdict on ts.
 //	state
 //	    Print the physical reading, the persisted bound and the save count.
+//
+// Saves run in the background; every command but those run while saves
+// hang first waits for the save in flight to end, so the output is
+// deterministic.
 func TestClockDataDriven(t *testing.T) {
 	var (
 		manual *ManualClock
@@ -40,6 +48,9 @@ func TestClockDataDriven(t *testing.T) {
 		store  = &flakyStore{}
 	)
 	datadriven.RunTest(t, "testdata/clock", func(t *testing.T, d *datadriven.TestData) string {
+		if clock != nil && !store.hanging() {
+			clock.WaitPersisted()
+		}
 		switch d.Cmd {
 		case "clock":
 			var physical int64
@@ -92,8 +103,22 @@ func TestClockDataDriven(t *testing.T) {
 			}
 			return "ok"
 		case "fail-saves":
-			store.fail = d.CmdArgs[0].Key == "on"
+			store.setFail(d.CmdArgs[0].Key == "on")
 			return ""
+		case "hang-saves":
+			store.setHang(d.CmdArgs[0].Key == "on")
+			return ""
+		case "check-pinned":
+			var s string
+			d.ScanArgs(t, "ts", &s)
+			ts, err := ParseTimestamp(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := clock.CheckPinned(ts); err != nil {
+				return "pinned: " + err.Error()
+			}
+			return "ok"
 		case "state":
 			bound, _ := store.Load()
 			return fmt.Sprintf("physical=%d bound=%d saves=%d persist-err=%v",
@@ -114,16 +139,49 @@ func parseDuration(t *testing.T, s string) time.Duration {
 	return d
 }
 
-// flakyStore is a MemUpperBoundStore whose saves can be made to fail.
+// flakyStore is a MemUpperBoundStore whose saves can be made to fail or
+// to hang.
 type flakyStore struct {
 	MemUpperBoundStore
+	mu   sync.Mutex
 	fail bool
+	// hang, when non-nil, is closed to let the hanging saves return.
+	hang chan struct{}
 }
 
 var errDiskFull = errors.New("disk full")
 
+func (s *flakyStore) setFail(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fail = on
+}
+
+func (s *flakyStore) setHang(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if on && s.hang == nil {
+		s.hang = make(chan struct{})
+	} else if !on && s.hang != nil {
+		close(s.hang)
+		s.hang = nil
+	}
+}
+
+func (s *flakyStore) hanging() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hang != nil
+}
+
 func (s *flakyStore) Save(bound int64) error {
-	if s.fail {
+	s.mu.Lock()
+	fail, hang := s.fail, s.hang
+	s.mu.Unlock()
+	if hang != nil {
+		<-hang
+	}
+	if fail {
 		return errDiskFull
 	}
 	return s.MemUpperBoundStore.Save(bound)
@@ -158,6 +216,9 @@ func TestClockRestartNeverGoesBackwards(t *testing.T) {
 			}
 			last = ts
 		}
+		// A restart ends the process and its saves with it: let this
+		// incarnation's last save land before the next one starts.
+		c.WaitPersisted()
 		if bound, _ := store.Load(); last.WallTime > bound {
 			t.Fatalf("restart %d: handed out %s beyond the persisted bound %d", restart, last, bound)
 		}
@@ -237,5 +298,65 @@ func TestUpdateOffsetErrorLeavesClockUnchanged(t *testing.T) {
 	}
 	if err := c.Update(Timestamp{WallTime: 1100}); err != nil {
 		t.Fatalf("remote exactly at the max offset must be accepted: %v", err)
+	}
+}
+
+// TestUpdateBeyondHungSave checks invariant 5's one wait: an Update beyond
+// the persisted bound while the save hangs is refused after
+// updateSaveWait, leaves the clock where it was, and Now still answers.
+func TestUpdateBeyondHungSave(t *testing.T) {
+	defer func(d time.Duration) { updateSaveWait = d }(updateSaveWait)
+	updateSaveWait = 10 * time.Millisecond
+	manual := NewManualClock(1000)
+	c := NewClock(manual.UnixNano, 0)
+	store := &flakyStore{}
+	if err := c.EnsureUpperBound(store, 100*time.Nanosecond); err != nil {
+		t.Fatal(err)
+	}
+	store.setHang(true)
+	before := c.Now()
+	if err := c.Update(Timestamp{WallTime: 5000}); err == nil {
+		t.Fatal("an Update beyond the bound was accepted while the save hung")
+	}
+	if after := c.Now(); !before.Less(after) || after.WallTime >= 5000 {
+		t.Fatalf("after the refused Update: %s then %s", before, after)
+	}
+	store.setHang(false)
+	c.WaitPersisted()
+	if err := c.Update(Timestamp{WallTime: 5000}); err != nil {
+		t.Fatalf("once saves answer again: %v", err)
+	}
+	if ts := c.Now(); ts.WallTime != 5000 {
+		t.Fatalf("Now after Update(5000) is %s", ts)
+	}
+}
+
+// TestStopPersisting: after StopPersisting no save reaches the store (the
+// node closes its engine next), and the clock still answers, pinned at
+// the bound, strictly increasing.
+func TestStopPersisting(t *testing.T) {
+	manual := NewManualClock(1000)
+	c := NewClock(manual.UnixNano, 0)
+	store := &MemUpperBoundStore{}
+	if err := c.EnsureUpperBound(store, 100*time.Nanosecond); err != nil {
+		t.Fatal(err)
+	}
+	c.StopPersisting()
+	saves := store.Saves()
+	bound, _ := store.Load()
+	last := c.Now()
+	for range 5 {
+		manual.Advance(80 * time.Nanosecond)
+		ts := c.Now()
+		if !last.Less(ts) || ts.WallTime > bound {
+			t.Fatalf("after StopPersisting: %s then %s (bound %d)", last, ts, bound)
+		}
+		last = ts
+	}
+	if err := c.Update(Timestamp{WallTime: bound + 1}); err == nil {
+		t.Fatal("an Update beyond the bound was accepted after StopPersisting")
+	}
+	if s := store.Saves(); s != saves {
+		t.Fatalf("%d saves after StopPersisting", s-saves)
 	}
 }

@@ -25,7 +25,15 @@
 //     a wall time above the persisted bound, and after a restart every Now()
 //     is strictly greater than every timestamp handed out before it, even if
 //     the physical clock went backwards in between.
-//  5. The wall time the clock holds never exceeds the persisted bound while a
-//     store is attached; if the store fails, the clock keeps ticking the
-//     logical counter at the bound rather than break invariant 4.
+//  5. No Now() waits for the store: the next bound is saved in the
+//     background, ahead of need, off the clock's mutex. While a save is
+//     slow, hung (a stalled disk) or failing, the wall time is pinned at
+//     the persisted bound and the clock ticks the logical counter there
+//     rather than break invariant 4. Only an Update beyond the bound
+//     waits for a save, for at most a second, with the mutex released.
+//  6. A timestamp handed out while pinned lies behind the physical clock,
+//     so a read at it could miss a write another node acknowledged before
+//     the read began. CheckPinned recognises the wall times of the last
+//     pinned stretch, lock-free, so a gateway refuses to read at one
+//     (clockmon.Guard).
 package hlc

@@ -1,6 +1,7 @@
 package hlc
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -10,13 +11,18 @@ import (
 // UpperBoundStore persists the clock's wall-time upper bound across
 // restarts. The node implements it on a store-local key with a synced write;
 // Save must be durable when it returns, because the clock hands out wall
-// times up to the saved value right after. Load returns 0 when nothing has
-// been saved yet. The clock calls them with its mutex held, never
-// concurrently.
+// times up to the saved value once it has. Load returns 0 when nothing has
+// been saved yet. The clock never holds its mutex while calling them and
+// never has two saves in flight.
 type UpperBoundStore interface {
 	Load() (int64, error)
 	Save(wallNanos int64) error
 }
+
+// ErrPinned is what CheckPinned's errors wrap: a timestamp the clock
+// handed out while its wall time was held at the persisted bound, behind
+// the physical clock, because a new bound could not be saved in time.
+var ErrPinned = errors.New("hlc: the clock is held at its persisted upper bound")
 
 // persistState is the clock's view of its attached UpperBoundStore.
 type persistState struct {
@@ -24,33 +30,57 @@ type persistState struct {
 	interval time.Duration
 	// bound is the last value known durable in store.
 	bound int64
-	// err is the last Save failure, cleared by the next successful save.
-	err error
+	// err is the last Save failure, cleared by the next successful save;
+	// failedAt is the physical reading when it failed, so that a failing
+	// store is retried at most every interval/8, not on every Now.
+	err      error
+	failedAt int64
+	// done is non-nil while a save is in flight, and closed when it ends.
+	done chan struct{}
+	// slow is set when a reading of the clock gave up waiting for the
+	// save in flight (nowSaveWait), cleared when that save ends: until
+	// then readings pin at once rather than each wait again.
+	slow bool
+	// stopped is set by StopPersisting: no save starts after it.
+	stopped bool
 }
 
 // EnsureUpperBound attaches store to the clock so its timestamps never go
 // backwards across a restart (invariant 4). It loads the persisted bound and
 // moves the clock above it, so the first Now has a wall time strictly greater
 // than any wall time a previous incarnation could have handed out, even if
-// the physical clock is now behind. From then on, whenever the clock is about
-// to pass the bound it first saves a new one interval ahead, so a save
-// happens about once per interval of clock progress. Call it once, before the
-// clock hands out timestamps that matter.
+// the physical clock is now behind; and it saves a new bound one interval
+// ahead of the clock before it returns. From then on the clock saves the
+// next bound, interval ahead, in the background once it has used half of
+// the headroom (about twice per interval of clock progress), so no Now
+// waits for a disk (invariant 5). Call it once, before the clock hands out
+// timestamps that matter.
 func (c *Clock) EnsureUpperBound(store UpperBoundStore, interval time.Duration) error {
 	bound, err := store.Load()
 	if err != nil {
 		return fmt.Errorf("hlc: loading clock upper bound: %w", err)
 	}
 	c.mu.Lock()
+	attached := c.mu.persist != nil
+	// The previous incarnation may have handed out any timestamp with wall
+	// time <= bound; the smallest timestamp above all of those is
+	// (bound+1, 0), which is exactly what Next of this floor yields.
+	floor := c.mu.last.Forward(Timestamp{WallTime: bound, Logical: math.MaxInt32})
+	c.mu.Unlock()
+	if attached {
+		return fmt.Errorf("hlc: clock already has an upper bound store")
+	}
+	next := max(floor.WallTime+1, c.PhysicalNow()) + int64(interval)
+	if err := store.Save(next); err != nil {
+		return fmt.Errorf("hlc: saving clock upper bound %d: %w", next, err)
+	}
+	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.mu.persist != nil {
 		return fmt.Errorf("hlc: clock already has an upper bound store")
 	}
-	// The previous incarnation may have handed out any timestamp with wall
-	// time <= bound; the smallest timestamp above all of those is (bound+1, 0),
-	// which is exactly what Next of this floor yields.
-	c.mu.last = c.mu.last.Forward(Timestamp{WallTime: bound, Logical: math.MaxInt32})
-	c.mu.persist = &persistState{store: store, interval: interval, bound: bound}
+	c.mu.last = c.mu.last.Forward(floor)
+	c.mu.persist = &persistState{store: store, interval: interval, bound: next}
 	return nil
 }
 
@@ -66,38 +96,205 @@ func (c *Clock) PersistError() error {
 	return c.mu.persist.err
 }
 
-// raiseBoundLocked makes sure wall is at or below the persisted bound, saving
-// a new bound of wall+interval when it is not.
-func (c *Clock) raiseBoundLocked(wall int64) error {
-	p := c.mu.persist
-	if p == nil || wall <= p.bound {
+// WaitPersisted waits until no save of the bound is in flight (tests
+// use it to read the store at a known point).
+func (c *Clock) WaitPersisted() {
+	for {
+		c.mu.Lock()
+		var done chan struct{}
+		if c.mu.persist != nil {
+			done = c.mu.persist.done
+		}
+		c.mu.Unlock()
+		if done == nil {
+			return
+		}
+		<-done
+	}
+}
+
+// StopPersisting ends the clock's saves: it waits for the save in flight,
+// and none starts after it, so the store may be closed. The clock goes on
+// answering, pinned at the persisted bound once it reaches it (invariant
+// 5). A node calls it as it stops, before closing its engine.
+func (c *Clock) StopPersisting() {
+	c.mu.Lock()
+	if c.mu.persist != nil {
+		c.mu.persist.stopped = true
+	}
+	c.mu.Unlock()
+	c.WaitPersisted()
+}
+
+// CheckPinned returns an error wrapping ErrPinned when ts's wall time lies
+// in the last stretch of wall times the clock handed out while it was
+// pinned at its persisted bound behind the physical clock (invariant 6),
+// nil otherwise. A gateway must not choose a read timestamp so far behind
+// real time: a read there could miss a write another node acknowledged
+// before the read began. Lock-free: the gateway asks for every batch.
+func (c *Clock) CheckPinned(ts Timestamp) error {
+	hi := c.pinHi.Load()
+	if hi == 0 || ts.WallTime > hi || ts.WallTime < c.pinLo.Load() {
 		return nil
 	}
-	next := wall + int64(p.interval)
-	if err := p.store.Save(next); err != nil {
-		p.err = err
-		return fmt.Errorf("hlc: saving clock upper bound %d: %w", next, err)
+	return fmt.Errorf("%w: timestamp %s was handed out while the clock could not pass %d (the bound could not be saved in time)", ErrPinned, ts, hi)
+}
+
+// saveAheadLocked starts a background save of wall+interval when wall has
+// used half of the headroom below the persisted bound and no save is in
+// flight (nor did one fail within the last interval/8).
+func (c *Clock) saveAheadLocked(wall int64) {
+	p := c.mu.persist
+	if p.done != nil || p.stopped || p.bound-wall >= int64(p.interval)/2 {
+		return
 	}
-	p.bound, p.err = next, nil
+	if p.err != nil && c.PhysicalNow()-p.failedAt < int64(p.interval)/8 {
+		return
+	}
+	target := wall + int64(p.interval)
+	done := make(chan struct{})
+	p.done = done
+	go c.save(p, target, done)
+}
+
+// save runs one Save off the clock's mutex and records its outcome.
+func (c *Clock) save(p *persistState, target int64, done chan struct{}) {
+	err := p.store.Save(target)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil {
+		p.err = fmt.Errorf("hlc: saving clock upper bound %d: %w", target, err)
+		p.failedAt = c.PhysicalNow()
+	} else {
+		p.err = nil
+		p.bound = max(p.bound, target)
+	}
+	p.done, p.slow = nil, false
+	close(done)
+}
+
+// waitSaveLocked waits, with the mutex released, up to nowSaveWait for
+// the save in flight, and reports whether it ended (the caller reads the
+// clock again). It returns false at once when no save is in flight (a
+// failed one waits out its retry gap) or an earlier wait already gave up
+// on this one.
+func (c *Clock) waitSaveLocked() bool {
+	p := c.mu.persist
+	if p.done == nil || p.slow {
+		return false
+	}
+	done := p.done
+	t := time.NewTimer(nowSaveWait)
+	defer t.Stop()
+	c.mu.Unlock()
+	select {
+	case <-done:
+		c.mu.Lock()
+		return true
+	case <-t.C:
+		c.mu.Lock()
+		if p.done == done {
+			p.slow = true
+		}
+		return p.done != done
+	}
+}
+
+// raiseBoundLocked makes sure wall is at or below the persisted bound,
+// starting a save and waiting for it (with the mutex released) when it is
+// not, for at most updateSaveWait. Only Update needs it: a remote timestamp
+// beyond a bound kept an interval ahead of the clock is more than the
+// maximum offset ahead unless saves are slow.
+func (c *Clock) raiseBoundLocked(wall int64) error {
+	p := c.mu.persist
+	if p == nil {
+		return nil
+	}
+	var timeout <-chan time.Time
+	for wall > p.bound {
+		if p.stopped {
+			return fmt.Errorf("hlc: the clock's upper bound cannot be raised to %d: the node is stopping", wall)
+		}
+		if p.slow {
+			return fmt.Errorf("hlc: the clock's upper bound could not be raised to %d: %w", wall, orSlow(p.err))
+		}
+		if p.done == nil {
+			if p.err != nil && timeout != nil {
+				return p.err
+			}
+			target := wall + int64(p.interval)
+			p.done = make(chan struct{})
+			go c.save(p, target, p.done)
+		}
+		if timeout == nil {
+			t := time.NewTimer(updateSaveWait)
+			defer t.Stop()
+			timeout = t.C
+		}
+		done := p.done
+		c.mu.Unlock()
+		select {
+		case <-done:
+			c.mu.Lock()
+		case <-timeout:
+			c.mu.Lock()
+			if wall > p.bound {
+				return fmt.Errorf("hlc: the clock's upper bound could not be raised to %d within %s: %w", wall, updateSaveWait, orSlow(p.err))
+			}
+		}
+	}
 	return nil
 }
 
-// boundLocked returns next if it may be handed out, or the closest timestamp
-// that may when the bound cannot be raised: one that is still greater than
-// the clock's last timestamp but does not pass the persisted bound.
-func (c *Clock) boundLocked(next Timestamp) Timestamp {
-	if c.raiseBoundLocked(next.WallTime) == nil {
-		return next
+// nowSaveWait bounds how long a reading of the clock that would pass the
+// persisted bound waits for the save in flight before it pins: a synced
+// write of a few bytes ends well within it, so only a jump of the
+// physical clock (an NTP step) makes a reading wait at all, unless the
+// disk is slow or stalled. A variable for tests.
+var nowSaveWait = 200 * time.Millisecond
+
+// updateSaveWait bounds how long an Update beyond the persisted bound
+// waits for a save to raise it: a synced write of a few bytes, unless the
+// disk stalled, when the caller (a request) is better refused. A variable
+// for tests.
+var updateSaveWait = time.Second
+
+// pinMerge is how close (in wall time) two stretches of pinned
+// timestamps are merged into one for CheckPinned.
+const pinMerge = 10 * time.Second
+
+var errSaveSlow = errors.New("its save has not returned")
+
+func orSlow(err error) error {
+	if err != nil {
+		return err
 	}
-	bound := c.mu.persist.bound
-	if c.mu.last.WallTime < bound {
-		return Timestamp{WallTime: bound}
+	return errSaveSlow
+}
+
+// pinLocked returns the timestamp handed out instead of next when next
+// passes the persisted bound and the save did not raise it in time: one
+// still greater than the clock's last timestamp that does not pass the
+// bound (invariant 5).
+func (c *Clock) pinLocked() Timestamp {
+	p := c.mu.persist
+	// Record the stretch of wall times handed out so, for CheckPinned
+	// (invariant 6). Every timestamp handed out while pinned has a wall
+	// time from the first pinned bound to the current one; a new stretch
+	// within pinMerge of the last one extends it, so a transaction begun
+	// in the first of two close stalls stays refused.
+	if hi := c.pinHi.Load(); hi == 0 || p.bound-hi > int64(pinMerge) {
+		c.pinLo.Store(p.bound)
+	}
+	c.pinHi.Store(p.bound)
+	if c.mu.last.WallTime < p.bound {
+		return Timestamp{WallTime: p.bound}
 	}
 	pinned := c.mu.last.Next()
-	if pinned.WallTime > bound {
+	if pinned.WallTime > p.bound {
 		// 2^31 timestamps at one wall time while the store keeps failing:
 		// handing out another would break invariant 4.
-		panic(fmt.Sprintf("hlc: logical clock exhausted at the persisted upper bound %d: %v", bound, c.mu.persist.err))
+		panic(fmt.Sprintf("hlc: logical clock exhausted at the persisted upper bound %d: %v", p.bound, p.err))
 	}
 	return pinned
 }

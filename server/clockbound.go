@@ -17,8 +17,9 @@ import (
 var clockBoundKey = keys.StoreLocal("clock-bound")
 
 // clockBoundInterval is how far ahead of the clock each persisted bound
-// lies, so the clock saves (one synced write, with its mutex held) about
-// once per interval of wall time. After a restart the clock starts at
+// lies, so the clock saves (one synced write, in the background, once half
+// the headroom is used: hlc invariant 5) about twice per interval of wall
+// time. After a restart the clock starts at
 // the bound: at most this far ahead of the physical clock when the
 // restart was quick and the clock did not go back. A cluster member
 // serves only while its clock leads its physical clock by at most the

@@ -708,6 +708,9 @@ func (s *Server) closeStorage() error {
 		err = s.repl.stop()
 	}
 	if s.eng != nil {
+		// The clock saves its upper bound on the engine in the
+		// background (hlc invariant 5): no save may reach a closed one.
+		s.clock.StopPersisting()
 		if cerr := s.eng.Close(); err == nil {
 			err = cerr
 		}

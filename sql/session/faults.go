@@ -5,6 +5,7 @@ import (
 	"syscall"
 
 	"github.com/cairn-db/cairn/clockmon"
+	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/kvpb"
 	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/cairn-db/cairn/storage"
@@ -26,6 +27,11 @@ import (
 //     system_error: nothing was sent, and another node can serve the
 //     statement. The message says whether its clock was judged off
 //     (ErrClockOffset) or not yet checked (ErrUnverified).
+//   - A gateway that refused to read at a timestamp its clock handed out
+//     while pinned at its persisted upper bound (hlc.ErrPinned: its disk
+//     did not take the bound's save in time, so the timestamp lies behind
+//     real time) is 58030 io_error: nothing was sent, and another node,
+//     or this one once its disk answers, can serve the statement.
 //   - A read below a tablet's GC threshold (kvpb.BatchTimestampBeforeGCError:
 //     a transaction whose snapshot GC was allowed to pass, which the
 //     protected timestamps prevent unless its node's record went stale)
@@ -50,6 +56,9 @@ func faultError(err error) error {
 	case errors.Is(err, storage.ErrEngineFailed):
 		return &causeError{pgerror.New(pgerrcode.IOError, "could not write to the store: the disk failed").
 			WithDetail("%s", err.Error()).WithHint("The node stops; restart it on a healthy disk."), err}
+	case errors.Is(err, hlc.ErrPinned):
+		return &causeError{pgerror.New(pgerrcode.IOError, "this node's clock is held back: its disk did not save the clock's upper bound in time").
+			WithDetail("%s", err.Error()).WithHint("Retry the transaction, or connect to another node; the node serves again once its disk answers."), err}
 	case errors.Is(err, clockmon.ErrUnverified):
 		return &causeError{pgerror.New(pgerrcode.SystemError, "this node has not yet checked its clock against the cluster's; it serves nothing until it has").
 			WithDetail("%s", err.Error()).WithHint("Retry in a moment (a starting node measures its peers' clocks first), or connect to another node."), err}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cairn-db/cairn/clockmon"
+	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/kvpb"
 	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/cairn-db/cairn/storage"
@@ -28,6 +29,7 @@ func TestFaultSQLStates(t *testing.T) {
 		{"disk broken", fmt.Errorf("storage: commit: %w", fmt.Errorf("%w: %w", storage.ErrEngineFailed, syscall.EIO)), pgerrcode.IOError},
 		{"fenced gateway", fmt.Errorf("refusing to act as a gateway: %w", clockmon.ErrClockOffset), pgerrcode.SystemError},
 		{"gateway whose clock is not yet checked", fmt.Errorf("refusing to act as a gateway: %w", clockmon.ErrUnverified), pgerrcode.SystemError},
+		{"gateway whose clock is pinned at its bound", fmt.Errorf("refusing to act as a gateway: %w", hlc.ErrPinned), pgerrcode.IOError},
 		{"read below the GC threshold", fmt.Errorf("kv: scan: %w", &kvpb.BatchTimestampBeforeGCError{Msg: "Scan"}), pgerrcode.SnapshotTooOld},
 		{"retryable still 40001", &kvpb.TransactionRetryError{}, pgerrcode.SerializationFailure},
 		{"anything else", errors.New("boom"), pgerrcode.InternalError},
