@@ -69,10 +69,15 @@ func (ec *evalCtx) lockUnreplicated(req *kvpb.LockRequest) (kvpb.Response, error
 			}
 		}
 	}
-	held, err := mvcc.CheckLockNewest(ec.b, req.Key, req.EndKey, ec.txn, opts, note)
-	if err == nil {
+	held, newest, whole, err := mvcc.CheckLockSpanNewest(ec.b, req.Key, req.EndKey, ec.txn, opts, note)
+	if err == nil && note != nil {
 		for _, v := range seen {
 			ec.r.valid.install(v.key, v.newest, ec.validGen)
+		}
+		if whole && len(req.EndKey) > 0 {
+			// And the row span's as a whole: the commit's check of the
+			// lock's span passes without a read too.
+			ec.r.valid.installSpan(req.Key, req.EndKey, newest, ec.validGen)
 		}
 	}
 	if err != nil {
