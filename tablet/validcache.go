@@ -94,13 +94,20 @@ func (c *validCache) passes(key []byte, from hlc.Timestamp) bool {
 // passesSpan reports whether the cache proves that no key of the span
 // [start, end) has a version above from.
 func (c *validCache) passesSpan(start, end []byte, from hlc.Timestamp) bool {
+	ts, ok := c.spanNewest(start, end)
+	return ok && ts.LessEq(from)
+}
+
+// spanNewest returns the newest version of any key of the row span
+// [start, end), if the cache holds it.
+func (c *validCache) spanNewest(start, end []byte) (hlc.Timestamp, bool) {
 	if !rowSpan(start, end) {
-		return false
+		return hlc.Timestamp{}, false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ts, ok := c.spans[string(start)]
-	return ok && ts.LessEq(from)
+	return ts, ok
 }
 
 // rowSpan reports whether [start, end) is the span of the keys prefixed

@@ -341,6 +341,26 @@ func TestValidationCacheRowSpan(t *testing.T) {
 			} else if err != nil {
 				t.Fatalf("the check of the row after a write past it: %v", err)
 			}
+			// A one-phase commit below the write, its row lock checked
+			// outside the transaction (evalOnePCWrites): the lock's check
+			// must see the write above the commit, as the engine's read
+			// did, and passes from the cache when nothing wrote the row.
+			// (READ COMMITTED's, which may move above the refresh's read
+			// at 50 once its writes passed at 25.)
+			onepc := name + "-1pc"
+			h.newTxn(onepc, wallTS(25), 0)
+			ba = &kvpb.BatchRequest{}
+			ba.Add(&kvpb.LockRequest{Key: row, EndKey: end})
+			ba.Add(&kvpb.PutRequest{Key: append(append([]byte(nil), row...), '1'), Value: []byte("v25")})
+			ba.Add(&kvpb.EndTxnRequest{Key: row, Commit: true, MayMoveCommit: true, LockSpans: []kvpb.Span{{Key: row, EndKey: end}}})
+			br, err := h.send(ctx, ba, onepc)
+			if tc.invalid {
+				if err == nil {
+					t.Fatalf("a one-phase commit at 25 of a row written at 30 committed (one phase: %v)", br.OnePhaseCommit)
+				}
+			} else if err != nil || !br.OnePhaseCommit {
+				t.Fatalf("a one-phase commit of the row after a write past it: %v", err)
+			}
 		})
 	}
 }
