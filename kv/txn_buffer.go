@@ -950,7 +950,7 @@ func (t *Txn) bufferChecks(wb *writeBuffer) (*kvpb.Transaction, []kvpb.Request) 
 	var reqs []kvpb.Request
 	for _, k := range wb.keys {
 		t.mu.readSpans.add(kvpb.Span{Key: k.key})
-		if k.since.Less(txn.ReadTimestamp) {
+		if k.since.Less(txn.ReadTimestamp) && !wb.lockChecks(k) {
 			reqs = append(reqs, &kvpb.RefreshRequest{Key: k.key, From: k.since})
 		}
 	}
@@ -967,6 +967,37 @@ func (t *Txn) bufferChecks(wb *writeBuffer) (*kvpb.Transaction, []kvpb.Request) 
 		}
 	}
 	return txn, reqs
+}
+
+// maxLocksCovering bounds the buffered locks lockChecks looks through per
+// key: an UPDATE of a few rows in a block has a lock per row; a larger
+// statement keeps its keys' own checks rather than a walk per key.
+const maxLocksCovering = 32
+
+// lockChecks reports whether the check of one of wb's buffered locks
+// covers k's own: a lock whose span holds k, checked from at or before
+// k's since. That check (a refresh of the span, from its since to the
+// read timestamp) fails on any version of k that k's own (a refresh of k
+// from a later or equal since) would fail on, so an UPDATE's row is
+// checked once at commit, not twice (its lock's span and its key).
+func (wb *writeBuffer) lockChecks(k *bufferedKey) bool {
+	if len(wb.locks) > maxLocksCovering {
+		return false
+	}
+	for _, l := range wb.locks {
+		if l.since.LessEq(k.since) && spanHolds(l.span, k.key) {
+			return true
+		}
+	}
+	return false
+}
+
+// spanHolds reports whether s holds key (an EndKey empty: s is its Key).
+func spanHolds(s kvpb.Span, key []byte) bool {
+	if len(s.EndKey) == 0 {
+		return bytes.Equal(s.Key, key)
+	}
+	return bytes.Compare(s.Key, key) <= 0 && bytes.Compare(key, s.EndKey) < 0
 }
 
 // bufferCheckErr is checkBuffered's error for a failed batch of n checks

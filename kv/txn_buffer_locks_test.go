@@ -320,3 +320,88 @@ func TestLockOnReadSavesRoundTrip(t *testing.T) {
 		})
 	}
 }
+
+// TestLockedRowCheckedOnce: an UPDATE-shaped statement of a READ
+// COMMITTED buffering transaction (a locking read of the row's span, then
+// a Put of its key with a Lock of the span) is checked at commit by one
+// refresh of the lock's span, which covers the key's own check from the
+// same snapshot (writeBuffer.lockChecks); it was two, each a read of the
+// row. A key written by an earlier statement, before the lock, keeps its
+// own check from that statement's snapshot; a write of the row in the
+// window (the unreplicated lock out of its way) still fails the commit.
+func TestLockedRowCheckedOnce(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name         string
+		writeFirst   bool // an earlier statement wrote r without a lock
+		intrude      bool // another transaction writes r before the commit
+		wantRefresh  int
+		wantRetryErr bool
+	}{
+		{name: "locked then written", wantRefresh: 1},
+		{name: "written before the lock", writeFirst: true, wantRefresh: 2},
+		{name: "row written in the window", intrude: true, wantRetryErr: true},
+		{name: "written before the lock, row written in the window", writeFirst: true, intrude: true, wantRetryErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			log := &batchLog{}
+			e := newTestEnv(t, envOptions{db: Options{NoUnreplicatedLocks: tc.intrude},
+				wrapSender: func(s kvpb.Sender) kvpb.Sender {
+					log.Sender = s
+					return log
+				}})
+			e.mustPut("r", "0")
+			txn := e.db.NewTxn(ctx, "update", ReadCommitted)
+			txn.EnableWriteBuffering()
+			if tc.writeFirst {
+				mustOK(t, txn.Put(ctx, []byte("r"), []byte("first")))
+				mustOK(t, txn.Step(ctx))
+			}
+			rd := &Batch{}
+			rd.Scan([]byte("r"), []byte("s"), 0)
+			rd.LockOnRead([]byte("r"), []byte("s"))
+			mustOK(t, txn.Run(ctx, rd))
+			w := &Batch{}
+			w.Put([]byte("r"), []byte("1"))
+			w.Lock([]byte("r"), []byte("s"), false)
+			mustOK(t, txn.Run(ctx, w))
+			mustOK(t, txn.Step(ctx))
+			if tc.intrude {
+				e.mustPut("r", "x")
+			}
+			log.arm()
+			err := txn.Commit(ctx)
+			if tc.wantRetryErr {
+				if !kvpb.IsRetryable(err) {
+					t.Fatalf("commit: %v, want a retryable error", err)
+				}
+				_ = txn.Rollback(ctx)
+				if got := e.mustGet("r"); got != "x" {
+					t.Fatalf("r = %q after the failed commit, want x", got)
+				}
+				return
+			}
+			mustOK(t, err)
+			if got := e.mustGet("r"); got != "1" {
+				t.Fatalf("r = %q after the commit, want 1", got)
+			}
+			log.mu.Lock()
+			defer log.mu.Unlock()
+			n := 0
+			for _, b := range log.batches {
+				for _, r := range b {
+					if _, ok := r.(*kvpb.RefreshRequest); ok {
+						n++
+					}
+				}
+			}
+			if n != tc.wantRefresh {
+				var got [][]string
+				for _, b := range log.batches {
+					got = append(got, describe(b))
+				}
+				t.Fatalf("the commit sent %d refreshes (%q), want %d", n, got, tc.wantRefresh)
+			}
+		})
+	}
+}

@@ -116,15 +116,26 @@ func CheckLock(r storage.Reader, key, end []byte, txn *kvpb.Transaction, opts Wr
 // keeps it, so that the commit's refresh of a locked row need not read
 // the row again.
 func CheckLockNewest(r storage.Reader, key, end []byte, txn *kvpb.Transaction, opts WriteOptions, seen func(key []byte, newest hlc.Timestamp)) (held bool, err error) {
+	held, _, _, err = CheckLockSpanNewest(r, key, end, txn, opts, seen)
+	return held, err
+}
+
+// CheckLockSpanNewest is CheckLockNewest that also returns the newest
+// version of any key of the span (the empty timestamp: none), with whole
+// true when that is every key's: no key of the span holds a lock or
+// intent of txn, whose versions are not read, or an unversioned value. A
+// check that passed with whole true proves that no key of the span has a
+// version above newest.
+func CheckLockSpanNewest(r storage.Reader, key, end []byte, txn *kvpb.Transaction, opts WriteOptions, seen func(key []byte, newest hlc.Timestamp)) (held bool, spanNewest hlc.Timestamp, whole bool, err error) {
 	if len(key) == 0 || keys.IsLocal(key) {
-		return false, invalidArg("lock: bad key %q", key)
+		return false, hlc.Timestamp{}, false, invalidArg("lock: bad key %q", key)
 	}
 	single := len(end) == 0
 	if single {
 		end = keys.Next(key)
 	}
 	if bytes.Compare(key, end) >= 0 {
-		return false, invalidArg("lock: empty span [%q, %q)", key, end)
+		return false, hlc.Timestamp{}, false, invalidArg("lock: empty span [%q, %q)", key, end)
 	}
 	var conflicts []kvpb.Intent
 	var own map[string]bool
@@ -144,22 +155,22 @@ func CheckLockNewest(r storage.Reader, key, end []byte, txn *kvpb.Transaction, o
 		return true, nil
 	})
 	if err != nil {
-		return false, err
+		return false, hlc.Timestamp{}, false, err
 	}
 	if len(conflicts) > 0 {
-		return false, &kvpb.WriteIntentError{Intents: conflicts}
+		return false, hlc.Timestamp{}, false, &kvpb.WriteIntentError{Intents: conflicts}
 	}
 	newest, newestKey, bare, err := newestVersionExcept(r, key, end, own, seen)
 	if err != nil {
-		return false, err
+		return false, hlc.Timestamp{}, false, err
 	}
 	if ts := txn.ReadTimestamp; !newest.IsEmpty() && ts.LessEq(newest) {
-		return false, writeTooOld(newestKey, ts, newest.Next().Forward(ts))
+		return false, hlc.Timestamp{}, false, writeTooOld(newestKey, ts, newest.Next().Forward(ts))
 	}
 	if seen != nil && single && newest.IsEmpty() && !bare && own == nil {
 		seen(key, hlc.Timestamp{})
 	}
-	return held, nil
+	return held, newest, own == nil && !bare, nil
 }
 
 // ReplicateLock writes txn's lock-only record at key, as AcquireLock would

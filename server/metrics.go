@@ -38,6 +38,7 @@ type nodeMetrics struct {
 	kv         *prometheus.HistogramVec
 	raftCommit prometheus.Histogram
 	lockWait   prometheus.Histogram
+	lockHold   prometheus.Histogram
 	// series is the recent statement rate and latency (timeseries.go).
 	series series
 }
@@ -65,8 +66,13 @@ func newNodeMetrics() *nodeMetrics {
 			Help:    "Time batches waited for other transactions' locks on this node's replicas.",
 			Buckets: latencyBuckets,
 		}),
+		lockHold: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "cairn_lock_contended_hold_seconds",
+			Help:    "Time an unreplicated row lock (an UPDATE's) that another request waited for was held on this node's replicas, from its acquisition to its release.",
+			Buckets: latencyBuckets,
+		}),
 	}
-	m.reg.MustRegister(m.statements, m.kv, m.raftCommit, m.lockWait,
+	m.reg.MustRegister(m.statements, m.kv, m.raftCommit, m.lockWait, m.lockHold,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -84,11 +90,13 @@ func (m *nodeMetrics) observeStatement(kind string, d time.Duration) {
 	o.(prometheus.Observer).Observe(d.Seconds())
 }
 
-// tabletObservers feed the raft commit and lock wait histograms.
+// tabletObservers feed the raft commit, lock wait and lock hold
+// histograms.
 func (m *nodeMetrics) tabletObservers() *tablet.Observers {
 	return &tablet.Observers{
 		RaftCommit: func(d time.Duration) { m.raftCommit.Observe(d.Seconds()) },
 		LockWait:   func(d time.Duration) { m.lockWait.Observe(d.Seconds()) },
+		LockHold:   func(d time.Duration) { m.lockHold.Observe(d.Seconds()) },
 	}
 }
 

@@ -123,6 +123,7 @@ func TestObservability(t *testing.T) {
 		{"cairn_kv_request_duration_seconds", "kind", "write", 1},
 		{"cairn_raft_commit_duration_seconds", "", "", 1},
 		{"cairn_lock_wait_duration_seconds", "", "", 1},
+		{"cairn_lock_contended_hold_seconds", "", "", 1},
 	} {
 		if n := count(c.name, c.label, c.value); n < c.min {
 			t.Errorf("%s{%s=%q}: %d observations, want at least %d", c.name, c.label, c.value, n, c.min)

@@ -95,6 +95,10 @@ type Observers struct {
 	// LockWait is the time a batch waited for other transactions' locks
 	// before it re-evaluated (or gave up).
 	LockWait func(time.Duration)
+	// LockHold is the time an unreplicated row lock (an UPDATE's, taken
+	// by its locking read) that another request waited for was held,
+	// from its acquisition to its release.
+	LockHold func(time.Duration)
 }
 
 func (c Config) withDefaults() Config {

@@ -106,4 +106,10 @@
 //     split); only an entry at or below the refresh's From, with no lock
 //     in the lock table, passes without a read (validcache.go,
 //     TestValidationCacheSeesEveryWrite, TestValidationCacheAroundApply).
+//     The same holds for a refresh of a row span [k, PrefixEnd(k)), whose
+//     entry (the newest version of all its keys, from an unreplicated
+//     lock's check of the span) every applied write of a key prefixed by
+//     k removes; a lock outside a transaction (a one-phase commit's row
+//     lock) whose span has no lock in the lock table passes from an entry
+//     below its timestamp (TestValidationCacheRowSpan).
 package tablet

@@ -76,6 +76,11 @@ func (ec *evalCtx) refresh(req *kvpb.RefreshRequest) (kvpb.Response, error) {
 		// shows no intent on it (invariant 11): nothing to read.
 		return &kvpb.RefreshResponse{}, nil
 	}
+	if len(req.EndKey) > 0 && !ec.opts.follower && none && ec.r.valid.passesSpan(req.Key, req.EndKey, req.From) {
+		// The same for every key of a row's span (an UPDATE's row lock,
+		// whose check read them all).
+		return &kvpb.RefreshResponse{}, nil
+	}
 	if req.Strict && len(req.EndKey) == 0 && !ec.opts.follower {
 		// A validation (kv/txn_validate.go): its key, a table's writer
 		// key, is rarely written, so its newest version is remembered.

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/cairn-db/cairn/kvpb"
 	"github.com/google/uuid"
@@ -48,6 +49,12 @@ type lockTable struct {
 	// table. An entry whose state is no longer locks[key] is stale (reset
 	// clears locks alone) and is dropped when met.
 	unrepl map[string]*lockState
+	// observeHold, when set, is told how long an unreplicated lock that
+	// another request waited for was held, at its release (the node's
+	// cairn_lock_contended_hold_seconds): under tpcb-like every
+	// transaction queues on one branch row, so that hold bounds the
+	// workload. It is called with mu held.
+	observeHold func(time.Duration)
 }
 
 // minShrinkPeak is the peak below which the map is never rebuilt.
@@ -88,6 +95,12 @@ type lockState struct {
 	// waiters are the transactions (uuid.Nil for non-transactional
 	// requests) queued on the lock, in arrival order, for introspection.
 	waiters []uuid.UUID
+	// taken is when an unreplicated lock was acquired (zero for an
+	// intent: a transaction writing many rows takes a lock per row, and
+	// they are not timed), and contended whether a request ever waited
+	// for it; both feed lockTable.observeHold.
+	taken     time.Time
+	contended bool
 }
 
 func newLockTable() *lockTable {
@@ -133,9 +146,18 @@ func (t *lockTable) release(key []byte, txn uuid.UUID) {
 
 func (t *lockTable) releaseLocked(key string, txn uuid.UUID) {
 	if l, ok := t.locks[key]; ok && l.holder.ID == txn {
-		l.wake()
-		delete(t.locks, key)
-		delete(t.unrepl, key)
+		t.dropLocked(key, l)
+	}
+}
+
+// dropLocked removes the lock l on key, released by its holder, and wakes
+// its waiters; a contended unreplicated lock's hold is observed.
+func (t *lockTable) dropLocked(key string, l *lockState) {
+	l.wake()
+	delete(t.locks, key)
+	delete(t.unrepl, key)
+	if l.contended && !l.taken.IsZero() && t.observeHold != nil {
+		t.observeHold(time.Since(l.taken))
 	}
 }
 
@@ -153,6 +175,9 @@ func (t *lockTable) acquireUnreplicated(key []byte, txn kvpb.TxnMeta) {
 		l.wake()
 	}
 	l := &lockState{holder: txn, unrepl: true}
+	if t.observeHold != nil {
+		l.taken = time.Now()
+	}
 	t.locks[string(key)] = l
 	t.unrepl[string(key)] = l
 	t.peak = max(t.peak, len(t.locks))
@@ -221,9 +246,7 @@ func (t *lockTable) releaseUnreplicated(txn uuid.UUID, span *kvpb.Span) {
 		if span != nil && !(k >= string(span.Key) && k < string(spanEnd(*span))) {
 			continue
 		}
-		l.wake()
-		delete(t.locks, k)
-		delete(t.unrepl, k)
+		t.dropLocked(k, l)
 	}
 	t.shrinkLocked()
 }
@@ -283,9 +306,7 @@ func (t *lockTable) releaseAll(rels []LockRelease) {
 			return 1
 		})
 		if i > 0 && k < string(spans[i-1].EndKey) {
-			l.wake()
-			delete(t.locks, k)
-			delete(t.unrepl, k)
+			t.dropLocked(k, l)
 		}
 	}
 }
@@ -334,6 +355,7 @@ func (t *lockTable) enqueue(in kvpb.Intent, waiterTxn uuid.UUID) <-chan struct{}
 		l = t.acquireLocked(in.Key, in.Txn)
 	}
 	l.waiters = append(l.waiters, waiterTxn)
+	l.contended = true
 	if l.released == nil {
 		l.released = make(chan struct{})
 	}
@@ -361,6 +383,7 @@ func (t *lockTable) splitOff(key []byte) *lockTable {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	r := newLockTable()
+	r.observeHold = t.observeHold
 	for k, l := range t.locks {
 		if bytes.Compare([]byte(k), key) >= 0 {
 			l.wake()

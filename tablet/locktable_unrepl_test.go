@@ -2,6 +2,7 @@ package tablet
 
 import (
 	"testing"
+	"time"
 
 	"github.com/cairn-db/cairn/kvpb"
 	"github.com/google/uuid"
@@ -78,5 +79,52 @@ func TestLockTableUnreplicated(t *testing.T) {
 	}
 	if _, ok := lt.unreplConflict([]byte("a"), []byte("z"), b.ID); ok {
 		t.Fatal("an unreplicated lock survived a reset (range check)")
+	}
+}
+
+// TestLockTableContendedHold: the table tells observeHold how long an
+// unreplicated lock was held when it is released after another request
+// waited for it, by any release path; an uncontended lock, an intent
+// (not timed) and a lock lost to a split are not observed.
+func TestLockTableContendedHold(t *testing.T) {
+	a := kvpb.TxnMeta{ID: uuid.New()}
+	w := uuid.New()
+	k := []byte("k")
+	for _, tc := range []struct {
+		name    string
+		intent  bool // an intent instead of an unreplicated lock
+		waited  bool
+		release func(lt *lockTable)
+		want    int
+	}{
+		{name: "contended, released", waited: true, release: func(lt *lockTable) { lt.release(k, a.ID) }, want: 1},
+		{name: "contended, released unreplicated", waited: true, release: func(lt *lockTable) { lt.releaseUnreplicated(a.ID, nil) }, want: 1},
+		{name: "contended, released by range", waited: true, release: func(lt *lockTable) {
+			lt.releaseAll([]LockRelease{{Txn: a.ID, Span: kvpb.Span{Key: []byte("a"), EndKey: []byte("z")}}})
+		}, want: 1},
+		{name: "uncontended", release: func(lt *lockTable) { lt.release(k, a.ID) }},
+		{name: "an intent, contended", intent: true, waited: true, release: func(lt *lockTable) { lt.release(k, a.ID) }},
+		{name: "contended, lost to a split", waited: true, release: func(lt *lockTable) { lt.splitOff([]byte("a")) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lt := newLockTable()
+			var held []time.Duration
+			lt.observeHold = func(d time.Duration) { held = append(held, d) }
+			if tc.intent {
+				lt.acquire(k, a)
+			} else {
+				lt.acquireUnreplicated(k, a)
+			}
+			if tc.waited {
+				lt.enqueue(kvpb.Intent{Key: k, Txn: a}, w)
+			}
+			tc.release(lt)
+			if len(held) != tc.want {
+				t.Fatalf("%d holds observed, want %d", len(held), tc.want)
+			}
+			if lt.len() != 0 && tc.name != "contended, lost to a split" {
+				t.Fatalf("the lock is still in the table: %s", lt)
+			}
+		})
 	}
 }

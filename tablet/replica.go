@@ -132,6 +132,9 @@ func newReplica(eng *storage.Engine, clock *hlc.Clock, desc kvpb.TabletDescripto
 		txnWait: newTxnWaitQueue(),
 		tombs:   newTxnTombstones(clock.Now()),
 	}
+	if o := cfg.Observe; o != nil && o.LockHold != nil {
+		lt.observeHold = o.LockHold
+	}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	r.raft.leave = func() { r.raft.active.Add(-1) }
 	r.mu.desc = desc

@@ -1,9 +1,11 @@
 package tablet
 
 import (
+	"bytes"
 	"sync"
 
 	"github.com/cairn-db/cairn/hlc"
+	"github.com/cairn-db/cairn/keys"
 	"github.com/cairn-db/cairn/storage"
 )
 
@@ -29,7 +31,10 @@ import (
 // a key whose newest version lies at or below From passes without a read.
 // Entries come from a strict refresh that read the engine and from an
 // unreplicated lock's check; a cache full of rows locked and never written
-// is emptied.
+// is emptied. An UPDATE's lock is of its row's span [k, PrefixEnd(k)),
+// and its commit checks that span (kv's writeBuffer.lockChecks): the
+// lock's check also leaves the newest version of the whole span, which a
+// write of any key prefixed by k removes.
 //
 // What makes an entry true: it is installed by an evaluation that read the
 // key's versions from the engine (not through its own batch's writes),
@@ -55,6 +60,15 @@ type validCache struct {
 	// pending counts applied writes between their two removals.
 	pending int
 	newest  map[string]hlc.Timestamp
+	// spans holds, by start key, the newest version of every key of a
+	// row span [start, keys.PrefixEnd(start)) (an UPDATE's row lock), as
+	// the lock's check read it; startLens counts the entries by the
+	// length of their start. A key lies in such a span exactly when the
+	// span's start is a prefix of it, so a written key finds the entries
+	// it falls in by one look-up per distinct length (pgbench's tables:
+	// one or two), not by an interval search.
+	spans     map[string]hlc.Timestamp
+	startLens map[int]int
 }
 
 // maxValidEntries bounds the cache: a committed row's entry goes with
@@ -75,6 +89,71 @@ func (c *validCache) passes(key []byte, from hlc.Timestamp) bool {
 	defer c.mu.Unlock()
 	ts, ok := c.newest[string(key)]
 	return ok && ts.LessEq(from)
+}
+
+// passesSpan reports whether the cache proves that no key of the span
+// [start, end) has a version above from.
+func (c *validCache) passesSpan(start, end []byte, from hlc.Timestamp) bool {
+	ts, ok := c.spanNewest(start, end)
+	return ok && ts.LessEq(from)
+}
+
+// spanNewest returns the newest version of any key of the row span
+// [start, end), if the cache holds it.
+func (c *validCache) spanNewest(start, end []byte) (hlc.Timestamp, bool) {
+	if !rowSpan(start, end) {
+		return hlc.Timestamp{}, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ts, ok := c.spans[string(start)]
+	return ts, ok
+}
+
+// rowSpan reports whether [start, end) is the span of the keys prefixed
+// by start, the only spans the cache holds.
+func rowSpan(start, end []byte) bool {
+	return len(start) > 0 && bytes.Equal(end, keys.PrefixEnd(start))
+}
+
+// installSpan records newest as the newest version of every key of the
+// row span [start, end), read at generation gen.
+func (c *validCache) installSpan(start, end []byte, newest hlc.Timestamp, gen uint64) {
+	if !rowSpan(start, end) {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen != gen || c.pending > 0 {
+		return
+	}
+	if c.spans == nil {
+		c.spans = make(map[string]hlc.Timestamp)
+		c.startLens = make(map[int]int)
+	}
+	if len(c.spans) >= maxValidEntries {
+		clear(c.spans)
+		clear(c.startLens)
+	}
+	if _, ok := c.spans[string(start)]; !ok {
+		c.startLens[len(start)]++
+	}
+	c.spans[string(start)] = newest
+}
+
+// removeSpansLocked drops the span entries holding key.
+func (c *validCache) removeSpansLocked(key []byte) {
+	for n := range c.startLens {
+		if n > len(key) {
+			continue
+		}
+		if _, ok := c.spans[string(key[:n])]; ok {
+			delete(c.spans, string(key[:n]))
+			if c.startLens[n]--; c.startLens[n] == 0 {
+				delete(c.startLens, n)
+			}
+		}
+	}
 }
 
 // validSeen is a key's newest version as an unreplicated lock's check
@@ -135,14 +214,19 @@ func (c *validCache) written(repr []byte, sst bool) {
 
 func (c *validCache) removeLocked(repr []byte, sst bool) {
 	c.gen++
-	if len(c.newest) == 0 {
+	if len(c.newest) == 0 && len(c.spans) == 0 {
 		return
 	}
 	ranged, err := storage.VisitReprKeys(repr, func(key []byte) {
 		delete(c.newest, string(key))
+		if len(c.spans) > 0 {
+			c.removeSpansLocked(key)
+		}
 	})
 	if sst || ranged || err != nil {
 		clear(c.newest)
+		clear(c.spans)
+		clear(c.startLens)
 	}
 }
 
@@ -154,4 +238,6 @@ func (c *validCache) reset() {
 	defer c.mu.Unlock()
 	c.gen++
 	clear(c.newest)
+	clear(c.spans)
+	clear(c.startLens)
 }

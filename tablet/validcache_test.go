@@ -3,9 +3,11 @@ package tablet
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/cairn-db/cairn/hlc"
+	"github.com/cairn-db/cairn/keys"
 	"github.com/cairn-db/cairn/kvpb"
 	pb "go.etcd.io/raft/v3/raftpb"
 )
@@ -278,4 +280,87 @@ func TestLockedRowCheckAfterLostLock(t *testing.T) {
 	ba.Add(&kvpb.RefreshRequest{Key: []byte(col), From: readAt})
 	_, err := h.r.Send(ctx, ba)
 	wantRetry(t, "a write of a span-locked row after the lost lock", err)
+}
+
+// TestValidationCacheRowSpan: an UPDATE's locking read locks its row's
+// span [row, PrefixEnd(row)), and the lock's check leaves the span's
+// newest version in the validation cache, so the commit's refresh of the
+// lock's span passes without a read. Any write landing inside the span
+// (a key of the row the check saw, a key it did not, the row's first
+// key) drops the entry, and with the lock lost (as at a lease change)
+// the commit's check then fails as the engine's read did; a write just
+// past the span leaves it.
+func TestValidationCacheRowSpan(t *testing.T) {
+	h := newHarness(t, Config{})
+	ctx := context.Background()
+	readAt := wallTS(20)
+	for i, tc := range []struct {
+		name    string
+		write   string // the key written after the lock, relative to the row
+		invalid bool
+	}{
+		{name: "a key the check saw", write: "/1", invalid: true},
+		{name: "a key the check did not see", write: "/2", invalid: true},
+		{name: "the row's first key", write: "/", invalid: true},
+		{name: "the next row", write: "0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			row := []byte(fmt.Sprintf("\x03row%d/", i))
+			end := keys.PrefixEnd(row)
+			if _, err := h.sendAt(wallTS(10), &kvpb.PutRequest{Key: append(append([]byte(nil), row...), '1'), Value: []byte("v10")}); err != nil {
+				t.Fatal(err)
+			}
+			name := fmt.Sprintf("updater%d", i)
+			h.newTxn(name, readAt, 0)
+			ba := &kvpb.BatchRequest{}
+			ba.Add(&kvpb.ScanRequest{Key: row, EndKey: end})
+			ba.Add(&kvpb.LockRequest{Key: row, EndKey: end, Unreplicated: true})
+			if _, err := h.send(ctx, ba, name); err != nil {
+				t.Fatal(err)
+			}
+			if !h.r.valid.passesSpan(row, end, readAt) {
+				t.Fatal("the locking read left the row span's newest version out of the cache")
+			}
+			h.r.locks.reset(nil) // the lock is lost; the cache is not told
+			w := append([]byte(nil), row[:len(row)-1]...)
+			w = append(w, tc.write...)
+			if _, err := h.sendAt(wallTS(30), &kvpb.PutRequest{Key: w, Value: []byte("v30")}); err != nil {
+				t.Fatal(err)
+			}
+			if got := h.r.valid.passesSpan(row, end, readAt); got == tc.invalid {
+				t.Fatalf("after a write of %q the cache passes the span: %v, want %v", w, got, !tc.invalid)
+			}
+			txn := h.txn(name).Clone()
+			txn.ReadTimestamp, txn.WriteTimestamp = wallTS(50), wallTS(50)
+			ba = &kvpb.BatchRequest{}
+			ba.Txn = txn
+			ba.Add(&kvpb.RefreshRequest{Key: row, EndKey: end, From: readAt})
+			_, err := h.r.Send(ctx, ba)
+			if tc.invalid {
+				wantRetry(t, "a write inside the locked span", err)
+			} else if err != nil {
+				t.Fatalf("the check of the row after a write past it: %v", err)
+			}
+			// A one-phase commit below the write, its row lock checked
+			// outside the transaction (evalOnePCWrites): the lock's check
+			// must see the write above the commit, as the engine's read
+			// did, and passes from the cache when nothing wrote the row.
+			// (READ COMMITTED's, which may move above the refresh's read
+			// at 50 once its writes passed at 25.)
+			onepc := name + "-1pc"
+			h.newTxn(onepc, wallTS(25), 0)
+			ba = &kvpb.BatchRequest{}
+			ba.Add(&kvpb.LockRequest{Key: row, EndKey: end})
+			ba.Add(&kvpb.PutRequest{Key: append(append([]byte(nil), row...), '1'), Value: []byte("v25")})
+			ba.Add(&kvpb.EndTxnRequest{Key: row, Commit: true, MayMoveCommit: true, LockSpans: []kvpb.Span{{Key: row, EndKey: end}}})
+			br, err := h.send(ctx, ba, onepc)
+			if tc.invalid {
+				if err == nil {
+					t.Fatalf("a one-phase commit at 25 of a row written at 30 committed (one phase: %v)", br.OnePhaseCommit)
+				}
+			} else if err != nil || !br.OnePhaseCommit {
+				t.Fatalf("a one-phase commit of the row after a write past it: %v", err)
+			}
+		})
+	}
 }
