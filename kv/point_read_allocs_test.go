@@ -7,6 +7,7 @@ import (
 
 	"github.com/cairn-db/cairn/keys"
 	"github.com/cairn-db/cairn/kv"
+	"github.com/cairn-db/cairn/kvpb"
 	"github.com/cairn-db/cairn/testcluster"
 )
 
@@ -30,7 +31,9 @@ const maxImplicitReadAllocs = 11
 // a cancellable context made for the statement, as pgwire makes one per
 // Execute (the context's own allocations are not counted; its Done
 // channel, made on the first call, is: nothing on the way to the tablet
-// asks for it, store invariant 7).
+// asks for it, store invariant 7), and no more when a client's read goes
+// through the node's LeaseholderSender (which copied the BatchRequest to
+// name the client's gateway node; RunImplicitRead names it).
 func TestImplicitReadAllocs(t *testing.T) {
 	if kv.RaceEnabled {
 		t.Skip("the race detector changes allocation counts")
@@ -40,15 +43,26 @@ func TestImplicitReadAllocs(t *testing.T) {
 	loadRows(t, n.DB, rows)
 	key := rowKey(7)
 	end := keys.PrefixEnd(key)
+	// gateway is the node's DB as `cairn start` wires it: through a
+	// LeaseholderSender, which names a client's batch's gateway node.
+	gateway := kv.NewDB(kv.NewLeaseholderSender(kv.LeaseholderConfig{
+		LocalNode: 1,
+		Node:      func(uint64) kvpb.Sender { return n.Store },
+	}), n.Store, n.Clock, kv.Options{NodeID: 1})
+	defer gateway.Close()
+	statement := func() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) }
 	for _, tc := range []struct {
 		name string
+		db   *kv.DB
 		// ctx returns the read's context and what ends it.
 		ctx  func() (context.Context, context.CancelFunc)
 		want float64
 	}{
-		{"background", func() (context.Context, context.CancelFunc) { return context.Background(), func() {} }, maxImplicitReadAllocs},
-		{"statement context", func() (context.Context, context.CancelFunc) {
-			return context.WithCancel(context.Background())
+		{"background", n.DB, func() (context.Context, context.CancelFunc) { return context.Background(), func() {} }, maxImplicitReadAllocs},
+		{"statement context", n.DB, statement, maxImplicitReadAllocs + 1},
+		{"a client's statement through the gateway", gateway, func() (context.Context, context.CancelFunc) {
+			ctx, cancel := statement()
+			return kv.WithClientRequests(ctx), cancel
 		}, maxImplicitReadAllocs + 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -57,7 +71,7 @@ func TestImplicitReadAllocs(t *testing.T) {
 				defer cancel()
 				b := &kv.Batch{}
 				b.Scan(key, end, 256)
-				if err := n.DB.RunImplicitRead(ctx, b); err != nil {
+				if err := tc.db.RunImplicitRead(ctx, b); err != nil {
 					t.Fatal(err)
 				}
 				if got := len(b.Results[0].Rows); got != 1 {
