@@ -20,10 +20,9 @@ import (
 // is sent). It runs on a node wired as `cairn start` wires one: a store
 // whose tablets are raft groups of one voter, a clock with a maximum
 // offset, the DistSender in front. pgbench's accounts table at scale 1 is
-// 100,000 rows of about 100 bytes; "memtable" reads them where the load
-// leaves them (Pebble's memtables, until the engine's idle flush moves
-// them to SSTs a second or two into the reads, storage invariant 9),
-// "flushed" from SSTs with bloom filters. scan10 reads ten consecutive rows (a short range
+// 100,000 rows of about 100 bytes; "memtable" reads them where pgbench -i
+// leaves them on a plain start (a 64 MiB memtable), "flushed" from SSTs
+// with bloom filters. scan10 reads ten consecutive rows (a short range
 // scan). Profile it with
 //
 //	go test ./kv -run '^$' -bench PointRead -benchmem -cpuprofile /tmp/pr.prof

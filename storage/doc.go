@@ -24,7 +24,6 @@
 //	readahead.go SSTs read in order are read ahead in windows sized by the profile
 //	prefetch.go  a whole-span scan's files read ahead whole, in key order
 //	walfill.go   WAL files written with zeros before use, so syncs overwrite
-//	idleflush.go the memtables a quiet engine holds are flushed
 //	simfs/       a vfs.FS that simulates disk latency, faults and counts I/O
 //
 // Engine keys. A user key k with timestamp t is stored as
@@ -73,11 +72,4 @@
 //     no commit waits for them. Pebble reads the zeros as the log's end
 //     and recovers what invariant 2 made durable
 //     (TestWALFilledBeforeWrites).
-//  9. A quiet engine does not keep a stack of memtables: when more than
-//     one is held, none is being flushed and the WAL took less than
-//     MemTableSize/64 bytes in the last look (every second, unless
-//     Options.IdleFlush says otherwise), the engine flushes them, so a
-//     point read seeks one memtable and the SSTs' bloom filters, not the
-//     stack Pebble's ramp of memtable sizes leaves after a bulk load
-//     (idleflush.go; TestIdleFlushDue, TestIdleFlush).
 package storage

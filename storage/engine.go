@@ -52,10 +52,6 @@ type Options struct {
 	// (WALFillFor sizes it). 0 leaves the WAL files as Pebble makes them;
 	// stores in memory have nothing to gain.
 	WALFill int64
-	// IdleFlush is how often the engine looks for memtables held while
-	// it is quiet, to flush them (idleflush.go, invariant 9): 0 means
-	// every second, a negative value never (tests that count flushes).
-	IdleFlush time.Duration
 }
 
 // memTableSize is the size of each of Pebble's memtables (Open).
@@ -99,9 +95,6 @@ type Engine struct {
 	// iters keeps closed iterators for reads while no write has come
 	// since they were opened (iterpool.go, invariant 7).
 	iters *iterPool
-	// idle flushes the memtables a quiet engine holds (idleflush.go;
-	// its watcher is not running when Options.IdleFlush was negative).
-	idle *idleFlusher
 }
 
 // CacheSizeOr is the block cache a store opened with Options.CacheSize
@@ -188,13 +181,8 @@ func Open(dir string, opts Options) (*Engine, error) {
 	if opts.NoSync {
 		wo = pebble.NoSync
 	}
-	e := &Engine{db: db, opts: po, fs: fs, dir: dir, cache: cache, wo: wo, onFatal: opts.OnFatal, healthCloser: healthCloser, ra: ra, walFill: walFill, tables: tables, iters: iters,
-		probe: diskProbe{fs: watched, path: watchedPath(watched, dir)}}
-	if opts.IdleFlush == 0 {
-		opts.IdleFlush = idleFlushInterval
-	}
-	e.startIdleFlush(opts.IdleFlush)
-	return e, nil
+	return &Engine{db: db, opts: po, fs: fs, dir: dir, cache: cache, wo: wo, onFatal: opts.OnFatal, healthCloser: healthCloser, ra: ra, walFill: walFill, tables: tables, iters: iters,
+		probe: diskProbe{fs: watched, path: watchedPath(watched, dir)}}, nil
 }
 
 // ReadAheadStats counts what read-ahead did (zero without it).
@@ -208,7 +196,6 @@ func (e *Engine) ReadAheadStats() ReadAheadStats {
 // Close closes the engine. Iterators, snapshots and batches must be closed
 // first.
 func (e *Engine) Close() error {
-	e.stopIdleFlush()
 	e.iters.close()
 	if e.ra != nil {
 		e.ra.stopPlans()

@@ -8,36 +8,12 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
-// TestIdleFlushDue is the watcher's rule (invariant 9): flush only a
-// stack of memtables, only when no flush runs and the WAL was quiet.
-func TestIdleFlushDue(t *testing.T) {
-	for _, tc := range []struct {
-		name                string
-		memtables, flushing int64
-		walIn               uint64
-		want                bool
-	}{
-		{"a quiet stack", 6, 0, 0, true},
-		{"a stack under a trickle of writes", 3, 0, idleFlushQuiet - 1, true},
-		{"a stack under a load that writes", 3, 0, idleFlushQuiet, false},
-		{"a stack being flushed", 2, 1, 0, false},
-		{"the mutable memtable alone", 1, 0, 0, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := idleFlushDue(tc.memtables, tc.flushing, tc.walIn); got != tc.want {
-				t.Errorf("idleFlushDue(%d, %d, %d) = %v, want %v", tc.memtables, tc.flushing, tc.walIn, got, tc.want)
-			}
-		})
-	}
-}
-
 // loadStack writes rows keys in batches of 100 into a new engine, as a
 // bulk load does, and returns the engine holding the memtables Pebble's
 // ramp left.
-func loadStack(tb testing.TB, opts Options, rows int) *Engine {
+func loadStack(tb testing.TB, rows int) *Engine {
 	tb.Helper()
-	opts.FS = vfs.NewMem()
-	e, err := Open("db", opts)
+	e, err := Open("db", Options{FS: vfs.NewMem()})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -64,48 +40,20 @@ func loadStack(tb testing.TB, opts Options, rows int) *Engine {
 
 func rowKey(i int) []byte { return []byte(fmt.Sprintf("/t/accounts/%08d", i)) }
 
-// TestIdleFlush: after a bulk load the engine holds a stack of
-// memtables; the watcher's first look sees the load's WAL and leaves
-// them, the next (nothing written since) flushes them all, and the rows
-// are read from what the flush wrote.
-func TestIdleFlush(t *testing.T) {
-	const rows = 30000
-	e := loadStack(t, Options{IdleFlush: -1}, rows)
-	if n := e.Metrics().MemTable.Count; n < 3 {
-		t.Fatalf("after the load the engine holds %d memtables, want a stack of 3 or more", n)
-	}
-	if done := e.flushIfIdle(); done != nil {
-		t.Fatal("the look right after the load flushed, want it left to Pebble while the WAL grows")
-	}
-	done := e.flushIfIdle()
-	if done == nil {
-		t.Fatal("a quiet engine's stack was not flushed")
-	}
-	<-done
-	if n := e.Metrics().MemTable.Count; n != 1 {
-		t.Fatalf("after the idle flush the engine holds %d memtables, want 1", n)
-	}
-	if done := e.flushIfIdle(); done != nil {
-		t.Fatal("a quiet engine with one memtable was flushed again")
-	}
-	for _, i := range []int{0, rows / 2, rows - 1} {
-		if _, ok := readKey(t, e, string(rowKey(i))); !ok {
-			t.Errorf("row %d not found after the flush", i)
-		}
-	}
-}
-
 // BenchmarkPointSeekMemtables reads one row of a bulk load's rows in two
 // engines loaded alike: one holds the stack of memtables Pebble's ramp
-// leaves ("stack"), the other was flushed after the load ("flushed", the
-// rows in SSTs under one empty memtable). Each reads by a prefix seek
+// leaves ("stack": Pebble ramps a new DB's memtables from 256 KiB up to
+// Options.MemTableSize and flushes immutable ones only once they hold
+// half of it together, so after a bulk load on a fresh node they stay),
+// the other was flushed after the load ("flushed", the rows in SSTs
+// under one empty memtable). Each reads by a prefix seek
 // (bloom filters apply; mvcc.Get) and, as mvcc's scan of a row does, by
 // First on an iterator bounded to the row ("bounded"); the two engines
 // alternate, so neither runs only first.
 func BenchmarkPointSeekMemtables(b *testing.B) {
 	const rows = 200000
-	stack := loadStack(b, Options{IdleFlush: -1}, rows)
-	flushed := loadStack(b, Options{IdleFlush: -1}, rows)
+	stack := loadStack(b, rows)
+	flushed := loadStack(b, rows)
 	if err := flushed.Flush(); err != nil {
 		b.Fatal(err)
 	}
