@@ -725,6 +725,29 @@ func TestBeginAsksNoDone(t *testing.T) {
 			}
 		})
 	}
+	// Registering a request allocates nothing for context.Background()
+	// and its reqCtx alone for any other context.
+	if !raceEnabled {
+		for _, tc := range []struct {
+			name string
+			ctx  context.Context
+			want float64
+		}{
+			{"background", context.Background(), 0},
+			{"cancellable", live, 1},
+		} {
+			got := testing.AllocsPerRun(100, func() {
+				_, rc, err := e.s.begin(tc.ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				e.s.end(rc)
+			})
+			if got != tc.want {
+				t.Errorf("%s: begin and end allocate %.1f objects, want %.0f", tc.name, got, tc.want)
+			}
+		}
+	}
 }
 
 // reqCtx ends with the caller's context or the store's stop context,
