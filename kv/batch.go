@@ -25,6 +25,29 @@ type Batch struct {
 	// bulkPuts is where BulkPut takes its requests from, a chunk at a
 	// time (bulk.go).
 	bulkPuts []kvpb.BulkPutRequest
+	// A batch of one operation (a point read) keeps its request and its
+	// result here instead of allocating a slice for each (add, fill),
+	// and RunImplicitRead sends implicit, not a BatchRequest of its own.
+	reqSlot    [1]kvpb.Request
+	resultSlot [1]Result
+	implicit   kvpb.BatchRequest
+}
+
+// add appends req to the batch's operations.
+func (b *Batch) add(req kvpb.Request) {
+	if b.reqs == nil {
+		b.reqs = b.reqSlot[:0]
+	}
+	b.reqs = append(b.reqs, req)
+}
+
+// newResults returns n zero Results for b.Results.
+func (b *Batch) newResults(n int) []Result {
+	if n == 1 {
+		b.resultSlot[0] = Result{}
+		return b.resultSlot[:]
+	}
+	return make([]Result, n)
 }
 
 // Result is the answer to one operation of a Batch.
@@ -49,24 +72,24 @@ type Result struct {
 }
 
 // Get reads key.
-func (b *Batch) Get(key []byte) { b.reqs = append(b.reqs, &kvpb.GetRequest{Key: key}) }
+func (b *Batch) Get(key []byte) { b.add(&kvpb.GetRequest{Key: key}) }
 
 // Inc adds by to the int64 counter at key (missing: 0) outside any
 // transaction (kvpb.IncrementRequest); Results[i].Rows[0].Value holds the
 // new value (kvpb.DecodeIncrementValue). Only DB.Run accepts it.
 func (b *Batch) Inc(key []byte, by int64) {
-	b.reqs = append(b.reqs, &kvpb.IncrementRequest{Key: key, Increment: by})
+	b.add(&kvpb.IncrementRequest{Key: key, Increment: by})
 }
 
 // Put writes value at key.
 func (b *Batch) Put(key, value []byte) {
-	b.reqs = append(b.reqs, &kvpb.PutRequest{Key: key, Value: value})
+	b.add(&kvpb.PutRequest{Key: key, Value: value})
 }
 
 // CPut writes value at key if its current value equals expected
 // (expectExists) or it has none (!expectExists).
 func (b *Batch) CPut(key, value, expected []byte, expectExists bool) {
-	b.reqs = append(b.reqs, &kvpb.ConditionalPutRequest{Key: key, Value: value, Expected: expected, ExpectExists: expectExists})
+	b.add(&kvpb.ConditionalPutRequest{Key: key, Value: value, Expected: expected, ExpectExists: expectExists})
 }
 
 // CPutGenerated writes value at key, which must have no value: a CPut
@@ -81,7 +104,7 @@ func (b *Batch) CPut(key, value, expected []byte, expectExists bool) {
 // check that only a clash with a key the user chose could fail.
 func (b *Batch) CPutGenerated(key, value []byte) {
 	req := &kvpb.ConditionalPutRequest{Key: key, Value: value}
-	b.reqs = append(b.reqs, req)
+	b.add(req)
 	if b.generated == nil {
 		b.generated = map[*kvpb.ConditionalPutRequest]struct{}{}
 	}
@@ -99,16 +122,16 @@ func (b *Batch) isGenerated(r kvpb.Request) bool {
 }
 
 // Del deletes key.
-func (b *Batch) Del(key []byte) { b.reqs = append(b.reqs, &kvpb.DeleteRequest{Key: key}) }
+func (b *Batch) Del(key []byte) { b.add(&kvpb.DeleteRequest{Key: key}) }
 
 // DelRange deletes every key in [start, end).
 func (b *Batch) DelRange(start, end []byte) {
-	b.reqs = append(b.reqs, &kvpb.DeleteRangeRequest{Key: start, EndKey: end})
+	b.add(&kvpb.DeleteRangeRequest{Key: start, EndKey: end})
 }
 
 // Scan reads up to maxRows (0: all) rows of [start, end) in key order.
 func (b *Batch) Scan(start, end []byte, maxRows int64) {
-	b.reqs = append(b.reqs, &kvpb.ScanRequest{Key: start, EndKey: end, MaxKeys: maxRows})
+	b.add(&kvpb.ScanRequest{Key: start, EndKey: end, MaxKeys: maxRows})
 }
 
 // Count counts the visible values of [start, end) whose first byte is
@@ -117,13 +140,13 @@ func (b *Batch) Scan(start, end []byte, maxRows int64) {
 // ResumeSpan says what is left. Results[i].Count holds the count, the
 // transaction's buffered writes included.
 func (b *Batch) Count(start, end, tags []byte, maxKeys int64) {
-	b.reqs = append(b.reqs, &kvpb.ScanRequest{Key: start, EndKey: end, MaxKeys: maxKeys, CountTags: tags})
+	b.add(&kvpb.ScanRequest{Key: start, EndKey: end, MaxKeys: maxKeys, CountTags: tags})
 }
 
 // ReverseScan reads up to maxRows (0: all) rows of [start, end) in reverse
 // key order.
 func (b *Batch) ReverseScan(start, end []byte, maxRows int64) {
-	b.reqs = append(b.reqs, &kvpb.ScanRequest{Key: start, EndKey: end, MaxKeys: maxRows, Reverse: true})
+	b.add(&kvpb.ScanRequest{Key: start, EndKey: end, MaxKeys: maxRows, Reverse: true})
 }
 
 // Lock takes the transaction's exclusive row lock on key, standing for
@@ -134,7 +157,7 @@ func (b *Batch) ReverseScan(start, end []byte, maxRows int64) {
 // Results[i].Skipped instead. The lock is held until the transaction ends,
 // savepoint rollbacks notwithstanding. Only Txn.Run accepts it.
 func (b *Batch) Lock(key, end []byte, skipLocked bool) {
-	b.reqs = append(b.reqs, &kvpb.LockRequest{Key: key, EndKey: end, SkipLocked: skipLocked})
+	b.add(&kvpb.LockRequest{Key: key, EndKey: end, SkipLocked: skipLocked})
 }
 
 // LockOnRead asks, for a batch of reads run by a transaction that
@@ -159,7 +182,7 @@ func (b *Batch) fill(br *kvpb.BatchResponse) error {
 	if len(br.Responses) < len(b.reqs) {
 		return fmt.Errorf("kv: %d responses for %d operations", len(br.Responses), len(b.reqs))
 	}
-	b.Results = make([]Result, len(b.reqs))
+	b.Results = b.newResults(len(b.reqs))
 	for i, req := range b.reqs {
 		r := &b.Results[i]
 		switch resp := br.Responses[i].(type) {

@@ -27,8 +27,10 @@ import (
 type LeaseholderSender struct {
 	cfg LeaseholderConfig
 
-	mu      sync.Mutex
-	leaders map[kvpb.TabletID]uint64
+	// leaders caches each tablet's leaseholder (kvpb.TabletID → node ID,
+	// a uint64): read by every batch, written when a lease is learned or
+	// lost, so a lookup takes no lock (TestLeaseholderCache).
+	leaders sync.Map
 }
 
 // LeaseholderConfig configures a LeaseholderSender.
@@ -66,24 +68,28 @@ func NewLeaseholderSender(cfg LeaseholderConfig) *LeaseholderSender {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 10 * time.Second
 	}
-	return &LeaseholderSender{cfg: cfg, leaders: map[kvpb.TabletID]uint64{}}
+	return &LeaseholderSender{cfg: cfg}
 }
 
 // Leaseholder returns the node cached as tablet's leaseholder (0: none).
+// It takes no lock and allocates nothing.
 func (s *LeaseholderSender) Leaseholder(tablet kvpb.TabletID) uint64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.leaders[tablet]
+	if v, ok := s.leaders.Load(tablet); ok {
+		return v.(uint64)
+	}
+	return 0
 }
 
+// setLeader caches node as tablet's leaseholder (0: forgets it).
 func (s *LeaseholderSender) setLeader(tablet kvpb.TabletID, node uint64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if node == 0 {
-		delete(s.leaders, tablet)
-	} else {
-		s.leaders[tablet] = node
+		s.leaders.Delete(tablet)
+		return
 	}
+	if v, ok := s.leaders.Load(tablet); ok && v.(uint64) == node {
+		return
+	}
+	s.leaders.Store(tablet, node)
 }
 
 // Send implements kvpb.Sender. It names the batch's gateway

@@ -185,3 +185,69 @@ func TestLeaseholderSenderNamesClientGateway(t *testing.T) {
 		})
 	}
 }
+
+// TestLeaseholderCache: the leaseholder cache remembers the last node set
+// for a tablet and forgets it on 0; a lookup allocates nothing (every
+// batch makes one) and races with updates safely (go test -race).
+func TestLeaseholderCache(t *testing.T) {
+	s := NewLeaseholderSender(LeaseholderConfig{LocalNode: 1})
+	const tablet = kvpb.TabletID(4711) // above the runtime's boxed small integers
+	for _, tc := range []struct {
+		name string
+		set  uint64 // the node set before the lookup (0: forget)
+		want uint64
+	}{
+		{"learned", 3, 3},
+		{"moved", 2, 2},
+		{"the same again", 2, 2},
+		{"forgotten", 0, 0},
+		{"learned again", 5, 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s.setLeader(tablet, tc.set)
+			if got := s.Leaseholder(tablet); got != tc.want {
+				t.Fatalf("Leaseholder = %d, want %d", got, tc.want)
+			}
+			if got := s.Leaseholder(tablet + 1); got != 0 {
+				t.Fatalf("Leaseholder of another tablet = %d, want 0", got)
+			}
+		})
+	}
+	if !raceEnabled {
+		if n := testing.AllocsPerRun(100, func() { _ = s.Leaseholder(tablet) }); n != 0 {
+			t.Errorf("a lookup allocates %.1f objects, want 0", n)
+		}
+	}
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 1000 {
+				if w%2 == 0 {
+					s.setLeader(tablet, uint64(i%3))
+				} else if got := s.Leaseholder(tablet); got > 2 && got != 5 {
+					t.Errorf("Leaseholder = %d, never set", got)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// BenchmarkLeaseholderLookup: the cache lookup every batch makes, from
+// as many goroutines as GOMAXPROCS (the gateway's SQL connections).
+func BenchmarkLeaseholderLookup(b *testing.B) {
+	s := NewLeaseholderSender(LeaseholderConfig{LocalNode: 1})
+	for id := range kvpb.TabletID(64) {
+		s.setLeader(id+1, 1)
+	}
+	b.RunParallel(func(pb *testing.PB) {
+		id := kvpb.TabletID(1)
+		for pb.Next() {
+			_ = s.Leaseholder(id)
+			id = id%64 + 1
+		}
+	})
+}

@@ -53,7 +53,13 @@ func (db *DB) RunImplicitRead(ctx context.Context, b *Batch) error {
 		b.Results = nil
 		return nil
 	}
-	br, ok, err := db.ds.sendOneTabletRead(ctx, b.reqs, b.WaitPolicy)
+	// A client's batch names its gateway node here, as LeaseholderSender
+	// would (client_requests.go): that sender copies a batch to name it.
+	var gateway uint64
+	if db.opts.NodeID != 0 {
+		gateway = ClientGateway(ctx, db.opts.NodeID)
+	}
+	br, ok, err := db.ds.sendOneTabletRead(ctx, &b.implicit, b.reqs, b.WaitPolicy, gateway)
 	if err != nil {
 		return err
 	}
@@ -70,8 +76,10 @@ func (db *DB) RunImplicitRead(ctx context.Context, b *Batch) error {
 // reads them at its own clock. It reports false, having read nothing,
 // when they lie on several tablets, or when the tablet refused them as
 // not its own (a split or merge since the cache learned it): unlike
-// DistSender.Send, it never stamps them with this node's clock.
-func (ds *DistSender) sendOneTabletRead(ctx context.Context, reqs []kvpb.Request, wait kvpb.WaitPolicy) (*kvpb.BatchResponse, bool, error) {
+// DistSender.Send, it never stamps them with this node's clock. ba is
+// the request it sends (the caller's Batch's, so that it allocates none),
+// gateway the client's gateway node it names (0: none).
+func (ds *DistSender) sendOneTabletRead(ctx context.Context, ba *kvpb.BatchRequest, reqs []kvpb.Request, wait kvpb.WaitPolicy, gateway uint64) (*kvpb.BatchResponse, bool, error) {
 	for attempt := 0; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return nil, false, err
@@ -80,11 +88,12 @@ func (ds *DistSender) sendOneTabletRead(ctx context.Context, reqs []kvpb.Request
 		if err != nil || !ok {
 			return nil, false, err
 		}
-		ba := &kvpb.BatchRequest{Requests: reqs}
+		*ba = kvpb.BatchRequest{Requests: reqs}
 		ba.WaitPolicy = wait
 		ba.LockTimeout = lockTimeoutOf(ctx)
 		ba.Now = ds.clock.Now()
 		ba.TabletID = desc.TabletID
+		ba.GatewayNode = gateway
 		traceTablet(ctx, desc.TabletID)
 		br, err := ds.sender.Send(ctx, ba)
 		if err == nil {

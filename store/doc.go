@@ -41,4 +41,10 @@
 //     gone (LeaseBalancer.track), so a lease that comes back is judged by
 //     requests it served in its new term only. Each node's LeaseBalancer
 //     moves only leases it holds.
+//  7. A request's context ends when its caller's does or when the store
+//     closes, and Close waits for every request in flight (begin, end).
+//     Routing a request asks nothing of its caller's context but its
+//     values and error: no Done channel is made for a cancellable one
+//     unless the request waits (stopctx.go), and one sent with
+//     context.Background() allocates nothing (TestBeginAsksNoDone).
 package store

@@ -130,10 +130,9 @@ type Store struct {
 	cancel   context.CancelFunc
 	inflight sync.WaitGroup
 	// bgCtx is the context of every request sent with
-	// context.Background() (see stopCtx), and inflightDone ends one; both
-	// are built once so that routing a request allocates neither.
-	bgCtx        context.Context
-	inflightDone func()
+	// context.Background() (see stopCtx), built once so that routing such
+	// a request allocates nothing (invariant 7).
+	bgCtx context.Context
 
 	// splits counts the split queue's splits (SplitQueueStats).
 	splits splitStats
@@ -166,7 +165,7 @@ const firstTabletID kvpb.TabletID = 1
 func Open(ctx context.Context, eng *storage.Engine, clock *hlc.Clock, cfg Config) (*Store, error) {
 	s := &Store{eng: eng, clock: clock, cfg: cfg}
 	s.stop, s.cancel = context.WithCancel(context.Background())
-	s.bgCtx, s.inflightDone = stopCtx{Context: context.Background(), stop: s.stop}, s.inflight.Done
+	s.bgCtx = stopCtx{Context: context.Background(), stop: s.stop}
 	s.mu.replicas = make(map[kvpb.TabletID]*tablet.Replica)
 	s.gc.q.tablets = make(map[kvpb.TabletID]*gcTabletState)
 	if cfg.Raft != nil {
@@ -379,17 +378,20 @@ const routeTries = 16
 // zero TabletID the one holding the first request's key. A SplitRequest
 // must be alone in its batch and is handled by Split.
 func (s *Store) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchResponse, error) {
-	ctx, done, err := s.begin(ctx)
+	ctx, rc, err := s.begin(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer done()
+	defer s.end(rc)
 	return s.send(ctx, ba)
 }
 
 // begin registers an operation in flight: its context is cancelled by
-// Close, which waits for done.
-func (s *Store) begin(ctx context.Context) (context.Context, func(), error) {
+// Close, which waits for end(rc). rc is nil for context.Background(),
+// whose requests share bgCtx; any other caller's context is wrapped in
+// a reqCtx without being asked for its Done channel, which a
+// cancellable context makes on the first call (invariant 7).
+func (s *Store) begin(ctx context.Context) (context.Context, *reqCtx, error) {
 	s.mu.RLock()
 	if s.mu.closed {
 		s.mu.RUnlock()
@@ -398,16 +400,18 @@ func (s *Store) begin(ctx context.Context) (context.Context, func(), error) {
 	s.inflight.Add(1)
 	s.mu.RUnlock()
 	if ctx == context.Background() {
-		return s.bgCtx, s.inflightDone, nil
-	}
-	if ctx.Done() == nil {
-		return stopCtx{Context: ctx, stop: s.stop}, s.inflightDone, nil
+		return s.bgCtx, nil, nil
 	}
 	rc := &reqCtx{Context: ctx, stop: s.stop}
-	return rc, func() {
+	return rc, rc, nil
+}
+
+// end ends an operation begin registered.
+func (s *Store) end(rc *reqCtx) {
+	if rc != nil {
 		rc.release()
-		s.inflight.Done()
-	}, nil
+	}
+	s.inflight.Done()
 }
 
 func (s *Store) send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchResponse, error) {
@@ -501,11 +505,11 @@ func movedOn(r *tablet.Replica, routed kvpb.TabletDescriptor, key []byte) bool {
 // Split splits the tablet holding splitKey at splitKey (see tablet.Split).
 // splitKey must be strictly inside that tablet.
 func (s *Store) Split(ctx context.Context, splitKey []byte) (left, right kvpb.TabletDescriptor, err error) {
-	ctx, done, err := s.begin(ctx)
+	ctx, rc, err := s.begin(ctx)
 	if err != nil {
 		return left, right, err
 	}
-	defer done()
+	defer s.end(rc)
 	return s.split(ctx, splitKey)
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -674,6 +675,78 @@ func TestCancelableCallerWaiter(t *testing.T) {
 			t.Fatalf("close=%v: waiter err = %v, want context.Canceled", closeStore, err)
 		}
 		cancel()
+	}
+}
+
+// doneCounter is a caller's context that counts the calls of its Done.
+type doneCounter struct {
+	context.Context
+	dones atomic.Int32
+}
+
+func (c *doneCounter) Done() <-chan struct{} {
+	c.dones.Add(1)
+	return c.Context.Done()
+}
+
+// TestBeginAsksNoDone is invariant 7: a read that does not wait asks its
+// caller's context for no Done channel (a cancellable context makes one
+// on the first call: an allocation per point read), whatever the
+// context. (That a request that waits ends with its caller's context
+// is TestCancelableCallerWaiter.)
+func TestBeginAsksNoDone(t *testing.T) {
+	type key struct{}
+	e := newEnv(t, Config{})
+	w := &kvpb.BatchRequest{}
+	w.Add(&kvpb.PutRequest{Key: []byte("k"), Value: []byte("a")})
+	if _, err := e.send(context.Background(), w); err != nil {
+		t.Fatal(err)
+	}
+	live, cancelLive := context.WithCancel(context.Background())
+	defer cancelLive()
+	for _, tc := range []struct {
+		name    string
+		caller  context.Context
+		wantErr error
+	}{
+		{"cancellable", live, nil},
+		{"with values only", context.WithValue(context.Background(), key{}, "v"), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := &doneCounter{Context: tc.caller}
+			ba := &kvpb.BatchRequest{}
+			ba.Add(&kvpb.GetRequest{Key: []byte("k")})
+			_, err := e.send(ctx, ba)
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("err = %v, want %v", err, tc.wantErr)
+			}
+			if n := ctx.dones.Load(); n != 0 {
+				t.Errorf("the read asked its caller's context for Done %d times, want none", n)
+			}
+		})
+	}
+	// Registering a request allocates nothing for context.Background()
+	// and its reqCtx alone for any other context.
+	if !raceEnabled {
+		for _, tc := range []struct {
+			name string
+			ctx  context.Context
+			want float64
+		}{
+			{"background", context.Background(), 0},
+			{"cancellable", live, 1},
+		} {
+			got := testing.AllocsPerRun(100, func() {
+				_, rc, err := e.s.begin(tc.ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				e.s.end(rc)
+			})
+			if got != tc.want {
+				t.Errorf("%s: begin and end allocate %.1f objects, want %.0f", tc.name, got, tc.want)
+			}
+		}
 	}
 }
 
