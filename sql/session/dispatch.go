@@ -356,6 +356,18 @@ type execCtxAlloc struct {
 	eval sem.EvalContext
 	ec   evalCtx
 	virt plan.VirtualEnv
+	txn  *kv.Txn // CatalogWriter's
+}
+
+// CatalogWriter implements exec.CatalogWriterMaker: a writer over the
+// statement's transaction, which it tells the session wrote the catalog.
+func (a *execCtxAlloc) CatalogWriter() *catalog.Writer {
+	x := a.ec.x
+	x.s.txnWroteCatalog = true
+	// Catalog writes go out as intents, as DDL's do; a failed flush is
+	// kept by the transaction, which refuses the next operation with it.
+	_ = a.txn.DisableWriteBuffering(x.ctx)
+	return catalog.NewWriter(a.txn, x.s.b.cache)
 }
 
 func (s *Session) execContext(x *stmtState, txn *kv.Txn, params []types.Datum) *exec.Context {
@@ -374,13 +386,13 @@ func (s *Session) execContext(x *stmtState, txn *kv.Txn, params []types.Datum) *
 	a.ec = evalCtx{x: x}
 	a.eval = sem.EvalContext{Fn: &a.ec, Params: params}
 	a.virt = plan.VirtualEnv{
-		Txn: txn, Catalog: r, Database: s.db, User: s.user, Settings: s.settingRows,
+		Txn: txn, Catalog: r, Database: s.db, User: s.user,
 		// pg_stat_activity shows this backend with the pid the
 		// client got in BackendKeyData, as pg_backend_pid() does.
 		Session: a.ec.Session(),
 		Tablets: s.b.cfg.Tablets,
 	}
-	a.virt.Activity, a.virt.Cursors, a.virt.Statements = s.virtualLists()
+	a.virt.Activity, a.virt.Cursors, a.virt.Statements, a.virt.Settings = s.virtualLists()
 	workMem := s.workMem()
 	a.ctx = exec.Context{
 		Memory:          s.b.cfg.Memory,
@@ -397,27 +409,22 @@ func (s *Session) execContext(x *stmtState, txn *kv.Txn, params []types.Datum) *
 		LookupInputOrder: s.vars["sql.testing.lookup_input_order"] == "on",
 		ReadInOrder:      s.readInOrder(),
 		Point:            x.point,
-		CatalogWriter: func() *catalog.Writer {
-			s.txnWroteCatalog = true
-			// Catalog writes go out as intents, as DDL's do; a failed
-			// flush is kept by the transaction, which refuses the next
-			// operation with it.
-			_ = txn.DisableWriteBuffering(x.ctx)
-			return catalog.NewWriter(txn, s.b.cache)
-		},
+		CatalogWriter:    a,
 	}
+	a.txn = txn
 	return &a.ctx
 }
 
-// virtualLists returns what pg_stat_activity, pg_cursors and
-// pg_stat_statements list, as method values made once per session: made
-// in execContext they were three allocations of every statement.
-func (s *Session) virtualLists() (func() []plan.SessionActivity, func() []plan.SessionCursor, func() []plan.StatementStats) {
+// virtualLists returns what pg_stat_activity, pg_cursors,
+// pg_stat_statements and pg_settings list, as method values made once per
+// session: made in execContext they were four allocations of every
+// statement.
+func (s *Session) virtualLists() (func() []plan.SessionActivity, func() []plan.SessionCursor, func() []plan.StatementStats, func() [][3]string) {
 	v := &s.virtFns
 	if v.activity == nil {
-		v.activity, v.cursors, v.statements = s.b.sessions.snapshot, s.cursorRows, s.b.stmts.snapshot
+		v.activity, v.cursors, v.statements, v.settings = s.b.sessions.snapshot, s.cursorRows, s.b.stmts.snapshot, s.settingRows
 	}
-	return v.activity, v.cursors, v.statements
+	return v.activity, v.cursors, v.statements, v.settings
 }
 
 // workMem is work_mem in bytes (sql.testing.work_mem_bytes, when set,
