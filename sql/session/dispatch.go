@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -627,15 +628,39 @@ func (s *Session) startExec(x *stmtState, txn *kv.Txn, p *plan.Plan, params []ty
 }
 
 // rowsTag is the command tag of a statement that affected or returned n
-// rows.
+// rows. Tags of fewer than smallTagRows rows are made once (a point
+// SELECT's or UPDATE's tag was one allocation per statement).
 func rowsTag(verb string, n int64) string {
-	switch verb {
-	case "INSERT":
-		return "INSERT 0 " + strconv.FormatInt(n, 10)
-	case "SELECT", "UPDATE", "DELETE", "MERGE", "FETCH", "MOVE", "COPY":
-		return verb + " " + strconv.FormatInt(n, 10)
+	i := slices.Index(tagVerbs[:], verb)
+	if i < 0 {
+		return verb
 	}
-	return verb
+	if n >= 0 && n < smallTagRows {
+		return smallTags[i][n]
+	}
+	return makeRowsTag(verb, n)
+}
+
+// tagVerbs are the verbs whose tag counts rows.
+var tagVerbs = [...]string{"SELECT", "UPDATE", "DELETE", "INSERT", "MERGE", "FETCH", "MOVE", "COPY"}
+
+const smallTagRows = 16
+
+// smallTags are rowsTag's tags of fewer than smallTagRows rows, by verb.
+var smallTags = func() (t [len(tagVerbs)][smallTagRows]string) {
+	for i, v := range tagVerbs {
+		for n := range t[i] {
+			t[i][n] = makeRowsTag(v, int64(n))
+		}
+	}
+	return t
+}()
+
+func makeRowsTag(verb string, n int64) string {
+	if verb == "INSERT" {
+		return "INSERT 0 " + strconv.FormatInt(n, 10)
+	}
+	return verb + " " + strconv.FormatInt(n, 10)
 }
 
 // constText returns the text of a constant argument of a utility
