@@ -74,6 +74,9 @@ type conn struct {
 	// copyStop unhooks the COPY FROM STDIN watch on the statement's
 	// context (watchCopy), if one is set.
 	copyStop func() bool
+	// stmt is the statement context statementContext hands out again
+	// while it stays reusable (stmtCtx); nil until the first statement.
+	stmt *stmtCtx
 	// simpleW and extW are the connection's result writers (they hold
 	// nothing but c), and out the messages sent most often: pgproto3
 	// encodes a message into its buffer at Send and keeps nothing of it,
@@ -90,9 +93,9 @@ type conn struct {
 	}
 
 	mu          sync.Mutex
-	queryCancel context.CancelCauseFunc // non-nil while a statement runs
-	copyWatch   bool                    // watchCopy's deadline may still be set
-	interrupted error                   // errShutdown once Close began
+	runningStmt *stmtCtx // the running statement's context, nil between statements
+	copyWatch   bool     // watchCopy's deadline may still be set
+	interrupted error    // errShutdown once Close began
 
 	// notifyMu guards idleRead, which says the connection goroutine is
 	// blocked reading the client's next message outside a transaction
@@ -122,8 +125,8 @@ func (c *conn) interrupt(cause error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.interrupted = cause
-	if c.queryCancel != nil {
-		c.queryCancel(cause)
+	if c.runningStmt != nil {
+		c.runningStmt.cancel(cause)
 	}
 	c.raw.SetReadDeadline(time.Now())
 	// Leave a moment to write the goodbye, but never hang on a client
@@ -145,8 +148,8 @@ func (c *conn) cancelQuery() { c.cancelRunning(errQueryCanceled) }
 func (c *conn) cancelRunning(cause error) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.queryCancel != nil {
-		c.queryCancel(cause)
+	if c.runningStmt != nil {
+		c.runningStmt.cancel(cause)
 		return true
 	}
 	return false
@@ -156,7 +159,7 @@ func (c *conn) cancelRunning(cause error) bool {
 func (c *conn) running() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.queryCancel != nil
+	return c.runningStmt != nil
 }
 
 // connControl is the ConnControl handed to the session.
@@ -171,27 +174,36 @@ func (cc connControl) Terminate() <-chan struct{} {
 
 // statementContext returns the context for one statement-level call into
 // the session, cancelable by CancelRequest and Close; the caller ends it
-// with endStatement(cancel). (A closure doing both was one more
-// allocation per Bind, Execute and Sync.)
-func (c *conn) statementContext(ctx context.Context) (context.Context, context.CancelCauseFunc) {
-	sctx, cancel := context.WithCancelCause(ctx)
+// with endStatement. It is the last statement's context again when that
+// one is reusable (stmtCtx), so a statement that waits on nothing
+// allocates nothing here.
+func (c *conn) statementContext(ctx context.Context) *stmtCtx {
+	s := c.stmt
+	if s == nil || s.Context != ctx {
+		s = newStmtCtx(ctx)
+		c.stmt = s
+	}
 	c.mu.Lock()
 	if c.interrupted != nil {
-		cancel(c.interrupted)
+		s.cancel(c.interrupted)
 	}
-	c.queryCancel = cancel
+	c.runningStmt = s
 	c.mu.Unlock()
-	return sctx, cancel
+	return s
 }
 
-// endStatement ends the statement context statementContext returned with
-// cancel.
-func (c *conn) endStatement(cancel context.CancelCauseFunc) {
+// endStatement ends the statement context statementContext returned: from
+// here no CancelRequest reaches it. Unless it is reusable it is cancelled,
+// which ends whatever waits on it, and the next statement gets a new one.
+func (c *conn) endStatement(s *stmtCtx) {
 	c.endCopyWatch()
 	c.mu.Lock()
-	c.queryCancel = nil
+	c.runningStmt = nil
 	c.mu.Unlock()
-	cancel(nil)
+	if !s.reusable() {
+		s.cancel(nil)
+		c.stmt = nil
+	}
 }
 
 // watchCopy makes the end of the statement's context interrupt a COPY
@@ -604,14 +616,14 @@ func (c *conn) connectionError(err error) error {
 // statementError turns what the session returned into what the client
 // hears: a statement stopped by CancelRequest is 57014 unless the session
 // classified it itself.
-func statementError(sctx context.Context, err error) error {
+func statementError(sctx *stmtCtx, err error) error {
 	if err == nil {
 		return nil
 	}
 	// Whatever the cancelled work failed with on its way out (a lock
 	// wait's context error, a transaction aborted under it), the client
 	// asked for the cancel and hears that.
-	if sctx.Err() != nil && context.Cause(sctx) == errQueryCanceled && pgerror.Code(err) != pgerrcode.QueryCanceled {
+	if sctx.Cause() == errQueryCanceled && pgerror.Code(err) != pgerrcode.QueryCanceled {
 		return pgerror.Wrapf(nil, pgerrcode.QueryCanceled, "canceling statement due to user request")
 	}
 	return err
@@ -623,9 +635,9 @@ func (c *conn) simpleQuery(ctx context.Context, sql string) error {
 		delete(c.portals, "")
 		p.Close()
 	}
-	sctx, cancel := c.statementContext(ctx)
+	sctx := c.statementContext(ctx)
 	err := statementError(sctx, c.sess.SimpleQuery(sctx, sql, &c.simpleW))
-	c.endStatement(cancel)
+	c.endStatement(sctx)
 	if err != nil {
 		return err
 	}
@@ -639,9 +651,9 @@ func (c *conn) sync(ctx context.Context) error {
 		// (invariant 8).
 		err = c.sess.Sync(ctx, &c.extW)
 	} else {
-		sctx, cancel := c.statementContext(ctx)
+		sctx := c.statementContext(ctx)
 		err = statementError(sctx, c.sess.Sync(sctx, &c.extW))
-		c.endStatement(cancel)
+		c.endStatement(sctx)
 	}
 	if err != nil {
 		return err

@@ -79,4 +79,9 @@
 //     password. The superuser postgres presenting its own client
 //     certificate is the one exception, so no rules lock operators out
 //     (hbaauth.go).
+//  11. A statement's context ends when the statement does unless nothing
+//     could see it end: no one asked for its Done channel and no context
+//     derived from it, nor context.AfterFunc, is still hooked on it. Such
+//     a context is the next statement's again (stmtctx.go). Work that
+//     outlives its statement therefore waits on Done, not polls Err.
 package pgwire

@@ -19,10 +19,10 @@ func (c *conn) parse(ctx context.Context, m *pgproto3.Parse) error {
 			return pgerror.New(pgerrcode.DuplicatePreparedStatement, "prepared statement %q already exists", m.Name)
 		}
 	}
-	sctx, cancel := c.statementContext(ctx)
+	sctx := c.statementContext(ctx)
 	stmt, err := c.sess.Prepare(sctx, m.Query, append([]uint32(nil), m.ParameterOIDs...))
 	err = statementError(sctx, err)
-	c.endStatement(cancel)
+	c.endStatement(sctx)
 	if err != nil {
 		return err
 	}
@@ -61,10 +61,10 @@ func (c *conn) bind(ctx context.Context, m *pgproto3.Bind) error {
 	if qb, ok := stmt.(QuickBinder); ok && qb.QuickBind() {
 		portal, err = stmt.Bind(ctx, params)
 	} else {
-		sctx, cancel := c.statementContext(ctx)
+		sctx := c.statementContext(ctx)
 		portal, err = stmt.Bind(sctx, params)
 		err = statementError(sctx, err)
-		c.endStatement(cancel)
+		c.endStatement(sctx)
 	}
 	if err != nil {
 		return err
@@ -188,10 +188,10 @@ func (c *conn) execute(ctx context.Context, m *pgproto3.Execute) error {
 	if maxRows < 0 {
 		maxRows = 0
 	}
-	sctx, cancel := c.statementContext(ctx)
+	sctx := c.statementContext(ctx)
 	suspended, err := p.Execute(sctx, &c.extW, maxRows)
 	err = statementError(sctx, err)
-	c.endStatement(cancel)
+	c.endStatement(sctx)
 	if err != nil {
 		return err
 	}

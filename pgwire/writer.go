@@ -111,7 +111,7 @@ func (r *copyIn) Next() ([]byte, error) {
 				// client's remaining COPY messages are then dropped).
 				r.c.readErr = nil
 				r.c.endCopyWatch()
-				err = fmt.Errorf("pgwire: COPY from stdin: %w", context.Cause(r.ctx))
+				err = fmt.Errorf("pgwire: COPY from stdin: %w", causeOf(r.ctx))
 			}
 			r.err = err
 			break

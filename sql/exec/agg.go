@@ -307,7 +307,7 @@ func (r *runner) spillAgg(s *aggSpec, st *aggState) {
 		}
 	}
 	keys = append(keys, sortKey{pos: no + na})
-	st.x.srt = rowcontainer.NewSorter(func(a, b []types.Datum) int { return compareRows(keys, a, b) }, r.account(), r.scope)
+	st.x.srt = rowcontainer.NewSorter(func(a, b []types.Datum) int { return compareRows(keys, a, b) }, r.account(), r.tempScope())
 }
 
 // spilledInput adds one input to a spilled aggregate's sorter.
@@ -602,7 +602,7 @@ func (o *hashAggOp) aggregate(ctx context.Context, src op, level int, total int6
 				return err
 			}
 			g = o.r.newGroup(o.specs, o.groupVals(row))
-			if len(o.gpos) == 0 && o.r.scope.Spillable() {
+			if len(o.gpos) == 0 && o.r.tempScope().Spillable() {
 				g.spillAt = o.acc.Limit()
 			}
 			index[string(key)] = g
@@ -705,7 +705,7 @@ func (r *runner) streamGroupBy(in op, specs []*aggSpec, gpos []int, groupVals fu
 			if cur == nil {
 				cur = r.newGroup(specs, groupVals(row))
 				curKey = append(curKey[:0], key...)
-				if r.scope.Spillable() {
+				if r.tempScope().Spillable() {
 					cur.spillAt = acc.Limit()
 				}
 			}

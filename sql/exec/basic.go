@@ -334,9 +334,9 @@ func (o *sortOp) Next(ctx context.Context) ([]types.Datum, error) {
 			return nil, err
 		}
 		if k >= 0 {
-			o.s = rowcontainer.NewTopK(o.cmp, k, o.r.account(), o.r.scope)
+			o.s = rowcontainer.NewTopK(o.cmp, k, o.r.account(), o.r.tempScope())
 		} else {
-			s := rowcontainer.NewSorter(o.cmp, o.r.account(), o.r.scope)
+			s := rowcontainer.NewSorter(o.cmp, o.r.account(), o.r.tempScope())
 			s.SetKey(o.key)
 			o.s = s
 		}

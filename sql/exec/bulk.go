@@ -425,7 +425,7 @@ func moveToFreshStorage(ctx context.Context, x *Context, tb *catalog.Table) (*ca
 	}
 	w := catalog.NewWriter(x.Txn, nil)
 	if x.CatalogWriter != nil {
-		w = x.CatalogWriter()
+		w = x.CatalogWriter.CatalogWriter()
 	}
 	if err := w.Update(ctx, &nt); err != nil {
 		return nil, fmt.Errorf("moving table %q to fresh storage: %w", tb.Name, err)

@@ -116,7 +116,7 @@ func (o *dedupOp) drainSpilled(ctx context.Context) error {
 	w := o.width
 	o.sort = rowcontainer.NewSorter(func(a, b []types.Datum) int {
 		return compareDatums(a[w], b[w], false, false)
-	}, o.r.account(), o.r.scope)
+	}, o.r.account(), o.r.tempScope())
 	var queue []spillPart
 	queue = appendParts(queue, o.spill)
 	o.spill = nil

@@ -13,6 +13,11 @@ import (
 	"github.com/cairn-db/cairn/sql/types"
 )
 
+// CatalogWriterMaker makes Context.CatalogWriter's catalog writer.
+type CatalogWriterMaker interface {
+	CatalogWriter() *catalog.Writer
+}
+
 // Context is what running a plan needs of the session.
 type Context struct {
 	Txn *kv.Txn
@@ -33,8 +38,10 @@ type Context struct {
 	// session its transaction wrote the catalog: COPY's bulk path into a
 	// table that existed before the transaction writes its descriptor
 	// (bulk.go), which is DDL as far as the catalog is concerned. Without
-	// it that path is not taken.
-	CatalogWriter func() *catalog.Writer
+	// it that path is not taken. (An interface, not a func: the session's
+	// closure over its transaction was one allocation per statement, for
+	// the few COPYs that use it.)
+	CatalogWriter CatalogWriterMaker
 	// Memory is the node's SQL memory budget (--max-sql-memory) and
 	// WorkMem the bytes each operator that holds rows may use before it
 	// spills (work_mem; 0: no limit). With neither, nothing is

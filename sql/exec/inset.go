@@ -222,9 +222,9 @@ func (o *inSetOp) build(ctx context.Context) error {
 		}
 		size := int64(len(o.keybuf)) + 64
 		err = o.acc.Grow(size)
-		if err != nil && o.r.scope.Spillable() && len(o.keys) >= minSpillRows {
+		if err != nil && o.r.tempScope().Spillable() && len(o.keys) >= minSpillRows {
 			// The set outgrew work_mem: its keys go to a sorter.
-			o.vals = rowcontainer.NewSorter(compareKey, o.r.account(), o.r.scope)
+			o.vals = rowcontainer.NewSorter(compareKey, o.r.account(), o.r.tempScope())
 			for k := range o.keys {
 				if err := o.vals.Add(ctx, []types.Datum{types.DBytes(k)}); err != nil {
 					return err
@@ -324,9 +324,9 @@ func (o *inSetOp) spilled(ctx context.Context, first []types.Datum, x types.Datu
 			return c
 		}
 		return types.Compare(a[1], b[1])
-	}, o.r.account(), o.r.scope)
+	}, o.r.account(), o.r.tempScope())
 	defer rows.Close()
-	passed := rowcontainer.NewSorter(func(a, b []types.Datum) int { return types.Compare(a[1], b[1]) }, o.r.account(), o.r.scope)
+	passed := rowcontainer.NewSorter(func(a, b []types.Datum) int { return types.Compare(a[1], b[1]) }, o.r.account(), o.r.tempScope())
 	passed.SetKey(rowcontainer.FirstKey(types.Int8, 1, false, false))
 	keep := func(row []types.Datum, pos int64) error {
 		return passed.Add(ctx, append([]types.Datum{types.DNull, types.DInt(pos)}, row...))

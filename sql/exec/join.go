@@ -728,7 +728,7 @@ func (o *joinOp) Close() {
 // spillNested moves a nested-loop join's right side to a Buffer: the rows
 // held, pending, then the rest of right.
 func (o *joinOp) spillNested(ctx context.Context, pending []types.Datum, right op) error {
-	o.rbuf = rowcontainer.NewBuffer(o.r.account(), o.r.scope)
+	o.rbuf = rowcontainer.NewBuffer(o.r.account(), o.r.tempScope())
 	if o.blkAcc == nil {
 		o.blkAcc = o.r.account()
 	}

@@ -71,7 +71,9 @@ type runner struct {
 
 	// mem accounts the statement's operators (one Account each, bounded
 	// by work_mem) in the node's budget; scope holds their temporary
-	// files. Both are released when the statement's Rows close.
+	// files. Both are made on first use (most statements need neither:
+	// two of a point SELECT's objects), through memStmt and tempScope,
+	// and released when the statement's Rows close.
 	mem   *mon.Statement
 	scope *rowcontainer.Scope
 	// large is the account of large values the statement is holding
@@ -111,10 +113,6 @@ func newRunner(ctx context.Context, x *Context, p *plan.Plan) *runner {
 		// otherwise make one per aggregate input and builtin call.
 		r.ev.Fn = &builtins.FixedContext{}
 	}
-	if x.Memory != nil || x.WorkMem > 0 {
-		r.mem = x.Memory.NewStatement(x.WorkMem)
-	}
-	r.scope = x.TempStorage.NewScope()
 	r.ev.Subqueries = r
 	return r
 }

@@ -73,6 +73,8 @@ type pointOp struct {
 	// row), which the first Next returns.
 	read    bool
 	readRow []types.Datum
+	// batch is fetch's, allocated with the operator.
+	batch kv.Batch
 }
 
 // startImplicit reads the row of root, which must be the point operator,
@@ -427,10 +429,17 @@ func pointSpan(sh *pointShape, sp plan.Span) (kvpb.Span, bool, error) {
 	if len(sp.Start) != n || len(sp.End) != n || sp.StartExclusive || !sp.EndInclusive || n == 0 {
 		return kvpb.Span{}, false, nil
 	}
-	start, err := encodePrefix(sh.prefix, sh.idx, sp.Start)
-	if err != nil {
-		return kvpb.Span{}, false, err
+	// The start key and its end in one allocation: room for both ends
+	// of a key of up to pointKeyRoom bytes of values.
+	buf := make([]byte, len(sh.prefix), 2*(len(sh.prefix)+pointKeyRoom))
+	copy(buf, sh.prefix)
+	for i, d := range sp.Start {
+		var err error
+		if buf, err = rowenc.EncodeKey(buf, d, sh.idx.KeyOrders[i]); err != nil {
+			return kvpb.Span{}, false, fmt.Errorf("exec: span of index %q: %w", sh.idx.Name, err)
+		}
 	}
+	start := buf[:len(buf):len(buf)]
 	if &sp.End[0] != &sp.Start[0] {
 		// Not the shared values of a cached plan's point span: the end
 		// must encode to the same key.
@@ -442,7 +451,24 @@ func pointSpan(sh *pointShape, sp plan.Span) (kvpb.Span, bool, error) {
 			return kvpb.Span{}, false, nil
 		}
 	}
-	return kvpb.Span{Key: start, EndKey: keys.PrefixEnd(start)}, true, nil
+	return kvpb.Span{Key: start, EndKey: appendPrefixEnd(buf[len(buf):], start)}, true, nil
+}
+
+// pointKeyRoom is the bytes of key values pointSpan makes room for beside
+// the prefix, for both ends at once (an int8 key is 9).
+const pointKeyRoom = 24
+
+// appendPrefixEnd appends keys.PrefixEnd(p) to dst, in dst's room when it
+// has enough.
+func appendPrefixEnd(dst, p []byte) []byte {
+	for i := len(p) - 1; i >= 0; i-- {
+		if p[i] != 0xff {
+			dst = append(dst, p[:i+1]...)
+			dst[len(dst)-1]++
+			return dst
+		}
+	}
+	return append(dst, keys.Max...)
 }
 
 func (o *pointOp) emit(row []types.Datum) error {
@@ -473,7 +499,8 @@ func (o *pointOp) fetch(ctx context.Context) ([]types.Datum, error) {
 	implicit := o.r.x.Txn == nil
 	span := o.span
 	for {
-		b := &kv.Batch{}
+		o.batch = kv.Batch{}
+		b := &o.batch
 		b.Scan(span.Key, span.EndKey, firstPage)
 		if o.lock != nil {
 			if implicit {

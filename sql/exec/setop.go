@@ -234,7 +234,7 @@ func (o *setOpOp) spilled(ctx context.Context) error {
 	w := o.width
 	o.sort = rowcontainer.NewSorter(func(a, b []types.Datum) int {
 		return compareDatums(a[w], b[w], false, false)
-	}, o.r.account(), o.r.scope)
+	}, o.r.account(), o.r.tempScope())
 	for i := range o.lparts.files {
 		lf, rf := o.lparts.files[i], o.rparts.files[i]
 		if lf == nil {

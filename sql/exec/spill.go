@@ -43,7 +43,24 @@ import (
 // node budget, whose refusal is 53200.
 
 // account opens an operator's account in the statement.
-func (r *runner) account() *mon.Account { return r.mem.NewAccount() }
+func (r *runner) account() *mon.Account { return r.memStmt().NewAccount() }
+
+// memStmt is the statement's memory accounting, made on first use: nil,
+// accounting nothing, without a budget or work_mem.
+func (r *runner) memStmt() *mon.Statement {
+	if r.mem == nil && (r.x.Memory != nil || r.x.WorkMem > 0) {
+		r.mem = r.x.Memory.NewStatement(r.x.WorkMem)
+	}
+	return r.mem
+}
+
+// tempScope is the statement's temporary files' scope, made on first use.
+func (r *runner) tempScope() *rowcontainer.Scope {
+	if r.scope == nil {
+		r.scope = r.x.TempStorage.NewScope()
+	}
+	return r.scope
+}
 
 // heldAccount is the account of rows the statement holds outside any
 // operator (subquery results, materialized CTEs, recursive CTEs' sets):
@@ -60,7 +77,9 @@ func (r *runner) heldAccount() *mon.Account {
 func (r *runner) release() {
 	r.closeSets()
 	r.mem.Close()
-	_ = r.scope.Close()
+	if r.scope != nil {
+		_ = r.scope.Close()
+	}
 	if r.largePeak >= freeOSThreshold {
 		// A statement that held a value of hundreds of megabytes would
 		// leave the process that much larger until the runtime's
@@ -226,7 +245,7 @@ func (r *runner) newPartitionsN(level, n int) (*partitions, error) {
 // add appends row to partition i.
 func (ps *partitions) add(i int, row []types.Datum) error {
 	if ps.files[i] == nil {
-		f, err := ps.r.scope.NewFileBuffered(ps.wbuf)
+		f, err := ps.r.tempScope().NewFileBuffered(ps.wbuf)
 		if err != nil {
 			return err
 		}
@@ -249,7 +268,7 @@ func (ps *partitions) close() {
 // it holds at least minSpillRows (under a tinier budget each partition
 // would cost a file per row; the few rows are reserved past work_mem).
 func (r *runner) canSpill(level, held int) bool {
-	return r.scope.Spillable() && level < maxSpillLevel && held >= minSpillRows
+	return r.tempScope().Spillable() && level < maxSpillLevel && held >= minSpillRows
 }
 
 // minSpillRows is the fewest rows or keys a hash table holds before it

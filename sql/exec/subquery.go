@@ -98,7 +98,7 @@ func (r *runner) subqueryRows(id int) (*plan.Subquery, []types.Datum, error) {
 	if vals, ok := st.results[string(key)]; ok {
 		return s, vals, nil
 	}
-	if len(st.results) >= maxCorrelatedCache || (len(st.results) > 0 && st.bytes > r.mem.WorkMem() && r.mem.WorkMem() > 0) {
+	if len(st.results) >= maxCorrelatedCache || (len(st.results) > 0 && st.bytes > r.memStmt().WorkMem() && r.memStmt().WorkMem() > 0) {
 		// Past maxCorrelatedCache bindings, or work_mem of cached
 		// values, start again: what a correlated subquery holds is one
 		// binding's values plus at most work_mem, however many outer

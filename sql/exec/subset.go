@@ -152,12 +152,12 @@ func (r *runner) buildSet(id int) (*subquerySet, error) {
 		}
 		size := int64(len(key)) + 64
 		err = set.acc.Grow(size)
-		if err != nil && r.scope.Spillable() && len(set.keys) >= minSpillRows {
+		if err != nil && r.tempScope().Spillable() && len(set.keys) >= minSpillRows {
 			// Past work_mem, or the node is short: the keys go to a
 			// sorter. The set's reservation goes first, so that the
 			// sorter is granted what the set held (the set is dropped
 			// as its keys move).
-			srt = rowcontainer.NewSorter(compareKey, r.account(), r.scope)
+			srt = rowcontainer.NewSorter(compareKey, r.account(), r.tempScope())
 			keys := set.keys
 			set.keys = nil
 			set.acc.Clear()
@@ -202,7 +202,7 @@ func (set *subquerySet) fromSorter(r *runner, srt *rowcontainer.Sorter) error {
 		return err
 	}
 	defer it.Close()
-	set.buf = rowcontainer.NewBuffer(r.account(), r.scope)
+	set.buf = rowcontainer.NewBuffer(r.account(), r.tempScope())
 	var prev []byte
 	var fences []byte
 	for {

@@ -278,7 +278,7 @@ func (o *windowOp) newSort(s *windowSpec) *rowcontainer.Sorter {
 	if o.seq {
 		keys = append(keys, sortKey{pos: seq})
 	}
-	srt := rowcontainer.NewSorter(func(a, b []types.Datum) int { return compareRows(keys, a, b) }, o.r.account(), o.r.scope)
+	srt := rowcontainer.NewSorter(func(a, b []types.Datum) int { return compareRows(keys, a, b) }, o.r.account(), o.r.tempScope())
 	// The keys abbreviated together (rowcontainer.NormalizedKey):
 	// PARTITION BY's values, ORDER BY's, the input position, so rows of
 	// one partition are ordered by the key too, not only told apart from
@@ -466,7 +466,7 @@ func (st *windowStage) step(ctx context.Context) (bool, error) {
 	for i := range partKeys {
 		partKeys[i] = sortKey{pos: s.keyPos(i, base)}
 	}
-	canSpill := o.r.scope.Spillable()
+	canSpill := o.r.tempScope().Spillable()
 	fwd, _ := o.forwardOnly(st.fis)
 	for {
 		row := st.pending
@@ -515,7 +515,7 @@ func (st *windowStage) step(ctx context.Context) (bool, error) {
 			}
 			// Past work_mem: the partition goes to a buffer that spills,
 			// and is computed reading it from there (window_spill.go).
-			spilled = rowcontainer.NewBuffer(o.r.account(), o.r.scope)
+			spilled = rowcontainer.NewBuffer(o.r.account(), o.r.tempScope())
 			for i, r := range append(part, row) {
 				if err := spilled.Add(r); err != nil {
 					spilled.Close()

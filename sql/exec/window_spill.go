@@ -166,7 +166,7 @@ func (o *windowOp) computeSpilledGroup(ctx context.Context, fis []int, buf *rowc
 		out, trim := emit, true
 		var next *rowcontainer.Buffer
 		if i < len(passes)-1 {
-			next = rowcontainer.NewBuffer(o.r.account(), o.r.scope)
+			next = rowcontainer.NewBuffer(o.r.account(), o.r.tempScope())
 			out, trim = next.Add, false
 		}
 		var err error

@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -356,6 +357,18 @@ type execCtxAlloc struct {
 	eval sem.EvalContext
 	ec   evalCtx
 	virt plan.VirtualEnv
+	txn  *kv.Txn // CatalogWriter's
+}
+
+// CatalogWriter implements exec.CatalogWriterMaker: a writer over the
+// statement's transaction, which it tells the session wrote the catalog.
+func (a *execCtxAlloc) CatalogWriter() *catalog.Writer {
+	x := a.ec.x
+	x.s.txnWroteCatalog = true
+	// Catalog writes go out as intents, as DDL's do; a failed flush is
+	// kept by the transaction, which refuses the next operation with it.
+	_ = a.txn.DisableWriteBuffering(x.ctx)
+	return catalog.NewWriter(a.txn, x.s.b.cache)
 }
 
 func (s *Session) execContext(x *stmtState, txn *kv.Txn, params []types.Datum) *exec.Context {
@@ -374,13 +387,13 @@ func (s *Session) execContext(x *stmtState, txn *kv.Txn, params []types.Datum) *
 	a.ec = evalCtx{x: x}
 	a.eval = sem.EvalContext{Fn: &a.ec, Params: params}
 	a.virt = plan.VirtualEnv{
-		Txn: txn, Catalog: r, Database: s.db, User: s.user, Settings: s.settingRows,
+		Txn: txn, Catalog: r, Database: s.db, User: s.user,
 		// pg_stat_activity shows this backend with the pid the
 		// client got in BackendKeyData, as pg_backend_pid() does.
 		Session: a.ec.Session(),
 		Tablets: s.b.cfg.Tablets,
 	}
-	a.virt.Activity, a.virt.Cursors, a.virt.Statements = s.virtualLists()
+	a.virt.Activity, a.virt.Cursors, a.virt.Statements, a.virt.Settings = s.virtualLists()
 	workMem := s.workMem()
 	a.ctx = exec.Context{
 		Memory:          s.b.cfg.Memory,
@@ -397,27 +410,22 @@ func (s *Session) execContext(x *stmtState, txn *kv.Txn, params []types.Datum) *
 		LookupInputOrder: s.vars["sql.testing.lookup_input_order"] == "on",
 		ReadInOrder:      s.readInOrder(),
 		Point:            x.point,
-		CatalogWriter: func() *catalog.Writer {
-			s.txnWroteCatalog = true
-			// Catalog writes go out as intents, as DDL's do; a failed
-			// flush is kept by the transaction, which refuses the next
-			// operation with it.
-			_ = txn.DisableWriteBuffering(x.ctx)
-			return catalog.NewWriter(txn, s.b.cache)
-		},
+		CatalogWriter:    a,
 	}
+	a.txn = txn
 	return &a.ctx
 }
 
-// virtualLists returns what pg_stat_activity, pg_cursors and
-// pg_stat_statements list, as method values made once per session: made
-// in execContext they were three allocations of every statement.
-func (s *Session) virtualLists() (func() []plan.SessionActivity, func() []plan.SessionCursor, func() []plan.StatementStats) {
+// virtualLists returns what pg_stat_activity, pg_cursors,
+// pg_stat_statements and pg_settings list, as method values made once per
+// session: made in execContext they were four allocations of every
+// statement.
+func (s *Session) virtualLists() (func() []plan.SessionActivity, func() []plan.SessionCursor, func() []plan.StatementStats, func() [][3]string) {
 	v := &s.virtFns
 	if v.activity == nil {
-		v.activity, v.cursors, v.statements = s.b.sessions.snapshot, s.cursorRows, s.b.stmts.snapshot
+		v.activity, v.cursors, v.statements, v.settings = s.b.sessions.snapshot, s.cursorRows, s.b.stmts.snapshot, s.settingRows
 	}
-	return v.activity, v.cursors, v.statements
+	return v.activity, v.cursors, v.statements, v.settings
 }
 
 // workMem is work_mem in bytes (sql.testing.work_mem_bytes, when set,
@@ -620,15 +628,39 @@ func (s *Session) startExec(x *stmtState, txn *kv.Txn, p *plan.Plan, params []ty
 }
 
 // rowsTag is the command tag of a statement that affected or returned n
-// rows.
+// rows. Tags of fewer than smallTagRows rows are made once (a point
+// SELECT's or UPDATE's tag was one allocation per statement).
 func rowsTag(verb string, n int64) string {
-	switch verb {
-	case "INSERT":
-		return "INSERT 0 " + strconv.FormatInt(n, 10)
-	case "SELECT", "UPDATE", "DELETE", "MERGE", "FETCH", "MOVE", "COPY":
-		return verb + " " + strconv.FormatInt(n, 10)
+	i := slices.Index(tagVerbs[:], verb)
+	if i < 0 {
+		return verb
 	}
-	return verb
+	if n >= 0 && n < smallTagRows {
+		return smallTags[i][n]
+	}
+	return makeRowsTag(verb, n)
+}
+
+// tagVerbs are the verbs whose tag counts rows.
+var tagVerbs = [...]string{"SELECT", "UPDATE", "DELETE", "INSERT", "MERGE", "FETCH", "MOVE", "COPY"}
+
+const smallTagRows = 16
+
+// smallTags are rowsTag's tags of fewer than smallTagRows rows, by verb.
+var smallTags = func() (t [len(tagVerbs)][smallTagRows]string) {
+	for i, v := range tagVerbs {
+		for n := range t[i] {
+			t[i][n] = makeRowsTag(v, int64(n))
+		}
+	}
+	return t
+}()
+
+func makeRowsTag(verb string, n int64) string {
+	if verb == "INSERT" {
+		return "INSERT 0 " + strconv.FormatInt(n, 10)
+	}
+	return verb + " " + strconv.FormatInt(n, 10)
 }
 
 // constText returns the text of a constant argument of a utility

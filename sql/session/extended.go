@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"math"
 	"slices"
 	"time"
 
@@ -313,12 +314,50 @@ func decodeParams(tc *types.Context, pts []*types.T, vals [][]byte, formats []in
 			if d, err = types.DecodeBinary(t, v); err != nil {
 				return nil, pgerror.Wrapf(err, pgerrcode.InvalidBinaryRepresentation, "incorrect binary data format in bind parameter %d", i+1)
 			}
+		} else if n, ok := intParam(t, v); ok {
+			d = types.DInt(n)
 		} else if d, err = types.ParseDatum(tc, t, string(v)); err != nil {
 			return nil, err
 		}
 		out[i] = d
 	}
 	return out, nil
+}
+
+// intParam parses the text of an integer parameter that is plain digits,
+// at most 18 of them after an optional '-', and fits t: the common case,
+// taken without the string types.ParseDatum needs (one allocation per
+// parameter). Anything else (a sign '+', spaces, an error to report) is
+// left to ParseDatum: ok is false.
+func intParam(t *types.T, v []byte) (int64, bool) {
+	if t.Family != types.IntFamily {
+		return 0, false
+	}
+	neg := len(v) > 0 && v[0] == '-'
+	digits := v
+	if neg {
+		digits = v[1:]
+	}
+	if len(digits) == 0 || len(digits) > 18 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if neg {
+		n = -n
+	}
+	switch t.Width {
+	case 16:
+		return n, n >= math.MinInt16 && n <= math.MaxInt16
+	case 32:
+		return n, n >= math.MinInt32 && n <= math.MaxInt32
+	}
+	return n, true
 }
 
 // portal is a bound prepared statement.

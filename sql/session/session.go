@@ -70,6 +70,7 @@ type Session struct {
 		activity   func() []plan.SessionActivity
 		cursors    func() []plan.SessionCursor
 		statements func() []plan.StatementStats
+		settings   func() [][3]string
 	}
 	// workMemCache is workMem's last answer and the settings it read.
 	workMemCache struct {

@@ -1,0 +1,6 @@
+//go:build race
+
+package exec
+
+// raceEnabled: the race detector changes allocation counts.
+const raceEnabled = true
