@@ -346,7 +346,7 @@ func (errReader) Read([]byte) (int, error) { return 0, errors.New("client gave u
 
 func TestCancel(t *testing.T) {
 	ts := startServer(t, nil)
-	ts.b.sleeping = make(chan context.Context, 1)
+	ts.b.setSleeping(make(chan context.Context, 1))
 	conn := ts.connect(t)
 	ctx := context.Background()
 	pc := conn.PgConn()
@@ -354,7 +354,7 @@ func TestCancel(t *testing.T) {
 	// A CancelRequest with the wrong secret cancels nothing.
 	done := make(chan error, 1)
 	go func() { _, err := conn.Exec(ctx, "sleep"); done <- err }()
-	sctx := <-ts.b.sleeping
+	sctx := <-ts.b.sleepingCh()
 	raw, err := net.Dial("tcp", ts.addr)
 	if err != nil {
 		t.Fatal(err)
@@ -390,7 +390,7 @@ func TestCancel(t *testing.T) {
 	}
 	defer conn2.Close(ctx)
 	qctx, cancel := context.WithCancel(ctx)
-	go func() { <-ts.b.sleeping; cancel() }()
+	go func() { <-ts.b.sleepingCh(); cancel() }()
 	if _, err := conn2.Exec(qctx, "sleep"); pgCode(err) != "57014" && !errors.Is(err, context.Canceled) {
 		t.Fatalf("context cancel: %v", err)
 	}
@@ -565,12 +565,12 @@ func TestClose(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ts := startServer(t, nil)
-			ts.b.sleeping = make(chan context.Context, 1)
+			ts.b.setSleeping(make(chan context.Context, 1))
 			ctx := context.Background()
 			idle, busy := ts.connect(t), ts.connect(t)
 			done := make(chan error, 1)
 			go func() { _, err := busy.Exec(ctx, "sleep"); done <- err }()
-			<-ts.b.sleeping
+			<-ts.b.sleepingCh()
 			if err := tc.stop(ts); err != nil {
 				t.Fatal(err)
 			}

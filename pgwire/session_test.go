@@ -53,6 +53,21 @@ type testBackend struct {
 	syncs []bool
 }
 
+// setSleeping and sleepingCh guard sleeping with mu: the test sets it
+// while the server's goroutines run, and a query sent over the network
+// is no happens-before edge the race detector sees.
+func (b *testBackend) setSleeping(ch chan context.Context) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.sleeping = ch
+}
+
+func (b *testBackend) sleepingCh() chan context.Context {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.sleeping
+}
+
 func newTestBackend() *testBackend {
 	return &testBackend{roles: map[string]Role{"postgres": {Name: "postgres", CanLogin: true, Superuser: true}}}
 }
@@ -260,8 +275,8 @@ func (s *testSession) plan(sql string, _ []uint32) (*testPlan, error) {
 			if s.b.noSleep {
 				return w.Complete("SLEEP")
 			}
-			if s.b.sleeping != nil {
-				s.b.sleeping <- ctx
+			if ch := s.b.sleepingCh(); ch != nil {
+				ch <- ctx
 			}
 			<-ctx.Done()
 			return fmt.Errorf("sleep interrupted: %w", ctx.Err())
