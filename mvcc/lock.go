@@ -127,6 +127,50 @@ func CheckLockNewest(r storage.Reader, key, end []byte, txn *kvpb.Transaction, o
 // check that passed with whole true proves that no key of the span has a
 // version above newest.
 func CheckLockSpanNewest(r storage.Reader, key, end []byte, txn *kvpb.Transaction, opts WriteOptions, seen func(key []byte, newest hlc.Timestamp)) (held bool, spanNewest hlc.Timestamp, whole bool, err error) {
+	return checkLockSpan(r, key, end, txn, opts, seen, nil)
+}
+
+// CheckLockScan is CheckLockSpanNewest that also returns, when whole, the
+// rows a Scan of [key, end) at txn's read timestamp would (ScanResult.Rows,
+// with no limit): read in the same pass over the span's versions, not by
+// a second seek. A check that passed proves every key's newest version
+// lies below the read timestamp, so it is the version the scan would read,
+// and no lock of another transaction is in the span; a tombstone hides its
+// key. Not whole (txn's own lock or intent, or an unversioned value, in
+// the span, which the scan reads otherwise), rows is nil and the caller
+// scans. The rows are the caller's.
+func CheckLockScan(r storage.Reader, key, end []byte, txn *kvpb.Transaction, opts WriteOptions, seen func(key []byte, newest hlc.Timestamp)) (held bool, spanNewest hlc.Timestamp, whole bool, rows []kvpb.KeyValue, err error) {
+	var buf []byte
+	collect := func(it *storage.Iterator) error {
+		k := it.UnsafeKey()
+		raw, err := it.UnsafeValue()
+		if err != nil {
+			return err
+		}
+		v, tomb, err := decodeValue(raw)
+		if err != nil {
+			return fmt.Errorf("mvcc: version %s: %w", k, err)
+		}
+		if tomb {
+			return nil
+		}
+		off := len(buf)
+		buf = append(append(buf, k.Key...), v...)
+		// buf may have moved: the earlier rows keep their old copy.
+		kk := buf[off : off+len(k.Key) : off+len(k.Key)]
+		rows = append(rows, kvpb.KeyValue{Key: kk, Value: buf[off+len(k.Key) : len(buf) : len(buf)], Timestamp: k.Timestamp})
+		return nil
+	}
+	held, spanNewest, whole, err = checkLockSpan(r, key, end, txn, opts, seen, collect)
+	if err != nil || !whole {
+		return held, spanNewest, whole, nil, err
+	}
+	return held, spanNewest, whole, rows, nil
+}
+
+// checkLockSpan is CheckLockSpanNewest, calling each (when not nil) at
+// each key's newest version read (newestVersionExcept).
+func checkLockSpan(r storage.Reader, key, end []byte, txn *kvpb.Transaction, opts WriteOptions, seen func(key []byte, newest hlc.Timestamp), each func(*storage.Iterator) error) (held bool, spanNewest hlc.Timestamp, whole bool, err error) {
 	if len(key) == 0 || keys.IsLocal(key) {
 		return false, hlc.Timestamp{}, false, invalidArg("lock: bad key %q", key)
 	}
@@ -160,7 +204,7 @@ func CheckLockSpanNewest(r storage.Reader, key, end []byte, txn *kvpb.Transactio
 	if len(conflicts) > 0 {
 		return false, hlc.Timestamp{}, false, &kvpb.WriteIntentError{Intents: conflicts}
 	}
-	newest, newestKey, bare, err := newestVersionExcept(r, key, end, own, seen)
+	newest, newestKey, bare, err := newestVersionExcept(r, key, end, own, seen, each)
 	if err != nil {
 		return false, hlc.Timestamp{}, false, err
 	}
@@ -203,14 +247,16 @@ func lockWalker(opts WriteOptions) func(storage.Reader, []byte, []byte, func([]b
 // newestVersion returns the timestamp of the newest committed version in
 // [start, end) and its key (zero when there is none).
 func newestVersion(r storage.Reader, start, end []byte) (hlc.Timestamp, []byte, error) {
-	ts, key, _, err := newestVersionExcept(r, start, end, nil, nil)
+	ts, key, _, err := newestVersionExcept(r, start, end, nil, nil, nil)
 	return ts, key, err
 }
 
 // newestVersionExcept is newestVersion over the keys not in skip; bare
 // reports an unversioned value in the span, and seen (when not nil) is
 // told each key's newest version, but not a key with an unversioned value.
-func newestVersionExcept(r storage.Reader, start, end []byte, skip map[string]bool, seen func(key []byte, newest hlc.Timestamp)) (newest hlc.Timestamp, newestKey []byte, bare bool, _ error) {
+// each (when not nil) is called with the iterator at each key's newest
+// version (a key in skip excepted).
+func newestVersionExcept(r storage.Reader, start, end []byte, skip map[string]bool, seen func(key []byte, newest hlc.Timestamp), each func(*storage.Iterator) error) (newest hlc.Timestamp, newestKey []byte, bare bool, _ error) {
 	it, err := r.NewIter(storage.IterOptions{LowerBound: start, UpperBound: end})
 	if err != nil {
 		return hlc.Timestamp{}, nil, false, fmt.Errorf("mvcc: read versions in [%q, %q): %w", start, end, err)
@@ -236,6 +282,11 @@ func newestVersionExcept(r storage.Reader, start, end []byte, skip map[string]bo
 		}
 		if newest.Less(k.Timestamp) {
 			newest, newestKey = k.Timestamp, append(newestKey[:0], k.Key...)
+		}
+		if each != nil {
+			if err := each(it); err != nil {
+				return hlc.Timestamp{}, nil, false, fmt.Errorf("mvcc: read versions in [%q, %q): %w", start, end, err)
+			}
 		}
 		ok = it.NextKey()
 	}

@@ -16,6 +16,9 @@ import (
 
 // Options configure an Engine.
 type Options struct {
+	// CountSeeks makes Engine.Seeks count the seeks of the engine's and
+	// its batches' iterators (tests: how often a request positions one).
+	CountSeeks bool
 	// FS is the filesystem Pebble runs on. Nil means the OS filesystem; tests
 	// pass vfs.NewMem() or vfs.NewCrashableMem(), and fault and latency
 	// injection wrap one of those.
@@ -95,6 +98,19 @@ type Engine struct {
 	// iters keeps closed iterators for reads while no write has come
 	// since they were opened (iterpool.go, invariant 7).
 	iters *iterPool
+	// seeks counts iterator seeks (nil: Options.CountSeeks unset).
+	seeks *atomic.Uint64
+}
+
+// Seeks returns how many times the engine's and its batches' iterators
+// were positioned by a seek (SeekGE, SeekLT, First, Last) since Open:
+// with Options.CountSeeks, else 0. A seek walks every memtable and level
+// afresh; Next and NextKey step on from where the iterator is.
+func (e *Engine) Seeks() uint64 {
+	if e.seeks == nil {
+		return 0
+	}
+	return e.seeks.Load()
 }
 
 // CacheSizeOr is the block cache a store opened with Options.CacheSize
@@ -181,7 +197,11 @@ func Open(dir string, opts Options) (*Engine, error) {
 	if opts.NoSync {
 		wo = pebble.NoSync
 	}
-	return &Engine{db: db, opts: po, fs: fs, dir: dir, cache: cache, wo: wo, onFatal: opts.OnFatal, healthCloser: healthCloser, ra: ra, walFill: walFill, tables: tables, iters: iters,
+	var seeks *atomic.Uint64
+	if opts.CountSeeks {
+		seeks = new(atomic.Uint64)
+	}
+	return &Engine{db: db, opts: po, fs: fs, dir: dir, cache: cache, wo: wo, onFatal: opts.OnFatal, healthCloser: healthCloser, ra: ra, walFill: walFill, tables: tables, iters: iters, seeks: seeks,
 		probe: diskProbe{fs: watched, path: watchedPath(watched, dir)}}, nil
 }
 
@@ -303,7 +323,7 @@ func newIter(e *Engine, r pebbleReader, opts IterOptions) (*Iterator, error) {
 	if err := e.failure(); err != nil {
 		return nil, fmt.Errorf("storage: new iterator: %w", err)
 	}
-	i := &Iterator{prefix: opts.Prefix}
+	i := &Iterator{prefix: opts.Prefix, seeks: e.seeks}
 	opts.fill(&i.popts)
 	it, err := r.NewIter(&i.popts)
 	if err != nil {

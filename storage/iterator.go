@@ -2,6 +2,7 @@ package storage
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -35,6 +36,15 @@ type Iterator struct {
 	// bounds holds the encoded bounds of a pooled iterator's next use
 	// (Pebble copies them).
 	bounds []byte
+	// seeks counts the seeks (Engine.Seeks; nil: not counted).
+	seeks *atomic.Uint64
+}
+
+// counted counts a seek (Engine.Seeks).
+func (i *Iterator) counted() {
+	if i.seeks != nil {
+		i.seeks.Add(1)
+	}
 }
 
 func (i *Iterator) decode(valid bool) bool {
@@ -53,6 +63,7 @@ func (i *Iterator) decode(valid bool) bool {
 // SeekGE positions at the first entry >= key. With a zero timestamp that is
 // the key's bare entry or, failing that, its newest version.
 func (i *Iterator) SeekGE(key MVCCKey) bool {
+	i.counted()
 	i.buf = key.Encode(i.buf[:0])
 	if i.prefix {
 		return i.decode(i.it.SeekPrefixGE(i.buf))
@@ -62,15 +73,22 @@ func (i *Iterator) SeekGE(key MVCCKey) bool {
 
 // SeekLT positions at the last entry < key.
 func (i *Iterator) SeekLT(key MVCCKey) bool {
+	i.counted()
 	i.buf = key.Encode(i.buf[:0])
 	return i.decode(i.it.SeekLT(i.buf))
 }
 
 // First positions at the first entry within the bounds.
-func (i *Iterator) First() bool { return i.decode(i.it.First()) }
+func (i *Iterator) First() bool {
+	i.counted()
+	return i.decode(i.it.First())
+}
 
 // Last positions at the last entry within the bounds.
-func (i *Iterator) Last() bool { return i.decode(i.it.Last()) }
+func (i *Iterator) Last() bool {
+	i.counted()
+	return i.decode(i.it.Last())
+}
 
 // Next moves to the next entry.
 func (i *Iterator) Next() bool { return i.decode(i.it.Next()) }

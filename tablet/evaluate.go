@@ -67,6 +67,10 @@ type evalCtx struct {
 	// validGen is the validation cache's generation before the batch
 	// read anything: what a refresh that reads installs at (validcache.go).
 	validGen uint64
+	// lockScan is a scan of the batch that an unreplicated lock's check
+	// of its span answered (mvcc.CheckLockScan), with lockRows its rows.
+	lockScan *kvpb.ScanRequest
+	lockRows []kvpb.KeyValue
 }
 
 // Evaluate evaluates ba against the engine without changing anything: it
@@ -89,7 +93,13 @@ func (r *Replica) evaluate(ba *kvpb.BatchRequest, desc kvpb.TabletDescriptor, op
 	if ba.Txn != nil {
 		ec.self = ba.Txn.ID
 	}
-	if readOnly(ba) {
+	if readOnly(ba) || locksOnRead(ba) {
+		// A batch that reads, or reads and takes unreplicated locks
+		// (which write nothing: applyUnreplicated), reads the engine
+		// alone: no indexed batch, whose every iterator is built anew
+		// over it and the engine. An UPDATE's locking read (the lock's
+		// check of its row, then the scan of the row) then reads through
+		// one iterator.
 		ec.rd = r.eng
 		if len(ba.Requests) > 1 && countsOnly(ba) {
 			resps, err := ec.evalCounts()
@@ -259,6 +269,26 @@ func (r *Replica) sendCounts(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.
 }
 
 // readOnly reports whether every request of ba only reads user data.
+// locksOnRead reports whether every request of ba reads or takes an
+// unreplicated lock, with at least one lock (kv's Txn.runLockingRead: an
+// UPDATE's read of its row).
+func locksOnRead(ba *kvpb.BatchRequest) bool {
+	locks := false
+	for _, req := range ba.Requests {
+		switch req := req.(type) {
+		case *kvpb.GetRequest, *kvpb.ScanRequest, *kvpb.RefreshRequest:
+		case *kvpb.LockRequest:
+			if !req.Unreplicated {
+				return false
+			}
+			locks = true
+		default:
+			return false
+		}
+	}
+	return locks
+}
+
 func readOnly(ba *kvpb.BatchRequest) bool {
 	for _, req := range ba.Requests {
 		switch req.(type) {

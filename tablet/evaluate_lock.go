@@ -1,11 +1,13 @@
 package tablet
 
 import (
+	"bytes"
 	"errors"
 
 	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/kvpb"
 	"github.com/cairn-db/cairn/mvcc"
+	"github.com/cairn-db/cairn/storage"
 )
 
 // lock evaluates a LockRequest (a row lock: mvcc.AcquireLock). The lock
@@ -73,14 +75,27 @@ func (ec *evalCtx) lockUnreplicated(req *kvpb.LockRequest) (kvpb.Response, error
 	// invariant 12). Installed only once the checks passed.
 	var seen []validSeen
 	var note func(key []byte, newest hlc.Timestamp)
-	if ec.b.Empty() && !ec.opts.follower {
+	rd := ec.reader()
+	if (ec.b == nil || ec.b.Empty()) && !ec.opts.follower {
 		note = func(key []byte, newest hlc.Timestamp) {
 			if len(seen) < maxSeenPerLock {
 				seen = append(seen, validSeen{key: string(key), newest: newest})
 			}
 		}
 	}
-	held, newest, whole, err := mvcc.CheckLockSpanNewest(ec.b, req.Key, req.EndKey, ec.txn, opts, note)
+	var held, whole bool
+	var newest hlc.Timestamp
+	if sc := ec.scanAfterLock(req); sc != nil {
+		// The batch scans the span next (an UPDATE's locking read): the
+		// check's pass over the span's versions reads the scan's rows.
+		var rows []kvpb.KeyValue
+		held, newest, whole, rows, err = mvcc.CheckLockScan(rd, req.Key, req.EndKey, ec.txn, opts, note)
+		if err == nil && whole && (sc.MaxKeys == 0 || int64(len(rows)) < sc.MaxKeys) {
+			ec.lockScan, ec.lockRows = sc, rows
+		}
+	} else {
+		held, newest, whole, err = mvcc.CheckLockSpanNewest(rd, req.Key, req.EndKey, ec.txn, opts, note)
+	}
 	if err == nil && note != nil {
 		for _, v := range seen {
 			ec.r.valid.install(v.key, v.newest, ec.validGen)
@@ -104,4 +119,41 @@ func (ec *evalCtx) lockUnreplicated(req *kvpb.LockRequest) (kvpb.Response, error
 	}
 	ec.prop.unreplAcquired = append(ec.prop.unreplAcquired, kvpb.Intent{Key: req.Key, Txn: ec.txn.TxnMeta})
 	return &kvpb.LockResponse{}, nil
+}
+
+// scanAfterLock returns the scan of req's span that follows req in a batch
+// of reads and unreplicated locks (locksOnRead), read at the transaction's
+// read timestamp, forward and unlimited but by keys: the scan that
+// mvcc.CheckLockScan answers (nil: none).
+func (ec *evalCtx) scanAfterLock(req *kvpb.LockRequest) *kvpb.ScanRequest {
+	if ec.b != nil || len(req.EndKey) == 0 || ec.opts.follower {
+		return nil
+	}
+	after := false
+	for _, r := range ec.ba.Requests {
+		if r == kvpb.Request(req) {
+			after = true
+			continue
+		}
+		sc, ok := r.(*kvpb.ScanRequest)
+		if !after || !ok {
+			continue
+		}
+		if bytes.Equal(sc.Key, req.Key) && bytes.Equal(sc.EndKey, req.EndKey) && !sc.Reverse &&
+			sc.MaxBytes == 0 && len(sc.CountTags) == 0 && sc.ReadsOnTo == nil {
+			return sc
+		}
+		return nil
+	}
+	return nil
+}
+
+// reader is what the batch reads through: its evaluation batch, or the
+// engine when it writes nothing (a batch of reads and unreplicated locks:
+// evaluate).
+func (ec *evalCtx) reader() storage.Reader {
+	if ec.b != nil {
+		return ec.b
+	}
+	return ec.rd
 }

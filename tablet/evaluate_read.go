@@ -30,6 +30,14 @@ func (ec *evalCtx) scan(req *kvpb.ScanRequest) (kvpb.Response, error) {
 	if err := ec.checkReadAboveGC(req, ec.readTS()); err != nil {
 		return nil, err
 	}
+	if ec.lockScan == req {
+		// Read by the lock's check of the span before it, in one pass
+		// (lockUnreplicated), under the same latches and from the same
+		// view of the engine.
+		rows := ec.lockRows
+		ec.lockScan, ec.lockRows = nil, nil
+		return &kvpb.ScanResponse{Rows: rows}, nil
+	}
 	noLocks, err := ec.noLocksIn(req.Key, req.EndKey)
 	if err != nil {
 		return nil, wrapEval(req, err)

@@ -24,7 +24,7 @@ func (ec *evalCtx) writeOpts(key []byte) (mvcc.WriteOptions, error) {
 		return mvcc.WriteOptions{}, nil
 	}
 	if ec.r.cfg.VerifyLockTable {
-		in, err := mvcc.ScanIntents(ec.b, key, keys.Next(key), 1)
+		in, err := mvcc.ScanIntents(ec.reader(), key, keys.Next(key), 1)
 		if err != nil {
 			return mvcc.WriteOptions{}, err
 		}

@@ -68,7 +68,7 @@ const (
 )
 
 func newHarness(t testing.TB, cfg Config) *harness {
-	eng, err := storage.Open("", storage.Options{FS: vfs.NewMem()})
+	eng, err := storage.Open("", storage.Options{FS: vfs.NewMem(), CountSeeks: true})
 	if err != nil {
 		t.Fatal(err)
 	}
