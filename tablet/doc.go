@@ -111,5 +111,9 @@
 //     lock's check of the span) every applied write of a key prefixed by
 //     k removes; a lock outside a transaction (a one-phase commit's row
 //     lock) whose span has no lock in the lock table passes from an entry
-//     below its timestamp (TestValidationCacheRowSpan).
+//     below its timestamp (TestValidationCacheRowSpan), and a Put of a key
+//     with no lock record, as the batch's first write, skips reading the
+//     key's versions when the key's or its row's entry lies below the
+//     write's timestamp and not above the transaction's read timestamp
+//     (TestLockedRowPutReadsNoVersions).
 package tablet

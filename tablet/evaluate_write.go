@@ -51,6 +51,13 @@ func (ec *evalCtx) put(req *kvpb.PutRequest) (kvpb.Response, error) {
 	if err != nil {
 		return nil, wrapEval(req, err)
 	}
+	if opts.NoLock && !ec.opts.follower && ec.b.Empty() {
+		// The engine alone (nothing written by this batch yet) holds
+		// key's versions, and the validation cache may know the newest
+		// (invariant 12): an UPDATE's row, its span read by the row's
+		// lock check, is written without reading it again.
+		opts.Newest, opts.NewestKnown = ec.r.valid.newestOf(req.Key)
+	}
 	if err := mvcc.PutOpts(ec.b, req.Key, ts, req.Value, ec.txn, opts); err != nil {
 		return nil, wrapEval(req, err)
 	}

@@ -114,3 +114,62 @@ func fmtRows(row []byte, resp *kvpb.ScanResponse) string {
 	}
 	return strings.Join(parts, " ")
 }
+
+// TestLockedRowPutReadsNoVersions: a Put of a row an UPDATE's locking
+// read checked (its span's newest version in the validation cache,
+// invariant 12) does not read the row's versions again: 1 seek (the
+// harness's verification of the lock table) where it took 2. A write of
+// the row since the check removed the entry: the Put reads, and fails
+// on the newer version as before.
+func TestLockedRowPutReadsNoVersions(t *testing.T) {
+	h := newHarness(t, Config{})
+	ctx := context.Background()
+	for i, tc := range []struct {
+		name    string
+		written bool // the row written at 30 after the lock's check
+		seeks   uint64
+	}{
+		{name: "the row as the lock read it", seeks: 1},
+		{name: "the row written since", written: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			row := []byte(fmt.Sprintf("\x03lockedput%d/", i))
+			end := keys.PrefixEnd(row)
+			if _, err := h.sendAt(wallTS(10), &kvpb.PutRequest{Key: row, Value: []byte("v10")}); err != nil {
+				t.Fatal(err)
+			}
+			name := fmt.Sprintf("updater%d", i)
+			h.newTxn(name, wallTS(20), 0)
+			ba := &kvpb.BatchRequest{}
+			ba.Add(&kvpb.LockRequest{Key: row, EndKey: end, Unreplicated: true})
+			ba.Add(&kvpb.ScanRequest{Key: row, EndKey: end})
+			if _, err := h.send(ctx, ba, name); err != nil {
+				t.Fatal(err)
+			}
+			if tc.written {
+				h.r.locks.reset(nil) // the lock is lost; the cache is not told
+				if _, err := h.sendAt(wallTS(30), &kvpb.PutRequest{Key: row, Value: []byte("v30")}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ba = &kvpb.BatchRequest{}
+			ba.Add(&kvpb.PutRequest{Key: row, Value: []byte("v20")})
+			before := h.eng.Seeks()
+			_, err := h.send(ctx, ba, name)
+			seeks := h.eng.Seeks() - before
+			if tc.written {
+				var wto *kvpb.WriteTooOldError
+				if !errors.As(err, &wto) {
+					t.Fatalf("a Put below a version written since the check: err %v, want a WriteTooOldError", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if seeks != tc.seeks {
+				t.Errorf("the Put sought %d times, want %d", seeks, tc.seeks)
+			}
+		})
+	}
+}

@@ -110,6 +110,25 @@ func (c *validCache) spanNewest(start, end []byte) (hlc.Timestamp, bool) {
 	return ts, ok
 }
 
+// newestOf returns a timestamp at or above key's newest version, if the
+// cache knows one: the key's own entry, or that of a row span holding it.
+func (c *validCache) newestOf(key []byte) (hlc.Timestamp, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ts, ok := c.newest[string(key)]; ok {
+		return ts, true
+	}
+	for n := range c.startLens {
+		if n > len(key) {
+			continue
+		}
+		if ts, ok := c.spans[string(key[:n])]; ok {
+			return ts, true
+		}
+	}
+	return hlc.Timestamp{}, false
+}
+
 // rowSpan reports whether [start, end) is the span of the keys prefixed
 // by start, the only spans the cache holds.
 func rowSpan(start, end []byte) bool {
