@@ -39,6 +39,8 @@ type nodeMetrics struct {
 	raftCommit prometheus.Histogram
 	lockWait   prometheus.Histogram
 	lockHold   prometheus.Histogram
+	// validInstalls counts validation cache installs by result.
+	validInstalls *prometheus.CounterVec
 	// series is the recent statement rate and latency (timeseries.go).
 	series series
 }
@@ -72,7 +74,11 @@ func newNodeMetrics() *nodeMetrics {
 			Buckets: latencyBuckets,
 		}),
 	}
-	m.reg.MustRegister(m.statements, m.kv, m.raftCommit, m.lockWait, m.lockHold,
+	m.validInstalls = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "cairn_validation_cache_installs_total",
+		Help: "Newest versions a check read and offered to a replica's validation cache on this node, by whether the cache took them (result=installed) or refused them for a write applied meanwhile (result=refused).",
+	}, []string{"result"})
+	m.reg.MustRegister(m.statements, m.kv, m.raftCommit, m.lockWait, m.lockHold, m.validInstalls,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -91,12 +97,20 @@ func (m *nodeMetrics) observeStatement(kind string, d time.Duration) {
 }
 
 // tabletObservers feed the raft commit, lock wait and lock hold
-// histograms.
+// histograms and the validation cache's install counts.
 func (m *nodeMetrics) tabletObservers() *tablet.Observers {
+	installedC, refusedC := m.validInstalls.WithLabelValues("installed"), m.validInstalls.WithLabelValues("refused")
 	return &tablet.Observers{
 		RaftCommit: func(d time.Duration) { m.raftCommit.Observe(d.Seconds()) },
 		LockWait:   func(d time.Duration) { m.lockWait.Observe(d.Seconds()) },
 		LockHold:   func(d time.Duration) { m.lockHold.Observe(d.Seconds()) },
+		ValidInstall: func(installed bool) {
+			if installed {
+				installedC.Inc()
+			} else {
+				refusedC.Inc()
+			}
+		},
 	}
 }
 

@@ -129,6 +129,17 @@ func TestObservability(t *testing.T) {
 			t.Errorf("%s{%s=%q}: %d observations, want at least %d", c.name, c.label, c.value, n, c.min)
 		}
 	}
+	// The UPDATEs' locking reads offered their rows to the validation
+	// cache.
+	var installs float64
+	if f := fams["cairn_validation_cache_installs_total"]; f != nil && f.GetType() == dto.MetricType_COUNTER {
+		for _, m := range f.GetMetric() {
+			installs += m.GetCounter().GetValue()
+		}
+	}
+	if installs < 1 {
+		t.Errorf("cairn_validation_cache_installs_total: %v installs, want at least 1", installs)
+	}
 	for _, name := range []string{"go_goroutines", "go_gc_duration_seconds", "process_cpu_seconds_total", "process_resident_memory_bytes", "cairn_up", "cairn_replicas"} {
 		if fams[name] == nil {
 			t.Errorf("/metrics has no %s", name)

@@ -99,6 +99,11 @@ type Observers struct {
 	// by its locking read) that another request waited for was held,
 	// from its acquisition to its release.
 	LockHold func(time.Duration)
+	// ValidInstall is told, for each newest version a check read and
+	// offered to the validation cache, whether the cache took it
+	// (validcache.go): the share taken is how often a commit's check of
+	// the same key can pass without a read.
+	ValidInstall func(installed bool)
 }
 
 func (c Config) withDefaults() Config {

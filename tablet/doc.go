@@ -115,5 +115,11 @@
 //     with no lock record, as the batch's first write, skips reading the
 //     key's versions when the key's or its row's entry lies below the
 //     write's timestamp and not above the transaction's read timestamp
-//     (TestLockedRowPutReadsNoVersions).
+//     (TestLockedRowPutReadsNoVersions). An install read at an older
+//     generation, or while a write is between its removals, still goes in
+//     when no removal since that generation, and no write between its
+//     removals, named a key whose hash bucket is the entry's key's (a
+//     write marks the bucket of every prefix of each key it names, so a
+//     row span's start's among them), and no write naming no keys or
+//     reset came since (TestValidationCacheMarks).
 package tablet

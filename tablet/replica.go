@@ -135,6 +135,9 @@ func newReplica(eng *storage.Engine, clock *hlc.Clock, desc kvpb.TabletDescripto
 	if o := cfg.Observe; o != nil && o.LockHold != nil {
 		lt.observeHold = o.LockHold
 	}
+	if o := cfg.Observe; o != nil && o.ValidInstall != nil {
+		r.valid.observe = o.ValidInstall
+	}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	r.raft.leave = func() { r.raft.active.Add(-1) }
 	r.mu.desc = desc

@@ -52,13 +52,33 @@ import (
 // lease and a split empty the cache (rebuildFromEngine, applySplit).
 // Only answers that pass use it: an entry above From, or any doubt, reads
 // the engine as before, so a wrong entry could only ever be too new.
+//
+// Under load some write of the tablet is almost always between its two
+// removals, which refused every install. So removals are also marked
+// per bucket of key hashes (validMarks): an install is also let in when
+// no removal since its generation and no write between its removals
+// names a key hashing to its key's bucket (a span's entry: its start's),
+// and no write without named keys came since. A write marks the bucket
+// of every prefix of each key it names, which holds the start of any row
+// span holding the key.
 type validCache struct {
 	mu sync.Mutex
 	// gen counts removals; an install is refused unless gen is what its
-	// refresh captured before reading.
+	// refresh captured before reading, or the marks let it in.
 	gen uint64
 	// pending counts applied writes between their two removals.
 	pending int
+	// marks (nil until an install found no write pending) are the
+	// removals per bucket.
+	marks *validMarks
+	// wide counts writes between their two removals that name no keys
+	// (an SST, a range write); lastWide is the generation of the last
+	// removal of one, or of a reset.
+	wide     int
+	lastWide uint64
+	// observe, when set, is told of each install whether it went in
+	// (Observers.ValidInstall); called under mu.
+	observe func(installed bool)
 	newest  map[string]hlc.Timestamp
 	// spans holds, by start key, the newest version of every key of a
 	// row span [start, keys.PrefixEnd(start)) (an UPDATE's row lock), as
@@ -69,6 +89,73 @@ type validCache struct {
 	// one or two), not by an interval search.
 	spans     map[string]hlc.Timestamp
 	startLens map[int]int
+}
+
+// validBuckets is the number of buckets of key hashes validMarks keeps.
+const validBuckets = 1024
+
+// validMarks marks removals by bucket of key hashes.
+type validMarks struct {
+	// since is the generation the marks began at: older captures are
+	// refused.
+	since uint64
+	// last is the generation of the bucket's last removal; pend counts
+	// the writes between their two removals that hold a key hashing
+	// there (once per key and prefix).
+	last [validBuckets]uint64
+	pend [validBuckets]int32
+}
+
+// validHashPrime and validHashOffset are FNV-1a's (64-bit).
+const (
+	validHashOffset = 14695981039346656037
+	validHashPrime  = 1099511628211
+)
+
+// validBucket is key's bucket.
+func validBucket(key string) int {
+	h := uint64(validHashOffset)
+	for i := 0; i < len(key); i++ {
+		h ^= uint64(key[i])
+		h *= validHashPrime
+	}
+	return int(h % validBuckets)
+}
+
+// mark marks the buckets of every non-empty prefix of key (so of
+// key and of every row span's start that holds it) with the current
+// generation, and adds delta to their pending counts.
+func (m *validMarks) mark(key []byte, gen uint64, delta int32) {
+	h := uint64(validHashOffset)
+	for i := 0; i < len(key); i++ {
+		h ^= uint64(key[i])
+		h *= validHashPrime
+		b := h % validBuckets
+		m.last[b] = gen
+		m.pend[b] += delta
+	}
+}
+
+// mayInstallLocked reports whether an entry for key (a point key, or a
+// row span's start), read after generation gen, may go in.
+func (c *validCache) mayInstallLocked(key string, gen uint64) bool {
+	if c.gen == gen && c.pending == 0 {
+		return true
+	}
+	if c.marks == nil {
+		if c.pending == 0 {
+			// No write is between its removals: marks from here on
+			// are whole.
+			c.marks = &validMarks{since: c.gen}
+		}
+		return false
+	}
+	m := c.marks
+	if gen < m.since || c.wide > 0 || gen < c.lastWide {
+		return false
+	}
+	b := validBucket(key)
+	return m.last[b] <= gen && m.pend[b] == 0
 }
 
 // maxValidEntries bounds the cache: a committed row's entry goes with
@@ -143,7 +230,11 @@ func (c *validCache) installSpan(start, end []byte, newest hlc.Timestamp, gen ui
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.gen != gen || c.pending > 0 {
+	ok := c.mayInstallLocked(string(start), gen)
+	if c.observe != nil {
+		c.observe(ok)
+	}
+	if !ok {
 		return
 	}
 	if c.spans == nil {
@@ -190,7 +281,11 @@ const maxSeenPerLock = 16
 func (c *validCache) install(key string, newest hlc.Timestamp, gen uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.gen != gen || c.pending > 0 {
+	ok := c.mayInstallLocked(key, gen)
+	if c.observe != nil {
+		c.observe(ok)
+	}
+	if !ok {
 		return
 	}
 	if c.newest == nil {
@@ -213,7 +308,7 @@ func (c *validCache) writing(repr []byte, sst bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.pending++
-	c.removeLocked(repr, sst)
+	c.removeLocked(repr, sst, 1)
 }
 
 // written removes the keys of a write whose batch committed (as writing
@@ -228,12 +323,15 @@ func (c *validCache) written(repr []byte, sst bool) {
 	if c.pending > 0 {
 		c.pending--
 	}
-	c.removeLocked(repr, sst)
+	c.removeLocked(repr, sst, -1)
 }
 
-func (c *validCache) removeLocked(repr []byte, sst bool) {
+// removeLocked removes the keys of repr (all, for sst) and marks them,
+// delta (1: writing, -1: written) counting the write as pending or done.
+func (c *validCache) removeLocked(repr []byte, sst bool, delta int32) {
 	c.gen++
-	if len(c.newest) == 0 && len(c.spans) == 0 {
+	m := c.marks
+	if m == nil && len(c.newest) == 0 && len(c.spans) == 0 && !sst {
 		return
 	}
 	ranged, err := storage.VisitReprKeys(repr, func(key []byte) {
@@ -241,11 +339,20 @@ func (c *validCache) removeLocked(repr []byte, sst bool) {
 		if len(c.spans) > 0 {
 			c.removeSpansLocked(key)
 		}
+		if m != nil {
+			m.mark(key, c.gen, delta)
+		}
 	})
 	if sst || ranged || err != nil {
 		clear(c.newest)
 		clear(c.spans)
 		clear(c.startLens)
+		c.lastWide = c.gen
+		if delta > 0 {
+			c.wide++
+		} else if c.wide > 0 {
+			c.wide--
+		}
 	}
 }
 
@@ -256,6 +363,7 @@ func (c *validCache) reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.gen++
+	c.lastWide = c.gen
 	clear(c.newest)
 	clear(c.spans)
 	clear(c.startLens)
