@@ -112,8 +112,8 @@
 //     k removes; a lock outside a transaction (a one-phase commit's row
 //     lock) whose span has no lock in the lock table passes from an entry
 //     below its timestamp (TestValidationCacheRowSpan), and a Put of a key
-//     with no lock record, as the batch's first write, skips reading the
-//     key's versions when the key's or its row's entry lies below the
+//     with no lock record, which no other write of its batch names, skips
+//     reading the key's versions when the key's or its row's entry lies below the
 //     write's timestamp and not above the transaction's read timestamp
 //     (TestLockedRowPutReadsNoVersions). An install read at an older
 //     generation, or while a write is between its removals, still goes in

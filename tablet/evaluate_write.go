@@ -51,11 +51,11 @@ func (ec *evalCtx) put(req *kvpb.PutRequest) (kvpb.Response, error) {
 	if err != nil {
 		return nil, wrapEval(req, err)
 	}
-	if opts.NoLock && !ec.opts.follower && ec.b.Empty() {
-		// The engine alone (nothing written by this batch yet) holds
-		// key's versions, and the validation cache may know the newest
-		// (invariant 12): an UPDATE's row, its span read by the row's
-		// lock check, is written without reading it again.
+	if opts.NoLock && !ec.opts.follower && ec.noOtherWriteOf(req, req.Key) {
+		// The engine alone (no other request of this batch writes key)
+		// holds key's versions, and the validation cache may know the
+		// newest (invariant 12): an UPDATE's row, its span read by the
+		// row's lock check, is written without reading it again.
 		opts.Newest, opts.NewestKnown = ec.r.valid.newestOf(req.Key)
 	}
 	if err := mvcc.PutOpts(ec.b, req.Key, ts, req.Value, ec.txn, opts); err != nil {
@@ -102,4 +102,28 @@ func (ec *evalCtx) deleteRange(req *kvpb.DeleteRangeRequest) (kvpb.Response, err
 		ec.wrote(k)
 	}
 	return &kvpb.DeleteRangeResponse{Keys: deleted}, nil
+}
+
+// noOtherWriteOf reports whether no request of the batch but req may
+// write a version of key: reads, refreshes and locks write none, and an
+// EndTxn as the batch's last request resolves its intents after req.
+func (ec *evalCtx) noOtherWriteOf(req kvpb.Request, key []byte) bool {
+	for i, r := range ec.ba.Requests {
+		if r == req {
+			continue
+		}
+		switch r.(type) {
+		case *kvpb.GetRequest, *kvpb.ScanRequest, *kvpb.RefreshRequest, *kvpb.LockRequest:
+			continue
+		case *kvpb.EndTxnRequest:
+			if i == len(ec.ba.Requests)-1 {
+				continue
+			}
+			return false
+		}
+		if spansOverlap(r.Span(), kvpb.Span{Key: key}) {
+			return false
+		}
+	}
+	return true
 }

@@ -118,18 +118,21 @@ func fmtRows(row []byte, resp *kvpb.ScanResponse) string {
 // TestLockedRowPutReadsNoVersions: a Put of a row an UPDATE's locking
 // read checked (its span's newest version in the validation cache,
 // invariant 12) does not read the row's versions again: 1 seek (the
-// harness's verification of the lock table) where it took 2. A write of
-// the row since the check removed the entry: the Put reads, and fails
-// on the newer version as before.
+// harness's verification of the lock table) where it took 2, also after
+// another key's write in its batch. A write of the row since the check
+// removed the entry: the Put reads, and fails on the newer version as
+// before.
 func TestLockedRowPutReadsNoVersions(t *testing.T) {
 	h := newHarness(t, Config{})
 	ctx := context.Background()
 	for i, tc := range []struct {
 		name    string
 		written bool // the row written at 30 after the lock's check
+		first   bool // a ConditionalPut of another key goes first in the batch
 		seeks   uint64
 	}{
 		{name: "the row as the lock read it", seeks: 1},
+		{name: "after a write of another key", first: true, seeks: 3},
 		{name: "the row written since", written: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -153,6 +156,11 @@ func TestLockedRowPutReadsNoVersions(t *testing.T) {
 				}
 			}
 			ba = &kvpb.BatchRequest{}
+			if tc.first {
+				// Its own check of the lock table and read of its
+				// versions: 2 seeks.
+				ba.Add(&kvpb.ConditionalPutRequest{Key: []byte(fmt.Sprintf("\x02history%d", i)), Value: []byte("h")})
+			}
 			ba.Add(&kvpb.PutRequest{Key: row, Value: []byte("v20")})
 			before := h.eng.Seeks()
 			_, err := h.send(ctx, ba, name)
