@@ -93,6 +93,9 @@ type runner struct {
 	// dist is the gateway's state of distributed planning
 	// (distsql_plan.go); nil until first used.
 	dist *distState
+	// out is the Rows Start returns, allocated with the runner it
+	// belongs to (one of the objects of every statement).
+	out rows
 }
 
 func newRunner(ctx context.Context, x *Context, p *plan.Plan) *runner {

@@ -75,7 +75,22 @@ type pointOp struct {
 	readRow []types.Datum
 	// batch is fetch's, allocated with the operator.
 	batch kv.Batch
+	// key backs span's two keys, and projRow and outRow the row fetch
+	// projects to the plan's columns and the last level of projections
+	// it evaluates, when they fit: three of the objects of every point
+	// read (TestImplicitPointAllocs). The operator serves one statement
+	// and returns one row, so nothing it returned is overwritten.
+	key             [pointKeyBuf]byte
+	projRow, outRow [pointRowBuf]types.Datum
 }
+
+// pointKeyBuf and pointRowBuf size pointOp's own buffers: a span of a
+// key prefix and values of up to pointKeyRoom bytes (both ends), rows of
+// up to pointRowBuf columns; longer ones are allocated.
+const (
+	pointKeyBuf = 64
+	pointRowBuf = 4
+)
 
 // startImplicit reads the row of root, which must be the point operator,
 // for a statement without a transaction (Context.Implicit). The read is
@@ -298,11 +313,15 @@ func (r *runner) buildPointIn(root plan.Node, slot **pointShape) (op, error) {
 			*slot = sh
 		}
 	}
-	span, ok, err := pointSpan(sh, scan.Spans[0])
+	if !onePointSpan(sh, scan.Spans[0]) {
+		return nil, nil
+	}
+	o := &pointOp{r: r, outPos: sh.outPos, ectx: &r.ev}
+	span, ok, err := pointSpan(o.key[:0], sh, scan.Spans[0])
 	if !ok || err != nil {
 		return nil, err
 	}
-	o := &pointOp{r: r, span: span, outPos: sh.outPos, ectx: &r.ev}
+	o.span = span
 	sh.fetch.CopyTo(&o.fetcher, &o.merger)
 	o.f = &o.fetcher
 	if scan == r.lockOnRead {
@@ -421,18 +440,28 @@ func compileLocal(e sem.Expr, cols []plan.Column) (sem.Evaluator, bool, error) {
 	return ev, true, nil
 }
 
-// pointSpan encodes the span of sp, a span of sh's index, into sh's key
-// prefix: ok is false unless it is one row's (every key column given,
-// both ends the same values), as oneRow requires of indexSpans' span.
-func pointSpan(sh *pointShape, sp plan.Span) (kvpb.Span, bool, error) {
+// onePointSpan reports whether sp, a span of sh's index, may be one
+// row's: every key column given at both ends, both ends included. The
+// values are pointSpan's to compare.
+func onePointSpan(sh *pointShape, sp plan.Span) bool {
 	n := len(sh.idx.KeyColumns)
-	if len(sp.Start) != n || len(sp.End) != n || sp.StartExclusive || !sp.EndInclusive || n == 0 {
+	return len(sp.Start) == n && len(sp.End) == n && !sp.StartExclusive && sp.EndInclusive && n > 0
+}
+
+// pointSpan encodes the span of sp, a span of sh's index, into sh's key
+// prefix, in dst's room when it has enough: ok is false unless it is one
+// row's (every key column given, both ends the same values), as oneRow
+// requires of indexSpans' span.
+func pointSpan(dst []byte, sh *pointShape, sp plan.Span) (kvpb.Span, bool, error) {
+	if !onePointSpan(sh, sp) {
 		return kvpb.Span{}, false, nil
 	}
-	// The start key and its end in one allocation: room for both ends
-	// of a key of up to pointKeyRoom bytes of values.
-	buf := make([]byte, len(sh.prefix), 2*(len(sh.prefix)+pointKeyRoom))
-	copy(buf, sh.prefix)
+	// The start key and its end in one buffer: room for both ends of a
+	// key of up to pointKeyRoom bytes of values.
+	if room := 2 * (len(sh.prefix) + pointKeyRoom); cap(dst) < room {
+		dst = make([]byte, 0, room)
+	}
+	buf := append(dst[:0], sh.prefix...)
 	for i, d := range sp.Start {
 		var err error
 		if buf, err = rowenc.EncodeKey(buf, d, sh.idx.KeyOrders[i]); err != nil {
@@ -541,10 +570,12 @@ func (o *pointOp) fetch(ctx context.Context) ([]types.Datum, error) {
 	if o.row == nil {
 		return nil, nil
 	}
-	row := project(o.row, o.outPos)
+	row := projectInto(o.projRow[:0], o.row, o.outPos)
 	o.row = nil
+	levels := len(o.projs) + len(o.evs)
 	for _, fns := range o.projs {
-		out := make([]types.Datum, len(fns))
+		levels--
+		out := o.levelRow(levels, len(fns))
 		for i, f := range fns {
 			var err error
 			if out[i], err = f(row); err != nil {
@@ -554,7 +585,8 @@ func (o *pointOp) fetch(ctx context.Context) ([]types.Datum, error) {
 		row = out
 	}
 	for _, evs := range o.evs {
-		out := make([]types.Datum, len(evs))
+		levels--
+		out := o.levelRow(levels, len(evs))
 		for i, ev := range evs {
 			var err error
 			if out[i], err = ev(o.ectx, row); err != nil {
@@ -564,6 +596,16 @@ func (o *pointOp) fetch(ctx context.Context) ([]types.Datum, error) {
 		row = out
 	}
 	return row, nil
+}
+
+// levelRow returns the row a level of projections of n columns writes:
+// outRow for the last level (left 0) when it fits, a new one otherwise
+// (a level reads the row the one before it wrote).
+func (o *pointOp) levelRow(left, n int) []types.Datum {
+	if left == 0 && n <= len(o.outRow) {
+		return o.outRow[:n:n]
+	}
+	return make([]types.Datum, n)
 }
 
 func (o *pointOp) Close() {}

@@ -108,6 +108,22 @@ func TestPointRead(t *testing.T) {
 				c := e.col("x", types.Int8)
 				return &plan.Project{Input: s, Exprs: []sem.Expr{e.expr("k2 + k", s.Cols...), ref(s.Cols[2])}, Cols: []plan.Column{c, e.col("s", types.Text)}}
 			}, true, lines("44 s4")},
+			// The operator's own row buffers (pointRowBuf): a row of no
+			// columns is still a row, not the end; a row wider than them
+			// and two levels of projections each get their own.
+			{"point of no columns", func() plan.Node {
+				s := e.scan(tbl, nil, "k")
+				s.Spans = point(4, 40)
+				return &plan.Project{Input: s}
+			}, true, lines("")},
+			{"point wider than the buffers", func() plan.Node {
+				s := e.scan(tbl, nil, "k", "k2", "s")
+				s.Spans = point(4, 40)
+				inner := &plan.Project{Input: s, Exprs: []sem.Expr{ref(s.Cols[0]), ref(s.Cols[1]), ref(s.Cols[2]), ref(s.Cols[0]), ref(s.Cols[1])},
+					Cols: []plan.Column{e.col("a", types.Int8), e.col("b", types.Int8), e.col("c", types.Text), e.col("d", types.Int8), e.col("e", types.Int8)}}
+				return &plan.Project{Input: inner, Exprs: []sem.Expr{ref(inner.Cols[4]), ref(inner.Cols[2])},
+					Cols: []plan.Column{e.col("f", types.Int8), e.col("g", types.Text)}}
+			}, true, lines("40 s4")},
 			{"prefix of the key", func() plan.Node {
 				s := e.scan(tbl, nil, "k", "s")
 				s.Spans = point(2)

@@ -91,7 +91,18 @@ func tableRowPositions(l *rowenc.TableLayout, ids []rowenc.ColumnID) ([]int, err
 // project picks the output columns of a full-width fetched row; columns
 // the index does not hold read as NULL.
 func project(full []types.Datum, pos []int) []types.Datum {
-	out := make([]types.Datum, len(pos))
+	return projectInto(nil, full, pos)
+}
+
+// projectInto is project writing into dst's room when it has enough.
+// The row is never nil, even of no columns (nil is the end of rows).
+func projectInto(dst, full []types.Datum, pos []int) []types.Datum {
+	var out []types.Datum
+	if dst != nil && cap(dst) >= len(pos) {
+		out = dst[:len(pos):len(pos)]
+	} else {
+		out = make([]types.Datum, len(pos))
+	}
 	for i, p := range pos {
 		if d := full[p]; d != nil {
 			out[i] = d

@@ -53,7 +53,8 @@ func Start(ctx context.Context, x *Context, p *plan.Plan) (Rows, error) {
 		r.release()
 		return nil, err
 	}
-	rs := &rows{r: r, inner: root, op: root}
+	rs := &r.out
+	*rs = rows{r: r, inner: root, op: root}
 	if x.Stats != nil {
 		rs.op = x.Stats.wrap(distNode(root, p.Root), root)
 	}

@@ -33,9 +33,14 @@ type stmtState struct {
 	tc      *types.Context
 	// w is where the statement's results go (functions' WARNINGs too).
 	w pgwire.ResultWriter
-	// rd is the statement's catalog reader over rdTxn (reader).
-	rd    *catalog.Reader
-	rdTxn *kv.Txn
+	// rd is the statement's catalog reader over rdTxn (reader). The
+	// first one is rdBuf, allocated with the statement (rdBufUsed says it
+	// was handed out: a later one, over another transaction, is
+	// allocated on its own, since the first may still be in use).
+	rd        *catalog.Reader
+	rdTxn     *kv.Txn
+	rdBuf     catalog.Reader
+	rdBufUsed bool
 	// madeTxn: the session's KV transaction was made during this
 	// statement, before txn (types).
 	madeTxn bool
@@ -71,7 +76,13 @@ func (x *stmtState) types() *types.Context {
 // per statement were two more allocations and two generation reads).
 func (x *stmtState) reader(txn *kv.Txn) *catalog.Reader {
 	if x.rd == nil || x.rdTxn != txn {
-		x.rd, x.rdTxn = x.s.catalogReader(txn), txn
+		if !x.rdBufUsed {
+			x.rdBufUsed = true
+			x.rdBuf = *catalog.NewReader(txn, x.s.b.cache)
+			x.rd, x.rdTxn = x.rdBuf.UseGenerationUnless(x.s.wroteCatalogFn()), txn
+		} else {
+			x.rd, x.rdTxn = x.s.catalogReader(txn), txn
+		}
 	}
 	return x.rd
 }
@@ -343,12 +354,17 @@ func (s *Session) planEnv(txn *kv.Txn, params *sem.ParamTypes, tc *types.Context
 // leaseholder, which a 3-region cluster pays up to 145 ms each for
 // (pg_dump's index query took 17.6 s with leaders spread, 1.6 s after).
 func (s *Session) catalogReader(txn *kv.Txn) *catalog.Reader {
+	return catalog.NewReader(txn, s.b.cache).UseGenerationUnless(s.wroteCatalogFn())
+}
+
+// wroteCatalogFn says whether the open transaction wrote the catalog
+// (UseGenerationUnless's test), made once: a closure per reader was one
+// more allocation for every statement's two readers.
+func (s *Session) wroteCatalogFn() func() bool {
 	if s.wroteCatalog == nil {
-		// Made once: a closure per reader was one more allocation for
-		// every statement's two readers.
 		s.wroteCatalog = func() bool { return s.txnWroteCatalog }
 	}
-	return catalog.NewReader(txn, s.b.cache).UseGenerationUnless(s.wroteCatalog)
+	return s.wroteCatalog
 }
 
 // execCtxAlloc is what execContext makes, in one allocation.

@@ -413,11 +413,13 @@ func (pt *portal) Execute(ctx context.Context, w pgwire.ResultWriter, maxRows in
 }
 
 // execAlloc holds what one Execute needs of its own: its first attempt
-// uses tw and h (later attempts make theirs).
+// uses tw, h and rw, the statement retry's first writer (later attempts
+// make theirs).
 type execAlloc struct {
 	sw statsWriter
 	tw trackingWriter
 	h  heldExecute
+	rw stmtWriter
 }
 
 func (pt *portal) execute(ctx context.Context, w pgwire.ResultWriter, maxRows int, a *execAlloc) (bool, error) {
@@ -455,13 +457,14 @@ func (pt *portal) execute(ctx context.Context, w pgwire.ResultWriter, maxRows in
 		// client has heard nothing of the statement a retryable failure
 		// there can still be rerun (Sync, heldExecute).
 		var tw *trackingWriter
+		var rw *stmtWriter
 		if attempt == 0 {
 			a.tw = trackingWriter{ResultWriter: w, hold: started}
-			tw = &a.tw
+			tw, rw = &a.tw, &a.rw
 		} else {
 			tw = &trackingWriter{ResultWriter: w, hold: started}
 		}
-		suspended, err := pt.run(ctx, tw, maxRows)
+		suspended, err := pt.run(ctx, tw, maxRows, rw)
 		if err == nil {
 			h := &a.h
 			if attempt > 0 {
@@ -493,7 +496,9 @@ func (pt *portal) execute(ctx context.Context, w pgwire.ResultWriter, maxRows in
 	}
 }
 
-func (pt *portal) run(ctx context.Context, w pgwire.ResultWriter, maxRows int) (bool, error) {
+// run runs the portal's statement; rw, when not nil, is the statement
+// retry's first writer (retryStatementIn), the Execute's own.
+func (pt *portal) run(ctx context.Context, w pgwire.ResultWriter, maxRows int, rw *stmtWriter) (bool, error) {
 	s := pt.ps.s
 	sctx, cancel := s.stmtContext(ctx)
 	defer cancel()
@@ -501,7 +506,7 @@ func (pt *portal) run(ctx context.Context, w pgwire.ResultWriter, maxRows int) (
 	if err := s.stmtAsOf(sctx, pt.ps.g.main); err != nil {
 		return false, err
 	}
-	err := s.retryStatement(sctx, pt.ps.g.main, w, func(w pgwire.ResultWriter) error {
+	err := s.retryStatementIn(sctx, pt.ps.g.main, w, rw, func(w pgwire.ResultWriter) error {
 		x := s.newStmt(sctx, w)
 		c, err := s.startPlanCached(x, pt.ps.g.main, pt.ps.paramTypes, pt.params, nil, &pt.ps.plans)
 		if err != nil {
@@ -684,7 +689,7 @@ func (s *Session) Sync(ctx context.Context, w pgwire.ResultWriter) error {
 		s.beginTxn(false)
 		s.extImplicit = true
 		tw := &trackingWriter{ResultWriter: w, hold: true}
-		if _, err := h.pt.run(sctx, tw, 0); err != nil {
+		if _, err := h.pt.run(sctx, tw, 0, nil); err != nil {
 			s.failStatement(sctx)
 			_ = s.endTxn(sctx, false)
 			return err

@@ -276,6 +276,13 @@ func (s *Session) statementRetries(st *parser.Statement) bool {
 // REPEATABLE READ and SERIALIZABLE never rerun a statement (their clients
 // retry the transaction on 40001).
 func (s *Session) retryStatement(ctx context.Context, st *parser.Statement, w pgwire.ResultWriter, run func(w pgwire.ResultWriter) error) error {
+	return s.retryStatementIn(ctx, st, w, nil, run)
+}
+
+// retryStatementIn is retryStatement whose first attempt writes through
+// first, when not nil: a stmtWriter the caller allocated with its own
+// state (an Execute's execAlloc), which nothing else uses.
+func (s *Session) retryStatementIn(ctx context.Context, st *parser.Statement, w pgwire.ResultWriter, first *stmtWriter, run func(w pgwire.ResultWriter) error) error {
 	if !s.statementRetries(st) {
 		return run(w)
 	}
@@ -294,7 +301,12 @@ func (s *Session) retryStatement(ctx context.Context, st *parser.Statement, w pg
 	defer func() { sw.giveBufs(&s.heldBufs) }()
 	for attempt := 1; ; attempt++ {
 		prev := sw
-		sw = &stmtWriter{ResultWriter: w}
+		if prev == nil && first != nil {
+			sw = first
+			*sw = stmtWriter{ResultWriter: w}
+		} else {
+			sw = &stmtWriter{ResultWriter: w}
+		}
 		if prev == nil {
 			sw.takeBufs(&s.heldBufs)
 		} else {
