@@ -42,7 +42,6 @@ type tableInfo struct {
 	// moveConv, when the move is a rewrite (catalog.TableMove.Target),
 	// converts the table's rows to the target's columns for moveWriter.
 	moveConv func(old []types.Datum) ([]types.Datum, error)
-	pos      map[rowenc.ColumnID]int
 	// partial holds the compiled predicate of each partial index, by ID.
 	partial map[uint32]sem.Evaluator
 	// sorted is the bulk load's stream of primary-index keys (sortedRun).
@@ -68,6 +67,15 @@ type tableInfo struct {
 	// still current (registered at the table's first row write).
 	resolvedAt hlc.Timestamp
 	validating bool
+}
+
+// colPos returns column id's position in the table's rows: the layout's
+// (catalog.Table.Layout lists desc.Columns in their order), shared with
+// every statement of the descriptor, where each statement built a map of
+// its own.
+func (ti *tableInfo) colPos(id rowenc.ColumnID) (int, bool) {
+	p := ti.layout.ColumnPos(id)
+	return p, p >= 0
 }
 
 type compiledCheck struct {
@@ -177,12 +185,9 @@ func (s *dmlState) table(desc *catalog.Table) (*tableInfo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("table %q: %w", desc.Name, err)
 	}
-	ti := &tableInfo{desc: desc, layout: layout, pos: map[rowenc.ColumnID]int{}, tctx: s.tctx}
+	ti := &tableInfo{desc: desc, layout: layout, tctx: s.tctx}
 	if s.x.Txn != nil {
 		ti.resolvedAt = s.x.Txn.ReadTimestamp()
-	}
-	for i, c := range desc.Columns {
-		ti.pos[c.ID] = i
 	}
 	ti.writer = rowenc.RowWriter{
 		Table:           layout,
