@@ -7,10 +7,12 @@ import (
 	"github.com/jackc/pgerrcode"
 
 	"github.com/cairn-db/cairn/kv"
+	"github.com/cairn-db/cairn/sql/builtins"
 	"github.com/cairn-db/cairn/sql/catalog"
 	"github.com/cairn-db/cairn/sql/opt"
 	"github.com/cairn-db/cairn/sql/parser"
 	"github.com/cairn-db/cairn/sql/plan"
+	"github.com/cairn-db/cairn/sql/sem"
 	"github.com/cairn-db/cairn/sql/types"
 )
 
@@ -203,6 +205,61 @@ func TestTableInfoPositions(t *testing.T) {
 			return nil
 		}); err != nil {
 			t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
+// typesCounter is a session's evaluation context that counts the times
+// the statement asked for its type context (which a session makes with a
+// reg* resolver over the catalog).
+type typesCounter struct {
+	builtins.FixedContext
+	n int
+}
+
+func (c *typesCounter) Types() *types.Context { c.n++; return c.FixedContext.Types() }
+
+// TestDMLTypesContextOnDemand: a DML statement asks the session for its
+// type context only when it builds an expression from a descriptor's
+// text (a partial index's predicate, a computed column): pgbench's UPDATE
+// and INSERT, whose tables have neither, ask for none (each DML statement
+// asked once, and the session made its reg* resolver for it).
+func TestDMLTypesContextOnDemand(t *testing.T) {
+	e := newDMLEnv(t)
+	e.create(tTable(), nopkTable())
+	for _, tc := range []struct {
+		sql  string
+		asks bool
+	}{
+		{"INSERT INTO nopk (a) VALUES (1)", false},
+		{"UPDATE nopk SET a = a + 1 WHERE a = 1", false},
+		{"INSERT INTO t (a, c) VALUES (9, 11)", true},
+	} {
+		fn := &typesCounter{}
+		if err := e.db.Txn(context.Background(), kv.Serializable, func(ctx context.Context, txn *kv.Txn) error {
+			fn.n = 0
+			x := e.context(txn)
+			p, err := bind(ctx, x, tc.sql)
+			if err != nil {
+				return err
+			}
+			x.Eval = &sem.EvalContext{Fn: fn}
+			rs, err := Start(ctx, x, p)
+			if err != nil {
+				return err
+			}
+			defer rs.Close()
+			for {
+				row, err := rs.Next(ctx)
+				if err != nil || row == nil {
+					return err
+				}
+			}
+		}); err != nil {
+			t.Fatalf("%s: %v", tc.sql, err)
+		}
+		if got := fn.n > 0; got != tc.asks {
+			t.Errorf("%s: asked for the type context %d times, want asks=%v", tc.sql, fn.n, tc.asks)
 		}
 	}
 }

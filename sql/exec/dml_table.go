@@ -48,8 +48,9 @@ type tableInfo struct {
 	sorted *kv.SortedStream
 
 	// Built on demand from the descriptor's SQL text (COPY and the
-	// foreign-key actions, which have no binder-built expressions).
-	tctx          *types.Context
+	// foreign-key actions, which have no binder-built expressions), with
+	// the type context of state, the statement's dmlState.
+	state         *dmlState
 	textBuilt     bool
 	defaults      []sem.Evaluator // nil entry: NULL
 	defaultsBuilt []bool
@@ -131,9 +132,12 @@ type dmlState struct {
 	// subqueries, or the session's for COPY).
 	ev *sem.EvalContext
 	// tctx is the session's type context (time zone, reg* names), for
-	// expressions built here from descriptor text.
-	tctx   *types.Context
-	tables map[catalog.ID]*tableInfo
+	// expressions built here from descriptor text; made on first use
+	// (typesCtx), since the session makes its reg* resolver for it and
+	// most statements build no such expression (tctxSet: taken or set).
+	tctx    *types.Context
+	tctxSet bool
+	tables  map[catalog.ID]*tableInfo
 
 	batch      *kv.Batch
 	batchTable *tableInfo
@@ -173,8 +177,20 @@ func newDMLState(x *Context, ev *sem.EvalContext) *dmlState {
 	if ev == nil {
 		ev = &sem.EvalContext{}
 	}
-	return &dmlState{x: x, ev: ev, tctx: typesCtx(x), tables: map[catalog.ID]*tableInfo{}}
+	return &dmlState{x: x, ev: ev, tables: map[catalog.ID]*tableInfo{}}
 }
+
+// typesCtx returns the statement's type context, taking it from the
+// session the first time.
+func (s *dmlState) typesCtx() *types.Context {
+	if !s.tctxSet {
+		s.tctx, s.tctxSet = typesCtx(s.x), true
+	}
+	return s.tctx
+}
+
+// setTypesCtx makes tc the statement's type context (COPY's).
+func (s *dmlState) setTypesCtx(tc *types.Context) { s.tctx, s.tctxSet = tc, true }
 
 // table returns the statement's tableInfo for desc.
 func (s *dmlState) table(desc *catalog.Table) (*tableInfo, error) {
@@ -185,7 +201,7 @@ func (s *dmlState) table(desc *catalog.Table) (*tableInfo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("table %q: %w", desc.Name, err)
 	}
-	ti := &tableInfo{desc: desc, layout: layout, tctx: s.tctx}
+	ti := &tableInfo{desc: desc, layout: layout, state: s}
 	if s.x.Txn != nil {
 		ti.resolvedAt = s.x.Txn.ReadTimestamp()
 	}
@@ -204,7 +220,7 @@ func (s *dmlState) table(desc *catalog.Table) (*tableInfo, error) {
 		if idx.Predicate == "" {
 			continue
 		}
-		e, err := buildTextExpr(desc, idx.Predicate, types.Bool, -1, s.tctx)
+		e, err := buildTextExpr(desc, idx.Predicate, types.Bool, -1, s.typesCtx())
 		if err != nil {
 			return nil, fmt.Errorf("index %q predicate: %w", idx.Name, err)
 		}
@@ -267,7 +283,7 @@ func (s *dmlState) rewriteTarget(ti *tableInfo, mw *rowenc.RowWriter) error {
 		return err
 	}
 	conv, err := catalog.RowConv(desc, target, func(c *catalog.Column) (func([]types.Datum) (types.Datum, error), error) {
-		e, err := buildTextExpr(desc, c.ComputedExpr, nil, -1, s.tctx)
+		e, err := buildTextExpr(desc, c.ComputedExpr, nil, -1, s.typesCtx())
 		if err != nil {
 			return nil, err
 		}
@@ -289,7 +305,7 @@ func (s *dmlState) rewriteTarget(ti *tableInfo, mw *rowenc.RowWriter) error {
 		if idx.Predicate == "" {
 			continue
 		}
-		e, err := buildTextExpr(target, idx.Predicate, types.Bool, -1, s.tctx)
+		e, err := buildTextExpr(target, idx.Predicate, types.Bool, -1, s.typesCtx())
 		if err != nil {
 			return fmt.Errorf("index %q predicate: %w", idx.Name, err)
 		}
@@ -341,7 +357,7 @@ func (ti *tableInfo) buildText() error {
 		if c.ComputedExpr == "" {
 			continue
 		}
-		e, err := buildTextExpr(t, c.ComputedExpr, nil, i, ti.tctx)
+		e, err := buildTextExpr(t, c.ComputedExpr, nil, i, ti.state.typesCtx())
 		if err != nil {
 			return fmt.Errorf("column %q generation expression: %w", c.Name, err)
 		}
@@ -350,7 +366,7 @@ func (ti *tableInfo) buildText() error {
 		}
 	}
 	for _, ck := range t.Checks {
-		e, err := buildTextExpr(t, ck.Expr, types.Bool, -1, ti.tctx)
+		e, err := buildTextExpr(t, ck.Expr, types.Bool, -1, ti.state.typesCtx())
 		if err != nil {
 			return fmt.Errorf("check constraint %q: %w", ck.Name, err)
 		}
@@ -384,7 +400,7 @@ func (ti *tableInfo) defaultEval(i int) (sem.Evaluator, error) {
 		def = fmt.Sprintf("nextval(%d::regclass)", c.SequenceID)
 	}
 	if def != "" && c.ComputedExpr == "" {
-		e, err := buildTextExpr(ti.desc, def, nil, i, ti.tctx)
+		e, err := buildTextExpr(ti.desc, def, nil, i, ti.state.typesCtx())
 		if err != nil {
 			return nil, fmt.Errorf("column %q default: %w", c.Name, err)
 		}
