@@ -718,7 +718,12 @@ func (o *dmlOp) eachTarget(ctx context.Context, ti *tableInfo, ncols int, fetchP
 	}
 	o.input.Close()
 	o.input = nil
-	seen := map[string]bool{}
+	// seen skips a row the input returned twice (a join's); one row,
+	// pgbench's UPDATE's, needs no map.
+	var seen map[string]bool
+	if len(rows) > 1 {
+		seen = make(map[string]bool, len(rows))
+	}
 	for k, src := range rows {
 		if k%checkEvery == 0 {
 			if err := ctx.Err(); err != nil {
@@ -733,10 +738,12 @@ func (o *dmlOp) eachTarget(ctx context.Context, ti *tableInfo, ncols int, fetchP
 		if err != nil {
 			return err
 		}
-		if seen[string(key)] {
-			continue
+		if seen != nil {
+			if seen[string(key)] {
+				continue
+			}
+			seen[string(key)] = true
 		}
-		seen[string(key)] = true
 		if err := fn(old, src); err != nil {
 			return err
 		}

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/jackc/pgerrcode"
@@ -261,5 +262,76 @@ func TestDMLTypesContextOnDemand(t *testing.T) {
 		if got := fn.n > 0; got != tc.asks {
 			t.Errorf("%s: asked for the type context %d times, want asks=%v", tc.sql, fn.n, tc.asks)
 		}
+	}
+}
+
+// rowsOp returns its rows, then nil.
+type rowsOp struct {
+	rows [][]types.Datum
+	i    int
+}
+
+func (o *rowsOp) Next(context.Context) ([]types.Datum, error) {
+	if o.i >= len(o.rows) {
+		return nil, nil
+	}
+	o.i++
+	return o.rows[o.i-1], nil
+}
+func (o *rowsOp) Close() {}
+
+// TestEachTargetOnce: an UPDATE or DELETE visits each target row once,
+// however often its input returns it, and a one-row input (pgbench's
+// UPDATE) makes no map of the keys it has seen.
+func TestEachTargetOnce(t *testing.T) {
+	e := newDMLEnv(t)
+	e.create(nopkTable())
+	row := func(a, id int64) []types.Datum { return []types.Datum{types.DInt(a), types.DInt(id)} }
+	if err := e.db.Txn(context.Background(), kv.Serializable, func(ctx context.Context, txn *kv.Txn) error {
+		x := e.context(txn)
+		p, err := bind(ctx, x, "INSERT INTO nopk (a) VALUES (1)")
+		if err != nil {
+			return err
+		}
+		ti, err := newDMLState(x, nil).table(p.Root.(*plan.Insert).Table)
+		if err != nil {
+			return err
+		}
+		visit := func(in [][]types.Datum) []int64 {
+			var got []int64
+			o := &dmlOp{input: &rowsOp{rows: in}}
+			if err := o.eachTarget(ctx, ti, 2, []int{0, 1}, func(old, _ []types.Datum) error {
+				got = append(got, int64(old[1].(types.DInt)))
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			return got
+		}
+		if got := visit([][]types.Datum{row(1, 10), row(2, 20), row(1, 10), row(3, 30), row(2, 20)}); !slices.Equal(got, []int64{10, 20, 30}) {
+			t.Errorf("visited %v, want [10 20 30]", got)
+		}
+		if got := visit([][]types.Datum{row(1, 10)}); !slices.Equal(got, []int64{10}) {
+			t.Errorf("visited %v, want [10]", got)
+		}
+		if raceEnabled {
+			return nil
+		}
+		one := [][]types.Datum{row(1, 10)}
+		fn := func(_, _ []types.Datum) error { return nil }
+		// The test's input, the input's copies (the slice of rows, the
+		// row), the old row and its key, and the key's conversion to a
+		// string: 6 (7 with the map of seen keys).
+		if n := testing.AllocsPerRun(100, func() {
+			o := dmlOp{input: &rowsOp{rows: one}}
+			if err := o.eachTarget(ctx, ti, 2, []int{0, 1}, fn); err != nil {
+				t.Fatal(err)
+			}
+		}); n > 6 {
+			t.Errorf("one target row: %v allocations, want at most 6", n)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 }
