@@ -536,7 +536,7 @@ func copyFrom(ctx context.Context, x *Context, env *plan.Env, stmt *pg_query.Cop
 		tb, s.bulk = nt, true
 	}
 	if env != nil && env.Types != nil {
-		s.tctx = env.Types
+		s.setTypesCtx(env.Types)
 	}
 	ti, err := s.table(tb)
 	if err != nil {
@@ -563,7 +563,7 @@ func copyFrom(ctx context.Context, x *Context, env *plan.Env, stmt *pg_query.Cop
 	}
 	var where sem.Evaluator
 	if stmt.WhereClause != nil {
-		e, err := sem.Build(sem.BuildContext{Scope: tableScope{tb}, Types: s.tctx, Clause: "COPY FROM WHERE"}, stmt.WhereClause, types.Bool)
+		e, err := sem.Build(sem.BuildContext{Scope: tableScope{tb}, Types: s.typesCtx(), Clause: "COPY FROM WHERE"}, stmt.WhereClause, types.Bool)
 		if err != nil {
 			return 0, err
 		}

@@ -365,7 +365,7 @@ func (r *runner) buildInsert(n *plan.Insert) (op, error) {
 	inPos := make([]int, len(n.InsertCols))
 	given := make([]bool, ncols)
 	for j, id := range n.InsertCols {
-		p, ok := ti.pos[id]
+		p, ok := ti.colPos(id)
 		if !ok {
 			return nil, pgerror.New(pgerrcode.InternalError, "exec: INSERT column %d is not in table %q", id, n.Table.Name)
 		}
@@ -518,7 +518,7 @@ func generatedRowIDKey(n *plan.Insert, ti *tableInfo, given []bool) bool {
 	if !ok || n.OnConflict != nil {
 		return false
 	}
-	p, ok := ti.pos[id]
+	p, ok := ti.colPos(id)
 	return ok && !given[p] && p < len(n.Defaults) && n.Defaults[p] != nil && n.Table.Columns[p].DefaultExpr == catalog.RowIDDefault
 }
 
@@ -576,7 +576,7 @@ func (r *runner) buildUpdate(n *plan.Update) (op, error) {
 	}
 	setPos := make([]int, len(n.SetCols))
 	for i, id := range n.SetCols {
-		p, ok := ti.pos[id]
+		p, ok := ti.colPos(id)
 		if !ok {
 			return nil, pgerror.New(pgerrcode.InternalError, "exec: UPDATE column %d is not in table %q", id, n.Table.Name)
 		}
@@ -718,7 +718,12 @@ func (o *dmlOp) eachTarget(ctx context.Context, ti *tableInfo, ncols int, fetchP
 	}
 	o.input.Close()
 	o.input = nil
-	seen := map[string]bool{}
+	// seen skips a row the input returned twice (a join's); one row,
+	// pgbench's UPDATE's, needs no map.
+	var seen map[string]bool
+	if len(rows) > 1 {
+		seen = make(map[string]bool, len(rows))
+	}
 	for k, src := range rows {
 		if k%checkEvery == 0 {
 			if err := ctx.Err(); err != nil {
@@ -733,10 +738,12 @@ func (o *dmlOp) eachTarget(ctx context.Context, ti *tableInfo, ncols int, fetchP
 		if err != nil {
 			return err
 		}
-		if seen[string(key)] {
-			continue
+		if seen != nil {
+			if seen[string(key)] {
+				continue
+			}
+			seen[string(key)] = true
 		}
-		seen[string(key)] = true
 		if err := fn(old, src); err != nil {
 			return err
 		}

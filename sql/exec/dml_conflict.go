@@ -71,7 +71,7 @@ func (r *runner) buildConflict(s *dmlState, ti *tableInfo, n *plan.Insert) (*con
 	}
 	cols := append(colsOf(oc.ExistingCols), colsOf(oc.ExcludedCols)...)
 	for _, id := range oc.SetCols {
-		p, ok := ti.pos[id]
+		p, ok := ti.colPos(id)
 		if !ok {
 			return nil, pgerror.New(pgerrcode.InternalError, "exec: ON CONFLICT column %d is not in table %q", id, ti.desc.Name)
 		}

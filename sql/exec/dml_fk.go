@@ -61,7 +61,7 @@ type parentEvent struct {
 func (s *dmlState) newFK(child *tableInfo, fk *catalog.ForeignKey) (*fkInfo, error) {
 	f := &fkInfo{fk: fk, child: child, parentID: fk.ReferencedTableID}
 	for _, id := range fk.ColumnIDs {
-		p, ok := child.pos[id]
+		p, ok := child.colPos(id)
 		if !ok {
 			return nil, fmt.Errorf("foreign key %q: column %d not in table %q", fk.Name, id, child.desc.Name)
 		}
@@ -86,7 +86,7 @@ func (s *dmlState) resolveParent(ctx context.Context, f *fkInfo) error {
 	}
 	f.parentPos = f.parentPos[:0]
 	for _, id := range f.fk.ReferencedColumnIDs {
-		pp, ok := p.pos[id]
+		pp, ok := p.colPos(id)
 		if !ok {
 			return fmt.Errorf("foreign key %q: referenced column %d not in table %q", f.fk.Name, id, p.desc.Name)
 		}

@@ -42,15 +42,15 @@ type tableInfo struct {
 	// moveConv, when the move is a rewrite (catalog.TableMove.Target),
 	// converts the table's rows to the target's columns for moveWriter.
 	moveConv func(old []types.Datum) ([]types.Datum, error)
-	pos      map[rowenc.ColumnID]int
 	// partial holds the compiled predicate of each partial index, by ID.
 	partial map[uint32]sem.Evaluator
 	// sorted is the bulk load's stream of primary-index keys (sortedRun).
 	sorted *kv.SortedStream
 
 	// Built on demand from the descriptor's SQL text (COPY and the
-	// foreign-key actions, which have no binder-built expressions).
-	tctx          *types.Context
+	// foreign-key actions, which have no binder-built expressions), with
+	// the type context of state, the statement's dmlState.
+	state         *dmlState
 	textBuilt     bool
 	defaults      []sem.Evaluator // nil entry: NULL
 	defaultsBuilt []bool
@@ -68,6 +68,15 @@ type tableInfo struct {
 	// still current (registered at the table's first row write).
 	resolvedAt hlc.Timestamp
 	validating bool
+}
+
+// colPos returns column id's position in the table's rows: the layout's
+// (catalog.Table.Layout lists desc.Columns in their order), shared with
+// every statement of the descriptor, where each statement built a map of
+// its own.
+func (ti *tableInfo) colPos(id rowenc.ColumnID) (int, bool) {
+	p := ti.layout.ColumnPos(id)
+	return p, p >= 0
 }
 
 type compiledCheck struct {
@@ -123,9 +132,12 @@ type dmlState struct {
 	// subqueries, or the session's for COPY).
 	ev *sem.EvalContext
 	// tctx is the session's type context (time zone, reg* names), for
-	// expressions built here from descriptor text.
-	tctx   *types.Context
-	tables map[catalog.ID]*tableInfo
+	// expressions built here from descriptor text; made on first use
+	// (typesCtx), since the session makes its reg* resolver for it and
+	// most statements build no such expression (tctxSet: taken or set).
+	tctx    *types.Context
+	tctxSet bool
+	tables  map[catalog.ID]*tableInfo
 
 	batch      *kv.Batch
 	batchTable *tableInfo
@@ -165,8 +177,20 @@ func newDMLState(x *Context, ev *sem.EvalContext) *dmlState {
 	if ev == nil {
 		ev = &sem.EvalContext{}
 	}
-	return &dmlState{x: x, ev: ev, tctx: typesCtx(x), tables: map[catalog.ID]*tableInfo{}}
+	return &dmlState{x: x, ev: ev, tables: map[catalog.ID]*tableInfo{}}
 }
+
+// typesCtx returns the statement's type context, taking it from the
+// session the first time.
+func (s *dmlState) typesCtx() *types.Context {
+	if !s.tctxSet {
+		s.tctx, s.tctxSet = typesCtx(s.x), true
+	}
+	return s.tctx
+}
+
+// setTypesCtx makes tc the statement's type context (COPY's).
+func (s *dmlState) setTypesCtx(tc *types.Context) { s.tctx, s.tctxSet = tc, true }
 
 // table returns the statement's tableInfo for desc.
 func (s *dmlState) table(desc *catalog.Table) (*tableInfo, error) {
@@ -177,12 +201,9 @@ func (s *dmlState) table(desc *catalog.Table) (*tableInfo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("table %q: %w", desc.Name, err)
 	}
-	ti := &tableInfo{desc: desc, layout: layout, pos: map[rowenc.ColumnID]int{}, tctx: s.tctx}
+	ti := &tableInfo{desc: desc, layout: layout, state: s}
 	if s.x.Txn != nil {
 		ti.resolvedAt = s.x.Txn.ReadTimestamp()
-	}
-	for i, c := range desc.Columns {
-		ti.pos[c.ID] = i
 	}
 	ti.writer = rowenc.RowWriter{
 		Table:           layout,
@@ -199,7 +220,7 @@ func (s *dmlState) table(desc *catalog.Table) (*tableInfo, error) {
 		if idx.Predicate == "" {
 			continue
 		}
-		e, err := buildTextExpr(desc, idx.Predicate, types.Bool, -1, s.tctx)
+		e, err := buildTextExpr(desc, idx.Predicate, types.Bool, -1, s.typesCtx())
 		if err != nil {
 			return nil, fmt.Errorf("index %q predicate: %w", idx.Name, err)
 		}
@@ -262,7 +283,7 @@ func (s *dmlState) rewriteTarget(ti *tableInfo, mw *rowenc.RowWriter) error {
 		return err
 	}
 	conv, err := catalog.RowConv(desc, target, func(c *catalog.Column) (func([]types.Datum) (types.Datum, error), error) {
-		e, err := buildTextExpr(desc, c.ComputedExpr, nil, -1, s.tctx)
+		e, err := buildTextExpr(desc, c.ComputedExpr, nil, -1, s.typesCtx())
 		if err != nil {
 			return nil, err
 		}
@@ -284,7 +305,7 @@ func (s *dmlState) rewriteTarget(ti *tableInfo, mw *rowenc.RowWriter) error {
 		if idx.Predicate == "" {
 			continue
 		}
-		e, err := buildTextExpr(target, idx.Predicate, types.Bool, -1, s.tctx)
+		e, err := buildTextExpr(target, idx.Predicate, types.Bool, -1, s.typesCtx())
 		if err != nil {
 			return fmt.Errorf("index %q predicate: %w", idx.Name, err)
 		}
@@ -336,7 +357,7 @@ func (ti *tableInfo) buildText() error {
 		if c.ComputedExpr == "" {
 			continue
 		}
-		e, err := buildTextExpr(t, c.ComputedExpr, nil, i, ti.tctx)
+		e, err := buildTextExpr(t, c.ComputedExpr, nil, i, ti.state.typesCtx())
 		if err != nil {
 			return fmt.Errorf("column %q generation expression: %w", c.Name, err)
 		}
@@ -345,7 +366,7 @@ func (ti *tableInfo) buildText() error {
 		}
 	}
 	for _, ck := range t.Checks {
-		e, err := buildTextExpr(t, ck.Expr, types.Bool, -1, ti.tctx)
+		e, err := buildTextExpr(t, ck.Expr, types.Bool, -1, ti.state.typesCtx())
 		if err != nil {
 			return fmt.Errorf("check constraint %q: %w", ck.Name, err)
 		}
@@ -379,7 +400,7 @@ func (ti *tableInfo) defaultEval(i int) (sem.Evaluator, error) {
 		def = fmt.Sprintf("nextval(%d::regclass)", c.SequenceID)
 	}
 	if def != "" && c.ComputedExpr == "" {
-		e, err := buildTextExpr(ti.desc, def, nil, i, ti.tctx)
+		e, err := buildTextExpr(ti.desc, def, nil, i, ti.state.typesCtx())
 		if err != nil {
 			return nil, fmt.Errorf("column %q default: %w", c.Name, err)
 		}

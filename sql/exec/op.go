@@ -140,6 +140,17 @@ func (r *runner) compile(e sem.Expr, cols []plan.Column) (rowFn, error) {
 	if e == nil {
 		return nil, nil
 	}
+	if readsNoRow(e) {
+		// Nothing to bind: no column positions, outer references or
+		// subqueries to look for (their maps and walk were most of what
+		// an INSERT's VALUES items and defaults allocated).
+		ev, err := sem.Compile(e, nil)
+		if err != nil {
+			return nil, fmt.Errorf("exec: compiling %s: %w", e, err)
+		}
+		ectx := &r.ev
+		return func(row []types.Datum) (types.Datum, error) { return ev(ectx, row) }, nil
+	}
 	pos := make(map[sem.ColumnID]int, len(cols))
 	for i, c := range cols {
 		if _, dup := pos[c.ID]; !dup {
@@ -212,6 +223,28 @@ func (r *runner) compile(e sem.Expr, cols []plan.Column) (rowFn, error) {
 		}
 		return ev(ectx, buf)
 	}, nil
+}
+
+// readsNoRow reports whether e reads nothing of a row: constants and
+// parameters, and casts and function calls of them (pgbench's VALUES
+// items and CURRENT_TIMESTAMP, a rowid's unique_rowid() default). It
+// looks at those node kinds only; anything else answers false and
+// compiles the general way.
+func readsNoRow(e sem.Expr) bool {
+	switch v := e.(type) {
+	case *sem.Const, *sem.Param:
+		return true
+	case *sem.Cast:
+		return readsNoRow(v.Expr)
+	case *sem.FuncCall:
+		for _, a := range v.Args {
+			if !readsNoRow(a) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // compilePred compiles a boolean expression; the result is true only

@@ -124,6 +124,8 @@ type Session struct {
 	// txnTexts are parsed transaction-control queries by text
 	// (plancache.go, parseTxnControl).
 	txnTexts map[string][]parser.Statement
+	// simpleSW is the statsWriter of the Query SimpleQuery is answering.
+	simpleSW statsWriter
 	// curShape is the shape of the Query message running (nil: none);
 	// fps caches fingerprints by shape or text (stmtstats.go).
 	curShape *queryShape
@@ -669,7 +671,11 @@ type stmtGroup struct {
 }
 
 func groupStatements(stmts []parser.Statement) []stmtGroup {
-	var out []stmtGroup
+	return appendGroups(nil, stmts)
+}
+
+// appendGroups is groupStatements appending to out.
+func appendGroups(out []stmtGroup, stmts []parser.Statement) []stmtGroup {
 	for i := range stmts {
 		if stmts[i].Derived && len(out) > 0 {
 			g := &out[len(out)-1]
@@ -711,13 +717,17 @@ var errInFailedTxn = pgerror.New(pgerrcode.InFailedSQLTransaction, "current tran
 func (s *Session) SimpleQuery(ctx context.Context, sql string, w pgwire.ResultWriter) error {
 	start := time.Now()
 	s.msgTime = start
-	sw := &statsWriter{ResultWriter: w}
+	// The session's own: one allocation fewer per Query (SimpleQuery
+	// does not run inside another).
+	s.simpleSW = statsWriter{ResultWriter: w}
+	sw := &s.simpleSW
 	s.curShape = nil
 	err := s.simpleQuery(ctx, sql, sw)
 	s.msgTime = time.Time{}
 	if err == nil && !sw.empty {
 		s.recordStatement(sql, s.curShape, time.Since(start), sw.rows)
 	}
+	s.simpleSW = statsWriter{}
 	return err
 }
 
@@ -746,7 +756,8 @@ func (s *Session) simpleQuery(ctx context.Context, sql string, w pgwire.ResultWr
 		return w.EmptyQuery()
 	}
 	s.noteShape(sql, sh, stmts)
-	groups := groupStatements(stmts)
+	var one [1]stmtGroup // a query of one statement: no allocation
+	groups := appendGroups(one[:0], stmts)
 	txnControl := false
 	for i := range stmts {
 		if stmts[i].IsTransactionControl() {

@@ -1,0 +1,53 @@
+package session_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// BenchmarkSimpleUpdate runs pgbench's simple-update transaction (`pgbench
+// -N`) as pgbench sends it, in the simple protocol with literal values, on
+// one in-process node, so that a CPU or allocation profile shows what the
+// SQL layer does per statement:
+//
+//	go test ./sql/session/ -run '^$' -bench SimpleUpdate -memprofile m.out -memprofilerate 1
+func BenchmarkSimpleUpdate(b *testing.B) {
+	ctx := context.Background()
+	_, url := startNode(b)
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
+	c, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close(ctx)
+	const rows = 10000
+	for _, sql := range []string{
+		"CREATE TABLE pgbench_accounts (aid int NOT NULL PRIMARY KEY, bid int, abalance int, filler char(84))",
+		"CREATE TABLE pgbench_history (tid int, bid int, aid int, delta int, mtime timestamp, filler char(22))",
+		fmt.Sprintf("INSERT INTO pgbench_accounts SELECT g, 1, 0, '' FROM generate_series(1, %d) g", rows),
+	} {
+		if _, err := c.Exec(ctx, sql); err != nil {
+			b.Fatalf("%s: %v", sql, err)
+		}
+	}
+	run := func(sql string) {
+		if _, err := c.Exec(ctx, sql); err != nil {
+			b.Fatalf("%s: %v", sql, err)
+		}
+	}
+	for i := 0; b.Loop(); i++ {
+		aid, delta, tid := 1+(i*7919)%rows, i%10000-5000, 1+i%10
+		run("BEGIN;")
+		run(fmt.Sprintf("UPDATE pgbench_accounts SET abalance = abalance + %d WHERE aid = %d;", delta, aid))
+		run(fmt.Sprintf("SELECT abalance FROM pgbench_accounts WHERE aid = %d;", aid))
+		run(fmt.Sprintf("INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (%d, %d, %d, %d, CURRENT_TIMESTAMP);", tid, 1, aid, delta))
+		run("END;")
+	}
+}
