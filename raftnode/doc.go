@@ -124,8 +124,10 @@
 //     not rest on this (writes commit through raft, reads need the read
 //     lease or a confirmed heartbeat round); a sole voter keeps its lease
 //     (TestStalledLeaderServesNoLease), and its proposals wait for the
-//     lock however long the stall lasts (TestStalledSoleVoterProposes):
-//     no other replica can take them, and a refusal came back to the
+//     lock however long the stall lasts, or until their proposer gives
+//     up (ErrProposerGone, unproposed: a cancelled statement is not left
+//     waiting on the disk; TestStalledSoleVoterProposes): no other
+//     replica can take them, and a refusal came back to the
 //     same replica until the gateway gave up ("no leaseholder found
 //     within 10s" on a cluster of one whose syncs outlasted an election
 //     timeout). Each time the watcher finds the

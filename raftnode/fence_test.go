@@ -52,7 +52,7 @@ func TestFenceHandsOffLeadership(t *testing.T) {
 			t.Fatalf("tablet %d: a fenced node may serve reads", tid)
 		}
 		if st := r.Status(); st.RaftState == raft.StateLeader {
-			if err := victim.node.ProposeAt(tid, st.GetTerm(), []byte("x")); !errors.Is(err, ErrNotLeader) {
+			if err := victim.node.ProposeAt(nil, tid, st.GetTerm(), []byte("x")); !errors.Is(err, ErrNotLeader) {
 				t.Fatalf("tablet %d: ProposeAt on a fenced leader: %v", tid, err)
 			}
 		}

@@ -85,6 +85,11 @@ type BatchSplitter interface {
 // lease of the term the proposal was evaluated under.
 var ErrNotLeader = errors.New("raftnode: not the leaseholder at the proposal's term")
 
+// ErrProposerGone is ProposeAt's answer when its proposer gave up (done
+// closed) while the proposal waited for the node's lock: nothing was
+// proposed.
+var ErrProposerGone = errors.New("raftnode: the proposer gave up before its proposal was made")
+
 // appliedSuffix keys a replica's applied index among the tablet's
 // replicated state: it moves with the state machine (a snapshot carries
 // it), unlike the log.
@@ -496,31 +501,43 @@ func (n *Node) Run(ctx context.Context, tick time.Duration) error {
 // later: "no leaseholder found for tablet N within 10s" on a single
 // node (TestStalledSoleVoterProposes). A disk that truly stopped
 // answering ends the process through the disk-stall fence.
-func (n *Node) lockToPropose(tabletID uint64) bool {
+//
+// Any proposal also gives up when done closes (its proposer's context
+// ended: a cancel, statement_timeout) before it holds the lock, and then
+// lockToPropose returns ErrProposerGone and nothing was proposed, so the
+// proposer's outcome is known: a statement waiting on a round held in
+// its sync can be cancelled (TestStalledSoleVoterProposes, "cancelled").
+// A nil done never closes.
+func (n *Node) lockToPropose(tabletID uint64, done <-chan struct{}) error {
 	if n.mu.TryLock() {
-		return true
+		return nil
 	}
 	if !n.running.Load() {
 		// Driven by hand (tests): no scheduler to stall, no watcher.
 		n.mu.Lock()
-		return true
+		return nil
 	}
 	stalled := n.stallSignal()
 	if n.soleVoter(tabletID) {
-		// Nowhere else to go: wait, stalled or not.
+		// Nowhere else to go: wait, stalled or not, until the proposer
+		// gives up.
 		select {
 		case <-stalled:
 			n.stats.SoleStallWaits.Add(1)
 		default:
 		}
-		n.mu.Lock()
-		return true
-	}
-	select {
-	case <-stalled:
-		n.stats.StallRefusals.Add(1)
-		return false
-	default:
+		if done == nil {
+			n.mu.Lock()
+			return nil
+		}
+		stalled = nil
+	} else {
+		select {
+		case <-stalled:
+			n.stats.StallRefusals.Add(1)
+			return ErrNotLeader
+		default:
+		}
 	}
 	// state: 0 while waiting, 1 once the queued goroutine holds the lock
 	// for the proposal, 2 once the proposal gave up (the goroutine then
@@ -537,15 +554,19 @@ func (n *Node) lockToPropose(tabletID uint64) bool {
 	}()
 	select {
 	case <-got:
-		return true
+		return nil
 	case <-stalled:
 		if state.CompareAndSwap(0, 2) {
 			n.stats.StallRefusals.Add(1)
-			return false
+			return ErrNotLeader
 		}
-		<-got
-		return true
+	case <-done:
+		if state.CompareAndSwap(0, 2) {
+			return ErrProposerGone
+		}
 	}
+	<-got
+	return nil
 }
 
 // stallSignal returns the channel watchStall closes when it finds the
@@ -856,13 +877,16 @@ func (n *Node) Propose(tabletID uint64, data []byte) error {
 // then appended to this leader's log at term, so a state machine that
 // applies only entries whose term matches the proposal's evaluation term
 // never applies a proposal evaluated against a stale state. Otherwise it
-// returns ErrNotLeader and nothing was proposed.
-func (n *Node) ProposeAt(tabletID, term uint64, data []byte) error {
+// returns ErrNotLeader and nothing was proposed. If done closes while the
+// proposal waits for the node's lock, it returns ErrProposerGone and
+// nothing was proposed (lockToPropose).
+func (n *Node) ProposeAt(done <-chan struct{}, tabletID, term uint64, data []byte) error {
 	asked, ended := time.Now(), n.stats.Rounds.Load()
-	if !n.lockToPropose(tabletID) {
-		// The scheduler stalled while the proposal waited: nothing was
-		// proposed, and the lease is not servable (servableLease).
-		return ErrNotLeader
+	if err := n.lockToPropose(tabletID, done); err != nil {
+		// The scheduler stalled while the proposal waited (ErrNotLeader:
+		// the lease is not servable, servableLease), or done closed
+		// (ErrProposerGone); either way nothing was proposed.
+		return err
 	}
 	defer n.mu.Unlock()
 	r := n.replicas[tabletID]

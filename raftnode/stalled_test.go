@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -121,7 +122,7 @@ func TestStalledLeaderServesNoLease(t *testing.T) {
 	defer stopWatch()
 	go nodes[1].watchStall(wctx, time.Millisecond)
 	proposed := make(chan error, 1)
-	go func() { proposed <- nodes[1].ProposeAt(tablet, term, []byte("y")) }()
+	go func() { proposed <- nodes[1].ProposeAt(nil, tablet, term, []byte("y")) }()
 
 	// Past it: no lease, and no hint that names itself.
 	clock.Store(100 + election + 1)
@@ -173,7 +174,7 @@ func TestStalledLeaderServesNoLease(t *testing.T) {
 	}
 	// And proposes again (the watcher reopens its signal within ticks;
 	// a proposal that finds the lock free takes it at once anyway).
-	if err := nodes[1].ProposeAt(tablet, term, []byte("z")); err != nil {
+	if err := nodes[1].ProposeAt(nil, tablet, term, []byte("z")); err != nil {
 		t.Fatalf("proposing after the stall: %v", err)
 	}
 }
@@ -189,105 +190,143 @@ func TestStalledLeaderServesNoLease(t *testing.T) {
 // The node's clock is the test's, and the stall is the one the watcher
 // reports, so nothing here is timed.
 func TestStalledSoleVoterProposes(t *testing.T) {
-	const lone = 1
-	const election = 10
-	var clock atomic.Int64
-	gate := newSyncGate()
-	eng, err := storage.Open("", storage.Options{FS: simfs.New(vfs.NewMem(), simfs.Options{Profile: simfs.Profile{SyncLatency: 1}, Sleep: gate.sleep})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close()
-	n := NewNode(Config{NodeID: 1}, eng, &wireLog{})
-	n.now = clock.Load
-	n.setTiming(election)
-	r, err := n.AddReplica(lone, []uint64{1}, nopSM{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gate.open()
-	clock.Store(100)
-	if err := n.Campaign(lone); err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; ; i++ {
-		if term, _ := r.Lease(); term != 0 {
-			break
-		}
-		if i == 100 {
-			t.Fatalf("the sole voter holds no lease after %d rounds", i)
-		}
-		if _, err := n.ProcessReady(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	term, _ := r.Lease()
-	n.Tick() // the scheduler last ran now (100)
+	for _, cancel := range []bool{false, true} {
+		t.Run(map[bool]string{false: "waits", true: "cancelled"}[cancel], func(t *testing.T) {
+			const lone = 1
+			const election = 10
+			var clock atomic.Int64
+			gate := newSyncGate()
+			sm := &countSM{}
+			eng, err := storage.Open("", storage.Options{FS: simfs.New(vfs.NewMem(), simfs.Options{Profile: simfs.Profile{SyncLatency: 1}, Sleep: gate.sleep})})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer eng.Close()
+			n := NewNode(Config{NodeID: 1}, eng, &wireLog{})
+			n.now = clock.Load
+			n.setTiming(election)
+			r, err := n.AddReplica(lone, []uint64{1}, sm)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer gate.open()
+			clock.Store(100)
+			if err := n.Campaign(lone); err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; ; i++ {
+				if term, _ := r.Lease(); term != 0 {
+					break
+				}
+				if i == 100 {
+					t.Fatalf("the sole voter holds no lease after %d rounds", i)
+				}
+				if _, err := n.ProcessReady(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			term, _ := r.Lease()
+			n.Tick() // the scheduler last ran now (100)
 
-	// The round that syncs the next proposal is held on the disk.
-	if err := n.ProposeAt(lone, term, []byte("x")); err != nil {
-		t.Fatal(err)
-	}
-	gate.armed.Store(true)
-	round, roundDone := make(chan error, 1), make(chan struct{})
-	go func() {
-		defer close(roundDone)
-		_, err := n.ProcessReady()
-		round <- err
-	}()
-	// On a failure, the round ends before the engine closes.
-	defer func() { gate.open(); <-roundDone }()
-	select {
-	case <-gate.began:
-	case err := <-round:
-		t.Fatalf("the round ended (%v) without syncing", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("the round did not reach its sync")
-	}
+			// The round that syncs the next proposal is held on the disk.
+			if err := n.ProposeAt(nil, lone, term, []byte("x")); err != nil {
+				t.Fatal(err)
+			}
+			gate.armed.Store(true)
+			round, roundDone := make(chan error, 1), make(chan struct{})
+			go func() {
+				defer close(roundDone)
+				_, err := n.ProcessReady()
+				round <- err
+			}()
+			// On a failure, the round ends before the engine closes.
+			defer func() { gate.open(); <-roundDone }()
+			select {
+			case <-gate.began:
+			case err := <-round:
+				t.Fatalf("the round ended (%v) without syncing", err)
+			case <-time.After(30 * time.Second):
+				t.Fatal("the round did not reach its sync")
+			}
 
-	// Past an election timeout: the watcher finds the scheduler stalled.
-	n.running.Store(true) // as under Run: the stall watcher runs
-	wctx, stopWatch := context.WithCancel(context.Background())
-	defer stopWatch()
-	clock.Store(100 + election + 1)
-	go n.watchStall(wctx, time.Millisecond)
-	select {
-	case <-n.stallSignal():
-	case <-time.After(30 * time.Second):
-		t.Fatal("the watcher did not find the scheduler stalled within 30 s")
-	}
-	if got, ok := r.ReadLease(); got != term || !ok {
-		t.Fatalf("stalled sole voter: ReadLease() = %d, %v; want %d, true", got, ok, term)
-	}
+			// Past an election timeout: the watcher finds the scheduler stalled.
+			n.running.Store(true) // as under Run: the stall watcher runs
+			wctx, stopWatch := context.WithCancel(context.Background())
+			defer stopWatch()
+			clock.Store(100 + election + 1)
+			go n.watchStall(wctx, time.Millisecond)
+			select {
+			case <-n.stallSignal():
+			case <-time.After(30 * time.Second):
+				t.Fatal("the watcher did not find the scheduler stalled within 30 s")
+			}
+			if got, ok := r.ReadLease(); got != term || !ok {
+				t.Fatalf("stalled sole voter: ReadLease() = %d, %v; want %d, true", got, ok, term)
+			}
 
-	// A proposal that must wait for the held round's lock waits for it
-	// (counted in SoleStallWaits as it starts to); the old code refused
-	// it at once, unproposed, while the round still held the lock.
-	proposed := make(chan error, 1)
-	go func() { proposed <- n.ProposeAt(lone, term, []byte("y")) }()
-	for n.Stats().SoleStallWaits.Load() == 0 {
-		select {
-		case err := <-proposed:
-			t.Fatalf("a sole voter's proposal answered %v while the round held the lock; want it to wait", err)
-		case err := <-round:
-			t.Fatalf("the round ended (%v) with its sync held", err)
-		default:
-			runtime.Gosched()
-		}
-	}
-	if got := n.Stats().StallRefusals.Load(); got != 0 {
-		t.Fatalf("StallRefusals = %d for a sole voter's proposal, want 0", got)
-	}
-	gate.open()
-	if err := <-round; err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-proposed:
-		if err != nil {
-			t.Fatalf("a sole voter's proposal during a stalled round: %v, want it proposed once the round ended", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("a sole voter's proposal was still waiting 30 s after the round ended")
+			// A proposal that must wait for the held round's lock waits for it
+			// (counted in SoleStallWaits as it starts to); the old code refused
+			// it at once, unproposed, while the round still held the lock.
+			proposed := make(chan error, 1)
+			stop := make(chan struct{})
+			var done <-chan struct{}
+			if cancel {
+				done = stop
+			}
+			go func() { proposed <- n.ProposeAt(done, lone, term, []byte("y")) }()
+			for n.Stats().SoleStallWaits.Load() == 0 {
+				select {
+				case err := <-proposed:
+					t.Fatalf("a sole voter's proposal answered %v while the round held the lock; want it to wait", err)
+				case err := <-round:
+					t.Fatalf("the round ended (%v) with its sync held", err)
+				default:
+					runtime.Gosched()
+				}
+			}
+			if got := n.Stats().StallRefusals.Load(); got != 0 {
+				t.Fatalf("StallRefusals = %d for a sole voter's proposal, want 0", got)
+			}
+			if cancel {
+				// Its proposer gives up (a cancel, statement_timeout) while the
+				// round still holds the lock: the wait ends, unproposed.
+				close(stop)
+				select {
+				case err := <-proposed:
+					if !errors.Is(err, ErrProposerGone) {
+						t.Fatalf("a cancelled proposal answered %v; want ErrProposerGone", err)
+					}
+				case <-time.After(30 * time.Second):
+					t.Fatal("a cancelled proposal still waited 30 s later, the round holding the lock")
+				}
+			}
+			gate.open()
+			if err := <-round; err != nil {
+				t.Fatal(err)
+			}
+			if !cancel {
+				select {
+				case err := <-proposed:
+					if err != nil {
+						t.Fatalf("a sole voter's proposal during a stalled round: %v, want it proposed once the round ended", err)
+					}
+				case <-time.After(30 * time.Second):
+					t.Fatal("a sole voter's proposal was still waiting 30 s after the round ended")
+				}
+			}
+			// The next rounds apply what was proposed: "y" only if it was.
+			gate.armed.Store(false)
+			for i := 0; i < 3; i++ {
+				if _, err := n.ProcessReady(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := slices.Contains(sm.applied, "y"); got == cancel {
+				t.Fatalf("applied %q: a proposal whose proposer gave up (%t) must not be, any other must", sm.applied, cancel)
+			}
+			if !slices.Contains(sm.applied, "x") {
+				t.Fatalf("applied %q: want the stalled round's own entry x", sm.applied)
+			}
+		})
 	}
 }

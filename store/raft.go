@@ -60,8 +60,8 @@ func (g raftGroup) ReadConfirmed(mark int64) (uint64, bool) {
 	return g.rep.ReadConfirmed(mark)
 }
 func (g raftGroup) NodeID() uint64 { return g.rep.NodeID() }
-func (g raftGroup) Propose(term uint64, data []byte) error {
-	return g.node.ProposeAt(g.rep.TabletID, term, data)
+func (g raftGroup) Propose(done <-chan struct{}, term uint64, data []byte) error {
+	return g.node.ProposeAt(done, g.rep.TabletID, term, data)
 }
 
 // joinGroup opens r's raft group on this node (bootstrapping it with

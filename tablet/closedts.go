@@ -195,7 +195,7 @@ func (r *Replica) CloseTimestamp(ctx context.Context, lead time.Duration) (hlc.T
 	// the latches need not be held for a round of consensus. A proposal
 	// that never commits closes nothing; the next one will.
 	data := encodeCommand(0, r.raft.group.NodeID(), term, p)
-	if err := r.raft.group.Propose(term, data); err != nil {
+	if err := r.raft.group.Propose(nil, term, data); err != nil {
 		_, leader := r.raft.group.Lease()
 		return hlc.Timestamp{}, fmt.Errorf("tablet %d: proposing closed timestamp %s: %v: %w", desc.TabletID, c, err, r.notLeaseholder(leader))
 	}

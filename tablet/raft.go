@@ -68,8 +68,10 @@ type Raft interface {
 	ReadMark() int64
 	ReadConfirmed(mark int64) (term uint64, ok bool)
 	// Propose appends data to the group's log if this replica still holds
-	// the lease of term; an error means nothing was proposed.
-	Propose(term uint64, data []byte) error
+	// the lease of term; an error means nothing was proposed. It gives up
+	// with an error when done closes while it waits to propose (a nil
+	// done never closes).
+	Propose(done <-chan struct{}, term uint64, data []byte) error
 	// NodeID is the node this replica lives on.
 	NodeID() uint64
 }
@@ -320,14 +322,20 @@ func (r *Replica) commitOr(ctx context.Context, term uint64, p *Proposal, abando
 	rs.mu.Unlock()
 	data := encodeCommand(id, rs.group.NodeID(), term, p)
 	proposed := time.Now()
-	if err := rs.group.Propose(term, data); err != nil {
+	done := ctx.Done()
+	if err := rs.group.Propose(done, term, data); err != nil {
 		rs.mu.Lock()
 		delete(rs.pending, id)
 		rs.mu.Unlock()
+		if cerr := ctx.Err(); cerr != nil {
+			// Nothing was proposed, so the outcome is known: not
+			// ambiguous, and no reason to look for another leaseholder.
+			return fmt.Errorf("tablet %d: gave up waiting to propose: %w", r.Desc().TabletID, cerr)
+		}
 		_, leader := rs.group.Lease()
 		return fmt.Errorf("tablet %d: proposing: %v: %w", r.Desc().TabletID, err, r.notLeaseholder(leader))
 	}
-	err := r.waitProposal(ctx.Done(), term, id, pp)
+	err := r.waitProposal(done, term, id, pp)
 	if err == nil && r.cfg.Observe != nil && r.cfg.Observe.RaftCommit != nil {
 		r.cfg.Observe.RaftCommit(time.Since(proposed))
 	}

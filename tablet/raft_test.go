@@ -18,6 +18,10 @@ type scriptedGroup struct {
 	mu           sync.Mutex
 	term, leader uint64
 	proposed     chan []byte
+	// waiting, when set, makes Propose wait as raftnode's does for a
+	// round held in its sync: it is closed once Propose waits, and
+	// Propose gives up, unproposed, when its done closes.
+	waiting chan struct{}
 }
 
 func (g *scriptedGroup) Lease() (uint64, uint64) {
@@ -39,9 +43,18 @@ func (g *scriptedGroup) ReadConfirmed(int64) (uint64, bool) {
 
 func (g *scriptedGroup) NodeID() uint64 { return 1 }
 
-func (g *scriptedGroup) Propose(term uint64, data []byte) error {
+func (g *scriptedGroup) Propose(done <-chan struct{}, term uint64, data []byte) error {
 	if t, _ := g.Lease(); t != term {
 		return errors.New("not the leaseholder")
+	}
+	g.mu.Lock()
+	waiting := g.waiting
+	g.waiting = nil
+	g.mu.Unlock()
+	if waiting != nil {
+		close(waiting)
+		<-done
+		return errors.New("gave up waiting for the round")
 	}
 	g.proposed <- data
 	return nil
@@ -52,7 +65,8 @@ func (g *scriptedGroup) Propose(term uint64, data []byte) error {
 // committed at another term is skipped (nothing written) and its proposer
 // told to retry elsewhere; a proposal overtaken by a later term's entry is
 // told the same; a proposer whose context ends gets an ambiguous result
-// at once while its latches stay held until the proposal applies;
+// at once while its latches stay held until the proposal applies, and
+// one that gives up before its proposal is made gets its context's end;
 // a replica without the lease refuses before evaluating, naming the
 // leader.
 func TestRaftSeam(t *testing.T) {
@@ -166,6 +180,28 @@ func TestRaftSeam(t *testing.T) {
 	}
 	if !get("d") {
 		t.Fatal("d was not written")
+	}
+
+	// The proposer gives up before its proposal is made (it waited for a
+	// round held in its sync, raftnode.ErrProposerGone): nothing was
+	// proposed, so the answer is its context's end, not an unknown
+	// outcome, and no latch stays held.
+	waiting := make(chan struct{})
+	g.mu.Lock()
+	g.waiting = waiting
+	g.mu.Unlock()
+	cctx, cancel = context.WithCancel(ctx)
+	done = put(cctx, "f")
+	<-waiting
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) || errors.As(err, &amb) {
+		t.Fatalf("err = %v, want context.Canceled and no AmbiguousResultError", err)
+	}
+	if n := h.r.latches.numHeld(); n != 0 {
+		t.Fatalf("%d latch guards held after a proposer gave up unproposed, want 0", n)
+	}
+	if get("f") {
+		t.Fatal("f was written though nothing was proposed")
 	}
 
 	// No lease: refused at once, nothing proposed, the leader named.
