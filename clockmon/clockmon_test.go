@@ -366,6 +366,10 @@ func TestGuardRefusesPinnedReads(t *testing.T) {
 		{"read stamped while pinned", &kvpb.BatchRequest{Header: kvpb.Header{Timestamp: pinned}}, true},
 		{"txn begun before the stall", &kvpb.BatchRequest{Header: kvpb.Header{Txn: &kvpb.Transaction{ReadTimestamp: before}}}, false},
 		{"read the leaseholder stamps", &kvpb.BatchRequest{}, false},
+		// AS OF SYSTEM TIME at a pinned time: the user chose it, and the
+		// read claims nothing about what was acknowledged since.
+		{"AS OF SYSTEM TIME while pinned", &kvpb.BatchRequest{Header: kvpb.Header{Txn: &kvpb.Transaction{ReadTimestamp: pinned, GlobalUncertaintyLimit: pinned}}}, false},
+		{"txn begun while pinned, with its uncertainty window", &kvpb.BatchRequest{Header: kvpb.Header{Txn: &kvpb.Transaction{ReadTimestamp: pinned, GlobalUncertaintyLimit: hlc.Timestamp{WallTime: pinned.WallTime + int64(500*time.Millisecond)}}}}, true},
 	} {
 		sent := inner.sent
 		_, err := g.Send(context.Background(), tc.ba)

@@ -39,9 +39,16 @@ func (g guard) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchResp
 
 // readTimestamp is the timestamp the gateway chose for ba's reads: its
 // transaction's read timestamp, else the batch's own (empty when the
-// leaseholder picks it: never a pinned one of this node's).
+// leaseholder picks it: never a pinned one of this node's). A transaction
+// without an uncertainty window (its limit is its read timestamp: AS OF
+// SYSTEM TIME, kv.DB.NewAsOfTxn) reads at a time its user chose, in the
+// past, and claims nothing about writes acknowledged since; it is read
+// where it asks, and readTimestamp returns the empty timestamp for it.
 func readTimestamp(ba *kvpb.BatchRequest) hlc.Timestamp {
 	if ba.Txn != nil {
+		if ba.Txn.GlobalUncertaintyLimit == ba.Txn.ReadTimestamp {
+			return hlc.Timestamp{}
+		}
 		return ba.Txn.ReadTimestamp
 	}
 	return ba.Timestamp
