@@ -71,6 +71,11 @@ type ScanOptions struct {
 	// goes on to after this one (kvpb.ScanRequest.ReadsOnTo): the files up
 	// to it may be read ahead (storage.IterOptions.ScanEnd).
 	ReadsOnTo []byte
+	// Rows, if not nil, is where the rows go while they fit its capacity
+	// (from its start; its length is ignored): a caller with room for the
+	// rows it expects (a point read's one) saves their slice's allocation.
+	// More rows than that go to a slice Scan allocates, as without it.
+	Rows []kvpb.KeyValue
 }
 
 // ScanResult is the answer of Scan.
@@ -169,6 +174,7 @@ func Scan(r storage.Reader, start, end []byte, ts hlc.Timestamp, opts ScanOption
 		opts:      opts,
 		start:     start,
 		end:       end,
+		rows:      opts.Rows[:0],
 	}
 	if err := s.run(r); err != nil {
 		return ScanResult{}, err

@@ -49,7 +49,10 @@ func rowKey(i int) []byte { return []byte(fmt.Sprintf("/t/accounts/%08d", i)) }
 // under one empty memtable). Each reads by a prefix seek
 // (bloom filters apply; mvcc.Get) and, as mvcc's scan of a row does, by
 // First on an iterator bounded to the row ("bounded"); the two engines
-// alternate, so neither runs only first.
+// alternate, so neither runs only first. The rows read are 1,024 drawn
+// once and read again and again ("keys=1024", whose blocks and skiplist
+// nodes stay in the CPU's caches), or a row drawn anew from all of them
+// per read ("keys=all"), as pgbench -S draws its rows.
 func BenchmarkPointSeekMemtables(b *testing.B) {
 	const rows = 200000
 	stack := loadStack(b, rows)
@@ -57,11 +60,11 @@ func BenchmarkPointSeekMemtables(b *testing.B) {
 	if err := flushed.Flush(); err != nil {
 		b.Fatal(err)
 	}
-	read := func(e *Engine, prefix bool) func(b *testing.B) {
+	read := func(e *Engine, prefix bool, nkeys int) func(b *testing.B) {
 		return func(b *testing.B) {
 			memtables := e.Metrics().MemTable.Count
 			rng := rand.New(rand.NewSource(1))
-			keys := make([][]byte, 1024)
+			keys := make([][]byte, nkeys)
 			for i := range keys {
 				keys[i] = rowKey(rng.Intn(rows))
 			}
@@ -93,11 +96,16 @@ func BenchmarkPointSeekMemtables(b *testing.B) {
 			b.ReportMetric(float64(memtables), "memtables")
 		}
 	}
-	for _, mode := range []struct {
-		name   string
-		prefix bool
-	}{{"bounded", false}, {"prefix", true}} {
-		b.Run("stack/"+mode.name, read(stack, mode.prefix))
-		b.Run("flushed/"+mode.name, read(flushed, mode.prefix))
+	for _, nkeys := range []struct {
+		name string
+		n    int
+	}{{"keys=1024", 1024}, {"keys=all", rows}} {
+		for _, mode := range []struct {
+			name   string
+			prefix bool
+		}{{"bounded", false}, {"prefix", true}} {
+			b.Run(nkeys.name+"/stack/"+mode.name, read(stack, mode.prefix, nkeys.n))
+			b.Run(nkeys.name+"/flushed/"+mode.name, read(flushed, mode.prefix, nkeys.n))
+		}
 	}
 }

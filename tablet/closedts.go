@@ -277,6 +277,11 @@ func (r *Replica) followerRead(ctx context.Context, ba *kvpb.BatchRequest) (br *
 // far ahead; any other is at most the hybrid clock, which commitWait
 // covers. wrote: the batch applied, so giving up is ambiguous.
 func (r *Replica) waitPhysical(ctx context.Context, ts hlc.Timestamp, wrote bool) error {
+	if ts.IsEmpty() {
+		// Nothing written (a read): nothing to wait for, and no reading
+		// of the clock, which a point read paid for.
+		return nil
+	}
 	d := time.Duration(ts.WallTime - r.clock.PhysicalNow())
 	if d <= 0 {
 		return nil

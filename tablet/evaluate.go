@@ -52,6 +52,15 @@ type evalCtx struct {
 	// propBuf is what prop points to when evaluate made it: one
 	// allocation for both.
 	propBuf Proposal
+	// one is the response of a batch of one request, and scanOne that
+	// request's response and room for its row when it is a Scan (a point
+	// read's): the evaluation, its Proposal and its response are one
+	// allocation.
+	one     oneResponse
+	scanOne struct {
+		resp kvpb.ScanResponse
+		row  [1]kvpb.KeyValue
+	}
 	// fixedTS makes writes land exactly at ba.Timestamp (one-phase commit,
 	// which has checked the timestamp cache itself).
 	fixedTS bool
@@ -123,7 +132,13 @@ func (r *Replica) evaluate(ba *kvpb.BatchRequest, desc kvpb.TabletDescriptor, op
 		defer ec.b.Close()
 		ec.rd = ec.b
 	}
-	br := newBatchResponse(len(ba.Requests))
+	var br *kvpb.BatchResponse
+	if len(ba.Requests) == 1 {
+		br = &ec.one.br
+		br.Responses = ec.one.resp[:0]
+	} else {
+		br = newBatchResponse(len(ba.Requests))
+	}
 	for _, req := range ba.Requests {
 		resp, err := ec.evalRequest(req)
 		if err != nil {

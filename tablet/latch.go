@@ -21,11 +21,19 @@ type latchSpan struct {
 }
 
 // latchGuard is the set of latches one batch holds. done is closed when the
-// guard is released, which is what later conflicting guards wait on.
+// guard is released, which is what later conflicting guards wait on. It is
+// made (under the manager's mutex) by the first guard that has to wait on
+// this one: most guards, a point read's among them, conflict with nothing
+// and are never waited on, so they make no channel.
 type latchGuard struct {
 	seq   uint64
 	spans []latchSpan
 	done  chan struct{}
+	// released is set (under the manager's mutex) by release.
+	released bool
+	// one holds the span of a guard of one span (a point read's, a
+	// point write's), so that the guard and its spans are one object.
+	one [1]latchSpan
 	// idx, for a guard of many spans (a bulk load's batch), lets
 	// conflicts look spans up instead of comparing every pair: two
 	// batches of 10,000 keys each were 10^8 comparisons.
@@ -172,25 +180,48 @@ func newLatchManager() *latchManager {
 // acquire registers spans and waits until every earlier conflicting guard
 // is released. On ctx cancellation it unregisters and returns ctx's error.
 func (m *latchManager) acquire(ctx context.Context, spans []latchSpan) (*latchGuard, error) {
-	g := &latchGuard{spans: spans, done: make(chan struct{})}
-	if len(spans) >= indexedLatchSpans {
-		g.idx = newLatchIndex(spans)
+	return m.acquireGuard(ctx, &latchGuard{spans: spans})
+}
+
+// acquireBatch is acquire for the latches ba needs on desc (appendLatchSpans): a
+// batch of one span (a point read's) allocates the guard alone.
+func (m *latchManager) acquireBatch(ctx context.Context, ba *kvpb.BatchRequest, desc kvpb.TabletDescriptor) (*latchGuard, error) {
+	g := &latchGuard{}
+	var dst []latchSpan
+	if len(ba.Requests) <= 1 {
+		dst = g.one[:0]
+	}
+	g.spans = appendLatchSpans(dst, ba, desc)
+	return m.acquireGuard(ctx, g)
+}
+
+// acquireGuard registers g (its spans set, nothing else) and waits until
+// every earlier conflicting guard is released.
+func (m *latchManager) acquireGuard(ctx context.Context, g *latchGuard) (*latchGuard, error) {
+	if len(g.spans) >= indexedLatchSpans {
+		g.idx = newLatchIndex(g.spans)
 	}
 	m.mu.Lock()
 	m.nextSeq++
 	g.seq = m.nextSeq
-	var waitFor []*latchGuard
+	// The done channels to wait on, made here for the guards nobody
+	// waited on before; a guard of this map is not yet released, so its
+	// channel is still open.
+	var waitFor []chan struct{}
 	for _, h := range m.held {
 		if h.conflicts(g) {
-			waitFor = append(waitFor, h)
+			if h.done == nil {
+				h.done = make(chan struct{})
+			}
+			waitFor = append(waitFor, h.done)
 		}
 	}
 	m.held[g.seq] = g
 	m.mu.Unlock()
 
-	for _, h := range waitFor {
+	for _, done := range waitFor {
 		select {
-		case <-h.done:
+		case <-done:
 		case <-ctx.Done():
 			m.release(g)
 			return nil, fmt.Errorf("tablet: waiting for latches: %w", ctx.Err())
@@ -203,9 +234,19 @@ func (m *latchManager) acquire(ctx context.Context, spans []latchSpan) (*latchGu
 // Releasing twice is a bug in the caller and panics.
 func (m *latchManager) release(g *latchGuard) {
 	m.mu.Lock()
+	if g.released {
+		m.mu.Unlock()
+		panic("tablet: latch guard released twice")
+	}
+	g.released = true
 	delete(m.held, g.seq)
+	// No guard registered from here on finds g, so none makes its
+	// channel after this.
+	done := g.done
 	m.mu.Unlock()
-	close(g.done)
+	if done != nil {
+		close(done)
+	}
 }
 
 // lastSeq is the sequence number of the last guard registered: a guard

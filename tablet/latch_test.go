@@ -233,3 +233,97 @@ func TestLatchManagerLargeGuards(t *testing.T) {
 	m.release(g1)
 	m.release(<-acquired)
 }
+
+// TestLatchBatchAllocs: the latches of a one-request batch (a point read's
+// Scan of its row) are one object, the guard with its span inside; a
+// guard makes its done channel only when a later guard waits on it.
+func TestLatchBatchAllocs(t *testing.T) {
+	m := newLatchManager()
+	ctx := context.Background()
+	desc := kvpb.TabletDescriptor{TabletID: 1, StartKey: []byte("a"), EndKey: []byte("z")}
+	for _, tc := range []struct {
+		name string
+		req  kvpb.Request
+	}{
+		{"scan of a row", &kvpb.ScanRequest{Key: []byte("k"), EndKey: []byte("k\xff")}},
+		{"get", &kvpb.GetRequest{Key: []byte("k")}},
+		{"put", &kvpb.PutRequest{Key: []byte("k"), Value: []byte("v")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ba := &kvpb.BatchRequest{Requests: []kvpb.Request{tc.req}}
+			if n := testing.AllocsPerRun(100, func() {
+				g, err := m.acquireBatch(ctx, ba, desc)
+				if err != nil {
+					t.Fatal(err)
+				}
+				m.release(g)
+			}); n != 1 {
+				t.Fatalf("latching a batch of one request allocates %.0f objects, want 1", n)
+			}
+		})
+	}
+}
+
+// TestLatchBatchWaits: a guard of a one-request batch is waited on like
+// any other (its done channel made by its first waiter), and a guard of
+// several requests holds every one of their spans.
+func TestLatchBatchWaits(t *testing.T) {
+	m := newLatchManager()
+	ctx := context.Background()
+	desc := kvpb.TabletDescriptor{TabletID: 1, StartKey: []byte("a"), EndKey: []byte("z")}
+	read := &kvpb.BatchRequest{Requests: []kvpb.Request{&kvpb.ScanRequest{Key: []byte("k"), EndKey: []byte("l")}}}
+	writes := &kvpb.BatchRequest{Requests: []kvpb.Request{
+		&kvpb.PutRequest{Key: []byte("c"), Value: []byte("v")},
+		&kvpb.PutRequest{Key: []byte("k"), Value: []byte("v")},
+	}}
+	g1, err := m.acquireBatch(ctx, read, desc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(g1.spans) != 1 || &g1.spans[0] != &g1.one[0] {
+		t.Fatalf("a one-request guard's spans %v are not its own array", g1.spans)
+	}
+	acquired := make(chan *latchGuard)
+	// Two waiters on g1: the second finds the channel the first made.
+	for range 2 {
+		go func() {
+			g, err := m.acquireBatch(ctx, writes, desc)
+			if err != nil {
+				t.Error(err)
+			}
+			acquired <- g
+		}()
+	}
+	for m.numHeld() != 3 {
+		waitABit()
+	}
+	select {
+	case <-acquired:
+		t.Fatal("a write latched the row while its read held it")
+	default:
+	}
+	m.release(g1)
+	// The two writes conflict with each other: one at a time.
+	g2 := <-acquired
+	if len(g2.spans) != 2 {
+		t.Fatalf("a two-request guard holds %d spans, want 2", len(g2.spans))
+	}
+	select {
+	case <-acquired:
+		t.Fatal("two conflicting writes latched at once")
+	default:
+	}
+	m.release(g2)
+	m.release(<-acquired)
+	if n := m.numHeld(); n != 0 {
+		t.Fatalf("%d guards left", n)
+	}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("a second release of a guard did not panic")
+			}
+		}()
+		m.release(g2)
+	}()
+}

@@ -332,7 +332,7 @@ type waitFor struct {
 // returned instead of an error.
 func (r *Replica) executeOnce(ctx context.Context, ba *kvpb.BatchRequest, opts evalOptions) (br *kvpb.BatchResponse, wroteAt hlc.Timestamp, w *waitFor, err error) {
 	desc := r.Desc()
-	g, err := r.latches.acquire(ctx, latchSpans(ba, desc))
+	g, err := r.latches.acquireBatch(ctx, ba, desc)
 	if err != nil {
 		return nil, hlc.Timestamp{}, nil, err
 	}
@@ -469,13 +469,17 @@ func (r *Replica) recordReads(ba *kvpb.BatchRequest, br *kvpb.BatchResponse) {
 	}
 }
 
-// latchSpans lists the latches ba needs: user-key spans for data, record
-// keys for transaction records, and for EndTxn the part of its lock spans
-// on this tablet, which it resolves.
-func latchSpans(ba *kvpb.BatchRequest, desc kvpb.TabletDescriptor) []latchSpan {
-	// One span per request in most batches; a bulk load's carry
-	// thousands, which growing the slice would copy again and again.
-	out := make([]latchSpan, 0, len(ba.Requests))
+// appendLatchSpans appends the latches ba needs to out: user-key spans for
+// data, record keys for transaction records, and for EndTxn the part of
+// its lock spans on this tablet, which it resolves. With out nil it
+// allocates room for one span per request.
+func appendLatchSpans(out []latchSpan, ba *kvpb.BatchRequest, desc kvpb.TabletDescriptor) []latchSpan {
+	if out == nil {
+		// One span per request in most batches; a bulk load's carry
+		// thousands, which growing the slice would copy again and
+		// again.
+		out = make([]latchSpan, 0, len(ba.Requests))
+	}
 	add := func(s kvpb.Span, write bool) { out = append(out, latchSpan{span: s, write: write}) }
 	record := func(anchor []byte, id uuid.UUID) kvpb.Span {
 		return kvpb.Span{Key: keys.TxnRecord(anchor, id)}
