@@ -166,14 +166,14 @@ func (x *latchIndex) endsAfter(n int, a latchSpan) bool {
 // guard: with 16 clients' batches registered (each through its raft
 // round's sync), comparing every pair was 4-5% of the node's CPU under
 // pgbench's simple-update at scale 10 (bench/README.md, "Issue 22,
-// seventeenth session: latches"). Most spans are prefix spans (see
-// isPrefixSpan): a point, or a row's span [p, p.PrefixEnd()). Such a span
-// lies within the keys prefixed by its start, and two such key sets are
-// nested or disjoint, so a prefix span that overlaps a span a starts
-// either inside a or at a proper prefix of a's start. prefix holds them
-// sorted by start, lens counts them by the length of their start (the
-// prefixes of a's start worth looking up), and wide holds the other spans,
-// compared with every acquisition's spans. Guards of many spans (bulk
+// seventeenth session: latches at 16 clients"). Most spans are prefix
+// spans (see isPrefixSpan): a point, or a row's span [p, p.PrefixEnd()).
+// Such a span lies within the keys prefixed by its start, and two such
+// key sets are nested or disjoint, so a held prefix span that overlaps a
+// span a starts either inside a or at a proper prefix of a's start.
+// prefix holds them sorted by start, lens counts them by the length of
+// their start (the prefixes of a's start worth looking up), and wide
+// holds the other spans, compared with every acquisition's spans. Guards of many spans (bulk
 // loads) are not indexed: big holds them, compared guard to guard as
 // before (latchGuard.conflicts, through their latchIndex).
 type latchManager struct {
