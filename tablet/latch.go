@@ -167,14 +167,44 @@ func (x *latchIndex) endsAfter(n int, a latchSpan) bool {
 // is never starved by a stream of readers and no lock is held while
 // waiting. The mutex covers only the registry; it is never held across a
 // wait, so non-conflicting batches never queue behind each other.
+//
+// The registry indexes the spans of every guard of fewer than
+// indexedLatchSpans spans, so that an acquisition compares its spans with
+// the held spans that can overlap them, not with every span of every
+// guard: with 16 clients' batches registered (each through its raft
+// round's sync), comparing every pair was 4-5% of the node's CPU under
+// pgbench's simple-update at scale 10 (bench/README.md, "Issue 22,
+// seventeenth session: latches at 16 clients"). Most spans are prefix
+// spans (see isPrefixSpan): a point, or a row's span [p, p.PrefixEnd()).
+// Such a span lies within the keys prefixed by its start, and two such
+// key sets are nested or disjoint, so a held prefix span that overlaps a
+// span a starts either inside a or at a proper prefix of a's start.
+// prefix holds them sorted by start, lens counts them by the length of
+// their start (the prefixes of a's start worth looking up), and wide
+// holds the other spans, compared with every acquisition's spans. Guards of many spans (bulk
+// loads) are not indexed: big holds them, compared guard to guard as
+// before (latchGuard.conflicts, through their latchIndex).
 type latchManager struct {
 	mu      sync.Mutex
 	nextSeq uint64
 	held    map[uint64]*latchGuard
+	big     map[uint64]*latchGuard
+	prefix  []heldSpan
+	lens    []int
+	wide    []heldSpan
+	// compared counts the held spans an acquisition of a guard of
+	// few spans compared with one of its spans, for tests.
+	compared uint64
+}
+
+// heldSpan is one span of a registered guard, in the registry's index.
+type heldSpan struct {
+	latchSpan
+	g *latchGuard
 }
 
 func newLatchManager() *latchManager {
-	return &latchManager{held: make(map[uint64]*latchGuard)}
+	return &latchManager{held: make(map[uint64]*latchGuard), big: make(map[uint64]*latchGuard)}
 }
 
 // acquire registers spans and waits until every earlier conflicting guard
@@ -201,33 +231,57 @@ func (m *latchManager) acquireGuard(ctx context.Context, g *latchGuard) (*latchG
 	if len(g.spans) >= indexedLatchSpans {
 		g.idx = newLatchIndex(g.spans)
 	}
-	m.mu.Lock()
-	m.nextSeq++
-	g.seq = m.nextSeq
-	// The done channels to wait on, made here for the guards nobody
-	// waited on before; a guard of this map is not yet released, so its
-	// channel is still open.
-	var waitFor []chan struct{}
-	for _, h := range m.held {
-		if h.conflicts(g) {
-			if h.done == nil {
-				h.done = make(chan struct{})
-			}
-			waitFor = append(waitFor, h.done)
-		}
-	}
-	m.held[g.seq] = g
-	m.mu.Unlock()
-
-	for _, done := range waitFor {
+	// register made the done channel of every guard it returns, under
+	// the manager's mutex, before any of them could be released.
+	waitFor := m.register(g)
+	for _, h := range waitFor {
 		select {
-		case <-done:
+		case <-h.done:
 		case <-ctx.Done():
 			m.release(g)
 			return nil, fmt.Errorf("tablet: waiting for latches: %w", ctx.Err())
 		}
 	}
 	return g, nil
+}
+
+// register gives g its sequence number, registers it, and returns the
+// registered guards it conflicts with, each with its done channel made
+// (a registered guard is not yet released, so the channel is still open).
+func (m *latchManager) register(g *latchGuard) []*latchGuard {
+	spans := g.spans
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.nextSeq++
+	g.seq = m.nextSeq
+	var waitFor []*latchGuard
+	if g.idx != nil {
+		for _, h := range m.held {
+			if h.conflicts(g) {
+				waitFor = append(waitFor, h)
+			}
+		}
+		m.big[g.seq] = g
+	} else {
+		for _, h := range m.big {
+			if h.conflicts(g) {
+				waitFor = append(waitFor, h)
+			}
+		}
+		for _, a := range spans {
+			waitFor = m.conflictingLocked(a, waitFor)
+		}
+		for _, a := range spans {
+			m.indexLocked(heldSpan{a, g})
+		}
+	}
+	m.held[g.seq] = g
+	for _, h := range waitFor {
+		if h.done == nil {
+			h.done = make(chan struct{})
+		}
+	}
+	return waitFor
 }
 
 // release frees the guard's latches and wakes the guards waiting on it.
@@ -240,6 +294,13 @@ func (m *latchManager) release(g *latchGuard) {
 	}
 	g.released = true
 	delete(m.held, g.seq)
+	if g.idx != nil {
+		delete(m.big, g.seq)
+	} else {
+		for _, a := range g.spans {
+			m.unindexLocked(heldSpan{a, g})
+		}
+	}
 	// No guard registered from here on finds g, so none makes its
 	// channel after this.
 	done := g.done
@@ -247,6 +308,123 @@ func (m *latchManager) release(g *latchGuard) {
 	if done != nil {
 		close(done)
 	}
+}
+
+// conflictingLocked adds to out (once each) the guards of the indexed
+// held spans that conflict with a.
+func (m *latchManager) conflictingLocked(a latchSpan, out []*latchGuard) []*latchGuard {
+	check := func(h heldSpan) {
+		m.compared++
+		if (a.write || h.write) && spansOverlap(a.span, h.span) && !slices.Contains(out, h.g) {
+			out = append(out, h.g)
+		}
+	}
+	for _, h := range m.wide {
+		check(h)
+	}
+	// The prefix spans starting inside a.
+	i0 := m.searchPrefix(a.span.Key)
+	for i := i0; i < len(m.prefix) && beforeEnd(m.prefix[i].span.Key, a.span); i++ {
+		check(m.prefix[i])
+	}
+	// Those starting at a proper prefix e of a's start k. They sort
+	// before k, so there are none when nothing does; else let p be the
+	// last start before k: e <= p < k, and the keys prefixed by e are an
+	// interval holding e and k, so p too: e is a prefix of p, no longer
+	// than the common prefix of p and k (for another row's key, the
+	// table's prefix, where no span starts).
+	if i0 == 0 {
+		return out
+	}
+	k := a.span.Key
+	limit := min(commonPrefixLen(m.prefix[i0-1].span.Key, k), len(k)-1, len(m.lens)-1)
+	for n := 0; n <= limit; n++ {
+		if m.lens[n] == 0 {
+			continue
+		}
+		for i := m.searchPrefix(k[:n]); i < len(m.prefix) && bytes.Equal(m.prefix[i].span.Key, k[:n]); i++ {
+			check(m.prefix[i])
+		}
+	}
+	return out
+}
+
+// commonPrefixLen returns the length of the longest common prefix of a
+// and b.
+func commonPrefixLen(a, b []byte) int {
+	n := min(len(a), len(b))
+	for i := range n {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
+}
+
+// searchPrefix returns the index of the first prefix span starting at or
+// after k.
+func (m *latchManager) searchPrefix(k []byte) int {
+	lo, hi := 0, len(m.prefix)
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if bytes.Compare(m.prefix[mid].span.Key, k) < 0 {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
+
+func (m *latchManager) indexLocked(h heldSpan) {
+	if !isPrefixSpan(h.span) {
+		m.wide = append(m.wide, h)
+		return
+	}
+	i := m.searchPrefix(h.span.Key)
+	m.prefix = slices.Insert(m.prefix, i, h)
+	n := len(h.span.Key)
+	for len(m.lens) <= n {
+		m.lens = append(m.lens, 0)
+	}
+	m.lens[n]++
+}
+
+func (m *latchManager) unindexLocked(h heldSpan) {
+	if !isPrefixSpan(h.span) {
+		for i, w := range m.wide {
+			if w.g == h.g {
+				m.wide = slices.Delete(m.wide, i, i+1)
+				return
+			}
+		}
+		panic("tablet: releasing a latch span that is not registered")
+	}
+	for i := m.searchPrefix(h.span.Key); i < len(m.prefix) && bytes.Equal(m.prefix[i].span.Key, h.span.Key); i++ {
+		if m.prefix[i].g == h.g {
+			m.prefix = slices.Delete(m.prefix, i, i+1)
+			m.lens[len(h.span.Key)]--
+			return
+		}
+	}
+	panic("tablet: releasing a latch span that is not registered")
+}
+
+// isPrefixSpan reports whether s lies within the keys prefixed by its
+// start: a point, or a span whose end has its start as a prefix or is
+// its start's PrefixEnd (a row's span).
+func isPrefixSpan(s kvpb.Span) bool {
+	k, e := s.Key, s.EndKey
+	if len(e) == 0 || bytes.HasPrefix(e, k) {
+		return true
+	}
+	// k's PrefixEnd: k without its trailing 0xff bytes, its last byte
+	// incremented.
+	n := len(k)
+	for n > 0 && k[n-1] == 0xff {
+		n--
+	}
+	return n > 0 && len(e) == n && bytes.Equal(e[:n-1], k[:n-1]) && e[n-1] == k[n-1]+1
 }
 
 // lastSeq is the sequence number of the last guard registered: a guard

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/cairn-db/cairn/kvpb"
@@ -326,4 +327,150 @@ func TestLatchBatchWaits(t *testing.T) {
 		}()
 		m.release(g2)
 	}()
+}
+
+// TestLatchRegistryMatchesPairwise: the guards a registration waits for
+// are exactly the registered guards one of whose spans overlaps one of its
+// own, one of the two a write, over random registrations and releases of
+// guards of points, prefix spans (a row's [p, p.PrefixEnd())), other
+// spans, and a few bulk-sized guards.
+func TestLatchRegistryMatchesPairwise(t *testing.T) {
+	keyGen := rapid.SampledFrom([]string{"", "a", "a\x00", "a\x00\x01", "ab", "ab\xff", "ab\xff\x00", "abc", "b", "b\x00", "ba", "bb", "c", "cc", "d", "\xff", "\xff\xff"})
+	prefixEnd := func(k string) string {
+		b := []byte(k)
+		for len(b) > 0 && b[len(b)-1] == 0xff {
+			b = b[:len(b)-1]
+		}
+		if len(b) == 0 {
+			return ""
+		}
+		b[len(b)-1]++
+		return string(b)
+	}
+	spanGen := rapid.Custom(func(t *rapid.T) latchSpan {
+		k := keyGen.Draw(t, "key")
+		w := rapid.Bool().Draw(t, "write")
+		switch rapid.IntRange(0, 3).Draw(t, "kind") {
+		case 0: // a point
+			return latchSpan{span: kvpb.Span{Key: []byte(k)}, write: w}
+		case 1: // a row's span
+			if e := prefixEnd(k); e != "" {
+				return latchSpan{span: kvpb.Span{Key: []byte(k), EndKey: []byte(e)}, write: w}
+			}
+		}
+		e := keyGen.Draw(t, "end")
+		if e <= k {
+			return latchSpan{span: kvpb.Span{Key: []byte(k)}, write: w}
+		}
+		return latchSpan{span: kvpb.Span{Key: []byte(k), EndKey: []byte(e)}, write: w}
+	})
+	pairwise := func(a, b []latchSpan) bool {
+		for _, x := range a {
+			for _, y := range b {
+				if (x.write || y.write) && spansOverlap(x.span, y.span) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	waited, registered := 0, 0
+	rapid.Check(t, func(t *rapid.T) {
+		m := newLatchManager()
+		var live []*latchGuard
+		for range rapid.IntRange(1, 30).Draw(t, "ops") {
+			if len(live) > 0 && rapid.IntRange(0, 2).Draw(t, "release") == 0 {
+				i := rapid.IntRange(0, len(live)-1).Draw(t, "which")
+				m.release(live[i])
+				live = slices.Delete(live, i, i+1)
+				continue
+			}
+			spans := rapid.SliceOfN(spanGen, 1, 6).Draw(t, "spans")
+			if rapid.IntRange(0, 9).Draw(t, "big") == 0 {
+				for len(spans) < indexedLatchSpans {
+					spans = append(spans, latchSpan{span: kvpb.Span{Key: []byte(fmt.Sprintf("z%03d", len(spans)))}})
+				}
+			}
+			g := &latchGuard{spans: spans, done: make(chan struct{})}
+			if len(spans) >= indexedLatchSpans {
+				g.idx = newLatchIndex(spans)
+			}
+			var want []uint64
+			for _, h := range live {
+				if pairwise(spans, h.spans) {
+					want = append(want, h.seq)
+				}
+			}
+			var got []uint64
+			for _, h := range m.register(g) {
+				got = append(got, h.seq)
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, want) {
+				t.Fatalf("registering %v waits for %v, want %v", spans, got, want)
+			}
+			live = append(live, g)
+			registered++
+			if len(want) > 0 {
+				waited++
+			}
+		}
+		for _, g := range live {
+			m.release(g)
+		}
+		if n := m.numHeld(); n != 0 || len(m.prefix) != 0 || len(m.wide) != 0 || len(m.big) != 0 {
+			t.Fatalf("after every release: %d held, %d prefix spans, %d wide, %d big", n, len(m.prefix), len(m.wide), len(m.big))
+		}
+	})
+	if waited == 0 || waited == registered {
+		t.Fatalf("%d of %d registrations waited: the generator tests one side only", waited, registered)
+	}
+}
+
+// TestLatchAcquireComparesFewSpans: with 16 one-phase commits of
+// simple-update's shape registered (each: its record, the reads of two
+// writer keys every commit checks, its row's lock span and Put, a
+// history row), registering a 17th compares its spans with the held
+// spans that can overlap them: the 16 reads of each shared writer key,
+// 32 comparisons, where every pair of spans was 16 × 6 × 6 = 576.
+func TestLatchAcquireComparesFewSpans(t *testing.T) {
+	commit := func(i int) []latchSpan {
+		row := fmt.Sprintf("/t/accounts/%06d", i)
+		return []latchSpan{
+			{span: sp(fmt.Sprintf("\x01rec/%06d", i), ""), write: true},
+			{span: sp("/t/catalog/writer/1", ""), write: false},
+			{span: sp("/t/catalog/writer/2", ""), write: false},
+			{span: sp(row, row[:len(row)-1]+string(row[len(row)-1]+1)), write: true},
+			{span: sp(row+"/0", ""), write: true},
+			{span: sp(fmt.Sprintf("/t/history/%06d", i), ""), write: true},
+		}
+	}
+	for _, tc := range []struct {
+		name     string
+		held     int
+		compared uint64
+	}{
+		{"none held", 0, 0},
+		{"one held", 1, 2},
+		{"16 held", 16, 32},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newLatchManager()
+			ctx := context.Background()
+			for i := range tc.held {
+				if _, err := m.acquire(ctx, commit(i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before := m.compared
+			g, err := m.acquire(ctx, commit(tc.held))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := m.compared - before; got != tc.compared {
+				t.Fatalf("registering a commit among %d compared %d held spans, want %d", tc.held, got, tc.compared)
+			}
+			m.release(g)
+		})
+	}
 }
