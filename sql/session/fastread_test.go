@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cairn-db/cairn/sql/session"
 )
@@ -125,6 +126,15 @@ func TestFastPointRead(t *testing.T) {
 	none("NULL key", func() {
 		if r := exec("q", [][]byte{nil}, nil); r.err != "" || len(r.rows) != 0 || r.tag != "SELECT 0" {
 			t.Errorf("NULL key: %+v", r)
+		}
+	})
+	none("statement_timeout", func() {
+		mustExec(t, a, "SET statement_timeout = '10ms'")
+		defer mustExec(t, a, "RESET statement_timeout")
+		restore := session.SetImplicitReadHook(func() { time.Sleep(100 * time.Millisecond) })
+		defer restore()
+		if r := exec("q", one, nil); !strings.Contains(r.err, "57014") {
+			t.Errorf("past statement_timeout: %+v, want 57014", r)
 		}
 	})
 	none("result changed", func() {
