@@ -33,8 +33,10 @@ import (
 // PointRead is ReadPoint's scratch: the fetcher's copy, the batch, the
 // span's key and the rows it projects. One per session, reused by each
 // of its statements in turn; the row ReadPoint returns lives in it until
-// the next ReadPoint.
+// the next ReadPoint, which may overwrite it.
 type PointRead struct {
+	// shape is the shape fetcher was copied from (nil: none yet).
+	shape   *pointShape
 	fetcher rowenc.RowFetcher
 	merger  rowenc.RowMerger
 	batch   kv.Batch
@@ -81,15 +83,24 @@ func (pc *PointCache) ReadPoint(ctx context.Context, rd ImplicitReader, key, par
 	if res.ResumeSpan != nil {
 		return nil, false, nil // a second page: Start's path refuses it too
 	}
-	sh.fetch.CopyTo(&pr.fetcher, &pr.merger)
+	if pr.shape != sh {
+		// The fetcher is the shape's copy, kept for the next read of the
+		// same shape: its row buffers (ReuseRows) and its merger's are
+		// then reused, as Finish leaves nothing pending.
+		sh.fetch.CopyTo(&pr.fetcher, &pr.merger)
+		pr.fetcher.ReuseRows = true
+		pr.shape = sh
+	}
 	if pr.emit == nil {
 		pr.emit = func(r []types.Datum) error { pr.row = r; return nil }
 	}
 	pr.row = nil
-	if err := pr.fetcher.Add(res.Rows, pr.emit); err != nil {
-		return nil, true, err
+	err = pr.fetcher.Add(res.Rows, pr.emit)
+	if err == nil {
+		err = pr.fetcher.Finish(pr.emit)
 	}
-	if err := pr.fetcher.Finish(pr.emit); err != nil {
+	if err != nil {
+		pr.shape = nil // a row may be left pending: copy afresh
 		return nil, true, err
 	}
 	if pr.row == nil {
