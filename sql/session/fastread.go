@@ -86,8 +86,9 @@ func (pt *portal) fastReadOK(maxRows int) bool {
 
 // executeFast runs pt's Execute by the fast path (see above), in the
 // implicit transaction execute began (started: this Execute began it).
-// done false: it did not, and nothing of the statement was read, sent
-// or counted; the caller runs it as before.
+// done false: it did not, and nothing of the statement was sent or
+// counted (but a read the generation check refused, counted as a retry
+// as startImplicit counts it); the caller runs it as before.
 func (pt *portal) executeFast(ctx context.Context, w pgwire.ResultWriter, started bool, a *execAlloc) (done bool, err error) {
 	ps, s := pt.ps, pt.ps.s
 	pp := ps.plans.pp
