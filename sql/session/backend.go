@@ -121,6 +121,9 @@ type Backend struct {
 	// implicitRetries those that tried and ran again in one
 	// (implicit.go).
 	implicitReads, implicitRetries atomic.Uint64
+	// fastReads counts the Executes of kept point reads answered by the
+	// fast path (fastread.go).
+	fastReads atomic.Uint64
 	// commits counts committed SQL transactions by the phases their
 	// commit took: [0] read-only, [1] one phase, [2] two phases.
 	commits [3]atomic.Uint64

@@ -162,44 +162,59 @@ func (c *cursor) typesCtx() *types.Context {
 }
 
 func (c *cursor) writeRow(w pgwire.ResultWriter, row []types.Datum) error {
+	return c.s.encodeRow(w, c.cols, c.proj, c.formats, row, c)
+}
+
+// typesCtxer makes the type context a row's values print with, when the
+// first value that needs it does (cursor, fastRead).
+type typesCtxer interface {
+	typesCtx() *types.Context
+}
+
+// encodeRow encodes row, of the columns cols in formats (nil: all text),
+// and writes it to w; proj, when not nil and row is wider than cols, maps
+// a column to its position in row. tcs makes the type context for the
+// first value that reads it. Every result row of the session is encoded
+// here (a cursor's, a kept point read's: fastread.go).
+func (s *Session) encodeRow(w pgwire.ResultWriter, cols []plan.Column, proj []int, formats []int16, row []types.Datum, tcs typesCtxer) error {
 	var tc *types.Context // made for the first value that needs it
 	// The session's buffers (rowScratch): a writer keeps nothing of vals
 	// past WriteRow, so every cursor's rows can be encoded in the same
 	// ones. They were the cursor's, made per statement, and ends was
 	// made per row.
-	sc := &c.s.rowScratch
+	sc := &s.rowScratch
 	if sc.buf == nil {
 		sc.buf = make([]byte, 0, 256) // non-nil: an empty value is not NULL
 	}
-	if cap(sc.vals) < len(c.cols) {
-		sc.vals = make([][]byte, len(c.cols))
-		sc.ends = make([]int, len(c.cols))
+	if cap(sc.vals) < len(cols) {
+		sc.vals = make([][]byte, len(cols))
+		sc.ends = make([]int, len(cols))
 	}
 	buf := sc.buf[:0]
-	vals, ends := sc.vals[:len(c.cols)], sc.ends[:len(c.cols)]
+	vals, ends := sc.vals[:len(cols)], sc.ends[:len(cols)]
 	defer func() {
 		if cap(buf) <= maxKeptHeldBuf {
 			sc.buf = buf
 		}
 		clear(vals)
 	}()
-	for i, col := range c.cols {
+	for i, col := range cols {
 		d := row[i]
-		if c.proj != nil && len(row) != len(c.cols) {
-			d = row[c.proj[i]]
+		if proj != nil && len(row) != len(cols) {
+			d = row[proj[i]]
 		}
 		if d == nil || types.IsNull(d) {
 			ends[i] = -1
 			continue
 		}
-		if i < len(c.formats) && c.formats[i] == 1 {
+		if i < len(formats) && formats[i] == 1 {
 			var err error
 			if buf, err = types.EncodeBinary(buf, col.T, d); err != nil {
 				return err
 			}
 		} else {
 			if tc == nil && types.FormatUsesContext(d) {
-				tc = c.typesCtx()
+				tc = tcs.typesCtx()
 			}
 			buf = types.AppendFormat(buf, tc, col.T, d)
 		}

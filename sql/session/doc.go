@@ -71,6 +71,16 @@
 // with 0A000, PostgreSQL's "cached plan must not change result type";
 // nothing of it reaches the client (extended.go, checkResult).
 //
+// An Execute of a kept plan that reads one row by its whole primary key
+// without a kv.Txn, its key being the parameters themselves, runs without
+// the executor (fastread.go): the key is encoded into the plan's kept
+// prefix, the row is read by the same implicit read and catalog check and
+// decoded by the same kept fetcher and projections
+// (exec.PointCache.ReadPoint), and encoded by the same row encoder as a
+// cursor's (encodeRow). Whatever it refuses, or a read that fails, runs
+// on the general path before anything is sent, so the client sees what
+// the general path sends (TestFastPointRead).
+//
 // # Timeouts, cancellation and the session registry
 //
 // stmtContext bounds each statement by statement_timeout (57014) and

@@ -6,3 +6,13 @@ func SetImplicitReadHook(f func()) (restore func()) {
 	implicitReadHook.Store(&f)
 	return func() { implicitReadHook.Store(nil) }
 }
+
+// SetFastReadOff turns the fast path of kept point reads off
+// (fastread.go) until the returned function is called.
+func SetFastReadOff() (restore func()) {
+	fastReadOff.Store(true)
+	return func() { fastReadOff.Store(false) }
+}
+
+// RaceEnabled: the race detector changes allocation counts.
+const RaceEnabled = raceEnabled

@@ -450,6 +450,11 @@ func (pt *portal) execute(ctx context.Context, w pgwire.ResultWriter, maxRows in
 		// A SET reports its new value right away, as in Postgres.
 		return false, s.flushReports(w)
 	}
+	if pt.fastReadOK(maxRows) {
+		if done, err := pt.executeFast(ctx, w, started, a); done {
+			return false, err
+		}
+	}
 	for attempt := 0; ; attempt++ {
 		// An implicit transaction's statement keeps its CommandComplete
 		// back (rows, if any, go out at once): the commit at Sync is

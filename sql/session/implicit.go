@@ -122,15 +122,20 @@ func (s *Session) startImplicit(x *stmtState, pp *genericPlan, params []types.Da
 // (exec.ImplicitReader) and checks that the plan's catalog generation is
 // the one at the read (see above).
 func (x *stmtState) ReadImplicit(ctx context.Context, b *kv.Batch) error {
-	s := x.s
+	return x.s.readImplicit(ctx, b, x.implicitGen)
+}
+
+// readImplicit reads b without a transaction and checks that gen, the
+// plan's catalog generation, is the one at the read (see above).
+func (s *Session) readImplicit(ctx context.Context, b *kv.Batch, gen []byte) error {
 	if h := implicitReadHook.Load(); h != nil {
 		(*h)()
 	}
 	if err := s.b.db.RunImplicitRead(ctx, b); err != nil {
 		return err
 	}
-	gen, ok := s.b.cache.GenerationAt(s.b.db.Clock().Now())
-	if !ok || !bytes.Equal(gen, x.implicitGen) {
+	now, ok := s.b.cache.GenerationAt(s.b.db.Clock().Now())
+	if !ok || !bytes.Equal(now, gen) {
 		return exec.ErrImplicitRetry
 	}
 	return nil
@@ -141,6 +146,10 @@ func (x *stmtState) ReadImplicit(ctx context.Context, b *kv.Batch) error {
 func (b *Backend) ImplicitReadStats() (reads, retries uint64) {
 	return b.implicitReads.Load(), b.implicitRetries.Load()
 }
+
+// FastReads returns how many Executes the fast path of a kept point
+// read answered (fastread.go); they count as implicit reads too.
+func (b *Backend) FastReads() uint64 { return b.fastReads.Load() }
 
 // keyMatches reports whether k, a cached plan's key, is the one
 // planCacheKey would make now at generation gen.

@@ -119,6 +119,10 @@ type genericPlan struct {
 	// (implicit.go); a plan made by makeSimplePlan, which checks nothing,
 	// starts without it.
 	privChecked bool
+	// fastKey: an implicit read (above) whose key values are parameters
+	// as they are, on no hash-sharded key, that returns no hidden column:
+	// an Execute may read it by the fast path (fastread.go).
+	fastKey bool
 }
 
 // planCacheKey returns the key for statement x of the current
@@ -522,6 +526,12 @@ func newGenericPlan(key planKey, p *plan.Plan, g *genericShape, params []types.D
 		return nil
 	}
 	gp.implicit = exec.ImplicitPointRead(gp.p)
+	gp.fastKey = gp.implicit && gp.buckets == 0 && len(gp.p.Root.Columns()) == len(gp.p.Columns)
+	for _, e := range gp.keys {
+		if _, ok := e.(*sem.Param); !ok {
+			gp.fastKey = false
+		}
+	}
 	return gp
 }
 

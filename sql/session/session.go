@@ -60,6 +60,9 @@ type Session struct {
 	descCache descCache
 	// rowScratch is where cursors encode rows for the client.
 	rowScratch rowScratch
+	// fast is the scratch of the kept point reads' fast path
+	// (fastread.go), made by the first.
+	fast *fastRead
 	// spCache is searchPath's last answer and what it depends on.
 	spCache struct {
 		setting, user, temp string
