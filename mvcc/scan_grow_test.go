@@ -18,24 +18,8 @@ import (
 // keeps append's small capacities; an unlimited scan at most doubles.
 // Every scan still returns its rows in order.
 func TestScanRowsRoom(t *testing.T) {
-	eng, err := storage.Open("", storage.Options{FS: vfs.NewMem()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close()
 	const rows = 3000
-	ts := hlc.Timestamp{WallTime: 10}
-	key := func(i int) []byte { return binary.BigEndian.AppendUint64([]byte("/Table/104/1/"), uint64(i)) }
-	bt := eng.NewBatch()
-	for i := range rows {
-		if err := Put(bt, key(i), ts, []byte{0x0a, byte(i)}, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := bt.CommitNoSync(); err != nil {
-		t.Fatal(err)
-	}
-	bt.Close()
+	eng, _, key := engineWithRows(t, rows)
 	for _, tc := range []struct {
 		maxKeys        int64
 		want           int // rows returned
@@ -72,24 +56,8 @@ func TestScanRowsRoom(t *testing.T) {
 // are left as they were. A one-row buffer makes a point read's scan
 // allocate only its arena.
 func TestScanCallerRows(t *testing.T) {
-	eng, err := storage.Open("", storage.Options{FS: vfs.NewMem()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close()
 	const rows = 10
-	ts := hlc.Timestamp{WallTime: 10}
-	key := func(i int) []byte { return binary.BigEndian.AppendUint64([]byte("/Table/104/1/"), uint64(i)) }
-	bt := eng.NewBatch()
-	for i := range rows {
-		if err := Put(bt, key(i), ts, []byte{0x0a, byte(i)}, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := bt.CommitNoSync(); err != nil {
-		t.Fatal(err)
-	}
-	bt.Close()
+	eng, _, key := engineWithRows(t, rows)
 	for _, tc := range []struct {
 		name    string
 		room    int // the caller's capacity
@@ -139,4 +107,29 @@ func TestScanCallerRows(t *testing.T) {
 	if without, with := read(nil), read(make([]kvpb.KeyValue, 0, 1)); with != without-1 && !raceEnabled {
 		t.Fatalf("a one-row scan allocates %.0f objects with room for its row, %.0f without; want one fewer", with, without)
 	}
+}
+
+// engineWithRows returns an in-memory engine holding rows one-version
+// rows at ts, the i-th at key(i), in key order; the test's cleanup
+// closes it.
+func engineWithRows(t *testing.T, rows int) (eng *storage.Engine, ts hlc.Timestamp, key func(int) []byte) {
+	t.Helper()
+	eng, err := storage.Open("", storage.Options{FS: vfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	ts = hlc.Timestamp{WallTime: 10}
+	key = func(i int) []byte { return binary.BigEndian.AppendUint64([]byte("/Table/104/1/"), uint64(i)) }
+	bt := eng.NewBatch()
+	for i := range rows {
+		if err := Put(bt, key(i), ts, []byte{0x0a, byte(i)}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := bt.CommitNoSync(); err != nil {
+		t.Fatal(err)
+	}
+	bt.Close()
+	return eng, ts, key
 }

@@ -150,21 +150,11 @@ func TestLatchIndexMatchesPairwise(t *testing.T) {
 		}
 		return latchSpan{span: kvpb.Span{Key: []byte(k), EndKey: []byte(e)}, write: w}
 	})
-	pairwise := func(a, b []latchSpan) bool {
-		for _, x := range a {
-			for _, y := range b {
-				if (x.write || y.write) && spansOverlap(x.span, y.span) {
-					return true
-				}
-			}
-		}
-		return false
-	}
 	conflicts, checks := 0, 0
 	rapid.Check(t, func(t *rapid.T) {
 		a := rapid.SliceOfN(spanGen, 1, 6).Draw(t, "a")
 		b := rapid.SliceOfN(spanGen, 1, 6).Draw(t, "b")
-		want := pairwise(a, b)
+		want := pairwiseConflict(a, b)
 		for _, ix := range [][2]bool{{true, false}, {false, true}, {true, true}} {
 			ga, gb := &latchGuard{spans: a}, &latchGuard{spans: b}
 			if ix[0] {
@@ -364,16 +354,6 @@ func TestLatchRegistryMatchesPairwise(t *testing.T) {
 		}
 		return latchSpan{span: kvpb.Span{Key: []byte(k), EndKey: []byte(e)}, write: w}
 	})
-	pairwise := func(a, b []latchSpan) bool {
-		for _, x := range a {
-			for _, y := range b {
-				if (x.write || y.write) && spansOverlap(x.span, y.span) {
-					return true
-				}
-			}
-		}
-		return false
-	}
 	waited, registered := 0, 0
 	rapid.Check(t, func(t *rapid.T) {
 		m := newLatchManager()
@@ -397,7 +377,7 @@ func TestLatchRegistryMatchesPairwise(t *testing.T) {
 			}
 			var want []uint64
 			for _, h := range live {
-				if pairwise(spans, h.spans) {
+				if pairwiseConflict(spans, h.spans) {
 					want = append(want, h.seq)
 				}
 			}
@@ -473,4 +453,17 @@ func TestLatchAcquireComparesFewSpans(t *testing.T) {
 			m.release(g)
 		})
 	}
+}
+
+// pairwiseConflict is the latch rule by definition: some span of a and
+// some span of b overlap, and one of the two writes.
+func pairwiseConflict(a, b []latchSpan) bool {
+	for _, x := range a {
+		for _, y := range b {
+			if (x.write || y.write) && spansOverlap(x.span, y.span) {
+				return true
+			}
+		}
+	}
+	return false
 }
