@@ -285,15 +285,27 @@ func TestImplicitReadRacingDDL(t *testing.T) {
 			}
 			// The DDL runs in b, to its commit, between a's plan and its
 			// read (one time only: the rerun goes through a transaction).
+			// The hook runs on the node's goroutine: its outcome comes
+			// back on a channel (the client's answer over TCP is no
+			// synchronisation the race detector sees).
 			var once sync.Once
-			var ddlErr error
+			ddlDone := make(chan error, 1)
 			restore := session.SetImplicitReadHook(func() {
-				once.Do(func() { _, ddlErr = b.Exec(ctx, tc.ddl) })
+				once.Do(func() {
+					_, err := b.Exec(ctx, tc.ddl)
+					ddlDone <- err
+				})
 			})
 			defer restore()
 			rt0 := retries()
 			err := a.QueryRow(ctx, tc.query, 1).Scan(&w)
 			restore()
+			var ddlErr error
+			select {
+			case ddlErr = <-ddlDone:
+			default:
+				t.Fatalf("%s did not run between the plan and the read", tc.ddl)
+			}
 			if ddlErr != nil {
 				t.Fatalf("%s: %v", tc.ddl, ddlErr)
 			}
