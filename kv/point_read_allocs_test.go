@@ -25,10 +25,12 @@ import (
 // one-request batch became one object (the guard holds its span, and makes
 // its done channel only for a waiter) and the batch's one response, its
 // ScanResponse and room for its row became part of the evaluation's
-// evalCtx (seventeenth session). Each allocation is CPU a point SELECT
+// evalCtx (seventeenth session); 6 before the tablet's copy of the
+// request and its first latch guard became one object (Replica.send's
+// sendState, eighteenth session). Each allocation is CPU a point SELECT
 // pays (issue 22). A change that adds one to the read path must say why
 // here.
-const maxImplicitReadAllocs = 6
+const maxImplicitReadAllocs = 5
 
 // TestImplicitReadAllocs: a point read of a row allocates at most
 // maxImplicitReadAllocs objects with context.Background(), one more with

@@ -216,7 +216,12 @@ func (m *latchManager) acquire(ctx context.Context, spans []latchSpan) (*latchGu
 // acquireBatch is acquire for the latches ba needs on desc (appendLatchSpans): a
 // batch of one span (a point read's) allocates the guard alone.
 func (m *latchManager) acquireBatch(ctx context.Context, ba *kvpb.BatchRequest, desc kvpb.TabletDescriptor) (*latchGuard, error) {
-	g := &latchGuard{}
+	return m.acquireBatchInto(ctx, &latchGuard{}, ba, desc)
+}
+
+// acquireBatchInto is acquireBatch into g, a zero guard never acquired
+// (Replica.send's, allocated with the request's copy).
+func (m *latchManager) acquireBatchInto(ctx context.Context, g *latchGuard, ba *kvpb.BatchRequest, desc kvpb.TabletDescriptor) (*latchGuard, error) {
 	var dst []latchSpan
 	if len(ba.Requests) <= 1 {
 		dst = g.one[:0]

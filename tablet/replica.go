@@ -213,14 +213,23 @@ func (r *Replica) send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchR
 	// A non-transactional batch without a timestamp gets one here, once,
 	// so every retry after waiting reads and writes at the same time (and
 	// a reader's push asks for the timestamp it will read at).
-	exec := *ba
-	r.stampObservation(&exec)
+	//
+	// The copy and the latch guard of the first pass are one object
+	// (sendState): a point read allocates it once, not two.
+	st := &sendState{exec: *ba}
+	exec := &st.exec
+	r.stampObservation(exec)
 	serverTS := ba.Txn == nil && ba.Timestamp.IsEmpty()
 	if serverTS {
 		exec.Timestamp = r.clock.Now()
 	}
+	guard := &st.guard
 	for wtoRetries := 0; ; {
-		br, wroteAt, w, err := r.executeOnce(ctx, &exec, evalOptions{serverTS: serverTS})
+		// A pass after the first gets a new guard: guards that waited on
+		// the released one may still hold it.
+		g := guard
+		guard = nil
+		br, wroteAt, w, err := r.executeOnce(ctx, exec, g, evalOptions{serverTS: serverTS})
 		if err != nil {
 			// Declared here, not above: errors.As needs its address, which
 			// moves it to the heap, and the success path should not pay.
@@ -254,9 +263,9 @@ func (r *Replica) send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchR
 		var pr *kvpb.PushTxnResponse
 		switch {
 		case w.locks != nil:
-			err = r.waitForLocks(ctx, &exec, w.locks)
+			err = r.waitForLocks(ctx, exec, w.locks)
 		case w.push != nil:
-			pr, err = r.waitForPush(ctx, &exec, w.push)
+			pr, err = r.waitForPush(ctx, exec, w.push)
 		}
 		if err != nil {
 			return nil, err
@@ -325,14 +334,25 @@ type waitFor struct {
 	push  *pushWaiter
 }
 
+// sendState is what send allocates for a batch: the copy of the request
+// it stamps, and the latch guard of its first pass.
+type sendState struct {
+	exec  kvpb.BatchRequest
+	guard latchGuard
+}
+
 // executeOnce runs one pass of ba under latches: evaluate, then apply. A
-// non-transactional ba must carry its timestamp. wroteAt is the highest
+// non-transactional ba must carry its timestamp. g is the pass's latch
+// guard, zero and never acquired before (nil: executeOnce allocates one). wroteAt is the highest
 // timestamp the batch wrote a user key at (zero: none). A conflict it may wait on
 // is registered (under the latches, so no release can be missed) and
 // returned instead of an error.
-func (r *Replica) executeOnce(ctx context.Context, ba *kvpb.BatchRequest, opts evalOptions) (br *kvpb.BatchResponse, wroteAt hlc.Timestamp, w *waitFor, err error) {
+func (r *Replica) executeOnce(ctx context.Context, ba *kvpb.BatchRequest, g *latchGuard, opts evalOptions) (br *kvpb.BatchResponse, wroteAt hlc.Timestamp, w *waitFor, err error) {
 	desc := r.Desc()
-	g, err := r.latches.acquireBatch(ctx, ba, desc)
+	if g == nil {
+		g = &latchGuard{}
+	}
+	g, err = r.latches.acquireBatchInto(ctx, g, ba, desc)
 	if err != nil {
 		return nil, hlc.Timestamp{}, nil, err
 	}
