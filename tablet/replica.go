@@ -343,10 +343,10 @@ type sendState struct {
 
 // executeOnce runs one pass of ba under latches: evaluate, then apply. A
 // non-transactional ba must carry its timestamp. g is the pass's latch
-// guard, zero and never acquired before (nil: executeOnce allocates one). wroteAt is the highest
-// timestamp the batch wrote a user key at (zero: none). A conflict it may wait on
-// is registered (under the latches, so no release can be missed) and
-// returned instead of an error.
+// guard, zero and never acquired before (nil: executeOnce allocates one).
+// wroteAt is the highest timestamp the batch wrote a user key at (zero:
+// none). A conflict it may wait on is registered (under the latches, so
+// no release can be missed) and returned instead of an error.
 func (r *Replica) executeOnce(ctx context.Context, ba *kvpb.BatchRequest, g *latchGuard, opts evalOptions) (br *kvpb.BatchResponse, wroteAt hlc.Timestamp, w *waitFor, err error) {
 	desc := r.Desc()
 	if g == nil {
