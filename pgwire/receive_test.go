@@ -132,3 +132,33 @@ func normalize(m pgproto3.FrontendMessage) pgproto3.FrontendMessage {
 	}
 	return &c
 }
+
+// BenchmarkReceiveRoundTrip reads a prepared SELECT's four messages
+// (Bind, Describe, Execute, Sync) with the connection's reader and with
+// pgproto3's Backend over a bufio.Reader, as the connection had them.
+func BenchmarkReceiveRoundTrip(b *testing.B) {
+	stream := encodeFrontend(b, &pgproto3.Bind{PreparedStatement: "P_0", Parameters: [][]byte{[]byte("4242")}},
+		&pgproto3.Describe{ObjectType: 'P'}, &pgproto3.Execute{}, &pgproto3.Sync{})
+	r := bytes.NewReader(stream)
+	br := bufio.NewReader(r)
+	for _, c := range []struct {
+		name string
+		recv func() (pgproto3.FrontendMessage, error)
+	}{
+		{"frontend", (&frontend{br: br}).receive},
+		{"pgproto3", pgproto3.NewBackend(br, io.Discard).Receive},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				r.Reset(stream)
+				br.Reset(r)
+				for range 4 {
+					if _, err := c.recv(); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}
