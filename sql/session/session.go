@@ -592,7 +592,7 @@ func (s *Session) stmtTimeouts() (lock, stmt time.Duration) {
 // hotVars are the settings every statement reads (the timeouts, the
 // transaction defaults, the plan key's settings, distsql), copied out of
 // vars once per change of them (varsGen): a map lookup each, eleven per
-// prepared point SELECT, were 3% of its CPU (issue 22, eighteenth
+// prepared point SELECT, were 2-3% of its CPU (issue 22, eighteenth
 // session).
 type hotVars struct {
 	ok                                                      bool
