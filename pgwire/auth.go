@@ -147,7 +147,7 @@ func (c *conn) scramExchange(user string, creds scram.StoredCredentials) error {
 		}
 	}
 	c.be.Send(&pgproto3.AuthenticationSASL{AuthMechanisms: mechanisms})
-	if err := c.be.SetAuthType(pgproto3.AuthTypeSASL); err != nil {
+	if err := c.setAuthType(pgproto3.AuthTypeSASL); err != nil {
 		return err
 	}
 	if err := c.flush(); err != nil {
@@ -178,7 +178,7 @@ func (c *conn) scramExchange(user string, creds scram.StoredCredentials) error {
 		return pgerror.New(pgerrcode.ProtocolViolation, "malformed SCRAM message: %v", err)
 	}
 	c.be.Send(&pgproto3.AuthenticationSASLContinue{Data: []byte(challenge)})
-	if err := c.be.SetAuthType(pgproto3.AuthTypeSASLContinue); err != nil {
+	if err := c.setAuthType(pgproto3.AuthTypeSASLContinue); err != nil {
 		return err
 	}
 	if err := c.flush(); err != nil {
@@ -196,7 +196,7 @@ func (c *conn) scramExchange(user string, creds scram.StoredCredentials) error {
 		return passwordFailed(user)
 	}
 	c.be.Send(&pgproto3.AuthenticationSASLFinal{Data: []byte(outcome)})
-	return c.be.SetAuthType(pgproto3.AuthTypeOk)
+	return c.setAuthType(pgproto3.AuthTypeOk)
 }
 
 func sortedKeys(m map[string]string) []string {

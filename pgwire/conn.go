@@ -50,7 +50,8 @@ type conn struct {
 	nc       net.Conn
 	in       netReader
 	br       *bufio.Reader
-	be       *pgproto3.Backend
+	be       *pgproto3.Backend // sends; fe receives
+	fe       frontend
 	log      *slog.Logger
 	accepted time.Time        // when Accept returned it
 	tlsCert  *tls.Certificate // what the TLS handshake presented, if any
@@ -329,6 +330,7 @@ func (c *conn) run(ctx context.Context) error {
 	}
 	c.be = pgproto3.NewBackend(c.br, socketWriter(c.nc))
 	c.be.SetMaxBodyLen(cfg.MaxMessageSize)
+	c.fe = frontend{br: c.br, maxBody: cfg.MaxMessageSize}
 	if st.minor > 0 || len(st.unrecognized) > 0 {
 		c.be.Send(&pgproto3.NegotiateProtocolVersion{NewestMinorProtocol: 0, UnrecognizedOptions: st.unrecognized})
 	}
@@ -392,7 +394,7 @@ func (c *conn) receive() (pgproto3.FrontendMessage, error) {
 	if c.readErr != nil {
 		return nil, c.readErr
 	}
-	msg, err := c.be.Receive()
+	msg, err := c.fe.receive()
 	if err != nil {
 		if tooBig, ok := errors.AsType[*pgproto3.ExceededMaxBodyLenErr](err); ok {
 			err = protocolErrorf("message of %d bytes exceeds the maximum of %d", tooBig.ActualBodyLen, tooBig.MaxExpectedBodyLen)
@@ -403,6 +405,13 @@ func (c *conn) receive() (pgproto3.FrontendMessage, error) {
 		return nil, err
 	}
 	return msg, nil
+}
+
+// setAuthType says what the client's next password message answers
+// (pgproto3.Backend needs it to encode the request).
+func (c *conn) setAuthType(t uint32) error {
+	c.fe.authType = t
+	return c.be.SetAuthType(t)
 }
 
 // send buffers msg, accounting size so long results flush regularly.

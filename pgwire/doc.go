@@ -11,8 +11,11 @@
 // implements. pgwire parses no SQL and encodes no values: it moves
 // messages, keeps prepared statements and portals per connection, and maps
 // errors to ErrorResponses (sql/pgerror supplies the SQLSTATE). It uses
-// pgproto3 for message encoding, xdg-go/scram for SCRAM, and must not
-// import the SQL layer's packages beyond sql/pgerror.
+// pgproto3 for message encoding and for decoding all but Bind and Execute
+// (receive.go frames the messages and decodes those two itself, with
+// pgproto3's results and errors: pgwire.TestFrontendMatchesBackend),
+// xdg-go/scram for SCRAM, and must not import the SQL layer's packages
+// beyond sql/pgerror.
 //
 //	client ──TCP/TLS──► conn goroutine ──► Session (SimpleQuery, Prepare,
 //	   ▲                 │   ▲                Statement.Bind, Portal.Execute,

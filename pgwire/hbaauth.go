@@ -134,7 +134,7 @@ func (c *conn) authenticateRule(ctx context.Context, r *hba.Rule, user, database
 // checked against the role's SCRAM verifier.
 func (c *conn) passwordAuth(user string, role Role, exists bool) error {
 	c.be.Send(&pgproto3.AuthenticationCleartextPassword{})
-	if err := c.be.SetAuthType(pgproto3.AuthTypeCleartextPassword); err != nil {
+	if err := c.setAuthType(pgproto3.AuthTypeCleartextPassword); err != nil {
 		return err
 	}
 	if err := c.flush(); err != nil {
@@ -152,5 +152,5 @@ func (c *conn) passwordAuth(user string, role Role, exists bool) error {
 	if !ok || !pgauth.CheckPassword(pm.Password, creds) {
 		return passwordFailed(user)
 	}
-	return c.be.SetAuthType(pgproto3.AuthTypeOk)
+	return c.setAuthType(pgproto3.AuthTypeOk)
 }

@@ -39,6 +39,9 @@ type preparedStatement struct {
 	// checkResult found equal to cols: the instances of a kept plan
 	// share its columns, so a hit is not compared again.
 	okCols *plan.Column
+	// spare is the statement's last closed portal, which its next Bind
+	// fills again (portal.Close).
+	spare *portal
 }
 
 var (
@@ -234,8 +237,15 @@ func (ps *preparedStatement) Close() {}
 // Bind implements pgwire.Statement: it decodes the parameter values.
 func (ps *preparedStatement) Bind(ctx context.Context, p pgwire.BindParams) (pgwire.Portal, error) {
 	// The portal holds the values of up to len(paramBuf) parameters
-	// itself: one allocation for both, per Bind.
-	pt := &portal{ps: ps, formats: p.ResultFormats}
+	// itself: one allocation for both, or none when the statement's last
+	// closed portal is there to be bound again (spare).
+	pt := ps.spare
+	if pt != nil {
+		ps.spare = nil
+		*pt = portal{ps: ps, formats: p.ResultFormats}
+	} else {
+		pt = &portal{ps: ps, formats: p.ResultFormats}
+	}
 	params, err := ps.decodeParams(ctx, p, pt.paramBuf[:0])
 	if err != nil {
 		if ps.s.block {
@@ -367,6 +377,8 @@ type portal struct {
 	formats []int16
 	cur     *cursor
 	done    string // the tag of a portal that ran to completion
+	// closed: Close ran; the portal may be its statement's spare.
+	closed bool
 	// paramBuf backs params when they fit (Bind).
 	paramBuf [4]types.Datum
 }
@@ -385,24 +397,51 @@ func (pt *portal) Columns() []pgwire.Column {
 	return ps.described
 }
 
-// Close implements pgwire.Portal.
+// Close implements pgwire.Portal. pgwire forgets a portal it closes (it
+// drops it from its map first), and the held result of its last Execute
+// went out before the message that closes it (ReleaseHeld, Sync), so the
+// portal becomes its statement's spare, which the next Bind fills
+// instead of allocating one: pgbench's and libpq's unnamed portal, bound
+// for each Execute and closed by the next Bind or at ReadyForQuery.
 func (pt *portal) Close() {
+	if pt.closed {
+		return
+	}
+	pt.closed = true
 	if pt.cur != nil {
 		pt.cur.close()
+		pt.cur = nil
+	}
+	if ps := pt.ps; ps.spare == nil && (ps.s.extHeld == nil || ps.s.extHeld.pt != pt) {
+		clear(pt.paramBuf[:])
+		pt.params = nil
+		ps.spare = pt
 	}
 }
 
 // Execute implements pgwire.Portal.
 func (pt *portal) Execute(ctx context.Context, w pgwire.ResultWriter, maxRows int) (bool, error) {
 	start := time.Now()
-	// The writers and the held result of one Execute in one allocation
-	// (three of the objects every Execute made).
-	a := &execAlloc{sw: statsWriter{ResultWriter: w}}
-	sw := &a.sw
 	s := pt.ps.s
+	// The writers and the held result of one Execute in one allocation
+	// (three of the objects every Execute made), the session's own
+	// (execSpare) when no Execute still holds it: taken here, it is given
+	// back after the Execute unless a suspended portal's cursor may keep
+	// its writers; its held result (a.h) may be waiting for Sync, so it
+	// is not taken again while extHeld points into it.
+	a := s.execSpare
+	s.execSpare = nil
+	if a == nil || s.extHeld == &a.h {
+		a = new(execAlloc)
+	}
+	*a = execAlloc{sw: statsWriter{ResultWriter: w}}
+	sw := &a.sw
 	s.msgTime = start
 	suspended, err := pt.execute(ctx, sw, maxRows, a)
 	s.msgTime = time.Time{}
+	if pt.cur == nil {
+		s.execSpare = a
+	}
 	if h := pt.ps.s.extHeld; err == nil && h != nil && h.pt == pt {
 		sw.count(h.tag)
 	}

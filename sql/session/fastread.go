@@ -81,7 +81,7 @@ func (pt *portal) fastReadOK(maxRows int) bool {
 	return maxRows == 0 && pp != nil && !fastReadOff.Load() && pp.fastKey && pp.implicit && pp.point.Ready() &&
 		ps.g.main.AsOf == nil && s.implicitReadOK() &&
 		(pp.privChecked || s.user == catalog.SuperuserName) &&
-		s.vars["distsql"] != "on"
+		!s.hotVars().distsql
 }
 
 // executeFast runs pt's Execute by the fast path (see above), in the

@@ -154,7 +154,8 @@ func (b *Backend) FastReads() uint64 { return b.fastReads.Load() }
 // keyMatches reports whether k, a cached plan's key, is the one
 // planCacheKey would make now at generation gen.
 func (s *Session) keyMatches(k planKey, gen []byte) bool {
+	h := s.hotVars()
 	return k.gen == string(gen) && k.db == s.db.ID && k.user == s.user &&
-		k.searchPath == s.vars["search_path"] && k.timeZone == s.vars["timezone"] &&
-		k.dateStyle == s.vars["datestyle"] && k.intv == s.vars["intervalstyle"]
+		k.searchPath == h.searchPath && k.timeZone == h.timeZone &&
+		k.dateStyle == h.dateStyle && k.intv == h.intervalStyle
 }

@@ -88,6 +88,8 @@ type Session struct {
 	timeouts struct {
 		lock, stmt, idle, idleInTxn durationSetting
 	}
+	// hot are the settings every statement reads (hotVars).
+	hot hotVars
 	// temp is the session's temporary tables (temp.go).
 	temp tempState
 	// notes is the session's LISTEN/NOTIFY state (notify.go).
@@ -142,7 +144,10 @@ type Session struct {
 	extImplicit bool
 	// extHeld is the Execute whose CommandComplete waits for Sync (nil:
 	// none); see Sync.
-	extHeld     *heldExecute
+	extHeld *heldExecute
+	// execSpare is the Execute allocation the next Execute may take
+	// (portal.Execute); nil while one runs.
+	execSpare   *execAlloc
 	txn         *kv.Txn
 	txnIso      kv.IsolationLevel
 	txnIsoName  string
@@ -252,17 +257,18 @@ var (
 // passes, pgwire ends the connection with the FATAL error and Close rolls
 // the transaction back, releasing its locks.
 func (s *Session) Idle() (time.Duration, error) {
-	state, setting, cache, err := "idle", "idle_session_timeout", &s.timeouts.idle, errIdleTimeout
+	h := s.hotVars()
+	state, setting, cache, err := "idle", h.idleTimeout, &s.timeouts.idle, errIdleTimeout
 	var xactStart time.Time
 	if s.block {
-		state, setting, cache, err = "idle in transaction", "idle_in_transaction_session_timeout", &s.timeouts.idleInTxn, errIdleInTxnTimeout
+		state, setting, cache, err = "idle in transaction", h.idleInTxnTimeout, &s.timeouts.idleInTxn, errIdleInTxnTimeout
 		if s.aborted {
 			state = "idle in transaction (aborted)"
 		}
 		xactStart = s.txnStart
 	}
-	s.act.idle(state, xactStart, s.vars["application_name"])
-	d := cache.get(s.vars[setting])
+	s.act.idle(state, xactStart, h.appName)
+	d := cache.get(setting)
 	if d <= 0 {
 		return 0, nil
 	}
@@ -363,9 +369,10 @@ func (s *Session) now() time.Time {
 // default characteristics.
 func (s *Session) beginTxn(explicit bool) {
 	s.inTxn, s.block, s.aborted = true, explicit, false
-	s.txnIsoName = s.vars["default_transaction_isolation"]
+	h := s.hotVars()
+	s.txnIsoName = h.defaultIso
 	s.txnIso = isolationOf(s.txnIsoName)
-	s.txnReadOnly = s.vars["default_transaction_read_only"] == "on"
+	s.txnReadOnly = h.defaultReadOnly
 	s.txnAsOf = hlc.Timestamp{}
 	s.txnStart = s.now()
 	s.txnStmts = 0
@@ -578,8 +585,39 @@ func noCancel() {}
 // for a value that does not parse), parsing each again only when its text
 // changed.
 func (s *Session) stmtTimeouts() (lock, stmt time.Duration) {
-	t := &s.timeouts
-	return t.lock.get(s.vars["lock_timeout"]), t.stmt.get(s.vars["statement_timeout"])
+	t, h := &s.timeouts, s.hotVars()
+	return t.lock.get(h.lockTimeout), t.stmt.get(h.stmtTimeout)
+}
+
+// hotVars are the settings every statement reads (the timeouts, the
+// transaction defaults, the plan key's settings, distsql), copied out of
+// vars once per change of them (varsGen): a map lookup each, eleven per
+// prepared point SELECT, were 2-3% of its CPU (issue 22, eighteenth
+// session).
+type hotVars struct {
+	ok                                                      bool
+	gen                                                     uint64 // varsGen when copied
+	lockTimeout, stmtTimeout, idleTimeout, idleInTxnTimeout string
+	appName, defaultIso                                     string
+	searchPath, timeZone, dateStyle, intervalStyle          string
+	defaultReadOnly, distsql                                bool
+}
+
+// hotVars returns the session's hot settings, copied again from vars if
+// a setting was written since (every write bumps varsGen).
+func (s *Session) hotVars() *hotVars {
+	h := &s.hot
+	if h.ok && h.gen == s.varsGen {
+		return h
+	}
+	v := s.vars
+	*h = hotVars{ok: true, gen: s.varsGen,
+		lockTimeout: v["lock_timeout"], stmtTimeout: v["statement_timeout"],
+		idleTimeout: v["idle_session_timeout"], idleInTxnTimeout: v["idle_in_transaction_session_timeout"],
+		appName: v["application_name"], defaultIso: v["default_transaction_isolation"],
+		searchPath: v["search_path"], timeZone: v["timezone"], dateStyle: v["datestyle"], intervalStyle: v["intervalstyle"],
+		defaultReadOnly: v["default_transaction_read_only"] == "on", distsql: v["distsql"] == "on"}
+	return h
 }
 
 // durationSetting is a duration setting's last parse.
