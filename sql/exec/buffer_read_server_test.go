@@ -11,8 +11,9 @@ import (
 // of a small row rewrites the row whole (rowenc.RowWriter.WholeRow), so the
 // SELECT of the row that follows (pgbench's `SELECT abalance` after its
 // UPDATE) is answered from the transaction's write buffer: it sends no
-// tablet batch (one before). A row over rowenc.WholeRowMax, and an UPDATE
-// rolled back to a savepoint, still read KV. Every read returns what
+// tablet batch (one before). A row over rowenc.WholeRowMax, an UPDATE
+// rolled back to a savepoint, and an UPDATE not of one row by its primary
+// key alone (which writes column entries) still read KV. Every read returns what
 // the block wrote, and the committed rows are the updated ones.
 func TestPgbenchSelectReadsTheBuffer(t *testing.T) {
 	ctx := context.Background()
@@ -31,21 +32,27 @@ func TestPgbenchSelectReadsTheBuffer(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name      string
+		update    string // "": by the primary key alone
 		aid       int
 		savepoint bool
 		want      int // batches the SELECT sends
 		bal       int // the SELECT's abalance
 	}{
-		{"small row", 3, false, 0, 5},
-		{"small row again", 3, false, 0, 10},
-		{"row over WholeRowMax", 9, false, 1, 5},
-		{"rolled back to a savepoint", 4, true, 1, 0},
+		{"small row", "", 3, false, 0, 5},
+		{"small row again", "", 3, false, 0, 10},
+		{"row over WholeRowMax", "", 9, false, 1, 5},
+		{"rolled back to a savepoint", "", 4, true, 1, 0},
+		{"not a one-row UPDATE", "UPDATE acct SET abalance = abalance + 5 WHERE aid = $1 AND bid = 1", 5, false, 1, 5},
 	} {
 		exec(t, c, "BEGIN")
 		if tc.savepoint {
 			exec(t, c, "SAVEPOINT s")
 		}
-		if _, err := c.Exec(ctx, "UPDATE acct SET abalance = abalance + 5 WHERE aid = $1", tc.aid); err != nil {
+		update := tc.update
+		if update == "" {
+			update = "UPDATE acct SET abalance = abalance + 5 WHERE aid = $1"
+		}
+		if _, err := c.Exec(ctx, update, tc.aid); err != nil {
 			t.Fatal(err)
 		}
 		if tc.savepoint {
@@ -85,7 +92,7 @@ func TestPgbenchSelectReadsTheBuffer(t *testing.T) {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if want := "3/10/1 9/5/1"; strings.Join(got, " ") != want {
+	if want := "3/10/1 5/5/1 9/5/1"; strings.Join(got, " ") != want {
 		t.Fatalf("committed rows %q, want %q", strings.Join(got, " "), want)
 	}
 }
