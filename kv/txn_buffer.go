@@ -1024,7 +1024,7 @@ func (t *Txn) bufferChecks(wb *writeBuffer) (*kvpb.Transaction, []kvpb.Request) 
 	}
 	for _, r := range wb.ranges {
 		t.mu.readSpans.add(r.span)
-		if r.since.Less(txn.ReadTimestamp) {
+		if r.since.Less(txn.ReadTimestamp) && !wb.lockChecksSpan(r.span, r.since) {
 			reqs = append(reqs, &kvpb.RefreshRequest{Key: r.span.Key, EndKey: r.span.EndKey, From: r.since})
 		}
 	}
@@ -1054,6 +1054,24 @@ func (wb *writeBuffer) lockChecks(k *bufferedKey) bool {
 	}
 	for _, l := range wb.locks {
 		if l.since.LessEq(k.since) && spanHolds(l.span, k.key) {
+			return true
+		}
+	}
+	return false
+}
+
+// lockChecksSpan is lockChecks for a buffered range deletion of sp
+// buffered at since: a lock whose span holds all of sp, checked from at
+// or before since (an UPDATE's row lock and the range deletion of the
+// row's column entries its whole-row rewrite buffers: one check of the
+// row's span at commit, not two).
+func (wb *writeBuffer) lockChecksSpan(sp kvpb.Span, since hlc.Timestamp) bool {
+	if len(wb.locks) > maxLocksCovering {
+		return false
+	}
+	for _, l := range wb.locks {
+		if l.since.LessEq(since) && len(l.span.EndKey) > 0 &&
+			bytes.Compare(l.span.Key, sp.Key) <= 0 && bytes.Compare(sp.EndKey, l.span.EndKey) <= 0 {
 			return true
 		}
 	}
