@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sort"
 	"time"
 
 	"github.com/cairn-db/cairn/hlc"
@@ -183,7 +184,7 @@ func (wb *writeBuffer) resolve(key []byte, ignored []kvpb.SeqRange) (value []byt
 		w, _ = k.live(ignored)
 	}
 	rord := -1
-	hi, _ := slices.BinarySearchFunc(wb.ranges, keys.Next(key), func(r bufferedRange, k []byte) int { return bytes.Compare(r.span.Key, k) })
+	hi := wb.rangesFrom(key)
 	for i := hi - 1; i >= 0 && bytes.Compare(wb.rangeMaxEnd[i], key) > 0; i-- {
 		r := &wb.ranges[i]
 		if r.ord > rord && !kvpb.SeqIgnored(ignored, r.seq) && spanHas(r.span, key) {
@@ -197,6 +198,13 @@ func (wb *writeBuffer) resolve(key []byte, ignored []kvpb.SeqRange) (value []byt
 		return nil, true, true
 	}
 	return nil, false, false
+}
+
+// rangesFrom returns the index of the first range deletion that starts
+// after key: those before it are the ones that can hold key. (A search
+// for keys.Next(key) allocated that key at every look-up.)
+func (wb *writeBuffer) rangesFrom(key []byte) int {
+	return sort.Search(len(wb.ranges), func(i int) bool { return bytes.Compare(wb.ranges[i].span.Key, key) > 0 })
 }
 
 // covers reports whether the buffer decides every key of [start, end):
@@ -216,7 +224,7 @@ func (wb *writeBuffer) covers(start, end []byte, ignored []kvpb.SeqRange) bool {
 		}
 		// The live range deletions holding cur: jump past the furthest.
 		var to []byte
-		hi, _ := slices.BinarySearchFunc(wb.ranges, keys.Next(cur), func(r bufferedRange, k []byte) int { return bytes.Compare(r.span.Key, k) })
+		hi := wb.rangesFrom(cur)
 		for i := hi - 1; i >= 0 && bytes.Compare(wb.rangeMaxEnd[i], cur) > 0; i-- {
 			r := &wb.ranges[i]
 			if !kvpb.SeqIgnored(ignored, r.seq) && spanHas(r.span, cur) && bytes.Compare(r.span.EndKey, to) > 0 {

@@ -5,7 +5,9 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/keys"
+	"github.com/cairn-db/cairn/kvpb"
 )
 
 // TestBufferedRowRewriteReadsLocally: a scan of a span whose every key the
@@ -93,5 +95,36 @@ func TestBufferedRowRewriteReadsLocally(t *testing.T) {
 			}
 			mustOK(t, txn.Commit(ctx))
 		})
+	}
+}
+
+// TestBufferLookupAllocs: resolving a key against a buffer that holds a
+// range deletion, and deciding whether it covers a row's span, allocate
+// nothing (a look-up built keys.Next of its key to search the range
+// deletions: ten objects per pgbench -N transaction).
+func TestBufferLookupAllocs(t *testing.T) {
+	wb := &writeBuffer{}
+	row := []byte("r5")
+	wb.add(row, bufferedWrite{ord: 1, value: []byte("v")}, hlc.Timestamp{})
+	wb.addRange(bufferedRange{span: kvpb.Span{Key: keys.Next(row), EndKey: keys.PrefixEnd(row)}, ord: 0})
+	end := keys.PrefixEnd(row)
+	col := []byte("r5\x01")
+	var covered, known bool
+	if n := testing.AllocsPerRun(100, func() {
+		_, _, known = wb.resolve(col, nil)
+	}); n != 0 {
+		t.Errorf("resolve: %.0f allocations, want 0", n)
+	}
+	if !known {
+		t.Error("resolve: the range deletion's key is not known")
+	}
+	// covers steps past the row key with keys.Next (one allocation).
+	if n := testing.AllocsPerRun(100, func() {
+		covered = wb.covers(row, end, nil)
+	}); n > 1 {
+		t.Errorf("covers: %.0f allocations, want at most 1", n)
+	}
+	if !covered {
+		t.Error("covers: the rewritten row's span is not covered")
 	}
 }
