@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sort"
 	"time"
 
 	"github.com/cairn-db/cairn/hlc"
@@ -31,7 +32,12 @@ import (
 //     the newest buffered write of a key that is not ignored wins, a
 //     buffered delete hides the key. A limited scan asks KV for as many
 //     more rows as there are buffered keys in its span (each can hide at
-//     most one), so the limit and the resume span stay exact.
+//     most one), so the limit and the resume span stay exact. A Get of a
+//     key the buffer decides, and a Scan of a span whose every key it
+//     decides (writeBuffer.covers: a row rewritten whole), are answered
+//     from the buffer alone: nothing is sent, and nothing joins the read
+//     spans (the answer is the transaction's own writes, which no other
+//     transaction's commit changes).
 //   - A CPut is evaluated when it is buffered: against the buffer if the
 //     key has a live buffered write, else against a transactional read of
 //     the key. A failed condition is the *kvpb.ConditionFailedError the
@@ -178,7 +184,7 @@ func (wb *writeBuffer) resolve(key []byte, ignored []kvpb.SeqRange) (value []byt
 		w, _ = k.live(ignored)
 	}
 	rord := -1
-	hi, _ := slices.BinarySearchFunc(wb.ranges, keys.Next(key), func(r bufferedRange, k []byte) int { return bytes.Compare(r.span.Key, k) })
+	hi := wb.rangesFrom(key)
 	for i := hi - 1; i >= 0 && bytes.Compare(wb.rangeMaxEnd[i], key) > 0; i-- {
 		r := &wb.ranges[i]
 		if r.ord > rord && !kvpb.SeqIgnored(ignored, r.seq) && spanHas(r.span, key) {
@@ -192,6 +198,45 @@ func (wb *writeBuffer) resolve(key []byte, ignored []kvpb.SeqRange) (value []byt
 		return nil, true, true
 	}
 	return nil, false, false
+}
+
+// rangesFrom returns the index of the first range deletion that starts
+// after key: those before it are the ones that can hold key. (A search
+// for keys.Next(key) allocated that key at every look-up.)
+func (wb *writeBuffer) rangesFrom(key []byte) int {
+	return sort.Search(len(wb.ranges), func(i int) bool { return bytes.Compare(wb.ranges[i].span.Key, key) > 0 })
+}
+
+// covers reports whether the buffer decides every key of [start, end):
+// each lies in a live range deletion or has a live buffered write, so no
+// stored key of the span shows through (resolve knows them all) and a
+// read of the span needs nothing from KV. A row rewritten whole (a Put of
+// its row key and a DeleteRange of the rest of its span: sql/rowenc's
+// RowWriter.WholeRow) is such a span.
+func (wb *writeBuffer) covers(start, end []byte, ignored []kvpb.SeqRange) bool {
+	cur := start
+	for bytes.Compare(cur, end) < 0 {
+		if k := wb.get(cur); k != nil {
+			if _, ok := k.live(ignored); ok {
+				cur = keys.Next(cur)
+				continue
+			}
+		}
+		// The live range deletions holding cur: jump past the furthest.
+		var to []byte
+		hi := wb.rangesFrom(cur)
+		for i := hi - 1; i >= 0 && bytes.Compare(wb.rangeMaxEnd[i], cur) > 0; i-- {
+			r := &wb.ranges[i]
+			if !kvpb.SeqIgnored(ignored, r.seq) && spanHas(r.span, cur) && bytes.Compare(r.span.EndKey, to) > 0 {
+				to = r.span.EndKey
+			}
+		}
+		if to == nil {
+			return false
+		}
+		cur = to
+	}
+	return true
 }
 
 // rangeIn reports whether a live range deletion overlaps [start, end).
@@ -315,6 +360,19 @@ func (t *Txn) EnableWriteBufferingWithoutLocks() {
 // changes) whose writes other transactions must meet as locks.
 func (t *Txn) DisableWriteBuffering(ctx context.Context) error {
 	return t.flushBuffer(ctx)
+}
+
+// BufferServesReads reports whether the transaction's later statements
+// read through its write buffer: buffering is on, and the transaction is
+// not one committed right after its statements
+// (EnableWriteBufferingWithoutLocks). A read of a span the buffer decides
+// whole (writeBuffer.covers) is then answered without KV, so a writer that
+// can make its write decide a row's span whole at a small cost (sql/exec's
+// UPDATE of a packed row) saves a later read of the row its round trip.
+func (t *Txn) BufferServesReads() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.mu.buf != nil && !t.mu.noMemLocks
 }
 
 // BufferedWrites returns how many keys the buffer holds writes for.
@@ -693,9 +751,13 @@ func (t *Txn) readThroughBuffer(ctx context.Context, b *Batch) (bool, error) {
 		t.mu.Unlock()
 		return false, nil
 	}
+	if err := t.usableLocked(); err != nil {
+		t.mu.Unlock()
+		return true, err
+	}
 	ignored := t.mu.proto.IgnoredSeqNums
 	type plan struct {
-		local    bool           // Get answered from the buffer
+		local    bool           // answered from the buffer alone
 		value    []byte         // its answer
 		found    bool           //
 		over     []*bufferedKey // a scan's buffered keys
@@ -724,12 +786,20 @@ func (t *Txn) readThroughBuffer(ctx context.Context, b *Batch) (bool, error) {
 				}
 			}
 			p.hasRange = t.mu.buf.rangeIn(req.Key, req.EndKey, ignored)
-			p.sent = len(kvReqs)
 			if len(p.over) == 0 && !p.hasRange {
+				p.sent = len(kvReqs)
 				kvReqs = append(kvReqs, req)
 				continue
 			}
 			overlaps = true
+			if t.mu.buf.covers(req.Key, req.EndKey, ignored) {
+				// The buffer decides every key of the span (a row the
+				// transaction rewrote whole): KV's rows would all be
+				// hidden or overridden.
+				p.local = true
+				continue
+			}
+			p.sent = len(kvReqs)
 			sr := *req
 			// A count at the tablets cannot see the buffered keys: KV
 			// returns the span's rows, and the count is taken after
@@ -788,13 +858,19 @@ func (t *Txn) readThroughBuffer(ctx context.Context, b *Batch) (bool, error) {
 				res.Rows = []kvpb.KeyValue{{Key: req.Key, Value: gr.Value, Timestamp: gr.Timestamp}}
 			}
 		case *kvpb.ScanRequest:
-			sr, ok := br.Responses[p.sent].(*kvpb.ScanResponse)
-			if !ok {
-				return true, fmt.Errorf("kv: unexpected %s response to a scan", br.Responses[p.sent].Method())
+			var rows []kvpb.KeyValue
+			var resume *kvpb.Span
+			var count int64
+			if !p.local {
+				sr, ok := br.Responses[p.sent].(*kvpb.ScanResponse)
+				if !ok {
+					return true, fmt.Errorf("kv: unexpected %s response to a scan", br.Responses[p.sent].Method())
+				}
+				rows, resume, count = sr.Rows, sr.ResumeSpan, sr.Count
 			}
-			res.Rows, res.ResumeSpan = mergeScan(req, sr.Rows, sr.ResumeSpan, p.over, resolve, ownTS)
+			res.Rows, res.ResumeSpan = mergeScan(req, rows, resume, p.over, resolve, ownTS)
 			if len(req.CountTags) > 0 {
-				res.Count = kvpb.CountOf(&kvpb.ScanResponse{Rows: res.Rows, Count: sr.Count}, req.CountTags)
+				res.Count = kvpb.CountOf(&kvpb.ScanResponse{Rows: res.Rows, Count: count}, req.CountTags)
 				res.Rows = nil
 			}
 		}
@@ -956,7 +1032,7 @@ func (t *Txn) bufferChecks(wb *writeBuffer) (*kvpb.Transaction, []kvpb.Request) 
 	}
 	for _, r := range wb.ranges {
 		t.mu.readSpans.add(r.span)
-		if r.since.Less(txn.ReadTimestamp) {
+		if r.since.Less(txn.ReadTimestamp) && !wb.lockChecksSpan(r.span, r.since) {
 			reqs = append(reqs, &kvpb.RefreshRequest{Key: r.span.Key, EndKey: r.span.EndKey, From: r.since})
 		}
 	}
@@ -986,6 +1062,24 @@ func (wb *writeBuffer) lockChecks(k *bufferedKey) bool {
 	}
 	for _, l := range wb.locks {
 		if l.since.LessEq(k.since) && spanHolds(l.span, k.key) {
+			return true
+		}
+	}
+	return false
+}
+
+// lockChecksSpan is lockChecks for a buffered range deletion of sp
+// buffered at since: a lock whose span holds all of sp, checked from at
+// or before since (an UPDATE's row lock and the range deletion of the
+// row's column entries its whole-row rewrite buffers: one check of the
+// row's span at commit, not two).
+func (wb *writeBuffer) lockChecksSpan(sp kvpb.Span, since hlc.Timestamp) bool {
+	if len(wb.locks) > maxLocksCovering {
+		return false
+	}
+	for _, l := range wb.locks {
+		if l.since.LessEq(since) && len(l.span.EndKey) > 0 &&
+			bytes.Compare(l.span.Key, sp.Key) <= 0 && bytes.Compare(sp.EndKey, l.span.EndKey) <= 0 {
 			return true
 		}
 	}

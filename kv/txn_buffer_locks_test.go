@@ -329,12 +329,17 @@ func TestLockOnReadSavesRoundTrip(t *testing.T) {
 // row. A key written by an earlier statement, before the lock, keeps its
 // own check from that statement's snapshot; a write of the row in the
 // window (the unreplicated lock out of its way) still fails the commit.
+// A row rewritten whole (a DeleteRange of the rest of its span with the
+// Put: sql/rowenc's RowWriter.WholeRow) is checked by the lock's refresh
+// too (writeBuffer.lockChecksSpan), and a column entry another
+// transaction wrote in the window fails the commit.
 func TestLockedRowCheckedOnce(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name         string
 		writeFirst   bool // an earlier statement wrote r without a lock
-		intrude      bool // another transaction writes r before the commit
+		wholeRow     bool // the write deletes the rest of r's span too
+		intrude      bool // another transaction writes r (r\x01 when wholeRow) before the commit
 		wantRefresh  int
 		wantRetryErr bool
 	}{
@@ -342,6 +347,8 @@ func TestLockedRowCheckedOnce(t *testing.T) {
 		{name: "written before the lock", writeFirst: true, wantRefresh: 2},
 		{name: "row written in the window", intrude: true, wantRetryErr: true},
 		{name: "written before the lock, row written in the window", writeFirst: true, intrude: true, wantRetryErr: true},
+		{name: "rewritten whole", wholeRow: true, wantRefresh: 1},
+		{name: "rewritten whole, a column entry written in the window", wholeRow: true, intrude: true, wantRetryErr: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			log := &batchLog{}
@@ -362,12 +369,19 @@ func TestLockedRowCheckedOnce(t *testing.T) {
 			rd.LockOnRead([]byte("r"), []byte("s"))
 			mustOK(t, txn.Run(ctx, rd))
 			w := &Batch{}
+			if tc.wholeRow {
+				w.DelRange([]byte("r\x00"), []byte("s"))
+			}
 			w.Put([]byte("r"), []byte("1"))
 			w.Lock([]byte("r"), []byte("s"), false)
 			mustOK(t, txn.Run(ctx, w))
 			mustOK(t, txn.Step(ctx))
+			intruded := "r"
+			if tc.wholeRow {
+				intruded = "r\x01"
+			}
 			if tc.intrude {
-				e.mustPut("r", "x")
+				e.mustPut(intruded, "x")
 			}
 			log.arm()
 			err := txn.Commit(ctx)
@@ -376,8 +390,8 @@ func TestLockedRowCheckedOnce(t *testing.T) {
 					t.Fatalf("commit: %v, want a retryable error", err)
 				}
 				_ = txn.Rollback(ctx)
-				if got := e.mustGet("r"); got != "x" {
-					t.Fatalf("r = %q after the failed commit, want x", got)
+				if got := e.mustGet(intruded); got != "x" {
+					t.Fatalf("%q = %q after the failed commit, want x", intruded, got)
 				}
 				return
 			}

@@ -599,6 +599,15 @@ func (r *runner) buildUpdate(n *plan.Update) (op, error) {
 		}
 	}
 	r.lockOnRead = lockingPointScan(n)
+	// The UPDATE of one row by its whole primary key (its rows are whole:
+	// every column fetched), in a transaction whose later statements read
+	// through its write buffer, rewrites a small row whole, so that a
+	// read of it later in the transaction (pgbench's SELECT after its
+	// UPDATE) is answered from the buffer without a KV round trip
+	// (rowenc.RowWriter.WholeRow). Not for an UPDATE of many rows: a
+	// range deletion per row would fill the buffer faster and cost a
+	// DeleteRange per row at commit, for reads that may not come.
+	ti.writer.WholeRow = r.lockOnRead != nil && r.x.Txn != nil && r.x.Txn.BufferServesReads()
 	input, err := r.buildPointInput(n.Input)
 	r.lockOnRead = nil
 	if err != nil {

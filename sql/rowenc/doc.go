@@ -57,7 +57,8 @@
 // trailing NULLs nothing (n stops at the last non-NULL column).
 //
 // Writers choose: PackRow for an insert or an update of every non-key
-// column; EncodeColumnValue entries for a partial update; when PackRow
+// column (or, with RowWriter.WholeRow, of a row packed in at most
+// WholeRowMax bytes); EncodeColumnValue entries for a partial update; when PackRow
 // reports ErrRowTooLarge or packing is off, EncodeUnpackedRow. Readers
 // always accept both (RowMerger).
 //

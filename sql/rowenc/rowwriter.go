@@ -125,6 +125,16 @@ type RowWriter struct {
 	// alone: deleting one deletes that key rather than the row's span. Any
 	// other write of a row forgets it.
 	KeyOnly *KeyOnlyRows
+	// WholeRow, when set with PackedRows, makes an update of some of a
+	// row's value columns rewrite the row whole when its packed row is at
+	// most WholeRowMax bytes: the packed row at the row key and a
+	// deletion of the rest of the row's span (its column entries), as an
+	// update of every value column writes, instead of a column entry per
+	// changed column. A transaction that buffers its writes then holds
+	// every key of the row's span, so a later read of the row in it is
+	// answered without KV (kv.Txn.BufferServesReads). The old and new
+	// rows must be whole (every column read).
+	WholeRow bool
 	// Arena, when set, holds the row keys and packed rows that inserts
 	// write: encoded in the writer's scratch buffers and copied into the
 	// arena's chunks, instead of two allocations (and a slice of values)
@@ -200,6 +210,11 @@ func (w *RowWriter) Delete(b Writes, row []types.Datum) error { return w.Write(b
 
 // Update adds the writes of changing old into new to b.
 func (w *RowWriter) Update(b Writes, old, new []types.Datum) error { return w.Write(b, old, new) }
+
+// WholeRowMax bounds the packed rows RowWriter.WholeRow rewrites whole:
+// a larger row's partial update writes its column entries, not the row's
+// every byte again.
+const WholeRowMax = 512
 
 // MaxValueSize is the largest value a row change may write: the tablets'
 // limit (tablet.DefaultMaxValueSize). A row whose packed value, column
@@ -424,17 +439,19 @@ func (w *RowWriter) updatePrimary(b Writes, key []byte, old, new []types.Datum) 
 	if len(changed) == 0 {
 		return nil
 	}
-	if w.PackedRows && len(changed) == len(live) {
+	if w.PackedRows && (len(changed) == len(live) || w.WholeRow) {
 		e, err := t.EncodePrimaryRow(new, true, w.PackedSizeLimit)
 		if err != nil {
 			return err
 		}
-		b.DelRange(keys.Next(key), keys.PrefixEnd(key))
-		b.Put(e.Key, e.Value)
-		for _, c := range e.Columns {
-			b.Put(c.Key, c.Value)
+		if len(changed) == len(live) || len(e.Columns) == 0 && len(e.Value) <= WholeRowMax {
+			b.DelRange(keys.Next(key), keys.PrefixEnd(key))
+			b.Put(e.Key, e.Value)
+			for _, c := range e.Columns {
+				b.Put(c.Key, c.Value)
+			}
+			return nil
 		}
-		return nil
 	}
 	for _, c := range changed {
 		b.Put(ColumnKey(nil, key, c.ID), c.Value)
