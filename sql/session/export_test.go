@@ -16,3 +16,7 @@ func SetFastReadOff() (restore func()) {
 
 // RaceEnabled: the race detector changes allocation counts.
 const RaceEnabled = raceEnabled
+
+// StatementLookups is the count of pg_stat_statements' map look-ups
+// (stmtStats.entry) so far.
+func StatementLookups() int64 { return statLookups.Load() }

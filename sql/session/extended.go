@@ -42,6 +42,8 @@ type preparedStatement struct {
 	// spare is the statement's last closed portal, which its next Bind
 	// fills again (portal.Close).
 	spare *portal
+	// stat is the statement's pg_stat_statements entry (recordKept).
+	stat keptStat
 }
 
 var (
@@ -446,7 +448,7 @@ func (pt *portal) Execute(ctx context.Context, w pgwire.ResultWriter, maxRows in
 		sw.count(h.tag)
 	}
 	if err == nil && !sw.empty {
-		pt.ps.s.recordStatement(pt.ps.sql, nil, time.Since(start), sw.rows)
+		pt.ps.s.recordKept(&pt.ps.stat, pt.ps.sql, time.Since(start), sw.rows)
 	}
 	return suspended, err
 }

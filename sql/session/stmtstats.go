@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -29,7 +30,9 @@ import (
 // approximation: PostgreSQL records each). The fingerprint of a text is
 // cached per session, keyed by the text's shape when it has one (the
 // text with its constants left out), so a statement repeated with new
-// constants costs a map lookup, not a parse.
+// constants costs a map lookup, not a parse. A prepared statement keeps
+// its fingerprint and its entry (keptStat), so its Executes look up
+// neither.
 
 // maxStatementEntries is pg_stat_statements.max's default. At the bound
 // the 5% least called entries are dropped, as PostgreSQL does.
@@ -73,11 +76,27 @@ type stmtEntry struct {
 type stmtStats struct {
 	mu sync.RWMutex
 	m  map[stmtKey]*stmtEntry
+	// evictions counts evictLocked's calls (written under mu): an entry
+	// found at one count is still the map's while the count is unchanged
+	// (keptStat).
+	evictions atomic.Uint64
 }
 
+// statLookups counts stmtStats.entry's calls, the map look-ups of
+// recorded statements (tests: TestPreparedStatsKept).
+var statLookups atomic.Int64
+
 func (st *stmtStats) record(k stmtKey, query string, d time.Duration, rows int64) {
+	e, _ := st.entry(k, query)
+	e.add(d, rows)
+}
+
+// entry returns k's entry, made with query if there is none, and the
+// eviction count it was found at.
+func (st *stmtStats) entry(k stmtKey, query string) (*stmtEntry, uint64) {
+	statLookups.Add(1)
 	st.mu.RLock()
-	e := st.m[k]
+	e, gen := st.m[k], st.evictions.Load()
 	st.mu.RUnlock()
 	if e == nil {
 		st.mu.Lock()
@@ -91,8 +110,15 @@ func (st *stmtStats) record(k stmtKey, query string, d time.Duration, rows int64
 			e = &stmtEntry{query: query}
 			st.m[k] = e
 		}
+		gen = st.evictions.Load()
 		st.mu.Unlock()
 	}
+	return e, gen
+}
+
+// add records one call of e's statement that took d and returned or
+// changed rows.
+func (e *stmtEntry) add(d time.Duration, rows int64) {
 	ms := float64(d) / float64(time.Millisecond)
 	e.mu.Lock()
 	e.calls++
@@ -110,6 +136,7 @@ func (st *stmtStats) record(k stmtKey, query string, d time.Duration, rows int64
 
 // evictLocked drops the least called 5% of the entries.
 func (st *stmtStats) evictLocked() {
+	st.evictions.Add(1)
 	type kc struct {
 		k     stmtKey
 		calls int64
@@ -297,6 +324,35 @@ func (s *Session) recordStatement(sql string, sh *queryShape, d time.Duration, r
 	s.b.stmts.record(stmtKey{user: s.user, db: s.db.ID, id: f.id}, f.query, d, rows)
 	if obs := s.b.cfg.ObserveStatement; obs != nil {
 		obs(f.kind, d)
+	}
+}
+
+// keptStat is a prepared statement's pg_stat_statements entry and
+// fingerprint, kept from one Execute to the next (issue 22, nineteenth
+// session): the fingerprint's look-up by text (hashing the text) and the
+// entry's in the node's map (hashing the key, under its lock) were done
+// for every Execute. It is looked up again when the session's user or
+// database is not the one it was found for, or when an eviction may have
+// dropped the entry from the map (stmtStats.evictions moved).
+type keptStat struct {
+	key  stmtKey
+	kind string
+	e    *stmtEntry
+	gen  uint64
+}
+
+// recordKept is recordStatement for a prepared statement's Execute of
+// sql, through its kept entry k.
+func (s *Session) recordKept(k *keptStat, sql string, d time.Duration, rows int64) {
+	st := &s.b.stmts
+	if k.e == nil || k.key.user != s.user || k.key.db != s.db.ID || k.gen != st.evictions.Load() {
+		f := s.fingerprintOf(sql, nil)
+		k.key, k.kind = stmtKey{user: s.user, db: s.db.ID, id: f.id}, f.kind
+		k.e, k.gen = st.entry(k.key, f.query)
+	}
+	k.e.add(d, rows)
+	if obs := s.b.cfg.ObserveStatement; obs != nil {
+		obs(k.kind, d)
 	}
 }
 

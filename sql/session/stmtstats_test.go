@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cairn-db/cairn/sql/catalog"
 )
 
 // TestFingerprints: statements differing only in constants and spacing
@@ -76,5 +78,51 @@ func TestStatementStats(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("the most called entry was evicted")
+	}
+}
+
+// TestKeptStatEviction: a kept entry (recordKept) is looked up again
+// after an eviction, which may have dropped it from the map, and for
+// another user or database; otherwise it is used as it is.
+func TestKeptStatEviction(t *testing.T) {
+	s := &Session{act: &activity{}, b: &Backend{}, db: &catalog.Database{ID: 1, Name: "postgres"}, user: "u"}
+	var k keptStat
+	const sql = "SELECT 1"
+	calls := func(user string, db catalog.ID) int64 {
+		for _, e := range s.b.stmts.snapshot() {
+			if e.User == user && e.DatabaseID == uint32(db) && e.Query == "SELECT $1" {
+				return e.Calls
+			}
+		}
+		return 0
+	}
+	for _, c := range []struct {
+		name    string
+		change  func()
+		lookups int64
+		user    string
+		db      catalog.ID
+		want    int64
+	}{
+		{"first", func() {}, 1, "u", 1, 1},
+		{"kept", func() {}, 0, "u", 1, 2},
+		{"evicted", func() {
+			s.b.stmts.mu.Lock()
+			s.b.stmts.evictLocked() // the only entry goes
+			s.b.stmts.mu.Unlock()
+		}, 1, "u", 1, 1},
+		{"kept again", func() {}, 0, "u", 1, 2},
+		{"other user", func() { s.user = "v" }, 1, "v", 1, 1},
+		{"other database", func() { s.db = &catalog.Database{ID: 2, Name: "d"} }, 1, "v", 2, 1},
+	} {
+		c.change()
+		before := statLookups.Load()
+		s.recordKept(&k, sql, time.Millisecond, 1)
+		if got := statLookups.Load() - before; got != c.lookups {
+			t.Errorf("%s: %d look-ups, want %d", c.name, got, c.lookups)
+		}
+		if got := calls(c.user, c.db); got != c.want {
+			t.Errorf("%s: %d calls, want %d", c.name, got, c.want)
+		}
 	}
 }
