@@ -63,9 +63,15 @@ type conn struct {
 	pid    uint32 // set by Server.register, then immutable
 	secret [4]byte
 
-	sess           Session
-	stmts          map[string]Statement
-	portals        map[string]Portal
+	sess    Session
+	stmts   map[string]Statement
+	portals map[string]Portal // the named portals
+	// unnamed is the unnamed portal (nil: none), outside portals: the
+	// one a prepared statement's Bind and Execute use (pgbench, libpq),
+	// set at every Bind and dropped at every ReadyForQuery, which as a
+	// map entry cost an insert, two look-ups, an iteration and a delete
+	// per Execute.
+	unnamed        Portal
 	ignoreTillSync bool
 	pending        int   // bytes sent to be since the last flush (approximate)
 	readErr        error // a failed Receive poisons the stream; see receive
@@ -272,10 +278,7 @@ func (c *conn) closeSession() {
 	}()
 	sess := c.sess
 	c.sess = nil
-	for name, p := range c.portals {
-		delete(c.portals, name)
-		p.Close()
-	}
+	c.closePortals()
 	for name, s := range c.stmts {
 		delete(c.stmts, name)
 		s.Close()
@@ -438,10 +441,7 @@ func (c *conn) flush() error {
 func (c *conn) readyForQuery() error {
 	status := c.sess.TxnStatus()
 	if status == TxnIdle {
-		for name, p := range c.portals {
-			delete(c.portals, name)
-			p.Close()
-		}
+		c.closePortals()
 	}
 	// Idle before the client can see ReadyForQuery: a client that then
 	// asks pg_stat_activity from another connection must find this one
@@ -640,10 +640,7 @@ func statementError(sctx *stmtCtx, err error) error {
 
 func (c *conn) simpleQuery(ctx context.Context, sql string) error {
 	// A simple query ends any unnamed portal, as in PostgreSQL.
-	if p, ok := c.portals[""]; ok {
-		delete(c.portals, "")
-		p.Close()
-	}
+	c.closePortal("")
 	sctx := c.statementContext(ctx)
 	err := statementError(sctx, c.sess.SimpleQuery(sctx, sql, &c.simpleW))
 	c.endStatement(sctx)
@@ -696,5 +693,56 @@ func (c *conn) wakeNotify() {
 	defer c.notifyMu.Unlock()
 	if c.idleRead && c.queueNotifications() {
 		_ = c.be.Flush()
+	}
+}
+
+// portal returns the portal named name.
+func (c *conn) portal(name string) (Portal, bool) {
+	if name == "" {
+		return c.unnamed, c.unnamed != nil
+	}
+	p, ok := c.portals[name]
+	return p, ok
+}
+
+// setPortal makes p the portal named name, closing the one it replaces.
+func (c *conn) setPortal(name string, p Portal) {
+	if name == "" {
+		if old := c.unnamed; old != nil {
+			old.Close()
+		}
+		c.unnamed = p
+		return
+	}
+	if old, ok := c.portals[name]; ok {
+		old.Close()
+	}
+	c.portals[name] = p
+}
+
+// closePortal forgets and closes the portal named name, if there is one.
+func (c *conn) closePortal(name string) {
+	if name == "" {
+		if p := c.unnamed; p != nil {
+			c.unnamed = nil
+			p.Close()
+		}
+		return
+	}
+	if p, ok := c.portals[name]; ok {
+		delete(c.portals, name)
+		p.Close()
+	}
+}
+
+// closePortals forgets and closes every portal.
+func (c *conn) closePortals() {
+	c.closePortal("")
+	if len(c.portals) == 0 {
+		return
+	}
+	for name, p := range c.portals {
+		delete(c.portals, name)
+		p.Close()
 	}
 }

@@ -39,7 +39,7 @@ func (c *conn) bind(ctx context.Context, m *pgproto3.Bind) error {
 		return pgerror.New(pgerrcode.InvalidSQLStatementName, "prepared statement %q does not exist", m.PreparedStatement)
 	}
 	if m.DestinationPortal != "" {
-		if _, ok := c.portals[m.DestinationPortal]; ok {
+		if _, ok := c.portal(m.DestinationPortal); ok {
 			return pgerror.New(pgerrcode.DuplicateCursor, "portal %q already exists", m.DestinationPortal)
 		}
 	}
@@ -69,10 +69,7 @@ func (c *conn) bind(ctx context.Context, m *pgproto3.Bind) error {
 	if err != nil {
 		return err
 	}
-	if old, ok := c.portals[m.DestinationPortal]; ok {
-		old.Close()
-	}
-	c.portals[m.DestinationPortal] = portal
+	c.setPortal(m.DestinationPortal, portal)
 	return c.send(&pgproto3.BindComplete{}, 5)
 }
 
@@ -130,7 +127,7 @@ func (c *conn) describe(m *pgproto3.Describe) error {
 		}
 		return c.sendRowDescription(stmt.Columns(), true)
 	case 'P':
-		p, ok := c.portals[m.Name]
+		p, ok := c.portal(m.Name)
 		if !ok {
 			if cd, isCD := c.sess.(CursorDescriber); isCD {
 				if cols, found := cd.DescribeCursor(m.Name); found {
@@ -180,7 +177,7 @@ func (c *conn) sendRowDescription(cols []Column, forStatement bool) error {
 }
 
 func (c *conn) execute(ctx context.Context, m *pgproto3.Execute) error {
-	p, ok := c.portals[m.Portal]
+	p, ok := c.portal(m.Portal)
 	if !ok {
 		return pgerror.New(pgerrcode.InvalidCursorName, "portal %q does not exist", m.Portal)
 	}
@@ -209,10 +206,7 @@ func (c *conn) closeMsg(m *pgproto3.Close) error {
 			s.Close()
 		}
 	case 'P':
-		if p, ok := c.portals[m.Name]; ok {
-			delete(c.portals, m.Name)
-			p.Close()
-		}
+		c.closePortal(m.Name)
 	default:
 		return pgerror.New(pgerrcode.ProtocolViolation, "invalid CLOSE message subtype %d", m.ObjectType)
 	}
