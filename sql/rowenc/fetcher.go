@@ -32,6 +32,12 @@ type RowFetcher struct {
 	// only key columns): a row's existence is then all the merger must
 	// tell, and its values are not decoded.
 	noValues bool
+	// keySkip marks the primary key's columns (by key position) not in
+	// needed whose encoding keyColumnLen measures (nil: none): a row's
+	// key passes over them instead of decoding them into Datums that
+	// project would clear (a point SELECT of a non-key column decoded,
+	// and for an integer of 256 or more allocated, its key).
+	keySkip []bool
 
 	// KeyOnly, when set on a primary-index fetcher, receives the row key
 	// of every row emitted whose span held nothing but its row key (no
@@ -101,6 +107,17 @@ func NewRowFetcher(t *TableLayout, idx *IndexLayout, needed []ColumnID) (*RowFet
 			}
 			f.merger.SetSkip(skip)
 		}
+		if f.drop != nil {
+			skip := make([]bool, len(idx.keyPos))
+			some := false
+			for i, p := range idx.keyPos {
+				skip[i] = f.drop[p] && keySkippable(t.Columns[p].Type)
+				some = some || skip[i]
+			}
+			if some {
+				f.keySkip = skip
+			}
+		}
 	}
 	return f, nil
 }
@@ -121,7 +138,7 @@ func (f *RowFetcher) Copy() *RowFetcher {
 // not nil: a caller that keeps the fetcher inside a larger object saves
 // two allocations.
 func (f *RowFetcher) CopyTo(c *RowFetcher, m *RowMerger) {
-	*c = RowFetcher{t: f.t, idx: f.idx, needed: f.needed, drop: f.drop, noValues: f.noValues}
+	*c = RowFetcher{t: f.t, idx: f.idx, needed: f.needed, drop: f.drop, noValues: f.noValues, keySkip: f.keySkip}
 	if f.merger != nil {
 		if m == nil {
 			m = NewRowMerger(f.t.Schema)
@@ -198,7 +215,7 @@ func (f *RowFetcher) addPrimary(kv *kvpb.KeyValue, rest []byte, emit func([]type
 		return f.addColumn(kv, kv.Key[len(f.pending):])
 	}
 	keyRow := f.newRow()
-	suffix, err := decodeColumns(rest, f.t, keyRow, f.idx.keyPos, f.idx.KeyOrders)
+	suffix, err := decodeKeyColumns(rest, f.t, keyRow, f.idx.keyPos, f.idx.KeyOrders, f.keySkip)
 	if err != nil {
 		return fmt.Errorf("key %q: %w", kv.Key, err)
 	}
@@ -215,6 +232,30 @@ func (f *RowFetcher) addPrimary(kv *kvpb.KeyValue, rest []byte, emit func([]type
 		return nil
 	}
 	return f.addColumn(kv, suffix)
+}
+
+// decodeKeyColumns is decodeColumns passing over the key columns skip
+// marks (nil: none), whose row positions it leaves as they are; one
+// whose bytes keyColumnLen does not measure (not in the form EncodeKey
+// writes) is decoded, and so fails as decoding fails.
+func decodeKeyColumns(src []byte, t *TableLayout, row []types.Datum, pos []int, orders []Order, skip []bool) ([]byte, error) {
+	if skip == nil {
+		return decodeColumns(src, t, row, pos, orders)
+	}
+	for i, p := range pos {
+		if skip[i] {
+			if n := keyColumnLen(src, t.Columns[p].Type, orders[i]); n > 0 {
+				src = src[n:]
+				continue
+			}
+		}
+		d, rest, err := DecodeKey(src, t.Columns[p].Type, orders[i])
+		if err != nil {
+			return nil, fmt.Errorf("column %q: %w", t.Columns[p].Name, err)
+		}
+		row[p], src = d, rest
+	}
+	return src, nil
 }
 
 // newRow returns storage for the next row: a fresh row, or with

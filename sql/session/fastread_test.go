@@ -159,14 +159,14 @@ func TestFastPointReadObjects(t *testing.T) {
 	_, url := startNode(t)
 	a := connect(t, url, nil)
 	mustExec(t, a, "CREATE TABLE acct (id int8 PRIMARY KEY, bal int8, note text)")
-	mustExec(t, a, "INSERT INTO acct SELECT g, g * 10, 'n' || g FROM generate_series(1, 100) g")
+	mustExec(t, a, "INSERT INTO acct SELECT g, g * 10, 'n' || g FROM generate_series(100001, 100100) g")
 	pc := a.PgConn()
 	if _, err := pc.Prepare(ctx, "sel", "SELECT bal FROM acct WHERE id = $1", nil); err != nil {
 		t.Fatal(err)
 	}
 	keys := make([][][]byte, 100)
 	for i := range keys {
-		keys[i] = [][]byte{[]byte(fmt.Sprint(i + 1))}
+		keys[i] = [][]byte{[]byte(fmt.Sprint(i + 100001))}
 	}
 	const n = 2000
 	round := func(off bool) float64 {
@@ -196,8 +196,11 @@ func TestFastPointReadObjects(t *testing.T) {
 	// Node and client together: 18.8 before the statement's portal, the
 	// Execute's writers and Bind's and Execute's decoding stopped
 	// allocating (eighteenth session: portal.Close's spare, execSpare,
-	// pgwire's frontend reader), 13.8 after.
-	if fast > 16 {
-		t.Errorf("objects per Execute on the fast path: %.1f, want at most 16", fast)
+	// pgwire's frontend reader), 13.8 after (keys of 1 to 100). The keys
+	// are now of 256 or more, as pgbench's are: 15.0 while the fetcher
+	// decoded the key it does not return into a DInt (an object), 14.0
+	// since it passes over it (nineteenth session, rowenc's keySkip).
+	if fast > 14.5 {
+		t.Errorf("objects per Execute on the fast path: %.1f, want at most 14.5", fast)
 	}
 }
