@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cairn-db/cairn/sql/builtins"
 )
@@ -18,6 +19,9 @@ type AdvisoryLocks struct {
 	// wake is closed (and replaced) whenever a hold is released, waking
 	// every waiter to re-check; the table is small and contention rare.
 	wake chan struct{}
+	// scans counts release's passes over the table (tests:
+	// TestAdvisoryEndTxnNoScan).
+	scans int
 }
 
 // holdCounts are one session's holds of one key. Postgres counts
@@ -41,7 +45,15 @@ func NewAdvisoryLocks() *AdvisoryLocks {
 
 // advisoryHolder is one session's view of the table; it implements
 // builtins.AdvisoryLocker.
-type advisoryHolder struct{ m *AdvisoryLocks }
+type advisoryHolder struct {
+	m *AdvisoryLocks
+	// xactHolds counts the transaction-level holds taken since the last
+	// endTxn: a transaction that took none ends without taking the
+	// node's table lock and passing over every key (every transaction's
+	// end did, the prepared SELECT's included). Atomic: a statement's
+	// evaluation may run off the session's goroutine.
+	xactHolds atomic.Int32
+}
 
 var _ builtins.AdvisoryLocker = (*advisoryHolder)(nil)
 
@@ -76,6 +88,9 @@ func (h *advisoryHolder) Lock(ctx context.Context, key builtins.AdvisoryKey, sha
 			if c == nil {
 				c = &holdCounts{}
 				holders[h] = c
+			}
+			if xact {
+				h.xactHolds.Add(1)
 			}
 			switch {
 			case xact && shared:
@@ -149,6 +164,9 @@ func (h *advisoryHolder) UnlockAll() {
 
 // endTxn releases the transaction-level holds.
 func (h *advisoryHolder) endTxn() {
+	if h.xactHolds.Swap(0) == 0 {
+		return
+	}
 	h.release(func(c *holdCounts) { c.xactShared, c.xactExcl = 0, 0 })
 }
 
@@ -161,6 +179,7 @@ func (h *advisoryHolder) release(f func(*holdCounts)) {
 	m := h.m
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.scans++
 	for key, holders := range m.locks {
 		if _, ok := holders[h]; ok {
 			m.releaseLocked(h, key, f)
