@@ -2,6 +2,7 @@ package session
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/jackc/pgerrcode"
 
@@ -83,6 +84,9 @@ type notifyState struct {
 	queue  []pgwire.Notification
 	wake   func()
 	closed bool
+	// queued is set while queue holds notifications (written under mu):
+	// TakeNotifications, twice per ReadyForQuery, takes mu only then.
+	queued atomic.Bool
 }
 
 type listenOp struct {
@@ -97,6 +101,7 @@ func (n *notifyState) deliver(ns []pgwire.Notification) {
 		return
 	}
 	n.queue = append(n.queue, ns...)
+	n.queued.Store(len(n.queue) > 0)
 	wake := n.wake
 	n.mu.Unlock()
 	if wake != nil {
@@ -111,12 +116,24 @@ func (s *Session) SetNotifyWaker(wake func()) {
 	s.notes.mu.Unlock()
 }
 
+// notifyTakes counts the TakeNotifications that took the queue's lock
+// (tests: TestTakeNotificationsLockFree).
+var notifyTakes atomic.Int64
+
 // TakeNotifications implements pgwire.Notifier.
 func (s *Session) TakeNotifications() []pgwire.Notification {
+	if !s.notes.queued.Load() {
+		// Nothing delivered since the last take: a delivery racing with
+		// this load wakes the connection (wake) or waits for the next
+		// ReadyForQuery, as one just after the lock would.
+		return nil
+	}
+	notifyTakes.Add(1)
 	s.notes.mu.Lock()
 	defer s.notes.mu.Unlock()
 	q := s.notes.queue
 	s.notes.queue = nil
+	s.notes.queued.Store(false)
 	return q
 }
 
@@ -193,6 +210,7 @@ func (s *Session) closeNotify() {
 	}
 	s.notes.mu.Lock()
 	s.notes.closed, s.notes.queue, s.notes.wake = true, nil, nil
+	s.notes.queued.Store(false)
 	s.notes.mu.Unlock()
 }
 
