@@ -104,6 +104,18 @@ func DeleteOpts(rw storage.ReadWriter, key []byte, ts hlc.Timestamp, txn *kvpb.T
 // transaction's intent in the span fails the whole request with a
 // *kvpb.WriteIntentError listing all of them.
 func DeleteRange(rw storage.ReadWriter, start, end []byte, ts hlc.Timestamp, txn *kvpb.Transaction) (deleted [][]byte, err error) {
+	return DeleteRangeOpts(rw, start, end, ts, txn, WriteOptions{})
+}
+
+// DeleteRangeOpts is DeleteRange with options. opts.NoLock is the
+// caller's promise that no lock record lies anywhere in [start, end) (as
+// ReadOptions.NoLocksInSpan): the deletion then reads nothing of the lock
+// keyspace. Without it, a span found to hold no lock record is read and
+// its keys deleted as if promised. Either way the range's scan is its one
+// read of the span: each key it found is deleted blind (its value is not
+// read again, only its newest version's timestamp, as every write checks
+// it). NewestKnown and Newest are ignored.
+func DeleteRangeOpts(rw storage.ReadWriter, start, end []byte, ts hlc.Timestamp, txn *kvpb.Transaction, opts WriteOptions) (deleted [][]byte, err error) {
 	writeTS := ts
 	var reader *kvpb.Transaction
 	if txn != nil {
@@ -116,28 +128,42 @@ func DeleteRange(rw storage.ReadWriter, start, end []byte, ts hlc.Timestamp, txn
 	if writeTS.IsEmpty() {
 		return nil, invalidArg("delete range [%q, %q): empty timestamp", start, end)
 	}
-	// Every other transaction's intent in the span is in the way of a
-	// range deletion, whatever its timestamp: list them all at once.
-	intents, err := ScanIntents(rw, start, end, 0)
-	if err != nil {
-		return nil, err
-	}
-	var conflicts []kvpb.Intent
-	for _, in := range intents {
-		if txn == nil || in.Txn.ID != txn.ID {
-			conflicts = append(conflicts, in)
+	noLocks := opts.NoLock
+	if !noLocks {
+		// Every other transaction's intent in the span is in the way of a
+		// range deletion, whatever its timestamp: list them all at once.
+		intents, err := ScanIntents(rw, start, end, 0)
+		if err != nil {
+			return nil, err
 		}
+		var conflicts []kvpb.Intent
+		for _, in := range intents {
+			if txn == nil || in.Txn.ID != txn.ID {
+				conflicts = append(conflicts, in)
+			}
+		}
+		if len(conflicts) > 0 {
+			return nil, &kvpb.WriteIntentError{Intents: conflicts}
+		}
+		// ScanIntents lists every lock record of the span, the writer's
+		// own included: with none, the span holds none.
+		noLocks = len(intents) == 0
 	}
-	if len(conflicts) > 0 {
-		return nil, &kvpb.WriteIntentError{Intents: conflicts}
-	}
-	res, err := Scan(rw, start, end, writeTS, ScanOptions{ReadOptions: ReadOptions{Txn: reader}})
+	res, err := Scan(rw, start, end, writeTS, ScanOptions{ReadOptions: ReadOptions{Txn: reader, NoLocksInSpan: noLocks}})
 	if err != nil {
 		return nil, err
 	}
 	for _, row := range res.Rows {
-		if _, err := Delete(rw, row.Key, ts, txn); err != nil {
+		// Each deletion lays a version or an intent on its own key only,
+		// so the span's other keys still hold no lock record.
+		w, err := prepareWrite(rw, row.Key, ts, txn, WriteOptions{NoLock: noLocks}, true)
+		if err != nil {
 			return nil, err
+		}
+		if !w.replay {
+			if err := w.write(rw, nil, true); err != nil {
+				return nil, err
+			}
 		}
 		deleted = append(deleted, row.Key)
 	}

@@ -12,6 +12,11 @@ type Batch struct {
 	b         *pebble.Batch
 	e         *Engine
 	writeOnly bool
+	// reuse (NewReusingBatch): iterators closed through the batch wait in
+	// free for the next NewIter; all holds every one it built, which
+	// Close, Commit and CommitNoSync close.
+	reuse     bool
+	free, all []*Iterator
 }
 
 // Put implements Writer.
@@ -46,7 +51,49 @@ func (b *Batch) Get(key MVCCKey) ([]byte, bool, error) {
 // NewIter implements Reader. It panics on a write-only batch.
 func (b *Batch) NewIter(opts IterOptions) (*Iterator, error) {
 	b.mustRead()
-	return newIter(b.e, b.b, opts)
+	if !b.reuse || opts.Scan && !opts.Prefix && b.e.ra != nil {
+		return newIter(b.e, b.b, opts)
+	}
+	if n := len(b.free); n > 0 {
+		if err := b.e.failure(); err != nil {
+			return nil, fmt.Errorf("storage: new iterator: %w", err)
+		}
+		it := b.free[n-1]
+		b.free = b.free[:n-1]
+		// Pebble copies the bounds (processBounds): the buffer holding the
+		// last ones may take the next.
+		buf := it.bounds[:0]
+		it.popts.LowerBound, it.popts.UpperBound = nil, nil
+		if opts.LowerBound != nil {
+			buf = MVCCKey{Key: opts.LowerBound}.Encode(buf)
+			it.popts.LowerBound = buf
+		}
+		if opts.UpperBound != nil {
+			lo := len(buf)
+			buf = MVCCKey{Key: opts.UpperBound}.Encode(buf)
+			it.popts.UpperBound = buf[lo:]
+		}
+		it.bounds = buf
+		it.it.SetOptions(&it.popts)
+		it.prefix, it.err, it.key = opts.Prefix, nil, MVCCKey{}
+		return it, nil
+	}
+	it, err := newIter(b.e, b.b, opts)
+	if err != nil {
+		return nil, err
+	}
+	it.batch = b
+	b.all = append(b.all, it)
+	return it, nil
+}
+
+// closeIters closes every iterator a reusing batch built (they must have
+// been closed through it).
+func (b *Batch) closeIters() {
+	for _, it := range b.all {
+		_ = it.it.Close()
+	}
+	b.all, b.free = nil, nil
 }
 
 func (b *Batch) mustRead() {
@@ -89,6 +136,7 @@ func (b *Batch) ApplyRepr(repr []byte) error {
 // Commit returns an error wrapping ErrEngineFailed and the disk's error: the
 // write is not acknowledged, and the engine refuses all later writes.
 func (b *Batch) Commit() (err error) {
+	b.closeIters()
 	if err := b.e.failure(); err != nil {
 		return fmt.Errorf("storage: commit: %w", err)
 	}
@@ -105,6 +153,7 @@ func (b *Batch) Commit() (err error) {
 // to be durable: for writes that can be rebuilt after a crash (a raft
 // node's applied state, re-applied from its synced log).
 func (b *Batch) CommitNoSync() (err error) {
+	b.closeIters()
 	if err := b.e.failure(); err != nil {
 		return fmt.Errorf("storage: commit: %w", err)
 	}
@@ -123,7 +172,10 @@ func (b *Batch) CommitNoSync() (err error) {
 func (b *Batch) CommitStats() pebble.BatchCommitStats { return b.b.CommitStats() }
 
 // Close releases the batch; uncommitted writes are dropped.
-func (b *Batch) Close() { _ = b.b.Close() }
+func (b *Batch) Close() {
+	b.closeIters()
+	_ = b.b.Close()
+}
 
 // Snapshot is a consistent read-only view.
 type Snapshot struct {

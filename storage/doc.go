@@ -72,4 +72,11 @@
 //     no commit waits for them. Pebble reads the zeros as the log's end
 //     and recovers what invariant 2 made durable
 //     (TestWALFilledBeforeWrites).
+//  9. An iterator from a batch of Engine.NewReusingBatch sees every write
+//     made to the batch before NewIter was called, within its bounds, as
+//     one from NewBatch does; of the engine, it may see only what an
+//     earlier iterator of the batch saw when it was built (it may be that
+//     one, reused), so such a batch is for reads no other writer may
+//     change meanwhile (a tablet's evaluation under its latches)
+//     (TestReusingBatch).
 package storage

@@ -21,8 +21,10 @@ type Iterator struct {
 	// seeking an iterator for a point read allocates nothing else here.
 	popts  pebble.IterOptions
 	bufArr [64]byte
-	// reuse, when set, takes the iterator back on Close (ReusingReader).
+	// reuse, when set, takes the iterator back on Close (ReusingReader);
+	// batch likewise (Engine.NewReusingBatch).
 	reuse *ReusingReader
+	batch *Batch
 	// plan reads the files of a scan ahead (IterOptions.Scan); Close
 	// stops it.
 	plan *scanPlan
@@ -149,6 +151,10 @@ func (i *Iterator) Close() error {
 	}
 	if i.reuse != nil {
 		i.reuse.free = append(i.reuse.free, i)
+		return nil
+	}
+	if i.batch != nil {
+		i.batch.free = append(i.batch.free, i)
 		return nil
 	}
 	if i.pool != nil && i.pool.put(i) {

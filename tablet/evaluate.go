@@ -128,7 +128,11 @@ func (r *Replica) evaluate(ba *kvpb.BatchRequest, desc kvpb.TabletDescriptor, op
 			ec.rd = rr
 		}
 	} else {
-		ec.b = r.eng.NewBatch()
+		// Its iterators are built once and reused (storage's
+		// NewReusingBatch): the latches keep every other writer off
+		// the keys the batch reads, so the engine's view the first one
+		// takes is what each later read would have seen.
+		ec.b = r.eng.NewReusingBatch()
 		defer ec.b.Close()
 		ec.rd = ec.b
 	}

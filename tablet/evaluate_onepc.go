@@ -190,7 +190,9 @@ func (r *Replica) evalOnePCWrites(ba *kvpb.BatchRequest, desc kvpb.TabletDescrip
 	nonTxn := *ba
 	nonTxn.Txn = nil
 	nonTxn.Timestamp = ts
-	b := r.eng.NewBatch()
+	// Under the batch's latches: its iterators may be reused (as in
+	// evaluate).
+	b := r.eng.NewReusingBatch()
 	ec := &evalCtx{r: r, b: b, rd: b, ba: &nonTxn, desc: desc, prop: &Proposal{}, fixedTS: true, self: ba.Txn.ID}
 	br := &kvpb.BatchResponse{Responses: make([]kvpb.Response, 0, n)}
 	for _, req := range ba.Requests[onePCChecks(ba) : n-1] {

@@ -94,7 +94,14 @@ func (ec *evalCtx) delete(req *kvpb.DeleteRequest) (kvpb.Response, error) {
 
 func (ec *evalCtx) deleteRange(req *kvpb.DeleteRangeRequest) (kvpb.Response, error) {
 	ts := ec.writeTS(req.Span())
-	deleted, err := mvcc.DeleteRange(ec.b, req.Key, req.EndKey, ts, ec.txn)
+	// The lock table's proof that the span holds no lock record saves the
+	// range its reads of the lock keyspace (the whole-row rewrite's
+	// DeleteRange of the rest of its row's span, under simple-update).
+	opts, err := ec.spanWriteOpts(req.Key, req.EndKey)
+	if err != nil {
+		return nil, wrapEval(req, err)
+	}
+	deleted, err := mvcc.DeleteRangeOpts(ec.b, req.Key, req.EndKey, ts, ec.txn, opts)
 	if err != nil {
 		return nil, wrapEval(req, err)
 	}
