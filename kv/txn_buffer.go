@@ -62,7 +62,9 @@ import (
 //   - A DeleteRange is buffered as a range deletion: it hides the stored
 //     keys of its span and the buffered writes older than it. At commit the
 //     live ones go as DeleteRanges (around the keys written by point
-//     writes) before the point writes. Its Result.Keys are not known.
+//     writes) before the point writes, except those of a span the
+//     statement read empty under its lock (Batch.DelRangeSeenEmpty),
+//     which would delete nothing. Its Result.Keys are not known.
 //   - An UPDATE's row Lock, sent in a batch with its writes, is buffered
 //     and sent first in the committing batch (bufferedLock).
 //   - A read with Batch.LockOnRead takes the unreplicated lock of its
@@ -159,6 +161,9 @@ type bufferedRange struct {
 	seq   int32
 	ord   int
 	since hlc.Timestamp
+	// seenEmpty: Batch.DelRangeSeenEmpty's. It decides reads and is
+	// checked like any other, but the commit sends no DeleteRange for it.
+	seenEmpty bool
 }
 
 // writeBuffer holds a transaction's buffered writes.
@@ -732,7 +737,7 @@ func (t *Txn) bufferWritesLocked(b *Batch, stored map[string][]byte) (over bool,
 			t.mu.buf.locks = append(t.mu.buf.locks, bufferedLock{span: kvpb.Span{Key: req.Key, EndKey: req.EndKey}, since: since})
 		case *kvpb.DeleteRangeRequest:
 			sp := kvpb.Span{Key: append([]byte(nil), req.Key...), EndKey: append([]byte(nil), req.EndKey...)}
-			t.mu.buf.addRange(bufferedRange{span: sp, seq: seq, ord: t.mu.buf.nextOrd + i, since: since})
+			t.mu.buf.addRange(bufferedRange{span: sp, seq: seq, ord: t.mu.buf.nextOrd + i, since: since, seenEmpty: b.isSeenEmpty(req)})
 		default:
 			t.mu.buf.add(r.Span().Key, written[i], since)
 		}
@@ -1233,10 +1238,11 @@ func (wb *writeBuffer) commitWrites(ignored []kvpb.SeqRange) []kvpb.Request {
 	}
 	// Range deletions: the union of the live ones, around the keys written
 	// above (a DeleteRange and a write of one key at one timestamp in one
-	// batch would conflict).
+	// batch would conflict). One of a span read empty
+	// (Batch.DelRangeSeenEmpty) would delete nothing: not sent.
 	var spans []kvpb.Span
 	for _, r := range wb.ranges {
-		if !kvpb.SeqIgnored(ignored, r.seq) {
+		if !r.seenEmpty && !kvpb.SeqIgnored(ignored, r.seq) {
 			spans = append(spans, r.span)
 		}
 	}

@@ -615,6 +615,14 @@ func (r *runner) buildUpdate(n *plan.Update) (op, error) {
 	}
 	o := &dmlOp{input: input}
 	o.run = func(ctx context.Context) error {
+		if ti.writer.WholeRow && (r.p == nil || len(r.p.CTEs) == 0) {
+			// The only writer of the table in this statement, which
+			// reads its one row under its lock: a row read as its row
+			// key alone has no column entries for the whole-row
+			// rewrite to delete, so the rewrite's deletion of them
+			// sends nothing at commit (kv.Batch.DelRangeSeenEmpty).
+			ctx = ti.pointDeletes(ctx)
+		}
 		err := o.eachTarget(ctx, ti, ncols, fetchPos, func(old, src []types.Datum) error {
 			nr := append([]types.Datum(nil), old...)
 			for i, p := range setPos {
