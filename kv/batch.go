@@ -22,8 +22,10 @@ type Batch struct {
 	lockOnRead []kvpb.Span
 	// generated are the CPuts CPutGenerated added.
 	generated map[*kvpb.ConditionalPutRequest]struct{}
-	// seenEmpty are the DeleteRanges DelRangeSeenEmpty added.
-	seenEmpty []*kvpb.DeleteRangeRequest
+	// seenEmpty are the DeleteRanges DelRangeSeenEmpty added (the first
+	// in seenEmptySlot: an UPDATE adds one).
+	seenEmpty     []*kvpb.DeleteRangeRequest
+	seenEmptySlot [1]*kvpb.DeleteRangeRequest
 	// bulkPuts is where BulkPut takes its requests from, a chunk at a
 	// time (bulk.go).
 	bulkPuts []kvpb.BulkPutRequest
@@ -149,6 +151,9 @@ func (b *Batch) DelRange(start, end []byte) {
 func (b *Batch) DelRangeSeenEmpty(start, end []byte) {
 	req := &kvpb.DeleteRangeRequest{Key: start, EndKey: end}
 	b.add(req)
+	if b.seenEmpty == nil {
+		b.seenEmpty = b.seenEmptySlot[:0]
+	}
 	b.seenEmpty = append(b.seenEmpty, req)
 }
 

@@ -104,3 +104,19 @@ func kvStrings(rows []kvpb.KeyValue) []string {
 	}
 	return out
 }
+
+// TestDelRangeSeenEmptyAllocs: an UPDATE's one DelRangeSeenEmpty takes
+// its request alone (its list of such requests starts in the batch).
+func TestDelRangeSeenEmptyAllocs(t *testing.T) {
+	b := &Batch{}
+	start, end := []byte("r5\x00"), []byte("r6")
+	if n := testing.AllocsPerRun(100, func() {
+		*b = Batch{}
+		b.DelRangeSeenEmpty(start, end)
+	}); n != 1 {
+		t.Errorf("%.0f allocations, want 1", n)
+	}
+	if !b.isSeenEmpty(b.reqs[0].(*kvpb.DeleteRangeRequest)) {
+		t.Error("the request is not marked read empty")
+	}
+}

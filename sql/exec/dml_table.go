@@ -36,6 +36,8 @@ type tableInfo struct {
 	desc   *catalog.Table
 	layout *rowenc.TableLayout
 	writer rowenc.RowWriter
+	// keyOnly is the set pointDeletes hands writer and the scans.
+	keyOnly rowenc.KeyOnlyRows
 	// moveWriter, while a job moves the table (catalog.TableMove), keeps
 	// the move's target in step with every row change (catalog.MoveWrite).
 	moveWriter *rowenc.RowWriter
