@@ -1022,7 +1022,7 @@ func (t *Txn) bufferedSendErr(err error) error {
 // so that every later move of the transaction's timestamps checks them
 // too.
 func (t *Txn) checkBuffered(ctx context.Context, wb *writeBuffer) error {
-	txn, reqs := t.bufferChecks(wb)
+	txn, reqs := t.bufferChecks(wb, true)
 	if len(reqs) == 0 {
 		return nil
 	}
@@ -1037,27 +1037,32 @@ func (t *Txn) checkBuffered(ctx context.Context, wb *writeBuffer) error {
 // bufferChecks adds wb's keys to the read spans and returns the
 // RefreshRequests checkBuffered sends (one per key, range deletion or
 // lock buffered at a snapshot older than the current one), with the
-// transaction as they were built for.
-func (t *Txn) bufferChecks(wb *writeBuffer) (*kvpb.Transaction, []kvpb.Request) {
+// transaction as they were built for (nil unless withTxn: a one-phase
+// commit sends them with its own, and the copy was two objects).
+func (t *Txn) bufferChecks(wb *writeBuffer, withTxn bool) (*kvpb.Transaction, []kvpb.Request) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	txn := t.mu.proto.Clone()
+	var txn *kvpb.Transaction
+	if withTxn {
+		txn = t.mu.proto.Clone()
+	}
+	readTS := t.mu.proto.ReadTimestamp
 	var reqs []kvpb.Request
 	for _, k := range wb.keys {
 		t.mu.readSpans.add(kvpb.Span{Key: k.key})
-		if k.since.Less(txn.ReadTimestamp) && !wb.lockChecks(k) {
+		if k.since.Less(readTS) && !wb.lockChecks(k) {
 			reqs = append(reqs, &kvpb.RefreshRequest{Key: k.key, From: k.since})
 		}
 	}
 	for _, r := range wb.ranges {
 		t.mu.readSpans.add(r.span)
-		if r.since.Less(txn.ReadTimestamp) && !wb.lockChecksSpan(r.span, r.since) {
+		if r.since.Less(readTS) && !wb.lockChecksSpan(r.span, r.since) {
 			reqs = append(reqs, &kvpb.RefreshRequest{Key: r.span.Key, EndKey: r.span.EndKey, From: r.since})
 		}
 	}
 	for _, l := range wb.locks {
 		t.mu.readSpans.add(l.span)
-		if l.since.Less(txn.ReadTimestamp) {
+		if l.since.Less(readTS) {
 			reqs = append(reqs, &kvpb.RefreshRequest{Key: l.span.Key, EndKey: l.span.EndKey, From: l.since})
 		}
 	}

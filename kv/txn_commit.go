@@ -176,8 +176,8 @@ func (t *Txn) tryOnePhase(ctx context.Context, writes []kvpb.Request, wb *writeB
 		if err := t.serializableCheck(ctx); err != nil {
 			return false, err
 		}
-		_, checks := t.bufferChecks(wb)
-		_, validations := t.validationChecks()
+		_, checks := t.bufferChecks(wb, false)
+		_, validations := t.validationChecks(false)
 		if len(checks)+len(validations) > 0 {
 			folded := make([]kvpb.Request, 0, len(checks)+len(validations)+len(reqs))
 			folded = append(append(append(folded, checks...), validations...), reqs...)
