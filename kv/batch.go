@@ -22,6 +22,10 @@ type Batch struct {
 	lockOnRead []kvpb.Span
 	// generated are the CPuts CPutGenerated added.
 	generated map[*kvpb.ConditionalPutRequest]struct{}
+	// seenEmpty are the DeleteRanges DelRangeSeenEmpty added (the first
+	// in seenEmptySlot: an UPDATE adds one).
+	seenEmpty     []*kvpb.DeleteRangeRequest
+	seenEmptySlot [1]*kvpb.DeleteRangeRequest
 	// bulkPuts is where BulkPut takes its requests from, a chunk at a
 	// time (bulk.go).
 	bulkPuts []kvpb.BulkPutRequest
@@ -127,6 +131,40 @@ func (b *Batch) Del(key []byte) { b.add(&kvpb.DeleteRequest{Key: key}) }
 // DelRange deletes every key in [start, end).
 func (b *Batch) DelRange(start, end []byte) {
 	b.add(&kvpb.DeleteRangeRequest{Key: start, EndKey: end})
+}
+
+// DelRangeSeenEmpty deletes every key in [start, end), a span the
+// caller read in this transaction, at this statement, under a lock that
+// keeps every other writer out of it (Batch.LockOnRead's), and found
+// holding no key: a SQL row's column entries when its read found the row
+// key alone (sql/rowenc's RowWriter.WholeRow). Sent as it is (an
+// unbuffered transaction) it is that DeleteRange. A buffering
+// transaction buffers it as a range deletion that decides reads of the
+// span and is checked before the commit like any other (no version of
+// the span committed since the statement read), but the commit sends no
+// DeleteRange for it: the span held nothing when read, the lock and the
+// check keep another transaction's key out of it until the commit, and
+// the transaction's own later writes in it are point writes the commit
+// sends anyway, so the deletion would delete nothing. What it saves is
+// the tablet's DeleteRange (an iterator and a scan of the span) in the
+// commit's batch.
+func (b *Batch) DelRangeSeenEmpty(start, end []byte) {
+	req := &kvpb.DeleteRangeRequest{Key: start, EndKey: end}
+	b.add(req)
+	if b.seenEmpty == nil {
+		b.seenEmpty = b.seenEmptySlot[:0]
+	}
+	b.seenEmpty = append(b.seenEmpty, req)
+}
+
+// isSeenEmpty reports whether r was added by DelRangeSeenEmpty.
+func (b *Batch) isSeenEmpty(r *kvpb.DeleteRangeRequest) bool {
+	for _, q := range b.seenEmpty {
+		if q == r {
+			return true
+		}
+	}
+	return false
 }
 
 // Scan reads up to maxRows (0: all) rows of [start, end) in key order.

@@ -62,7 +62,9 @@ import (
 //   - A DeleteRange is buffered as a range deletion: it hides the stored
 //     keys of its span and the buffered writes older than it. At commit the
 //     live ones go as DeleteRanges (around the keys written by point
-//     writes) before the point writes. Its Result.Keys are not known.
+//     writes) before the point writes, except those of a span the
+//     statement read empty under its lock (Batch.DelRangeSeenEmpty),
+//     which would delete nothing. Its Result.Keys are not known.
 //   - An UPDATE's row Lock, sent in a batch with its writes, is buffered
 //     and sent first in the committing batch (bufferedLock).
 //   - A read with Batch.LockOnRead takes the unreplicated lock of its
@@ -159,6 +161,9 @@ type bufferedRange struct {
 	seq   int32
 	ord   int
 	since hlc.Timestamp
+	// seenEmpty: Batch.DelRangeSeenEmpty's. It decides reads and is
+	// checked like any other, but the commit sends no DeleteRange for it.
+	seenEmpty bool
 }
 
 // writeBuffer holds a transaction's buffered writes.
@@ -173,6 +178,20 @@ type writeBuffer struct {
 	ops         []bufferedOp
 	bytes       int
 	nextOrd     int
+	// opsInline and keysInline hold a small transaction's first ops and
+	// keys (a pgbench -N block: four ops, three keys): growing the slices
+	// from nil took five objects per transaction.
+	opsInline  [6]bufferedOp
+	keysInline [4]*bufferedKey
+}
+
+// newWriteBuffer returns an empty buffer whose first ops and keys need
+// no allocation.
+func newWriteBuffer() *writeBuffer {
+	wb := &writeBuffer{}
+	wb.ops = wb.opsInline[:0]
+	wb.keys = wb.keysInline[:0]
+	return wb
 }
 
 // resolve returns what the buffer says key holds: known is false when no
@@ -335,7 +354,7 @@ func (t *Txn) EnableWriteBuffering() {
 	}
 	t.mu.bufWanted = true
 	if t.mu.buf == nil {
-		t.mu.buf = &writeBuffer{}
+		t.mu.buf = newWriteBuffer()
 	}
 }
 
@@ -732,13 +751,13 @@ func (t *Txn) bufferWritesLocked(b *Batch, stored map[string][]byte) (over bool,
 			t.mu.buf.locks = append(t.mu.buf.locks, bufferedLock{span: kvpb.Span{Key: req.Key, EndKey: req.EndKey}, since: since})
 		case *kvpb.DeleteRangeRequest:
 			sp := kvpb.Span{Key: append([]byte(nil), req.Key...), EndKey: append([]byte(nil), req.EndKey...)}
-			t.mu.buf.addRange(bufferedRange{span: sp, seq: seq, ord: t.mu.buf.nextOrd + i, since: since})
+			t.mu.buf.addRange(bufferedRange{span: sp, seq: seq, ord: t.mu.buf.nextOrd + i, since: since, seenEmpty: b.isSeenEmpty(req)})
 		default:
 			t.mu.buf.add(r.Span().Key, written[i], since)
 		}
 	}
 	t.mu.buf.nextOrd += len(b.reqs)
-	b.Results = make([]Result, len(b.reqs))
+	b.Results = b.newResults(len(b.reqs))
 	return t.mu.buf.over(), nil
 }
 
@@ -1003,7 +1022,7 @@ func (t *Txn) bufferedSendErr(err error) error {
 // so that every later move of the transaction's timestamps checks them
 // too.
 func (t *Txn) checkBuffered(ctx context.Context, wb *writeBuffer) error {
-	txn, reqs := t.bufferChecks(wb)
+	txn, reqs := t.bufferChecks(wb, true)
 	if len(reqs) == 0 {
 		return nil
 	}
@@ -1018,27 +1037,32 @@ func (t *Txn) checkBuffered(ctx context.Context, wb *writeBuffer) error {
 // bufferChecks adds wb's keys to the read spans and returns the
 // RefreshRequests checkBuffered sends (one per key, range deletion or
 // lock buffered at a snapshot older than the current one), with the
-// transaction as they were built for.
-func (t *Txn) bufferChecks(wb *writeBuffer) (*kvpb.Transaction, []kvpb.Request) {
+// transaction as they were built for (nil unless withTxn: a one-phase
+// commit sends them with its own, and the copy was two objects).
+func (t *Txn) bufferChecks(wb *writeBuffer, withTxn bool) (*kvpb.Transaction, []kvpb.Request) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	txn := t.mu.proto.Clone()
+	var txn *kvpb.Transaction
+	if withTxn {
+		txn = t.mu.proto.Clone()
+	}
+	readTS := t.mu.proto.ReadTimestamp
 	var reqs []kvpb.Request
 	for _, k := range wb.keys {
 		t.mu.readSpans.add(kvpb.Span{Key: k.key})
-		if k.since.Less(txn.ReadTimestamp) && !wb.lockChecks(k) {
+		if k.since.Less(readTS) && !wb.lockChecks(k) {
 			reqs = append(reqs, &kvpb.RefreshRequest{Key: k.key, From: k.since})
 		}
 	}
 	for _, r := range wb.ranges {
 		t.mu.readSpans.add(r.span)
-		if r.since.Less(txn.ReadTimestamp) && !wb.lockChecksSpan(r.span, r.since) {
+		if r.since.Less(readTS) && !wb.lockChecksSpan(r.span, r.since) {
 			reqs = append(reqs, &kvpb.RefreshRequest{Key: r.span.Key, EndKey: r.span.EndKey, From: r.since})
 		}
 	}
 	for _, l := range wb.locks {
 		t.mu.readSpans.add(l.span)
-		if l.since.Less(txn.ReadTimestamp) {
+		if l.since.Less(readTS) {
 			reqs = append(reqs, &kvpb.RefreshRequest{Key: l.span.Key, EndKey: l.span.EndKey, From: l.since})
 		}
 	}
@@ -1198,17 +1222,30 @@ func (wb *writeBuffer) commitWrites(ignored []kvpb.SeqRange) []kvpb.Request {
 	// Locks first: evaluated outside the transaction, a lock after a write
 	// of its span in the same batch would meet that write's version.
 	// Like sent locks, they outlive a rollback to a savepoint.
-	var writes []kvpb.Request
-	seen := map[string]bool{}
-	for _, l := range wb.locks {
-		if id := string(l.span.Key) + "\x00" + string(l.span.EndKey); !seen[id] {
+	// A few locks are told apart by comparing them (a map and a key per
+	// lock were two objects per commit), many by a map.
+	writes := make([]kvpb.Request, 0, len(wb.locks)+len(wb.ranges)+len(wb.keys))
+	var seen map[string]bool
+	if len(wb.locks) > 8 {
+		seen = make(map[string]bool, len(wb.locks))
+	}
+	for i, l := range wb.locks {
+		if seen != nil {
+			id := string(l.span.Key) + "\x00" + string(l.span.EndKey)
+			if seen[id] {
+				continue
+			}
 			seen[id] = true
-			writes = append(writes, &kvpb.LockRequest{Key: l.span.Key, EndKey: l.span.EndKey})
+		} else if slices.ContainsFunc(wb.locks[:i], func(o bufferedLock) bool {
+			return bytes.Equal(o.span.Key, l.span.Key) && bytes.Equal(o.span.EndKey, l.span.EndKey)
+		}) {
+			continue
 		}
+		writes = append(writes, &kvpb.LockRequest{Key: l.span.Key, EndKey: l.span.EndKey})
 	}
 	// Point writes: per key the state the buffer resolves it to.
-	var points []kvpb.Request
-	var pointKeys [][]byte
+	points := make([]kvpb.Request, 0, len(wb.keys))
+	pointKeys := make([][]byte, 0, len(wb.keys))
 	for _, k := range wb.keys {
 		v, tomb, known := wb.resolve(k.key, ignored)
 		if !known {
@@ -1233,10 +1270,11 @@ func (wb *writeBuffer) commitWrites(ignored []kvpb.SeqRange) []kvpb.Request {
 	}
 	// Range deletions: the union of the live ones, around the keys written
 	// above (a DeleteRange and a write of one key at one timestamp in one
-	// batch would conflict).
+	// batch would conflict). One of a span read empty
+	// (Batch.DelRangeSeenEmpty) would delete nothing: not sent.
 	var spans []kvpb.Span
 	for _, r := range wb.ranges {
-		if !kvpb.SeqIgnored(ignored, r.seq) {
+		if !r.seenEmpty && !kvpb.SeqIgnored(ignored, r.seq) {
 			spans = append(spans, r.span)
 		}
 	}

@@ -24,6 +24,8 @@ type writeWatcher struct {
 	intents []string // keys written by batches without EndTxn
 	onePC   int
 	batches int // every batch sent
+	// delRanges counts the DeleteRange requests sent.
+	delRanges int
 }
 
 func (w *writeWatcher) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchResponse, error) {
@@ -41,6 +43,9 @@ func (w *writeWatcher) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.B
 		w.onePC++
 	}
 	for _, r := range ba.Requests {
+		if r.Method() == kvpb.MethodDeleteRange {
+			w.delRanges++
+		}
 		if lr, ok := r.(*kvpb.LockRequest); ok && lr.Unreplicated {
 			continue // writes nothing
 		}
@@ -55,6 +60,12 @@ func (w *writeWatcher) sent() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.batches
+}
+
+func (w *writeWatcher) deleteRanges() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.delRanges
 }
 
 func (w *writeWatcher) intentWrites() []string {

@@ -164,10 +164,11 @@ func (t *Txn) tryOnePhase(ctx context.Context, writes []kvpb.Request, wb *writeB
 	// (checkBuffered); the tablet checks from there up. So a read that
 	// followed ours on one of the keys may move the commit above it.
 	endTxn := &kvpb.EndTxnRequest{Key: anchor, Commit: true, MayMoveCommit: t.iso == ReadCommitted}
+	endTxn.LockSpans = make([]kvpb.Span, 0, len(writes))
 	for _, w := range writes {
 		endTxn.LockSpans = append(endTxn.LockSpans, w.Span())
 	}
-	reqs := append(append([]kvpb.Request(nil), writes...), endTxn)
+	reqs := append(append(make([]kvpb.Request, 0, len(writes)+1), writes...), endTxn)
 	// checked: the buffer's keys were checked on their own (or need no
 	// check), and the validation too if it was due.
 	checked := wb == nil
@@ -175,11 +176,11 @@ func (t *Txn) tryOnePhase(ctx context.Context, writes []kvpb.Request, wb *writeB
 		if err := t.serializableCheck(ctx); err != nil {
 			return false, err
 		}
-		_, checks := t.bufferChecks(wb)
-		_, validations := t.validationChecks()
-		checks = append(checks, validations...)
-		if len(checks) > 0 {
-			folded := append(checks, reqs...)
+		_, checks := t.bufferChecks(wb, false)
+		_, validations := t.validationChecks(false)
+		if len(checks)+len(validations) > 0 {
+			folded := make([]kvpb.Request, 0, len(checks)+len(validations)+len(reqs))
+			folded = append(append(append(folded, checks...), validations...), reqs...)
 			single, err := t.db.ds.SingleTablet(ctx, folded)
 			if err != nil {
 				return false, err

@@ -54,7 +54,7 @@ func (t *Txn) PrepareForRetry(ctx context.Context) error {
 	t.mu.buf = nil
 	t.mu.bufLost = false
 	if t.mu.bufWanted && !t.mu.wrote {
-		t.mu.buf = &writeBuffer{}
+		t.mu.buf = newWriteBuffer()
 	}
 	return nil
 }

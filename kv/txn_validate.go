@@ -91,7 +91,7 @@ func (t *Txn) forgetValidationsAfterLocked(seq int32) {
 // checks them alongside the buffer, checkBufferedAndValidate). A failure
 // is recorded as the transaction's retryable error.
 func (t *Txn) validateAtCommit(ctx context.Context) error {
-	txn, reqs := t.validationChecks()
+	txn, reqs := t.validationChecks(true)
 	if len(reqs) == 0 {
 		return nil
 	}
@@ -119,15 +119,18 @@ func (t *Txn) validateAtCommit(ctx context.Context) error {
 // keys were validated at the current write timestamp already. A
 // one-phase commit sends them in its own batch (tryOnePhase), where the
 // tablet leaves the keys in its timestamp cache at the timestamp it
-// commits at.
-func (t *Txn) validationChecks() (*kvpb.Transaction, []kvpb.Request) {
+// commits at; it asks for no transaction (withTxn false: nil).
+func (t *Txn) validationChecks(withTxn bool) (*kvpb.Transaction, []kvpb.Request) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if len(t.mu.validate) == 0 || (!t.mu.validatedAt.IsEmpty() && t.mu.validatedAt == t.mu.proto.WriteTimestamp) {
 		return nil, nil
 	}
-	txn := t.mu.proto.Clone()
-	txn.ReadTimestamp = txn.WriteTimestamp
+	var txn *kvpb.Transaction
+	if withTxn {
+		txn = t.mu.proto.Clone()
+		txn.ReadTimestamp = txn.WriteTimestamp
+	}
 	reqs := make([]kvpb.Request, 0, len(t.mu.validate))
 	for k, v := range t.mu.validate {
 		reqs = append(reqs, &kvpb.RefreshRequest{Key: []byte(k), From: v.since, Strict: true})

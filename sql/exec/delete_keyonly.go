@@ -41,7 +41,8 @@ func noteKeyOnly(ctx context.Context, f *rowenc.RowFetcher) {
 // the returned context read as a lone row key. The caller must be the only
 // writer of the table in the statement.
 func (ti *tableInfo) pointDeletes(ctx context.Context) context.Context {
-	set := &rowenc.KeyOnlyRows{Table: ti.layout.ID}
+	set := &ti.keyOnly
+	*set = rowenc.KeyOnlyRows{Table: ti.layout.ID}
 	ti.writer.KeyOnly = set
 	return withKeyOnly(ctx, set)
 }

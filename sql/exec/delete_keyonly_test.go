@@ -17,49 +17,57 @@ func (e *dmlEnv) sqlTxn(qs ...string) string {
 	e.t.Helper()
 	var out string
 	err := e.db.Txn(context.Background(), kv.Serializable, func(ctx context.Context, txn *kv.Txn) error {
-		for _, q := range qs {
-			stmts, err := parser.Parse(q)
-			if err != nil {
-				return err
-			}
-			x := e.context(txn)
-			db, err := x.Catalog.Database(ctx, "postgres")
-			if err != nil {
-				return err
-			}
-			env := &plan.Env{Catalog: plan.NewCatalog(x.Catalog, db, []string{"public"}, func(string, string) plan.VirtualTable { return nil })}
-			p, err := plan.Build(ctx, env, &stmts[0])
-			if err != nil {
-				return err
-			}
-			if err := opt.Optimize(ctx, p); err != nil {
-				return err
-			}
-			rs, err := Start(ctx, x, p)
-			if err != nil {
-				return err
-			}
-			var rows [][]types.Datum
-			for {
-				row, err := rs.Next(ctx)
-				if err != nil {
-					rs.Close()
-					return err
-				}
-				if row == nil {
-					break
-				}
-				rows = append(rows, append([]types.Datum(nil), row...))
-			}
-			rs.Close()
-			out = fmtRows(rows)
-		}
-		return nil
+		var err error
+		out, err = e.runSQL(ctx, txn, qs...)
+		return err
 	})
 	if err != nil {
 		e.t.Fatalf("%v: %s", qs, describeErr(err))
 	}
 	return out
+}
+
+// runSQL runs statements in txn and returns the rows of the last.
+func (e *dmlEnv) runSQL(ctx context.Context, txn *kv.Txn, qs ...string) (string, error) {
+	var out string
+	for _, q := range qs {
+		stmts, err := parser.Parse(q)
+		if err != nil {
+			return "", err
+		}
+		x := e.context(txn)
+		db, err := x.Catalog.Database(ctx, "postgres")
+		if err != nil {
+			return "", err
+		}
+		env := &plan.Env{Catalog: plan.NewCatalog(x.Catalog, db, []string{"public"}, func(string, string) plan.VirtualTable { return nil })}
+		p, err := plan.Build(ctx, env, &stmts[0])
+		if err != nil {
+			return "", err
+		}
+		if err := opt.Optimize(ctx, p); err != nil {
+			return "", err
+		}
+		rs, err := Start(ctx, x, p)
+		if err != nil {
+			return "", err
+		}
+		var rows [][]types.Datum
+		for {
+			row, err := rs.Next(ctx)
+			if err != nil {
+				rs.Close()
+				return "", err
+			}
+			if row == nil {
+				break
+			}
+			rows = append(rows, append([]types.Datum(nil), row...))
+		}
+		rs.Close()
+		out = fmtRows(rows)
+	}
+	return out, nil
 }
 
 // TestDeleteByPoint: a DELETE deletes a row its scan read as a lone row key

@@ -2,7 +2,8 @@ package exec
 
 import (
 	"context"
-	"sort"
+	"slices"
+	"strings"
 
 	"github.com/jackc/pgerrcode"
 
@@ -99,6 +100,22 @@ func (r *runner) compileAll(exprs []sem.Expr, cols []plan.Column) ([]rowFn, erro
 	return out, nil
 }
 
+// hasExpr reports whether exprs holds an expression (not only nils).
+func hasExpr(exprs []sem.Expr) bool {
+	return slices.ContainsFunc(exprs, func(e sem.Expr) bool { return e != nil })
+}
+
+// compileComputed compiles a table's generated columns (exprs in
+// Table.Columns order, padded to n, nil where a column is not
+// generated) over cols: nil when no column is (rowWriterSpec.finish
+// then computes nothing), without the padded and compiled slices.
+func (r *runner) compileComputed(exprs []sem.Expr, n int, cols []plan.Column) ([]rowFn, error) {
+	if !hasExpr(exprs) {
+		return nil, nil
+	}
+	return r.compileAll(padExprs(exprs, n), cols)
+}
+
 type planCheck struct {
 	name string
 	// view names the view of a WITH CHECK OPTION condition ("" for a
@@ -108,6 +125,9 @@ type planCheck struct {
 }
 
 func (r *runner) compileChecks(checks []plan.Check, cols []plan.Column) ([]planCheck, error) {
+	if len(checks) == 0 {
+		return nil, nil
+	}
 	out := make([]planCheck, len(checks))
 	for i, c := range checks {
 		f, err := r.compile(c.Expr, cols)
@@ -120,11 +140,17 @@ func (r *runner) compileChecks(checks []plan.Check, cols []plan.Column) ([]planC
 	// failing one by name is the one reported; views' check options come
 	// after them (ExecWithCheckOptions runs after ExecConstraints), in the
 	// binder's order.
-	sort.SliceStable(out, func(i, j int) bool {
-		if (out[i].view == "") != (out[j].view == "") {
-			return out[i].view == ""
+	slices.SortStableFunc(out, func(a, b planCheck) int {
+		if (a.view == "") != (b.view == "") {
+			if a.view == "" {
+				return -1
+			}
+			return 1
 		}
-		return out[i].view == "" && out[i].name < out[j].name
+		if a.view == "" {
+			return strings.Compare(a.name, b.name)
+		}
+		return 0
 	})
 	return out, nil
 }
@@ -360,7 +386,10 @@ func (r *runner) buildInsert(n *plan.Insert) (op, error) {
 	if len(n.TableCols) != ncols {
 		return nil, pgerror.New(pgerrcode.InternalError, "exec: INSERT into %q has %d table column IDs for %d columns", n.Table.Name, len(n.TableCols), ncols)
 	}
-	rowCols := colsOf(n.TableCols)
+	var rowCols []plan.Column // built only for expressions over the row
+	if hasExpr(n.Computed) || len(n.Checks) > 0 || n.Returning != nil {
+		rowCols = colsOf(n.TableCols)
+	}
 	// inPos[j] is the table position input column j fills.
 	inPos := make([]int, len(n.InsertCols))
 	given := make([]bool, ncols)
@@ -383,7 +412,7 @@ func (r *runner) buildInsert(n *plan.Insert) (op, error) {
 	o := &dmlOp{}
 	in := &inserter{s: s, out: &o.out, count: &o.count}
 	in.spec.ti = ti
-	if in.spec.computed, err = r.compileAll(padExprs(n.Computed, ncols), rowCols); err != nil {
+	if in.spec.computed, err = r.compileComputed(n.Computed, ncols, rowCols); err != nil {
 		return nil, err
 	}
 	if in.spec.checks, err = r.compileChecks(n.Checks, rowCols); err != nil {
@@ -421,7 +450,7 @@ func (r *runner) buildInsert(n *plan.Insert) (op, error) {
 				return err
 			}
 			if nt != nil {
-				delete(s.tables, nt.ID)
+				s.dropTable(nt.ID)
 				s.bulk = true
 				if in.spec.ti, err = s.table(nt); err != nil {
 					return err
@@ -582,9 +611,12 @@ func (r *runner) buildUpdate(n *plan.Update) (op, error) {
 		}
 		setPos[i] = p
 	}
-	rowCols := colsOf(n.TableCols)
+	var rowCols []plan.Column // built only for expressions over the row
+	if hasExpr(n.Computed) || len(n.Checks) > 0 {
+		rowCols = colsOf(n.TableCols)
+	}
 	spec := rowWriterSpec{ti: ti}
-	if spec.computed, err = r.compileAll(padExprs(n.Computed, ncols), rowCols); err != nil {
+	if spec.computed, err = r.compileComputed(n.Computed, ncols, rowCols); err != nil {
 		return nil, err
 	}
 	if spec.checks, err = r.compileChecks(n.Checks, rowCols); err != nil {
@@ -615,6 +647,14 @@ func (r *runner) buildUpdate(n *plan.Update) (op, error) {
 	}
 	o := &dmlOp{input: input}
 	o.run = func(ctx context.Context) error {
+		if ti.writer.WholeRow && (r.p == nil || len(r.p.CTEs) == 0) {
+			// The only writer of the table in this statement, which
+			// reads its one row under its lock: a row read as its row
+			// key alone has no column entries for the whole-row
+			// rewrite to delete, so the rewrite's deletion of them
+			// sends nothing at commit (kv.Batch.DelRangeSeenEmpty).
+			ctx = ti.pointDeletes(ctx)
+		}
 		err := o.eachTarget(ctx, ti, ncols, fetchPos, func(old, src []types.Datum) error {
 			nr := append([]types.Datum(nil), old...)
 			for i, p := range setPos {

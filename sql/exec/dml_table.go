@@ -36,6 +36,8 @@ type tableInfo struct {
 	desc   *catalog.Table
 	layout *rowenc.TableLayout
 	writer rowenc.RowWriter
+	// keyOnly is the set pointDeletes hands writer and the scans.
+	keyOnly rowenc.KeyOnlyRows
 	// moveWriter, while a job moves the table (catalog.TableMove), keeps
 	// the move's target in step with every row change (catalog.MoveWrite).
 	moveWriter *rowenc.RowWriter
@@ -137,7 +139,11 @@ type dmlState struct {
 	// most statements build no such expression (tctxSet: taken or set).
 	tctx    *types.Context
 	tctxSet bool
-	tables  map[catalog.ID]*tableInfo
+	// first is the first table the statement wrote, tables the others
+	// (made on first use: most statements write one table, and the map
+	// was two objects per statement).
+	first  *tableInfo
+	tables map[catalog.ID]*tableInfo
 
 	batch      *kv.Batch
 	batchTable *tableInfo
@@ -177,7 +183,49 @@ func newDMLState(x *Context, ev *sem.EvalContext) *dmlState {
 	if ev == nil {
 		ev = &sem.EvalContext{}
 	}
-	return &dmlState{x: x, ev: ev, tables: map[catalog.ID]*tableInfo{}}
+	return &dmlState{x: x, ev: ev}
+}
+
+// lookupTable returns the statement's tableInfo of table id, if any.
+func (s *dmlState) lookupTable(id catalog.ID) (*tableInfo, bool) {
+	if s.first != nil && s.first.desc.ID == id {
+		return s.first, true
+	}
+	ti, ok := s.tables[id]
+	return ti, ok
+}
+
+// addTable records ti as the statement's tableInfo of its table.
+func (s *dmlState) addTable(ti *tableInfo) {
+	if s.first == nil || s.first.desc.ID == ti.desc.ID {
+		s.first = ti
+		return
+	}
+	if s.tables == nil {
+		s.tables = map[catalog.ID]*tableInfo{}
+	}
+	s.tables[ti.desc.ID] = ti
+}
+
+// dropTable forgets the statement's tableInfo of table id.
+func (s *dmlState) dropTable(id catalog.ID) {
+	if s.first != nil && s.first.desc.ID == id {
+		s.first = nil
+		return
+	}
+	delete(s.tables, id)
+}
+
+// allTables returns the statement's tableInfos.
+func (s *dmlState) allTables() []*tableInfo {
+	var out []*tableInfo
+	if s.first != nil {
+		out = append(out, s.first)
+	}
+	for _, ti := range s.tables {
+		out = append(out, ti)
+	}
+	return out
 }
 
 // typesCtx returns the statement's type context, taking it from the
@@ -194,7 +242,7 @@ func (s *dmlState) setTypesCtx(tc *types.Context) { s.tctx, s.tctxSet = tc, true
 
 // table returns the statement's tableInfo for desc.
 func (s *dmlState) table(desc *catalog.Table) (*tableInfo, error) {
-	if ti, ok := s.tables[desc.ID]; ok {
+	if ti, ok := s.lookupTable(desc.ID); ok {
 		return ti, nil
 	}
 	layout, err := desc.SharedLayout()
@@ -261,7 +309,7 @@ func (s *dmlState) table(desc *catalog.Table) (*tableInfo, error) {
 		}
 		ti.moveWriter = &mw
 	}
-	s.tables[desc.ID] = ti
+	s.addTable(ti)
 	for i := range desc.ForeignKeys {
 		fk, err := s.newFK(ti, &desc.ForeignKeys[i])
 		if err != nil {
@@ -331,7 +379,7 @@ func (s *dmlState) rewriteTarget(ti *tableInfo, mw *rowenc.RowWriter) error {
 
 // tableByID reads a table descriptor in the statement's transaction.
 func (s *dmlState) tableByID(ctx context.Context, id catalog.ID) (*tableInfo, error) {
-	if ti, ok := s.tables[id]; ok {
+	if ti, ok := s.lookupTable(id); ok {
 		return ti, nil
 	}
 	if s.x.Catalog == nil {
@@ -663,7 +711,7 @@ func (s *dmlState) flush(ctx context.Context) error {
 			s.waitBulk()
 			return err
 		}
-		for _, ti := range s.tables {
+		for _, ti := range s.allTables() {
 			if err := s.flushSorted(ctx, ti); err != nil {
 				s.waitBulk()
 				return err

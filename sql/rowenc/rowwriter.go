@@ -29,6 +29,23 @@ type GeneratedKeyWrites interface {
 	CPutGenerated(key, value []byte)
 }
 
+// SeenEmptyWrites is a Writes that takes a DeleteRange of a span the
+// writer's statement read, under its lock, and found empty
+// (kv.Batch.DelRangeSeenEmpty: a buffering transaction then sends no
+// DeleteRange at commit). A Writes without it gets a plain DelRange.
+type SeenEmptyWrites interface {
+	DelRangeSeenEmpty(start, end []byte)
+}
+
+// delRangeSeenEmpty adds a deletion of [start, end), read empty, to b.
+func delRangeSeenEmpty(b Writes, start, end []byte) {
+	if s, ok := b.(SeenEmptyWrites); ok {
+		s.DelRangeSeenEmpty(start, end)
+		return
+	}
+	b.DelRange(start, end)
+}
+
 // cputGenerated adds a CPut expecting no value of a generated key to b.
 func cputGenerated(b Writes, key, value []byte) {
 	if g, ok := b.(GeneratedKeyWrites); ok {
@@ -104,8 +121,10 @@ func (t *TableLayout) values(row []types.Datum) []types.Datum {
 //     partial update, or any update while packing is off); a new packed
 //     row if every value column changed and packing is on, after deleting
 //     the row's column entries (ones this transaction wrote would share
-//     the new row's timestamp and override it, rowenc invariant 3). Index
-//     entries change only for indexes whose entry (key or value) changed.
+//     the new row's timestamp and override it, rowenc invariant 3): when
+//     KeyOnly says the row was read as its row key alone, that deletion
+//     is a SeenEmptyWrites one. Index entries change only for indexes
+//     whose entry (key or value) changed.
 //   - update of the primary key: a delete then an insert.
 //   - delete: the row's whole span (row key and column entries), or only
 //     its row key when KeyOnly says the span holds nothing else, and its
@@ -122,8 +141,9 @@ type RowWriter struct {
 	// (evaluates its predicate). Required when the table has one.
 	InPartialIndex func(idx *IndexLayout, row []types.Datum) (bool, error)
 	// KeyOnly, when set, lists rows known to be stored as their row key
-	// alone: deleting one deletes that key rather than the row's span. Any
-	// other write of a row forgets it.
+	// alone: deleting one deletes that key rather than the row's span, and
+	// a rewrite of one whole deletes the rest of its span through
+	// SeenEmptyWrites when b takes it. Any write of a row forgets it.
 	KeyOnly *KeyOnlyRows
 	// WholeRow, when set with PackedRows, makes an update of some of a
 	// row's value columns rewrite the row whole when its packed row is at
@@ -242,6 +262,10 @@ func (c *sizeChecked) CPut(key, value, expected []byte, expectExists bool) {
 func (c *sizeChecked) CPutGenerated(key, value []byte) {
 	c.check(value)
 	cputGenerated(c.Writes, key, value)
+}
+
+func (c *sizeChecked) DelRangeSeenEmpty(start, end []byte) {
+	delRangeSeenEmpty(c.Writes, start, end)
 }
 
 func (c *sizeChecked) check(v []byte) {
@@ -418,7 +442,12 @@ func (w *RowWriter) delete(b Writes, row []types.Datum) error {
 
 func (w *RowWriter) updatePrimary(b Writes, key []byte, old, new []types.Datum) error {
 	t := w.Table
+	// keyOnly: the statement read the row as its row key alone (no column
+	// entries), so the deletion of the rest of its span below deletes
+	// nothing there.
+	keyOnly := false
 	if w.KeyOnly != nil {
+		keyOnly = w.KeyOnly.Has(key)
 		w.KeyOnly.Forget(key)
 	}
 	live := t.Schema.Live()
@@ -445,7 +474,11 @@ func (w *RowWriter) updatePrimary(b Writes, key []byte, old, new []types.Datum) 
 			return err
 		}
 		if len(changed) == len(live) || len(e.Columns) == 0 && len(e.Value) <= WholeRowMax {
-			b.DelRange(keys.Next(key), keys.PrefixEnd(key))
+			if keyOnly {
+				delRangeSeenEmpty(b, keys.Next(key), keys.PrefixEnd(key))
+			} else {
+				b.DelRange(keys.Next(key), keys.PrefixEnd(key))
+			}
 			b.Put(e.Key, e.Value)
 			for _, c := range e.Columns {
 				b.Put(c.Key, c.Value)

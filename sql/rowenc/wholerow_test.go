@@ -52,24 +52,36 @@ func (r *opRecorder) DelRange(s, e []byte) {
 	}
 }
 
+func (r *opRecorder) DelRangeSeenEmpty(s, e []byte) {
+	if r.in(s) {
+		r.ops = append(r.ops, "delrange-seen-empty "+r.name(s)+" "+r.name(e))
+	}
+}
+
 // TestWholeRowUpdate: with WholeRow (and packed rows), an update of one
 // column of a row packed in at most WholeRowMax bytes writes the packed
 // row and deletes the rest of the row's span (every key of the span
 // decided by the write: kv's write buffer then answers a read of the row
 // alone); a larger row, a writer without WholeRow and one without packed
-// rows write the column entry. Every form reads back the new row.
+// rows write the column entry. A row the statement read as its row key
+// alone (KeyOnly) deletes the rest of its span as one read empty
+// (SeenEmptyWrites), and forgets the row. Every form reads back the new
+// row.
 func TestWholeRowUpdate(t *testing.T) {
 	big := strings.Repeat("x", rowenc.WholeRowMax)
 	for _, tc := range []struct {
 		name             string
 		packed, wholeRow bool
+		keyOnly          bool
 		d                string
 		want             string
 	}{
-		{"small row", true, true, "p", "delrange row+0 end,put row"},
-		{"row over WholeRowMax", true, true, big, "put col"},
-		{"without WholeRow", true, false, "p", "put col"},
-		{"unpacked", false, true, "p", "put col"},
+		{"small row", true, true, false, "p", "delrange row+0 end,put row"},
+		{"small row read as its row key", true, true, true, "p", "delrange-seen-empty row+0 end,put row"},
+		{"row over WholeRowMax", true, true, false, big, "put col"},
+		{"row over WholeRowMax read as its row key", true, true, true, big, "put col"},
+		{"without WholeRow", true, false, false, "p", "put col"},
+		{"unpacked", false, true, false, "p", "put col"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			db := newKVDB(t)
@@ -84,12 +96,19 @@ func TestWholeRowUpdate(t *testing.T) {
 				t.Fatal(err)
 			}
 			w.WholeRow = tc.wholeRow
+			if tc.keyOnly {
+				w.KeyOnly = &rowenc.KeyOnlyRows{}
+				w.KeyOnly.Add(key)
+			}
 			rec := &opRecorder{row: key}
 			if err := w.Update(rec, old, new); err != nil {
 				t.Fatal(err)
 			}
 			if got := strings.Join(rec.ops, ","); got != tc.want {
 				t.Errorf("writes %q, want %q", got, tc.want)
+			}
+			if w.KeyOnly != nil && w.KeyOnly.Has(key) {
+				t.Error("the written row is still key-only")
 			}
 			if err := write(t, db, w, upd(old, new)); err != nil {
 				t.Fatal(err)
