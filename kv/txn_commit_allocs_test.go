@@ -28,10 +28,11 @@ func TestOnePhaseChecksCopyNoTxn(t *testing.T) {
 		if c, _ := txn.validationChecks(false); c != nil {
 			t.Fatal("validationChecks copied the transaction")
 		}
-	}); n > 7 {
+	}); n > 7 && !raceEnabled {
 		// The checks alone: three refreshes and their slice's growth
 		// (the row key and the range lie under the row's lock), the
-		// validation's slice, request and key.
+		// validation's slice, request and key. Under the race detector
+		// (9 there) only the missing copies above are checked.
 		t.Errorf("%.0f allocations, want at most 7", n)
 	}
 	if c, _ := txn.bufferChecks(wb, true); c == nil || c.ReadTimestamp.WallTime != 10 {
