@@ -35,6 +35,9 @@ type Batch struct {
 	reqSlot    [1]kvpb.Request
 	resultSlot [1]Result
 	implicit   kvpb.BatchRequest
+	// scanSlot is the request of a batch whose first operation is a
+	// Scan (a point read's): Scan fills it instead of allocating one.
+	scanSlot kvpb.ScanRequest
 }
 
 // add appends req to the batch's operations.
@@ -169,6 +172,11 @@ func (b *Batch) isSeenEmpty(r *kvpb.DeleteRangeRequest) bool {
 
 // Scan reads up to maxRows (0: all) rows of [start, end) in key order.
 func (b *Batch) Scan(start, end []byte, maxRows int64) {
+	if len(b.reqs) == 0 {
+		b.scanSlot = kvpb.ScanRequest{Key: start, EndKey: end, MaxKeys: maxRows}
+		b.add(&b.scanSlot)
+		return
+	}
 	b.add(&kvpb.ScanRequest{Key: start, EndKey: end, MaxKeys: maxRows})
 }
 

@@ -199,8 +199,10 @@ func TestFastPointReadObjects(t *testing.T) {
 	// pgwire's frontend reader), 13.8 after (keys of 1 to 100). The keys
 	// are now of 256 or more, as pgbench's are: 15.0 while the fetcher
 	// decoded the key it does not return into a DInt (an object), 14.0
-	// since it passes over it (nineteenth session, rowenc's keySkip).
-	if fast > 14.5 {
-		t.Errorf("objects per Execute on the fast path: %.1f, want at most 14.5", fast)
+	// since it passes over it (nineteenth session, rowenc's keySkip),
+	// 13.0 since the batch keeps its Scan request (twentieth session,
+	// kv.Batch's scanSlot).
+	if fast > 13.5 {
+		t.Errorf("objects per Execute on the fast path: %.1f, want at most 13.5", fast)
 	}
 }
