@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/cairn-db/cairn/kvpb"
+	"github.com/cairn-db/cairn/sql/session"
 	"github.com/cairn-db/cairn/tablet"
 )
 
@@ -33,7 +34,7 @@ type nodeMetrics struct {
 	reg        *prometheus.Registry
 	statements *prometheus.HistogramVec
 	// byKind holds statements' histogram of each kind seen
-	// (observeStatement).
+	// (statementObserver).
 	byKind     sync.Map
 	kv         *prometheus.HistogramVec
 	raftCommit prometheus.Histogram
@@ -84,16 +85,18 @@ func newNodeMetrics() *nodeMetrics {
 	return m
 }
 
-// observeStatement is session.Config.ObserveStatement (its kinds are
+// statementObserver is session.Config.StatementObserver (its kinds are
 // session.StatementKind's).
 // The histogram of each kind is looked up once and kept (byKind):
 // WithLabelValues hashed the label and allocated for every statement.
-func (m *nodeMetrics) observeStatement(kind string, d time.Duration) {
+// A prepared statement's Execute keeps what it returns (the twentieth
+// session: the sync.Map was looked up for every statement).
+func (m *nodeMetrics) statementObserver(kind string) session.LatencyObserver {
 	o, ok := m.byKind.Load(kind)
 	if !ok {
 		o, _ = m.byKind.LoadOrStore(kind, m.statements.WithLabelValues(kind))
 	}
-	o.(prometheus.Observer).Observe(d.Seconds())
+	return o.(prometheus.Observer)
 }
 
 // tabletObservers feed the raft commit, lock wait and lock hold

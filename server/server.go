@@ -464,7 +464,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	s.catalogMu.Lock()
 	sole = sole && !s.catalogShared
 	s.backend = session.NewBackend(s.db, session.Config{ServerPort: port, Logger: log, Tablets: tabletDirectory{s},
-		Memory: sqlMem, TempStorage: tempStorage, ObserveStatement: s.obs.observeStatement,
+		Memory: sqlMem, TempStorage: tempStorage, StatementObserver: s.obs.statementObserver,
 		// A cluster of one (no Join, or only its own address with no
 		// other node registered) is the only SQL gateway: all DDL comes
 		// through it, so it keeps the catalog generation in memory until

@@ -31,10 +31,11 @@ type Config struct {
 	ServerPort int32
 	// Logger receives session logs; nil means slog.Default().
 	Logger *slog.Logger
-	// ObserveStatement, when set, receives the latency of every statement
-	// that completed, with its kind (StatementKind): the server's
-	// histogram.
-	ObserveStatement func(kind string, d time.Duration)
+	// StatementObserver, when set, returns the observer of the latency
+	// of every statement that completed of a kind (StatementKind): the
+	// server's histogram. A prepared statement keeps its kind's from one
+	// Execute to the next (keptStat); other statements ask at each.
+	StatementObserver func(kind string) LatencyObserver
 	// Tablets is the node's tablet directory (cairn_catalog.tablets);
 	// nil leaves that view empty.
 	Tablets plan.TabletDirectory

@@ -20,3 +20,7 @@ const RaceEnabled = raceEnabled
 // StatementLookups is the count of pg_stat_statements' map look-ups
 // (stmtStats.entry) so far.
 func StatementLookups() int64 { return statLookups.Load() }
+
+// ObserverLookups is the count of Config.StatementObserver's calls so
+// far.
+func ObserverLookups() int64 { return observerLookups.Load() }

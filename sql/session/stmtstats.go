@@ -322,9 +322,25 @@ func firstKeyword(sql string) string {
 func (s *Session) recordStatement(sql string, sh *queryShape, d time.Duration, rows int64) {
 	f := s.fingerprintOf(sql, sh)
 	s.b.stmts.record(stmtKey{user: s.user, db: s.db.ID, id: f.id}, f.query, d, rows)
-	if obs := s.b.cfg.ObserveStatement; obs != nil {
-		obs(f.kind, d)
+	if obs := s.b.statementObserver(f.kind); obs != nil {
+		obs.Observe(d.Seconds())
 	}
+}
+
+// LatencyObserver receives latencies in seconds (a prometheus.Observer).
+type LatencyObserver interface{ Observe(seconds float64) }
+
+// observerLookups counts Config.StatementObserver's calls
+// (TestPreparedStatsKept).
+var observerLookups atomic.Int64
+
+// statementObserver is the observer of kind's latencies (nil: none).
+func (b *Backend) statementObserver(kind string) LatencyObserver {
+	if b.cfg.StatementObserver == nil {
+		return nil
+	}
+	observerLookups.Add(1)
+	return b.cfg.StatementObserver(kind)
 }
 
 // keptStat is a prepared statement's pg_stat_statements entry and
@@ -339,6 +355,10 @@ type keptStat struct {
 	kind string
 	e    *stmtEntry
 	gen  uint64
+	// obs is kind's latency observer (Config.StatementObserver), kept
+	// with the entry since the twentieth session: the server found it in
+	// a sync.Map for every Execute.
+	obs LatencyObserver
 }
 
 // recordKept is recordStatement for a prepared statement's Execute of
@@ -349,10 +369,11 @@ func (s *Session) recordKept(k *keptStat, sql string, d time.Duration, rows int6
 		f := s.fingerprintOf(sql, nil)
 		k.key, k.kind = stmtKey{user: s.user, db: s.db.ID, id: f.id}, f.kind
 		k.e, k.gen = st.entry(k.key, f.query)
+		k.obs = s.b.statementObserver(k.kind)
 	}
 	k.e.add(d, rows)
-	if obs := s.b.cfg.ObserveStatement; obs != nil {
-		obs(k.kind, d)
+	if k.obs != nil {
+		k.obs.Observe(d.Seconds())
 	}
 }
 
