@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/kvpb"
 )
 
@@ -170,4 +171,62 @@ func keysOf(kvs []kvpb.KeyValue) []string {
 		out = append(out, string(kv.Key))
 	}
 	return out
+}
+
+// TestRunImplicitReadAt: the clock reading the caller took goes out as
+// the implicit read's own (BatchRequest.Now): the batch reads the clock
+// no more. Without one (RunImplicitRead) the read takes a later reading.
+// At a stopped clock every reading is the one before it plus one logical
+// tick, so a reading taken after now differs from it.
+func TestRunImplicitReadAt(t *testing.T) {
+	ctx := context.Background()
+	var mu sync.Mutex
+	var sentNow []hlc.Timestamp
+	wrap := func(s kvpb.Sender) kvpb.Sender {
+		return senderFunc(func(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchResponse, error) {
+			if ba.Txn == nil && ba.Timestamp.IsEmpty() {
+				mu.Lock()
+				sentNow = append(sentNow, ba.Now)
+				mu.Unlock()
+			}
+			return s.Send(ctx, ba)
+		})
+	}
+	e := newTestEnv(t, envOptions{manualClock: true, wrapSender: wrap})
+	e.mustPut("a", "v-a")
+	for _, tc := range []struct {
+		name  string
+		given bool // RunImplicitReadAt with the reading, else RunImplicitRead
+	}{
+		{"given reading", true},
+		{"own reading", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mu.Lock()
+			sentNow = nil
+			mu.Unlock()
+			b := &Batch{}
+			b.Scan([]byte("a"), []byte("b"), 0)
+			now := e.clock.Now()
+			if tc.given {
+				mustOK(t, e.db.RunImplicitReadAt(ctx, b, now))
+			} else {
+				mustOK(t, e.db.RunImplicitRead(ctx, b))
+			}
+			if len(b.Results[0].Rows) != 1 {
+				t.Fatalf("read %v", b.Results[0].Rows)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(sentNow) != 1 {
+				t.Fatalf("%d unstamped batches, want 1", len(sentNow))
+			}
+			if got := sentNow[0] == now; got != tc.given {
+				t.Errorf("the batch's Now %v, the caller's reading %v: equal %v, want %v", sentNow[0], now, got, tc.given)
+			}
+			if sentNow[0].Less(now) {
+				t.Errorf("the batch's Now %v is below the caller's reading %v", sentNow[0], now)
+			}
+		})
+	}
 }

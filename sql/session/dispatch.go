@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/kv"
 	"github.com/cairn-db/cairn/pgwire"
 	"github.com/cairn-db/cairn/sql/catalog"
@@ -48,8 +49,10 @@ type stmtState struct {
 	// statement runs (exec.PointCache), if it runs one.
 	point *exec.PointCache
 	// implicitGen is the catalog generation of the plan the statement
-	// runs without a kv.Txn (implicit.go; nil: it has one).
+	// runs without a kv.Txn (implicit.go; nil: it has one), and
+	// implicitNow the clock reading it was found at.
 	implicitGen []byte
+	implicitNow hlc.Timestamp
 	// ec and cur are the statement's first execContext and cursor
 	// (startExec), allocated with it: two of the objects of every
 	// Execute. ecUsed and curUsed say they are taken; a second one (a

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync/atomic"
 
+	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/kv"
 	"github.com/cairn-db/cairn/pgwire"
 	"github.com/cairn-db/cairn/sql/catalog"
@@ -50,7 +51,8 @@ var fastReadOff atomic.Bool
 // statement's at a time.
 type fastRead struct {
 	s   *Session
-	gen []byte // the plan's generation, checked after the read
+	gen []byte        // the plan's generation, checked after the read
+	now hlc.Timestamp // the clock reading gen was found at, the read's Now
 	pr  exec.PointRead
 	key [4]types.Datum
 	tc  types.Context
@@ -60,7 +62,7 @@ var _ exec.ImplicitReader = (*fastRead)(nil)
 
 // ReadImplicit implements exec.ImplicitReader.
 func (f *fastRead) ReadImplicit(ctx context.Context, b *kv.Batch) error {
-	return f.s.readImplicit(ctx, b, f.gen)
+	return f.s.readImplicit(ctx, b, f.gen, f.now)
 }
 
 // typesCtx implements typesCtxer: the values a kept point read returns
@@ -95,7 +97,8 @@ func (pt *portal) executeFast(ctx context.Context, w pgwire.ResultWriter, starte
 	if ps.checkResult(pp.p.Columns) != nil {
 		return false, nil
 	}
-	gen, ok := s.b.cache.GenerationAt(s.b.db.Clock().Now())
+	now := s.b.db.Clock().Now()
+	gen, ok := s.b.cache.GenerationAt(now)
 	if !ok || !s.keyMatches(pp.key, gen) {
 		return false, nil
 	}
@@ -117,7 +120,7 @@ func (pt *portal) executeFast(ctx context.Context, w pgwire.ResultWriter, starte
 	}
 	sctx, cancel := s.stmtContext(ctx)
 	defer cancel()
-	f.gen = gen
+	f.gen, f.now = gen, now
 	row, ok, err := pp.point.ReadPoint(sctx, f, key, pt.params, &f.pr)
 	clear(f.key[:])
 	if errors.Is(err, exec.ErrImplicitRetry) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"sync/atomic"
 
+	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/kv"
 	"github.com/cairn-db/cairn/sql/catalog"
 	"github.com/cairn-db/cairn/sql/exec"
@@ -85,7 +86,8 @@ func (s *Session) startImplicit(x *stmtState, pp *genericPlan, params []types.Da
 		!pp.privChecked && s.user != catalog.SuperuserName {
 		return nil, false, nil
 	}
-	gen, ok := s.b.cache.GenerationAt(s.b.db.Clock().Now())
+	now := s.b.db.Clock().Now()
+	gen, ok := s.b.cache.GenerationAt(now)
 	if !ok || !s.keyMatches(pp.key, gen) {
 		return nil, false, nil
 	}
@@ -95,7 +97,7 @@ func (s *Session) startImplicit(x *stmtState, pp *genericPlan, params []types.Da
 		// kv.Txn (x.types): the transaction's path.
 		return nil, false, nil
 	}
-	x.point, x.implicitGen = &pp.point, gen
+	x.point, x.implicitGen, x.implicitNow = &pp.point, gen, now
 	s.txnStmts++
 	c, err = s.startExec(x, nil, p, params, nil)
 	if errors.Is(err, exec.ErrImplicitRetry) {
@@ -122,16 +124,18 @@ func (s *Session) startImplicit(x *stmtState, pp *genericPlan, params []types.Da
 // (exec.ImplicitReader) and checks that the plan's catalog generation is
 // the one at the read (see above).
 func (x *stmtState) ReadImplicit(ctx context.Context, b *kv.Batch) error {
-	return x.s.readImplicit(ctx, b, x.implicitGen)
+	return x.s.readImplicit(ctx, b, x.implicitGen, x.implicitNow)
 }
 
 // readImplicit reads b without a transaction and checks that gen, the
-// plan's catalog generation, is the one at the read (see above).
-func (s *Session) readImplicit(ctx context.Context, b *kv.Batch, gen []byte) error {
+// plan's catalog generation, is the one at the read (see above). before
+// is the clock reading gen was found at: the read sends it as its own
+// (kv.DB.RunImplicitReadAt), one reading of the clock fewer.
+func (s *Session) readImplicit(ctx context.Context, b *kv.Batch, gen []byte, before hlc.Timestamp) error {
 	if h := implicitReadHook.Load(); h != nil {
 		(*h)()
 	}
-	if err := s.b.db.RunImplicitRead(ctx, b); err != nil {
+	if err := s.b.db.RunImplicitReadAt(ctx, b, before); err != nil {
 		return err
 	}
 	now, ok := s.b.cache.GenerationAt(s.b.db.Clock().Now())
