@@ -714,6 +714,19 @@ func (s *Session) Sync(ctx context.Context, w pgwire.ResultWriter) error {
 		}
 		return nil
 	}
+	if s.txn == nil {
+		// No kv.Txn (QuickSync): endTxn sends nothing, waits for
+		// nothing and cannot fail, and nothing is rerun, so it needs no
+		// statement context (the lock wait observer's, one object per
+		// Sync of a kept point SELECT, and statement_timeout's).
+		err := s.endTxn(ctx, true)
+		if h != nil {
+			if werr := h.send(w); werr != nil {
+				return werr
+			}
+		}
+		return sqlError(ctx, err)
+	}
 	// The commit is where buffered writes meet other transactions'
 	// locks: statement_timeout and lock_timeout bound it too.
 	sctx, cancel := s.stmtContext(ctx)
