@@ -40,7 +40,8 @@ import (
 // would run it (see above), and fills b.Results. It refuses any other
 // batch: writes and locks need a transaction.
 func (db *DB) RunImplicitRead(ctx context.Context, b *Batch) error {
-	return db.RunImplicitReadAt(ctx, b, hlc.Timestamp{})
+	_, err := db.RunImplicitReadAt(ctx, b, hlc.Timestamp{})
+	return err
 }
 
 // RunImplicitReadAt is RunImplicitRead for a caller that has just read
@@ -49,21 +50,28 @@ func (db *DB) RunImplicitRead(ctx context.Context, b *Batch) error {
 // instead of a reading of its own, one clock reading fewer per read (the
 // session's implicit reads check their plan's catalog generation at it:
 // sql/session, implicit.go). A batch sent again after a routing refusal
-// takes a reading of its own. An empty now: RunImplicitRead.
-func (db *DB) RunImplicitReadAt(ctx context.Context, b *Batch, now hlc.Timestamp) error {
+// takes a reading of its own. An empty now: a reading of its own.
+//
+// after is a reading of the clock at or above the read's timestamp, which
+// such a caller checks its generation at again: the leaseholder's clock
+// when it answered (kvpb.BatchResponse.Now, taken after the read, which
+// this node's clock has been moved up to), or, for a batch a transaction
+// read, a reading of db.Clock() taken after its commit. The caller need
+// not read the clock again for it.
+func (db *DB) RunImplicitReadAt(ctx context.Context, b *Batch, now hlc.Timestamp) (after hlc.Timestamp, err error) {
 	if len(b.lockOnRead) > 0 {
-		return fmt.Errorf("kv: RunImplicitRead of a batch that locks rows")
+		return hlc.Timestamp{}, fmt.Errorf("kv: RunImplicitRead of a batch that locks rows")
 	}
 	for _, r := range b.reqs {
 		switch r.(type) {
 		case *kvpb.GetRequest, *kvpb.ScanRequest:
 		default:
-			return fmt.Errorf("kv: RunImplicitRead of a batch with a %s", r.Method())
+			return hlc.Timestamp{}, fmt.Errorf("kv: RunImplicitRead of a batch with a %s", r.Method())
 		}
 	}
 	if len(b.reqs) == 0 {
 		b.Results = nil
-		return nil
+		return db.clock.Now(), nil
 	}
 	// A client's batch names its gateway node here, as LeaseholderSender
 	// would (client_requests.go): that sender copies a batch to name it.
@@ -73,14 +81,21 @@ func (db *DB) RunImplicitReadAt(ctx context.Context, b *Batch, now hlc.Timestamp
 	}
 	br, ok, err := db.ds.sendOneTabletRead(ctx, &b.implicit, b.reqs, b.WaitPolicy, gateway, now)
 	if err != nil {
-		return err
+		return hlc.Timestamp{}, err
 	}
 	if ok {
-		return b.fill(br)
+		after = br.Now
+		if after.IsEmpty() {
+			after = db.clock.Now() // an answer without the leaseholder's clock
+		}
+		return after, b.fill(br)
 	}
-	return db.Txn(ctx, Serializable, func(ctx context.Context, txn *Txn) error {
+	if err := db.Txn(ctx, Serializable, func(ctx context.Context, txn *Txn) error {
 		return txn.Run(ctx, b)
-	})
+	}); err != nil {
+		return hlc.Timestamp{}, err
+	}
+	return db.clock.Now(), nil
 }
 
 // sendOneTabletRead sends reqs, plain reads, unstamped and outside any

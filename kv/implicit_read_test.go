@@ -177,19 +177,27 @@ func keysOf(kvs []kvpb.KeyValue) []string {
 // the implicit read's own (BatchRequest.Now): the batch reads the clock
 // no more. Without one (RunImplicitRead) the read takes a later reading.
 // At a stopped clock every reading is the one before it plus one logical
-// tick, so a reading taken after now differs from it.
+// tick, so a reading taken after now differs from it. The reading it
+// returns is the leaseholder's answer's (BatchResponse.Now), above both.
 func TestRunImplicitReadAt(t *testing.T) {
 	ctx := context.Background()
 	var mu sync.Mutex
-	var sentNow []hlc.Timestamp
+	var sentNow, answerNow []hlc.Timestamp
 	wrap := func(s kvpb.Sender) kvpb.Sender {
 		return senderFunc(func(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchResponse, error) {
-			if ba.Txn == nil && ba.Timestamp.IsEmpty() {
+			unstamped := ba.Txn == nil && ba.Timestamp.IsEmpty()
+			if unstamped {
 				mu.Lock()
 				sentNow = append(sentNow, ba.Now)
 				mu.Unlock()
 			}
-			return s.Send(ctx, ba)
+			br, err := s.Send(ctx, ba)
+			if unstamped && err == nil {
+				mu.Lock()
+				answerNow = append(answerNow, br.Now)
+				mu.Unlock()
+			}
+			return br, err
 		})
 	}
 	e := newTestEnv(t, envOptions{manualClock: true, wrapSender: wrap})
@@ -203,13 +211,16 @@ func TestRunImplicitReadAt(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mu.Lock()
-			sentNow = nil
+			sentNow, answerNow = nil, nil
 			mu.Unlock()
 			b := &Batch{}
 			b.Scan([]byte("a"), []byte("b"), 0)
 			now := e.clock.Now()
+			var after hlc.Timestamp
 			if tc.given {
-				mustOK(t, e.db.RunImplicitReadAt(ctx, b, now))
+				var err error
+				after, err = e.db.RunImplicitReadAt(ctx, b, now)
+				mustOK(t, err)
 			} else {
 				mustOK(t, e.db.RunImplicitRead(ctx, b))
 			}
@@ -226,6 +237,9 @@ func TestRunImplicitReadAt(t *testing.T) {
 			}
 			if sentNow[0].Less(now) {
 				t.Errorf("the batch's Now %v is below the caller's reading %v", sentNow[0], now)
+			}
+			if tc.given && (len(answerNow) != 1 || after != answerNow[0] || !now.Less(after)) {
+				t.Errorf("returned %v, the answer's Now %v, the caller's reading %v", after, answerNow, now)
 			}
 		})
 	}

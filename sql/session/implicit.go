@@ -129,16 +129,19 @@ func (x *stmtState) ReadImplicit(ctx context.Context, b *kv.Batch) error {
 
 // readImplicit reads b without a transaction and checks that gen, the
 // plan's catalog generation, is the one at the read (see above). before
-// is the clock reading gen was found at: the read sends it as its own
-// (kv.DB.RunImplicitReadAt), one reading of the clock fewer.
+// is the clock reading gen was found at: the read sends it as its own,
+// and the generation is checked again at the reading the read returns
+// (kv.DB.RunImplicitReadAt: the leaseholder's, after the read), two
+// readings of the clock fewer.
 func (s *Session) readImplicit(ctx context.Context, b *kv.Batch, gen []byte, before hlc.Timestamp) error {
 	if h := implicitReadHook.Load(); h != nil {
 		(*h)()
 	}
-	if err := s.b.db.RunImplicitReadAt(ctx, b, before); err != nil {
+	after, err := s.b.db.RunImplicitReadAt(ctx, b, before)
+	if err != nil {
 		return err
 	}
-	now, ok := s.b.cache.GenerationAt(s.b.db.Clock().Now())
+	now, ok := s.b.cache.GenerationAt(after)
 	if !ok || !bytes.Equal(now, gen) {
 		return exec.ErrImplicitRetry
 	}
