@@ -12,7 +12,7 @@
 // rows through sql/exec and sql/ddl; the session only begins, steps,
 // commits and rolls back kv.Txns. One statement runs without a kv.Txn: an
 // autocommitted point SELECT of a kept plan, which sql/exec reads through
-// kv.DB.RunImplicitRead and the session checks against the catalog
+// kv.DB.RunImplicitReadAt and the session checks against the catalog
 // generation at the read (implicit.go); it never returns a row read under
 // a schema other than its plan's.
 //

@@ -20,7 +20,7 @@ import (
 )
 
 // Statement statistics: the node's pg_stat_statements and the statement
-// latency the server's histogram observes (Config.ObserveStatement).
+// latency the server's histogram observes (Config.StatementObserver).
 //
 // Each statement that completes without error is recorded under its
 // fingerprint, PostgreSQL's queryid computed the same way (libpg_query's
