@@ -59,6 +59,21 @@ func TestPointReadClockReadings(t *testing.T) {
 			}
 		})
 	}
+	// As leaseholder of a raft group (the lease held here alone, as on a
+	// node of its own: no start to wait out), a point read reads the
+	// clock no more: waitLeaseStart read it for every request, to find
+	// nothing to wait for (3 readings).
+	r.SetRaft(&scriptedGroup{term: 1, leader: 1, proposed: make(chan []byte, 1)})
+	t.Run("scan of the row under a lease", func(t *testing.T) {
+		manual.Advance(1000)
+		before := readings.Load()
+		if _, err := r.Send(ctx, &kvpb.BatchRequest{Requests: []kvpb.Request{&kvpb.ScanRequest{Key: key, EndKey: keys.PrefixEnd(key)}}}); err != nil {
+			t.Fatal(err)
+		}
+		if got := readings.Load() - before; got != 2 {
+			t.Fatalf("%d physical clock readings, want 2", got)
+		}
+	})
 }
 
 // TestPointReadAnswerNow: the Now of a point read's answer, the read's
