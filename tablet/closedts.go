@@ -249,12 +249,14 @@ func (r *Replica) followerRead(ctx context.Context, ba *kvpb.BatchRequest) (br *
 		r.metrics.FollowerReadsRefused.Add(1)
 		return nil, false, nil
 	}
-	exec := *ba
-	r.stampObservation(&exec)
+	st := &sendState{exec: *ba}
+	r.stampObservation(&st.exec)
 	// The global uncertainty limit (localLimit zero): an observation of
 	// this node's clock bounds what this node wrote as leaseholder, not
 	// what the leaseholder elsewhere wrote.
-	_, br, err = r.evaluate(&exec, r.Desc(), evalOptions{follower: true})
+	_, br, err = r.evaluate(&st.exec, r.Desc(), evalOptions{follower: true}, &st.out)
+	// The Proposal of these reads is dropped: nothing holds it.
+	st.out.recycle()
 	if err != nil {
 		var wie *kvpb.WriteIntentError
 		if errors.As(err, &wie) {

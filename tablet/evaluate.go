@@ -52,15 +52,9 @@ type evalCtx struct {
 	// propBuf is what prop points to when evaluate made it: one
 	// allocation for both.
 	propBuf Proposal
-	// one is the response of a batch of one request, and scanOne that
-	// request's response and room for its row when it is a Scan (a point
-	// read's): the evaluation, its Proposal and its response are one
-	// allocation.
-	one     oneResponse
-	scanOne struct {
-		resp kvpb.ScanResponse
-		row  [1]kvpb.KeyValue
-	}
+	// out holds the answer of a batch of one request (evalOut): never
+	// memory of the evalCtx itself, which a read's evaluation recycles.
+	out *evalOut
 	// fixedTS makes writes land exactly at ba.Timestamp (one-phase commit,
 	// which has checked the timestamp cache itself).
 	fixedTS bool
@@ -87,22 +81,41 @@ type evalCtx struct {
 // gets once it has. The caller must hold latches covering ba (Send does)
 // and, for a non-transactional batch, set ba.Timestamp.
 func (r *Replica) Evaluate(ba *kvpb.BatchRequest) (*Proposal, *kvpb.BatchResponse, error) {
-	return r.evaluate(ba, r.Desc(), evalOptions{})
+	return r.evaluate(ba, r.Desc(), evalOptions{}, nil)
 }
 
-func (r *Replica) evaluate(ba *kvpb.BatchRequest, desc kvpb.TabletDescriptor, opts evalOptions) (*Proposal, *kvpb.BatchResponse, error) {
+// evaluate evaluates ba into a Proposal and its answer. out, when not nil,
+// holds the answer of a batch of one request, and for a batch that only
+// reads (or reads and takes unreplicated locks) it gets the evaluation's
+// evalCtx to hand back (evalOut.recycle) once the caller is done with the
+// Proposal; nil: evaluate allocates both.
+func (r *Replica) evaluate(ba *kvpb.BatchRequest, desc kvpb.TabletDescriptor, opts evalOptions, out *evalOut) (*Proposal, *kvpb.BatchResponse, error) {
 	if isOnePC(ba, desc) {
 		prop, br, err := r.evaluateOnePC(ba, desc)
 		if !errors.Is(err, errNot1PC) {
 			return prop, br, err
 		}
 	}
-	ec := &evalCtx{r: r, ba: ba, desc: desc, txn: ba.Txn.Clone(), opts: opts, validGen: r.valid.generation()}
+	reads := readOnly(ba) || locksOnRead(ba)
+	var ec *evalCtx
+	if out != nil && reads {
+		// A read's Proposal never leaves the replica (localOnly: no raft
+		// entry holds it), so its evalCtx, 728 bytes and the largest
+		// object a point read allocated, can serve the next read.
+		ec = evalCtxPool.Get().(*evalCtx)
+		out.ec = ec
+	} else {
+		ec = &evalCtx{}
+		if out == nil {
+			out = &evalOut{}
+		}
+	}
+	*ec = evalCtx{r: r, ba: ba, desc: desc, txn: ba.Txn.Clone(), opts: opts, validGen: r.valid.generation(), out: out}
 	ec.prop = &ec.propBuf
 	if ba.Txn != nil {
 		ec.self = ba.Txn.ID
 	}
-	if readOnly(ba) || locksOnRead(ba) {
+	if reads {
 		// A batch that reads, or reads and takes unreplicated locks
 		// (which write nothing: applyUnreplicated), reads the engine
 		// alone: no indexed batch, whose every iterator is built anew
@@ -138,8 +151,8 @@ func (r *Replica) evaluate(ba *kvpb.BatchRequest, desc kvpb.TabletDescriptor, op
 	}
 	var br *kvpb.BatchResponse
 	if len(ba.Requests) == 1 {
-		br = &ec.one.br
-		br.Responses = ec.one.resp[:0]
+		br = &out.one.br
+		br.Responses = out.one.resp[:0]
 	} else {
 		br = newBatchResponse(len(ba.Requests))
 	}
@@ -162,6 +175,38 @@ func (r *Replica) evaluate(ba *kvpb.BatchRequest, desc kvpb.TabletDescriptor, op
 type oneResponse struct {
 	br   kvpb.BatchResponse
 	resp [1]kvpb.Response
+}
+
+// evalOut is the answer of a batch of one request: its BatchResponse, and
+// when the request is a Scan (a point read's) its ScanResponse and room
+// for its row. Replica.send keeps one in its sendState, so that a point
+// read's request copy, latch guard and answer are one allocation. ec is
+// the evaluation to recycle once its Proposal is done with (nil: none).
+type evalOut struct {
+	one     oneResponse
+	scanOne struct {
+		resp kvpb.ScanResponse
+		row  [1]kvpb.KeyValue
+	}
+	ec *evalCtx
+}
+
+// evalCtxPool holds the evalCtxs of evaluations that only read
+// (evaluate): a point read allocated one per request.
+var evalCtxPool = sync.Pool{New: func() any { return new(evalCtx) }}
+
+// recycle hands the evaluation back once nothing uses its Proposal: after
+// the Proposal was applied without the log (every read's is localOnly),
+// under the latches of the batch. The answer lives in out, not in the
+// evalCtx, so it is the caller's still.
+func (out *evalOut) recycle() {
+	if out == nil || out.ec == nil {
+		return
+	}
+	ec := out.ec
+	out.ec = nil
+	*ec = evalCtx{}
+	evalCtxPool.Put(ec)
 }
 
 // newBatchResponse returns an empty BatchResponse with room for n

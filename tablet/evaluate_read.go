@@ -43,11 +43,11 @@ func (ec *evalCtx) scan(req *kvpb.ScanRequest) (kvpb.Response, error) {
 		return nil, wrapEval(req, err)
 	}
 	// The only request of its batch (a point read) has its response and
-	// room for one row in the evaluation's own allocation.
+	// room for one row in the evaluation's answer (evalOut).
 	only := len(ec.ba.Requests) == 1
 	var rows []kvpb.KeyValue
 	if only {
-		rows = ec.scanOne.row[:0]
+		rows = ec.out.scanOne.row[:0]
 	}
 	res, err := mvcc.Scan(ec.rd, req.Key, req.EndKey, ec.readTS(), mvcc.ScanOptions{
 		ReadOptions: mvcc.ReadOptions{Txn: ec.txn, LocalUncertaintyLimit: ec.opts.localLimit, NoLocksInSpan: noLocks},
@@ -64,8 +64,8 @@ func (ec *evalCtx) scan(req *kvpb.ScanRequest) (kvpb.Response, error) {
 	// Two literals: a variable whose address one branch returns would
 	// be on the heap in both.
 	if only {
-		ec.scanOne.resp = kvpb.ScanResponse{Rows: res.Rows, ResumeSpan: res.ResumeSpan, Count: res.Count, DiskBytes: res.DiskBytes}
-		return &ec.scanOne.resp, nil
+		ec.out.scanOne.resp = kvpb.ScanResponse{Rows: res.Rows, ResumeSpan: res.ResumeSpan, Count: res.Count, DiskBytes: res.DiskBytes}
+		return &ec.out.scanOne.resp, nil
 	}
 	return &kvpb.ScanResponse{Rows: res.Rows, ResumeSpan: res.ResumeSpan, Count: res.Count, DiskBytes: res.DiskBytes}, nil
 }

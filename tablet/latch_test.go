@@ -394,9 +394,11 @@ func TestLatchRegistryMatchesPairwise(t *testing.T) {
 			if len(want) > 0 {
 				waited++
 			}
+			checkRegistry(t, m, live)
 		}
-		for _, g := range live {
+		for i, g := range live {
 			m.release(g)
+			checkRegistry(t, m, live[i+1:])
 		}
 		if n := m.numHeld(); n != 0 || len(m.prefix) != 0 || len(m.wide) != 0 || len(m.big) != 0 {
 			t.Fatalf("after every release: %d held, %d prefix spans, %d wide, %d big", n, len(m.prefix), len(m.wide), len(m.big))
@@ -404,6 +406,21 @@ func TestLatchRegistryMatchesPairwise(t *testing.T) {
 	})
 	if waited == 0 || waited == registered {
 		t.Fatalf("%d of %d registrations waited: the generator tests one side only", waited, registered)
+	}
+}
+
+// checkRegistry checks the manager's count of registered guards and its
+// answer to registeredAtOrBelow, for every sequence number handed out so
+// far, against live, the guards registered and not released.
+func checkRegistry(t *rapid.T, m *latchManager, live []*latchGuard) {
+	if n := m.numHeld(); n != len(live) {
+		t.Fatalf("%d guards registered, the manager counts %d", len(live), n)
+	}
+	for seq := range m.lastSeq() + 1 {
+		want := slices.ContainsFunc(live, func(g *latchGuard) bool { return g.seq <= seq })
+		if got := m.registeredAtOrBelow(seq); got != want {
+			t.Fatalf("registeredAtOrBelow(%d) = %t, want %t (live: %d guards)", seq, got, want, len(live))
+		}
 	}
 }
 

@@ -45,7 +45,7 @@ func (r *Replica) waitForPush(ctx context.Context, ba *kvpb.BatchRequest, w *pus
 				force = true
 			}
 		}
-		br, _, next, err := r.executeOnce(ctx, ba, nil, evalOptions{forceAbort: force})
+		br, _, next, err := r.executeOnce(ctx, ba, nil, nil, evalOptions{forceAbort: force})
 		if err != nil {
 			return nil, err
 		}

@@ -259,6 +259,12 @@ func (r *Replica) waitLeaseStart(ctx context.Context, term uint64) error {
 		start = hlc.Timestamp{}
 	}
 	r.raft.mu.Unlock()
+	if start.IsEmpty() {
+		// No start recorded for the lease (one no other node can have
+		// held: LeaseAcquired): nothing to wait out, and no reading of
+		// the physical clock, which every request paid here.
+		return nil
+	}
 	for {
 		wait := time.Duration(start.WallTime - r.clock.PhysicalNow())
 		if wait <= 0 {

@@ -214,8 +214,8 @@ func (r *Replica) send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchR
 	// so every retry after waiting reads and writes at the same time (and
 	// a reader's push asks for the timestamp it will read at).
 	//
-	// The copy and the latch guard of the first pass are one object
-	// (sendState): a point read allocates it once, not two.
+	// The copy, the latch guard of the first pass and the answer are one
+	// object (sendState): a point read allocates it once, not three.
 	st := &sendState{exec: *ba}
 	exec := &st.exec
 	r.stampObservation(exec)
@@ -229,7 +229,7 @@ func (r *Replica) send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchR
 		// the released one may still hold it.
 		g := guard
 		guard = nil
-		br, wroteAt, w, err := r.executeOnce(ctx, exec, g, evalOptions{serverTS: serverTS})
+		br, wroteAt, w, err := r.executeOnce(ctx, exec, g, &st.out, evalOptions{serverTS: serverTS})
 		if err != nil {
 			// Declared here, not above: errors.As needs its address, which
 			// moves it to the heap, and the success path should not pay.
@@ -257,7 +257,18 @@ func (r *Replica) send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchR
 			if err := r.commitWait(ctx, !ba.IsReadOnly()); err != nil {
 				return nil, err
 			}
-			br.Now = r.clock.Now()
+			if serverTS && readOnly(exec) {
+				// Reads at a timestamp the tablet took from its clock
+				// (exec's: send's reading, or executeOnce's past a new
+				// lease's start) reveal nothing above it: the answer's
+				// Now is that reading, which moves the sender's clock
+				// past everything the answer shows, as a new reading
+				// would, without a fourth reading of the physical clock
+				// per point read (TestPointReadClockReadings).
+				br.Now = exec.Timestamp
+			} else {
+				br.Now = r.clock.Now()
+			}
 			return br, nil
 		}
 		var pr *kvpb.PushTxnResponse
@@ -335,19 +346,23 @@ type waitFor struct {
 }
 
 // sendState is what send allocates for a batch: the copy of the request
-// it stamps, and the latch guard of its first pass.
+// it stamps, the latch guard of its first pass, and the answer of a batch
+// of one request (a later pass overwrites it: only the last pass's answer
+// is returned).
 type sendState struct {
 	exec  kvpb.BatchRequest
 	guard latchGuard
+	out   evalOut
 }
 
 // executeOnce runs one pass of ba under latches: evaluate, then apply. A
 // non-transactional ba must carry its timestamp. g is the pass's latch
-// guard, zero and never acquired before (nil: executeOnce allocates one).
+// guard, zero and never acquired before (nil: executeOnce allocates one);
+// out is where the answer of a batch of one request goes (evaluate).
 // wroteAt is the highest timestamp the batch wrote a user key at (zero:
 // none). A conflict it may wait on is registered (under the latches, so
 // no release can be missed) and returned instead of an error.
-func (r *Replica) executeOnce(ctx context.Context, ba *kvpb.BatchRequest, g *latchGuard, opts evalOptions) (br *kvpb.BatchResponse, wroteAt hlc.Timestamp, w *waitFor, err error) {
+func (r *Replica) executeOnce(ctx context.Context, ba *kvpb.BatchRequest, g *latchGuard, out *evalOut, opts evalOptions) (br *kvpb.BatchResponse, wroteAt hlc.Timestamp, w *waitFor, err error) {
 	desc := r.Desc()
 	if g == nil {
 		g = &latchGuard{}
@@ -393,7 +408,7 @@ func (r *Replica) executeOnce(ctx context.Context, ba *kvpb.BatchRequest, g *lat
 	if ba.Txn != nil {
 		opts.localLimit = ba.Txn.LocalUncertaintyLimit(r.nodeID(), r.leaseStartOf(term))
 	}
-	prop, br, err := r.evaluate(ba, desc, opts)
+	prop, br, err := r.evaluate(ba, desc, opts, out)
 	if err != nil {
 		if w := r.registerWait(ba, err); w != nil {
 			return nil, hlc.Timestamp{}, w, nil
@@ -412,7 +427,13 @@ func (r *Replica) executeOnce(ctx context.Context, ba *kvpb.BatchRequest, g *lat
 	}
 	r.applyUnreplicated(prop)
 	r.recordReads(ba, br)
-	return br, prop.wroteAt, nil, nil
+	wroteAt = prop.wroteAt
+	if localOnly(prop) {
+		// Applied in place, not through the log (every read's is): nothing
+		// holds the Proposal or its evalCtx any more.
+		out.recycle()
+	}
+	return br, wroteAt, nil, nil
 }
 
 // registerWait decides whether err is a conflict to wait on and, if so,

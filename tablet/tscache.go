@@ -27,7 +27,8 @@ import (
 // SELECTs read a row's span).
 // Row reads, the span [k, PrefixEnd(k)) of every key with prefix k (how a
 // point SELECT reads a row and its column entries), go to a third hash map
-// keyed by k, also indexed on demand: a point lookup of a key w checks
+// keyed by k (two: short prefixes, a table row's, are held in the map's
+// slots with their reads, see shortRows), also indexed on demand: a point lookup of a key w checks
 // w's prefixes of the few lengths the map holds (rowLens), a span lookup
 // the index and the prefixes of its start. They were span reads before,
 // and the B-tree's search, delete and insert per read were a tenth of the
@@ -70,8 +71,16 @@ type tsCache struct {
 	// map[string]tsRead hashed the key a second time and allocated it as
 	// a string. rowReads holds exactly the reads rows indexes (a shrink
 	// compacts it).
-	rows          map[string]int
-	rowReads      []tsRead
+	rows     map[string]int
+	rowReads []tsRead
+	// shortRows holds the row reads of prefixes of at most
+	// shortRowKeyLen bytes (a table row's key of a few integer columns),
+	// keyed by the prefix's bytes in the map's own slot and with the read
+	// beside them: a read of a row already there touches the map's
+	// group and slot, where rows touched them, the key's bytes elsewhere
+	// and rowReads' element (the largest part of the timestamp cache's
+	// cost under pgbench -S). rows and rowReads hold the longer prefixes.
+	shortRows     map[shortRowKey]shortRowRead
 	rowTree       *btreemap.BTreeMap[[]byte, struct{}]
 	rowsUnindexed []string
 	rowLens       []int // ascending
@@ -83,6 +92,36 @@ type tsCache struct {
 // maxRowLens bounds the distinct prefix lengths of row reads (see
 // tsCache.rowLensCap).
 const maxRowLens = 32
+
+// shortRowKeyLen is the longest prefix tsCache.shortRows holds.
+const shortRowKeyLen = 31
+
+// shortRowKey is a prefix of at most shortRowKeyLen bytes, comparable by
+// value: b[:n] is the prefix, the rest zero.
+type shortRowKey struct {
+	n uint8
+	b [shortRowKeyLen]byte
+}
+
+// makeShortRowKey returns key as a shortRowKey, and false when it is too
+// long for one.
+func makeShortRowKey(key []byte) (shortRowKey, bool) {
+	var k shortRowKey
+	if len(key) > shortRowKeyLen {
+		return k, false
+	}
+	k.n = uint8(len(key))
+	copy(k.b[:], key)
+	return k, true
+}
+
+// shortRowRead is a row read in shortRows: the read, and the prefix as a
+// string, the copy that rowsUnindexed and rowTree refer to (the map's
+// key is no string), made once when the row is first read.
+type shortRowRead struct {
+	read tsRead
+	key  string
+}
 
 // tsRead is the highest read of a key or interval and who made it.
 type tsRead struct {
@@ -116,7 +155,7 @@ func newTSCache(lowWater hlc.Timestamp, maxEntries int) *tsCache {
 		maxEntries = 2
 	}
 	return &tsCache{lowWater: lowWater, maxEntries: maxEntries, byKey: make(map[string]tsRead), points: newPointTree(), entries: newSpanTree(),
-		rows: make(map[string]int), rowTree: newPointTree(), rowLensCap: maxRowLens}
+		rows: make(map[string]int), shortRows: make(map[shortRowKey]shortRowRead), rowTree: newPointTree(), rowLensCap: maxRowLens}
 }
 
 // isPrefixEnd reports whether end is PrefixEnd(key): the span [key, end)
@@ -137,7 +176,14 @@ func isPrefixEnd(key, end []byte) bool {
 // addRowLocked records a row read of prefix key, and false when it must
 // take the span path (a new prefix length past maxRowLens).
 func (c *tsCache) addRowLocked(key []byte, ts hlc.Timestamp, txn uuid.UUID) bool {
-	if i, ok := c.rows[string(key)]; ok {
+	sk, short := makeShortRowKey(key)
+	if short {
+		if r, ok := c.shortRows[sk]; ok {
+			r.read = r.read.merge(ts, txn)
+			c.shortRows[sk] = r
+			return true
+		}
+	} else if i, ok := c.rows[string(key)]; ok {
 		c.rowReads[i] = c.rowReads[i].merge(ts, txn)
 		return true
 	}
@@ -148,14 +194,22 @@ func (c *tsCache) addRowLocked(key []byte, ts hlc.Timestamp, txn uuid.UUID) bool
 		c.rowLens = slices.Insert(c.rowLens, i, len(key))
 	}
 	k := string(key)
-	c.rows[k] = len(c.rowReads)
-	c.rowReads = append(c.rowReads, tsRead{ts: ts, txn: txn})
+	if short {
+		c.shortRows[sk] = shortRowRead{read: tsRead{ts: ts, txn: txn}, key: k}
+	} else {
+		c.rows[k] = len(c.rowReads)
+		c.rowReads = append(c.rowReads, tsRead{ts: ts, txn: txn})
+	}
 	c.rowsUnindexed = append(c.rowsUnindexed, k)
 	return true
 }
 
 // rowRead returns the row read of prefix key, if there is one.
 func (c *tsCache) rowRead(key []byte) (tsRead, bool) {
+	if sk, short := makeShortRowKey(key); short {
+		r, ok := c.shortRows[sk]
+		return r.read, ok
+	}
 	i, ok := c.rows[string(key)]
 	if !ok {
 		return tsRead{}, false
@@ -322,6 +376,9 @@ func (c *tsCache) shrinkLocked() {
 	for _, r := range c.rowReads {
 		tss = append(tss, r.ts)
 	}
+	for _, r := range c.shortRows {
+		tss = append(tss, r.read.ts)
+	}
 	c.lowWater = c.lowWater.Forward(nthTimestamp(tss, len(tss)/2))
 	oldEntries := c.entries
 	c.entries = newSpanTree()
@@ -357,9 +414,21 @@ func (c *tsCache) shrinkLocked() {
 			c.rowLens = slices.Insert(c.rowLens, i, len(k))
 		}
 	}
+	for sk, r := range c.shortRows {
+		if !c.lowWater.Less(r.read.ts) {
+			delete(c.shortRows, sk)
+			continue
+		}
+		c.rowsUnindexed = append(c.rowsUnindexed, r.key)
+		if i, found := slices.BinarySearch(c.rowLens, len(r.key)); !found {
+			c.rowLens = slices.Insert(c.rowLens, i, len(r.key))
+		}
+	}
 }
 
-func (c *tsCache) lenLocked() int { return c.entries.Len() + len(c.byKey) + len(c.rows) }
+func (c *tsCache) lenLocked() int {
+	return c.entries.Len() + len(c.byKey) + len(c.rows) + len(c.shortRows)
+}
 
 // unsafeBytes views an immutable string as a key for the tree, so the tree
 // and the map share one copy of each key. Nothing writes through it.

@@ -2,6 +2,7 @@ package tablet
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/cairn-db/cairn/hlc"
@@ -51,8 +52,12 @@ func TestTSCacheBasics(t *testing.T) {
 // reads, which the cache keeps in different structures, overlap freely.
 func TestTSCacheModel(t *testing.T) {
 	// Keys with shared prefixes, so row reads ([k, PrefixEnd(k)), kept
-	// apart from spans) cover other keys; "\xff" has no prefix end.
-	keyGen := rapid.SampledFrom([]string{"a", "ab", "ab\x00", "abc", "ab\xff", "ab\xff\xff", "b", "b\xff", "ba", "c", "\xff"})
+	// apart from spans) cover other keys; "\xff" has no prefix end. The
+	// long ones are past shortRowKeyLen (the row reads of long prefixes
+	// are kept apart from the short ones'), one of them under "ab", one
+	// under the other.
+	long := "ab" + strings.Repeat("z", shortRowKeyLen)
+	keyGen := rapid.SampledFrom([]string{"a", "ab", "ab\x00", "abc", "ab\xff", "ab\xff\xff", "b", "b\xff", "ba", "c", "\xff", long, long + "q"})
 	txnGen := rapid.SampledFrom([]uuid.UUID{uuid.Nil, uuid.New(), uuid.New()})
 	rapid.Check(t, func(t *rapid.T) {
 		maxEntries := rapid.IntRange(2, 12).Draw(t, "max")
@@ -249,6 +254,28 @@ func TestNthTimestamp(t *testing.T) {
 			t.Fatalf("nthTimestamp(%v, %d) = %s, want %s", sorted, n, got, sorted[n])
 		}
 	})
+}
+
+// TestTSCacheShortRows: the row reads of prefixes of at most
+// shortRowKeyLen bytes (every pgbench row's) are kept in shortRows, the
+// prefix's bytes and the read in the map's own slot; longer ones in rows
+// and rowReads, where a read of a row there meets the key's bytes and its
+// read elsewhere in memory. Both answer lookups of keys under them.
+func TestTSCacheShortRows(t *testing.T) {
+	c := newTSCache(hlc.Timestamp{}, 1<<10)
+	short := []byte("\x03t/accounts/\x00\x00\x00\x00\x00\x00\x00\x07\x00")
+	long := []byte(strings.Repeat("k", shortRowKeyLen+1))
+	for i, k := range [][]byte{short, long} {
+		c.add(kvpb.Span{Key: k, EndKey: keys.PrefixEnd(k)}, hlc.Timestamp{WallTime: int64(10 + i)}, uuid.Nil)
+	}
+	if len(c.shortRows) != 1 || len(c.rows) != 1 || len(c.rowReads) != 1 {
+		t.Fatalf("%d short row reads, %d long (%d in rowReads), want 1 and 1", len(c.shortRows), len(c.rows), len(c.rowReads))
+	}
+	for i, k := range [][]byte{short, long} {
+		if ts, _ := c.getMax(sp(string(k)+"\x01", "")); ts.WallTime != int64(10+i) {
+			t.Errorf("getMax of a key under row %d = %s, want %d", i, ts, 10+i)
+		}
+	}
 }
 
 // TestTSCacheRowReadAllocs: recording a read of a row the cache already
