@@ -42,3 +42,28 @@ func TestOnePhaseChecksCopyNoTxn(t *testing.T) {
 		t.Errorf("validationChecks' transaction %v, want a copy read at 20", c)
 	}
 }
+
+// TestFinishCommittedCopiesNoTxn: recording a commit updates the
+// transaction's record in place (the copy it made was two objects per
+// commit), at the answer's write timestamp when that is higher.
+func TestFinishCommittedCopiesNoTxn(t *testing.T) {
+	db := &DB{}
+	br := &kvpb.BatchResponse{Txn: &kvpb.Transaction{TxnMeta: kvpb.TxnMeta{WriteTimestamp: hlc.Timestamp{WallTime: 30}}}, OnePhaseCommit: true}
+	obs := []kvpb.ObservedTimestamp{{NodeID: 1}}
+	txn := &Txn{}
+	n := testing.AllocsPerRun(100, func() {
+		*txn = Txn{db: db, iso: ReadCommitted}
+		txn.mu.proto.ReadTimestamp = hlc.Timestamp{WallTime: 10}
+		txn.mu.proto.WriteTimestamp = hlc.Timestamp{WallTime: 20}
+		txn.mu.proto.ObservedTimestamps = obs
+		if err := txn.finishCommitted(br); err != nil {
+			t.Fatal(err)
+		}
+		if p := txn.mu.proto; p.Status != kvpb.Committed || p.WriteTimestamp.WallTime != 30 || txn.mu.commitTS.WallTime != 30 || !txn.mu.onePC {
+			t.Fatalf("committed %s at %s (commitTS %s, one phase %t), want committed at 30 in one phase", p.Status, p.WriteTimestamp, txn.mu.commitTS, txn.mu.onePC)
+		}
+	})
+	if n > 0 && !raceEnabled {
+		t.Errorf("%.0f allocations, want 0", n)
+	}
+}
