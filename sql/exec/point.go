@@ -207,6 +207,8 @@ type PointCache struct {
 	// root is the shape of a point read at a plan's root (a SELECT),
 	// input that of a DML statement's input (buildPointInput).
 	root, input *pointShape
+	// insert is the shape of an INSERT's build (dml_keep.go).
+	insert *insertShape
 }
 
 // pointShape is the part of a point operator that depends on the plan's
