@@ -77,6 +77,9 @@ type Txn struct {
 	mu struct {
 		sync.Mutex
 		proto kvpb.Transaction
+		// obs is the first backing of proto.ObservedTimestamps: the
+		// gateway's reading and one leaseholder's (txn_observed.go).
+		obs   [2]kvpb.ObservedTimestamp
 		state txnState
 		// retryErr is the retryable error operations are refused with.
 		retryErr error
@@ -166,6 +169,7 @@ func (db *DB) buildTxn(ctx context.Context, name string, iso IsolationLevel, min
 		ReadTimestamp:          now,
 		GlobalUncertaintyLimit: db.uncertaintyLimit(now),
 	}
+	t.mu.proto.ObservedTimestamps = t.mu.obs[:0]
 	t.observeGatewayLocked(now)
 	t.mu.lockSpans.max = db.opts.MaxLockSpans
 	t.mu.readSpans.max = db.opts.MaxReadSpans
