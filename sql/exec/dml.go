@@ -616,22 +616,11 @@ func (r *runner) buildUpdate(n *plan.Update) (op, error) {
 	if len(n.FetchCols) != ncols || len(n.TableCols) != ncols || len(n.SetCols) != len(n.NewCols) {
 		return nil, pgerror.New(pgerrcode.InternalError, "exec: UPDATE of %q has mismatched column lists", n.Table.Name)
 	}
-	fetchPos, err := inputPositions("UPDATE fetch", inCols, n.FetchCols)
+	pos, err := r.updatePositions(n, ti, inCols)
 	if err != nil {
 		return nil, err
 	}
-	newPos, err := inputPositions("UPDATE new value", inCols, n.NewCols)
-	if err != nil {
-		return nil, err
-	}
-	setPos := make([]int, len(n.SetCols))
-	for i, id := range n.SetCols {
-		p, ok := ti.colPos(id)
-		if !ok {
-			return nil, pgerror.New(pgerrcode.InternalError, "exec: UPDATE column %d is not in table %q", id, n.Table.Name)
-		}
-		setPos[i] = p
-	}
+	fetchPos, newPos, setPos := pos.fetch, pos.new, pos.set
 	var rowCols []plan.Column // built only for expressions over the row
 	if hasExpr(n.Computed) || len(n.Checks) > 0 {
 		rowCols = colsOf(n.TableCols)

@@ -5,10 +5,12 @@ import (
 	"fmt"
 
 	"github.com/cairn-db/cairn/sql/catalog"
+	"github.com/cairn-db/cairn/sql/pgerror"
 	"github.com/cairn-db/cairn/sql/plan"
 	"github.com/cairn-db/cairn/sql/rowenc"
 	"github.com/cairn-db/cairn/sql/sem"
 	"github.com/cairn-db/cairn/sql/types"
+	"github.com/jackc/pgerrcode"
 )
 
 // insertShape is the part of an INSERT's build that depends on its plan
@@ -155,3 +157,52 @@ func (o *valuesOp) Next(context.Context) ([]types.Datum, error) {
 }
 
 func (o *valuesOp) Close() {}
+
+// updateShape is where an UPDATE finds its columns: the old row's
+// (fetch) and the new values' (new) among its input's columns, and the
+// table positions the new values go to (set). It depends on the plan
+// only; a cached plan's PointCache keeps it (PointCache.update), checked
+// against the plan as insertShape is: three objects of every UPDATE
+// (TestKeptUpdatePositions).
+type updateShape struct {
+	table              *catalog.Table
+	inCols             []plan.Column
+	fetchCols, newCols []sem.ColumnID
+	setCols            []rowenc.ColumnID
+
+	fetch, new, set []int
+}
+
+// updatePositions returns n's column positions (updateShape): the kept
+// ones when a cached plan's are kept and were made from n's plan, else
+// made (and kept when the plan is cached).
+func (r *runner) updatePositions(n *plan.Update, ti *tableInfo, inCols []plan.Column) (*updateShape, error) {
+	pc := r.x.Point
+	if pc != nil {
+		if sh := pc.update; sh != nil && sh.table == n.Table && sameSlice(sh.inCols, inCols) &&
+			sameSlice(sh.fetchCols, n.FetchCols) && sameSlice(sh.newCols, n.NewCols) && sameSlice(sh.setCols, n.SetCols) {
+			return sh, nil
+		}
+		pc.update = nil
+	}
+	sh := &updateShape{table: n.Table, inCols: inCols, fetchCols: n.FetchCols, newCols: n.NewCols, setCols: n.SetCols}
+	var err error
+	if sh.fetch, err = inputPositions("UPDATE fetch", inCols, n.FetchCols); err != nil {
+		return nil, err
+	}
+	if sh.new, err = inputPositions("UPDATE new value", inCols, n.NewCols); err != nil {
+		return nil, err
+	}
+	sh.set = make([]int, len(n.SetCols))
+	for i, id := range n.SetCols {
+		p, ok := ti.colPos(id)
+		if !ok {
+			return nil, pgerror.New(pgerrcode.InternalError, "exec: UPDATE column %d is not in table %q", id, n.Table.Name)
+		}
+		sh.set[i] = p
+	}
+	if pc != nil {
+		pc.update = sh
+	}
+	return sh, nil
+}

@@ -210,3 +210,87 @@ func TestDistOnAllocs(t *testing.T) {
 		t.Errorf("%v allocations, want 1 (the runner)", n)
 	}
 }
+
+// TestKeptUpdatePositions runs UPDATEs of cached plans with one
+// PointCache: the kept column positions serve executions of one plan
+// with any parameters, also after a failed one, and are made again for
+// another plan or a new descriptor; kept, they cost nothing (they were
+// three objects of every UPDATE).
+func TestKeptUpdatePositions(t *testing.T) {
+	e := newDMLEnv(t)
+	tb := tTable()
+	e.create(tb)
+	_, ins := insertPlan(t, tb, []string{"a", "b", "c"}, []sem.Expr{i8(1), txt("x"), i4(5)})
+	e.mustExec(ins)
+	par := func(i int, t *types.T) sem.Expr { return &sem.Param{Index: i, T: t} }
+	// UPDATE t SET c = $2 (the old row x, c = $1) and SET b = $3, c = $2.
+	upC, pC := updatePlan(t, tb, []string{"c"}, []sem.Expr{i8(1), txt("x"), par(1, types.Int4), c(types.DNull, types.Int8), par(2, types.Int4)})
+	upBC, pBC := updatePlan(t, tb, []string{"b", "c"}, []sem.Expr{i8(1), txt("x"), par(1, types.Int4), c(types.DNull, types.Int8), par(3, types.Text), par(2, types.Int4)})
+	pc := &PointCache{}
+	var last *updateShape
+	for _, tc := range []struct {
+		name    string
+		p       *plan.Plan
+		params  []types.Datum
+		fails   bool
+		kept    bool // the shape of the execution before serves
+		newDesc bool
+		want    string
+	}{
+		{"first", pC, []types.Datum{types.DInt(5), types.DInt(6)}, false, false, false, "(1,x,6,12)"},
+		{"other parameters", pC, []types.Datum{types.DInt(6), types.DInt(7)}, false, true, false, "(1,x,7,14)"},
+		{"check fails", pC, []types.Datum{types.DInt(7), types.DInt(-1)}, true, true, false, "(1,x,7,14)"},
+		{"after the failure", pC, []types.Datum{types.DInt(7), types.DInt(8)}, false, true, false, "(1,x,8,16)"},
+		{"another plan", pBC, []types.Datum{types.DInt(8), types.DInt(9), types.DString("x")}, false, false, false, "(1,x,9,18)"},
+		{"back", pC, []types.Datum{types.DInt(9), types.DInt(10)}, false, false, false, "(1,x,10,20)"},
+		{"new descriptor", pC, []types.Datum{types.DInt(10), types.DInt(11)}, false, false, true, "(1,x,11,22)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.newDesc {
+				nd := e.table(tb.ID)
+				upC.Table, upBC.Table = nd, nd
+			}
+			_, n, err := e.execKept(tc.p, pc, tc.params...)
+			if tc.fails != (err != nil) || !tc.fails && n != 1 {
+				t.Fatalf("%d rows, error %v; want a failure: %t", n, err, tc.fails)
+			}
+			if got := e.rows(tb.ID); got != tc.want {
+				t.Errorf("table holds %s, want %s", got, tc.want)
+			}
+			if pc.update == nil {
+				t.Fatal("no shape kept")
+			}
+			if kept := pc.update == last; kept != tc.kept {
+				t.Errorf("shape kept: %t, want %t", kept, tc.kept)
+			}
+			last = pc.update
+		})
+	}
+	if raceEnabled {
+		return
+	}
+	if err := e.db.Txn(context.Background(), kv.Serializable, func(ctx context.Context, txn *kv.Txn) error {
+		r := newRunner(ctx, e.context(txn), pC)
+		ti, err := newDMLState(r.x, nil).table(upC.Table)
+		if err != nil {
+			return err
+		}
+		inCols := upC.Input.Columns()
+		for _, tc := range []struct {
+			pc   *PointCache
+			want float64
+		}{{nil, 3}, {pc, 0}} {
+			r.x.Point = tc.pc
+			if n := testing.AllocsPerRun(100, func() {
+				if _, err := r.updatePositions(upC, ti, inCols); err != nil {
+					t.Fatal(err)
+				}
+			}); n != tc.want && (tc.want == 0 || n < tc.want) {
+				t.Errorf("positions with cache %t: %v allocations, want %v", tc.pc != nil, n, tc.want)
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
