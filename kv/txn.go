@@ -102,9 +102,12 @@ type Txn struct {
 		drainExempt bool
 		// onFinish runs once the transaction ended either way (bulk.go).
 		onFinish []func(context.Context)
-		// validate are the keys the writes depend on, checked at commit
-		// (txn_validate.go).
-		validate map[string]validation
+		// validate are the keys the writes depend on, checked at commit,
+		// in the order registered (txn_validate.go); the first ones in
+		// validateInline, found through validateIdx when many.
+		validate       []validation
+		validateInline [validationInline]validation
+		validateIdx    map[string]int
 		// validatedAt is the write timestamp all of validate was last
 		// checked at (empty: not since the last registration).
 		validatedAt hlc.Timestamp
