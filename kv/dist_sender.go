@@ -180,8 +180,14 @@ func (ds *DistSender) sendWhole(ctx context.Context, ba *kvpb.BatchRequest, desc
 	if len(br.Responses) != len(ba.Requests) {
 		return nil, fmt.Errorf("kv: tablet %d answered %d responses to %d requests", desc.TabletID, len(br.Responses), len(ba.Requests))
 	}
-	out := &kvpb.BatchResponse{Responses: br.Responses}
-	mergeHeader(out, br, ba.Txn)
+	out := &kvpb.BatchResponse{Responses: br.Responses, Now: br.Now, OnePhaseCommit: br.OnePhaseCommit, Txn: br.Txn}
+	if out.Txn == nil && ba.Txn != nil {
+		out.Txn = ba.Txn.Clone()
+	}
+	// The one answer's transaction is out's as it is (mergeHeader would
+	// copy it): the tablet answers with its own copy (tablet.evaluate's),
+	// which nothing else holds, and out is merged with nothing else. One
+	// copy per batch, two objects (TestSendWholeCopiesNoTxn).
 	return out, nil
 }
 
@@ -369,8 +375,14 @@ func (ds *DistSender) sendParallel(ctx context.Context, ba *kvpb.BatchRequest, g
 // sendToTablet sends reqs to desc's tablet; on stale routing it evicts desc
 // and divides the sub-batch again.
 func (ds *DistSender) sendToTablet(ctx context.Context, h kvpb.Header, desc kvpb.TabletDescriptor, reqs []kvpb.Request, attempt int) (*kvpb.BatchResponse, error) {
+	// The sub-batch shares h's transaction, as its sub-batches sent at
+	// once share it: nothing below the DistSender writes a request's
+	// transaction (a tablet evaluates with its own copy and stamps its
+	// observation on another: tablet.Replica.evaluate and
+	// stampObservation), and the caller's batch
+	// is not modified until Send returns. The copy made here was one per
+	// batch, two objects (TestSendWholeCopiesNoTxn).
 	sub := &kvpb.BatchRequest{Header: h, Requests: reqs}
-	sub.Txn = h.Txn.Clone()
 	sub.TabletID = desc.TabletID
 	traceTablet(ctx, desc.TabletID)
 	br, err := ds.sender.Send(ctx, sub)

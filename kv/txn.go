@@ -77,6 +77,9 @@ type Txn struct {
 	mu struct {
 		sync.Mutex
 		proto kvpb.Transaction
+		// obs is the first backing of proto.ObservedTimestamps: the
+		// gateway's reading and one leaseholder's (txn_observed.go).
+		obs   [2]kvpb.ObservedTimestamp
 		state txnState
 		// retryErr is the retryable error operations are refused with.
 		retryErr error
@@ -99,9 +102,12 @@ type Txn struct {
 		drainExempt bool
 		// onFinish runs once the transaction ended either way (bulk.go).
 		onFinish []func(context.Context)
-		// validate are the keys the writes depend on, checked at commit
-		// (txn_validate.go).
-		validate map[string]validation
+		// validate are the keys the writes depend on, checked at commit,
+		// in the order registered (txn_validate.go); the first ones in
+		// validateInline, found through validateIdx when many.
+		validate       []validation
+		validateInline [validationInline]validation
+		validateIdx    map[string]int
 		// validatedAt is the write timestamp all of validate was last
 		// checked at (empty: not since the last registration).
 		validatedAt hlc.Timestamp
@@ -166,6 +172,7 @@ func (db *DB) buildTxn(ctx context.Context, name string, iso IsolationLevel, min
 		ReadTimestamp:          now,
 		GlobalUncertaintyLimit: db.uncertaintyLimit(now),
 	}
+	t.mu.proto.ObservedTimestamps = t.mu.obs[:0]
 	t.observeGatewayLocked(now)
 	t.mu.lockSpans.max = db.opts.MaxLockSpans
 	t.mu.readSpans.max = db.opts.MaxReadSpans

@@ -125,7 +125,17 @@ type bufferedKey struct {
 	// at: the check before sending starts there.
 	since hlc.Timestamp
 	hist  []bufferedWrite
+	// keyInline and histInline hold a short key and the first write:
+	// the key's copy and the history's first growth were two of the
+	// three objects of every buffered key (TestBufferAllocs). A
+	// bufferedKey is never copied, so nothing else aliases them.
+	keyInline  [bufferedKeyInline]byte
+	histInline [1]bufferedWrite
 }
+
+// bufferedKeyInline is the longest key a bufferedKey holds in itself (a
+// table row's key of a few integer columns).
+const bufferedKeyInline = 24
 
 // live returns the newest write of k not rolled back.
 func (k *bufferedKey) live(ignored []kvpb.SeqRange) (*bufferedWrite, bool) {
@@ -307,7 +317,13 @@ func (wb *writeBuffer) get(key []byte) *bufferedKey {
 func (wb *writeBuffer) add(key []byte, w bufferedWrite, since hlc.Timestamp) {
 	i, ok := wb.find(key)
 	if !ok {
-		k := &bufferedKey{key: append([]byte(nil), key...), since: since}
+		k := &bufferedKey{since: since}
+		if len(key) <= len(k.keyInline) {
+			k.key = append(k.keyInline[:0:len(key)], key...)
+		} else {
+			k.key = append([]byte(nil), key...)
+		}
+		k.hist = k.histInline[:0]
 		wb.keys = slices.Insert(wb.keys, i, k)
 		wb.bytes += len(key)
 	}

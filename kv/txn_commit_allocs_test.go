@@ -1,6 +1,8 @@
 package kv
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/cairn-db/cairn/hlc"
@@ -17,7 +19,7 @@ func TestOnePhaseChecksCopyNoTxn(t *testing.T) {
 	txn.mu.proto.ReadTimestamp = hlc.Timestamp{WallTime: 10}
 	txn.mu.proto.WriteTimestamp = hlc.Timestamp{WallTime: 20}
 	txn.mu.proto.ObservedTimestamps = []kvpb.ObservedTimestamp{{}}
-	txn.mu.validate = map[string]validation{"k": {}}
+	txn.mu.validate = []validation{{key: []byte("k")}}
 	wb := newWriteBuffer()
 	pgbenchBuffer(wb)
 	if n := testing.AllocsPerRun(100, func() {
@@ -40,5 +42,92 @@ func TestOnePhaseChecksCopyNoTxn(t *testing.T) {
 	}
 	if c, _ := txn.validationChecks(true); c == nil || c.ReadTimestamp.WallTime != 20 {
 		t.Errorf("validationChecks' transaction %v, want a copy read at 20", c)
+	}
+}
+
+// TestFinishCommittedCopiesNoTxn: recording a commit updates the
+// transaction's record in place (the copy it made was two objects per
+// commit), at the answer's write timestamp when that is higher.
+func TestFinishCommittedCopiesNoTxn(t *testing.T) {
+	db := &DB{}
+	br := &kvpb.BatchResponse{Txn: &kvpb.Transaction{TxnMeta: kvpb.TxnMeta{WriteTimestamp: hlc.Timestamp{WallTime: 30}}}, OnePhaseCommit: true}
+	obs := []kvpb.ObservedTimestamp{{NodeID: 1}}
+	txn := &Txn{}
+	n := testing.AllocsPerRun(100, func() {
+		*txn = Txn{db: db, iso: ReadCommitted}
+		txn.mu.proto.ReadTimestamp = hlc.Timestamp{WallTime: 10}
+		txn.mu.proto.WriteTimestamp = hlc.Timestamp{WallTime: 20}
+		txn.mu.proto.ObservedTimestamps = obs
+		if err := txn.finishCommitted(br); err != nil {
+			t.Fatal(err)
+		}
+		if p := txn.mu.proto; p.Status != kvpb.Committed || p.WriteTimestamp.WallTime != 30 || txn.mu.commitTS.WallTime != 30 || !txn.mu.onePC {
+			t.Fatalf("committed %s at %s (commitTS %s, one phase %t), want committed at 30 in one phase", p.Status, p.WriteTimestamp, txn.mu.commitTS, txn.mu.onePC)
+		}
+	})
+	if n > 0 && !raceEnabled {
+		t.Errorf("%.0f allocations, want 0", n)
+	}
+}
+
+// TestValidationAllocs: a pgbench -N block's two registrations (and a
+// statement registering its table again) cost nothing, and the
+// commit's checks only their requests and slice (the map, its string
+// keys and the checks' copies of them were five objects); with many
+// keys, found through the index, and after a rollback to a savepoint,
+// the checks are the keys registered, each at its oldest timestamp.
+func TestValidationAllocs(t *testing.T) {
+	txn := &Txn{}
+	a, b := []byte("a"), []byte("b")
+	ts := func(w int64) hlc.Timestamp { return hlc.Timestamp{WallTime: w} }
+	n := testing.AllocsPerRun(100, func() {
+		txn.mu.validate = nil
+		txn.ValidateAtCommit(a, ts(10))
+		txn.ValidateAtCommit(b, ts(12))
+		txn.ValidateAtCommit(a, ts(11))
+	})
+	if n > 0 && !raceEnabled {
+		t.Errorf("registering: %.0f allocations, want 0", n)
+	}
+	if n := testing.AllocsPerRun(100, func() { txn.validationChecks(false) }); n > 3 && !raceEnabled {
+		t.Errorf("checks: %.0f allocations, want 3", n)
+	}
+	checks := func() string {
+		_, reqs := txn.validationChecks(false)
+		var got []string
+		for _, r := range reqs {
+			rr := r.(*kvpb.RefreshRequest)
+			got = append(got, fmt.Sprintf("%s@%d", rr.Key, rr.From.WallTime))
+		}
+		return strings.Join(got, " ")
+	}
+	if got, want := checks(), "a@10 b@12"; got != want {
+		t.Errorf("checks %s, want %s", got, want)
+	}
+	// Many keys: past validationIndexed a map finds them.
+	txn = &Txn{}
+	var want []string
+	for i := range 20 {
+		txn.mu.proto.Sequence = int32(i)
+		txn.ValidateAtCommit([]byte(fmt.Sprintf("k%02d", i)), ts(int64(100+i)))
+		want = append(want, fmt.Sprintf("k%02d@%d", i, 100+i))
+	}
+	txn.ValidateAtCommit([]byte("k03"), ts(50))
+	want[3] = "k03@50"
+	if got := checks(); got != strings.Join(want, " ") {
+		t.Errorf("checks %s, want %s", got, strings.Join(want, " "))
+	}
+	if txn.mu.validateIdx == nil {
+		t.Error("20 keys without an index")
+	}
+	// A rollback to a savepoint taken at sequence 5 forgets the keys
+	// registered by the statements after it (sequences 6 and on: k05
+	// and later).
+	txn.forgetValidationsAfterLocked(5)
+	if got := checks(); got != strings.Join(want[:5], " ") {
+		t.Errorf("after the rollback: checks %s, want %s", got, strings.Join(want[:5], " "))
+	}
+	if txn.mu.validateIdx != nil || txn.validationLocked([]byte("k03")) != 3 || txn.validationLocked([]byte("k12")) != -1 {
+		t.Error("after the rollback the keys are not found as registered")
 	}
 }

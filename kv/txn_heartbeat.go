@@ -20,36 +20,57 @@ import (
 // deadlock detector got there) makes the Txn's next operation fail with
 // *kvpb.TransactionAbortedError.
 type heartbeat struct {
-	stopOnce sync.Once
-	stopped  chan struct{}
-
 	mu      sync.Mutex
+	stopped bool
+	// timer runs the next beat (tick). The beats run on a timer, not on
+	// a goroutine of their own waiting for a ticker: most transactions
+	// end long before their first beat (pgbench's, in a millisecond),
+	// and the goroutine's start, its wake-up at the end and its ticker
+	// were paid by each (TestHeartbeatStartsNoGoroutine).
+	timer   *time.Timer
 	aborted error
 }
 
 // startHeartbeat starts beating for t; t.mu is held.
 func (t *Txn) startHeartbeat() *heartbeat {
-	hb := &heartbeat{stopped: make(chan struct{})}
-	db := t.db
-	db.goBackground(func() {
-		tick := time.NewTicker(db.opts.HeartbeatInterval)
-		defer tick.Stop()
-		for {
-			select {
-			case <-hb.stopped:
-				return
-			case <-t.ctx.Done():
-				return
-			case <-db.stopCtx.Done():
-				return
-			case <-tick.C:
-			}
-			if !t.beat(hb) {
-				return
-			}
-		}
-	})
+	hb := &heartbeat{}
+	hb.mu.Lock()
+	hb.timer = time.AfterFunc(t.db.opts.HeartbeatInterval, func() { t.tick(hb) })
+	hb.mu.Unlock()
 	return hb
+}
+
+// tick sends a beat that is due, on the timer's goroutine, and sets the
+// timer for the next one, unless the heartbeat stopped, the Txn's
+// context ended or the DB closed (Close waits for a beat being sent, as
+// for any background work: goBackground).
+func (t *Txn) tick(hb *heartbeat) {
+	db := t.db
+	if hb.isStopped() || t.ctx.Err() != nil {
+		return
+	}
+	db.bgMu.Lock()
+	if db.closed {
+		db.bgMu.Unlock()
+		return
+	}
+	db.bg.Add(1)
+	db.bgMu.Unlock()
+	defer db.bg.Done()
+	if db.stopCtx.Err() != nil || !t.beat(hb) {
+		return
+	}
+	hb.mu.Lock()
+	if !hb.stopped {
+		hb.timer.Reset(db.opts.HeartbeatInterval)
+	}
+	hb.mu.Unlock()
+}
+
+func (hb *heartbeat) isStopped() bool {
+	hb.mu.Lock()
+	defer hb.mu.Unlock()
+	return hb.stopped
 }
 
 // beatNow creates (or refreshes) the record at once, for a transaction whose
@@ -121,4 +142,11 @@ func (hb *heartbeat) abortedErr() error {
 }
 
 // stop ends the heartbeat; safe to call more than once.
-func (hb *heartbeat) stop() { hb.stopOnce.Do(func() { close(hb.stopped) }) }
+func (hb *heartbeat) stop() {
+	hb.mu.Lock()
+	defer hb.mu.Unlock()
+	if !hb.stopped {
+		hb.stopped = true
+		hb.timer.Stop()
+	}
+}

@@ -25,9 +25,14 @@ func (t *Txn) observeGatewayLocked(now hlc.Timestamp) {
 }
 
 // resetObservationsLocked starts a new snapshot's observations: only the
-// gateway's, taken now (at or after the snapshot's start).
+// gateway's, taken now (at or after the snapshot's start). The readings
+// are written over in place: nothing but the record holds its slice (a
+// batch is sent with a copy, Txn.send), and a new one per snapshot was
+// an object of every READ COMMITTED statement, as the first reading of
+// every transaction was before it had room in the Txn (Txn.mu.obs;
+// TestObservationsAllocs).
 func (t *Txn) resetObservationsLocked() {
-	t.mu.proto.ObservedTimestamps = nil
+	t.mu.proto.ObservedTimestamps = t.mu.proto.ObservedTimestamps[:0]
 	t.observeGatewayLocked(t.db.clock.Now())
 }
 

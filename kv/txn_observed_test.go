@@ -82,3 +82,41 @@ func TestTxnObservedTimestamps(t *testing.T) {
 		}
 	}
 }
+
+// TestObservationsAllocs: a transaction's first readings (the gateway's,
+// and one leaseholder's) live in the Txn, and a new snapshot (READ
+// COMMITTED's next statement) writes its reading over the last
+// snapshot's in place: neither allocates (each was an object of every
+// transaction and of every READ COMMITTED statement). The readings are
+// still those of the snapshot: the gateway's, taken at its start.
+func TestObservationsAllocs(t *testing.T) {
+	mc := hlc.NewManualClock(100)
+	db := &DB{clock: hlc.NewClock(mc.UnixNano, 0)}
+	db.opts.NodeID = 1
+	ctx := context.Background()
+	now := hlc.Timestamp{WallTime: 100}
+	var txn *Txn
+	n := testing.AllocsPerRun(100, func() { txn = db.buildTxn(ctx, "t", ReadCommitted, 0, now) })
+	if n > 1 && !raceEnabled {
+		t.Errorf("a transaction allocates %.0f objects, want 1 (the Txn)", n)
+	}
+	txn.mu.Lock()
+	defer txn.mu.Unlock()
+	txn.absorbObservationsLocked(&kvpb.Transaction{ObservedTimestamps: []kvpb.ObservedTimestamp{{NodeID: 2, Timestamp: hlc.Timestamp{WallTime: 150}}}})
+	if got := len(txn.mu.proto.ObservedTimestamps); got != 2 {
+		t.Fatalf("%d readings, want the gateway's and node 2's", got)
+	}
+	first := txn.mu.proto.Clone()
+	mc.Set(200)
+	n = testing.AllocsPerRun(100, func() { txn.resetObservationsLocked() })
+	if n > 0 && !raceEnabled {
+		t.Errorf("a new snapshot allocates %.0f objects, want 0", n)
+	}
+	if got := txn.mu.proto.ObservedTimestamps; len(got) != 1 || got[0].NodeID != 1 || got[0].Timestamp.WallTime != 200 {
+		t.Errorf("readings after a new snapshot %v, want node 1's at 200", got)
+	}
+	// A copy sent with an earlier batch keeps its readings.
+	if got := first.ObservedTimestamps; len(got) != 2 || got[0].Timestamp.WallTime != 100 || got[1].NodeID != 2 {
+		t.Errorf("the earlier copy's readings became %v", got)
+	}
+}

@@ -46,7 +46,8 @@ func (t *Txn) PrepareForRetry(ctx context.Context) error {
 	t.mu.readSpans.reset()
 	t.mu.created = nil
 	t.mu.afterCommit = nil
-	t.mu.validate = nil
+	clear(t.mu.validate)
+	t.mu.validate, t.mu.validateIdx = nil, nil
 	t.mu.validatedAt = hlc.Timestamp{}
 	t.mu.retryErr = nil
 	// The old epoch's buffered writes are discarded like its intents; a

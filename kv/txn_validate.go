@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 
@@ -40,32 +41,79 @@ import (
 // registrations resolved it at, and the lowest write sequence among them
 // (a rollback to a savepoint taken before all of them forgets it).
 type validation struct {
+	key   []byte
 	since hlc.Timestamp
 	seq   int32
 }
+
+// validationInline is how many registrations a Txn holds without
+// allocating (Txn.mu.validateInline; a pgbench -N block registers two:
+// the UPDATE's table and the INSERT's); past validationIndexed, a map
+// finds a key (a block writing many tables).
+const (
+	validationInline  = 2
+	validationIndexed = 8
+)
 
 // ValidateAtCommit registers key (a single key) as one the transaction's
 // writes depend on, as it was at since: Commit fails with a retryable
 // error if another transaction wrote it above since, or holds an intent
 // on it. Registering a key again keeps the older timestamp. A restart
 // forgets every registration; a rollback to a savepoint forgets those
-// made after it.
+// made after it. The Txn keeps key (the commit's checks send it): the
+// caller must not modify it afterwards. The registrations are a list,
+// not a map, so that a block's few cost no allocation but their keys'
+// (the map, its string keys and the checks' copies of them were five
+// objects per pgbench -N block: TestValidationAllocs).
 func (t *Txn) ValidateAtCommit(key []byte, since hlc.Timestamp) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.mu.validatedAt = hlc.Timestamp{}
-	if t.mu.validate == nil {
-		t.mu.validate = map[string]validation{}
-	}
 	// The registering statement's writes get the next sequence number.
 	seq := t.mu.proto.Sequence + 1
-	if v, ok := t.mu.validate[string(key)]; ok {
+	if i := t.validationLocked(key); i >= 0 {
+		v := &t.mu.validate[i]
 		v.since = minTimestamp(v.since, since)
 		v.seq = min(v.seq, seq)
-		t.mu.validate[string(key)] = v
 		return
 	}
-	t.mu.validate[string(key)] = validation{since: since, seq: seq}
+	if t.mu.validate == nil {
+		t.mu.validate = t.mu.validateInline[:0]
+	}
+	t.mu.validate = append(t.mu.validate, validation{key: key, since: since, seq: seq})
+	if t.mu.validateIdx != nil || len(t.mu.validate) > validationIndexed {
+		t.indexValidationsLocked()
+	}
+}
+
+// validationLocked returns the position of key's registration in
+// t.mu.validate, or -1.
+func (t *Txn) validationLocked(key []byte) int {
+	if t.mu.validateIdx != nil {
+		if i, ok := t.mu.validateIdx[string(key)]; ok {
+			return i
+		}
+		return -1
+	}
+	for i := range t.mu.validate {
+		if bytes.Equal(t.mu.validate[i].key, key) {
+			return i
+		}
+	}
+	return -1
+}
+
+// indexValidationsLocked makes t.mu.validateIdx again from t.mu.validate
+// (nil when they are few).
+func (t *Txn) indexValidationsLocked() {
+	if len(t.mu.validate) <= validationIndexed {
+		t.mu.validateIdx = nil
+		return
+	}
+	t.mu.validateIdx = make(map[string]int, len(t.mu.validate))
+	for i, v := range t.mu.validate {
+		t.mu.validateIdx[string(v.key)] = i
+	}
 }
 
 func minTimestamp(a, b hlc.Timestamp) hlc.Timestamp {
@@ -78,10 +126,16 @@ func minTimestamp(a, b hlc.Timestamp) hlc.Timestamp {
 // forgetValidationsAfterLocked drops the registrations made after write
 // sequence seq (their statements' writes were rolled back).
 func (t *Txn) forgetValidationsAfterLocked(seq int32) {
-	for k, v := range t.mu.validate {
-		if v.seq > seq {
-			delete(t.mu.validate, k)
+	kept := t.mu.validate[:0]
+	for _, v := range t.mu.validate {
+		if v.seq <= seq {
+			kept = append(kept, v)
 		}
+	}
+	clear(t.mu.validate[len(kept):])
+	t.mu.validate = kept
+	if t.mu.validateIdx != nil {
+		t.indexValidationsLocked()
 	}
 }
 
@@ -132,8 +186,8 @@ func (t *Txn) validationChecks(withTxn bool) (*kvpb.Transaction, []kvpb.Request)
 		txn.ReadTimestamp = txn.WriteTimestamp
 	}
 	reqs := make([]kvpb.Request, 0, len(t.mu.validate))
-	for k, v := range t.mu.validate {
-		reqs = append(reqs, &kvpb.RefreshRequest{Key: []byte(k), From: v.since, Strict: true})
+	for _, v := range t.mu.validate {
+		reqs = append(reqs, &kvpb.RefreshRequest{Key: v.key, From: v.since, Strict: true})
 	}
 	return txn, reqs
 }

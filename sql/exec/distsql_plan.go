@@ -69,9 +69,6 @@ type distState struct {
 // with a node Runner, distsql on or auto, and a transaction whose reads
 // fragments may do at its snapshot (distEligible's rules).
 func (r *runner) distOn() bool {
-	if r.dist == nil {
-		r.dist = &distState{}
-	}
 	if !r.dist.decided {
 		r.dist.decided = true
 		r.dist.on = r.fragSpan == nil && r.distTxnOK(r.ctx) && r.setting("sql.testing.distsql_pushdown") != "off"

@@ -390,23 +390,34 @@ func (r *runner) buildInsert(n *plan.Insert) (op, error) {
 	if hasExpr(n.Computed) || len(n.Checks) > 0 || n.Returning != nil {
 		rowCols = colsOf(n.TableCols)
 	}
-	// inPos[j] is the table position input column j fills.
-	inPos := make([]int, len(n.InsertCols))
-	given := make([]bool, ncols)
-	for j, id := range n.InsertCols {
-		p, ok := ti.colPos(id)
-		if !ok {
-			return nil, pgerror.New(pgerrcode.InternalError, "exec: INSERT column %d is not in table %q", id, n.Table.Name)
-		}
-		inPos[j], given[p] = p, true
+	// inPos[j] is the table position input column j fills. A cached
+	// plan's are kept, with its compiled defaults and VALUES (kept).
+	var inPos []int
+	var given []bool
+	var defaults []rowFn // or kept.defaults
+	kept, err := r.keptInsert(n, ti)
+	if err != nil {
+		return nil, err
 	}
-	defaults := make([]rowFn, ncols)
-	for i := 0; i < ncols; i++ {
-		if given[i] || i >= len(n.Defaults) || n.Defaults[i] == nil {
-			continue
+	if kept != nil {
+		inPos, given = kept.inPos, kept.given
+	} else {
+		inPos, given = make([]int, len(n.InsertCols)), make([]bool, ncols)
+		for j, id := range n.InsertCols {
+			p, ok := ti.colPos(id)
+			if !ok {
+				return nil, pgerror.New(pgerrcode.InternalError, "exec: INSERT column %d is not in table %q", id, n.Table.Name)
+			}
+			inPos[j], given[p] = p, true
 		}
-		if defaults[i], err = r.compile(n.Defaults[i], nil); err != nil {
-			return nil, err
+		defaults = make([]rowFn, ncols)
+		for i := 0; i < ncols; i++ {
+			if given[i] || i >= len(n.Defaults) || n.Defaults[i] == nil {
+				continue
+			}
+			if defaults[i], err = r.compile(n.Defaults[i], nil); err != nil {
+				return nil, err
+			}
 		}
 	}
 	o := &dmlOp{}
@@ -429,8 +440,10 @@ func (r *runner) buildInsert(n *plan.Insert) (op, error) {
 		}
 	}
 	in.generatedKey = generatedRowIDKey(n, ti, given)
-	input, err := r.build(n.Input)
-	if err != nil {
+	var input op
+	if kept != nil && kept.values != nil {
+		input = &valuesOp{ectx: r.evalCtx(), rows: kept.values}
+	} else if input, err = r.build(n.Input); err != nil {
 		return nil, err
 	}
 	o.input = input
@@ -496,11 +509,19 @@ func (r *runner) buildInsert(n *plan.Insert) (op, error) {
 			for j, p := range inPos {
 				row[p] = src[j]
 			}
-			for i, f := range defaults {
-				if f == nil {
-					continue
+			for i := range ncols {
+				if kept != nil {
+					if i >= len(kept.defaults) || kept.defaults[i] == nil {
+						continue
+					}
+					row[i], err = kept.defaults[i](r.evalCtx(), nil)
+				} else {
+					if defaults[i] == nil {
+						continue
+					}
+					row[i], err = defaults[i](nil)
 				}
-				if row[i], err = f(nil); err != nil {
+				if err != nil {
 					if in.oc != nil {
 						if cerr := in.insertChunk(ctx, chunk); cerr != nil {
 							return cerr
@@ -595,22 +616,11 @@ func (r *runner) buildUpdate(n *plan.Update) (op, error) {
 	if len(n.FetchCols) != ncols || len(n.TableCols) != ncols || len(n.SetCols) != len(n.NewCols) {
 		return nil, pgerror.New(pgerrcode.InternalError, "exec: UPDATE of %q has mismatched column lists", n.Table.Name)
 	}
-	fetchPos, err := inputPositions("UPDATE fetch", inCols, n.FetchCols)
+	pos, err := r.updatePositions(n, ti, inCols)
 	if err != nil {
 		return nil, err
 	}
-	newPos, err := inputPositions("UPDATE new value", inCols, n.NewCols)
-	if err != nil {
-		return nil, err
-	}
-	setPos := make([]int, len(n.SetCols))
-	for i, id := range n.SetCols {
-		p, ok := ti.colPos(id)
-		if !ok {
-			return nil, pgerror.New(pgerrcode.InternalError, "exec: UPDATE column %d is not in table %q", id, n.Table.Name)
-		}
-		setPos[i] = p
-	}
+	fetchPos, newPos, setPos := pos.fetch, pos.new, pos.set
 	var rowCols []plan.Column // built only for expressions over the row
 	if hasExpr(n.Computed) || len(n.Checks) > 0 {
 		rowCols = colsOf(n.TableCols)

@@ -91,8 +91,9 @@ type runner struct {
 	// (a colocated join reads two tablets).
 	fragScans map[*plan.Scan]kvpb.Span
 	// dist is the gateway's state of distributed planning
-	// (distsql_plan.go); nil until first used.
-	dist *distState
+	// (distsql_plan.go), held in the runner: made on first use, it was
+	// an object of every INSERT and UPDATE (TestDistOnAllocs).
+	dist distState
 	// out is the Rows Start returns, allocated with the runner it
 	// belongs to (one of the objects of every statement).
 	out rows

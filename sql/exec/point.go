@@ -207,6 +207,10 @@ type PointCache struct {
 	// root is the shape of a point read at a plan's root (a SELECT),
 	// input that of a DML statement's input (buildPointInput).
 	root, input *pointShape
+	// insert and update are the shapes of an INSERT's and an UPDATE's
+	// build (dml_keep.go).
+	insert *insertShape
+	update *updateShape
 }
 
 // pointShape is the part of a point operator that depends on the plan's
