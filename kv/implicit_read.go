@@ -53,9 +53,10 @@ func (db *DB) RunImplicitRead(ctx context.Context, b *Batch) error {
 // takes a reading of its own. An empty now: a reading of its own.
 //
 // after is a reading of the clock at or above the read's timestamp, which
-// such a caller checks its generation at again: the leaseholder's clock
-// when it answered (kvpb.BatchResponse.Now, taken after the read, which
-// this node's clock has been moved up to), or, for a batch a transaction
+// such a caller checks its generation at again: the Now the leaseholder
+// answered with (kvpb.BatchResponse.Now, which this node's clock has been
+// moved up to: for a read the tablet timestamped, that timestamp itself,
+// tablet.TestPointReadAnswerNow; else a reading taken after the read), or, for a batch a transaction
 // read, a reading of db.Clock() taken after its commit. The caller need
 // not read the clock again for it.
 func (db *DB) RunImplicitReadAt(ctx context.Context, b *Batch, now hlc.Timestamp) (after hlc.Timestamp, err error) {

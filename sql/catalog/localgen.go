@@ -345,10 +345,10 @@ func (c *Cache) EndDDL(txn *kv.Txn) {
 // A read at a timestamp the caller does not know exactly (a leaseholder
 // stamps it) is checked with two calls: one at a clock reading taken
 // before the read was sent (the read's timestamp is at or above it: the
-// leaseholder's clock is moved up to the sender's) and one at the
-// leaseholder's reading taken after the read, which its answer carries
-// (kvpb.BatchResponse.Now: at or above the read's; this clock has been
-// moved up to it). The generation only grows
+// leaseholder's clock is moved up to the sender's) and one at the Now
+// the leaseholder's answer carries (kvpb.BatchResponse.Now: at or above
+// the read's timestamp, which it is for a read the tablet timestamped;
+// this clock has been moved up to it). The generation only grows
 // with the timestamp, so when both return the same generation it is the
 // one valid at the read.
 func (c *Cache) GenerationAt(ts hlc.Timestamp) ([]byte, bool) {

@@ -131,7 +131,8 @@ func (x *stmtState) ReadImplicit(ctx context.Context, b *kv.Batch) error {
 // plan's catalog generation, is the one at the read (see above). before
 // is the clock reading gen was found at: the read sends it as its own,
 // and the generation is checked again at the reading the read returns
-// (kv.DB.RunImplicitReadAt: the leaseholder's, after the read), two
+// (kv.DB.RunImplicitReadAt: the leaseholder's answer's Now, at or above
+// the read's timestamp), two
 // readings of the clock fewer.
 func (s *Session) readImplicit(ctx context.Context, b *kv.Batch, gen []byte, before hlc.Timestamp) error {
 	if h := implicitReadHook.Load(); h != nil {
