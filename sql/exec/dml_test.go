@@ -77,31 +77,10 @@ func (e *dmlEnv) context(txn *kv.Txn) *Context {
 		Virtual: &plan.VirtualEnv{Txn: txn, Catalog: r}}
 }
 
-// exec runs p in its own transaction and returns its rows and count.
+// exec runs p in its own transaction and returns its rows and count
+// (execKept, dml_keep_test.go, without kept shapes or parameters).
 func (e *dmlEnv) exec(p *plan.Plan) ([][]types.Datum, int64, error) {
-	var out [][]types.Datum
-	var n int64
-	err := e.db.Txn(context.Background(), kv.Serializable, func(ctx context.Context, txn *kv.Txn) error {
-		out, n = nil, 0
-		rs, err := Start(ctx, e.context(txn), p)
-		if err != nil {
-			return err
-		}
-		defer rs.Close()
-		for {
-			row, err := rs.Next(ctx)
-			if err != nil {
-				return err
-			}
-			if row == nil {
-				break
-			}
-			out = append(out, append([]types.Datum(nil), row...))
-		}
-		n = rs.RowsAffected()
-		return nil
-	})
-	return out, n, err
+	return e.execKept(p, nil)
 }
 
 func (e *dmlEnv) mustExec(p *plan.Plan) ([][]types.Datum, int64) {
