@@ -54,8 +54,8 @@ func TestCertAuth(t *testing.T) {
 	b := newTestBackend()
 	v, err := pgauth.Verifier("pw")
 	must(t, err)
-	b.roles["alice"] = Role{Name: "alice", CanLogin: true}
-	b.roles["bob"] = Role{Name: "bob", CanLogin: true, SCRAMVerifier: v}
+	b.setRole(Role{Name: "alice", CanLogin: true})
+	b.setRole(Role{Name: "bob", CanLogin: true, SCRAMVerifier: v})
 	srv, err := NewServer(Config{Backend: b, TLS: certs.SQLServer(), RefuseRemotePlaintext: true})
 	must(t, err)
 	ln, err := net.Listen("tcp", "0.0.0.0:0")
@@ -123,7 +123,7 @@ func TestAcceptPlaintext(t *testing.T) {
 	b := newTestBackend()
 	v, err := pgauth.Verifier("pw")
 	must(t, err)
-	b.roles["bob"] = Role{Name: "bob", CanLogin: true, SCRAMVerifier: v}
+	b.setRole(Role{Name: "bob", CanLogin: true, SCRAMVerifier: v})
 	srv, err := NewServer(Config{Backend: b, TLS: certs.SQLServer()})
 	must(t, err)
 	ln, err := net.Listen("tcp", net.JoinHostPort(remote, "0"))

@@ -16,7 +16,7 @@ import (
 // still gets in, and past max_connections everyone gets "too many clients".
 func TestSuperuserReservedConnections(t *testing.T) {
 	ts := startServer(t, func(c *Config) { c.MaxConnections = 3; c.SuperuserReservedConnections = 1 })
-	ts.b.roles["alice"] = Role{Name: "alice", CanLogin: true}
+	ts.b.setRole(Role{Name: "alice", CanLogin: true})
 	ctx := context.Background()
 	connectAs := func(user string) (*pgx.Conn, error) {
 		conn, err := pgx.ConnectConfig(ctx, ts.config(t, user, ""))

@@ -411,9 +411,9 @@ func TestAuthentication(t *testing.T) {
 		t.Fatal(err)
 	}
 	setRoles := func(b *testBackend) {
-		b.roles["alice"] = Role{Name: "alice", CanLogin: true, SCRAMVerifier: verifier}
-		b.roles["nologin"] = Role{Name: "nologin", CanLogin: false, SCRAMVerifier: verifier}
-		b.roles["nopass"] = Role{Name: "nopass", CanLogin: true}
+		b.setRole(Role{Name: "alice", CanLogin: true, SCRAMVerifier: verifier})
+		b.setRole(Role{Name: "nologin", CanLogin: false, SCRAMVerifier: verifier})
+		b.setRole(Role{Name: "nopass", CanLogin: true})
 	}
 	ctx := context.Background()
 	t.Run("scram", func(t *testing.T) {

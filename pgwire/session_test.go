@@ -78,6 +78,14 @@ func (b *testBackend) copiedSum() int64 {
 	return b.copySum
 }
 
+// setRole adds or replaces a role. Connections served earlier may still be
+// looking roles up, so it takes the lock LookupRole does.
+func (b *testBackend) setRole(r Role) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.roles[r.Name] = r
+}
+
 func (b *testBackend) LookupRole(_ context.Context, name string) (Role, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -268,7 +268,7 @@ func TestTLSSCRAM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts.b.roles["alice"] = Role{Name: "alice", CanLogin: true, SCRAMVerifier: v}
+	ts.b.setRole(Role{Name: "alice", CanLogin: true, SCRAMVerifier: v})
 	ctx := context.Background()
 	for _, tc := range []struct{ sslmode, binding, password, code string }{
 		{"require", "require", "pw", ""},
