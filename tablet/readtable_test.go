@@ -159,3 +159,30 @@ func TestReadTableModel(t *testing.T) {
 		}
 	})
 }
+
+// TestReadTableSkipsLengthsBelowLowWater: a lookup skips the prefix
+// lengths whose table reads in this cache all lie at or below its
+// low-water mark (which answers for them), so a write does not load a
+// cold slot per length of reads long past. The slot here also holds a
+// later read through another cache sharing the table, which a lookup
+// that loaded it would answer.
+func TestReadTableSkipsLengthsBelowLowWater(t *testing.T) {
+	const row = "\x03t/accounts/\x07"
+	table := NewReadTable(1 << 12)
+	c, other := newTSCache(hlc.Timestamp{}, 100), newTSCache(hlc.Timestamp{}, 100)
+	c.reads, other.reads = table, table
+	c.add(rowReadSpan(row), hlc.Timestamp{WallTime: 10}, uuid.Nil)
+	other.add(rowReadSpan(row), hlc.Timestamp{WallTime: 50}, uuid.Nil)
+	for _, tc := range []struct {
+		lowWater, want int64
+	}{
+		{5, 50},  // the reads of the length lie above the mark: the slot answers
+		{10, 10}, // they lie at the mark: skipped
+		{20, 20},
+	} {
+		c.raiseLowWater(hlc.Timestamp{WallTime: tc.lowWater})
+		if ts, _ := c.getMax(sp(row+"\x01", "")); ts.WallTime != tc.want {
+			t.Errorf("low-water mark %d: getMax = %s, want %d", tc.lowWater, ts, tc.want)
+		}
+	}
+}

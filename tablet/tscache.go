@@ -99,8 +99,13 @@ type tsCache struct {
 	// lookups and splits: appending to the log touches no cold memory,
 	// where the map of row reads it replaces missed the cache twice per
 	// lookup. The log counts against maxEntries.
-	reads       *ReadTable
-	readLens    uint64
+	reads    *ReadTable
+	readLens uint64
+	// readLenMax is, per prefix length, the highest wall time this cache
+	// put in the table: a lookup skips the lengths whose reads are all at
+	// or below the low-water mark (a tablet's catalog reads long past),
+	// so a write does not pay a cold slot per length for them.
+	readLenMax  [maxReadTableLen + 1]int64
 	readLog     []loggedRead
 	readIndexed int
 	readTree    *btreemap.BTreeMap[[]byte, int64]
@@ -270,6 +275,9 @@ func (c *tsCache) tablePrefixesLocked(best tsRead, key []byte) tsRead {
 	for lens != 0 {
 		n := bits.TrailingZeros64(lens)
 		lens &= lens - 1
+		if (hlc.Timestamp{WallTime: c.readLenMax[n]}).LessEq(c.lowWater) {
+			continue // the low-water mark already answers for them
+		}
 		if r := c.reads.get(key[:n]); !r.IsEmpty() {
 			best = best.merge(r, uuid.Nil)
 		}
@@ -348,6 +356,7 @@ func (c *tsCache) add(span kvpb.Span, ts hlc.Timestamp, txn uuid.UUID) {
 		// A non-transactional row read (an implicit point SELECT's): its
 		// slot in the node's table, no entry here.
 		c.readLens |= 1 << len(span.Key)
+		c.readLenMax[len(span.Key)] = max(c.readLenMax[len(span.Key)], ts.WallTime)
 		c.reads.record(span.Key, ts.WallTime)
 		c.readLog = append(c.readLog, loggedRead{key: c.arenaCopy(span.Key), wall: ts.WallTime})
 		if c.lenLocked() > c.maxEntries {
@@ -591,7 +600,7 @@ func (c *tsCache) splitOff(key []byte) *tsCache {
 	// key answer its lookups too, which only raises them) and logs the
 	// table's reads of prefixes at or after key; the keys are immutable,
 	// so the two logs share them.
-	r.reads, r.readLens = c.reads, c.readLens
+	r.reads, r.readLens, r.readLenMax = c.reads, c.readLens, c.readLenMax
 	for _, lr := range c.readLog {
 		if bytes.Compare(lr.key, key) >= 0 {
 			r.readLog = append(r.readLog, lr)
