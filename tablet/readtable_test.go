@@ -1,6 +1,7 @@
 package tablet
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
@@ -184,5 +185,54 @@ func TestReadTableSkipsLengthsBelowLowWater(t *testing.T) {
 		if ts, _ := c.getMax(sp(row+"\x01", "")); ts.WallTime != tc.want {
 			t.Errorf("low-water mark %d: getMax = %s, want %d", tc.lowWater, ts, tc.want)
 		}
+	}
+}
+
+// TestImplicitRowReadPushesWriters: through the replica, a
+// non-transactional read of a row (an implicit point SELECT's span) at 50
+// goes to the table, and a transaction that then writes under the row at
+// 40, by a point write or a span deletion, lands above 50; a write of
+// another row (whose slot no read hashed to) is not moved.
+func TestImplicitRowReadPushesWriters(t *testing.T) {
+	const row, other = "\x03rows/\x07", "\x03rows/\x09"
+	for i, tc := range []struct {
+		name   string
+		req    func() kvpb.Request
+		pushed bool
+	}{
+		{"a point write under the row", func() kvpb.Request { return &kvpb.PutRequest{Key: []byte(row + "\x01"), Value: []byte("v")} }, true},
+		{"the row's key", func() kvpb.Request { return &kvpb.PutRequest{Key: []byte(row), Value: []byte("v")} }, true},
+		{"a deletion of the rest of the row", func() kvpb.Request {
+			return &kvpb.DeleteRangeRequest{Key: []byte(row + "\x00"), EndKey: keys.PrefixEnd([]byte(row))}
+		}, true},
+		{"a deletion of a span holding the row", func() kvpb.Request {
+			return &kvpb.DeleteRangeRequest{Key: []byte("\x03rows/"), EndKey: []byte("\x03rows/\x08")}
+		}, true},
+		{"another row", func() kvpb.Request { return &kvpb.PutRequest{Key: []byte(other + "\x01"), Value: []byte("v")} }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, Config{})
+			tc0 := h.r.tscache
+			if tc0.reads.slot([]byte(row)) == tc0.reads.slot([]byte(other)) {
+				t.Fatal("the test's rows share a slot")
+			}
+			if _, err := h.sendAt(wallTS(50), &kvpb.ScanRequest{Key: []byte(row), EndKey: keys.PrefixEnd([]byte(row))}); err != nil {
+				t.Fatal(err)
+			}
+			if n := len(tc0.shortRows) + len(tc0.rows); n != 0 {
+				t.Fatalf("the row read left %d entries in the cache's maps, want 0 (the table's)", n)
+			}
+			name := fmt.Sprintf("w%d", i)
+			h.newTxn(name, wallTS(40), 0)
+			ba := &kvpb.BatchRequest{}
+			ba.Add(tc.req())
+			br, err := h.send(context.Background(), ba, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := wallTS(50).Less(br.Txn.WriteTimestamp); got != tc.pushed {
+				t.Errorf("write timestamp %s after a read at 50: pushed %t, want %t", br.Txn.WriteTimestamp, got, tc.pushed)
+			}
+		})
 	}
 }
