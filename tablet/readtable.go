@@ -25,8 +25,11 @@ import (
 // string and, every 32,768 of them, shrank the map: 1.8 us per read, 4%
 // of the node's CPU per prepared point SELECT (bench/README.md, "Issue
 // 22, twenty-first session: the point read's timestamp cache"). A slot
-// costs one hash and one cache line, taken without the cache's mutex
-// (an atomic maximum).
+// costs one hash and one cache line, raised by an atomic maximum (the
+// store's tablets share the table, each under its own cache's mutex).
+// Span lookups and splits do not use the table: tsCache also logs each
+// such read, appending to memory it just wrote, and indexes the log only
+// when one asks.
 //
 // Only reads at timestamps with no logical part go here (a slot is the
 // wall time alone); the rest, and every transaction's read (whose owner
