@@ -129,6 +129,9 @@ type Store struct {
 	stop     context.Context
 	cancel   context.CancelFunc
 	inflight sync.WaitGroup
+	// reads is the timestamp cache's table of non-transactional row
+	// reads that the store's replicas share (tablet.ReadTable).
+	reads *tablet.ReadTable
 	// bgCtx is the context of every request sent with
 	// context.Background() (see stopCtx), built once so that routing such
 	// a request allocates nothing (invariant 7).
@@ -163,7 +166,7 @@ const firstTabletID kvpb.TabletID = 1
 // directory lists. The caller keeps ownership of eng and closes it after
 // Close.
 func Open(ctx context.Context, eng *storage.Engine, clock *hlc.Clock, cfg Config) (*Store, error) {
-	s := &Store{eng: eng, clock: clock, cfg: cfg}
+	s := &Store{eng: eng, clock: clock, cfg: cfg, reads: tablet.NewReadTable(tablet.DefaultReadTableSlots)}
 	s.stop, s.cancel = context.WithCancel(context.Background())
 	s.bgCtx = stopCtx{Context: context.Background(), stop: s.stop}
 	s.mu.replicas = make(map[kvpb.TabletID]*tablet.Replica)
@@ -273,6 +276,7 @@ func (s *Store) tabletConfig() tablet.Config {
 		MaxValueSize:         s.cfg.MaxValueSize,
 		PushPollInterval:     s.cfg.PushPollInterval,
 		TSCacheMaxEntries:    s.cfg.TSCacheMaxEntries,
+		Reads:                s.reads,
 		Sender:               sender,
 		Lookup:               s.LookupTablet,
 		VerifyLockTable:      s.cfg.VerifyLockTable,

@@ -49,6 +49,10 @@ type Config struct {
 	LockPushDelay time.Duration
 	// TSCacheMaxEntries bounds the timestamp cache.
 	TSCacheMaxEntries int
+	// Reads is the node's table of non-transactional row reads, part of
+	// every replica's timestamp cache (readtable.go); the store shares one
+	// among its replicas. Nil: the replica makes a small one of its own.
+	Reads *ReadTable
 	// Sender carries pushes, queries and resolutions to whichever tablet
 	// holds the keys or records involved (the store, or later the kv
 	// client). Batches it is given have TabletID zero unless stated.
@@ -121,6 +125,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.TSCacheMaxEntries <= 0 {
 		c.TSCacheMaxEntries = DefaultTSCacheMaxEntries
+	}
+	if c.Reads == nil {
+		c.Reads = NewReadTable(testReadTableSlots)
 	}
 	return c
 }

@@ -59,7 +59,11 @@
 //     non-transactional write moves up; a transaction's write timestamp is
 //     pushed and the response says so. A lock is no write here: it lands
 //     no version, so it neither consults the cache nor is moved by it, in
-//     two phases (evalCtx.lock) and in one (evaluateOnePC).
+//     two phases (evalCtx.lock) and in one (evaluateOnePC). The cache may
+//     answer higher than the reads of a key, never lower: a write may also
+//     move over a read of another row whose prefix shares its slot in the
+//     node's ReadTable (readtable.go), which holds non-transactional row
+//     reads.
 //  5. Evaluate changes no shared state; Apply performs exactly what the
 //     Proposal lists.
 //  6. A lock that blocks a request is in the lock table, with the request

@@ -122,6 +122,7 @@ func New(eng *storage.Engine, clock *hlc.Clock, desc kvpb.TabletDescriptor, cfg 
 }
 
 func newReplica(eng *storage.Engine, clock *hlc.Clock, desc kvpb.TabletDescriptor, cfg Config, tc *tsCache, lt *lockTable) *Replica {
+	tc.reads = cfg.Reads
 	r := &Replica{
 		eng:     eng,
 		clock:   clock,

@@ -2,6 +2,7 @@ package tablet
 
 import (
 	"bytes"
+	"math/bits"
 	"slices"
 	"sync"
 	"unsafe"
@@ -87,7 +88,39 @@ type tsCache struct {
 	// rowLensCap is maxRowLens; tests lower it to exercise the span path.
 	rowLensCap int
 	maxEntries int
+	// reads is the node's table of non-transactional row reads
+	// (readtable.go; nil: none, every read is exact), which answers point
+	// lookups; readLens has bit n set once this cache put a row read of
+	// an n-byte prefix there. The table cannot say which of its reads lie
+	// in a span, so each is also logged, in arrival order and with
+	// repeats, in readLog (its prefix copied into readArena, no
+	// allocation per read), which readTree indexes on demand like
+	// points (readIndexed: how much of the log it holds) for span
+	// lookups and splits: appending to the log touches no cold memory,
+	// where the map of row reads it replaces missed the cache twice per
+	// lookup. The log counts against maxEntries.
+	reads    *ReadTable
+	readLens uint64
+	// readLenMax is, per prefix length, the highest wall time this cache
+	// put in the table: a lookup skips the lengths whose reads are all at
+	// or below the low-water mark (a tablet's catalog reads long past),
+	// so a write does not pay a cold slot per length for them.
+	readLenMax  [maxReadTableLen + 1]int64
+	readLog     []loggedRead
+	readIndexed int
+	readTree    *btreemap.BTreeMap[[]byte, int64]
+	readArena   []byte
 }
+
+// loggedRead is a row read the node's table holds: its prefix, and the
+// wall time read at (the logical part is zero).
+type loggedRead struct {
+	key  []byte
+	wall int64
+}
+
+// readArenaChunk is the size of readArena's chunks.
+const readArenaChunk = 64 << 10
 
 // maxRowLens bounds the distinct prefix lengths of row reads (see
 // tsCache.rowLensCap).
@@ -231,6 +264,27 @@ func (c *tsCache) rowPrefixesLocked(best tsRead, key []byte, self bool) tsRead {
 	return best
 }
 
+// tablePrefixesLocked merges into best the node's table's reads of the
+// prefixes of key (key itself included) of the lengths this cache put
+// there.
+func (c *tsCache) tablePrefixesLocked(best tsRead, key []byte) tsRead {
+	lens := c.readLens
+	if len(key) < 63 {
+		lens &= 1<<(len(key)+1) - 1
+	}
+	for lens != 0 {
+		n := bits.TrailingZeros64(lens)
+		lens &= lens - 1
+		if (hlc.Timestamp{WallTime: c.readLenMax[n]}).LessEq(c.lowWater) {
+			continue // the low-water mark already answers for them
+		}
+		if r := c.reads.get(key[:n]); !r.IsEmpty() {
+			best = best.merge(r, uuid.Nil)
+		}
+	}
+	return best
+}
+
 func newPointTree() *btreemap.BTreeMap[[]byte, struct{}] {
 	return btreemap.New[[]byte, struct{}](tsCacheDegree, bytes.Compare)
 }
@@ -293,6 +347,18 @@ func (c *tsCache) add(span kvpb.Span, ts hlc.Timestamp, txn uuid.UUID) {
 		} else {
 			c.addPointLocked(span.Key, tsRead{ts: ts, txn: txn})
 		}
+		if c.lenLocked() > c.maxEntries {
+			c.shrinkLocked()
+		}
+		return
+	}
+	if isPrefixEnd(span.Key, span.EndKey) && c.reads != nil && txn == uuid.Nil && ts.Logical == 0 && len(span.Key) <= maxReadTableLen {
+		// A non-transactional row read (an implicit point SELECT's): its
+		// slot in the node's table, no entry here.
+		c.readLens |= 1 << len(span.Key)
+		c.readLenMax[len(span.Key)] = max(c.readLenMax[len(span.Key)], ts.WallTime)
+		c.reads.record(span.Key, ts.WallTime)
+		c.readLog = append(c.readLog, loggedRead{key: c.arenaCopy(span.Key), wall: ts.WallTime})
 		if c.lenLocked() > c.maxEntries {
 			c.shrinkLocked()
 		}
@@ -379,7 +445,21 @@ func (c *tsCache) shrinkLocked() {
 	for _, r := range c.shortRows {
 		tss = append(tss, r.read.ts)
 	}
+	for _, lr := range c.readLog {
+		tss = append(tss, hlc.Timestamp{WallTime: lr.wall})
+	}
 	c.lowWater = c.lowWater.Forward(nthTimestamp(tss, len(tss)/2))
+	// The log keeps its reads above the mark (the table keeps them all:
+	// it only ever answers higher); the tree indexes them when next
+	// needed.
+	kept := c.readLog[:0]
+	for _, lr := range c.readLog {
+		if c.lowWater.Less(hlc.Timestamp{WallTime: lr.wall}) {
+			kept = append(kept, lr)
+		}
+	}
+	clear(c.readLog[len(kept):])
+	c.readLog, c.readTree, c.readIndexed = kept, nil, 0
 	oldEntries := c.entries
 	c.entries = newSpanTree()
 	for k, e := range oldEntries.Ascend(btreemap.Min[[]byte](), btreemap.Max[[]byte]()) {
@@ -427,7 +507,31 @@ func (c *tsCache) shrinkLocked() {
 }
 
 func (c *tsCache) lenLocked() int {
-	return c.entries.Len() + len(c.byKey) + len(c.rows) + len(c.shortRows)
+	return c.entries.Len() + len(c.byKey) + len(c.rows) + len(c.shortRows) + len(c.readLog)
+}
+
+// arenaCopy copies key into readArena.
+func (c *tsCache) arenaCopy(key []byte) []byte {
+	if cap(c.readArena)-len(c.readArena) < len(key) {
+		c.readArena = make([]byte, 0, max(readArenaChunk, len(key)))
+	}
+	n := len(c.readArena)
+	c.readArena = append(c.readArena, key...)
+	return c.readArena[n:len(c.readArena):len(c.readArena)]
+}
+
+// indexReadsLocked brings readTree up to date with readLog: each prefix
+// once, at its highest read.
+func (c *tsCache) indexReadsLocked() {
+	if c.readTree == nil {
+		c.readTree = btreemap.New[[]byte, int64](tsCacheDegree, bytes.Compare)
+	}
+	for _, lr := range c.readLog[c.readIndexed:] {
+		if _, w, ok := c.readTree.Get(lr.key); !ok || w < lr.wall {
+			c.readTree.ReplaceOrInsert(lr.key, lr.wall)
+		}
+	}
+	c.readIndexed = len(c.readLog)
 }
 
 // unsafeBytes views an immutable string as a key for the tree, so the tree
@@ -446,6 +550,9 @@ func (c *tsCache) getMax(span kvpb.Span) (hlc.Timestamp, uuid.UUID) {
 			best = best.merge(r.ts, r.txn)
 		}
 		best = c.rowPrefixesLocked(best, span.Key, true)
+		if c.readLens != 0 {
+			best = c.tablePrefixesLocked(best, span.Key)
+		}
 	} else {
 		c.indexLocked()
 		for k := range c.points.Ascend(btreemap.GE(span.Key), btreemap.LT(span.EndKey)) {
@@ -459,6 +566,15 @@ func (c *tsCache) getMax(span kvpb.Span) (hlc.Timestamp, uuid.UUID) {
 			best = best.merge(r.ts, r.txn)
 		}
 		best = c.rowPrefixesLocked(best, span.Key, false)
+		if c.readLens != 0 {
+			// The table's reads covering the span's start, then those
+			// whose prefix lies in it.
+			best = c.tablePrefixesLocked(best, span.Key)
+			c.indexReadsLocked()
+			for _, w := range c.readTree.Ascend(btreemap.GE(span.Key), btreemap.LT(span.EndKey)) {
+				best = best.merge(hlc.Timestamp{WallTime: w}, uuid.Nil)
+			}
+		}
 	}
 	var end []byte
 	if !point {
@@ -480,6 +596,16 @@ func (c *tsCache) splitOff(key []byte) *tsCache {
 	defer c.mu.Unlock()
 	r := newTSCache(c.lowWater, c.maxEntries)
 	r.rowLensCap = c.rowLensCap
+	// The right side shares the node's table (reads of prefixes left of
+	// key answer its lookups too, which only raises them) and logs the
+	// table's reads of prefixes at or after key; the keys are immutable,
+	// so the two logs share them.
+	r.reads, r.readLens, r.readLenMax = c.reads, c.readLens, c.readLenMax
+	for _, lr := range c.readLog {
+		if bytes.Compare(lr.key, key) >= 0 {
+			r.readLog = append(r.readLog, lr)
+		}
+	}
 	c.indexLocked()
 	for k := range c.points.Ascend(btreemap.GE(key), btreemap.Max[[]byte]()) {
 		r.addPointLocked(k, c.byKey[string(k)])
