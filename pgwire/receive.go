@@ -1,6 +1,7 @@
 package pgwire
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"fmt"
@@ -11,10 +12,12 @@ import (
 
 // frontend reads the client's messages after startup (conn.receive), as
 // pgproto3.Backend.Receive does, with the same messages, checks and
-// errors, straight from the connection's bufio.Reader into one body
-// buffer, and without allocating for the messages of a prepared
-// statement's round trip: Bind's parameters and format codes are the
-// connection's slices (valid, as pgproto3's, until the next receive), and
+// errors, straight from the connection's bufio.Reader: a message it
+// holds whole is decoded in its buffer, any other is read into one body
+// buffer (TestFrontendReadsInPlace). Nothing is allocated for the
+// messages of a prepared statement's round trip: Bind's parameters and
+// format codes are slices of those buffers and the connection's (valid,
+// as pgproto3's, until the next receive), and
 // its portal and statement names are the last ones read while they stay
 // the same (a string per Bind and per Execute before). Bind and Execute
 // bodies that do not decode are decoded again by pgproto3, for its error.
@@ -53,11 +56,25 @@ const frontendBufSize = 8 << 10
 
 // receive reads and decodes the next message.
 func (f *frontend) receive() (pgproto3.FrontendMessage, error) {
-	if _, err := io.ReadFull(f.br, f.hdr[:]); err != nil {
-		return nil, translateEOF(err)
+	// A message the bufio.Reader holds whole (after the first of a round
+	// trip, whose read brought the rest: Describe, Execute and Sync after
+	// Bind) is decoded where it lies, without copying its header and body
+	// out through io.ReadFull. Peek and Discard do not read, so the
+	// bufio.Reader's buffer stays as it is until the next receive reads,
+	// as f.buf does (the messages' slices are valid until then).
+	bb, _ := f.br.(*bufio.Reader)
+	var hdr []byte
+	if bb != nil && bb.Buffered() >= len(f.hdr) {
+		hdr, _ = bb.Peek(len(f.hdr))
+		bb.Discard(len(hdr))
+	} else {
+		if _, err := io.ReadFull(f.br, f.hdr[:]); err != nil {
+			return nil, translateEOF(err)
+		}
+		hdr = f.hdr[:]
 	}
-	typ := f.hdr[0]
-	n := int(int32(binary.BigEndian.Uint32(f.hdr[1:])))
+	typ := hdr[0]
+	n := int(int32(binary.BigEndian.Uint32(hdr[1:])))
 	if n < 4 {
 		return nil, fmt.Errorf("invalid message length: %d", n)
 	}
@@ -108,16 +125,22 @@ func (f *frontend) receive() (pgproto3.FrontendMessage, error) {
 		return nil, fmt.Errorf("unknown message type: %c", typ)
 	}
 	var body []byte
-	if n <= frontendBufSize {
-		if f.buf == nil {
-			f.buf = make([]byte, frontendBufSize)
-		}
-		body = f.buf[:n:n]
+	if bb != nil && bb.Buffered() >= n {
+		body, _ = bb.Peek(n)
+		body = body[:n:n]
+		bb.Discard(n)
 	} else {
-		body = make([]byte, n)
-	}
-	if _, err := io.ReadFull(f.br, body); err != nil {
-		return nil, translateEOF(err)
+		if n <= frontendBufSize {
+			if f.buf == nil {
+				f.buf = make([]byte, frontendBufSize)
+			}
+			body = f.buf[:n:n]
+		} else {
+			body = make([]byte, n)
+		}
+		if _, err := io.ReadFull(f.br, body); err != nil {
+			return nil, translateEOF(err)
+		}
 	}
 	switch typ {
 	case 'B':

@@ -7,6 +7,7 @@ import (
 	"io"
 	"reflect"
 	"testing"
+	"testing/iotest"
 
 	"github.com/jackc/pgx/v5/pgproto3"
 )
@@ -158,6 +159,50 @@ func BenchmarkReceiveRoundTrip(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
+			}
+		})
+	}
+}
+
+// TestFrontendReadsInPlace: a message the connection's bufio.Reader
+// holds whole is decoded where it lies, so pgbench's round trip (Bind,
+// Describe, Execute, Sync, arriving together) copies no body into the
+// reader's own buffer, which is then never made; a message longer than
+// the bufio.Reader's buffer, or one arriving a byte at a time, is read
+// through the reader's buffer as before. Each case's messages read as
+// they were sent.
+func TestFrontendReadsInPlace(t *testing.T) {
+	roundTrip := []pgproto3.FrontendMessage{&pgproto3.Bind{PreparedStatement: "P_0", Parameters: [][]byte{[]byte("4242")}},
+		&pgproto3.Describe{ObjectType: 'P'}, &pgproto3.Execute{}, &pgproto3.Sync{}}
+	long := &pgproto3.Query{String: string(bytes.Repeat([]byte("x"), 5000))}
+	for _, c := range []struct {
+		name     string
+		msgs     []pgproto3.FrontendMessage
+		oneByte  bool // the socket returns a byte per read
+		wantCopy bool // a body went through f.buf
+	}{
+		{"round trip", roundTrip, false, false},
+		{"two round trips", append(append([]pgproto3.FrontendMessage{}, roundTrip...), roundTrip...), false, false},
+		{"longer than the bufio buffer", []pgproto3.FrontendMessage{long, &pgproto3.Sync{}}, false, true},
+		{"a byte at a time", roundTrip, true, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var r io.Reader = bytes.NewReader(encodeFrontend(t, c.msgs...))
+			if c.oneByte {
+				r = iotest.OneByteReader(r)
+			}
+			f := &frontend{br: bufio.NewReader(r)}
+			for i, want := range c.msgs {
+				got, err := f.receive()
+				if err != nil {
+					t.Fatalf("message %d: %v", i, err)
+				}
+				if !reflect.DeepEqual(normalize(got), normalize(want)) {
+					t.Fatalf("message %d: %#v, want %#v", i, got, want)
+				}
+			}
+			if copied := f.buf != nil; copied != c.wantCopy {
+				t.Errorf("a body read through the reader's buffer: %v, want %v", copied, c.wantCopy)
 			}
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"math/rand/v2"
+	"reflect"
 	"time"
 
 	"github.com/cairn-db/cairn/hlc"
@@ -102,6 +103,9 @@ type Session struct {
 	log   *slog.Logger
 	// act is the session's entry in the node's registry (activity.go).
 	act *activity
+	// observed is the last statement context found to carry act as its
+	// lock wait observer (stmtContext), of a comparable type; nil: none.
+	observed context.Context
 	// txnWroteCatalog: the current transaction has run DDL, so its
 	// statements resolve names by reading them (dispatch.go resolver).
 	txnWroteCatalog bool
@@ -557,18 +561,39 @@ var errLockTimeout = pgerror.New(pgerrcode.LockNotAvailable, "canceling statemen
 // tablets in every batch the statement sends).
 func (s *Session) stmtContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	lockD, stmtD := s.stmtTimeouts()
-	if lockD > 0 {
-		ctx = kv.WithLockTimeout(ctx, lockD)
-	}
-	if kvpb.LockWaitObserverOf(ctx) != s.act {
+	if !s.observes(ctx) {
 		// Not a context pgwire derived from StatementBase's (a caller
 		// inside the node, a test).
 		ctx = kvpb.WithLockWaitObserver(ctx, s.act)
+	}
+	if lockD > 0 {
+		ctx = kv.WithLockTimeout(ctx, lockD)
 	}
 	if stmtD <= 0 {
 		return ctx, noCancel
 	}
 	return context.WithTimeoutCause(ctx, stmtD, errStatementTimeout)
+}
+
+// observes reports whether ctx carries the session's lock wait observer.
+// pgwire hands a connection's statements one context while nothing could
+// have seen it end (pgwire invariant 11), derived from StatementBase's:
+// the context last found to carry the observer is remembered, and the
+// same context is not asked again (a walk up its parents and an interface
+// assertion per statement). A context's values never change, so the same
+// context carries the same observer. observed holds only a context of a
+// comparable type, so comparing another with it cannot panic.
+func (s *Session) observes(ctx context.Context) bool {
+	if s.observed != nil && ctx == s.observed {
+		return true
+	}
+	if kvpb.LockWaitObserverOf(ctx) != s.act {
+		return false
+	}
+	if reflect.TypeOf(ctx).Comparable() {
+		s.observed = ctx
+	}
+	return true
 }
 
 // StatementBase implements pgwire.StatementBaser: every statement's
