@@ -1,6 +1,8 @@
 package storage
 
 import (
+	"encoding/binary"
+	"math/bits"
 	"sync"
 	"sync/atomic"
 )
@@ -70,25 +72,81 @@ func (p *iterPool) stable() (gen uint64, ok bool) {
 	return gen, p.done.Load() == gen
 }
 
-// take returns a pooled iterator still current, or nil.
-func (p *iterPool) take() *Iterator {
+// take returns a pooled iterator still current, or nil: of those, the
+// one whose last use's lower bound shares the longest prefix with lower
+// (the encoded lower bound of the read to come; the most recently pooled
+// on a tie, and without a lower bound).
+//
+// Why (bench/README.md, issue 22, twenty-first session): a Pebble
+// iterator keeps, per level, the SST it last read open, and SetBounds
+// keeps it while the new bounds overlap it; a read whose row lies in
+// another file closes that one and opens the other (its reader from the
+// file cache, a new SST iterator, its index block from the block cache).
+// A point read takes the pooled iterator whose levels most likely stand
+// in its row's files, so that it mostly opens none. Any current
+// iterator reads the same view: which one a read gets changes nothing
+// it sees.
+func (p *iterPool) take(lower []byte) *Iterator {
 	if p.n.Load() == 0 {
 		return nil
 	}
 	gen := p.begun.Load()
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	for n := len(p.free); n > 0; n-- {
-		it := p.free[n-1]
-		p.free[n-1] = nil
-		p.free = p.free[:n-1]
-		p.n.Store(int32(len(p.free)))
-		if it.gen == gen {
-			return it
+	var stale []*Iterator
+	best, bestLen := -1, -1
+	for i := len(p.free) - 1; i >= 0; i-- {
+		it := p.free[i]
+		if it.gen != gen {
+			stale = append(stale, it)
+			continue
 		}
-		_ = it.it.Close()
+		if lower == nil {
+			best = i
+			break
+		}
+		if n := commonPrefixLen(it.near, lower); n > bestLen {
+			best, bestLen = i, n
+		}
 	}
-	return nil
+	var it *Iterator
+	if best >= 0 {
+		it = p.free[best]
+	}
+	// Keep the current ones but the one taken, in their order.
+	kept := p.free[:0]
+	for _, f := range p.free {
+		if f != it && f.gen == gen {
+			kept = append(kept, f)
+		}
+	}
+	for i := len(kept); i < len(p.free); i++ {
+		p.free[i] = nil
+	}
+	p.free = kept
+	p.n.Store(int32(len(p.free)))
+	p.mu.Unlock()
+	for _, f := range stale {
+		_ = f.it.Close()
+	}
+	return it
+}
+
+// commonPrefixLen is the length of the longest common prefix of a and b,
+// compared eight bytes at a time.
+func commonPrefixLen(a, b []byte) int {
+	n := min(len(a), len(b))
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		if x := binary.LittleEndian.Uint64(a[i:]) ^ binary.LittleEndian.Uint64(b[i:]); x != 0 {
+			return i + bits.TrailingZeros64(x)/8
+		}
+	}
+	for ; i < n; i++ {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
 }
 
 // put takes back a closed iterator, or closes it when it is stale or the

@@ -1,0 +1,177 @@
+package storage
+
+import (
+	"context"
+	"math/rand"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// TestIterPoolTakesNearest checks which pooled iterator a read gets
+// (iterPool.take): the one whose last use's lower bound shares the
+// longest prefix with the read's, the most recently pooled on a tie or
+// for a read without a lower bound; a taken iterator leaves the pool.
+func TestIterPoolTakesNearest(t *testing.T) {
+	e := openMem(t)
+	// Three iterators pooled in this order, each last used from its key.
+	var its []*Iterator
+	for _, k := range []string{"/t/1/aa", "/t/1/mm", "/t/2/zz"} {
+		it, err := e.NewIter(IterOptions{LowerBound: []byte(k), UpperBound: []byte(k + "\x00")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		its = append(its, it)
+	}
+	for _, it := range its {
+		if err := it.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		lower string // "" for none
+		want  int    // index in its
+	}{
+		{"/t/1/mq", 1},
+		{"/t/1/ab", 0},
+		{"/t/2/a", 2},
+		{"/t/3", 2}, // a tie of three: the most recently pooled
+		{"", 2},
+	} {
+		var lower []byte
+		if tc.lower != "" {
+			lower = []byte(tc.lower)
+		}
+		got := e.iters.take(lower)
+		if got != its[tc.want] {
+			t.Errorf("take(%q) = the iterator last used at %q, want the one at %q", tc.lower, got.near, its[tc.want].near)
+		}
+		if n := len(e.iters.free); n != 2 {
+			t.Errorf("take(%q): %d pooled after, want 2", tc.lower, n)
+		}
+		if !e.iters.put(got) {
+			t.Fatalf("take(%q): not pooled again", tc.lower)
+		}
+	}
+}
+
+// TestPooledIteratorStaysInItsFiles counts what a point read of a
+// compacted store looks up in the block cache when several iterators
+// are pooled: the read gets the one last used nearest its row
+// (iterPool.take), whose level most likely still has the row's SST
+// open, with its index block; the most recently pooled one (as before)
+// mostly stood in another file, and the read opened the row's and
+// looked up its index block as well as the data block.
+func TestPooledIteratorStaysInItsFiles(t *testing.T) {
+	const rows = 100000
+	e, err := Open("db", Options{FS: vfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	rng := rand.New(rand.NewSource(1))
+	for i := 0; i < rows; i += 100 {
+		b := e.NewWriteOnlyBatch()
+		for j := i; j < i+100; j++ {
+			value := make([]byte, 100)
+			rng.Read(value)
+			if err := b.Put(MVCCKey{Key: rowKey(j), Timestamp: ts(1, 0)}, value); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := b.CommitNoSync(); err != nil {
+			t.Fatal(err)
+		}
+		b.Close()
+	}
+	if err := e.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Compact(context.Background(), []byte("/"), []byte("/u")); err != nil {
+		t.Fatal(err)
+	}
+	files := 0
+	for _, l := range e.Metrics().Levels {
+		files += int(l.TablesCount)
+	}
+	if files < 4 {
+		t.Fatalf("%d SSTs, want several", files)
+	}
+	read := func(k []byte) {
+		it, err := e.NewIter(IterOptions{LowerBound: k, UpperBound: append(k[:len(k):len(k)], 0)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !it.First() {
+			t.Fatalf("row %q not found: %v", k, it.Err())
+		}
+		if err := it.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Pool maxPooledIters iterators, last used at rows spread over the
+	// keyspace (as concurrent reads leave them), one first read each.
+	var held []*Iterator
+	for i := 0; i < maxPooledIters; i++ {
+		k := rowKey(i * rows / maxPooledIters)
+		it, err := e.NewIter(IterOptions{LowerBound: k, UpperBound: append(k[:len(k):len(k)], 0)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !it.First() {
+			t.Fatalf("row %q not found: %v", k, it.Err())
+		}
+		held = append(held, it)
+	}
+	for _, it := range held {
+		if err := it.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(e.iters.free); n != maxPooledIters {
+		t.Fatalf("%d iterators pooled, want %d", n, maxPooledIters)
+	}
+	const reads = 2000
+	before := e.Metrics().BlockCache
+	builds := e.IterBuilds()
+	for i := 0; i < reads; i++ {
+		read(rowKey(rng.Intn(rows)))
+	}
+	after := e.Metrics().BlockCache
+	if b := e.IterBuilds() - builds; b != 0 {
+		t.Fatalf("%d iterators built during the reads, want every read served by the pool", b)
+	}
+	lookups := (after.Hits + after.Misses) - (before.Hits + before.Misses)
+	perRead := float64(lookups) / reads
+	// The data block alone, but when the nearest iterator stood in
+	// another file (a row near a file's edge): then its index block too.
+	if perRead > 1.3 {
+		t.Errorf("%.2f block cache lookups per point read (%d in %d reads), want at most 1.3: the reads opened files", perRead, lookups, reads)
+	}
+	t.Logf("%d files; %.2f block cache lookups per point read", files, perRead)
+}
+
+func TestCommonPrefixLen(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want int
+	}{
+		{"", "", 0},
+		{"", "abc", 0},
+		{"abc", "abc", 3},
+		{"abc", "abd", 2},
+		{"abcdefgh", "abcdefgh", 8},
+		{"abcdefghij", "abcdefghiX", 9},
+		{"abcdefgXij", "abcdefghij", 7},
+		{"abcdefghijklmnopq", "abcdefghijklmnopqrs", 17},
+		{"Xbcdefghijklmnopq", "abcdefghijklmnopqrs", 0},
+		{"abcdefghijkXmnopq", "abcdefghijklmnopqrs", 11},
+	} {
+		if got := commonPrefixLen([]byte(tc.a), []byte(tc.b)); got != tc.want {
+			t.Errorf("commonPrefixLen(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)
+		}
+		if got := commonPrefixLen([]byte(tc.b), []byte(tc.a)); got != tc.want {
+			t.Errorf("commonPrefixLen(%q, %q) = %d, want %d", tc.b, tc.a, got, tc.want)
+		}
+	}
+}
