@@ -73,9 +73,9 @@ func (p *iterPool) stable() (gen uint64, ok bool) {
 }
 
 // take returns a pooled iterator still current, or nil: of those, the
-// one whose last use's lower bound shares the longest prefix with lower
-// (the encoded lower bound of the read to come; the most recently pooled
-// on a tie, and without a lower bound).
+// one whose last use's lower bound lies nearest lower in key order (the
+// lower bound of the read to come, a user key; the most recently pooled
+// on a tie, and for a read without a lower bound).
 //
 // Why (bench/README.md, issue 22, twenty-first session): a Pebble
 // iterator keeps, per level, the SST it last read open, and SetBounds
@@ -93,19 +93,35 @@ func (p *iterPool) take(lower []byte) *Iterator {
 	gen := p.begun.Load()
 	p.mu.Lock()
 	var stale []*Iterator
-	best, bestLen := -1, -1
-	for i := len(p.free) - 1; i >= 0; i-- {
-		it := p.free[i]
-		if it.gen != gen {
-			stale = append(stale, it)
-			continue
+	best := -1
+	if lower == nil {
+		for i := len(p.free) - 1; i >= 0 && best < 0; i-- {
+			if p.free[i].gen == gen {
+				best = i
+			}
 		}
-		if lower == nil {
-			best = i
-			break
+	} else {
+		// Nearest: past the prefix every candidate shares with lower,
+		// the next eight bytes as a number (keyPos), whose distance to
+		// lower's orders the candidates as their keys lie around it.
+		shared := len(lower)
+		for _, it := range p.free {
+			if it.gen == gen {
+				shared = min(shared, commonPrefixLen(it.near, lower))
+			}
 		}
-		if n := commonPrefixLen(it.near, lower); n > bestLen {
-			best, bestLen = i, n
+		at := keyPos(lower, shared)
+		var bestDist uint64
+		for i := len(p.free) - 1; i >= 0; i-- {
+			it := p.free[i]
+			if it.gen != gen {
+				continue
+			}
+			pos := keyPos(it.near, shared)
+			dist := max(pos, at) - min(pos, at)
+			if best < 0 || dist < bestDist {
+				best, bestDist = i, dist
+			}
 		}
 	}
 	var it *Iterator
@@ -115,7 +131,10 @@ func (p *iterPool) take(lower []byte) *Iterator {
 	// Keep the current ones but the one taken, in their order.
 	kept := p.free[:0]
 	for _, f := range p.free {
-		if f != it && f.gen == gen {
+		switch {
+		case f.gen != gen:
+			stale = append(stale, f)
+		case f != it:
 			kept = append(kept, f)
 		}
 	}
@@ -129,6 +148,17 @@ func (p *iterPool) take(lower []byte) *Iterator {
 		_ = f.it.Close()
 	}
 	return it
+}
+
+// keyPos is the eight bytes of k from offset at (zeros past its end) as a
+// big-endian number: for keys that share their first at bytes, an order
+// of them to the resolution of those eight bytes.
+func keyPos(k []byte, at int) uint64 {
+	var b [8]byte
+	if at < len(k) {
+		copy(b[:], k[at:])
+	}
+	return binary.BigEndian.Uint64(b[:])
 }
 
 // commonPrefixLen is the length of the longest common prefix of a and b,

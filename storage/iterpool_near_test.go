@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"fmt"
 	"math/rand"
 	"testing"
 
@@ -9,14 +10,18 @@ import (
 )
 
 // TestIterPoolTakesNearest checks which pooled iterator a read gets
-// (iterPool.take): the one whose last use's lower bound shares the
-// longest prefix with the read's, the most recently pooled on a tie or
-// for a read without a lower bound; a taken iterator leaves the pool.
+// (iterPool.take): the one whose last use's lower bound lies nearest the
+// read's in key order, whatever prefix they share (rows of a
+// hash-bucketed table differ from their first bytes on); the most
+// recently pooled on a tie or for a read without a lower bound. A taken
+// iterator leaves the pool.
 func TestIterPoolTakesNearest(t *testing.T) {
 	e := openMem(t)
-	// Three iterators pooled in this order, each last used from its key.
+	// Iterators pooled in this order, each last used from its key; the
+	// last two from the same key.
+	keys := []string{"\x03\x01\x10\x00/r1", "\x03\x01\x80\x00/r2", "\x03\x01\xf0\x00/r3", "\x03\x01\xf0\x00/r3"}
 	var its []*Iterator
-	for _, k := range []string{"/t/1/aa", "/t/1/mm", "/t/2/zz"} {
+	for _, k := range keys {
 		it, err := e.NewIter(IterOptions{LowerBound: []byte(k), UpperBound: []byte(k + "\x00")})
 		if err != nil {
 			t.Fatal(err)
@@ -32,11 +37,16 @@ func TestIterPoolTakesNearest(t *testing.T) {
 		lower string // "" for none
 		want  int    // index in its
 	}{
-		{"/t/1/mq", 1},
-		{"/t/1/ab", 0},
-		{"/t/2/a", 2},
-		{"/t/3", 2}, // a tie of three: the most recently pooled
-		{"", 2},
+		// Shares no more with the one at 0x10 than with the others.
+		{"\x03\x01\x12\x00/r9", 0},
+		{"\x03\x01\x7f\xff/r9", 1},
+		{"\x03\x01\x81", 1},
+		{"\x03\x01\x10\x00/r1", 0},
+		// Nearest the last two: the more recently pooled.
+		{"\x03\x01\xff", 3},
+		{"\x03\x02", 3},
+		{"\x02", 0},
+		{"", 3},
 	} {
 		var lower []byte
 		if tc.lower != "" {
@@ -44,15 +54,25 @@ func TestIterPoolTakesNearest(t *testing.T) {
 		}
 		got := e.iters.take(lower)
 		if got != its[tc.want] {
-			t.Errorf("take(%q) = the iterator last used at %q, want the one at %q", tc.lower, got.near, its[tc.want].near)
+			t.Errorf("take(%q) = the iterator last used at %q, want the one at %q (#%d)", tc.lower, got.near, its[tc.want].near, tc.want)
 		}
-		if n := len(e.iters.free); n != 2 {
-			t.Errorf("take(%q): %d pooled after, want 2", tc.lower, n)
+		if n := len(e.iters.free); n != len(its)-1 {
+			t.Errorf("take(%q): %d pooled after, want %d", tc.lower, n, len(its)-1)
 		}
 		if !e.iters.put(got) {
 			t.Fatalf("take(%q): not pooled again", tc.lower)
 		}
+		// Back in the pooled order, so that the next case sees it.
+		e.iters.free = append(e.iters.free[:0], its...)
 	}
+}
+
+// bucketedKey is row i's key in a table whose rows are spread over
+// hash buckets, as a SQL table's primary index (sql/rowenc): a bucket of
+// two bytes from a hash of the row's number, then the row's number.
+func bucketedKey(i int) []byte {
+	h := uint16(uint32(i) * 2654435761 >> 16)
+	return fmt.Appendf([]byte{0x03, byte(h >> 8), byte(h)}, "/accounts/%08d", i)
 }
 
 // TestPooledIteratorStaysInItsFiles counts what a point read of a
@@ -75,7 +95,7 @@ func TestPooledIteratorStaysInItsFiles(t *testing.T) {
 		for j := i; j < i+100; j++ {
 			value := make([]byte, 100)
 			rng.Read(value)
-			if err := b.Put(MVCCKey{Key: rowKey(j), Timestamp: ts(1, 0)}, value); err != nil {
+			if err := b.Put(MVCCKey{Key: bucketedKey(j), Timestamp: ts(1, 0)}, value); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -87,7 +107,7 @@ func TestPooledIteratorStaysInItsFiles(t *testing.T) {
 	if err := e.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.Compact(context.Background(), []byte("/"), []byte("/u")); err != nil {
+	if err := e.Compact(context.Background(), []byte{0}, []byte{0xff}); err != nil {
 		t.Fatal(err)
 	}
 	files := 0
@@ -113,7 +133,7 @@ func TestPooledIteratorStaysInItsFiles(t *testing.T) {
 	// keyspace (as concurrent reads leave them), one first read each.
 	var held []*Iterator
 	for i := 0; i < maxPooledIters; i++ {
-		k := rowKey(i * rows / maxPooledIters)
+		k := bucketedKey(i * rows / maxPooledIters)
 		it, err := e.NewIter(IterOptions{LowerBound: k, UpperBound: append(k[:len(k):len(k)], 0)})
 		if err != nil {
 			t.Fatal(err)
@@ -135,7 +155,7 @@ func TestPooledIteratorStaysInItsFiles(t *testing.T) {
 	before := e.Metrics().BlockCache
 	builds := e.IterBuilds()
 	for i := 0; i < reads; i++ {
-		read(rowKey(rng.Intn(rows)))
+		read(bucketedKey(rng.Intn(rows)))
 	}
 	after := e.Metrics().BlockCache
 	if b := e.IterBuilds() - builds; b != 0 {
