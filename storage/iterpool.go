@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math/bits"
 	"sync"
@@ -101,26 +102,37 @@ func (p *iterPool) take(lower []byte) *Iterator {
 			}
 		}
 	} else {
-		// Nearest: past the prefix every candidate shares with lower,
-		// the next eight bytes as a number (keyPos), whose distance to
-		// lower's orders the candidates as their keys lie around it.
-		shared := len(lower)
-		for _, it := range p.free {
-			if it.gen == gen {
-				shared = min(shared, commonPrefixLen(it.near, lower))
-			}
-		}
-		at := keyPos(lower, shared)
-		var bestDist uint64
+		// Nearest: of the candidates just below (or at) lower and just
+		// above it in key order, the one whose next eight bytes past
+		// the prefix both share with lower lie nearer lower's as a
+		// number (keyPos). The most recently pooled wins a tie.
+		below, above := -1, -1
 		for i := len(p.free) - 1; i >= 0; i-- {
 			it := p.free[i]
 			if it.gen != gen {
 				continue
 			}
-			pos := keyPos(it.near, shared)
-			dist := max(pos, at) - min(pos, at)
-			if best < 0 || dist < bestDist {
-				best, bestDist = i, dist
+			if bytes.Compare(it.near, lower) <= 0 {
+				if below < 0 || bytes.Compare(it.near, p.free[below].near) > 0 {
+					below = i
+				}
+			} else if above < 0 || bytes.Compare(it.near, p.free[above].near) < 0 {
+				above = i
+			}
+		}
+		switch {
+		case below < 0:
+			best = above
+		case above < 0:
+			best = below
+		default:
+			b, a := p.free[below].near, p.free[above].near
+			shared := min(commonPrefixLen(b, lower), commonPrefixLen(a, lower))
+			at := keyPos(lower, shared)
+			best = below
+			if keyPos(a, shared)-at < at-keyPos(b, shared) ||
+				keyPos(a, shared)-at == at-keyPos(b, shared) && above > below {
+				best = above
 			}
 		}
 	}

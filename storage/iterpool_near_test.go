@@ -17,9 +17,11 @@ import (
 // iterator leaves the pool.
 func TestIterPoolTakesNearest(t *testing.T) {
 	e := openMem(t)
-	// Iterators pooled in this order, each last used from its key; the
-	// last two from the same key.
-	keys := []string{"\x03\x01\x10\x00/r1", "\x03\x01\x80\x00/r2", "\x03\x01\xf0\x00/r3", "\x03\x01\xf0\x00/r3"}
+	// Iterators pooled in this order, each last used from its key: one
+	// in another keyspace, then rows of a table whose keys share their
+	// first ten bytes; the last two from the same key.
+	const tbl = "\x03tableidx/"
+	keys := []string{"\x01lock", tbl + "\x10\x00r1", tbl + "\x80\x00r2", tbl + "\xf0\x00r3", tbl + "\xf0\x00r3"}
 	var its []*Iterator
 	for _, k := range keys {
 		it, err := e.NewIter(IterOptions{LowerBound: []byte(k), UpperBound: []byte(k + "\x00")})
@@ -38,15 +40,19 @@ func TestIterPoolTakesNearest(t *testing.T) {
 		want  int    // index in its
 	}{
 		// Shares no more with the one at 0x10 than with the others.
-		{"\x03\x01\x12\x00/r9", 0},
-		{"\x03\x01\x7f\xff/r9", 1},
-		{"\x03\x01\x81", 1},
-		{"\x03\x01\x10\x00/r1", 0},
+		{tbl + "\x12\x00r9", 1},
+		{tbl + "\x7f\xffr9", 2},
+		{tbl + "\x81", 2},
+		{tbl + "\x10\x00r1", 1},
+		{tbl + "\x00", 1},
 		// Nearest the last two: the more recently pooled.
-		{"\x03\x01\xff", 3},
-		{"\x03\x02", 3},
+		{tbl + "\xff", 4},
+		{"\x03u", 4},
+		{"\x01lock", 0},
+		{"\x01m", 0},
 		{"\x02", 0},
-		{"", 3},
+		{"\x00", 0},
+		{"", 4},
 	} {
 		var lower []byte
 		if tc.lower != "" {
