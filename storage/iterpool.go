@@ -36,6 +36,11 @@ type iterPool struct {
 	n    atomic.Int32
 	mu   sync.Mutex
 	free []*Iterator
+	// servedGen, served and grown (under mu) count the reads take
+	// served in the write generation servedGen, and those it sent to
+	// build an iterator to grow the pool (growAfter).
+	servedGen     uint64
+	served, grown int
 	// closed (under mu) is set by close: nothing is pooled after it, and
 	// no drain starts on a goroutine of its own.
 	closed bool
@@ -51,6 +56,18 @@ type iterPool struct {
 // maxPooledIters bounds the pool: the reads of a node in flight at once
 // are about GOMAXPROCS, plus those waiting on latches.
 const maxPooledIters = 16
+
+// growAfter is how many reads the pool serves in one write generation
+// before it grows: from then on, while it holds fewer than
+// maxPooledIters, take hands out none and the read builds an iterator
+// that joins the pool on Close. A pool holds only as many iterators as
+// reads were ever in flight at once (on two cores, two to four under 16
+// pgbench clients), too few for take to find one whose files are the
+// read's. A generation of more than growAfter reads pays at most
+// maxPooledIters builds more, a few µs each, for a choice of up to that
+// many; a shorter one (a load that writes) builds nothing more than
+// before.
+const growAfter = 1024
 
 // beginWrite is called before a commit or ingestion makes anything
 // visible: from here on no pooled iterator is handed out.
@@ -93,6 +110,15 @@ func (p *iterPool) take(lower []byte) *Iterator {
 	}
 	gen := p.begun.Load()
 	p.mu.Lock()
+	if p.servedGen != gen {
+		p.servedGen, p.served, p.grown = gen, 0, 0
+	}
+	p.served++
+	if p.served > growAfter && p.grown < maxPooledIters && len(p.free) > 0 && len(p.free) < maxPooledIters && p.free[len(p.free)-1].gen == gen {
+		p.grown++
+		p.mu.Unlock()
+		return nil
+	}
 	var stale []*Iterator
 	best := -1
 	if lower == nil {

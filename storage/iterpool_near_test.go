@@ -201,3 +201,62 @@ func TestCommonPrefixLen(t *testing.T) {
 		}
 	}
 }
+
+// TestIterPoolGrows checks growAfter: one reader at a time keeps one
+// pooled iterator until the write generation has served growAfter reads;
+// then the pool grows to maxPooledIters by at most that many builds, and
+// reads go on from it without building; a write starts the count again,
+// and a generation of fewer reads builds one iterator, as before.
+func TestIterPoolGrows(t *testing.T) {
+	e, err := Open("db", Options{FS: vfs.NewMem(), CountSeeks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	put := func(k string) {
+		b := e.NewWriteOnlyBatch()
+		defer b.Close()
+		if err := b.Put(MVCCKey{Key: []byte(k)}, []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func(n int) (builds uint64) {
+		before := e.IterBuilds()
+		for i := 0; i < n; i++ {
+			if _, ok := readKey(t, e, fmt.Sprintf("k%03d", i%100)); !ok {
+				t.Fatalf("k%03d not found", i%100)
+			}
+		}
+		return e.IterBuilds() - before
+	}
+	for i := 0; i < 100; i++ {
+		put(fmt.Sprintf("k%03d", i))
+	}
+	for _, tc := range []struct {
+		name         string
+		reads        int
+		minB, maxB   uint64
+		pooled       int
+		writeBetween bool
+	}{
+		{"up to growAfter", growAfter, 1, 1, 1, false},
+		{"growing", 2 * maxPooledIters, maxPooledIters - 1, maxPooledIters, maxPooledIters, false},
+		{"grown", 1000, 0, 0, maxPooledIters, false},
+		{"after a write", growAfter / 2, 1, 1, 1, true},
+		{"again", growAfter / 2, 0, 0, 1, false},
+	} {
+		if tc.writeBetween {
+			put("zz")
+		}
+		b := read(tc.reads)
+		if b < tc.minB || b > tc.maxB {
+			t.Errorf("%s: %d reads built %d iterators, want %d to %d", tc.name, tc.reads, b, tc.minB, tc.maxB)
+		}
+		if n := len(e.iters.free); n != tc.pooled {
+			t.Errorf("%s: %d pooled after, want %d", tc.name, n, tc.pooled)
+		}
+	}
+}
