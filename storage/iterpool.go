@@ -132,18 +132,35 @@ func (p *iterPool) take(lower []byte) *Iterator {
 		// above it in key order, the one whose next eight bytes past
 		// the prefix both share with lower lie nearer lower's as a
 		// number (keyPos). The most recently pooled wins a tie.
+		// A candidate's place is its common prefix with lower (l) and
+		// the byte after it: below lower, the longer l and then the
+		// larger byte is the nearer (a prefix of lower, rank 0, lies
+		// below its extensions); above, the longer l and then the
+		// smaller byte. Ties of both compare the keys.
 		below, above := -1, -1
+		var bl, brank, al, arank int
 		for i := len(p.free) - 1; i >= 0; i-- {
 			it := p.free[i]
 			if it.gen != gen {
 				continue
 			}
-			if bytes.Compare(it.near, lower) <= 0 {
-				if below < 0 || bytes.Compare(it.near, p.free[below].near) > 0 {
-					below = i
+			near := it.near
+			l := commonPrefixLen(near, lower)
+			if l == len(near) || l < len(lower) && near[l] < lower[l] {
+				rank := 0
+				if l < len(near) {
+					rank = int(near[l]) + 1
 				}
-			} else if above < 0 || bytes.Compare(it.near, p.free[above].near) < 0 {
-				above = i
+				if below < 0 || l > bl || l == bl && (rank > brank ||
+					rank == brank && bytes.Compare(near, p.free[below].near) > 0) {
+					below, bl, brank = i, l, rank
+				}
+				continue
+			}
+			rank := int(near[l])
+			if above < 0 || l > al || l == al && (rank < arank ||
+				rank == arank && bytes.Compare(near, p.free[above].near) < 0) {
+				above, al, arank = i, l, rank
 			}
 		}
 		switch {
@@ -153,7 +170,7 @@ func (p *iterPool) take(lower []byte) *Iterator {
 			best = below
 		default:
 			b, a := p.free[below].near, p.free[above].near
-			shared := min(commonPrefixLen(b, lower), commonPrefixLen(a, lower))
+			shared := min(bl, al)
 			at := keyPos(lower, shared)
 			best = below
 			if keyPos(a, shared)-at < at-keyPos(b, shared) ||

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math/rand"
@@ -257,6 +258,62 @@ func TestIterPoolGrows(t *testing.T) {
 		}
 		if n := len(e.iters.free); n != tc.pooled {
 			t.Errorf("%s: %d pooled after, want %d", tc.name, n, tc.pooled)
+		}
+	}
+}
+
+// TestIterPoolNeighboursRandom checks take's choice against its
+// definition on random keys over a small alphabet (prefixes of each other,
+// equal keys, keys of every length): the nearer, by keyPos past their
+// shared prefix, of the greatest pooled bound at or below lower and the
+// least above it; the most recently pooled of equal bounds.
+func TestIterPoolNeighboursRandom(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	key := func() []byte {
+		k := make([]byte, rng.Intn(5))
+		for i := range k {
+			k[i] = "\x00\x01\x7f\xff"[rng.Intn(4)]
+		}
+		return k
+	}
+	for round := 0; round < 2000; round++ {
+		p := &iterPool{}
+		for i := 0; i < 1+rng.Intn(maxPooledIters); i++ {
+			p.free = append(p.free, &Iterator{near: key()})
+		}
+		lower := key()
+		if len(lower) == 0 {
+			lower = []byte{0}
+		}
+		// The definition, by comparisons.
+		below, above := -1, -1
+		for i := len(p.free) - 1; i >= 0; i-- {
+			k := p.free[i].near
+			if bytes.Compare(k, lower) <= 0 {
+				if below < 0 || bytes.Compare(k, p.free[below].near) > 0 {
+					below = i
+				}
+			} else if above < 0 || bytes.Compare(k, p.free[above].near) < 0 {
+				above = i
+			}
+		}
+		want := below
+		switch {
+		case below < 0:
+			want = above
+		case above >= 0:
+			b, a := p.free[below].near, p.free[above].near
+			shared := min(commonPrefixLen(b, lower), commonPrefixLen(a, lower))
+			at := keyPos(lower, shared)
+			if keyPos(a, shared)-at < at-keyPos(b, shared) ||
+				keyPos(a, shared)-at == at-keyPos(b, shared) && above > below {
+				want = above
+			}
+		}
+		wantIt := p.free[want]
+		p.n.Store(int32(len(p.free)))
+		if got := p.take(lower); got != wantIt {
+			t.Fatalf("round %d: take(%x) from %d pooled = the one at %x, want the one at %x", round, lower, len(p.free)+1, got.near, wantIt.near)
 		}
 	}
 }
