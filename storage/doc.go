@@ -62,10 +62,7 @@
 //     earlier: one is handed out again only while no write has begun
 //     since it was opened, and it was opened while none was in flight
 //     (iterpool.go). Every write to the engine goes through those calls;
-//     nothing above storage writes through DB(). Of the pooled ones a
-//     read gets the one last used nearest its lower bound, whose SSTs
-//     are most likely its own (TestIterPoolTakesNearest); any of them
-//     sees the same.
+//     nothing above storage writes through DB().
 //  8. With Options.WALFill a WAL file Pebble creates (or recycles, when
 //     shorter) is one already written with zeros to that size whenever a
 //     filled spare is ready, so a synced commit overwrites written blocks

@@ -379,7 +379,7 @@ func (e *Engine) NewIter(opts IterOptions) (*Iterator, error) {
 	if opts.Prefix || (opts.Scan && e.ra != nil) {
 		return newIter(e, e.db, opts)
 	}
-	if it := e.iters.take(opts.LowerBound); it != nil {
+	if it := e.iters.take(); it != nil {
 		if err := e.failure(); err != nil {
 			_ = it.it.Close()
 			return nil, fmt.Errorf("storage: new iterator: %w", err)
@@ -396,10 +396,6 @@ func (e *Engine) NewIter(opts IterOptions) (*Iterator, error) {
 			hi = buf[len(lo):]
 		}
 		it.bounds = buf
-		it.near = nil
-		if lo != nil {
-			it.near = lo[:len(lo)-1]
-		}
 		it.it.SetBounds(lo, hi)
 		return it, nil
 	}
@@ -409,9 +405,6 @@ func (e *Engine) NewIter(opts IterOptions) (*Iterator, error) {
 		return it, err
 	}
 	it.pool, it.gen = e.iters, gen
-	if lo := it.popts.LowerBound; lo != nil {
-		it.near = lo[:len(lo)-1]
-	}
 	return it, nil
 }
 

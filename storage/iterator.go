@@ -38,10 +38,6 @@ type Iterator struct {
 	// bounds holds the encoded bounds of a pooled iterator's next use
 	// (Pebble copies them).
 	bounds []byte
-	// near is the user key of the lower bound of a pooled iterator's
-	// last use (in bounds or popts; nil: none): where its levels' open
-	// files most likely are (iterPool.take).
-	near []byte
 	// seeks counts the seeks (Engine.Seeks; nil: not counted).
 	seeks *atomic.Uint64
 }
