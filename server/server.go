@@ -600,20 +600,22 @@ func (s *Server) bootstrap(ctx context.Context) error {
 		verifier = v
 	}
 	fresh := false
-	err := s.db.Txn(ctx, kv.Serializable, func(ctx context.Context, txn *kv.Txn) error {
-		err := catalog.Bootstrap(ctx, txn, verifier)
-		if errors.Is(err, catalog.ErrAlreadyBootstrapped) {
-			fresh = false
-			return nil
-		}
-		if err == nil && verifier == "" && !s.cfg.Insecure && s.cfg.Certs == nil {
-			// Refuse before committing: a cluster whose superuser has no
-			// password and no way to present a client certificate could
-			// never be logged into.
-			return errNoPassword
-		}
-		fresh = err == nil
-		return err
+	err := retryPinned(ctx, s.clock, func() error {
+		return s.db.Txn(ctx, kv.Serializable, func(ctx context.Context, txn *kv.Txn) error {
+			err := catalog.Bootstrap(ctx, txn, verifier)
+			if errors.Is(err, catalog.ErrAlreadyBootstrapped) {
+				fresh = false
+				return nil
+			}
+			if err == nil && verifier == "" && !s.cfg.Insecure && s.cfg.Certs == nil {
+				// Refuse before committing: a cluster whose superuser has no
+				// password and no way to present a client certificate could
+				// never be logged into.
+				return errNoPassword
+			}
+			fresh = err == nil
+			return err
+		})
 	})
 	if err != nil {
 		return fmt.Errorf("bootstrapping the catalog: %w", err)
