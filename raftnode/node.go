@@ -389,9 +389,18 @@ type Node struct {
 	// round; 0 until its first tick (Stalled).
 	ran atomic.Int64
 	// stallC is closed while the scheduler is found stalled (watchStall,
-	// lockToPropose; under stallMu).
+	// proposeWaiting; under stallMu).
 	stallMu sync.Mutex
 	stallC  chan struct{}
+	// propQ holds the proposals handed to the scheduler while the lock
+	// was held (proposeWaiting), under propMu; propSpare is the slice
+	// of the last hand-off, reused (under mu).
+	propMu    sync.Mutex
+	propQ     []*queuedProposal
+	propSpare []*queuedProposal
+	// roundEnd, if set (tests), runs at the end of each processReady,
+	// before it releases the lock.
+	roundEnd func()
 
 	// fenced is set while any reason in fences holds (fence.go); failed
 	// once the engine failed under the scheduler.
@@ -447,7 +456,7 @@ func (n *Node) Run(ctx context.Context, tick time.Duration) error {
 	defer n.snapWG.Wait()
 	defer n.applyWG.Wait()
 	n.running.Store(true)
-	defer n.running.Store(false)
+	defer n.stopRunning()
 	defer cancel()
 	go n.watchStall(ctx, tick)
 	t := time.NewTicker(tick)
@@ -476,20 +485,33 @@ func (n *Node) Run(ctx context.Context, tick time.Duration) error {
 	}
 }
 
-// lockToPropose takes the node's lock for a proposal, as n.mu.Lock does,
-// unless the scheduler is found stalled (watchStall) while the proposal
-// waits for it: then it gives up and reports false, and the lock is not
-// held. A round held in its sync on a disk that stopped answering holds
-// the lock until the disk answers or the process exits (the disk-stall
-// fence, seconds later); a proposal that had passed the lease checks
-// just before the stall was found then waited as long, with its latches
-// held and its client's transaction with it (five such in a chaos run's
-// stalled node after servableLease sent every later request elsewhere).
-// Not proposed, it is refused like any request to a replica without the
-// lease, and its gateway finds the next leaseholder. The lock is taken
-// at once when it is free; only a proposal that must wait for it (a
-// round is syncing) pays a goroutine that queues for the lock in its
-// place, so that the wait can be abandoned.
+// proposeWaiting lets a proposal into raft for ProposeAt: at once if the
+// node's lock is free, else (under Run) by handing it to the scheduler,
+// which proposes it under its own hold of the lock, at the end of the
+// round in progress or at the start of its next one
+// (proposeQueuedLocked); it reports the proposal's outcome. Unless the
+// scheduler is found stalled (watchStall) while the proposal waits: then
+// it gives up and reports ErrNotLeader, nothing proposed. A round held
+// in its sync on a disk that stopped answering holds the lock until the
+// disk answers or the process exits (the disk-stall fence, seconds
+// later); a proposal that had passed the lease checks just before the
+// stall was found then waited as long, with its latches held and its
+// client's transaction with it (five such in a chaos run's stalled node
+// after servableLease sent every later request elsewhere). Not proposed,
+// it is refused like any request to a replica without the lease, and
+// its gateway finds the next leaseholder.
+//
+// Why a hand-off and not a wait for the lock: a round holds the lock
+// through its synced commit, and the proposals that arrive meanwhile
+// (under pgbench's simple-update with 16 clients, three or more per
+// round) each had to be woken, take the lock and release it, one after
+// another, once the round ended, while the scheduler's next round
+// competed for the same lock: with the CPU shared, a quarter of them
+// lost the race and waited out that next round's whole sync as well
+// (RoundStats.ProposalsLate), and each wait cost a goroutine of its own
+// (so that it could be abandoned). Handed to the round, every proposal
+// that waited for it is in the next round, and none is woken until it
+// is in raft (TestWaitingProposalsJoinTheNextRound).
 //
 // A proposal to a group whose only voter is this replica (soleVoter) always
 // waits, as servableLease keeps such a lease through a stall: no other
@@ -503,32 +525,31 @@ func (n *Node) Run(ctx context.Context, tick time.Duration) error {
 // answering ends the process through the disk-stall fence.
 //
 // Any proposal also gives up when done closes (its proposer's context
-// ended: a cancel, statement_timeout) before it holds the lock, and then
-// lockToPropose returns ErrProposerGone and nothing was proposed, so the
-// proposer's outcome is known: a statement waiting on a round held in
-// its sync can be cancelled (TestStalledSoleVoterProposes, "cancelled").
-// A nil done never closes.
-func (n *Node) lockToPropose(tabletID uint64, done <-chan struct{}) error {
+// ended: a cancel, statement_timeout) before the scheduler took it, and
+// then proposeWaiting returns ErrProposerGone and nothing was proposed,
+// so the proposer's outcome is known: a statement waiting on a round
+// held in its sync can be cancelled (TestStalledSoleVoterProposes,
+// "cancelled"). A nil done never closes.
+func (n *Node) proposeWaiting(done <-chan struct{}, q *queuedProposal) error {
 	if n.mu.TryLock() {
-		return nil
+		defer n.mu.Unlock()
+		return n.proposeAtLocked(q)
 	}
 	if !n.running.Load() {
-		// Driven by hand (tests): no scheduler to stall, no watcher.
+		// Driven by hand (tests): no scheduler to stall, no watcher, no
+		// round to hand the proposal to.
 		n.mu.Lock()
-		return nil
+		defer n.mu.Unlock()
+		return n.proposeAtLocked(q)
 	}
 	stalled := n.stallSignal()
-	if n.soleVoter(tabletID) {
+	if n.soleVoter(q.tabletID) {
 		// Nowhere else to go: wait, stalled or not, until the proposer
 		// gives up.
 		select {
 		case <-stalled:
 			n.stats.SoleStallWaits.Add(1)
 		default:
-		}
-		if done == nil {
-			n.mu.Lock()
-			return nil
 		}
 		stalled = nil
 	} else {
@@ -539,34 +560,93 @@ func (n *Node) lockToPropose(tabletID uint64, done <-chan struct{}) error {
 		default:
 		}
 	}
-	// state: 0 while waiting, 1 once the queued goroutine holds the lock
-	// for the proposal, 2 once the proposal gave up (the goroutine then
-	// releases the lock as soon as it gets it).
-	var state atomic.Int32
-	got := make(chan struct{})
-	go func() {
+	if !n.enqueueProposal(q) {
+		// The scheduler stopped: take the lock, as a node driven by hand.
 		n.mu.Lock()
-		if !state.CompareAndSwap(0, 1) {
-			n.mu.Unlock()
-			return
-		}
-		close(got)
-	}()
+		defer n.mu.Unlock()
+		return n.proposeAtLocked(q)
+	}
+	// The holder of the lock may be no round (a tick, a step, a status
+	// read): this wakes the scheduler for one.
+	n.signal()
 	select {
-	case <-got:
-		return nil
+	case err := <-q.out:
+		return err
 	case <-stalled:
-		if state.CompareAndSwap(0, 2) {
+		if q.state.CompareAndSwap(0, 2) {
 			n.stats.StallRefusals.Add(1)
 			return ErrNotLeader
 		}
 	case <-done:
-		if state.CompareAndSwap(0, 2) {
+		if q.state.CompareAndSwap(0, 2) {
 			return ErrProposerGone
 		}
 	}
-	<-got
-	return nil
+	// The scheduler took it first: its outcome is the proposal's.
+	return <-q.out
+}
+
+// queuedProposal is a ProposeAt that found the node's lock held while
+// the scheduler runs, handed to the scheduler (proposeWaiting).
+type queuedProposal struct {
+	tabletID, term uint64
+	data           []byte
+	// asked is when the proposal asked for the lock, ended the count of
+	// rounds ended then (the stats: proposedLocked).
+	asked time.Time
+	ended int64
+	// state: 0 while queued, 1 once the scheduler took it (it will send
+	// its outcome on out), 2 once its proposer gave up (the scheduler
+	// drops it, unproposed).
+	state atomic.Int32
+	out   chan error
+}
+
+// enqueueProposal queues q for the scheduler's next hold of the lock; it
+// reports false, queuing nothing, if Run is not running (or stopped).
+func (n *Node) enqueueProposal(q *queuedProposal) bool {
+	n.propMu.Lock()
+	defer n.propMu.Unlock()
+	if !n.running.Load() {
+		return false
+	}
+	q.out = make(chan error, 1)
+	n.propQ = append(n.propQ, q)
+	n.stats.QueuedProposals.Add(1)
+	return true
+}
+
+// proposeQueuedLocked proposes the proposals handed to the scheduler
+// (proposeWaiting) whose proposers still wait, in the order they came,
+// and sends each its outcome. n.mu is held.
+func (n *Node) proposeQueuedLocked() {
+	n.propMu.Lock()
+	q := n.propQ
+	n.propQ, n.propSpare = n.propSpare[:0], nil
+	n.propMu.Unlock()
+	if len(q) == 0 {
+		n.propSpare = q
+		return
+	}
+	for i, p := range q {
+		if p.state.CompareAndSwap(0, 1) {
+			p.out <- n.proposeAtLocked(p)
+		}
+		q[i] = nil
+	}
+	n.propSpare = q[:0]
+}
+
+// stopRunning ends Run's hand-offs: no proposal is queued after it, and
+// those queued are proposed now, as they would have been once the lock
+// was free.
+func (n *Node) stopRunning() {
+	n.propMu.Lock()
+	n.running.Store(false)
+	n.propMu.Unlock()
+	n.mu.Lock()
+	n.proposeQueuedLocked()
+	n.mu.Unlock()
 }
 
 // stallSignal returns the channel watchStall closes when it finds the
@@ -879,28 +959,29 @@ func (n *Node) Propose(tabletID uint64, data []byte) error {
 // never applies a proposal evaluated against a stale state. Otherwise it
 // returns ErrNotLeader and nothing was proposed. If done closes while the
 // proposal waits for the node's lock, it returns ErrProposerGone and
-// nothing was proposed (lockToPropose).
+// nothing was proposed (proposeWaiting).
 func (n *Node) ProposeAt(done <-chan struct{}, tabletID, term uint64, data []byte) error {
-	asked, ended := time.Now(), n.stats.Rounds.Load()
-	if err := n.lockToPropose(tabletID, done); err != nil {
-		// The scheduler stalled while the proposal waited (ErrNotLeader:
-		// the lease is not servable, servableLease), or done closed
-		// (ErrProposerGone); either way nothing was proposed.
-		return err
-	}
-	defer n.mu.Unlock()
-	r := n.replicas[tabletID]
+	q := &queuedProposal{tabletID: tabletID, term: term, data: data, asked: time.Now(), ended: n.stats.Rounds.Load()}
+	// The scheduler stalled while the proposal waited (ErrNotLeader: the
+	// lease is not servable, servableLease), or done closed
+	// (ErrProposerGone); either way nothing was proposed.
+	return n.proposeWaiting(done, q)
+}
+
+// proposeAtLocked is ProposeAt's proposal of q, under n.mu.
+func (n *Node) proposeAtLocked(q *queuedProposal) error {
+	r := n.replicas[q.tabletID]
 	if r == nil {
-		return fmt.Errorf("raftnode: node %d has no replica of tablet %d", n.cfg.NodeID, tabletID)
+		return fmt.Errorf("raftnode: node %d has no replica of tablet %d", n.cfg.NodeID, q.tabletID)
 	}
 	st := r.rn.BasicStatus()
-	if st.RaftState != raft.StateLeader || st.GetTerm() != term || r.lease.Load() != term || n.fenced.Load() {
+	if st.RaftState != raft.StateLeader || st.GetTerm() != q.term || r.lease.Load() != q.term || n.fenced.Load() {
 		return ErrNotLeader
 	}
 	defer n.signal()
 	n.touchLocked(r)
-	n.proposedLocked(asked, time.Now(), ended)
-	return r.rn.Propose(data)
+	n.proposedLocked(q.asked, time.Now(), q.ended)
+	return r.rn.Propose(q.data)
 }
 
 // ProposeConfChange proposes a membership change to tabletID's group:
@@ -924,7 +1005,7 @@ func (n *Node) ProposeConfChange(tabletID uint64, cc *pb.ConfChangeV2) error {
 // soleVoter reports, without the node's lock, whether this node's
 // replica of tabletID is its group's only voter (Replica.alone, as of
 // the last round): such a replica keeps its lease through a stalled
-// scheduler (servableLease) and its proposals wait (lockToPropose).
+// scheduler (servableLease) and its proposals wait (proposeWaiting).
 func (n *Node) soleVoter(tabletID uint64) bool {
 	v, ok := n.published.Load(tabletID)
 	return ok && v.(*Replica).alone.Load()
@@ -1001,7 +1082,19 @@ func (n *Node) ProcessReady() (bool, error) {
 
 func (n *Node) processReady() (bool, []func(), []*applyJob, error) {
 	n.mu.Lock()
-	defer n.mu.Unlock()
+	// The proposals handed over while the lock was held go into raft
+	// now, so that this round takes them, and those handed over during
+	// this round go in before the lock is released, so that the next
+	// round takes them all, none of them left to wake and compete with
+	// it for the lock (proposeWaiting).
+	n.proposeQueuedLocked()
+	defer func() {
+		n.proposeQueuedLocked()
+		if n.roundEnd != nil {
+			n.roundEnd()
+		}
+		n.mu.Unlock()
+	}()
 	outs := map[uint64]*passOut{}
 	// The groups whose offloaded apply finished are advanced first, so
 	// this round may take their next Ready.

@@ -182,7 +182,7 @@ func TestStalledLeaderServesNoLease(t *testing.T) {
 // TestStalledSoleVoterProposes: a proposal to a group whose only voter
 // is this replica waits for a round held in its sync past an election
 // timeout, and is proposed once the round ends, instead of giving up as
-// a shared group's does (lockToPropose). A sole voter keeps its lease
+// a shared group's does (proposeWaiting). A sole voter keeps its lease
 // through the stall (servableLease), so a refusal only sent the request
 // back to it: on a cluster of one whose syncs outlasted an election
 // timeout every write that found a round under way was refused until

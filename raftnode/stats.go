@@ -70,8 +70,12 @@ type RoundStats struct {
 	// stalled (ErrNotLeader: their gateways look for the next leader);
 	// SoleStallWaits the proposals to sole voters' groups that found it
 	// stalled and waited for it, having no other replica to go to
-	// (lockToPropose).
+	// (proposeWaiting).
 	StallRefusals, SoleStallWaits atomic.Int64
+	// QueuedProposals counts the proposals that found the node's lock
+	// held under Run and were handed to the scheduler, which proposed
+	// them under its own hold of the lock (proposeWaiting).
+	QueuedProposals atomic.Int64
 }
 
 // noteCommit adds a round's committed batch's waits in Pebble to the

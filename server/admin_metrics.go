@@ -110,6 +110,7 @@ func (s *Server) raftMetrics(w io.Writer) {
 		{"cairn_raft_propose_lock_wait_seconds_total", "Time proposals waited for the raft scheduler's lock (held by a round).", st.ProposeLockNanos.Load()},
 		{"cairn_raft_propose_queue_seconds_total", "Time proposals waited in raft for the round that took them.", st.ProposeQueueNanos.Load()},
 		{"cairn_raft_proposals_late_total", "Proposals taken by a round later than the one after the round in progress when they asked for the scheduler's lock.", st.ProposalsLate.Load()},
+		{"cairn_raft_proposals_handed_over_total", "Proposals that found the raft scheduler's lock held and were let into raft by the scheduler, under its hold of the lock.", st.QueuedProposals.Load()},
 		{"cairn_raft_rounds_total", "Raft rounds with work.", st.Rounds.Load()},
 		{"cairn_raft_synced_rounds_total", "Raft rounds that synced their raft state.", st.SyncedRounds.Load()},
 		{"cairn_raft_round_presync_seconds_total", "Rounds' time before the commit of their raft state (Readies, batch, early sends).", st.PreSyncNanos.Load()},
@@ -129,7 +130,7 @@ func (s *Server) raftMetrics(w io.Writer) {
 		{"cairn_raft_stall_sole_waits_total", "Proposals to groups whose only voter is this node that found the raft scheduler stalled and waited for it (no other replica to go to).", st.SoleStallWaits.Load()},
 	} {
 		v := float64(m.v)
-		if m.name != "cairn_raft_proposals_total" && m.name != "cairn_raft_proposals_late_total" && m.name != "cairn_raft_rounds_total" && m.name != "cairn_raft_synced_rounds_total" && m.name != "cairn_raft_offloaded_applies_total" && m.name != "cairn_raft_scheduler_stalls_total" && m.name != "cairn_raft_stall_refused_proposals_total" && m.name != "cairn_raft_stall_sole_waits_total" {
+		if m.name != "cairn_raft_proposals_total" && m.name != "cairn_raft_proposals_late_total" && m.name != "cairn_raft_proposals_handed_over_total" && m.name != "cairn_raft_rounds_total" && m.name != "cairn_raft_synced_rounds_total" && m.name != "cairn_raft_offloaded_applies_total" && m.name != "cairn_raft_scheduler_stalls_total" && m.name != "cairn_raft_stall_refused_proposals_total" && m.name != "cairn_raft_stall_sole_waits_total" {
 			v /= 1e9
 		}
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s counter\n%s %g\n", m.name, m.help, m.name, m.name, v)
