@@ -47,4 +47,12 @@
 //     values and error: no Done channel is made for a cancellable one
 //     unless the request waits (stopctx.go), and one sent with
 //     context.Background() allocates nothing (TestBeginAsksNoDone).
+//     Registering and ending a request is one atomic add each on the
+//     store's in-flight count, whose top bit Close sets: no lock
+//     (TestSendTakesNoStoreLock, TestCloseDrainsInFlight).
+//  8. Routing a batch to its replica (Replica, replicaForKey) takes no
+//     lock: it reads a copy of the replica map that every change to the
+//     map (under the store's mutex) replaces whole, so a batch sees the
+//     map as of the last registration or removal before it, as under a
+//     read lock (TestSendTakesNoStoreLock).
 package store

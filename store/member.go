@@ -128,6 +128,7 @@ func (s *Store) RemoveReplica(id kvpb.TabletID) error {
 	closed := s.mu.closed
 	if r != nil && !closed {
 		delete(s.mu.replicas, id)
+		s.publishRoutesLocked()
 	}
 	s.mu.Unlock()
 	if closed {

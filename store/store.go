@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"github.com/cairn-db/cairn/clusterversion"
+	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairn-db/cairn/hlc"
@@ -126,9 +128,21 @@ type Store struct {
 
 	// stop is cancelled by Close, cancelling every request in flight;
 	// inflight counts them so Close can wait before replicas close.
-	stop     context.Context
-	cancel   context.CancelFunc
-	inflight sync.WaitGroup
+	stop   context.Context
+	cancel context.CancelFunc
+	// inflight is the count of requests in flight (begin, end) with
+	// closedBit set once Close has begun: one atomic add per begin and
+	// per end, where the store's RWMutex (read-locked around a
+	// WaitGroup's Add) and the WaitGroup's Done were four on two shared
+	// cache lines per request (invariant 7). The end that takes the
+	// count to zero after Close began closes drained, once.
+	inflight  atomic.Int64
+	drained   chan struct{}
+	drainOnce sync.Once
+	// routes is a copy of mu.replicas, replaced whole (under mu) each
+	// time the map changes, so that routing a batch (Replica,
+	// replicaForKey) reads it without the store's lock (invariant 8).
+	routes atomic.Pointer[map[kvpb.TabletID]*tablet.Replica]
 	// reads is the timestamp cache's table of non-transactional row
 	// reads that the store's replicas share (tablet.ReadTable).
 	reads *tablet.ReadTable
@@ -168,6 +182,7 @@ const firstTabletID kvpb.TabletID = 1
 func Open(ctx context.Context, eng *storage.Engine, clock *hlc.Clock, cfg Config) (*Store, error) {
 	s := &Store{eng: eng, clock: clock, cfg: cfg, reads: tablet.NewReadTable(tablet.DefaultReadTableSlots)}
 	s.stop, s.cancel = context.WithCancel(context.Background())
+	s.drained = make(chan struct{})
 	s.bgCtx = stopCtx{Context: context.Background(), stop: s.stop}
 	s.mu.replicas = make(map[kvpb.TabletID]*tablet.Replica)
 	s.gc.q.tablets = make(map[kvpb.TabletID]*gcTabletState)
@@ -230,6 +245,9 @@ func Open(ctx context.Context, eng *storage.Engine, clock *hlc.Clock, cfg Config
 		}
 		s.mu.replicas[d.TabletID] = r
 	}
+	s.mu.Lock()
+	s.publishRoutesLocked()
+	s.mu.Unlock()
 	return s, nil
 }
 
@@ -304,8 +322,13 @@ func (s *Store) Close() {
 		reps = append(reps, r)
 	}
 	s.mu.Unlock()
+	if s.inflight.Or(closedBit)&^closedBit == 0 {
+		// Nothing in flight: a begin from now on sees the bit and
+		// leaves at once, so nothing will be.
+		s.drainOnce.Do(func() { close(s.drained) })
+	}
 	s.cancel()
-	s.inflight.Wait()
+	<-s.drained
 	for _, r := range reps {
 		r.Close()
 	}
@@ -327,6 +350,10 @@ func (s *Store) Tablets() []kvpb.TabletDescriptor {
 
 // Replica returns the replica of tablet id, or nil.
 func (s *Store) Replica(id kvpb.TabletID) *tablet.Replica {
+	if m := s.routes.Load(); m != nil {
+		return (*m)[id]
+	}
+	// Open has not published the map yet.
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.mu.replicas[id]
@@ -336,9 +363,14 @@ func (s *Store) Replica(id kvpb.TabletID) *tablet.Replica {
 // A linear scan: a store holds few enough tablets for now that an ordered
 // index is not worth its upkeep on splits.
 func (s *Store) replicaForKey(key []byte) *tablet.Replica {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	for _, r := range s.mu.replicas {
+	m := s.routes.Load()
+	if m == nil {
+		// Open has not published the map yet.
+		s.mu.RLock()
+		defer s.mu.RUnlock()
+		m = &s.mu.replicas
+	}
+	for _, r := range *m {
 		if d := r.Desc(); d.ContainsKey(key) {
 			return r
 		}
@@ -346,10 +378,20 @@ func (s *Store) replicaForKey(key []byte) *tablet.Replica {
 	return nil
 }
 
+// publishRoutesLocked publishes a copy of mu.replicas for routing
+// (invariant 8); every change to the map calls it under mu. A copy per
+// registration or removal (splits, replicas joining or leaving) costs
+// O(tablets), once; routing reads it per batch.
+func (s *Store) publishRoutesLocked() {
+	m := maps.Clone(s.mu.replicas)
+	s.routes.Store(&m)
+}
+
 func (s *Store) register(r *tablet.Replica) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.mu.replicas[r.Desc().TabletID] = r
+	s.publishRoutesLocked()
 }
 
 // LookupTablet returns the descriptor of the tablet holding key, or with
@@ -396,13 +438,12 @@ func (s *Store) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchRes
 // a reqCtx without being asked for its Done channel, which a
 // cancellable context makes on the first call (invariant 7).
 func (s *Store) begin(ctx context.Context) (context.Context, *reqCtx, error) {
-	s.mu.RLock()
-	if s.mu.closed {
-		s.mu.RUnlock()
+	// Counted before the check: a Close that set the bit after this add
+	// waits for this request; one that set it before is seen here.
+	if s.inflight.Add(1)&closedBit != 0 {
+		s.leave()
 		return nil, nil, ErrClosed
 	}
-	s.inflight.Add(1)
-	s.mu.RUnlock()
 	if ctx == context.Background() {
 		return s.bgCtx, nil, nil
 	}
@@ -415,7 +456,19 @@ func (s *Store) end(rc *reqCtx) {
 	if rc != nil {
 		rc.release()
 	}
-	s.inflight.Done()
+	s.leave()
+}
+
+// closedBit marks inflight once Close has begun; the bits below it count
+// the requests in flight.
+const closedBit = int64(1) << 62
+
+// leave uncounts a request; the last one out after Close began lets
+// Close go on.
+func (s *Store) leave() {
+	if s.inflight.Add(-1) == closedBit {
+		s.drainOnce.Do(func() { close(s.drained) })
+	}
 }
 
 func (s *Store) send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchResponse, error) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -853,5 +854,95 @@ func TestConcurrentSplits(t *testing.T) {
 		if v := br.Responses[0].(*kvpb.GetResponse).Value; len(v) != 1 || v[0] != byte(i) {
 			t.Errorf("%s = %x after the splits", key(i), v)
 		}
+	}
+}
+
+// TestSendTakesNoStoreLock is invariants 7 and 8: a point read registers
+// itself and finds its replica (by tablet ID and by key) without the
+// store's mutex, which it used to read-lock twice per batch (begin and
+// Replica): with the mutex held for writing, reads still complete.
+func TestSendTakesNoStoreLock(t *testing.T) {
+	e := newEnv(t, Config{})
+	w := &kvpb.BatchRequest{}
+	w.Add(&kvpb.PutRequest{Key: []byte("k"), Value: []byte("a")})
+	if _, err := e.send(context.Background(), w); err != nil {
+		t.Fatal(err)
+	}
+	live, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	e.s.mu.Lock()
+	done := make(chan error, 1)
+	go func() {
+		for _, ctx := range []context.Context{context.Background(), live} {
+			for _, id := range []kvpb.TabletID{0, 1} {
+				ba := &kvpb.BatchRequest{}
+				ba.TabletID = id
+				ba.Add(&kvpb.GetRequest{Key: []byte("k")})
+				if _, err := e.send(ctx, ba); err != nil {
+					done <- err
+					return
+				}
+			}
+		}
+		done <- nil
+	}()
+	select {
+	case err := <-done:
+		e.s.mu.Unlock()
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		e.s.mu.Unlock()
+		<-done
+		t.Fatal("a point read waited for the store's mutex")
+	}
+}
+
+// TestCloseDrainsInFlight: requests racing Close either are refused with
+// ErrClosed or were counted before Close began, and Close returns only
+// after every counted one has ended; a second Close returns at once.
+func TestCloseDrainsInFlight(t *testing.T) {
+	for range 20 {
+		e := newEnv(t, Config{})
+		var inside, after atomic.Int32
+		closed := make(chan struct{})
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					_, rc, err := e.s.begin(context.Background())
+					if errors.Is(err, ErrClosed) {
+						return
+					}
+					inside.Add(1)
+					select {
+					case <-closed:
+						// Counted, yet Close has returned.
+						after.Add(1)
+					default:
+					}
+					runtime.Gosched()
+					inside.Add(-1)
+					e.s.end(rc)
+				}
+			}()
+		}
+		time.Sleep(time.Millisecond)
+		e.s.Close()
+		if n := inside.Load(); n != 0 {
+			t.Fatalf("Close returned with %d requests in flight", n)
+		}
+		close(closed)
+		wg.Wait()
+		if n := after.Load(); n != 0 {
+			t.Fatalf("%d requests began after Close returned", n)
+		}
+		if got := e.s.inflight.Load(); got != closedBit {
+			t.Fatalf("in-flight word after Close: %#x, want %#x", got, closedBit)
+		}
+		e.s.Close()
 	}
 }

@@ -96,7 +96,7 @@ func TestAddSSTable(t *testing.T) {
 
 	// Refusals: each leaves \x03x..\x03z without a version.
 	h.r.mu.Lock()
-	h.r.mu.gcThreshold = wallTS(30)
+	h.r.setGCThresholdLocked(wallTS(30))
 	h.r.mu.Unlock()
 	rangeDel := func() []byte {
 		path := h.eng.SSTPath("rangedel.sst")

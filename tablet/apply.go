@@ -154,7 +154,7 @@ func (r *Replica) applyEffects(p *Proposal, leaseholder bool) {
 	}
 	if !p.GCThreshold.IsEmpty() {
 		r.mu.Lock()
-		r.mu.gcThreshold = r.mu.gcThreshold.Forward(p.GCThreshold)
+		r.setGCThresholdLocked(r.mu.gcThreshold.Forward(p.GCThreshold))
 		desc := r.mu.desc
 		r.mu.Unlock()
 		// No write may land at or below the threshold either.

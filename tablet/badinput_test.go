@@ -17,7 +17,9 @@ func TestBadInputChangesNothing(t *testing.T) {
 	h := newHarness(t, Config{MaxValueSize: 16})
 	ctx := context.Background()
 	// Narrow the replica to [b, m) so keys can fall outside it.
-	h.r.mu.desc = kvpb.TabletDescriptor{TabletID: 1, StartKey: []byte("b"), EndKey: []byte("m")}
+	h.r.mu.Lock()
+	h.r.setDescLocked(kvpb.TabletDescriptor{TabletID: 1, StartKey: []byte("b"), EndKey: []byte("m")})
+	h.r.mu.Unlock()
 
 	// Some state to keep: a committed value, an aborted transaction.
 	seed := &kvpb.BatchRequest{Header: kvpb.Header{Timestamp: ts(10)}}

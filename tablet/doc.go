@@ -126,4 +126,10 @@
 //     write marks the bucket of every prefix of each key it names, so a
 //     row span's start's among them), and no write naming no keys or
 //     reset came since (TestValidationCacheMarks).
+//  13. A batch reads the replica's descriptor and GC threshold without
+//     the replica's mutex: each is a copy that every change, made under
+//     the mutex's write lock, replaces whole (Replica.descView, gcView),
+//     so a batch sees the value as of the last change before it, as under
+//     a read lock. A point read takes no lock of the replica's
+//     (TestPointReadTakesNoReplicaLock).
 package tablet

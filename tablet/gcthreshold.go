@@ -40,9 +40,7 @@ func (r *Replica) writeGCThreshold(w storage.Writer, id kvpb.TabletID, ts hlc.Ti
 }
 
 func (r *Replica) gcThreshold() hlc.Timestamp {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return r.mu.gcThreshold
+	return *r.gcView.Load()
 }
 
 // checkReadAboveGC refuses a read at ts below the GC threshold with a

@@ -761,7 +761,7 @@ func (r *Replica) adoptSnapshotDesc() {
 		r.cfg.OnSplitBySnapshot(r, rights)
 	}
 	r.mu.Lock()
-	r.mu.desc = *desc
+	r.setDescLocked(*desc)
 	r.mu.Unlock()
 }
 
@@ -810,7 +810,7 @@ func (r *Replica) rebuildFromEngine() {
 	}
 	if th, err := loadGCThreshold(r.eng, desc.TabletID); err == nil {
 		r.mu.Lock()
-		r.mu.gcThreshold = r.mu.gcThreshold.Forward(th)
+		r.setGCThresholdLocked(r.mu.gcThreshold.Forward(th))
 		r.mu.Unlock()
 	}
 	if c, err := loadClosedTS(r.eng, desc.TabletID); err == nil && !c.IsEmpty() {

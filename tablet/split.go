@@ -164,7 +164,7 @@ func (r *Replica) applySplit(t *SplitTrigger, register func(*Replica)) {
 	// tombstones (txnTombstones.splitOff).
 	r.mu.Lock()
 	splitAbortReasons(r.mu.abortReasons, right.mu.abortReasons, key)
-	right.mu.gcThreshold = r.mu.gcThreshold
+	right.setGCThresholdLocked(r.mu.gcThreshold)
 	r.mu.Unlock()
 	r.closed.mu.Lock()
 	right.closed.ts, right.closed.trailing = r.closed.ts, r.closed.trailing
@@ -176,7 +176,7 @@ func (r *Replica) applySplit(t *SplitTrigger, register func(*Replica)) {
 		register(right)
 	}
 	r.mu.Lock()
-	r.mu.desc = t.Left
+	r.setDescLocked(t.Left)
 	r.mu.Unlock()
 	// Pushes waiting on records that moved right re-evaluate and are told
 	// to go there.
