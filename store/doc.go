@@ -54,5 +54,9 @@
 //     lock: it reads a copy of the replica map that every change to the
 //     map (under the store's mutex) replaces whole, so a batch sees the
 //     map as of the last registration or removal before it, as under a
-//     read lock (TestSendTakesNoStoreLock).
+//     read lock (TestSendTakesNoStoreLock). A copy's scan that finds no
+//     replica for a key is repeated on the newer copy when one was
+//     published meanwhile: a split publishes its right side before it
+//     shrinks the left, so only a copy still the newest after its scan
+//     may answer "no tablet" (TestConcurrentSplits).
 package store

@@ -362,6 +362,12 @@ func (s *Store) Replica(id kvpb.TabletID) *tablet.Replica {
 // replicaForKey returns the replica whose current span holds key, or nil.
 // A linear scan: a store holds few enough tablets for now that an ordered
 // index is not worth its upkeep on splits.
+//
+// A split registers its right-hand replica (publishing a new copy of the
+// map) before it shrinks the left one's descriptor, but a scan of an
+// older copy can meet the shrunk left without the right: a copy that
+// answers nil is asked again once a newer one was published, and nil is
+// the answer only from a copy that was still the newest after its scan.
 func (s *Store) replicaForKey(key []byte) *tablet.Replica {
 	m := s.routes.Load()
 	if m == nil {
@@ -369,8 +375,22 @@ func (s *Store) replicaForKey(key []byte) *tablet.Replica {
 		s.mu.RLock()
 		defer s.mu.RUnlock()
 		m = &s.mu.replicas
+		return findReplica(*m, key)
 	}
-	for _, r := range *m {
+	for {
+		if r := findReplica(*m, key); r != nil {
+			return r
+		}
+		next := s.routes.Load()
+		if next == m {
+			return nil
+		}
+		m = next
+	}
+}
+
+func findReplica(m map[kvpb.TabletID]*tablet.Replica, key []byte) *tablet.Replica {
+	for _, r := range m {
 		if d := r.Desc(); d.ContainsKey(key) {
 			return r
 		}
