@@ -42,6 +42,37 @@ func (g *syncGate) sleep(time.Duration) {
 	<-g.release
 }
 
+// gatedEngine opens an in-memory engine whose syncs g holds while it is
+// armed; the test closes it.
+func gatedEngine(t *testing.T, g *syncGate) *storage.Engine {
+	t.Helper()
+	eng, err := storage.Open("", storage.Options{FS: simfs.New(vfs.NewMem(), simfs.Options{Profile: simfs.Profile{SyncLatency: 1}, Sleep: g.sleep})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return eng
+}
+
+// leadAlone makes n's replica r of tablet, whose only voter n is, campaign,
+// and drives rounds until it holds its lease; it returns the lease's term.
+func leadAlone(t *testing.T, n *Node, tablet uint64, r *Replica) uint64 {
+	t.Helper()
+	if err := n.Campaign(tablet); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		if term, _ := r.Lease(); term != 0 {
+			return term
+		}
+		if i == 100 {
+			t.Fatalf("the sole voter holds no lease after %d rounds", i)
+		}
+		if _, err := n.ProcessReady(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // wireLog is a transport that keeps everything sent, for the test to read
 // and deliver.
 type wireLog struct {

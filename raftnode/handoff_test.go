@@ -5,10 +5,6 @@ import (
 	"slices"
 	"testing"
 	"time"
-
-	"github.com/cairn-db/cairn/storage"
-	"github.com/cairn-db/cairn/storage/simfs"
-	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // TestWaitingProposalsJoinTheNextRound: proposals that find the node's
@@ -26,10 +22,7 @@ func TestWaitingProposalsJoinTheNextRound(t *testing.T) {
 	const lone, waiting = 1, 8
 	gate := newSyncGate()
 	sm := &countSM{}
-	eng, err := storage.Open("", storage.Options{FS: simfs.New(vfs.NewMem(), simfs.Options{Profile: simfs.Profile{SyncLatency: 1}, Sleep: gate.sleep})})
-	if err != nil {
-		t.Fatal(err)
-	}
+	eng := gatedEngine(t, gate)
 	defer eng.Close()
 	n := NewNode(Config{NodeID: 1}, eng, &wireLog{})
 	r, err := n.AddReplica(lone, []uint64{1}, sm)
@@ -37,21 +30,7 @@ func TestWaitingProposalsJoinTheNextRound(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer gate.open()
-	if err := n.Campaign(lone); err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; ; i++ {
-		if term, _ := r.Lease(); term != 0 {
-			break
-		}
-		if i == 100 {
-			t.Fatalf("the sole voter holds no lease after %d rounds", i)
-		}
-		if _, err := n.ProcessReady(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	term, _ := r.Lease()
+	term := leadAlone(t, n, lone, r)
 
 	// The round that syncs "x" is held on the disk, holding the lock.
 	if err := n.ProposeAt(nil, lone, term, []byte("x")); err != nil {

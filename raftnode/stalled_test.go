@@ -197,10 +197,7 @@ func TestStalledSoleVoterProposes(t *testing.T) {
 			var clock atomic.Int64
 			gate := newSyncGate()
 			sm := &countSM{}
-			eng, err := storage.Open("", storage.Options{FS: simfs.New(vfs.NewMem(), simfs.Options{Profile: simfs.Profile{SyncLatency: 1}, Sleep: gate.sleep})})
-			if err != nil {
-				t.Fatal(err)
-			}
+			eng := gatedEngine(t, gate)
 			defer eng.Close()
 			n := NewNode(Config{NodeID: 1}, eng, &wireLog{})
 			n.now = clock.Load
@@ -211,21 +208,7 @@ func TestStalledSoleVoterProposes(t *testing.T) {
 			}
 			defer gate.open()
 			clock.Store(100)
-			if err := n.Campaign(lone); err != nil {
-				t.Fatal(err)
-			}
-			for i := 0; ; i++ {
-				if term, _ := r.Lease(); term != 0 {
-					break
-				}
-				if i == 100 {
-					t.Fatalf("the sole voter holds no lease after %d rounds", i)
-				}
-				if _, err := n.ProcessReady(); err != nil {
-					t.Fatal(err)
-				}
-			}
-			term, _ := r.Lease()
+			term := leadAlone(t, n, lone, r)
 			n.Tick() // the scheduler last ran now (100)
 
 			// The round that syncs the next proposal is held on the disk.
