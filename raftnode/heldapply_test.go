@@ -129,6 +129,24 @@ func TestHeldApplyKeepsLeadership(t *testing.T) {
 	})
 	ln := nodes[leader-1]
 	term0, _ := status(ln, tablet)
+	// Every follower must have acknowledged the term's first entry before
+	// the large one is proposed: a follower the leader still probes gets
+	// its next append only from the leader's next Ready, and the leader's
+	// Ready is held as soon as the other two commit and apply the entry,
+	// so that follower would never begin the apply this test holds (it
+	// catches up once the apply ends, as it should).
+	await(t, "every follower acknowledged the leader's log", func() bool {
+		p, ok := ln.Progress(tablet)
+		if !ok || p.Commit == 0 {
+			return false
+		}
+		for _, id := range []uint64{1, 2, 3} {
+			if p.Match[id] < p.Commit {
+				return false
+			}
+		}
+		return true
+	})
 
 	if err := ln.Propose(tablet, bytes.Repeat([]byte("B"), bigEntry)); err != nil {
 		t.Fatal(err)
