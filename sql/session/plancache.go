@@ -754,12 +754,27 @@ func (s *Session) shapeGroup(sql string, sh *queryShape) (stmtGroup, bool) {
 		return stmtGroup{}, false
 	}
 	se := s.shapes[sh.key]
-	if se == nil || se.st == nil || len(sh.consts) != len(se.uses) {
+	if se == nil || se.st == nil {
 		return stmtGroup{}, false
 	}
 	sq := &scannedQuery{sql: sql, simple: se.simple}
-	lits := sq.litBuf[:0]
-	if se.nlits > len(sq.litBuf) {
+	lits, ok := se.literals(sql, sh, sq.litBuf[:0])
+	if !ok {
+		return stmtGroup{}, false
+	}
+	sq.lits = lits
+	return stmtGroup{main: se.st, scanned: sq}, true
+}
+
+// literals returns the constants of sql, of shape sh, as the parameters
+// of se's cached plan, in dst when it has room (its length is ignored);
+// false when sql does not fit se (a constant kept in the plan differs).
+func (se *shapeEntry) literals(sql string, sh *queryShape, dst []parser.Literal) ([]parser.Literal, bool) {
+	if len(sh.consts) != len(se.uses) {
+		return nil, false
+	}
+	lits := dst[:0]
+	if se.nlits > cap(lits) {
 		lits = make([]parser.Literal, se.nlits)
 	} else {
 		lits = lits[:se.nlits]
@@ -768,7 +783,7 @@ func (s *Session) shapeGroup(sql string, sh *queryShape) (stmtGroup, bool) {
 		u := se.uses[k]
 		if u.param < 0 {
 			if sql[c.Start:c.End] != u.text {
-				return stmtGroup{}, false
+				return nil, false
 			}
 			continue
 		}
@@ -778,8 +793,7 @@ func (s *Session) shapeGroup(sql string, sh *queryShape) (stmtGroup, bool) {
 		}
 		lits[u.param] = l
 	}
-	sq.lits = lits
-	return stmtGroup{main: se.st, scanned: sq}, true
+	return lits, true
 }
 
 // noteShape records what the parsed stmts of sql, of shape sh, say about

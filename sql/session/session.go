@@ -804,6 +804,9 @@ func (s *Session) simpleQuery(ctx context.Context, sql string, w pgwire.ResultWr
 	}
 	sh := shapeOf(sql)
 	s.curShape = sh
+	if done, err := s.queryFast(ctx, sql, sh, w); done {
+		return err
+	}
 	if g, ok := s.shapeGroup(sql, sh); ok {
 		// A single SELECT of a known shape, not parsed (plancache.go).
 		if s.inTxn {
