@@ -199,7 +199,7 @@ func (s *Session) queryFast(ctx context.Context, sql string, sh *queryShape, w p
 	if sh == nil || s.inTxn || fastReadOff.Load() {
 		return false, nil
 	}
-	se := s.shapes[sh.key]
+	se := s.entryOf(sh)
 	if se == nil || se.st == nil || se.simple == nil || se.st.AsOf != nil {
 		return false, nil
 	}
