@@ -2,6 +2,7 @@ package parser
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -307,55 +308,69 @@ type ScanConst struct {
 // comments or other constant tokens (E-strings, numbers with a fraction or out
 // of int4's range, bit strings, dollar quotes, parameters).
 func Shape(sql string) (string, []ScanConst, bool) {
+	key, consts, ok := AppendShape(nil, nil, sql)
+	return string(key), consts, ok
+}
+
+// AppendShape is Shape appending the shape's key to key and its
+// constants to consts, so that a caller that keeps both from one query
+// to the next scans a query without allocating (a Query of pgbench's
+// select-only made three objects for its shape). On false, what it
+// appended is to be ignored.
+func AppendShape(key []byte, consts []ScanConst, sql string) ([]byte, []ScanConst, bool) {
 	var buf [32]scanToken
 	toks, ok := quickTokens(sql, buf[:0])
 	if !ok {
 		if toks, ok = scanTokens(sql); !ok {
-			return "", nil, false
+			return key, consts, false
 		}
 	}
-	return shapeOfTokens(sql, toks)
+	return appendShapeOfTokens(key, consts, sql, toks)
 }
 
 // shapeOfTokens is Shape given sql's tokens.
 func shapeOfTokens(sql string, toks []scanToken) (string, []ScanConst, bool) {
-	var b strings.Builder
-	b.Grow(len(sql) + 8)
-	var consts []ScanConst
+	key, consts, ok := appendShapeOfTokens(nil, nil, sql, toks)
+	return string(key), consts, ok
+}
+
+// appendShapeOfTokens is AppendShape given sql's tokens.
+func appendShapeOfTokens(b []byte, consts []ScanConst, sql string, toks []scanToken) ([]byte, []ScanConst, bool) {
+	b = slices.Grow(b, len(sql)+8)
 	prevMinus := -1
 	for _, t := range toks {
 		start, end := t.start, t.end
 		if start < 0 || end > len(sql) || start >= end {
-			return "", nil, false
+			return b, consts, false
 		}
 		text := sql[start:end]
 		switch t.kind {
 		case pg_query.Token_SQL_COMMENT, pg_query.Token_C_COMMENT, pg_query.Token_PARAM,
 			pg_query.Token_FCONST, pg_query.Token_BCONST, pg_query.Token_XCONST, pg_query.Token_USCONST:
-			return "", nil, false
+			return b, consts, false
 		case pg_query.Token_ICONST:
 			v, err := strconv.ParseInt(text, 10, 64)
 			if err != nil || v > math.MaxInt32 {
-				return "", nil, false
+				return b, consts, false
 			}
 			c := ScanConst{Start: start, End: end, IsInt: true, Int: v}
 			if prevMinus >= 0 {
 				c.Neg, c.NegPos = true, prevMinus
 			}
 			consts = append(consts, c)
-			b.WriteString(" #i")
+			b = append(b, " #i"...)
 			prevMinus = -1
 			continue
 		case pg_query.Token_SCONST:
 			if len(text) < 2 || text[0] != '\'' || text[len(text)-1] != '\'' {
-				return "", nil, false
+				return b, consts, false
 			}
 			inner := text[1 : len(text)-1]
 			if strings.Contains(strings.ReplaceAll(inner, "''", ""), "'") {
-				return "", nil, false // 'a' 'b' continued across a newline
+				return b, consts, false // 'a' 'b' continued across a newline
 			}
 			consts = append(consts, ScanConst{Start: start, End: end, Str: strings.ReplaceAll(inner, "''", "'")})
-			b.WriteString(" #s")
+			b = append(b, " #s"...)
 			prevMinus = -1
 			continue
 		}
@@ -364,10 +379,10 @@ func shapeOfTokens(sql string, toks []scanToken) (string, []ScanConst, bool) {
 		} else {
 			prevMinus = -1
 		}
-		b.WriteByte(' ')
-		b.WriteString(text)
+		b = append(b, ' ')
+		b = append(b, text...)
 	}
-	return b.String(), consts, true
+	return b, consts, true
 }
 
 // scanToken is one token of scanTokens.

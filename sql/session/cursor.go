@@ -68,12 +68,22 @@ func initCursor(c *cursor, s *Session, p *plan.Plan, rows exec.Rows) {
 // the same columns (descCache): the simple protocol described the same
 // plan anew for every statement.
 func (c *cursor) columns(formats []int16) []pgwire.Column {
-	if formats != nil || len(c.cols) == 0 {
+	if formats != nil {
 		return describeColumns(c.cols, formats)
 	}
-	dc := &c.s.descCache
-	if dc.of != &c.cols[0] || dc.n != len(c.cols) {
-		dc.of, dc.n, dc.out = &c.cols[0], len(c.cols), describeColumns(c.cols, nil)
+	return c.s.describeText(c.cols)
+}
+
+// describeText describes cols in text format for RowDescription,
+// through the session's descCache (see cursor.columns); pgwire only
+// reads the result.
+func (s *Session) describeText(cols []plan.Column) []pgwire.Column {
+	if len(cols) == 0 {
+		return nil
+	}
+	dc := &s.descCache
+	if dc.of != &cols[0] || dc.n != len(cols) {
+		dc.of, dc.n, dc.out = &cols[0], len(cols), describeColumns(cols, nil)
 	}
 	return dc.out
 }

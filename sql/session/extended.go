@@ -448,7 +448,7 @@ func (pt *portal) Execute(ctx context.Context, w pgwire.ResultWriter, maxRows in
 		sw.count(h.tag)
 	}
 	if err == nil && !sw.empty {
-		pt.ps.s.recordKept(&pt.ps.stat, pt.ps.sql, time.Since(start), sw.rows)
+		pt.ps.s.recordKept(&pt.ps.stat, pt.ps.sql, nil, time.Since(start), sw.rows)
 	}
 	return suspended, err
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/cairn-db/cairn/pgwire"
 	"github.com/cairn-db/cairn/sql/catalog"
 	"github.com/cairn-db/cairn/sql/exec"
+	"github.com/cairn-db/cairn/sql/parser"
 	"github.com/cairn-db/cairn/sql/sem"
 	"github.com/cairn-db/cairn/sql/types"
 )
@@ -56,6 +57,18 @@ type fastRead struct {
 	pr  exec.PointRead
 	key [4]types.Datum
 	tc  types.Context
+	// lits and params hold a Query's constants and the parameters made
+	// of them (queryFast) when they fit.
+	lits   [scannedInline]parser.Literal
+	params [scannedInline]types.Datum
+}
+
+// fastRead returns the session's fastRead, made on first use.
+func (s *Session) fastRead() *fastRead {
+	if s.fast == nil {
+		s.fast = &fastRead{s: s}
+	}
+	return s.fast
 }
 
 var _ exec.ImplicitReader = (*fastRead)(nil)
@@ -102,11 +115,7 @@ func (pt *portal) executeFast(ctx context.Context, w pgwire.ResultWriter, starte
 	if !ok || !s.keyMatches(pp.key, gen) {
 		return false, nil
 	}
-	f := s.fast
-	if f == nil {
-		f = &fastRead{s: s}
-		s.fast = f
-	}
+	f := s.fastRead()
 	key := f.key[:0]
 	if len(pp.keys) > len(f.key) {
 		key = make([]types.Datum, 0, len(pp.keys))
@@ -160,4 +169,129 @@ func (pt *portal) executeFast(ctx context.Context, w pgwire.ResultWriter, starte
 	*h = heldExecute{pt: pt, tag: tag}
 	s.extHeld = h
 	return true, nil
+}
+
+// The same read for a Query (the simple protocol, twenty-third session).
+// A query of a known shape (plancache.go, "Query shapes") outside a
+// transaction block whose shape's kept plan is such a point read, every
+// constant it takes as a parameter an integer, goes from the Query to
+// the KV batch and back without the statement group, the autocommit's
+// writers, the statement state, the plan instance, the executor or a
+// cursor: the constants are converted as literalParams converts them
+// (an integer must meet an integer parameter and fit its width) and are
+// the key, and the read, its catalog check and the row's encoding are
+// the Execute's (above). What the client sees is the general path's:
+// the RowDescription the statement's cursor sends (describeText), the
+// row in text, the tag after the implicit transaction ended (it has no
+// kv.Txn to commit) and the ParameterStatus reports; pg_stat_activity,
+// statement_timeout (the read runs under the statement's context) and
+// pg_stat_statements (SimpleQuery records it) are the Query's as
+// before. A quoted constant, whose type input may read the catalog
+// (x.types), a plan that is not a fast point read, a refusal or a failed
+// read leave it before anything was sent, and the query runs by the
+// general path, which reads again and reports its own error.
+
+// queryFast runs sql, a Query of shape sh (nil: none), by the fast path
+// when it may (see above). done false: it did not, nothing was sent or
+// counted (but a read the generation check refused, counted as
+// executeFast counts it), and the caller runs it as before.
+func (s *Session) queryFast(ctx context.Context, sql string, sh *queryShape, w pgwire.ResultWriter) (done bool, err error) {
+	if sh == nil || s.inTxn || fastReadOff.Load() {
+		return false, nil
+	}
+	se := s.entryOf(sh)
+	if se == nil || se.st == nil || se.simple == nil || se.st.AsOf != nil {
+		return false, nil
+	}
+	pp := se.simple.slot.pp
+	if pp == nil || !pp.fastKey || !pp.implicit || !pp.point.Ready() ||
+		!pp.privChecked && s.user != catalog.SuperuserName || s.hotVars().distsql {
+		return false, nil
+	}
+	f := s.fastRead()
+	lits, ok := se.literals(sql, sh, f.lits[:0])
+	if !ok {
+		return false, nil
+	}
+	for _, l := range lits {
+		if !l.IsInt {
+			return false, nil // its type input takes the statement's type context
+		}
+	}
+	params, ok := literalParams(nil, se.simple.types, lits, f.params[:0])
+	if !ok {
+		return false, nil
+	}
+	defer clear(f.params[:])
+	key := f.key[:0]
+	if len(pp.keys) > len(f.key) {
+		key = make([]types.Datum, 0, len(pp.keys))
+	}
+	for _, e := range pp.keys {
+		d := paramValue(e.(*sem.Param), params)
+		if d == nil {
+			return false, nil
+		}
+		key = append(key, d)
+	}
+	defer clear(f.key[:])
+	// The implicit transaction the general path would begin. Given up,
+	// it is left again as it was found: it holds nothing yet (no kv.Txn,
+	// no saved settings), and autocommit begins its own (beginTxn sets
+	// every field it reads).
+	s.beginTxn(false)
+	defer func() {
+		if !done {
+			s.inTxn = false
+		}
+	}()
+	if !s.implicitReadOK() {
+		return false, nil
+	}
+	now := s.b.db.Clock().Now()
+	gen, ok := s.b.cache.GenerationAt(now)
+	if !ok || !s.keyMatches(pp.key, gen) {
+		return false, nil
+	}
+	// statement_timeout bounds the statement with its (empty) commit, as
+	// autocommit's context does.
+	sctx, cancel := s.stmtContext(ctx)
+	defer cancel()
+	f.gen, f.now = gen, now
+	row, ok, err := pp.point.ReadPoint(sctx, f, key, params, &f.pr)
+	if errors.Is(err, exec.ErrImplicitRetry) {
+		s.b.implicitRetries.Add(1)
+		if pp.implicitRetries++; pp.implicitRetries >= maxImplicitRetries {
+			pp.implicit = false
+		}
+		return false, nil
+	}
+	if !ok || err != nil {
+		return false, nil
+	}
+	s.txnStmts++
+	s.b.planHits.Add(1)
+	s.b.implicitReads.Add(1)
+	s.b.fastReads.Add(1)
+	cols := pp.p.Columns
+	if err := w.BeginRows(s.describeText(cols)); err != nil {
+		s.failStatement(ctx)
+		return true, err
+	}
+	n := int64(0)
+	if row != nil {
+		if err := s.encodeRow(w, cols, nil, nil, row, f); err != nil {
+			err = sqlError(sctx, err)
+			s.failStatement(ctx)
+			return true, err
+		}
+		n = 1
+	}
+	if err := s.endTxn(sctx, true); err != nil {
+		return true, sqlError(sctx, err)
+	}
+	if err := w.Complete(rowsTag("SELECT", n)); err != nil {
+		return true, err
+	}
+	return true, s.flushReports(w)
 }

@@ -692,6 +692,10 @@ type shapeEntry struct {
 	simple *simpleEntry
 	uses   []constUse // one per constant of the shape
 	nlits  int
+	// stat is the shape's pg_stat_statements entry (recordStatement), as
+	// a prepared statement keeps its own: every query of the shape has
+	// the shape's fingerprint (fingerprintOf).
+	stat keptStat
 }
 
 // constUse says what one constant of a shape is: the parameter of the
@@ -721,16 +725,22 @@ type scannedQuery struct {
 // (pgbench's INSERT has four).
 const scannedInline = 4
 
-// queryShape is a scanned query string.
+// queryShape is a scanned query string. The session scans each Query
+// into its own one (Session.shapeBuf), whose key and constants' buffers
+// serve the next Query: a map look-up by string(key) copies nothing, and
+// a map that keeps the key (noteShape, fingerprints) stores a copy.
 type queryShape struct {
-	key    string
+	key    []byte
 	consts []parser.ScanConst
+	// se is the session's entry of the shape once looked up (entryOf).
+	se *shapeEntry
 }
 
-// shapeOf scans sql if it can be a single SELECT, UPDATE, DELETE or
-// INSERT with a cached plan: plain text (parser's own test: no comments,
-// nothing the dialect rewrites) starting with one of those words.
-func shapeOf(sql string) *queryShape {
+// shapeOf scans sql into sh if it can be a single SELECT, UPDATE, DELETE
+// or INSERT with a cached plan: plain text (parser's own test: no
+// comments, nothing the dialect rewrites) starting with one of those
+// words. It returns sh, or nil when sql has no shape.
+func shapeOf(sql string, sh *queryShape) *queryShape {
 	t := strings.TrimLeft(sql, " \t\r\n")
 	if len(t) < 6 || !parser.Plain(sql) {
 		return nil
@@ -740,11 +750,27 @@ func shapeOf(sql string) *queryShape {
 	default:
 		return nil
 	}
-	key, consts, ok := parser.Shape(sql)
+	// What the last Query left is cleared (a constant's Str holds its
+	// text), and a long one's buffers are not kept.
+	clear(sh.consts)
+	if cap(sh.key) > maxCachedText || cap(sh.consts) > 64 {
+		sh.key, sh.consts = nil, nil
+	}
+	key, consts, ok := parser.AppendShape(sh.key[:0], sh.consts[:0], sql)
+	sh.key, sh.consts, sh.se = key, consts, nil
 	if !ok {
 		return nil
 	}
-	return &queryShape{key: key, consts: consts}
+	return sh
+}
+
+// entryOf returns the session's entry of sh's shape (nil: none yet),
+// looked up once per Query.
+func (s *Session) entryOf(sh *queryShape) *shapeEntry {
+	if sh.se == nil {
+		sh.se = s.shapes[string(sh.key)]
+	}
+	return sh.se
 }
 
 // shapeGroup returns the statement group of sql without parsing it, when
@@ -753,13 +779,28 @@ func (s *Session) shapeGroup(sql string, sh *queryShape) (stmtGroup, bool) {
 	if sh == nil {
 		return stmtGroup{}, false
 	}
-	se := s.shapes[sh.key]
-	if se == nil || se.st == nil || len(sh.consts) != len(se.uses) {
+	se := s.entryOf(sh)
+	if se == nil || se.st == nil {
 		return stmtGroup{}, false
 	}
 	sq := &scannedQuery{sql: sql, simple: se.simple}
-	lits := sq.litBuf[:0]
-	if se.nlits > len(sq.litBuf) {
+	lits, ok := se.literals(sql, sh, sq.litBuf[:0])
+	if !ok {
+		return stmtGroup{}, false
+	}
+	sq.lits = lits
+	return stmtGroup{main: se.st, scanned: sq}, true
+}
+
+// literals returns the constants of sql, of shape sh, as the parameters
+// of se's cached plan, in dst when it has room (its length is ignored);
+// false when sql does not fit se (a constant kept in the plan differs).
+func (se *shapeEntry) literals(sql string, sh *queryShape, dst []parser.Literal) ([]parser.Literal, bool) {
+	if len(sh.consts) != len(se.uses) {
+		return nil, false
+	}
+	lits := dst[:0]
+	if se.nlits > cap(lits) {
 		lits = make([]parser.Literal, se.nlits)
 	} else {
 		lits = lits[:se.nlits]
@@ -768,7 +809,7 @@ func (s *Session) shapeGroup(sql string, sh *queryShape) (stmtGroup, bool) {
 		u := se.uses[k]
 		if u.param < 0 {
 			if sql[c.Start:c.End] != u.text {
-				return stmtGroup{}, false
+				return nil, false
 			}
 			continue
 		}
@@ -778,22 +819,22 @@ func (s *Session) shapeGroup(sql string, sh *queryShape) (stmtGroup, bool) {
 		}
 		lits[u.param] = l
 	}
-	sq.lits = lits
-	return stmtGroup{main: se.st, scanned: sq}, true
+	return lits, true
 }
 
 // noteShape records what the parsed stmts of sql, of shape sh, say about
 // the shape: the statement and the use of each constant when it has a
 // parameterized form, else that the shape has none.
 func (s *Session) noteShape(sql string, sh *queryShape, stmts []parser.Statement) {
-	if sh == nil || s.shapes[sh.key] != nil {
+	if sh == nil || s.entryOf(sh) != nil {
 		return
 	}
 	if s.shapes == nil || len(s.shapes) >= maxSimpleEntries {
 		s.shapes = map[string]*shapeEntry{}
 	}
 	se := &shapeEntry{}
-	s.shapes[sh.key] = se
+	s.shapes[string(sh.key)] = se
+	sh.se = se
 	if len(stmts) != 1 {
 		return
 	}

@@ -139,6 +139,8 @@ type Session struct {
 	// fps caches fingerprints by shape or text (stmtstats.go).
 	curShape *queryShape
 	fps      fingerprints
+	// shapeBuf is the shape each Query is scanned into (shapeOf).
+	shapeBuf queryShape
 
 	// Transaction state (see the package doc). txn is created lazily by
 	// the first statement that reads or writes.
@@ -802,8 +804,11 @@ func (s *Session) simpleQuery(ctx context.Context, sql string, w pgwire.ResultWr
 	if err := s.flushReports(w); err != nil {
 		return err
 	}
-	sh := shapeOf(sql)
+	sh := shapeOf(sql, &s.shapeBuf)
 	s.curShape = sh
+	if done, err := s.queryFast(ctx, sql, sh, w); done {
+		return err
+	}
 	if g, ok := s.shapeGroup(sql, sh); ok {
 		// A single SELECT of a known shape, not parsed (plancache.go).
 		if s.inTxn {

@@ -19,7 +19,7 @@ func TestShapeGroupAllocs(t *testing.T) {
 		"UPDATE t SET a = a + 5 WHERE k = 7",
 		"INSERT INTO h (a, b, c, d, e, f) VALUES (1, 2, 3, 4, 5, 6)",
 	} {
-		sh := shapeOf(sql)
+		sh := shapeOf(sql, &queryShape{})
 		if sh == nil {
 			t.Fatalf("%s: no shape", sql)
 		}
@@ -27,7 +27,7 @@ func TestShapeGroupAllocs(t *testing.T) {
 		for k := range sh.consts {
 			se.uses = append(se.uses, constUse{param: k})
 		}
-		s.shapes[sh.key] = se
+		s.shapes[string(sh.key)] = se
 		g, ok := s.shapeGroup(sql, sh)
 		if !ok || len(g.scanned.lits) != len(sh.consts) {
 			t.Fatalf("%s: shapeGroup %v, %+v", sql, ok, g.scanned)
@@ -55,5 +55,39 @@ func TestShapeGroupAllocs(t *testing.T) {
 		}); n > 0 {
 			t.Errorf("%s: literalParams made %v allocations, want 0", sql, n)
 		}
+	}
+}
+
+// TestShapeOfAllocs: a Query is scanned into the session's shape, whose
+// key and constants' buffers serve the next Query: no allocation (the
+// shape, its key and its constants' slice were three per Query), and
+// the map of shapes is looked up by the key without a copy.
+func TestShapeOfAllocs(t *testing.T) {
+	s := &Session{shapes: map[string]*shapeEntry{}}
+	var sh queryShape
+	sqls := []string{
+		"SELECT abalance FROM pgbench_accounts WHERE aid = 48213",
+		"SELECT abalance FROM pgbench_accounts WHERE aid = 7",
+	}
+	first := shapeOf(sqls[0], &sh)
+	if first == nil || len(first.consts) != 1 || first.consts[0].Int != 48213 {
+		t.Fatalf("shape of %s: %+v", sqls[0], first)
+	}
+	key := string(first.key)
+	s.shapes[key] = &shapeEntry{}
+	if got := shapeOf(sqls[1], &sh); got == nil || string(got.key) != key || got.consts[0].Int != 7 || s.entryOf(got) != s.shapes[key] {
+		t.Fatalf("shape of %s: %+v", sqls[1], got)
+	}
+	if raceEnabled {
+		return
+	}
+	i := 0
+	if n := testing.AllocsPerRun(100, func() {
+		i++
+		if sh := shapeOf(sqls[i%2], &sh); sh == nil || s.entryOf(sh) == nil {
+			t.Fatal("no shape")
+		}
+	}); n != 0 {
+		t.Errorf("shapeOf and entryOf: %v allocations per Query, want 0", n)
 	}
 }

@@ -195,7 +195,7 @@ func (s *Session) fingerprintOf(sql string, sh *queryShape) fingerprint {
 		return computeFingerprint(sql)
 	}
 	if sh != nil {
-		if f, ok := s.fps.byShape[sh.key]; ok {
+		if f, ok := s.fps.byShape[string(sh.key)]; ok {
 			return f
 		}
 	} else if f, ok := s.fps.byText[sql]; ok {
@@ -203,7 +203,7 @@ func (s *Session) fingerprintOf(sql string, sh *queryShape) fingerprint {
 	}
 	shape := ""
 	if sh != nil {
-		shape = sh.key
+		shape = string(sh.key)
 	} else if parser.Plain(sql) {
 		if k, _, ok := parser.Shape(sql); ok {
 			shape = k
@@ -320,6 +320,11 @@ func firstKeyword(sql string) string {
 // recordStatement records a statement that completed: in
 // pg_stat_statements and in the latency histogram.
 func (s *Session) recordStatement(sql string, sh *queryShape, d time.Duration, rows int64) {
+	if sh != nil && sh.se != nil {
+		// The shape's kept entry (shapeEntry.stat).
+		s.recordKept(&sh.se.stat, sql, sh, d, rows)
+		return
+	}
 	f := s.fingerprintOf(sql, sh)
 	s.b.stmts.record(stmtKey{user: s.user, db: s.db.ID, id: f.id}, f.query, d, rows)
 	if obs := s.b.statementObserver(f.kind); obs != nil {
@@ -362,11 +367,11 @@ type keptStat struct {
 }
 
 // recordKept is recordStatement for a prepared statement's Execute of
-// sql, through its kept entry k.
-func (s *Session) recordKept(k *keptStat, sql string, d time.Duration, rows int64) {
+// sql, or a Query of shape sh (nil: none), through its kept entry k.
+func (s *Session) recordKept(k *keptStat, sql string, sh *queryShape, d time.Duration, rows int64) {
 	st := &s.b.stmts
 	if k.e == nil || k.key.user != s.user || k.key.db != s.db.ID || k.gen != st.evictions.Load() {
-		f := s.fingerprintOf(sql, nil)
+		f := s.fingerprintOf(sql, sh)
 		k.key, k.kind = stmtKey{user: s.user, db: s.db.ID, id: f.id}, f.kind
 		k.e, k.gen = st.entry(k.key, f.query)
 		k.obs = s.b.statementObserver(k.kind)

@@ -95,3 +95,58 @@ func TestPreparedStatsKept(t *testing.T) {
 		})
 	}
 }
+
+// TestQueryStatsKept: the Queries of one shape (the simple protocol's
+// statements that differ only in their constants) record
+// pg_stat_statements through the entry the shape keeps
+// (shapeEntry.stat), as a prepared statement's Executes do: the node's
+// map and the histogram's observer are looked up once, not once per
+// Query (twenty-third session), and every call and row is counted, on
+// the fast path (queryFast), off it, and for an UPDATE.
+func TestQueryStatsKept(t *testing.T) {
+	ctx := context.Background()
+	srv, url := startNode(t)
+	a := connect(t, url, nil)
+	mustExec(t, a, "CREATE TABLE keptq (id int8 PRIMARY KEY, v int8)")
+	mustExec(t, a, "INSERT INTO keptq SELECT g, g FROM generate_series(1, 10) g")
+	pc := a.PgConn()
+	for _, tc := range []struct {
+		name, sql, norm string
+		off             bool // the fast path turned off
+		kind            string
+	}{
+		{"fast", "SELECT v FROM keptq WHERE id = %d", "SELECT v FROM keptq WHERE id = $1", false, "select"},
+		{"general", "SELECT v, id FROM keptq WHERE id = %d", "SELECT v, id FROM keptq WHERE id = $1", true, "select"},
+		{"update", "UPDATE keptq SET v = id WHERE id = %d", "UPDATE keptq SET v = id WHERE id = $1", false, "update"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.off {
+				defer session.SetFastReadOff()()
+			}
+			const n = 50
+			before, obsBefore := session.StatementLookups(), session.ObserverLookups()
+			histBefore := statementCount(t, srv, tc.kind)
+			for i := range n {
+				if _, err := pc.Exec(ctx, fmt.Sprintf(tc.sql, i%10+1)).ReadAll(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := session.StatementLookups() - before; got > 5 {
+				t.Errorf("%d look-ups for %d Queries, want at most 5", got, n)
+			}
+			if got := session.ObserverLookups() - obsBefore; got > 5 {
+				t.Errorf("%d observer look-ups for %d Queries, want at most 5", got, n)
+			}
+			if got := statementCount(t, srv, tc.kind) - histBefore; got < n {
+				t.Errorf("the statement histogram observed %d %s statements of %d Queries", got, tc.kind, n)
+			}
+			var calls, rows int64
+			if err := a.QueryRow(ctx, "SELECT calls, rows FROM pg_stat_statements WHERE query = $1", tc.norm).Scan(&calls, &rows); err != nil {
+				t.Fatal(err)
+			}
+			if calls != n || rows != n {
+				t.Errorf("pg_stat_statements: %d calls, %d rows; want %d, %d", calls, rows, n, n)
+			}
+		})
+	}
+}

@@ -117,7 +117,7 @@ func TestKeptStatEviction(t *testing.T) {
 	} {
 		c.change()
 		before := statLookups.Load()
-		s.recordKept(&k, sql, time.Millisecond, 1)
+		s.recordKept(&k, sql, nil, time.Millisecond, 1)
 		if got := statLookups.Load() - before; got != c.lookups {
 			t.Errorf("%s: %d look-ups, want %d", c.name, got, c.lookups)
 		}
