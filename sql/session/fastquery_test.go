@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -137,10 +138,16 @@ func TestQueryFastPointRead(t *testing.T) {
 	none("statement_timeout", func() {
 		mustExec(t, a, "SET statement_timeout = '10ms'")
 		defer mustExec(t, a, "RESET statement_timeout")
-		restore := session.SetImplicitReadHook(func() { time.Sleep(100 * time.Millisecond) })
+		var reads atomic.Int32
+		restore := session.SetImplicitReadHook(func() { reads.Add(1); time.Sleep(100 * time.Millisecond) })
 		defer restore()
 		if r := q(sel); !strings.Contains(r.err, "57014") {
 			t.Errorf("past statement_timeout: %+v, want 57014", r)
+		}
+		// The read that ran out of time is the statement's last: it is
+		// not read again, under a fresh timeout, by the general path.
+		if n := reads.Load(); n != 1 {
+			t.Errorf("past statement_timeout: %d reads, want 1", n)
 		}
 	})
 	none("result changed", func() {

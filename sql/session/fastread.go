@@ -141,6 +141,11 @@ func (pt *portal) executeFast(ctx context.Context, w pgwire.ResultWriter, starte
 		}
 		return false, nil
 	}
+	if err != nil && sctx.Err() != nil {
+		// The statement ran out of time or was cancelled during the
+		// read: that is its error (see readEnded).
+		return true, s.readEnded(ctx, sctx, err)
+	}
 	if !ok || err != nil {
 		// Refused, or failed: the general path reads again and reports
 		// what it meets.
@@ -266,6 +271,9 @@ func (s *Session) queryFast(ctx context.Context, sql string, sh *queryShape, w p
 		}
 		return false, nil
 	}
+	if err != nil && sctx.Err() != nil {
+		return true, s.readEnded(ctx, sctx, err)
+	}
 	if !ok || err != nil {
 		return false, nil
 	}
@@ -294,4 +302,16 @@ func (s *Session) queryFast(ctx context.Context, sql string, sh *queryShape, w p
 		return true, err
 	}
 	return true, s.flushReports(w)
+}
+
+// readEnded ends the statement whose fast read failed with err after
+// its context sctx ended (statement_timeout, or a cancel) and returns
+// its error, as the general path reports it. Handing such a read to the
+// general path, as other failures are, would read again under a fresh
+// statement_timeout: a statement could take twice its timeout, or more,
+// before it failed. Nothing of the statement was sent.
+func (s *Session) readEnded(ctx, sctx context.Context, err error) error {
+	err = sqlError(sctx, err)
+	s.failStatement(ctx)
+	return err
 }

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -131,10 +132,15 @@ func TestFastPointRead(t *testing.T) {
 	none("statement_timeout", func() {
 		mustExec(t, a, "SET statement_timeout = '10ms'")
 		defer mustExec(t, a, "RESET statement_timeout")
-		restore := session.SetImplicitReadHook(func() { time.Sleep(100 * time.Millisecond) })
+		var reads atomic.Int32
+		restore := session.SetImplicitReadHook(func() { reads.Add(1); time.Sleep(100 * time.Millisecond) })
 		defer restore()
 		if r := exec("q", one, nil); !strings.Contains(r.err, "57014") {
 			t.Errorf("past statement_timeout: %+v, want 57014", r)
+		}
+		// Not read again by the general path under a fresh timeout.
+		if n := reads.Load(); n != 1 {
+			t.Errorf("past statement_timeout: %d reads, want 1", n)
 		}
 	})
 	none("result changed", func() {
