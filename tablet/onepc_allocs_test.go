@@ -53,3 +53,20 @@ func TestOnePCEvalAllocs(t *testing.T) {
 		t.Errorf("a one-phase commit's evaluation allocated %.0f objects, want at most %d", got, want)
 	}
 }
+
+// TestWaitProposalAllocs: a proposer waiting for its answer takes its
+// lease-check ticker from a pool of stopped ones (leaseCheckers) instead
+// of making one (three objects per write).
+func TestWaitProposalAllocs(t *testing.T) {
+	h := newHarness(t, Config{})
+	pp := &pendingProposal{done: make(chan error, 1)}
+	got := testing.AllocsPerRun(100, func() {
+		pp.done <- nil
+		if err := h.r.waitProposal(nil, 0, 0, pp); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if got > 0 && !raceEnabled {
+		t.Errorf("waiting for an answered proposal allocated %.0f objects, want 0", got)
+	}
+}
