@@ -1038,7 +1038,7 @@ func (t *Txn) bufferedSendErr(err error) error {
 // so that every later move of the transaction's timestamps checks them
 // too.
 func (t *Txn) checkBuffered(ctx context.Context, wb *writeBuffer) error {
-	txn, reqs := t.bufferChecks(wb, true)
+	txn, reqs := t.bufferChecks(wb, true, nil)
 	if len(reqs) == 0 {
 		return nil
 	}
@@ -1050,12 +1050,13 @@ func (t *Txn) checkBuffered(ctx context.Context, wb *writeBuffer) error {
 	return nil
 }
 
-// bufferChecks adds wb's keys to the read spans and returns the
+// bufferChecks adds wb's keys to the read spans, appends to reqs the
 // RefreshRequests checkBuffered sends (one per key, range deletion or
-// lock buffered at a snapshot older than the current one), with the
+// lock buffered at a snapshot older than the current one) and returns
+// them with the
 // transaction as they were built for (nil unless withTxn: a one-phase
 // commit sends them with its own, and the copy was two objects).
-func (t *Txn) bufferChecks(wb *writeBuffer, withTxn bool) (*kvpb.Transaction, []kvpb.Request) {
+func (t *Txn) bufferChecks(wb *writeBuffer, withTxn bool, reqs []kvpb.Request) (*kvpb.Transaction, []kvpb.Request) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var txn *kvpb.Transaction
@@ -1063,7 +1064,6 @@ func (t *Txn) bufferChecks(wb *writeBuffer, withTxn bool) (*kvpb.Transaction, []
 		txn = t.mu.proto.Clone()
 	}
 	readTS := t.mu.proto.ReadTimestamp
-	var reqs []kvpb.Request
 	for _, k := range wb.keys {
 		t.mu.readSpans.add(kvpb.Span{Key: k.key})
 		if k.since.Less(readTS) && !wb.lockChecks(k) {
@@ -1259,15 +1259,43 @@ func (wb *writeBuffer) commitWrites(ignored []kvpb.SeqRange) []kvpb.Request {
 		}
 		writes = append(writes, &kvpb.LockRequest{Key: l.span.Key, EndKey: l.span.EndKey})
 	}
-	// Point writes: per key the state the buffer resolves it to.
-	points := make([]kvpb.Request, 0, len(wb.keys))
+	// Range deletions: the union of the live ones, around the keys written
+	// below (a DeleteRange and a write of one key at one timestamp in one
+	// batch would conflict). One of a span read empty
+	// (Batch.DelRangeSeenEmpty) would delete nothing: not sent.
+	var spans []kvpb.Span
+	for _, r := range wb.ranges {
+		if !r.seenEmpty && !kvpb.SeqIgnored(ignored, r.seq) {
+			spans = append(spans, r.span)
+		}
+	}
+	if len(spans) == 0 {
+		// No range to cut around the keys (pgbench's blocks: a
+		// whole-row rewrite's deletion was seen empty): the point
+		// writes go straight into writes, without a slice of their own
+		// and one of their keys (two objects per commit).
+		return wb.appendPointWrites(writes, ignored, nil)
+	}
 	pointKeys := make([][]byte, 0, len(wb.keys))
+	points := wb.appendPointWrites(make([]kvpb.Request, 0, len(wb.keys)), ignored, &pointKeys)
+	for _, sp := range subtractKeys(mergeSpans(spans), pointKeys) {
+		writes = append(writes, &kvpb.DeleteRangeRequest{Key: sp.Key, EndKey: sp.EndKey})
+	}
+	return append(writes, points...)
+}
+
+// appendPointWrites appends to writes, per buffered key, the write of the
+// state the buffer resolves it to, and adds each such key to *keys when
+// keys is not nil.
+func (wb *writeBuffer) appendPointWrites(writes []kvpb.Request, ignored []kvpb.SeqRange, keys *[][]byte) []kvpb.Request {
 	for _, k := range wb.keys {
 		v, tomb, known := wb.resolve(k.key, ignored)
 		if !known {
 			continue
 		}
-		pointKeys = append(pointKeys, k.key)
+		if keys != nil {
+			*keys = append(*keys, k.key)
+		}
 		var first *bufferedWrite
 		for i := range k.hist {
 			if !kvpb.SeqIgnored(ignored, k.hist[i].seq) {
@@ -1277,27 +1305,13 @@ func (wb *writeBuffer) commitWrites(ignored []kvpb.SeqRange) []kvpb.Request {
 		}
 		switch {
 		case tomb:
-			points = append(points, &kvpb.DeleteRequest{Key: k.key})
+			writes = append(writes, &kvpb.DeleteRequest{Key: k.key})
 		case first != nil && first.cond != nil:
-			points = append(points, &kvpb.ConditionalPutRequest{Key: k.key, Value: v, Expected: first.cond.expected, ExpectExists: first.cond.expectExists})
+			writes = append(writes, &kvpb.ConditionalPutRequest{Key: k.key, Value: v, Expected: first.cond.expected, ExpectExists: first.cond.expectExists})
 		default:
-			points = append(points, &kvpb.PutRequest{Key: k.key, Value: v})
+			writes = append(writes, &kvpb.PutRequest{Key: k.key, Value: v})
 		}
 	}
-	// Range deletions: the union of the live ones, around the keys written
-	// above (a DeleteRange and a write of one key at one timestamp in one
-	// batch would conflict). One of a span read empty
-	// (Batch.DelRangeSeenEmpty) would delete nothing: not sent.
-	var spans []kvpb.Span
-	for _, r := range wb.ranges {
-		if !r.seenEmpty && !kvpb.SeqIgnored(ignored, r.seq) {
-			spans = append(spans, r.span)
-		}
-	}
-	for _, sp := range subtractKeys(mergeSpans(spans), pointKeys) {
-		writes = append(writes, &kvpb.DeleteRangeRequest{Key: sp.Key, EndKey: sp.EndKey})
-	}
-	writes = append(writes, points...)
 	return writes
 }
 

@@ -168,19 +168,28 @@ func (t *Txn) tryOnePhase(ctx context.Context, writes []kvpb.Request, wb *writeB
 	for _, w := range writes {
 		endTxn.LockSpans = append(endTxn.LockSpans, w.Span())
 	}
-	reqs := append(append(make([]kvpb.Request, 0, len(writes)+1), writes...), endTxn)
 	// checked: the buffer's keys were checked on their own (or need no
 	// check), and the validation too if it was due.
 	checked := wb == nil
-	if !checked {
+	var reqs []kvpb.Request
+	if checked {
+		reqs = append(append(make([]kvpb.Request, 0, len(writes)+1), writes...), endTxn)
+	} else {
 		if err := t.serializableCheck(ctx); err != nil {
 			return false, err
 		}
-		_, checks := t.bufferChecks(wb, false)
-		_, validations := t.validationChecks(false)
-		if len(checks)+len(validations) > 0 {
-			folded := make([]kvpb.Request, 0, len(checks)+len(validations)+len(reqs))
-			folded = append(append(append(folded, checks...), validations...), reqs...)
+		// One slice holds the batch with its checks folded in, [checks...,
+		// writes..., EndTxn], and reqs is its tail (three slices were
+		// made for the checks and one for the batch before).
+		t.mu.Lock()
+		size := len(wb.keys) + len(wb.ranges) + len(wb.locks) + len(t.mu.validate) + len(writes) + 1
+		t.mu.Unlock()
+		_, folded := t.bufferChecks(wb, false, make([]kvpb.Request, 0, size))
+		_, folded = t.validationChecks(false, folded)
+		checks := len(folded)
+		folded = append(append(folded, writes...), endTxn)
+		reqs = folded[checks:]
+		if checks > 0 {
 			single, err := t.db.ds.SingleTablet(ctx, folded)
 			if err != nil {
 				return false, err

@@ -23,11 +23,11 @@ func TestOnePhaseChecksCopyNoTxn(t *testing.T) {
 	wb := newWriteBuffer()
 	pgbenchBuffer(wb)
 	if n := testing.AllocsPerRun(100, func() {
-		if c, _ := txn.bufferChecks(wb, false); c != nil {
+		if c, _ := txn.bufferChecks(wb, false, nil); c != nil {
 			t.Fatal("bufferChecks copied the transaction")
 		}
 		txn.mu.readSpans.reset()
-		if c, _ := txn.validationChecks(false); c != nil {
+		if c, _ := txn.validationChecks(false, nil); c != nil {
 			t.Fatal("validationChecks copied the transaction")
 		}
 	}); n > 7 && !raceEnabled {
@@ -37,10 +37,23 @@ func TestOnePhaseChecksCopyNoTxn(t *testing.T) {
 		// (9 there) only the missing copies above are checked.
 		t.Errorf("%.0f allocations, want at most 7", n)
 	}
-	if c, _ := txn.bufferChecks(wb, true); c == nil || c.ReadTimestamp.WallTime != 10 {
+	// As tryOnePhase folds them: appended to the batch's one slice, sized
+	// ahead, they take no slice of their own.
+	dst := make([]kvpb.Request, 0, 16)
+	if n := testing.AllocsPerRun(100, func() {
+		_, folded := txn.bufferChecks(wb, false, dst)
+		txn.mu.readSpans.reset()
+		if _, folded = txn.validationChecks(false, folded); len(folded) != 4 {
+			t.Fatalf("%d checks, want 4", len(folded))
+		}
+	}); n > 4 && !raceEnabled {
+		// The three refreshes and the validation's.
+		t.Errorf("folded into one slice: %.0f allocations, want at most 4", n)
+	}
+	if c, _ := txn.bufferChecks(wb, true, nil); c == nil || c.ReadTimestamp.WallTime != 10 {
 		t.Errorf("bufferChecks' transaction %v, want a copy read at 10", c)
 	}
-	if c, _ := txn.validationChecks(true); c == nil || c.ReadTimestamp.WallTime != 20 {
+	if c, _ := txn.validationChecks(true, nil); c == nil || c.ReadTimestamp.WallTime != 20 {
 		t.Errorf("validationChecks' transaction %v, want a copy read at 20", c)
 	}
 }
@@ -89,11 +102,11 @@ func TestValidationAllocs(t *testing.T) {
 	if n > 0 && !raceEnabled {
 		t.Errorf("registering: %.0f allocations, want 0", n)
 	}
-	if n := testing.AllocsPerRun(100, func() { txn.validationChecks(false) }); n > 3 && !raceEnabled {
+	if n := testing.AllocsPerRun(100, func() { txn.validationChecks(false, nil) }); n > 3 && !raceEnabled {
 		t.Errorf("checks: %.0f allocations, want 3", n)
 	}
 	checks := func() string {
-		_, reqs := txn.validationChecks(false)
+		_, reqs := txn.validationChecks(false, nil)
 		var got []string
 		for _, r := range reqs {
 			rr := r.(*kvpb.RefreshRequest)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/kvpb"
@@ -145,7 +146,7 @@ func (t *Txn) forgetValidationsAfterLocked(seq int32) {
 // checks them alongside the buffer, checkBufferedAndValidate). A failure
 // is recorded as the transaction's retryable error.
 func (t *Txn) validateAtCommit(ctx context.Context) error {
-	txn, reqs := t.validationChecks(true)
+	txn, reqs := t.validationChecks(true, nil)
 	if len(reqs) == 0 {
 		return nil
 	}
@@ -166,26 +167,26 @@ func (t *Txn) validateAtCommit(ctx context.Context) error {
 	return nil
 }
 
-// validationChecks returns the strict RefreshRequests that validate the
-// registered keys, and the transaction to send them with (its read
+// validationChecks appends to reqs the strict RefreshRequests that
+// validate the registered keys, and returns them with the transaction to send them with (its read
 // timestamp moved up to its write timestamp, where the tablet leaves the
 // keys in its timestamp cache); none when nothing is registered or the
 // keys were validated at the current write timestamp already. A
 // one-phase commit sends them in its own batch (tryOnePhase), where the
 // tablet leaves the keys in its timestamp cache at the timestamp it
 // commits at; it asks for no transaction (withTxn false: nil).
-func (t *Txn) validationChecks(withTxn bool) (*kvpb.Transaction, []kvpb.Request) {
+func (t *Txn) validationChecks(withTxn bool, reqs []kvpb.Request) (*kvpb.Transaction, []kvpb.Request) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if len(t.mu.validate) == 0 || (!t.mu.validatedAt.IsEmpty() && t.mu.validatedAt == t.mu.proto.WriteTimestamp) {
-		return nil, nil
+		return nil, reqs
 	}
 	var txn *kvpb.Transaction
 	if withTxn {
 		txn = t.mu.proto.Clone()
 		txn.ReadTimestamp = txn.WriteTimestamp
 	}
-	reqs := make([]kvpb.Request, 0, len(t.mu.validate))
+	reqs = slices.Grow(reqs, len(t.mu.validate))
 	for _, v := range t.mu.validate {
 		reqs = append(reqs, &kvpb.RefreshRequest{Key: v.key, From: v.since, Strict: true})
 	}

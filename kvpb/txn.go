@@ -156,11 +156,18 @@ func (t *Transaction) Clone() *Transaction {
 	if t == nil {
 		return nil
 	}
-	c := *t
+	c := new(Transaction)
+	t.CloneInto(c)
+	return c
+}
+
+// CloneInto makes c a deep copy of t, as Clone does, in memory the caller
+// owns (a struct that holds the copy among other things: one object).
+func (t *Transaction) CloneInto(c *Transaction) {
+	*c = *t
 	c.LockSpans = append([]Span(nil), t.LockSpans...)
 	c.IgnoredSeqNums = append([]SeqRange(nil), t.IgnoredSeqNums...)
 	c.ObservedTimestamps = append([]ObservedTimestamp(nil), t.ObservedTimestamps...)
-	return &c
 }
 
 func (t *Transaction) String() string {

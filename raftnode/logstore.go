@@ -32,7 +32,8 @@ type LogStore struct {
 	tabletID uint64
 
 	mu sync.Mutex
-	// hs is the last hard state written (nil: none yet).
+	// hs is the last hard state written (nil: none yet). Never modified
+	// in place (SetHardState replaces it), so HardState hands it out.
 	hs *pb.HardState
 	// snap is the metadata of the point the log starts after: entry
 	// snap.Index (term snap.Term) is the last one folded into the state
@@ -187,6 +188,17 @@ func (s *LogStore) InitialState() (*pb.HardState, *pb.ConfState, error) {
 		cs = s.conf
 	}
 	return hs, proto.Clone(pb.EnsureConfState(cs)).(*pb.ConfState), nil
+}
+
+// HardState returns the last hard state written (nil: none yet), as
+// InitialState does but without its copies: the caller must not modify
+// it. A round asks for every replica's in each pass, to tell whether its
+// Ready must be synced; the copies (a reflective proto.Clone of the hard
+// state and of the configuration) were about a dozen objects per pass.
+func (s *LogStore) HardState() *pb.HardState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hs
 }
 
 // SetConfState records the configuration as of the applied index, in b
@@ -416,10 +428,33 @@ func (s *LogStore) SetHardState(b *storage.Batch, hs *pb.HardState) error {
 	if err := b.Put(s.key(hardStateSuffix), v); err != nil {
 		return err
 	}
+	kept := copyHardState(hs)
 	s.mu.Lock()
-	s.hs = proto.Clone(hs).(*pb.HardState)
+	s.hs = kept
 	s.mu.Unlock()
 	return nil
+}
+
+// keptHardState is a hard state and the values its fields point to: a
+// copy in one object (a proto.Clone was four, made by reflection).
+type keptHardState struct {
+	hs                 pb.HardState
+	term, vote, commit uint64
+}
+
+// copyHardState copies hs's fields, set or not as in hs.
+func copyHardState(hs *pb.HardState) *pb.HardState {
+	k := &keptHardState{}
+	if hs.Term != nil {
+		k.term, k.hs.Term = *hs.Term, &k.term
+	}
+	if hs.Vote != nil {
+		k.vote, k.hs.Vote = *hs.Vote, &k.vote
+	}
+	if hs.Commit != nil {
+		k.commit, k.hs.Commit = *hs.Commit, &k.commit
+	}
+	return &k.hs
 }
 
 // Append writes ents (consecutive) into b. Entries already in the log at

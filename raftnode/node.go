@@ -1282,7 +1282,7 @@ func (n *Node) pass(ids []uint64, outs map[uint64]*passOut, tm *roundTimes, jobs
 	var streamedIn []*pendingSnap
 	for _, id := range ids {
 		r := n.replicas[id]
-		prevHS, _, _ := r.log.InitialState()
+		prevHS := r.log.HardState()
 		rd := r.rn.Ready()
 		ps := r.pendingSnap
 		r.pendingSnap = nil

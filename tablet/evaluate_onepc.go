@@ -101,9 +101,19 @@ func (r *Replica) evaluateOnePC(ba *kvpb.BatchRequest, desc kvpb.TabletDescripto
 		return nil, nil, errNot1PC
 	}
 	checks := onePCChecks(ba)
-	br := &kvpb.BatchResponse{Responses: make([]kvpb.Response, 0, n)}
+	// The answer, its responses (up to onePCInline), the committed
+	// transaction and the writes' evaluation context are one object.
+	o := &onePC{}
+	br := &o.br
+	if n <= len(o.resps) {
+		br.Responses = o.resps[:0:n]
+	} else {
+		br.Responses = make([]kvpb.Response, 0, n)
+	}
 	if checks > 0 {
-		cc := &evalCtx{r: r, rd: r.eng, ba: ba, desc: desc, txn: ba.Txn, prop: &Proposal{}, self: ba.Txn.ID, validGen: r.valid.generation()}
+		cc := &o.checks
+		*cc = evalCtx{r: r, rd: r.eng, ba: ba, desc: desc, txn: ba.Txn, self: ba.Txn.ID, validGen: r.valid.generation()}
+		cc.prop = &cc.propBuf
 		if checks > 1 {
 			// One iterator, its bounds reset per check, instead of one
 			// built per check (a third of a check's CPU): as for a
@@ -148,20 +158,22 @@ func (r *Replica) evaluateOnePC(ba *kvpb.BatchRequest, desc kvpb.TabletDescripto
 		}
 	}
 	if !above.IsEmpty() {
-		ec, _, err := r.evalOnePCWrites(ba, desc, ts)
+		// Thrown away: its own context and answers.
+		ec, _, err := r.evalOnePCWrites(ba, desc, ts, &onePC{}, nil)
 		ec.close()
 		if err != nil {
 			return nil, nil, err
 		}
 		ts = above
 	}
-	ec, wbr, err := r.evalOnePCWrites(ba, desc, ts)
+	ec, resps, err := r.evalOnePCWrites(ba, desc, ts, o, br.Responses)
 	defer ec.close()
 	if err != nil {
 		return nil, nil, err
 	}
-	br.Responses = append(append(br.Responses, wbr.Responses...), &kvpb.EndTxnResponse{})
-	committed := ba.Txn.Clone()
+	br.Responses = append(resps, &kvpb.EndTxnResponse{})
+	committed := &o.committed
+	ba.Txn.CloneInto(committed)
 	committed.Status = kvpb.Committed
 	committed.WriteTimestamp = ts
 	committed.LockSpans = append([]kvpb.Span(nil), et.LockSpans...)
@@ -180,21 +192,42 @@ func (r *Replica) evaluateOnePC(ba *kvpb.BatchRequest, desc kvpb.TabletDescripto
 	return ec.prop, br, nil
 }
 
+// onePC is what a one-phase commit's evaluation allocates, in one object:
+// its answer and the answer's first responses, the committed transaction,
+// the context of its leading checks, and the context of its writes with
+// the non-transactional header they are evaluated under. The Proposal
+// (the writes context's propBuf) keeps it alive until it is applied.
+type onePC struct {
+	br        kvpb.BatchResponse
+	resps     [onePCInline]kvpb.Response
+	committed kvpb.Transaction
+	checks    evalCtx
+	writes    evalCtx
+	nonTxn    kvpb.BatchRequest
+}
+
+// onePCInline is how many responses a one-phase answer holds without a
+// slice of its own: simple-update's commit has 6 requests (2 checks, a
+// lock, 2 writes and EndTxn), tpcb-like's 10.
+const onePCInline = 12
+
 // evalOnePCWrites evaluates the writes of the one-phase batch ba (not its
 // leading checks) as non-transactional writes landing exactly at ts: a
 // committed version at or above ts is WriteTooOld and any other
-// transaction's lock a conflict.
+// transaction's lock a conflict. Its context is o.writes, and it appends
+// the writes' responses to resps.
 // The caller closes the returned context's batch.
-func (r *Replica) evalOnePCWrites(ba *kvpb.BatchRequest, desc kvpb.TabletDescriptor, ts hlc.Timestamp) (*evalCtx, *kvpb.BatchResponse, error) {
+func (r *Replica) evalOnePCWrites(ba *kvpb.BatchRequest, desc kvpb.TabletDescriptor, ts hlc.Timestamp, o *onePC, resps []kvpb.Response) (*evalCtx, []kvpb.Response, error) {
 	n := len(ba.Requests)
-	nonTxn := *ba
-	nonTxn.Txn = nil
-	nonTxn.Timestamp = ts
+	o.nonTxn = *ba
+	o.nonTxn.Txn = nil
+	o.nonTxn.Timestamp = ts
 	// Under the batch's latches: its iterators may be reused (as in
 	// evaluate).
 	b := r.eng.NewReusingBatch()
-	ec := &evalCtx{r: r, b: b, rd: b, ba: &nonTxn, desc: desc, prop: &Proposal{}, fixedTS: true, self: ba.Txn.ID}
-	br := &kvpb.BatchResponse{Responses: make([]kvpb.Response, 0, n)}
+	ec := &o.writes
+	*ec = evalCtx{r: r, b: b, rd: b, ba: &o.nonTxn, desc: desc, fixedTS: true, self: ba.Txn.ID}
+	ec.prop = &ec.propBuf
 	for _, req := range ba.Requests[onePCChecks(ba) : n-1] {
 		resp, err := ec.evalRequest(req)
 		if err != nil {
@@ -208,9 +241,9 @@ func (r *Replica) evalOnePCWrites(ba *kvpb.BatchRequest, desc kvpb.TabletDescrip
 			}
 			return ec, nil, err
 		}
-		br.Responses = append(br.Responses, resp)
+		resps = append(resps, resp)
 	}
-	return ec, br, nil
+	return ec, resps, nil
 }
 
 // close releases the evaluation batch, if any.

@@ -386,8 +386,14 @@ func (r *Replica) forgetProposal(id uint64) {
 // then would report as unknown what it is about to know.
 func (r *Replica) waitProposal(gone <-chan struct{}, term, id uint64, pp *pendingProposal) error {
 	rs := &r.raft
-	check := time.NewTicker(leaseCheck)
-	defer check.Stop()
+	check := leaseCheckers.Get().(*time.Ticker)
+	check.Reset(leaseCheck)
+	defer func() {
+		// Stopped, its channel yields no stale tick to the next waiter
+		// (Go 1.23's timers).
+		check.Stop()
+		leaseCheckers.Put(check)
+	}()
 	var lostAt time.Time
 	var seen uint64
 	for {
@@ -438,6 +444,15 @@ const unknownAfter = 5 * time.Second
 // leaseCheck is how often a waiting proposer checks that its replica still
 // holds the lease.
 const leaseCheck = 50 * time.Millisecond
+
+// leaseCheckers are stopped tickers for waitProposal: a proposal is
+// answered long before its first check, and a ticker made per proposal
+// was three objects for every write.
+var leaseCheckers = sync.Pool{New: func() any {
+	t := time.NewTicker(leaseCheck)
+	t.Stop()
+	return t
+}}
 
 // commandVersion starts a raft command: the proposal's identity, then its
 // encoding (EncodeProposal).
