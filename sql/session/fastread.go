@@ -130,31 +130,14 @@ func (pt *portal) executeFast(ctx context.Context, w pgwire.ResultWriter, starte
 	sctx, cancel := s.stmtContext(ctx)
 	defer cancel()
 	f.gen, f.now = gen, now
-	row, ok, err := pp.point.ReadPoint(sctx, f, key, pt.params, &f.pr)
+	row, fall, err := s.readKept(ctx, sctx, f, pp, key, pt.params)
 	clear(f.key[:])
-	if errors.Is(err, exec.ErrImplicitRetry) {
-		// The generation moved across the read: counted as startImplicit
-		// counts it; the general path then runs it in a kv.Txn.
-		s.b.implicitRetries.Add(1)
-		if pp.implicitRetries++; pp.implicitRetries >= maxImplicitRetries {
-			pp.implicit = false
-		}
+	if fall {
 		return false, nil
 	}
-	if err != nil && sctx.Err() != nil {
-		// The statement ran out of time or was cancelled during the
-		// read: that is its error (see readEnded).
-		return true, s.readEnded(ctx, sctx, err)
+	if err != nil {
+		return true, err
 	}
-	if !ok || err != nil {
-		// Refused, or failed: the general path reads again and reports
-		// what it meets.
-		return false, nil
-	}
-	s.txnStmts++
-	s.b.planHits.Add(1)
-	s.b.implicitReads.Add(1)
-	s.b.fastReads.Add(1)
 	n := int64(0)
 	if row != nil {
 		if err := s.encodeRow(w, pp.p.Columns, nil, pt.formats, row, f); err != nil {
@@ -263,24 +246,13 @@ func (s *Session) queryFast(ctx context.Context, sql string, sh *queryShape, w p
 	sctx, cancel := s.stmtContext(ctx)
 	defer cancel()
 	f.gen, f.now = gen, now
-	row, ok, err := pp.point.ReadPoint(sctx, f, key, params, &f.pr)
-	if errors.Is(err, exec.ErrImplicitRetry) {
-		s.b.implicitRetries.Add(1)
-		if pp.implicitRetries++; pp.implicitRetries >= maxImplicitRetries {
-			pp.implicit = false
-		}
+	row, fall, err := s.readKept(ctx, sctx, f, pp, key, params)
+	if fall {
 		return false, nil
 	}
-	if err != nil && sctx.Err() != nil {
-		return true, s.readEnded(ctx, sctx, err)
+	if err != nil {
+		return true, err
 	}
-	if !ok || err != nil {
-		return false, nil
-	}
-	s.txnStmts++
-	s.b.planHits.Add(1)
-	s.b.implicitReads.Add(1)
-	s.b.fastReads.Add(1)
 	cols := pp.p.Columns
 	if err := w.BeginRows(s.describeText(cols)); err != nil {
 		s.failStatement(ctx)
@@ -304,14 +276,38 @@ func (s *Session) queryFast(ctx context.Context, sql string, sh *queryShape, w p
 	return true, s.flushReports(w)
 }
 
-// readEnded ends the statement whose fast read failed with err after
-// its context sctx ended (statement_timeout, or a cancel) and returns
-// its error, as the general path reports it. Handing such a read to the
-// general path, as other failures are, would read again under a fresh
-// statement_timeout: a statement could take twice its timeout, or more,
-// before it failed. Nothing of the statement was sent.
-func (s *Session) readEnded(ctx, sctx context.Context, err error) error {
-	err = sqlError(sctx, err)
-	s.failStatement(ctx)
-	return err
+// readKept reads the row of pp's kept point read for key, under sctx
+// (the statement's context, derived from ctx), for both fast paths, and
+// sorts out how the read ended. fall true: the general path takes the
+// statement, nothing of it sent or counted (but a read the generation
+// check refused, counted as startImplicit counts it; the general path
+// then runs it in a kv.Txn); a refusal or another failure is read again
+// there, which reports what it meets. An error with fall false: the
+// read failed after sctx ended (statement_timeout, or a cancel), and
+// that is the statement's error, the statement ended: handed to the
+// general path, it would be read again under a fresh statement_timeout,
+// and a statement could take twice its timeout before it failed.
+// Otherwise row is the row (nil: none), counted as a fast read.
+func (s *Session) readKept(ctx, sctx context.Context, f *fastRead, pp *genericPlan, key, params []types.Datum) (row []types.Datum, fall bool, err error) {
+	row, ok, err := pp.point.ReadPoint(sctx, f, key, params, &f.pr)
+	if errors.Is(err, exec.ErrImplicitRetry) {
+		s.b.implicitRetries.Add(1)
+		if pp.implicitRetries++; pp.implicitRetries >= maxImplicitRetries {
+			pp.implicit = false
+		}
+		return nil, true, nil
+	}
+	if err != nil && sctx.Err() != nil {
+		err = sqlError(sctx, err)
+		s.failStatement(ctx)
+		return nil, false, err
+	}
+	if !ok || err != nil {
+		return nil, true, nil
+	}
+	s.txnStmts++
+	s.b.planHits.Add(1)
+	s.b.implicitReads.Add(1)
+	s.b.fastReads.Add(1)
+	return row, false, nil
 }
