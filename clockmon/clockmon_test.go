@@ -337,6 +337,10 @@ func (s *hangingStore) Save(b int64) error {
 // them; a transaction begun before the stall, and a batch the leaseholder
 // stamps, still go.
 func TestGuardRefusesPinnedReads(t *testing.T) {
+	// The save hangs for the whole test (a stalled disk): each refusal
+	// waits out pinnedWait and stays ErrPinned.
+	defer func(d time.Duration) { pinnedWait = d }(pinnedWait)
+	pinnedWait = 10 * time.Millisecond
 	manual := hlc.NewManualClock(int64(time.Hour))
 	clock := hlc.NewClock(manual.UnixNano, 500*time.Millisecond)
 	store := &hangingStore{release: make(chan struct{})}
@@ -376,8 +380,87 @@ func TestGuardRefusesPinnedReads(t *testing.T) {
 		if refused := errors.Is(err, hlc.ErrPinned); refused != tc.refuse || (err != nil) != tc.refuse {
 			t.Fatalf("%s: err %v, want refused %v", tc.name, err, tc.refuse)
 		}
+		if kvpb.IsRetryable(err) {
+			t.Fatalf("%s: a refusal while the save hangs is a restart: %v", tc.name, err)
+		}
 		if (inner.sent == sent) != tc.refuse {
 			t.Fatalf("%s: sent %d batches, refused %v", tc.name, inner.sent-sent, tc.refuse)
 		}
+	}
+}
+
+// slowStore is an UpperBoundStore whose saves after the first wait until
+// release is closed: a disk that is slow, not stalled.
+type slowStore struct {
+	hlc.MemUpperBoundStore
+	saves   atomic.Int32
+	started chan struct{}
+	release chan struct{}
+}
+
+func (s *slowStore) Save(b int64) error {
+	if s.saves.Add(1) > 1 {
+		s.started <- struct{}{}
+		<-s.release
+	}
+	return s.MemUpperBoundStore.Save(b)
+}
+
+// TestGuardRestartsAfterSlowSave: a batch refused for a pinned timestamp
+// waits for the clock's save in flight and, once it ends, fails with a
+// retryable error (kvpb.RetryClockPinned), not ErrPinned, so the
+// transaction restarts rather than failing its client (the session turns
+// ErrPinned into 58030). The restart's timestamp, read after the save,
+// passes. A batch whose context ends first keeps ErrPinned.
+func TestGuardRestartsAfterSlowSave(t *testing.T) {
+	manual := hlc.NewManualClock(int64(time.Hour))
+	clock := hlc.NewClock(manual.UnixNano, 500*time.Millisecond)
+	store := &slowStore{started: make(chan struct{}, 1), release: make(chan struct{})}
+	if err := clock.EnsureUpperBound(store, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	peers := &fakePeers{clock: clock, off: map[uint64]time.Duration{2: 0, 3: 0}}
+	m := New(Config{NodeID: 1, Clock: clock, Peers: func() []uint64 { return []uint64{1, 2, 3} }, Pinger: peers,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	m.Round(context.Background())
+	inner := &okSender{}
+	g := Guard(inner, m)
+
+	manual.Advance(3 * time.Second) // past the bound; the save is slow
+	pinned := clock.Now()
+	if pinned.WallTime >= manual.UnixNano() {
+		t.Fatalf("the clock did not pin: %s at physical %d", pinned, manual.UnixNano())
+	}
+	<-store.started
+	ba := &kvpb.BatchRequest{Header: kvpb.Header{Txn: &kvpb.Transaction{ReadTimestamp: pinned,
+		GlobalUncertaintyLimit: hlc.Timestamp{WallTime: pinned.WallTime + int64(500*time.Millisecond)}}}}
+
+	// A statement that ends (cancelled, or its statement_timeout) while
+	// it waits keeps the refusal it had.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := g.Send(ctx, ba); !errors.Is(err, hlc.ErrPinned) || kvpb.IsRetryable(err) {
+		t.Fatalf("cancelled while waiting: %v, want ErrPinned, not a restart", err)
+	}
+
+	type result struct{ err error }
+	res := make(chan result, 1)
+	go func() {
+		_, err := g.Send(context.Background(), ba)
+		res <- result{err}
+	}()
+	close(store.release) // the save ends while the batch waits
+	err := (<-res).err
+	var rty *kvpb.TransactionRetryError
+	if !errors.As(err, &rty) || rty.Reason != kvpb.RetryClockPinned || errors.Is(err, hlc.ErrPinned) {
+		t.Fatalf("after the save: %v, want a RETRY_CLOCK_PINNED restart", err)
+	}
+	if inner.sent != 0 {
+		t.Fatalf("%d refused batches were sent", inner.sent)
+	}
+	fresh := clock.Now()
+	ba.Txn = &kvpb.Transaction{ReadTimestamp: fresh, GlobalUncertaintyLimit: hlc.Timestamp{WallTime: fresh.WallTime + int64(500*time.Millisecond)}}
+	if _, err := g.Send(context.Background(), ba); err != nil || inner.sent != 1 {
+		t.Fatalf("the restart at %s: %v (sent %d)", fresh, err, inner.sent)
 	}
 }

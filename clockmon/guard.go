@@ -16,8 +16,9 @@ import (
 // cluster's. It also refuses a batch that reads at a timestamp this
 // node's clock handed out while it was pinned at its persisted upper
 // bound (hlc invariant 6: the disk did not take the next bound in time,
-// so the timestamp lies behind real time, as a slow clock's would). A
-// refused batch was never sent.
+// so the timestamp lies behind real time, as a slow clock's would), as
+// a restart once the save has ended (pinned). A refused batch was never
+// sent.
 func Guard(s kvpb.Sender, m *Monitor) kvpb.Sender { return guard{s: s, m: m} }
 
 type guard struct {
@@ -32,9 +33,37 @@ func (g guard) Send(ctx context.Context, ba *kvpb.BatchRequest) (*kvpb.BatchResp
 		}
 	}
 	if err := g.m.cfg.Clock.CheckPinned(readTimestamp(ba)); err != nil {
-		return nil, fmt.Errorf("refusing to act as a gateway: %w", err)
+		return nil, g.pinned(ctx, err)
 	}
 	return g.s.Send(ctx, ba)
+}
+
+// pinnedWait bounds how long a batch refused for a pinned timestamp
+// waits for the clock's save in flight: a synced write of a few bytes,
+// which a loaded disk can take most of a second over. A variable for
+// tests.
+var pinnedWait = 2 * time.Second
+
+// pinned is the error for a batch refused because its read timestamp was
+// handed out while the clock was pinned (err, from CheckPinned). The
+// timestamp is unusable, but the node is not: the pin only means that
+// one save of the clock's bound was slow. So the batch waits, within its
+// context, up to pinnedWait for that save; once it has ended a fresh
+// reading of the clock lies past every pinned one, and the refusal is a
+// retryable error (kvpb.RetryClockPinned): a transaction restarts at a
+// new timestamp, which the session does without the client seeing it for
+// an implicit transaction or a READ COMMITTED statement, and reports as
+// 40001 otherwise, as for any restart. A save that does not end in time
+// is a stalled disk: the refusal stays ErrPinned, which the client sees
+// as 58030 io_error and can take to another node.
+func (g guard) pinned(ctx context.Context, err error) error {
+	wctx, cancel := context.WithTimeout(ctx, pinnedWait)
+	defer cancel()
+	if g.m.cfg.Clock.WaitSaved(wctx) {
+		return fmt.Errorf("refusing to act as a gateway: %w",
+			&kvpb.TransactionRetryError{Reason: kvpb.RetryClockPinned, Detail: err.Error()})
+	}
+	return fmt.Errorf("refusing to act as a gateway: %w", err)
 }
 
 // readTimestamp is the timestamp the gateway chose for ba's reads: its

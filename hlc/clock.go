@@ -35,6 +35,8 @@ type Clock struct {
 	// timestamps handed out while pinned at the persisted bound (0: none
 	// yet); written under mu, read lock-free by CheckPinned.
 	pinLo, pinHi atomic.Int64
+	// pinned counts the readings handed out pinned (PinnedReadings).
+	pinned atomic.Int64
 }
 
 // NewClock returns a clock reading physical (Unix nanoseconds; hlc.UnixNano

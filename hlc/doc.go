@@ -35,5 +35,7 @@
 //     so a read at it could miss a write another node acknowledged before
 //     the read began. CheckPinned recognises the wall times of the last
 //     pinned stretch, lock-free, so a gateway refuses to read at one
-//     (clockmon.Guard).
+//     (clockmon.Guard); WaitSaved tells it when the save in flight has
+//     ended, after which a fresh reading lies past the pinned stretch and
+//     the transaction may restart there.
 package hlc

@@ -1,6 +1,7 @@
 package hlc
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -113,6 +114,38 @@ func (c *Clock) WaitPersisted() {
 	}
 }
 
+// WaitSaved waits, until ctx ends, for the save of the bound in flight
+// (if any) to end, and reports whether the clock's bound is saved: no
+// save was in flight, or the one that was succeeded. A gateway that
+// refused a pinned timestamp (CheckPinned) asks it before it lets the
+// transaction restart, so that the restart reads the clock after the
+// bound moved rather than pin again. It waits for that one save only: a
+// later one, started once the clock has used half of the new headroom,
+// pins nothing unless it is slow too.
+func (c *Clock) WaitSaved(ctx context.Context) bool {
+	c.mu.Lock()
+	p := c.mu.persist
+	if p == nil {
+		c.mu.Unlock()
+		return true
+	}
+	done := p.done
+	if done == nil {
+		ok := p.err == nil
+		c.mu.Unlock()
+		return ok
+	}
+	c.mu.Unlock()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return p.err == nil
+}
+
 // StopPersisting ends the clock's saves: it waits for the save in flight,
 // and none starts after it, so the store may be closed. The clock goes on
 // answering, pinned at the persisted bound once it reaches it (invariant
@@ -139,6 +172,13 @@ func (c *Clock) CheckPinned(ts Timestamp) error {
 	}
 	return fmt.Errorf("%w: timestamp %s was handed out while the clock could not pass %d (the bound could not be saved in time)", ErrPinned, ts, hi)
 }
+
+// PinnedReadings is how many readings of the clock were handed out held
+// at the persisted bound since the process started: each was one a
+// gateway refuses to read at (CheckPinned). A node exports it
+// (cairn_clock_pinned_readings_total): a count that grows says the disk
+// is too slow for the bound's saves.
+func (c *Clock) PinnedReadings() int64 { return c.pinned.Load() }
 
 // saveAheadLocked starts a background save of wall+interval when wall has
 // used half of the headroom below the persisted bound and no save is in
@@ -287,6 +327,7 @@ func (c *Clock) pinLocked() Timestamp {
 		c.pinLo.Store(p.bound)
 	}
 	c.pinHi.Store(p.bound)
+	c.pinned.Add(1)
 	if c.mu.last.WallTime < p.bound {
 		return Timestamp{WallTime: p.bound}
 	}

@@ -81,6 +81,12 @@ const (
 	RetryWriteTooOld
 	// RetryAsyncWriteFailure: an intent the transaction relied on is gone.
 	RetryAsyncWriteFailure
+	// RetryClockPinned: the gateway's clock handed the transaction a
+	// timestamp while it was held at its persisted upper bound (behind
+	// real time), so no batch may read there; the save that held it has
+	// since ended, and a fresh timestamp is not held back
+	// (clockmon.Guard).
+	RetryClockPinned
 )
 
 func (r RetryReason) String() string {
@@ -91,6 +97,8 @@ func (r RetryReason) String() string {
 		return "RETRY_WRITE_TOO_OLD"
 	case RetryAsyncWriteFailure:
 		return "RETRY_ASYNC_WRITE_FAILURE"
+	case RetryClockPinned:
+		return "RETRY_CLOCK_PINNED"
 	}
 	return "RETRY_UNKNOWN"
 }

@@ -32,6 +32,7 @@ func TestFaultSQLStates(t *testing.T) {
 		{"gateway whose clock is pinned at its bound", fmt.Errorf("refusing to act as a gateway: %w", hlc.ErrPinned), pgerrcode.IOError},
 		{"read below the GC threshold", fmt.Errorf("kv: scan: %w", &kvpb.BatchTimestampBeforeGCError{Msg: "Scan"}), pgerrcode.SnapshotTooOld},
 		{"retryable still 40001", &kvpb.TransactionRetryError{}, pgerrcode.SerializationFailure},
+		{"pinned clock whose save ended: a restart", fmt.Errorf("refusing to act as a gateway: %w", &kvpb.TransactionRetryError{Reason: kvpb.RetryClockPinned}), pgerrcode.SerializationFailure},
 		{"anything else", errors.New("boom"), pgerrcode.InternalError},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -50,6 +51,12 @@ func TestFaultSQLStates(t *testing.T) {
 				t.Fatalf("a clock not yet checked: %q", got)
 			case errors.Is(tc.err, clockmon.ErrClockOffset) && !disagrees:
 				t.Fatalf("a clock judged off: %q", got)
+			}
+			// A restart for a pinned clock says so, not that transactions
+			// conflicted.
+			var rty *kvpb.TransactionRetryError
+			if errors.As(tc.err, &rty) && rty.Reason == kvpb.RetryClockPinned && !strings.Contains(got.Error(), "clock was held back") {
+				t.Fatalf("a restart for a pinned clock: %q", got)
 			}
 		})
 	}

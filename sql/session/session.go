@@ -703,11 +703,17 @@ func retryError(err error) error {
 		return &causeError{pgerror.New(pgerrcode.DeadlockDetected, "deadlock detected").WithDetail("%s", err.Error()), err}
 	}
 	var wto *kvpb.WriteTooOldError
-	what := "read/write dependencies among transactions"
-	if errors.As(err, &wto) {
-		what = "concurrent update"
+	var rty *kvpb.TransactionRetryError
+	msg := "could not serialize access due to read/write dependencies among transactions"
+	switch {
+	case errors.As(err, &wto):
+		msg = "could not serialize access due to concurrent update"
+	case errors.As(err, &rty) && rty.Reason == kvpb.RetryClockPinned:
+		// Nothing conflicted: the transaction's timestamp was one the
+		// gateway may not read at (clockmon.Guard).
+		msg = "this node's clock was held back while its disk saved the clock's upper bound"
 	}
-	pe := pgerror.New(pgerrcode.SerializationFailure, "restart transaction: could not serialize access due to %s", what).
+	pe := pgerror.New(pgerrcode.SerializationFailure, "restart transaction: %s", msg).
 		WithDetail("%s", err.Error()).
 		WithHint("The transaction might succeed if retried.")
 	return &causeError{pe, err}
