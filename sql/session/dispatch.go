@@ -179,6 +179,11 @@ func (s *Session) dispatch(x *stmtState, g stmtGroup, w pgwire.ResultWriter) err
 				return s.runCitus(x, st, c, w)
 			}
 		}
+		if _, ok := n.(*pg_query.Node_UpdateStmt); ok {
+			if done, err := s.updateKept(x, g, w); done {
+				return err
+			}
+		}
 		c, err := s.startQuery(x, g)
 		if err != nil {
 			return err
