@@ -77,8 +77,11 @@ func (pc *PointCache) UpdatePoint(ctx context.Context, x *Context, p *plan.Plan,
 	if len(up.fetch) != ncols {
 		return 0, false, nil
 	}
-	var kbuf [2 * pointKeyBuf]byte
-	span, ok, err := pointSpan(kbuf[:0], sh, plan.Span{Start: key, End: key, EndInclusive: true})
+	// One object for what the statement needs besides its tableInfo:
+	// it lives as long as the statement (the batch, the key, the rows
+	// the writer reads), so nothing of it is reused by the next one.
+	u := &updateScratch{}
+	span, ok, err := pointSpan(u.key[:0], sh, plan.Span{Start: key, End: key, EndInclusive: true})
 	if !ok || err != nil {
 		return 0, false, err
 	}
@@ -88,10 +91,9 @@ func (pc *PointCache) UpdatePoint(ctx context.Context, x *Context, p *plan.Plan,
 	if err != nil {
 		return 0, false, err
 	}
-	var rowBuf [pointRowBuf]types.Datum
-	krow := rowBuf[:0]
-	if len(sh.l.Columns) <= len(rowBuf) {
-		krow = rowBuf[:len(sh.l.Columns)]
+	var krow []types.Datum
+	if len(sh.l.Columns) <= len(u.old) {
+		krow = u.old[:len(sh.l.Columns)]
 	} else {
 		krow = make([]types.Datum, len(sh.l.Columns))
 	}
@@ -110,14 +112,15 @@ func (pc *PointCache) UpdatePoint(ctx context.Context, x *Context, p *plan.Plan,
 	// What buildUpdate sets up, without what it compiles.
 	// The runner's EvalContext (newRunner), without its subqueries: the
 	// kept SET values read none (compileLocal).
-	var ev sem.EvalContext
+	ev := &u.ev
 	if x.Eval != nil {
-		ev = *x.Eval
+		*ev = *x.Eval
 	}
 	if ev.Fn == nil {
 		ev.Fn = &builtins.FixedContext{}
 	}
-	s := newDMLState(x, &ev)
+	s := &u.s
+	*s = dmlState{x: x, ev: ev} // newDMLState's
 	ti, err := s.table(n.Table)
 	if err != nil {
 		return 0, true, err
@@ -130,23 +133,22 @@ func (pc *PointCache) UpdatePoint(ctx context.Context, x *Context, p *plan.Plan,
 
 	// pointOp.fetch's locking read: the row's lock with its first page,
 	// further pages (a row of more column entries than a page) after it.
-	var f rowenc.RowFetcher
-	var m rowenc.RowMerger
-	sh.fetch.CopyTo(&f, &m)
+	f := &u.f
+	sh.fetch.CopyTo(f, &u.m)
 	var got []types.Datum
 	emit := func(r []types.Datum) error { got = r; return nil }
-	var b kv.Batch
+	b := &u.b
 	for first := true; ; first = false {
-		b = kv.Batch{}
+		*b = kv.Batch{}
 		b.Scan(span.Key, span.EndKey, firstPage)
 		if first {
 			b.LockOnRead(rowKey, keys.PrefixEnd(rowKey))
 		}
-		if err := x.Txn.Run(ctx, &b); err != nil {
+		if err := x.Txn.Run(ctx, b); err != nil {
 			return 0, true, err
 		}
 		res := &b.Results[0]
-		noteKeyOnly(ctx, &f)
+		noteKeyOnly(ctx, f)
 		if err := f.Add(res.Rows, emit); err != nil {
 			return 0, true, err
 		}
@@ -164,11 +166,16 @@ func (pc *PointCache) UpdatePoint(ctx context.Context, x *Context, p *plan.Plan,
 	if err := ctx.Err(); err != nil {
 		return 0, true, err // eachTarget's check before its first row
 	}
-	src := projectInto(nil, got, sh.outPos)
-	for _, evs := range sh.evs {
-		out := make([]types.Datum, len(evs))
+	src := projectInto(u.src[:0], got, sh.outPos)
+	for lvl, evs := range sh.evs {
+		var out []types.Datum
+		if lvl == len(sh.evs)-1 && len(evs) <= len(u.out) {
+			out = u.out[:len(evs):len(evs)]
+		} else {
+			out = make([]types.Datum, len(evs))
+		}
 		for i, e := range evs {
-			if out[i], err = e(&ev, src); err != nil {
+			if out[i], err = e(ev, src); err != nil {
 				return 0, true, err
 			}
 		}
@@ -176,11 +183,16 @@ func (pc *PointCache) UpdatePoint(ctx context.Context, x *Context, p *plan.Plan,
 	}
 
 	// buildUpdate's run for its one target row (eachTarget).
-	old := make([]types.Datum, ncols)
+	var old, nr []types.Datum
+	if ncols <= len(u.old) {
+		old, nr = u.old[:ncols:ncols], u.new[:ncols:ncols]
+	} else {
+		old, nr = make([]types.Datum, ncols), make([]types.Datum, ncols)
+	}
 	for i, p := range up.fetch {
 		old[i] = src[p]
 	}
-	nr := append([]types.Datum(nil), old...)
+	copy(nr, old)
 	for i, p := range up.set {
 		nr[p] = src[up.new[i]]
 	}
@@ -197,4 +209,20 @@ func (pc *PointCache) UpdatePoint(ctx context.Context, x *Context, p *plan.Plan,
 		return 0, true, err
 	}
 	return 1, true, s.finishFKs(ctx)
+}
+
+// updateRowBuf is how many columns UpdatePoint's rows hold without
+// another allocation.
+const updateRowBuf = 16
+
+// updateScratch is one UpdatePoint's state (see UpdatePoint).
+type updateScratch struct {
+	ev       sem.EvalContext
+	s        dmlState
+	f        rowenc.RowFetcher
+	m        rowenc.RowMerger
+	b        kv.Batch
+	key      [2 * pointKeyBuf]byte
+	src, out [updateRowBuf]types.Datum
+	old, new [updateRowBuf]types.Datum
 }

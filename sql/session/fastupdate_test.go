@@ -250,7 +250,8 @@ func TestFastPointUpdate(t *testing.T) {
 // whose share is the same in both), per BEGIN; UPDATE; END, the lower of
 // three rounds each, alternating: the plan instance, the executor's
 // runner, operators and Rows, the copy of the input row and the cursor
-// are not made.
+// are not made, and UpdatePoint's own state is one object (17 fewer
+// when written; the test asks for 12).
 func TestFastPointUpdateObjects(t *testing.T) {
 	if session.RaceEnabled {
 		t.Skip("allocation counts differ under the race detector")
@@ -293,7 +294,7 @@ func TestFastPointUpdateObjects(t *testing.T) {
 		t.Errorf("the fast path ran %d UPDATEs, want %d", got, 3*n)
 	}
 	t.Logf("objects per transaction: fast path %.1f, general path %.1f", fast, general)
-	if general-fast < 6 {
-		t.Errorf("objects per transaction: fast path %.1f, general path %.1f; want at least 6 fewer", fast, general)
+	if general-fast < 12 {
+		t.Errorf("objects per transaction: fast path %.1f, general path %.1f; want at least 12 fewer", fast, general)
 	}
 }
