@@ -179,7 +179,8 @@ func (s *Session) dispatch(x *stmtState, g stmtGroup, w pgwire.ResultWriter) err
 				return s.runCitus(x, st, c, w)
 			}
 		}
-		if _, ok := n.(*pg_query.Node_UpdateStmt); ok {
+		switch n.(type) {
+		case *pg_query.Node_UpdateStmt, *pg_query.Node_InsertStmt:
 			if done, err := s.updateKept(x, g, w); done {
 				return err
 			}

@@ -81,6 +81,14 @@
 // on the general path before anything is sent, so the client sees what
 // the general path sends (TestFastPointRead).
 //
+// A Query's UPDATE of one row by its whole primary key, found by its
+// shape with its executor shapes kept, runs in dispatch by
+// exec.PointCache.UpdatePoint instead of startQuery (fastupdate.go): the
+// statement state, its snapshot, timeouts, statement retry and the
+// block's savepoints around it are the general path's; only the plan
+// instance, the executor's runner and operators and the cursor are not
+// made (TestFastPointUpdate).
+//
 // # Timeouts, cancellation and the session registry
 //
 // stmtContext bounds each statement by statement_timeout (57014) and

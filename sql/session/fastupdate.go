@@ -45,9 +45,9 @@ var fastUpdateOff atomic.Bool
 // of the process (tests).
 var fastUpdates atomic.Uint64
 
-// updateKept runs g, an UPDATE of the simple protocol, by the fast path
-// when it may (see above). done false: it did not, nothing of it was
-// read, written or sent, and the caller starts it as before.
+// updateKept runs g, an UPDATE or INSERT of the simple protocol, by the
+// fast path when it may (see above). done false: it did not, nothing of
+// it was read, written or sent, and the caller starts it as before.
 func (s *Session) updateKept(x *stmtState, g stmtGroup, w pgwire.ResultWriter) (done bool, err error) {
 	sq := g.scanned
 	if sq == nil || fastUpdateOff.Load() || s.txnReadOnly {
@@ -58,11 +58,19 @@ func (s *Session) updateKept(x *stmtState, g stmtGroup, w pgwire.ResultWriter) (
 		return false, nil
 	}
 	pp := e.slot.pp
-	if pp == nil || !pp.scan || pp.buckets != 0 || !pp.point.UpdateReady() ||
-		!pp.privChecked && s.user != catalog.SuperuserName || s.hotVars().distsql {
+	if pp == nil || pp.buckets != 0 || !pp.privChecked && s.user != catalog.SuperuserName || s.hotVars().distsql {
 		return false, nil
 	}
-	if _, ok := pp.p.Root.(*plan.Update); !ok {
+	switch pp.p.Root.(type) {
+	case *plan.Update:
+		if !pp.scan || !pp.point.UpdateReady() {
+			return false, nil
+		}
+	case *plan.Insert:
+		if pp.scan || !pp.point.InsertReady() {
+			return false, nil
+		}
+	default:
 		return false, nil
 	}
 	var dst []types.Datum
@@ -104,7 +112,12 @@ func (s *Session) updateKept(x *stmtState, g stmtGroup, w pgwire.ResultWriter) (
 	}
 	x.point = &pp.point
 	ec := s.execContext(x, txn, params)
-	n, ok, err := pp.point.UpdatePoint(x.ctx, ec, pp.p, key)
+	var n int64
+	if pp.scan {
+		n, ok, err = pp.point.UpdatePoint(x.ctx, ec, pp.p, key)
+	} else {
+		n, ok, err = pp.point.InsertValues(x.ctx, ec, pp.p)
+	}
 	if !ok {
 		x.point = nil
 		return false, nil

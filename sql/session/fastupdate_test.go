@@ -14,7 +14,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// The fast point UPDATE (fastupdate.go) against the general path: each
+// The fast point UPDATE and INSERT ... VALUES (fastupdate.go) against
+// the general path: each
 // script below runs twice on fresh tables, once with the fast path and
 // once with it turned off (session.SetFastUpdateOff), and what the
 // clients read (descriptions, rows, tags, errors with their SQLSTATE) and
@@ -31,7 +32,16 @@ const fastUpdateSchema = `
 CREATE TABLE acc (aid int4 PRIMARY KEY, bid int4, abalance int4, nn int4 NOT NULL DEFAULT 0, note text);
 INSERT INTO acc SELECT g, g % 3, g * 10, g, 'n' || g FROM generate_series(1, 20) g;
 CREATE TABLE two (a int8, b int8, v int8, PRIMARY KEY (a, b));
-INSERT INTO two VALUES (1, 1, 100), (1, 2, 200), (2, 1, 300);
+INSERT INTO two VALUES (1, 1, 100), (1, 2, 200), (2, 1, 300)
+`
+
+// fastInsertSchema is added for the INSERT script only: with the
+// history table created, the UPDATE of acc's "abalance + N" shape kept
+// no plan on either path (left for later; see the report of the
+// twenty-fourth session's branch h-dml).
+const fastInsertSchema = `
+CREATE TABLE hist (tid int4, aid int4, delta int4, mtime timestamp, filler char(22));
+CREATE TABLE child (id int4 PRIMARY KEY, parent int4 REFERENCES acc (aid), v int4 NOT NULL)
 `
 
 // warm runs each UPDATE shape three times, outside any block.
@@ -54,6 +64,23 @@ UPDATE acc SET nn = NULL WHERE aid = 18
 b: UPDATE acc SET abalance = abalance + 1 WHERE aid = 20
 b: UPDATE acc SET abalance = abalance + 2 WHERE aid = 19
 b: UPDATE acc SET abalance = abalance + 3 WHERE aid = 18
+`
+
+// fastInsertWarm runs each INSERT shape and the child's UPDATE three
+// times, after fastUpdateWarm.
+const fastInsertWarm = `
+INSERT INTO hist (tid, aid, delta, mtime) VALUES (1, 20, 1, CURRENT_TIMESTAMP)
+INSERT INTO hist (tid, aid, delta, mtime) VALUES (2, 19, 2, CURRENT_TIMESTAMP)
+INSERT INTO hist (tid, aid, delta, mtime) VALUES (3, 18, 3, CURRENT_TIMESTAMP)
+INSERT INTO acc (aid, bid, abalance) VALUES (101, 1, 5)
+INSERT INTO acc (aid, bid, abalance) VALUES (102, 1, 5)
+INSERT INTO acc (aid, bid, abalance) VALUES (103, 1, 5)
+INSERT INTO child (id, parent, v) VALUES (1, 20, 1)
+INSERT INTO child (id, parent, v) VALUES (2, 19, 1)
+INSERT INTO child (id, parent, v) VALUES (3, 18, 1)
+UPDATE child SET parent = 17 WHERE id = 1
+UPDATE child SET parent = 16 WHERE id = 2
+UPDATE child SET parent = 15 WHERE id = 3
 `
 
 var fastUpdateScripts = []struct{ name, script string }{
@@ -146,6 +173,29 @@ cancel a
 wait a
 ROLLBACK
 b: COMMIT`},
+	{"INSERT ... VALUES: pgbench's, a duplicate key, NOT NULL, a foreign key", `
+BEGIN
+INSERT INTO hist (tid, aid, delta, mtime) VALUES (4, 1, -5, CURRENT_TIMESTAMP)
+INSERT INTO hist (tid, aid, delta, mtime) VALUES (5, 1, 7, CURRENT_TIMESTAMP)
+END
+INSERT INTO hist (tid, aid, delta, mtime) VALUES (6, 2, 70000, CURRENT_TIMESTAMP)
+INSERT INTO acc (aid, bid, abalance) VALUES (104, 2, 6)
+INSERT INTO acc (aid, bid, abalance) VALUES (104, 2, 7)
+BEGIN
+INSERT INTO acc (aid, bid, abalance) VALUES (105, 2, 6)
+INSERT INTO acc (aid, bid, abalance) VALUES (1, 2, 6)
+ROLLBACK
+INSERT INTO child (id, parent, v) VALUES (4, 1, 9)
+INSERT INTO child (id, parent, v) VALUES (5, 999, 9)
+INSERT INTO child (id, parent, v) VALUES (6, NULL, 9)
+UPDATE child SET parent = 2 WHERE id = 4
+UPDATE child SET parent = 998 WHERE id = 4
+BEGIN
+SAVEPOINT s
+INSERT INTO child (id, parent, v) VALUES (7, 1, 9)
+ROLLBACK TO SAVEPOINT s
+INSERT INTO child (id, parent, v) VALUES (8, 3, 9)
+COMMIT`},
 	{"a read-only transaction", `
 BEGIN READ ONLY
 UPDATE acc SET abalance = abalance + 1 WHERE aid = 14
@@ -162,13 +212,21 @@ func runFastUpdateScript(t *testing.T, script string) (out []string, fast uint64
 	for _, n := range []string{"a", "b"} {
 		c := connect(t, url, nil)
 		conns[n] = c.PgConn()
+		// A statistics refresh makes a new catalog generation, and the
+		// kept plans are made again: not in the middle of a script.
+		mustExec(t, c, "SET sql.stats.automatic_collection.enabled = off")
 	}
-	for _, q := range strings.Split(strings.TrimSpace(fastUpdateSchema), ";\n") {
+	schema, warm := fastUpdateSchema, strings.TrimSpace(fastUpdateWarm)
+	if strings.Contains(script, "INSERT") {
+		schema += ";\n" + fastInsertSchema
+		warm += "\n" + strings.TrimSpace(fastInsertWarm)
+	}
+	for _, q := range strings.Split(strings.TrimSpace(schema), ";\n") {
 		if r := simpleQuery(ctx, conns["a"], q); r.err != "" {
 			t.Fatalf("%s: %s", q, r.err)
 		}
 	}
-	for _, l := range strings.Split(strings.TrimSpace(fastUpdateWarm), "\n") {
+	for _, l := range strings.Split(warm, "\n") {
 		c, q := "a", l
 		if s, ok := strings.CutPrefix(l, "b: "); ok {
 			c, q = "b", s
@@ -203,7 +261,12 @@ func runFastUpdateScript(t *testing.T, script string) (out []string, fast uint64
 		}
 	}
 	fast = session.FastUpdates() - before
-	for _, q := range []string{"SELECT * FROM acc ORDER BY aid", "SELECT * FROM two ORDER BY a, b"} {
+	dump := []string{"SELECT * FROM acc ORDER BY aid", "SELECT * FROM two ORDER BY a, b"}
+	if strings.Contains(script, "INSERT") {
+		dump = append(dump, "SELECT tid, aid, delta, mtime IS NOT NULL, filler FROM hist ORDER BY tid, aid, delta",
+			"SELECT * FROM child ORDER BY id")
+	}
+	for _, q := range dump {
 		out = append(out, show(q, simpleQuery(ctx, conns["b"], q)))
 	}
 	return out, fast
@@ -259,6 +322,7 @@ func TestFastPointUpdateObjects(t *testing.T) {
 	ctx := context.Background()
 	_, url := startNode(t)
 	a := connect(t, url, nil)
+	mustExec(t, a, "SET sql.stats.automatic_collection.enabled = off") // no new plans midway
 	mustExec(t, a, "CREATE TABLE acct (id int4 PRIMARY KEY, bid int4, bal int4, filler char(84))")
 	mustExec(t, a, "INSERT INTO acct SELECT g, 1, 0, '' FROM generate_series(1, 100) g")
 	pc := a.PgConn()
