@@ -181,7 +181,7 @@ func (s *Session) dispatch(x *stmtState, g stmtGroup, w pgwire.ResultWriter) err
 		}
 		switch n.(type) {
 		case *pg_query.Node_UpdateStmt, *pg_query.Node_InsertStmt:
-			if done, err := s.updateKept(x, g, w); done {
+			if done, err := s.dmlKept(x, g, w); done {
 				return err
 			}
 		}

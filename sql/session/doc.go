@@ -81,9 +81,10 @@
 // on the general path before anything is sent, so the client sees what
 // the general path sends (TestFastPointRead).
 //
-// A Query's UPDATE of one row by its whole primary key, found by its
-// shape with its executor shapes kept, runs in dispatch by
-// exec.PointCache.UpdatePoint instead of startQuery (fastupdate.go): the
+// A Query's UPDATE of one row by its whole primary key or INSERT ...
+// VALUES, found by its shape with its executor shapes kept, runs in
+// dispatch by exec.PointCache.UpdatePoint or InsertValues instead of
+// startQuery (fastupdate.go): the
 // statement state, its snapshot, timeouts, statement retry and the
 // block's savepoints around it are the general path's; only the plan
 // instance, the executor's runner and operators and the cursor are not

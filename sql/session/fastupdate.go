@@ -10,12 +10,14 @@ import (
 	"github.com/cairn-db/cairn/sql/types"
 )
 
-// The kept point UPDATE of a Query (issue 22; docs/performance.md, item
-// 20). A Query of a known shape (plancache.go, "Query shapes") whose
-// kept plan is an UPDATE of one row by its whole primary key, every key
-// value a parameter, runs by exec.PointCache.UpdatePoint instead of the
-// plan instance, exec.Start's runner and operators and a cursor: the
-// locking read, the new row, its write and the statement's tag, nothing
+// The kept point UPDATE and INSERT ... VALUES of a Query (issue 22;
+// docs/performance.md, item 20). A Query of a known shape (plancache.go,
+// "Query shapes") whose kept plan is an UPDATE of one row by its whole
+// primary key, every key value a parameter, or an INSERT ... VALUES of
+// kept items, runs by exec.PointCache.UpdatePoint or InsertValues
+// instead of the plan instance, exec.Start's runner and operators and a
+// cursor: for the UPDATE the locking read, the new row, its write and the
+// statement's tag, for the INSERT the row, its write and the tag, nothing
 // else. Everything around the statement is the general path's, because
 // it runs in the general path's place inside dispatch: the statement
 // group, the statement state and its snapshot (stmtState.txn: a READ
@@ -31,13 +33,13 @@ import (
 // (genericPlan.privChecked; the superuser's always passes), and
 // startExec's read-only check (a read-only transaction leaves it, for the
 // general path's error). What it reports is the cursor's: the tag of the
-// rows it updated, counted for auto-statistics (noteMutations) and as a
-// plan hit. Anything it does not serve (UpdatePoint's refusals, a NULL
-// key, distsql on) leaves it before anything was read or written, and the
-// statement runs as before. fastUpdates counts the statements it ran
-// (TestFastPointUpdate).
+// rows it wrote, counted for auto-statistics (noteMutations) and as a
+// plan hit. Anything it does not serve (the exec functions' refusals, a
+// NULL key, a hash-sharded key, distsql on) leaves it before anything was
+// read, evaluated, written or sent, and the statement runs as before.
+// fastUpdates counts the statements it ran (TestFastPointUpdate).
 
-// fastUpdateOff, when set, keeps every statement off the fast UPDATE
+// fastUpdateOff, when set, keeps every statement off this fast path
 // (tests: the general path's answer to compare with).
 var fastUpdateOff atomic.Bool
 
@@ -45,10 +47,10 @@ var fastUpdateOff atomic.Bool
 // of the process (tests).
 var fastUpdates atomic.Uint64
 
-// updateKept runs g, an UPDATE or INSERT of the simple protocol, by the
+// dmlKept runs g, an UPDATE or INSERT of the simple protocol, by the
 // fast path when it may (see above). done false: it did not, nothing of
 // it was read, written or sent, and the caller starts it as before.
-func (s *Session) updateKept(x *stmtState, g stmtGroup, w pgwire.ResultWriter) (done bool, err error) {
+func (s *Session) dmlKept(x *stmtState, g stmtGroup, w pgwire.ResultWriter) (done bool, err error) {
 	sq := g.scanned
 	if sq == nil || fastUpdateOff.Load() || s.txnReadOnly {
 		return false, nil
