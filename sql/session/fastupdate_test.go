@@ -35,10 +35,7 @@ CREATE TABLE two (a int8, b int8, v int8, PRIMARY KEY (a, b));
 INSERT INTO two VALUES (1, 1, 100), (1, 2, 200), (2, 1, 300)
 `
 
-// fastInsertSchema is added for the INSERT script only: with the
-// history table created, the UPDATE of acc's "abalance + N" shape kept
-// no plan on either path (left for later; see the report of the
-// twenty-fourth session's branch h-dml).
+// fastInsertSchema is added for the INSERT script.
 const fastInsertSchema = `
 CREATE TABLE hist (tid int4, aid int4, delta int4, mtime timestamp, filler char(22));
 CREATE TABLE child (id int4 PRIMARY KEY, parent int4 REFERENCES acc (aid), v int4 NOT NULL)
@@ -360,5 +357,31 @@ func TestFastPointUpdateObjects(t *testing.T) {
 	t.Logf("objects per transaction: fast path %.1f, general path %.1f", fast, general)
 	if general-fast < 12 {
 		t.Errorf("objects per transaction: fast path %.1f, general path %.1f; want at least 12 fewer", fast, general)
+	}
+}
+
+// TestShapeAfterDDL: the first statement of a shape after a DDL statement
+// of its own transaction (autocommit) finds the shape a plan is kept for:
+// the session forgot that the ended transaction wrote the catalog, which
+// before left the shape without a plan for the rest of the session
+// (endTxn, txnWroteCatalog), on the fast path and the general one alike.
+func TestShapeAfterDDL(t *testing.T) {
+	ctx := context.Background()
+	_, url := startNode(t)
+	a := connect(t, url, nil)
+	mustExec(t, a, "SET sql.stats.automatic_collection.enabled = off")
+	mustExec(t, a, "CREATE TABLE acc (aid int4 PRIMARY KEY, abalance int4)")
+	mustExec(t, a, "INSERT INTO acc SELECT g, 0 FROM generate_series(1, 10) g")
+	mustExec(t, a, "CREATE TABLE other (x int4)")
+	before := session.FastUpdates()
+	for i := range 6 {
+		if r := simpleQuery(ctx, a.PgConn(), fmt.Sprintf("UPDATE acc SET abalance = abalance + %d WHERE aid = %d", i+1, i+1)); r.err != "" {
+			t.Fatal(r.err)
+		}
+	}
+	// The shape and its plan, the executor's kept shapes, then the fast
+	// path.
+	if got := session.FastUpdates() - before; got != 4 {
+		t.Errorf("the fast path ran %d of 6 UPDATEs after a CREATE TABLE, want 4", got)
 	}
 }
