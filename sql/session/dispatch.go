@@ -184,6 +184,10 @@ func (s *Session) dispatch(x *stmtState, g stmtGroup, w pgwire.ResultWriter) err
 			if done, err := s.dmlKept(x, g, w); done {
 				return err
 			}
+		case *pg_query.Node_SelectStmt:
+			if done, err := s.selectKept(x, g, w); done {
+				return err
+			}
 		}
 		c, err := s.startQuery(x, g)
 		if err != nil {

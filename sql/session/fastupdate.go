@@ -1,10 +1,13 @@
 package session
 
 import (
+	"context"
 	"sync/atomic"
 
+	"github.com/cairn-db/cairn/kv"
 	"github.com/cairn-db/cairn/pgwire"
 	"github.com/cairn-db/cairn/sql/catalog"
+	"github.com/cairn-db/cairn/sql/exec"
 	"github.com/cairn-db/cairn/sql/plan"
 	"github.com/cairn-db/cairn/sql/sem"
 	"github.com/cairn-db/cairn/sql/types"
@@ -131,4 +134,103 @@ func (s *Session) dmlKept(x *stmtState, g stmtGroup, w pgwire.ResultWriter) (don
 	fastUpdates.Add(1)
 	s.noteMutations(pp.p, n)
 	return true, w.Complete(rowsTag(pp.p.Tag, n))
+}
+
+// The kept point SELECT of a Query in a transaction block takes the same
+// place in dispatch (selectKept): a block's statement reads in its
+// kv.Txn (implicitReadOK refuses a block), so the read fastread.go makes
+// without one does not serve it, but the plan's kept point read does,
+// sent through the kv.Txn as the point operator sends it
+// (exec.PointCache.ReadPoint with a txnReader): the same batch of one
+// Scan, the same fetcher and projections, the buffer's rows read through
+// as the operator reads them. The row is encoded as queryFast encodes
+// it (describeText, encodeRow: the plan is one that prints without the
+// catalog, genericPlan.implicit), through the statement's writer, which
+// holds it until the statement ends (retryStatement), and the tag is
+// the cursor's. A refusal (a second page, a value of a megabyte or
+// more) after the read leaves nothing but the read done, which the
+// general path does again: a plain SELECT takes no lock.
+
+// txnReader sends a kept point read's batch in a kv.Txn.
+type txnReader struct{ txn *kv.Txn }
+
+// ReadImplicit implements exec.ImplicitReader.
+func (r txnReader) ReadImplicit(ctx context.Context, b *kv.Batch) error { return r.txn.Run(ctx, b) }
+
+// selectKept runs g, a SELECT of the simple protocol in a transaction
+// block, by the kept point read when it may (see above). done false: it
+// did not, nothing was sent, and the caller starts it as before.
+func (s *Session) selectKept(x *stmtState, g stmtGroup, w pgwire.ResultWriter) (done bool, err error) {
+	sq := g.scanned
+	if sq == nil || fastUpdateOff.Load() || !s.block || g.main.AsOf != nil {
+		return false, nil
+	}
+	e := sq.simple
+	if e == nil {
+		return false, nil
+	}
+	pp := e.slot.pp
+	if pp == nil || !pp.fastKey || !pp.implicit || !pp.point.Ready() ||
+		!pp.privChecked && s.user != catalog.SuperuserName || s.hotVars().distsql {
+		return false, nil
+	}
+	if _, ok := pp.p.Root.(*plan.Update); ok {
+		return false, nil
+	}
+	var dst []types.Datum
+	if !sq.paramsUsed {
+		sq.paramsUsed, dst = true, sq.paramBuf[:0]
+	}
+	params, ok := literalParams(x, e.types, sq.lits, dst)
+	if !ok {
+		return false, nil
+	}
+	f := s.fastRead()
+	key := f.key[:0]
+	if len(pp.keys) > len(f.key) {
+		return false, nil
+	}
+	for _, ke := range pp.keys {
+		d := paramValue(ke.(*sem.Param), params)
+		if d == nil {
+			return false, nil
+		}
+		key = append(key, d)
+	}
+	defer clear(f.key[:])
+	txn, err := x.txn()
+	if err != nil {
+		return true, err
+	}
+	pk, ok, err := s.planCacheKey(x, txn)
+	if err != nil {
+		return true, err
+	}
+	if !ok || pk != pp.key {
+		return false, nil
+	}
+	// A PointRead of its own: the kv.Txn may keep the batch's keys (its
+	// read spans) past the statement.
+	pr := new(exec.PointRead)
+	row, ok, err := pp.point.ReadPoint(x.ctx, txnReader{txn}, key, params, pr)
+	if !ok && err == nil {
+		return false, nil
+	}
+	if err != nil {
+		return true, err
+	}
+	s.b.planHits.Add(1)
+	fastUpdates.Add(1)
+	cols := pp.p.Columns
+	if err := w.BeginRows(s.describeText(cols)); err != nil {
+		return true, err
+	}
+	n := int64(0)
+	if row != nil {
+		if err := s.encodeRow(w, cols, nil, nil, row, f); err != nil {
+			return true, err
+		}
+		n = 1
+	}
+	return true, w.Complete(rowsTag("SELECT", n))
 }
