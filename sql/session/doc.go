@@ -88,7 +88,9 @@
 // statement state, its snapshot, timeouts, statement retry and the
 // block's savepoints around it are the general path's; only the plan
 // instance, the executor's runner and operators and the cursor are not
-// made (TestFastPointUpdate).
+// made (TestFastPointUpdate). A point SELECT of a kept plan in a
+// transaction block is read there too, by the kept read sent through the
+// block's kv.Txn (selectKept).
 //
 // # Timeouts, cancellation and the session registry
 //
