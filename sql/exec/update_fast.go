@@ -109,9 +109,9 @@ func (pc *PointCache) UpdatePoint(ctx context.Context, x *Context, p *plan.Plan,
 		return 0, true, err
 	}
 
-	// What buildUpdate sets up, without what it compiles.
-	// The runner's EvalContext (newRunner), without its subqueries: the
-	// kept SET values read none (compileLocal).
+	// What buildUpdate sets up, without what it compiles: the runner's
+	// EvalContext (newRunner) without its subqueries, which the kept SET
+	// values do not read (compileLocal), and the statement's dmlState.
 	ev := &u.ev
 	if x.Eval != nil {
 		*ev = *x.Eval
