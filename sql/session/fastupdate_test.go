@@ -24,7 +24,9 @@ import (
 // order on connection a or b (a line "b: ..." runs on b); "b& ..."
 // starts it on b without waiting, "wait b" waits for it, "sleep" lets a
 // blocked statement reach its lock wait, "cancel a" cancels a's
-// statement in flight, "a& ..." and "wait a" as for b. Each UPDATE shape
+// statement in flight, "a& ..." and "wait a" as for b. A script named
+// "refused..." (and the read-only one) must not take the fast path: its
+// statements are what the gates send to the general path. Each UPDATE shape
 // is first run three times (its shape, its plan, its kept shapes) so
 // that the statements after take the fast path.
 
@@ -202,6 +204,25 @@ INSERT INTO child (id, parent, v) VALUES (7, 1, 9)
 ROLLBACK TO SAVEPOINT s
 INSERT INTO child (id, parent, v) VALUES (8, 3, 9)
 COMMIT`},
+	{"refused: a generated column, a CHECK, RETURNING, ON CONFLICT", `
+CREATE TABLE g (id int4 PRIMARY KEY, a int4, b int4 GENERATED ALWAYS AS (a * 2) STORED, CHECK (a < 100))
+INSERT INTO g (id, a) VALUES (1, 1)
+INSERT INTO g (id, a) VALUES (2, 2)
+INSERT INTO g (id, a) VALUES (3, 3)
+INSERT INTO g (id, a) VALUES (4, 200)
+UPDATE g SET a = a + 1 WHERE id = 1
+UPDATE g SET a = a + 1 WHERE id = 2
+UPDATE g SET a = a + 1 WHERE id = 3
+UPDATE g SET a = a + 200 WHERE id = 1
+SELECT * FROM g ORDER BY id
+UPDATE acc SET abalance = abalance + 1 WHERE aid = 3 RETURNING abalance
+UPDATE acc SET abalance = abalance + 1 WHERE aid = 4 RETURNING abalance
+UPDATE acc SET abalance = abalance + 1 WHERE aid = 5 RETURNING abalance
+UPDATE acc SET abalance = abalance + 1 WHERE aid = 6 RETURNING abalance
+INSERT INTO two VALUES (5, 1, 1) ON CONFLICT (a, b) DO NOTHING
+INSERT INTO two VALUES (5, 1, 2) ON CONFLICT (a, b) DO NOTHING
+INSERT INTO two VALUES (5, 2, 3) ON CONFLICT (a, b) DO NOTHING
+INSERT INTO two VALUES (5, 2, 4) ON CONFLICT (a, b) DO NOTHING`},
 	{"a read-only transaction", `
 BEGIN READ ONLY
 UPDATE acc SET abalance = abalance + 1 WHERE aid = 14
@@ -303,8 +324,12 @@ func TestFastPointUpdate(t *testing.T) {
 					}
 				}
 			}
-			if fast == 0 && sc.name != "a read-only transaction" {
+			refused := sc.name == "a read-only transaction" || strings.HasPrefix(sc.name, "refused")
+			if fast == 0 && !refused {
 				t.Errorf("the fast path did not run")
+			}
+			if fast != 0 && refused {
+				t.Errorf("the fast path ran %d times", fast)
 			}
 			if testing.Verbose() {
 				t.Logf("fast path ran %d times:\n%s", fast, strings.Join(got, "\n"))
