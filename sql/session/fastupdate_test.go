@@ -150,7 +150,7 @@ b: COMMIT
 wait a
 SELECT abalance FROM acc WHERE aid = 8
 COMMIT`},
-	{"SERIALIZABLE loses to the lock holder", `
+	{"SERIALIZABLE waits for the lock holder", `
 b: BEGIN
 b: UPDATE acc SET abalance = abalance + 1 WHERE aid = 9
 BEGIN ISOLATION LEVEL SERIALIZABLE
