@@ -14,7 +14,12 @@
 // outer references (op.go: runner.compile) and the statement's runner
 // seam. The DML operators (dml*.go, copy*.go) belong to the DML executor
 // and build their inputs through runner.build, runner.compile and
-// runner.evalCtx.
+// runner.evalCtx. Three paths run a cached plan's kept shapes without a
+// runner: PointCache.ReadPoint (point_fast.go, a point read without a
+// kv.Txn), PointCache.UpdatePoint (update_fast.go, an UPDATE of one row
+// by its primary key) and PointCache.InsertValues (insert_fast.go, an
+// INSERT ... VALUES of kept items), the last two through the DML
+// executor's own tableInfo, write and flush.
 //
 // What it must not touch: plans are read-only (the optimizer's output is
 // cached with prepared statements); descriptors come in the plan, never

@@ -179,6 +179,16 @@ func (s *Session) dispatch(x *stmtState, g stmtGroup, w pgwire.ResultWriter) err
 				return s.runCitus(x, st, c, w)
 			}
 		}
+		switch n.(type) {
+		case *pg_query.Node_UpdateStmt, *pg_query.Node_InsertStmt:
+			if done, err := s.dmlKept(x, g, w); done {
+				return err
+			}
+		case *pg_query.Node_SelectStmt:
+			if done, err := s.selectKept(x, g, w); done {
+				return err
+			}
+		}
 		c, err := s.startQuery(x, g)
 		if err != nil {
 			return err

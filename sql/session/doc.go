@@ -81,6 +81,17 @@
 // on the general path before anything is sent, so the client sees what
 // the general path sends (TestFastPointRead).
 //
+// A Query's UPDATE of one row by its whole primary key or INSERT ...
+// VALUES, found by its shape with its executor shapes kept, runs in
+// dispatch by exec.PointCache.UpdatePoint or InsertValues instead of
+// startQuery (fastupdate.go): the
+// statement state, its snapshot, timeouts, statement retry and the
+// block's savepoints around it are the general path's; only the plan
+// instance, the executor's runner and operators and the cursor are not
+// made (TestFastPointUpdate). A point SELECT of a kept plan in a
+// transaction block is read there too, by the kept read sent through the
+// block's kv.Txn (selectKept).
+//
 // # Timeouts, cancellation and the session registry
 //
 // stmtContext bounds each statement by statement_timeout (57014) and

@@ -14,6 +14,16 @@ func SetFastReadOff() (restore func()) {
 	return func() { fastReadOff.Store(false) }
 }
 
+// SetFastUpdateOff turns the fast path of kept point UPDATEs off
+// (fastupdate.go) until the returned function is called.
+func SetFastUpdateOff() (restore func()) {
+	fastUpdateOff.Store(true)
+	return func() { fastUpdateOff.Store(false) }
+}
+
+// FastUpdates is how many UPDATEs the fast path ran so far.
+func FastUpdates() uint64 { return fastUpdates.Load() }
+
 // RaceEnabled: the race detector changes allocation counts.
 const RaceEnabled = raceEnabled
 

@@ -505,6 +505,11 @@ func (s *Session) endTxn(ctx context.Context, commit bool) error {
 	s.endTxnStats(commit)
 	s.endTxnNotify(commit)
 	s.txn, s.inTxn, s.block, s.aborted, s.extImplicit = nil, false, false, false, false
+	// The transaction that wrote the catalog is over: the next statement
+	// parsed before its kv.Txn is made (noteShape's simpleEntryFor) must
+	// not take it for one that ran DDL, or its shape keeps no plan for
+	// the rest of the session.
+	s.txnWroteCatalog = false
 	s.savedVars, s.localVars, s.savepoints = nil, nil, nil
 	s.locks.endTxn()
 	return err
