@@ -630,7 +630,7 @@ func (s *LogStore) Compact(b *storage.Batch, compactIndex uint64, cs *pb.ConfSta
 	if cs != nil {
 		meta.ConfState = proto.Clone(cs).(*pb.ConfState)
 	}
-	if err := b.ClearRange(s.entryKey(0).Key, s.entryKey(compactIndex+1).Key); err != nil {
+	if err := s.clearEntries(b, s.snap.GetIndex(), compactIndex); err != nil {
 		return err
 	}
 	if s.dropSideLocked(0, compactIndex) {
@@ -641,6 +641,40 @@ func (s *LogStore) Compact(b *storage.Batch, compactIndex uint64, cs *pb.ConfSta
 	s.bytes = 0
 	s.cacheDropLocked(compactIndex)
 	return s.putSnapMeta(b, meta)
+}
+
+// compactPointMax is the most entries Compact deletes one by one; a
+// longer stretch goes as one range deletion.
+const compactPointMax = 8192
+
+// clearEntries deletes the entries (snapIndex, to], the ones the engine
+// holds below to+1 (the log holds nothing at or below its snapshot's
+// index: Compact and ApplySnapshot delete from index 0). They are deleted
+// one key at a time, as CockroachDB truncates its raft logs: a range
+// deletion stays in its memtable until the memtable is flushed, and Pebble
+// then builds a range-deletion iterator over that memtable for every
+// iterator and Get of any key (an object each, and a span seek at every
+// seek of that level), while a point tombstone here is met only by reads
+// of the log. A truncation runs once per LogKeep applied entries, so the
+// cost is about one memtable insert per entry. A stretch longer than
+// compactPointMax (a log left long, or a large LogKeep) is one range
+// deletion from index 0, as it always was.
+func (s *LogStore) clearEntries(b *storage.Batch, snapIndex, to uint64) error {
+	if to <= snapIndex {
+		return nil
+	}
+	if to-snapIndex > compactPointMax {
+		return b.ClearRange(s.entryKey(0).Key, s.entryKey(to+1).Key)
+	}
+	k := s.entryKey(snapIndex + 1)
+	n := len(k.Key) - 8
+	for i := snapIndex + 1; i <= to; i++ {
+		binary.BigEndian.PutUint64(k.Key[n:], i)
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // putSnapMeta records meta; s.mu is held.
