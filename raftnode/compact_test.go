@@ -117,4 +117,26 @@ func TestCompactWritesNoRangeDeletion(t *testing.T) {
 	if lo, hi, n := held(); lo != 100+compactPointMax+11 || hi != 100+compactPointMax+20 || n != 10 {
 		t.Fatalf("log holds [%d, %d] (%d entries); want the last 10", lo, hi, n)
 	}
+
+	// A snapshot deletes the rest, one key each too.
+	ranged, n = commit(func(b *storage.Batch) error {
+		return s.ApplySnapshot(b, &pb.Snapshot{Metadata: &pb.SnapshotMetadata{Index: u64p(200 + compactPointMax), Term: u64p(2)}})
+	})
+	if ranged || n < 10 {
+		t.Fatalf("snapshot: ranged %v, %d point writes; want no range deletion, the 10 entries and the metadata", ranged, n)
+	}
+	if _, _, n := held(); n != 0 {
+		t.Fatalf("log holds %d entries after the snapshot", n)
+	}
+	// A replaced tail: deleted one key each.
+	appendTo(201+compactPointMax, 230+compactPointMax)
+	ranged, _ = commit(func(b *storage.Batch) error {
+		return s.Append(b, []*pb.Entry{ent(211+compactPointMax, 3, "y")})
+	})
+	if ranged {
+		t.Fatal("a replaced tail wrote a range deletion")
+	}
+	if lo, hi, n := held(); lo != 201+compactPointMax || hi != 211+compactPointMax || n != 11 {
+		t.Fatalf("log holds [%d, %d] (%d entries) after the replaced tail; want 11 up to the new entry", lo, hi, n)
+	}
 }
