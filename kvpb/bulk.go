@@ -34,7 +34,8 @@ func (r *BulkPutRequest) Span() Span    { return Span{Key: r.Key} }
 
 type (
 	// ClearRangeRequest removes every committed version of every key in
-	// [Key, EndKey) outright (a storage range deletion), below MVCC: a
+	// [Key, EndKey) outright (a storage range deletion, or a deletion of
+	// each entry when the span holds few), below MVCC: a
 	// reader at any timestamp then finds nothing there, and nothing is
 	// left for GC. Intents (lock records) in the span are not touched;
 	// they are resolved as usual. It is never transactional and only

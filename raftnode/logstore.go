@@ -543,7 +543,7 @@ func (s *LogStore) Append(b *storage.Batch, ents []*pb.Entry) error {
 	newLast := ents[len(ents)-1].GetIndex()
 	if newLast < s.last {
 		// The replaced tail's remainder goes too.
-		if err := b.ClearRange(s.entryKey(newLast+1).Key, s.entryKey(s.last+1).Key); err != nil {
+		if err := s.clearEntries(b, newLast, s.last); err != nil {
 			return err
 		}
 	}
@@ -566,13 +566,11 @@ func (s *LogStore) ApplySnapshot(b *storage.Batch, snap *pb.Snapshot) error {
 	if s.snap.GetIndex() != 0 && s.snap.GetIndex() >= meta.GetIndex() {
 		return ErrSnapOutOfDate
 	}
-	if err := b.ClearRange(s.entryKey(0).Key, s.entryKey(s.last+1).Key); err != nil {
+	if err := s.clearEntries(b, s.snap.GetIndex(), s.last); err != nil {
 		return err
 	}
-	if s.dropSideLocked(0, 1<<64-1) {
-		if err := b.ClearRange(s.markKey(0).Key, s.markKey(1<<64-1).Key); err != nil {
-			return err
-		}
+	if err := s.dropSideMarksLocked(b, 0, 1<<64-1); err != nil {
+		return err
 	}
 	if err := s.putSnapMeta(b, meta); err != nil {
 		return err
@@ -630,17 +628,68 @@ func (s *LogStore) Compact(b *storage.Batch, compactIndex uint64, cs *pb.ConfSta
 	if cs != nil {
 		meta.ConfState = proto.Clone(cs).(*pb.ConfState)
 	}
-	if err := b.ClearRange(s.entryKey(0).Key, s.entryKey(compactIndex+1).Key); err != nil {
+	if err := s.clearEntries(b, s.snap.GetIndex(), compactIndex); err != nil {
 		return err
 	}
-	if s.dropSideLocked(0, compactIndex) {
-		if err := b.ClearRange(s.markKey(0).Key, s.markKey(compactIndex+1).Key); err != nil {
-			return err
-		}
+	if err := s.dropSideMarksLocked(b, 0, compactIndex); err != nil {
+		return err
 	}
 	s.bytes = 0
 	s.cacheDropLocked(compactIndex)
 	return s.putSnapMeta(b, meta)
+}
+
+// dropSideMarksLocked drops the side-loaded entries in [lo, hi]
+// (dropSideLocked) and deletes their markers in b, one key each, for the
+// reason clearEntries gives: s.side holds exactly the markers the engine
+// holds (loadSide reads them all, Append writes and deletes them with
+// it). s.mu is held.
+func (s *LogStore) dropSideMarksLocked(b *storage.Batch, lo, hi uint64) error {
+	for index := range s.side {
+		if index >= lo && index <= hi {
+			if err := b.Delete(s.markKey(index)); err != nil {
+				return err
+			}
+		}
+	}
+	s.dropSideLocked(lo, hi)
+	return nil
+}
+
+// compactPointMax is the most entries Compact, ApplySnapshot and a
+// replaced tail delete one by one; a longer stretch goes as one range
+// deletion.
+const compactPointMax = 8192
+
+// clearEntries deletes the entries (after, to]: for Compact and
+// ApplySnapshot, after is the snapshot's index, at or below which the log
+// holds nothing (they delete through it); for a replaced tail, the last
+// new entry. They are deleted
+// one key at a time, as CockroachDB truncates its raft logs: a range
+// deletion stays in its memtable until the memtable is flushed, and Pebble
+// then builds a range-deletion iterator over that memtable for every
+// iterator and Get of any key (an object each, and a span seek at every
+// seek of that level), while a point tombstone here is met only by reads
+// of the log. A truncation runs once per LogKeep applied entries, so the
+// cost is about one memtable insert per entry. A stretch longer than
+// compactPointMax (a log left long, or a large LogKeep) is one range
+// deletion.
+func (s *LogStore) clearEntries(b *storage.Batch, after, to uint64) error {
+	if to <= after {
+		return nil
+	}
+	if to-after > compactPointMax {
+		return b.ClearRange(s.entryKey(after+1).Key, s.entryKey(to+1).Key)
+	}
+	k := s.entryKey(after + 1)
+	n := len(k.Key) - 8
+	for i := after + 1; i <= to; i++ {
+		binary.BigEndian.PutUint64(k.Key[n:], i)
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // putSnapMeta records meta; s.mu is held.

@@ -237,6 +237,8 @@ func TestSideloadLogStore(t *testing.T) {
 	if got := sideFiles(t, eng); len(got) != 0 {
 		t.Fatalf("compacted past: files %v, want none", got)
 	}
+	// Its marker went with it: a reopen finds no marker without a file.
+	s = open()
 	// A snapshot replaces the log, and a destroyed replica's directory goes.
 	commit(func(b *storage.Batch) error { return s.Append(b, []*pb.Entry{ent(5, 3, sidePrefix+"p5")}) })
 	one := uint64(9)
@@ -249,6 +251,7 @@ func TestSideloadLogStore(t *testing.T) {
 	if got := sideFiles(t, eng); len(got) != 0 {
 		t.Fatalf("after a snapshot: files %v, want none", got)
 	}
+	s = open()
 	commit(func(b *storage.Batch) error { return s.Append(b, []*pb.Entry{ent(10, 9, sidePrefix+"p10")}) })
 	commit(func(b *storage.Batch) error { return s.Destroy(b) })
 	if err := s.ReleaseObsolete(); err != nil {

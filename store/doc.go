@@ -46,7 +46,10 @@
 //     Routing a request asks nothing of its caller's context but its
 //     values and error: no Done channel is made for a cancellable one
 //     unless the request waits (stopctx.go), and one sent with
-//     context.Background() allocates nothing (TestBeginAsksNoDone).
+//     context.Background() allocates nothing (TestBeginAsksNoDone). A
+//     request that waits hooks onto a caller's context that offers
+//     AfterFunc (pgwire's statement context) without asking it for Done
+//     either (TestReqCtxDoneHooksCaller).
 //     Registering and ending a request is one atomic add each on the
 //     store's in-flight count, whose top bit Close sets: no lock
 //     (TestSendTakesNoStoreLock, TestCloseDrainsInFlight).

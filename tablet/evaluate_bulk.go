@@ -9,6 +9,7 @@ import (
 	"github.com/cairn-db/cairn/keys"
 	"github.com/cairn-db/cairn/kvpb"
 	"github.com/cairn-db/cairn/mvcc"
+	"github.com/cairn-db/cairn/storage"
 )
 
 // bulkPut evaluates a kvpb.BulkPutRequest: a committed version at exactly
@@ -98,10 +99,21 @@ func (ec *evalCtx) checkBulkKeys() error {
 	return nil
 }
 
-// clearRange evaluates a kvpb.ClearRangeRequest: one range deletion of the
-// span's user keys in the batch (replicated with it, as any write is).
-// Lock records live in their own keyspace and stay; only table data may
-// be cleared, so no catalog or system key can be lost this way.
+// clearRange evaluates a kvpb.ClearRangeRequest: a deletion of every
+// entry (every version) with a user key in the span, in the batch
+// (replicated with it, as any write is). Lock records live in their own
+// keyspace and stay; only table data may be cleared, so no catalog or
+// system key can be lost this way.
+//
+// A span holding at most clearPointMax entries (an empty table's, as
+// TRUNCATE and DROP of pgbench's fresh tables at `pgbench -i` clear) is
+// cleared by deleting each entry; a larger one by one range deletion. A
+// range deletion stays in its memtable until the memtable is flushed, and
+// until then Pebble builds a range-deletion iterator over that memtable
+// for every iterator and Get of any key (as CockroachDB's ClearRange,
+// which clears small spans by point deletions). The latches of the
+// request (a write of its span) keep the entries read here from changing
+// before the batch applies.
 func (ec *evalCtx) clearRange(req *kvpb.ClearRangeRequest) (kvpb.Response, error) {
 	if ec.txn != nil {
 		return nil, invalidArg("ClearRange cannot run in a transaction")
@@ -109,10 +121,48 @@ func (ec *evalCtx) clearRange(req *kvpb.ClearRangeRequest) (kvpb.Response, error
 	if bytes.Compare(req.Key, keys.TableDataMin) < 0 {
 		return nil, invalidArg("ClearRange of %s: only table data can be cleared", req.Span())
 	}
+	few, err := fewEntries(ec.b, req.Key, req.EndKey, clearPointMax)
+	if err != nil {
+		return nil, wrapEval(req, err)
+	}
+	if few != nil {
+		for _, k := range few {
+			if err := ec.b.Delete(k); err != nil {
+				return nil, wrapEval(req, err)
+			}
+		}
+		return &kvpb.ClearRangeResponse{}, nil
+	}
 	if err := ec.b.ClearRange(req.Key, req.EndKey); err != nil {
 		return nil, wrapEval(req, err)
 	}
 	return &kvpb.ClearRangeResponse{}, nil
+}
+
+// clearPointMax is the most entries a ClearRange deletes one by one.
+const clearPointMax = 64
+
+// fewEntries returns the entries (copies of their keys, with their
+// versions) with a user key in [start, end) that rd holds, or nil if it
+// holds more than max. An empty span gives an empty, non-nil slice.
+func fewEntries(rd storage.Reader, start, end []byte, max int) ([]storage.MVCCKey, error) {
+	it, err := rd.NewIter(storage.IterOptions{LowerBound: start, UpperBound: end})
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	out := []storage.MVCCKey{}
+	for ok := it.SeekGE(storage.MVCCKey{Key: start}); ok; ok = it.Next() {
+		if len(out) == max {
+			return nil, nil
+		}
+		k := it.UnsafeKey()
+		out = append(out, storage.MVCCKey{Key: append([]byte(nil), k.Key...), Timestamp: k.Timestamp})
+	}
+	if err := it.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // maxSSTSize bounds the SST an AddSSTable may carry: it travels in the
