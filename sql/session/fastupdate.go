@@ -78,30 +78,10 @@ func (s *Session) dmlKept(x *stmtState, g stmtGroup, w pgwire.ResultWriter) (don
 	default:
 		return false, nil
 	}
-	var dst []types.Datum
-	if !sq.paramsUsed {
-		// The first start of the query's statement, as startQuery's.
-		sq.paramsUsed, dst = true, sq.paramBuf[:0]
-	}
-	params, ok := literalParams(x, e.types, sq.lits, dst)
+	f := s.fastRead()
+	params, key, ok := f.keptKey(x, sq, e, pp)
 	if !ok {
 		return false, nil
-	}
-	f := s.fastRead()
-	key := f.key[:0]
-	if len(pp.keys) > len(f.key) {
-		return false, nil
-	}
-	for _, ke := range pp.keys {
-		p, isParam := ke.(*sem.Param)
-		if !isParam {
-			return false, nil
-		}
-		d := paramValue(p, params)
-		if d == nil {
-			return false, nil // a NULL key: the general path plans it
-		}
-		key = append(key, d)
 	}
 	defer clear(f.key[:])
 	txn, err := x.txn()
@@ -177,25 +157,10 @@ func (s *Session) selectKept(x *stmtState, g stmtGroup, w pgwire.ResultWriter) (
 	if _, ok := pp.p.Root.(*plan.Update); ok {
 		return false, nil
 	}
-	var dst []types.Datum
-	if !sq.paramsUsed {
-		sq.paramsUsed, dst = true, sq.paramBuf[:0]
-	}
-	params, ok := literalParams(x, e.types, sq.lits, dst)
+	f := s.fastRead()
+	params, key, ok := f.keptKey(x, sq, e, pp)
 	if !ok {
 		return false, nil
-	}
-	f := s.fastRead()
-	key := f.key[:0]
-	if len(pp.keys) > len(f.key) {
-		return false, nil
-	}
-	for _, ke := range pp.keys {
-		d := paramValue(ke.(*sem.Param), params)
-		if d == nil {
-			return false, nil
-		}
-		key = append(key, d)
 	}
 	defer clear(f.key[:])
 	txn, err := x.txn()
@@ -233,4 +198,34 @@ func (s *Session) selectKept(x *stmtState, g stmtGroup, w pgwire.ResultWriter) (
 		n = 1
 	}
 	return true, w.Complete(rowsTag("SELECT", n))
+}
+
+// keptKey makes the parameters of sq's constants (literalParams, into
+// the query's own buffer on its statement's first start, as
+// startQuery's) and collects pp's key values from them into f.key. ok
+// false: a constant did not convert, a key value is not a parameter or
+// is NULL (the general path plans it), or the key has more columns than
+// f.key holds; nothing was read or written, and the caller leaves the
+// statement to the general path.
+func (f *fastRead) keptKey(x *stmtState, sq *scannedQuery, e *simpleEntry, pp *genericPlan) (params, key []types.Datum, ok bool) {
+	var dst []types.Datum
+	if !sq.paramsUsed {
+		sq.paramsUsed, dst = true, sq.paramBuf[:0]
+	}
+	if params, ok = literalParams(x, e.types, sq.lits, dst); !ok || len(pp.keys) > len(f.key) {
+		return nil, nil, false
+	}
+	key = f.key[:0]
+	for _, ke := range pp.keys {
+		p, isParam := ke.(*sem.Param)
+		if !isParam {
+			return nil, nil, false
+		}
+		d := paramValue(p, params)
+		if d == nil {
+			return nil, nil, false
+		}
+		key = append(key, d)
+	}
+	return params, key, true
 }
