@@ -22,8 +22,9 @@ import (
 // the tables afterwards must be the same, while the fast path must have
 // run in the first and not in the second. A script's statements run in
 // order on connection a or b (a line "b: ..." runs on b); "b& ..."
-// starts it on b without waiting, "wait b" waits for it, "sleep" lets a
-// blocked statement reach its lock wait, "cancel a" cancels a's
+// starts it on b without waiting, "wait b" waits for it, "blocked" waits
+// until a statement in flight waits for a row lock (pg_stat_activity's
+// wait_event_type 'Lock', read on a third connection), "cancel a" cancels a's
 // statement in flight, "a& ..." and "wait a" as for b. A script named
 // "refused..." (and the read-only one) must not take the fast path: its
 // statements are what the gates send to the general path. Each UPDATE shape
@@ -145,7 +146,7 @@ b: BEGIN ISOLATION LEVEL READ COMMITTED
 b: UPDATE acc SET abalance = abalance + 1 WHERE aid = 8
 BEGIN ISOLATION LEVEL READ COMMITTED
 a& UPDATE acc SET abalance = abalance + 2 WHERE aid = 8
-sleep
+blocked
 b: COMMIT
 wait a
 SELECT abalance FROM acc WHERE aid = 8
@@ -156,7 +157,7 @@ b: UPDATE acc SET abalance = abalance + 1 WHERE aid = 9
 BEGIN ISOLATION LEVEL SERIALIZABLE
 SELECT abalance FROM acc WHERE aid = 10
 a& UPDATE acc SET abalance = abalance + 2 WHERE aid = 9
-sleep
+blocked
 b: COMMIT
 wait a
 ROLLBACK`},
@@ -176,7 +177,7 @@ b: BEGIN
 b: UPDATE acc SET abalance = abalance + 1 WHERE aid = 13
 BEGIN
 a& UPDATE acc SET abalance = abalance + 2 WHERE aid = 13
-sleep
+blocked
 cancel a
 wait a
 ROLLBACK
@@ -236,7 +237,7 @@ func runFastUpdateScript(t *testing.T, script string) (out []string, fast uint64
 	ctx := context.Background()
 	_, url := startNode(t)
 	conns := map[string]*pgconn.PgConn{}
-	for _, n := range []string{"a", "b"} {
+	for _, n := range []string{"a", "b", "watch"} {
 		c := connect(t, url, nil)
 		conns[n] = c.PgConn()
 		// A statistics refresh makes a new catalog generation, and the
@@ -267,8 +268,8 @@ func runFastUpdateScript(t *testing.T, script string) (out []string, fast uint64
 	show := func(l string, r queryRun) string { return fmt.Sprintf("%s -> %v", l, r) }
 	for _, l := range strings.Split(strings.TrimSpace(script), "\n") {
 		switch {
-		case l == "sleep":
-			time.Sleep(150 * time.Millisecond)
+		case l == "blocked":
+			waitLockWaiter(ctx, t, conns["watch"])
 		case strings.HasPrefix(l, "wait "):
 			out = append(out, show(l, <-pending[l[5:]]))
 		case strings.HasPrefix(l, "cancel "):
@@ -423,5 +424,26 @@ func TestShapeAfterDDL(t *testing.T) {
 	// path.
 	if got := session.FastUpdates() - before; got != 4 {
 		t.Errorf("the fast path ran %d of 6 UPDATEs after a CREATE TABLE, want 4", got)
+	}
+}
+
+// waitLockWaiter returns once pg_stat_activity shows a statement waiting
+// for a lock, polling every 5 ms for up to 10 s.
+func waitLockWaiter(ctx context.Context, t *testing.T, watch *pgconn.PgConn) {
+	t.Helper()
+	const q = "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND wait_event_type = 'Lock'"
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r := simpleQuery(ctx, watch, q)
+		if r.err != "" {
+			t.Fatalf("%s: %s", q, r.err)
+		}
+		if len(r.rows) == 1 && string(r.rows[0][0]) != "0" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no statement waited for a lock within 10 s")
+		}
+		time.Sleep(5 * time.Millisecond) // polling a condition
 	}
 }
