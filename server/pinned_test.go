@@ -13,6 +13,8 @@ import (
 	"github.com/cairn-db/cairn/storage/simfs"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
 )
 
 // TestRetryPinned: the node's own start-up work repeats a transaction
@@ -145,8 +147,24 @@ func TestSlowBoundSavesFailNoStatement(t *testing.T) {
 	close(stop)
 	<-episodes
 	// The test means something only if the clock did pin meanwhile.
-	if s.clock.PinnedReadings() == pinsBefore {
+	pins := s.clock.PinnedReadings()
+	if pins == pinsBefore {
 		t.Fatalf("the clock never pinned in %d statements and %d connections: the test did not test", statements, connects)
+	}
+	// An operator sees the pins on /metrics: the counter is there, and
+	// counts at least the pins seen above (it only grows).
+	_, _, body := httpGet(t, s, "/metrics")
+	var p expfmt.TextParser
+	fams, err := p.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("/metrics does not parse: %v", err)
+	}
+	f := fams["cairn_clock_pinned_readings_total"]
+	if f == nil || f.GetType() != dto.MetricType_COUNTER || len(f.GetMetric()) != 1 {
+		t.Fatalf("/metrics: cairn_clock_pinned_readings_total is %v, want one counter", f)
+	}
+	if got := f.GetMetric()[0].GetCounter().GetValue(); got < float64(pins) {
+		t.Fatalf("/metrics: cairn_clock_pinned_readings_total = %v, want at least %d", got, pins)
 	}
 	t.Logf("%d implicit statements and %d connections, none failed; %d transaction blocks, %d told to restart", statements, connects, blocks, restarts)
 }
