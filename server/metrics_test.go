@@ -39,6 +39,14 @@ func TestObservability(t *testing.T) {
 	if _, err := a.Exec(ctx, "SELECT k FROM kv WHERE k >= 2", pgx.QueryExecModeSimpleProtocol); err != nil {
 		t.Fatal(err)
 	}
+	// A point UPDATE of one shape, sent as text: from its fourth run
+	// (shape, plan, kept shapes) the fast path runs it
+	// (cairn_sql_fast_dml_total below).
+	for i := range 6 {
+		if _, err := a.Exec(ctx, fmt.Sprintf("UPDATE kv SET v = v + %d WHERE k = 3", i), pgx.QueryExecModeSimpleProtocol); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	// b waits for a's lock; pg_stat_activity shows its statement.
 	tx, err := a.Begin(ctx)
@@ -139,6 +147,17 @@ func TestObservability(t *testing.T) {
 	}
 	if installs < 1 {
 		t.Errorf("cairn_validation_cache_installs_total: %v installs, want at least 1", installs)
+	}
+	for _, name := range []string{"cairn_sql_fast_dml_total", "cairn_sql_fast_point_reads_total"} {
+		f := fams[name]
+		if f == nil || f.GetType() != dto.MetricType_COUNTER || len(f.GetMetric()) != 1 {
+			t.Errorf("/metrics: %s is %v, want one counter", name, f)
+			continue
+		}
+		t.Logf("%s %v", name, f.GetMetric()[0].GetCounter().GetValue())
+		if name == "cairn_sql_fast_dml_total" && f.GetMetric()[0].GetCounter().GetValue() < 1 {
+			t.Errorf("/metrics: %s is 0 after six runs of a point UPDATE", name)
+		}
 	}
 	for _, name := range []string{"go_goroutines", "go_gc_duration_seconds", "process_cpu_seconds_total", "process_resident_memory_bytes", "cairn_up", "cairn_replicas"} {
 		if fams[name] == nil {

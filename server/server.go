@@ -775,6 +775,7 @@ func (s *Server) writeMetrics(w io.Writer) {
 		{"cairn_sql_implicit_read_retries_total", "counter", "Point SELECTs that tried to read without a KV transaction and ran again in one.", float64(implicitRetries)},
 		{"cairn_clock_pinned_readings_total", "counter", "Readings of the clock handed out held at its persisted upper bound because the disk had not saved the next bound yet; a gateway restarts (or, on a stalled disk, refuses) the transactions that got one.", float64(s.clock.PinnedReadings())},
 		{"cairn_sql_fast_point_reads_total", "counter", "Executes of kept point SELECTs answered without an executor (sql/session, fastread.go).", float64(s.backend.FastReads())},
+		{"cairn_sql_fast_dml_total", "counter", "Simple-protocol point UPDATEs, INSERT ... VALUES and point SELECTs in a block of kept plans run without an executor (sql/session, fastupdate.go).", float64(s.backend.FastDML())},
 		// What cairn start's --max-memory (or GOMEMLIMIT) made the
 		// runtime's soft limit; math.MaxInt64 when none was set.
 		{"cairn_go_memory_limit_bytes", "gauge", "The Go runtime's soft memory limit (--max-memory less the block cache and memtables, or GOMEMLIMIT).", float64(debug.SetMemoryLimit(-1))},

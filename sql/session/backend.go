@@ -125,6 +125,9 @@ type Backend struct {
 	// fastReads counts the Executes of kept point reads answered by the
 	// fast path (fastread.go).
 	fastReads atomic.Uint64
+	// fastDML counts the simple-protocol statements of kept plans run
+	// without the executor (fastupdate.go).
+	fastDML atomic.Uint64
 	// commits counts committed SQL transactions by the phases their
 	// commit took: [0] read-only, [1] one phase, [2] two phases.
 	commits [3]atomic.Uint64

@@ -40,7 +40,8 @@ import (
 // plan hit. Anything it does not serve (the exec functions' refusals, a
 // NULL key, a hash-sharded key, distsql on) leaves it before anything was
 // read, evaluated, written or sent, and the statement runs as before.
-// fastUpdates counts the statements it ran (TestFastPointUpdate).
+// fastUpdates counts the statements it ran (TestFastPointUpdate), and
+// Backend.FastDML those of its backend (/metrics cairn_sql_fast_dml_total).
 
 // fastUpdateOff, when set, keeps every statement off this fast path
 // (tests: the general path's answer to compare with).
@@ -112,6 +113,7 @@ func (s *Session) dmlKept(x *stmtState, g stmtGroup, w pgwire.ResultWriter) (don
 	}
 	s.b.planHits.Add(1)
 	fastUpdates.Add(1)
+	s.b.fastDML.Add(1)
 	s.noteMutations(pp.p, n)
 	return true, w.Complete(rowsTag(pp.p.Tag, n))
 }
@@ -186,6 +188,7 @@ func (s *Session) selectKept(x *stmtState, g stmtGroup, w pgwire.ResultWriter) (
 	}
 	s.b.planHits.Add(1)
 	fastUpdates.Add(1)
+	s.b.fastDML.Add(1)
 	cols := pp.p.Columns
 	if err := w.BeginRows(s.describeText(cols)); err != nil {
 		return true, err

@@ -159,6 +159,11 @@ func (b *Backend) ImplicitReadStats() (reads, retries uint64) {
 // read answered (fastread.go); they count as implicit reads too.
 func (b *Backend) FastReads() uint64 { return b.fastReads.Load() }
 
+// FastDML returns how many simple-protocol statements of kept plans (a
+// point UPDATE, an INSERT ... VALUES, a point SELECT in a block) ran
+// without the executor (fastupdate.go).
+func (b *Backend) FastDML() uint64 { return b.fastDML.Load() }
+
 // keyMatches reports whether k, a cached plan's key, is the one
 // planCacheKey would make now at generation gen.
 func (s *Session) keyMatches(k planKey, gen []byte) bool {
