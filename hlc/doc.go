@@ -26,7 +26,10 @@
 //     is strictly greater than every timestamp handed out before it, even if
 //     the physical clock went backwards in between.
 //  5. No Now() waits for the store: the next bound is saved in the
-//     background, ahead of need, off the clock's mutex. While a save is
+//     background, ahead of need, off the clock's mutex; how far ahead,
+//     and how early the save starts, grow with the last save's duration
+//     (persistState.extraLocked), so a slow disk pins the clock at its
+//     first slow saves rather than on every save. While a save is
 //     slow, hung (a stalled disk) or failing, the wall time is pinned at
 //     the persisted bound and the clock ticks the logical counter there
 //     rather than break invariant 4. Only an Update beyond the bound

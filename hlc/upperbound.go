@@ -44,6 +44,25 @@ type persistState struct {
 	slow bool
 	// stopped is set by StopPersisting: no save starts after it.
 	stopped bool
+	// lastSave is how long the last successful save took, by the
+	// physical clock: the headroom grows with it (extraLocked).
+	lastSave int64
+}
+
+// maxExtraIntervals caps the headroom added for slow saves, in
+// intervals: a bound at most 1+maxExtraIntervals intervals ahead.
+const maxExtraIntervals = 3
+
+// extraLocked is the headroom added to the interval because saves are
+// slow (invariant 5): a save starts once the remaining headroom is below
+// interval/2 + extra, twice the last save's duration, and saves a bound
+// interval + extra ahead, so a disk whose synced writes take up to
+// (interval/2 + maxExtraIntervals·interval)/2 — 1.75 s with the node's
+// one-second interval — keeps the clock unpinned; a save that ends
+// sooner shrinks it again. The price is a restart's wait: a restarted
+// clock starts at the bound, up to interval + extra ahead.
+func (p *persistState) extraLocked() int64 {
+	return min(max(2*p.lastSave-int64(p.interval)/2, 0), maxExtraIntervals*int64(p.interval))
 }
 
 // EnsureUpperBound attaches store to the clock so its timestamps never go
@@ -180,25 +199,31 @@ func (c *Clock) CheckPinned(ts Timestamp) error {
 // is too slow for the bound's saves.
 func (c *Clock) PinnedReadings() int64 { return c.pinned.Load() }
 
-// saveAheadLocked starts a background save of wall+interval when wall has
-// used half of the headroom below the persisted bound and no save is in
-// flight (nor did one fail within the last interval/8).
+// saveAheadLocked starts a background save of wall+interval (plus the
+// slow saves' extra) when wall has used half of the interval's headroom
+// (plus the extra) below the persisted bound and no save is in flight
+// (nor did one fail within the last interval/8).
 func (c *Clock) saveAheadLocked(wall int64) {
 	p := c.mu.persist
-	if p.done != nil || p.stopped || p.bound-wall >= int64(p.interval)/2 {
+	if p.done != nil || p.stopped {
+		return
+	}
+	extra := p.extraLocked()
+	if p.bound-wall >= int64(p.interval)/2+extra {
 		return
 	}
 	if p.err != nil && c.PhysicalNow()-p.failedAt < int64(p.interval)/8 {
 		return
 	}
-	target := wall + int64(p.interval)
+	target := wall + int64(p.interval) + extra
 	done := make(chan struct{})
 	p.done = done
-	go c.save(p, target, done)
+	go c.save(p, target, done, c.PhysicalNow())
 }
 
-// save runs one Save off the clock's mutex and records its outcome.
-func (c *Clock) save(p *persistState, target int64, done chan struct{}) {
+// save runs one Save off the clock's mutex and records its outcome and,
+// when it succeeded, its duration since started (a physical reading).
+func (c *Clock) save(p *persistState, target int64, done chan struct{}, started int64) {
 	err := p.store.Save(target)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -208,6 +233,7 @@ func (c *Clock) save(p *persistState, target int64, done chan struct{}) {
 	} else {
 		p.err = nil
 		p.bound = max(p.bound, target)
+		p.lastSave = max(c.PhysicalNow()-started, 0)
 	}
 	p.done, p.slow = nil, false
 	close(done)
@@ -262,9 +288,9 @@ func (c *Clock) raiseBoundLocked(wall int64) error {
 			if p.err != nil && timeout != nil {
 				return p.err
 			}
-			target := wall + int64(p.interval)
+			target := wall + int64(p.interval) + p.extraLocked()
 			p.done = make(chan struct{})
-			go c.save(p, target, p.done)
+			go c.save(p, target, p.done, c.PhysicalNow())
 		}
 		if timeout == nil {
 			t := time.NewTimer(updateSaveWait)

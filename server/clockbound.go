@@ -19,14 +19,16 @@ var clockBoundKey = keys.StoreLocal("clock-bound")
 // clockBoundInterval is how far ahead of the clock each persisted bound
 // lies, so the clock saves (one synced write, in the background, once half
 // the headroom is used: hlc invariant 5) about twice per interval of wall
-// time. After a restart the clock starts at
-// the bound: at most this far ahead of the physical clock when the
-// restart was quick and the clock did not go back. A cluster member
-// serves only while its clock leads its physical clock by at most the
-// maximum offset (clockmon), so a quick restart waits out at most
-// interval − 500 ms before serving. An unreplicated node (no Join) has
-// no maximum offset and no peers: it serves at once, its clock up to
-// this far ahead of the physical one.
+// time; a disk whose saves take more than a quarter of this adds up to
+// three intervals more (hlc invariant 5). After a restart the clock
+// starts at the bound: at most this far ahead of the physical clock
+// (four times this after slow saves) when the restart was quick and the
+// clock did not go back. A cluster member serves only while its clock
+// leads its physical clock by at most the maximum offset (clockmon), so
+// a quick restart waits out at most interval − 500 ms before serving
+// (3.5 s after slow saves). An unreplicated node (no Join) has no
+// maximum offset and no peers: it serves at once, its clock up to that
+// far ahead of the physical one.
 const clockBoundInterval = time.Second
 
 // engineClockBound is hlc.UpperBoundStore on the node's engine: the bound
