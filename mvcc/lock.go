@@ -155,6 +155,11 @@ func CheckLockScan(r storage.Reader, key, end []byte, txn *kvpb.Transaction, opt
 			return nil
 		}
 		off := len(buf)
+		if buf == nil {
+			// Sized for the first row: one allocation for the
+			// common span of one key, not one per append.
+			buf = make([]byte, 0, len(k.Key)+len(v))
+		}
 		buf = append(append(buf, k.Key...), v...)
 		// buf may have moved: the earlier rows keep their old copy.
 		kk := buf[off : off+len(k.Key) : off+len(k.Key)]
@@ -181,9 +186,36 @@ func checkLockSpan(r storage.Reader, key, end []byte, txn *kvpb.Transaction, opt
 	if bytes.Compare(key, end) >= 0 {
 		return false, hlc.Timestamp{}, false, invalidArg("lock: empty span [%q, %q)", key, end)
 	}
-	var conflicts []kvpb.Intent
 	var own map[string]bool
-	err = lockWalker(opts)(r, key, end, func(k []byte, lk *lockRecord) (bool, error) {
+	if !opts.NoLock {
+		// Walked only when a lock record may be there: a caller's
+		// promise of none (opts.NoLock, an UPDATE's locking read whose
+		// lock table says so) costs no closure, conflict list or map.
+		if held, own, err = checkSpanLocks(r, key, end, txn, single); err != nil {
+			return false, hlc.Timestamp{}, false, err
+		}
+	}
+	newest, newestKey, bare, err := newestVersionExcept(r, key, end, own, seen, each)
+	if err != nil {
+		return false, hlc.Timestamp{}, false, err
+	}
+	if ts := txn.ReadTimestamp; !newest.IsEmpty() && ts.LessEq(newest) {
+		return false, hlc.Timestamp{}, false, writeTooOld(newestKey, ts, newest.Next().Forward(ts))
+	}
+	if seen != nil && single && newest.IsEmpty() && !bare && own == nil {
+		seen(key, hlc.Timestamp{})
+	}
+	return held, newest, own == nil && !bare, nil
+}
+
+// checkSpanLocks walks the lock records of [key, end) for checkLockSpan:
+// a WriteIntentError listing every other transaction's, an error for one
+// of txn's from a later epoch; own holds the keys txn has a record on,
+// and held reports that the span is one key (single) with txn's record
+// of this epoch.
+func checkSpanLocks(r storage.Reader, key, end []byte, txn *kvpb.Transaction, single bool) (held bool, own map[string]bool, err error) {
+	var conflicts []kvpb.Intent
+	err = walkLocks(r, key, end, func(k []byte, lk *lockRecord) (bool, error) {
 		if lk.Txn.ID != txn.ID {
 			conflicts = append(conflicts, kvpb.Intent{Key: append([]byte(nil), k...), Txn: lk.Txn})
 			return true, nil
@@ -199,22 +231,12 @@ func checkLockSpan(r storage.Reader, key, end []byte, txn *kvpb.Transaction, opt
 		return true, nil
 	})
 	if err != nil {
-		return false, hlc.Timestamp{}, false, err
+		return false, nil, err
 	}
 	if len(conflicts) > 0 {
-		return false, hlc.Timestamp{}, false, &kvpb.WriteIntentError{Intents: conflicts}
+		return false, nil, &kvpb.WriteIntentError{Intents: conflicts}
 	}
-	newest, newestKey, bare, err := newestVersionExcept(r, key, end, own, seen, each)
-	if err != nil {
-		return false, hlc.Timestamp{}, false, err
-	}
-	if ts := txn.ReadTimestamp; !newest.IsEmpty() && ts.LessEq(newest) {
-		return false, hlc.Timestamp{}, false, writeTooOld(newestKey, ts, newest.Next().Forward(ts))
-	}
-	if seen != nil && single && newest.IsEmpty() && !bare && own == nil {
-		seen(key, hlc.Timestamp{})
-	}
-	return held, newest, own == nil && !bare, nil
+	return held, own, nil
 }
 
 // ReplicateLock writes txn's lock-only record at key, as AcquireLock would

@@ -321,6 +321,20 @@ func (o IterOptions) fill(po *pebble.IterOptions) {
 	}
 }
 
+// fillInto is fill, encoding both bounds into buf's memory while they
+// fit in it.
+func (o IterOptions) fillInto(po *pebble.IterOptions, buf []byte) {
+	if o.LowerBound != nil {
+		buf = MVCCKey{Key: o.LowerBound}.Encode(buf)
+		po.LowerBound = buf
+	}
+	if o.UpperBound != nil {
+		lo := len(buf)
+		buf = MVCCKey{Key: o.UpperBound}.Encode(buf)
+		po.UpperBound = buf[lo:]
+	}
+}
+
 type pebbleReader interface {
 	Get(key []byte) ([]byte, io.Closer, error)
 	NewIter(o *pebble.IterOptions) (*pebble.Iterator, error)
@@ -349,7 +363,17 @@ func newIter(e *Engine, r pebbleReader, opts IterOptions) (*Iterator, error) {
 		return nil, fmt.Errorf("storage: new iterator: %w", err)
 	}
 	i := &Iterator{prefix: opts.Prefix, seeks: e.seeks}
-	opts.fill(&i.popts)
+	plan := opts.Scan && !opts.Prefix && e.ra != nil
+	if plan {
+		opts.fill(&i.popts)
+	} else {
+		// Pebble copies the bounds (processBounds), so the seek key's
+		// buffer holds them until NewIter returns: a row's span (an
+		// UPDATE's locking read, on an iterator the pool could not
+		// serve) costs no allocation per bound. A read-ahead plan keeps
+		// its bounds, so a scan's are its own.
+		opts.fillInto(&i.popts, i.bufArr[:0])
+	}
 	it, err := r.NewIter(&i.popts)
 	if err != nil {
 		return nil, fmt.Errorf("storage: new iterator: %w", err)
@@ -357,8 +381,13 @@ func newIter(e *Engine, r pebbleReader, opts IterOptions) (*Iterator, error) {
 	if e.builds != nil {
 		e.builds.Add(1)
 	}
+	if !plan {
+		// Seeks overwrite bufArr: nothing may read these bounds again
+		// (a reusing batch sets its own before SetOptions).
+		i.popts.LowerBound, i.popts.UpperBound = nil, nil
+	}
 	i.it, i.buf = it, i.bufArr[:0]
-	if opts.Scan && !opts.Prefix && e.ra != nil {
+	if plan {
 		end := i.popts.UpperBound
 		if opts.UpperBound != nil && bytes.Compare(opts.ScanEnd, opts.UpperBound) > 0 {
 			end = MVCCKey{Key: opts.ScanEnd}.Encode(nil)

@@ -73,7 +73,10 @@ func (ec *evalCtx) lockUnreplicated(req *kvpb.LockRequest) (kvpb.Response, error
 	// (a refresh from this read's timestamp, kv's checkBuffered) then
 	// passes without a read while nothing writes the key (validcache.go,
 	// invariant 12). Installed only once the checks passed.
-	var seen []validSeen
+	// Most spans are one row of one key: its entry lives in seenArr,
+	// on the stack (note is only called, never kept).
+	var seenArr [2]validSeen
+	seen := seenArr[:0]
 	var note func(key []byte, newest hlc.Timestamp)
 	rd := ec.reader()
 	if (ec.b == nil || ec.b.Empty()) && !ec.opts.follower {

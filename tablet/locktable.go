@@ -178,8 +178,10 @@ func (t *lockTable) acquireUnreplicated(key []byte, txn kvpb.TxnMeta) {
 	if t.observeHold != nil {
 		l.taken = time.Now()
 	}
-	t.locks[string(key)] = l
-	t.unrepl[string(key)] = l
+	// One string for both maps: each conversion at an insert copies.
+	k := string(key)
+	t.locks[k] = l
+	t.unrepl[k] = l
 	t.peak = max(t.peak, len(t.locks))
 }
 
