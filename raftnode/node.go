@@ -611,7 +611,7 @@ func (n *Node) proposeWaiting(done <-chan struct{}, q *queuedProposal) error {
 // apply: a wake-up of a goroutine that waited 85 µs for a CPU, ran 7 µs
 // and, readied last, took the scheduler's processor's next slot ahead of
 // the proposers the previous round had just answered (bench/README.md,
-// "Issue 22, twenty-fifth session").
+// "Issue 22, twenty-fifth session: the commit's END").
 func (n *Node) ProposeHanded(done <-chan struct{}, tabletID, term uint64, data []byte, refuse Refuser) (*Handoff, error) {
 	q := &queuedProposal{tabletID: tabletID, term: term, data: data, asked: time.Now(), ended: n.stats.Rounds.Load(), refuse: refuse}
 	if n.mu.TryLock() {
