@@ -117,7 +117,8 @@
 //     of a group with another voter reports no lease and no leader hint
 //     naming itself (servableLease), and a proposal still waiting for the
 //     node's lock (or handed to the scheduler and not yet taken) gives up
-//     unproposed (proposeWaiting, ErrNotLeader), so
+//     unproposed (proposeWaiting, ErrNotLeader; a ProposeHanded proposal
+//     is refused so by the stall watcher, refuseHandedStalled), so
 //     requests go to the replicas that elect the next leader instead of
 //     waiting for the disk or for the disk-stall fence to end the
 //     process. The lease term is kept: once the scheduler runs again the
@@ -175,6 +176,18 @@
 // wait for the lock averaged 1.3–1.6 rounds. Handed over: 0.0% late,
 // 0.7–0.9 of a round (TestWaitingProposalsJoinTheNextRound; bench/README.md,
 // "Issue 22, twenty-second session: the proposals that wait for a round").
+//
+// A proposer that learns its outcome elsewhere (the tablet waits for its
+// entry's apply) hands its proposal over with ProposeHanded and is not
+// woken when the scheduler proposes it: only a refusal (the scheduler's,
+// or the stall watcher's for a group with another voter) is sent to it,
+// through its Refuser, and a proposal is either proposed or refused,
+// never both; a proposer that gives up withdraws it if not yet taken
+// (Handoff.Withdraw), else its outcome is unknown, as for any proposal in
+// raft (TestHandedProposalsWaitForNoLock,
+// TestHandedProposalsRefusedOnStall). Each woken proposer used to wait for
+// a CPU, run for microseconds and wait again for the apply (bench/README.md,
+// "Issue 22, twenty-fifth session: the commit's END").
 //
 // # Keys (suffixes of keys.TabletLocal(tabletID, ...))
 //

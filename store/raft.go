@@ -64,6 +64,16 @@ func (g raftGroup) Propose(done <-chan struct{}, term uint64, data []byte) error
 	return g.node.ProposeAt(done, g.rep.TabletID, term, data)
 }
 
+// ProposeHanded implements tablet.HandingRaft.
+func (g raftGroup) ProposeHanded(done <-chan struct{}, term uint64, data []byte, refuse tablet.Refuser) (tablet.Withdrawer, error) {
+	h, err := g.node.ProposeHanded(done, g.rep.TabletID, term, data, refuse)
+	if h == nil {
+		// Not a typed nil: the tablet tells a hand-off by a non-nil one.
+		return nil, err
+	}
+	return h, err
+}
+
 // joinGroup opens r's raft group on this node (bootstrapping it with
 // peers if it has no raft state) and makes r serve through it. A group
 // whose only voter is this node elects it at once; campaign asks for an

@@ -62,7 +62,7 @@ func TestWaitProposalAllocs(t *testing.T) {
 	pp := &pendingProposal{done: make(chan error, 1)}
 	got := testing.AllocsPerRun(100, func() {
 		pp.done <- nil
-		if err := h.r.waitProposal(nil, 0, 0, pp); err != nil {
+		if err := h.r.waitProposal(nil, 0, 0, pp, nil); err != nil {
 			t.Fatal(err)
 		}
 	})

@@ -76,6 +76,25 @@ type Raft interface {
 	NodeID() uint64
 }
 
+// HandingRaft is a Raft that can take a proposal without its proposer
+// waiting to learn that it was proposed (raftnode.Node.ProposeHanded):
+// a nil Withdrawer and err are Propose's answer; a non-nil Withdrawer
+// means the proposal was handed to the raft scheduler, which proposes it
+// later or, if it can not, calls refuse.Refuse with why (nothing
+// proposed), once, on a goroutine that must not be blocked. The proposer
+// waits for its outcome (the apply, or the refusal) on one channel,
+// instead of being woken once for the proposal and again for the apply.
+type HandingRaft interface {
+	ProposeHanded(done <-chan struct{}, term uint64, data []byte, refuse Refuser) (Withdrawer, error)
+}
+
+// Refuser receives a handed-over proposal's refusal (HandingRaft).
+type Refuser interface{ Refuse(err error) }
+
+// Withdrawer takes a handed-over proposal back: true means it was not,
+// and will not be, proposed, and it is not refused either.
+type Withdrawer interface{ Withdraw() bool }
+
 // raftState is a replica's side of replication.
 type raftState struct {
 	// group is set once, before the replica serves (SetRaft).
@@ -123,6 +142,31 @@ type raftState struct {
 type pendingProposal struct {
 	term uint64
 	done chan error
+	// r and id, for Refuse: the proposal's replica and number.
+	r  *Replica
+	id uint64
+}
+
+// Refuse answers a handed-over proposal the raft scheduler could not
+// make (HandingRaft): nothing was proposed. It runs on the scheduler's
+// (or its stall watcher's) goroutine under the node's locks, so it only
+// takes the replica's raft mutex and sends on the proposal's buffered
+// channel. Whoever deletes the proposal from pending answers it (here,
+// Applied's superseded proposals, or a waiter that gave up): one answer
+// at most, so the send never blocks.
+func (pp *pendingProposal) Refuse(err error) {
+	rs := &pp.r.raft
+	rs.mu.Lock()
+	_, ok := rs.pending[pp.id]
+	if ok {
+		delete(rs.pending, pp.id)
+	}
+	rs.mu.Unlock()
+	if !ok {
+		return
+	}
+	_, leader := rs.group.Lease()
+	pp.done <- fmt.Errorf("tablet %d: proposing: %v: %w", pp.r.Desc().TabletID, err, pp.r.notLeaseholder(leader))
 }
 
 type appliedCommand struct {
@@ -320,16 +364,24 @@ func (r *Replica) commitOr(ctx context.Context, term uint64, p *Proposal, abando
 		return nil
 	}
 	rs := &r.raft
-	pp := &pendingProposal{term: term, done: make(chan error, 1)}
+	pp := &pendingProposal{term: term, done: make(chan error, 1), r: r}
 	rs.mu.Lock()
 	rs.next++
 	id := rs.next
+	pp.id = id
 	rs.pending[id] = pp
 	rs.mu.Unlock()
 	data := encodeCommand(id, rs.group.NodeID(), term, p)
 	proposed := time.Now()
 	done := ctx.Done()
-	if err := rs.group.Propose(done, term, data); err != nil {
+	var handed Withdrawer
+	var err error
+	if hg, ok := rs.group.(HandingRaft); ok {
+		handed, err = hg.ProposeHanded(done, term, data, pp)
+	} else {
+		err = rs.group.Propose(done, term, data)
+	}
+	if err != nil {
 		rs.mu.Lock()
 		delete(rs.pending, id)
 		rs.mu.Unlock()
@@ -341,7 +393,12 @@ func (r *Replica) commitOr(ctx context.Context, term uint64, p *Proposal, abando
 		_, leader := rs.group.Lease()
 		return fmt.Errorf("tablet %d: proposing: %v: %w", r.Desc().TabletID, err, r.notLeaseholder(leader))
 	}
-	err := r.waitProposal(done, term, id, pp)
+	err = r.waitProposal(done, term, id, pp, handed)
+	if errors.Is(err, errNotProposed) {
+		// Withdrawn before the scheduler took it: as a Propose that gave
+		// up, the outcome is known.
+		return fmt.Errorf("tablet %d: gave up waiting to propose: %w", r.Desc().TabletID, ctx.Err())
+	}
 	if err == nil && r.cfg.Observe != nil && r.cfg.Observe.RaftCommit != nil {
 		r.cfg.Observe.RaftCommit(time.Since(proposed))
 	}
@@ -357,13 +414,17 @@ func (r *Replica) commitOr(ctx context.Context, term uint64, p *Proposal, abando
 	abandon(settled)
 	go func() {
 		defer close(settled)
-		_ = r.waitProposal(nil, term, id, pp)
+		_ = r.waitProposal(nil, term, id, pp, nil)
 	}()
 	return amb
 }
 
 // errCallerGone: waitProposal's caller's context ended first.
 var errCallerGone = errors.New("tablet: the proposer gave up")
+
+// errNotProposed: waitProposal's caller's context ended first, and the
+// handed-over proposal was withdrawn before the scheduler took it.
+var errNotProposed = errors.New("tablet: the proposer gave up before the proposal was made")
 
 // forgetProposal drops a proposal no one waits for any more.
 func (r *Replica) forgetProposal(id uint64) {
@@ -375,7 +436,9 @@ func (r *Replica) forgetProposal(id uint64) {
 // waitProposal waits for proposal id's outcome: its answer once applied
 // (or refused), an AmbiguousResultError once the lease is lost and
 // nothing applies for unknownAfter, or errCallerGone (the proposal left
-// pending) when gone is closed first.
+// pending) when gone is closed first, or errNotProposed (forgotten) when
+// it is and handed, a proposal handed to the raft scheduler
+// (HandingRaft), could be withdrawn.
 //
 // A replica that lost its lease learns its proposals' fate once it
 // applies their entries or an entry of a later term; cut off from the
@@ -384,7 +447,7 @@ func (r *Replica) forgetProposal(id uint64) {
 // replica that goes on applying (a follower now, catching up under a new
 // leader) is still learning, however long it takes: answering ambiguous
 // then would report as unknown what it is about to know.
-func (r *Replica) waitProposal(gone <-chan struct{}, term, id uint64, pp *pendingProposal) error {
+func (r *Replica) waitProposal(gone <-chan struct{}, term, id uint64, pp *pendingProposal, handed Withdrawer) error {
 	rs := &r.raft
 	check := leaseCheckers.Get().(*time.Ticker)
 	check.Reset(leaseCheck)
@@ -405,6 +468,10 @@ func (r *Replica) waitProposal(gone <-chan struct{}, term, id uint64, pp *pendin
 			case err := <-pp.done:
 				return err
 			default:
+			}
+			if handed != nil && handed.Withdraw() {
+				r.forgetProposal(id)
+				return errNotProposed
 			}
 			return errCallerGone
 		case now := <-check.C:

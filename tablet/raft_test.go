@@ -292,3 +292,186 @@ func TestRaftReadAfterLeaseChange(t *testing.T) {
 		t.Fatal("a read after the lease change missed a write the previous leaseholder acknowledged")
 	}
 }
+
+// handingGroup is a scriptedGroup that hands every proposal over
+// (HandingRaft), as raftnode does when a round holds the node's lock: the
+// test plays the scheduler, taking (proposing) or refusing it.
+type handingGroup struct {
+	scriptedGroup
+	handed chan *handedProp
+}
+
+type handedProp struct {
+	data   []byte
+	refuse Refuser
+	state  chan int // 0 queued, 1 taken, 2 withdrawn (one value, passed along)
+}
+
+func (h *handedProp) Withdraw() bool {
+	s := <-h.state
+	if s == 0 {
+		h.state <- 2
+		return true
+	}
+	h.state <- s
+	return false
+}
+
+// take is the scheduler taking the proposal: false if it was withdrawn.
+func (h *handedProp) take() bool {
+	s := <-h.state
+	if s == 0 {
+		h.state <- 1
+		return true
+	}
+	h.state <- s
+	return false
+}
+
+func (g *handingGroup) Propose(<-chan struct{}, uint64, []byte) error {
+	return errors.New("Propose called on a group that hands proposals over")
+}
+
+func (g *handingGroup) ProposeHanded(_ <-chan struct{}, term uint64, data []byte, refuse Refuser) (Withdrawer, error) {
+	if t, _ := g.Lease(); t != term {
+		return nil, errors.New("not the leaseholder")
+	}
+	h := &handedProp{data: data, refuse: refuse, state: make(chan int, 1)}
+	h.state <- 0
+	g.handed <- h
+	return h, nil
+}
+
+// TestRaftSeamHanded: a proposal handed to the raft scheduler
+// (HandingRaft) is waited for on one channel: taken and applied, it is
+// answered as a proposal made at once; refused by the scheduler, its
+// proposer is told to look for the leaseholder, nothing written and no
+// latch held; withdrawn when its proposer gives up before the scheduler
+// took it, the answer is the context's end, not an unknown outcome; taken
+// and then given up, the outcome is unknown and its latches stay held
+// until it applies. The group's Propose fails, so a replica that did not
+// hand its proposals over fails every case.
+func TestRaftSeamHanded(t *testing.T) {
+	h := newHarness(t, Config{})
+	g := &handingGroup{scriptedGroup: scriptedGroup{term: 5, leader: 1}, handed: make(chan *handedProp, 1)}
+	h.r.SetRaft(g)
+	sm := h.r.StateMachine()
+	ctx := context.Background()
+	index := uint64(10)
+	commit := func(data []byte) {
+		t.Helper()
+		index++
+		term, i := uint64(5), index
+		e := &pb.Entry{Term: &term, Index: &i, Data: data}
+		b := h.eng.NewBatch()
+		defer b.Close()
+		if err := sm.Apply(b, e); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		sm.Applied([]*pb.Entry{e}, false)
+	}
+	put := func(ctx context.Context, k string) <-chan error {
+		done := make(chan error, 1)
+		go func() {
+			ba := &kvpb.BatchRequest{}
+			ba.Add(&kvpb.PutRequest{Key: []byte(k), Value: []byte("v")})
+			_, err := h.r.Send(ctx, ba)
+			done <- err
+		}()
+		return done
+	}
+	get := func(k string) bool {
+		t.Helper()
+		ba := &kvpb.BatchRequest{}
+		ba.Add(&kvpb.GetRequest{Key: []byte(k)})
+		br, err := h.r.Send(ctx, ba)
+		if err != nil {
+			t.Fatalf("get %s: %v", k, err)
+		}
+		return br.Responses[0].(*kvpb.GetResponse).Value != nil
+	}
+	handed := func() *handedProp {
+		t.Helper()
+		select {
+		case p := <-g.handed:
+			return p
+		case <-time.After(30 * time.Second):
+			t.Fatal("no proposal handed over")
+		}
+		return nil
+	}
+
+	// Taken and applied.
+	done := put(ctx, "a")
+	p := handed()
+	if !p.take() {
+		t.Fatal("taken: withdrawn")
+	}
+	commit(p.data)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !get("a") {
+		t.Fatal("a was not written")
+	}
+
+	// Refused by the scheduler: nothing proposed, the leader named.
+	g.mu.Lock()
+	g.leader = 3
+	g.mu.Unlock()
+	done = put(ctx, "b")
+	p = handed()
+	p.take()
+	p.refuse.Refuse(errors.New("not the leader"))
+	var nle *kvpb.NotLeaseholderError
+	if err := <-done; !errors.As(err, &nle) || nle.Leader != 3 {
+		t.Fatalf("err = %v, want a NotLeaseholderError naming 3", err)
+	}
+	if n := h.r.latches.numHeld(); n != 0 {
+		t.Fatalf("%d latch guards held after a refusal", n)
+	}
+	if get("b") {
+		t.Fatal("b was written though refused")
+	}
+
+	// Withdrawn: the proposer gave up before the scheduler took it.
+	cctx, cancel := context.WithCancel(ctx)
+	done = put(cctx, "c")
+	p = handed()
+	cancel()
+	var amb *kvpb.AmbiguousResultError
+	if err := <-done; !errors.Is(err, context.Canceled) || errors.As(err, &amb) {
+		t.Fatalf("err = %v, want context.Canceled and no AmbiguousResultError", err)
+	}
+	if p.take() {
+		t.Fatal("the scheduler took a withdrawn proposal")
+	}
+	if n := h.r.latches.numHeld(); n != 0 {
+		t.Fatalf("%d latch guards held after a withdrawal", n)
+	}
+
+	// Taken, then given up: unknown, latches held until it applies.
+	cctx, cancel = context.WithCancel(ctx)
+	done = put(cctx, "d")
+	p = handed()
+	p.take()
+	cancel()
+	if err := <-done; !errors.As(err, &amb) {
+		t.Fatalf("err = %v, want an AmbiguousResultError", err)
+	}
+	if n := h.r.latches.numHeld(); n != 1 {
+		t.Fatalf("%d latch guards held after giving up a taken proposal, want 1", n)
+	}
+	commit(p.data)
+	for deadline := time.Now().Add(30 * time.Second); h.r.latches.numHeld() != 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("latches still held 30 s after the abandoned proposal applied")
+		}
+	}
+	if !get("d") {
+		t.Fatal("d was not written")
+	}
+}
