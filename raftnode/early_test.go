@@ -42,6 +42,32 @@ func (g *syncGate) sleep(time.Duration) {
 	<-g.release
 }
 
+// holdRound arms g, runs a round of n (ProcessReady) on a goroutine of
+// its own and returns once that round is held in its sync; round gets the
+// round's error after g opens. release opens g and waits for the round's
+// goroutine: the test defers it, so that a test that fails with the round
+// held still ends the round before its engine closes.
+func holdRound(t *testing.T, n *Node, g *syncGate) (round <-chan error, release func()) {
+	t.Helper()
+	g.armed.Store(true)
+	c, done := make(chan error, 1), make(chan struct{})
+	go func() {
+		defer close(done)
+		_, err := n.ProcessReady()
+		c <- err
+	}()
+	release = func() { g.open(); <-done }
+	select {
+	case <-g.began:
+	case err := <-c:
+		t.Fatalf("the round ended (%v) without syncing", err)
+	case <-time.After(30 * time.Second):
+		release()
+		t.Fatal("the round did not reach its sync")
+	}
+	return c, release
+}
+
 // gatedEngine opens an in-memory engine whose syncs g holds while it is
 // armed; the test closes it.
 func gatedEngine(t *testing.T, g *syncGate) *storage.Engine {

@@ -41,21 +41,8 @@ func TestWaitingProposalsJoinTheNextRound(t *testing.T) {
 	var atEnd []int64 // Proposals at the end of each round, under its lock
 	n.roundEnd = func() { atEnd = append(atEnd, n.stats.Proposals.Load()) }
 	before := n.stats.Proposals.Load()
-	gate.armed.Store(true)
-	round, roundDone := make(chan error, 1), make(chan struct{})
-	go func() {
-		defer close(roundDone)
-		_, err := n.ProcessReady()
-		round <- err
-	}()
-	defer func() { gate.open(); <-roundDone }()
-	select {
-	case <-gate.began:
-	case err := <-round:
-		t.Fatalf("the round ended (%v) without syncing", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("the round did not reach its sync")
-	}
+	round, release := holdRound(t, n, gate)
+	defer release()
 
 	// Proposals while the round holds the lock, as under Run.
 	n.running.Store(true)
@@ -155,21 +142,8 @@ func TestHandedProposalsWaitForNoLock(t *testing.T) {
 	var atEnd []int64
 	n.roundEnd = func() { atEnd = append(atEnd, n.stats.Proposals.Load()) }
 	before := n.stats.Proposals.Load()
-	gate.armed.Store(true)
-	round, roundDone := make(chan error, 1), make(chan struct{})
-	go func() {
-		defer close(roundDone)
-		_, err := n.ProcessReady()
-		round <- err
-	}()
-	defer func() { gate.open(); <-roundDone }()
-	select {
-	case <-gate.began:
-	case err := <-round:
-		t.Fatalf("the round ended (%v) without syncing", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("the round did not reach its sync")
-	}
+	round, release := holdRound(t, n, gate)
+	defer release()
 	n.running.Store(true)
 
 	type handed struct {

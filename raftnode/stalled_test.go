@@ -99,16 +99,8 @@ func TestStalledLeaderServesNoLease(t *testing.T) {
 	if err := nodes[1].Propose(tablet, []byte("x")); err != nil {
 		t.Fatal(err)
 	}
-	gate.armed.Store(true)
-	round := make(chan error, 1)
-	go func() { _, err := nodes[1].ProcessReady(); round <- err }()
-	select {
-	case <-gate.began:
-	case err := <-round:
-		t.Fatalf("the round ended (%v) without syncing", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("the round did not reach its sync")
-	}
+	round, release := holdRound(t, nodes[1], gate)
+	defer release()
 
 	// An election timeout after the last tick: still the leaseholder.
 	clock.Store(100 + election)
@@ -215,22 +207,9 @@ func TestStalledSoleVoterProposes(t *testing.T) {
 			if err := n.ProposeAt(nil, lone, term, []byte("x")); err != nil {
 				t.Fatal(err)
 			}
-			gate.armed.Store(true)
-			round, roundDone := make(chan error, 1), make(chan struct{})
-			go func() {
-				defer close(roundDone)
-				_, err := n.ProcessReady()
-				round <- err
-			}()
 			// On a failure, the round ends before the engine closes.
-			defer func() { gate.open(); <-roundDone }()
-			select {
-			case <-gate.began:
-			case err := <-round:
-				t.Fatalf("the round ended (%v) without syncing", err)
-			case <-time.After(30 * time.Second):
-				t.Fatal("the round did not reach its sync")
-			}
+			round, release := holdRound(t, n, gate)
+			defer release()
 
 			// Past an election timeout: the watcher finds the scheduler stalled.
 			n.running.Store(true) // as under Run: the stall watcher runs
