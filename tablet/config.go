@@ -160,6 +160,10 @@ type Metrics struct {
 	TimestampsClosed, FollowerReads, FollowerReadsRefused, FutureWriteWaits atomic.Int64
 	// OnePhaseCommits counts transactions committed without intents.
 	OnePhaseCommits atomic.Int64
+	// OnePCRecordReads counts one-phase commit evaluations that read
+	// their transaction's record: those whose transaction may have one
+	// (txnrecordmarks.go).
+	OnePCRecordReads atomic.Int64
 	// IntentsWritten counts intents laid down by applied proposals.
 	IntentsWritten atomic.Int64
 	// PushesWaited counts pushes that had to wait in the txn wait queue.

@@ -132,4 +132,14 @@
 //     so a batch sees the value as of the last change before it, as under
 //     a read lock. A point read takes no lock of the replica's
 //     (TestPointReadTakesNoReplicaLock).
+//  14. A one-phase commit reads its transaction's record whenever one may
+//     exist: every record the replica writes is written through
+//     evalCtx.putTxnRecord, which marks its transaction first (an effect
+//     of evaluation, the one exception to invariant 5: a mark only makes
+//     a later commit read), and every way a record can arrive unmarked (a
+//     restart, a split, a snapshot, another node's lease) raises the
+//     marks' low-water mark to the clock plus the maximum offset, above
+//     every transaction begun by then; a transaction with no mark that
+//     began above it has no record (txnrecordmarks.go,
+//     TestOnePCAfterRecordWrites, TestOnePCAfterLeaseChange).
 package tablet

@@ -24,6 +24,14 @@ func (ec *evalCtx) canCreateTxnRecord(txn kvpb.TxnMeta) bool {
 	return ec.r.tombs.canCreate(txn.ID, txn.MinTimestamp)
 }
 
+// putTxnRecord writes rec in the evaluation's batch, marking its
+// transaction first as one that may have a record (txnrecordmarks.go):
+// every record this replica writes is written here.
+func (ec *evalCtx) putTxnRecord(rec *kvpb.Transaction) error {
+	ec.r.recMarks.mark(rec.ID, ec.r.clock)
+	return mvcc.PutTxnRecord(ec.b, rec)
+}
+
 func (ec *evalCtx) endTxn(req *kvpb.EndTxnRequest) (kvpb.Response, error) {
 	txn := ec.txn
 	rec, found, err := mvcc.GetTxnRecord(ec.b, req.Key, txn.ID)
@@ -110,7 +118,7 @@ func (ec *evalCtx) finish(final *kvpb.Transaction, reason kvpb.AbortReason) erro
 		foreign = append(foreign, subtractSpan(s, ec.desc)...)
 	}
 	if len(foreign) > 0 {
-		if err := mvcc.PutTxnRecord(ec.b, final); err != nil {
+		if err := ec.putTxnRecord(final); err != nil {
 			return err
 		}
 		ec.prop.ResolveAsync = append(ec.prop.ResolveAsync, AsyncResolve{Txn: final.TxnMeta, Status: final.Status, Spans: foreign, IgnoredSeqNums: final.IgnoredSeqNums})
@@ -170,7 +178,7 @@ func (ec *evalCtx) heartbeatTxn(req *kvpb.HeartbeatTxnRequest) (kvpb.Response, e
 	}
 	if rec.Status == kvpb.Pending {
 		rec.LastHeartbeat = rec.LastHeartbeat.Forward(now)
-		if err := mvcc.PutTxnRecord(ec.b, &rec); err != nil {
+		if err := ec.putTxnRecord(&rec); err != nil {
 			return nil, wrapEval(req, err)
 		}
 	}
@@ -226,7 +234,7 @@ func (ec *evalCtx) pushTxn(req *kvpb.PushTxnRequest) (kvpb.Response, error) {
 	}
 	if abort {
 		rec.Status = kvpb.Aborted
-		if err := mvcc.PutTxnRecord(ec.b, &rec); err != nil {
+		if err := ec.putTxnRecord(&rec); err != nil {
 			return nil, wrapEval(req, err)
 		}
 		ec.prop.TxnUpdates = append(ec.prop.TxnUpdates, TxnUpdate{ID: rec.ID, Status: kvpb.Aborted, AbortReason: reason, Key: rec.Key})
@@ -239,7 +247,7 @@ func (ec *evalCtx) pushTxn(req *kvpb.PushTxnRequest) (kvpb.Response, error) {
 		return &kvpb.PushTxnResponse{Pushee: rec}, nil
 	}
 	rec.WriteTimestamp = req.PushTo.Next()
-	if err := mvcc.PutTxnRecord(ec.b, &rec); err != nil {
+	if err := ec.putTxnRecord(&rec); err != nil {
 		return nil, wrapEval(req, err)
 	}
 	ec.prop.TxnUpdates = append(ec.prop.TxnUpdates, TxnUpdate{ID: rec.ID, Status: kvpb.Pending})

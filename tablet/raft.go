@@ -885,6 +885,9 @@ func (m *RaftStateMachine) LeaseAcquired(term uint64, alone bool) {
 // engine, waking every waiter so it re-evaluates against the new view.
 func (r *Replica) rebuildFromEngine() {
 	r.valid.reset()
+	// A snapshot, or the entries of another node's lease, may have
+	// brought records no mark of this replica's names.
+	r.recMarks.raiseLowWater(r.clock)
 	desc := r.Desc()
 	intents, err := mvcc.ScanIntents(r.eng, desc.StartKey, desc.EndKey, 0)
 	if err == nil {

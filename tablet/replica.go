@@ -33,6 +33,9 @@ type Replica struct {
 	metrics Metrics
 	// tombs guards deleted transaction records (txntombstone.go).
 	tombs *txnTombstones
+	// recMarks names the transactions that may have a record here
+	// (txnrecordmarks.go, invariant 14).
+	recMarks *txnRecordMarks
 	// samples holds request keys for load-based splits (loadsample.go).
 	samples loadSampler
 	// raft is set when the replica is one of a raft group's (raft.go).
@@ -143,6 +146,10 @@ func newReplica(eng *storage.Engine, clock *hlc.Clock, desc kvpb.TabletDescripto
 		locks:   lt,
 		txnWait: newTxnWaitQueue(),
 		tombs:   newTxnTombstones(clock.Now()),
+		// Records already in the engine (before a restart, or written
+		// through the left side of a split) were written for
+		// transactions that began by now.
+		recMarks: newTxnRecordMarks(horizon(clock)),
 	}
 	if o := cfg.Observe; o != nil && o.LockHold != nil {
 		lt.observeHold = o.LockHold

@@ -85,6 +85,16 @@ type tsCache struct {
 	rowTree       *btreemap.BTreeMap[[]byte, struct{}]
 	rowsUnindexed []string
 	rowLens       []int // ascending
+	// rowLenTop is, per prefix length below rowLenTopLen, a timestamp at
+	// or above every row read of that length: a point lookup, which
+	// checks the longest prefixes first, skips a length whose reads all
+	// lie below what it already found (the key's own row, read by the
+	// writer's locking read, is usually the newest). It cost a map probe
+	// per length and key, most of a one-phase commit's timestamp-cache
+	// look-ups (bench/README.md, twenty-sixth session). rowProbes
+	// counts the probes, for tests.
+	rowLenTop [rowLenTopLen]hlc.Timestamp
+	rowProbes int
 	// rowLensCap is maxRowLens; tests lower it to exercise the span path.
 	rowLensCap int
 	maxEntries int
@@ -125,6 +135,10 @@ const readArenaChunk = 64 << 10
 // maxRowLens bounds the distinct prefix lengths of row reads (see
 // tsCache.rowLensCap).
 const maxRowLens = 32
+
+// rowLenTopLen bounds the prefix lengths tsCache.rowLenTop covers; a
+// longer prefix's reads are always looked up.
+const rowLenTopLen = 64
 
 // shortRowKeyLen is the longest prefix tsCache.shortRows holds.
 const shortRowKeyLen = 31
@@ -209,6 +223,10 @@ func isPrefixEnd(key, end []byte) bool {
 // addRowLocked records a row read of prefix key, and false when it must
 // take the span path (a new prefix length past maxRowLens).
 func (c *tsCache) addRowLocked(key []byte, ts hlc.Timestamp, txn uuid.UUID) bool {
+	if n := len(key); n < rowLenTopLen {
+		// Raised even if the read takes the span path: only ever high.
+		c.rowLenTop[n] = c.rowLenTop[n].Forward(ts)
+	}
 	sk, short := makeShortRowKey(key)
 	if short {
 		if r, ok := c.shortRows[sk]; ok {
@@ -251,12 +269,22 @@ func (c *tsCache) rowRead(key []byte) (tsRead, bool) {
 }
 
 // rowPrefixesLocked merges into best the row reads whose prefix is a
-// prefix of key (key itself included when self).
+// prefix of key (key itself included when self). It looks the longest
+// first and skips the lengths whose reads all lie below best: merging a
+// read below best changes nothing (a tie still merges, since it drops
+// the transaction).
 func (c *tsCache) rowPrefixesLocked(best tsRead, key []byte, self bool) tsRead {
-	for _, n := range c.rowLens {
-		if n > len(key) || (!self && n == len(key)) {
-			break // rowLens ascends
+	end := len(key)
+	if self {
+		end++
+	}
+	hi, _ := slices.BinarySearch(c.rowLens, end) // rowLens ascends
+	for i := hi - 1; i >= 0; i-- {
+		n := c.rowLens[i]
+		if n < rowLenTopLen && c.rowLenTop[n].Less(best.ts) {
+			continue
 		}
+		c.rowProbes++
 		if r, ok := c.rowRead(key[:n]); ok {
 			best = best.merge(r.ts, r.txn)
 		}
@@ -479,6 +507,12 @@ func (c *tsCache) shrinkLocked() {
 	// The row lengths are those of the survivors: a subset of the lengths
 	// before, so within the bound.
 	c.rowTree, c.rowsUnindexed, c.rowLens = newPointTree(), c.rowsUnindexed[:0], c.rowLens[:0]
+	clear(c.rowLenTop[:])
+	top := func(n int, ts hlc.Timestamp) {
+		if n < rowLenTopLen {
+			c.rowLenTop[n] = c.rowLenTop[n].Forward(ts)
+		}
+	}
 	old := c.rowReads
 	c.rowReads = make([]tsRead, 0, len(old)/2+1)
 	for k, i := range c.rows {
@@ -490,6 +524,7 @@ func (c *tsCache) shrinkLocked() {
 		c.rows[k] = len(c.rowReads)
 		c.rowReads = append(c.rowReads, r)
 		c.rowsUnindexed = append(c.rowsUnindexed, k)
+		top(len(k), r.ts)
 		if i, found := slices.BinarySearch(c.rowLens, len(k)); !found {
 			c.rowLens = slices.Insert(c.rowLens, i, len(k))
 		}
@@ -500,6 +535,7 @@ func (c *tsCache) shrinkLocked() {
 			continue
 		}
 		c.rowsUnindexed = append(c.rowsUnindexed, r.key)
+		top(len(r.key), r.read.ts)
 		if i, found := slices.BinarySearch(c.rowLens, len(r.key)); !found {
 			c.rowLens = slices.Insert(c.rowLens, i, len(r.key))
 		}
