@@ -405,8 +405,9 @@ func (e *Engine) Get(key MVCCKey) ([]byte, bool, error) { return get(e, e.db, ke
 // comes from the engine's pool when one there is current (iterpool.go),
 // and goes back to it on Close. A prefix iterator is one of them: the
 // prefix is a property of its seeks (Pebble's SeekPrefixGE may be called
-// on any iterator, and its next SeekGE, First or SetBounds leaves prefix
-// mode), not of the Pebble iterator, so a point read of one user key
+// on any iterator, and a later SeekGE, SeekLT, First or Last, or a
+// change of bounds, leaves prefix mode), not of the Pebble iterator, so
+// a point read of one user key
 // (mvcc.Get) pays for no iterator of its own, as a row's bounded read
 // does not.
 func (e *Engine) NewIter(opts IterOptions) (*Iterator, error) {
