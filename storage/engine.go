@@ -401,11 +401,17 @@ func newIter(e *Engine, r pebbleReader, opts IterOptions) (*Iterator, error) {
 // Get implements Reader.
 func (e *Engine) Get(key MVCCKey) ([]byte, bool, error) { return get(e, e.db, key) }
 
-// NewIter implements Reader. A plain iterator (not a prefix one, and not a
-// scan read ahead) comes from the engine's pool when one there is current
-// (iterpool.go), and goes back to it on Close.
+// NewIter implements Reader. An iterator that does not read a scan ahead
+// comes from the engine's pool when one there is current (iterpool.go),
+// and goes back to it on Close. A prefix iterator is one of them: the
+// prefix is a property of its seeks (Pebble's SeekPrefixGE may be called
+// on any iterator, and a later SeekGE, SeekLT, First or Last, or a
+// change of bounds, leaves prefix mode), not of the Pebble iterator, so
+// a point read of one user key
+// (mvcc.Get) pays for no iterator of its own, as a row's bounded read
+// does not.
 func (e *Engine) NewIter(opts IterOptions) (*Iterator, error) {
-	if opts.Prefix || (opts.Scan && e.ra != nil) {
+	if opts.Scan && !opts.Prefix && e.ra != nil {
 		return newIter(e, e.db, opts)
 	}
 	if it := e.iters.take(); it != nil {
@@ -413,7 +419,7 @@ func (e *Engine) NewIter(opts IterOptions) (*Iterator, error) {
 			_ = it.it.Close()
 			return nil, fmt.Errorf("storage: new iterator: %w", err)
 		}
-		it.err, it.key = nil, MVCCKey{}
+		it.err, it.key, it.prefix = nil, MVCCKey{}, opts.Prefix
 		var lo, hi []byte
 		buf := it.bounds[:0]
 		if opts.LowerBound != nil {
