@@ -218,6 +218,8 @@ func Open(dir string, opts Options) (*Engine, error) {
 		}
 		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
 	}
+	// Full-size memtables from the first rotation (memramp.go).
+	skipMemTableRamp(db, memTableSize)
 	wo := pebble.Sync
 	if opts.NoSync {
 		wo = pebble.NoSync
