@@ -106,6 +106,13 @@ func (r *Replica) evaluateOnePC(ba *kvpb.BatchRequest, desc kvpb.TabletDescripto
 			return nil, nil, errNot1PC
 		}
 	}
+	if !r.tombs.canCreate(ba.Txn.ID, ba.Txn.MinTimestamp) {
+		// Its record was deleted, or may have been (txntombstone.go): a
+		// pusher that finds no record for it takes it for aborted, so it
+		// must never commit. The two-phase path's EndTxn says how it
+		// ended (TestOnePCRefusedRecord).
+		return nil, nil, errNot1PC
+	}
 	checks := onePCChecks(ba)
 	// The answer, its responses (up to onePCInline), the committed
 	// transaction and the writes' evaluation context are one object.

@@ -217,3 +217,42 @@ func TestOnePCAfterLeaseChange(t *testing.T) {
 		t.Fatalf("an aborted transaction's write is visible: %q", got)
 	}
 }
+
+// TestOnePCRefusedRecord: a transaction aborted by a pusher whose record
+// was then deleted (the tombstone stands for it, txntombstone.go) commits
+// neither in one phase nor in two. Its one-phase commit read the record,
+// found none and committed the write of an aborted transaction.
+func TestOnePCRefusedRecord(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t, Config{})
+	txn := newerTxn(h, "T", "k")
+	push := &kvpb.BatchRequest{}
+	push.Add(&kvpb.PushTxnRequest{Key: txn.Key, Pushee: txn.TxnMeta, Pusher: kvpb.Transaction{TxnMeta: kvpb.TxnMeta{Priority: MaxPriority}}, PushType: kvpb.PushAbort})
+	br, err := h.send(ctx, push, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := br.Responses[0].(*kvpb.PushTxnResponse).Pushee
+	if rec.Status != kvpb.Aborted {
+		t.Fatalf("pushee is %s, want aborted", rec.Status)
+	}
+	// The aborted record's deletion, as its cleanup's apply does it.
+	b := h.eng.NewBatch()
+	if err := mvcc.DeleteTxnRecord(b, txn.Key, txn.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	h.r.tombs.add(rec.TxnMeta, rec.Status)
+
+	_, err = h.send(ctx, onePCBatch("k", "v"), "T")
+	var aborted *kvpb.TransactionAbortedError
+	if !errors.As(err, &aborted) {
+		t.Fatalf("the commit of a transaction aborted, its record deleted: %v, want TransactionAbortedError", err)
+	}
+	if got := h.getAt(t, "k", h.clock.Now()); got != "" {
+		t.Fatalf("an aborted transaction committed a write: %q", got)
+	}
+}
