@@ -220,6 +220,25 @@ func TestRaftSeam(t *testing.T) {
 	}
 }
 
+// applyEverywhere applies data, as the log entry at term and index, on the
+// replica of each harness, as each node's raft does with a committed
+// entry.
+func applyEverywhere(t *testing.T, data []byte, term, index uint64, hs ...*harness) {
+	t.Helper()
+	for _, h := range hs {
+		m := h.r.StateMachine()
+		b := h.eng.NewBatch()
+		if err := m.Apply(b, &pb.Entry{Term: &term, Index: &index, Data: data}); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		b.Close()
+		m.Applied([]*pb.Entry{{Term: &term, Index: &index, Data: data}}, false)
+	}
+}
+
 // TestRaftReadAfterLeaseChange: a read the tablet stamps itself, arriving
 // at a replica that has just taken up a lease other nodes may have held,
 // must not be served at a timestamp below the lease's start: the previous
@@ -246,20 +265,7 @@ func TestRaftReadAfterLeaseChange(t *testing.T) {
 		_, err := prev.r.Send(ctx, ba)
 		done <- err
 	}()
-	data := <-pg.proposed
-	term, index := uint64(5), uint64(1)
-	for _, hh := range []*harness{prev, h} {
-		m := hh.r.StateMachine()
-		b := hh.eng.NewBatch()
-		if err := m.Apply(b, &pb.Entry{Term: &term, Index: &index, Data: data}); err != nil {
-			t.Fatal(err)
-		}
-		if err := b.Commit(); err != nil {
-			t.Fatal(err)
-		}
-		b.Close()
-		m.Applied([]*pb.Entry{{Term: &term, Index: &index, Data: data}}, false)
-	}
+	applyEverywhere(t, <-pg.proposed, 5, 1, prev, h)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}

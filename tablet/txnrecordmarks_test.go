@@ -150,20 +150,7 @@ func TestOnePCAfterLeaseChange(t *testing.T) {
 		_, err := prev.r.Send(ctx, push)
 		done <- err
 	}()
-	data := <-pg.proposed
-	term, index := uint64(5), uint64(1)
-	for _, hh := range []*harness{prev, h} {
-		m := hh.r.StateMachine()
-		b := hh.eng.NewBatch()
-		if err := m.Apply(b, &pb.Entry{Term: &term, Index: &index, Data: data}); err != nil {
-			t.Fatal(err)
-		}
-		if err := b.Commit(); err != nil {
-			t.Fatal(err)
-		}
-		b.Close()
-		m.Applied([]*pb.Entry{{Term: &term, Index: &index, Data: data}}, false)
-	}
+	applyEverywhere(t, <-pg.proposed, 5, 1, prev, h)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
