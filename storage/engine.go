@@ -218,8 +218,12 @@ func Open(dir string, opts Options) (*Engine, error) {
 		}
 		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
 	}
-	// Full-size memtables from the first rotation (memramp.go).
-	skipMemTableRamp(db, memTableSize)
+	// Full-size memtables from the first rotation (memramp.go), when the
+	// block cache, which each memtable's size is reserved from, holds
+	// four of them.
+	if CacheSizeOr(opts.CacheSize) >= rampCacheMin {
+		skipMemTableRamp(db, memTableSize)
+	}
 	wo := pebble.Sync
 	if opts.NoSync {
 		wo = pebble.NoSync

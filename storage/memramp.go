@@ -20,12 +20,24 @@ import (
 // memtables anyway (cairn start's --max-memory), so the ramp saves it
 // nothing.
 //
+// Pebble reserves each memtable's size from the block cache, though, so a
+// full memtable takes 64 MiB of the cache's blocks at once: all of the 64
+// MiB cache an engine gets by default (tests, tools), whose reads then
+// found no block cached (sql/exec's TestCountInOrderOnSeekingDisk). The
+// ramp is skipped only with a cache of rampCacheMin or more (cairn start's
+// default, --cache-mib 256); a smaller cache keeps Pebble's ramp, whose
+// memtables reach full size, and reserve it, only after ~32 MiB of writes.
+//
 // Pebble has no option for the ramp; skipMemTableRamp sets the size its
 // next memtable will have (DB.mu.mem.nextSize) to MemTableSize, under
 // DB.mu as Pebble does, through reflection. It reports false, changing
 // nothing, when this Pebble does not have that field as expected
 // (TestSkipMemTableRamp fails then, so an upgrade that moves it is
 // noticed). The store's first memtable, made by Open, keeps its 256 KiB.
+
+// rampCacheMin is the smallest block cache with which Open skips the ramp:
+// four full memtables.
+const rampCacheMin = 4 * memTableSize
 
 // skipMemTableRamp makes db's memtables after its first size full
 // (see above).
