@@ -413,9 +413,8 @@ func (e *Engine) Get(key MVCCKey) ([]byte, bool, error) { return get(e, e.db, ke
 // prefix is a property of its seeks (Pebble's SeekPrefixGE may be called
 // on any iterator, and a later SeekGE, SeekLT, First or Last, or a
 // change of bounds, leaves prefix mode), not of the Pebble iterator, so
-// a point read of one user key
-// (mvcc.Get) pays for no iterator of its own, as a row's bounded read
-// does not.
+// a point read of one user key (mvcc.Get) pays for no iterator of its
+// own, as a row's bounded read does not.
 func (e *Engine) NewIter(opts IterOptions) (*Iterator, error) {
 	if opts.Scan && !opts.Prefix && e.ra != nil {
 		return newIter(e, e.db, opts)

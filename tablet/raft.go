@@ -870,8 +870,7 @@ func (m *RaftStateMachine) LeaseAcquired(term uint64, alone bool) {
 		// clock, which never goes backwards.
 		return
 	}
-	start := r.clock.Now()
-	start.WallTime += int64(r.clock.MaxOffset())
+	start := horizon(r.clock)
 	r.tscache.raiseLowWater(start)
 	// The transaction tombstones need no such raise: every replica applied
 	// the deletions of earlier terms before its lease began (the lease

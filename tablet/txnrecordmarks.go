@@ -40,8 +40,10 @@ type txnRecordMarks struct {
 	ids      map[uuid.UUID]struct{}
 }
 
-// horizon is a timestamp above the MinTimestamp of every transaction that
-// has begun by now (see above).
+// horizon is this node's clock plus the maximum offset: above every clock
+// reading any node can have taken by now, so above the MinTimestamp of
+// every transaction begun by now (see above), and the start of a lease
+// other nodes may have held (LeaseAcquired).
 func horizon(clock *hlc.Clock) hlc.Timestamp {
 	ts := clock.Now()
 	ts.WallTime += int64(clock.MaxOffset())
