@@ -160,7 +160,7 @@ func (r *Replica) evaluateOnePC(ba *kvpb.BatchRequest, desc kvpb.TabletDescripto
 			// under simple-update (bench/README.md, thirteenth session).
 			continue
 		}
-		if rts, rtxn := r.tscache.getMax(req.Span()); ts.LessEq(rts) && rtxn != ba.Txn.ID {
+		if rts, rtxn := r.tscache.getMaxFrom(req.Span(), ts); ts.LessEq(rts) && rtxn != ba.Txn.ID {
 			if !et.MayMoveCommit {
 				return nil, nil, &kvpb.TransactionRetryError{
 					Reason: kvpb.RetrySerializable,
