@@ -799,7 +799,15 @@ func (t *Txn) readThroughBuffer(ctx context.Context, b *Batch) (bool, error) {
 		hasRange bool           // a live range deletion overlaps the scan
 		sent     int            // index into the KV batch, or -1
 	}
-	plans := make([]plan, len(b.reqs))
+	// A batch of one read (pgbench -N's SELECT in its block) plans on
+	// the stack.
+	var planBuf [1]plan
+	plans := planBuf[:0]
+	if len(b.reqs) <= len(planBuf) {
+		plans = planBuf[:len(b.reqs)]
+	} else {
+		plans = make([]plan, len(b.reqs))
+	}
 	var kvReqs []kvpb.Request
 	overlaps := false
 	for i, r := range b.reqs {
