@@ -243,6 +243,11 @@ func TestTSCacheSplitOffModel(t *testing.T) {
 			if got, _ := r.getMax(sp(q, "")); got.Less(want) {
 				t.Fatalf("split at %q: right side getMax(%q) = %s, below a read at %s", split, q, got, want)
 			}
+			// A write at the highest read still sees it (the right
+			// side's span entries and row lengths keep their tops).
+			if got, _ := r.getMaxFrom(sp(q, ""), want); got.Less(want) {
+				t.Fatalf("split at %q: right side getMaxFrom(%q, %s) = %s, below a read at %s", split, q, want, got, want)
+			}
 		}
 	})
 }
