@@ -40,3 +40,32 @@ func TestBufferedRowReadAllocs(t *testing.T) {
 	}
 	mustOK(t, txn.Rollback(ctx))
 }
+
+// TestLockingReadAllocs: an UPDATE's locking read of one row (a new
+// transaction's first) holds its lock request's slice and the lock's id
+// slice on the stack: the transaction, its read and its rollback
+// allocate 81 objects, 83 with both slices made apart.
+func TestLockingReadAllocs(t *testing.T) {
+	ctx := context.Background()
+	e, _ := newWatchedEnv(t)
+	e.mustPut("r5", "old")
+	row := []byte("r5")
+	end := keys.PrefixEnd(row)
+	read := func() {
+		txn := e.db.NewTxn(ctx, "update", Snapshot)
+		txn.EnableWriteBuffering()
+		b := &Batch{}
+		b.Scan(row, end, 0)
+		b.LockOnRead(row, end)
+		mustOK(t, txn.Run(ctx, b))
+		if len(b.Results[0].Rows) != 1 {
+			t.Fatalf("the locking read gave %v, want the row", b.Results[0].Rows)
+		}
+		mustOK(t, txn.Rollback(ctx))
+	}
+	read()
+	const want = 81
+	if n := testing.AllocsPerRun(50, read); n > want && !raceEnabled {
+		t.Errorf("a transaction's locking read and rollback allocated %.0f objects, want at most %d", n, want)
+	}
+}
