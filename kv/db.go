@@ -117,6 +117,8 @@ type DB struct {
 	resolveSem chan struct{}
 	// active are the open transactions (protected.go).
 	active activeTxns
+	// beats are the running heartbeats (txn_heartbeat.go).
+	beats heartbeats
 	// incarnation: see Incarnation.
 	incarnation uuid.UUID
 	// belowIntents counts ScanCommitted's reads that met intents and

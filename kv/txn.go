@@ -73,6 +73,8 @@ type Txn struct {
 	// snapshot: a read-only view at a timestamp someone else chose
 	// (NewSnapshotTxn); it never moves its read timestamp.
 	snapshot bool
+	// hb is the heartbeat mu.hb points to once the Txn writes.
+	hb heartbeat
 
 	mu struct {
 		sync.Mutex

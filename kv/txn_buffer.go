@@ -546,7 +546,7 @@ func (t *Txn) lockSpansLocked(b *Batch) (locks []kvpb.Request, ids []string, nee
 			sps = append(sps, sp)
 		}
 	}
-	return t.newMemLocksLocked(sps)
+	return t.newMemLocksLocked(sps, nil, nil)
 }
 
 // readLockedCoversLocked reports whether sp (a point when EndKey is nil)
@@ -577,10 +577,11 @@ func (t *Txn) addReadLockedLocked(sp kvpb.Span) {
 	t.mu.readLocked = slices.Insert(t.mu.readLocked, i, sp)
 }
 
-// newMemLocksLocked returns the unreplicated LockRequests for the spans
-// among sps the transaction does not hold yet, with their ids (to note
-// once taken) and needRecord, as lockSpansLocked. t.mu is held.
-func (t *Txn) newMemLocksLocked(sps []kvpb.Span) (locks []kvpb.Request, ids []string, needRecord bool) {
+// newMemLocksLocked appends to locks the unreplicated LockRequests for
+// the spans among sps the transaction does not hold yet, and to ids
+// their ids (to note once taken), and returns them with needRecord, as
+// lockSpansLocked. t.mu is held.
+func (t *Txn) newMemLocksLocked(sps []kvpb.Span, locks []kvpb.Request, ids []string) (_ []kvpb.Request, _ []string, needRecord bool) {
 	for _, sp := range sps {
 		id := string(sp.Key) + "\x00" + string(sp.EndKey)
 		if _, ok := t.mu.memLocked[id]; ok || slices.Contains(ids, id) {
@@ -653,7 +654,11 @@ func (t *Txn) runLockingRead(ctx context.Context, b *Batch) (handled bool, err e
 			return false, nil
 		}
 	}
-	locks, ids, needRecord := t.newMemLocksLocked(b.lockOnRead)
+	// An UPDATE's read locks one row's span: its lock and id are held
+	// on the stack.
+	var locksBuf [1]kvpb.Request
+	var idsBuf [1]string
+	locks, ids, needRecord := t.newMemLocksLocked(b.lockOnRead, locksBuf[:0], idsBuf[:0])
 	if len(locks) > 0 {
 		// The batch reads what it locks; recorded as read before it is
 		// sent, so that a WriteTooOld the lock meets (a version newer
@@ -799,7 +804,15 @@ func (t *Txn) readThroughBuffer(ctx context.Context, b *Batch) (bool, error) {
 		hasRange bool           // a live range deletion overlaps the scan
 		sent     int            // index into the KV batch, or -1
 	}
-	plans := make([]plan, len(b.reqs))
+	// A batch of one read (pgbench -N's SELECT in its block) plans on
+	// the stack.
+	var planBuf [1]plan
+	plans := planBuf[:0]
+	if len(b.reqs) <= len(planBuf) {
+		plans = planBuf[:len(b.reqs)]
+	} else {
+		plans = make([]plan, len(b.reqs))
+	}
 	var kvReqs []kvpb.Request
 	overlaps := false
 	for i, r := range b.reqs {

@@ -19,51 +19,107 @@ import (
 // (invariant 5). A beat that finds the record aborted (a pusher or the
 // deadlock detector got there) makes the Txn's next operation fail with
 // *kvpb.TransactionAbortedError.
+//
+// It is part of its Txn, and the DB's heartbeats (one timer for all of
+// them) start its beats when they are due: most transactions end long
+// before their first beat (pgbench's, in a millisecond), and a timer of
+// their own (time.AfterFunc: the timer, its function and the heartbeat,
+// and the runtime's timer heap on start and stop) was paid by each,
+// as a goroutine waiting on a ticker was before it
+// (TestHeartbeatStartsNoGoroutine, TestHeartbeatAllocs).
 type heartbeat struct {
-	mu      sync.Mutex
+	t  *Txn
+	mu sync.Mutex
+	// due is when the next beat is; beating: one is being sent.
+	due     time.Time
+	beating bool
 	stopped bool
-	// timer runs the next beat (tick). The beats run on a timer, not on
-	// a goroutine of their own waiting for a ticker: most transactions
-	// end long before their first beat (pgbench's, in a millisecond),
-	// and the goroutine's start, its wake-up at the end and its ticker
-	// were paid by each (TestHeartbeatStartsNoGoroutine).
-	timer   *time.Timer
 	aborted error
+	// prev and next link the running heartbeats (heartbeats.first);
+	// the DB's heartbeats.mu guards them.
+	prev, next *heartbeat
 }
+
+// heartbeats are a DB's running heartbeats, and the timer that looks for
+// due beats every quarter interval while any runs, so a beat comes at
+// most a quarter interval late (well inside the liveness threshold,
+// which is several intervals).
+type heartbeats struct {
+	mu    sync.Mutex
+	first *heartbeat
+	armed bool
+	timer *time.Timer
+}
+
+// sweepEvery is how often the DB's heartbeats look for due beats.
+func (db *DB) sweepEvery() time.Duration { return max(db.opts.HeartbeatInterval/4, time.Microsecond) }
 
 // startHeartbeat starts beating for t; t.mu is held.
 func (t *Txn) startHeartbeat() *heartbeat {
-	hb := &heartbeat{}
-	hb.mu.Lock()
-	hb.timer = time.AfterFunc(t.db.opts.HeartbeatInterval, func() { t.tick(hb) })
-	hb.mu.Unlock()
+	hb := &t.hb
+	hb.t = t
+	hb.due = time.Now().Add(t.db.opts.HeartbeatInterval)
+	b := &t.db.beats
+	b.mu.Lock()
+	hb.next = b.first
+	if b.first != nil {
+		b.first.prev = hb
+	}
+	b.first = hb
+	if !b.armed {
+		b.armed = true
+		if b.timer == nil {
+			b.timer = time.AfterFunc(t.db.sweepEvery(), t.db.sweepHeartbeats)
+		} else {
+			b.timer.Reset(t.db.sweepEvery())
+		}
+	}
+	b.mu.Unlock()
 	return hb
 }
 
-// tick sends a beat that is due, on the timer's goroutine, and sets the
-// timer for the next one, unless the heartbeat stopped, the Txn's
-// context ended or the DB closed (Close waits for a beat being sent, as
-// for any background work: goBackground).
+// sweepHeartbeats starts each due beat (on a goroutine of its own, as a
+// beat may wait up to an interval for its answer) and sets the timer
+// again while any heartbeat runs and the DB is open.
+func (db *DB) sweepHeartbeats() {
+	b := &db.beats
+	now := time.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if db.stopCtx.Err() != nil || b.first == nil {
+		b.armed = false
+		return
+	}
+	for hb := b.first; hb != nil; hb = hb.next {
+		hb.mu.Lock()
+		due := !hb.stopped && !hb.beating && !now.Before(hb.due)
+		if due {
+			hb.beating = true
+		}
+		hb.mu.Unlock()
+		if due {
+			db.goBackground(func() { hb.t.tick(hb) })
+		}
+	}
+	b.timer.Reset(db.sweepEvery())
+}
+
+// tick sends a beat that is due and sets the next one an interval on,
+// unless the heartbeat stopped, the Txn's context ended or the DB closed
+// (Close waits for a beat being sent, as for any background work:
+// goBackground). A beat that finds the record aborted ends it.
 func (t *Txn) tick(hb *heartbeat) {
 	db := t.db
-	if hb.isStopped() || t.ctx.Err() != nil {
+	if hb.isStopped() {
 		return
 	}
-	db.bgMu.Lock()
-	if db.closed {
-		db.bgMu.Unlock()
-		return
-	}
-	db.bg.Add(1)
-	db.bgMu.Unlock()
-	defer db.bg.Done()
-	if db.stopCtx.Err() != nil || !t.beat(hb) {
+	if t.ctx.Err() != nil || db.stopCtx.Err() != nil || !t.beat(hb) {
+		hb.stop()
 		return
 	}
 	hb.mu.Lock()
-	if !hb.stopped {
-		hb.timer.Reset(db.opts.HeartbeatInterval)
-	}
+	hb.beating = false
+	hb.due = time.Now().Add(db.opts.HeartbeatInterval)
 	hb.mu.Unlock()
 }
 
@@ -144,9 +200,22 @@ func (hb *heartbeat) abortedErr() error {
 // stop ends the heartbeat; safe to call more than once.
 func (hb *heartbeat) stop() {
 	hb.mu.Lock()
-	defer hb.mu.Unlock()
-	if !hb.stopped {
-		hb.stopped = true
-		hb.timer.Stop()
+	was := hb.stopped
+	hb.stopped = true
+	hb.mu.Unlock()
+	if was {
+		return
 	}
+	b := &hb.t.db.beats
+	b.mu.Lock()
+	if hb.prev != nil {
+		hb.prev.next = hb.next
+	} else {
+		b.first = hb.next
+	}
+	if hb.next != nil {
+		hb.next.prev = hb.prev
+	}
+	hb.prev, hb.next = nil, nil
+	b.mu.Unlock()
 }

@@ -83,3 +83,79 @@ func TestHeartbeatStartsNoGoroutine(t *testing.T) {
 		}
 	})
 }
+
+// TestHeartbeatAllocs: starting and stopping a writing transaction's
+// heartbeat allocates nothing (the heartbeat is part of its Txn and the
+// DB's one timer finds due beats); with a timer of its own it was three
+// objects (the heartbeat, the timer and its function). Beats still come
+// for every running heartbeat and stop with each: two transactions
+// beat, and once one ends only the other does.
+func TestHeartbeatAllocs(t *testing.T) {
+	t.Run("allocs", func(t *testing.T) {
+		e := newTestEnv(t, envOptions{db: Options{HeartbeatInterval: time.Hour}})
+		txn := e.db.NewTxn(context.Background(), "t", Snapshot)
+		run := func() {
+			txn.mu.Lock()
+			txn.hb = heartbeat{}
+			hb := txn.startHeartbeat()
+			txn.mu.Unlock()
+			hb.stop()
+		}
+		run()
+		if got := testing.AllocsPerRun(100, run); got != 0 && !raceEnabled {
+			t.Errorf("a heartbeat's start and stop allocated %.0f objects, want 0", got)
+		}
+		if err := txn.Rollback(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("beats", func(t *testing.T) {
+		var bc *beatCounter
+		e := newTestEnv(t, envOptions{db: Options{HeartbeatInterval: time.Millisecond},
+			wrapSender: func(s kvpb.Sender) kvpb.Sender { bc = &beatCounter{Sender: s}; return bc }})
+		ctx := context.Background()
+		a, b := e.db.NewTxn(ctx, "a", Snapshot), e.db.NewTxn(ctx, "b", Snapshot)
+		for _, txn := range []*Txn{a, b} {
+			if err := txn.Put(ctx, []byte(txn.mu.proto.Name), []byte("v")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Each record is created by a beat: wait for both.
+		for _, txn := range []*Txn{a, b} {
+			for {
+				txn.mu.Lock()
+				proto := txn.mu.proto.Clone()
+				txn.mu.Unlock()
+				ba := &kvpb.BatchRequest{}
+				ba.Add(&kvpb.QueryTxnRequest{Key: proto.Key, Txn: proto.TxnMeta})
+				br, err := e.db.Send(ctx, ba)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if br.Responses[0].(*kvpb.QueryTxnResponse).Found {
+					break
+				}
+				runtime.Gosched()
+			}
+		}
+		if err := a.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if !a.hb.isStopped() || b.hb.isStopped() {
+			t.Fatalf("after a's commit: a's heartbeat stopped %t, b's %t", a.hb.isStopped(), b.hb.isStopped())
+		}
+		n := bc.beats.Load()
+		for bc.beats.Load() < n+3 {
+			runtime.Gosched()
+		}
+		e.db.beats.mu.Lock()
+		first, next := e.db.beats.first, e.db.beats.first.next
+		e.db.beats.mu.Unlock()
+		if first != &b.hb || next != nil {
+			t.Errorf("running heartbeats after a's commit: %p then %p, want b's (%p) alone", first, next, &b.hb)
+		}
+		if err := b.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

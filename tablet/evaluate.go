@@ -431,7 +431,12 @@ func (ec *evalCtx) writeTS(span kvpb.Span) hlc.Timestamp {
 	if ec.fixedTS {
 		return ec.ba.Timestamp
 	}
-	rts, rtxn := ec.r.tscache.getMax(span)
+	// Only reads at or above the write's timestamp move it.
+	floor := ec.ba.Timestamp
+	if ec.txn != nil {
+		floor = ec.txn.WriteTimestamp
+	}
+	rts, rtxn := ec.r.tscache.getMaxFrom(span, floor)
 	if ec.txn == nil {
 		ts := ec.ba.Timestamp
 		if ts.LessEq(rts) {

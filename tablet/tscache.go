@@ -95,6 +95,12 @@ type tsCache struct {
 	// counts the probes, for tests.
 	rowLenTop [rowLenTopLen]hlc.Timestamp
 	rowProbes int
+	// spanTop is a timestamp at or above every entry of entries: a
+	// lookup from a floor above it (getMaxFrom) skips the span tree,
+	// whose search for a point was a third of a write's look-up.
+	// spanProbes counts the searches, for tests.
+	spanTop    hlc.Timestamp
+	spanProbes int
 	// rowLensCap is maxRowLens; tests lower it to exercise the span path.
 	rowLensCap int
 	maxEntries int
@@ -273,7 +279,10 @@ func (c *tsCache) rowRead(key []byte) (tsRead, bool) {
 // first and skips the lengths whose reads all lie below best: merging a
 // read below best changes nothing (a tie still merges, since it drops
 // the transaction).
-func (c *tsCache) rowPrefixesLocked(best tsRead, key []byte, self bool) tsRead {
+//
+// Reads below floor are skipped too (getMaxFrom): they cannot lift the
+// answer to floor, nor change it once it is there.
+func (c *tsCache) rowPrefixesLocked(best tsRead, key []byte, self bool, floor hlc.Timestamp) tsRead {
 	end := len(key)
 	if self {
 		end++
@@ -281,7 +290,7 @@ func (c *tsCache) rowPrefixesLocked(best tsRead, key []byte, self bool) tsRead {
 	hi, _ := slices.BinarySearch(c.rowLens, end) // rowLens ascends
 	for i := hi - 1; i >= 0; i-- {
 		n := c.rowLens[i]
-		if n < rowLenTopLen && c.rowLenTop[n].Less(best.ts) {
+		if n < rowLenTopLen && (c.rowLenTop[n].Less(best.ts) || c.rowLenTop[n].Less(floor)) {
 			continue
 		}
 		c.rowProbes++
@@ -295,7 +304,7 @@ func (c *tsCache) rowPrefixesLocked(best tsRead, key []byte, self bool) tsRead {
 // tablePrefixesLocked merges into best the node's table's reads of the
 // prefixes of key (key itself included) of the lengths this cache put
 // there.
-func (c *tsCache) tablePrefixesLocked(best tsRead, key []byte) tsRead {
+func (c *tsCache) tablePrefixesLocked(best tsRead, key []byte, floor hlc.Timestamp) tsRead {
 	lens := c.readLens
 	if len(key) < 63 {
 		lens &= 1<<(len(key)+1) - 1
@@ -303,8 +312,10 @@ func (c *tsCache) tablePrefixesLocked(best tsRead, key []byte) tsRead {
 	for lens != 0 {
 		n := bits.TrailingZeros64(lens)
 		lens &= lens - 1
-		if (hlc.Timestamp{WallTime: c.readLenMax[n]}).LessEq(c.lowWater) {
-			continue // the low-water mark already answers for them
+		if top := (hlc.Timestamp{WallTime: c.readLenMax[n]}); top.LessEq(c.lowWater) || top.Less(floor) {
+			// The low-water mark already answers for them, or they lie
+			// below the caller's floor (getMaxFrom).
+			continue
 		}
 		if r := c.reads.get(key[:n]); !r.IsEmpty() {
 			best = best.merge(r, uuid.Nil)
@@ -447,6 +458,9 @@ func (c *tsCache) addSpanLocked(start, end []byte, ts hlc.Timestamp, txn uuid.UU
 	for k := range inserts {
 		c.entries.ReplaceOrInsert(inserts[k].start, &inserts[k])
 	}
+	// Every entry changed or made here is at or below the merge of its
+	// old timestamp (below spanTop) and ts.
+	c.spanTop = c.spanTop.Forward(ts)
 }
 
 // shrinkLocked raises the low-water mark to the median entry timestamp and
@@ -489,10 +503,11 @@ func (c *tsCache) shrinkLocked() {
 	clear(c.readLog[len(kept):])
 	c.readLog, c.readTree, c.readIndexed = kept, nil, 0
 	oldEntries := c.entries
-	c.entries = newSpanTree()
+	c.entries, c.spanTop = newSpanTree(), hlc.Timestamp{}
 	for k, e := range oldEntries.Ascend(btreemap.Min[[]byte](), btreemap.Max[[]byte]()) {
 		if c.lowWater.Less(e.ts) {
 			c.entries.ReplaceOrInsert(k, e)
+			c.spanTop = c.spanTop.Forward(e.ts)
 		}
 	}
 	// The trees index the survivors again when next needed.
@@ -577,6 +592,18 @@ func unsafeBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), le
 // getMax returns the highest read timestamp over span and the transaction
 // that read there (uuid.Nil if unknown, several, or the low-water mark).
 func (c *tsCache) getMax(span kvpb.Span) (hlc.Timestamp, uuid.UUID) {
+	return c.getMaxFrom(span, hlc.Timestamp{})
+}
+
+// getMaxFrom is getMax for a caller that only acts on reads at or above
+// floor (a write at floor: writeTS, a one-phase commit). When getMax's
+// answer is at or above floor it returns that answer, transaction and
+// all; otherwise some timestamp below floor (the reads it skipped all
+// lie below floor, so none could lift the answer to it). A write looks
+// up each key it writes, and the prefix lengths and span entries of
+// reads older than the write (the catalog's, pgbench's -i) cost a map
+// probe or a tree search each (bench/README.md, twenty-seventh session).
+func (c *tsCache) getMaxFrom(span kvpb.Span, floor hlc.Timestamp) (hlc.Timestamp, uuid.UUID) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	best := tsRead{ts: c.lowWater}
@@ -585,9 +612,9 @@ func (c *tsCache) getMax(span kvpb.Span) (hlc.Timestamp, uuid.UUID) {
 		if r, ok := c.byKey[string(span.Key)]; ok {
 			best = best.merge(r.ts, r.txn)
 		}
-		best = c.rowPrefixesLocked(best, span.Key, true)
+		best = c.rowPrefixesLocked(best, span.Key, true, floor)
 		if c.readLens != 0 {
-			best = c.tablePrefixesLocked(best, span.Key)
+			best = c.tablePrefixesLocked(best, span.Key, floor)
 		}
 	} else {
 		c.indexLocked()
@@ -601,21 +628,26 @@ func (c *tsCache) getMax(span kvpb.Span) (hlc.Timestamp, uuid.UUID) {
 			r, _ := c.rowRead(k)
 			best = best.merge(r.ts, r.txn)
 		}
-		best = c.rowPrefixesLocked(best, span.Key, false)
+		best = c.rowPrefixesLocked(best, span.Key, false, floor)
 		if c.readLens != 0 {
 			// The table's reads covering the span's start, then those
 			// whose prefix lies in it.
-			best = c.tablePrefixesLocked(best, span.Key)
+			best = c.tablePrefixesLocked(best, span.Key, floor)
 			c.indexReadsLocked()
 			for _, w := range c.readTree.Ascend(btreemap.GE(span.Key), btreemap.LT(span.EndKey)) {
 				best = best.merge(hlc.Timestamp{WallTime: w}, uuid.Nil)
 			}
 		}
 	}
+	if c.spanTop.Less(best.ts) || c.spanTop.Less(floor) {
+		// Every span entry lies below what was found or below floor.
+		return best.ts, best.txn
+	}
 	var end []byte
 	if !point {
 		end = span.EndKey
 	}
+	c.spanProbes++
 	for _, e := range c.overlapsLocked(span.Key, end) {
 		best = best.merge(e.ts, e.txn)
 	}
@@ -657,6 +689,7 @@ func (c *tsCache) splitOff(key []byte) *tsCache {
 		ne := *e
 		ne.start = maxKey(e.start, key)
 		r.entries.ReplaceOrInsert(ne.start, &ne)
+		r.spanTop = r.spanTop.Forward(ne.ts)
 	}
 	// A row read whose prefix is a proper prefix of key covers
 	// [key, PrefixEnd(prefix)) on the right: a span entry there.

@@ -115,6 +115,14 @@ func TestTSCacheModel(t *testing.T) {
 				}
 			}
 			got, gotTxn := c.getMax(q)
+			// From a floor, the same answer when it reaches the floor,
+			// else one below it.
+			floor := hlc.Timestamp{WallTime: rapid.Int64Range(0, 9).Draw(t, "floor")}
+			if fts, ftxn := c.getMaxFrom(q, floor); floor.LessEq(got) && (fts != got || ftxn != gotTxn) {
+				t.Fatalf("getMaxFrom(%s, %s) = %s by %s, getMax %s by %s", q, floor, fts, ftxn, got, gotTxn)
+			} else if got.Less(floor) && !fts.Less(floor) {
+				t.Fatalf("getMaxFrom(%s, %s) = %s, getMax %s is below the floor", q, floor, fts, got)
+			}
 			if got.Less(want) {
 				t.Fatalf("getMax(%s) = %s, below a served read at %s", q, got, want)
 			}
@@ -235,6 +243,11 @@ func TestTSCacheSplitOffModel(t *testing.T) {
 			if got, _ := r.getMax(sp(q, "")); got.Less(want) {
 				t.Fatalf("split at %q: right side getMax(%q) = %s, below a read at %s", split, q, got, want)
 			}
+			// A write at the highest read still sees it (the right
+			// side's span entries and row lengths keep their tops).
+			if got, _ := r.getMaxFrom(sp(q, ""), want); got.Less(want) {
+				t.Fatalf("split at %q: right side getMaxFrom(%q, %s) = %s, below a read at %s", split, q, want, got, want)
+			}
 		}
 	})
 }
@@ -332,5 +345,61 @@ func TestTSCacheRowProbes(t *testing.T) {
 	c.add(kvpb.Span{Key: row[:1], EndKey: keys.PrefixEnd(row[:1])}, hlc.Timestamp{WallTime: 200}, other)
 	if ts, txn := c.getMax(kvpb.Span{Key: key}); ts.WallTime != 200 || txn != other {
 		t.Fatalf("getMax after a newer read of a prefix = %s by %s, want 200 by it", ts, txn)
+	}
+}
+
+// TestTSCacheFloorProbes: a write's look-up of a key no recent read
+// covers (an INSERT's fresh row) probes only the prefix lengths and span
+// entries read at or above the write's timestamp, not one per length of
+// the catalog's older row reads and the span tree besides; and a read at
+// or above the floor, of a covering prefix or a span, still answers,
+// ties included.
+func TestTSCacheFloorProbes(t *testing.T) {
+	c := newTSCache(hlc.Timestamp{WallTime: 1}, 1000)
+	for n := 1; n <= 8; n++ {
+		other := append([]byte("\x03catalog"), byte(n))[:n]
+		c.add(kvpb.Span{Key: other, EndKey: keys.PrefixEnd(other)}, hlc.Timestamp{WallTime: 10}, uuid.Nil)
+	}
+	c.add(sp("\x05a", "\x05z"), hlc.Timestamp{WallTime: 10}, uuid.Nil)
+	// Another row of the key's table, read after the write's timestamp.
+	c.add(kvpb.Span{Key: []byte("\x89\x8a\x01"), EndKey: keys.PrefixEnd([]byte("\x89\x8a\x01"))}, hlc.Timestamp{WallTime: 200}, uuid.Nil)
+	key := []byte("\x89\x8a\x8b\x8c\x8d\x8e\x8f\x90\x91")
+	write := hlc.Timestamp{WallTime: 100}
+	rows, spans := c.rowProbes, c.spanProbes
+	if ts, _ := c.getMaxFrom(kvpb.Span{Key: key}, write); !ts.Less(write) {
+		t.Fatalf("getMaxFrom = %s, want below the write at %s", ts, write)
+	}
+	if n := c.rowProbes - rows; n != 1 {
+		t.Errorf("the lookup probed %d row prefixes, want 1 (the length read at 200)", n)
+	}
+	if n := c.spanProbes - spans; n != 0 {
+		t.Errorf("the lookup searched the span tree %d times, want 0", n)
+	}
+	// Without a floor every length read since the low-water mark is
+	// probed and the tree searched.
+	rows, spans = c.rowProbes, c.spanProbes
+	if ts, _ := c.getMax(kvpb.Span{Key: key}); ts.WallTime != 1 {
+		t.Fatalf("getMax = %s, want the low-water mark", ts)
+	}
+	if n := c.rowProbes - rows; n != 8 {
+		t.Errorf("getMax probed %d row prefixes, want 8", n)
+	}
+	if n := c.spanProbes - spans; n != 1 {
+		t.Errorf("getMax searched the span tree %d times, want 1", n)
+	}
+	// Reads at the floor count: a covering prefix's by one transaction,
+	// then a span's by another, which ties.
+	self, other := uuid.New(), uuid.New()
+	c.add(kvpb.Span{Key: key[:2], EndKey: keys.PrefixEnd(key[:2])}, write, self)
+	if ts, txn := c.getMaxFrom(kvpb.Span{Key: key}, write); ts != write || txn != self {
+		t.Fatalf("getMaxFrom after a prefix read = %s by %s, want %s by its reader", ts, txn, write)
+	}
+	c.add(kvpb.Span{Key: key[:4], EndKey: []byte("\x89\x8a\x8b\x8d")}, write, other)
+	if ts, txn := c.getMaxFrom(kvpb.Span{Key: key}, write); ts != write || txn != uuid.Nil {
+		t.Fatalf("getMaxFrom after a tying span read = %s by %s, want %s by no transaction", ts, txn, write)
+	}
+	c.add(kvpb.Span{Key: key[:4], EndKey: []byte("\x89\x8a\x8b\x8d")}, hlc.Timestamp{WallTime: 300}, other)
+	if ts, txn := c.getMaxFrom(kvpb.Span{Key: key}, write); ts.WallTime != 300 || txn != other {
+		t.Fatalf("getMaxFrom after a later span read = %s by %s, want 300 by its reader", ts, txn)
 	}
 }
