@@ -75,20 +75,27 @@ func (n *Node) offload(r *Replica, rd *raft.Ready) []*pb.Entry {
 // applyNormal applies the normal entry e of r into *b, first committing
 // *b (and starting another) when the state machine needs the batch empty
 // for e (BatchSplitter). The caller records the applied index in *b
-// after.
-func (n *Node) applyNormal(b **storage.Batch, r *Replica, e *pb.Entry) error {
+// after; unrecorded says that *b holds entries of r before e whose
+// applied index (r.applied, e's predecessor) it does not hold yet, which
+// a split then records before its commit.
+func (n *Node) applyNormal(b **storage.Batch, r *Replica, e *pb.Entry, unrecorded bool) error {
 	if len(e.GetData()) == 0 {
 		return nil
 	}
 	bs, ok := r.sm.(BatchSplitter)
 	ingests := ok && bs.NeedsEmptyBatch(e)
+	if ingests && unrecorded {
+		if err := n.putApplied(*b, r.TabletID, e.GetIndex()-1); err != nil {
+			return err
+		}
+	}
 	if ingests && !(*b).Empty() {
 		// Not synced, like the apply batch's own commit.
 		if err := (*b).CommitNoSync(); err != nil {
 			return fmt.Errorf("raftnode: applying a round: %w", err)
 		}
 		(*b).Close()
-		*b = n.eng.NewBatch()
+		*b = n.eng.NewWriteOnlyBatch()
 	}
 	start := time.Now()
 	apply := r.sm.Apply
@@ -140,15 +147,17 @@ func (n *Node) runApply(j *applyJob) {
 }
 
 func (n *Node) applyJobEntries(j *applyJob) error {
-	b := n.eng.NewBatch()
+	b := n.eng.NewWriteOnlyBatch()
 	defer func() { b.Close() }()
-	for _, e := range j.entries {
-		if err := n.applyNormal(&b, j.r, e); err != nil {
+	for i, e := range j.entries {
+		// The applied index once, after the last entry (or before a
+		// split: applyNormal), as in the round.
+		if err := n.applyNormal(&b, j.r, e, i > 0); err != nil {
 			return err
 		}
-		if err := n.putApplied(b, j.r.TabletID, e.GetIndex()); err != nil {
-			return err
-		}
+	}
+	if err := n.putApplied(b, j.r.TabletID, j.entries[len(j.entries)-1].GetIndex()); err != nil {
+		return err
 	}
 	if err := b.CommitNoSync(); err != nil {
 		return fmt.Errorf("raftnode: tablet %d: applying entries %d to %d: %w", j.r.TabletID, j.entries[0].GetIndex(), j.entries[len(j.entries)-1].GetIndex(), err)

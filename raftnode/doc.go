@@ -138,6 +138,22 @@
 //     disk fault behind it (a starved CPU, a long round) shows, and
 //     each proposal that gave up or, to a sole voter, waited through
 //     one (StallRefusals, SoleStallWaits).
+//  10. A hard state that differs from the one last written in its commit
+//     index alone is not written (commitOnly; raft.MustSync does not ask
+//     for it either): a round's second pass had one for each group it
+//     applied, a write and an engine commit of their own every round.
+//     The written commit index may so lag the applied index, and the
+//     log's open raises it to the applied index (LogStore.RaiseCommit:
+//     every applied entry was committed, and raft refuses an applied
+//     index past its commit); raft relearns the rest from its leader, or
+//     as a sole voter by committing its new term's first entry
+//     (TestRestartPastWrittenCommit). A term or vote, and any hard state
+//     of a Ready with a snapshot, is written as before. A round's
+//     batches are write-only, and its apply batch records a group's
+//     applied index once, after its last entry (or before a split's
+//     commit): a sole voter's round of one proposal is 2 engine commits
+//     and 3 writes besides the truncation's (TestRoundWrites; 3 and 4
+//     before).
 //
 // A round therefore waits for the apply of small writes only (OLTP
 // writes: microseconds each, and handing them to a worker would make
@@ -191,7 +207,8 @@
 //
 // # Keys (suffixes of keys.TabletLocal(tabletID, ...))
 //
-//	rfth              the HardState (term, vote, commit)
+//	rfth              the HardState (term, vote, commit; the commit as of
+//	                  the last change of term or vote: invariant 10)
 //	rfts              the SnapshotMetadata the log starts after: index and
 //	                  term of the last entry folded into the state machine
 //	                  image, and its ConfState

@@ -435,6 +435,26 @@ func (s *LogStore) SetHardState(b *storage.Batch, hs *pb.HardState) error {
 	return nil
 }
 
+// RaiseCommit makes the kept hard state's commit index at least
+// applied, in memory (the caller's applied index: every entry through it
+// was committed). The node writes no hard state whose commit index alone
+// changed (doc.go, invariant 10), so the written one may lag the applied
+// index, which raft must not find past its commit on a restart (raft's
+// commit starts at the snapshot's index without a hard state).
+func (s *LogStore) RaiseCommit(applied uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.hs.GetCommit() >= applied || s.hs == nil && applied <= s.snap.GetIndex() {
+		return
+	}
+	raised := &pb.HardState{}
+	if s.hs != nil {
+		raised = copyHardState(s.hs)
+	}
+	raised.Commit = &applied
+	s.hs = raised
+}
+
 // keptHardState is a hard state and the values its fields point to: a
 // copy in one object (a proto.Clone was four, made by reflection).
 type keptHardState struct {

@@ -37,7 +37,8 @@ type Transport interface {
 // StateMachine is what a replica's committed entries are applied to (the
 // tablet). Apply adds an entry's effects to b, the batch that also records
 // the applied index, so that a restart never applies an entry twice or
-// loses one. Apply runs in a round or, for a large apply, on a worker
+// loses one; b is write-only (storage.Engine.NewWriteOnlyBatch: a read
+// panics), as is ApplySnapshot's. Apply runs in a round or, for a large apply, on a worker
 // (doc.go, invariant 5): at the same time as other replicas' Apply and
 // observers, never as its own replica's. Snapshot returns an image of the
 // state as of the last applied entry (for a replica that fell behind the
@@ -878,6 +879,10 @@ func (n *Node) AddReplica(tabletID uint64, peers []uint64, sm StateMachine) (*Re
 	if err != nil {
 		return nil, err
 	}
+	// Every applied entry was committed, and the commit index alone is
+	// not written (invariant 10): raft's commit starts at the applied
+	// index at least (it refuses an applied index past its commit).
+	ls.RaiseCommit(applied)
 	hs, cs, _ := ls.InitialState()
 	last, _ := ls.LastIndex()
 	if len(peers) > 0 && raft.IsEmptyHardState(hs) && len(cs.GetVoters()) == 0 && last == 0 {
@@ -1313,7 +1318,7 @@ func (n *Node) processReady() (bool, []func(), []*applyJob, error) {
 	// flush drops it instead of writing it into L0 for a compaction to
 	// rewrite (a cluster of one's index builds and bulk COPYs).
 	compactStart := time.Now()
-	compact := n.eng.NewBatch()
+	compact := n.eng.NewWriteOnlyBatch()
 	defer compact.Close()
 	var release []*LogStore
 	for _, id := range ids {
@@ -1377,9 +1382,13 @@ func (n *Node) pass(ids []uint64, outs map[uint64]*passOut, tm *roundTimes, jobs
 		prevHS *pb.HardState
 	}
 	var rds []ready
-	persist := n.eng.NewBatch()
+	// Write-only: nothing reads a round's batches (the log and the state
+	// machines only write to them), and an indexed batch inserted each
+	// write into an index of its own as well as, at its commit, into the
+	// memtable.
+	persist := n.eng.NewWriteOnlyBatch()
 	defer persist.Close()
-	apply := n.eng.NewBatch()
+	apply := n.eng.NewWriteOnlyBatch()
 	defer func() { apply.Close() }()
 	// streamedIn are the streamed snapshots applied this round, whose
 	// senders are answered once persist has committed.
@@ -1427,7 +1436,7 @@ func (n *Node) pass(ids []uint64, outs map[uint64]*passOut, tm *roundTimes, jobs
 		if err := r.log.Append(persist, rd.Entries); err != nil {
 			return false, fmt.Errorf("raftnode: tablet %d: %w", id, err)
 		}
-		if !raft.IsEmptyHardState(rd.HardState) {
+		if !raft.IsEmptyHardState(rd.HardState) && (!commitOnly(rd.HardState, prevHS) || !raft.IsEmptySnap(rd.Snapshot)) {
 			if err := r.log.SetHardState(persist, rd.HardState); err != nil {
 				return false, err
 			}
@@ -1560,6 +1569,11 @@ func (n *Node) pass(ids []uint64, outs map[uint64]*passOut, tm *roundTimes, jobs
 			offloaded[i] = true
 			continue
 		}
+		// The applied index goes into the batch once, after the group's
+		// last entry (or before a split's commit: applyNormal), not after
+		// each: one write per group and batch, atomic with the effects
+		// all the same (invariant 2).
+		unrecorded := false
 		for _, e := range x.rd.CommittedEntries {
 			if e.GetIndex() <= r.applied {
 				continue
@@ -1567,7 +1581,7 @@ func (n *Node) pass(ids []uint64, outs map[uint64]*passOut, tm *roundTimes, jobs
 			switch e.GetType() {
 			case pb.EntryType_EntryNormal:
 				applied[i] = append(applied[i], e)
-				if err := n.applyNormal(&apply, r, e); err != nil {
+				if err := n.applyNormal(&apply, r, e, unrecorded); err != nil {
 					return false, err
 				}
 			case pb.EntryType_EntryConfChange:
@@ -1590,6 +1604,9 @@ func (n *Node) pass(ids []uint64, outs map[uint64]*passOut, tm *roundTimes, jobs
 				}
 			}
 			r.applied = e.GetIndex()
+			unrecorded = true
+		}
+		if unrecorded {
 			if err := n.putApplied(apply, r.TabletID, r.applied); err != nil {
 				return false, err
 			}
@@ -1654,6 +1671,18 @@ func (n *Node) releaseObsolete(logs ...*LogStore) {
 			n.cfg.Logger.Warningf("raftnode: %v", err)
 		}
 	}
+}
+
+// commitOnly reports whether hs differs from the hard state last written,
+// prev, in its commit index alone. Such a hard state is not written
+// (invariant 10, doc.go): a round's second pass had one for every group
+// it applied, a write and an engine commit of their own each round,
+// which no reader needs, since the log's open raises the commit index to
+// the applied index (LogStore.RaiseCommit) and raft relearns the rest
+// from its leader or, as a sole voter, by committing its new term's
+// entry.
+func commitOnly(hs, prev *pb.HardState) bool {
+	return prev != nil && hs.GetTerm() == prev.GetTerm() && hs.GetVote() == prev.GetVote()
 }
 
 // sendsBeforeSync reports whether m may be sent before the state of the

@@ -59,6 +59,10 @@ type RoundStats struct {
 	// and its wait for publication behind the batches committed before
 	// (a worker's large apply batch among them) plus the WAL sync.
 	StallNanos, PublishNanos atomic.Int64
+	// Commits counts the rounds' engine commits (raft state, apply,
+	// truncation), and CommittedKeys the writes they held, each one
+	// memtable insertion: what a round costs Pebble besides its sync.
+	Commits, CommittedKeys atomic.Int64
 	// SchedulerStalls counts the times the stall watcher found the
 	// scheduler stalled (no tick and no round for an election timeout:
 	// invariant 9, the node's replicas of shared groups then serve no
@@ -78,9 +82,11 @@ type RoundStats struct {
 	QueuedProposals atomic.Int64
 }
 
-// noteCommit adds a round's committed batch's waits in Pebble to the
-// stats.
+// noteCommit adds a round's committed batch, its writes and its waits in
+// Pebble to the stats.
 func (n *Node) noteCommit(b *storage.Batch) {
+	n.stats.Commits.Add(1)
+	n.stats.CommittedKeys.Add(int64(b.Count()))
 	st := b.CommitStats()
 	n.stats.StallNanos.Add(int64(st.MemTableWriteStallDuration + st.L0ReadAmpWriteStallDuration))
 	n.stats.PublishNanos.Add(int64(st.CommitWaitDuration))

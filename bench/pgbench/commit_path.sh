@@ -53,6 +53,9 @@ awk '
     printf "per round (µs):     pre-sync %.0f  sync %.0f  post-sync %.0f  observe %.0f\n",
       1e6 * d["cairn_raft_round_presync_seconds_total"] / r, 1e6 * d["cairn_raft_round_sync_seconds_total"] / r,
       1e6 * d["cairn_raft_round_postsync_seconds_total"] / r, 1e6 * d["cairn_raft_round_observe_seconds_total"] / r
+    printf "of post-sync, per round (µs): second pass %.0f  apply (both passes) %.0f  truncation %.0f\n",
+      1e6 * d["cairn_raft_round_second_pass_seconds_total"] / r, 1e6 * d["cairn_raft_round_apply_seconds_total"] / r,
+      1e6 * d["cairn_raft_round_compact_seconds_total"] / r
     printf "per synced round, sync (µs): %.0f (if every sync is in a synced round)\n", 1e6 * d["cairn_raft_round_sync_seconds_total"] / (s > 0 ? s : 1)
     f = d["cairn_store_wal_fsyncs_total"]
     printf "Pebble WAL fsyncs %d, mean %.0f µs (the rest of a round'"'"'s sync is Pebble'"'"'s commit pipeline and the wake-up)\n", f, 1e6 * d["cairn_store_wal_fsync_seconds_total"] / (f > 0 ? f : 1)
