@@ -212,6 +212,16 @@ func (s *Session) analyze(x *stmtState, n *pg_query.VacuumStmt, w pgwire.ResultW
 			}
 			s.notice(w, "INFO", "00000", fmt.Sprintf("analyzing \"%s%s\"", schema, tg.t.Name))
 		}
+		if tg.cols == nil {
+			// Read before the collection: every change counted by now
+			// is in what it reads (endTxnStats hands it to the
+			// refresher once the transaction commits). ANALYZE of some
+			// columns leaves the count, as PostgreSQL's does.
+			if s.analyzed == nil {
+				s.analyzed = map[catalog.ID]int64{}
+			}
+			s.analyzed[tg.t.ID] = s.b.refresher.Changed(tg.t.ID)
+		}
 		ts, err := stats.Collect(x.ctx, txn, tg.t, tg.cols, stats.Options{})
 		if err != nil {
 			return err
@@ -316,17 +326,21 @@ func (s *Session) noteCopy(x *stmtState, env *plan.Env, n *pg_query.CopyStmt, ro
 // endTxnStats runs when a transaction ends: the cache forgets the
 // statistics the transaction wrote (other sessions then read what
 // committed), and a commit reports its mutations to the refresher, which
-// collects stale tables in transactions of its own.
+// collects stale tables in transactions of its own, and what its ANALYZEs
+// read past (Refresher.Analyzed).
 func (s *Session) endTxnStats(committed bool) {
 	for _, id := range s.statsWritten {
 		s.b.stats.Invalidate(id)
 	}
 	if committed {
+		for id, n := range s.analyzed {
+			s.b.refresher.Analyzed(id, n)
+		}
 		for t, n := range s.mutations {
 			s.b.refresher.NotifyMutations(t, n)
 		}
 	}
-	s.statsWritten, s.mutations = nil, nil
+	s.statsWritten, s.mutations, s.analyzed = nil, nil, nil
 }
 
 // vacuumAnalyzes reports whether VACUUM's options include ANALYZE.

@@ -188,6 +188,9 @@ type Session struct {
 	// mutations the rows its DML changed per table (analyze.go).
 	statsWritten []catalog.ID
 	mutations    map[*catalog.Table]int64
+	// analyzed: per table the transaction's ANALYZE of the whole table
+	// read, the refresher's count of changes when it started (analyze.go).
+	analyzed map[catalog.ID]int64
 }
 
 var (

@@ -24,7 +24,11 @@
 // PostgreSQL's autovacuum_naptime; TestRefreshWaitsAndCoalesces), in a
 // transaction of the refresher's own, which an online schema change's
 // drains leave out (it writes no rows: kv.Txn.ExemptFromDrain;
-// TestRefreshHoldsNoDrain). A session
+// TestRefreshHoldsNoDrain). A committed ANALYZE of a whole table takes
+// the changes it read past off the count (Refresher.Analyzed, as
+// PostgreSQL's ANALYZE resets n_mod_since_analyze;
+// TestAnalyzedTakesChangesOff), so a load followed by ANALYZE is not read
+// again a minute later. A session
 // turns its reports off with SET sql.stats.automatic_collection.enabled =
 // off.
 //

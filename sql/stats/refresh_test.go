@@ -97,3 +97,69 @@ func TestRefreshWaitsAndCoalesces(t *testing.T) {
 		t.Errorf("%d more waits after the collection, want none", len(waiting))
 	}
 }
+
+// An ANALYZE of the whole table that committed takes the changes it read
+// past off the count: the collection a load started then finds the table
+// fresh when its wait ends and reads nothing. Changes reported after the
+// ANALYZE started stay on the count, and a table changed enough since is
+// still collected.
+func TestAnalyzedTakesChangesOff(t *testing.T) {
+	node := testcluster.StartNode(t, testcluster.Options{})
+	collected := make(chan catalog.ID, 4)
+	var hookTable catalog.ID
+	refreshTestingHook = func(*kv.Txn) { collected <- hookTable }
+	defer func() { refreshTestingHook = nil }()
+	r := NewRefresher(node.DB, NewCache(node.DB), nil, nil)
+	fire := make(chan time.Time)
+	r.after = func(time.Duration) (<-chan time.Time, func()) { return fire, func() {} }
+	for _, tc := range []struct {
+		name      string
+		id        catalog.ID
+		analyze   bool  // an ANALYZE reads the table after the load
+		after     int64 // changes reported after the ANALYZE started
+		collected bool
+		left      int64 // changes on the count once the wait ended
+	}{
+		{"load alone", 63, false, 0, true, 0},
+		{"load then ANALYZE", 64, true, 0, false, 0},
+		{"load, ANALYZE, a few changes", 65, true, 7, false, 7},
+		{"load, ANALYZE, a second load", 66, true, 10 * StaleRows, true, 0},
+	} {
+		hookTable = tc.id
+		tbl := &catalog.Table{ID: tc.id, Name: "a", Columns: []catalog.Column{{ID: 1, Name: "a", Type: types.Int8}}}
+		r.NotifyMutations(tbl, 10*StaleRows) // the load: a wait starts
+		if tc.analyze {
+			n := r.Changed(tc.id)
+			if n != 10*StaleRows {
+				t.Fatalf("%s: Changed %d, want the load's %d", tc.name, n, 10*StaleRows)
+			}
+			r.NotifyMutations(tbl, tc.after) // commits during the ANALYZE
+			r.Analyzed(tc.id, n)             // its commit
+		}
+		fire <- time.Now() // the wait ends
+		// The refresher's goroutine is done with the table once it no
+		// longer runs for it.
+		for {
+			r.mu.Lock()
+			running := r.running[tc.id]
+			r.mu.Unlock()
+			if !running {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		got := false
+		select {
+		case <-collected:
+			got = true
+		default:
+		}
+		if got != tc.collected {
+			t.Errorf("%s: collected %v, want %v", tc.name, got, tc.collected)
+		}
+		if left := r.Changed(tc.id); left != tc.left {
+			t.Errorf("%s: %d changes left on the count, want %d", tc.name, left, tc.left)
+		}
+	}
+	r.Stop()
+}
