@@ -336,7 +336,9 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		s.simfs = sfs
 	} else if cfg.FaultInjection && fs == nil {
 		// /debug/faults/disk slows or stalls this disk.
-		s.simfs = simfs.New(vfs.Default, simfs.Options{})
+		// Over the OS's files as storage.Open would use them, WAL
+		// syncs waiting in the poller included.
+		s.simfs = simfs.New(storage.NewPollSyncFS(vfs.Default), simfs.Options{})
 		fs = s.simfs
 	}
 	fence := cfg.DiskStallFence

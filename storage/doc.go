@@ -79,4 +79,10 @@
 //     one, reused), so such a batch is for reads no other writer may
 //     change meanwhile (a tablet's evaluation under its latches)
 //     (TestReusingBatch).
+//  10. On the OS's file system a WAL file syncs as a Linux AIO fdatasync
+//     (or fsync) request whose completion the syncing goroutine waits
+//     for in Go's poller, holding no P (pollsync.go); SyncData returns
+//     only once the request completed, with its error, so invariants 2
+//     and 5 hold as with the plain call, which a kernel without AIO
+//     gets (TestPollSyncEngineWAL, TestPollSyncFileErrors).
 package storage

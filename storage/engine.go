@@ -154,10 +154,15 @@ func Open(dir string, opts Options) (*Engine, error) {
 	}
 	cache := pebble.NewCache(CacheSizeOr(opts.CacheSize))
 	pfs := fs
+	if fs == vfs.Default {
+		// The WAL's syncs wait in the poller, holding no P
+		// (pollsync.go); an FS given wraps its own files.
+		pfs = NewPollSyncFS(fs)
+	}
 	var healthCloser io.Closer
 	var watched vfs.FS
 	if opts.DiskStallThreshold > 0 && opts.OnDiskStall != nil {
-		pfs, healthCloser = vfs.WithDiskHealthChecks(fs, opts.DiskStallThreshold, nil, opts.OnDiskStall)
+		pfs, healthCloser = vfs.WithDiskHealthChecks(pfs, opts.DiskStallThreshold, nil, opts.OnDiskStall)
 		watched = pfs
 	}
 	var walFill *walFillFS
