@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/jackc/pgerrcode"
 	pg_query "github.com/pganalyze/pg_query_go/v6"
@@ -334,6 +335,9 @@ func (s *Session) endTxnStats(committed bool) {
 	}
 	if committed {
 		for id, n := range s.analyzed {
+			if h := analyzedHook.Load(); h != nil {
+				(*h)(id, n)
+			}
 			s.b.refresher.Analyzed(id, n)
 		}
 		for t, n := range s.mutations {
@@ -342,6 +346,10 @@ func (s *Session) endTxnStats(committed bool) {
 	}
 	s.statsWritten, s.mutations, s.analyzed = nil, nil, nil
 }
+
+// analyzedHook, when set, sees what each committed ANALYZE of a whole
+// table hands to the refresher (tests: SetAnalyzedHook).
+var analyzedHook atomic.Pointer[func(id catalog.ID, n int64)]
 
 // vacuumAnalyzes reports whether VACUUM's options include ANALYZE.
 func vacuumAnalyzes(n *pg_query.VacuumStmt) bool {

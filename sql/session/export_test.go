@@ -1,5 +1,15 @@
 package session
 
+import "github.com/cairn-db/cairn/sql/catalog"
+
+// SetAnalyzedHook makes f see, per table, the count of changes each
+// committed ANALYZE of the whole table takes off the automatic
+// refresher's (endTxnStats), until the returned function is called.
+func SetAnalyzedHook(f func(id catalog.ID, n int64)) (restore func()) {
+	analyzedHook.Store(&f)
+	return func() { analyzedHook.Store(nil) }
+}
+
 // SetImplicitReadHook makes f run before every implicit read is sent
 // (implicit.go) until the returned function is called.
 func SetImplicitReadHook(f func()) (restore func()) {
