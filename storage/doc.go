@@ -84,5 +84,6 @@
 //     for in Go's poller, holding no P (pollsync.go); SyncData returns
 //     only once the request completed, with its error, so invariants 2
 //     and 5 hold as with the plain call, which a kernel without AIO
-//     gets (TestPollSyncEngineWAL, TestPollSyncFileErrors).
+//     gets (TestPollSyncEngineWAL, TestPollSyncFileErrors,
+//     TestPollSyncPlainFallback).
 package storage

@@ -1,10 +1,6 @@
 package storage
 
-import (
-	"strings"
-
-	"github.com/cockroachdb/pebble/v2/vfs"
-)
+import "github.com/cockroachdb/pebble/v2/vfs"
 
 // A WAL sync is the one system call on the commit path that blocks for
 // long: an fdatasync takes 0.4–0.7 ms on this machine's disk, and Pebble
@@ -48,11 +44,9 @@ func NewPollSyncFS(fs vfs.FS) vfs.FS {
 	return &pollSyncFS{FS: fs}
 }
 
-func isWALName(name string) bool { return strings.HasSuffix(name, ".log") }
-
 func (fs *pollSyncFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
 	f, err := fs.FS.Create(name, category)
-	if err != nil || !isWALName(name) {
+	if err != nil || !isWALFile(name, category) {
 		return f, err
 	}
 	return newPollSyncFile(f), nil
@@ -60,7 +54,7 @@ func (fs *pollSyncFS) Create(name string, category vfs.DiskWriteCategory) (vfs.F
 
 func (fs *pollSyncFS) ReuseForWrite(oldname, newname string, category vfs.DiskWriteCategory) (vfs.File, error) {
 	f, err := fs.FS.ReuseForWrite(oldname, newname, category)
-	if err != nil || !isWALName(newname) {
+	if err != nil || !isWALFile(newname, category) {
 		return f, err
 	}
 	return newPollSyncFile(f), nil

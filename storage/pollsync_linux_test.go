@@ -103,3 +103,43 @@ func TestPollSyncFileErrors(t *testing.T) {
 		t.Fatal("an SST is wrapped; only WAL files are")
 	}
 }
+
+// TestPollSyncPlainFallback: a WAL file the kernel refused an AIO sync
+// for once (a file system without AIO fsync answers EINVAL; here the
+// descriptor is closed under it, EBADF) syncs plainly from then on, and a
+// file in that state makes no AIO request.
+func TestPollSyncPlainFallback(t *testing.T) {
+	if !pollSyncSupported() {
+		t.Skip("this kernel refuses io_setup: WAL files sync plainly (pollSyncSupported)")
+	}
+	fs := NewPollSyncFS(vfs.Default)
+	dir := t.TempDir()
+	f, err := fs.Create(filepath.Join(dir, "000001.log"), walCategory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf := f.(*pollSyncFile)
+	if err := os.NewFile(f.Fd(), "closed").Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.SyncData(); err == nil {
+		t.Fatal("SyncData of a closed descriptor reported success")
+	}
+	if pf.state != pollPlain {
+		t.Fatalf("after a refused request the file's state is %d, want pollPlain (%d)", pf.state, pollPlain)
+	}
+
+	g, err := fs.Create(filepath.Join(dir, "000002.log"), walCategory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	g.(*pollSyncFile).state = pollPlain
+	before := pollSyncs.Load()
+	if err := g.SyncData(); err != nil {
+		t.Fatalf("plain SyncData: %v", err)
+	}
+	if n := pollSyncs.Load() - before; n != 0 {
+		t.Fatalf("a file syncing plainly made %d AIO syncs", n)
+	}
+}
