@@ -76,6 +76,11 @@ type ScanOptions struct {
 	// rows it expects (a point read's one) saves their slice's allocation.
 	// More rows than that go to a slice Scan allocates, as without it.
 	Rows []kvpb.KeyValue
+	// TrackNewest asks a forward scan that returns rows (not Reverse, no
+	// CountTags) for the newest version of every key it met
+	// (ScanResult.Newest): a tablet's row cache may answer a later read
+	// of the span at any timestamp at or above it with the same rows.
+	TrackNewest bool
 }
 
 // ScanResult is the answer of Scan.
@@ -94,6 +99,14 @@ type ScanResult struct {
 	// DiskBytes): sql/exec's count reads a seeking disk front to back,
 	// but what the cache holds in any order.
 	DiskBytes int64
+	// Newest, when NewestKnown (ScanOptions.TrackNewest), is the newest
+	// version of any key the scan met, tombstones and versions above
+	// the read timestamp included: a read of the span at or above it sees
+	// every key's newest version, the rows this scan returned if it
+	// covered the whole span (no ResumeSpan). Unknown when the scan met a
+	// lock record or a key without a timestamp.
+	Newest      hlc.Timestamp
+	NewestKnown bool
 }
 
 // Get reads the value of key visible at ts (invariant 5).
@@ -182,7 +195,9 @@ func Scan(r storage.Reader, start, end []byte, ts hlc.Timestamp, opts ScanOption
 	if err := s.conflictErr(); err != nil {
 		return ScanResult{}, err
 	}
-	return ScanResult{Rows: s.rows, ResumeSpan: s.resume, Intents: s.ignored, Count: s.count, DiskBytes: s.diskBytes}, nil
+	known := opts.TrackNewest && !opts.Reverse && !s.counting() && !s.newestLost
+	return ScanResult{Rows: s.rows, ResumeSpan: s.resume, Intents: s.ignored, Count: s.count, DiskBytes: s.diskBytes,
+		Newest: s.newest, NewestKnown: known}, nil
 }
 
 // readState holds what a read decides per key: the timestamps and what it

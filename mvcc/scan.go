@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 
+	"github.com/cairn-db/cairn/hlc"
 	"github.com/cairn-db/cairn/keys"
 	"github.com/cairn-db/cairn/kvpb"
 	"github.com/cairn-db/cairn/storage"
@@ -36,6 +37,10 @@ type scanner struct {
 	// arena holds the copies of the keys and values the scan returns, so
 	// rows share a few large allocations instead of two small ones each.
 	arena []byte
+	// newest is the newest version of the keys met so far, newestLost
+	// whether one could not be told (ScanOptions.TrackNewest).
+	newest     hlc.Timestamp
+	newestLost bool
 }
 
 // arenaChunk is the largest size of the scan arena's allocations: large
@@ -176,6 +181,7 @@ func (s *scanner) run(r storage.Reader) (err error) {
 		var kv kvpb.KeyValue
 		found, readVersions := false, true
 		if lockHere {
+			s.newestLost = true
 			raw, err := s.lit.UnsafeValue()
 			if err != nil {
 				return err
@@ -190,6 +196,15 @@ func (s *scanner) run(r storage.Reader) (err error) {
 			s.lOK = s.step(s.lit)
 		}
 		if s.vOK && bytes.Equal(s.vit.UnsafeKey().Key, cur) {
+			if s.opts.TrackNewest {
+				// Forward, a key's versions come newest first: this is
+				// its newest.
+				if ts := s.vit.UnsafeKey().Timestamp; ts.IsEmpty() {
+					s.newestLost = true
+				} else {
+					s.newest = s.newest.Forward(ts)
+				}
+			}
 			var vkv kvpb.KeyValue
 			var vfound bool
 			if vkv, vfound, err = s.versions(cur, readVersions); err != nil {

@@ -458,7 +458,7 @@ func (s *Server) startReplicated(ctx context.Context, clock *hlc.Clock, ln net.L
 		},
 	}, s.eng, r.transport)
 	ls := &kv.LateSender{}
-	if s.store, err = store.Open(ctx, s.eng, clock, s.gcConfig(s.splitConfig(store.Config{Sender: ls, Observe: s.obs.tabletObservers(), Version: s.version, Raft: &store.RaftConfig{Node: r.raft, Peers: peers, Membership: true, LeaseEligible: r.spreadEligible, Place: r.place, MoveReplica: r.moveReplica}, Load: r.load}))); err != nil {
+	if s.store, err = store.Open(ctx, s.eng, clock, s.gcConfig(s.splitConfig(store.Config{Sender: ls, Observe: s.obs.tabletObservers(), Version: s.version, RowCacheBytes: s.cfg.RowCacheSize, Raft: &store.RaftConfig{Node: r.raft, Peers: peers, Membership: true, LeaseEligible: r.spreadEligible, Place: r.place, MoveReplica: r.moveReplica}, Load: r.load}))); err != nil {
 		return fmt.Errorf("opening tablets: %w", err)
 	}
 	st.Store(s.store)

@@ -184,6 +184,9 @@ type Config struct {
 	// CacheSize is the engine's block cache in bytes; 0 means the
 	// storage package's default (64 MiB). cairn start sets 256 MiB.
 	CacheSize int64
+	// RowCacheSize bounds the store's row cache in bytes
+	// (store.Config.RowCacheBytes): 0 is the default, negative is off.
+	RowCacheSize int64
 	// FS, when set, is the filesystem the store is opened on (tests
 	// inject disk faults through storage/simfs); nil: the OS's, or
 	// memory for an empty StoreDir.
@@ -405,7 +408,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		// A cluster of one runs at its binary's version: no other node
 		// can be too old for what it writes.
 		s.version.SetActive(s.version.Binary())
-		if s.store, err = store.Open(ctx, s.eng, clock, s.gcConfig(s.splitConfig(store.Config{Observe: s.obs.tabletObservers(), Version: s.version}))); err != nil {
+		if s.store, err = store.Open(ctx, s.eng, clock, s.gcConfig(s.splitConfig(store.Config{Observe: s.obs.tabletObservers(), Version: s.version, RowCacheBytes: cfg.RowCacheSize}))); err != nil {
 			return nil, fmt.Errorf("opening tablets: %w", err)
 		}
 		s.db = kv.NewDB(s.obs.timed(s.store), s.store, clock, cfg.DB)
@@ -807,6 +810,10 @@ func (s *Server) writeMetrics(w io.Writer) {
 	} {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s %g\n", m.name, m.help, m.name, m.typ, m.name, m.v)
 	}
+	if rc := s.rowCache(); rc != nil {
+		fmt.Fprintf(w, "# HELP cairn_row_cache_hits_total Reads of a row answered from the row cache (tablet/rowcache.go).\n# TYPE cairn_row_cache_hits_total counter\ncairn_row_cache_hits_total %d\n", rc.Hits())
+		fmt.Fprintf(w, "# HELP cairn_row_cache_bytes Bytes the row cache holds (--row-cache-mib bounds them).\n# TYPE cairn_row_cache_bytes gauge\ncairn_row_cache_bytes %d\n", rc.Used())
+	}
 	readOnly, onePhase, twoPhase := s.backend.CommitStats()
 	fmt.Fprintf(w, "# HELP cairn_sql_commits_total Committed SQL transactions by the phases their commit took (none: wrote nothing).\n# TYPE cairn_sql_commits_total counter\n")
 	fmt.Fprintf(w, "cairn_sql_commits_total{phase=\"none\"} %d\ncairn_sql_commits_total{phase=\"one\"} %d\ncairn_sql_commits_total{phase=\"two\"} %d\n", readOnly, onePhase, twoPhase)
@@ -887,4 +894,13 @@ func (s *Server) diskMetrics(w io.Writer) {
 	} {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s counter\n%s %g\n", m.name, m.help, m.name, m.name, m.v)
 	}
+}
+
+// rowCache is the store's row cache budget, nil before the store opened or
+// with the cache off.
+func (s *Server) rowCache() *tablet.RowCache {
+	if s.store == nil {
+		return nil
+	}
+	return s.store.RowCache()
 }

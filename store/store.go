@@ -37,6 +37,10 @@ type Config struct {
 	PushPollInterval time.Duration
 	// TSCacheMaxEntries: see tablet.Config.
 	TSCacheMaxEntries int
+	// RowCacheBytes bounds the row caches of the store's replicas
+	// together (tablet.RowCache): 0 is tablet.DefaultRowCacheBytes, a
+	// negative size turns the row cache off.
+	RowCacheBytes int64
 	// Sender carries pushes, queries and intent resolution between tablets.
 	// Nil means the store itself, which is right for a single node.
 	Sender kvpb.Sender
@@ -146,6 +150,8 @@ type Store struct {
 	// reads is the timestamp cache's table of non-transactional row
 	// reads that the store's replicas share (tablet.ReadTable).
 	reads *tablet.ReadTable
+	// rows is the budget of the replicas' row caches (nil: off).
+	rows *tablet.RowCache
 	// bgCtx is the context of every request sent with
 	// context.Background() (see stopCtx), built once so that routing such
 	// a request allocates nothing (invariant 7).
@@ -181,6 +187,11 @@ const firstTabletID kvpb.TabletID = 1
 // Close.
 func Open(ctx context.Context, eng *storage.Engine, clock *hlc.Clock, cfg Config) (*Store, error) {
 	s := &Store{eng: eng, clock: clock, cfg: cfg, reads: tablet.NewReadTable(tablet.DefaultReadTableSlots)}
+	if rc := cfg.RowCacheBytes; rc == 0 {
+		s.rows = tablet.NewRowCache(tablet.DefaultRowCacheBytes)
+	} else {
+		s.rows = tablet.NewRowCache(rc)
+	}
 	s.stop, s.cancel = context.WithCancel(context.Background())
 	s.drained = make(chan struct{})
 	s.bgCtx = stopCtx{Context: context.Background(), stop: s.stop}
@@ -284,6 +295,10 @@ func checkTiling(descs []kvpb.TabletDescriptor) error {
 	return nil
 }
 
+// RowCache is the budget the store's replicas' row caches share (nil:
+// the row cache is off).
+func (s *Store) RowCache() *tablet.RowCache { return s.rows }
+
 func (s *Store) tabletConfig() tablet.Config {
 	sender := s.cfg.Sender
 	if sender == nil {
@@ -295,6 +310,7 @@ func (s *Store) tabletConfig() tablet.Config {
 		PushPollInterval:     s.cfg.PushPollInterval,
 		TSCacheMaxEntries:    s.cfg.TSCacheMaxEntries,
 		Reads:                s.reads,
+		RowCache:             s.rows,
 		Sender:               sender,
 		Lookup:               s.LookupTablet,
 		VerifyLockTable:      s.cfg.VerifyLockTable,

@@ -53,6 +53,10 @@ type Config struct {
 	// every replica's timestamp cache (readtable.go); the store shares one
 	// among its replicas. Nil: the replica makes a small one of its own.
 	Reads *ReadTable
+	// RowCache is the node's budget for its replicas' row caches
+	// (rowcache.go); the store shares one among its replicas. Nil: no
+	// row cache.
+	RowCache *RowCache
 	// Sender carries pushes, queries and resolutions to whichever tablet
 	// holds the keys or records involved (the store, or later the kv
 	// client). Batches it is given have TabletID zero unless stated.

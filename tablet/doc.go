@@ -142,4 +142,18 @@
 //     every transaction begun by then; a transaction with no mark that
 //     began above it has no record (txnrecordmarks.go,
 //     TestOnePCAfterRecordWrites, TestOnePCAfterLeaseChange).
+//  15. The row cache answers a read only with what the engine would have
+//     answered: an entry (a row span's rows and the newest version of its
+//     keys) is installed only by a read of the leaseholder's engine alone in
+//     its batch, under the validation cache's generation rule (invariant
+//     12), from a forward scan that met no lock and no version above its
+//     timestamp and read the whole span; every applied write removes the
+//     entries of the row spans holding its keys (an SST, a range write, a
+//     snapshot, a new lease, a split and the replica's Close empty the
+//     cache); and an entry answers only a read of its span alone in its
+//     batch, at or above its newest version, with no lock in the lock
+//     table (rowcache.go, TestRowCacheSeesEveryWrite,
+//     TestRowCacheReadTimestamps, TestRowCacheAroundApply,
+//     TestRowCacheAgainstEngine). The node's entries together stay within
+//     the store's budget (store.Config.RowCacheBytes).
 package tablet

@@ -70,6 +70,9 @@ type evalCtx struct {
 	// validGen is the validation cache's generation before the batch
 	// read anything: what a refresh that reads installs at (validcache.go).
 	validGen uint64
+	// plainRead: the batch is one read of the leaseholder's engine (not
+	// a follower's), the only batches the row cache serves and fills.
+	plainRead bool
 	// lockScan is a scan of the batch that an unreplicated lock's check
 	// of its span answered (mvcc.CheckLockScan), with lockRows its rows.
 	lockScan *kvpb.ScanRequest
@@ -96,7 +99,8 @@ func (r *Replica) evaluate(ba *kvpb.BatchRequest, desc kvpb.TabletDescriptor, op
 			return prop, br, err
 		}
 	}
-	reads := readOnly(ba) || locksOnRead(ba)
+	ro := readOnly(ba)
+	reads := ro || locksOnRead(ba)
 	var ec *evalCtx
 	if out != nil && reads {
 		// A read's Proposal never leaves the replica (localOnly: no raft
@@ -115,6 +119,7 @@ func (r *Replica) evaluate(ba *kvpb.BatchRequest, desc kvpb.TabletDescriptor, op
 	if ba.Txn != nil {
 		ec.self = ba.Txn.ID
 	}
+	ec.plainRead = ro && len(ba.Requests) == 1 && !opts.follower
 	if reads {
 		// A batch that reads, or reads and takes unreplicated locks
 		// (which write nothing: applyUnreplicated), reads the engine

@@ -49,6 +49,16 @@ func (ec *evalCtx) scan(req *kvpb.ScanRequest) (kvpb.Response, error) {
 	if only {
 		rows = ec.out.scanOne.row[:0]
 	}
+	// The row cache (rowcache.go): a read of a row span alone in its
+	// batch, with no lock in the span.
+	cached := ec.plainRead && noLocks && ec.r.valid.budget != nil && !req.Reverse && req.MaxBytes == 0 &&
+		len(req.CountTags) == 0 && rowSpan(req.Key, req.EndKey)
+	if cached {
+		if hit, ok := ec.r.valid.rowsAt(req.Key, ec.readTS()); ok && (req.MaxKeys == 0 || int64(len(hit)) <= req.MaxKeys) {
+			ec.out.scanOne.resp = kvpb.ScanResponse{Rows: copyRows(hit, rows)}
+			return &ec.out.scanOne.resp, nil
+		}
+	}
 	res, err := mvcc.Scan(ec.rd, req.Key, req.EndKey, ec.readTS(), mvcc.ScanOptions{
 		ReadOptions: mvcc.ReadOptions{Txn: ec.txn, LocalUncertaintyLimit: ec.opts.localLimit, NoLocksInSpan: noLocks},
 		Reverse:     req.Reverse,
@@ -57,9 +67,13 @@ func (ec *evalCtx) scan(req *kvpb.ScanRequest) (kvpb.Response, error) {
 		CountTags:   req.CountTags,
 		ReadsOnTo:   req.ReadsOnTo,
 		Rows:        rows,
+		TrackNewest: cached,
 	})
 	if err != nil {
 		return nil, wrapEval(req, err)
+	}
+	if cached && res.NewestKnown && res.ResumeSpan == nil && res.Newest.LessEq(ec.readTS()) {
+		ec.r.valid.installRows(req.Key, res.Newest, res.Rows, ec.validGen)
 	}
 	// Two literals: a variable whose address one branch returns would
 	// be on the heap in both.

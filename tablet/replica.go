@@ -154,6 +154,7 @@ func newReplica(eng *storage.Engine, clock *hlc.Clock, desc kvpb.TabletDescripto
 	if o := cfg.Observe; o != nil && o.LockHold != nil {
 		lt.observeHold = o.LockHold
 	}
+	r.valid.budget = cfg.RowCache
 	if o := cfg.Observe; o != nil && o.ValidInstall != nil {
 		r.valid.observe = o.ValidInstall
 	}
@@ -198,6 +199,8 @@ func (r *Replica) Close() {
 	r.asyncMu.Unlock()
 	r.cancel()
 	r.async.Wait()
+	// Give the row cache's bytes back to the node's budget.
+	r.valid.reset()
 }
 
 func (r *Replica) abortReason(id uuid.UUID) kvpb.AbortReason {

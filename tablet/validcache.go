@@ -89,6 +89,15 @@ type validCache struct {
 	// one or two), not by an interval search.
 	spans     map[string]hlc.Timestamp
 	startLens map[int]int
+	// rows is the row cache (rowcache.go): by start, a row span's rows;
+	// rowLens counts them by the length of their start, as startLens,
+	// and rowBytes is what they are charged against budget (the node's;
+	// nil: no row cache). rowHits counts the reads they answered.
+	rows     map[string]rowEntry
+	rowLens  map[int]int
+	rowBytes int64
+	budget   *RowCache
+	rowHits  uint64
 }
 
 // validBuckets is the number of buckets of key hashes validMarks keeps.
@@ -219,7 +228,20 @@ func (c *validCache) newestOf(key []byte) (hlc.Timestamp, bool) {
 // rowSpan reports whether [start, end) is the span of the keys prefixed
 // by start, the only spans the cache holds.
 func rowSpan(start, end []byte) bool {
-	return len(start) > 0 && bytes.Equal(end, keys.PrefixEnd(start))
+	if len(start) == 0 {
+		return false
+	}
+	// keys.PrefixEnd(start) without its copy (every point read asks):
+	// start's trailing 0xff bytes dropped and the last other byte plus
+	// one; keys.Max when start is all 0xff.
+	i := len(start) - 1
+	for i >= 0 && start[i] == 0xff {
+		i--
+	}
+	if i < 0 {
+		return bytes.Equal(end, keys.Max)
+	}
+	return len(end) == i+1 && bytes.Equal(end[:i], start[:i]) && end[i] == start[i]+1
 }
 
 // installSpan records newest as the newest version of every key of the
@@ -331,13 +353,16 @@ func (c *validCache) written(repr []byte, sst bool) {
 func (c *validCache) removeLocked(repr []byte, sst bool, delta int32) {
 	c.gen++
 	m := c.marks
-	if m == nil && len(c.newest) == 0 && len(c.spans) == 0 && !sst {
+	if m == nil && len(c.newest) == 0 && len(c.spans) == 0 && len(c.rows) == 0 && !sst {
 		return
 	}
 	ranged, err := storage.VisitReprKeys(repr, func(key []byte) {
 		delete(c.newest, string(key))
 		if len(c.spans) > 0 {
 			c.removeSpansLocked(key)
+		}
+		if len(c.rows) > 0 {
+			c.removeRowsLocked(key)
 		}
 		if m != nil {
 			m.mark(key, c.gen, delta)
@@ -347,6 +372,7 @@ func (c *validCache) removeLocked(repr []byte, sst bool, delta int32) {
 		clear(c.newest)
 		clear(c.spans)
 		clear(c.startLens)
+		c.clearRowsLocked()
 		c.lastWide = c.gen
 		if delta > 0 {
 			c.wide++
@@ -367,4 +393,5 @@ func (c *validCache) reset() {
 	clear(c.newest)
 	clear(c.spans)
 	clear(c.startLens)
+	c.clearRowsLocked()
 }
