@@ -48,8 +48,9 @@ type RowCache struct {
 }
 
 // DefaultRowCacheBytes is the store's row cache when its config names
-// none: 64 MiB, a quarter of the default block cache, holds some 300,000
-// rows of pgbench's accounts table.
+// none (in-process nodes, tests): 64 MiB holds some 300,000 rows of
+// pgbench's accounts table. cairn start sizes its own from the node's
+// memory limit (cmd/cairn, defaultRowCache).
 const DefaultRowCacheBytes = 64 << 20
 
 // NewRowCache returns a budget of limit bytes (nil when limit <= 0: no

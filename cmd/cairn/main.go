@@ -75,7 +75,6 @@ import (
 	"github.com/cairn-db/cairn/server"
 	"github.com/cairn-db/cairn/storage"
 	"github.com/cairn-db/cairn/storage/simfs"
-	"github.com/cairn-db/cairn/tablet"
 )
 
 func main() {
@@ -168,7 +167,7 @@ func startFlagSet(f *startFlags) *flag.FlagSet {
 	// reading, decompressing and caching blocks again took a sixth of the
 	// CPU of select-only. The cache only takes memory as it fills.
 	fs.Int64Var(&f.cacheMiB, "cache-mib", 256, "block cache size in MiB")
-	fs.Int64Var(&f.rowCacheMiB, "row-cache-mib", tablet.DefaultRowCacheBytes>>20, "row cache size in MiB: rows read by primary key, answered again without a seek while nothing writes them (0: off)")
+	fs.Int64Var(&f.rowCacheMiB, "row-cache-mib", -1, "row cache size in MiB: rows read by primary key, answered again without a seek while nothing writes them (0: off; -1, the default: 256, or a 32nd of the Go memory limit when that is less)")
 	fs.StringVar(&f.splitSizeStr, "tablet-split-size", "512MiB", "data size past which a tablet splits (e.g. 1GiB; 0: never by size)")
 	fs.StringVar(&f.sqlMemStr, "max-sql-memory", "25%", "memory all SQL statements' operators may hold, as a size (e.g. 4GiB) or a percentage of RAM; past it a statement fails with 53200")
 	fs.StringVar(&f.maxMemStr, "max-memory", defaultMaxMemory, "memory the node should stay within, as a size (e.g. 8GiB) or a percentage of RAM: the Go runtime's soft limit is this less the block cache and memtables (C memory), so garbage is collected harder as the node nears it (docs/architecture.md, \"Node memory\"); GOMEMLIMIT, when set, wins unless this flag is given")
@@ -255,12 +254,8 @@ func parseStart(args []string, stderr io.Writer) (startFlags, error) {
 		return f, usagef("--cache-mib %d: want 1 to %d", f.cacheMiB, 1<<20)
 	}
 	f.cfg.CacheSize = f.cacheMiB << 20
-	if f.rowCacheMiB < 0 || f.rowCacheMiB > 1<<20 {
-		return f, usagef("--row-cache-mib %d: want 0 to %d", f.rowCacheMiB, 1<<20)
-	}
-	f.cfg.RowCacheSize = f.rowCacheMiB << 20
-	if f.rowCacheMiB == 0 {
-		f.cfg.RowCacheSize = -1
+	if f.rowCacheMiB < -1 || f.rowCacheMiB > 1<<20 {
+		return f, usagef("--row-cache-mib %d: want 0 to %d, or -1 for the default", f.rowCacheMiB, 1<<20)
 	}
 	if f.cfg.MaxSQLMemory, err = parseMemoryFlag(f.sqlMemStr); err != nil {
 		return f, usagef("--max-sql-memory: %v", err)
@@ -272,6 +267,18 @@ func parseStart(args []string, stderr io.Writer) (startFlags, error) {
 	fs.Visit(func(fl *flag.Flag) { given = given || fl.Name == "max-memory" })
 	if f.goMemLimit, err = goMemoryLimit(f.maxMemStr, given, os.Getenv("GOMEMLIMIT"), f.cfg.CacheSize); err != nil {
 		return f, usagef("--max-memory: %v", err)
+	}
+	switch {
+	case f.rowCacheMiB == 0:
+		f.cfg.RowCacheSize = -1 // off
+	case f.rowCacheMiB > 0:
+		f.cfg.RowCacheSize = f.rowCacheMiB << 20
+	default:
+		limit := f.goMemLimit
+		if limit <= 0 {
+			limit = debug.SetMemoryLimit(-1) // GOMEMLIMIT's, or none
+		}
+		f.cfg.RowCacheSize = defaultRowCache(limit)
 	}
 	switch {
 	case f.unreplicated && f.join != "":

@@ -42,7 +42,7 @@ func TestFlagValidation(t *testing.T) {
 		{args: []string{"start", "--store", "x", "extra"}, code: 2, want: "unexpected arguments: extra"},
 		{args: []string{"start", "--store", "x", "--colocation-warn-size", "lots"}, code: 2, want: `--colocation-warn-size: invalid size "lots"`},
 		{args: []string{"start", "--store", "x", "--cache-mib", "0"}, code: 2, want: "--cache-mib 0: want 1 to"},
-		{args: []string{"start", "--store", "x", "--row-cache-mib", "-1"}, code: 2, want: "--row-cache-mib -1: want 0 to"},
+		{args: []string{"start", "--store", "x", "--row-cache-mib", "-2"}, code: 2, want: "--row-cache-mib -2: want 0 to"},
 		{args: []string{"start", "--store", "x", "--tablet-split-size", "lots"}, code: 2, want: `--tablet-split-size: invalid size "lots"`},
 		{args: []string{"start", "--store", "x", "--tablet-split-qps", "-1"}, code: 2, want: "--tablet-split-qps -1: want 0 (never) or more"},
 		{args: []string{"start", "--store", "x", "--debug-sync-latency", "-1ms"}, code: 2, want: "--debug-sync-latency -1ms: want 0 or more"},

@@ -53,3 +53,19 @@ func goMemoryLimit(v string, given bool, gomemlimit string, cacheBytes int64) (i
 	}
 	return limit, nil
 }
+
+// maxDefaultRowCache is the row cache cairn start gives a node whose Go
+// memory limit is at least 32 times as much.
+const maxDefaultRowCache = 256 << 20
+
+// defaultRowCache is the row cache (tablet.RowCache) of a node whose Go
+// memory limit is goLimit: 256 MiB, or a 32nd of the limit when that is
+// less. The cache's entries are live Go heap, and under GOGC=400 the
+// collector lets the heap grow to five times what is live before it runs,
+// so a full cache can stand for five times its size in resident memory: a
+// 32nd keeps that near a sixth of the limit. 256 MiB holds most of
+// pgbench's scale-10 accounts table (about 860,000 of its 1M rows;
+// docs/architecture.md, "Node memory").
+func defaultRowCache(goLimit int64) int64 {
+	return min(maxDefaultRowCache, goLimit/32)
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"os/exec"
@@ -136,4 +137,41 @@ func metricOf(t *testing.T, cmd *exec.Cmd, name string) int64 {
 		t.Fatalf("%s %q: %v", name, m[1], err)
 	}
 	return int64(v)
+}
+
+// TestDefaultRowCache: cairn start's row cache is 256 MiB, or a 32nd of
+// the Go memory limit when that is less; --row-cache-mib names a size or,
+// with 0, turns the cache off (a negative store size).
+func TestDefaultRowCache(t *testing.T) {
+	const mib = 1 << 20
+	for _, tc := range []struct {
+		limit, want int64
+	}{
+		{limit: 18 << 30, want: 256 * mib},
+		{limit: 8 << 30, want: 256 * mib},
+		{limit: 4 << 30, want: 128 * mib},
+		{limit: 1 << 30, want: 32 * mib},
+		{limit: math.MaxInt64, want: 256 * mib}, // no limit at all
+	} {
+		if got := defaultRowCache(tc.limit); got != tc.want {
+			t.Errorf("defaultRowCache(%d MiB) = %d MiB, want %d MiB", tc.limit>>20, got>>20, tc.want>>20)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want int64
+	}{
+		{args: []string{"--max-memory", "2GiB", "--cache-mib", "64"}, want: (2<<30 - 64*mib - 3*int64(storage.MemTableSize)) / 32},
+		{args: []string{"--max-memory", "16GiB"}, want: 256 * mib},
+		{args: []string{"--row-cache-mib", "10"}, want: 10 * mib},
+		{args: []string{"--row-cache-mib", "0"}, want: -1},
+	} {
+		f, err := parseStart(append([]string{"--store", "x", "--insecure"}, tc.args...), io.Discard)
+		if err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		if f.cfg.RowCacheSize != tc.want {
+			t.Errorf("%v: row cache %d, want %d", tc.args, f.cfg.RowCacheSize, tc.want)
+		}
+	}
 }
