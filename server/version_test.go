@@ -330,14 +330,21 @@ func TestClusterVersionGatesTabletStateFormat(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Each node's version loop would find it in a liveness interval;
-	// stepped here: the first raises the version, the second learns it.
-	for _, s := range []*Server{n1, n2} {
-		if err := s.repl.member.RefreshVersion(context.Background()); err != nil {
-			t.Fatal(err)
+	// stepped here until both have: one raises the version once its view
+	// shows every node live on 1.1, the other learns it. The restarted
+	// node's own liveness may have lapsed while it was down (a loaded
+	// machine under make test), and then neither raises it in the first
+	// round, as the loop would not until the next interval.
+	deadline := time.Now().Add(30 * time.Second)
+	for n1.version.Active() != v11 || n2.version.Active() != v11 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the cluster version is %s on node 1 and %s on node 2 with every node on 1.1", n1.version.Active(), n2.version.Active())
 		}
-	}
-	if n1.version.Active() != v11 || n2.version.Active() != v11 {
-		t.Fatalf("the cluster version is %s on node 1 and %s on node 2 with every node on 1.1", n1.version.Active(), n2.version.Active())
+		for _, s := range []*Server{n1, n2} {
+			if err := s.repl.member.RefreshVersion(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	vacuumUntilFormat(n1, 1)
 	if count := applied(); count[1] == 0 {
