@@ -14,17 +14,27 @@ import (
 // rowCacheHits scrapes the node's cairn_row_cache_hits_total.
 func rowCacheHits(t *testing.T, s *Server) float64 {
 	t.Helper()
+	return rowCacheMetric(t, s, "cairn_row_cache_hits_total")
+}
+
+// rowCacheMetric scrapes one of the node's row cache metrics, which
+// carry no labels.
+func rowCacheMetric(t *testing.T, s *Server, name string) float64 {
+	t.Helper()
 	_, _, body := httpGet(t, s, "/metrics")
 	var p expfmt.TextParser
 	fams, err := p.TextToMetricFamilies(strings.NewReader(body))
 	if err != nil {
 		t.Fatalf("/metrics does not parse: %v", err)
 	}
-	f := fams["cairn_row_cache_hits_total"]
+	f := fams[name]
 	if f == nil || len(f.GetMetric()) != 1 {
-		t.Fatalf("cairn_row_cache_hits_total: %v", f)
+		t.Fatalf("%s: %v", name, f)
 	}
-	return f.GetMetric()[0].GetCounter().GetValue()
+	if m := f.GetMetric()[0]; m.GetCounter() != nil {
+		return m.GetCounter().GetValue()
+	}
+	return f.GetMetric()[0].GetGauge().GetValue()
 }
 
 // TestRowCacheThroughSQL: on a plain node (a replicated cluster of one),
@@ -63,6 +73,9 @@ func TestRowCacheThroughSQL(t *testing.T) {
 	}
 	if after := rowCacheHits(t, s); after <= before {
 		t.Fatalf("five reads of an unwritten row: row cache hits %v → %v, want some", before, after)
+	}
+	if b := rowCacheMetric(t, s, "cairn_row_cache_bytes"); b <= 0 {
+		t.Fatalf("cairn_row_cache_bytes = %v with a row cached", b)
 	}
 	step := func(what string, sql string, want int, found bool) {
 		t.Helper()

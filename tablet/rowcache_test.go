@@ -420,3 +420,26 @@ func TestRowSpan(t *testing.T) {
 		t.Errorf("rowSpan allocates %.0f objects", allocs)
 	}
 }
+
+// TestRowCacheOff: a replica without a budget (--row-cache-mib 0) reads
+// every row from the engine and keeps nothing.
+func TestRowCacheOff(t *testing.T) {
+	h := newHarness(t, Config{})
+	row := []byte("\x03off/")
+	k := append(append([]byte(nil), row...), 'a')
+	if _, err := h.sendAt(wallTS(10), &kvpb.PutRequest{Key: k, Value: []byte("v")}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		got, err := h.readRow(row, wallTS(20))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 1 || string(got[0].Value) != "v" {
+			t.Fatalf("read: %s, want v", fmtCacheRows(got))
+		}
+	}
+	if h.hits() != 0 || len(h.r.valid.rows) != 0 {
+		t.Fatalf("with no budget the replica cached %d rows and answered %d reads from them", len(h.r.valid.rows), h.hits())
+	}
+}
